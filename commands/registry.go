@@ -1,0 +1,198 @@
+// Package commands holds what an agent can do: the command registry, the built-in commands
+// (finish, ask_user, workspace files) and the JSON Schemas the model's replies are held to.
+//
+// The daemon asks the registry which commands an agent may use, renders them into the prompt,
+// builds the reply schema from their params (see ReplySchema) and runs the one the person
+// approved through Execute. Every execution gets a timeout and an output cap and recovers
+// from panics, so a command can fail but never take the agent or the daemon down.
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Class says what kind of side effect a command has; policies key on it.
+type Class string
+
+// The side-effect classes.
+const (
+	ClassRead           Class = "read"
+	ClassWriteWorkspace Class = "write_workspace"
+	ClassNetwork        Class = "network"
+	ClassExecute        Class = "execute"
+	ClassMessage        Class = "message"
+)
+
+// Names of the commands the agent cycle treats specially.
+const (
+	Finish  = "finish"
+	AskUser = "ask_user"
+)
+
+// Spec describes a command to the model, the policy and the person approving it.
+type Spec struct {
+	Name        string  // snake_case, unique in the registry
+	Description string  // one line, shown in the prompt
+	Params      *Schema // an object schema; its properties are the command's arguments
+	Class       Class
+	// Idempotent commands may be re-run automatically when a crash interrupted them.
+	Idempotent bool
+}
+
+// Env is what a command may touch while it runs.
+type Env struct {
+	// Workspace is the agent's workspace directory; file commands may not leave it.
+	Workspace string
+	// AgentID names the agent running the command.
+	AgentID string
+}
+
+// Command is one thing an agent can do.
+//
+// Lifecycle: registered once at init (Register panics on a duplicate name); Spec is read
+// whenever a prompt or schema is built; Execute runs once per approved proposal, with args
+// already validated against Spec().Params, under a context carrying the execution timeout.
+type Command interface {
+	Spec() Spec
+	Execute(ctx context.Context, env Env, args json.RawMessage) (string, error)
+}
+
+var (
+	regMu    sync.RWMutex
+	registry = map[string]Command{}
+)
+
+// Register adds a command to the global registry. It panics on a duplicate or empty name,
+// or a Params schema that is not an object: both are programming errors found at init.
+func Register(c Command) {
+	s := c.Spec()
+	if s.Name == "" {
+		panic("commands: Register with an empty name")
+	}
+	if s.Params == nil || s.Params.Type != "object" {
+		panic(fmt.Sprintf("commands: %s: Params must be an object schema", s.Name))
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := registry[s.Name]; dup {
+		panic(fmt.Sprintf("commands: %s registered twice", s.Name))
+	}
+	registry[s.Name] = c
+}
+
+// Lookup returns the named command.
+func Lookup(name string) (Command, bool) {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	c, ok := registry[name]
+	return c, ok
+}
+
+// All returns every registered command, sorted by name.
+func All() []Command {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]Command, 0, len(registry))
+	for _, c := range registry {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec().Name < out[j].Spec().Name })
+	return out
+}
+
+// Set is the ordered list of commands one agent may use now.
+type Set []Command
+
+// Resolve returns the named commands in the given order; an unknown name is an error.
+func Resolve(names []string) (Set, error) {
+	var s Set
+	for _, n := range names {
+		c, ok := Lookup(n)
+		if !ok {
+			return nil, fmt.Errorf("commands: unknown command %q", n)
+		}
+		s = append(s, c)
+	}
+	return s, nil
+}
+
+// Get returns the command in the set with that name.
+func (s Set) Get(name string) (Command, bool) {
+	for _, c := range s {
+		if c.Spec().Name == name {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// Names lists the set's command names in order.
+func (s Set) Names() []string {
+	n := make([]string, len(s))
+	for i, c := range s {
+		n[i] = c.Spec().Name
+	}
+	return n
+}
+
+// Limits bound one execution.
+type Limits struct {
+	Timeout   time.Duration // default 60s
+	OutputCap int           // bytes of result kept; default 16 KiB
+}
+
+// ErrPanic marks an execution that panicked; the panic value is in the message.
+var ErrPanic = errors.New("command panicked")
+
+// Run executes c with args under lim: it validates args against the command's params,
+// applies the timeout, caps the output and turns a panic into an error.
+// The returned error text is written for the model: it says what was wrong and what was expected.
+func Run(ctx context.Context, c Command, env Env, args json.RawMessage, lim Limits) (out string, err error) {
+	if lim.Timeout <= 0 {
+		lim.Timeout = 60 * time.Second
+	}
+	if lim.OutputCap <= 0 {
+		lim.OutputCap = 16 << 10
+	}
+	spec := c.Spec()
+	if err := CheckArgs(spec, args); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("%s: %w: %v", spec.Name, ErrPanic, r)
+		}
+	}()
+	out, err = c.Execute(ctx, env, args)
+	if ctx.Err() == context.DeadlineExceeded && err != nil {
+		err = fmt.Errorf("%s: timed out after %s: %w", spec.Name, lim.Timeout, err)
+	}
+	if len(out) > lim.OutputCap {
+		out = out[:lim.OutputCap] + fmt.Sprintf("\n[output cut at %d bytes]", lim.OutputCap)
+	}
+	return out, err
+}
+
+// CheckArgs validates raw args against the command's params schema.
+func CheckArgs(spec Spec, args json.RawMessage) error {
+	var v any
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	if err := json.Unmarshal(args, &v); err != nil {
+		return fmt.Errorf("%s: args are not valid JSON: %v", spec.Name, err)
+	}
+	if err := spec.Params.Validate(v); err != nil {
+		want, _ := json.Marshal(spec.Params)
+		return fmt.Errorf("%s: bad args: %v; expected params: %s", spec.Name, err, want)
+	}
+	return nil
+}

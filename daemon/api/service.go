@@ -1,0 +1,31 @@
+package api
+
+import (
+	"context"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Service is what the local API serves; the daemon implements it. Errors wrap client's
+// sentinels (client.ErrNotFound → 404, client.ErrConflict → 409, client.ErrBadRequest → 400,
+// client.ErrForbidden → 403) and their text is shown to the user as is.
+// Agent references are an agent id or its unique name.
+type Service interface {
+	Status(ctx context.Context) (*client.Status, error)
+	Agents(ctx context.Context) ([]client.Agent, error)
+	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
+	Agent(ctx context.Context, ref string) (*client.Agent, error)
+	DeleteAgent(ctx context.Context, ref string) error
+	Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error)
+	Answer(ctx context.Context, ref string, req client.AnswerRequest) error
+	Task(ctx context.Context, ref string, task string) (*client.Agent, error)
+	Pause(ctx context.Context, ref string) (*client.Agent, error)
+	Resume(ctx context.Context, ref string) (*client.Agent, error)
+	Stop(ctx context.Context, ref string) (*client.Agent, error)
+	History(ctx context.Context, ref string) ([]client.Episode, error)
+	Proposals(ctx context.Context, ref string) ([]client.Proposal, error)
+	// Subscribe streams events of one agent (ref != "") or of all agents (ref == "").
+	// Events with Seq > since still held by the daemon are delivered first. The channel is
+	// closed when cancel is called or the subscriber falls too far behind.
+	Subscribe(ref string, since int64) (events <-chan client.Event, cancel func(), err error)
+}

@@ -1,0 +1,259 @@
+// Package client is agentd's local API as Go: the request, response and event types that go
+// over the unix socket under /v0/, and a Client that calls them.
+//
+// agentctl, the chat bots' tests and the integration tests all use this package; it never
+// imports the daemon, so it can be vendored by anyone who wants to drive agentd.
+package client
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// AgentState is what an agent is doing now.
+type AgentState string
+
+// The states an agent shows.
+const (
+	StateThinking         AgentState = "thinking"          // the model is being asked
+	StateAwaitingDecision AgentState = "awaiting_decision" // a proposal or a question waits for a person
+	StateExecuting        AgentState = "executing"         // an approved command runs
+	StateWaitingForModel  AgentState = "waiting_for_model" // Ollama is down or busy; retrying
+	StatePaused           AgentState = "paused"            // stopped by a person or by a watchdog; StateReason says why
+	StateIdle             AgentState = "idle"              // no run; ready for a task
+	StateFailed           AgentState = "failed"            // cannot go on; StateReason says why
+)
+
+// Policy decides which proposals run without asking.
+type Policy struct {
+	// Mode is "ask" (default), "auto" (the next AutoSteps proposals run without asking)
+	// or "continuous" (every proposal runs without asking, up to ContinuousLimit steps).
+	Mode string `json:"mode"`
+	// AutoSteps is how many more proposals run without asking (set by `y -N` too).
+	AutoSteps int `json:"auto_steps,omitempty"`
+	// ContinuousLimit bounds continuous mode; 0 means the configured default.
+	ContinuousLimit int `json:"continuous_limit,omitempty"`
+}
+
+// Directives are the rules an agent works under; base ones come from config.
+type Directives struct {
+	Constraints   []string `json:"constraints,omitempty"`
+	Resources     []string `json:"resources,omitempty"`
+	BestPractices []string `json:"best_practices,omitempty"`
+}
+
+// Agent is one hosted agent.
+type Agent struct {
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	Description string     `json:"description"`
+	Goals       []string   `json:"goals,omitempty"`
+	Directives  Directives `json:"directives"`
+	// Task is the current run's task (empty when idle with no run yet).
+	Task        string     `json:"task,omitempty"`
+	State       AgentState `json:"state"`
+	StateReason string     `json:"state_reason,omitempty"`
+	Policy      Policy     `json:"policy"`
+	// RunID is the current or last run.
+	RunID string `json:"run_id,omitempty"`
+	// Step counts proposals made in the current run.
+	Step      int    `json:"step"`
+	Workspace string `json:"workspace"`
+	// Pending is the proposal awaiting a decision, if any.
+	Pending *Proposal `json:"pending,omitempty"`
+	// Question is an ask_user question awaiting an answer, if any.
+	Question *Question `json:"question,omitempty"`
+	// PromptTokens and EvalTokens total the model's token counts over the agent's life.
+	PromptTokens int64     `json:"prompt_tokens"`
+	EvalTokens   int64     `json:"eval_tokens"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// Thoughts is the reasoning that came with a proposal.
+type Thoughts struct {
+	Observations  string `json:"observations"`
+	Text          string `json:"text"`
+	Reasoning     string `json:"reasoning"`
+	SelfCriticism string `json:"self_criticism"`
+	Plan          string `json:"plan"`
+	Speak         string `json:"speak"`
+}
+
+// ProposalStatus tracks a proposal from the model's reply to its result.
+type ProposalStatus string
+
+// Proposal statuses. pending and interrupted proposals take decisions; approved → started →
+// succeeded|failed is the write-ahead execution record.
+const (
+	ProposalPending     ProposalStatus = "pending"
+	ProposalApproved    ProposalStatus = "approved"
+	ProposalDenied      ProposalStatus = "denied"
+	ProposalFeedback    ProposalStatus = "feedback"   // not run; the person's text went to the model
+	ProposalSuperseded  ProposalStatus = "superseded" // the run moved on without a decision
+	ProposalStarted     ProposalStatus = "started"
+	ProposalSucceeded   ProposalStatus = "succeeded"
+	ProposalFailed      ProposalStatus = "failed"
+	ProposalInterrupted ProposalStatus = "interrupted" // the daemon died while it ran; decide again
+)
+
+// Decidable reports whether a decision may still be made on a proposal in this status.
+func (s ProposalStatus) Decidable() bool {
+	return s == ProposalPending || s == ProposalInterrupted
+}
+
+// Proposal is one command the model wants to run.
+type Proposal struct {
+	ID       string          `json:"id"`
+	AgentID  string          `json:"agent_id"`
+	RunID    string          `json:"run_id"`
+	Step     int             `json:"step"`
+	Thoughts Thoughts        `json:"thoughts"`
+	Command  string          `json:"command"`
+	Args     json.RawMessage `json:"args"`
+	// Hash is sha256 of the command name and its canonical args; a decision is bound to it.
+	Hash   string         `json:"hash"`
+	Status ProposalStatus `json:"status"`
+	// Result is the command's output (or error text) once it ran.
+	Result       string    `json:"result,omitempty"`
+	Model        string    `json:"model"`
+	PromptTokens int       `json:"prompt_tokens"`
+	EvalTokens   int       `json:"eval_tokens"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// Question is an ask_user question waiting for an answer.
+type Question struct {
+	ProposalID string    `json:"proposal_id"`
+	Text       string    `json:"text"`
+	AskedAt    time.Time `json:"asked_at"`
+}
+
+// DecisionKind is what a person decided about a proposal.
+type DecisionKind string
+
+// Decision kinds.
+const (
+	DecisionApprove  DecisionKind = "approve"
+	DecisionDeny     DecisionKind = "deny"
+	DecisionFeedback DecisionKind = "feedback"
+)
+
+// Decision is one recorded decision.
+type Decision struct {
+	ProposalID string       `json:"proposal_id"`
+	Kind       DecisionKind `json:"kind"`
+	// Count is how many proposals an approval covers: this one and the next Count-1.
+	Count    int       `json:"count,omitempty"`
+	Feedback string    `json:"feedback,omitempty"`
+	By       string    `json:"by"`
+	Source   string    `json:"source"` // agentctl, slack, discord, policy, api
+	At       time.Time `json:"at"`
+}
+
+// Episode is one completed step: the action, its outcome and the reasoning behind it.
+type Episode struct {
+	RunID      string          `json:"run_id"`
+	Step       int             `json:"step"`
+	ProposalID string          `json:"proposal_id"`
+	Command    string          `json:"command"`
+	Args       json.RawMessage `json:"args"`
+	Reasoning  string          `json:"reasoning"`
+	// Outcome is succeeded, failed, denied or feedback.
+	Outcome  string    `json:"outcome"`
+	Result   string    `json:"result"`
+	Feedback string    `json:"feedback,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// EventType names an event on an agent's stream.
+type EventType string
+
+// Event types.
+const (
+	EventState    EventType = "state"    // Agent carries the new state
+	EventThoughts EventType = "thoughts" // Proposal carries the thoughts (sent with the proposal)
+	EventProposal EventType = "proposal" // Proposal awaits a decision or runs by policy
+	EventDecision EventType = "decision" // Decision was recorded
+	EventResult   EventType = "result"   // Episode carries the outcome
+	EventQuestion EventType = "question" // Question awaits an answer
+	EventFinish   EventType = "finish"   // the run ended; Message is the reason
+	EventError    EventType = "error"    // Message says what went wrong (the agent may go on)
+	EventRemoved  EventType = "removed"  // the agent was deleted
+)
+
+// Event is one line of an NDJSON event stream.
+type Event struct {
+	Seq      int64     `json:"seq"`
+	Type     EventType `json:"type"`
+	AgentID  string    `json:"agent_id"`
+	Time     time.Time `json:"time"`
+	Agent    *Agent    `json:"agent,omitempty"`
+	Proposal *Proposal `json:"proposal,omitempty"`
+	Decision *Decision `json:"decision,omitempty"`
+	Episode  *Episode  `json:"episode,omitempty"`
+	Question *Question `json:"question,omitempty"`
+	Message  string    `json:"message,omitempty"`
+}
+
+// CreateAgentRequest creates an agent: either from a free-text Task (the model writes the
+// profile) or from Name, Description and Goals.
+type CreateAgentRequest struct {
+	Name        string   `json:"name,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Goals       []string `json:"goals,omitempty"`
+	Task        string   `json:"task,omitempty"`
+	Policy      *Policy  `json:"policy,omitempty"`
+	// Start begins a run at once (default true when Task or Goals are given).
+	Start *bool `json:"start,omitempty"`
+}
+
+// DecideRequest decides on a proposal. ProposalID must name the agent's current proposal.
+type DecideRequest struct {
+	ProposalID string       `json:"proposal_id"`
+	Kind       DecisionKind `json:"kind"`
+	Count      int          `json:"count,omitempty"`
+	Feedback   string       `json:"feedback,omitempty"`
+	By         string       `json:"by,omitempty"`
+	Source     string       `json:"source,omitempty"`
+}
+
+// AnswerRequest answers an agent's pending ask_user question.
+type AnswerRequest struct {
+	ProposalID string `json:"proposal_id,omitempty"`
+	Text       string `json:"text"`
+	By         string `json:"by,omitempty"`
+}
+
+// TaskRequest gives an idle agent a follow-up task; its history carries over.
+type TaskRequest struct {
+	Task string `json:"task"`
+}
+
+// OllamaStatus is what the daemon knows about the model server.
+type OllamaStatus struct {
+	Host          string   `json:"host"`
+	Reachable     bool     `json:"reachable"`
+	Version       string   `json:"version,omitempty"`
+	Model         string   `json:"model"`
+	SmartModel    string   `json:"smart_model,omitempty"`
+	ModelPresent  bool     `json:"model_present"`
+	ContextLength int      `json:"context_length,omitempty"`
+	Capabilities  []string `json:"capabilities,omitempty"`
+	Error         string   `json:"error,omitempty"`
+}
+
+// Status is the daemon's health at a glance.
+type Status struct {
+	Version  string         `json:"version"`
+	PID      int            `json:"pid"`
+	Started  time.Time      `json:"started"`
+	StateDir string         `json:"state_dir"`
+	Ollama   OllamaStatus   `json:"ollama"`
+	Agents   map[string]int `json:"agents"` // count by state
+}
+
+// ErrorResponse is the body of every non-2xx reply.
+type ErrorResponse struct {
+	Error string `json:"error"`
+}

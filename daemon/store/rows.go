@@ -1,0 +1,405 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Agent is an agent row plus the daemon-only fields the wire type does not carry.
+type Agent struct {
+	client.Agent
+	// Strikes counts invalid model replies in a row.
+	Strikes int
+}
+
+const agentCols = `id, name, description, goals, directives, task, state, state_reason, policy, run_id, step,
+	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at`
+
+func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
+	var a Agent
+	var goals, dirs, policy string
+	var created, updated int64
+	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
+		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading agent: %w", err)
+	}
+	json.Unmarshal([]byte(goals), &a.Goals)
+	json.Unmarshal([]byte(dirs), &a.Directives)
+	json.Unmarshal([]byte(policy), &a.Policy)
+	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	return &a, nil
+}
+
+func js(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only our own types are marshalled here
+	}
+	return string(b)
+}
+
+// InsertAgent stores a new agent.
+func (t *Tx) InsertAgent(a *Agent) error {
+	a.CreatedAt, a.UpdatedAt = t.now, t.now
+	_, err := t.tx.Exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
+		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now))
+	if err != nil {
+		return fmt.Errorf("store: insert agent: %w", err)
+	}
+	return nil
+}
+
+// UpdateAgent writes every mutable field of a.
+func (t *Tx) UpdateAgent(a *Agent) error {
+	a.UpdatedAt = t.now
+	_, err := t.tx.Exec(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
+		state_reason=?, policy=?, run_id=?, step=?, strikes=?, prompt_tokens=?, eval_tokens=?, updated_at=? WHERE id=?`,
+		a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason, js(a.Policy),
+		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), a.ID)
+	if err != nil {
+		return fmt.Errorf("store: update agent: %w", err)
+	}
+	return nil
+}
+
+// Agent reads one agent by id.
+func (t *Tx) Agent(id string) (*Agent, error) {
+	return scanAgent(t.tx.QueryRow(`SELECT `+agentCols+` FROM agents WHERE id=?`, id))
+}
+
+// AgentByName reads one agent by its unique name.
+func (t *Tx) AgentByName(name string) (*Agent, error) {
+	return scanAgent(t.tx.QueryRow(`SELECT `+agentCols+` FROM agents WHERE name=?`, name))
+}
+
+// NameTaken reports whether an agent has this name.
+func (t *Tx) NameTaken(name string) (bool, error) {
+	var n int
+	err := t.tx.QueryRow(`SELECT COUNT(*) FROM agents WHERE name=?`, name).Scan(&n)
+	return n > 0, err
+}
+
+// Agents lists all agents, oldest first.
+func (t *Tx) Agents() ([]*Agent, error) {
+	rows, err := t.tx.Query(`SELECT ` + agentCols + ` FROM agents ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list agents: %w", err)
+	}
+	defer rows.Close()
+	var out []*Agent
+	for rows.Next() {
+		a, err := scanAgent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// DeleteAgent removes an agent and everything it owns.
+func (t *Tx) DeleteAgent(id string) error {
+	if _, err := t.tx.Exec(`DELETE FROM agents WHERE id=?`, id); err != nil {
+		return fmt.Errorf("store: delete agent: %w", err)
+	}
+	return nil
+}
+
+// StartRun records a new run.
+func (t *Tx) StartRun(id, agentID, task string) error {
+	_, err := t.tx.Exec(`INSERT INTO runs (id, agent_id, task, started_at) VALUES (?,?,?,?)`, id, agentID, task, ms(t.now))
+	if err != nil {
+		return fmt.Errorf("store: start run: %w", err)
+	}
+	return nil
+}
+
+// EndRun records how a run ended; a run already ended keeps its first outcome.
+func (t *Tx) EndRun(id, outcome, reason string) error {
+	_, err := t.tx.Exec(`UPDATE runs SET ended_at=?, outcome=?, reason=? WHERE id=? AND ended_at IS NULL`, ms(t.now), outcome, reason, id)
+	if err != nil {
+		return fmt.Errorf("store: end run: %w", err)
+	}
+	return nil
+}
+
+const proposalCols = `id, agent_id, run_id, step, thoughts, command, args, hash, status, result, model,
+	prompt_tokens, eval_tokens, created_at`
+
+func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) {
+	var p client.Proposal
+	var thoughts, args string
+	var created int64
+	err := sc.Scan(&p.ID, &p.AgentID, &p.RunID, &p.Step, &thoughts, &p.Command, &args, &p.Hash, &p.Status,
+		&p.Result, &p.Model, &p.PromptTokens, &p.EvalTokens, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading proposal: %w", err)
+	}
+	json.Unmarshal([]byte(thoughts), &p.Thoughts)
+	p.Args = json.RawMessage(args)
+	p.CreatedAt = fromMS(created)
+	return &p, nil
+}
+
+// InsertProposal stores a proposal; it must be durable before anyone sees it.
+func (t *Tx) InsertProposal(p *client.Proposal) error {
+	p.CreatedAt = t.now
+	_, err := t.tx.Exec(`INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		p.ID, p.AgentID, p.RunID, p.Step, js(p.Thoughts), p.Command, string(p.Args), p.Hash, p.Status, p.Result,
+		p.Model, p.PromptTokens, p.EvalTokens, ms(t.now), ms(t.now))
+	if err != nil {
+		return fmt.Errorf("store: insert proposal: %w", err)
+	}
+	return nil
+}
+
+// SetProposalStatus moves a proposal from one of the from statuses to status, optionally
+// setting its result. It reports whether the move happened: a false means someone else
+// moved it first, which is how "first decision wins" is enforced.
+func (t *Tx) SetProposalStatus(id string, status client.ProposalStatus, result *string, from ...client.ProposalStatus) (bool, error) {
+	q := `UPDATE proposals SET status=?, updated_at=?`
+	args := []any{status, ms(t.now)}
+	if result != nil {
+		q += `, result=?`
+		args = append(args, *result)
+	}
+	q += ` WHERE id=?`
+	args = append(args, id)
+	if len(from) > 0 {
+		q += ` AND status IN (?` + repeat(",?", len(from)-1) + `)`
+		for _, f := range from {
+			args = append(args, f)
+		}
+	}
+	res, err := t.tx.Exec(q, args...)
+	if err != nil {
+		return false, fmt.Errorf("store: update proposal: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+func repeat(s string, n int) string {
+	out := ""
+	for i := 0; i < n; i++ {
+		out += s
+	}
+	return out
+}
+
+// Proposal reads one proposal.
+func (t *Tx) Proposal(id string) (*client.Proposal, error) {
+	return scanProposal(t.tx.QueryRow(`SELECT `+proposalCols+` FROM proposals WHERE id=?`, id))
+}
+
+// OpenProposal returns the agent's proposal that is not yet settled (pending, interrupted,
+// approved or started), or ErrNotFound. The cycle keeps at most one open at a time.
+func (t *Tx) OpenProposal(agentID string) (*client.Proposal, error) {
+	return scanProposal(t.tx.QueryRow(`SELECT `+proposalCols+` FROM proposals
+		WHERE agent_id=? AND status IN ('pending','interrupted','approved','started')
+		ORDER BY created_at DESC, rowid DESC LIMIT 1`, agentID))
+}
+
+// LastProposal returns the agent's most recent proposal in run, or ErrNotFound.
+func (t *Tx) LastProposal(agentID, runID string) (*client.Proposal, error) {
+	return scanProposal(t.tx.QueryRow(`SELECT `+proposalCols+` FROM proposals
+		WHERE agent_id=? AND run_id=? ORDER BY created_at DESC, rowid DESC LIMIT 1`, agentID, runID))
+}
+
+// Proposals lists an agent's proposals, oldest first.
+func (t *Tx) Proposals(agentID string) ([]client.Proposal, error) {
+	rows, err := t.tx.Query(`SELECT `+proposalCols+` FROM proposals WHERE agent_id=? ORDER BY created_at, rowid`, agentID)
+	if err != nil {
+		return nil, fmt.Errorf("store: list proposals: %w", err)
+	}
+	defer rows.Close()
+	var out []client.Proposal
+	for rows.Next() {
+		p, err := scanProposal(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, rows.Err()
+}
+
+// ProposalsWithStatus lists every proposal in a status, across agents (crash recovery).
+func (t *Tx) ProposalsWithStatus(status client.ProposalStatus) ([]client.Proposal, error) {
+	rows, err := t.tx.Query(`SELECT `+proposalCols+` FROM proposals WHERE status=? ORDER BY created_at, rowid`, status)
+	if err != nil {
+		return nil, fmt.Errorf("store: list proposals: %w", err)
+	}
+	defer rows.Close()
+	var out []client.Proposal
+	for rows.Next() {
+		p, err := scanProposal(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, rows.Err()
+}
+
+// InsertDecision records a decision.
+func (t *Tx) InsertDecision(d *client.Decision) error {
+	d.At = t.now
+	_, err := t.tx.Exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, at) VALUES (?,?,?,?,?,?,?)`,
+		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, ms(t.now))
+	if err != nil {
+		return fmt.Errorf("store: insert decision: %w", err)
+	}
+	return nil
+}
+
+// LastDecision returns the latest decision on a proposal, or ErrNotFound.
+func (t *Tx) LastDecision(proposalID string) (*client.Decision, error) {
+	var d client.Decision
+	var at int64
+	err := t.tx.QueryRow(`SELECT proposal_id, kind, count, feedback, by, source, at FROM decisions
+		WHERE proposal_id=? ORDER BY id DESC LIMIT 1`, proposalID).Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading decision: %w", err)
+	}
+	d.At = fromMS(at)
+	return &d, nil
+}
+
+// CountDecisions counts decisions recorded for a proposal.
+func (t *Tx) CountDecisions(proposalID string) (int, error) {
+	var n int
+	err := t.tx.QueryRow(`SELECT COUNT(*) FROM decisions WHERE proposal_id=?`, proposalID).Scan(&n)
+	return n, err
+}
+
+// InsertEpisode records a finished step.
+func (t *Tx) InsertEpisode(agentID string, e *client.Episode) error {
+	e.At = t.now
+	_, err := t.tx.Exec(`INSERT INTO episodes (agent_id, run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?)`, agentID, e.RunID, e.Step, e.ProposalID, e.Command, string(e.Args), e.Reasoning,
+		e.Outcome, e.Result, e.Feedback, ms(t.now))
+	if err != nil {
+		return fmt.Errorf("store: insert episode: %w", err)
+	}
+	return nil
+}
+
+// Episodes returns the agent's last limit episodes (all when limit <= 0), oldest first.
+func (t *Tx) Episodes(agentID string, limit int) ([]client.Episode, error) {
+	q := `SELECT run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at FROM episodes WHERE agent_id=? ORDER BY id DESC`
+	args := []any{agentID}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := t.tx.Query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list episodes: %w", err)
+	}
+	defer rows.Close()
+	var out []client.Episode
+	for rows.Next() {
+		var e client.Episode
+		var args string
+		var at int64
+		if err := rows.Scan(&e.RunID, &e.Step, &e.ProposalID, &e.Command, &args, &e.Reasoning, &e.Outcome, &e.Result, &e.Feedback, &at); err != nil {
+			return nil, fmt.Errorf("store: reading episode: %w", err)
+		}
+		e.Args, e.At = json.RawMessage(args), fromMS(at)
+		out = append(out, e)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, rows.Err()
+}
+
+// CountEpisodes counts an agent's episodes.
+func (t *Tx) CountEpisodes(agentID string) (int, error) {
+	var n int
+	err := t.tx.QueryRow(`SELECT COUNT(*) FROM episodes WHERE agent_id=?`, agentID).Scan(&n)
+	return n, err
+}
+
+// SetQuestion records an ask_user question waiting for an answer.
+func (t *Tx) SetQuestion(agentID string, q *client.Question) error {
+	q.AskedAt = t.now
+	_, err := t.tx.Exec(`INSERT OR REPLACE INTO questions (proposal_id, agent_id, text, asked_at) VALUES (?,?,?,?)`,
+		q.ProposalID, agentID, q.Text, ms(t.now))
+	if err != nil {
+		return fmt.Errorf("store: set question: %w", err)
+	}
+	return nil
+}
+
+// Question returns the agent's open question, or ErrNotFound.
+func (t *Tx) Question(agentID string) (*client.Question, error) {
+	var q client.Question
+	var at int64
+	err := t.tx.QueryRow(`SELECT proposal_id, text, asked_at FROM questions WHERE agent_id=? ORDER BY asked_at DESC LIMIT 1`, agentID).Scan(&q.ProposalID, &q.Text, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading question: %w", err)
+	}
+	q.AskedAt = fromMS(at)
+	return &q, nil
+}
+
+// ClearQuestions removes the agent's open questions.
+func (t *Tx) ClearQuestions(agentID string) error {
+	_, err := t.tx.Exec(`DELETE FROM questions WHERE agent_id=?`, agentID)
+	return err
+}
+
+// Audit appends one line to the audit log.
+func (t *Tx) Audit(agentID, kind string, detail any) error {
+	_, err := t.tx.Exec(`INSERT INTO audit (at, agent_id, kind, detail) VALUES (?,?,?,?)`, ms(t.now), agentID, kind, js(detail))
+	if err != nil {
+		return fmt.Errorf("store: audit: %w", err)
+	}
+	return nil
+}
+
+// AuditEntry is one audit log line.
+type AuditEntry struct {
+	ID      int64
+	AgentID string
+	Kind    string
+	Detail  string
+}
+
+// AuditLog returns the audit entries of an agent (all agents when agentID is ""), oldest first.
+func (t *Tx) AuditLog(agentID string) ([]AuditEntry, error) {
+	rows, err := t.tx.Query(`SELECT id, agent_id, kind, detail FROM audit WHERE ?='' OR agent_id=? ORDER BY id`, agentID, agentID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []AuditEntry
+	for rows.Next() {
+		var e AuditEntry
+		if err := rows.Scan(&e.ID, &e.AgentID, &e.Kind, &e.Detail); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

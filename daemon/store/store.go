@@ -1,0 +1,216 @@
+// Package store is agentd's source of truth: agents, runs, proposals, decisions, episodes and
+// the audit log in one SQLite file (WAL, synchronous=FULL).
+//
+// Every state change the agent cycle makes is one transaction here, so a kill -9 at any point
+// leaves either the old state or the new one. The memory index and everything in RAM can be
+// rebuilt from this file.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // the SQLite driver, pure Go
+)
+
+// Store wraps the SQLite database.
+type Store struct {
+	db  *sql.DB
+	now func() time.Time
+}
+
+// migrations are applied in order; PRAGMA user_version records how many ran.
+// Append only: never edit a migration that has shipped.
+var migrations = []string{
+	`CREATE TABLE agents (
+		id TEXT PRIMARY KEY,
+		name TEXT NOT NULL UNIQUE,
+		description TEXT NOT NULL DEFAULT '',
+		goals TEXT NOT NULL DEFAULT '[]',
+		directives TEXT NOT NULL DEFAULT '{}',
+		task TEXT NOT NULL DEFAULT '',
+		state TEXT NOT NULL,
+		state_reason TEXT NOT NULL DEFAULT '',
+		policy TEXT NOT NULL DEFAULT '{"mode":"ask"}',
+		run_id TEXT NOT NULL DEFAULT '',
+		step INTEGER NOT NULL DEFAULT 0,
+		workspace TEXT NOT NULL,
+		strikes INTEGER NOT NULL DEFAULT 0,
+		prompt_tokens INTEGER NOT NULL DEFAULT 0,
+		eval_tokens INTEGER NOT NULL DEFAULT 0,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
+	);
+	CREATE TABLE runs (
+		id TEXT PRIMARY KEY,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		task TEXT NOT NULL,
+		started_at INTEGER NOT NULL,
+		ended_at INTEGER,
+		outcome TEXT NOT NULL DEFAULT '',
+		reason TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX runs_agent ON runs(agent_id);
+	CREATE TABLE proposals (
+		id TEXT PRIMARY KEY,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		run_id TEXT NOT NULL,
+		step INTEGER NOT NULL,
+		thoughts TEXT NOT NULL,
+		command TEXT NOT NULL,
+		args TEXT NOT NULL,
+		hash TEXT NOT NULL,
+		status TEXT NOT NULL,
+		result TEXT NOT NULL DEFAULT '',
+		model TEXT NOT NULL DEFAULT '',
+		prompt_tokens INTEGER NOT NULL DEFAULT 0,
+		eval_tokens INTEGER NOT NULL DEFAULT 0,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
+	);
+	CREATE INDEX proposals_agent ON proposals(agent_id, created_at);
+	CREATE INDEX proposals_status ON proposals(status);
+	CREATE TABLE decisions (
+		id INTEGER PRIMARY KEY,
+		proposal_id TEXT NOT NULL REFERENCES proposals(id) ON DELETE CASCADE,
+		kind TEXT NOT NULL,
+		count INTEGER NOT NULL DEFAULT 0,
+		feedback TEXT NOT NULL DEFAULT '',
+		by TEXT NOT NULL DEFAULT '',
+		source TEXT NOT NULL DEFAULT '',
+		at INTEGER NOT NULL
+	);
+	CREATE INDEX decisions_proposal ON decisions(proposal_id);
+	CREATE TABLE episodes (
+		id INTEGER PRIMARY KEY,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		run_id TEXT NOT NULL,
+		step INTEGER NOT NULL,
+		proposal_id TEXT NOT NULL,
+		command TEXT NOT NULL,
+		args TEXT NOT NULL,
+		reasoning TEXT NOT NULL DEFAULT '',
+		outcome TEXT NOT NULL,
+		result TEXT NOT NULL DEFAULT '',
+		feedback TEXT NOT NULL DEFAULT '',
+		at INTEGER NOT NULL
+	);
+	CREATE INDEX episodes_agent ON episodes(agent_id, id);
+	CREATE TABLE questions (
+		proposal_id TEXT PRIMARY KEY REFERENCES proposals(id) ON DELETE CASCADE,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		text TEXT NOT NULL,
+		asked_at INTEGER NOT NULL
+	);
+	CREATE TABLE audit (
+		id INTEGER PRIMARY KEY,
+		at INTEGER NOT NULL,
+		agent_id TEXT NOT NULL DEFAULT '',
+		kind TEXT NOT NULL,
+		detail TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX audit_agent ON audit(agent_id, id);`,
+}
+
+// Open opens (creating if needed) the database at path and applies pending migrations.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	// One connection: SQLite serializes writers anyway, and one connection keeps every
+	// read consistent with the last write without cross-connection surprises.
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db, now: time.Now}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// SetClock replaces the clock (tests).
+func (s *Store) SetClock(now func() time.Time) { s.now = now }
+
+func (s *Store) migrate(ctx context.Context) error {
+	var v int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("store: reading schema version: %w", err)
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("store: database schema version %d is newer than this agentd (%d): upgrade agentd", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("store: migration %d: %w", i+1, err)
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("store: migration %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// Tx runs fn in one write transaction: all of it lands, or none of it.
+func (s *Store) Tx(ctx context.Context, fn func(*Tx) error) error {
+	sqlTx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	tx := &Tx{tx: sqlTx, now: s.now().UTC()}
+	if err := fn(tx); err != nil {
+		sqlTx.Rollback()
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// View runs fn for reading; it sees one consistent snapshot.
+func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
+	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	defer sqlTx.Rollback()
+	return fn(&Tx{tx: sqlTx, now: s.now().UTC()})
+}
+
+// Tx is a transaction; its methods are the store's queries.
+type Tx struct {
+	tx  *sql.Tx
+	now time.Time
+}
+
+// Now is the transaction's timestamp.
+func (t *Tx) Now() time.Time { return t.now }
+
+// ErrNotFound is returned when a row does not exist.
+var ErrNotFound = errors.New("not found")
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }

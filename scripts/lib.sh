@@ -1,0 +1,59 @@
+# scripts/lib.sh — shared set-up for scripts/run.sh and scripts/test.sh. Source it.
+#
+# ensure_go: a Go toolchain new enough for go.mod, installing one when missing. Debian's own
+# golang package is too old, so the toolchain comes from the Go module proxy, where Go
+# publishes it as the module golang.org/toolchain (the same thing GOTOOLCHAIN=auto fetches).
+
+GO_WANT=1.26.8
+AGENTD_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/agentd"
+
+say() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else die "need root for: $*"; fi
+}
+
+apt_install() {
+	local missing=()
+	for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	say "installing Debian packages: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	as_root apt-get update -qq >&2 || true
+	as_root apt-get install -y -qq "${missing[@]}" >&2
+}
+
+go_ok() {
+	command -v go >/dev/null 2>&1 || return 1
+	local v; v=$(go env GOVERSION 2>/dev/null) || return 1
+	v=${v#go}
+	# want >= 1.26
+	local major=${v%%.*} rest=${v#*.}; local minor=${rest%%.*}
+	[ "$major" -gt 1 ] || { [ "$major" -eq 1 ] && [ "${minor%%[!0-9]*}" -ge 26 ]; }
+}
+
+ensure_go() {
+	[ -x /usr/local/go/bin/go ] && PATH="/usr/local/go/bin:$PATH"
+	[ -x "$AGENTD_CACHE/go/bin/go" ] && PATH="$AGENTD_CACHE/go/bin:$PATH"
+	export PATH
+	go_ok && return 0
+	say "no Go >= 1.26 found: fetching go$GO_WANT from the Go module proxy (module golang.org/toolchain)"
+	apt_install ca-certificates curl unzip gcc g++ make git
+	local proxy="${GOPROXY:-https://proxy.golang.org}"; proxy=${proxy%%,*}
+	local zip="$AGENTD_CACHE/toolchain.zip" tmp="$AGENTD_CACHE/toolchain.tmp"
+	mkdir -p "$AGENTD_CACHE"
+	curl -fsSL -o "$zip" "$proxy/golang.org/toolchain/@v/v0.0.1-go$GO_WANT.linux-amd64.zip"
+	rm -rf "$tmp" && mkdir -p "$tmp" && unzip -q "$zip" -d "$tmp"
+	rm -rf "$AGENTD_CACHE/go"
+	mv "$tmp/golang.org/toolchain@v0.0.1-go$GO_WANT.linux-amd64" "$AGENTD_CACHE/go"
+	rm -rf "$tmp" "$zip"
+	chmod +x "$AGENTD_CACHE"/go/bin/* "$AGENTD_CACHE"/go/pkg/tool/*/* 2>/dev/null || true
+	PATH="$AGENTD_CACHE/go/bin:$PATH"; export PATH
+	go_ok || die "could not install Go $GO_WANT"
+}
+
+# ensure_build_deps: what cgo builds need (Ollama) besides Go.
+ensure_build_deps() {
+	command -v gcc >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1 && command -v curl >/dev/null 2>&1 || apt_install gcc g++ curl ca-certificates
+}
