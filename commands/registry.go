@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Class says what kind of side effect a command has; policies key on it.
@@ -34,6 +36,10 @@ const (
 	Finish  = "finish"
 	AskUser = "ask_user"
 )
+
+// DefaultNames are the built-in commands an agent gets when its config names none, in the
+// order the prompt lists them. Treat it as read-only; copy it before changing.
+var DefaultNames = []string{"list_folder", "read_file", "write_file", AskUser, Finish}
 
 // Spec describes a command to the model, the policy and the person approving it.
 type Spec struct {
@@ -150,10 +156,17 @@ type Limits struct {
 // ErrPanic marks an execution that panicked; the panic value is in the message.
 var ErrPanic = errors.New("command panicked")
 
+// cancelGrace is how long Run waits, once the context ends, for the command to return its
+// own error before giving up on it.
+const cancelGrace = 100 * time.Millisecond
+
 // Run executes c with args under lim: it validates args against the command's params,
 // applies the timeout, caps the output and turns a panic into an error.
 // The returned error text is written for the model: it says what was wrong and what was expected.
-func Run(ctx context.Context, c Command, env Env, args json.RawMessage, lim Limits) (out string, err error) {
+//
+// A command that ignores its context is abandoned when the timeout passes (its goroutine
+// runs on until it returns), so a stuck command fails the step instead of hanging the agent.
+func Run(ctx context.Context, c Command, env Env, args json.RawMessage, lim Limits) (string, error) {
 	if lim.Timeout <= 0 {
 		lim.Timeout = 60 * time.Second
 	}
@@ -164,24 +177,60 @@ func Run(ctx context.Context, c Command, env Env, args json.RawMessage, lim Limi
 	if err := CheckArgs(spec, args); err != nil {
 		return "", err
 	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("%s: not run: %w", spec.Name, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, lim.Timeout)
 	defer cancel()
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = "", fmt.Errorf("%s: %w: %v", spec.Name, ErrPanic, r)
-		}
+
+	type result struct {
+		out string
+		err error
+	}
+	done := make(chan result, 1) // buffered: an abandoned command must not block forever
+	go func() {
+		var r result
+		// The recover has to live in this goroutine: a panic here would otherwise end the daemon.
+		defer func() {
+			if p := recover(); p != nil {
+				r = result{err: fmt.Errorf("%s: %w: %v", spec.Name, ErrPanic, p)}
+			}
+			done <- r
+		}()
+		r.out, r.err = c.Execute(ctx, env, args)
 	}()
-	out, err = c.Execute(ctx, env, args)
-	if ctx.Err() == context.DeadlineExceeded && err != nil {
-		err = fmt.Errorf("%s: timed out after %s: %w", spec.Name, lim.Timeout, err)
+
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		t := time.NewTimer(cancelGrace)
+		select {
+		case r = <-done:
+		case <-t.C:
+			r = result{err: ctx.Err()}
+		}
+		t.Stop()
 	}
-	if len(out) > lim.OutputCap {
-		out = out[:lim.OutputCap] + fmt.Sprintf("\n[output cut at %d bytes]", lim.OutputCap)
+	if r.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		r.err = fmt.Errorf("%s: timed out after %s: %w", spec.Name, lim.Timeout, r.err)
 	}
-	return out, err
+	return capOutput(r.out, lim.OutputCap), r.err
 }
 
-// CheckArgs validates raw args against the command's params schema.
+// capOutput cuts out to at most limit bytes, on a UTF-8 boundary, and says so.
+func capOutput(out string, limit int) string {
+	if len(out) <= limit {
+		return out
+	}
+	cut := limit
+	for cut > 0 && cut > limit-utf8.UTFMax+1 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return out[:cut] + fmt.Sprintf("\n[output cut at %d of %d bytes]", cut, len(out))
+}
+
+// CheckArgs validates raw args against the command's params schema. Nil params take no args.
 func CheckArgs(spec Spec, args json.RawMessage) error {
 	var v any
 	if len(args) == 0 {
@@ -190,9 +239,29 @@ func CheckArgs(spec Spec, args json.RawMessage) error {
 	if err := json.Unmarshal(args, &v); err != nil {
 		return fmt.Errorf("%s: args are not valid JSON: %v", spec.Name, err)
 	}
-	if err := spec.Params.Validate(v); err != nil {
-		want, _ := json.Marshal(spec.Params)
-		return fmt.Errorf("%s: bad args: %v; expected params: %s", spec.Name, err, want)
+	params := spec.Params
+	if params == nil {
+		params = Object()
+	}
+	if err := params.Validate(v); err != nil {
+		msg := err.Error()
+		var ve *ValidationError
+		if errors.As(err, &ve) {
+			msg = strings.Join(ve.Problems, "; ")
+		}
+		want, _ := json.Marshal(params)
+		return fmt.Errorf("%s: bad args: %s; expected params: %s", spec.Name, msg, want)
+	}
+	return nil
+}
+
+// decodeArgs unmarshals already validated args into a command's args struct.
+func decodeArgs(name string, raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s: bad args: %v", name, err)
 	}
 	return nil
 }

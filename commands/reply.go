@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 )
@@ -53,6 +54,8 @@ func ReplySchema(set Set) *Schema {
 
 // ParseReply decodes a model reply and checks it against set. Errors are *ValidationError
 // with problems phrased for the model, so they can be fed back to it for a retry.
+// Only the first JSON value counts: text after it (a trailing remark, a second object) is
+// ignored, as the repair path's "take the first JSON object" would do anyway.
 func ParseReply(set Set, data []byte) (*Reply, error) {
 	var raw any
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -103,13 +106,20 @@ func ParseReply(set Set, data []byte) (*Reply, error) {
 
 // CanonicalArgs re-encodes args with sorted keys and no insignificant space, so that equal
 // arguments hash equally whatever order or spacing the model used.
+// Numbers keep their text, so two large integers that differ only past float64 precision
+// do not hash alike.
 func CanonicalArgs(args json.RawMessage) (json.RawMessage, error) {
 	var v any
 	if len(args) == 0 {
 		return json.RawMessage("{}"), nil
 	}
-	if err := json.Unmarshal(args, &v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
 		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("args: unexpected data after the JSON value")
 	}
 	return json.Marshal(v) // encoding/json sorts map keys
 }

@@ -64,10 +64,17 @@ func (p Props) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads an object of properties, keeping the order they appear in.
 func (p *Props) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if _, err := dec.Token(); err != nil {
+	tok, err := dec.Token()
+	if err != nil {
 		return err
 	}
 	*p = nil
+	if tok == nil { // null: no properties
+		return nil
+	}
+	if tok != json.Delim('{') {
+		return fmt.Errorf("properties: want an object, got %v", tok)
+	}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
@@ -80,7 +87,7 @@ func (p *Props) UnmarshalJSON(data []byte) error {
 		}
 		*p = append(*p, Prop{Name: name, Schema: &s})
 	}
-	_, err := dec.Token()
+	_, err = dec.Token()
 	return err
 }
 
@@ -205,15 +212,18 @@ func (s *Schema) Validate(v any) error {
 func (s *Schema) validate(path string, v any, probs *[]string) {
 	add := func(format string, args ...any) { *probs = append(*probs, path+": "+fmt.Sprintf(format, args...)) }
 	if len(s.AnyOf) > 0 {
+		// Report the closest alternative: fewest problems, preferring one of the value's type.
 		var best []string
+		bestFits := false
 		for i, alt := range s.AnyOf {
 			var p []string
 			alt.validate(path, v, &p)
 			if len(p) == 0 {
 				return
 			}
-			if i == 0 || len(p) < len(best) {
-				best = p
+			fits := alt.fitsType(v)
+			if i == 0 || (fits && !bestFits) || (fits == bestFits && len(p) < len(best)) {
+				best, bestFits = p, fits
 			}
 		}
 		*probs = append(*probs, best...)
@@ -268,7 +278,11 @@ func (s *Schema) validate(path string, v any, probs *[]string) {
 			}
 		}
 		if !ok {
-			add("want a %s, got %s", s.Type, kindOf(v))
+			want := "a number"
+			if s.Type == "integer" {
+				want = "an integer"
+			}
+			add("want %s, got %s", want, kindOf(v))
 			return
 		}
 		if s.Type == "integer" && f != float64(int64(f)) {
@@ -302,6 +316,23 @@ func (s *Schema) validate(path string, v any, probs *[]string) {
 			}
 		}
 	}
+}
+
+// fitsType reports whether v is of the schema's declared type (any value fits no type).
+func (s *Schema) fitsType(v any) bool {
+	switch v.(type) {
+	case map[string]any:
+		return s.Type == "" || s.Type == "object"
+	case []any:
+		return s.Type == "" || s.Type == "array"
+	case string:
+		return s.Type == "" || s.Type == "string"
+	case bool:
+		return s.Type == "" || s.Type == "boolean"
+	case float64, json.Number:
+		return s.Type == "" || s.Type == "number" || s.Type == "integer"
+	}
+	return s.Type == ""
 }
 
 func (s *Schema) propNames() []string {

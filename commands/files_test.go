@@ -1,0 +1,285 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// run executes the registered command name in workspace ws through Run, as the agent loop does.
+func run(t *testing.T, name, ws string, args any, lim Limits) (string, error) {
+	t.Helper()
+	c, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("%s is not registered", name)
+	}
+	raw, ok := args.(string)
+	if !ok {
+		b, err := json.Marshal(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = string(b)
+	}
+	return Run(context.Background(), c, Env{Workspace: ws, AgentID: "a1"}, json.RawMessage(raw), lim)
+}
+
+// checkNoLeak fails if a result shows anything read from outside the workspace. Errors
+// may echo the path the model gave, but never what is behind it.
+func checkNoLeak(t *testing.T, out string, err error) {
+	t.Helper()
+	leaks := []string{secret, "root:"}
+	for _, leak := range append(leaks, "secret.txt", "hostname") {
+		if strings.Contains(out, leak) {
+			t.Errorf("output leaks %q from outside the workspace: %q", leak, out)
+		}
+	}
+	for _, leak := range leaks {
+		if err != nil && strings.Contains(err.Error(), leak) {
+			t.Errorf("error leaks %q from outside the workspace: %v", leak, err)
+		}
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	s := newSandbox(t)
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(s.ws, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("empty.txt", nil)
+	write("binary.bin", []byte{0x7f, 'E', 'L', 'F', 0, 0, 1})
+	write("latin1.txt", []byte("caf\xe9"))
+	write("big.txt", []byte(strings.Repeat("é", 1000)))
+	write(strings.Repeat("n", 255), []byte("long name"))
+	if err := syscall.Mkfifo(filepath.Join(s.ws, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    any
+		lim     Limits
+		want    string
+		wantErr string
+	}{
+		{name: "text_file", args: map[string]any{"path": "docs/readme.txt"}, want: "hello"},
+		{name: "through_symlink_inside", args: map[string]any{"path": "inside/readme.txt"}, want: "hello"},
+		{name: "through_absolute_symlink_inside", args: map[string]any{"path": "absinside/readme.txt"}, want: "hello"},
+		{name: "longest_name", args: map[string]any{"path": strings.Repeat("n", 255)}, want: "long name"},
+		{name: "empty_file", args: map[string]any{"path": "empty.txt"}, want: "(the file is empty)"},
+		{name: "output_cap_on_rune_boundary", args: map[string]any{"path": "big.txt"}, lim: Limits{OutputCap: 11},
+			want: "ééééé\n[output cut at 10 of 2000 bytes]"},
+		{name: "binary", args: map[string]any{"path": "binary.bin"}, wantErr: `path "binary.bin" is not a text file`},
+		{name: "not_utf8", args: map[string]any{"path": "latin1.txt"}, wantErr: "not a text file (binary or not UTF-8)"},
+		{name: "folder", args: map[string]any{"path": "docs"}, wantErr: `path "docs" is a folder; use list_folder`},
+		{name: "workspace_root", args: map[string]any{"path": "."}, wantErr: "is a folder"},
+		{name: "fifo", args: map[string]any{"path": "fifo"}, wantErr: `path "fifo" is not a regular file`},
+		{name: "missing", args: map[string]any{"path": "nope.txt"}, wantErr: `path "nope.txt" does not exist`},
+		{name: "missing_path_arg", args: map[string]any{}, wantErr: `read_file: bad args: $: missing required property "path"`},
+		{name: "path_not_a_string", args: map[string]any{"path": 7}, wantErr: "$.path: want a string, got a number"},
+		{name: "extra_arg", args: map[string]any{"path": "a", "mode": "r"}, wantErr: `unexpected property "mode" (allowed: path)`},
+		{name: "args_not_json", args: `{"path":`, wantErr: "read_file: args are not valid JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := run(t, "read_file", s.ws, tt.args, tt.lim)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %q, %v; want error containing %q", out, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || out != tt.want {
+				t.Fatalf("got %q, %v; want %q", out, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWriteFile(t *testing.T) {
+	s := newSandbox(t)
+	private := filepath.Join(s.ws, "private.txt")
+	if err := os.WriteFile(private, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("n", 255)
+	tests := []struct {
+		name     string
+		args     any
+		want     string
+		wantErr  string
+		file     string // relative to the workspace: holds contents afterwards
+		contents string
+		mode     fs.FileMode
+	}{
+		{name: "new_file", args: map[string]any{"path": "notes.txt", "contents": "hello"},
+			want: "wrote 5 bytes to notes.txt", file: "notes.txt", contents: "hello", mode: 0o644},
+		{name: "creates_parent_folders", args: map[string]any{"path": "a/b/c.txt", "contents": "x"},
+			want: "wrote 1 bytes to a/b/c.txt", file: "a/b/c.txt", contents: "x"},
+		{name: "replace_keeps_mode", args: map[string]any{"path": "private.txt", "contents": "new"},
+			want: "wrote 3 bytes to private.txt", file: "private.txt", contents: "new", mode: 0o600},
+		{name: "same_content_twice", args: map[string]any{"path": "private.txt", "contents": "new"},
+			want: "wrote 3 bytes to private.txt", file: "private.txt", contents: "new", mode: 0o600},
+		{name: "empty_contents", args: map[string]any{"path": "empty.txt", "contents": ""},
+			want: "wrote 0 bytes to empty.txt", file: "empty.txt", contents: ""},
+		{name: "through_symlink_inside", args: map[string]any{"path": "inside/new.txt", "contents": "in"},
+			want: "wrote 2 bytes to inside/new.txt", file: "docs/new.txt", contents: "in"},
+		{name: "path_is_cleaned", args: map[string]any{"path": "./docs//x/../y.txt", "contents": "y"},
+			want: "wrote 1 bytes to docs/y.txt", file: "docs/y.txt", contents: "y"},
+		{name: "longest_name", args: map[string]any{"path": long, "contents": "n"},
+			want: "wrote 1 bytes to " + long, file: long, contents: "n"},
+		{name: "workspace_root", args: map[string]any{"path": ".", "contents": "x"}, wantErr: `path "." is the workspace folder itself`},
+		{name: "folder", args: map[string]any{"path": "docs", "contents": "x"}, wantErr: `path "docs" is a folder; give a file name`},
+		{name: "under_a_file", args: map[string]any{"path": "docs/readme.txt/x", "contents": "x"}, wantErr: "which is a file, not a folder"},
+		{name: "missing_contents", args: map[string]any{"path": "x.txt"}, wantErr: `missing required property "contents"`},
+		{name: "contents_not_a_string", args: map[string]any{"path": "x.txt", "contents": []int{1}}, wantErr: "$.contents: want a string, got an array"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := run(t, "write_file", s.ws, tt.args, Limits{})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %q, %v; want error containing %q", out, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || out != tt.want {
+				t.Fatalf("got %q, %v; want %q", out, err, tt.want)
+			}
+			p := filepath.Join(s.ws, tt.file)
+			b, err := os.ReadFile(p)
+			if err != nil || string(b) != tt.contents {
+				t.Errorf("%s holds %q, %v; want %q", tt.file, b, err, tt.contents)
+			}
+			if fi, err := os.Lstat(p); err == nil && tt.mode != 0 && fi.Mode() != tt.mode {
+				t.Errorf("%s has mode %v, want %v", tt.file, fi.Mode(), tt.mode)
+			}
+		})
+	}
+	checkNoTempFiles(t, s.ws)
+}
+
+// checkNoTempFiles fails if an atomic write left its temporary file behind.
+func checkNoTempFiles(t *testing.T, ws string) {
+	t.Helper()
+	filepath.WalkDir(ws, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), ".write-") {
+			t.Errorf("temporary file left behind: %s", path)
+		}
+		return nil
+	})
+}
+
+func TestWriteFileTimeoutLeavesOldContents(t *testing.T) {
+	s := newSandbox(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// Execute directly: Run refuses to start under a done context.
+	args := json.RawMessage(`{"path":"docs/readme.txt","contents":"new"}`)
+	if _, err := (writeFile{}).Execute(ctx, Env{Workspace: s.ws}, args); err == nil {
+		t.Fatal("write under a cancelled context succeeded")
+	}
+	if b, _ := os.ReadFile(filepath.Join(s.ws, "docs/readme.txt")); string(b) != "hello" {
+		t.Errorf("file holds %q after a cancelled write, want the old %q", b, "hello")
+	}
+	checkNoTempFiles(t, s.ws)
+}
+
+func TestListFolder(t *testing.T) {
+	s := newSandbox(t)
+	if err := os.Mkdir(filepath.Join(s.ws, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	many := filepath.Join(s.ws, "many")
+	if err := os.Mkdir(many, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var first []string
+	for i := range 250 {
+		name := fmt.Sprintf("f%03d", i)
+		if i < maxListed {
+			first = append(first, name)
+		}
+		if err := os.WriteFile(filepath.Join(many, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(s.ws, "fifo"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    any
+		want    string
+		wantErr string
+	}{
+		{name: "workspace_root", args: map[string]any{"path": "."}, want: strings.Join([]string{
+			"absinside/", "dangling (unusable link)", "docs/", "empty/", "etc (unusable link)", "fifo", "inside/",
+			"loop (unusable link)", "many/", "out (unusable link)", "passwd (unusable link)", "secret (unusable link)",
+		}, "\n")},
+		{name: "fifo", args: map[string]any{"path": "fifo"}, wantErr: `path "fifo" is a file, not a folder`},
+		{name: "sub_folder", args: map[string]any{"path": "docs"}, want: "readme.txt\nup (unusable link)"},
+		{name: "through_symlink_inside", args: map[string]any{"path": "inside/"}, want: "readme.txt\nup (unusable link)"},
+		{name: "empty_folder", args: map[string]any{"path": "empty"}, want: "(empty folder)"},
+		{name: "capped_count", args: map[string]any{"path": "many"},
+			want: strings.Join(first, "\n") + "\n[showing 200 of 250 entries]"},
+		{name: "file", args: map[string]any{"path": "docs/readme.txt"}, wantErr: `path "docs/readme.txt" is a file, not a folder; use read_file`},
+		{name: "missing", args: map[string]any{"path": "nope"}, wantErr: `path "nope" does not exist`},
+		{name: "missing_path_arg", args: `{}`, wantErr: `missing required property "path"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := run(t, "list_folder", s.ws, tt.args, Limits{})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %q, %v; want error containing %q", out, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || out != tt.want {
+				t.Fatalf("got %q, %v; want %q", out, err, tt.want)
+			}
+		})
+	}
+}
+
+// Every file command refuses every path of the escape corpus, reads nothing from outside
+// and creates or changes nothing outside.
+func TestFileCommandsRefuseEscapes(t *testing.T) {
+	s := newSandbox(t)
+	before := s.snapshot(t)
+	for _, cmd := range []string{"read_file", "write_file", "list_folder"} {
+		for name, p := range escapes(s) {
+			t.Run(cmd+"/"+name, func(t *testing.T) {
+				args := map[string]any{"path": p}
+				if cmd == "write_file" {
+					args["contents"] = "pwned"
+				}
+				out, err := run(t, cmd, s.ws, args, Limits{})
+				if err == nil {
+					t.Fatalf("%s(%q) = %q, want an error", cmd, p, out)
+				}
+				if out != "" {
+					t.Errorf("%s(%q) returned output %q with its error", cmd, p, out)
+				}
+				if !errors.Is(err, ErrBadPath) {
+					t.Errorf("error %v does not wrap ErrBadPath", err)
+				}
+				checkNoLeak(t, out, err)
+			})
+		}
+	}
+	s.checkUntouched(t, before)
+	if _, err := os.Lstat(filepath.Join(s.dir, "x")); err == nil {
+		t.Error(`a write to "../x" created a file beside the workspace`)
+	}
+	checkNoTempFiles(t, s.ws)
+}

@@ -1,0 +1,284 @@
+package commands
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sandbox is a temp dir holding a workspace and, beside it, an outside folder the escape
+// tests must never read or change.
+type sandbox struct {
+	dir     string // the parent of both
+	ws      string // the workspace, with its symlinks resolved
+	outside string
+}
+
+const secret = "top secret"
+
+// newSandbox builds:
+//
+//	outside/secret.txt             "top secret"
+//	ws/docs/readme.txt             "hello"
+//	ws/docs/up       -> ../..      (relative, escapes to the parent)
+//	ws/inside        -> docs       (relative, stays inside)
+//	ws/absinside     -> WS/docs    (absolute, stays inside)
+//	ws/etc           -> /etc
+//	ws/passwd        -> /etc/passwd
+//	ws/out           -> OUTSIDE
+//	ws/secret        -> OUTSIDE/secret.txt
+//	ws/dangling      -> OUTSIDE/created.txt (does not exist)
+//	ws/loop          -> loop
+func newSandbox(t *testing.T) *sandbox {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sandbox{dir: dir, ws: filepath.Join(dir, "ws"), outside: filepath.Join(dir, "outside")}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(s.ws, "docs"), 0o755))
+	must(os.MkdirAll(s.outside, 0o755))
+	must(os.WriteFile(filepath.Join(s.outside, "secret.txt"), []byte(secret), 0o644))
+	must(os.WriteFile(filepath.Join(s.ws, "docs", "readme.txt"), []byte("hello"), 0o644))
+	links := map[string]string{
+		"docs/up":   "../..",
+		"inside":    "docs",
+		"absinside": filepath.Join(s.ws, "docs"),
+		"etc":       "/etc",
+		"passwd":    "/etc/passwd",
+		"out":       s.outside,
+		"secret":    filepath.Join(s.outside, "secret.txt"),
+		"dangling":  filepath.Join(s.outside, "created.txt"),
+		"loop":      "loop",
+	}
+	for name, target := range links {
+		must(os.Symlink(target, filepath.Join(s.ws, name)))
+	}
+	return s
+}
+
+// snapshot records everything under the sandbox except the workspace: names, modes,
+// contents and link targets.
+func (s *sandbox) snapshot(t *testing.T) map[string]string {
+	t.Helper()
+	snap := map[string]string{}
+	err := filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path == s.ws {
+			return filepath.SkipDir
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		v := fi.Mode().String()
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			target, _ := os.Readlink(path)
+			v += " -> " + target
+		case fi.Mode().IsRegular():
+			b, _ := os.ReadFile(path)
+			v += " " + string(b)
+		}
+		snap[path] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// checkUntouched fails if anything outside the workspace differs from before.
+func (s *sandbox) checkUntouched(t *testing.T, before map[string]string) {
+	t.Helper()
+	after := s.snapshot(t)
+	for p, v := range after {
+		if before[p] != v {
+			t.Errorf("outside the workspace %s changed: %q -> %q", p, before[p], v)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			t.Errorf("outside the workspace %s disappeared", p)
+		}
+	}
+}
+
+// escapes is the corpus of paths that must be refused by every file command.
+func escapes(s *sandbox) map[string]string {
+	return map[string]string{
+		"dot_dot":                "..",
+		"dot_dot_file":           "../x",
+		"dot_dot_outside":        "../outside/secret.txt",
+		"dot_dot_after_name":     "a/../../x",
+		"dot_dot_through_docs":   "docs/../../outside/secret.txt",
+		"absolute_etc_passwd":    "/etc/passwd",
+		"absolute_root":          "/",
+		"absolute_outside":       filepath.Join(s.outside, "secret.txt"),
+		"absolute_inside":        filepath.Join(s.ws, "docs", "readme.txt"),
+		"symlink_to_etc":         "etc/passwd",
+		"symlink_to_etc_itself":  "etc",
+		"symlink_to_file_out":    "passwd",
+		"symlink_dir_out_file":   "out/secret.txt",
+		"symlink_dir_out_new":    "out/new.txt",
+		"symlink_final_out":      "secret",
+		"symlink_final_dangling": "dangling",
+		"symlink_relative_up":    "docs/up/outside/secret.txt",
+		"symlink_loop":           "loop",
+		"name_too_long":          strings.Repeat("n", 256),
+		"path_too_long":          strings.Repeat("d/", 2048) + "f",
+		"nul_byte":               "docs/readme.txt\x00.png",
+		"empty":                  "",
+	}
+}
+
+func TestResolvePath(t *testing.T) {
+	s := newSandbox(t)
+	long := strings.Repeat("n", 255)
+	tests := []struct {
+		name, path string
+		want       string // relative to the workspace; empty when an error is expected
+		wantErr    string
+	}{
+		{name: "root", path: ".", want: "."},
+		{name: "root_trailing_slash", path: "./", want: "."},
+		{name: "folder", path: "docs", want: "docs"},
+		{name: "file", path: "docs/readme.txt", want: "docs/readme.txt"},
+		{name: "missing_file", path: "new/dir/file.txt", want: "new/dir/file.txt"},
+		{name: "dot_dot_inside", path: "docs/../docs/readme.txt", want: "docs/readme.txt"},
+		{name: "double_slash", path: "docs//readme.txt", want: "docs/readme.txt"},
+		{name: "symlink_inside", path: "inside/readme.txt", want: "docs/readme.txt"},
+		{name: "absolute_symlink_inside", path: "absinside/readme.txt", want: "docs/readme.txt"},
+		{name: "symlink_inside_new", path: "inside/new.txt", want: "docs/new.txt"},
+		{name: "longest_name", path: long, want: long},
+		{name: "dot_dot", path: "..", wantErr: `path ".." leaves the workspace`},
+		{name: "dot_dot_file", path: "../x", wantErr: `path "../x" leaves the workspace`},
+		{name: "dot_dot_after_name", path: "a/../../x", wantErr: `path "a/../../x" leaves the workspace`},
+		{name: "absolute", path: "/etc/passwd", wantErr: `path "/etc/passwd" is absolute; give a path relative to the workspace`},
+		{name: "absolute_inside", path: filepath.Join(s.ws, "docs"), wantErr: "is absolute"},
+		{name: "empty", path: "", wantErr: `path "" is empty; use "." for the workspace folder itself`},
+		{name: "nul_byte", path: "a\x00b", wantErr: `path "a\x00b" contains a NUL byte`},
+		{name: "name_too_long", path: "docs/" + long + "x", wantErr: "has a name of 256 bytes; the limit is 255"},
+		{name: "path_too_long", path: strings.Repeat("d/", 2048) + "f", wantErr: "is 4097 bytes long; the limit is 4096"},
+		{name: "symlink_to_etc", path: "etc/passwd", wantErr: `path "etc/passwd" goes through a symlink that leads outside the workspace`},
+		{name: "symlink_final_to_etc", path: "etc", wantErr: `path "etc" is a symlink that leads outside the workspace`},
+		{name: "symlink_dir_out_file", path: "out/secret.txt", wantErr: "goes through a symlink that leads outside"},
+		{name: "symlink_dir_out_new", path: "out/new/deeper.txt", wantErr: "goes through a symlink that leads outside"},
+		{name: "symlink_final_out", path: "secret", wantErr: `path "secret" is a symlink that leads outside the workspace`},
+		{name: "symlink_relative_up", path: "docs/up/outside", wantErr: "goes through a symlink that leads outside"},
+		{name: "symlink_inside_then_up", path: "inside/up/ws", wantErr: "goes through a symlink that leads outside"},
+		{name: "symlink_dangling", path: "dangling", wantErr: `path "dangling" is a symlink that leads nowhere`},
+		{name: "symlink_loop", path: "loop/x", wantErr: `path "loop/x" goes through a symlink that leads nowhere`},
+		{name: "through_a_file", path: "docs/readme.txt/x", wantErr: `goes through "docs/readme.txt", which is a file, not a folder`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ResolvePath(s.ws, tt.path)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ResolvePath(%q) = %q, %v; want error containing %q", tt.path, got, err, tt.wantErr)
+				}
+				if !errors.Is(err, ErrBadPath) {
+					t.Errorf("error %v does not wrap ErrBadPath", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ResolvePath(%q): %v", tt.path, err)
+			}
+			if want := filepath.Join(s.ws, tt.want); got != want {
+				t.Errorf("ResolvePath(%q) = %q, want %q", tt.path, got, want)
+			}
+		})
+	}
+}
+
+func TestResolvePathRefusesEscapeCorpus(t *testing.T) {
+	s := newSandbox(t)
+	for name, p := range escapes(s) {
+		t.Run(name, func(t *testing.T) {
+			got, err := ResolvePath(s.ws, p)
+			if err == nil {
+				t.Fatalf("ResolvePath(%q) = %q, want an error", p, got)
+			}
+			if len(err.Error()) > 200 {
+				t.Errorf("error is %d bytes long, too long for a prompt: %.100s...", len(err.Error()), err)
+			}
+		})
+	}
+}
+
+func TestResolvePathWorkspace(t *testing.T) {
+	s := newSandbox(t)
+	link := filepath.Join(s.dir, "wslink")
+	if err := os.Symlink(s.ws, link); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(s.outside, "secret.txt")
+	tests := []struct {
+		name, workspace string
+		want, wantErr   string
+	}{
+		{name: "workspace_via_symlink", workspace: link, want: filepath.Join(s.ws, "docs")},
+		{name: "no_workspace", workspace: "", wantErr: "no workspace folder is set"},
+		{name: "missing_workspace", workspace: filepath.Join(s.dir, "nope"), wantErr: "is not usable"},
+		{name: "workspace_is_a_file", workspace: file, wantErr: "is not a folder"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ResolvePath(tt.workspace, "docs")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %q, %v; want error containing %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// A symlink swapped in after the check must not let the operation out: os.Root refuses it,
+// and the error names the problem as the check would have.
+func TestOpenInRefusesSymlinkSwappedInAfterCheck(t *testing.T) {
+	s := newSandbox(t)
+	before := s.snapshot(t)
+	if err := os.Mkdir(filepath.Join(s.ws, "swap"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	root, rel, err := openIn(s.ws, "swap/new.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := os.Remove(filepath.Join(s.ws, "swap")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(s.outside, filepath.Join(s.ws, "swap")); err != nil {
+		t.Fatal(err)
+	}
+	f, err := root.OpenFile(rel, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err == nil {
+		f.Close()
+		t.Fatal("os.Root followed a symlink out of the workspace")
+	}
+	err = fsError(s.ws, "swap/new.txt", err)
+	if !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), "leads outside the workspace") {
+		t.Errorf("fsError = %v, want a refusal naming the symlink", err)
+	}
+	s.checkUntouched(t, before)
+}

@@ -1,0 +1,618 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// sideEffect is a test command that is not idempotent, so a crash mid-run must not re-run it.
+type sideEffect struct{ runs *int }
+
+func (sideEffect) Spec() commands.Spec {
+	return commands.Spec{Name: "test_side_effect", Description: "do something once",
+		Params: commands.Object(commands.Prop{Name: "what", Schema: commands.String("what", 40)}), Class: commands.ClassExecute}
+}
+
+func (s sideEffect) Execute(ctx context.Context, env commands.Env, args json.RawMessage) (string, error) {
+	sideEffectMu.Lock()
+	defer sideEffectMu.Unlock()
+	sideEffectRuns++
+	return "done", nil
+}
+
+var (
+	sideEffectMu   sync.Mutex
+	sideEffectRuns int
+)
+
+func init() { commands.Register(sideEffect{}) }
+
+var testCommands = []string{"list_folder", "read_file", "write_file", "ask_user", "finish", "test_side_effect"}
+
+type harness struct {
+	t      *testing.T
+	fake   *ollamatest.Fake
+	st     *store.Store
+	sup    *Supervisor
+	cancel context.CancelFunc
+	dir    string
+	opt    Options
+}
+
+func newHarness(t *testing.T, mod ...func(*Options)) *harness {
+	t.Helper()
+	h := &harness{t: t, fake: ollamatest.NewFake(t), dir: t.TempDir()}
+	h.fake.SetModels(ollamatest.TinyModelName, "smart")
+	st, err := store.Open(context.Background(), filepath.Join(h.dir, "agentd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.st = st
+	c, err := llm.New(h.fake.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.opt = Options{
+		Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: h.dir, Commands: testCommands,
+		Backoff: func(int) time.Duration { return 20 * time.Millisecond },
+		Now:     func() time.Time { return time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC) },
+	}
+	for _, m := range mod {
+		m(&h.opt)
+	}
+	h.start()
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) start() {
+	sup, err := New(h.opt)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := sup.Start(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	h.sup, h.cancel = sup, cancel
+}
+
+func (h *harness) stop() {
+	if h.cancel != nil {
+		h.cancel()
+		h.sup.Wait()
+		h.cancel = nil
+	}
+}
+
+// reply is a valid model reply proposing name(args).
+func reply(name string, args any) string {
+	b, _ := json.Marshal(map[string]any{
+		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "because " + name, "self_criticism": "s", "plan": "p", "speak": "I will " + name},
+		"command":  map[string]any{"name": name, "args": args},
+	})
+	return string(b)
+}
+
+func (h *harness) create(req client.CreateAgentRequest) *client.Agent {
+	h.t.Helper()
+	if req.Name == "" && req.Task == "" {
+		req.Name, req.Description, req.Goals = "tester", "a test agent", []string{"test things"}
+	}
+	a, err := h.sup.CreateAgent(context.Background(), req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return a
+}
+
+// waitFor polls the agent until cond holds.
+func (h *harness) waitFor(id string, what string, cond func(a *client.Agent) bool) *client.Agent {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var a *client.Agent
+	var err error
+	for time.Now().Before(deadline) {
+		a, err = h.sup.Agent(context.Background(), id)
+		if err == nil && cond(a) {
+			return a
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.t.Fatalf("timed out waiting for %s; agent = %+v, err = %v", what, a, err)
+	return nil
+}
+
+func (h *harness) pending(id string) *client.Proposal {
+	h.t.Helper()
+	a := h.waitFor(id, "a pending proposal", func(a *client.Agent) bool {
+		return a.State == client.StateAwaitingDecision && a.Pending != nil
+	})
+	return a.Pending
+}
+
+func (h *harness) decide(id string, p *client.Proposal, text string) (*client.Decision, error) {
+	req, err := client.ParseDecision(text)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.ProposalID, req.Source, req.By = p.ID, "test", "tester"
+	return h.sup.Decide(context.Background(), id, req)
+}
+
+func (h *harness) history(id string) []client.Episode {
+	eps, err := h.sup.History(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return eps
+}
+
+func TestApproveRunsAndFinishes(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("write_file", map[string]string{"path": "notes/a.txt", "contents": "hello"}), reply("finish", map[string]string{"reason": "done"}))
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	if p.Command != "write_file" || p.Step != 1 || p.Hash == "" {
+		t.Fatalf("proposal = %+v", p)
+	}
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	p2 := h.pending(a.ID)
+	if p2.Command != "finish" || p2.Step != 2 {
+		t.Fatalf("second proposal = %+v", p2)
+	}
+	b, err := os.ReadFile(filepath.Join(a.Workspace, "notes", "a.txt"))
+	if err != nil || string(b) != "hello" {
+		t.Fatalf("file = %q, %v", b, err)
+	}
+	h.decide(a.ID, p2, "yes")
+	done := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	if !strings.Contains(done.StateReason, "done") {
+		t.Errorf("reason = %q", done.StateReason)
+	}
+	eps := h.history(a.ID)
+	if len(eps) != 2 || eps[0].Outcome != "succeeded" || eps[1].Command != "finish" {
+		t.Fatalf("history = %+v", eps)
+	}
+	// The second prompt carried the first episode.
+	reqs := h.fake.Requests()
+	last := reqs[len(reqs)-1].Messages
+	if !strings.Contains(joinContent(last), "Step 1: write_file") {
+		t.Errorf("second prompt has no progress:\n%s", joinContent(last))
+	}
+}
+
+func joinContent(msgs []api.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Content)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestApproveCountRunsNextWithoutAsking(t *testing.T) {
+	h := newHarness(t)
+	for i := 0; i < 4; i++ {
+		h.fake.Script(reply("list_folder", map[string]string{"path": fmt.Sprint(".", strings.Repeat("/.", i))}))
+	}
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	if _, err := h.decide(a.ID, p, "y -3"); err != nil {
+		t.Fatal(err)
+	}
+	p4 := h.pending(a.ID)
+	if p4.Step != 4 {
+		t.Fatalf("asked again at step %d, want 4", p4.Step)
+	}
+	if n := len(h.history(a.ID)); n != 3 {
+		t.Fatalf("%d episodes, want 3", n)
+	}
+	got, _ := h.sup.Agent(context.Background(), a.ID)
+	if got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
+		t.Errorf("policy after y -3 used up = %+v", got.Policy)
+	}
+}
+
+func TestDenyStopsRun(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	if _, err := h.decide(a.ID, p, "n"); err != nil {
+		t.Fatal(err)
+	}
+	got := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	if got.Pending != nil || !strings.Contains(got.StateReason, "denied") {
+		t.Errorf("agent = %+v", got)
+	}
+	eps := h.history(a.ID)
+	if len(eps) != 1 || eps[0].Outcome != "denied" {
+		t.Fatalf("history = %+v", eps)
+	}
+	// A second decision on the same proposal is refused.
+	if _, err := h.decide(a.ID, p, "y"); !errors.Is(err, client.ErrConflict) {
+		t.Fatalf("second decision err = %v, want conflict", err)
+	}
+}
+
+func TestFeedbackGoesToModel(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}), reply("list_folder", map[string]string{"path": "."}))
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	if _, err := h.decide(a.ID, p, "please look around first"); err != nil {
+		t.Fatal(err)
+	}
+	p2 := h.pending(a.ID)
+	if p2.Command != "list_folder" {
+		t.Fatalf("next = %+v", p2)
+	}
+	reqs := h.fake.Requests()
+	if !strings.Contains(joinContent(reqs[len(reqs)-1].Messages), "Human feedback: please look around first") {
+		t.Error("feedback missing from the next prompt")
+	}
+	sideEffectMu.Lock()
+	defer sideEffectMu.Unlock()
+	if sideEffectRuns != 0 {
+		t.Error("feedback ran the command")
+	}
+}
+
+func TestInvalidRepliesPauseAfterThreeStrikes(t *testing.T) {
+	h := newHarness(t)
+	h.fake.SetDefault(func(*api.ChatRequest) string { return `{"thoughts": {}, "command": {"name": "rm_rf"}}` })
+	a := h.create(client.CreateAgentRequest{})
+	got := h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return a.State == client.StatePaused })
+	if !strings.Contains(got.StateReason, "3 invalid replies") {
+		t.Errorf("reason = %q", got.StateReason)
+	}
+	if n := len(h.fake.Requests()); n != 6 {
+		t.Errorf("%d model calls, want 6 (3 strikes × 1 retry each)", n)
+	}
+}
+
+func TestRepairedReplyAccepted(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script("Sure! ```json\n" + reply("list_folder", map[string]string{"path": "."}) + "\n```")
+	a := h.create(client.CreateAgentRequest{})
+	if p := h.pending(a.ID); p.Command != "list_folder" {
+		t.Fatalf("proposal = %+v", p)
+	}
+}
+
+func TestRepeatRethinksWithSmartModel(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.SmartModel = "smart" })
+	same := reply("list_folder", map[string]string{"path": "."})
+	h.fake.Script(same, same, reply("read_file", map[string]string{"path": "a"}))
+	a := h.create(client.CreateAgentRequest{})
+	h.decide(a.ID, h.pending(a.ID), "y")
+	p := h.pending(a.ID)
+	if p.Command != "read_file" || p.Model != "smart" {
+		t.Fatalf("after a repeat: %+v", p)
+	}
+	reqs := h.fake.Requests()
+	if reqs[2].Model != "smart" || !strings.Contains(joinContent(reqs[2].Messages), "twice in a row") {
+		t.Errorf("rethink request: model %s", reqs[2].Model)
+	}
+}
+
+func TestRepeatWithoutSmartModelAsks(t *testing.T) {
+	h := newHarness(t, func(o *Options) {})
+	same := reply("list_folder", map[string]string{"path": "."})
+	h.fake.Script(same, same)
+	a := h.create(client.CreateAgentRequest{Policy: &client.Policy{Mode: "continuous"}})
+	got := h.waitFor(a.ID, "a question about the repeat", func(a *client.Agent) bool {
+		return a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.Step == 2
+	})
+	if !strings.Contains(got.StateReason, "twice in a row") {
+		t.Errorf("reason = %q", got.StateReason)
+	}
+}
+
+func TestAskUserAnswerBecomesResult(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("ask_user", map[string]string{"question": "which colour?"}), reply("finish", map[string]string{"reason": "ok"}))
+	a := h.create(client.CreateAgentRequest{})
+	got := h.waitFor(a.ID, "a question", func(a *client.Agent) bool { return a.Question != nil })
+	if got.Question.Text != "which colour?" || got.State != client.StateAwaitingDecision {
+		t.Fatalf("agent = %+v", got)
+	}
+	if err := h.sup.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "blue"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.pending(a.ID); p.Command != "finish" {
+		t.Fatalf("after answer: %+v", p)
+	}
+	eps := h.history(a.ID)
+	if len(eps) != 1 || !strings.Contains(eps[0].Result, "blue") {
+		t.Fatalf("history = %+v", eps)
+	}
+	if err := h.sup.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "red"}); !errors.Is(err, client.ErrConflict) {
+		t.Errorf("second answer err = %v", err)
+	}
+}
+
+func TestFollowUpTaskKeepsHistory(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("finish", map[string]string{"reason": "first done"}), reply("list_folder", map[string]string{"path": "."}))
+	a := h.create(client.CreateAgentRequest{})
+	h.decide(a.ID, h.pending(a.ID), "y")
+	first := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	next, err := h.sup.Task(context.Background(), a.ID, "now the second thing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.RunID == first.RunID {
+		t.Error("follow-up task kept the old run id")
+	}
+	p := h.pending(a.ID)
+	if p.RunID != next.RunID || p.Step != 1 {
+		t.Fatalf("proposal = %+v", p)
+	}
+	reqs := h.fake.Requests()
+	prompt := joinContent(reqs[len(reqs)-1].Messages)
+	if !strings.Contains(prompt, "now the second thing") || !strings.Contains(prompt, "finish") {
+		t.Errorf("follow-up prompt lacks task or history:\n%s", prompt)
+	}
+	if _, err := h.sup.Task(context.Background(), a.ID, "third"); !errors.Is(err, client.ErrConflict) {
+		t.Errorf("task while busy err = %v", err)
+	}
+}
+
+func TestWorkspaceEscapeFails(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("write_file", map[string]string{"path": "../../escape.txt", "contents": "x"}))
+	a := h.create(client.CreateAgentRequest{})
+	h.decide(a.ID, h.pending(a.ID), "y")
+	h.waitFor(a.ID, "an episode", func(*client.Agent) bool { return len(h.history(a.ID)) == 1 })
+	ep := h.history(a.ID)[0]
+	if ep.Outcome != "failed" || !strings.Contains(ep.Result, "workspace") {
+		t.Fatalf("episode = %+v", ep)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(a.Workspace)), "escape.txt")); err == nil {
+		t.Fatal("file written outside the workspace")
+	}
+}
+
+func TestCrashDuringNonIdempotentCommandAsksAgain(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	h.stop()
+	// What a kill -9 between "started" and the result leaves behind.
+	h.st.Tx(context.Background(), func(tx *store.Tx) error {
+		_, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil)
+		return err
+	})
+	sideEffectMu.Lock()
+	before := sideEffectRuns
+	sideEffectMu.Unlock()
+	h.start()
+	got := h.waitFor(a.ID, "the interrupted proposal", func(a *client.Agent) bool {
+		return a.Pending != nil && a.Pending.Status == client.ProposalInterrupted
+	})
+	if got.State != client.StateAwaitingDecision || !strings.Contains(got.StateReason, "decide again") {
+		t.Fatalf("agent = %+v", got)
+	}
+	sideEffectMu.Lock()
+	if sideEffectRuns != before {
+		t.Fatal("interrupted command was re-run without asking")
+	}
+	sideEffectMu.Unlock()
+	h.fake.Script(reply("finish", map[string]string{"reason": "ok"}))
+	h.decide(a.ID, got.Pending, "y")
+	h.waitFor(a.ID, "re-run", func(*client.Agent) bool { return len(h.history(a.ID)) == 1 })
+	sideEffectMu.Lock()
+	defer sideEffectMu.Unlock()
+	if sideEffectRuns != before+1 {
+		t.Fatalf("side effect ran %d times after approval, want 1", sideEffectRuns-before)
+	}
+}
+
+func TestCrashDuringIdempotentCommandReruns(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("write_file", map[string]string{"path": "a.txt", "contents": "x"}))
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	h.stop()
+	h.st.Tx(context.Background(), func(tx *store.Tx) error {
+		_, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil)
+		return err
+	})
+	h.start()
+	h.waitFor(a.ID, "the re-run", func(*client.Agent) bool { return len(h.history(a.ID)) == 1 })
+	if _, err := os.Stat(filepath.Join(a.Workspace, "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestModelDownWaitsThenContinues(t *testing.T) {
+	h := newHarness(t)
+	h.fake.SetDown(true)
+	a := h.create(client.CreateAgentRequest{})
+	got := h.waitFor(a.ID, "waiting_for_model", func(a *client.Agent) bool { return a.State == client.StateWaitingForModel })
+	if got.StateReason == "" {
+		t.Error("no reason shown while waiting for the model")
+	}
+	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
+	h.fake.SetDown(false)
+	h.pending(a.ID)
+}
+
+func TestMissingModelSaysPull(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Model = "nope" })
+	a := h.create(client.CreateAgentRequest{})
+	got := h.waitFor(a.ID, "waiting_for_model", func(a *client.Agent) bool { return a.State == client.StateWaitingForModel })
+	if !strings.Contains(got.StateReason, "ollama pull nope") {
+		t.Errorf("reason = %q", got.StateReason)
+	}
+}
+
+func TestProfileGeneratedFromTask(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(`{"name": "Haiku Writer", "description": "writes haiku", "best_practices": ["count syllables"], "constraints": ["stay short"]}`,
+		reply("finish", map[string]string{"reason": "ok"}))
+	a := h.create(client.CreateAgentRequest{Task: "write a haiku"})
+	p := h.pending(a.ID)
+	got, _ := h.sup.Agent(context.Background(), a.ID)
+	if got.Name != "haiku-writer" || got.Description != "writes haiku" || len(got.Directives.Constraints) != 1 {
+		t.Fatalf("profile = %+v", got)
+	}
+	if p.Command != "finish" {
+		t.Fatalf("proposal = %+v", p)
+	}
+	reqs := h.fake.Requests()
+	if !strings.Contains(string(reqs[0].Format), "best_practices") {
+		t.Error("profile request had no schema")
+	}
+	if !strings.Contains(joinContent(reqs[1].Messages), "stay short") {
+		t.Error("generated constraint missing from the prompt")
+	}
+}
+
+func TestDecisionErrors(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		ref  string
+		req  client.DecideRequest
+		want error
+	}{
+		{"unknown_agent", "ghost", client.DecideRequest{ProposalID: p.ID, Kind: "approve"}, client.ErrNotFound},
+		{"unknown_proposal", a.ID, client.DecideRequest{ProposalID: "p-nope", Kind: "approve"}, client.ErrNotFound},
+		{"no_proposal_id", a.ID, client.DecideRequest{Kind: "approve"}, client.ErrBadRequest},
+		{"bad_kind", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "maybe"}, client.ErrBadRequest},
+		{"empty_feedback", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "feedback"}, client.ErrBadRequest},
+		{"negative_count", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "approve", Count: -2}, client.ErrBadRequest},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := h.sup.Decide(ctx, c.ref, c.req)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+		})
+	}
+	// Superseded: stop the run, then decide on its proposal.
+	if _, err := h.sup.Stop(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.decide(a.ID, p, "y")
+	if !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "superseded") {
+		t.Fatalf("decision on a superseded proposal: %v", err)
+	}
+}
+
+func TestRacingApprovalsOneWins(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
+	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("ask_user", map[string]string{"question": "next?"}) })
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := h.decide(a.ID, p, "y"); err == nil {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if ok != 1 {
+		t.Fatalf("%d approvals accepted, want 1", ok)
+	}
+}
+
+func TestPauseResume(t *testing.T) {
+	h := newHarness(t)
+	h.fake.SetDelay(200 * time.Millisecond)
+	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("list_folder", map[string]string{"path": "."}) })
+	a := h.create(client.CreateAgentRequest{})
+	h.waitFor(a.ID, "thinking", func(a *client.Agent) bool { return a.State == client.StateThinking })
+	if _, err := h.sup.Pause(context.Background(), a.ID); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	got, _ := h.sup.Agent(context.Background(), a.ID)
+	if got.State != client.StatePaused || got.Pending != nil {
+		t.Fatalf("paused agent = %+v", got)
+	}
+	h.fake.SetDelay(0)
+	if _, err := h.sup.Resume(context.Background(), a.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.pending(a.ID)
+}
+
+func TestDeleteRemovesAgent(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
+	a := h.create(client.CreateAgentRequest{})
+	h.pending(a.ID)
+	if err := h.sup.DeleteAgent(context.Background(), a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sup.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if _, err := os.Stat(a.Workspace); !os.IsNotExist(err) {
+		t.Error("workspace left behind")
+	}
+}
+
+func TestCreateValidation(t *testing.T) {
+	h := newHarness(t)
+	cases := []struct {
+		name string
+		req  client.CreateAgentRequest
+	}{
+		{"nothing", client.CreateAgentRequest{}},
+		{"bad_name", client.CreateAgentRequest{Name: "Bad Name!", Goals: []string{"x"}}},
+		{"six_goals", client.CreateAgentRequest{Name: "six", Goals: []string{"1", "2", "3", "4", "5", "6"}}},
+		{"empty_goal", client.CreateAgentRequest{Name: "eg", Goals: []string{" "}}},
+		{"bad_policy", client.CreateAgentRequest{Task: "x", Policy: &client.Policy{Mode: "yolo"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := h.sup.CreateAgent(context.Background(), c.req)
+			if !errors.Is(err, client.ErrBadRequest) {
+				t.Fatalf("err = %v, want bad request", err)
+			}
+		})
+	}
+	h.create(client.CreateAgentRequest{Name: "dup", Goals: []string{"x"}, Start: new(bool)})
+	_, err := h.sup.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "dup", Goals: []string{"x"}})
+	if !errors.Is(err, client.ErrConflict) {
+		t.Fatalf("duplicate name err = %v", err)
+	}
+}

@@ -1,0 +1,197 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// maxApproveCount bounds `y -N`.
+const maxApproveCount = 1000
+
+// Decide records a person's decision on the agent's current proposal. The first valid
+// decision wins: a second one, or one naming a superseded proposal, gets ErrConflict with
+// the reason.
+func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+	if req.ProposalID == "" {
+		return nil, badRequest("proposal_id is required: decisions name the proposal they decide")
+	}
+	switch req.Kind {
+	case client.DecisionApprove:
+		if req.Count == 0 {
+			req.Count = 1
+		}
+		if req.Count < 1 || req.Count > maxApproveCount {
+			return nil, badRequest("count %d: want 1 to %d", req.Count, maxApproveCount)
+		}
+	case client.DecisionDeny:
+	case client.DecisionFeedback:
+		req.Feedback = strings.TrimSpace(req.Feedback)
+		if req.Feedback == "" {
+			return nil, badRequest("feedback is empty")
+		}
+		if len(req.Feedback) > 8000 {
+			return nil, badRequest("feedback is %d bytes: at most 8000", len(req.Feedback))
+		}
+	default:
+		return nil, badRequest("kind %q: use approve, deny or feedback", req.Kind)
+	}
+	if req.Source == "" {
+		req.Source = "api"
+	}
+	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, Source: req.Source}
+	var ep *client.Episode
+	var finished bool
+	a, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		p, err := decidable(tx, a, req.ProposalID)
+		if err != nil {
+			return err
+		}
+		if err := tx.InsertDecision(d); err != nil {
+			return err
+		}
+		tx.Audit(a.ID, "decision", d)
+		switch d.Kind {
+		case client.DecisionApprove:
+			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, p.Status); err != nil || !ok {
+				return alreadyDecided(tx, p.ID, err)
+			}
+			if d.Count > 1 {
+				a.Policy.Mode, a.Policy.AutoSteps = "auto", d.Count-1
+			}
+			if active(a.State) {
+				a.State, a.StateReason = client.StateExecuting, ""
+			}
+		case client.DecisionDeny:
+			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalDenied, nil, p.Status); err != nil || !ok {
+				return alreadyDecided(tx, p.ID, err)
+			}
+			ep = episodeOf(p, "denied", "", "")
+			finished = true
+			if err := tx.EndRun(a.RunID, "denied", "denied by "+who(d)); err != nil {
+				return err
+			}
+			a.State, a.StateReason, a.Policy.AutoSteps = client.StateIdle, "run stopped: "+p.Command+" denied by "+who(d), 0
+		case client.DecisionFeedback:
+			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalFeedback, nil, p.Status); err != nil || !ok {
+				return alreadyDecided(tx, p.ID, err)
+			}
+			ep = episodeOf(p, "feedback", "", d.Feedback)
+			if active(a.State) {
+				a.State, a.StateReason = client.StateThinking, ""
+			}
+		}
+		if ep != nil {
+			return tx.InsertEpisode(a.ID, ep)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.events.Publish(client.Event{Type: client.EventDecision, AgentID: a.ID, Decision: d})
+	if ep != nil {
+		s.events.Publish(client.Event{Type: client.EventResult, AgentID: a.ID, Episode: ep})
+	}
+	if finished {
+		s.events.Publish(client.Event{Type: client.EventFinish, AgentID: a.ID, Agent: a, Message: a.StateReason})
+	}
+	return d, nil
+}
+
+func who(d *client.Decision) string {
+	if d.By == "" {
+		return d.Source
+	}
+	return d.By + " via " + d.Source
+}
+
+// decidable checks that id names a's current proposal and that it still takes a decision.
+func decidable(tx *store.Tx, a *store.Agent, id string) (*client.Proposal, error) {
+	p, err := tx.Proposal(id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && p.AgentID != a.ID) {
+		return nil, fmt.Errorf("agent %s has no proposal %s: %w", a.Name, id, client.ErrNotFound)
+	} else if err != nil {
+		return nil, err
+	}
+	if p.Status == client.ProposalSuperseded {
+		return nil, conflict("proposal %s was superseded: the agent has moved on; decide on its current proposal", id)
+	}
+	if !p.Status.Decidable() {
+		return nil, alreadyDecided(tx, id, nil)
+	}
+	if open, err := tx.OpenProposal(a.ID); err != nil || open.ID != p.ID {
+		return nil, conflict("proposal %s is not the agent's current proposal", id)
+	}
+	return p, nil
+}
+
+func alreadyDecided(tx *store.Tx, id string, err error) error {
+	if err != nil {
+		return err
+	}
+	if d, err := tx.LastDecision(id); err == nil {
+		return conflict("proposal %s was already decided: %s by %s", id, d.Kind, who(d))
+	}
+	return conflict("proposal %s takes no decision now", id)
+}
+
+func episodeOf(p *client.Proposal, outcome, result, feedback string) *client.Episode {
+	return &client.Episode{
+		RunID: p.RunID, Step: p.Step, ProposalID: p.ID, Command: p.Command, Args: p.Args,
+		Reasoning: p.Thoughts.Reasoning, Outcome: outcome, Result: result, Feedback: feedback,
+	}
+}
+
+// Answer answers the agent's open ask_user question; the answer is the command's result.
+func (s *Supervisor) Answer(ctx context.Context, ref string, req client.AnswerRequest) error {
+	text := strings.TrimSpace(req.Text)
+	if text == "" {
+		return badRequest("empty answer")
+	}
+	if len(text) > 8000 {
+		return badRequest("answer is %d bytes: at most 8000", len(text))
+	}
+	var ep *client.Episode
+	a, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		q, err := tx.Question(a.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return conflict("agent %s has no open question", a.Name)
+		} else if err != nil {
+			return err
+		}
+		if req.ProposalID != "" && req.ProposalID != q.ProposalID {
+			return conflict("question %s was already answered or withdrawn", req.ProposalID)
+		}
+		p, err := tx.Proposal(q.ProposalID)
+		if err != nil {
+			return err
+		}
+		if ok, err := tx.SetProposalStatus(p.ID, client.ProposalSucceeded, &text, client.ProposalStarted); err != nil {
+			return err
+		} else if !ok {
+			return conflict("question %s was already answered", p.ID)
+		}
+		if err := tx.ClearQuestions(a.ID); err != nil {
+			return err
+		}
+		ep = episodeOf(p, "succeeded", "The person answered: "+text, "")
+		if err := tx.InsertEpisode(a.ID, ep); err != nil {
+			return err
+		}
+		tx.Audit(a.ID, "answer", map[string]string{"proposal": p.ID, "by": req.By})
+		if active(a.State) {
+			a.State, a.StateReason = client.StateThinking, ""
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.events.Publish(client.Event{Type: client.EventResult, AgentID: a.ID, Episode: ep})
+	return nil
+}

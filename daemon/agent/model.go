@@ -1,0 +1,126 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+)
+
+// modelState is what the supervisor knows about the model server, shared by all agents.
+type modelState struct {
+	mu      sync.Mutex
+	host    string
+	model   string
+	smart   string
+	probed  *llm.ModelInfo
+	lastErr error
+	// cpt is characters per token, calibrated from Ollama's prompt_eval_count.
+	cpt float64
+}
+
+func (m *modelState) info() *llm.ModelInfo {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.probed
+}
+
+func (m *modelState) failed(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lastErr = err
+}
+
+// defaultCharsPerToken is a cautious guess until the first reply calibrates it.
+const defaultCharsPerToken = 3.0
+
+func (m *modelState) charsPerToken() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cpt == 0 {
+		return defaultCharsPerToken
+	}
+	return m.cpt
+}
+
+// calibrate updates the chars-per-token estimate from one call; it leans low (more tokens
+// per char) so the prompt errs on the side of fitting.
+func (m *modelState) calibrate(chars, tokens int) {
+	if tokens <= 0 || chars <= 0 {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lastErr = nil
+	obs := float64(chars) / float64(tokens) * 0.9
+	if m.cpt == 0 || obs < m.cpt {
+		m.cpt = obs
+	} else {
+		m.cpt = 0.8*m.cpt + 0.2*obs
+	}
+}
+
+func (m *modelState) status() client.OllamaStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := client.OllamaStatus{Host: m.host, Model: m.model, SmartModel: m.smart}
+	if m.probed != nil {
+		st.Reachable = true
+		st.Version = m.probed.ServerVersion
+		st.ModelPresent = true
+		st.ContextLength = m.probed.ContextLength
+		st.Capabilities = m.probed.Capabilities
+	}
+	if m.lastErr != nil {
+		st.Error = m.lastErr.Error()
+		if m.probed == nil {
+			st.Reachable = false
+		}
+	}
+	return st
+}
+
+// probeLoop probes the model server until it answers, then again every minute so that
+// status stays true and a model pulled later is noticed.
+func (s *Supervisor) probeLoop(ctx context.Context) {
+	s.model.mu.Lock()
+	s.model.host, s.model.model, s.model.smart = s.opt.LLM.Host(), s.opt.Model, s.opt.SmartModel
+	s.model.mu.Unlock()
+	attempt := 0
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		info, err := s.opt.LLM.Probe(pctx, s.opt.Model)
+		cancel()
+		wait := time.Minute
+		s.model.mu.Lock()
+		if err != nil {
+			s.model.lastErr = err
+			s.model.probed = nil
+			attempt++
+			wait = s.opt.Backoff(attempt)
+		} else {
+			s.model.probed, s.model.lastErr = info, nil
+			attempt = 0
+		}
+		s.model.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("model probe failed", "model", s.opt.Model, "err", err)
+		} else if err == nil && attempt == 0 {
+			s.log.Debug("model probed", "model", s.opt.Model, "version", info.ServerVersion, "context", info.ContextLength)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (s *Supervisor) now() time.Time {
+	if s.opt.Now != nil {
+		return s.opt.Now()
+	}
+	return time.Now()
+}

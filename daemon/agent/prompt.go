@@ -1,0 +1,175 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+)
+
+// PromptInput is everything one step's prompt is made of.
+type PromptInput struct {
+	Name        string
+	Description string
+	Task        string
+	Goals       []string
+	Directives  client.Directives // base directives merged with the agent's own
+	Commands    commands.Set
+	Episodes    []client.Episode // oldest first; already cut to the history budget
+	Now         time.Time
+	// Notes are extra instructions for this step only (e.g. "you repeated yourself").
+	Notes []string
+}
+
+// callToAction ends every prompt; it is what the schema-constrained reply answers.
+const callToAction = `Determine exactly one command to use next, based on the task and your progress so far. ` +
+	`Reply with one JSON object: "thoughts" (observations, text, reasoning, self_criticism, plan, speak), then "command" (name, args).`
+
+// BuildPrompt renders the messages for one step: the system message (identity, directives,
+// commands), the task, the progress so far, and the call to action.
+func BuildPrompt(in PromptInput) []llm.Message {
+	var sys strings.Builder
+	fmt.Fprintf(&sys, "You are %s, %s\n", in.Name, strings.TrimSuffix(strings.TrimSpace(in.Description), ".")+".")
+	list(&sys, "Constraints", in.Directives.Constraints)
+	list(&sys, "Resources", in.Directives.Resources)
+	sys.WriteString("\nCommands:\n")
+	for _, c := range in.Commands {
+		sys.WriteString(CommandLine(c.Spec()))
+		sys.WriteByte('\n')
+	}
+	list(&sys, "Best practices", in.Directives.BestPractices)
+
+	var task strings.Builder
+	fmt.Fprintf(&task, "Your task:\n%s\n", strings.TrimSpace(in.Task))
+	if len(in.Goals) > 0 {
+		list(&task, "Goals", in.Goals)
+	}
+	msgs := []llm.Message{
+		{Role: "system", Content: strings.TrimSpace(sys.String())},
+		{Role: "user", Content: strings.TrimSpace(task.String())},
+	}
+	if len(in.Episodes) > 0 {
+		msgs = append(msgs, llm.Message{Role: "user", Content: Progress(in.Episodes)})
+	}
+	var cta strings.Builder
+	fmt.Fprintf(&cta, "The current time is %s.\n", in.Now.UTC().Format("2006-01-02 15:04 MST"))
+	for _, n := range in.Notes {
+		cta.WriteString(n)
+		cta.WriteByte('\n')
+	}
+	cta.WriteString(callToAction)
+	return append(msgs, llm.Message{Role: "user", Content: cta.String()})
+}
+
+func list(b *strings.Builder, title string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s:\n", title)
+	for i, it := range items {
+		fmt.Fprintf(b, "%d. %s\n", i+1, strings.TrimSpace(it))
+	}
+}
+
+// CommandLine renders one command for the prompt: `- name(param: desc, opt?: desc): description`.
+func CommandLine(s commands.Spec) string {
+	var params []string
+	required := map[string]bool{}
+	for _, r := range s.Params.Required {
+		required[r] = true
+	}
+	for _, p := range s.Params.Properties {
+		name := p.Name
+		if !required[name] {
+			name += "?"
+		}
+		if p.Schema.Description != "" {
+			name += ": " + p.Schema.Description
+		}
+		params = append(params, name)
+	}
+	return fmt.Sprintf("- %s(%s): %s", s.Name, strings.Join(params, ", "), s.Description)
+}
+
+// Progress renders episodes for the prompt, oldest first.
+func Progress(eps []client.Episode) string {
+	var b strings.Builder
+	b.WriteString("Progress so far:")
+	for _, e := range eps {
+		b.WriteByte('\n')
+		b.WriteString(EpisodeText(e))
+	}
+	return b.String()
+}
+
+// resultCut bounds how much of one result goes into the prompt.
+const resultCut = 400
+
+// EpisodeText renders one episode in a few lines.
+func EpisodeText(e client.Episode) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Step %d: %s → %s", e.Step, CallText(e.Command, e.Args), e.Outcome)
+	if r := strings.TrimSpace(e.Reasoning); r != "" {
+		fmt.Fprintf(&b, "\n  Reasoning: %s", cut(r, 200))
+	}
+	switch e.Outcome {
+	case "feedback":
+		fmt.Fprintf(&b, "\n  Not run. Human feedback: %s", cut(e.Feedback, resultCut))
+	case "denied":
+		b.WriteString("\n  Not run: the human denied it.")
+	default:
+		if r := strings.TrimSpace(e.Result); r != "" {
+			fmt.Fprintf(&b, "\n  Result: %s", cut(r, resultCut))
+		}
+	}
+	return b.String()
+}
+
+// CallText renders a command with its args as `name(k="v", n=3)` in canonical key order.
+func CallText(name string, args json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil || len(m) == 0 {
+		return name + "()"
+	}
+	canon, _ := commands.CanonicalArgs(args)
+	var ordered map[string]json.RawMessage
+	json.Unmarshal(canon, &ordered)
+	keys := make([]string, 0, len(ordered))
+	for k := range ordered {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + cut(string(ordered[k]), 120)
+	}
+	return name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+func cut(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8Start(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// PromptChars counts the characters of the messages' contents.
+func PromptChars(msgs []llm.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content)
+	}
+	return n
+}

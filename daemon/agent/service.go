@@ -1,0 +1,374 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/agentd/agentd/daemon/api"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+var _ api.Service = (*Supervisor)(nil)
+
+// Status reports the daemon, the model server and the agents by state.
+func (s *Supervisor) Status(ctx context.Context) (*client.Status, error) {
+	st := &client.Status{
+		Version: s.opt.Version, PID: os.Getpid(), Started: s.started, StateDir: s.opt.StateDir,
+		Ollama: s.model.status(), Agents: map[string]int{},
+	}
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		agents, err := tx.Agents()
+		for _, a := range agents {
+			st.Agents[string(a.State)]++
+		}
+		return err
+	})
+	return st, err
+}
+
+// Agents lists every agent.
+func (s *Supervisor) Agents(ctx context.Context) ([]client.Agent, error) {
+	out := []client.Agent{}
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		agents, err := tx.Agents()
+		if err != nil {
+			return err
+		}
+		for _, a := range agents {
+			v, err := view(tx, a)
+			if err != nil {
+				return err
+			}
+			out = append(out, *v)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Agent returns one agent.
+func (s *Supervisor) Agent(ctx context.Context, ref string) (*client.Agent, error) {
+	var out *client.Agent
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		out, err = view(tx, a)
+		return err
+	})
+	return out, err
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
+
+func badRequest(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), client.ErrBadRequest)
+}
+
+func conflict(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), client.ErrConflict)
+}
+
+// CreateAgent creates an agent from a task (the model writes its profile on its first step)
+// or from a name, description and goals, and starts its run.
+func (s *Supervisor) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
+	req.Task = strings.TrimSpace(req.Task)
+	req.Name = strings.TrimSpace(req.Name)
+	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
+		return nil, badRequest("give a task, or a name with goals")
+	}
+	if req.Name != "" && !nameRE.MatchString(req.Name) {
+		return nil, badRequest("name %q: use 1-40 lowercase letters, digits, - or _, starting with a letter or digit", req.Name)
+	}
+	if len(req.Goals) > 5 {
+		return nil, badRequest("%d goals: at most 5", len(req.Goals))
+	}
+	for i, g := range req.Goals {
+		if strings.TrimSpace(g) == "" {
+			return nil, badRequest("goal %d is empty", i+1)
+		}
+	}
+	if len(req.Task) > 8000 {
+		return nil, badRequest("task is %d bytes: at most 8000", len(req.Task))
+	}
+	pol := client.Policy{Mode: "ask"}
+	if req.Policy != nil {
+		pol = *req.Policy
+		if err := checkPolicy(pol); err != nil {
+			return nil, err
+		}
+	}
+	a := &store.Agent{Agent: client.Agent{
+		ID: newID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
+		Goals: req.Goals, Task: req.Task, Policy: pol, State: client.StateIdle,
+	}}
+	if a.Task == "" && len(a.Goals) > 0 {
+		a.Task = "Achieve the goals below."
+	}
+	if a.Name == "" {
+		a.Name = "agent-" + a.ID[2:8]
+	}
+	if a.Description == "" && req.Task == "" {
+		a.Description = "an autonomous assistant"
+	}
+	a.Workspace = s.workspace(a.ID)
+	start := a.Task != ""
+	if req.Start != nil {
+		start = *req.Start && a.Task != ""
+	}
+	if start {
+		a.RunID, a.State = newID("r-"), client.StateThinking
+	}
+	if err := makeWorkspace(a.Workspace); err != nil {
+		return nil, err
+	}
+	var out *client.Agent
+	err := s.st.Tx(ctx, func(tx *store.Tx) error {
+		if taken, err := tx.NameTaken(a.Name); err != nil {
+			return err
+		} else if taken {
+			return conflict("an agent named %q exists already: pick another name", a.Name)
+		}
+		if err := tx.InsertAgent(a); err != nil {
+			return err
+		}
+		if start {
+			if err := tx.StartRun(a.RunID, a.ID, a.Task); err != nil {
+				return err
+			}
+		}
+		tx.Audit(a.ID, "created", map[string]any{"name": a.Name, "task": a.Task, "goals": a.Goals})
+		var err error
+		out, err = view(tx, a)
+		return err
+	})
+	if err != nil {
+		os.RemoveAll(a.Workspace)
+		return nil, err
+	}
+	s.events.Publish(client.Event{Type: client.EventState, AgentID: a.ID, Agent: out, Message: "created"})
+	if start {
+		s.kick(a.ID)
+	}
+	return out, nil
+}
+
+func checkPolicy(p client.Policy) error {
+	switch p.Mode {
+	case "ask", "auto", "continuous":
+	default:
+		return badRequest("policy mode %q: use ask, auto or continuous", p.Mode)
+	}
+	if p.AutoSteps < 0 || p.ContinuousLimit < 0 {
+		return badRequest("policy step counts cannot be negative")
+	}
+	return nil
+}
+
+// DeleteAgent stops an agent and removes it, its history and its workspace.
+func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
+	var id, ws string
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err == nil {
+			id, ws = a.ID, a.Workspace
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	r := s.runner(id)
+	r.mu.Lock()
+	r.cancelAll()
+	err = s.st.Tx(ctx, func(tx *store.Tx) error {
+		tx.Audit(id, "removed", nil)
+		return tx.DeleteAgent(id)
+	})
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	r.wakeUp()
+	s.mu.Lock()
+	delete(s.runners, id)
+	s.mu.Unlock()
+	if ws != "" && ws == s.workspace(id) {
+		os.RemoveAll(ws)
+	}
+	s.events.Publish(client.Event{Type: client.EventRemoved, AgentID: id})
+	return nil
+}
+
+// History returns an agent's episodes.
+func (s *Supervisor) History(ctx context.Context, ref string) ([]client.Episode, error) {
+	out := []client.Episode{}
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		eps, err := tx.Episodes(a.ID, 0)
+		if eps != nil {
+			out = eps
+		}
+		return err
+	})
+	return out, err
+}
+
+// Proposals returns an agent's proposals.
+func (s *Supervisor) Proposals(ctx context.Context, ref string) ([]client.Proposal, error) {
+	out := []client.Proposal{}
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		ps, err := tx.Proposals(a.ID)
+		if ps != nil {
+			out = ps
+		}
+		return err
+	})
+	return out, err
+}
+
+// Subscribe streams events.
+func (s *Supervisor) Subscribe(ref string, since int64) (<-chan client.Event, func(), error) {
+	id := ""
+	if ref != "" {
+		a, err := s.Agent(context.Background(), ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		id = a.ID
+	}
+	ch, cancel := s.events.Subscribe(id, since)
+	return ch, cancel, nil
+}
+
+// mutate runs fn on the agent under its runner's lock in one transaction, then publishes
+// the agent's new state and wakes its loop.
+func (s *Supervisor) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error) {
+	var id string
+	if err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err == nil {
+			id = a.ID
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	r := s.runner(id)
+	r.mu.Lock()
+	var out *client.Agent
+	err := s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no agent %q: %w", ref, client.ErrNotFound)
+		} else if err != nil {
+			return err
+		}
+		if err := fn(tx, a, r); err != nil {
+			return err
+		}
+		if err := tx.UpdateAgent(a); err != nil {
+			return err
+		}
+		out, err = view(tx, a)
+		return err
+	})
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	s.events.Publish(client.Event{Type: client.EventState, AgentID: id, Agent: out})
+	if active(out.State) {
+		s.kick(id)
+	}
+	return out, nil
+}
+
+// Pause stops an agent after its current command; a model call in flight is cancelled.
+func (s *Supervisor) Pause(ctx context.Context, ref string) (*client.Agent, error) {
+	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if !active(a.State) {
+			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
+		}
+		a.State, a.StateReason = client.StatePaused, "paused by a person"
+		r.cancelThinking()
+		return tx.Audit(a.ID, "paused", nil)
+	})
+}
+
+// Resume continues a paused or failed agent where it stopped.
+func (s *Supervisor) Resume(ctx context.Context, ref string) (*client.Agent, error) {
+	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if a.State != client.StatePaused && a.State != client.StateFailed {
+			return conflict("agent %s is %s, not paused", a.Name, a.State)
+		}
+		if a.RunID == "" || a.Task == "" {
+			return conflict("agent %s has no run to resume: give it a task with `agentctl task`", a.Name)
+		}
+		a.State, a.StateReason, a.Strikes = client.StateThinking, "", 0
+		return tx.Audit(a.ID, "resumed", nil)
+	})
+}
+
+// Stop ends the current run: an open proposal is superseded, a question withdrawn and a
+// running command cancelled. The agent stays, idle, with its history.
+func (s *Supervisor) Stop(ctx context.Context, ref string) (*client.Agent, error) {
+	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if a.State == client.StateIdle {
+			return conflict("agent %s is idle already", a.Name)
+		}
+		r.cancelAll()
+		if p, err := tx.OpenProposal(a.ID); err == nil && p.Status != client.ProposalStarted {
+			if _, err := tx.SetProposalStatus(p.ID, client.ProposalSuperseded, nil, p.Status); err != nil {
+				return err
+			}
+		} else if err == nil && p.Command == "ask_user" {
+			msg := "withdrawn: the run was stopped"
+			tx.SetProposalStatus(p.ID, client.ProposalFailed, &msg, client.ProposalStarted)
+		}
+		if err := tx.ClearQuestions(a.ID); err != nil {
+			return err
+		}
+		if err := tx.EndRun(a.RunID, "stopped", "stopped by a person"); err != nil {
+			return err
+		}
+		a.State, a.StateReason = client.StateIdle, "stopped by a person"
+		a.Policy.AutoSteps = 0
+		return tx.Audit(a.ID, "stopped", nil)
+	})
+}
+
+// Task gives an idle agent a follow-up task; its history carries over into the new run.
+func (s *Supervisor) Task(ctx context.Context, ref string, task string) (*client.Agent, error) {
+	task = strings.TrimSpace(task)
+	if task == "" {
+		return nil, badRequest("empty task")
+	}
+	if len(task) > 8000 {
+		return nil, badRequest("task is %d bytes: at most 8000", len(task))
+	}
+	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if a.State != client.StateIdle && a.State != client.StateFailed {
+			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
+		}
+		a.RunID, a.Task, a.Step, a.Strikes = newID("r-"), task, 0, 0
+		a.State, a.StateReason = client.StateThinking, ""
+		if err := tx.StartRun(a.RunID, a.ID, task); err != nil {
+			return err
+		}
+		return tx.Audit(a.ID, "task", map[string]string{"task": task, "run": a.RunID})
+	})
+}

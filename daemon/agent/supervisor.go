@@ -1,0 +1,295 @@
+// Package agent runs agents: the supervisor that hosts them and the cycle each one repeats —
+// build the prompt, ask the model for exactly one command, persist the proposal, get it
+// authorized, execute it with a write-ahead record, remember the episode.
+//
+// Every transition is a store transaction, and the loop decides what to do next from the
+// stored state alone, so an agent picks up where it was after a restart or a kill -9.
+// The Supervisor implements the local API's Service; agentctl and the chat bots go through it.
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Options configure a Supervisor.
+type Options struct {
+	Store      *store.Store
+	LLM        *llm.Client
+	Model      string // the fast model
+	SmartModel string // optional; used to re-think a repeated proposal
+	// MaxContext caps num_ctx; the model's own context length is probed.
+	MaxContext int
+	// Directives are the base directives every agent gets.
+	Directives client.Directives
+	// Commands are the names of the commands agents may use, in prompt order.
+	Commands          []string
+	MaxInvalidReplies int // pause after this many invalid replies in a row (default 3)
+	ContinuousLimit   int // steps a continuous-mode run may take without asking (default 25)
+	Limits            commands.Limits
+	WorkspaceRoot     string
+	HistoryEpisodes   int // most episodes shown verbatim (default 10)
+	KeepAlive         *time.Duration
+	Log               *slog.Logger
+	// Backoff returns the wait before retry attempt n (n ≥ 1) while the model is unavailable.
+	Backoff  func(n int) time.Duration
+	Version  string
+	StateDir string
+	// Now is the clock the prompt shows (tests).
+	Now func() time.Time
+}
+
+// Supervisor hosts every agent and implements the local API.
+type Supervisor struct {
+	opt     Options
+	st      *store.Store
+	log     *slog.Logger
+	events  *Broker
+	cmds    commands.Set
+	started time.Time
+
+	mu      sync.Mutex
+	runners map[string]*runner
+	ctx     context.Context // the daemon's root context; runners live under it
+	wg      sync.WaitGroup
+
+	model modelState
+}
+
+// New checks opt and returns a Supervisor; call Start to resume agents.
+func New(opt Options) (*Supervisor, error) {
+	if opt.Store == nil || opt.LLM == nil {
+		return nil, errors.New("agent: Store and LLM are required")
+	}
+	if opt.Model == "" {
+		return nil, errors.New("agent: no model configured")
+	}
+	if opt.MaxInvalidReplies <= 0 {
+		opt.MaxInvalidReplies = 3
+	}
+	if opt.ContinuousLimit <= 0 {
+		opt.ContinuousLimit = 25
+	}
+	if opt.HistoryEpisodes <= 0 {
+		opt.HistoryEpisodes = 10
+	}
+	if opt.MaxContext <= 0 {
+		opt.MaxContext = 8192
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Backoff == nil {
+		opt.Backoff = llm.NextBackoff
+	}
+	if len(opt.Commands) == 0 {
+		opt.Commands = commands.DefaultNames
+	}
+	set, err := commands.Resolve(opt.Commands)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	for _, need := range []string{commands.Finish, commands.AskUser} {
+		if _, ok := set.Get(need); !ok {
+			return nil, fmt.Errorf("agent: the command list must include %q", need)
+		}
+	}
+	return &Supervisor{
+		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(), cmds: set,
+		runners: map[string]*runner{}, started: time.Now(),
+	}, nil
+}
+
+// Events returns the event broker (the bots subscribe through it).
+func (s *Supervisor) Events() *Broker { return s.events }
+
+// Start recovers from a crash (proposals found started are marked interrupted, or re-run
+// when idempotent), probes the model in the background and resumes every active agent.
+// Agents run until ctx ends; Wait waits for them.
+func (s *Supervisor) Start(ctx context.Context) error {
+	s.mu.Lock()
+	s.ctx = ctx
+	s.mu.Unlock()
+	if err := s.recover(ctx); err != nil {
+		return err
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.probeLoop(ctx) }()
+	var agents []*store.Agent
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { agents, err = tx.Agents(); return })
+	if err != nil {
+		return err
+	}
+	for _, a := range agents {
+		if active(a.State) {
+			s.kick(a.ID)
+		}
+	}
+	return nil
+}
+
+// Wait blocks until every agent loop has returned (after the Start context ended).
+func (s *Supervisor) Wait() { s.wg.Wait() }
+
+func active(st client.AgentState) bool {
+	switch st {
+	case client.StatePaused, client.StateIdle, client.StateFailed:
+		return false
+	}
+	return true
+}
+
+// recover finds commands that were running when the daemon died.
+func (s *Supervisor) recover(ctx context.Context) error {
+	return s.st.Tx(ctx, func(tx *store.Tx) error {
+		started, err := tx.ProposalsWithStatus(client.ProposalStarted)
+		if err != nil {
+			return err
+		}
+		for _, p := range started {
+			if p.Command == commands.AskUser {
+				continue // the question is still open; the answer completes it
+			}
+			c, ok := commands.Lookup(p.Command)
+			if ok && c.Spec().Idempotent {
+				if _, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalStarted); err != nil {
+					return err
+				}
+				tx.Audit(p.AgentID, "recovered", map[string]string{"proposal": p.ID, "action": "re-run (idempotent)"})
+				continue
+			}
+			if _, err := tx.SetProposalStatus(p.ID, client.ProposalInterrupted, nil, client.ProposalStarted); err != nil {
+				return err
+			}
+			a, err := tx.Agent(p.AgentID)
+			if err != nil {
+				return err
+			}
+			if active(a.State) {
+				a.State = client.StateAwaitingDecision
+			}
+			a.StateReason = "the daemon stopped while " + p.Command + " ran; it may or may not have finished: decide again"
+			if err := tx.UpdateAgent(a); err != nil {
+				return err
+			}
+			tx.Audit(p.AgentID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command})
+			s.log.Warn("command interrupted by a restart", "agent", p.AgentID, "proposal", p.ID, "command", p.Command)
+		}
+		return nil
+	})
+}
+
+// kick makes sure the agent's loop runs and wakes it.
+func (s *Supervisor) kick(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runners[id]
+	if r == nil {
+		r = newRunner(s, id)
+		s.runners[id] = r
+	}
+	if s.ctx == nil || s.ctx.Err() != nil {
+		return
+	}
+	if !r.running {
+		r.running = true
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			r.loop(s.ctx)
+		}()
+	}
+	r.wakeUp()
+}
+
+func (s *Supervisor) runner(id string) *runner {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runners[id]
+	if r == nil {
+		r = newRunner(s, id)
+		s.runners[id] = r
+	}
+	return r
+}
+
+func newID(prefix string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// resolve finds an agent by id or unique name.
+func resolve(tx *store.Tx, ref string) (*store.Agent, error) {
+	a, err := tx.Agent(ref)
+	if errors.Is(err, store.ErrNotFound) {
+		a, err = tx.AgentByName(ref)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no agent %q: %w", ref, client.ErrNotFound)
+	}
+	return a, err
+}
+
+// view loads the agent with its pending proposal and question, as the API shows it.
+func view(tx *store.Tx, a *store.Agent) (*client.Agent, error) {
+	out := a.Agent
+	p, err := tx.OpenProposal(a.ID)
+	if err == nil && p.Status.Decidable() {
+		out.Pending = p
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	q, err := tx.Question(a.ID)
+	if err == nil {
+		out.Question = q
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (s *Supervisor) workspace(id string) string {
+	root := s.opt.WorkspaceRoot
+	if root == "" {
+		root = filepath.Join(s.opt.StateDir, "workspaces")
+	}
+	return filepath.Join(root, id)
+}
+
+func (s *Supervisor) publishAgent(ctx context.Context, id string, typ client.EventType, msg string) {
+	var a *client.Agent
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		sa, err := tx.Agent(id)
+		if err != nil {
+			return err
+		}
+		a, err = view(tx, sa)
+		return err
+	})
+	if err != nil {
+		return
+	}
+	s.events.Publish(client.Event{Type: typ, AgentID: id, Agent: a, Message: msg})
+}
+
+// makeWorkspace creates the agent's workspace directory.
+func makeWorkspace(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating workspace: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,348 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+func jsonUnmarshal(b []byte, v any) { _ = json.Unmarshal(b, v) }
+
+// replyReserve is the share of the context kept free for the model's reply.
+const replyReserve = 1024
+
+// think asks the model for the next proposal and persists it.
+func (r *runner) think(ctx context.Context) {
+	var a *store.Agent
+	var eps []client.Episode
+	var last *client.Proposal
+	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
+		if a, err = tx.Agent(r.id); err != nil {
+			return err
+		}
+		if eps, err = tx.Episodes(r.id, r.s.opt.HistoryEpisodes); err != nil {
+			return err
+		}
+		last, err = tx.LastProposal(r.id, a.RunID)
+		if errors.Is(err, store.ErrNotFound) {
+			last, err = nil, nil
+		}
+		return err
+	})
+	if err != nil {
+		r.s.log.Error("think: reading state", "agent", r.id, "err", err)
+		r.sleep(ctx, 1e9)
+		return
+	}
+	if a.State != client.StateThinking {
+		r.setState(ctx, client.StateThinking, "")
+	}
+	stepCtx, cancel := context.WithCancel(ctx)
+	r.mu.Lock()
+	r.cancelStep = cancel
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.cancelStep = nil
+		r.mu.Unlock()
+		cancel()
+	}()
+
+	if a.Description == "" {
+		if err := r.generateProfile(stepCtx, a); err != nil {
+			r.modelError(ctx, err)
+			return
+		}
+	}
+	info := r.s.model.info()
+	numCtx := r.s.opt.MaxContext
+	if info != nil && info.ContextLength > 0 && info.ContextLength < numCtx {
+		numCtx = info.ContextLength
+	}
+	in := PromptInput{
+		Name: a.Name, Description: a.Description, Task: a.Task, Goals: a.Goals,
+		Directives: mergeDirectives(r.s.opt.Directives, a.Directives),
+		Commands:   r.s.cmds, Now: r.s.now(),
+	}
+	model := r.s.opt.Model
+	if r.smartNext && r.s.opt.SmartModel != "" {
+		model = r.s.opt.SmartModel
+		in.Notes = append(in.Notes, "You proposed the same command with the same arguments twice in a row. It did not help: choose a different command or different arguments.")
+	}
+	in.Episodes = r.s.fitHistory(in, eps, numCtx)
+	msgs := BuildPrompt(in)
+	req := llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: replyReserve, KeepAlive: r.s.opt.KeepAlive}
+	res, err := llm.Propose(stepCtx, r.s.opt.LLM, req, r.s.cmds)
+	if err != nil {
+		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			return // paused or stopped while thinking
+		}
+		var inv *llm.InvalidReplyError
+		if errors.As(err, &inv) {
+			r.strike(ctx, inv)
+			return
+		}
+		r.modelError(ctx, err)
+		return
+	}
+	r.waitAttempt = 0
+	r.s.model.calibrate(PromptChars(msgs), res.PromptTokens)
+	r.propose(ctx, a, last, model, res)
+}
+
+// fitHistory keeps the newest episodes that fit the context budget, oldest first.
+func (s *Supervisor) fitHistory(in PromptInput, eps []client.Episode, numCtx int) []client.Episode {
+	base := PromptChars(BuildPrompt(in))
+	budget := int(float64(numCtx-replyReserve)*s.model.charsPerToken()) - base - 64
+	var kept []client.Episode
+	used := len("Progress so far:")
+	for i := len(eps) - 1; i >= 0; i-- {
+		n := len(EpisodeText(eps[i])) + 1
+		if used+n > budget {
+			break
+		}
+		used += n
+		kept = append(kept, eps[i])
+	}
+	for i, j := 0, len(kept)-1; i < j; i, j = i+1, j-1 {
+		kept[i], kept[j] = kept[j], kept[i]
+	}
+	return kept
+}
+
+func mergeDirectives(base, own client.Directives) client.Directives {
+	return client.Directives{
+		Constraints:   append(append([]string{}, base.Constraints...), own.Constraints...),
+		Resources:     append(append([]string{}, base.Resources...), own.Resources...),
+		BestPractices: append(append([]string{}, base.BestPractices...), own.BestPractices...),
+	}
+}
+
+// propose persists the model's proposal before anything else happens, and watches for a
+// repeat of the previous one.
+func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Proposal, model string, res *llm.Proposal) {
+	canon, err := commands.CanonicalArgs(res.Reply.Command.Args)
+	if err != nil {
+		canon = res.Reply.Command.Args
+	}
+	hash := Hash(res.Reply.Command.Name, canon)
+	repeat := last != nil && last.Hash == hash && res.Reply.Command.Name != commands.AskUser
+	p := &client.Proposal{
+		ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Thoughts: client.Thoughts(res.Reply.Thoughts),
+		Command: res.Reply.Command.Name, Args: canon, Hash: hash, Status: client.ProposalPending,
+		Model: model, PromptTokens: res.PromptTokens, EvalTokens: res.EvalTokens,
+	}
+	rethink := repeat && !r.smartNext && r.s.opt.SmartModel != ""
+	askAboutRepeat := repeat && !rethink
+	if rethink {
+		p.Status = client.ProposalSuperseded
+	}
+	var v *client.Agent
+	r.mu.Lock()
+	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := tx.Agent(a.ID)
+		if err != nil {
+			return err
+		}
+		if cur.State != client.StateThinking || cur.RunID != a.RunID {
+			p.Status = client.ProposalSuperseded // paused or stopped meanwhile: keep it for the record only
+		}
+		cur.Step++
+		p.Step = cur.Step
+		cur.Strikes = 0
+		cur.PromptTokens += int64(res.PromptTokens)
+		cur.EvalTokens += int64(res.EvalTokens)
+		if err := tx.InsertProposal(p); err != nil {
+			return err
+		}
+		tx.Audit(a.ID, "proposal", map[string]any{"proposal": p.ID, "command": p.Command, "hash": p.Hash, "model": model})
+		if askAboutRepeat && p.Status == client.ProposalPending {
+			cur.State = client.StateAwaitingDecision
+			cur.StateReason = fmt.Sprintf("the model proposed %s with the same arguments twice in a row: approve to run it again, or give feedback", p.Command)
+		}
+		if err := tx.UpdateAgent(cur); err != nil {
+			return err
+		}
+		v, err = view(tx, cur)
+		return err
+	})
+	r.mu.Unlock()
+	if err != nil {
+		r.s.log.Error("persisting proposal", "agent", a.ID, "err", err)
+		return
+	}
+	r.smartNext = rethink
+	if p.Status == client.ProposalSuperseded {
+		return
+	}
+	r.s.events.Publish(client.Event{Type: client.EventProposal, AgentID: a.ID, Proposal: p, Agent: v})
+}
+
+// strike counts an invalid reply; after MaxInvalidReplies in a row the agent pauses.
+func (r *runner) strike(ctx context.Context, inv *llm.InvalidReplyError) {
+	var v *client.Agent
+	paused := false
+	r.mu.Lock()
+	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(r.id)
+		if err != nil {
+			return err
+		}
+		a.Strikes++
+		tx.Audit(a.ID, "invalid_reply", map[string]any{"problems": inv.Problems, "strikes": a.Strikes})
+		if a.Strikes >= r.s.opt.MaxInvalidReplies && active(a.State) {
+			paused = true
+			a.State = client.StatePaused
+			a.StateReason = fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
+				a.Strikes, strings.Join(inv.Problems, "; "), a.Name)
+		}
+		if err := tx.UpdateAgent(a); err != nil {
+			return err
+		}
+		v, err = view(tx, a)
+		return err
+	})
+	r.mu.Unlock()
+	if err != nil {
+		r.s.log.Error("recording invalid reply", "agent", r.id, "err", err)
+		return
+	}
+	r.s.events.Publish(client.Event{Type: client.EventError, AgentID: r.id, Message: "invalid model reply: " + strings.Join(inv.Problems, "; ")})
+	if paused {
+		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
+	}
+}
+
+// modelError handles a failed model call: the agent waits for the model with backoff.
+func (r *runner) modelError(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	r.waitAttempt++
+	reason := "the model server is unavailable: " + err.Error()
+	var nf *llm.ModelNotFoundError
+	if errors.As(err, &nf) {
+		reason = err.Error()
+	}
+	r.s.model.failed(err)
+	r.s.log.Warn("model call failed", "agent", r.id, "attempt", r.waitAttempt, "err", err)
+	r.setState(ctx, client.StateWaitingForModel, reason)
+	r.sleep(ctx, r.s.opt.Backoff(r.waitAttempt))
+}
+
+// profile is what the model writes about an agent created from a bare task.
+type profile struct {
+	Name          string   `json:"name" desc:"a short role-based name, lowercase-with-dashes" max:"30"`
+	Description   string   `json:"description" desc:"what the agent is and does, one sentence" max:"160"`
+	BestPractices []string `json:"best_practices" desc:"1-5 short best practices for this task" max:"5"`
+	Constraints   []string `json:"constraints" desc:"1-5 short constraints for this task" max:"5"`
+}
+
+var profileSchema = func() *commands.Schema {
+	s := commands.FromStruct(profile{})
+	for _, n := range []string{"best_practices", "constraints"} {
+		p := s.Properties.Get(n)
+		p.MinItems = commands.Ptr(1)
+		p.Items.MaxLength = commands.Ptr(120)
+	}
+	return s
+}()
+
+const profilePrompt = `You create autonomous agents. Given a task, write the agent's profile: a short role-based name ` +
+	`(lowercase words joined by dashes), a one-sentence description of its role, 1-5 best practices and 1-5 constraints ` +
+	`that help it do this task well. Reply with one JSON object.`
+
+// generateProfile asks the model for a profile for an agent created from a task
+// (AutoGPT's create_agent) and stores it.
+func (r *runner) generateProfile(ctx context.Context, a *store.Agent) error {
+	var pr profile
+	req := llm.ChatRequest{
+		Model: r.s.opt.Model, NumCtx: 2048, NumPredict: 512, KeepAlive: r.s.opt.KeepAlive,
+		Messages: []llm.Message{{Role: "system", Content: profilePrompt}, {Role: "user", Content: "Task: " + a.Task}},
+	}
+	res, err := llm.Generate(ctx, r.s.opt.LLM, req, profileSchema, &pr)
+	if err != nil {
+		var inv *llm.InvalidReplyError
+		if !errors.As(err, &inv) {
+			return err
+		}
+		pr = profile{} // an unusable profile: fall back to a plain one
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var v *client.Agent
+	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := tx.Agent(a.ID)
+		if err != nil {
+			return err
+		}
+		name := slug(pr.Name)
+		if name != "" && strings.HasPrefix(cur.Name, "agent-") {
+			if taken, _ := tx.NameTaken(name); !taken {
+				cur.Name = name
+			}
+		}
+		cur.Description = strings.TrimSpace(pr.Description)
+		if cur.Description == "" {
+			cur.Description = "an autonomous assistant"
+		}
+		cur.Directives.BestPractices = cleanList(pr.BestPractices)
+		cur.Directives.Constraints = cleanList(pr.Constraints)
+		if res != nil {
+			cur.PromptTokens += int64(res.PromptTokens)
+			cur.EvalTokens += int64(res.EvalTokens)
+		}
+		tx.Audit(a.ID, "profile", map[string]any{"name": cur.Name, "description": cur.Description})
+		if err := tx.UpdateAgent(cur); err != nil {
+			return err
+		}
+		*a = *cur
+		v, err = view(tx, cur)
+		return err
+	})
+	if err == nil {
+		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: a.ID, Agent: v, Message: "profile written"})
+	}
+	return err
+}
+
+// slug turns a model-written name into a valid agent name, or "".
+func slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(strings.TrimSpace(s)) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			b.WriteRune(c)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+		if b.Len() >= 30 {
+			break
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if len(out) < 3 || !nameRE.MatchString(out) {
+		return ""
+	}
+	return out
+}
+
+func cleanList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if s = strings.TrimSpace(s); s != "" && len(out) < 5 {
+			out = append(out, cut(s, 120))
+		}
+	}
+	return out
+}
