@@ -124,7 +124,7 @@ func EpisodeText(e client.Episode) string {
 		b.WriteString("\n  Not run: the human denied it.")
 	default:
 		if r := strings.TrimSpace(e.Result); r != "" {
-			fmt.Fprintf(&b, "\n  Result: %s", cut(r, resultCut))
+			fmt.Fprintf(&b, "\n  Result: %s", strings.ReplaceAll(cut(r, resultCut), "\n", "\n    "))
 		}
 	}
 	return b.String()
