@@ -84,6 +84,9 @@ func Register(c Command) {
 	if s.Params == nil || s.Params.Type != "object" {
 		panic(fmt.Sprintf("commands: %s: Params must be an object schema", s.Name))
 	}
+	if err := s.Params.CheckGrammarLimits(); err != nil {
+		panic(fmt.Sprintf("commands: %s: %v", s.Name, err))
+	}
 	regMu.Lock()
 	defer regMu.Unlock()
 	if _, dup := registry[s.Name]; dup {

@@ -11,12 +11,12 @@ import (
 
 // Thoughts is the reasoning part of every model reply.
 type Thoughts struct {
-	Observations  string `json:"observations" desc:"what you notice about the last result" max:"300"`
-	Text          string `json:"text" desc:"your thoughts" max:"300"`
-	Reasoning     string `json:"reasoning" desc:"why this command" max:"300"`
-	SelfCriticism string `json:"self_criticism" desc:"constructive self-criticism" max:"200"`
-	Plan          string `json:"plan" desc:"short bulleted plan" max:"300"`
-	Speak         string `json:"speak" desc:"one sentence for the person following you" max:"200"`
+	Observations  string `json:"observations" desc:"what you notice about the last result" max:"200"`
+	Text          string `json:"text" desc:"your thoughts" max:"200"`
+	Reasoning     string `json:"reasoning" desc:"why this command" max:"200"`
+	SelfCriticism string `json:"self_criticism" desc:"constructive self-criticism" max:"150"`
+	Plan          string `json:"plan" desc:"short bulleted plan" max:"200"`
+	Speak         string `json:"speak" desc:"one sentence for the person following you" max:"150"`
 }
 
 // Reply is a model reply after parsing: its thoughts and exactly one command.

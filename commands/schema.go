@@ -119,6 +119,32 @@ func String(desc string, maxLen int) *Schema {
 	return &Schema{Type: "string", Description: desc, MaxLength: Ptr(maxLen)}
 }
 
+// MaxGrammarRepetitions is the largest maxLength (or maxItems) Ollama's grammar engine
+// accepts; llama.cpp refuses larger bounds and the model runner crashes on them.
+const MaxGrammarRepetitions = 2000
+
+// CheckGrammarLimits reports a bound anywhere in s that Ollama's grammar cannot take.
+func (s *Schema) CheckGrammarLimits() error {
+	if s == nil {
+		return nil
+	}
+	for _, n := range []*int{s.MaxLength, s.MaxItems} {
+		if n != nil && *n > MaxGrammarRepetitions {
+			return fmt.Errorf("bound %d exceeds %d, the most Ollama's grammar accepts", *n, MaxGrammarRepetitions)
+		}
+	}
+	kids := append([]*Schema{s.Items}, s.AnyOf...)
+	for _, p := range s.Properties {
+		kids = append(kids, p.Schema)
+	}
+	for _, k := range kids {
+		if err := k.CheckGrammarLimits(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DefaultMaxLength bounds every string a struct field maps to unless its `max` tag says otherwise.
 // Small models rarely close a string on their own; a bound keeps every reply finite.
 const DefaultMaxLength = 500

@@ -17,7 +17,7 @@ type writeFile struct{}
 
 type writeFileArgs struct {
 	Path     string `json:"path" desc:"file path" max:"256"`
-	Contents string `json:"contents" desc:"the whole new text" max:"4000"`
+	Contents string `json:"contents" desc:"the whole new text" max:"2000"`
 }
 
 var writeFileSpec = Spec{

@@ -111,7 +111,7 @@ func TestFitHistoryStaysInBudget(t *testing.T) {
 		kept := s.fitHistory(in, eps, numCtx)
 		in.Episodes = kept
 		chars := PromptChars(BuildPrompt(in))
-		if float64(chars) > float64(numCtx-replyReserve)*defaultCharsPerToken {
+		if float64(chars) > float64(numCtx-replyReserve(numCtx))*defaultCharsPerToken {
 			t.Errorf("num_ctx %d: prompt %d chars exceeds the budget", numCtx, chars)
 		}
 		if len(kept) > 0 && kept[len(kept)-1].Step != 1000 {

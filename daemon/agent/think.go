@@ -15,8 +15,8 @@ import (
 
 func jsonUnmarshal(b []byte, v any) { _ = json.Unmarshal(b, v) }
 
-// replyReserve is the share of the context kept free for the model's reply.
-const replyReserve = 1024
+// replyReserve is the part of the context kept free for the model's reply.
+func replyReserve(numCtx int) int { return max(1024, numCtx/4) }
 
 // think asks the model for the next proposal and persists it.
 func (r *runner) think(ctx context.Context) {
@@ -78,7 +78,9 @@ func (r *runner) think(ctx context.Context) {
 	}
 	in.Episodes = r.s.fitHistory(in, eps, numCtx)
 	msgs := BuildPrompt(in)
-	req := llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: replyReserve, KeepAlive: r.s.opt.KeepAlive}
+	// The reply may use all the context the prompt leaves: a cut-off reply is an invalid one.
+	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/r.s.model.charsPerToken())-64)
+	req := llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: r.s.opt.KeepAlive}
 	res, err := llm.Propose(stepCtx, r.s.opt.LLM, req, r.s.cmds)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
@@ -100,7 +102,7 @@ func (r *runner) think(ctx context.Context) {
 // fitHistory keeps the newest episodes that fit the context budget, oldest first.
 func (s *Supervisor) fitHistory(in PromptInput, eps []client.Episode, numCtx int) []client.Episode {
 	base := PromptChars(BuildPrompt(in))
-	budget := int(float64(numCtx-replyReserve)*s.model.charsPerToken()) - base - 64
+	budget := int(float64(numCtx-replyReserve(numCtx))*s.model.charsPerToken()) - base - 64
 	var kept []client.Episode
 	used := len("Progress so far:")
 	for i := len(eps) - 1; i >= 0; i-- {

@@ -23,11 +23,16 @@ import (
 const SocketEnv = "AGENTD_SOCKET"
 
 // DefaultSocketPath is where agentd listens unless told otherwise:
-// $AGENTD_SOCKET, else $XDG_RUNTIME_DIR/agentd/agentd.sock, else /run/agentd/agentd.sock for
-// root, else $TMPDIR/agentd-UID/agentd.sock.
+// $AGENTD_SOCKET, else $RUNTIME_DIRECTORY/agentd.sock (systemd's RuntimeDirectory=agentd,
+// which is /run/agentd or $XDG_RUNTIME_DIR/agentd, where agentctl looks too), else
+// $XDG_RUNTIME_DIR/agentd/agentd.sock, else /run/agentd/agentd.sock for root, else
+// $TMPDIR/agentd-UID/agentd.sock.
 func DefaultSocketPath() string {
 	if p := os.Getenv(SocketEnv); p != "" {
 		return p
+	}
+	if d, _, _ := strings.Cut(os.Getenv("RUNTIME_DIRECTORY"), ":"); d != "" {
+		return filepath.Join(d, "agentd.sock")
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
 		return filepath.Join(d, "agentd", "agentd.sock")
@@ -181,8 +186,10 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 
 // Agents lists all agents, oldest first.
 func (c *Client) Agents(ctx context.Context) ([]Agent, error) {
+	// Not `return a, c.do(…, &a)`: Go leaves unspecified whether a is read before the call.
 	var a []Agent
-	return a, c.do(ctx, "GET", "/v0/agents", nil, &a)
+	err := c.do(ctx, "GET", "/v0/agents", nil, &a)
+	return a, err
 }
 
 // CreateAgent creates an agent (and starts its run unless req.Start is false).
@@ -240,13 +247,15 @@ func (c *Client) Stop(ctx context.Context, agent string) (*Agent, error) {
 // History returns the agent's episodes, oldest first.
 func (c *Client) History(ctx context.Context, agent string) ([]Episode, error) {
 	var e []Episode
-	return e, c.do(ctx, "GET", agentPath(agent, "/history"), nil, &e)
+	err := c.do(ctx, "GET", agentPath(agent, "/history"), nil, &e)
+	return e, err
 }
 
 // Proposals returns the agent's proposals, oldest first.
 func (c *Client) Proposals(ctx context.Context, agent string) ([]Proposal, error) {
 	var p []Proposal
-	return p, c.do(ctx, "GET", agentPath(agent, "/proposals"), nil, &p)
+	err := c.do(ctx, "GET", agentPath(agent, "/proposals"), nil, &p)
+	return p, err
 }
 
 // Events streams events for one agent (or all agents when agent is "") to fn until ctx ends,

@@ -1,0 +1,99 @@
+// Command agentd is the agent daemon: it hosts long-running autonomous agents on a local
+// Ollama model and serves the local API that agentctl and the chat bots use.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/server"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `agentd hosts autonomous agents on a local Ollama model.
+
+Each agent repeats one cycle: think, propose exactly one command, wait for a person to
+approve it (or for its policy to), run it, remember the result. Steer agents with agentctl.
+
+Usage:
+  agentd [--config FILE] [--state-dir DIR] [--socket PATH]
+  agentd --check-config [--config FILE]
+
+Flags:
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agentd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config file (default "+config.DefaultConfigPath()+" if it exists)")
+	stateDir := fs.String("state-dir", "", "state directory (default "+config.DefaultStateDir()+")")
+	socket := fs.String("socket", "", "unix socket for the local API (default $AGENTD_SOCKET or under $XDG_RUNTIME_DIR)")
+	check := fs.Bool("check-config", false, "check the config file, print every problem, and exit")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, "\nSee agentd.example.toml for every configuration setting.\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agentd: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version)
+		return 0
+	}
+	path := *cfgPath
+	if path == "" {
+		if _, err := os.Stat(config.DefaultConfigPath()); err == nil {
+			path = config.DefaultConfigPath()
+		}
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentd: %v\n", err)
+		return 1
+	}
+	if *stateDir != "" {
+		cfg.StateDir = *stateDir
+	}
+	if *socket != "" {
+		cfg.Socket = *socket
+	}
+	if *check {
+		where := path
+		if where == "" {
+			where = "(defaults, no config file)"
+		}
+		fmt.Fprintf(stdout, "%s: ok\n", where)
+		return 0
+	}
+	log := cfg.Log.Logger(stderr)
+	if err := server.Run(ctx, cfg, log, version, nil); err != nil {
+		log.Error("agentd failed", "err", err)
+		return 1
+	}
+	return 0
+}

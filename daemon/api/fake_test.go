@@ -1,0 +1,293 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// fakeService is a map-backed Service. It keeps just enough rules (names unique, one
+// pending proposal per agent, a task only when idle) to return each kind of error.
+type fakeService struct {
+	mu        sync.Mutex
+	agents    map[string]*client.Agent // by id
+	order     []string
+	history   map[string][]client.Episode
+	proposals map[string][]client.Proposal
+	events    []client.Event // held for replay
+	subs      map[*fakeSub]struct{}
+	// subscribed and unsubscribed tell a test a stream has begun or ended.
+	subscribed   chan struct{}
+	unsubscribed chan struct{}
+}
+
+type fakeSub struct {
+	agent string
+	ch    chan client.Event
+}
+
+var _ Service = (*fakeService)(nil)
+
+var t0 = time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+
+// newFake returns a fake holding one agent, "writer" (id a1), awaiting a decision on p1
+// and asked a question, with one episode and three events held.
+func newFake() *fakeService {
+	f := &fakeService{
+		agents: map[string]*client.Agent{}, history: map[string][]client.Episode{},
+		proposals: map[string][]client.Proposal{}, subs: map[*fakeSub]struct{}{},
+		subscribed: make(chan struct{}, 16), unsubscribed: make(chan struct{}, 16),
+	}
+	p := client.Proposal{
+		ID: "p1", AgentID: "a1", RunID: "r1", Step: 2, Command: "write_file",
+		Args: json.RawMessage(`{"path":"a.txt","content":"hi"}`), Hash: "h1",
+		Status: client.ProposalPending, Model: "m", CreatedAt: t0,
+	}
+	f.agents["a1"] = &client.Agent{
+		ID: "a1", Name: "writer", Description: "writes", Task: "write a.txt",
+		State: client.StateAwaitingDecision, Policy: client.Policy{Mode: "ask"}, RunID: "r1",
+		Step: 2, Workspace: "/w/a1", Pending: &p, CreatedAt: t0, UpdatedAt: t0,
+		Question: &client.Question{ProposalID: "p0", Text: "which file?", AskedAt: t0},
+	}
+	f.order = []string{"a1"}
+	f.proposals["a1"] = []client.Proposal{p}
+	f.history["a1"] = []client.Episode{{
+		RunID: "r1", Step: 1, ProposalID: "p0", Command: "list_folder",
+		Args: json.RawMessage(`{"path":"."}`), Outcome: "succeeded", Result: "a.txt", At: t0,
+	}}
+	for i := 1; i <= 3; i++ {
+		f.events = append(f.events, client.Event{Seq: int64(i), Type: client.EventState, AgentID: "a1", Time: t0})
+	}
+	return f
+}
+
+func (f *fakeService) resolve(ref string) (*client.Agent, error) {
+	if ref == "boom" {
+		return nil, errors.New("database is on fire")
+	}
+	if a, ok := f.agents[ref]; ok {
+		return a, nil
+	}
+	for _, a := range f.agents {
+		if a.Name == ref {
+			return a, nil
+		}
+	}
+	return nil, fmt.Errorf("no agent %q: %w", ref, client.ErrNotFound)
+}
+
+func (f *fakeService) Status(ctx context.Context) (*client.Status, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st := &client.Status{Version: "test", PID: 1, Started: t0, StateDir: "/s", Agents: map[string]int{}}
+	for _, a := range f.agents {
+		st.Agents[string(a.State)]++
+	}
+	return st, nil
+}
+
+func (f *fakeService) Agents(ctx context.Context) ([]client.Agent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []client.Agent
+	for _, id := range f.order {
+		out = append(out, *f.agents[id])
+	}
+	return out, nil
+}
+
+func (f *fakeService) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if req.Name == "" && req.Task == "" {
+		return nil, fmt.Errorf("give a task or a name: %w", client.ErrBadRequest)
+	}
+	if _, err := f.resolve(req.Name); err == nil {
+		return nil, fmt.Errorf("an agent named %q exists: %w", req.Name, client.ErrConflict)
+	}
+	id := fmt.Sprintf("a%d", len(f.order)+1)
+	a := &client.Agent{ID: id, Name: req.Name, Description: req.Description, Goals: req.Goals,
+		Task: req.Task, State: client.StateThinking, Policy: client.Policy{Mode: "ask"}, CreatedAt: t0, UpdatedAt: t0}
+	if req.Policy != nil {
+		a.Policy = *req.Policy
+	}
+	f.agents[id] = a
+	f.order = append(f.order, id)
+	return a, nil
+}
+
+func (f *fakeService) Agent(ctx context.Context, ref string) (*client.Agent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.resolve(ref)
+}
+
+func (f *fakeService) DeleteAgent(ctx context.Context, ref string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.resolve(ref)
+	if err != nil {
+		return err
+	}
+	delete(f.agents, a.ID)
+	for i, id := range f.order {
+		if id == a.ID {
+			f.order = append(f.order[:i], f.order[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+func (f *fakeService) Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	if req.By == "mallory" {
+		return nil, fmt.Errorf("%s is not an approver: %w", req.By, client.ErrForbidden)
+	}
+	if a.Pending == nil || a.Pending.ID != req.ProposalID {
+		return nil, fmt.Errorf("proposal %s was already decided: %w", req.ProposalID, client.ErrConflict)
+	}
+	a.Pending = nil
+	a.State = client.StateExecuting
+	return &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count,
+		Feedback: req.Feedback, By: req.By, Source: req.Source, At: t0}, nil
+}
+
+func (f *fakeService) Answer(ctx context.Context, ref string, req client.AnswerRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.resolve(ref)
+	if err != nil {
+		return err
+	}
+	if a.Question == nil {
+		return fmt.Errorf("agent %s asked nothing: %w", a.Name, client.ErrConflict)
+	}
+	a.Question = nil
+	return nil
+}
+
+func (f *fakeService) Task(ctx context.Context, ref string, task string) (*client.Agent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	if task == "" {
+		return nil, fmt.Errorf("empty task: %w", client.ErrBadRequest)
+	}
+	if a.State != client.StateIdle {
+		return nil, fmt.Errorf("agent %s is %s, not idle: %w", a.Name, a.State, client.ErrConflict)
+	}
+	a.Task, a.State = task, client.StateThinking
+	return a, nil
+}
+
+func (f *fakeService) setState(ref string, s client.AgentState) (*client.Agent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	a.State = s
+	return a, nil
+}
+
+func (f *fakeService) Pause(ctx context.Context, ref string) (*client.Agent, error) {
+	return f.setState(ref, client.StatePaused)
+}
+
+func (f *fakeService) Resume(ctx context.Context, ref string) (*client.Agent, error) {
+	return f.setState(ref, client.StateThinking)
+}
+
+func (f *fakeService) Stop(ctx context.Context, ref string) (*client.Agent, error) {
+	return f.setState(ref, client.StateIdle)
+}
+
+func (f *fakeService) History(ctx context.Context, ref string) ([]client.Episode, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	return f.history[a.ID], nil
+}
+
+func (f *fakeService) Proposals(ctx context.Context, ref string) ([]client.Proposal, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	return f.proposals[a.ID], nil
+}
+
+func (f *fakeService) Subscribe(ref string, since int64) (<-chan client.Event, func(), error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := ""
+	if ref != "" {
+		a, err := f.resolve(ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		id = a.ID
+	}
+	s := &fakeSub{agent: id, ch: make(chan client.Event, 64)}
+	for _, ev := range f.events {
+		if since > 0 && ev.Seq > since && (id == "" || ev.AgentID == id) {
+			s.ch <- ev
+		}
+	}
+	f.subs[s] = struct{}{}
+	f.subscribed <- struct{}{}
+	var once sync.Once
+	return s.ch, func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if _, ok := f.subs[s]; ok {
+				delete(f.subs, s)
+				close(s.ch)
+			}
+			f.unsubscribed <- struct{}{}
+		})
+	}, nil
+}
+
+// publish delivers ev to the subscribers it concerns.
+func (f *fakeService) publish(ev client.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, ev)
+	for s := range f.subs {
+		if s.agent == "" || s.agent == ev.AgentID {
+			s.ch <- ev
+		}
+	}
+}
+
+// closeAll ends every stream from the service's side, as when followers fall behind.
+func (f *fakeService) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.subs {
+		delete(f.subs, s)
+		close(s.ch)
+	}
+}

@@ -1,0 +1,198 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Error is an error the API layer makes itself (a bad body, an unknown path), carrying the
+// HTTP status to reply with. Errors from the Service carry theirs through client's sentinels.
+type Error struct {
+	Status int    // HTTP status code
+	Msg    string // shown to the user as is
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func errorf(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Msg: fmt.Sprintf(format, args...)}
+}
+
+// handlerFunc is an API handler: it writes a reply, or returns an error that serveHTTP
+// turns into one. After a handler has written anything, an error can only be logged.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handler is the http.Handler NewHandler returns.
+type handler struct {
+	svc Service
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// NewHandler returns the local API over svc (which must not be nil). It refuses requests a browser could send
+// (any Origin or Referer header, a Host other than local, localhost or agentd) and logs
+// each request at debug level without its body. A nil log discards.
+func NewHandler(svc Service, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{svc: svc, log: log, mux: http.NewServeMux()}
+	allowed := map[string][]string{} // path → methods, for 405 replies
+	for _, rt := range h.routes() {
+		h.mux.Handle(rt.method+" "+rt.path, h.wrap(rt.fn))
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	// A pattern without a method is less specific than the same path with one, so these
+	// catch only the methods the table does not list.
+	for p, methods := range allowed {
+		allow := strings.Join(methods, ", ")
+		h.mux.Handle(p, h.wrap(func(w http.ResponseWriter, r *http.Request) error {
+			w.Header().Set("Allow", allow)
+			return errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow)
+		}))
+	}
+	h.mux.Handle("/", h.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		return errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
+	}))
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		h.log.Debug("api request", "method", r.Method, "path", r.URL.Path,
+			"status", sw.status, "duration", time.Since(start))
+	}()
+	if err := checkLocal(r); err != nil {
+		h.writeError(sw, r, err)
+		return
+	}
+	// ServeMux would redirect an unclean path, and Go's client would follow with a Referer.
+	if p := r.URL.EscapedPath(); p != path.Clean(p) {
+		h.writeError(sw, r, errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+		return
+	}
+	h.mux.ServeHTTP(sw, r)
+}
+
+// wrap adapts a handlerFunc to http.Handler, sending its error (or panic) to writeError,
+// the one place errors become replies.
+func (h *handler) wrap(fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				h.log.Error("api: handler panicked", "method", r.Method, "path", r.URL.Path,
+					"panic", p, "stack", string(debug.Stack()))
+				h.writeError(w, r, fmt.Errorf("internal error: %v", p))
+			}
+		}()
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}
+
+// checkLocal refuses what a web page could send: browsers set Origin or Referer on the
+// requests that matter and cannot choose Host, so this stops DNS rebinding and CSRF.
+func checkLocal(r *http.Request) error {
+	if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
+		return errorf(http.StatusForbidden, "requests from web browsers are refused (Origin or Referer header set)")
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	switch strings.ToLower(host) {
+	case "", "local", "localhost", "agentd":
+		return nil
+	}
+	return errorf(http.StatusForbidden, "unexpected Host %q: the local API answers only to local, localhost or agentd", r.Host)
+}
+
+// statusOf maps an error to its HTTP status.
+func statusOf(err error) int {
+	var ae *Error
+	switch {
+	case errors.As(err, &ae):
+		return ae.Status
+	case errors.Is(err, client.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, client.ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, client.ErrBadRequest):
+		return http.StatusBadRequest
+	case errors.Is(err, client.ErrForbidden):
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError replies {"error": "..."} with the error's status. 500s are logged, unless the
+// client went away, which is not the daemon's fault.
+func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := statusOf(err)
+	if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
+		h.log.Debug("api: error after reply began", "method", r.Method, "path", r.URL.Path, "err", err)
+		return
+	}
+	if status == http.StatusInternalServerError {
+		lvl := slog.LevelError
+		if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+			lvl = slog.LevelDebug
+		}
+		h.log.Log(r.Context(), lvl, "api: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	reply(w, status, client.ErrorResponse{Error: err.Error()})
+}
+
+// reply writes v as a JSON reply. A value that will not encode (a stored proposal's args
+// that are not JSON, say) becomes a 500 before anything is written.
+func reply(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding reply: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// statusWriter records the status for the request log and whether the reply has begun.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's Flush.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,252 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// tempSocket returns a socket path short enough for sun_path, in a fresh directory.
+func tempSocket(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "s")
+}
+
+// serve starts the API over svc on a temp socket and returns its path and the log.
+func serve(t *testing.T, svc Service) (string, *syncBuffer) {
+	t.Helper()
+	sock := tempSocket(t)
+	ln, err := Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv := &http.Server{Handler: NewHandler(svc, log)}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return sock, logs
+}
+
+func jsonText(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// routeCase calls one Client method against a fresh fake.
+type routeCase struct {
+	name    string
+	call    func(ctx context.Context, c *client.Client) (any, error)
+	want    any    // compared as JSON
+	wantErr error  // a client sentinel, or errAny for a 500
+	errText string // the error's text, when wantErr is set
+}
+
+// routeCases covers every route with a success and the errors it can return.
+func routeCases() []routeCase {
+	seeded := newFake()
+	writer := *seeded.agents["a1"]
+	return []routeCase{
+		{name: "status", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Status(ctx) },
+			want: &client.Status{Version: "test", PID: 1, Started: t0, StateDir: "/s", Agents: map[string]int{"awaiting_decision": 1}}},
+		{name: "agents", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agents(ctx) },
+			want: []client.Agent{writer}},
+		{name: "create_agent", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.CreateAgent(ctx, client.CreateAgentRequest{Name: "reader", Task: "read", Policy: &client.Policy{Mode: "auto", AutoSteps: 2}})
+		}, want: &client.Agent{ID: "a2", Name: "reader", Task: "read", State: client.StateThinking,
+			Policy: client.Policy{Mode: "auto", AutoSteps: 2}, CreatedAt: t0, UpdatedAt: t0}},
+		{name: "create_agent_duplicate_name_conflict", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.CreateAgent(ctx, client.CreateAgentRequest{Name: "writer", Task: "x"})
+		}, wantErr: client.ErrConflict, errText: `an agent named "writer" exists: conflict`},
+		{name: "create_agent_empty_bad_request", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.CreateAgent(ctx, client.CreateAgentRequest{})
+		}, wantErr: client.ErrBadRequest, errText: "give a task or a name: bad request"},
+		{name: "agent_by_name", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agent(ctx, "writer") },
+			want: &writer},
+		{name: "agent_by_id", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agent(ctx, "a1") },
+			want: &writer},
+		{name: "agent_unknown_not_found", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agent(ctx, "nobody") },
+			wantErr: client.ErrNotFound, errText: `no agent "nobody": not found`},
+		{name: "agent_ref_is_unescaped", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agent(ctx, "a b/c?d") },
+			wantErr: client.ErrNotFound, errText: `no agent "a b/c?d": not found`},
+		{name: "service_failure_is_500", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agent(ctx, "boom") },
+			wantErr: errAny, errText: "database is on fire"},
+		{name: "delete_agent", call: func(ctx context.Context, c *client.Client) (any, error) { return nil, c.DeleteAgent(ctx, "writer") }},
+		{name: "delete_unknown_not_found", call: func(ctx context.Context, c *client.Client) (any, error) { return nil, c.DeleteAgent(ctx, "x") },
+			wantErr: client.ErrNotFound, errText: `no agent "x": not found`},
+		{name: "decide_approve", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.Decide(ctx, "writer", client.DecideRequest{ProposalID: "p1", Kind: client.DecisionApprove, Count: 3, By: "ann", Source: "agentctl"})
+		}, want: &client.Decision{ProposalID: "p1", Kind: client.DecisionApprove, Count: 3, By: "ann", Source: "agentctl", At: t0}},
+		{name: "decide_superseded_conflict", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.Decide(ctx, "writer", client.DecideRequest{ProposalID: "p0", Kind: client.DecisionDeny})
+		}, wantErr: client.ErrConflict, errText: "proposal p0 was already decided: conflict"},
+		{name: "decide_not_approver_forbidden", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.Decide(ctx, "writer", client.DecideRequest{ProposalID: "p1", Kind: client.DecisionApprove, By: "mallory"})
+		}, wantErr: client.ErrForbidden, errText: "mallory is not an approver: forbidden"},
+		{name: "answer", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return nil, c.Answer(ctx, "writer", client.AnswerRequest{Text: "a.txt", By: "ann"})
+		}},
+		{name: "task_not_idle_conflict", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Task(ctx, "writer", "more") },
+			wantErr: client.ErrConflict, errText: "agent writer is awaiting_decision, not idle: conflict"},
+		{name: "task_empty_bad_request", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Task(ctx, "writer", "") },
+			wantErr: client.ErrBadRequest, errText: "empty task: bad request"},
+		{name: "pause", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Pause(ctx, "writer") },
+			want: withState(writer, client.StatePaused)},
+		{name: "resume", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Resume(ctx, "a1") },
+			want: withState(writer, client.StateThinking)},
+		{name: "stop", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Stop(ctx, "writer") },
+			want: withState(writer, client.StateIdle)},
+		{name: "stop_unknown_not_found", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Stop(ctx, "x") },
+			wantErr: client.ErrNotFound, errText: `no agent "x": not found`},
+		{name: "history", call: func(ctx context.Context, c *client.Client) (any, error) { return c.History(ctx, "writer") },
+			want: seeded.history["a1"]},
+		{name: "proposals", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Proposals(ctx, "writer") },
+			want: seeded.proposals["a1"]},
+	}
+}
+
+func TestRoutesThroughClient(t *testing.T) {
+	for _, tt := range routeCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			sock, _ := serve(t, newFake())
+			c := &client.Client{Socket: sock}
+			got, err := tt.call(t.Context(), c)
+			if tt.wantErr != nil {
+				checkAPIError(t, err, tt.wantErr, tt.errText)
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if tt.want != nil && jsonText(t, got) != jsonText(t, tt.want) {
+				t.Errorf("got  %s\nwant %s", jsonText(t, got), jsonText(t, tt.want))
+			}
+		})
+	}
+}
+
+// errAny stands for an error that matches no sentinel: a 500.
+var errAny = errors.New("internal")
+
+func checkAPIError(t *testing.T, err, want error, text string) {
+	t.Helper()
+	var ae *client.APIError
+	if !errors.As(err, &ae) {
+		t.Fatalf("error = %v (%T), want *client.APIError", err, err)
+	}
+	if want == errAny {
+		if ae.Status != http.StatusInternalServerError {
+			t.Errorf("status = %d, want 500", ae.Status)
+		}
+	} else if !errors.Is(err, want) {
+		t.Errorf("error %q (status %d) is not %v", err, ae.Status, want)
+	}
+	if ae.Message != text {
+		t.Errorf("message = %q, want %q", ae.Message, text)
+	}
+}
+
+func withState(a client.Agent, s client.AgentState) *client.Agent {
+	a.State = s
+	return &a
+}
+
+func TestEmptyListsAreArrays(t *testing.T) {
+	f := newFake()
+	f.agents, f.order, f.history = map[string]*client.Agent{"a1": f.agents["a1"]}, []string{}, map[string][]client.Episode{}
+	sock, _ := serve(t, f)
+	for _, path := range []string{"/v0/agents", "/v0/agents/a1/history"} {
+		status, _, body := rawDo(t, sock, "GET", path, nil, "")
+		if status != http.StatusOK || strings.TrimSpace(body) != "[]" {
+			t.Errorf("GET %s = %d %q, want 200 []", path, status, body)
+		}
+	}
+}
+
+func TestRequestLogHasNoBody(t *testing.T) {
+	sock, logs := serve(t, newFake())
+	c := &client.Client{Socket: sock}
+	_, err := c.Decide(t.Context(), "writer", client.DecideRequest{ProposalID: "p1", Kind: client.DecisionFeedback, Feedback: "secret-feedback-text"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, want := range []string{"api request", "method=POST", "path=/v0/agents/writer/decision", "status=200", "duration="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "secret-feedback-text") {
+		t.Errorf("log holds the request body:\n%s", out)
+	}
+}
+
+// rawDo sends one request over the socket, bypassing Client, and returns the status, the
+// headers and the body.
+func rawDo(t *testing.T, sock, method, path string, header map[string]string, body string) (int, http.Header, string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(t.Context(), method, "http://local"+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return resp.StatusCode, resp.Header, b.String()
+}

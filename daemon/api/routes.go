@@ -1,0 +1,223 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// maxBody bounds a request body; the largest real one is a feedback text.
+const maxBody = 1 << 20
+
+// route is one row of the API: a method, a ServeMux path pattern and its handler.
+type route struct {
+	method string
+	path   string
+	fn     handlerFunc
+}
+
+// routes is the whole API. Every row has a Client method calling it.
+func (h *handler) routes() []route {
+	return []route{
+		{"GET", "/v0/status", h.status},
+		{"GET", "/v0/agents", h.agents},
+		{"POST", "/v0/agents", h.createAgent},
+		{"GET", "/v0/agents/{agent}", h.agent},
+		{"DELETE", "/v0/agents/{agent}", h.deleteAgent},
+		{"POST", "/v0/agents/{agent}/decision", h.decide},
+		{"POST", "/v0/agents/{agent}/answer", h.answer},
+		{"POST", "/v0/agents/{agent}/task", h.task},
+		{"POST", "/v0/agents/{agent}/pause", h.agentAction(h.svc.Pause)},
+		{"POST", "/v0/agents/{agent}/resume", h.agentAction(h.svc.Resume)},
+		{"POST", "/v0/agents/{agent}/stop", h.agentAction(h.svc.Stop)},
+		{"GET", "/v0/agents/{agent}/history", h.history},
+		{"GET", "/v0/agents/{agent}/proposals", h.proposals},
+		{"GET", "/v0/agents/{agent}/events", h.events},
+		{"GET", "/v0/events", h.events},
+	}
+}
+
+func (h *handler) status(w http.ResponseWriter, r *http.Request) error {
+	st, err := h.svc.Status(r.Context())
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, st)
+}
+
+func (h *handler) agents(w http.ResponseWriter, r *http.Request) error {
+	list, err := h.svc.Agents(r.Context())
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, nonNil(list))
+}
+
+func (h *handler) createAgent(w http.ResponseWriter, r *http.Request) error {
+	var req client.CreateAgentRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	a, err := h.svc.CreateAgent(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusCreated, a)
+}
+
+func (h *handler) agent(w http.ResponseWriter, r *http.Request) error {
+	a, err := h.svc.Agent(r.Context(), r.PathValue("agent"))
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, a)
+}
+
+func (h *handler) deleteAgent(w http.ResponseWriter, r *http.Request) error {
+	if err := h.svc.DeleteAgent(r.Context(), r.PathValue("agent")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *handler) decide(w http.ResponseWriter, r *http.Request) error {
+	var req client.DecideRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	d, err := h.svc.Decide(r.Context(), r.PathValue("agent"), req)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, d)
+}
+
+func (h *handler) answer(w http.ResponseWriter, r *http.Request) error {
+	var req client.AnswerRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if err := h.svc.Answer(r.Context(), r.PathValue("agent"), req); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *handler) task(w http.ResponseWriter, r *http.Request) error {
+	var req client.TaskRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	a, err := h.svc.Task(r.Context(), r.PathValue("agent"), req.Task)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, a)
+}
+
+// agentAction serves the body-less POSTs that change an agent and reply with it.
+func (h *handler) agentAction(fn func(ctx context.Context, ref string) (*client.Agent, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		a, err := fn(r.Context(), r.PathValue("agent"))
+		if err != nil {
+			return err
+		}
+		return reply(w, http.StatusOK, a)
+	}
+}
+
+func (h *handler) history(w http.ResponseWriter, r *http.Request) error {
+	eps, err := h.svc.History(r.Context(), r.PathValue("agent"))
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, nonNil(eps))
+}
+
+func (h *handler) proposals(w http.ResponseWriter, r *http.Request) error {
+	ps, err := h.svc.Proposals(r.Context(), r.PathValue("agent"))
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, nonNil(ps))
+}
+
+// nonNil makes an empty list encode as [] rather than null, so --json output is stable.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// decodeBody reads exactly one JSON object into v: at most maxBody bytes, no unknown
+// fields, nothing after it. Each failure names what was wrong.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return bodyError(err)
+	}
+	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return bodyError(err)
+		}
+		return errorf(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
+	}
+	return nil
+}
+
+// bodyError explains a decoding failure in the terms of the request.
+func bodyError(err error) error {
+	var (
+		syntax  *json.SyntaxError
+		typ     *json.UnmarshalTypeError
+		tooBig  *http.MaxBytesError
+		badBody = func(format string, args ...any) error {
+			return errorf(http.StatusBadRequest, "invalid request body: "+format, args...)
+		}
+	)
+	switch {
+	case errors.As(err, &tooBig):
+		return errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, io.EOF):
+		return badBody("empty; want a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badBody("unexpected end of JSON")
+	case errors.As(err, &syntax):
+		return badBody("%s (at byte %d)", syntax.Error(), syntax.Offset)
+	case errors.As(err, &typ) && typ.Field != "":
+		return badBody("field %q: want %s, got %s", typ.Field, jsonKind(typ.Type), typ.Value)
+	case errors.As(err, &typ):
+		return badBody("want a JSON object, got %s", typ.Value)
+	}
+	return badBody("%s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonKind names a Go type the way a JSON writer thinks of it.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return t.String()
+}

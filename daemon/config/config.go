@@ -1,0 +1,214 @@
+// Package config is agentd's configuration: the TOML file (agentd.example.toml in the
+// repository documents every key), its defaults and its checks, and the default paths.
+//
+// cmd/agentd loads it once at start with Load, lets its flags override StateDir and
+// Socket, and hands the values to the daemon's packages as their own Options; nothing else
+// reads the file. A bad file is refused as a whole, with every problem listed by line.
+package config
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// DefaultModel is the model agents use unless the config names another: a 3B instruct
+// model (about 2 GB) that runs on a CPU, follows a JSON schema well and has a 32k context.
+const DefaultModel = "qwen2.5:3b"
+
+// DefaultOllamaHost is where Ollama listens unless $OLLAMA_HOST or the config says otherwise.
+const DefaultOllamaHost = "http://127.0.0.1:11434"
+
+// Config is the whole configuration. The toml tags are the file's keys.
+type Config struct {
+	Ollama OllamaConfig `toml:"ollama"`
+	Agent  AgentConfig  `toml:"agent"`
+	Log    LogConfig    `toml:"log"`
+
+	// StateDir holds the database, the memory index and the workspaces. Set by flag only.
+	StateDir string `toml:"-"`
+	// Socket is the local API's unix socket. Set by flag only.
+	Socket string `toml:"-"`
+}
+
+// OllamaConfig is the [ollama] section: the model server and the models.
+type OllamaConfig struct {
+	// Host is Ollama's base URL. Default: $OLLAMA_HOST (in any form Ollama accepts), else
+	// DefaultOllamaHost.
+	Host string `toml:"host"`
+	// Model is the model every step uses.
+	Model string `toml:"model"`
+	// SmartModel, when set, re-thinks a step the watchdog caught repeating itself.
+	SmartModel string `toml:"smart_model"`
+	// RequestTimeout bounds one model call, including loading the model.
+	RequestTimeout Duration `toml:"request_timeout"`
+	// MaxContext caps num_ctx, in tokens; the model's own context length is probed too.
+	MaxContext int `toml:"max_context"`
+	// KeepAlive is how long Ollama keeps the model loaded after a call; nil leaves it to
+	// Ollama (5m), negative keeps it loaded, 0 unloads at once.
+	KeepAlive *Duration `toml:"keep_alive"`
+}
+
+// AgentConfig is the [agent] section: what every agent gets and the limits it works in.
+type AgentConfig struct {
+	// Constraints, Resources and BestPractices are the base directives in every prompt.
+	// Keep them few and short: they are sent on every step.
+	Constraints   []string `toml:"constraints"`
+	Resources     []string `toml:"resources"`
+	BestPractices []string `toml:"best_practices"`
+	// Commands are the commands agents may use, in prompt order.
+	Commands []string `toml:"commands"`
+	// MaxInvalidReplies pauses an agent after this many unusable model replies in a row.
+	MaxInvalidReplies int `toml:"max_invalid_replies"`
+	// ContinuousLimit is how many steps a continuous-mode run takes without asking.
+	ContinuousLimit int `toml:"continuous_limit"`
+	// CommandTimeout bounds one command's execution.
+	CommandTimeout Duration `toml:"command_timeout"`
+	// OutputCap is how many bytes of a command's output are kept and shown to the model.
+	OutputCap int `toml:"output_cap"`
+	// WorkspaceRoot holds one workspace directory per agent; "" means <StateDir>/workspaces.
+	WorkspaceRoot string `toml:"workspace_root"`
+	// HistoryEpisodes is how many recent episodes the prompt shows in full; older ones
+	// get one line each.
+	HistoryEpisodes int `toml:"history_episodes"`
+}
+
+// LogConfig is the [log] section. Logs go to stderr (the journal under systemd).
+type LogConfig struct {
+	Level  string `toml:"level"`  // debug, info, warn or error
+	Format string `toml:"format"` // text or json
+}
+
+// Default returns the configuration used when the file is absent or silent.
+func Default() *Config {
+	return &Config{
+		Ollama: OllamaConfig{
+			Host:           defaultOllamaHost(),
+			Model:          DefaultModel,
+			RequestTimeout: Duration{10 * time.Minute},
+			MaxContext:     8192,
+		},
+		Agent: AgentConfig{
+			Constraints: []string{
+				"Use only the commands listed below.",
+				"You cannot start background jobs or act outside your workspace.",
+				"Ask the user for what you cannot do yourself.",
+			},
+			Resources: []string{
+				"Your own knowledge: use it before searching for information.",
+				"The files in your workspace.",
+			},
+			BestPractices: []string{
+				"Reach the goal in as few steps as you can.",
+				"Review your past steps and criticize your approach.",
+				"Never repeat a command whose result you already have.",
+			},
+			Commands:          []string{"list_folder", "read_file", "write_file", "ask_user", "finish"},
+			MaxInvalidReplies: 3,
+			ContinuousLimit:   25,
+			CommandTimeout:    Duration{60 * time.Second},
+			OutputCap:         16 << 10,
+			HistoryEpisodes:   10,
+		},
+		Log:      LogConfig{Level: "info", Format: "text"},
+		StateDir: DefaultStateDir(),
+		Socket:   client.DefaultSocketPath(),
+	}
+}
+
+// Directives returns the base directives every agent gets.
+func (c *Config) Directives() client.Directives {
+	return client.Directives{
+		Constraints:   c.Agent.Constraints,
+		Resources:     c.Agent.Resources,
+		BestPractices: c.Agent.BestPractices,
+	}
+}
+
+// WorkspaceRoot returns the directory that holds the agents' workspaces.
+func (c *Config) WorkspaceRoot() string {
+	if c.Agent.WorkspaceRoot != "" {
+		return c.Agent.WorkspaceRoot
+	}
+	return filepath.Join(c.StateDir, "workspaces")
+}
+
+// Logger returns a logger writing to w at the configured level and format.
+func (l LogConfig) Logger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+	if l.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// SlogLevel returns the configured level; an unknown one (Validate refuses it) is info.
+func (l LogConfig) SlogLevel() slog.Level {
+	var lvl slog.Level
+	if lvl.UnmarshalText([]byte(l.Level)) != nil {
+		return slog.LevelInfo
+	}
+	return lvl
+}
+
+// Duration is a time.Duration written in the file as a string like "90s" or "1h30m".
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("bad duration %q: want a number and a unit, like \"90s\", \"10m\" or \"1h30m\"", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration the way UnmarshalText reads it.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// Ptr returns the duration as a *time.Duration, nil for a nil d (an unset optional key).
+func (d *Duration) Ptr() *time.Duration {
+	if d == nil {
+		return nil
+	}
+	v := d.Duration
+	return &v
+}
+
+// defaultOllamaHost reads $OLLAMA_HOST the way Ollama's own client does: a missing scheme
+// is http, a missing port 11434 (so "0.0.0.0" and "box:11434" both work).
+func defaultOllamaHost() string {
+	h := os.Getenv("OLLAMA_HOST")
+	if h == "" {
+		return DefaultOllamaHost
+	}
+	return normalizeHost(h)
+}
+
+func normalizeHost(h string) string {
+	h = strings.Trim(strings.TrimSpace(h), `"'`)
+	if strings.Contains(h, "://") {
+		return h
+	}
+	hostport, path, _ := strings.Cut(h, "/")
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = strings.Trim(hostport, "[]"), "11434"
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	hostport = net.JoinHostPort(host, port)
+	if path != "" {
+		return "http://" + hostport + "/" + path
+	}
+	return "http://" + hostport
+}

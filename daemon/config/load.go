@@ -1,0 +1,301 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Problem is one thing wrong with a config.
+type Problem struct {
+	Line int    // 1-based line in the file; 0 when unknown (a default, a flag)
+	Key  string // the dotted key, like "ollama.host"; "" when Msg names it already
+	Msg  string
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	if p.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", p.Line)
+	}
+	if p.Key != "" {
+		b.WriteString(p.Key + ": ")
+	}
+	b.WriteString(p.Msg)
+	return b.String()
+}
+
+// Error lists every problem found in a config; Load and Validate return it.
+type Error struct {
+	Path     string // the file, "" for a config not read from one
+	Problems []Problem
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("config: ")
+	if e.Path != "" {
+		b.WriteString(e.Path + ": ")
+	}
+	if len(e.Problems) == 1 {
+		b.WriteString(e.Problems[0].String())
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d problems:", len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  " + p.String())
+	}
+	return b.String()
+}
+
+// Load reads the config file at path over Default() and validates the result. Keys the
+// file leaves out keep their defaults; an array given replaces the default array. An empty
+// path means no file: the defaults alone. A file named but missing is an error, as is any
+// unknown key, wrong type or bad value; all of them are reported together in an *Error.
+//
+// cmd/agentd passes its --config flag, or DefaultConfigPath() when that file exists.
+func Load(path string) (*Config, error) {
+	c := Default()
+	var probs []Problem
+	lines := map[string]int{}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		probs, lines = c.decode(string(data))
+	}
+	failed := map[string]bool{}
+	for _, p := range probs {
+		failed[p.Key] = true
+	}
+	for _, p := range c.problems() {
+		if !failed[p.Key] {
+			p.Line = lines[p.Key]
+			probs = append(probs, p)
+		}
+	}
+	if len(probs) > 0 {
+		sort.SliceStable(probs, func(i, j int) bool { return lineOrder(probs[i]) < lineOrder(probs[j]) })
+		return nil, &Error{Path: path, Problems: probs}
+	}
+	return c, nil
+}
+
+// lineOrder sorts problems by line, those without one last.
+func lineOrder(p Problem) int {
+	if p.Line == 0 {
+		return math.MaxInt
+	}
+	return p.Line
+}
+
+// decoder decodes one key at a time, so that every problem is found, not just the first.
+type decoder struct {
+	md     toml.MetaData
+	fields map[string]map[string]reflect.Value // section → key → field of the Config
+	lines  map[string]int                      // dotted key → line
+	probs  []Problem
+}
+
+// decode sets c's fields from the TOML in data and returns the problems found and the
+// line of each key, for the problems Validate finds later.
+func (c *Config) decode(data string) ([]Problem, map[string]int) {
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(data, &top)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return []Problem{{Line: pe.Position.Line, Msg: "invalid TOML: " + pe.Message}}, nil
+		}
+		return []Problem{{Msg: "invalid TOML: " + err.Error()}}, nil
+	}
+	d := &decoder{md: md, fields: c.fields(), lines: map[string]int{}}
+	for _, name := range sortedKeys(top) {
+		d.section(name, top[name])
+	}
+	sort.SliceStable(d.probs, func(i, j int) bool { return d.probs[i].Line < d.probs[j].Line })
+	return d.probs, d.lines
+}
+
+func (d *decoder) section(name string, prim toml.Primitive) {
+	line := d.line(prim)
+	typ := d.md.Type(name)
+	var table map[string]toml.Primitive
+	if typ == "Hash" || typ == "" { // "": a table made implicitly by dotted keys (a.b = 1)
+		if err := d.md.PrimitiveDecode(prim, &table); err != nil {
+			d.problem(line, name, "%v", err)
+			return
+		}
+		if line == 0 {
+			line = d.firstLine(table)
+		}
+	}
+	keys, known := d.fields[name]
+	switch {
+	case !known && table != nil:
+		d.problem(line, "", "unknown section [%s]%s", name, d.suggestSection(name))
+		return
+	case !known:
+		d.problem(line, "", "unknown key %q%s", name, d.suggestKey("", name))
+		return
+	case table == nil:
+		d.problem(line, name, "want a table ([%s]), got %s", name, typeDesc(typ))
+		return
+	}
+	for _, key := range sortedKeys(table) {
+		full := name + "." + key
+		line := d.line(table[key])
+		d.lines[full] = line
+		f, ok := keys[key]
+		switch {
+		case !ok && d.md.Type(name, key) == "Hash":
+			d.problem(line, "", "unknown section [%s]", full)
+		case !ok:
+			d.problem(line, "", "unknown key %q%s", full, d.suggestKey(name, key))
+		default:
+			d.value(full, line, f, table[key])
+		}
+	}
+}
+
+// value decodes one key into its field, checking the TOML type first so the message can
+// say what was expected.
+func (d *decoder) value(key string, line int, f reflect.Value, prim toml.Primitive) {
+	want, wantType := expect(f.Type())
+	got := d.md.Type(strings.Split(key, ".")...)
+	if got != wantType {
+		d.problem(line, key, "want %s, got %s", want, typeDesc(got))
+		return
+	}
+	err := d.md.PrimitiveDecode(prim, f.Addr().Interface())
+	var pe toml.ParseError
+	switch {
+	case err == nil:
+	case errors.As(err, &pe):
+		d.problem(line, key, "%s", pe.Message)
+	default:
+		d.problem(line, key, "want %s", want)
+	}
+}
+
+func (d *decoder) problem(line int, key, format string, args ...any) {
+	d.probs = append(d.probs, Problem{Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// lineProbe fails on purpose: toml reports an Unmarshaler's error at the line of the key
+// being decoded, and MetaData has no other way to tell where a key is.
+type lineProbe struct{}
+
+func (lineProbe) UnmarshalTOML(any) error { return errors.New("probe") }
+
+// firstLine returns the line of a table's first key, for a table with no header line.
+func (d *decoder) firstLine(table map[string]toml.Primitive) int {
+	first := 0
+	for _, prim := range table {
+		if l := d.line(prim); l > 0 && (first == 0 || l < first) {
+			first = l
+		}
+	}
+	return first
+}
+
+func (d *decoder) line(prim toml.Primitive) int {
+	var pe toml.ParseError
+	if errors.As(d.md.PrimitiveDecode(prim, &lineProbe{}), &pe) {
+		return pe.Position.Line
+	}
+	return 0
+}
+
+// fields maps each section and key of the file to the Config field it sets, from the
+// toml tags, so the struct is the only list of keys.
+func (c *Config) fields() map[string]map[string]reflect.Value {
+	out := map[string]map[string]reflect.Value{}
+	top := reflect.ValueOf(c).Elem()
+	for i := range top.NumField() {
+		name := top.Type().Field(i).Tag.Get("toml")
+		if name == "" || name == "-" {
+			continue
+		}
+		sec := top.Field(i)
+		out[name] = map[string]reflect.Value{}
+		for j := range sec.NumField() {
+			if key := sec.Type().Field(j).Tag.Get("toml"); key != "" && key != "-" {
+				out[name][key] = sec.Field(j)
+			}
+		}
+	}
+	return out
+}
+
+// Keys returns every key the file may set, dotted ("ollama.host"), sorted.
+func Keys() []string {
+	var keys []string
+	for sec, fs := range Default().fields() {
+		for k := range fs {
+			keys = append(keys, sec+"."+k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+var durationType = reflect.TypeOf(Duration{})
+
+// expect describes what a field takes, and the TOML type (as MetaData.Type names it)
+// that carries it.
+func expect(t reflect.Type) (desc, tomlType string) {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == durationType:
+		return `a duration like "90s"`, "String"
+	case t.Kind() == reflect.String:
+		return "a string", "String"
+	case t.Kind() == reflect.Int:
+		return "a whole number", "Integer"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		return `an array of strings, like ["a", "b"]`, "Array"
+	}
+	panic("config: no TOML mapping for " + t.String())
+}
+
+// typeDesc names a TOML type as MetaData.Type reports it.
+func typeDesc(t string) string {
+	switch t {
+	case "String":
+		return "a string"
+	case "Integer":
+		return "a whole number"
+	case "Float":
+		return "a fractional number"
+	case "Bool":
+		return "a boolean"
+	case "Array":
+		return "an array"
+	case "Hash":
+		return "a table"
+	case "ArrayHash":
+		return "an array of tables"
+	case "Datetime":
+		return "a date"
+	}
+	return strings.ToLower(t)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

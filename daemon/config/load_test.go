@@ -1,0 +1,230 @@
+package config
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/config/*.err from the current output")
+
+// cleanEnv unsets what Default reads, so results do not depend on the machine.
+func cleanEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"OLLAMA_HOST", "AGENTD_SOCKET", "RUNTIME_DIRECTORY", "STATE_DIRECTORY"} {
+		t.Setenv(k, "")
+	}
+}
+
+// TestLoadGolden loads each testdata/config/*.toml and compares the error text with the
+// .err file beside it (empty: the file is valid). Run with -update to rewrite them.
+func TestLoadGolden(t *testing.T) {
+	cleanEnv(t)
+	files, err := filepath.Glob(filepath.Join("testdata", "config", "*.toml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden configs: %v", err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".toml")
+		t.Run(name, func(t *testing.T) {
+			var got string
+			if _, err := Load(file); err != nil {
+				got = err.Error() + "\n"
+			}
+			golden := strings.TrimSuffix(file, ".toml") + ".err"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("Load(%s) error:\n%s\nwant:\n%s", file, got, want)
+			}
+		})
+	}
+}
+
+func TestLoadSetsEveryKey(t *testing.T) {
+	cleanEnv(t)
+	c, err := Load(filepath.Join("testdata", "config", "valid_every_key.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := Duration{-time.Second}
+	want := Default()
+	want.Ollama = OllamaConfig{Host: "https://gpu.example:443/ollama", Model: "llama3.2:3b",
+		SmartModel: "qwen2.5:14b", RequestTimeout: Duration{2 * time.Minute}, MaxContext: 4096, KeepAlive: &keep}
+	want.Agent = AgentConfig{Constraints: []string{}, Resources: []string{"The web."},
+		BestPractices: []string{"Be brief."}, Commands: []string{"read_file", "ask_user", "finish"},
+		MaxInvalidReplies: 5, ContinuousLimit: 100, CommandTimeout: Duration{5 * time.Minute},
+		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3}
+	want.Log = LogConfig{Level: "debug", Format: "json"}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)
+	}
+	// The golden file must set every key, or this test proves less than it says.
+	data, _ := os.ReadFile(filepath.Join("testdata", "config", "valid_every_key.toml"))
+	for _, key := range Keys() {
+		if leaf := key[strings.Index(key, ".")+1:]; !regexp.MustCompile(`(?m)^` + leaf + ` = `).Match(data) {
+			t.Errorf("valid_every_key.toml does not set %s", key)
+		}
+	}
+}
+
+func TestLoadWithoutFile(t *testing.T) {
+	cleanEnv(t)
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Errorf("Load(\"\") = %+v, want the defaults", c)
+	}
+}
+
+func TestLoadMissingFileNamed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.toml")
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), path) || !os.IsNotExist(unwrapAll(err)) {
+		t.Errorf("Load(missing) error = %v, want a not-exist error naming the path", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok || u.Unwrap() == nil {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}
+
+// TestExampleFile keeps agentd.example.toml honest: it loads, it is the defaults, and it
+// mentions every key in its section, set or commented out.
+func TestExampleFile(t *testing.T) {
+	cleanEnv(t)
+	const path = "../../agentd.example.toml"
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(c, Default()) {
+		t.Errorf("the example differs from Default():\n%+v\n%+v", c, Default())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := regexp.MustCompile(`(?m)^\[(\w+)\]$`).FindAllSubmatchIndex(data, -1)
+	body := map[string]string{}
+	for i, s := range sections {
+		end := len(data)
+		if i+1 < len(sections) {
+			end = sections[i+1][0]
+		}
+		body[string(data[s[2]:s[3]])] = string(data[s[1]:end])
+	}
+	for _, key := range Keys() {
+		sec, leaf, _ := strings.Cut(key, ".")
+		if !regexp.MustCompile(`(?m)^(# )?` + leaf + ` = `).MatchString(body[sec]) {
+			t.Errorf("the example does not document %s", key)
+		}
+	}
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	cleanEnv(t)
+	if err := Default().Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestValidateListsEveryProblem(t *testing.T) {
+	cleanEnv(t)
+	c := Default()
+	c.Ollama.Model = ""
+	c.Log.Format = "xml"
+	c.Agent.OutputCap = -1
+	want := `config: 3 problems:
+  agent.output_cap: must be at least 1, got -1
+  log.format: "xml" is not one of text, json
+  ollama.model: empty; name the model to use, like "qwen2.5:3b"`
+	if err := c.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v\nwant %s", err, want)
+	}
+}
+
+func TestOllamaHostFromEnv(t *testing.T) {
+	tests := []struct{ name, env, want string }{
+		{"unset", "", "http://127.0.0.1:11434"},
+		{"bare_ip", "0.0.0.0", "http://0.0.0.0:11434"},
+		{"host_and_port", "gpu:8080", "http://gpu:8080"},
+		{"port_only", ":11434", "http://127.0.0.1:11434"},
+		{"ipv6", "[::1]", "http://[::1]:11434"},
+		{"full_url_kept", "https://ollama.example/api", "https://ollama.example/api"},
+		{"quoted", `"gpu:1"`, "http://gpu:1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("OLLAMA_HOST", tt.env)
+			if got := Default().Ollama.Host; got != tt.want {
+				t.Errorf("host = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDuration(t *testing.T) {
+	tests := []struct{ name, in, want, wantErr string }{
+		{"seconds", "90s", "1m30s", ""},
+		{"compound", "1h30m", "1h30m0s", ""},
+		{"negative", "-1s", "-1s", ""},
+		{"no_unit", "90", "", `bad duration "90": want a number and a unit, like "90s", "10m" or "1h30m"`},
+		{"words", "soon", "", `bad duration "soon": want a number and a unit, like "90s", "10m" or "1h30m"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d Duration
+			err := d.UnmarshalText([]byte(tt.in))
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Errorf("error = %v, want %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || d.String() != tt.want {
+				t.Errorf("= %s, %v; want %s", d, err, tt.want)
+			}
+			if b, _ := d.MarshalText(); string(b) != tt.want {
+				t.Errorf("MarshalText = %s", b)
+			}
+		})
+	}
+}
+
+func TestLogLevel(t *testing.T) {
+	for _, tt := range []struct{ name, level, want string }{
+		{"debug", "debug", "DEBUG"}, {"warn", "warn", "WARN"}, {"error", "error", "ERROR"},
+		{"info", "info", "INFO"}, {"unknown_is_info", "loud", "INFO"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := (LogConfig{Level: tt.level}).SlogLevel().String(); got != tt.want {
+				t.Errorf("SlogLevel(%q) = %s, want %s", tt.level, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,186 @@
+// Package llm is the daemon's only door to the model server: it talks to Ollama through
+// github.com/ollama/ollama/api, probes the model (server version, context length,
+// capabilities), sends schema-constrained /api/chat calls and turns what comes back into
+// either a parsed proposal or a typed error the agent loop can act on.
+//
+// The agent loop calls Propose once per step; Generate serves other structured calls such as
+// the agent profile. Both send the reply's JSON Schema as `format`, repair replies from
+// servers or models that ignore it (Repair) and feed validation problems back once.
+//
+// Errors are typed so callers never match on text: errors.Is(err, ErrUnavailable) means the
+// server is down or busy and the call should be retried with NextBackoff;
+// *ModelNotFoundError means the model must be pulled; *InvalidReplyError means the model
+// answered twice with something that does not match the schema; a cancelled context comes
+// back as the context's error, never as ErrUnavailable.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+)
+
+// DefaultHost is where Ollama listens unless OLLAMA_HOST says otherwise.
+const DefaultHost = "http://127.0.0.1:11434"
+
+// Client talks to one Ollama server. It is safe for concurrent use.
+type Client struct {
+	host string
+	api  *api.Client
+}
+
+// New returns a client for host, which is read the way Ollama reads OLLAMA_HOST:
+// "127.0.0.1:11434", "http://gpu-box:11434", "https://ollama.example/prefix", ":11434" or
+// "" (DefaultHost). A host without a port gets 11434, or 80/443 when it names its scheme.
+// hc may be nil; it should have no overall Timeout, because a non-streamed reply only
+// starts arriving when generation is done: bound calls with their context instead.
+func New(host string, hc *http.Client) (*Client, error) {
+	base, err := parseHost(host)
+	if err != nil {
+		return nil, err
+	}
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Client{host: base.String(), api: api.NewClient(base, hc)}, nil
+}
+
+// Host returns the normalized base URL of the server, e.g. "http://127.0.0.1:11434".
+func (c *Client) Host() string { return c.host }
+
+// parseHost mirrors ollama's envconfig.Host, but reports a bad value instead of
+// silently falling back to the default.
+func parseHost(s string) (*url.URL, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		s = DefaultHost
+	}
+	defaultPort := "11434"
+	scheme, hostport, ok := strings.Cut(s, "://")
+	switch {
+	case !ok:
+		scheme, hostport = "http", s
+		if s == "ollama.com" {
+			scheme, hostport = "https", "ollama.com:443"
+		}
+	case scheme == "http":
+		defaultPort = "80"
+	case scheme == "https":
+		defaultPort = "443"
+	default:
+		return nil, fmt.Errorf("ollama host %q: scheme must be http or https", s)
+	}
+	hostport, path, _ := strings.Cut(hostport, "/")
+	h, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h, port = strings.Trim(hostport, "[]"), defaultPort
+	}
+	if h == "" {
+		h = "127.0.0.1"
+	}
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		return nil, fmt.Errorf("ollama host %q: bad port %q", s, port)
+	}
+	if strings.ContainsAny(h, " /?#@") {
+		return nil, fmt.Errorf("ollama host %q: bad host name %q", s, h)
+	}
+	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(h, port)}
+	if path = strings.Trim(path, "/"); path != "" {
+		u.Path = "/" + path
+	}
+	return u, nil
+}
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"` // system, user or assistant
+	Content string `json:"content"`
+}
+
+// ChatRequest is one non-streamed /api/chat call.
+type ChatRequest struct {
+	Model    string
+	Messages []Message
+	// Format is a JSON Schema the reply must follow (grammar-constrained decoding); empty for free text.
+	Format json.RawMessage
+	// NumCtx is the context window in tokens; 0 leaves the server's default, which is
+	// usually far below what the model was trained for, so callers should set it.
+	NumCtx int
+	// Temperature overrides the model's default when set.
+	Temperature *float64
+	// NumPredict caps the reply in tokens; 0 means no cap.
+	NumPredict int
+	// KeepAlive is how long the server keeps the model loaded after the call; nil for its default.
+	KeepAlive *time.Duration
+}
+
+// ChatResult is the complete reply to a ChatRequest.
+type ChatResult struct {
+	Content      string
+	PromptTokens int           // prompt_eval_count: tokens of the prompt the server evaluated
+	EvalTokens   int           // eval_count: tokens generated
+	Duration     time.Duration // wall-clock time of the call, as the daemon saw it
+	DoneReason   string        // "stop", or "length" when NumPredict cut the reply off
+}
+
+// Chat sends req with stream=false and returns the whole reply.
+func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
+	if len(req.Format) > 0 && !json.Valid(req.Format) {
+		return nil, fmt.Errorf("llm: chat: format is not valid JSON")
+	}
+	start := time.Now()
+	areq := &api.ChatRequest{
+		Model:    req.Model,
+		Messages: make([]api.Message, len(req.Messages)),
+		Stream:   new(bool),
+		Format:   req.Format,
+		Options:  map[string]any{},
+	}
+	for i, m := range req.Messages {
+		areq.Messages[i] = api.Message{Role: m.Role, Content: m.Content}
+	}
+	if req.NumCtx > 0 {
+		areq.Options["num_ctx"] = req.NumCtx
+	}
+	if req.NumPredict > 0 {
+		areq.Options["num_predict"] = req.NumPredict
+	}
+	if req.Temperature != nil {
+		areq.Options["temperature"] = *req.Temperature
+	}
+	if req.KeepAlive != nil {
+		areq.KeepAlive = &api.Duration{Duration: *req.KeepAlive}
+	}
+	var (
+		res     ChatResult
+		content strings.Builder
+		done    bool
+	)
+	err := c.api.Chat(ctx, areq, func(r api.ChatResponse) error {
+		content.WriteString(r.Message.Content)
+		if r.Done {
+			done = true
+			res.PromptTokens, res.EvalTokens, res.DoneReason = r.PromptEvalCount, r.EvalCount, r.DoneReason
+		}
+		return nil
+	})
+	if err == nil && !done {
+		// The api package ends quietly when the body stops early (reset, oversized line,
+		// empty 5xx body); a reply without its final "done" record is not a reply.
+		err = errIncomplete
+	}
+	if err != nil {
+		return nil, c.classify(ctx, "chat", req.Model, err)
+	}
+	res.Content = content.String()
+	res.Duration = time.Since(start)
+	return &res, nil
+}

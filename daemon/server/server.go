@@ -1,0 +1,95 @@
+// Package server assembles agentd: it opens the store, connects to Ollama, starts the agent
+// supervisor and serves the local API on the unix socket until its context ends.
+//
+// cmd/agentd parses flags and config and calls Run; integration tests build that binary.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/api"
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Run runs the daemon until ctx ends, then shuts down cleanly: model calls in flight are
+// cancelled, event streams closed, and the store left consistent. ready, if not nil, is
+// called once the socket accepts connections.
+func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version string, ready func()) error {
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	st, err := store.Open(ctx, filepath.Join(cfg.StateDir, "agentd.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	lc, err := llm.New(cfg.Ollama.Host, &http.Client{Timeout: cfg.Ollama.RequestTimeout.Duration})
+	if err != nil {
+		return fmt.Errorf("ollama host: %w", err)
+	}
+	sup, err := agent.New(agent.Options{
+		Store: st, LLM: lc, Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel,
+		MaxContext: cfg.Ollama.MaxContext, KeepAlive: cfg.Ollama.KeepAlive.Ptr(),
+		Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
+		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
+		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
+		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
+		Log: log, Version: version, StateDir: cfg.StateDir,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := api.Listen(cfg.Socket)
+	if err != nil {
+		return err
+	}
+	agentsCtx, stopAgents := context.WithCancel(ctx)
+	defer stopAgents()
+	if err := sup.Start(agentsCtx); err != nil {
+		ln.Close()
+		return err
+	}
+	srv := &http.Server{
+		Handler:           api.NewHandler(sup, log),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Request contexts end with the daemon, so event streams close on shutdown.
+		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("agentd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "ollama", lc.Host(), "model", cfg.Ollama.Model, "version", version)
+	if ready != nil {
+		ready()
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("api server stopped", "err", err)
+		}
+	}
+	log.Info("agentd shutting down")
+	stopAgents()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(shutCtx)
+	sup.Wait()
+	os.Remove(cfg.Socket)
+	log.Info("agentd stopped")
+	return nil
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+func open(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "agentd.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+func seed(t *testing.T, s *Store) *Agent {
+	t.Helper()
+	a := &Agent{Agent: client.Agent{ID: "a-1", Name: "one", State: client.StateThinking, Workspace: "/tmp/ws", RunID: "r-1",
+		Goals: []string{"g"}, Policy: client.Policy{Mode: "ask"}}}
+	err := s.Tx(context.Background(), func(tx *Tx) error {
+		if err := tx.InsertAgent(a); err != nil {
+			return err
+		}
+		if err := tx.StartRun("r-1", a.ID, "task"); err != nil {
+			return err
+		}
+		return tx.InsertProposal(&client.Proposal{ID: "p-1", AgentID: a.ID, RunID: "r-1", Step: 1, Command: "read_file",
+			Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: client.ProposalPending})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	s, path := open(t)
+	seed(t, s)
+	s.Close()
+	s2, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s2.Close()
+	err = s2.View(context.Background(), func(tx *Tx) error {
+		a, err := tx.AgentByName("one")
+		if err != nil {
+			return err
+		}
+		if a.RunID != "r-1" || len(a.Goals) != 1 || a.Policy.Mode != "ask" {
+			t.Errorf("agent after reopen = %+v", a)
+		}
+		p, err := tx.OpenProposal(a.ID)
+		if err != nil {
+			return err
+		}
+		if p.ID != "p-1" || string(p.Args) != `{"path":"x"}` {
+			t.Errorf("open proposal = %+v", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFirstDecisionWins(t *testing.T) {
+	s, _ := open(t)
+	seed(t, s)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	wins := 0
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Tx(context.Background(), func(tx *Tx) error {
+				ok, err := tx.SetProposalStatus("p-1", client.ProposalApproved, nil, client.ProposalPending, client.ProposalInterrupted)
+				if err != nil {
+					return err
+				}
+				if ok {
+					mu.Lock()
+					wins++
+					mu.Unlock()
+					return tx.InsertDecision(&client.Decision{ProposalID: "p-1", Kind: client.DecisionApprove, Count: 1})
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	if wins != 1 {
+		t.Fatalf("%d decisions won, want exactly 1", wins)
+	}
+	s.View(context.Background(), func(tx *Tx) error {
+		n, _ := tx.CountDecisions("p-1")
+		if n != 1 {
+			t.Errorf("%d decisions stored, want 1", n)
+		}
+		return nil
+	})
+}
+
+func TestFailedTxLeavesNothing(t *testing.T) {
+	s, _ := open(t)
+	seed(t, s)
+	boom := errors.New("boom")
+	err := s.Tx(context.Background(), func(tx *Tx) error {
+		tx.InsertEpisode("a-1", &client.Episode{RunID: "r-1", Step: 1, ProposalID: "p-1", Command: "read_file", Args: json.RawMessage(`{}`), Outcome: "succeeded"})
+		tx.SetProposalStatus("p-1", client.ProposalSucceeded, nil)
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v", err)
+	}
+	s.View(context.Background(), func(tx *Tx) error {
+		n, _ := tx.CountEpisodes("a-1")
+		p, _ := tx.Proposal("p-1")
+		if n != 0 || p.Status != client.ProposalPending {
+			t.Errorf("after rollback: %d episodes, proposal %s", n, p.Status)
+		}
+		return nil
+	})
+}
+
+func TestEpisodesNewestLimitOldestFirst(t *testing.T) {
+	s, _ := open(t)
+	seed(t, s)
+	s.Tx(context.Background(), func(tx *Tx) error {
+		for i := 1; i <= 5; i++ {
+			tx.InsertEpisode("a-1", &client.Episode{RunID: "r-1", Step: i, ProposalID: "p-1", Command: "c", Args: json.RawMessage(`{}`), Outcome: "succeeded"})
+		}
+		return nil
+	})
+	s.View(context.Background(), func(tx *Tx) error {
+		eps, err := tx.Episodes("a-1", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(eps) != 3 || eps[0].Step != 3 || eps[2].Step != 5 {
+			t.Errorf("episodes = %+v", eps)
+		}
+		return nil
+	})
+}
+
+func TestDeleteCascades(t *testing.T) {
+	s, _ := open(t)
+	seed(t, s)
+	s.Tx(context.Background(), func(tx *Tx) error { return tx.DeleteAgent("a-1") })
+	s.View(context.Background(), func(tx *Tx) error {
+		if _, err := tx.Proposal("p-1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("proposal survived its agent: %v", err)
+		}
+		return nil
+	})
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	s, path := open(t)
+	s.db.Exec("PRAGMA user_version = 99")
+	s.Close()
+	if _, err := Open(context.Background(), path); err == nil {
+		t.Fatal("opened a database from a newer agentd")
+	}
+}
