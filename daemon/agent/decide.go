@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -114,7 +113,7 @@ func who(d *client.Decision) string {
 func decidable(tx *store.Tx, a *store.Agent, id string) (*client.Proposal, error) {
 	p, err := tx.Proposal(id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && p.AgentID != a.ID) {
-		return nil, fmt.Errorf("agent %s has no proposal %s: %w", a.Name, id, client.ErrNotFound)
+		return nil, notFound("agent %s has no proposal %s", a.Name, id)
 	} else if err != nil {
 		return nil, err
 	}

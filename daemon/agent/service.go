@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -68,11 +67,15 @@ func (s *Supervisor) Agent(ctx context.Context, ref string) (*client.Agent, erro
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 
 func badRequest(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), client.ErrBadRequest)
+	return client.Errorf(client.ErrBadRequest, format, args...)
 }
 
 func conflict(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), client.ErrConflict)
+	return client.Errorf(client.ErrConflict, format, args...)
+}
+
+func notFound(format string, args ...any) error {
+	return client.Errorf(client.ErrNotFound, format, args...)
 }
 
 // CreateAgent creates an agent from a task (the model writes its profile on its first step)
@@ -273,7 +276,7 @@ func (s *Supervisor) mutate(ctx context.Context, ref string, fn func(tx *store.T
 	err := s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(id)
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("no agent %q: %w", ref, client.ErrNotFound)
+			return notFound("no agent %q: see `agentctl ls`", ref)
 		} else if err != nil {
 			return err
 		}

@@ -239,7 +239,7 @@ func resolve(tx *store.Tx, ref string) (*store.Agent, error) {
 		a, err = tx.AgentByName(ref)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("no agent %q: %w", ref, client.ErrNotFound)
+		return nil, notFound("no agent %q: see `agentctl ls`", ref)
 	}
 	return a, err
 }

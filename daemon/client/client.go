@@ -108,6 +108,24 @@ var (
 	ErrForbidden  = errors.New("forbidden")
 )
 
+// Error is an error of one of the kinds above (ErrNotFound, ErrConflict, ...) whose
+// message is meant for people as it is. The daemon returns these; the API maps Kind to
+// the status code.
+type Error struct {
+	Kind error
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns the kind, so errors.Is(err, ErrConflict) works.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Errorf returns an *Error of the given kind.
+func Errorf(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
 // DaemonNotRunningError says the socket could not be reached.
 type DaemonNotRunningError struct {
 	Socket string

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var answerCmd = &command{
+	name:  "answer",
+	args:  "AGENT TEXT...",
+	short: "answer the question an agent asks you",
+	long: `Answer replies to the question the agent asked with its ask_user command (see it with
+'agentctl show AGENT'). Everything after AGENT is the answer, so quotes are optional:
+  agentctl answer bob the staging server, not production`,
+	run: (*app).runAnswer,
+}
+
+func (a *app) runAnswer(ctx context.Context, args []string) error {
+	pos, err := a.parse(a.newFlagSet(), args, 1)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("missing AGENT and TEXT")
+	}
+	ref, text := pos[0], strings.TrimSpace(strings.Join(pos[1:], " "))
+	if text == "" {
+		return usagef("missing TEXT: the answer to agent %s's question", ref)
+	}
+	ag, err := a.api().Agent(ctx, ref)
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	q := ag.Question
+	if q == nil {
+		return fmt.Errorf("agent %s asks no question right now (it is %s)", refOf(ag), stateString(ag))
+	}
+	req := client.AnswerRequest{ProposalID: q.ProposalID, Text: text, By: user()}
+	if err := a.api().Answer(ctx, ag.ID, req); err != nil {
+		return err
+	}
+	if !a.json {
+		fmt.Fprintf(a.stdout, "answered %q\n", oneParagraph(q.Text))
+	}
+	return nil
+}

@@ -1,0 +1,283 @@
+// Package cli is agentctl, the terminal front end to agentd. It reaches the daemon only
+// through daemon/client over the local unix socket, so anything agentctl does a script,
+// a chat bot or a test can do the same way.
+//
+// Each subcommand is one file holding its help text, its flags and a runX(ctx, args)
+// method; Run parses the global flags, dispatches, and turns errors into exit codes and
+// messages that say how to fix the problem.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"syscall"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+// command is one subcommand.
+type command struct {
+	name  string
+	args  string // what follows the name in the usage line
+	short string // one line for the command list
+	long  string // the help text, for a newcomer
+	run   func(a *app, ctx context.Context, args []string) error
+}
+
+func (c *command) usageLine() string {
+	if c.args == "" {
+		return "agentctl " + c.name
+	}
+	return "agentctl " + c.name + " " + c.args
+}
+
+// commands lists the subcommands in the order help shows them. It is filled in init
+// because help's run refers back to it.
+var commands []*command
+
+func init() {
+	commands = []*command{
+		runCmd, followCmd, lsCmd, showCmd, statusCmd,
+		approveCmd, denyCmd, feedbackCmd, answerCmd,
+		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, rmCmd, historyCmd,
+		helpCmd,
+	}
+}
+
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// app is one invocation of agentctl: its streams, global flags and the command being run.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+
+	socket string // --socket
+	json   bool   // --json
+
+	cmd *command      // the subcommand being run
+	fs  *flag.FlagSet // its flags, for usage messages
+	c   *client.Client
+}
+
+// Run runs agentctl with args (without the program name) and returns the exit code:
+// 0 on success, 1 on errors, 2 on usage errors.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, socket: client.DefaultSocketPath()}
+	return a.exit(a.run(ctx, args))
+}
+
+func (a *app) run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("agentctl", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	a.globalFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			a.printOverview(a.stdout)
+			return nil
+		}
+		return &usageError{err.Error()}
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		a.printOverview(a.stderr)
+		return errUsageShown
+	}
+	a.cmd = lookup(rest[0])
+	if a.cmd == nil {
+		return &usageError{fmt.Sprintf("unknown command %q", rest[0])}
+	}
+	return a.cmd.run(a, ctx, rest[1:])
+}
+
+func (a *app) globalFlags(fs *flag.FlagSet) {
+	fs.StringVar(&a.socket, "socket", a.socket, "agentd's unix `socket`")
+	fs.BoolVar(&a.json, "json", a.json, "print results as JSON")
+}
+
+// api returns the client for the daemon at --socket.
+func (a *app) api() *client.Client {
+	if a.c == nil {
+		a.c = &client.Client{Socket: a.socket}
+	}
+	return a.c
+}
+
+// usageError is a mistake in the command line; it exits 2 and shows the usage.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// errHelpShown ends a run that printed help because it was asked for; it exits 0.
+// errUsageShown ends one that printed help because the command line was incomplete; it exits 2.
+var (
+	errHelpShown  = errors.New("help shown")
+	errUsageShown = errors.New("usage shown")
+)
+
+func (a *app) exit(err error) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, errHelpShown):
+		return exitOK
+	case errors.Is(err, errUsageShown):
+		return exitUsage
+	case errors.As(err, &ue):
+		fmt.Fprintf(a.stderr, "agentctl: %s\n", ue.msg)
+		if a.cmd == nil {
+			fmt.Fprintf(a.stderr, "Run 'agentctl help' for the commands.\n")
+			return exitUsage
+		}
+		fmt.Fprintf(a.stderr, "usage: %s\n", a.cmd.usageLine())
+		if a.fs != nil {
+			printFlags(a.stderr, a.fs)
+		}
+		fmt.Fprintf(a.stderr, "Run 'agentctl help %s' for details.\n", a.cmd.name)
+		return exitUsage
+	}
+	fmt.Fprintf(a.stderr, "agentctl: %s\n", a.explain(err))
+	return exitError
+}
+
+// explain turns an error into a message that says what to do about it.
+func (a *app) explain(err error) string {
+	var dnr *client.DaemonNotRunningError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &dnr):
+		return dnr.Error()
+	case errors.Is(err, syscall.EACCES):
+		return fmt.Sprintf("cannot reach agentd at %s: permission denied (the socket is private to the user agentd runs as; run agentctl as that user)", a.socket)
+	case errors.As(err, &ue):
+		return fmt.Sprintf("cannot reach agentd at %s: %v", a.socket, ue.Err)
+	}
+	return err.Error()
+}
+
+// agentErr turns "not found" from a call that names an agent into the way to find it.
+func agentErr(ref string, err error) error {
+	if errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("no agent %q: see agentctl ls", ref)
+	}
+	return err
+}
+
+// newFlagSet returns the current command's flag set with the global flags on it, so they
+// may come after the command too.
+func (a *app) newFlagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet(a.cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	a.globalFlags(fs)
+	a.fs = fs
+	return fs
+}
+
+// parse parses flags placed anywhere among the positional arguments and returns those.
+// Once verbatimAfter positionals are read (when >= 0) the rest is taken as is, so free
+// text like `feedback bob use ls -la` needs no quoting. `--` ends the flags.
+func (a *app) parse(fs *flag.FlagSet, args []string, verbatimAfter int) ([]string, error) {
+	var pos []string
+	for {
+		if verbatimAfter >= 0 && len(pos) >= verbatimAfter {
+			if len(args) > 0 && args[0] == "--" {
+				args = args[1:]
+			}
+			return append(pos, args...), nil
+		}
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				a.printHelp(a.stdout, a.cmd, fs)
+				return nil, errHelpShown
+			}
+			return nil, &usageError{err.Error()}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if i := len(args) - len(rest) - 1; i >= 0 && args[i] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// parseAgent parses a command that takes exactly one AGENT.
+func (a *app) parseAgent(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return "", err
+	}
+	switch len(pos) {
+	case 0:
+		return "", usagef("missing AGENT (an agent's name or id; see agentctl ls)")
+	case 1:
+		return pos[0], nil
+	}
+	return "", usagef("too many arguments: want one AGENT, got %q", pos)
+}
+
+// printJSON writes v to stdout as indented JSON; --json output is the client's stable types.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// note prints information (not a result) to stderr.
+func (a *app) note(format string, args ...any) {
+	fmt.Fprintf(a.stderr, format+"\n", args...)
+}
+
+// user names the person deciding, for the audit log.
+func user() string {
+	for _, k := range []string{"USER", "LOGNAME"} {
+		if u := os.Getenv(k); u != "" {
+			return u
+		}
+	}
+	return fmt.Sprintf("uid %d", os.Getuid())
+}
+
+// agentAction runs a command that takes one AGENT, calls fn on it and prints the agent it
+// returns: its JSON with --json, else "NAME: STATE".
+func (a *app) agentAction(ctx context.Context, args []string, fn func(*client.Client, context.Context, string) (*client.Agent, error)) (*client.Agent, error) {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return nil, err
+	}
+	ag, err := fn(a.api(), ctx, ref)
+	if err != nil {
+		return nil, agentErr(ref, err)
+	}
+	if a.json {
+		return ag, a.printJSON(ag)
+	}
+	fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
+	return ag, nil
+}

@@ -1,0 +1,178 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/cmd/agentctl/cli"
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden with the current output")
+
+func TestMain(m *testing.M) {
+	time.Local = time.UTC // golden output shows times
+	os.Setenv("USER", "tester")
+	os.Exit(m.Run())
+}
+
+// result is one in-process run of agentctl.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("[exit %d]\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
+}
+
+func runCLI(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	code := cli.Run(ctx, args, strings.NewReader(stdin), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// TestGolden runs each testdata/*.golden file's command line against the fake daemon and
+// compares the exit code, stdout and stderr. A file's first line is the command, e.g.
+// "$ agentctl ls"; $SOCKET is the fake's socket (also in $AGENTD_SOCKET) and $TMP an empty
+// directory. Run with -update to rewrite the files after an intended change.
+func TestGolden(t *testing.T) {
+	f := newFakeDaemon(t)
+	f.decide = conflictOnP9
+	t.Setenv(client.SocketEnv, f.sock)
+	tmp, err := os.MkdirTemp("", "ac")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+
+	files, err := filepath.Glob("testdata/*.golden")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	for _, file := range files {
+		name := strings.TrimSuffix(filepath.Base(file), ".golden")
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmdline, _, _ := strings.Cut(string(b), "\n")
+			args := strings.Fields(strings.TrimPrefix(cmdline, "$ agentctl"))
+			for i, a := range args {
+				args[i] = strings.NewReplacer("$SOCKET", f.sock, "$TMP", tmp).Replace(a)
+			}
+			got := cmdline + "\n" + runCLI(t, "", args...).String()
+			got = strings.NewReplacer(f.sock, "$SOCKET", tmp, "$TMP").Replace(got)
+			if *update {
+				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if got != string(b) {
+				t.Errorf("%s differs (rerun with -update if intended)\n--- got\n%s\n--- want\n%s", file, got, b)
+			}
+		})
+	}
+}
+
+func TestDecisionCommandsSendTheProposalID(t *testing.T) {
+	f := newFakeDaemon(t)
+	tests := []struct {
+		name string
+		args []string
+		want client.DecideRequest
+	}{
+		{"approve", []string{"approve", "researcher"}, client.DecideRequest{Kind: client.DecisionApprove, Count: 1}},
+		{"approve_n_after_agent", []string{"approve", "researcher", "-n", "4"}, client.DecideRequest{Kind: client.DecisionApprove, Count: 4}},
+		{"deny", []string{"deny", "a-1"}, client.DecideRequest{Kind: client.DecisionDeny}},
+		{"feedback_unquoted", []string{"feedback", "researcher", "use", "ls", "-la", "instead"},
+			client.DecideRequest{Kind: client.DecisionFeedback, Feedback: "use ls -la instead"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, "", append([]string{"--socket", f.sock}, tt.args...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			got := <-f.decided
+			tt.want.ProposalID, tt.want.Source, tt.want.By = "p-7", "agentctl", "tester"
+			if got != tt.want {
+				t.Errorf("decision = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	for _, args := range [][]string{
+		{}, {"nope"}, {"approve"}, {"approve", "a", "b"}, {"approve", "a", "-n", "0"}, {"ls", "--bogus"},
+		{"run"}, {"create", "--name", "x"}, {"create", "--name", "x", "--role", "r", "--start"},
+		{"feedback", "a"}, {"answer"}, {"task", "a"}, {"help", "nope"},
+	} {
+		t.Run(strings.Join(append([]string{"args"}, args...), "_"), func(t *testing.T) {
+			r := runCLI(t, "", append([]string{"--socket", "/nonexistent/agentd.sock"}, args...)...)
+			if r.code != 2 || r.stdout != "" || r.stderr == "" {
+				t.Errorf("got %v, want exit 2 with usage on stderr only", r)
+			}
+		})
+	}
+}
+
+func TestHelpForEveryCommand(t *testing.T) {
+	for _, name := range []string{"status", "run", "create", "ls", "show", "follow", "approve", "deny",
+		"feedback", "answer", "task", "pause", "resume", "stop", "rm", "history", "help"} {
+		t.Run(name, func(t *testing.T) {
+			h := runCLI(t, "", "help", name)
+			dash := runCLI(t, "", name, "-h")
+			if h.code != 0 || !strings.HasPrefix(h.stdout, "usage: agentctl "+name) || h.stderr != "" {
+				t.Errorf("help %s: %v", name, h)
+			}
+			if dash.String() != h.String() {
+				t.Errorf("%s -h differs from help %s:\n%v\n%v", name, name, dash, h)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the CLI's goroutines and a polling test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor polls until s holds substr n times or fails the test after 10s.
+func (s *syncBuffer) waitFor(t *testing.T, substr string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(s.String(), substr) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %q (x%d) in:\n%s", substr, n, s.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var createCmd = &command{
+	name:  "create",
+	args:  "--name NAME --role ROLE [--goal GOAL]... [--start]",
+	short: "create an agent from a name, role and goals",
+	long: `Create makes an agent with the profile you write instead of one the model writes from a
+task: a NAME (lowercase letters, digits, - and _), a ROLE describing what it is ("a
+careful release engineer") and up to 5 GOALs. With --start it begins working on its
+goals at once; without, it waits idle until you give it a task with 'agentctl task'.
+
+  agentctl create --name scribe --role "a meticulous note taker" \
+      --goal "keep notes.md up to date" --goal "never delete notes" --start`,
+	run: (*app).runCreate,
+}
+
+// maxGoals is how many goals an agent may have.
+const maxGoals = 5
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ", ") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+func (a *app) runCreate(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	name := fs.String("name", "", "the agent's `NAME`")
+	role := fs.String("role", "", "what the agent is, in a phrase: its `ROLE` (description)")
+	var goals stringList
+	fs.Var(&goals, "goal", "a `GOAL` for the agent; repeat for up to 5")
+	start := fs.Bool("start", false, "start working on the goals at once")
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return usagef("unexpected arguments %q: quote values with spaces", pos)
+	case strings.TrimSpace(*name) == "":
+		return usagef("missing --name")
+	case strings.TrimSpace(*role) == "":
+		return usagef("missing --role: describe the agent in a phrase")
+	case len(goals) > maxGoals:
+		return usagef("%d goals: at most %d", len(goals), maxGoals)
+	case *start && len(goals) == 0:
+		return usagef("--start needs at least one --goal to work on")
+	}
+	ag, err := a.api().CreateAgent(ctx, client.CreateAgentRequest{
+		Name: *name, Description: *role, Goals: goals, Start: start,
+	})
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(ag)
+	}
+	fmt.Fprintf(a.stdout, "%s %s\n", ag.ID, ag.Name)
+	if *start {
+		a.note("follow it with: agentctl follow %s", refOf(ag))
+	} else {
+		a.note("agent %s is idle; give it a task with: agentctl task %s \"TASK\"", refOf(ag), refOf(ag))
+	}
+	return nil
+}

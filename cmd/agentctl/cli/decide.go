@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// The decision commands (approve, deny, feedback) share this: each fetches the agent,
+// takes the proposal now waiting and decides on exactly that one, so a decision typed for
+// one proposal never lands on the next.
+
+// pendingProposal returns the agent and its proposal waiting for a decision.
+func (a *app) pendingProposal(ctx context.Context, ref string) (*client.Agent, *client.Proposal, error) {
+	ag, err := a.api().Agent(ctx, ref)
+	if err != nil {
+		return nil, nil, agentErr(ref, err)
+	}
+	if p := ag.Pending; p != nil && p.Status.Decidable() {
+		return ag, p, nil
+	}
+	if ag.Question != nil {
+		return nil, nil, fmt.Errorf("agent %s has no proposal to decide; it asks: %q: answer with: agentctl answer %s TEXT",
+			refOf(ag), oneParagraph(ag.Question.Text), refOf(ag))
+	}
+	return nil, nil, fmt.Errorf("agent %s has no proposal waiting for a decision (it is %s)", refOf(ag), stateString(ag))
+}
+
+// decide sends req for the agent's pending proposal and prints what was decided.
+func (a *app) decide(ctx context.Context, ref string, req client.DecideRequest) error {
+	ag, p, err := a.pendingProposal(ctx, ref)
+	if err != nil {
+		return err
+	}
+	req.ProposalID = p.ID
+	req.Source = "agentctl"
+	req.By = user()
+	d, err := a.api().Decide(ctx, ag.ID, req)
+	if err != nil {
+		return err // a 409 carries the daemon's reason: superseded, already decided, …
+	}
+	if a.json {
+		return a.printJSON(d)
+	}
+	call := formatCall(p.Command, p.Args)
+	switch req.Kind {
+	case client.DecisionApprove:
+		more := ""
+		if req.Count > 1 {
+			more = fmt.Sprintf(" and the next %d proposals", req.Count-1)
+		}
+		fmt.Fprintf(a.stdout, "approved %s%s\n", call, more)
+	case client.DecisionDeny:
+		fmt.Fprintf(a.stdout, "denied %s\n", call)
+		a.note("agent %s stops and waits; give it a new task with: agentctl task %s \"TASK\"", refOf(ag), refOf(ag))
+	case client.DecisionFeedback:
+		fmt.Fprintf(a.stdout, "sent feedback instead of running %s\n", call)
+	}
+	return nil
+}

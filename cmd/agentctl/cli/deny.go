@@ -1,0 +1,25 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var denyCmd = &command{
+	name:  "deny",
+	args:  "AGENT",
+	short: "refuse an agent's proposal and stop its run",
+	long: `Deny refuses the command the agent is waiting on. The command does not run, the run
+ends, and the agent stays idle with its history until you give it a new task with
+'agentctl task'. To steer it instead of stopping it, use 'agentctl feedback'.`,
+	run: (*app).runDeny,
+}
+
+func (a *app) runDeny(ctx context.Context, args []string) error {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	return a.decide(ctx, ref, client.DecideRequest{Kind: client.DecisionDeny})
+}

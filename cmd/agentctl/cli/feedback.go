@@ -1,0 +1,35 @@
+package cli
+
+import (
+	"context"
+	"strings"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var feedbackCmd = &command{
+	name:  "feedback",
+	args:  "AGENT TEXT...",
+	short: "don't run the proposal; tell the agent what to do instead",
+	long: `Feedback declines the command the agent is waiting on without stopping it: the command
+does not run, and TEXT goes to the agent as your feedback for its next step.
+
+Everything after AGENT is the text, so quotes are optional:
+  agentctl feedback bob search the docs first, not the web`,
+	run: (*app).runFeedback,
+}
+
+func (a *app) runFeedback(ctx context.Context, args []string) error {
+	pos, err := a.parse(a.newFlagSet(), args, 1)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("missing AGENT and TEXT")
+	}
+	text := strings.TrimSpace(strings.Join(pos[1:], " "))
+	if text == "" {
+		return usagef("missing TEXT: what should agent %s do instead?", pos[0])
+	}
+	return a.decide(ctx, pos[0], client.DecideRequest{Kind: client.DecisionFeedback, Feedback: text})
+}

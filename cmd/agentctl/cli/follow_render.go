@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// What follow prints at each prompt.
+const (
+	decisionPrompt = "Approve? [y / y -N / n / feedback]: "
+	answerPrompt   = "Answer: "
+)
+
+// argLinesInFollow bounds how much of a long argument (a file's content) follow shows.
+const argLinesInFollow = 20
+
+// handle renders one event and updates what stdin decides on. It returns *endFollow when
+// following should stop.
+func (f *follower) handle(ev client.Event) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ev.Seq > f.lastSeq {
+		f.lastSeq = ev.Seq
+	}
+	if f.a.json {
+		f.beforeWrite()
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(f.a.stdout, "%s\n", b)
+	}
+	defer f.settle()
+	if ev.Type != client.EventState {
+		f.lastState = "" // something happened: the next state line is news again
+	}
+	switch ev.Type {
+	case client.EventState:
+		f.sync(ev.Agent, ev.Time)
+		if f.state == client.StateFailed && !f.stay {
+			return &endFollow{fmt.Errorf("agent %s failed: %s", f.name, f.reason)}
+		}
+	case client.EventThoughts, client.EventProposal:
+		if p := ev.Proposal; p != nil && !f.shown[p.ID] {
+			f.showProposal(p, ev.Time)
+		}
+		f.sync(ev.Agent, ev.Time)
+	case client.EventDecision:
+		if d := ev.Decision; d != nil {
+			f.printf("%sdecision: %s\n", stamp(ev.Time), decisionString(d))
+			f.close(d.ProposalID)
+		}
+	case client.EventResult:
+		if ep := ev.Episode; ep != nil {
+			f.printf("%sresult: %s %s\n", stamp(ev.Time), ep.Outcome, formatCall(ep.Command, ep.Args))
+			if ep.Result != "" || ep.Outcome == "succeeded" || ep.Outcome == "failed" {
+				firstLines(f.out(), ep.Result, "  ", resultLines)
+			}
+			f.close(ep.ProposalID)
+		}
+	case client.EventQuestion:
+		if q := ev.Question; q != nil {
+			f.ask(q, ev.Time)
+		}
+	case client.EventFinish:
+		f.printf("%sfinished: %s\n", stamp(ev.Time), orDefault(ev.Message, "the run ended"))
+		f.pending, f.question = nil, nil
+		if ev.Agent != nil {
+			f.state, f.reason = ev.Agent.State, ev.Agent.StateReason // "finished" says it
+		}
+		if !f.stay {
+			return &endFollow{}
+		}
+	case client.EventError:
+		f.printf("%serror: %s\n", stamp(ev.Time), ev.Message)
+	case client.EventRemoved:
+		f.printf("%sremoved\n", stamp(ev.Time))
+		return &endFollow{fmt.Errorf("agent %s was removed", f.name)}
+	}
+	return nil
+}
+
+// sync takes the agent's state, pending proposal and question from a snapshot, rendering
+// whatever was not shown yet (a snapshot may carry a proposal whose event was missed).
+func (f *follower) sync(ag *client.Agent, t time.Time) {
+	if ag == nil {
+		return
+	}
+	if ag.Name != "" {
+		f.name = ag.Name
+	}
+	f.pending = nil
+	if p := ag.Pending; p != nil && p.Status.Decidable() && !f.closed[p.ID] {
+		if !f.shown[p.ID] {
+			f.showProposal(p, p.CreatedAt)
+		}
+		f.pending = p
+	}
+	f.question = nil
+	if q := ag.Question; q != nil {
+		f.ask(q, q.AskedAt)
+	}
+	if ag.State == f.state && ag.StateReason == f.reason {
+		return
+	}
+	retry := f.state == client.StateWaitingForModel && ag.State == client.StateThinking
+	f.state, f.reason = ag.State, ag.StateReason
+	line := stateString(ag)
+	switch {
+	case ag.State == client.StateAwaitingDecision && ag.StateReason == "" && (f.pending != nil || f.question != nil):
+		return // the proposal or question just shown says so
+	case retry, line == f.lastState:
+		return // the agent retrying the model: one line for the whole outage
+	}
+	f.lastState = line
+	f.printf("%sstate: %s\n", stamp(t), line)
+	if ag.State == client.StatePaused {
+		f.notef("(resume it with: agentctl resume %s)", refOf(ag))
+	}
+}
+
+func (f *follower) showProposal(p *client.Proposal, t time.Time) {
+	f.shown[p.ID] = true
+	f.printf("%sproposal (step %d):\n", stamp(t), p.Step)
+	writeThoughts(f.out(), p.Thoughts, "  ", false)
+	f.printf("  → %s\n", formatCall(p.Command, p.Args))
+	if longArgs(p.Args) {
+		writeArgs(f.out(), p.Args, "      ", argLinesInFollow)
+	}
+	switch {
+	case p.Status.Decidable():
+		f.pending = p
+	case p.Status == client.ProposalApproved:
+		f.printf("  (runs without asking: approval policy)\n")
+	}
+}
+
+// ask shows a question once and makes it the one stdin answers, unless it was answered.
+func (f *follower) ask(q *client.Question, t time.Time) {
+	key := questionKey(q)
+	if f.closed[key] {
+		return
+	}
+	if !f.asked[key] {
+		f.asked[key] = true
+		f.printf("%s? %s\n", stamp(t), q.Text)
+	}
+	f.question = q
+}
+
+// close marks a proposal decided or done: stdin no longer decides on it.
+func (f *follower) close(id string) {
+	f.closed[id] = true
+	if f.pending != nil && f.pending.ID == id {
+		f.pending = nil
+	}
+}
+
+// settle runs after every change: the spinner shows while the model works, and a prompt
+// shows while something waits for the person at this terminal.
+func (f *follower) settle() {
+	if f.ended {
+		return
+	}
+	switch f.state {
+	case client.StateThinking:
+		f.spin.start("thinking")
+	case client.StateWaitingForModel:
+		f.spin.start("waiting for the model")
+	default:
+		f.spin.stop()
+	}
+	if !f.stdinOpen || f.promptOpen {
+		return
+	}
+	switch {
+	case f.question != nil:
+		f.prompt(answerPrompt)
+	case f.pending != nil:
+		f.prompt(decisionPrompt)
+	}
+}
+
+func (f *follower) prompt(s string) {
+	f.spin.stop()
+	io.WriteString(f.a.stderr, s)
+	f.promptOpen = true
+}
+
+// closePrompt ends an open prompt's line before other output.
+func (f *follower) closePrompt() {
+	if f.promptOpen {
+		io.WriteString(f.a.stderr, "\n")
+		f.promptOpen = false
+	}
+}
+
+func (f *follower) beforeWrite() {
+	f.spin.clear()
+	f.closePrompt()
+}
+
+// out is where the human rendering goes: stdout, or nowhere with --json.
+func (f *follower) out() io.Writer {
+	if f.a.json || f.ended {
+		return io.Discard
+	}
+	f.beforeWrite()
+	return f.a.stdout
+}
+
+func (f *follower) printf(format string, args ...any) {
+	fmt.Fprintf(f.out(), format, args...)
+}
+
+func (f *follower) notef(format string, args ...any) {
+	if f.ended {
+		return
+	}
+	f.beforeWrite()
+	fmt.Fprintf(f.a.stderr, format+"\n", args...)
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Local().Format("15:04:05 ")
+}
+
+// questionKey names a question in follower's sets; it cannot collide with a proposal id.
+func questionKey(q *client.Question) string { return "?" + q.ProposalID + "\x00" + q.Text }
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

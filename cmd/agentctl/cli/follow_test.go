@@ -1,0 +1,249 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/cmd/agentctl/cli"
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// session runs `agentctl follow` in the background with a pipe for stdin.
+type session struct {
+	stdin       *io.PipeWriter
+	out, errOut *syncBuffer
+	done        chan int
+}
+
+func startFollow(t *testing.T, args ...string) *session {
+	t.Helper()
+	pr, pw := io.Pipe()
+	s := &session{stdin: pw, out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan int, 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(func() { cancel(); pw.Close() })
+	go func() { s.done <- cli.Run(ctx, args, pr, s.out, s.errOut) }()
+	return s
+}
+
+func (s *session) typeLine(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(s.stdin, line+"\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *session) exit(t *testing.T) int {
+	t.Helper()
+	select {
+	case code := <-s.done:
+		return code
+	case <-time.After(20 * time.Second):
+		t.Fatalf("follow did not end\nstdout:\n%s\nstderr:\n%s", s.out, s.errOut)
+	}
+	return -1
+}
+
+func walkerProposal(id string) *client.Proposal {
+	return &client.Proposal{
+		ID: id, AgentID: "a-4", Step: 1, Command: "list_files", Status: client.ProposalPending,
+		Args: json.RawMessage(`{"path":"."}`),
+		Thoughts: client.Thoughts{Speak: "Let me look around.", Reasoning: "Listing comes first.",
+			Plan: "- list the files\n- sort by size"},
+	}
+}
+
+func TestFollowDecidesAndAnswersFromStdin(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		w.send(client.Event{Seq: 1, Type: client.EventState, AgentID: "a-4",
+			Agent: &client.Agent{ID: "a-4", Name: "walker", State: client.StateThinking}})
+		w.send(client.Event{Seq: 2, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
+		d, ok := wait(t, w, f.decided)
+		if !ok {
+			return
+		}
+		w.send(client.Event{Seq: 3, Type: client.EventDecision, AgentID: "a-4", Decision: &client.Decision{
+			ProposalID: d.ProposalID, Kind: d.Kind, Count: d.Count, By: d.By, Source: d.Source}})
+		w.send(client.Event{Seq: 4, Type: client.EventResult, AgentID: "a-4", Episode: &client.Episode{
+			Step: 1, ProposalID: "p-20", Command: "list_files", Args: json.RawMessage(`{"path":"."}`),
+			Outcome: "succeeded", Result: "a.txt\nb.txt\n"}})
+		w.send(client.Event{Seq: 5, Type: client.EventQuestion, AgentID: "a-4",
+			Question: &client.Question{ProposalID: "p-21", Text: "Which colour?"}})
+		if _, ok := wait(t, w, f.answered); !ok {
+			return
+		}
+		w.send(client.Event{Seq: 6, Type: client.EventFinish, AgentID: "a-4", Message: "listed the files"})
+	}
+
+	s := startFollow(t, "--socket", f.sock, "follow", "walker")
+	s.errOut.waitFor(t, "Approve? [y / y -N / n / feedback]: ", 1)
+	s.typeLine(t, "y -3")
+	s.errOut.waitFor(t, "Answer: ", 1)
+	s.typeLine(t, "blue")
+	if code := s.exit(t); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
+	}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	wantDecision := client.DecideRequest{ProposalID: "p-20", Kind: client.DecisionApprove, Count: 3, By: "tester", Source: "agentctl"}
+	if len(f.decisions) != 1 || f.decisions[0] != wantDecision {
+		t.Errorf("decisions = %+v, want [%+v]", f.decisions, wantDecision)
+	}
+	wantAnswer := client.AnswerRequest{ProposalID: "p-21", Text: "blue", By: "tester"}
+	if len(f.answers) != 1 || f.answers[0] != wantAnswer {
+		t.Errorf("answers = %+v, want [%+v]", f.answers, wantAnswer)
+	}
+	wantOut := `following walker (a-4)
+task: list the largest files
+state: thinking
+09:30:00 proposal (step 1):
+  says: Let me look around.
+  reasoning: Listing comes first.
+  plan:
+    - list the files
+    - sort by size
+  → list_files(path=".")
+09:30:00 decision: approved (and the next 2) by tester via agentctl
+09:30:00 result: succeeded list_files(path=".")
+  a.txt
+  b.txt
+09:30:00 ? Which colour?
+09:30:00 finished: listed the files
+`
+	if got := s.out.String(); got != wantOut {
+		t.Errorf("stdout:\n%s\nwant:\n%s", got, wantOut)
+	}
+	if strings.Contains(s.errOut.String()+s.out.String(), "\x1b") {
+		t.Errorf("escape codes written without a terminal:\n%q", s.errOut)
+	}
+}
+
+func TestFollowReconnectsAndNotesARefusedDecision(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.decide = func(_ *client.Agent, req client.DecideRequest) (*client.Decision, error) {
+		return nil, &httpError{http.StatusConflict, "proposal " + req.ProposalID + " was superseded: the run moved on"}
+	}
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		switch conn {
+		case 1:
+			w.send(client.Event{Seq: 41, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-30")})
+			wait(t, w, f.decided)
+			// return: the stream drops
+		case 2:
+			w.send(client.Event{Seq: 42, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+		}
+	}
+
+	s := startFollow(t, "--socket", f.sock, "follow", "a-4")
+	s.errOut.waitFor(t, "Approve?", 1)
+	s.typeLine(t, "y")
+	if code := s.exit(t); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
+	}
+	stderr := s.errOut.String()
+	for _, want := range []string{
+		"note: proposal p-30 was superseded: the run moved on",
+		"lost the event stream: the daemon closed it; reconnecting…",
+		"reconnected",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if want := []int64{0, 41}; !slices.Equal(f.sinces, want) {
+		t.Errorf("events requested since %v, want %v", f.sinces, want)
+	}
+}
+
+func TestFollowJSONPrintsEventsAndReadsNoInput(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	sent := []client.Event{
+		{Seq: 7, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-40")},
+		{Seq: 8, Type: client.EventError, AgentID: "a-4", Message: "model is slow"},
+		{Seq: 9, Type: client.EventFinish, AgentID: "a-4", Message: "done"},
+	}
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		for _, ev := range sent {
+			w.send(ev)
+		}
+	}
+	r := runCLI(t, "", "--socket", f.sock, "follow", "walker", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != len(sent) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(sent), r.stdout)
+	}
+	for i, l := range lines {
+		var ev client.Event
+		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.Seq != sent[i].Seq || ev.Type != sent[i].Type {
+			t.Errorf("line %d = %s (%v), want event seq %d", i, l, err, sent[i].Seq)
+		}
+	}
+	if n := strings.Count(r.stderr, "input closed"); n != 1 {
+		t.Errorf("stderr has the input-closed note %d times, want once:\n%s", n, r.stderr)
+	}
+}
+
+func TestFollowEndsWhenTheAgentFails(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		w.send(client.Event{Seq: 1, Type: client.EventState, AgentID: "a-4", Agent: &client.Agent{
+			ID: "a-4", Name: "walker", State: client.StateFailed, StateReason: "workspace is read-only"}})
+		<-r.Context().Done()
+	}
+	r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
+	if r.code != 1 || !strings.Contains(r.stderr, "agentctl: agent walker failed: workspace is read-only") {
+		t.Errorf("got %v, want exit 1 naming the failure", r)
+	}
+	if !strings.Contains(r.stdout, "state: failed: workspace is read-only") {
+		t.Errorf("stdout lacks the state change:\n%s", r.stdout)
+	}
+}
+
+func TestRunFollowFollowsTheNewAgent(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.set(func() {
+		f.agents = append(f.agents, &client.Agent{ID: "a-9", Name: "new-agent", State: client.StateThinking, Task: "count files"})
+		f.events = func(w *eventWriter, r *http.Request, conn int) {
+			if id := r.PathValue("ref"); id != "a-9" {
+				t.Errorf("followed %q, want the new agent a-9", id)
+			}
+			w.send(client.Event{Seq: 1, Type: client.EventFinish, AgentID: "a-9", Message: "42 files"})
+		}
+	})
+	r := runCLI(t, "", "--socket", f.sock, "run", "count files", "--follow")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "a-9 new-agent\n") || !strings.Contains(r.stdout, "finished: 42 files") {
+		t.Errorf("got %v", r)
+	}
+}
+
+func TestStatusSaysHowToFixOllama(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.set(func() { f.status.Ollama.Reachable, f.status.Ollama.Error = false, "connection refused" })
+	r := runCLI(t, "", "--socket", f.sock, "status")
+	if r.code != 0 || !strings.Contains(r.stdout, "unreachable: connection refused") || !strings.Contains(r.stdout, "`ollama serve`") {
+		t.Errorf("unreachable: got %v", r)
+	}
+	f.set(func() { f.status.Ollama.Reachable, f.status.Ollama.ModelPresent = true, false })
+	r = runCLI(t, "", "--socket", f.sock, "status")
+	if !strings.Contains(r.stdout, "model not found: run `ollama pull qwen3:4b`") {
+		t.Errorf("model missing: got %v", r)
+	}
+}

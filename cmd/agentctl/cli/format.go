@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Limits on what one line of terminal output shows.
+const (
+	argValueMax   = 60 // characters of one argument value in command(args)
+	resultLines   = 5  // lines of a command's result
+	resultLineMax = 160
+)
+
+// formatCall renders a command and its args as `name(key="value", n=3)`, keys sorted and
+// long values shortened, so one proposal fits on one line.
+func formatCall(name string, args json.RawMessage) string {
+	var m map[string]json.RawMessage
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		return name + "()"
+	}
+	if err := json.Unmarshal(args, &m); err != nil {
+		return name + "(" + truncate(compactJSON(args), argValueMax) + ")"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + truncate(compactJSON(m[k]), argValueMax)
+	}
+	return name + "(" + strings.Join(parts, ", ") + ")"
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// truncate shortens s to at most n characters on one line, marking the cut with "…".
+func truncate(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// firstLines writes up to n lines of text, each indented and shortened, and says how many
+// more there were.
+func firstLines(w io.Writer, text, indent string, n int) {
+	text = strings.TrimRight(text, "\n")
+	if strings.TrimSpace(text) == "" {
+		fmt.Fprintf(w, "%s(no output)\n", indent)
+		return
+	}
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if i == n {
+			fmt.Fprintf(w, "%s… %d more lines\n", indent, len(lines)-n)
+			return
+		}
+		l = strings.TrimRight(l, "\r")
+		if r := []rune(l); len(r) > resultLineMax {
+			l = string(r[:resultLineMax-1]) + "…"
+		}
+		fmt.Fprintf(w, "%s%s\n", indent, l)
+	}
+}
+
+// writeThoughts writes the parts of a proposal's reasoning that are present.
+func writeThoughts(w io.Writer, t client.Thoughts, indent string, full bool) {
+	field := func(label, v string) {
+		if v = strings.TrimSpace(v); v != "" {
+			fmt.Fprintf(w, "%s%s %s\n", indent, label, oneParagraph(v))
+		}
+	}
+	field("says:", t.Speak)
+	if full {
+		field("observations:", t.Observations)
+		field("thinking:", t.Text)
+	}
+	field("reasoning:", t.Reasoning)
+	if full {
+		field("self-criticism:", t.SelfCriticism)
+	}
+	if plan := strings.TrimSpace(t.Plan); plan != "" {
+		fmt.Fprintf(w, "%splan:\n", indent)
+		for _, l := range strings.Split(plan, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				fmt.Fprintf(w, "%s  %s\n", indent, l)
+			}
+		}
+	}
+}
+
+func oneParagraph(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func policyString(p client.Policy) string {
+	switch p.Mode {
+	case "", "ask":
+		if p.AutoSteps > 0 {
+			return fmt.Sprintf("ask (next %d run without asking)", p.AutoSteps)
+		}
+		return "ask before every command"
+	case "auto":
+		return fmt.Sprintf("auto (next %d run without asking)", p.AutoSteps)
+	case "continuous":
+		if p.ContinuousLimit > 0 {
+			return fmt.Sprintf("continuous (up to %d steps)", p.ContinuousLimit)
+		}
+		return "continuous"
+	}
+	return p.Mode
+}
+
+func stateString(a *client.Agent) string {
+	if a.StateReason != "" {
+		return fmt.Sprintf("%s: %s", a.State, a.StateReason)
+	}
+	return string(a.State)
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+func decisionString(d *client.Decision) string {
+	var s string
+	switch d.Kind {
+	case client.DecisionApprove:
+		s = "approved"
+		if d.Count > 1 {
+			s += fmt.Sprintf(" (and the next %d)", d.Count-1)
+		}
+	case client.DecisionDeny:
+		s = "denied"
+	case client.DecisionFeedback:
+		s = "feedback"
+	default:
+		s = string(d.Kind)
+	}
+	by := d.By
+	if by == "" {
+		by = "someone"
+	}
+	if d.Source == "policy" {
+		s += " by policy"
+	} else if d.Source != "" {
+		s += fmt.Sprintf(" by %s via %s", by, d.Source)
+	} else {
+		s += " by " + by
+	}
+	if d.Feedback != "" {
+		s += ": " + oneParagraph(d.Feedback)
+	}
+	return s
+}
+
+// longArgs reports whether formatCall shortens args, so the full args should be shown too.
+func longArgs(args json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return len(compactJSON(args)) > argValueMax
+	}
+	for _, v := range m {
+		if s := compactJSON(v); len([]rune(s)) > argValueMax || strings.Contains(s, `\n`) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeArgs writes each argument on its own lines, strings unquoted with their line
+// breaks, at most maxLines lines per value (0: all).
+func writeArgs(w io.Writer, args json.RawMessage, indent string, maxLines int) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		fmt.Fprintf(w, "%s%s\n", indent, compactJSON(args))
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var s string
+		if json.Unmarshal(m[k], &s) != nil {
+			fmt.Fprintf(w, "%s%s: %s\n", indent, k, compactJSON(m[k]))
+			continue
+		}
+		if !strings.Contains(s, "\n") {
+			fmt.Fprintf(w, "%s%s: %s\n", indent, k, s)
+			continue
+		}
+		fmt.Fprintf(w, "%s%s:\n", indent, k)
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		for i, l := range lines {
+			if maxLines > 0 && i == maxLines {
+				fmt.Fprintf(w, "%s  … %d more lines\n", indent, len(lines)-maxLines)
+				break
+			}
+			fmt.Fprintln(w, strings.TrimRight(indent+"  "+l, " \t"))
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var historyCmd = &command{
+	name:  "history",
+	args:  "AGENT [--json]",
+	short: "what an agent did, step by step",
+	long: `History prints the agent's episodes, oldest first, one block per step: the command it
+ran with its arguments, the outcome (succeeded, failed, denied, or feedback when you
+answered with text instead), the first lines of the result, and the agent's reasoning.
+Steps are grouped by run; each task or follow-up task is one run.`,
+	run: (*app).runHistory,
+}
+
+func (a *app) runHistory(ctx context.Context, args []string) error {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	eps, err := a.api().History(ctx, ref)
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	if a.json {
+		if eps == nil {
+			eps = []client.Episode{}
+		}
+		return a.printJSON(eps)
+	}
+	if len(eps) == 0 {
+		a.note("agent %s has no history yet", ref)
+		return nil
+	}
+	run := ""
+	for i := range eps {
+		ep := &eps[i]
+		if ep.RunID != run {
+			if i > 0 {
+				fmt.Fprintln(a.stdout)
+			}
+			run = ep.RunID
+			fmt.Fprintf(a.stdout, "run %s\n", run)
+		}
+		writeEpisode(a.stdout, ep)
+	}
+	return nil
+}
+
+func writeEpisode(w io.Writer, ep *client.Episode) {
+	fmt.Fprintf(w, "\nstep %d  %s  %s  %s\n", ep.Step, ep.Outcome, formatTime(ep.At), formatCall(ep.Command, ep.Args))
+	if ep.Reasoning != "" {
+		fmt.Fprintf(w, "  reasoning: %s\n", oneParagraph(ep.Reasoning))
+	}
+	if ep.Feedback != "" {
+		fmt.Fprintf(w, "  feedback: %s\n", oneParagraph(ep.Feedback))
+	}
+	if ep.Result != "" || ep.Outcome == "succeeded" || ep.Outcome == "failed" {
+		fmt.Fprintln(w, "  result:")
+		firstLines(w, ep.Result, "    ", resultLines)
+	}
+}

@@ -1,0 +1,95 @@
+package cli_test
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestImportsOnlyTheClient checks that agentctl (its main, this package and everything they
+// pull in from this module) uses nothing from the repo but daemon/client, and nothing from
+// outside but the standard library and golang.org/x/term: agentctl must work against any
+// agentd through the public API alone.
+func TestImportsOnlyTheClient(t *testing.T) {
+	root, module := moduleRoot(t)
+	allowed := map[string]bool{
+		module + "/cmd/agentctl":     true,
+		module + "/cmd/agentctl/cli": true,
+		module + "/daemon/client":    true,
+	}
+	seen := map[string]bool{}
+	queue := []string{module + "/cmd/agentctl"}
+	for len(queue) > 0 {
+		pkg := queue[0]
+		queue = queue[1:]
+		if seen[pkg] {
+			continue
+		}
+		seen[pkg] = true
+		if !allowed[pkg] {
+			t.Errorf("agentctl depends on %s; it may use only daemon/client from this module", pkg)
+			continue
+		}
+		for _, imp := range imports(t, filepath.Join(root, strings.TrimPrefix(pkg, module))) {
+			switch {
+			case imp == module || strings.HasPrefix(imp, module+"/"):
+				queue = append(queue, imp)
+			case imp == "golang.org/x/term":
+			case strings.Contains(strings.SplitN(imp, "/", 2)[0], "."):
+				t.Errorf("%s imports %s: agentctl uses the standard library, daemon/client and golang.org/x/term only", pkg, imp)
+			}
+		}
+	}
+}
+
+// imports lists the imports of the Go files in dir (tests included, other engineers'
+// build-tagged files too: agentctl has none).
+func imports(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files in %s: %v", dir, err)
+	}
+	var out []string
+	fset := token.NewFileSet()
+	for _, file := range files {
+		f, err := parser.ParseFile(fset, file, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range f.Imports {
+			p, _ := strconv.Unquote(spec.Path.Value)
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// moduleRoot finds go.mod above the test's directory and returns its directory and module path.
+func moduleRoot(t *testing.T) (dir, module string) {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if m, ok := strings.CutPrefix(strings.TrimSpace(line), "module "); ok {
+					return dir, strings.TrimSpace(m)
+				}
+			}
+			t.Fatal("go.mod has no module line")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,22 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var pauseCmd = &command{
+	name:  "pause",
+	args:  "AGENT",
+	short: "pause an agent after its current step",
+	long: `Pause stops the agent from taking further steps once the current one is done; a
+command already running finishes. Nothing is lost: 'agentctl resume AGENT' carries on
+where it stopped.`,
+	run: (*app).runPause,
+}
+
+func (a *app) runPause(ctx context.Context, args []string) error {
+	_, err := a.agentAction(ctx, args, (*client.Client).Pause)
+	return err
+}

@@ -1,0 +1,22 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var resumeCmd = &command{
+	name:  "resume",
+	args:  "AGENT",
+	short: "resume a paused or failed agent",
+	long: `Resume lets a paused agent (paused by you, or by the daemon when it got stuck) or a
+failed one carry on with its current run. To give an idle agent new work, use
+'agentctl task' instead.`,
+	run: (*app).runResume,
+}
+
+func (a *app) runResume(ctx context.Context, args []string) error {
+	_, err := a.agentAction(ctx, args, (*client.Client).Resume)
+	return err
+}

@@ -1,0 +1,29 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+)
+
+var rmCmd = &command{
+	name:  "rm",
+	args:  "AGENT",
+	short: "delete an agent and its history",
+	long: `Rm stops the agent and deletes it with its history. This cannot be undone; to keep the
+history, use 'agentctl stop' instead.`,
+	run: (*app).runRm,
+}
+
+func (a *app) runRm(ctx context.Context, args []string) error {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	if err := a.api().DeleteAgent(ctx, ref); err != nil {
+		return agentErr(ref, err)
+	}
+	if !a.json {
+		fmt.Fprintf(a.stdout, "removed agent %s\n", ref)
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var showCmd = &command{
+	name:  "show",
+	args:  "AGENT [--json]",
+	short: "show an agent: profile, state, pending proposal or question",
+	long: `Show prints everything about one agent: its profile (name, description, goals), the
+directives it works under, its approval policy, its state and why, the proposal waiting
+for your decision (with the agent's reasoning and the exact command and arguments), a
+question waiting for your answer, and how many tokens it has used.
+
+AGENT is the agent's name or id.`,
+	run: (*app).runShow,
+}
+
+func (a *app) runShow(ctx context.Context, args []string) error {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	ag, err := a.api().Agent(ctx, ref)
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(ag)
+	}
+	writeAgent(a.stdout, ag)
+	return nil
+}
+
+func writeAgent(w io.Writer, ag *client.Agent) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	row("ID", ag.ID)
+	row("Name", ag.Name)
+	row("Description", ag.Description)
+	row("State", stateString(ag))
+	row("Task", oneParagraph(ag.Task))
+	if ag.RunID != "" {
+		row("Run", fmt.Sprintf("%s, step %d", ag.RunID, ag.Step))
+	}
+	row("Policy", policyString(ag.Policy))
+	row("Workspace", ag.Workspace)
+	row("Tokens", fmt.Sprintf("%d prompt, %d generated", ag.PromptTokens, ag.EvalTokens))
+	row("Created", formatTime(ag.CreatedAt))
+	row("Updated", formatTime(ag.UpdatedAt))
+	tw.Flush()
+
+	if len(ag.Goals) > 0 {
+		fmt.Fprintln(w, "\nGoals:")
+		for i, g := range ag.Goals {
+			fmt.Fprintf(w, "  %d. %s\n", i+1, oneParagraph(g))
+		}
+	}
+	writeDirectives(w, ag.Directives)
+	if p := ag.Pending; p != nil {
+		fmt.Fprintf(w, "\nPending proposal %s (step %d, %s):\n", p.ID, p.Step, p.Status)
+		writeThoughts(w, p.Thoughts, "  ", true)
+		fmt.Fprintf(w, "  → %s\n", formatCall(p.Command, p.Args))
+		if longArgs(p.Args) {
+			fmt.Fprintln(w, "  arguments:")
+			writeArgs(w, p.Args, "    ", 0)
+		}
+		fmt.Fprintf(w, "  decide with: agentctl approve %[1]s [-n N] | agentctl deny %[1]s | agentctl feedback %[1]s TEXT\n", refOf(ag))
+	}
+	if q := ag.Question; q != nil {
+		fmt.Fprintf(w, "\nQuestion (asked %s):\n  ? %s\n", formatTime(q.AskedAt), oneParagraph(q.Text))
+		fmt.Fprintf(w, "  answer with: agentctl answer %s TEXT\n", refOf(ag))
+	}
+}
+
+func writeDirectives(w io.Writer, d client.Directives) {
+	if len(d.Constraints)+len(d.Resources)+len(d.BestPractices) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nDirectives:")
+	for _, sec := range []struct {
+		name  string
+		items []string
+	}{{"constraints", d.Constraints}, {"resources", d.Resources}, {"best practices", d.BestPractices}} {
+		if len(sec.items) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "  %s:\n", sec.name)
+		for _, it := range sec.items {
+			fmt.Fprintf(w, "    - %s\n", oneParagraph(it))
+		}
+	}
+}
+
+// refOf is how to name an agent on the command line: its name, else its id.
+func refOf(ag *client.Agent) string {
+	if ag.Name != "" && !strings.ContainsAny(ag.Name, " \t\"'") {
+		return ag.Name
+	}
+	return ag.ID
+}

@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+)
+
+// spinner animates one status line on a terminal while the agent waits on the model. It
+// shares the follower's mutex: its methods are called, and its frames drawn, with mu held,
+// so a frame never lands in the middle of other output. A nil *spinner does nothing, which
+// is what follow uses when stderr is not a terminal.
+type spinner struct {
+	w  io.Writer
+	mu *sync.Mutex
+
+	gen     int // bumped on start and stop; a drawing goroutine exits once it is stale
+	label   string
+	running bool
+	drawn   bool // a frame is on screen and must be erased before other output
+}
+
+const spinInterval = 120 * time.Millisecond
+
+var spinFrames = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+
+// start shows label with an animation, replacing any other label. Call with mu held.
+func (s *spinner) start(label string) {
+	if s == nil || (s.running && s.label == label) {
+		return
+	}
+	s.gen++
+	s.label, s.running = label, true
+	go s.draw(s.gen)
+}
+
+// stop erases the spinner. Call with mu held.
+func (s *spinner) stop() {
+	if s == nil {
+		return
+	}
+	s.gen++
+	s.running = false
+	s.clear()
+}
+
+// clear erases the current frame so other output starts on a clean line; the next frame
+// redraws it. Call with mu held.
+func (s *spinner) clear() {
+	if s != nil && s.drawn {
+		io.WriteString(s.w, "\r\033[K")
+		s.drawn = false
+	}
+}
+
+func (s *spinner) draw(gen int) {
+	t := time.NewTicker(spinInterval)
+	defer t.Stop()
+	for i := 0; ; i++ {
+		s.mu.Lock()
+		if s.gen != gen {
+			s.mu.Unlock()
+			return
+		}
+		fmt.Fprintf(s.w, "\r\033[K%c %s…", spinFrames[i%len(spinFrames)], s.label)
+		s.drawn = true
+		s.mu.Unlock()
+		<-t.C
+	}
+}
+
+// isTerminal reports whether w is a terminal that understands cursor movement.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
+}

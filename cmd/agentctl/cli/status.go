@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var statusCmd = &command{
+	name:  "status",
+	args:  "[--json]",
+	short: "is agentd up, can it reach Ollama, what are agents doing",
+	long: `Status shows the daemon (version, pid, where it keeps its state), the Ollama server it
+uses (address, whether it answers, version, model and its context length) and how many
+agents are in each state. When something is wrong it says how to fix it.`,
+	run: (*app).runStatus,
+}
+
+func (a *app) runStatus(ctx context.Context, args []string) error {
+	pos, err := a.parse(a.newFlagSet(), args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("status takes no arguments")
+	}
+	st, err := a.api().Status(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(st)
+	}
+	writeStatus(a.stdout, st)
+	return nil
+}
+
+func writeStatus(w io.Writer, st *client.Status) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "agentd:\t%s, pid %d, started %s\n", st.Version, st.PID, formatTime(st.Started))
+	fmt.Fprintf(tw, "state:\t%s\n", st.StateDir)
+	o := st.Ollama
+	if o.Reachable {
+		fmt.Fprintf(tw, "ollama:\t%s, version %s\n", o.Host, o.Version)
+	} else {
+		why := ""
+		if o.Error != "" {
+			why = ": " + o.Error
+		}
+		fmt.Fprintf(tw, "ollama:\t%s unreachable%s\n", o.Host, why)
+		fmt.Fprintf(tw, "\tstart it with `ollama serve` (or set OLLAMA_HOST for agentd)\n")
+	}
+	model := o.Model
+	if o.ContextLength > 0 {
+		model += fmt.Sprintf(", context %d tokens", o.ContextLength)
+	}
+	fmt.Fprintf(tw, "model:\t%s\n", model)
+	if len(o.Capabilities) > 0 {
+		fmt.Fprintf(tw, "capabilities:\t%s\n", strings.Join(o.Capabilities, ", "))
+	}
+	if o.Reachable && !o.ModelPresent {
+		fmt.Fprintf(tw, "\tmodel not found: run `ollama pull %s`\n", o.Model)
+	}
+	if o.SmartModel != "" {
+		fmt.Fprintf(tw, "smart model:\t%s\n", o.SmartModel)
+	}
+	fmt.Fprintf(tw, "agents:\t%s\n", agentCounts(st.Agents))
+	tw.Flush()
+}
+
+// agentCounts renders {"idle": 2, "thinking": 1} as "3 (1 thinking, 2 idle)", busiest
+// states first.
+func agentCounts(m map[string]int) string {
+	total := 0
+	states := make([]string, 0, len(m))
+	for s, n := range m {
+		if n > 0 {
+			total += n
+			states = append(states, s)
+		}
+	}
+	if total == 0 {
+		return "none yet (start one with: agentctl run \"TASK\")"
+	}
+	rank := map[string]int{
+		string(client.StateAwaitingDecision): 0, string(client.StateFailed): 1,
+		string(client.StateWaitingForModel): 2, string(client.StateThinking): 3,
+		string(client.StateExecuting): 4, string(client.StatePaused): 5, string(client.StateIdle): 6,
+	}
+	sort.Slice(states, func(i, j int) bool {
+		ri, oki := rank[states[i]]
+		rj, okj := rank[states[j]]
+		if oki != okj {
+			return oki
+		}
+		if ri != rj {
+			return ri < rj
+		}
+		return states[i] < states[j]
+	})
+	parts := make([]string, len(states))
+	for i, s := range states {
+		parts[i] = fmt.Sprintf("%d %s", m[s], s)
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}

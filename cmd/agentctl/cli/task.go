@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"context"
+	"strings"
+)
+
+var taskCmd = &command{
+	name:  "task",
+	args:  `AGENT "FOLLOW-UP" [--follow]`,
+	short: "give an idle agent its next task",
+	long: `Task starts a new run for an idle (or failed) agent. It keeps its profile and its memory
+of what it did before, so a follow-up can build on earlier work:
+
+  agentctl task bob "now write the list to todo.md"
+
+An agent that is still working must be stopped first ('agentctl stop AGENT').
+With --follow, stay and follow the new run as 'agentctl follow' does.`,
+	run: (*app).runTask,
+}
+
+func (a *app) runTask(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	follow := fs.Bool("follow", false, "stay and follow the run, deciding on its proposals here")
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("missing AGENT and FOLLOW-UP task")
+	}
+	ref, task := pos[0], strings.TrimSpace(strings.Join(pos[1:], " "))
+	if task == "" {
+		return usagef("missing FOLLOW-UP: what should agent %s do next?", ref)
+	}
+	ag, err := a.api().Task(ctx, ref, task)
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	return a.started(ctx, ag, *follow)
+}
