@@ -121,5 +121,11 @@ func CanonicalArgs(args json.RawMessage) (json.RawMessage, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("args: unexpected data after the JSON value")
 	}
-	return json.Marshal(v) // encoding/json sorts map keys
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)              // keep <, > and & readable in prompts and proposals
+	if err := enc.Encode(v); err != nil { // encoding/json sorts map keys
+		return nil, err
+	}
+	return bytes.TrimRight(out.Bytes(), "\n"), nil
 }

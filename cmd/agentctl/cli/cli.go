@@ -83,7 +83,7 @@ type app struct {
 // Run runs agentctl with args (without the program name) and returns the exit code:
 // 0 on success, 1 on errors, 2 on usage errors.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, socket: client.DefaultSocketPath()}
+	a := &app{stdin: stdin, stdout: safeWriter{stdout}, stderr: stderr, socket: client.DefaultSocketPath()}
 	return a.exit(a.run(ctx, args))
 }
 
