@@ -92,6 +92,17 @@ func (r *runner) loop(ctx context.Context) {
 		}
 		switch act {
 		case actStop:
+			// kick wakes us under s.mu; checking for a wake-up under it too means a task
+			// given just as this loop decided to stop is never left without a loop.
+			r.s.mu.Lock()
+			select {
+			case <-r.wake:
+				r.s.mu.Unlock()
+				continue
+			default:
+			}
+			r.running = false
+			r.s.mu.Unlock()
 			return
 		case actWait:
 			select {
