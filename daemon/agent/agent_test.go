@@ -454,6 +454,9 @@ func TestModelDownWaitsThenContinues(t *testing.T) {
 	if got.StateReason == "" {
 		t.Error("no reason shown while waiting for the model")
 	}
+	if st, _ := h.sup.Status(context.Background()); st.Ollama.Reachable || st.Ollama.Error == "" {
+		t.Errorf("status while Ollama is down: %+v", st.Ollama)
+	}
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
 	h.fake.SetDown(false)
 	h.pending(a.ID)
@@ -465,6 +468,9 @@ func TestMissingModelSaysPull(t *testing.T) {
 	got := h.waitFor(a.ID, "waiting_for_model", func(a *client.Agent) bool { return a.State == client.StateWaitingForModel })
 	if !strings.Contains(got.StateReason, "ollama pull nope") {
 		t.Errorf("reason = %q", got.StateReason)
+	}
+	if st, _ := h.sup.Status(context.Background()); !st.Ollama.Reachable || st.Ollama.ModelPresent {
+		t.Errorf("status with the model missing: %+v", st.Ollama)
 	}
 }
 

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -67,15 +68,18 @@ func (m *modelState) status() client.OllamaStatus {
 	defer m.mu.Unlock()
 	st := client.OllamaStatus{Host: m.host, Model: m.model, SmartModel: m.smart}
 	if m.probed != nil {
-		st.Reachable = true
+		st.Reachable, st.ModelPresent = true, true
 		st.Version = m.probed.ServerVersion
-		st.ModelPresent = true
 		st.ContextLength = m.probed.ContextLength
 		st.Capabilities = m.probed.Capabilities
 	}
 	if m.lastErr != nil {
 		st.Error = m.lastErr.Error()
-		if m.probed == nil {
+		var nf *llm.ModelNotFoundError
+		switch {
+		case errors.As(m.lastErr, &nf):
+			st.Reachable, st.ModelPresent = true, false
+		case errors.Is(m.lastErr, llm.ErrUnavailable):
 			st.Reachable = false
 		}
 	}

@@ -47,6 +47,9 @@ func writeStatus(w io.Writer, st *client.Status) {
 	o := st.Ollama
 	if o.Reachable {
 		fmt.Fprintf(tw, "ollama:\t%s, version %s\n", o.Host, o.Version)
+		if o.Error != "" && o.ModelPresent {
+			fmt.Fprintf(tw, "\tlast error: %s\n", o.Error)
+		}
 	} else {
 		why := ""
 		if o.Error != "" {

@@ -1,0 +1,397 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os/exec"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/ollamatest"
+)
+
+// driver moves one agent on the real tiny model. The random-weight model's proposals are
+// anything the schema allows, so every branch is handled generically: a question is
+// answered, a pause after invalid replies is resumed, an agent gone idle (it finished)
+// gets a follow-up task. Only structure and counters are asserted, never content.
+type driver struct {
+	t        *testing.T
+	c        *client.Client
+	id       string
+	deadline time.Time
+
+	answers, resumes, tasks int
+}
+
+// decidable waits until the agent has a proposal awaiting a decision and returns the agent.
+func (dr *driver) decidable() *client.Agent {
+	t, ctx := dr.t, context.Background()
+	t.Helper()
+	for {
+		a := waitAgent(t, dr.c, dr.id, "the agent to need a person", time.Until(dr.deadline), func(a *client.Agent) bool {
+			switch a.State {
+			case client.StateAwaitingDecision:
+				return a.Pending != nil || a.Question != nil
+			case client.StatePaused, client.StateIdle, client.StateFailed:
+				return true
+			}
+			return false
+		})
+		if dr.answers+dr.resumes+dr.tasks > 20 {
+			t.Fatalf("the agent keeps going round without a proposal to decide: %s", jsonString(a))
+		}
+		var err error
+		switch {
+		case a.State == client.StateAwaitingDecision && a.Pending != nil:
+			return a
+		case a.Question != nil:
+			dr.answers++
+			t.Logf("the model asked a question; answering it")
+			err = dr.c.Answer(ctx, dr.id, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
+		case a.State == client.StatePaused:
+			dr.resumes++
+			t.Logf("agent paused (%s); resuming", a.StateReason)
+			_, err = dr.c.Resume(ctx, dr.id)
+		case a.State == client.StateIdle:
+			dr.tasks++
+			t.Logf("agent idle (%s); giving it a follow-up task", a.StateReason)
+			_, err = dr.c.Task(ctx, dr.id, "Write one more short note into notes.txt.")
+		default:
+			t.Fatalf("agent failed: %s", a.StateReason)
+		}
+		if err != nil {
+			t.Fatalf("moving the agent on from %s: %v", a.State, err)
+		}
+	}
+}
+
+// eventLog collects the daemon's event stream from before the first agent exists.
+type eventLog struct {
+	mu     sync.Mutex
+	events []client.Event
+}
+
+func followEvents(t *testing.T, socket string) *eventLog {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://local/v0/events", nil)
+	hc := rawHTTP(socket)
+	hc.Timeout = 0
+	resp, err := hc.Do(req) // returns once the daemon has subscribed and sent the headers
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	l := &eventLog{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			var ev client.Event
+			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+				t.Errorf("bad event line %q: %v", sc.Bytes(), err)
+				return
+			}
+			l.mu.Lock()
+			l.events = append(l.events, ev)
+			l.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return l
+}
+
+// decisions returns the decision events per proposal id.
+func (l *eventLog) decisions() map[string][]client.Decision {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string][]client.Decision{}
+	for _, ev := range l.events {
+		if ev.Type == client.EventDecision && ev.Decision != nil {
+			out[ev.Decision.ProposalID] = append(out[ev.Decision.ProposalID], *ev.Decision)
+		}
+	}
+	return out
+}
+
+// ctl runs the agentctl binary against the daemon and returns its stdout.
+func ctl(t *testing.T, socket string, args ...string) []byte {
+	t.Helper()
+	_, agentctl := binaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, agentctl, append([]string{"--socket", socket}, args...)...)
+	cmd.Env = append(cmd.Environ(), "USER=tester")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("agentctl %q: %v\nstdout: %s\nstderr: %s", args, err, out, stderr.Bytes())
+	}
+	return out
+}
+
+func startRealDaemon(t *testing.T) (*ollamatest.Real, *daemon) {
+	t.Helper()
+	binaries(t)
+	begin := time.Now()
+	ollama := ollamatest.StartReal(t)
+	t.Logf("real Ollama ready with %s in %v", ollamatest.TinyModelName, time.Since(begin).Round(time.Millisecond))
+	d := newDaemon(t, daemonOpts{binary: true, config: configText(ollama.URL(), 8192, nil)})
+	t.Logf("agentd ready in %v", d.start().Round(time.Millisecond))
+	return ollama, d
+}
+
+// TestRealOllamaRun runs an agent made from a task with agentctl on the real Ollama server
+// and the tiny model, for a few steps decided through agentctl and the client.
+func TestRealOllamaRun(t *testing.T) {
+	begin := time.Now()
+	_, d := startRealDaemon(t)
+	c := d.client()
+	events := followEvents(t, d.socket)
+
+	var a client.Agent
+	if err := json.Unmarshal(ctl(t, d.socket, "--json", "run", "Write a short note about the weather into notes.txt"), &a); err != nil || a.ID == "" {
+		t.Fatalf("agentctl --json run: %v (agent %s)", err, jsonString(a))
+	}
+	// A bound against hangs, not a performance check: a step takes 5-50s on two busy cores.
+	dr := &driver{t: t, c: c, id: a.ID, deadline: begin.Add(4 * time.Minute)}
+
+	// What we decided, by proposal id; "y -2" lets the daemon's policy approve the next one.
+	ours := map[string]client.Decision{}
+	plan := []string{"agentctl approve", "client approve -2", "client feedback", "agentctl approve"}
+	last := time.Now()
+	for _, action := range plan {
+		ag := dr.decidable()
+		p := ag.Pending
+		t.Logf("step %d: %s proposed after %v (%d prompt, %d eval tokens); %s",
+			p.Step, p.Command, time.Since(last).Round(time.Millisecond), p.PromptTokens, p.EvalTokens, action)
+		last = time.Now()
+		switch action {
+		case "agentctl approve":
+			var dec client.Decision
+			if err := json.Unmarshal(ctl(t, d.socket, "--json", "approve", a.ID), &dec); err != nil {
+				t.Fatalf("agentctl --json approve: %v", err)
+			}
+			if dec.ProposalID != p.ID || dec.Kind != client.DecisionApprove || dec.Source != "agentctl" || dec.By != "tester" {
+				t.Errorf("agentctl approved %s, want an approval of %s by tester via agentctl", jsonString(dec), p.ID)
+			}
+			ours[p.ID] = dec
+		case "client approve -2":
+			dec, err := c.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 2, By: "tester", Source: "integration"})
+			if err != nil {
+				t.Fatalf("approving %s with count 2: %v", p.ID, err)
+			}
+			ours[p.ID] = *dec
+			// The first decision wins; a second one is refused.
+			if _, err := c.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionDeny}); !errors.Is(err, client.ErrConflict) {
+				t.Errorf("a second decision on %s: err = %v, want a conflict", p.ID, err)
+			}
+		case "client feedback":
+			ours[p.ID] = *decide(t, c, a.ID, p, client.DecisionFeedback, "Keep it shorter.")
+		}
+	}
+	// Let every approved command finish before counting.
+	var ps []client.Proposal
+	waitFor(t, "approved commands to finish", time.Until(dr.deadline), func() bool {
+		var err error
+		ps, err = c.Proposals(context.Background(), a.ID)
+		return err == nil && !slices.ContainsFunc(ps, func(p client.Proposal) bool {
+			return p.Status == client.ProposalApproved || (p.Status == client.ProposalStarted && p.Command != commands.AskUser)
+		})
+	})
+	t.Logf("%d steps decided in %v; %d proposals, %d answers, %d resumes, %d follow-up tasks",
+		len(plan), time.Since(begin).Round(time.Millisecond), len(ps), dr.answers, dr.resumes, dr.tasks)
+	// Every decided proposal's decision event has been read off the stream.
+	waitFor(t, "the decision events", 10*time.Second, func() bool {
+		decs := events.decisions()
+		return !slices.ContainsFunc(ps, func(p client.Proposal) bool {
+			return p.Status != client.ProposalPending && p.Status != client.ProposalSuperseded && len(decs[p.ID]) == 0
+		})
+	})
+	checkRealRun(t, c, a.ID, ps, ours, events.decisions())
+
+	// The CLI's JSON output parses as the client's types.
+	var list []client.Agent
+	if err := json.Unmarshal(ctl(t, d.socket, "ls", "--json"), &list); err != nil || len(list) != 1 || list[0].ID != a.ID {
+		t.Errorf("agentctl ls --json: %v, %s", err, jsonString(list))
+	}
+	var st client.Status
+	if err := json.Unmarshal(ctl(t, d.socket, "status", "--json"), &st); err != nil {
+		t.Errorf("agentctl status --json: %v", err)
+	} else if !st.Ollama.Reachable || st.Ollama.Model != ollamatest.TinyModelName || st.PID == 0 || sum(st.Agents) != 1 {
+		t.Errorf("agentctl status --json: %s", jsonString(st))
+	}
+	if code, took := d.term(10 * time.Second); code != 0 {
+		t.Errorf("agentd exited %d after SIGTERM (%v)", code, took)
+	}
+	t.Logf("TestRealOllamaRun took %v", time.Since(begin).Round(time.Millisecond))
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// checkRealRun checks the run's structure and counters: every proposal names a known
+// command with args its schema accepts and carries token counts; every decision is
+// recorded exactly once; every command that ran has its episode.
+func checkRealRun(t *testing.T, c *client.Client, id string, ps []client.Proposal, ours map[string]client.Decision, decs map[string][]client.Decision) {
+	t.Helper()
+	ctx := context.Background()
+	ag, err := c.Agent(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := c.History(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	episode := map[string]client.Episode{}
+	for _, e := range eps {
+		if _, dup := episode[e.ProposalID]; dup {
+			t.Errorf("two episodes for proposal %s", e.ProposalID)
+		}
+		episode[e.ProposalID] = e
+	}
+	var promptTokens int64
+	policy, finished := 0, 0
+	for _, p := range ps {
+		promptTokens += int64(p.PromptTokens)
+		if !slices.Contains(commands.DefaultNames, p.Command) {
+			t.Errorf("proposal %s names %q, not one of the default commands %v", p.ID, p.Command, commands.DefaultNames)
+			continue
+		}
+		cmd, _ := commands.Lookup(p.Command)
+		if err := commands.CheckArgs(cmd.Spec(), p.Args); err != nil {
+			t.Errorf("proposal %s: %v", p.ID, err)
+		}
+		if p.PromptTokens <= 0 || p.EvalTokens <= 0 || p.Model != ollamatest.TinyModelName || len(p.Hash) != 64 || p.Step < 1 || p.AgentID != id {
+			t.Errorf("proposal %s: %s", p.ID, jsonString(p))
+		}
+		ds := decs[p.ID]
+		if mine, ok := ours[p.ID]; ok {
+			if len(ds) != 1 || ds[0].Kind != mine.Kind || ds[0].Source != mine.Source {
+				t.Errorf("proposal %s: decided %s, decision events %s", p.ID, jsonString(mine), jsonString(ds))
+			}
+		} else if len(ds) > 0 {
+			if len(ds) != 1 || ds[0].Kind != client.DecisionApprove || ds[0].Source != "policy" {
+				t.Errorf("proposal %s: decisions nobody here made: %s", p.ID, jsonString(ds))
+			}
+			policy++
+		}
+		e, hasEpisode := episode[p.ID]
+		switch p.Status {
+		case client.ProposalSucceeded, client.ProposalFailed, client.ProposalFeedback:
+			if !hasEpisode || e.Outcome != string(p.Status) || e.Step != p.Step || e.Command != p.Command {
+				t.Errorf("proposal %s is %s; its episode: %s", p.ID, p.Status, jsonString(e))
+			}
+			if len(ds) != 1 {
+				t.Errorf("proposal %s is %s after %d decisions, want 1", p.ID, p.Status, len(ds))
+			}
+			if p.Command == commands.Finish && p.Status == client.ProposalSucceeded {
+				finished++
+			}
+		case client.ProposalStarted: // an open ask_user question
+			if p.Command != commands.AskUser || len(ds) != 1 || hasEpisode {
+				t.Errorf("proposal %s: started, with decisions %s and episode %v", p.ID, jsonString(ds), hasEpisode)
+			}
+		case client.ProposalPending, client.ProposalSuperseded:
+			if len(ds) != 0 || hasEpisode {
+				t.Errorf("proposal %s is %s but has decisions %s / an episode", p.ID, p.Status, jsonString(ds))
+			}
+		default:
+			t.Errorf("proposal %s: unexpected status %s", p.ID, p.Status)
+		}
+		if d, ok := ours[p.ID]; ok && d.Kind == client.DecisionApprove && p.Status != client.ProposalSucceeded && p.Status != client.ProposalFailed {
+			t.Errorf("approved proposal %s (%s) is %s, want succeeded or failed", p.ID, p.Command, p.Status)
+		}
+	}
+	for pid := range ours {
+		if !slices.ContainsFunc(ps, func(p client.Proposal) bool { return p.ID == pid }) {
+			t.Errorf("decided proposal %s is not stored", pid)
+		}
+	}
+	if len(eps) > len(ps) {
+		t.Errorf("%d episodes for %d proposals", len(eps), len(ps))
+	}
+	if ag.PromptTokens < promptTokens || ag.PromptTokens <= 0 || ag.EvalTokens <= 0 {
+		t.Errorf("agent token totals %d/%d, proposals' prompt tokens add up to %d", ag.PromptTokens, ag.EvalTokens, promptTokens)
+	}
+	t.Logf("%d proposals, %d episodes, %d decisions of ours, %d by policy, %d finishes; tokens %d prompt, %d eval",
+		len(ps), len(eps), len(ours), policy, finished, ag.PromptTokens, ag.EvalTokens)
+}
+
+// TestOllamaDown takes the real Ollama server away under a running agent, twice: stopped
+// before the agent's next step, and killed while it thinks. Each time the agent shows
+// waiting_for_model with a reason, and once the server is back (same port, same models)
+// the run goes on with a new proposal.
+func TestOllamaDown(t *testing.T) {
+	begin := time.Now()
+	ollama, d := startRealDaemon(t)
+	c := d.client()
+	a := create(t, c, "oscar")
+	dr := &driver{t: t, c: c, id: a.ID, deadline: begin.Add(3 * time.Minute)}
+	p := dr.decidable().Pending
+	t.Logf("first proposal (%s) after %v", p.Command, time.Since(begin).Round(time.Millisecond))
+
+	for _, outage := range []struct {
+		name     string
+		thinking bool // take the server away while the agent thinks, not before
+		stop     func()
+	}{
+		{"stopped before the next step", false, ollama.Stop},
+		{"killed while the agent thinks", true, ollama.Kill},
+	} {
+		step := time.Now()
+		if !outage.thinking {
+			outage.stop()
+		}
+		// Feedback, whatever was proposed: the next thing the agent does is ask the model.
+		decide(t, c, a.ID, p, client.DecisionFeedback, "Try something else.")
+		if outage.thinking {
+			waitAgent(t, c, a.ID, "thinking", 10*time.Second, func(a *client.Agent) bool { return a.State == client.StateThinking })
+			time.Sleep(300 * time.Millisecond) // a step takes seconds: the call is under way
+			outage.stop()
+		}
+		down := waitAgent(t, c, a.ID, "waiting_for_model", 30*time.Second, func(a *client.Agent) bool {
+			return a.State == client.StateWaitingForModel && a.StateReason != ""
+		})
+		t.Logf("%s: waiting_for_model after %v: %s", outage.name, time.Since(step).Round(time.Millisecond), down.StateReason)
+		st, err := c.Status(context.Background())
+		if err != nil || st.Ollama.Error == "" || st.Ollama.Reachable || st.Agents[string(client.StateWaitingForModel)] != 1 {
+			t.Errorf("status with Ollama down: %s, %v", jsonString(st), err)
+		} else {
+			t.Logf("status with Ollama down: %s", jsonString(st.Ollama))
+		}
+
+		step = time.Now()
+		ollama.Restart(t)
+		restarted := time.Since(step)
+		next := dr.decidable()
+		t.Logf("%s: Ollama restarted in %v; next proposal (%s, step %d) %v after the restart", outage.name,
+			restarted.Round(time.Millisecond), next.Pending.Command, next.Pending.Step, time.Since(step).Round(time.Millisecond))
+		if next.Pending.ID == p.ID || next.Step <= p.Step {
+			t.Errorf("the run did not go on: proposal %s at step %d before, now %s", p.ID, p.Step, jsonString(next))
+		}
+		if st, err := c.Status(context.Background()); err != nil || st.Ollama.Error != "" || !st.Ollama.Reachable {
+			t.Errorf("status after Ollama came back: %s, %v", jsonString(st), err)
+		}
+		p = next.Pending
+	}
+	t.Logf("TestOllamaDown took %v", time.Since(begin).Round(time.Millisecond))
+}
