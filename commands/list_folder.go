@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 )
 
 const (
@@ -43,15 +42,9 @@ func (listFolder) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 	if err := decodeArgs("list_folder", raw, &a); err != nil {
 		return "", err
 	}
-	root, rel, err := openIn(env.Workspace, a.Path)
+	f, err := openRead(env.Workspace, a.Path)
 	if err != nil {
 		return "", err
-	}
-	defer root.Close()
-	// O_NONBLOCK keeps a FIFO planted in the workspace from hanging the open.
-	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return "", fsError(env.Workspace, a.Path, err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil {

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"syscall"
 	"unicode/utf8"
 )
 
@@ -37,15 +35,9 @@ func (readFile) Execute(_ context.Context, env Env, raw json.RawMessage) (string
 	if err := decodeArgs("read_file", raw, &a); err != nil {
 		return "", err
 	}
-	root, rel, err := openIn(env.Workspace, a.Path)
+	f, err := openRead(env.Workspace, a.Path)
 	if err != nil {
 		return "", err
-	}
-	defer root.Close()
-	// O_NONBLOCK keeps a FIFO planted in the workspace from hanging the open.
-	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return "", fsError(env.Workspace, a.Path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()

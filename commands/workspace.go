@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Bounds on a workspace path, Linux's NAME_MAX and PATH_MAX.
@@ -177,6 +178,21 @@ func openIn(workspace, p string) (*os.Root, string, error) {
 		return nil, "", fmt.Errorf("workspace: %w", err)
 	}
 	return r, rel, nil
+}
+
+// openRead opens p in the workspace for reading. O_NONBLOCK keeps a FIFO planted in the
+// workspace from hanging the open.
+func openRead(workspace, p string) (*os.File, error) {
+	root, rel, err := openIn(workspace, p)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fsError(workspace, p, err)
+	}
+	return f, nil
 }
 
 // fsError turns an error from a workspace operation on p into words for the model.

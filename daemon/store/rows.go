@@ -220,25 +220,16 @@ func (t *Tx) LastProposal(agentID, runID string) (*client.Proposal, error) {
 
 // Proposals lists an agent's proposals, oldest first.
 func (t *Tx) Proposals(agentID string) ([]client.Proposal, error) {
-	rows, err := t.tx.Query(`SELECT `+proposalCols+` FROM proposals WHERE agent_id=? ORDER BY created_at, rowid`, agentID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list proposals: %w", err)
-	}
-	defer rows.Close()
-	var out []client.Proposal
-	for rows.Next() {
-		p, err := scanProposal(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *p)
-	}
-	return out, rows.Err()
+	return t.proposals(`agent_id=?`, agentID)
 }
 
 // ProposalsWithStatus lists every proposal in a status, across agents (crash recovery).
 func (t *Tx) ProposalsWithStatus(status client.ProposalStatus) ([]client.Proposal, error) {
-	rows, err := t.tx.Query(`SELECT `+proposalCols+` FROM proposals WHERE status=? ORDER BY created_at, rowid`, status)
+	return t.proposals(`status=?`, status)
+}
+
+func (t *Tx) proposals(where string, args ...any) ([]client.Proposal, error) {
+	rows, err := t.tx.Query(`SELECT `+proposalCols+` FROM proposals WHERE `+where+` ORDER BY created_at, rowid`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list proposals: %w", err)
 	}
