@@ -15,9 +15,12 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -35,6 +38,7 @@ const DefaultHost = "http://127.0.0.1:11434"
 type Client struct {
 	host string
 	api  *api.Client
+	hc   *http.Client
 }
 
 // New returns a client for host, which is read the way Ollama reads OLLAMA_HOST:
@@ -50,7 +54,7 @@ func New(host string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Client{host: base.String(), api: api.NewClient(base, hc)}, nil
+	return &Client{host: base.String(), api: api.NewClient(base, hc), hc: hc}, nil
 }
 
 // Host returns the normalized base URL of the server, e.g. "http://127.0.0.1:11434".
@@ -159,28 +163,68 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error)
 	if req.KeepAlive != nil {
 		areq.KeepAlive = &api.Duration{Duration: *req.KeepAlive}
 	}
-	var (
-		res     ChatResult
-		content strings.Builder
-		done    bool
-	)
-	err := c.api.Chat(ctx, areq, func(r api.ChatResponse) error {
-		content.WriteString(r.Message.Content)
-		if r.Done {
-			done = true
-			res.PromptTokens, res.EvalTokens, res.DoneReason = r.PromptEvalCount, r.EvalCount, r.DoneReason
-		}
-		return nil
-	})
-	if err == nil && !done {
-		// The api package ends quietly when the body stops early (reset, oversized line,
-		// empty 5xx body); a reply without its final "done" record is not a reply.
+	r, err := c.postChat(ctx, areq)
+	if err == nil && !r.Done {
+		// A reply without its final "done" record is not a reply.
 		err = errIncomplete
 	}
 	if err != nil {
 		return nil, c.classify(ctx, "chat", req.Model, err)
 	}
+	res := ChatResult{PromptTokens: r.PromptEvalCount, EvalTokens: r.EvalCount, DoneReason: r.DoneReason}
+	var content strings.Builder
+	content.WriteString(r.Message.Content)
 	res.Content = content.String()
 	res.Duration = time.Since(start)
 	return &res, nil
+}
+
+// postChat sends one non-streamed /api/chat request. It does what api.Client.Chat does
+// for stream=false, without the 8 MiB line buffer that client allocates for every call,
+// and returns the same error types (api.StatusError) so classify treats both alike.
+func (c *Client) postChat(ctx context.Context, areq *api.ChatRequest) (*api.ChatResponse, error) {
+	body, err := json.Marshal(areq)
+	if err != nil {
+		return nil, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.host+"/api/chat", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= http.StatusBadRequest {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		var e struct {
+			Error string `json:"error"`
+		}
+		msg := strings.TrimSpace(string(b))
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		return nil, api.StatusError{StatusCode: resp.StatusCode, Status: resp.Status, ErrorMessage: msg}
+	}
+	var r struct {
+		api.ChatResponse
+		Error string `json:"error"`
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, errors.New("") // described as "empty reply"
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, errors.New(string(b)) // not Ollama: show what came, cut short
+	}
+	if r.Error != "" { // an error record inside a 200
+		return nil, api.StatusError{StatusCode: http.StatusInternalServerError, ErrorMessage: r.Error}
+	}
+	return &r.ChatResponse, nil
 }

@@ -115,6 +115,10 @@ var migrations = []string{
 		detail TEXT NOT NULL DEFAULT ''
 	);
 	CREATE INDEX audit_agent ON audit(agent_id, id);`,
+	// The open proposal is looked up on every step; without this index the lookup walks
+	// every proposal the agent ever made.
+	`CREATE INDEX proposals_open ON proposals(agent_id, created_at)
+		WHERE status IN ('pending','interrupted','approved','started');`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
