@@ -273,6 +273,7 @@ func (r *runner) setState(ctx context.Context, state client.AgentState, reason s
 func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 	cmd, ok := r.s.cmds.Get(p.Command)
 	var a *store.Agent
+	var v *client.Agent
 	var q *client.Question
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -297,7 +298,11 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 			a.State = client.StateExecuting
 		}
 		a.StateReason = ""
-		return tx.UpdateAgent(a)
+		if err := tx.UpdateAgent(a); err != nil {
+			return err
+		}
+		v, err = view(tx, a)
+		return err
 	})
 	var execCtx context.Context
 	var cancel context.CancelFunc
@@ -311,7 +316,7 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 		r.sleep(ctx, time.Second)
 		return
 	}
-	r.s.publishAgent(ctx, r.id, client.EventState, "")
+	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
 	if q != nil {
 		r.s.events.Publish(client.Event{Type: client.EventQuestion, AgentID: r.id, Question: q})
 		return

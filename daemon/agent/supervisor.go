@@ -270,22 +270,6 @@ func (s *Supervisor) workspace(id string) string {
 	return filepath.Join(root, id)
 }
 
-func (s *Supervisor) publishAgent(ctx context.Context, id string, typ client.EventType, msg string) {
-	var a *client.Agent
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		sa, err := tx.Agent(id)
-		if err != nil {
-			return err
-		}
-		a, err = view(tx, sa)
-		return err
-	})
-	if err != nil {
-		return
-	}
-	s.events.Publish(client.Event{Type: typ, AgentID: id, Agent: a, Message: msg})
-}
-
 // makeWorkspace creates the agent's workspace directory.
 func makeWorkspace(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -49,7 +49,7 @@ func js(v any) string {
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
-	_, err := t.tx.Exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now))
 	if err != nil {
@@ -61,7 +61,7 @@ func (t *Tx) InsertAgent(a *Agent) error {
 // UpdateAgent writes every mutable field of a.
 func (t *Tx) UpdateAgent(a *Agent) error {
 	a.UpdatedAt = t.now
-	_, err := t.tx.Exec(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
+	_, err := t.exec(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
 		state_reason=?, policy=?, run_id=?, step=?, strikes=?, prompt_tokens=?, eval_tokens=?, updated_at=? WHERE id=?`,
 		a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason, js(a.Policy),
 		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), a.ID)
@@ -73,24 +73,24 @@ func (t *Tx) UpdateAgent(a *Agent) error {
 
 // Agent reads one agent by id.
 func (t *Tx) Agent(id string) (*Agent, error) {
-	return scanAgent(t.tx.QueryRow(`SELECT `+agentCols+` FROM agents WHERE id=?`, id))
+	return scanAgent(t.queryRow(`SELECT `+agentCols+` FROM agents WHERE id=?`, id))
 }
 
 // AgentByName reads one agent by its unique name.
 func (t *Tx) AgentByName(name string) (*Agent, error) {
-	return scanAgent(t.tx.QueryRow(`SELECT `+agentCols+` FROM agents WHERE name=?`, name))
+	return scanAgent(t.queryRow(`SELECT `+agentCols+` FROM agents WHERE name=?`, name))
 }
 
 // NameTaken reports whether an agent has this name.
 func (t *Tx) NameTaken(name string) (bool, error) {
 	var n int
-	err := t.tx.QueryRow(`SELECT COUNT(*) FROM agents WHERE name=?`, name).Scan(&n)
+	err := t.queryRow(`SELECT COUNT(*) FROM agents WHERE name=?`, name).Scan(&n)
 	return n > 0, err
 }
 
 // Agents lists all agents, oldest first.
 func (t *Tx) Agents() ([]*Agent, error) {
-	rows, err := t.tx.Query(`SELECT ` + agentCols + ` FROM agents ORDER BY created_at, id`)
+	rows, err := t.query(`SELECT ` + agentCols + ` FROM agents ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list agents: %w", err)
 	}
@@ -108,7 +108,7 @@ func (t *Tx) Agents() ([]*Agent, error) {
 
 // DeleteAgent removes an agent and everything it owns.
 func (t *Tx) DeleteAgent(id string) error {
-	if _, err := t.tx.Exec(`DELETE FROM agents WHERE id=?`, id); err != nil {
+	if _, err := t.exec(`DELETE FROM agents WHERE id=?`, id); err != nil {
 		return fmt.Errorf("store: delete agent: %w", err)
 	}
 	return nil
@@ -116,7 +116,7 @@ func (t *Tx) DeleteAgent(id string) error {
 
 // StartRun records a new run.
 func (t *Tx) StartRun(id, agentID, task string) error {
-	_, err := t.tx.Exec(`INSERT INTO runs (id, agent_id, task, started_at) VALUES (?,?,?,?)`, id, agentID, task, ms(t.now))
+	_, err := t.exec(`INSERT INTO runs (id, agent_id, task, started_at) VALUES (?,?,?,?)`, id, agentID, task, ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: start run: %w", err)
 	}
@@ -125,7 +125,7 @@ func (t *Tx) StartRun(id, agentID, task string) error {
 
 // EndRun records how a run ended; a run already ended keeps its first outcome.
 func (t *Tx) EndRun(id, outcome, reason string) error {
-	_, err := t.tx.Exec(`UPDATE runs SET ended_at=?, outcome=?, reason=? WHERE id=? AND ended_at IS NULL`, ms(t.now), outcome, reason, id)
+	_, err := t.exec(`UPDATE runs SET ended_at=?, outcome=?, reason=? WHERE id=? AND ended_at IS NULL`, ms(t.now), outcome, reason, id)
 	if err != nil {
 		return fmt.Errorf("store: end run: %w", err)
 	}
@@ -156,7 +156,7 @@ func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) 
 // InsertProposal stores a proposal; it must be durable before anyone sees it.
 func (t *Tx) InsertProposal(p *client.Proposal) error {
 	p.CreatedAt = t.now
-	_, err := t.tx.Exec(`INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.ID, p.AgentID, p.RunID, p.Step, js(p.Thoughts), p.Command, string(p.Args), p.Hash, p.Status, p.Result,
 		p.Model, p.PromptTokens, p.EvalTokens, ms(t.now), ms(t.now))
 	if err != nil {
@@ -183,7 +183,7 @@ func (t *Tx) SetProposalStatus(id string, status client.ProposalStatus, result *
 			args = append(args, f)
 		}
 	}
-	res, err := t.tx.Exec(q, args...)
+	res, err := t.exec(q, args...)
 	if err != nil {
 		return false, fmt.Errorf("store: update proposal: %w", err)
 	}
@@ -201,20 +201,20 @@ func repeat(s string, n int) string {
 
 // Proposal reads one proposal.
 func (t *Tx) Proposal(id string) (*client.Proposal, error) {
-	return scanProposal(t.tx.QueryRow(`SELECT `+proposalCols+` FROM proposals WHERE id=?`, id))
+	return scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals WHERE id=?`, id))
 }
 
 // OpenProposal returns the agent's proposal that is not yet settled (pending, interrupted,
 // approved or started), or ErrNotFound. The cycle keeps at most one open at a time.
 func (t *Tx) OpenProposal(agentID string) (*client.Proposal, error) {
-	return scanProposal(t.tx.QueryRow(`SELECT `+proposalCols+` FROM proposals
+	return scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals
 		WHERE agent_id=? AND status IN ('pending','interrupted','approved','started')
 		ORDER BY created_at DESC, rowid DESC LIMIT 1`, agentID))
 }
 
 // LastProposal returns the agent's most recent proposal in run, or ErrNotFound.
 func (t *Tx) LastProposal(agentID, runID string) (*client.Proposal, error) {
-	return scanProposal(t.tx.QueryRow(`SELECT `+proposalCols+` FROM proposals
+	return scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals
 		WHERE agent_id=? AND run_id=? ORDER BY created_at DESC, rowid DESC LIMIT 1`, agentID, runID))
 }
 
@@ -229,7 +229,7 @@ func (t *Tx) ProposalsWithStatus(status client.ProposalStatus) ([]client.Proposa
 }
 
 func (t *Tx) proposals(where string, args ...any) ([]client.Proposal, error) {
-	rows, err := t.tx.Query(`SELECT `+proposalCols+` FROM proposals WHERE `+where+` ORDER BY created_at, rowid`, args...)
+	rows, err := t.query(`SELECT `+proposalCols+` FROM proposals WHERE `+where+` ORDER BY created_at, rowid`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list proposals: %w", err)
 	}
@@ -248,7 +248,7 @@ func (t *Tx) proposals(where string, args ...any) ([]client.Proposal, error) {
 // InsertDecision records a decision.
 func (t *Tx) InsertDecision(d *client.Decision) error {
 	d.At = t.now
-	_, err := t.tx.Exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, at) VALUES (?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, at) VALUES (?,?,?,?,?,?,?)`,
 		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert decision: %w", err)
@@ -260,7 +260,7 @@ func (t *Tx) InsertDecision(d *client.Decision) error {
 func (t *Tx) LastDecision(proposalID string) (*client.Decision, error) {
 	var d client.Decision
 	var at int64
-	err := t.tx.QueryRow(`SELECT proposal_id, kind, count, feedback, by, source, at FROM decisions
+	err := t.queryRow(`SELECT proposal_id, kind, count, feedback, by, source, at FROM decisions
 		WHERE proposal_id=? ORDER BY id DESC LIMIT 1`, proposalID).Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -275,14 +275,14 @@ func (t *Tx) LastDecision(proposalID string) (*client.Decision, error) {
 // CountDecisions counts decisions recorded for a proposal.
 func (t *Tx) CountDecisions(proposalID string) (int, error) {
 	var n int
-	err := t.tx.QueryRow(`SELECT COUNT(*) FROM decisions WHERE proposal_id=?`, proposalID).Scan(&n)
+	err := t.queryRow(`SELECT COUNT(*) FROM decisions WHERE proposal_id=?`, proposalID).Scan(&n)
 	return n, err
 }
 
 // InsertEpisode records a finished step.
 func (t *Tx) InsertEpisode(agentID string, e *client.Episode) error {
 	e.At = t.now
-	_, err := t.tx.Exec(`INSERT INTO episodes (agent_id, run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at)
+	_, err := t.exec(`INSERT INTO episodes (agent_id, run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?)`, agentID, e.RunID, e.Step, e.ProposalID, e.Command, string(e.Args), e.Reasoning,
 		e.Outcome, e.Result, e.Feedback, ms(t.now))
 	if err != nil {
@@ -299,7 +299,7 @@ func (t *Tx) Episodes(agentID string, limit int) ([]client.Episode, error) {
 		q += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	rows, err := t.tx.Query(q, args...)
+	rows, err := t.query(q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list episodes: %w", err)
 	}
@@ -324,14 +324,14 @@ func (t *Tx) Episodes(agentID string, limit int) ([]client.Episode, error) {
 // CountEpisodes counts an agent's episodes.
 func (t *Tx) CountEpisodes(agentID string) (int, error) {
 	var n int
-	err := t.tx.QueryRow(`SELECT COUNT(*) FROM episodes WHERE agent_id=?`, agentID).Scan(&n)
+	err := t.queryRow(`SELECT COUNT(*) FROM episodes WHERE agent_id=?`, agentID).Scan(&n)
 	return n, err
 }
 
 // SetQuestion records an ask_user question waiting for an answer.
 func (t *Tx) SetQuestion(agentID string, q *client.Question) error {
 	q.AskedAt = t.now
-	_, err := t.tx.Exec(`INSERT OR REPLACE INTO questions (proposal_id, agent_id, text, asked_at) VALUES (?,?,?,?)`,
+	_, err := t.exec(`INSERT OR REPLACE INTO questions (proposal_id, agent_id, text, asked_at) VALUES (?,?,?,?)`,
 		q.ProposalID, agentID, q.Text, ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: set question: %w", err)
@@ -343,7 +343,7 @@ func (t *Tx) SetQuestion(agentID string, q *client.Question) error {
 func (t *Tx) Question(agentID string) (*client.Question, error) {
 	var q client.Question
 	var at int64
-	err := t.tx.QueryRow(`SELECT proposal_id, text, asked_at FROM questions WHERE agent_id=? ORDER BY asked_at DESC LIMIT 1`, agentID).Scan(&q.ProposalID, &q.Text, &at)
+	err := t.queryRow(`SELECT proposal_id, text, asked_at FROM questions WHERE agent_id=? ORDER BY asked_at DESC LIMIT 1`, agentID).Scan(&q.ProposalID, &q.Text, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -356,13 +356,13 @@ func (t *Tx) Question(agentID string) (*client.Question, error) {
 
 // ClearQuestions removes the agent's open questions.
 func (t *Tx) ClearQuestions(agentID string) error {
-	_, err := t.tx.Exec(`DELETE FROM questions WHERE agent_id=?`, agentID)
+	_, err := t.exec(`DELETE FROM questions WHERE agent_id=?`, agentID)
 	return err
 }
 
 // Audit appends one line to the audit log.
 func (t *Tx) Audit(agentID, kind string, detail any) error {
-	_, err := t.tx.Exec(`INSERT INTO audit (at, agent_id, kind, detail) VALUES (?,?,?,?)`, ms(t.now), agentID, kind, js(detail))
+	_, err := t.exec(`INSERT INTO audit (at, agent_id, kind, detail) VALUES (?,?,?,?)`, ms(t.now), agentID, kind, js(detail))
 	if err != nil {
 		return fmt.Errorf("store: audit: %w", err)
 	}
@@ -379,7 +379,7 @@ type AuditEntry struct {
 
 // AuditLog returns the audit entries of an agent (all agents when agentID is ""), oldest first.
 func (t *Tx) AuditLog(agentID string) ([]AuditEntry, error) {
-	rows, err := t.tx.Query(`SELECT id, agent_id, kind, detail FROM audit WHERE ?='' OR agent_id=? ORDER BY id`, agentID, agentID)
+	rows, err := t.query(`SELECT id, agent_id, kind, detail FROM audit WHERE ?='' OR agent_id=? ORDER BY id`, agentID, agentID)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the SQLite driver, pure Go
@@ -22,6 +23,12 @@ import (
 type Store struct {
 	db  *sql.DB
 	now func() time.Time
+
+	// stmts caches prepared statements by query text. With one connection a statement
+	// cannot be prepared while a transaction holds it, so a query seen unprepared in a
+	// transaction is prepared right after it ends; every later use is prepared.
+	stmtMu sync.Mutex
+	stmts  map[string]*sql.Stmt
 }
 
 // migrations are applied in order; PRAGMA user_version records how many ran.
@@ -134,7 +141,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// One connection: SQLite serializes writers anyway, and one connection keeps every
 	// read consistent with the last write without cross-connection surprises.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, now: time.Now}
+	s := &Store{db: db, now: time.Now, stmts: map[string]*sql.Stmt{}}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -143,7 +150,38 @@ func Open(ctx context.Context, path string) (*Store, error) {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = map[string]*sql.Stmt{}
+	s.stmtMu.Unlock()
+	return s.db.Close()
+}
+
+// prepare caches statements for the queries a transaction ran unprepared.
+func (s *Store) prepare(queries []string) {
+	for _, q := range queries {
+		s.stmtMu.Lock()
+		_, have := s.stmts[q]
+		s.stmtMu.Unlock()
+		if have {
+			continue
+		}
+		st, err := s.db.Prepare(q)
+		if err != nil {
+			continue // it will run unprepared, as it did
+		}
+		s.stmtMu.Lock()
+		if _, have := s.stmts[q]; have {
+			st.Close()
+		} else {
+			s.stmts[q] = st
+		}
+		s.stmtMu.Unlock()
+	}
+}
 
 // SetClock replaces the clock (tests).
 func (s *Store) SetClock(now func() time.Time) { s.now = now }
@@ -182,7 +220,8 @@ func (s *Store) Tx(ctx context.Context, fn func(*Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	tx := &Tx{tx: sqlTx, now: s.now().UTC()}
+	tx := &Tx{tx: sqlTx, now: s.now().UTC(), s: s}
+	defer func() { s.prepare(tx.missed) }()
 	if err := fn(tx); err != nil {
 		sqlTx.Rollback()
 		return err
@@ -199,14 +238,53 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
-	defer sqlTx.Rollback()
-	return fn(&Tx{tx: sqlTx, now: s.now().UTC()})
+	tx := &Tx{tx: sqlTx, now: s.now().UTC(), s: s}
+	defer func() {
+		sqlTx.Rollback()
+		s.prepare(tx.missed)
+	}()
+	return fn(tx)
 }
 
 // Tx is a transaction; its methods are the store's queries.
 type Tx struct {
-	tx  *sql.Tx
-	now time.Time
+	tx     *sql.Tx
+	now    time.Time
+	s      *Store
+	missed []string
+}
+
+// stmt returns the cached statement for q bound to this transaction, or nil.
+func (t *Tx) stmt(q string) *sql.Stmt {
+	t.s.stmtMu.Lock()
+	st := t.s.stmts[q]
+	t.s.stmtMu.Unlock()
+	if st == nil {
+		t.missed = append(t.missed, q)
+		return nil
+	}
+	return t.tx.Stmt(st)
+}
+
+func (t *Tx) exec(q string, args ...any) (sql.Result, error) {
+	if st := t.stmt(q); st != nil {
+		return st.Exec(args...)
+	}
+	return t.tx.Exec(q, args...)
+}
+
+func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
+	if st := t.stmt(q); st != nil {
+		return st.Query(args...)
+	}
+	return t.tx.Query(q, args...)
+}
+
+func (t *Tx) queryRow(q string, args ...any) *sql.Row {
+	if st := t.stmt(q); st != nil {
+		return st.QueryRow(args...)
+	}
+	return t.tx.QueryRow(q, args...)
 }
 
 // Now is the transaction's timestamp.
