@@ -1,0 +1,316 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// BenchmarkStepVsBareChat compares, on the real Ollama server with the tiny model, one
+// agentd step — from CreateAgent kicking the first think to the persisted proposal's event,
+// retries included — with one bare api.Client.Chat carrying the messages, format and
+// options the daemon builds for that step. The two alternate (a b, b a, …) so that drift and
+// Ollama's prompt cache treat them alike; one op is one pair.
+//
+// same_prompt: every call has the same prompt, so after the first each one finds its whole
+// prompt in the server's KV cache (one slot) and pays only for the reply.
+// fresh_prompt: each call gets its own agent name, the first line of the system message, so
+// nothing past "You are " is cached and every call evaluates the whole prompt, as a real
+// step evaluates its new progress text.
+//
+// Metrics: ms/agentd and ms/bare (means, -p50 medians), ratio (of means) and ratio-p50,
+// ratio-adj (1 + the daemon's extra time outside the server's total_duration, over the bare
+// mean: the overhead without the reply-length lottery and without retries), calls/step
+// (model calls per persisted proposal, retries and strikes included), retry-% (steps that
+// needed more than one call), bare-invalid-% (bare replies the daemon would have rejected),
+// eval tokens per call on each side, to show how much the random replies vary, and the
+// server's prompt_eval_duration of each side's first call, to show what the cache saved.
+func BenchmarkStepVsBareChat(b *testing.B) {
+	if _, err := ollamatest.Binary(); err != nil {
+		b.Skipf("no Ollama binary: %v", err)
+	}
+	srv := ollamatest.StartReal(b)
+	for _, fresh := range []bool{false, true} {
+		name := map[bool]string{false: "same_prompt", true: "fresh_prompt"}[fresh]
+		b.Run(name, func(b *testing.B) { benchStepVsBare(b, srv, fresh) })
+	}
+}
+
+// pairResult is one side of one pair.
+type pairResult struct {
+	wall   time.Duration
+	server time.Duration // Σ total_duration the server reported for the calls
+	calls  int
+	eval   int // Σ eval_count
+	prompt int // prompt_eval_count of the first call
+	// promptEval is the first call's prompt_eval_duration: short when the prompt was cached.
+	promptEval time.Duration
+	valid      bool
+}
+
+// stepVsBare holds one sub-benchmark's supervisor and bare client.
+type stepVsBare struct {
+	b      *testing.B
+	ctx    context.Context
+	sup    *Supervisor
+	rec    *chatRecorder // the daemon's calls
+	events <-chan client.Event
+	bare   *api.Client
+	in     PromptInput // the first step's input; Name varies
+	format json.RawMessage
+}
+
+func benchStepVsBare(b *testing.B, srv *ollamatest.Real, fresh bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	x := &stepVsBare{b: b, ctx: ctx, rec: newChatRecorder(), in: firstStepInput(b, "")}
+	c, err := llm.New(srv.URL(), &http.Client{Transport: x.rec})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	st, err := store.Open(ctx, filepath.Join(dir, "agentd.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	x.sup, err = New(Options{
+		Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: dir,
+		Directives: config.Default().Directives(), Commands: commands.DefaultNames,
+		// The tiny model's noise must not pause the agent: a step lasts until a proposal.
+		MaxInvalidReplies: 1 << 20,
+		Now:               func() time.Time { return x.in.Now },
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := x.sup.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cancel(); x.sup.Wait() }()
+	events, unsub := x.sup.Events().Subscribe("", 0)
+	defer unsub()
+	x.events = events
+	for deadline := time.Now().Add(30 * time.Second); x.sup.model.info() == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the supervisor never probed the model")
+		}
+	}
+	// The bare client goes through the same recording transport, so both sides pay for it.
+	u, _ := url.Parse(srv.URL())
+	x.bare = api.NewClient(u, &http.Client{Transport: newChatRecorder()})
+	if x.format, err = json.Marshal(commands.ReplySchema(x.in.Commands)); err != nil {
+		b.Fatal(err)
+	}
+
+	// Warm up (load the runner, calibrate chars per token), then check that the bare
+	// request is the daemon's.
+	x.step("warm-up")
+	x.step("warm-up")
+	name := func(side string, i int) string {
+		if !fresh {
+			return "bench"
+		}
+		return fmt.Sprintf("bench-%s-%05d", side, i)
+	}
+	x.checkRequest(name("a", 0))
+
+	var as, bs []pairResult
+	i := 0
+	for b.Loop() {
+		i++
+		if i%2 == 1 {
+			as = append(as, x.step(name("a", i)))
+			bs = append(bs, x.bareCall(name("b", i)))
+		} else {
+			bs = append(bs, x.bareCall(name("b", i)))
+			as = append(as, x.step(name("a", i)))
+		}
+	}
+	b.StopTimer()
+	reportPairs(b, as, bs)
+}
+
+// step creates an agent called name, which kicks its first think, and waits for the
+// proposal's event; then it deletes the agent, so the name can come back.
+func (x *stepVsBare) step(name string) pairResult {
+	from := x.rec.len()
+	start := time.Now()
+	a, err := x.sup.CreateAgent(x.ctx, client.CreateAgentRequest{Name: name, Description: x.in.Description, Goals: x.in.Goals})
+	if err != nil {
+		x.b.Fatal(err)
+	}
+	timeout := time.After(5 * time.Minute)
+	for done := false; !done; {
+		select {
+		case ev, ok := <-x.events:
+			if !ok {
+				x.b.Fatal("subscription dropped")
+			}
+			done = ev.AgentID == a.ID && ev.Type == client.EventProposal
+		case <-timeout:
+			x.b.Fatalf("no proposal from %s in 5 minutes", name)
+		}
+	}
+	r := pairResult{wall: time.Since(start), valid: true}
+	calls := x.rec.calls(from)
+	for i, call := range calls {
+		fin := call.final()
+		r.server += fin.TotalDuration
+		r.eval += fin.EvalCount
+		if i == 0 {
+			r.prompt, r.promptEval = fin.PromptEvalCount, fin.PromptEvalDuration
+		}
+	}
+	r.calls = len(calls)
+	if err := x.sup.DeleteAgent(x.ctx, a.ID); err != nil {
+		x.b.Fatal(err)
+	}
+	return r
+}
+
+// request builds the step's request for an agent called name the way think.go does.
+func (x *stepVsBare) request(name string) *api.ChatRequest {
+	in := x.in
+	in.Name = name
+	msgs := BuildPrompt(in)
+	numCtx := x.sup.opt.MaxContext
+	if info := x.sup.model.info(); info != nil && info.ContextLength > 0 && info.ContextLength < numCtx {
+		numCtx = info.ContextLength
+	}
+	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/x.sup.model.charsPerToken())-64)
+	req := &api.ChatRequest{
+		Model: ollamatest.TinyModelName, Stream: new(bool), Format: x.format,
+		Options: map[string]any{"num_ctx": numCtx, "num_predict": numPredict},
+	}
+	for _, m := range msgs {
+		req.Messages = append(req.Messages, api.Message{Role: m.Role, Content: m.Content})
+	}
+	return req
+}
+
+// checkRequest runs one step and checks that request builds what the daemon sent.
+func (x *stepVsBare) checkRequest(name string) {
+	from := x.rec.len()
+	x.step(name)
+	sent, err := x.rec.calls(from)[0].request()
+	if err != nil {
+		x.b.Fatal(err)
+	}
+	want := x.request(name)
+	if !sameRequest(sent, *want) {
+		x.b.Fatalf("the bare request differs from the daemon's:\ndaemon: %s\nbare:   %s", mustJSON(sent), mustJSON(want))
+	}
+	x.b.Logf("request: %d messages, %d prompt characters, format %d bytes, options %s",
+		len(want.Messages), promptChars(want.Messages), len(want.Format), mustJSON(want.Options))
+}
+
+// bareCall sends the step's request once with api.Client.Chat, and checks the reply the
+// way the daemon would (parse, else repair and parse) without asking again.
+func (x *stepVsBare) bareCall(name string) pairResult {
+	req := x.request(name)
+	var resp api.ChatResponse
+	start := time.Now()
+	err := x.bare.Chat(x.ctx, req, func(r api.ChatResponse) error { resp = r; return nil })
+	wall := time.Since(start)
+	if err != nil {
+		x.b.Fatal(err)
+	}
+	_, perr := commands.ParseReply(x.in.Commands, []byte(resp.Message.Content))
+	if perr != nil {
+		if fixed, ok := llm.Repair(resp.Message.Content); ok {
+			_, perr = commands.ParseReply(x.in.Commands, []byte(fixed))
+		}
+	}
+	return pairResult{wall: wall, server: resp.TotalDuration, calls: 1, eval: resp.EvalCount,
+		prompt: resp.PromptEvalCount, promptEval: resp.PromptEvalDuration, valid: perr == nil}
+}
+
+func reportPairs(b *testing.B, as, bs []pairResult) {
+	walls := func(rs []pairResult) (w []time.Duration) {
+		for _, r := range rs {
+			w = append(w, r.wall)
+		}
+		return w
+	}
+	var aOver, bOver, aPrompt, bPrompt time.Duration
+	calls, retried, invalid, aEval, bEval, aCalls := 0, 0, 0, 0, 0, 0
+	for _, r := range as {
+		aOver += r.wall - r.server
+		calls += r.calls
+		if r.calls > 1 {
+			retried++
+		}
+		aEval += r.eval
+		aCalls += r.calls
+		aPrompt += r.promptEval
+	}
+	for _, r := range bs {
+		bOver += r.wall - r.server
+		if !r.valid {
+			invalid++
+		}
+		bEval += r.eval
+		bPrompt += r.promptEval
+	}
+	n := float64(len(as))
+	aMean, bMean := mean(walls(as)), mean(walls(bs))
+	aP50, bP50 := pct(walls(as), .5), pct(walls(bs), .5)
+	extra := (aOver - bOver) / time.Duration(len(as))
+	b.ReportMetric(ms(aMean), "ms/agentd")
+	b.ReportMetric(ms(bMean), "ms/bare")
+	b.ReportMetric(ms(aP50), "ms/agentd-p50")
+	b.ReportMetric(ms(bP50), "ms/bare-p50")
+	b.ReportMetric(float64(aMean)/float64(bMean), "ratio")
+	b.ReportMetric(float64(aP50)/float64(bP50), "ratio-p50")
+	b.ReportMetric(1+float64(extra)/float64(bMean), "ratio-adj")
+	b.ReportMetric(ms(extra), "ms/extra")
+	b.ReportMetric(float64(calls)/n, "calls/step")
+	b.ReportMetric(100*float64(retried)/n, "retry-%")
+	b.ReportMetric(100*float64(invalid)/n, "bare-invalid-%")
+	b.ReportMetric(float64(aEval)/float64(aCalls), "eval-tok/agentd-call")
+	b.ReportMetric(float64(bEval)/n, "eval-tok/bare-call")
+	b.ReportMetric(ms(aPrompt)/n, "ms/agentd-prompt-eval")
+	b.ReportMetric(ms(bPrompt)/n, "ms/bare-prompt-eval")
+	b.Logf("%d pairs; prompt_eval_count first call: agentd %d, bare %d; mean outside-server time per step: agentd %v, bare %v",
+		len(as), as[len(as)-1].prompt, bs[len(bs)-1].prompt, aOver/time.Duration(len(as)), bOver/time.Duration(len(bs)))
+}
+
+// sameRequest compares what reaches the model: messages, format and num_ctx. num_predict
+// follows the chars-per-token calibration, which the step just made may have moved; it
+// only caps a reply that the schema ends long before.
+func sameRequest(x, y api.ChatRequest) bool {
+	var fx, fy bytes.Buffer
+	json.Compact(&fx, x.Format)
+	json.Compact(&fy, y.Format)
+	return mustJSON(x.Messages) == mustJSON(y.Messages) && fx.String() == fy.String() &&
+		mustJSON(x.Options["num_ctx"]) == mustJSON(y.Options["num_ctx"]) && x.Model == y.Model
+}
+
+func promptChars(msgs []api.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content)
+	}
+	return n
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,408 @@
+package agent
+
+// Benchmarks for DESIGN §7's step targets. They report figures (b.ReportMetric) and never
+// fail on them; scripts/bench.sh runs them with sensible -benchtime values.
+//
+//	BenchmarkStepOverhead      daemon overhead per step, instant fake model (p99 ≤ 5 ms)
+//	BenchmarkFirstStepPrompt   first-step prompt size with the default commands (≤ 2,600 chars)
+//	BenchmarkStepVsBareChat    agentd step ÷ bare /api/chat on the real server (bench_real_test.go)
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// chatCall is one POST /api/chat as the client saw it. The bodies are kept raw and decoded
+// after the measurement, so recording costs a copy, not a JSON decode, inside the step.
+type chatCall struct {
+	start, end time.Time
+	reqBody    []byte
+	respBody   bytes.Buffer
+}
+
+func (c *chatCall) dur() time.Duration { return c.end.Sub(c.start) }
+
+// request decodes the request as sent.
+func (c *chatCall) request() (api.ChatRequest, error) {
+	var r api.ChatRequest
+	err := json.Unmarshal(c.reqBody, &r)
+	return r, err
+}
+
+// final decodes the reply's last (done) record, which carries the server's counters.
+func (c *chatCall) final() api.ChatResponse {
+	var last api.ChatResponse
+	dec := json.NewDecoder(bytes.NewReader(c.respBody.Bytes()))
+	for {
+		var r api.ChatResponse
+		if dec.Decode(&r) != nil {
+			return last
+		}
+		if r.Done {
+			last = r
+		}
+	}
+}
+
+// chatRecorder is an http.RoundTripper that times every /api/chat round trip, from sending
+// the request to the end of the reply body, and keeps both bodies.
+type chatRecorder struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	log  []*chatCall
+}
+
+func newChatRecorder() *chatRecorder {
+	return &chatRecorder{next: &http.Transport{MaxIdleConnsPerHost: 4}}
+}
+
+func (r *chatRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.URL.Path != "/api/chat" {
+		return r.next.RoundTrip(req)
+	}
+	c := &chatCall{start: time.Now()}
+	if req.GetBody != nil {
+		if body, err := req.GetBody(); err == nil {
+			c.reqBody, _ = io.ReadAll(body)
+		}
+	}
+	r.mu.Lock()
+	r.log = append(r.log, c)
+	r.mu.Unlock()
+	resp, err := r.next.RoundTrip(req)
+	if err != nil {
+		c.end = time.Now()
+		return nil, err
+	}
+	resp.Body = &recordedBody{ReadCloser: resp.Body, c: c}
+	return resp, nil
+}
+
+// calls returns the calls recorded from index from on.
+func (r *chatRecorder) calls(from int) []*chatCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.log[min(from, len(r.log)):])
+}
+
+func (r *chatRecorder) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.log)
+}
+
+// recordedBody copies the reply body and stamps the call's end at EOF or Close.
+type recordedBody struct {
+	io.ReadCloser
+	c    *chatCall
+	once sync.Once
+}
+
+func (b *recordedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.c.respBody.Write(p[:n])
+	if err == io.EOF {
+		b.stamp()
+	}
+	return n, err
+}
+
+func (b *recordedBody) Close() error {
+	b.stamp()
+	return b.ReadCloser.Close()
+}
+
+func (b *recordedBody) stamp() { b.once.Do(func() { b.c.end = time.Now() }) }
+
+// pct returns the p-th percentile (0 < p ≤ 1, nearest rank) of ds.
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func mean(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(len(ds))
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// drainJSON consumes a subscription the way the local API's event stream does: it encodes
+// every event as JSON. It returns when the subscription is closed.
+func drainJSON(ch <-chan client.Event, dropped *atomic.Bool) {
+	enc := json.NewEncoder(io.Discard)
+	for ev := range ch {
+		enc.Encode(ev)
+	}
+	dropped.Store(true) // closed: unsubscribed at the end, or dropped for being slow
+}
+
+// benchGoals give the benchmark agents a task the way `agentctl new NAME -g …` does.
+var benchGoals = []string{"List the files in your workspace", "Summarize what they contain in summary.txt"}
+
+const benchDescription = "an agent that keeps its workspace tidy"
+
+// BenchmarkStepOverhead measures the daemon's own cost per step against a fake model that
+// answers instantly: approval by policy, execution of a cheap command (list_folder), the
+// episode, the next prompt, the model call over loopback and the proposal — every
+// transaction on SQLite (WAL, synchronous=FULL) in a temp dir — with three subscribers on
+// the event broker. One op is one step, proposal to proposal, so ns/op is the mean step.
+//
+// Metrics: step-p50/p99 (whole step), daemon-p50/p99 (step minus its model call),
+// call-p50/p99 (the /api/chat round trip to the fake as the client saw it) and
+// fake-p50 (the fake's handler time, its total_duration).
+//
+// The agent gains a proposal, a decision, an episode and four audit rows per op, so
+// "episodes=0" ends a -benchtime=2000x run with 2,000 steps of history: queries that scan
+// an agent's history show up as figures that rise with -benchtime.
+func BenchmarkStepOverhead(b *testing.B) {
+	for _, n := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("episodes=%d", n), func(b *testing.B) { benchStepOverhead(b, n) })
+	}
+}
+
+func benchStepOverhead(b *testing.B, episodes int) {
+	sup, a, rec := newOverheadSupervisor(b, episodes)
+	events, unsub := sup.Events().Subscribe(a.ID, 0)
+	defer unsub()
+	// Two more subscribers encode every event, as followers on the local API do.
+	var dropped atomic.Bool
+	for range 2 {
+		ch, stop := sup.Events().Subscribe("", 0)
+		defer stop()
+		go drainJSON(ch, &dropped)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := sup.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cancel(); sup.Wait() }()
+
+	var at []time.Time // publish time of every proposal, in order
+	next := func() {
+		timeout := time.NewTimer(10 * time.Second)
+		defer timeout.Stop()
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					b.Fatal("the benchmark's subscription was dropped: it fell behind")
+				}
+				switch ev.Type {
+				case client.EventProposal:
+					at = append(at, ev.Time)
+					return
+				case client.EventError:
+					b.Fatalf("agent error: %s", ev.Message)
+				}
+			case <-timeout.C:
+				got, _ := sup.Agent(context.Background(), a.ID)
+				b.Fatalf("no proposal for 10s; agent = %+v", got)
+			}
+		}
+	}
+	const warm = 3 // the first steps also open connections and probe the model
+	for range warm {
+		next()
+	}
+	for b.Loop() {
+		next()
+	}
+	b.StopTimer()
+	if dropped.Load() {
+		b.Error("a draining subscriber was dropped: it fell behind")
+	}
+	cancel()
+	sup.Wait()
+	reportSteps(b, at, rec.calls(0), warm)
+}
+
+// newOverheadSupervisor returns a supervisor on a fresh store and a fake model that
+// always proposes list_folder, with one continuous agent that has the given number of
+// finished steps behind it. The agent's loop starts with the supervisor.
+func newOverheadSupervisor(b *testing.B, episodes int) (*Supervisor, *client.Agent, *chatRecorder) {
+	// Two spellings of the workspace root, alternated, so the repeat watchdog never fires.
+	replies := [2]string{
+		reply("list_folder", map[string]string{"path": "."}),
+		reply("list_folder", map[string]string{"path": "./."}),
+	}
+	fake := ollamatest.NewFake(b)
+	var n atomic.Int64
+	fake.SetDefault(func(*api.ChatRequest) string { return replies[n.Add(1)%2] })
+
+	rec := newChatRecorder()
+	c, err := llm.New(fake.URL(), &http.Client{Transport: rec})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "agentd.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	sup, err := New(Options{
+		Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: dir,
+		Directives: config.Default().Directives(), Commands: commands.DefaultNames,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Created before Start, so its loop only begins once the history is in place.
+	a, err := sup.CreateAgent(context.Background(), client.CreateAgentRequest{
+		Name: "bench", Description: benchDescription, Goals: benchGoals,
+		Policy: &client.Policy{Mode: "continuous", ContinuousLimit: math.MaxInt32},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if episodes > 0 {
+		seedHistory(b, st, a, episodes)
+	}
+	return sup, a, rec
+}
+
+// reportSteps reports the step figures from the proposals' publish times and the model
+// calls, skipping the first warm proposals. Proposal k came from call k: every fake reply
+// is valid, so there are no retries.
+func reportSteps(b *testing.B, at []time.Time, calls []*chatCall, warm int) {
+	if len(calls) < len(at) {
+		b.Fatalf("%d model calls for %d proposals", len(calls), len(at))
+	}
+	var step, daemon, call, handler []time.Duration
+	for k := warm; k < len(at); k++ {
+		s := at[k].Sub(at[k-1])
+		step = append(step, s)
+		call = append(call, calls[k].dur())
+		daemon = append(daemon, s-calls[k].dur())
+		handler = append(handler, calls[k].final().TotalDuration)
+	}
+	b.ReportMetric(ms(pct(step, .5)), "ms/step-p50")
+	b.ReportMetric(ms(pct(step, .99)), "ms/step-p99")
+	b.ReportMetric(ms(pct(daemon, .5)), "ms/daemon-p50")
+	b.ReportMetric(ms(pct(daemon, .99)), "ms/daemon-p99")
+	b.ReportMetric(ms(pct(call, .5)), "ms/call-p50")
+	b.ReportMetric(ms(pct(call, .99)), "ms/call-p99")
+	b.ReportMetric(ms(pct(handler, .5)), "ms/fake-p50")
+}
+
+// seedHistory gives the agent n finished steps, with the rows a real run leaves behind:
+// a proposal, a decision, an episode and four audit entries each.
+func seedHistory(tb testing.TB, st *store.Store, a *client.Agent, n int) {
+	tb.Helper()
+	err := st.Tx(context.Background(), func(tx *store.Tx) error {
+		for i := 1; i <= n; i++ {
+			args := json.RawMessage(fmt.Sprintf(`{"path":"notes/%04d.txt"}`, i))
+			p := &client.Proposal{
+				ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Step: i, Command: "read_file", Args: args,
+				Hash: Hash("read_file", args), Status: client.ProposalSucceeded, Model: ollamatest.TinyModelName,
+				Thoughts: client.Thoughts{Observations: "a note", Text: "read the next note", Reasoning: "notes hold the facts I need",
+					SelfCriticism: "slow", Plan: "read, then summarize", Speak: "Reading the next note."},
+				Result: fmt.Sprintf("note %d: nothing new here, just a line of text to make the row realistic", i),
+			}
+			if err := tx.InsertProposal(p); err != nil {
+				return err
+			}
+			if err := tx.InsertDecision(&client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "continuous"}); err != nil {
+				return err
+			}
+			if err := tx.InsertEpisode(a.ID, episodeOf(p, "succeeded", p.Result, "")); err != nil {
+				return err
+			}
+			for _, kind := range []string{"proposal", "decision", "started", "succeeded"} {
+				tx.Audit(a.ID, kind, map[string]string{"proposal": p.ID, "command": p.Command})
+			}
+		}
+		sa, err := tx.Agent(a.ID)
+		if err != nil {
+			return err
+		}
+		sa.Step = n
+		return tx.UpdateAgent(sa)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// firstStepInput is the first step of an agent created with a name, a description and
+// goals, under the default configuration's directives.
+func firstStepInput(tb testing.TB, name string) PromptInput {
+	set, err := commands.Resolve(commands.DefaultNames)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return PromptInput{
+		Name: name, Description: benchDescription, Task: "Achieve the goals below.", Goals: benchGoals,
+		Directives: mergeDirectives(config.Default().Directives(), client.Directives{}),
+		Commands:   set, Now: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC),
+	}
+}
+
+// BenchmarkFirstStepPrompt builds the first-step prompt with the default commands and
+// directives and reports its size: chars/prompt; tokens/prompt (prompt_eval_count)
+// when the real server is available, and schema-bytes. The tiny model's vocabulary is
+// bytes and a space is "▁" (3 bytes), so its count runs above the character count; real
+// models' vocabularies need about a quarter as many tokens as characters.
+func BenchmarkFirstStepPrompt(b *testing.B) {
+	in := firstStepInput(b, "bench")
+	var msgs []llm.Message
+	for b.Loop() {
+		msgs = BuildPrompt(in)
+	}
+	chars := PromptChars(msgs)
+	format, _ := json.Marshal(commands.ReplySchema(in.Commands))
+	b.ReportMetric(float64(chars), "chars/prompt")
+	b.ReportMetric(float64(len(in.Commands)), "commands")
+	b.ReportMetric(float64(len(format)), "schema-bytes")
+	if _, err := ollamatest.Binary(); err != nil {
+		b.Logf("first-step prompt: %d characters, %d commands (no real server for tokens: %v)", chars, len(in.Commands), err)
+		return
+	}
+	srv := ollamatest.StartReal(b)
+	c, err := llm.New(srv.URL(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// One token of reply is enough: only prompt_eval_count matters here.
+	res, err := c.Chat(context.Background(), llm.ChatRequest{
+		Model: ollamatest.TinyModelName, Messages: msgs, Format: format, NumCtx: ollamatest.TinyContextLength, NumPredict: 1,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(res.PromptTokens), "tokens/prompt")
+	b.Logf("first-step prompt: %d characters, %d tokens on the tiny model (byte vocabulary), %d commands, schema %d bytes",
+		chars, res.PromptTokens, len(in.Commands), len(format))
+}

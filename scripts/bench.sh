@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# scripts/bench.sh — the DESIGN §7 step benchmarks, with the figures printed one per line.
+#
+#   scripts/bench.sh             # all three
+#   scripts/bench.sh overhead    # BenchmarkStepOverhead: daemon cost per step, instant fake model
+#   scripts/bench.sh prompt      # BenchmarkFirstStepPrompt: first-step prompt size
+#   scripts/bench.sh real        # BenchmarkStepVsBareChat: agentd step ÷ bare /api/chat (real Ollama)
+#
+# Benchmarks report figures and never fail on them. Machine noise is large on 2 busy cores:
+# compare runs made back to back, and prefer the medians over several counts.
+#
+# Environment:
+#   BENCH_COUNT    runs of each benchmark (default 2)
+#   BENCH_STEPS    steps per StepOverhead run (default 2000)
+#   BENCH_PAIRS    agentd/bare pairs per StepVsBareChat mode (default 10; ~10 s a pair)
+#   BENCH_OUT      directory for the raw output (benchstat input) and CPU profiles (default a temp dir)
+#   AGENTD_OLLAMA_BIN  the Ollama binary; else `ollama` on PATH, else scripts/ollama.sh's cache.
+#                  Without one the real-server figures are skipped (scripts/ollama.sh builds it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+what=${1:-all}
+count=${BENCH_COUNT:-2}
+steps=${BENCH_STEPS:-2000}
+pairs=${BENCH_PAIRS:-10}
+out=${BENCH_OUT:-$(mktemp -d -t agentd-bench.XXXXXX)}
+mkdir -p "$out"
+
+ensure_go
+say "building the benchmark binary"
+go test -c -o "$out/agent.test" ./daemon/agent
+
+# run NAME BENCH-REGEXP BENCHTIME [extra flags]: runs one benchmark from $out, keeping the raw output.
+run() {
+	local name=$1 re=$2 benchtime=$3
+	shift 3
+	say "$name: -bench '$re' -benchtime $benchtime -count $count (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+	(cd "$out" && ./agent.test -test.run '^$' -test.bench "$re" -test.benchtime "$benchtime" \
+		-test.count "$count" -test.timeout 60m "$@") | tee -a "$out/raw.txt" | grep -E '^(Benchmark|\s+bench)' >&2 || true
+}
+
+case $what in
+all | overhead) run overhead '^BenchmarkStepOverhead$' "${steps}x" -test.cpuprofile "$out/overhead.prof" ;;&
+all | prompt) run prompt '^BenchmarkFirstStepPrompt$' 1000x ;;&
+all | real) run real '^BenchmarkStepVsBareChat$' "${pairs}x" ;;
+all | overhead | prompt) ;;
+*) die "usage: scripts/bench.sh [all|overhead|prompt|real]" ;;
+esac
+
+# One figure a line: benchmark, metric, value (every count, in order).
+echo "# figures (raw output: $out/raw.txt)"
+awk '/^Benchmark/ { for (i = 3; i < NF; i += 2) printf "%-44s %-24s %s\n", $1, $(i+1), $i }' "$out/raw.txt"
+[ -f "$out/overhead.prof" ] && echo "# CPU profile of the last overhead run: go tool pprof -top $out/agent.test $out/overhead.prof"
+exit 0
