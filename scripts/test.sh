@@ -29,7 +29,9 @@ go vet ./...
 say "go test (unit, loop and integration tests)"
 go test -count=1 -timeout 40m "$@" ./...
 
-say "fuzzing the model-reply parser for ${AGENTD_FUZZTIME:-20s}"
-go test -run '^$' -fuzz '^FuzzParseReply$' -fuzztime "${AGENTD_FUZZTIME:-20s}" ./daemon/llm/
+# A count, not a duration: Go 1.26's fuzz coordinator can fail a run that found nothing
+# when a -fuzztime deadline races a busy worker (golang/go#75804, fixed in Go 1.27).
+say "fuzzing the model-reply parser for ${AGENTD_FUZZ_EXECS:-100000} inputs"
+go test -run '^$' -fuzz '^FuzzParseReply$' -fuzztime "${AGENTD_FUZZ_EXECS:-100000}x" ./daemon/llm/
 
 say "all tests passed"
