@@ -1,0 +1,127 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// Nothing in these tests leaves 127.0.0.1: host names go through fakeDNS (never the
+// system resolver, whose server is off-machine), and every fetcher carries a tripwire
+// that fails the test and aborts the socket before connect(2) if the guard ever lets a
+// non-loopback address through.
+
+// fakeDNS is an injected resolver: a fixed table, plus the legacy numeric forms
+// (2130706433, 017700000001, 0x7f000001, 127.1) that C's inet_aton and so getaddrinfo
+// accept, so the guard is tested against what a real resolver may hand it.
+type fakeDNS map[string][]string
+
+func (d fakeDNS) lookup(_ context.Context, host string) ([]netip.Addr, error) {
+	if ip, ok := inetAton(host); ok {
+		return []netip.Addr{ip}, nil
+	}
+	names, ok := d[strings.ToLower(host)]
+	if !ok {
+		return nil, fmt.Errorf("no such host %q (test resolver)", host)
+	}
+	var out []netip.Addr
+	for _, n := range names {
+		out = append(out, netip.MustParseAddr(n))
+	}
+	return out, nil
+}
+
+// inetAton parses the IPv4 forms inet_aton accepts: 1 to 4 parts, each decimal, octal
+// (leading 0) or hex (0x); the last part fills the remaining bytes.
+func inetAton(s string) (netip.Addr, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var vals []uint64
+	for _, p := range parts {
+		v, err := strconv.ParseUint(p, 0, 32) // base 0: 0x hex, 0 octal, else decimal
+		if err != nil || p == "" {
+			return netip.Addr{}, false
+		}
+		vals = append(vals, v)
+	}
+	var n uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 255 {
+			return netip.Addr{}, false
+		}
+		n |= v << (24 - 8*i)
+	}
+	last := vals[len(vals)-1]
+	if last >= 1<<(8*(5-len(vals))) {
+		return netip.Addr{}, false
+	}
+	n |= last
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
+}
+
+// server is a loopback test server that counts the requests it got.
+type server struct {
+	*httptest.Server
+	hits atomic.Int64
+}
+
+func newServer(t *testing.T, h http.HandlerFunc) *server {
+	t.Helper()
+	s := &server{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		h(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func (s *server) addrPort() netip.AddrPort {
+	return netip.MustParseAddrPort(strings.TrimPrefix(s.URL, "http://"))
+}
+
+func (s *server) port() string { return strconv.Itoa(int(s.addrPort().Port())) }
+
+// siteURL is the server reached under the fake public name site.test.
+func (s *server) siteURL(path string) string { return "http://site.test:" + s.port() + path }
+
+// guarded returns a fetcher with the guard on (AllowPrivate false) that may reach exactly
+// the given servers' address and port, nothing else, and resolves names through dns.
+func guarded(t *testing.T, dns fakeDNS, allowed ...*server) *Fetcher {
+	t.Helper()
+	ok := map[netip.AddrPort]bool{}
+	for _, s := range allowed {
+		ok[s.addrPort()] = true
+	}
+	if dns == nil {
+		dns = fakeDNS{}
+	}
+	if _, set := dns["site.test"]; !set {
+		dns["site.test"] = []string{"127.0.0.1"}
+	}
+	return &Fetcher{
+		Resolver:      dns.lookup,
+		allowAddr:     func(ap netip.AddrPort) bool { return ok[ap] },
+		beforeConnect: tripwire(t),
+	}
+}
+
+// tripwire refuses, and fails the test for, any connection that is not local.
+func tripwire(t *testing.T) func(netip.AddrPort) error {
+	return func(ap netip.AddrPort) error {
+		ip := ap.Addr().Unmap()
+		if ip.IsLoopback() || ip.IsUnspecified() {
+			return nil
+		}
+		t.Errorf("tripwire: the fetcher tried to connect to %s", ap)
+		return fmt.Errorf("tripwire: %s is not loopback", ap)
+	}
+}

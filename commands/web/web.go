@@ -1,0 +1,35 @@
+// Package web holds the web commands and their safety: an SSRF-guarded fetcher, HTML to
+// text, and search backends.
+//
+// The daemon builds the two commands from its config (they are not registered at init):
+// NewWebSearch over a Searcher (SearxNG, DuckDuckGoHTML, or a Fallback of both) and
+// NewReadWebpage over a Fetcher and a callback that asks the model about a page.
+//
+// The Fetcher is the only way a model-chosen URL is fetched. It refuses private, loopback,
+// link-local and other non-public addresses when it dials, on the address it is about to
+// connect to, so a hostname that resolves (or re-resolves) to a private address and a
+// redirect to one are both caught. Search backends are different: they only ever talk to
+// the base URL the operator configured, which may well be a SearxNG on localhost.
+package web
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// cutText cuts s to at most limit bytes on a UTF-8 boundary and reports whether it did.
+func cutText(s string, limit int) (string, bool) {
+	if limit <= 0 || len(s) <= limit {
+		return s, false
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut], true
+}
+
+// oneLine collapses runs of white space, newlines included, to single spaces.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
