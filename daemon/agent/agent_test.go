@@ -257,6 +257,9 @@ func TestDenyStopsRun(t *testing.T) {
 func TestFeedbackGoesToModel(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}), reply("list_folder", map[string]string{"path": "."}))
+	sideEffectMu.Lock()
+	before := sideEffectRuns
+	sideEffectMu.Unlock()
 	a := h.create(client.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	if _, err := h.decide(a.ID, p, "please look around first"); err != nil {
@@ -272,7 +275,7 @@ func TestFeedbackGoesToModel(t *testing.T) {
 	}
 	sideEffectMu.Lock()
 	defer sideEffectMu.Unlock()
-	if sideEffectRuns != 0 {
+	if sideEffectRuns != before {
 		t.Error("feedback ran the command")
 	}
 }

@@ -131,22 +131,20 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
 	return true
 }
 
-// next decides the loop's next action from the stored state. Auto-approval by policy
-// happens here, in the same transaction that reads the pending proposal.
+// next decides the loop's next action from the stored state. It only reads, except to
+// show awaiting_decision; a policy's approval is recorded by execute, in the same
+// transaction that starts the command.
 func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var act action
 	var prop *client.Proposal
-	var events []client.Event
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		act, prop, events = actStop, nil, nil
-		a, err := tx.Agent(r.id)
-		if err != nil {
+	var a *store.Agent
+	err := r.s.st.View(ctx, func(tx *store.Tx) error {
+		act, prop = actStop, nil
+		var err error
+		if a, err = tx.Agent(r.id); err != nil || !active(a.State) {
 			return err
-		}
-		if !active(a.State) {
-			return nil
 		}
 		p, err := tx.OpenProposal(a.ID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -155,50 +153,39 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 		} else if err != nil {
 			return err
 		}
-		prop = p
+		prop, act = p, actWait
 		switch p.Status {
 		case client.ProposalApproved:
 			act = actExecute
-			return nil
 		case client.ProposalPending:
-			if d := r.autoDecision(a, p); d != nil {
-				if _, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalPending); err != nil {
-					return err
-				}
-				if err := tx.InsertDecision(d); err != nil {
-					return err
-				}
-				tx.Audit(a.ID, "decision", d)
-				if err := tx.UpdateAgent(a); err != nil {
-					return err
-				}
-				events = append(events, client.Event{Type: client.EventDecision, AgentID: a.ID, Decision: d})
+			probe := *a // autoDecision counts down the policy; here it only asks
+			if r.autoDecision(&probe, p) != nil {
 				act = actExecute
-				return nil
 			}
 		case client.ProposalStarted:
-			if p.Command != commands.AskUser {
-				// Recovery turns these into interrupted or approved at start; seeing one
-				// here means its execution is still finishing. Wait for it.
-				act = actWait
-				return nil
-			}
-		}
-		act = actWait
-		if a.State != client.StateAwaitingDecision {
-			a.State = client.StateAwaitingDecision
-			if err := tx.UpdateAgent(a); err != nil {
-				return err
-			}
-			v, _ := view(tx, a)
-			events = append(events, client.Event{Type: client.EventState, AgentID: a.ID, Agent: v})
+			// Recovery turns these into interrupted or approved at start; seeing one here
+			// means an execution is still finishing, or an ask_user question is open.
 		}
 		return nil
 	})
-	if err == nil {
-		for _, ev := range events {
-			r.s.events.Publish(ev)
+	if err != nil || act != actWait || a.State == client.StateAwaitingDecision {
+		return act, prop, err
+	}
+	var v *client.Agent
+	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := tx.Agent(r.id)
+		if err != nil || cur.State != a.State {
+			return err // changed meanwhile: the next round sees it
 		}
+		cur.State = client.StateAwaitingDecision
+		if err := tx.UpdateAgent(cur); err != nil {
+			return err
+		}
+		v, err = view(tx, cur)
+		return err
+	})
+	if err == nil && v != nil {
+		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
 	}
 	return act, prop, err
 }
@@ -268,6 +255,9 @@ func (r *runner) setState(ctx context.Context, state client.AgentState, reason s
 	}
 }
 
+// errNotApproved stops an execution whose proposal is no longer approved or approvable.
+var errNotApproved = errors.New("proposal not approved")
+
 // execute runs an approved proposal with a write-ahead record: approved → started →
 // succeeded|failed. ask_user stops at started: the question waits for its answer.
 func (r *runner) execute(ctx context.Context, p *client.Proposal) {
@@ -275,15 +265,32 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 	var a *store.Agent
 	var v *client.Agent
 	var q *client.Question
+	var decided *client.Decision
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		var err error
 		if a, err = tx.Agent(r.id); err != nil {
 			return err
 		}
+		if p.Status == client.ProposalPending {
+			// Approved by policy: the decision and the start land together.
+			if decided = r.autoDecision(a, p); decided == nil {
+				return errNotApproved
+			}
+			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalPending); err != nil || !ok {
+				if err == nil {
+					err = errNotApproved
+				}
+				return err
+			}
+			if err := tx.InsertDecision(decided); err != nil {
+				return err
+			}
+			tx.Audit(a.ID, "decision", decided)
+		}
 		if moved, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalApproved); err != nil || !moved {
 			if err == nil {
-				err = fmt.Errorf("proposal %s is no longer approved", p.ID)
+				err = errNotApproved
 			}
 			return err
 		}
@@ -311,10 +318,16 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 		r.cancelExec = cancel
 	}
 	r.mu.Unlock()
+	if errors.Is(err, errNotApproved) {
+		return // decided otherwise meanwhile; the next round sees it
+	}
 	if err != nil {
 		r.s.log.Error("starting command", "agent", r.id, "proposal", p.ID, "err", err)
 		r.sleep(ctx, time.Second)
 		return
+	}
+	if decided != nil {
+		r.s.events.Publish(client.Event{Type: client.EventDecision, AgentID: r.id, Decision: decided})
 	}
 	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
 	if q != nil {
