@@ -259,7 +259,7 @@ func (s *Schema) validate(path string, v any, probs *[]string) {
 	case "object":
 		m, ok := v.(map[string]any)
 		if !ok {
-			add("want an object, got %s", kindOf(v))
+			add("want an object, got %s", KindOf(v))
 			return
 		}
 		for _, r := range s.Required {
@@ -285,7 +285,7 @@ func (s *Schema) validate(path string, v any, probs *[]string) {
 	case "string":
 		str, ok := v.(string)
 		if !ok {
-			add("want a string, got %s", kindOf(v))
+			add("want a string, got %s", KindOf(v))
 			return
 		}
 		if s.Const != nil && str != *s.Const {
@@ -308,7 +308,7 @@ func (s *Schema) validate(path string, v any, probs *[]string) {
 			if s.Type == "integer" {
 				want = "an integer"
 			}
-			add("want %s, got %s", want, kindOf(v))
+			add("want %s, got %s", want, KindOf(v))
 			return
 		}
 		if s.Type == "integer" && f != float64(int64(f)) {
@@ -322,12 +322,12 @@ func (s *Schema) validate(path string, v any, probs *[]string) {
 		}
 	case "boolean":
 		if _, ok := v.(bool); !ok {
-			add("want a boolean, got %s", kindOf(v))
+			add("want a boolean, got %s", KindOf(v))
 		}
 	case "array":
 		a, ok := v.([]any)
 		if !ok {
-			add("want an array, got %s", kindOf(v))
+			add("want an array, got %s", KindOf(v))
 			return
 		}
 		if s.MinItems != nil && len(a) < *s.MinItems {
@@ -369,7 +369,8 @@ func (s *Schema) propNames() []string {
 	return n
 }
 
-func kindOf(v any) string {
+// KindOf names the JSON kind of a decoded value ("an object", "a string", ...) for error messages.
+func KindOf(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"

@@ -48,7 +48,7 @@ func convertSchema(in any) (params *commands.Schema, dropped []string, err error
 	}
 	root, ok := in.(map[string]any)
 	if !ok {
-		return nil, nil, fmt.Errorf("input schema is %s, not an object schema", kindOf(in))
+		return nil, nil, fmt.Errorf("input schema is %s, not an object schema", commands.KindOf(in))
 	}
 	c := &converter{root: root, active: map[string]bool{}}
 	m, _, err := c.unfold("$", root)
@@ -90,7 +90,7 @@ func (c *converter) node(path string, v any, depth int) (*commands.Schema, error
 		if b, isBool := v.(bool); isBool && b {
 			return nil, fmt.Errorf("%s: accepts any value; only typed values are supported", path)
 		}
-		return nil, fmt.Errorf("%s: %s is not a schema", path, kindOf(v))
+		return nil, fmt.Errorf("%s: %s is not a schema", path, commands.KindOf(v))
 	}
 	m, refs, err := c.unfold(path, m)
 	if err != nil {
@@ -338,7 +338,7 @@ func typeOf(path string, m map[string]any) (string, error) {
 		return types[0], nil
 	case nil:
 	default:
-		return "", fmt.Errorf("%s: type is %s, not a string", path, kindOf(t))
+		return "", fmt.Errorf("%s: type is %s, not a string", path, commands.KindOf(t))
 	}
 	switch {
 	case m["properties"] != nil:
@@ -420,22 +420,6 @@ func without(m map[string]any, keys ...string) map[string]any {
 		delete(out, k)
 	}
 	return out
-}
-
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	}
-	return "a number"
 }
 
 // commandName makes `server.tool` from a tool's name: snake_case, then anything outside
