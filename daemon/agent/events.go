@@ -56,6 +56,10 @@ func (b *Broker) Publish(ev client.Event) client.Event {
 		}
 		select {
 		case s.ch <- ev:
+			if ev.Type == client.EventRemoved && s.agent != "" {
+				close(s.ch) // nothing more will come for a deleted agent
+				delete(b.subs, s)
+			}
 		default:
 			close(s.ch)
 			delete(b.subs, s)

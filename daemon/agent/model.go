@@ -28,6 +28,12 @@ func (m *modelState) info() *llm.ModelInfo {
 	return m.probed
 }
 
+func (m *modelState) probedOK(info *llm.ModelInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.probed, m.lastErr = info, nil
+}
+
 func (m *modelState) failed(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -98,17 +104,14 @@ func (s *Supervisor) probeLoop(ctx context.Context) {
 		info, err := s.opt.LLM.Probe(pctx, s.opt.Model)
 		cancel()
 		wait := time.Minute
-		s.model.mu.Lock()
 		if err != nil {
-			s.model.lastErr = err
-			s.model.probed = nil
+			s.model.failed(err) // the last good probe stays: the model's limits do not change when it is away
 			attempt++
 			wait = s.opt.Backoff(attempt)
 		} else {
-			s.model.probed, s.model.lastErr = info, nil
+			s.model.probedOK(info)
 			attempt = 0
 		}
-		s.model.mu.Unlock()
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("model probe failed", "model", s.opt.Model, "err", err)
 		} else if err == nil && attempt == 0 {

@@ -70,10 +70,13 @@ const (
 )
 
 func (r *runner) loop(ctx context.Context) {
+	stopped := false // running was cleared under s.mu on the way out: a new loop may own it now
 	defer func() {
-		r.s.mu.Lock()
-		r.running = false
-		r.s.mu.Unlock()
+		if !stopped {
+			r.s.mu.Lock()
+			r.running = false
+			r.s.mu.Unlock()
+		}
 	}()
 	for ctx.Err() == nil {
 		act, p, err := r.next(ctx)
@@ -101,7 +104,7 @@ func (r *runner) loop(ctx context.Context) {
 				continue
 			default:
 			}
-			r.running = false
+			r.running, stopped = false, true
 			r.s.mu.Unlock()
 			return
 		case actWait:
@@ -140,6 +143,7 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 	var act action
 	var prop *client.Proposal
 	var a *store.Agent
+	lost := false
 	err := r.s.st.View(ctx, func(tx *store.Tx) error {
 		act, prop = actStop, nil
 		var err error
@@ -158,17 +162,22 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 		case client.ProposalApproved:
 			act = actExecute
 		case client.ProposalPending:
+			prev, err := tx.ProposalBefore(p)
+			if err != nil {
+				return err
+			}
 			probe := *a // autoDecision counts down the policy; here it only asks
-			if r.autoDecision(&probe, p) != nil {
+			if r.autoDecision(&probe, p, prev) != nil {
 				act = actExecute
 			}
 		case client.ProposalStarted:
-			// Recovery turns these into interrupted or approved at start; seeing one here
-			// means an execution is still finishing, or an ask_user question is open.
+			// With one loop per agent nothing else executes: a started command here lost
+			// its result (the store refused the write); an ask_user question waits.
+			lost = p.Command != commands.AskUser
 		}
 		return nil
 	})
-	if err != nil || act != actWait || a.State == client.StateAwaitingDecision {
+	if err != nil || act != actWait || (a.State == client.StateAwaitingDecision && !lost) {
 		return act, prop, err
 	}
 	var v *client.Agent
@@ -176,6 +185,13 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 		cur, err := tx.Agent(r.id)
 		if err != nil || cur.State != a.State {
 			return err // changed meanwhile: the next round sees it
+		}
+		if lost {
+			if _, err := tx.SetProposalStatus(prop.ID, client.ProposalInterrupted, nil, client.ProposalStarted); err != nil {
+				return err
+			}
+			cur.StateReason = "the result of " + prop.Command + " could not be recorded; it may or may not have run: decide again"
+			tx.Audit(cur.ID, "interrupted", map[string]string{"proposal": prop.ID, "command": prop.Command})
 		}
 		cur.State = client.StateAwaitingDecision
 		if err := tx.UpdateAgent(cur); err != nil {
@@ -192,13 +208,15 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 
 // autoDecision returns the decision the agent's policy makes for p, or nil to ask a person.
 // It updates a.Policy's counters; the caller persists a.
-func (r *runner) autoDecision(a *store.Agent, p *client.Proposal) *client.Decision {
+// prev is the proposal before p in its run (nil for the first): a repeat of it always goes
+// to a person, whatever the policy.
+func (r *runner) autoDecision(a *store.Agent, p, prev *client.Proposal) *client.Decision {
 	if p.Command == commands.AskUser {
 		// Asking is harmless, and the person's answer is their decision.
 		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "ask_user needs no approval"}
 	}
-	if a.StateReason != "" && a.State == client.StateAwaitingDecision {
-		return nil // the watchdog asked a person explicitly
+	if prev != nil && prev.Hash == p.Hash {
+		return nil // the watchdog asks a person about a repeat
 	}
 	switch a.Policy.Mode {
 	case "auto":
@@ -272,9 +290,16 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 		if a, err = tx.Agent(r.id); err != nil {
 			return err
 		}
+		if !active(a.State) {
+			return errNotApproved // paused or stopped since next() looked
+		}
 		if p.Status == client.ProposalPending {
 			// Approved by policy: the decision and the start land together.
-			if decided = r.autoDecision(a, p); decided == nil {
+			prev, err := tx.ProposalBefore(p)
+			if err != nil {
+				return err
+			}
+			if decided = r.autoDecision(a, p, prev); decided == nil {
 				return errNotApproved
 			}
 			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalPending); err != nil || !ok {
@@ -378,7 +403,8 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 	var v *client.Agent
 	r.mu.Lock()
 	r.cancelExec = nil
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+	r.mu.Unlock()
+	record := func(tx *store.Tx) error {
 		if _, err := tx.SetProposalStatus(p.ID, status, &result, client.ProposalStarted); err != nil {
 			return err
 		}
@@ -390,8 +416,11 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 		if err != nil {
 			return err
 		}
+		if a.RunID != p.RunID {
+			return nil // stopped and given a new task while this ran
+		}
 		if finished {
-			if err := tx.EndRun(a.RunID, "finished", out); err != nil {
+			if err := tx.EndRun(p.RunID, "finished", out); err != nil {
 				return err
 			}
 			a.State, a.StateReason, a.Policy.AutoSteps = client.StateIdle, "finished: "+cut(out, 200), 0
@@ -406,13 +435,28 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 		}
 		v, err = view(tx, a)
 		return err
-	})
-	r.mu.Unlock()
-	if err != nil {
-		r.s.log.Error("recording result", "agent", r.id, "proposal", p.ID, "err", err)
-		return
+	}
+	// The command ran: its result must land. Retry while the store refuses (busy, disk
+	// full); if the daemon stops first, the restart shows it as interrupted.
+	for attempt := 1; ; attempt++ {
+		r.mu.Lock()
+		err := r.s.st.Tx(ctx, record)
+		r.mu.Unlock()
+		if errors.Is(err, store.ErrNotFound) {
+			return // the agent was deleted
+		}
+		if err == nil {
+			break
+		}
+		r.s.log.Error("recording result", "agent", r.id, "proposal", p.ID, "attempt", attempt, "err", err)
+		if !r.sleep(ctx, r.s.opt.Backoff(attempt)) {
+			return
+		}
 	}
 	r.s.events.Publish(client.Event{Type: client.EventResult, AgentID: r.id, Episode: ep})
+	if v == nil {
+		return // its run had been replaced: the agent's state is the new run's
+	}
 	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
 	if finished {
 		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: r.id, Agent: v, Message: out})

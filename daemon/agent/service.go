@@ -367,6 +367,17 @@ func (s *Supervisor) Task(ctx context.Context, ref string, task string) (*client
 		if a.State != client.StateIdle && a.State != client.StateFailed {
 			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
 		}
+		// Nothing of the last run may be decided in the new one.
+		if p, err := tx.OpenProposal(a.ID); err == nil && p.Status != client.ProposalStarted {
+			if _, err := tx.SetProposalStatus(p.ID, client.ProposalSuperseded, nil, p.Status); err != nil {
+				return err
+			}
+		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := tx.ClearQuestions(a.ID); err != nil {
+			return err
+		}
 		a.RunID, a.Task, a.Step, a.Strikes = newID("r-"), task, 0, 0
 		a.State, a.StateReason = client.StateThinking, ""
 		if err := tx.StartRun(a.RunID, a.ID, task); err != nil {

@@ -160,6 +160,19 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			return err
 		}
 		for _, p := range started {
+			a, err := tx.Agent(p.AgentID)
+			if err != nil {
+				return err
+			}
+			if !active(a.State) || p.RunID != a.RunID {
+				// Its run was stopped or replaced while it ran: record it, ask no one.
+				msg := "interrupted by a daemon restart after its run had ended"
+				if _, err := tx.SetProposalStatus(p.ID, client.ProposalFailed, &msg, client.ProposalStarted); err != nil {
+					return err
+				}
+				tx.Audit(p.AgentID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command, "run": "ended"})
+				continue
+			}
 			if p.Command == commands.AskUser {
 				continue // the question is still open; the answer completes it
 			}
@@ -174,13 +187,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			if _, err := tx.SetProposalStatus(p.ID, client.ProposalInterrupted, nil, client.ProposalStarted); err != nil {
 				return err
 			}
-			a, err := tx.Agent(p.AgentID)
-			if err != nil {
-				return err
-			}
-			if active(a.State) {
-				a.State = client.StateAwaitingDecision
-			}
+			a.State = client.StateAwaitingDecision
 			a.StateReason = "the daemon stopped while " + p.Command + " ran; it may or may not have finished: decide again"
 			if err := tx.UpdateAgent(a); err != nil {
 				return err

@@ -57,11 +57,24 @@ func (r *runner) think(ctx context.Context) {
 
 	if a.Description == "" {
 		if err := r.generateProfile(stepCtx, a); err != nil {
-			r.modelError(ctx, err)
+			if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
+				r.modelError(ctx, err) // not a pause or stop
+			}
 			return
 		}
 	}
 	info := r.s.model.info()
+	if info == nil {
+		// No probe has answered yet: learn the context length before the first prompt.
+		var err error
+		if info, err = r.s.opt.LLM.Probe(stepCtx, r.s.opt.Model); err != nil {
+			if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
+				r.modelError(ctx, err)
+			}
+			return
+		}
+		r.s.model.probedOK(info)
+	}
 	numCtx := r.s.opt.MaxContext
 	if info != nil && info.ContextLength > 0 && info.ContextLength < numCtx {
 		numCtx = info.ContextLength
@@ -95,7 +108,9 @@ func (r *runner) think(ctx context.Context) {
 		return
 	}
 	r.waitAttempt = 0
-	r.s.model.calibrate(PromptChars(msgs), res.PromptTokens)
+	if res.PromptTokens < numCtx { // a count capped at num_ctx says nothing about chars per token
+		r.s.model.calibrate(PromptChars(msgs), res.PromptTokens)
+	}
 	r.propose(ctx, a, last, model, res)
 }
 

@@ -76,11 +76,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		ready()
 	}
 
+	var runErr error
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
 		if !errors.Is(err, http.ErrServerClosed) {
-			log.Error("api server stopped", "err", err)
+			runErr = fmt.Errorf("api server: %w", err) // exit non-zero so a supervisor restarts us
 		}
 	}
 	log.Info("agentd shutting down")
@@ -91,5 +92,5 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	sup.Wait()
 	os.Remove(cfg.Socket)
 	log.Info("agentd stopped")
-	return nil
+	return runErr
 }

@@ -218,6 +218,16 @@ func (t *Tx) LastProposal(agentID, runID string) (*client.Proposal, error) {
 		WHERE agent_id=? AND run_id=? ORDER BY created_at DESC, rowid DESC LIMIT 1`, agentID, runID))
 }
 
+// ProposalBefore returns the proposal made just before p in p's run, or nil.
+func (t *Tx) ProposalBefore(p *client.Proposal) (*client.Proposal, error) {
+	prev, err := scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals
+		WHERE agent_id=? AND run_id=? AND step<? ORDER BY step DESC, rowid DESC LIMIT 1`, p.AgentID, p.RunID, p.Step))
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	return prev, err
+}
+
 // Proposals lists an agent's proposals, oldest first.
 func (t *Tx) Proposals(agentID string) ([]client.Proposal, error) {
 	return t.proposals(`agent_id=?`, agentID)
