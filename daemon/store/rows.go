@@ -215,7 +215,7 @@ func (t *Tx) OpenProposal(agentID string) (*client.Proposal, error) {
 // LastProposal returns the agent's most recent proposal in run, or ErrNotFound.
 func (t *Tx) LastProposal(agentID, runID string) (*client.Proposal, error) {
 	return scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals
-		WHERE agent_id=? AND run_id=? ORDER BY created_at DESC, rowid DESC LIMIT 1`, agentID, runID))
+		WHERE agent_id=? AND run_id=? ORDER BY step DESC, rowid DESC LIMIT 1`, agentID, runID))
 }
 
 // ProposalBefore returns the proposal made just before p in p's run, or nil.

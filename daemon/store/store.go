@@ -126,6 +126,8 @@ var migrations = []string{
 	// every proposal the agent ever made.
 	`CREATE INDEX proposals_open ON proposals(agent_id, created_at)
 		WHERE status IN ('pending','interrupted','approved','started');`,
+	// Each step reads the run's latest proposal and the one before a pending proposal.
+	`CREATE INDEX proposals_run_step ON proposals(agent_id, run_id, step);`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
