@@ -120,3 +120,23 @@ func TestFitHistoryStaysInBudget(t *testing.T) {
 		in.Episodes = nil
 	}
 }
+
+func TestLongTaskIsCutToFit(t *testing.T) {
+	s := &Supervisor{}
+	set, _ := commands.Resolve(commands.DefaultNames)
+	in := PromptInput{Name: "x", Description: "y", Task: strings.Repeat("do the thing. ", 570), Commands: set, Now: time.Unix(0, 0)}
+	for _, numCtx := range []int{2048, 3000} {
+		in := in
+		in.Task = s.fitTask(in, numCtx)
+		chars := PromptChars(BuildPrompt(in))
+		if float64(chars) > float64(numCtx-replyReserve(numCtx))*defaultCharsPerToken {
+			t.Errorf("num_ctx %d: prompt %d chars exceeds the budget", numCtx, chars)
+		}
+		if !strings.HasSuffix(in.Task, "context]") {
+			t.Errorf("num_ctx %d: cut task carries no note", numCtx)
+		}
+	}
+	if got := s.fitTask(PromptInput{Task: "short", Commands: set}, 8192); got != "short" {
+		t.Errorf("a short task was changed: %q", got)
+	}
+}

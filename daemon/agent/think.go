@@ -89,6 +89,7 @@ func (r *runner) think(ctx context.Context) {
 		model = r.s.opt.SmartModel
 		in.Notes = append(in.Notes, "You proposed the same command with the same arguments twice in a row. It did not help: choose a different command or different arguments.")
 	}
+	in.Task = r.s.fitTask(in, numCtx)
 	in.Episodes = r.s.fitHistory(in, eps, numCtx)
 	msgs := BuildPrompt(in)
 	// The reply may use all the context the prompt leaves: a cut-off reply is an invalid one.
@@ -112,6 +113,22 @@ func (r *runner) think(ctx context.Context) {
 		r.s.model.calibrate(PromptChars(msgs), res.PromptTokens)
 	}
 	r.propose(ctx, a, last, model, res)
+}
+
+// fitTask cuts a task too long for the context, keeping its start, so that the prompt
+// without history still leaves room for the reply. History is fitted after this.
+func (s *Supervisor) fitTask(in PromptInput, numCtx int) string {
+	budget := int(float64(numCtx-replyReserve(numCtx)) * s.model.charsPerToken())
+	over := PromptChars(BuildPrompt(in)) - budget
+	if over <= 0 {
+		return in.Task
+	}
+	const note = " …[cut to fit the model's context]"
+	keep := max(200, len(in.Task)-over-len(note)-8) // 8: cut adds an ellipsis
+	if keep >= len(in.Task) {
+		return in.Task
+	}
+	return cut(in.Task, keep) + note
 }
 
 // fitHistory keeps the newest episodes that fit the context budget, oldest first.
