@@ -73,29 +73,45 @@ func fenced(s string) (string, bool) {
 	}
 }
 
+// strScan tracks whether a byte-by-byte walk over JSON text is inside a string.
+type strScan struct{ inStr, esc bool }
+
+// structural reports whether ch, the next byte, is outside any string and not a quote:
+// a byte that can be JSON structure.
+func (sc *strScan) structural(ch byte) bool {
+	switch {
+	case sc.inStr && sc.esc:
+		sc.esc = false
+	case sc.inStr && ch == '\\':
+		sc.esc = true
+	case sc.inStr && ch == '"':
+		sc.inStr = false
+	case sc.inStr:
+	case ch == '"':
+		sc.inStr = true
+	default:
+		return true
+	}
+	return false
+}
+
 // objectEnd returns the index just past the object that opens at s[start], or -1 if it
 // never closes or a closer does not match its opener. Only JSON's double-quoted strings
 // are recognized.
 func objectEnd(s string, start int) int {
 	var open []byte // the expected closers, innermost last
-	inStr, esc := false, false
+	var sc strScan
 	for i := start; i < len(s); i++ {
 		ch := s[i]
-		switch {
-		case inStr && esc:
-			esc = false
-		case inStr && ch == '\\':
-			esc = true
-		case inStr && ch == '"':
-			inStr = false
-		case inStr:
-		case ch == '"':
-			inStr = true
-		case ch == '{':
+		if !sc.structural(ch) {
+			continue
+		}
+		switch ch {
+		case '{':
 			open = append(open, '}')
-		case ch == '[':
+		case '[':
 			open = append(open, ']')
-		case ch == '}' || ch == ']':
+		case '}', ']':
 			if open[len(open)-1] != ch {
 				return -1
 			}
@@ -113,20 +129,10 @@ func objectEnd(s string, start int) int {
 func dropTrailingCommas(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
-	inStr, esc := false, false
+	var sc strScan
 	for i := 0; i < len(s); i++ {
 		ch := s[i]
-		switch {
-		case inStr && esc:
-			esc = false
-		case inStr && ch == '\\':
-			esc = true
-		case inStr && ch == '"':
-			inStr = false
-		case inStr:
-		case ch == '"':
-			inStr = true
-		case ch == ',':
+		if sc.structural(ch) && ch == ',' {
 			j := i + 1
 			for j < len(s) && strings.IndexByte(" \t\r\n", s[j]) >= 0 {
 				j++
