@@ -193,8 +193,9 @@ func TestFollowJSONPrintsEventsAndReadsNoInput(t *testing.T) {
 			t.Errorf("line %d = %s (%v), want event seq %d", i, l, err, sent[i].Seq)
 		}
 	}
-	if n := strings.Count(r.stderr, "input closed"); n != 1 {
-		t.Errorf("stderr has the input-closed note %d times, want once:\n%s", n, r.stderr)
+	// The note races the end of the stream (stdin is empty from the start): at most once.
+	if n := strings.Count(r.stderr, "input closed"); n > 1 {
+		t.Errorf("stderr has the input-closed note %d times, want at most once:\n%s", n, r.stderr)
 	}
 }
 
