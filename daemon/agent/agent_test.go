@@ -517,6 +517,7 @@ func TestDecisionErrors(t *testing.T) {
 		{"bad_kind", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "maybe"}, client.ErrBadRequest},
 		{"empty_feedback", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "feedback"}, client.ErrBadRequest},
 		{"negative_count", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "approve", Count: -2}, client.ErrBadRequest},
+		{"spoofed_policy", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "approve", Source: "policy"}, client.ErrBadRequest},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -39,8 +39,11 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 	default:
 		return nil, badRequest("kind %q: use approve, deny or feedback", req.Kind)
 	}
-	if req.Source == "" {
+	switch req.Source {
+	case "":
 		req.Source = "api"
+	case "policy":
+		return nil, badRequest(`source "policy" is reserved for the daemon's own approvals`)
 	}
 	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, Source: req.Source}
 	var ep *client.Episode
@@ -59,7 +62,7 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, p.Status); err != nil || !ok {
 				return alreadyDecided(tx, p.ID, err)
 			}
-			if d.Count > 1 {
+			if d.Count > 1 && a.Policy.Mode != "continuous" { // continuous approves them anyway
 				a.Policy.Mode, a.Policy.AutoSteps = "auto", d.Count-1
 			}
 			if active(a.State) {
