@@ -48,7 +48,7 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, Source: req.Source}
 	var ep *client.Episode
 	var finished bool
-	a, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		p, err := decidable(tx, a, req.ProposalID)
 		if err != nil {
 			return err
@@ -91,16 +91,18 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 			return tx.InsertEpisode(a.ID, ep)
 		}
 		return nil
+	}, func(a *client.Agent) []client.Event {
+		evs := []client.Event{{Type: client.EventDecision, AgentID: a.ID, Decision: d}}
+		if ep != nil {
+			evs = append(evs, client.Event{Type: client.EventResult, AgentID: a.ID, Episode: ep})
+		}
+		if finished {
+			evs = append(evs, client.Event{Type: client.EventFinish, AgentID: a.ID, Agent: a, Message: a.StateReason})
+		}
+		return evs
 	})
 	if err != nil {
 		return nil, err
-	}
-	s.events.Publish(client.Event{Type: client.EventDecision, AgentID: a.ID, Decision: d})
-	if ep != nil {
-		s.events.Publish(client.Event{Type: client.EventResult, AgentID: a.ID, Episode: ep})
-	}
-	if finished {
-		s.events.Publish(client.Event{Type: client.EventFinish, AgentID: a.ID, Agent: a, Message: a.StateReason})
 	}
 	return d, nil
 }
@@ -159,7 +161,7 @@ func (s *Supervisor) Answer(ctx context.Context, ref string, req client.AnswerRe
 		return badRequest("answer is %d bytes: at most 8000", len(text))
 	}
 	var ep *client.Episode
-	a, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		q, err := tx.Question(a.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			return conflict("agent %s has no open question", a.Name)
@@ -190,10 +192,8 @@ func (s *Supervisor) Answer(ctx context.Context, ref string, req client.AnswerRe
 			a.State, a.StateReason = client.StateThinking, ""
 		}
 		return nil
+	}, func(a *client.Agent) []client.Event {
+		return []client.Event{{Type: client.EventResult, AgentID: a.ID, Episode: ep}}
 	})
-	if err != nil {
-		return err
-	}
-	s.events.Publish(client.Event{Type: client.EventResult, AgentID: a.ID, Episode: ep})
-	return nil
+	return err
 }

@@ -267,10 +267,10 @@ func (r *runner) setState(ctx context.Context, state client.AgentState, reason s
 		v, err = view(tx, a)
 		return err
 	})
-	r.mu.Unlock()
 	if err == nil && v != nil {
 		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
 	}
+	r.mu.Unlock()
 }
 
 // errNotApproved stops an execution whose proposal is no longer approved or approvable.

@@ -260,6 +260,13 @@ func (s *Supervisor) Subscribe(ref string, since int64) (<-chan client.Event, fu
 // mutate runs fn on the agent under its runner's lock in one transaction, then publishes
 // the agent's new state and wakes its loop.
 func (s *Supervisor) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error) {
+	return s.mutateThen(ctx, ref, fn, nil)
+}
+
+// mutateThen is mutate that also publishes events(agent) before the state event. Events
+// are published under the agent's lock, so followers see them in the order of the commits,
+// and before the loop is woken, so a decision is never shown after its result.
+func (s *Supervisor) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*client.Agent) []client.Event) (*client.Agent, error) {
 	var id string
 	if err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
@@ -289,11 +296,18 @@ func (s *Supervisor) mutate(ctx context.Context, ref string, fn func(tx *store.T
 		out, err = view(tx, a)
 		return err
 	})
+	if err == nil {
+		if events != nil {
+			for _, ev := range events(out) {
+				s.events.Publish(ev)
+			}
+		}
+		s.events.Publish(client.Event{Type: client.EventState, AgentID: id, Agent: out})
+	}
 	r.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	s.events.Publish(client.Event{Type: client.EventState, AgentID: id, Agent: out})
 	if active(out.State) {
 		s.kick(id)
 	}
