@@ -333,8 +333,8 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}
-		v, err = view(tx, a)
-		return err
+		v = known(a, nil, q) // p is the open proposal and it is started: nothing to decide
+		return nil
 	})
 	var execCtx context.Context
 	var cancel context.CancelFunc
@@ -433,8 +433,8 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}
-		v, err = view(tx, a)
-		return err
+		v = known(a, nil, nil) // p, the only open proposal, just settled
+		return nil
 	}
 	// The command ran: its result must land. Retry while the store refuses (busy, disk
 	// full); if the daemon stops first, the restart shows it as interrupted.

@@ -251,6 +251,14 @@ func resolve(tx *store.Tx, ref string) (*store.Agent, error) {
 	return a, err
 }
 
+// known is view for a caller that knows the agent's pending proposal and question
+// already, saving the two reads on the agent cycle's hot path.
+func known(a *store.Agent, pending *client.Proposal, q *client.Question) *client.Agent {
+	out := a.Agent
+	out.Pending, out.Question = pending, q
+	return &out
+}
+
 // view loads the agent with its pending proposal and question, as the API shows it.
 func view(tx *store.Tx, a *store.Agent) (*client.Agent, error) {
 	out := a.Agent

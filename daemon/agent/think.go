@@ -204,8 +204,12 @@ func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Propo
 		if err := tx.UpdateAgent(cur); err != nil {
 			return err
 		}
-		v, err = view(tx, cur)
-		return err
+		var pending *client.Proposal // think runs only when no proposal is open
+		if p.Status == client.ProposalPending {
+			pending = p
+		}
+		v = known(cur, pending, nil)
+		return nil
 	})
 	r.mu.Unlock()
 	if err != nil {
