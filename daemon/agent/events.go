@@ -26,9 +26,8 @@ type subscriber struct {
 }
 
 const (
-	ringSize   = 4096
-	subBuffer  = 1024
-	replayMost = ringSize
+	ringSize  = 4096
+	subBuffer = 1024
 )
 
 // NewBroker returns an empty broker.
@@ -98,11 +97,4 @@ func (b *Broker) Subscribe(agentID string, since int64) (<-chan client.Event, fu
 			}
 		})
 	}
-}
-
-// Seq returns the last seq published.
-func (b *Broker) Seq() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.seq
 }

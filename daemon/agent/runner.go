@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -381,7 +382,7 @@ func questionText(p *client.Proposal) string {
 	var args struct {
 		Question string `json:"question"`
 	}
-	jsonUnmarshal(p.Args, &args)
+	_ = json.Unmarshal(p.Args, &args) // validated when proposed
 	if args.Question == "" {
 		return "(the agent asked an empty question)"
 	}

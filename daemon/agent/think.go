@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 )
-
-func jsonUnmarshal(b []byte, v any) { _ = json.Unmarshal(b, v) }
 
 // replyReserve is the part of the context kept free for the model's reply.
 func replyReserve(numCtx int) int { return max(1024, numCtx/4) }

@@ -378,29 +378,3 @@ func (t *Tx) Audit(agentID, kind string, detail any) error {
 	}
 	return nil
 }
-
-// AuditEntry is one audit log line.
-type AuditEntry struct {
-	ID      int64
-	AgentID string
-	Kind    string
-	Detail  string
-}
-
-// AuditLog returns the audit entries of an agent (all agents when agentID is ""), oldest first.
-func (t *Tx) AuditLog(agentID string) ([]AuditEntry, error) {
-	rows, err := t.query(`SELECT id, agent_id, kind, detail FROM audit WHERE ?='' OR agent_id=? ORDER BY id`, agentID, agentID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []AuditEntry
-	for rows.Next() {
-		var e AuditEntry
-		if err := rows.Scan(&e.ID, &e.AgentID, &e.Kind, &e.Detail); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
-}

@@ -185,9 +185,6 @@ func (s *Store) prepare(queries []string) {
 	}
 }
 
-// SetClock replaces the clock (tests).
-func (s *Store) SetClock(now func() time.Time) { s.now = now }
-
 func (s *Store) migrate(ctx context.Context) error {
 	var v int
 	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
