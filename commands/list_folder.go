@@ -29,6 +29,7 @@ var listFolderSpec = Spec{
 	Name:        "list_folder",
 	Description: "List a folder of the workspace",
 	Params:      FromStruct(listFolderArgs{}),
+	Subject:     "path",
 	Class:       ClassRead,
 	Idempotent:  true,
 }

@@ -22,6 +22,7 @@ var readFileSpec = Spec{
 	Name:        "read_file",
 	Description: "Read a text file from the workspace",
 	Params:      FromStruct(readFileArgs{}),
+	Subject:     "path",
 	Class:       ClassRead,
 	Idempotent:  true,
 }

@@ -49,6 +49,10 @@ type Spec struct {
 	Class       Class
 	// Idempotent commands may be re-run automatically when a crash interrupted them.
 	Idempotent bool
+	// Subject names the string param that permission patterns such as
+	// `execute_shell(git status*)` match against; "" matches the values of all string
+	// args joined by spaces, in param order.
+	Subject string
 }
 
 // Env is what a command may touch while it runs.

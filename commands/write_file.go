@@ -24,6 +24,7 @@ var writeFileSpec = Spec{
 	Name:        "write_file",
 	Description: "Create or replace a text file in the workspace",
 	Params:      FromStruct(writeFileArgs{}),
+	Subject:     "path",
 	Class:       ClassWriteWorkspace,
 	Idempotent:  true, // writing the same contents twice leaves the same file
 }
