@@ -280,68 +280,29 @@ var errNotApproved = errors.New("proposal not approved")
 // execute runs an approved proposal with a write-ahead record: approved → started →
 // succeeded|failed. ask_user stops at started: the question waits for its answer.
 func (r *runner) execute(ctx context.Context, p *client.Proposal) {
-	cmd, ok := r.s.cmds.Get(p.Command)
-	var a *store.Agent
-	var v *client.Agent
-	var q *client.Question
-	var decided *client.Decision
+	var st started
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		var err error
-		if a, err = tx.Agent(r.id); err != nil {
+		a, err := tx.Agent(r.id)
+		if err != nil {
 			return err
 		}
 		if !active(a.State) {
 			return errNotApproved // paused or stopped since next() looked
 		}
+		var prev *client.Proposal
 		if p.Status == client.ProposalPending {
-			// Approved by policy: the decision and the start land together.
-			prev, err := tx.ProposalBefore(p)
-			if err != nil {
+			if prev, err = tx.ProposalBefore(p); err != nil {
 				return err
 			}
-			if decided = r.autoDecision(a, p, prev); decided == nil {
-				return errNotApproved
-			}
-			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalPending); err != nil || !ok {
-				if err == nil {
-					err = errNotApproved
-				}
-				return err
-			}
-			if err := tx.InsertDecision(decided); err != nil {
-				return err
-			}
-			tx.Audit(a.ID, "decision", decided)
 		}
-		if moved, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalApproved); err != nil || !moved {
-			if err == nil {
-				err = errNotApproved
-			}
+		if err := r.startTx(tx, a, p, prev, &st); err != nil {
 			return err
 		}
-		tx.Audit(a.ID, "started", map[string]string{"proposal": p.ID, "command": p.Command})
-		if p.Command == commands.AskUser {
-			q = &client.Question{ProposalID: p.ID, Text: questionText(p)}
-			if err := tx.SetQuestion(a.ID, q); err != nil {
-				return err
-			}
-			a.State = client.StateAwaitingDecision
-		} else {
-			a.State = client.StateExecuting
-		}
-		a.StateReason = ""
-		if err := tx.UpdateAgent(a); err != nil {
-			return err
-		}
-		v = known(a, nil, q) // p is the open proposal and it is started: nothing to decide
-		return nil
+		return tx.UpdateAgent(a)
 	})
-	var execCtx context.Context
-	var cancel context.CancelFunc
-	if err == nil && q == nil {
-		execCtx, cancel = context.WithCancel(ctx)
-		r.cancelExec = cancel
+	if err == nil {
+		r.armExec(ctx, &st)
 	}
 	r.mu.Unlock()
 	if errors.Is(err, errNotApproved) {
@@ -352,23 +313,90 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 		r.sleep(ctx, time.Second)
 		return
 	}
-	if decided != nil {
-		r.s.events.Publish(client.Event{Type: client.EventDecision, AgentID: r.id, Decision: decided})
+	r.run(ctx, p, &st)
+}
+
+// started is what startTx recorded, for the events and the execution that follow it.
+type started struct {
+	a       *store.Agent
+	decided *client.Decision // the policy's approval, when it made one
+	q       *client.Question // set for ask_user: the question now waits for its answer
+	v       *client.Agent
+	execCtx context.Context
+	cancel  context.CancelFunc
+}
+
+// startTx moves p to started in tx — recording the policy's approval first when p is
+// still pending — and sets a's state to match; the caller writes a. prev is the proposal
+// before p in its run, needed only when p is pending. It fails with errNotApproved when
+// p is neither approved nor approvable by the policy.
+func (r *runner) startTx(tx *store.Tx, a *store.Agent, p *client.Proposal, prev *client.Proposal, st *started) error {
+	st.a = a
+	if p.Status == client.ProposalPending {
+		// Approved by policy: the decision and the start land together.
+		if st.decided = r.autoDecision(a, p, prev); st.decided == nil {
+			return errNotApproved
+		}
+		if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalPending); err != nil || !ok {
+			if err == nil {
+				err = errNotApproved
+			}
+			return err
+		}
+		if err := tx.InsertDecision(st.decided); err != nil {
+			return err
+		}
+		tx.Audit(a.ID, "decision", st.decided)
 	}
-	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
-	if q != nil {
-		r.s.events.Publish(client.Event{Type: client.EventQuestion, AgentID: r.id, Question: q})
+	if moved, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalApproved); err != nil || !moved {
+		if err == nil {
+			err = errNotApproved
+		}
+		return err
+	}
+	tx.Audit(a.ID, "started", map[string]string{"proposal": p.ID, "command": p.Command})
+	if p.Command == commands.AskUser {
+		st.q = &client.Question{ProposalID: p.ID, Text: questionText(p)}
+		if err := tx.SetQuestion(a.ID, st.q); err != nil {
+			return err
+		}
+		a.State = client.StateAwaitingDecision
+	} else {
+		a.State = client.StateExecuting
+	}
+	a.StateReason = ""
+	st.v = known(a, nil, st.q) // p is the open proposal and it is started: nothing to decide
+	return nil
+}
+
+// armExec makes the started command cancellable by pause and stop. Caller holds r.mu.
+func (r *runner) armExec(ctx context.Context, st *started) {
+	if st.q == nil {
+		st.execCtx, st.cancel = context.WithCancel(ctx)
+		r.cancelExec = st.cancel
+	}
+}
+
+// run publishes a start that startTx recorded, then runs the command and records its
+// outcome. An ask_user question only gets published: its answer comes from a person.
+func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
+	if st.decided != nil {
+		r.s.events.Publish(client.Event{Type: client.EventDecision, AgentID: r.id, Decision: st.decided})
+	}
+	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: st.v})
+	if st.q != nil {
+		r.s.events.Publish(client.Event{Type: client.EventQuestion, AgentID: r.id, Question: st.q})
 		return
 	}
-	defer cancel()
+	defer st.cancel()
 
 	var out string
 	var runErr error
-	if !ok {
+	if cmd, ok := r.s.cmds.Get(p.Command); !ok {
 		runErr = fmt.Errorf("command %q is not available to this agent", p.Command)
 	} else {
-		env := commands.Env{Workspace: a.Workspace, AgentID: a.ID}
-		out, runErr = commands.Run(execCtx, cmd, env, p.Args, r.s.opt.Limits)
+		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID}
+		out, runErr = commands.Run(st.execCtx, cmd, env, p.Args, r.s.opt.Limits)
 	}
 	if ctx.Err() != nil {
 		// The daemon is shutting down: leave the proposal started so the next start

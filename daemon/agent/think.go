@@ -176,8 +176,10 @@ func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Propo
 		p.Status = client.ProposalSuperseded
 	}
 	var v *client.Agent
+	var st *started // set when the policy approved p and it started in the same transaction
 	r.mu.Lock()
 	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		st = nil // a retried transaction starts over
 		cur, err := tx.Agent(a.ID)
 		if err != nil {
 			return err
@@ -198,16 +200,32 @@ func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Propo
 			cur.State = client.StateAwaitingDecision
 			cur.StateReason = fmt.Sprintf("the model proposed %s with the same arguments twice in a row: approve to run it again, or give feedback", p.Command)
 		}
-		if err := tx.UpdateAgent(cur); err != nil {
-			return err
-		}
 		var pending *client.Proposal // think runs only when no proposal is open
 		if p.Status == client.ProposalPending {
 			pending = p
+			if !askAboutRepeat {
+				// When the policy approves it, the approval and the start commit with the
+				// proposal: one durable write instead of three before the command runs.
+				st = &started{}
+				switch err := r.startTx(tx, cur, p, last, st); {
+				case errors.Is(err, errNotApproved):
+					st = nil
+				case err != nil:
+					return err
+				default:
+					pending = nil
+				}
+			}
+		}
+		if err := tx.UpdateAgent(cur); err != nil {
+			return err
 		}
 		v = known(cur, pending, nil)
 		return nil
 	})
+	if err == nil && st != nil {
+		r.armExec(ctx, st)
+	}
 	r.mu.Unlock()
 	if err != nil {
 		r.s.log.Error("persisting proposal", "agent", a.ID, "err", err)
@@ -218,6 +236,9 @@ func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Propo
 		return
 	}
 	r.s.events.Publish(client.Event{Type: client.EventProposal, AgentID: a.ID, Proposal: p, Agent: v})
+	if st != nil {
+		r.run(ctx, p, st)
+	}
 }
 
 // strike counts an invalid reply; after MaxInvalidReplies in a row the agent pauses.
