@@ -61,6 +61,8 @@ type Env struct {
 	Workspace string
 	// AgentID names the agent running the command.
 	AgentID string
+	// State is the agent's durable private state; nil where the caller keeps none.
+	State State
 }
 
 // Command is one thing an agent can do.
@@ -222,7 +224,7 @@ func Run(ctx context.Context, c Command, env Env, args json.RawMessage, lim Limi
 	if r.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		r.err = fmt.Errorf("%s: timed out after %s: %w", spec.Name, lim.Timeout, r.err)
 	}
-	return capOutput(r.out, lim.OutputCap), r.err
+	return capOrSave(env, spec.Name, r.out, lim.OutputCap), r.err
 }
 
 // capOutput cuts out to at most limit bytes, on a UTF-8 boundary, and says so.

@@ -94,7 +94,7 @@ func benchStepVsBare(b *testing.B, srv *ollamatest.Real, fresh bool) {
 		Directives: config.Default().Directives(), Commands: commands.DefaultNames,
 		// The tiny model's noise must not pause the agent: a step lasts until a proposal.
 		MaxInvalidReplies: 1 << 20,
-		Now:               func() time.Time { return x.in.Now },
+		Now:               func() time.Time { return firstStepNow },
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -358,17 +358,26 @@ func seedHistory(tb testing.TB, st *store.Store, a *client.Agent, n int) {
 
 // firstStepInput is the first step of an agent created with a name, a description and
 // goals, under the default configuration's directives.
+// It is what the default components produce: the built-in commands, then the context
+// component's, and the clock's message.
 func firstStepInput(tb testing.TB, name string) PromptInput {
 	set, err := commands.Resolve(commands.DefaultNames)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	ctx := context.Background()
+	step := &commands.Step{Now: firstStepNow}
+	more, _ := commands.ContextItems{}.Commands(ctx, step)
+	clock, _ := commands.Clock{}.Messages(ctx, step)
 	return PromptInput{
 		Name: name, Description: benchDescription, Task: "Achieve the goals below.", Goals: benchGoals,
-		Directives: mergeDirectives(config.Default().Directives(), client.Directives{}),
-		Commands:   set, Now: time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC),
+		Directives: toDirectives(config.Default().Directives()),
+		Commands:   append(set, more...), Messages: clock,
 	}
 }
+
+// firstStepNow is the clock of the first-step benchmarks.
+var firstStepNow = time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 
 // BenchmarkFirstStepPrompt builds the first-step prompt with the default commands and
 // directives and reports its size: chars/prompt; tokens/prompt (prompt_eval_count)

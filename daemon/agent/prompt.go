@@ -5,23 +5,22 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 )
 
-// PromptInput is everything one step's prompt is made of.
+// PromptInput is everything one step's prompt is made of: the agent's identity and task,
+// and what its components provided.
 type PromptInput struct {
 	Name        string
 	Description string
 	Task        string
 	Goals       []string
-	Directives  client.Directives // base directives merged with the agent's own
-	Commands    commands.Set
-	Episodes    []client.Episode // oldest first; already cut to the history budget
-	Now         time.Time
+	Directives  commands.Directives // from the DirectiveProviders
+	Commands    commands.Set        // from the CommandProviders
+	Messages    []string            // from the MessageProviders (history, open files, time)
 	// Notes are extra instructions for this step only (e.g. "you repeated yourself").
 	Notes []string
 }
@@ -31,7 +30,7 @@ const callToAction = `Determine exactly one command to use next, based on the ta
 	`Reply with one JSON object: "thoughts" (observations, text, reasoning, self_criticism, plan, speak), then "command" (name, args).`
 
 // BuildPrompt renders the messages for one step: the system message (identity, directives,
-// commands), the task, the progress so far, and the call to action.
+// commands), the task, the components' messages, and the call to action.
 func BuildPrompt(in PromptInput) []llm.Message {
 	var sys strings.Builder
 	fmt.Fprintf(&sys, "You are %s, %s\n", in.Name, strings.TrimSuffix(strings.TrimSpace(in.Description), ".")+".")
@@ -53,11 +52,10 @@ func BuildPrompt(in PromptInput) []llm.Message {
 		{Role: "system", Content: strings.TrimSpace(sys.String())},
 		{Role: "user", Content: strings.TrimSpace(task.String())},
 	}
-	if len(in.Episodes) > 0 {
-		msgs = append(msgs, llm.Message{Role: "user", Content: Progress(in.Episodes)})
+	for _, m := range in.Messages {
+		msgs = append(msgs, llm.Message{Role: "user", Content: m})
 	}
 	var cta strings.Builder
-	fmt.Fprintf(&cta, "The current time is %s.\n", in.Now.UTC().Format("2006-01-02 15:04 MST"))
 	for _, n := range in.Notes {
 		cta.WriteString(n)
 		cta.WriteByte('\n')

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +12,11 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/web"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -51,80 +56,145 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-func TestPromptGolden(t *testing.T) {
-	set, err := commands.Resolve(commands.DefaultNames)
+// promptFixture is a supervisor on a temp store whose agents are never started: the
+// prompt tests build a step's prompt through it exactly as think does.
+type promptFixture struct {
+	t   testing.TB
+	sup *Supervisor
+	st  *store.Store
+}
+
+var promptNow = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
+
+func newPromptFixture(t testing.TB, opt Options) *promptFixture {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "agentd.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
+	t.Cleanup(func() { st.Close() })
+	lc, err := llm.New("http://127.0.0.1:9", nil) // never called
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Store, opt.LLM, opt.Model, opt.StateDir = st, lc, "m", dir
+	opt.Now = func() time.Time { return promptNow }
+	if opt.Directives.Constraints == nil {
+		opt.Directives = baseDirectives
+	}
+	sup, err := New(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &promptFixture{t: t, sup: sup, st: st}
+}
+
+// prompt creates the agent, gives it the episodes and renders its next step's prompt.
+func (f *promptFixture) prompt(req client.CreateAgentRequest, eps []client.Episode, numCtx int, notes ...string) (PromptInput, []llm.Message) {
+	f.t.Helper()
+	ctx := context.Background()
+	ca, err := f.sup.CreateAgent(ctx, req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var a *store.Agent
+	err = f.st.Tx(ctx, func(tx *store.Tx) (err error) {
+		for i := range eps {
+			if err := tx.InsertEpisode(ca.ID, &eps[i]); err != nil {
+				return err
+			}
+		}
+		a, err = tx.Agent(ca.ID)
+		return err
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return f.sup.prompt(ctx, a, f.sup.stepOf(a), numCtx, notes)
+}
+
+func TestPromptGolden(t *testing.T) {
 	cases := []struct {
-		name string
-		in   PromptInput
+		name  string
+		req   client.CreateAgentRequest
+		eps   []client.Episode
+		notes []string
 	}{
-		{"prompt_first_step.golden", PromptInput{
+		{name: "prompt_first_step.golden", req: client.CreateAgentRequest{
 			Name: "haiku-writer", Description: "an agent that writes short poems", Task: "Write a haiku about autumn into haiku.txt.",
-			Directives: baseDirectives, Commands: set, Now: now,
 		}},
-		{"prompt_goals_history.golden", PromptInput{
-			Name: "tester", Description: "a test agent", Task: "Achieve the goals below.", Goals: []string{"List the files", "Summarize them"},
-			Directives: baseDirectives, Commands: set, Now: now,
-			Episodes: []client.Episode{
-				{Step: 1, Command: "list_folder", Args: json.RawMessage(`{"path":"."}`), Reasoning: "see what is there", Outcome: "succeeded", Result: "a.txt\nb/"},
-				{Step: 2, Command: "write_file", Args: json.RawMessage(`{"path":"x","contents":"y"}`), Reasoning: "note", Outcome: "feedback", Feedback: "read a.txt first"},
-				{Step: 3, Command: "read_file", Args: json.RawMessage(`{"path":"../etc"}`), Reasoning: "look", Outcome: "failed", Result: "Error: path leaves the workspace"},
-				{Step: 4, Command: "finish", Args: json.RawMessage(`{"reason":"x"}`), Outcome: "denied"},
-			},
-			Notes: []string{"You proposed the same command with the same arguments twice in a row."},
-		}},
+		{name: "prompt_goals_history.golden", req: client.CreateAgentRequest{
+			Name: "tester", Description: "a test agent", Goals: []string{"List the files", "Summarize them"},
+		}, eps: []client.Episode{
+			{Step: 1, Command: "list_folder", Args: json.RawMessage(`{"path":"."}`), Reasoning: "see what is there", Outcome: "succeeded", Result: "a.txt\nb/"},
+			{Step: 2, Command: "write_file", Args: json.RawMessage(`{"path":"x","contents":"y"}`), Reasoning: "note", Outcome: "feedback", Feedback: "read a.txt first"},
+			{Step: 3, Command: "read_file", Args: json.RawMessage(`{"path":"../etc"}`), Reasoning: "look", Outcome: "failed", Result: "Error: path leaves the workspace"},
+			{Step: 4, Command: "finish", Args: json.RawMessage(`{"reason":"x"}`), Outcome: "denied"},
+		}, notes: []string{"You proposed the same command with the same arguments twice in a row."}},
 	}
 	for _, c := range cases {
 		t.Run(strings.TrimSuffix(c.name, ".golden"), func(t *testing.T) {
-			golden(t, c.name, render(BuildPrompt(c.in)))
+			f := newPromptFixture(t, Options{})
+			_, msgs := f.prompt(c.req, c.eps, 8192, c.notes...)
+			golden(t, c.name, render(msgs))
 		})
 	}
 }
 
-// TestFirstStepPromptSize reports the first-step prompt size with this issue's commands.
-// The commands issue sets the target for nine commands (≤ 2,600 characters).
+// TestFirstStepPromptSize measures the first-step prompt with the nine commands of
+// AutoGPT 0.5.1's example (list_folder, open_file, open_folder, read_file, write_file,
+// ask_user, web_search, read_webpage, finish) — target ≤ 2,600 characters; AutoGPT's
+// is about 5,150 — and pins it in a golden file.
 func TestFirstStepPromptSize(t *testing.T) {
-	set, _ := commands.Resolve(commands.DefaultNames)
-	msgs := BuildPrompt(PromptInput{
-		Name: "haiku-writer", Description: "an agent that writes short poems", Task: "Write a haiku about autumn into haiku.txt.",
-		Directives: baseDirectives, Commands: set, Now: time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC),
+	f := newPromptFixture(t, Options{
+		Directives: config.Default().Directives(),
+		Components: []commands.Component{commands.CommandList{ID: "web", Cmds: commands.Set{web.NewWebSearch(nil, 0), web.NewReadWebpage(nil, nil)}}},
 	})
+	in, msgs := f.prompt(client.CreateAgentRequest{
+		Name: "haiku-writer", Description: "an agent that writes short poems", Task: "Write a haiku about autumn into haiku.txt.",
+	}, nil, 8192)
+	want := []string{"list_folder", "open_file", "open_folder", "read_file", "write_file", "ask_user", "web_search", "read_webpage", "finish"}
+	got := in.Commands.Names()
+	if len(got) != len(want) {
+		t.Fatalf("commands = %v, want the nine of %v", got, want)
+	}
+	for _, n := range want {
+		if _, ok := in.Commands.Get(n); !ok {
+			t.Fatalf("commands = %v: %s missing", got, n)
+		}
+	}
 	n := PromptChars(msgs)
-	t.Logf("first-step prompt: %d characters, %d commands", n, len(set))
+	t.Logf("first-step prompt with AutoGPT's nine commands: %d characters (target ≤ 2,600; AutoGPT 0.5.1: ~5,150)", n)
+	golden(t, "prompt_nine_commands.golden", render(msgs)+fmt.Sprintf("--- %d characters ---\n", n))
 	if n > 2600 {
 		t.Errorf("first-step prompt is %d characters, over 2,600", n)
 	}
 }
 
-func TestFitHistoryStaysInBudget(t *testing.T) {
-	s := &Supervisor{}
-	set, _ := commands.Resolve(commands.DefaultNames)
-	in := PromptInput{Name: "x", Description: "y", Task: "z", Commands: set, Now: time.Unix(0, 0)}
+func TestHistoryStaysInBudget(t *testing.T) {
 	var eps []client.Episode
 	for i := 1; i <= 1000; i++ {
 		eps = append(eps, client.Episode{Step: i, Command: "read_file", Args: json.RawMessage(`{"path":"f"}`), Outcome: "succeeded", Result: strings.Repeat("r", 2000)})
 	}
-	for _, numCtx := range []int{2048, 4096, 8192} {
-		kept := s.fitHistory(in, eps, numCtx)
-		in.Episodes = kept
-		chars := PromptChars(BuildPrompt(in))
+	f := newPromptFixture(t, Options{HistoryEpisodes: 1000})
+	for i, numCtx := range []int{2048, 4096, 8192} {
+		_, msgs := f.prompt(client.CreateAgentRequest{Name: fmt.Sprintf("x%d", i), Description: "y", Task: "z"}, eps, numCtx)
+		chars := PromptChars(msgs)
 		if float64(chars) > float64(numCtx-replyReserve(numCtx))*defaultCharsPerToken {
 			t.Errorf("num_ctx %d: prompt %d chars exceeds the budget", numCtx, chars)
 		}
-		if len(kept) > 0 && kept[len(kept)-1].Step != 1000 {
-			t.Errorf("num_ctx %d: newest episode not kept", numCtx)
+		progress := msgs[2].Content
+		if !strings.HasPrefix(progress, "Progress so far:") || !strings.Contains(progress, "Step 1000:") {
+			t.Errorf("num_ctx %d: newest episode not kept:\n%.300s", numCtx, progress)
 		}
-		in.Episodes = nil
 	}
 }
 
 func TestLongTaskIsCutToFit(t *testing.T) {
 	s := &Supervisor{}
 	set, _ := commands.Resolve(commands.DefaultNames)
-	in := PromptInput{Name: "x", Description: "y", Task: strings.Repeat("do the thing. ", 570), Commands: set, Now: time.Unix(0, 0)}
+	in := PromptInput{Name: "x", Description: "y", Task: strings.Repeat("do the thing. ", 570), Commands: set}
 	for _, numCtx := range []int{2048, 3000} {
 		in := in
 		in.Task = s.fitTask(in, numCtx)

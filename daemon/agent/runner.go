@@ -390,20 +390,21 @@ func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
 	}
 	defer st.cancel()
 
-	var out string
-	var runErr error
-	if cmd, ok := r.s.cmds.Get(p.Command); !ok {
-		runErr = fmt.Errorf("command %q is not available to this agent", p.Command)
+	step := r.s.stepOf(st.a)
+	o := commands.Outcome{Command: p.Command, Args: p.Args}
+	if cmd, ok := r.s.commandsFor(st.execCtx, st.a, step).Get(p.Command); !ok {
+		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
-		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID}
-		out, runErr = commands.Run(st.execCtx, cmd, env, p.Args, r.s.opt.Limits)
+		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State}
+		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, r.s.opt.Limits)
 	}
 	if ctx.Err() != nil {
 		// The daemon is shutting down: leave the proposal started so the next start
 		// treats it as interrupted rather than guessing its outcome.
 		return
 	}
-	r.finishExecution(ctx, p, out, runErr)
+	r.s.pipelineFor(st.a.Name).Executed(ctx, step, &o)
+	r.finishExecution(ctx, p, o.Output, o.Err)
 }
 
 func questionText(p *client.Proposal) string {

@@ -35,8 +35,24 @@ type Options struct {
 	MaxContext int
 	// Directives are the base directives every agent gets.
 	Directives client.Directives
-	// Commands are the names of the commands agents may use, in prompt order.
-	Commands          []string
+	// Commands are the names of the built-in commands agents may use, in prompt order.
+	Commands []string
+	// Components are extra components (web, shell, MCP tools) the server built from
+	// config; the supervisor adds its own (directives, profile, commands, context,
+	// history, clock).
+	Components []commands.Component
+	// ComponentOrder names components to place first, in this order; the rest follow in
+	// their default order.
+	ComponentOrder []string
+	// DisabledComponents are left out of every agent's pipeline.
+	DisabledComponents []string
+	// Agents are per-agent overrides, by agent name.
+	Agents map[string]AgentOverrides
+	// Allow and Deny are the global permission patterns; AutoRead lets read-class
+	// commands run without asking.
+	Allow, Deny []string
+	AutoRead    bool
+
 	MaxInvalidReplies int // pause after this many invalid replies in a row (default 3)
 	ContinuousLimit   int // steps a continuous-mode run may take without asking (default 25)
 	Limits            commands.Limits
@@ -58,8 +74,10 @@ type Supervisor struct {
 	st      *store.Store
 	log     *slog.Logger
 	events  *Broker
-	cmds    commands.Set
 	started time.Time
+
+	pipeline       *commands.Pipeline            // every agent's, unless overridden
+	agentPipelines map[string]*commands.Pipeline // by agent name
 
 	mu      sync.Mutex
 	runners map[string]*runner
@@ -98,19 +116,14 @@ func New(opt Options) (*Supervisor, error) {
 	if len(opt.Commands) == 0 {
 		opt.Commands = commands.DefaultNames
 	}
-	set, err := commands.Resolve(opt.Commands)
-	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
-	for _, need := range []string{commands.Finish, commands.AskUser} {
-		if _, ok := set.Get(need); !ok {
-			return nil, fmt.Errorf("agent: the command list must include %q", need)
-		}
-	}
-	return &Supervisor{
-		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(), cmds: set,
+	s := &Supervisor{
+		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
 		runners: map[string]*runner{}, started: time.Now(),
-	}, nil
+	}
+	if err := s.buildPipelines(); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Events returns the event broker (the bots subscribe through it).
@@ -176,7 +189,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			if p.Command == commands.AskUser {
 				continue // the question is still open; the answer completes it
 			}
-			c, ok := commands.Lookup(p.Command)
+			c, ok := s.lookupCommand(ctx, a, p.Command)
 			if ok && c.Spec().Idempotent {
 				if _, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalStarted); err != nil {
 					return err

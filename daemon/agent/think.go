@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,13 +19,9 @@ func replyReserve(numCtx int) int { return max(1024, numCtx/4) }
 // think asks the model for the next proposal and persists it.
 func (r *runner) think(ctx context.Context) {
 	var a *store.Agent
-	var eps []client.Episode
 	var last *client.Proposal
 	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
 		if a, err = tx.Agent(r.id); err != nil {
-			return err
-		}
-		if eps, err = tx.Episodes(r.id, r.s.opt.HistoryEpisodes); err != nil {
 			return err
 		}
 		last, err = tx.LastProposal(r.id, a.RunID)
@@ -76,23 +73,19 @@ func (r *runner) think(ctx context.Context) {
 	if info != nil && info.ContextLength > 0 && info.ContextLength < numCtx {
 		numCtx = info.ContextLength
 	}
-	in := PromptInput{
-		Name: a.Name, Description: a.Description, Task: a.Task, Goals: a.Goals,
-		Directives: mergeDirectives(r.s.opt.Directives, a.Directives),
-		Commands:   r.s.cmds, Now: r.s.now(),
-	}
 	model := r.s.opt.Model
+	var notes []string
 	if r.smartNext && r.s.opt.SmartModel != "" {
 		model = r.s.opt.SmartModel
-		in.Notes = append(in.Notes, "You proposed the same command with the same arguments twice in a row. It did not help: choose a different command or different arguments.")
+		notes = append(notes, "You proposed the same command with the same arguments twice in a row. It did not help: choose a different command or different arguments.")
 	}
-	in.Task = r.s.fitTask(in, numCtx)
-	in.Episodes = r.s.fitHistory(in, eps, numCtx)
-	msgs := BuildPrompt(in)
+	step := r.s.stepOf(a)
+	pl := r.s.pipelineFor(a.Name)
+	in, msgs := r.s.prompt(stepCtx, a, step, numCtx, notes)
 	// The reply may use all the context the prompt leaves: a cut-off reply is an invalid one.
 	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/r.s.model.charsPerToken())-64)
 	req := llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: r.s.opt.KeepAlive}
-	res, err := llm.Propose(stepCtx, r.s.opt.LLM, req, r.s.cmds)
+	res, err := llm.Propose(stepCtx, r.s.opt.LLM, req, in.Commands)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
 			return // paused or stopped while thinking
@@ -105,6 +98,13 @@ func (r *runner) think(ctx context.Context) {
 		r.modelError(ctx, err)
 		return
 	}
+	pl.AfterParse(stepCtx, step, res.Reply, func(rep *commands.Reply) error {
+		data, err := json.Marshal(rep)
+		if err == nil {
+			_, err = commands.ParseReply(in.Commands, data)
+		}
+		return err
+	})
 	r.waitAttempt = 0
 	if res.PromptTokens < numCtx { // a count capped at num_ctx says nothing about chars per token
 		r.s.model.calibrate(PromptChars(msgs), res.PromptTokens)
@@ -128,32 +128,26 @@ func (s *Supervisor) fitTask(in PromptInput, numCtx int) string {
 	return cut(in.Task, keep) + note
 }
 
-// fitHistory keeps the newest episodes that fit the context budget, oldest first.
-func (s *Supervisor) fitHistory(in PromptInput, eps []client.Episode, numCtx int) []client.Episode {
-	base := PromptChars(BuildPrompt(in))
-	budget := int(float64(numCtx-replyReserve(numCtx))*s.model.charsPerToken()) - base - 64
-	var kept []client.Episode
-	used := len("Progress so far:")
-	for i := len(eps) - 1; i >= 0; i-- {
-		n := len(EpisodeText(eps[i])) + 1
-		if used+n > budget {
-			break
-		}
-		used += n
-		kept = append(kept, eps[i])
+// prompt builds a step's prompt through the agent's components: directives, commands,
+// then the messages, the budgeted ones (open files, history) filling what the rest leaves.
+func (s *Supervisor) prompt(ctx context.Context, a *store.Agent, step *commands.Step, numCtx int, notes []string) (PromptInput, []llm.Message) {
+	pl := s.pipelineFor(a.Name)
+	in := PromptInput{
+		Name: a.Name, Description: a.Description, Task: a.Task, Goals: a.Goals,
+		Directives: pl.Directives(ctx, step),
+		Commands:   s.commandsFor(ctx, a, step),
+		Notes:      notes,
 	}
-	for i, j := 0, len(kept)-1; i < j; i, j = i+1, j-1 {
-		kept[i], kept[j] = kept[j], kept[i]
-	}
-	return kept
+	in.Task = s.fitTask(in, numCtx)
+	in.Messages = pl.Messages(ctx, step, s.messageBudget(in, numCtx))
+	return in, BuildPrompt(in)
 }
 
-func mergeDirectives(base, own client.Directives) client.Directives {
-	return client.Directives{
-		Constraints:   append(append([]string{}, base.Constraints...), own.Constraints...),
-		Resources:     append(append([]string{}, base.Resources...), own.Resources...),
-		BestPractices: append(append([]string{}, base.BestPractices...), own.BestPractices...),
-	}
+// messageBudget is how many characters the components' messages may use: what the
+// context holds before the reply reserve, minus the rest of the prompt.
+func (s *Supervisor) messageBudget(in PromptInput, numCtx int) int {
+	budget := int(float64(numCtx-replyReserve(numCtx))*s.model.charsPerToken()) - PromptChars(BuildPrompt(in)) - 64
+	return max(0, budget)
 }
 
 // propose persists the model's proposal before anything else happens, and watches for a

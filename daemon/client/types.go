@@ -144,11 +144,65 @@ type Decision struct {
 	ProposalID string       `json:"proposal_id"`
 	Kind       DecisionKind `json:"kind"`
 	// Count is how many proposals an approval covers: this one and the next Count-1.
-	Count    int       `json:"count,omitempty"`
-	Feedback string    `json:"feedback,omitempty"`
-	By       string    `json:"by"`
-	Source   string    `json:"source"` // agentctl, slack, discord, policy, api
-	At       time.Time `json:"at"`
+	Count    int    `json:"count,omitempty"`
+	Feedback string `json:"feedback,omitempty"`
+	By       string `json:"by"`
+	Source   string `json:"source"` // agentctl, slack, discord, policy, api
+	// Scope is how far the decision reaches: "" (this proposal), "agent" (an approval that
+	// also stored an allow pattern for the agent) or "deny" (a denial that stored a deny
+	// pattern). Pattern is the pattern stored, or for a policy decision the one that matched.
+	Scope   string    `json:"scope,omitempty"`
+	Pattern string    `json:"pattern,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// Decision scopes.
+const (
+	ScopeOnce  = ""      // this proposal only
+	ScopeAgent = "agent" // approve always: store an allow pattern for the agent
+	ScopeDeny  = "deny"  // deny always: store a deny pattern for the agent
+)
+
+// Permission is a permission pattern, `command(glob)`, that allows or denies commands
+// without asking. Patterns come from config (global or per agent) or were stored for an
+// agent by a decision or `agentctl policy`.
+type Permission struct {
+	ID      int64  `json:"id,omitempty"` // stored patterns only
+	Effect  string `json:"effect"`       // allow or deny
+	Pattern string `json:"pattern"`
+	// Source is where the pattern comes from: config, agent-config or stored.
+	Source    string    `json:"source,omitempty"`
+	CreatedBy string    `json:"created_by,omitempty"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+}
+
+// PolicyView is an agent's permissions: every pattern that applies to it, and whether
+// read-class commands run without asking.
+type PolicyView struct {
+	AgentID     string       `json:"agent_id"`
+	AutoRead    bool         `json:"auto_read"`
+	Permissions []Permission `json:"permissions"`
+}
+
+// PermissionRequest adds or removes a stored pattern of an agent.
+type PermissionRequest struct {
+	Effect  string `json:"effect"` // allow or deny
+	Pattern string `json:"pattern"`
+	By      string `json:"by,omitempty"`
+}
+
+// CommandInfo describes one command an agent may use.
+type CommandInfo struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Class       string          `json:"class"`
+	Idempotent  bool            `json:"idempotent"`
+	Params      json.RawMessage `json:"params"`
+	// Policy is what happens when the agent proposes it with no pattern matching: ask,
+	// or allow (read commands when auto_read is on). Execute commands always ask.
+	Policy string `json:"policy"`
+	// Provider is the component that offers it (commands, context, web, shell, mcp...).
+	Provider string `json:"provider"`
 }
 
 // Episode is one completed step: the action, its outcome and the reasoning behind it.
@@ -216,6 +270,10 @@ type DecideRequest struct {
 	Feedback   string       `json:"feedback,omitempty"`
 	By         string       `json:"by,omitempty"`
 	Source     string       `json:"source,omitempty"`
+	// Scope widens the decision: ScopeAgent (with an approval) also approves, from now
+	// on, every proposal of this agent matching the proposal's exact pattern; ScopeDeny
+	// (with a denial) refuses them. Empty decides this proposal only.
+	Scope string `json:"scope,omitempty"`
 }
 
 // AnswerRequest answers an agent's pending ask_user question.

@@ -258,8 +258,8 @@ func (t *Tx) proposals(where string, args ...any) ([]client.Proposal, error) {
 // InsertDecision records a decision.
 func (t *Tx) InsertDecision(d *client.Decision) error {
 	d.At = t.now
-	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, at) VALUES (?,?,?,?,?,?,?)`,
-		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, ms(t.now))
+	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, at) VALUES (?,?,?,?,?,?,?,?,?)`,
+		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, d.Scope, d.Pattern, ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert decision: %w", err)
 	}
@@ -270,8 +270,8 @@ func (t *Tx) InsertDecision(d *client.Decision) error {
 func (t *Tx) LastDecision(proposalID string) (*client.Decision, error) {
 	var d client.Decision
 	var at int64
-	err := t.queryRow(`SELECT proposal_id, kind, count, feedback, by, source, at FROM decisions
-		WHERE proposal_id=? ORDER BY id DESC LIMIT 1`, proposalID).Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &at)
+	err := t.queryRow(`SELECT proposal_id, kind, count, feedback, by, source, scope, pattern, at FROM decisions
+		WHERE proposal_id=? ORDER BY id DESC LIMIT 1`, proposalID).Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -377,4 +377,74 @@ func (t *Tx) Audit(agentID, kind string, detail any) error {
 		return fmt.Errorf("store: audit: %w", err)
 	}
 	return nil
+}
+
+// StateValue returns one key of an agent's component state, or nil when unset.
+func (t *Tx) StateValue(agentID, key string) ([]byte, error) {
+	var v []byte
+	err := t.queryRow(`SELECT value FROM agent_state WHERE agent_id=? AND key=?`, agentID, key).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading state %s: %w", key, err)
+	}
+	return v, nil
+}
+
+// SetStateValue sets one key of an agent's component state; nil deletes it.
+func (t *Tx) SetStateValue(agentID, key string, value []byte) error {
+	var err error
+	if value == nil {
+		_, err = t.exec(`DELETE FROM agent_state WHERE agent_id=? AND key=?`, agentID, key)
+	} else {
+		_, err = t.exec(`INSERT INTO agent_state (agent_id, key, value) VALUES (?,?,?)
+			ON CONFLICT (agent_id, key) DO UPDATE SET value=excluded.value`, agentID, key, value)
+	}
+	if err != nil {
+		return fmt.Errorf("store: writing state %s: %w", key, err)
+	}
+	return nil
+}
+
+// AddPermission stores a pattern for the agent; storing one it has is not an error.
+// It reports whether the pattern is new.
+func (t *Tx) AddPermission(agentID, effect, pattern, by string) (bool, error) {
+	res, err := t.exec(`INSERT INTO permissions (agent_id, effect, pattern, created_by, created_at) VALUES (?,?,?,?,?)
+		ON CONFLICT (agent_id, effect, pattern) DO NOTHING`, agentID, effect, pattern, by, ms(t.now))
+	if err != nil {
+		return false, fmt.Errorf("store: add permission: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// RemovePermission deletes the agent's pattern with that effect; it reports whether one was there.
+func (t *Tx) RemovePermission(agentID, effect, pattern string) (bool, error) {
+	res, err := t.exec(`DELETE FROM permissions WHERE agent_id=? AND effect=? AND pattern=?`, agentID, effect, pattern)
+	if err != nil {
+		return false, fmt.Errorf("store: remove permission: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// Permissions lists the agent's stored patterns, oldest first.
+func (t *Tx) Permissions(agentID string) ([]client.Permission, error) {
+	rows, err := t.query(`SELECT id, effect, pattern, created_by, created_at FROM permissions WHERE agent_id=? ORDER BY id`, agentID)
+	if err != nil {
+		return nil, fmt.Errorf("store: permissions: %w", err)
+	}
+	defer rows.Close()
+	var out []client.Permission
+	for rows.Next() {
+		var p client.Permission
+		var at int64
+		if err := rows.Scan(&p.ID, &p.Effect, &p.Pattern, &p.CreatedBy, &at); err != nil {
+			return nil, fmt.Errorf("store: permissions: %w", err)
+		}
+		p.CreatedAt = fromMS(at)
+		out = append(out, p)
+	}
+	return out, rows.Err()
 }

@@ -128,6 +128,25 @@ var migrations = []string{
 		WHERE status IN ('pending','interrupted','approved','started');`,
 	// Each step reads the run's latest proposal and the one before a pending proposal.
 	`CREATE INDEX proposals_run_step ON proposals(agent_id, run_id, step);`,
+	// Components' durable per-agent state (the context component's open files), and the
+	// permission patterns people stored with "approve always" / "deny always" or agentctl.
+	`CREATE TABLE agent_state (
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		key TEXT NOT NULL,
+		value BLOB NOT NULL,
+		PRIMARY KEY (agent_id, key)
+	) WITHOUT ROWID;
+	CREATE TABLE permissions (
+		id INTEGER PRIMARY KEY,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		effect TEXT NOT NULL CHECK (effect IN ('allow','deny')),
+		pattern TEXT NOT NULL,
+		created_by TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		UNIQUE (agent_id, effect, pattern)
+	);
+	ALTER TABLE decisions ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+	ALTER TABLE decisions ADD COLUMN pattern TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -1,0 +1,77 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+)
+
+// deleteFile removes one file from the workspace. Folders are refused: one wrong path
+// should not cost a whole tree.
+type deleteFile struct{}
+
+type deleteFileArgs struct {
+	Path string `json:"path" desc:"file path" max:"256"`
+}
+
+var deleteFileSpec = Spec{
+	Name:        "delete_file",
+	Description: "Delete one file from the workspace",
+	Params:      FromStruct(deleteFileArgs{}),
+	Subject:     "path",
+	Class:       ClassWriteWorkspace,
+	// A re-run finds the file gone and says so without failing.
+	Idempotent: true,
+}
+
+func init() { Register(deleteFile{}) }
+
+func (deleteFile) Spec() Spec { return deleteFileSpec }
+
+func (deleteFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
+	var a deleteFileArgs
+	if err := decodeArgs("delete_file", raw, &a); err != nil {
+		return "", err
+	}
+	// The full path gets the same refusals as every file command, links out included.
+	root, rel, err := openIn(env.Workspace, a.Path)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	clean := filepath.Clean(a.Path)
+	if clean == "." {
+		return "", badPath(a.Path, "is the workspace folder itself; delete_file deletes one file")
+	}
+	// openIn resolved a final symlink to its target; like rm, delete the link itself.
+	_, dir, err := resolve(env.Workspace, filepath.Dir(clean))
+	if err != nil {
+		return "", err
+	}
+	rel = filepath.Join(dir, filepath.Base(clean))
+	fi, err := root.Lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("nothing to delete: %s does not exist", clean), nil
+	case err != nil:
+		return "", fsError(env.Workspace, a.Path, err)
+	case fi.IsDir():
+		return "", badPath(a.Path, "is a folder; delete_file only deletes files")
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := root.Remove(rel); err != nil {
+		if errors.Is(err, fs.ErrNotExist) { // someone else deleted it first
+			return fmt.Sprintf("nothing to delete: %s does not exist", clean), nil
+		}
+		return "", fsError(env.Workspace, a.Path, err)
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Sprintf("deleted the link %s; the file it pointed to is kept", clean), nil
+	}
+	return "deleted " + clean, nil
+}

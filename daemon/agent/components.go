@@ -1,0 +1,238 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Component names the supervisor itself provides.
+const (
+	compDirectives = "directives" // the base directives from config
+	compCommands   = "commands"   // the built-in commands config lists
+)
+
+// AgentOverrides are per-agent settings from config, keyed by agent name.
+type AgentOverrides struct {
+	// Commands replaces the built-in command list for this agent (it must keep finish
+	// and ask_user).
+	Commands []string
+	// DisabledComponents are left out of this agent's pipeline, besides the global ones.
+	DisabledComponents []string
+	// Allow and Deny are permission patterns for this agent only.
+	Allow, Deny []string
+}
+
+// defaultOrder is where the supervisor's own components go; extra components from
+// Options.Components go between the command providers and the messages.
+func defaultOrder(extra []commands.Component) []string {
+	order := []string{compDirectives, "profile", compCommands}
+	for _, c := range extra {
+		order = append(order, c.Name())
+	}
+	return append(order, "context", "history", "clock")
+}
+
+// buildPipelines assembles the default pipeline and each overridden agent's.
+func (s *Supervisor) buildPipelines() error {
+	builtin, err := builtinCommands(s.opt.Commands)
+	if err != nil {
+		return err
+	}
+	base, err := s.assemble(builtin)
+	if err != nil {
+		return err
+	}
+	s.pipeline = base.Without(s.opt.DisabledComponents)
+	s.agentPipelines = map[string]*commands.Pipeline{}
+	for name, o := range s.opt.Agents {
+		p := base
+		if len(o.Commands) > 0 {
+			set, err := builtinCommands(o.Commands)
+			if err != nil {
+				return fmt.Errorf("agent %s: %w", name, err)
+			}
+			if p, err = s.assemble(set); err != nil {
+				return err
+			}
+		}
+		s.agentPipelines[name] = p.Without(append(slices.Clone(s.opt.DisabledComponents), o.DisabledComponents...))
+	}
+	return nil
+}
+
+// builtinCommands resolves a built-in command list, which must let the agent finish and ask.
+func builtinCommands(names []string) (commands.Set, error) {
+	set, err := commands.Resolve(names)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	for _, need := range []string{commands.Finish, commands.AskUser} {
+		if _, ok := set.Get(need); !ok {
+			return nil, fmt.Errorf("agent: the command list must include %q", need)
+		}
+	}
+	return set, nil
+}
+
+// assemble orders the components: first those config's ComponentOrder names, in that
+// order, then the rest in their default order.
+func (s *Supervisor) assemble(builtin commands.Set) (*commands.Pipeline, error) {
+	all := map[string]commands.Component{
+		compDirectives: commands.StaticDirectives{ID: compDirectives, D: toDirectives(s.opt.Directives)},
+		"profile":      commands.ProfileDirectives{},
+		compCommands:   commands.CommandList{ID: compCommands, Cmds: builtin},
+		"context":      commands.ContextItems{},
+		"history":      historyComponent{s},
+		"clock":        commands.Clock{},
+	}
+	for _, c := range s.opt.Components {
+		if _, dup := all[c.Name()]; dup {
+			return nil, fmt.Errorf("agent: two components are named %q", c.Name())
+		}
+		all[c.Name()] = c
+	}
+	var comps []commands.Component
+	placed := map[string]bool{}
+	for _, n := range append(slices.Clone(s.opt.ComponentOrder), defaultOrder(s.opt.Components)...) {
+		c, ok := all[n]
+		if !ok {
+			return nil, fmt.Errorf("agent: component order names %q, which does not exist; components: %v", n, defaultOrder(s.opt.Components))
+		}
+		if !placed[n] {
+			placed[n] = true
+			comps = append(comps, c)
+		}
+	}
+	return commands.NewPipeline(comps, s.reportComponent)
+}
+
+// CheckComponents checks names against the components a supervisor with opt would have;
+// config uses it to refuse a bad disabled or order list.
+func CheckComponents(extra []commands.Component, names []string) error {
+	known := defaultOrder(extra)
+	for _, n := range names {
+		if n == compCommands {
+			return fmt.Errorf("component %q cannot be disabled: it offers finish and ask_user", n)
+		}
+		if !slices.Contains(known, n) {
+			return fmt.Errorf("no component is named %q; components: %v", n, known)
+		}
+	}
+	return nil
+}
+
+// pipelineFor returns the agent's pipeline.
+func (s *Supervisor) pipelineFor(name string) *commands.Pipeline {
+	if p, ok := s.agentPipelines[name]; ok {
+		return p
+	}
+	return s.pipeline
+}
+
+// reportComponent logs a component's failure and tells the agent's followers; the step
+// goes on without it.
+func (s *Supervisor) reportComponent(step *commands.Step, component, hook string, err error) {
+	s.log.Warn("component failed; skipped for this step", "agent", step.AgentID, "component", component, "hook", hook, "err", err)
+	s.events.Publish(client.Event{Type: client.EventError, AgentID: step.AgentID,
+		Message: fmt.Sprintf("component %s failed in %s and was skipped for this step: %v", component, hook, err)})
+}
+
+// stepOf describes agent a to its components.
+func (s *Supervisor) stepOf(a *store.Agent) *commands.Step {
+	return &commands.Step{
+		AgentID: a.ID, AgentName: a.Name, Description: a.Description, Task: a.Task, Goals: a.Goals,
+		Directives: toDirectives(a.Directives), Workspace: a.Workspace, RunID: a.RunID,
+		Number: a.Step + 1, Now: s.now(), State: &agentState{st: s.st, id: a.ID},
+	}
+}
+
+// commandsFor returns the commands agent a may use now, always including finish and
+// ask_user: a failing command component must not leave an agent unable to stop or ask.
+func (s *Supervisor) commandsFor(ctx context.Context, a *store.Agent, step *commands.Step) commands.Set {
+	set := s.pipelineFor(a.Name).Commands(ctx, step)
+	for _, need := range []string{commands.AskUser, commands.Finish} {
+		if _, ok := set.Get(need); !ok {
+			c, _ := commands.Lookup(need)
+			set = append(set, c)
+		}
+	}
+	return set
+}
+
+// lookupCommand finds a command by name among everything the default pipeline offers,
+// for decisions made outside a step (crash recovery).
+func (s *Supervisor) lookupCommand(ctx context.Context, a *store.Agent, name string) (commands.Command, bool) {
+	return s.commandsFor(ctx, a, s.stepOf(a)).Get(name)
+}
+
+func toDirectives(d client.Directives) commands.Directives {
+	return commands.Directives{Constraints: d.Constraints, Resources: d.Resources, BestPractices: d.BestPractices}
+}
+
+// agentState is commands.State over the store.
+type agentState struct {
+	st *store.Store
+	id string
+	mu sync.Mutex
+}
+
+func (k *agentState) Get(ctx context.Context, key string) (v []byte, err error) {
+	err = k.st.View(ctx, func(tx *store.Tx) error { v, err = tx.StateValue(k.id, key); return err })
+	return v, err
+}
+
+func (k *agentState) Put(ctx context.Context, key string, value []byte) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetStateValue(k.id, key, value) })
+}
+
+// historyComponent shows the agent's recent episodes, newest kept first, within the
+// budget the rest of the prompt leaves.
+type historyComponent struct{ s *Supervisor }
+
+func (historyComponent) Name() string { return "history" }
+func (historyComponent) Budgeted()    {}
+
+func (h historyComponent) Messages(ctx context.Context, step *commands.Step) ([]string, error) {
+	var eps []client.Episode
+	err := h.s.st.View(ctx, func(tx *store.Tx) (err error) {
+		eps, err = tx.Episodes(step.AgentID, h.s.opt.HistoryEpisodes)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	kept := fitEpisodes(eps, step.Budget)
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	return []string{Progress(kept)}, nil
+}
+
+// fitEpisodes keeps the newest episodes whose rendering fits budget characters, oldest first.
+func fitEpisodes(eps []client.Episode, budget int) []client.Episode {
+	var kept []client.Episode
+	used := len("Progress so far:")
+	for i := len(eps) - 1; i >= 0; i-- {
+		n := len(EpisodeText(eps[i])) + 1
+		if used+n > budget {
+			break
+		}
+		used += n
+		kept = append(kept, eps[i])
+	}
+	slices.Reverse(kept)
+	return kept
+}
+
+var (
+	_ commands.Budgeted = historyComponent{}
+	_ commands.State    = (*agentState)(nil)
+)

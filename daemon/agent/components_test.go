@@ -1,0 +1,90 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// explodingComponent panics in every protocol method it implements.
+type explodingComponent struct{}
+
+func (explodingComponent) Name() string { return "exploding" }
+func (explodingComponent) Directives(context.Context, *commands.Step) (commands.Directives, error) {
+	panic("directives exploded")
+}
+func (explodingComponent) Messages(context.Context, *commands.Step) ([]string, error) {
+	panic("messages exploded")
+}
+func (explodingComponent) Commands(context.Context, *commands.Step) ([]commands.Command, error) {
+	panic("commands exploded")
+}
+func (explodingComponent) AfterParse(context.Context, *commands.Step, *commands.Reply) error {
+	panic("after parse exploded")
+}
+func (explodingComponent) AfterExecute(context.Context, *commands.Step, *commands.Outcome) error {
+	panic("after execute exploded")
+}
+
+func TestPanickingComponentIsSkipped(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Components = []commands.Component{explodingComponent{}} })
+	events, unsub := h.sup.Events().Subscribe("", 0)
+	defer unsub()
+	h.fake.Script(reply("list_folder", map[string]string{"path": "."}), reply("finish", map[string]string{"reason": "done"}))
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	p2 := h.pending(a.ID)
+	if p2.Command != "finish" {
+		t.Fatalf("second proposal = %+v", p2)
+	}
+	eps := h.history(a.ID)
+	if len(eps) != 1 || eps[0].Outcome != "succeeded" {
+		t.Fatalf("history = %+v", eps)
+	}
+	hooks := map[string]bool{}
+	for len(events) > 0 {
+		ev := <-events
+		if ev.Type == client.EventError && strings.Contains(ev.Message, "component exploding failed in") {
+			hooks[strings.Fields(strings.SplitAfter(ev.Message, "failed in ")[1])[0]] = true
+		}
+	}
+	for _, hk := range []string{"Directives", "Commands", "Messages", "AfterParse", "AfterExecute"} {
+		if !hooks[hk] {
+			t.Errorf("no error event for the panic in %s; got %v", hk, hooks)
+		}
+	}
+}
+
+func TestContextComponentShowsOpenFiles(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(
+		reply("write_file", map[string]string{"path": "plan.md", "contents": "step one"}),
+		reply("open_file", map[string]string{"path": "plan.md"}),
+		reply("list_folder", map[string]string{"path": "."}),
+	)
+	a := h.create(client.CreateAgentRequest{})
+	for i := 0; i < 2; i++ {
+		p := h.pending(a.ID)
+		if _, err := h.decide(a.ID, p, "y"); err != nil {
+			t.Fatal(err)
+		}
+		h.waitFor(a.ID, "the next proposal", func(a *client.Agent) bool { return a.Pending != nil && a.Pending.ID != p.ID })
+	}
+	reqs := h.fake.Requests()
+	last := joinContent(reqs[len(reqs)-1].Messages)
+	if !strings.Contains(last, "## file plan.md\nstep one") {
+		t.Errorf("the prompt after open_file does not show the file:\n%s", last)
+	}
+	if !strings.Contains(last, "close_context_item(") {
+		t.Errorf("close_context_item not offered while a file is open:\n%s", last)
+	}
+	if !strings.Contains(string(reqs[len(reqs)-1].Format), `"close_context_item"`) {
+		t.Errorf("close_context_item not in the reply schema")
+	}
+}
