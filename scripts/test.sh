@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 
 ensure_go
 ensure_build_deps
+command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap || say "bubblewrap not installed: sandbox tests will skip"
 say "go $(go env GOVERSION); downloading modules"
 go mod download
 

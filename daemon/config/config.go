@@ -28,9 +28,15 @@ const DefaultOllamaHost = "http://127.0.0.1:11434"
 
 // Config is the whole configuration. The toml tags are the file's keys.
 type Config struct {
-	Ollama OllamaConfig `toml:"ollama"`
-	Agent  AgentConfig  `toml:"agent"`
-	Log    LogConfig    `toml:"log"`
+	Ollama      OllamaConfig      `toml:"ollama"`
+	Agent       AgentConfig       `toml:"agent"`
+	Permissions PermissionsConfig `toml:"permissions"`
+	// Agents are per-agent settings, [agents.NAME], applied to the agent with that name.
+	Agents map[string]AgentOverride `toml:"agents"`
+	Web    WebConfig                `toml:"web"`
+	Shell  ShellConfig              `toml:"shell"`
+	MCP    MCPConfig                `toml:"mcp"`
+	Log    LogConfig                `toml:"log"`
 
 	// StateDir holds the database, the memory index and the workspaces. Set by flag only.
 	StateDir string `toml:"-"`
@@ -78,6 +84,72 @@ type AgentConfig struct {
 	// HistoryEpisodes is how many recent episodes the prompt shows in full; older ones
 	// get one line each.
 	HistoryEpisodes int `toml:"history_episodes"`
+	// DisabledComponents leaves components out of every agent (e.g. "clock", "context").
+	DisabledComponents []string `toml:"disabled_components"`
+	// ComponentOrder names components to place first, in this order.
+	ComponentOrder []string `toml:"component_order"`
+}
+
+// PermissionsConfig is the [permissions] section: patterns `command(glob)` that allow or
+// deny proposals without asking, for every agent.
+type PermissionsConfig struct {
+	Allow []string `toml:"allow"`
+	Deny  []string `toml:"deny"`
+	// AutoRead lets read-class commands (read_file, list_folder, search_files...) run
+	// without asking.
+	AutoRead bool `toml:"auto_read"`
+}
+
+// AgentOverride is one [agents.NAME] table.
+type AgentOverride struct {
+	Commands           []string `toml:"commands"`
+	DisabledComponents []string `toml:"disabled_components"`
+	Allow              []string `toml:"allow"`
+	Deny               []string `toml:"deny"`
+}
+
+// WebConfig is the [web] section: web_search, read_webpage and clone_repository.
+type WebConfig struct {
+	// Enabled offers the web commands; false leaves them out of every prompt.
+	Enabled bool `toml:"enabled"`
+	// SearxngURL is a SearxNG instance's base URL (its JSON API must be enabled): the
+	// local-first search backend.
+	SearxngURL string `toml:"searxng_url"`
+	// DuckDuckGo searches DuckDuckGo's HTML page when SearxNG is unset or fails.
+	DuckDuckGo bool `toml:"duckduckgo"`
+	// AllowPrivate lets read_webpage reach loopback and private addresses.
+	AllowPrivate bool `toml:"allow_private"`
+	// MaxPageBytes caps a fetched page; Timeout caps one fetch.
+	MaxPageBytes int      `toml:"max_page_bytes"`
+	Timeout      Duration `toml:"timeout"`
+	// Clone offers clone_repository (needs git).
+	Clone bool `toml:"clone"`
+}
+
+// ShellConfig is the [shell] section: execute_shell and execute_python_file.
+type ShellConfig struct {
+	// Enabled offers the commands; they always ask unless an allow pattern matches.
+	Enabled bool `toml:"enabled"`
+	// Sandbox is auto (bubblewrap when it works, else none), bwrap (required) or none.
+	Sandbox string `toml:"sandbox"`
+	// Env names variables passed through from agentd's environment.
+	Env []string `toml:"env"`
+	// Python offers execute_python_file when python3 exists.
+	Python bool `toml:"python"`
+}
+
+// MCPConfig is the [mcp] section.
+type MCPConfig struct {
+	Servers []MCPServer `toml:"servers"`
+}
+
+// MCPServer is one [[mcp.servers]] table: a stdio command or a streamable HTTP URL.
+type MCPServer struct {
+	Name    string            `toml:"name"`
+	Command []string          `toml:"command"`
+	Env     map[string]string `toml:"env"`
+	URL     string            `toml:"url"`
+	Timeout Duration          `toml:"timeout"`
 }
 
 // LogConfig is the [log] section. Logs go to stderr (the journal under systemd).
@@ -110,16 +182,21 @@ func Default() *Config {
 				"Review your past steps and criticize your approach.",
 				"Never repeat a command whose result you already have.",
 			},
-			Commands:          []string{"list_folder", "read_file", "write_file", "ask_user", "finish"},
-			MaxInvalidReplies: 3,
-			ContinuousLimit:   25,
-			CommandTimeout:    Duration{60 * time.Second},
-			OutputCap:         16 << 10,
-			HistoryEpisodes:   10,
+			Commands:           []string{"list_folder", "read_file", "write_file", "ask_user", "finish"},
+			MaxInvalidReplies:  3,
+			ContinuousLimit:    25,
+			CommandTimeout:     Duration{60 * time.Second},
+			OutputCap:          16 << 10,
+			HistoryEpisodes:    10,
+			DisabledComponents: []string{},
+			ComponentOrder:     []string{},
 		},
-		Log:      LogConfig{Level: "info", Format: "text"},
-		StateDir: DefaultStateDir(),
-		Socket:   client.DefaultSocketPath(),
+		Permissions: PermissionsConfig{Allow: []string{}, Deny: []string{}},
+		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
+		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}},
+		Log:         LogConfig{Level: "info", Format: "text"},
+		StateDir:    DefaultStateDir(),
+		Socket:      client.DefaultSocketPath(),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -100,6 +101,7 @@ func lineOrder(p Problem) int {
 type decoder struct {
 	md     toml.MetaData
 	fields map[string]map[string]reflect.Value // section → key → field of the Config
+	tables map[string]reflect.Value            // top-level tables of named tables ([agents.NAME])
 	lines  map[string]int                      // dotted key → line
 	probs  []Problem
 }
@@ -116,7 +118,7 @@ func (c *Config) decode(data string) ([]Problem, map[string]int) {
 		}
 		return []Problem{{Msg: "invalid TOML: " + err.Error()}}, nil
 	}
-	d := &decoder{md: md, fields: c.fields(), lines: map[string]int{}}
+	d := &decoder{md: md, fields: c.fields(), tables: c.tables(), lines: map[string]int{}}
 	for _, name := range sortedKeys(top) {
 		d.section(name, top[name])
 	}
@@ -126,6 +128,10 @@ func (c *Config) decode(data string) ([]Problem, map[string]int) {
 
 func (d *decoder) section(name string, prim toml.Primitive) {
 	line := d.line(prim)
+	if f, ok := d.tables[name]; ok {
+		d.field([]string{name}, line, f, prim)
+		return
+	}
 	typ := d.md.Type(name)
 	var table map[string]toml.Primitive
 	if typ == "Hash" || typ == "" { // "": a table made implicitly by dotted keys (a.b = 1)
@@ -160,8 +166,112 @@ func (d *decoder) section(name string, prim toml.Primitive) {
 		case !ok:
 			d.problem(line, "", "unknown key %q%s", full, d.suggestKey(name, key))
 		default:
-			d.value(full, line, f, table[key])
+			d.field([]string{name, key}, line, f, table[key])
 		}
+	}
+}
+
+// field decodes one key into its field: a plain value, or a nested table — a struct, a
+// map of structs by name ([agents.NAME]) or an array of tables ([[mcp.servers]]).
+func (d *decoder) field(path []string, line int, f reflect.Value, prim toml.Primitive) {
+	full := strings.Join(path, ".")
+	got := d.md.Type(path...)
+	switch t := f.Type(); {
+	case t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Struct:
+		var table map[string]toml.Primitive
+		// "" is a table made implicitly, by [agents.NAME] headers alone.
+		if (got != "Hash" && got != "") || d.md.PrimitiveDecode(prim, &table) != nil {
+			d.problem(line, full, "want a table of named tables, like [%s.NAME], got %s", full, typeDesc(got))
+			return
+		}
+		m := reflect.MakeMap(t)
+		for _, name := range sortedKeys(table) {
+			v := reflect.New(t.Elem()).Elem()
+			sub := append(append([]string{}, path...), name)
+			d.lines[strings.Join(sub, ".")] = d.line(table[name])
+			if d.structTable(sub, v, table[name]) {
+				m.SetMapIndex(reflect.ValueOf(name), v)
+			}
+		}
+		f.Set(m)
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Struct:
+		var tables []map[string]toml.Primitive
+		if got != "ArrayHash" || d.md.PrimitiveDecode(prim, &tables) != nil {
+			d.problem(line, full, "want an array of tables, like [[%s]], got %s", full, typeDesc(got))
+			return
+		}
+		s := reflect.MakeSlice(t, len(tables), len(tables))
+		for i, tab := range tables {
+			sub := append(append([]string{}, path...), fmt.Sprint(i+1))
+			d.lines[strings.Join(sub, ".")] = d.firstLine(tab)
+			d.structFields(sub, s.Index(i), tab, line)
+		}
+		f.Set(s)
+	default:
+		d.value(full, line, f, prim)
+	}
+}
+
+// structTable decodes a table into the struct v, key by key; it reports whether prim was a table.
+func (d *decoder) structTable(path []string, v reflect.Value, prim toml.Primitive) bool {
+	full := strings.Join(path, ".")
+	line := d.line(prim)
+	var table map[string]toml.Primitive
+	if got := d.md.Type(path...); (got != "Hash" && got != "") || d.md.PrimitiveDecode(prim, &table) != nil {
+		d.problem(line, full, "want a table, got %s", typeDesc(got))
+		return false
+	}
+	d.structFields(path, v, table, line)
+	return true
+}
+
+// structFields decodes the keys of table into the struct v by their toml tags.
+func (d *decoder) structFields(path []string, v reflect.Value, table map[string]toml.Primitive, line int) {
+	fields := map[string]reflect.Value{}
+	var names []string
+	for i := range v.NumField() {
+		if tag := v.Type().Field(i).Tag.Get("toml"); tag != "" && tag != "-" {
+			fields[tag] = v.Field(i)
+			names = append(names, tag)
+		}
+	}
+	for _, key := range sortedKeys(table) {
+		sub := append(append([]string{}, path...), key)
+		full := strings.Join(sub, ".")
+		kl := d.line(table[key])
+		if kl == 0 {
+			kl = line
+		}
+		d.lines[full] = kl
+		f, ok := fields[key]
+		if !ok {
+			hint := ""
+			if best := closest(key, names); best != "" {
+				hint = fmt.Sprintf(" (did you mean %q?)", strings.Join(path, ".")+"."+best)
+			}
+			d.problem(kl, "", "unknown key %q%s", full, hint)
+			continue
+		}
+		d.fieldIn(sub, kl, f, table[key])
+	}
+}
+
+// fieldIn is field for a key inside an array of tables, whose path MetaData cannot type
+// by index: plain values are checked by decoding alone.
+func (d *decoder) fieldIn(path []string, line int, f reflect.Value, prim toml.Primitive) {
+	if _, err := strconv.Atoi(path[len(path)-2]); err != nil {
+		d.field(path, line, f, prim)
+		return
+	}
+	full := strings.Join(path, ".")
+	want, _ := expect(f.Type())
+	if err := d.md.PrimitiveDecode(prim, f.Addr().Interface()); err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			d.problem(line, full, "%s", pe.Message)
+			return
+		}
+		d.problem(line, full, "want %s", want)
 	}
 }
 
@@ -225,11 +335,27 @@ func (c *Config) fields() map[string]map[string]reflect.Value {
 			continue
 		}
 		sec := top.Field(i)
+		if sec.Kind() != reflect.Struct {
+			continue // a table of named tables: see tables
+		}
 		out[name] = map[string]reflect.Value{}
 		for j := range sec.NumField() {
 			if key := sec.Type().Field(j).Tag.Get("toml"); key != "" && key != "-" {
 				out[name][key] = sec.Field(j)
 			}
+		}
+	}
+	return out
+}
+
+// tables maps the top-level tables of named tables to their Config fields.
+func (c *Config) tables() map[string]reflect.Value {
+	out := map[string]reflect.Value{}
+	top := reflect.ValueOf(c).Elem()
+	for i := range top.NumField() {
+		name := top.Type().Field(i).Tag.Get("toml")
+		if name != "" && name != "-" && top.Field(i).Kind() == reflect.Map {
+			out[name] = top.Field(i)
 		}
 	}
 	return out
@@ -264,6 +390,10 @@ func expect(t reflect.Type) (desc, tomlType string) {
 		return "a whole number", "Integer"
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		return `an array of strings, like ["a", "b"]`, "Array"
+	case t.Kind() == reflect.Bool:
+		return "true or false", "Bool"
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String:
+		return `a table of strings, like { NAME = "value" }`, "Hash"
 	}
 	panic("config: no TOML mapping for " + t.String())
 }

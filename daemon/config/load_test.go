@@ -67,7 +67,17 @@ func TestLoadSetsEveryKey(t *testing.T) {
 	want.Agent = AgentConfig{Constraints: []string{}, Resources: []string{"The web."},
 		BestPractices: []string{"Be brief."}, Commands: []string{"read_file", "ask_user", "finish"},
 		MaxInvalidReplies: 5, ContinuousLimit: 100, CommandTimeout: Duration{5 * time.Minute},
-		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3}
+		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3,
+		DisabledComponents: []string{"clock"}, ComponentOrder: []string{"history"}}
+	want.Permissions = PermissionsConfig{Allow: []string{"read_file(*)", "execute_shell(git status*)"}, Deny: []string{"delete_file(*)"}, AutoRead: true}
+	want.Agents = map[string]AgentOverride{"notes": {Commands: []string{"read_file", "write_file", "ask_user", "finish"},
+		DisabledComponents: []string{"web"}, Allow: []string{"write_file(notes/*)"}, Deny: []string{"write_file(secret*)"}}}
+	want.Web = WebConfig{SearxngURL: "http://127.0.0.1:8888", DuckDuckGo: true, AllowPrivate: true, MaxPageBytes: 65536, Timeout: Duration{5 * time.Second}}
+	want.Shell = ShellConfig{Enabled: true, Sandbox: "bwrap", Env: []string{"GOPATH"}}
+	want.MCP = MCPConfig{Servers: []MCPServer{
+		{Name: "files", Command: []string{"mcp-files", "--root", "/srv"}, Env: map[string]string{"MODE": "ro"}, Timeout: Duration{30 * time.Second}},
+		{Name: "tracker", URL: "http://127.0.0.1:8931/mcp"},
+	}}
 	want.Log = LogConfig{Level: "debug", Format: "json"}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)
@@ -75,7 +85,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 	// The golden file must set every key, or this test proves less than it says.
 	data, _ := os.ReadFile(filepath.Join("testdata", "config", "valid_every_key.toml"))
 	for _, key := range Keys() {
-		if leaf := key[strings.Index(key, ".")+1:]; !regexp.MustCompile(`(?m)^` + leaf + ` = `).Match(data) {
+		if leaf := key[strings.Index(key, ".")+1:]; !regexp.MustCompile(`(?m)^(` + leaf + ` = |\[\[` + regexp.QuoteMeta(key) + `\]\])`).Match(data) {
 			t.Errorf("valid_every_key.toml does not set %s", key)
 		}
 	}

@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/agentd/agentd/commands/mcp"
+	"github.com/agentd/agentd/commands/permission"
 )
 
 // Validate checks every value and returns an *Error listing all problems, or nil.
@@ -68,6 +72,8 @@ func (c *Config) problems() []Problem {
 	if a.WorkspaceRoot != "" && !filepath.IsAbs(a.WorkspaceRoot) {
 		bad("agent.workspace_root", "%q is not an absolute path", a.WorkspaceRoot)
 	}
+
+	c.extraProblems(bad)
 
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
 		bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
@@ -162,4 +168,86 @@ func editDistance(a, b string) int {
 		prev = cur
 	}
 	return prev[len(b)]
+}
+
+// agentNameRE is what an agent name may be (the daemon's own rule).
+var agentNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
+
+// extraProblems checks the permissions, per-agent, web, shell and MCP sections.
+func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
+	checkPatterns := func(key string, list []string) {
+		for i, s := range list {
+			if _, err := permission.Parse(s); err != nil {
+				bad(key, "item %d: %v", i+1, err)
+			}
+		}
+	}
+	checkPatterns("permissions.allow", c.Permissions.Allow)
+	checkPatterns("permissions.deny", c.Permissions.Deny)
+	checkNames := func(key string, list []string) {
+		for i, s := range list {
+			if strings.TrimSpace(s) == "" {
+				bad(key, "item %d is empty", i+1)
+			}
+		}
+	}
+	checkNames("agent.disabled_components", c.Agent.DisabledComponents)
+	checkNames("agent.component_order", c.Agent.ComponentOrder)
+	for _, name := range sortedKeys(c.Agents) {
+		o := c.Agents[name]
+		key := "agents." + name
+		if !agentNameRE.MatchString(name) {
+			bad(key, "%q is not an agent name (lowercase letters, digits, - and _)", name)
+		}
+		if o.Commands != nil {
+			checkCommands(o.Commands, func(msg string) { bad(key+".commands", "%s", msg) })
+		}
+		checkNames(key+".disabled_components", o.DisabledComponents)
+		checkPatterns(key+".allow", o.Allow)
+		checkPatterns(key+".deny", o.Deny)
+	}
+
+	w := &c.Web
+	if w.SearxngURL != "" {
+		if u, err := url.Parse(w.SearxngURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("web.searxng_url", "%q is not a URL like %q", w.SearxngURL, "http://127.0.0.1:8888")
+		}
+	}
+	if w.MaxPageBytes < 1024 {
+		bad("web.max_page_bytes", "must be at least 1024, got %d", w.MaxPageBytes)
+	}
+	if w.Timeout.Duration <= 0 {
+		bad("web.timeout", "must be more than 0, got %s", w.Timeout)
+	}
+
+	if !slices.Contains([]string{"auto", "bwrap", "none"}, c.Shell.Sandbox) {
+		bad("shell.sandbox", "%q is not one of auto, bwrap, none", c.Shell.Sandbox)
+	}
+	for i, v := range c.Shell.Env {
+		if !envNameRE.MatchString(v) {
+			bad("shell.env", "item %d: %q is not an environment variable name", i+1, v)
+		}
+	}
+
+	var servers []mcp.ServerConfig
+	for _, s := range c.MCP.Servers {
+		servers = append(servers, s.ServerConfig())
+	}
+	for i, s := range servers {
+		if err := s.Validate(); err != nil {
+			bad(fmt.Sprintf("mcp.servers.%d", i+1), "%v", err)
+		}
+		for j := range i {
+			if servers[j].Name == s.Name && s.Name != "" {
+				bad(fmt.Sprintf("mcp.servers.%d", i+1), "name %q is used by server %d too", s.Name, j+1)
+			}
+		}
+	}
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ServerConfig converts the table to the MCP bridge's config.
+func (s MCPServer) ServerConfig() mcp.ServerConfig {
+	return mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Timeout: s.Timeout.Duration}
 }

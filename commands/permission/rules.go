@@ -1,0 +1,134 @@
+package permission
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentd/agentd/commands"
+)
+
+// Rules is one layer of patterns: the global rules from the config file, or one agent's
+// (its config plus the patterns a person stored with "approve always" or "deny always").
+type Rules struct {
+	Layer string // names the layer in verdicts: "global", "agent"
+	Allow []Pattern
+	Deny  []Pattern
+}
+
+// ParseRules parses a layer's allow and deny patterns. It reports every bad pattern, not just
+// the first, each as `allow[2]: permission pattern "...": column 7: ...`.
+func ParseRules(layer string, allow, deny []string) (Rules, error) {
+	r := Rules{Layer: layer}
+	var errs []error
+	parse := func(list string, in []string) []Pattern {
+		var out []Pattern
+		for i, s := range in {
+			p, err := Parse(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s[%d]: %w", list, i, err))
+				continue
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	r.Allow = parse("allow", allow)
+	r.Deny = parse("deny", deny)
+	if len(errs) > 0 {
+		err := errors.Join(errs...)
+		if layer != "" {
+			err = fmt.Errorf("%s permissions: %w", layer, err)
+		}
+		return Rules{}, err
+	}
+	return r, nil
+}
+
+// Effect is what a verdict says to do with a proposal.
+type Effect string
+
+// The effects.
+const (
+	Allow Effect = "allow" // run it without asking
+	Deny  Effect = "deny"  // refuse it without asking
+	Ask   Effect = "ask"   // wait for a person
+)
+
+// Verdict is Evaluate's answer.
+type Verdict struct {
+	Effect  Effect `json:"effect"`
+	Pattern string `json:"pattern,omitempty"` // the deciding pattern; "" for a default
+	Layer   string `json:"layer,omitempty"`   // the layer that held it
+	Reason  string `json:"reason"`            // one line for the person, e.g. "auto-approved by read_file(*) (agent rules)"
+}
+
+// Options change Evaluate's defaults.
+type Options struct {
+	// AutoRead approves read commands (ClassRead) that no pattern matched: "read commands
+	// may be auto-approved if configured". Deny patterns still apply.
+	AutoRead bool
+}
+
+// Evaluate decides a proposal: the command spec with these args, under the given layers.
+//
+//  1. A deny pattern that covers it, in any layer, denies it (first match, in layer order).
+//  2. Otherwise, if args can be read two ways (see Subject), a person is asked.
+//  3. Otherwise an allow pattern that approves it (Pattern.Allows) allows it.
+//  4. Otherwise, with opts.AutoRead, a read command is allowed.
+//  5. Otherwise a person is asked. Execute commands therefore run unasked only through an
+//     allow pattern that names them literally.
+func Evaluate(spec commands.Spec, args json.RawMessage, opts Options, layers ...Rules) Verdict {
+	subject := Subject(spec, args)
+	for _, l := range layers {
+		for _, p := range l.Deny {
+			if p.Denies(spec, subject) {
+				return Verdict{Effect: Deny, Pattern: p.String(), Layer: l.Layer, Reason: "denied by " + p.String() + inLayer(l.Layer)}
+			}
+		}
+	}
+	if err := checkArgs(args); err != nil {
+		return Verdict{Effect: Ask, Reason: "asking: " + err.Error()}
+	}
+	for _, l := range layers {
+		for _, p := range l.Allow {
+			if p.Allows(spec, subject) {
+				return Verdict{Effect: Allow, Pattern: p.String(), Layer: l.Layer, Reason: "auto-approved by " + p.String() + inLayer(l.Layer)}
+			}
+		}
+	}
+	if opts.AutoRead && spec.Class == commands.ClassRead {
+		return Verdict{Effect: Allow, Reason: "auto-approved: read commands run without asking (auto_read)"}
+	}
+	return Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}
+}
+
+func inLayer(layer string) string {
+	if layer == "" {
+		return ""
+	}
+	return " (" + layer + " rules)"
+}
+
+// AlwaysPattern returns the pattern a person's "approve always for this agent" stores: the
+// command with exactly this proposal's subject, escaped, so it approves that command line,
+// that path or that query again and nothing else, not even a one-character variant.
+// It fails when args can be read two ways or the pattern would be over MaxPatternLen; the
+// person can still approve once.
+func AlwaysPattern(spec commands.Spec, args json.RawMessage) (Pattern, error) {
+	return exactFor(spec, args)
+}
+
+// DenyPattern returns the pattern a person's "deny always for this agent" stores: like
+// AlwaysPattern, the command with exactly this subject. A person who wants a wider deny
+// writes the glob, e.g. `read_file(secrets/*)`.
+func DenyPattern(spec commands.Spec, args json.RawMessage) (Pattern, error) {
+	return exactFor(spec, args)
+}
+
+func exactFor(spec commands.Spec, args json.RawMessage) (Pattern, error) {
+	if err := checkArgs(args); err != nil {
+		return Pattern{}, fmt.Errorf("permission: %s: %w", spec.Name, err)
+	}
+	return Exact(spec.Name, Subject(spec, args))
+}

@@ -1,0 +1,315 @@
+package permission
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/commands"
+)
+
+func shellArgs(line string) json.RawMessage {
+	b, err := json.Marshal(map[string]string{"command": line})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func rules(layer string, allow, deny []string) Rules {
+	r, err := ParseRules(layer, allow, deny)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func TestSubject(t *testing.T) {
+	ordered := commands.Spec{Name: "two", Params: commands.Object(
+		commands.Prop{Name: "b", Schema: commands.String("", 10)},
+		commands.Prop{Name: "a", Schema: commands.String("", 10)},
+	)}
+	tests := []struct {
+		name string
+		spec commands.Spec
+		args string
+		want string
+	}{
+		{"subject_param", readSpec, `{"path":"notes/a.txt"}`, "notes/a.txt"},
+		{"subject_param_exact_value", readSpec, `{"path":" notes/a.txt\n"}`, " notes/a.txt\n"},
+		{"subject_param_escapes_decoded", shellSpec, `{"command":"a\u000ab\u0000"}`, "a\nb\x00"},
+		{"subject_param_only", writeSpec, `{"path":"a.txt","content":"rm -rf ~"}`, "a.txt"},
+		{"subject_param_not_string_falls_back", writeSpec, `{"path":5,"content":"text"}`, "text"},
+		{"subject_param_missing_falls_back", writeSpec, `{"content":"text"}`, "text"},
+		{"joined_in_param_order", ordered, `{"a":"1","b":"2"}`, "2 1"},
+		{"empty_strings_kept", ordered, `{"a":"x","b":""}`, " x"},
+		{"non_strings_ignored", mcpSpec, `{"limit":5,"query":"go","tags":["x"],"opt":{"k":"v"},"n":null,"t":true}`, "go"},
+		{"unlisted_strings_follow_sorted", mcpSpec, `{"zz":"last","query":"go","extra":"mid"}`, "go mid last"},
+		{"no_params", noClassSpec, `{"b":"2","a":"1"}`, "1 2"},
+		{"empty_args", readSpec, ``, ""},
+		{"empty_object", readSpec, `{}`, ""},
+		{"not_an_object", readSpec, `["notes/a"]`, ""},
+		{"invalid_json", readSpec, `{"path":`, ""},
+		{"duplicate_last_wins", readSpec, `{"path":"a","path":"b"}`, "b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Subject(tt.spec, json.RawMessage(tt.args)); got != tt.want {
+				t.Errorf("Subject(%s) = %q, want %q", tt.args, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseRules(t *testing.T) {
+	r, err := ParseRules("global", []string{"read_file", "execute_shell(git status*)"}, []string{"read_file(secrets/*)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Layer != "global" || len(r.Allow) != 2 || len(r.Deny) != 1 || r.Allow[0].String() != "read_file(*)" {
+		t.Fatalf("ParseRules = %+v", r)
+	}
+
+	tests := []struct {
+		name        string
+		layer       string
+		allow, deny []string
+		want        []string // each must appear, in order
+		problems    int
+	}{
+		{"one_bad_allow", "", []string{"read_file(*)", "Bad("}, nil,
+			[]string{`allow[1]: permission pattern "Bad(": column 1:`}, 1},
+		{"every_problem", "agent", []string{"ok", "x(", "y)"}, []string{"(", "fine", `z(\q)`},
+			[]string{
+				"agent permissions: ",
+				`allow[1]: permission pattern "x(": column 2: unbalanced parentheses`,
+				`allow[2]: permission pattern "y)": column 2: unbalanced parentheses`,
+				`deny[0]: permission pattern "(": column 1: empty command name`,
+				`deny[2]: permission pattern "z(\\q)": column 3: bad escape \q`,
+			}, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := ParseRules(tt.layer, tt.allow, tt.deny)
+			if err == nil {
+				t.Fatalf("ParseRules = %+v, want an error", r)
+			}
+			msg := err.Error()
+			rest := msg
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				if i < 0 {
+					t.Fatalf("error %q lacks %q (or has it out of order)", msg, w)
+				}
+				rest = rest[i+len(w):]
+			}
+			if n := strings.Count(msg, "permission pattern"); n != tt.problems {
+				t.Errorf("error reports %d problems, want %d: %q", n, tt.problems, msg)
+			}
+			var se *SyntaxError
+			if !errors.As(err, &se) {
+				t.Errorf("errors.As(*SyntaxError) fails on %v", err)
+			}
+		})
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	empty := Rules{Layer: "global"}
+	tests := []struct {
+		name   string
+		spec   commands.Spec
+		args   string
+		opts   Options
+		layers []Rules
+		want   Verdict
+	}{
+		{"no_rules_ask", readSpec, `{"path":"a"}`, Options{}, nil,
+			Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}},
+		{"global_allow", readSpec, `{"path":"a"}`, Options{},
+			[]Rules{rules("global", []string{"read_file"}, nil), rules("agent", nil, nil)},
+			Verdict{Effect: Allow, Pattern: "read_file(*)", Layer: "global", Reason: "auto-approved by read_file(*) (global rules)"}},
+		{"agent_allow", writeSpec, `{"path":"notes/a","content":"x"}`, Options{},
+			[]Rules{rules("global", []string{"read_file"}, nil), rules("agent", []string{"write_file(notes/*)"}, nil)},
+			Verdict{Effect: Allow, Pattern: "write_file(notes/*)", Layer: "agent", Reason: "auto-approved by write_file(notes/*) (agent rules)"}},
+		{"first_allow_in_layer_order", readSpec, `{"path":"a"}`, Options{},
+			[]Rules{rules("global", []string{"write_file", "read_file(a)"}, nil), rules("agent", []string{"read_file"}, nil)},
+			Verdict{Effect: Allow, Pattern: "read_file(a)", Layer: "global", Reason: "auto-approved by read_file(a) (global rules)"}},
+		{"global_deny_beats_agent_allow", readSpec, `{"path":"secrets/k"}`, Options{},
+			[]Rules{rules("global", nil, []string{"read_file(secrets/*)"}), rules("agent", []string{"read_file(secrets/k)"}, nil)},
+			Verdict{Effect: Deny, Pattern: "read_file(secrets/*)", Layer: "global", Reason: "denied by read_file(secrets/*) (global rules)"}},
+		{"agent_deny_beats_global_allow", readSpec, `{"path":"secrets/k"}`, Options{},
+			[]Rules{rules("global", []string{"read_file"}, nil), rules("agent", nil, []string{"read_file(secrets/k)"})},
+			Verdict{Effect: Deny, Pattern: "read_file(secrets/k)", Layer: "agent", Reason: "denied by read_file(secrets/k) (agent rules)"}},
+		{"deny_in_same_layer_beats_allow", readSpec, `{"path":"secrets/k"}`, Options{},
+			[]Rules{rules("agent", []string{"read_file"}, []string{"*(secrets/*)"})},
+			Verdict{Effect: Deny, Pattern: "*(secrets/*)", Layer: "agent", Reason: "denied by *(secrets/*) (agent rules)"}},
+		{"deny_other_subject_no_effect", readSpec, `{"path":"notes/k"}`, Options{},
+			[]Rules{rules("agent", []string{"read_file"}, []string{"read_file(secrets/*)"})},
+			Verdict{Effect: Allow, Pattern: "read_file(*)", Layer: "agent", Reason: "auto-approved by read_file(*) (agent rules)"}},
+		{"unnamed_layer", readSpec, `{"path":"a"}`, Options{}, []Rules{rules("", []string{"read_file"}, nil)},
+			Verdict{Effect: Allow, Pattern: "read_file(*)", Reason: "auto-approved by read_file(*)"}},
+		{"auto_read_allows_read", readSpec, `{"path":"a"}`, Options{AutoRead: true}, []Rules{empty},
+			Verdict{Effect: Allow, Reason: "auto-approved: read commands run without asking (auto_read)"}},
+		{"auto_read_pattern_named_first", readSpec, `{"path":"a"}`, Options{AutoRead: true}, []Rules{rules("agent", []string{"read_file(a)"}, nil)},
+			Verdict{Effect: Allow, Pattern: "read_file(a)", Layer: "agent", Reason: "auto-approved by read_file(a) (agent rules)"}},
+		{"auto_read_deny_still_wins", readSpec, `{"path":"secrets/k"}`, Options{AutoRead: true}, []Rules{rules("global", nil, []string{"read_file(secrets/*)"})},
+			Verdict{Effect: Deny, Pattern: "read_file(secrets/*)", Layer: "global", Reason: "denied by read_file(secrets/*) (global rules)"}},
+		{"auto_read_not_write", writeSpec, `{"path":"a","content":""}`, Options{AutoRead: true}, []Rules{empty},
+			Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}},
+		{"auto_read_not_network", webpageSpec, `{"url":"https://x.example/"}`, Options{AutoRead: true}, []Rules{empty},
+			Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}},
+		{"auto_read_not_execute", shellSpec, `{"command":"cat a"}`, Options{AutoRead: true}, []Rules{empty},
+			Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}},
+		{"auto_read_off_asks", readSpec, `{"path":"a"}`, Options{}, []Rules{empty},
+			Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}},
+		{"execute_literal_allow", shellSpec, `{"command":"git status -s"}`, Options{},
+			[]Rules{rules("agent", []string{"execute_shell(git status*)"}, nil)},
+			Verdict{Effect: Allow, Pattern: "execute_shell(git status*)", Layer: "agent", Reason: "auto-approved by execute_shell(git status*) (agent rules)"}},
+		{"execute_metachar_asks", shellSpec, `{"command":"git status; rm -rf ~"}`, Options{},
+			[]Rules{rules("agent", []string{"execute_shell(git status*)"}, nil)},
+			Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}},
+		{"execute_deny_by_command_glob", shellSpec, `{"command":"git status; rm -rf ~"}`, Options{},
+			[]Rules{rules("global", nil, []string{"*(*rm -rf*)"}), rules("agent", []string{"execute_shell(**)"}, nil)},
+			Verdict{Effect: Deny, Pattern: "*(*rm -rf*)", Layer: "global", Reason: "denied by *(*rm -rf*) (global rules)"}},
+		{"duplicate_key_asks", readSpec, `{"path":"secrets/k","path":"notes/a"}`, Options{AutoRead: true},
+			[]Rules{rules("agent", []string{"read_file(notes/*)"}, nil)},
+			Verdict{Effect: Ask, Reason: `asking: arg "path" appears twice`}},
+		{"case_duplicate_asks", readSpec, `{"path":"notes/a","PATH":"secrets/k"}`, Options{AutoRead: true},
+			[]Rules{rules("agent", []string{"read_file"}, nil)},
+			Verdict{Effect: Ask, Reason: `asking: args "path" and "PATH" differ only in case`}},
+		{"kelvin_sign_duplicate_asks", shellSpec, `{"k":"ls","\u212a":"rm"}`, Options{},
+			[]Rules{rules("agent", []string{"execute_shell(**)"}, nil)},
+			Verdict{Effect: Ask, Reason: "asking: args \"k\" and \"\u212a\" differ only in case"}},
+		{"not_object_asks", readSpec, `"notes/a"`, Options{AutoRead: true}, []Rules{rules("agent", []string{"read_file"}, nil)},
+			Verdict{Effect: Ask, Reason: "asking: args are not a JSON object"}},
+		{"trailing_data_asks", readSpec, `{"path":"a"} {"path":"b"}`, Options{AutoRead: true}, []Rules{rules("agent", []string{"read_file"}, nil)},
+			Verdict{Effect: Ask, Reason: "asking: args are not valid JSON: text after the object"}},
+		{"ambiguous_args_still_denied", readSpec, `{"path":"a","path":"secrets/k"}`, Options{},
+			[]Rules{rules("agent", nil, []string{"read_file(secrets/*)"})},
+			Verdict{Effect: Deny, Pattern: "read_file(secrets/*)", Layer: "agent", Reason: "denied by read_file(secrets/*) (agent rules)"}},
+		{"empty_args", readSpec, ``, Options{}, []Rules{rules("agent", []string{"read_file()"}, nil)},
+			Verdict{Effect: Allow, Pattern: "read_file()", Layer: "agent", Reason: "auto-approved by read_file() (agent rules)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Evaluate(tt.spec, json.RawMessage(tt.args), tt.opts, tt.layers...)
+			if got != tt.want {
+				t.Errorf("Evaluate =\n %+v\nwant\n %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestExecuteNeedsLiteralAllow: no wildcard command part, in any layer and with AutoRead,
+// lets an execute command run unasked; only a pattern naming it does.
+func TestExecuteNeedsLiteralAllow(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    commands.Spec
+		pattern string
+		want    Effect
+	}{
+		{"all_commands", shellSpec, "*(*)", Ask},
+		{"all_commands_anything", shellSpec, "*(**)", Ask},
+		{"star_alone", shellSpec, "*", Ask},
+		{"name_prefix_glob", shellSpec, "execute_*(*)", Ask},
+		{"name_question_mark", shellSpec, "execute_shel?(*)", Ask},
+		{"literal", shellSpec, "execute_shell", Allow},
+		{"literal_anything", shellSpec, "execute_shell(**)", Allow},
+		{"mcp_server_glob", mcpSpec, "web.*(*)", Ask},
+		{"mcp_literal", mcpSpec, "web.search(*)", Allow},
+		{"unknown_class_glob", noClassSpec, "*(*)", Ask},
+		{"unknown_class_literal", noClassSpec, "mystery", Allow},
+		{"read_by_glob", readSpec, "*(*)", Allow},
+		{"write_by_glob", writeSpec, "*_file(*)", Allow},
+		{"network_by_glob", webpageSpec, "read_*(*)", Allow},
+		{"message_by_glob", replySpec, "*", Allow},
+	}
+	args := map[string]string{
+		"execute_shell": `{"command":"ls -l"}`, "web.search": `{"query":"go","limit":3}`, "mystery": `{}`,
+		"read_file": `{"path":"a"}`, "write_file": `{"path":"a","content":"b"}`,
+		"read_webpage": `{"url":"https://x.example/"}`, "reply": `{"text":"hi"}`,
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			layers := []Rules{rules("global", []string{tt.pattern}, nil), rules("agent", []string{tt.pattern}, nil)}
+			got := Evaluate(tt.spec, json.RawMessage(args[tt.spec.Name]), Options{AutoRead: true}, layers...)
+			if got.Effect != tt.want {
+				t.Errorf("Evaluate(%s) with %s = %+v, want %s", tt.spec.Name, tt.pattern, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAlwaysPattern(t *testing.T) {
+	finishSpec := commands.Spec{Name: "finish", Class: commands.ClassMessage, Params: commands.Object()}
+	tests := []struct {
+		name string
+		spec commands.Spec
+		args string
+		want string
+		err  string
+		not  []string // nearby subjects the pattern must not approve
+	}{
+		{"shell_exact_line", shellSpec, `{"command":"git status"}`, "execute_shell(git status)", "",
+			[]string{"git status ", "git status -s", "git statu", "Git status"}},
+		{"shell_metachars_literal", shellSpec, `{"command":"make && make install"}`, "execute_shell(make && make install)", "",
+			[]string{"make && make install; rm -rf ~", "make && make instal"}},
+		{"shell_glob_chars_escaped", shellSpec, `{"command":"ls *.go (x) ?"}`, `execute_shell(ls \*.go (x) \?)`, "",
+			[]string{"ls a.go (x) ?", "ls *.go (x) a"}},
+		{"shell_newline_escaped", shellSpec, `{"command":"a\nb"}`, `execute_shell(a\nb)`, "",
+			[]string{"a\nbc", "a b", "a\r\nb"}},
+		{"file_path", readSpec, `{"path":"notes/a*.txt"}`, `read_file(notes/a\*.txt)`, "",
+			[]string{"notes/ab.txt", "notes/a*.txt/x"}},
+		{"file_dotdot_exact", writeSpec, `{"path":"../x","content":"y"}`, "write_file(../x)", "",
+			[]string{"../y"}},
+		{"mcp_joined_subject", mcpSpec, `{"query":"go; x","limit":3}`, "web.search(go; x)", "",
+			[]string{"go; y"}},
+		{"empty_subject", finishSpec, `{}`, "finish()", "", []string{"x"}},
+		{"too_long", shellSpec, `{"command":"` + strings.Repeat("x", 600) + `"}`, "", "at most 500", nil},
+		{"ambiguous_args", readSpec, `{"path":"a","path":"b"}`, "", `read_file: arg "path" appears twice`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, build := range []func(commands.Spec, json.RawMessage) (Pattern, error){AlwaysPattern, DenyPattern} {
+				p, err := build(tt.spec, json.RawMessage(tt.args))
+				if tt.err != "" {
+					if err == nil || !strings.Contains(err.Error(), tt.err) {
+						t.Fatalf("err = %v, want %q", err, tt.err)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.String() != tt.want {
+					t.Fatalf("pattern = %q, want %q", p, tt.want)
+				}
+				subject := Subject(tt.spec, json.RawMessage(tt.args))
+				if !p.Allows(tt.spec, subject) || !p.Denies(tt.spec, subject) {
+					t.Errorf("%s does not match its own subject %q", p, subject)
+				}
+				for _, n := range tt.not {
+					if p.Allows(tt.spec, n) || p.Denies(tt.spec, n) {
+						t.Errorf("%s matches %q", p, n)
+					}
+				}
+			}
+			if tt.err != "" {
+				return
+			}
+			// Stored as text and read back, it still approves the proposal.
+			p, _ := AlwaysPattern(tt.spec, json.RawMessage(tt.args))
+			stored := rules("agent", []string{p.String()}, nil)
+			if v := Evaluate(tt.spec, json.RawMessage(tt.args), Options{}, stored); v.Effect != Allow || v.Pattern != tt.want {
+				t.Errorf("Evaluate with the stored pattern = %+v", v)
+			}
+			denied := rules("agent", nil, []string{p.String()})
+			if v := Evaluate(tt.spec, json.RawMessage(tt.args), Options{}, denied); v.Effect != Deny {
+				t.Errorf("Evaluate with the stored deny pattern = %+v", v)
+			}
+		})
+	}
+}

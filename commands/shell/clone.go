@@ -1,0 +1,236 @@
+package shell
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/agentd/agentd/commands"
+)
+
+// ErrURLRefused marks a clone_repository URL refused before git ran.
+var ErrURLRefused = errors.New("url refused")
+
+// cloneRepository is clone_repository: a shallow git clone of an http(s) URL into a new
+// folder of the workspace.
+//
+// git needs the network, so it runs outside the sandbox; instead everything that could
+// turn a clone into running code or reaching the daemon's network is switched off: only
+// the http and https transports, no hooks, no credential helpers or prompts, no system or
+// user config (the workspace, which is HOME, may hold a .gitconfig the model wrote), no
+// redirects, and the host pinned to the public address that was checked.
+type cloneRepository struct {
+	opts   Options
+	git    string
+	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+}
+
+type cloneRepositoryArgs struct {
+	URL  string `json:"url" desc:"http(s) URL of the repository" max:"1000"`
+	Path string `json:"path" desc:"new folder in the workspace" max:"256"`
+}
+
+var cloneRepositorySpec = commands.Spec{
+	Name:        "clone_repository",
+	Description: "Clone a git repository",
+	Params:      commands.FromStruct(cloneRepositoryArgs{}),
+	Class:       commands.ClassNetwork,
+	Subject:     "url",
+}
+
+// NewCloneRepository returns the clone_repository command. It fails with ErrNoGit when
+// git is not installed, so the daemon can leave the command out. Options.Sandbox, Bwrap
+// and the path lists do not apply to it.
+func NewCloneRepository(o Options) (commands.Command, error) {
+	o, err := o.check()
+	if err != nil {
+		return nil, err
+	}
+	git, err := lookProgram(o.Git, "git")
+	if err != nil {
+		return nil, fmt.Errorf("shell: %w: %v", ErrNoGit, err)
+	}
+	return &cloneRepository{opts: o, git: git, lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
+		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	}}, nil
+}
+
+// Spec implements commands.Command.
+func (*cloneRepository) Spec() commands.Spec { return cloneRepositorySpec }
+
+// Execute implements commands.Command.
+func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw json.RawMessage) (string, error) {
+	var a cloneRepositoryArgs
+	if err := decode("clone_repository", raw, &a); err != nil {
+		return "", err
+	}
+	u, err := checkRepoURL(a.URL)
+	if err != nil {
+		return "", fmt.Errorf("clone_repository: %w", err)
+	}
+	ws, err := commands.ResolvePath(env.Workspace, ".")
+	if err != nil {
+		return "", fmt.Errorf("clone_repository: %w", err)
+	}
+	dest, err := commands.ResolvePath(ws, a.Path)
+	if err != nil {
+		return "", fmt.Errorf("clone_repository: %w", err)
+	}
+	if dest == ws {
+		return "", fmt.Errorf("clone_repository: path %q is the workspace itself; give a new folder name", a.Path)
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		return "", fmt.Errorf("clone_repository: path %q already exists; give a new folder name", a.Path)
+	}
+	pin, err := c.pin(ctx, u)
+	if err != nil {
+		return "", fmt.Errorf("clone_repository: %w", err)
+	}
+
+	argv := []string{c.git,
+		"-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always",
+		"-c", "protocol.file.allow=never", "-c", "credential.helper=", "-c", "core.hooksPath=/dev/null",
+		"-c", "http.followRedirects=false"}
+	argv = append(argv, pin...)
+	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), dest)
+	genv := c.opts.env(ws, "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	// From "/", git finds no repository around it whose config it would read; the workspace may be one.
+	res, err := runProgram(ctx, "/", argv, genv, c.opts.OutputCap)
+	if res == nil {
+		return "", fmt.Errorf("clone_repository: cannot start git: %w", err)
+	}
+	if err != nil || !res.state.Success() {
+		os.RemoveAll(dest) // a partial clone; the path did not exist before
+		if err != nil {
+			return "", fmt.Errorf("clone_repository: git was killed: %w", err)
+		}
+		return "", fmt.Errorf("clone_repository: git clone %s failed: %s", u, strings.TrimSpace(res.text()))
+	}
+	return fmt.Sprintf("Cloned %s into %s (latest commit only).\n%s", u, filepath.Clean(a.Path), listing(dest)), nil
+}
+
+// checkRepoURL accepts an http(s) URL with a host and nothing that could carry
+// credentials or be taken for a git option.
+func checkRepoURL(raw string) (*url.URL, error) {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %q %s", ErrURLRefused, raw, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case raw == "":
+		return nil, fmt.Errorf("%w: empty url: give an http(s) URL like https://github.com/owner/repo.git", ErrURLRefused)
+	case strings.HasPrefix(raw, "-"):
+		return nil, refuse("starts with '-'; give an http(s) URL")
+	case strings.ContainsFunc(raw, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return nil, refuse("contains spaces or control characters")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return nil, refuse("is not an http(s) URL; local paths and ssh addresses like git@host:owner/repo cannot be cloned")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, refuse("uses %s:; only http and https URLs can be cloned", u.Scheme)
+	}
+	if u.User != nil { // the proposal holds the URL already; errors and logs need not repeat it
+		return nil, fmt.Errorf("%w: %q carries credentials; give the URL without a user name or password", ErrURLRefused, u.Redacted())
+	}
+	if u.Hostname() == "" {
+		return nil, refuse("has no host")
+	}
+	if u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(raw, "?#") {
+		bare := *u
+		bare.RawQuery, bare.Fragment, bare.ForceQuery = "", "", false
+		return nil, fmt.Errorf("%w: the url has a query or fragment (which can carry tokens); give the repository URL alone, like %q", ErrURLRefused, bare.String())
+	}
+	return u, nil
+}
+
+// pin resolves u's host and checks its addresses, then returns the git options that make
+// curl use the checked address, so the name cannot re-resolve elsewhere in between.
+func (c *cloneRepository) pin(ctx context.Context, u *url.URL) ([]string, error) {
+	host := u.Hostname()
+	ip, err := netip.ParseAddr(host)
+	literal := err == nil
+	addrs := []netip.Addr{ip}
+	if !literal {
+		if addrs, err = c.lookup(ctx, host); err != nil || len(addrs) == 0 {
+			return nil, fmt.Errorf("cannot resolve %s: %v", host, err)
+		}
+	}
+	if !c.opts.AllowPrivateNetworks {
+		for _, a := range addrs {
+			if kind := nonPublic(a); kind != "" {
+				return nil, fmt.Errorf("%w: %s resolves to %s, a %s address; only public hosts can be cloned from", ErrURLRefused, host, a, kind)
+			}
+		}
+	}
+	if literal {
+		return nil, nil
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	addr := addrs[0].Unmap().String()
+	if addrs[0].Unmap().Is6() {
+		addr = "[" + addr + "]"
+	}
+	return []string{"-c", "http.curloptResolve=" + host + ":" + port + ":" + addr}, nil
+}
+
+// cgnat is the shared address space carriers use (RFC 6598); netip does not call it private.
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// nonPublic names the kind of a loopback, private or otherwise local address, or "".
+func nonPublic(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case a.IsLoopback():
+		return "loopback"
+	case a.IsPrivate(), cgnat.Contains(a):
+		return "private"
+	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast():
+		return "link-local"
+	case a.IsUnspecified(), a.Is4() && a.As4()[0] == 0:
+		return "unspecified"
+	case a.IsMulticast(), a.IsInterfaceLocalMulticast():
+		return "multicast"
+	}
+	return ""
+}
+
+// listing names the top of a fresh clone, for the model's next step.
+func listing(dir string) string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, e := range entries {
+		if e.Name() == ".git" {
+			continue
+		}
+		n := e.Name()
+		if e.IsDir() {
+			n += "/"
+		}
+		names = append(names, n)
+	}
+	const most = 30
+	more := ""
+	if len(names) > most {
+		more = fmt.Sprintf(" and %d more", len(names)-most)
+		names = names[:most]
+	}
+	if len(names) == 0 {
+		return "It has no files."
+	}
+	return "Top level: " + strings.Join(names, ", ") + more
+}

@@ -1,0 +1,183 @@
+package shell
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	"github.com/agentd/agentd/commands"
+)
+
+// executor runs programs in an agent's workspace under the configured sandbox; the two
+// execute commands share it.
+type executor struct {
+	name  string
+	opts  Options
+	box   *sandbox
+	noted atomic.Bool // the "not sandboxed" note was given
+}
+
+func newExecutor(name string, o Options) (*executor, error) {
+	o, err := o.check()
+	if err != nil {
+		return nil, err
+	}
+	box, err := newSandbox(o)
+	if err != nil {
+		return nil, err
+	}
+	return &executor{name: name, opts: o, box: box}, nil
+}
+
+// description is the command's one prompt line; a sandboxed one tells the model up front
+// that the network is off, rather than letting it learn from failed downloads.
+func (e *executor) description(what string) string {
+	if e.box.bwrap != "" {
+		return what + ", offline"
+	}
+	return what
+}
+
+// run runs argv in the agent's workspace and returns its output and exit status. A
+// non-zero exit is a result, not an error: the model reads it like a person at a terminal.
+func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (string, error) {
+	ws, err := commands.ResolvePath(env.Workspace, ".")
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", e.name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("%s: not run: %w", e.name, err)
+	}
+	res, err := runProgram(ctx, ws, e.box.wrap(ws, argv), e.opts.env(ws), e.opts.OutputCap)
+	if res == nil {
+		return "", fmt.Errorf("%s: cannot start %s: %w", e.name, argv[0], err)
+	}
+	text := res.text()
+	// In mode auto without bwrap, say so once, where the person reading the history sees it.
+	if e.box.reason != "" && e.noted.CompareAndSwap(false, true) {
+		text += "\n[not sandboxed: " + e.box.reason + "]"
+	}
+	if err != nil {
+		return text, fmt.Errorf("%s: killed with everything it started: %w", e.name, err)
+	}
+	return text, nil
+}
+
+// executeShell is execute_shell: `/bin/sh -c LINE` in the workspace.
+type executeShell struct {
+	*executor
+	spec commands.Spec
+}
+
+type executeShellArgs struct {
+	CommandLine string `json:"command_line" desc:"sh command line, run in the workspace" max:"2000"`
+}
+
+// NewExecuteShell returns the execute_shell command. It fails on bad options and, in
+// sandbox mode "bwrap", with ErrNoSandbox when bwrap is missing or cannot run here.
+func NewExecuteShell(o Options) (commands.Command, error) {
+	e, err := newExecutor("execute_shell", o)
+	if err != nil {
+		return nil, err
+	}
+	return &executeShell{executor: e, spec: commands.Spec{
+		Name:        "execute_shell",
+		Description: e.description("Run a shell command"),
+		Params:      commands.FromStruct(executeShellArgs{}),
+		Class:       commands.ClassExecute,
+		Subject:     "command_line",
+	}}, nil
+}
+
+// Spec implements commands.Command.
+func (c *executeShell) Spec() commands.Spec { return c.spec }
+
+// Execute implements commands.Command.
+func (c *executeShell) Execute(ctx context.Context, env commands.Env, raw json.RawMessage) (string, error) {
+	var a executeShellArgs
+	if err := decode(c.name, raw, &a); err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(a.CommandLine) == "" {
+		return "", fmt.Errorf("execute_shell: empty command_line: give the shell command to run")
+	}
+	if strings.IndexByte(a.CommandLine, 0) >= 0 {
+		return "", fmt.Errorf("execute_shell: command_line contains a NUL byte")
+	}
+	return c.run(ctx, env, []string{"/bin/sh", "-c", a.CommandLine})
+}
+
+// executePythonFile is execute_python_file: `python3 FILE ARGS...` for a file in the workspace.
+type executePythonFile struct {
+	*executor
+	python string
+	spec   commands.Spec
+}
+
+type executePythonFileArgs struct {
+	Path string   `json:"path" desc:"a .py file in the workspace" max:"256"`
+	Args []string `json:"args,omitempty" desc:"arguments for the script" max:"20"`
+}
+
+// NewExecutePythonFile returns the execute_python_file command, under the same sandbox,
+// environment and limits as execute_shell. It fails with ErrNoPython when python3 is not
+// installed, so the daemon can leave the command out, and like NewExecuteShell otherwise.
+func NewExecutePythonFile(o Options) (commands.Command, error) {
+	python, err := lookProgram(o.Python, "python3")
+	if err != nil {
+		return nil, fmt.Errorf("shell: %w: %v", ErrNoPython, err)
+	}
+	e, err := newExecutor("execute_python_file", o)
+	if err != nil {
+		return nil, err
+	}
+	return &executePythonFile{executor: e, python: python, spec: commands.Spec{
+		Name:        "execute_python_file",
+		Description: e.description("Run a Python file"),
+		Params:      commands.FromStruct(executePythonFileArgs{}),
+		Class:       commands.ClassExecute,
+		Subject:     "path",
+	}}, nil
+}
+
+// Spec implements commands.Command.
+func (c *executePythonFile) Spec() commands.Spec { return c.spec }
+
+// Execute implements commands.Command.
+func (c *executePythonFile) Execute(ctx context.Context, env commands.Env, raw json.RawMessage) (string, error) {
+	var a executePythonFileArgs
+	if err := decode(c.name, raw, &a); err != nil {
+		return "", err
+	}
+	file, err := commands.ResolvePath(env.Workspace, a.Path)
+	if err != nil {
+		return "", fmt.Errorf("execute_python_file: %w", err)
+	}
+	if !strings.HasSuffix(file, ".py") {
+		return "", fmt.Errorf("execute_python_file: %q is not a .py file", a.Path)
+	}
+	fi, err := os.Stat(file)
+	if err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("execute_python_file: %q is not a file in the workspace; write it first", a.Path)
+	}
+	for _, arg := range a.Args {
+		if strings.IndexByte(arg, 0) >= 0 {
+			return "", fmt.Errorf("execute_python_file: an argument contains a NUL byte")
+		}
+	}
+	return c.run(ctx, env, append([]string{c.python, file}, a.Args...))
+}
+
+// decode reads validated args into v; commands.Run has checked them against the schema.
+func decode(name string, raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%s: bad args: %v", name, err)
+	}
+	return nil
+}

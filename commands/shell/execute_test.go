@@ -1,0 +1,334 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/commands"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func TestSpecs(t *testing.T) {
+	shell := mustShell(t, Options{Sandbox: SandboxNone})
+	clone, err := NewCloneRepository(Options{})
+	if err != nil {
+		t.Skipf("git missing: %v", err)
+	}
+	all := []commands.Command{shell, clone}
+	if py, err := NewExecutePythonFile(Options{Sandbox: SandboxNone}); err == nil {
+		all = append(all, py)
+	}
+	want := map[string]struct {
+		class   commands.Class
+		subject string
+	}{
+		"execute_shell":       {commands.ClassExecute, "command_line"},
+		"execute_python_file": {commands.ClassExecute, "path"},
+		"clone_repository":    {commands.ClassNetwork, "url"},
+	}
+	for _, c := range all {
+		s := c.Spec()
+		t.Run(s.Name, func(t *testing.T) {
+			w := want[s.Name]
+			if s.Class != w.class || s.Subject != w.subject || s.Idempotent {
+				t.Errorf("class %s subject %q idempotent %v; want %s, %q, false", s.Class, s.Subject, s.Idempotent, w.class, w.subject)
+			}
+			if s.Params.Type != "object" || s.Params.CheckGrammarLimits() != nil {
+				t.Errorf("params unfit for a command set: %v", s.Params.CheckGrammarLimits())
+			}
+			if s.Params.Properties.Get(s.Subject) == nil {
+				t.Errorf("subject %q is not a param", s.Subject)
+			}
+			if len(s.Description) > 30 {
+				t.Errorf("description %q is long for the prompt budget", s.Description)
+			}
+			got, _ := json.MarshalIndent(s.Params, "", "  ")
+			path := filepath.Join("testdata", "schemas", s.Name+".json")
+			if *update {
+				os.MkdirAll(filepath.Dir(path), 0o755)
+				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			golden, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run `go test ./commands/shell -update` to create it)", err)
+			}
+			if !bytes.Equal(append(got, '\n'), golden) {
+				t.Errorf("%s differs from the golden file (run with -update if intended):\n%s", path, got)
+			}
+		})
+	}
+}
+
+func TestExecuteShell(t *testing.T) {
+	t.Setenv("AGENTD_TEST_SECRET", "hunter2-do-not-leak")
+	t.Setenv("AGENTD_TEST_PASSED", "passed-on")
+	tests := []struct {
+		name      string
+		line      string
+		opts      Options
+		want      []string // substrings of the result
+		notWant   []string
+		wantEnd   string
+		wantFiles []string // created in the workspace
+	}{
+		{name: "runs_in_workspace", line: "pwd; echo hi > made.txt", want: []string{"{ws}\n"}, wantEnd: "exit status 0", wantFiles: []string{"made.txt"}},
+		{name: "env_scrubbed", line: "env | sort", opts: Options{PassEnv: []string{"AGENTD_TEST_PASSED", "AGENTD_TEST_UNSET"}},
+			want:    []string{"PATH=/usr/local/bin:/usr/bin:/bin\n", "HOME={ws}\n", "LANG=C.UTF-8\n", "TERM=dumb\n", "AGENTD_TEST_PASSED=passed-on\n"},
+			notWant: []string{"hunter2", "AGENTD_TEST_SECRET", "AGENTD_TEST_UNSET", "GOPATH", "USER="}},
+		{name: "exit_status_reported", line: "echo to-stdout; echo to-stderr >&2; exit 2",
+			want: []string{"to-stdout\nto-stderr\n"}, wantEnd: "\nexit status 2"},
+		{name: "stdin_is_dev_null", line: "cat; echo read-eof", want: []string{"read-eof\n"}, wantEnd: "exit status 0"},
+		{name: "no_output", line: "true", want: []string{"(no output)\n"}, wantEnd: "exit status 0"},
+		{name: "output_capped", line: "head -c 100000 /dev/zero | tr '\\0' a; echo tail-marker", opts: Options{OutputCap: 1000},
+			want: []string{strings.Repeat("a", 1000) + "\n[output cut at 1000 of 100012 bytes]\n"}, notWant: []string{"tail-marker"}, wantEnd: "exit status 0"},
+		{name: "cap_keeps_whole_characters", line: "printf 'ab\\342\\202\\254cd'", opts: Options{OutputCap: 4},
+			want: []string{"ab\n[output cut at 2 of 7 bytes]"}},
+		{name: "endless_output_killed", line: "yes", opts: Options{OutputCap: 100},
+			want: []string{"[output cut at 100 bytes; killed after writing more than"}, wantEnd: "signal: killed"},
+		{name: "background_left_running_is_killed", line: "sleep 1000.4242 & echo started",
+			want: []string{"started\n"}, wantEnd: "exit status 0"},
+	}
+	for _, mode := range modes(t) {
+		for _, tt := range tests {
+			t.Run(mode+"/"+tt.name, func(t *testing.T) {
+				ws := workspace(t)
+				o := tt.opts
+				o.Sandbox = mode
+				start := time.Now()
+				got, err := run(context.Background(), t, mustShell(t, o), ws, shellLine(tt.line), 20*time.Second)
+				if err != nil {
+					t.Fatalf("error %v; output:\n%s", err, got)
+				}
+				if d := time.Since(start); d > 10*time.Second {
+					t.Errorf("took %s", d)
+				}
+				for _, w := range tt.want {
+					if w = strings.ReplaceAll(w, "{ws}", ws); !strings.Contains(got, w) {
+						t.Errorf("result lacks %q:\n%s", w, got)
+					}
+				}
+				for _, w := range tt.notWant {
+					if strings.Contains(got, w) {
+						t.Errorf("result has %q:\n%s", w, got)
+					}
+				}
+				if !strings.HasSuffix(got, tt.wantEnd) {
+					t.Errorf("result does not end with %q:\n%s", tt.wantEnd, got)
+				}
+				for _, f := range tt.wantFiles {
+					if _, err := os.Stat(filepath.Join(ws, f)); err != nil {
+						t.Error(err)
+					}
+				}
+				waitGone(t, "1000.4242")
+			})
+		}
+	}
+}
+
+// TestExecuteShellStops checks that a timeout or a cancel kills the shell and every process
+// it started, and returns promptly with what was written so far.
+func TestExecuteShellStops(t *testing.T) {
+	tests := []struct {
+		name    string
+		stop    func(context.Context) (context.Context, context.CancelFunc)
+		timeout time.Duration
+		wantErr error
+	}{
+		{"timeout_kills_children", func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithCancel(ctx)
+		}, 700 * time.Millisecond, context.DeadlineExceeded},
+		{"cancel_kills_children", func(ctx context.Context) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			time.AfterFunc(700*time.Millisecond, cancel) // the person cancels the run
+			return ctx, cancel
+		}, time.Minute, context.Canceled},
+		{"already_cancelled_does_not_start", func(ctx context.Context) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			cancel()
+			return ctx, cancel
+		}, time.Minute, context.Canceled},
+	}
+	for _, mode := range modes(t) {
+		for i, tt := range tests {
+			t.Run(mode+"/"+tt.name, func(t *testing.T) {
+				marker := fmt.Sprintf("100.%d%d", os.Getpid(), i)
+				line := fmt.Sprintf("sleep %s & sh -c 'sleep %s' & echo started; sleep %s", marker, marker, marker)
+				ctx, cancel := tt.stop(context.Background())
+				defer cancel()
+				start := time.Now()
+				got, err := run(ctx, t, mustShell(t, Options{Sandbox: mode}), workspace(t), shellLine(line), tt.timeout)
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("error %v; want %v", err, tt.wantErr)
+				}
+				if d := time.Since(start); d > 5*time.Second {
+					t.Errorf("took %s to stop", d)
+				}
+				// commands.Run keeps the output only if Execute returned within its short grace;
+				// on a loaded machine it may not have, which the kill check below still covers.
+				if strings.Contains(err.Error(), "killed with everything") &&
+					!strings.Contains(got, "started\n") {
+					t.Errorf("partial output lost: %q", got)
+				}
+				waitGone(t, marker)
+			})
+		}
+	}
+}
+
+func TestExecuteShellRefusals(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxNone})
+	tests := []struct {
+		name string
+		ws   string
+		line string
+		want string
+	}{
+		{"empty_line", "{ws}", "  ", "empty command_line"},
+		{"nul_byte", "{ws}", "echo a\x00b", "NUL byte"},
+		{"no_workspace", "", "true", "no workspace folder"},
+		{"missing_workspace", "/nonexistent/agentd-ws", "true", "not usable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := strings.ReplaceAll(tt.ws, "{ws}", workspace(t))
+			_, err := run(context.Background(), t, c, ws, shellLine(tt.line), time.Minute)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v; want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOptions(t *testing.T) {
+	failing := filepath.Join(t.TempDir(), "bwrap")
+	os.WriteFile(failing, []byte("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"), 0o755)
+	tests := []struct {
+		name     string
+		opts     Options
+		wantErr  string // "" for success
+		sentinel error
+	}{
+		{"bad_mode", Options{Sandbox: "docker"}, `sandbox "docker"`, nil},
+		{"pass_env_fixed", Options{PassEnv: []string{"PATH"}}, "PATH is set by agentd", nil},
+		{"pass_env_bad_name", Options{PassEnv: []string{"A=B"}}, "not a variable name", nil},
+		{"read_only_relative", Options{ReadOnlyPaths: []string{"opt"}}, "clean absolute path", nil},
+		{"read_only_missing", Options{ReadOnlyPaths: []string{"/nonexistent/agentd"}}, "no such file", nil},
+		{"hide_root", Options{HidePaths: []string{"/"}}, "other than /", nil},
+		{"bwrap_required_missing", Options{Sandbox: SandboxBwrap, Bwrap: "/nonexistent/bwrap"}, "not an executable", ErrNoSandbox},
+		{"bwrap_required_broken", Options{Sandbox: SandboxBwrap, Bwrap: failing}, "No permissions to create new namespace", ErrNoSandbox},
+		{"auto_broken_falls_back", Options{Sandbox: SandboxAuto, Bwrap: failing}, "", nil},
+		{"none_ignores_bwrap", Options{Sandbox: SandboxNone, Bwrap: "/nonexistent/bwrap"}, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewExecuteShell(tt.opts)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error %v; want one saying %q", err, tt.wantErr)
+			}
+			if tt.sentinel != nil && !errors.Is(err, tt.sentinel) {
+				t.Errorf("error %v is not %v", err, tt.sentinel)
+			}
+		})
+	}
+}
+
+// TestAutoWithoutSandbox checks mode auto's fallback: the command runs, its description
+// does not promise an offline sandbox, and the first result, only, says why.
+func TestAutoWithoutSandbox(t *testing.T) {
+	missing := Options{Bwrap: "/nonexistent/bwrap"}
+	if _, err := CheckSandbox(missing); !errors.Is(err, ErrNoSandbox) {
+		t.Errorf("CheckSandbox: %v; want ErrNoSandbox", err)
+	}
+	c := mustShell(t, missing)
+	if d := c.Spec().Description; strings.Contains(d, "offline") {
+		t.Errorf("description %q promises a sandbox", d)
+	}
+	ws := workspace(t)
+	first, err := run(context.Background(), t, c, ws, shellLine("echo one"), time.Minute)
+	if err != nil || !strings.Contains(first, "one\nexit status 0\n[not sandboxed: bwrap /nonexistent/bwrap is not an executable file]") {
+		t.Errorf("first result %q, %v", first, err)
+	}
+	second, _ := run(context.Background(), t, c, ws, shellLine("echo two"), time.Minute)
+	if second != "two\nexit status 0" {
+		t.Errorf("second result %q; want the note given once", second)
+	}
+	if b, err := CheckSandbox(Options{Sandbox: SandboxNone}); b != "" || err != nil {
+		t.Errorf("CheckSandbox(none) = %q, %v", b, err)
+	}
+}
+
+func TestExecutePythonFile(t *testing.T) {
+	if _, err := lookProgram("", "python3"); err != nil {
+		t.Skipf("python3 not installed, execute_python_file not tested: %v", err)
+	}
+	if _, err := NewExecutePythonFile(Options{Python: "/nonexistent/python3"}); !errors.Is(err, ErrNoPython) {
+		t.Errorf("missing python: %v; want ErrNoPython", err)
+	}
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "evil.py"), []byte("print('escaped')\n"), 0o644)
+	tests := []struct {
+		name    string
+		args    map[string]any
+		want    string // in the result, or in the error when wantErr
+		wantErr bool
+	}{
+		{name: "runs_with_args", args: map[string]any{"path": "tools/hello.py", "args": []string{"one", "two words"}},
+			want: "cwd={ws}\nargv=['one', 'two words']\nhome={ws}\nexit status 0"},
+		{name: "exit_status_reported", args: map[string]any{"path": "fail.py"}, want: "boom\nexit status 3"},
+		{name: "dot_slash_path", args: map[string]any{"path": "./fail.py"}, want: "exit status 3"},
+		{name: "parent_refused", args: map[string]any{"path": "../evil.py"}, want: "leaves the workspace", wantErr: true},
+		{name: "absolute_refused", args: map[string]any{"path": filepath.Join(outside, "evil.py")}, want: "is absolute", wantErr: true},
+		{name: "symlink_out_refused", args: map[string]any{"path": "link.py"}, want: "leads outside the workspace", wantErr: true},
+		{name: "not_py_refused", args: map[string]any{"path": "notes.txt"}, want: "not a .py file", wantErr: true},
+		{name: "missing_file", args: map[string]any{"path": "missing.py"}, want: "write it first", wantErr: true},
+		{name: "folder_refused", args: map[string]any{"path": "pkg.py"}, want: "write it first", wantErr: true},
+	}
+	for _, mode := range modes(t) {
+		c, err := NewExecutePythonFile(Options{Sandbox: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range tests {
+			t.Run(mode+"/"+tt.name, func(t *testing.T) {
+				ws := workspace(t)
+				os.MkdirAll(filepath.Join(ws, "tools"), 0o755)
+				os.MkdirAll(filepath.Join(ws, "pkg.py"), 0o755)
+				os.WriteFile(filepath.Join(ws, "tools/hello.py"), []byte(
+					"import os, sys\nprint('cwd=' + os.getcwd())\nprint('argv=' + repr(sys.argv[1:]))\nprint('home=' + os.environ['HOME'])\n"), 0o644)
+				os.WriteFile(filepath.Join(ws, "fail.py"), []byte("import sys\nprint('boom', file=sys.stderr)\nsys.exit(3)\n"), 0o644)
+				os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("print(1)\n"), 0o644)
+				os.Symlink(filepath.Join(outside, "evil.py"), filepath.Join(ws, "link.py"))
+				got, err := run(context.Background(), t, c, ws, tt.args, 30*time.Second)
+				want := strings.ReplaceAll(tt.want, "{ws}", ws)
+				if tt.wantErr {
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Fatalf("error %v (output %q); want one saying %q", err, got, want)
+					}
+					return
+				}
+				if err != nil || !strings.Contains(got, want) {
+					t.Errorf("got %q, %v; want %q in it", got, err, want)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,132 @@
+package shell
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/commands"
+)
+
+// bwrapHere returns the bwrap binary when it can build a sandbox on this machine.
+//
+// Without one, sandbox tests skip with the reason. CI machines are often containers without
+// unprivileged user namespaces, where an installed bwrap cannot run: failing there would
+// make CI red for the machine, not the code, so with CI=true such a bwrap is reported with
+// a loud skip instead; set AGENTD_REQUIRE_SANDBOX=1 to make it a failure.
+func bwrapHere(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bwrap is not installed (Debian package bubblewrap): sandbox not tested")
+	}
+	if err := probeBwrap(path); err != nil {
+		switch {
+		case os.Getenv("AGENTD_REQUIRE_SANDBOX") == "1":
+			t.Fatalf("AGENTD_REQUIRE_SANDBOX=1 but %v", err)
+		case os.Getenv("CI") == "true":
+			t.Skipf("SANDBOX NOT TESTED ON THIS CI MACHINE: bwrap is installed but %v", err)
+		}
+		t.Skipf("sandbox not tested: %v", err)
+	}
+	return path
+}
+
+// modes are the sandbox modes to run a test under: always none, and bwrap where it works.
+func modes(t *testing.T) []string {
+	m := []string{SandboxNone}
+	path, err := exec.LookPath("bwrap")
+	if err == nil {
+		err = probeBwrap(path)
+	}
+	if err == nil {
+		m = append(m, SandboxBwrap)
+	} else {
+		t.Logf("testing unsandboxed only: %v", err)
+	}
+	return m
+}
+
+// workspace returns a fresh workspace folder with its symlinks resolved, as
+// commands.ResolvePath reports it.
+func workspace(t *testing.T) string {
+	t.Helper()
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+func mustShell(t *testing.T, o Options) commands.Command {
+	t.Helper()
+	c, err := NewExecuteShell(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// run runs c through commands.Run, as the daemon does, with args marshalled from v.
+func run(ctx context.Context, t *testing.T, c commands.Command, ws string, v any, timeout time.Duration) (string, error) {
+	t.Helper()
+	args, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return commands.Run(ctx, c, commands.Env{Workspace: ws, AgentID: "a-test"}, args, commands.Limits{Timeout: timeout})
+}
+
+func shellLine(line string) map[string]string { return map[string]string{"command_line": line} }
+
+// processesWith lists the pids of live (not zombie) processes whose command line
+// contains marker.
+func processesWith(marker string) []string {
+	var pids []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err != nil || !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), marker) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join(d, "stat"))
+		if err != nil {
+			continue
+		}
+		// The state follows the command name in parentheses, which may itself contain ") ".
+		if i := strings.LastIndex(string(stat), ") "); i > 0 && strings.HasPrefix(string(stat[i+2:]), "Z") {
+			continue
+		}
+		pids = append(pids, filepath.Base(d))
+	}
+	return pids
+}
+
+// waitGone fails the test unless every process with marker in its command line is gone
+// within a few seconds: SIGKILL is immediate, reparenting and reaping are not quite.
+func waitGone(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := processesWith(marker)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range left {
+				if pid, err := strconv.Atoi(p); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL) // ours, marked: do not leave them behind
+				}
+			}
+			t.Fatalf("processes %v running %q survived the command", left, marker)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,160 @@
+// Package shell holds the commands that run programs: execute_shell, execute_python_file
+// and clone_repository.
+//
+// They are the most dangerous things an agent can do, so they are not registered at init:
+// the daemon builds them from its config with NewExecuteShell, NewExecutePythonFile and
+// NewCloneRepository and adds them to an agent's command set only when the config enables
+// them, and a person approves every run unless a policy allows it.
+//
+// Every program runs in the agent's workspace with a scrubbed environment, stdin from
+// /dev/null, combined output capped, in its own process group that is killed as a whole when
+// the command ends, times out or is cancelled. execute_shell and execute_python_file also run
+// inside a bubblewrap (bwrap) sandbox when one works here: no network, the system read-only,
+// the workspace the only writable place, and a pid namespace, so that even a process that
+// left the group (setsid) dies with the command; unsandboxed, such a process outlives it. clone_repository needs the network, so it runs git
+// unsandboxed but hardened: http(s) URLs only, public addresses only, no credentials, no
+// hooks, no user or system git config.
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Sandbox modes, the values of Options.Sandbox.
+const (
+	// SandboxAuto runs under bwrap when it is installed and works here, else unsandboxed;
+	// the first result of each command then says so.
+	SandboxAuto = "auto"
+	// SandboxBwrap requires bwrap: the constructors fail when it is missing or cannot
+	// create its namespaces here.
+	SandboxBwrap = "bwrap"
+	// SandboxNone never sandboxes.
+	SandboxNone = "none"
+)
+
+// DefaultOutputCap bounds the output a command keeps: under commands.Limits' default
+// 16 KiB cap, with room for the exit status line that follows it.
+const DefaultOutputCap = 12 << 10
+
+// Errors the constructors return; test for them with errors.Is.
+var (
+	ErrNoSandbox = errors.New("sandbox unavailable")
+	ErrNoPython  = errors.New("python3 not found")
+	ErrNoGit     = errors.New("git not found")
+)
+
+// Options configure the commands; the zero value is usable (sandbox "auto", no extra env).
+type Options struct {
+	// Sandbox is "auto" (the default when empty), "bwrap" or "none"; see the Sandbox* constants.
+	Sandbox string
+	// Bwrap is the bubblewrap binary; empty looks "bwrap" up on the daemon's PATH.
+	Bwrap string
+	// PassEnv names variables of the daemon's environment passed on to the programs, such as
+	// "GOPROXY" or "HTTPS_PROXY". PATH, HOME, LANG and TERM are fixed and cannot be passed.
+	PassEnv []string
+	// ReadOnlyPaths are extra absolute host paths made visible read-only inside the sandbox,
+	// such as "/opt/toolchain". /usr, /bin, /lib* and /etc always are.
+	ReadOnlyPaths []string
+	// HidePaths are absolute host paths under those visible in the sandbox that are replaced
+	// by an empty folder (or file) there, such as a config folder holding secrets under /etc.
+	// /etc/agentd always is.
+	HidePaths []string
+	// OutputCap bounds the bytes of output kept; default DefaultOutputCap. Keep it under
+	// commands.Limits.OutputCap so that the exit status line survives.
+	OutputCap int
+	// Python is the python3 binary; empty looks it up on the programs' PATH. One outside
+	// /usr needs its folders in ReadOnlyPaths to be found in the sandbox.
+	Python string
+	// Git is the git binary; empty looks it up on the programs' PATH.
+	Git string
+	// AllowPrivateNetworks lets clone_repository reach loopback, private and link-local
+	// addresses, for a git server on the local network. Off, a model-chosen URL can only
+	// reach public addresses.
+	AllowPrivateNetworks bool
+}
+
+// programPath is the PATH every program gets, and where python3 and git are looked up.
+const programPath = "/usr/local/bin:/usr/bin:/bin"
+
+// fixedEnv are the variables agentd sets itself; PassEnv may not name them.
+var fixedEnv = []string{"PATH", "HOME", "LANG", "TERM"}
+
+// defaultHidden are host paths always hidden inside the sandbox: agentd's own config
+// folder when it runs as a system service.
+var defaultHidden = []string{"/etc/agentd"}
+
+// check validates the options and fills in defaults.
+func (o Options) check() (Options, error) {
+	switch o.Sandbox {
+	case "":
+		o.Sandbox = SandboxAuto
+	case SandboxAuto, SandboxBwrap, SandboxNone:
+	default:
+		return o, fmt.Errorf("shell: sandbox %q: want %q, %q or %q", o.Sandbox, SandboxAuto, SandboxBwrap, SandboxNone)
+	}
+	for _, name := range o.PassEnv {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return o, fmt.Errorf("shell: pass_env: %q is not a variable name", name)
+		}
+		for _, f := range fixedEnv {
+			if name == f {
+				return o, fmt.Errorf("shell: pass_env: %s is set by agentd and cannot be passed", name)
+			}
+		}
+	}
+	for _, p := range append(append([]string{}, o.ReadOnlyPaths...), o.HidePaths...) {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+			return o, fmt.Errorf("shell: sandbox path %q: want a clean absolute path other than /", p)
+		}
+	}
+	for _, p := range o.ReadOnlyPaths {
+		if _, err := os.Stat(p); err != nil {
+			return o, fmt.Errorf("shell: read-only path: %w", err)
+		}
+	}
+	if o.OutputCap <= 0 {
+		o.OutputCap = DefaultOutputCap
+	}
+	return o, nil
+}
+
+// env is the scrubbed environment of a program run in workspace: the fixed variables,
+// the PassEnv ones the daemon has, then extra.
+func (o Options) env(workspace string, extra ...string) []string {
+	env := []string{"PATH=" + programPath, "HOME=" + workspace, "LANG=C.UTF-8", "TERM=dumb"}
+	for _, name := range o.PassEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return append(env, extra...)
+}
+
+// lookProgram finds name: configured, an absolute path that must be executable; else the
+// first executable file called name on programPath.
+func lookProgram(configured, name string) (string, error) {
+	if configured != "" {
+		if !filepath.IsAbs(configured) {
+			return "", fmt.Errorf("%s: %q is not an absolute path", name, configured)
+		}
+		if !executable(configured) {
+			return "", fmt.Errorf("%s: %s is not an executable file", name, configured)
+		}
+		return configured, nil
+	}
+	for _, dir := range filepath.SplitList(programPath) {
+		if p := filepath.Join(dir, name); executable(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not installed in %s", name, programPath)
+}
+
+func executable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
+}
