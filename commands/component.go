@@ -152,6 +152,17 @@ func (p *Pipeline) Names() []string {
 	return out
 }
 
+// Only returns the pipeline of the one named component (to ask who offers what).
+func (p *Pipeline) Only(name string) *Pipeline {
+	out := &Pipeline{report: p.report}
+	for _, c := range p.comps {
+		if c.Name() == name {
+			out.comps = append(out.comps, c)
+		}
+	}
+	return out
+}
+
 // Without returns the pipeline minus the named components (an agent's disabled ones).
 func (p *Pipeline) Without(names []string) *Pipeline {
 	if len(names) == 0 {

@@ -26,7 +26,7 @@ type sideEffect struct{ runs *int }
 
 func (sideEffect) Spec() commands.Spec {
 	return commands.Spec{Name: "test_side_effect", Description: "do something once",
-		Params: commands.Object(commands.Prop{Name: "what", Schema: commands.String("what", 40)}), Class: commands.ClassExecute}
+		Params: commands.Object(commands.Prop{Name: "what", Schema: commands.String("what", 40)}), Class: commands.ClassWriteWorkspace}
 }
 
 func (s sideEffect) Execute(ctx context.Context, env commands.Env, args json.RawMessage) (string, error) {
@@ -41,7 +41,19 @@ var (
 	sideEffectRuns int
 )
 
-func init() { commands.Register(sideEffect{}) }
+// executeCmd is a test command of the execute class.
+type executeCmd struct{ sideEffect }
+
+func (executeCmd) Spec() commands.Spec {
+	s := sideEffect{}.Spec()
+	s.Name, s.Class = "test_execute", commands.ClassExecute
+	return s
+}
+
+func init() {
+	commands.Register(sideEffect{})
+	commands.Register(executeCmd{})
+}
 
 var testCommands = []string{"list_folder", "read_file", "write_file", "ask_user", "finish", "test_side_effect"}
 

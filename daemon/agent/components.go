@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -114,10 +115,11 @@ func (s *Supervisor) assemble(builtin commands.Set) (*commands.Pipeline, error) 
 
 // CheckComponents checks names against the components a supervisor with opt would have;
 // config uses it to refuse a bad disabled or order list.
-func CheckComponents(extra []commands.Component, names []string) error {
+// Disabling is stricter than ordering: the commands component cannot be left out.
+func CheckComponents(extra []commands.Component, names []string, disabling bool) error {
 	known := defaultOrder(extra)
 	for _, n := range names {
-		if n == compCommands {
+		if n == compCommands && disabling {
 			return fmt.Errorf("component %q cannot be disabled: it offers finish and ask_user", n)
 		}
 		if !slices.Contains(known, n) {
@@ -169,6 +171,31 @@ func (s *Supervisor) commandsFor(ctx context.Context, a *store.Agent, step *comm
 // for decisions made outside a step (crash recovery).
 func (s *Supervisor) lookupCommand(ctx context.Context, a *store.Agent, name string) (commands.Command, bool) {
 	return s.commandsFor(ctx, a, s.stepOf(a)).Get(name)
+}
+
+// specIn returns the spec of the command named name as agent a has it now, reading the
+// agent's component state through tx; nil when a has no such command.
+func (s *Supervisor) specIn(ctx context.Context, tx *store.Tx, a *store.Agent, name string) *commands.Spec {
+	step := s.stepOf(a)
+	step.State = txState{tx: tx, id: a.ID}
+	if c, ok := s.commandsFor(ctx, a, step).Get(name); ok {
+		spec := c.Spec()
+		return &spec
+	}
+	return nil
+}
+
+// txState is commands.State read within a transaction already open (read-only use).
+type txState struct {
+	tx *store.Tx
+	id string
+}
+
+func (k txState) Get(_ context.Context, key string) ([]byte, error) {
+	return k.tx.StateValue(k.id, key)
+}
+func (k txState) Put(context.Context, string, []byte) error {
+	return errors.New("agent state is read-only here")
 }
 
 func toDirectives(d client.Directives) commands.Directives {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -45,7 +46,10 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 	case "policy":
 		return nil, badRequest(`source "policy" is reserved for the daemon's own approvals`)
 	}
-	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, Source: req.Source}
+	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, Source: req.Source, Scope: req.Scope}
+	if err := s.widen(ctx, ref, req, d); err != nil {
+		return nil, err
+	}
 	var ep *client.Episode
 	var finished bool
 	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
@@ -57,6 +61,16 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 			return err
 		}
 		tx.Audit(a.ID, "decision", d)
+		if d.Pattern != "" {
+			effect := "allow"
+			if d.Scope == client.ScopeDeny {
+				effect = "deny"
+			}
+			if _, err := tx.AddPermission(a.ID, effect, d.Pattern, who(d)); err != nil {
+				return err
+			}
+			tx.Audit(a.ID, "permission", map[string]string{"effect": effect, "pattern": d.Pattern, "by": who(d)})
+		}
 		switch d.Kind {
 		case client.DecisionApprove:
 			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, p.Status); err != nil || !ok {
@@ -105,6 +119,49 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 		return nil, err
 	}
 	return d, nil
+}
+
+// widen checks a decision's scope and, for one that widens (approve always, deny always),
+// works out the pattern it stores: the proposal's exact command and subject.
+func (s *Supervisor) widen(ctx context.Context, ref string, req client.DecideRequest, d *client.Decision) error {
+	switch {
+	case req.Scope == client.ScopeOnce:
+		return nil
+	case req.Scope == client.ScopeAgent && req.Kind == client.DecisionApprove:
+		if req.Count > 1 {
+			return badRequest("scope agent approves every matching proposal already: drop the count")
+		}
+	case req.Scope == client.ScopeDeny && req.Kind == client.DecisionDeny:
+	case req.Scope == client.ScopeAgent || req.Scope == client.ScopeDeny:
+		return badRequest("scope %q goes with %s, not %s", req.Scope, map[string]string{client.ScopeAgent: "approve", client.ScopeDeny: "deny"}[req.Scope], req.Kind)
+	default:
+		return badRequest("scope %q: use agent (approve always) or deny (deny always), or leave it empty", req.Scope)
+	}
+	var a *store.Agent
+	var p *client.Proposal
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+		if a, err = resolve(tx, ref); err != nil {
+			return err
+		}
+		if p, err = tx.Proposal(req.ProposalID); errors.Is(err, store.ErrNotFound) || (err == nil && p.AgentID != a.ID) {
+			return notFound("agent %s has no proposal %s", a.Name, req.ProposalID)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var spec *commands.Spec
+	if c, ok := s.lookupCommand(ctx, a, p.Command); ok {
+		sp := c.Spec()
+		spec = &sp
+	}
+	pat, err := scopePattern(req.Scope, spec, p)
+	if err != nil {
+		return badRequest("%v", err)
+	}
+	d.Pattern = pat
+	return nil
 }
 
 func who(d *client.Decision) string {

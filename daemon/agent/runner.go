@@ -168,7 +168,10 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 				return err
 			}
 			probe := *a // autoDecision counts down the policy; here it only asks
-			if r.autoDecision(&probe, p, prev) != nil {
+			spec := r.s.specIn(ctx, tx, a, p.Command)
+			if d, err := r.autoDecision(tx, &probe, p, prev, spec); err != nil {
+				return err
+			} else if d != nil {
 				act = actExecute
 			}
 		case client.ProposalStarted:
@@ -208,16 +211,31 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 }
 
 // autoDecision returns the decision the agent's policy makes for p, or nil to ask a person.
-// It updates a.Policy's counters; the caller persists a.
+// It updates a.Policy's counters; the caller persists a. spec is p's command as the agent
+// has it now (nil when it has none by that name).
 // prev is the proposal before p in its run (nil for the first): a repeat of it always goes
 // to a person, whatever the policy.
-func (r *runner) autoDecision(a *store.Agent, p, prev *client.Proposal) *client.Decision {
+//
+// Order: ask_user needs no approval; a repeat asks; a deny pattern refuses (as feedback
+// to the model); an allow pattern (or auto_read) approves; execute-class commands ask;
+// then the mode — auto for N steps, or continuous up to its limit.
+func (r *runner) autoDecision(tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec) (*client.Decision, error) {
 	if p.Command == commands.AskUser {
 		// Asking is harmless, and the person's answer is their decision.
-		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "ask_user needs no approval"}
+		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "ask_user needs no approval"}, nil
 	}
 	if prev != nil && prev.Hash == p.Hash {
-		return nil // the watchdog asks a person about a repeat
+		return nil, nil // the watchdog asks a person about a repeat
+	}
+	v, err := r.s.verdict(tx, a, spec, p)
+	if err != nil {
+		return nil, err
+	}
+	if d := policyDecision(p, v); d != nil {
+		return d, nil
+	}
+	if spec == nil || spec.Class == commands.ClassExecute {
+		return nil, nil // execute commands run unasked only by an explicit allow pattern
 	}
 	switch a.Policy.Mode {
 	case "auto":
@@ -226,7 +244,7 @@ func (r *runner) autoDecision(a *store.Agent, p, prev *client.Proposal) *client.
 			if a.Policy.AutoSteps == 0 {
 				a.Policy.Mode = "ask"
 			}
-			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "auto"}
+			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "auto"}, nil
 		}
 	case "continuous":
 		limit := a.Policy.ContinuousLimit
@@ -234,10 +252,10 @@ func (r *runner) autoDecision(a *store.Agent, p, prev *client.Proposal) *client.
 			limit = r.s.opt.ContinuousLimit
 		}
 		if p.Step <= limit {
-			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "continuous"}
+			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "continuous"}, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // Hash is the proposal hash: sha256 over the command name and its canonical args.
@@ -296,7 +314,7 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 				return err
 			}
 		}
-		if err := r.startTx(tx, a, p, prev, &st); err != nil {
+		if err := r.startTx(tx, a, p, prev, r.s.specIn(ctx, tx, a, p.Command), &st); err != nil {
 			return err
 		}
 		return tx.UpdateAgent(a)
@@ -321,6 +339,7 @@ type started struct {
 	a       *store.Agent
 	decided *client.Decision // the policy's approval, when it made one
 	q       *client.Question // set for ask_user: the question now waits for its answer
+	refused *client.Episode  // set when a deny pattern refused the proposal: nothing runs
 	v       *client.Agent
 	execCtx context.Context
 	cancel  context.CancelFunc
@@ -330,12 +349,19 @@ type started struct {
 // still pending — and sets a's state to match; the caller writes a. prev is the proposal
 // before p in its run, needed only when p is pending. It fails with errNotApproved when
 // p is neither approved nor approvable by the policy.
-func (r *runner) startTx(tx *store.Tx, a *store.Agent, p *client.Proposal, prev *client.Proposal, st *started) error {
+func (r *runner) startTx(tx *store.Tx, a *store.Agent, p *client.Proposal, prev *client.Proposal, spec *commands.Spec, st *started) error {
 	st.a = a
 	if p.Status == client.ProposalPending {
-		// Approved by policy: the decision and the start land together.
-		if st.decided = r.autoDecision(a, p, prev); st.decided == nil {
+		// Decided by policy: the decision and the start land together.
+		var err error
+		if st.decided, err = r.autoDecision(tx, a, p, prev, spec); err != nil {
+			return err
+		}
+		if st.decided == nil {
 			return errNotApproved
+		}
+		if st.decided.Kind == client.DecisionFeedback {
+			return r.refuseTx(tx, a, p, st)
 		}
 		if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalPending); err != nil || !ok {
 			if err == nil {
@@ -369,9 +395,31 @@ func (r *runner) startTx(tx *store.Tx, a *store.Agent, p *client.Proposal, prev 
 	return nil
 }
 
+// refuseTx records the policy's refusal of p (a deny pattern matched): not run, and the
+// reason goes to the model as feedback, so the agent goes on with another command.
+func (r *runner) refuseTx(tx *store.Tx, a *store.Agent, p *client.Proposal, st *started) error {
+	if ok, err := tx.SetProposalStatus(p.ID, client.ProposalFeedback, nil, client.ProposalPending); err != nil || !ok {
+		if err == nil {
+			err = errNotApproved
+		}
+		return err
+	}
+	if err := tx.InsertDecision(st.decided); err != nil {
+		return err
+	}
+	tx.Audit(a.ID, "decision", st.decided)
+	st.refused = episodeOf(p, "feedback", "", st.decided.Feedback)
+	if err := tx.InsertEpisode(a.ID, st.refused); err != nil {
+		return err
+	}
+	a.State, a.StateReason = client.StateThinking, ""
+	st.v = known(a, nil, nil)
+	return nil
+}
+
 // armExec makes the started command cancellable by pause and stop. Caller holds r.mu.
 func (r *runner) armExec(ctx context.Context, st *started) {
-	if st.q == nil {
+	if st.q == nil && st.refused == nil {
 		st.execCtx, st.cancel = context.WithCancel(ctx)
 		r.cancelExec = st.cancel
 	}
@@ -383,7 +431,13 @@ func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
 	if st.decided != nil {
 		r.s.events.Publish(client.Event{Type: client.EventDecision, AgentID: r.id, Decision: st.decided})
 	}
+	if st.refused != nil {
+		r.s.events.Publish(client.Event{Type: client.EventResult, AgentID: r.id, Episode: st.refused})
+	}
 	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: st.v})
+	if st.refused != nil {
+		return
+	}
 	if st.q != nil {
 		r.s.events.Publish(client.Event{Type: client.EventQuestion, AgentID: r.id, Question: st.q})
 		return

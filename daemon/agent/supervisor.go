@@ -76,6 +76,7 @@ type Supervisor struct {
 	events  *Broker
 	started time.Time
 
+	rules          rules                         // permission patterns from config
 	pipeline       *commands.Pipeline            // every agent's, unless overridden
 	agentPipelines map[string]*commands.Pipeline // by agent name
 
@@ -122,6 +123,10 @@ func New(opt Options) (*Supervisor, error) {
 	}
 	if err := s.buildPipelines(); err != nil {
 		return nil, err
+	}
+	var err error
+	if s.rules, err = parseRules(opt); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return s, nil
 }

@@ -109,7 +109,7 @@ func (r *runner) think(ctx context.Context) {
 	if res.PromptTokens < numCtx { // a count capped at num_ctx says nothing about chars per token
 		r.s.model.calibrate(PromptChars(msgs), res.PromptTokens)
 	}
-	r.propose(ctx, a, last, model, res)
+	r.propose(ctx, a, last, model, res, in.Commands)
 }
 
 // fitTask cuts a task too long for the context, keeping its start, so that the prompt
@@ -152,7 +152,7 @@ func (s *Supervisor) messageBudget(in PromptInput, numCtx int) int {
 
 // propose persists the model's proposal before anything else happens, and watches for a
 // repeat of the previous one.
-func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Proposal, model string, res *llm.Proposal) {
+func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Proposal, model string, res *llm.Proposal, cmds commands.Set) {
 	canon, err := commands.CanonicalArgs(res.Reply.Command.Args)
 	if err != nil {
 		canon = res.Reply.Command.Args
@@ -201,7 +201,12 @@ func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Propo
 				// When the policy approves it, the approval and the start commit with the
 				// proposal: one durable write instead of three before the command runs.
 				st = &started{}
-				switch err := r.startTx(tx, cur, p, last, st); {
+				var spec *commands.Spec
+				if c, ok := cmds.Get(p.Command); ok {
+					sp := c.Spec()
+					spec = &sp
+				}
+				switch err := r.startTx(tx, cur, p, last, spec, st); {
 				case errors.Is(err, errNotApproved):
 					st = nil
 				case err != nil:

@@ -291,3 +291,34 @@ func (f *fakeService) closeAll() {
 		close(s.ch)
 	}
 }
+
+func (f *fakeService) Commands(ctx context.Context, ref string) ([]client.CommandInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, err := f.resolve(ref); err != nil {
+		return nil, err
+	}
+	return []client.CommandInfo{{Name: "finish", Class: "message", Policy: "ask", Provider: "commands"}}, nil
+}
+
+func (f *fakeService) Policy(ctx context.Context, ref string) (*client.PolicyView, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	return &client.PolicyView{AgentID: a.ID, Permissions: []client.Permission{}}, nil
+}
+
+func (f *fakeService) AddPermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
+	v, err := f.Policy(ctx, ref)
+	if err == nil {
+		v.Permissions = append(v.Permissions, client.Permission{Effect: req.Effect, Pattern: req.Pattern, Source: "stored"})
+	}
+	return v, err
+}
+
+func (f *fakeService) RemovePermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
+	return f.Policy(ctx, ref)
+}

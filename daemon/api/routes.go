@@ -38,6 +38,10 @@ func (h *handler) routes() []route {
 		{"POST", "/v0/agents/{agent}/stop", h.agentAction(h.svc.Stop)},
 		{"GET", "/v0/agents/{agent}/history", h.history},
 		{"GET", "/v0/agents/{agent}/proposals", h.proposals},
+		{"GET", "/v0/agents/{agent}/commands", h.commands},
+		{"GET", "/v0/agents/{agent}/policy", h.policy},
+		{"POST", "/v0/agents/{agent}/policy", h.permission(h.svc.AddPermission)},
+		{"DELETE", "/v0/agents/{agent}/policy", h.permission(h.svc.RemovePermission)},
 		{"GET", "/v0/agents/{agent}/events", h.events},
 		{"GET", "/v0/events", h.events},
 	}
@@ -220,4 +224,35 @@ func jsonKind(t reflect.Type) string {
 		return "an object"
 	}
 	return t.String()
+}
+
+func (h *handler) commands(w http.ResponseWriter, r *http.Request) error {
+	list, err := h.svc.Commands(r.Context(), r.PathValue("agent"))
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, nonNil(list))
+}
+
+func (h *handler) policy(w http.ResponseWriter, r *http.Request) error {
+	v, err := h.svc.Policy(r.Context(), r.PathValue("agent"))
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, v)
+}
+
+// permission serves adding and removing a stored pattern; both reply with the policy.
+func (h *handler) permission(fn func(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var req client.PermissionRequest
+		if err := decodeBody(w, r, &req); err != nil {
+			return err
+		}
+		v, err := fn(r.Context(), r.PathValue("agent"), req)
+		if err != nil {
+			return err
+		}
+		return reply(w, http.StatusOK, v)
+	}
 }

@@ -24,6 +24,13 @@ type Service interface {
 	Stop(ctx context.Context, ref string) (*client.Agent, error)
 	History(ctx context.Context, ref string) ([]client.Episode, error)
 	Proposals(ctx context.Context, ref string) ([]client.Proposal, error)
+	// Commands lists the commands the agent may use now, with their effective policy.
+	Commands(ctx context.Context, ref string) ([]client.CommandInfo, error)
+	// Policy shows every permission pattern that applies to the agent.
+	Policy(ctx context.Context, ref string) (*client.PolicyView, error)
+	// AddPermission stores a pattern for the agent; RemovePermission deletes a stored one.
+	AddPermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error)
+	RemovePermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error)
 	// Subscribe streams events of one agent (ref != "") or of all agents (ref == "").
 	// Events with Seq > since still held by the daemon are delivered first. The channel is
 	// closed when cancel is called or the subscriber falls too far behind.

@@ -269,6 +269,31 @@ func (c *Client) History(ctx context.Context, agent string) ([]Episode, error) {
 	return e, err
 }
 
+// Commands lists the commands the agent may use now, with class and effective policy.
+func (c *Client) Commands(ctx context.Context, agent string) ([]CommandInfo, error) {
+	var out []CommandInfo
+	err := c.do(ctx, "GET", agentPath(agent, "/commands"), nil, &out)
+	return out, err
+}
+
+// Policy returns every permission pattern that applies to the agent.
+func (c *Client) Policy(ctx context.Context, agent string) (*PolicyView, error) {
+	var v PolicyView
+	return &v, c.do(ctx, "GET", agentPath(agent, "/policy"), nil, &v)
+}
+
+// AddPermission stores an allow or deny pattern for the agent.
+func (c *Client) AddPermission(ctx context.Context, agent string, req PermissionRequest) (*PolicyView, error) {
+	var v PolicyView
+	return &v, c.do(ctx, "POST", agentPath(agent, "/policy"), req, &v)
+}
+
+// RemovePermission deletes a stored pattern of the agent.
+func (c *Client) RemovePermission(ctx context.Context, agent string, req PermissionRequest) (*PolicyView, error) {
+	var v PolicyView
+	return &v, c.do(ctx, "DELETE", agentPath(agent, "/policy"), req, &v)
+}
+
 // Proposals returns the agent's proposals, oldest first.
 func (c *Client) Proposals(ctx context.Context, agent string) ([]Proposal, error) {
 	var p []Proposal
@@ -320,11 +345,15 @@ func ParseDecision(text string) (DecideRequest, error) {
 	t := strings.TrimSpace(text)
 	switch strings.ToLower(t) {
 	case "":
-		return DecideRequest{}, errors.New("empty reply: type y, y -N, n or feedback")
+		return DecideRequest{}, errors.New("empty reply: type y, y -N, y!, n, n! or feedback")
 	case "y", "yes":
 		return DecideRequest{Kind: DecisionApprove, Count: 1}, nil
 	case "n", "no":
 		return DecideRequest{Kind: DecisionDeny}, nil
+	case "y!", "a", "always":
+		return DecideRequest{Kind: DecisionApprove, Count: 1, Scope: ScopeAgent}, nil
+	case "n!", "never":
+		return DecideRequest{Kind: DecisionDeny, Scope: ScopeDeny}, nil
 	}
 	if f := strings.Fields(t); len(f) == 2 && strings.EqualFold(f[0], "y") && strings.HasPrefix(f[1], "-") {
 		n, err := strconv.Atoi(f[1][1:])

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentd/agentd/commands"
@@ -40,10 +41,29 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return fmt.Errorf("ollama host: %w", err)
 	}
+	extra, bridge, err := components(cfg, lc, log)
+	if err != nil {
+		return err
+	}
+	if err := checkComponents(cfg, extra); err != nil {
+		return err
+	}
+	if bridge != nil {
+		// Servers connect in the background: a slow or dead one must not hold up the
+		// daemon; its tools appear in prompts once it has listed them.
+		go bridge.Start(ctx)
+		defer bridge.Close()
+	}
+	overrides := map[string]agent.AgentOverrides{}
+	for name, o := range cfg.Agents {
+		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny}
+	}
 	sup, err := agent.New(agent.Options{
 		Store: st, LLM: lc, Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel,
 		MaxContext: cfg.Ollama.MaxContext, KeepAlive: cfg.Ollama.KeepAlive.Ptr(),
 		Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
+		Components: extra, ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
+		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
@@ -93,4 +113,20 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	os.Remove(cfg.Socket)
 	log.Info("agentd stopped")
 	return runErr
+}
+
+// checkComponents refuses component names in config that name no component.
+func checkComponents(cfg *config.Config, extra []commands.Component) error {
+	var errs []error
+	check := func(key string, names []string) {
+		if err := agent.CheckComponents(extra, names, !strings.HasSuffix(key, "order")); err != nil {
+			errs = append(errs, fmt.Errorf("config: %s: %w", key, err))
+		}
+	}
+	check("agent.disabled_components", cfg.Agent.DisabledComponents)
+	check("agent.component_order", cfg.Agent.ComponentOrder)
+	for name, o := range cfg.Agents {
+		check("agents."+name+".disabled_components", o.DisabledComponents)
+	}
+	return errors.Join(errs...)
 }

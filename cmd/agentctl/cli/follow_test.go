@@ -83,7 +83,7 @@ func TestFollowDecidesAndAnswersFromStdin(t *testing.T) {
 	}
 
 	s := startFollow(t, "--socket", f.sock, "follow", "walker")
-	s.errOut.waitFor(t, "Approve? [y / y -N / n / feedback]: ", 1)
+	s.errOut.waitFor(t, "Approve? [y / y -N / y! / n / n! / feedback]: ", 1)
 	s.typeLine(t, "y -3")
 	s.errOut.waitFor(t, "Answer: ", 1)
 	s.typeLine(t, "blue")

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var commandsCmd = &command{
+	name:  "commands",
+	args:  "AGENT [--json]",
+	short: "the commands an agent may use, with class and policy",
+	long: `Commands lists what the agent may use now, in the order its prompt lists them: each
+command's side-effect class (read, write_workspace, network, execute, message), the
+component offering it, and what happens when the agent proposes it and no permission
+pattern matches: ask (a person decides) or allow. Execute commands always ask unless an
+allow pattern names them; see agentctl policy.`,
+	run: (*app).runCommands,
+}
+
+func (a *app) runCommands(ctx context.Context, args []string) error {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	list, err := a.api().Commands(ctx, ref)
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	if a.json {
+		if list == nil {
+			list = []client.CommandInfo{}
+		}
+		return a.printJSON(list)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMMAND\tCLASS\tFROM\tPOLICY\tDESCRIPTION")
+	for _, c := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Class, c.Provider, c.Policy, c.Description)
+	}
+	return tw.Flush()
+}
+
+var policyCmd = &command{
+	name:  "policy",
+	args:  "AGENT [allow|deny|rm [allow|deny] PATTERN] [--json]",
+	short: "view and edit an agent's permission patterns",
+	long: `Policy shows the permission patterns that decide the agent's proposals without asking:
+those stored for the agent (by "y!"/"n!" decisions or by this command), those of its
+[agents.NAME] config section, and the global [permissions] ones. A deny always wins.
+
+  agentctl policy AGENT                       list them
+  agentctl policy AGENT allow 'read_file(*)'  run matching proposals without asking
+  agentctl policy AGENT deny 'delete_file(*)' refuse them (the model is told why)
+  agentctl policy AGENT rm allow 'read_file(*)'  remove a stored pattern
+
+A pattern is command(glob): * matches anything, ? one character, \ escapes. For execute
+commands the command must be named literally, and * never matches shell operators, so
+'execute_shell(git status*)' cannot approve 'git status; rm -rf ~'.
+Patterns from the config file are changed there.`,
+	run: (*app).runPolicy,
+}
+
+func (a *app) runPolicy(ctx context.Context, args []string) error {
+	pos, err := a.parse(a.newFlagSet(), args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("missing AGENT (an agent's name or id; see agentctl ls)")
+	}
+	ref, rest := pos[0], pos[1:]
+	var v *client.PolicyView
+	switch {
+	case len(rest) == 0:
+		v, err = a.api().Policy(ctx, ref)
+	case len(rest) == 2 && (rest[0] == "allow" || rest[0] == "deny"):
+		v, err = a.api().AddPermission(ctx, ref, client.PermissionRequest{Effect: rest[0], Pattern: rest[1], By: user()})
+	case len(rest) == 3 && rest[0] == "rm" && (rest[1] == "allow" || rest[1] == "deny"):
+		v, err = a.api().RemovePermission(ctx, ref, client.PermissionRequest{Effect: rest[1], Pattern: rest[2], By: user()})
+	default:
+		return usagef("want: policy AGENT, policy AGENT allow|deny PATTERN, or policy AGENT rm allow|deny PATTERN; got %q", strings.Join(rest, " "))
+	}
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(v)
+	}
+	if v.AutoRead {
+		fmt.Fprintln(a.stdout, "read commands run without asking (auto_read)")
+	}
+	if len(v.Permissions) == 0 {
+		a.note("no permission patterns: every proposal asks (see agentctl help policy)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "EFFECT\tPATTERN\tFROM\tBY")
+	for _, p := range v.Permissions {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Effect, p.Pattern, p.Source, p.CreatedBy)
+	}
+	return tw.Flush()
+}

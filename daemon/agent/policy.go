@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// rules are the parsed permission patterns from config: global, and per agent name.
+type rules struct {
+	global permission.Rules
+	agents map[string]permission.Rules
+}
+
+func parseRules(opt Options) (rules, error) {
+	var r rules
+	var errs []error
+	var err error
+	if r.global, err = permission.ParseRules("config", opt.Allow, opt.Deny); err != nil {
+		errs = append(errs, fmt.Errorf("permissions: %w", err))
+	}
+	r.agents = map[string]permission.Rules{}
+	for name, o := range opt.Agents {
+		if r.agents[name], err = permission.ParseRules("agent-config", o.Allow, o.Deny); err != nil {
+			errs = append(errs, fmt.Errorf("agents.%s: %w", name, err))
+		}
+	}
+	return r, errors.Join(errs...)
+}
+
+// storedRules turns an agent's stored patterns into a rules layer; a pattern that no
+// longer parses is skipped (it was checked when stored).
+func storedRules(perms []client.Permission) permission.Rules {
+	r := permission.Rules{Layer: "stored"}
+	for _, p := range perms {
+		pat, err := permission.Parse(p.Pattern)
+		if err != nil {
+			continue
+		}
+		if p.Effect == "deny" {
+			r.Deny = append(r.Deny, pat)
+		} else {
+			r.Allow = append(r.Allow, pat)
+		}
+	}
+	return r
+}
+
+// verdict is what the patterns say about running p now, for agent a, in tx.
+func (s *Supervisor) verdict(tx *store.Tx, a *store.Agent, spec *commands.Spec, p *client.Proposal) (permission.Verdict, error) {
+	if spec == nil {
+		return permission.Verdict{Effect: permission.Ask, Reason: "the command is not available now"}, nil
+	}
+	perms, err := tx.Permissions(a.ID)
+	if err != nil {
+		return permission.Verdict{}, err
+	}
+	return permission.Evaluate(*spec, p.Args, permission.Options{AutoRead: s.opt.AutoRead},
+		storedRules(perms), s.rules.agents[a.Name], s.rules.global), nil
+}
+
+// policyDecision turns a pattern's verdict into the policy's decision: an allow approves,
+// a deny becomes feedback to the model (not run; the agent goes on with another command).
+func policyDecision(p *client.Proposal, v permission.Verdict) *client.Decision {
+	switch v.Effect {
+	case permission.Allow:
+		by := "allow pattern " + v.Pattern
+		if v.Pattern == "" {
+			by = "auto_read"
+		}
+		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: by, Pattern: v.Pattern}
+	case permission.Deny:
+		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionFeedback, Source: "policy", By: "deny pattern " + v.Pattern, Pattern: v.Pattern,
+			Feedback: fmt.Sprintf("Not run: %s is refused here by the permission pattern %s. Do not propose it again; choose another way.", p.Command, v.Pattern)}
+	}
+	return nil
+}
+
+// scopePattern is the pattern a widening decision stores: the proposal's exact command
+// and subject.
+func scopePattern(scope string, spec *commands.Spec, p *client.Proposal) (string, error) {
+	if spec == nil {
+		return "", fmt.Errorf("%s is not available to this agent now: decide on this proposal only", p.Command)
+	}
+	var pat permission.Pattern
+	var err error
+	if scope == client.ScopeDeny {
+		pat, err = permission.DenyPattern(*spec, p.Args)
+	} else {
+		pat, err = permission.AlwaysPattern(*spec, p.Args)
+	}
+	if err != nil {
+		return "", fmt.Errorf("no pattern can be stored for this proposal (%v): decide on it alone", err)
+	}
+	return pat.String(), nil
+}

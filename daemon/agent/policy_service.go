@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Commands lists the commands the agent may use now, in prompt order, with the policy
+// that applies when no pattern matches.
+func (s *Supervisor) Commands(ctx context.Context, ref string) ([]client.CommandInfo, error) {
+	var a *store.Agent
+	if err := s.st.View(ctx, func(tx *store.Tx) (err error) { a, err = resolve(tx, ref); return err }); err != nil {
+		return nil, err
+	}
+	step := s.stepOf(a)
+	provider := map[string]string{}
+	for _, name := range s.pipelineFor(a.Name).Names() {
+		single := s.pipelineFor(a.Name).Only(name)
+		for _, c := range single.Commands(ctx, step) {
+			if _, ok := provider[c.Spec().Name]; !ok {
+				provider[c.Spec().Name] = name
+			}
+		}
+	}
+	var out []client.CommandInfo
+	for _, c := range s.commandsFor(ctx, a, step) {
+		spec := c.Spec()
+		params, _ := json.Marshal(spec.Params)
+		policy := "ask"
+		switch {
+		case spec.Name == commands.AskUser:
+			policy = "allow (asking needs no approval)"
+		case spec.Class == commands.ClassRead && s.opt.AutoRead:
+			policy = "allow (auto_read)"
+		case spec.Class == commands.ClassExecute:
+			policy = "ask (always, unless an allow pattern names it)"
+		}
+		out = append(out, client.CommandInfo{Name: spec.Name, Description: spec.Description, Class: string(spec.Class),
+			Idempotent: spec.Idempotent, Params: params, Policy: policy, Provider: provider[spec.Name]})
+	}
+	return out, nil
+}
+
+// Policy shows every pattern that applies to the agent: stored ones first (they are the
+// agent's own), then its config section's, then the global ones.
+func (s *Supervisor) Policy(ctx context.Context, ref string) (*client.PolicyView, error) {
+	var v *client.PolicyView
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		v, err = s.policyView(tx, a)
+		return err
+	})
+	return v, err
+}
+
+func (s *Supervisor) policyView(tx *store.Tx, a *store.Agent) (*client.PolicyView, error) {
+	stored, err := tx.Permissions(a.ID)
+	if err != nil {
+		return nil, err
+	}
+	v := &client.PolicyView{AgentID: a.ID, AutoRead: s.opt.AutoRead, Permissions: []client.Permission{}}
+	for _, p := range stored {
+		p.Source = "stored"
+		v.Permissions = append(v.Permissions, p)
+	}
+	add := func(src string, r permission.Rules) {
+		for _, p := range r.Deny {
+			v.Permissions = append(v.Permissions, client.Permission{Effect: "deny", Pattern: p.String(), Source: src})
+		}
+		for _, p := range r.Allow {
+			v.Permissions = append(v.Permissions, client.Permission{Effect: "allow", Pattern: p.String(), Source: src})
+		}
+	}
+	add("agent-config", s.rules.agents[a.Name])
+	add("config", s.rules.global)
+	return v, nil
+}
+
+// AddPermission stores a pattern for the agent (agentctl policy allow|deny).
+func (s *Supervisor) AddPermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
+	pat, err := checkPermission(req)
+	if err != nil {
+		return nil, err
+	}
+	var v *client.PolicyView
+	err = s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.AddPermission(a.ID, req.Effect, pat, req.By); err != nil {
+			return err
+		}
+		tx.Audit(a.ID, "permission", map[string]string{"effect": req.Effect, "pattern": pat, "by": req.By})
+		v, err = s.policyView(tx, a)
+		return err
+	})
+	if err == nil {
+		s.kickAgent(ctx, ref) // a pending proposal may be decided by the new pattern
+	}
+	return v, err
+}
+
+// RemovePermission deletes a stored pattern of the agent.
+func (s *Supervisor) RemovePermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
+	pat, err := checkPermission(req)
+	if err != nil {
+		return nil, err
+	}
+	var v *client.PolicyView
+	err = s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		ok, err := tx.RemovePermission(a.ID, req.Effect, pat)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return notFound("agent %s has no stored %s pattern %s (patterns from config are changed in the config file)", a.Name, req.Effect, pat)
+		}
+		tx.Audit(a.ID, "permission_removed", map[string]string{"effect": req.Effect, "pattern": pat, "by": req.By})
+		v, err = s.policyView(tx, a)
+		return err
+	})
+	return v, err
+}
+
+func checkPermission(req client.PermissionRequest) (string, error) {
+	if req.Effect != "allow" && req.Effect != "deny" {
+		return "", badRequest("effect %q: use allow or deny", req.Effect)
+	}
+	pat, err := permission.Parse(strings.TrimSpace(req.Pattern))
+	if err != nil {
+		return "", badRequest("%v", err)
+	}
+	return pat.String(), nil
+}
+
+// kickAgent wakes the agent's loop, if it has one.
+func (s *Supervisor) kickAgent(ctx context.Context, ref string) {
+	var id string
+	if s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err == nil {
+			id = a.ID
+		}
+		return err
+	}) == nil {
+		s.runner(id).wakeUp()
+	}
+}

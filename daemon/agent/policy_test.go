@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+func TestPermissionPatterns(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.Allow = []string{"list_folder(*)"}
+		o.Deny = []string{"write_file(secret*)"}
+	})
+	h.fake.Script(
+		reply("list_folder", map[string]string{"path": "."}),                           // allowed by config
+		reply("write_file", map[string]string{"path": "secret.txt", "contents": "x"}),  // denied by config: feedback
+		reply("write_file", map[string]string{"path": "notes.txt", "contents": "one"}), // asks; y! stores its pattern
+		reply("list_folder", map[string]string{"path": "./."}),                         // allowed
+		reply("write_file", map[string]string{"path": "notes.txt", "contents": "one"}), // allowed by the stored pattern
+		reply("write_file", map[string]string{"path": "notes.txt", "contents": "two"}), // a different subject? same path: allowed
+		reply("write_file", map[string]string{"path": "other.txt", "contents": "x"}),   // asks
+	)
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	if p.Command != "write_file" || !strings.Contains(string(p.Args), "notes.txt") {
+		t.Fatalf("first proposal to ask about = %s %s, want write_file notes.txt", p.Command, p.Args)
+	}
+	d, err := h.decide(a.ID, p, "y!")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Scope != client.ScopeAgent || d.Pattern != "write_file(notes.txt)" {
+		t.Fatalf("decision = %+v, want scope agent with pattern write_file(notes.txt)", d)
+	}
+	p = h.pending(a.ID)
+	if !strings.Contains(string(p.Args), "other.txt") {
+		t.Fatalf("next proposal to ask about = %s %s, want write_file other.txt", p.Command, p.Args)
+	}
+	eps := h.history(a.ID)
+	var outcomes []string
+	for _, e := range eps {
+		outcomes = append(outcomes, e.Command+":"+e.Outcome)
+	}
+	want := "list_folder:succeeded write_file:feedback write_file:succeeded list_folder:succeeded write_file:succeeded write_file:succeeded"
+	if strings.Join(outcomes, " ") != want {
+		t.Errorf("history = %s\nwant      %s", strings.Join(outcomes, " "), want)
+	}
+	if !strings.Contains(eps[1].Feedback, "write_file(secret*)") {
+		t.Errorf("the refusal does not name the pattern: %q", eps[1].Feedback)
+	}
+	v, err := h.sup.Policy(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range v.Permissions {
+		got = append(got, p.Source+":"+p.Effect+":"+p.Pattern)
+	}
+	if strings.Join(got, " ") != "stored:allow:write_file(notes.txt) config:deny:write_file(secret*) config:allow:list_folder(*)" {
+		t.Errorf("policy = %v", got)
+	}
+}
+
+func TestExecuteCommandsAskEvenInContinuousMode(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.Commands = append(append([]string{}, testCommands...), "test_execute")
+	})
+	h.fake.Script(reply("test_execute", map[string]string{"what": "x"}))
+	a := h.create(client.CreateAgentRequest{Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 50}})
+	p := h.pending(a.ID)
+	if p.Command != "test_execute" {
+		t.Fatalf("pending = %+v", p)
+	}
+	if _, err := h.sup.AddPermission(context.Background(), a.ID, client.PermissionRequest{Effect: "allow", Pattern: "*(*)"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.sup.Agent(context.Background(), a.ID); got.Pending == nil {
+		t.Fatal("a wildcard pattern approved an execute command")
+	}
+	for _, bad := range []client.PermissionRequest{{Effect: "allow", Pattern: "x("}, {Effect: "maybe", Pattern: "x"}} {
+		if _, err := h.sup.AddPermission(context.Background(), a.ID, bad); err == nil {
+			t.Errorf("AddPermission(%+v) succeeded", bad)
+		}
+	}
+	if _, err := h.sup.AddPermission(context.Background(), a.ID, client.PermissionRequest{Effect: "allow", Pattern: "test_execute(x)"}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "the literal pattern to run it", func(a *client.Agent) bool { return a.Pending == nil || a.Pending.ID != p.ID })
+}
