@@ -17,8 +17,7 @@ type Spec struct {
 	text  string
 	loc   *time.Location
 	every time.Duration      // @every; zero for field specs and other descriptors
-	cron  *cron.SpecSchedule // fields in loc
-	wall  *cron.SpecSchedule // the same fields in UTC: matches wall-clock times, DST aside
+	wall  *cron.SpecSchedule // the fields, in UTC: they match wall-clock times
 	fixed bool               // minute and hour are fixed, so the DST rules apply
 }
 
@@ -114,6 +113,9 @@ func (s *Spec) parseDescriptor(fields []string) error {
 		if err != nil {
 			return fmt.Errorf("has %q after @every, which is not a duration such as 90m or 1h30m", fields[1])
 		}
+		if d <= 0 {
+			return fmt.Errorf("has @every %v: the duration must be positive", d)
+		}
 		if d < MinInterval {
 			return fmt.Errorf("fires too often: @every must be at least %v (schedules fire at most once a minute)", MinInterval)
 		}
@@ -199,8 +201,11 @@ func (f field) checkItem(item string) error {
 		return nil
 	}
 	lo, hi, isRange := strings.Cut(rng, "-")
-	if lo == "*" || lo == "?" {
+	switch {
+	case lo == "*" || lo == "?":
 		return fmt.Errorf("%s cannot start a range", lo)
+	case isRange && (lo == "" || hi == ""):
+		return fmt.Errorf("range %q needs a number at each end (negative numbers are not allowed)", rng)
 	}
 	a, err := f.value(lo)
 	if err != nil {
@@ -242,7 +247,8 @@ func isDigits(s string) bool {
 	return s != ""
 }
 
-// neverBefore is where Parse looks for a first fire time; robfig searches five years on.
+// neverBefore is where Parse looks for a first fire time (robfig searches five years on),
+// in wall-clock time: whether a spec ever fires does not depend on its zone.
 var neverBefore = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // build hands checked text to robfig and rejects specs that can never fire.
@@ -255,11 +261,9 @@ func (s *Spec) build(text string) error {
 	if !ok {
 		return fmt.Errorf("is not a field spec (%T)", sched)
 	}
-	c.Location = s.loc
-	wall := *c
-	wall.Location = time.UTC
-	s.cron, s.wall = c, &wall
-	if c.Next(neverBefore.In(s.loc)).IsZero() {
+	c.Location = time.UTC
+	s.wall = c
+	if c.Next(neverBefore).IsZero() {
 		return errors.New("never fires: no month in the month field has that day of the month")
 	}
 	return nil
@@ -277,4 +281,4 @@ func (s Spec) Location() *time.Location {
 }
 
 // IsZero reports whether s is the zero Spec, which never fires.
-func (s Spec) IsZero() bool { return s.cron == nil && s.every == 0 }
+func (s Spec) IsZero() bool { return s.wall == nil && s.every == 0 }
