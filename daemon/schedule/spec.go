@@ -36,7 +36,8 @@ var fieldParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour |
 // ErrSpec is wrapped by every error Parse returns.
 var ErrSpec = errors.New("bad schedule spec")
 
-// Parse parses a spec in the machine's local time zone unless it starts with CRON_TZ=Zone.
+// Parse parses a spec in the machine's local time zone unless it starts with CRON_TZ=Zone
+// (or TZ=Zone), an IANA zone name.
 // It accepts five fields (minute hour day-of-month month day-of-week), six with a seconds
 // field first, the descriptors @yearly @annually @monthly @weekly @daily @midnight @hourly,
 // and "@every <duration>" (at least MinInterval, whole seconds).
@@ -146,7 +147,7 @@ type field struct {
 	note     string // for a value out of range
 }
 
-var fields = []field{
+var fieldDefs = []field{
 	{name: "minute", max: 59},
 	{name: "hour", max: 23},
 	{name: "day-of-month", min: 1, max: 31},
@@ -167,7 +168,7 @@ func (s *Spec) parseFields(fs []string) error {
 		}
 		rest = fs[1:]
 	}
-	for i, f := range fields {
+	for i, f := range fieldDefs {
 		if err := f.check(rest[i]); err != nil {
 			return err
 		}

@@ -1,0 +1,217 @@
+package schedule
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is a Clock whose time moves only when the test sets it.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	clk *fakeClock
+	at  time.Time
+	c   chan time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTimer(d time.Duration) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{clk: c, at: c.now.Add(d), c: make(chan time.Time, 1)}
+	if d <= 0 {
+		t.c <- c.now
+	} else {
+		c.timers = append(c.timers, t)
+	}
+	return t
+}
+
+// set moves the clock to now and fires the timers due by then.
+func (c *fakeClock) set(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = now
+	c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool {
+		if t.at.After(now) {
+			return false
+		}
+		t.c <- now
+		return true
+	})
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+
+func (t *fakeTimer) Stop() bool {
+	t.clk.mu.Lock()
+	defer t.clk.mu.Unlock()
+	n := len(t.clk.timers)
+	t.clk.timers = slices.DeleteFunc(t.clk.timers, func(x *fakeTimer) bool { return x == t })
+	return len(t.clk.timers) < n
+}
+
+// settle waits until the loop has handled every poke made before the call and gone idle.
+func (s *Scheduler) settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for target := s.pokes; s.settled < target; {
+		s.idle.Wait()
+	}
+}
+
+// harness runs a Scheduler on a fake clock with a Starter and Recorder that log calls.
+type harness struct {
+	t   *testing.T
+	clk *fakeClock
+	s   *Scheduler
+
+	mu      sync.Mutex
+	starts  []Firing
+	records []Record
+	runs    int
+	// start, if set, replaces the fake Starter's behavior.
+	start func(ctx context.Context, f Firing) (string, error)
+}
+
+// day is the test date: 2026-01-05, a Monday.
+func day(hour, min int) time.Time { return time.Date(2026, 1, 5, hour, min, 0, 0, time.UTC) }
+
+func newHarness(t *testing.T, now time.Time) *harness {
+	h := &harness{t: t, clk: &fakeClock{now: now}}
+	h.s = New(Config{
+		Starter: StarterFunc(func(ctx context.Context, f Firing) (string, error) {
+			h.mu.Lock()
+			h.starts = append(h.starts, f)
+			h.runs++
+			id, start := fmt.Sprintf("run%d", h.runs), h.start
+			h.mu.Unlock()
+			if start != nil {
+				return start(ctx, f)
+			}
+			return id, nil
+		}),
+		Recorder: RecorderFunc(func(ctx context.Context, r Record) error {
+			if ctx.Err() != nil {
+				t.Errorf("Record got a cancelled context")
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.records = append(h.records, r)
+			return nil
+		}),
+		Clock: h.clk,
+	})
+	return h
+}
+
+// run starts the loop with the given schedules and stops it when the test ends.
+func (h *harness) run(scheds ...Schedule) {
+	h.t.Helper()
+	for _, sc := range scheds {
+		if err := h.s.Add(sc); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	if err := h.s.Start(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(h.s.Stop)
+	h.settle()
+}
+
+func (h *harness) setStart(f func(ctx context.Context, f Firing) (string, error)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.start = f
+}
+
+func (h *harness) settle() {
+	h.s.poke()
+	h.s.settle()
+}
+
+// at moves the clock to now and waits for the loop to handle it.
+func (h *harness) at(now time.Time) {
+	h.clk.set(now)
+	h.settle()
+}
+
+func (h *harness) end(runID string, o Outcome) {
+	h.s.RunEnded(context.Background(), runID, Result{Outcome: o, Steps: 3, Tokens: 120})
+	h.settle()
+}
+
+// history lists each firing's latest record as "15:04 outcome [run]", in the order the
+// firings were first recorded.
+func (h *harness) history() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var order []string
+	last := map[string]Record{}
+	for _, r := range h.records {
+		if _, ok := last[r.ID]; !ok {
+			order = append(order, r.ID)
+		}
+		last[r.ID] = r
+	}
+	var out []string
+	for _, id := range order {
+		r := last[id]
+		line := r.Scheduled.UTC().Format("15:04") + " " + string(r.Outcome)
+		if r.RunID != "" {
+			line += " " + r.RunID
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func (h *harness) nstarts() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.starts)
+}
+
+// find returns the first record with outcome o.
+func (h *harness) find(o Outcome) Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.records {
+		if r.Outcome == o {
+			return r
+		}
+	}
+	h.t.Fatalf("no record with outcome %s in %v", o, h.records)
+	return Record{}
+}
+
+func (h *harness) wantHistory(want ...string) {
+	h.t.Helper()
+	if got := h.history(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		h.t.Errorf("history:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+func mustParse(t *testing.T, spec string) Spec {
+	t.Helper()
+	s, err := Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
