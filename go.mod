@@ -4,6 +4,9 @@ go 1.26.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0 // config file (daemon/config)
+	github.com/blevesearch/bleve/v2 v2.6.1 // long-term memory index, BM25 (memory); newer versions are refused by the proxy
+	github.com/blevesearch/bleve_index_api v1.4.1 // bleve's index interfaces, for the memory package's own stats and checks
+	github.com/robfig/cron/v3 v3.0.1 // cron spec parsing (daemon/schedule)
 	github.com/JohannesKaufmann/dom v0.3.1 // its DOM helpers, picking a page's main content (commands/web)
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2 // HTML to readable text (commands/web)
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // MCP client (commands/mcp)
@@ -17,8 +20,6 @@ require (
 	github.com/RoaringBitmap/roaring/v2 v2.14.5 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/bits-and-blooms/bitset v1.24.2 // indirect
-	github.com/blevesearch/bleve/v2 v2.6.1 // indirect
-	github.com/blevesearch/bleve_index_api v1.4.1 // indirect
 	github.com/blevesearch/geo v0.2.6 // indirect
 	github.com/blevesearch/go-faiss v1.1.5 // indirect
 	github.com/blevesearch/go-porterstemmer v1.0.3 // indirect
@@ -50,7 +51,6 @@ require (
 	github.com/mschoch/smat v0.2.0 // indirect
 	github.com/ncruces/go-strftime v1.0.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/rogpeppe/go-internal v1.8.0 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect

@@ -1,0 +1,264 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/blevesearch/bleve/v2/search/searcher"
+	index "github.com/blevesearch/bleve_index_api"
+)
+
+// maxQueryTerms caps the terms of one search; a longer query keeps its rarest terms, the
+// ones that discriminate (and are cheap to search).
+const maxQueryTerms = 24
+
+// A query term found in more than commonTermFraction of the memories, and in more than
+// commonTermMinDocs, is common: it only adds to the score of memories that match a rarer
+// term, it does not find memories by itself (the idea of Lucene's CommonTermsQuery). Its
+// postings are long and its BM25 weight small, and walking them cost most of a search at 1M
+// memories. A query made of common terms only keeps its rarest one as the finder. Small
+// indexes never have common terms. Variables so tests can lower them.
+var (
+	commonTermFraction        = 0.02
+	commonTermMinDocs  uint64 = 10_000
+)
+
+// textQuery is the Bleve query for a search: memories matching any rare term (and the
+// filter), scored by BM25 over all the terms. It is built by hand from Bleve's searchers so
+// that
+//   - the filter (agent, kinds) is searched without scoring and joins the conjunction with
+//     zero weight: it changes neither the query norm nor any score, and the conjunction
+//     leapfrogs between the rare terms and the filter instead of checking every match;
+//   - common terms are only advanced to memories already found (commonBonus).
+//
+// The query norm covers all the terms whether or not there is a filter, so a memory scores
+// the same with and without one.
+type textQuery struct {
+	rare, common []string
+	filter       query.Query // nil: none
+}
+
+func (q *textQuery) Searcher(ctx context.Context, i index.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
+	rare, err := termsQuery(fieldText, q.rare).Searcher(ctx, i, m, options)
+	if err != nil {
+		return nil, err
+	}
+	weight := rare.Weight()
+	base := rare
+	if q.filter != nil {
+		f, err := q.filter.Searcher(ctx, i, m, search.SearcherOptions{Score: "none"})
+		if err != nil {
+			_ = rare.Close()
+			return nil, err
+		}
+		if base, err = searcher.NewConjunctionSearcher(ctx, i, []search.Searcher{rare, unscored{f}}, options); err != nil {
+			_ = rare.Close()
+			_ = f.Close()
+			return nil, err
+		}
+	}
+	if len(q.common) == 0 {
+		base.SetQueryNorm(1 / math.Sqrt(weight))
+		return base, nil
+	}
+	common, err := termsQuery(fieldText, q.common).Searcher(ctx, i, m, options)
+	if err != nil {
+		_ = base.Close()
+		return nil, err
+	}
+	norm := 1 / math.Sqrt(weight+common.Weight())
+	base.SetQueryNorm(norm)
+	common.SetQueryNorm(norm)
+	return &commonBonus{Searcher: base, bonus: common}, nil
+}
+
+// termsQuery is a disjunction of term queries — always a disjunction, even of one term, so
+// scores do not depend on how many terms there are.
+func termsQuery(field string, terms []string) *query.DisjunctionQuery {
+	d := query.NewDisjunctionQuery(nil)
+	for _, t := range terms {
+		d.AddQuery(termQuery(field, t))
+	}
+	return d
+}
+
+func termQuery(field, term string) query.Query {
+	tq := query.NewTermQuery(term)
+	tq.SetField(field)
+	return tq
+}
+
+// buildQuery returns the query for q on an index of docs memories, or nil when the text has
+// no term that any memory contains.
+func buildQuery(ctx context.Context, g *generation, q Query, docs uint64) (query.Query, error) {
+	terms := queryTerms(g.an.text, q.Text)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	df, err := g.termDocFreqs(ctx, terms)
+	if err != nil {
+		return nil, fmt.Errorf("memory: search: %w", err)
+	}
+	terms = byRarity(terms, df, maxQueryTerms)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	tq := &textQuery{}
+	cutoff := max(commonTermMinDocs, uint64(commonTermFraction*float64(docs)))
+	for i, t := range terms {
+		if i > 0 && df[t] > cutoff {
+			tq.common = append(tq.common, t)
+		} else {
+			tq.rare = append(tq.rare, t)
+		}
+	}
+	tq.filter = filterQuery(q)
+	return tq, nil
+}
+
+// byRarity returns the terms found in at least one memory, rarest first, at most n.
+func byRarity(terms []string, df map[string]uint64, n int) []string {
+	kept := make([]string, 0, len(terms))
+	for _, t := range terms {
+		if df[t] > 0 {
+			kept = append(kept, t)
+		}
+	}
+	sort.SliceStable(kept, func(i, j int) bool { return df[kept[i]] < df[kept[j]] })
+	if len(kept) > n {
+		kept = kept[:n]
+	}
+	return kept
+}
+
+// filterQuery restricts a search to the agent's and shared memories and to q.Kinds; nil
+// when there is nothing to restrict.
+func filterQuery(q Query) query.Query {
+	var filters []query.Query
+	if !q.AllAgents {
+		owners := []string{sharedTerm}
+		if q.Agent != "" {
+			owners = append(owners, q.Agent)
+		}
+		filters = append(filters, termsQuery(fieldAgent, owners))
+	}
+	if len(q.Kinds) > 0 {
+		kinds := make([]string, len(q.Kinds))
+		for i, k := range q.Kinds {
+			kinds[i] = string(k)
+		}
+		filters = append(filters, termsQuery(fieldKind, kinds))
+	}
+	switch len(filters) {
+	case 0:
+		return nil
+	case 1:
+		return filters[0]
+	}
+	return query.NewConjunctionQuery(filters)
+}
+
+// queryTerms analyzes text like memory text and returns its distinct terms in order.
+func queryTerms(a analysis.Analyzer, text string) []string {
+	var terms []string
+	seen := map[string]bool{}
+	for _, tok := range a.Analyze([]byte(text)) {
+		t := string(tok.Term)
+		if !seen[t] {
+			seen[t] = true
+			terms = append(terms, t)
+		}
+	}
+	return terms
+}
+
+// unscored wraps a filter searcher so a conjunction counts it with weight and score zero.
+type unscored struct{ search.Searcher }
+
+func (unscored) Weight() float64      { return 0 }
+func (unscored) SetQueryNorm(float64) {}
+
+func (u unscored) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
+	dm, err := u.Searcher.Next(ctx)
+	if dm != nil {
+		dm.Score = 0
+	}
+	return dm, err
+}
+
+func (u unscored) Advance(ctx *search.SearchContext, id index.IndexInternalID) (*search.DocumentMatch, error) {
+	dm, err := u.Searcher.Advance(ctx, id)
+	if dm != nil {
+		dm.Score = 0
+	}
+	return dm, err
+}
+
+// commonBonus adds the common terms' score to each memory the embedded searcher finds,
+// advancing the common terms only to those memories.
+type commonBonus struct {
+	search.Searcher // rare terms (and the filter): decides what matches
+	bonus           search.Searcher
+	cur             *search.DocumentMatch // bonus's position
+	done            bool                  // bonus exhausted
+}
+
+func (c *commonBonus) Next(ctx *search.SearchContext) (*search.DocumentMatch, error) {
+	dm, err := c.Searcher.Next(ctx)
+	if err != nil || dm == nil {
+		return dm, err
+	}
+	return dm, c.add(ctx, dm)
+}
+
+func (c *commonBonus) Advance(ctx *search.SearchContext, id index.IndexInternalID) (*search.DocumentMatch, error) {
+	dm, err := c.Searcher.Advance(ctx, id)
+	if err != nil || dm == nil {
+		return dm, err
+	}
+	return dm, c.add(ctx, dm)
+}
+
+func (c *commonBonus) add(ctx *search.SearchContext, dm *search.DocumentMatch) error {
+	if !c.done && (c.cur == nil || c.cur.IndexInternalID.Compare(dm.IndexInternalID) < 0) {
+		if c.cur != nil {
+			ctx.DocumentMatchPool.Put(c.cur)
+		}
+		var err error
+		if c.cur, err = c.bonus.Advance(ctx, dm.IndexInternalID); err != nil {
+			return err
+		}
+		c.done = c.cur == nil
+	}
+	if c.cur != nil && c.cur.IndexInternalID.Equals(dm.IndexInternalID) {
+		dm.Score += c.cur.Score
+	}
+	return nil
+}
+
+func (c *commonBonus) Weight() float64 { return c.Searcher.Weight() + c.bonus.Weight() }
+
+func (c *commonBonus) SetQueryNorm(n float64) {
+	c.Searcher.SetQueryNorm(n)
+	c.bonus.SetQueryNorm(n)
+}
+
+func (c *commonBonus) Size() int { return c.Searcher.Size() + c.bonus.Size() }
+
+func (c *commonBonus) DocumentMatchPoolSize() int {
+	return c.Searcher.DocumentMatchPoolSize() + c.bonus.DocumentMatchPoolSize() + 1
+}
+
+func (c *commonBonus) Close() error {
+	err := c.Searcher.Close()
+	if berr := c.bonus.Close(); err == nil {
+		err = berr
+	}
+	return err
+}

@@ -1,0 +1,200 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+const (
+	// maxQueryBytes caps the query text analyzed.
+	maxQueryBytes = 8 << 10
+	// rrfK is the reciprocal rank fusion constant: score = Σ 1/(rrfK + rank).
+	rrfK = 60
+)
+
+// Search returns up to K memories matching q.Text, best first: the agent's own and shared
+// ones (or everyone's with AllAgents), of q.Kinds if given. Scores are BM25; the agent and
+// kind restrictions are filters that do not change them. With an Embedder, the BM25 and
+// cosine rankings are fused by reciprocal rank fusion; if the query cannot be embedded the
+// search is BM25 alone (and logs a warning). With q.HalfLife, the top candidates are
+// re-ranked by score × 0.5^(age/HalfLife).
+func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	k := q.K
+	if k <= 0 {
+		k = DefaultK
+	}
+	q.Text = sanitize(q.Text, maxQueryBytes)
+	depth := k
+	if q.HalfLife > 0 || ix.opts.Embedder != nil {
+		depth = max(3*k, 30) // candidates to re-rank
+	}
+	// Embed before taking the lock: a slow model must not hold up a generation swap.
+	qvec := ix.embedQuery(ctx, q.Text)
+
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	if ix.closed {
+		return nil, ErrClosed
+	}
+	g := ix.cur
+	hits, err := ix.searchBM25(ctx, g, q, depth)
+	if err != nil {
+		return nil, err
+	}
+	if qvec != nil {
+		if hits, err = ix.fuse(ctx, g, q, qvec, hits, depth); err != nil {
+			return nil, err
+		}
+	}
+	if q.HalfLife > 0 {
+		now := ix.opts.Now()
+		for i := range hits {
+			age := max(now.Sub(hits[i].Created), 0)
+			hits[i].Score *= math.Exp2(-age.Seconds() / q.HalfLife.Seconds())
+		}
+	}
+	sortHits(hits)
+	if len(hits) > k {
+		hits = hits[:k]
+	}
+	return hits, nil
+}
+
+func sortHits(hits []Hit) {
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		if !hits[i].Created.Equal(hits[j].Created) {
+			return hits[i].Created.After(hits[j].Created)
+		}
+		return hits[i].ID < hits[j].ID
+	})
+}
+
+// searchBM25 runs the Bleve side. A panic inside Bleve means a damaged index: the search
+// fails and the index is flagged for a rebuild.
+func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, depth int) (hits []Hit, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("memory: search failed, index damaged: %v", r)
+			ix.lose(err.Error())
+		}
+	}()
+	docs, err := g.idx.DocCount()
+	if err != nil {
+		return nil, fmt.Errorf("memory: search: %w", err)
+	}
+	bq, err := buildQuery(ctx, g, q, docs)
+	if err != nil || bq == nil {
+		return nil, err
+	}
+	req := bleve.NewSearchRequestOptions(bq, depth, 0, false)
+	req.Fields = storedFields
+	if st := g.bm25Stats(docs); st != nil {
+		req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: st}
+	}
+	res, err := g.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("memory: search: %w", err)
+	}
+	hits = make([]Hit, 0, len(res.Hits))
+	for _, dm := range res.Hits {
+		hits = append(hits, hitFrom(dm))
+	}
+	return hits, nil
+}
+
+// embedQuery embeds the query text, or returns nil (BM25 alone) without an Embedder or when
+// embedding fails.
+func (ix *Index) embedQuery(ctx context.Context, text string) []float32 {
+	if ix.opts.Embedder == nil || text == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, ix.opts.QueryEmbedTimeout)
+	defer cancel()
+	vecs, err := embedAll(ctx, ix.opts.Embedder, []string{text})
+	if err != nil {
+		ix.embedFailed("search", err)
+		return nil
+	}
+	return vecs[0]
+}
+
+// fuse merges the BM25 hits with the vector side by reciprocal rank fusion; Score becomes the
+// fused score. Memories found only by the vector side are loaded from the index.
+func (ix *Index) fuse(ctx context.Context, g *generation, q Query, qvec []float32, bm []Hit, depth int) ([]Hit, error) {
+	var agents []string
+	if !q.AllAgents {
+		agents = []string{""}
+		if q.Agent != "" {
+			agents = append(agents, q.Agent)
+		}
+	}
+	var kinds map[Kind]bool
+	if len(q.Kinds) > 0 {
+		kinds = map[Kind]bool{}
+		for _, kd := range q.Kinds {
+			kinds[kd] = true
+		}
+	}
+	vh, err := g.vec.search(ctx, qvec, agents, kinds, depth)
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]int, len(bm)+len(vh))
+	for r := range bm {
+		bm[r].Score = 1.0 / float64(rrfK+r+1)
+		byID[bm[r].ID] = r
+	}
+	var missing []string
+	for r, v := range vh {
+		if i, ok := byID[v.id]; ok {
+			bm[i].Score += 1.0 / float64(rrfK+r+1)
+			bm[i].Similarity = v.sim
+		} else {
+			missing = append(missing, v.id)
+		}
+	}
+	extra, err := ix.load(ctx, g, missing)
+	if err != nil {
+		return nil, err
+	}
+	for r, v := range vh {
+		if h, ok := extra[v.id]; ok {
+			h.BM25, h.Similarity, h.Score = 0, v.sim, 1.0/float64(rrfK+r+1)
+			bm = append(bm, h)
+		}
+	}
+	return bm, nil
+}
+
+// load fetches stored memories by id (ids missing from the index are left out).
+func (ix *Index) load(ctx context.Context, g *generation, ids []string) (out map[string]Hit, err error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("memory: load failed, index damaged: %v", r)
+			ix.lose(err.Error())
+		}
+	}()
+	req := bleve.NewSearchRequestOptions(query.NewDocIDQuery(ids), len(ids), 0, false)
+	req.Fields = storedFields
+	res, err := g.idx.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("memory: search: %w", err)
+	}
+	out = make(map[string]Hit, len(res.Hits))
+	for _, dm := range res.Hits {
+		out[dm.ID] = hitFrom(dm)
+	}
+	return out, nil
+}
