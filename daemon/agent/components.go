@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
@@ -167,12 +166,6 @@ func (s *Supervisor) commandsFor(ctx context.Context, a *store.Agent, step *comm
 	return set
 }
 
-// lookupCommand finds a command by name among everything the default pipeline offers,
-// for decisions made outside a step (crash recovery).
-func (s *Supervisor) lookupCommand(ctx context.Context, a *store.Agent, name string) (commands.Command, bool) {
-	return s.commandsFor(ctx, a, s.stepOf(a)).Get(name)
-}
-
 // specIn returns the spec of the command named name as agent a has it now, reading the
 // agent's component state through tx; nil when a has no such command.
 func (s *Supervisor) specIn(ctx context.Context, tx *store.Tx, a *store.Agent, name string) *commands.Spec {
@@ -206,7 +199,6 @@ func toDirectives(d client.Directives) commands.Directives {
 type agentState struct {
 	st *store.Store
 	id string
-	mu sync.Mutex
 }
 
 func (k *agentState) Get(ctx context.Context, key string) (v []byte, err error) {
@@ -215,8 +207,6 @@ func (k *agentState) Get(ctx context.Context, key string) (v []byte, err error) 
 }
 
 func (k *agentState) Put(ctx context.Context, key string, value []byte) error {
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	return k.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetStateValue(k.id, key, value) })
 }
 

@@ -137,24 +137,23 @@ func (s *Supervisor) widen(ctx context.Context, ref string, req client.DecideReq
 	default:
 		return badRequest("scope %q: use agent (approve always) or deny (deny always), or leave it empty", req.Scope)
 	}
-	var a *store.Agent
 	var p *client.Proposal
-	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
-		if a, err = resolve(tx, ref); err != nil {
+	var spec *commands.Spec
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
 			return err
 		}
 		if p, err = tx.Proposal(req.ProposalID); errors.Is(err, store.ErrNotFound) || (err == nil && p.AgentID != a.ID) {
 			return notFound("agent %s has no proposal %s", a.Name, req.ProposalID)
+		} else if err != nil {
+			return err
 		}
-		return err
+		spec = s.specIn(ctx, tx, a, p.Command)
+		return nil
 	})
 	if err != nil {
 		return err
-	}
-	var spec *commands.Spec
-	if c, ok := s.lookupCommand(ctx, a, p.Command); ok {
-		sp := c.Spec()
-		spec = &sp
 	}
 	pat, err := scopePattern(req.Scope, spec, p)
 	if err != nil {

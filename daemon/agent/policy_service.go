@@ -92,11 +92,13 @@ func (s *Supervisor) AddPermission(ctx context.Context, ref string, req client.P
 		return nil, err
 	}
 	var v *client.PolicyView
+	var id string
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
 			return err
 		}
+		id = a.ID
 		if _, err := tx.AddPermission(a.ID, req.Effect, pat, req.By); err != nil {
 			return err
 		}
@@ -105,7 +107,7 @@ func (s *Supervisor) AddPermission(ctx context.Context, ref string, req client.P
 		return err
 	})
 	if err == nil {
-		s.kickAgent(ctx, ref) // a pending proposal may be decided by the new pattern
+		s.kick(id) // a pending proposal may be decided by the new pattern
 	}
 	return v, err
 }
@@ -145,18 +147,4 @@ func checkPermission(req client.PermissionRequest) (string, error) {
 		return "", badRequest("%v", err)
 	}
 	return pat.String(), nil
-}
-
-// kickAgent wakes the agent's loop, if it has one.
-func (s *Supervisor) kickAgent(ctx context.Context, ref string) {
-	var id string
-	if s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err == nil {
-			id = a.ID
-		}
-		return err
-	}) == nil {
-		s.runner(id).wakeUp()
-	}
 }

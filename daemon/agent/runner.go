@@ -340,6 +340,7 @@ type started struct {
 	decided *client.Decision // the policy's approval, when it made one
 	q       *client.Question // set for ask_user: the question now waits for its answer
 	refused *client.Episode  // set when a deny pattern refused the proposal: nothing runs
+	cmds    commands.Set     // the step's commands when think just built them; nil: look them up
 	v       *client.Agent
 	execCtx context.Context
 	cancel  context.CancelFunc
@@ -446,7 +447,10 @@ func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
 
 	step := r.s.stepOf(st.a)
 	o := commands.Outcome{Command: p.Command, Args: p.Args}
-	if cmd, ok := r.s.commandsFor(st.execCtx, st.a, step).Get(p.Command); !ok {
+	if st.cmds == nil {
+		st.cmds = r.s.commandsFor(st.execCtx, st.a, step)
+	}
+	if cmd, ok := st.cmds.Get(p.Command); !ok {
 		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State}

@@ -194,8 +194,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			if p.Command == commands.AskUser {
 				continue // the question is still open; the answer completes it
 			}
-			c, ok := s.lookupCommand(ctx, a, p.Command)
-			if ok && c.Spec().Idempotent {
+			if spec := s.specIn(ctx, tx, a, p.Command); spec != nil && spec.Idempotent {
 				if _, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalStarted); err != nil {
 					return err
 				}

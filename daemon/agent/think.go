@@ -200,7 +200,7 @@ func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Propo
 			if !askAboutRepeat {
 				// When the policy approves it, the approval and the start commit with the
 				// proposal: one durable write instead of three before the command runs.
-				st = &started{}
+				st = &started{cmds: cmds}
 				var spec *commands.Spec
 				if c, ok := cmds.Get(p.Command); ok {
 					sp := c.Spec()

@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/agentd/agentd/commands"
@@ -118,15 +117,15 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 // checkComponents refuses component names in config that name no component.
 func checkComponents(cfg *config.Config, extra []commands.Component) error {
 	var errs []error
-	check := func(key string, names []string) {
-		if err := agent.CheckComponents(extra, names, !strings.HasSuffix(key, "order")); err != nil {
+	check := func(key string, names []string, disabling bool) {
+		if err := agent.CheckComponents(extra, names, disabling); err != nil {
 			errs = append(errs, fmt.Errorf("config: %s: %w", key, err))
 		}
 	}
-	check("agent.disabled_components", cfg.Agent.DisabledComponents)
-	check("agent.component_order", cfg.Agent.ComponentOrder)
+	check("agent.disabled_components", cfg.Agent.DisabledComponents, true)
+	check("agent.component_order", cfg.Agent.ComponentOrder, false)
 	for name, o := range cfg.Agents {
-		check("agents."+name+".disabled_components", o.DisabledComponents)
+		check("agents."+name+".disabled_components", o.DisabledComponents, true)
 	}
 	return errors.Join(errs...)
 }
