@@ -60,6 +60,9 @@ func TestReadFile(t *testing.T) {
 	write("latin1.txt", []byte("caf\xe9"))
 	write("big.txt", []byte(strings.Repeat("é", 1000)))
 	write(strings.Repeat("n", 255), []byte("long name"))
+	write("lines.txt", []byte("one\ntwo\nthree\nfour\n"))
+	write("nonl.txt", []byte("one\ntwo"))
+	write("halfbinary.txt", []byte("ok\nbad\x00\n"))
 	if err := syscall.Mkfifo(filepath.Join(s.ws, "fifo"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +79,17 @@ func TestReadFile(t *testing.T) {
 		{name: "longest_name", args: map[string]any{"path": strings.Repeat("n", 255)}, want: "long name"},
 		{name: "empty_file", args: map[string]any{"path": "empty.txt"}, want: "(the file is empty)"},
 		{name: "output_cap_on_rune_boundary", args: map[string]any{"path": "big.txt"}, lim: Limits{OutputCap: 11},
-			want: "ééééé\n[output cut at 10 of 2000 bytes]"},
+			want: "ééééé\n[output cut at 10 of 2000 bytes]\n[read the rest with read_file start_line and end_line]"},
+		{name: "line_range", args: map[string]any{"path": "lines.txt", "start_line": 2, "end_line": 3}, want: "[lines 2-3 of 4 in lines.txt]\ntwo\nthree"},
+		{name: "line_range_from_start", args: map[string]any{"path": "lines.txt", "end_line": 1}, want: "[lines 1-1 of 4 in lines.txt]\none"},
+		{name: "line_range_to_end", args: map[string]any{"path": "lines.txt", "start_line": 3}, want: "[lines 3-4 of 4 in lines.txt]\nthree\nfour"},
+		{name: "line_range_past_end", args: map[string]any{"path": "lines.txt", "start_line": 9}, want: "[lines.txt has 4 lines; none from line 9 on]"},
+		{name: "line_range_end_beyond_file", args: map[string]any{"path": "nonl.txt", "start_line": 2, "end_line": 50}, want: "[lines 2-2 of 2 in nonl.txt]\ntwo"},
+		{name: "line_range_skips_binary_outside", args: map[string]any{"path": "halfbinary.txt", "end_line": 1}, want: "[lines 1-1 of 2 in halfbinary.txt]\nok"},
+		{name: "line_range_binary_inside", args: map[string]any{"path": "halfbinary.txt", "start_line": 2}, wantErr: "line 2 is binary or not UTF-8"},
+		{name: "line_range_reversed", args: map[string]any{"path": "lines.txt", "start_line": 3, "end_line": 2}, wantErr: "read_file: end_line 2 is before start_line 3"},
+		{name: "line_range_zero", args: map[string]any{"path": "lines.txt", "start_line": 0}, wantErr: "$.start_line"},
+		{name: "line_range_not_integer", args: map[string]any{"path": "lines.txt", "start_line": 1.5}, wantErr: "$.start_line"},
 		{name: "binary", args: map[string]any{"path": "binary.bin"}, wantErr: `path "binary.bin" is not a text file`},
 		{name: "not_utf8", args: map[string]any{"path": "latin1.txt"}, wantErr: "not a text file (binary or not UTF-8)"},
 		{name: "folder", args: map[string]any{"path": "docs"}, wantErr: `path "docs" is a folder; use list_folder`},
@@ -85,7 +98,7 @@ func TestReadFile(t *testing.T) {
 		{name: "missing", args: map[string]any{"path": "nope.txt"}, wantErr: `path "nope.txt" does not exist`},
 		{name: "missing_path_arg", args: map[string]any{}, wantErr: `read_file: bad args: $: missing required property "path"`},
 		{name: "path_not_a_string", args: map[string]any{"path": 7}, wantErr: "$.path: want a string, got a number"},
-		{name: "extra_arg", args: map[string]any{"path": "a", "mode": "r"}, wantErr: `unexpected property "mode" (allowed: path)`},
+		{name: "extra_arg", args: map[string]any{"path": "a", "mode": "r"}, wantErr: `unexpected property "mode" (allowed: path, start_line, end_line)`},
 		{name: "args_not_json", args: `{"path":`, wantErr: "read_file: args are not valid JSON"},
 	}
 	for _, tt := range tests {

@@ -33,8 +33,11 @@ var workspaceOutputs = map[string]bool{"read_file": true}
 // command has a workspace, the whole output is first saved there and the notice says where,
 // so the model can still get at the part it was not shown.
 func capOrSave(env Env, command, out string, limit int) string {
-	if len(out) <= limit || env.Workspace == "" || workspaceOutputs[command] {
+	if len(out) <= limit || env.Workspace == "" {
 		return capOutput(out, limit)
+	}
+	if workspaceOutputs[command] {
+		return capOutput(out, limit) + "\n[read the rest with read_file start_line and end_line]"
 	}
 	cut := limit // the same cut capOutput makes, so both notices agree
 	for cut > 0 && cut > limit-utf8.UTFMax+1 && !utf8.RuneStart(out[cut]) {

@@ -131,7 +131,7 @@ func TestReadFileOutputNotSaved(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := run(t, "read_file", s.ws, map[string]any{"path": "big.txt"}, Limits{OutputCap: 10})
-	if want := "aaaaaaaaaa\n[output cut at 10 of 100 bytes]"; err != nil || out != want {
+	if want := "aaaaaaaaaa\n[output cut at 10 of 100 bytes]\n[read the rest with read_file start_line and end_line]"; err != nil || out != want {
 		t.Fatalf("got %q, %v; want %q", out, err, want)
 	}
 	if _, err := os.Lstat(filepath.Join(s.ws, outputsDir)); err == nil {
@@ -201,5 +201,25 @@ func TestFileSafe(t *testing.T) {
 				t.Errorf("fileSafe(%q) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+// A file longer than read_file shows at once is paged by line, also past its first MiB.
+func TestReadFileLineRangePastFirstMiB(t *testing.T) {
+	s := newSandbox(t)
+	var b strings.Builder
+	for i := 1; i <= 100_000; i++ {
+		fmt.Fprintf(&b, "line %06d %s\n", i, strings.Repeat("x", 20))
+	}
+	if b.Len() <= maxReadBytes {
+		t.Fatalf("test file is %d bytes; want more than %d", b.Len(), maxReadBytes)
+	}
+	if err := os.WriteFile(filepath.Join(s.ws, "long.txt"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "read_file", s.ws, map[string]any{"path": "long.txt", "start_line": 99_999, "end_line": 100_000}, Limits{})
+	want := "[lines 99999-100000 of 100000 in long.txt]\nline 099999 " + strings.Repeat("x", 20) + "\nline 100000 " + strings.Repeat("x", 20)
+	if err != nil || out != want {
+		t.Fatalf("got %q, %v; want %q", out, err, want)
 	}
 }

@@ -1,10 +1,14 @@
 package commands
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -15,8 +19,14 @@ const maxReadBytes = 1 << 20
 type readFile struct{}
 
 type readFileArgs struct {
-	Path string `json:"path" desc:"file path" max:"256"`
+	Path      string `json:"path" desc:"file path" max:"256"`
+	StartLine int    `json:"start_line,omitempty" desc:"first line" min:"1"`
+	EndLine   int    `json:"end_line,omitempty" desc:"last line" min:"1"`
 }
+
+// maxRangeScan bounds how far a line-range read walks into a file: far enough for any saved
+// output (.outputs files are at most maxSavedBytes), not so far that one read scans a disk image.
+const maxRangeScan = 256 << 20
 
 var readFileSpec = Spec{
 	Name:        "read_file",
@@ -51,6 +61,9 @@ func (readFile) Execute(_ context.Context, env Env, raw json.RawMessage) (string
 	if !fi.Mode().IsRegular() {
 		return "", &pathError{path: a.Path, problem: "is not a regular file", err: ErrBadPath}
 	}
+	if a.StartLine > 0 || a.EndLine > 0 {
+		return readLines(f, env.Workspace, a)
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxReadBytes))
 	if err != nil {
 		return "", fsError(env.Workspace, a.Path, err)
@@ -65,6 +78,48 @@ func (readFile) Execute(_ context.Context, env Env, raw json.RawMessage) (string
 		return "(the file is empty)", nil
 	}
 	return string(data), nil
+}
+
+// readLines returns lines StartLine..EndLine (1-based, inclusive; either may be left out)
+// under a header that places them in the file, so the model can page through a file too
+// long to be shown whole. It streams, so the range may lie past the first MiB.
+func readLines(f *os.File, workspace string, a readFileArgs) (string, error) {
+	first, last := max(a.StartLine, 1), a.EndLine
+	if last > 0 && last < first {
+		return "", fmt.Errorf("read_file: end_line %d is before start_line %d", last, first)
+	}
+	r := bufio.NewReader(io.LimitReader(f, maxRangeScan))
+	var out strings.Builder
+	n, shown := 0, 0
+	for {
+		line, err := r.ReadString('\n')
+		if line != "" {
+			n++
+			if n >= first && (last == 0 || n <= last) {
+				if !utf8.ValidString(line) || strings.IndexByte(line, 0) >= 0 {
+					return "", &pathError{path: a.Path, problem: fmt.Sprintf("is not a text file (line %d is binary or not UTF-8); read_file only reads text", n), err: ErrBadPath}
+				}
+				out.WriteString(line)
+				shown++
+			}
+			// Past the range, lines are only counted so the header can give the total.
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fsError(workspace, a.Path, err)
+		}
+	}
+	total := fmt.Sprint(n)
+	if fi, err := f.Stat(); err == nil && fi.Size() > maxRangeScan {
+		total = fmt.Sprintf("more than %d", n)
+	}
+	if shown == 0 {
+		return fmt.Sprintf("[%s has %s lines; none from line %d on]", a.Path, total, first), nil
+	}
+	body := strings.TrimSuffix(out.String(), "\n")
+	return fmt.Sprintf("[lines %d-%d of %s in %s]\n%s", first, first+shown-1, total, a.Path, body), nil
 }
 
 // trimPartialRune drops an incomplete UTF-8 sequence that a byte limit cut at the end of b.

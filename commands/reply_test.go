@@ -38,7 +38,7 @@ func TestParseReply(t *testing.T) {
 		{name: "args_of_another_command", in: reply(`{"name":"finish","args":{"path":"a"}}`),
 			wantErr: []string{`missing required property "reason"`, `unexpected property "path" (allowed: reason)`}},
 		{name: "extra_property_in_args", in: reply(`{"name":"read_file","args":{"path":"a","mode":"r"}}`),
-			wantErr: []string{`$.command.args: unexpected property "mode" (allowed: path)`}},
+			wantErr: []string{`$.command.args: unexpected property "mode" (allowed: path, start_line, end_line)`}},
 		{name: "extra_property_in_command", in: reply(`{"name":"finish","args":{"reason":"x"},"why":"y"}`),
 			wantErr: []string{`$.command: unexpected property "why" (allowed: name, args)`}},
 		{name: "extra_property_at_top", in: `{` + thoughts + `,"command":{"name":"finish","args":{"reason":"x"}},"extra":1}`,
