@@ -72,6 +72,17 @@ func (p Pattern) Denies(spec commands.Spec, subject string) bool {
 	return p.anything || matchGlob(p.subj, subject, anyRune)
 }
 
+// AppliesTo reports whether p, as an allow pattern (allow true) or a deny pattern, can
+// decide some proposal of the command spec: its command part matches the name, and an
+// allow pattern for an execute command names it literally. It is how agentctl shows which
+// patterns bear on each command; whether one matches a proposal depends on its subject.
+func (p Pattern) AppliesTo(spec commands.Spec, allow bool) bool {
+	if p.IsZero() || !matchGlob(p.cmd, spec.Name, anyRune) {
+		return false
+	}
+	return !allow || !isExecute(spec.Class) || p.literalCommand()
+}
+
 // isExecute reports whether class gets the execute rules; unknown classes do, to be safe.
 func isExecute(c commands.Class) bool {
 	switch c {

@@ -300,3 +300,31 @@ func TestGlobMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+func TestAppliesTo(t *testing.T) {
+	tests := []struct {
+		name, pattern string
+		spec          commands.Spec
+		allow, want   bool
+	}{
+		{name: "literal_read", pattern: "read_file(notes/*)", spec: readSpec, allow: true, want: true},
+		{name: "other_command", pattern: "read_file(*)", spec: writeSpec, allow: true, want: false},
+		{name: "wildcard_command_read", pattern: "*_file(*)", spec: readSpec, allow: true, want: true},
+		{name: "wildcard_command_never_allows_execute", pattern: "execute_*(**)", spec: shellSpec, allow: true, want: false},
+		{name: "wildcard_command_denies_execute", pattern: "execute_*(*)", spec: shellSpec, allow: false, want: true},
+		{name: "literal_execute", pattern: "execute_shell(git status*)", spec: shellSpec, allow: true, want: true},
+		{name: "mcp_tool_glob_allow", pattern: "web.*", spec: mcpSpec, allow: true, want: false},
+		{name: "mcp_tool_literal", pattern: "web.search", spec: mcpSpec, allow: true, want: true},
+		{name: "unknown_class_like_execute", pattern: "myst*", spec: noClassSpec, allow: true, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := MustParse(tt.pattern).AppliesTo(tt.spec, tt.allow); got != tt.want {
+				t.Errorf("%s.AppliesTo(%s, allow=%v) = %v, want %v", tt.pattern, tt.spec.Name, tt.allow, got, tt.want)
+			}
+		})
+	}
+	if (Pattern{}).AppliesTo(readSpec, false) {
+		t.Error("the zero Pattern applies to read_file")
+	}
+}

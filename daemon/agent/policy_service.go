@@ -12,23 +12,39 @@ import (
 )
 
 // Commands lists the commands the agent may use now, in prompt order, with the policy
-// that applies when no pattern matches.
+// that applies when no pattern matches and the patterns that can decide them. With ref ""
+// it lists what a new agent without an [agents.NAME] section gets, under the global patterns.
 func (s *Supervisor) Commands(ctx context.Context, ref string) ([]client.CommandInfo, error) {
-	var a *store.Agent
-	if err := s.st.View(ctx, func(tx *store.Tx) (err error) { a, err = resolve(tx, ref); return err }); err != nil {
+	a := &store.Agent{}
+	var view *client.PolicyView
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+		if ref != "" {
+			if a, err = resolve(tx, ref); err != nil {
+				return err
+			}
+		}
+		view, err = s.policyView(tx, a)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	step := s.stepOf(a)
+	pipe := s.pipelineFor(a.Name)
 	provider := map[string]string{}
-	for _, name := range s.pipelineFor(a.Name).Names() {
-		single := s.pipelineFor(a.Name).Only(name)
-		for _, c := range single.Commands(ctx, step) {
+	for _, name := range pipe.Names() {
+		for _, c := range pipe.Only(name).Commands(ctx, step) {
 			if _, ok := provider[c.Spec().Name]; !ok {
 				provider[c.Spec().Name] = name
 			}
 		}
 	}
-	var out []client.CommandInfo
+	var parsed []permission.Pattern
+	for _, p := range view.Permissions {
+		pat, _ := permission.Parse(p.Pattern) // stored and config patterns were checked when saved
+		parsed = append(parsed, pat)
+	}
+	out := []client.CommandInfo{}
 	for _, c := range s.commandsFor(ctx, a, step) {
 		spec := c.Spec()
 		params, _ := json.Marshal(spec.Params)
@@ -41,8 +57,17 @@ func (s *Supervisor) Commands(ctx context.Context, ref string) ([]client.Command
 		case spec.Class == commands.ClassExecute:
 			policy = "ask (always, unless an allow pattern names it)"
 		}
-		out = append(out, client.CommandInfo{Name: spec.Name, Description: spec.Description, Class: string(spec.Class),
-			Idempotent: spec.Idempotent, Params: params, Policy: policy, Provider: provider[spec.Name]})
+		info := client.CommandInfo{Name: spec.Name, Description: spec.Description, Class: string(spec.Class),
+			Idempotent: spec.Idempotent, Params: params, Policy: policy, Provider: provider[spec.Name],
+			Patterns: []client.Permission{}}
+		for _, effect := range []string{"deny", "allow"} {
+			for i, p := range view.Permissions {
+				if p.Effect == effect && parsed[i].AppliesTo(spec, effect == "allow") {
+					info.Patterns = append(info.Patterns, p)
+				}
+			}
+		}
+		out = append(out, info)
 	}
 	return out, nil
 }
@@ -62,10 +87,14 @@ func (s *Supervisor) Policy(ctx context.Context, ref string) (*client.PolicyView
 	return v, err
 }
 
+// policyView lists the patterns for agent a; the zero Agent (no agent) gets the global ones.
 func (s *Supervisor) policyView(tx *store.Tx, a *store.Agent) (*client.PolicyView, error) {
-	stored, err := tx.Permissions(a.ID)
-	if err != nil {
-		return nil, err
+	var stored []client.Permission
+	if a.ID != "" {
+		var err error
+		if stored, err = tx.Permissions(a.ID); err != nil {
+			return nil, err
+		}
 	}
 	v := &client.PolicyView{AgentID: a.ID, AutoRead: s.opt.AutoRead, Permissions: []client.Permission{}}
 	for _, p := range stored {
@@ -80,7 +109,9 @@ func (s *Supervisor) policyView(tx *store.Tx, a *store.Agent) (*client.PolicyVie
 			v.Permissions = append(v.Permissions, client.Permission{Effect: "allow", Pattern: p.String(), Source: src})
 		}
 	}
-	add("agent-config", s.rules.agents[a.Name])
+	if a.Name != "" {
+		add("agent-config", s.rules.agents[a.Name])
+	}
 	add("config", s.rules.global)
 	return v, nil
 }

@@ -61,6 +61,35 @@ func TestPermissionPatterns(t *testing.T) {
 	if strings.Join(got, " ") != "stored:allow:write_file(notes.txt) config:deny:write_file(secret*) config:allow:list_folder(*)" {
 		t.Errorf("policy = %v", got)
 	}
+
+	// agentctl commands shows, per command, the patterns that can decide it, deny first;
+	// without an agent, only the config's.
+	for _, tt := range []struct{ ref, want string }{
+		{ref: a.ID, want: "list_folder[allow:list_folder(*)] read_file[] write_file[deny:write_file(secret*) allow:write_file(notes.txt)] ask_user[] finish[]"},
+		{ref: "", want: "list_folder[allow:list_folder(*)] read_file[] write_file[deny:write_file(secret*)] ask_user[] finish[]"},
+	} {
+		infos, err := h.sup.Commands(context.Background(), tt.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range infos {
+			if !strings.Contains(tt.want, c.Name+"[") {
+				continue // the harness's test commands
+			}
+			var pats []string
+			for _, p := range c.Patterns {
+				pats = append(pats, p.Effect+":"+p.Pattern)
+			}
+			got = append(got, c.Name+"["+strings.Join(pats, " ")+"]")
+		}
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("Commands(%q) = %s\nwant %s", tt.ref, strings.Join(got, " "), tt.want)
+		}
+	}
+	if _, err := h.sup.Commands(context.Background(), "nobody"); err == nil {
+		t.Error("Commands of an unknown agent succeeded")
+	}
 }
 
 func TestExecuteCommandsAskEvenInContinuousMode(t *testing.T) {

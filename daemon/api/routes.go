@@ -38,6 +38,7 @@ func (h *handler) routes() []route {
 		{"POST", "/v0/agents/{agent}/stop", h.agentAction(h.svc.Stop)},
 		{"GET", "/v0/agents/{agent}/history", h.history},
 		{"GET", "/v0/agents/{agent}/proposals", h.proposals},
+		{"GET", "/v0/commands", h.commands},
 		{"GET", "/v0/agents/{agent}/commands", h.commands},
 		{"GET", "/v0/agents/{agent}/policy", h.policy},
 		{"POST", "/v0/agents/{agent}/policy", h.permission(h.svc.AddPermission)},

@@ -24,7 +24,8 @@ type Service interface {
 	Stop(ctx context.Context, ref string) (*client.Agent, error)
 	History(ctx context.Context, ref string) ([]client.Episode, error)
 	Proposals(ctx context.Context, ref string) ([]client.Proposal, error)
-	// Commands lists the commands the agent may use now, with their effective policy.
+	// Commands lists the commands the agent may use now, with their effective policy;
+	// ref "" lists what a new agent gets, under the global patterns.
 	Commands(ctx context.Context, ref string) ([]client.CommandInfo, error)
 	// Policy shows every permission pattern that applies to the agent.
 	Policy(ctx context.Context, ref string) (*client.PolicyView, error)

@@ -269,10 +269,15 @@ func (c *Client) History(ctx context.Context, agent string) ([]Episode, error) {
 	return e, err
 }
 
-// Commands lists the commands the agent may use now, with class and effective policy.
+// Commands lists the commands the agent may use now, with class, effective policy and the
+// patterns that can decide them. With agent "" it lists what a new agent gets.
 func (c *Client) Commands(ctx context.Context, agent string) ([]CommandInfo, error) {
 	var out []CommandInfo
-	err := c.do(ctx, "GET", agentPath(agent, "/commands"), nil, &out)
+	path := "/v0/commands"
+	if agent != "" {
+		path = agentPath(agent, "/commands")
+	}
+	err := c.do(ctx, "GET", path, nil, &out)
 	return out, err
 }
 

@@ -203,6 +203,9 @@ type CommandInfo struct {
 	Policy string `json:"policy"`
 	// Provider is the component that offers it (commands, context, web, shell, mcp...).
 	Provider string `json:"provider"`
+	// Patterns are the permission patterns that can decide its proposals without asking
+	// (deny ones first); whether one does depends on the proposal's args.
+	Patterns []Permission `json:"patterns"`
 }
 
 // Episode is one completed step: the action, its outcome and the reasoning behind it.

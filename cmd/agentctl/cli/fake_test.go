@@ -111,8 +111,42 @@ func (f *fakeDaemon) routes() http.Handler {
 	for _, action := range []string{"pause", "resume", "stop"} {
 		handle("POST /v0/agents/{ref}/"+action, func(r *http.Request) (any, error) { return f.agent(r) })
 	}
+	handle("GET /v0/commands", func(*http.Request) (any, error) { return cannedCommands(false), nil })
+	handle("GET /v0/agents/{ref}/commands", func(r *http.Request) (any, error) {
+		_, err := f.agent(r)
+		return cannedCommands(true), err
+	})
+	handle("GET /v0/agents/{ref}/policy", func(r *http.Request) (any, error) {
+		a, err := f.agent(r)
+		if err != nil {
+			return nil, err
+		}
+		return &client.PolicyView{AgentID: a.ID, AutoRead: true, Permissions: []client.Permission{
+			{Effect: "deny", Pattern: "delete_file(*)", Source: "stored", CreatedBy: "alice"},
+			{Effect: "allow", Pattern: "execute_shell(git status)", Source: "agent-config"},
+			{Effect: "allow", Pattern: "read_file(*)", Source: "config"},
+		}}, nil
+	})
 	mux.HandleFunc("GET /v0/agents/{ref}/events", f.eventStream)
 	return mux
+}
+
+// cannedCommands is a command list as the daemon reports it; an agent's adds its own patterns.
+func cannedCommands(agent bool) []client.CommandInfo {
+	read := []client.Permission{{Effect: "allow", Pattern: "read_file(*)", Source: "config"}}
+	shell := []client.Permission{}
+	if agent {
+		read = append([]client.Permission{{Effect: "deny", Pattern: "read_file(secrets/*)", Source: "stored"}}, read...)
+		shell = append(shell, client.Permission{Effect: "allow", Pattern: "execute_shell(git status)", Source: "agent-config"})
+	}
+	return []client.CommandInfo{
+		{Name: "read_file", Description: "Read a text file from the workspace", Class: "read", Idempotent: true,
+			Params: json.RawMessage(`{"type":"object"}`), Policy: "allow (auto_read)", Provider: "commands", Patterns: read},
+		{Name: "execute_shell", Description: "Run a shell command in the workspace", Class: "execute",
+			Params: json.RawMessage(`{"type":"object"}`), Policy: "ask (always, unless an allow pattern names it)", Provider: "shell", Patterns: shell},
+		{Name: "finish", Description: "End the task: done, or impossible", Class: "message",
+			Params: json.RawMessage(`{"type":"object"}`), Policy: "ask", Provider: "commands", Patterns: []client.Permission{}},
+	}
 }
 
 func (f *fakeDaemon) agent(r *http.Request) (*client.Agent, error) {
