@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	sd "github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/server"
 )
@@ -91,7 +93,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	log := cfg.Log.Logger(stderr)
-	if err := server.Run(ctx, cfg, log, version, nil); err != nil {
+	// Under systemd (Type=notify) the unit is active once the socket accepts connections,
+	// so units ordered after agentd can use agentctl at once. Outside systemd these are no-ops.
+	ready := func() { sd.SdNotify(false, sd.SdNotifyReady) }
+	err = server.Run(ctx, cfg, log, version, ready)
+	sd.SdNotify(false, sd.SdNotifyStopping)
+	if err != nil {
 		log.Error("agentd failed", "err", err)
 		return 1
 	}
