@@ -54,11 +54,15 @@ func init() {
 		approveCmd, denyCmd, feedbackCmd, answerCmd,
 		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, rmCmd, historyCmd,
 		commandsCmd, policyCmd,
-		helpCmd,
+		completionCmd, helpCmd,
 	}
 }
 
+// lookup finds a subcommand by name, including the hidden __complete.
 func lookup(name string) *command {
+	if name == "__complete" {
+		return completeCmd
+	}
 	for _, c := range commands {
 		if c.name == name {
 			return c
