@@ -64,6 +64,9 @@ type Options struct {
 	Backoff  func(n int) time.Duration
 	Version  string
 	StateDir string
+	// HealthChecks are agentctl doctor's checks of what the server built around the
+	// supervisor (MCP servers, the shell sandbox, chat bots).
+	HealthChecks []HealthCheck
 	// Now is the clock the prompt shows (tests).
 	Now func() time.Time
 }

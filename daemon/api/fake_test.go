@@ -292,6 +292,10 @@ func (f *fakeService) closeAll() {
 	}
 }
 
+func (f *fakeService) Doctor(context.Context) (*client.DoctorReport, error) {
+	return &client.DoctorReport{Checks: []client.Check{{Name: "store", Status: client.CheckOK, Detail: "quick_check ok"}}}, nil
+}
+
 func (f *fakeService) Commands(ctx context.Context, ref string) ([]client.CommandInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -38,6 +38,7 @@ func (h *handler) routes() []route {
 		{"POST", "/v0/agents/{agent}/stop", h.agentAction(h.svc.Stop)},
 		{"GET", "/v0/agents/{agent}/history", h.history},
 		{"GET", "/v0/agents/{agent}/proposals", h.proposals},
+		{"GET", "/v0/doctor", h.doctor},
 		{"GET", "/v0/commands", h.commands},
 		{"GET", "/v0/agents/{agent}/commands", h.commands},
 		{"GET", "/v0/agents/{agent}/policy", h.policy},
@@ -225,6 +226,14 @@ func jsonKind(t reflect.Type) string {
 		return "an object"
 	}
 	return t.String()
+}
+
+func (h *handler) doctor(w http.ResponseWriter, r *http.Request) error {
+	rep, err := h.svc.Doctor(r.Context())
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, rep)
 }
 
 func (h *handler) commands(w http.ResponseWriter, r *http.Request) error {

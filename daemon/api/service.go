@@ -12,6 +12,8 @@ import (
 // Agent references are an agent id or its unique name.
 type Service interface {
 	Status(ctx context.Context) (*client.Status, error)
+	// Doctor runs the health checks agentctl doctor shows; problems are findings, not errors.
+	Doctor(ctx context.Context) (*client.DoctorReport, error)
 	Agents(ctx context.Context) ([]client.Agent, error)
 	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
 	Agent(ctx context.Context, ref string) (*client.Agent, error)

@@ -196,6 +196,13 @@ func agentPath(agent string, rest string) string {
 	return "/v0/agents/" + url.PathEscape(agent) + rest
 }
 
+// Doctor runs the daemon's health checks: the model server and model, the store, disk
+// space, and every configured integration.
+func (c *Client) Doctor(ctx context.Context) (*DoctorReport, error) {
+	var r DoctorReport
+	return &r, c.do(ctx, "GET", "/v0/doctor", nil, &r)
+}
+
 // Status returns the daemon's status.
 func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var s Status

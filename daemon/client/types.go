@@ -314,6 +314,26 @@ type Status struct {
 	Agents   map[string]int `json:"agents"` // count by state
 }
 
+// Check is one finding of agentctl doctor.
+type Check struct {
+	Name   string `json:"name"`   // what was checked: ollama, model, store, disk, ...
+	Status string `json:"status"` // ok, warn or fail
+	Detail string `json:"detail"` // what was found
+	Fix    string `json:"fix,omitempty"`
+}
+
+// The statuses of a Check.
+const (
+	CheckOK   = "ok"
+	CheckWarn = "warn"
+	CheckFail = "fail"
+)
+
+// DoctorReport is the daemon's side of agentctl doctor: every check it ran, in order.
+type DoctorReport struct {
+	Checks []Check `json:"checks"`
+}
+
 // ErrorResponse is the body of every non-2xx reply.
 type ErrorResponse struct {
 	Error string `json:"error"`

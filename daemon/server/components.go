@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/mcp"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/commands/web"
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 )
@@ -131,4 +134,40 @@ func shellCommands(cfg *config.Config, log *slog.Logger) (commands.Set, error) {
 		}
 	}
 	return cmds, nil
+}
+
+// healthChecks are agentctl doctor's checks of the components built here.
+func healthChecks(cfg *config.Config, bridge *mcp.Bridge) []agent.HealthCheck {
+	var out []agent.HealthCheck
+	if cfg.Shell.Enabled {
+		out = append(out, func(context.Context) []client.Check {
+			opt := shell.Options{Sandbox: cfg.Shell.Sandbox, PassEnv: cfg.Shell.Env}
+			bwrap, err := shell.CheckSandbox(opt)
+			switch {
+			case err != nil && cfg.Shell.Sandbox == "none":
+				return nil
+			case err != nil:
+				return []client.Check{{Name: "shell", Status: client.CheckWarn, Detail: "execute_shell runs without a sandbox: " + err.Error(),
+					Fix: "sudo apt install bubblewrap (and allow unprivileged user namespaces), or set [shell] sandbox = \"none\" to accept it"}}
+			case bwrap == "":
+				return []client.Check{{Name: "shell", Status: client.CheckWarn, Detail: "execute_shell runs without a sandbox ([shell] sandbox = \"none\")"}}
+			}
+			return []client.Check{{Name: "shell", Status: client.CheckOK, Detail: "execute_shell runs inside bubblewrap (" + bwrap + ")"}}
+		})
+	}
+	if bridge != nil {
+		out = append(out, func(context.Context) []client.Check {
+			var checks []client.Check
+			for _, st := range bridge.Status() {
+				c := client.Check{Name: "mcp " + st.Name, Status: client.CheckOK, Detail: fmt.Sprintf("up, %d tools", st.Tools)}
+				if !st.Up {
+					c.Status, c.Detail = client.CheckFail, "down: "+st.Error
+					c.Fix = "check the server's command or url in [[mcp.servers]]; agentd restarts it with backoff and logs why it stopped"
+				}
+				checks = append(checks, c)
+			}
+			return checks
+		})
+	}
+	return out
 }

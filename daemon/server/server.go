@@ -66,7 +66,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-		Log: log, Version: version, StateDir: cfg.StateDir,
+		Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
 	})
 	if err != nil {
 		return err

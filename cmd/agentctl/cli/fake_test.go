@@ -65,6 +65,7 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 	if err != nil {
 		t.Fatal(err)
 	}
+	os.Chmod(f.sock, 0o600) // as agentd makes it
 	srv := &http.Server{Handler: f.routes()}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -111,6 +112,14 @@ func (f *fakeDaemon) routes() http.Handler {
 	for _, action := range []string{"pause", "resume", "stop"} {
 		handle("POST /v0/agents/{ref}/"+action, func(r *http.Request) (any, error) { return f.agent(r) })
 	}
+	handle("GET /v0/doctor", func(*http.Request) (any, error) {
+		return &client.DoctorReport{Checks: []client.Check{
+			{Name: "ollama", Status: client.CheckOK, Detail: "version 0.17.4 at http://127.0.0.1:11434"},
+			{Name: "model", Status: client.CheckFail, Detail: "qwen2.5:3b is not on the server", Fix: "ollama pull qwen2.5:3b"},
+			{Name: "store", Status: client.CheckOK, Detail: "/var/lib/agentd/agentd.db: integrity ok"},
+			{Name: "disk", Status: client.CheckWarn, Detail: "812.0 MiB free where /var/lib/agentd is", Fix: "free space on that file system"},
+		}}, nil
+	})
 	handle("GET /v0/commands", func(*http.Request) (any, error) { return cannedCommands(false), nil })
 	handle("GET /v0/agents/{ref}/commands", func(r *http.Request) (any, error) {
 		_, err := f.agent(r)

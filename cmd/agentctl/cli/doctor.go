@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var doctorCmd = &command{
+	name:  "doctor",
+	args:  "[--json]",
+	short: "check everything agentd needs, and say how to fix what is wrong",
+	long: `Doctor checks, in order: the daemon's socket (there, a socket, private to its owner),
+the daemon itself, the Ollama server (reachable, its version), the model (on the server,
+its context length), the smart model if one is set, the SQLite store's integrity, free
+disk space where the state lives, that new workspaces can be made, and every configured
+integration (the shell sandbox, each MCP server). Each finding is ok, warn or fail; a
+problem comes with the command or setting that fixes it.
+
+The exit code is 1 when any check fails, so scripts and monitoring can use it.`,
+	run: (*app).runDoctor,
+}
+
+// errChecksFailed makes the exit code 1 after the report was printed.
+var errChecksFailed = errors.New("some checks failed")
+
+func (a *app) runDoctor(ctx context.Context, args []string) error {
+	pos, err := a.parse(a.newFlagSet(), args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("doctor takes no arguments")
+	}
+	checks := []client.Check{checkSocket(a.socket)}
+	if checks[0].Status != client.CheckFail {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		st, err := a.api().Status(cctx)
+		cancel()
+		if err != nil {
+			checks = append(checks, daemonCheck(err))
+		} else {
+			checks = append(checks, client.Check{Name: "daemon", Status: client.CheckOK,
+				Detail: fmt.Sprintf("agentd %s, pid %d, started %s, %d agents", st.Version, st.PID, formatTime(st.Started), total(st.Agents))})
+			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			rep, err := a.api().Doctor(cctx)
+			cancel()
+			if err != nil {
+				checks = append(checks, client.Check{Name: "daemon", Status: client.CheckFail, Detail: "the daemon's checks failed: " + err.Error(),
+					Fix: "upgrade agentctl and agentd together; see the daemon's log"})
+			} else {
+				checks = append(checks, rep.Checks...)
+			}
+		}
+	}
+	if a.json {
+		if err := a.printJSON(client.DoctorReport{Checks: checks}); err != nil {
+			return err
+		}
+	} else {
+		writeChecks(a.stdout, checks)
+	}
+	for _, c := range checks {
+		if c.Status == client.CheckFail {
+			return errChecksFailed
+		}
+	}
+	return nil
+}
+
+func writeChecks(w io.Writer, checks []client.Check) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, c := range checks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Status, c.Name, c.Detail)
+		if c.Fix != "" {
+			fmt.Fprintf(tw, "\t\tfix: %s\n", c.Fix)
+		}
+	}
+	tw.Flush()
+}
+
+// checkSocket looks at the socket file before anything dials it, so a missing daemon and
+// a socket others could use are told apart from other failures.
+func checkSocket(path string) client.Check {
+	c := client.Check{Name: "socket", Status: client.CheckOK}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		c.Status, c.Detail = client.CheckFail, "no socket at "+path+": agentd is not running, or listens elsewhere"
+		c.Fix = "start agentd (`systemctl --user start agentd`, or `agentd`); if it uses another socket, pass --socket or set " + client.SocketEnv
+		return c
+	case errors.Is(err, os.ErrPermission):
+		c.Status, c.Detail = client.CheckFail, "cannot reach "+path+": permission denied"
+		c.Fix = "run agentctl as the user agentd runs as (for the system service: sudo agentctl)"
+		return c
+	case err != nil:
+		c.Status, c.Detail = client.CheckFail, err.Error()
+		return c
+	case fi.Mode()&os.ModeSocket == 0:
+		c.Status, c.Detail = client.CheckFail, path+" is not a socket"
+		c.Fix = "remove it and restart agentd, or point --socket at agentd's socket"
+		return c
+	}
+	c.Detail = fmt.Sprintf("%s (mode %04o)", path, fi.Mode().Perm())
+	if fi.Mode().Perm()&0o077 != 0 {
+		c.Status = client.CheckWarn
+		c.Fix = "others on this machine can steer your agents: chmod 600 " + path + " (agentd makes it 0600; something changed it)"
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() && os.Getuid() != 0 {
+		c.Status = client.CheckWarn
+		c.Detail += fmt.Sprintf(", owned by uid %d, not you", st.Uid)
+		if c.Fix == "" {
+			c.Fix = "run agentctl as the user agentd runs as"
+		}
+	}
+	return c
+}
+
+func daemonCheck(err error) client.Check {
+	c := client.Check{Name: "daemon", Status: client.CheckFail, Detail: err.Error()}
+	var down *client.DaemonNotRunningError
+	switch {
+	case errors.As(err, &down) && errors.Is(err, syscall.EACCES):
+		c.Detail = "permission denied on " + down.Socket
+		c.Fix = "run agentctl as the user agentd runs as (for the system service: sudo agentctl)"
+	case errors.As(err, &down):
+		c.Detail = "nothing answers on " + down.Socket + " (a stale socket?)"
+		c.Fix = "start agentd (`systemctl --user start agentd`, or `agentd`); it replaces a stale socket"
+	default:
+		c.Fix = "see the daemon's log (journalctl --user -u agentd)"
+	}
+	return c
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+)
+
+// HealthCheck is one check agentctl doctor runs beyond the supervisor's own (the server
+// adds the MCP servers, the shell sandbox, the chat bots...).
+type HealthCheck func(ctx context.Context) []client.Check
+
+// Disk space below these is a warning, below the second a failure: SQLite needs room
+// for its WAL and agents for their workspaces.
+const (
+	diskWarnBytes = 1 << 30
+	diskFailBytes = 100 << 20
+)
+
+// Doctor runs every health check, each with a deadline, and reports what it found.
+func (s *Supervisor) Doctor(ctx context.Context) (*client.DoctorReport, error) {
+	rep := &client.DoctorReport{}
+	add := func(c ...client.Check) { rep.Checks = append(rep.Checks, c...) }
+	add(s.checkModels(ctx)...)
+	add(s.checkStore(ctx))
+	add(checkDisk(s.opt.StateDir))
+	add(s.checkWorkspaces())
+	for _, hc := range s.opt.HealthChecks {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		add(hc(cctx)...)
+		cancel()
+	}
+	return rep, nil
+}
+
+// checkModels probes the model server now (not the last background probe), for the
+// model and the smart model.
+func (s *Supervisor) checkModels(ctx context.Context) []client.Check {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	host := s.opt.LLM.Host()
+	models := []string{s.opt.Model}
+	if s.opt.SmartModel != "" && s.opt.SmartModel != s.opt.Model {
+		models = append(models, s.opt.SmartModel)
+	}
+	var out []client.Check
+	for i, model := range models {
+		info, err := s.opt.LLM.Probe(ctx, model)
+		var nf *llm.ModelNotFoundError
+		switch {
+		case errors.As(err, &nf):
+			if i == 0 {
+				out = append(out, client.Check{Name: "ollama", Status: client.CheckOK, Detail: "reachable at " + host})
+			}
+			out = append(out, client.Check{Name: "model", Status: client.CheckFail,
+				Detail: fmt.Sprintf("%s is not on the server", model), Fix: "ollama pull " + model})
+		case err != nil:
+			return append(out, client.Check{Name: "ollama", Status: client.CheckFail, Detail: err.Error(),
+				Fix: "start Ollama (`ollama serve`, or `sudo systemctl start ollama`), or point [ollama] host in the config at a running server"})
+		default:
+			if i == 0 {
+				out = append(out, client.Check{Name: "ollama", Status: client.CheckOK, Detail: fmt.Sprintf("version %s at %s", info.ServerVersion, host)})
+			}
+			out = append(out, modelCheck(info, s.opt.MaxContext))
+		}
+	}
+	return out
+}
+
+// modelCheck reports the model's context length: the prompt, history and memories must
+// fit in it, and below 4,096 tokens little fits.
+func modelCheck(info *llm.ModelInfo, maxContext int) client.Check {
+	ctxLen := info.ContextLength
+	if maxContext > 0 && (ctxLen == 0 || maxContext < ctxLen) {
+		ctxLen = maxContext
+	}
+	c := client.Check{Name: "model", Status: client.CheckOK, Detail: fmt.Sprintf("%s, context %d tokens", info.Model, ctxLen)}
+	switch {
+	case ctxLen == 0:
+		c.Status, c.Detail = client.CheckWarn, info.Model+": context length unknown; agentd assumes 2,048 tokens"
+		c.Fix = "set [ollama] max_context in the config to the model's context length"
+	case ctxLen < 4096:
+		c.Status = client.CheckWarn
+		c.Fix = "use a model with a longer context, or raise num_ctx in its Modelfile (PARAMETER num_ctx 8192) and [ollama] max_context"
+	}
+	if len(info.Capabilities) > 0 && !contains(info.Capabilities, "completion") {
+		c.Status, c.Detail = client.CheckFail, fmt.Sprintf("%s cannot chat (capabilities: %v)", info.Model, info.Capabilities)
+		c.Fix = "choose a chat model in [ollama] model"
+	}
+	return c
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Supervisor) checkStore(ctx context.Context) client.Check {
+	path := filepath.Join(s.opt.StateDir, "agentd.db")
+	if err := s.st.Check(ctx); err != nil {
+		return client.Check{Name: "store", Status: client.CheckFail, Detail: err.Error(),
+			Fix: "stop agentd, copy " + path + " aside, and restore it from a backup (sqlite3 " + path + " .recover can save what is readable)"}
+	}
+	return client.Check{Name: "store", Status: client.CheckOK, Detail: path + ": integrity ok"}
+}
+
+// checkDisk reports the free space where the state lives.
+func checkDisk(dir string) client.Check {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		return client.Check{Name: "disk", Status: client.CheckWarn, Detail: fmt.Sprintf("cannot measure free space of %s: %v", dir, err)}
+	}
+	free := fs.Bavail * uint64(fs.Bsize)
+	c := client.Check{Name: "disk", Status: client.CheckOK, Detail: fmt.Sprintf("%s free where %s is", humanBytes(free), dir)}
+	switch {
+	case free < diskFailBytes:
+		c.Status = client.CheckFail
+	case free < diskWarnBytes:
+		c.Status = client.CheckWarn
+	}
+	if c.Status != client.CheckOK {
+		c.Fix = "free space on that file system (agents' workspaces are under " + dir + "), or move the state directory (--state-dir)"
+	}
+	return c
+}
+
+func humanBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+// checkWorkspaces makes sure new agents can get a workspace.
+func (s *Supervisor) checkWorkspaces() client.Check {
+	root := filepath.Dir(s.workspace("x"))
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return client.Check{Name: "workspaces", Status: client.CheckFail, Detail: err.Error(), Fix: "make " + root + " writable by the user agentd runs as"}
+	}
+	f, err := os.CreateTemp(root, ".doctor-*")
+	if err != nil {
+		return client.Check{Name: "workspaces", Status: client.CheckFail, Detail: fmt.Sprintf("cannot write in %s: %v", root, err),
+			Fix: "make " + root + " writable by the user agentd runs as"}
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return client.Check{Name: "workspaces", Status: client.CheckOK, Detail: root + " is writable"}
+}
