@@ -292,6 +292,17 @@ func (f *fakeService) closeAll() {
 	}
 }
 
+func (f *fakeService) Audit(_ context.Context, q client.AuditQuery) ([]client.AuditEntry, error) {
+	return []client.AuditEntry{{ID: 1, AgentID: "a-1", Kind: "created", Detail: []byte(`{"limit":` + fmt.Sprint(q.Limit) + `}`)}}, nil
+}
+
+func (f *fakeService) Replay(_ context.Context, ref string) (*client.Replay, error) {
+	if ref != "r-1" {
+		return nil, client.Errorf(client.ErrNotFound, "no run or agent %q", ref)
+	}
+	return &client.Replay{Run: client.Run{ID: "r-1"}, Steps: []client.ReplayStep{}}, nil
+}
+
 func (f *fakeService) Doctor(context.Context) (*client.DoctorReport, error) {
 	return &client.DoctorReport{Checks: []client.Check{{Name: "store", Status: client.CheckOK, Detail: "quick_check ok"}}}, nil
 }

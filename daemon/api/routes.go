@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -39,6 +41,8 @@ func (h *handler) routes() []route {
 		{"GET", "/v0/agents/{agent}/history", h.history},
 		{"GET", "/v0/agents/{agent}/proposals", h.proposals},
 		{"GET", "/v0/doctor", h.doctor},
+		{"GET", "/v0/audit", h.audit},
+		{"GET", "/v0/runs/{run}/replay", h.replay},
 		{"GET", "/v0/commands", h.commands},
 		{"GET", "/v0/agents/{agent}/commands", h.commands},
 		{"GET", "/v0/agents/{agent}/policy", h.policy},
@@ -226,6 +230,42 @@ func jsonKind(t reflect.Type) string {
 		return "an object"
 	}
 	return t.String()
+}
+
+func (h *handler) audit(w http.ResponseWriter, r *http.Request) error {
+	q := client.AuditQuery{Agent: r.URL.Query().Get("agent")}
+	for key := range r.URL.Query() {
+		if key != "agent" && key != "since" && key != "limit" {
+			return client.Errorf(client.ErrBadRequest, "unknown query parameter %q (want agent, since, limit)", key)
+		}
+	}
+	if v := r.URL.Query().Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return client.Errorf(client.ErrBadRequest, "since %q: want an RFC 3339 time like 2026-11-21T09:00:00Z", v)
+		}
+		q.Since = t
+	}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return client.Errorf(client.ErrBadRequest, "limit %q: want a whole number", v)
+		}
+		q.Limit = n
+	}
+	list, err := h.svc.Audit(r.Context(), q)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, nonNil(list))
+}
+
+func (h *handler) replay(w http.ResponseWriter, r *http.Request) error {
+	rep, err := h.svc.Replay(r.Context(), r.PathValue("run"))
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, rep)
 }
 
 func (h *handler) doctor(w http.ResponseWriter, r *http.Request) error {

@@ -12,6 +12,10 @@ import (
 // Agent references are an agent id or its unique name.
 type Service interface {
 	Status(ctx context.Context) (*client.Status, error)
+	// Audit lists audit log entries, oldest first.
+	Audit(ctx context.Context, q client.AuditQuery) ([]client.AuditEntry, error)
+	// Replay returns a run step by step: ref is a run id, or an agent for its latest run.
+	Replay(ctx context.Context, ref string) (*client.Replay, error)
 	// Doctor runs the health checks agentctl doctor shows; problems are findings, not errors.
 	Doctor(ctx context.Context) (*client.DoctorReport, error)
 	Agents(ctx context.Context) ([]client.Agent, error)

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // SocketEnv names the environment variable that overrides the default socket path.
@@ -194,6 +195,32 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 
 func agentPath(agent string, rest string) string {
 	return "/v0/agents/" + url.PathEscape(agent) + rest
+}
+
+// Audit lists audit log entries, oldest first.
+func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
+	v := url.Values{}
+	if q.Agent != "" {
+		v.Set("agent", q.Agent)
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	path := "/v0/audit"
+	if len(v) > 0 {
+		path += "?" + v.Encode()
+	}
+	var out []AuditEntry
+	return out, c.do(ctx, "GET", path, nil, &out)
+}
+
+// Replay returns a run step by step; ref is a run id, or an agent for its latest run.
+func (c *Client) Replay(ctx context.Context, ref string) (*Replay, error) {
+	var r Replay
+	return &r, c.do(ctx, "GET", "/v0/runs/"+url.PathEscape(ref)+"/replay", nil, &r)
 }
 
 // Doctor runs the daemon's health checks: the model server and model, the store, disk

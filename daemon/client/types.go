@@ -314,6 +314,51 @@ type Status struct {
 	Agents   map[string]int `json:"agents"` // count by state
 }
 
+// AuditEntry is one line of the append-only audit log: a proposal, decision (who, from
+// where), execution start, outcome, or a change to an agent.
+type AuditEntry struct {
+	ID      int64           `json:"id"`
+	At      time.Time       `json:"at"`
+	AgentID string          `json:"agent_id"`
+	Agent   string          `json:"agent,omitempty"` // its name, while the agent exists
+	Kind    string          `json:"kind"`
+	Detail  json.RawMessage `json:"detail"`
+}
+
+// AuditQuery selects audit entries: Agent (name or id; "" for all), Since, and the
+// newest Limit of them (0 means 100).
+type AuditQuery struct {
+	Agent string
+	Since time.Time
+	Limit int
+}
+
+// Run is one task an agent worked on, from its start to its end.
+type Run struct {
+	ID        string    `json:"id"`
+	AgentID   string    `json:"agent_id"`
+	Agent     string    `json:"agent,omitempty"`
+	Task      string    `json:"task"`
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// Outcome is empty while the run goes on; then finished, stopped, failed...
+	Outcome string `json:"outcome,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// ReplayStep is one step of a run: the proposal, every decision on it, the episode.
+type ReplayStep struct {
+	Proposal  Proposal   `json:"proposal"`
+	Decisions []Decision `json:"decisions"`
+	Episode   *Episode   `json:"episode,omitempty"`
+}
+
+// Replay is a run step by step (agentctl replay).
+type Replay struct {
+	Run   Run          `json:"run"`
+	Steps []ReplayStep `json:"steps"`
+}
+
 // Check is one finding of agentctl doctor.
 type Check struct {
 	Name   string `json:"name"`   // what was checked: ollama, model, store, disk, ...

@@ -112,6 +112,47 @@ func (f *fakeDaemon) routes() http.Handler {
 	for _, action := range []string{"pause", "resume", "stop"} {
 		handle("POST /v0/agents/{ref}/"+action, func(r *http.Request) (any, error) { return f.agent(r) })
 	}
+	handle("GET /v0/audit", func(r *http.Request) (any, error) {
+		at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+		all := []client.AuditEntry{
+			{ID: 1, At: at, AgentID: "a-1", Agent: "researcher", Kind: "created", Detail: json.RawMessage(`{"name":"researcher"}`)},
+			{ID: 2, At: at.Add(time.Minute), AgentID: "a-1", Agent: "researcher", Kind: "proposal", Detail: json.RawMessage(`{"command":"read_file","proposal":"p-1"}`)},
+			{ID: 3, At: at.Add(2 * time.Minute), AgentID: "a-1", Agent: "researcher", Kind: "decision", Detail: json.RawMessage(`{"by":"alice","kind":"approve","proposal_id":"p-1","source":"slack"}`)},
+			{ID: 4, At: at.Add(3 * time.Minute), AgentID: "a-9", Kind: "removed", Detail: json.RawMessage(`{}`)},
+		}
+		q := r.URL.Query()
+		if q.Get("since") != "" {
+			if _, err := time.Parse(time.RFC3339Nano, q.Get("since")); err != nil {
+				return nil, &httpError{http.StatusBadRequest, "bad since"}
+			}
+		}
+		var out []client.AuditEntry
+		for _, e := range all {
+			if a := q.Get("agent"); a == "" || a == e.AgentID || a == e.Agent {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	})
+	handle("GET /v0/runs/{run}/replay", func(r *http.Request) (any, error) {
+		if ref := r.PathValue("run"); ref != "r-1" && ref != "researcher" {
+			return nil, &httpError{http.StatusNotFound, fmt.Sprintf("no run or agent %q (run ids are in agentctl history and agentctl show)", ref)}
+		}
+		at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+		return &client.Replay{
+			Run: client.Run{ID: "r-1", AgentID: "a-1", Agent: "researcher", Task: "summarize notes.md", StartedAt: at,
+				EndedAt: at.Add(5 * time.Minute), Outcome: "finished", Reason: "summary written"},
+			Steps: []client.ReplayStep{
+				{Proposal: client.Proposal{ID: "p-1", Step: 1, Command: "read_file", Args: json.RawMessage(`{"path":"notes.md"}`), CreatedAt: at.Add(time.Minute),
+					Status: client.ProposalSucceeded, Thoughts: client.Thoughts{Observations: "a notes file exists", Plan: "read it, then summarize", Speak: "Reading notes.md"}},
+					Decisions: []client.Decision{{ProposalID: "p-1", Kind: client.DecisionApprove, By: "alice", Source: "slack", At: at.Add(2 * time.Minute)}},
+					Episode:   &client.Episode{Step: 1, Command: "read_file", Outcome: "succeeded", Result: "line one\nline two"}},
+				{Proposal: client.Proposal{ID: "p-2", Step: 2, Command: "write_file", Args: json.RawMessage(`{"path":"summary.md","contents":"x"}`), CreatedAt: at.Add(3 * time.Minute),
+					Status: client.ProposalPending, Thoughts: client.Thoughts{Text: "write the summary"}},
+					Decisions: []client.Decision{{ProposalID: "p-2", Kind: client.DecisionFeedback, Feedback: "shorter, please", By: "bob", Source: "agentctl", At: at.Add(4 * time.Minute)}}},
+			},
+		}, nil
+	})
 	handle("GET /v0/doctor", func(*http.Request) (any, error) {
 		return &client.DoctorReport{Checks: []client.Check{
 			{Name: "ollama", Status: client.CheckOK, Detail: "version 0.17.4 at http://127.0.0.1:11434"},

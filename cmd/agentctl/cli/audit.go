@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var auditCmd = &command{
+	name:  "audit",
+	args:  "[--agent AGENT] [--since WHEN] [--limit N] [--json]",
+	short: "the audit log: every proposal, decision, execution and change",
+	long: `Audit prints the append-only audit log, oldest first: each proposal an agent made,
+each decision on one (who decided, from where: agentctl, slack, discord, policy), each
+command started and how it ended, and every change to an agent (created, task, paused,
+permission patterns stored or removed). Entries of removed agents stay, under their id.
+
+  --agent AGENT   one agent's entries (name or id)
+  --since WHEN    entries from then on: a duration back (90m, 24h, 7d) or a time
+                  (2026-11-21, 2026-11-21T09:00, or RFC 3339)
+  --limit N       the newest N entries (default 100, at most 10000)`,
+	run: (*app).runAudit,
+}
+
+func (a *app) runAudit(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	agent := fs.String("agent", "", "only this agent's entries")
+	since := fs.String("since", "", "entries from `WHEN` on: 90m, 7d, 2026-11-21 or an RFC 3339 time")
+	limit := fs.Int("limit", 0, "the newest `N` entries (default 100)")
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected argument %q (name the agent with --agent)", pos[0])
+	}
+	q := client.AuditQuery{Agent: *agent, Limit: *limit}
+	if *since != "" {
+		if q.Since, err = parseSince(*since, time.Now()); err != nil {
+			return usagef("--since: %v", err)
+		}
+	}
+	list, err := a.api().Audit(ctx, q)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		if list == nil {
+			list = []client.AuditEntry{}
+		}
+		return a.printJSON(list)
+	}
+	if len(list) == 0 {
+		a.note("no audit entries")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tAGENT\tKIND\tDETAIL")
+	for _, e := range list {
+		who := e.Agent
+		if who == "" {
+			who = e.AgentID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", formatTime(e.At), who, e.Kind, truncate(detailText(e.Detail), 120))
+	}
+	return tw.Flush()
+}
+
+// parseSince reads a duration back from now (with d for days) or a time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		if _, err := fmt.Sscanf(n, "%d", &days); err == nil && fmt.Sprint(days) == n && days >= 0 {
+			return now.Add(-time.Duration(days) * 24 * time.Hour), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("%q is negative", s)
+		}
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither a duration (90m, 24h, 7d) nor a time (2026-11-21, 2026-11-21T09:00)", s)
+}
+
+// detailText shows an entry's detail object as key=value pairs in key order.
+func detailText(raw json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return string(raw)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		v := m[k]
+		switch v.(type) {
+		case nil:
+			continue
+		case string:
+			if v == "" {
+				continue
+			}
+			parts = append(parts, fmt.Sprintf("%s=%s", k, oneParagraph(v.(string))))
+		default:
+			b, _ := json.Marshal(v)
+			parts = append(parts, fmt.Sprintf("%s=%s", k, b))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+var replayCmd = &command{
+	name:  "replay",
+	args:  "RUN|AGENT [--json]",
+	short: "a run step by step: thoughts, proposal, decisions, result",
+	long: `Replay shows one run as it happened, step by step: what the agent observed and planned,
+the command it proposed, every decision on it (who, from where, when), and what running
+it returned. Give a run id (from agentctl history) or an agent, for its latest run.`,
+	run: (*app).runReplay,
+}
+
+func (a *app) runReplay(ctx context.Context, args []string) error {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	r, err := a.api().Replay(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(r)
+	}
+	run := r.Run
+	name := run.Agent
+	if name == "" {
+		name = run.AgentID
+	}
+	fmt.Fprintf(a.stdout, "run %s of %s, started %s\n", run.ID, name, formatTime(run.StartedAt))
+	fmt.Fprintf(a.stdout, "task: %s\n", oneParagraph(run.Task))
+	for _, s := range r.Steps {
+		p := s.Proposal
+		fmt.Fprintf(a.stdout, "\nstep %d  %s  %s\n", p.Step, formatTime(p.CreatedAt), formatCall(p.Command, p.Args))
+		th := p.Thoughts
+		for _, f := range []struct{ label, text string }{
+			{"observed", th.Observations}, {"thought", th.Text}, {"reasoning", th.Reasoning},
+			{"criticism", th.SelfCriticism}, {"plan", th.Plan}, {"said", th.Speak},
+		} {
+			if f.text != "" {
+				fmt.Fprintf(a.stdout, "  %-10s %s\n", f.label+":", truncate(oneParagraph(f.text), 200))
+			}
+		}
+		for _, d := range s.Decisions {
+			line := string(d.Kind)
+			if d.Count > 1 {
+				line += fmt.Sprintf(" ×%d", d.Count)
+			}
+			if d.By != "" || d.Source != "" {
+				line += fmt.Sprintf(" by %s via %s", d.By, d.Source)
+			}
+			if d.Pattern != "" {
+				line += " (pattern " + d.Pattern + ")"
+			}
+			if d.Feedback != "" {
+				line += ": " + truncate(oneParagraph(d.Feedback), 160)
+			}
+			fmt.Fprintf(a.stdout, "  %-10s %s at %s\n", "decision:", line, formatTime(d.At))
+		}
+		if e := s.Episode; e != nil {
+			fmt.Fprintf(a.stdout, "  %-10s %s\n", "outcome:", e.Outcome)
+			if e.Result != "" {
+				firstLines(a.stdout, e.Result, "    ", resultLines)
+			}
+		} else {
+			fmt.Fprintf(a.stdout, "  %-10s %s\n", "status:", p.Status)
+		}
+	}
+	if !run.EndedAt.IsZero() {
+		fmt.Fprintf(a.stdout, "\nended %s: %s", formatTime(run.EndedAt), run.Outcome)
+		if run.Reason != "" {
+			fmt.Fprintf(a.stdout, " (%s)", oneParagraph(run.Reason))
+		}
+		fmt.Fprintln(a.stdout)
+	}
+	return nil
+}

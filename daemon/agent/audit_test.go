@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+func TestAuditAndReplay(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(
+		reply("write_file", map[string]string{"path": "a.txt", "contents": "one"}),
+		reply("write_file", map[string]string{"path": "b.txt", "contents": "two"}),
+		reply("write_file", map[string]string{"path": "c.txt", "contents": "two"}),
+	)
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	p2 := h.pending(a.ID)
+	if _, err := h.decide(a.ID, p2, "not b, c"); err != nil {
+		t.Fatal(err)
+	}
+	h.pending(a.ID) // the step after the feedback
+	ctx := context.Background()
+
+	list, err := h.sup.Audit(ctx, client.AuditQuery{Agent: a.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range list {
+		kinds = append(kinds, e.Kind)
+		if e.AgentID != a.ID || e.Agent != a.Name {
+			t.Errorf("entry %+v is not the agent's", e)
+		}
+	}
+	got := strings.Join(kinds, " ")
+	for _, want := range []string{"created", "proposal", "decision", "started", "succeeded"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("audit kinds %q lack %q", got, want)
+		}
+	}
+	if last, err := h.sup.Audit(ctx, client.AuditQuery{Limit: 2}); err != nil || len(last) != 2 || last[1].ID != list[len(list)-1].ID {
+		t.Errorf("limit 2 = %+v, %v; want the newest two, oldest first", last, err)
+	}
+	if none, err := h.sup.Audit(ctx, client.AuditQuery{Since: time.Now().Add(time.Hour)}); err != nil || len(none) != 0 {
+		t.Errorf("since an hour ahead = %d entries, %v", len(none), err)
+	}
+	if _, err := h.sup.Audit(ctx, client.AuditQuery{Limit: -1}); !errors.Is(err, client.ErrBadRequest) {
+		t.Errorf("limit -1: %v, want a bad request", err)
+	}
+
+	r, err := h.sup.Replay(ctx, a.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Run.ID == "" || r.Run.AgentID != a.ID || len(r.Steps) < 2 {
+		t.Fatalf("replay = %+v", r)
+	}
+	s1, s2 := r.Steps[0], r.Steps[1]
+	if s1.Proposal.ID != p.ID || len(s1.Decisions) != 1 || s1.Decisions[0].Kind != client.DecisionApprove || s1.Episode == nil || s1.Episode.Outcome != "succeeded" {
+		t.Errorf("step 1 = %+v", s1)
+	}
+	if s2.Proposal.ID != p2.ID || len(s2.Decisions) != 1 || s2.Decisions[0].Feedback != "not b, c" || s2.Episode == nil || s2.Episode.Outcome != "feedback" {
+		t.Errorf("step 2 = %+v", s2)
+	}
+	byID, err := h.sup.Replay(ctx, r.Run.ID)
+	if err != nil || len(byID.Steps) != len(r.Steps) {
+		t.Errorf("replay by run id = %+v, %v", byID, err)
+	}
+	if _, err := h.sup.Replay(ctx, "nope"); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("replay of nothing: %v, want not found", err)
+	}
+}

@@ -1,0 +1,161 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// AuditFilter selects audit entries: of one agent ("" for all), at or after Since,
+// newest Limit of them (0: 100), returned oldest first.
+type AuditFilter struct {
+	AgentID string
+	Since   time.Time
+	Limit   int
+}
+
+// AuditEntries lists audit entries; an entry keeps its agent id after the agent is
+// removed, and the agent's name while it exists.
+func (t *Tx) AuditEntries(f AuditFilter) ([]client.AuditEntry, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	var since int64
+	if !f.Since.IsZero() {
+		since = ms(f.Since)
+	}
+	rows, err := t.query(`SELECT a.id, a.at, a.agent_id, COALESCE(g.name, ''), a.kind, a.detail
+		FROM audit a LEFT JOIN agents g ON g.id = a.agent_id
+		WHERE (? = '' OR a.agent_id = ?) AND a.at >= ?
+		ORDER BY a.id DESC LIMIT ?`, f.AgentID, f.AgentID, since, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: audit: %w", err)
+	}
+	defer rows.Close()
+	out := []client.AuditEntry{}
+	for rows.Next() {
+		var e client.AuditEntry
+		var at int64
+		var detail string
+		if err := rows.Scan(&e.ID, &at, &e.AgentID, &e.Agent, &e.Kind, &detail); err != nil {
+			return nil, fmt.Errorf("store: reading audit entry: %w", err)
+		}
+		e.At = fromMS(at)
+		if json.Valid([]byte(detail)) {
+			e.Detail = json.RawMessage(detail)
+		} else {
+			e.Detail, _ = json.Marshal(detail)
+		}
+		out = append(out, e)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, rows.Err()
+}
+
+// Replay returns one run step by step: each proposal with its thoughts, every decision
+// on it, and the episode it produced.
+func (t *Tx) Replay(runID string) (*client.Replay, error) {
+	var r client.Replay
+	var started int64
+	var ended sql.NullInt64
+	err := t.queryRow(`SELECT r.id, r.agent_id, COALESCE(g.name, ''), r.task, r.started_at, r.ended_at, r.outcome, r.reason
+		FROM runs r LEFT JOIN agents g ON g.id = r.agent_id WHERE r.id = ?`, runID).
+		Scan(&r.Run.ID, &r.Run.AgentID, &r.Run.Agent, &r.Run.Task, &started, &ended, &r.Run.Outcome, &r.Run.Reason)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading run: %w", err)
+	}
+	r.Run.StartedAt = fromMS(started)
+	if ended.Valid {
+		r.Run.EndedAt = fromMS(ended.Int64)
+	}
+	props, err := t.proposals(`run_id=?`, runID)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]int{}
+	for _, p := range props {
+		byID[p.ID] = len(r.Steps)
+		r.Steps = append(r.Steps, client.ReplayStep{Proposal: p, Decisions: []client.Decision{}})
+	}
+	drows, err := t.query(`SELECT d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.at
+		FROM decisions d JOIN proposals p ON p.id = d.proposal_id WHERE p.run_id = ? ORDER BY d.id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: replay decisions: %w", err)
+	}
+	defer drows.Close()
+	for drows.Next() {
+		var d client.Decision
+		var at int64
+		if err := drows.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &at); err != nil {
+			return nil, fmt.Errorf("store: reading decision: %w", err)
+		}
+		d.At = fromMS(at)
+		if i, ok := byID[d.ProposalID]; ok {
+			r.Steps[i].Decisions = append(r.Steps[i].Decisions, d)
+		}
+	}
+	if err := drows.Err(); err != nil {
+		return nil, err
+	}
+	erows, err := t.query(`SELECT run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at
+		FROM episodes WHERE run_id = ? ORDER BY id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: replay episodes: %w", err)
+	}
+	defer erows.Close()
+	for erows.Next() {
+		var e client.Episode
+		var args string
+		var at int64
+		if err := erows.Scan(&e.RunID, &e.Step, &e.ProposalID, &e.Command, &args, &e.Reasoning, &e.Outcome, &e.Result, &e.Feedback, &at); err != nil {
+			return nil, fmt.Errorf("store: reading episode: %w", err)
+		}
+		e.Args, e.At = json.RawMessage(args), fromMS(at)
+		if i, ok := byID[e.ProposalID]; ok {
+			r.Steps[i].Episode = &e
+		}
+	}
+	if r.Steps == nil {
+		r.Steps = []client.ReplayStep{}
+	}
+	return &r, erows.Err()
+}
+
+// Runs lists an agent's runs, newest first, at most limit (0: all).
+func (t *Tx) Runs(agentID string, limit int) ([]client.Run, error) {
+	q := `SELECT id, agent_id, task, started_at, ended_at, outcome, reason FROM runs WHERE agent_id = ? ORDER BY started_at DESC, rowid DESC`
+	args := []any{agentID}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list runs: %w", err)
+	}
+	defer rows.Close()
+	out := []client.Run{}
+	for rows.Next() {
+		var r client.Run
+		var started int64
+		var ended sql.NullInt64
+		if err := rows.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason); err != nil {
+			return nil, fmt.Errorf("store: reading run: %w", err)
+		}
+		r.StartedAt = fromMS(started)
+		if ended.Valid {
+			r.EndedAt = fromMS(ended.Int64)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
