@@ -12,7 +12,7 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-var _ api.Service = (*Supervisor)(nil)
+var _ api.AgentService = (*Supervisor)(nil)
 
 // Status reports the daemon, the model server and the agents by state.
 func (s *Supervisor) Status(ctx context.Context) (*client.Status, error) {
