@@ -88,4 +88,3 @@ func (f *fakeService) ScheduleHistory(ctx context.Context, ref string, limit int
 	}
 	return runs, nil
 }
-
