@@ -112,6 +112,7 @@ func (f *fakeDaemon) routes() http.Handler {
 		handle("POST /v0/agents/{ref}/"+action, func(r *http.Request) (any, error) { return f.agent(r) })
 	}
 	mux.HandleFunc("GET /v0/agents/{ref}/events", f.eventStream)
+	f.scheduleRoutes(handle)
 	return mux
 }
 
