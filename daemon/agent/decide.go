@@ -52,7 +52,9 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 	}
 	var ep *client.Episode
 	var finished bool
+	var runID string
 	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		runID = a.RunID
 		p, err := decidable(tx, a, req.ProposalID)
 		if err != nil {
 			return err
@@ -117,6 +119,9 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 	})
 	if err != nil {
 		return nil, err
+	}
+	if finished {
+		s.runEnded(runID)
 	}
 	return d, nil
 }

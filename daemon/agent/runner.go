@@ -33,6 +33,8 @@ type runner struct {
 	smartNext bool
 	// waitAttempt counts retries while the model server is unavailable.
 	waitAttempt int
+	// overRun and overWhy are the run whose budget next() found used up, and why.
+	overRun, overWhy string
 }
 
 func newRunner(s *Supervisor, id string) *runner {
@@ -68,6 +70,7 @@ const (
 	actWait
 	actThink
 	actExecute
+	actExhaust // a budget of the run ran out: end it
 )
 
 func (r *runner) loop(ctx context.Context) {
@@ -118,6 +121,8 @@ func (r *runner) loop(ctx context.Context) {
 			r.think(ctx)
 		case actExecute:
 			r.execute(ctx, p)
+		case actExhaust:
+			r.exhaust(ctx, r.overRun, r.overWhy)
 		}
 	}
 }
@@ -151,9 +156,21 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 		if a, err = tx.Agent(r.id); err != nil || !active(a.State) {
 			return err
 		}
+		b := r.s.budgetOf(a.RunID)
+		if b != nil {
+			if r.overWhy = b.overTime(time.Now()); r.overWhy != "" {
+				act, r.overRun = actExhaust, a.RunID
+				return nil
+			}
+		}
 		p, err := tx.OpenProposal(a.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			act = actThink
+			if b != nil {
+				if r.overWhy = b.overCount(a); r.overWhy != "" {
+					act, r.overRun = actExhaust, a.RunID
+				}
+			}
 			return nil
 		} else if err != nil {
 			return err
@@ -548,5 +565,6 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
 	if finished {
 		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: r.id, Agent: v, Message: out})
+		r.s.runEnded(p.RunID)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-var _ api.Service = (*Supervisor)(nil)
+var _ api.AgentService = (*Supervisor)(nil)
 
 // Status reports the daemon, the model server and the agents by state.
 func (s *Supervisor) Status(ctx context.Context) (*client.Status, error) {
@@ -81,6 +81,11 @@ func notFound(format string, args ...any) error {
 // CreateAgent creates an agent from a task (the model writes its profile on its first step)
 // or from a name, description and goals, and starts its run.
 func (s *Supervisor) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
+	return s.createAgent(ctx, req, nil)
+}
+
+// createAgent is CreateAgent; opt, when set, must start a run and applies to it.
+func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequest, opt *RunOptions) (*client.Agent, error) {
 	req.Task = strings.TrimSpace(req.Task)
 	req.Name = strings.TrimSpace(req.Name)
 	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
@@ -107,6 +112,16 @@ func (s *Supervisor) CreateAgent(ctx context.Context, req client.CreateAgentRequ
 			return nil, err
 		}
 	}
+	var pats []string
+	if opt != nil {
+		var err error
+		if pats, err = checkRunOptions(opt); err != nil {
+			return nil, err
+		}
+		if opt.Policy != nil {
+			pol = *opt.Policy
+		}
+	}
 	a := &store.Agent{Agent: client.Agent{
 		ID: newID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
 		Goals: req.Goals, Task: req.Task, Policy: pol, State: client.StateIdle,
@@ -127,6 +142,8 @@ func (s *Supervisor) CreateAgent(ctx context.Context, req client.CreateAgentRequ
 	}
 	if start {
 		a.RunID, a.State = newID("r-"), client.StateThinking
+	} else if opt != nil {
+		return nil, badRequest("a run with a budget needs a task")
 	}
 	if err := makeWorkspace(a.Workspace); err != nil {
 		return nil, err
@@ -146,6 +163,11 @@ func (s *Supervisor) CreateAgent(ctx context.Context, req client.CreateAgentRequ
 				return err
 			}
 		}
+		if opt != nil {
+			if err := applyRunOptions(tx, a, opt, pats); err != nil {
+				return err
+			}
+		}
 		tx.Audit(a.ID, "created", map[string]any{"name": a.Name, "task": a.Task, "goals": a.Goals})
 		var err error
 		out, err = view(tx, a)
@@ -156,6 +178,9 @@ func (s *Supervisor) CreateAgent(ctx context.Context, req client.CreateAgentRequ
 		return nil, err
 	}
 	s.events.Publish(client.Event{Type: client.EventState, AgentID: a.ID, Agent: out, Message: "created"})
+	if opt != nil {
+		s.setBudget(a.RunID, a.ID, opt.Budget, out.CreatedAt, 0)
+	}
 	if start {
 		s.kick(a.ID)
 	}
@@ -177,12 +202,18 @@ func checkPolicy(p client.Policy) error {
 // DeleteAgent stops an agent and removes it, its history and its workspace.
 func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 	var id, ws string
+	var open *RunEnd // the run the removal ends, if one was going
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
-		if err == nil {
-			id, ws = a.ID, a.Workspace
+		if err != nil {
+			return err
 		}
-		return err
+		id, ws = a.ID, a.Workspace
+		if run, err := tx.Run(a.RunID); err == nil && run.Ended.IsZero() {
+			open = &RunEnd{RunID: run.ID, AgentID: a.ID, Outcome: OutcomeRemoved, Reason: "the agent was removed",
+				Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - run.TokensBase}
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -206,6 +237,12 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 		os.RemoveAll(ws)
 	}
 	s.events.Publish(client.Event{Type: client.EventRemoved, AgentID: id})
+	if open != nil {
+		s.dropBudget(open.RunID)
+		if s.opt.OnRunEnd != nil {
+			s.opt.OnRunEnd(*open)
+		}
+	}
 	return nil
 }
 
@@ -343,7 +380,8 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (*client.Agent, err
 // Stop ends the current run: an open proposal is superseded, a question withdrawn and a
 // running command cancelled. The agent stays, idle, with its history.
 func (s *Supervisor) Stop(ctx context.Context, ref string) (*client.Agent, error) {
-	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	var runID string
+	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if a.State == client.StateIdle {
 			return conflict("agent %s is idle already", a.Name)
 		}
@@ -364,12 +402,30 @@ func (s *Supervisor) Stop(ctx context.Context, ref string) (*client.Agent, error
 		}
 		a.State, a.StateReason = client.StateIdle, "stopped by a person"
 		a.Policy.AutoSteps = 0
+		runID = a.RunID
 		return tx.Audit(a.ID, "stopped", nil)
 	})
+	if err == nil {
+		s.runEnded(runID)
+	}
+	return out, err
 }
 
 // Task gives an idle agent a follow-up task; its history carries over into the new run.
 func (s *Supervisor) Task(ctx context.Context, ref string, task string) (*client.Agent, error) {
+	return s.task(ctx, ref, task, nil)
+}
+
+// task is Task; opt, when set, applies to the new run.
+func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *RunOptions) (*client.Agent, error) {
+	var pats []string
+	if opt != nil {
+		var err error
+		if pats, err = checkRunOptions(opt); err != nil {
+			return nil, err
+		}
+	}
+	var runID string
 	task = strings.TrimSpace(task)
 	if task == "" {
 		return nil, badRequest("empty task")
@@ -377,7 +433,7 @@ func (s *Supervisor) Task(ctx context.Context, ref string, task string) (*client
 	if len(task) > 8000 {
 		return nil, badRequest("task is %d bytes: at most 8000", len(task))
 	}
-	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if a.State != client.StateIdle && a.State != client.StateFailed {
 			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
 		}
@@ -397,6 +453,21 @@ func (s *Supervisor) Task(ctx context.Context, ref string, task string) (*client
 		if err := tx.StartRun(a.RunID, a.ID, task); err != nil {
 			return err
 		}
+		if opt != nil {
+			if opt.Policy != nil {
+				a.Policy = *opt.Policy
+			}
+			if err := applyRunOptions(tx, a, opt, pats); err != nil {
+				return err
+			}
+			// Cached before the commit: the loop, woken after it, must see the budget.
+			runID = a.RunID
+			s.setBudget(a.RunID, a.ID, opt.Budget, tx.Now(), a.PromptTokens+a.EvalTokens)
+		}
 		return tx.Audit(a.ID, "task", map[string]string{"task": task, "run": a.RunID})
 	})
+	if err != nil && runID != "" {
+		s.dropBudget(runID)
+	}
+	return out, err
 }

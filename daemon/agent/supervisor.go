@@ -69,6 +69,10 @@ type Options struct {
 	HealthChecks []HealthCheck
 	// Now is the clock the prompt shows (tests).
 	Now func() time.Time
+	// OnRunEnd, if set, is told how every run ended (finished, denied, stopped, over
+	// budget, or its agent removed), after the end is stored, holding no lock. The
+	// scheduler records its runs' ends through it.
+	OnRunEnd func(RunEnd)
 }
 
 // Supervisor hosts every agent and implements the local API.
@@ -82,6 +86,9 @@ type Supervisor struct {
 	rules          rules                         // permission patterns from config
 	pipeline       *commands.Pipeline            // every agent's, unless overridden
 	agentPipelines map[string]*commands.Pipeline // by agent name
+
+	budgetMu sync.Mutex
+	budgets  map[string]*runBudget // by run ID: runs in progress that have a budget
 
 	mu      sync.Mutex
 	runners map[string]*runner
@@ -122,7 +129,7 @@ func New(opt Options) (*Supervisor, error) {
 	}
 	s := &Supervisor{
 		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
-		runners: map[string]*runner{}, started: time.Now(),
+		runners: map[string]*runner{}, started: time.Now(), budgets: map[string]*runBudget{},
 	}
 	if err := s.buildPipelines(); err != nil {
 		return nil, err
@@ -145,6 +152,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.ctx = ctx
 	s.mu.Unlock()
 	if err := s.recover(ctx); err != nil {
+		return err
+	}
+	if err := s.loadBudgets(ctx); err != nil {
 		return err
 	}
 	s.wg.Add(1)

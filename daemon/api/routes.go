@@ -50,6 +50,14 @@ func (h *handler) routes() []route {
 		{"DELETE", "/v0/agents/{agent}/policy", h.permission(h.svc.RemovePermission)},
 		{"GET", "/v0/agents/{agent}/events", h.events},
 		{"GET", "/v0/events", h.events},
+		{"GET", "/v0/schedules", h.schedules},
+		{"POST", "/v0/schedules", h.addSchedule},
+		{"GET", "/v0/schedules/{schedule}", h.schedule},
+		{"DELETE", "/v0/schedules/{schedule}", h.removeSchedule},
+		{"POST", "/v0/schedules/{schedule}/pause", h.scheduleAction(h.svc.PauseSchedule)},
+		{"POST", "/v0/schedules/{schedule}/resume", h.scheduleAction(h.svc.ResumeSchedule)},
+		{"POST", "/v0/schedules/{schedule}/run", h.runSchedule},
+		{"GET", "/v0/schedules/{schedule}/history", h.scheduleHistory},
 	}
 }
 

@@ -6,11 +6,35 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 )
 
-// Service is what the local API serves; the daemon implements it. Errors wrap client's
+// Service is what the local API serves; the daemon implements it (daemon/agent's
+// Supervisor the agents, daemon/schedules' Manager the schedules). Errors wrap client's
 // sentinels (client.ErrNotFound → 404, client.ErrConflict → 409, client.ErrBadRequest → 400,
 // client.ErrForbidden → 403) and their text is shown to the user as is.
-// Agent references are an agent id or its unique name.
 type Service interface {
+	AgentService
+	ScheduleService
+}
+
+// ScheduleService is the schedules' half of the API. Schedule references are a
+// schedule's id or its unique name.
+type ScheduleService interface {
+	Schedules(ctx context.Context) ([]client.Schedule, error)
+	// Schedule returns one schedule with its status and next fire times.
+	Schedule(ctx context.Context, ref string) (*client.Schedule, error)
+	// AddSchedule returns the new schedule with its next fire times.
+	AddSchedule(ctx context.Context, req client.ScheduleRequest) (*client.Schedule, error)
+	RemoveSchedule(ctx context.Context, ref string) error
+	PauseSchedule(ctx context.Context, ref string) (*client.Schedule, error)
+	ResumeSchedule(ctx context.Context, ref string) (*client.Schedule, error)
+	// RunSchedule fires a schedule now and returns the firing's record.
+	RunSchedule(ctx context.Context, ref string) (*client.ScheduleRun, error)
+	// ScheduleHistory returns the firing records, newest first; limit 0 is all.
+	ScheduleHistory(ctx context.Context, ref string, limit int) ([]client.ScheduleRun, error)
+}
+
+// AgentService is the agents' half of the API. Agent references are an agent id or its
+// unique name.
+type AgentService interface {
 	Status(ctx context.Context) (*client.Status, error)
 	// Audit lists audit log entries, oldest first.
 	Audit(ctx context.Context, q client.AuditQuery) ([]client.AuditEntry, error)

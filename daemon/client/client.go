@@ -403,3 +403,60 @@ func ParseDecision(text string) (DecideRequest, error) {
 	}
 	return DecideRequest{Kind: DecisionFeedback, Feedback: t}, nil
 }
+
+func schedulePath(schedule, rest string) string {
+	return "/v0/schedules/" + url.PathEscape(schedule) + rest
+}
+
+// Schedules lists every schedule by name.
+func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
+	var s []Schedule
+	err := c.do(ctx, "GET", "/v0/schedules", nil, &s)
+	return s, err
+}
+
+// AddSchedule adds a schedule; the reply lists its next fire times.
+func (c *Client) AddSchedule(ctx context.Context, req ScheduleRequest) (*Schedule, error) {
+	var s Schedule
+	return &s, c.do(ctx, "POST", "/v0/schedules", req, &s)
+}
+
+// Schedule returns one schedule (by id or name) with its status and next fire times.
+func (c *Client) Schedule(ctx context.Context, schedule string) (*Schedule, error) {
+	var s Schedule
+	return &s, c.do(ctx, "GET", schedulePath(schedule, ""), nil, &s)
+}
+
+// RemoveSchedule removes a schedule and its run records; runs in progress go on.
+func (c *Client) RemoveSchedule(ctx context.Context, schedule string) error {
+	return c.do(ctx, "DELETE", schedulePath(schedule, ""), nil, nil)
+}
+
+// PauseSchedule stops a schedule firing until ResumeSchedule.
+func (c *Client) PauseSchedule(ctx context.Context, schedule string) (*Schedule, error) {
+	var s Schedule
+	return &s, c.do(ctx, "POST", schedulePath(schedule, "/pause"), nil, &s)
+}
+
+// ResumeSchedule lets a paused schedule fire again, from now on.
+func (c *Client) ResumeSchedule(ctx context.Context, schedule string) (*Schedule, error) {
+	var s Schedule
+	return &s, c.do(ctx, "POST", schedulePath(schedule, "/resume"), nil, &s)
+}
+
+// RunSchedule fires a schedule now and returns the firing's record.
+func (c *Client) RunSchedule(ctx context.Context, schedule string) (*ScheduleRun, error) {
+	var r ScheduleRun
+	return &r, c.do(ctx, "POST", schedulePath(schedule, "/run"), nil, &r)
+}
+
+// ScheduleHistory returns a schedule's firing records, newest first; limit 0 is all.
+func (c *Client) ScheduleHistory(ctx context.Context, schedule string, limit int) ([]ScheduleRun, error) {
+	var r []ScheduleRun
+	path := schedulePath(schedule, "/history")
+	if limit > 0 {
+		path += "?limit=" + strconv.Itoa(limit)
+	}
+	err := c.do(ctx, "GET", path, nil, &r)
+	return r, err
+}

@@ -383,3 +383,107 @@ type DoctorReport struct {
 type ErrorResponse struct {
 	Error string `json:"error"`
 }
+
+// Budget bounds one run; a zero field sets no bound. A run that reaches one stops
+// cleanly: the agent goes idle and the run's outcome is budget_exhausted.
+type Budget struct {
+	// MaxSteps is how many proposals the run may make.
+	MaxSteps int `json:"max_steps,omitempty"`
+	// MaxTokens bounds the model's tokens (prompt and reply) over the run.
+	MaxTokens int64 `json:"max_tokens,omitempty"`
+	// MaxTime bounds the run's wall time, as a Go duration such as "30m" or "1h30m".
+	MaxTime string `json:"max_time,omitempty"`
+}
+
+// Autonomy modes of a scheduled run.
+const (
+	AutonomyAsk      = "ask"      // every proposal waits for a person (the default)
+	AutonomyAuto     = "auto"     // the first Steps proposals run without asking
+	AutonomyPatterns = "patterns" // proposals matching Allow run; the rest ask
+)
+
+// Autonomy says which proposals of a scheduled run go ahead without a person.
+type Autonomy struct {
+	// Mode is ask (default), auto or patterns.
+	Mode string `json:"mode"`
+	// Steps (auto only) is how many proposals run without asking; 0 means the budget's
+	// max_steps. Execute-class commands still ask unless an allow pattern names them.
+	Steps int `json:"steps,omitempty"`
+	// Allow (patterns only) are permission patterns, command(glob), stored for the agent.
+	Allow []string `json:"allow,omitempty"`
+}
+
+// DeliveryAgentctl is the only delivery for now: results and pending approvals of a
+// scheduled run are seen with agentctl (show, follow, schedule history).
+const DeliveryAgentctl = "agentctl"
+
+// Schedule is a recurring goal: a cron spec that gives an agent a task.
+type Schedule struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Spec is the cron spec as given, e.g. "0 9 * * 1-5", "@every 90m" or
+	// "CRON_TZ=Europe/Berlin 30 2 * * *".
+	Spec string `json:"spec"`
+	// TimeZone is the zone the spec is read in (IANA name, or Local).
+	TimeZone string `json:"time_zone"`
+	// Agent is the existing agent that gets the goal (its id); Template is set instead
+	// when every run creates a fresh agent named Template-xxxxxx.
+	Agent       string    `json:"agent,omitempty"`
+	Template    string    `json:"template,omitempty"`
+	Description string    `json:"description,omitempty"` // the template agents' description
+	Goal        string    `json:"goal"`
+	Autonomy    Autonomy  `json:"autonomy"`
+	Budget      Budget    `json:"budget"`
+	Delivery    string    `json:"delivery"`
+	Concurrency string    `json:"concurrency"` // skip, queue or parallel
+	Missed      string    `json:"missed"`      // skip, run_once or run_if_within=DURATION
+	Paused      bool      `json:"paused"`
+	CreatedAt   time.Time `json:"created_at"`
+	// LastFired is the last fire time handled (run, skipped or missed).
+	LastFired time.Time `json:"last_fired,omitzero"`
+	// Next is the next fire time; zero when paused or the spec fires no more.
+	Next time.Time `json:"next,omitzero"`
+	// NextTimes are the next fire times (up to 5), in the schedule's zone.
+	NextTimes []time.Time `json:"next_times,omitempty"`
+	// Running are the runs of this schedule that have not ended.
+	Running []string `json:"running,omitempty"`
+	// Queued is set when a firing waits for the running run (concurrency queue).
+	Queued bool `json:"queued,omitempty"`
+}
+
+// ScheduleRequest adds a schedule. Give Agent or Template, not both.
+type ScheduleRequest struct {
+	Name        string   `json:"name"`
+	Spec        string   `json:"spec"`
+	TimeZone    string   `json:"time_zone,omitempty"`
+	Agent       string   `json:"agent,omitempty"`
+	Template    string   `json:"template,omitempty"`
+	Description string   `json:"description,omitempty"`
+	Goal        string   `json:"goal"`
+	Autonomy    Autonomy `json:"autonomy"`
+	Budget      Budget   `json:"budget"`
+	// Delivery is where results and approvals go: "" or "agentctl". Chat channels need
+	// the Slack/Discord bots.
+	Delivery    string `json:"delivery,omitempty"`
+	Concurrency string `json:"concurrency,omitempty"`
+	Missed      string `json:"missed,omitempty"`
+	Paused      bool   `json:"paused,omitempty"`
+}
+
+// ScheduleRun is the record of one firing of a schedule.
+type ScheduleRun struct {
+	ID         string `json:"id"`
+	ScheduleID string `json:"schedule_id"`
+	// Scheduled is the fire time; for run-now, when it was asked.
+	Scheduled time.Time `json:"scheduled"`
+	Started   time.Time `json:"started,omitzero"`
+	Ended     time.Time `json:"ended,omitzero"`
+	Manual    bool      `json:"manual,omitempty"`
+	// Outcome is queued, started, finished, failed, budget_exhausted, skipped or missed.
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
+	RunID   string `json:"run_id,omitempty"`
+	Steps   int    `json:"steps"`
+	Tokens  int64  `json:"tokens"`
+}

@@ -36,7 +36,10 @@ type Config struct {
 	Web    WebConfig                `toml:"web"`
 	Shell  ShellConfig              `toml:"shell"`
 	MCP    MCPConfig                `toml:"mcp"`
-	Log    LogConfig                `toml:"log"`
+	// Schedules configures the cron schedules (issue 6); the schedules themselves live in
+	// the store and are managed with `agentctl schedule`.
+	Schedules SchedulesConfig `toml:"schedules"`
+	Log       LogConfig       `toml:"log"`
 
 	// StateDir holds the database, the memory index and the workspaces. Set by flag only.
 	StateDir string `toml:"-"`
@@ -88,6 +91,14 @@ type AgentConfig struct {
 	DisabledComponents []string `toml:"disabled_components"`
 	// ComponentOrder names components to place first, in this order.
 	ComponentOrder []string `toml:"component_order"`
+}
+
+// SchedulesConfig is the [schedules] section.
+type SchedulesConfig struct {
+	// Grace is how late a firing may start and still count as on time; a later one (the
+	// daemon was down, the machine asleep) is missed and handled by the schedule's
+	// missed-run policy.
+	Grace Duration `toml:"grace"`
 }
 
 // PermissionsConfig is the [permissions] section: patterns `command(glob)` that allow or
@@ -194,6 +205,7 @@ func Default() *Config {
 		Permissions: PermissionsConfig{Allow: []string{}, Deny: []string{}},
 		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
 		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}},
+		Schedules:   SchedulesConfig{Grace: Duration{time.Minute}},
 		Log:         LogConfig{Level: "info", Format: "text"},
 		StateDir:    DefaultStateDir(),
 		Socket:      client.DefaultSocketPath(),

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/agentd/agentd/commands/mcp"
 	"github.com/agentd/agentd/commands/permission"
@@ -65,6 +66,9 @@ func (c *Config) problems() []Problem {
 		if n < 1 {
 			bad(key, "must be at least 1, got %d", n)
 		}
+	}
+	if g := c.Schedules.Grace.Duration; g < time.Second || g > time.Hour {
+		bad("schedules.grace", "must be between 1s and 1h, got %s", c.Schedules.Grace)
 	}
 	if a.CommandTimeout.Duration <= 0 {
 		bad("agent.command_timeout", "must be more than 0, got %s", a.CommandTimeout)

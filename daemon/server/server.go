@@ -1,5 +1,6 @@
 // Package server assembles agentd: it opens the store, connects to Ollama, starts the agent
-// supervisor and serves the local API on the unix socket until its context ends.
+// supervisor and the schedules, and serves the local API on the unix socket until its
+// context ends.
 //
 // cmd/agentd parses flags and config and calls Run; integration tests build that binary.
 package server
@@ -20,6 +21,7 @@ import (
 	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/schedules"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -53,6 +55,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		go bridge.Start(ctx)
 		defer bridge.Close()
 	}
+	// The schedules' manager needs the supervisor and the supervisor reports run ends to
+	// it; mgr is set before the supervisor starts, so no run ends before it is there.
+	var mgr *schedules.Manager
 	overrides := map[string]agent.AgentOverrides{}
 	for name, o := range cfg.Agents {
 		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny}
@@ -67,10 +72,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
 		Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
+		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) },
 	})
 	if err != nil {
 		return err
 	}
+	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration})
 
 	ln, err := api.Listen(cfg.Socket)
 	if err != nil {
@@ -82,8 +89,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		ln.Close()
 		return err
 	}
+	// After the supervisor: a firing missed while the daemon was down may start a run.
+	if err := mgr.Start(agentsCtx); err != nil {
+		ln.Close()
+		return err
+	}
 	srv := &http.Server{
-		Handler:           api.NewHandler(sup, log),
+		Handler:           api.NewHandler(service{sup, mgr}, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
@@ -104,6 +116,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		}
 	}
 	log.Info("agentd shutting down")
+	mgr.Stop() // no new runs; each schedule's last fire time stored for the restart
 	stopAgents()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -112,6 +125,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	os.Remove(cfg.Socket)
 	log.Info("agentd stopped")
 	return runErr
+}
+
+// service is the local API: the supervisor serves the agents, the manager the schedules.
+type service struct {
+	api.AgentService
+	api.ScheduleService
 }
 
 // checkComponents refuses component names in config that name no component.

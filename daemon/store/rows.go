@@ -114,18 +114,24 @@ func (t *Tx) DeleteAgent(id string) error {
 	return nil
 }
 
-// StartRun records a new run.
+// StartRun records a new run. It notes the agent's token total, so the run's own tokens
+// are known when it ends.
 func (t *Tx) StartRun(id, agentID, task string) error {
-	_, err := t.exec(`INSERT INTO runs (id, agent_id, task, started_at) VALUES (?,?,?,?)`, id, agentID, task, ms(t.now))
+	_, err := t.exec(`INSERT INTO runs (id, agent_id, task, started_at, tokens_base) VALUES (?,?,?,?,
+		COALESCE((SELECT prompt_tokens+eval_tokens FROM agents WHERE id=?), 0))`, id, agentID, task, ms(t.now), agentID)
 	if err != nil {
 		return fmt.Errorf("store: start run: %w", err)
 	}
 	return nil
 }
 
-// EndRun records how a run ended; a run already ended keeps its first outcome.
+// EndRun records how a run ended, with its steps and tokens as the agent's row has them;
+// a run already ended keeps its first outcome.
 func (t *Tx) EndRun(id, outcome, reason string) error {
-	_, err := t.exec(`UPDATE runs SET ended_at=?, outcome=?, reason=? WHERE id=? AND ended_at IS NULL`, ms(t.now), outcome, reason, id)
+	_, err := t.exec(`UPDATE runs SET ended_at=?, outcome=?, reason=?,
+		steps=COALESCE((SELECT step FROM agents WHERE agents.id=runs.agent_id), 0),
+		tokens=COALESCE((SELECT prompt_tokens+eval_tokens FROM agents WHERE agents.id=runs.agent_id), 0)-tokens_base
+		WHERE id=? AND ended_at IS NULL`, ms(t.now), outcome, reason, id)
 	if err != nil {
 		return fmt.Errorf("store: end run: %w", err)
 	}

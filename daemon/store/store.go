@@ -1,5 +1,5 @@
-// Package store is agentd's source of truth: agents, runs, proposals, decisions, episodes and
-// the audit log in one SQLite file (WAL, synchronous=FULL).
+// Package store is agentd's source of truth: agents, runs, proposals, decisions, episodes,
+// schedules and the audit log in one SQLite file (WAL, synchronous=FULL).
 //
 // Every state change the agent cycle makes is one transaction here, so a kill -9 at any point
 // leaves either the old state or the new one. The memory index and everything in RAM can be
@@ -148,6 +148,55 @@ var migrations = []string{
 	);
 	ALTER TABLE decisions ADD COLUMN scope TEXT NOT NULL DEFAULT '';
 	ALTER TABLE decisions ADD COLUMN pattern TEXT NOT NULL DEFAULT '';`,
+	// issue 6: schedules. A schedule targets an existing agent (agent_id) or makes a fresh
+	// one per run from a template; schedule_runs has one row per firing. Runs get budgets
+	// (0 = none) and their step and token counts, written when they end.
+	`CREATE TABLE schedules (
+		id TEXT PRIMARY KEY,
+		name TEXT NOT NULL UNIQUE,
+		spec TEXT NOT NULL,
+		time_zone TEXT NOT NULL DEFAULT '',
+		agent_id TEXT NOT NULL DEFAULT '',
+		template TEXT NOT NULL DEFAULT '',
+		description TEXT NOT NULL DEFAULT '',
+		goal TEXT NOT NULL,
+		autonomy TEXT NOT NULL DEFAULT 'ask' CHECK (autonomy IN ('ask','auto','patterns')),
+		auto_steps INTEGER NOT NULL DEFAULT 0,
+		allow TEXT NOT NULL DEFAULT '[]',
+		max_steps INTEGER NOT NULL DEFAULT 0,
+		max_tokens INTEGER NOT NULL DEFAULT 0,
+		max_wall_ms INTEGER NOT NULL DEFAULT 0,
+		delivery TEXT NOT NULL DEFAULT 'agentctl',
+		concurrency TEXT NOT NULL DEFAULT 'skip',
+		missed TEXT NOT NULL DEFAULT 'skip',
+		paused INTEGER NOT NULL DEFAULT 0,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL,
+		last_fired INTEGER NOT NULL DEFAULT 0,
+		CHECK ((agent_id = '') <> (template = ''))
+	);
+	CREATE TABLE schedule_runs (
+		id TEXT PRIMARY KEY,
+		schedule_id TEXT NOT NULL REFERENCES schedules(id) ON DELETE CASCADE,
+		scheduled_at INTEGER NOT NULL,
+		started_at INTEGER NOT NULL DEFAULT 0,
+		ended_at INTEGER NOT NULL DEFAULT 0,
+		manual INTEGER NOT NULL DEFAULT 0,
+		outcome TEXT NOT NULL,
+		reason TEXT NOT NULL DEFAULT '',
+		agent_id TEXT NOT NULL DEFAULT '',
+		run_id TEXT NOT NULL DEFAULT '',
+		steps INTEGER NOT NULL DEFAULT 0,
+		tokens INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX schedule_runs_schedule ON schedule_runs(schedule_id, scheduled_at);
+	CREATE INDEX schedule_runs_run ON schedule_runs(run_id) WHERE run_id <> '';
+	ALTER TABLE runs ADD COLUMN max_steps INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN max_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN max_wall_ms INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN tokens_base INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN steps INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE runs ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -121,6 +121,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{}, {"nope"}, {"approve"}, {"approve", "a", "b"}, {"approve", "a", "-n", "0"}, {"ls", "--bogus"},
 		{"run"}, {"create", "--name", "x"}, {"create", "--name", "x", "--role", "r", "--start"},
 		{"feedback", "a"}, {"answer"}, {"task", "a"}, {"help", "nope"},
+		{"schedule"}, {"schedule", "show"}, {"schedule", "add", "x"}, {"schedule", "add", "x", "@daily"}, {"schedule", "history", "x", "-n", "-1"},
 	} {
 		t.Run(strings.Join(append([]string{"args"}, args...), "_"), func(t *testing.T) {
 			r := runCLI(t, "", append([]string{"--socket", "/nonexistent/agentd.sock"}, args...)...)
@@ -133,7 +134,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 
 func TestHelpForEveryCommand(t *testing.T) {
 	for _, name := range []string{"status", "run", "create", "ls", "show", "follow", "approve", "deny",
-		"feedback", "answer", "task", "pause", "resume", "stop", "rm", "history", "help"} {
+		"feedback", "answer", "task", "pause", "resume", "stop", "rm", "history", "schedule", "help"} {
 		t.Run(name, func(t *testing.T) {
 			h := runCLI(t, "", "help", name)
 			dash := runCLI(t, "", name, "-h")

@@ -178,6 +178,7 @@ func (f *fakeDaemon) routes() http.Handler {
 		}}, nil
 	})
 	mux.HandleFunc("GET /v0/agents/{ref}/events", f.eventStream)
+	f.scheduleRoutes(handle)
 	return mux
 }
 

@@ -1,0 +1,428 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var scheduleCmd = &command{
+	name:  "schedule",
+	args:  "add|ls|show|rm|pause|resume|run-now|history [ARGS] [--json]",
+	short: "recurring goals: cron schedules that wake agents",
+	long: `A schedule gives an agent a goal on a timetable: "every weekday at 9, summarize what
+changed in ~/notes". Each time it fires, either an existing agent gets the goal as a new
+task, or (with --template) a fresh agent is created for the run. Every firing is recorded:
+run, finished, failed, budget exhausted, skipped (the last run was still going) or missed
+(agentd was not running then).
+
+  agentctl schedule add NAME SPEC --goal TEXT (--agent AGENT | --template PREFIX) [flags]
+  agentctl schedule ls                  every schedule with its next fire time
+  agentctl schedule show NAME           settings, status, next fire times, recent runs
+  agentctl schedule history NAME        every firing and how its run ended
+  agentctl schedule run-now NAME        fire it now (paused or not)
+  agentctl schedule pause NAME          stop it firing; resume NAME starts it again
+  agentctl schedule rm NAME             remove it and its records (runs going on stay)
+
+SPEC is a cron spec in quotes: five fields, minute hour day-of-month month day-of-week.
+  "0 9 * * 1-5"                     every weekday at 09:00
+  "*/30 * * * *"                    every 30 minutes
+  "0 18 * * fri"                    Fridays at 18:00
+  "@every 90m"                      every 90 minutes, counted from when it was added
+  "@daily", "@weekly", "@hourly"    at midnight, Sunday midnight, every hour
+  "CRON_TZ=Europe/Berlin 30 2 * * *"   02:30 Berlin time, whatever agentd's zone
+Times are agentd's local time unless the spec starts with CRON_TZ= or --tz is given.
+A time skipped by a daylight-saving jump (02:30 on the spring-forward night) runs at
+the first minute after the jump; a time repeated in autumn runs once. add prints the
+next five fire times, so you can check a spec before it matters.
+
+Autonomy (what runs without you):
+  --autonomy ask        every proposal waits for you (the default): see agentctl ls
+  --autonomy auto --steps N   the first N proposals run unasked (N defaults to --max-steps)
+  --allow PATTERN       only proposals matching the permission pattern run unasked,
+                        e.g. --allow 'read_file(*)' --allow 'write_file(digest.md)'
+Budgets stop a run cleanly (outcome budget_exhausted): --max-steps, --max-tokens, --max-time.
+Execute commands (shells) always ask unless an --allow pattern names them.
+
+Examples:
+  agentctl schedule add notes-digest "0 9 * * 1-5" --template digest \
+      --goal "summarize what changed in ~/notes into digest.md" \
+      --autonomy auto --max-steps 10 --max-time 15m
+  agentctl schedule add tidy "@every 90m" --agent janitor --goal "tidy the inbox folder" \
+      --allow 'list_folder(*)' --allow 'read_file(*)'
+  agentctl schedule add backup "CRON_TZ=Europe/Berlin 30 2 * * *" --agent ops \
+      --goal "check last night's backup log" --missed run_once
+
+Results and pending approvals are seen with agentctl (ls, show, follow); chat delivery to
+Slack or Discord channels comes with the chat bots.`,
+	run: (*app).runSchedule,
+}
+
+// scheduleActions are schedule's sub-commands.
+var scheduleActions = map[string]func(a *app, ctx context.Context, args []string) error{
+	"add": (*app).scheduleAdd, "ls": (*app).scheduleLs, "show": (*app).scheduleShow, "rm": (*app).scheduleRm,
+	"pause": (*app).schedulePause, "resume": (*app).scheduleResume, "run-now": (*app).scheduleRunNow,
+	"history": (*app).scheduleHistory,
+}
+
+func (a *app) runSchedule(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("missing what to do: add, ls, show, rm, pause, resume, run-now or history")
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		a.printHelp(a.stdout, a.cmd, nil)
+		return errHelpShown
+	}
+	fn := scheduleActions[args[0]]
+	if fn == nil {
+		return usagef("unknown schedule action %q: use add, ls, show, rm, pause, resume, run-now or history", args[0])
+	}
+	return fn(a, ctx, args[1:])
+}
+
+// scheduleErr passes the daemon's error on: its messages name the schedule and how to
+// find one (see agentctl schedule ls).
+func scheduleErr(_ string, err error) error { return err }
+
+// parseSchedule parses an action that takes exactly one schedule NAME.
+func (a *app) parseSchedule(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return "", err
+	}
+	switch len(pos) {
+	case 0:
+		return "", usagef("missing NAME (a schedule's name or id; see agentctl schedule ls)")
+	case 1:
+		return pos[0], nil
+	}
+	return "", usagef("too many arguments: want one schedule NAME, got %q", pos)
+}
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+func (a *app) scheduleAdd(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	var req client.ScheduleRequest
+	var allow listFlag
+	fs.StringVar(&req.Goal, "goal", "", "`TEXT`: what each run should do (required)")
+	fs.StringVar(&req.Agent, "agent", "", "give the goal to this existing `AGENT` each time")
+	fs.StringVar(&req.Template, "template", "", "create a fresh agent named `PREFIX`-xxxxxx for each run")
+	fs.StringVar(&req.Description, "description", "", "`TEXT`: the template agents' role, one sentence")
+	fs.StringVar(&req.TimeZone, "tz", "", "read the spec in this IANA time `ZONE` (e.g. America/New_York)")
+	fs.StringVar(&req.Autonomy.Mode, "autonomy", "", "`MODE`: ask, auto or patterns (default ask; auto with --steps, patterns with --allow)")
+	fs.IntVar(&req.Autonomy.Steps, "steps", 0, "with auto: how many (`N`) proposals run without asking (default --max-steps)")
+	fs.Var(&allow, "allow", "a permission `PATTERN` whose matches run unasked (repeatable)")
+	fs.IntVar(&req.Budget.MaxSteps, "max-steps", 0, "stop each run after `N` steps")
+	fs.Int64Var(&req.Budget.MaxTokens, "max-tokens", 0, "stop each run after `N` model tokens")
+	fs.StringVar(&req.Budget.MaxTime, "max-time", "", "stop each run after this `DURATION` (e.g. 15m)")
+	fs.StringVar(&req.Concurrency, "concurrency", "", "`POLICY` while the last run still goes: skip (default), queue or parallel")
+	fs.StringVar(&req.Missed, "missed", "", "`POLICY` for firings missed while agentd was down: skip (default), run_once or run_if_within=DURATION")
+	fs.StringVar(&req.Delivery, "delivery", "", "`WHERE` results and approvals go: agentctl (the only one for now)")
+	fs.BoolVar(&req.Paused, "paused", false, "add it paused")
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usagef(`want NAME and SPEC (quote the spec: "0 9 * * 1-5"), got %q`, pos)
+	}
+	req.Name, req.Spec = pos[0], pos[1]
+	if strings.TrimSpace(req.Goal) == "" {
+		return usagef("missing --goal: what should each run do?")
+	}
+	req.Autonomy.Allow = allow
+	if req.Autonomy.Mode == "" {
+		switch {
+		case len(allow) > 0:
+			req.Autonomy.Mode = client.AutonomyPatterns
+		case req.Autonomy.Steps > 0:
+			req.Autonomy.Mode = client.AutonomyAuto
+		}
+	}
+	s, err := a.api().AddSchedule(ctx, req)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(s)
+	}
+	fmt.Fprintf(a.stdout, "schedule %s added: %s (%s)\n", s.Name, s.Spec, s.TimeZone)
+	writeNextTimes(a.stdout, s)
+	return nil
+}
+
+// zoneOf is the schedule's zone, for showing its times as its owner reads them.
+func zoneOf(s *client.Schedule) *time.Location {
+	if loc, err := time.LoadLocation(s.TimeZone); err == nil && s.TimeZone != "" {
+		return loc
+	}
+	return time.Local
+}
+
+func writeNextTimes(w io.Writer, s *client.Schedule) {
+	switch {
+	case s.Paused:
+		fmt.Fprintln(w, "paused: it fires again after agentctl schedule resume "+s.Name)
+	case len(s.NextTimes) == 0:
+		fmt.Fprintln(w, "it will not fire again")
+	default:
+		fmt.Fprintln(w, "next fire times:")
+		for _, t := range s.NextTimes {
+			fmt.Fprintf(w, "  %s\n", t.In(zoneOf(s)).Format("Mon 2006-01-02 15:04 MST"))
+		}
+	}
+}
+
+func target(s *client.Schedule) string {
+	if s.Template != "" {
+		return "new agent " + s.Template + "-…"
+	}
+	return "agent " + s.Agent
+}
+
+func scheduleState(s *client.Schedule) string {
+	var parts []string
+	if s.Paused {
+		parts = append(parts, "paused")
+	}
+	if n := len(s.Running); n > 0 {
+		parts = append(parts, fmt.Sprintf("running (%d)", n))
+	}
+	if s.Queued {
+		parts = append(parts, "queued")
+	}
+	if len(parts) == 0 {
+		return "waiting"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (a *app) scheduleLs(ctx context.Context, args []string) error {
+	pos, err := a.parse(a.newFlagSet(), args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("schedule ls takes no arguments, got %q", pos)
+	}
+	list, err := a.api().Schedules(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		if list == nil {
+			list = []client.Schedule{}
+		}
+		return a.printJSON(list)
+	}
+	if len(list) == 0 {
+		a.note("no schedules: add one with agentctl schedule add (see agentctl help schedule)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSPEC\tZONE\tTARGET\tNEXT\tSTATE")
+	for i := range list {
+		s := &list[i]
+		next := "-"
+		if !s.Next.IsZero() {
+			next = s.Next.In(zoneOf(s)).Format("Mon 2006-01-02 15:04")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Spec, s.TimeZone, target(s), next, scheduleState(s))
+	}
+	return tw.Flush()
+}
+
+func (a *app) scheduleShow(ctx context.Context, args []string) error {
+	ref, err := a.parseSchedule(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	s, err := a.api().Schedule(ctx, ref)
+	if err != nil {
+		return scheduleErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(s)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "schedule %s (%s)\n", s.Name, s.ID)
+	fmt.Fprintf(w, "  spec:        %s (%s)\n", s.Spec, s.TimeZone)
+	fmt.Fprintf(w, "  target:      %s\n", target(s))
+	fmt.Fprintf(w, "  goal:        %s\n", oneParagraph(s.Goal))
+	fmt.Fprintf(w, "  autonomy:    %s\n", autonomyString(s.Autonomy, s.Budget))
+	fmt.Fprintf(w, "  budget:      %s\n", budgetString(s.Budget))
+	fmt.Fprintf(w, "  concurrency: %s; missed: %s; delivery: %s\n", s.Concurrency, s.Missed, s.Delivery)
+	fmt.Fprintf(w, "  status:      %s\n", scheduleState(s))
+	if len(s.Running) > 0 {
+		fmt.Fprintf(w, "  running:     %s\n", strings.Join(s.Running, ", "))
+	}
+	last := "-"
+	if !s.LastFired.IsZero() {
+		last = s.LastFired.In(zoneOf(s)).Format("Mon 2006-01-02 15:04 MST")
+	}
+	fmt.Fprintf(w, "  last fired:  %s\n", last)
+	writeNextTimes(w, s)
+	runs, err := a.api().ScheduleHistory(ctx, s.ID, 5)
+	if err != nil {
+		return err
+	}
+	if len(runs) > 0 {
+		fmt.Fprintln(w, "recent runs (agentctl schedule history "+s.Name+" for all):")
+		writeRuns(w, runs)
+	}
+	return nil
+}
+
+func autonomyString(au client.Autonomy, b client.Budget) string {
+	switch au.Mode {
+	case client.AutonomyAuto:
+		n := au.Steps
+		if n == 0 {
+			n = b.MaxSteps
+		}
+		return fmt.Sprintf("auto (the first %d proposals run without asking)", n)
+	case client.AutonomyPatterns:
+		return "proposals matching " + strings.Join(au.Allow, " ") + " run without asking; the rest ask"
+	}
+	return "ask before every command"
+}
+
+func budgetString(b client.Budget) string {
+	var parts []string
+	if b.MaxSteps > 0 {
+		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))
+	}
+	if b.MaxTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens", b.MaxTokens))
+	}
+	if b.MaxTime != "" {
+		parts = append(parts, b.MaxTime)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ") + " per run"
+}
+
+func writeRuns(w io.Writer, runs []client.ScheduleRun) {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  SCHEDULED\tOUTCOME\tSTEPS\tTOKENS\tAGENT\tREASON")
+	for _, r := range runs {
+		when := formatTime(r.Scheduled)
+		if r.Manual {
+			when += " (run-now)"
+		}
+		agent := r.AgentID
+		if agent == "" {
+			agent = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\n", when, r.Outcome, r.Steps, r.Tokens, agent, truncate(oneParagraph(r.Reason), 100))
+	}
+	tw.Flush()
+}
+
+func (a *app) scheduleHistory(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	limit := fs.Int("n", 0, "show only the newest `N` records")
+	ref, err := a.parseSchedule(fs, args)
+	if err != nil {
+		return err
+	}
+	if *limit < 0 {
+		return usagef("-n %d: want a number of records, 1 or more", *limit)
+	}
+	runs, err := a.api().ScheduleHistory(ctx, ref, *limit)
+	if err != nil {
+		return scheduleErr(ref, err)
+	}
+	if a.json {
+		if runs == nil {
+			runs = []client.ScheduleRun{}
+		}
+		return a.printJSON(runs)
+	}
+	if len(runs) == 0 {
+		a.note("schedule %s has not fired yet", ref)
+		return nil
+	}
+	writeRuns(a.stdout, runs)
+	return nil
+}
+
+func (a *app) scheduleRm(ctx context.Context, args []string) error {
+	ref, err := a.parseSchedule(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	if err := a.api().RemoveSchedule(ctx, ref); err != nil {
+		return scheduleErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(map[string]string{"removed": ref})
+	}
+	fmt.Fprintf(a.stdout, "schedule %s removed\n", ref)
+	return nil
+}
+
+func (a *app) schedulePause(ctx context.Context, args []string) error {
+	return a.scheduleChange(ctx, args, (*client.Client).PauseSchedule)
+}
+
+func (a *app) scheduleResume(ctx context.Context, args []string) error {
+	return a.scheduleChange(ctx, args, (*client.Client).ResumeSchedule)
+}
+
+func (a *app) scheduleChange(ctx context.Context, args []string, fn func(*client.Client, context.Context, string) (*client.Schedule, error)) error {
+	ref, err := a.parseSchedule(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	s, err := fn(a.api(), ctx, ref)
+	if err != nil {
+		return scheduleErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(s)
+	}
+	fmt.Fprintf(a.stdout, "schedule %s: %s\n", s.Name, scheduleState(s))
+	writeNextTimes(a.stdout, s)
+	return nil
+}
+
+func (a *app) scheduleRunNow(ctx context.Context, args []string) error {
+	ref, err := a.parseSchedule(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	r, err := a.api().RunSchedule(ctx, ref)
+	if err != nil {
+		return scheduleErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(r)
+	}
+	switch {
+	case r.RunID != "":
+		fmt.Fprintf(a.stdout, "schedule %s fired: run %s on agent %s\n", ref, r.RunID, r.AgentID)
+		a.note("watch it with: agentctl follow %s", r.AgentID)
+	case r.Reason != "":
+		fmt.Fprintf(a.stdout, "schedule %s fired: %s: %s\n", ref, r.Outcome, r.Reason)
+	default:
+		fmt.Fprintf(a.stdout, "schedule %s fired: %s\n", ref, r.Outcome)
+	}
+	if r.Outcome == "failed" {
+		return fmt.Errorf("the run could not start: %s", r.Reason)
+	}
+	return nil
+}

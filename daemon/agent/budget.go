@@ -1,0 +1,263 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Budget bounds one run; a zero field sets no bound. A run that reaches one stops
+// cleanly: its proposal (if any) is superseded, the agent goes idle, and the run ends
+// with the outcome budget_exhausted and a reason naming the budget.
+type Budget struct {
+	MaxSteps  int           // proposals the run may make
+	MaxTokens int64         // model tokens (prompt and reply) over the run
+	MaxWall   time.Duration // wall time from the run's start
+}
+
+// IsZero reports whether b bounds nothing.
+func (b Budget) IsZero() bool { return b == Budget{} }
+
+// RunOptions are what a run started by the daemon itself (a schedule, later any caller
+// of StartTask or CreateRun) carries beyond its task.
+type RunOptions struct {
+	Budget Budget
+	// Policy, when set, replaces the agent's policy for the run.
+	Policy *client.Policy
+	// Allow are permission patterns stored for the agent (like `agentctl policy allow`).
+	Allow []string
+	// By names who started the run, for the audit log and stored patterns.
+	By string
+}
+
+// RunEnd is how a run ended, as Options.OnRunEnd sees it.
+type RunEnd struct {
+	RunID, AgentID string
+	// Outcome is the run's outcome as stored: finished, denied, stopped,
+	// budget_exhausted, or removed (the agent was deleted).
+	Outcome, Reason string
+	Steps           int
+	Tokens          int64
+}
+
+// Outcomes of runs the supervisor records; the others are set where runs end.
+const (
+	OutcomeBudgetExhausted = "budget_exhausted"
+	OutcomeRemoved         = "removed"
+)
+
+// runBudget is a budget cached for a run in progress, so the step path checks it
+// without a query: the agent row it reads anyway has the step and token counts.
+type runBudget struct {
+	Budget
+	agentID    string
+	start      time.Time
+	tokensBase int64 // the agent's token total when the run started
+	timer      *time.Timer
+}
+
+// overTime returns why the run is out of wall time, or "".
+func (b *runBudget) overTime(now time.Time) string {
+	if b.MaxWall > 0 && now.Sub(b.start) >= b.MaxWall {
+		return fmt.Sprintf("the run used its time budget of %v", b.MaxWall)
+	}
+	return ""
+}
+
+// overCount returns why the run may not make another proposal, or "".
+func (b *runBudget) overCount(a *store.Agent) string {
+	if b.MaxSteps > 0 && a.Step >= b.MaxSteps {
+		return fmt.Sprintf("the run made %d steps, its step budget", a.Step)
+	}
+	if used := a.PromptTokens + a.EvalTokens - b.tokensBase; b.MaxTokens > 0 && used >= b.MaxTokens {
+		return fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)
+	}
+	return ""
+}
+
+// setBudget caches runID's budget and arms its wall-time timer.
+func (s *Supervisor) setBudget(runID, agentID string, b Budget, start time.Time, tokensBase int64) {
+	if b.IsZero() {
+		return
+	}
+	rb := &runBudget{Budget: b, agentID: agentID, start: start, tokensBase: tokensBase}
+	if b.MaxWall > 0 {
+		rb.timer = time.AfterFunc(max(time.Until(start.Add(b.MaxWall)), 0), func() { s.timeUp(runID) })
+	}
+	s.budgetMu.Lock()
+	if old := s.budgets[runID]; old != nil && old.timer != nil {
+		old.timer.Stop()
+	}
+	s.budgets[runID] = rb
+	s.budgetMu.Unlock()
+}
+
+func (s *Supervisor) budgetOf(runID string) *runBudget {
+	s.budgetMu.Lock()
+	defer s.budgetMu.Unlock()
+	return s.budgets[runID]
+}
+
+func (s *Supervisor) dropBudget(runID string) {
+	s.budgetMu.Lock()
+	if b := s.budgets[runID]; b != nil && b.timer != nil {
+		b.timer.Stop()
+	}
+	delete(s.budgets, runID)
+	s.budgetMu.Unlock()
+}
+
+// timeUp interrupts a run out of wall time: a model call or a command in flight is
+// cancelled, and the loop, woken, ends the run.
+func (s *Supervisor) timeUp(runID string) {
+	b := s.budgetOf(runID)
+	if b == nil {
+		return
+	}
+	r := s.runner(b.agentID)
+	r.mu.Lock()
+	r.cancelAll()
+	r.mu.Unlock()
+	s.kick(b.agentID)
+}
+
+// loadBudgets caches the budgets of runs in progress (at start).
+func (s *Supervisor) loadBudgets(ctx context.Context) error {
+	var runs []store.Run
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.BudgetedRuns(); return err })
+	for _, r := range runs {
+		s.setBudget(r.ID, r.AgentID, Budget{MaxSteps: r.MaxSteps, MaxTokens: r.MaxTokens, MaxWall: r.MaxWall}, r.Started, r.TokensBase)
+	}
+	return err
+}
+
+// exhaust ends the agent's run runID because a budget ran out. Like Stop, an open
+// proposal is superseded and a question withdrawn; the agent goes idle.
+func (r *runner) exhaust(ctx context.Context, runID, why string) {
+	var v *client.Agent
+	r.mu.Lock()
+	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(r.id)
+		if err != nil {
+			return err
+		}
+		if a.RunID != runID || !active(a.State) {
+			return nil // ended or replaced meanwhile
+		}
+		if p, err := tx.OpenProposal(a.ID); err == nil && p.Status != client.ProposalStarted {
+			if _, err := tx.SetProposalStatus(p.ID, client.ProposalSuperseded, nil, p.Status); err != nil {
+				return err
+			}
+		} else if err == nil {
+			msg := "withdrawn: the run's budget ran out"
+			if _, err := tx.SetProposalStatus(p.ID, client.ProposalFailed, &msg, client.ProposalStarted); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err := tx.ClearQuestions(a.ID); err != nil {
+			return err
+		}
+		if err := tx.EndRun(runID, OutcomeBudgetExhausted, why); err != nil {
+			return err
+		}
+		a.State, a.StateReason = client.StateIdle, "budget exhausted: "+why
+		a.Policy.AutoSteps = 0
+		if a.Policy.Mode == "auto" {
+			a.Policy.Mode = "ask"
+		}
+		tx.Audit(a.ID, OutcomeBudgetExhausted, map[string]string{"run": runID, "reason": why})
+		if err := tx.UpdateAgent(a); err != nil {
+			return err
+		}
+		v = known(a, nil, nil)
+		return nil
+	})
+	if err == nil && v != nil {
+		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
+		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: r.id, Agent: v, Message: v.StateReason})
+	}
+	r.mu.Unlock()
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			r.s.log.Error("ending a run over budget", "agent", r.id, "run", runID, "err", err)
+			r.sleep(ctx, time.Second)
+		}
+		return
+	}
+	if v != nil {
+		r.s.log.Info("run stopped: budget exhausted", "agent", r.id, "run", runID, "reason", why)
+		r.s.runEnded(runID)
+	}
+}
+
+// runEnded forgets an ended run's budget and tells Options.OnRunEnd how it ended.
+// Called after the end is committed, holding no lock.
+func (s *Supervisor) runEnded(runID string) {
+	s.dropBudget(runID)
+	if s.opt.OnRunEnd == nil || runID == "" {
+		return
+	}
+	var run *store.Run
+	err := s.st.View(context.Background(), func(tx *store.Tx) (err error) { run, err = tx.Run(runID); return err })
+	if err != nil {
+		s.log.Warn("reading an ended run", "run", runID, "err", err)
+		return
+	}
+	s.opt.OnRunEnd(RunEnd{RunID: run.ID, AgentID: run.AgentID, Outcome: run.Outcome, Reason: run.Reason, Steps: run.Steps, Tokens: run.Tokens})
+}
+
+// checkRunOptions validates opt and returns its patterns in canonical form.
+func checkRunOptions(opt *RunOptions) ([]string, error) {
+	b := opt.Budget
+	if b.MaxSteps < 0 || b.MaxTokens < 0 || b.MaxWall < 0 {
+		return nil, badRequest("budgets cannot be negative")
+	}
+	if opt.Policy != nil {
+		if err := checkPolicy(*opt.Policy); err != nil {
+			return nil, err
+		}
+	}
+	var pats []string
+	for _, p := range opt.Allow {
+		pat, err := permission.Parse(p)
+		if err != nil {
+			return nil, badRequest("allow pattern: %v", err)
+		}
+		pats = append(pats, pat.String())
+	}
+	return pats, nil
+}
+
+// applyRunOptions stores the run's budget and the agent's patterns in tx.
+func applyRunOptions(tx *store.Tx, a *store.Agent, opt *RunOptions, pats []string) error {
+	if !opt.Budget.IsZero() {
+		if err := tx.SetRunBudget(a.RunID, opt.Budget.MaxSteps, opt.Budget.MaxTokens, opt.Budget.MaxWall); err != nil {
+			return err
+		}
+	}
+	for _, p := range pats {
+		if _, err := tx.AddPermission(a.ID, "allow", p, opt.By); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartTask gives an idle agent a task, like Task, with a budget, a policy and patterns
+// for the run. It returns the agent with its new RunID.
+func (s *Supervisor) StartTask(ctx context.Context, ref, task string, opt RunOptions) (*client.Agent, error) {
+	return s.task(ctx, ref, task, &opt)
+}
+
+// CreateRun creates an agent, like CreateAgent, and starts its run with opt. req must
+// start a run (a task or goals, Start not false).
+func (s *Supervisor) CreateRun(ctx context.Context, req client.CreateAgentRequest, opt RunOptions) (*client.Agent, error) {
+	return s.createAgent(ctx, req, &opt)
+}

@@ -1,0 +1,200 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// runEnds collects what Options.OnRunEnd is told.
+type runEnds struct {
+	mu   sync.Mutex
+	ends []RunEnd
+}
+
+func (e *runEnds) hook(o *Options) { o.OnRunEnd = e.add }
+
+func (e *runEnds) add(r RunEnd) {
+	e.mu.Lock()
+	e.ends = append(e.ends, r)
+	e.mu.Unlock()
+}
+
+func (e *runEnds) wait(t *testing.T, runID string) RunEnd {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		e.mu.Lock()
+		for _, r := range e.ends {
+			if r.RunID == runID {
+				e.mu.Unlock()
+				return r
+			}
+		}
+		e.mu.Unlock()
+	}
+	t.Fatalf("run %s never reported its end", runID)
+	return RunEnd{}
+}
+
+// listForever makes the fake model propose list_folder with new args every step.
+func listForever(h *harness) {
+	var mu sync.Mutex
+	n := 0
+	h.fake.SetDefault(func(*api.ChatRequest) string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return reply("list_folder", map[string]string{"path": "." + strings.Repeat("/.", n)})
+	})
+}
+
+func TestStepBudgetEndsRun(t *testing.T) {
+	var ends runEnds
+	h := newHarness(t, ends.hook)
+	listForever(h)
+	a, err := h.sup.CreateRun(context.Background(),
+		client.CreateAgentRequest{Name: "nightly", Description: "a test agent", Task: "look around"},
+		RunOptions{Budget: Budget{MaxSteps: 3}, Policy: &client.Policy{Mode: "auto", AutoSteps: 3}, By: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := ends.wait(t, a.RunID)
+	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 3 || end.Tokens <= 0 || !strings.Contains(end.Reason, "3 steps") {
+		t.Errorf("run end = %+v, want budget_exhausted after 3 steps with tokens counted", end)
+	}
+	got := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	if !strings.HasPrefix(got.StateReason, "budget exhausted: ") || got.Policy.Mode != "ask" || got.Pending != nil {
+		t.Errorf("agent after the budget ran out = %+v", got)
+	}
+	if n := len(h.history(a.ID)); n != 3 {
+		t.Errorf("%d episodes, want 3", n)
+	}
+	if n := len(h.fake.Requests()); n != 3 {
+		t.Errorf("%d model calls, want 3: the run must stop before a fourth", n)
+	}
+}
+
+func TestTokenBudgetEndsRun(t *testing.T) {
+	var ends runEnds
+	h := newHarness(t, ends.hook)
+	listForever(h)
+	a, err := h.sup.CreateRun(context.Background(),
+		client.CreateAgentRequest{Name: "thrifty", Description: "a test agent", Task: "look around"},
+		RunOptions{Budget: Budget{MaxTokens: 1}, Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := ends.wait(t, a.RunID)
+	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
+		t.Errorf("run end = %+v, want budget_exhausted after 1 step", end)
+	}
+}
+
+func TestWallBudgetCancelsModelCall(t *testing.T) {
+	var ends runEnds
+	h := newHarness(t, ends.hook)
+	h.fake.SetDelay(time.Minute) // the model never answers in time
+	a, err := h.sup.CreateRun(context.Background(),
+		client.CreateAgentRequest{Name: "slow", Description: "a test agent", Task: "look around"},
+		RunOptions{Budget: Budget{MaxWall: 150 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := ends.wait(t, a.RunID)
+	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 0 || !strings.Contains(end.Reason, "time budget of 150ms") {
+		t.Errorf("run end = %+v", end)
+	}
+	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+}
+
+func TestStartTaskBudgetAndPatterns(t *testing.T) {
+	var ends runEnds
+	h := newHarness(t, ends.hook)
+	a := h.create(client.CreateAgentRequest{Name: "keeper", Description: "d", Start: new(bool)})
+	ctx := context.Background()
+	_, err := h.sup.StartTask(ctx, "keeper", "go", RunOptions{Allow: []string{"read_file(unclosed"}})
+	if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "allow pattern") {
+		t.Fatalf("bad pattern: err = %v", err)
+	}
+	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("read_file", map[string]string{"path": "x"}) })
+	got, err := h.sup.StartTask(ctx, "keeper", "read x", RunOptions{Budget: Budget{MaxSteps: 1}, Allow: []string{"read_file(*)"}, By: "schedule s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, _ := h.sup.Policy(ctx, a.ID)
+	if len(pv.Permissions) != 1 || pv.Permissions[0].Pattern != "read_file(*)" || pv.Permissions[0].CreatedBy != "schedule s" {
+		t.Errorf("stored patterns = %+v", pv.Permissions)
+	}
+	end := ends.wait(t, got.RunID)
+	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 1 {
+		t.Errorf("run end = %+v, want budget_exhausted at 1 step (read_file ran by the pattern)", end)
+	}
+	// A busy agent refuses a new run, saying why.
+	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
+	if _, err := h.sup.StartTask(ctx, "keeper", "again", RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.pending(a.ID)
+	_, err = h.sup.StartTask(ctx, "keeper", "third", RunOptions{})
+	if !errors.Is(err, client.ErrConflict) {
+		t.Errorf("task for a busy agent: err = %v, want conflict", err)
+	}
+}
+
+func TestStopAndRemoveReportRunEnd(t *testing.T) {
+	var ends runEnds
+	h := newHarness(t, ends.hook)
+	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
+	ctx := context.Background()
+	for _, name := range []string{"stopped", "removed"} {
+		a, err := h.sup.CreateRun(ctx, client.CreateAgentRequest{Name: name, Description: "d", Task: "t"}, RunOptions{Budget: Budget{MaxSteps: 5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.pending(a.ID)
+		if name == "stopped" {
+			_, err = h.sup.Stop(ctx, a.ID)
+		} else {
+			err = h.sup.DeleteAgent(ctx, a.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := ends.wait(t, a.RunID)
+		want := map[string]string{"stopped": "stopped", "removed": OutcomeRemoved}[name]
+		if end.Outcome != want || end.Steps != 1 {
+			t.Errorf("%s: run end = %+v, want %s at step 1", name, end, want)
+		}
+		if h.sup.budgetOf(a.RunID) != nil {
+			t.Errorf("%s: the ended run's budget is still cached", name)
+		}
+	}
+}
+
+func TestBudgetSurvivesRestart(t *testing.T) {
+	var ends runEnds
+	h := newHarness(t, ends.hook)
+	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
+	a, err := h.sup.CreateRun(context.Background(), client.CreateAgentRequest{Name: "durable", Description: "d", Task: "t"},
+		RunOptions{Budget: Budget{MaxSteps: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.pending(a.ID)
+	h.stop()
+	h.start()
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	end := ends.wait(t, a.RunID)
+	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 1 {
+		t.Errorf("run end after a restart = %+v", end)
+	}
+}

@@ -1,0 +1,261 @@
+package schedules
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ollama "github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/api"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// fakeClock is a schedule.Clock the test moves; timers fire when it passes them.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	at      time.Time
+	c       chan time.Time
+	stopped bool
+}
+
+func (t *fakeTimer) C() <-chan time.Time { return t.c }
+func (t *fakeTimer) Stop() bool          { t.stopped = true; return true }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) NewTimer(d time.Duration) schedule.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{at: c.now.Add(d), c: make(chan time.Time, 1)}
+	if d <= 0 {
+		t.c <- c.now
+	} else {
+		c.timers = append(c.timers, t)
+	}
+	return t
+}
+
+func (c *fakeClock) set(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = now
+	keep := c.timers[:0]
+	for _, t := range c.timers {
+		if !t.at.After(now) {
+			if !t.stopped {
+				t.c <- now
+			}
+		} else {
+			keep = append(keep, t)
+		}
+	}
+	c.timers = keep
+}
+
+// at is a fixed instant on 2026-11-23, a Monday, in UTC.
+func at(hour, min int) time.Time { return time.Date(2026, 11, 23, hour, min, 0, 0, time.UTC) }
+
+// harness is the daemon's scheduling path for real: a store in a temp dir, the supervisor
+// against the fake Ollama, a Manager on a fake clock, and the local API on a unix socket.
+type harness struct {
+	t      *testing.T
+	dir    string
+	fake   *ollamatest.Fake
+	st     *store.Store
+	sup    *agent.Supervisor
+	mgr    *Manager
+	clock  *fakeClock
+	c      *client.Client
+	cancel context.CancelFunc
+	mgrCtx context.CancelFunc
+}
+
+type service struct {
+	api.AgentService
+	api.ScheduleService
+}
+
+func newHarness(t *testing.T, now time.Time) *harness {
+	t.Helper()
+	h := &harness{t: t, dir: t.TempDir(), fake: ollamatest.NewFake(t), clock: &fakeClock{now: now}}
+	st, err := store.Open(context.Background(), filepath.Join(h.dir, "agentd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h.st = st
+	lc, err := llm.New(h.fake.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sup, err = agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: h.dir,
+		Commands: []string{"list_folder", "read_file", "write_file", "ask_user", "finish"},
+		Backoff:  func(int) time.Duration { return 20 * time.Millisecond },
+		OnRunEnd: func(e agent.RunEnd) { h.manager().RunEnded(e) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	if err := h.sup.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.startManager()
+
+	dir, err := os.MkdirTemp("", "sc") // unix socket paths are short
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s")
+	ln, err := api.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: api.NewHandler(service{h.sup, managerService{h}}, nil)}
+	go srv.Serve(ln)
+	h.c = &client.Client{Socket: sock}
+	t.Cleanup(func() {
+		srv.Close()
+		os.RemoveAll(dir)
+		h.stopManager()
+		cancel()
+		h.sup.Wait()
+	})
+	return h
+}
+
+var mgrMu sync.Mutex
+
+func (h *harness) manager() *Manager {
+	mgrMu.Lock()
+	defer mgrMu.Unlock()
+	return h.mgr
+}
+
+// managerService serves the API through whichever Manager runs now (they restart).
+type managerService struct{ h *harness }
+
+func (m managerService) Schedules(ctx context.Context) ([]client.Schedule, error) {
+	return m.h.manager().Schedules(ctx)
+}
+func (m managerService) Schedule(ctx context.Context, ref string) (*client.Schedule, error) {
+	return m.h.manager().Schedule(ctx, ref)
+}
+func (m managerService) AddSchedule(ctx context.Context, req client.ScheduleRequest) (*client.Schedule, error) {
+	return m.h.manager().AddSchedule(ctx, req)
+}
+func (m managerService) RemoveSchedule(ctx context.Context, ref string) error {
+	return m.h.manager().RemoveSchedule(ctx, ref)
+}
+func (m managerService) PauseSchedule(ctx context.Context, ref string) (*client.Schedule, error) {
+	return m.h.manager().PauseSchedule(ctx, ref)
+}
+func (m managerService) ResumeSchedule(ctx context.Context, ref string) (*client.Schedule, error) {
+	return m.h.manager().ResumeSchedule(ctx, ref)
+}
+func (m managerService) RunSchedule(ctx context.Context, ref string) (*client.ScheduleRun, error) {
+	return m.h.manager().RunSchedule(ctx, ref)
+}
+func (m managerService) ScheduleHistory(ctx context.Context, ref string, limit int) ([]client.ScheduleRun, error) {
+	return m.h.manager().ScheduleHistory(ctx, ref, limit)
+}
+
+func (h *harness) startManager() {
+	m := New(Options{Store: h.st, Agents: h.sup, Clock: h.clock, Local: time.UTC})
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := m.Start(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	mgrMu.Lock()
+	h.mgr, h.mgrCtx = m, cancel
+	mgrMu.Unlock()
+}
+
+// stopManager stops the Manager as the daemon does on shutdown.
+func (h *harness) stopManager() {
+	if m := h.manager(); m != nil && h.mgrCtx != nil {
+		m.Stop()
+		h.mgrCtx()
+		h.mgrCtx = nil
+	}
+}
+
+// add adds a schedule through the API.
+func (h *harness) add(req client.ScheduleRequest) *client.Schedule {
+	h.t.Helper()
+	s, err := h.c.AddSchedule(context.Background(), req)
+	if err != nil {
+		h.t.Fatalf("add %s: %v", req.Name, err)
+	}
+	return s
+}
+
+// waitHistory polls a schedule's records until cond holds.
+func (h *harness) waitHistory(ref, what string, cond func([]client.ScheduleRun) bool) []client.ScheduleRun {
+	h.t.Helper()
+	var runs []client.ScheduleRun
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		runs, err = h.c.ScheduleHistory(context.Background(), ref, 0)
+		if err == nil && cond(runs) {
+			return runs
+		}
+	}
+	h.t.Fatalf("timed out waiting for %s; history = %+v, err = %v", what, runs, err)
+	return nil
+}
+
+// outcomes returns the records' outcomes, oldest first.
+func outcomes(runs []client.ScheduleRun) string {
+	var out []string
+	for i := len(runs) - 1; i >= 0; i-- {
+		out = append(out, runs[i].Outcome)
+	}
+	return strings.Join(out, " ")
+}
+
+func reply(name string, args any) string {
+	b, _ := json.Marshal(map[string]any{
+		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "r", "self_criticism": "s", "plan": "p", "speak": "I will " + name},
+		"command":  map[string]any{"name": name, "args": args},
+	})
+	return string(b)
+}
+
+// listForever makes the model propose list_folder with new args every step.
+func (h *harness) listForever() {
+	var mu sync.Mutex
+	n := 0
+	h.fake.SetDefault(func(*ollama.ChatRequest) string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return reply("list_folder", map[string]string{"path": "." + strings.Repeat("/.", n)})
+	})
+}
+
+// finishAtOnce makes every run finish on its first step.
+func (h *harness) finishAtOnce() {
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("finish", map[string]string{"reason": "done"}) })
+}

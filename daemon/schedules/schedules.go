@@ -1,0 +1,264 @@
+// Package schedules puts recurring goals into the daemon: it keeps schedules in the store,
+// feeds them to package schedule's Scheduler, starts each firing's run through the agent
+// supervisor, and records every firing and every run's end in schedule_runs.
+//
+// It sits between daemon/schedule (specs, fire times, the firing loop; no I/O), daemon/store
+// and daemon/agent. The server creates a Manager, passes its RunEnded to the supervisor's
+// OnRunEnd, starts it after the supervisor and stops it first on shutdown. The Manager
+// serves the schedule half of the local API (api.ScheduleService).
+package schedules
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/api"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Agents is what the Manager needs of the agent supervisor.
+type Agents interface {
+	Agent(ctx context.Context, ref string) (*client.Agent, error)
+	StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error)
+	CreateRun(ctx context.Context, req client.CreateAgentRequest, opt agent.RunOptions) (*client.Agent, error)
+}
+
+var (
+	_ Agents              = (*agent.Supervisor)(nil)
+	_ api.ScheduleService = (*Manager)(nil)
+)
+
+// Options configure a Manager.
+type Options struct {
+	Store  *store.Store
+	Agents Agents
+	Clock  schedule.Clock // nil is the system clock
+	Log    *slog.Logger   // nil discards
+	// Grace is how late a firing may start and still count as on time (default 1m).
+	Grace time.Duration
+	// Local is the zone of specs that name none (default time.Local).
+	Local *time.Location
+}
+
+// Manager owns the daemon's schedules. Lifecycle: New, Start (loads the stored schedules;
+// firings missed while the daemon was down are handled by each one's missed-run policy),
+// the API methods at any time, RunEnded for every run that ends, Stop.
+type Manager struct {
+	st     *store.Store
+	agents Agents
+	clock  schedule.Clock
+	log    *slog.Logger
+	local  *time.Location
+	sched  *schedule.Scheduler
+
+	// loaded is closed when Start has added the stored schedules; API calls wait for it
+	// so none sees a half-loaded scheduler.
+	loaded   chan struct{}
+	loadOnce sync.Once
+}
+
+// New returns a Manager; call Start to load and fire the stored schedules.
+func New(opt Options) *Manager {
+	m := &Manager{st: opt.Store, agents: opt.Agents, clock: opt.Clock, log: opt.Log, local: opt.Local, loaded: make(chan struct{})}
+	if m.clock == nil {
+		m.clock = schedule.SystemClock{}
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	if m.local == nil {
+		m.local = time.Local
+	}
+	m.sched = schedule.New(schedule.Config{
+		Starter: schedule.StarterFunc(m.start), Recorder: schedule.RecorderFunc(m.record),
+		Clock: m.clock, Log: m.log, Grace: opt.Grace,
+	})
+	return m
+}
+
+// Start loads the stored schedules and starts the firing loop, which runs until ctx ends
+// or Stop. A stored schedule that no longer parses is logged and left out.
+func (m *Manager) Start(ctx context.Context) error {
+	defer m.loadOnce.Do(func() { close(m.loaded) })
+	var rows []*store.Schedule
+	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { rows, err = tx.Schedules(); return err }); err != nil {
+		return fmt.Errorf("schedules: loading: %w", err)
+	}
+	for _, row := range rows {
+		sc, err := m.toSchedule(row)
+		if err == nil {
+			err = m.sched.Add(sc)
+		}
+		if err != nil {
+			m.log.Error("schedule left out", "schedule", row.Name, "err", err)
+		}
+	}
+	m.log.Info("schedules loaded", "count", len(rows))
+	return m.sched.Start(ctx)
+}
+
+// Stop stops the firing loop and stores how far each schedule got, so a restart knows
+// which firings it missed. Runs in progress go on.
+func (m *Manager) Stop() {
+	m.sched.Stop()
+	err := m.st.Tx(context.Background(), func(tx *store.Tx) error {
+		for _, st := range m.sched.List() {
+			if err := tx.SetLastFired(st.ID, st.LastFired); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		m.log.Warn("schedules: storing last fire times", "err", err)
+	}
+}
+
+// location returns the zone a schedule's spec is read in when the spec names none.
+func (m *Manager) location(tz string) (*time.Location, error) {
+	if tz == "" || tz == "Local" {
+		return m.local, nil
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, fmt.Errorf("unknown time zone %q: use an IANA name such as Europe/Berlin", tz)
+	}
+	return loc, nil
+}
+
+// toSchedule turns a stored schedule into the Scheduler's view of it.
+func (m *Manager) toSchedule(row *store.Schedule) (schedule.Schedule, error) {
+	loc, err := m.location(row.TimeZone)
+	if err != nil {
+		return schedule.Schedule{}, err
+	}
+	spec, err := schedule.ParseIn(row.Spec, loc)
+	if err != nil {
+		return schedule.Schedule{}, err
+	}
+	missed, err := schedule.ParseMissedPolicy(row.Missed)
+	if err != nil {
+		return schedule.Schedule{}, err
+	}
+	return schedule.Schedule{ID: row.ID, Spec: spec, Paused: row.Paused, Concurrency: schedule.Concurrency(row.Concurrency),
+		Missed: missed, LastFired: row.LastFired}, nil
+}
+
+// start is the Starter: it gives the schedule's goal to its agent, or to a fresh agent
+// made from its template, with the schedule's autonomy and budgets.
+func (m *Manager) start(ctx context.Context, f schedule.Firing) (string, error) {
+	var row *store.Schedule
+	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = tx.Schedule(f.ScheduleID); return err }); err != nil {
+		return "", fmt.Errorf("reading the schedule: %w", err)
+	}
+	opt := runOptions(row)
+	var a *client.Agent
+	var err error
+	if row.Agent != "" {
+		a, err = m.agents.StartTask(ctx, row.Agent, row.Goal, opt)
+		if errors.Is(err, client.ErrNotFound) {
+			err = fmt.Errorf("its agent %s no longer exists: remove the schedule (agentctl schedule rm %s)", row.Agent, row.Name)
+		}
+	} else {
+		desc := row.Description
+		if desc == "" {
+			desc = "an autonomous assistant working on the recurring goal of schedule " + row.Name
+		}
+		a, err = m.agents.CreateRun(ctx, client.CreateAgentRequest{Name: row.Template + "-" + randHex(3), Description: desc, Task: row.Goal}, opt)
+	}
+	if err != nil {
+		return "", err
+	}
+	m.log.Info("scheduled run started", "schedule", row.Name, "firing", f.ID, "agent", a.Name, "run", a.RunID)
+	return a.RunID, nil
+}
+
+// runOptions maps a schedule's autonomy and budgets onto the run's options.
+func runOptions(row *store.Schedule) agent.RunOptions {
+	opt := agent.RunOptions{
+		Budget: agent.Budget{MaxSteps: row.Budget.MaxSteps, MaxTokens: row.Budget.MaxTokens, MaxWall: row.MaxWall},
+		Policy: &client.Policy{Mode: "ask"},
+		By:     "schedule " + row.Name,
+	}
+	switch row.Autonomy.Mode {
+	case client.AutonomyAuto:
+		steps := row.Autonomy.Steps
+		if steps == 0 {
+			steps = row.Budget.MaxSteps
+		}
+		opt.Policy = &client.Policy{Mode: "auto", AutoSteps: steps}
+	case client.AutonomyPatterns:
+		opt.Allow = row.Autonomy.Allow
+	}
+	return opt
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// record is the Recorder: one schedule_runs row per firing, and the schedule's last fire
+// time moved on by every firing that was not asked for by run-now.
+func (m *Manager) record(ctx context.Context, r schedule.Record) error {
+	return m.st.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.RecordScheduleRun(wireRun(r)); err != nil {
+			return err
+		}
+		if r.Manual {
+			return nil
+		}
+		return tx.SetLastFired(r.ScheduleID, r.Scheduled)
+	})
+}
+
+func wireRun(r schedule.Record) *client.ScheduleRun {
+	return &client.ScheduleRun{ID: r.ID, ScheduleID: r.ScheduleID, Scheduled: r.Scheduled, Started: r.Started, Ended: r.Ended,
+		Manual: r.Manual, Outcome: string(r.Outcome), Reason: r.Reason, RunID: r.RunID, Steps: r.Steps, Tokens: int64(r.Tokens)}
+}
+
+// RunEnded is the supervisor's OnRunEnd: it tells the Scheduler how a run ended (a queued
+// firing may start now) and records the end of a scheduled run the Scheduler no longer
+// tracks (one that was going when the daemon restarted). Other runs are ignored.
+func (m *Manager) RunEnded(end agent.RunEnd) {
+	res := result(end)
+	ctx := context.Background()
+	m.sched.RunEnded(ctx, end.RunID, res)
+	err := m.st.Tx(ctx, func(tx *store.Tx) error {
+		_, err := tx.EndScheduleRun(end.RunID, string(res.Outcome), res.Reason, res.Steps, int64(res.Tokens))
+		return err
+	})
+	if err != nil {
+		m.log.Warn("schedules: recording a run's end", "run", end.RunID, "err", err)
+	}
+}
+
+// result maps a run's stored outcome onto the schedule's outcomes.
+func result(end agent.RunEnd) schedule.Result {
+	res := schedule.Result{Outcome: schedule.OutcomeFailed, Reason: end.Reason, Steps: end.Steps, Tokens: int(end.Tokens)}
+	switch end.Outcome {
+	case "finished":
+		res.Outcome = schedule.OutcomeFinished
+	case agent.OutcomeBudgetExhausted:
+		res.Outcome = schedule.OutcomeBudgetExhausted
+	case "denied":
+		res.Reason = "the run was denied: " + end.Reason
+	case "stopped":
+		res.Reason = "the run was stopped: " + end.Reason
+	case agent.OutcomeRemoved:
+		res.Reason = "the run's agent was removed"
+	default:
+		res.Reason = end.Outcome + ": " + end.Reason
+	}
+	return res
+}

@@ -1,0 +1,311 @@
+package schedules
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	ollama "github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// A schedule fires on the injected clock; its run, in auto mode against the fake Ollama,
+// stops at its 3-step budget, and the run record says so.
+func TestFiringRunsWithinBudget(t *testing.T) {
+	h := newHarness(t, at(8, 59))
+	h.listForever()
+	s := h.add(client.ScheduleRequest{Name: "digest", Spec: "0 9 * * 1-5", Template: "digest", Goal: "summarize what changed",
+		Autonomy: client.Autonomy{Mode: "auto"}, Budget: client.Budget{MaxSteps: 3}})
+	if len(s.NextTimes) != 5 || !s.NextTimes[0].Equal(at(9, 0)) || !s.NextTimes[1].Equal(at(9, 0).AddDate(0, 0, 1)) {
+		t.Fatalf("next fire times = %v, want 5 weekdays at 09:00 from today", s.NextTimes)
+	}
+	h.clock.set(at(9, 0))
+	runs := h.waitHistory("digest", "a budget_exhausted run", func(r []client.ScheduleRun) bool {
+		return len(r) == 1 && r[0].Outcome == "budget_exhausted"
+	})
+	r := runs[0]
+	if r.Steps != 3 || r.Tokens <= 0 || r.RunID == "" || r.AgentID == "" || !r.Scheduled.Equal(at(9, 0)) || r.Ended.IsZero() ||
+		!strings.Contains(r.Reason, "3 steps") {
+		t.Errorf("run record = %+v, want 3 steps, tokens, its agent and run, ended", r)
+	}
+	a, err := h.c.Agent(context.Background(), r.AgentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(a.Name, "digest-") || a.State != client.StateIdle || !strings.Contains(a.StateReason, "budget exhausted") {
+		t.Errorf("the run's agent = %s %s (%s)", a.Name, a.State, a.StateReason)
+	}
+	if eps, _ := h.c.History(context.Background(), a.ID); len(eps) != 3 {
+		t.Errorf("%d episodes, want 3", len(eps))
+	}
+	got, err := h.c.Schedule(context.Background(), "digest")
+	if err != nil || !got.LastFired.Equal(at(9, 0)) || !got.Next.Equal(at(9, 0).AddDate(0, 0, 1)) || len(got.Running) != 0 {
+		t.Errorf("schedule after its run = %+v, %v", got, err)
+	}
+}
+
+// run-now gives an existing agent the goal; skip-if-running records a second firing as
+// skipped while the first run waits for a person.
+func TestRunNowExistingAgentSkipsWhileRunning(t *testing.T) {
+	h := newHarness(t, at(12, 0))
+	h.fake.SetDefault(func(*ollama.ChatRequest) string {
+		return reply("write_file", map[string]string{"path": "a", "contents": "b"})
+	})
+	ctx := context.Background()
+	if _, err := h.c.CreateAgent(ctx, client.CreateAgentRequest{Name: "keeper", Description: "keeps notes", Start: new(bool)}); err != nil {
+		t.Fatal(err)
+	}
+	h.add(client.ScheduleRequest{Name: "keep", Spec: "@daily", Agent: "keeper", Goal: "write a", Budget: client.Budget{MaxTime: "1h"}})
+	first, err := h.c.RunSchedule(ctx, "keep")
+	if err != nil || first.Outcome != "started" || first.RunID == "" || !first.Manual {
+		t.Fatalf("run-now = %+v, %v", first, err)
+	}
+	a, _ := h.c.Agent(ctx, "keeper")
+	if a.RunID != first.RunID || a.Task != "write a" {
+		t.Errorf("keeper's run = %s %q, want the firing's run with the goal", a.RunID, a.Task)
+	}
+	second, err := h.c.RunSchedule(ctx, "keep")
+	if err != nil || second.Outcome != "skipped" || !strings.Contains(second.Reason, "still running") {
+		t.Fatalf("second run-now while the first runs = %+v, %v; want skipped", second, err)
+	}
+	s, _ := h.c.Schedule(ctx, "keep")
+	if len(s.Running) != 1 || s.Running[0] != first.RunID {
+		t.Errorf("running = %v, want [%s]", s.Running, first.RunID)
+	}
+	// The person stops the run: its record says so.
+	if _, err := h.c.Stop(ctx, "keeper"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitHistory("keep", "the stopped run's end", func(r []client.ScheduleRun) bool {
+		for _, x := range r {
+			if x.ID == first.ID {
+				return x.Outcome == "failed" && strings.Contains(x.Reason, "stopped")
+			}
+		}
+		return false
+	})
+}
+
+// After downtime, missed firings are recorded as missed, and each missed-run policy runs
+// what it should.
+func TestRestartHandlesMissedFiringsPerPolicy(t *testing.T) {
+	h := newHarness(t, at(8, 30))
+	h.finishAtOnce()
+	for _, p := range []string{"skip", "run_once", "run_if_within=2h", "run_if_within=10m"} {
+		h.add(client.ScheduleRequest{Name: "m-" + strings.NewReplacer("=", "-").Replace(p), Spec: "0 * * * *", Template: "hourly",
+			Goal: "check", Missed: p, Autonomy: client.Autonomy{Mode: "auto", Steps: 1}})
+	}
+	h.stopManager() // the daemon goes down at 08:30…
+	h.clock.set(at(12, 30))
+	h.startManager() // …and comes back at 12:30: 09:00, 10:00, 11:00 and 12:00 were missed
+	want := map[string]string{
+		"m-skip":              "missed missed missed missed",
+		"m-run_once":          "missed missed missed finished",
+		"m-run_if_within-2h":  "missed missed missed finished",
+		"m-run_if_within-10m": "missed missed missed missed",
+	}
+	for name, w := range want {
+		runs := h.waitHistory(name, w, func(r []client.ScheduleRun) bool { return outcomes(r) == w })
+		if !runs[len(runs)-1].Scheduled.Equal(at(9, 0)) || !runs[0].Scheduled.Equal(at(12, 0)) {
+			t.Errorf("%s: records from %v to %v, want 09:00 to 12:00", name, runs[len(runs)-1].Scheduled, runs[0].Scheduled)
+		}
+		if strings.HasPrefix(w, "missed") && !strings.Contains(runs[len(runs)-1].Reason, "not running") {
+			t.Errorf("%s: missed reason = %q", name, runs[len(runs)-1].Reason)
+		}
+	}
+	// The next firing is on time again.
+	s, err := h.c.Schedule(context.Background(), "m-skip")
+	if err != nil || !s.Next.Equal(at(13, 0)) {
+		t.Errorf("next after the restart = %v, %v; want 13:00", s.Next, err)
+	}
+}
+
+// A scheduled run that was going when the daemon stopped has its end recorded after the
+// restart, though the new scheduler never started it.
+func TestRunEndAfterRestartIsRecorded(t *testing.T) {
+	h := newHarness(t, at(10, 0))
+	h.fake.SetDefault(func(*ollama.ChatRequest) string {
+		return reply("write_file", map[string]string{"path": "a", "contents": "b"})
+	})
+	h.add(client.ScheduleRequest{Name: "slow", Spec: "@daily", Template: "slow", Goal: "write"})
+	rec, err := h.c.RunSchedule(context.Background(), "slow")
+	if err != nil || rec.Outcome != "started" {
+		t.Fatalf("run-now = %+v, %v", rec, err)
+	}
+	h.stopManager()
+	h.startManager()
+	if _, err := h.c.Stop(context.Background(), rec.AgentID); err != nil {
+		t.Fatal(err)
+	}
+	h.waitHistory("slow", "the end of the run started before the restart", func(r []client.ScheduleRun) bool {
+		return len(r) == 1 && r[0].Outcome == "failed" && !r[0].Ended.IsZero()
+	})
+}
+
+// Every bad spec gets a 400 naming the problem, including inputs robfig/cron panics on;
+// the daemon stays up and stores nothing.
+func TestBadSpecsThroughAPI(t *testing.T) {
+	h := newHarness(t, at(10, 0))
+	ctx := context.Background()
+	corpus := map[string]string{
+		"TZ=0":                                  `unknown time zone "0"`,
+		"CRON_TZ=Asia/Tokyo":                    "nothing after CRON_TZ=Asia/Tokyo",
+		"TZ=":                                   "without a zone",
+		"CRON_TZ=Mars/Olympus 0 9 * * *":        `unknown time zone "Mars/Olympus"`,
+		"":                                      "is empty",
+		"   ":                                   "is empty",
+		"* * * *":                               "has 4 fields",
+		"* * * * * * *":                         "has 7 fields",
+		"61 * * * *":                            "minute field",
+		"0 24 * * *":                            "hour field",
+		"0 9 0 * *":                             "day-of-month field",
+		"0 9 * 13 *":                            "month field",
+		"0 9 * * 8":                             "day-of-week field",
+		"0 9 * * mon-fri-sat":                   "day-of-week field",
+		"*/0 * * * *":                           "step",
+		"5-1 * * * *":                           "runs backwards",
+		"-1 * * * *":                            "minute field",
+		"0 9 31 2 *":                            "never fires",
+		"@reboot":                               "unknown descriptor",
+		"@every":                                "needs one duration",
+		"@every 10s":                            "at least 1m",
+		"@every -5m":                            "positive",
+		"@every banana":                         "not a duration",
+		"@daily 9":                              "takes nothing",
+		"FOO=bar 0 9 * * *":                     `unknown "FOO="`,
+		"* * * * * *":                           "seconds field",
+		strings.Repeat("1,", 150) + "1 * * * *": "too long",
+	}
+	for spec, want := range corpus {
+		_, err := h.c.AddSchedule(ctx, client.ScheduleRequest{Name: "bad", Spec: spec, Template: "t", Goal: "g"})
+		var ae *client.APIError
+		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, want) ||
+			!strings.HasPrefix(ae.Message, "bad schedule spec") {
+			t.Errorf("spec %q: err = %v, want a 400 saying %q", spec, err, want)
+		}
+	}
+	if _, err := h.c.Status(ctx); err != nil {
+		t.Fatalf("daemon not answering after the corpus: %v", err)
+	}
+	if list, err := h.c.Schedules(ctx); err != nil || len(list) != 0 {
+		t.Errorf("schedules after bad requests = %+v, %v; want none", list, err)
+	}
+}
+
+// Every other bad field is a 400 naming it; nothing is stored.
+func TestBadScheduleRequests(t *testing.T) {
+	h := newHarness(t, at(10, 0))
+	ctx := context.Background()
+	h.c.CreateAgent(ctx, client.CreateAgentRequest{Name: "keeper", Description: "d", Start: new(bool)})
+	ok := client.ScheduleRequest{Name: "ok", Spec: "@daily", Template: "t", Goal: "g"}
+	tests := []struct {
+		name string
+		edit func(r *client.ScheduleRequest)
+		want string
+	}{
+		{"no_name", func(r *client.ScheduleRequest) { r.Name = "" }, "name is required"},
+		{"bad_name", func(r *client.ScheduleRequest) { r.Name = "Nightly Digest" }, `name "Nightly Digest"`},
+		{"no_target", func(r *client.ScheduleRequest) { r.Template = "" }, "no target"},
+		{"both_targets", func(r *client.ScheduleRequest) { r.Agent = "keeper" }, "not both"},
+		{"unknown_agent", func(r *client.ScheduleRequest) { r.Template, r.Agent = "", "ghost" }, `no agent "ghost"`},
+		{"bad_template", func(r *client.ScheduleRequest) { r.Template = "Has Space" }, `template "Has Space"`},
+		{"empty_goal", func(r *client.ScheduleRequest) { r.Goal = " " }, "goal is empty"},
+		{"slack_delivery", func(r *client.ScheduleRequest) { r.Delivery = "slack:#general" }, "needs the Slack/Discord bots"},
+		{"discord_delivery", func(r *client.ScheduleRequest) { r.Delivery = "discord:123" }, "needs the Slack/Discord bots"},
+		{"bad_concurrency", func(r *client.ScheduleRequest) { r.Concurrency = "sometimes" }, "unknown concurrency policy"},
+		{"bad_missed", func(r *client.ScheduleRequest) { r.Missed = "run_if_within" }, "needs a positive window"},
+		{"bad_missed_window", func(r *client.ScheduleRequest) { r.Missed = "run_if_within=soon" }, `"soon" is not a duration`},
+		{"bad_zone", func(r *client.ScheduleRequest) { r.TimeZone = "Europe/Atlantis" }, "unknown time zone"},
+		{"two_zones", func(r *client.ScheduleRequest) { r.Spec, r.TimeZone = "CRON_TZ=Asia/Tokyo @daily", "Europe/Berlin" }, "give one"},
+		{"auto_without_steps", func(r *client.ScheduleRequest) { r.Autonomy.Mode = "auto" }, "needs a number of steps"},
+		{"patterns_without_any", func(r *client.ScheduleRequest) { r.Autonomy.Mode = "patterns" }, "at least one allow pattern"},
+		{"bad_pattern", func(r *client.ScheduleRequest) {
+			r.Autonomy = client.Autonomy{Mode: "patterns", Allow: []string{"read_file(unclosed"}}
+		}, "allow pattern"},
+		{"allow_without_patterns", func(r *client.ScheduleRequest) { r.Autonomy.Allow = []string{"read_file(*)"} }, "go with autonomy mode patterns"},
+		{"bad_mode", func(r *client.ScheduleRequest) { r.Autonomy.Mode = "yolo" }, `autonomy mode "yolo"`},
+		{"negative_steps", func(r *client.ScheduleRequest) { r.Budget.MaxSteps = -1 }, "max_steps -1"},
+		{"bad_max_time", func(r *client.ScheduleRequest) { r.Budget.MaxTime = "an hour" }, `max_time "an hour"`},
+		{"tiny_max_time", func(r *client.ScheduleRequest) { r.Budget.MaxTime = "1ms" }, "at least 1s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := ok
+			tt.edit(&req)
+			_, err := h.c.AddSchedule(ctx, req)
+			var ae *client.APIError
+			if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, tt.want) {
+				t.Errorf("err = %v, want a 400 saying %q", err, tt.want)
+			}
+		})
+	}
+	h.add(ok)
+	if _, err := h.c.AddSchedule(ctx, ok); !errors.Is(err, client.ErrConflict) {
+		t.Errorf("a second schedule named ok: err = %v, want conflict", err)
+	}
+	if list, _ := h.c.Schedules(ctx); len(list) != 1 {
+		t.Errorf("%d schedules stored, want 1", len(list))
+	}
+}
+
+func TestPauseResumeRemove(t *testing.T) {
+	h := newHarness(t, at(8, 0))
+	ctx := context.Background()
+	h.add(client.ScheduleRequest{Name: "p", Spec: "CRON_TZ=Europe/Berlin 30 2 * * *", Template: "p", Goal: "g"})
+	s, err := h.c.PauseSchedule(ctx, "p")
+	if err != nil || !s.Paused || !s.Next.IsZero() {
+		t.Fatalf("pause = %+v, %v", s, err)
+	}
+	if _, err := h.c.PauseSchedule(ctx, "p"); !errors.Is(err, client.ErrConflict) {
+		t.Errorf("pausing twice: err = %v, want conflict", err)
+	}
+	h.clock.set(at(12, 0))
+	s, err = h.c.ResumeSchedule(ctx, "p")
+	berlin, _ := time.LoadLocation("Europe/Berlin")
+	if err != nil || s.Paused || s.TimeZone != "Europe/Berlin" || !s.Next.Equal(time.Date(2026, 11, 24, 2, 30, 0, 0, berlin)) {
+		t.Fatalf("resume = %+v, %v", s, err)
+	}
+	if runs, _ := h.c.ScheduleHistory(ctx, "p", 0); len(runs) != 0 {
+		t.Errorf("firings while paused were recorded: %+v", runs)
+	}
+	if err := h.c.RemoveSchedule(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.Schedule(ctx, "p"); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("removed schedule: err = %v, want not found", err)
+	}
+}
+
+// panicky is an Agents whose every run start panics.
+type panicky struct{ Agents }
+
+func (panicky) CreateRun(context.Context, client.CreateAgentRequest, agent.RunOptions) (*client.Agent, error) {
+	panic("boom")
+}
+
+// A panic in a run's start is recovered and recorded as a failed firing.
+func TestPanicInStartIsRecorded(t *testing.T) {
+	h := newHarness(t, at(10, 0))
+	h.add(client.ScheduleRequest{Name: "boom", Spec: "@daily", Template: "boom", Goal: "g"})
+	h.stopManager()
+	m := New(Options{Store: h.st, Agents: panicky{h.sup}, Clock: h.clock, Local: time.UTC})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Stop()
+	rec, err := m.RunSchedule(context.Background(), "boom")
+	if err != nil || rec.Outcome != "failed" || !strings.Contains(rec.Reason, "panicked: boom") {
+		t.Fatalf("run-now = %+v, %v; want failed with the panic", rec, err)
+	}
+	var runs []client.ScheduleRun
+	h.st.View(context.Background(), func(tx *store.Tx) (err error) { runs, err = tx.ScheduleRuns(rec.ScheduleID, 0); return err })
+	if len(runs) != 1 || runs[0].Outcome != "failed" {
+		t.Errorf("stored records = %+v", runs)
+	}
+}

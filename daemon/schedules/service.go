@@ -1,0 +1,418 @@
+package schedules
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Limits on what a schedule may hold.
+const (
+	maxGoal        = 8000
+	maxDescription = 500
+	maxAllow       = 20
+	// nextShown is how many fire times add and show list.
+	nextShown = 5
+)
+
+var (
+	nameRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
+	templateRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,32}$`) // room for "-xxxxxx"
+)
+
+func badRequest(format string, args ...any) error {
+	return client.Errorf(client.ErrBadRequest, format, args...)
+}
+
+// apiErr gives the Scheduler's errors their API kinds.
+func apiErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, schedule.ErrNotFound):
+		return client.Errorf(client.ErrNotFound, "%v", err)
+	case errors.Is(err, schedule.ErrStopped):
+		return client.Errorf(client.ErrConflict, "the scheduler is stopped: agentd is shutting down")
+	}
+	return err
+}
+
+func (m *Manager) wait(ctx context.Context) error {
+	select {
+	case <-m.loaded:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// resolve finds a schedule by id or name.
+func resolve(tx *store.Tx, ref string) (*store.Schedule, error) {
+	s, err := tx.Schedule(ref)
+	if errors.Is(err, store.ErrNotFound) {
+		s, err = tx.ScheduleByName(ref)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, client.Errorf(client.ErrNotFound, "no schedule %q: see `agentctl schedule ls`", ref)
+	}
+	return s, err
+}
+
+// view is a stored schedule as the API shows it, with the Scheduler's status; next
+// fire times are listed when n > 0.
+func (m *Manager) view(row *store.Schedule, n int) client.Schedule {
+	out := row.Schedule
+	out.Autonomy.Allow = append([]string(nil), row.Autonomy.Allow...)
+	out.TimeZone = "Local"
+	if loc, err := m.location(row.TimeZone); err == nil {
+		if spec, err := schedule.ParseIn(row.Spec, loc); err == nil {
+			out.TimeZone = spec.Location().String()
+			if n > 0 && !row.Paused {
+				out.NextTimes = schedule.Next(spec, m.clock.Now(), n)
+			}
+		}
+	}
+	if st, err := m.sched.Status(row.ID); err == nil {
+		out.Next, out.Running, out.Queued, out.Paused = st.Next, st.Running, st.Queued, st.Paused
+		if !st.LastFired.IsZero() && st.LastFired.After(out.LastFired) {
+			out.LastFired = st.LastFired
+		}
+	}
+	return out
+}
+
+// Schedules lists every schedule by name.
+func (m *Manager) Schedules(ctx context.Context) ([]client.Schedule, error) {
+	if err := m.wait(ctx); err != nil {
+		return nil, err
+	}
+	var rows []*store.Schedule
+	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { rows, err = tx.Schedules(); return err }); err != nil {
+		return nil, err
+	}
+	out := make([]client.Schedule, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, m.view(r, 0))
+	}
+	return out, nil
+}
+
+// Schedule returns one schedule with its status and next fire times.
+func (m *Manager) Schedule(ctx context.Context, ref string) (*client.Schedule, error) {
+	if err := m.wait(ctx); err != nil {
+		return nil, err
+	}
+	var row *store.Schedule
+	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = resolve(tx, ref); return err }); err != nil {
+		return nil, err
+	}
+	v := m.view(row, nextShown)
+	return &v, nil
+}
+
+// AddSchedule checks req, stores the schedule and starts firing it. Every problem with
+// the request is a bad request naming the field.
+func (m *Manager) AddSchedule(ctx context.Context, req client.ScheduleRequest) (*client.Schedule, error) {
+	if err := m.wait(ctx); err != nil {
+		return nil, err
+	}
+	row, sc, err := m.check(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	row.ID = "s-" + randHex(6)
+	row.LastFired = m.clock.Now() // firings before it are none of its business
+	sc.ID, sc.LastFired = row.ID, row.LastFired
+	err = m.st.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.ScheduleByName(row.Name); err == nil {
+			return client.Errorf(client.ErrConflict, "a schedule named %q exists already: pick another name, or remove it first", row.Name)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		return tx.InsertSchedule(row)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.sched.Add(sc); err != nil {
+		m.st.Tx(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.DeleteSchedule(row.ID) })
+		return nil, apiErr(err)
+	}
+	m.log.Info("schedule added", "schedule", row.Name, "spec", row.Spec, "id", row.ID)
+	v := m.view(row, nextShown)
+	return &v, nil
+}
+
+// check validates req and returns the row to store and the Scheduler's schedule.
+func (m *Manager) check(ctx context.Context, req client.ScheduleRequest) (*store.Schedule, schedule.Schedule, error) {
+	var sc schedule.Schedule
+	row := &store.Schedule{}
+	name := strings.TrimSpace(req.Name)
+	if name == "" {
+		return nil, sc, badRequest("name is required: a short name such as notes-digest (lowercase letters, digits, - or _)")
+	}
+	if !nameRE.MatchString(name) {
+		return nil, sc, badRequest("name %q: use 1-40 lowercase letters, digits, - or _, starting with a letter or digit", name)
+	}
+	row.Name = name
+
+	tz := strings.TrimSpace(req.TimeZone)
+	loc, err := m.location(tz)
+	if err != nil {
+		return nil, sc, badRequest("time_zone: %v", err)
+	}
+	spec, err := schedule.ParseIn(req.Spec, loc)
+	if err != nil {
+		return nil, sc, badRequest("%v", err)
+	}
+	if tz != "" && spec.Location() != loc && spec.Location().String() != loc.String() {
+		return nil, sc, badRequest("the spec names its zone (%s) and time_zone names another (%s): give one", spec.Location(), tz)
+	}
+	row.Spec, row.TimeZone, sc.Spec = spec.String(), tz, spec
+
+	switch agentRef, tmpl := strings.TrimSpace(req.Agent), strings.TrimSpace(req.Template); {
+	case agentRef != "" && tmpl != "":
+		return nil, sc, badRequest("give an agent (an existing agent gets the goal) or a template (each run creates a fresh agent), not both")
+	case agentRef != "":
+		a, err := m.agents.Agent(ctx, agentRef)
+		if err != nil {
+			if errors.Is(err, client.ErrNotFound) {
+				return nil, sc, badRequest("agent: no agent %q: see `agentctl ls`, or use a template to create one per run", agentRef)
+			}
+			return nil, sc, err
+		}
+		row.Agent = a.ID
+		if req.Description != "" {
+			return nil, sc, badRequest("description is for template agents; the agent %s has its own", a.Name)
+		}
+	case tmpl != "":
+		if !templateRE.MatchString(tmpl) {
+			return nil, sc, badRequest("template %q: use 1-33 lowercase letters, digits, - or _ (each run's agent is named TEMPLATE-xxxxxx)", tmpl)
+		}
+		row.Template = tmpl
+	default:
+		return nil, sc, badRequest("no target: give an agent (an existing agent gets the goal) or a template (each run creates a fresh agent)")
+	}
+	row.Description = strings.TrimSpace(req.Description)
+	if len(row.Description) > maxDescription {
+		return nil, sc, badRequest("description is %d bytes: at most %d", len(row.Description), maxDescription)
+	}
+
+	row.Goal = strings.TrimSpace(req.Goal)
+	if row.Goal == "" {
+		return nil, sc, badRequest("goal is empty: say what each run should do, e.g. \"summarize what changed in ~/notes\"")
+	}
+	if len(row.Goal) > maxGoal {
+		return nil, sc, badRequest("goal is %d bytes: at most %d", len(row.Goal), maxGoal)
+	}
+
+	if err := checkBudget(req.Budget, row); err != nil {
+		return nil, sc, err
+	}
+	if err := checkAutonomy(req.Autonomy, row); err != nil {
+		return nil, sc, err
+	}
+
+	switch d := strings.TrimSpace(req.Delivery); strings.ToLower(d) {
+	case "", client.DeliveryAgentctl:
+		row.Delivery = client.DeliveryAgentctl
+	default:
+		return nil, sc, badRequest("delivery %q: chat delivery (a Slack or Discord channel) needs the Slack/Discord bots, which this agentd does not have yet; "+
+			"use agentctl (the default) and see runs with `agentctl schedule history`", d)
+	}
+	c, err := schedule.ParseConcurrency(strings.TrimSpace(req.Concurrency))
+	if err != nil {
+		return nil, sc, badRequest("concurrency: %v", err)
+	}
+	missed, err := schedule.ParseMissedPolicy(strings.TrimSpace(req.Missed))
+	if err != nil {
+		return nil, sc, badRequest("missed: %v", err)
+	}
+	row.Concurrency, row.Missed, row.Paused = string(c), missed.String(), req.Paused
+	sc.Concurrency, sc.Missed, sc.Paused = c, missed, req.Paused
+	return row, sc, nil
+}
+
+func checkBudget(b client.Budget, row *store.Schedule) error {
+	if b.MaxSteps < 0 {
+		return badRequest("budget max_steps %d: want 0 (no bound) or more", b.MaxSteps)
+	}
+	if b.MaxTokens < 0 {
+		return badRequest("budget max_tokens %d: want 0 (no bound) or more", b.MaxTokens)
+	}
+	row.Budget = client.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}
+	if t := strings.TrimSpace(b.MaxTime); t != "" {
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			return badRequest("budget max_time %q is not a duration such as 30m or 1h30m", t)
+		}
+		if d < time.Second {
+			return badRequest("budget max_time %v: want at least 1s (leave it out for no bound)", d)
+		}
+		row.MaxWall, row.Budget.MaxTime = d, d.String()
+	}
+	return nil
+}
+
+func checkAutonomy(au client.Autonomy, row *store.Schedule) error {
+	mode := strings.TrimSpace(au.Mode)
+	if mode == "" {
+		mode = client.AutonomyAsk
+	}
+	if au.Steps < 0 {
+		return badRequest("autonomy steps %d: want 0 or more", au.Steps)
+	}
+	if au.Steps > 0 && mode != client.AutonomyAuto {
+		return badRequest("autonomy steps go with mode auto, not %s", mode)
+	}
+	if len(au.Allow) > 0 && mode != client.AutonomyPatterns {
+		return badRequest("allow patterns go with autonomy mode patterns, not %s", mode)
+	}
+	row.Autonomy = client.Autonomy{Mode: mode, Steps: au.Steps}
+	switch mode {
+	case client.AutonomyAsk:
+	case client.AutonomyAuto:
+		if au.Steps == 0 && row.Budget.MaxSteps == 0 {
+			return badRequest("autonomy auto needs a number of steps: give steps, or a max_steps budget (the run goes on unasked up to it)")
+		}
+	case client.AutonomyPatterns:
+		if len(au.Allow) == 0 {
+			return badRequest("autonomy patterns needs at least one allow pattern, e.g. read_file(*)")
+		}
+		if len(au.Allow) > maxAllow {
+			return badRequest("%d allow patterns: at most %d", len(au.Allow), maxAllow)
+		}
+		for _, p := range au.Allow {
+			pat, err := permission.Parse(strings.TrimSpace(p))
+			if err != nil {
+				return badRequest("allow pattern: %v", err)
+			}
+			row.Autonomy.Allow = append(row.Autonomy.Allow, pat.String())
+		}
+	default:
+		return badRequest("autonomy mode %q: use ask, auto or patterns", au.Mode)
+	}
+	return nil
+}
+
+// RemoveSchedule stops firing a schedule and removes it with its run records. Runs in
+// progress go on. (Scheduler calls flush records through the store, so they come after
+// the store's transaction, never inside it.)
+func (m *Manager) RemoveSchedule(ctx context.Context, ref string) error {
+	if err := m.wait(ctx); err != nil {
+		return err
+	}
+	var id string
+	err := m.st.Tx(ctx, func(tx *store.Tx) error {
+		row, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		id = row.ID
+		return tx.DeleteSchedule(row.ID)
+	})
+	if err != nil {
+		return err
+	}
+	if err := m.sched.Remove(ctx, id); err != nil && !errors.Is(err, schedule.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// PauseSchedule stops a schedule firing until ResumeSchedule.
+func (m *Manager) PauseSchedule(ctx context.Context, ref string) (*client.Schedule, error) {
+	return m.setPaused(ctx, ref, true)
+}
+
+// ResumeSchedule lets a paused schedule fire again, from now on.
+func (m *Manager) ResumeSchedule(ctx context.Context, ref string) (*client.Schedule, error) {
+	return m.setPaused(ctx, ref, false)
+}
+
+func (m *Manager) setPaused(ctx context.Context, ref string, paused bool) (*client.Schedule, error) {
+	if err := m.wait(ctx); err != nil {
+		return nil, err
+	}
+	var row *store.Schedule
+	err := m.st.Tx(ctx, func(tx *store.Tx) (err error) {
+		if row, err = resolve(tx, ref); err != nil {
+			return err
+		}
+		if row.Paused == paused {
+			return client.Errorf(client.ErrConflict, "schedule %s is %s already", row.Name, map[bool]string{true: "paused", false: "not paused"}[paused])
+		}
+		row.Paused = paused
+		return tx.SetSchedulePaused(row.ID, paused)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if paused {
+		err = m.sched.Pause(ctx, row.ID)
+	} else {
+		err = m.sched.Resume(ctx, row.ID)
+	}
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	v := m.view(row, nextShown)
+	return &v, nil
+}
+
+// RunSchedule fires a schedule now, paused or not, under its concurrency policy, and
+// returns the firing's record (started with its run, queued, skipped or failed).
+func (m *Manager) RunSchedule(ctx context.Context, ref string) (*client.ScheduleRun, error) {
+	if err := m.wait(ctx); err != nil {
+		return nil, err
+	}
+	var row *store.Schedule
+	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = resolve(tx, ref); return err }); err != nil {
+		return nil, err
+	}
+	rec, err := m.sched.RunNow(ctx, row.ID)
+	if err != nil {
+		return nil, apiErr(err)
+	}
+	out := wireRun(rec)
+	if rec.RunID != "" {
+		m.st.View(ctx, func(tx *store.Tx) error {
+			if run, err := tx.Run(rec.RunID); err == nil {
+				out.AgentID = run.AgentID
+			}
+			return nil
+		})
+	}
+	return out, nil
+}
+
+// ScheduleHistory returns a schedule's firing records, newest first (at most limit when
+// limit > 0).
+func (m *Manager) ScheduleHistory(ctx context.Context, ref string, limit int) ([]client.ScheduleRun, error) {
+	if limit < 0 {
+		return nil, badRequest("limit %d: want 0 (all) or more", limit)
+	}
+	out := []client.ScheduleRun{}
+	err := m.st.View(ctx, func(tx *store.Tx) error {
+		row, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		runs, err := tx.ScheduleRuns(row.ID, limit)
+		if runs != nil {
+			out = runs
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,259 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Run is a run row: the run's budgets and, once it ended, its outcome and counts.
+type Run struct {
+	ID, AgentID, Task string
+	Started, Ended    time.Time // Ended is zero while the run goes on
+	Outcome, Reason   string
+	MaxSteps          int
+	MaxTokens         int64
+	MaxWall           time.Duration
+	TokensBase        int64 // the agent's token total when the run started
+	Steps             int   // set when the run ends
+	Tokens            int64 // set when the run ends
+}
+
+const runCols = `id, agent_id, task, started_at, COALESCE(ended_at, 0), outcome, reason, max_steps, max_tokens,
+	max_wall_ms, tokens_base, steps, tokens`
+
+func scanRun(sc interface{ Scan(...any) error }) (*Run, error) {
+	var r Run
+	var started, ended, wall int64
+	err := sc.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason, &r.MaxSteps, &r.MaxTokens,
+		&wall, &r.TokensBase, &r.Steps, &r.Tokens)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading run: %w", err)
+	}
+	r.Started, r.MaxWall = fromMS(started), time.Duration(wall)*time.Millisecond
+	if ended != 0 {
+		r.Ended = fromMS(ended)
+	}
+	return &r, nil
+}
+
+// Run reads one run.
+func (t *Tx) Run(id string) (*Run, error) {
+	return scanRun(t.queryRow(`SELECT `+runCols+` FROM runs WHERE id=?`, id))
+}
+
+// SetRunBudget sets a run's budgets; zero is no bound.
+func (t *Tx) SetRunBudget(id string, maxSteps int, maxTokens int64, maxWall time.Duration) error {
+	_, err := t.exec(`UPDATE runs SET max_steps=?, max_tokens=?, max_wall_ms=? WHERE id=?`,
+		maxSteps, maxTokens, maxWall.Milliseconds(), id)
+	if err != nil {
+		return fmt.Errorf("store: set run budget: %w", err)
+	}
+	return nil
+}
+
+// BudgetedRuns lists the runs still going that have a budget (the supervisor caches them).
+func (t *Tx) BudgetedRuns() ([]Run, error) {
+	rows, err := t.query(`SELECT ` + runCols + ` FROM runs WHERE ended_at IS NULL AND (max_steps>0 OR max_tokens>0 OR max_wall_ms>0)`)
+	if err != nil {
+		return nil, fmt.Errorf("store: budgeted runs: %w", err)
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *r)
+	}
+	return out, rows.Err()
+}
+
+// Schedule is a schedule row: the wire type plus its wall-time budget as a duration.
+type Schedule struct {
+	client.Schedule
+	MaxWall time.Duration
+}
+
+const scheduleCols = `id, name, spec, time_zone, agent_id, template, description, goal, autonomy, auto_steps, allow,
+	max_steps, max_tokens, max_wall_ms, delivery, concurrency, missed, paused, created_at, last_fired`
+
+func scanSchedule(sc interface{ Scan(...any) error }) (*Schedule, error) {
+	var s Schedule
+	var allow string
+	var wall, created, last int64
+	err := sc.Scan(&s.ID, &s.Name, &s.Spec, &s.TimeZone, &s.Agent, &s.Template, &s.Description, &s.Goal,
+		&s.Autonomy.Mode, &s.Autonomy.Steps, &allow, &s.Budget.MaxSteps, &s.Budget.MaxTokens, &wall,
+		&s.Delivery, &s.Concurrency, &s.Missed, &s.Paused, &created, &last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: reading schedule: %w", err)
+	}
+	json.Unmarshal([]byte(allow), &s.Autonomy.Allow)
+	s.MaxWall = time.Duration(wall) * time.Millisecond
+	if s.MaxWall > 0 {
+		s.Budget.MaxTime = s.MaxWall.String()
+	}
+	s.CreatedAt = fromMS(created)
+	if last != 0 {
+		s.LastFired = fromMS(last)
+	}
+	return &s, nil
+}
+
+// InsertSchedule stores a new schedule; its name must be free.
+func (t *Tx) InsertSchedule(s *Schedule) error {
+	s.CreatedAt = t.now
+	allow := s.Autonomy.Allow
+	if allow == nil {
+		allow = []string{}
+	}
+	_, err := t.exec(`INSERT INTO schedules (`+scheduleCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		s.ID, s.Name, s.Spec, s.TimeZone, s.Agent, s.Template, s.Description, s.Goal, s.Autonomy.Mode, s.Autonomy.Steps,
+		js(allow), s.Budget.MaxSteps, s.Budget.MaxTokens, s.MaxWall.Milliseconds(), s.Delivery, s.Concurrency, s.Missed,
+		s.Paused, ms(t.now), msOrZero(s.LastFired), ms(t.now))
+	if err != nil {
+		return fmt.Errorf("store: insert schedule: %w", err)
+	}
+	return nil
+}
+
+// Schedule reads one schedule by id.
+func (t *Tx) Schedule(id string) (*Schedule, error) {
+	return scanSchedule(t.queryRow(`SELECT `+scheduleCols+` FROM schedules WHERE id=?`, id))
+}
+
+// ScheduleByName reads one schedule by its unique name.
+func (t *Tx) ScheduleByName(name string) (*Schedule, error) {
+	return scanSchedule(t.queryRow(`SELECT `+scheduleCols+` FROM schedules WHERE name=?`, name))
+}
+
+// Schedules lists every schedule by name.
+func (t *Tx) Schedules() ([]*Schedule, error) {
+	rows, err := t.query(`SELECT ` + scheduleCols + ` FROM schedules ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list schedules: %w", err)
+	}
+	defer rows.Close()
+	var out []*Schedule
+	for rows.Next() {
+		s, err := scanSchedule(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// DeleteSchedule removes a schedule and its run records.
+func (t *Tx) DeleteSchedule(id string) error {
+	if _, err := t.exec(`DELETE FROM schedules WHERE id=?`, id); err != nil {
+		return fmt.Errorf("store: delete schedule: %w", err)
+	}
+	return nil
+}
+
+// SetSchedulePaused pauses or resumes a schedule. Resuming moves last_fired to now:
+// firings while it was paused are not missed ones.
+func (t *Tx) SetSchedulePaused(id string, paused bool) error {
+	q := `UPDATE schedules SET paused=?, updated_at=? WHERE id=?`
+	args := []any{paused, ms(t.now), id}
+	if !paused {
+		q = `UPDATE schedules SET paused=?, updated_at=?, last_fired=MAX(last_fired, ?) WHERE id=?`
+		args = []any{paused, ms(t.now), ms(t.now), id}
+	}
+	if _, err := t.exec(q, args...); err != nil {
+		return fmt.Errorf("store: pause schedule: %w", err)
+	}
+	return nil
+}
+
+// SetLastFired moves a schedule's last fire time forward to at (never back).
+func (t *Tx) SetLastFired(id string, at time.Time) error {
+	if _, err := t.exec(`UPDATE schedules SET last_fired=MAX(last_fired, ?) WHERE id=?`, ms(at), id); err != nil {
+		return fmt.Errorf("store: set last fired: %w", err)
+	}
+	return nil
+}
+
+func msOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return ms(t)
+}
+
+// RecordScheduleRun inserts a firing's record the first time its id is seen and updates it
+// after. The agent is taken from the run when the record names one. A record for a
+// schedule that was removed meanwhile is dropped.
+func (t *Tx) RecordScheduleRun(r *client.ScheduleRun) error {
+	_, err := t.exec(`INSERT INTO schedule_runs (id, schedule_id, scheduled_at, started_at, ended_at, manual, outcome,
+			reason, agent_id, run_id, steps, tokens)
+		SELECT ?,?,?,?,?,?,?,?, COALESCE((SELECT agent_id FROM runs WHERE id=?), ?),?,?,? WHERE EXISTS (SELECT 1 FROM schedules WHERE id=?)
+		ON CONFLICT (id) DO UPDATE SET started_at=excluded.started_at, ended_at=excluded.ended_at, outcome=excluded.outcome,
+			reason=excluded.reason, agent_id=CASE WHEN excluded.agent_id<>'' THEN excluded.agent_id ELSE agent_id END,
+			run_id=excluded.run_id, steps=excluded.steps, tokens=excluded.tokens`,
+		r.ID, r.ScheduleID, ms(r.Scheduled), msOrZero(r.Started), msOrZero(r.Ended), r.Manual, r.Outcome, r.Reason,
+		r.RunID, r.AgentID, r.RunID, r.Steps, r.Tokens, r.ScheduleID)
+	if err != nil {
+		return fmt.Errorf("store: record schedule run: %w", err)
+	}
+	return nil
+}
+
+// EndScheduleRun records the end of the scheduled run runID if its record still says
+// started (after a restart the scheduler no longer tracks it). It reports whether one did.
+func (t *Tx) EndScheduleRun(runID, outcome, reason string, steps int, tokens int64) (bool, error) {
+	res, err := t.exec(`UPDATE schedule_runs SET outcome=?, reason=?, steps=?, tokens=?, ended_at=?
+		WHERE run_id=? AND outcome='started'`, outcome, reason, steps, tokens, ms(t.now), runID)
+	if err != nil {
+		return false, fmt.Errorf("store: end schedule run: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// ScheduleRuns lists a schedule's firing records, newest first; limit <= 0 is all.
+func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]client.ScheduleRun, error) {
+	q := `SELECT id, schedule_id, scheduled_at, started_at, ended_at, manual, outcome, reason, agent_id, run_id, steps, tokens
+		FROM schedule_runs WHERE schedule_id=? ORDER BY scheduled_at DESC, rowid DESC`
+	args := []any{scheduleID}
+	if limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, limit)
+	}
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: schedule runs: %w", err)
+	}
+	defer rows.Close()
+	var out []client.ScheduleRun
+	for rows.Next() {
+		var r client.ScheduleRun
+		var sched, started, ended int64
+		if err := rows.Scan(&r.ID, &r.ScheduleID, &sched, &started, &ended, &r.Manual, &r.Outcome, &r.Reason,
+			&r.AgentID, &r.RunID, &r.Steps, &r.Tokens); err != nil {
+			return nil, fmt.Errorf("store: reading schedule run: %w", err)
+		}
+		r.Scheduled = fromMS(sched)
+		if started != 0 {
+			r.Started = fromMS(started)
+		}
+		if ended != 0 {
+			r.Ended = fromMS(ended)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
