@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/commands"
@@ -57,7 +58,9 @@ type Options struct {
 	ContinuousLimit   int // steps a continuous-mode run may take without asking (default 25)
 	Limits            commands.Limits
 	WorkspaceRoot     string
-	HistoryEpisodes   int // most episodes shown verbatim (default 10)
+	HistoryEpisodes   int // most episodes shown verbatim (default 4); older ones get one line
+	// Memory is long-term memory; its zero value (no Index) turns it off.
+	Memory            MemoryOptions
 	KeepAlive         *time.Duration
 	Log               *slog.Logger
 	// Backoff returns the wait before retry attempt n (n ≥ 1) while the model is unavailable.
@@ -86,6 +89,9 @@ type Supervisor struct {
 	wg      sync.WaitGroup
 
 	model modelState
+	mem   *memState // nil: no long-term memory
+
+	summaryCalls atomic.Int64 // model calls made for history summaries
 }
 
 // New checks opt and returns a Supervisor; call Start to resume agents.
@@ -103,7 +109,7 @@ func New(opt Options) (*Supervisor, error) {
 		opt.ContinuousLimit = 25
 	}
 	if opt.HistoryEpisodes <= 0 {
-		opt.HistoryEpisodes = 10
+		opt.HistoryEpisodes = 4
 	}
 	if opt.MaxContext <= 0 {
 		opt.MaxContext = 8192
@@ -119,7 +125,7 @@ func New(opt Options) (*Supervisor, error) {
 	}
 	s := &Supervisor{
 		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
-		runners: map[string]*runner{}, started: time.Now(),
+		runners: map[string]*runner{}, started: time.Now(), mem: newMemState(opt.Memory),
 	}
 	if err := s.buildPipelines(); err != nil {
 		return nil, err
@@ -146,6 +152,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.probeLoop(ctx) }()
+	if s.mem != nil && s.mem.ix.NeedsRebuild() {
+		s.rebuildInBackground(s.mem.ix.RebuildReason())
+	}
 	var agents []*store.Agent
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) { agents, err = tx.Agents(); return })
 	if err != nil {
