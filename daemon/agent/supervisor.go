@@ -60,9 +60,9 @@ type Options struct {
 	WorkspaceRoot     string
 	HistoryEpisodes   int // most episodes shown verbatim (default 4); older ones get one line
 	// Memory is long-term memory; its zero value (no Index) turns it off.
-	Memory            MemoryOptions
-	KeepAlive         *time.Duration
-	Log               *slog.Logger
+	Memory    MemoryOptions
+	KeepAlive *time.Duration
+	Log       *slog.Logger
 	// Backoff returns the wait before retry attempt n (n ≥ 1) while the model is unavailable.
 	Backoff  func(n int) time.Duration
 	Version  string
