@@ -43,6 +43,12 @@ func (h *handler) routes() []route {
 		{"POST", "/v0/agents/{agent}/policy", h.permission(h.svc.AddPermission)},
 		{"DELETE", "/v0/agents/{agent}/policy", h.permission(h.svc.RemovePermission)},
 		{"GET", "/v0/agents/{agent}/events", h.events},
+		{"GET", "/v0/memories", h.memories},
+		{"POST", "/v0/memories", h.addMemory},
+		{"DELETE", "/v0/memories/{id}", h.deleteMemory},
+		{"POST", "/v0/memory/search", h.searchMemory},
+		{"POST", "/v0/memory/reindex", h.reindexMemory},
+		{"GET", "/v0/memory/stats", h.memoryStats},
 		{"GET", "/v0/events", h.events},
 	}
 }
