@@ -228,4 +228,3 @@ func (s *Supervisor) MemoryStats(ctx context.Context) (*client.MemoryStats, erro
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) { out.Memories, err = tx.CountMemories(); return err })
 	return out, err
 }
-
