@@ -53,7 +53,7 @@ func init() {
 		runCmd, followCmd, lsCmd, showCmd, statusCmd,
 		approveCmd, denyCmd, feedbackCmd, answerCmd,
 		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, rmCmd, historyCmd,
-		commandsCmd, policyCmd,
+		commandsCmd, policyCmd, memoryCmd,
 		helpCmd,
 	}
 }
