@@ -209,7 +209,6 @@ func nonNilMemories(ms []client.Memory) []client.Memory {
 	return ms
 }
 
-
 // memoryErr explains a not-found from a call that named an agent.
 func memoryErr(agent string, err error) error {
 	if agent == "" {
