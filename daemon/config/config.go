@@ -36,6 +36,7 @@ type Config struct {
 	Web    WebConfig                `toml:"web"`
 	Shell  ShellConfig              `toml:"shell"`
 	MCP    MCPConfig                `toml:"mcp"`
+	Memory MemoryConfig             `toml:"memory"`
 	Log    LogConfig                `toml:"log"`
 
 	// StateDir holds the database, the memory index and the workspaces. Set by flag only.
@@ -187,13 +188,14 @@ func Default() *Config {
 			ContinuousLimit:    25,
 			CommandTimeout:     Duration{60 * time.Second},
 			OutputCap:          16 << 10,
-			HistoryEpisodes:    10,
+			HistoryEpisodes:    4,
 			DisabledComponents: []string{},
 			ComponentOrder:     []string{},
 		},
 		Permissions: PermissionsConfig{Allow: []string{}, Deny: []string{}},
 		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
 		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}},
+		Memory:      defaultMemory(),
 		Log:         LogConfig{Level: "info", Format: "text"},
 		StateDir:    DefaultStateDir(),
 		Socket:      client.DefaultSocketPath(),

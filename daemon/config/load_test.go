@@ -78,6 +78,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 		{Name: "files", Command: []string{"mcp-files", "--root", "/srv"}, Env: map[string]string{"MODE": "ro"}, Timeout: Duration{30 * time.Second}},
 		{Name: "tracker", URL: "http://127.0.0.1:8931/mcp"},
 	}}
+	want.Memory = MemoryConfig{Enabled: false, K: 5, BudgetTokens: 1200, HalfLife: Duration{720 * time.Hour}, EmbedModel: "nomic-embed-text"}
 	want.Log = LogConfig{Level: "debug", Format: "json"}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)
