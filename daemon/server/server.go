@@ -53,6 +53,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		go bridge.Start(ctx)
 		defer bridge.Close()
 	}
+	mem, err := openMemory(cfg, lc, log)
+	if err != nil {
+		return err
+	}
+	if mem.Index != nil {
+		defer func() {
+			if err := mem.Index.Close(); err != nil {
+				log.Warn("closing the memory index", "err", err)
+			}
+		}()
+	}
 	overrides := map[string]agent.AgentOverrides{}
 	for name, o := range cfg.Agents {
 		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny}
@@ -66,7 +77,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-		Log: log, Version: version, StateDir: cfg.StateDir,
+		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir,
 	})
 	if err != nil {
 		return err
