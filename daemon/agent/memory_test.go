@@ -41,7 +41,7 @@ func withMemory(t *testing.T) func(*Options) {
 
 func flush(t testing.TB, ix *memory.Index) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := ix.Flush(ctx); err != nil {
 		t.Fatal(err)
@@ -357,8 +357,12 @@ func seedMemories(tb testing.TB, st *store.Store, ix *memory.Index, agentID stri
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := ix.Add(docs...); err != nil {
-		tb.Fatal(err)
+	for len(docs) > 0 { // in parts the indexing queue holds
+		part := docs[:min(len(docs), 10_000)]
+		docs = docs[len(part):]
+		if err := ix.Add(part...); err != nil {
+			tb.Fatal(err)
+		}
+		flush(tb, ix)
 	}
-	flush(tb, ix)
 }
