@@ -63,6 +63,8 @@ type Env struct {
 	AgentID string
 	// State is the agent's durable private state; nil where the caller keeps none.
 	State State
+	// Memory is the agent's long-term memory (memory_add, memory_search); nil without one.
+	Memory Memory
 }
 
 // Command is one thing an agent can do.

@@ -193,7 +193,7 @@ func (x *stepVsBare) request(name string) *api.ChatRequest {
 	if info := x.sup.model.info(); info != nil && info.ContextLength > 0 && info.ContextLength < numCtx {
 		numCtx = info.ContextLength
 	}
-	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/x.sup.model.charsPerToken())-64)
+	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/x.sup.model.charsPerToken(ollamatest.TinyModelName))-64)
 	req := &api.ChatRequest{
 		Model: ollamatest.TinyModelName, Stream: new(bool), Format: x.format,
 		Options: map[string]any{"num_ctx": numCtx, "num_predict": numPredict},

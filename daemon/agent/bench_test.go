@@ -3,7 +3,8 @@ package agent
 // Benchmarks for DESIGN §7's step targets. They report figures (b.ReportMetric) and never
 // fail on them; scripts/bench.sh runs them with sensible -benchtime values.
 //
-//	BenchmarkStepOverhead      daemon overhead per step, instant fake model (p99 ≤ 5 ms)
+//	BenchmarkStepOverhead      daemon overhead per step, instant fake model (p99 ≤ 5 ms), also
+//	                           with long-term memory: 1,000 episodes and 100k memories
 //	BenchmarkFirstStepPrompt   first-step prompt size with the default commands (≤ 2,600 chars)
 //	BenchmarkStepVsBareChat    agentd step ÷ bare /api/chat on the real server (bench_real_test.go)
 
@@ -30,6 +31,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/memory"
 )
 
 // chatCall is one POST /api/chat as the client saw it. The bodies are kept raw and decoded
@@ -186,14 +188,24 @@ const benchDescription = "an agent that keeps its workspace tidy"
 // The agent gains a proposal, a decision, an episode and four audit rows per op, so
 // "episodes=0" ends a -benchtime=2000x run with 2,000 steps of history: queries that scan
 // an agent's history show up as figures that rise with -benchtime.
+//
+// With memories > 0 long-term memory is on (issue 4's figure: a 1,000-episode agent with
+// 100k memories in the index): each step also searches the index for the prompt's relevant
+// memories, stores the episode's memory and indexes it, and every eighth step or so asks
+// the model for history summaries (summary-calls/step reports them; their round trips to
+// the instant fake stay in daemon time on the steps that make them, a conservative figure).
 func BenchmarkStepOverhead(b *testing.B) {
-	for _, n := range []int{0, 1000} {
-		b.Run(fmt.Sprintf("episodes=%d", n), func(b *testing.B) { benchStepOverhead(b, n) })
+	for _, c := range []struct{ episodes, memories int }{{0, 0}, {1000, 0}, {1000, 100_000}} {
+		name := fmt.Sprintf("episodes=%d", c.episodes)
+		if c.memories > 0 {
+			name += fmt.Sprintf("/memories=%d", c.memories)
+		}
+		b.Run(name, func(b *testing.B) { benchStepOverhead(b, c.episodes, c.memories) })
 	}
 }
 
-func benchStepOverhead(b *testing.B, episodes int) {
-	sup, a, rec := newOverheadSupervisor(b, episodes)
+func benchStepOverhead(b *testing.B, episodes, memories int) {
+	sup, a, rec := newOverheadSupervisor(b, episodes, memories)
 	events, unsub := sup.Events().Subscribe(a.ID, 0)
 	defer unsub()
 	// Two more subscribers encode every event, as followers on the local API do.
@@ -245,13 +257,27 @@ func benchStepOverhead(b *testing.B, episodes int) {
 	}
 	cancel()
 	sup.Wait()
-	reportSteps(b, at, rec.calls(0), warm)
+	reportSteps(b, at, stepCalls(rec.calls(0)), warm)
+	if memories > 0 {
+		b.ReportMetric(float64(sup.summaryCalls.Load())/float64(len(at)), "summary-calls/step")
+	}
+}
+
+// stepCalls leaves out the history summary calls: proposal k came from step call k.
+func stepCalls(calls []*chatCall) []*chatCall {
+	var out []*chatCall
+	for _, c := range calls {
+		if !bytes.Contains(c.reqBody, []byte(`"lines"`)) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // newOverheadSupervisor returns a supervisor on a fresh store and a fake model that
 // always proposes list_folder, with one continuous agent that has the given number of
 // finished steps behind it. The agent's loop starts with the supervisor.
-func newOverheadSupervisor(b *testing.B, episodes int) (*Supervisor, *client.Agent, *chatRecorder) {
+func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *client.Agent, *chatRecorder) {
 	// Two spellings of the workspace root, alternated, so the repeat watchdog never fires.
 	replies := [2]string{
 		reply("list_folder", map[string]string{"path": "."}),
@@ -260,6 +286,10 @@ func newOverheadSupervisor(b *testing.B, episodes int) (*Supervisor, *client.Age
 	fake := ollamatest.NewFake(b)
 	var n atomic.Int64
 	fake.SetDefault(func(*api.ChatRequest) string { return replies[n.Add(1)%2] })
+	var summaries atomic.Int64
+	if memories > 0 {
+		fake.OnChat(summaryOrStep(&summaries))
+	}
 
 	rec := newChatRecorder()
 	c, err := llm.New(fake.URL(), &http.Client{Transport: rec})
@@ -272,9 +302,18 @@ func newOverheadSupervisor(b *testing.B, episodes int) (*Supervisor, *client.Age
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
+	var mem MemoryOptions
+	if memories > 0 {
+		ix, err := memory.Open(filepath.Join(dir, "memory"), memory.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { ix.Close() })
+		mem.Index = ix
+	}
 	sup, err := New(Options{
 		Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: dir,
-		Directives: config.Default().Directives(), Commands: commands.DefaultNames,
+		Directives: config.Default().Directives(), Commands: commands.DefaultNames, Memory: mem,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -289,6 +328,13 @@ func newOverheadSupervisor(b *testing.B, episodes int) (*Supervisor, *client.Age
 	}
 	if episodes > 0 {
 		seedHistory(b, st, a, episodes)
+	}
+	if memories > 0 {
+		seedMemories(b, st, mem.Index, a.ID, memories)
+		// A fresh index asks for a rebuild; have it now, not in the measured steps.
+		if err := sup.rebuildMemory(context.Background()); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return sup, a, rec
 }

@@ -35,7 +35,7 @@ func defaultOrder(extra []commands.Component) []string {
 	for _, c := range extra {
 		order = append(order, c.Name())
 	}
-	return append(order, "context", "history", "clock")
+	return append(order, "context", "goal", "memory", "history", "clock")
 }
 
 // buildPipelines assembles the default pipeline and each overridden agent's.
@@ -88,6 +88,8 @@ func (s *Supervisor) assemble(builtin commands.Set) (*commands.Pipeline, error) 
 		"profile":      commands.ProfileDirectives{},
 		compCommands:   commands.CommandList{ID: compCommands, Cmds: builtin},
 		"context":      commands.ContextItems{},
+		"goal":         goalComponent{},
+		"memory":       memoryComponent{s: s, offered: offered(builtin)},
 		"history":      historyComponent{s},
 		"clock":        commands.Clock{},
 	}
@@ -210,43 +212,15 @@ func (k *agentState) Put(ctx context.Context, key string, value []byte) error {
 	return k.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetStateValue(k.id, key, value) })
 }
 
-// historyComponent shows the agent's recent episodes, newest kept first, within the
-// budget the rest of the prompt leaves.
+// historyComponent shows the agent's steps: the latest in full, older ones in one line
+// each, newest first until the budget ends (see history.go).
 type historyComponent struct{ s *Supervisor }
 
 func (historyComponent) Name() string { return "history" }
 func (historyComponent) Budgeted()    {}
 
 func (h historyComponent) Messages(ctx context.Context, step *commands.Step) ([]string, error) {
-	var eps []client.Episode
-	err := h.s.st.View(ctx, func(tx *store.Tx) (err error) {
-		eps, err = tx.Episodes(step.AgentID, h.s.opt.HistoryEpisodes)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	kept := fitEpisodes(eps, step.Budget)
-	if len(kept) == 0 {
-		return nil, nil
-	}
-	return []string{Progress(kept)}, nil
-}
-
-// fitEpisodes keeps the newest episodes whose rendering fits budget characters, oldest first.
-func fitEpisodes(eps []client.Episode, budget int) []client.Episode {
-	var kept []client.Episode
-	used := len("Progress so far:")
-	for i := len(eps) - 1; i >= 0; i-- {
-		n := len(EpisodeText(eps[i])) + 1
-		if used+n > budget {
-			break
-		}
-		used += n
-		kept = append(kept, eps[i])
-	}
-	slices.Reverse(kept)
-	return kept
+	return h.s.historyMessages(ctx, step)
 }
 
 var (

@@ -104,7 +104,7 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 			}
 		}
 		if ep != nil {
-			return tx.InsertEpisode(a.ID, ep)
+			return s.recordEpisode(tx, a.ID, p, ep)
 		}
 		return nil
 	}, func(a *client.Agent) []client.Event {
@@ -245,7 +245,7 @@ func (s *Supervisor) Answer(ctx context.Context, ref string, req client.AnswerRe
 			return err
 		}
 		ep = episodeOf(p, "succeeded", "The person answered: "+text, "")
-		if err := tx.InsertEpisode(a.ID, ep); err != nil {
+		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
 			return err
 		}
 		tx.Audit(a.ID, "answer", map[string]string{"proposal": p.ID, "by": req.By})

@@ -18,8 +18,9 @@ type modelState struct {
 	smart   string
 	probed  *llm.ModelInfo
 	lastErr error
-	// cpt is characters per token, calibrated from Ollama's prompt_eval_count.
-	cpt float64
+	// cpt is characters per token by model, calibrated from Ollama's prompt_eval_count:
+	// tokenizers differ, so a smart model's ratio must not size the fast model's prompts.
+	cpt map[string]float64
 }
 
 func (m *modelState) info() *llm.ModelInfo {
@@ -43,29 +44,33 @@ func (m *modelState) failed(err error) {
 // defaultCharsPerToken is a cautious guess until the first reply calibrates it.
 const defaultCharsPerToken = 3.0
 
-func (m *modelState) charsPerToken() float64 {
+// charsPerToken is the model's calibrated characters per token, or a cautious default.
+func (m *modelState) charsPerToken(model string) float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.cpt == 0 {
-		return defaultCharsPerToken
+	if c := m.cpt[model]; c > 0 {
+		return c
 	}
-	return m.cpt
+	return defaultCharsPerToken
 }
 
-// calibrate updates the chars-per-token estimate from one call; it leans low (more tokens
-// per char) so the prompt errs on the side of fitting.
-func (m *modelState) calibrate(chars, tokens int) {
+// calibrate updates the model's chars-per-token estimate from one call; it leans low
+// (more tokens per char) so the prompt errs on the side of fitting.
+func (m *modelState) calibrate(model string, chars, tokens int) {
 	if tokens <= 0 || chars <= 0 {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.lastErr = nil
+	if m.cpt == nil {
+		m.cpt = map[string]float64{}
+	}
 	obs := float64(chars) / float64(tokens) * 0.9
-	if m.cpt == 0 || obs < m.cpt {
-		m.cpt = obs
+	if c := m.cpt[model]; c == 0 || obs < c {
+		m.cpt[model] = obs
 	} else {
-		m.cpt = 0.8*m.cpt + 0.2*obs
+		m.cpt[model] = 0.8*c + 0.2*obs
 	}
 }
 

@@ -111,7 +111,7 @@ func (f *promptFixture) prompt(req client.CreateAgentRequest, eps []client.Episo
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return f.sup.prompt(ctx, a, f.sup.stepOf(a), numCtx, notes)
+	return f.sup.prompt(ctx, a, f.sup.stepOf(a), "m", numCtx, notes)
 }
 
 func TestPromptGolden(t *testing.T) {
@@ -197,7 +197,7 @@ func TestLongTaskIsCutToFit(t *testing.T) {
 	in := PromptInput{Name: "x", Description: "y", Task: strings.Repeat("do the thing. ", 570), Commands: set}
 	for _, numCtx := range []int{2048, 3000} {
 		in := in
-		in.Task = s.fitTask(in, numCtx)
+		in.Task = s.fitTask(in, "m", numCtx)
 		chars := PromptChars(BuildPrompt(in))
 		if float64(chars) > float64(numCtx-replyReserve(numCtx))*defaultCharsPerToken {
 			t.Errorf("num_ctx %d: prompt %d chars exceeds the budget", numCtx, chars)
@@ -206,7 +206,7 @@ func TestLongTaskIsCutToFit(t *testing.T) {
 			t.Errorf("num_ctx %d: cut task carries no note", numCtx)
 		}
 	}
-	if got := s.fitTask(PromptInput{Task: "short", Commands: set}, 8192); got != "short" {
+	if got := s.fitTask(PromptInput{Task: "short", Commands: set}, "m", 8192); got != "short" {
 		t.Errorf("a short task was changed: %q", got)
 	}
 }

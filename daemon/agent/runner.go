@@ -35,6 +35,9 @@ type runner struct {
 	waitAttempt int
 	// overRun and overWhy are the run whose budget next() found used up, and why.
 	overRun, overWhy string
+	// thinks counts this loop's model steps; summarizedAt is the count at the last
+	// summary call (history.go spaces them out).
+	thinks, summarizedAt int
 }
 
 func newRunner(s *Supervisor, id string) *runner {
@@ -427,7 +430,7 @@ func (r *runner) refuseTx(tx *store.Tx, a *store.Agent, p *client.Proposal, st *
 	}
 	tx.Audit(a.ID, "decision", st.decided)
 	st.refused = episodeOf(p, "feedback", "", st.decided.Feedback)
-	if err := tx.InsertEpisode(a.ID, st.refused); err != nil {
+	if err := r.s.recordEpisode(tx, a.ID, p, st.refused); err != nil {
 		return err
 	}
 	a.State, a.StateReason = client.StateThinking, ""
@@ -470,7 +473,7 @@ func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
 	if cmd, ok := st.cmds.Get(p.Command); !ok {
 		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
-		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State}
+		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.commandMemory()}
 		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, r.s.opt.Limits)
 	}
 	if ctx.Err() != nil {
@@ -513,7 +516,7 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 		if _, err := tx.SetProposalStatus(p.ID, status, &result, client.ProposalStarted); err != nil {
 			return err
 		}
-		if err := tx.InsertEpisode(r.id, ep); err != nil {
+		if err := r.s.recordEpisode(tx, r.id, p, ep); err != nil {
 			return err
 		}
 		tx.Audit(r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})

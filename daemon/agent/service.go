@@ -223,6 +223,11 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 	r.cancelAll()
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		tx.Audit(id, "removed", nil)
+		ids, err := tx.DeleteMemories(id, "", "")
+		if err != nil {
+			return err
+		}
+		s.forget(tx, ids)
 		return tx.DeleteAgent(id)
 	})
 	r.mu.Unlock()

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/commands"
@@ -57,9 +58,11 @@ type Options struct {
 	ContinuousLimit   int // steps a continuous-mode run may take without asking (default 25)
 	Limits            commands.Limits
 	WorkspaceRoot     string
-	HistoryEpisodes   int // most episodes shown verbatim (default 10)
-	KeepAlive         *time.Duration
-	Log               *slog.Logger
+	HistoryEpisodes   int // most episodes shown verbatim (default 4); older ones get one line
+	// Memory is long-term memory; its zero value (no Index) turns it off.
+	Memory    MemoryOptions
+	KeepAlive *time.Duration
+	Log       *slog.Logger
 	// Backoff returns the wait before retry attempt n (n ≥ 1) while the model is unavailable.
 	Backoff  func(n int) time.Duration
 	Version  string
@@ -96,6 +99,9 @@ type Supervisor struct {
 	wg      sync.WaitGroup
 
 	model modelState
+	mem   *memState // nil: no long-term memory
+
+	summaryCalls atomic.Int64 // model calls made for history summaries
 }
 
 // New checks opt and returns a Supervisor; call Start to resume agents.
@@ -113,7 +119,7 @@ func New(opt Options) (*Supervisor, error) {
 		opt.ContinuousLimit = 25
 	}
 	if opt.HistoryEpisodes <= 0 {
-		opt.HistoryEpisodes = 10
+		opt.HistoryEpisodes = 4
 	}
 	if opt.MaxContext <= 0 {
 		opt.MaxContext = 8192
@@ -130,6 +136,7 @@ func New(opt Options) (*Supervisor, error) {
 	s := &Supervisor{
 		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
 		runners: map[string]*runner{}, started: time.Now(), budgets: map[string]*runBudget{},
+		mem: newMemState(opt.Memory),
 	}
 	if err := s.buildPipelines(); err != nil {
 		return nil, err
@@ -159,6 +166,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.probeLoop(ctx) }()
+	if s.mem != nil && s.mem.ix.NeedsRebuild() {
+		s.rebuildInBackground(s.mem.ix.RebuildReason())
+	}
 	var agents []*store.Agent
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) { agents, err = tx.Agents(); return })
 	if err != nil {

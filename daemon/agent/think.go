@@ -81,9 +81,10 @@ func (r *runner) think(ctx context.Context) {
 	}
 	step := r.s.stepOf(a)
 	pl := r.s.pipelineFor(a.Name)
-	in, msgs := r.s.prompt(stepCtx, a, step, numCtx, notes)
+	r.summarize(stepCtx, a, numCtx)
+	in, msgs := r.s.prompt(stepCtx, a, step, model, numCtx, notes)
 	// The reply may use all the context the prompt leaves: a cut-off reply is an invalid one.
-	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/r.s.model.charsPerToken())-64)
+	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/r.s.model.charsPerToken(model))-64)
 	req := llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: r.s.opt.KeepAlive}
 	res, err := llm.Propose(stepCtx, r.s.opt.LLM, req, in.Commands)
 	if err != nil {
@@ -107,15 +108,15 @@ func (r *runner) think(ctx context.Context) {
 	})
 	r.waitAttempt = 0
 	if res.PromptTokens < numCtx { // a count capped at num_ctx says nothing about chars per token
-		r.s.model.calibrate(PromptChars(msgs), res.PromptTokens)
+		r.s.model.calibrate(model, PromptChars(msgs), res.PromptTokens)
 	}
 	r.propose(ctx, a, last, model, res, in.Commands)
 }
 
 // fitTask cuts a task too long for the context, keeping its start, so that the prompt
 // without history still leaves room for the reply. History is fitted after this.
-func (s *Supervisor) fitTask(in PromptInput, numCtx int) string {
-	budget := int(float64(numCtx-replyReserve(numCtx)) * s.model.charsPerToken())
+func (s *Supervisor) fitTask(in PromptInput, model string, numCtx int) string {
+	budget := int(float64(numCtx-replyReserve(numCtx)) * s.model.charsPerToken(model))
 	over := PromptChars(BuildPrompt(in)) - budget
 	if over <= 0 {
 		return in.Task
@@ -130,7 +131,7 @@ func (s *Supervisor) fitTask(in PromptInput, numCtx int) string {
 
 // prompt builds a step's prompt through the agent's components: directives, commands,
 // then the messages, the budgeted ones (open files, history) filling what the rest leaves.
-func (s *Supervisor) prompt(ctx context.Context, a *store.Agent, step *commands.Step, numCtx int, notes []string) (PromptInput, []llm.Message) {
+func (s *Supervisor) prompt(ctx context.Context, a *store.Agent, step *commands.Step, model string, numCtx int, notes []string) (PromptInput, []llm.Message) {
 	pl := s.pipelineFor(a.Name)
 	in := PromptInput{
 		Name: a.Name, Description: a.Description, Task: a.Task, Goals: a.Goals,
@@ -138,15 +139,15 @@ func (s *Supervisor) prompt(ctx context.Context, a *store.Agent, step *commands.
 		Commands:   s.commandsFor(ctx, a, step),
 		Notes:      notes,
 	}
-	in.Task = s.fitTask(in, numCtx)
-	in.Messages = pl.Messages(ctx, step, s.messageBudget(in, numCtx))
+	in.Task = s.fitTask(in, model, numCtx)
+	in.Messages = pl.Messages(ctx, step, s.messageBudget(in, model, numCtx))
 	return in, BuildPrompt(in)
 }
 
 // messageBudget is how many characters the components' messages may use: what the
 // context holds before the reply reserve, minus the rest of the prompt.
-func (s *Supervisor) messageBudget(in PromptInput, numCtx int) int {
-	budget := int(float64(numCtx-replyReserve(numCtx))*s.model.charsPerToken()) - PromptChars(BuildPrompt(in)) - 64
+func (s *Supervisor) messageBudget(in PromptInput, model string, numCtx int) int {
+	budget := int(float64(numCtx-replyReserve(numCtx))*s.model.charsPerToken(model)) - PromptChars(BuildPrompt(in)) - 64
 	return max(0, budget)
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +22,7 @@ type fakeService struct {
 	history   map[string][]client.Episode
 	proposals map[string][]client.Proposal
 	events    []client.Event // held for replay
+	memories  []client.Memory
 	subs      map[*fakeSub]struct{}
 	// subscribed and unsubscribed tell a test a stream has begun or ended.
 	subscribed   chan struct{}
@@ -336,4 +339,92 @@ func (f *fakeService) AddPermission(ctx context.Context, ref string, req client.
 
 func (f *fakeService) RemovePermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
 	return f.Policy(ctx, ref)
+}
+
+// The memory methods keep memories in a slice; search is a substring match, scored by
+// position so the order is fixed.
+
+func (f *fakeService) Memories(ctx context.Context, req client.MemoryListRequest) ([]client.Memory, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := ""
+	if req.Agent != "" {
+		a, err := f.resolve(req.Agent)
+		if err != nil {
+			return nil, err
+		}
+		id = a.ID
+	}
+	out := []client.Memory{}
+	for i := len(f.memories) - 1; i >= 0; i-- {
+		m := f.memories[i]
+		if (id == "" || m.AgentID == id || m.AgentID == "") && (req.Kind == "" || m.Kind == req.Kind) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeService) AddMemory(ctx context.Context, req client.MemoryAddRequest) (*client.Memory, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if strings.TrimSpace(req.Text) == "" {
+		return nil, client.Errorf(client.ErrBadRequest, "empty memory text: give the text to remember")
+	}
+	if req.Kind == "" {
+		req.Kind = "note"
+	}
+	if !slices.Contains(client.MemoryKinds, req.Kind) {
+		return nil, client.Errorf(client.ErrBadRequest, "memory kind %q: use one of %s", req.Kind, strings.Join(client.MemoryKinds, ", "))
+	}
+	m := client.Memory{ID: fmt.Sprintf("m%d", len(f.memories)+1), Kind: req.Kind, Text: req.Text, Source: req.Source, CreatedAt: t0}
+	if req.Agent != "" {
+		a, err := f.resolve(req.Agent)
+		if err != nil {
+			return nil, err
+		}
+		m.AgentID, m.Agent = a.ID, a.Name
+	}
+	f.memories = append(f.memories, m)
+	return &m, nil
+}
+
+func (f *fakeService) SearchMemory(ctx context.Context, req client.MemorySearchRequest) ([]client.Memory, error) {
+	if strings.TrimSpace(req.Query) == "" {
+		return nil, client.Errorf(client.ErrBadRequest, "empty query: give the words to search for")
+	}
+	all, err := f.Memories(ctx, client.MemoryListRequest{Agent: req.Agent})
+	if err != nil {
+		return nil, err
+	}
+	out := []client.Memory{}
+	for _, m := range all {
+		if i := strings.Index(m.Text, req.Query); i >= 0 {
+			m.Score, m.BM25 = 1/float64(i+1), 1/float64(i+1)
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeService) DeleteMemory(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, m := range f.memories {
+		if m.ID == id {
+			f.memories = slices.Delete(f.memories, i, i+1)
+			return nil
+		}
+	}
+	return client.Errorf(client.ErrNotFound, "no memory %q: see agentctl memory ls", id)
+}
+
+func (f *fakeService) ReindexMemory(ctx context.Context) (*client.MemoryStats, error) {
+	return f.MemoryStats(ctx)
+}
+
+func (f *fakeService) MemoryStats(ctx context.Context) (*client.MemoryStats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &client.MemoryStats{Memories: len(f.memories), Indexed: uint64(len(f.memories)), Generation: "gen-000001"}, nil
 }

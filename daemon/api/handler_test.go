@@ -140,6 +140,61 @@ func routeCases() []routeCase {
 			want: seeded.history["a1"]},
 		{name: "proposals", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Proposals(ctx, "writer") },
 			want: seeded.proposals["a1"]},
+		{name: "memory_add", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.AddMemory(ctx, client.MemoryAddRequest{Agent: "writer", Text: "the key is in vault", Source: "ann"})
+		}, want: &client.Memory{ID: "m1", AgentID: "a1", Agent: "writer", Kind: "note", Text: "the key is in vault", Source: "ann", CreatedAt: t0}},
+		{name: "memory_add_bad_kind", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.AddMemory(ctx, client.MemoryAddRequest{Kind: "gossip", Text: "x"})
+		}, wantErr: client.ErrBadRequest, errText: `memory kind "gossip": use one of episode, result, feedback, note, chat, file`},
+		{name: "memory_add_unknown_agent", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.AddMemory(ctx, client.MemoryAddRequest{Agent: "nobody", Text: "x"})
+		}, wantErr: client.ErrNotFound, errText: `no agent "nobody": not found`},
+		{name: "memory_list_empty", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.Memories(ctx, client.MemoryListRequest{Agent: "writer", Kind: "note", Limit: 5})
+		}, want: []client.Memory{}},
+		{name: "memory_search_empty_query", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.SearchMemory(ctx, client.MemorySearchRequest{Query: " "})
+		}, wantErr: client.ErrBadRequest, errText: "empty query: give the words to search for"},
+		{name: "memory_rm_unknown", call: func(ctx context.Context, c *client.Client) (any, error) { return nil, c.DeleteMemory(ctx, "m/9") },
+			wantErr: client.ErrNotFound, errText: `no memory "m/9": see agentctl memory ls`},
+		{name: "memory_stats", call: func(ctx context.Context, c *client.Client) (any, error) { return c.MemoryStats(ctx) },
+			want: &client.MemoryStats{Generation: "gen-000001"}},
+		{name: "memory_reindex", call: func(ctx context.Context, c *client.Client) (any, error) { return c.ReindexMemory(ctx) },
+			want: &client.MemoryStats{Generation: "gen-000001"}},
+	}
+}
+
+// TestMemoryRoundTrip adds, finds, lists and removes a memory through the client.
+func TestMemoryRoundTrip(t *testing.T) {
+	sock, _ := serve(t, newFake())
+	c := &client.Client{Socket: sock}
+	ctx := t.Context()
+	m, err := c.AddMemory(ctx, client.MemoryAddRequest{Agent: "writer", Kind: "feedback", Text: "use tabs, not spaces"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := c.SearchMemory(ctx, client.MemorySearchRequest{Agent: "writer", Query: "tabs"})
+	if err != nil || len(hits) != 1 || hits[0].ID != m.ID || hits[0].Score == 0 {
+		t.Fatalf("search = %+v, %v; want the memory with a score", hits, err)
+	}
+	if err := c.DeleteMemory(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.Memories(ctx, client.MemoryListRequest{})
+	if err != nil || len(list) != 0 {
+		t.Fatalf("list after rm = %+v, %v", list, err)
+	}
+}
+
+func TestMemoryListBadLimit(t *testing.T) {
+	sock, _ := serve(t, newFake())
+	status, _, body := rawDo(t, sock, "GET", "/v0/memories?limit=ten", nil, "")
+	if status != http.StatusBadRequest || !strings.Contains(body, `limit=\"ten\": want a whole number`) {
+		t.Errorf("GET /v0/memories?limit=ten = %d %s", status, body)
+	}
+	status, _, body = rawDo(t, sock, "POST", "/v0/memory/search", nil, `{"query":"x","top":3}`)
+	if status != http.StatusBadRequest || !strings.Contains(body, `unknown field \"top\"`) {
+		t.Errorf("search with an unknown field = %d %s", status, body)
 	}
 }
 

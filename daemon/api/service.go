@@ -62,6 +62,15 @@ type AgentService interface {
 	// AddPermission stores a pattern for the agent; RemovePermission deletes a stored one.
 	AddPermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error)
 	RemovePermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error)
+	// Memories lists memories, newest first; AddMemory saves one (a shared one without an
+	// agent); SearchMemory ranks them against a query, with scores; DeleteMemory removes one;
+	// ReindexMemory rebuilds the index from the store and swaps it in; MemoryStats describes it.
+	Memories(ctx context.Context, req client.MemoryListRequest) ([]client.Memory, error)
+	AddMemory(ctx context.Context, req client.MemoryAddRequest) (*client.Memory, error)
+	SearchMemory(ctx context.Context, req client.MemorySearchRequest) ([]client.Memory, error)
+	DeleteMemory(ctx context.Context, id string) error
+	ReindexMemory(ctx context.Context) (*client.MemoryStats, error)
+	MemoryStats(ctx context.Context) (*client.MemoryStats, error)
 	// Subscribe streams events of one agent (ref != "") or of all agents (ref == "").
 	// Events with Seq > since still held by the daemon are delivered first. The channel is
 	// closed when cancel is called or the subscriber falls too far behind.

@@ -39,6 +39,7 @@ type Config struct {
 	// Schedules configures the cron schedules (issue 6); the schedules themselves live in
 	// the store and are managed with `agentctl schedule`.
 	Schedules SchedulesConfig `toml:"schedules"`
+	Memory    MemoryConfig    `toml:"memory"`
 	Log       LogConfig       `toml:"log"`
 
 	// StateDir holds the database, the memory index and the workspaces. Set by flag only.
@@ -198,7 +199,7 @@ func Default() *Config {
 			ContinuousLimit:    25,
 			CommandTimeout:     Duration{60 * time.Second},
 			OutputCap:          16 << 10,
-			HistoryEpisodes:    10,
+			HistoryEpisodes:    4,
 			DisabledComponents: []string{},
 			ComponentOrder:     []string{},
 		},
@@ -206,6 +207,7 @@ func Default() *Config {
 		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
 		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}},
 		Schedules:   SchedulesConfig{Grace: Duration{time.Minute}},
+		Memory:      defaultMemory(),
 		Log:         LogConfig{Level: "info", Format: "text"},
 		StateDir:    DefaultStateDir(),
 		Socket:      client.DefaultSocketPath(),

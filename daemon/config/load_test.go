@@ -79,6 +79,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 		{Name: "tracker", URL: "http://127.0.0.1:8931/mcp"},
 	}}
 	want.Schedules = SchedulesConfig{Grace: Duration{2 * time.Minute}}
+	want.Memory = MemoryConfig{Enabled: false, K: 5, BudgetTokens: 1200, HalfLife: Duration{720 * time.Hour}, EmbedModel: "nomic-embed-text"}
 	want.Log = LogConfig{Level: "debug", Format: "json"}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)

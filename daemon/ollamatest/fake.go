@@ -55,6 +55,8 @@ type Fake struct {
 	down     bool
 	busy     bool
 	requests []api.ChatRequest
+	// embedCalls counts /api/embed requests (embed.go).
+	embedCalls int
 }
 
 // NewFake starts a Fake and closes it when the test ends.
@@ -72,6 +74,7 @@ func NewFake(tb testing.TB) *Fake {
 	mux.HandleFunc("GET /api/tags", f.handleTags)
 	mux.HandleFunc("POST /api/show", f.handleShow)
 	mux.HandleFunc("POST /api/chat", f.handleChat)
+	mux.HandleFunc("POST /api/embed", f.handleEmbed)
 	f.srv = httptest.NewServer(f.gate(mux))
 	tb.Cleanup(f.Close)
 	return f

@@ -58,6 +58,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	// The schedules' manager needs the supervisor and the supervisor reports run ends to
 	// it; mgr is set before the supervisor starts, so no run ends before it is there.
 	var mgr *schedules.Manager
+	mem, err := openMemory(cfg, lc, log)
+	if err != nil {
+		return err
+	}
+	if mem.Index != nil {
+		defer func() {
+			if err := mem.Index.Close(); err != nil {
+				log.Warn("closing the memory index", "err", err)
+			}
+		}()
+	}
 	overrides := map[string]agent.AgentOverrides{}
 	for name, o := range cfg.Agents {
 		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny}
@@ -71,7 +82,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-		Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
+		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
 		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) },
 	})
 	if err != nil {

@@ -197,6 +197,24 @@ var migrations = []string{
 	ALTER TABLE runs ADD COLUMN tokens_base INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE runs ADD COLUMN steps INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE runs ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;`,
+	// issue 4: memory. memories is the source of truth the Bleve index is rebuilt from
+	// (agent_id '' is a shared memory, so it cannot reference agents; DeleteAgent removes an
+	// agent's memories itself). episode_summaries holds the model's one-line summary of an
+	// episode, made once; goal state lives in agent_state.
+	`CREATE TABLE memories (
+		id TEXT PRIMARY KEY,
+		agent_id TEXT NOT NULL DEFAULT '',
+		kind TEXT NOT NULL CHECK (kind IN ('episode','result','feedback','note','chat','file')),
+		text TEXT NOT NULL,
+		source TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL
+	);
+	CREATE INDEX memories_agent ON memories(agent_id, kind, created_at);
+	CREATE TABLE episode_summaries (
+		episode_id INTEGER PRIMARY KEY REFERENCES episodes(id) ON DELETE CASCADE,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		line TEXT NOT NULL
+	);`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
@@ -324,8 +342,15 @@ func (s *Store) Tx(ctx context.Context, fn func(*Tx) error) error {
 	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	for _, f := range tx.after {
+		f()
+	}
 	return nil
 }
+
+// AfterCommit runs f once the transaction has committed, and never if it rolls back: how
+// derived data (the memory index) follows what is durable.
+func (t *Tx) AfterCommit(f func()) { t.after = append(t.after, f) }
 
 // View runs fn for reading; it sees one consistent snapshot.
 func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
@@ -347,6 +372,7 @@ type Tx struct {
 	now    time.Time
 	s      *Store
 	missed []string
+	after  []func()
 }
 
 // stmt returns the cached statement for q bound to this transaction, or nil.

@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var memoryCmd = &command{
+	name:  "memory",
+	args:  "add|search|ls|rm|reindex|stats [--agent AGENT] [--json] ...",
+	short: "search, add and remove agents' long-term memories",
+	long: `Memory works with what agents remember: every step they took, your feedback and
+answers, notes they saved with memory_add, and the files they wrote. The most relevant
+memories go into each prompt; agents also search them with memory_search.
+
+  agentctl memory search [--agent AGENT] [--kind KIND] [-k N] WORDS...
+                     the best matches, with their scores and sources; without --agent,
+                     every agent's memories
+  agentctl memory add [--agent AGENT] [--kind KIND] [--source TEXT] TEXT...
+                     remember TEXT; without --agent every agent shares it (kind: note)
+  agentctl memory ls [--agent AGENT] [--kind KIND] [--limit N]
+                     the newest memories
+  agentctl memory rm ID...
+                     forget memories (ids from ls or search)
+  agentctl memory reindex
+                     rebuild the search index from the database and swap it in; searches
+                     go on meanwhile (agentd also does this itself when the index is lost)
+  agentctl memory stats
+                     how many memories, indexed and waiting
+
+Kinds: episode, result, feedback, note, chat, file.`,
+	run: (*app).runMemory,
+}
+
+// memoryFlags are the flags of agentctl memory's subcommands.
+type memoryFlags struct {
+	agent, kind, source string
+	k, limit            int
+}
+
+func (a *app) runMemory(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	var f memoryFlags
+	fs.StringVar(&f.agent, "agent", "", "the `AGENT` (name or id) whose memories; none: all (shared for add)")
+	fs.StringVar(&f.kind, "kind", "", "only memories of this `KIND` (add: the new memory's kind)")
+	fs.StringVar(&f.source, "source", "", "add: where the memory comes from (`TEXT` shown with it)")
+	fs.IntVar(&f.k, "k", 0, "search: return `N` results (default 10)")
+	fs.IntVar(&f.limit, "limit", 0, "ls: show the newest `N` memories (default 50)")
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("missing what to do: add, search, ls, rm, reindex or stats")
+	}
+	verb, rest := pos[0], pos[1:]
+	switch verb {
+	case "add":
+		return a.memoryAdd(ctx, f, rest)
+	case "search":
+		return a.memorySearch(ctx, f, rest)
+	case "ls":
+		return a.memoryList(ctx, f, rest)
+	case "rm":
+		return a.memoryRemove(ctx, rest)
+	case "reindex", "stats":
+		if len(rest) > 0 {
+			return usagef("memory %s takes no arguments, got %q", verb, rest)
+		}
+		return a.memoryStats(ctx, verb == "reindex")
+	}
+	return usagef("unknown memory command %q: want add, search, ls, rm, reindex or stats", verb)
+}
+
+func (a *app) memoryAdd(ctx context.Context, f memoryFlags, words []string) error {
+	text := strings.TrimSpace(strings.Join(words, " "))
+	if text == "" {
+		return usagef("missing TEXT: what to remember")
+	}
+	m, err := a.api().AddMemory(ctx, client.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source})
+	if err != nil {
+		return memoryErr(f.agent, err)
+	}
+	if a.json {
+		return a.printJSON(m)
+	}
+	fmt.Fprintf(a.stdout, "remembered %s (%s, %s)\n", m.ID, m.Kind, owner(m))
+	return nil
+}
+
+func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) error {
+	query := strings.TrimSpace(strings.Join(words, " "))
+	if query == "" {
+		return usagef("missing WORDS to search for")
+	}
+	req := client.MemorySearchRequest{Agent: f.agent, Query: query, K: f.k}
+	if f.kind != "" {
+		req.Kinds = []string{f.kind}
+	}
+	hits, err := a.api().SearchMemory(ctx, req)
+	if err != nil {
+		return memoryErr(f.agent, err)
+	}
+	if a.json {
+		return a.printJSON(nonNilMemories(hits))
+	}
+	if len(hits) == 0 {
+		a.note("no memory matches %q", query)
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCORE\tBM25\tSIM\tKIND\tAGENT\tSOURCE\tID\tTEXT")
+	for _, m := range hits {
+		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\n", m.Score, m.BM25, m.Similarity, m.Kind, owner(&m),
+			truncate(m.Source, 30), m.ID, truncate(oneParagraph(m.Text), 70))
+	}
+	return tw.Flush()
+}
+
+func (a *app) memoryList(ctx context.Context, f memoryFlags, rest []string) error {
+	if len(rest) > 0 {
+		return usagef("memory ls takes no arguments, got %q (filter with --agent and --kind)", rest)
+	}
+	list, err := a.api().Memories(ctx, client.MemoryListRequest{Agent: f.agent, Kind: f.kind, Limit: f.limit})
+	if err != nil {
+		return memoryErr(f.agent, err)
+	}
+	if a.json {
+		return a.printJSON(nonNilMemories(list))
+	}
+	if len(list) == 0 {
+		a.note("no memories yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT")
+	for _, m := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Kind, owner(&m), truncate(m.Source, 30),
+			formatTime(m.CreatedAt), truncate(oneParagraph(m.Text), 70))
+	}
+	return tw.Flush()
+}
+
+func (a *app) memoryRemove(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return usagef("missing ID: which memory to forget (see agentctl memory ls)")
+	}
+	for _, id := range ids {
+		if err := a.api().DeleteMemory(ctx, id); err != nil {
+			return err
+		}
+		if !a.json {
+			fmt.Fprintf(a.stdout, "forgot %s\n", id)
+		}
+	}
+	return nil
+}
+
+func (a *app) memoryStats(ctx context.Context, reindex bool) error {
+	var st *client.MemoryStats
+	var err error
+	if reindex {
+		a.note("rebuilding the memory index from the database…")
+		st, err = a.api().ReindexMemory(ctx)
+	} else {
+		st, err = a.api().MemoryStats(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(st)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "memories\t%d\n", st.Memories)
+	fmt.Fprintf(tw, "indexed\t%d (%s)\n", st.Indexed, st.Generation)
+	fmt.Fprintf(tw, "queued\t%d\n", st.Queued)
+	if st.EmbedModel != "" {
+		fmt.Fprintf(tw, "embeddings\t%d by %s, %d failures\n", st.Vectors, st.EmbedModel, st.EmbedFailures)
+	}
+	switch {
+	case st.Rebuilding:
+		fmt.Fprintf(tw, "rebuild\trunning\n")
+	case st.NeedsRebuild:
+		fmt.Fprintf(tw, "rebuild\tneeded: %s\n", st.RebuildReason)
+	}
+	return tw.Flush()
+}
+
+// owner names a memory's agent, or says it is shared.
+func owner(m *client.Memory) string {
+	switch {
+	case m.Agent != "":
+		return m.Agent
+	case m.AgentID != "":
+		return m.AgentID
+	}
+	return "(shared)"
+}
+
+func nonNilMemories(ms []client.Memory) []client.Memory {
+	if ms == nil {
+		return []client.Memory{}
+	}
+	return ms
+}
+
+// memoryErr explains a not-found from a call that named an agent.
+func memoryErr(agent string, err error) error {
+	if agent == "" {
+		return err
+	}
+	return agentErr(agent, err)
+}

@@ -1,0 +1,163 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// The prompt's history (issue 4): the last Options.HistoryEpisodes episodes verbatim, and
+// before them older ones as one line each — the model's summary once it is made, a plain
+// "command → outcome" line until then — newest first until the budget ends. However long
+// the agent lives, the history costs one bounded read and never outgrows the budget.
+//
+// Summaries are made by the model, several episodes per call, stored so each is made once.
+// A call is made only when at least summaryMin shown episodes lack one, and at most once
+// every summaryEvery steps of an agent's loop: at most 1 + 1/summaryEvery model calls per
+// step on average, however long the run.
+
+const (
+	olderLines   = 100 // older episodes read per prompt: more never fit a real context
+	summaryBatch = 12  // episodes summarized in one call at most
+	summaryMin   = 8   // and at least
+	summaryEvery = 8   // steps between two summary calls of one agent, at least
+	summaryChars = 160 // one summary line, at most
+)
+
+// historyMessages renders the agent's history within step.Budget characters.
+func (s *Supervisor) historyMessages(ctx context.Context, step *commands.Step) ([]string, error) {
+	var lines []store.EpisodeLine
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+		lines, err = tx.EpisodeLines(step.AgentID, s.opt.HistoryEpisodes+olderLines, resultCut+1)
+		return err
+	})
+	if err != nil || len(lines) == 0 {
+		return nil, err
+	}
+	split := max(0, len(lines)-s.opt.HistoryEpisodes)
+	older, recent := lines[:split], lines[split:]
+	const head = "Progress so far:"
+	used := len(head)
+	var kept []string // newest first
+	for i := len(recent) - 1; i >= 0; i-- {
+		t := EpisodeText(recent[i].Episode)
+		if used+len(t)+1 > step.Budget {
+			older = nil // no room for the full latest steps: none for older ones
+			break
+		}
+		used += len(t) + 1
+		kept = append(kept, t)
+	}
+	for i := len(older) - 1; i >= 0; i-- {
+		t := olderLine(older[i])
+		if used+len(t)+1 > step.Budget {
+			break
+		}
+		used += len(t) + 1
+		kept = append(kept, t)
+	}
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	slices.Reverse(kept)
+	return []string{head + "\n" + strings.Join(kept, "\n")}, nil
+}
+
+// olderLine is an older episode in one line: its summary, or its command and outcome.
+func olderLine(e store.EpisodeLine) string {
+	if e.Summary != "" {
+		return fmt.Sprintf("Step %d: %s", e.Step, e.Summary)
+	}
+	return fmt.Sprintf("Step %d: %s → %s", e.Step, cut(CallText(e.Command, e.Args), 120), e.Outcome)
+}
+
+// summaryReply is the model's answer to a summary request.
+type summaryReply struct {
+	Lines []string `json:"lines"`
+}
+
+func summarySchema(n int) *commands.Schema {
+	return commands.Object(commands.Prop{Name: "lines", Schema: &commands.Schema{
+		Type: "array", Items: commands.String("one step in one line", summaryChars),
+		MinItems: commands.Ptr(n), MaxItems: commands.Ptr(n),
+	}})
+}
+
+const summaryPrompt = `You keep the log of an autonomous agent short. For each numbered step below, write one ` +
+	`line of at most 20 words: what the agent did and what came of it (facts, names, numbers that matter later). ` +
+	`Reply with one JSON object: "lines", one line per step, in the order given.`
+
+// summarize makes one-line summaries of older episodes that the prompt shows without one,
+// when enough of them are waiting and the agent's call budget allows. A failure is logged
+// and the plain lines stay; the step goes on either way.
+func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
+	r.thinks++
+	if r.thinks-r.summarizedAt < summaryEvery {
+		return
+	}
+	var lines []store.EpisodeLine
+	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
+		lines, err = tx.EpisodeLines(a.ID, r.s.opt.HistoryEpisodes+olderLines, resultCut+1)
+		return err
+	})
+	if err != nil {
+		r.s.log.Warn("history: reading episodes to summarize", "agent", a.ID, "err", err)
+		return
+	}
+	var todo []store.EpisodeLine // newest first
+	for i := len(lines) - r.s.opt.HistoryEpisodes - 1; i >= 0 && len(todo) < summaryBatch; i-- {
+		if lines[i].Summary == "" {
+			todo = append(todo, lines[i])
+		}
+	}
+	if len(todo) < summaryMin {
+		return
+	}
+	r.summarizedAt = r.thinks
+	slices.Reverse(todo)
+	var b strings.Builder
+	per := max(200, (numCtx/2*int(defaultCharsPerToken))/len(todo)) // the request stays well inside the context
+	for i, e := range todo {
+		fmt.Fprintf(&b, "%d. %s\n", i+1, cut(EpisodeText(e.Episode), per))
+	}
+	req := llm.ChatRequest{
+		Model: r.s.opt.Model, NumCtx: numCtx, NumPredict: len(todo) * 64, KeepAlive: r.s.opt.KeepAlive,
+		Messages: []llm.Message{{Role: "system", Content: summaryPrompt}, {Role: "user", Content: b.String()}},
+	}
+	var out summaryReply
+	res, err := llm.Generate(ctx, r.s.opt.LLM, req, summarySchema(len(todo)), &out)
+	r.s.summaryCalls.Add(1)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.s.log.Warn("history: summarizing older steps failed; they stay as plain lines", "agent", a.ID, "err", err)
+		}
+		return
+	}
+	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		for i, e := range todo {
+			line := strings.Join(strings.Fields(out.Lines[i]), " ")
+			if line == "" {
+				continue
+			}
+			if err := tx.SetEpisodeSummary(a.ID, e.ID, cut(line, summaryChars)); err != nil {
+				return err
+			}
+		}
+		if res != nil {
+			if cur, err := tx.Agent(a.ID); err == nil {
+				cur.PromptTokens += int64(res.PromptTokens)
+				cur.EvalTokens += int64(res.EvalTokens)
+				return tx.UpdateAgent(cur)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		r.s.log.Warn("history: storing summaries", "agent", a.ID, "err", err)
+	}
+}

@@ -1,0 +1,498 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/memory"
+)
+
+// Long-term memory (issue 4). Every memory is written to the store first, in the same
+// transaction as the episode or decision it comes from, and handed to the Bleve index only
+// once that transaction has committed (store.Tx.AfterCommit): the index can lose things —
+// a full queue, a crash — but never hold something the store does not. Whatever it loses,
+// a rebuild from the store brings back.
+
+// MemoryOptions configure long-term memory.
+type MemoryOptions struct {
+	// Index is the open memory index; nil turns long-term memory off (no memory component,
+	// no memory commands, nothing written to the memories table).
+	Index *memory.Index
+	// K is how many relevant memories a prompt shows at most (default 10).
+	K int
+	// BudgetTokens caps the tokens they take (default 2,500); on a small context they get
+	// at most two fifths of what the rest of the prompt leaves.
+	BudgetTokens int
+	// HalfLife, when set, makes older memories rank lower: a memory HalfLife old counts half.
+	HalfLife time.Duration
+	// EmbedModel names the embedding model in use, for stats only ("" without one).
+	EmbedModel string
+}
+
+// memState is the supervisor's long-term memory; nil when it is off.
+type memState struct {
+	ix         *memory.Index
+	opt        MemoryOptions
+	rebuilding atomic.Bool
+}
+
+func newMemState(o MemoryOptions) *memState {
+	if o.Index == nil {
+		return nil
+	}
+	if o.K <= 0 {
+		o.K = memory.DefaultK
+	}
+	if o.BudgetTokens <= 0 {
+		o.BudgetTokens = 2500
+	}
+	return &memState{ix: o.Index, opt: o}
+}
+
+// Bounds on what one memory holds.
+const (
+	maxMemoryText   = 8000 // bytes of a memory added through the API or memory_add's caller
+	fileChunkBytes  = 1500 // a file the agent writes is remembered in chunks of about this size
+	maxFileChunks   = 64
+	episodeResultIn = 1500 // bytes of a command's result an episode memory keeps
+)
+
+func toDoc(m store.Memory) memory.Doc {
+	return memory.Doc{ID: m.ID, Agent: m.AgentID, Kind: memory.Kind(m.Kind), Text: m.Text, Source: m.Source, Created: m.Created}
+}
+
+// remember stores memories in tx and indexes them once tx commits. Without memory it
+// does nothing.
+func (s *Supervisor) remember(tx *store.Tx, ms ...store.Memory) error {
+	if s.mem == nil || len(ms) == 0 {
+		return nil
+	}
+	docs := make([]memory.Doc, 0, len(ms))
+	for i := range ms {
+		ms[i].Text = cleanText(ms[i].Text)
+		if err := tx.InsertMemory(&ms[i]); err != nil {
+			return err
+		}
+		docs = append(docs, toDoc(ms[i]))
+	}
+	tx.AfterCommit(func() { s.indexed(s.mem.ix.Add(docs...)) })
+	return nil
+}
+
+// forget removes memories from the index once tx (which deleted them) commits.
+func (s *Supervisor) forget(tx *store.Tx, ids []string) {
+	if s.mem == nil || len(ids) == 0 {
+		return
+	}
+	tx.AfterCommit(func() { s.indexed(s.mem.ix.Delete(ids...)) })
+}
+
+// indexed handles the index refusing work: a full queue dropped memories that are safe in
+// the store, so a rebuild brings them back.
+func (s *Supervisor) indexed(err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, memory.ErrQueueFull):
+		s.rebuildInBackground("the indexing queue was full")
+	default:
+		s.log.Warn("memory: indexing refused", "err", err)
+	}
+}
+
+// cleanText makes text safe to store and index: valid UTF-8, no NUL bytes.
+func cleanText(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ReplaceAll(s, "\x00", " ")
+}
+
+// recordEpisode stores a finished step: the episode, the goal state it advances and its
+// memory, all in tx. Every place that ends a step goes through here.
+func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *client.Proposal, ep *client.Episode) error {
+	if err := tx.InsertEpisode(agentID, ep); err != nil {
+		return err
+	}
+	if err := updateGoal(tx, agentID, p, ep); err != nil {
+		return err
+	}
+	return s.remember(tx, episodeMemory(agentID, ep))
+}
+
+// episodeMemory is what an episode leaves in memory: the action, the reasoning and the
+// result's start (or the person's feedback or answer, then of kind feedback).
+func episodeMemory(agentID string, e *client.Episode) store.Memory {
+	kind := memory.KindEpisode
+	if e.Outcome == "feedback" || e.Command == commands.AskUser {
+		kind = memory.KindFeedback
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Step %d: %s → %s", e.Step, CallText(e.Command, e.Args), e.Outcome)
+	if r := strings.TrimSpace(e.Reasoning); r != "" {
+		fmt.Fprintf(&b, "\nReasoning: %s", r)
+	}
+	switch {
+	case e.Outcome == "feedback":
+		fmt.Fprintf(&b, "\nHuman feedback: %s", e.Feedback)
+	case strings.TrimSpace(e.Result) != "":
+		fmt.Fprintf(&b, "\nResult: %s", cut(e.Result, episodeResultIn))
+	}
+	return store.Memory{
+		ID: "m-" + e.ProposalID, AgentID: agentID, Kind: string(kind), Text: b.String(),
+		Source: fmt.Sprintf("step %d %s", e.Step, e.Command),
+	}
+}
+
+// noteID makes a note's id from its owner and text, so saving the same note twice keeps one.
+func noteID(agentID, text string) string {
+	h := sha256.Sum256([]byte(agentID + "\x00" + text))
+	return "m-n-" + hex.EncodeToString(h[:8])
+}
+
+// chunkText splits s into pieces of about size bytes, at line ends where it can, on rune
+// boundaries always; at most max pieces (the rest is dropped).
+func chunkText(s string, size, max int) []string {
+	var out []string
+	for len(s) > 0 && len(out) < max {
+		if len(s) <= size {
+			out = append(out, s)
+			break
+		}
+		cut := strings.LastIndexByte(s[:size], '\n') + 1
+		if cut < size/2 {
+			cut = size
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	kept := out[:0]
+	for _, c := range out {
+		if strings.TrimSpace(c) != "" {
+			kept = append(kept, c)
+		}
+	}
+	return kept
+}
+
+// rebuildInBackground rebuilds the index from the store while the daemon serves, unless a
+// rebuild is running already.
+func (s *Supervisor) rebuildInBackground(reason string) {
+	if s.mem == nil || !s.mem.rebuilding.CompareAndSwap(false, true) {
+		return
+	}
+	s.mu.Lock()
+	ctx := s.ctx
+	s.mu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		s.mem.rebuilding.Store(false)
+		return
+	}
+	s.log.Info("memory: rebuilding the index from the store in the background", "reason", reason)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.mem.rebuilding.Store(false)
+		start := time.Now()
+		if err := s.rebuildMemory(ctx); err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("memory: rebuild failed; search uses the index as it is", "err", err)
+			}
+			return
+		}
+		s.log.Info("memory: index rebuilt", "memories", s.mem.ix.Stats().Docs, "took", time.Since(start).Round(time.Millisecond))
+	}()
+}
+
+// memoryPage is how many memories one read transaction of a rebuild takes.
+const memoryPage = 2000
+
+// rebuildMemory builds a new index generation from the memories table and swaps it in.
+// It reads the table in pages, each a short transaction, so the agents' writes go on;
+// what they write meanwhile the index replays into the new generation.
+func (s *Supervisor) rebuildMemory(ctx context.Context) error {
+	return s.mem.ix.Rebuild(ctx, func(yield func(memory.Doc) error) error {
+		after := ""
+		for {
+			var page []store.Memory
+			if err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+				page, err = tx.MemoryPage(after, memoryPage)
+				return err
+			}); err != nil {
+				return err
+			}
+			for _, m := range page {
+				if err := yield(toDoc(m)); err != nil {
+					return err
+				}
+			}
+			if len(page) < memoryPage {
+				return nil
+			}
+			after = page[len(page)-1].ID
+		}
+	})
+}
+
+// memoryEnv is commands.Memory for the memory commands.
+type memoryEnv struct{ s *Supervisor }
+
+func (m memoryEnv) Save(ctx context.Context, agentID, text string) (string, error) {
+	mem := store.Memory{ID: noteID(agentID, text), AgentID: agentID, Kind: string(memory.KindNote), Text: text, Source: commands.MemoryAdd}
+	err := m.s.st.Tx(ctx, func(tx *store.Tx) error { return m.s.remember(tx, mem) })
+	return mem.ID, err
+}
+
+func (m memoryEnv) Recall(ctx context.Context, agentID, query string, k int) ([]commands.Recalled, error) {
+	hits, err := m.s.mem.ix.Search(ctx, memory.Query{Agent: agentID, Text: query, K: k, HalfLife: m.s.mem.opt.HalfLife})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]commands.Recalled, len(hits))
+	for i, h := range hits {
+		out[i] = commands.Recalled{Kind: string(h.Kind), Source: h.Source, Text: h.Text, Score: h.Score, Created: h.Created}
+	}
+	return out, nil
+}
+
+// commandMemory is the memory the commands get: nil without long-term memory.
+func (s *Supervisor) commandMemory() commands.Memory {
+	if s.mem == nil {
+		return nil
+	}
+	return memoryEnv{s}
+}
+
+// goalKey is the agent_state key of the goal state.
+const goalKey = "memory.goal"
+
+// goalDone is how many done items the goal state lists; older ones are only counted.
+const goalDone = 8
+
+// goalState is the run's plan and what is done, kept outside the transcript (which is
+// summarized and cut) so the agent never loses track of them.
+type goalState struct {
+	Run       string   `json:"run"`
+	Plan      string   `json:"plan,omitempty"`
+	Done      []string `json:"done,omitempty"` // the latest goalDone, oldest first
+	DoneCount int      `json:"done_count,omitempty"`
+}
+
+// updateGoal advances the goal state with a finished step: the plan the model stated with
+// its proposal, and the step when it succeeded.
+func updateGoal(tx *store.Tx, agentID string, p *client.Proposal, ep *client.Episode) error {
+	var g goalState
+	raw, err := tx.StateValue(agentID, goalKey)
+	if err != nil {
+		return err
+	}
+	if raw != nil {
+		_ = json.Unmarshal(raw, &g) // a damaged value starts over
+	}
+	if g.Run != ep.RunID {
+		g = goalState{Run: ep.RunID}
+	}
+	if plan := strings.TrimSpace(p.Thoughts.Plan); plan != "" {
+		g.Plan = cut(plan, 600)
+	}
+	if ep.Outcome == "succeeded" && ep.Command != commands.Finish {
+		g.Done = append(g.Done, fmt.Sprintf("step %d: %s", ep.Step, cut(CallText(ep.Command, ep.Args), 160)))
+		if len(g.Done) > goalDone {
+			g.Done = g.Done[len(g.Done)-goalDone:]
+		}
+		g.DoneCount++
+	}
+	b, _ := json.Marshal(g)
+	return tx.SetStateValue(agentID, goalKey, b)
+}
+
+// goalComponent shows the goal state. It is small and bounded, so it is not budgeted.
+type goalComponent struct{}
+
+func (goalComponent) Name() string { return "goal" }
+
+func (goalComponent) Messages(ctx context.Context, step *commands.Step) ([]string, error) {
+	raw, err := step.State.Get(ctx, goalKey)
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	var g goalState
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return nil, fmt.Errorf("goal state: %w", err)
+	}
+	if g.Run != step.RunID || (g.Plan == "" && len(g.Done) == 0) {
+		return nil, nil
+	}
+	var b strings.Builder
+	b.WriteString("Goal state for this task:")
+	if g.Plan != "" {
+		fmt.Fprintf(&b, "\nYour plan: %s", g.Plan)
+	}
+	if len(g.Done) > 0 {
+		fmt.Fprintf(&b, "\nDone so far (%d steps succeeded", g.DoneCount)
+		if g.DoneCount > len(g.Done) {
+			fmt.Fprintf(&b, "; the last %d", len(g.Done))
+		}
+		b.WriteString("):")
+		for _, d := range g.Done {
+			b.WriteString("\n- " + d)
+		}
+	}
+	return []string{b.String()}, nil
+}
+
+// memoryComponent brings long-term memory into the agent: the memories relevant to the
+// task and the latest steps (budgeted, before history), the memory_add and memory_search
+// commands, and the files the agent writes, remembered in chunks.
+type memoryComponent struct {
+	s *Supervisor
+	// offered are memory commands the agent's command list has already (not offered twice).
+	offered map[string]bool
+}
+
+func (memoryComponent) Name() string { return "memory" }
+func (memoryComponent) Budgeted()    {}
+
+// Commands implements CommandProvider.
+func (c memoryComponent) Commands(context.Context, *commands.Step) ([]commands.Command, error) {
+	if c.s.mem == nil {
+		return nil, nil
+	}
+	var out []commands.Command
+	for _, n := range []string{commands.MemoryAdd, commands.MemorySearch} {
+		if cmd, ok := commands.Lookup(n); ok && !c.offered[n] {
+			out = append(out, cmd)
+		}
+	}
+	return out, nil
+}
+
+// memoryShare is the part of what the prompt has left that memories may take at most.
+const memoryShare = 0.4
+
+// Messages implements MessageProvider: the top-k memories for the task and the latest
+// steps, within the memory budget, leaving out the steps history shows in full anyway.
+func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]string, error) {
+	m := c.s.mem
+	if m == nil {
+		return nil, nil
+	}
+	budget := min(int(float64(step.Budget)*memoryShare), int(float64(m.opt.BudgetTokens)*c.s.model.charsPerToken(c.s.opt.Model)))
+	const head = "Relevant memories (from past steps, feedback, notes and files; most relevant first):"
+	if budget < len(head)+200 {
+		return nil, nil
+	}
+	var recent []store.EpisodeLine
+	if err := c.s.st.View(ctx, func(tx *store.Tx) (err error) {
+		recent, err = tx.EpisodeLines(step.AgentID, c.s.opt.HistoryEpisodes, 300)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	skip := map[string]bool{}
+	q := []string{step.Task}
+	for i, e := range recent {
+		skip["m-"+e.ProposalID] = true
+		if i >= len(recent)-2 { // the latest steps say what the agent is doing now
+			q = append(q, e.Command, e.Reasoning, e.Feedback, e.Result)
+		}
+	}
+	hits, err := m.ix.Search(ctx, memory.Query{Agent: step.AgentID, Text: strings.Join(q, "\n"), K: m.opt.K + len(skip), HalfLife: m.opt.HalfLife})
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	shown := 0
+	for _, h := range hits {
+		if skip[h.ID] || shown == m.opt.K {
+			continue
+		}
+		line := "\n- [" + string(h.Kind)
+		if h.Source != "" {
+			line += ", " + h.Source
+		}
+		line += "] " + strings.Join(strings.Fields(cut(h.Text, 600)), " ")
+		if b.Len()+len(line) > budget {
+			break
+		}
+		b.WriteString(line)
+		shown++
+	}
+	if shown == 0 {
+		return nil, nil
+	}
+	return []string{b.String()}, nil
+}
+
+// AfterExecute implements commands.AfterExecute: a file the agent wrote is remembered, in
+// chunks (write_file replaces what was remembered of that file; append_to_file adds).
+func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, o *commands.Outcome) error {
+	if c.s.mem == nil {
+		return nil
+	}
+	var args struct {
+		Path     string `json:"path"`
+		Contents string `json:"contents"`
+		Text     string `json:"text"`
+	}
+	switch o.Command {
+	case "write_file", "append_to_file":
+	default:
+		return nil
+	}
+	if err := json.Unmarshal(o.Args, &args); err != nil || args.Path == "" {
+		return nil // validated before it ran; nothing to remember otherwise
+	}
+	replace, text := o.Command == "write_file", args.Contents
+	if !replace {
+		text = args.Text
+	}
+	chunks := chunkText(cleanText(text), fileChunkBytes, maxFileChunks)
+	return c.s.st.Tx(ctx, func(tx *store.Tx) error {
+		if replace {
+			ids, err := tx.DeleteMemories(step.AgentID, string(memory.KindFile), args.Path)
+			if err != nil {
+				return err
+			}
+			c.s.forget(tx, ids)
+		}
+		ms := make([]store.Memory, len(chunks))
+		for i, ch := range chunks {
+			ms[i] = store.Memory{ID: newID("m-f-"), AgentID: step.AgentID, Kind: string(memory.KindFile), Text: ch, Source: args.Path}
+		}
+		return c.s.remember(tx, ms...)
+	})
+}
+
+var (
+	_ commands.Budgeted        = memoryComponent{}
+	_ commands.CommandProvider = memoryComponent{}
+	_ commands.AfterExecute    = memoryComponent{}
+	_ commands.MessageProvider = goalComponent{}
+	_ commands.Memory          = memoryEnv{}
+)
+
+// offered names the memory commands a built-in command list has already.
+func offered(builtin commands.Set) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range []string{commands.MemoryAdd, commands.MemorySearch} {
+		if _, ok := builtin.Get(n); ok {
+			out[n] = true
+		}
+	}
+	return out
+}

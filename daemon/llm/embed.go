@@ -1,0 +1,35 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ollama/ollama/api"
+)
+
+// Embed returns one vector per text, computed by model through Ollama's /api/embed.
+// Errors are classified like a chat call's (ErrUnavailable, *ModelNotFoundError).
+func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]float32, error) {
+	if len(texts) == 0 {
+		return nil, nil
+	}
+	resp, err := c.api.Embed(ctx, &api.EmbedRequest{Model: model, Input: texts})
+	if err != nil {
+		return nil, c.classify(ctx, "embed", model, err)
+	}
+	if len(resp.Embeddings) != len(texts) {
+		return nil, fmt.Errorf("llm: embed: %s returned %d vectors for %d texts", model, len(resp.Embeddings), len(texts))
+	}
+	return resp.Embeddings, nil
+}
+
+// Embedder embeds with one model; it is the memory index's Embedder (hybrid search).
+type Embedder struct {
+	Client *Client
+	Model  string
+}
+
+// Embed implements memory.Embedder.
+func (e Embedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return e.Client.Embed(ctx, e.Model, texts)
+}

@@ -1,0 +1,216 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Memory is one row of memories: what an agent did, was told, saved or wrote, kept here
+// first and indexed by the memory package from here.
+type Memory struct {
+	ID      string
+	AgentID string // "" for a shared memory
+	Kind    string // episode, result, feedback, note, chat or file
+	Text    string
+	Source  string // where it came from: a step, a file path, a person
+	Created time.Time
+}
+
+const memoryCols = `id, agent_id, kind, text, source, created_at`
+
+func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
+	var m Memory
+	var created int64
+	err := sc.Scan(&m.ID, &m.AgentID, &m.Kind, &m.Text, &m.Source, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, ErrNotFound
+	}
+	if err != nil {
+		return m, fmt.Errorf("store: reading memory: %w", err)
+	}
+	m.Created = fromMS(created)
+	return m, nil
+}
+
+// InsertMemory stores a memory; storing an id again replaces it. A zero Created is the
+// transaction's time.
+func (t *Tx) InsertMemory(m *Memory) error {
+	if m.Created.IsZero() {
+		m.Created = t.now
+	}
+	_, err := t.exec(`INSERT OR REPLACE INTO memories (`+memoryCols+`) VALUES (?,?,?,?,?,?)`,
+		m.ID, m.AgentID, m.Kind, m.Text, m.Source, ms(m.Created))
+	if err != nil {
+		return fmt.Errorf("store: insert memory: %w", err)
+	}
+	return nil
+}
+
+// Memory reads one memory by id.
+func (t *Tx) Memory(id string) (Memory, error) {
+	return scanMemory(t.queryRow(`SELECT `+memoryCols+` FROM memories WHERE id=?`, id))
+}
+
+// MemoryFilter selects memories to list. The zero value lists shared memories only.
+type MemoryFilter struct {
+	AgentID   string // this agent's memories and the shared ones
+	AllAgents bool   // every memory; AgentID is ignored
+	OnlyOwn   bool   // with AgentID: leave the shared ones out
+	Kind      string // "" for every kind
+	Source    string // "" for every source
+	Limit     int    // newest first; <= 0 means 100
+}
+
+// Memories lists memories matching f, newest first.
+func (t *Tx) Memories(f MemoryFilter) ([]Memory, error) {
+	var where []string
+	var args []any
+	switch {
+	case f.AllAgents:
+	case f.OnlyOwn:
+		where, args = append(where, `agent_id=?`), append(args, f.AgentID)
+	default:
+		where, args = append(where, `agent_id IN ('', ?)`), append(args, f.AgentID)
+	}
+	if f.Kind != "" {
+		where, args = append(where, `kind=?`), append(args, f.Kind)
+	}
+	if f.Source != "" {
+		where, args = append(where, `source=?`), append(args, f.Source)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	q := `SELECT ` + memoryCols + ` FROM memories`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += ` ORDER BY created_at DESC, id DESC LIMIT ?`
+	return t.memories(q, append(args, f.Limit)...)
+}
+
+func (t *Tx) memories(q string, args ...any) ([]Memory, error) {
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list memories: %w", err)
+	}
+	defer rows.Close()
+	var out []Memory
+	for rows.Next() {
+		m, err := scanMemory(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// MemoryPage returns up to limit memories with ids after the given one, in id order: a
+// rebuild reads the table in pages, each its own short transaction, so writers never wait
+// for a whole rebuild.
+func (t *Tx) MemoryPage(after string, limit int) ([]Memory, error) {
+	return t.memories(`SELECT `+memoryCols+` FROM memories WHERE id>? ORDER BY id LIMIT ?`, after, limit)
+}
+
+// CountMemories counts every memory.
+func (t *Tx) CountMemories() (int, error) {
+	var n int
+	err := t.queryRow(`SELECT COUNT(*) FROM memories`).Scan(&n)
+	return n, err
+}
+
+// DeleteMemory removes one memory; it reports whether there was one.
+func (t *Tx) DeleteMemory(id string) (bool, error) {
+	res, err := t.exec(`DELETE FROM memories WHERE id=?`, id)
+	if err != nil {
+		return false, fmt.Errorf("store: delete memory: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// DeleteMemories removes the agent's own memories (all of them, or those of one kind and
+// source when kind is set) and returns their ids, for the index.
+func (t *Tx) DeleteMemories(agentID, kind, source string) ([]string, error) {
+	where, args := `agent_id=?`, []any{agentID}
+	if kind != "" {
+		where, args = where+` AND kind=? AND source=?`, append(args, kind, source)
+	}
+	rows, err := t.query(`SELECT id FROM memories WHERE `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: delete memories: %w", err)
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: delete memories: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if _, err := t.exec(`DELETE FROM memories WHERE `+where, args...); err != nil {
+		return nil, fmt.Errorf("store: delete memories: %w", err)
+	}
+	return ids, nil
+}
+
+// EpisodeLine is an episode as the prompt's history shows it: its row id, the episode
+// (its result cut to resultChars) and the model's one-line summary, "" until made.
+type EpisodeLine struct {
+	ID int64
+	client.Episode
+	Summary string
+}
+
+// EpisodeLines returns the agent's last limit episodes with their summaries, oldest first.
+// Results longer than resultChars characters are cut: the prompt never shows more.
+func (t *Tx) EpisodeLines(agentID string, limit, resultChars int) ([]EpisodeLine, error) {
+	rows, err := t.query(`SELECT e.id, e.run_id, e.step, e.proposal_id, e.command, e.args, e.reasoning, e.outcome,
+		substr(e.result, 1, ?), substr(e.feedback, 1, ?), e.at, COALESCE(s.line, '')
+		FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id
+		WHERE e.agent_id=? ORDER BY e.id DESC LIMIT ?`, resultChars, resultChars, agentID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list episodes: %w", err)
+	}
+	defer rows.Close()
+	var out []EpisodeLine
+	for rows.Next() {
+		var e EpisodeLine
+		var args string
+		var at int64
+		if err := rows.Scan(&e.ID, &e.RunID, &e.Step, &e.ProposalID, &e.Command, &args, &e.Reasoning, &e.Outcome,
+			&e.Result, &e.Feedback, &at, &e.Summary); err != nil {
+			return nil, fmt.Errorf("store: reading episode: %w", err)
+		}
+		e.Args, e.At = json.RawMessage(args), fromMS(at)
+		out = append(out, e)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, rows.Err()
+}
+
+// SetEpisodeSummary stores the one-line summary of an episode.
+func (t *Tx) SetEpisodeSummary(agentID string, episodeID int64, line string) error {
+	_, err := t.exec(`INSERT OR REPLACE INTO episode_summaries (episode_id, agent_id, line) VALUES (?,?,?)`, episodeID, agentID, line)
+	if err != nil {
+		return fmt.Errorf("store: episode summary: %w", err)
+	}
+	return nil
+}
