@@ -7,6 +7,8 @@ require (
 	github.com/blevesearch/bleve/v2 v2.6.1 // long-term memory index, BM25 (memory); newer versions are refused by the proxy
 	github.com/blevesearch/bleve_index_api v1.4.1 // bleve's index interfaces, for the memory package's own stats and checks
 	github.com/robfig/cron/v3 v3.0.1 // cron spec parsing (daemon/schedule)
+	github.com/slack-go/slack v0.34.0 // Slack Web API and Socket Mode client (bots/slack); the version known to build here
+	github.com/gorilla/websocket v1.5.3 // slack-go's websocket library; the loopback Slack fake serves Socket Mode with it (bots/slack/fakeslack)
 	github.com/JohannesKaufmann/dom v0.3.1 // its DOM helpers, picking a page's main content (commands/web)
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2 // HTML to readable text (commands/web)
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // MCP client (commands/mcp)

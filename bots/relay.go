@@ -104,7 +104,11 @@ func (r *Relay) Run(ctx context.Context) error {
 					break loop
 				}
 				since = ev.Seq
-				r.handle(ctx, ev)
+				// An event being posted is finished even when the daemon stops meanwhile,
+				// so a message that reached the platform is also recorded.
+				hctx, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				r.handle(hctx, ev)
+				done()
 			}
 		}
 		cancel()
@@ -406,6 +410,8 @@ func (r *Relay) armExpiry(ctx context.Context, p *client.Proposal) {
 		if !open {
 			return
 		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
 		for _, t := range r.targets(p.AgentID) {
 			m, err := r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
 			if err != nil || m == nil {
