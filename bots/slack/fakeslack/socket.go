@@ -191,8 +191,8 @@ func (f *Fake) Click(user, channel, thread, ts string) func(actionID, value stri
 			"type": "block_actions", "team": obj{"id": team}, "user": obj{"id": user, "name": "user-" + user},
 			"api_app_id": "AFAKE", "trigger_id": trigger,
 			"container": obj{"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": false, "thread_ts": thread},
-			"channel": obj{"id": channel, "name": "agents"},
-			"message":  obj{"type": "message", "ts": ts, "thread_ts": thread, "user": f.BotUser},
+			"channel":   obj{"id": channel, "name": "agents"},
+			"message":   obj{"type": "message", "ts": ts, "thread_ts": thread, "user": f.BotUser},
 			"actions": []obj{{"type": "button", "action_id": actionID, "block_id": "agentd_actions", "value": value,
 				"text": obj{"type": "plain_text", "text": actionID}, "action_ts": fmt.Sprint(time.Now().Unix())}},
 		})
