@@ -60,7 +60,7 @@ const (
 )
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	slack  *fakeslack.Fake
 	model  *ollamatest.Fake
 	dir    string
@@ -97,9 +97,7 @@ func (s *syncBuffer) String() string {
 
 func newEnv(t testing.TB, mod ...func(*bots.Options)) *env {
 	e := &env{slack: fakeslack.NewFake(t), model: ollamatest.NewFake(t), dir: t.TempDir(), logs: &syncBuffer{}}
-	if tt, ok := t.(*testing.T); ok {
-		e.t = tt
-	}
+	e.t = t
 	e.slack.SetGroup("SOPS", member)
 	e.model.OnChat(e.chat)
 	e.opt = bots.Options{ApproveN: 3}
@@ -259,7 +257,7 @@ func (e *env) message(thread, ts string) fakeslack.Message {
 }
 
 // button returns the value of the button action on m.
-func button(t *testing.T, m fakeslack.Message, action string) string {
+func button(t testing.TB, m fakeslack.Message, action string) string {
 	t.Helper()
 	var blocks []struct {
 		Elements []struct {
