@@ -82,6 +82,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		ln.Close()
 		return err
 	}
+	waitBots, err := startBots(agentsCtx, cfg, sup, st, log)
+	if err != nil {
+		stopAgents()
+		sup.Wait()
+		ln.Close()
+		return err
+	}
 	srv := &http.Server{
 		Handler:           api.NewHandler(sup, log),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -105,6 +112,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	}
 	log.Info("agentd shutting down")
 	stopAgents()
+	waitBots()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutCtx)
