@@ -239,9 +239,9 @@ func Default() *Config {
 		Bots:        BotsConfig{ApproveCount: 3},
 		Slack: SlackConfig{BotTokenEnv: "SLACK_BOT_TOKEN", AppTokenEnv: "SLACK_APP_TOKEN", Teams: []string{}, Approvers: []string{},
 			APIURL: "https://slack.com/api/"},
-		Log: LogConfig{Level: "info", Format: "text"},
-		StateDir:    DefaultStateDir(),
-		Socket:      client.DefaultSocketPath(),
+		Log:      LogConfig{Level: "info", Format: "text"},
+		StateDir: DefaultStateDir(),
+		Socket:   client.DefaultSocketPath(),
 	}
 }
 
