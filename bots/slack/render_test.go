@@ -21,7 +21,10 @@ func TestBlocksGolden(t *testing.T) {
 	for name, m := range map[string]bots.Message{
 		"proposal_pending": bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 3}, Platform),
 		"proposal_decided": bots.FormatProposal(bots.ProposalView{Proposal: p, Decision: &client.Decision{Kind: client.DecisionApprove, Count: 3, By: "U1", Source: Platform}}, Platform),
-		"result_failed":    func() bots.Message { m, _ := bots.FormatResult(&client.Episode{Command: "read_file", Outcome: "failed", Result: "no such file: <x>"}, 2500); return m }(),
+		"result_failed": func() bots.Message {
+			m, _ := bots.FormatResult(&client.Episode{Command: "read_file", Outcome: "failed", Result: "no such file: <x>"}, 2500)
+			return m
+		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := json.MarshalIndent(Blocks(m), "", "  ")
