@@ -9,9 +9,11 @@ require (
 	github.com/blevesearch/bleve/v2 v2.6.1 // long-term memory index, BM25 (memory); newer versions are refused by the proxy
 	github.com/blevesearch/bleve_index_api v1.4.1 // bleve's index interfaces, for the memory package's own stats and checks
 	github.com/coreos/go-systemd/v22 v22.5.0 // sd_notify readiness for Type=notify units (cmd/agentd)
+	github.com/gorilla/websocket v1.5.3 // slack-go's websocket library; the loopback Slack fake serves Socket Mode with it (bots/slack/fakeslack)
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // MCP client (commands/mcp)
 	github.com/ollama/ollama v0.17.4 // Ollama API types and client (daemon/llm); tests build its server
 	github.com/robfig/cron/v3 v3.0.1 // cron spec parsing (daemon/schedule)
+	github.com/slack-go/slack v0.34.0 // Slack Web API and Socket Mode client (bots/slack); the version known to build here
 	golang.org/x/net v0.55.0 // HTML parsing and charsets (commands/web)
 	golang.org/x/term v0.43.0 // TTY detection for agentctl follow
 	modernc.org/sqlite v1.60.1 // the store, pure-Go SQLite (daemon/store)

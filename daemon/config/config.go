@@ -40,6 +40,8 @@ type Config struct {
 	// the store and are managed with `agentctl schedule`.
 	Schedules SchedulesConfig `toml:"schedules"`
 	Memory    MemoryConfig    `toml:"memory"`
+	Bots      BotsConfig      `toml:"bots"`
+	Slack     SlackConfig     `toml:"slack"`
 	Log       LogConfig       `toml:"log"`
 
 	// StateDir holds the database, the memory index and the workspaces. Set by flag only.
@@ -164,6 +166,46 @@ type MCPServer struct {
 	Timeout Duration          `toml:"timeout"`
 }
 
+// BotsConfig is the [bots] section: what the chat bots (Slack, Discord) share.
+type BotsConfig struct {
+	// ApproveCount is N on the "Approve ×N" button; below 2 the button is left out.
+	ApproveCount int `toml:"approve_count"`
+	// DecisionExpiry, when more than 0, closes a proposal to chat decisions this long
+	// after it was made; the agent keeps waiting and agentctl can still decide.
+	DecisionExpiry Duration `toml:"decision_expiry"`
+}
+
+// SlackConfig is the [slack] section: the Slack bot (Socket Mode; no public URL).
+type SlackConfig struct {
+	Enabled bool `toml:"enabled"`
+	// BotTokenEnv / BotTokenFile name where the bot token (xoxb-…) is read from; a file
+	// wins over the variable. AppTokenEnv / AppTokenFile do the same for the app-level
+	// token (xapp-…, scope connections:write). The tokens themselves never go in this file.
+	BotTokenEnv  string `toml:"bot_token_env"`
+	BotTokenFile string `toml:"bot_token_file"`
+	AppTokenEnv  string `toml:"app_token_env"`
+	AppTokenFile string `toml:"app_token_file"`
+	// Teams are the workspace ids (T…) served; empty serves the token's own workspace.
+	Teams []string `toml:"teams"`
+	// Approvers may decide, start runs and stop agents: user ids (U…, W…) and user
+	// group ids (S…). Nobody may when it is empty.
+	Approvers []string `toml:"approvers"`
+	// DirectMessages serves direct messages to the bot.
+	DirectMessages bool `toml:"direct_messages"`
+	// Channels are the channels served, by id, each with approvers of its own
+	// ([slack.channels.C0123]); an empty list there means Approvers.
+	Channels map[string]ChatAccess `toml:"channels"`
+	// Agents name approvers for one agent, by agent name ([slack.agents.NAME]).
+	Agents map[string]ChatAccess `toml:"agents"`
+	// APIURL is Slack's Web API base URL; change it only to test against a fake.
+	APIURL string `toml:"api_url"`
+}
+
+// ChatAccess is one [slack.channels.ID] or [slack.agents.NAME] table.
+type ChatAccess struct {
+	Approvers []string `toml:"approvers"`
+}
+
 // LogConfig is the [log] section. Logs go to stderr (the journal under systemd).
 type LogConfig struct {
 	Level  string `toml:"level"`  // debug, info, warn or error
@@ -208,9 +250,12 @@ func Default() *Config {
 		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}},
 		Schedules:   SchedulesConfig{Grace: Duration{time.Minute}},
 		Memory:      defaultMemory(),
-		Log:         LogConfig{Level: "info", Format: "text"},
-		StateDir:    DefaultStateDir(),
-		Socket:      client.DefaultSocketPath(),
+		Bots:        BotsConfig{ApproveCount: 3},
+		Slack: SlackConfig{BotTokenEnv: "SLACK_BOT_TOKEN", AppTokenEnv: "SLACK_APP_TOKEN", Teams: []string{}, Approvers: []string{},
+			APIURL: "https://slack.com/api/"},
+		Log:      LogConfig{Level: "info", Format: "text"},
+		StateDir: DefaultStateDir(),
+		Socket:   client.DefaultSocketPath(),
 	}
 }
 

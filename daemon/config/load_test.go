@@ -80,6 +80,11 @@ func TestLoadSetsEveryKey(t *testing.T) {
 	}}
 	want.Schedules = SchedulesConfig{Grace: Duration{2 * time.Minute}}
 	want.Memory = MemoryConfig{Enabled: false, K: 5, BudgetTokens: 1200, HalfLife: Duration{720 * time.Hour}, EmbedModel: "nomic-embed-text"}
+	want.Bots = BotsConfig{ApproveCount: 5, DecisionExpiry: Duration{time.Hour}}
+	want.Slack = SlackConfig{Enabled: true, BotTokenEnv: "MY_SLACK_BOT", BotTokenFile: "/etc/agentd/bot", AppTokenEnv: "MY_SLACK_APP",
+		AppTokenFile: "/etc/agentd/app", Teams: []string{"T0123ABCD"}, Approvers: []string{"U0123ABCD", "S0456EFGH"}, DirectMessages: true,
+		Channels: map[string]ChatAccess{"C0123ABCD": {Approvers: []string{"U0999ZZZZ"}}, "C0456EFGH": {}},
+		Agents:   map[string]ChatAccess{"deployer": {Approvers: []string{"U0777AAAA"}}}, APIURL: "http://127.0.0.1:9999/api/"}
 	want.Log = LogConfig{Level: "debug", Format: "json"}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)

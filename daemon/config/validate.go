@@ -234,6 +234,8 @@ func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
 		}
 	}
 
+	c.botProblems(bad)
+
 	var servers []mcp.ServerConfig
 	for _, s := range c.MCP.Servers {
 		servers = append(servers, s.ServerConfig())
@@ -255,4 +257,62 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // ServerConfig converts the table to the MCP bridge's config.
 func (s MCPServer) ServerConfig() mcp.ServerConfig {
 	return mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Timeout: s.Timeout.Duration}
+}
+
+var slackIDRE = regexp.MustCompile(`^[A-Z][A-Z0-9]{2,}$`)
+
+// botProblems checks the [bots] and [slack] sections.
+func (c *Config) botProblems(bad func(key, format string, args ...any)) {
+	if c.Bots.ApproveCount < 0 || c.Bots.ApproveCount > 1000 {
+		bad("bots.approve_count", "must be 0 to 1000, got %d", c.Bots.ApproveCount)
+	}
+	if c.Bots.DecisionExpiry.Duration < 0 {
+		bad("bots.decision_expiry", "cannot be negative, got %s", c.Bots.DecisionExpiry)
+	}
+	s := &c.Slack
+	checkIDs := func(key string, ids []string, want string) {
+		for i, id := range ids {
+			if !slackIDRE.MatchString(id) || !strings.ContainsRune(want, rune(id[0])) {
+				bad(key, "item %d: %q is not a Slack id starting with one of %s", i+1, id, want)
+			}
+		}
+	}
+	checkIDs("slack.teams", s.Teams, "TE")
+	checkIDs("slack.approvers", s.Approvers, "UWS")
+	for _, id := range sortedKeys(s.Channels) {
+		if !slackIDRE.MatchString(id) || !strings.ContainsRune("CGD", rune(id[0])) {
+			bad("slack.channels."+id, "%q is not a Slack channel id (like C0123ABCD)", id)
+		}
+		checkIDs("slack.channels."+id+".approvers", s.Channels[id].Approvers, "UWS")
+	}
+	for _, name := range sortedKeys(s.Agents) {
+		if !agentNameRE.MatchString(name) {
+			bad("slack.agents."+name, "%q is not an agent name (lowercase letters, digits, - and _)", name)
+		}
+		checkIDs("slack.agents."+name+".approvers", s.Agents[name].Approvers, "UWS")
+	}
+	for key, v := range map[string]string{"slack.bot_token_env": s.BotTokenEnv, "slack.app_token_env": s.AppTokenEnv} {
+		if v != "" && !envNameRE.MatchString(v) {
+			bad(key, "%q is not an environment variable name", v)
+		}
+	}
+	for key, v := range map[string]string{"slack.bot_token_file": s.BotTokenFile, "slack.app_token_file": s.AppTokenFile} {
+		if v != "" && !filepath.IsAbs(v) {
+			bad(key, "%q is not an absolute path", v)
+		}
+	}
+	if u, err := url.Parse(s.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(s.APIURL, "/") {
+		bad("slack.api_url", "%q is not a URL ending in /, like %q", s.APIURL, "https://slack.com/api/")
+	}
+	if s.Enabled {
+		if s.BotTokenEnv == "" && s.BotTokenFile == "" {
+			bad("slack.bot_token_env", "the bot needs a token: set bot_token_env or bot_token_file")
+		}
+		if s.AppTokenEnv == "" && s.AppTokenFile == "" {
+			bad("slack.app_token_env", "the bot needs an app-level token: set app_token_env or app_token_file")
+		}
+		if len(s.Channels) == 0 && !s.DirectMessages {
+			bad("slack.channels", "the bot serves nothing: add a [slack.channels.ID] table or set direct_messages = true")
+		}
+	}
 }

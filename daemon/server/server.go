@@ -105,6 +105,14 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		ln.Close()
 		return err
 	}
+	waitBots, err := startBots(agentsCtx, cfg, sup, st, log)
+	if err != nil {
+		mgr.Stop()
+		stopAgents()
+		sup.Wait()
+		ln.Close()
+		return err
+	}
 	srv := &http.Server{
 		Handler:           api.NewHandler(service{sup, mgr}, log),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -129,6 +137,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	log.Info("agentd shutting down")
 	mgr.Stop() // no new runs; each schedule's last fire time stored for the restart
 	stopAgents()
+	waitBots()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutCtx)

@@ -215,6 +215,29 @@ var migrations = []string{
 		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
 		line TEXT NOT NULL
 	);`,
+	// issue 5: chat bindings. A run started from chat is bound to a thread there; the
+	// messages posted for its proposals and questions are recorded so they can be edited.
+	`CREATE TABLE chat_bindings (
+		platform TEXT NOT NULL,
+		channel TEXT NOT NULL,
+		thread TEXT NOT NULL,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		run_id TEXT NOT NULL DEFAULT '',
+		team TEXT NOT NULL DEFAULT '',
+		created_by TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		PRIMARY KEY (platform, channel, thread)
+	) WITHOUT ROWID;
+	CREATE INDEX chat_bindings_agent ON chat_bindings(agent_id, created_at);
+	CREATE TABLE chat_messages (
+		proposal_id TEXT NOT NULL REFERENCES proposals(id) ON DELETE CASCADE,
+		platform TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		channel TEXT NOT NULL,
+		message TEXT NOT NULL,
+		posted_at INTEGER NOT NULL,
+		PRIMARY KEY (proposal_id, platform, kind)
+	) WITHOUT ROWID;`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

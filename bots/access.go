@@ -1,0 +1,98 @@
+package bots
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Access says who may decide: user ids and groups (Slack user groups, Discord roles).
+type Access struct {
+	Users  []string
+	Groups []string
+}
+
+func (a Access) empty() bool { return len(a.Users) == 0 && len(a.Groups) == 0 }
+
+// Rules are one platform's rules: where the bot serves and who may decide there.
+type Rules struct {
+	// Teams are the workspaces (guilds) served; empty serves any.
+	Teams []string
+	// Channels are the channels served, with their own approvers (empty: Approvers).
+	// Direct messages are served when DM is set, whatever Channels says.
+	Channels map[string]Access
+	DM       bool
+	// Approvers may decide, start runs and control agents everywhere served, unless a
+	// channel or an agent names its own.
+	Approvers Access
+	// Agents name approvers for one agent (by name); they replace the channel's.
+	Agents map[string]Access
+}
+
+// Serves reports whether the bot answers in w at all.
+func (r Rules) Serves(w Where) bool {
+	if len(r.Teams) > 0 && !slices.Contains(r.Teams, w.Team) {
+		return false
+	}
+	if w.DM {
+		return r.DM
+	}
+	_, ok := r.Channels[w.Channel]
+	return ok
+}
+
+// access returns the approvers for agent (a name, "" for none yet) in channel: the
+// agent's own, else the channel's, else the platform's.
+func (r Rules) access(channel, agent string) Access {
+	if a, ok := r.Agents[agent]; ok && agent != "" && !a.empty() {
+		return a
+	}
+	if a, ok := r.Channels[channel]; ok && !a.empty() {
+		return a
+	}
+	return r.Approvers
+}
+
+// groupChecker asks the platform whether a user is in a group.
+type groupChecker interface {
+	InGroup(ctx context.Context, user, group string) (bool, error)
+}
+
+// Allowed reports whether user may decide for agent in channel. Nobody may when no
+// approver is configured: deciding is never open to everyone by accident.
+func (r Rules) Allowed(ctx context.Context, g groupChecker, channel, agent, user string) (bool, error) {
+	a := r.access(channel, agent)
+	if slices.Contains(a.Users, user) {
+		return true, nil
+	}
+	for _, grp := range a.Groups {
+		ok, err := g.InGroup(ctx, user, grp)
+		if err != nil {
+			return false, fmt.Errorf("checking group %s: %w", grp, err)
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// EncodeRef writes a Ref as a button value: "AGENT PROPOSAL COUNT".
+func EncodeRef(r Ref) string {
+	return r.AgentID + " " + r.ProposalID + " " + strconv.Itoa(r.Count)
+}
+
+// ParseRef reads a button value written by EncodeRef.
+func ParseRef(s string) (Ref, error) {
+	f := strings.Fields(s)
+	if len(f) != 3 {
+		return Ref{}, fmt.Errorf("bad proposal reference %q", s)
+	}
+	n, err := strconv.Atoi(f[2])
+	if err != nil || n < 0 {
+		return Ref{}, fmt.Errorf("bad count in proposal reference %q", s)
+	}
+	return Ref{AgentID: f[0], ProposalID: f[1], Count: n}, nil
+}

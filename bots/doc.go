@@ -1,0 +1,13 @@
+// Package bots is the relay between agentd's agents and chat platforms: one relay, thin
+// adapters (bots/slack, bots/discord).
+//
+// The relay subscribes to agent events and posts them to the chat thread each run is
+// bound to (speak and plan, proposals with buttons, results, questions, the finish
+// reason), and turns what people do in chat — button clicks, typed replies like `y -3`,
+// feedback, answers, new tasks and /agent commands — into the same Service calls
+// agentctl makes. Everything that does not depend on the platform lives here: parsing
+// replies, who may decide, the formatting model, thread bindings. An Adapter only speaks
+// its platform's protocol.
+//
+// The relay runs inside agentd (daemon/server starts it); the Supervisor is its Service.
+package bots

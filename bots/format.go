@@ -1,0 +1,176 @@
+package bots
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Limits of what a message shows inline; chat platforms cap message sizes well above.
+const (
+	maxArgsShown = 1500
+	maxPlanShown = 300
+	maxSpeak     = 600
+)
+
+// ProposalView is what a proposal message shows: the proposal, and once known, its
+// decision or why it can no longer be decided.
+type ProposalView struct {
+	Proposal *client.Proposal
+	Decision *client.Decision
+	// Closed says why the buttons are gone without a decision ("expired…", "superseded").
+	Closed string
+	// ApproveN is N on the Approve ×N button (0 or 1 leaves that button out).
+	ApproveN int
+}
+
+// FormatProposal builds the proposal message for platform (decisions made there show
+// their maker as a mention).
+func FormatProposal(v ProposalView, platform string) Message {
+	p := v.Proposal
+	var m Message
+	if s := strings.TrimSpace(p.Thoughts.Speak); s != "" {
+		m.Parts = append(m.Parts, Part{Quote: true, Spans: []Span{{Text: cut(s, maxSpeak)}}})
+	}
+	if plan := shortPlan(p.Thoughts.Plan); plan != "" {
+		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: "Plan: ", Bold: true}, {Text: plan}}})
+	}
+	m.Parts = append(m.Parts,
+		Part{Spans: []Span{{Text: fmt.Sprintf("Step %d: ", p.Step)}, {Text: p.Command, Bold: true}}},
+		Part{Code: FormatArgs(p.Args)})
+	m.Summary = fmt.Sprintf("Step %d: %s wants to run %s", p.Step, p.AgentID, p.Command)
+	switch {
+	case v.Decision != nil:
+		m.Parts = append(m.Parts, Part{Spans: DecisionSpans(v.Decision, platform)})
+	case v.Closed != "":
+		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: v.Closed}}})
+	case p.Status.Decidable():
+		ref := Ref{AgentID: p.AgentID, ProposalID: p.ID}
+		m.Buttons = append(m.Buttons, Button{Action: ActionApprove, Label: "Approve", Ref: ref, Style: "primary"})
+		if v.ApproveN > 1 {
+			r := ref
+			r.Count = v.ApproveN
+			m.Buttons = append(m.Buttons, Button{Action: ActionApproveN, Label: fmt.Sprintf("Approve ×%d", v.ApproveN), Ref: r, Count: v.ApproveN})
+		}
+		m.Buttons = append(m.Buttons,
+			Button{Action: ActionDeny, Label: "Deny", Ref: ref, Style: "danger"},
+			Button{Action: ActionFeedback, Label: "Feedback…", Ref: ref})
+		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: "Reply in this thread: y, y -N, n, or feedback."}}})
+	}
+	return m
+}
+
+// DecisionSpans says what was decided and by whom.
+func DecisionSpans(d *client.Decision, platform string) []Span {
+	var what string
+	switch d.Kind {
+	case client.DecisionApprove:
+		what = "✅ Approved"
+		if d.Count > 1 {
+			what += fmt.Sprintf(" ×%d", d.Count)
+		}
+		if d.Scope == client.ScopeAgent {
+			what += " always (" + d.Pattern + ")"
+		}
+	case client.DecisionDeny:
+		what = "⛔ Denied"
+		if d.Scope == client.ScopeDeny {
+			what += " always (" + d.Pattern + ")"
+		}
+	case client.DecisionFeedback:
+		what = "💬 Feedback"
+	default:
+		what = string(d.Kind)
+	}
+	spans := []Span{{Text: what, Bold: true}, {Text: " by "}}
+	switch {
+	case d.Source == platform && d.By != "":
+		spans = append(spans, Span{User: d.By})
+	case d.Source == "policy":
+		spans = append(spans, Span{Text: "policy"})
+		if d.Pattern != "" {
+			spans = append(spans, Span{Text: " (" + d.Pattern + ")"})
+		}
+	case d.By != "":
+		spans = append(spans, Span{Text: d.By + " via " + d.Source})
+	default:
+		spans = append(spans, Span{Text: d.Source})
+	}
+	if d.Kind == client.DecisionFeedback && d.Feedback != "" {
+		spans = append(spans, Span{Text: ": " + cut(d.Feedback, maxSpeak)})
+	}
+	return spans
+}
+
+// FormatArgs pretty-prints a proposal's args, cut to a readable length.
+func FormatArgs(args json.RawMessage) string {
+	var b bytes.Buffer
+	if len(args) == 0 || json.Indent(&b, args, "", "  ") != nil {
+		return cut(string(args), maxArgsShown)
+	}
+	return cut(b.String(), maxArgsShown)
+}
+
+// shortPlan keeps the first lines of a plan.
+func shortPlan(plan string) string {
+	plan = strings.TrimSpace(plan)
+	lines := strings.Split(plan, "\n")
+	if len(lines) > 3 {
+		lines = append(lines[:3], "…")
+	}
+	return cut(strings.Join(lines, "\n"), maxPlanShown)
+}
+
+// FormatResult builds a result message; the full output goes as a file when it is longer
+// than maxText (file is then non-empty).
+func FormatResult(ep *client.Episode, maxText int) (m Message, file string) {
+	mark := "✅"
+	if ep.Outcome == "failed" {
+		mark = "❌"
+	}
+	m.Summary = fmt.Sprintf("%s %s", ep.Command, ep.Outcome)
+	m.Parts = []Part{{Spans: []Span{{Text: mark + " "}, {Text: ep.Command, Bold: true}, {Text: " " + ep.Outcome}}}}
+	out := strings.TrimRight(ep.Result, "\n")
+	switch {
+	case out == "":
+	case len(out) > maxText:
+		m.Parts = append(m.Parts, Part{Code: cut(out, 300)}, Part{Spans: []Span{{Text: fmt.Sprintf("Full output (%d bytes) attached.", len(out))}}})
+		file = out
+	default:
+		m.Parts = append(m.Parts, Part{Code: out})
+	}
+	return m, file
+}
+
+// FormatQuestion builds the message for an ask_user question.
+func FormatQuestion(q *client.Question, answered string) Message {
+	m := Message{Summary: "Question: " + cut(q.Text, 100)}
+	m.Parts = []Part{{Spans: []Span{{Text: "❓ Question: ", Bold: true}, {Text: q.Text}}}}
+	if answered != "" {
+		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: answered}}})
+	} else {
+		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: "Answer by replying in this thread."}}})
+	}
+	return m
+}
+
+// FormatNote is a one-line message.
+func FormatNote(text string) Message {
+	return Message{Summary: cut(text, 100), Parts: []Part{{Spans: []Span{{Text: text}}}}}
+}
+
+// cut shortens s to at most n bytes on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + fmt.Sprintf("… (%d more bytes)", len(s)-i)
+}

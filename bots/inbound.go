@@ -1,0 +1,385 @@
+package bots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Incoming is a chat message the adapter passes on.
+type Incoming struct {
+	Platform string
+	Where    Where
+	User     User
+	// Text is the message with the mention of the bot removed.
+	Text string
+	// ID is the message's id (Slack: its ts); a run started by it is threaded under it.
+	ID string
+	// Mention is true when the message mentions the bot.
+	Mention bool
+}
+
+// Click is a button press on a proposal message.
+type Click struct {
+	Platform string
+	Where    Where
+	User     User
+	Action   string
+	Ref      Ref
+	// Trigger lets the adapter open a dialog in answer (Slack: trigger_id).
+	Trigger string
+}
+
+func (r *Relay) endpoint(platform string) *endpoint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.adapters[platform]
+}
+
+// OnMessage handles a chat message: a reply in a bound thread steers that run; a mention
+// or a direct message elsewhere starts a new run in a new thread.
+func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
+	ep := r.endpoint(in.Platform)
+	if ep == nil || in.User.Bot || !ep.rules.Serves(in.Where) {
+		return
+	}
+	if in.Where.Thread != "" {
+		b, err := r.opt.Bindings.BindingByThread(ctx, in.Platform, in.Where.Channel, in.Where.Thread)
+		if err != nil {
+			r.log.Error("bots: reading chat binding", "err", err)
+			return
+		}
+		if b != nil {
+			r.reply(ctx, ep, in, b)
+			return
+		}
+	}
+	if !in.Mention && !in.Where.DM {
+		return // chatter in a served channel
+	}
+	anchor := in.ID
+	if in.Where.Thread != "" {
+		anchor = in.Where.Thread
+	}
+	r.start(ctx, ep, in.Where, in.User, in.Text, anchor)
+}
+
+// refuse tells a person they may not do that here, and logs it.
+func (r *Relay) refuse(ctx context.Context, ep *endpoint, w Where, u User, agent, what string) {
+	r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "agent", agent, "action", what)
+	text := "You are not an approver here, so this changed nothing. Ask an approver, or an admin to add you to the bot's approvers."
+	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, text); err != nil {
+		r.log.Error("bots: ephemeral note", "err", err)
+	}
+}
+
+// allowed checks the approvers for agent (a name or "") in w.
+func (r *Relay) allowed(ctx context.Context, ep *endpoint, w Where, agent string, u User) bool {
+	ok, err := ep.rules.Allowed(ctx, ep.a, w.Channel, agent, u.ID)
+	if err != nil {
+		r.log.Error("bots: checking approvers", "platform", ep.a.Platform(), "err", err)
+	}
+	return ok
+}
+
+func (r *Relay) ephemeral(ctx context.Context, ep *endpoint, w Where, u User, text string) {
+	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, text); err != nil {
+		r.log.Error("bots: ephemeral note", "platform", ep.a.Platform(), "err", err)
+	}
+}
+
+// start creates an agent for task and binds its run to a new thread under anchor.
+func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, anchor string) (*client.Agent, error) {
+	if !r.allowed(ctx, ep, w, "", u) {
+		r.refuse(ctx, ep, w, u, "", "start")
+		return nil, errNotApprover
+	}
+	task = strings.TrimSpace(task)
+	if task == "" {
+		r.ephemeral(ctx, ep, w, u, "Tell me the task, like: @agentd summarize the notes in my workspace")
+		return nil, errors.New("empty task")
+	}
+	thread, err := ep.a.StartThread(ctx, w.Channel, anchor, "Task: "+cut(task, 200))
+	if err != nil {
+		r.log.Error("bots: starting a thread", "platform", ep.a.Platform(), "err", err)
+		return nil, err
+	}
+	w.Thread = thread
+	// Created idle and bound before its run starts, so its first event finds the thread.
+	no := false
+	a, err := r.opt.Service.CreateAgent(ctx, client.CreateAgentRequest{Task: task, Start: &no})
+	if err != nil {
+		r.ephemeral(ctx, ep, w, u, "Could not create the agent: "+err.Error())
+		return nil, err
+	}
+	b := store.Binding{Platform: ep.a.Platform(), Team: w.Team, Channel: w.Channel, Thread: thread, AgentID: a.ID, CreatedBy: u.ID}
+	if err := r.bind(ctx, b); err != nil {
+		return nil, err
+	}
+	if a, err = r.opt.Service.Task(ctx, a.ID, task); err != nil {
+		r.ephemeral(ctx, ep, w, u, "Could not start the run: "+err.Error())
+		return nil, err
+	}
+	b.RunID = a.RunID
+	r.bind(ctx, b)
+	r.log.Info("bots: run started from chat", "platform", ep.a.Platform(), "agent", a.ID, "run", a.RunID, "user", u.ID, "channel", w.Channel)
+	ep.a.Post(ctx, w.Channel, thread, FormatNote(fmt.Sprintf("🤖 Agent %s is on it. Its proposals appear in this thread.", a.Name)))
+	return a, nil
+}
+
+var errNotApprover = errors.New("not an approver")
+
+func (r *Relay) bind(ctx context.Context, b store.Binding) error {
+	if err := r.opt.Bindings.Bind(ctx, b); err != nil {
+		r.log.Error("bots: storing chat binding", "err", err)
+		return err
+	}
+	r.mu.Lock()
+	r.setBound(&b)
+	r.mu.Unlock()
+	return nil
+}
+
+// reply handles a message in a bound thread the way agentctl handles typed input: an
+// answer to a pending question, a decision (y, y -N, n, or feedback), or a follow-up task.
+func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *store.Binding) {
+	a, err := r.opt.Service.Agent(ctx, b.AgentID)
+	if err != nil {
+		r.ephemeral(ctx, ep, in.Where, in.User, "This thread's agent is gone: "+err.Error())
+		return
+	}
+	if !r.allowed(ctx, ep, in.Where, a.Name, in.User) {
+		r.refuse(ctx, ep, in.Where, in.User, a.Name, "reply")
+		return
+	}
+	text := strings.TrimSpace(in.Text)
+	if text == "" {
+		return
+	}
+	switch {
+	case a.Question != nil:
+		err = r.opt.Service.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: text, By: in.User.ID})
+		if err == nil {
+			r.answered(ctx, ep, a.ID, a.Question, in.User)
+		}
+	case a.Pending != nil:
+		req, perr := client.ParseDecision(text)
+		if perr != nil {
+			err = perr
+			break
+		}
+		if r.expired(a.Pending) {
+			err = errors.New(r.expiredText())
+			break
+		}
+		req.ProposalID, req.By, req.Source = a.Pending.ID, in.User.ID, ep.a.Platform()
+		_, err = r.opt.Service.Decide(ctx, a.ID, req)
+	case a.State == client.StateIdle || a.State == client.StateFailed:
+		var na *client.Agent
+		if na, err = r.opt.Service.Task(ctx, a.ID, text); err == nil {
+			b.RunID = na.RunID
+			r.bind(ctx, *b)
+			ep.a.Post(ctx, in.Where.Channel, in.Where.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))
+		}
+	default:
+		err = fmt.Errorf("agent %s is %s; wait for its next proposal, or /agent pause %s", a.Name, a.State, a.Name)
+	}
+	if err != nil {
+		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
+	}
+}
+
+// answered marks a question's message as answered.
+func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *client.Question, u User) {
+	m, err := r.opt.Bindings.Message(ctx, q.ProposalID, ep.a.Platform(), "question")
+	if err != nil || m == nil {
+		return
+	}
+	msg := FormatQuestion(q, "")
+	msg.Parts[len(msg.Parts)-1] = Part{Spans: []Span{{Text: "✅ Answered by "}, {User: u.ID}}}
+	ep.a.Update(ctx, m.Channel, m.Message, msg)
+}
+
+// OnClick handles a button on a proposal message. Only approvers decide; the daemon lets
+// the first valid decision win and refuses the rest, whose clickers get its reason.
+func (r *Relay) OnClick(ctx context.Context, c Click) {
+	ep := r.endpoint(c.Platform)
+	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) {
+		return
+	}
+	a, err := r.opt.Service.Agent(ctx, c.Ref.AgentID)
+	if err != nil {
+		r.ephemeral(ctx, ep, c.Where, c.User, "This proposal's agent is gone.")
+		return
+	}
+	if !r.allowed(ctx, ep, c.Where, a.Name, c.User) {
+		r.refuse(ctx, ep, c.Where, c.User, a.Name, c.Action)
+		return
+	}
+	if p := a.Pending; p != nil && p.ID == c.Ref.ProposalID && r.expired(p) {
+		r.ephemeral(ctx, ep, c.Where, c.User, r.expiredText())
+		return
+	}
+	req := client.DecideRequest{ProposalID: c.Ref.ProposalID, By: c.User.ID, Source: c.Platform}
+	switch c.Action {
+	case ActionApprove:
+		req.Kind, req.Count = client.DecisionApprove, 1
+	case ActionApproveN:
+		req.Kind, req.Count = client.DecisionApprove, max(c.Ref.Count, 1)
+	case ActionDeny:
+		req.Kind = client.DecisionDeny
+	case ActionFeedback:
+		if a.Pending == nil || a.Pending.ID != c.Ref.ProposalID {
+			r.ephemeral(ctx, ep, c.Where, c.User, "This proposal takes no decision now.")
+			return
+		}
+		prompt := fmt.Sprintf("Step %d: %s", a.Pending.Step, a.Pending.Command)
+		if err := ep.a.OpenFeedback(ctx, c.Trigger, c.Ref, prompt); err != nil {
+			r.log.Error("bots: opening feedback dialog", "platform", c.Platform, "err", err)
+			r.ephemeral(ctx, ep, c.Where, c.User, "Could not open the feedback dialog; reply in the thread with your feedback instead.")
+		}
+		return
+	default:
+		return
+	}
+	if _, err := r.opt.Service.Decide(ctx, c.Ref.AgentID, req); err != nil {
+		r.ephemeral(ctx, ep, c.Where, c.User, err.Error())
+	}
+}
+
+// OnFeedback handles a submitted feedback dialog.
+func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User, ref Ref, text string) {
+	ep := r.endpoint(platform)
+	if ep == nil || u.Bot {
+		return
+	}
+	a, err := r.opt.Service.Agent(ctx, ref.AgentID)
+	if err != nil {
+		return
+	}
+	if !r.allowed(ctx, ep, w, a.Name, u) {
+		r.refuse(ctx, ep, w, u, a.Name, "feedback")
+		return
+	}
+	_, err = r.opt.Service.Decide(ctx, ref.AgentID, client.DecideRequest{
+		ProposalID: ref.ProposalID, Kind: client.DecisionFeedback, Feedback: text, By: u.ID, Source: platform})
+	if err != nil {
+		r.ephemeral(ctx, ep, w, u, err.Error())
+	}
+}
+
+// OnCommand runs a slash command (/agent run|status|list|stop|pause|resume) and returns
+// the text shown to the person who typed it.
+func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User, text string) string {
+	ep := r.endpoint(platform)
+	if ep == nil || u.Bot {
+		return ""
+	}
+	if !ep.rules.Serves(w) {
+		return "I do not serve this channel. An admin can add it to the bot's channels in agentd's config."
+	}
+	verb, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
+	rest = strings.TrimSpace(rest)
+	switch verb {
+	case "run":
+		if rest == "" {
+			return "Usage: /agent run TASK"
+		}
+		a, err := r.start(ctx, ep, w, u, rest, "")
+		if err != nil {
+			if errors.Is(err, errNotApprover) {
+				return ""
+			}
+			return "Could not start: " + err.Error()
+		}
+		return fmt.Sprintf("Started agent %s in a new thread.", a.Name)
+	case "list", "ls":
+		agents, err := r.opt.Service.Agents(ctx)
+		if err != nil {
+			return err.Error()
+		}
+		return listText(agents)
+	case "status":
+		if rest == "" {
+			agents, err := r.opt.Service.Agents(ctx)
+			if err != nil {
+				return err.Error()
+			}
+			return statusText(agents)
+		}
+		a, err := r.opt.Service.Agent(ctx, rest)
+		if err != nil {
+			return err.Error()
+		}
+		return agentText(a)
+	case "stop", "pause", "resume":
+		if rest == "" {
+			return "Usage: /agent " + verb + " AGENT"
+		}
+		a, err := r.opt.Service.Agent(ctx, rest)
+		if err != nil {
+			return err.Error()
+		}
+		if !r.allowed(ctx, ep, w, a.Name, u) {
+			r.log.Warn("bots: refused a non-approver", "platform", platform, "user", u.ID, "agent", a.Name, "action", verb)
+			return "You are not an approver here, so this changed nothing."
+		}
+		call := map[string]func(context.Context, string) (*client.Agent, error){
+			"stop": r.opt.Service.Stop, "pause": r.opt.Service.Pause, "resume": r.opt.Service.Resume}[verb]
+		if a, err = call(ctx, a.ID); err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("Agent %s is %s.", a.Name, a.State)
+	}
+	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT"
+}
+
+func listText(agents []client.Agent) string {
+	if len(agents) == 0 {
+		return "No agents."
+	}
+	var b strings.Builder
+	for _, a := range agents {
+		fmt.Fprintf(&b, "%s  %s  %s\n", a.Name, a.State, cut(a.Task, 80))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func statusText(agents []client.Agent) string {
+	by := map[string]int{}
+	for _, a := range agents {
+		by[string(a.State)]++
+	}
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := []string{fmt.Sprintf("%d agents", len(agents))}
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", by[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func agentText(a *client.Agent) string {
+	s := fmt.Sprintf("%s: %s", a.Name, a.State)
+	if a.StateReason != "" {
+		s += " (" + a.StateReason + ")"
+	}
+	if a.Task != "" {
+		s += "\nTask: " + cut(a.Task, 200)
+	}
+	if a.Pending != nil {
+		s += fmt.Sprintf("\nWaiting for a decision on step %d: %s", a.Pending.Step, a.Pending.Command)
+	}
+	if a.Question != nil {
+		s += "\nWaiting for an answer: " + cut(a.Question.Text, 200)
+	}
+	return s
+}

@@ -1,0 +1,449 @@
+package bots
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Options configure a Relay.
+type Options struct {
+	Service  Service
+	Bindings Bindings
+	Log      *slog.Logger
+	// ApproveN is N on the Approve ×N button; below 2 the button is left out.
+	ApproveN int
+	// Expiry, when positive, closes a proposal to chat decisions this long after it was
+	// made; the agent keeps waiting and agentctl can still decide.
+	Expiry time.Duration
+	// Now is the clock (tests); nil is time.Now.
+	Now func() time.Time
+}
+
+// Relay carries agent events to chat threads and chat actions to the daemon.
+type Relay struct {
+	opt Options
+	log *slog.Logger
+
+	mu       sync.Mutex
+	adapters map[string]*endpoint
+	bound    map[string]map[string]*store.Binding // agent → platform → binding
+	props    map[string]*client.Proposal          // proposals posted and not yet decided
+	states   map[string]string                    // agent → last state shown
+	timers   map[string]*time.Timer               // expiry timers by proposal
+	ready    chan struct{}
+	readyOne sync.Once
+}
+
+type endpoint struct {
+	a     Adapter
+	rules Rules
+}
+
+// New returns a relay; Add adapters, then Run it.
+func New(opt Options) *Relay {
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Relay{
+		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
+		bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
+		states: map[string]string{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
+	}
+}
+
+// Add attaches an adapter and the rules it serves under. Call it before Run.
+func (r *Relay) Add(a Adapter, rules Rules) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.adapters[a.Platform()]; dup {
+		panic("bots: two adapters for " + a.Platform())
+	}
+	r.adapters[a.Platform()] = &endpoint{a: a, rules: rules}
+}
+
+// Ready is closed once the relay follows the agents' events.
+func (r *Relay) Ready() <-chan struct{} { return r.ready }
+
+// Run follows every agent's events and posts them to their threads until ctx ends. When
+// it falls behind, it resubscribes from the last event it handled, so nothing the daemon
+// still holds is lost. Chat errors are logged, never fatal.
+func (r *Relay) Run(ctx context.Context) error {
+	var since int64
+	first := true
+	for ctx.Err() == nil {
+		ch, cancel, err := r.opt.Service.Subscribe("", since)
+		if err != nil {
+			r.log.Error("bots: subscribing to agent events", "err", err)
+			sleep(ctx, time.Second)
+			continue
+		}
+		if first {
+			// After subscribing, so that a proposal made meanwhile is posted once either way.
+			r.loadBindings(ctx)
+			r.resync(ctx)
+			first = false
+			r.readyOne.Do(func() { close(r.ready) })
+		}
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				break loop
+			case ev, ok := <-ch:
+				if !ok {
+					r.log.Warn("bots: event stream closed; resubscribing", "since", since)
+					break loop
+				}
+				since = ev.Seq
+				// An event being posted is finished even when the daemon stops meanwhile,
+				// so a message that reached the platform is also recorded.
+				hctx, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				r.handle(hctx, ev)
+				done()
+			}
+		}
+		cancel()
+	}
+	r.mu.Lock()
+	for _, t := range r.timers {
+		t.Stop()
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func (r *Relay) loadBindings(ctx context.Context) {
+	bs, err := r.opt.Bindings.Bindings(ctx)
+	if err != nil {
+		r.log.Error("bots: reading chat bindings", "err", err)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range bs {
+		r.setBound(b)
+	}
+}
+
+// setBound caches b as its agent's binding on its platform. Caller holds r.mu.
+func (r *Relay) setBound(b *store.Binding) {
+	m := r.bound[b.AgentID]
+	if m == nil {
+		m = map[string]*store.Binding{}
+		r.bound[b.AgentID] = m
+	}
+	m[b.Platform] = b
+}
+
+// targets returns the adapters and threads an agent's events go to.
+func (r *Relay) targets(agentID string) []target {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []target
+	for platform, b := range r.bound[agentID] {
+		if ep, ok := r.adapters[platform]; ok {
+			out = append(out, target{ep: ep, b: b})
+		}
+	}
+	return out
+}
+
+type target struct {
+	ep *endpoint
+	b  *store.Binding
+}
+
+// resync posts what waits for a person in bound threads but was never posted there (the
+// daemon restarted, or chat was down when it was asked).
+func (r *Relay) resync(ctx context.Context) {
+	r.mu.Lock()
+	var ids []string
+	for id := range r.bound {
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	for _, id := range ids {
+		a, err := r.opt.Service.Agent(ctx, id)
+		if err != nil {
+			continue
+		}
+		if a.Pending != nil {
+			r.postProposal(ctx, a.Pending)
+		}
+		if a.Question != nil {
+			r.postQuestion(ctx, id, a.Question)
+		}
+	}
+}
+
+// handle posts one event to the agent's threads.
+func (r *Relay) handle(ctx context.Context, ev client.Event) {
+	switch ev.Type {
+	case client.EventProposal:
+		if ev.Proposal != nil {
+			r.postProposal(ctx, ev.Proposal)
+		}
+	case client.EventDecision:
+		if ev.Decision != nil {
+			r.decided(ctx, ev.AgentID, ev.Decision)
+		}
+	case client.EventResult:
+		if ev.Episode != nil {
+			r.postResult(ctx, ev.AgentID, ev.Episode)
+		}
+	case client.EventQuestion:
+		if ev.Question != nil {
+			r.postQuestion(ctx, ev.AgentID, ev.Question)
+		}
+	case client.EventFinish:
+		r.closeOpen(ctx, ev.AgentID, "The run ended before a decision.")
+		r.note(ctx, ev.AgentID, "🏁 "+finishText(ev))
+	case client.EventState:
+		if ev.Agent != nil {
+			r.stateChanged(ctx, ev.Agent)
+		}
+	case client.EventRemoved:
+		r.note(ctx, ev.AgentID, "🗑 The agent was removed.")
+		r.mu.Lock()
+		delete(r.bound, ev.AgentID)
+		delete(r.states, ev.AgentID)
+		r.mu.Unlock()
+	}
+}
+
+func finishText(ev client.Event) string {
+	if ev.Message != "" {
+		return "Finished: " + ev.Message
+	}
+	return "Finished."
+}
+
+// postProposal posts a proposal with its buttons, once per platform.
+func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
+	if p.Command == "ask_user" {
+		return // the question is posted instead
+	}
+	for _, t := range r.targets(p.AgentID) {
+		platform := t.ep.a.Platform()
+		if m, err := r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
+			continue // posted already (or the store is failing: do not post twice)
+		}
+		view := ProposalView{Proposal: p, ApproveN: r.opt.ApproveN}
+		if r.expired(p) {
+			view.Closed = r.expiredText()
+		}
+		id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, FormatProposal(view, platform))
+		if err != nil {
+			r.log.Error("bots: posting proposal", "platform", platform, "agent", p.AgentID, "proposal", p.ID, "err", err)
+			continue
+		}
+		if err := r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}); err != nil {
+			r.log.Error("bots: recording proposal message", "proposal", p.ID, "err", err)
+		}
+	}
+	if p.Status.Decidable() {
+		r.mu.Lock()
+		r.props[p.ID] = p
+		r.mu.Unlock()
+		r.armExpiry(ctx, p)
+	}
+}
+
+// decided edits the proposal's messages to show the decision and who made it.
+func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision) {
+	r.mu.Lock()
+	p := r.props[d.ProposalID]
+	delete(r.props, d.ProposalID)
+	if t := r.timers[d.ProposalID]; t != nil {
+		t.Stop()
+		delete(r.timers, d.ProposalID)
+	}
+	r.mu.Unlock()
+	for _, t := range r.targets(agentID) {
+		platform := t.ep.a.Platform()
+		m, err := r.opt.Bindings.Message(ctx, d.ProposalID, platform, "proposal")
+		if err != nil || m == nil {
+			continue
+		}
+		if p == nil {
+			if p = r.proposal(ctx, agentID, d.ProposalID); p == nil {
+				continue
+			}
+		}
+		msg := FormatProposal(ProposalView{Proposal: p, Decision: d}, platform)
+		if err := t.ep.a.Update(ctx, m.Channel, m.Message, msg); err != nil {
+			r.log.Error("bots: showing decision", "platform", platform, "proposal", d.ProposalID, "err", err)
+		}
+	}
+}
+
+// proposal reads one proposal of an agent from the daemon.
+func (r *Relay) proposal(ctx context.Context, agentID, id string) *client.Proposal {
+	ps, err := r.opt.Service.Proposals(ctx, agentID)
+	if err != nil {
+		return nil
+	}
+	for i := len(ps) - 1; i >= 0; i-- {
+		if ps[i].ID == id {
+			return &ps[i]
+		}
+	}
+	return nil
+}
+
+func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episode) {
+	if ep.Outcome != "succeeded" && ep.Outcome != "failed" {
+		return // denials and feedback show on the proposal message
+	}
+	if ep.Command == "ask_user" || ep.Command == "finish" {
+		return // the answer is in the thread already; finish has its own message
+	}
+	for _, t := range r.targets(agentID) {
+		msg, file := FormatResult(ep, t.ep.a.MaxText())
+		if _, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, msg); err != nil {
+			r.log.Error("bots: posting result", "platform", t.ep.a.Platform(), "agent", agentID, "err", err)
+			continue
+		}
+		if file != "" {
+			name := fmt.Sprintf("step-%d-%s.txt", ep.Step, ep.Command)
+			if err := t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, name, file, "Output of step "+fmt.Sprint(ep.Step)); err != nil {
+				r.log.Error("bots: uploading result", "platform", t.ep.a.Platform(), "agent", agentID, "err", err)
+			}
+		}
+	}
+}
+
+func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Question) {
+	for _, t := range r.targets(agentID) {
+		platform := t.ep.a.Platform()
+		if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
+			continue
+		}
+		id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, FormatQuestion(q, ""))
+		if err != nil {
+			r.log.Error("bots: posting question", "platform", platform, "agent", agentID, "err", err)
+			continue
+		}
+		r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
+	}
+}
+
+// stateChanged tells the thread when the agent pauses or fails on its own.
+func (r *Relay) stateChanged(ctx context.Context, a *client.Agent) {
+	key := string(a.State) + "|" + a.StateReason
+	r.mu.Lock()
+	prev := r.states[a.ID]
+	r.states[a.ID] = key
+	r.mu.Unlock()
+	if prev == key {
+		return
+	}
+	switch a.State {
+	case client.StateIdle:
+		r.closeOpen(ctx, a.ID, "The run ended before a decision: "+orDash(a.StateReason))
+	case client.StatePaused:
+		r.note(ctx, a.ID, "⏸ Paused: "+orDash(a.StateReason))
+	case client.StateFailed:
+		r.note(ctx, a.ID, "⚠️ Failed: "+orDash(a.StateReason))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// note posts a line in every thread the agent is bound to.
+func (r *Relay) note(ctx context.Context, agentID, text string) {
+	for _, t := range r.targets(agentID) {
+		if _, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, FormatNote(text)); err != nil {
+			r.log.Error("bots: posting", "platform", t.ep.a.Platform(), "agent", agentID, "err", err)
+		}
+	}
+}
+
+// expired reports whether chat may no longer decide p.
+func (r *Relay) expired(p *client.Proposal) bool {
+	return r.opt.Expiry > 0 && r.opt.Now().Sub(p.CreatedAt) >= r.opt.Expiry
+}
+
+func (r *Relay) expiredText() string {
+	return fmt.Sprintf("⌛ Expired after %s: the agent is still waiting; decide with `agentctl approve` or `agentctl deny`.", r.opt.Expiry)
+}
+
+// armExpiry edits p's messages when it expires undecided.
+func (r *Relay) armExpiry(ctx context.Context, p *client.Proposal) {
+	if r.opt.Expiry <= 0 {
+		return
+	}
+	left := r.opt.Expiry - r.opt.Now().Sub(p.CreatedAt)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.timers[p.ID]; ok {
+		return
+	}
+	r.timers[p.ID] = time.AfterFunc(max(left, 0), func() {
+		r.mu.Lock()
+		_, open := r.props[p.ID]
+		delete(r.timers, p.ID)
+		r.mu.Unlock()
+		if !open {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		for _, t := range r.targets(p.AgentID) {
+			m, err := r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
+			if err != nil || m == nil {
+				continue
+			}
+			msg := FormatProposal(ProposalView{Proposal: p, Closed: r.expiredText()}, t.ep.a.Platform())
+			if err := t.ep.a.Update(ctx, m.Channel, m.Message, msg); err != nil {
+				r.log.Error("bots: showing expiry", "proposal", p.ID, "err", err)
+			}
+		}
+	})
+}
+
+// closeOpen takes the buttons off an agent's undecided proposals, which no decision can
+// reach any more (the run was stopped, or moved on to a new task).
+func (r *Relay) closeOpen(ctx context.Context, agentID, why string) {
+	r.mu.Lock()
+	var open []*client.Proposal
+	for id, p := range r.props {
+		if p.AgentID == agentID {
+			open = append(open, p)
+			delete(r.props, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, p := range open {
+		for _, t := range r.targets(agentID) {
+			m, err := r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
+			if err != nil || m == nil {
+				continue
+			}
+			t.ep.a.Update(ctx, m.Channel, m.Message, FormatProposal(ProposalView{Proposal: p, Closed: why}, t.ep.a.Platform()))
+		}
+	}
+}

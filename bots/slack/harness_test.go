@@ -1,0 +1,343 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// touch is a test command; every start is sent on touched, so tests and the benchmark
+// see the moment a command starts.
+type touch struct{}
+
+var touched = make(chan string, 1024)
+
+func (touch) Spec() commands.Spec {
+	return commands.Spec{Name: "bots_test_touch", Description: "touch something",
+		Params: commands.Object(commands.Prop{Name: "what", Schema: commands.String("what", 40)}), Class: commands.ClassWriteWorkspace}
+}
+
+func (touch) Execute(ctx context.Context, env commands.Env, args json.RawMessage) (string, error) {
+	var a struct{ What string }
+	json.Unmarshal(args, &a)
+	select {
+	case touched <- a.What:
+	default:
+	}
+	if a.What == "big" {
+		return strings.Repeat("a long line of output\n", 400), nil
+	}
+	return "touched " + a.What, nil
+}
+
+func init() { commands.Register(touch{}) }
+
+// Users in the tests.
+const (
+	approver  = "UAPPROVER"
+	approver2 = "UAPPROVER2"
+	member    = "UMEMBER" // in the SOPS user group
+	stranger  = "USTRANGER"
+	channel   = "C1"
+)
+
+type env struct {
+	t      testing.TB
+	slack  *fakeslack.Fake
+	model  *ollamatest.Fake
+	dir    string
+	st     *store.Store
+	sup    *agent.Supervisor
+	relay  *bots.Relay
+	bot    *Bot
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+	logs   *syncBuffer
+	opt    bots.Options
+
+	mu      sync.Mutex
+	replies []string
+	names   int
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newEnv(t testing.TB, mod ...func(*bots.Options)) *env {
+	e := &env{slack: fakeslack.NewFake(t), model: ollamatest.NewFake(t), dir: t.TempDir(), logs: &syncBuffer{}}
+	e.t = t
+	e.slack.SetGroup("SOPS", member)
+	e.model.OnChat(e.chat)
+	e.opt = bots.Options{ApproveN: 3}
+	for _, m := range mod {
+		m(&e.opt)
+	}
+	e.start(t)
+	t.Cleanup(e.stop)
+	return e
+}
+
+// chat answers the agent's model calls: profiles on their own, steps from e.replies,
+// and finish when the script is empty.
+func (e *env) chat(req *api.ChatRequest) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
+		e.names++
+		return fmt.Sprintf(`{"name":"helper-%d","description":"a helper","best_practices":["be brief"],"constraints":["stay local"]}`, e.names), nil
+	}
+	if len(e.replies) == 0 {
+		return reply("finish", map[string]string{"reason": "all done"}), nil
+	}
+	r := e.replies[0]
+	e.replies = e.replies[1:]
+	return r, nil
+}
+
+// script queues the model's next replies.
+func (e *env) script(replies ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.replies = append(e.replies, replies...)
+}
+
+func reply(name string, args any) string {
+	b, _ := json.Marshal(map[string]any{
+		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "because", "self_criticism": "s",
+			"plan": "- do " + name + "\n- then finish", "speak": "I will " + name + " <now> & then"},
+		"command": map[string]any{"name": name, "args": args},
+	})
+	return string(b)
+}
+
+func (e *env) start(t testing.TB) {
+	st, err := store.Open(context.Background(), filepath.Join(e.dir, "agentd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := llm.New(e.model.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
+		Commands: []string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"},
+		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := sup.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opt := e.opt
+	opt.Service, opt.Bindings, opt.Log = sup, bots.StoreBindings(st), log
+	relay := bots.New(opt)
+	bot, err := New(Options{BotToken: e.slack.BotToken, AppToken: e.slack.AppToken, APIURL: e.slack.APIURL(), Relay: relay, Log: log,
+		PingInterval: 2 * time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay.Add(bot, bots.Rules{
+		Teams:     []string{e.slack.Team},
+		Channels:  map[string]bots.Access{channel: {}},
+		DM:        true,
+		Approvers: bots.Access{Users: []string{approver, approver2}, Groups: []string{"SOPS"}},
+	})
+	e.st, e.sup, e.relay, e.bot, e.cancel = st, sup, relay, bot, cancel
+	e.done.Add(2)
+	go func() { defer e.done.Done(); relay.Run(ctx) }()
+	go func() { defer e.done.Done(); bot.Run(ctx) }()
+	<-relay.Ready()
+	if !e.slack.Wait(5*time.Second, func(v fakeslack.View) bool { return v.Connected() }) {
+		t.Fatal("the bot never connected to the fake")
+	}
+}
+
+func (e *env) stop() {
+	if e.cancel == nil {
+		return
+	}
+	e.cancel()
+	e.done.Wait()
+	e.sup.Wait()
+	e.st.Close()
+	e.cancel = nil
+}
+
+func (e *env) restart() {
+	e.stop()
+	e.start(e.t)
+}
+
+func (e *env) wait(what string, cond func(v fakeslack.View) bool) {
+	e.t.Helper()
+	if !e.slack.Wait(10*time.Second, cond) {
+		e.t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, e.logs.String())
+	}
+}
+
+// startRun mentions the bot with a task and returns the run's thread.
+func (e *env) startRun(task string) string {
+	e.t.Helper()
+	_, ts := e.slack.Mention(approver, channel, "", task)
+	e.wait("the run's first note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, ts), "is on it") })
+	return ts
+}
+
+func hasText(ms []fakeslack.Message, s string) bool {
+	for _, m := range ms {
+		if strings.Contains(m.Text, s) || strings.Contains(string(m.Blocks), s) {
+			return true
+		}
+	}
+	return false
+}
+
+// proposal waits for the proposal message of step in thread.
+func (e *env) proposal(thread string, step int) fakeslack.Message {
+	e.t.Helper()
+	var got fakeslack.Message
+	e.wait(fmt.Sprintf("proposal %d", step), func(v fakeslack.View) bool {
+		for _, m := range v.Messages(channel, thread) {
+			if strings.Contains(m.Text, fmt.Sprintf("Step %d:", step)) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// message returns the current state of the message ts in thread.
+func (e *env) message(thread, ts string) fakeslack.Message {
+	var got fakeslack.Message
+	e.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, m := range v.Messages(channel, thread) {
+			if m.TS == ts {
+				got = m
+			}
+		}
+		return true
+	})
+	return got
+}
+
+// button returns the value of the button action on m.
+func button(t testing.TB, m fakeslack.Message, action string) string {
+	t.Helper()
+	var blocks []struct {
+		Elements []struct {
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+		} `json:"elements"`
+	}
+	json.Unmarshal(m.Blocks, &blocks)
+	for _, b := range blocks {
+		for _, el := range b.Elements {
+			if el.ActionID == "agentd_"+action {
+				return el.Value
+			}
+		}
+	}
+	t.Fatalf("no %s button on %s", action, m.Blocks)
+	return ""
+}
+
+func (e *env) click(user, thread string, m fakeslack.Message, action string) string {
+	return e.slack.Click(user, channel, thread, m.TS)("agentd_"+action, button(e.t, m, action))
+}
+
+// decided waits until the proposal message ts shows text (the decision).
+func (e *env) decided(thread, ts, text string) fakeslack.Message {
+	e.t.Helper()
+	var got fakeslack.Message
+	e.wait("the decision on "+ts+": "+text, func(v fakeslack.View) bool {
+		for _, m := range v.Messages(channel, thread) {
+			if m.TS == ts && strings.Contains(string(m.Blocks), text) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	if strings.Contains(string(got.Blocks), "agentd_approve") {
+		e.t.Errorf("a decided proposal still has buttons: %s", got.Blocks)
+	}
+	return got
+}
+
+func (e *env) agentOf(thread string) *client.Agent {
+	e.t.Helper()
+	var id string
+	e.st.View(context.Background(), func(tx *store.Tx) error {
+		b, err := tx.BindingByThread("slack", channel, thread)
+		if err == nil {
+			id = b.AgentID
+		}
+		return err
+	})
+	a, err := e.sup.Agent(context.Background(), id)
+	if err != nil {
+		e.t.Fatalf("agent of thread %s: %v", thread, err)
+	}
+	return a
+}
+
+func (e *env) decisions(proposalID string) int {
+	var n int
+	e.st.View(context.Background(), func(tx *store.Tx) error {
+		var err error
+		n, err = tx.CountDecisions(proposalID)
+		return err
+	})
+	return n
+}
+
+// modelSaw waits until a model request carries text.
+func (e *env) modelSaw(text string) {
+	e.t.Helper()
+	e.wait("the model to see "+text, func(fakeslack.View) bool {
+		for _, r := range e.model.Requests() {
+			for _, m := range r.Messages {
+				if strings.Contains(m.Content, text) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}

@@ -1,0 +1,410 @@
+// Package slack is agentd's Slack front end: a thin bots.Adapter over slack-go's Socket
+// Mode client (a bot token and an app-level token; no public URL needed).
+//
+// It turns Socket Mode envelopes — mentions, direct messages, thread replies, button
+// clicks, the feedback dialog and /agent — into calls on the shared relay (package
+// bots), and renders the relay's messages as Block Kit. manifest.yaml creates the
+// Slack app in one step; fakeslack is a loopback fake of Slack for tests.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/agentd/agentd/bots"
+)
+
+// Platform is the name decisions made in Slack carry as their source.
+const Platform = "slack"
+
+// Options configure a Bot.
+type Options struct {
+	// BotToken (xoxb-…) calls the Web API; AppToken (xapp-…) opens Socket Mode.
+	BotToken string
+	AppToken string
+	// APIURL is the Web API's base URL, ending in /; "" is Slack's.
+	APIURL string
+	Relay  *bots.Relay
+	Log    *slog.Logger
+	// PingInterval is how long the connection may go without a ping from Slack before
+	// it counts as dead and is reopened; 0 is 30s.
+	PingInterval time.Duration
+	// Backoff is the wait before reconnect attempt n (from 1); nil doubles from 1s to 2m.
+	Backoff func(n int) time.Duration
+	// MaxText is the longest result posted inline; 0 is 2500 characters.
+	MaxText int
+}
+
+// Bot is the Slack adapter. Create it with New, add it to the relay, then Run it.
+type Bot struct {
+	opt Options
+	api *slack.Client
+	log *slog.Logger
+
+	self      atomic.Pointer[slack.AuthTestResponse]
+	connected atomic.Bool
+
+	groupMu sync.Mutex
+	groups  map[string]groupEntry
+}
+
+type groupEntry struct {
+	users []string
+	at    time.Time
+}
+
+var _ bots.Adapter = (*Bot)(nil)
+
+// New checks the tokens' form and returns a Bot. Tokens are never logged.
+func New(opt Options) (*Bot, error) {
+	if !strings.HasPrefix(opt.BotToken, "xoxb-") {
+		return nil, errors.New("slack: the bot token must be a bot token (xoxb-…)")
+	}
+	if !strings.HasPrefix(opt.AppToken, "xapp-") {
+		return nil, errors.New("slack: the app token must be an app-level token (xapp-…) with connections:write")
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.PingInterval == 0 {
+		opt.PingInterval = 30 * time.Second
+	}
+	if opt.MaxText == 0 {
+		opt.MaxText = 2500
+	}
+	if opt.Backoff == nil {
+		opt.Backoff = func(n int) time.Duration {
+			return min(time.Second<<min(n-1, 7), 2*time.Minute)
+		}
+	}
+	o := []slack.Option{slack.OptionAppLevelToken(opt.AppToken), slack.OptionRetry(3)}
+	if opt.APIURL != "" {
+		o = append(o, slack.OptionAPIURL(opt.APIURL))
+	}
+	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, groups: map[string]groupEntry{}}, nil
+}
+
+// Platform implements bots.Adapter.
+func (b *Bot) Platform() string { return Platform }
+
+// Connected reports whether the Socket Mode connection is up.
+func (b *Bot) Connected() bool { return b.connected.Load() }
+
+// Run keeps the bot connected until ctx ends: auth.test, then Socket Mode, reopened
+// with backoff whenever it drops. It returns only when ctx ends.
+func (b *Bot) Run(ctx context.Context) error {
+	for n := 1; ctx.Err() == nil; n++ {
+		self, err := b.api.AuthTestContext(ctx)
+		if err != nil {
+			b.log.Error("slack: auth.test failed; retrying", "attempt", n, "err", err)
+			sleep(ctx, b.opt.Backoff(n))
+			continue
+		}
+		b.self.Store(self)
+		b.log.Info("slack: authenticated", "team", self.TeamID, "bot_user", self.UserID)
+		err = b.runSocket(ctx)
+		b.connected.Store(false)
+		if ctx.Err() != nil {
+			break
+		}
+		b.log.Warn("slack: socket mode stopped; reconnecting", "attempt", n, "err", err)
+		sleep(ctx, b.opt.Backoff(n))
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// runSocket runs one Socket Mode client until it gives up (bad auth) or ctx ends; the
+// client itself reopens dropped connections.
+func (b *Bot) runSocket(ctx context.Context) error {
+	sm := socketmode.New(b.api, socketmode.OptionPingInterval(b.opt.PingInterval), socketmode.OptionLog(quietLog{b.log}))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- sm.RunContext(ctx) }()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case ev := <-sm.Events:
+			b.dispatch(ctx, sm, ev)
+		}
+	}
+}
+
+// quietLog takes slack-go's own log lines (debug is off, so only its rare notices) to slog.
+type quietLog struct{ log *slog.Logger }
+
+func (q quietLog) Output(_ int, s string) error {
+	q.log.Debug("slack-go: " + strings.TrimSpace(s))
+	return nil
+}
+
+func (b *Bot) dispatch(ctx context.Context, sm *socketmode.Client, ev socketmode.Event) {
+	switch ev.Type {
+	case socketmode.EventTypeConnecting:
+		b.log.Debug("slack: connecting")
+	case socketmode.EventTypeConnected:
+		b.connected.Store(true)
+		b.log.Info("slack: connected")
+	case socketmode.EventTypeConnectionError:
+		b.connected.Store(false)
+		b.log.Warn("slack: connection failed; retrying")
+	case socketmode.EventTypeDisconnect:
+		b.connected.Store(false)
+	case socketmode.EventTypeEventsAPI:
+		sm.Ack(*ev.Request)
+		if e, ok := ev.Data.(slackevents.EventsAPIEvent); ok {
+			go b.onEvent(ctx, e)
+		}
+	case socketmode.EventTypeInteractive:
+		cb, ok := ev.Data.(slack.InteractionCallback)
+		if !ok {
+			sm.Ack(*ev.Request)
+			return
+		}
+		sm.Ack(*ev.Request) // closes a submitted dialog; clicks need nothing back
+		go b.onInteraction(ctx, cb)
+	case socketmode.EventTypeSlashCommand:
+		cmd, ok := ev.Data.(slack.SlashCommand)
+		if !ok {
+			sm.Ack(*ev.Request)
+			return
+		}
+		// Answered in the ack, which Slack wants within 3 s; the relay's work is local.
+		go func() {
+			text := b.opt.Relay.OnCommand(ctx, Platform, b.where(cmd.TeamID, cmd.ChannelID, ""), bots.User{ID: cmd.UserID, Name: cmd.UserName}, cmd.Text)
+			var payload any
+			if text != "" {
+				payload = map[string]any{"response_type": "ephemeral", "text": escape(text)}
+			}
+			sm.Ack(*ev.Request, payload)
+		}()
+	}
+}
+
+func (b *Bot) where(team, channel, thread string) bots.Where {
+	return bots.Where{Team: team, Channel: channel, Thread: thread, DM: strings.HasPrefix(channel, "D")}
+}
+
+func (b *Bot) botUser() string {
+	if s := b.self.Load(); s != nil {
+		return s.UserID
+	}
+	return ""
+}
+
+var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(\|[^>]*)?>`)
+
+// stripMention removes mentions of the bot and reports whether there was one.
+func (b *Bot) stripMention(text string) (string, bool) {
+	self, found := b.botUser(), false
+	out := mentionRE.ReplaceAllStringFunc(text, func(m string) string {
+		if mentionRE.FindStringSubmatch(m)[1] == self {
+			found = true
+			return ""
+		}
+		return m
+	})
+	return strings.TrimSpace(unescape(out)), found
+}
+
+// unescape undoes Slack's escaping of typed text.
+func unescape(s string) string {
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
+
+func (b *Bot) onEvent(ctx context.Context, e slackevents.EventsAPIEvent) {
+	switch ev := e.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		if ev.BotID != "" || ev.User == "" || ev.User == b.botUser() {
+			return
+		}
+		text, _ := b.stripMention(ev.Text)
+		b.opt.Relay.OnMessage(ctx, bots.Incoming{Platform: Platform, Where: b.where(e.TeamID, ev.Channel, ev.ThreadTimeStamp),
+			User: bots.User{ID: ev.User}, Text: text, ID: ev.TimeStamp, Mention: true})
+	case *slackevents.MessageEvent:
+		// Edits, joins, bot posts (this bot's own included) and other subtypes are not
+		// people talking to the agent.
+		if ev.SubType != "" || ev.BotID != "" || ev.User == "" || ev.User == b.botUser() {
+			return
+		}
+		text, mentioned := b.stripMention(ev.Text)
+		dm := ev.ChannelType == "im"
+		if mentioned && !dm {
+			return // the app_mention event carries it
+		}
+		w := b.where(e.TeamID, ev.Channel, ev.ThreadTimeStamp)
+		w.DM = dm
+		b.opt.Relay.OnMessage(ctx, bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: ev.User}, Text: text, ID: ev.TimeStamp, Mention: mentioned})
+	}
+}
+
+func (b *Bot) onInteraction(ctx context.Context, cb slack.InteractionCallback) {
+	u := bots.User{ID: cb.User.ID, Name: cb.User.Name}
+	switch cb.Type {
+	case slack.InteractionTypeBlockActions:
+		thread := cb.Container.ThreadTs
+		if thread == "" {
+			thread = cb.Message.ThreadTimestamp
+		}
+		w := b.where(cb.Team.ID, cb.Channel.ID, thread)
+		for _, a := range cb.ActionCallback.BlockActions {
+			action, ok := strings.CutPrefix(a.ActionID, actionPrefix)
+			if !ok {
+				continue
+			}
+			ref, err := bots.ParseRef(a.Value)
+			if err != nil {
+				b.log.Warn("slack: bad button value", "err", err)
+				continue
+			}
+			// The trigger carries where the click was, for the dialog's submission.
+			trigger := strings.Join([]string{cb.TriggerID, w.Team, w.Channel, w.Thread}, "\n")
+			b.opt.Relay.OnClick(ctx, bots.Click{Platform: Platform, Where: w, User: u, Action: action, Ref: ref, Trigger: trigger})
+		}
+	case slack.InteractionTypeViewSubmission:
+		if cb.View.CallbackID != feedbackCallback || cb.View.State == nil {
+			return
+		}
+		meta := strings.Split(cb.View.PrivateMetadata, "\n")
+		if len(meta) != 4 {
+			return
+		}
+		ref, err := bots.ParseRef(meta[0])
+		if err != nil {
+			return
+		}
+		text := cb.View.State.Values[feedbackBlock][feedbackInput].Value
+		b.opt.Relay.OnFeedback(ctx, Platform, b.where(meta[1], meta[2], meta[3]), u, ref, text)
+	}
+}
+
+// StartThread implements bots.Adapter: a thread under anchor, or under a new message.
+func (b *Bot) StartThread(ctx context.Context, channel, anchor, title string) (string, error) {
+	if anchor != "" {
+		return anchor, nil
+	}
+	return b.Post(ctx, channel, "", bots.FormatNote(title))
+}
+
+// Post implements bots.Adapter.
+func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) (string, error) {
+	opts := []slack.MsgOption{slack.MsgOptionText(escape(m.Summary), false), slack.MsgOptionBlocks(Blocks(m)...)}
+	if thread != "" {
+		opts = append(opts, slack.MsgOptionTS(thread))
+	}
+	_, ts, err := b.api.PostMessageContext(ctx, channel, opts...)
+	if err != nil {
+		return "", fmt.Errorf("slack: chat.postMessage: %w", err)
+	}
+	return ts, nil
+}
+
+// Update implements bots.Adapter.
+func (b *Bot) Update(ctx context.Context, channel, id string, m bots.Message) error {
+	_, _, _, err := b.api.UpdateMessageContext(ctx, channel, id, slack.MsgOptionText(escape(m.Summary), false), slack.MsgOptionBlocks(Blocks(m)...))
+	if err != nil {
+		return fmt.Errorf("slack: chat.update: %w", err)
+	}
+	return nil
+}
+
+// PostFile implements bots.Adapter with files.getUploadURLExternal, the upload and
+// files.completeUploadExternal.
+func (b *Bot) PostFile(ctx context.Context, channel, thread, name, content, comment string) error {
+	_, err := b.api.UploadFileContext(ctx, slack.UploadFileParameters{
+		Filename: name, Title: name, Content: content, FileSize: len(content),
+		Channel: channel, ThreadTimestamp: thread, InitialComment: comment,
+	})
+	if err != nil {
+		return fmt.Errorf("slack: file upload: %w", err)
+	}
+	return nil
+}
+
+// Ephemeral implements bots.Adapter.
+func (b *Bot) Ephemeral(ctx context.Context, channel, thread, user, text string) error {
+	opts := []slack.MsgOption{slack.MsgOptionText(escape(text), false)}
+	if thread != "" {
+		opts = append(opts, slack.MsgOptionTS(thread))
+	}
+	if _, err := b.api.PostEphemeralContext(ctx, channel, user, opts...); err != nil {
+		return fmt.Errorf("slack: chat.postEphemeral: %w", err)
+	}
+	return nil
+}
+
+// OpenFeedback implements bots.Adapter with a modal (views.open).
+func (b *Bot) OpenFeedback(ctx context.Context, trigger string, ref bots.Ref, prompt string) error {
+	parts := strings.Split(trigger, "\n")
+	if len(parts) != 4 || parts[0] == "" {
+		return errors.New("slack: no trigger to open a dialog with")
+	}
+	input := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "What should the agent do instead?", false, false), feedbackInput)
+	input.Multiline = true
+	view := slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		CallbackID:      feedbackCallback,
+		Title:           slack.NewTextBlockObject(slack.PlainTextType, "Feedback", false, false),
+		Submit:          slack.NewTextBlockObject(slack.PlainTextType, "Send", false, false),
+		Close:           slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false),
+		PrivateMetadata: strings.Join(append([]string{bots.EncodeRef(ref)}, parts[1:]...), "\n"),
+		Blocks: slack.Blocks{BlockSet: []slack.Block{
+			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, escape(prompt), false, false), nil, nil),
+			slack.NewInputBlock(feedbackBlock, slack.NewTextBlockObject(slack.PlainTextType, "Feedback", false, false), nil, input),
+		}},
+	}
+	if _, err := b.api.OpenViewContext(ctx, parts[0], view); err != nil {
+		return fmt.Errorf("slack: views.open: %w", err)
+	}
+	return nil
+}
+
+// groupTTL is how long a user group's members are trusted before asking Slack again.
+const groupTTL = time.Minute
+
+// InGroup implements bots.Adapter with usergroups.users.list, cached for a minute.
+func (b *Bot) InGroup(ctx context.Context, user, group string) (bool, error) {
+	b.groupMu.Lock()
+	e, ok := b.groups[group]
+	b.groupMu.Unlock()
+	if !ok || time.Since(e.at) > groupTTL {
+		users, err := b.api.GetUserGroupMembersContext(ctx, group)
+		if err != nil {
+			return false, fmt.Errorf("slack: usergroups.users.list: %w", err)
+		}
+		e = groupEntry{users: users, at: time.Now()}
+		b.groupMu.Lock()
+		b.groups[group] = e
+		b.groupMu.Unlock()
+	}
+	for _, u := range e.users {
+		if u == user {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// MaxText implements bots.Adapter.
+func (b *Bot) MaxText() int { return b.opt.MaxText }

@@ -1,0 +1,316 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/daemon/client"
+)
+
+func TestMentionStartsRunApprovedByClick(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "one"}))
+	thread := e.startRun("touch one thing")
+	p := e.proposal(thread, 1)
+	for _, b := range []string{"approve", "approve_n", "deny", "feedback"} {
+		button(t, p, b)
+	}
+	// The agent's words are escaped for mrkdwn; its plan is shown.
+	if !strings.Contains(string(p.Blocks), "I will bots_test_touch \\u0026lt;now\\u0026gt; \\u0026amp; then") ||
+		!strings.Contains(string(p.Blocks), "Plan:") {
+		t.Errorf("proposal blocks = %s", p.Blocks)
+	}
+	env := e.click(approver, thread, p, "approve")
+	e.decided(thread, p.TS, "Approved* by \\u003c@"+approver+"\\u003e")
+	e.wait("the result", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "touched one") })
+	if _, ok := e.slack.Wait(time.Second, func(v fakeslack.View) bool { _, ok := v.Acked(env); return ok }), true; !ok {
+		t.Error("click not acked")
+	}
+	fin := e.proposal(thread, 2)
+	e.slack.Say(approver, channel, "channel", thread, "y", false)
+	e.decided(thread, fin.TS, "Approved* by")
+	e.wait("the finish note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished: all done") })
+
+	logs := e.logs.String()
+	for _, secret := range []string{e.slack.BotToken, e.slack.AppToken, "fake-bot-token", "fake-app-token"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("a token is in the logs")
+		}
+	}
+}
+
+func TestNonApproverRefused(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch x")
+	p := e.proposal(thread, 1)
+	e.click(stranger, thread, p, "approve")
+	e.slack.Say(stranger, channel, "channel", thread, "y", false)
+	e.slack.Say("UOTHERBOT", channel, "channel", thread, "y", true) // bots are ignored
+	e.wait("two refusals", func(v fakeslack.View) bool { return len(v.Ephemeral(stranger)) == 2 })
+	if got := e.slack.Calls(); len(got) == 0 {
+		t.Fatal("no calls")
+	}
+	e.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, m := range v.Ephemeral(stranger) {
+			if !strings.Contains(m.Text, "not an approver") || m.ThreadTS != thread {
+				t.Errorf("refusal = %+v", m)
+			}
+		}
+		return true
+	})
+	time.Sleep(100 * time.Millisecond)
+	a := e.agentOf(thread)
+	if a.Pending == nil || a.Pending.ID == "" || e.decisions(a.Pending.ID) != 0 {
+		t.Fatalf("a refused click changed the agent: %+v", a)
+	}
+	if !strings.Contains(e.logs.String(), "refused a non-approver") {
+		t.Error("refusal not logged")
+	}
+	// A member of an approver user group may decide.
+	e.click(member, thread, p, "deny")
+	e.decided(thread, p.TS, "Denied* by \\u003c@"+member)
+}
+
+func TestRacingClicksMakeOneDecision(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "race"}))
+	thread := e.startRun("race")
+	p := e.proposal(thread, 1)
+	var wg sync.WaitGroup
+	for _, u := range []string{approver, approver, approver2, member} {
+		wg.Add(1)
+		go func() { defer wg.Done(); e.click(u, thread, p, "approve") }()
+	}
+	wg.Wait()
+	e.decided(thread, p.TS, "Approved* by")
+	e.wait("three polite refusals", func(v fakeslack.View) bool {
+		n := 0
+		for _, u := range []string{approver, approver2, member} {
+			for _, m := range v.Ephemeral(u) {
+				if strings.Contains(m.Text, "already decided") {
+					n++
+				}
+			}
+		}
+		return n == 3
+	})
+	id := e.agentOf(thread)
+	ps, _ := e.sup.Proposals(context.Background(), id.ID)
+	if e.decisions(ps[0].ID) != 1 {
+		t.Errorf("decisions = %d, want 1", e.decisions(ps[0].ID))
+	}
+	// A button on an old proposal is refused too.
+	e.proposal(thread, 2)
+	var before int
+	e.slack.Wait(0, func(v fakeslack.View) bool { before = len(v.Ephemeral(approver2)); return true })
+	e.click(approver2, thread, p, "deny")
+	e.wait("refusal of the old button", func(v fakeslack.View) bool { return len(v.Ephemeral(approver2)) == before+1 })
+}
+
+func TestTypedApproveN(t *testing.T) {
+	e := newEnv(t)
+	for _, w := range []string{"a", "b", "c"} {
+		e.script(reply("bots_test_touch", map[string]string{"what": w}))
+	}
+	thread := e.startRun("touch three")
+	p := e.proposal(thread, 1)
+	drain()
+	e.slack.Say(approver, channel, "channel", thread, "y -3", false)
+	e.decided(thread, p.TS, "Approved ×3* by \\u003c@"+approver)
+	for _, w := range []string{"a", "b", "c"} {
+		select {
+		case got := <-touched:
+			if got != w {
+				t.Errorf("touched %q, want %q", got, w)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("command %s never started", w)
+		}
+	}
+	p3 := e.proposal(thread, 3)
+	e.decided(thread, p3.TS, "Approved* by policy")
+	fin := e.proposal(thread, 4)
+	button(t, fin, "approve") // asking again after the three
+}
+
+func drain() {
+	for {
+		select {
+		case <-touched:
+		default:
+			return
+		}
+	}
+}
+
+func TestFeedbackTypedAndByDialog(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	e.slack.Say(approver, channel, "channel", thread, "touch y instead", false)
+	e.decided(thread, p.TS, "Feedback* by \\u003c@"+approver+"\\u003e: touch y instead")
+
+	p2 := e.proposal(thread, 2)
+	e.click(approver, thread, p2, "feedback")
+	var view json.RawMessage
+	e.wait("the feedback dialog", func(v fakeslack.View) bool {
+		if vs := v.Views(); len(vs) == 1 {
+			view = vs[0]
+			return true
+		}
+		return false
+	})
+	e.slack.Submit(approver, view, feedbackBlock, feedbackInput, "not that either")
+	e.decided(thread, p2.TS, "Feedback* by \\u003c@"+approver+"\\u003e: not that either")
+	e.modelSaw("not that either")
+}
+
+func TestAskUserAnsweredInThread(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("ask_user", map[string]string{"question": "Which folder?"}))
+	thread := e.startRun("ask me")
+	e.wait("the question", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Which folder?") })
+	e.slack.Say(approver, channel, "channel", thread, "the docs folder", false)
+	e.wait("the answered question", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Answered by") })
+	e.proposal(thread, 2)
+	e.modelSaw("the docs folder")
+}
+
+func TestDroppedSocketReconnectsAndLosesNothing(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	e.slack.Drop()
+	env := e.click(approver, thread, p, "approve") // queued by Slack while the socket is down
+	e.wait("a reconnect", func(v fakeslack.View) bool { return v.Connections() >= 2 && v.Connected() })
+	e.decided(thread, p.TS, "Approved* by \\u003c@"+approver)
+	e.wait("the ack", func(v fakeslack.View) bool { _, ok := v.Acked(env); return ok })
+	// A disconnect request (connection refresh) is survived too.
+	e.slack.Disconnect()
+	e.wait("another connection", func(v fakeslack.View) bool { return v.Connections() >= 3 && v.Connected() })
+	fin := e.proposal(thread, 2)
+	e.click(approver, thread, fin, "approve")
+	e.wait("the finish", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished") })
+}
+
+func TestRestartKeepsThreadAndPendingProposal(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	e.restart()
+	e.click(approver, thread, p, "approve")
+	e.decided(thread, p.TS, "Approved* by")
+	e.wait("the result in the same thread", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "touched x") })
+	// The proposal was not posted twice by the restarted relay.
+	e.slack.Wait(0, func(v fakeslack.View) bool {
+		n := 0
+		for _, m := range v.Messages(channel, thread) {
+			if strings.Contains(m.Text, "Step 1:") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("step 1 posted %d times", n)
+		}
+		return true
+	})
+}
+
+func TestLongResultUploadedAsFile(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "big"}))
+	thread := e.startRun("big")
+	p := e.proposal(thread, 1)
+	e.click(approver, thread, p, "approve")
+	e.wait("the upload", func(v fakeslack.View) bool {
+		fs := v.Files()
+		return len(fs) == 1 && fs[0].ThreadTS == thread && fs[0].Channel == channel && strings.Count(fs[0].Content, "\n") >= 399
+	})
+}
+
+func TestSlashCommands(t *testing.T) {
+	e := newEnv(t)
+	ack := func(env string) string {
+		var p json.RawMessage
+		e.wait("ack of "+env, func(v fakeslack.View) bool { var ok bool; p, ok = v.Acked(env); return ok })
+		var body struct{ Text string }
+		json.Unmarshal(p, &body)
+		return body.Text
+	}
+	if got := ack(e.slack.Slash(approver, channel, "/agent", "list")); got != "No agents." {
+		t.Errorf("list = %q", got)
+	}
+	if got := ack(e.slack.Slash(stranger, channel, "/agent", "run something")); got != "" {
+		t.Errorf("stranger's run = %q", got)
+	}
+	e.wait("refusal", func(v fakeslack.View) bool { return len(v.Ephemeral(stranger)) == 1 })
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	if got := ack(e.slack.Slash(approver, channel, "/agent", "run touch x")); !strings.HasPrefix(got, "Started agent") {
+		t.Errorf("run = %q", got)
+	}
+	var a client.Agent
+	e.wait("the agent waiting", func(fakeslack.View) bool {
+		as, _ := e.sup.Agents(context.Background())
+		if len(as) == 1 && as[0].Pending != nil {
+			a = as[0]
+			return true
+		}
+		return false
+	})
+	if got := ack(e.slack.Slash(approver, channel, "/agent", "status "+a.Name)); !strings.Contains(got, "Waiting for a decision on step 1") {
+		t.Errorf("status = %q", got)
+	}
+	if got := ack(e.slack.Slash(stranger, channel, "/agent", "stop "+a.Name)); !strings.Contains(got, "not an approver") {
+		t.Errorf("stranger's stop = %q", got)
+	}
+	if got := ack(e.slack.Slash(approver, channel, "/agent", "stop "+a.Name)); !strings.Contains(got, "is idle") {
+		t.Errorf("stop = %q", got)
+	}
+	if got := ack(e.slack.Slash(approver, "C999", "/agent", "list")); !strings.Contains(got, "do not serve") {
+		t.Errorf("unserved channel = %q", got)
+	}
+}
+
+func TestDirectMessageStartsRun(t *testing.T) {
+	e := newEnv(t)
+	_, ts := e.slack.Say(approver, "D1", "im", "", "touch something", false)
+	e.wait("the run in the DM", func(v fakeslack.View) bool { return hasText(v.Messages("D1", ts), "is on it") })
+	// Messages in a channel the bot does not serve get nothing.
+	e.slack.Mention(approver, "C999", "", "hello")
+	time.Sleep(200 * time.Millisecond)
+	if n := len(e.slack.Calls()); n == 0 {
+		t.Fatal("no calls at all")
+	}
+	e.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, c := range v.Calls("chat.postMessage") {
+			if c.Form.Get("channel") == "C999" {
+				t.Error("posted in an unserved channel")
+			}
+		}
+		return true
+	})
+}
+
+func TestExpiredProposalRefusesChatDecisions(t *testing.T) {
+	e := newEnv(t, func(o *bots.Options) { o.Expiry = 300 * time.Millisecond })
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	e.wait("the expiry note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Expired after") })
+	e.slack.Say(approver, channel, "channel", thread, "y", false)
+	e.wait("refusal", func(v fakeslack.View) bool { return len(v.Ephemeral(approver)) == 1 })
+	if a := e.agentOf(thread); a.Pending == nil || a.State != client.StateAwaitingDecision {
+		t.Errorf("agent after expiry = %+v", a)
+	}
+	_ = p
+}

@@ -1,0 +1,134 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/ollamatest"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func testConfig(t *testing.T, model *ollamatest.Fake, apiURL string) *config.Config {
+	cfg := config.Default()
+	cfg.StateDir = t.TempDir()
+	sock, err := os.MkdirTemp("", "agentd-srv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sock) })
+	cfg.Socket = filepath.Join(sock, "s.sock")
+	cfg.Ollama.Host, cfg.Ollama.Model = model.URL(), ollamatest.TinyModelName
+	cfg.Slack.Enabled = true
+	cfg.Slack.APIURL = apiURL
+	cfg.Slack.Approvers = []string{"UAPPROVER"}
+	cfg.Slack.Channels = map[string]config.ChatAccess{"C0123ABCD": {}}
+	return cfg
+}
+
+// run starts the daemon and returns a stop func that reports Run's error.
+func run(t *testing.T, cfg *config.Config, log *slog.Logger) func() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg, log, "test", func() { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the daemon did not start: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not start")
+	}
+	return func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("the daemon did not stop")
+			return nil
+		}
+	}
+}
+
+func TestSlackBotRunsInsideTheDaemon(t *testing.T) {
+	fs := fakeslack.NewFake(t)
+	model := ollamatest.NewFake(t)
+	cfg := testConfig(t, model, fs.APIURL())
+	t.Setenv("TEST_SLACK_BOT_TOKEN", fs.BotToken)
+	cfg.Slack.BotTokenEnv = "TEST_SLACK_BOT_TOKEN"
+	cfg.Slack.AppTokenFile = filepath.Join(t.TempDir(), "app-token")
+	os.WriteFile(cfg.Slack.AppTokenFile, []byte(fs.AppToken+"\n"), 0o600)
+	logs := &syncBuffer{}
+	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+
+	_, ts := fs.Mention("UAPPROVER", "C0123ABCD", "", "write a note")
+	if !fs.Wait(10*time.Second, func(v fakeslack.View) bool {
+		for _, m := range v.Messages("C0123ABCD", ts) {
+			if strings.Contains(m.Text, "is on it") {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no run started from Slack; logs:\n%s", logs)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{fs.BotToken, fs.AppToken} {
+		if strings.Contains(logs.String(), secret) {
+			t.Error("a Slack token is in the daemon's logs")
+		}
+	}
+}
+
+func TestDaemonRunsWhileSlackIsDown(t *testing.T) {
+	model := ollamatest.NewFake(t)
+	cfg := testConfig(t, model, "http://127.0.0.1:1/api/") // nothing listens there
+	t.Setenv("SLACK_BOT_TOKEN", "xoxb-unreachable")
+	t.Setenv("SLACK_APP_TOKEN", "xapp-unreachable")
+	logs := &syncBuffer{}
+	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	time.Sleep(300 * time.Millisecond)
+	if err := stop(); err != nil {
+		t.Fatalf("the daemon failed because Slack is down: %v", err)
+	}
+	if !strings.Contains(logs.String(), "auth.test failed; retrying") {
+		t.Errorf("no retry logged:\n%s", logs)
+	}
+}
+
+func TestMissingSlackTokenIsAClearError(t *testing.T) {
+	model := ollamatest.NewFake(t)
+	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
+	t.Setenv("SLACK_BOT_TOKEN", "")
+	err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
+	if err == nil || !strings.Contains(err.Error(), "$SLACK_BOT_TOKEN is not set") {
+		t.Fatalf("Run = %v", err)
+	}
+}

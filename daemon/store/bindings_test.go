@@ -1,0 +1,77 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestBindingsSurviveReopen(t *testing.T) {
+	s, path := open(t)
+	a := seed(t, s)
+	ctx := context.Background()
+	err := s.Tx(ctx, func(tx *Tx) error {
+		if err := tx.Bind(&Binding{Platform: "slack", Team: "T1", Channel: "C1", Thread: "100.1", AgentID: a.ID, RunID: "r-1", CreatedBy: "U1"}); err != nil {
+			return err
+		}
+		return tx.SetChatMessage(&ChatMessage{ProposalID: "p-1", Platform: "slack", Kind: "proposal", Channel: "C1", Message: "100.2"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s2, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	err = s2.View(ctx, func(tx *Tx) error {
+		b, err := tx.BindingByThread("slack", "C1", "100.1")
+		if err != nil {
+			return err
+		}
+		if b.AgentID != a.ID || b.RunID != "r-1" || b.Team != "T1" || b.CreatedBy != "U1" {
+			t.Errorf("binding = %+v", b)
+		}
+		all, err := tx.Bindings()
+		if err != nil || len(all) != 1 {
+			t.Errorf("bindings = %v, %v", all, err)
+		}
+		m, err := tx.ChatMessage("p-1", "slack", "proposal")
+		if err != nil {
+			return err
+		}
+		if m.Channel != "C1" || m.Message != "100.2" {
+			t.Errorf("message = %+v", m)
+		}
+		if _, err := tx.ChatMessage("p-1", "discord", "proposal"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("other platform: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBindingsKeepTheLatestPerAgent(t *testing.T) {
+	s, _ := open(t)
+	a := seed(t, s)
+	ctx := context.Background()
+	for i, thread := range []string{"1.0", "2.0"} {
+		s.now = func() func() time.Time { n := time.UnixMilli(int64(1000 + i)); return func() time.Time { return n } }()
+		if err := s.Tx(ctx, func(tx *Tx) error {
+			return tx.Bind(&Binding{Platform: "slack", Channel: "C1", Thread: thread, AgentID: a.ID})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.View(ctx, func(tx *Tx) error {
+		all, err := tx.Bindings()
+		if err != nil || len(all) != 1 || all[0].Thread != "2.0" {
+			t.Errorf("bindings = %+v, %v", all, err)
+		}
+		return nil
+	})
+}
