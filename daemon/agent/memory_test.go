@@ -63,12 +63,25 @@ func storedMemories(t testing.TB, st *store.Store, agentID string) []store.Memor
 
 func TestMemoryRemembersStepsNotesAndFiles(t *testing.T) {
 	h := newHarness(t, withMemory(t))
-	h.fake.Script(
+	replies := []string{
 		reply("write_file", map[string]string{"path": "notes/codes.txt", "contents": "The launch code is 4711.\nThe backup code is 0815."}),
 		reply(commands.MemoryAdd, map[string]string{"text": "Ann prefers tabs over spaces"}),
 		reply("read_file", map[string]string{"path": "notes/codes.txt"}),
 		reply("finish", map[string]string{"reason": "done"}),
-	)
+	}
+	var n atomic.Int32
+	h.fake.OnChat(func(*api.ChatRequest) (string, error) {
+		i := int(n.Add(1)) - 1
+		if i == 1 {
+			// Indexing is asynchronous: let the file written in step 1 reach the index
+			// before the third prompt is built, so the test can look for it there.
+			flush(t, h.opt.Memory.Index)
+		}
+		if i >= len(replies) {
+			return reply("finish", map[string]string{"reason": "done"}), nil
+		}
+		return replies[i], nil
+	})
 	a := h.create(client.CreateAgentRequest{Name: "keeper", Description: "keeps codes", Task: "Write down the launch code",
 		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
 	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
