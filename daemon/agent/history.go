@@ -29,52 +29,73 @@ const (
 	summaryChars = 160 // one summary line, at most
 )
 
-// historyMessages renders the agent's history within step.Budget characters.
+// historyMessages renders the agent's history within step.Budget characters. Older
+// episodes are read in their light form and formatted only while the budget lasts.
 func (s *Supervisor) historyMessages(ctx context.Context, step *commands.Step) ([]string, error) {
-	var lines []store.EpisodeLine
-	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
-		lines, err = tx.EpisodeLines(step.AgentID, s.opt.HistoryEpisodes+olderLines, resultCut+1)
-		return err
-	})
-	if err != nil || len(lines) == 0 {
-		return nil, err
-	}
-	split := max(0, len(lines)-s.opt.HistoryEpisodes)
-	older, recent := lines[:split], lines[split:]
 	const head = "Progress so far:"
 	used := len(head)
 	var kept []string // newest first
-	for i := len(recent) - 1; i >= 0; i-- {
-		t := EpisodeText(recent[i].Episode)
-		if used+len(t)+1 > step.Budget {
-			older = nil // no room for the full latest steps: none for older ones
-			break
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		recent, err := tx.EpisodeLines(step.AgentID, s.opt.HistoryEpisodes, resultCut+1)
+		if err != nil {
+			return err
 		}
-		used += len(t) + 1
-		kept = append(kept, t)
-	}
-	for i := len(older) - 1; i >= 0; i-- {
-		t := olderLine(older[i])
-		if used+len(t)+1 > step.Budget {
-			break
+		for i := len(recent) - 1; i >= 0; i-- {
+			t := EpisodeText(recent[i].Episode)
+			if used+len(t)+1 > step.Budget {
+				return nil // no room for the full latest steps: none for older ones
+			}
+			used += len(t) + 1
+			kept = append(kept, t)
 		}
-		used += len(t) + 1
-		kept = append(kept, t)
-	}
-	if len(kept) == 0 {
-		return nil, nil
+		if len(recent) < s.opt.HistoryEpisodes || step.Budget-used < 40 {
+			return nil
+		}
+		older, err := tx.EpisodeHeads(step.AgentID, len(recent), olderLines)
+		if err != nil {
+			return err
+		}
+		for _, e := range older {
+			t := s.olderLine(e)
+			if used+len(t)+1 > step.Budget {
+				break
+			}
+			used += len(t) + 1
+			kept = append(kept, t)
+		}
+		return nil
+	})
+	if err != nil || len(kept) == 0 {
+		return nil, err
 	}
 	slices.Reverse(kept)
 	return []string{head + "\n" + strings.Join(kept, "\n")}, nil
 }
 
 // olderLine is an older episode in one line: its summary, or its command and outcome.
-func olderLine(e store.EpisodeLine) string {
+// Episodes never change, so the plain line is made once per episode and kept.
+func (s *Supervisor) olderLine(e store.EpisodeHead) string {
 	if e.Summary != "" {
 		return fmt.Sprintf("Step %d: %s", e.Step, e.Summary)
 	}
-	return fmt.Sprintf("Step %d: %s → %s", e.Step, cut(CallText(e.Command, e.Args), 120), e.Outcome)
+	s.linesMu.Lock()
+	line, ok := s.lines[e.ID]
+	s.linesMu.Unlock()
+	if ok {
+		return line
+	}
+	line = fmt.Sprintf("Step %d: %s → %s", e.Step, cut(CallText(e.Command, e.Args), 120), e.Outcome)
+	s.linesMu.Lock()
+	if len(s.lines) >= maxCachedLines {
+		clear(s.lines) // a bound, not an LRU: refilled by the next prompts
+	}
+	s.lines[e.ID] = line
+	s.linesMu.Unlock()
+	return line
 }
+
+// maxCachedLines bounds the plain older lines kept across agents (~100 per active agent).
+const maxCachedLines = 50_000
 
 // summaryReply is the model's answer to a summary request.
 type summaryReply struct {
@@ -115,10 +136,10 @@ func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
 			todo = append(todo, lines[i])
 		}
 	}
+	r.summarizedAt = r.thinks // checked again summaryEvery steps from now, whatever comes of it
 	if len(todo) < summaryMin {
 		return
 	}
-	r.summarizedAt = r.thinks
 	slices.Reverse(todo)
 	var b strings.Builder
 	per := max(200, (numCtx/2*int(defaultCharsPerToken))/len(todo)) // the request stays well inside the context

@@ -206,6 +206,39 @@ func (t *Tx) EpisodeLines(agentID string, limit, resultChars int) ([]EpisodeLine
 	return out, rows.Err()
 }
 
+// EpisodeHead is an episode as an older history line shows it: no reasoning or result.
+type EpisodeHead struct {
+	ID      int64
+	Step    int
+	Command string
+	Args    json.RawMessage
+	Outcome string
+	Summary string
+}
+
+// EpisodeHeads returns the agent's episodes before its newest skip ones, newest first, at
+// most limit of them: the light read behind the history's one-line entries.
+func (t *Tx) EpisodeHeads(agentID string, skip, limit int) ([]EpisodeHead, error) {
+	rows, err := t.query(`SELECT e.id, e.step, e.command, e.args, e.outcome, COALESCE(s.line, '')
+		FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id
+		WHERE e.agent_id=? ORDER BY e.id DESC LIMIT ? OFFSET ?`, agentID, limit, skip)
+	if err != nil {
+		return nil, fmt.Errorf("store: list episodes: %w", err)
+	}
+	defer rows.Close()
+	var out []EpisodeHead
+	for rows.Next() {
+		var e EpisodeHead
+		var args string
+		if err := rows.Scan(&e.ID, &e.Step, &e.Command, &args, &e.Outcome, &e.Summary); err != nil {
+			return nil, fmt.Errorf("store: reading episode: %w", err)
+		}
+		e.Args = json.RawMessage(args)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
 // SetEpisodeSummary stores the one-line summary of an episode.
 func (t *Tx) SetEpisodeSummary(agentID string, episodeID int64, line string) error {
 	_, err := t.exec(`INSERT OR REPLACE INTO episode_summaries (episode_id, agent_id, line) VALUES (?,?,?)`, episodeID, agentID, line)
