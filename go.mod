@@ -4,13 +4,15 @@ go 1.26.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0 // config file (daemon/config)
-	github.com/blevesearch/bleve/v2 v2.6.1 // long-term memory index, BM25 (memory); newer versions are refused by the proxy
-	github.com/blevesearch/bleve_index_api v1.4.1 // bleve's index interfaces, for the memory package's own stats and checks
-	github.com/robfig/cron/v3 v3.0.1 // cron spec parsing (daemon/schedule)
 	github.com/JohannesKaufmann/dom v0.3.1 // its DOM helpers, picking a page's main content (commands/web)
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2 // HTML to readable text (commands/web)
+	github.com/blevesearch/bleve/v2 v2.6.1 // long-term memory index, BM25 (memory); newer versions are refused by the proxy
+	github.com/blevesearch/bleve_index_api v1.4.1 // bleve's index interfaces, for the memory package's own stats and checks
+	github.com/bwmarrin/discordgo v0.29.0 // Discord gateway and REST client (bots/discord); v0.29.0 is the version known to build here
+	github.com/gorilla/websocket v1.4.2 // discordgo's websocket library; the Discord fake's gateway (bots/discord/fakediscord) serves with the same one
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // MCP client (commands/mcp)
 	github.com/ollama/ollama v0.17.4 // Ollama API types and client (daemon/llm); tests build its server
+	github.com/robfig/cron/v3 v3.0.1 // cron spec parsing (daemon/schedule)
 	golang.org/x/net v0.55.0 // HTML parsing and charsets (commands/web)
 	golang.org/x/term v0.43.0 // TTY detection for agentctl follow
 	modernc.org/sqlite v1.60.1 // the store, pure-Go SQLite (daemon/store)
