@@ -257,19 +257,19 @@ type apiError struct {
 
 // Discord JSON error codes the fake returns.
 const (
-	CodeGeneral               = 0
-	CodeUnknownChannel        = 10003
-	CodeUnknownGuild          = 10004
-	CodeUnknownMember         = 10007
-	CodeUnknownMessage        = 10008
-	CodeUnknownWebhook        = 10015
-	CodeUnknownInteraction    = 10062
-	CodeUnknownCommand        = 10063
-	CodeCannotEditOthers      = 50005
-	CodeEmptyMessage          = 50006
-	CodeInvalidFormBody       = 50035
-	CodeAlreadyAcknowledged   = 40060
-	CodeThreadAlreadyCreated  = 160004
-	CodeInvalidWebhookToken   = 50027
-	CodeMissingAccess         = 50001
+	CodeGeneral              = 0
+	CodeUnknownChannel       = 10003
+	CodeUnknownGuild         = 10004
+	CodeUnknownMember        = 10007
+	CodeUnknownMessage       = 10008
+	CodeUnknownWebhook       = 10015
+	CodeUnknownInteraction   = 10062
+	CodeUnknownCommand       = 10063
+	CodeCannotEditOthers     = 50005
+	CodeEmptyMessage         = 50006
+	CodeInvalidFormBody      = 50035
+	CodeAlreadyAcknowledged  = 40060
+	CodeThreadAlreadyCreated = 160004
+	CodeInvalidWebhookToken  = 50027
+	CodeMissingAccess        = 50001
 )
