@@ -14,10 +14,15 @@
 //	fake.Use(t) // = t.Cleanup(fakediscord.PointDiscordgo(fake.URL()))
 //	s, _ := discordgo.New("Bot " + fake.Token())
 //	s.Identify.Intents = discordgo.IntentsGuilds | discordgo.IntentsGuildMessages | discordgo.IntentMessageContent
-//	// add handlers, then s.Open(); t.Cleanup(func() { s.Close() }) after fake.Use(t)
+//	// add handlers, then s.Open(), and register after fake.Use(t):
+//	t.Cleanup(func() { fake.Settle(ctx); s.Close() })
 //
 // The strings are process-wide, so such tests must not call t.Parallel with each other.
 // A session caches its gateway URL after the first Open, so use a new session per fake.
+// Call Settle (wait for the newest connection's first heartbeat) before closing a session
+// and before Drop/CloseGateway/RequestReconnect: discordgo v0.29.0 has a race right after
+// Open that otherwise turns a clean close into a resurrected session and a reconnect into a
+// lost session (see Settle).
 //
 // # What the fake does
 //

@@ -82,31 +82,19 @@ func open(t *testing.T, fake *fakediscord.Server, intents discordgo.Intent) (*di
 	return s, ev
 }
 
-// closeSession works around a discordgo v0.29.0 race: Open starts a heartbeat goroutine
-// that sends its first heartbeat before looking at the session's listening channel, and on
-// a write error it calls reconnect(). A Close() in that window resurrects the session —
-// which then fetches the gateway URL again from the (by now restored or re-pointed)
-// endpoint strings and joins the next test's fake. Waiting for the newest connection's
-// first heartbeat closes the window.
+// closeSession waits for Settle first: see there for the discordgo race it avoids (a
+// resurrected session would fetch the gateway URL from the endpoint strings again and join
+// the next test's fake).
 func closeSession(t *testing.T, fake *fakediscord.Server, s *discordgo.Session) {
 	settle(t, fake)
 	s.Close()
 }
 
-// settle waits for the first heartbeat on the newest connection. The same discordgo race
-// bites a server-side disconnect in that window: the late heartbeat's error path runs a
-// second Close+reconnect that closes the fresh connection with 1000, ending the session.
 func settle(t *testing.T, fake *fakediscord.Server) {
-	latest := 0
-	for _, f := range fake.Frames() {
-		if (f.Op == fakediscord.OpIdentify || f.Op == fakediscord.OpResume) && f.Conn > latest {
-			latest = f.Conn
-		}
-	}
 	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := fake.WaitFrameFrom(c, 0, func(f fakediscord.Frame) bool { return f.Conn == latest && f.Op == fakediscord.OpHeartbeat }); err != nil {
-		t.Errorf("no heartbeat on connection %d: %v", latest, err)
+	if err := fake.Settle(c); err != nil {
+		t.Errorf("settle: %v", err)
 	}
 }
 

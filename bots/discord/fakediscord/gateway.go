@@ -1,6 +1,7 @@
 package fakediscord
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -479,4 +480,23 @@ func (s *Server) Intents() int {
 		}
 	}
 	return -1
+}
+
+// Settle waits until the newest connection that identified or resumed has sent its first
+// heartbeat. discordgo v0.29.0 starts its heartbeat goroutine after Open returns and, if
+// that goroutine's first write fails, runs a second Close+reconnect: closing the session or
+// dropping the connection inside that window can close the fresh connection with 1000 (which
+// ends the session) or resurrect a closed session. Tests call Settle before Close and before
+// each server-side disruption.
+func (s *Server) Settle(ctx context.Context) error {
+	s.mu.Lock()
+	latest := 0
+	for _, f := range s.frames {
+		if (f.Op == OpIdentify || f.Op == OpResume) && f.Conn > latest {
+			latest = f.Conn
+		}
+	}
+	s.mu.Unlock()
+	_, err := s.WaitFrameFrom(ctx, 0, func(f Frame) bool { return f.Conn == latest && f.Op == OpHeartbeat })
+	return err
 }
