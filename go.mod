@@ -8,8 +8,9 @@ require (
 	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2 // HTML to readable text (commands/web)
 	github.com/blevesearch/bleve/v2 v2.6.1 // long-term memory index, BM25 (memory); newer versions are refused by the proxy
 	github.com/blevesearch/bleve_index_api v1.4.1 // bleve's index interfaces, for the memory package's own stats and checks
+	github.com/bwmarrin/discordgo v0.29.0 // Discord gateway and REST client (bots/discord); v0.29.0 is the version known to build here
 	github.com/coreos/go-systemd/v22 v22.5.0 // sd_notify readiness for Type=notify units (cmd/agentd)
-	github.com/gorilla/websocket v1.5.3 // slack-go's websocket library; the loopback Slack fake serves Socket Mode with it (bots/slack/fakeslack)
+	github.com/gorilla/websocket v1.5.3 // the websocket library of slack-go and discordgo; the Slack and Discord fakes serve with it
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // MCP client (commands/mcp)
 	github.com/ollama/ollama v0.17.4 // Ollama API types and client (daemon/llm); tests build its server
 	github.com/robfig/cron/v3 v3.0.1 // cron spec parsing (daemon/schedule)

@@ -1,0 +1,96 @@
+package discord
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// CommandName is the one slash command agentd registers.
+const CommandName = "agent"
+
+// Sub-commands of /agent.
+const (
+	SubRun    = "run"
+	SubStatus = "status"
+	SubList   = "list"
+	SubStop   = "stop"
+	SubPause  = "pause"
+	SubResume = "resume"
+)
+
+// maxTask bounds a task typed into /agent run (Discord allows up to 6,000 in a string option).
+const maxTask = 4000
+
+// Commands are the application commands to register at start (bulk overwrite, globally or
+// per configured guild).
+func Commands() []*discordgo.ApplicationCommand {
+	agentOpt := func(required bool) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "agent",
+			Description: "Agent name or ID", Required: required, MaxLength: 100}
+	}
+	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts}
+	}
+	return []*discordgo.ApplicationCommand{{
+		Type: discordgo.ChatApplicationCommand, Name: CommandName, Description: "Run and steer agentd agents",
+		Options: []*discordgo.ApplicationCommandOption{
+			sub(SubRun, "Start a task in a new thread",
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "task",
+					Description: "What the agent should do", Required: true, MaxLength: maxTask},
+				agentOpt(false)),
+			sub(SubStatus, "Show an agent's state, or all agents'", agentOpt(false)),
+			sub(SubList, "List agents"),
+			sub(SubStop, "Stop an agent's run", agentOpt(true)),
+			sub(SubPause, "Pause an agent", agentOpt(true)),
+			sub(SubResume, "Resume a paused agent", agentOpt(true)),
+		},
+	}}
+}
+
+// SlashCommand is a parsed /agent invocation.
+type SlashCommand struct {
+	Sub   string // one of the Sub* constants
+	Agent string // empty when not given (run: a new agent; status: all)
+	Task  string // run only
+}
+
+// ParseSlash reads an /agent invocation strictly: the command name, exactly one known
+// sub-command, its declared options with string values, and the required ones present.
+func ParseSlash(d discordgo.ApplicationCommandInteractionData) (SlashCommand, error) {
+	if d.Name != CommandName {
+		return SlashCommand{}, fmt.Errorf("discord: unknown command /%s", d.Name)
+	}
+	if len(d.Options) != 1 || d.Options[0].Type != discordgo.ApplicationCommandOptionSubCommand {
+		return SlashCommand{}, fmt.Errorf("discord: /%s needs exactly one sub-command", CommandName)
+	}
+	sub := d.Options[0]
+	var decl *discordgo.ApplicationCommandOption
+	for _, o := range Commands()[0].Options {
+		if o.Name == sub.Name {
+			decl = o
+		}
+	}
+	if decl == nil {
+		return SlashCommand{}, fmt.Errorf("discord: unknown sub-command /%s %s", CommandName, sub.Name)
+	}
+	got := map[string]string{}
+	for _, o := range sub.Options {
+		known := false
+		for _, do := range decl.Options {
+			known = known || do.Name == o.Name
+		}
+		v, isString := o.Value.(string)
+		if !known || o.Type != discordgo.ApplicationCommandOptionString || !isString {
+			return SlashCommand{}, fmt.Errorf("discord: /%s %s: unexpected option %q", CommandName, sub.Name, o.Name)
+		}
+		got[o.Name] = strings.TrimSpace(v)
+	}
+	for _, do := range decl.Options {
+		if do.Required && got[do.Name] == "" {
+			return SlashCommand{}, fmt.Errorf("discord: /%s %s: %s is required", CommandName, sub.Name, do.Name)
+		}
+	}
+	return SlashCommand{Sub: sub.Name, Agent: got["agent"], Task: got["task"]}, nil
+}

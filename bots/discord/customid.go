@@ -1,0 +1,123 @@
+package discord
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Action is what a component or modal on a proposal message asks for.
+type Action string
+
+// Actions carried in custom IDs.
+const (
+	ActionApprove       Action = "approve"        // y
+	ActionApproveN      Action = "approve_n"      // y -N
+	ActionDeny          Action = "deny"           // n
+	ActionFeedback      Action = "feedback"       // opens the feedback modal
+	ActionFeedbackModal Action = "feedback_modal" // the modal's submit
+)
+
+// MaxApproveN bounds N in Approve ×N, so a forged custom ID cannot approve without limit.
+const MaxApproveN = 100
+
+// customIDPrefix starts every custom ID agentd makes; the version lets a later format tell
+// an old button apart instead of misreading it.
+const customIDPrefix = "agentd:v1:"
+
+// proposalIDRE matches the daemon's proposal IDs ("p-" and hex, see daemon/agent newID).
+var proposalIDRE = regexp.MustCompile(`^p-[0-9a-f]{6,32}$`)
+
+// CustomID is the parsed custom_id of a proposal button or of the feedback modal.
+type CustomID struct {
+	Action     Action
+	ProposalID string
+	N          int // only for ActionApproveN: how many proposals the approval covers (≥ 2)
+}
+
+// CustomIDError says why a custom_id was refused.
+type CustomIDError struct {
+	ID     string
+	Reason string
+}
+
+func (e *CustomIDError) Error() string {
+	return fmt.Sprintf("discord: bad custom_id %q: %s", e.ID, e.Reason)
+}
+
+// String encodes c; it panics on a CustomID that would not parse back, which is a bug in
+// the caller, never input.
+func (c CustomID) String() string {
+	s := customIDPrefix + string(c.Action) + ":" + c.ProposalID
+	if c.Action == ActionApproveN {
+		s += ":" + strconv.Itoa(c.N)
+	}
+	if _, err := ParseCustomID(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// ParseCustomID reads a custom_id made by CustomID.String. Anything else — another bot's
+// button, an older format, a forged or truncated ID — is a *CustomIDError.
+func ParseCustomID(s string) (CustomID, error) {
+	bad := func(format string, args ...any) (CustomID, error) {
+		return CustomID{}, &CustomIDError{ID: s, Reason: fmt.Sprintf(format, args...)}
+	}
+	if len(s) > 100 {
+		return bad("longer than Discord's 100 characters")
+	}
+	if !strings.HasPrefix(s, "agentd:") {
+		return bad("not made by agentd")
+	}
+	if !strings.HasPrefix(s, customIDPrefix) {
+		return bad("made by another agentd version (want prefix %q)", customIDPrefix)
+	}
+	parts := strings.Split(strings.TrimPrefix(s, customIDPrefix), ":")
+	c := CustomID{Action: Action(parts[0])}
+	switch c.Action {
+	case ActionApprove, ActionDeny, ActionFeedback, ActionFeedbackModal:
+		if len(parts) != 2 {
+			return bad("%s takes exactly a proposal ID", c.Action)
+		}
+	case ActionApproveN:
+		if len(parts) != 3 {
+			return bad("approve_n takes a proposal ID and a count")
+		}
+		n, err := strconv.Atoi(parts[2])
+		if err != nil || strconv.Itoa(n) != parts[2] {
+			return bad("count %q is not a plain decimal number", parts[2])
+		}
+		if n < 2 || n > MaxApproveN {
+			return bad("count %d is outside 2..%d", n, MaxApproveN)
+		}
+		c.N = n
+	default:
+		return bad("unknown action %q", parts[0])
+	}
+	if !proposalIDRE.MatchString(parts[1]) {
+		return bad("%q is not a proposal ID", parts[1])
+	}
+	c.ProposalID = parts[1]
+	return c, nil
+}
+
+// DecideRequest turns a button press into the decision agentctl would send. Feedback has no
+// decision yet (the modal collects the text), so ok is false for it and for the modal ID.
+func (c CustomID) DecideRequest(by string) (req client.DecideRequest, ok bool) {
+	req = client.DecideRequest{ProposalID: c.ProposalID, By: by, Source: "discord"}
+	switch c.Action {
+	case ActionApprove:
+		req.Kind, req.Count = client.DecisionApprove, 1
+	case ActionApproveN:
+		req.Kind, req.Count = client.DecisionApprove, c.N
+	case ActionDeny:
+		req.Kind = client.DecisionDeny
+	default:
+		return client.DecideRequest{}, false
+	}
+	return req, true
+}

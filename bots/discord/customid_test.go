@@ -1,0 +1,84 @@
+package discord
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+func TestCustomIDRoundTrip(t *testing.T) {
+	for _, c := range []CustomID{
+		{Action: ActionApprove, ProposalID: "p-0123456789ab"},
+		{Action: ActionApproveN, ProposalID: "p-0123456789ab", N: 3},
+		{Action: ActionApproveN, ProposalID: "p-0123456789ab", N: MaxApproveN},
+		{Action: ActionDeny, ProposalID: "p-abcdef"},
+		{Action: ActionFeedback, ProposalID: "p-0123456789ab"},
+		{Action: ActionFeedbackModal, ProposalID: "p-0123456789ab"},
+	} {
+		s := c.String()
+		got, err := ParseCustomID(s)
+		if err != nil || got != c {
+			t.Errorf("ParseCustomID(%q) = %+v, %v; want %+v", s, got, err, c)
+		}
+		if len(s) > 100 {
+			t.Errorf("%q is longer than 100", s)
+		}
+	}
+}
+
+func TestParseCustomIDRefuses(t *testing.T) {
+	cases := []struct{ name, id, reason string }{
+		{"empty", "", "not made by agentd"},
+		{"other_bot", "approve:123", "not made by agentd"},
+		{"other_version", "agentd:v2:approve:p-0123456789ab", "another agentd version"},
+		{"unknown_action", "agentd:v1:launch:p-0123456789ab", "unknown action"},
+		{"missing_id", "agentd:v1:approve", "exactly a proposal ID"},
+		{"extra_part", "agentd:v1:deny:p-0123456789ab:1", "exactly a proposal ID"},
+		{"bad_proposal_id", "agentd:v1:approve:a-0123456789ab", "not a proposal ID"},
+		{"upper_hex", "agentd:v1:approve:p-0123456789AB", "not a proposal ID"},
+		{"approve_n_without_count", "agentd:v1:approve_n:p-0123456789ab", "a proposal ID and a count"},
+		{"count_one", "agentd:v1:approve_n:p-0123456789ab:1", "outside 2..100"},
+		{"count_huge", "agentd:v1:approve_n:p-0123456789ab:1000", "outside 2..100"},
+		{"count_signed", "agentd:v1:approve_n:p-0123456789ab:+3", "plain decimal"},
+		{"count_leading_zero", "agentd:v1:approve_n:p-0123456789ab:03", "plain decimal"},
+		{"count_not_number", "agentd:v1:approve_n:p-0123456789ab:x", "plain decimal"},
+		{"too_long", "agentd:v1:approve:p-" + strings.Repeat("a", 100), "longer than"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseCustomID(c.id)
+			var ce *CustomIDError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.reason) {
+				t.Fatalf("ParseCustomID(%q) = %v, want a CustomIDError about %q", c.id, err, c.reason)
+			}
+		})
+	}
+}
+
+func TestDecideRequest(t *testing.T) {
+	cases := []struct {
+		name  string
+		id    CustomID
+		ok    bool
+		kind  client.DecisionKind
+		count int
+	}{
+		{"approve", CustomID{Action: ActionApprove, ProposalID: "p-abcdef"}, true, client.DecisionApprove, 1},
+		{"approve_n", CustomID{Action: ActionApproveN, ProposalID: "p-abcdef", N: 4}, true, client.DecisionApprove, 4},
+		{"deny", CustomID{Action: ActionDeny, ProposalID: "p-abcdef"}, true, client.DecisionDeny, 0},
+		{"feedback_needs_modal", CustomID{Action: ActionFeedback, ProposalID: "p-abcdef"}, false, "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, ok := c.id.DecideRequest("200000000000000001")
+			if ok != c.ok || req.Kind != c.kind || req.Count != c.count {
+				t.Fatalf("DecideRequest = %+v, %v", req, ok)
+			}
+			if ok && (req.ProposalID != "p-abcdef" || req.Source != "discord" || req.By != "200000000000000001") {
+				t.Fatalf("DecideRequest = %+v", req)
+			}
+		})
+	}
+}

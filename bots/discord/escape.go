@@ -1,0 +1,118 @@
+package discord
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf16"
+
+	"github.com/bwmarrin/discordgo"
+)
+
+// MaxContent is Discord's limit on a message's content.
+const MaxContent = 2000
+
+// zwsp (zero-width space) breaks a sequence Discord would otherwise interpret, without
+// changing what people read.
+const zwsp = "\u200b"
+
+var markdownEscaper = strings.NewReplacer(
+	`\`, `\\`, "*", `\*`, "_", `\_`, "~", `\~`, "`", "\\`", "|", `\|`,
+	">", `\>`, "#", `\#`, "-", `\-`, "[", `\[`, "]", `\]`, "(", `\(`, ")", `\)`,
+)
+
+// mentionBreaker neutralises everything Discord turns into a mention or a live reference:
+// @everyone/@here, users, roles, channels, slash commands, custom emoji and timestamps.
+var mentionBreaker = strings.NewReplacer(
+	"@everyone", "@"+zwsp+"everyone", "@here", "@"+zwsp+"here",
+	"<@", "<"+zwsp+"@", "<#", "<"+zwsp+"#", "</", "<"+zwsp+"/", "<:", "<"+zwsp+":",
+	"<a:", "<"+zwsp+"a:", "<t:", "<"+zwsp+"t:",
+)
+
+// Escape makes text from an agent, a model or a person safe to put in a message as plain
+// text: markdown shows literally and nothing becomes a mention. (allowed_mentions on every
+// message already stops pings; this also stops the mention from rendering as one.)
+func Escape(s string) string {
+	return markdownEscaper.Replace(mentionBreaker.Replace(s))
+}
+
+// codeBlock makes s safe inside a ``` block: no run of backticks can close it, and
+// @everyone/@here are broken as elsewhere.
+func codeBlock(s string) string {
+	for strings.Contains(s, "``") {
+		s = strings.ReplaceAll(s, "``", "`"+zwsp+"`")
+	}
+	if strings.HasSuffix(s, "`") {
+		s += zwsp // a trailing backtick would join the closing fence
+	}
+	return mentionBreaker.Replace(s)
+}
+
+// codeSpan makes s safe inside a single-backtick span.
+func codeSpan(s string) string {
+	return strings.ReplaceAll(s, "`", "'")
+}
+
+// Len is a message's length as Discord's limit counts it. Counting UTF-16 code units errs on
+// the safe side: it is never below the count of code points.
+func Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// Truncate cuts s to at most n (by Len), marking the cut with "…".
+func Truncate(s string, n int) string {
+	if Len(s) <= n {
+		return s
+	}
+	var b strings.Builder
+	used := 0
+	for _, r := range s {
+		w := utf16.RuneLen(r)
+		if used+w > n-1 {
+			break
+		}
+		b.WriteRune(r)
+		used += w
+	}
+	return b.String() + "…"
+}
+
+// Fit returns text as one message's content when it fits Discord's limit; otherwise the
+// message holds its start and a note, and the full text is attached as a file called name.
+func Fit(text, name string) Message {
+	if Len(text) <= MaxContent {
+		return Message{Content: text}
+	}
+	note := fmt.Sprintf("\n(%d characters: the full text is attached as %s)", Len(text), Escape(name))
+	return Message{
+		Content: Truncate(text, MaxContent-Len(note)) + note,
+		Files:   []*discordgo.File{textFile(name, text)},
+	}
+}
+
+// FitCode renders header (markdown, already escaped) and body in a code block. A body too
+// long for one message is cut in the message and attached in full as a file called name.
+func FitCode(header, body, name string) Message {
+	full := header + "\n```\n" + codeBlock(body) + "\n```"
+	if Len(full) <= MaxContent {
+		return Message{Content: full}
+	}
+	note := fmt.Sprintf("\n(%d characters: the full text is attached as %s)", Len(body), Escape(name))
+	room := MaxContent - Len(header) - Len("\n```\n\n```") - Len(note)
+	cut := codeBlock(Truncate(body, max(room, 0)))
+	for Len(cut) > room && room > 0 { // codeBlock can lengthen the text a little
+		room -= Len(cut) - room
+		cut = codeBlock(Truncate(body, max(room, 0)))
+	}
+	return Message{
+		Content: header + "\n```\n" + cut + "\n```" + note,
+		Files:   []*discordgo.File{textFile(name, body)},
+	}
+}
+
+func textFile(name, text string) *discordgo.File {
+	return &discordgo.File{Name: name, ContentType: "text/plain; charset=utf-8", Reader: strings.NewReader(text)}
+}

@@ -1,0 +1,63 @@
+package discord
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// feedbackInputID is the custom_id of the modal's one text input.
+const feedbackInputID = "feedback"
+
+// maxFeedback is Discord's limit on a text input's value.
+const maxFeedback = 4000
+
+// FeedbackModal is the response to a Feedback… click: a modal asking what the agent should
+// do instead. Its submit comes back as a modal interaction that ParseFeedback reads.
+func FeedbackModal(p *client.Proposal) *discordgo.InteractionResponse {
+	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
+		CustomID: CustomID{Action: ActionFeedbackModal, ProposalID: p.ID}.String(),
+		Title:    Truncate(fmt.Sprintf("Feedback on step %d: %s", p.Step, p.Command), 45),
+		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
+			discordgo.TextInput{
+				CustomID: feedbackInputID, Label: "What should the agent do instead?",
+				Style: discordgo.TextInputParagraph, Required: true, MinLength: 1, MaxLength: maxFeedback,
+				Placeholder: "The command is not run; this text goes to the model.",
+			},
+		}}},
+	}}
+}
+
+// ParseFeedback reads a feedback modal's submit into the decision it stands for.
+func ParseFeedback(d discordgo.ModalSubmitInteractionData, by string) (client.DecideRequest, error) {
+	id, err := ParseCustomID(d.CustomID)
+	if err != nil {
+		return client.DecideRequest{}, err
+	}
+	if id.Action != ActionFeedbackModal {
+		return client.DecideRequest{}, &CustomIDError{ID: d.CustomID, Reason: "not a feedback modal"}
+	}
+	var text string
+	found := false
+	for _, c := range d.Components {
+		row, ok := c.(*discordgo.ActionsRow)
+		if !ok {
+			continue
+		}
+		for _, rc := range row.Components {
+			if in, ok := rc.(*discordgo.TextInput); ok && in.CustomID == feedbackInputID {
+				text, found = in.Value, true
+			}
+		}
+	}
+	if !found {
+		return client.DecideRequest{}, fmt.Errorf("discord: feedback modal %s: no %q input in the submit", id.ProposalID, feedbackInputID)
+	}
+	if strings.TrimSpace(text) == "" {
+		return client.DecideRequest{}, fmt.Errorf("discord: feedback modal %s: the feedback is empty", id.ProposalID)
+	}
+	return client.DecideRequest{ProposalID: id.ProposalID, Kind: client.DecisionFeedback, Feedback: text, By: by, Source: "discord"}, nil
+}

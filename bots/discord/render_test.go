@@ -1,0 +1,215 @@
+package discord
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it)\ngot:\n%s", path, got)
+	}
+}
+
+// wire is what discordgo sends for a message: the JSON payload, plus the files.
+func wire(t *testing.T, payload any, files []*discordgo.File) []byte {
+	t.Helper()
+	type file struct {
+		Name        string `json:"name"`
+		ContentType string `json:"content_type"`
+		Size        int    `json:"size"`
+		Start       string `json:"start"`
+	}
+	out := struct {
+		Payload any    `json:"payload"`
+		Files   []file `json:"files,omitempty"`
+	}{Payload: payload}
+	for _, f := range files {
+		b, _ := io.ReadAll(f.Reader)
+		out.Files = append(out.Files, file{f.Name, f.ContentType, len(b), Truncate(string(b), 60)})
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func proposal(id, command, args, speak string) *client.Proposal {
+	return &client.Proposal{ID: id, Step: 3, Command: command, Args: json.RawMessage(args), Thoughts: client.Thoughts{Speak: speak}}
+}
+
+func TestRenderProposalGolden(t *testing.T) {
+	long := `{"path": "big.txt", "text": "` + strings.Repeat("lorem ipsum ", 300) + `"}`
+	cases := []struct {
+		name  string
+		agent string
+		p     *client.Proposal
+		opt   RenderOptions
+	}{
+		{"simple", "walker", proposal("p-0123456789ab", "read_file", `{"path": "notes.md"}`, "Reading the notes first."), RenderOptions{ApproveN: 3}},
+		{"no_approve_n", "walker", proposal("p-0123456789ab", "list_folder", `{}`, ""), RenderOptions{}},
+		{"injection", "evil_*bot* [x](https://e.vil)", proposal("p-00000000beef", "execute_shell",
+			`{"command": "echo `+"```"+` @here <@&987654321098765432> `+"`rm -rf /`"+`"}`,
+			"@everyone look <@123456789012345678> ```\n# not a header"), RenderOptions{ApproveN: 5}},
+		{"long_args", "writer", proposal("p-0000000000aa", "write_file", long, "Writing it all."), RenderOptions{ApproveN: 3}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := RenderProposal(c.agent, c.p, c.opt)
+			checkContent(t, m.Content)
+			golden(t, "proposal_"+c.name+".json", wire(t, m.Send(), m.Files))
+		})
+	}
+}
+
+// checkContent holds for everything rendered: within the limit, code fences balanced, and
+// nothing that pings or renders as a mention.
+func checkContent(t *testing.T, s string) {
+	t.Helper()
+	if Len(s) > MaxContent {
+		t.Errorf("content is %d characters", Len(s))
+	}
+	if n := strings.Count(s, "```"); n%2 != 0 {
+		t.Errorf("%d code fences: a backtick run escaped the block\n%s", n, s)
+	}
+	for _, bad := range []string{"@everyone", "@here", "<@", "<#"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("content contains %q:\n%s", bad, s)
+		}
+	}
+}
+
+func TestRenderDecidedGolden(t *testing.T) {
+	p := proposal("p-0123456789ab", "execute_shell", `{"command": "make test"}`, "Running the tests.")
+	cases := []struct {
+		name string
+		d    client.Decision
+	}{
+		{"approve_n_by_discord_user", client.Decision{Kind: client.DecisionApprove, Count: 3, By: "200000000000000001"}},
+		{"deny_by_local_user", client.Decision{Kind: client.DecisionDeny, By: "alice_*"}},
+		{"feedback", client.Decision{Kind: client.DecisionFeedback, By: "200000000000000001", Feedback: "use `go test ./...` instead\n@everyone"}},
+		{"policy", client.Decision{Kind: client.DecisionApprove, Count: 1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := RenderDecided("walker", p, &c.d)
+			if len(m.Components) != 0 {
+				t.Error("a decided proposal keeps buttons")
+			}
+			golden(t, "decided_"+c.name+".json", wire(t, m.Update(), nil))
+		})
+	}
+}
+
+func TestFeedbackModalGolden(t *testing.T) {
+	golden(t, "feedback_modal.json", wire(t, FeedbackModal(proposal("p-0123456789ab", "execute_shell", `{}`, "")), nil))
+}
+
+func TestCommandsGolden(t *testing.T) {
+	golden(t, "commands.json", wire(t, Commands(), nil))
+}
+
+func TestEscape(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"markdown", "*bold* _it_ ~s~ `c` |sp| > q # h - l [a](b)", `\*bold\* \_it\_ \~s\~ \` + "`c\\`" + ` \|sp\| \> q \# h \- l \[a\]\(b\)`},
+		{"everyone", "@everyone and @here", "@\u200beveryone and @\u200bhere"},
+		{"user_mention", "<@123> <@!123>", "<\u200b@123\\> <\u200b@!123\\>"},
+		{"role_channel_command", "<@&1> <#2> </x:3>", "<\u200b@&1\\> <\u200b\\#2\\> <\u200b/x:3\\>"},
+		{"backslash", `a\*b`, `a\\\*b`},
+		{"plain", "hello world", "hello world"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Escape(c.in); got != c.want {
+				t.Errorf("Escape(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+func TestCodeBlockCannotBeClosed(t *testing.T) {
+	for _, in := range []string{"```", "````", "a``b", "x`", "``` @here ```"} {
+		out := "```\n" + codeBlock(in) + "\n```"
+		if strings.Count(out, "```") != 2 || strings.Contains(out, "@here") {
+			t.Errorf("codeBlock(%q) = %q", in, out)
+		}
+	}
+}
+
+func TestFit(t *testing.T) {
+	cases := []struct {
+		name      string
+		text      string
+		wantFiles int
+	}{
+		{"short", "done", 0},
+		{"exactly_limit", strings.Repeat("a", MaxContent), 0},
+		{"one_over", strings.Repeat("a", MaxContent+1), 1},
+		{"astral_counts_double", strings.Repeat("😀", MaxContent/2+1), 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := Fit(c.text, "output.txt")
+			if len(m.Files) != c.wantFiles || Len(m.Content) > MaxContent {
+				t.Fatalf("files = %d, content length = %d", len(m.Files), Len(m.Content))
+			}
+			if c.wantFiles == 1 {
+				b, _ := io.ReadAll(m.Files[0].Reader)
+				if string(b) != c.text || !strings.Contains(m.Content, "attached as output.txt") {
+					t.Fatalf("attachment/note wrong: %q", m.Content[len(m.Content)-60:])
+				}
+			}
+		})
+	}
+}
+
+func TestFitCode(t *testing.T) {
+	header := "**result** of `execute_shell` (exit 0)"
+	for _, n := range []int{10, 1900, 1990, 5000, 100000} {
+		body := strings.Repeat("`", n%7) + strings.Repeat("x\n", n/2)
+		m := FitCode(header, body, "output.txt")
+		checkContent(t, m.Content)
+		full := Len(header+"\n```\n"+codeBlock(body)+"\n```") <= MaxContent
+		if full == (len(m.Files) == 1) {
+			t.Errorf("n=%d: files = %d though the whole fits = %v", n, len(m.Files), full)
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	if got := Truncate("abcdef", 4); got != "abc…" {
+		t.Errorf("Truncate = %q", got)
+	}
+	if got := Truncate("😀😀😀", 4); got != "😀…" {
+		t.Errorf("Truncate astral = %q", got)
+	}
+}
