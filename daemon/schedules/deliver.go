@@ -191,4 +191,3 @@ func cut(s string, n int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
-
