@@ -76,6 +76,10 @@ type Manager struct {
 	// so none sees a half-loaded scheduler.
 	loaded   chan struct{}
 	loadOnce sync.Once
+	// pruneMu keeps one prune at a time, so two runs ending together remove each agent once.
+	pruneMu sync.Mutex
+	// pruning counts prunes under way (tests wait for them).
+	pruning sync.WaitGroup
 }
 
 // New returns a Manager; call Start to load and fire the stored schedules.
@@ -315,6 +319,11 @@ func (m *Manager) RunEnded(end agent.RunEnd) {
 	})
 	if err != nil {
 		m.log.Warn("schedules: recording a run's end", "run", end.RunID, "err", err)
+	}
+	if m.keep > 0 && end.Outcome != agent.OutcomeRemoved {
+		// Off the supervisor's path: removing agents takes their runners' locks.
+		m.pruning.Add(1)
+		go func() { defer m.pruning.Done(); m.prune(ctx, end.RunID, end.AgentID) }()
 	}
 }
 
