@@ -3,7 +3,9 @@ package bots
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -68,4 +70,82 @@ func (r *Relay) RunThread(platform, runID string) (channel, thread string, ok bo
 		}
 	}
 	return "", "", false
+}
+
+// Schedules is the part of the schedules' manager the /agent schedule command uses.
+type Schedules interface {
+	Schedules(ctx context.Context) ([]client.Schedule, error)
+	RunSchedule(ctx context.Context, ref string) (*client.ScheduleRun, error)
+}
+
+// SetSchedules lets /agent schedule list and fire schedules. Call it before Run (the
+// schedules' manager is made after the relay, since it delivers through it).
+func (r *Relay) SetSchedules(s Schedules) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.schedules = s
+}
+
+const scheduleUsage = "Usage: /agent schedule ls | run NAME"
+
+// scheduleCommand is /agent schedule ls|run NAME.
+func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
+	r.mu.Lock()
+	s := r.schedules
+	r.mu.Unlock()
+	if s == nil {
+		return "Schedules are not available in this agentd."
+	}
+	verb, name, _ := strings.Cut(strings.TrimSpace(text), " ")
+	name = strings.TrimSpace(name)
+	switch verb {
+	case "ls", "list":
+		all, err := s.Schedules(ctx)
+		if err != nil {
+			return err.Error()
+		}
+		return schedulesText(all)
+	case "run":
+		if name == "" {
+			return scheduleUsage
+		}
+		if !r.allowed(ctx, ep, w, "", u) {
+			r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "schedule", name, "action", "schedule run")
+			return "You are not an approver here, so this changed nothing."
+		}
+		rec, err := s.RunSchedule(ctx, name)
+		if err != nil {
+			return err.Error()
+		}
+		r.log.Info("bots: schedule fired from chat", "platform", ep.a.Platform(), "schedule", name, "user", u.ID, "outcome", rec.Outcome)
+		switch rec.Outcome {
+		case "started":
+			return fmt.Sprintf("Schedule %s fired: its run started and goes to the schedule's delivery.", name)
+		case "queued":
+			return fmt.Sprintf("Schedule %s fired: the run waits for the one still going.", name)
+		}
+		return fmt.Sprintf("Schedule %s fired: %s: %s", name, rec.Outcome, orDash(rec.Reason))
+	}
+	return scheduleUsage
+}
+
+func schedulesText(all []client.Schedule) string {
+	if len(all) == 0 {
+		return "No schedules. Add one with `agentctl schedule add`."
+	}
+	var b strings.Builder
+	for _, s := range all {
+		state := "next " + s.Next.Format("Mon 2006-01-02 15:04 MST")
+		switch {
+		case s.Paused:
+			state = "paused"
+		case s.Next.IsZero():
+			state = "fires no more"
+		}
+		if len(s.Running) > 0 {
+			state += fmt.Sprintf(", %d running", len(s.Running))
+		}
+		fmt.Fprintf(&b, "• %s `%s` → %s (%s): %s\n", s.Name, s.Spec, s.Delivery, state, cut(s.Goal, 80))
+	}
+	return strings.TrimRight(b.String(), "\n")
 }

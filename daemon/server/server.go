@@ -94,6 +94,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	}
 	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
 		Chat: chat.chat(), KeepAgents: cfg.Schedules.KeepAgents})
+	if chat.relay != nil {
+		chat.relay.SetSchedules(mgr)
+	}
 
 	ln, err := api.Listen(cfg.Socket)
 	if err != nil {
