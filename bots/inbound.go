@@ -273,7 +273,7 @@ func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User
 	}
 }
 
-// OnCommand runs a slash command (/agent run|status|list|stop|pause|resume) and returns
+// OnCommand runs a slash command (/agent run|status|list|stop|pause|resume|schedule) and returns
 // the text shown to the person who typed it.
 func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User, text string) string {
 	ep := r.endpoint(platform)
@@ -335,8 +335,10 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 			return err.Error()
 		}
 		return fmt.Sprintf("Agent %s is %s.", a.Name, a.State)
+	case "schedule", "schedules":
+		return r.scheduleCommand(ctx, ep, w, u, rest)
 	}
-	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT"
+	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME"
 }
 
 func listText(agents []client.Agent) string {

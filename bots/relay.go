@@ -30,14 +30,15 @@ type Relay struct {
 	opt Options
 	log *slog.Logger
 
-	mu       sync.Mutex
-	adapters map[string]*endpoint
-	bound    map[string]map[string]*store.Binding // agent → platform → binding
-	props    map[string]*client.Proposal          // proposals posted and not yet decided
-	states   map[string]string                    // agent → last state shown
-	timers   map[string]*time.Timer               // expiry timers by proposal
-	ready    chan struct{}
-	readyOne sync.Once
+	mu        sync.Mutex
+	adapters  map[string]*endpoint
+	bound     map[string]map[string]*store.Binding // agent → platform → binding
+	props     map[string]*client.Proposal          // proposals posted and not yet decided
+	states    map[string]string                    // agent → last state shown
+	timers    map[string]*time.Timer               // expiry timers by proposal
+	schedules Schedules                            // for /agent schedule; nil without
+	ready     chan struct{}
+	readyOne  sync.Once
 }
 
 type endpoint struct {

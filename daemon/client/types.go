@@ -413,8 +413,10 @@ type Autonomy struct {
 	Allow []string `json:"allow,omitempty"`
 }
 
-// DeliveryAgentctl is the only delivery for now: results and pending approvals of a
-// scheduled run are seen with agentctl (show, follow, schedule history).
+// DeliveryAgentctl is the default delivery: results and pending approvals of a scheduled
+// run are seen with agentctl (show, follow, schedule history). The other deliveries are
+// chat channels, PLATFORM:CHANNEL_ID ("slack:C0123ABC"): each run gets a thread there,
+// decided there like a run started from chat.
 const DeliveryAgentctl = "agentctl"
 
 // Schedule is a recurring goal: a cron spec that gives an agent a task.
@@ -462,8 +464,8 @@ type ScheduleRequest struct {
 	Goal        string   `json:"goal"`
 	Autonomy    Autonomy `json:"autonomy"`
 	Budget      Budget   `json:"budget"`
-	// Delivery is where results and approvals go: "" or "agentctl". Chat channels need
-	// the Slack/Discord bots.
+	// Delivery is where results and approvals go: "" or "agentctl", or a chat channel
+	// served by an enabled bot, "slack:CHANNEL_ID".
 	Delivery    string `json:"delivery,omitempty"`
 	Concurrency string `json:"concurrency,omitempty"`
 	Missed      string `json:"missed,omitempty"`

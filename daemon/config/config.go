@@ -102,6 +102,9 @@ type SchedulesConfig struct {
 	// daemon was down, the machine asleep) is missed and handled by the schedule's
 	// missed-run policy.
 	Grace Duration `toml:"grace"`
+	// KeepAgents is how many finished agents each template schedule keeps (one is made
+	// per run); older ones are removed with their workspaces when a run ends. 0 keeps all.
+	KeepAgents int `toml:"keep_agents"`
 }
 
 // PermissionsConfig is the [permissions] section: patterns `command(glob)` that allow or
@@ -248,7 +251,7 @@ func Default() *Config {
 		Permissions: PermissionsConfig{Allow: []string{}, Deny: []string{}},
 		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
 		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}},
-		Schedules:   SchedulesConfig{Grace: Duration{time.Minute}},
+		Schedules:   SchedulesConfig{Grace: Duration{time.Minute}, KeepAgents: 10},
 		Memory:      defaultMemory(),
 		Bots:        BotsConfig{ApproveCount: 3},
 		Slack: SlackConfig{BotTokenEnv: "SLACK_BOT_TOKEN", AppTokenEnv: "SLACK_APP_TOKEN", Teams: []string{}, Approvers: []string{},

@@ -70,6 +70,9 @@ func (c *Config) problems() []Problem {
 	if g := c.Schedules.Grace.Duration; g < time.Second || g > time.Hour {
 		bad("schedules.grace", "must be between 1s and 1h, got %s", c.Schedules.Grace)
 	}
+	if k := c.Schedules.KeepAgents; k < 0 {
+		bad("schedules.keep_agents", "must be 0 (keep all) or more, got %d", k)
+	}
 	if a.CommandTimeout.Duration <= 0 {
 		bad("agent.command_timeout", "must be more than 0, got %s", a.CommandTimeout)
 	}

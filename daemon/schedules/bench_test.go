@@ -35,6 +35,12 @@ func (a *instantAgents) CreateRun(ctx context.Context, req client.CreateAgentReq
 	return a.StartTask(ctx, req.Name, req.Task, opt)
 }
 
+func (a *instantAgents) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
+	return &client.Agent{ID: req.Name, Name: req.Name}, nil
+}
+
+func (a *instantAgents) DeleteAgent(ctx context.Context, ref string) error { return nil }
+
 // seedSchedules stores n schedules firing hourly at spread minutes in a few zones, so
 // about n/60 fire each minute.
 func seedSchedules(b *testing.B, n int, lastFired time.Time) *store.Store {

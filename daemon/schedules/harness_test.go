@@ -89,6 +89,7 @@ type harness struct {
 	c      *client.Client
 	cancel context.CancelFunc
 	mgrCtx context.CancelFunc
+	keep   int // KeepAgents of the next Manager started
 }
 
 type service struct {
@@ -182,7 +183,7 @@ func (m managerService) ScheduleHistory(ctx context.Context, ref string, limit i
 }
 
 func (h *harness) startManager() {
-	m := New(Options{Store: h.st, Agents: h.sup, Clock: h.clock, Local: time.UTC})
+	m := New(Options{Store: h.st, Agents: h.sup, Clock: h.clock, Local: time.UTC, KeepAgents: h.keep})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := m.Start(ctx); err != nil {
 		h.t.Fatal(err)

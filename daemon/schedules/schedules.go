@@ -30,6 +30,10 @@ type Agents interface {
 	Agent(ctx context.Context, ref string) (*client.Agent, error)
 	StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error)
 	CreateRun(ctx context.Context, req client.CreateAgentRequest, opt agent.RunOptions) (*client.Agent, error)
+	// CreateAgent with Start false makes an idle agent (bound to a chat thread before its
+	// run starts); DeleteAgent removes an old template agent and its workspace.
+	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
+	DeleteAgent(ctx context.Context, ref string) error
 }
 
 var (
@@ -47,6 +51,12 @@ type Options struct {
 	Grace time.Duration
 	// Local is the zone of specs that name none (default time.Local).
 	Local *time.Location
+	// Chat, when set, delivers runs to chat channels (the bots' relay); without it a
+	// schedule may only deliver to agentctl.
+	Chat Chat
+	// KeepAgents is how many finished agents of each template schedule are kept; older
+	// ones are removed with their workspaces when a run ends. 0 keeps them all.
+	KeepAgents int
 }
 
 // Manager owns the daemon's schedules. Lifecycle: New, Start (loads the stored schedules;
@@ -59,16 +69,23 @@ type Manager struct {
 	log    *slog.Logger
 	local  *time.Location
 	sched  *schedule.Scheduler
+	chat   Chat
+	keep   int
 
 	// loaded is closed when Start has added the stored schedules; API calls wait for it
 	// so none sees a half-loaded scheduler.
 	loaded   chan struct{}
 	loadOnce sync.Once
+	// pruneMu keeps one prune at a time, so two runs ending together remove each agent once.
+	pruneMu sync.Mutex
+	// pruning counts prunes under way (tests wait for them).
+	pruning sync.WaitGroup
 }
 
 // New returns a Manager; call Start to load and fire the stored schedules.
 func New(opt Options) *Manager {
-	m := &Manager{st: opt.Store, agents: opt.Agents, clock: opt.Clock, log: opt.Log, local: opt.Local, loaded: make(chan struct{})}
+	m := &Manager{st: opt.Store, agents: opt.Agents, clock: opt.Clock, log: opt.Log, local: opt.Local, chat: opt.Chat, keep: opt.KeepAgents,
+		loaded: make(chan struct{})}
 	if m.clock == nil {
 		m.clock = schedule.SystemClock{}
 	}
@@ -161,25 +178,77 @@ func (m *Manager) start(ctx context.Context, f schedule.Firing) (string, error) 
 		return "", fmt.Errorf("reading the schedule: %w", err)
 	}
 	opt := runOptions(row)
+	if d, ok := m.chatOf(row); ok {
+		return m.startInThread(ctx, d, row, f, opt)
+	}
 	var a *client.Agent
 	var err error
 	if row.Agent != "" {
 		a, err = m.agents.StartTask(ctx, row.Agent, row.Goal, opt)
-		if errors.Is(err, client.ErrNotFound) {
-			err = fmt.Errorf("its agent %s no longer exists: remove the schedule (agentctl schedule rm %s)", row.Agent, row.Name)
-		}
+		err = agentGone(err, row)
 	} else {
-		desc := row.Description
-		if desc == "" {
-			desc = "an autonomous assistant working on the recurring goal of schedule " + row.Name
-		}
-		a, err = m.agents.CreateRun(ctx, client.CreateAgentRequest{Name: row.Template + "-" + randHex(3), Description: desc, Task: row.Goal}, opt)
+		a, err = m.agents.CreateRun(ctx, m.templateRequest(row, true), opt)
 	}
 	if err != nil {
 		return "", err
 	}
 	m.log.Info("scheduled run started", "schedule", row.Name, "firing", f.ID, "agent", a.Name, "run", a.RunID)
 	return a.RunID, nil
+}
+
+// startInThread starts a firing's run bound to a new thread in d: the thread and the
+// binding come first, so the run's first proposal finds them. A chat that cannot be
+// posted to does not hold the run back; it is then followed with agentctl.
+func (m *Manager) startInThread(ctx context.Context, d delivery, row *store.Schedule, f schedule.Firing, opt agent.RunOptions) (string, error) {
+	thread, err := m.openThread(ctx, d, row, f)
+	if err != nil {
+		m.log.Warn("schedules: no chat thread for a run; it goes on without", "schedule", row.Name, "delivery", d, "err", err)
+	}
+	ref := row.Agent
+	if ref == "" {
+		a, err := m.agents.CreateAgent(ctx, m.templateRequest(row, false))
+		if err != nil {
+			return "", err // the firing's failure is posted in the channel by announce
+		}
+		ref = a.ID
+	} else if a, err := m.agents.Agent(ctx, ref); err == nil {
+		ref = a.ID
+	}
+	by := "schedule " + row.Name
+	if thread != "" {
+		if err := m.chat.BindRun(ctx, d.platform, d.channel, thread, ref, "", by); err != nil {
+			m.log.Warn("schedules: binding a run to its thread", "schedule", row.Name, "err", err)
+		}
+	}
+	a, err := m.agents.StartTask(ctx, ref, row.Goal, opt)
+	if err != nil {
+		return "", agentGone(err, row)
+	}
+	if thread != "" {
+		m.chat.BindRun(ctx, d.platform, d.channel, thread, a.ID, a.RunID, by)
+	}
+	m.log.Info("scheduled run started", "schedule", row.Name, "firing", f.ID, "agent", a.Name, "run", a.RunID, "delivery", d, "thread", thread)
+	return a.RunID, nil
+}
+
+func agentGone(err error, row *store.Schedule) error {
+	if errors.Is(err, client.ErrNotFound) {
+		return fmt.Errorf("its agent %s no longer exists: remove the schedule (agentctl schedule rm %s)", row.Agent, row.Name)
+	}
+	return err
+}
+
+// templateRequest is the fresh agent of a template schedule's run.
+func (m *Manager) templateRequest(row *store.Schedule, start bool) client.CreateAgentRequest {
+	desc := row.Description
+	if desc == "" {
+		desc = "an autonomous assistant working on the recurring goal of schedule " + row.Name
+	}
+	req := client.CreateAgentRequest{Name: row.Template + "-" + randHex(3), Description: desc, Task: row.Goal}
+	if !start {
+		req.Start = &start
+	}
+	return req
 }
 
 // runOptions maps a schedule's autonomy and budgets onto the run's options.
@@ -211,6 +280,16 @@ func randHex(n int) string {
 // record is the Recorder: one schedule_runs row per firing, and the schedule's last fire
 // time moved on by every firing that was not asked for by run-now.
 func (m *Manager) record(ctx context.Context, r schedule.Record) error {
+	if m.chat != nil {
+		// After the record is stored, and off the firing loop: chat may be slow.
+		defer func() {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancel()
+				m.announce(ctx, r)
+			}()
+		}()
+	}
 	return m.st.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.RecordScheduleRun(wireRun(r)); err != nil {
 			return err
@@ -240,6 +319,11 @@ func (m *Manager) RunEnded(end agent.RunEnd) {
 	})
 	if err != nil {
 		m.log.Warn("schedules: recording a run's end", "run", end.RunID, "err", err)
+	}
+	if m.keep > 0 && end.Outcome != agent.OutcomeRemoved {
+		// Off the supervisor's path: removing agents takes their runners' locks.
+		m.pruning.Add(1)
+		go func() { defer m.pruning.Done(); m.prune(ctx, end.RunID, end.AgentID) }()
 	}
 }
 

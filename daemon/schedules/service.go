@@ -220,12 +220,8 @@ func (m *Manager) check(ctx context.Context, req client.ScheduleRequest) (*store
 		return nil, sc, err
 	}
 
-	switch d := strings.TrimSpace(req.Delivery); strings.ToLower(d) {
-	case "", client.DeliveryAgentctl:
-		row.Delivery = client.DeliveryAgentctl
-	default:
-		return nil, sc, badRequest("delivery %q: chat delivery (a Slack or Discord channel) needs the Slack/Discord bots, which this agentd does not have yet; "+
-			"use agentctl (the default) and see runs with `agentctl schedule history`", d)
+	if row.Delivery, err = m.checkDelivery(req.Delivery); err != nil {
+		return nil, sc, err
 	}
 	c, err := schedule.ParseConcurrency(strings.TrimSpace(req.Concurrency))
 	if err != nil {

@@ -11,15 +11,26 @@ import (
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/slack"
 	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/schedules"
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// startBots starts the relay and the enabled chat bots; they stop when ctx ends, and
-// wait returns once they have. A platform being down never stops the daemon: the bots
-// reconnect with backoff on their own.
-func startBots(ctx context.Context, cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger) (wait func(), err error) {
+// chatBots are the relay and the enabled chat bots, made before the schedules' manager
+// (which delivers runs through the relay) and started after the supervisor.
+type chatBots struct {
+	relay *bots.Relay // nil when no bot is enabled
+	runs  []func(ctx context.Context)
+	log   *slog.Logger
+	slack *config.SlackConfig
+}
+
+var _ schedules.Chat = (*bots.Relay)(nil)
+
+// newBots makes the relay and the enabled bots. Secrets missing are an error.
+func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger) (*chatBots, error) {
+	c := &chatBots{log: log}
 	if !cfg.Slack.Enabled {
-		return func() {}, nil
+		return c, nil
 	}
 	s := &cfg.Slack
 	botToken, err := secret("slack bot token", s.BotTokenEnv, s.BotTokenFile)
@@ -37,12 +48,31 @@ func startBots(ctx context.Context, cfg *config.Config, svc bots.Service, st *st
 		return nil, err
 	}
 	relay.Add(bot, slackRules(s))
+	c.relay, c.slack = relay, s
+	c.runs = []func(context.Context){func(ctx context.Context) { relay.Run(ctx) }, func(ctx context.Context) { bot.Run(ctx) }}
+	return c, nil
+}
+
+// chat is where schedules deliver runs: nil without bots.
+func (c *chatBots) chat() schedules.Chat {
+	if c.relay == nil {
+		return nil
+	}
+	return c.relay
+}
+
+// start runs the relay and the bots until ctx ends; wait returns once they have. A
+// platform being down never stops the daemon: the bots reconnect with backoff.
+func (c *chatBots) start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); relay.Run(ctx) }()
-	go func() { defer wg.Done(); bot.Run(ctx) }()
-	log.Info("slack bot starting", "channels", len(s.Channels), "direct_messages", s.DirectMessages)
-	return wg.Wait, nil
+	for _, run := range c.runs {
+		wg.Add(1)
+		go func() { defer wg.Done(); run(ctx) }()
+	}
+	if c.slack != nil {
+		c.log.Info("slack bot starting", "channels", len(c.slack.Channels), "direct_messages", c.slack.DirectMessages)
+	}
+	return wg.Wait
 }
 
 // secret reads a token from a file (which wins) or an environment variable. Errors name

@@ -88,7 +88,15 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return err
 	}
-	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration})
+	chat, err := newBots(cfg, sup, st, log)
+	if err != nil {
+		return err
+	}
+	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
+		Chat: chat.chat(), KeepAgents: cfg.Schedules.KeepAgents})
+	if chat.relay != nil {
+		chat.relay.SetSchedules(mgr)
+	}
 
 	ln, err := api.Listen(cfg.Socket)
 	if err != nil {
@@ -100,15 +108,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		ln.Close()
 		return err
 	}
+	// The bots before the schedules, so a run that a missed firing starts is posted.
+	waitBots := chat.start(agentsCtx)
 	// After the supervisor: a firing missed while the daemon was down may start a run.
 	if err := mgr.Start(agentsCtx); err != nil {
-		ln.Close()
-		return err
-	}
-	waitBots, err := startBots(agentsCtx, cfg, sup, st, log)
-	if err != nil {
-		mgr.Stop()
 		stopAgents()
+		waitBots()
 		sup.Wait()
 		ln.Close()
 		return err

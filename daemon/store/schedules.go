@@ -257,3 +257,37 @@ func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]client.ScheduleRun, e
 	}
 	return out, rows.Err()
 }
+
+// ScheduleOfRun returns the id of the schedule whose firing started runID, or ErrNotFound.
+func (t *Tx) ScheduleOfRun(runID string) (string, error) {
+	var id string
+	err := t.queryRow(`SELECT schedule_id FROM schedule_runs WHERE run_id = ? AND run_id <> '' LIMIT 1`, runID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: schedule of run: %w", err)
+	}
+	return id, nil
+}
+
+// ScheduleAgents returns the agents a schedule's firings ran on that still exist, the
+// one fired most recently first.
+func (t *Tx) ScheduleAgents(scheduleID string) ([]string, error) {
+	rows, err := t.query(`SELECT r.agent_id FROM schedule_runs r JOIN agents a ON a.id = r.agent_id
+		WHERE r.schedule_id = ? AND r.agent_id <> ''
+		GROUP BY r.agent_id ORDER BY MAX(r.scheduled_at) DESC, MAX(r.rowid) DESC`, scheduleID)
+	if err != nil {
+		return nil, fmt.Errorf("store: schedule agents: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("store: schedule agents: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

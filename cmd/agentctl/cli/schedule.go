@@ -59,8 +59,9 @@ Examples:
   agentctl schedule add backup "CRON_TZ=Europe/Berlin 30 2 * * *" --agent ops \
       --goal "check last night's backup log" --missed run_once
 
-Results and pending approvals are seen with agentctl (ls, show, follow); chat delivery to
-Slack or Discord channels comes with the chat bots.`,
+Results and pending approvals are seen with agentctl (ls, show, follow). With
+--delivery slack:CHANNEL_ID each run gets a thread in that channel (served by the Slack
+bot): its proposals are decided there, its end and skipped or missed firings are posted.`,
 	run: (*app).runSchedule,
 }
 
@@ -128,7 +129,7 @@ func (a *app) scheduleAdd(ctx context.Context, args []string) error {
 	fs.StringVar(&req.Budget.MaxTime, "max-time", "", "stop each run after this `DURATION` (e.g. 15m)")
 	fs.StringVar(&req.Concurrency, "concurrency", "", "`POLICY` while the last run still goes: skip (default), queue or parallel")
 	fs.StringVar(&req.Missed, "missed", "", "`POLICY` for firings missed while agentd was down: skip (default), run_once or run_if_within=DURATION")
-	fs.StringVar(&req.Delivery, "delivery", "", "`WHERE` results and approvals go: agentctl (the only one for now)")
+	fs.StringVar(&req.Delivery, "delivery", "", "`WHERE` results and approvals go: agentctl (default) or slack:CHANNEL_ID")
 	fs.BoolVar(&req.Paused, "paused", false, "add it paused")
 	pos, err := a.parse(fs, args, -1)
 	if err != nil {

@@ -1,0 +1,81 @@
+package schedules
+
+import (
+	"context"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Template agents beyond the newest keep finished ones are removed with their
+// workspaces when a run ends; one awaiting a decision is kept however old.
+func TestTemplateAgentsPruned(t *testing.T) {
+	h := newHarness(t, at(8, 0))
+	h.stopManager()
+	h.keep = 2
+	h.startManager()
+	h.finishAtOnce()
+	ctx := context.Background()
+	h.add(client.ScheduleRequest{Name: "tidy", Spec: "@daily", Template: "tidy", Goal: "tidy up", Concurrency: "parallel"})
+
+	var agents []*client.Agent
+	for i := range 5 {
+		rec, err := h.c.RunSchedule(ctx, "tidy")
+		if err != nil || rec.AgentID == "" {
+			t.Fatalf("run-now %d = %+v, %v", i, rec, err)
+		}
+		a := h.waitAgent(rec.AgentID, func(a *client.Agent) bool { return a.Pending != nil })
+		agents = append(agents, a)
+		if i == 0 {
+			continue // the oldest waits for a decision throughout
+		}
+		if _, err := h.sup.Decide(ctx, a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, By: "test", Source: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		h.waitHistory("tidy", "run end", func(r []client.ScheduleRun) bool { return r[0].Outcome == "finished" })
+	}
+	want := []string{agents[0].ID, agents[3].ID, agents[4].ID}
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		h.manager().pruning.Wait()
+		all, err := h.sup.Agents(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = got[:0]
+		for _, a := range all {
+			got = append(got, a.ID)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if slices.Equal(got, want) {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("agents left = %v, want %v (the pending one and the newest 2)", got, want)
+	}
+	for _, a := range agents[1:3] {
+		if _, err := os.Stat(a.Workspace); !os.IsNotExist(err) {
+			t.Errorf("workspace of removed agent %s: %v", a.Name, err)
+		}
+	}
+	if _, err := os.Stat(agents[4].Workspace); err != nil {
+		t.Errorf("workspace of a kept agent: %v", err)
+	}
+}
+
+// waitAgent polls an agent until cond holds.
+func (h *harness) waitAgent(id string, cond func(*client.Agent) bool) *client.Agent {
+	h.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if a, err := h.sup.Agent(context.Background(), id); err == nil && cond(a) {
+			return a
+		}
+	}
+	h.t.Fatalf("timed out waiting for agent %s", id)
+	return nil
+}
