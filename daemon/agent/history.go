@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/llm"
@@ -29,8 +30,7 @@ const (
 	summaryChars = 160 // one summary line, at most
 )
 
-// historyMessages renders the agent's history within step.Budget characters. Older
-// episodes are read in their light form and formatted only while the budget lasts.
+// historyMessages renders the agent's history within step.Budget characters.
 func (s *Supervisor) historyMessages(ctx context.Context, step *commands.Step) ([]string, error) {
 	const head = "Progress so far:"
 	used := len(head)
@@ -51,17 +51,16 @@ func (s *Supervisor) historyMessages(ctx context.Context, step *commands.Step) (
 		if len(recent) < s.opt.HistoryEpisodes || step.Budget-used < 40 {
 			return nil
 		}
-		older, err := tx.EpisodeHeads(step.AgentID, len(recent), olderLines)
+		lines, err := s.older.lines(tx, step.AgentID, len(recent)+olderLines)
 		if err != nil {
 			return err
 		}
-		for _, e := range older {
-			t := s.olderLine(e)
-			if used+len(t)+1 > step.Budget {
+		for _, l := range lines[min(len(recent), len(lines)):] {
+			if used+len(l.text)+1 > step.Budget {
 				break
 			}
-			used += len(t) + 1
-			kept = append(kept, t)
+			used += len(l.text) + 1
+			kept = append(kept, l.text)
 		}
 		return nil
 	})
@@ -73,29 +72,79 @@ func (s *Supervisor) historyMessages(ctx context.Context, step *commands.Step) (
 }
 
 // olderLine is an older episode in one line: its summary, or its command and outcome.
-// Episodes never change, so the plain line is made once per episode and kept.
-func (s *Supervisor) olderLine(e store.EpisodeHead) string {
+func olderLine(e store.EpisodeHead) string {
 	if e.Summary != "" {
 		return fmt.Sprintf("Step %d: %s", e.Step, e.Summary)
 	}
-	s.linesMu.Lock()
-	line, ok := s.lines[e.ID]
-	s.linesMu.Unlock()
-	if ok {
-		return line
-	}
-	line = fmt.Sprintf("Step %d: %s → %s", e.Step, cut(CallText(e.Command, e.Args), 120), e.Outcome)
-	s.linesMu.Lock()
-	if len(s.lines) >= maxCachedLines {
-		clear(s.lines) // a bound, not an LRU: refilled by the next prompts
-	}
-	s.lines[e.ID] = line
-	s.linesMu.Unlock()
-	return line
+	return fmt.Sprintf("Step %d: %s → %s", e.Step, cut(CallText(e.Command, e.Args), 120), e.Outcome)
 }
 
-// maxCachedLines bounds the plain older lines kept across agents (~100 per active agent).
-const maxCachedLines = 50_000
+// olderCache keeps each agent's latest episodes as one-line history entries. Episodes
+// never change and only this package adds summaries (and then forgets the agent), so
+// after the first read a step reads just the episodes that are new since: the history
+// costs the same with 10 episodes or 100,000.
+type olderCache struct {
+	mu     sync.Mutex
+	agents map[string]*agentLines
+}
+
+type agentLines struct {
+	newest int64       // the newest episode read
+	lines  []cachedLine // newest first
+}
+
+type cachedLine struct {
+	id   int64
+	text string
+}
+
+// maxCachedAgents bounds the cache: past it, it starts over (a bound, not an LRU).
+const maxCachedAgents = 2000
+
+// lines returns the agent's newest n episodes as lines, newest first, reading through tx
+// only what the cache lacks.
+func (c *olderCache) lines(tx *store.Tx, agentID string, n int) ([]cachedLine, error) {
+	c.mu.Lock()
+	cur := c.agents[agentID]
+	c.mu.Unlock()
+	var heads []store.EpisodeHead
+	var err error
+	if cur == nil {
+		heads, err = tx.EpisodeHeads(agentID, 0, n)
+	} else {
+		heads, err = tx.EpisodeHeadsAfter(agentID, cur.newest, n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cur != nil && len(heads) == 0 {
+		return cur.lines, nil
+	}
+	next := &agentLines{lines: make([]cachedLine, 0, n)}
+	for _, h := range heads {
+		next.lines = append(next.lines, cachedLine{id: h.ID, text: olderLine(h)})
+	}
+	if cur != nil {
+		next.lines = append(next.lines, cur.lines[:min(len(cur.lines), n-len(next.lines))]...)
+	}
+	if len(next.lines) > 0 {
+		next.newest = next.lines[0].id
+	}
+	c.mu.Lock()
+	if c.agents == nil || len(c.agents) >= maxCachedAgents {
+		c.agents = map[string]*agentLines{}
+	}
+	c.agents[agentID] = next
+	c.mu.Unlock()
+	return next.lines, nil
+}
+
+// forget drops an agent's lines: its summaries changed, or it is gone.
+func (c *olderCache) forget(agentID string) {
+	c.mu.Lock()
+	delete(c.agents, agentID)
+	c.mu.Unlock()
+}
 
 // summaryReply is the model's answer to a summary request.
 type summaryReply struct {
@@ -178,6 +227,7 @@ func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
 		}
 		return nil
 	})
+	r.s.older.forget(a.ID) // the new summaries replace plain lines
 	if err != nil {
 		r.s.log.Warn("history: storing summaries", "agent", a.ID, "err", err)
 	}

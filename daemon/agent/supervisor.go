@@ -86,8 +86,7 @@ type Supervisor struct {
 	events  *Broker
 	started time.Time
 
-	linesMu sync.Mutex
-	lines   map[int64]string // older history lines by episode id (history.go)
+	older olderCache // the history's one-line entries per agent (history.go)
 
 	rules          rules                         // permission patterns from config
 	pipeline       *commands.Pipeline            // every agent's, unless overridden
@@ -139,7 +138,7 @@ func New(opt Options) (*Supervisor, error) {
 	s := &Supervisor{
 		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
 		runners: map[string]*runner{}, started: time.Now(), budgets: map[string]*runBudget{},
-		mem: newMemState(opt.Memory), lines: map[int64]string{},
+		mem: newMemState(opt.Memory),
 	}
 	if err := s.buildPipelines(); err != nil {
 		return nil, err

@@ -239,6 +239,29 @@ func (t *Tx) EpisodeHeads(agentID string, skip, limit int) ([]EpisodeHead, error
 	return out, rows.Err()
 }
 
+// EpisodeHeadsAfter returns the agent's episodes newer than episode id after, newest
+// first, at most limit of them.
+func (t *Tx) EpisodeHeadsAfter(agentID string, after int64, limit int) ([]EpisodeHead, error) {
+	rows, err := t.query(`SELECT e.id, e.step, e.command, e.args, e.outcome, COALESCE(s.line, '')
+		FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id
+		WHERE e.agent_id=? AND e.id > ? ORDER BY e.id DESC LIMIT ?`, agentID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: list episodes: %w", err)
+	}
+	defer rows.Close()
+	var out []EpisodeHead
+	for rows.Next() {
+		var e EpisodeHead
+		var args string
+		if err := rows.Scan(&e.ID, &e.Step, &e.Command, &args, &e.Outcome, &e.Summary); err != nil {
+			return nil, fmt.Errorf("store: reading episode: %w", err)
+		}
+		e.Args = json.RawMessage(args)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
 // SetEpisodeSummary stores the one-line summary of an episode.
 func (t *Tx) SetEpisodeSummary(agentID string, episodeID int64, line string) error {
 	_, err := t.exec(`INSERT OR REPLACE INTO episode_summaries (episode_id, agent_id, line) VALUES (?,?,?)`, episodeID, agentID, line)
