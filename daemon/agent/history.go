@@ -89,7 +89,7 @@ type olderCache struct {
 }
 
 type agentLines struct {
-	newest int64       // the newest episode read
+	newest int64        // the newest episode read
 	lines  []cachedLine // newest first
 }
 
