@@ -304,7 +304,7 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 	b.Cleanup(func() { st.Close() })
 	var mem MemoryOptions
 	if memories > 0 {
-		ix, err := memory.Open(filepath.Join(dir, "memory"), memory.Options{})
+		ix, err := memory.Open(filepath.Join(dir, "memory"), memory.Options{BatchDelay: IndexBatchDelay}) // as the daemon opens it
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -24,6 +24,12 @@ import (
 // a full queue, a crash — but never hold something the store does not. Whatever it loses,
 // a rebuild from the store brings back.
 
+// IndexBatchDelay is how long the daemon's memory index waits to fill a write batch. Every
+// batch costs Bleve a new segment (and later a merge), a couple of milliseconds of CPU
+// whatever its size, so batches coalesce the memories of many steps and agents; a memory is
+// searchable this much later, while the history shows the latest steps verbatim anyway.
+const IndexBatchDelay = 500 * time.Millisecond
+
 // MemoryOptions configure long-term memory.
 type MemoryOptions struct {
 	// Index is the open memory index; nil turns long-term memory off (no memory component,

@@ -20,7 +20,7 @@ func openMemory(cfg *config.Config, lc *llm.Client, log *slog.Logger) (agent.Mem
 		log.Info("long-term memory is off ([memory] enabled = false)")
 		return agent.MemoryOptions{}, nil
 	}
-	opts := memory.Options{Logger: log}
+	opts := memory.Options{Logger: log, BatchDelay: agent.IndexBatchDelay}
 	if m.EmbedModel != "" {
 		// Failures are logged by the index (at most every 30s) and searches go on with BM25.
 		opts.Embedder = llm.Embedder{Client: lc, Model: m.EmbedModel}
