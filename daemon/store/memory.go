@@ -219,32 +219,18 @@ type EpisodeHead struct {
 // EpisodeHeads returns the agent's episodes before its newest skip ones, newest first, at
 // most limit of them: the light read behind the history's one-line entries.
 func (t *Tx) EpisodeHeads(agentID string, skip, limit int) ([]EpisodeHead, error) {
-	rows, err := t.query(`SELECT e.id, e.step, e.command, e.args, e.outcome, COALESCE(s.line, '')
-		FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id
-		WHERE e.agent_id=? ORDER BY e.id DESC LIMIT ? OFFSET ?`, agentID, limit, skip)
-	if err != nil {
-		return nil, fmt.Errorf("store: list episodes: %w", err)
-	}
-	defer rows.Close()
-	var out []EpisodeHead
-	for rows.Next() {
-		var e EpisodeHead
-		var args string
-		if err := rows.Scan(&e.ID, &e.Step, &e.Command, &args, &e.Outcome, &e.Summary); err != nil {
-			return nil, fmt.Errorf("store: reading episode: %w", err)
-		}
-		e.Args = json.RawMessage(args)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return t.episodeHeads(`e.agent_id=? ORDER BY e.id DESC LIMIT ? OFFSET ?`, agentID, limit, skip)
 }
 
 // EpisodeHeadsAfter returns the agent's episodes newer than episode id after, newest
 // first, at most limit of them.
 func (t *Tx) EpisodeHeadsAfter(agentID string, after int64, limit int) ([]EpisodeHead, error) {
+	return t.episodeHeads(`e.agent_id=? AND e.id > ? ORDER BY e.id DESC LIMIT ?`, agentID, after, limit)
+}
+
+func (t *Tx) episodeHeads(where string, args ...any) ([]EpisodeHead, error) {
 	rows, err := t.query(`SELECT e.id, e.step, e.command, e.args, e.outcome, COALESCE(s.line, '')
-		FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id
-		WHERE e.agent_id=? AND e.id > ? ORDER BY e.id DESC LIMIT ?`, agentID, after, limit)
+		FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id WHERE `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list episodes: %w", err)
 	}
@@ -252,11 +238,11 @@ func (t *Tx) EpisodeHeadsAfter(agentID string, after int64, limit int) ([]Episod
 	var out []EpisodeHead
 	for rows.Next() {
 		var e EpisodeHead
-		var args string
-		if err := rows.Scan(&e.ID, &e.Step, &e.Command, &args, &e.Outcome, &e.Summary); err != nil {
+		var raw string
+		if err := rows.Scan(&e.ID, &e.Step, &e.Command, &raw, &e.Outcome, &e.Summary); err != nil {
 			return nil, fmt.Errorf("store: reading episode: %w", err)
 		}
-		e.Args = json.RawMessage(args)
+		e.Args = json.RawMessage(raw)
 		out = append(out, e)
 	}
 	return out, rows.Err()
