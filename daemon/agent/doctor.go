@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -90,20 +91,11 @@ func modelCheck(info *llm.ModelInfo, maxContext int) client.Check {
 		c.Status = client.CheckWarn
 		c.Fix = "use a model with a longer context, or raise num_ctx in its Modelfile (PARAMETER num_ctx 8192) and [ollama] max_context"
 	}
-	if len(info.Capabilities) > 0 && !contains(info.Capabilities, "completion") {
+	if len(info.Capabilities) > 0 && !slices.Contains(info.Capabilities, "completion") {
 		c.Status, c.Detail = client.CheckFail, fmt.Sprintf("%s cannot chat (capabilities: %v)", info.Model, info.Capabilities)
 		c.Fix = "choose a chat model in [ollama] model"
 	}
 	return c
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Supervisor) checkStore(ctx context.Context) client.Check {

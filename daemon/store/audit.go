@@ -106,28 +106,24 @@ func (t *Tx) Replay(runID string) (*client.Replay, error) {
 	if err := drows.Err(); err != nil {
 		return nil, err
 	}
-	erows, err := t.query(`SELECT run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at
-		FROM episodes WHERE run_id = ? ORDER BY id`, runID)
+	erows, err := t.query(`SELECT `+episodeCols+` FROM episodes WHERE run_id = ? ORDER BY id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: replay episodes: %w", err)
 	}
 	defer erows.Close()
-	for erows.Next() {
-		var e client.Episode
-		var args string
-		var at int64
-		if err := erows.Scan(&e.RunID, &e.Step, &e.ProposalID, &e.Command, &args, &e.Reasoning, &e.Outcome, &e.Result, &e.Feedback, &at); err != nil {
-			return nil, fmt.Errorf("store: reading episode: %w", err)
-		}
-		e.Args, e.At = json.RawMessage(args), fromMS(at)
-		if i, ok := byID[e.ProposalID]; ok {
-			r.Steps[i].Episode = &e
+	eps, err := scanEpisodes(erows)
+	if err != nil {
+		return nil, err
+	}
+	for i := range eps {
+		if j, ok := byID[eps[i].ProposalID]; ok {
+			r.Steps[j].Episode = &eps[i]
 		}
 	}
 	if r.Steps == nil {
 		r.Steps = []client.ReplayStep{}
 	}
-	return &r, erows.Err()
+	return &r, nil
 }
 
 // Runs lists an agent's runs, newest first, at most limit (0: all).

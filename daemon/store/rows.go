@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -309,7 +310,7 @@ func (t *Tx) InsertEpisode(agentID string, e *client.Episode) error {
 
 // Episodes returns the agent's last limit episodes (all when limit <= 0), oldest first.
 func (t *Tx) Episodes(agentID string, limit int) ([]client.Episode, error) {
-	q := `SELECT run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at FROM episodes WHERE agent_id=? ORDER BY id DESC`
+	q := `SELECT ` + episodeCols + ` FROM episodes WHERE agent_id=? ORDER BY id DESC`
 	args := []any{agentID}
 	if limit > 0 {
 		q += ` LIMIT ?`
@@ -320,6 +321,16 @@ func (t *Tx) Episodes(agentID string, limit int) ([]client.Episode, error) {
 		return nil, fmt.Errorf("store: list episodes: %w", err)
 	}
 	defer rows.Close()
+	out, err := scanEpisodes(rows)
+	slices.Reverse(out)
+	return out, err
+}
+
+// episodeCols are the columns scanEpisodes reads, in its order.
+const episodeCols = `run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at`
+
+// scanEpisodes reads rows of episodeCols.
+func scanEpisodes(rows *sql.Rows) ([]client.Episode, error) {
 	var out []client.Episode
 	for rows.Next() {
 		var e client.Episode
@@ -330,9 +341,6 @@ func (t *Tx) Episodes(agentID string, limit int) ([]client.Episode, error) {
 		}
 		e.Args, e.At = json.RawMessage(args), fromMS(at)
 		out = append(out, e)
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
 	}
 	return out, rows.Err()
 }
