@@ -154,7 +154,7 @@ func (s *Supervisor) widen(ctx context.Context, ref string, req client.DecideReq
 		} else if err != nil {
 			return err
 		}
-		spec = s.specIn(ctx, tx, a, p.Command)
+		spec = s.specIn(ctx, s.live(), tx, a, p.Command)
 		return nil
 	})
 	if err != nil {

@@ -31,12 +31,12 @@ const (
 )
 
 // historyMessages renders the agent's history within step.Budget characters.
-func (s *Supervisor) historyMessages(ctx context.Context, step *commands.Step) ([]string, error) {
+func (s *Supervisor) historyMessages(ctx context.Context, l *live, step *commands.Step) ([]string, error) {
 	const head = "Progress so far:"
 	used := len(head)
 	var kept []string // newest first
 	err := s.st.View(ctx, func(tx *store.Tx) error {
-		recent, err := tx.EpisodeLines(step.AgentID, s.opt.HistoryEpisodes, resultCut+1)
+		recent, err := tx.EpisodeLines(step.AgentID, l.HistoryEpisodes, resultCut+1)
 		if err != nil {
 			return err
 		}
@@ -48,7 +48,7 @@ func (s *Supervisor) historyMessages(ctx context.Context, step *commands.Step) (
 			used += len(t) + 1
 			kept = append(kept, t)
 		}
-		if len(recent) < s.opt.HistoryEpisodes || step.Budget-used < 40 {
+		if len(recent) < l.HistoryEpisodes || step.Budget-used < 40 {
 			return nil
 		}
 		lines, err := s.older.lines(tx, step.AgentID, len(recent)+olderLines)
@@ -165,14 +165,14 @@ const summaryPrompt = `You keep the log of an autonomous agent short. For each n
 // summarize makes one-line summaries of older episodes that the prompt shows without one,
 // when enough of them are waiting and the agent's call budget allows. A failure is logged
 // and the plain lines stay; the step goes on either way.
-func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
+func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx int) {
 	r.thinks++
 	if r.thinks-r.summarizedAt < summaryEvery {
 		return
 	}
 	var lines []store.EpisodeLine
 	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
-		lines, err = tx.EpisodeLines(a.ID, r.s.opt.HistoryEpisodes+olderLines, resultCut+1)
+		lines, err = tx.EpisodeLines(a.ID, l.HistoryEpisodes+olderLines, resultCut+1)
 		return err
 	})
 	if err != nil {
@@ -180,7 +180,7 @@ func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
 		return
 	}
 	var todo []store.EpisodeLine // newest first
-	for i := len(lines) - r.s.opt.HistoryEpisodes - 1; i >= 0 && len(todo) < summaryBatch; i-- {
+	for i := len(lines) - l.HistoryEpisodes - 1; i >= 0 && len(todo) < summaryBatch; i-- {
 		if lines[i].Summary == "" {
 			todo = append(todo, lines[i])
 		}
@@ -196,7 +196,7 @@ func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, cut(EpisodeText(e.Episode), per))
 	}
 	req := llm.ChatRequest{
-		Model: r.s.opt.Model, NumCtx: numCtx, NumPredict: len(todo) * 64, KeepAlive: r.s.opt.KeepAlive,
+		Model: l.Model, NumCtx: numCtx, NumPredict: len(todo) * 64, KeepAlive: l.KeepAlive,
 		Messages: []llm.Message{{Role: "system", Content: summaryPrompt}, {Role: "user", Content: b.String()}},
 	}
 	var out summaryReply

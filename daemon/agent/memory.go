@@ -365,6 +365,7 @@ func (goalComponent) Messages(ctx context.Context, step *commands.Step) ([]strin
 // commands, and the files the agent writes, remembered in chunks.
 type memoryComponent struct {
 	s *Supervisor
+	l *live // the settings generation whose pipeline holds it
 	// offered are memory commands the agent's command list has already (not offered twice).
 	offered map[string]bool
 }
@@ -396,14 +397,14 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	if m == nil {
 		return nil, nil
 	}
-	budget := min(int(float64(step.Budget)*memoryShare), int(float64(m.opt.BudgetTokens)*c.s.model.charsPerToken(c.s.opt.Model)))
+	budget := min(int(float64(step.Budget)*memoryShare), int(float64(m.opt.BudgetTokens)*c.s.model.charsPerToken(c.l.Model)))
 	const head = "Relevant memories (from past steps, feedback, notes and files; most relevant first):"
 	if budget < len(head)+200 {
 		return nil, nil
 	}
 	var recent []store.EpisodeLine
 	if err := c.s.st.View(ctx, func(tx *store.Tx) (err error) {
-		recent, err = tx.EpisodeLines(step.AgentID, c.s.opt.HistoryEpisodes, 300)
+		recent, err = tx.EpisodeLines(step.AgentID, c.l.HistoryEpisodes, 300)
 		return err
 	}); err != nil {
 		return nil, err

@@ -111,7 +111,7 @@ func (f *promptFixture) prompt(req client.CreateAgentRequest, eps []client.Episo
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return f.sup.prompt(ctx, a, f.sup.stepOf(a), "m", numCtx, notes)
+	return f.sup.prompt(ctx, f.sup.live(), a, f.sup.stepOf(a), "m", numCtx, notes)
 }
 
 func TestPromptGolden(t *testing.T) {

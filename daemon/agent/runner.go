@@ -86,7 +86,9 @@ func (r *runner) loop(ctx context.Context) {
 		}
 	}()
 	for ctx.Err() == nil {
-		act, p, err := r.next(ctx)
+		// One settings generation per round: a reload meanwhile applies from the next round.
+		l := r.s.live()
+		act, p, err := r.next(ctx, l)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -121,9 +123,9 @@ func (r *runner) loop(ctx context.Context) {
 				return
 			}
 		case actThink:
-			r.think(ctx)
+			r.think(ctx, l)
 		case actExecute:
-			r.execute(ctx, p)
+			r.execute(ctx, l, p)
 		case actExhaust:
 			r.exhaust(ctx, r.overRun, r.overWhy)
 		}
@@ -146,7 +148,7 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
 // next decides the loop's next action from the stored state. It only reads, except to
 // show awaiting_decision; a policy's approval is recorded by execute, in the same
 // transaction that starts the command.
-func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
+func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var act action
@@ -188,8 +190,8 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 				return err
 			}
 			probe := *a // autoDecision counts down the policy; here it only asks
-			spec := r.s.specIn(ctx, tx, a, p.Command)
-			if d, err := r.autoDecision(tx, &probe, p, prev, spec); err != nil {
+			spec := r.s.specIn(ctx, l, tx, a, p.Command)
+			if d, err := r.autoDecision(l, tx, &probe, p, prev, spec); err != nil {
 				return err
 			} else if d != nil {
 				act = actExecute
@@ -239,7 +241,7 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 // Order: ask_user needs no approval; a repeat asks; a deny pattern refuses (as feedback
 // to the model); an allow pattern (or auto_read) approves; execute-class commands ask;
 // then the mode — auto for N steps, or continuous up to its limit.
-func (r *runner) autoDecision(tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec) (*client.Decision, error) {
+func (r *runner) autoDecision(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec) (*client.Decision, error) {
 	if p.Command == commands.AskUser {
 		// Asking is harmless, and the person's answer is their decision.
 		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "ask_user needs no approval"}, nil
@@ -247,7 +249,7 @@ func (r *runner) autoDecision(tx *store.Tx, a *store.Agent, p, prev *client.Prop
 	if prev != nil && prev.Hash == p.Hash {
 		return nil, nil // the watchdog asks a person about a repeat
 	}
-	v, err := r.s.verdict(tx, a, spec, p)
+	v, err := r.s.verdict(l, tx, a, spec, p)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +271,7 @@ func (r *runner) autoDecision(tx *store.Tx, a *store.Agent, p, prev *client.Prop
 	case "continuous":
 		limit := a.Policy.ContinuousLimit
 		if limit <= 0 {
-			limit = r.s.opt.ContinuousLimit
+			limit = l.ContinuousLimit
 		}
 		if p.Step <= limit {
 			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "continuous"}, nil
@@ -317,7 +319,7 @@ var errNotApproved = errors.New("proposal not approved")
 
 // execute runs an approved proposal with a write-ahead record: approved → started →
 // succeeded|failed. ask_user stops at started: the question waits for its answer.
-func (r *runner) execute(ctx context.Context, p *client.Proposal) {
+func (r *runner) execute(ctx context.Context, l *live, p *client.Proposal) {
 	var st started
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -334,7 +336,7 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 				return err
 			}
 		}
-		if err := r.startTx(tx, a, p, prev, r.s.specIn(ctx, tx, a, p.Command), &st); err != nil {
+		if err := r.startTx(l, tx, a, p, prev, r.s.specIn(ctx, l, tx, a, p.Command), &st); err != nil {
 			return err
 		}
 		return tx.UpdateAgent(a)
@@ -351,7 +353,7 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 		r.sleep(ctx, time.Second)
 		return
 	}
-	r.run(ctx, p, &st)
+	r.run(ctx, l, p, &st)
 }
 
 // started is what startTx recorded, for the events and the execution that follow it.
@@ -370,12 +372,12 @@ type started struct {
 // still pending — and sets a's state to match; the caller writes a. prev is the proposal
 // before p in its run, needed only when p is pending. It fails with errNotApproved when
 // p is neither approved nor approvable by the policy.
-func (r *runner) startTx(tx *store.Tx, a *store.Agent, p *client.Proposal, prev *client.Proposal, spec *commands.Spec, st *started) error {
+func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Proposal, prev *client.Proposal, spec *commands.Spec, st *started) error {
 	st.a = a
 	if p.Status == client.ProposalPending {
 		// Decided by policy: the decision and the start land together.
 		var err error
-		if st.decided, err = r.autoDecision(tx, a, p, prev, spec); err != nil {
+		if st.decided, err = r.autoDecision(l, tx, a, p, prev, spec); err != nil {
 			return err
 		}
 		if st.decided == nil {
@@ -448,7 +450,7 @@ func (r *runner) armExec(ctx context.Context, st *started) {
 
 // run publishes a start that startTx recorded, then runs the command and records its
 // outcome. An ask_user question only gets published: its answer comes from a person.
-func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
+func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *started) {
 	if st.decided != nil {
 		r.s.events.Publish(client.Event{Type: client.EventDecision, AgentID: r.id, Decision: st.decided})
 	}
@@ -468,20 +470,20 @@ func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
 	step := r.s.stepOf(st.a)
 	o := commands.Outcome{Command: p.Command, Args: p.Args}
 	if st.cmds == nil {
-		st.cmds = r.s.commandsFor(st.execCtx, st.a, step)
+		st.cmds = r.s.commandsFor(st.execCtx, l, st.a, step)
 	}
 	if cmd, ok := st.cmds.Get(p.Command); !ok {
 		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.commandMemory()}
-		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, r.s.opt.Limits)
+		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
 	}
 	if ctx.Err() != nil {
 		// The daemon is shutting down: leave the proposal started so the next start
 		// treats it as interrupted rather than guessing its outcome.
 		return
 	}
-	r.s.pipelineFor(st.a.Name).Executed(ctx, step, &o)
+	l.pipelineFor(st.a.Name).Executed(ctx, step, &o)
 	r.finishExecution(ctx, p, o.Output, o.Err)
 }
 

@@ -26,7 +26,8 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// Options configure a Supervisor.
+// Options configure a Supervisor. The fields that Settings repeats are only the first
+// settings: read them through Supervisor.live, never from Options, since Reload changes them.
 type Options struct {
 	Store      *store.Store
 	LLM        *llm.Client
@@ -88,9 +89,9 @@ type Supervisor struct {
 
 	older olderCache // the history's one-line entries per agent (history.go)
 
-	rules          rules                         // permission patterns from config
-	pipeline       *commands.Pipeline            // every agent's, unless overridden
-	agentPipelines map[string]*commands.Pipeline // by agent name
+	// cur is the settings generation in use (settings.go); Reload swaps it.
+	cur     atomic.Pointer[live]
+	reprobe chan struct{} // wakes the probe loop after the model changed
 
 	budgetMu sync.Mutex
 	budgets  map[string]*runBudget // by run ID: runs in progress that have a budget
@@ -114,39 +115,23 @@ func New(opt Options) (*Supervisor, error) {
 	if opt.Model == "" {
 		return nil, errors.New("agent: no model configured")
 	}
-	if opt.MaxInvalidReplies <= 0 {
-		opt.MaxInvalidReplies = 3
-	}
-	if opt.ContinuousLimit <= 0 {
-		opt.ContinuousLimit = 25
-	}
-	if opt.HistoryEpisodes <= 0 {
-		opt.HistoryEpisodes = 4
-	}
-	if opt.MaxContext <= 0 {
-		opt.MaxContext = 8192
-	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
 	if opt.Backoff == nil {
 		opt.Backoff = llm.NextBackoff
 	}
-	if len(opt.Commands) == 0 {
-		opt.Commands = commands.DefaultNames
-	}
 	s := &Supervisor{
 		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
 		runners: map[string]*runner{}, started: time.Now(), budgets: map[string]*runBudget{},
-		mem: newMemState(opt.Memory),
+		mem: newMemState(opt.Memory), reprobe: make(chan struct{}, 1),
 	}
-	if err := s.buildPipelines(); err != nil {
+	l, err := s.build(opt.settings())
+	if err != nil {
 		return nil, err
 	}
-	var err error
-	if s.rules, err = parseRules(opt); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
+	s.cur.Store(l)
+	s.model.switchTo(l.Model, l.SmartModel)
 	return s, nil
 }
 
@@ -219,7 +204,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			if p.Command == commands.AskUser {
 				continue // the question is still open; the answer completes it
 			}
-			if spec := s.specIn(ctx, tx, a, p.Command); spec != nil && spec.Idempotent {
+			if spec := s.specIn(ctx, s.live(), tx, a, p.Command); spec != nil && spec.Idempotent {
 				if _, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalStarted); err != nil {
 					return err
 				}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/daemon/agent"
@@ -70,7 +71,7 @@ type Manager struct {
 	local  *time.Location
 	sched  *schedule.Scheduler
 	chat   Chat
-	keep   int
+	keep   atomic.Int64 // KeepAgents; SetSettings changes it
 
 	// loaded is closed when Start has added the stored schedules; API calls wait for it
 	// so none sees a half-loaded scheduler.
@@ -84,8 +85,9 @@ type Manager struct {
 
 // New returns a Manager; call Start to load and fire the stored schedules.
 func New(opt Options) *Manager {
-	m := &Manager{st: opt.Store, agents: opt.Agents, clock: opt.Clock, log: opt.Log, local: opt.Local, chat: opt.Chat, keep: opt.KeepAgents,
+	m := &Manager{st: opt.Store, agents: opt.Agents, clock: opt.Clock, log: opt.Log, local: opt.Local, chat: opt.Chat,
 		loaded: make(chan struct{})}
+	m.keep.Store(int64(opt.KeepAgents))
 	if m.clock == nil {
 		m.clock = schedule.SystemClock{}
 	}
@@ -121,6 +123,13 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.log.Info("schedules loaded", "count", len(rows))
 	return m.sched.Start(ctx)
+}
+
+// SetSettings changes the grace period and how many finished agents each template
+// schedule keeps (a config reload): firings from now on and runs ending from now on use them.
+func (m *Manager) SetSettings(grace time.Duration, keepAgents int) {
+	m.sched.SetGrace(grace)
+	m.keep.Store(int64(keepAgents))
 }
 
 // Stop stops the firing loop and stores how far each schedule got, so a restart knows
@@ -320,7 +329,7 @@ func (m *Manager) RunEnded(end agent.RunEnd) {
 	if err != nil {
 		m.log.Warn("schedules: recording a run's end", "run", end.RunID, "err", err)
 	}
-	if m.keep > 0 && end.Outcome != agent.OutcomeRemoved {
+	if m.keep.Load() > 0 && end.Outcome != agent.OutcomeRemoved {
 		// Off the supervisor's path: removing agents takes their runners' locks.
 		m.pruning.Add(1)
 		go func() { defer m.pruning.Done(); m.prune(ctx, end.RunID, end.AgentID) }()
