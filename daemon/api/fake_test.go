@@ -310,6 +310,10 @@ func (f *fakeService) Doctor(context.Context) (*client.DoctorReport, error) {
 	return &client.DoctorReport{Checks: []client.Check{{Name: "store", Status: client.CheckOK, Detail: "quick_check ok"}}}, nil
 }
 
+func (f *fakeService) Reload(context.Context) (*client.ReloadResult, error) {
+	return &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}, nil
+}
+
 func (f *fakeService) Commands(ctx context.Context, ref string) ([]client.CommandInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

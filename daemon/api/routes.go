@@ -41,6 +41,7 @@ func (h *handler) routes() []route {
 		{"GET", "/v0/agents/{agent}/history", h.history},
 		{"GET", "/v0/agents/{agent}/proposals", h.proposals},
 		{"GET", "/v0/doctor", h.doctor},
+		{"POST", "/v0/reload", h.reload},
 		{"GET", "/v0/audit", h.audit},
 		{"GET", "/v0/runs/{run}/replay", h.replay},
 		{"GET", "/v0/commands", h.commands},
@@ -280,6 +281,14 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return reply(w, http.StatusOK, rep)
+}
+
+func (h *handler) reload(w http.ResponseWriter, r *http.Request) error {
+	res, err := h.svc.Reload(r.Context())
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, res)
 }
 
 func (h *handler) doctor(w http.ResponseWriter, r *http.Request) error {

@@ -13,6 +13,14 @@ import (
 type Service interface {
 	AgentService
 	ScheduleService
+	DaemonService
+}
+
+// DaemonService is the daemon's own part of the API.
+type DaemonService interface {
+	// Reload re-reads the config file and applies what can change while agents run; a
+	// bad file is refused with every problem and the old config stays in use.
+	Reload(ctx context.Context) (*client.ReloadResult, error)
 }
 
 // ScheduleService is the schedules' half of the API. Schedule references are a

@@ -489,3 +489,17 @@ type ScheduleRun struct {
 	Steps   int    `json:"steps"`
 	Tokens  int64  `json:"tokens"`
 }
+
+// ReloadResult is what a config reload did (agentctl reload, or SIGHUP to agentd).
+type ReloadResult struct {
+	// Config is the file read; "" when agentd runs on the defaults alone.
+	Config string `json:"config"`
+	// Applied are the keys whose new values are in use now, dotted as in the file
+	// ("ollama.model", "agents.NAME.allow"). Steps under way finish with the old ones.
+	Applied []string `json:"applied"`
+	// NeedsRestart are the keys changed since agentd started that only a restart
+	// applies (state_dir, socket, ollama.host, [memory], [web], [shell], [mcp], …).
+	NeedsRestart []string `json:"needs_restart"`
+	// BotsRestarted tells whether the chat bots were restarted with the new settings.
+	BotsRestarted bool `json:"bots_restarted"`
+}

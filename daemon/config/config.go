@@ -288,6 +288,16 @@ func (l LogConfig) Logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// LoggerWithLevel is Logger at level's level, which may change later (a reload sets it
+// from log.level).
+func (l LogConfig) LoggerWithLevel(w io.Writer, level *slog.LevelVar) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if l.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
 // SlogLevel returns the configured level; an unknown one (Validate refuses it) is info.
 func (l LogConfig) SlogLevel() slog.Level {
 	var lvl slog.Level

@@ -27,8 +27,38 @@ import (
 
 // Run runs the daemon until ctx ends, then shuts down cleanly: model calls in flight are
 // cancelled, event streams closed, and the store left consistent. ready, if not nil, is
-// called once the socket accepts connections.
+// called once the socket accepts connections. It cannot reload its config: see RunWith.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version string, ready func()) error {
+	return RunWith(ctx, cfg, log, Options{Version: version, Ready: ready})
+}
+
+// Options are what RunWith needs beyond the config.
+type Options struct {
+	Version string
+	// Ready, if set, is called once the socket accepts connections.
+	Ready func()
+	// Load re-reads the config for a reload, with the flags applied again; nil refuses
+	// reloads. ConfigPath names the file in messages ("" for the defaults).
+	Load       func() (*config.Config, error)
+	ConfigPath string
+	// Reloads, when set, asks for a reload on every value (cmd/agentd sends SIGHUP here).
+	Reloads <-chan os.Signal
+	// LogLevel, when set, is log's level, which a reload sets from log.level.
+	LogLevel *slog.LevelVar
+	// Notify, when set, tells the service manager about state changes ("RELOADING=1",
+	// "READY=1"; sd_notify under systemd).
+	Notify func(state string)
+}
+
+// RunWith is Run with reloads: on every value from opt.Reloads and on POST /v0/reload it
+// re-reads the config through opt.Load and applies what can change while agents run.
+func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Options) error {
+	version, ready := opt.Version, opt.Ready
+	if opt.Notify == nil {
+		opt.Notify = func(string) {}
+	}
+	live := &liveConfig{}
+	live.store(cfg)
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
@@ -42,7 +72,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return fmt.Errorf("ollama host: %w", err)
 	}
-	extra, bridge, err := components(cfg, lc, log)
+	extra, bridge, err := components(cfg, live, lc, log)
 	if err != nil {
 		return err
 	}
@@ -92,11 +122,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return err
 	}
+	// The schedules reach the bots through a switch, since a reload replaces the bots.
+	sw := &chatSwitch{}
 	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
-		Chat: chat.chat(), KeepAgents: cfg.Schedules.KeepAgents})
-	if chat.relay != nil {
-		chat.relay.SetSchedules(mgr)
-	}
+		Chat: sw, KeepAgents: cfg.Schedules.KeepAgents})
+	bots := &liveBots{svc: func(c *config.Config) (*chatBots, error) { return newBots(c, sup, st, log) }, mgr: mgr, sw: sw, log: log}
+	rl := &reloader{load: opt.Load, path: opt.ConfigPath, started: cfg, cur: cfg, live: live, extra: extra,
+		sup: sup, mgr: mgr, bots: bots, level: opt.LogLevel, notify: opt.Notify, log: log}
 
 	ln, err := api.Listen(cfg.Socket)
 	if err != nil {
@@ -109,17 +141,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		return err
 	}
 	// The bots before the schedules, so a run that a missed firing starts is posted.
-	waitBots := chat.start(agentsCtx)
+	bots.start(agentsCtx, chat)
 	// After the supervisor: a firing missed while the daemon was down may start a run.
 	if err := mgr.Start(agentsCtx); err != nil {
 		stopAgents()
-		waitBots()
+		bots.stop()
 		sup.Wait()
 		ln.Close()
 		return err
 	}
 	srv := &http.Server{
-		Handler:           api.NewHandler(service{sup, mgr}, log),
+		Handler:           api.NewHandler(service{sup, mgr, rl}, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
@@ -129,6 +161,18 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	log.Info("agentd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "ollama", lc.Host(), "model", cfg.Ollama.Model, "version", version)
 	if ready != nil {
 		ready()
+	}
+	if opt.Reloads != nil {
+		go func() {
+			for {
+				select {
+				case <-agentsCtx.Done():
+					return
+				case <-opt.Reloads:
+					rl.Reload(agentsCtx) // logs what it did, or every problem
+				}
+			}
+		}()
 	}
 
 	var runErr error
@@ -142,7 +186,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	log.Info("agentd shutting down")
 	mgr.Stop() // no new runs; each schedule's last fire time stored for the restart
 	stopAgents()
-	waitBots()
+	bots.stop()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutCtx)
@@ -152,10 +196,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	return runErr
 }
 
-// service is the local API: the supervisor serves the agents, the manager the schedules.
+// service is the local API: the supervisor serves the agents, the manager the
+// schedules, the reloader reloads.
 type service struct {
 	api.AgentService
 	api.ScheduleService
+	api.DaemonService
 }
 
 // checkComponents refuses component names in config that name no component.

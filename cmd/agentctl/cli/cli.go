@@ -50,7 +50,7 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		runCmd, followCmd, lsCmd, showCmd, statusCmd, doctorCmd,
+		runCmd, followCmd, lsCmd, showCmd, statusCmd, doctorCmd, reloadCmd,
 		approveCmd, denyCmd, feedbackCmd, answerCmd,
 		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, rmCmd, historyCmd,
 		commandsCmd, policyCmd, scheduleCmd, memoryCmd, auditCmd, replayCmd,

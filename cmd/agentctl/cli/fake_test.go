@@ -161,6 +161,10 @@ func (f *fakeDaemon) routes() http.Handler {
 			{Name: "disk", Status: client.CheckWarn, Detail: "812.0 MiB free where /var/lib/agentd is", Fix: "free space on that file system"},
 		}}, nil
 	})
+	handle("POST /v0/reload", func(*http.Request) (any, error) {
+		return &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model", "permissions.allow"},
+			NeedsRestart: []string{"memory.k"}, BotsRestarted: true}, nil
+	})
 	handle("GET /v0/commands", func(*http.Request) (any, error) { return cannedCommands(false), nil })
 	handle("GET /v0/agents/{ref}/commands", func(r *http.Request) (any, error) {
 		_, err := f.agent(r)
