@@ -80,7 +80,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 	}
 	// load reads the file and applies the flags over it: at start and on every reload.
 	load := func() (*config.Config, error) {
-		cfg, err := config.Load(path)
+		// With the daemon's own checks (command and component names), so that
+		// --check-config and a reload find what a start would refuse.
+		cfg, err := config.LoadWith(path, server.CheckConfig)
 		if err != nil {
 			return nil, err
 		}
