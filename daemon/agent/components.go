@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
@@ -130,10 +131,16 @@ func CheckComponents(extra []commands.Component, names []string, disabling bool)
 	return nil
 }
 
-// pipelineFor returns the agent's pipeline.
+// pipelineFor returns the agent's pipeline. A helper ("boss/fetcher") has no config
+// table of its own: it works under its top agent's.
 func (s *Supervisor) pipelineFor(name string) *commands.Pipeline {
 	if p, ok := s.agentPipelines[name]; ok {
 		return p
+	}
+	if root, _, ok := strings.Cut(name, "/"); ok {
+		if p, ok := s.agentPipelines[root]; ok {
+			return p
+		}
 	}
 	return s.pipeline
 }
