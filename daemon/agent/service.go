@@ -206,7 +206,7 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 	type gone struct {
 		id, ws, name string
 		helper       bool
-		open   *RunEnd // the run the removal ends, if one was going
+		open         *RunEnd // the run the removal ends, if one was going
 	}
 	var all []gone
 	err := s.st.View(ctx, func(tx *store.Tx) error {
