@@ -41,9 +41,9 @@ var ErrAwaiting = errors.New("the result comes later")
 var ErrNoHelpers = errors.New("helper agents are not available here")
 
 type startAgentArgs struct {
-	Name   string `json:"name" desc:"helper name, lowercase-with-dashes" max:"30"`
-	Task   string `json:"task" desc:"its role, one line" max:"200"`
-	Prompt string `json:"prompt" desc:"what it must do and report" max:"1000"`
+	Name   string `json:"name" desc:"lowercase-with-dashes" max:"30"`
+	Task   string `json:"task" desc:"its role in a few words" max:"200"`
+	Prompt string `json:"prompt" desc:"what to do and report" max:"1000"`
 }
 
 type messageAgentArgs struct {
@@ -57,11 +57,11 @@ type deleteAgentArgs struct {
 
 var (
 	startAgentSpec = Spec{
-		Name: StartAgent, Description: "Delegate a sub-task to a new helper agent; returns its final report",
+		Name: StartAgent, Description: "Delegate a sub-task to a new helper agent; the result is its report",
 		Params: FromStruct(startAgentArgs{}), Class: ClassExecute, Subject: "name",
 	}
 	messageAgentSpec = Spec{
-		Name: MessageAgent, Description: "Give an idle helper its next task; returns its report",
+		Name: MessageAgent, Description: "Give an idle helper a new task; the result is its report",
 		Params: FromStruct(messageAgentArgs{}), Class: ClassExecute, Subject: "key",
 	}
 	listAgentsSpec = Spec{
