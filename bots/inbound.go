@@ -80,6 +80,8 @@ func (r *Relay) refuse(ctx context.Context, ep *endpoint, w Where, u User, agent
 
 // allowed checks the approvers for agent (a name or "") in w.
 func (r *Relay) allowed(ctx context.Context, ep *endpoint, w Where, agent string, u User) bool {
+	// A helper ("deployer/fetcher") is decided on by its top agent's approvers.
+	agent, _, _ = strings.Cut(agent, "/")
 	ok, err := ep.rules.Allowed(ctx, ep.a, w.Channel, agent, u.ID)
 	if err != nil {
 		r.log.Error("bots: checking approvers", "platform", ep.a.Platform(), "err", err)
@@ -160,6 +162,12 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *store.B
 	text := strings.TrimSpace(in.Text)
 	if text == "" {
 		return
+	}
+	if a.Pending == nil && a.Question == nil {
+		// The thread's agent may wait for a helper that waits for a person.
+		if h := r.waitingHelper(ctx, a.ID); h != nil {
+			a = h
+		}
 	}
 	switch {
 	case a.Question != nil:

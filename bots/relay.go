@@ -35,6 +35,7 @@ type Relay struct {
 	bound     map[string]map[string]*store.Binding // agent → platform → binding
 	props     map[string]*client.Proposal          // proposals posted and not yet decided
 	states    map[string]string                    // agent → last state shown
+	agents    map[string]agentInfo                 // unbound agents' names and parents (helpers)
 	timers    map[string]*time.Timer               // expiry timers by proposal
 	schedules Schedules                            // for /agent schedule; nil without
 	ready     chan struct{}
@@ -57,7 +58,7 @@ func New(opt Options) *Relay {
 	return &Relay{
 		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
 		bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
-		states: map[string]string{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
+		states: map[string]string{}, agents: map[string]agentInfo{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
 	}
 }
 
@@ -154,22 +155,25 @@ func (r *Relay) setBound(b *store.Binding) {
 	m[b.Platform] = b
 }
 
-// targets returns the adapters and threads an agent's events go to.
+// targets returns the adapters and threads an agent's events go to: its own, or for a
+// helper its nearest bound parent's, labelled with the helper's name.
 func (r *Relay) targets(agentID string) []target {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []target
-	for platform, b := range r.bound[agentID] {
+	id, label := r.boundAncestor(agentID)
+	for platform, b := range r.bound[id] {
 		if ep, ok := r.adapters[platform]; ok {
-			out = append(out, target{ep: ep, b: b})
+			out = append(out, target{ep: ep, b: b, label: label})
 		}
 	}
 	return out
 }
 
 type target struct {
-	ep *endpoint
-	b  *store.Binding
+	ep    *endpoint
+	b     *store.Binding
+	label string // the helper's name when the thread is its parent's
 }
 
 // resync posts what waits for a person in bound threads but was never posted there (the
@@ -193,10 +197,12 @@ func (r *Relay) resync(ctx context.Context) {
 			r.postQuestion(ctx, id, a.Question)
 		}
 	}
+	r.resyncHelpers(ctx)
 }
 
 // handle posts one event to the agent's threads.
 func (r *Relay) handle(ctx context.Context, ev client.Event) {
+	r.learn(ctx, ev)
 	switch ev.Type {
 	case client.EventProposal:
 		if ev.Proposal != nil {
@@ -226,6 +232,7 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 		r.mu.Lock()
 		delete(r.bound, ev.AgentID)
 		delete(r.states, ev.AgentID)
+		delete(r.agents, ev.AgentID)
 		r.mu.Unlock()
 	}
 }
@@ -251,7 +258,7 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 		if r.expired(p) {
 			view.Closed = r.expiredText()
 		}
-		id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, FormatProposal(view, platform))
+		id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatProposal(view, platform), t.label))
 		if err != nil {
 			r.log.Error("bots: posting proposal", "platform", platform, "agent", p.AgentID, "proposal", p.ID, "err", err)
 			continue
@@ -289,7 +296,7 @@ func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision)
 				continue
 			}
 		}
-		msg := FormatProposal(ProposalView{Proposal: p, Decision: d}, platform)
+		msg := labelled(FormatProposal(ProposalView{Proposal: p, Decision: d}, platform), t.label)
 		if err := t.ep.a.Update(ctx, m.Channel, m.Message, msg); err != nil {
 			r.log.Error("bots: showing decision", "platform", platform, "proposal", d.ProposalID, "err", err)
 		}
@@ -319,7 +326,7 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 	}
 	for _, t := range r.targets(agentID) {
 		msg, file := FormatResult(ep, t.ep.a.MaxText())
-		if _, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, msg); err != nil {
+		if _, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(msg, t.label)); err != nil {
 			r.log.Error("bots: posting result", "platform", t.ep.a.Platform(), "agent", agentID, "err", err)
 			continue
 		}
@@ -338,7 +345,7 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 		if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
 			continue
 		}
-		id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, FormatQuestion(q, ""))
+		id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatQuestion(q, ""), t.label))
 		if err != nil {
 			r.log.Error("bots: posting question", "platform", platform, "agent", agentID, "err", err)
 			continue
@@ -377,7 +384,7 @@ func orDash(s string) string {
 // note posts a line in every thread the agent is bound to.
 func (r *Relay) note(ctx context.Context, agentID, text string) {
 	for _, t := range r.targets(agentID) {
-		if _, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, FormatNote(text)); err != nil {
+		if _, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatNote(text), t.label)); err != nil {
 			r.log.Error("bots: posting", "platform", t.ep.a.Platform(), "agent", agentID, "err", err)
 		}
 	}
@@ -418,7 +425,7 @@ func (r *Relay) armExpiry(ctx context.Context, p *client.Proposal) {
 			if err != nil || m == nil {
 				continue
 			}
-			msg := FormatProposal(ProposalView{Proposal: p, Closed: r.expiredText()}, t.ep.a.Platform())
+			msg := labelled(FormatProposal(ProposalView{Proposal: p, Closed: r.expiredText()}, t.ep.a.Platform()), t.label)
 			if err := t.ep.a.Update(ctx, m.Channel, m.Message, msg); err != nil {
 				r.log.Error("bots: showing expiry", "proposal", p.ID, "err", err)
 			}
@@ -444,7 +451,7 @@ func (r *Relay) closeOpen(ctx context.Context, agentID, why string) {
 			if err != nil || m == nil {
 				continue
 			}
-			t.ep.a.Update(ctx, m.Channel, m.Message, FormatProposal(ProposalView{Proposal: p, Closed: why}, t.ep.a.Platform()))
+			t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, Closed: why}, t.ep.a.Platform()), t.label))
 		}
 	}
 }

@@ -201,13 +201,20 @@ func (r *runner) exhaust(ctx context.Context, runID, why string) {
 // Called after the end is committed, holding no lock.
 func (s *Supervisor) runEnded(runID string) {
 	s.dropBudget(runID)
-	if s.opt.OnRunEnd == nil || runID == "" {
+	if runID == "" {
 		return
 	}
+	ctx := context.Background()
 	var run *store.Run
-	err := s.st.View(context.Background(), func(tx *store.Tx) (err error) { run, err = tx.Run(runID); return err })
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { run, err = tx.Run(runID); return err })
 	if err != nil {
 		s.log.Warn("reading an ended run", "run", runID, "err", err)
+		return
+	}
+	// A parent waiting for this run gets its end; this run's own helpers stop.
+	s.deliverHelper(ctx, runID, nil, "")
+	s.stopHelpers(ctx, run.AgentID)
+	if s.opt.OnRunEnd == nil {
 		return
 	}
 	s.opt.OnRunEnd(RunEnd{RunID: run.ID, AgentID: run.AgentID, Outcome: run.Outcome, Reason: run.Reason, Steps: run.Steps, Tokens: run.Tokens})

@@ -59,8 +59,24 @@ func (s *Supervisor) verdict(l *live, tx *store.Tx, a *store.Agent, spec *comman
 	if err != nil {
 		return permission.Verdict{}, err
 	}
-	return permission.Evaluate(*spec, p.Args, permission.Options{AutoRead: l.AutoRead},
-		storedRules(perms), l.rules.agents[a.Name], l.rules.global), nil
+	layers := []permission.Rules{storedRules(perms), l.rules.agents[a.Name]}
+	// A helper's proposals follow its parents' policy too: their stored patterns and
+	// config tables, nearest parent first (a deny anywhere wins, as everywhere).
+	for pid, hops := a.ParentID, 0; pid != "" && hops < maxAncestors; hops++ {
+		parent, err := tx.Agent(pid)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		} else if err != nil {
+			return permission.Verdict{}, err
+		}
+		if perms, err = tx.Permissions(parent.ID); err != nil {
+			return permission.Verdict{}, err
+		}
+		layers = append(layers, storedRules(perms), l.rules.agents[parent.Name])
+		pid = parent.ParentID
+	}
+	layers = append(layers, l.rules.global)
+	return permission.Evaluate(*spec, p.Args, permission.Options{AutoRead: l.AutoRead}, layers...), nil
 }
 
 // policyDecision turns a pattern's verdict into the policy's decision: an allow approves,

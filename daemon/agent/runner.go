@@ -154,7 +154,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 	var act action
 	var prop *client.Proposal
 	var a *store.Agent
-	lost := false
+	lost, helping := false, false
 	err := r.s.st.View(ctx, func(tx *store.Tx) error {
 		act, prop = actStop, nil
 		var err error
@@ -198,12 +198,28 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 			}
 		case client.ProposalStarted:
 			// With one loop per agent nothing else executes: a started command here lost
-			// its result (the store refused the write); an ask_user question waits.
-			lost = p.Command != commands.AskUser
+			// its result (the store refused the write); an ask_user question waits, and
+			// so does a command waiting for a helper — with no loop: the helper's end
+			// kicks it.
+			if p.Command == commands.AskUser {
+				break
+			}
+			if _, err := tx.WaitFor(p.ID); err == nil {
+				act, helping = actStop, a.State != client.StateExecuting
+				return nil
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			lost = true
 		}
 		return nil
 	})
-	if err != nil || act != actWait || (a.State == client.StateAwaitingDecision && !lost) {
+	want := client.StateAwaitingDecision
+	if helping {
+		// Resumed while its helper works: it is still executing that command.
+		act, want = actWait, client.StateExecuting
+	}
+	if err != nil || act != actWait || (a.State == want && !lost) {
 		return act, prop, err
 	}
 	var v *client.Agent
@@ -219,7 +235,10 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 			cur.StateReason = "the result of " + prop.Command + " could not be recorded; it may or may not have run: decide again"
 			tx.Audit(cur.ID, "interrupted", map[string]string{"proposal": prop.ID, "command": prop.Command})
 		}
-		cur.State = client.StateAwaitingDecision
+		cur.State = want
+		if want == client.StateExecuting {
+			cur.StateReason = "waiting for a helper agent"
+		}
 		if err := tx.UpdateAgent(cur); err != nil {
 			return err
 		}
@@ -228,6 +247,9 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 	})
 	if err == nil && v != nil {
 		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
+	}
+	if helping {
+		act = actStop
 	}
 	return act, prop, err
 }
@@ -475,12 +497,21 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 	if cmd, ok := st.cmds.Get(p.Command); !ok {
 		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
-		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.commandMemory()}
+		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.commandMemory(),
+			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}}
 		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
 	}
 	if ctx.Err() != nil {
 		// The daemon is shutting down: leave the proposal started so the next start
 		// treats it as interrupted rather than guessing its outcome.
+		return
+	}
+	if errors.Is(o.Err, commands.ErrAwaiting) {
+		// A helper works on it: the proposal stays started, and the helper's end is
+		// recorded as its result (deliverHelper). Nothing to record now.
+		r.mu.Lock()
+		r.cancelExec = nil
+		r.mu.Unlock()
 		return
 	}
 	l.pipelineFor(st.a.Name).Executed(ctx, step, &o)

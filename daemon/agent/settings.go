@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentd/agentd/commands"
@@ -73,10 +74,16 @@ type live struct {
 	agentPipelines map[string]*commands.Pipeline // by agent name
 }
 
-// pipelineFor returns the agent's pipeline.
+// pipelineFor returns the agent's pipeline. A helper ("boss/fetcher") has no config
+// table of its own: it works under its top agent's.
 func (l *live) pipelineFor(name string) *commands.Pipeline {
 	if p, ok := l.agentPipelines[name]; ok {
 		return p
+	}
+	if root, _, ok := strings.Cut(name, "/"); ok {
+		if p, ok := l.agentPipelines[root]; ok {
+			return p
+		}
 	}
 	return l.pipeline
 }

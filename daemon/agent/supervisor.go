@@ -55,6 +55,12 @@ type Options struct {
 	Allow, Deny []string
 	AutoRead    bool
 
+	// MaxHelperDepth bounds how deep helpers (start_agent) nest: 1 lets agents people
+	// started have helpers, 2 (the default) lets those have their own.
+	MaxHelperDepth int
+	// MaxHelpers bounds how many helpers one agent keeps at once (default 4).
+	MaxHelpers int
+
 	MaxInvalidReplies int // pause after this many invalid replies in a row (default 3)
 	ContinuousLimit   int // steps a continuous-mode run may take without asking (default 25)
 	Limits            commands.Limits
@@ -115,6 +121,12 @@ func New(opt Options) (*Supervisor, error) {
 	if opt.Model == "" {
 		return nil, errors.New("agent: no model configured")
 	}
+	if opt.MaxHelperDepth <= 0 {
+		opt.MaxHelperDepth = DefaultMaxHelperDepth
+	}
+	if opt.MaxHelpers <= 0 {
+		opt.MaxHelpers = DefaultMaxHelpers
+	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
@@ -149,6 +161,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 		return err
 	}
 	if err := s.loadBudgets(ctx); err != nil {
+		return err
+	}
+	if err := s.deliverEnded(ctx); err != nil {
 		return err
 	}
 	s.wg.Add(1)
@@ -190,6 +205,11 @@ func (s *Supervisor) recover(ctx context.Context) error {
 		for _, p := range started {
 			a, err := tx.Agent(p.AgentID)
 			if err != nil {
+				return err
+			}
+			if _, err := tx.WaitFor(p.ID); err == nil && p.RunID == a.RunID {
+				continue // it waits for a helper, which goes on; deliverEnded sees to one that ended
+			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 			if !active(a.State) || p.RunID != a.RunID {

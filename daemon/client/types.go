@@ -59,6 +59,9 @@ type Agent struct {
 	// Step counts proposals made in the current run.
 	Step      int    `json:"step"`
 	Workspace string `json:"workspace"`
+	// ParentID names the agent that started this one as its helper (start_agent); empty
+	// for an agent people started.
+	ParentID string `json:"parent_id,omitempty"`
 	// Pending is the proposal awaiting a decision, if any.
 	Pending *Proposal `json:"pending,omitempty"`
 	// Question is an ask_user question awaiting an answer, if any.

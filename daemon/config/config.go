@@ -94,6 +94,11 @@ type AgentConfig struct {
 	DisabledComponents []string `toml:"disabled_components"`
 	// ComponentOrder names components to place first, in this order.
 	ComponentOrder []string `toml:"component_order"`
+	// MaxHelperDepth bounds how deep helper agents (start_agent) nest: 1 lets the agents
+	// people start have helpers, 2 lets those helpers have their own.
+	MaxHelperDepth int `toml:"max_helper_depth"`
+	// MaxHelpers bounds how many helper agents one agent keeps at once.
+	MaxHelpers int `toml:"max_helpers"`
 }
 
 // SchedulesConfig is the [schedules] section.
@@ -247,6 +252,8 @@ func Default() *Config {
 			HistoryEpisodes:    4,
 			DisabledComponents: []string{},
 			ComponentOrder:     []string{},
+			MaxHelperDepth:     2,
+			MaxHelpers:         4,
 		},
 		Permissions: PermissionsConfig{Allow: []string{}, Deny: []string{}},
 		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},

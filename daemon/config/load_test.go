@@ -68,7 +68,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 		BestPractices: []string{"Be brief."}, Commands: []string{"read_file", "ask_user", "finish"},
 		MaxInvalidReplies: 5, ContinuousLimit: 100, CommandTimeout: Duration{5 * time.Minute},
 		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3,
-		DisabledComponents: []string{"clock"}, ComponentOrder: []string{"history"}}
+		DisabledComponents: []string{"clock"}, ComponentOrder: []string{"history"}, MaxHelperDepth: 1, MaxHelpers: 3}
 	want.Permissions = PermissionsConfig{Allow: []string{"read_file(*)", "execute_shell(git status*)"}, Deny: []string{"delete_file(*)"}, AutoRead: true}
 	want.Agents = map[string]AgentOverride{"notes": {Commands: []string{"read_file", "write_file", "ask_user", "finish"},
 		DisabledComponents: []string{"web"}, Allow: []string{"write_file(notes/*)"}, Deny: []string{"write_file(secret*)"}}}

@@ -67,6 +67,11 @@ func (c *Config) problems() []Problem {
 			bad(key, "must be at least 1, got %d", n)
 		}
 	}
+	for key, n := range map[string]int{"agent.max_helper_depth": a.MaxHelperDepth, "agent.max_helpers": a.MaxHelpers} {
+		if n < 1 || n > 10 {
+			bad(key, "must be between 1 and 10, got %d", n)
+		}
+	}
 	if g := c.Schedules.Grace.Duration; g < time.Second || g > time.Hour {
 		bad("schedules.grace", "must be between 1s and 1h, got %s", c.Schedules.Grace)
 	}

@@ -18,14 +18,14 @@ type Agent struct {
 }
 
 const agentCols = `id, name, description, goals, directives, task, state, state_reason, policy, run_id, step,
-	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at`
+	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at, parent_id`
 
 func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	var a Agent
 	var goals, dirs, policy string
 	var created, updated int64
 	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
-		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated)
+		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated, &a.ParentID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -50,9 +50,9 @@ func js(v any) string {
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
-	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
-		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now))
+		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID)
 	if err != nil {
 		return fmt.Errorf("store: insert agent: %w", err)
 	}

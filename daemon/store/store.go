@@ -238,6 +238,20 @@ var migrations = []string{
 		posted_at INTEGER NOT NULL,
 		PRIMARY KEY (proposal_id, platform, kind)
 	) WITHOUT ROWID;`,
+	// issue 8: sub-agents. A helper agent names its parent; a parent's start_agent or
+	// message_agent proposal stays started while a helper_waits row ties it to the helper's
+	// run, and the run's end completes it (once: the row goes with the completion). No
+	// foreign key on helper_id: a removed helper's end is still delivered.
+	`ALTER TABLE agents ADD COLUMN parent_id TEXT NOT NULL DEFAULT '';
+	CREATE INDEX agents_parent ON agents(parent_id) WHERE parent_id <> '';
+	CREATE TABLE helper_waits (
+		proposal_id TEXT PRIMARY KEY REFERENCES proposals(id) ON DELETE CASCADE,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		helper_id TEXT NOT NULL,
+		helper_run TEXT NOT NULL,
+		created_at INTEGER NOT NULL
+	);
+	CREATE INDEX helper_waits_run ON helper_waits(helper_run);`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -416,6 +416,10 @@ func cannedAgents() []*client.Agent {
 		Pending: &client.Proposal{ID: "p-9", Step: 1, Command: "delete_file", Status: client.ProposalPending,
 			Args: json.RawMessage(`{"path":"tmp.txt"}`)},
 		CreatedAt: created, UpdatedAt: created,
+	}, {
+		ID: "a-6", Name: "scribe/filer", Description: "files action items", State: client.StateIdle, ParentID: "a-2",
+		StateReason: "finished: filed 4 action items", Task: "file the action items of notes.md",
+		RunID: "r-6", Step: 3, Policy: client.Policy{Mode: "ask"}, CreatedAt: created, UpdatedAt: created,
 	}}
 }
 

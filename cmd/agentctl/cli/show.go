@@ -17,7 +17,8 @@ var showCmd = &command{
 	long: `Show prints everything about one agent: its profile (name, description, goals), the
 directives it works under, its approval policy, its state and why, the proposal waiting
 for your decision (with the agent's reasoning and the exact command and arguments), a
-question waiting for your answer, and how many tokens it has used.
+question waiting for your answer, how many tokens it has used, and its helper agents
+(named PARENT/NAME; they were started by the agent with start_agent).
 
 AGENT is the agent's name or id.`,
 	run: (*app).runShow,
@@ -36,7 +37,41 @@ func (a *app) runShow(ctx context.Context, args []string) error {
 		return a.printJSON(ag)
 	}
 	writeAgent(a.stdout, ag)
+	all, err := a.api().Agents(ctx)
+	if err != nil {
+		return err
+	}
+	writeFamily(a.stdout, ag, all)
 	return nil
+}
+
+// writeFamily shows the agent's parent and its helpers (agents it started with
+// start_agent), which work under it and appear in its chat thread.
+func writeFamily(w io.Writer, ag *client.Agent, all []client.Agent) {
+	if ag.ParentID != "" {
+		parent := ag.ParentID
+		for _, p := range all {
+			if p.ID == ag.ParentID {
+				parent = p.Name
+			}
+		}
+		fmt.Fprintf(w, "\nHelper of %s: its proposals follow %[1]s's policy and show in %[1]s's chat thread.\n", parent)
+	}
+	var helpers []client.Agent
+	for _, h := range all {
+		if h.ParentID == ag.ID {
+			helpers = append(helpers, h)
+		}
+	}
+	if len(helpers) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nHelpers:")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, h := range helpers {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", h.Name, stateString(&h), truncate(oneParagraph(h.Task), lsTaskMax))
+	}
+	tw.Flush()
 }
 
 func writeAgent(w io.Writer, ag *client.Agent) {
