@@ -32,6 +32,14 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
+	var httpTok string
+	if cfg.HTTP.Listen != "" {
+		// Before anything opens: a missing token is a config mistake, said at once.
+		var err error
+		if httpTok, err = httpToken(cfg.HTTP); err != nil {
+			return err
+		}
+	}
 	st, err := store.Open(ctx, filepath.Join(cfg.StateDir, "agentd.db"))
 	if err != nil {
 		return err
@@ -102,10 +110,21 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return err
 	}
+	tcpLn, err := listenTCP(cfg.HTTP) // nil when [http] listen is unset
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	closeListeners := func() {
+		ln.Close()
+		if tcpLn != nil {
+			tcpLn.Close()
+		}
+	}
 	agentsCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
 	if err := sup.Start(agentsCtx); err != nil {
-		ln.Close()
+		closeListeners()
 		return err
 	}
 	// The bots before the schedules, so a run that a missed firing starts is posted.
@@ -115,7 +134,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		stopAgents()
 		waitBots()
 		sup.Wait()
-		ln.Close()
+		closeListeners()
 		return err
 	}
 	srv := &http.Server{
@@ -124,8 +143,19 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
+	var tcpSrv *http.Server
+	if tcpLn != nil {
+		th := newTCPHandler(httpTok, log)
+		tcpSrv = &http.Server{
+			Handler:           th,
+			ReadHeaderTimeout: 10 * time.Second,
+			BaseContext:       func(_ net.Listener) context.Context { return agentsCtx },
+		}
+		go func() { serveErr <- tcpSrv.Serve(tcpLn) }()
+		log.Info("http listener ready", "addr", tcpLn.Addr().String(), "metrics", th.Metrics != nil, "agent_protocol", th.AgentProtocol != nil)
+	}
 	log.Info("agentd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "ollama", lc.Host(), "model", cfg.Ollama.Model, "version", version)
 	if ready != nil {
 		ready()
@@ -136,7 +166,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	case <-ctx.Done():
 	case err := <-serveErr:
 		if !errors.Is(err, http.ErrServerClosed) {
-			runErr = fmt.Errorf("api server: %w", err) // exit non-zero so a supervisor restarts us
+			runErr = fmt.Errorf("api server: %w", err) // exit non-zero so a supervisor restarts us (socket or TCP)
 		}
 	}
 	log.Info("agentd shutting down")
@@ -146,6 +176,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutCtx)
+	if tcpSrv != nil {
+		tcpSrv.Shutdown(shutCtx)
+	}
 	sup.Wait()
 	os.Remove(cfg.Socket)
 	log.Info("agentd stopped")
