@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/agentprotocol"
 	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
@@ -148,6 +149,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	var tcpSrv *http.Server
 	if tcpLn != nil {
 		th := newTCPHandler(httpTok, log)
+		if cfg.HTTP.AgentProtocol {
+			th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: sup, Log: log})
+		}
 		tcpSrv = &http.Server{
 			Handler:           th,
 			ReadHeaderTimeout: 10 * time.Second,
