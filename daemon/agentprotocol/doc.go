@@ -11,7 +11,9 @@
 //     (or an ask_user answer), running while it runs, completed after. Executing a step
 //     decides the pending proposal: empty input approves it, other input is feedback (or
 //     the answer to a pending ask_user question); additional_input {"decision": "deny"}
-//     denies it, which ends the run. It waits until the agent has settled again (a new
+//     denies it, which ends the run. Nothing is approved unseen: an empty-input step on a
+//     proposal no reply has shown yet (the first step of a task, say) only shows it, as
+//     AutoGPT's first step only proposes. It waits until the agent has settled again (a new
 //     proposal, a question, or the run's end) and returns the decided step, whose output
 //     says what ran and what the agent proposes next. is_last marks the step that ended
 //     the run.

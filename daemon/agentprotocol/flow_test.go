@@ -30,13 +30,26 @@ func TestClientFlow(t *testing.T) {
 	}
 	tasks := "/ap/v1/agent/tasks/" + task.TaskID
 
+	// The first step only shows the proposal: nothing is approved unseen.
+	var s0 agentprotocol.Step
+	if r = c.json("POST", tasks+"/steps", map[string]any{}); r.status != 200 {
+		t.Fatalf("step 0: %d %s", r.status, r.body)
+	}
+	r.decode(t, &s0)
+	if s0.Name != "write_file" || s0.Status != agentprotocol.StatusCreated || !strings.Contains(s0.Output, "awaiting a decision") {
+		t.Fatalf("first step = %+v, want write_file awaiting a decision", s0)
+	}
+	if r = c.json("GET", tasks+"/artifacts", nil); strings.Contains(string(r.body), "hello.txt") {
+		t.Fatalf("write_file ran before it was approved: %s", r.body)
+	}
+
 	// Step 1, empty input: approves write_file; the reply shows it ran and what is next.
 	var s1 agentprotocol.Step
 	if r = c.json("POST", tasks+"/steps", map[string]any{}); r.status != 200 {
 		t.Fatalf("step 1: %d %s", r.status, r.body)
 	}
 	r.decode(t, &s1)
-	if s1.Name != "write_file" || s1.Status != agentprotocol.StatusCompleted || s1.IsLast || s1.Input != "" {
+	if s1.StepID != s0.StepID || s1.Name != "write_file" || s1.Status != agentprotocol.StatusCompleted || s1.IsLast || s1.Input != "" {
 		t.Errorf("step 1 = %+v", s1)
 	}
 	if !strings.Contains(s1.Output, "Ran write_file") || !strings.Contains(s1.Output, "Next: I will list_folder") {
@@ -164,6 +177,7 @@ func TestBadRequests(t *testing.T) {
 		{"bad_policy", "POST", "/ap/v1/agent/tasks", `{"input": "x", "additional_input": {"policy": "yolo"}}`, true, 422, "yolo"},
 		{"bad_decision", "POST", tasks + "/steps", `{"additional_input": {"decision": "maybe"}}`, true, 422, "maybe"},
 		{"step_bad_json", "POST", tasks + "/steps", `{"input": }`, false, 400, "invalid character"},
+		{"stale_step_id", "POST", tasks + "/steps", `{"additional_input": {"step_id": "p-000000000000"}}`, true, 409, "not the pending step"},
 		{"unknown_task", "GET", "/ap/v1/agent/tasks/r-000000000000", ``, true, 404, "r-000000000000"},
 		{"agent_name_is_not_a_task", "GET", "/ap/v1/agent/tasks/note-writer", ``, true, 404, "note-writer"},
 		{"unknown_task_steps", "POST", "/ap/v1/agent/tasks/r-000000000000/steps", `{}`, true, 404, "r-000000000000"},

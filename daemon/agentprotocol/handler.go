@@ -49,6 +49,9 @@ type handler struct {
 	maxUpload int64
 	mux       *http.ServeMux
 	uploadsMu sync.Mutex // serializes the uploads sidecar's read-modify-write
+	// shown holds the proposals a reply has shown: an empty-input step approves only
+	// those. In memory: after a restart a pending proposal is shown once more first.
+	shown sync.Map
 }
 
 // New returns the Agent Protocol handler, serving paths under /ap/v1/.

@@ -98,6 +98,11 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 		if wantStep != "" && wantStep != a.Pending.ID {
 			return errorf(http.StatusConflict, "step %s is not the pending step (%s is)", wantStep, a.Pending.ID)
 		}
+		if kind == client.DecisionApprove && wantStep == "" && !h.wasShown(a.Pending.ID) {
+			// Never approve what the client has not seen (AutoGPT's first step only
+			// proposes): show it; the next step approves it.
+			return h.replyStep(w, r, id, a.Pending.ID)
+		}
 		d := client.DecideRequest{ProposalID: a.Pending.ID, Kind: kind, Count: count, By: By, Source: By}
 		if kind == client.DecisionFeedback {
 			d.Feedback = input
@@ -121,20 +126,31 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 	if _, err := h.settle(ctx, a.ID, id, decided); err != nil {
 		return err
 	}
-	if rp, a, err = h.task(ctx, id); err != nil {
+	return h.replyStep(w, r, id, decided)
+}
+
+// replyStep replies with the task's step stepID; "" is its latest.
+func (h *handler) replyStep(w http.ResponseWriter, r *http.Request, taskID, stepID string) error {
+	rp, a, err := h.task(r.Context(), taskID)
+	if err != nil {
 		return err
 	}
-	m := h.mapper(ctx, rp, a)
-	i := len(rp.Steps) - 1 // after a resume: the step the agent is on now
+	i := len(rp.Steps) - 1
 	for j, s := range rp.Steps {
-		if s.Proposal.ID == decided {
+		if s.Proposal.ID == stepID {
 			i = j
 		}
 	}
 	if i < 0 {
-		return errorf(http.StatusConflict, "task %s has no step yet: the agent is %s", id, a.State)
+		return errorf(http.StatusConflict, "task %s has no step yet: the agent is %s", taskID, a.State)
 	}
-	return reply(w, http.StatusOK, m.step(i))
+	return reply(w, http.StatusOK, h.mapper(r.Context(), rp, a).step(i))
+}
+
+// wasShown reports whether a proposal went out in a reply, as a step or as the next one.
+func (h *handler) wasShown(proposalID string) bool {
+	_, ok := h.shown.Load(proposalID)
+	return ok
 }
 
 // stepOptions reads a step's additional_input.
@@ -266,6 +282,7 @@ func (m *stepMapper) step(i int) Step {
 		out = append(out, "The agent asks: "+questionOf(p)+" — send the answer as the next step's input.")
 	case p.Status.Decidable():
 		s.Status = StatusCreated
+		m.h.shown.Store(p.ID, true)
 		verb := "Proposes"
 		if p.Status == client.ProposalInterrupted {
 			verb = "Was running when the daemon stopped; proposes again"
@@ -288,6 +305,7 @@ func (m *stepMapper) step(i int) Step {
 	}
 	if !last {
 		n := m.rp.Steps[i+1].Proposal
+		m.h.shown.Store(n.ID, true)
 		next := "Next: proposes " + n.Command + " " + compact(n.Args) + " (step " + n.ID + ")."
 		if n.Thoughts.Speak != "" {
 			next = "Next: " + n.Thoughts.Speak + " — proposes " + n.Command + " " + compact(n.Args) + " (step " + n.ID + ")."

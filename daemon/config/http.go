@@ -29,9 +29,9 @@ func defaultHTTP() HTTPConfig {
 	return HTTPConfig{TokenEnv: "AGENTD_HTTP_TOKEN"}
 }
 
-// IsLoopback reports whether host (from host:port) names only this machine: a loopback
+// isLoopback reports whether host (from host:port) names only this machine: a loopback
 // IP or "localhost". "" and "0.0.0.0" are every interface, so not loopback.
-func IsLoopback(host string) bool {
+func isLoopback(host string) bool {
 	if host == "localhost" {
 		return true
 	}
@@ -48,7 +48,7 @@ func (h HTTPConfig) problems(bad func(key, format string, args ...any)) {
 			if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 				bad("http.listen", "port %q in %q is not a number from 0 to 65535", port, h.Listen)
 			}
-			if !h.AllowRemote && !IsLoopback(host) {
+			if !h.AllowRemote && !isLoopback(host) {
 				what := "a loopback address"
 				if host == "" {
 					what = "a host (\"\" is every interface)"
