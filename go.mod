@@ -10,6 +10,7 @@ require (
 	github.com/blevesearch/bleve_index_api v1.4.1 // bleve's index interfaces, for the memory package's own stats and checks
 	github.com/bwmarrin/discordgo v0.29.0 // Discord gateway and REST client (bots/discord); v0.29.0 is the version known to build here
 	github.com/coreos/go-systemd/v22 v22.5.0 // sd_notify readiness for Type=notify units (cmd/agentd)
+	github.com/getkin/kin-openapi v0.152.0 // tests only: validates the Agent Protocol against its OpenAPI spec (daemon/agentprotocol)
 	github.com/gorilla/websocket v1.5.3 // the websocket library of slack-go and discordgo; the Slack and Discord fakes serve with it
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // MCP client (commands/mcp)
 	github.com/ollama/ollama v0.17.4 // Ollama API types and client (daemon/llm); tests build its server
@@ -43,6 +44,8 @@ require (
 	github.com/blevesearch/zapx/v17 v17.2.3 // indirect
 	github.com/buger/jsonparser v1.1.1 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/go-openapi/jsonpointer v0.22.5 // indirect
+	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
 	github.com/golang/snappy v1.0.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -54,8 +57,11 @@ require (
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/mschoch/smat v0.2.0 // indirect
 	github.com/ncruces/go-strftime v1.0.0 // indirect
+	github.com/oasdiff/yaml v0.1.1 // indirect
+	github.com/oasdiff/yaml3 v0.0.14 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/rogpeppe/go-internal v1.8.0 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/wk8/go-ordered-map/v2 v2.1.8 // indirect

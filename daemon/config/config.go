@@ -42,7 +42,9 @@ type Config struct {
 	Memory    MemoryConfig    `toml:"memory"`
 	Bots      BotsConfig      `toml:"bots"`
 	Slack     SlackConfig     `toml:"slack"`
-	Log       LogConfig       `toml:"log"`
+	// HTTP is the optional TCP listener: metrics and the Agent Protocol.
+	HTTP HTTPConfig `toml:"http"`
+	Log  LogConfig  `toml:"log"`
 
 	// StateDir holds the database, the memory index and the workspaces. Set by flag only.
 	StateDir string `toml:"-"`
@@ -263,6 +265,7 @@ func Default() *Config {
 		Bots:        BotsConfig{ApproveCount: 3},
 		Slack: SlackConfig{BotTokenEnv: "SLACK_BOT_TOKEN", AppTokenEnv: "SLACK_APP_TOKEN", Teams: []string{}, Approvers: []string{},
 			APIURL: "https://slack.com/api/"},
+		HTTP:     defaultHTTP(),
 		Log:      LogConfig{Level: "info", Format: "text"},
 		StateDir: DefaultStateDir(),
 		Socket:   client.DefaultSocketPath(),

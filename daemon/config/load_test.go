@@ -85,6 +85,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 		AppTokenFile: "/etc/agentd/app", Teams: []string{"T0123ABCD"}, Approvers: []string{"U0123ABCD", "S0456EFGH"}, DirectMessages: true,
 		Channels: map[string]ChatAccess{"C0123ABCD": {Approvers: []string{"U0999ZZZZ"}}, "C0456EFGH": {}},
 		Agents:   map[string]ChatAccess{"deployer": {Approvers: []string{"U0777AAAA"}}}, APIURL: "http://127.0.0.1:9999/api/"}
+	want.HTTP = HTTPConfig{Listen: "[::1]:7070", TokenEnv: "MY_HTTP_TOKEN", TokenFile: "/etc/agentd/http-token", AgentProtocol: true}
 	want.Log = LogConfig{Level: "debug", Format: "json"}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)

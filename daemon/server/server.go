@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/agentprotocol"
 	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
@@ -61,6 +62,14 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	live.store(cfg)
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("state dir: %w", err)
+	}
+	var httpTok string
+	if cfg.HTTP.Listen != "" {
+		// Before anything opens: a missing token is a config mistake, said at once.
+		var err error
+		if httpTok, err = httpToken(cfg.HTTP); err != nil {
+			return err
+		}
 	}
 	st, err := store.Open(ctx, filepath.Join(cfg.StateDir, "agentd.db"))
 	if err != nil {
@@ -135,10 +144,21 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	if err != nil {
 		return err
 	}
+	tcpLn, err := listenTCP(cfg.HTTP) // nil when [http] listen is unset
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	closeListeners := func() {
+		ln.Close()
+		if tcpLn != nil {
+			tcpLn.Close()
+		}
+	}
 	agentsCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
 	if err := sup.Start(agentsCtx); err != nil {
-		ln.Close()
+		closeListeners()
 		return err
 	}
 	// The bots before the schedules, so a run that a missed firing starts is posted.
@@ -148,7 +168,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		stopAgents()
 		bots.stop()
 		sup.Wait()
-		ln.Close()
+		closeListeners()
 		return err
 	}
 	srv := &http.Server{
@@ -157,8 +177,22 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
+	var tcpSrv *http.Server
+	if tcpLn != nil {
+		th := newTCPHandler(httpTok, log)
+		if cfg.HTTP.AgentProtocol {
+			th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: sup, Log: log})
+		}
+		tcpSrv = &http.Server{
+			Handler:           th,
+			ReadHeaderTimeout: 10 * time.Second,
+			BaseContext:       func(_ net.Listener) context.Context { return agentsCtx },
+		}
+		go func() { serveErr <- tcpSrv.Serve(tcpLn) }()
+		log.Info("http listener ready", "addr", tcpLn.Addr().String(), "metrics", th.Metrics != nil, "agent_protocol", th.AgentProtocol != nil)
+	}
 	log.Info("agentd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "ollama", lc.Host(), "model", cfg.Ollama.Model, "version", version)
 	if ready != nil {
 		ready()
@@ -181,7 +215,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	case <-ctx.Done():
 	case err := <-serveErr:
 		if !errors.Is(err, http.ErrServerClosed) {
-			runErr = fmt.Errorf("api server: %w", err) // exit non-zero so a supervisor restarts us
+			runErr = fmt.Errorf("api server: %w", err) // exit non-zero so a supervisor restarts us (socket or TCP)
 		}
 	}
 	log.Info("agentd shutting down")
@@ -191,6 +225,9 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutCtx)
+	if tcpSrv != nil {
+		tcpSrv.Shutdown(shutCtx)
+	}
 	sup.Wait()
 	os.Remove(cfg.Socket)
 	log.Info("agentd stopped")
