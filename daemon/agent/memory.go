@@ -130,6 +130,7 @@ func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *client.Propo
 	if err := tx.InsertEpisode(agentID, ep); err != nil {
 		return err
 	}
+	tx.AfterCommit(func() { s.gens.bump(agentID) })
 	if err := updateGoal(tx, agentID, p, ep); err != nil {
 		return err
 	}
@@ -401,11 +402,8 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	if budget < len(head)+200 {
 		return nil, nil
 	}
-	var recent []store.EpisodeLine
-	if err := c.s.st.View(ctx, func(tx *store.Tx) (err error) {
-		recent, err = tx.EpisodeLines(step.AgentID, c.s.opt.HistoryEpisodes, 300)
-		return err
-	}); err != nil {
+	recent, err := c.s.recentEpisodes(ctx, step.AgentID) // shared with the history
+	if err != nil {
 		return nil, err
 	}
 	skip := map[string]bool{}
@@ -413,7 +411,7 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	for i, e := range recent {
 		skip["m-"+e.ProposalID] = true
 		if i >= len(recent)-2 { // the latest steps say what the agent is doing now
-			q = append(q, e.Command, e.Reasoning, e.Feedback, e.Result)
+			q = append(q, e.Command, e.Reasoning, cut(e.Feedback, 300), cut(e.Result, 300))
 		}
 	}
 	hits, err := m.ix.Search(ctx, memory.Query{Agent: step.AgentID, Text: strings.Join(q, "\n"), K: m.opt.K + len(skip), HalfLife: m.opt.HalfLife})

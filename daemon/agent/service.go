@@ -209,6 +209,7 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 			return err
 		}
 		id, ws = a.ID, a.Workspace
+		s.gens.bump(a.ID)
 		s.older.forget(a.ID)
 		if run, err := tx.Run(a.RunID); err == nil && run.Ended.IsZero() {
 			open = &RunEnd{RunID: run.ID, AgentID: a.ID, Outcome: OutcomeRemoved, Reason: "the agent was removed",

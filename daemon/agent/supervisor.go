@@ -86,7 +86,12 @@ type Supervisor struct {
 	events  *Broker
 	started time.Time
 
-	older olderCache // the history's one-line entries per agent (history.go)
+	// The prompt's view of each agent's episodes (history.go): their generations, the
+	// latest episodes in full and older ones in one line each.
+	gens     episodeGens
+	recentMu sync.Mutex
+	recent   map[string]recentLines
+	older    olderCache
 
 	rules          rules                         // permission patterns from config
 	pipeline       *commands.Pipeline            // every agent's, unless overridden
