@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -443,7 +444,8 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 }
 
 // AfterExecute implements commands.AfterExecute: a file the agent wrote is remembered, in
-// chunks (write_file replaces what was remembered of that file; append_to_file adds).
+// chunks (write_file replaces what was remembered of that file; append_to_file adds), and
+// a file it deleted is forgotten.
 func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, o *commands.Outcome) error {
 	if c.s.mem == nil {
 		return nil
@@ -454,12 +456,20 @@ func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, 
 		Text     string `json:"text"`
 	}
 	switch o.Command {
-	case "write_file", "append_to_file":
+	case "write_file", "append_to_file", "delete_file":
 	default:
 		return nil
 	}
 	if err := json.Unmarshal(o.Args, &args); err != nil || args.Path == "" {
 		return nil // validated before it ran; nothing to remember otherwise
+	}
+	args.Path = filepath.Clean(args.Path) // "./a.txt" and "a.txt" are one file's memories
+	if o.Command == "delete_file" {
+		return c.s.st.Tx(ctx, func(tx *store.Tx) error {
+			ids, err := tx.DeleteMemories(step.AgentID, string(memory.KindFile), args.Path)
+			c.s.forget(tx, ids)
+			return err
+		})
 	}
 	replace, text := o.Command == "write_file", args.Contents
 	if !replace {
