@@ -475,3 +475,61 @@ func BenchmarkFirstStepPrompt(b *testing.B) {
 	b.Logf("first-step prompt: %d characters, %d tokens on the tiny model (byte vocabulary), %d commands, schema %d bytes",
 		chars, res.PromptTokens, len(in.Commands), len(format))
 }
+
+// BenchmarkPromptSize reports the prompt an agent sends at steps 5, 50, 200 and 1,000,
+// with long-term memory on (10,000 memories) and the fake's 8,192-token context:
+// chars/prompt, tokens/prompt (as the fake counts them) and num_ctx. The prompt grows with
+// the history until the budget (or the older-lines cap) is reached, then stays flat
+// however long the agent lives. One op is one step; the figures are the first step's.
+//
+//	go test ./daemon/agent -run '^$' -bench PromptSize -benchtime 1x
+func BenchmarkPromptSize(b *testing.B) {
+	for _, step := range []int{5, 50, 200, 1000} {
+		b.Run(fmt.Sprintf("step=%d", step), func(b *testing.B) {
+			sup, a, rec := newOverheadSupervisor(b, step-1, 10_000)
+			events, unsub := sup.Events().Subscribe(a.ID, 0)
+			defer unsub()
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := sup.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			defer func() { cancel(); sup.Wait() }()
+			next := func() {
+				timeout := time.After(10 * time.Second)
+				for {
+					select {
+					case ev := <-events:
+						if ev.Type == client.EventProposal {
+							return
+						}
+						if ev.Type == client.EventError {
+							b.Fatalf("agent error: %s", ev.Message)
+						}
+					case <-timeout:
+						b.Fatal("no proposal for 10s")
+					}
+				}
+			}
+			for b.Loop() {
+				next()
+			}
+			calls := stepCalls(rec.calls(0))
+			if len(calls) == 0 {
+				b.Fatal("no model call")
+			}
+			req, err := calls[0].request()
+			if err != nil {
+				b.Fatal(err)
+			}
+			chars := 0
+			for _, m := range req.Messages {
+				chars += len(m.Content)
+			}
+			b.ReportMetric(float64(chars), "chars/prompt")
+			b.ReportMetric(float64(fakePromptTokens(req.Messages)), "tokens/prompt")
+			if n, ok := req.Options["num_ctx"].(float64); ok {
+				b.ReportMetric(n, "num_ctx")
+			}
+		})
+	}
+}
