@@ -129,6 +129,7 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 	}
 	b.RunID = a.RunID
 	r.bind(ctx, b)
+	r.rememberChat(ctx, ep.a.Platform(), a.ID, u, task)
 	r.log.Info("bots: run started from chat", "platform", ep.a.Platform(), "agent", a.ID, "run", a.RunID, "user", u.ID, "channel", w.Channel)
 	ep.a.Post(ctx, w.Channel, thread, FormatNote(fmt.Sprintf("🤖 Agent %s is on it. Its proposals appear in this thread.", a.Name)))
 	return a, nil
@@ -200,6 +201,7 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *store.B
 	if err != nil {
 		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
 	}
+	r.rememberChat(ctx, ep.a.Platform(), a.ID, in.User, text)
 }
 
 // answered marks a question's message as answered.

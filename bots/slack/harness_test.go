@@ -23,6 +23,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/memory"
 )
 
 // touch is a test command; every start is sent on touched, so tests and the benchmark
@@ -73,6 +74,9 @@ type env struct {
 	done   sync.WaitGroup
 	logs   *syncBuffer
 	opt    bots.Options
+	// memory turns the supervisor's long-term memory on; ix is its index while running.
+	memory bool
+	ix     *memory.Index
 
 	// runEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
 	runEnded atomic.Pointer[func(agent.RunEnd)]
@@ -99,8 +103,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newEnv(t testing.TB, mod ...func(*bots.Options)) *env {
-	e := &env{slack: fakeslack.NewFake(t), model: ollamatest.NewFake(t), dir: t.TempDir(), logs: &syncBuffer{}}
+func newEnv(t testing.TB, mod ...func(*bots.Options)) *env { return newEnvFor(t, false, mod...) }
+
+// newEnvFor is newEnv with long-term memory on or off.
+func newEnvFor(t testing.TB, withMemory bool, mod ...func(*bots.Options)) *env {
+	e := &env{slack: fakeslack.NewFake(t), model: ollamatest.NewFake(t), dir: t.TempDir(), logs: &syncBuffer{}, memory: withMemory}
 	e.t = t
 	e.slack.SetGroup("SOPS", member)
 	e.model.OnChat(e.chat)
@@ -156,7 +163,14 @@ func (e *env) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
+	var mem agent.MemoryOptions
+	if e.memory {
+		if e.ix, err = memory.Open(filepath.Join(e.dir, "memory"), memory.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		mem.Index = e.ix
+	}
+	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir, Memory: mem,
 		Commands: []string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"},
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
 		OnRunEnd: func(end agent.RunEnd) {
@@ -203,6 +217,9 @@ func (e *env) stop() {
 	e.done.Wait()
 	e.sup.Wait()
 	e.st.Close()
+	if e.ix != nil {
+		e.ix.Close()
+	}
 	e.cancel = nil
 }
 

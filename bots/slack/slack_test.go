@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/slack/fakeslack"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 func TestMentionStartsRunApprovedByClick(t *testing.T) {
@@ -171,6 +173,39 @@ func TestFeedbackTypedAndByDialog(t *testing.T) {
 	e.slack.Submit(approver, view, feedbackBlock, feedbackInput, "not that either")
 	e.decided(thread, p2.TS, "Feedback* by \\u003c@"+approver+"\\u003e: not that either")
 	e.modelSaw("not that either")
+}
+
+// What people write in a run's thread is remembered by its agent (kind chat): the task
+// and feedback are, a bare "y" is not.
+func TestThreadMessagesRemembered(t *testing.T) {
+	e := newEnvFor(t, true)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}))
+	thread := e.startRun("touch the launch pad")
+	p := e.proposal(thread, 1)
+	e.slack.Say(approver, channel, "channel", thread, "use the blue pad instead", false)
+	e.decided(thread, p.TS, "Feedback* by \\u003c@"+approver+"\\u003e: use the blue pad instead")
+	p2 := e.proposal(thread, 2)
+	drain()
+	e.slack.Say(approver, channel, "channel", thread, "y", false)
+	e.decided(thread, p2.TS, "Approved* by \\u003c@"+approver)
+	var chat []string
+	err := e.st.View(context.Background(), func(tx *store.Tx) error {
+		ms, err := tx.Memories(store.MemoryFilter{AllAgents: true, Kind: "chat"})
+		for _, m := range ms {
+			if m.Kind == "chat" {
+				chat = append(chat, m.Text+" ("+m.Source+")")
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(chat)
+	want := []string{"touch the launch pad (slack message from " + approver + ")", "use the blue pad instead (slack message from " + approver + ")"}
+	if !slices.Equal(chat, want) {
+		t.Errorf("chat memories = %q\nwant %q", chat, want)
+	}
 }
 
 func TestAskUserAnsweredInThread(t *testing.T) {

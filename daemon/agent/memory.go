@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -130,6 +131,7 @@ func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *client.Propo
 	if err := tx.InsertEpisode(agentID, ep); err != nil {
 		return err
 	}
+	tx.AfterCommit(func() { s.gens.bump(agentID) })
 	if err := updateGoal(tx, agentID, p, ep); err != nil {
 		return err
 	}
@@ -402,11 +404,8 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	if budget < len(head)+200 {
 		return nil, nil
 	}
-	var recent []store.EpisodeLine
-	if err := c.s.st.View(ctx, func(tx *store.Tx) (err error) {
-		recent, err = tx.EpisodeLines(step.AgentID, c.l.HistoryEpisodes, 300)
-		return err
-	}); err != nil {
+	recent, err := c.s.recentEpisodes(ctx, step.AgentID, c.l.HistoryEpisodes) // shared with the history
+	if err != nil {
 		return nil, err
 	}
 	skip := map[string]bool{}
@@ -414,7 +413,7 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	for i, e := range recent {
 		skip["m-"+e.ProposalID] = true
 		if i >= len(recent)-2 { // the latest steps say what the agent is doing now
-			q = append(q, e.Command, e.Reasoning, e.Feedback, e.Result)
+			q = append(q, e.Command, e.Reasoning, cut(e.Feedback, 300), cut(e.Result, 300))
 		}
 	}
 	hits, err := m.ix.Search(ctx, memory.Query{Agent: step.AgentID, Text: strings.Join(q, "\n"), K: m.opt.K + len(skip), HalfLife: m.opt.HalfLife})
@@ -446,7 +445,8 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 }
 
 // AfterExecute implements commands.AfterExecute: a file the agent wrote is remembered, in
-// chunks (write_file replaces what was remembered of that file; append_to_file adds).
+// chunks (write_file replaces what was remembered of that file; append_to_file adds), and
+// a file it deleted is forgotten.
 func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, o *commands.Outcome) error {
 	if c.s.mem == nil {
 		return nil
@@ -457,12 +457,20 @@ func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, 
 		Text     string `json:"text"`
 	}
 	switch o.Command {
-	case "write_file", "append_to_file":
+	case "write_file", "append_to_file", "delete_file":
 	default:
 		return nil
 	}
 	if err := json.Unmarshal(o.Args, &args); err != nil || args.Path == "" {
 		return nil // validated before it ran; nothing to remember otherwise
+	}
+	args.Path = filepath.Clean(args.Path) // "./a.txt" and "a.txt" are one file's memories
+	if o.Command == "delete_file" {
+		return c.s.st.Tx(ctx, func(tx *store.Tx) error {
+			ids, err := tx.DeleteMemories(step.AgentID, string(memory.KindFile), args.Path)
+			c.s.forget(tx, ids)
+			return err
+		})
 	}
 	replace, text := o.Command == "write_file", args.Contents
 	if !replace {

@@ -220,6 +220,7 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 		}
 		for _, a := range fam {
 			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
+			s.gens.bump(a.ID)
 			s.older.forget(a.ID)
 			if run, err := tx.Run(a.RunID); err == nil && run.Ended.IsZero() {
 				g.open = &RunEnd{RunID: run.ID, AgentID: a.ID, Outcome: OutcomeRemoved, Reason: "the agent was removed",

@@ -93,7 +93,12 @@ type Supervisor struct {
 	events  *Broker
 	started time.Time
 
-	older olderCache // the history's one-line entries per agent (history.go)
+	// The prompt's view of each agent's episodes (history.go): their generations, the
+	// latest episodes in full and older ones in one line each.
+	gens     episodeGens
+	recentMu sync.Mutex
+	recent   map[string]recentLines
+	older    olderCache
 
 	// cur is the settings generation in use (settings.go); Reload swaps it.
 	cur     atomic.Pointer[live]
