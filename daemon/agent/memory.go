@@ -130,6 +130,7 @@ func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *client.Propo
 	if err := tx.InsertEpisode(agentID, ep); err != nil {
 		return err
 	}
+	s.countStep(tx, ep.Outcome)
 	if err := updateGoal(tx, agentID, p, ep); err != nil {
 		return err
 	}

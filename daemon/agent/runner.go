@@ -393,6 +393,7 @@ func (r *runner) startTx(tx *store.Tx, a *store.Agent, p *client.Proposal, prev 
 		if err := tx.InsertDecision(st.decided); err != nil {
 			return err
 		}
+		r.s.countDecision(tx, st.decided)
 		tx.Audit(a.ID, "decision", st.decided)
 	}
 	if moved, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalApproved); err != nil || !moved {
@@ -428,6 +429,7 @@ func (r *runner) refuseTx(tx *store.Tx, a *store.Agent, p *client.Proposal, st *
 	if err := tx.InsertDecision(st.decided); err != nil {
 		return err
 	}
+	r.s.countDecision(tx, st.decided)
 	tx.Audit(a.ID, "decision", st.decided)
 	st.refused = episodeOf(p, "feedback", "", st.decided.Feedback)
 	if err := r.s.recordEpisode(tx, a.ID, p, st.refused); err != nil {

@@ -76,6 +76,8 @@ type Options struct {
 	// budget, or its agent removed), after the end is stored, holding no lock. The
 	// scheduler records its runs' ends through it.
 	OnRunEnd func(RunEnd)
+	// Metrics, if set, is told of steps, decisions and budget stops.
+	Metrics Metrics
 }
 
 // Supervisor hosts every agent and implements the local API.
@@ -104,6 +106,7 @@ type Supervisor struct {
 	mem   *memState // nil: no long-term memory
 
 	summaryCalls atomic.Int64 // model calls made for history summaries
+	metrics      Metrics      // never nil
 }
 
 // New checks opt and returns a Supervisor; call Start to resume agents.
@@ -138,7 +141,10 @@ func New(opt Options) (*Supervisor, error) {
 	s := &Supervisor{
 		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
 		runners: map[string]*runner{}, started: time.Now(), budgets: map[string]*runBudget{},
-		mem: newMemState(opt.Memory),
+		mem: newMemState(opt.Memory), metrics: opt.Metrics,
+	}
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
 	}
 	if err := s.buildPipelines(); err != nil {
 		return nil, err

@@ -42,6 +42,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return fmt.Errorf("ollama host: %w", err)
 	}
+	mx := newMetrics(lc)
 	extra, bridge, err := components(cfg, lc, log)
 	if err != nil {
 		return err
@@ -83,17 +84,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
 		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
-		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) },
+		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) }, Metrics: mx,
 	})
 	if err != nil {
 		return err
 	}
-	chat, err := newBots(cfg, sup, st, log)
+	chat, err := newBots(cfg, sup, st, log, mx)
 	if err != nil {
 		return err
 	}
 	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
-		Chat: chat.chat(), KeepAgents: cfg.Schedules.KeepAgents})
+		Chat: chat.chat(), KeepAgents: cfg.Schedules.KeepAgents, Metrics: mx})
 	if chat.relay != nil {
 		chat.relay.SetSchedules(mgr)
 	}
@@ -118,8 +119,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		ln.Close()
 		return err
 	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /v0/metrics", metricsHandler(mx, sup))
+	mux.Handle("/", api.NewHandler(service{sup, mgr}, log))
 	srv := &http.Server{
-		Handler:           api.NewHandler(service{sup, mgr}, log),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
