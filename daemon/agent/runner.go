@@ -33,8 +33,9 @@ type runner struct {
 	smartNext bool
 	// waitAttempt counts retries while the model server is unavailable.
 	waitAttempt int
-	// overRun and overWhy are the run whose budget next() found used up, and why.
-	overRun, overWhy string
+	// overRun, overBudget and overWhy are the run whose budget next() found used up
+	// (or, for actAgentBudget, the agent's), which budget, and why.
+	overRun, overBudget, overWhy string
 	// thinks counts this loop's model steps; summarizedAt is the count at the last
 	// summary call (history.go spaces them out).
 	thinks, summarizedAt int
@@ -73,7 +74,8 @@ const (
 	actWait
 	actThink
 	actExecute
-	actExhaust // a budget of the run ran out: end it
+	actExhaust     // a budget of the run ran out: end it
+	actAgentBudget // the agent's own budget ran out: pause it
 )
 
 func (r *runner) loop(ctx context.Context) {
@@ -125,7 +127,9 @@ func (r *runner) loop(ctx context.Context) {
 		case actExecute:
 			r.execute(ctx, p)
 		case actExhaust:
-			r.exhaust(ctx, r.overRun, r.overWhy)
+			r.exhaust(ctx, r.overRun, r.overBudget, r.overWhy)
+		case actAgentBudget:
+			r.pauseOverBudget(ctx, r.overBudget, r.overWhy)
 		}
 	}
 }
@@ -162,7 +166,7 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 		b := r.s.budgetOf(a.RunID)
 		if b != nil {
 			if r.overWhy = b.overTime(time.Now()); r.overWhy != "" {
-				act, r.overRun = actExhaust, a.RunID
+				act, r.overRun, r.overBudget = actExhaust, a.RunID, "time"
 				return nil
 			}
 		}
@@ -170,9 +174,13 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 		if errors.Is(err, store.ErrNotFound) {
 			act = actThink
 			if b != nil {
-				if r.overWhy = b.overCount(a); r.overWhy != "" {
+				if r.overBudget, r.overWhy = b.overCount(a); r.overWhy != "" {
 					act, r.overRun = actExhaust, a.RunID
+					return nil
 				}
+			}
+			if r.overBudget, r.overWhy = r.s.agentOver(a); r.overWhy != "" {
+				act = actAgentBudget
 			}
 			return nil
 		} else if err != nil {
@@ -469,6 +477,7 @@ func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
 
 	step := r.s.stepOf(st.a)
 	o := commands.Outcome{Command: p.Command, Args: p.Args}
+	began := time.Now()
 	if st.cmds == nil {
 		st.cmds = r.s.commandsFor(st.execCtx, st.a, step)
 	}
@@ -484,7 +493,7 @@ func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
 		return
 	}
 	r.s.pipelineFor(st.a.Name).Executed(ctx, step, &o)
-	r.finishExecution(ctx, p, o.Output, o.Err)
+	r.finishExecution(ctx, p, o.Output, o.Err, time.Since(began))
 }
 
 func questionText(p *client.Proposal) string {
@@ -498,8 +507,9 @@ func questionText(p *client.Proposal) string {
 	return args.Question
 }
 
-// finishExecution records the outcome and the episode in one transaction.
-func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error) {
+// finishExecution records the outcome and the episode in one transaction; busy is how
+// long the command ran, added to the agent's busy time.
+func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error, busy time.Duration) {
 	status, outcome, result := client.ProposalSucceeded, "succeeded", out
 	if runErr != nil {
 		status, outcome = client.ProposalFailed, "failed"
@@ -526,8 +536,9 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 		if err != nil {
 			return err
 		}
+		a.BusyMS += busy.Milliseconds()
 		if a.RunID != p.RunID {
-			return nil // stopped and given a new task while this ran
+			return tx.UpdateAgent(a) // stopped and given a new task while this ran
 		}
 		if finished {
 			if err := tx.EndRun(p.RunID, "finished", out); err != nil {

@@ -43,6 +43,7 @@ func (s *Supervisor) Agents(ctx context.Context) ([]client.Agent, error) {
 			if err != nil {
 				return err
 			}
+			v.Budget = s.budgetView(a)
 			out = append(out, *v)
 		}
 		return nil
@@ -58,7 +59,9 @@ func (s *Supervisor) Agent(ctx context.Context, ref string) (*client.Agent, erro
 		if err != nil {
 			return err
 		}
-		out, err = view(tx, a)
+		if out, err = view(tx, a); err == nil {
+			out.Budget = s.budgetView(a)
+		}
 		return err
 	})
 	return out, err
@@ -377,6 +380,9 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (*client.Agent, err
 		}
 		if a.RunID == "" || a.Task == "" {
 			return conflict("agent %s has no run to resume: give it a task with `agentctl task`", a.Name)
+		}
+		if _, why := s.agentOver(a); why != "" {
+			return conflict("agent %s is over its budget: %s", a.Name, why)
 		}
 		a.State, a.StateReason, a.Strikes = client.StateThinking, "", 0
 		return tx.Audit(a.ID, "resumed", nil)

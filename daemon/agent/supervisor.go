@@ -76,6 +76,9 @@ type Options struct {
 	// budget, or its agent removed), after the end is stored, holding no lock. The
 	// scheduler records its runs' ends through it.
 	OnRunEnd func(RunEnd)
+	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
+	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
+	AgentBudget Budget
 	// Metrics, if set, is told of steps, decisions and budget stops.
 	Metrics Metrics
 }

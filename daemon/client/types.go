@@ -64,10 +64,19 @@ type Agent struct {
 	// Question is an ask_user question awaiting an answer, if any.
 	Question *Question `json:"question,omitempty"`
 	// PromptTokens and EvalTokens total the model's token counts over the agent's life.
-	PromptTokens int64     `json:"prompt_tokens"`
-	EvalTokens   int64     `json:"eval_tokens"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	PromptTokens int64 `json:"prompt_tokens"`
+	EvalTokens   int64 `json:"eval_tokens"`
+	// StepsTotal counts the proposals the agent made over all its runs.
+	StepsTotal int `json:"steps_total"`
+	// BusyMS is the time in milliseconds the agent spent thinking and executing over
+	// all its runs (not the time it waited for people).
+	BusyMS int64 `json:"busy_ms"`
+	// Budget bounds the agent over all its runs, from the config or `agentctl budget`;
+	// an agent that reaches one pauses until it is raised. Set by the agent and list
+	// calls; events leave it empty.
+	Budget    *Budget   `json:"budget,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Thoughts is the reasoning that came with a proposal.
@@ -384,15 +393,27 @@ type ErrorResponse struct {
 	Error string `json:"error"`
 }
 
-// Budget bounds one run; a zero field sets no bound. A run that reaches one stops
-// cleanly: the agent goes idle and the run's outcome is budget_exhausted.
+// Budget bounds one run, or an agent over all its runs (Agent.Budget); a zero field
+// sets no bound. A run that reaches one stops cleanly: the agent goes idle and the run's
+// outcome is budget_exhausted. An agent that reaches its own is paused until the
+// budget is raised (BudgetRequest).
 type Budget struct {
-	// MaxSteps is how many proposals the run may make.
+	// MaxSteps is how many proposals the run (or agent) may make.
 	MaxSteps int `json:"max_steps,omitempty"`
-	// MaxTokens bounds the model's tokens (prompt and reply) over the run.
+	// MaxTokens bounds the model's tokens (prompt and reply) over the run (or agent).
 	MaxTokens int64 `json:"max_tokens,omitempty"`
-	// MaxTime bounds the run's wall time, as a Go duration such as "30m" or "1h30m".
+	// MaxTime bounds the run's wall time, or the agent's busy time (thinking and
+	// executing), as a Go duration such as "30m" or "1h30m".
 	MaxTime string `json:"max_time,omitempty"`
+}
+
+// BudgetRequest changes an agent's own budget. A nil field is left as it is; 0 sets no
+// bound. Reset first drops every value set this way, back to the config's.
+type BudgetRequest struct {
+	MaxSteps  *int    `json:"max_steps,omitempty"`
+	MaxTokens *int64  `json:"max_tokens,omitempty"`
+	MaxTime   *string `json:"max_time,omitempty"`
+	Reset     bool    `json:"reset,omitempty"`
 }
 
 // Autonomy modes of a scheduled run.

@@ -94,6 +94,12 @@ type AgentConfig struct {
 	DisabledComponents []string `toml:"disabled_components"`
 	// ComponentOrder names components to place first, in this order.
 	ComponentOrder []string `toml:"component_order"`
+	// MaxSteps, MaxTokens and MaxTime bound each agent over all its runs (MaxTime is
+	// its busy time: thinking and executing); 0 is no bound. An agent that reaches one
+	// pauses until `agentctl budget` raises it.
+	MaxSteps  int      `toml:"max_steps"`
+	MaxTokens int64    `toml:"max_tokens"`
+	MaxTime   Duration `toml:"max_time"`
 }
 
 // SchedulesConfig is the [schedules] section.
@@ -123,6 +129,11 @@ type AgentOverride struct {
 	DisabledComponents []string `toml:"disabled_components"`
 	Allow              []string `toml:"allow"`
 	Deny               []string `toml:"deny"`
+	// MaxSteps, MaxTokens and MaxTime replace [agent]'s budget for this agent; unset
+	// ones keep [agent]'s.
+	MaxSteps  *int      `toml:"max_steps"`
+	MaxTokens *int64    `toml:"max_tokens"`
+	MaxTime   *Duration `toml:"max_time"`
 }
 
 // WebConfig is the [web] section: web_search, read_webpage and clone_repository.

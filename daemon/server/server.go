@@ -72,7 +72,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	}
 	overrides := map[string]agent.AgentOverrides{}
 	for name, o := range cfg.Agents {
-		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny}
+		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
+			Budget: overrideBudget(cfg, o)}
 	}
 	sup, err := agent.New(agent.Options{
 		Store: st, LLM: lc, Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel,
@@ -84,7 +85,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
 		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
-		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) }, Metrics: mx,
+		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) }, Metrics: mx, AgentBudget: agentBudget(cfg),
 	})
 	if err != nil {
 		return err
