@@ -156,6 +156,12 @@ func TestMetricsCountStepsDecisionsAndTokens(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, v, c.want)
 		}
 	}
+	if len(got.Runs) != 1 || got.Runs[0].Tokens != got.PromptTokens+got.EvalTokens || got.Runs[0].Steps != 5 || got.Runs[0].Outcome != "denied" {
+		t.Errorf("runs = %+v, want the one denied run with 5 steps and the agent's tokens", got.Runs)
+	}
+	if got.StepsTotal != 5 {
+		t.Errorf("steps over all runs = %d, want 5", got.StepsTotal)
+	}
 	if got.PromptTokens <= 0 || got.EvalTokens <= 0 {
 		t.Errorf("agent tokens = %d/%d: the fake reports counts, so both should be positive", got.PromptTokens, got.EvalTokens)
 	}

@@ -51,7 +51,10 @@ func (s *Supervisor) Agents(ctx context.Context) ([]client.Agent, error) {
 	return out, err
 }
 
-// Agent returns one agent.
+// shownRuns is how many of its latest runs an agent is shown with.
+const shownRuns = 5
+
+// Agent returns one agent with its budget and latest runs.
 func (s *Supervisor) Agent(ctx context.Context, ref string) (*client.Agent, error) {
 	var out *client.Agent
 	err := s.st.View(ctx, func(tx *store.Tx) error {
@@ -59,9 +62,11 @@ func (s *Supervisor) Agent(ctx context.Context, ref string) (*client.Agent, erro
 		if err != nil {
 			return err
 		}
-		if out, err = view(tx, a); err == nil {
-			out.Budget = s.budgetView(a)
+		if out, err = view(tx, a); err != nil {
+			return err
 		}
+		out.Budget = s.budgetView(a)
+		out.Runs, err = tx.Runs(a.ID, shownRuns)
 		return err
 	})
 	return out, err

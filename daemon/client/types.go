@@ -74,7 +74,10 @@ type Agent struct {
 	// Budget bounds the agent over all its runs, from the config or `agentctl budget`;
 	// an agent that reaches one pauses until it is raised. Set by the agent and list
 	// calls; events leave it empty.
-	Budget    *Budget   `json:"budget,omitempty"`
+	Budget *Budget `json:"budget,omitempty"`
+	// Runs are the agent's latest runs, newest first, with their steps and tokens; set
+	// by the single-agent call (agentctl show), not by lists or events.
+	Runs      []Run     `json:"runs,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -353,6 +356,10 @@ type Run struct {
 	// Outcome is empty while the run goes on; then finished, stopped, failed...
 	Outcome string `json:"outcome,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Steps and Tokens are the run's proposals and model tokens (prompt and reply), so
+	// far while it goes on.
+	Steps  int   `json:"steps"`
+	Tokens int64 `json:"tokens"`
 }
 
 // ReplayStep is one step of a run: the proposal, every decision on it, the episode.
@@ -451,12 +458,17 @@ type Schedule struct {
 	TimeZone string `json:"time_zone"`
 	// Agent is the existing agent that gets the goal (its id); Template is set instead
 	// when every run creates a fresh agent named Template-xxxxxx.
-	Agent       string    `json:"agent,omitempty"`
-	Template    string    `json:"template,omitempty"`
-	Description string    `json:"description,omitempty"` // the template agents' description
-	Goal        string    `json:"goal"`
-	Autonomy    Autonomy  `json:"autonomy"`
-	Budget      Budget    `json:"budget"`
+	Agent       string   `json:"agent,omitempty"`
+	Template    string   `json:"template,omitempty"`
+	Description string   `json:"description,omitempty"` // the template agents' description
+	Goal        string   `json:"goal"`
+	Autonomy    Autonomy `json:"autonomy"`
+	Budget      Budget   `json:"budget"`
+	// Runs, Steps and Tokens total the schedule's firings that ran, over its kept
+	// history, with their steps and model tokens; set by the single-schedule call.
+	Runs        int       `json:"runs"`
+	Steps       int       `json:"steps"`
+	Tokens      int64     `json:"tokens"`
 	Delivery    string    `json:"delivery"`
 	Concurrency string    `json:"concurrency"` // skip, queue or parallel
 	Missed      string    `json:"missed"`      // skip, run_once or run_if_within=DURATION

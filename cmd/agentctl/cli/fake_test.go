@@ -431,6 +431,11 @@ func cannedAgents() []*client.Agent {
 		},
 		PromptTokens: 12840, EvalTokens: 1733, CreatedAt: created, UpdatedAt: fixedTime,
 		StepsTotal: 31, BusyMS: 125400, Budget: &client.Budget{MaxTokens: 500000, MaxTime: "2h0m0s"},
+		Runs: []client.Run{
+			{ID: "r-2", AgentID: "a-1", Task: "find three recent papers on grammar-constrained decoding and summarize them", StartedAt: created.Add(30 * time.Minute), Steps: 4, Tokens: 5210},
+			{ID: "r-1", AgentID: "a-1", Task: "list what is in the workspace", StartedAt: created, EndedAt: created.Add(20 * time.Minute),
+				Outcome: "finished", Reason: "listed", Steps: 27, Tokens: 9363},
+		},
 	}, {
 		ID: "a-2", Name: "scribe", Description: "a meticulous note taker", State: client.StateIdle,
 		Task:  "keep the meeting notes in notes.md tidy, merge duplicate action items and flag anything without an owner",
