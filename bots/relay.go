@@ -23,6 +23,9 @@ type Options struct {
 	Expiry time.Duration
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// OnExpired, if set, is told of each platform where a proposal expired undecided
+	// (metrics).
+	OnExpired func(platform string)
 }
 
 // Relay carries agent events to chat threads and chat actions to the daemon.
@@ -424,6 +427,9 @@ func (r *Relay) armExpiry(ctx context.Context, p *client.Proposal) {
 			m, err := r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
 			if err != nil || m == nil {
 				continue
+			}
+			if r.opt.OnExpired != nil {
+				r.opt.OnExpired(t.ep.a.Platform())
 			}
 			msg := labelled(FormatProposal(ProposalView{Proposal: p, Closed: r.expiredText()}, t.ep.a.Platform()), t.label)
 			if err := t.ep.a.Update(ctx, m.Channel, m.Message, msg); err != nil {

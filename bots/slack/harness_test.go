@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,6 +85,16 @@ type env struct {
 	mu      sync.Mutex
 	replies []string
 	names   int
+
+	connMu sync.Mutex
+	conns  []bool // what Options.OnConnection was told, in order
+}
+
+// connections returns what Options.OnConnection was told so far.
+func (e *env) connections() []bool {
+	e.connMu.Lock()
+	defer e.connMu.Unlock()
+	return slices.Clone(e.conns)
 }
 
 type syncBuffer struct {
@@ -189,7 +200,8 @@ func (e *env) start(t testing.TB) {
 	opt.Service, opt.Bindings, opt.Log = sup, bots.StoreBindings(st), log
 	relay := bots.New(opt)
 	bot, err := New(Options{BotToken: e.slack.BotToken, AppToken: e.slack.AppToken, APIURL: e.slack.APIURL(), Relay: relay, Log: log,
-		PingInterval: 2 * time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
+		PingInterval: 2 * time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond },
+		OnConnection: func(up bool) { e.connMu.Lock(); e.conns = append(e.conns, up); e.connMu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}

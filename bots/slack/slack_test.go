@@ -232,6 +232,13 @@ func TestDroppedSocketReconnectsAndLosesNothing(t *testing.T) {
 	// A disconnect request (connection refresh) is survived too.
 	e.slack.Disconnect()
 	e.wait("another connection", func(v fakeslack.View) bool { return v.Connections() >= 3 && v.Connected() })
+	// OnConnection (the connection-state metric) saw every drop and every reconnect.
+	for deadline := time.Now().Add(5 * time.Second); len(e.connections()) < 5 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := e.connections(); !slices.Equal(got, []bool{true, false, true, false, true}) {
+		t.Errorf("OnConnection saw %v, want up, down, up, down, up", got)
+	}
 	fin := e.proposal(thread, 2)
 	e.click(approver, thread, fin, "approve")
 	e.wait("the finish", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished") })

@@ -69,15 +69,16 @@ func (b *runBudget) overTime(now time.Time) string {
 	return ""
 }
 
-// overCount returns why the run may not make another proposal, or "".
-func (b *runBudget) overCount(a *store.Agent) string {
+// overCount returns which budget (steps or tokens) keeps the run from making another
+// proposal, and why; "" when none does.
+func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
 	if b.MaxSteps > 0 && a.Step >= b.MaxSteps {
-		return fmt.Sprintf("the run made %d steps, its step budget", a.Step)
+		return "steps", fmt.Sprintf("the run made %d steps, its step budget", a.Step)
 	}
 	if used := a.PromptTokens + a.EvalTokens - b.tokensBase; b.MaxTokens > 0 && used >= b.MaxTokens {
-		return fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)
+		return "tokens", fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)
 	}
-	return ""
+	return "", ""
 }
 
 // setBudget caches runID's budget and arms its wall-time timer.
@@ -136,9 +137,10 @@ func (s *Supervisor) loadBudgets(ctx context.Context) error {
 	return err
 }
 
-// exhaust ends the agent's run runID because a budget ran out. Like Stop, an open
-// proposal is superseded and a question withdrawn; the agent goes idle.
-func (r *runner) exhaust(ctx context.Context, runID, why string) {
+// exhaust ends the agent's run runID because its budget (steps, tokens or time) ran
+// out. Like Stop, an open proposal is superseded and a question withdrawn; the agent
+// goes idle.
+func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 	var v *client.Agent
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -192,6 +194,7 @@ func (r *runner) exhaust(ctx context.Context, runID, why string) {
 		return
 	}
 	if v != nil {
+		r.s.metrics.BudgetExhausted("run", budget)
 		r.s.log.Info("run stopped: budget exhausted", "agent", r.id, "run", runID, "reason", why)
 		r.s.runEnded(runID)
 	}

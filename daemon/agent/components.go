@@ -26,6 +26,8 @@ type AgentOverrides struct {
 	DisabledComponents []string
 	// Allow and Deny are permission patterns for this agent only.
 	Allow, Deny []string
+	// Budget, when set, replaces Options.AgentBudget for this agent.
+	Budget *Budget
 }
 
 // defaultOrder is where the supervisor's own components go; extra components from

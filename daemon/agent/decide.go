@@ -62,6 +62,7 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 		if err := tx.InsertDecision(d); err != nil {
 			return err
 		}
+		s.countDecision(tx, d)
 		tx.Audit(a.ID, "decision", d)
 		if d.Pattern != "" {
 			effect := "allow"

@@ -132,6 +132,7 @@ func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *client.Propo
 		return err
 	}
 	tx.AfterCommit(func() { s.gens.bump(agentID) })
+	s.countStep(tx, ep.Outcome)
 	if err := updateGoal(tx, agentID, p, ep); err != nil {
 		return err
 	}

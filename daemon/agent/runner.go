@@ -33,8 +33,9 @@ type runner struct {
 	smartNext bool
 	// waitAttempt counts retries while the model server is unavailable.
 	waitAttempt int
-	// overRun and overWhy are the run whose budget next() found used up, and why.
-	overRun, overWhy string
+	// overRun, overBudget and overWhy are the run whose budget next() found used up
+	// (or, for actAgentBudget, the agent's), which budget, and why.
+	overRun, overBudget, overWhy string
 	// thinks counts this loop's model steps; summarizedAt is the count at the last
 	// summary call (history.go spaces them out).
 	thinks, summarizedAt int
@@ -73,7 +74,8 @@ const (
 	actWait
 	actThink
 	actExecute
-	actExhaust // a budget of the run ran out: end it
+	actExhaust     // a budget of the run ran out: end it
+	actAgentBudget // the agent's own budget ran out: pause it
 )
 
 func (r *runner) loop(ctx context.Context) {
@@ -127,7 +129,9 @@ func (r *runner) loop(ctx context.Context) {
 		case actExecute:
 			r.execute(ctx, l, p)
 		case actExhaust:
-			r.exhaust(ctx, r.overRun, r.overWhy)
+			r.exhaust(ctx, r.overRun, r.overBudget, r.overWhy)
+		case actAgentBudget:
+			r.pauseOverBudget(ctx, r.overBudget, r.overWhy)
 		}
 	}
 }
@@ -164,7 +168,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 		b := r.s.budgetOf(a.RunID)
 		if b != nil {
 			if r.overWhy = b.overTime(time.Now()); r.overWhy != "" {
-				act, r.overRun = actExhaust, a.RunID
+				act, r.overRun, r.overBudget = actExhaust, a.RunID, "time"
 				return nil
 			}
 		}
@@ -172,9 +176,13 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 		if errors.Is(err, store.ErrNotFound) {
 			act = actThink
 			if b != nil {
-				if r.overWhy = b.overCount(a); r.overWhy != "" {
+				if r.overBudget, r.overWhy = b.overCount(a); r.overWhy != "" {
 					act, r.overRun = actExhaust, a.RunID
+					return nil
 				}
+			}
+			if r.overBudget, r.overWhy = r.s.agentOver(a); r.overWhy != "" {
+				act = actAgentBudget
 			}
 			return nil
 		} else if err != nil {
@@ -417,6 +425,7 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 		if err := tx.InsertDecision(st.decided); err != nil {
 			return err
 		}
+		r.s.countDecision(tx, st.decided)
 		tx.Audit(a.ID, "decision", st.decided)
 	}
 	if moved, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalApproved); err != nil || !moved {
@@ -452,6 +461,7 @@ func (r *runner) refuseTx(tx *store.Tx, a *store.Agent, p *client.Proposal, st *
 	if err := tx.InsertDecision(st.decided); err != nil {
 		return err
 	}
+	r.s.countDecision(tx, st.decided)
 	tx.Audit(a.ID, "decision", st.decided)
 	st.refused = episodeOf(p, "feedback", "", st.decided.Feedback)
 	if err := r.s.recordEpisode(tx, a.ID, p, st.refused); err != nil {
@@ -491,6 +501,7 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 
 	step := r.s.stepOf(st.a)
 	o := commands.Outcome{Command: p.Command, Args: p.Args}
+	began := time.Now()
 	if st.cmds == nil {
 		st.cmds = r.s.commandsFor(st.execCtx, l, st.a, step)
 	}
@@ -515,7 +526,7 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 		return
 	}
 	l.pipelineFor(st.a.Name).Executed(ctx, step, &o)
-	r.finishExecution(ctx, p, o.Output, o.Err)
+	r.finishExecution(ctx, p, o.Output, o.Err, time.Since(began))
 }
 
 func questionText(p *client.Proposal) string {
@@ -529,8 +540,9 @@ func questionText(p *client.Proposal) string {
 	return args.Question
 }
 
-// finishExecution records the outcome and the episode in one transaction.
-func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error) {
+// finishExecution records the outcome and the episode in one transaction; busy is how
+// long the command ran, added to the agent's busy time.
+func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error, busy time.Duration) {
 	status, outcome, result := client.ProposalSucceeded, "succeeded", out
 	if runErr != nil {
 		status, outcome = client.ProposalFailed, "failed"
@@ -557,8 +569,9 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 		if err != nil {
 			return err
 		}
+		a.BusyMS += busy.Milliseconds()
 		if a.RunID != p.RunID {
-			return nil // stopped and given a new task while this ran
+			return tx.UpdateAgent(a) // stopped and given a new task while this ran
 		}
 		if finished {
 			if err := tx.EndRun(p.RunID, "finished", out); err != nil {

@@ -44,6 +44,7 @@ func (s *Supervisor) Agents(ctx context.Context) ([]client.Agent, error) {
 			if err != nil {
 				return err
 			}
+			v.Budget = s.budgetView(a)
 			out = append(out, *v)
 		}
 		return nil
@@ -51,7 +52,10 @@ func (s *Supervisor) Agents(ctx context.Context) ([]client.Agent, error) {
 	return out, err
 }
 
-// Agent returns one agent.
+// shownRuns is how many of its latest runs an agent is shown with.
+const shownRuns = 5
+
+// Agent returns one agent with its budget and latest runs.
 func (s *Supervisor) Agent(ctx context.Context, ref string) (*client.Agent, error) {
 	var out *client.Agent
 	err := s.st.View(ctx, func(tx *store.Tx) error {
@@ -59,7 +63,11 @@ func (s *Supervisor) Agent(ctx context.Context, ref string) (*client.Agent, erro
 		if err != nil {
 			return err
 		}
-		out, err = view(tx, a)
+		if out, err = view(tx, a); err != nil {
+			return err
+		}
+		out.Budget = s.budgetView(a)
+		out.Runs, err = tx.Runs(a.ID, shownRuns)
 		return err
 	})
 	return out, err
@@ -421,6 +429,9 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (*client.Agent, err
 		}
 		if a.RunID == "" || a.Task == "" {
 			return conflict("agent %s has no run to resume: give it a task with `agentctl task`", a.Name)
+		}
+		if _, why := s.agentOver(a); why != "" {
+			return conflict("agent %s is over its budget: %s", a.Name, why)
 		}
 		a.State, a.StateReason, a.Strikes = client.StateThinking, "", 0
 		return tx.Audit(a.ID, "resumed", nil)

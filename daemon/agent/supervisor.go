@@ -83,6 +83,11 @@ type Options struct {
 	// budget, or its agent removed), after the end is stored, holding no lock. The
 	// scheduler records its runs' ends through it.
 	OnRunEnd func(RunEnd)
+	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
+	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
+	AgentBudget Budget
+	// Metrics, if set, is told of steps, decisions and budget stops.
+	Metrics Metrics
 }
 
 // Supervisor hosts every agent and implements the local API.
@@ -116,6 +121,7 @@ type Supervisor struct {
 	mem   *memState // nil: no long-term memory
 
 	summaryCalls atomic.Int64 // model calls made for history summaries
+	metrics      Metrics      // never nil
 }
 
 // New checks opt and returns a Supervisor; call Start to resume agents.
@@ -141,7 +147,10 @@ func New(opt Options) (*Supervisor, error) {
 	s := &Supervisor{
 		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
 		runners: map[string]*runner{}, started: time.Now(), budgets: map[string]*runBudget{},
-		mem: newMemState(opt.Memory), reprobe: make(chan struct{}, 1),
+		mem: newMemState(opt.Memory), reprobe: make(chan struct{}, 1), metrics: opt.Metrics,
+	}
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
 	}
 	l, err := s.build(opt.settings())
 	if err != nil {

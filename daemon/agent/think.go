@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
@@ -18,6 +19,7 @@ func replyReserve(numCtx int) int { return max(1024, numCtx/4) }
 
 // think asks the model for the next proposal and persists it.
 func (r *runner) think(ctx context.Context, l *live) {
+	began := time.Now() // the step's model time counts toward the agent's busy time
 	var a *store.Agent
 	var last *client.Proposal
 	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
@@ -93,7 +95,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 		}
 		var inv *llm.InvalidReplyError
 		if errors.As(err, &inv) {
-			r.strike(ctx, l, inv)
+			r.strike(ctx, l, inv, time.Since(began))
 			return
 		}
 		r.modelError(ctx, err)
@@ -110,7 +112,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 	if res.PromptTokens < numCtx { // a count capped at num_ctx says nothing about chars per token
 		r.s.model.calibrate(model, PromptChars(msgs), res.PromptTokens)
 	}
-	r.propose(ctx, l, a, last, model, res, in.Commands)
+	r.propose(ctx, l, a, last, model, res, in.Commands, time.Since(began))
 }
 
 // fitTask cuts a task too long for the context, keeping its start, so that the prompt
@@ -152,8 +154,8 @@ func (s *Supervisor) messageBudget(in PromptInput, model string, numCtx int) int
 }
 
 // propose persists the model's proposal before anything else happens, and watches for a
-// repeat of the previous one.
-func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *client.Proposal, model string, res *llm.Proposal, cmds commands.Set) {
+// repeat of the previous one. busy is the time the step took to think.
+func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *client.Proposal, model string, res *llm.Proposal, cmds commands.Set, busy time.Duration) {
 	canon, err := commands.CanonicalArgs(res.Reply.Command.Args)
 	if err != nil {
 		canon = res.Reply.Command.Args
@@ -183,6 +185,8 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 			p.Status = client.ProposalSuperseded // paused or stopped meanwhile: keep it for the record only
 		}
 		cur.Step++
+		cur.StepsTotal++
+		cur.BusyMS += busy.Milliseconds()
 		p.Step = cur.Step
 		cur.Strikes = 0
 		cur.PromptTokens += int64(res.PromptTokens)
@@ -242,7 +246,8 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 }
 
 // strike counts an invalid reply; after MaxInvalidReplies in a row the agent pauses.
-func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError) {
+// busy is the time the model took.
+func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError, busy time.Duration) {
 	var v *client.Agent
 	paused := false
 	r.mu.Lock()
@@ -252,6 +257,7 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 			return err
 		}
 		a.Strikes++
+		a.BusyMS += busy.Milliseconds()
 		tx.Audit(a.ID, "invalid_reply", map[string]any{"problems": inv.Problems, "strikes": a.Strikes})
 		if a.Strikes >= l.MaxInvalidReplies && active(a.State) {
 			paused = true

@@ -38,6 +38,7 @@ func (h *handler) routes() []route {
 		{"POST", "/v0/agents/{agent}/pause", h.agentAction(h.svc.Pause)},
 		{"POST", "/v0/agents/{agent}/resume", h.agentAction(h.svc.Resume)},
 		{"POST", "/v0/agents/{agent}/stop", h.agentAction(h.svc.Stop)},
+		{"POST", "/v0/agents/{agent}/budget", h.budget},
 		{"GET", "/v0/agents/{agent}/history", h.history},
 		{"GET", "/v0/agents/{agent}/proposals", h.proposals},
 		{"GET", "/v0/doctor", h.doctor},
@@ -142,6 +143,18 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a, err := h.svc.Task(r.Context(), r.PathValue("agent"), req.Task)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, a)
+}
+
+func (h *handler) budget(w http.ResponseWriter, r *http.Request) error {
+	var req client.BudgetRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	a, err := h.svc.SetBudget(r.Context(), r.PathValue("agent"), req)
 	if err != nil {
 		return err
 	}

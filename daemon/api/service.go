@@ -60,6 +60,9 @@ type AgentService interface {
 	Pause(ctx context.Context, ref string) (*client.Agent, error)
 	Resume(ctx context.Context, ref string) (*client.Agent, error)
 	Stop(ctx context.Context, ref string) (*client.Agent, error)
+	// SetBudget changes the agent's own budget over all its runs and returns the agent
+	// with its budget; an agent paused by its budget resumes when the new one allows.
+	SetBudget(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error)
 	History(ctx context.Context, ref string) ([]client.Episode, error)
 	Proposals(ctx context.Context, ref string) ([]client.Proposal, error)
 	// Commands lists the commands the agent may use now, with their effective policy;

@@ -285,6 +285,13 @@ func (c *Client) Task(ctx context.Context, agent string, task string) (*Agent, e
 	return &a, c.do(ctx, "POST", agentPath(agent, "/task"), TaskRequest{Task: task}, &a)
 }
 
+// SetBudget changes an agent's own budget over all its runs; an agent paused by its
+// budget goes on when the new one allows.
+func (c *Client) SetBudget(ctx context.Context, agent string, req BudgetRequest) (*Agent, error) {
+	var a Agent
+	return &a, c.do(ctx, "POST", agentPath(agent, "/budget"), req, &a)
+}
+
 // Pause pauses an agent after its current step.
 func (c *Client) Pause(ctx context.Context, agent string) (*Agent, error) {
 	var a Agent

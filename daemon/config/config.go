@@ -101,6 +101,12 @@ type AgentConfig struct {
 	MaxHelperDepth int `toml:"max_helper_depth"`
 	// MaxHelpers bounds how many helper agents one agent keeps at once.
 	MaxHelpers int `toml:"max_helpers"`
+	// MaxSteps, MaxTokens and MaxTime bound each agent over all its runs (MaxTime is
+	// its busy time: thinking and executing); 0 is no bound. An agent that reaches one
+	// pauses until `agentctl budget` raises it.
+	MaxSteps  int      `toml:"max_steps"`
+	MaxTokens int64    `toml:"max_tokens"`
+	MaxTime   Duration `toml:"max_time"`
 }
 
 // SchedulesConfig is the [schedules] section.
@@ -130,6 +136,11 @@ type AgentOverride struct {
 	DisabledComponents []string `toml:"disabled_components"`
 	Allow              []string `toml:"allow"`
 	Deny               []string `toml:"deny"`
+	// MaxSteps, MaxTokens and MaxTime replace [agent]'s budget for this agent; unset
+	// ones keep [agent]'s.
+	MaxSteps  *int      `toml:"max_steps"`
+	MaxTokens *int64    `toml:"max_tokens"`
+	MaxTime   *Duration `toml:"max_time"`
 }
 
 // WebConfig is the [web] section: web_search, read_webpage and clone_repository.

@@ -398,7 +398,7 @@ func expect(t reflect.Type) (desc, tomlType string) {
 		return `a duration like "90s"`, "String"
 	case t.Kind() == reflect.String:
 		return "a string", "String"
-	case t.Kind() == reflect.Int:
+	case t.Kind() == reflect.Int, t.Kind() == reflect.Int64:
 		return "a whole number", "Integer"
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		return `an array of strings, like ["a", "b"]`, "Array"

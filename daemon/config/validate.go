@@ -78,6 +78,15 @@ func (c *Config) problems() []Problem {
 	if k := c.Schedules.KeepAgents; k < 0 {
 		bad("schedules.keep_agents", "must be 0 (keep all) or more, got %d", k)
 	}
+	if a.MaxSteps < 0 {
+		bad("agent.max_steps", "must be 0 (no bound) or more, got %d", a.MaxSteps)
+	}
+	if a.MaxTokens < 0 {
+		bad("agent.max_tokens", "must be 0 (no bound) or more, got %d", a.MaxTokens)
+	}
+	if a.MaxTime.Duration < 0 {
+		bad("agent.max_time", "must be 0 (no bound) or more, got %s", a.MaxTime)
+	}
 	if a.CommandTimeout.Duration <= 0 {
 		bad("agent.command_timeout", "must be more than 0, got %s", a.CommandTimeout)
 	}
@@ -219,6 +228,15 @@ func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
 		checkNames(key+".disabled_components", o.DisabledComponents)
 		checkPatterns(key+".allow", o.Allow)
 		checkPatterns(key+".deny", o.Deny)
+		if o.MaxSteps != nil && *o.MaxSteps < 0 {
+			bad(key+".max_steps", "must be 0 (no bound) or more, got %d", *o.MaxSteps)
+		}
+		if o.MaxTokens != nil && *o.MaxTokens < 0 {
+			bad(key+".max_tokens", "must be 0 (no bound) or more, got %d", *o.MaxTokens)
+		}
+		if o.MaxTime != nil && o.MaxTime.Duration < 0 {
+			bad(key+".max_time", "must be 0 (no bound) or more, got %s", *o.MaxTime)
+		}
 	}
 
 	w := &c.Web

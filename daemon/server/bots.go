@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/slack"
 	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/schedules"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -27,7 +28,7 @@ type chatBots struct {
 var _ schedules.Chat = (*bots.Relay)(nil)
 
 // newBots makes the relay and the enabled bots. Secrets missing are an error.
-func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger) (*chatBots, error) {
+func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger, mx *metrics.Metrics) (*chatBots, error) {
 	c := &chatBots{log: log}
 	if !cfg.Slack.Enabled {
 		return c, nil
@@ -42,8 +43,10 @@ func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Lo
 		return nil, err
 	}
 	relay := bots.New(bots.Options{Service: svc, Bindings: bots.StoreBindings(st), Log: log,
-		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration})
-	bot, err := slack.New(slack.Options{BotToken: botToken, AppToken: appToken, APIURL: s.APIURL, Relay: relay, Log: log})
+		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration, OnExpired: mx.DecisionExpired})
+	mx.SetBotConnected(slack.Platform, false)
+	bot, err := slack.New(slack.Options{BotToken: botToken, AppToken: appToken, APIURL: s.APIURL, Relay: relay, Log: log,
+		OnConnection: func(up bool) { mx.SetBotConnected(slack.Platform, up) }})
 	if err != nil {
 		return nil, err
 	}

@@ -81,6 +81,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	if err != nil {
 		return fmt.Errorf("ollama host: %w", err)
 	}
+	mx := newMetrics(lc)
 	extra, bridge, err := components(cfg, live, lc, log)
 	if err != nil {
 		return err
@@ -110,7 +111,8 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	}
 	overrides := map[string]agent.AgentOverrides{}
 	for name, o := range cfg.Agents {
-		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny}
+		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
+			Budget: overrideBudget(cfg, o)}
 	}
 	sup, err := agent.New(agent.Options{
 		Store: st, LLM: lc, Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel,
@@ -123,20 +125,20 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
 		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
-		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) },
+		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) }, Metrics: mx, AgentBudget: agentBudget(cfg),
 	})
 	if err != nil {
 		return err
 	}
-	chat, err := newBots(cfg, sup, st, log)
+	chat, err := newBots(cfg, sup, st, log, mx)
 	if err != nil {
 		return err
 	}
 	// The schedules reach the bots through a switch, since a reload replaces the bots.
 	sw := &chatSwitch{}
 	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
-		Chat: sw, KeepAgents: cfg.Schedules.KeepAgents})
-	bots := &liveBots{svc: func(c *config.Config) (*chatBots, error) { return newBots(c, sup, st, log) }, mgr: mgr, sw: sw, log: log}
+		Chat: sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: mx})
+	bots := &liveBots{svc: func(c *config.Config) (*chatBots, error) { return newBots(c, sup, st, log, mx) }, mgr: mgr, sw: sw, log: log}
 	rl := &reloader{load: opt.Load, path: opt.ConfigPath, started: cfg, cur: cfg, live: live, extra: extra,
 		sup: sup, mgr: mgr, bots: bots, level: opt.LogLevel, notify: opt.Notify, log: log}
 
@@ -171,8 +173,11 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		closeListeners()
 		return err
 	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /v0/metrics", metricsHandler(mx, sup))
+	mux.Handle("/", api.NewHandler(service{sup, mgr, rl}, log))
 	srv := &http.Server{
-		Handler:           api.NewHandler(service{sup, mgr, rl}, log),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
@@ -182,6 +187,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	var tcpSrv *http.Server
 	if tcpLn != nil {
 		th := newTCPHandler(httpTok, log)
+		th.Metrics = metricsHandler(mx, sup)
 		if cfg.HTTP.AgentProtocol {
 			th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: sup, Log: log})
 		}

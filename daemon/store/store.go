@@ -252,6 +252,15 @@ var migrations = []string{
 		created_at INTEGER NOT NULL
 	);
 	CREATE INDEX helper_waits_run ON helper_waits(helper_run);`,
+	// issue 7: per-agent budgets. steps_total counts the agent's proposals over all its
+	// runs (back-filled from the proposals kept), busy_ms the time it spent thinking and
+	// executing. budget_* are set by agentctl budget; NULL follows the config.
+	`ALTER TABLE agents ADD COLUMN steps_total INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE agents ADD COLUMN busy_ms INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE agents ADD COLUMN budget_steps INTEGER;
+	ALTER TABLE agents ADD COLUMN budget_tokens INTEGER;
+	ALTER TABLE agents ADD COLUMN budget_busy_ms INTEGER;
+	UPDATE agents SET steps_total = (SELECT COUNT(*) FROM proposals WHERE proposals.agent_id = agents.id);`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -52,7 +52,7 @@ func init() {
 	commands = []*command{
 		runCmd, followCmd, lsCmd, showCmd, statusCmd, doctorCmd, reloadCmd,
 		approveCmd, denyCmd, feedbackCmd, answerCmd,
-		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, rmCmd, historyCmd,
+		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, budgetCmd, rmCmd, historyCmd,
 		commandsCmd, policyCmd, scheduleCmd, memoryCmd, auditCmd, replayCmd,
 		completionCmd, helpCmd,
 	}
