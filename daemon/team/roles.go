@@ -95,9 +95,13 @@ func agentTask(r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role
 	return cut(head+"\n\nConversation so far:\n"+strings.Join(conv, "\n"), taskBytes)
 }
 
-// agentRunOptions bound a role's turn: its step budget and its allow patterns.
+// agentRunOptions bound a role's turn: its step budget and its allow patterns. finish
+// is always allowed: it is the role's reply to the other role, a message with no effect,
+// which a person would otherwise approve on every turn. Every other command is decided
+// as the role's allow patterns and the daemon's policy say.
 func agentRunOptions(r *store.TeamRun, role *Role) agent.RunOptions {
-	return agent.RunOptions{Budget: agent.Budget{MaxSteps: role.MaxSteps}, Allow: role.Allow, By: "team run " + r.ID}
+	allow := append([]string{"finish"}, role.Allow...)
+	return agent.RunOptions{Budget: agent.Budget{MaxSteps: role.MaxSteps}, Allow: allow, By: "team run " + r.ID}
 }
 
 // choice is the model's pick of the next state.
