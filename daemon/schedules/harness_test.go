@@ -95,6 +95,7 @@ type harness struct {
 type service struct {
 	api.AgentService
 	api.ScheduleService
+	api.TeamService // not served here
 }
 
 func newHarness(t *testing.T, now time.Time) *harness {
@@ -133,7 +134,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: api.NewHandler(service{h.sup, managerService{h}}, nil)}
+	srv := &http.Server{Handler: api.NewHandler(service{h.sup, managerService{h}, nil}, nil)}
 	go srv.Serve(ln)
 	h.c = &client.Client{Socket: sock}
 	t.Cleanup(func() {

@@ -1,6 +1,6 @@
 // Package server assembles agentd: it opens the store, connects to Ollama, starts the agent
-// supervisor and the schedules, and serves the local API on the unix socket until its
-// context ends.
+// supervisor, the schedules and the team engine, and serves the local API on the unix
+// socket until its context ends.
 //
 // cmd/agentd parses flags and config and calls Run; integration tests build that binary.
 package server
@@ -23,6 +23,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/schedules"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/team"
 )
 
 // Run runs the daemon until ctx ends, then shuts down cleanly: model calls in flight are
@@ -55,9 +56,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		go bridge.Start(ctx)
 		defer bridge.Close()
 	}
-	// The schedules' manager needs the supervisor and the supervisor reports run ends to
-	// it; mgr is set before the supervisor starts, so no run ends before it is there.
+	// The schedules' manager and the team engine need the supervisor and the supervisor
+	// reports run ends to them; both are set before the supervisor starts, so no run ends
+	// before they are there.
 	var mgr *schedules.Manager
+	var teams *team.Engine
 	mem, err := openMemory(cfg, lc, log)
 	if err != nil {
 		return err
@@ -83,7 +86,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
 		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
-		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) },
+		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e); teams.RunEnded(e) },
 	})
 	if err != nil {
 		return err
@@ -96,6 +99,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		Chat: chat.chat(), KeepAgents: cfg.Schedules.KeepAgents})
 	if chat.relay != nil {
 		chat.relay.SetSchedules(mgr)
+	}
+	teams, err = team.New(team.Options{Store: st, LLM: lc, Model: cfg.Ollama.Model, Agents: sup, Log: log,
+		NumCtx: cfg.Ollama.MaxContext, KeepAlive: cfg.Ollama.KeepAlive.Ptr()})
+	if err != nil {
+		return err
 	}
 
 	ln, err := api.Listen(cfg.Socket)
@@ -118,8 +126,16 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		ln.Close()
 		return err
 	}
+	// After the supervisor: a team waiting for a role agent's run finds it resumed.
+	if err := teams.Start(agentsCtx); err != nil {
+		stopAgents()
+		waitBots()
+		sup.Wait()
+		ln.Close()
+		return err
+	}
 	srv := &http.Server{
-		Handler:           api.NewHandler(service{sup, mgr}, log),
+		Handler:           api.NewHandler(service{sup, mgr, teams}, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
@@ -146,16 +162,19 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutCtx)
+	teams.Wait()
 	sup.Wait()
 	os.Remove(cfg.Socket)
 	log.Info("agentd stopped")
 	return runErr
 }
 
-// service is the local API: the supervisor serves the agents, the manager the schedules.
+// service is the local API: the supervisor serves the agents, the manager the schedules,
+// the engine the team runs.
 type service struct {
 	api.AgentService
 	api.ScheduleService
+	api.TeamService
 }
 
 // checkComponents refuses component names in config that name no component.
