@@ -99,7 +99,7 @@ func TestRoleCommandGoesThroughTheDecisionPath(t *testing.T) {
 	if a.Name != AgentName(team.ID, "programmer") {
 		t.Errorf("agent name %q, want %q", a.Name, AgentName(team.ID, "programmer"))
 	}
-	if r, _ := e.eng.Team(context.Background(), team.ID); r.Waiting != a.ID || r.Status != client.TeamRunning {
+	if r, _ := e.eng.Team(context.Background(), team.ID); r.Waiting != a.ID || r.Status != client.TeamRunning || r.State != "build" || r.Phase != "code" {
 		t.Errorf("team while waiting: %s", dump(r))
 	}
 	if _, err := e.sup.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl", By: "test"}); err != nil {

@@ -15,7 +15,7 @@
 //     the role's prompt, the state's and the phase's, and the phase transcript seen from
 //     its side. Such a turn has no effect beyond its text, so redoing one the daemon died
 //     in the middle of is harmless.
-//   - A role with commands is a real agent of the daemon, named TEAM-ROLE (t3f2a9c-programmer),
+//   - A role with commands is a real agent of the daemon, named TEAM-ROLE (t3f2a9c1-programmer),
 //     created idle when the run starts. Its turn is a run of that agent (Supervisor.StartTask)
 //     whose task is the turn prompt; the agent thinks, proposes and executes like any
 //     other, so every command it proposes goes through the one decision path (policy,

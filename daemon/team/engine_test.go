@@ -155,7 +155,7 @@ conclusion choose_language (language)
 phase_end choose_language (turn_limit)
 transition  (rule)
 message write_code [ceo]
-end  (turn_limit)
+end write_code (turn_limit)
 `
 	if got := outline(r); got != want {
 		t.Errorf("transcript:\n%s\nwant:\n%s", got, want)

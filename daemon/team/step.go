@@ -41,6 +41,20 @@ type step struct {
 	clearWait          bool
 	agents             map[string]string // role agents created
 	countTurn          bool              // a message was said: the run's turn count goes up
+	phase              string            // the phase at the new cursor, as the API shows it
+}
+
+// phaseAt names the two-role phase at c ("" between phases of a state and its transition).
+func phaseAt(wf *Workflow, c cursor) string {
+	st := wf.States[c.State]
+	if st == nil || c.Index >= len(st.Phases) {
+		return ""
+	}
+	ph := wf.Phases[st.Phases[c.Index]]
+	if ph.Composed() && c.Sub < len(ph.Phases) {
+		return ph.Phases[c.Sub]
+	}
+	return ph.Name
 }
 
 // loop drives one team run until it ends or ctx does.
@@ -97,6 +111,7 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 			return
 		}
 		failures = 0
+		s.phase = phaseAt(wf, s.c)
 		if err := e.apply(ctx, id, s); err != nil {
 			if errors.Is(err, errEnded) && s.waitRun != "" {
 				// Stopped while the role's run started: that run is the team's to stop.
@@ -169,8 +184,13 @@ func (e *Engine) apply(ctx context.Context, id string, s *step) error {
 		r.Cursor, _ = json.Marshal(c)
 		r.State = c.State
 		if s.end != "" {
+			if s.phase == "" {
+				s.phase = r.Phase // keep where it ended
+			}
+			r.Phase = s.phase
 			return endTx(tx, r, s.end, s.reason)
 		}
+		r.Phase = s.phase
 		return tx.UpdateTeamRun(r)
 	})
 }
