@@ -2,6 +2,7 @@ package team
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,5 +185,18 @@ func TestUnparsableStoredRunFails(t *testing.T) {
 	r := e.ended("t-old")
 	if r.Status != client.TeamFailed || !strings.Contains(r.Reason, "no longer parses") {
 		t.Errorf("run: %s", dump(r))
+	}
+}
+
+// A role using a command the daemon does not offer is refused at start, by name.
+func TestUnknownRoleCommandRefused(t *testing.T) {
+	e := newEnv(t)
+	src := strings.Replace(withCommands, `commands = ["write_file"]`, `commands = ["write_file", "web_search"]`, 1)
+	_, err := e.eng.StartTeam(context.Background(), client.TeamRunRequest{Workflow: src, File: "build.toml", Task: "x"})
+	if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "build.toml: role programmer uses web_search, which this daemon does not offer") {
+		t.Errorf("err = %v", err)
+	}
+	if runs, _ := e.eng.Teams(context.Background()); len(runs) != 0 {
+		t.Errorf("a run was stored: %v", runs)
 	}
 }

@@ -25,6 +25,8 @@ type Agents interface {
 	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
 	StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error)
 	Stop(ctx context.Context, ref string) (*client.Agent, error)
+	// Commands with ref "" lists the commands a new agent gets.
+	Commands(ctx context.Context, ref string) ([]client.CommandInfo, error)
 }
 
 var _ Agents = (*agent.Supervisor)(nil)
@@ -199,6 +201,9 @@ func (e *Engine) StartTeam(ctx context.Context, req client.TeamRunRequest) (*cli
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
+	if err := e.checkCommands(ctx, file, wf); err != nil {
+		return nil, err
+	}
 	r := &store.TeamRun{
 		TeamRun: client.TeamRun{
 			ID: newID(), Workflow: wf.Name, File: req.File, Task: req.Task, Status: client.TeamRunning,
@@ -316,4 +321,34 @@ func endTx(tx *store.Tx, r *store.TeamRun, status, reason string) error {
 		return err
 	}
 	return tx.Audit("", "team_ended", map[string]string{"team": r.ID, "status": status, "reason": reason})
+}
+
+// checkCommands refuses roles whose commands this daemon does not offer. MCP tools
+// (names with a dot) are left out: their servers connect in the background.
+func (e *Engine) checkCommands(ctx context.Context, file string, wf *Workflow) error {
+	infos, err := e.opt.Agents.Commands(ctx, "")
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, ci := range infos {
+		have[ci.Name] = true
+	}
+	var probs []string
+	for _, name := range sortedKeys(wf.Roles) {
+		var missing []string
+		for _, c := range wf.Roles[name].Commands {
+			if !have[c] && !strings.Contains(c, ".") {
+				missing = append(missing, c)
+			}
+		}
+		if len(missing) > 0 {
+			probs = append(probs, fmt.Sprintf("%s: role %s uses %s, which this daemon does not offer (see agentctl commands; web commands need [web] in the config)",
+				file, name, strings.Join(missing, ", ")))
+		}
+	}
+	if len(probs) > 0 {
+		return badRequest("%s", strings.Join(probs, "\n"))
+	}
+	return nil
 }

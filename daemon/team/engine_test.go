@@ -2,6 +2,7 @@ package team
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -282,4 +283,34 @@ func TestFailureModesEndThePhase(t *testing.T) {
 func readTestdata(name string) (string, error) {
 	b, err := readFile("testdata/" + name)
 	return string(b), err
+}
+
+// Bad requests are refused with what was wrong, and nothing is stored.
+func TestStartTeamRefusesBadInput(t *testing.T) {
+	e := newEnv(t)
+	good, _ := readTestdata("pair.toml")
+	cases := []struct {
+		name string
+		req  client.TeamRunRequest
+		want string
+	}{
+		{"empty_task", client.TeamRunRequest{Workflow: good, Task: "  "}, "empty task"},
+		{"empty_workflow", client.TeamRunRequest{Task: "x"}, "empty workflow"},
+		{"bad_file", client.TeamRunRequest{Workflow: strings.Replace(good, `root = "design"`, `root = "nowhere"`, 1), File: "pair.toml", Task: "x"},
+			`pair.toml:4: root "nowhere" is not a state`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := e.eng.StartTeam(t.Context(), c.req)
+			if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want a bad request with %q", err, c.want)
+			}
+		})
+	}
+	if _, err := e.eng.Team(t.Context(), "t-nope"); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("Team(t-nope) = %v", err)
+	}
+	if runs, _ := e.eng.Teams(t.Context()); len(runs) != 0 {
+		t.Errorf("runs stored: %v", runs)
+	}
 }
