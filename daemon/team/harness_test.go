@@ -110,6 +110,8 @@ func (e *env) reply(req *ollama.ChatRequest) (string, error) {
 	switch {
 	case strings.Contains(format, `"thoughts"`):
 		speaker = "agent"
+	case strings.Contains(format, `"plan"`):
+		speaker = "planner"
 	case strings.Contains(format, `"next"`):
 		speaker = "choose"
 	case strings.Contains(format, `"conclusion"`):
