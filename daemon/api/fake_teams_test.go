@@ -47,3 +47,10 @@ func (f *fakeService) StopTeam(ctx context.Context, ref string) (*client.TeamRun
 	t.Status, t.Reason = client.TeamStopped, "stopped by a person"
 	return t, nil
 }
+
+func (f *fakeService) PlanTeam(ctx context.Context, req client.TeamPlanRequest) (*client.TeamPlan, error) {
+	if req.Task == "" {
+		return nil, client.Errorf(client.ErrBadRequest, "empty task: say what the team should do")
+	}
+	return &client.TeamPlan{Workflow: "name = \"planned\"\n", Revised: true, Problems: []string{"no summarizing role"}}, nil
+}

@@ -66,6 +66,7 @@ func (h *handler) routes() []route {
 		{"GET", "/v0/schedules/{schedule}/history", h.scheduleHistory},
 		{"GET", "/v0/teams", h.teams},
 		{"POST", "/v0/teams", h.startTeam},
+		{"POST", "/v0/team-plans", h.planTeam},
 		{"GET", "/v0/teams/{team}", h.team},
 		{"POST", "/v0/teams/{team}/stop", h.stopTeam},
 	}

@@ -19,6 +19,8 @@ type TeamService interface {
 	Team(ctx context.Context, ref string) (*client.TeamRun, error)
 	// StopTeam stops a running team run and the role agent's run it waits for.
 	StopTeam(ctx context.Context, ref string) (*client.TeamRun, error)
+	// PlanTeam asks the planner for a workflow for a task.
+	PlanTeam(ctx context.Context, req client.TeamPlanRequest) (*client.TeamPlan, error)
 }
 
 func (h *handler) teams(w http.ResponseWriter, r *http.Request) error {
@@ -55,4 +57,16 @@ func (h *handler) stopTeam(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return reply(w, http.StatusOK, t)
+}
+
+func (h *handler) planTeam(w http.ResponseWriter, r *http.Request) error {
+	var req client.TeamPlanRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	p, err := h.svc.PlanTeam(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, p)
 }

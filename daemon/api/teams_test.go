@@ -27,6 +27,12 @@ func TestTeamRoutesThroughClient(t *testing.T) {
 		{name: "start_team_empty_bad_request", call: func(ctx context.Context, c *client.Client) (any, error) {
 			return c.StartTeam(ctx, client.TeamRunRequest{Task: "x"})
 		}, wantErr: client.ErrBadRequest, errText: "empty workflow: send the workflow file's content"},
+		{name: "plan_team", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.PlanTeam(ctx, client.TeamPlanRequest{Task: "x"})
+		}, want: &client.TeamPlan{Workflow: "name = \"planned\"\n", Revised: true, Problems: []string{"no summarizing role"}}},
+		{name: "plan_team_empty_bad_request", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.PlanTeam(ctx, client.TeamPlanRequest{})
+		}, wantErr: client.ErrBadRequest, errText: "empty task: say what the team should do"},
 		{name: "stop_team", call: func(ctx context.Context, c *client.Client) (any, error) { return c.StopTeam(ctx, "t1") }, want: &stopped},
 	}
 	for _, tt := range cases {

@@ -79,6 +79,19 @@ type TeamRunRequest struct {
 	By string `json:"by,omitempty"`
 }
 
+// TeamPlanRequest asks the planner for roles and a plan for a task.
+type TeamPlanRequest struct {
+	Task string `json:"task"`
+}
+
+// TeamPlan is the planner's answer: a workflow file to read, save and run.
+type TeamPlan struct {
+	Workflow string `json:"workflow"` // TOML, valid
+	// Revised says the observer found Problems in the first plan and the model revised it.
+	Revised  bool     `json:"revised"`
+	Problems []string `json:"problems,omitempty"`
+}
+
 func teamPath(team, rest string) string {
 	return "/v0/teams/" + url.PathEscape(team) + rest
 }
@@ -105,4 +118,11 @@ func (c *Client) Team(ctx context.Context, team string) (*TeamRun, error) {
 func (c *Client) StopTeam(ctx context.Context, team string) (*TeamRun, error) {
 	var out TeamRun
 	return &out, c.do(ctx, "POST", teamPath(team, "/stop"), nil, &out)
+}
+
+// PlanTeam asks the daemon's planner for a workflow for task (AutoAgents): roles, a
+// numbered plan, checked by an observer and revised once.
+func (c *Client) PlanTeam(ctx context.Context, req TeamPlanRequest) (*TeamPlan, error) {
+	var out TeamPlan
+	return &out, c.do(ctx, "POST", "/v0/team-plans", req, &out)
 }

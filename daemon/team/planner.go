@@ -150,9 +150,18 @@ func Observe(p Plan, offered []string) []string {
 	return probs
 }
 
-// PlanTeam asks the model for roles and a plan for task, has them observed and revised
-// once, and returns the workflow. Problems left after the revision are an error.
-func (e *Engine) PlanTeam(ctx context.Context, task string) (*Planned, error) {
+// PlanTeam is the planner as the API serves it.
+func (e *Engine) PlanTeam(ctx context.Context, req client.TeamPlanRequest) (*client.TeamPlan, error) {
+	p, err := e.Plan(ctx, req.Task)
+	if err != nil {
+		return nil, err
+	}
+	return &client.TeamPlan{Workflow: p.Workflow, Revised: p.Revised, Problems: p.Problems}, nil
+}
+
+// Plan asks the model for roles and a plan for task, has them observed and revised once,
+// and returns the workflow. Problems left after the revision are an error.
+func (e *Engine) Plan(ctx context.Context, task string) (*Planned, error) {
 	task = strings.TrimSpace(task)
 	if task == "" {
 		return nil, badRequest("empty task: say what the team should do")

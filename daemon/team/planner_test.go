@@ -68,7 +68,7 @@ func TestPlanTeamRevisesOnceAndRuns(t *testing.T) {
 	b1, _ := json.Marshal(first)
 	b2, _ := json.Marshal(goodPlan())
 	e.say("planner", string(b1), string(b2))
-	p, err := e.eng.PlanTeam(context.Background(), "a note on SQLite's WAL")
+	p, err := e.eng.Plan(context.Background(), "a note on SQLite's WAL")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestPlanTeamGivesUpAfterOneRevision(t *testing.T) {
 	bad.Steps[0].Assistant = "ghost"
 	b, _ := json.Marshal(bad)
 	e.say("planner", string(b), string(b))
-	_, err := e.eng.PlanTeam(context.Background(), "x")
+	_, err := e.eng.Plan(context.Background(), "x")
 	if !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), `step 1 names role "ghost"`) {
 		t.Errorf("err = %v", err)
 	}
