@@ -75,6 +75,14 @@ func (f *fakeDaemon) teamRoutes(handle func(string, func(*http.Request) (any, er
 		return &client.TeamRun{ID: "t-3", Workflow: "software-company", File: req.File, Task: req.Task, Status: client.TeamRunning,
 			State: "design", MaxTurns: 80, Vars: map[string]string{"task": req.Task}, CreatedAt: fixedTime, UpdatedAt: fixedTime}, nil
 	})
+	handle("POST /v0/team-plans", func(r *http.Request) (any, error) {
+		var req client.TeamPlanRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			return nil, &httpError{http.StatusBadRequest, err.Error()}
+		}
+		return &client.TeamPlan{Revised: true, Problems: []string{"no summarizing role: add one (e.g. summarizer) that concludes the last step with the final answer"},
+			Workflow: "# Planned by agentd for the task: " + req.Task + "\nname = \"planned\"\nroot = \"work\"\n"}, nil
+	})
 	handle("GET /v0/teams/{ref}", func(r *http.Request) (any, error) { return find(r) })
 	handle("POST /v0/teams/{ref}/stop", func(r *http.Request) (any, error) {
 		t, err := find(r)

@@ -17,7 +17,7 @@ import (
 
 var teamCmd = &command{
 	name:  "team",
-	args:  "run|ls|show|stop [ARGS] [--json]",
+	args:  "run|plan|ls|show|stop [ARGS] [--json]",
 	short: "SOP workflows: several roles working through states",
 	long: `A team run follows a workflow file (TOML): roles, two-role phases in which an
 instructor and an assistant take turns until one writes a line starting with <INFO> (the
@@ -25,6 +25,8 @@ conclusion, stored into a variable), and states whose next state is chosen by a 
 the variables or by the model. Examples ship in examples/teams/.
 
   agentctl team run FILE TASK [--follow]   check FILE and start a run of it on TASK
+  agentctl team plan TASK [-o FILE]        let the model propose roles and a plan as a
+                                           workflow file (checked and revised once)
   agentctl team ls                         every team run, newest first
   agentctl team show ID                    where a run is, its variables and transcript
   agentctl team stop ID                    stop a run (and the role agent's run it waits for)
@@ -41,12 +43,12 @@ loop of thanks or of the same message).
 
 // teamActions are team's sub-commands.
 var teamActions = map[string]func(a *app, ctx context.Context, args []string) error{
-	"run": (*app).teamRun, "ls": (*app).teamLs, "show": (*app).teamShow, "stop": (*app).teamStop,
+	"run": (*app).teamRun, "plan": (*app).teamPlan, "ls": (*app).teamLs, "show": (*app).teamShow, "stop": (*app).teamStop,
 }
 
 func (a *app) runTeam(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usagef("missing what to do: run, ls, show or stop")
+		return usagef("missing what to do: run, plan, ls, show or stop")
 	}
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		a.printHelp(a.stdout, a.cmd, nil)
@@ -54,7 +56,7 @@ func (a *app) runTeam(ctx context.Context, args []string) error {
 	}
 	fn := teamActions[args[0]]
 	if fn == nil {
-		return usagef("unknown team action %q: use run, ls, show or stop", args[0])
+		return usagef("unknown team action %q: use run, plan, ls, show or stop", args[0])
 	}
 	return fn(a, ctx, args[1:])
 }
@@ -100,6 +102,47 @@ func (a *app) teamRun(ctx context.Context, args []string) error {
 		return nil
 	}
 	return a.followTeam(ctx, r.ID)
+}
+
+func (a *app) teamPlan(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	out := fs.String("o", "", "write the workflow to `FILE` (refused if it exists) instead of stdout")
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	task := strings.TrimSpace(strings.Join(pos, " "))
+	if task == "" {
+		return usagef(`missing TASK, e.g. agentctl team plan "a report on SQLite's WAL mode" -o report.toml`)
+	}
+	p, err := a.api().PlanTeam(ctx, client.TeamPlanRequest{Task: task})
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(p)
+	}
+	if p.Revised {
+		a.note("the observer found problems in the first plan; the model revised it:\n  %s", strings.Join(p.Problems, "\n  "))
+	}
+	if *out == "" {
+		_, err := io.WriteString(a.stdout, p.Workflow)
+		return err
+	}
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing the workflow: %w", err)
+	}
+	if _, err := io.WriteString(f, p.Workflow); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the workflow: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing the workflow: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "wrote %s\n", *out)
+	a.note("read it, edit it, then: agentctl team run %s %q", *out, task)
+	return nil
 }
 
 // followTeam prints a team run's transcript as it grows, until the run ends. The daemon
