@@ -314,3 +314,30 @@ func TestStartTeamRefusesBadInput(t *testing.T) {
 		t.Errorf("runs stored: %v", runs)
 	}
 }
+
+// A state's max_turns ends its running phase and skips its other phases.
+func TestStateTurnLimit(t *testing.T) {
+	e := newEnv(t)
+	src, _ := readTestdata("pair.toml")
+	src = strings.Replace(src, `prompt = "We design the product."`, "prompt = \"We design the product.\"\nmax_turns = 1", 1)
+	e.say("ceo", "Instruction: pick a language.")
+	r := e.ended(e.run(src, "x").ID)
+	want := `message choose_language [ceo]
+phase_end choose_language (state_turn_limit)
+end  (finished)
+`
+	if got := outline(r); got != want {
+		t.Errorf("transcript:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A model server that stays down fails the run after the configured attempts, with the
+// reason; nothing loops forever.
+func TestModelDownFailsTheRun(t *testing.T) {
+	e := newEnv(t)
+	e.fake.SetDown(true)
+	r := e.ended(e.run("pair.toml", "x").ID)
+	if r.Status != client.TeamFailed || !strings.Contains(r.Reason, "the model failed 3 times in a row") {
+		t.Errorf("run: %s", dump(r))
+	}
+}

@@ -67,13 +67,9 @@ func (e *Engine) chatTurn(ctx context.Context, r *store.TeamRun, wf *Workflow, s
 	return strings.TrimSpace(res.Content), nil
 }
 
-// modelErr marks an error the loop retries, keeping a cancelled context as it is.
-func modelErr(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return &modelError{err: err}
-}
+// modelErr marks an error the loop retries (the loop checks its own context first, so a
+// stop or a shutdown is not retried).
+func modelErr(err error) error { return &modelError{err: err} }
 
 // agentTask is a command role's turn, as its agent's task: the role, the phase, the
 // conversation so far, and how to reply.
