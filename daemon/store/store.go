@@ -1,5 +1,5 @@
 // Package store is agentd's source of truth: agents, runs, proposals, decisions, episodes,
-// schedules and the audit log in one SQLite file (WAL, synchronous=FULL).
+// schedules, team runs and the audit log in one SQLite file (WAL, synchronous=FULL).
 //
 // Every state change the agent cycle makes is one transaction here, so a kill -9 at any point
 // leaves either the old state or the new one. The memory index and everything in RAM can be
