@@ -206,13 +206,27 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *store.B
 
 // answered marks a question's message as answered.
 func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *client.Question, u User) {
-	m, err := r.opt.Bindings.Message(ctx, q.ProposalID, ep.a.Platform(), "question")
+	platform := ep.a.Platform()
+	r.qmu.Lock()
+	m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question")
+	if err == nil && m == nil { // its post is in flight: postQuestion marks it
+		if r.early == nil {
+			r.early = map[string]User{}
+		}
+		r.early[q.ProposalID+"|"+platform] = u
+	}
+	r.qmu.Unlock()
 	if err != nil || m == nil {
 		return
 	}
+	ep.a.Update(ctx, m.Channel, m.Message, answeredQuestion(q, u))
+}
+
+// answeredQuestion is a question's message once u answered it.
+func answeredQuestion(q *client.Question, u User) Message {
 	msg := FormatQuestion(q, "")
 	msg.Parts[len(msg.Parts)-1] = Part{Spans: []Span{{Text: "✅ Answered by "}, {User: u.ID}}}
-	ep.a.Update(ctx, m.Channel, m.Message, msg)
+	return msg
 }
 
 // OnClick handles a button on a proposal message. Only approvers decide; the daemon lets

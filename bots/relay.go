@@ -42,6 +42,12 @@ type Relay struct {
 	timers    map[string]*time.Timer               // expiry timers by proposal
 	schedules Schedules                            // for /agent schedule; nil without
 	ready     chan struct{}
+
+	// qmu orders a question's post (the message stored) against its answer (the message
+	// marked answered): an answer that comes while the post is in flight leaves a mark in
+	// early, and the post marks its message at once.
+	qmu   sync.Mutex
+	early map[string]User // by proposal id + "|" + platform
 	readyOne  sync.Once
 }
 
@@ -353,7 +359,14 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 			r.log.Error("bots: posting question", "platform", platform, "agent", agentID, "err", err)
 			continue
 		}
+		r.qmu.Lock()
 		r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
+		u, answered := r.early[q.ProposalID+"|"+platform]
+		delete(r.early, q.ProposalID+"|"+platform)
+		r.qmu.Unlock()
+		if answered {
+			t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u), t.label))
+		}
 	}
 }
 

@@ -66,6 +66,11 @@ func (h *handler) routes() []route {
 		{"POST", "/v0/schedules/{schedule}/resume", h.scheduleAction(h.svc.ResumeSchedule)},
 		{"POST", "/v0/schedules/{schedule}/run", h.runSchedule},
 		{"GET", "/v0/schedules/{schedule}/history", h.scheduleHistory},
+		{"GET", "/v0/teams", h.teams},
+		{"POST", "/v0/teams", h.startTeam},
+		{"POST", "/v0/team-plans", h.planTeam},
+		{"GET", "/v0/teams/{team}", h.team},
+		{"POST", "/v0/teams/{team}/stop", h.stopTeam},
 	}
 }
 

@@ -7,13 +7,15 @@ import (
 )
 
 // Service is what the local API serves; the daemon implements it (daemon/agent's
-// Supervisor the agents, daemon/schedules' Manager the schedules). Errors wrap client's
-// sentinels (client.ErrNotFound → 404, client.ErrConflict → 409, client.ErrBadRequest → 400,
-// client.ErrForbidden → 403) and their text is shown to the user as is.
+// Supervisor the agents, daemon/schedules' Manager the schedules, daemon/team's Engine the
+// team runs). Errors wrap client's sentinels (client.ErrNotFound → 404, client.ErrConflict
+// → 409, client.ErrBadRequest → 400, client.ErrForbidden → 403) and their text is shown to
+// the user as is.
 type Service interface {
 	AgentService
 	ScheduleService
 	DaemonService
+	TeamService
 }
 
 // DaemonService is the daemon's own part of the API.

@@ -96,6 +96,7 @@ type service struct {
 	api.AgentService
 	api.ScheduleService
 	api.DaemonService
+	api.TeamService // not served here
 }
 
 // noReload is the API's reload in these tests: there is no config file to re-read.
@@ -141,7 +142,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: api.NewHandler(service{h.sup, managerService{h}, noReload{}}, nil)}
+	srv := &http.Server{Handler: api.NewHandler(service{h.sup, managerService{h}, noReload{}, nil}, nil)}
 	go srv.Serve(ln)
 	h.c = &client.Client{Socket: sock}
 	t.Cleanup(func() {

@@ -73,7 +73,7 @@ type Manager struct {
 	local   *time.Location
 	sched   *schedule.Scheduler
 	chat    Chat
-	keep    atomic.Int64                      // KeepAgents; SetSettings changes it
+	keep    atomic.Int64                            // KeepAgents; SetSettings changes it
 	metrics interface{ ScheduleRun(result string) } // nil: not counted
 
 	// loaded is closed when Start has added the stored schedules; API calls wait for it

@@ -1,6 +1,6 @@
 // Package server assembles agentd: it opens the store, connects to Ollama, starts the agent
-// supervisor and the schedules, and serves the local API on the unix socket until its
-// context ends.
+// supervisor, the schedules and the team engine, and serves the local API on the unix
+// socket until its context ends.
 //
 // cmd/agentd parses flags and config and calls Run; integration tests build that binary.
 package server
@@ -24,6 +24,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/schedules"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/team"
 )
 
 // Run runs the daemon until ctx ends, then shuts down cleanly: model calls in flight are
@@ -95,9 +96,11 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		go bridge.Start(ctx)
 		defer bridge.Close()
 	}
-	// The schedules' manager needs the supervisor and the supervisor reports run ends to
-	// it; mgr is set before the supervisor starts, so no run ends before it is there.
+	// The schedules' manager and the team engine need the supervisor and the supervisor
+	// reports run ends to them; both are set before the supervisor starts, so no run ends
+	// before they are there.
 	var mgr *schedules.Manager
+	var teams *team.Engine
 	mem, err := openMemory(cfg, lc, log)
 	if err != nil {
 		return err
@@ -125,7 +128,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
 		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
-		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) }, Metrics: mx, AgentBudget: agentBudget(cfg),
+		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e); teams.RunEnded(e) }, Metrics: mx, AgentBudget: agentBudget(cfg),
 	})
 	if err != nil {
 		return err
@@ -141,6 +144,11 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	bots := &liveBots{svc: func(c *config.Config) (*chatBots, error) { return newBots(c, sup, st, log, mx) }, mgr: mgr, sw: sw, log: log}
 	rl := &reloader{load: opt.Load, path: opt.ConfigPath, started: cfg, cur: cfg, live: live, extra: extra,
 		sup: sup, mgr: mgr, bots: bots, level: opt.LogLevel, notify: opt.Notify, log: log}
+	teams, err = team.New(team.Options{Store: st, LLM: lc, Model: cfg.Ollama.Model, Agents: sup, Log: log,
+		NumCtx: cfg.Ollama.MaxContext, KeepAlive: cfg.Ollama.KeepAlive.Ptr()})
+	if err != nil {
+		return err
+	}
 
 	ln, err := api.Listen(cfg.Socket)
 	if err != nil {
@@ -173,9 +181,18 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		closeListeners()
 		return err
 	}
+	// After the supervisor: a team waiting for a role agent's run finds it resumed.
+	if err := teams.Start(agentsCtx); err != nil {
+		mgr.Stop()
+		stopAgents()
+		bots.stop()
+		sup.Wait()
+		closeListeners()
+		return err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v0/metrics", metricsHandler(mx, sup))
-	mux.Handle("/", api.NewHandler(service{sup, mgr, rl}, log))
+	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams}, log))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -234,6 +251,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	if tcpSrv != nil {
 		tcpSrv.Shutdown(shutCtx)
 	}
+	teams.Wait()
 	sup.Wait()
 	os.Remove(cfg.Socket)
 	log.Info("agentd stopped")
@@ -241,11 +259,12 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 }
 
 // service is the local API: the supervisor serves the agents, the manager the
-// schedules, the reloader reloads.
+// schedules, the reloader reloads, the engine serves the team runs.
 type service struct {
 	api.AgentService
 	api.ScheduleService
 	api.DaemonService
+	api.TeamService
 }
 
 // checkComponents refuses component names in config that name no component.

@@ -53,7 +53,7 @@ func init() {
 		runCmd, followCmd, lsCmd, showCmd, statusCmd, doctorCmd, reloadCmd,
 		approveCmd, denyCmd, feedbackCmd, answerCmd,
 		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, budgetCmd, rmCmd, historyCmd,
-		commandsCmd, policyCmd, scheduleCmd, memoryCmd, auditCmd, replayCmd,
+		commandsCmd, policyCmd, scheduleCmd, teamCmd, memoryCmd, auditCmd, replayCmd,
 		completionCmd, helpCmd,
 	}
 }
