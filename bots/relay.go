@@ -46,9 +46,9 @@ type Relay struct {
 	// qmu orders a question's post (the message stored) against its answer (the message
 	// marked answered): an answer that comes while the post is in flight leaves a mark in
 	// early, and the post marks its message at once.
-	qmu   sync.Mutex
-	early map[string]User // by proposal id + "|" + platform
-	readyOne  sync.Once
+	qmu      sync.Mutex
+	early    map[string]User // by proposal id + "|" + platform
+	readyOne sync.Once
 }
 
 type endpoint struct {
