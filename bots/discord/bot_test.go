@@ -5,7 +5,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord/fakediscord"
 )
 
@@ -159,4 +161,151 @@ func TestDirectMessageRun(t *testing.T) {
 	e.wait("the proposal", func() bool { return hasText(e.fake.Messages(eDM), "Step 1: ") })
 	e.say(uAlice, eDM, "y")
 	e.wait("the result", func() bool { return hasText(e.fake.Messages(eDM), "touched dm") })
+}
+
+func TestGatewayDroppedMidApproval(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	resumes := e.resumes()
+	e.fake.Drop()
+	in := e.click(uAlice, thread, p, ActionApprove) // held by the fake until the bot resumes
+	e.wait("a resumed connection", func() bool { return e.resumes() > resumes && e.fake.Connections() == 1 })
+	e.decided(p.ID, "Approved** by <@"+uAlice.ID+">")
+	if r := e.fake.InteractionResponse(in.ID); r.Type != 6 {
+		t.Errorf("the replayed click was answered with %+v", r)
+	}
+	e.settle()
+	// A reconnect request (op 7) is survived too.
+	resumes = e.resumes()
+	e.fake.RequestReconnect()
+	e.wait("another connection", func() bool { return e.resumes() > resumes && e.fake.Connections() == 1 })
+	fin := e.proposal(thread, 2)
+	e.click(uAlice, thread, fin, ActionApprove)
+	e.wait("the finish", func() bool { return hasText(e.fake.Messages(thread), "Finished") })
+}
+
+// resumes counts RESUME payloads the bot sent.
+func (e *env) resumes() int {
+	n := 0
+	for _, f := range e.fake.Frames() {
+		if f.Op == fakediscord.OpResume {
+			n++
+		}
+	}
+	return n
+}
+
+func TestWatchdogReopensSilentConnection(t *testing.T) {
+	e := newEnv(t)
+	resumes := e.resumes()
+	e.fake.PauseHeartbeatACKs(true)
+	e.wait("the watchdog to notice", func() bool { return e.bot.Status().State == bots.StateReconnecting })
+	if st := e.bot.Status(); st.Attempt != 1 || !strings.Contains(st.Error, "no heartbeat ACK") {
+		t.Errorf("status = %+v", st)
+	}
+	e.wait("a new connection", func() bool { return e.resumes() > resumes })
+	e.fake.PauseHeartbeatACKs(false)
+	e.wait("connected again", func() bool { return e.bot.Status().State == bots.StateConnected })
+	e.settle()
+	// Still serving.
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch")
+	e.proposal(thread, 1)
+}
+
+func TestRestartKeepsThreadAndPendingProposal(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	e.restart()
+	e.click(uCarol, thread, p, ActionApprove)
+	e.decided(p.ID, "Approved** by <@"+uCarol.ID+">")
+	e.wait("the result in the same thread", func() bool { return hasText(e.fake.Messages(thread), "touched x") })
+	if n := countText(e.fake.Messages(thread), "Step 1: "); n != 1 {
+		t.Errorf("step 1 posted %d times", n)
+	}
+}
+
+func TestSlashCommands(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	in, err := e.fake.Command(eChannel, uAlice, "agent", fakediscord.CommandOption{Type: 1, Name: "run",
+		Options: []fakediscord.CommandOption{{Type: 3, Name: "task", Value: "touch from a command"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait("the answer", func() bool { return e.original(in, "Started agent") })
+	if r := e.fake.InteractionResponse(in.ID); r.Type != 5 {
+		t.Errorf("/agent run answered with %+v, want deferred (5)", r)
+	}
+	e.wait("a thread with the proposal", func() bool {
+		for _, c := range e.fake.Calls() {
+			if c.Method == "POST" && strings.HasSuffix(c.Path, "/threads") {
+				return true
+			}
+		}
+		return false
+	})
+	ls, err := e.fake.Command(eChannel, uBob, "agent", fakediscord.CommandOption{Type: 1, Name: "list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait("the list", func() bool { return e.original(ls, "touch from a command") })
+	agents, _ := e.sup.Agents(context.Background())
+	if len(agents) != 1 {
+		t.Fatalf("agents = %+v", agents)
+	}
+	stop, err := e.fake.Command(eChannel, uBob, "agent", fakediscord.CommandOption{Type: 1, Name: "stop",
+		Options: []fakediscord.CommandOption{{Type: 3, Name: "agent", Value: agents[0].Name}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait("bob refused", func() bool { return e.original(stop, "not an approver") })
+}
+
+// original reports whether the interaction's response message holds text.
+func (e *env) original(in fakediscord.Interaction, text string) bool {
+	for _, c := range e.fake.Calls() {
+		if c.Method == "PATCH" && strings.Contains(c.Path, in.Token+"/messages/@original") && strings.Contains(string(c.Body), text) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLongResultAttached(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "big"}))
+	thread := e.startRun("touch big")
+	p := e.proposal(thread, 1)
+	// Discord's rate limit on the next post is waited out, not lost.
+	e.fake.RateLimitNext(fakediscord.Route("POST", "/channels/"+thread+"/messages"), 200*time.Millisecond, false)
+	e.click(uAlice, thread, p, ActionApprove)
+	e.wait("the output as a file", func() bool {
+		for _, m := range e.fake.Messages(thread) {
+			for _, a := range m.Attachments {
+				if strings.HasSuffix(a.Filename, ".txt") && len(a.Data) > 2000 {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	n429 := 0
+	for _, c := range e.fake.Calls() {
+		if c.Status == 429 {
+			n429++
+		}
+	}
+	if n429 != 1 {
+		t.Errorf("429s = %d, want 1 (then retried)", n429)
+	}
+	for _, m := range e.fake.Messages(thread) {
+		if Len(m.Content) > MaxContent {
+			t.Errorf("a message of %d characters", Len(m.Content))
+		}
+	}
 }
