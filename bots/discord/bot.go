@@ -12,6 +12,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/bots/discord/endpoint"
 )
 
 // Platform is the name decisions made in Discord carry as their source.
@@ -33,6 +34,9 @@ type Options struct {
 	Guilds []string
 	Relay  *bots.Relay
 	Log    *slog.Logger
+	// APIURL is Discord's base URL ("https://discord.com/"; "" is that too). Another one
+	// points discordgo, process-wide, at it: a fake, in tests.
+	APIURL string
 	// Watchdog is how long the gateway may go without a heartbeat ACK before the
 	// connection counts as dead and is reopened; 0 is 60s.
 	Watchdog time.Duration
@@ -89,6 +93,9 @@ func New(opt Options) (*Bot, error) {
 		opt.Backoff = func(n int) time.Duration {
 			return min(time.Second<<min(n-1, 7), 2*time.Minute)
 		}
+	}
+	if opt.APIURL != "" && opt.APIURL != "https://discord.com/" {
+		endpoint.Point(opt.APIURL)
 	}
 	s, err := discordgo.New("Bot " + opt.Token)
 	if err != nil {

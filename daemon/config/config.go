@@ -42,6 +42,7 @@ type Config struct {
 	Memory    MemoryConfig    `toml:"memory"`
 	Bots      BotsConfig      `toml:"bots"`
 	Slack     SlackConfig     `toml:"slack"`
+	Discord   DiscordConfig   `toml:"discord"`
 	Log       LogConfig       `toml:"log"`
 
 	// StateDir holds the database, the memory index and the workspaces. Set by flag only.
@@ -256,6 +257,7 @@ func Default() *Config {
 		Bots:        BotsConfig{ApproveCount: 3},
 		Slack: SlackConfig{BotTokenEnv: "SLACK_BOT_TOKEN", AppTokenEnv: "SLACK_APP_TOKEN", Teams: []string{}, Approvers: []string{},
 			APIURL: "https://slack.com/api/"},
+		Discord:  defaultDiscord(),
 		Log:      LogConfig{Level: "info", Format: "text"},
 		StateDir: DefaultStateDir(),
 		Socket:   client.DefaultSocketPath(),

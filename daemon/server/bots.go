@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/bots/discord"
 	"github.com/agentd/agentd/bots/slack"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/schedules"
@@ -18,38 +19,59 @@ import (
 // chatBots are the relay and the enabled chat bots, made before the schedules' manager
 // (which delivers runs through the relay) and started after the supervisor.
 type chatBots struct {
-	relay *bots.Relay // nil when no bot is enabled
-	runs  []func(ctx context.Context)
-	log   *slog.Logger
-	slack *config.SlackConfig
+	relay   *bots.Relay // nil when no bot is enabled
+	runs    []func(ctx context.Context)
+	log     *slog.Logger
+	slack   *config.SlackConfig
+	discord *config.DiscordConfig
 }
 
 var _ schedules.Chat = (*bots.Relay)(nil)
 
-// newBots makes the relay and the enabled bots. Secrets missing are an error.
+// newBots makes the relay and the enabled bots; Slack and Discord share the relay.
+// Secrets missing are an error.
 func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger) (*chatBots, error) {
 	c := &chatBots{log: log}
-	if !cfg.Slack.Enabled {
+	if !cfg.Slack.Enabled && !cfg.Discord.Enabled {
 		return c, nil
-	}
-	s := &cfg.Slack
-	botToken, err := secret("slack bot token", s.BotTokenEnv, s.BotTokenFile)
-	if err != nil {
-		return nil, err
-	}
-	appToken, err := secret("slack app token", s.AppTokenEnv, s.AppTokenFile)
-	if err != nil {
-		return nil, err
 	}
 	relay := bots.New(bots.Options{Service: svc, Bindings: bots.StoreBindings(st), Log: log,
 		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration})
-	bot, err := slack.New(slack.Options{BotToken: botToken, AppToken: appToken, APIURL: s.APIURL, Relay: relay, Log: log})
-	if err != nil {
-		return nil, err
+	if cfg.Slack.Enabled {
+		s := &cfg.Slack
+		botToken, err := secret("slack bot token", s.BotTokenEnv, s.BotTokenFile)
+		if err != nil {
+			return nil, err
+		}
+		appToken, err := secret("slack app token", s.AppTokenEnv, s.AppTokenFile)
+		if err != nil {
+			return nil, err
+		}
+		bot, err := slack.New(slack.Options{BotToken: botToken, AppToken: appToken, APIURL: s.APIURL, Relay: relay, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		relay.Add(bot, slackRules(s))
+		c.slack = s
+		c.runs = append(c.runs, func(ctx context.Context) { bot.Run(ctx) })
 	}
-	relay.Add(bot, slackRules(s))
-	c.relay, c.slack = relay, s
-	c.runs = []func(context.Context){func(ctx context.Context) { relay.Run(ctx) }, func(ctx context.Context) { bot.Run(ctx) }}
+	if cfg.Discord.Enabled {
+		d := &cfg.Discord
+		token, err := secret("discord bot token", d.TokenEnv, d.TokenFile)
+		if err != nil {
+			return nil, err
+		}
+		bot, err := discord.New(discord.Options{Token: token, ApplicationID: d.ApplicationID, Guilds: d.Guilds,
+			APIURL: d.APIURL, Relay: relay, Log: log})
+		if err != nil {
+			return nil, err
+		}
+		relay.Add(bot, discordRules(d))
+		c.discord = d
+		c.runs = append(c.runs, func(ctx context.Context) { bot.Run(ctx) })
+	}
+	c.relay = relay
+	c.runs = append(c.runs, func(ctx context.Context) { relay.Run(ctx) })
 	return c, nil
 }
 
@@ -71,6 +93,9 @@ func (c *chatBots) start(ctx context.Context) (wait func()) {
 	}
 	if c.slack != nil {
 		c.log.Info("slack bot starting", "channels", len(c.slack.Channels), "direct_messages", c.slack.DirectMessages)
+	}
+	if c.discord != nil {
+		c.log.Info("discord bot starting", "guilds", len(c.discord.Guilds), "channels", len(c.discord.Channels), "direct_messages", c.discord.DirectMessages)
 	}
 	return wg.Wait
 }
@@ -114,6 +139,21 @@ func slackRules(s *config.SlackConfig) bots.Rules {
 	}
 	for name, a := range s.Agents {
 		r.Agents[name] = access(a.Approvers)
+	}
+	return r
+}
+
+// discordRules turns [discord] into the relay's rules: user ids and role ids are listed
+// apart, since both are snowflakes.
+func discordRules(d *config.DiscordConfig) bots.Rules {
+	access := func(users, roles []string) bots.Access { return bots.Access{Users: users, Groups: roles} }
+	r := bots.Rules{Teams: d.Guilds, DM: d.DirectMessages, Approvers: access(d.Approvers, d.ApproverRoles),
+		Channels: map[string]bots.Access{}, Agents: map[string]bots.Access{}}
+	for id, c := range d.Channels {
+		r.Channels[id] = access(c.Approvers, c.ApproverRoles)
+	}
+	for name, a := range d.Agents {
+		r.Agents[name] = access(a.Approvers, a.ApproverRoles)
 	}
 	return r
 }
