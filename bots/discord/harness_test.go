@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +84,9 @@ type env struct {
 	bot    *Bot
 	cancel context.CancelFunc
 	done   sync.WaitGroup
+
+	// runEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
+	runEnded atomic.Pointer[func(agent.RunEnd)]
 
 	mu      sync.Mutex
 	replies []string
@@ -171,7 +175,12 @@ func (e *env) start() {
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
 		Commands: []string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"},
-		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log})
+		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
+		OnRunEnd: func(end agent.RunEnd) {
+			if f := e.runEnded.Load(); f != nil {
+				(*f)(end)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -415,7 +415,7 @@ type Autonomy struct {
 
 // DeliveryAgentctl is the default delivery: results and pending approvals of a scheduled
 // run are seen with agentctl (show, follow, schedule history). The other deliveries are
-// chat channels, PLATFORM:CHANNEL_ID ("slack:C0123ABC"): each run gets a thread there,
+// chat channels, PLATFORM:CHANNEL_ID ("slack:C0123ABC", "discord:123456789012345678"): each run gets a thread there,
 // decided there like a run started from chat.
 const DeliveryAgentctl = "agentctl"
 
@@ -465,7 +465,7 @@ type ScheduleRequest struct {
 	Autonomy    Autonomy `json:"autonomy"`
 	Budget      Budget   `json:"budget"`
 	// Delivery is where results and approvals go: "" or "agentctl", or a chat channel
-	// served by an enabled bot, "slack:CHANNEL_ID".
+	// served by an enabled bot, "slack:CHANNEL_ID" or "discord:CHANNEL_ID".
 	Delivery    string `json:"delivery,omitempty"`
 	Concurrency string `json:"concurrency,omitempty"`
 	Missed      string `json:"missed,omitempty"`
