@@ -259,7 +259,7 @@ func TestSlashCommands(t *testing.T) {
 		t.Fatalf("agents = %+v", agents)
 	}
 	stop, err := e.fake.Command(eChannel, uBob, "agent", fakediscord.CommandOption{Type: 1, Name: "stop",
-		Options: []fakediscord.CommandOption{{Type: 3, Name: "agent", Value: agents[0].Name}}})
+		Options: []fakediscord.CommandOption{{Type: 3, Name: "agent", Value: agents[0].ID}}}) // the ID: the name may still change once the profile is made
 	if err != nil {
 		t.Fatal(err)
 	}

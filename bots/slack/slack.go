@@ -57,6 +57,9 @@ type Bot struct {
 
 	groupMu sync.Mutex
 	groups  map[string]groupEntry
+
+	stateMu sync.Mutex
+	state   bots.Status
 }
 
 type groupEntry struct {
@@ -92,7 +95,8 @@ func New(opt Options) (*Bot, error) {
 	if opt.APIURL != "" {
 		o = append(o, slack.OptionAPIURL(opt.APIURL))
 	}
-	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, groups: map[string]groupEntry{}}, nil
+	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, groups: map[string]groupEntry{},
+		state: bots.Status{Platform: Platform, State: bots.StateConnecting, Since: time.Now()}}, nil
 }
 
 // Platform implements bots.Adapter.
@@ -101,6 +105,25 @@ func (b *Bot) Platform() string { return Platform }
 // Connected reports whether the Socket Mode connection is up.
 func (b *Bot) Connected() bool { return b.connected.Load() }
 
+// Status reports the connection's state, for agentctl status.
+func (b *Bot) Status() bots.Status {
+	b.stateMu.Lock()
+	defer b.stateMu.Unlock()
+	return b.state
+}
+
+func (b *Bot) setState(state string, attempt int, err error) {
+	b.stateMu.Lock()
+	defer b.stateMu.Unlock()
+	if b.state.State != state {
+		b.state.Since = time.Now()
+	}
+	b.state.State, b.state.Attempt, b.state.Error = state, attempt, ""
+	if err != nil {
+		b.state.Error = err.Error()
+	}
+}
+
 // Run keeps the bot connected until ctx ends: auth.test, then Socket Mode, reopened
 // with backoff whenever it drops. It returns only when ctx ends.
 func (b *Bot) Run(ctx context.Context) error {
@@ -108,6 +131,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		self, err := b.api.AuthTestContext(ctx)
 		if err != nil {
 			b.log.Error("slack: auth.test failed; retrying", "attempt", n, "err", err)
+			b.setState(bots.StateReconnecting, n, err)
 			sleep(ctx, b.opt.Backoff(n))
 			continue
 		}
@@ -119,8 +143,10 @@ func (b *Bot) Run(ctx context.Context) error {
 			break
 		}
 		b.log.Warn("slack: socket mode stopped; reconnecting", "attempt", n, "err", err)
+		b.setState(bots.StateReconnecting, n, err)
 		sleep(ctx, b.opt.Backoff(n))
 	}
+	b.setState(bots.StateStopped, 0, nil)
 	return nil
 }
 
@@ -165,12 +191,15 @@ func (b *Bot) dispatch(ctx context.Context, sm *socketmode.Client, ev socketmode
 		b.log.Debug("slack: connecting")
 	case socketmode.EventTypeConnected:
 		b.connected.Store(true)
+		b.setState(bots.StateConnected, 0, nil)
 		b.log.Info("slack: connected")
 	case socketmode.EventTypeConnectionError:
 		b.connected.Store(false)
+		b.setState(bots.StateReconnecting, 1, errors.New("socket mode connection failed"))
 		b.log.Warn("slack: connection failed; retrying")
 	case socketmode.EventTypeDisconnect:
 		b.connected.Store(false)
+		b.setState(bots.StateReconnecting, 1, errors.New("disconnected"))
 	case socketmode.EventTypeEventsAPI:
 		sm.Ack(*ev.Request)
 		if e, ok := ev.Data.(slackevents.EventsAPIEvent); ok {

@@ -312,6 +312,20 @@ type Status struct {
 	StateDir string         `json:"state_dir"`
 	Ollama   OllamaStatus   `json:"ollama"`
 	Agents   map[string]int `json:"agents"` // count by state
+	// Bots are the enabled chat bots' connections, by platform; none without bots.
+	Bots []BotStatus `json:"bots,omitempty"`
+}
+
+// BotStatus is one chat bot's connection to its platform.
+type BotStatus struct {
+	Platform string `json:"platform"` // slack, discord
+	// State is connecting, connected, reconnecting or stopped.
+	State string    `json:"state"`
+	Since time.Time `json:"since"` // when State began
+	// Attempt counts reconnect attempts since the connection was last up.
+	Attempt int `json:"attempt,omitempty"`
+	// Error is why the connection is down, when it is.
+	Error string `json:"error,omitempty"`
 }
 
 // AuditEntry is one line of the append-only audit log: a proposal, decision (who, from

@@ -7,10 +7,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord"
 	"github.com/agentd/agentd/bots/slack"
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/schedules"
 	"github.com/agentd/agentd/daemon/store"
@@ -156,4 +159,58 @@ func discordRules(d *config.DiscordConfig) bots.Rules {
 		r.Agents[name] = access(a.Approvers, a.ApproverRoles)
 	}
 	return r
+}
+
+// statuses are the bots' connections, for agentctl status.
+func (c *chatBots) statuses() []client.BotStatus {
+	if c == nil || c.relay == nil {
+		return nil
+	}
+	var out []client.BotStatus
+	for _, s := range c.relay.Statuses() {
+		out = append(out, client.BotStatus{Platform: s.Platform, State: s.State, Since: s.Since, Attempt: s.Attempt, Error: s.Error})
+	}
+	return out
+}
+
+// chatCheck is agentctl doctor's check of the bots' connections. The bots are made after
+// the supervisor (they need it), so the check reads them through a pointer.
+func chatCheck(c **chatBots) agent.HealthCheck {
+	return func(context.Context) []client.Check { return botChecks((*c).statuses(), time.Now()) }
+}
+
+// botChecks judges connections: up is ok, connecting for under 30 s a warning, anything
+// else a failure with what to check.
+func botChecks(sts []client.BotStatus, now time.Time) []client.Check {
+	var out []client.Check
+	for _, s := range sts {
+		ch := client.Check{Name: s.Platform, Status: client.CheckOK, Detail: "connected since " + s.Since.Format(time.RFC3339)}
+		switch {
+		case s.State == bots.StateConnecting && now.Sub(s.Since) < 30*time.Second:
+			ch.Status, ch.Detail = client.CheckWarn, "connecting"
+		case s.State != bots.StateConnected:
+			ch.Status = client.CheckFail
+			ch.Detail = fmt.Sprintf("%s since %s", s.State, s.Since.Format(time.RFC3339))
+			if s.Attempt > 0 {
+				ch.Detail += fmt.Sprintf(" (attempt %d)", s.Attempt)
+			}
+			if s.Error != "" {
+				ch.Detail += ": " + s.Error
+			}
+			ch.Fix = fixFor(s.Platform)
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// fixFor says what to check when a bot cannot connect.
+func fixFor(platform string) string {
+	switch platform {
+	case "slack":
+		return "check the tokens ([slack] bot_token_env/app_token_env), that Socket Mode is on for the app, and that this machine reaches slack.com; agentd retries with backoff"
+	case "discord":
+		return "check the token ([discord] token_env), that the Message Content intent is on for the bot, and that this machine reaches discord.com; agentd retries with backoff"
+	}
+	return "agentd retries with backoff; its log says why the connection failed"
 }

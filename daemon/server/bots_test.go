@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/agentd/agentd/bots/discord/fakediscord"
 	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
 )
@@ -182,6 +184,29 @@ func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("no run started from Discord: %v; logs:\n%s", err, logs)
 	}
+	// agentctl status and doctor show both connections.
+	c := &client.Client{Socket: cfg.Socket}
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Bots) != 2 || st.Bots[0].Platform != "discord" || st.Bots[0].State != "connected" ||
+		st.Bots[1].Platform != "slack" || st.Bots[1].State != "connected" {
+		t.Errorf("status bots = %+v", st.Bots)
+	}
+	rep, err := c.Doctor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, ch := range rep.Checks {
+		if (ch.Name == "discord" || ch.Name == "slack") && ch.Status == client.CheckOK && strings.HasPrefix(ch.Detail, "connected since") {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("doctor = %+v", rep.Checks)
+	}
 	fd.Settle(ctx)
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -201,5 +226,24 @@ func TestMissingDiscordTokenIsAClearError(t *testing.T) {
 	err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
 	if err == nil || !strings.Contains(err.Error(), "discord bot token: $DISCORD_BOT_TOKEN is not set") {
 		t.Fatalf("Run = %v", err)
+	}
+}
+
+func TestBotChecks(t *testing.T) {
+	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	got := botChecks([]client.BotStatus{
+		{Platform: "discord", State: "reconnecting", Since: now.Add(-time.Minute), Attempt: 3, Error: "no heartbeat ACK for 61s"},
+		{Platform: "slack", State: "connecting", Since: now.Add(-time.Second)},
+		{Platform: "slack", State: "connecting", Since: now.Add(-time.Minute)},
+		{Platform: "slack", State: "connected", Since: now.Add(-time.Hour)},
+	}, now)
+	want := []client.Check{
+		{Name: "discord", Status: client.CheckFail, Detail: "reconnecting since 2026-11-21T08:59:00Z (attempt 3): no heartbeat ACK for 61s", Fix: fixFor("discord")},
+		{Name: "slack", Status: client.CheckWarn, Detail: "connecting"},
+		{Name: "slack", Status: client.CheckFail, Detail: "connecting since 2026-11-21T08:59:00Z", Fix: fixFor("slack")},
+		{Name: "slack", Status: client.CheckOK, Detail: "connected since 2026-11-21T08:00:00Z"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("botChecks =\n%+v\nwant\n%+v", got, want)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/api"
+	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/schedules"
@@ -58,6 +59,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	// The schedules' manager needs the supervisor and the supervisor reports run ends to
 	// it; mgr is set before the supervisor starts, so no run ends before it is there.
 	var mgr *schedules.Manager
+	var chat *chatBots // made after the supervisor, which it serves; doctor reads it later
 	mem, err := openMemory(cfg, lc, log)
 	if err != nil {
 		return err
@@ -82,13 +84,13 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
+		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: append(healthChecks(cfg, bridge), chatCheck(&chat)),
 		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) },
 	})
 	if err != nil {
 		return err
 	}
-	chat, err := newBots(cfg, sup, st, log)
+	chat, err = newBots(cfg, sup, st, log)
 	if err != nil {
 		return err
 	}
@@ -119,7 +121,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		return err
 	}
 	srv := &http.Server{
-		Handler:           api.NewHandler(service{sup, mgr}, log),
+		Handler:           api.NewHandler(service{sup, mgr, chat}, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
@@ -156,6 +158,17 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 type service struct {
 	api.AgentService
 	api.ScheduleService
+	chat *chatBots
+}
+
+// Status adds the chat bots' connections to the supervisor's status.
+func (s service) Status(ctx context.Context) (*client.Status, error) {
+	st, err := s.AgentService.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.Bots = s.chat.statuses()
+	return st, nil
 }
 
 // checkComponents refuses component names in config that name no component.
