@@ -309,3 +309,51 @@ func TestLongResultAttached(t *testing.T) {
 		}
 	}
 }
+
+// While Discord answers 503, the thread's posts wait and are retried; once it is back
+// they arrive, in order.
+func TestPostsRetriedWhileDiscordIsDown(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	inThread := fakediscord.Route("", "/channels/"+thread+"/messages/*")
+	posts := fakediscord.Route("POST", "/channels/"+thread+"/messages")
+	end := e.fake.FailWith(func(c fakediscord.Call) bool { return inThread(c) || posts(c) }, 503)
+	mark := e.fake.CallCount()
+	drain()
+	e.click(uAlice, thread, p, ActionApprove)
+	e.touchedInOrder("a") // deciding does not wait for Discord
+	e.wait("posts failing and retried", func() bool {
+		n := 0
+		for _, c := range e.fake.Calls()[mark:] {
+			if c.Status == 503 {
+				n++
+			}
+		}
+		return n >= 4
+	})
+	if hasText(e.fake.Messages(thread), "touched a") {
+		t.Fatal("posted during the outage")
+	}
+	end()
+	e.decided(p.ID, "Approved** by <@"+uAlice.ID+">")
+	e.wait("the result and the next proposal", func() bool {
+		return hasText(e.fake.Messages(thread), "touched a") && hasText(e.fake.Messages(thread), "Step 2: ")
+	})
+	var order []string
+	for _, m := range e.fake.Messages(thread) {
+		switch {
+		case strings.Contains(m.Content, "touched a"):
+			order = append(order, "result")
+		case strings.Contains(m.Content, "Step 2: "):
+			order = append(order, "proposal 2")
+		}
+	}
+	if strings.Join(order, ",") != "result,proposal 2" {
+		t.Errorf("order after the outage = %v", order)
+	}
+	if !strings.Contains(e.logs.String(), "posted after retrying") {
+		t.Error("no retry logged")
+	}
+}

@@ -123,7 +123,7 @@ func newEnv(t testing.TB, mod ...func(*bots.Options)) *env {
 	e.fake.AddChannel(fakediscord.Channel{ID: eDM, Type: fakediscord.ChannelDM, Recipients: []fakediscord.User{uAlice}})
 	e.fake.Use(t)
 	e.model.OnChat(e.chat)
-	e.opt = bots.Options{ApproveN: 3}
+	e.opt = bots.Options{ApproveN: 3, RetryBackoff: func(int) time.Duration { return 50 * time.Millisecond }}
 	for _, m := range mod {
 		m(&e.opt)
 	}

@@ -13,6 +13,17 @@ import (
 	"github.com/agentd/agentd/bots"
 )
 
+// classify marks errors that retrying cannot fix (a 4xx other than 429: unknown
+// channel, missing access, a bad form) so the relay's outbox drops the post instead of
+// retrying; 5xx and network errors are retried.
+func classify(err error) error {
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 && re.Response.StatusCode != 429 {
+		return bots.Permanent(err)
+	}
+	return err
+}
+
 // StartThread implements bots.Adapter: a thread started from anchor (the message that
 // asked; the thread takes its ID), or from a new message with title. In a direct
 // message, which has no threads, the conversation itself is the thread; an anchor that
@@ -57,7 +68,7 @@ func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) 
 	}
 	sent, err := b.s.ChannelMessageSendComplex(to, FromMessage(m).Send(), discordgo.WithContext(ctx))
 	if err != nil {
-		return "", fmt.Errorf("discord: posting: %w", err)
+		return "", classify(fmt.Errorf("discord: posting: %w", err))
 	}
 	return to + "/" + sent.ID, nil
 }
@@ -72,7 +83,7 @@ func (b *Bot) Update(ctx context.Context, _, id string, m bots.Message) error {
 	e := FromMessage(m)
 	e.Files = nil // attachments stay as they are
 	if _, err := b.s.ChannelMessageEditComplex(e.Edit(to, msg), discordgo.WithContext(ctx)); err != nil {
-		return fmt.Errorf("discord: editing: %w", err)
+		return classify(fmt.Errorf("discord: editing: %w", err))
 	}
 	return nil
 }
@@ -85,7 +96,7 @@ func (b *Bot) PostFile(ctx context.Context, channel, thread, name, content, comm
 	}
 	msg := Message{Content: Truncate(Escape(comment), MaxContent), Files: []*discordgo.File{textFile(name, content)}}
 	if _, err := b.s.ChannelMessageSendComplex(to, msg.Send(), discordgo.WithContext(ctx)); err != nil {
-		return fmt.Errorf("discord: uploading %s: %w", name, err)
+		return classify(fmt.Errorf("discord: uploading %s: %w", name, err))
 	}
 	return nil
 }

@@ -328,6 +328,22 @@ func (b *Bot) onInteraction(ctx context.Context, cb slack.InteractionCallback) {
 	}
 }
 
+// classify marks errors that retrying cannot fix (Slack said no: channel_not_found,
+// not_in_channel, a 4xx) so the relay's outbox drops the post instead of retrying.
+func classify(err error) error {
+	var se slack.SlackErrorResponse
+	var sc slack.StatusCodeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return bots.Permanent(err)
+	case errors.As(err, &sc) && sc.Code >= 400 && sc.Code < 500 && sc.Code != 429:
+		return bots.Permanent(err)
+	}
+	return err
+}
+
 // StartThread implements bots.Adapter: a thread under anchor, or under a new message.
 func (b *Bot) StartThread(ctx context.Context, channel, anchor, title string) (string, error) {
 	if anchor != "" {
@@ -344,7 +360,7 @@ func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) 
 	}
 	_, ts, err := b.api.PostMessageContext(ctx, channel, opts...)
 	if err != nil {
-		return "", fmt.Errorf("slack: chat.postMessage: %w", err)
+		return "", classify(fmt.Errorf("slack: chat.postMessage: %w", err))
 	}
 	return ts, nil
 }
@@ -353,7 +369,7 @@ func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) 
 func (b *Bot) Update(ctx context.Context, channel, id string, m bots.Message) error {
 	_, _, _, err := b.api.UpdateMessageContext(ctx, channel, id, slack.MsgOptionText(escape(m.Summary), false), slack.MsgOptionBlocks(Blocks(m)...))
 	if err != nil {
-		return fmt.Errorf("slack: chat.update: %w", err)
+		return classify(fmt.Errorf("slack: chat.update: %w", err))
 	}
 	return nil
 }
@@ -366,7 +382,7 @@ func (b *Bot) PostFile(ctx context.Context, channel, thread, name, content, comm
 		Channel: channel, ThreadTimestamp: thread, InitialComment: comment,
 	})
 	if err != nil {
-		return fmt.Errorf("slack: file upload: %w", err)
+		return classify(fmt.Errorf("slack: file upload: %w", err))
 	}
 	return nil
 }
