@@ -14,8 +14,22 @@ import (
 // noMentions). Content over Discord's 2,000 characters is cut, and the whole text goes
 // along as an attached file.
 func FromMessage(m bots.Message) Message {
+	out := Message{Content: content(m.Parts)}
+	if out.Content == "" {
+		out.Content = Escape(m.Summary)
+	}
+	if Len(out.Content) > MaxContent {
+		out = fitParts(m.Parts, out.Content)
+	}
+	if len(m.Buttons) > 0 {
+		out.Components = buttons(m.Buttons)
+	}
+	return out
+}
+
+func content(parts []bots.Part) string {
 	var b strings.Builder
-	for i, p := range m.Parts {
+	for i, p := range parts {
 		if i > 0 {
 			b.WriteString("\n")
 		}
@@ -33,17 +47,32 @@ func FromMessage(m bots.Message) Message {
 			b.WriteString(spans(p.Spans))
 		}
 	}
-	out := Message{Content: b.String()}
-	if out.Content == "" {
-		out.Content = Escape(m.Summary)
+	return b.String()
+}
+
+// fitParts makes a message over Discord's limit fit by cutting its longest code block
+// (so no fence is left open), and attaches the whole text.
+func fitParts(parts []bots.Part, full string) Message {
+	const note = "\n(the full text is attached as message.txt)"
+	parts = append([]bots.Part(nil), parts...)
+	for range 4 {
+		text := content(parts) + note
+		over := Len(text) - MaxContent
+		if over <= 0 {
+			return Message{Content: text, Files: []*discordgo.File{textFile("message.txt", full)}}
+		}
+		longest := -1
+		for i, p := range parts {
+			if p.Code != "" && (longest < 0 || Len(p.Code) > Len(parts[longest].Code)) {
+				longest = i
+			}
+		}
+		if longest < 0 {
+			break
+		}
+		parts[longest].Code = Truncate(parts[longest].Code, max(Len(parts[longest].Code)-over-20, 0))
 	}
-	if Len(out.Content) > MaxContent {
-		out = Fit(out.Content, "message.txt")
-	}
-	if len(m.Buttons) > 0 {
-		out.Components = buttons(m.Buttons)
-	}
-	return out
+	return Fit(full, "message.txt") // the prose itself is too long
 }
 
 func spans(ss []bots.Span) string {
@@ -53,7 +82,10 @@ func spans(ss []bots.Span) string {
 		case s.User != "":
 			b.WriteString(Who(s.User))
 		case s.Bold && strings.TrimSpace(s.Text) != "":
-			b.WriteString("**" + Escape(s.Text) + "**")
+			// Spaces stay outside the markers: "**Plan: **" would not render bold.
+			t := strings.TrimSpace(s.Text)
+			lead, trail := s.Text[:strings.Index(s.Text, t)], s.Text[strings.Index(s.Text, t)+len(t):]
+			b.WriteString(lead + "**" + Escape(t) + "**" + trail)
 		default:
 			b.WriteString(Escape(s.Text))
 		}
