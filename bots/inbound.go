@@ -80,6 +80,8 @@ func (r *Relay) refuse(ctx context.Context, ep *endpoint, w Where, u User, agent
 
 // allowed checks the approvers for agent (a name or "") in w.
 func (r *Relay) allowed(ctx context.Context, ep *endpoint, w Where, agent string, u User) bool {
+	// A helper ("deployer/fetcher") is decided on by its top agent's approvers.
+	agent, _, _ = strings.Cut(agent, "/")
 	ok, err := ep.rules.Allowed(ctx, ep.a, w.Channel, agent, u.ID)
 	if err != nil {
 		r.log.Error("bots: checking approvers", "platform", ep.a.Platform(), "err", err)
@@ -127,6 +129,7 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 	}
 	b.RunID = a.RunID
 	r.bind(ctx, b)
+	r.rememberChat(ctx, ep.a.Platform(), a.ID, u, task)
 	r.log.Info("bots: run started from chat", "platform", ep.a.Platform(), "agent", a.ID, "run", a.RunID, "user", u.ID, "channel", w.Channel)
 	ep.a.Post(ctx, w.Channel, thread, FormatNote(fmt.Sprintf("🤖 Agent %s is on it. Its proposals appear in this thread.", a.Name)))
 	return a, nil
@@ -161,6 +164,12 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *store.B
 	if text == "" {
 		return
 	}
+	if a.Pending == nil && a.Question == nil {
+		// The thread's agent may wait for a helper that waits for a person.
+		if h := r.waitingHelper(ctx, a.ID); h != nil {
+			a = h
+		}
+	}
 	switch {
 	case a.Question != nil:
 		err = r.opt.Service.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: text, By: in.User.ID})
@@ -192,17 +201,32 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *store.B
 	if err != nil {
 		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
 	}
+	r.rememberChat(ctx, ep.a.Platform(), a.ID, in.User, text)
 }
 
 // answered marks a question's message as answered.
 func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *client.Question, u User) {
-	m, err := r.opt.Bindings.Message(ctx, q.ProposalID, ep.a.Platform(), "question")
+	platform := ep.a.Platform()
+	r.qmu.Lock()
+	m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question")
+	if err == nil && m == nil { // its post is in flight: postQuestion marks it
+		if r.early == nil {
+			r.early = map[string]User{}
+		}
+		r.early[q.ProposalID+"|"+platform] = u
+	}
+	r.qmu.Unlock()
 	if err != nil || m == nil {
 		return
 	}
+	ep.a.Update(ctx, m.Channel, m.Message, answeredQuestion(q, u))
+}
+
+// answeredQuestion is a question's message once u answered it.
+func answeredQuestion(q *client.Question, u User) Message {
 	msg := FormatQuestion(q, "")
 	msg.Parts[len(msg.Parts)-1] = Part{Spans: []Span{{Text: "✅ Answered by "}, {User: u.ID}}}
-	ep.a.Update(ctx, m.Channel, m.Message, msg)
+	return msg
 }
 
 // OnClick handles a button on a proposal message. Only approvers decide; the daemon lets

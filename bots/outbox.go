@@ -51,6 +51,7 @@ type outbox struct {
 	queues map[string][]op // thread key → posts waiting, the one being tried first
 	n      int
 	wg     sync.WaitGroup
+	empty  *sync.Cond // signalled when n drops to 0
 }
 
 type op struct {
@@ -69,7 +70,18 @@ func newOutbox(log *slog.Logger, size int, giveUp time.Duration, backoff func(in
 	if backoff == nil {
 		backoff = func(n int) time.Duration { return min(time.Second<<min(n-1, 6), time.Minute) }
 	}
-	return &outbox{log: log, max: size, giveUp: giveUp, backoff: backoff, queues: map[string][]op{}, ctx: context.Background()}
+	o := &outbox{log: log, max: size, giveUp: giveUp, backoff: backoff, queues: map[string][]op{}, ctx: context.Background()}
+	o.empty = sync.NewCond(&o.mu)
+	return o
+}
+
+// flush waits until every post queued so far is done (tests).
+func (o *outbox) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.n > 0 {
+		o.empty.Wait()
+	}
 }
 
 // start sets the context whose end stops the workers (after the attempt under way).
@@ -108,6 +120,9 @@ func (o *outbox) work(key string) {
 		q := o.queues[key]
 		if len(q) == 0 {
 			delete(o.queues, key)
+			if o.n == 0 {
+				o.empty.Broadcast()
+			}
 			o.mu.Unlock()
 			return
 		}
@@ -123,6 +138,9 @@ func (o *outbox) work(key string) {
 				o.log.Warn("bots: posts not sent before shutdown", "count", left)
 			}
 			delete(o.queues, key)
+			if o.n == 0 {
+				o.empty.Broadcast()
+			}
 			o.mu.Unlock()
 			return
 		}

@@ -23,6 +23,9 @@ type Options struct {
 	Expiry time.Duration
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// OnExpired, if set, is told of each platform where a proposal expired undecided
+	// (metrics).
+	OnExpired func(platform string)
 	// OutboxSize bounds the posts waiting for a platform that is down (0: 1,000); a
 	// post that fails is retried with RetryBackoff (nil: doubling from 1s to 1m) for up
 	// to GiveUp (0: 30 minutes), in order per thread.
@@ -41,11 +44,19 @@ type Relay struct {
 	bound     map[string]map[string]*store.Binding // agent → platform → binding
 	props     map[string]*client.Proposal          // proposals posted and not yet decided
 	states    map[string]string                    // agent → last state shown
+	agents    map[string]agentInfo                 // unbound agents' names and parents (helpers)
 	timers    map[string]*time.Timer               // expiry timers by proposal
 	schedules Schedules                            // for /agent schedule; nil without
 	ready     chan struct{}
-	readyOne  sync.Once
-	out       *outbox
+
+	// qmu orders a question's post (the message stored) against its answer (the message
+	// marked answered): an answer that comes while the post is in flight leaves a mark in
+	// early, and the post marks its message at once.
+	qmu      sync.Mutex
+	early    map[string]User // by proposal id + "|" + platform
+	readyOne sync.Once
+
+	out *outbox // posts, in order per thread, retried while a platform is down
 }
 
 type endpoint struct {
@@ -64,7 +75,7 @@ func New(opt Options) *Relay {
 	return &Relay{
 		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
 		bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
-		states: map[string]string{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
+		states: map[string]string{}, agents: map[string]agentInfo{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
 		out: newOutbox(opt.Log, opt.OutboxSize, opt.GiveUp, opt.RetryBackoff),
 	}
 }
@@ -164,22 +175,25 @@ func (r *Relay) setBound(b *store.Binding) {
 	m[b.Platform] = b
 }
 
-// targets returns the adapters and threads an agent's events go to.
+// targets returns the adapters and threads an agent's events go to: its own, or for a
+// helper its nearest bound parent's, labelled with the helper's name.
 func (r *Relay) targets(agentID string) []target {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []target
-	for platform, b := range r.bound[agentID] {
+	id, label := r.boundAncestor(agentID)
+	for platform, b := range r.bound[id] {
 		if ep, ok := r.adapters[platform]; ok {
-			out = append(out, target{ep: ep, b: b})
+			out = append(out, target{ep: ep, b: b, label: label})
 		}
 	}
 	return out
 }
 
 type target struct {
-	ep *endpoint
-	b  *store.Binding
+	ep    *endpoint
+	b     *store.Binding
+	label string // the helper's name when the thread is its parent's
 }
 
 // post queues a post for t's thread in the outbox: in order with the thread's other
@@ -209,10 +223,12 @@ func (r *Relay) resync(ctx context.Context) {
 			r.postQuestion(ctx, id, a.Question)
 		}
 	}
+	r.resyncHelpers(ctx)
 }
 
 // handle posts one event to the agent's threads.
 func (r *Relay) handle(ctx context.Context, ev client.Event) {
+	r.learn(ctx, ev)
 	switch ev.Type {
 	case client.EventProposal:
 		if ev.Proposal != nil {
@@ -242,6 +258,7 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 		r.mu.Lock()
 		delete(r.bound, ev.AgentID)
 		delete(r.states, ev.AgentID)
+		delete(r.agents, ev.AgentID)
 		r.mu.Unlock()
 	}
 }
@@ -268,7 +285,7 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 			if r.expired(p) {
 				view.Closed = r.expiredText()
 			}
-			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, FormatProposal(view, platform))
+			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatProposal(view, platform), t.label))
 			if err != nil {
 				return err
 			}
@@ -309,7 +326,7 @@ func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision)
 					return nil
 				}
 			}
-			return t.ep.a.Update(ctx, m.Channel, m.Message, FormatProposal(ProposalView{Proposal: shown, Decision: d}, platform))
+			return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: shown, Decision: d}, platform), t.label))
 		})
 	}
 }
@@ -338,7 +355,7 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 	for _, t := range r.targets(agentID) {
 		msg, file := FormatResult(ep, t.ep.a.MaxText())
 		r.post(t, "posting a result", func(ctx context.Context) error {
-			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, msg)
+			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(msg, t.label))
 			return err
 		})
 		if file != "" {
@@ -357,12 +374,17 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 			if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
 				return err
 			}
-			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, FormatQuestion(q, ""))
+			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatQuestion(q, ""), t.label))
 			if err != nil {
 				return err
 			}
-			if err := r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id}); err != nil {
-				r.log.Error("bots: recording question message", "proposal", q.ProposalID, "err", err)
+			r.qmu.Lock()
+			r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
+			u, answered := r.early[q.ProposalID+"|"+platform]
+			delete(r.early, q.ProposalID+"|"+platform)
+			r.qmu.Unlock()
+			if answered {
+				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u), t.label))
 			}
 			return nil
 		})
@@ -400,7 +422,7 @@ func orDash(s string) string {
 func (r *Relay) note(ctx context.Context, agentID, text string) {
 	for _, t := range r.targets(agentID) {
 		r.post(t, "posting a note", func(ctx context.Context) error {
-			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, FormatNote(text))
+			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatNote(text), t.label))
 			return err
 		})
 	}
@@ -440,7 +462,10 @@ func (r *Relay) armExpiry(ctx context.Context, p *client.Proposal) {
 				if err != nil || m == nil {
 					return err
 				}
-				return t.ep.a.Update(ctx, m.Channel, m.Message, FormatProposal(ProposalView{Proposal: p, Closed: r.expiredText()}, t.ep.a.Platform()))
+				if r.opt.OnExpired != nil {
+					r.opt.OnExpired(t.ep.a.Platform())
+				}
+				return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, Closed: r.expiredText()}, t.ep.a.Platform()), t.label))
 			})
 		}
 	})
@@ -465,7 +490,7 @@ func (r *Relay) closeOpen(ctx context.Context, agentID, why string) {
 				if err != nil || m == nil {
 					return err
 				}
-				return t.ep.a.Update(ctx, m.Channel, m.Message, FormatProposal(ProposalView{Proposal: p, Closed: why}, t.ep.a.Platform()))
+				return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, Closed: why}, t.ep.a.Platform()), t.label))
 			})
 		}
 	}

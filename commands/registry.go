@@ -65,6 +65,8 @@ type Env struct {
 	State State
 	// Memory is the agent's long-term memory (memory_add, memory_search); nil without one.
 	Memory Memory
+	// Helpers are the agent's helper agents (the sub-agent commands); nil without.
+	Helpers Helpers
 }
 
 // Command is one thing an agent can do.

@@ -42,6 +42,9 @@ type Options struct {
 	Watchdog time.Duration
 	// Backoff is the wait before reconnect attempt n (from 1); nil doubles from 1s to 2m.
 	Backoff func(n int) time.Duration
+	// OnConnection, if set, is told each time the gateway connection goes up or down
+	// (metrics).
+	OnConnection func(up bool)
 	// MaxText is the longest result posted inline; 0 is 1,500 characters (Discord's
 	// limit is 2,000 for the whole message).
 	MaxText int
@@ -131,13 +134,17 @@ func (b *Bot) Status() bots.Status {
 
 func (b *Bot) setState(state string, attempt int, err error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.state.State != state {
+	was := b.state.State
+	if was != state {
 		b.state.Since = time.Now()
 	}
 	b.state.State, b.state.Attempt, b.state.Error = state, attempt, ""
 	if err != nil {
 		b.state.Error = err.Error()
+	}
+	b.mu.Unlock()
+	if up := state == bots.StateConnected; (was == bots.StateConnected) != up && b.opt.OnConnection != nil {
+		b.opt.OnConnection(up)
 	}
 }
 

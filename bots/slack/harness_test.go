@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/memory"
 )
 
 // touch is a test command; every start is sent on touched, so tests and the benchmark
@@ -73,6 +75,9 @@ type env struct {
 	done   sync.WaitGroup
 	logs   *syncBuffer
 	opt    bots.Options
+	// memory turns the supervisor's long-term memory on; ix is its index while running.
+	memory bool
+	ix     *memory.Index
 
 	// runEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
 	runEnded atomic.Pointer[func(agent.RunEnd)]
@@ -80,6 +85,16 @@ type env struct {
 	mu      sync.Mutex
 	replies []string
 	names   int
+
+	connMu sync.Mutex
+	conns  []bool // what Options.OnConnection was told, in order
+}
+
+// connections returns what Options.OnConnection was told so far.
+func (e *env) connections() []bool {
+	e.connMu.Lock()
+	defer e.connMu.Unlock()
+	return slices.Clone(e.conns)
 }
 
 type syncBuffer struct {
@@ -99,8 +114,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newEnv(t testing.TB, mod ...func(*bots.Options)) *env {
-	e := &env{slack: fakeslack.NewFake(t), model: ollamatest.NewFake(t), dir: t.TempDir(), logs: &syncBuffer{}}
+func newEnv(t testing.TB, mod ...func(*bots.Options)) *env { return newEnvFor(t, false, mod...) }
+
+// newEnvFor is newEnv with long-term memory on or off.
+func newEnvFor(t testing.TB, withMemory bool, mod ...func(*bots.Options)) *env {
+	e := &env{slack: fakeslack.NewFake(t), model: ollamatest.NewFake(t), dir: t.TempDir(), logs: &syncBuffer{}, memory: withMemory}
 	e.t = t
 	e.slack.SetGroup("SOPS", member)
 	e.model.OnChat(e.chat)
@@ -156,7 +174,14 @@ func (e *env) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
+	var mem agent.MemoryOptions
+	if e.memory {
+		if e.ix, err = memory.Open(filepath.Join(e.dir, "memory"), memory.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		mem.Index = e.ix
+	}
+	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir, Memory: mem,
 		Commands: []string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"},
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
 		OnRunEnd: func(end agent.RunEnd) {
@@ -175,7 +200,8 @@ func (e *env) start(t testing.TB) {
 	opt.Service, opt.Bindings, opt.Log = sup, bots.StoreBindings(st), log
 	relay := bots.New(opt)
 	bot, err := New(Options{BotToken: e.slack.BotToken, AppToken: e.slack.AppToken, APIURL: e.slack.APIURL(), Relay: relay, Log: log,
-		PingInterval: 2 * time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
+		PingInterval: 2 * time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond },
+		OnConnection: func(up bool) { e.connMu.Lock(); e.conns = append(e.conns, up); e.connMu.Unlock() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +229,9 @@ func (e *env) stop() {
 	e.done.Wait()
 	e.sup.Wait()
 	e.st.Close()
+	if e.ix != nil {
+		e.ix.Close()
+	}
 	e.cancel = nil
 }
 

@@ -44,6 +44,9 @@ type Options struct {
 	Backoff func(n int) time.Duration
 	// MaxText is the longest result posted inline; 0 is 2500 characters.
 	MaxText int
+	// OnConnection, if set, is told each time the Socket Mode connection goes up or
+	// down (metrics).
+	OnConnection func(up bool)
 }
 
 // Bot is the Slack adapter. Create it with New, add it to the relay, then Run it.
@@ -105,6 +108,15 @@ func (b *Bot) Platform() string { return Platform }
 // Connected reports whether the Socket Mode connection is up.
 func (b *Bot) Connected() bool { return b.connected.Load() }
 
+func (b *Bot) setConnected(up bool) {
+	if up {
+		b.setState(bots.StateConnected, 0, nil)
+	}
+	if b.connected.Swap(up) != up && b.opt.OnConnection != nil {
+		b.opt.OnConnection(up)
+	}
+}
+
 // Status reports the connection's state, for agentctl status.
 func (b *Bot) Status() bots.Status {
 	b.stateMu.Lock()
@@ -138,7 +150,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.self.Store(self)
 		b.log.Info("slack: authenticated", "team", self.TeamID, "bot_user", self.UserID)
 		err = b.runSocket(ctx)
-		b.connected.Store(false)
+		b.setConnected(false)
 		if ctx.Err() != nil {
 			break
 		}
@@ -188,17 +200,19 @@ func (q quietLog) Output(_ int, s string) error {
 func (b *Bot) dispatch(ctx context.Context, sm *socketmode.Client, ev socketmode.Event) {
 	switch ev.Type {
 	case socketmode.EventTypeConnecting:
+		// The client reconnects by itself after a drop, announcing only this: until
+		// Connected follows, the bot is down.
+		b.setConnected(false)
 		b.log.Debug("slack: connecting")
 	case socketmode.EventTypeConnected:
-		b.connected.Store(true)
-		b.setState(bots.StateConnected, 0, nil)
+		b.setConnected(true)
 		b.log.Info("slack: connected")
 	case socketmode.EventTypeConnectionError:
-		b.connected.Store(false)
+		b.setConnected(false)
 		b.setState(bots.StateReconnecting, 1, errors.New("socket mode connection failed"))
 		b.log.Warn("slack: connection failed; retrying")
 	case socketmode.EventTypeDisconnect:
-		b.connected.Store(false)
+		b.setConnected(false)
 		b.setState(bots.StateReconnecting, 1, errors.New("disconnected"))
 	case socketmode.EventTypeEventsAPI:
 		sm.Ack(*ev.Request)

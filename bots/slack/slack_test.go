@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/slack/fakeslack"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 func TestMentionStartsRunApprovedByClick(t *testing.T) {
@@ -173,6 +175,39 @@ func TestFeedbackTypedAndByDialog(t *testing.T) {
 	e.modelSaw("not that either")
 }
 
+// What people write in a run's thread is remembered by its agent (kind chat): the task
+// and feedback are, a bare "y" is not.
+func TestThreadMessagesRemembered(t *testing.T) {
+	e := newEnvFor(t, true)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}))
+	thread := e.startRun("touch the launch pad")
+	p := e.proposal(thread, 1)
+	e.slack.Say(approver, channel, "channel", thread, "use the blue pad instead", false)
+	e.decided(thread, p.TS, "Feedback* by \\u003c@"+approver+"\\u003e: use the blue pad instead")
+	p2 := e.proposal(thread, 2)
+	drain()
+	e.slack.Say(approver, channel, "channel", thread, "y", false)
+	e.decided(thread, p2.TS, "Approved* by \\u003c@"+approver)
+	var chat []string
+	err := e.st.View(context.Background(), func(tx *store.Tx) error {
+		ms, err := tx.Memories(store.MemoryFilter{AllAgents: true, Kind: "chat"})
+		for _, m := range ms {
+			if m.Kind == "chat" {
+				chat = append(chat, m.Text+" ("+m.Source+")")
+			}
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(chat)
+	want := []string{"touch the launch pad (slack message from " + approver + ")", "use the blue pad instead (slack message from " + approver + ")"}
+	if !slices.Equal(chat, want) {
+		t.Errorf("chat memories = %q\nwant %q", chat, want)
+	}
+}
+
 func TestAskUserAnsweredInThread(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("ask_user", map[string]string{"question": "Which folder?"}))
@@ -197,6 +232,13 @@ func TestDroppedSocketReconnectsAndLosesNothing(t *testing.T) {
 	// A disconnect request (connection refresh) is survived too.
 	e.slack.Disconnect()
 	e.wait("another connection", func(v fakeslack.View) bool { return v.Connections() >= 3 && v.Connected() })
+	// OnConnection (the connection-state metric) saw every drop and every reconnect.
+	for deadline := time.Now().Add(5 * time.Second); len(e.connections()) < 5 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := e.connections(); !slices.Equal(got, []bool{true, false, true, false, true}) {
+		t.Errorf("OnConnection saw %v, want up, down, up, down, up", got)
+	}
 	fin := e.proposal(thread, 2)
 	e.click(approver, thread, fin, "approve")
 	e.wait("the finish", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished") })

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -36,10 +37,14 @@ Flags:
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	// SIGHUP reloads the config (systemctl reload agentd); caught from the start, since
+	// its default action would end the daemon.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, hup))
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <-chan os.Signal) int {
 	fs := flag.NewFlagSet("agentd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config file (default "+config.DefaultConfigPath()+" if it exists)")
@@ -73,16 +78,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			path = config.DefaultConfigPath()
 		}
 	}
-	cfg, err := config.Load(path)
+	// load reads the file and applies the flags over it: at start and on every reload.
+	load := func() (*config.Config, error) {
+		// With the daemon's own checks (command and component names), so that
+		// --check-config and a reload find what a start would refuse.
+		cfg, err := config.LoadWith(path, server.CheckConfig)
+		if err != nil {
+			return nil, err
+		}
+		if *stateDir != "" {
+			cfg.StateDir = *stateDir
+		}
+		if *socket != "" {
+			cfg.Socket = *socket
+		}
+		return cfg, nil
+	}
+	cfg, err := load()
 	if err != nil {
 		fmt.Fprintf(stderr, "agentd: %v\n", err)
 		return 1
-	}
-	if *stateDir != "" {
-		cfg.StateDir = *stateDir
-	}
-	if *socket != "" {
-		cfg.Socket = *socket
 	}
 	if *check {
 		where := path
@@ -92,11 +107,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s: ok\n", where)
 		return 0
 	}
-	log := cfg.Log.Logger(stderr)
+	level := new(slog.LevelVar)
+	level.Set(cfg.Log.SlogLevel())
+	log := cfg.Log.LoggerWithLevel(stderr, level)
 	// Under systemd (Type=notify) the unit is active once the socket accepts connections,
 	// so units ordered after agentd can use agentctl at once. Outside systemd these are no-ops.
-	ready := func() { sd.SdNotify(false, sd.SdNotifyReady) }
-	err = server.Run(ctx, cfg, log, version, ready)
+	notify := func(state string) { sd.SdNotify(false, state) }
+	err = server.RunWith(ctx, cfg, log, server.Options{
+		Version: version, Ready: func() { notify(sd.SdNotifyReady) },
+		Load: load, ConfigPath: path, Reloads: reloads, LogLevel: level, Notify: notify,
+	})
 	sd.SdNotify(false, sd.SdNotifyStopping)
 	if err != nil {
 		log.Error("agentd failed", "err", err)

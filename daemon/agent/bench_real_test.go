@@ -189,7 +189,7 @@ func (x *stepVsBare) request(name string) *api.ChatRequest {
 	in := x.in
 	in.Name = name
 	msgs := BuildPrompt(in)
-	numCtx := x.sup.opt.MaxContext
+	numCtx := x.sup.live().MaxContext
 	if info := x.sup.model.info(); info != nil && info.ContextLength > 0 && info.ContextLength < numCtx {
 		numCtx = info.ContextLength
 	}

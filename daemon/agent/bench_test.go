@@ -192,8 +192,9 @@ const benchDescription = "an agent that keeps its workspace tidy"
 // With memories > 0 long-term memory is on (issue 4's figure: a 1,000-episode agent with
 // 100k memories in the index): each step also searches the index for the prompt's relevant
 // memories, stores the episode's memory and indexes it, and every eighth step or so asks
-// the model for history summaries (summary-calls/step reports them; their round trips to
-// the instant fake stay in daemon time on the steps that make them, a conservative figure).
+// the model for history summaries (summary-calls/step reports them). Daemon time leaves
+// out every model round trip of the step, the summary call's too, as the client saw them;
+// the daemon's own work around a summary (building its request, storing the lines) stays in.
 func BenchmarkStepOverhead(b *testing.B) {
 	for _, c := range []struct{ episodes, memories int }{{0, 0}, {1000, 0}, {1000, 100_000}} {
 		name := fmt.Sprintf("episodes=%d", c.episodes)
@@ -257,7 +258,7 @@ func benchStepOverhead(b *testing.B, episodes, memories int) {
 	}
 	cancel()
 	sup.Wait()
-	reportSteps(b, at, stepCalls(rec.calls(0)), warm)
+	reportSteps(b, at, rec.calls(0), warm)
 	if memories > 0 {
 		b.ReportMetric(float64(sup.summaryCalls.Load())/float64(len(at)), "summary-calls/step")
 	}
@@ -340,18 +341,31 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 }
 
 // reportSteps reports the step figures from the proposals' publish times and the model
-// calls, skipping the first warm proposals. Proposal k came from call k: every fake reply
-// is valid, so there are no retries.
-func reportSteps(b *testing.B, at []time.Time, calls []*chatCall, warm int) {
+// calls, skipping the first warm proposals. Proposal k came from step call k: every fake
+// reply is valid, so there are no retries. A summary call belongs to the step it started in.
+func reportSteps(b *testing.B, at []time.Time, all []*chatCall, warm int) {
+	calls := stepCalls(all)
 	if len(calls) < len(at) {
 		b.Fatalf("%d model calls for %d proposals", len(calls), len(at))
+	}
+	var summaries []*chatCall
+	for _, c := range all {
+		if bytes.Contains(c.reqBody, []byte(`"lines"`)) {
+			summaries = append(summaries, c)
+		}
 	}
 	var step, daemon, call, handler []time.Duration
 	for k := warm; k < len(at); k++ {
 		s := at[k].Sub(at[k-1])
+		model := calls[k].dur()
+		for _, c := range summaries {
+			if c.start.After(at[k-1]) && !c.start.After(at[k]) {
+				model += c.dur()
+			}
+		}
 		step = append(step, s)
 		call = append(call, calls[k].dur())
-		daemon = append(daemon, s-calls[k].dur())
+		daemon = append(daemon, s-model)
 		handler = append(handler, calls[k].final().TotalDuration)
 	}
 	b.ReportMetric(ms(pct(step, .5)), "ms/step-p50")
@@ -460,4 +474,62 @@ func BenchmarkFirstStepPrompt(b *testing.B) {
 	b.ReportMetric(float64(res.PromptTokens), "tokens/prompt")
 	b.Logf("first-step prompt: %d characters, %d tokens on the tiny model (byte vocabulary), %d commands, schema %d bytes",
 		chars, res.PromptTokens, len(in.Commands), len(format))
+}
+
+// BenchmarkPromptSize reports the prompt an agent sends at steps 5, 50, 200 and 1,000,
+// with long-term memory on (10,000 memories) and the fake's 8,192-token context:
+// chars/prompt, tokens/prompt (as the fake counts them) and num_ctx. The prompt grows with
+// the history until the budget (or the older-lines cap) is reached, then stays flat
+// however long the agent lives. One op is one step; the figures are the first step's.
+//
+//	go test ./daemon/agent -run '^$' -bench PromptSize -benchtime 1x
+func BenchmarkPromptSize(b *testing.B) {
+	for _, step := range []int{5, 50, 200, 1000} {
+		b.Run(fmt.Sprintf("step=%d", step), func(b *testing.B) {
+			sup, a, rec := newOverheadSupervisor(b, step-1, 10_000)
+			events, unsub := sup.Events().Subscribe(a.ID, 0)
+			defer unsub()
+			ctx, cancel := context.WithCancel(context.Background())
+			if err := sup.Start(ctx); err != nil {
+				b.Fatal(err)
+			}
+			defer func() { cancel(); sup.Wait() }()
+			next := func() {
+				timeout := time.After(10 * time.Second)
+				for {
+					select {
+					case ev := <-events:
+						if ev.Type == client.EventProposal {
+							return
+						}
+						if ev.Type == client.EventError {
+							b.Fatalf("agent error: %s", ev.Message)
+						}
+					case <-timeout:
+						b.Fatal("no proposal for 10s")
+					}
+				}
+			}
+			for b.Loop() {
+				next()
+			}
+			calls := stepCalls(rec.calls(0))
+			if len(calls) == 0 {
+				b.Fatal("no model call")
+			}
+			req, err := calls[0].request()
+			if err != nil {
+				b.Fatal(err)
+			}
+			chars := 0
+			for _, m := range req.Messages {
+				chars += len(m.Content)
+			}
+			b.ReportMetric(float64(chars), "chars/prompt")
+			b.ReportMetric(float64(fakePromptTokens(req.Messages)), "tokens/prompt")
+			if n, ok := req.Options["num_ctx"].(float64); ok {
+				b.ReportMetric(n, "num_ctx")
+			}
+		})
+	}
 }

@@ -69,15 +69,16 @@ func (b *runBudget) overTime(now time.Time) string {
 	return ""
 }
 
-// overCount returns why the run may not make another proposal, or "".
-func (b *runBudget) overCount(a *store.Agent) string {
+// overCount returns which budget (steps or tokens) keeps the run from making another
+// proposal, and why; "" when none does.
+func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
 	if b.MaxSteps > 0 && a.Step >= b.MaxSteps {
-		return fmt.Sprintf("the run made %d steps, its step budget", a.Step)
+		return "steps", fmt.Sprintf("the run made %d steps, its step budget", a.Step)
 	}
 	if used := a.PromptTokens + a.EvalTokens - b.tokensBase; b.MaxTokens > 0 && used >= b.MaxTokens {
-		return fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)
+		return "tokens", fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)
 	}
-	return ""
+	return "", ""
 }
 
 // setBudget caches runID's budget and arms its wall-time timer.
@@ -136,9 +137,10 @@ func (s *Supervisor) loadBudgets(ctx context.Context) error {
 	return err
 }
 
-// exhaust ends the agent's run runID because a budget ran out. Like Stop, an open
-// proposal is superseded and a question withdrawn; the agent goes idle.
-func (r *runner) exhaust(ctx context.Context, runID, why string) {
+// exhaust ends the agent's run runID because its budget (steps, tokens or time) ran
+// out. Like Stop, an open proposal is superseded and a question withdrawn; the agent
+// goes idle.
+func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 	var v *client.Agent
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -192,6 +194,7 @@ func (r *runner) exhaust(ctx context.Context, runID, why string) {
 		return
 	}
 	if v != nil {
+		r.s.metrics.BudgetExhausted("run", budget)
 		r.s.log.Info("run stopped: budget exhausted", "agent", r.id, "run", runID, "reason", why)
 		r.s.runEnded(runID)
 	}
@@ -201,13 +204,20 @@ func (r *runner) exhaust(ctx context.Context, runID, why string) {
 // Called after the end is committed, holding no lock.
 func (s *Supervisor) runEnded(runID string) {
 	s.dropBudget(runID)
-	if s.opt.OnRunEnd == nil || runID == "" {
+	if runID == "" {
 		return
 	}
+	ctx := context.Background()
 	var run *store.Run
-	err := s.st.View(context.Background(), func(tx *store.Tx) (err error) { run, err = tx.Run(runID); return err })
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { run, err = tx.Run(runID); return err })
 	if err != nil {
 		s.log.Warn("reading an ended run", "run", runID, "err", err)
+		return
+	}
+	// A parent waiting for this run gets its end; this run's own helpers stop.
+	s.deliverHelper(ctx, runID, nil, "")
+	s.stopHelpers(ctx, run.AgentID)
+	if s.opt.OnRunEnd == nil {
 		return
 	}
 	s.opt.OnRunEnd(RunEnd{RunID: run.ID, AgentID: run.AgentID, Outcome: run.Outcome, Reason: run.Reason, Steps: run.Steps, Tokens: run.Tokens})

@@ -26,6 +26,8 @@ type AgentOverrides struct {
 	DisabledComponents []string
 	// Allow and Deny are permission patterns for this agent only.
 	Allow, Deny []string
+	// Budget, when set, replaces Options.AgentBudget for this agent.
+	Budget *Budget
 }
 
 // defaultOrder is where the supervisor's own components go; extra components from
@@ -38,30 +40,30 @@ func defaultOrder(extra []commands.Component) []string {
 	return append(order, "context", "goal", "memory", "history", "clock")
 }
 
-// buildPipelines assembles the default pipeline and each overridden agent's.
-func (s *Supervisor) buildPipelines() error {
-	builtin, err := builtinCommands(s.opt.Commands)
+// buildPipelines assembles l's default pipeline and each overridden agent's.
+func (s *Supervisor) buildPipelines(l *live) error {
+	builtin, err := builtinCommands(l.Commands)
 	if err != nil {
 		return err
 	}
-	base, err := s.assemble(builtin)
+	base, err := s.assemble(l, builtin)
 	if err != nil {
 		return err
 	}
-	s.pipeline = base.Without(s.opt.DisabledComponents)
-	s.agentPipelines = map[string]*commands.Pipeline{}
-	for name, o := range s.opt.Agents {
+	l.pipeline = base.Without(l.DisabledComponents)
+	l.agentPipelines = map[string]*commands.Pipeline{}
+	for name, o := range l.Agents {
 		p := base
 		if len(o.Commands) > 0 {
 			set, err := builtinCommands(o.Commands)
 			if err != nil {
 				return fmt.Errorf("agent %s: %w", name, err)
 			}
-			if p, err = s.assemble(set); err != nil {
+			if p, err = s.assemble(l, set); err != nil {
 				return err
 			}
 		}
-		s.agentPipelines[name] = p.Without(append(slices.Clone(s.opt.DisabledComponents), o.DisabledComponents...))
+		l.agentPipelines[name] = p.Without(append(slices.Clone(l.DisabledComponents), o.DisabledComponents...))
 	}
 	return nil
 }
@@ -82,15 +84,15 @@ func builtinCommands(names []string) (commands.Set, error) {
 
 // assemble orders the components: first those config's ComponentOrder names, in that
 // order, then the rest in their default order.
-func (s *Supervisor) assemble(builtin commands.Set) (*commands.Pipeline, error) {
+func (s *Supervisor) assemble(l *live, builtin commands.Set) (*commands.Pipeline, error) {
 	all := map[string]commands.Component{
-		compDirectives: commands.StaticDirectives{ID: compDirectives, D: toDirectives(s.opt.Directives)},
+		compDirectives: commands.StaticDirectives{ID: compDirectives, D: toDirectives(l.Directives)},
 		"profile":      commands.ProfileDirectives{},
 		compCommands:   commands.CommandList{ID: compCommands, Cmds: builtin},
 		"context":      commands.ContextItems{},
 		"goal":         goalComponent{},
-		"memory":       memoryComponent{s: s, offered: offered(builtin)},
-		"history":      historyComponent{s},
+		"memory":       memoryComponent{s: s, l: l, offered: offered(builtin)},
+		"history":      historyComponent{s, l},
 		"clock":        commands.Clock{},
 	}
 	for _, c := range s.opt.Components {
@@ -101,7 +103,7 @@ func (s *Supervisor) assemble(builtin commands.Set) (*commands.Pipeline, error) 
 	}
 	var comps []commands.Component
 	placed := map[string]bool{}
-	for _, n := range append(slices.Clone(s.opt.ComponentOrder), defaultOrder(s.opt.Components)...) {
+	for _, n := range append(slices.Clone(l.ComponentOrder), defaultOrder(s.opt.Components)...) {
 		c, ok := all[n]
 		if !ok {
 			return nil, fmt.Errorf("agent: component order names %q, which does not exist; components: %v", n, defaultOrder(s.opt.Components))
@@ -130,14 +132,6 @@ func CheckComponents(extra []commands.Component, names []string, disabling bool)
 	return nil
 }
 
-// pipelineFor returns the agent's pipeline.
-func (s *Supervisor) pipelineFor(name string) *commands.Pipeline {
-	if p, ok := s.agentPipelines[name]; ok {
-		return p
-	}
-	return s.pipeline
-}
-
 // reportComponent logs a component's failure and tells the agent's followers; the step
 // goes on without it.
 func (s *Supervisor) reportComponent(step *commands.Step, component, hook string, err error) {
@@ -157,8 +151,8 @@ func (s *Supervisor) stepOf(a *store.Agent) *commands.Step {
 
 // commandsFor returns the commands agent a may use now, always including finish and
 // ask_user: a failing command component must not leave an agent unable to stop or ask.
-func (s *Supervisor) commandsFor(ctx context.Context, a *store.Agent, step *commands.Step) commands.Set {
-	set := s.pipelineFor(a.Name).Commands(ctx, step)
+func (s *Supervisor) commandsFor(ctx context.Context, l *live, a *store.Agent, step *commands.Step) commands.Set {
+	set := l.pipelineFor(a.Name).Commands(ctx, step)
 	for _, need := range []string{commands.AskUser, commands.Finish} {
 		if _, ok := set.Get(need); !ok {
 			c, _ := commands.Lookup(need)
@@ -169,11 +163,12 @@ func (s *Supervisor) commandsFor(ctx context.Context, a *store.Agent, step *comm
 }
 
 // specIn returns the spec of the command named name as agent a has it now, reading the
-// agent's component state through tx; nil when a has no such command.
-func (s *Supervisor) specIn(ctx context.Context, tx *store.Tx, a *store.Agent, name string) *commands.Spec {
+// agent's component state through tx; nil when a has no such command. l is the settings
+// generation to look in.
+func (s *Supervisor) specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec {
 	step := s.stepOf(a)
 	step.State = txState{tx: tx, id: a.ID}
-	if c, ok := s.commandsFor(ctx, a, step).Get(name); ok {
+	if c, ok := s.commandsFor(ctx, l, a, step).Get(name); ok {
 		spec := c.Spec()
 		return &spec
 	}
@@ -213,14 +208,18 @@ func (k *agentState) Put(ctx context.Context, key string, value []byte) error {
 }
 
 // historyComponent shows the agent's steps: the latest in full, older ones in one line
-// each, newest first until the budget ends (see history.go).
-type historyComponent struct{ s *Supervisor }
+// each, newest first until the budget ends (see history.go). l is the settings
+// generation whose pipeline holds it.
+type historyComponent struct {
+	s *Supervisor
+	l *live
+}
 
 func (historyComponent) Name() string { return "history" }
 func (historyComponent) Budgeted()    {}
 
 func (h historyComponent) Messages(ctx context.Context, step *commands.Step) ([]string, error) {
-	return h.s.historyMessages(ctx, step)
+	return h.s.historyMessages(ctx, h.l, step)
 }
 
 var (

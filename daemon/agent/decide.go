@@ -62,6 +62,7 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 		if err := tx.InsertDecision(d); err != nil {
 			return err
 		}
+		s.countDecision(tx, d)
 		tx.Audit(a.ID, "decision", d)
 		if d.Pattern != "" {
 			effect := "allow"
@@ -154,7 +155,7 @@ func (s *Supervisor) widen(ctx context.Context, ref string, req client.DecideReq
 		} else if err != nil {
 			return err
 		}
-		spec = s.specIn(ctx, tx, a, p.Command)
+		spec = s.specIn(ctx, s.live(), tx, a, p.Command)
 		return nil
 	})
 	if err != nil {

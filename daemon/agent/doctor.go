@@ -47,9 +47,10 @@ func (s *Supervisor) checkModels(ctx context.Context) []client.Check {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	host := s.opt.LLM.Host()
-	models := []string{s.opt.Model}
-	if s.opt.SmartModel != "" && s.opt.SmartModel != s.opt.Model {
-		models = append(models, s.opt.SmartModel)
+	l := s.live()
+	models := []string{l.Model}
+	if l.SmartModel != "" && l.SmartModel != l.Model {
+		models = append(models, l.SmartModel)
 	}
 	var out []client.Check
 	for i, model := range models {
@@ -69,7 +70,7 @@ func (s *Supervisor) checkModels(ctx context.Context) []client.Check {
 			if i == 0 {
 				out = append(out, client.Check{Name: "ollama", Status: client.CheckOK, Detail: fmt.Sprintf("version %s at %s", info.ServerVersion, host)})
 			}
-			out = append(out, modelCheck(info, s.opt.MaxContext))
+			out = append(out, modelCheck(info, l.MaxContext))
 		}
 	}
 	return out

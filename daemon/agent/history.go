@@ -31,29 +31,26 @@ const (
 )
 
 // historyMessages renders the agent's history within step.Budget characters.
-func (s *Supervisor) historyMessages(ctx context.Context, step *commands.Step) ([]string, error) {
+func (s *Supervisor) historyMessages(ctx context.Context, l *live, step *commands.Step) ([]string, error) {
 	const head = "Progress so far:"
 	used := len(head)
 	var kept []string // newest first
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		recent, err := tx.EpisodeLines(step.AgentID, s.opt.HistoryEpisodes, resultCut+1)
+	recent, err := s.recentEpisodes(ctx, step.AgentID, l.HistoryEpisodes)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(recent) - 1; i >= 0; i-- {
+		t := EpisodeText(recent[i].Episode)
+		if used+len(t)+1 > step.Budget {
+			break // no room for the full latest steps: none for older ones
+		}
+		used += len(t) + 1
+		kept = append(kept, t)
+	}
+	if len(kept) == len(recent) && len(recent) == l.HistoryEpisodes && step.Budget-used >= 40 {
+		lines, err := s.older.lines(ctx, s.st, &s.gens, step.AgentID, len(recent)+olderLines, recent)
 		if err != nil {
-			return err
-		}
-		for i := len(recent) - 1; i >= 0; i-- {
-			t := EpisodeText(recent[i].Episode)
-			if used+len(t)+1 > step.Budget {
-				return nil // no room for the full latest steps: none for older ones
-			}
-			used += len(t) + 1
-			kept = append(kept, t)
-		}
-		if len(recent) < s.opt.HistoryEpisodes || step.Budget-used < 40 {
-			return nil
-		}
-		lines, err := s.older.lines(tx, step.AgentID, len(recent)+olderLines)
-		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, l := range lines[min(len(recent), len(lines)):] {
 			if used+len(l.text)+1 > step.Budget {
@@ -62,13 +59,72 @@ func (s *Supervisor) historyMessages(ctx context.Context, step *commands.Step) (
 			used += len(l.text) + 1
 			kept = append(kept, l.text)
 		}
-		return nil
-	})
-	if err != nil || len(kept) == 0 {
-		return nil, err
+	}
+	if len(kept) == 0 {
+		return nil, nil
 	}
 	slices.Reverse(kept)
 	return []string{head + "\n" + strings.Join(kept, "\n")}, nil
+}
+
+// recentEpisodes returns the agent's latest n episodes (Settings.HistoryEpisodes), oldest first,
+// results cut as the history shows them. The history and the memory components both use
+// them in every prompt; they share one read, and a step reads none when no episode was
+// added since the last (the agent's generation in s.gens has not moved).
+func (s *Supervisor) recentEpisodes(ctx context.Context, agentID string, n int) ([]store.EpisodeLine, error) {
+	gen := s.gens.get(agentID)
+	s.recentMu.Lock()
+	e, ok := s.recent[agentID]
+	s.recentMu.Unlock()
+	if ok && e.gen == gen && e.n == n {
+		return e.lines, nil
+	}
+	var lines []store.EpisodeLine
+	if err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+		lines, err = tx.EpisodeLines(agentID, n, resultCut+1)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	s.recentMu.Lock()
+	if s.recent == nil || len(s.recent) >= maxCachedAgents {
+		s.recent = map[string]recentLines{}
+	}
+	s.recent[agentID] = recentLines{gen: gen, n: n, lines: lines}
+	s.recentMu.Unlock()
+	return lines, nil
+}
+
+// recentLines are an agent's latest n episodes as read at generation gen.
+type recentLines struct {
+	gen   uint64
+	n     int
+	lines []store.EpisodeLine
+}
+
+// episodeGens counts, per agent, the committed changes to its episodes: a new episode,
+// new summaries, the agent removed. A cache filled at generation g is current while the
+// agent's generation is still g. A reader takes the generation before it reads, so a
+// change committed during the read leaves the cache marked stale, never wrong.
+type episodeGens struct {
+	mu sync.Mutex
+	m  map[string]uint64
+}
+
+func (g *episodeGens) get(agentID string) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m[agentID]
+}
+
+// bump records a committed change to the agent's episodes.
+func (g *episodeGens) bump(agentID string) {
+	g.mu.Lock()
+	if g.m == nil {
+		g.m = map[string]uint64{}
+	}
+	g.m[agentID]++
+	g.mu.Unlock()
 }
 
 // olderLine is an older episode in one line: its summary, or its command and outcome.
@@ -81,48 +137,64 @@ func olderLine(e store.EpisodeHead) string {
 
 // olderCache keeps each agent's latest episodes as one-line history entries. Episodes
 // never change and only this package adds summaries (and then forgets the agent), so
-// after the first read a step reads just the episodes that are new since: the history
-// costs the same with 10 episodes or 100,000.
+// after the first read a step reads just the episodes that are new since, and nothing
+// when there are none: the history costs the same with 10 episodes or 100,000.
 type olderCache struct {
 	mu     sync.Mutex
 	agents map[string]*agentLines
 }
 
 type agentLines struct {
+	gen    uint64       // the agent's episode generation when read
 	newest int64        // the newest episode read
 	lines  []cachedLine // newest first
 }
 
 type cachedLine struct {
 	id   int64
+	step int
 	text string
 }
 
-// maxCachedAgents bounds the cache: past it, it starts over (a bound, not an LRU).
+// maxCachedAgents bounds the caches: past it, they start over (a bound, not an LRU).
 const maxCachedAgents = 2000
 
-// lines returns the agent's newest n episodes as lines, newest first, reading through tx
-// only what the cache lacks.
-func (c *olderCache) lines(tx *store.Tx, agentID string, n int) ([]cachedLine, error) {
+// lines returns the agent's newest n episodes as lines, newest first, reading from st
+// only what the cache lacks. recent are the agent's latest episodes, oldest first, as
+// recentEpisodes read them at the current generation: when they reach back to the newest
+// cached line, the new lines come from them and st is not read.
+func (c *olderCache) lines(ctx context.Context, st *store.Store, gens *episodeGens, agentID string, n int, recent []store.EpisodeLine) ([]cachedLine, error) {
+	gen := gens.get(agentID)
 	c.mu.Lock()
 	cur := c.agents[agentID]
 	c.mu.Unlock()
-	var heads []store.EpisodeHead
-	var err error
-	if cur == nil {
-		heads, err = tx.EpisodeHeads(agentID, 0, n)
-	} else {
-		heads, err = tx.EpisodeHeadsAfter(agentID, cur.newest, n)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if cur != nil && len(heads) == 0 {
+	if cur != nil && cur.gen == gen {
 		return cur.lines, nil
 	}
-	next := &agentLines{lines: make([]cachedLine, 0, n)}
+	var heads []store.EpisodeHead // newest first
+	switch {
+	case cur != nil && len(recent) > 0 && recent[0].ID <= cur.newest:
+		// recent holds every episode newer than the cache: they are the agent's latest.
+		for i := len(recent) - 1; i >= 0 && recent[i].ID > cur.newest; i-- {
+			e := recent[i]
+			heads = append(heads, store.EpisodeHead{ID: e.ID, Step: e.Step, Command: e.Command, Args: e.Args, Outcome: e.Outcome, Summary: e.Summary})
+		}
+	default:
+		err := st.View(ctx, func(tx *store.Tx) (err error) {
+			if cur == nil {
+				heads, err = tx.EpisodeHeads(agentID, 0, n)
+			} else {
+				heads, err = tx.EpisodeHeadsAfter(agentID, cur.newest, n)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	next := &agentLines{gen: gen, lines: make([]cachedLine, 0, n)}
 	for _, h := range heads {
-		next.lines = append(next.lines, cachedLine{id: h.ID, text: olderLine(h)})
+		next.lines = append(next.lines, cachedLine{id: h.ID, step: h.Step, text: olderLine(h)})
 	}
 	if cur != nil {
 		next.lines = append(next.lines, cur.lines[:min(len(cur.lines), n-len(next.lines))]...)
@@ -139,7 +211,25 @@ func (c *olderCache) lines(tx *store.Tx, agentID string, n int) ([]cachedLine, e
 	return next.lines, nil
 }
 
-// forget drops an agent's lines: its summaries changed, or it is gone.
+// summarized puts new summaries (by episode id) into the agent's cached lines, in place of
+// reading them all again.
+func (c *olderCache) summarized(agentID string, lines map[int64]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.agents[agentID]
+	if cur == nil {
+		return
+	}
+	next := &agentLines{gen: cur.gen, newest: cur.newest, lines: slices.Clone(cur.lines)}
+	for i, l := range next.lines {
+		if line, ok := lines[l.id]; ok {
+			next.lines[i].text = olderLine(store.EpisodeHead{Step: l.step, Summary: line})
+		}
+	}
+	c.agents[agentID] = next
+}
+
+// forget drops an agent's lines: it is gone.
 func (c *olderCache) forget(agentID string) {
 	c.mu.Lock()
 	delete(c.agents, agentID)
@@ -165,14 +255,14 @@ const summaryPrompt = `You keep the log of an autonomous agent short. For each n
 // summarize makes one-line summaries of older episodes that the prompt shows without one,
 // when enough of them are waiting and the agent's call budget allows. A failure is logged
 // and the plain lines stay; the step goes on either way.
-func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
+func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx int) {
 	r.thinks++
 	if r.thinks-r.summarizedAt < summaryEvery {
 		return
 	}
 	var lines []store.EpisodeLine
 	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
-		lines, err = tx.EpisodeLines(a.ID, r.s.opt.HistoryEpisodes+olderLines, resultCut+1)
+		lines, err = tx.EpisodeLines(a.ID, l.HistoryEpisodes+olderLines, resultCut+1)
 		return err
 	})
 	if err != nil {
@@ -180,7 +270,7 @@ func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
 		return
 	}
 	var todo []store.EpisodeLine // newest first
-	for i := len(lines) - r.s.opt.HistoryEpisodes - 1; i >= 0 && len(todo) < summaryBatch; i-- {
+	for i := len(lines) - l.HistoryEpisodes - 1; i >= 0 && len(todo) < summaryBatch; i-- {
 		if lines[i].Summary == "" {
 			todo = append(todo, lines[i])
 		}
@@ -196,7 +286,7 @@ func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
 		fmt.Fprintf(&b, "%d. %s\n", i+1, cut(EpisodeText(e.Episode), per))
 	}
 	req := llm.ChatRequest{
-		Model: r.s.opt.Model, NumCtx: numCtx, NumPredict: len(todo) * 64, KeepAlive: r.s.opt.KeepAlive,
+		Model: l.Model, NumCtx: numCtx, NumPredict: len(todo) * 64, KeepAlive: l.KeepAlive,
 		Messages: []llm.Message{{Role: "system", Content: summaryPrompt}, {Role: "user", Content: b.String()}},
 	}
 	var out summaryReply
@@ -208,15 +298,17 @@ func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
 		}
 		return
 	}
+	made := map[int64]string{}
 	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		for i, e := range todo {
-			line := strings.Join(strings.Fields(out.Lines[i]), " ")
+			line := cut(strings.Join(strings.Fields(out.Lines[i]), " "), summaryChars)
 			if line == "" {
 				continue
 			}
-			if err := tx.SetEpisodeSummary(a.ID, e.ID, cut(line, summaryChars)); err != nil {
+			if err := tx.SetEpisodeSummary(a.ID, e.ID, line); err != nil {
 				return err
 			}
+			made[e.ID] = line
 		}
 		if res != nil {
 			if cur, err := tx.Agent(a.ID); err == nil {
@@ -227,8 +319,9 @@ func (r *runner) summarize(ctx context.Context, a *store.Agent, numCtx int) {
 		}
 		return nil
 	})
-	r.s.older.forget(a.ID) // the new summaries replace plain lines
 	if err != nil {
 		r.s.log.Warn("history: storing summaries", "agent", a.ID, "err", err)
+		return
 	}
+	r.s.older.summarized(a.ID, made) // the new summaries replace plain lines
 }

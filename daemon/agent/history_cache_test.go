@@ -12,8 +12,9 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// The history's line cache reads only new episodes, keeps the newest n, and shows a
-// summary once the agent is forgotten after summaries were stored.
+// The history's line cache reads nothing while the agent's episode generation stands,
+// then only new episodes, keeps the newest n, and shows a summary once the agent is
+// forgotten after summaries were stored.
 func TestOlderCache(t *testing.T) {
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "agentd.db"))
 	if err != nil {
@@ -42,18 +43,17 @@ func TestOlderCache(t *testing.T) {
 		}
 	}
 	var c olderCache
+	var gens episodeGens
+	var recent []store.EpisodeLine // what recentEpisodes read, when set
 	got := func(n int) string {
 		t.Helper()
 		var out []string
-		err := st.View(context.Background(), func(tx *store.Tx) error {
-			lines, err := c.lines(tx, a.ID, n)
-			for _, l := range lines {
-				out = append(out, l.text)
-			}
-			return err
-		})
+		lines, err := c.lines(context.Background(), st, &gens, a.ID, n, recent)
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, l := range lines {
+			out = append(out, l.text)
 		}
 		return strings.Join(out, " | ")
 	}
@@ -62,6 +62,10 @@ func TestOlderCache(t *testing.T) {
 		t.Fatalf("first read = %s\nwant %s", g, want)
 	}
 	add(4, 6)
+	if g := got(5); !strings.HasPrefix(g, "Step 3:") {
+		t.Fatalf("read again within a generation = %s; want the cached lines", g)
+	}
+	gens.bump(a.ID) // as recordEpisode does once the episodes commit
 	if g := got(5); !strings.HasPrefix(g, `Step 6:`) || strings.Count(g, "|") != 4 || !strings.HasSuffix(g, `Step 2: read_file(path="n2") → succeeded`) {
 		t.Fatalf("after three more = %s; want steps 6 down to 2", g)
 	}
@@ -82,5 +86,17 @@ func TestOlderCache(t *testing.T) {
 	c.forget(a.ID)
 	if g := got(5); !strings.HasPrefix(g, "Step 6: read the sixth note | Step 5:") {
 		t.Fatalf("after forget = %s", g)
+	}
+	// New episodes that the latest ones (read for the verbatim history) reach back past
+	// come from those, with no read of their own: a lie in recent shows it was used.
+	add(7, 8)
+	gens.bump(a.ID)
+	err = st.View(context.Background(), func(tx *store.Tx) (err error) { recent, err = tx.EpisodeLines(a.ID, 4, 100); return })
+	if err != nil {
+		t.Fatal(err)
+	}
+	recent[len(recent)-1].Summary = "from recent"
+	if g := got(5); !strings.HasPrefix(g, "Step 8: from recent | Step 7: read_file(path=\"n7\") → succeeded | Step 6: read the sixth note") {
+		t.Fatalf("extended from recent = %s", g)
 	}
 }

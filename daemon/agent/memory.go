@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -130,6 +131,8 @@ func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *client.Propo
 	if err := tx.InsertEpisode(agentID, ep); err != nil {
 		return err
 	}
+	tx.AfterCommit(func() { s.gens.bump(agentID) })
+	s.countStep(tx, ep.Outcome)
 	if err := updateGoal(tx, agentID, p, ep); err != nil {
 		return err
 	}
@@ -365,6 +368,7 @@ func (goalComponent) Messages(ctx context.Context, step *commands.Step) ([]strin
 // commands, and the files the agent writes, remembered in chunks.
 type memoryComponent struct {
 	s *Supervisor
+	l *live // the settings generation whose pipeline holds it
 	// offered are memory commands the agent's command list has already (not offered twice).
 	offered map[string]bool
 }
@@ -396,16 +400,13 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	if m == nil {
 		return nil, nil
 	}
-	budget := min(int(float64(step.Budget)*memoryShare), int(float64(m.opt.BudgetTokens)*c.s.model.charsPerToken(c.s.opt.Model)))
+	budget := min(int(float64(step.Budget)*memoryShare), int(float64(m.opt.BudgetTokens)*c.s.model.charsPerToken(c.l.Model)))
 	const head = "Relevant memories (from past steps, feedback, notes and files; most relevant first):"
 	if budget < len(head)+200 {
 		return nil, nil
 	}
-	var recent []store.EpisodeLine
-	if err := c.s.st.View(ctx, func(tx *store.Tx) (err error) {
-		recent, err = tx.EpisodeLines(step.AgentID, c.s.opt.HistoryEpisodes, 300)
-		return err
-	}); err != nil {
+	recent, err := c.s.recentEpisodes(ctx, step.AgentID, c.l.HistoryEpisodes) // shared with the history
+	if err != nil {
 		return nil, err
 	}
 	skip := map[string]bool{}
@@ -413,7 +414,7 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	for i, e := range recent {
 		skip["m-"+e.ProposalID] = true
 		if i >= len(recent)-2 { // the latest steps say what the agent is doing now
-			q = append(q, e.Command, e.Reasoning, e.Feedback, e.Result)
+			q = append(q, e.Command, e.Reasoning, cut(e.Feedback, 300), cut(e.Result, 300))
 		}
 	}
 	hits, err := m.ix.Search(ctx, memory.Query{Agent: step.AgentID, Text: strings.Join(q, "\n"), K: m.opt.K + len(skip), HalfLife: m.opt.HalfLife})
@@ -445,7 +446,8 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 }
 
 // AfterExecute implements commands.AfterExecute: a file the agent wrote is remembered, in
-// chunks (write_file replaces what was remembered of that file; append_to_file adds).
+// chunks (write_file replaces what was remembered of that file; append_to_file adds), and
+// a file it deleted is forgotten.
 func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, o *commands.Outcome) error {
 	if c.s.mem == nil {
 		return nil
@@ -456,12 +458,20 @@ func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, 
 		Text     string `json:"text"`
 	}
 	switch o.Command {
-	case "write_file", "append_to_file":
+	case "write_file", "append_to_file", "delete_file":
 	default:
 		return nil
 	}
 	if err := json.Unmarshal(o.Args, &args); err != nil || args.Path == "" {
 		return nil // validated before it ran; nothing to remember otherwise
+	}
+	args.Path = filepath.Clean(args.Path) // "./a.txt" and "a.txt" are one file's memories
+	if o.Command == "delete_file" {
+		return c.s.st.Tx(ctx, func(tx *store.Tx) error {
+			ids, err := tx.DeleteMemories(step.AgentID, string(memory.KindFile), args.Path)
+			c.s.forget(tx, ids)
+			return err
+		})
 	}
 	replace, text := o.Command == "write_file", args.Contents
 	if !replace {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -114,6 +115,42 @@ func TestMemoryRemembersStepsNotesAndFiles(t *testing.T) {
 	}
 	if !strings.Contains(third, "Goal state for this task:\nYour plan: p\nDone so far (2 steps succeeded):\n- step 1: write_file(") {
 		t.Errorf("third prompt has no goal state:\n%s", third)
+	}
+}
+
+// A file the agent deletes is forgotten, whatever spelling of its path it used; other
+// files are kept.
+func TestMemoryForgetsDeletedFiles(t *testing.T) {
+	mem := withMemory(t)
+	h := newHarness(t, mem, func(o *Options) { o.Commands = append(slices.Clone(testCommands), "delete_file") })
+	replies := []string{
+		reply("write_file", map[string]string{"path": "notes/a.txt", "contents": "alpha file"}),
+		reply("write_file", map[string]string{"path": "notes/b.txt", "contents": "bravo file"}),
+		reply("delete_file", map[string]string{"path": "./notes/a.txt"}),
+		reply("finish", map[string]string{"reason": "done"}),
+	}
+	var n atomic.Int32
+	h.fake.OnChat(func(*api.ChatRequest) (string, error) {
+		i := min(int(n.Add(1))-1, len(replies)-1)
+		return replies[i], nil
+	})
+	a := h.create(client.CreateAgentRequest{Name: "tidy", Description: "tidies", Task: "Tidy the notes",
+		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
+	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	ix := h.opt.Memory.Index
+	flush(t, ix)
+	var files []string
+	for _, m := range storedMemories(t, h.st, a.ID) {
+		if m.Kind == "file" {
+			files = append(files, m.Source)
+		}
+	}
+	if !slices.Equal(files, []string{"notes/b.txt"}) {
+		t.Errorf("file memories kept = %q, want only notes/b.txt", files)
+	}
+	hits, err := ix.Search(context.Background(), memory.Query{Agent: a.ID, Text: "alpha bravo file", Kinds: []memory.Kind{memory.KindFile}})
+	if err != nil || len(hits) != 1 || hits[0].Source != "notes/b.txt" {
+		t.Fatalf("file search after delete = %+v, %v; want notes/b.txt alone", hits, err)
 	}
 }
 

@@ -29,10 +29,25 @@ func (m *modelState) info() *llm.ModelInfo {
 	return m.probed
 }
 
-func (m *modelState) probedOK(info *llm.ModelInfo) {
+// probedOK records a probe of model; one of a model no longer in use (a reload changed
+// it while the probe ran) is dropped.
+func (m *modelState) probedOK(model string, info *llm.ModelInfo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if model != m.model {
+		return
+	}
 	m.probed, m.lastErr = info, nil
+}
+
+// switchTo starts over for a new model: its context length is unknown until probed.
+func (m *modelState) switchTo(model, smart string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if model != m.model {
+		m.probed, m.lastErr = nil, nil
+	}
+	m.model, m.smart = model, smart
 }
 
 func (m *modelState) failed(err error) {
@@ -101,12 +116,13 @@ func (m *modelState) status() client.OllamaStatus {
 // status stays true and a model pulled later is noticed.
 func (s *Supervisor) probeLoop(ctx context.Context) {
 	s.model.mu.Lock()
-	s.model.host, s.model.model, s.model.smart = s.opt.LLM.Host(), s.opt.Model, s.opt.SmartModel
+	s.model.host = s.opt.LLM.Host()
 	s.model.mu.Unlock()
 	attempt := 0
 	for {
+		model := s.live().Model
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		info, err := s.opt.LLM.Probe(pctx, s.opt.Model)
+		info, err := s.opt.LLM.Probe(pctx, model)
 		cancel()
 		wait := time.Minute
 		if err != nil {
@@ -114,18 +130,20 @@ func (s *Supervisor) probeLoop(ctx context.Context) {
 			attempt++
 			wait = s.opt.Backoff(attempt)
 		} else {
-			s.model.probedOK(info)
+			s.model.probedOK(model, info)
 			attempt = 0
 		}
 		if err != nil && ctx.Err() == nil {
-			s.log.Warn("model probe failed", "model", s.opt.Model, "err", err)
+			s.log.Warn("model probe failed", "model", model, "err", err)
 		} else if err == nil && attempt == 0 {
-			s.log.Debug("model probed", "model", s.opt.Model, "version", info.ServerVersion, "context", info.ContextLength)
+			s.log.Debug("model probed", "model", model, "version", info.ServerVersion, "context", info.ContextLength)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
+		case <-s.reprobe: // a reload changed the model
+			attempt = 0
 		}
 	}
 }

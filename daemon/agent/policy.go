@@ -16,7 +16,7 @@ type rules struct {
 	agents map[string]permission.Rules
 }
 
-func parseRules(opt Options) (rules, error) {
+func parseRules(opt Settings) (rules, error) {
 	var r rules
 	var errs []error
 	var err error
@@ -50,8 +50,8 @@ func storedRules(perms []client.Permission) permission.Rules {
 	return r
 }
 
-// verdict is what the patterns say about running p now, for agent a, in tx.
-func (s *Supervisor) verdict(tx *store.Tx, a *store.Agent, spec *commands.Spec, p *client.Proposal) (permission.Verdict, error) {
+// verdict is what the patterns of settings l say about running p now, for agent a, in tx.
+func (s *Supervisor) verdict(l *live, tx *store.Tx, a *store.Agent, spec *commands.Spec, p *client.Proposal) (permission.Verdict, error) {
 	if spec == nil {
 		return permission.Verdict{Effect: permission.Ask, Reason: "the command is not available now"}, nil
 	}
@@ -59,8 +59,24 @@ func (s *Supervisor) verdict(tx *store.Tx, a *store.Agent, spec *commands.Spec, 
 	if err != nil {
 		return permission.Verdict{}, err
 	}
-	return permission.Evaluate(*spec, p.Args, permission.Options{AutoRead: s.opt.AutoRead},
-		storedRules(perms), s.rules.agents[a.Name], s.rules.global), nil
+	layers := []permission.Rules{storedRules(perms), l.rules.agents[a.Name]}
+	// A helper's proposals follow its parents' policy too: their stored patterns and
+	// config tables, nearest parent first (a deny anywhere wins, as everywhere).
+	for pid, hops := a.ParentID, 0; pid != "" && hops < maxAncestors; hops++ {
+		parent, err := tx.Agent(pid)
+		if errors.Is(err, store.ErrNotFound) {
+			break
+		} else if err != nil {
+			return permission.Verdict{}, err
+		}
+		if perms, err = tx.Permissions(parent.ID); err != nil {
+			return permission.Verdict{}, err
+		}
+		layers = append(layers, storedRules(perms), l.rules.agents[parent.Name])
+		pid = parent.ParentID
+	}
+	layers = append(layers, l.rules.global)
+	return permission.Evaluate(*spec, p.Args, permission.Options{AutoRead: l.AutoRead}, layers...), nil
 }
 
 // policyDecision turns a pattern's verdict into the policy's decision: an allow approves,

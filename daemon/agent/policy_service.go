@@ -29,8 +29,9 @@ func (s *Supervisor) Commands(ctx context.Context, ref string) ([]client.Command
 	if err != nil {
 		return nil, err
 	}
+	l := s.live()
 	step := s.stepOf(a)
-	pipe := s.pipelineFor(a.Name)
+	pipe := l.pipelineFor(a.Name)
 	provider := map[string]string{}
 	for _, name := range pipe.Names() {
 		for _, c := range pipe.Only(name).Commands(ctx, step) {
@@ -45,14 +46,14 @@ func (s *Supervisor) Commands(ctx context.Context, ref string) ([]client.Command
 		parsed = append(parsed, pat)
 	}
 	out := []client.CommandInfo{}
-	for _, c := range s.commandsFor(ctx, a, step) {
+	for _, c := range s.commandsFor(ctx, l, a, step) {
 		spec := c.Spec()
 		params, _ := json.Marshal(spec.Params)
 		policy := "ask"
 		switch {
 		case spec.Name == commands.AskUser:
 			policy = "allow (asking needs no approval)"
-		case spec.Class == commands.ClassRead && s.opt.AutoRead:
+		case spec.Class == commands.ClassRead && l.AutoRead:
 			policy = "allow (auto_read)"
 		case spec.Class == commands.ClassExecute:
 			policy = "ask (always, unless an allow pattern names it)"
@@ -96,7 +97,8 @@ func (s *Supervisor) policyView(tx *store.Tx, a *store.Agent) (*client.PolicyVie
 			return nil, err
 		}
 	}
-	v := &client.PolicyView{AgentID: a.ID, AutoRead: s.opt.AutoRead, Permissions: []client.Permission{}}
+	l := s.live()
+	v := &client.PolicyView{AgentID: a.ID, AutoRead: l.AutoRead, Permissions: []client.Permission{}}
 	for _, p := range stored {
 		p.Source = "stored"
 		v.Permissions = append(v.Permissions, p)
@@ -110,9 +112,9 @@ func (s *Supervisor) policyView(tx *store.Tx, a *store.Agent) (*client.PolicyVie
 		}
 	}
 	if a.Name != "" {
-		add("agent-config", s.rules.agents[a.Name])
+		add("agent-config", l.rules.agents[a.Name])
 	}
-	add("config", s.rules.global)
+	add("config", l.rules.global)
 	return v, nil
 }
 

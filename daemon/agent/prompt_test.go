@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +112,7 @@ func (f *promptFixture) prompt(req client.CreateAgentRequest, eps []client.Episo
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return f.sup.prompt(ctx, a, f.sup.stepOf(a), "m", numCtx, notes)
+	return f.sup.prompt(ctx, f.sup.live(), a, f.sup.stepOf(a), "m", numCtx, notes)
 }
 
 func TestPromptGolden(t *testing.T) {
@@ -208,5 +209,28 @@ func TestLongTaskIsCutToFit(t *testing.T) {
 	}
 	if got := s.fitTask(PromptInput{Task: "short", Commands: set}, "m", 8192); got != "short" {
 		t.Errorf("a short task was changed: %q", got)
+	}
+}
+
+// TestSubAgentCommandsPromptCost pins the prompt with the sub-agent commands enabled and
+// bounds what the four cost: they are offered only where config lists them.
+func TestSubAgentCommandsPromptCost(t *testing.T) {
+	req := client.CreateAgentRequest{Name: "lead", Description: "an agent that delegates", Task: "Collect three facts about autumn into facts.txt."}
+	base := newPromptFixture(t, Options{Directives: config.Default().Directives()})
+	_, msgs := base.prompt(req, nil, 8192)
+	without := PromptChars(msgs)
+	names := append(slices.Clone(commands.DefaultNames), commands.StartAgent, commands.MessageAgent, commands.ListAgents, commands.DeleteAgent)
+	f := newPromptFixture(t, Options{Directives: config.Default().Directives(), Commands: names})
+	in, msgs := f.prompt(req, nil, 8192)
+	for _, n := range names {
+		if _, ok := in.Commands.Get(n); !ok {
+			t.Fatalf("commands = %v: %s missing", in.Commands.Names(), n)
+		}
+	}
+	with := PromptChars(msgs)
+	t.Logf("first-step prompt: %d characters without the sub-agent commands, %d with them (+%d)", without, with, with-without)
+	golden(t, "prompt_sub_agents.golden", render(msgs)+fmt.Sprintf("--- %d characters ---\n", with))
+	if with-without > 450 {
+		t.Errorf("the four sub-agent commands cost %d prompt characters, over 450: keep their specs short", with-without)
 	}
 }

@@ -33,8 +33,9 @@ type runner struct {
 	smartNext bool
 	// waitAttempt counts retries while the model server is unavailable.
 	waitAttempt int
-	// overRun and overWhy are the run whose budget next() found used up, and why.
-	overRun, overWhy string
+	// overRun, overBudget and overWhy are the run whose budget next() found used up
+	// (or, for actAgentBudget, the agent's), which budget, and why.
+	overRun, overBudget, overWhy string
 	// thinks counts this loop's model steps; summarizedAt is the count at the last
 	// summary call (history.go spaces them out).
 	thinks, summarizedAt int
@@ -73,7 +74,8 @@ const (
 	actWait
 	actThink
 	actExecute
-	actExhaust // a budget of the run ran out: end it
+	actExhaust     // a budget of the run ran out: end it
+	actAgentBudget // the agent's own budget ran out: pause it
 )
 
 func (r *runner) loop(ctx context.Context) {
@@ -86,7 +88,9 @@ func (r *runner) loop(ctx context.Context) {
 		}
 	}()
 	for ctx.Err() == nil {
-		act, p, err := r.next(ctx)
+		// One settings generation per round: a reload meanwhile applies from the next round.
+		l := r.s.live()
+		act, p, err := r.next(ctx, l)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -121,11 +125,13 @@ func (r *runner) loop(ctx context.Context) {
 				return
 			}
 		case actThink:
-			r.think(ctx)
+			r.think(ctx, l)
 		case actExecute:
-			r.execute(ctx, p)
+			r.execute(ctx, l, p)
 		case actExhaust:
-			r.exhaust(ctx, r.overRun, r.overWhy)
+			r.exhaust(ctx, r.overRun, r.overBudget, r.overWhy)
+		case actAgentBudget:
+			r.pauseOverBudget(ctx, r.overBudget, r.overWhy)
 		}
 	}
 }
@@ -146,13 +152,13 @@ func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
 // next decides the loop's next action from the stored state. It only reads, except to
 // show awaiting_decision; a policy's approval is recorded by execute, in the same
 // transaction that starts the command.
-func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
+func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var act action
 	var prop *client.Proposal
 	var a *store.Agent
-	lost := false
+	lost, helping := false, false
 	err := r.s.st.View(ctx, func(tx *store.Tx) error {
 		act, prop = actStop, nil
 		var err error
@@ -162,7 +168,7 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 		b := r.s.budgetOf(a.RunID)
 		if b != nil {
 			if r.overWhy = b.overTime(time.Now()); r.overWhy != "" {
-				act, r.overRun = actExhaust, a.RunID
+				act, r.overRun, r.overBudget = actExhaust, a.RunID, "time"
 				return nil
 			}
 		}
@@ -170,9 +176,13 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 		if errors.Is(err, store.ErrNotFound) {
 			act = actThink
 			if b != nil {
-				if r.overWhy = b.overCount(a); r.overWhy != "" {
+				if r.overBudget, r.overWhy = b.overCount(a); r.overWhy != "" {
 					act, r.overRun = actExhaust, a.RunID
+					return nil
 				}
+			}
+			if r.overBudget, r.overWhy = r.s.agentOver(a); r.overWhy != "" {
+				act = actAgentBudget
 			}
 			return nil
 		} else if err != nil {
@@ -188,20 +198,36 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 				return err
 			}
 			probe := *a // autoDecision counts down the policy; here it only asks
-			spec := r.s.specIn(ctx, tx, a, p.Command)
-			if d, err := r.autoDecision(tx, &probe, p, prev, spec); err != nil {
+			spec := r.s.specIn(ctx, l, tx, a, p.Command)
+			if d, err := r.autoDecision(l, tx, &probe, p, prev, spec); err != nil {
 				return err
 			} else if d != nil {
 				act = actExecute
 			}
 		case client.ProposalStarted:
 			// With one loop per agent nothing else executes: a started command here lost
-			// its result (the store refused the write); an ask_user question waits.
-			lost = p.Command != commands.AskUser
+			// its result (the store refused the write); an ask_user question waits, and
+			// so does a command waiting for a helper — with no loop: the helper's end
+			// kicks it.
+			if p.Command == commands.AskUser {
+				break
+			}
+			if _, err := tx.WaitFor(p.ID); err == nil {
+				act, helping = actStop, a.State != client.StateExecuting
+				return nil
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			lost = true
 		}
 		return nil
 	})
-	if err != nil || act != actWait || (a.State == client.StateAwaitingDecision && !lost) {
+	want := client.StateAwaitingDecision
+	if helping {
+		// Resumed while its helper works: it is still executing that command.
+		act, want = actWait, client.StateExecuting
+	}
+	if err != nil || act != actWait || (a.State == want && !lost) {
 		return act, prop, err
 	}
 	var v *client.Agent
@@ -217,7 +243,10 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 			cur.StateReason = "the result of " + prop.Command + " could not be recorded; it may or may not have run: decide again"
 			tx.Audit(cur.ID, "interrupted", map[string]string{"proposal": prop.ID, "command": prop.Command})
 		}
-		cur.State = client.StateAwaitingDecision
+		cur.State = want
+		if want == client.StateExecuting {
+			cur.StateReason = "waiting for a helper agent"
+		}
 		if err := tx.UpdateAgent(cur); err != nil {
 			return err
 		}
@@ -226,6 +255,9 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 	})
 	if err == nil && v != nil {
 		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
+	}
+	if helping {
+		act = actStop
 	}
 	return act, prop, err
 }
@@ -239,7 +271,7 @@ func (r *runner) next(ctx context.Context) (action, *client.Proposal, error) {
 // Order: ask_user needs no approval; a repeat asks; a deny pattern refuses (as feedback
 // to the model); an allow pattern (or auto_read) approves; execute-class commands ask;
 // then the mode — auto for N steps, or continuous up to its limit.
-func (r *runner) autoDecision(tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec) (*client.Decision, error) {
+func (r *runner) autoDecision(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec) (*client.Decision, error) {
 	if p.Command == commands.AskUser {
 		// Asking is harmless, and the person's answer is their decision.
 		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "ask_user needs no approval"}, nil
@@ -247,7 +279,7 @@ func (r *runner) autoDecision(tx *store.Tx, a *store.Agent, p, prev *client.Prop
 	if prev != nil && prev.Hash == p.Hash {
 		return nil, nil // the watchdog asks a person about a repeat
 	}
-	v, err := r.s.verdict(tx, a, spec, p)
+	v, err := r.s.verdict(l, tx, a, spec, p)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +301,7 @@ func (r *runner) autoDecision(tx *store.Tx, a *store.Agent, p, prev *client.Prop
 	case "continuous":
 		limit := a.Policy.ContinuousLimit
 		if limit <= 0 {
-			limit = r.s.opt.ContinuousLimit
+			limit = l.ContinuousLimit
 		}
 		if p.Step <= limit {
 			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "continuous"}, nil
@@ -317,7 +349,7 @@ var errNotApproved = errors.New("proposal not approved")
 
 // execute runs an approved proposal with a write-ahead record: approved → started →
 // succeeded|failed. ask_user stops at started: the question waits for its answer.
-func (r *runner) execute(ctx context.Context, p *client.Proposal) {
+func (r *runner) execute(ctx context.Context, l *live, p *client.Proposal) {
 	var st started
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -334,7 +366,7 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 				return err
 			}
 		}
-		if err := r.startTx(tx, a, p, prev, r.s.specIn(ctx, tx, a, p.Command), &st); err != nil {
+		if err := r.startTx(l, tx, a, p, prev, r.s.specIn(ctx, l, tx, a, p.Command), &st); err != nil {
 			return err
 		}
 		return tx.UpdateAgent(a)
@@ -351,7 +383,7 @@ func (r *runner) execute(ctx context.Context, p *client.Proposal) {
 		r.sleep(ctx, time.Second)
 		return
 	}
-	r.run(ctx, p, &st)
+	r.run(ctx, l, p, &st)
 }
 
 // started is what startTx recorded, for the events and the execution that follow it.
@@ -370,12 +402,12 @@ type started struct {
 // still pending — and sets a's state to match; the caller writes a. prev is the proposal
 // before p in its run, needed only when p is pending. It fails with errNotApproved when
 // p is neither approved nor approvable by the policy.
-func (r *runner) startTx(tx *store.Tx, a *store.Agent, p *client.Proposal, prev *client.Proposal, spec *commands.Spec, st *started) error {
+func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Proposal, prev *client.Proposal, spec *commands.Spec, st *started) error {
 	st.a = a
 	if p.Status == client.ProposalPending {
 		// Decided by policy: the decision and the start land together.
 		var err error
-		if st.decided, err = r.autoDecision(tx, a, p, prev, spec); err != nil {
+		if st.decided, err = r.autoDecision(l, tx, a, p, prev, spec); err != nil {
 			return err
 		}
 		if st.decided == nil {
@@ -393,6 +425,7 @@ func (r *runner) startTx(tx *store.Tx, a *store.Agent, p *client.Proposal, prev 
 		if err := tx.InsertDecision(st.decided); err != nil {
 			return err
 		}
+		r.s.countDecision(tx, st.decided)
 		tx.Audit(a.ID, "decision", st.decided)
 	}
 	if moved, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalApproved); err != nil || !moved {
@@ -428,6 +461,7 @@ func (r *runner) refuseTx(tx *store.Tx, a *store.Agent, p *client.Proposal, st *
 	if err := tx.InsertDecision(st.decided); err != nil {
 		return err
 	}
+	r.s.countDecision(tx, st.decided)
 	tx.Audit(a.ID, "decision", st.decided)
 	st.refused = episodeOf(p, "feedback", "", st.decided.Feedback)
 	if err := r.s.recordEpisode(tx, a.ID, p, st.refused); err != nil {
@@ -448,7 +482,7 @@ func (r *runner) armExec(ctx context.Context, st *started) {
 
 // run publishes a start that startTx recorded, then runs the command and records its
 // outcome. An ask_user question only gets published: its answer comes from a person.
-func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
+func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *started) {
 	if st.decided != nil {
 		r.s.events.Publish(client.Event{Type: client.EventDecision, AgentID: r.id, Decision: st.decided})
 	}
@@ -467,22 +501,32 @@ func (r *runner) run(ctx context.Context, p *client.Proposal, st *started) {
 
 	step := r.s.stepOf(st.a)
 	o := commands.Outcome{Command: p.Command, Args: p.Args}
+	began := time.Now()
 	if st.cmds == nil {
-		st.cmds = r.s.commandsFor(st.execCtx, st.a, step)
+		st.cmds = r.s.commandsFor(st.execCtx, l, st.a, step)
 	}
 	if cmd, ok := st.cmds.Get(p.Command); !ok {
 		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
-		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.commandMemory()}
-		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, r.s.opt.Limits)
+		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.commandMemory(),
+			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}}
+		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
 	}
 	if ctx.Err() != nil {
 		// The daemon is shutting down: leave the proposal started so the next start
 		// treats it as interrupted rather than guessing its outcome.
 		return
 	}
-	r.s.pipelineFor(st.a.Name).Executed(ctx, step, &o)
-	r.finishExecution(ctx, p, o.Output, o.Err)
+	if errors.Is(o.Err, commands.ErrAwaiting) {
+		// A helper works on it: the proposal stays started, and the helper's end is
+		// recorded as its result (deliverHelper). Nothing to record now.
+		r.mu.Lock()
+		r.cancelExec = nil
+		r.mu.Unlock()
+		return
+	}
+	l.pipelineFor(st.a.Name).Executed(ctx, step, &o)
+	r.finishExecution(ctx, p, o.Output, o.Err, time.Since(began))
 }
 
 func questionText(p *client.Proposal) string {
@@ -496,8 +540,9 @@ func questionText(p *client.Proposal) string {
 	return args.Question
 }
 
-// finishExecution records the outcome and the episode in one transaction.
-func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error) {
+// finishExecution records the outcome and the episode in one transaction; busy is how
+// long the command ran, added to the agent's busy time.
+func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error, busy time.Duration) {
 	status, outcome, result := client.ProposalSucceeded, "succeeded", out
 	if runErr != nil {
 		status, outcome = client.ProposalFailed, "failed"
@@ -524,8 +569,9 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 		if err != nil {
 			return err
 		}
+		a.BusyMS += busy.Milliseconds()
 		if a.RunID != p.RunID {
-			return nil // stopped and given a new task while this ran
+			return tx.UpdateAgent(a) // stopped and given a new task while this ran
 		}
 		if finished {
 			if err := tx.EndRun(p.RunID, "finished", out); err != nil {

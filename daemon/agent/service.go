@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/daemon/api"
@@ -43,6 +44,7 @@ func (s *Supervisor) Agents(ctx context.Context) ([]client.Agent, error) {
 			if err != nil {
 				return err
 			}
+			v.Budget = s.budgetView(a)
 			out = append(out, *v)
 		}
 		return nil
@@ -50,7 +52,10 @@ func (s *Supervisor) Agents(ctx context.Context) ([]client.Agent, error) {
 	return out, err
 }
 
-// Agent returns one agent.
+// shownRuns is how many of its latest runs an agent is shown with.
+const shownRuns = 5
+
+// Agent returns one agent with its budget and latest runs.
 func (s *Supervisor) Agent(ctx context.Context, ref string) (*client.Agent, error) {
 	var out *client.Agent
 	err := s.st.View(ctx, func(tx *store.Tx) error {
@@ -58,7 +63,11 @@ func (s *Supervisor) Agent(ctx context.Context, ref string) (*client.Agent, erro
 		if err != nil {
 			return err
 		}
-		out, err = view(tx, a)
+		if out, err = view(tx, a); err != nil {
+			return err
+		}
+		out.Budget = s.budgetView(a)
+		out.Runs, err = tx.Runs(a.ID, shownRuns)
 		return err
 	})
 	return out, err
@@ -199,54 +208,97 @@ func checkPolicy(p client.Policy) error {
 	return nil
 }
 
-// DeleteAgent stops an agent and removes it, its history and its workspace.
+// DeleteAgent stops an agent and removes it, its history and its workspace, with its
+// helpers (theirs too) in the same transaction.
 func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
-	var id, ws string
-	var open *RunEnd // the run the removal ends, if one was going
+	type gone struct {
+		id, ws, name string
+		helper       bool
+		open         *RunEnd // the run the removal ends, if one was going
+	}
+	var all []gone
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
 			return err
 		}
-		id, ws = a.ID, a.Workspace
-		s.older.forget(a.ID)
-		if run, err := tx.Run(a.RunID); err == nil && run.Ended.IsZero() {
-			open = &RunEnd{RunID: run.ID, AgentID: a.ID, Outcome: OutcomeRemoved, Reason: "the agent was removed",
-				Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - run.TokensBase}
+		fam, err := family(tx, a)
+		if err != nil {
+			return err
+		}
+		for _, a := range fam {
+			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
+			s.gens.bump(a.ID)
+			s.older.forget(a.ID)
+			if run, err := tx.Run(a.RunID); err == nil && run.Ended.IsZero() {
+				g.open = &RunEnd{RunID: run.ID, AgentID: a.ID, Outcome: OutcomeRemoved, Reason: "the agent was removed",
+					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - run.TokensBase}
+			}
+			all = append(all, g)
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	r := s.runner(id)
-	r.mu.Lock()
-	r.cancelAll()
+	// Runner locks are taken in ID order, the one place more than one is held.
+	locked := make([]*runner, len(all))
+	for i, g := range all {
+		locked[i] = s.runner(g.id)
+	}
+	order := slices.Clone(locked)
+	slices.SortFunc(order, func(a, b *runner) int { return strings.Compare(a.id, b.id) })
+	for _, r := range order {
+		r.mu.Lock()
+		r.cancelAll()
+	}
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
-		tx.Audit(id, "removed", nil)
-		ids, err := tx.DeleteMemories(id, "", "")
-		if err != nil {
-			return err
+		for _, g := range all {
+			tx.Audit(g.id, "removed", nil)
+			ids, err := tx.DeleteMemories(g.id, "", "")
+			if err != nil {
+				return err
+			}
+			s.forget(tx, ids)
 		}
-		s.forget(tx, ids)
-		return tx.DeleteAgent(id)
+		// Helpers first: nothing is left pointing at a removed parent.
+		for i := len(all) - 1; i >= 0; i-- {
+			if err := tx.DeleteAgent(all[i].id); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	r.mu.Unlock()
+	for _, r := range order {
+		r.mu.Unlock()
+	}
 	if err != nil {
 		return err
 	}
-	r.wakeUp()
-	s.mu.Lock()
-	delete(s.runners, id)
-	s.mu.Unlock()
-	if ws != "" && ws == s.workspace(id) {
-		os.RemoveAll(ws)
+	for i := len(all) - 1; i >= 0; i-- {
+		g := all[i]
+		locked[i].wakeUp()
+		s.mu.Lock()
+		delete(s.runners, g.id)
+		s.mu.Unlock()
+		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent.
+		if g.ws != "" && (g.ws == s.workspace(g.id) || g.helper) {
+			os.RemoveAll(g.ws)
+		}
+		s.events.Publish(client.Event{Type: client.EventRemoved, AgentID: g.id})
 	}
-	s.events.Publish(client.Event{Type: client.EventRemoved, AgentID: id})
-	if open != nil {
-		s.dropBudget(open.RunID)
+	for i, g := range all {
+		if g.open == nil {
+			continue
+		}
+		s.dropBudget(g.open.RunID)
+		if i == 0 {
+			// A parent may be waiting for the removed agent (removed by a person or by
+			// the parent's delete_agent); its helpers' parents are gone with them.
+			s.deliverHelper(ctx, g.open.RunID, g.open, g.name)
+		}
 		if s.opt.OnRunEnd != nil {
-			s.opt.OnRunEnd(*open)
+			s.opt.OnRunEnd(*g.open)
 		}
 	}
 	return nil
@@ -378,6 +430,9 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (*client.Agent, err
 		if a.RunID == "" || a.Task == "" {
 			return conflict("agent %s has no run to resume: give it a task with `agentctl task`", a.Name)
 		}
+		if _, why := s.agentOver(a); why != "" {
+			return conflict("agent %s is over its budget: %s", a.Name, why)
+		}
 		a.State, a.StateReason, a.Strikes = client.StateThinking, "", 0
 		return tx.Audit(a.ID, "resumed", nil)
 	})
@@ -386,6 +441,11 @@ func (s *Supervisor) Resume(ctx context.Context, ref string) (*client.Agent, err
 // Stop ends the current run: an open proposal is superseded, a question withdrawn and a
 // running command cancelled. The agent stays, idle, with its history.
 func (s *Supervisor) Stop(ctx context.Context, ref string) (*client.Agent, error) {
+	return s.stop(ctx, ref, "stopped by a person")
+}
+
+// stop is Stop, with the reason the run ends for.
+func (s *Supervisor) stop(ctx context.Context, ref, reason string) (*client.Agent, error) {
 	var runID string
 	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if a.State == client.StateIdle {
@@ -399,14 +459,25 @@ func (s *Supervisor) Stop(ctx context.Context, ref string) (*client.Agent, error
 		} else if err == nil && p.Command == "ask_user" {
 			msg := "withdrawn: the run was stopped"
 			tx.SetProposalStatus(p.ID, client.ProposalFailed, &msg, client.ProposalStarted)
+		} else if err == nil {
+			// A proposal waiting for a helper has no execution to cancel: withdraw it
+			// (the helper is stopped once this run's end is recorded).
+			if waiting, err := tx.DeleteWait(p.ID); err != nil {
+				return err
+			} else if waiting {
+				msg := "withdrawn: the run was stopped"
+				if _, err := tx.SetProposalStatus(p.ID, client.ProposalFailed, &msg, client.ProposalStarted); err != nil {
+					return err
+				}
+			}
 		}
 		if err := tx.ClearQuestions(a.ID); err != nil {
 			return err
 		}
-		if err := tx.EndRun(a.RunID, "stopped", "stopped by a person"); err != nil {
+		if err := tx.EndRun(a.RunID, "stopped", reason); err != nil {
 			return err
 		}
-		a.State, a.StateReason = client.StateIdle, "stopped by a person"
+		a.State, a.StateReason = client.StateIdle, reason
 		a.Policy.AutoSteps = 0
 		runID = a.RunID
 		return tx.Audit(a.ID, "stopped", nil)
@@ -443,20 +514,7 @@ func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *Run
 		if a.State != client.StateIdle && a.State != client.StateFailed {
 			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
 		}
-		// Nothing of the last run may be decided in the new one.
-		if p, err := tx.OpenProposal(a.ID); err == nil && p.Status != client.ProposalStarted {
-			if _, err := tx.SetProposalStatus(p.ID, client.ProposalSuperseded, nil, p.Status); err != nil {
-				return err
-			}
-		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if err := tx.ClearQuestions(a.ID); err != nil {
-			return err
-		}
-		a.RunID, a.Task, a.Step, a.Strikes = newID("r-"), task, 0, 0
-		a.State, a.StateReason = client.StateThinking, ""
-		if err := tx.StartRun(a.RunID, a.ID, task); err != nil {
+		if err := newRunTx(tx, a, task); err != nil {
 			return err
 		}
 		if opt != nil {
@@ -476,4 +534,22 @@ func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *Run
 		s.dropBudget(runID)
 	}
 	return out, err
+}
+
+// newRunTx starts a new run of the idle agent a with task; the caller writes a.
+func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
+	// Nothing of the last run may be decided in the new one.
+	if p, err := tx.OpenProposal(a.ID); err == nil && p.Status != client.ProposalStarted {
+		if _, err := tx.SetProposalStatus(p.ID, client.ProposalSuperseded, nil, p.Status); err != nil {
+			return err
+		}
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if err := tx.ClearQuestions(a.ID); err != nil {
+		return err
+	}
+	a.RunID, a.Task, a.Step, a.Strikes = newID("r-"), task, 0, 0
+	a.State, a.StateReason = client.StateThinking, ""
+	return tx.StartRun(a.RunID, a.ID, task)
 }

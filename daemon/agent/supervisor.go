@@ -26,7 +26,8 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// Options configure a Supervisor.
+// Options configure a Supervisor. The fields that Settings repeats are only the first
+// settings: read them through Supervisor.live, never from Options, since Reload changes them.
 type Options struct {
 	Store      *store.Store
 	LLM        *llm.Client
@@ -54,6 +55,12 @@ type Options struct {
 	Allow, Deny []string
 	AutoRead    bool
 
+	// MaxHelperDepth bounds how deep helpers (start_agent) nest: 1 lets agents people
+	// started have helpers, 2 (the default) lets those have their own.
+	MaxHelperDepth int
+	// MaxHelpers bounds how many helpers one agent keeps at once (default 4).
+	MaxHelpers int
+
 	MaxInvalidReplies int // pause after this many invalid replies in a row (default 3)
 	ContinuousLimit   int // steps a continuous-mode run may take without asking (default 25)
 	Limits            commands.Limits
@@ -76,6 +83,11 @@ type Options struct {
 	// budget, or its agent removed), after the end is stored, holding no lock. The
 	// scheduler records its runs' ends through it.
 	OnRunEnd func(RunEnd)
+	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
+	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
+	AgentBudget Budget
+	// Metrics, if set, is told of steps, decisions and budget stops.
+	Metrics Metrics
 }
 
 // Supervisor hosts every agent and implements the local API.
@@ -86,11 +98,16 @@ type Supervisor struct {
 	events  *Broker
 	started time.Time
 
-	older olderCache // the history's one-line entries per agent (history.go)
+	// The prompt's view of each agent's episodes (history.go): their generations, the
+	// latest episodes in full and older ones in one line each.
+	gens     episodeGens
+	recentMu sync.Mutex
+	recent   map[string]recentLines
+	older    olderCache
 
-	rules          rules                         // permission patterns from config
-	pipeline       *commands.Pipeline            // every agent's, unless overridden
-	agentPipelines map[string]*commands.Pipeline // by agent name
+	// cur is the settings generation in use (settings.go); Reload swaps it.
+	cur     atomic.Pointer[live]
+	reprobe chan struct{} // wakes the probe loop after the model changed
 
 	budgetMu sync.Mutex
 	budgets  map[string]*runBudget // by run ID: runs in progress that have a budget
@@ -104,6 +121,7 @@ type Supervisor struct {
 	mem   *memState // nil: no long-term memory
 
 	summaryCalls atomic.Int64 // model calls made for history summaries
+	metrics      Metrics      // never nil
 }
 
 // New checks opt and returns a Supervisor; call Start to resume agents.
@@ -114,17 +132,11 @@ func New(opt Options) (*Supervisor, error) {
 	if opt.Model == "" {
 		return nil, errors.New("agent: no model configured")
 	}
-	if opt.MaxInvalidReplies <= 0 {
-		opt.MaxInvalidReplies = 3
+	if opt.MaxHelperDepth <= 0 {
+		opt.MaxHelperDepth = DefaultMaxHelperDepth
 	}
-	if opt.ContinuousLimit <= 0 {
-		opt.ContinuousLimit = 25
-	}
-	if opt.HistoryEpisodes <= 0 {
-		opt.HistoryEpisodes = 4
-	}
-	if opt.MaxContext <= 0 {
-		opt.MaxContext = 8192
+	if opt.MaxHelpers <= 0 {
+		opt.MaxHelpers = DefaultMaxHelpers
 	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
@@ -132,21 +144,20 @@ func New(opt Options) (*Supervisor, error) {
 	if opt.Backoff == nil {
 		opt.Backoff = llm.NextBackoff
 	}
-	if len(opt.Commands) == 0 {
-		opt.Commands = commands.DefaultNames
-	}
 	s := &Supervisor{
 		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
 		runners: map[string]*runner{}, started: time.Now(), budgets: map[string]*runBudget{},
-		mem: newMemState(opt.Memory),
+		mem: newMemState(opt.Memory), reprobe: make(chan struct{}, 1), metrics: opt.Metrics,
 	}
-	if err := s.buildPipelines(); err != nil {
+	if s.metrics == nil {
+		s.metrics = noMetrics{}
+	}
+	l, err := s.build(opt.settings())
+	if err != nil {
 		return nil, err
 	}
-	var err error
-	if s.rules, err = parseRules(opt); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
+	s.cur.Store(l)
+	s.model.switchTo(l.Model, l.SmartModel)
 	return s, nil
 }
 
@@ -164,6 +175,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 		return err
 	}
 	if err := s.loadBudgets(ctx); err != nil {
+		return err
+	}
+	if err := s.deliverEnded(ctx); err != nil {
 		return err
 	}
 	s.wg.Add(1)
@@ -207,6 +221,11 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			if _, err := tx.WaitFor(p.ID); err == nil && p.RunID == a.RunID {
+				continue // it waits for a helper, which goes on; deliverEnded sees to one that ended
+			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
 			if !active(a.State) || p.RunID != a.RunID {
 				// Its run was stopped or replaced while it ran: record it, ask no one.
 				msg := "interrupted by a daemon restart after its run had ended"
@@ -219,7 +238,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			if p.Command == commands.AskUser {
 				continue // the question is still open; the answer completes it
 			}
-			if spec := s.specIn(ctx, tx, a, p.Command); spec != nil && spec.Idempotent {
+			if spec := s.specIn(ctx, s.live(), tx, a, p.Command); spec != nil && spec.Idempotent {
 				if _, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalStarted); err != nil {
 					return err
 				}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
@@ -17,7 +18,8 @@ import (
 func replyReserve(numCtx int) int { return max(1024, numCtx/4) }
 
 // think asks the model for the next proposal and persists it.
-func (r *runner) think(ctx context.Context) {
+func (r *runner) think(ctx context.Context, l *live) {
+	began := time.Now() // the step's model time counts toward the agent's busy time
 	var a *store.Agent
 	var last *client.Proposal
 	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
@@ -50,7 +52,7 @@ func (r *runner) think(ctx context.Context) {
 	}()
 
 	if a.Description == "" {
-		if err := r.generateProfile(stepCtx, a); err != nil {
+		if err := r.generateProfile(stepCtx, l, a); err != nil {
 			if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
 				r.modelError(ctx, err) // not a pause or stop
 			}
@@ -61,31 +63,31 @@ func (r *runner) think(ctx context.Context) {
 	if info == nil {
 		// No probe has answered yet: learn the context length before the first prompt.
 		var err error
-		if info, err = r.s.opt.LLM.Probe(stepCtx, r.s.opt.Model); err != nil {
+		if info, err = r.s.opt.LLM.Probe(stepCtx, l.Model); err != nil {
 			if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
 				r.modelError(ctx, err)
 			}
 			return
 		}
-		r.s.model.probedOK(info)
+		r.s.model.probedOK(l.Model, info)
 	}
-	numCtx := r.s.opt.MaxContext
+	numCtx := l.MaxContext
 	if info != nil && info.ContextLength > 0 && info.ContextLength < numCtx {
 		numCtx = info.ContextLength
 	}
-	model := r.s.opt.Model
+	model := l.Model
 	var notes []string
-	if r.smartNext && r.s.opt.SmartModel != "" {
-		model = r.s.opt.SmartModel
+	if r.smartNext && l.SmartModel != "" {
+		model = l.SmartModel
 		notes = append(notes, "You proposed the same command with the same arguments twice in a row. It did not help: choose a different command or different arguments.")
 	}
 	step := r.s.stepOf(a)
-	pl := r.s.pipelineFor(a.Name)
-	r.summarize(stepCtx, a, numCtx)
-	in, msgs := r.s.prompt(stepCtx, a, step, model, numCtx, notes)
+	pl := l.pipelineFor(a.Name)
+	r.summarize(stepCtx, l, a, numCtx)
+	in, msgs := r.s.prompt(stepCtx, l, a, step, model, numCtx, notes)
 	// The reply may use all the context the prompt leaves: a cut-off reply is an invalid one.
 	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/r.s.model.charsPerToken(model))-64)
-	req := llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: r.s.opt.KeepAlive}
+	req := llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: l.KeepAlive}
 	res, err := llm.Propose(stepCtx, r.s.opt.LLM, req, in.Commands)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
@@ -93,7 +95,7 @@ func (r *runner) think(ctx context.Context) {
 		}
 		var inv *llm.InvalidReplyError
 		if errors.As(err, &inv) {
-			r.strike(ctx, inv)
+			r.strike(ctx, l, inv, time.Since(began))
 			return
 		}
 		r.modelError(ctx, err)
@@ -110,7 +112,7 @@ func (r *runner) think(ctx context.Context) {
 	if res.PromptTokens < numCtx { // a count capped at num_ctx says nothing about chars per token
 		r.s.model.calibrate(model, PromptChars(msgs), res.PromptTokens)
 	}
-	r.propose(ctx, a, last, model, res, in.Commands)
+	r.propose(ctx, l, a, last, model, res, in.Commands, time.Since(began))
 }
 
 // fitTask cuts a task too long for the context, keeping its start, so that the prompt
@@ -131,12 +133,12 @@ func (s *Supervisor) fitTask(in PromptInput, model string, numCtx int) string {
 
 // prompt builds a step's prompt through the agent's components: directives, commands,
 // then the messages, the budgeted ones (open files, history) filling what the rest leaves.
-func (s *Supervisor) prompt(ctx context.Context, a *store.Agent, step *commands.Step, model string, numCtx int, notes []string) (PromptInput, []llm.Message) {
-	pl := s.pipelineFor(a.Name)
+func (s *Supervisor) prompt(ctx context.Context, l *live, a *store.Agent, step *commands.Step, model string, numCtx int, notes []string) (PromptInput, []llm.Message) {
+	pl := l.pipelineFor(a.Name)
 	in := PromptInput{
 		Name: a.Name, Description: a.Description, Task: a.Task, Goals: a.Goals,
 		Directives: pl.Directives(ctx, step),
-		Commands:   s.commandsFor(ctx, a, step),
+		Commands:   s.commandsFor(ctx, l, a, step),
 		Notes:      notes,
 	}
 	in.Task = s.fitTask(in, model, numCtx)
@@ -152,8 +154,8 @@ func (s *Supervisor) messageBudget(in PromptInput, model string, numCtx int) int
 }
 
 // propose persists the model's proposal before anything else happens, and watches for a
-// repeat of the previous one.
-func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Proposal, model string, res *llm.Proposal, cmds commands.Set) {
+// repeat of the previous one. busy is the time the step took to think.
+func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *client.Proposal, model string, res *llm.Proposal, cmds commands.Set, busy time.Duration) {
 	canon, err := commands.CanonicalArgs(res.Reply.Command.Args)
 	if err != nil {
 		canon = res.Reply.Command.Args
@@ -165,7 +167,7 @@ func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Propo
 		Command: res.Reply.Command.Name, Args: canon, Hash: hash, Status: client.ProposalPending,
 		Model: model, PromptTokens: res.PromptTokens, EvalTokens: res.EvalTokens,
 	}
-	rethink := repeat && !r.smartNext && r.s.opt.SmartModel != ""
+	rethink := repeat && !r.smartNext && l.SmartModel != ""
 	askAboutRepeat := repeat && !rethink
 	if rethink {
 		p.Status = client.ProposalSuperseded
@@ -183,6 +185,8 @@ func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Propo
 			p.Status = client.ProposalSuperseded // paused or stopped meanwhile: keep it for the record only
 		}
 		cur.Step++
+		cur.StepsTotal++
+		cur.BusyMS += busy.Milliseconds()
 		p.Step = cur.Step
 		cur.Strikes = 0
 		cur.PromptTokens += int64(res.PromptTokens)
@@ -207,7 +211,7 @@ func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Propo
 					sp := c.Spec()
 					spec = &sp
 				}
-				switch err := r.startTx(tx, cur, p, last, spec, st); {
+				switch err := r.startTx(l, tx, cur, p, last, spec, st); {
 				case errors.Is(err, errNotApproved):
 					st = nil
 				case err != nil:
@@ -237,12 +241,13 @@ func (r *runner) propose(ctx context.Context, a *store.Agent, last *client.Propo
 	}
 	r.s.events.Publish(client.Event{Type: client.EventProposal, AgentID: a.ID, Proposal: p, Agent: v})
 	if st != nil {
-		r.run(ctx, p, st)
+		r.run(ctx, l, p, st)
 	}
 }
 
 // strike counts an invalid reply; after MaxInvalidReplies in a row the agent pauses.
-func (r *runner) strike(ctx context.Context, inv *llm.InvalidReplyError) {
+// busy is the time the model took.
+func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError, busy time.Duration) {
 	var v *client.Agent
 	paused := false
 	r.mu.Lock()
@@ -252,8 +257,9 @@ func (r *runner) strike(ctx context.Context, inv *llm.InvalidReplyError) {
 			return err
 		}
 		a.Strikes++
+		a.BusyMS += busy.Milliseconds()
 		tx.Audit(a.ID, "invalid_reply", map[string]any{"problems": inv.Problems, "strikes": a.Strikes})
-		if a.Strikes >= r.s.opt.MaxInvalidReplies && active(a.State) {
+		if a.Strikes >= l.MaxInvalidReplies && active(a.State) {
 			paused = true
 			a.State = client.StatePaused
 			a.StateReason = fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
@@ -317,10 +323,10 @@ const profilePrompt = `You create autonomous agents. Given a task, write the age
 
 // generateProfile asks the model for a profile for an agent created from a task
 // (AutoGPT's create_agent) and stores it.
-func (r *runner) generateProfile(ctx context.Context, a *store.Agent) error {
+func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) error {
 	var pr profile
 	req := llm.ChatRequest{
-		Model: r.s.opt.Model, NumCtx: 2048, NumPredict: 512, KeepAlive: r.s.opt.KeepAlive,
+		Model: l.Model, NumCtx: 2048, NumPredict: 512, KeepAlive: l.KeepAlive,
 		Messages: []llm.Message{{Role: "system", Content: profilePrompt}, {Role: "user", Content: "Task: " + a.Task}},
 	}
 	res, err := llm.Generate(ctx, r.s.opt.LLM, req, profileSchema, &pr)

@@ -216,6 +216,31 @@ func (f *fakeService) Resume(ctx context.Context, ref string) (*client.Agent, er
 	return f.setState(ref, client.StateThinking)
 }
 
+func (f *fakeService) SetBudget(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, err := f.resolve(ref)
+	if err != nil {
+		return nil, err
+	}
+	if req.MaxSteps != nil && *req.MaxSteps < 0 {
+		return nil, client.Errorf(client.ErrBadRequest, "max_steps %d: want 0 (no bound) or more", *req.MaxSteps)
+	}
+	if a.Budget == nil || req.Reset {
+		a.Budget = &client.Budget{}
+	}
+	if req.MaxSteps != nil {
+		a.Budget.MaxSteps = *req.MaxSteps
+	}
+	if req.MaxTokens != nil {
+		a.Budget.MaxTokens = *req.MaxTokens
+	}
+	if req.MaxTime != nil {
+		a.Budget.MaxTime = *req.MaxTime
+	}
+	return a, nil
+}
+
 func (f *fakeService) Stop(ctx context.Context, ref string) (*client.Agent, error) {
 	return f.setState(ref, client.StateIdle)
 }
@@ -308,6 +333,10 @@ func (f *fakeService) Replay(_ context.Context, ref string) (*client.Replay, err
 
 func (f *fakeService) Doctor(context.Context) (*client.DoctorReport, error) {
 	return &client.DoctorReport{Checks: []client.Check{{Name: "store", Status: client.CheckOK, Detail: "quick_check ok"}}}, nil
+}
+
+func (f *fakeService) Reload(context.Context) (*client.ReloadResult, error) {
+	return &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}, nil
 }
 
 func (f *fakeService) Commands(ctx context.Context, ref string) ([]client.CommandInfo, error) {

@@ -87,6 +87,8 @@ func routeCases() []routeCase {
 	return []routeCase{
 		{name: "status", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Status(ctx) },
 			want: &client.Status{Version: "test", PID: 1, Started: t0, StateDir: "/s", Agents: map[string]int{"awaiting_decision": 1}}},
+		{name: "reload", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Reload(ctx) },
+			want: &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}},
 		{name: "agents", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agents(ctx) },
 			want: []client.Agent{writer}},
 		{name: "create_agent", call: func(ctx context.Context, c *client.Client) (any, error) {

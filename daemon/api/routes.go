@@ -38,9 +38,11 @@ func (h *handler) routes() []route {
 		{"POST", "/v0/agents/{agent}/pause", h.agentAction(h.svc.Pause)},
 		{"POST", "/v0/agents/{agent}/resume", h.agentAction(h.svc.Resume)},
 		{"POST", "/v0/agents/{agent}/stop", h.agentAction(h.svc.Stop)},
+		{"POST", "/v0/agents/{agent}/budget", h.budget},
 		{"GET", "/v0/agents/{agent}/history", h.history},
 		{"GET", "/v0/agents/{agent}/proposals", h.proposals},
 		{"GET", "/v0/doctor", h.doctor},
+		{"POST", "/v0/reload", h.reload},
 		{"GET", "/v0/audit", h.audit},
 		{"GET", "/v0/runs/{run}/replay", h.replay},
 		{"GET", "/v0/commands", h.commands},
@@ -64,6 +66,11 @@ func (h *handler) routes() []route {
 		{"POST", "/v0/schedules/{schedule}/resume", h.scheduleAction(h.svc.ResumeSchedule)},
 		{"POST", "/v0/schedules/{schedule}/run", h.runSchedule},
 		{"GET", "/v0/schedules/{schedule}/history", h.scheduleHistory},
+		{"GET", "/v0/teams", h.teams},
+		{"POST", "/v0/teams", h.startTeam},
+		{"POST", "/v0/team-plans", h.planTeam},
+		{"GET", "/v0/teams/{team}", h.team},
+		{"POST", "/v0/teams/{team}/stop", h.stopTeam},
 	}
 }
 
@@ -141,6 +148,18 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	a, err := h.svc.Task(r.Context(), r.PathValue("agent"), req.Task)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, a)
+}
+
+func (h *handler) budget(w http.ResponseWriter, r *http.Request) error {
+	var req client.BudgetRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	a, err := h.svc.SetBudget(r.Context(), r.PathValue("agent"), req)
 	if err != nil {
 		return err
 	}
@@ -280,6 +299,14 @@ func (h *handler) replay(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return reply(w, http.StatusOK, rep)
+}
+
+func (h *handler) reload(w http.ResponseWriter, r *http.Request) error {
+	res, err := h.svc.Reload(r.Context())
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, res)
 }
 
 func (h *handler) doctor(w http.ResponseWriter, r *http.Request) error {

@@ -7,12 +7,22 @@ import (
 )
 
 // Service is what the local API serves; the daemon implements it (daemon/agent's
-// Supervisor the agents, daemon/schedules' Manager the schedules). Errors wrap client's
-// sentinels (client.ErrNotFound → 404, client.ErrConflict → 409, client.ErrBadRequest → 400,
-// client.ErrForbidden → 403) and their text is shown to the user as is.
+// Supervisor the agents, daemon/schedules' Manager the schedules, daemon/team's Engine the
+// team runs). Errors wrap client's sentinels (client.ErrNotFound → 404, client.ErrConflict
+// → 409, client.ErrBadRequest → 400, client.ErrForbidden → 403) and their text is shown to
+// the user as is.
 type Service interface {
 	AgentService
 	ScheduleService
+	DaemonService
+	TeamService
+}
+
+// DaemonService is the daemon's own part of the API.
+type DaemonService interface {
+	// Reload re-reads the config file and applies what can change while agents run; a
+	// bad file is refused with every problem and the old config stays in use.
+	Reload(ctx context.Context) (*client.ReloadResult, error)
 }
 
 // ScheduleService is the schedules' half of the API. Schedule references are a
@@ -52,6 +62,9 @@ type AgentService interface {
 	Pause(ctx context.Context, ref string) (*client.Agent, error)
 	Resume(ctx context.Context, ref string) (*client.Agent, error)
 	Stop(ctx context.Context, ref string) (*client.Agent, error)
+	// SetBudget changes the agent's own budget over all its runs and returns the agent
+	// with its budget; an agent paused by its budget resumes when the new one allows.
+	SetBudget(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error)
 	History(ctx context.Context, ref string) ([]client.Episode, error)
 	Proposals(ctx context.Context, ref string) ([]client.Proposal, error)
 	// Commands lists the commands the agent may use now, with their effective policy;

@@ -230,6 +230,13 @@ func (c *Client) Doctor(ctx context.Context) (*DoctorReport, error) {
 	return &r, c.do(ctx, "GET", "/v0/doctor", nil, &r)
 }
 
+// Reload makes agentd re-read its config file and apply what can change while it runs.
+// A bad file is refused (ErrConflict, every problem listed) and the old config stays.
+func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
+	var r ReloadResult
+	return &r, c.do(ctx, "POST", "/v0/reload", nil, &r)
+}
+
 // Status returns the daemon's status.
 func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var s Status
@@ -276,6 +283,13 @@ func (c *Client) Answer(ctx context.Context, agent string, req AnswerRequest) er
 func (c *Client) Task(ctx context.Context, agent string, task string) (*Agent, error) {
 	var a Agent
 	return &a, c.do(ctx, "POST", agentPath(agent, "/task"), TaskRequest{Task: task}, &a)
+}
+
+// SetBudget changes an agent's own budget over all its runs; an agent paused by its
+// budget goes on when the new one allows.
+func (c *Client) SetBudget(ctx context.Context, agent string, req BudgetRequest) (*Agent, error) {
+	var a Agent
+	return &a, c.do(ctx, "POST", agentPath(agent, "/budget"), req, &a)
 }
 
 // Pause pauses an agent after its current step.

@@ -59,15 +59,30 @@ type Agent struct {
 	// Step counts proposals made in the current run.
 	Step      int    `json:"step"`
 	Workspace string `json:"workspace"`
+	// ParentID names the agent that started this one as its helper (start_agent); empty
+	// for an agent people started.
+	ParentID string `json:"parent_id,omitempty"`
 	// Pending is the proposal awaiting a decision, if any.
 	Pending *Proposal `json:"pending,omitempty"`
 	// Question is an ask_user question awaiting an answer, if any.
 	Question *Question `json:"question,omitempty"`
 	// PromptTokens and EvalTokens total the model's token counts over the agent's life.
-	PromptTokens int64     `json:"prompt_tokens"`
-	EvalTokens   int64     `json:"eval_tokens"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	PromptTokens int64 `json:"prompt_tokens"`
+	EvalTokens   int64 `json:"eval_tokens"`
+	// StepsTotal counts the proposals the agent made over all its runs.
+	StepsTotal int `json:"steps_total"`
+	// BusyMS is the time in milliseconds the agent spent thinking and executing over
+	// all its runs (not the time it waited for people).
+	BusyMS int64 `json:"busy_ms"`
+	// Budget bounds the agent over all its runs, from the config or `agentctl budget`;
+	// an agent that reaches one pauses until it is raised. Set by the agent and list
+	// calls; events leave it empty.
+	Budget *Budget `json:"budget,omitempty"`
+	// Runs are the agent's latest runs, newest first, with their steps and tokens; set
+	// by the single-agent call (agentctl show), not by lists or events.
+	Runs      []Run     `json:"runs,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Thoughts is the reasoning that came with a proposal.
@@ -358,6 +373,10 @@ type Run struct {
 	// Outcome is empty while the run goes on; then finished, stopped, failed...
 	Outcome string `json:"outcome,omitempty"`
 	Reason  string `json:"reason,omitempty"`
+	// Steps and Tokens are the run's proposals and model tokens (prompt and reply), so
+	// far while it goes on.
+	Steps  int   `json:"steps"`
+	Tokens int64 `json:"tokens"`
 }
 
 // ReplayStep is one step of a run: the proposal, every decision on it, the episode.
@@ -398,15 +417,27 @@ type ErrorResponse struct {
 	Error string `json:"error"`
 }
 
-// Budget bounds one run; a zero field sets no bound. A run that reaches one stops
-// cleanly: the agent goes idle and the run's outcome is budget_exhausted.
+// Budget bounds one run, or an agent over all its runs (Agent.Budget); a zero field
+// sets no bound. A run that reaches one stops cleanly: the agent goes idle and the run's
+// outcome is budget_exhausted. An agent that reaches its own is paused until the
+// budget is raised (BudgetRequest).
 type Budget struct {
-	// MaxSteps is how many proposals the run may make.
+	// MaxSteps is how many proposals the run (or agent) may make.
 	MaxSteps int `json:"max_steps,omitempty"`
-	// MaxTokens bounds the model's tokens (prompt and reply) over the run.
+	// MaxTokens bounds the model's tokens (prompt and reply) over the run (or agent).
 	MaxTokens int64 `json:"max_tokens,omitempty"`
-	// MaxTime bounds the run's wall time, as a Go duration such as "30m" or "1h30m".
+	// MaxTime bounds the run's wall time, or the agent's busy time (thinking and
+	// executing), as a Go duration such as "30m" or "1h30m".
 	MaxTime string `json:"max_time,omitempty"`
+}
+
+// BudgetRequest changes an agent's own budget. A nil field is left as it is; 0 sets no
+// bound. Reset first drops every value set this way, back to the config's.
+type BudgetRequest struct {
+	MaxSteps  *int    `json:"max_steps,omitempty"`
+	MaxTokens *int64  `json:"max_tokens,omitempty"`
+	MaxTime   *string `json:"max_time,omitempty"`
+	Reset     bool    `json:"reset,omitempty"`
 }
 
 // Autonomy modes of a scheduled run.
@@ -444,12 +475,17 @@ type Schedule struct {
 	TimeZone string `json:"time_zone"`
 	// Agent is the existing agent that gets the goal (its id); Template is set instead
 	// when every run creates a fresh agent named Template-xxxxxx.
-	Agent       string    `json:"agent,omitempty"`
-	Template    string    `json:"template,omitempty"`
-	Description string    `json:"description,omitempty"` // the template agents' description
-	Goal        string    `json:"goal"`
-	Autonomy    Autonomy  `json:"autonomy"`
-	Budget      Budget    `json:"budget"`
+	Agent       string   `json:"agent,omitempty"`
+	Template    string   `json:"template,omitempty"`
+	Description string   `json:"description,omitempty"` // the template agents' description
+	Goal        string   `json:"goal"`
+	Autonomy    Autonomy `json:"autonomy"`
+	Budget      Budget   `json:"budget"`
+	// Runs, Steps and Tokens total the schedule's firings that ran, over its kept
+	// history, with their steps and model tokens; set by the single-schedule call.
+	Runs        int       `json:"runs"`
+	Steps       int       `json:"steps"`
+	Tokens      int64     `json:"tokens"`
 	Delivery    string    `json:"delivery"`
 	Concurrency string    `json:"concurrency"` // skip, queue or parallel
 	Missed      string    `json:"missed"`      // skip, run_once or run_if_within=DURATION
@@ -502,4 +538,18 @@ type ScheduleRun struct {
 	RunID   string `json:"run_id,omitempty"`
 	Steps   int    `json:"steps"`
 	Tokens  int64  `json:"tokens"`
+}
+
+// ReloadResult is what a config reload did (agentctl reload, or SIGHUP to agentd).
+type ReloadResult struct {
+	// Config is the file read; "" when agentd runs on the defaults alone.
+	Config string `json:"config"`
+	// Applied are the keys whose new values are in use now, dotted as in the file
+	// ("ollama.model", "agents.NAME.allow"). Steps under way finish with the old ones.
+	Applied []string `json:"applied"`
+	// NeedsRestart are the keys changed since agentd started that only a restart
+	// applies (state_dir, socket, ollama.host, [memory], [web], [shell], [mcp], …).
+	NeedsRestart []string `json:"needs_restart"`
+	// BotsRestarted tells whether the chat bots were restarted with the new settings.
+	BotsRestarted bool `json:"bots_restarted"`
 }

@@ -43,7 +43,9 @@ type Config struct {
 	Bots      BotsConfig      `toml:"bots"`
 	Slack     SlackConfig     `toml:"slack"`
 	Discord   DiscordConfig   `toml:"discord"`
-	Log       LogConfig       `toml:"log"`
+	// HTTP is the optional TCP listener: metrics and the Agent Protocol.
+	HTTP HTTPConfig `toml:"http"`
+	Log  LogConfig  `toml:"log"`
 
 	// StateDir holds the database, the memory index and the workspaces. Set by flag only.
 	StateDir string `toml:"-"`
@@ -95,6 +97,17 @@ type AgentConfig struct {
 	DisabledComponents []string `toml:"disabled_components"`
 	// ComponentOrder names components to place first, in this order.
 	ComponentOrder []string `toml:"component_order"`
+	// MaxHelperDepth bounds how deep helper agents (start_agent) nest: 1 lets the agents
+	// people start have helpers, 2 lets those helpers have their own.
+	MaxHelperDepth int `toml:"max_helper_depth"`
+	// MaxHelpers bounds how many helper agents one agent keeps at once.
+	MaxHelpers int `toml:"max_helpers"`
+	// MaxSteps, MaxTokens and MaxTime bound each agent over all its runs (MaxTime is
+	// its busy time: thinking and executing); 0 is no bound. An agent that reaches one
+	// pauses until `agentctl budget` raises it.
+	MaxSteps  int      `toml:"max_steps"`
+	MaxTokens int64    `toml:"max_tokens"`
+	MaxTime   Duration `toml:"max_time"`
 }
 
 // SchedulesConfig is the [schedules] section.
@@ -124,6 +137,11 @@ type AgentOverride struct {
 	DisabledComponents []string `toml:"disabled_components"`
 	Allow              []string `toml:"allow"`
 	Deny               []string `toml:"deny"`
+	// MaxSteps, MaxTokens and MaxTime replace [agent]'s budget for this agent; unset
+	// ones keep [agent]'s.
+	MaxSteps  *int      `toml:"max_steps"`
+	MaxTokens *int64    `toml:"max_tokens"`
+	MaxTime   *Duration `toml:"max_time"`
 }
 
 // WebConfig is the [web] section: web_search, read_webpage and clone_repository.
@@ -248,6 +266,8 @@ func Default() *Config {
 			HistoryEpisodes:    4,
 			DisabledComponents: []string{},
 			ComponentOrder:     []string{},
+			MaxHelperDepth:     2,
+			MaxHelpers:         4,
 		},
 		Permissions: PermissionsConfig{Allow: []string{}, Deny: []string{}},
 		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
@@ -258,6 +278,7 @@ func Default() *Config {
 		Slack: SlackConfig{BotTokenEnv: "SLACK_BOT_TOKEN", AppTokenEnv: "SLACK_APP_TOKEN", Teams: []string{}, Approvers: []string{},
 			APIURL: "https://slack.com/api/"},
 		Discord:  defaultDiscord(),
+		HTTP:     defaultHTTP(),
 		Log:      LogConfig{Level: "info", Format: "text"},
 		StateDir: DefaultStateDir(),
 		Socket:   client.DefaultSocketPath(),
@@ -284,6 +305,16 @@ func (c *Config) WorkspaceRoot() string {
 // Logger returns a logger writing to w at the configured level and format.
 func (l LogConfig) Logger(w io.Writer) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+	if l.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// LoggerWithLevel is Logger at level's level, which may change later (a reload sets it
+// from log.level).
+func (l LogConfig) LoggerWithLevel(w io.Writer, level *slog.LevelVar) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
 	if l.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}

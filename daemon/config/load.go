@@ -61,7 +61,15 @@ func (e *Error) Error() string {
 // unknown key, wrong type or bad value; all of them are reported together in an *Error.
 //
 // cmd/agentd passes its --config flag, or DefaultConfigPath() when that file exists.
-func Load(path string) (*Config, error) {
+func Load(path string) (*Config, error) { return LoadWith(path, nil) }
+
+// Checker finds problems the config package cannot see by itself, such as command and
+// component names only the daemon knows. Its problems name their Key; LoadWith adds the line.
+type Checker func(*Config) []Problem
+
+// LoadWith is Load with check's problems reported beside the file's own, each at its
+// key's line; a key that did not decode gets its decoding problem alone. nil checks nothing more.
+func LoadWith(path string, check Checker) (*Config, error) {
 	c := Default()
 	var probs []Problem
 	lines := map[string]int{}
@@ -76,7 +84,11 @@ func Load(path string) (*Config, error) {
 	for _, p := range probs {
 		failed[p.Key] = true
 	}
-	for _, p := range c.problems() {
+	more := c.problems()
+	if check != nil {
+		more = append(more, check(c)...)
+	}
+	for _, p := range more {
 		if !failed[p.Key] {
 			p.Line = lines[p.Key]
 			probs = append(probs, p)
@@ -386,7 +398,7 @@ func expect(t reflect.Type) (desc, tomlType string) {
 		return `a duration like "90s"`, "String"
 	case t.Kind() == reflect.String:
 		return "a string", "String"
-	case t.Kind() == reflect.Int:
+	case t.Kind() == reflect.Int, t.Kind() == reflect.Int64:
 		return "a whole number", "Integer"
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
 		return `an array of strings, like ["a", "b"]`, "Array"

@@ -68,10 +68,12 @@ func TestLoadSetsEveryKey(t *testing.T) {
 		BestPractices: []string{"Be brief."}, Commands: []string{"read_file", "ask_user", "finish"},
 		MaxInvalidReplies: 5, ContinuousLimit: 100, CommandTimeout: Duration{5 * time.Minute},
 		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3,
-		DisabledComponents: []string{"clock"}, ComponentOrder: []string{"history"}}
+		DisabledComponents: []string{"clock"}, ComponentOrder: []string{"history"}, MaxHelperDepth: 1, MaxHelpers: 3,
+		MaxSteps: 500, MaxTokens: 1000000, MaxTime: Duration{8 * time.Hour}}
 	want.Permissions = PermissionsConfig{Allow: []string{"read_file(*)", "execute_shell(git status*)"}, Deny: []string{"delete_file(*)"}, AutoRead: true}
 	want.Agents = map[string]AgentOverride{"notes": {Commands: []string{"read_file", "write_file", "ask_user", "finish"},
-		DisabledComponents: []string{"web"}, Allow: []string{"write_file(notes/*)"}, Deny: []string{"write_file(secret*)"}}}
+		DisabledComponents: []string{"web"}, Allow: []string{"write_file(notes/*)"}, Deny: []string{"write_file(secret*)"},
+		MaxSteps: new(50), MaxTokens: new(int64(20000)), MaxTime: &Duration{30 * time.Minute}}}
 	want.Web = WebConfig{SearxngURL: "http://127.0.0.1:8888", DuckDuckGo: true, AllowPrivate: true, MaxPageBytes: 65536, Timeout: Duration{5 * time.Second}}
 	want.Shell = ShellConfig{Enabled: true, Sandbox: "bwrap", Env: []string{"GOPATH"}}
 	want.MCP = MCPConfig{Servers: []MCPServer{
@@ -90,6 +92,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 		DirectMessages: true, Channels: map[string]DiscordAccess{
 			"523456789012345678": {Approvers: []string{"623456789012345678"}, ApproverRoles: []string{"723456789012345678"}}, "823456789012345678": {}},
 		Agents: map[string]DiscordAccess{"deployer": {ApproverRoles: []string{"923456789012345678"}}}, APIURL: "http://127.0.0.1:9998/"}
+	want.HTTP = HTTPConfig{Listen: "[::1]:7070", TokenEnv: "MY_HTTP_TOKEN", TokenFile: "/etc/agentd/http-token", AgentProtocol: true}
 	want.Log = LogConfig{Level: "debug", Format: "json"}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load =\n%+v\nwant\n%+v", c, want)

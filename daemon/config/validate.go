@@ -67,11 +67,25 @@ func (c *Config) problems() []Problem {
 			bad(key, "must be at least 1, got %d", n)
 		}
 	}
+	for key, n := range map[string]int{"agent.max_helper_depth": a.MaxHelperDepth, "agent.max_helpers": a.MaxHelpers} {
+		if n < 1 || n > 10 {
+			bad(key, "must be between 1 and 10, got %d", n)
+		}
+	}
 	if g := c.Schedules.Grace.Duration; g < time.Second || g > time.Hour {
 		bad("schedules.grace", "must be between 1s and 1h, got %s", c.Schedules.Grace)
 	}
 	if k := c.Schedules.KeepAgents; k < 0 {
 		bad("schedules.keep_agents", "must be 0 (keep all) or more, got %d", k)
+	}
+	if a.MaxSteps < 0 {
+		bad("agent.max_steps", "must be 0 (no bound) or more, got %d", a.MaxSteps)
+	}
+	if a.MaxTokens < 0 {
+		bad("agent.max_tokens", "must be 0 (no bound) or more, got %d", a.MaxTokens)
+	}
+	if a.MaxTime.Duration < 0 {
+		bad("agent.max_time", "must be 0 (no bound) or more, got %s", a.MaxTime)
 	}
 	if a.CommandTimeout.Duration <= 0 {
 		bad("agent.command_timeout", "must be more than 0, got %s", a.CommandTimeout)
@@ -82,6 +96,7 @@ func (c *Config) problems() []Problem {
 
 	c.extraProblems(bad)
 	c.Memory.problems(bad)
+	c.HTTP.problems(bad)
 
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
 		bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
@@ -213,6 +228,15 @@ func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
 		checkNames(key+".disabled_components", o.DisabledComponents)
 		checkPatterns(key+".allow", o.Allow)
 		checkPatterns(key+".deny", o.Deny)
+		if o.MaxSteps != nil && *o.MaxSteps < 0 {
+			bad(key+".max_steps", "must be 0 (no bound) or more, got %d", *o.MaxSteps)
+		}
+		if o.MaxTokens != nil && *o.MaxTokens < 0 {
+			bad(key+".max_tokens", "must be 0 (no bound) or more, got %d", *o.MaxTokens)
+		}
+		if o.MaxTime != nil && o.MaxTime.Duration < 0 {
+			bad(key+".max_time", "must be 0 (no bound) or more, got %s", *o.MaxTime)
+		}
 	}
 
 	w := &c.Web

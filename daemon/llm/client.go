@@ -36,10 +36,23 @@ const DefaultHost = "http://127.0.0.1:11434"
 
 // Client talks to one Ollama server. It is safe for concurrent use.
 type Client struct {
-	host string
-	api  *api.Client
-	hc   *http.Client
+	host    string
+	api     *api.Client
+	hc      *http.Client
+	observe func(Call)
 }
+
+// Call is one finished /api/chat call, as an observer sees it.
+type Call struct {
+	Model                    string
+	Duration                 time.Duration
+	PromptTokens, EvalTokens int
+	Err                      error // nil for a complete reply
+}
+
+// Observe makes f see every chat call once it has finished (metrics). Call it before
+// the client is used; f must be quick and safe for concurrent use.
+func (c *Client) Observe(f func(Call)) { c.observe = f }
 
 // New returns a client for host, which is read the way Ollama reads OLLAMA_HOST:
 // "127.0.0.1:11434", "http://gpu-box:11434", "https://ollama.example/prefix", ":11434" or
@@ -169,13 +182,20 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error)
 		err = errIncomplete
 	}
 	if err != nil {
-		return nil, c.classify(ctx, "chat", req.Model, err)
+		err = c.classify(ctx, "chat", req.Model, err)
+		if c.observe != nil && ctx.Err() == nil { // a cancelled call says nothing about the model
+			c.observe(Call{Model: req.Model, Duration: time.Since(start), Err: err})
+		}
+		return nil, err
 	}
 	res := ChatResult{PromptTokens: r.PromptEvalCount, EvalTokens: r.EvalCount, DoneReason: r.DoneReason}
 	var content strings.Builder
 	content.WriteString(r.Message.Content)
 	res.Content = content.String()
 	res.Duration = time.Since(start)
+	if c.observe != nil {
+		c.observe(Call{Model: req.Model, Duration: res.Duration, PromptTokens: res.PromptTokens, EvalTokens: res.EvalTokens})
+	}
 	return &res, nil
 }
 

@@ -194,6 +194,13 @@ func New(cfg Config) *Scheduler {
 	return s
 }
 
+// SetGrace changes the grace period (a config reload); 0 or less is the default minute.
+func (s *Scheduler) SetGrace(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.grace = cmp.Or(max(d, 0), time.Minute)
+}
+
 // Start starts the firing loop; it runs until ctx ends or Stop.
 func (s *Scheduler) Start(ctx context.Context) error {
 	s.mu.Lock()

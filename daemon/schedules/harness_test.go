@@ -95,6 +95,15 @@ type harness struct {
 type service struct {
 	api.AgentService
 	api.ScheduleService
+	api.DaemonService
+	api.TeamService // not served here
+}
+
+// noReload is the API's reload in these tests: there is no config file to re-read.
+type noReload struct{}
+
+func (noReload) Reload(context.Context) (*client.ReloadResult, error) {
+	return nil, client.Errorf(client.ErrConflict, "no config to reload in this test")
 }
 
 func newHarness(t *testing.T, now time.Time) *harness {
@@ -133,7 +142,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: api.NewHandler(service{h.sup, managerService{h}}, nil)}
+	srv := &http.Server{Handler: api.NewHandler(service{h.sup, managerService{h}, noReload{}, nil}, nil)}
 	go srv.Serve(ln)
 	h.c = &client.Client{Socket: sock}
 	t.Cleanup(func() {

@@ -13,7 +13,8 @@ import (
 // answer are never removed, nor counted. Agents named by schedules (not templates) are
 // never touched.
 func (m *Manager) prune(ctx context.Context, runID, endedAgent string) {
-	if m.keep <= 0 || runID == "" {
+	keep := int(m.keep.Load())
+	if keep <= 0 || runID == "" {
 		return
 	}
 	m.pruneMu.Lock()
@@ -44,7 +45,7 @@ func (m *Manager) prune(ctx context.Context, runID, endedAgent string) {
 		if err != nil || (id != endedAgent && !finished(a)) {
 			continue
 		}
-		if kept < m.keep {
+		if kept < keep {
 			kept++
 			continue
 		}
@@ -52,7 +53,7 @@ func (m *Manager) prune(ctx context.Context, runID, endedAgent string) {
 			m.log.Warn("schedules: removing an old template agent", "schedule", row.Name, "agent", a.Name, "err", err)
 			continue
 		}
-		m.log.Info("schedules: removed an old template agent", "schedule", row.Name, "agent", a.Name, "keep", m.keep)
+		m.log.Info("schedules: removed an old template agent", "schedule", row.Name, "agent", a.Name, "keep", keep)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/daemon/agent"
@@ -57,20 +58,23 @@ type Options struct {
 	// KeepAgents is how many finished agents of each template schedule are kept; older
 	// ones are removed with their workspaces when a run ends. 0 keeps them all.
 	KeepAgents int
+	// Metrics, if set, counts firings by their final outcome.
+	Metrics interface{ ScheduleRun(result string) }
 }
 
 // Manager owns the daemon's schedules. Lifecycle: New, Start (loads the stored schedules;
 // firings missed while the daemon was down are handled by each one's missed-run policy),
 // the API methods at any time, RunEnded for every run that ends, Stop.
 type Manager struct {
-	st     *store.Store
-	agents Agents
-	clock  schedule.Clock
-	log    *slog.Logger
-	local  *time.Location
-	sched  *schedule.Scheduler
-	chat   Chat
-	keep   int
+	st      *store.Store
+	agents  Agents
+	clock   schedule.Clock
+	log     *slog.Logger
+	local   *time.Location
+	sched   *schedule.Scheduler
+	chat    Chat
+	keep    atomic.Int64                            // KeepAgents; SetSettings changes it
+	metrics interface{ ScheduleRun(result string) } // nil: not counted
 
 	// loaded is closed when Start has added the stored schedules; API calls wait for it
 	// so none sees a half-loaded scheduler.
@@ -84,8 +88,9 @@ type Manager struct {
 
 // New returns a Manager; call Start to load and fire the stored schedules.
 func New(opt Options) *Manager {
-	m := &Manager{st: opt.Store, agents: opt.Agents, clock: opt.Clock, log: opt.Log, local: opt.Local, chat: opt.Chat, keep: opt.KeepAgents,
+	m := &Manager{st: opt.Store, agents: opt.Agents, clock: opt.Clock, log: opt.Log, local: opt.Local, chat: opt.Chat, metrics: opt.Metrics,
 		loaded: make(chan struct{})}
+	m.keep.Store(int64(opt.KeepAgents))
 	if m.clock == nil {
 		m.clock = schedule.SystemClock{}
 	}
@@ -121,6 +126,13 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	m.log.Info("schedules loaded", "count", len(rows))
 	return m.sched.Start(ctx)
+}
+
+// SetSettings changes the grace period and how many finished agents each template
+// schedule keeps (a config reload): firings from now on and runs ending from now on use them.
+func (m *Manager) SetSettings(grace time.Duration, keepAgents int) {
+	m.sched.SetGrace(grace)
+	m.keep.Store(int64(keepAgents))
 }
 
 // Stop stops the firing loop and stores how far each schedule got, so a restart knows
@@ -294,6 +306,9 @@ func (m *Manager) record(ctx context.Context, r schedule.Record) error {
 		if err := tx.RecordScheduleRun(wireRun(r)); err != nil {
 			return err
 		}
+		if r.Outcome.Final() {
+			tx.AfterCommit(func() { m.countRun(string(r.Outcome)) })
+		}
 		if r.Manual {
 			return nil
 		}
@@ -314,16 +329,26 @@ func (m *Manager) RunEnded(end agent.RunEnd) {
 	ctx := context.Background()
 	m.sched.RunEnded(ctx, end.RunID, res)
 	err := m.st.Tx(ctx, func(tx *store.Tx) error {
-		_, err := tx.EndScheduleRun(end.RunID, string(res.Outcome), res.Reason, res.Steps, int64(res.Tokens))
+		ended, err := tx.EndScheduleRun(end.RunID, string(res.Outcome), res.Reason, res.Steps, int64(res.Tokens))
+		if ended {
+			tx.AfterCommit(func() { m.countRun(string(res.Outcome)) })
+		}
 		return err
 	})
 	if err != nil {
 		m.log.Warn("schedules: recording a run's end", "run", end.RunID, "err", err)
 	}
-	if m.keep > 0 && end.Outcome != agent.OutcomeRemoved {
+	if m.keep.Load() > 0 && end.Outcome != agent.OutcomeRemoved {
 		// Off the supervisor's path: removing agents takes their runners' locks.
 		m.pruning.Add(1)
 		go func() { defer m.pruning.Done(); m.prune(ctx, end.RunID, end.AgentID) }()
+	}
+}
+
+// countRun tells the metrics a firing ended with result.
+func (m *Manager) countRun(result string) {
+	if m.metrics != nil {
+		m.metrics.ScheduleRun(result)
 	}
 }
 

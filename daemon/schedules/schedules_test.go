@@ -48,6 +48,14 @@ func TestFiringRunsWithinBudget(t *testing.T) {
 	if err != nil || !got.LastFired.Equal(at(9, 0)) || !got.Next.Equal(at(9, 0).AddDate(0, 0, 1)) || len(got.Running) != 0 {
 		t.Errorf("schedule after its run = %+v, %v", got, err)
 	}
+	// Token totals: the schedule's, the run's and the agent's agree.
+	if got.Runs != 1 || got.Steps != 3 || got.Tokens != r.Tokens || a.PromptTokens+a.EvalTokens != r.Tokens {
+		t.Errorf("schedule totals = %d runs, %d steps, %d tokens; run record %d tokens; agent %d tokens",
+			got.Runs, got.Steps, got.Tokens, r.Tokens, a.PromptTokens+a.EvalTokens)
+	}
+	if len(a.Runs) != 1 || a.Runs[0].ID != r.RunID || a.Runs[0].Tokens != r.Tokens || a.Runs[0].Steps != 3 {
+		t.Errorf("agent's runs = %+v, want its one run with %d tokens", a.Runs, r.Tokens)
+	}
 }
 
 // run-now gives an existing agent the goal; skip-if-running records a second firing as

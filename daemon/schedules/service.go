@@ -110,10 +110,19 @@ func (m *Manager) Schedule(ctx context.Context, ref string) (*client.Schedule, e
 		return nil, err
 	}
 	var row *store.Schedule
-	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = resolve(tx, ref); return err }); err != nil {
+	var runs, steps int
+	var tokens int64
+	if err := m.st.View(ctx, func(tx *store.Tx) (err error) {
+		if row, err = resolve(tx, ref); err != nil {
+			return err
+		}
+		runs, steps, tokens, err = tx.ScheduleTotals(row.ID)
+		return err
+	}); err != nil {
 		return nil, err
 	}
 	v := m.view(row, nextShown)
+	v.Runs, v.Steps, v.Tokens = runs, steps, tokens
 	return &v, nil
 }
 

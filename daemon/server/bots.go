@@ -15,6 +15,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/schedules"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -33,13 +34,13 @@ var _ schedules.Chat = (*bots.Relay)(nil)
 
 // newBots makes the relay and the enabled bots; Slack and Discord share the relay.
 // Secrets missing are an error.
-func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger) (*chatBots, error) {
+func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger, mx *metrics.Metrics) (*chatBots, error) {
 	c := &chatBots{log: log}
 	if !cfg.Slack.Enabled && !cfg.Discord.Enabled {
 		return c, nil
 	}
 	relay := bots.New(bots.Options{Service: svc, Bindings: bots.StoreBindings(st), Log: log,
-		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration})
+		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration, OnExpired: mx.DecisionExpired})
 	if cfg.Slack.Enabled {
 		s := &cfg.Slack
 		botToken, err := secret("slack bot token", s.BotTokenEnv, s.BotTokenFile)
@@ -50,7 +51,9 @@ func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Lo
 		if err != nil {
 			return nil, err
 		}
-		bot, err := slack.New(slack.Options{BotToken: botToken, AppToken: appToken, APIURL: s.APIURL, Relay: relay, Log: log})
+		mx.SetBotConnected(slack.Platform, false)
+		bot, err := slack.New(slack.Options{BotToken: botToken, AppToken: appToken, APIURL: s.APIURL, Relay: relay, Log: log,
+			OnConnection: func(up bool) { mx.SetBotConnected(slack.Platform, up) }})
 		if err != nil {
 			return nil, err
 		}
@@ -64,8 +67,9 @@ func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Lo
 		if err != nil {
 			return nil, err
 		}
+		mx.SetBotConnected(discord.Platform, false)
 		bot, err := discord.New(discord.Options{Token: token, ApplicationID: d.ApplicationID, Guilds: d.Guilds,
-			APIURL: d.APIURL, Relay: relay, Log: log})
+			APIURL: d.APIURL, Relay: relay, Log: log, OnConnection: func(up bool) { mx.SetBotConnected(discord.Platform, up) }})
 		if err != nil {
 			return nil, err
 		}
@@ -174,9 +178,10 @@ func (c *chatBots) statuses() []client.BotStatus {
 }
 
 // chatCheck is agentctl doctor's check of the bots' connections. The bots are made after
-// the supervisor (they need it), so the check reads them through a pointer.
-func chatCheck(c **chatBots) agent.HealthCheck {
-	return func(context.Context) []client.Check { return botChecks((*c).statuses(), time.Now()) }
+// the supervisor (they need it), and a reload replaces them, so the check reads the
+// current set through a pointer.
+func chatCheck(live **liveBots) agent.HealthCheck {
+	return func(context.Context) []client.Check { return botChecks((*live).statuses(), time.Now()) }
 }
 
 // botChecks judges connections: up is ok, connecting for under 30 s a warning, anything

@@ -18,9 +18,9 @@ import (
 
 // components builds the components config asks for beyond the supervisor's own: web,
 // shell and MCP. The bridge, when there is one, is started by the caller and closed on exit.
-func components(cfg *config.Config, lc *llm.Client, log *slog.Logger) ([]commands.Component, *mcp.Bridge, error) {
+func components(cfg *config.Config, live *liveConfig, lc *llm.Client, log *slog.Logger) ([]commands.Component, *mcp.Bridge, error) {
 	var out []commands.Component
-	if cmds := webCommands(cfg, lc, log); len(cmds) > 0 {
+	if cmds := webCommands(cfg, live, lc, log); len(cmds) > 0 {
 		out = append(out, commands.CommandList{ID: "web", Cmds: cmds})
 	}
 	if cfg.Shell.Enabled {
@@ -58,7 +58,7 @@ func available(cmds []commands.Command) []commands.Command {
 	return out
 }
 
-func webCommands(cfg *config.Config, lc *llm.Client, log *slog.Logger) commands.Set {
+func webCommands(cfg *config.Config, live *liveConfig, lc *llm.Client, log *slog.Logger) commands.Set {
 	w := cfg.Web
 	if !w.Enabled {
 		return nil
@@ -77,7 +77,7 @@ func webCommands(cfg *config.Config, lc *llm.Client, log *slog.Logger) commands.
 		log.Info("web_search not offered: set [web] searxng_url or duckduckgo = true")
 	}
 	f := &web.Fetcher{MaxBytes: int64(w.MaxPageBytes), Timeout: w.Timeout.Duration, AllowPrivate: w.AllowPrivate}
-	cmds = append(cmds, web.NewReadWebpage(f, askModel(cfg, lc)))
+	cmds = append(cmds, web.NewReadWebpage(f, askModel(live, lc)))
 	if w.Clone {
 		c, err := shell.NewCloneRepository(shell.Options{AllowPrivateNetworks: w.AllowPrivate})
 		switch {
@@ -92,9 +92,11 @@ func webCommands(cfg *config.Config, lc *llm.Client, log *slog.Logger) commands.
 	return cmds
 }
 
-// askModel answers read_webpage's question about a page with the agent's model.
-func askModel(cfg *config.Config, lc *llm.Client) web.AskFunc {
+// askModel answers read_webpage's question about a page with the agents' model, as the
+// config in use now names it.
+func askModel(live *liveConfig, lc *llm.Client) web.AskFunc {
 	return func(ctx context.Context, question, text string) (string, error) {
+		cfg := live.load()
 		res, err := lc.Chat(ctx, llm.ChatRequest{
 			Model: cfg.Ollama.Model, NumCtx: min(cfg.Ollama.MaxContext, 8192), NumPredict: 400,
 			KeepAlive: cfg.Ollama.KeepAlive.Ptr(),

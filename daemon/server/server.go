@@ -1,6 +1,6 @@
 // Package server assembles agentd: it opens the store, connects to Ollama, starts the agent
-// supervisor and the schedules, and serves the local API on the unix socket until its
-// context ends.
+// supervisor, the schedules and the team engine, and serves the local API on the unix
+// socket until its context ends.
 //
 // cmd/agentd parses flags and config and calls Run; integration tests build that binary.
 package server
@@ -18,20 +18,60 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/agentprotocol"
 	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/schedules"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/team"
 )
 
 // Run runs the daemon until ctx ends, then shuts down cleanly: model calls in flight are
 // cancelled, event streams closed, and the store left consistent. ready, if not nil, is
-// called once the socket accepts connections.
+// called once the socket accepts connections. It cannot reload its config: see RunWith.
 func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version string, ready func()) error {
+	return RunWith(ctx, cfg, log, Options{Version: version, Ready: ready})
+}
+
+// Options are what RunWith needs beyond the config.
+type Options struct {
+	Version string
+	// Ready, if set, is called once the socket accepts connections.
+	Ready func()
+	// Load re-reads the config for a reload, with the flags applied again; nil refuses
+	// reloads. ConfigPath names the file in messages ("" for the defaults).
+	Load       func() (*config.Config, error)
+	ConfigPath string
+	// Reloads, when set, asks for a reload on every value (cmd/agentd sends SIGHUP here).
+	Reloads <-chan os.Signal
+	// LogLevel, when set, is log's level, which a reload sets from log.level.
+	LogLevel *slog.LevelVar
+	// Notify, when set, tells the service manager about state changes ("RELOADING=1",
+	// "READY=1"; sd_notify under systemd).
+	Notify func(state string)
+}
+
+// RunWith is Run with reloads: on every value from opt.Reloads and on POST /v0/reload it
+// re-reads the config through opt.Load and applies what can change while agents run.
+func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Options) error {
+	version, ready := opt.Version, opt.Ready
+	if opt.Notify == nil {
+		opt.Notify = func(string) {}
+	}
+	live := &liveConfig{}
+	live.store(cfg)
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return fmt.Errorf("state dir: %w", err)
+	}
+	var httpTok string
+	if cfg.HTTP.Listen != "" {
+		// Before anything opens: a missing token is a config mistake, said at once.
+		var err error
+		if httpTok, err = httpToken(cfg.HTTP); err != nil {
+			return err
+		}
 	}
 	st, err := store.Open(ctx, filepath.Join(cfg.StateDir, "agentd.db"))
 	if err != nil {
@@ -43,7 +83,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	if err != nil {
 		return fmt.Errorf("ollama host: %w", err)
 	}
-	extra, bridge, err := components(cfg, lc, log)
+	mx := newMetrics(lc)
+	extra, bridge, err := components(cfg, live, lc, log)
 	if err != nil {
 		return err
 	}
@@ -56,10 +97,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		go bridge.Start(ctx)
 		defer bridge.Close()
 	}
-	// The schedules' manager needs the supervisor and the supervisor reports run ends to
-	// it; mgr is set before the supervisor starts, so no run ends before it is there.
+	// The schedules' manager and the team engine need the supervisor and the supervisor
+	// reports run ends to them; both are set before the supervisor starts, so no run ends
+	// before they are there.
 	var mgr *schedules.Manager
-	var chat *chatBots // made after the supervisor, which it serves; doctor reads it later
+	var liveChat *liveBots // the chat bots, made after the supervisor they serve; doctor reads them
+	var teams *team.Engine
 	mem, err := openMemory(cfg, lc, log)
 	if err != nil {
 		return err
@@ -73,7 +116,8 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	}
 	overrides := map[string]agent.AgentOverrides{}
 	for name, o := range cfg.Agents {
-		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny}
+		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
+			Budget: overrideBudget(cfg, o)}
 	}
 	sup, err := agent.New(agent.Options{
 		Store: st, LLM: lc, Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel,
@@ -82,55 +126,114 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 		Components: extra, ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
 		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
+		MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: append(healthChecks(cfg, bridge), chatCheck(&chat)),
-		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e) },
+		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: append(healthChecks(cfg, bridge), chatCheck(&liveChat)),
+		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e); teams.RunEnded(e) }, Metrics: mx, AgentBudget: agentBudget(cfg),
 	})
 	if err != nil {
 		return err
 	}
-	chat, err = newBots(cfg, sup, st, log)
+	chat, err := newBots(cfg, sup, st, log, mx)
 	if err != nil {
 		return err
 	}
+	// The schedules reach the bots through a switch, since a reload replaces the bots.
+	sw := &chatSwitch{}
 	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
-		Chat: chat.chat(), KeepAgents: cfg.Schedules.KeepAgents})
-	if chat.relay != nil {
-		chat.relay.SetSchedules(mgr)
+		Chat: sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: mx})
+	bots := &liveBots{svc: func(c *config.Config) (*chatBots, error) { return newBots(c, sup, st, log, mx) }, mgr: mgr, sw: sw, log: log}
+	liveChat = bots
+	rl := &reloader{load: opt.Load, path: opt.ConfigPath, started: cfg, cur: cfg, live: live, extra: extra,
+		sup: sup, mgr: mgr, bots: bots, level: opt.LogLevel, notify: opt.Notify, log: log}
+	teams, err = team.New(team.Options{Store: st, LLM: lc, Model: cfg.Ollama.Model, Agents: sup, Log: log,
+		NumCtx: cfg.Ollama.MaxContext, KeepAlive: cfg.Ollama.KeepAlive.Ptr()})
+	if err != nil {
+		return err
 	}
 
 	ln, err := api.Listen(cfg.Socket)
 	if err != nil {
 		return err
 	}
+	tcpLn, err := listenTCP(cfg.HTTP) // nil when [http] listen is unset
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	closeListeners := func() {
+		ln.Close()
+		if tcpLn != nil {
+			tcpLn.Close()
+		}
+	}
 	agentsCtx, stopAgents := context.WithCancel(ctx)
 	defer stopAgents()
 	if err := sup.Start(agentsCtx); err != nil {
-		ln.Close()
+		closeListeners()
 		return err
 	}
 	// The bots before the schedules, so a run that a missed firing starts is posted.
-	waitBots := chat.start(agentsCtx)
+	bots.start(agentsCtx, chat)
 	// After the supervisor: a firing missed while the daemon was down may start a run.
 	if err := mgr.Start(agentsCtx); err != nil {
 		stopAgents()
-		waitBots()
+		bots.stop()
 		sup.Wait()
-		ln.Close()
+		closeListeners()
 		return err
 	}
+	// After the supervisor: a team waiting for a role agent's run finds it resumed.
+	if err := teams.Start(agentsCtx); err != nil {
+		mgr.Stop()
+		stopAgents()
+		bots.stop()
+		sup.Wait()
+		closeListeners()
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /v0/metrics", metricsHandler(mx, sup))
+	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams, bots}, log))
 	srv := &http.Server{
-		Handler:           api.NewHandler(service{sup, mgr, chat}, log),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
 	}
-	serveErr := make(chan error, 1)
+	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
+	var tcpSrv *http.Server
+	if tcpLn != nil {
+		th := newTCPHandler(httpTok, log)
+		th.Metrics = metricsHandler(mx, sup)
+		if cfg.HTTP.AgentProtocol {
+			th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: sup, Log: log})
+		}
+		tcpSrv = &http.Server{
+			Handler:           th,
+			ReadHeaderTimeout: 10 * time.Second,
+			BaseContext:       func(_ net.Listener) context.Context { return agentsCtx },
+		}
+		go func() { serveErr <- tcpSrv.Serve(tcpLn) }()
+		log.Info("http listener ready", "addr", tcpLn.Addr().String(), "metrics", th.Metrics != nil, "agent_protocol", th.AgentProtocol != nil)
+	}
 	log.Info("agentd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "ollama", lc.Host(), "model", cfg.Ollama.Model, "version", version)
 	if ready != nil {
 		ready()
+	}
+	if opt.Reloads != nil {
+		go func() {
+			for {
+				select {
+				case <-agentsCtx.Done():
+					return
+				case <-opt.Reloads:
+					rl.Reload(agentsCtx) // logs what it did, or every problem
+				}
+			}
+		}()
 	}
 
 	var runErr error
@@ -138,27 +241,34 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 	case <-ctx.Done():
 	case err := <-serveErr:
 		if !errors.Is(err, http.ErrServerClosed) {
-			runErr = fmt.Errorf("api server: %w", err) // exit non-zero so a supervisor restarts us
+			runErr = fmt.Errorf("api server: %w", err) // exit non-zero so a supervisor restarts us (socket or TCP)
 		}
 	}
 	log.Info("agentd shutting down")
 	mgr.Stop() // no new runs; each schedule's last fire time stored for the restart
 	stopAgents()
-	waitBots()
+	bots.stop()
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(shutCtx)
+	if tcpSrv != nil {
+		tcpSrv.Shutdown(shutCtx)
+	}
+	teams.Wait()
 	sup.Wait()
 	os.Remove(cfg.Socket)
 	log.Info("agentd stopped")
 	return runErr
 }
 
-// service is the local API: the supervisor serves the agents, the manager the schedules.
+// service is the local API: the supervisor serves the agents, the manager the
+// schedules, the reloader reloads, the engine serves the team runs.
 type service struct {
 	api.AgentService
 	api.ScheduleService
-	chat *chatBots
+	api.DaemonService
+	api.TeamService
+	bots *liveBots
 }
 
 // Status adds the chat bots' connections to the supervisor's status.
@@ -167,7 +277,7 @@ func (s service) Status(ctx context.Context) (*client.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	st.Bots = s.chat.statuses()
+	st.Bots = s.bots.statuses()
 	return st, nil
 }
 

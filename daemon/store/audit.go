@@ -128,7 +128,11 @@ func (t *Tx) Replay(runID string) (*client.Replay, error) {
 
 // Runs lists an agent's runs, newest first, at most limit (0: all).
 func (t *Tx) Runs(agentID string, limit int) ([]client.Run, error) {
-	q := `SELECT id, agent_id, task, started_at, ended_at, outcome, reason FROM runs WHERE agent_id = ? ORDER BY started_at DESC, rowid DESC`
+	// A run still going has its counts on the agent's row, not yet on its own.
+	q := `SELECT r.id, r.agent_id, r.task, r.started_at, r.ended_at, r.outcome, r.reason,
+		CASE WHEN r.ended_at IS NULL AND a.run_id = r.id THEN a.step ELSE r.steps END,
+		CASE WHEN r.ended_at IS NULL AND a.run_id = r.id THEN a.prompt_tokens + a.eval_tokens - r.tokens_base ELSE r.tokens END
+		FROM runs r JOIN agents a ON a.id = r.agent_id WHERE r.agent_id = ? ORDER BY r.started_at DESC, r.rowid DESC`
 	args := []any{agentID}
 	if limit > 0 {
 		q += ` LIMIT ?`
@@ -144,7 +148,7 @@ func (t *Tx) Runs(agentID string, limit int) ([]client.Run, error) {
 		var r client.Run
 		var started int64
 		var ended sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason); err != nil {
+		if err := rows.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason, &r.Steps, &r.Tokens); err != nil {
 			return nil, fmt.Errorf("store: reading run: %w", err)
 		}
 		r.StartedAt = fromMS(started)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -15,17 +16,31 @@ type Agent struct {
 	client.Agent
 	// Strikes counts invalid model replies in a row.
 	Strikes int
+	// Budget is the agent's own budget, set with agentctl budget; a nil field follows
+	// the config.
+	Budget AgentBudget
+}
+
+// AgentBudget is a budget for an agent over all its runs; nil fields are unset and 0
+// bounds nothing.
+type AgentBudget struct {
+	MaxSteps  *int
+	MaxTokens *int64
+	MaxBusy   *time.Duration
 }
 
 const agentCols = `id, name, description, goals, directives, task, state, state_reason, policy, run_id, step,
-	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at`
+	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at, parent_id, steps_total, busy_ms,
+	budget_steps, budget_tokens, budget_busy_ms`
 
 func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	var a Agent
 	var goals, dirs, policy string
 	var created, updated int64
+	var bSteps, bTokens, bBusy sql.NullInt64
 	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
-		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated)
+		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated, &a.ParentID,
+		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -36,6 +51,15 @@ func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	json.Unmarshal([]byte(dirs), &a.Directives)
 	json.Unmarshal([]byte(policy), &a.Policy)
 	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	if bSteps.Valid {
+		a.Budget.MaxSteps = new(int(bSteps.Int64))
+	}
+	if bTokens.Valid {
+		a.Budget.MaxTokens = new(bTokens.Int64)
+	}
+	if bBusy.Valid {
+		a.Budget.MaxBusy = new(time.Duration(bBusy.Int64) * time.Millisecond)
+	}
 	return &a, nil
 }
 
@@ -50,9 +74,10 @@ func js(v any) string {
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
-	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
-		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now))
+		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
+		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS())
 	if err != nil {
 		return fmt.Errorf("store: insert agent: %w", err)
 	}
@@ -63,13 +88,37 @@ func (t *Tx) InsertAgent(a *Agent) error {
 func (t *Tx) UpdateAgent(a *Agent) error {
 	a.UpdatedAt = t.now
 	_, err := t.exec(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
-		state_reason=?, policy=?, run_id=?, step=?, strikes=?, prompt_tokens=?, eval_tokens=?, updated_at=? WHERE id=?`,
+		state_reason=?, policy=?, run_id=?, step=?, strikes=?, prompt_tokens=?, eval_tokens=?, updated_at=?,
+		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=? WHERE id=?`,
 		a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason, js(a.Policy),
-		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), a.ID)
+		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now),
+		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.ID)
 	if err != nil {
 		return fmt.Errorf("store: update agent: %w", err)
 	}
 	return nil
+}
+
+// steps, tokens and busyMS are the budget's columns: NULL when unset.
+func (b AgentBudget) steps() any {
+	if b.MaxSteps == nil {
+		return nil
+	}
+	return *b.MaxSteps
+}
+
+func (b AgentBudget) tokens() any {
+	if b.MaxTokens == nil {
+		return nil
+	}
+	return *b.MaxTokens
+}
+
+func (b AgentBudget) busyMS() any {
+	if b.MaxBusy == nil {
+		return nil
+	}
+	return b.MaxBusy.Milliseconds()
 }
 
 // Agent reads one agent by id.

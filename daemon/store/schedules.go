@@ -224,6 +224,17 @@ func (t *Tx) EndScheduleRun(runID, outcome, reason string, steps int, tokens int
 	return n > 0, nil
 }
 
+// ScheduleTotals counts a schedule's firings that started a run, with their steps and
+// tokens (a run still going counts once it ends).
+func (t *Tx) ScheduleTotals(scheduleID string) (runs, steps int, tokens int64, err error) {
+	err = t.queryRow(`SELECT COUNT(*), COALESCE(SUM(steps), 0), COALESCE(SUM(tokens), 0) FROM schedule_runs
+		WHERE schedule_id = ? AND run_id <> ''`, scheduleID).Scan(&runs, &steps, &tokens)
+	if err != nil {
+		err = fmt.Errorf("store: schedule totals: %w", err)
+	}
+	return runs, steps, tokens, err
+}
+
 // ScheduleRuns lists a schedule's firing records, newest first; limit <= 0 is all.
 func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]client.ScheduleRun, error) {
 	q := `SELECT id, schedule_id, scheduled_at, started_at, ended_at, manual, outcome, reason, agent_id, run_id, steps, tokens

@@ -1,5 +1,5 @@
 // Package store is agentd's source of truth: agents, runs, proposals, decisions, episodes,
-// schedules and the audit log in one SQLite file (WAL, synchronous=FULL).
+// schedules, team runs and the audit log in one SQLite file (WAL, synchronous=FULL).
 //
 // Every state change the agent cycle makes is one transaction here, so a kill -9 at any point
 // leaves either the old state or the new one. The memory index and everything in RAM can be
@@ -237,6 +237,71 @@ var migrations = []string{
 		message TEXT NOT NULL,
 		posted_at INTEGER NOT NULL,
 		PRIMARY KEY (proposal_id, platform, kind)
+	) WITHOUT ROWID;`,
+	// issue 8: sub-agents. A helper agent names its parent; a parent's start_agent or
+	// message_agent proposal stays started while a helper_waits row ties it to the helper's
+	// run, and the run's end completes it (once: the row goes with the completion). No
+	// foreign key on helper_id: a removed helper's end is still delivered.
+	`ALTER TABLE agents ADD COLUMN parent_id TEXT NOT NULL DEFAULT '';
+	CREATE INDEX agents_parent ON agents(parent_id) WHERE parent_id <> '';
+	CREATE TABLE helper_waits (
+		proposal_id TEXT PRIMARY KEY REFERENCES proposals(id) ON DELETE CASCADE,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		helper_id TEXT NOT NULL,
+		helper_run TEXT NOT NULL,
+		created_at INTEGER NOT NULL
+	);
+	CREATE INDEX helper_waits_run ON helper_waits(helper_run);`,
+	// issue 7: per-agent budgets. steps_total counts the agent's proposals over all its
+	// runs (back-filled from the proposals kept), busy_ms the time it spent thinking and
+	// executing. budget_* are set by agentctl budget; NULL follows the config.
+	`ALTER TABLE agents ADD COLUMN steps_total INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE agents ADD COLUMN busy_ms INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE agents ADD COLUMN budget_steps INTEGER;
+	ALTER TABLE agents ADD COLUMN budget_tokens INTEGER;
+	ALTER TABLE agents ADD COLUMN budget_busy_ms INTEGER;
+	UPDATE agents SET steps_total = (SELECT COUNT(*) FROM proposals WHERE proposals.agent_id = agents.id);`,
+	// issue 8: SOP team runs. A team run keeps its workflow's source (a restart must not
+	// depend on the file), its variables and a cursor; team_turns is its transcript. The
+	// cursor and the turn that moves it are written together.
+	`CREATE TABLE team_runs (
+		id TEXT PRIMARY KEY,
+		workflow TEXT NOT NULL,
+		file TEXT NOT NULL DEFAULT '',
+		source TEXT NOT NULL,
+		task TEXT NOT NULL,
+		status TEXT NOT NULL CHECK (status IN ('running','finished','turn_limit','stopped','failed')),
+		reason TEXT NOT NULL DEFAULT '',
+		state TEXT NOT NULL DEFAULT '',
+		phase TEXT NOT NULL DEFAULT '',
+		vars TEXT NOT NULL DEFAULT '{}',
+		agents TEXT NOT NULL DEFAULT '{}',
+		cursor TEXT NOT NULL DEFAULT '{}',
+		turns INTEGER NOT NULL DEFAULT 0,
+		max_turns INTEGER NOT NULL DEFAULT 0,
+		wait_agent TEXT NOT NULL DEFAULT '',
+		wait_run TEXT NOT NULL DEFAULT '',
+		created_by TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL,
+		ended_at INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX team_runs_running ON team_runs(status) WHERE status = 'running';
+	CREATE TABLE team_turns (
+		team_run_id TEXT NOT NULL REFERENCES team_runs(id) ON DELETE CASCADE,
+		seq INTEGER NOT NULL,
+		kind TEXT NOT NULL,
+		state TEXT NOT NULL,
+		phase TEXT NOT NULL DEFAULT '',
+		phase_seq INTEGER NOT NULL DEFAULT 0,
+		cycle INTEGER NOT NULL DEFAULT 0,
+		role TEXT NOT NULL DEFAULT '',
+		agent_id TEXT NOT NULL DEFAULT '',
+		run_id TEXT NOT NULL DEFAULT '',
+		text TEXT NOT NULL,
+		mode TEXT NOT NULL DEFAULT '',
+		at INTEGER NOT NULL,
+		PRIMARY KEY (team_run_id, seq)
 	) WITHOUT ROWID;`,
 }
 

@@ -50,10 +50,10 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		runCmd, followCmd, lsCmd, showCmd, statusCmd, doctorCmd,
+		runCmd, followCmd, lsCmd, showCmd, statusCmd, doctorCmd, reloadCmd,
 		approveCmd, denyCmd, feedbackCmd, answerCmd,
-		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, rmCmd, historyCmd,
-		commandsCmd, policyCmd, scheduleCmd, memoryCmd, auditCmd, replayCmd,
+		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, budgetCmd, rmCmd, historyCmd,
+		commandsCmd, policyCmd, scheduleCmd, teamCmd, memoryCmd, auditCmd, replayCmd,
 		completionCmd, helpCmd,
 	}
 }

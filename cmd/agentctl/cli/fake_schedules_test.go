@@ -55,7 +55,13 @@ func (f *fakeDaemon) scheduleRoutes(handle func(string, func(*http.Request) (any
 		s.ID, s.Name, s.Spec, s.Goal, s.Autonomy, s.LastFired = "s-2", req.Name, req.Spec, req.Goal, req.Autonomy, fixedTime
 		return s, nil
 	})
-	handle("GET /v0/schedules/{ref}", func(r *http.Request) (any, error) { return f.schedule(r) })
+	handle("GET /v0/schedules/{ref}", func(r *http.Request) (any, error) {
+		s, err := f.schedule(r)
+		if s != nil { // totals come with the single-schedule call, from the run records
+			s.Runs, s.Steps, s.Tokens = 1, 3, 1234
+		}
+		return s, err
+	})
 	handle("DELETE /v0/schedules/{ref}", func(r *http.Request) (any, error) { _, err := f.schedule(r); return nil, err })
 	handle("POST /v0/schedules/{ref}/pause", func(r *http.Request) (any, error) {
 		s, err := f.schedule(r)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -112,6 +113,7 @@ func (f *fakeDaemon) routes() http.Handler {
 	for _, action := range []string{"pause", "resume", "stop"} {
 		handle("POST /v0/agents/{ref}/"+action, func(r *http.Request) (any, error) { return f.agent(r) })
 	}
+	handle("POST /v0/agents/{ref}/budget", f.budget)
 	handle("GET /v0/audit", func(r *http.Request) (any, error) {
 		at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 		all := []client.AuditEntry{
@@ -161,6 +163,10 @@ func (f *fakeDaemon) routes() http.Handler {
 			{Name: "disk", Status: client.CheckWarn, Detail: "812.0 MiB free where /var/lib/agentd is", Fix: "free space on that file system"},
 		}}, nil
 	})
+	handle("POST /v0/reload", func(*http.Request) (any, error) {
+		return &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model", "permissions.allow"},
+			NeedsRestart: []string{"memory.k"}, BotsRestarted: true}, nil
+	})
 	handle("GET /v0/commands", func(*http.Request) (any, error) { return cannedCommands(false), nil })
 	handle("GET /v0/agents/{ref}/commands", func(r *http.Request) (any, error) {
 		_, err := f.agent(r)
@@ -179,6 +185,7 @@ func (f *fakeDaemon) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /v0/agents/{ref}/events", f.eventStream)
 	f.scheduleRoutes(handle)
+	f.teamRoutes(handle)
 	handle("GET /v0/memories", f.memories)
 	handle("POST /v0/memories", f.addMemory)
 	handle("DELETE /v0/memories/{id}", func(r *http.Request) (any, error) {
@@ -305,6 +312,41 @@ func (f *fakeDaemon) task(r *http.Request) (any, error) {
 	return &b, nil
 }
 
+// budget applies a budget request to a copy of the agent, as the daemon would.
+func (f *fakeDaemon) budget(r *http.Request) (any, error) {
+	a, err := f.agent(r)
+	if err != nil {
+		return nil, err
+	}
+	var req client.BudgetRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return nil, &httpError{http.StatusBadRequest, err.Error()}
+	}
+	b := *a
+	nb := client.Budget{}
+	if a.Budget != nil && !req.Reset {
+		nb = *a.Budget
+	}
+	if req.MaxSteps != nil {
+		nb.MaxSteps = *req.MaxSteps
+	}
+	if req.MaxTokens != nil {
+		nb.MaxTokens = *req.MaxTokens
+	}
+	if req.MaxTime != nil {
+		if *req.MaxTime == "0s" {
+			nb.MaxTime = ""
+		} else {
+			nb.MaxTime = *req.MaxTime
+		}
+	}
+	b.Budget = &nb
+	if b.State == client.StatePaused && strings.HasPrefix(b.StateReason, "agent budget exhausted: ") {
+		b.State, b.StateReason = client.StateThinking, ""
+	}
+	return &b, nil
+}
+
 func (f *fakeDaemon) eventStream(w http.ResponseWriter, r *http.Request) {
 	if _, err := f.agent(r); err != nil {
 		w.WriteHeader(http.StatusNotFound)
@@ -397,6 +439,12 @@ func cannedAgents() []*client.Agent {
 			CreatedAt: fixedTime,
 		},
 		PromptTokens: 12840, EvalTokens: 1733, CreatedAt: created, UpdatedAt: fixedTime,
+		StepsTotal: 31, BusyMS: 125400, Budget: &client.Budget{MaxTokens: 500000, MaxTime: "2h0m0s"},
+		Runs: []client.Run{
+			{ID: "r-2", AgentID: "a-1", Task: "find three recent papers on grammar-constrained decoding and summarize them", StartedAt: created.Add(30 * time.Minute), Steps: 4, Tokens: 5210},
+			{ID: "r-1", AgentID: "a-1", Task: "list what is in the workspace", StartedAt: created, EndedAt: created.Add(20 * time.Minute),
+				Outcome: "finished", Reason: "listed", Steps: 27, Tokens: 9363},
+		},
 	}, {
 		ID: "a-2", Name: "scribe", Description: "a meticulous note taker", State: client.StateIdle,
 		Task:  "keep the meeting notes in notes.md tidy, merge duplicate action items and flag anything without an owner",
@@ -416,6 +464,10 @@ func cannedAgents() []*client.Agent {
 		Pending: &client.Proposal{ID: "p-9", Step: 1, Command: "delete_file", Status: client.ProposalPending,
 			Args: json.RawMessage(`{"path":"tmp.txt"}`)},
 		CreatedAt: created, UpdatedAt: created,
+	}, {
+		ID: "a-6", Name: "scribe/filer", Description: "files action items", State: client.StateIdle, ParentID: "a-2",
+		StateReason: "finished: filed 4 action items", Task: "file the action items of notes.md",
+		RunID: "r-6", Step: 3, Policy: client.Policy{Mode: "ask"}, CreatedAt: created, UpdatedAt: created,
 	}}
 }
 

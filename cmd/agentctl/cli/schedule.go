@@ -264,6 +264,7 @@ func (a *app) scheduleShow(ctx context.Context, args []string) error {
 	fmt.Fprintf(w, "  goal:        %s\n", oneParagraph(s.Goal))
 	fmt.Fprintf(w, "  autonomy:    %s\n", autonomyString(s.Autonomy, s.Budget))
 	fmt.Fprintf(w, "  budget:      %s\n", budgetString(s.Budget))
+	fmt.Fprintf(w, "  totals:      runs %d, steps %d, tokens %d\n", s.Runs, s.Steps, s.Tokens)
 	fmt.Fprintf(w, "  concurrency: %s; missed: %s; delivery: %s\n", s.Concurrency, s.Missed, s.Delivery)
 	fmt.Fprintf(w, "  status:      %s\n", scheduleState(s))
 	if len(s.Running) > 0 {

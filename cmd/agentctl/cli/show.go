@@ -17,7 +17,8 @@ var showCmd = &command{
 	long: `Show prints everything about one agent: its profile (name, description, goals), the
 directives it works under, its approval policy, its state and why, the proposal waiting
 for your decision (with the agent's reasoning and the exact command and arguments), a
-question waiting for your answer, and how many tokens it has used.
+question waiting for your answer, how many tokens it has used, and its helper agents
+(named PARENT/NAME; they were started by the agent with start_agent).
 
 AGENT is the agent's name or id.`,
 	run: (*app).runShow,
@@ -36,7 +37,41 @@ func (a *app) runShow(ctx context.Context, args []string) error {
 		return a.printJSON(ag)
 	}
 	writeAgent(a.stdout, ag)
+	all, err := a.api().Agents(ctx)
+	if err != nil {
+		return err
+	}
+	writeFamily(a.stdout, ag, all)
 	return nil
+}
+
+// writeFamily shows the agent's parent and its helpers (agents it started with
+// start_agent), which work under it and appear in its chat thread.
+func writeFamily(w io.Writer, ag *client.Agent, all []client.Agent) {
+	if ag.ParentID != "" {
+		parent := ag.ParentID
+		for _, p := range all {
+			if p.ID == ag.ParentID {
+				parent = p.Name
+			}
+		}
+		fmt.Fprintf(w, "\nHelper of %s: its proposals follow %[1]s's policy and show in %[1]s's chat thread.\n", parent)
+	}
+	var helpers []client.Agent
+	for _, h := range all {
+		if h.ParentID == ag.ID {
+			helpers = append(helpers, h)
+		}
+	}
+	if len(helpers) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nHelpers:")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, h := range helpers {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", h.Name, stateString(&h), truncate(oneParagraph(h.Task), lsTaskMax))
+	}
+	tw.Flush()
 }
 
 func writeAgent(w io.Writer, ag *client.Agent) {
@@ -56,7 +91,11 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 	}
 	row("Policy", policyString(ag.Policy))
 	row("Workspace", ag.Workspace)
-	row("Tokens", fmt.Sprintf("%d prompt, %d generated", ag.PromptTokens, ag.EvalTokens))
+	row("Tokens", fmt.Sprintf("%d (%d prompt, %d generated) over all runs", ag.PromptTokens+ag.EvalTokens, ag.PromptTokens, ag.EvalTokens))
+	row("Steps", fmt.Sprintf("%d over all runs, busy %s", ag.StepsTotal, busyString(ag.BusyMS)))
+	if b := ag.Budget; b != nil {
+		row("Budget", agentBudgetString(*b))
+	}
 	row("Created", formatTime(ag.CreatedAt))
 	row("Updated", formatTime(ag.UpdatedAt))
 	tw.Flush()
@@ -68,6 +107,19 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 		}
 	}
 	writeDirectives(w, ag.Directives)
+	if len(ag.Runs) > 0 {
+		fmt.Fprintln(w, "\nRuns (latest first):")
+		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
+		for _, r := range ag.Runs {
+			outcome := r.Outcome
+			if outcome == "" {
+				outcome = "running"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", r.ID, formatTime(r.StartedAt), outcome, r.Steps, r.Tokens, truncate(oneParagraph(r.Task), 60))
+		}
+		tw.Flush()
+	}
 	if p := ag.Pending; p != nil {
 		fmt.Fprintf(w, "\nPending proposal %s (step %d, %s):\n", p.ID, p.Step, p.Status)
 		writeThoughts(w, p.Thoughts, "  ", true)
@@ -82,6 +134,24 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 		fmt.Fprintf(w, "\nQuestion (asked %s):\n  ? %s\n", formatTime(q.AskedAt), oneParagraph(q.Text))
 		fmt.Fprintf(w, "  answer with: agentctl answer %s TEXT\n", refOf(ag))
 	}
+}
+
+// agentBudgetString is an agent's budget over all its runs, in one line.
+func agentBudgetString(b client.Budget) string {
+	var parts []string
+	if b.MaxSteps > 0 {
+		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))
+	}
+	if b.MaxTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens", b.MaxTokens))
+	}
+	if b.MaxTime != "" {
+		parts = append(parts, b.MaxTime+" busy")
+	}
+	if len(parts) == 0 {
+		return "none (agentctl budget sets one)"
+	}
+	return strings.Join(parts, ", ") + " over all runs"
 }
 
 func writeDirectives(w io.Writer, d client.Directives) {

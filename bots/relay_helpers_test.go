@@ -1,0 +1,148 @@
+package bots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// fakeAdapter records posts.
+type fakeAdapter struct {
+	mu    sync.Mutex
+	posts []string // channel thread summary
+	first []string // each post's first part, as text
+	n     int
+}
+
+func (f *fakeAdapter) Platform() string { return "slack" }
+func (f *fakeAdapter) StartThread(context.Context, string, string, string) (string, error) {
+	return "", errors.New("not used")
+}
+func (f *fakeAdapter) Post(_ context.Context, channel, thread string, m Message) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	f.posts = append(f.posts, channel+" "+thread+" "+m.Summary)
+	first := ""
+	if len(m.Parts) > 0 {
+		first = text(Message{Parts: m.Parts[:1]})
+	}
+	f.first = append(f.first, first)
+	return fmt.Sprint("m", f.n), nil
+}
+func (f *fakeAdapter) Update(context.Context, string, string, Message) error { return nil }
+func (f *fakeAdapter) PostFile(context.Context, string, string, string, string, string) error {
+	return nil
+}
+func (f *fakeAdapter) Ephemeral(_ context.Context, _, _, user, text string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.posts = append(f.posts, "ephemeral "+user+" "+text)
+	return nil
+}
+func (f *fakeAdapter) OpenFeedback(context.Context, string, Ref, string) error { return nil }
+func (f *fakeAdapter) InGroup(context.Context, string, string) (bool, error)   { return false, nil }
+func (f *fakeAdapter) MaxText() int                                            { return 3000 }
+
+// memBindings keeps bindings and messages in maps.
+type memBindings struct {
+	mu   sync.Mutex
+	bs   []*store.Binding
+	msgs map[string]*store.ChatMessage
+}
+
+func (m *memBindings) Bind(_ context.Context, b store.Binding) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.bs = append(m.bs, &b)
+	return nil
+}
+func (m *memBindings) BindingByThread(_ context.Context, platform, channel, thread string) (*store.Binding, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, b := range m.bs {
+		if b.Platform == platform && b.Channel == channel && b.Thread == thread {
+			return b, nil
+		}
+	}
+	return nil, nil
+}
+func (m *memBindings) Bindings(context.Context) ([]*store.Binding, error) { return m.bs, nil }
+func (m *memBindings) SetMessage(_ context.Context, c store.ChatMessage) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.msgs[c.ProposalID+c.Platform+c.Kind] = &c
+	return nil
+}
+func (m *memBindings) Message(_ context.Context, id, platform, kind string) (*store.ChatMessage, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.msgs[id+platform+kind], nil
+}
+
+// helperService knows a parent, its helper and the helper's helper.
+type helperService struct {
+	Service
+	agents  []client.Agent
+	decided []string
+}
+
+func (s *helperService) Agents(context.Context) ([]client.Agent, error) { return s.agents, nil }
+func (s *helperService) Agent(_ context.Context, ref string) (*client.Agent, error) {
+	for i := range s.agents {
+		if s.agents[i].ID == ref || s.agents[i].Name == ref {
+			return &s.agents[i], nil
+		}
+	}
+	return nil, client.Errorf(client.ErrNotFound, "no agent %q", ref)
+}
+func (s *helperService) Decide(_ context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+	s.decided = append(s.decided, ref+" "+req.ProposalID+" "+string(req.Kind))
+	return &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind}, nil
+}
+
+func TestHelpersPostInTheirParentsThread(t *testing.T) {
+	ctx := context.Background()
+	pending := &client.Proposal{ID: "p-2", AgentID: "a-2", Step: 1, Command: "write_file", Status: client.ProposalPending, Args: []byte(`{}`)}
+	svc := &helperService{agents: []client.Agent{
+		{ID: "a-1", Name: "boss", State: client.StateExecuting},
+		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: pending},
+		{ID: "a-3", Name: "boss/fetcher/deep", ParentID: "a-2", State: client.StateThinking},
+		{ID: "a-9", Name: "loner", State: client.StateThinking},
+	}}
+	binds := &memBindings{msgs: map[string]*store.ChatMessage{},
+		bs: []*store.Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
+	r := New(Options{Service: svc, Bindings: binds})
+	ad := &fakeAdapter{}
+	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
+	r.loadBindings(ctx)
+
+	// The helper's state event says who its parent is; the deeper helper is looked up.
+	r.handle(ctx, client.Event{Type: client.EventState, AgentID: "a-2", Agent: &svc.agents[1], Message: "created"})
+	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: pending})
+	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-3", Proposal: &client.Proposal{ID: "p-3", AgentID: "a-3", Step: 1, Command: "read_file", Status: client.ProposalPending, Args: []byte(`{}`)}})
+	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-9", Proposal: &client.Proposal{ID: "p-9", AgentID: "a-9", Step: 1, Command: "read_file", Status: client.ProposalPending, Args: []byte(`{}`)}})
+	r.out.flush() // posts go through the outbox
+
+	want := []string{
+		"C1 T1 [boss/fetcher] Step 1: a-2 wants to run write_file",
+		"C1 T1 [boss/fetcher/deep] Step 1: a-3 wants to run read_file",
+	}
+	if fmt.Sprint(ad.posts) != fmt.Sprint(want) {
+		t.Fatalf("posts:\n%q\nwant\n%q", ad.posts, want)
+	}
+	if ad.first[0] != "🤖 boss/fetcher\n" {
+		t.Errorf("label = %q", ad.first[0])
+	}
+
+	// "y" in the parent's thread decides the helper's proposal: the parent has none.
+	r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: "y"})
+	if fmt.Sprint(svc.decided) != "[a-2 p-2 approve]" {
+		t.Fatalf("decisions = %q, want the helper's proposal approved", svc.decided)
+	}
+}

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var budgetCmd = &command{
+	name:  "budget",
+	args:  "AGENT [--max-steps N] [--max-tokens N] [--max-time D] [--reset] [--json]",
+	short: "show or change an agent's budget over all its runs",
+	long: `Budget bounds an agent over all its runs: how many steps it may take, how many model
+tokens it may use, and how long it may be busy (thinking and running commands, not
+waiting for you). The config sets defaults ([agent] and [agents.NAME]); values set here
+win over them. 0 means no bound. --reset drops the values set here, back to the config's.
+
+An agent that reaches its budget is paused before its next step, with nothing lost;
+'agentctl show' says which budget. Raising the budget lets it go on by itself.
+
+Without flags, budget shows the budget and what the agent has used.
+
+  agentctl budget researcher --max-tokens 500000 --max-time 2h`,
+	run: (*app).runBudget,
+}
+
+func (a *app) runBudget(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	steps := fs.Int("max-steps", 0, "at most `N` steps over all runs (0: no bound)")
+	tokens := fs.Int64("max-tokens", 0, "at most `N` model tokens over all runs (0: no bound)")
+	busy := fs.String("max-time", "", "at most this busy `DURATION` over all runs, e.g. 90m (0: no bound)")
+	reset := fs.Bool("reset", false, "drop the values set with agentctl budget: the config's apply")
+	ref, err := a.parseAgent(fs, args)
+	if err != nil {
+		return err
+	}
+	var req client.BudgetRequest
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "max-steps":
+			req.MaxSteps = steps
+		case "max-tokens":
+			req.MaxTokens = tokens
+		case "max-time":
+			req.MaxTime = busy
+		}
+	})
+	req.Reset = *reset
+	switch {
+	case req.MaxSteps != nil && *steps < 0:
+		return usagef("--max-steps %d: want 0 (no bound) or more", *steps)
+	case req.MaxTokens != nil && *tokens < 0:
+		return usagef("--max-tokens %d: want 0 (no bound) or more", *tokens)
+	case req.MaxTime != nil:
+		d, err := time.ParseDuration(strings.TrimSpace(*busy))
+		if *busy == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			return usagef("--max-time %q: want a duration such as 90m or 2h, or 0 for no bound", *busy)
+		}
+		req.MaxTime = new(d.String())
+	}
+	var ag *client.Agent
+	if req == (client.BudgetRequest{}) {
+		ag, err = a.api().Agent(ctx, ref)
+	} else {
+		ag, err = a.api().SetBudget(ctx, ref, req)
+	}
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(ag)
+	}
+	writeBudget(a.stdout, ag)
+	return nil
+}
+
+// writeBudget shows an agent's budget next to what it has used.
+func writeBudget(w io.Writer, ag *client.Agent) {
+	b := client.Budget{}
+	if ag.Budget != nil {
+		b = *ag.Budget
+	}
+	bound := func(n int64) string {
+		if n == 0 {
+			return "no bound"
+		}
+		return fmt.Sprint(n)
+	}
+	maxTime := b.MaxTime
+	if maxTime == "" {
+		maxTime = "no bound"
+	}
+	fmt.Fprintf(w, "budget of %s over all its runs:\n", refOf(ag))
+	fmt.Fprintf(w, "  steps:   %d of %s\n", ag.StepsTotal, bound(int64(b.MaxSteps)))
+	fmt.Fprintf(w, "  tokens:  %d of %s\n", ag.PromptTokens+ag.EvalTokens, bound(b.MaxTokens))
+	fmt.Fprintf(w, "  busy:    %s of %s\n", busyString(ag.BusyMS), maxTime)
+	fmt.Fprintf(w, "  state:   %s\n", stateString(ag))
+}
+
+// busyString is a busy time in ms, rounded for reading.
+func busyString(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	if d >= time.Minute {
+		d = d.Round(time.Second)
+	}
+	return d.String()
+}

@@ -1,0 +1,98 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// The fake daemon's team runs: t-1 finished a software-company run with every kind of
+// transcript entry; t-2 waits for its programmer agent. A started run is t-3, which has
+// finished by the time it is read back.
+func cannedTeam() *client.TeamRun {
+	turn := func(seq int, kind, state, phase string, cycle int, role, text, mode string) client.TeamTurn {
+		return client.TeamTurn{Seq: seq, Kind: kind, State: state, Phase: phase, Cycle: cycle, Role: role, Text: text, Mode: mode, At: fixedTime}
+	}
+	return &client.TeamRun{ID: "t-1", Workflow: "software-company", File: "software_company.toml", Task: "a CLI that counts words",
+		Status: client.TeamFinished, Reason: "state test led to the end: the model chose it: the tests pass",
+		State: "test", Phase: "testing", Turns: 7, MaxTurns: 80, CreatedAt: fixedTime, UpdatedAt: fixedTime, EndedAt: fixedTime,
+		Vars:   map[string]string{"task": "a CLI that counts words", "language": "Go", "review": "Finished.", "ideas": ""},
+		Agents: map[string]string{"programmer": "a-5"},
+		Transcript: []client.TeamTurn{
+			turn(1, client.TurnMessage, "design", "language", 0, "ceo", "Instruction: pick a language.", ""),
+			turn(2, client.TurnMessage, "design", "language", 0, "cto", "<INFO> Go", ""),
+			turn(3, client.TurnConclusion, "design", "language", 0, "", "Go", "language"),
+			turn(4, client.TurnPhaseEnd, "design", "language", 0, "", "cto concluded with <INFO>", "info"),
+			turn(5, client.TurnTransition, "review", "", 0, "", "design → review: the first next state whose condition holds", "rule"),
+			turn(6, client.TurnMessage, "review", "comment", 1, "programmer", "Instruction: review main.go.\nIt is short.", ""),
+			turn(7, client.TurnMessage, "review", "comment", 1, "reviewer", "Sure, I will look at it.", ""),
+			turn(8, client.TurnPhaseEnd, "review", "comment", 1, "", `the assistant reviewer said what it would do without doing it: "Sure, I will look at it."`, "flake_reply"),
+			turn(9, client.TurnMessage, "review", "comment", 2, "programmer", "Instruction: review main.go again.", ""),
+			turn(10, client.TurnMessage, "review", "comment", 2, "reviewer", "<INFO> Finished.", ""),
+			turn(11, client.TurnConclusion, "review", "comment", 2, "", "Finished.", "review"),
+			turn(12, client.TurnPhaseEnd, "review", "comment", 2, "", "reviewer concluded with <INFO>", "info"),
+			turn(13, client.TurnPhaseEnd, "review", "review_loop", 2, "", `its break condition "review contains 'finished'" holds`, "break"),
+			turn(14, client.TurnEnd, "test", "", 0, "", "state test led to the end: the model chose it: the tests pass", "finished"),
+		}}
+}
+
+func cannedTeams() []client.TeamRun {
+	done := cannedTeam()
+	done.Transcript = nil
+	waiting := client.TeamRun{ID: "t-2", Workflow: "research-report", Task: "compare SQLite WAL and rollback journals",
+		Status: client.TeamRunning, State: "research", Phase: "gather", Turns: 3, MaxTurns: 60, Waiting: "a-7",
+		Agents: map[string]string{"researcher": "a-7"}, Vars: map[string]string{"task": "compare SQLite WAL and rollback journals"},
+		CreatedAt: fixedTime, UpdatedAt: fixedTime}
+	return []client.TeamRun{waiting, *done}
+}
+
+func (f *fakeDaemon) teamRoutes(handle func(string, func(*http.Request) (any, error))) {
+	find := func(r *http.Request) (*client.TeamRun, error) {
+		switch id := r.PathValue("ref"); id {
+		case "t-1", "t-3":
+			t := cannedTeam()
+			t.ID = id
+			return t, nil
+		case "t-2":
+			t := cannedTeams()[0]
+			return &t, nil
+		default:
+			return nil, &httpError{http.StatusNotFound, fmt.Sprintf("no team run %q: see `agentctl team ls`", id)}
+		}
+	}
+	handle("GET /v0/teams", func(*http.Request) (any, error) { return cannedTeams(), nil })
+	handle("POST /v0/teams", func(r *http.Request) (any, error) {
+		var req client.TeamRunRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			return nil, &httpError{http.StatusBadRequest, err.Error()}
+		}
+		if strings.Contains(req.Workflow, "reflekt") {
+			return nil, &httpError{http.StatusBadRequest, req.File + `:24: unknown key "phases.language.reflekt"` + "\n" + req.File + `:31: phase code: assistant "cfo" is not a role`}
+		}
+		return &client.TeamRun{ID: "t-3", Workflow: "software-company", File: req.File, Task: req.Task, Status: client.TeamRunning,
+			State: "design", MaxTurns: 80, Vars: map[string]string{"task": req.Task}, CreatedAt: fixedTime, UpdatedAt: fixedTime}, nil
+	})
+	handle("POST /v0/team-plans", func(r *http.Request) (any, error) {
+		var req client.TeamPlanRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			return nil, &httpError{http.StatusBadRequest, err.Error()}
+		}
+		return &client.TeamPlan{Revised: true, Problems: []string{"no summarizing role: add one (e.g. summarizer) that concludes the last step with the final answer"},
+			Workflow: "# Planned by agentd for the task: " + req.Task + "\nname = \"planned\"\nroot = \"work\"\n"}, nil
+	})
+	handle("GET /v0/teams/{ref}", func(r *http.Request) (any, error) { return find(r) })
+	handle("POST /v0/teams/{ref}/stop", func(r *http.Request) (any, error) {
+		t, err := find(r)
+		if err != nil {
+			return nil, err
+		}
+		if t.Status != client.TeamRunning {
+			return nil, &httpError{http.StatusConflict, fmt.Sprintf("team run %s has ended already (%s)", t.ID, t.Status)}
+		}
+		t.Status, t.Reason, t.Waiting = client.TeamStopped, "stopped by a person", ""
+		return t, nil
+	})
+}

@@ -1,0 +1,338 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var teamCmd = &command{
+	name:  "team",
+	args:  "run|plan|ls|show|stop [ARGS] [--json]",
+	short: "SOP workflows: several roles working through states",
+	long: `A team run follows a workflow file (TOML): roles, two-role phases in which an
+instructor and an assistant take turns until one writes a line starting with <INFO> (the
+conclusion, stored into a variable), and states whose next state is chosen by a rule on
+the variables or by the model. Examples ship in examples/teams/.
+
+  agentctl team run FILE TASK [--follow]   check FILE and start a run of it on TASK
+  agentctl team plan TASK [-o FILE]        let the model propose roles and a plan as a
+                                           workflow file (checked and revised once)
+  agentctl team ls                         every team run, newest first
+  agentctl team show ID                    where a run is, its variables and transcript
+  agentctl team stop ID                    stop a run (and the role agent's run it waits for)
+
+Roles with commands are agents of the daemon, named like t3f2a9c1-programmer: their
+proposals wait for your decision like any agent's (agentctl ls, approve, deny); team
+show names the agent a run waits for. Phases end with a recorded reason: <INFO>, a turn limit, or a
+failure of the role-play (role flipping, a repeated instruction, a flake reply, a
+loop of thanks or of the same message).
+
+  agentctl team run examples/teams/software_company.toml "a CLI that counts words" --follow`,
+	run: (*app).runTeam,
+}
+
+// teamActions are team's sub-commands.
+var teamActions = map[string]func(a *app, ctx context.Context, args []string) error{
+	"run": (*app).teamRun, "plan": (*app).teamPlan, "ls": (*app).teamLs, "show": (*app).teamShow, "stop": (*app).teamStop,
+}
+
+func (a *app) runTeam(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("missing what to do: run, plan, ls, show or stop")
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		a.printHelp(a.stdout, a.cmd, nil)
+		return errHelpShown
+	}
+	fn := teamActions[args[0]]
+	if fn == nil {
+		return usagef("unknown team action %q: use run, plan, ls, show or stop", args[0])
+	}
+	return fn(a, ctx, args[1:])
+}
+
+// maxWorkflow bounds a workflow file; the daemon refuses larger ones too.
+const maxWorkflow = 256 << 10
+
+func (a *app) teamRun(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	follow := fs.Bool("follow", false, "stay and show each turn as it happens, until the run ends")
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) < 2 {
+		return usagef(`want FILE and TASK, e.g. agentctl team run team.toml "a CLI that counts words"`)
+	}
+	file := pos[0]
+	task := strings.TrimSpace(strings.Join(pos[1:], " "))
+	info, err := os.Stat(file)
+	if err != nil {
+		return fmt.Errorf("workflow file: %w", err)
+	}
+	if info.Size() > maxWorkflow {
+		return fmt.Errorf("workflow file %s is %d bytes: at most %d", file, info.Size(), maxWorkflow)
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("workflow file: %w", err)
+	}
+	r, err := a.api().StartTeam(ctx, client.TeamRunRequest{Workflow: string(src), File: filepath.Base(file), Task: task, By: os.Getenv("USER")})
+	if err != nil {
+		return err
+	}
+	if a.json && !*follow {
+		return a.printJSON(r)
+	}
+	if !a.json {
+		fmt.Fprintf(a.stdout, "%s %s: started in state %s\n", r.ID, r.Workflow, r.State)
+	}
+	if !*follow {
+		a.note("see it with agentctl team show %s, or stop it with agentctl team stop %s", r.ID, r.ID)
+		return nil
+	}
+	return a.followTeam(ctx, r.ID)
+}
+
+func (a *app) teamPlan(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	out := fs.String("o", "", "write the workflow to `FILE` (refused if it exists) instead of stdout")
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	task := strings.TrimSpace(strings.Join(pos, " "))
+	if task == "" {
+		return usagef(`missing TASK, e.g. agentctl team plan "a report on SQLite's WAL mode" -o report.toml`)
+	}
+	p, err := a.api().PlanTeam(ctx, client.TeamPlanRequest{Task: task})
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(p)
+	}
+	if p.Revised {
+		a.note("the observer found problems in the first plan; the model revised it:\n  %s", strings.Join(p.Problems, "\n  "))
+	}
+	if *out == "" {
+		_, err := io.WriteString(a.stdout, p.Workflow)
+		return err
+	}
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing the workflow: %w", err)
+	}
+	if _, err := io.WriteString(f, p.Workflow); err != nil {
+		f.Close()
+		return fmt.Errorf("writing the workflow: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing the workflow: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "wrote %s\n", *out)
+	a.note("read it, edit it, then: agentctl team run %s %q", *out, task)
+	return nil
+}
+
+// followTeam prints a team run's transcript as it grows, until the run ends. The daemon
+// holds the transcript, so polling it misses nothing.
+func (a *app) followTeam(ctx context.Context, id string) error {
+	seen, waiting := 0, ""
+	var prev *client.TeamTurn
+	for {
+		r, err := a.api().Team(ctx, id)
+		if err != nil {
+			return err
+		}
+		for i := range r.Transcript {
+			t := &r.Transcript[i]
+			if t.Seq <= seen {
+				continue
+			}
+			if a.json {
+				if err := a.printJSON(t); err != nil {
+					return err
+				}
+			} else {
+				writeTurn(a.stdout, t, prev)
+			}
+			seen, prev = t.Seq, t
+		}
+		if r.Status != client.TeamRunning {
+			return nil
+		}
+		if r.Waiting != waiting {
+			waiting = r.Waiting
+			if waiting != "" {
+				a.note("waiting for the role agent %s: decide its proposals with agentctl ls / approve / deny", waiting)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil // the run goes on
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// parseTeam parses an action that takes exactly one team run ID.
+func (a *app) parseTeam(args []string) (string, error) {
+	pos, err := a.parse(a.newFlagSet(), args, -1)
+	if err != nil {
+		return "", err
+	}
+	switch len(pos) {
+	case 0:
+		return "", usagef("missing ID (a team run's id; see agentctl team ls)")
+	case 1:
+		return pos[0], nil
+	}
+	return "", usagef("too many arguments: want one team run ID, got %q", pos)
+}
+
+func (a *app) teamLs(ctx context.Context, args []string) error {
+	pos, err := a.parse(a.newFlagSet(), args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("team ls takes no arguments, got %q", pos)
+	}
+	list, err := a.api().Teams(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		if list == nil {
+			list = []client.TeamRun{}
+		}
+		return a.printJSON(list)
+	}
+	if len(list) == 0 {
+		a.note("no team runs: start one with agentctl team run FILE TASK (see agentctl help team)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTATE\tTURNS\tTASK")
+	for _, r := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.ID, r.Workflow, r.Status, r.State, r.Turns, r.MaxTurns, oneLine(r.Task, 50))
+	}
+	return tw.Flush()
+}
+
+func (a *app) teamShow(ctx context.Context, args []string) error {
+	id, err := a.parseTeam(args)
+	if err != nil {
+		return err
+	}
+	r, err := a.api().Team(ctx, id)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(r)
+	}
+	w := a.stdout
+	fmt.Fprintf(w, "team run %s: workflow %s", r.ID, r.Workflow)
+	if r.File != "" {
+		fmt.Fprintf(w, " (%s)", r.File)
+	}
+	fmt.Fprintf(w, "\ntask:    %s\nstatus:  %s", r.Task, r.Status)
+	if r.Reason != "" {
+		fmt.Fprintf(w, ": %s", r.Reason)
+	}
+	fmt.Fprintf(w, "\nstate:   %s", r.State)
+	if r.Phase != "" {
+		fmt.Fprintf(w, ", phase %s", r.Phase)
+	}
+	fmt.Fprintf(w, "\nturns:   %d of %d\n", r.Turns, r.MaxTurns)
+	if r.Waiting != "" {
+		fmt.Fprintf(w, "waiting: for agent %s (agentctl show %s)\n", r.Waiting, r.Waiting)
+	}
+	if len(r.Agents) > 0 {
+		fmt.Fprintln(w, "agents:")
+		for _, role := range sortedKeys(r.Agents) {
+			fmt.Fprintf(w, "  %s: %s\n", role, r.Agents[role])
+		}
+	}
+	fmt.Fprintln(w, "variables:")
+	for _, k := range sortedKeys(r.Vars) {
+		v := r.Vars[k]
+		if v == "" {
+			v = "(empty)"
+		}
+		fmt.Fprintf(w, "  %s: %s\n", k, oneLine(v, 100))
+	}
+	if len(r.Transcript) > 0 {
+		fmt.Fprintln(w, "transcript:")
+		var prev *client.TeamTurn
+		for i := range r.Transcript {
+			writeTurn(w, &r.Transcript[i], prev)
+			prev = &r.Transcript[i]
+		}
+	}
+	return nil
+}
+
+func (a *app) teamStop(ctx context.Context, args []string) error {
+	id, err := a.parseTeam(args)
+	if err != nil {
+		return err
+	}
+	r, err := a.api().StopTeam(ctx, id)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(r)
+	}
+	fmt.Fprintf(a.stdout, "%s stopped in state %s after %d turns\n", r.ID, r.State, r.Turns)
+	return nil
+}
+
+// writeTurn prints one transcript entry, each message labelled with its role; a header
+// line (state / phase) comes before the first message of each phase.
+func writeTurn(w io.Writer, t, prev *client.TeamTurn) {
+	if t.Kind == client.TurnMessage && (prev == nil || prev.Kind != client.TurnMessage || prev.Phase != t.Phase || prev.Cycle != t.Cycle) {
+		fmt.Fprintf(w, "  %s / %s", t.State, t.Phase)
+		if t.Cycle > 0 {
+			fmt.Fprintf(w, " (cycle %d)", t.Cycle)
+		}
+		fmt.Fprintln(w)
+	}
+	switch t.Kind {
+	case client.TurnMessage:
+		label := "[" + t.Role + "] "
+		lines := strings.Split(strings.TrimRight(t.Text, "\n"), "\n")
+		fmt.Fprintf(w, "    %s%s\n", label, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(w, "    %s%s\n", strings.Repeat(" ", len(label)), l)
+		}
+	case client.TurnConclusion:
+		fmt.Fprintf(w, "    %s = %s\n", t.Mode, oneLine(t.Text, 100))
+	case client.TurnPhaseEnd:
+		fmt.Fprintf(w, "    phase %s ended (%s): %s\n", t.Phase, t.Mode, t.Text)
+	case client.TurnTransition:
+		fmt.Fprintf(w, "  -> %s\n", t.Text)
+	case client.TurnEnd:
+		fmt.Fprintf(w, "  run %s: %s\n", t.Mode, t.Text)
+	default:
+		fmt.Fprintf(w, "    (%s) %s\n", t.Kind, t.Text)
+	}
+}
+
+// oneLine is s on one line, cut to n characters.
+func oneLine(s string, n int) string { return truncate(oneParagraph(s), n) }
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,149 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// An agent's own budget bounds it over all its runs: steps (proposals), model tokens,
+// and busy time (thinking and executing, not waiting for people). The config sets a
+// default ([agent]) and per-agent values ([agents.NAME]); `agentctl budget` overrides
+// them field by field. An agent that reaches one is paused before its next step, with
+// nothing lost: its run, history and policy stay, and raising the budget resumes it.
+
+// agentBudgetReason starts the state reason of an agent paused by its own budget; a
+// raised budget resumes only agents paused for this reason.
+const agentBudgetReason = "agent budget exhausted: "
+
+// agentBudget is the budget bounding a: its own fields where set, else the config's.
+func (s *Supervisor) agentBudget(a *store.Agent) Budget {
+	b := s.opt.AgentBudget
+	if o, ok := s.opt.Agents[a.Name]; ok && o.Budget != nil {
+		b = *o.Budget
+	}
+	if a.Budget.MaxSteps != nil {
+		b.MaxSteps = *a.Budget.MaxSteps
+	}
+	if a.Budget.MaxTokens != nil {
+		b.MaxTokens = *a.Budget.MaxTokens
+	}
+	if a.Budget.MaxBusy != nil {
+		b.MaxWall = *a.Budget.MaxBusy
+	}
+	return b
+}
+
+// agentOver returns which of a's own budgets is used up (steps, tokens or time) and
+// why, with the command that raises it; "" when none is.
+func (s *Supervisor) agentOver(a *store.Agent) (budget, why string) {
+	b := s.agentBudget(a)
+	busy := time.Duration(a.BusyMS) * time.Millisecond
+	switch {
+	case b.MaxSteps > 0 && a.StepsTotal >= b.MaxSteps:
+		return "steps", fmt.Sprintf("it made %d steps over its runs, its step budget: raise it with `agentctl budget %s --max-steps N`", a.StepsTotal, a.Name)
+	case b.MaxTokens > 0 && a.PromptTokens+a.EvalTokens >= b.MaxTokens:
+		return "tokens", fmt.Sprintf("it used %d model tokens over its runs, its token budget is %d: raise it with `agentctl budget %s --max-tokens N`",
+			a.PromptTokens+a.EvalTokens, b.MaxTokens, a.Name)
+	case b.MaxWall > 0 && busy >= b.MaxWall:
+		return "time", fmt.Sprintf("it was busy %v over its runs, its time budget is %v: raise it with `agentctl budget %s --max-time D`",
+			busy.Round(time.Millisecond), b.MaxWall, a.Name)
+	}
+	return "", ""
+}
+
+// budgetView is a's budget as the API shows it.
+func (s *Supervisor) budgetView(a *store.Agent) *client.Budget {
+	b := s.agentBudget(a)
+	out := &client.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}
+	if b.MaxWall > 0 {
+		out.MaxTime = b.MaxWall.String()
+	}
+	return out
+}
+
+// pauseOverBudget pauses the agent because its own budget ran out. Called by the loop
+// before a step, with no proposal open.
+func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
+	var v *client.Agent
+	r.mu.Lock()
+	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(r.id)
+		if err != nil || !active(a.State) {
+			return err
+		}
+		a.State, a.StateReason = client.StatePaused, agentBudgetReason+why
+		tx.Audit(a.ID, "agent_budget_exhausted", map[string]string{"run": a.RunID, "budget": budget, "reason": why})
+		if err := tx.UpdateAgent(a); err != nil {
+			return err
+		}
+		v, err = view(tx, a)
+		return err
+	})
+	if err == nil && v != nil {
+		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v, Message: v.StateReason})
+	}
+	r.mu.Unlock()
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			r.s.log.Error("pausing an agent over budget", "agent", r.id, "err", err)
+			r.sleep(ctx, time.Second)
+		}
+		return
+	}
+	if v != nil {
+		r.s.metrics.BudgetExhausted("agent", budget)
+		r.s.log.Info("agent paused: its budget ran out", "agent", r.id, "budget", budget, "reason", why)
+	}
+}
+
+// SetBudget changes an agent's own budget (fields left nil are kept; Reset first goes
+// back to the config's). An agent paused by its budget resumes when the new one allows.
+func (s *Supervisor) SetBudget(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
+	var busy *time.Duration
+	switch {
+	case req.MaxSteps != nil && *req.MaxSteps < 0:
+		return nil, badRequest("max_steps %d: want 0 (no bound) or more", *req.MaxSteps)
+	case req.MaxTokens != nil && *req.MaxTokens < 0:
+		return nil, badRequest("max_tokens %d: want 0 (no bound) or more", *req.MaxTokens)
+	case req.MaxTime != nil:
+		d, err := time.ParseDuration(strings.TrimSpace(*req.MaxTime))
+		if err != nil || d < 0 {
+			return nil, badRequest("max_time %q: want a duration such as 90m or 2h, or 0 for no bound", *req.MaxTime)
+		}
+		busy = &d
+	}
+	var bv *client.Budget
+	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if req.Reset {
+			a.Budget = store.AgentBudget{}
+		}
+		if req.MaxSteps != nil {
+			a.Budget.MaxSteps = req.MaxSteps
+		}
+		if req.MaxTokens != nil {
+			a.Budget.MaxTokens = req.MaxTokens
+		}
+		if busy != nil {
+			a.Budget.MaxBusy = busy
+		}
+		bv = s.budgetView(a)
+		tx.Audit(a.ID, "budget", bv)
+		if a.State == client.StatePaused && strings.HasPrefix(a.StateReason, agentBudgetReason) {
+			if b, _ := s.agentOver(a); b == "" {
+				a.State, a.StateReason = client.StateThinking, ""
+				tx.Audit(a.ID, "resumed", map[string]string{"by": "a raised budget"})
+			}
+		}
+		return nil
+	})
+	if out != nil {
+		out.Budget = bv
+	}
+	return out, err
+}

@@ -1,0 +1,157 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// autoAgent creates an agent whose next n proposals run without asking.
+func autoAgent(h *harness, n int) *client.Agent {
+	return h.create(client.CreateAgentRequest{Name: "tester", Description: "a test agent", Goals: []string{"look around"},
+		Policy: &client.Policy{Mode: "auto", AutoSteps: n}})
+}
+
+func pausedByBudget(h *harness, id string) *client.Agent {
+	h.t.Helper()
+	return h.waitFor(id, "a pause by the agent's budget", func(a *client.Agent) bool {
+		return a.State == client.StatePaused && strings.HasPrefix(a.StateReason, agentBudgetReason)
+	})
+}
+
+func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxSteps: 2} })
+	listForever(h)
+	a := autoAgent(h, 10)
+	got := pausedByBudget(h, a.ID)
+	if !strings.Contains(got.StateReason, "2 steps over its runs") || !strings.Contains(got.StateReason, "agentctl budget tester --max-steps N") {
+		t.Errorf("reason = %q: want the budget and the command that raises it", got.StateReason)
+	}
+	if got.StepsTotal != 2 || got.Budget == nil || got.Budget.MaxSteps != 2 || got.Pending != nil {
+		t.Errorf("agent = steps %d, budget %+v, pending %v", got.StepsTotal, got.Budget, got.Pending)
+	}
+	if n := len(h.fake.Requests()); n != 2 {
+		t.Errorf("%d model calls, want 2: no step past the budget", n)
+	}
+	// Nothing lost: the run goes on, with its history and policy.
+	if got.RunID != a.RunID || got.Policy.Mode != "auto" || len(h.history(a.ID)) != 2 {
+		t.Errorf("after the pause: run %s (was %s), policy %+v, %d episodes", got.RunID, a.RunID, got.Policy, len(h.history(a.ID)))
+	}
+	if _, err := h.sup.Resume(context.Background(), a.ID); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "over its budget") {
+		t.Errorf("resume over budget: err = %v, want a conflict naming the budget", err)
+	}
+	entries, _ := h.sup.Audit(context.Background(), client.AuditQuery{Agent: a.ID})
+	if !hasAuditKind(entries, "agent_budget_exhausted") {
+		t.Error("no agent_budget_exhausted audit entry")
+	}
+
+	raised, err := h.sup.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxSteps: new(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raised.Budget.MaxSteps != 4 || raised.State == client.StatePaused {
+		t.Errorf("after raising: budget %+v, state %s; want 4 steps and going on", raised.Budget, raised.State)
+	}
+	again := pausedByBudget(h, a.ID)
+	if again.StepsTotal != 4 || again.RunID != a.RunID || len(h.history(a.ID)) != 4 {
+		t.Errorf("after the raised budget: %d steps, run %s, %d episodes; want 4 in the same run", again.StepsTotal, again.RunID, len(h.history(a.ID)))
+	}
+	// The budget set here outlives a restart.
+	h.stop()
+	h.start()
+	after, err := h.sup.Agent(context.Background(), a.ID)
+	if err != nil || after.Budget.MaxSteps != 4 || after.State != client.StatePaused {
+		t.Errorf("after a restart: %+v, %v", after, err)
+	}
+}
+
+func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.AgentBudget = Budget{MaxTokens: 1 << 40}
+		o.Agents = map[string]AgentOverrides{"tester": {Budget: &Budget{MaxTokens: 1}}}
+	})
+	listForever(h)
+	a := autoAgent(h, 10)
+	got := pausedByBudget(h, a.ID)
+	if !strings.Contains(got.StateReason, "its token budget is 1") || got.StepsTotal != 1 {
+		t.Errorf("agent = %q after %d steps; want the token budget after 1", got.StateReason, got.StepsTotal)
+	}
+	// 0 lifts the bound.
+	if _, err := h.sup.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxTokens: new(int64(0)), MaxSteps: new(3)}); err != nil {
+		t.Fatal(err)
+	}
+	got = pausedByBudget(h, a.ID)
+	if !strings.Contains(got.StateReason, "step budget") || got.StepsTotal != 3 {
+		t.Errorf("after lifting the token bound: %q after %d steps", got.StateReason, got.StepsTotal)
+	}
+	// Reset goes back to the config's token budget of 1.
+	reset, err := h.sup.SetBudget(context.Background(), a.ID, client.BudgetRequest{Reset: true})
+	if err != nil || reset.Budget.MaxTokens != 1 || reset.Budget.MaxSteps != 0 || reset.State != client.StatePaused {
+		t.Errorf("reset: %+v, %v; want the config's budget, still paused", reset, err)
+	}
+}
+
+func TestAgentTimeBudgetCountsBusyTime(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxWall: 50 * time.Millisecond} })
+	listForever(h)
+	h.fake.SetDelay(80 * time.Millisecond) // each step thinks longer than the whole budget
+	a := autoAgent(h, 10)
+	got := pausedByBudget(h, a.ID)
+	if got.StepsTotal != 1 || got.BusyMS < 80 || !strings.Contains(got.StateReason, "time budget is 50ms") {
+		t.Errorf("agent = %d steps, busy %d ms, %q", got.StepsTotal, got.BusyMS, got.StateReason)
+	}
+	// Waiting for people is not busy time.
+	h.fake.SetDelay(0)
+	if _, err := h.sup.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxTime: new("1h")}); err != nil {
+		t.Fatal(err)
+	}
+	h.sup.Pause(context.Background(), a.ID)
+	h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return a.State == client.StatePaused })
+	time.Sleep(50 * time.Millisecond) // a step in flight at the pause lands its busy time
+	before := h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return true }).BusyMS
+	time.Sleep(100 * time.Millisecond)
+	if now, _ := h.sup.Agent(context.Background(), a.ID); now.BusyMS != before {
+		t.Errorf("busy time moved from %d to %d ms while paused", before, now.BusyMS)
+	}
+}
+
+func TestSetBudgetRefusesBadValues(t *testing.T) {
+	h := newHarness(t)
+	a := h.create(client.CreateAgentRequest{Name: "tester", Description: "d", Start: new(bool)})
+	for _, c := range []struct {
+		name string
+		req  client.BudgetRequest
+		want string
+	}{
+		{"negative_steps", client.BudgetRequest{MaxSteps: new(-1)}, "max_steps -1"},
+		{"negative_tokens", client.BudgetRequest{MaxTokens: new(int64(-5))}, "max_tokens -5"},
+		{"bad_duration", client.BudgetRequest{MaxTime: new("soon")}, `max_time "soon"`},
+		{"negative_duration", client.BudgetRequest{MaxTime: new("-1h")}, `max_time "-1h"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := h.sup.SetBudget(context.Background(), a.ID, c.req)
+			if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v, want a bad request naming %s", err, c.want)
+			}
+		})
+	}
+	var st *store.Agent
+	h.st.View(context.Background(), func(tx *store.Tx) (err error) { st, err = tx.Agent(a.ID); return err })
+	if st.Budget != (store.AgentBudget{}) {
+		t.Errorf("a refused request changed the budget: %+v", st.Budget)
+	}
+}
+
+func hasAuditKind(entries []client.AuditEntry, kind string) bool {
+	for _, e := range entries {
+		if e.Kind == kind {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,416 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Sub-agents. A helper is a real agent of this daemon — its own runs, history, memory
+// and a workspace under its parent's (<parent ws>/agents/<key>) — named "<parent>/<key>"
+// and linked to its parent. start_agent and message_agent leave the parent's proposal
+// started, with a helper_waits row naming the helper's run; when that run ends, for
+// whatever reason, the end is recorded as the proposal's result and the parent goes on.
+// No goroutine waits: the parent's loop exits while it waits, and the delivery kicks it.
+// The row goes in the same transaction as the delivery, so an end is delivered once,
+// including after a restart (deliverEnded).
+
+// Defaults of Options.MaxHelperDepth and MaxHelpers.
+const (
+	DefaultMaxHelperDepth = 2
+	DefaultMaxHelpers     = 4
+)
+
+// maxAncestors bounds walks up the parent links (a cycle cannot be made, but a walk
+// must end whatever the database says).
+const maxAncestors = 16
+
+// keyOf is a helper's key: its name without its parent's.
+func keyOf(name string) string {
+	return name[strings.LastIndexByte(name, '/')+1:]
+}
+
+// helperEnv is commands.Helpers for one execution: the agent running the command and the
+// proposal whose result a helper's run becomes.
+type helperEnv struct {
+	s          *Supervisor
+	parentID   string
+	proposalID string
+}
+
+var _ commands.Helpers = helperEnv{}
+
+// waitingTx checks that the proposal the command runs for is still started in the
+// parent's current run: a parent stopped meanwhile starts nothing.
+func (h helperEnv) waitingTx(tx *store.Tx, cmd string) (*store.Agent, error) {
+	parent, err := tx.Agent(h.parentID)
+	if err != nil {
+		return nil, err
+	}
+	p, err := tx.Proposal(h.proposalID)
+	if err != nil {
+		return nil, err
+	}
+	if p.Status != client.ProposalStarted || p.RunID != parent.RunID || !active(parent.State) {
+		return nil, fmt.Errorf("%s: not run: your run was stopped", cmd)
+	}
+	return parent, nil
+}
+
+// depthTx is how many parents a has (0 for an agent people started).
+func depthTx(tx *store.Tx, a *store.Agent) (int, error) {
+	d := 0
+	for pid := a.ParentID; pid != "" && d < maxAncestors; d++ {
+		p, err := tx.Agent(pid)
+		if errors.Is(err, store.ErrNotFound) {
+			return d + 1, nil
+		} else if err != nil {
+			return 0, err
+		}
+		pid = p.ParentID
+	}
+	return d, nil
+}
+
+// helperByKey finds the parent's helper named key.
+func helperByKey(tx *store.Tx, parentID, key, cmd string) (*store.Agent, error) {
+	hs, err := tx.Helpers(parentID)
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, a := range hs {
+		if keyOf(a.Name) == key {
+			return a, nil
+		}
+		keys = append(keys, keyOf(a.Name))
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%s: you have no helper %q (you have none; start one with start_agent)", cmd, key)
+	}
+	return nil, fmt.Errorf("%s: you have no helper %q; your helpers: %s", cmd, key, strings.Join(keys, ", "))
+}
+
+// helperPolicy is the policy a helper's run starts with: its parent's, so what the
+// person allowed the parent goes for the helper too.
+func helperPolicy(parent client.Policy) client.Policy {
+	return parent
+}
+
+// Start implements commands.Helpers.
+func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
+	s := h.s
+	const cmd = commands.StartAgent
+	if !nameRE.MatchString(key) || len(key) > 30 {
+		return fmt.Errorf("%s: name %q: use 1-30 lowercase letters, digits, - or _, starting with a letter or digit", cmd, key)
+	}
+	var parentWS string
+	if err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(h.parentID)
+		if err == nil {
+			parentWS = a.Workspace
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	ws := filepath.Join(parentWS, "agents", key)
+	_, statErr := os.Stat(ws)
+	made := errors.Is(statErr, fs.ErrNotExist)
+	if err := makeWorkspace(ws); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	helper := &store.Agent{Agent: client.Agent{
+		ID: newID("a-"), Description: task, Task: prompt, State: client.StateThinking,
+		RunID: newID("r-"), Workspace: ws, ParentID: h.parentID,
+	}}
+	if helper.Description == "" {
+		helper.Description = "a helper agent"
+	}
+	var out *client.Agent
+	err := s.st.Tx(ctx, func(tx *store.Tx) error {
+		parent, err := h.waitingTx(tx, cmd)
+		if err != nil {
+			return err
+		}
+		depth, err := depthTx(tx, parent)
+		if err != nil {
+			return err
+		}
+		if depth+1 > s.opt.MaxHelperDepth {
+			return fmt.Errorf("%s: helpers may be nested %d deep at most, and you are a helper %d deep: do this sub-task yourself",
+				cmd, s.opt.MaxHelperDepth, depth)
+		}
+		hs, err := tx.Helpers(parent.ID)
+		if err != nil {
+			return err
+		}
+		for _, x := range hs {
+			if keyOf(x.Name) == key {
+				return fmt.Errorf("%s: you have a helper named %s already (%s): give it the task with message_agent, or pick another name", cmd, key, x.State)
+			}
+		}
+		if len(hs) >= s.opt.MaxHelpers {
+			return fmt.Errorf("%s: you have %d helpers, the most allowed: remove one with delete_agent first (see list_agents)", cmd, len(hs))
+		}
+		helper.Name = parent.Name + "/" + key
+		if taken, err := tx.NameTaken(helper.Name); err != nil {
+			return err
+		} else if taken {
+			return fmt.Errorf("%s: an agent named %s exists already: pick another name", cmd, helper.Name)
+		}
+		helper.Policy = helperPolicy(parent.Policy)
+		if err := tx.InsertAgent(helper); err != nil {
+			return err
+		}
+		if err := tx.StartRun(helper.RunID, helper.ID, helper.Task); err != nil {
+			return err
+		}
+		if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: helper.ID, HelperRun: helper.RunID}); err != nil {
+			return err
+		}
+		tx.Audit(helper.ID, "created", map[string]any{"name": helper.Name, "task": helper.Task, "parent": parent.ID})
+		tx.Audit(parent.ID, "helper", map[string]string{"helper": helper.ID, "name": helper.Name, "proposal": h.proposalID, "run": helper.RunID})
+		out, err = view(tx, helper)
+		return err
+	})
+	if err != nil {
+		if made {
+			os.RemoveAll(ws)
+		}
+		return err
+	}
+	s.events.Publish(client.Event{Type: client.EventState, AgentID: helper.ID, Agent: out, Message: "created"})
+	s.kick(helper.ID)
+	return nil
+}
+
+// Message implements commands.Helpers.
+func (h helperEnv) Message(ctx context.Context, key, message string) error {
+	s := h.s
+	const cmd = commands.MessageAgent
+	var id string
+	if err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := helperByKey(tx, h.parentID, key, cmd)
+		if err == nil {
+			id = a.ID
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	_, err := s.mutate(ctx, id, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		parent, err := h.waitingTx(tx, cmd)
+		if err != nil {
+			return err
+		}
+		if a.State != client.StateIdle && a.State != client.StateFailed {
+			return fmt.Errorf("%s: helper %s is %s, not done with its last task: wait, or remove it with delete_agent", cmd, key, a.State)
+		}
+		if err := newRunTx(tx, a, message); err != nil {
+			return err
+		}
+		a.Policy = helperPolicy(parent.Policy)
+		if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: a.ID, HelperRun: a.RunID}); err != nil {
+			return err
+		}
+		return tx.Audit(a.ID, "task", map[string]string{"task": message, "run": a.RunID, "by": parent.Name})
+	})
+	return err
+}
+
+// List implements commands.Helpers.
+func (h helperEnv) List(ctx context.Context) ([]string, error) {
+	var out []string
+	err := h.s.st.View(ctx, func(tx *store.Tx) error {
+		hs, err := tx.Helpers(h.parentID)
+		for _, a := range hs {
+			line := fmt.Sprintf("%s: %s", keyOf(a.Name), a.State)
+			if a.StateReason != "" {
+				line += " (" + cut(a.StateReason, 120) + ")"
+			}
+			line += " — " + cut(a.Description, 80)
+			out = append(out, line)
+		}
+		return err
+	})
+	return out, err
+}
+
+// Delete implements commands.Helpers.
+func (h helperEnv) Delete(ctx context.Context, key string) error {
+	var id string
+	if err := h.s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := helperByKey(tx, h.parentID, key, commands.DeleteAgent)
+		if err == nil {
+			id = a.ID
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	return h.s.DeleteAgent(ctx, id)
+}
+
+// helperResult is what the parent's command shows of its helper's end.
+func helperResult(key, outcome, reason string) (string, client.ProposalStatus) {
+	switch outcome {
+	case "finished":
+		return fmt.Sprintf("helper %s finished: %s", key, reason), client.ProposalSucceeded
+	case OutcomeRemoved:
+		return fmt.Sprintf("Error: helper %s was removed before it finished", key), client.ProposalFailed
+	case "":
+		return fmt.Sprintf("Error: helper %s ended without a report", key), client.ProposalFailed
+	}
+	return fmt.Sprintf("Error: helper %s did not finish (%s): %s", key, strings.ReplaceAll(outcome, "_", " "), reason), client.ProposalFailed
+}
+
+// errDelivered rolls back a delivery that found nothing to deliver.
+var errDelivered = errors.New("delivered already")
+
+// deliverHelper records the end of a helper's run as the result of the parent's
+// proposal waiting on it, if one is; ended is the run's outcome and reason when its row
+// is gone with its agent (named name), nil to read them.
+func (s *Supervisor) deliverHelper(ctx context.Context, runID string, ended *RunEnd, name string) {
+	var w *store.HelperWait
+	var outcome, reason string
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if w, err = tx.WaitOn(runID); err != nil {
+			return err
+		}
+		if a, err := tx.Agent(w.HelperID); err == nil {
+			name = a.Name
+		}
+		if ended != nil {
+			outcome, reason = ended.Outcome, ended.Reason
+			return nil
+		}
+		run, err := tx.Run(runID)
+		if errors.Is(err, store.ErrNotFound) {
+			outcome = OutcomeRemoved // its agent went while the daemon was down
+			return nil
+		}
+		if err == nil {
+			outcome, reason = run.Outcome, run.Reason
+		}
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return // no one waits for this run
+	}
+	if err != nil {
+		s.log.Error("reading a helper's end", "run", runID, "err", err)
+		return
+	}
+	key := keyOf(name)
+	if key == "" {
+		key = w.HelperID
+	}
+	result, status := helperResult(key, outcome, reason)
+	var ep *client.Episode
+	_, err = s.mutateThen(ctx, w.AgentID, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if ok, err := tx.DeleteWait(w.ProposalID); err != nil {
+			return err
+		} else if !ok {
+			return errDelivered
+		}
+		p, err := tx.Proposal(w.ProposalID)
+		if err != nil {
+			return err
+		}
+		if moved, err := tx.SetProposalStatus(p.ID, status, &result, client.ProposalStarted); err != nil || !moved {
+			return err // withdrawn meanwhile (its run was stopped): the wait just goes
+		}
+		epOutcome := "succeeded"
+		if status == client.ProposalFailed {
+			epOutcome = "failed"
+		}
+		ep = episodeOf(p, epOutcome, result, "")
+		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
+			return err
+		}
+		tx.Audit(a.ID, epOutcome, map[string]string{"proposal": p.ID, "command": p.Command, "helper": w.HelperID})
+		if a.RunID == p.RunID && a.State == client.StateExecuting {
+			a.State, a.StateReason = client.StateThinking, ""
+		}
+		return nil
+	}, func(a *client.Agent) []client.Event {
+		if ep == nil {
+			return nil
+		}
+		return []client.Event{{Type: client.EventResult, AgentID: a.ID, Episode: ep}}
+	})
+	if err != nil && !errors.Is(err, errDelivered) && !errors.Is(err, client.ErrNotFound) {
+		s.log.Error("delivering a helper's end", "run", runID, "proposal", w.ProposalID, "err", err)
+	}
+}
+
+// deliverEnded delivers the ends of helper runs that ended while the daemon was down (or
+// between their end and its delivery). Start calls it after recovery.
+func (s *Supervisor) deliverEnded(ctx context.Context) error {
+	var runs []string
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		ws, err := tx.Waits()
+		if err != nil {
+			return err
+		}
+		for _, w := range ws {
+			run, err := tx.Run(w.HelperRun)
+			if errors.Is(err, store.ErrNotFound) || (err == nil && !run.Ended.IsZero()) {
+				runs = append(runs, w.HelperRun)
+			} else if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, id := range runs {
+		s.deliverHelper(ctx, id, nil, "")
+	}
+	return err
+}
+
+// stopHelpers stops the helpers of an agent whose run ended: they worked for that run.
+// Each one's end stops its own helpers in turn.
+func (s *Supervisor) stopHelpers(ctx context.Context, parentID string) {
+	var ids []string
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		hs, err := tx.Helpers(parentID)
+		for _, h := range hs {
+			if h.State != client.StateIdle {
+				ids = append(ids, h.ID)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		s.log.Error("listing helpers to stop", "agent", parentID, "err", err)
+	}
+	for _, id := range ids {
+		if _, err := s.stop(ctx, id, "stopped: its parent's run ended"); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+			s.log.Error("stopping a helper", "agent", id, "err", err)
+		}
+	}
+}
+
+// family is the agent and its helpers, theirs, and so on, parents first.
+func family(tx *store.Tx, root *store.Agent) ([]*store.Agent, error) {
+	out := []*store.Agent{root}
+	for i := 0; i < len(out) && i < 1000; i++ {
+		hs, err := tx.Helpers(out[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hs...)
+	}
+	return out, nil
+}

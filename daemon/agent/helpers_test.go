@@ -1,0 +1,367 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// byAgent answers each chat request from the script of the agent the prompt is for
+// ("You are NAME, …"), so a parent and its helpers can think in any order. An agent
+// whose script ran out asks a question, which parks it.
+type byAgent struct {
+	mu sync.Mutex
+	q  map[string][]string
+}
+
+func (b *byAgent) script(name string, replies ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.q[name] = append(b.q[name], replies...)
+}
+
+func (b *byAgent) reply(req *api.ChatRequest) (string, error) {
+	if len(req.Messages) == 0 {
+		return "", errors.New("no messages")
+	}
+	first, _, _ := strings.Cut(req.Messages[0].Content, "\n")
+	name, _, _ := strings.Cut(strings.TrimPrefix(first, "You are "), ",")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.q[name]; len(q) > 0 {
+		b.q[name] = q[1:]
+		return q[0], nil
+	}
+	return reply("ask_user", map[string]string{"question": "nothing scripted for " + name}), nil
+}
+
+var helperCommands = append(slices.Clone(testCommands), commands.StartAgent, commands.MessageAgent, commands.ListAgents, commands.DeleteAgent)
+
+func newHelperHarness(t *testing.T, mod ...func(*Options)) (*harness, *byAgent) {
+	b := &byAgent{q: map[string][]string{}}
+	h := newHarness(t, append([]func(*Options){func(o *Options) { o.Commands = helperCommands }}, mod...)...)
+	h.fake.OnChat(b.reply)
+	return h, b
+}
+
+func (h *harness) boss() *client.Agent {
+	return h.create(client.CreateAgentRequest{Name: "boss", Description: "a lead", Goals: []string{"get things done"}})
+}
+
+// approve approves the agent's next proposal, which must be command.
+func (h *harness) approve(id, command string) *client.Proposal {
+	h.t.Helper()
+	p := h.pending(id)
+	if p.Command != command {
+		h.t.Fatalf("pending proposal of %s = %s %s, want %s", id, p.Command, p.Args, command)
+	}
+	if _, err := h.decide(id, p, "y"); err != nil {
+		h.t.Fatal(err)
+	}
+	return p
+}
+
+// helper waits for the agent named name to exist.
+func (h *harness) helper(name string) *client.Agent {
+	h.t.Helper()
+	return h.waitFor(name, "helper "+name, func(*client.Agent) bool { return true })
+}
+
+// episode waits for the agent's episode of proposal p.
+func (h *harness) episode(id string, p *client.Proposal) client.Episode {
+	h.t.Helper()
+	var found []client.Episode
+	h.waitFor(id, "the episode of "+p.ID, func(*client.Agent) bool {
+		found = nil
+		for _, e := range h.history(id) {
+			if e.ProposalID == p.ID {
+				found = append(found, e)
+			}
+		}
+		return len(found) > 0
+	})
+	if len(found) != 1 {
+		h.t.Fatalf("%d episodes for %s, want 1: %+v", len(found), p.ID, found)
+	}
+	return found[0]
+}
+
+func TestHelperLifecycle(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss",
+		reply("start_agent", map[string]string{"name": "fetcher", "task": "writes files", "prompt": "write a.txt"}),
+		reply("message_agent", map[string]string{"key": "fetcher", "message": "write b.txt"}),
+		reply("list_agents", map[string]string{}),
+		reply("delete_agent", map[string]string{"key": "fetcher"}),
+		reply("finish", map[string]string{"reason": "all done"}))
+	b.script("boss/fetcher",
+		reply("write_file", map[string]string{"path": "a.txt", "contents": "A"}),
+		reply("finish", map[string]string{"reason": "wrote a.txt"}),
+		reply("finish", map[string]string{"reason": "b.txt is not needed"}))
+	boss := h.boss()
+
+	start := h.approve(boss.ID, "start_agent")
+	helper := h.helper("boss/fetcher")
+	if helper.ParentID != boss.ID || helper.Description != "writes files" || helper.Task != "write a.txt" {
+		t.Fatalf("helper = %+v", helper)
+	}
+	if want := filepath.Join(boss.Workspace, "agents", "fetcher"); helper.Workspace != want {
+		t.Fatalf("helper workspace = %s, want %s", helper.Workspace, want)
+	}
+	h.approve(helper.ID, "write_file")
+	if a, _ := h.sup.Agent(context.Background(), boss.ID); a.State != client.StateExecuting || a.Pending != nil {
+		t.Fatalf("boss while its helper works: state %s, pending %v; want executing with nothing to decide", a.State, a.Pending)
+	}
+	h.approve(helper.ID, "finish")
+	ep := h.episode(boss.ID, start)
+	if ep.Outcome != "succeeded" || ep.Result != "helper fetcher finished: wrote a.txt" {
+		t.Fatalf("start_agent episode = %+v", ep)
+	}
+	if got, err := os.ReadFile(filepath.Join(helper.Workspace, "a.txt")); err != nil || string(got) != "A" {
+		t.Fatalf("helper's file = %q, %v", got, err)
+	}
+
+	msg := h.approve(boss.ID, "message_agent")
+	h.approve(helper.ID, "finish")
+	if ep := h.episode(boss.ID, msg); ep.Result != "helper fetcher finished: b.txt is not needed" {
+		t.Fatalf("message_agent episode = %+v", ep)
+	}
+
+	list := h.approve(boss.ID, "list_agents")
+	if ep := h.episode(boss.ID, list); !strings.Contains(ep.Result, "fetcher: idle") || !strings.Contains(ep.Result, "writes files") {
+		t.Fatalf("list_agents episode = %+v", ep)
+	}
+
+	del := h.approve(boss.ID, "delete_agent")
+	if ep := h.episode(boss.ID, del); ep.Result != "deleted helper fetcher" {
+		t.Fatalf("delete_agent episode = %+v", ep)
+	}
+	if _, err := h.sup.Agent(context.Background(), helper.ID); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("deleted helper: %v", err)
+	}
+	if _, err := os.Stat(helper.Workspace); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("deleted helper's workspace: %v", err)
+	}
+	h.approve(boss.ID, "finish")
+	h.waitFor(boss.ID, "boss idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+}
+
+func TestHelperLimits(t *testing.T) {
+	h, b := newHelperHarness(t, func(o *Options) { o.MaxHelperDepth, o.MaxHelpers = 1, 1 })
+	b.script("boss",
+		reply("start_agent", map[string]string{"name": "one", "task": "t", "prompt": "go"}),
+		reply("start_agent", map[string]string{"name": "two", "task": "t", "prompt": "go"}),
+		reply("start_agent", map[string]string{"name": "one", "task": "t", "prompt": "again"}),
+		reply("message_agent", map[string]string{"key": "nobody", "message": "hi"}))
+	b.script("boss/one",
+		reply("start_agent", map[string]string{"name": "deeper", "task": "t", "prompt": "go"}),
+		reply("finish", map[string]string{"reason": "ok"}))
+	boss := h.boss()
+	first := h.approve(boss.ID, "start_agent")
+	one := h.helper("boss/one")
+	nested := h.approve(one.ID, "start_agent")
+	if ep := h.episode(one.ID, nested); ep.Outcome != "failed" || !strings.Contains(ep.Result, "nested 1 deep at most") {
+		t.Fatalf("nested start_agent = %+v", ep)
+	}
+	h.approve(one.ID, "finish")
+	h.episode(boss.ID, first)
+
+	tests := []struct{ command, want string }{
+		{"start_agent", "you have 1 helpers, the most allowed"},
+		{"start_agent", "you have a helper named one already"},
+		{"message_agent", `you have no helper "nobody"; your helpers: one`},
+	}
+	for _, tt := range tests {
+		p := h.approve(boss.ID, tt.command)
+		if ep := h.episode(boss.ID, p); ep.Outcome != "failed" || !strings.Contains(ep.Result, tt.want) {
+			t.Errorf("%s: episode = %+v, want a failure saying %q", tt.command, ep, tt.want)
+		}
+	}
+	var n int
+	h.st.View(context.Background(), func(tx *store.Tx) error {
+		hs, err := tx.Helpers(boss.ID)
+		n = len(hs)
+		return err
+	})
+	if n != 1 {
+		t.Fatalf("boss has %d helpers, want 1", n)
+	}
+}
+
+func TestStoppingAParentStopsItsHelpers(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a",
+		reply("start_agent", map[string]string{"name": "b", "task": "t", "prompt": "go"}))
+	b.script("boss/a/b", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	boss := h.boss()
+	start := h.approve(boss.ID, "start_agent")
+	a := h.helper("boss/a")
+	h.approve(a.ID, "start_agent")
+	ab := h.helper("boss/a/b")
+	h.pending(ab.ID)
+	if ab.Workspace != filepath.Join(boss.Workspace, "agents", "a", "agents", "b") {
+		t.Fatalf("nested helper workspace = %s", ab.Workspace)
+	}
+	if _, err := h.sup.Stop(context.Background(), boss.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{a.ID, ab.ID} {
+		got := h.waitFor(id, "helper stopped", func(a *client.Agent) bool { return a.State == client.StateIdle })
+		if got.StateReason != "stopped: its parent's run ended" {
+			t.Errorf("%s: reason %q", got.Name, got.StateReason)
+		}
+	}
+	ps, _ := h.sup.Proposals(context.Background(), boss.ID)
+	if p := ps[len(ps)-1]; p.ID != start.ID || p.Status != client.ProposalFailed || !strings.Contains(p.Result, "withdrawn") {
+		t.Fatalf("boss's start_agent after stop = %+v", p)
+	}
+}
+
+func TestDeletingAParentRemovesItsHelpers(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	boss := h.boss()
+	h.approve(boss.ID, "start_agent")
+	a := h.helper("boss/a")
+	h.pending(a.ID)
+	if err := h.sup.DeleteAgent(context.Background(), "boss"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{boss.ID, a.ID} {
+		if _, err := h.sup.Agent(context.Background(), id); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("agent %s after its parent's removal: %v", id, err)
+		}
+	}
+	if _, err := os.Stat(boss.Workspace); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("boss's workspace: %v", err)
+	}
+}
+
+func TestRemovingAHelperFailsTheWait(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	boss := h.boss()
+	start := h.approve(boss.ID, "start_agent")
+	h.pending(h.helper("boss/a").ID)
+	if err := h.sup.DeleteAgent(context.Background(), "boss/a"); err != nil {
+		t.Fatal(err)
+	}
+	if ep := h.episode(boss.ID, start); ep.Outcome != "failed" || ep.Result != "Error: helper a was removed before it finished" {
+		t.Fatalf("episode = %+v", ep)
+	}
+}
+
+func TestHelperFollowsParentPolicy(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}), reply("finish", map[string]string{"reason": "wrote x"}))
+	boss := h.boss()
+	if _, err := h.sup.AddPermission(context.Background(), boss.ID, client.PermissionRequest{Effect: "allow", Pattern: "write_file(*)"}); err != nil {
+		t.Fatal(err)
+	}
+	h.approve(boss.ID, "start_agent")
+	a := h.helper("boss/a")
+	p := h.pending(a.ID) // write_file ran by the parent's pattern; finish asks
+	if p.Command != "finish" {
+		t.Fatalf("helper's pending = %s, want finish (write_file allowed by the parent's pattern)", p.Command)
+	}
+}
+
+func TestHelperWaitSurvivesRestart(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a", reply("finish", map[string]string{"reason": "done while you were away"}))
+	boss := h.boss()
+	start := h.approve(boss.ID, "start_agent")
+	a := h.helper("boss/a")
+	hp := h.pending(a.ID)
+
+	// The daemon stops while the parent waits.
+	h.stop()
+	h.start()
+	h.fake.OnChat(b.reply)
+	if got, _ := h.sup.Agent(context.Background(), boss.ID); got.State != client.StateExecuting {
+		t.Fatalf("boss after restart: %s (%s), want executing", got.State, got.StateReason)
+	}
+	if _, err := h.decide(a.ID, hp, "y"); err != nil {
+		t.Fatal(err)
+	}
+	if ep := h.episode(boss.ID, start); ep.Result != "helper a finished: done while you were away" {
+		t.Fatalf("episode = %+v", ep)
+	}
+}
+
+func TestHelperEndWhileDownIsDeliveredOnce(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	boss := h.boss()
+	start := h.approve(boss.ID, "start_agent")
+	a := h.helper("boss/a")
+	h.pending(a.ID)
+	h.stop()
+	// The helper's end was committed, and the daemon died before delivering it.
+	err := h.st.Tx(context.Background(), func(tx *store.Tx) error {
+		ha, err := tx.Agent(a.ID)
+		if err != nil {
+			return err
+		}
+		ha.State, ha.StateReason = client.StateIdle, "finished: ended offline"
+		if err := tx.UpdateAgent(ha); err != nil {
+			return err
+		}
+		return tx.EndRun(ha.RunID, "finished", "ended offline")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		h.start()
+		h.fake.OnChat(b.reply)
+		if ep := h.episode(boss.ID, start); ep.Result != "helper a finished: ended offline" {
+			t.Fatalf("episode = %+v", ep)
+		}
+		h.stop()
+	}
+}
+
+func TestStartAgentWithoutWaitIsInterruptedOnRestart(t *testing.T) {
+	h, _ := newHelperHarness(t)
+	boss := h.boss()
+	h.stop()
+	// The daemon died after start_agent was started and before its helper was recorded.
+	err := h.st.Tx(context.Background(), func(tx *store.Tx) error {
+		a, err := tx.Agent(boss.ID)
+		if err != nil {
+			return err
+		}
+		a.State, a.Step = client.StateExecuting, 1
+		if err := tx.UpdateAgent(a); err != nil {
+			return err
+		}
+		return tx.InsertProposal(&client.Proposal{ID: "p-x", AgentID: a.ID, RunID: a.RunID, Step: 1, Command: commands.StartAgent,
+			Args: []byte(`{"name":"a","task":"t","prompt":"go"}`), Hash: "h", Status: client.ProposalStarted})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	got := h.waitFor(boss.ID, "interrupted", func(a *client.Agent) bool { return a.Pending != nil })
+	if got.Pending.Status != client.ProposalInterrupted || got.State != client.StateAwaitingDecision {
+		t.Fatalf("boss = %s, pending %+v", got.State, got.Pending)
+	}
+}

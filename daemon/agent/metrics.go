@@ -1,0 +1,55 @@
+package agent
+
+import (
+	"context"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/metrics"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Metrics is what the supervisor reports as it works; *metrics.Metrics implements it.
+// Every report follows a committed transaction, so a rolled-back step counts nothing.
+type Metrics interface {
+	Step(outcome string)
+	Decision(kind, source, by string)
+	BudgetExhausted(scope, budget string)
+}
+
+var _ Metrics = (*metrics.Metrics)(nil)
+
+type noMetrics struct{}
+
+func (noMetrics) Step(string)                     {}
+func (noMetrics) Decision(string, string, string) {}
+func (noMetrics) BudgetExhausted(string, string)  {}
+
+// countDecision reports d once tx commits.
+func (s *Supervisor) countDecision(tx *store.Tx, d *client.Decision) {
+	tx.AfterCommit(func() { s.metrics.Decision(string(d.Kind), d.Source, d.By) })
+}
+
+// countStep reports a step's outcome once tx commits.
+func (s *Supervisor) countStep(tx *store.Tx, outcome string) {
+	tx.AfterCommit(func() { s.metrics.Step(outcome) })
+}
+
+// MetricsState reads the store-backed gauges for a metrics scrape.
+func (s *Supervisor) MetricsState(ctx context.Context) (metrics.State, error) {
+	var g *store.Gauges
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { g, err = tx.Gauges(); return err })
+	if err != nil {
+		return metrics.State{}, err
+	}
+	out := metrics.State{AgentsByState: g.AgentsByState, DecisionsPending: g.DecisionsPending, MemoryDocuments: -1}
+	if s.mem != nil {
+		out.MemoryDocuments = int(s.mem.ix.Stats().Docs)
+	}
+	for _, a := range g.AgentTokens {
+		out.AgentTokens = append(out.AgentTokens, metrics.AgentTokens{Agent: a.Name, PromptTokens: a.Prompt, EvalTokens: a.Eval})
+	}
+	for _, sc := range g.ScheduleTokens {
+		out.ScheduleTokens = append(out.ScheduleTokens, metrics.ScheduleTokens{Schedule: sc.Name, Tokens: sc.Prompt})
+	}
+	return out, nil
+}

@@ -1,0 +1,366 @@
+package agentprotocol
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/daemon/api"
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Options configure the handler.
+type Options struct {
+	// Agents is the daemon's agent service (daemon/agent's Supervisor). Required.
+	Agents api.AgentService
+	// Log gets 500s and refused uploads; nil discards.
+	Log *slog.Logger
+	// StepWait bounds how long executing a step waits for the agent to settle, before
+	// and after deciding; 0 means 5 minutes (a CPU model can take that long per step).
+	StepWait time.Duration
+	// MaxUpload caps an uploaded artifact in bytes; 0 means 64 MiB.
+	MaxUpload int64
+}
+
+// Defaults of Options.
+const (
+	DefaultStepWait  = 5 * time.Minute
+	DefaultMaxUpload = 64 << 20
+	maxPageSize      = 100
+	maxBody          = 1 << 20
+	// By is who the daemon records as the decider of a step's decision.
+	By = "agent-protocol"
+)
+
+type handler struct {
+	svc       api.AgentService
+	log       *slog.Logger
+	stepWait  time.Duration
+	maxUpload int64
+	mux       *http.ServeMux
+	uploadsMu sync.Mutex // serializes the uploads sidecar's read-modify-write
+	// shown holds the proposals a reply has shown: an empty-input step approves only
+	// those. In memory: after a restart a pending proposal is shown once more first.
+	shown sync.Map
+}
+
+// New returns the Agent Protocol handler, serving paths under /ap/v1/.
+func New(opt Options) http.Handler {
+	h := &handler{svc: opt.Agents, log: opt.Log, stepWait: opt.StepWait, maxUpload: opt.MaxUpload, mux: http.NewServeMux()}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.stepWait <= 0 {
+		h.stepWait = DefaultStepWait
+	}
+	if h.maxUpload <= 0 {
+		h.maxUpload = DefaultMaxUpload
+	}
+	const tasks = "/ap/v1/agent/tasks"
+	routes := []struct {
+		method, path string
+		fn           func(w http.ResponseWriter, r *http.Request) error
+	}{
+		{"POST", tasks, h.createTask},
+		{"GET", tasks, h.listTasks},
+		{"GET", tasks + "/{task_id}", h.getTask},
+		{"GET", tasks + "/{task_id}/steps", h.listSteps},
+		{"POST", tasks + "/{task_id}/steps", h.executeStep},
+		{"GET", tasks + "/{task_id}/steps/{step_id}", h.getStep},
+		{"GET", tasks + "/{task_id}/artifacts", h.listArtifacts},
+		{"POST", tasks + "/{task_id}/artifacts", h.uploadArtifact},
+		{"GET", tasks + "/{task_id}/artifacts/{artifact_id}", h.downloadArtifact},
+	}
+	allowed := map[string][]string{}
+	for _, rt := range routes {
+		h.mux.Handle(rt.method+" "+rt.path, h.wrap(rt.fn))
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	for p, methods := range allowed {
+		allow := strings.Join(methods, ", ")
+		h.mux.Handle(p, h.wrap(func(w http.ResponseWriter, r *http.Request) error {
+			w.Header().Set("Allow", allow)
+			return errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow)
+		}))
+	}
+	h.mux.Handle("/", h.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		return errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
+	}))
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// Error is an error with the HTTP status to reply with.
+type Error struct {
+	Status int
+	Msg    string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func errorf(status int, format string, args ...any) *Error {
+	return &Error{Status: status, Msg: fmt.Sprintf(format, args...)}
+}
+
+// wrap turns a handler's error (or panic) into the one error reply.
+func (h *handler) wrap(fn func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				h.log.Error("agent protocol: handler panicked", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				h.writeError(w, r, fmt.Errorf("internal error: %v", p))
+			}
+		}()
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}
+
+// statusOf maps the service's errors: the daemon refusing a value is 422, the protocol's
+// status for a request it cannot process.
+func statusOf(err error) int {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+		return e.Status
+	case errors.Is(err, client.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, client.ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, client.ErrBadRequest):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, client.ErrForbidden):
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
+}
+
+func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := statusOf(err)
+	if status == http.StatusInternalServerError && r.Context().Err() == nil {
+		h.log.Error("agent protocol: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	reply(w, status, map[string]string{"error": err.Error(), "message": err.Error()})
+}
+
+func reply(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding reply: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// decodeBody reads one JSON object into v; an empty body is {} (curl -X POST sends none).
+// Unknown fields are allowed: the protocol does not forbid them.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", tooBig.Limit)
+	} else if err != nil {
+		return errorf(http.StatusBadRequest, "reading the request body: %v", err)
+	}
+	if strings.TrimSpace(string(raw)) == "" {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	if err := dec.Decode(v); err != nil {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syntax):
+			return errorf(http.StatusBadRequest, "invalid JSON body: %s (at byte %d)", syntax.Error(), syntax.Offset)
+		case errors.As(err, &typ) && typ.Field != "":
+			return errorf(http.StatusBadRequest, "invalid JSON body: field %q: want %s, got %s", typ.Field, kind(typ.Type.Kind().String()), typ.Value)
+		case errors.As(err, &typ):
+			return errorf(http.StatusBadRequest, "invalid JSON body: want a JSON object, got %s", typ.Value)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return errorf(http.StatusBadRequest, "invalid JSON body: unexpected end of JSON")
+		}
+		return errorf(http.StatusBadRequest, "invalid JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return errorf(http.StatusBadRequest, "invalid JSON body: unexpected data after the JSON object")
+	}
+	return nil
+}
+
+func kind(k string) string {
+	switch k {
+	case "string", "ptr":
+		return "a string"
+	case "map":
+		return "a JSON object"
+	}
+	return k
+}
+
+// pageParams reads current_page and page_size.
+func pageParams(r *http.Request) (cur, size int, err error) {
+	num := func(name string, def, max int) (int, error) {
+		s := r.URL.Query().Get(name)
+		if s == "" {
+			return def, nil
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return 0, errorf(http.StatusBadRequest, "%s %q: want a whole number of at least 1", name, s)
+		}
+		if max > 0 && n > max {
+			return 0, errorf(http.StatusBadRequest, "%s %d: at most %d", name, n, max)
+		}
+		return n, nil
+	}
+	if cur, err = num("current_page", 1, 0); err != nil {
+		return 0, 0, err
+	}
+	size, err = num("page_size", 10, maxPageSize)
+	return cur, size, err
+}
+
+// paginate returns the bounds of the page in a list of n items.
+func paginate(n, cur, size int) (lo, hi int, p Pagination) {
+	p = Pagination{TotalItems: n, TotalPages: (n + size - 1) / size, CurrentPage: cur, PageSize: size}
+	lo = min((cur-1)*size, n)
+	hi = min(lo+size, n)
+	return lo, hi, p
+}
+
+// createTask creates an agent with the input as its task and starts its run.
+func (h *handler) createTask(w http.ResponseWriter, r *http.Request) error {
+	var req TaskRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if req.Input == nil || strings.TrimSpace(*req.Input) == "" {
+		return errorf(http.StatusUnprocessableEntity, "input is empty: say what the agent should do")
+	}
+	cr := client.CreateAgentRequest{Task: *req.Input}
+	if v, ok := req.AdditionalInput["name"]; ok {
+		s, ok := v.(string)
+		if !ok {
+			return errorf(http.StatusUnprocessableEntity, "additional_input.name: want a string, got %v", v)
+		}
+		cr.Name = s
+	}
+	if v, ok := req.AdditionalInput["policy"]; ok {
+		s, ok := v.(string)
+		if !ok {
+			return errorf(http.StatusUnprocessableEntity, "additional_input.policy: want ask, auto or continuous, got %v", v)
+		}
+		cr.Policy = &client.Policy{Mode: s}
+	}
+	a, err := h.svc.CreateAgent(r.Context(), cr)
+	if err != nil {
+		return err
+	}
+	h.log.Info("agent protocol: task created", "task", a.RunID, "agent", a.Name)
+	return reply(w, http.StatusOK, Task{TaskID: a.RunID, Input: a.Task, AdditionalInput: agentInfo(a, nil), Artifacts: []Artifact{}})
+}
+
+// agentInfo is a task's additional_input: who works on it and how it stands.
+func agentInfo(a *client.Agent, run *client.Run) map[string]any {
+	m := map[string]any{}
+	if a != nil {
+		m["agent"], m["agent_id"] = a.Name, a.ID
+		if run == nil || a.RunID == run.ID {
+			m["state"] = string(a.State)
+			if a.StateReason != "" {
+				m["state_reason"] = a.StateReason
+			}
+		}
+	}
+	if run != nil && run.Outcome != "" {
+		m["outcome"] = run.Outcome
+		if run.Reason != "" {
+			m["reason"] = run.Reason
+		}
+	}
+	return m
+}
+
+// listTasks lists each agent's current or last run, oldest agent first.
+func (h *handler) listTasks(w http.ResponseWriter, r *http.Request) error {
+	cur, size, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	agents, err := h.svc.Agents(r.Context())
+	if err != nil {
+		return err
+	}
+	agents = slices.DeleteFunc(agents, func(a client.Agent) bool { return a.RunID == "" })
+	slices.SortStableFunc(agents, func(a, b client.Agent) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	lo, hi, p := paginate(len(agents), cur, size)
+	out := TaskListResponse{Tasks: []Task{}, Pagination: p}
+	for i := lo; i < hi; i++ {
+		a := &agents[i]
+		arts, err := h.artifacts(a)
+		if err != nil {
+			return err
+		}
+		out.Tasks = append(out.Tasks, Task{TaskID: a.RunID, Input: a.Task, AdditionalInput: agentInfo(a, nil), Artifacts: arts})
+	}
+	return reply(w, http.StatusOK, out)
+}
+
+// task finds a task by id: the run's replay and its agent (nil when deleted).
+func (h *handler) task(ctx context.Context, id string) (*client.Replay, *client.Agent, error) {
+	notFound := errorf(http.StatusNotFound, "no task %q (task ids are run ids, like r-0123456789ab)", id)
+	if !strings.HasPrefix(id, "r-") {
+		return nil, nil, notFound
+	}
+	rp, err := h.svc.Replay(ctx, id)
+	if errors.Is(err, client.ErrNotFound) {
+		return nil, nil, notFound
+	} else if err != nil {
+		return nil, nil, err
+	}
+	if rp.Run.ID != id { // Replay also takes agent names
+		return nil, nil, notFound
+	}
+	a, err := h.svc.Agent(ctx, rp.Run.AgentID)
+	if errors.Is(err, client.ErrNotFound) {
+		return rp, nil, nil
+	} else if err != nil {
+		return nil, nil, err
+	}
+	return rp, a, nil
+}
+
+func (h *handler) getTask(w http.ResponseWriter, r *http.Request) error {
+	rp, a, err := h.task(r.Context(), r.PathValue("task_id"))
+	if err != nil {
+		return err
+	}
+	arts, err := h.artifacts(a)
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, Task{TaskID: rp.Run.ID, Input: rp.Run.Task, AdditionalInput: agentInfo(a, &rp.Run), Artifacts: arts})
+}

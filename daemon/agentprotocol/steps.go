@@ -1,0 +1,410 @@
+package agentprotocol
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+func (h *handler) listSteps(w http.ResponseWriter, r *http.Request) error {
+	cur, size, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	rp, a, err := h.task(r.Context(), r.PathValue("task_id"))
+	if err != nil {
+		return err
+	}
+	lo, hi, p := paginate(len(rp.Steps), cur, size)
+	out := StepListResponse{Steps: []Step{}, Pagination: p}
+	m := h.mapper(r.Context(), rp, a)
+	for i := lo; i < hi; i++ {
+		out.Steps = append(out.Steps, m.step(i))
+	}
+	return reply(w, http.StatusOK, out)
+}
+
+func (h *handler) getStep(w http.ResponseWriter, r *http.Request) error {
+	rp, a, err := h.task(r.Context(), r.PathValue("task_id"))
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("step_id")
+	for i, s := range rp.Steps {
+		if s.Proposal.ID == id {
+			return reply(w, http.StatusOK, h.mapper(r.Context(), rp, a).step(i))
+		}
+	}
+	return errorf(http.StatusNotFound, "task %s has no step %q", rp.Run.ID, id)
+}
+
+// executeStep decides the task's pending proposal (or answers its question) and waits
+// until the agent has settled, then returns the decided step.
+func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
+	ctx := r.Context()
+	var req StepRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	input := ""
+	if req.Input != nil {
+		input = strings.TrimSpace(*req.Input)
+	}
+	kind, count, wantStep, err := stepOptions(req.AdditionalInput, input)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("task_id")
+	rp, a, err := h.task(ctx, id)
+	if err != nil {
+		return err
+	}
+	if a == nil {
+		return errorf(http.StatusConflict, "task %s: its agent was deleted", id)
+	}
+	// First the agent must stop thinking: only then is there something to decide.
+	if a, err = h.settle(ctx, a.ID, id, ""); err != nil {
+		return err
+	}
+	if a.RunID != id || a.State == client.StateIdle {
+		if rp, _, err = h.task(ctx, id); err != nil { // for the run's outcome, set meanwhile
+			return err
+		}
+	}
+	if err := ended(a, id, rp); err != nil {
+		return err
+	}
+	decided := ""
+	switch {
+	case a.Question != nil:
+		if input == "" {
+			return errorf(http.StatusUnprocessableEntity, "the agent asked %q: send the answer as the step's input", a.Question.Text)
+		}
+		if wantStep != "" && wantStep != a.Question.ProposalID {
+			return errorf(http.StatusConflict, "step %s is not the pending step (%s is)", wantStep, a.Question.ProposalID)
+		}
+		if err := h.svc.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: input, By: By}); err != nil {
+			return err
+		}
+		decided = a.Question.ProposalID
+	case a.Pending != nil:
+		if wantStep != "" && wantStep != a.Pending.ID {
+			return errorf(http.StatusConflict, "step %s is not the pending step (%s is)", wantStep, a.Pending.ID)
+		}
+		if kind == client.DecisionApprove && wantStep == "" && !h.wasShown(a.Pending.ID) {
+			// Never approve what the client has not seen (AutoGPT's first step only
+			// proposes): show it; the next step approves it.
+			return h.replyStep(w, r, id, a.Pending.ID)
+		}
+		d := client.DecideRequest{ProposalID: a.Pending.ID, Kind: kind, Count: count, By: By, Source: By}
+		if kind == client.DecisionFeedback {
+			d.Feedback = input
+		}
+		if _, err := h.svc.Decide(ctx, a.ID, d); err != nil {
+			return err
+		}
+		decided = a.Pending.ID
+	case a.State == client.StatePaused:
+		if input != "" {
+			return errorf(http.StatusConflict, "the agent is paused (%s): send an empty input to resume it", a.StateReason)
+		}
+		if _, err := h.svc.Resume(ctx, a.ID); err != nil {
+			return err
+		}
+	case a.State == client.StateFailed:
+		return errorf(http.StatusConflict, "task %s: the agent failed: %s", id, a.StateReason)
+	default:
+		return errorf(http.StatusConflict, "the agent is still %s after %s: send the step again to wait longer", a.State, h.stepWait)
+	}
+	if _, err := h.settle(ctx, a.ID, id, decided); err != nil {
+		return err
+	}
+	return h.replyStep(w, r, id, decided)
+}
+
+// replyStep replies with the task's step stepID; "" is its latest.
+func (h *handler) replyStep(w http.ResponseWriter, r *http.Request, taskID, stepID string) error {
+	rp, a, err := h.task(r.Context(), taskID)
+	if err != nil {
+		return err
+	}
+	i := len(rp.Steps) - 1
+	for j, s := range rp.Steps {
+		if s.Proposal.ID == stepID {
+			i = j
+		}
+	}
+	if i < 0 {
+		return errorf(http.StatusConflict, "task %s has no step yet: the agent is %s", taskID, a.State)
+	}
+	return reply(w, http.StatusOK, h.mapper(r.Context(), rp, a).step(i))
+}
+
+// wasShown reports whether a proposal went out in a reply, as a step or as the next one.
+func (h *handler) wasShown(proposalID string) bool {
+	_, ok := h.shown.Load(proposalID)
+	return ok
+}
+
+// stepOptions reads a step's additional_input.
+func stepOptions(ai map[string]any, input string) (kind client.DecisionKind, count int, step string, err error) {
+	kind = client.DecisionApprove
+	if input != "" {
+		kind = client.DecisionFeedback
+	}
+	if v, ok := ai["decision"]; ok {
+		s, _ := v.(string)
+		switch client.DecisionKind(s) {
+		case client.DecisionApprove, client.DecisionDeny:
+			kind = client.DecisionKind(s)
+		case client.DecisionFeedback:
+			if input == "" {
+				return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.decision is feedback but input is empty: put the feedback in input")
+			}
+			kind = client.DecisionFeedback
+		default:
+			return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.decision %v: want approve, deny or feedback", v)
+		}
+	}
+	if v, ok := ai["count"]; ok {
+		f, ok := v.(float64)
+		if !ok || f != float64(int(f)) || f < 1 {
+			return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.count %v: want a whole number of at least 1", v)
+		}
+		if kind != client.DecisionApprove {
+			return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.count goes with an approval, not %s", kind)
+		}
+		count = int(f)
+	}
+	if v, ok := ai["step_id"]; ok {
+		if step, ok = v.(string); !ok || step == "" {
+			return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.step_id %v: want a step id", v)
+		}
+	}
+	return kind, count, step, nil
+}
+
+// ended refuses a step on a task whose run is over.
+func ended(a *client.Agent, id string, rp *client.Replay) error {
+	if a.RunID == id && a.State != client.StateIdle {
+		return nil
+	}
+	why := rp.Run.Outcome
+	if rp.Run.Reason != "" {
+		why += ": " + rp.Run.Reason
+	}
+	if why == "" {
+		why = "the agent moved on to another task"
+	}
+	return errorf(http.StatusConflict, "task %s has ended (%s): create a new task to go on", id, why)
+}
+
+// busy states change by themselves; the others wait for a person or are final.
+func busy(s client.AgentState) bool {
+	return s == client.StateThinking || s == client.StateExecuting || s == client.StateWaitingForModel
+}
+
+// settle polls the agent until it waits for a person on something other than decided,
+// or has left the run, or stepWait passes; it returns the agent as last seen.
+func (h *handler) settle(ctx context.Context, agentID, runID, decided string) (*client.Agent, error) {
+	deadline := time.Now().Add(h.stepWait)
+	delay := 5 * time.Millisecond
+	for {
+		a, err := h.svc.Agent(ctx, agentID)
+		if err != nil {
+			if errors.Is(err, client.ErrNotFound) {
+				return nil, errorf(http.StatusConflict, "task %s: its agent was deleted", runID)
+			}
+			return nil, err
+		}
+		open := ""
+		if a.Pending != nil {
+			open = a.Pending.ID
+		} else if a.Question != nil {
+			open = a.Question.ProposalID
+		}
+		if a.RunID != runID || (!busy(a.State) && (open == "" || open != decided)) || time.Now().After(deadline) {
+			return a, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 100*time.Millisecond)
+	}
+}
+
+// stepMapper turns a run's replay into protocol steps.
+type stepMapper struct {
+	h       *handler
+	rp      *client.Replay
+	a       *client.Agent
+	writers map[string]bool // commands that write the workspace
+}
+
+func (h *handler) mapper(ctx context.Context, rp *client.Replay, a *client.Agent) *stepMapper {
+	m := &stepMapper{h: h, rp: rp, a: a, writers: map[string]bool{}}
+	if a != nil {
+		if cmds, err := h.svc.Commands(ctx, a.ID); err == nil {
+			for _, c := range cmds {
+				if c.Class == "write_workspace" {
+					m.writers[c.Name] = true
+				}
+			}
+		}
+	}
+	return m
+}
+
+func (m *stepMapper) step(i int) Step {
+	rs := m.rp.Steps[i]
+	p := rs.Proposal
+	s := Step{TaskID: m.rp.Run.ID, StepID: p.ID, Name: p.Command, Artifacts: []Artifact{}}
+	last := i == len(m.rp.Steps)-1
+	s.IsLast = last && m.rp.Run.Outcome != ""
+	action := p.Command + " " + compact(p.Args)
+	var out []string
+	if p.Thoughts.Speak != "" {
+		out = append(out, p.Thoughts.Speak)
+	}
+	asking := p.Command == "ask_user" && p.Status == client.ProposalStarted
+	switch {
+	case asking:
+		s.Status = StatusCreated
+		out = append(out, "The agent asks: "+questionOf(p)+" — send the answer as the next step's input.")
+	case p.Status.Decidable():
+		s.Status = StatusCreated
+		m.h.shown.Store(p.ID, true)
+		verb := "Proposes"
+		if p.Status == client.ProposalInterrupted {
+			verb = "Was running when the daemon stopped; proposes again"
+		}
+		out = append(out, fmt.Sprintf("%s %s — awaiting a decision: send an empty input to approve it, or text as feedback.", verb, action))
+	case p.Status == client.ProposalApproved || p.Status == client.ProposalStarted:
+		s.Status = StatusRunning
+		out = append(out, "Running "+action+".")
+	default:
+		s.Status = StatusCompleted
+		out = append(out, outcome(p, action))
+	}
+	for _, d := range rs.Decisions {
+		if d.Kind == client.DecisionFeedback {
+			s.Input = d.Feedback
+		}
+	}
+	if p.Command == "ask_user" && p.Status == client.ProposalSucceeded {
+		s.Input = p.Result
+	}
+	if !last {
+		n := m.rp.Steps[i+1].Proposal
+		m.h.shown.Store(n.ID, true)
+		next := "Next: proposes " + n.Command + " " + compact(n.Args) + " (step " + n.ID + ")."
+		if n.Thoughts.Speak != "" {
+			next = "Next: " + n.Thoughts.Speak + " — proposes " + n.Command + " " + compact(n.Args) + " (step " + n.ID + ")."
+		}
+		out = append(out, next)
+	}
+	if s.IsLast {
+		end := "The task ended: " + m.rp.Run.Outcome
+		if m.rp.Run.Reason != "" {
+			end += " — " + m.rp.Run.Reason
+		}
+		out = append(out, end+".")
+	}
+	s.Output = strings.Join(out, "\n")
+	ao := map[string]any{
+		"command": p.Command, "args": json.RawMessage(orEmpty(p.Args)), "thoughts": p.Thoughts,
+		"proposal_status": p.Status, "decisions": nonNil(rs.Decisions),
+	}
+	if p.Result != "" {
+		ao["result"] = p.Result
+	}
+	if !last {
+		ao["next_step_id"] = m.rp.Steps[i+1].Proposal.ID
+	}
+	if s.IsLast {
+		ao["task_outcome"] = m.rp.Run.Outcome
+	}
+	s.AdditionalOutput = ao
+	if p.Status == client.ProposalSucceeded && m.writers[p.Command] {
+		if a := m.h.artifactAt(m.a, argPath(p.Args)); a != nil {
+			s.Artifacts = append(s.Artifacts, *a)
+		}
+	}
+	return s
+}
+
+// outcome says in words how a settled proposal ended.
+func outcome(p client.Proposal, action string) string {
+	switch p.Status {
+	case client.ProposalSucceeded:
+		return "Ran " + action + ": " + cut(p.Result, 1000)
+	case client.ProposalFailed:
+		return "Ran " + action + "; it failed: " + cut(p.Result, 1000)
+	case client.ProposalDenied:
+		return "Not run: " + action + " was denied."
+	case client.ProposalFeedback:
+		return "Not run: " + action + "; the feedback went to the agent."
+	case client.ProposalSuperseded:
+		return "Not run: " + action + " was left undecided when the run moved on."
+	}
+	return action + ": " + string(p.Status)
+}
+
+func questionOf(p client.Proposal) string {
+	var q struct {
+		Question string `json:"question"`
+	}
+	json.Unmarshal(p.Args, &q)
+	return fmt.Sprintf("%q", q.Question)
+}
+
+// argPath is a command's "path" argument, the file a writing command wrote.
+func argPath(args json.RawMessage) string {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return ""
+	}
+	return path.Clean(strings.TrimPrefix(a.Path, "/"))
+}
+
+func compact(args json.RawMessage) string {
+	if len(args) == 0 {
+		return "{}"
+	}
+	return cut(string(args), 300)
+}
+
+func orEmpty(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("{}")
+	}
+	return b
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 { // not inside a UTF-8 sequence
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,56 @@
+package api
+
+import (
+	"context"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// The fake's team runs: one, t1, running in state design. It keeps just enough rules to
+// return each kind of error.
+
+func fakeTeam() client.TeamRun {
+	return client.TeamRun{ID: "t1", Workflow: "pair", Task: "a word counter", Status: client.TeamRunning, State: "design",
+		Phase: "choose_language", Vars: map[string]string{"task": "a word counter"}, Turns: 1, MaxTurns: 40, CreatedAt: t0, UpdatedAt: t0,
+		Transcript: []client.TeamTurn{{Seq: 1, Kind: client.TurnMessage, State: "design", Phase: "choose_language", Role: "ceo",
+			Text: "Instruction: pick a language.", At: t0}}}
+}
+
+func (f *fakeService) Teams(ctx context.Context) ([]client.TeamRun, error) {
+	t := fakeTeam()
+	t.Transcript = nil
+	return []client.TeamRun{t}, nil
+}
+
+func (f *fakeService) StartTeam(ctx context.Context, req client.TeamRunRequest) (*client.TeamRun, error) {
+	if req.Workflow == "" {
+		return nil, client.Errorf(client.ErrBadRequest, "empty workflow: send the workflow file's content")
+	}
+	t := fakeTeam()
+	t.ID, t.Task, t.Transcript, t.Turns = "t2", req.Task, nil, 0
+	return &t, nil
+}
+
+func (f *fakeService) Team(ctx context.Context, ref string) (*client.TeamRun, error) {
+	if ref != "t1" {
+		return nil, client.Errorf(client.ErrNotFound, "no team run %q", ref)
+	}
+	t := fakeTeam()
+	return &t, nil
+}
+
+func (f *fakeService) StopTeam(ctx context.Context, ref string) (*client.TeamRun, error) {
+	t, err := f.Team(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	t.Status, t.Reason = client.TeamStopped, "stopped by a person"
+	return t, nil
+}
+
+func (f *fakeService) PlanTeam(ctx context.Context, req client.TeamPlanRequest) (*client.TeamPlan, error) {
+	if req.Task == "" {
+		return nil, client.Errorf(client.ErrBadRequest, "empty task: say what the team should do")
+	}
+	return &client.TeamPlan{Workflow: "name = \"planned\"\n", Revised: true, Problems: []string{"no summarizing role"}}, nil
+}

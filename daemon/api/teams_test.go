@@ -1,0 +1,55 @@
+package api
+
+import (
+	"context"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+func TestTeamRoutesThroughClient(t *testing.T) {
+	t1 := fakeTeam()
+	listed := fakeTeam()
+	listed.Transcript = nil
+	started := fakeTeam()
+	started.ID, started.Task, started.Transcript, started.Turns = "t2", "x", nil, 0
+	stopped := fakeTeam()
+	stopped.Status, stopped.Reason = client.TeamStopped, "stopped by a person"
+	cases := []routeCase{
+		{name: "teams", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Teams(ctx) },
+			want: []client.TeamRun{listed}},
+		{name: "team", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Team(ctx, "t1") }, want: &t1},
+		{name: "team_unknown_not_found", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Team(ctx, "t9") },
+			wantErr: client.ErrNotFound, errText: `no team run "t9"`},
+		{name: "start_team", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.StartTeam(ctx, client.TeamRunRequest{Workflow: "name = \"pair\"", Task: "x"})
+		}, want: &started},
+		{name: "start_team_empty_bad_request", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.StartTeam(ctx, client.TeamRunRequest{Task: "x"})
+		}, wantErr: client.ErrBadRequest, errText: "empty workflow: send the workflow file's content"},
+		{name: "plan_team", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.PlanTeam(ctx, client.TeamPlanRequest{Task: "x"})
+		}, want: &client.TeamPlan{Workflow: "name = \"planned\"\n", Revised: true, Problems: []string{"no summarizing role"}}},
+		{name: "plan_team_empty_bad_request", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.PlanTeam(ctx, client.TeamPlanRequest{})
+		}, wantErr: client.ErrBadRequest, errText: "empty task: say what the team should do"},
+		{name: "stop_team", call: func(ctx context.Context, c *client.Client) (any, error) { return c.StopTeam(ctx, "t1") }, want: &stopped},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			sock, _ := serve(t, newFake())
+			c := &client.Client{Socket: sock}
+			got, err := tt.call(t.Context(), c)
+			if tt.wantErr != nil {
+				checkAPIError(t, err, tt.wantErr, tt.errText)
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if tt.want != nil && jsonText(t, got) != jsonText(t, tt.want) {
+				t.Errorf("got  %s\nwant %s", jsonText(t, got), jsonText(t, tt.want))
+			}
+		})
+	}
+}

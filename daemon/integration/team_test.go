@@ -1,0 +1,134 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// TestRealOllamaTeam runs the shipped software-company workflow on the real Ollama server
+// and the tiny random-weight model, started with agentctl, and asserts only structure: the
+// run terminates with a recorded reason within its turn limit, every phase end has a mode,
+// and every proposal of a role agent went through a decision. Proposals the programmer
+// makes are decided through the client (the first approved, the rest denied, which ends
+// that role's turn), as a person would.
+func TestRealOllamaTeam(t *testing.T) {
+	begin := time.Now()
+	_, d := startRealDaemon(t)
+	c := d.client()
+
+	src, err := os.ReadFile("../../examples/teams/software_company.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A smaller run than the example's, to bound the test's time; the shape is the same.
+	const maxTurns = 24
+	text := strings.Replace(string(src), "max_turns = 80", "max_turns = 24", 1)
+	if text == string(src) {
+		t.Fatal("the example's max_turns = 80 line is gone: update this test")
+	}
+	file := filepath.Join(t.TempDir(), "software_company.toml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var r client.TeamRun
+	if err := json.Unmarshal(ctl(t, d.socket, "--json", "team", "run", file, "a CLI that counts words"), &r); err != nil || r.ID == "" {
+		t.Fatalf("agentctl --json team run: %v (%s)", err, jsonString(r))
+	}
+
+	// A bound against hangs, not a performance check.
+	deadline := begin.Add(15 * time.Minute)
+	ctx := context.Background()
+	decided := map[string]bool{}
+	for {
+		cur, err := c.Team(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = *cur
+		if r.Status != client.TeamRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the team run did not end in time: %s", jsonString(r))
+		}
+		if r.Waiting != "" {
+			if a, err := c.Agent(ctx, r.Waiting); err == nil {
+				switch {
+				case a.State == client.StateAwaitingDecision && a.Pending != nil && !decided[a.Pending.ID]:
+					kind := client.DecisionDeny
+					if len(decided) == 0 {
+						kind = client.DecisionApprove
+					}
+					if _, err := c.Decide(ctx, a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: kind, By: "tester", Source: "integration"}); err != nil {
+						t.Logf("deciding %s: %v", a.Pending.ID, err)
+					}
+					decided[a.Pending.ID] = true
+				case a.Question != nil:
+					c.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
+				case a.State == client.StatePaused:
+					c.Resume(ctx, a.ID)
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("team run %s ended %s after %d turns in %v: %s", r.ID, r.Status, r.Turns, time.Since(begin).Round(time.Millisecond), r.Reason)
+
+	if r.Status != client.TeamFinished && r.Status != client.TeamTurnLimit {
+		t.Errorf("status %s (%s), want finished or turn_limit", r.Status, r.Reason)
+	}
+	if r.Reason == "" || r.Turns > maxTurns || r.EndedAt.IsZero() {
+		t.Errorf("run: %s", jsonString(r))
+	}
+	full, err := c.Team(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := full.Transcript
+	if len(tr) == 0 || tr[len(tr)-1].Kind != client.TurnEnd || tr[len(tr)-1].Mode != r.Status {
+		t.Fatalf("transcript does not end with the run's end: %s", jsonString(tr))
+	}
+	messages := 0
+	for i, turn := range tr {
+		if turn.Seq != i+1 {
+			t.Errorf("turn %d has seq %d", i+1, turn.Seq)
+		}
+		switch turn.Kind {
+		case client.TurnMessage:
+			messages++
+			if turn.Role == "" || turn.Phase == "" {
+				t.Errorf("unlabelled message: %s", jsonString(turn))
+			}
+		case client.TurnPhaseEnd:
+			if turn.Mode == "" || turn.Text == "" {
+				t.Errorf("phase end without a reason: %s", jsonString(turn))
+			}
+		}
+	}
+	if messages != r.Turns {
+		t.Errorf("%d messages in the transcript, the run counted %d turns", messages, r.Turns)
+	}
+	// Every proposal of a role agent was decided by a person or by the policy, never run unasked.
+	for role, id := range full.Agents {
+		ps, err := c.Proposals(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ps {
+			if p.Status == client.ProposalSucceeded && p.Command == "write_file" && !decided[p.ID] {
+				t.Errorf("role %s: write_file %s ran without a person's decision", role, p.ID)
+			}
+		}
+	}
+	var list []client.TeamRun
+	if err := json.Unmarshal(ctl(t, d.socket, "--json", "team", "ls"), &list); err != nil || len(list) != 1 || list[0].ID != r.ID {
+		t.Errorf("agentctl --json team ls: %v, %s", err, jsonString(list))
+	}
+}

@@ -1,0 +1,30 @@
+package server
+
+import (
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/config"
+)
+
+// agentBudget is [agent]'s budget over each agent's runs.
+func agentBudget(cfg *config.Config) agent.Budget {
+	return agent.Budget{MaxSteps: cfg.Agent.MaxSteps, MaxTokens: cfg.Agent.MaxTokens, MaxWall: cfg.Agent.MaxTime.Duration}
+}
+
+// overrideBudget is [agents.NAME]'s budget: [agent]'s with the fields it sets replaced,
+// or nil when it sets none.
+func overrideBudget(cfg *config.Config, o config.AgentOverride) *agent.Budget {
+	if o.MaxSteps == nil && o.MaxTokens == nil && o.MaxTime == nil {
+		return nil
+	}
+	b := agentBudget(cfg)
+	if o.MaxSteps != nil {
+		b.MaxSteps = *o.MaxSteps
+	}
+	if o.MaxTokens != nil {
+		b.MaxTokens = *o.MaxTokens
+	}
+	if o.MaxTime != nil {
+		b.MaxWall = o.MaxTime.Duration
+	}
+	return &b
+}

@@ -1,0 +1,186 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/ollamatest"
+)
+
+const testToken = "0123456789abcdef-test-token"
+
+// errorBody decodes a {"error": "..."} reply, failing the test for anything else.
+func errorBody(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	var e struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil || e.Error == "" {
+		t.Fatalf("body %s is not {\"error\": \"...\"}", raw)
+	}
+	return e.Error
+}
+
+func TestTCPHandler(t *testing.T) {
+	h := newTCPHandler(testToken, slog.New(slog.DiscardHandler))
+	reached := ""
+	mark := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = name; w.WriteHeader(204) })
+	}
+	tests := []struct {
+		name, path, auth   string
+		metrics, ap        bool
+		status             int
+		reached, errSubstr string
+	}{
+		{"metrics_need_no_token", "/metrics", "", true, true, 204, "metrics", ""},
+		{"metrics_slot_empty", "/metrics", "", false, true, 404, "", "metrics are not served"},
+		{"ap_without_token", "/ap/v1/agent/tasks", "", true, true, 401, "", "missing bearer token"},
+		{"ap_wrong_token", "/ap/v1/agent/tasks", "Bearer " + testToken + "x", true, true, 401, "", "wrong bearer token"},
+		{"ap_token_prefix", "/ap/v1/agent/tasks", "Bearer " + testToken[:10], true, true, 401, "", "wrong bearer token"},
+		{"ap_basic_auth", "/ap/v1/agent/tasks", "Basic dXNlcjpwYXNz", true, true, 401, "", "not a bearer token"},
+		{"ap_right_token", "/ap/v1/agent/tasks", "Bearer " + testToken, true, true, 204, "ap", ""},
+		{"ap_scheme_any_case", "/ap/v1/agent/tasks", "bearer " + testToken, true, true, 204, "ap", ""},
+		{"ap_off", "/ap/v1/agent/tasks", "Bearer " + testToken, true, false, 404, "", "agent_protocol = true"},
+		{"other_path_needs_token", "/v0/agents", "", true, true, 401, "", "missing bearer token"},
+		{"other_path_with_token", "/v0/agents", "Bearer " + testToken, true, true, 404, "", "no such endpoint"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.Metrics, h.AgentProtocol, reached = nil, nil, ""
+			if tt.metrics {
+				h.Metrics = mark("metrics")
+			}
+			if tt.ap {
+				h.AgentProtocol = mark("ap")
+			}
+			r := httptest.NewRequest("GET", tt.path, nil)
+			if tt.auth != "" {
+				r.Header.Set("Authorization", tt.auth)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tt.status || reached != tt.reached {
+				t.Fatalf("status %d reached %q, want %d %q; body %s", w.Code, reached, tt.status, tt.reached, w.Body)
+			}
+			if tt.status == 401 && w.Header().Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
+			}
+			if tt.errSubstr != "" {
+				if msg := errorBody(t, w.Result()); !strings.Contains(msg, tt.errSubstr) {
+					t.Errorf("error %q does not say %q", msg, tt.errSubstr)
+				}
+			}
+		})
+	}
+}
+
+// freeAddr returns a loopback address nothing listens on (for the config, which takes an
+// address, not a listener).
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func httpTestConfig(t *testing.T) *config.Config {
+	model := ollamatest.NewFake(t)
+	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
+	cfg.Slack.Enabled = false
+	cfg.HTTP.Listen = freeAddr(t)
+	cfg.HTTP.TokenFile = filepath.Join(t.TempDir(), "token")
+	os.WriteFile(cfg.HTTP.TokenFile, []byte(testToken+"\n"), 0o600)
+	return cfg
+}
+
+func TestListenerRunsWithTheDaemon(t *testing.T) {
+	cfg := httpTestConfig(t)
+	cfg.HTTP.AgentProtocol = false
+	logs := &syncBuffer{}
+	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	base := "http://" + cfg.HTTP.Listen
+
+	resp, err := http.Get(base + "/ap/v1/agent/tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 401 {
+		t.Errorf("no token: status %d, want 401", resp.StatusCode)
+	}
+	errorBody(t, resp)
+	req, _ := http.NewRequest("GET", base+"/ap/v1/agent/tasks", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 404 || !strings.Contains(errorBody(t, resp), "agent_protocol") {
+		t.Errorf("agent_protocol off: status %d, want 404", resp.StatusCode)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(base + "/metrics"); err == nil {
+		t.Error("the listener still answers after the daemon stopped")
+	}
+	if !strings.Contains(logs.String(), "http listener ready") {
+		t.Errorf("no ready line logged:\n%s", logs)
+	}
+	if strings.Contains(logs.String(), testToken) {
+		t.Error("the http token is in the daemon's logs")
+	}
+}
+
+func TestListenerTokenProblems(t *testing.T) {
+	tests := []struct {
+		name, env, file, want string
+	}{
+		{"env_unset", "", "", "$AGENTD_HTTP_TOKEN is not set"},
+		{"too_short", "short-token", "", "too short"},
+		{"file_missing", "", "/nonexistent/agentd-token", "/nonexistent/agentd-token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := httpTestConfig(t)
+			cfg.HTTP.TokenFile = tt.file
+			t.Setenv("AGENTD_HTTP_TOKEN", tt.env)
+			err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Run = %v, want an error saying %q", err, tt.want)
+			}
+			if tt.env != "" && strings.Contains(err.Error(), tt.env) {
+				t.Error("the error shows the token")
+			}
+		})
+	}
+}
+
+func TestListenerAddressInUse(t *testing.T) {
+	cfg := httpTestConfig(t)
+	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
+	if err == nil || !strings.Contains(err.Error(), "http listener") {
+		t.Fatalf("Run = %v, want an http listener error", err)
+	}
+}

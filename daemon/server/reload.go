@@ -1,0 +1,307 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/schedules"
+)
+
+// liveKeys are the config keys a reload applies while agents run; a key ending in "."
+// covers its whole section. Every other key that changed is reported as needing a
+// restart, so a section added later is never silently ignored.
+var liveKeys = []string{
+	"ollama.model", "ollama.smart_model", "ollama.keep_alive", "ollama.max_context",
+	"agent.constraints", "agent.resources", "agent.best_practices", "agent.commands",
+	"agent.disabled_components", "agent.component_order", "agent.max_invalid_replies",
+	"agent.continuous_limit", "agent.command_timeout", "agent.output_cap", "agent.history_episodes",
+	"permissions.", "agents.", "schedules.", "log.level",
+}
+
+// botKeys are the sections of the chat bots: a change there restarts them.
+var botKeys = []string{"bots.", "slack.", "discord."}
+
+func matches(key string, patterns []string) bool {
+	for _, p := range patterns {
+		if key == p || (strings.HasSuffix(p, ".") && strings.HasPrefix(key, p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// reloader applies a re-read config to the running daemon (SIGHUP, POST /v0/reload).
+type reloader struct {
+	mu      sync.Mutex // one reload at a time
+	load    func() (*config.Config, error)
+	path    string
+	started *config.Config // what the daemon started with: the restart-only keys still in use
+	cur     *config.Config // what the last good reload applied
+	live    *liveConfig
+	extra   []commands.Component
+	sup     *agent.Supervisor
+	mgr     *schedules.Manager
+	bots    *liveBots
+	level   *slog.LevelVar
+	notify  func(state string)
+	log     *slog.Logger
+}
+
+// Reload re-reads the config and applies it; a bad config is logged problem by problem
+// and refused, and the daemon goes on with the old one.
+func (rl *reloader) Reload(ctx context.Context) (*client.ReloadResult, error) {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if rl.load == nil {
+		return nil, client.Errorf(client.ErrConflict, "this agentd cannot reload its config (it was started without a way to read it)")
+	}
+	// systemd shows the unit as reloading until READY=1 (Type=notify with ExecReload).
+	rl.notify("RELOADING=1")
+	defer rl.notify("READY=1")
+	rl.log.Info("reloading the config", "config", rl.where())
+	res, err := rl.apply(ctx)
+	if err != nil {
+		var ce *config.Error
+		if errors.As(err, &ce) {
+			for _, p := range ce.Problems {
+				rl.log.Error("config problem", "config", rl.where(), "problem", p.String())
+			}
+		} else {
+			rl.log.Error("config problem", "config", rl.where(), "err", err)
+		}
+		rl.log.Warn("config reload refused: agentd keeps running on the config it had", "config", rl.where())
+		return nil, client.Errorf(client.ErrConflict, "%v\nagentd keeps running on the config it had", err)
+	}
+	if len(res.Applied) > 0 {
+		rl.log.Info("config reloaded", "applied", strings.Join(res.Applied, ","), "bots_restarted", res.BotsRestarted)
+	} else {
+		rl.log.Info("config reloaded: nothing to apply")
+	}
+	if len(res.NeedsRestart) > 0 {
+		rl.log.Warn("config changes need a restart to apply", "keys", strings.Join(res.NeedsRestart, ","))
+	}
+	return res, nil
+}
+
+func (rl *reloader) where() string {
+	if rl.path == "" {
+		return "(defaults)"
+	}
+	return rl.path
+}
+
+// apply reads, checks and applies the config. Everything that can fail is done before
+// anything is changed, so a refused reload changes nothing.
+func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
+	cfg, err := rl.load()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkComponents(cfg, rl.extra); err != nil {
+		return nil, err
+	}
+	res := &client.ReloadResult{Config: rl.path, Applied: []string{}, NeedsRestart: []string{}}
+	changed := config.Changes(rl.cur, cfg)
+	for _, k := range changed {
+		if matches(k, liveKeys) || matches(k, botKeys) {
+			res.Applied = append(res.Applied, k)
+		}
+	}
+	for _, k := range config.Changes(rl.started, cfg) {
+		if !matches(k, liveKeys) && !matches(k, botKeys) {
+			res.NeedsRestart = append(res.NeedsRestart, k)
+		}
+	}
+	var newBots *chatBots
+	if slices.ContainsFunc(changed, func(k string) bool { return matches(k, botKeys) }) {
+		if newBots, err = rl.bots.build(cfg); err != nil {
+			return nil, err
+		}
+	}
+	// Restart-only settings keep their running values: a reload must not half-apply them
+	// (the web component's model, say, reads the live config).
+	if err := rl.sup.Reload(settingsOf(cfg)); err != nil {
+		return nil, err
+	}
+	rl.mgr.SetSettings(cfg.Schedules.Grace.Duration, cfg.Schedules.KeepAgents)
+	if rl.level != nil {
+		rl.level.Set(cfg.Log.SlogLevel())
+	}
+	if newBots != nil {
+		rl.bots.replace(ctx, newBots)
+		res.BotsRestarted = true
+	}
+	rl.cur = cfg
+	rl.live.store(cfg)
+	return res, nil
+}
+
+// settingsOf is the supervisor's reloadable part of cfg; Run's agent.Options carry the same.
+func settingsOf(cfg *config.Config) agent.Settings {
+	overrides := map[string]agent.AgentOverrides{}
+	for name, o := range cfg.Agents {
+		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny}
+	}
+	return agent.Settings{
+		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,
+		KeepAlive: cfg.Ollama.KeepAlive.Ptr(), Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
+		ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
+		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
+		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
+		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
+		HistoryEpisodes: cfg.Agent.HistoryEpisodes,
+	}
+}
+
+// liveConfig is the config in use, for the few parts built at start that read a
+// reloadable setting on every call (read_webpage asks the current model).
+type liveConfig struct{ p atomic.Pointer[config.Config] }
+
+func (l *liveConfig) store(c *config.Config) { l.p.Store(c) }
+func (l *liveConfig) load() *config.Config   { return l.p.Load() }
+
+// liveBots runs the current set of chat bots and swaps it for a new one on reload: the
+// old set is stopped (its connections closed) before the new one starts, so no platform
+// event is handled twice. The schedules reach the current relay through chatSwitch.
+type liveBots struct {
+	svc   func(cfg *config.Config) (*chatBots, error)
+	mgr   *schedules.Manager
+	sw    *chatSwitch
+	log   *slog.Logger
+	mu    sync.Mutex
+	ctx   context.Context // the daemon's; bot sets run under it
+	cur   *chatBots
+	stopC context.CancelFunc
+	wait  func()
+}
+
+// build makes a bot set for cfg, not started; it fails on a missing secret.
+func (b *liveBots) build(cfg *config.Config) (*chatBots, error) { return b.svc(cfg) }
+
+// start runs c as the current set under ctx.
+func (b *liveBots) start(ctx context.Context, c *chatBots) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ctx = ctx
+	b.run(c)
+}
+
+// run wires c to the schedules and starts it. Caller holds b.mu.
+func (b *liveBots) run(c *chatBots) {
+	if c.relay != nil {
+		c.relay.SetSchedules(b.mgr)
+	}
+	b.sw.set(c.chat())
+	ctx, cancel := context.WithCancel(b.ctx)
+	b.cur, b.stopC, b.wait = c, cancel, c.start(ctx)
+}
+
+// replace stops the current set and starts c.
+func (b *liveBots) replace(_ context.Context, c *chatBots) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopLocked()
+	if b.ctx == nil || b.ctx.Err() != nil {
+		return // the daemon is stopping
+	}
+	b.run(c)
+}
+
+// statuses are the current bots' connections; none while the daemon starts or stops.
+func (b *liveBots) statuses() []client.BotStatus {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur.statuses()
+}
+
+// stop stops the current set and waits for it.
+func (b *liveBots) stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopLocked()
+}
+
+func (b *liveBots) stopLocked() {
+	if b.stopC != nil {
+		b.sw.set(nil)
+		b.stopC()
+		b.wait()
+		b.stopC, b.wait, b.cur = nil, nil, nil
+	}
+}
+
+// chatSwitch is the schedules' Chat: whatever relay is current, or none.
+type chatSwitch struct {
+	mu  sync.RWMutex
+	cur schedules.Chat
+}
+
+var _ schedules.Chat = (*chatSwitch)(nil)
+
+func (s *chatSwitch) set(c schedules.Chat) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cur = c
+}
+
+func (s *chatSwitch) get(platform string) (schedules.Chat, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.cur == nil {
+		return nil, fmt.Errorf("no chat bot is enabled in this agentd: enable [%s] in the config and reload agentd (agentctl reload)", platform)
+	}
+	return s.cur, nil
+}
+
+func (s *chatSwitch) CheckChannel(platform, channel string) error {
+	c, err := s.get(platform)
+	if err != nil {
+		return err
+	}
+	return c.CheckChannel(platform, channel)
+}
+
+func (s *chatSwitch) StartRunThread(ctx context.Context, platform, channel, header, details string) (string, error) {
+	c, err := s.get(platform)
+	if err != nil {
+		return "", err
+	}
+	return c.StartRunThread(ctx, platform, channel, header, details)
+}
+
+func (s *chatSwitch) BindRun(ctx context.Context, platform, channel, thread, agentID, runID, by string) error {
+	c, err := s.get(platform)
+	if err != nil {
+		return err
+	}
+	return c.BindRun(ctx, platform, channel, thread, agentID, runID, by)
+}
+
+func (s *chatSwitch) Note(ctx context.Context, platform, channel, thread, text string) error {
+	c, err := s.get(platform)
+	if err != nil {
+		return err
+	}
+	return c.Note(ctx, platform, channel, thread, text)
+}
+
+func (s *chatSwitch) RunThread(platform, runID string) (string, string, bool) {
+	c, err := s.get(platform)
+	if err != nil {
+		return "", "", false
+	}
+	return c.RunThread(platform, runID)
+}

@@ -1,0 +1,309 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/ollamatest"
+)
+
+func TestLiveAndRestartKeys(t *testing.T) {
+	for key, want := range map[string]string{
+		"ollama.model": "live", "ollama.keep_alive": "live", "agent.commands": "live", "agent.command_timeout": "live",
+		"permissions.allow": "live", "agents.bob.deny": "live", "agents.bob": "live", "schedules.grace": "live", "log.level": "live",
+		"slack.approvers": "bots", "bots.approve_count": "bots", "discord.guilds": "bots",
+		"ollama.host": "restart", "ollama.request_timeout": "restart", "memory.k": "restart", "web.enabled": "restart",
+		"mcp.servers": "restart", "shell.sandbox": "restart", "state_dir": "restart", "socket": "restart",
+		"log.format": "restart", "agent.workspace_root": "restart", "http.listen": "restart", "permissionsx.allow": "restart",
+	} {
+		got := "restart"
+		switch {
+		case matches(key, liveKeys):
+			got = "live"
+		case matches(key, botKeys):
+			got = "bots"
+		}
+		if got != want {
+			t.Errorf("%s: %s, want %s", key, got, want)
+		}
+	}
+}
+
+// reloadDaemon is a daemon started with RunWith over a config file the test rewrites.
+type reloadDaemon struct {
+	t      *testing.T
+	file   string
+	model  *ollamatest.Fake
+	c      *client.Client
+	hup    chan os.Signal
+	log    *syncBuffer
+	stop   func() error
+	header string // [ollama] host and the like, kept in every version of the file
+	notes  func() []string
+}
+
+func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
+	d := &reloadDaemon{t: t, file: filepath.Join(t.TempDir(), "agentd.toml"), model: ollamatest.NewFake(t),
+		hup: make(chan os.Signal, 1), log: &syncBuffer{}}
+	d.model.SetModels("m1", "m2")
+	var n atomic.Int64
+	// Every step lists a folder not listed before: no repeats, so continuous mode never asks.
+	d.model.OnChat(func(*api.ChatRequest) (string, error) {
+		return proposal("list_folder", fmt.Sprintf(`{"path":"d%d"}`, n.Add(1))), nil
+	})
+	d.model.SetDelay(3 * time.Millisecond) // steps in flight while the config changes
+	stateDir := t.TempDir()
+	sockDir, err := os.MkdirTemp("", "agentd-rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sock := filepath.Join(sockDir, "s.sock")
+	d.header = fmt.Sprintf("[ollama]\nhost = %q\n", d.model.URL())
+	d.write(body)
+	load := func() (*config.Config, error) {
+		cfg, err := config.Load(d.file)
+		if err != nil {
+			return nil, err
+		}
+		cfg.StateDir, cfg.Socket = stateDir, sock // the flags, applied again on every reload
+		return cfg, nil
+	}
+	cfg, err := load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := new(slog.LevelVar)
+	level.Set(cfg.Log.SlogLevel())
+	log := cfg.Log.LoggerWithLevel(d.log, level)
+	var notesMu sync.Mutex
+	var notes []string
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- RunWith(ctx, cfg, log, Options{Version: "test", Ready: func() { close(ready) }, Load: load, ConfigPath: d.file,
+			Reloads: d.hup, LogLevel: level, Notify: func(s string) { notesMu.Lock(); notes = append(notes, s); notesMu.Unlock() }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the daemon did not start: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not start")
+	}
+	var stopped error
+	d.stop = sync.OnceValue(func() error {
+		cancel()
+		select {
+		case stopped = <-done:
+		case <-time.After(10 * time.Second):
+			t.Error("the daemon did not stop")
+		}
+		return stopped
+	})
+	t.Cleanup(func() { d.stop() })
+	d.c = &client.Client{Socket: sock}
+	d.notes = func() []string { notesMu.Lock(); defer notesMu.Unlock(); return slices.Clone(notes) }
+	return d
+}
+
+func proposal(command, args string) string {
+	return `{"thoughts":{"observations":"o","text":"t","reasoning":"r","self_criticism":"s","plan":"p","speak":"k"},` +
+		`"command":{"name":"` + command + `","args":` + args + `}}`
+}
+
+func (d *reloadDaemon) write(body string) {
+	d.t.Helper()
+	if err := os.WriteFile(d.file, []byte(d.header+body), 0o600); err != nil {
+		d.t.Fatal(err)
+	}
+}
+
+// proposals returns the agent's proposals by step, failing the test when a step is
+// missing or there twice.
+func (d *reloadDaemon) proposals(id string) []client.Proposal {
+	d.t.Helper()
+	ps, err := d.c.Proposals(context.Background(), id)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Step < ps[j].Step })
+	for i, p := range ps {
+		if p.Step != i+1 {
+			d.t.Fatalf("agent %s: proposal %d is step %d: a step was dropped or duplicated", id, i+1, p.Step)
+		}
+	}
+	return ps
+}
+
+func (d *reloadDaemon) waitSteps(id string, n int) []client.Proposal {
+	d.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if ps := d.proposals(id); len(ps) >= n {
+			return ps
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	d.t.Fatalf("agent %s did not reach %d steps", id, n)
+	return nil
+}
+
+// TestReloadUnderLoad reloads a daemon whose agents step without pause, changing the
+// model and the permission patterns each time, by API and by SIGHUP: no agent is lost, no
+// step is dropped or taken twice, and the steps begun after each reload use the new model
+// and patterns.
+func TestReloadUnderLoad(t *testing.T) {
+	d := startReloadDaemon(t, "model = \"m1\"\n")
+	ctx := context.Background()
+	var ids []string
+	for i := range 4 {
+		a, err := d.c.CreateAgent(ctx, client.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders",
+			Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, a.ID)
+	}
+	rounds := []struct {
+		model, deny string
+		bySignal    bool
+	}{
+		{"m2", `"list_folder(*)"`, false},
+		{"m1", "", true},
+		{"m2", "", false},
+		{"m1", `"list_folder(d*)"`, true},
+		{"m2", "", false},
+	}
+	for i, r := range rounds {
+		for _, id := range ids {
+			d.waitSteps(id, len(d.proposals(id))+2) // busy on the old config
+		}
+		d.write(fmt.Sprintf("model = %q\n[permissions]\ndeny = [%s]\n", r.model, r.deny))
+		if r.bySignal {
+			d.hup <- syscall.SIGHUP
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				st, err := d.c.Status(ctx)
+				if err == nil && st.Ollama.Model == r.model {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("round %d: SIGHUP did not switch the model to %s", i, r.model)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		} else {
+			res, err := d.c.Reload(ctx)
+			if err != nil {
+				t.Fatalf("round %d: %v", i, err)
+			}
+			if !slices.Contains(res.Applied, "ollama.model") || len(res.NeedsRestart) != 0 {
+				t.Errorf("round %d: reload result %+v, want ollama.model applied and nothing needing a restart", i, res)
+			}
+		}
+		before := map[string]int{}
+		for _, id := range ids {
+			before[id] = len(d.proposals(id))
+		}
+		for _, id := range ids {
+			// A step begun before the reload may end after it; the three after it are new.
+			ps := d.waitSteps(id, before[id]+4)
+			for _, p := range ps[before[id]+1 : before[id]+4] {
+				if p.Model != r.model {
+					t.Errorf("round %d, agent %s, step %d: model %q, want %q", i, id, p.Step, p.Model, r.model)
+				}
+				if refused := p.Status == client.ProposalFeedback; refused != (r.deny != "") {
+					t.Errorf("round %d, agent %s, step %d: status %s, deny patterns [%s]", i, id, p.Step, p.Status, r.deny)
+				}
+			}
+		}
+	}
+	for _, id := range ids {
+		a, err := d.c.Agent(ctx, id)
+		if err != nil {
+			t.Fatalf("agent %s lost: %v", id, err)
+		}
+		switch a.State {
+		case client.StateThinking, client.StateExecuting:
+		default:
+			t.Errorf("agent %s is %s (%s), want it still stepping", a.Name, a.State, a.StateReason)
+		}
+	}
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(d.log.String(), "config reloaded") != len(rounds) {
+		t.Errorf("want %d reloads logged:\n%s", len(rounds), d.log)
+	}
+}
+
+// TestReloadRefusesABadFile keeps the old config when the new file is bad, logs every
+// problem with its line, and reports the keys only a restart applies.
+func TestReloadRefusesABadFile(t *testing.T) {
+	d := startReloadDaemon(t, "model = \"m1\"\n")
+	ctx := context.Background()
+	d.write("model = \"m2\"\nmax_context = 10\n[agent]\ncommands = [\"finish\", \"ask_user\", \"no_such\"]\ndisabled_components = [\"nope\"]\n[permissions]\nallow = [\"read_file(\"]\n")
+	_, err := d.c.Reload(ctx)
+	if !errors.Is(err, client.ErrConflict) {
+		t.Fatalf("Reload of a bad file: %v, want a conflict", err)
+	}
+	for _, want := range []string{"ollama.max_context", "read_file(", "keeps running on the config it had"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not mention %q:\n%v", want, err)
+		}
+	}
+	for _, want := range []string{"line 4: ollama.max_context", "config reload refused"} {
+		if !strings.Contains(d.log.String(), want) {
+			t.Errorf("the log does not show %q:\n%s", want, d.log)
+		}
+	}
+	st, err := d.c.Status(ctx)
+	if err != nil || st.Ollama.Model != "m1" {
+		t.Fatalf("after a refused reload: model %q (err %v), want m1", st.Ollama.Model, err)
+	}
+
+	// Unknown commands and components are refused too (checked after the file loads).
+	d.write("model = \"m1\"\n[agent]\ndisabled_components = [\"nope\"]\n")
+	if _, err := d.c.Reload(ctx); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("Reload with an unknown component: %v", err)
+	}
+
+	d.write("model = \"m1\"\n[memory]\nk = 3\n[log]\nlevel = \"debug\"\n")
+	res, err := d.c.Reload(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Applied, []string{"log.level"}) || !slices.Equal(res.NeedsRestart, []string{"memory.k"}) {
+		t.Errorf("reload result %+v, want log.level applied and memory.k needing a restart", res)
+	}
+	if !strings.Contains(d.log.String(), "config changes need a restart") {
+		t.Errorf("the restart-only change is not logged:\n%s", d.log)
+	}
+	// Still reported on the next reload: the daemon still runs with the old value.
+	res, err = d.c.Reload(ctx)
+	if err != nil || len(res.Applied) != 0 || !slices.Equal(res.NeedsRestart, []string{"memory.k"}) {
+		t.Errorf("second reload: %+v, %v; want nothing applied and memory.k still needing a restart", res, err)
+	}
+	// systemd saw each reload begin and end, refused ones included.
+	want := slices.Repeat([]string{"RELOADING=1", "READY=1"}, 4)
+	if got := d.notes(); !slices.Equal(got, want) {
+		t.Errorf("sd_notify states %q, want %q", got, want)
+	}
+}

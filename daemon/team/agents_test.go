@@ -1,0 +1,202 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+const withCommands = `
+name = "build"
+root = "build"
+[roles.ceo]
+description = "the CEO"
+[roles.programmer]
+description = "a programmer who writes files"
+commands = ["write_file"]
+max_steps = 4
+[phases.code]
+instructor = "ceo"
+assistant = "programmer"
+prompt = "Write hello.txt."
+store = "code"
+max_turns = 4
+[states.build]
+phases = ["code"]
+`
+
+// awaiting waits for the role agent of a team run to wait for a decision on command, and
+// returns the agent.
+func (e *env) awaiting(teamID, role, command string) *client.Agent {
+	e.t.Helper()
+	r := e.until(teamID, role+"'s agent", func(r *client.TeamRun) bool { return r.Agents[role] != "" })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, err := e.sup.Agent(context.Background(), r.Agents[role])
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.Command == command {
+			return a
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("agent %s is %s (%s), not awaiting a decision on %s", a.Name, a.State, a.StateReason, command)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// checkRanOnce checks that the role agent wrote hello.txt once, through one approved
+// proposal, and that the team ended with its reply as the conclusion.
+func (e *env) checkRanOnce(r *client.TeamRun, agentID string) {
+	e.t.Helper()
+	if r.Status != client.TeamFinished || r.Vars["code"] != "wrote hello.txt" {
+		e.t.Fatalf("run: %s", dump(r))
+	}
+	ps, err := e.sup.Proposals(context.Background(), agentID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var writes []string
+	for _, p := range ps {
+		if p.Command == "write_file" {
+			writes = append(writes, string(p.Status))
+		}
+	}
+	if strings.Join(writes, ",") != "succeeded" {
+		e.t.Errorf("write_file proposals: %v, want one that succeeded", writes)
+	}
+	a, _ := e.sup.Agent(context.Background(), agentID)
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "hello.txt")); err != nil || string(b) != "hi" {
+		e.t.Errorf("hello.txt = %q, %v", b, err)
+	}
+	var msg *client.TeamTurn
+	for i := range r.Transcript {
+		if r.Transcript[i].Role == "programmer" {
+			msg = &r.Transcript[i]
+		}
+	}
+	if msg == nil || msg.AgentID != agentID || msg.RunID == "" || msg.Text != "<INFO> wrote hello.txt" {
+		e.t.Errorf("programmer's message: %+v", msg)
+	}
+}
+
+// A role with commands is a real agent: its write_file waits for a person's decision
+// like any agent's, runs once when approved, and its finish reason is its reply.
+func TestRoleCommandGoesThroughTheDecisionPath(t *testing.T) {
+	e := newEnv(t)
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
+		proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
+	team := e.run(withCommands, "say hi")
+	a := e.awaiting(team.ID, "programmer", "write_file")
+	if a.Name != AgentName(team.ID, "programmer") {
+		t.Errorf("agent name %q, want %q", a.Name, AgentName(team.ID, "programmer"))
+	}
+	if r, _ := e.eng.Team(context.Background(), team.ID); r.Waiting != a.ID || r.Status != client.TeamRunning || r.State != "build" || r.Phase != "code" {
+		t.Errorf("team while waiting: %s", dump(r))
+	}
+	if _, err := e.sup.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl", By: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.ended(team.ID)
+	e.checkRanOnce(r, a.ID)
+}
+
+// A daemon restart while a role's proposal waits: the team and the agent pick up where
+// they were, the approval after the restart runs the command once, and the team goes on.
+func TestRestartResumesWithoutRunningTwice(t *testing.T) {
+	e := newEnv(t)
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
+		proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
+	team := e.run(withCommands, "say hi")
+	a := e.awaiting(team.ID, "programmer", "write_file")
+	e.stop()
+	e.start()
+	a = e.awaiting(team.ID, "programmer", "write_file")
+	if _, err := e.sup.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl"}); err != nil {
+		t.Fatal(err)
+	}
+	e.checkRanOnce(e.ended(team.ID), a.ID)
+	if n := len(e.fake.Requests()); n != 3 {
+		t.Errorf("%d model calls, want 3 (ceo, write_file, finish): a turn was asked twice", n)
+	}
+}
+
+// Denying a role's proposal ends its run; the phase ends with no reply, recorded.
+func TestDeniedRoleCommandEndsThePhase(t *testing.T) {
+	e := newEnv(t)
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
+	team := e.run(withCommands, "say hi")
+	a := e.awaiting(team.ID, "programmer", "write_file")
+	if _, err := e.sup.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionDeny, Source: "agentctl"}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.ended(team.ID)
+	if !strings.Contains(outline(r), "phase_end code (no_reply)") || r.Status != client.TeamFinished {
+		t.Errorf("transcript:\n%s", outline(r))
+	}
+	if _, err := os.Stat(filepath.Join(a.Workspace, "hello.txt")); err == nil {
+		t.Error("the denied write_file ran")
+	}
+}
+
+// Stopping a team stops the role agent's run it waits for.
+func TestStopTeamStopsTheRoleRun(t *testing.T) {
+	e := newEnv(t)
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
+	team := e.run(withCommands, "say hi")
+	a := e.awaiting(team.ID, "programmer", "write_file")
+	r, err := e.eng.StopTeam(context.Background(), team.ID)
+	if err != nil || r.Status != client.TeamStopped {
+		t.Fatalf("StopTeam = %+v, %v", r, err)
+	}
+	if got, _ := e.sup.Agent(context.Background(), a.ID); got.State != client.StateIdle {
+		t.Errorf("role agent is %s after the team stopped", got.State)
+	}
+	if _, err := e.eng.StopTeam(context.Background(), team.ID); err == nil {
+		t.Error("stopping an ended team run: no error")
+	}
+}
+
+// A stored run whose workflow no longer parses (an upgrade changed the format) fails
+// cleanly at start, with the reason.
+func TestUnparsableStoredRunFails(t *testing.T) {
+	e := newEnv(t)
+	e.stop()
+	err := e.st.Tx(context.Background(), func(tx *store.Tx) error {
+		return tx.InsertTeamRun(&store.TeamRun{TeamRun: client.TeamRun{ID: "t-old", Workflow: "old", Task: "x",
+			Status: client.TeamRunning, State: "a"}, Source: "name = \"old\"\n[states.a]\nphases = 3\n"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	r := e.ended("t-old")
+	if r.Status != client.TeamFailed || !strings.Contains(r.Reason, "no longer parses") {
+		t.Errorf("run: %s", dump(r))
+	}
+}
+
+// A role using a command the daemon does not offer is refused at start, by name.
+func TestUnknownRoleCommandRefused(t *testing.T) {
+	e := newEnv(t)
+	src := strings.Replace(withCommands, `commands = ["write_file"]`, `commands = ["write_file", "web_search"]`, 1)
+	_, err := e.eng.StartTeam(context.Background(), client.TeamRunRequest{Workflow: src, File: "build.toml", Task: "x"})
+	if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "build.toml: role programmer uses web_search, which this daemon does not offer") {
+		t.Errorf("err = %v", err)
+	}
+	if runs, _ := e.eng.Teams(context.Background()); len(runs) != 0 {
+		t.Errorf("a run was stored: %v", runs)
+	}
+}

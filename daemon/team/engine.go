@@ -1,0 +1,354 @@
+package team
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Agents is what the engine needs of the agent supervisor: role agents are created idle
+// and given one task per turn.
+type Agents interface {
+	Agent(ctx context.Context, ref string) (*client.Agent, error)
+	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
+	StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error)
+	Stop(ctx context.Context, ref string) (*client.Agent, error)
+	// Commands with ref "" lists the commands a new agent gets.
+	Commands(ctx context.Context, ref string) ([]client.CommandInfo, error)
+}
+
+var _ Agents = (*agent.Supervisor)(nil)
+
+// Options configure an Engine.
+type Options struct {
+	Store  *store.Store
+	LLM    *llm.Client
+	Model  string
+	Agents Agents
+	Log    *slog.Logger
+	// NumCtx is the context window of the roles' model calls (default 4096).
+	NumCtx int
+	// KeepAlive is passed to the model server, as the agents' calls do.
+	KeepAlive *time.Duration
+	// Backoff is the wait before retry n (n ≥ 1) of a failed model call (default llm.NextBackoff).
+	Backoff func(n int) time.Duration
+	// ModelAttempts is how many failed model calls in a row fail the run (default 6).
+	ModelAttempts int
+}
+
+// Engine runs team runs. Lifecycle: New, Start (resumes the runs the store has running),
+// the API methods and RunEnded at any time; runs end with the Start context.
+type Engine struct {
+	opt Options
+	st  *store.Store
+	log *slog.Logger
+
+	mu   sync.Mutex
+	ctx  context.Context
+	live map[string]*live // by team run id
+	wg   sync.WaitGroup
+}
+
+// live is a team run whose loop is running.
+type live struct {
+	cancel context.CancelFunc
+	wake   chan struct{}
+	agent  string // the role agent whose run the loop waits for
+}
+
+// New returns an Engine; call Start before starting runs.
+func New(opt Options) (*Engine, error) {
+	if opt.Store == nil || opt.LLM == nil || opt.Agents == nil || opt.Model == "" {
+		return nil, errors.New("team: Store, LLM, Agents and Model are required")
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.NumCtx <= 0 {
+		opt.NumCtx = 4096
+	}
+	if opt.Backoff == nil {
+		opt.Backoff = llm.NextBackoff
+	}
+	if opt.ModelAttempts <= 0 {
+		opt.ModelAttempts = 6
+	}
+	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}}, nil
+}
+
+// Start resumes every running team run; they run until ctx ends. A run whose workflow no
+// longer parses fails with the reason.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	e.ctx = ctx
+	e.mu.Unlock()
+	var runs []*store.TeamRun
+	if err := e.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.TeamRuns(true); return }); err != nil {
+		return fmt.Errorf("team: loading runs: %w", err)
+	}
+	for _, r := range runs {
+		e.spawn(r.ID)
+	}
+	return nil
+}
+
+// Wait blocks until every run's loop has returned (after the Start context ended).
+func (e *Engine) Wait() { e.wg.Wait() }
+
+// RunEnded is the supervisor's OnRunEnd: a team waiting for that agent's run goes on.
+func (e *Engine) RunEnded(end agent.RunEnd) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, l := range e.live {
+		if l.agent == end.AgentID {
+			wakeUp(l.wake)
+		}
+	}
+}
+
+func wakeUp(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// spawn starts the loop of a running team run, once.
+func (e *Engine) spawn(id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ctx == nil || e.ctx.Err() != nil || e.live[id] != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	l := &live{cancel: cancel, wake: make(chan struct{}, 1)}
+	e.live[id] = l
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer func() {
+			e.mu.Lock()
+			if e.live[id] == l {
+				delete(e.live, id)
+			}
+			e.mu.Unlock()
+			cancel()
+		}()
+		e.loop(ctx, id, l)
+	}()
+}
+
+// waitFor records which role agent the run waits for, before its run starts, so that an
+// end reported at once is not missed.
+func (e *Engine) waitFor(l *live, agentID string) {
+	e.mu.Lock()
+	l.agent = agentID
+	e.mu.Unlock()
+}
+
+func newID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "t-" + hex.EncodeToString(b[:])
+}
+
+// AgentName is the name of a role's agent in a team run: TEAM-ROLE, the team part being
+// the run id without its "t-" prefix, cut to 8 characters.
+func AgentName(runID, role string) string {
+	short := strings.TrimPrefix(runID, "t-")
+	if len(short) > 8 {
+		short = short[:8]
+	}
+	return "t" + short + "-" + strings.ReplaceAll(role, "_", "-")
+}
+
+func badRequest(format string, args ...any) error {
+	return client.Errorf(client.ErrBadRequest, format, args...)
+}
+
+// StartTeam checks the workflow and starts a run of it.
+func (e *Engine) StartTeam(ctx context.Context, req client.TeamRunRequest) (*client.TeamRun, error) {
+	req.Task = strings.TrimSpace(req.Task)
+	if req.Task == "" {
+		return nil, badRequest("empty task: say what the team should do")
+	}
+	if len(req.Task) > 8000 {
+		return nil, badRequest("task is %d bytes: at most 8000", len(req.Task))
+	}
+	if strings.TrimSpace(req.Workflow) == "" {
+		return nil, badRequest("empty workflow: send the workflow file's content")
+	}
+	if len(req.Workflow) > 256<<10 {
+		return nil, badRequest("workflow is %d bytes: at most 256 KiB", len(req.Workflow))
+	}
+	file := req.File
+	if file == "" {
+		file = "workflow"
+	}
+	wf, err := Parse(file, []byte(req.Workflow))
+	if err != nil {
+		return nil, badRequest("%v", err)
+	}
+	if err := e.checkCommands(ctx, file, wf); err != nil {
+		return nil, err
+	}
+	r := &store.TeamRun{
+		TeamRun: client.TeamRun{
+			ID: newID(), Workflow: wf.Name, File: req.File, Task: req.Task, Status: client.TeamRunning,
+			State: wf.Root, Vars: map[string]string{}, Agents: map[string]string{}, MaxTurns: wf.MaxTurns,
+		},
+		Source: req.Workflow, CreatedBy: req.By,
+	}
+	for k, v := range wf.Vars {
+		r.Vars[k] = v
+	}
+	r.Vars["task"] = req.Task
+	c := cursor{State: wf.Root}
+	r.Cursor, _ = json.Marshal(c)
+	err = e.st.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.InsertTeamRun(r); err != nil {
+			return err
+		}
+		return tx.Audit("", "team_started", map[string]string{"team": r.ID, "workflow": wf.Name, "task": req.Task, "by": req.By})
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.spawn(r.ID)
+	out := r.TeamRun
+	return &out, nil
+}
+
+// Teams lists team runs, newest first.
+func (e *Engine) Teams(ctx context.Context) ([]client.TeamRun, error) {
+	out := []client.TeamRun{}
+	err := e.st.View(ctx, func(tx *store.Tx) error {
+		runs, err := tx.TeamRuns(false)
+		for _, r := range runs {
+			out = append(out, r.TeamRun)
+		}
+		return err
+	})
+	return out, err
+}
+
+// Team returns one team run with its transcript.
+func (e *Engine) Team(ctx context.Context, ref string) (*client.TeamRun, error) {
+	var out *client.TeamRun
+	err := e.st.View(ctx, func(tx *store.Tx) error {
+		r, err := tx.TeamRun(ref)
+		if errors.Is(err, store.ErrNotFound) {
+			return client.Errorf(client.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
+		} else if err != nil {
+			return err
+		}
+		turns, err := tx.TeamTurns(r.ID, -1)
+		if err != nil {
+			return err
+		}
+		out = &r.TeamRun
+		out.Transcript = []client.TeamTurn{}
+		for _, t := range turns {
+			out.Transcript = append(out.Transcript, t.TeamTurn)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// StopTeam stops a running team run; the run of the role agent it waits for is stopped
+// too (an open proposal superseded, a running command cancelled).
+func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, error) {
+	var out *client.TeamRun
+	var waiting string
+	err := e.st.Tx(ctx, func(tx *store.Tx) error {
+		r, err := tx.TeamRun(ref)
+		if errors.Is(err, store.ErrNotFound) {
+			return client.Errorf(client.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
+		} else if err != nil {
+			return err
+		}
+		if r.Status != client.TeamRunning {
+			return client.Errorf(client.ErrConflict, "team run %s has ended already (%s)", r.ID, r.Status)
+		}
+		waiting = r.Waiting
+		if err := endTx(tx, r, client.TeamStopped, "stopped by a person"); err != nil {
+			return err
+		}
+		out = &r.TeamRun
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if l := e.live[out.ID]; l != nil {
+		l.cancel()
+	}
+	e.mu.Unlock()
+	if waiting != "" {
+		if _, err := e.opt.Agents.Stop(ctx, waiting); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+			e.log.Warn("team: stopping the role agent", "team", out.ID, "agent", waiting, "err", err)
+		}
+	}
+	return out, nil
+}
+
+// endTx ends r with status and reason and records the end in its transcript.
+func endTx(tx *store.Tx, r *store.TeamRun, status, reason string) error {
+	var c cursor
+	_ = json.Unmarshal(r.Cursor, &c)
+	c.Seq++
+	r.Cursor, _ = json.Marshal(c)
+	r.Status, r.Reason, r.Waiting, r.WaitRun = status, reason, "", ""
+	if err := tx.InsertTeamTurn(&store.TeamTurn{TeamRunID: r.ID, TeamTurn: client.TeamTurn{
+		Seq: c.Seq, Kind: client.TurnEnd, State: r.State, Phase: r.Phase, Text: reason, Mode: status}}); err != nil {
+		return err
+	}
+	if err := tx.UpdateTeamRun(r); err != nil {
+		return err
+	}
+	return tx.Audit("", "team_ended", map[string]string{"team": r.ID, "status": status, "reason": reason})
+}
+
+// checkCommands refuses roles whose commands this daemon does not offer. MCP tools
+// (names with a dot) are left out: their servers connect in the background.
+func (e *Engine) checkCommands(ctx context.Context, file string, wf *Workflow) error {
+	infos, err := e.opt.Agents.Commands(ctx, "")
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, ci := range infos {
+		have[ci.Name] = true
+	}
+	var probs []string
+	for _, name := range sortedKeys(wf.Roles) {
+		var missing []string
+		for _, c := range wf.Roles[name].Commands {
+			if !have[c] && !strings.Contains(c, ".") {
+				missing = append(missing, c)
+			}
+		}
+		if len(missing) > 0 {
+			probs = append(probs, fmt.Sprintf("%s: role %s uses %s, which this daemon does not offer (see agentctl commands; web commands need [web] in the config)",
+				file, name, strings.Join(missing, ", ")))
+		}
+	}
+	if len(probs) > 0 {
+		return badRequest("%s", strings.Join(probs, "\n"))
+	}
+	return nil
+}
