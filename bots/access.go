@@ -33,6 +33,9 @@ type Rules struct {
 
 // Serves reports whether the bot answers in w at all.
 func (r Rules) Serves(w Where) bool {
+	if w.DM && w.Team == "" {
+		return r.DM // Discord's direct messages belong to no guild
+	}
 	if len(r.Teams) > 0 && !slices.Contains(r.Teams, w.Team) {
 		return false
 	}

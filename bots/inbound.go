@@ -236,6 +236,7 @@ func (r *Relay) OnClick(ctx context.Context, c Click) {
 	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) {
 		return
 	}
+	c.Ref.AgentID = r.refAgent(ctx, c.Platform, c.Where, c.Ref)
 	a, err := r.opt.Service.Agent(ctx, c.Ref.AgentID)
 	if err != nil {
 		r.ephemeral(ctx, ep, c.Where, c.User, "This proposal's agent is gone.")
@@ -276,12 +277,29 @@ func (r *Relay) OnClick(ctx context.Context, c Click) {
 	}
 }
 
+// refAgent is the agent a button or dialog names; platforms whose buttons cannot carry it
+// (Discord's custom_id holds the proposal alone) leave it to the thread's binding.
+func (r *Relay) refAgent(ctx context.Context, platform string, w Where, ref Ref) string {
+	if ref.AgentID != "" || w.Thread == "" {
+		return ref.AgentID
+	}
+	b, err := r.opt.Bindings.BindingByThread(ctx, platform, w.Channel, w.Thread)
+	if err != nil {
+		r.log.Error("bots: reading chat binding", "err", err)
+	}
+	if b == nil {
+		return ""
+	}
+	return b.AgentID
+}
+
 // OnFeedback handles a submitted feedback dialog.
 func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User, ref Ref, text string) {
 	ep := r.endpoint(platform)
 	if ep == nil || u.Bot {
 		return
 	}
+	ref.AgentID = r.refAgent(ctx, platform, w, ref)
 	a, err := r.opt.Service.Agent(ctx, ref.AgentID)
 	if err != nil {
 		return

@@ -26,6 +26,12 @@ type Options struct {
 	// OnExpired, if set, is told of each platform where a proposal expired undecided
 	// (metrics).
 	OnExpired func(platform string)
+	// OutboxSize bounds the posts waiting for a platform that is down (0: 1,000); a
+	// post that fails is retried with RetryBackoff (nil: doubling from 1s to 1m) for up
+	// to GiveUp (0: 30 minutes), in order per thread.
+	OutboxSize   int
+	RetryBackoff func(n int) time.Duration
+	GiveUp       time.Duration
 }
 
 // Relay carries agent events to chat threads and chat actions to the daemon.
@@ -49,6 +55,8 @@ type Relay struct {
 	qmu      sync.Mutex
 	early    map[string]User // by proposal id + "|" + platform
 	readyOne sync.Once
+
+	out *outbox // posts, in order per thread, retried while a platform is down
 }
 
 type endpoint struct {
@@ -68,6 +76,7 @@ func New(opt Options) *Relay {
 		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
 		bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
 		states: map[string]string{}, agents: map[string]agentInfo{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
+		out: newOutbox(opt.Log, opt.OutboxSize, opt.GiveUp, opt.RetryBackoff),
 	}
 }
 
@@ -88,6 +97,8 @@ func (r *Relay) Ready() <-chan struct{} { return r.ready }
 // it falls behind, it resubscribes from the last event it handled, so nothing the daemon
 // still holds is lost. Chat errors are logged, never fatal.
 func (r *Relay) Run(ctx context.Context) error {
+	r.out.start(ctx)
+	defer r.out.wait()
 	var since int64
 	first := true
 	for ctx.Err() == nil {
@@ -185,6 +196,12 @@ type target struct {
 	label string // the helper's name when the thread is its parent's
 }
 
+// post queues a post for t's thread in the outbox: in order with the thread's other
+// posts, retried while the platform is down.
+func (r *Relay) post(t target, what string, do func(ctx context.Context) error) {
+	r.out.add(t.ep.a.Platform()+"\x00"+t.b.Channel+"\x00"+t.b.Thread, what, do)
+}
+
 // resync posts what waits for a person in bound threads but was never posted there (the
 // daemon restarted, or chat was down when it was asked).
 func (r *Relay) resync(ctx context.Context) {
@@ -260,21 +277,23 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 	}
 	for _, t := range r.targets(p.AgentID) {
 		platform := t.ep.a.Platform()
-		if m, err := r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
-			continue // posted already (or the store is failing: do not post twice)
-		}
-		view := ProposalView{Proposal: p, ApproveN: r.opt.ApproveN}
-		if r.expired(p) {
-			view.Closed = r.expiredText()
-		}
-		id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatProposal(view, platform), t.label))
-		if err != nil {
-			r.log.Error("bots: posting proposal", "platform", platform, "agent", p.AgentID, "proposal", p.ID, "err", err)
-			continue
-		}
-		if err := r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}); err != nil {
-			r.log.Error("bots: recording proposal message", "proposal", p.ID, "err", err)
-		}
+		r.post(t, "posting proposal "+p.ID, func(ctx context.Context) error {
+			if m, err := r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
+				return err // posted already (or the store is failing: retried, never posted twice)
+			}
+			view := ProposalView{Proposal: p, ApproveN: r.opt.ApproveN}
+			if r.expired(p) {
+				view.Closed = r.expiredText()
+			}
+			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatProposal(view, platform), t.label))
+			if err != nil {
+				return err
+			}
+			if err := r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}); err != nil {
+				r.log.Error("bots: recording proposal message", "proposal", p.ID, "err", err)
+			}
+			return nil
+		})
 	}
 	if p.Status.Decidable() {
 		r.mu.Lock()
@@ -296,19 +315,19 @@ func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision)
 	r.mu.Unlock()
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
-		m, err := r.opt.Bindings.Message(ctx, d.ProposalID, platform, "proposal")
-		if err != nil || m == nil {
-			continue
-		}
-		if p == nil {
-			if p = r.proposal(ctx, agentID, d.ProposalID); p == nil {
-				continue
+		r.post(t, "showing the decision on "+d.ProposalID, func(ctx context.Context) error {
+			m, err := r.opt.Bindings.Message(ctx, d.ProposalID, platform, "proposal")
+			if err != nil || m == nil {
+				return err
 			}
-		}
-		msg := labelled(FormatProposal(ProposalView{Proposal: p, Decision: d}, platform), t.label)
-		if err := t.ep.a.Update(ctx, m.Channel, m.Message, msg); err != nil {
-			r.log.Error("bots: showing decision", "platform", platform, "proposal", d.ProposalID, "err", err)
-		}
+			shown := p
+			if shown == nil {
+				if shown = r.proposal(ctx, agentID, d.ProposalID); shown == nil {
+					return nil
+				}
+			}
+			return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: shown, Decision: d}, platform), t.label))
+		})
 	}
 }
 
@@ -335,15 +354,15 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 	}
 	for _, t := range r.targets(agentID) {
 		msg, file := FormatResult(ep, t.ep.a.MaxText())
-		if _, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(msg, t.label)); err != nil {
-			r.log.Error("bots: posting result", "platform", t.ep.a.Platform(), "agent", agentID, "err", err)
-			continue
-		}
+		r.post(t, "posting a result", func(ctx context.Context) error {
+			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(msg, t.label))
+			return err
+		})
 		if file != "" {
 			name := fmt.Sprintf("step-%d-%s.txt", ep.Step, ep.Command)
-			if err := t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, name, file, "Output of step "+fmt.Sprint(ep.Step)); err != nil {
-				r.log.Error("bots: uploading result", "platform", t.ep.a.Platform(), "agent", agentID, "err", err)
-			}
+			r.post(t, "uploading a result", func(ctx context.Context) error {
+				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, name, file, "Output of step "+fmt.Sprint(ep.Step))
+			})
 		}
 	}
 }
@@ -351,22 +370,24 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Question) {
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
-		if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
-			continue
-		}
-		id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatQuestion(q, ""), t.label))
-		if err != nil {
-			r.log.Error("bots: posting question", "platform", platform, "agent", agentID, "err", err)
-			continue
-		}
-		r.qmu.Lock()
-		r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
-		u, answered := r.early[q.ProposalID+"|"+platform]
-		delete(r.early, q.ProposalID+"|"+platform)
-		r.qmu.Unlock()
-		if answered {
-			t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u), t.label))
-		}
+		r.post(t, "posting a question", func(ctx context.Context) error {
+			if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
+				return err
+			}
+			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatQuestion(q, ""), t.label))
+			if err != nil {
+				return err
+			}
+			r.qmu.Lock()
+			r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
+			u, answered := r.early[q.ProposalID+"|"+platform]
+			delete(r.early, q.ProposalID+"|"+platform)
+			r.qmu.Unlock()
+			if answered {
+				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u), t.label))
+			}
+			return nil
+		})
 	}
 }
 
@@ -400,9 +421,10 @@ func orDash(s string) string {
 // note posts a line in every thread the agent is bound to.
 func (r *Relay) note(ctx context.Context, agentID, text string) {
 	for _, t := range r.targets(agentID) {
-		if _, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatNote(text), t.label)); err != nil {
-			r.log.Error("bots: posting", "platform", t.ep.a.Platform(), "agent", agentID, "err", err)
-		}
+		r.post(t, "posting a note", func(ctx context.Context) error {
+			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatNote(text), t.label))
+			return err
+		})
 	}
 }
 
@@ -434,20 +456,17 @@ func (r *Relay) armExpiry(ctx context.Context, p *client.Proposal) {
 		if !open {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
 		for _, t := range r.targets(p.AgentID) {
-			m, err := r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
-			if err != nil || m == nil {
-				continue
-			}
-			if r.opt.OnExpired != nil {
-				r.opt.OnExpired(t.ep.a.Platform())
-			}
-			msg := labelled(FormatProposal(ProposalView{Proposal: p, Closed: r.expiredText()}, t.ep.a.Platform()), t.label)
-			if err := t.ep.a.Update(ctx, m.Channel, m.Message, msg); err != nil {
-				r.log.Error("bots: showing expiry", "proposal", p.ID, "err", err)
-			}
+			r.post(t, "showing expiry of "+p.ID, func(ctx context.Context) error {
+				m, err := r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
+				if err != nil || m == nil {
+					return err
+				}
+				if r.opt.OnExpired != nil {
+					r.opt.OnExpired(t.ep.a.Platform())
+				}
+				return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, Closed: r.expiredText()}, t.ep.a.Platform()), t.label))
+			})
 		}
 	})
 }
@@ -466,11 +485,13 @@ func (r *Relay) closeOpen(ctx context.Context, agentID, why string) {
 	r.mu.Unlock()
 	for _, p := range open {
 		for _, t := range r.targets(agentID) {
-			m, err := r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
-			if err != nil || m == nil {
-				continue
-			}
-			t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, Closed: why}, t.ep.a.Platform()), t.label))
+			r.post(t, "closing "+p.ID, func(ctx context.Context) error {
+				m, err := r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
+				if err != nil || m == nil {
+					return err
+				}
+				return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, Closed: why}, t.ep.a.Platform()), t.label))
+			})
 		}
 	}
 }

@@ -127,6 +127,7 @@ func TestHelpersPostInTheirParentsThread(t *testing.T) {
 	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: pending})
 	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-3", Proposal: &client.Proposal{ID: "p-3", AgentID: "a-3", Step: 1, Command: "read_file", Status: client.ProposalPending, Args: []byte(`{}`)}})
 	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-9", Proposal: &client.Proposal{ID: "p-9", AgentID: "a-9", Step: 1, Command: "read_file", Status: client.ProposalPending, Args: []byte(`{}`)}})
+	r.out.flush() // posts go through the outbox
 
 	want := []string{
 		"C1 T1 [boss/fetcher] Step 1: a-2 wants to run write_file",

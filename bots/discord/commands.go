@@ -18,6 +18,8 @@ const (
 	SubStop   = "stop"
 	SubPause  = "pause"
 	SubResume = "resume"
+	// SubSchedule lists schedules or fires one now (action ls|run, name).
+	SubSchedule = "schedule"
 )
 
 // maxTask bounds a task typed into /agent run (Discord allows up to 6,000 in a string option).
@@ -45,6 +47,12 @@ func Commands() []*discordgo.ApplicationCommand {
 			sub(SubStop, "Stop an agent's run", agentOpt(true)),
 			sub(SubPause, "Pause an agent", agentOpt(true)),
 			sub(SubResume, "Resume a paused agent", agentOpt(true)),
+			sub(SubSchedule, "List schedules, or run one now",
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "action",
+					Description: "ls or run", Required: true, Choices: []*discordgo.ApplicationCommandOptionChoice{
+						{Name: "ls", Value: "ls"}, {Name: "run", Value: "run"}}},
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "name",
+					Description: "Schedule name (for run)", MaxLength: 100}),
 		},
 	}}
 }
@@ -54,6 +62,9 @@ type SlashCommand struct {
 	Sub   string // one of the Sub* constants
 	Agent string // empty when not given (run: a new agent; status: all)
 	Task  string // run only
+	// Action and Name are schedule's: ls, or run NAME.
+	Action string
+	Name   string
 }
 
 // ParseSlash reads an /agent invocation strictly: the command name, exactly one known
@@ -92,5 +103,5 @@ func ParseSlash(d discordgo.ApplicationCommandInteractionData) (SlashCommand, er
 			return SlashCommand{}, fmt.Errorf("discord: /%s %s: %s is required", CommandName, sub.Name, do.Name)
 		}
 	}
-	return SlashCommand{Sub: sub.Name, Agent: got["agent"], Task: got["task"]}, nil
+	return SlashCommand{Sub: sub.Name, Agent: got["agent"], Task: got["task"], Action: got["action"], Name: got["name"]}, nil
 }

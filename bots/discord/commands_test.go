@@ -29,6 +29,8 @@ func TestParseSlash(t *testing.T) {
 		{"stop", data("agent", sub("stop", opt("agent", "walker"))), SlashCommand{Sub: SubStop, Agent: "walker"}, ""},
 		{"pause", data("agent", sub("pause", opt("agent", "walker"))), SlashCommand{Sub: SubPause, Agent: "walker"}, ""},
 		{"resume", data("agent", sub("resume", opt("agent", "walker"))), SlashCommand{Sub: SubResume, Agent: "walker"}, ""},
+		{"schedule_run", data("agent", sub("schedule", opt("action", "run"), opt("name", "nightly"))), SlashCommand{Sub: SubSchedule, Action: "run", Name: "nightly"}, ""},
+		{"schedule_without_action", data("agent", sub("schedule")), SlashCommand{}, "action is required"},
 		{"other_command", data("weather"), SlashCommand{}, "unknown command /weather"},
 		{"no_sub", data("agent"), SlashCommand{}, "exactly one sub-command"},
 		{"unknown_sub", data("agent", sub("explode")), SlashCommand{}, "unknown sub-command"},

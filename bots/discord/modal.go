@@ -18,17 +18,7 @@ const maxFeedback = 4000
 // FeedbackModal is the response to a Feedback… click: a modal asking what the agent should
 // do instead. Its submit comes back as a modal interaction that ParseFeedback reads.
 func FeedbackModal(p *client.Proposal) *discordgo.InteractionResponse {
-	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
-		CustomID: CustomID{Action: ActionFeedbackModal, ProposalID: p.ID}.String(),
-		Title:    Truncate(fmt.Sprintf("Feedback on step %d: %s", p.Step, p.Command), 45),
-		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
-			discordgo.TextInput{
-				CustomID: feedbackInputID, Label: "What should the agent do instead?",
-				Style: discordgo.TextInputParagraph, Required: true, MinLength: 1, MaxLength: maxFeedback,
-				Placeholder: "The command is not run; this text goes to the model.",
-			},
-		}}},
-	}}
+	return feedbackModalFor(p.ID, fmt.Sprintf("step %d: %s", p.Step, p.Command))
 }
 
 // ParseFeedback reads a feedback modal's submit into the decision it stands for.

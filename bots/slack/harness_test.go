@@ -140,6 +140,18 @@ func (e *env) chat(req *api.ChatRequest) (string, error) {
 		e.names++
 		return fmt.Sprintf(`{"name":"helper-%d","description":"a helper","best_practices":["be brief"],"constraints":["stay local"]}`, e.names), nil
 	}
+	if len(req.Messages) > 1 && strings.HasPrefix(req.Messages[0].Content, "You keep the log of an autonomous agent short") {
+		// A history summary (long runs, like the benchmark's): one line per numbered step,
+		// so it does not eat a scripted step.
+		var lines []string
+		for _, l := range strings.Split(req.Messages[1].Content, "\n") {
+			if n, _, ok := strings.Cut(l, ". "); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+				lines = append(lines, "did step "+n)
+			}
+		}
+		out, _ := json.Marshal(map[string][]string{"lines": lines})
+		return string(out), nil
+	}
 	if len(e.replies) == 0 {
 		return reply("finish", map[string]string{"reason": "all done"}), nil
 	}

@@ -60,6 +60,9 @@ type Bot struct {
 
 	groupMu sync.Mutex
 	groups  map[string]groupEntry
+
+	stateMu sync.Mutex
+	state   bots.Status
 }
 
 type groupEntry struct {
@@ -95,7 +98,8 @@ func New(opt Options) (*Bot, error) {
 	if opt.APIURL != "" {
 		o = append(o, slack.OptionAPIURL(opt.APIURL))
 	}
-	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, groups: map[string]groupEntry{}}, nil
+	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, groups: map[string]groupEntry{},
+		state: bots.Status{Platform: Platform, State: bots.StateConnecting, Since: time.Now()}}, nil
 }
 
 // Platform implements bots.Adapter.
@@ -105,8 +109,30 @@ func (b *Bot) Platform() string { return Platform }
 func (b *Bot) Connected() bool { return b.connected.Load() }
 
 func (b *Bot) setConnected(up bool) {
+	if up {
+		b.setState(bots.StateConnected, 0, nil)
+	}
 	if b.connected.Swap(up) != up && b.opt.OnConnection != nil {
 		b.opt.OnConnection(up)
+	}
+}
+
+// Status reports the connection's state, for agentctl status.
+func (b *Bot) Status() bots.Status {
+	b.stateMu.Lock()
+	defer b.stateMu.Unlock()
+	return b.state
+}
+
+func (b *Bot) setState(state string, attempt int, err error) {
+	b.stateMu.Lock()
+	defer b.stateMu.Unlock()
+	if b.state.State != state {
+		b.state.Since = time.Now()
+	}
+	b.state.State, b.state.Attempt, b.state.Error = state, attempt, ""
+	if err != nil {
+		b.state.Error = err.Error()
 	}
 }
 
@@ -117,6 +143,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		self, err := b.api.AuthTestContext(ctx)
 		if err != nil {
 			b.log.Error("slack: auth.test failed; retrying", "attempt", n, "err", err)
+			b.setState(bots.StateReconnecting, n, err)
 			sleep(ctx, b.opt.Backoff(n))
 			continue
 		}
@@ -128,8 +155,10 @@ func (b *Bot) Run(ctx context.Context) error {
 			break
 		}
 		b.log.Warn("slack: socket mode stopped; reconnecting", "attempt", n, "err", err)
+		b.setState(bots.StateReconnecting, n, err)
 		sleep(ctx, b.opt.Backoff(n))
 	}
+	b.setState(bots.StateStopped, 0, nil)
 	return nil
 }
 
@@ -180,9 +209,11 @@ func (b *Bot) dispatch(ctx context.Context, sm *socketmode.Client, ev socketmode
 		b.log.Info("slack: connected")
 	case socketmode.EventTypeConnectionError:
 		b.setConnected(false)
+		b.setState(bots.StateReconnecting, 1, errors.New("socket mode connection failed"))
 		b.log.Warn("slack: connection failed; retrying")
 	case socketmode.EventTypeDisconnect:
 		b.setConnected(false)
+		b.setState(bots.StateReconnecting, 1, errors.New("disconnected"))
 	case socketmode.EventTypeEventsAPI:
 		sm.Ack(*ev.Request)
 		if e, ok := ev.Data.(slackevents.EventsAPIEvent); ok {
@@ -311,6 +342,22 @@ func (b *Bot) onInteraction(ctx context.Context, cb slack.InteractionCallback) {
 	}
 }
 
+// classify marks errors that retrying cannot fix (Slack said no: channel_not_found,
+// not_in_channel, a 4xx) so the relay's outbox drops the post instead of retrying.
+func classify(err error) error {
+	var se slack.SlackErrorResponse
+	var sc slack.StatusCodeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return bots.Permanent(err)
+	case errors.As(err, &sc) && sc.Code >= 400 && sc.Code < 500 && sc.Code != 429:
+		return bots.Permanent(err)
+	}
+	return err
+}
+
 // StartThread implements bots.Adapter: a thread under anchor, or under a new message.
 func (b *Bot) StartThread(ctx context.Context, channel, anchor, title string) (string, error) {
 	if anchor != "" {
@@ -327,7 +374,7 @@ func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) 
 	}
 	_, ts, err := b.api.PostMessageContext(ctx, channel, opts...)
 	if err != nil {
-		return "", fmt.Errorf("slack: chat.postMessage: %w", err)
+		return "", classify(fmt.Errorf("slack: chat.postMessage: %w", err))
 	}
 	return ts, nil
 }
@@ -336,7 +383,7 @@ func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) 
 func (b *Bot) Update(ctx context.Context, channel, id string, m bots.Message) error {
 	_, _, _, err := b.api.UpdateMessageContext(ctx, channel, id, slack.MsgOptionText(escape(m.Summary), false), slack.MsgOptionBlocks(Blocks(m)...))
 	if err != nil {
-		return fmt.Errorf("slack: chat.update: %w", err)
+		return classify(fmt.Errorf("slack: chat.update: %w", err))
 	}
 	return nil
 }
@@ -349,7 +396,7 @@ func (b *Bot) PostFile(ctx context.Context, channel, thread, name, content, comm
 		Channel: channel, ThreadTimestamp: thread, InitialComment: comment,
 	})
 	if err != nil {
-		return fmt.Errorf("slack: file upload: %w", err)
+		return classify(fmt.Errorf("slack: file upload: %w", err))
 	}
 	return nil
 }

@@ -327,6 +327,20 @@ type Status struct {
 	StateDir string         `json:"state_dir"`
 	Ollama   OllamaStatus   `json:"ollama"`
 	Agents   map[string]int `json:"agents"` // count by state
+	// Bots are the enabled chat bots' connections, by platform; none without bots.
+	Bots []BotStatus `json:"bots,omitempty"`
+}
+
+// BotStatus is one chat bot's connection to its platform.
+type BotStatus struct {
+	Platform string `json:"platform"` // slack, discord
+	// State is connecting, connected, reconnecting or stopped.
+	State string    `json:"state"`
+	Since time.Time `json:"since"` // when State began
+	// Attempt counts reconnect attempts since the connection was last up.
+	Attempt int `json:"attempt,omitempty"`
+	// Error is why the connection is down, when it is.
+	Error string `json:"error,omitempty"`
 }
 
 // AuditEntry is one line of the append-only audit log: a proposal, decision (who, from
@@ -446,7 +460,7 @@ type Autonomy struct {
 
 // DeliveryAgentctl is the default delivery: results and pending approvals of a scheduled
 // run are seen with agentctl (show, follow, schedule history). The other deliveries are
-// chat channels, PLATFORM:CHANNEL_ID ("slack:C0123ABC"): each run gets a thread there,
+// chat channels, PLATFORM:CHANNEL_ID ("slack:C0123ABC", "discord:123456789012345678"): each run gets a thread there,
 // decided there like a run started from chat.
 const DeliveryAgentctl = "agentctl"
 
@@ -501,7 +515,7 @@ type ScheduleRequest struct {
 	Autonomy    Autonomy `json:"autonomy"`
 	Budget      Budget   `json:"budget"`
 	// Delivery is where results and approvals go: "" or "agentctl", or a chat channel
-	// served by an enabled bot, "slack:CHANNEL_ID".
+	// served by an enabled bot, "slack:CHANNEL_ID" or "discord:CHANNEL_ID".
 	Delivery    string `json:"delivery,omitempty"`
 	Concurrency string `json:"concurrency,omitempty"`
 	Missed      string `json:"missed,omitempty"`

@@ -42,6 +42,7 @@ type Config struct {
 	Memory    MemoryConfig    `toml:"memory"`
 	Bots      BotsConfig      `toml:"bots"`
 	Slack     SlackConfig     `toml:"slack"`
+	Discord   DiscordConfig   `toml:"discord"`
 	// HTTP is the optional TCP listener: metrics and the Agent Protocol.
 	HTTP HTTPConfig `toml:"http"`
 	Log  LogConfig  `toml:"log"`
@@ -276,6 +277,7 @@ func Default() *Config {
 		Bots:        BotsConfig{ApproveCount: 3},
 		Slack: SlackConfig{BotTokenEnv: "SLACK_BOT_TOKEN", AppTokenEnv: "SLACK_APP_TOKEN", Teams: []string{}, Approvers: []string{},
 			APIURL: "https://slack.com/api/"},
+		Discord:  defaultDiscord(),
 		HTTP:     defaultHTTP(),
 		Log:      LogConfig{Level: "info", Format: "text"},
 		StateDir: DefaultStateDir(),

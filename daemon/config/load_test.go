@@ -87,6 +87,11 @@ func TestLoadSetsEveryKey(t *testing.T) {
 		AppTokenFile: "/etc/agentd/app", Teams: []string{"T0123ABCD"}, Approvers: []string{"U0123ABCD", "S0456EFGH"}, DirectMessages: true,
 		Channels: map[string]ChatAccess{"C0123ABCD": {Approvers: []string{"U0999ZZZZ"}}, "C0456EFGH": {}},
 		Agents:   map[string]ChatAccess{"deployer": {Approvers: []string{"U0777AAAA"}}}, APIURL: "http://127.0.0.1:9999/api/"}
+	want.Discord = DiscordConfig{Enabled: true, TokenEnv: "MY_DISCORD_BOT", TokenFile: "/etc/agentd/discord", ApplicationID: "123456789012345678",
+		Guilds: []string{"223456789012345678"}, Approvers: []string{"323456789012345678"}, ApproverRoles: []string{"423456789012345678"},
+		DirectMessages: true, Channels: map[string]DiscordAccess{
+			"523456789012345678": {Approvers: []string{"623456789012345678"}, ApproverRoles: []string{"723456789012345678"}}, "823456789012345678": {}},
+		Agents: map[string]DiscordAccess{"deployer": {ApproverRoles: []string{"923456789012345678"}}}, APIURL: "http://127.0.0.1:9998/"}
 	want.HTTP = HTTPConfig{Listen: "[::1]:7070", TokenEnv: "MY_HTTP_TOKEN", TokenFile: "/etc/agentd/http-token", AgentProtocol: true}
 	want.Log = LogConfig{Level: "debug", Format: "json"}
 	if !reflect.DeepEqual(c, want) {

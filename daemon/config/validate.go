@@ -262,6 +262,7 @@ func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
 	}
 
 	c.botProblems(bad)
+	c.Discord.problems(bad)
 
 	var servers []mcp.ServerConfig
 	for _, s := range c.MCP.Servers {

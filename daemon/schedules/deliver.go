@@ -42,7 +42,7 @@ func parseDelivery(s string) (delivery, error) {
 	platform, channel, ok := strings.Cut(s, ":")
 	platform, channel = strings.ToLower(strings.TrimSpace(platform)), strings.TrimSpace(channel)
 	if !ok || platform == "" || channel == "" || strings.ContainsAny(channel, " \t\n/#") {
-		return delivery{}, fmt.Errorf("delivery %q: use agentctl (the default) or a chat channel as PLATFORM:CHANNEL_ID, e.g. slack:C0123ABCD", s)
+		return delivery{}, fmt.Errorf("delivery %q: use agentctl (the default) or a chat channel as PLATFORM:CHANNEL_ID, e.g. slack:C0123ABCD or discord:123456789012345678", s)
 	}
 	return delivery{platform: platform, channel: channel}, nil
 }

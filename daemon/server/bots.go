@@ -7,9 +7,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/bots/discord"
 	"github.com/agentd/agentd/bots/slack"
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/schedules"
@@ -19,40 +23,62 @@ import (
 // chatBots are the relay and the enabled chat bots, made before the schedules' manager
 // (which delivers runs through the relay) and started after the supervisor.
 type chatBots struct {
-	relay *bots.Relay // nil when no bot is enabled
-	runs  []func(ctx context.Context)
-	log   *slog.Logger
-	slack *config.SlackConfig
+	relay   *bots.Relay // nil when no bot is enabled
+	runs    []func(ctx context.Context)
+	log     *slog.Logger
+	slack   *config.SlackConfig
+	discord *config.DiscordConfig
 }
 
 var _ schedules.Chat = (*bots.Relay)(nil)
 
-// newBots makes the relay and the enabled bots. Secrets missing are an error.
+// newBots makes the relay and the enabled bots; Slack and Discord share the relay.
+// Secrets missing are an error.
 func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger, mx *metrics.Metrics) (*chatBots, error) {
 	c := &chatBots{log: log}
-	if !cfg.Slack.Enabled {
+	if !cfg.Slack.Enabled && !cfg.Discord.Enabled {
 		return c, nil
-	}
-	s := &cfg.Slack
-	botToken, err := secret("slack bot token", s.BotTokenEnv, s.BotTokenFile)
-	if err != nil {
-		return nil, err
-	}
-	appToken, err := secret("slack app token", s.AppTokenEnv, s.AppTokenFile)
-	if err != nil {
-		return nil, err
 	}
 	relay := bots.New(bots.Options{Service: svc, Bindings: bots.StoreBindings(st), Log: log,
 		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration, OnExpired: mx.DecisionExpired})
-	mx.SetBotConnected(slack.Platform, false)
-	bot, err := slack.New(slack.Options{BotToken: botToken, AppToken: appToken, APIURL: s.APIURL, Relay: relay, Log: log,
-		OnConnection: func(up bool) { mx.SetBotConnected(slack.Platform, up) }})
-	if err != nil {
-		return nil, err
+	if cfg.Slack.Enabled {
+		s := &cfg.Slack
+		botToken, err := secret("slack bot token", s.BotTokenEnv, s.BotTokenFile)
+		if err != nil {
+			return nil, err
+		}
+		appToken, err := secret("slack app token", s.AppTokenEnv, s.AppTokenFile)
+		if err != nil {
+			return nil, err
+		}
+		mx.SetBotConnected(slack.Platform, false)
+		bot, err := slack.New(slack.Options{BotToken: botToken, AppToken: appToken, APIURL: s.APIURL, Relay: relay, Log: log,
+			OnConnection: func(up bool) { mx.SetBotConnected(slack.Platform, up) }})
+		if err != nil {
+			return nil, err
+		}
+		relay.Add(bot, slackRules(s))
+		c.slack = s
+		c.runs = append(c.runs, func(ctx context.Context) { bot.Run(ctx) })
 	}
-	relay.Add(bot, slackRules(s))
-	c.relay, c.slack = relay, s
-	c.runs = []func(context.Context){func(ctx context.Context) { relay.Run(ctx) }, func(ctx context.Context) { bot.Run(ctx) }}
+	if cfg.Discord.Enabled {
+		d := &cfg.Discord
+		token, err := secret("discord bot token", d.TokenEnv, d.TokenFile)
+		if err != nil {
+			return nil, err
+		}
+		mx.SetBotConnected(discord.Platform, false)
+		bot, err := discord.New(discord.Options{Token: token, ApplicationID: d.ApplicationID, Guilds: d.Guilds,
+			APIURL: d.APIURL, Relay: relay, Log: log, OnConnection: func(up bool) { mx.SetBotConnected(discord.Platform, up) }})
+		if err != nil {
+			return nil, err
+		}
+		relay.Add(bot, discordRules(d))
+		c.discord = d
+		c.runs = append(c.runs, func(ctx context.Context) { bot.Run(ctx) })
+	}
+	c.relay = relay
+	c.runs = append(c.runs, func(ctx context.Context) { relay.Run(ctx) })
 	return c, nil
 }
 
@@ -74,6 +100,9 @@ func (c *chatBots) start(ctx context.Context) (wait func()) {
 	}
 	if c.slack != nil {
 		c.log.Info("slack bot starting", "channels", len(c.slack.Channels), "direct_messages", c.slack.DirectMessages)
+	}
+	if c.discord != nil {
+		c.log.Info("discord bot starting", "guilds", len(c.discord.Guilds), "channels", len(c.discord.Channels), "direct_messages", c.discord.DirectMessages)
 	}
 	return wg.Wait
 }
@@ -119,4 +148,74 @@ func slackRules(s *config.SlackConfig) bots.Rules {
 		r.Agents[name] = access(a.Approvers)
 	}
 	return r
+}
+
+// discordRules turns [discord] into the relay's rules: user ids and role ids are listed
+// apart, since both are snowflakes.
+func discordRules(d *config.DiscordConfig) bots.Rules {
+	access := func(users, roles []string) bots.Access { return bots.Access{Users: users, Groups: roles} }
+	r := bots.Rules{Teams: d.Guilds, DM: d.DirectMessages, Approvers: access(d.Approvers, d.ApproverRoles),
+		Channels: map[string]bots.Access{}, Agents: map[string]bots.Access{}}
+	for id, c := range d.Channels {
+		r.Channels[id] = access(c.Approvers, c.ApproverRoles)
+	}
+	for name, a := range d.Agents {
+		r.Agents[name] = access(a.Approvers, a.ApproverRoles)
+	}
+	return r
+}
+
+// statuses are the bots' connections, for agentctl status.
+func (c *chatBots) statuses() []client.BotStatus {
+	if c == nil || c.relay == nil {
+		return nil
+	}
+	var out []client.BotStatus
+	for _, s := range c.relay.Statuses() {
+		out = append(out, client.BotStatus{Platform: s.Platform, State: s.State, Since: s.Since, Attempt: s.Attempt, Error: s.Error})
+	}
+	return out
+}
+
+// chatCheck is agentctl doctor's check of the bots' connections. The bots are made after
+// the supervisor (they need it), and a reload replaces them, so the check reads the
+// current set through a pointer.
+func chatCheck(live **liveBots) agent.HealthCheck {
+	return func(context.Context) []client.Check { return botChecks((*live).statuses(), time.Now()) }
+}
+
+// botChecks judges connections: up is ok, connecting for under 30 s a warning, anything
+// else a failure with what to check.
+func botChecks(sts []client.BotStatus, now time.Time) []client.Check {
+	var out []client.Check
+	for _, s := range sts {
+		ch := client.Check{Name: s.Platform, Status: client.CheckOK, Detail: "connected since " + s.Since.Format(time.RFC3339)}
+		switch {
+		case s.State == bots.StateConnecting && now.Sub(s.Since) < 30*time.Second:
+			ch.Status, ch.Detail = client.CheckWarn, "connecting"
+		case s.State != bots.StateConnected:
+			ch.Status = client.CheckFail
+			ch.Detail = fmt.Sprintf("%s since %s", s.State, s.Since.Format(time.RFC3339))
+			if s.Attempt > 0 {
+				ch.Detail += fmt.Sprintf(" (attempt %d)", s.Attempt)
+			}
+			if s.Error != "" {
+				ch.Detail += ": " + s.Error
+			}
+			ch.Fix = fixFor(s.Platform)
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// fixFor says what to check when a bot cannot connect.
+func fixFor(platform string) string {
+	switch platform {
+	case "slack":
+		return "check the tokens ([slack] bot_token_env/app_token_env), that Socket Mode is on for the app, and that this machine reaches slack.com; agentd retries with backoff"
+	case "discord":
+		return "check the token ([discord] token_env), that the Message Content intent is on for the bot, and that this machine reaches discord.com; agentd retries with backoff"
+	}
+	return "agentd retries with backoff; its log says why the connection failed"
 }

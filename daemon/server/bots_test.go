@@ -6,12 +6,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/bots/discord/fakediscord"
 	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
 )
@@ -130,5 +133,117 @@ func TestMissingSlackTokenIsAClearError(t *testing.T) {
 	err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
 	if err == nil || !strings.Contains(err.Error(), "$SLACK_BOT_TOKEN is not set") {
 		t.Fatalf("Run = %v", err)
+	}
+}
+
+func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
+	fs := fakeslack.NewFake(t)
+	fd := fakediscord.Start(t, fakediscord.Config{HeartbeatInterval: 100 * time.Millisecond, Guilds: []fakediscord.Guild{{
+		ID: "500000000000000001", Name: "home", Channels: []fakediscord.Channel{{ID: "500000000000000002", Name: "agents"}},
+		Members: []fakediscord.Member{{User: &fakediscord.User{ID: "500000000000000003", Username: "alice"}}},
+	}}})
+	fd.Use(t)
+	model := ollamatest.NewFake(t)
+	cfg := testConfig(t, model, fs.APIURL())
+	t.Setenv("SLACK_BOT_TOKEN", fs.BotToken)
+	t.Setenv("SLACK_APP_TOKEN", fs.AppToken)
+	t.Setenv("TEST_DISCORD_TOKEN", fd.Token())
+	cfg.Discord.Enabled, cfg.Discord.TokenEnv, cfg.Discord.APIURL = true, "TEST_DISCORD_TOKEN", fd.URL()
+	cfg.Discord.Guilds = []string{"500000000000000001"}
+	cfg.Discord.Approvers = []string{"500000000000000003"}
+	cfg.Discord.Channels = map[string]config.DiscordAccess{"500000000000000002": {}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fd.WaitFrameFrom(ctx, 0, fakediscord.Op(fakediscord.OpIdentify))
+	if err := fd.Settle(ctx); err != nil { // connected, and past discordgo's start-up race
+		t.Fatalf("the Discord bot did not connect: %v; logs:\n%s", err, logs)
+	}
+	_, ts := fs.Mention("UAPPROVER", "C0123ABCD", "", "write a note")
+	m, err := fd.Post("500000000000000002", fakediscord.User{ID: "500000000000000003", Username: "alice"}, "<@"+fd.BotUser().ID+"> write another note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fs.Wait(10*time.Second, func(v fakeslack.View) bool {
+		for _, m := range v.Messages("C0123ABCD", ts) {
+			if strings.Contains(m.Text, "is on it") {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatalf("no run started from Slack; logs:\n%s", logs)
+	}
+	if _, err := fd.WaitCall(ctx, func(c fakediscord.Call) bool {
+		return c.Method == "POST" && c.Path == "/channels/"+m.ID+"/messages" && strings.Contains(string(c.Body), "is on it")
+	}); err != nil {
+		t.Fatalf("no run started from Discord: %v; logs:\n%s", err, logs)
+	}
+	// agentctl status and doctor show both connections.
+	c := &client.Client{Socket: cfg.Socket}
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Bots) != 2 || st.Bots[0].Platform != "discord" || st.Bots[0].State != "connected" ||
+		st.Bots[1].Platform != "slack" || st.Bots[1].State != "connected" {
+		t.Errorf("status bots = %+v", st.Bots)
+	}
+	rep, err := c.Doctor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, ch := range rep.Checks {
+		if (ch.Name == "discord" || ch.Name == "slack") && ch.Status == client.CheckOK && strings.HasPrefix(ch.Detail, "connected since") {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Errorf("doctor = %+v", rep.Checks)
+	}
+	fd.Settle(ctx)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), fd.Token()) {
+		t.Error("the Discord token is in the daemon's logs")
+	}
+}
+
+func TestMissingDiscordTokenIsAClearError(t *testing.T) {
+	model := ollamatest.NewFake(t)
+	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
+	cfg.Slack.Enabled = false
+	cfg.Discord.Enabled = true
+	cfg.Discord.DirectMessages = true
+	t.Setenv("DISCORD_BOT_TOKEN", "")
+	err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
+	if err == nil || !strings.Contains(err.Error(), "discord bot token: $DISCORD_BOT_TOKEN is not set") {
+		t.Fatalf("Run = %v", err)
+	}
+}
+
+func TestBotChecks(t *testing.T) {
+	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	got := botChecks([]client.BotStatus{
+		{Platform: "discord", State: "reconnecting", Since: now.Add(-time.Minute), Attempt: 3, Error: "no heartbeat ACK for 61s"},
+		{Platform: "slack", State: "connecting", Since: now.Add(-time.Second)},
+		{Platform: "slack", State: "connecting", Since: now.Add(-time.Minute)},
+		{Platform: "slack", State: "connected", Since: now.Add(-time.Hour)},
+	}, now)
+	want := []client.Check{
+		{Name: "discord", Status: client.CheckFail, Detail: "reconnecting since 2026-11-21T08:59:00Z (attempt 3): no heartbeat ACK for 61s", Fix: fixFor("discord")},
+		{Name: "slack", Status: client.CheckWarn, Detail: "connecting"},
+		{Name: "slack", Status: client.CheckFail, Detail: "connecting since 2026-11-21T08:59:00Z", Fix: fixFor("slack")},
+		{Name: "slack", Status: client.CheckOK, Detail: "connected since 2026-11-21T08:00:00Z"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("botChecks =\n%+v\nwant\n%+v", got, want)
 	}
 }

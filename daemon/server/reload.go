@@ -217,6 +217,16 @@ func (b *liveBots) replace(_ context.Context, c *chatBots) {
 	b.run(c)
 }
 
+// statuses are the current bots' connections; none while the daemon starts or stops.
+func (b *liveBots) statuses() []client.BotStatus {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur.statuses()
+}
+
 // stop stops the current set and waits for it.
 func (b *liveBots) stop() {
 	b.mu.Lock()

@@ -20,6 +20,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/agentprotocol"
 	"github.com/agentd/agentd/daemon/api"
+	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/schedules"
@@ -100,6 +101,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	// reports run ends to them; both are set before the supervisor starts, so no run ends
 	// before they are there.
 	var mgr *schedules.Manager
+	var liveChat *liveBots // the chat bots, made after the supervisor they serve; doctor reads them
 	var teams *team.Engine
 	mem, err := openMemory(cfg, lc, log)
 	if err != nil {
@@ -127,7 +129,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: healthChecks(cfg, bridge),
+		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: append(healthChecks(cfg, bridge), chatCheck(&liveChat)),
 		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e); teams.RunEnded(e) }, Metrics: mx, AgentBudget: agentBudget(cfg),
 	})
 	if err != nil {
@@ -142,6 +144,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
 		Chat: sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: mx})
 	bots := &liveBots{svc: func(c *config.Config) (*chatBots, error) { return newBots(c, sup, st, log, mx) }, mgr: mgr, sw: sw, log: log}
+	liveChat = bots
 	rl := &reloader{load: opt.Load, path: opt.ConfigPath, started: cfg, cur: cfg, live: live, extra: extra,
 		sup: sup, mgr: mgr, bots: bots, level: opt.LogLevel, notify: opt.Notify, log: log}
 	teams, err = team.New(team.Options{Store: st, LLM: lc, Model: cfg.Ollama.Model, Agents: sup, Log: log,
@@ -192,7 +195,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v0/metrics", metricsHandler(mx, sup))
-	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams}, log))
+	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams, bots}, log))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -265,6 +268,17 @@ type service struct {
 	api.ScheduleService
 	api.DaemonService
 	api.TeamService
+	bots *liveBots
+}
+
+// Status adds the chat bots' connections to the supervisor's status.
+func (s service) Status(ctx context.Context) (*client.Status, error) {
+	st, err := s.AgentService.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.Bots = s.bots.statuses()
+	return st, nil
 }
 
 // checkComponents refuses component names in config that name no component.

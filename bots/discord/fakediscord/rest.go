@@ -156,6 +156,9 @@ func (s *Server) dispatchREST(r *http.Request, call *Call, q *request) (int, any
 		if rl, ok := s.takeRateLimit(*call); ok {
 			return 0, nil, rl
 		}
+		if f, ok := s.failure(*call); ok {
+			return 0, nil, f
+		}
 		q.params = params
 		return rt.handle(s, q)
 	}
@@ -192,6 +195,18 @@ func (s *Server) takeRateLimit(c Call) (*restError, bool) {
 				Message: "You are being rate limited.", Code: CodeGeneral,
 				RetryAfter: rl.retryAfter.Seconds(), Global: rl.global,
 			}}, true
+		}
+	}
+	return nil, false
+}
+
+// failure answers a call with an outage's status while a FailWith rule matches it.
+func (s *Server) failure(c Call) (*restError, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.outages {
+		if f.match(c) {
+			return &restError{f.status, apiError{Message: http.StatusText(f.status), Code: CodeGeneral}}, true
 		}
 	}
 	return nil, false

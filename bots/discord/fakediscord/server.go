@@ -74,6 +74,7 @@ type Server struct {
 	connSeq      int
 	ackPaused    bool
 	rateLimits   []rateLimit
+	outages      []*outage
 	calls        []Call
 	frames       []Frame
 	changed      chan struct{} // closed and replaced whenever calls or frames grow
@@ -461,4 +462,29 @@ func (s *Server) RateLimitNext(match func(Call) bool, retryAfter time.Duration, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rateLimits = append(s.rateLimits, rateLimit{match, retryAfter, global})
+}
+
+type outage struct {
+	match  func(Call) bool
+	status int
+}
+
+// FailWith makes every REST call matching match fail with status (a 5xx: Discord is
+// down) until the returned end is called. discordgo retries 502 by itself, so tests of a
+// client's own retries use another status, like 503.
+func (s *Server) FailWith(match func(Call) bool, status int) (end func()) {
+	o := &outage{match, status}
+	s.mu.Lock()
+	s.outages = append(s.outages, o)
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for i, x := range s.outages {
+			if x == o {
+				s.outages = append(s.outages[:i], s.outages[i+1:]...)
+				return
+			}
+		}
+	}
 }

@@ -408,6 +408,10 @@ func cannedStatus() client.Status {
 			ModelPresent: true, ContextLength: 8192, Capabilities: []string{"completion", "tools"},
 		},
 		Agents: map[string]int{"awaiting_decision": 1, "idle": 1, "failed": 1, "thinking": 1},
+		Bots: []client.BotStatus{
+			{Platform: "discord", State: "reconnecting", Since: fixedTime.Add(-time.Minute), Attempt: 3, Error: "no heartbeat ACK for 1m2s"},
+			{Platform: "slack", State: "connected", Since: fixedTime.Add(-time.Hour)},
+		},
 	}
 }
 

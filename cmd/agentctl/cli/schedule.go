@@ -60,8 +60,9 @@ Examples:
       --goal "check last night's backup log" --missed run_once
 
 Results and pending approvals are seen with agentctl (ls, show, follow). With
---delivery slack:CHANNEL_ID each run gets a thread in that channel (served by the Slack
-bot): its proposals are decided there, its end and skipped or missed firings are posted.`,
+--delivery slack:CHANNEL_ID or discord:CHANNEL_ID each run gets a thread in that channel
+(served by the Slack or Discord bot): its proposals are decided there, its end and
+skipped or missed firings are posted.`,
 	run: (*app).runSchedule,
 }
 
@@ -129,7 +130,7 @@ func (a *app) scheduleAdd(ctx context.Context, args []string) error {
 	fs.StringVar(&req.Budget.MaxTime, "max-time", "", "stop each run after this `DURATION` (e.g. 15m)")
 	fs.StringVar(&req.Concurrency, "concurrency", "", "`POLICY` while the last run still goes: skip (default), queue or parallel")
 	fs.StringVar(&req.Missed, "missed", "", "`POLICY` for firings missed while agentd was down: skip (default), run_once or run_if_within=DURATION")
-	fs.StringVar(&req.Delivery, "delivery", "", "`WHERE` results and approvals go: agentctl (default) or slack:CHANNEL_ID")
+	fs.StringVar(&req.Delivery, "delivery", "", "`WHERE` results and approvals go: agentctl (default), slack:CHANNEL_ID or discord:CHANNEL_ID")
 	fs.BoolVar(&req.Paused, "paused", false, "add it paused")
 	pos, err := a.parse(fs, args, -1)
 	if err != nil {

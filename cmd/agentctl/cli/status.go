@@ -17,7 +17,8 @@ var statusCmd = &command{
 	short: "is agentd up, can it reach Ollama, what are agents doing",
 	long: `Status shows the daemon (version, pid, where it keeps its state), the Ollama server it
 uses (address, whether it answers, version, model and its context length) and how many
-agents are in each state. When something is wrong it says how to fix it.`,
+agents are in each state, and the chat bots' connections (Slack, Discord). When
+something is wrong it says how to fix it.`,
 	run: (*app).runStatus,
 }
 
@@ -73,7 +74,22 @@ func writeStatus(w io.Writer, st *client.Status) {
 		fmt.Fprintf(tw, "smart model:\t%s\n", o.SmartModel)
 	}
 	fmt.Fprintf(tw, "agents:\t%s\n", agentCounts(st.Agents))
+	for _, b := range st.Bots {
+		fmt.Fprintf(tw, "%s:\t%s\n", b.Platform, botState(b))
+	}
 	tw.Flush()
+}
+
+// botState renders a bot's connection: "connected since …", "reconnecting (attempt 3): err".
+func botState(b client.BotStatus) string {
+	s := b.State
+	if b.Attempt > 0 {
+		s += fmt.Sprintf(" (attempt %d)", b.Attempt)
+	}
+	if b.Error != "" {
+		s += ": " + b.Error
+	}
+	return s + " since " + formatTime(b.Since)
 }
 
 // agentCounts renders {"idle": 2, "thinking": 1} as "3 (1 thinking, 2 idle)", busiest

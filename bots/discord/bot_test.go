@@ -1,0 +1,359 @@
+package discord
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/bots/discord/fakediscord"
+)
+
+func TestMentionStartsRunApprovedByClicks(t *testing.T) {
+	e := newEnv(t)
+	for _, w := range []string{"a", "b", "c"} {
+		e.script(reply("bots_test_touch", map[string]string{"what": w}))
+	}
+	thread := e.startRun("touch three things")
+	if ch, ok := e.fake.Channel(thread); !ok || ch.ParentID != eChannel || ch.Type != fakediscord.ChannelPublicThread {
+		t.Fatalf("thread = %+v, %v", ch, ok)
+	}
+	p := e.proposal(thread, 1)
+	for _, a := range []Action{ActionApprove, ActionApproveN, ActionDeny, ActionFeedback} {
+		customID(t, p, a)
+	}
+	// The agent's words are escaped and ping nobody; the plan is shown.
+	if !strings.Contains(p.Content, `I will bots\_test\_touch \*\*now\*\* @`+zwsp+`everyone`) || !strings.Contains(p.Content, "**Plan:** ") {
+		t.Errorf("proposal = %q", p.Content)
+	}
+	if p.MentionEveryone || len(p.Mentions) != 0 {
+		t.Errorf("a proposal pinged: %+v", p)
+	}
+	drain()
+	in := e.click(uAlice, thread, p, ActionApproveN)
+	e.decided(p.ID, "Approved ×3** by <@"+uAlice.ID+">")
+	if r := e.fake.InteractionResponse(in.ID); !r.Responded || r.Type != 6 {
+		t.Errorf("click answered with %+v, want a deferred update (6)", r)
+	}
+	e.touchedInOrder("a", "b", "c")
+	e.wait("three results", func() bool {
+		ms := e.fake.Messages(thread)
+		return hasText(ms, "touched a") && hasText(ms, "touched b") && hasText(ms, "touched c")
+	})
+	fin := e.proposal(thread, 4)
+	e.say(uAlice, thread, "y")
+	e.decided(fin.ID, "Approved** by <@"+uAlice.ID+">")
+	e.wait("the finish note", func() bool { return hasText(e.fake.Messages(thread), "Finished: all done") })
+
+	if strings.Contains(e.logs.String(), e.fake.Token()) {
+		t.Error("the token is in the logs")
+	}
+	if got := e.fake.Intents(); got != int(Intents) {
+		t.Errorf("intents = %d, want %d", got, Intents)
+	}
+}
+
+func TestTypedDecisions(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}),
+		reply("bots_test_touch", map[string]string{"what": "c"}), reply("bots_test_touch", map[string]string{"what": "d"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	drain()
+	e.say(uCarol, thread, "y -2") // an approver by role
+	e.decided(p.ID, "Approved ×2** by <@"+uCarol.ID+">")
+	e.touchedInOrder("a", "b")
+	p3 := e.proposal(thread, 3)
+	e.say(uAlice, thread, "touch e instead")
+	e.decided(p3.ID, "Feedback** by <@"+uAlice.ID+">: touch e instead")
+	e.modelSaw("touch e instead")
+	p4 := e.proposal(thread, 4)
+	e.say(uAlice, thread, "n")
+	e.decided(p4.ID, "Denied** by <@"+uAlice.ID+">")
+	e.wait("the agent to stop", func() bool { return e.agentOf(thread).Pending == nil })
+}
+
+func TestFeedbackModal(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	opened := e.click(uAlice, thread, p, ActionFeedback)
+	e.wait("the modal", func() bool { return e.fake.InteractionResponse(opened.ID).Type == 9 })
+	if _, err := e.fake.SubmitModal(opened, uAlice, map[string]string{feedbackInputID: "not that, touch y"}); err != nil {
+		t.Fatal(err)
+	}
+	e.decided(p.ID, "Feedback** by <@"+uAlice.ID+">: not that, touch y")
+	e.modelSaw("not that, touch y")
+}
+
+func TestNonApproverRefused(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch x")
+	p := e.proposal(thread, 1)
+	in := e.click(uBob, thread, p, ActionApprove)
+	e.wait("an ephemeral refusal", func() bool {
+		notes := e.ephemerals(in)
+		return len(notes) == 1 && strings.Contains(notes[0], "not an approver")
+	})
+	e.say(uBob, thread, "y")
+	e.wait("a reply to bob's y", func() bool { return hasText(e.fake.Messages(thread), "<@"+uBob.ID+"> You are not an approver") })
+	e.say(uRobot, thread, "y") // bots are ignored
+	opened := e.click(uBob, thread, p, ActionFeedback)
+	e.wait("a refused dialog", func() bool { return len(e.ephemerals(opened)) == 1 })
+	a := e.agentOf(thread)
+	if a.Pending == nil || e.decisions(a.Pending.ID) != 0 {
+		t.Fatalf("a refused click changed the agent: %+v", a)
+	}
+	if !strings.Contains(e.logs.String(), "refused a non-approver") {
+		t.Error("refusal not logged")
+	}
+	// A mention in a channel the bot does not serve starts nothing.
+	calls := e.fake.CallCount()
+	e.say(uAlice, eOther, "<@"+e.fake.BotUser().ID+"> touch")
+	e.click(uCarol, thread, p, ActionDeny)
+	e.decided(p.ID, "Denied** by <@"+uCarol.ID+">")
+	for _, c := range e.fake.Calls()[calls:] {
+		if strings.Contains(c.Path, eOther) {
+			t.Errorf("the bot answered in an unserved channel: %s %s", c.Method, c.Path)
+		}
+	}
+}
+
+func TestDoubleClickMakesOneDecision(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "race"}))
+	thread := e.startRun("race")
+	p := e.proposal(thread, 1)
+	var wg sync.WaitGroup
+	ins := make([]fakediscord.Interaction, 4)
+	for i, u := range []fakediscord.User{uAlice, uAlice, uCarol, uCarol} {
+		wg.Add(1)
+		go func() { defer wg.Done(); ins[i] = e.click(u, thread, p, ActionApprove) }()
+	}
+	wg.Wait()
+	e.decided(p.ID, "Approved** by")
+	e.wait("three polite refusals", func() bool {
+		n := 0
+		for _, in := range ins {
+			for _, s := range e.ephemerals(in) {
+				if strings.Contains(s, "already decided") {
+					n++
+				}
+			}
+		}
+		return n == 3
+	})
+	ps, _ := e.sup.Proposals(context.Background(), e.agentOf(thread).ID)
+	if e.decisions(ps[0].ID) != 1 {
+		t.Errorf("decisions = %d, want 1", e.decisions(ps[0].ID))
+	}
+}
+
+func TestDirectMessageRun(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "dm"}))
+	e.say(uAlice, eDM, "touch dm")
+	e.wait("the run's note in the DM", func() bool { return hasText(e.fake.Messages(eDM), "is on it") })
+	e.wait("the proposal", func() bool { return hasText(e.fake.Messages(eDM), "Step 1: ") })
+	e.say(uAlice, eDM, "y")
+	e.wait("the result", func() bool { return hasText(e.fake.Messages(eDM), "touched dm") })
+}
+
+func TestGatewayDroppedMidApproval(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	resumes := e.resumes()
+	e.fake.Drop()
+	in := e.click(uAlice, thread, p, ActionApprove) // held by the fake until the bot resumes
+	e.wait("a resumed connection", func() bool { return e.resumes() > resumes && e.fake.Connections() == 1 })
+	e.decided(p.ID, "Approved** by <@"+uAlice.ID+">")
+	if r := e.fake.InteractionResponse(in.ID); r.Type != 6 {
+		t.Errorf("the replayed click was answered with %+v", r)
+	}
+	e.settle()
+	// A reconnect request (op 7) is survived too.
+	resumes = e.resumes()
+	e.fake.RequestReconnect()
+	e.wait("another connection", func() bool { return e.resumes() > resumes && e.fake.Connections() == 1 })
+	fin := e.proposal(thread, 2)
+	e.click(uAlice, thread, fin, ActionApprove)
+	e.wait("the finish", func() bool { return hasText(e.fake.Messages(thread), "Finished") })
+}
+
+// resumes counts RESUME payloads the bot sent.
+func (e *env) resumes() int {
+	n := 0
+	for _, f := range e.fake.Frames() {
+		if f.Op == fakediscord.OpResume {
+			n++
+		}
+	}
+	return n
+}
+
+func TestWatchdogReopensSilentConnection(t *testing.T) {
+	e := newEnv(t)
+	resumes := e.resumes()
+	e.fake.PauseHeartbeatACKs(true)
+	e.wait("the watchdog to notice", func() bool { return e.bot.Status().State == bots.StateReconnecting })
+	if st := e.bot.Status(); st.Attempt != 1 || !strings.Contains(st.Error, "no heartbeat ACK") {
+		t.Errorf("status = %+v", st)
+	}
+	e.wait("a new connection", func() bool { return e.resumes() > resumes })
+	e.fake.PauseHeartbeatACKs(false)
+	e.wait("connected again", func() bool { return e.bot.Status().State == bots.StateConnected })
+	e.settle()
+	// Still serving.
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch")
+	e.proposal(thread, 1)
+}
+
+func TestRestartKeepsThreadAndPendingProposal(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	e.restart()
+	e.click(uCarol, thread, p, ActionApprove)
+	e.decided(p.ID, "Approved** by <@"+uCarol.ID+">")
+	e.wait("the result in the same thread", func() bool { return hasText(e.fake.Messages(thread), "touched x") })
+	if n := countText(e.fake.Messages(thread), "Step 1: "); n != 1 {
+		t.Errorf("step 1 posted %d times", n)
+	}
+}
+
+func TestSlashCommands(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	in, err := e.fake.Command(eChannel, uAlice, "agent", fakediscord.CommandOption{Type: 1, Name: "run",
+		Options: []fakediscord.CommandOption{{Type: 3, Name: "task", Value: "touch from a command"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait("the answer", func() bool { return e.original(in, "Started agent") })
+	if r := e.fake.InteractionResponse(in.ID); r.Type != 5 {
+		t.Errorf("/agent run answered with %+v, want deferred (5)", r)
+	}
+	e.wait("a thread with the proposal", func() bool {
+		for _, c := range e.fake.Calls() {
+			if c.Method == "POST" && strings.HasSuffix(c.Path, "/threads") {
+				return true
+			}
+		}
+		return false
+	})
+	ls, err := e.fake.Command(eChannel, uBob, "agent", fakediscord.CommandOption{Type: 1, Name: "list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait("the list", func() bool { return e.original(ls, "touch from a command") })
+	agents, _ := e.sup.Agents(context.Background())
+	if len(agents) != 1 {
+		t.Fatalf("agents = %+v", agents)
+	}
+	stop, err := e.fake.Command(eChannel, uBob, "agent", fakediscord.CommandOption{Type: 1, Name: "stop",
+		Options: []fakediscord.CommandOption{{Type: 3, Name: "agent", Value: agents[0].ID}}}) // the ID: the name may still change once the profile is made
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait("bob refused", func() bool { return e.original(stop, "not an approver") })
+}
+
+// original reports whether the interaction's response message holds text.
+func (e *env) original(in fakediscord.Interaction, text string) bool {
+	for _, c := range e.fake.Calls() {
+		if c.Method == "PATCH" && strings.Contains(c.Path, in.Token+"/messages/@original") && strings.Contains(string(c.Body), text) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestLongResultAttached(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "big"}))
+	thread := e.startRun("touch big")
+	p := e.proposal(thread, 1)
+	// Discord's rate limit on the next post is waited out, not lost.
+	e.fake.RateLimitNext(fakediscord.Route("POST", "/channels/"+thread+"/messages"), 200*time.Millisecond, false)
+	e.click(uAlice, thread, p, ActionApprove)
+	e.wait("the output as a file", func() bool {
+		for _, m := range e.fake.Messages(thread) {
+			for _, a := range m.Attachments {
+				if strings.HasSuffix(a.Filename, ".txt") && len(a.Data) > 2000 {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	n429 := 0
+	for _, c := range e.fake.Calls() {
+		if c.Status == 429 {
+			n429++
+		}
+	}
+	if n429 != 1 {
+		t.Errorf("429s = %d, want 1 (then retried)", n429)
+	}
+	for _, m := range e.fake.Messages(thread) {
+		if Len(m.Content) > MaxContent {
+			t.Errorf("a message of %d characters", Len(m.Content))
+		}
+	}
+}
+
+// While Discord answers 503, the thread's posts wait and are retried; once it is back
+// they arrive, in order.
+func TestPostsRetriedWhileDiscordIsDown(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	thread := e.startRun("touch")
+	p := e.proposal(thread, 1)
+	inThread := fakediscord.Route("", "/channels/"+thread+"/messages/*")
+	posts := fakediscord.Route("POST", "/channels/"+thread+"/messages")
+	end := e.fake.FailWith(func(c fakediscord.Call) bool { return inThread(c) || posts(c) }, 503)
+	mark := e.fake.CallCount()
+	drain()
+	e.click(uAlice, thread, p, ActionApprove)
+	e.touchedInOrder("a") // deciding does not wait for Discord
+	e.wait("posts failing and retried", func() bool {
+		n := 0
+		for _, c := range e.fake.Calls()[mark:] {
+			if c.Status == 503 {
+				n++
+			}
+		}
+		return n >= 4
+	})
+	if hasText(e.fake.Messages(thread), "touched a") {
+		t.Fatal("posted during the outage")
+	}
+	end()
+	e.decided(p.ID, "Approved** by <@"+uAlice.ID+">")
+	e.wait("the result and the next proposal", func() bool {
+		return hasText(e.fake.Messages(thread), "touched a") && hasText(e.fake.Messages(thread), "Step 2: ")
+	})
+	var order []string
+	for _, m := range e.fake.Messages(thread) {
+		switch {
+		case strings.Contains(m.Content, "touched a"):
+			order = append(order, "result")
+		case strings.Contains(m.Content, "Step 2: "):
+			order = append(order, "proposal 2")
+		}
+	}
+	if strings.Join(order, ",") != "result,proposal 2" {
+		t.Errorf("order after the outage = %v", order)
+	}
+	if !strings.Contains(e.logs.String(), "posted after retrying") {
+		t.Error("no retry logged")
+	}
+}

@@ -1,0 +1,458 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/bots/discord/fakediscord"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// The end-to-end tests run the real relay, the real supervisor with the fake Ollama,
+// and this bot on the real discordgo against the loopback fake. Not parallel:
+// discordgo's endpoints are process-wide.
+
+// touch is a test command; every start is sent on touched, so tests and the benchmark
+// see the moment a command starts.
+type touch struct{}
+
+var touched = make(chan string, 1024)
+
+func (touch) Spec() commands.Spec {
+	return commands.Spec{Name: "bots_test_touch", Description: "touch something",
+		Params: commands.Object(commands.Prop{Name: "what", Schema: commands.String("what", 40)}), Class: commands.ClassWriteWorkspace}
+}
+
+func (touch) Execute(ctx context.Context, env commands.Env, args json.RawMessage) (string, error) {
+	var a struct{ What string }
+	json.Unmarshal(args, &a)
+	select {
+	case touched <- a.What:
+	default:
+	}
+	if a.What == "big" {
+		return strings.Repeat("a long line of output\n", 400), nil
+	}
+	return "touched " + a.What, nil
+}
+
+func init() { commands.Register(touch{}) }
+
+const (
+	eGuild   = "300000000000000001"
+	eChannel = "300000000000000002"
+	eRole    = "300000000000000003"
+	eDM      = "300000000000000004"
+	eOther   = "300000000000000005" // a channel the bot does not serve
+)
+
+var (
+	uAlice = fakediscord.User{ID: "400000000000000001", Username: "alice"} // approver by user ID
+	uCarol = fakediscord.User{ID: "400000000000000002", Username: "carol"} // approver by role
+	uBob   = fakediscord.User{ID: "400000000000000003", Username: "bob"}   // not an approver
+	uRobot = fakediscord.User{ID: "400000000000000004", Username: "robot", Bot: true}
+)
+
+type env struct {
+	t     testing.TB
+	fake  *fakediscord.Server
+	model *ollamatest.Fake
+	dir   string
+	logs  *syncBuffer
+	opt   bots.Options
+
+	st     *store.Store
+	sup    *agent.Supervisor
+	relay  *bots.Relay
+	bot    *Bot
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+
+	// runEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
+	runEnded atomic.Pointer[func(agent.RunEnd)]
+
+	mu      sync.Mutex
+	replies []string
+	names   int
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func newEnv(t testing.TB, mod ...func(*bots.Options)) *env {
+	e := &env{t: t, model: ollamatest.NewFake(t), dir: t.TempDir(), logs: &syncBuffer{}}
+	e.fake = fakediscord.Start(t, fakediscord.Config{
+		HeartbeatInterval: 200 * time.Millisecond,
+		Guilds: []fakediscord.Guild{{
+			ID: eGuild, Name: "home", Roles: []fakediscord.Role{{ID: eRole, Name: "approver", Permissions: "0"}},
+			Channels: []fakediscord.Channel{{ID: eChannel, Name: "agents"}, {ID: eOther, Name: "random"}},
+			Members:  []fakediscord.Member{{User: &uAlice}, {User: &uCarol, Roles: []string{eRole}}, {User: &uBob}},
+		}},
+	})
+	e.fake.AddChannel(fakediscord.Channel{ID: eDM, Type: fakediscord.ChannelDM, Recipients: []fakediscord.User{uAlice}})
+	e.fake.Use(t)
+	e.model.OnChat(e.chat)
+	e.opt = bots.Options{ApproveN: 3, RetryBackoff: func(int) time.Duration { return 50 * time.Millisecond }}
+	for _, m := range mod {
+		m(&e.opt)
+	}
+	e.start()
+	t.Cleanup(e.stop)
+	return e
+}
+
+func (e *env) chat(req *api.ChatRequest) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
+		e.names++
+		return fmt.Sprintf(`{"name":"helper-%d","description":"a helper","best_practices":["be brief"],"constraints":["stay local"]}`, e.names), nil
+	}
+	if len(req.Messages) > 1 && strings.HasPrefix(req.Messages[0].Content, "You keep the log of an autonomous agent short") {
+		// A history summary (long runs, like the benchmark's): one line per numbered step.
+		var lines []string
+		for _, l := range strings.Split(req.Messages[1].Content, "\n") {
+			if n, _, ok := strings.Cut(l, ". "); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+				lines = append(lines, "did step "+n)
+			}
+		}
+		out, _ := json.Marshal(map[string][]string{"lines": lines})
+		return string(out), nil
+	}
+	if len(e.replies) == 0 {
+		return reply("finish", map[string]string{"reason": "all done"}), nil
+	}
+	r := e.replies[0]
+	e.replies = e.replies[1:]
+	return r, nil
+}
+
+func (e *env) script(replies ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.replies = append(e.replies, replies...)
+}
+
+func reply(name string, args any) string {
+	b, _ := json.Marshal(map[string]any{
+		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "because", "self_criticism": "s",
+			"plan": "- do " + name + "\n- then finish", "speak": "I will " + name + " **now** @everyone"},
+		"command": map[string]any{"name": name, "args": args},
+	})
+	return string(b)
+}
+
+func (e *env) start() {
+	t := e.t
+	st, err := store.Open(context.Background(), filepath.Join(e.dir, "agentd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := llm.New(e.model.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
+		Commands: []string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"},
+		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
+		OnRunEnd: func(end agent.RunEnd) {
+			if f := e.runEnded.Load(); f != nil {
+				(*f)(end)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := sup.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	opt := e.opt
+	opt.Service, opt.Bindings, opt.Log = sup, bots.StoreBindings(st), log
+	relay := bots.New(opt)
+	bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: relay, Log: log,
+		Watchdog: time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay.Add(bot, bots.Rules{
+		Teams:     []string{eGuild},
+		Channels:  map[string]bots.Access{eChannel: {}},
+		DM:        true,
+		Approvers: bots.Access{Users: []string{uAlice.ID}, Groups: []string{eRole}},
+	})
+	e.st, e.sup, e.relay, e.bot, e.cancel = st, sup, relay, bot, cancel
+	e.done.Add(2)
+	go func() { defer e.done.Done(); relay.Run(ctx) }()
+	go func() { defer e.done.Done(); bot.Run(ctx) }()
+	<-relay.Ready()
+	e.wait("the bot to connect and register /agent", func() bool {
+		return bot.Status().State == bots.StateConnected && len(e.fake.Commands(eGuild)) == 1
+	})
+	e.settle()
+}
+
+// settle waits out discordgo's race right after Open (see fakediscord.Settle).
+func (e *env) settle() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.fake.Settle(ctx); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) stop() {
+	if e.cancel == nil {
+		return
+	}
+	e.settle()
+	e.cancel()
+	e.done.Wait()
+	e.sup.Wait()
+	e.st.Close()
+	e.cancel = nil
+}
+
+func (e *env) restart() {
+	e.stop()
+	e.start()
+}
+
+// wait waits until cond holds; the fake's state changes only with calls to it, so it
+// re-checks on each new one (and every 50 ms, for the daemon's side).
+func (e *env) wait(what string, cond func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, e.logs.String())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		e.fake.WaitCallFrom(ctx, e.fake.CallCount(), func(fakediscord.Call) bool { return true })
+		cancel()
+	}
+}
+
+// startRun mentions the bot with a task in the channel and returns the run's thread
+// (a thread started from the mention has its ID).
+func (e *env) startRun(task string) string {
+	e.t.Helper()
+	m, err := e.fake.Post(eChannel, uAlice, "<@"+e.fake.BotUser().ID+"> "+task)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.wait("the run's first note", func() bool { return hasText(e.fake.Messages(m.ID), "is on it") })
+	return m.ID
+}
+
+func hasText(ms []fakediscord.Message, s string) bool {
+	for _, m := range ms {
+		if strings.Contains(m.Content, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func countText(ms []fakediscord.Message, s string) int {
+	n := 0
+	for _, m := range ms {
+		if strings.Contains(m.Content, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// proposal waits for the proposal message of step in thread.
+func (e *env) proposal(thread string, step int) fakediscord.Message {
+	e.t.Helper()
+	var got fakediscord.Message
+	e.wait(fmt.Sprintf("proposal %d", step), func() bool {
+		for _, m := range e.fake.Messages(thread) {
+			if strings.Contains(m.Content, fmt.Sprintf("Step %d: ", step)) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// customID returns the custom_id of the button for action on m.
+func customID(t testing.TB, m fakediscord.Message, action Action) string {
+	t.Helper()
+	for _, raw := range m.Components {
+		var row struct {
+			Components []struct {
+				CustomID string `json:"custom_id"`
+			} `json:"components"`
+		}
+		json.Unmarshal(raw, &row)
+		for _, c := range row.Components {
+			if id, err := ParseCustomID(c.CustomID); err == nil && id.Action == action {
+				return c.CustomID
+			}
+		}
+	}
+	t.Fatalf("no %s button on %q", action, m.Content)
+	return ""
+}
+
+func (e *env) click(u fakediscord.User, thread string, m fakediscord.Message, action Action) fakediscord.Interaction {
+	e.t.Helper()
+	in, err := e.fake.Click(thread, m.ID, u, customID(e.t, m, action))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return in
+}
+
+func (e *env) say(u fakediscord.User, channel, text string) fakediscord.Message {
+	e.t.Helper()
+	m, err := e.fake.Post(channel, u, text)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+// decided waits until the proposal message shows text (the decision) and no buttons.
+func (e *env) decided(id, text string) fakediscord.Message {
+	e.t.Helper()
+	var got fakediscord.Message
+	e.wait("the decision on "+id+": "+text, func() bool {
+		got, _ = e.fake.Message(id)
+		return strings.Contains(got.Content, text)
+	})
+	if len(got.Components) != 0 {
+		e.t.Errorf("a decided proposal still has buttons: %s", got.Components)
+	}
+	return got
+}
+
+// ephemerals returns the ephemeral notes the bot sent in answer to in (response or
+// follow-ups).
+func (e *env) ephemerals(in fakediscord.Interaction) []string {
+	var out []string
+	for _, c := range e.fake.Calls() {
+		if c.Method != "POST" || !(strings.Contains(c.Path, in.ID+"/"+in.Token) || strings.Contains(c.Path, "/webhooks/") && strings.Contains(c.Path, in.Token)) {
+			continue
+		}
+		var body struct {
+			Type int `json:"type"`
+			Data struct {
+				Content string `json:"content"`
+				Flags   int    `json:"flags"`
+			} `json:"data"`
+			Content string `json:"content"`
+			Flags   int    `json:"flags"`
+		}
+		c.Decode(&body)
+		switch {
+		case body.Data.Flags&fakediscord.FlagEphemeral != 0:
+			out = append(out, body.Data.Content)
+		case body.Flags&fakediscord.FlagEphemeral != 0:
+			out = append(out, body.Content)
+		}
+	}
+	return out
+}
+
+func (e *env) agentOf(thread string) *client.Agent {
+	e.t.Helper()
+	var id string
+	e.st.View(context.Background(), func(tx *store.Tx) error {
+		b, err := tx.BindingByThread(Platform, eChannel, thread)
+		if err == nil {
+			id = b.AgentID
+		}
+		return err
+	})
+	a, err := e.sup.Agent(context.Background(), id)
+	if err != nil {
+		e.t.Fatalf("agent of thread %s: %v", thread, err)
+	}
+	return a
+}
+
+func (e *env) decisions(proposalID string) int {
+	var n int
+	e.st.View(context.Background(), func(tx *store.Tx) error {
+		var err error
+		n, err = tx.CountDecisions(proposalID)
+		return err
+	})
+	return n
+}
+
+func (e *env) modelSaw(text string) {
+	e.t.Helper()
+	e.wait("the model to see "+text, func() bool {
+		for _, r := range e.model.Requests() {
+			for _, m := range r.Messages {
+				if strings.Contains(m.Content, text) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+func drain() {
+	for {
+		select {
+		case <-touched:
+		default:
+			return
+		}
+	}
+}
+
+func (e *env) touchedInOrder(whats ...string) {
+	e.t.Helper()
+	for _, w := range whats {
+		select {
+		case got := <-touched:
+			if got != w {
+				e.t.Errorf("touched %q, want %q", got, w)
+			}
+		case <-time.After(10 * time.Second):
+			e.t.Fatalf("command %s never started\nlogs:\n%s", w, e.logs.String())
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package discord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentd/agentd/bots"
+)
+
+// classify marks errors that retrying cannot fix (a 4xx other than 429: unknown
+// channel, missing access, a bad form) so the relay's outbox drops the post instead of
+// retrying; 5xx and network errors are retried.
+func classify(err error) error {
+	var re *discordgo.RESTError
+	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 && re.Response.StatusCode != 429 {
+		return bots.Permanent(err)
+	}
+	return err
+}
+
+// StartThread implements bots.Adapter: a thread started from anchor (the message that
+// asked; the thread takes its ID), or from a new message with title. In a direct
+// message, which has no threads, the conversation itself is the thread; an anchor that
+// is a thread already is reused.
+func (b *Bot) StartThread(ctx context.Context, channel, anchor, title string) (string, error) {
+	b.mu.Lock()
+	dm := b.parents[channel] == channel
+	b.mu.Unlock()
+	if dm {
+		return channel, nil
+	}
+	if anchor != "" {
+		if p, _ := b.parent(ctx, anchor); p != "" {
+			return anchor, nil
+		}
+	}
+	if anchor == "" {
+		id, err := b.Post(ctx, channel, "", bots.FormatNote(title))
+		if err != nil {
+			return "", err
+		}
+		_, anchor, _ = strings.Cut(id, "/")
+	}
+	th, err := b.s.MessageThreadStartComplex(channel, anchor, &discordgo.ThreadStart{
+		Name: Truncate(strings.ReplaceAll(title, "\n", " "), 100), AutoArchiveDuration: 10080,
+	}, discordgo.WithContext(ctx))
+	if err != nil {
+		return "", fmt.Errorf("discord: starting a thread: %w", err)
+	}
+	b.mu.Lock()
+	b.parents[th.ID] = channel
+	b.mu.Unlock()
+	return th.ID, nil
+}
+
+// Post implements bots.Adapter. The id returned is "CHANNEL/MESSAGE": a message in a
+// thread is edited through the thread, which the relay does not track.
+func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) (string, error) {
+	to := channel
+	if thread != "" {
+		to = thread
+	}
+	sent, err := b.s.ChannelMessageSendComplex(to, FromMessage(m).Send(), discordgo.WithContext(ctx))
+	if err != nil {
+		return "", classify(fmt.Errorf("discord: posting: %w", err))
+	}
+	return to + "/" + sent.ID, nil
+}
+
+// Update implements bots.Adapter: content and buttons are replaced (no buttons left
+// once a proposal is decided).
+func (b *Bot) Update(ctx context.Context, _, id string, m bots.Message) error {
+	to, msg, ok := strings.Cut(id, "/")
+	if !ok {
+		return fmt.Errorf("discord: bad message reference %q", id)
+	}
+	e := FromMessage(m)
+	e.Files = nil // attachments stay as they are
+	if _, err := b.s.ChannelMessageEditComplex(e.Edit(to, msg), discordgo.WithContext(ctx)); err != nil {
+		return classify(fmt.Errorf("discord: editing: %w", err))
+	}
+	return nil
+}
+
+// PostFile implements bots.Adapter: the content as an attached text file.
+func (b *Bot) PostFile(ctx context.Context, channel, thread, name, content, comment string) error {
+	to := channel
+	if thread != "" {
+		to = thread
+	}
+	msg := Message{Content: Truncate(Escape(comment), MaxContent), Files: []*discordgo.File{textFile(name, content)}}
+	if _, err := b.s.ChannelMessageSendComplex(to, msg.Send(), discordgo.WithContext(ctx)); err != nil {
+		return classify(fmt.Errorf("discord: uploading %s: %w", name, err))
+	}
+	return nil
+}
+
+// Ephemeral implements bots.Adapter. Discord shows messages to one person only in
+// answer to an interaction (a click, a command); a typed message gets a reply that
+// mentions its author instead.
+func (b *Bot) Ephemeral(ctx context.Context, channel, thread, user, text string) error {
+	if r := responderFrom(ctx); r != nil {
+		return r.ephemeral(ctx, text)
+	}
+	to := channel
+	if thread != "" {
+		to = thread
+	}
+	send := &discordgo.MessageSend{Content: Truncate(Who(user)+" "+Escape(text), MaxContent),
+		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}, Users: []string{user}}}
+	if ref := replyTo(ctx); ref != "" {
+		send.Reference = &discordgo.MessageReference{MessageID: ref, ChannelID: to}
+	}
+	if _, err := b.s.ChannelMessageSendComplex(to, send, discordgo.WithContext(ctx)); err != nil {
+		return fmt.Errorf("discord: replying: %w", err)
+	}
+	return nil
+}
+
+// OpenFeedback implements bots.Adapter: the feedback modal is the click's response, so
+// it can only open while the click is being handled.
+func (b *Bot) OpenFeedback(ctx context.Context, _ string, ref bots.Ref, prompt string) error {
+	r := responderFrom(ctx)
+	if r == nil {
+		return errors.New("discord: a feedback dialog opens only in answer to a click")
+	}
+	return r.respond(ctx, feedbackModalFor(ref.ProposalID, prompt))
+}
+
+// memberTTL is how long a member's roles are trusted before asking Discord again.
+const memberTTL = time.Minute
+
+// InGroup implements bots.Adapter: group is a role ID. The roles come with the click or
+// message being handled; otherwise they are read from the configured guilds.
+func (b *Bot) InGroup(ctx context.Context, user, group string) (bool, error) {
+	if a, ok := ctx.Value(actorKey{}).(Actor); ok && a.UserID == user {
+		return slices.Contains(a.Roles, group), nil
+	}
+	b.mu.Lock()
+	e, ok := b.members[user]
+	b.mu.Unlock()
+	if !ok || time.Since(e.at) > memberTTL {
+		e = memberEntry{at: time.Now()}
+		for _, g := range b.opt.Guilds {
+			m, err := b.s.GuildMember(g, user, discordgo.WithContext(ctx))
+			var re *discordgo.RESTError
+			if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode == 404 {
+				continue
+			}
+			if err != nil {
+				return false, fmt.Errorf("discord: reading member %s: %w", user, err)
+			}
+			e.roles = append(e.roles, m.Roles...)
+		}
+		b.mu.Lock()
+		b.members[user] = e
+		b.mu.Unlock()
+	}
+	return slices.Contains(e.roles, group), nil
+}
