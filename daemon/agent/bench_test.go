@@ -192,9 +192,9 @@ const benchDescription = "an agent that keeps its workspace tidy"
 // With memories > 0 long-term memory is on (issue 4's figure: a 1,000-episode agent with
 // 100k memories in the index): each step also searches the index for the prompt's relevant
 // memories, stores the episode's memory and indexes it, and every eighth step or so asks
-// the model for history summaries (summary-calls/step reports them). Daemon time leaves
-// out every model round trip of the step, the summary call's too, as the client saw them;
-// the daemon's own work around a summary (building its request, storing the lines) stays in.
+// the model for history summaries (summary-calls/step reports them). Summaries are made
+// beside the steps, so their work competes with the steps for the two cores rather than
+// adding to a step's time.
 func BenchmarkStepOverhead(b *testing.B) {
 	for _, c := range []struct{ episodes, memories int }{{0, 0}, {1000, 0}, {1000, 100_000}} {
 		name := fmt.Sprintf("episodes=%d", c.episodes)
@@ -287,10 +287,10 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 	fake := ollamatest.NewFake(b)
 	var n atomic.Int64
 	fake.SetDefault(func(*api.ChatRequest) string { return replies[n.Add(1)%2] })
+	// History summaries are asked for beside the steps: they get their own answers, so
+	// the steps' replies keep alternating.
 	var summaries atomic.Int64
-	if memories > 0 {
-		fake.OnChat(summaryOrStep(&summaries))
-	}
+	fake.OnChat(summaryOrStep(&summaries))
 
 	rec := newChatRecorder()
 	c, err := llm.New(fake.URL(), &http.Client{Transport: rec})
@@ -342,30 +342,19 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 
 // reportSteps reports the step figures from the proposals' publish times and the model
 // calls, skipping the first warm proposals. Proposal k came from step call k: every fake
-// reply is valid, so there are no retries. A summary call belongs to the step it started in.
+// reply is valid, so there are no retries. History summaries are made beside the steps,
+// not in them: their calls are not a step's.
 func reportSteps(b *testing.B, at []time.Time, all []*chatCall, warm int) {
 	calls := stepCalls(all)
 	if len(calls) < len(at) {
 		b.Fatalf("%d model calls for %d proposals", len(calls), len(at))
 	}
-	var summaries []*chatCall
-	for _, c := range all {
-		if bytes.Contains(c.reqBody, []byte(`"lines"`)) {
-			summaries = append(summaries, c)
-		}
-	}
 	var step, daemon, call, handler []time.Duration
 	for k := warm; k < len(at); k++ {
 		s := at[k].Sub(at[k-1])
-		model := calls[k].dur()
-		for _, c := range summaries {
-			if c.start.After(at[k-1]) && !c.start.After(at[k]) {
-				model += c.dur()
-			}
-		}
 		step = append(step, s)
 		call = append(call, calls[k].dur())
-		daemon = append(daemon, s-model)
+		daemon = append(daemon, s-calls[k].dur())
 		handler = append(handler, calls[k].final().TotalDuration)
 	}
 	b.ReportMetric(ms(pct(step, .5)), "ms/step-p50")

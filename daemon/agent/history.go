@@ -206,7 +206,9 @@ func (c *olderCache) lines(ctx context.Context, st *store.Store, gens *episodeGe
 	if c.agents == nil || len(c.agents) >= maxCachedAgents {
 		c.agents = map[string]*agentLines{}
 	}
-	c.agents[agentID] = next
+	if c.agents[agentID] == cur { // else summaries came in meanwhile: keep their entry
+		c.agents[agentID] = next
+	}
 	c.mu.Unlock()
 	return next.lines, nil
 }
@@ -252,21 +254,39 @@ const summaryPrompt = `You keep the log of an autonomous agent short. For each n
 	`line of at most 20 words: what the agent did and what came of it (facts, names, numbers that matter later). ` +
 	`Reply with one JSON object: "lines", one line per step, in the order given.`
 
-// summarize makes one-line summaries of older episodes that the prompt shows without one,
-// when enough of them are waiting and the agent's call budget allows. A failure is logged
-// and the plain lines stay; the step goes on either way.
+// summarize starts making one-line summaries of older episodes that the prompt shows
+// without one, when the agent's call budget allows: at most once every summaryEvery steps
+// of its loop, one job at a time. The job runs beside the step, not in it, so a step never
+// waits for a summary call (a person deciding, or the next step's model call, overlaps
+// it); its summaries show from the next prompt on. ctx is the loop's: pausing or stopping
+// the agent, or the daemon shutting down, ends the job.
 func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx int) {
 	r.thinks++
 	if r.thinks-r.summarizedAt < summaryEvery {
 		return
 	}
+	r.summarizedAt = r.thinks // checked again summaryEvery steps from now, whatever comes of it
+	if !r.summarizing.CompareAndSwap(false, true) {
+		return
+	}
+	r.s.wg.Add(1)
+	go func() {
+		defer r.s.wg.Done()
+		defer r.summarizing.Store(false)
+		r.s.makeSummaries(ctx, l, a.ID, numCtx)
+	}()
+}
+
+// makeSummaries summarizes the agent's older unsummarized episodes, if at least
+// summaryMin wait, in one model call. A failure is logged and the plain lines stay.
+func (s *Supervisor) makeSummaries(ctx context.Context, l *live, agentID string, numCtx int) {
 	var lines []store.EpisodeLine
-	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
-		lines, err = tx.EpisodeLines(a.ID, l.HistoryEpisodes+olderLines, resultCut+1)
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+		lines, err = tx.EpisodeLines(agentID, l.HistoryEpisodes+olderLines, resultCut+1)
 		return err
 	})
 	if err != nil {
-		r.s.log.Warn("history: reading episodes to summarize", "agent", a.ID, "err", err)
+		s.log.Warn("history: reading episodes to summarize", "agent", agentID, "err", err)
 		return
 	}
 	var todo []store.EpisodeLine // newest first
@@ -275,7 +295,6 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx 
 			todo = append(todo, lines[i])
 		}
 	}
-	r.summarizedAt = r.thinks // checked again summaryEvery steps from now, whatever comes of it
 	if len(todo) < summaryMin {
 		return
 	}
@@ -290,28 +309,28 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx 
 		Messages: []llm.Message{{Role: "system", Content: summaryPrompt}, {Role: "user", Content: b.String()}},
 	}
 	var out summaryReply
-	res, err := llm.Generate(ctx, r.s.opt.LLM, req, summarySchema(len(todo)), &out)
-	r.s.summaryCalls.Add(1)
+	res, err := llm.Generate(ctx, s.opt.LLM, req, summarySchema(len(todo)), &out)
+	s.summaryCalls.Add(1)
 	if err != nil {
 		if ctx.Err() == nil {
-			r.s.log.Warn("history: summarizing older steps failed; they stay as plain lines", "agent", a.ID, "err", err)
+			s.log.Warn("history: summarizing older steps failed; they stay as plain lines", "agent", agentID, "err", err)
 		}
 		return
 	}
 	made := map[int64]string{}
-	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
+	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		for i, e := range todo {
 			line := cut(strings.Join(strings.Fields(out.Lines[i]), " "), summaryChars)
 			if line == "" {
 				continue
 			}
-			if err := tx.SetEpisodeSummary(a.ID, e.ID, line); err != nil {
+			if err := tx.SetEpisodeSummary(agentID, e.ID, line); err != nil {
 				return err
 			}
 			made[e.ID] = line
 		}
 		if res != nil {
-			if cur, err := tx.Agent(a.ID); err == nil {
+			if cur, err := tx.Agent(agentID); err == nil {
 				cur.PromptTokens += int64(res.PromptTokens)
 				cur.EvalTokens += int64(res.EvalTokens)
 				return tx.UpdateAgent(cur)
@@ -320,8 +339,8 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx 
 		return nil
 	})
 	if err != nil {
-		r.s.log.Warn("history: storing summaries", "agent", a.ID, "err", err)
+		s.log.Warn("history: storing summaries", "agent", agentID, "err", err)
 		return
 	}
-	r.s.older.summarized(a.ID, made) // the new summaries replace plain lines
+	s.older.summarized(agentID, made) // the new summaries replace plain lines
 }

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -381,7 +382,12 @@ func TestLongLivedAgentStaysInContext(t *testing.T) {
 	if summaries.Load() == 0 {
 		t.Error("no summaries were made")
 	}
-	last := joinContent(reqs[len(reqs)-1].Messages)
+	var last string // the last step's prompt: summaries are made beside the steps
+	for i := len(reqs) - 1; i >= 0 && last == ""; i-- {
+		if !bytes.Contains(reqs[i].Format, []byte(`"lines"`)) {
+			last = joinContent(reqs[i].Messages)
+		}
+	}
 	if !strings.Contains(last, ": summarized step") || !strings.Contains(last, "Relevant memories") {
 		t.Errorf("the last prompt shows no summaries or no memories:\n%s", last)
 	}

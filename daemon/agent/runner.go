@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/commands"
@@ -39,6 +40,7 @@ type runner struct {
 	// thinks counts this loop's model steps; summarizedAt is the count at the last
 	// summary call (history.go spaces them out).
 	thinks, summarizedAt int
+	summarizing          atomic.Bool // a summary job of this loop is running
 }
 
 func newRunner(s *Supervisor, id string) *runner {

@@ -83,7 +83,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 	}
 	step := r.s.stepOf(a)
 	pl := l.pipelineFor(a.Name)
-	r.summarize(stepCtx, l, a, numCtx)
+	r.summarize(ctx, l, a, numCtx)
 	in, msgs := r.s.prompt(stepCtx, l, a, step, model, numCtx, notes)
 	// The reply may use all the context the prompt leaves: a cut-off reply is an invalid one.
 	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/r.s.model.charsPerToken(model))-64)
