@@ -414,3 +414,62 @@ func family(tx *store.Tx, root *store.Agent) ([]*store.Agent, error) {
 	}
 	return out, nil
 }
+
+// pausedWith is the state reason of a helper paused because name was: resuming name
+// resumes exactly those, never a helper a person paused on its own.
+func pausedWith(name string) string {
+	return "paused: " + name + " was paused"
+}
+
+// descendants lists the helpers of the agent id at any depth, parents first; the agent
+// itself is left out.
+func (s *Supervisor) descendants(ctx context.Context, id string) ([]*store.Agent, error) {
+	var out []*store.Agent
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(id)
+		if err != nil {
+			return err
+		}
+		fam, err := family(tx, a)
+		if len(fam) > 1 {
+			out = fam[1:]
+		}
+		return err
+	})
+	return out, err
+}
+
+// pauseHelpers pauses the running helpers of the agent id (named name), at any depth.
+func (s *Supervisor) pauseHelpers(ctx context.Context, id, name string) {
+	hs, err := s.descendants(ctx, id)
+	if err != nil {
+		s.log.Error("listing helpers to pause", "agent", id, "err", err)
+		return
+	}
+	for _, h := range hs {
+		if !active(h.State) {
+			continue
+		}
+		if _, err := s.pause(ctx, h.ID, pausedWith(name)); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+			s.log.Error("pausing a helper", "agent", h.ID, "err", err)
+		}
+	}
+}
+
+// resumeHelpers resumes the helpers that pauseHelpers paused for the agent id (named name).
+func (s *Supervisor) resumeHelpers(ctx context.Context, id, name string) {
+	hs, err := s.descendants(ctx, id)
+	if err != nil {
+		s.log.Error("listing helpers to resume", "agent", id, "err", err)
+		return
+	}
+	why := pausedWith(name)
+	for _, h := range hs {
+		if h.State != client.StatePaused || h.StateReason != why {
+			continue
+		}
+		if _, err := s.resume(ctx, h.ID, why); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+			s.log.Error("resuming a helper", "agent", h.ID, "err", err)
+		}
+	}
+}

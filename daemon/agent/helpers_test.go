@@ -365,3 +365,69 @@ func TestStartAgentWithoutWaitIsInterruptedOnRestart(t *testing.T) {
 		t.Fatalf("boss = %s, pending %+v", got.State, got.Pending)
 	}
 }
+
+func TestPausingAParentPausesItsHelpers(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a", reply("start_agent", map[string]string{"name": "b", "task": "t", "prompt": "go"}),
+		reply("finish", map[string]string{"reason": "b reported"}))
+	b.script("boss/a/b", reply("write_file", map[string]string{"path": "x", "contents": "x"}),
+		reply("finish", map[string]string{"reason": "wrote x"}))
+	ctx := context.Background()
+	boss := h.boss()
+	start := h.approve(boss.ID, "start_agent")
+	a := h.helper("boss/a")
+	h.approve(a.ID, "start_agent")
+	ab := h.helper("boss/a/b")
+	write := h.pending(ab.ID)
+
+	if _, err := h.sup.Pause(ctx, boss.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{a.ID, ab.ID} {
+		got, _ := h.sup.Agent(ctx, id)
+		if got.State != client.StatePaused || got.StateReason != "paused: boss was paused" {
+			t.Fatalf("%s after its top agent paused: %s (%s)", got.Name, got.State, got.StateReason)
+		}
+	}
+	// Approved while paused, it does not run until the pause ends.
+	if _, err := h.decide(ab.ID, write, "y"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.sup.Agent(ctx, ab.ID); got.State != client.StatePaused {
+		t.Fatalf("paused helper after an approval: %s", got.State)
+	}
+	if _, err := os.Stat(filepath.Join(ab.Workspace, "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a paused helper ran its command: %v", err)
+	}
+
+	// A helper a person paused on its own stays paused when its parent resumes.
+	if _, err := h.sup.Resume(ctx, boss.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(ab.ID, "resumed helper asks to finish", func(x *client.Agent) bool { return x.Pending != nil && x.Pending.Command == "finish" })
+	if _, err := os.Stat(filepath.Join(ab.Workspace, "x")); err != nil {
+		t.Fatalf("resumed helper's file: %v", err)
+	}
+	if _, err := h.sup.Pause(ctx, ab.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sup.Pause(ctx, boss.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sup.Resume(ctx, boss.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "a resumed, waiting for b", func(x *client.Agent) bool { return x.State == client.StateExecuting })
+	if got, _ := h.sup.Agent(ctx, ab.ID); got.State != client.StatePaused || got.StateReason != "paused by a person" {
+		t.Fatalf("helper a person paused, after its parent resumed: %s (%s)", got.State, got.StateReason)
+	}
+	if _, err := h.sup.Resume(ctx, ab.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.approve(ab.ID, "finish")
+	h.approve(a.ID, "finish")
+	if ep := h.episode(boss.ID, start); ep.Result != "helper a finished: b reported" {
+		t.Fatalf("boss's start_agent = %+v", ep)
+	}
+}
