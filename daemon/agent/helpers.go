@@ -473,3 +473,60 @@ func (s *Supervisor) resumeHelpers(ctx context.Context, id, name string) {
 		}
 	}
 }
+
+// Reasons a stray helper is stopped for at start.
+const (
+	strayParentGone  = "stopped at restart: its parent is gone"
+	strayParentEnded = "stopped at restart: its parent's run had ended"
+)
+
+// stopStrays stops the helpers that should have stopped with their parent's run, had the
+// daemon not died between that run's end and stopHelpers: a helper still running whose
+// parent is gone, or whose run began before the parent's latest run ended (a run begun
+// after that was given by a person to a helper of an idle parent, and stays). Start
+// calls it after the ends of helper runs are delivered.
+func (s *Supervisor) stopStrays(ctx context.Context) error {
+	type stray struct{ id, why string }
+	var strays []stray
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		agents, err := tx.Agents()
+		if err != nil {
+			return err
+		}
+		for _, a := range agents {
+			if a.ParentID == "" || a.State == client.StateIdle {
+				continue
+			}
+			if _, err := tx.Agent(a.ParentID); errors.Is(err, store.ErrNotFound) {
+				strays = append(strays, stray{a.ID, strayParentGone})
+				continue
+			} else if err != nil {
+				return err
+			}
+			run, err := tx.Run(a.RunID)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			end, err := tx.LastRunEnd(a.ParentID)
+			if err != nil {
+				return err
+			}
+			if !end.IsZero() && !run.Started.After(end) {
+				strays = append(strays, stray{a.ID, strayParentEnded})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, x := range strays {
+		s.log.Warn("stopping a helper its parent left running", "agent", x.id, "reason", x.why)
+		if _, err := s.stop(ctx, x.id, x.why); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
