@@ -99,10 +99,29 @@ func helperByKey(tx *store.Tx, parentID, key, cmd string) (*store.Agent, error) 
 	return nil, fmt.Errorf("%s: you have no helper %q; your helpers: %s", cmd, key, strings.Join(keys, ", "))
 }
 
-// helperPolicy is the policy a helper's run starts with: its parent's, so what the
-// person allowed the parent goes for the helper too.
-func helperPolicy(parent client.Policy) client.Policy {
-	return parent
+// helperPolicy is a helper's own policy: ask. It is never used for its proposals —
+// they follow its top agent's policy as it is at each step (policyOwner) — but it keeps
+// a copied count of approvals from being spent twice, or shown as if it were.
+func helperPolicy(client.Policy) client.Policy {
+	return client.Policy{Mode: "ask"}
+}
+
+// policyOwner is the agent whose mode (ask, auto for N steps, continuous) a's proposals
+// follow: a itself, or for a helper its top agent, the one people started and set the
+// policy on. `y -N` given on any agent of the family sets it there, and every agent of
+// the family draws from the same N. The result is a itself or a fresh copy from tx.
+func policyOwner(tx *store.Tx, a *store.Agent) (*store.Agent, error) {
+	owner := a
+	for hops := 0; owner.ParentID != "" && hops < maxAncestors; hops++ {
+		p, err := tx.Agent(owner.ParentID)
+		if errors.Is(err, store.ErrNotFound) {
+			break // a parent gone: the nearest one left decides
+		} else if err != nil {
+			return nil, err
+		}
+		owner = p
+	}
+	return owner, nil
 }
 
 // Start implements commands.Helpers.

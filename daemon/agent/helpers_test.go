@@ -527,3 +527,77 @@ func TestRestartStopsHelpersWhoseParentIsGone(t *testing.T) {
 		t.Fatalf("helper of a removed parent after restart: %s (%s), pending %v", got.State, got.StateReason, got.Pending)
 	}
 }
+
+// TestHelpersDrawFromTheParentsApprovals: `y -4` on the parent approves it and the next
+// three proposals of the family, whoever makes them; then everyone asks again.
+func TestHelpersDrawFromTheParentsApprovals(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss",
+		reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}),
+		reply("list_folder", map[string]string{"path": "."}),
+		reply("finish", map[string]string{"reason": "all done"}))
+	b.script("boss/a",
+		reply("write_file", map[string]string{"path": "x", "contents": "x"}),
+		reply("write_file", map[string]string{"path": "y", "contents": "y"}),
+		reply("list_folder", map[string]string{"path": "."}),
+		reply("finish", map[string]string{"reason": "wrote x and y"}))
+	ctx := context.Background()
+	boss := h.boss()
+	start := h.pending(boss.ID)
+	if _, err := h.decide(boss.ID, start, "y -4"); err != nil {
+		t.Fatal(err)
+	}
+	a := h.helper("boss/a")
+	if p := h.pending(a.ID); p.Command != "finish" {
+		t.Fatalf("helper asked about %s first, want finish (the three before drawn from boss's y -4)", p.Command)
+	}
+	var by []string
+	for _, e := range h.history(a.ID) {
+		by = append(by, e.Command)
+	}
+	if strings.Join(by, ",") != "write_file,write_file,list_folder" {
+		t.Fatalf("helper ran %v unasked", by)
+	}
+	if got, _ := h.sup.Agent(ctx, boss.ID); got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
+		t.Fatalf("boss's policy after its helper drew all approvals = %+v", got.Policy)
+	}
+	if got, _ := h.sup.Agent(ctx, a.ID); got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
+		t.Fatalf("helper's own policy = %+v, want ask (it never holds approvals)", got.Policy)
+	}
+	// `y -2` on the helper's proposal is the family's too: boss's list_folder runs unasked.
+	fin := h.pending(a.ID)
+	if _, err := h.decide(a.ID, fin, "y -2"); err != nil {
+		t.Fatal(err)
+	}
+	h.episode(boss.ID, start)
+	if p := h.pending(boss.ID); p.Command != "finish" {
+		t.Fatalf("boss asked about %s, want finish (list_folder drawn from the y -2 given on its helper)", p.Command)
+	}
+}
+
+// TestHelperFollowsParentsContinuousMode: the parent's continuous mode approves its
+// helper's proposals up to the limit, counted in the helper's run.
+func TestHelperFollowsParentsContinuousMode(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a",
+		reply("write_file", map[string]string{"path": "x", "contents": "x"}),
+		reply("write_file", map[string]string{"path": "y", "contents": "y"}),
+		reply("finish", map[string]string{"reason": "done"}))
+	ctx := context.Background()
+	boss := h.create(client.CreateAgentRequest{Name: "boss", Description: "a lead", Goals: []string{"g"},
+		Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 2}})
+	h.approve(boss.ID, "start_agent") // execute-class: asks even in continuous mode
+	a := h.helper("boss/a")
+	// Steps 1 and 2 are within boss's continuous limit; step 3 asks.
+	if p := h.pending(a.ID); p.Command != "finish" || p.Step != 3 {
+		t.Fatalf("helper's first question: step %d %s, want step 3 finish", p.Step, p.Command)
+	}
+	ds, err := h.sup.Proposals(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds[0].Status != client.ProposalSucceeded {
+		t.Fatalf("helper's first proposal = %s", ds[0].Status)
+	}
+}
