@@ -549,3 +549,20 @@ func (s *Supervisor) stopStrays(ctx context.Context) error {
 	}
 	return nil
 }
+
+// helperDepthFilter leaves start_agent and message_agent out of the commands of an agent
+// nested as deep as helpers may be: the model is never offered a command that can only
+// fail (helperEnv.Start still refuses a direct call). A helper's depth is the number of
+// slashes in its name, which start_agent fixes as "<parent>/<key>".
+func (s *Supervisor) helperDepthFilter(a *store.Agent, set commands.Set) commands.Set {
+	if strings.Count(a.Name, "/") < s.opt.MaxHelperDepth {
+		return set
+	}
+	out := make(commands.Set, 0, len(set))
+	for _, c := range set {
+		if n := c.Spec().Name; n != commands.StartAgent && n != commands.MessageAgent {
+			out = append(out, c)
+		}
+	}
+	return out
+}

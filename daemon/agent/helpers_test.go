@@ -165,16 +165,10 @@ func TestHelperLimits(t *testing.T) {
 		reply("start_agent", map[string]string{"name": "two", "task": "t", "prompt": "go"}),
 		reply("start_agent", map[string]string{"name": "one", "task": "t", "prompt": "again"}),
 		reply("message_agent", map[string]string{"key": "nobody", "message": "hi"}))
-	b.script("boss/one",
-		reply("start_agent", map[string]string{"name": "deeper", "task": "t", "prompt": "go"}),
-		reply("finish", map[string]string{"reason": "ok"}))
+	b.script("boss/one", reply("finish", map[string]string{"reason": "ok"}))
 	boss := h.boss()
 	first := h.approve(boss.ID, "start_agent")
 	one := h.helper("boss/one")
-	nested := h.approve(one.ID, "start_agent")
-	if ep := h.episode(one.ID, nested); ep.Outcome != "failed" || !strings.Contains(ep.Result, "nested 1 deep at most") {
-		t.Fatalf("nested start_agent = %+v", ep)
-	}
 	h.approve(one.ID, "finish")
 	h.episode(boss.ID, first)
 
@@ -599,5 +593,66 @@ func TestHelperFollowsParentsContinuousMode(t *testing.T) {
 	}
 	if ds[0].Status != client.ProposalSucceeded {
 		t.Fatalf("helper's first proposal = %s", ds[0].Status)
+	}
+}
+
+// TestStartAgentNotOfferedAtMaxDepth: a helper as deep as helpers may nest is not offered
+// start_agent or message_agent (prompt, schema, agentctl commands); a direct call still
+// gets the depth error.
+func TestStartAgentNotOfferedAtMaxDepth(t *testing.T) {
+	h, b := newHelperHarness(t, func(o *Options) { o.MaxHelperDepth = 1 })
+	var mu sync.Mutex
+	prompts := map[string]string{} // agent name → its last request, prompt and schema
+	h.fake.OnChat(func(req *api.ChatRequest) (string, error) {
+		first, _, _ := strings.Cut(req.Messages[0].Content, "\n")
+		name, _, _ := strings.Cut(strings.TrimPrefix(first, "You are "), ",")
+		mu.Lock()
+		prompts[name] = joinContent(req.Messages) + string(req.Format)
+		mu.Unlock()
+		return b.reply(req)
+	})
+	b.script("boss", reply("start_agent", map[string]string{"name": "one", "task": "t", "prompt": "go"}))
+	b.script("boss/one", reply("list_folder", map[string]string{"path": "."}))
+	ctx := context.Background()
+	boss := h.boss()
+	h.approve(boss.ID, "start_agent")
+	one := h.helper("boss/one")
+	p := h.pending(one.ID)
+
+	mu.Lock()
+	bossPrompt, onePrompt := prompts["boss"], prompts["boss/one"]
+	mu.Unlock()
+	for _, c := range []string{commands.StartAgent, commands.MessageAgent} {
+		if !strings.Contains(bossPrompt, c) {
+			t.Errorf("boss (depth 0) is not offered %s", c)
+		}
+		if strings.Contains(onePrompt, c) {
+			t.Errorf("boss/one (depth 1 of 1) is offered %s", c)
+		}
+	}
+	if !strings.Contains(onePrompt, commands.ListAgents) {
+		t.Errorf("boss/one lost list_agents too")
+	}
+	infos, err := h.sup.Commands(ctx, one.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ci := range infos {
+		if ci.Name == commands.StartAgent || ci.Name == commands.MessageAgent {
+			t.Errorf("agentctl commands boss/one lists %s", ci.Name)
+		}
+	}
+
+	// A direct call, as if the model had proposed it anyway, gets the error that says why.
+	err = h.st.Tx(ctx, func(tx *store.Tx) error {
+		_, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalPending)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = helperEnv{s: h.sup, parentID: one.ID, proposalID: p.ID}.Start(ctx, "deeper", "t", "go")
+	if err == nil || !strings.Contains(err.Error(), "nested 1 deep at most") {
+		t.Fatalf("direct start_agent at max depth: %v, want the depth error", err)
 	}
 }
