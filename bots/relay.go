@@ -39,6 +39,8 @@ type Relay struct {
 	props     map[string]*client.Proposal          // proposals posted and not yet decided
 	states    map[string]string                    // agent → last state shown
 	agents    map[string]agentInfo                 // unbound agents' names and parents (helpers)
+	posted    map[string]int64                     // proposal → order of its post (or its question's), while it waits
+	postSeq   int64
 	timers    map[string]*time.Timer               // expiry timers by proposal
 	schedules Schedules                            // for /agent schedule; nil without
 	ready     chan struct{}
@@ -67,7 +69,7 @@ func New(opt Options) *Relay {
 	return &Relay{
 		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
 		bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
-		states: map[string]string{}, agents: map[string]agentInfo{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
+		states: map[string]string{}, agents: map[string]agentInfo{}, posted: map[string]int64{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
 	}
 }
 
@@ -223,6 +225,9 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 		}
 	case client.EventResult:
 		if ev.Episode != nil {
+			r.mu.Lock()
+			delete(r.posted, ev.Episode.ProposalID)
+			r.mu.Unlock()
 			r.postResult(ctx, ev.AgentID, ev.Episode)
 		}
 	case client.EventQuestion:
@@ -280,6 +285,7 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 		r.mu.Lock()
 		r.props[p.ID] = p
 		r.mu.Unlock()
+		r.markPosted(p.ID)
 		r.armExpiry(ctx, p)
 	}
 }
@@ -289,6 +295,7 @@ func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision)
 	r.mu.Lock()
 	p := r.props[d.ProposalID]
 	delete(r.props, d.ProposalID)
+	delete(r.posted, d.ProposalID)
 	if t := r.timers[d.ProposalID]; t != nil {
 		t.Stop()
 		delete(r.timers, d.ProposalID)
@@ -349,6 +356,7 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 }
 
 func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Question) {
+	r.markPosted(q.ProposalID)
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
 		if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
@@ -461,6 +469,7 @@ func (r *Relay) closeOpen(ctx context.Context, agentID, why string) {
 		if p.AgentID == agentID {
 			open = append(open, p)
 			delete(r.props, id)
+			delete(r.posted, id)
 		}
 	}
 	r.mu.Unlock()
