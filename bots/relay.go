@@ -41,8 +41,8 @@ type Relay struct {
 	agents    map[string]agentInfo                 // unbound agents' names and parents (helpers)
 	posted    map[string]int64                     // proposal → order of its post (or its question's), while it waits
 	postSeq   int64
-	timers    map[string]*time.Timer               // expiry timers by proposal
-	schedules Schedules                            // for /agent schedule; nil without
+	timers    map[string]*time.Timer // expiry timers by proposal
+	schedules Schedules              // for /agent schedule; nil without
 	ready     chan struct{}
 
 	// qmu orders a question's post (the message stored) against its answer (the message
