@@ -164,11 +164,16 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *store.B
 	if text == "" {
 		return
 	}
-	if a.Pending == nil && a.Question == nil {
-		// The thread's agent may wait for a helper that waits for a person.
-		if h := r.waitingHelper(ctx, a.ID); h != nil {
-			a = h
-		}
+	// The thread's helpers post here too: the reply goes to the one it names, or to the
+	// one whose proposal is at the bottom of the thread.
+	a, text, named := r.replyTarget(ctx, a, text)
+	if named && a.ParentID != "" && waitingID(a) == "" {
+		r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Helper %s has nothing waiting for you: it is %s.", a.Name, a.State))
+		return
+	}
+	if text == "" {
+		r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Say what to tell %s after its name, like: %s: y", a.Name, a.Name[strings.LastIndexByte(a.Name, '/')+1:]))
+		return
 	}
 	switch {
 	case a.Question != nil:

@@ -45,8 +45,10 @@ type Relay struct {
 	props     map[string]*client.Proposal          // proposals posted and not yet decided
 	states    map[string]string                    // agent → last state shown
 	agents    map[string]agentInfo                 // unbound agents' names and parents (helpers)
-	timers    map[string]*time.Timer               // expiry timers by proposal
-	schedules Schedules                            // for /agent schedule; nil without
+	posted    map[string]int64                     // proposal → order of its post (or its question's), while it waits
+	postSeq   int64
+	timers    map[string]*time.Timer // expiry timers by proposal
+	schedules Schedules              // for /agent schedule; nil without
 	ready     chan struct{}
 
 	// qmu orders a question's post (the message stored) against its answer (the message
@@ -75,7 +77,7 @@ func New(opt Options) *Relay {
 	return &Relay{
 		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
 		bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
-		states: map[string]string{}, agents: map[string]agentInfo{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
+		states: map[string]string{}, agents: map[string]agentInfo{}, posted: map[string]int64{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
 		out: newOutbox(opt.Log, opt.OutboxSize, opt.GiveUp, opt.RetryBackoff),
 	}
 }
@@ -240,6 +242,9 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 		}
 	case client.EventResult:
 		if ev.Episode != nil {
+			r.mu.Lock()
+			delete(r.posted, ev.Episode.ProposalID)
+			r.mu.Unlock()
 			r.postResult(ctx, ev.AgentID, ev.Episode)
 		}
 	case client.EventQuestion:
@@ -299,6 +304,7 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 		r.mu.Lock()
 		r.props[p.ID] = p
 		r.mu.Unlock()
+		r.markPosted(p.ID)
 		r.armExpiry(ctx, p)
 	}
 }
@@ -308,6 +314,7 @@ func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision)
 	r.mu.Lock()
 	p := r.props[d.ProposalID]
 	delete(r.props, d.ProposalID)
+	delete(r.posted, d.ProposalID)
 	if t := r.timers[d.ProposalID]; t != nil {
 		t.Stop()
 		delete(r.timers, d.ProposalID)
@@ -368,6 +375,7 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 }
 
 func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Question) {
+	r.markPosted(q.ProposalID)
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
 		r.post(t, "posting a question", func(ctx context.Context) error {
@@ -480,6 +488,7 @@ func (r *Relay) closeOpen(ctx context.Context, agentID, why string) {
 		if p.AgentID == agentID {
 			open = append(open, p)
 			delete(r.props, id)
+			delete(r.posted, id)
 		}
 	}
 	r.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -144,5 +145,55 @@ func TestHelpersPostInTheirParentsThread(t *testing.T) {
 	r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: "y"})
 	if fmt.Sprint(svc.decided) != "[a-2 p-2 approve]" {
 		t.Fatalf("decisions = %q, want the helper's proposal approved", svc.decided)
+	}
+}
+
+// TestRepliesReachTheHelperAtTheBottom: with several helpers waiting in one thread, a
+// plain reply decides the proposal posted last; "NAME: …" picks a helper by name.
+func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
+	ctx := context.Background()
+	prop := func(id, agent string) *client.Proposal {
+		return &client.Proposal{ID: id, AgentID: agent, Step: 1, Command: "write_file", Status: client.ProposalPending, Args: []byte(`{}`)}
+	}
+	svc := &helperService{agents: []client.Agent{
+		{ID: "a-1", Name: "boss", State: client.StateExecuting},
+		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: prop("p-2", "a-2")},
+		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
+		{ID: "a-4", Name: "boss/idler", ParentID: "a-1", State: client.StateThinking},
+	}}
+	binds := &memBindings{msgs: map[string]*store.ChatMessage{},
+		bs: []*store.Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
+	r := New(Options{Service: svc, Bindings: binds})
+	ad := &fakeAdapter{}
+	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
+	r.loadBindings(ctx)
+	// writer's proposal is posted last; fetcher's seen again (a resync) keeps its place.
+	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
+	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
+	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
+
+	say := func(text string) {
+		r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: text})
+	}
+	tests := []struct{ text, want string }{
+		{"y", "a-3 p-3 approve"},                         // writer's was posted last
+		{"writer: y -3", "a-3 p-3 approve"},              // by key
+		{"boss/writer: n", "a-3 p-3 deny"},               // by full name
+		{"fetcher:   not that file", "a-2 p-2 feedback"}, // feedback by name
+		{"note: try the mirror", "a-3 p-3 feedback"},     // not a helper's name: all of it is feedback
+	}
+	for _, tt := range tests {
+		svc.decided = nil
+		say(tt.text)
+		if len(svc.decided) != 1 || svc.decided[0] != tt.want {
+			t.Errorf("%q decided %q, want %q", tt.text, svc.decided, tt.want)
+		}
+	}
+
+	// A named helper with nothing to decide gets a note; nothing is decided.
+	svc.decided = nil
+	say("idler: y")
+	if len(svc.decided) != 0 || !strings.Contains(ad.posts[len(ad.posts)-1], "Helper boss/idler has nothing waiting for you: it is thinking") {
+		t.Fatalf("named idle helper: decided %q, last post %q", svc.decided, ad.posts[len(ad.posts)-1])
 	}
 }

@@ -75,6 +75,8 @@ type env struct {
 	done   sync.WaitGroup
 	logs   *syncBuffer
 	opt    bots.Options
+	// commands are added to the supervisor's commands (the sub-agent ones, say).
+	commands []string
 	// memory turns the supervisor's long-term memory on; ix is its index while running.
 	memory bool
 	ix     *memory.Index
@@ -118,7 +120,12 @@ func newEnv(t testing.TB, mod ...func(*bots.Options)) *env { return newEnvFor(t,
 
 // newEnvFor is newEnv with long-term memory on or off.
 func newEnvFor(t testing.TB, withMemory bool, mod ...func(*bots.Options)) *env {
-	e := &env{slack: fakeslack.NewFake(t), model: ollamatest.NewFake(t), dir: t.TempDir(), logs: &syncBuffer{}, memory: withMemory}
+	return newEnvWith(t, &env{memory: withMemory}, mod...)
+}
+
+// newEnvWith is newEnv for an env whose memory and commands fields are set.
+func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
+	e.slack, e.model, e.dir, e.logs = fakeslack.NewFake(t), ollamatest.NewFake(t), t.TempDir(), &syncBuffer{}
 	e.t = t
 	e.slack.SetGroup("SOPS", member)
 	e.model.OnChat(e.chat)
@@ -194,7 +201,7 @@ func (e *env) start(t testing.TB) {
 		mem.Index = e.ix
 	}
 	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir, Memory: mem,
-		Commands: []string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"},
+		Commands: append([]string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"}, e.commands...),
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
 		OnRunEnd: func(end agent.RunEnd) {
 			if f := e.runEnded.Load(); f != nil {

@@ -152,7 +152,7 @@ func (s *Supervisor) stepOf(a *store.Agent) *commands.Step {
 // commandsFor returns the commands agent a may use now, always including finish and
 // ask_user: a failing command component must not leave an agent unable to stop or ask.
 func (s *Supervisor) commandsFor(ctx context.Context, l *live, a *store.Agent, step *commands.Step) commands.Set {
-	set := l.pipelineFor(a.Name).Commands(ctx, step)
+	set := s.helperDepthFilter(a, l.pipelineFor(a.Name).Commands(ctx, step))
 	for _, need := range []string{commands.AskUser, commands.Finish} {
 		if _, ok := set.Get(need); !ok {
 			c, _ := commands.Lookup(need)

@@ -79,8 +79,20 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, p.Status); err != nil || !ok {
 				return alreadyDecided(tx, p.ID, err)
 			}
-			if d.Count > 1 && a.Policy.Mode != "continuous" { // continuous approves them anyway
-				a.Policy.Mode, a.Policy.AutoSteps = "auto", d.Count-1
+			if d.Count > 1 {
+				// The next N-1 are the whole family's: a helper draws from its top agent's.
+				owner, err := policyOwner(tx, a)
+				if err != nil {
+					return err
+				}
+				if owner.Policy.Mode != "continuous" { // continuous approves them anyway
+					owner.Policy.Mode, owner.Policy.AutoSteps = "auto", d.Count-1
+				}
+				if owner != a {
+					if err := tx.UpdateAgent(owner); err != nil {
+						return err
+					}
+				}
 			}
 			if active(a.State) {
 				a.State, a.StateReason = client.StateExecuting, ""

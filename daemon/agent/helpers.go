@@ -99,10 +99,29 @@ func helperByKey(tx *store.Tx, parentID, key, cmd string) (*store.Agent, error) 
 	return nil, fmt.Errorf("%s: you have no helper %q; your helpers: %s", cmd, key, strings.Join(keys, ", "))
 }
 
-// helperPolicy is the policy a helper's run starts with: its parent's, so what the
-// person allowed the parent goes for the helper too.
-func helperPolicy(parent client.Policy) client.Policy {
-	return parent
+// helperPolicy is a helper's own policy: ask. It is never used for its proposals —
+// they follow its top agent's policy as it is at each step (policyOwner) — but it keeps
+// a copied count of approvals from being spent twice, or shown as if it were.
+func helperPolicy(client.Policy) client.Policy {
+	return client.Policy{Mode: "ask"}
+}
+
+// policyOwner is the agent whose mode (ask, auto for N steps, continuous) a's proposals
+// follow: a itself, or for a helper its top agent, the one people started and set the
+// policy on. `y -N` given on any agent of the family sets it there, and every agent of
+// the family draws from the same N. The result is a itself or a fresh copy from tx.
+func policyOwner(tx *store.Tx, a *store.Agent) (*store.Agent, error) {
+	owner := a
+	for hops := 0; owner.ParentID != "" && hops < maxAncestors; hops++ {
+		p, err := tx.Agent(owner.ParentID)
+		if errors.Is(err, store.ErrNotFound) {
+			break // a parent gone: the nearest one left decides
+		} else if err != nil {
+			return nil, err
+		}
+		owner = p
+	}
+	return owner, nil
 }
 
 // Start implements commands.Helpers.
@@ -413,4 +432,137 @@ func family(tx *store.Tx, root *store.Agent) ([]*store.Agent, error) {
 		out = append(out, hs...)
 	}
 	return out, nil
+}
+
+// pausedWith is the state reason of a helper paused because name was: resuming name
+// resumes exactly those, never a helper a person paused on its own.
+func pausedWith(name string) string {
+	return "paused: " + name + " was paused"
+}
+
+// descendants lists the helpers of the agent id at any depth, parents first; the agent
+// itself is left out.
+func (s *Supervisor) descendants(ctx context.Context, id string) ([]*store.Agent, error) {
+	var out []*store.Agent
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(id)
+		if err != nil {
+			return err
+		}
+		fam, err := family(tx, a)
+		if len(fam) > 1 {
+			out = fam[1:]
+		}
+		return err
+	})
+	return out, err
+}
+
+// pauseHelpers pauses the running helpers of the agent id (named name), at any depth.
+func (s *Supervisor) pauseHelpers(ctx context.Context, id, name string) {
+	hs, err := s.descendants(ctx, id)
+	if err != nil {
+		s.log.Error("listing helpers to pause", "agent", id, "err", err)
+		return
+	}
+	for _, h := range hs {
+		if !active(h.State) {
+			continue
+		}
+		if _, err := s.pause(ctx, h.ID, pausedWith(name)); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+			s.log.Error("pausing a helper", "agent", h.ID, "err", err)
+		}
+	}
+}
+
+// resumeHelpers resumes the helpers that pauseHelpers paused for the agent id (named name).
+func (s *Supervisor) resumeHelpers(ctx context.Context, id, name string) {
+	hs, err := s.descendants(ctx, id)
+	if err != nil {
+		s.log.Error("listing helpers to resume", "agent", id, "err", err)
+		return
+	}
+	why := pausedWith(name)
+	for _, h := range hs {
+		if h.State != client.StatePaused || h.StateReason != why {
+			continue
+		}
+		if _, err := s.resume(ctx, h.ID, why); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+			s.log.Error("resuming a helper", "agent", h.ID, "err", err)
+		}
+	}
+}
+
+// Reasons a stray helper is stopped for at start.
+const (
+	strayParentGone  = "stopped at restart: its parent is gone"
+	strayParentEnded = "stopped at restart: its parent's run had ended"
+)
+
+// stopStrays stops the helpers that should have stopped with their parent's run, had the
+// daemon not died between that run's end and stopHelpers: a helper still running whose
+// parent is gone, or whose run began before the parent's latest run ended (a run begun
+// after that was given by a person to a helper of an idle parent, and stays). Start
+// calls it after the ends of helper runs are delivered.
+func (s *Supervisor) stopStrays(ctx context.Context) error {
+	type stray struct{ id, why string }
+	var strays []stray
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		agents, err := tx.Agents()
+		if err != nil {
+			return err
+		}
+		for _, a := range agents {
+			if a.ParentID == "" || a.State == client.StateIdle {
+				continue
+			}
+			if _, err := tx.Agent(a.ParentID); errors.Is(err, store.ErrNotFound) {
+				strays = append(strays, stray{a.ID, strayParentGone})
+				continue
+			} else if err != nil {
+				return err
+			}
+			run, err := tx.Run(a.RunID)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			end, err := tx.LastRunEnd(a.ParentID)
+			if err != nil {
+				return err
+			}
+			if !end.IsZero() && !run.Started.After(end) {
+				strays = append(strays, stray{a.ID, strayParentEnded})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, x := range strays {
+		s.log.Warn("stopping a helper its parent left running", "agent", x.id, "reason", x.why)
+		if _, err := s.stop(ctx, x.id, x.why); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// helperDepthFilter leaves start_agent and message_agent out of the commands of an agent
+// nested as deep as helpers may be: the model is never offered a command that can only
+// fail (helperEnv.Start still refuses a direct call). A helper's depth is the number of
+// slashes in its name, which start_agent fixes as "<parent>/<key>".
+func (s *Supervisor) helperDepthFilter(a *store.Agent, set commands.Set) commands.Set {
+	if strings.Count(a.Name, "/") < s.opt.MaxHelperDepth {
+		return set
+	}
+	out := make(commands.Set, 0, len(set))
+	for _, c := range set {
+		if n := c.Spec().Name; n != commands.StartAgent && n != commands.MessageAgent {
+			out = append(out, c)
+		}
+	}
+	return out
 }

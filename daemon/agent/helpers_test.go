@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ollama/ollama/api"
 
@@ -164,16 +165,10 @@ func TestHelperLimits(t *testing.T) {
 		reply("start_agent", map[string]string{"name": "two", "task": "t", "prompt": "go"}),
 		reply("start_agent", map[string]string{"name": "one", "task": "t", "prompt": "again"}),
 		reply("message_agent", map[string]string{"key": "nobody", "message": "hi"}))
-	b.script("boss/one",
-		reply("start_agent", map[string]string{"name": "deeper", "task": "t", "prompt": "go"}),
-		reply("finish", map[string]string{"reason": "ok"}))
+	b.script("boss/one", reply("finish", map[string]string{"reason": "ok"}))
 	boss := h.boss()
 	first := h.approve(boss.ID, "start_agent")
 	one := h.helper("boss/one")
-	nested := h.approve(one.ID, "start_agent")
-	if ep := h.episode(one.ID, nested); ep.Outcome != "failed" || !strings.Contains(ep.Result, "nested 1 deep at most") {
-		t.Fatalf("nested start_agent = %+v", ep)
-	}
 	h.approve(one.ID, "finish")
 	h.episode(boss.ID, first)
 
@@ -363,5 +358,301 @@ func TestStartAgentWithoutWaitIsInterruptedOnRestart(t *testing.T) {
 	got := h.waitFor(boss.ID, "interrupted", func(a *client.Agent) bool { return a.Pending != nil })
 	if got.Pending.Status != client.ProposalInterrupted || got.State != client.StateAwaitingDecision {
 		t.Fatalf("boss = %s, pending %+v", got.State, got.Pending)
+	}
+}
+
+func TestPausingAParentPausesItsHelpers(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a", reply("start_agent", map[string]string{"name": "b", "task": "t", "prompt": "go"}),
+		reply("finish", map[string]string{"reason": "b reported"}))
+	b.script("boss/a/b", reply("write_file", map[string]string{"path": "x", "contents": "x"}),
+		reply("finish", map[string]string{"reason": "wrote x"}))
+	ctx := context.Background()
+	boss := h.boss()
+	start := h.approve(boss.ID, "start_agent")
+	a := h.helper("boss/a")
+	h.approve(a.ID, "start_agent")
+	ab := h.helper("boss/a/b")
+	write := h.pending(ab.ID)
+
+	if _, err := h.sup.Pause(ctx, boss.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{a.ID, ab.ID} {
+		got, _ := h.sup.Agent(ctx, id)
+		if got.State != client.StatePaused || got.StateReason != "paused: boss was paused" {
+			t.Fatalf("%s after its top agent paused: %s (%s)", got.Name, got.State, got.StateReason)
+		}
+	}
+	// Approved while paused, it does not run until the pause ends.
+	if _, err := h.decide(ab.ID, write, "y"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.sup.Agent(ctx, ab.ID); got.State != client.StatePaused {
+		t.Fatalf("paused helper after an approval: %s", got.State)
+	}
+	if _, err := os.Stat(filepath.Join(ab.Workspace, "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a paused helper ran its command: %v", err)
+	}
+
+	// A helper a person paused on its own stays paused when its parent resumes.
+	if _, err := h.sup.Resume(ctx, boss.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(ab.ID, "resumed helper asks to finish", func(x *client.Agent) bool { return x.Pending != nil && x.Pending.Command == "finish" })
+	if _, err := os.Stat(filepath.Join(ab.Workspace, "x")); err != nil {
+		t.Fatalf("resumed helper's file: %v", err)
+	}
+	if _, err := h.sup.Pause(ctx, ab.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sup.Pause(ctx, boss.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sup.Resume(ctx, boss.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "a resumed, waiting for b", func(x *client.Agent) bool { return x.State == client.StateExecuting })
+	if got, _ := h.sup.Agent(ctx, ab.ID); got.State != client.StatePaused || got.StateReason != "paused by a person" {
+		t.Fatalf("helper a person paused, after its parent resumed: %s (%s)", got.State, got.StateReason)
+	}
+	if _, err := h.sup.Resume(ctx, ab.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.approve(ab.ID, "finish")
+	h.approve(a.ID, "finish")
+	if ep := h.episode(boss.ID, start); ep.Result != "helper a finished: b reported" {
+		t.Fatalf("boss's start_agent = %+v", ep)
+	}
+}
+
+// TestRestartStopsHelpersOfEndedRuns: the daemon died after the parent's run ended and
+// before its helpers were stopped; the restarted supervisor stops them, with the reason.
+func TestRestartStopsHelpersOfEndedRuns(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss",
+		reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}),
+		reply("start_agent", map[string]string{"name": "b", "task": "t", "prompt": "go"}))
+	b.script("boss/a", reply("finish", map[string]string{"reason": "a done"}),
+		reply("write_file", map[string]string{"path": "y", "contents": "y"}))
+	b.script("boss/b", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	ctx := context.Background()
+	boss := h.boss()
+	h.approve(boss.ID, "start_agent")
+	a := h.helper("boss/a")
+	h.approve(a.ID, "finish")
+	second := h.approve(boss.ID, "start_agent")
+	bh := h.helper("boss/b")
+	h.pending(bh.ID)
+	h.stop()
+
+	// What Stop commits for the parent, without the stopHelpers that follows it.
+	err := h.st.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.DeleteWait(second.ID); err != nil {
+			return err
+		}
+		msg := "withdrawn: the run was stopped"
+		if _, err := tx.SetProposalStatus(second.ID, client.ProposalFailed, &msg, client.ProposalStarted); err != nil {
+			return err
+		}
+		pa, err := tx.Agent(boss.ID)
+		if err != nil {
+			return err
+		}
+		pa.State, pa.StateReason = client.StateIdle, "stopped by a person"
+		if err := tx.UpdateAgent(pa); err != nil {
+			return err
+		}
+		return tx.EndRun(pa.RunID, "stopped", "stopped by a person")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // the next run starts in a later millisecond
+	// Then a person gave the idle helper a a task of its own: it is not the parent's.
+	err = h.st.Tx(ctx, func(tx *store.Tx) error {
+		ha, err := tx.Agent(a.ID)
+		if err != nil {
+			return err
+		}
+		if err := newRunTx(tx, ha, "write y"); err != nil {
+			return err
+		}
+		return tx.UpdateAgent(ha)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	h.start()
+	h.fake.OnChat(b.reply)
+	got, _ := h.sup.Agent(ctx, bh.ID)
+	if got.State != client.StateIdle || got.StateReason != strayParentEnded {
+		t.Fatalf("helper of an ended run after restart: %s (%s), want idle (%s)", got.State, got.StateReason, strayParentEnded)
+	}
+	if len(got.Runs) == 0 || got.Runs[0].Outcome != "stopped" || got.Runs[0].Reason != strayParentEnded {
+		t.Fatalf("its run = %+v, want stopped with the reason", got.Runs)
+	}
+	if p := h.pending(a.ID); p.Command != "write_file" {
+		t.Fatalf("helper with a person's task after restart: pending %s, want write_file", p.Command)
+	}
+}
+
+func TestRestartStopsHelpersWhoseParentIsGone(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
+	ctx := context.Background()
+	boss := h.boss()
+	h.approve(boss.ID, "start_agent")
+	a := h.helper("boss/a")
+	h.pending(a.ID)
+	h.stop()
+	if err := h.st.Tx(ctx, func(tx *store.Tx) error { return tx.DeleteAgent(boss.ID) }); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	got, err := h.sup.Agent(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != client.StateIdle || got.StateReason != strayParentGone || got.Pending != nil {
+		t.Fatalf("helper of a removed parent after restart: %s (%s), pending %v", got.State, got.StateReason, got.Pending)
+	}
+}
+
+// TestHelpersDrawFromTheParentsApprovals: `y -4` on the parent approves it and the next
+// three proposals of the family, whoever makes them; then everyone asks again.
+func TestHelpersDrawFromTheParentsApprovals(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss",
+		reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}),
+		reply("list_folder", map[string]string{"path": "."}),
+		reply("finish", map[string]string{"reason": "all done"}))
+	b.script("boss/a",
+		reply("write_file", map[string]string{"path": "x", "contents": "x"}),
+		reply("write_file", map[string]string{"path": "y", "contents": "y"}),
+		reply("list_folder", map[string]string{"path": "."}),
+		reply("finish", map[string]string{"reason": "wrote x and y"}))
+	ctx := context.Background()
+	boss := h.boss()
+	start := h.pending(boss.ID)
+	if _, err := h.decide(boss.ID, start, "y -4"); err != nil {
+		t.Fatal(err)
+	}
+	a := h.helper("boss/a")
+	if p := h.pending(a.ID); p.Command != "finish" {
+		t.Fatalf("helper asked about %s first, want finish (the three before drawn from boss's y -4)", p.Command)
+	}
+	var by []string
+	for _, e := range h.history(a.ID) {
+		by = append(by, e.Command)
+	}
+	if strings.Join(by, ",") != "write_file,write_file,list_folder" {
+		t.Fatalf("helper ran %v unasked", by)
+	}
+	if got, _ := h.sup.Agent(ctx, boss.ID); got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
+		t.Fatalf("boss's policy after its helper drew all approvals = %+v", got.Policy)
+	}
+	if got, _ := h.sup.Agent(ctx, a.ID); got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
+		t.Fatalf("helper's own policy = %+v, want ask (it never holds approvals)", got.Policy)
+	}
+	// `y -2` on the helper's proposal is the family's too: boss's list_folder runs unasked.
+	fin := h.pending(a.ID)
+	if _, err := h.decide(a.ID, fin, "y -2"); err != nil {
+		t.Fatal(err)
+	}
+	h.episode(boss.ID, start)
+	if p := h.pending(boss.ID); p.Command != "finish" {
+		t.Fatalf("boss asked about %s, want finish (list_folder drawn from the y -2 given on its helper)", p.Command)
+	}
+}
+
+// TestHelperFollowsParentsContinuousMode: the parent's continuous mode approves its
+// helper's proposals up to the limit, counted in the helper's run.
+func TestHelperFollowsParentsContinuousMode(t *testing.T) {
+	h, b := newHelperHarness(t)
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a",
+		reply("write_file", map[string]string{"path": "x", "contents": "x"}),
+		reply("write_file", map[string]string{"path": "y", "contents": "y"}),
+		reply("finish", map[string]string{"reason": "done"}))
+	ctx := context.Background()
+	boss := h.create(client.CreateAgentRequest{Name: "boss", Description: "a lead", Goals: []string{"g"},
+		Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 2}})
+	h.approve(boss.ID, "start_agent") // execute-class: asks even in continuous mode
+	a := h.helper("boss/a")
+	// Steps 1 and 2 are within boss's continuous limit; step 3 asks.
+	if p := h.pending(a.ID); p.Command != "finish" || p.Step != 3 {
+		t.Fatalf("helper's first question: step %d %s, want step 3 finish", p.Step, p.Command)
+	}
+	ds, err := h.sup.Proposals(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ds[0].Status != client.ProposalSucceeded {
+		t.Fatalf("helper's first proposal = %s", ds[0].Status)
+	}
+}
+
+// TestStartAgentNotOfferedAtMaxDepth: a helper as deep as helpers may nest is not offered
+// start_agent or message_agent (prompt, schema, agentctl commands); a direct call still
+// gets the depth error.
+func TestStartAgentNotOfferedAtMaxDepth(t *testing.T) {
+	h, b := newHelperHarness(t, func(o *Options) { o.MaxHelperDepth = 1 })
+	var mu sync.Mutex
+	prompts := map[string]string{} // agent name → its last request, prompt and schema
+	h.fake.OnChat(func(req *api.ChatRequest) (string, error) {
+		first, _, _ := strings.Cut(req.Messages[0].Content, "\n")
+		name, _, _ := strings.Cut(strings.TrimPrefix(first, "You are "), ",")
+		mu.Lock()
+		prompts[name] = joinContent(req.Messages) + string(req.Format)
+		mu.Unlock()
+		return b.reply(req)
+	})
+	b.script("boss", reply("start_agent", map[string]string{"name": "one", "task": "t", "prompt": "go"}))
+	b.script("boss/one", reply("list_folder", map[string]string{"path": "."}))
+	ctx := context.Background()
+	boss := h.boss()
+	h.approve(boss.ID, "start_agent")
+	one := h.helper("boss/one")
+	p := h.pending(one.ID)
+
+	mu.Lock()
+	bossPrompt, onePrompt := prompts["boss"], prompts["boss/one"]
+	mu.Unlock()
+	for _, c := range []string{commands.StartAgent, commands.MessageAgent} {
+		if !strings.Contains(bossPrompt, c) {
+			t.Errorf("boss (depth 0) is not offered %s", c)
+		}
+		if strings.Contains(onePrompt, c) {
+			t.Errorf("boss/one (depth 1 of 1) is offered %s", c)
+		}
+	}
+	if !strings.Contains(onePrompt, commands.ListAgents) {
+		t.Errorf("boss/one lost list_agents too")
+	}
+	infos, err := h.sup.Commands(ctx, one.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ci := range infos {
+		if ci.Name == commands.StartAgent || ci.Name == commands.MessageAgent {
+			t.Errorf("agentctl commands boss/one lists %s", ci.Name)
+		}
+	}
+
+	// A direct call, as if the model had proposed it anyway, gets the error that says why.
+	err = h.st.Tx(ctx, func(tx *store.Tx) error {
+		_, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalPending)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = helperEnv{s: h.sup, parentID: one.ID, proposalID: p.ID}.Start(ctx, "deeper", "t", "go")
+	if err == nil || !strings.Contains(err.Error(), "nested 1 deep at most") {
+		t.Fatalf("direct start_agent at max depth: %v, want the depth error", err)
 	}
 }

@@ -201,7 +201,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 			}
 			probe := *a // autoDecision counts down the policy; here it only asks
 			spec := r.s.specIn(ctx, l, tx, a, p.Command)
-			if d, err := r.autoDecision(l, tx, &probe, p, prev, spec); err != nil {
+			if d, _, err := r.autoDecision(l, tx, &probe, p, prev, spec); err != nil {
 				return err
 			} else if d != nil {
 				act = actExecute
@@ -265,51 +265,63 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 }
 
 // autoDecision returns the decision the agent's policy makes for p, or nil to ask a person.
-// It updates a.Policy's counters; the caller persists a. spec is p's command as the agent
-// has it now (nil when it has none by that name).
+// It updates the counters of the policy it follows; the caller persists a, and drawn when
+// that is another agent's: a helper follows its top agent's mode (policyOwner). spec is
+// p's command as the agent has it now (nil when it has none by that name).
 // prev is the proposal before p in its run (nil for the first): a repeat of it always goes
 // to a person, whatever the policy.
 //
 // Order: ask_user needs no approval; a repeat asks; a deny pattern refuses (as feedback
 // to the model); an allow pattern (or auto_read) approves; execute-class commands ask;
 // then the mode — auto for N steps, or continuous up to its limit.
-func (r *runner) autoDecision(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec) (*client.Decision, error) {
+func (r *runner) autoDecision(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec) (d *client.Decision, drawn *store.Agent, err error) {
 	if p.Command == commands.AskUser {
 		// Asking is harmless, and the person's answer is their decision.
-		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "ask_user needs no approval"}, nil
+		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "ask_user needs no approval"}, nil, nil
 	}
 	if prev != nil && prev.Hash == p.Hash {
-		return nil, nil // the watchdog asks a person about a repeat
+		return nil, nil, nil // the watchdog asks a person about a repeat
 	}
 	v, err := r.s.verdict(l, tx, a, spec, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if d := policyDecision(p, v); d != nil {
-		return d, nil
+		return d, nil, nil
 	}
 	if spec == nil || spec.Class == commands.ClassExecute {
-		return nil, nil // execute commands run unasked only by an explicit allow pattern
+		return nil, nil, nil // execute commands run unasked only by an explicit allow pattern
 	}
-	switch a.Policy.Mode {
+	owner, err := policyOwner(tx, a)
+	if err != nil {
+		return nil, nil, err
+	}
+	by := ""
+	if owner != a {
+		by = " (" + owner.Name + "'s)"
+	}
+	switch owner.Policy.Mode {
 	case "auto":
-		if a.Policy.AutoSteps > 0 {
-			a.Policy.AutoSteps--
-			if a.Policy.AutoSteps == 0 {
-				a.Policy.Mode = "ask"
+		if owner.Policy.AutoSteps > 0 {
+			owner.Policy.AutoSteps--
+			if owner.Policy.AutoSteps == 0 {
+				owner.Policy.Mode = "ask"
 			}
-			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "auto"}, nil
+			if owner != a {
+				drawn = owner
+			}
+			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "auto" + by}, drawn, nil
 		}
 	case "continuous":
-		limit := a.Policy.ContinuousLimit
+		limit := owner.Policy.ContinuousLimit
 		if limit <= 0 {
 			limit = l.ContinuousLimit
 		}
 		if p.Step <= limit {
-			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "continuous"}, nil
+			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "continuous" + by}, nil, nil
 		}
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // Hash is the proposal hash: sha256 over the command name and its canonical args.
@@ -409,11 +421,17 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 	if p.Status == client.ProposalPending {
 		// Decided by policy: the decision and the start land together.
 		var err error
-		if st.decided, err = r.autoDecision(l, tx, a, p, prev, spec); err != nil {
+		var drawn *store.Agent
+		if st.decided, drawn, err = r.autoDecision(l, tx, a, p, prev, spec); err != nil {
 			return err
 		}
 		if st.decided == nil {
 			return errNotApproved
+		}
+		if drawn != nil {
+			if err := tx.UpdateAgent(drawn); err != nil {
+				return err
+			}
 		}
 		if st.decided.Kind == client.DecisionFeedback {
 			return r.refuseTx(tx, a, p, st)

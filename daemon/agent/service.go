@@ -410,20 +410,44 @@ func (s *Supervisor) mutateThen(ctx context.Context, ref string, fn func(tx *sto
 }
 
 // Pause stops an agent after its current command; a model call in flight is cancelled.
+// Its helpers (theirs too) pause with it: they work for the run that paused.
 func (s *Supervisor) Pause(ctx context.Context, ref string) (*client.Agent, error) {
+	out, err := s.pause(ctx, ref, "paused by a person")
+	if err == nil {
+		s.pauseHelpers(ctx, out.ID, out.Name)
+	}
+	return out, err
+}
+
+// pause is Pause of the agent alone, with the reason it shows.
+func (s *Supervisor) pause(ctx context.Context, ref, reason string) (*client.Agent, error) {
 	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if !active(a.State) {
 			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
 		}
-		a.State, a.StateReason = client.StatePaused, "paused by a person"
+		a.State, a.StateReason = client.StatePaused, reason
 		r.cancelThinking()
-		return tx.Audit(a.ID, "paused", nil)
+		return tx.Audit(a.ID, "paused", map[string]string{"reason": reason})
 	})
 }
 
-// Resume continues a paused or failed agent where it stopped.
+// Resume continues a paused or failed agent where it stopped, with the helpers that
+// were paused because it was.
 func (s *Supervisor) Resume(ctx context.Context, ref string) (*client.Agent, error) {
+	out, err := s.resume(ctx, ref, "")
+	if err == nil {
+		s.resumeHelpers(ctx, out.ID, out.Name)
+	}
+	return out, err
+}
+
+// resume is Resume of the agent alone; with only set, only an agent paused for that
+// reason is resumed.
+func (s *Supervisor) resume(ctx context.Context, ref, only string) (*client.Agent, error) {
 	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if only != "" && (a.State != client.StatePaused || a.StateReason != only) {
+			return conflict("agent %s is %s (%s), not paused with its parent", a.Name, a.State, a.StateReason)
+		}
 		if a.State != client.StatePaused && a.State != client.StateFailed {
 			return conflict("agent %s is %s, not paused", a.Name, a.State)
 		}

@@ -180,6 +180,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	if err := s.deliverEnded(ctx); err != nil {
 		return err
 	}
+	if err := s.stopStrays(ctx); err != nil {
+		return err
+	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.probeLoop(ctx) }()
 	if s.mem != nil && s.mem.ix.NeedsRebuild() {

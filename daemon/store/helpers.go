@@ -100,3 +100,15 @@ func (t *Tx) DeleteWait(proposalID string) (bool, error) {
 	n, _ := res.RowsAffected()
 	return n == 1, nil
 }
+
+// LastRunEnd is when the agent's latest ended run ended; zero when none has ended.
+func (t *Tx) LastRunEnd(agentID string) (time.Time, error) {
+	var at int64
+	if err := t.queryRow(`SELECT COALESCE(MAX(ended_at), 0) FROM runs WHERE agent_id=?`, agentID).Scan(&at); err != nil {
+		return time.Time{}, fmt.Errorf("store: last run end: %w", err)
+	}
+	if at == 0 {
+		return time.Time{}, nil
+	}
+	return fromMS(at), nil
+}
