@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -23,13 +25,20 @@ type chatBots struct {
 	runs  []func(ctx context.Context)
 	log   *slog.Logger
 	slack *config.SlackConfig
+	// tokens fingerprints the secrets the bots were built with (botTokens), so a reload
+	// sees a rotated token file even when no config key changed.
+	tokens string
 }
 
 var _ schedules.Chat = (*bots.Relay)(nil)
 
 // newBots makes the relay and the enabled bots. Secrets missing are an error.
 func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger, mx *metrics.Metrics) (*chatBots, error) {
-	c := &chatBots{log: log}
+	tokens, err := botTokens(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &chatBots{log: log, tokens: tokens}
 	if !cfg.Slack.Enabled {
 		return c, nil
 	}
@@ -76,6 +85,26 @@ func (c *chatBots) start(ctx context.Context) (wait func()) {
 		c.log.Info("slack bot starting", "channels", len(c.slack.Channels), "direct_messages", c.slack.DirectMessages)
 	}
 	return wg.Wait
+}
+
+// botTokens reads the enabled bots' tokens, as newBots does, and returns a fingerprint
+// of them (a hash: the tokens themselves are kept nowhere else). "" without bots.
+func botTokens(cfg *config.Config) (string, error) {
+	if !cfg.Slack.Enabled {
+		return "", nil
+	}
+	s := &cfg.Slack
+	h := sha256.New()
+	for _, t := range []struct{ what, env, file string }{
+		{"slack bot token", s.BotTokenEnv, s.BotTokenFile}, {"slack app token", s.AppTokenEnv, s.AppTokenFile},
+	} {
+		v, err := secret(t.what, t.env, t.file)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00", t.what, v)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // secret reads a token from a file (which wins) or an environment variable. Errors name
