@@ -527,6 +527,10 @@ func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *Run
 		if a.State != client.StateIdle && a.State != client.StateFailed {
 			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
 		}
+		// Refused now rather than accepted and paused before its first step.
+		if _, why := s.agentOver(a); why != "" {
+			return conflict("agent %s is over its budget, so it cannot take a task: %s", a.Name, why)
+		}
 		if err := newRunTx(tx, a, task); err != nil {
 			return err
 		}
