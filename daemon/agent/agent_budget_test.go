@@ -2,11 +2,16 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -99,11 +104,12 @@ func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 func TestAgentTimeBudgetCountsBusyTime(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxWall: 50 * time.Millisecond} })
 	listForever(h)
-	h.fake.SetDelay(80 * time.Millisecond) // each step thinks longer than the whole budget
+	h.fake.SetDelay(time.Minute) // the first step thinks longer than the whole budget
 	a := autoAgent(h, 10)
+	// The model call is cut when the budget runs out, as a run's wall time cuts it.
 	got := pausedByBudget(h, a.ID)
-	if got.StepsTotal != 1 || got.BusyMS < 80 || !strings.Contains(got.StateReason, "time budget is 50ms") {
-		t.Errorf("agent = %d steps, busy %d ms, %q", got.StepsTotal, got.BusyMS, got.StateReason)
+	if got.StepsTotal != 0 || got.BusyMS < 50 || got.BusyMS > 5000 || !strings.Contains(got.StateReason, "time budget is 50ms") {
+		t.Errorf("agent = %d steps, busy %d ms, %q; want the first step cut at 50ms", got.StepsTotal, got.BusyMS, got.StateReason)
 	}
 	// Waiting for people is not busy time.
 	h.fake.SetDelay(0)
@@ -154,4 +160,77 @@ func hasAuditKind(entries []client.AuditEntry, kind string) bool {
 		}
 	}
 	return false
+}
+
+// blockCmd is test_block: it runs until it is cancelled.
+type blockCmd struct{}
+
+func (blockCmd) Spec() commands.Spec {
+	return commands.Spec{Name: "test_block", Description: "wait a long time",
+		Params: commands.Object(commands.Prop{Name: "what", Schema: commands.String("what", 40)}), Class: commands.ClassRead}
+}
+
+func (blockCmd) Execute(ctx context.Context, _ commands.Env, _ json.RawMessage) (string, error) {
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-time.After(time.Minute):
+		return "waited", nil
+	}
+}
+
+func init() { commands.Register(blockCmd{}) }
+
+// TestAgentTimeBudgetCutsALongCommand: a command that runs past what the agent's time
+// budget leaves is cancelled, its result says why, and the agent pauses.
+func TestAgentTimeBudgetCutsALongCommand(t *testing.T) {
+	h := newHarness(t, func(o *Options) {
+		o.AgentBudget = Budget{MaxWall: 300 * time.Millisecond}
+		o.Commands = append(slices.Clone(o.Commands), "test_block")
+	})
+	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_block", map[string]string{"what": "x"}) })
+	a := autoAgent(h, 10)
+	got := pausedByBudget(h, a.ID)
+	if got.StepsTotal != 1 || got.BusyMS < 300 || got.BusyMS > 10000 || !strings.Contains(got.StateReason, "time budget is 300ms") {
+		t.Errorf("agent = %d steps, busy %d ms, %q; want one step cut at 300ms", got.StepsTotal, got.BusyMS, got.StateReason)
+	}
+	eps := h.history(a.ID)
+	if len(eps) != 1 || eps[0].Outcome != "failed" || !strings.Contains(eps[0].Result, "time budget ran out") {
+		t.Errorf("history = %+v, want the command failed, cut by the time budget", eps)
+	}
+}
+
+// TestTaskOverAgentBudgetRefused: a task for an agent whose own budget is used up is
+// refused at once, naming the budget, instead of starting a run that pauses at once.
+func TestTaskOverAgentBudgetRefused(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxSteps: 1} })
+	listForever(h)
+	ctx := context.Background()
+	a := autoAgent(h, 10)
+	pausedByBudget(h, a.ID)
+	if _, err := h.sup.Stop(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []func() (*client.Agent, error){
+		func() (*client.Agent, error) { return h.sup.Task(ctx, a.ID, "more") },
+		func() (*client.Agent, error) {
+			return h.sup.TaskRun(ctx, a.ID, client.TaskRequest{Task: "more", Budget: &client.Budget{MaxSteps: 5}})
+		},
+	} {
+		_, err := call()
+		if !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "over its budget") || !strings.Contains(err.Error(), "agentctl budget tester --max-steps N") {
+			t.Errorf("task over budget: err = %v, want a conflict naming the budget and its fix", err)
+		}
+	}
+	got, _ := h.sup.Agent(ctx, a.ID)
+	if got.State != client.StateIdle || got.RunID != a.RunID {
+		t.Errorf("a refused task changed the agent: state %s, run %s (was %s)", got.State, got.RunID, a.RunID)
+	}
+	// Raised, the task is taken.
+	if _, err := h.sup.SetBudget(ctx, a.ID, client.BudgetRequest{MaxSteps: new(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sup.Task(ctx, a.ID, "more"); err != nil {
+		t.Errorf("task after the budget was raised: %v", err)
+	}
 }

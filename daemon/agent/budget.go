@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentd/agentd/commands/permission"
@@ -243,6 +244,28 @@ func checkRunOptions(opt *RunOptions) ([]string, error) {
 		pats = append(pats, pat.String())
 	}
 	return pats, nil
+}
+
+// requestOptions are the run options of an API request's budget: nil when it sets none.
+func requestOptions(b *client.Budget) (*RunOptions, error) {
+	if b == nil || *b == (client.Budget{}) {
+		return nil, nil
+	}
+	switch {
+	case b.MaxSteps < 0:
+		return nil, badRequest("budget max_steps %d: want 0 (no bound) or more", b.MaxSteps)
+	case b.MaxTokens < 0:
+		return nil, badRequest("budget max_tokens %d: want 0 (no bound) or more", b.MaxTokens)
+	}
+	opt := &RunOptions{Budget: Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}, By: "the request"}
+	if t := strings.TrimSpace(b.MaxTime); t != "" {
+		d, err := time.ParseDuration(t)
+		if err != nil || d < time.Second {
+			return nil, badRequest("budget max_time %q: want a duration of at least 1s such as 30m or 1h30m", b.MaxTime)
+		}
+		opt.Budget.MaxWall = d
+	}
+	return opt, nil
 }
 
 // applyRunOptions stores the run's budget and the agent's patterns in tx.

@@ -198,3 +198,116 @@ func TestBudgetSurvivesRestart(t *testing.T) {
 		t.Errorf("run end after a restart = %+v", end)
 	}
 }
+
+// TestRequestBudgets: the budget of a create or task request (agentctl run/create/task
+// --max-steps …) bounds the run it starts, and the run's end shows where it is followed.
+func TestRequestBudgets(t *testing.T) {
+	var ends runEnds
+	h := newHarness(t, ends.hook)
+	listForever(h)
+	ctx := context.Background()
+	events, cancel, err := h.sup.Subscribe("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	a, err := h.sup.CreateAgent(ctx, client.CreateAgentRequest{Name: "capped", Description: "d", Task: "look around",
+		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}, Budget: &client.Budget{MaxSteps: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := ends.wait(t, a.RunID)
+	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 2 || !strings.Contains(end.Reason, "2 steps") {
+		t.Errorf("run end = %+v, want budget_exhausted after 2 steps", end)
+	}
+	got := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	if !strings.Contains(got.StateReason, "budget exhausted: the run made 2 steps") {
+		t.Errorf("state reason = %q, want the budget named", got.StateReason)
+	}
+	shown, err := h.sup.Agent(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := shown.Runs[0]; r.Outcome != OutcomeBudgetExhausted || r.Budget == nil || r.Budget.MaxSteps != 2 || !strings.Contains(r.Reason, "2 steps") {
+		t.Errorf("shown run = %+v, want its budget and budget_exhausted with the reason", r)
+	}
+	for finish := false; !finish; {
+		select {
+		case e := <-events:
+			finish = e.Type == client.EventFinish && e.AgentID == a.ID
+			if finish && !strings.Contains(e.Message, "budget exhausted") {
+				t.Errorf("finish event message = %q, want the budget named", e.Message)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no finish event for the run over budget")
+		}
+	}
+
+	// A follow-up task with its own budget: tokens this time, and a wall time that stays.
+	next, err := h.sup.TaskRun(ctx, "capped", client.TaskRequest{Task: "again", Budget: &client.Budget{MaxTokens: 1, MaxTime: "1h"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.RunID == a.RunID {
+		t.Fatal("the task did not start a new run")
+	}
+	// The run over budget dropped auto mode: its first proposal asks.
+	if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+		t.Fatal(err)
+	}
+	end = ends.wait(t, next.RunID)
+	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
+		t.Errorf("task run end = %+v, want budget_exhausted after 1 step", end)
+	}
+	shown, _ = h.sup.Agent(ctx, a.ID)
+	if b := shown.Runs[0].Budget; b == nil || b.MaxTokens != 1 || b.MaxTime != "1h0m0s" {
+		t.Errorf("task run budget = %+v", b)
+	}
+	if h.sup.budgetOf(next.RunID) != nil {
+		t.Error("the ended run's budget is still cached")
+	}
+}
+
+func TestRequestBudgetsRefused(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.create(client.CreateAgentRequest{Name: "idle", Description: "d", Start: new(bool)})
+	no := false
+	tests := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"negative_steps", func() error {
+			_, err := h.sup.CreateAgent(ctx, client.CreateAgentRequest{Task: "t", Budget: &client.Budget{MaxSteps: -1}})
+			return err
+		}, "max_steps -1"},
+		{"negative_tokens", func() error {
+			_, err := h.sup.TaskRun(ctx, "idle", client.TaskRequest{Task: "t", Budget: &client.Budget{MaxTokens: -5}})
+			return err
+		}, "max_tokens -5"},
+		{"bad_time", func() error {
+			_, err := h.sup.TaskRun(ctx, "idle", client.TaskRequest{Task: "t", Budget: &client.Budget{MaxTime: "soon"}})
+			return err
+		}, `max_time "soon"`},
+		{"tiny_time", func() error {
+			_, err := h.sup.CreateAgent(ctx, client.CreateAgentRequest{Task: "t", Budget: &client.Budget{MaxTime: "10ms"}})
+			return err
+		}, `max_time "10ms"`},
+		{"no_run_to_bound", func() error {
+			_, err := h.sup.CreateAgent(ctx, client.CreateAgentRequest{Name: "x", Description: "d", Start: &no, Budget: &client.Budget{MaxSteps: 3}})
+			return err
+		}, "needs a run"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want a bad request naming %q", err, tt.want)
+			}
+		})
+	}
+	if got, _ := h.sup.Agent(ctx, "idle"); got.State != client.StateIdle || got.RunID != "" {
+		t.Errorf("a refused task changed the agent: %+v", got)
+	}
+}

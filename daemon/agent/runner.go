@@ -41,6 +41,10 @@ type runner struct {
 	// summary call (history.go spaces them out).
 	thinks, summarizedAt int
 	summarizing          atomic.Bool // a summary job of this loop is running
+	// busyLeft is what the agent's own time budget leaves for the step next() chose (0:
+	// no bound); busyCut is set when that ran out mid-step and the step was cancelled.
+	busyLeft time.Duration
+	busyCut  atomic.Bool
 }
 
 func newRunner(s *Supervisor, id string) *runner {
@@ -127,9 +131,13 @@ func (r *runner) loop(ctx context.Context) {
 				return
 			}
 		case actThink:
+			done := r.armBusyBudget(ctx)
 			r.think(ctx, l)
+			done()
 		case actExecute:
+			done := r.armBusyBudget(ctx)
 			r.execute(ctx, l, p)
+			done()
 		case actExhaust:
 			r.exhaust(ctx, r.overRun, r.overBudget, r.overWhy)
 		case actAgentBudget:
@@ -224,6 +232,14 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 		}
 		return nil
 	})
+	r.busyLeft = 0
+	if err == nil && (act == actThink || act == actExecute) {
+		// A step that begins over the budget (only an approved command can: a model
+		// step is checked before) is not cut; the agent pauses after it.
+		if b := r.s.agentBudget(a); b.MaxWall > 0 {
+			r.busyLeft = max(b.MaxWall-time.Duration(a.BusyMS)*time.Millisecond, 0)
+		}
+	}
 	want := client.StateAwaitingDecision
 	if helping {
 		// Resumed while its helper works: it is still executing that command.
@@ -531,6 +547,9 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.commandMemory(),
 			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}}
 		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
+		if o.Err != nil && r.busyCut.Load() {
+			o.Err = fmt.Errorf("cut off: the agent's time budget ran out while it ran (%w)", o.Err)
+		}
 	}
 	if ctx.Err() != nil {
 		// The daemon is shutting down: leave the proposal started so the next start

@@ -90,7 +90,11 @@ func notFound(format string, args ...any) error {
 // CreateAgent creates an agent from a task (the model writes its profile on its first step)
 // or from a name, description and goals, and starts its run.
 func (s *Supervisor) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
-	return s.createAgent(ctx, req, nil)
+	opt, err := requestOptions(req.Budget)
+	if err != nil {
+		return nil, err
+	}
+	return s.createAgent(ctx, req, opt)
 }
 
 // createAgent is CreateAgent; opt, when set, must start a run and applies to it.
@@ -152,7 +156,7 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 	if start {
 		a.RunID, a.State = newID("r-"), client.StateThinking
 	} else if opt != nil {
-		return nil, badRequest("a run with a budget needs a task")
+		return nil, badRequest("a run budget needs a run to bound: give a task or goals and let it start")
 	}
 	if err := makeWorkspace(a.Workspace); err != nil {
 		return nil, err
@@ -517,6 +521,15 @@ func (s *Supervisor) Task(ctx context.Context, ref string, task string) (*client
 	return s.task(ctx, ref, task, nil)
 }
 
+// TaskRun is Task as the API asks for it: with a budget, when set, for the new run.
+func (s *Supervisor) TaskRun(ctx context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
+	opt, err := requestOptions(req.Budget)
+	if err != nil {
+		return nil, err
+	}
+	return s.task(ctx, ref, req.Task, opt)
+}
+
 // task is Task; opt, when set, applies to the new run.
 func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *RunOptions) (*client.Agent, error) {
 	var pats []string
@@ -537,6 +550,10 @@ func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *Run
 	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if a.State != client.StateIdle && a.State != client.StateFailed {
 			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
+		}
+		// Refused now rather than accepted and paused before its first step.
+		if _, why := s.agentOver(a); why != "" {
+			return conflict("agent %s is over its budget, so it cannot take a task: %s", a.Name, why)
 		}
 		if err := newRunTx(tx, a, task); err != nil {
 			return err

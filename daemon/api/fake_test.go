@@ -180,7 +180,8 @@ func (f *fakeService) Answer(ctx context.Context, ref string, req client.AnswerR
 	return nil
 }
 
-func (f *fakeService) Task(ctx context.Context, ref string, task string) (*client.Agent, error) {
+func (f *fakeService) TaskRun(ctx context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
+	task := req.Task
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -194,6 +195,7 @@ func (f *fakeService) Task(ctx context.Context, ref string, task string) (*clien
 		return nil, fmt.Errorf("agent %s is %s, not idle: %w", a.Name, a.State, client.ErrConflict)
 	}
 	a.Task, a.State = task, client.StateThinking
+	a.Runs = append([]client.Run{{ID: fmt.Sprintf("r-%d", len(a.Runs)+1), AgentID: a.ID, Task: task, Budget: req.Budget}}, a.Runs...)
 	return a, nil
 }
 

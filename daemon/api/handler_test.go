@@ -166,6 +166,24 @@ func routeCases() []routeCase {
 	}
 }
 
+// TestTaskRunCarriesBudget: a task request's budget reaches the service whole.
+func TestTaskRunCarriesBudget(t *testing.T) {
+	sock, _ := serve(t, newFake())
+	c := &client.Client{Socket: sock}
+	ctx := t.Context()
+	if _, err := c.Stop(ctx, "writer"); err != nil {
+		t.Fatal(err)
+	}
+	want := client.Budget{MaxSteps: 3, MaxTokens: 9000, MaxTime: "15m"}
+	a, err := c.TaskRun(ctx, "writer", client.TaskRequest{Task: "more", Budget: &want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Runs) == 0 || a.Runs[0].Budget == nil || *a.Runs[0].Budget != want {
+		t.Errorf("runs = %+v, want the new run with budget %+v", a.Runs, want)
+	}
+}
+
 // TestMemoryRoundTrip adds, finds, lists and removes a memory through the client.
 func TestMemoryRoundTrip(t *testing.T) {
 	sock, _ := serve(t, newFake())

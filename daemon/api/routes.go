@@ -147,7 +147,7 @@ func (h *handler) task(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	a, err := h.svc.Task(r.Context(), r.PathValue("agent"), req.Task)
+	a, err := h.svc.TaskRun(r.Context(), r.PathValue("agent"), req)
 	if err != nil {
 		return err
 	}

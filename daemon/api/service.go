@@ -58,7 +58,8 @@ type AgentService interface {
 	DeleteAgent(ctx context.Context, ref string) error
 	Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error)
 	Answer(ctx context.Context, ref string, req client.AnswerRequest) error
-	Task(ctx context.Context, ref string, task string) (*client.Agent, error)
+	// TaskRun gives an idle agent a follow-up task, its budget (if set) bounding the run.
+	TaskRun(ctx context.Context, ref string, req client.TaskRequest) (*client.Agent, error)
 	Pause(ctx context.Context, ref string) (*client.Agent, error)
 	Resume(ctx context.Context, ref string) (*client.Agent, error)
 	Stop(ctx context.Context, ref string) (*client.Agent, error)

@@ -281,8 +281,13 @@ func (c *Client) Answer(ctx context.Context, agent string, req AnswerRequest) er
 
 // Task gives an idle agent a follow-up task.
 func (c *Client) Task(ctx context.Context, agent string, task string) (*Agent, error) {
+	return c.TaskRun(ctx, agent, TaskRequest{Task: task})
+}
+
+// TaskRun gives an idle agent a follow-up task, with a budget for the run it starts.
+func (c *Client) TaskRun(ctx context.Context, agent string, req TaskRequest) (*Agent, error) {
 	var a Agent
-	return &a, c.do(ctx, "POST", agentPath(agent, "/task"), TaskRequest{Task: task}, &a)
+	return &a, c.do(ctx, "POST", agentPath(agent, "/task"), req, &a)
 }
 
 // SetBudget changes an agent's own budget over all its runs; an agent paused by its

@@ -278,6 +278,9 @@ type CreateAgentRequest struct {
 	Policy      *Policy  `json:"policy,omitempty"`
 	// Start begins a run at once (default true when Task or Goals are given).
 	Start *bool `json:"start,omitempty"`
+	// Budget, when set, bounds the run this request starts (so it needs one to start); a
+	// run that reaches it ends with the outcome budget_exhausted.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // DecideRequest decides on a proposal. ProposalID must name the agent's current proposal.
@@ -304,6 +307,9 @@ type AnswerRequest struct {
 // TaskRequest gives an idle agent a follow-up task; its history carries over.
 type TaskRequest struct {
 	Task string `json:"task"`
+	// Budget, when set, bounds the run the task starts; a run that reaches it ends with
+	// the outcome budget_exhausted.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // OllamaStatus is what the daemon knows about the model server.
@@ -377,6 +383,9 @@ type Run struct {
 	// far while it goes on.
 	Steps  int   `json:"steps"`
 	Tokens int64 `json:"tokens"`
+	// Budget is the run's own budget (from a schedule, a team or the request that
+	// started it); nil when the run has none.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // ReplayStep is one step of a run: the proposal, every decision on it, the episode.

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -28,6 +30,9 @@ type chatBots struct {
 	log     *slog.Logger
 	slack   *config.SlackConfig
 	discord *config.DiscordConfig
+	// tokens fingerprints the secrets the bots were built with (botTokens), so a reload
+	// sees a rotated token file even when no config key changed.
+	tokens string
 }
 
 var _ schedules.Chat = (*bots.Relay)(nil)
@@ -35,7 +40,11 @@ var _ schedules.Chat = (*bots.Relay)(nil)
 // newBots makes the relay and the enabled bots; Slack and Discord share the relay.
 // Secrets missing are an error.
 func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger, mx *metrics.Metrics) (*chatBots, error) {
-	c := &chatBots{log: log}
+	tokens, err := botTokens(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &chatBots{log: log, tokens: tokens}
 	if !cfg.Slack.Enabled && !cfg.Discord.Enabled {
 		return c, nil
 	}
@@ -105,6 +114,31 @@ func (c *chatBots) start(ctx context.Context) (wait func()) {
 		c.log.Info("discord bot starting", "guilds", len(c.discord.Guilds), "channels", len(c.discord.Channels), "direct_messages", c.discord.DirectMessages)
 	}
 	return wg.Wait
+}
+
+// botTokens reads the enabled bots' tokens, as newBots does, and returns a fingerprint
+// of them (a hash: the tokens themselves are kept nowhere else). "" without bots.
+func botTokens(cfg *config.Config) (string, error) {
+	var secrets []struct{ what, env, file string }
+	if s := &cfg.Slack; s.Enabled {
+		secrets = append(secrets, struct{ what, env, file string }{"slack bot token", s.BotTokenEnv, s.BotTokenFile},
+			struct{ what, env, file string }{"slack app token", s.AppTokenEnv, s.AppTokenFile})
+	}
+	if d := &cfg.Discord; d.Enabled {
+		secrets = append(secrets, struct{ what, env, file string }{"discord bot token", d.TokenEnv, d.TokenFile})
+	}
+	if len(secrets) == 0 {
+		return "", nil
+	}
+	h := sha256.New()
+	for _, t := range secrets {
+		v, err := secret(t.what, t.env, t.file)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\x00%s\x00", t.what, v)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // secret reads a token from a file (which wins) or an environment variable. Errors name

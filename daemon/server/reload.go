@@ -123,7 +123,16 @@ func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
 		}
 	}
 	var newBots *chatBots
-	if slices.ContainsFunc(changed, func(k string) bool { return matches(k, botKeys) }) {
+	restartBots := slices.ContainsFunc(changed, func(k string) bool { return matches(k, botKeys) })
+	if !restartBots {
+		// A token file rotated in place changes no key: compare what the bots run with.
+		// A token that can no longer be read restarts them too, so the build says why.
+		if tokens, err := botTokens(cfg); err != nil || tokens != rl.bots.tokens() {
+			restartBots = true
+			res.Applied = append(res.Applied, "bot tokens")
+		}
+	}
+	if restartBots {
 		if newBots, err = rl.bots.build(cfg); err != nil {
 			return nil, err
 		}
@@ -183,6 +192,16 @@ type liveBots struct {
 	cur   *chatBots
 	stopC context.CancelFunc
 	wait  func()
+}
+
+// tokens is the fingerprint of the running bots' tokens ("" without bots).
+func (b *liveBots) tokens() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cur == nil {
+		return ""
+	}
+	return b.cur.tokens
 }
 
 // build makes a bot set for cfg, not started; it fails on a missing secret.

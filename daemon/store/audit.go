@@ -131,7 +131,8 @@ func (t *Tx) Runs(agentID string, limit int) ([]client.Run, error) {
 	// A run still going has its counts on the agent's row, not yet on its own.
 	q := `SELECT r.id, r.agent_id, r.task, r.started_at, r.ended_at, r.outcome, r.reason,
 		CASE WHEN r.ended_at IS NULL AND a.run_id = r.id THEN a.step ELSE r.steps END,
-		CASE WHEN r.ended_at IS NULL AND a.run_id = r.id THEN a.prompt_tokens + a.eval_tokens - r.tokens_base ELSE r.tokens END
+		CASE WHEN r.ended_at IS NULL AND a.run_id = r.id THEN a.prompt_tokens + a.eval_tokens - r.tokens_base ELSE r.tokens END,
+		r.max_steps, r.max_tokens, r.max_wall_ms
 		FROM runs r JOIN agents a ON a.id = r.agent_id WHERE r.agent_id = ? ORDER BY r.started_at DESC, r.rowid DESC`
 	args := []any{agentID}
 	if limit > 0 {
@@ -148,8 +149,17 @@ func (t *Tx) Runs(agentID string, limit int) ([]client.Run, error) {
 		var r client.Run
 		var started int64
 		var ended sql.NullInt64
-		if err := rows.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason, &r.Steps, &r.Tokens); err != nil {
+		var b client.Budget
+		var wall int64
+		if err := rows.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason, &r.Steps, &r.Tokens,
+			&b.MaxSteps, &b.MaxTokens, &wall); err != nil {
 			return nil, fmt.Errorf("store: reading run: %w", err)
+		}
+		if wall > 0 {
+			b.MaxTime = (time.Duration(wall) * time.Millisecond).String()
+		}
+		if b != (client.Budget{}) {
+			r.Budget = &b
 		}
 		r.StartedAt = fromMS(started)
 		if ended.Valid {

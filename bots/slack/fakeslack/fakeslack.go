@@ -23,7 +23,8 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// Fake is a loopback Slack. Its exported fields are read-only after NewFake.
+// Fake is a loopback Slack. Its exported fields are read-only after NewFake; BotToken and
+// AppToken are the tokens it accepts until RotateTokens.
 type Fake struct {
 	BotToken, AppToken string
 	Team, BotUser      string
@@ -32,7 +33,9 @@ type Fake struct {
 
 	srv *httptest.Server
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// bot and app are the tokens accepted now: BotToken and AppToken until RotateTokens.
+	bot, app  string
 	calls     []Call
 	messages  map[string]*Message // by ts
 	order     []string
@@ -81,6 +84,7 @@ func NewFake(tb testing.TB) *Fake {
 		messages:  map[string]*Message{}, groups: map[string][]string{}, unacked: map[string][]byte{},
 		acks: map[string]json.RawMessage{}, changed: make(chan struct{}), uploads: map[string]string{}, nextTS: 1,
 	}
+	f.bot, f.app = f.BotToken, f.AppToken
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/{method}", f.api)
 	mux.HandleFunc("POST /upload/{id}", f.upload)
@@ -92,6 +96,14 @@ func NewFake(tb testing.TB) *Fake {
 
 // APIURL is the Web API base URL, for slack.OptionAPIURL.
 func (f *Fake) APIURL() string { return f.srv.URL + "/api/" }
+
+// RotateTokens makes bot and app the only tokens accepted from now on, as Slack does
+// when an app's tokens are rotated; the connection open now stays up.
+func (f *Fake) RotateTokens(bot, app string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bot, f.app = bot, app
+}
 
 // Close stops the fake.
 func (f *Fake) Close() {
@@ -223,12 +235,12 @@ func (f *Fake) api(w http.ResponseWriter, r *http.Request) {
 			token = t
 		}
 	}
-	want := f.BotToken
-	if method == "apps.connections.open" {
-		want = f.AppToken
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	want := f.bot
+	if method == "apps.connections.open" {
+		want = f.app
+	}
 	f.calls = append(f.calls, call)
 	defer f.changedLocked()
 	if token != want {
@@ -313,7 +325,10 @@ func (f *Fake) ts() string {
 
 func (f *Fake) upload(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") != f.BotToken {
+	f.mu.Lock()
+	bot := f.bot
+	f.mu.Unlock()
+	if strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") != bot {
 		http.Error(w, "invalid_auth", http.StatusUnauthorized)
 		return
 	}

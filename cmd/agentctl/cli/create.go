@@ -10,12 +10,14 @@ import (
 
 var createCmd = &command{
 	name:  "create",
-	args:  "--name NAME --role ROLE [--goal GOAL]... [--start]",
+	args:  "--name NAME --role ROLE [--goal GOAL]... [--start [--max-steps N] [--max-tokens N] [--max-time D]]",
 	short: "create an agent from a name, role and goals",
 	long: `Create makes an agent with the profile you write instead of one the model writes from a
 task: a NAME (lowercase letters, digits, - and _), a ROLE describing what it is ("a
 careful release engineer") and up to 5 GOALs. With --start it begins working on its
 goals at once; without, it waits idle until you give it a task with 'agentctl task'.
+--max-steps, --max-tokens and --max-time bound the run --start begins: when one runs
+out the run ends (outcome budget_exhausted) and the agent goes idle.
 
   agentctl create --name scribe --role "a meticulous note taker" \
       --goal "keep notes.md up to date" --goal "never delete notes" --start`,
@@ -38,7 +40,13 @@ func (a *app) runCreate(ctx context.Context, args []string) error {
 	var goals stringList
 	fs.Var(&goals, "goal", "a `GOAL` for the agent; repeat for up to 5")
 	start := fs.Bool("start", false, "start working on the goals at once")
+	var rb runBudgetFlags
+	rb.register(fs)
 	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	budget, err := rb.budget()
 	if err != nil {
 		return err
 	}
@@ -53,9 +61,11 @@ func (a *app) runCreate(ctx context.Context, args []string) error {
 		return usagef("%d goals: at most %d", len(goals), maxGoals)
 	case *start && len(goals) == 0:
 		return usagef("--start needs at least one --goal to work on")
+	case budget != nil && !*start:
+		return usagef("--max-steps, --max-tokens and --max-time bound a run: add --start (or give them to agentctl task)")
 	}
 	ag, err := a.api().CreateAgent(ctx, client.CreateAgentRequest{
-		Name: *name, Description: *role, Goals: goals, Start: start,
+		Name: *name, Description: *role, Goals: goals, Start: start, Budget: budget,
 	})
 	if err != nil {
 		return err

@@ -245,6 +245,10 @@ func (f *fakeDaemon) create(r *http.Request) (any, error) {
 	}
 	if req.Start != nil && !*req.Start {
 		a.State = client.StateIdle
+	} else {
+		// The run it starts, with its budget, as the daemon shows it.
+		a.RunID = "r-9"
+		a.Runs = []client.Run{{ID: "r-9", AgentID: a.ID, Task: a.Task, Budget: req.Budget}}
 	}
 	return a, nil
 }
@@ -308,7 +312,8 @@ func (f *fakeDaemon) task(r *http.Request) (any, error) {
 		return nil, &httpError{http.StatusConflict, fmt.Sprintf("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)}
 	}
 	b := *a
-	b.Task, b.State, b.RunID, b.Step = req.Task, client.StateThinking, "r-new", 0
+	b.Task, b.State, b.StateReason, b.RunID, b.Step = req.Task, client.StateThinking, "", "r-new", 0
+	b.Runs = append([]client.Run{{ID: "r-new", AgentID: a.ID, Task: req.Task, Budget: req.Budget}}, a.Runs...)
 	return &b, nil
 }
 
@@ -441,7 +446,8 @@ func cannedAgents() []*client.Agent {
 		PromptTokens: 12840, EvalTokens: 1733, CreatedAt: created, UpdatedAt: fixedTime,
 		StepsTotal: 31, BusyMS: 125400, Budget: &client.Budget{MaxTokens: 500000, MaxTime: "2h0m0s"},
 		Runs: []client.Run{
-			{ID: "r-2", AgentID: "a-1", Task: "find three recent papers on grammar-constrained decoding and summarize them", StartedAt: created.Add(30 * time.Minute), Steps: 4, Tokens: 5210},
+			{ID: "r-2", AgentID: "a-1", Task: "find three recent papers on grammar-constrained decoding and summarize them", StartedAt: created.Add(30 * time.Minute), Steps: 4, Tokens: 5210,
+				Budget: &client.Budget{MaxSteps: 10, MaxTime: "30m0s"}},
 			{ID: "r-1", AgentID: "a-1", Task: "list what is in the workspace", StartedAt: created, EndedAt: created.Add(20 * time.Minute),
 				Outcome: "finished", Reason: "listed", Steps: 27, Tokens: 9363},
 		},
@@ -449,6 +455,9 @@ func cannedAgents() []*client.Agent {
 		ID: "a-2", Name: "scribe", Description: "a meticulous note taker", State: client.StateIdle,
 		Task:  "keep the meeting notes in notes.md tidy, merge duplicate action items and flag anything without an owner",
 		RunID: "r-1", Step: 12, Policy: client.Policy{Mode: "auto", AutoSteps: 3}, CreatedAt: created, UpdatedAt: created,
+		StateReason: "budget exhausted: the run made 12 steps, its step budget",
+		Runs: []client.Run{{ID: "r-1", AgentID: "a-2", Task: "keep the meeting notes in notes.md tidy", StartedAt: created, EndedAt: created.Add(10 * time.Minute),
+			Outcome: "budget_exhausted", Reason: "the run made 12 steps, its step budget", Steps: 12, Tokens: 4100, Budget: &client.Budget{MaxSteps: 12}}},
 	}, {
 		ID: "a-3", Name: "builder", Description: "builds the project", State: client.StateFailed,
 		StateReason: "the model server returned 500 three times", Task: "build and test the project",

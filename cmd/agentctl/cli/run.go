@@ -10,7 +10,7 @@ import (
 
 var runCmd = &command{
 	name:  "run",
-	args:  `"TASK" [--follow] [--auto N]`,
+	args:  `"TASK" [--follow] [--auto N] [--max-steps N] [--max-tokens N] [--max-time D]`,
 	short: "start a new agent on a task",
 	long: `Run creates an agent for TASK and starts it. The model writes the agent's name and
 profile from the task. Run prints the new agent's id and name and returns; with --follow
@@ -18,6 +18,9 @@ it stays and shows each step as it happens, asking you to approve each command h
 
 With --auto N the agent's first N commands run without asking. Use it only for tasks
 you trust; every command still shows in 'agentctl history'.
+
+--max-steps, --max-tokens and --max-time bound the run: when one runs out the run ends
+(outcome budget_exhausted, the reason in 'agentctl show') and the agent goes idle.
 
   agentctl run "find the TODO comments in ~/src/app and list them by file" --follow`,
 	run: (*app).runRun,
@@ -27,7 +30,13 @@ func (a *app) runRun(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	follow := fs.Bool("follow", false, "stay and follow the agent, deciding on its proposals here")
 	auto := fs.Int("auto", 0, "run the first `N` commands without asking")
+	var rb runBudgetFlags
+	rb.register(fs)
 	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	budget, err := rb.budget()
 	if err != nil {
 		return err
 	}
@@ -38,7 +47,7 @@ func (a *app) runRun(ctx context.Context, args []string) error {
 	if *auto < 0 {
 		return usagef("--auto %d: N must be 0 or more", *auto)
 	}
-	req := client.CreateAgentRequest{Task: task}
+	req := client.CreateAgentRequest{Task: task, Budget: budget}
 	if *auto > 0 {
 		req.Policy = &client.Policy{Mode: "auto", AutoSteps: *auto}
 	}

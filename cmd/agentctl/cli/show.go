@@ -87,7 +87,13 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 	row("State", stateString(ag))
 	row("Task", oneParagraph(ag.Task))
 	if ag.RunID != "" {
-		row("Run", fmt.Sprintf("%s, step %d", ag.RunID, ag.Step))
+		run := fmt.Sprintf("%s, step %d", ag.RunID, ag.Step)
+		for _, r := range ag.Runs {
+			if r.ID == ag.RunID && r.Budget != nil {
+				run += ", run budget " + runBudgetString(*r.Budget)
+			}
+		}
+		row("Run", run)
 	}
 	row("Policy", policyString(ag.Policy))
 	row("Workspace", ag.Workspace)

@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"strings"
+
+	"github.com/agentd/agentd/daemon/client"
 )
 
 var taskCmd = &command{
 	name:  "task",
-	args:  `AGENT "FOLLOW-UP" [--follow]`,
+	args:  `AGENT "FOLLOW-UP" [--follow] [--max-steps N] [--max-tokens N] [--max-time D]`,
 	short: "give an idle agent its next task",
 	long: `Task starts a new run for an idle (or failed) agent. It keeps its profile and its memory
 of what it did before, so a follow-up can build on earlier work:
@@ -15,14 +17,22 @@ of what it did before, so a follow-up can build on earlier work:
   agentctl task bob "now write the list to todo.md"
 
 An agent that is still working must be stopped first ('agentctl stop AGENT').
-With --follow, stay and follow the new run as 'agentctl follow' does.`,
+With --follow, stay and follow the new run as 'agentctl follow' does.
+--max-steps, --max-tokens and --max-time bound the new run: when one runs out the run
+ends (outcome budget_exhausted, the reason in 'agentctl show') and the agent goes idle.`,
 	run: (*app).runTask,
 }
 
 func (a *app) runTask(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	follow := fs.Bool("follow", false, "stay and follow the run, deciding on its proposals here")
+	var rb runBudgetFlags
+	rb.register(fs)
 	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	budget, err := rb.budget()
 	if err != nil {
 		return err
 	}
@@ -33,7 +43,7 @@ func (a *app) runTask(ctx context.Context, args []string) error {
 	if task == "" {
 		return usagef("missing FOLLOW-UP: what should agent %s do next?", ref)
 	}
-	ag, err := a.api().Task(ctx, ref, task)
+	ag, err := a.api().TaskRun(ctx, ref, client.TaskRequest{Task: task, Budget: budget})
 	if err != nil {
 		return agentErr(ref, err)
 	}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/ollamatest"
+)
+
+// TestSIGHUPToTheBinary builds agentd, runs it on a config file against a fake Ollama
+// server, and reloads it the way systemctl reload does: a changed model and deny pattern
+// apply to the steps begun after the SIGHUP with no agent lost, and a bad file is refused
+// with the daemon running on as before.
+func TestSIGHUPToTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the agentd binary")
+	}
+	bin := buildAgentd(t)
+	model := ollamatest.NewFake(t)
+	model.SetModels("m1", "m2")
+	var n atomic.Int64
+	// Every step lists a folder not listed before, so continuous mode never stops to ask.
+	model.OnChat(func(*api.ChatRequest) (string, error) {
+		return `{"thoughts":{"observations":"o","text":"t","reasoning":"r","self_criticism":"s","plan":"p","speak":"k"},` +
+			fmt.Sprintf(`"command":{"name":"list_folder","args":{"path":"d%d"}}}`, n.Add(1)), nil
+	})
+	model.SetDelay(3 * time.Millisecond)
+
+	dir := t.TempDir()
+	sockDir, err := os.MkdirTemp("", "agentd-hup") // unix socket paths are short
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	cfgPath, logPath, sock := filepath.Join(dir, "agentd.toml"), filepath.Join(dir, "agentd.log"), filepath.Join(sockDir, "s")
+	write := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf("[ollama]\nhost = %q\n", model.URL())+body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("model = \"m1\"\n")
+
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "--config", cfgPath, "--state-dir", filepath.Join(dir, "state"), "--socket", sock)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AGENTD_") && !strings.HasPrefix(kv, "OLLAMA_") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // only if a check failed before SIGTERM
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("agentd log:\n%s", b[max(0, len(b)-8<<10):])
+		}
+	})
+	alive := func() {
+		t.Helper()
+		select {
+		case err := <-exited:
+			t.Fatalf("agentd exited: %v", err)
+		default:
+		}
+	}
+
+	c := &client.Client{Socket: sock}
+	ctx := context.Background()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			alive()
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	waitFor("agentd to answer on its socket", func() bool { _, err := c.Status(ctx); return err == nil })
+
+	var ids []string
+	for i := range 2 {
+		a, err := c.CreateAgent(ctx, client.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders",
+			Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, a.ID)
+	}
+	proposals := func(id string) []client.Proposal {
+		t.Helper()
+		ps, err := c.Proposals(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sort.Slice(ps, func(i, j int) bool { return ps[i].Step < ps[j].Step })
+		return ps
+	}
+	for _, id := range ids {
+		waitFor("steps on m1", func() bool { return len(proposals(id)) >= 3 })
+	}
+
+	// A good change: the model, and a deny pattern that refuses every list_folder.
+	write("model = \"m2\"\n[permissions]\ndeny = [\"list_folder(*)\"]\n")
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the model to switch to m2", func() bool { st, err := c.Status(ctx); return err == nil && st.Ollama.Model == "m2" })
+	before := map[string]int{}
+	for _, id := range ids {
+		before[id] = len(proposals(id))
+	}
+	for _, id := range ids {
+		waitFor("steps after the reload", func() bool { return len(proposals(id)) >= before[id]+3 })
+		ps := proposals(id)
+		// A step begun before the SIGHUP may end after it; the ones after that are new.
+		for _, p := range ps[before[id]+1 : before[id]+3] {
+			if p.Model != "m2" || p.Status != client.ProposalFeedback {
+				t.Errorf("agent %s step %d after the reload: model %q, status %s; want m2 and refused by the deny pattern",
+					id, p.Step, p.Model, p.Status)
+			}
+		}
+		for i, p := range ps {
+			if p.Step != i+1 {
+				t.Fatalf("agent %s: proposal %d is step %d: a step was dropped or taken twice", id, i+1, p.Step)
+			}
+		}
+	}
+
+	// A bad file: refused, the daemon keeps running on what it had.
+	write("model = \"m1\"\nmax_context = 10\n[permissions]\nallow = [\"read_file(\"]\n")
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the refusal in the log", func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "config reload refused")
+	})
+	b, _ := os.ReadFile(logPath)
+	if !strings.Contains(string(b), "ollama.max_context") {
+		t.Errorf("the refusal does not name ollama.max_context:\n%s", b)
+	}
+	st, err := c.Status(ctx)
+	if err != nil || st.Ollama.Model != "m2" {
+		t.Fatalf("after a refused reload: model %q (err %v), want m2 still", st.Ollama.Model, err)
+	}
+	for _, id := range ids {
+		n := len(proposals(id))
+		waitFor("steps after the refused reload", func() bool { return len(proposals(id)) >= n+2 })
+		a, err := c.Agent(ctx, id)
+		if err != nil {
+			t.Fatalf("agent %s lost: %v", id, err)
+		}
+		if a.State != client.StateThinking && a.State != client.StateExecuting {
+			t.Errorf("agent %s is %s (%s), want it still stepping", a.Name, a.State, a.StateReason)
+		}
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("agentd exit after SIGTERM: %v, want 0", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("agentd did not stop on SIGTERM")
+	}
+	b, _ = os.ReadFile(logPath)
+	if got := strings.Count(string(b), "config reloaded"); got != 1 {
+		t.Errorf("%d reloads logged, want 1 (the bad file refused):\n%s", got, b)
+	}
+}
+
+// buildAgentd builds this package's binary into a temp dir.
+func buildAgentd(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "agentd")
+	start := time.Now()
+	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/agentd: %v\n%s", err, out)
+	}
+	t.Logf("go build ./cmd/agentd: %v", time.Since(start).Round(time.Millisecond))
+	return bin
+}
