@@ -62,6 +62,10 @@ type Agent struct {
 	// ParentID names the agent that started this one as its helper (start_agent); empty
 	// for an agent people started.
 	ParentID string `json:"parent_id,omitempty"`
+	// Commands, when set, are the only commands the agent may use, besides finish and
+	// ask_user (a team role's agent gets its role's); empty: every command the daemon
+	// offers. Fixed when the agent is created.
+	Commands []string `json:"commands,omitempty"`
 	// Pending is the proposal awaiting a decision, if any.
 	Pending *Proposal `json:"pending,omitempty"`
 	// Question is an ask_user question awaiting an answer, if any.
@@ -278,6 +282,9 @@ type CreateAgentRequest struct {
 	Policy      *Policy  `json:"policy,omitempty"`
 	// Start begins a run at once (default true when Task or Goals are given).
 	Start *bool `json:"start,omitempty"`
+	// Commands limits the agent to these commands (finish and ask_user are always
+	// offered); empty offers every command the daemon has.
+	Commands []string `json:"commands,omitempty"`
 }
 
 // DecideRequest decides on a proposal. ProposalID must name the agent's current proposal.

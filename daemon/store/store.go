@@ -303,6 +303,9 @@ var migrations = []string{
 		at INTEGER NOT NULL,
 		PRIMARY KEY (team_run_id, seq)
 	) WITHOUT ROWID;`,
+	// issue 8: an agent limited to some commands (a team role's agent): a JSON list of
+	// names; '' offers every command the daemon has.
+	`ALTER TABLE agents ADD COLUMN commands TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -200,3 +200,39 @@ func TestUnknownRoleCommandRefused(t *testing.T) {
 		t.Errorf("a run was stored: %v", runs)
 	}
 }
+
+// A role's agent may use only its role's commands: a role limited to read_file that
+// proposes write_file is told the command is unknown, and it never runs.
+func TestRoleLimitedToItsCommands(t *testing.T) {
+	e := newEnv(t)
+	src := strings.Replace(withCommands, `commands = ["write_file"]`, `commands = ["read_file"]`, 1)
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
+		proposal("finish", map[string]string{"reason": "<INFO> I may only read files"}))
+	team := e.run(src, "say hi")
+	r := e.ended(team.ID)
+	if r.Vars["code"] != "I may only read files" {
+		t.Fatalf("run: %s", dump(r))
+	}
+	reqs := e.fake.Requests()
+	var told bool
+	for _, q := range reqs {
+		if strings.Contains(string(q.Format), `"thoughts"`) && strings.Contains(string(q.Format), "write_file") {
+			t.Error("the role agent's reply schema offers write_file")
+		}
+		for _, m := range q.Messages {
+			told = told || strings.Contains(m.Content, `unknown command "write_file"`)
+		}
+	}
+	if !told {
+		t.Error("the model was not told write_file is unknown")
+	}
+	id := r.Agents["programmer"]
+	if ps, err := e.sup.Proposals(context.Background(), id); err == nil {
+		for _, p := range ps {
+			if p.Command == "write_file" {
+				t.Errorf("a write_file proposal was stored: %+v", p)
+			}
+		}
+	}
+}

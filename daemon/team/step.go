@@ -461,7 +461,7 @@ func (e *Engine) roleAgent(ctx context.Context, r *store.TeamRun, role *Role) (*
 	start := false
 	a, err := e.opt.Agents.CreateAgent(ctx, client.CreateAgentRequest{
 		Name: name, Description: fmt.Sprintf("the %s of team run %s (%s): %s", role.Name, r.ID, r.Workflow, role.Description),
-		Start: &start,
+		Start: &start, Commands: role.Commands,
 	})
 	if errors.Is(err, client.ErrConflict) {
 		return e.opt.Agents.Agent(ctx, name)
