@@ -87,7 +87,7 @@ func (t *Tx) InsertAgent(a *Agent) error {
 	return nil
 }
 
-// commandsCol is the commands column: ” when the agent is not limited.
+// commandsCol is the commands column: empty when the agent is not limited.
 func commandsCol(names []string) string {
 	if len(names) == 0 {
 		return ""
