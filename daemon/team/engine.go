@@ -38,7 +38,8 @@ type Options struct {
 	Model  string
 	Agents Agents
 	Log    *slog.Logger
-	// NumCtx is the context window of the roles' model calls (default 4096).
+	// NumCtx is the context window of the roles' model calls (default 4096, or the
+	// settings' MaxContext).
 	NumCtx int
 	// KeepAlive is passed to the model server, as the agents' calls do.
 	KeepAlive *time.Duration
@@ -46,6 +47,36 @@ type Options struct {
 	Backoff func(n int) time.Duration
 	// ModelAttempts is how many failed model calls in a row fail the run (default 6).
 	ModelAttempts int
+	// Settings, if set, gives the model, num_ctx (its MaxContext) and keep-alive of
+	// every call, read when the call is made, so a config reload (SIGHUP) reaches the
+	// next turn; the daemon passes Supervisor.Settings. Without it Model, NumCtx and
+	// KeepAlive are fixed. A NumCtx set here caps the settings' MaxContext.
+	Settings func() agent.Settings
+}
+
+// params are the model, num_ctx and keep-alive of a model call made now.
+func (e *Engine) params() (model string, numCtx int, keepAlive *time.Duration) {
+	model, numCtx, keepAlive = e.opt.Model, e.opt.NumCtx, e.opt.KeepAlive
+	if e.opt.Settings != nil {
+		set := e.opt.Settings()
+		if set.Model != "" {
+			model = set.Model
+		}
+		if set.MaxContext > 0 && (numCtx <= 0 || set.MaxContext < numCtx) {
+			numCtx = set.MaxContext
+		}
+		keepAlive = set.KeepAlive
+	}
+	if numCtx <= 0 {
+		numCtx = 4096
+	}
+	return model, numCtx, keepAlive
+}
+
+// request is a chat request to the model in use now.
+func (e *Engine) request(msgs []llm.Message, numPredict int) llm.ChatRequest {
+	model, numCtx, keepAlive := e.params()
+	return llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: keepAlive}
 }
 
 // Engine runs team runs. Lifecycle: New, Start (resumes the runs the store has running),
@@ -70,14 +101,11 @@ type live struct {
 
 // New returns an Engine; call Start before starting runs.
 func New(opt Options) (*Engine, error) {
-	if opt.Store == nil || opt.LLM == nil || opt.Agents == nil || opt.Model == "" {
-		return nil, errors.New("team: Store, LLM, Agents and Model are required")
+	if opt.Store == nil || opt.LLM == nil || opt.Agents == nil || (opt.Model == "" && opt.Settings == nil) {
+		return nil, errors.New("team: Store, LLM, Agents and Model (or Settings) are required")
 	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
-	}
-	if opt.NumCtx <= 0 {
-		opt.NumCtx = 4096
 	}
 	if opt.Backoff == nil {
 		opt.Backoff = llm.NextBackoff

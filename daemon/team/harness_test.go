@@ -68,7 +68,7 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	eng, err = New(Options{Store: e.st, LLM: e.lc, Model: ollamatest.TinyModelName, Agents: sup,
+	eng, err = New(Options{Store: e.st, LLM: e.lc, Settings: sup.Settings, Agents: sup,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, ModelAttempts: 3})
 	if err != nil {
 		e.t.Fatal(err)
