@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -234,5 +236,55 @@ func TestRoleLimitedToItsCommands(t *testing.T) {
 				t.Errorf("a write_file proposal was stored: %+v", p)
 			}
 		}
+	}
+}
+
+// stopOnStart is the supervisor, with a team stop landing just after a role's run has
+// started and before the engine records it.
+type stopOnStart struct {
+	*agent.Supervisor
+	e    *env
+	once sync.Once
+}
+
+func (s *stopOnStart) StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error) {
+	a, err := s.Supervisor.StartTask(ctx, ref, task, opt)
+	s.once.Do(func() {
+		runs, _ := s.e.eng.Teams(context.Background())
+		if _, err := s.e.eng.StopTeam(context.Background(), runs[0].ID); err != nil {
+			s.e.t.Error(err)
+		}
+	})
+	return a, err
+}
+
+// A stop that lands while a role's run was just started (the engine's context cancelled
+// before it recorded the run) still stops that run.
+func TestStopDuringRoleRunStartStopsIt(t *testing.T) {
+	e := newEnv(t)
+	e.stop()
+	e.wrap = func(sup *agent.Supervisor) Agents { return &stopOnStart{Supervisor: sup, e: e} }
+	e.start()
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
+	team := e.run(withCommands, "say hi")
+	r := e.ended(team.ID)
+	if r.Status != client.TeamStopped {
+		t.Fatalf("run: %s", dump(r))
+	}
+	id := AgentName(team.ID, "programmer")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, err := e.sup.Agent(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.State == client.StateIdle && a.RunID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("role agent is %s (%s) after the team stopped", a.State, a.StateReason)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -37,6 +37,8 @@ type env struct {
 	sup    *agent.Supervisor
 	eng    *Engine
 	cancel context.CancelFunc
+	// wrap, if set before start, is what the engine gets instead of the supervisor.
+	wrap func(*agent.Supervisor) Agents
 }
 
 func newEnv(t *testing.T) *env {
@@ -68,7 +70,11 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	eng, err = New(Options{Store: e.st, LLM: e.lc, Settings: sup.Settings, Agents: sup,
+	var agents Agents = sup
+	if e.wrap != nil {
+		agents = e.wrap(sup)
+	}
+	eng, err = New(Options{Store: e.st, LLM: e.lc, Settings: sup.Settings, Agents: agents,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, ModelAttempts: 3})
 	if err != nil {
 		e.t.Fatal(err)

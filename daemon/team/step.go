@@ -83,8 +83,12 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 			return
 		}
 		s, wait, err := e.next(ctx, l, r, wf, c)
+		// A role run that started is recorded even when a stop cancelled ctx meanwhile:
+		// the stop may have read no run to stop, so the step's commit, finding the team
+		// ended, is what stops it. Dropping the step would leave that run going.
+		started := err == nil && s != nil && s.waitRun != ""
 		switch {
-		case ctx.Err() != nil:
+		case ctx.Err() != nil && !started:
 			return
 		case wait:
 			select {
@@ -112,10 +116,16 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 		}
 		failures = 0
 		s.phase = phaseAt(wf, s.c)
-		if err := e.apply(ctx, id, s); err != nil {
-			if errors.Is(err, errEnded) && s.waitRun != "" {
+		actx := ctx
+		if started {
+			actx = context.WithoutCancel(ctx)
+		}
+		if err := e.apply(actx, id, s); err != nil {
+			if errors.Is(err, errEnded) && started {
 				// Stopped while the role's run started: that run is the team's to stop.
-				e.opt.Agents.Stop(context.WithoutCancel(ctx), s.waitAgent)
+				if _, err := e.opt.Agents.Stop(context.WithoutCancel(ctx), s.waitAgent); err != nil && !errors.Is(err, client.ErrConflict) {
+					e.log.Warn("team: stopping the role agent's run", "team", id, "agent", s.waitAgent, "err", err)
+				}
 			}
 			if errors.Is(err, errEnded) || ctx.Err() != nil {
 				return
