@@ -37,8 +37,12 @@ type TeamRun struct {
 	Phase string `json:"phase,omitempty"`
 	// Vars are the shared variables (task, and what the phases stored).
 	Vars map[string]string `json:"vars"`
-	// Agents are the daemon agents of the roles that use commands, by role.
+	// Agents are the daemon agents of the roles that use commands, by role. They are
+	// removed with their workspaces when the run ends, unless KeepAgents; the transcript
+	// keeps what they said.
 	Agents map[string]string `json:"agents,omitempty"`
+	// KeepAgents keeps the role agents after the run ends (agentctl team run --keep-agents).
+	KeepAgents bool `json:"keep_agents,omitempty"`
 	// Waiting names the role agent whose run the team waits for (its proposals are decided
 	// like any agent's: `agentctl approve AGENT`).
 	Waiting   string    `json:"waiting,omitempty"`
@@ -77,6 +81,9 @@ type TeamRunRequest struct {
 	Task     string `json:"task"`
 	// By names who started it, for the audit log.
 	By string `json:"by,omitempty"`
+	// KeepAgents keeps the role agents (and their workspaces) after the run ends; by
+	// default they are removed.
+	KeepAgents bool `json:"keep_agents,omitempty"`
 }
 
 // TeamPlanRequest asks the planner for roles and a plan for a task.

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +27,8 @@ type Agents interface {
 	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
 	StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error)
 	Stop(ctx context.Context, ref string) (*client.Agent, error)
+	// DeleteAgent removes a role agent and its workspace when its team run ended.
+	DeleteAgent(ctx context.Context, ref string) error
 	// Commands with ref "" lists the commands a new agent gets.
 	Commands(ctx context.Context, ref string) ([]client.CommandInfo, error)
 }
@@ -97,6 +101,9 @@ type live struct {
 	cancel context.CancelFunc
 	wake   chan struct{}
 	agent  string // the role agent whose run the loop waits for
+	// orphans are role agents the loop created but could not record (the run ended
+	// meanwhile): cleaned up with the run's. Only the loop's goroutine touches it.
+	orphans []string
 }
 
 // New returns an Engine; call Start before starting runs.
@@ -129,7 +136,47 @@ func (e *Engine) Start(ctx context.Context) error {
 	for _, r := range runs {
 		e.spawn(r.ID)
 	}
+	e.sweep(ctx)
 	return nil
+}
+
+// cleanup removes the role agents of a team run that ended (and extra ones it created
+// but did not record), unless the run keeps them. Their transcript stays in team_turns.
+// It is idempotent: an agent already gone is skipped.
+func (e *Engine) cleanup(ctx context.Context, id string, extra ...string) {
+	var r *store.TeamRun
+	if err := e.st.View(ctx, func(tx *store.Tx) (err error) { r, err = tx.TeamRun(id); return }); err != nil {
+		return
+	}
+	if r.Status == client.TeamRunning || r.KeepAgents {
+		return
+	}
+	ids := append(slices.Sorted(maps.Values(r.Agents)), extra...)
+	for _, a := range ids {
+		if err := e.opt.Agents.DeleteAgent(ctx, a); err != nil && !errors.Is(err, client.ErrNotFound) {
+			e.log.Warn("team: removing a role agent", "team", id, "agent", a, "err", err)
+		}
+	}
+}
+
+// sweep cleans up after runs that ended while the daemon died before their agents were
+// removed.
+func (e *Engine) sweep(ctx context.Context) {
+	var runs []*store.TeamRun
+	if err := e.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.TeamRuns(false); return }); err != nil {
+		return
+	}
+	for _, r := range runs {
+		if r.Status == client.TeamRunning || r.KeepAgents {
+			continue
+		}
+		for _, a := range r.Agents {
+			if _, err := e.opt.Agents.Agent(ctx, a); err == nil {
+				e.cleanup(ctx, r.ID)
+				break
+			}
+		}
+	}
 }
 
 // Wait blocks until every run's loop has returned (after the Start context ended).
@@ -175,6 +222,8 @@ func (e *Engine) spawn(id string) {
 			cancel()
 		}()
 		e.loop(ctx, id, l)
+		// After a shutdown the run is still running and keeps its agents.
+		e.cleanup(context.WithoutCancel(ctx), id, l.orphans...)
 	}()
 }
 
@@ -239,6 +288,7 @@ func (e *Engine) StartTeam(ctx context.Context, req client.TeamRunRequest) (*cli
 		},
 		Source: req.Workflow, CreatedBy: req.By,
 	}
+	r.KeepAgents = req.KeepAgents
 	for k, v := range wf.Vars {
 		r.Vars[k] = v
 	}
@@ -331,6 +381,7 @@ func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, err
 			e.log.Warn("team: stopping the role agent", "team", out.ID, "agent", waiting, "err", err)
 		}
 	}
+	e.cleanup(context.WithoutCancel(ctx), out.ID)
 	return out, nil
 }
 

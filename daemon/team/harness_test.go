@@ -39,6 +39,8 @@ type env struct {
 	cancel context.CancelFunc
 	// wrap, if set before start, is what the engine gets instead of the supervisor.
 	wrap func(*agent.Supervisor) Agents
+	// keep keeps the role agents of the runs run starts after they end.
+	keep bool
 }
 
 func newEnv(t *testing.T) *env {
@@ -164,7 +166,7 @@ func (e *env) run(src, task string) *client.TeamRun {
 		}
 		src = string(b)
 	}
-	r, err := e.eng.StartTeam(context.Background(), client.TeamRunRequest{Workflow: src, File: "test.toml", Task: task})
+	r, err := e.eng.StartTeam(context.Background(), client.TeamRunRequest{Workflow: src, File: "test.toml", Task: task, KeepAgents: e.keep})
 	if err != nil {
 		e.t.Fatal(err)
 	}

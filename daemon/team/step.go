@@ -127,7 +127,13 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 					e.log.Warn("team: stopping the role agent's run", "team", id, "agent", s.waitAgent, "err", err)
 				}
 			}
-			if errors.Is(err, errEnded) || ctx.Err() != nil {
+			if errors.Is(err, errEnded) {
+				for _, a := range s.agents {
+					l.orphans = append(l.orphans, a)
+				}
+				return
+			}
+			if ctx.Err() != nil {
 				return
 			}
 			e.log.Error("team: recording a step", "team", id, "err", err)
