@@ -30,7 +30,8 @@
 //     failure mode is seen (camel.go: role flipping, the assistant repeating the
 //     instruction, flake replies, message loops). Each end is recorded with its reason.
 //     With reflect set, a phase that ended without <INFO> asks the model once for the
-//     conclusion from the transcript.
+//     conclusion from the transcript; a reflection that fails or gives none is said in
+//     the phase end's reason.
 //   - A composed phase repeats its phases up to its cycles, checking its until condition
 //     after every sub-phase.
 //   - The run ends finished when a transition leads to "end" (or a state has no next that

@@ -378,3 +378,32 @@ func TestReloadedModelUsedNextTurn(t *testing.T) {
 		t.Errorf("models = %s, want %s", got, want)
 	}
 }
+
+// A reflection that fails (the model errs, or its replies are not valid) ends the phase
+// with a reason saying so, not with a silent lack of conclusion.
+func TestReflectionFailureRecorded(t *testing.T) {
+	for name, reflect := range map[string][]string{
+		"model_error":   nil, // nothing queued: the fake answers with an error
+		"invalid_reply": {"not json", "still not json"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			e.say("ceo", "Instruction: pick a language.", "Instruction: any language?")
+			e.say("cto", "Solution: it depends on the platforms.", "Solution: we should ask the customer first.")
+			e.say("reflect", reflect...)
+			r := e.ended(e.run("pair.toml", "x").ID)
+			var end *client.TeamTurn
+			for i, turn := range r.Transcript {
+				if turn.Kind == client.TurnPhaseEnd && turn.Phase == "choose_language" {
+					end = &r.Transcript[i]
+				}
+			}
+			if end == nil || end.Mode != "turn_limit" || !strings.Contains(end.Text, "reflection failed, so no conclusion") {
+				t.Fatalf("phase end: %+v\n%s", end, outline(r))
+			}
+			if r.Vars["language"] != "" {
+				t.Errorf("language = %q", r.Vars["language"])
+			}
+		})
+	}
+}

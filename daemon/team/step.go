@@ -306,10 +306,10 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 	}
 	if r.WaitRun == "" {
 		if c.Turn >= cur.MaxTurns {
-			return e.endPhase(r, wf, st, ph, cur, c, &step{}, "turn_limit", fmt.Sprintf("reached its %d turns without <INFO>", cur.MaxTurns), e.reflectOrEmpty(ctx, r, wf, st, cur, hist)), false, nil
+			return e.endReflected(ctx, r, wf, st, ph, cur, c, &step{}, "turn_limit", fmt.Sprintf("reached its %d turns without <INFO>", cur.MaxTurns), hist), false, nil
 		}
 		if st.MaxTurns > 0 && c.StateTurns >= st.MaxTurns {
-			return e.endPhase(r, wf, st, ph, cur, c, &step{}, "state_turn_limit", fmt.Sprintf("state %s reached its %d turns", st.Name, st.MaxTurns), e.reflectOrEmpty(ctx, r, wf, st, cur, hist)), false, nil
+			return e.endReflected(ctx, r, wf, st, ph, cur, c, &step{}, "state_turn_limit", fmt.Sprintf("state %s reached its %d turns", st.Name, st.MaxTurns), hist), false, nil
 		}
 	}
 	speaker, other := cur.Instructor, cur.Assistant
@@ -327,7 +327,7 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 		s.clearWait = true
 		msg.AgentID, msg.RunID = r.Waiting, r.WaitRun
 		if !ok {
-			return e.endPhase(r, wf, st, ph, cur, c, s, "no_reply", text, e.reflectOrEmpty(ctx, r, wf, st, cur, hist)), false, nil
+			return e.endReflected(ctx, r, wf, st, ph, cur, c, s, "no_reply", text, hist), false, nil
 		}
 		msg.Text = text
 	} else {
@@ -338,7 +338,7 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 		msg.Text = text
 	}
 	if strings.TrimSpace(msg.Text) == "" {
-		return e.endPhase(r, wf, st, ph, cur, c, s, "no_reply", speaker+" gave an empty reply", e.reflectOrEmpty(ctx, r, wf, st, cur, hist)), false, nil
+		return e.endReflected(ctx, r, wf, st, ph, cur, c, s, "no_reply", speaker+" gave an empty reply", hist), false, nil
 	}
 	s.turns = append(s.turns, msg)
 	s.countTurn = true
@@ -353,7 +353,7 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 	}
 	if f := Detect(tr); f != nil {
 		all := append(hist, msg)
-		return e.endPhase(r, wf, st, ph, cur, c, s, f.Mode, f.Reason, e.reflectOrEmpty(ctx, r, wf, st, cur, all)), false, nil
+		return e.endReflected(ctx, r, wf, st, ph, cur, c, s, f.Mode, f.Reason, all), false, nil
 	}
 	s.c = c
 	return s, false, nil
@@ -405,18 +405,28 @@ func (e *Engine) transition(ctx context.Context, r *store.TeamRun, wf *Workflow,
 	return s, nil
 }
 
-// reflectOrEmpty asks for a phase's conclusion from its transcript when the phase
-// reflects; "" when it does not or the model gives none.
-func (e *Engine) reflectOrEmpty(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, hist []client.TeamTurn) string {
-	if !cur.Reflect || len(hist) == 0 {
-		return ""
+// endReflected ends a phase that reached no <INFO>. With reflect set, the model writes
+// the conclusion from the transcript; a reflection that fails or gives none is said in
+// the phase end's reason, never left as a silent lack of conclusion.
+func (e *Engine) endReflected(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, ph, cur *Phase, c cursor, s *step, mode, reason string, hist []client.TeamTurn) *step {
+	var conclusion string
+	switch {
+	case !cur.Reflect:
+	case len(hist) == 0:
+		reason += "; nothing was said to reflect on"
+	default:
+		var err error
+		switch conclusion, err = e.reflect(ctx, r, wf, st, cur, hist); {
+		case err != nil:
+			e.log.Warn("team: reflection failed", "team", r.ID, "phase", cur.Name, "err", err)
+			reason += "; reflection failed, so no conclusion: " + cut(err.Error(), 300)
+		case conclusion == "":
+			reason += "; reflection gave no conclusion"
+		default:
+			reason += "; the conclusion is the model's reflection on the transcript"
+		}
 	}
-	out, err := e.reflect(ctx, r, wf, st, cur, hist)
-	if err != nil {
-		e.log.Warn("team: reflection failed", "team", r.ID, "phase", cur.Name, "err", err)
-		return ""
-	}
-	return out
+	return e.endPhase(r, wf, st, ph, cur, c, s, mode, reason, conclusion)
 }
 
 // agentTurn runs a turn of a role with commands as a run of its agent. It returns the
