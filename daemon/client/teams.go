@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -23,6 +24,24 @@ const (
 	TurnTransition = "transition" // the run moved to another state
 	TurnEnd        = "end"        // the run ended; Mode is its status
 )
+
+// EventTeam is a team run's event: a transcript entry, a wait for a role agent, or the
+// run's end (Event.Team says which).
+const EventTeam EventType = "team"
+
+// TeamEvent is what a team run's event carries.
+type TeamEvent struct {
+	TeamID string `json:"team_id"`
+	// Status is the run's status after the event; Reason why it ended, once it has.
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// Waiting names the role agent whose run the team now waits for (its proposals are
+	// decided like any agent's); set on the event that starts the wait.
+	Waiting string `json:"waiting,omitempty"`
+	// Turn is the transcript entry the event reports (its Text cut to 1000 characters;
+	// the transcript has it whole). Kind TurnEnd is the run's end.
+	Turn *TeamTurn `json:"turn,omitempty"`
+}
 
 // TeamRun is a run of an SOP workflow: several roles working through its states.
 type TeamRun struct {
@@ -132,4 +151,17 @@ func (c *Client) StopTeam(ctx context.Context, team string) (*TeamRun, error) {
 func (c *Client) PlanTeam(ctx context.Context, req TeamPlanRequest) (*TeamPlan, error) {
 	var out TeamPlan
 	return &out, c.do(ctx, "POST", "/v0/team-plans", req, &out)
+}
+
+// TeamEvents streams a team run's transcript into fn: the entries after the one whose
+// Seq is since (0: all of it), then each new one as it is written, until the run ends
+// (the last event is the TurnEnd entry) or ctx does. A stream that ends without the end
+// (the daemon stopped, the follower fell behind) returns nil: call again with the last
+// Seq seen.
+func (c *Client) TeamEvents(ctx context.Context, team string, since int, fn func(Event) error) error {
+	path := teamPath(team, "/events")
+	if since > 0 {
+		path += "?since=" + strconv.Itoa(since)
+	}
+	return c.stream(ctx, path, fn)
 }

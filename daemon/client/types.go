@@ -270,6 +270,9 @@ type Event struct {
 	Episode  *Episode  `json:"episode,omitempty"`
 	Question *Question `json:"question,omitempty"`
 	Message  string    `json:"message,omitempty"`
+	// Team is set on EventTeam, the events of a team run's stream (its AgentID is then
+	// the team run's id).
+	Team *TeamEvent `json:"team,omitempty"`
 }
 
 // CreateAgentRequest creates an agent: either from a free-text Task (the model writes the

@@ -90,6 +90,8 @@ type Engine struct {
 	st  *store.Store
 	log *slog.Logger
 
+	events *agent.Broker // team runs' events (events.go)
+
 	mu   sync.Mutex
 	ctx  context.Context
 	live map[string]*live // by team run id
@@ -120,8 +122,11 @@ func New(opt Options) (*Engine, error) {
 	if opt.ModelAttempts <= 0 {
 		opt.ModelAttempts = 6
 	}
-	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}}, nil
+	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}, events: agent.NewBroker()}, nil
 }
+
+// Events returns the broker of the team runs' events (EventTeam, keyed by team run id).
+func (e *Engine) Events() *agent.Broker { return e.events }
 
 // Start resumes every running team run; they run until ctx ends. A run whose workflow no
 // longer parses fails with the reason.
@@ -351,6 +356,8 @@ func (e *Engine) Team(ctx context.Context, ref string) (*client.TeamRun, error) 
 func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, error) {
 	var out *client.TeamRun
 	var waiting string
+	var end client.TeamTurn
+	var ended *store.TeamRun
 	err := e.st.Tx(ctx, func(tx *store.Tx) error {
 		r, err := tx.TeamRun(ref)
 		if errors.Is(err, store.ErrNotFound) {
@@ -362,15 +369,16 @@ func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, err
 			return client.Errorf(client.ErrConflict, "team run %s has ended already (%s)", r.ID, r.Status)
 		}
 		waiting = r.Waiting
-		if err := endTx(tx, r, client.TeamStopped, "stopped by a person"); err != nil {
+		if end, err = endTx(tx, r, client.TeamStopped, "stopped by a person"); err != nil {
 			return err
 		}
-		out = &r.TeamRun
+		out, ended = &r.TeamRun, r
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	e.publish(ended, []client.TeamTurn{end}, "")
 	e.mu.Lock()
 	if l := e.live[out.ID]; l != nil {
 		l.cancel()
@@ -385,21 +393,23 @@ func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, err
 	return out, nil
 }
 
-// endTx ends r with status and reason and records the end in its transcript.
-func endTx(tx *store.Tx, r *store.TeamRun, status, reason string) error {
+// endTx ends r with status and reason and records the end in its transcript, which
+// it returns.
+func endTx(tx *store.Tx, r *store.TeamRun, status, reason string) (client.TeamTurn, error) {
 	var c cursor
 	_ = json.Unmarshal(r.Cursor, &c)
 	c.Seq++
 	r.Cursor, _ = json.Marshal(c)
 	r.Status, r.Reason, r.Waiting, r.WaitRun = status, reason, "", ""
-	if err := tx.InsertTeamTurn(&store.TeamTurn{TeamRunID: r.ID, TeamTurn: client.TeamTurn{
-		Seq: c.Seq, Kind: client.TurnEnd, State: r.State, Phase: r.Phase, Text: reason, Mode: status}}); err != nil {
-		return err
+	end := &store.TeamTurn{TeamRunID: r.ID, TeamTurn: client.TeamTurn{
+		Seq: c.Seq, Kind: client.TurnEnd, State: r.State, Phase: r.Phase, Text: reason, Mode: status}}
+	if err := tx.InsertTeamTurn(end); err != nil {
+		return client.TeamTurn{}, err
 	}
 	if err := tx.UpdateTeamRun(r); err != nil {
-		return err
+		return client.TeamTurn{}, err
 	}
-	return tx.Audit("", "team_ended", map[string]string{"team": r.ID, "status": status, "reason": reason})
+	return end.TeamTurn, tx.Audit("", "team_ended", map[string]string{"team": r.ID, "status": status, "reason": reason})
 }
 
 // checkCommands refuses roles whose commands this daemon does not offer. MCP tools

@@ -158,10 +158,14 @@ func (e *Engine) fail(ctx context.Context, r *store.TeamRun, reason string) {
 	}
 }
 
-// apply commits s: its turns, variables and cursor, or the run's end.
+// apply commits s: its turns, variables and cursor, or the run's end; then it publishes
+// what it wrote.
 func (e *Engine) apply(ctx context.Context, id string, s *step) error {
-	return e.st.Tx(ctx, func(tx *store.Tx) error {
-		r, err := tx.TeamRun(id)
+	var r *store.TeamRun
+	var turns []client.TeamTurn
+	err := e.st.Tx(ctx, func(tx *store.Tx) (err error) {
+		turns = nil
+		r, err = tx.TeamRun(id)
 		if err != nil {
 			return err
 		}
@@ -178,9 +182,11 @@ func (e *Engine) apply(ctx context.Context, id string, s *step) error {
 		for _, t := range s.turns {
 			c.Seq++
 			t.Seq = c.Seq
-			if err := tx.InsertTeamTurn(&store.TeamTurn{TeamRunID: id, PhaseSeq: old.PhaseSeq, TeamTurn: t}); err != nil {
+			row := &store.TeamTurn{TeamRunID: id, PhaseSeq: old.PhaseSeq, TeamTurn: t}
+			if err := tx.InsertTeamTurn(row); err != nil {
 				return err
 			}
+			turns = append(turns, row.TeamTurn)
 		}
 		for k, v := range s.vars {
 			r.Vars[k] = v
@@ -204,11 +210,17 @@ func (e *Engine) apply(ctx context.Context, id string, s *step) error {
 				s.phase = r.Phase // keep where it ended
 			}
 			r.Phase = s.phase
-			return endTx(tx, r, s.end, s.reason)
+			end, err := endTx(tx, r, s.end, s.reason)
+			turns = append(turns, end)
+			return err
 		}
 		r.Phase = s.phase
 		return tx.UpdateTeamRun(r)
 	})
+	if err == nil {
+		e.publish(r, turns, s.waitAgent)
+	}
+	return err
 }
 
 // next computes the run's next step. wait reports that the run waits for a role agent's

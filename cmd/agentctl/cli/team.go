@@ -149,20 +149,26 @@ func (a *app) teamPlan(ctx context.Context, args []string) error {
 	return nil
 }
 
-// followTeam prints a team run's transcript as it grows, until the run ends. The daemon
-// holds the transcript, so polling it misses nothing.
+// followTeam prints a team run's transcript as it grows, until the run ends, from the
+// daemon's team event stream (which starts with the transcript so far). A stream that
+// breaks off before the end (the daemon restarted, this follower fell behind) is
+// resumed after the last entry printed, so nothing is missed or printed twice.
 func (a *app) followTeam(ctx context.Context, id string) error {
 	seen, waiting := 0, ""
 	var prev *client.TeamTurn
 	for {
-		r, err := a.api().Team(ctx, id)
-		if err != nil {
-			return err
-		}
-		for i := range r.Transcript {
-			t := &r.Transcript[i]
-			if t.Seq <= seen {
-				continue
+		ended := false
+		err := a.api().TeamEvents(ctx, id, seen, func(ev client.Event) error {
+			if ev.Team == nil {
+				return nil
+			}
+			if w := ev.Team.Waiting; w != "" && w != waiting {
+				waiting = w
+				a.note("waiting for the role agent %s: decide its proposals with agentctl ls / approve / deny", waiting)
+			}
+			t := ev.Team.Turn
+			if t == nil || t.Seq <= seen {
+				return nil
 			}
 			if a.json {
 				if err := a.printJSON(t); err != nil {
@@ -172,19 +178,20 @@ func (a *app) followTeam(ctx context.Context, id string) error {
 				writeTurn(a.stdout, t, prev)
 			}
 			seen, prev = t.Seq, t
-		}
-		if r.Status != client.TeamRunning {
+			ended = t.Kind == client.TurnEnd
 			return nil
-		}
-		if r.Waiting != waiting {
-			waiting = r.Waiting
-			if waiting != "" {
-				a.note("waiting for the role agent %s: decide its proposals with agentctl ls / approve / deny", waiting)
-			}
+		})
+		switch {
+		case ctx.Err() != nil:
+			return nil // the run goes on
+		case err != nil:
+			return err
+		case ended:
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil // the run goes on
+			return nil
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
