@@ -91,6 +91,9 @@ type Engine struct {
 	log *slog.Logger
 
 	events *agent.Broker // team runs' events (events.go)
+	// cleanMu makes cleanups one at a time, so a stop's cleanup returns only once the
+	// agents are gone with their workspaces, even when the run's loop began removing them.
+	cleanMu sync.Mutex
 
 	mu   sync.Mutex
 	ctx  context.Context
@@ -149,6 +152,8 @@ func (e *Engine) Start(ctx context.Context) error {
 // but did not record), unless the run keeps them. Their transcript stays in team_turns.
 // It is idempotent: an agent already gone is skipped.
 func (e *Engine) cleanup(ctx context.Context, id string, extra ...string) {
+	e.cleanMu.Lock()
+	defer e.cleanMu.Unlock()
 	var r *store.TeamRun
 	if err := e.st.View(ctx, func(tx *store.Tx) (err error) { r, err = tx.TeamRun(id); return }); err != nil {
 		return
