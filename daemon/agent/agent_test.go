@@ -623,6 +623,7 @@ func TestCreateValidation(t *testing.T) {
 		{"six_goals", client.CreateAgentRequest{Name: "six", Goals: []string{"1", "2", "3", "4", "5", "6"}}},
 		{"empty_goal", client.CreateAgentRequest{Name: "eg", Goals: []string{" "}}},
 		{"bad_policy", client.CreateAgentRequest{Task: "x", Policy: &client.Policy{Mode: "yolo"}}},
+		{"unknown_command", client.CreateAgentRequest{Name: "uc", Goals: []string{"x"}, Commands: []string{"read_file", "rm_rf"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -636,5 +637,49 @@ func TestCreateValidation(t *testing.T) {
 	_, err := h.sup.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "dup", Goals: []string{"x"}})
 	if !errors.Is(err, client.ErrConflict) {
 		t.Fatalf("duplicate name err = %v", err)
+	}
+}
+
+// An agent created with a command list is offered only those (and finish, ask_user), in
+// its prompt's schema and when it executes, also after a restart: another command is an
+// unknown one, told to the model, never run.
+func TestCommandListLimitsAgent(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("write_file", map[string]string{"path": "x.txt", "contents": "no"}),
+		reply("write_file", map[string]string{"path": "x.txt", "contents": "no"}))
+	a := h.create(client.CreateAgentRequest{Name: "reader", Goals: []string{"read"}, Commands: []string{"read_file", "read_file"}, Start: new(bool)})
+	if strings.Join(a.Commands, ",") != "read_file" {
+		t.Fatalf("commands = %v", a.Commands)
+	}
+	h.stop()
+	h.start()
+	infos, err := h.sup.Commands(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range infos {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "read_file,ask_user,finish" {
+		t.Errorf("commands after a restart = %v", names)
+	}
+	if _, err := h.sup.Task(context.Background(), a.ID, "write x.txt"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "a strike", func(*client.Agent) bool { return len(h.fake.Requests()) >= 2 })
+	reqs := h.fake.Requests()
+	if strings.Contains(string(reqs[0].Format), "write_file") {
+		t.Error("the reply schema offers write_file")
+	}
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1].Content; !strings.Contains(last, `unknown command "write_file"`) {
+		t.Errorf("the model was not told: %q", last)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if ps, _ := h.sup.Proposals(context.Background(), a.ID); len(ps) != 0 {
+		t.Errorf("proposals: %+v", ps)
+	}
+	if _, err := os.Stat(filepath.Join(a.Workspace, "x.txt")); !os.IsNotExist(err) {
+		t.Errorf("x.txt was written: %v", err)
 	}
 }

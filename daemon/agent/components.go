@@ -151,8 +151,15 @@ func (s *Supervisor) stepOf(a *store.Agent) *commands.Step {
 
 // commandsFor returns the commands agent a may use now, always including finish and
 // ask_user: a failing command component must not leave an agent unable to stop or ask.
+// An agent created with a command list (a team role's) keeps only those: what it is not
+// offered is an unknown command to the reply's parser, so it is never executed.
 func (s *Supervisor) commandsFor(ctx context.Context, l *live, a *store.Agent, step *commands.Step) commands.Set {
 	set := s.helperDepthFilter(a, l.pipelineFor(a.Name).Commands(ctx, step))
+	if len(a.Commands) > 0 {
+		set = slices.DeleteFunc(slices.Clone(set), func(c commands.Command) bool {
+			return !slices.Contains(a.Commands, c.Spec().Name)
+		})
+	}
 	for _, need := range []string{commands.AskUser, commands.Finish} {
 		if _, ok := set.Get(need); !ok {
 			c, _ := commands.Lookup(need)

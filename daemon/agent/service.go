@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -118,6 +119,10 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 	if len(req.Task) > 8000 {
 		return nil, badRequest("task is %d bytes: at most 8000", len(req.Task))
 	}
+	cmds, err := s.checkAgentCommands(ctx, req.Name, req.Commands)
+	if err != nil {
+		return nil, err
+	}
 	pol := client.Policy{Mode: "ask"}
 	if req.Policy != nil {
 		pol = *req.Policy
@@ -137,7 +142,7 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 	}
 	a := &store.Agent{Agent: client.Agent{
 		ID: newID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
-		Goals: req.Goals, Task: req.Task, Policy: pol, State: client.StateIdle,
+		Goals: req.Goals, Task: req.Task, Policy: pol, State: client.StateIdle, Commands: cmds,
 	}}
 	if a.Task == "" && len(a.Goals) > 0 {
 		a.Task = "Achieve the goals below."
@@ -162,7 +167,7 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 		return nil, err
 	}
 	var out *client.Agent
-	err := s.st.Tx(ctx, func(tx *store.Tx) error {
+	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		if taken, err := tx.NameTaken(a.Name); err != nil {
 			return err
 		} else if taken {
@@ -196,6 +201,38 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 	}
 	if start {
 		s.kick(a.ID)
+	}
+	return out, nil
+}
+
+// checkAgentCommands checks a new agent's command list against the commands it would
+// have without one, and returns it without duplicates. MCP tools (names with a dot) are
+// taken on trust: their servers connect in the background.
+func (s *Supervisor) checkAgentCommands(ctx context.Context, name string, names []string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	if len(names) > 64 {
+		return nil, badRequest("%d commands: at most 64", len(names))
+	}
+	a := &store.Agent{Agent: client.Agent{Name: name}}
+	have := map[string]bool{}
+	for _, c := range s.commandsFor(ctx, s.live(), a, s.stepOf(a)) {
+		have[c.Spec().Name] = true
+	}
+	var out, unknown []string
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		switch {
+		case slices.Contains(out, n):
+		case have[n] || (strings.Contains(n, ".") && n != "."):
+			out = append(out, n)
+		default:
+			unknown = append(unknown, fmt.Sprintf("%q", n))
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, badRequest("unknown command %s: see agentctl commands", strings.Join(unknown, ", "))
 	}
 	return out, nil
 }

@@ -54,3 +54,18 @@ func (f *fakeService) PlanTeam(ctx context.Context, req client.TeamPlanRequest) 
 	}
 	return &client.TeamPlan{Workflow: "name = \"planned\"\n", Revised: true, Problems: []string{"no summarizing role"}}, nil
 }
+
+func (f *fakeService) SubscribeTeam(ref string, since int64) (<-chan client.Event, func(), error) {
+	t, err := f.Team(context.Background(), ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan client.Event, len(t.Transcript))
+	for i := range t.Transcript {
+		if turn := t.Transcript[i]; int64(turn.Seq) > since {
+			ch <- client.Event{Type: client.EventTeam, AgentID: t.ID, Team: &client.TeamEvent{TeamID: t.ID, Status: t.Status, Turn: &turn}}
+		}
+	}
+	close(ch)
+	return ch, func() {}, nil
+}

@@ -71,6 +71,7 @@ func (h *handler) routes() []route {
 		{"POST", "/v0/team-plans", h.planTeam},
 		{"GET", "/v0/teams/{team}", h.team},
 		{"POST", "/v0/teams/{team}/stop", h.stopTeam},
+		{"GET", "/v0/teams/{team}/events", h.teamEvents},
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/agentd/agentd/daemon/client"
 )
 
 // events streams client.Events as NDJSON, one flushed line each, for one agent
@@ -11,20 +13,47 @@ import (
 // after seq N first. The stream ends when the client goes away or the Service closes the
 // channel (the agent was removed, or the follower fell too far behind and must reconnect).
 func (h *handler) events(w http.ResponseWriter, r *http.Request) error {
-	var since int64
-	if s := r.URL.Query().Get("since"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n < 0 {
-			return errorf(http.StatusBadRequest, "invalid since %q: want the seq of the last event seen, a whole number ≥ 0", s)
-		}
-		since = n
+	since, err := sinceParam(r, "the seq of the last event seen")
+	if err != nil {
+		return err
 	}
 	ch, cancel, err := h.svc.Subscribe(r.PathValue("agent"), since)
 	if err != nil {
 		return err
 	}
 	defer cancel()
+	return h.stream(w, r, ch)
+}
 
+// teamEvents streams a team run's transcript (/v0/teams/{team}/events): the entries
+// after ?since=N (a transcript seq), then new ones, ending after the run's end.
+func (h *handler) teamEvents(w http.ResponseWriter, r *http.Request) error {
+	since, err := sinceParam(r, "the seq of the last transcript entry seen")
+	if err != nil {
+		return err
+	}
+	ch, cancel, err := h.svc.SubscribeTeam(r.PathValue("team"), since)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	return h.stream(w, r, ch)
+}
+
+func sinceParam(r *http.Request, what string) (int64, error) {
+	s := r.URL.Query().Get("since")
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, errorf(http.StatusBadRequest, "invalid since %q: want %s, a whole number ≥ 0", s, what)
+	}
+	return n, nil
+}
+
+// stream writes the events of ch until it closes or the client goes away.
+func (h *handler) stream(w http.ResponseWriter, r *http.Request, ch <-chan client.Event) error {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -21,6 +21,10 @@ type TeamService interface {
 	StopTeam(ctx context.Context, ref string) (*client.TeamRun, error)
 	// PlanTeam asks the planner for a workflow for a task.
 	PlanTeam(ctx context.Context, req client.TeamPlanRequest) (*client.TeamPlan, error)
+	// SubscribeTeam streams a team run's transcript as EventTeam events: the entries
+	// after seq since, then each new one; the channel closes after the run's end (or
+	// when the follower falls behind and must come back with the last seq it saw).
+	SubscribeTeam(ref string, since int64) (events <-chan client.Event, cancel func(), err error)
 }
 
 func (h *handler) teams(w http.ResponseWriter, r *http.Request) error {

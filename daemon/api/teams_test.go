@@ -34,6 +34,19 @@ func TestTeamRoutesThroughClient(t *testing.T) {
 			return c.PlanTeam(ctx, client.TeamPlanRequest{})
 		}, wantErr: client.ErrBadRequest, errText: "empty task: say what the team should do"},
 		{name: "stop_team", call: func(ctx context.Context, c *client.Client) (any, error) { return c.StopTeam(ctx, "t1") }, want: &stopped},
+		{name: "team_events", call: func(ctx context.Context, c *client.Client) (any, error) {
+			var got []client.Event
+			err := c.TeamEvents(ctx, "t1", 0, func(ev client.Event) error { got = append(got, ev); return nil })
+			return got, err
+		}, want: []client.Event{{Type: client.EventTeam, AgentID: "t1", Team: &client.TeamEvent{TeamID: "t1", Status: client.TeamRunning, Turn: &t1.Transcript[0]}}}},
+		{name: "team_events_since_last", call: func(ctx context.Context, c *client.Client) (any, error) {
+			var got []client.Event
+			err := c.TeamEvents(ctx, "t1", 1, func(ev client.Event) error { got = append(got, ev); return nil })
+			return len(got), err
+		}, want: 0},
+		{name: "team_events_unknown_not_found", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return nil, c.TeamEvents(ctx, "t9", 0, func(client.Event) error { return nil })
+		}, wantErr: client.ErrNotFound, errText: `no team run "t9"`},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {

@@ -370,6 +370,11 @@ func (c *Client) Events(ctx context.Context, agent string, since int64, fn func(
 	if since > 0 {
 		path += "?since=" + strconv.FormatInt(since, 10)
 	}
+	return c.stream(ctx, path, fn)
+}
+
+// stream reads the NDJSON event stream at path into fn.
+func (c *Client) stream(ctx context.Context, path string, fn func(Event) error) error {
 	resp, err := c.send(ctx, "GET", path, nil)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -24,6 +25,24 @@ const (
 	TurnEnd        = "end"        // the run ended; Mode is its status
 )
 
+// EventTeam is a team run's event: a transcript entry, a wait for a role agent, or the
+// run's end (Event.Team says which).
+const EventTeam EventType = "team"
+
+// TeamEvent is what a team run's event carries.
+type TeamEvent struct {
+	TeamID string `json:"team_id"`
+	// Status is the run's status after the event; Reason why it ended, once it has.
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// Waiting names the role agent whose run the team now waits for (its proposals are
+	// decided like any agent's); set on the event that starts the wait.
+	Waiting string `json:"waiting,omitempty"`
+	// Turn is the transcript entry the event reports (its Text cut to 1000 characters;
+	// the transcript has it whole). Kind TurnEnd is the run's end.
+	Turn *TeamTurn `json:"turn,omitempty"`
+}
+
 // TeamRun is a run of an SOP workflow: several roles working through its states.
 type TeamRun struct {
 	ID       string `json:"id"`
@@ -37,8 +56,12 @@ type TeamRun struct {
 	Phase string `json:"phase,omitempty"`
 	// Vars are the shared variables (task, and what the phases stored).
 	Vars map[string]string `json:"vars"`
-	// Agents are the daemon agents of the roles that use commands, by role.
+	// Agents are the daemon agents of the roles that use commands, by role. They are
+	// removed with their workspaces when the run ends, unless KeepAgents; the transcript
+	// keeps what they said.
 	Agents map[string]string `json:"agents,omitempty"`
+	// KeepAgents keeps the role agents after the run ends (agentctl team run --keep-agents).
+	KeepAgents bool `json:"keep_agents,omitempty"`
 	// Waiting names the role agent whose run the team waits for (its proposals are decided
 	// like any agent's: `agentctl approve AGENT`).
 	Waiting   string    `json:"waiting,omitempty"`
@@ -77,6 +100,9 @@ type TeamRunRequest struct {
 	Task     string `json:"task"`
 	// By names who started it, for the audit log.
 	By string `json:"by,omitempty"`
+	// KeepAgents keeps the role agents (and their workspaces) after the run ends; by
+	// default they are removed.
+	KeepAgents bool `json:"keep_agents,omitempty"`
 }
 
 // TeamPlanRequest asks the planner for roles and a plan for a task.
@@ -125,4 +151,17 @@ func (c *Client) StopTeam(ctx context.Context, team string) (*TeamRun, error) {
 func (c *Client) PlanTeam(ctx context.Context, req TeamPlanRequest) (*TeamPlan, error) {
 	var out TeamPlan
 	return &out, c.do(ctx, "POST", "/v0/team-plans", req, &out)
+}
+
+// TeamEvents streams a team run's transcript into fn: the entries after the one whose
+// Seq is since (0: all of it), then each new one as it is written, until the run ends
+// (the last event is the TurnEnd entry) or ctx does. A stream that ends without the end
+// (the daemon stopped, the follower fell behind) returns nil: call again with the last
+// Seq seen.
+func (c *Client) TeamEvents(ctx context.Context, team string, since int, fn func(Event) error) error {
+	path := teamPath(team, "/events")
+	if since > 0 {
+		path += "?since=" + strconv.Itoa(since)
+	}
+	return c.stream(ctx, path, fn)
 }

@@ -62,6 +62,10 @@ type Agent struct {
 	// ParentID names the agent that started this one as its helper (start_agent); empty
 	// for an agent people started.
 	ParentID string `json:"parent_id,omitempty"`
+	// Commands, when set, are the only commands the agent may use, besides finish and
+	// ask_user (a team role's agent gets its role's); empty: every command the daemon
+	// offers. Fixed when the agent is created.
+	Commands []string `json:"commands,omitempty"`
 	// Pending is the proposal awaiting a decision, if any.
 	Pending *Proposal `json:"pending,omitempty"`
 	// Question is an ask_user question awaiting an answer, if any.
@@ -266,6 +270,9 @@ type Event struct {
 	Episode  *Episode  `json:"episode,omitempty"`
 	Question *Question `json:"question,omitempty"`
 	Message  string    `json:"message,omitempty"`
+	// Team is set on EventTeam, the events of a team run's stream (its AgentID is then
+	// the team run's id).
+	Team *TeamEvent `json:"team,omitempty"`
 }
 
 // CreateAgentRequest creates an agent: either from a free-text Task (the model writes the
@@ -281,6 +288,9 @@ type CreateAgentRequest struct {
 	// Budget, when set, bounds the run this request starts (so it needs one to start); a
 	// run that reaches it ends with the outcome budget_exhausted.
 	Budget *Budget `json:"budget,omitempty"`
+	// Commands limits the agent to these commands (finish and ask_user are always
+	// offered); empty offers every command the daemon has.
+	Commands []string `json:"commands,omitempty"`
 }
 
 // DecideRequest decides on a proposal. ProposalID must name the agent's current proposal.

@@ -38,7 +38,7 @@ func TestRealOllamaTeam(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r client.TeamRun
-	if err := json.Unmarshal(ctl(t, d.socket, "--json", "team", "run", file, "a CLI that counts words"), &r); err != nil || r.ID == "" {
+	if err := json.Unmarshal(ctl(t, d.socket, "--json", "team", "run", "--keep-agents", file, "a CLI that counts words"), &r); err != nil || r.ID == "" {
 		t.Fatalf("agentctl --json team run: %v (%s)", err, jsonString(r))
 	}
 
@@ -115,7 +115,8 @@ func TestRealOllamaTeam(t *testing.T) {
 	if messages != r.Turns {
 		t.Errorf("%d messages in the transcript, the run counted %d turns", messages, r.Turns)
 	}
-	// Every proposal of a role agent was decided by a person or by the policy, never run unasked.
+	// Every proposal of a role agent was decided by a person or by the policy, never run
+	// unasked (--keep-agents keeps the agents to look at).
 	for role, id := range full.Agents {
 		ps, err := c.Proposals(ctx, id)
 		if err != nil {

@@ -147,8 +147,8 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	liveChat = bots
 	rl := &reloader{load: opt.Load, path: opt.ConfigPath, started: cfg, cur: cfg, live: live, extra: extra,
 		sup: sup, mgr: mgr, bots: bots, level: opt.LogLevel, notify: opt.Notify, log: log}
-	teams, err = team.New(team.Options{Store: st, LLM: lc, Model: cfg.Ollama.Model, Agents: sup, Log: log,
-		NumCtx: cfg.Ollama.MaxContext, KeepAlive: cfg.Ollama.KeepAlive.Ptr()})
+	// The team engine reads the supervisor's live settings, so a reload's model reaches it.
+	teams, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.Settings})
 	if err != nil {
 		return err
 	}

@@ -31,16 +31,16 @@ type AgentBudget struct {
 
 const agentCols = `id, name, description, goals, directives, task, state, state_reason, policy, run_id, step,
 	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at, parent_id, steps_total, busy_ms,
-	budget_steps, budget_tokens, budget_busy_ms`
+	budget_steps, budget_tokens, budget_busy_ms, commands`
 
 func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	var a Agent
-	var goals, dirs, policy string
+	var goals, dirs, policy, cmds string
 	var created, updated int64
 	var bSteps, bTokens, bBusy sql.NullInt64
 	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
 		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated, &a.ParentID,
-		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy)
+		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -50,6 +50,9 @@ func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	json.Unmarshal([]byte(goals), &a.Goals)
 	json.Unmarshal([]byte(dirs), &a.Directives)
 	json.Unmarshal([]byte(policy), &a.Policy)
+	if cmds != "" {
+		json.Unmarshal([]byte(cmds), &a.Commands)
+	}
 	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
 	if bSteps.Valid {
 		a.Budget.MaxSteps = new(int(bSteps.Int64))
@@ -74,17 +77,25 @@ func js(v any) string {
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
-	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS())
+		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands))
 	if err != nil {
 		return fmt.Errorf("store: insert agent: %w", err)
 	}
 	return nil
 }
 
-// UpdateAgent writes every mutable field of a.
+// commandsCol is the commands column: empty when the agent is not limited.
+func commandsCol(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return js(names)
+}
+
+// UpdateAgent writes every mutable field of a (its commands are fixed at creation).
 func (t *Tx) UpdateAgent(a *Agent) error {
 	a.UpdatedAt = t.now
 	_, err := t.exec(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,

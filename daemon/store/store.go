@@ -303,6 +303,11 @@ var migrations = []string{
 		at INTEGER NOT NULL,
 		PRIMARY KEY (team_run_id, seq)
 	) WITHOUT ROWID;`,
+	// issue 8: an agent limited to some commands (a team role's agent): a JSON list of
+	// names; '' offers every command the daemon has. A team run's role agents are
+	// removed when it ends unless keep_agents.
+	`ALTER TABLE agents ADD COLUMN commands TEXT NOT NULL DEFAULT '';
+	ALTER TABLE team_runs ADD COLUMN keep_agents INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -29,14 +29,14 @@ type TeamTurn struct {
 }
 
 const teamRunCols = `id, workflow, file, source, task, status, reason, state, phase, vars, agents, cursor, turns,
-	max_turns, wait_agent, wait_run, created_by, created_at, updated_at, ended_at`
+	max_turns, wait_agent, wait_run, created_by, created_at, updated_at, ended_at, keep_agents`
 
 func scanTeamRun(sc interface{ Scan(...any) error }) (*TeamRun, error) {
 	var r TeamRun
 	var vars, agents, cursor string
 	var created, updated, ended int64
 	err := sc.Scan(&r.ID, &r.Workflow, &r.File, &r.Source, &r.Task, &r.Status, &r.Reason, &r.State, &r.Phase,
-		&vars, &agents, &cursor, &r.Turns, &r.MaxTurns, &r.Waiting, &r.WaitRun, &r.CreatedBy, &created, &updated, &ended)
+		&vars, &agents, &cursor, &r.Turns, &r.MaxTurns, &r.Waiting, &r.WaitRun, &r.CreatedBy, &created, &updated, &ended, &r.KeepAgents)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -87,9 +87,9 @@ func (t *Tx) InsertTeamRun(r *TeamRun) error {
 		return fmt.Errorf("store: insert team run: %w", err)
 	}
 	r.CreatedAt, r.UpdatedAt = t.now, t.now
-	_, err = t.exec(`INSERT INTO team_runs (`+teamRunCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0)`,
+	_, err = t.exec(`INSERT INTO team_runs (`+teamRunCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,?)`,
 		r.ID, r.Workflow, r.File, r.Source, r.Task, r.Status, r.Reason, r.State, r.Phase, vars, agents, cursor,
-		r.Turns, r.MaxTurns, r.Waiting, r.WaitRun, r.CreatedBy, ms(t.now), ms(t.now))
+		r.Turns, r.MaxTurns, r.Waiting, r.WaitRun, r.CreatedBy, ms(t.now), ms(t.now), r.KeepAgents)
 	if err != nil {
 		return fmt.Errorf("store: insert team run: %w", err)
 	}

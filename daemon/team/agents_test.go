@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -92,6 +94,7 @@ func (e *env) checkRanOnce(r *client.TeamRun, agentID string) {
 // like any agent's, runs once when approved, and its finish reason is its reply.
 func TestRoleCommandGoesThroughTheDecisionPath(t *testing.T) {
 	e := newEnv(t)
+	e.keep = true
 	e.say("ceo", "Instruction: write hello.txt saying hi.")
 	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
 		proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
@@ -114,6 +117,7 @@ func TestRoleCommandGoesThroughTheDecisionPath(t *testing.T) {
 // they were, the approval after the restart runs the command once, and the team goes on.
 func TestRestartResumesWithoutRunningTwice(t *testing.T) {
 	e := newEnv(t)
+	e.keep = true
 	e.say("ceo", "Instruction: write hello.txt saying hi.")
 	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
 		proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
@@ -134,6 +138,7 @@ func TestRestartResumesWithoutRunningTwice(t *testing.T) {
 // Denying a role's proposal ends its run; the phase ends with no reply, recorded.
 func TestDeniedRoleCommandEndsThePhase(t *testing.T) {
 	e := newEnv(t)
+	e.keep = true
 	e.say("ceo", "Instruction: write hello.txt saying hi.")
 	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
 	team := e.run(withCommands, "say hi")
@@ -150,7 +155,7 @@ func TestDeniedRoleCommandEndsThePhase(t *testing.T) {
 	}
 }
 
-// Stopping a team stops the role agent's run it waits for.
+// Stopping a team stops the role agent's run it waits for, and removes the agent.
 func TestStopTeamStopsTheRoleRun(t *testing.T) {
 	e := newEnv(t)
 	e.say("ceo", "Instruction: write hello.txt saying hi.")
@@ -161,8 +166,11 @@ func TestStopTeamStopsTheRoleRun(t *testing.T) {
 	if err != nil || r.Status != client.TeamStopped {
 		t.Fatalf("StopTeam = %+v, %v", r, err)
 	}
-	if got, _ := e.sup.Agent(context.Background(), a.ID); got.State != client.StateIdle {
-		t.Errorf("role agent is %s after the team stopped", got.State)
+	if _, err := e.sup.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("role agent after the team stopped: %v, want it removed", err)
+	}
+	if _, err := os.Stat(a.Workspace); !os.IsNotExist(err) {
+		t.Errorf("role agent's workspace after the team stopped: %v", err)
 	}
 	if _, err := e.eng.StopTeam(context.Background(), team.ID); err == nil {
 		t.Error("stopping an ended team run: no error")
@@ -198,5 +206,154 @@ func TestUnknownRoleCommandRefused(t *testing.T) {
 	}
 	if runs, _ := e.eng.Teams(context.Background()); len(runs) != 0 {
 		t.Errorf("a run was stored: %v", runs)
+	}
+}
+
+// A role's agent may use only its role's commands: a role limited to read_file that
+// proposes write_file is told the command is unknown, and it never runs.
+func TestRoleLimitedToItsCommands(t *testing.T) {
+	e := newEnv(t)
+	e.keep = true
+	src := strings.Replace(withCommands, `commands = ["write_file"]`, `commands = ["read_file"]`, 1)
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
+		proposal("finish", map[string]string{"reason": "<INFO> I may only read files"}))
+	team := e.run(src, "say hi")
+	r := e.ended(team.ID)
+	if r.Vars["code"] != "I may only read files" {
+		t.Fatalf("run: %s", dump(r))
+	}
+	reqs := e.fake.Requests()
+	var told bool
+	for _, q := range reqs {
+		if strings.Contains(string(q.Format), `"thoughts"`) && strings.Contains(string(q.Format), "write_file") {
+			t.Error("the role agent's reply schema offers write_file")
+		}
+		for _, m := range q.Messages {
+			told = told || strings.Contains(m.Content, `unknown command "write_file"`)
+		}
+	}
+	if !told {
+		t.Error("the model was not told write_file is unknown")
+	}
+	id := r.Agents["programmer"]
+	if ps, err := e.sup.Proposals(context.Background(), id); err == nil {
+		for _, p := range ps {
+			if p.Command == "write_file" {
+				t.Errorf("a write_file proposal was stored: %+v", p)
+			}
+		}
+	}
+}
+
+// stopOnStart is the supervisor, with a team stop landing just after a role's run has
+// started and before the engine records it.
+type stopOnStart struct {
+	*agent.Supervisor
+	e    *env
+	once sync.Once
+}
+
+func (s *stopOnStart) StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error) {
+	a, err := s.Supervisor.StartTask(ctx, ref, task, opt)
+	s.once.Do(func() {
+		runs, _ := s.e.eng.Teams(context.Background())
+		if _, err := s.e.eng.StopTeam(context.Background(), runs[0].ID); err != nil {
+			s.e.t.Error(err)
+		}
+	})
+	return a, err
+}
+
+// A stop that lands while a role's run was just started (the engine's context cancelled
+// before it recorded the run) still stops that run.
+func TestStopDuringRoleRunStartStopsIt(t *testing.T) {
+	e := newEnv(t)
+	e.keep = true
+	e.stop()
+	e.wrap = func(sup *agent.Supervisor) Agents { return &stopOnStart{Supervisor: sup, e: e} }
+	e.start()
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
+	team := e.run(withCommands, "say hi")
+	r := e.ended(team.ID)
+	if r.Status != client.TeamStopped {
+		t.Fatalf("run: %s", dump(r))
+	}
+	id := AgentName(team.ID, "programmer")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		a, err := e.sup.Agent(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.State == client.StateIdle && a.RunID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("role agent is %s (%s) after the team stopped", a.State, a.StateReason)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// When a team run ends its role agents are removed with their workspaces; the transcript
+// keeps what they said. With KeepAgents they stay.
+func TestRoleAgentsRemovedAtEnd(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(map[bool]string{false: "removed", true: "kept"}[keep], func(t *testing.T) {
+			e := newEnv(t)
+			e.keep = keep
+			e.say("ceo", "Instruction: write hello.txt saying hi.")
+			e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
+				proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
+			team := e.run(withCommands, "say hi")
+			a := e.awaiting(team.ID, "programmer", "write_file")
+			if _, err := e.sup.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl"}); err != nil {
+				t.Fatal(err)
+			}
+			r := e.ended(team.ID)
+			if r.Status != client.TeamFinished || r.KeepAgents != keep || r.Agents["programmer"] != a.ID {
+				t.Fatalf("run: %s", dump(r))
+			}
+			var said bool
+			for _, turn := range r.Transcript {
+				said = said || (turn.AgentID == a.ID && turn.Text == "<INFO> wrote hello.txt")
+			}
+			if !said {
+				t.Errorf("the transcript lost the role agent's message:\n%s", outline(r))
+			}
+			// The loop removes them once it has seen the end; Wait waits for the loop.
+			e.stop()
+			if _, err := e.sup.Agent(context.Background(), a.ID); keep != (err == nil) {
+				t.Errorf("keep %v: role agent: %v", keep, err)
+			}
+			_, err := os.Stat(filepath.Join(a.Workspace, "hello.txt"))
+			if keep != (err == nil) {
+				t.Errorf("keep %v: hello.txt: %v", keep, err)
+			}
+		})
+	}
+}
+
+// A run that ended while the daemon died before its agents were removed is cleaned up
+// at the next start.
+func TestEndedRunsAgentsSweptAtStart(t *testing.T) {
+	e := newEnv(t)
+	e.stop()
+	a, err := e.sup.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "tdeadbeef-programmer", Goals: []string{"x"}, Start: new(bool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.st.Tx(context.Background(), func(tx *store.Tx) error {
+		return tx.InsertTeamRun(&store.TeamRun{TeamRun: client.TeamRun{ID: "t-deadbeef", Workflow: "old", Task: "x",
+			Status: client.TeamFinished, State: "a", Agents: map[string]string{"programmer": a.ID}}, Source: withCommands})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	if _, err := e.sup.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("the ended run's agent after a start: %v, want it removed", err)
 	}
 }

@@ -23,14 +23,23 @@
 //     the agent run's id before it waits, and learns of its end from the supervisor's
 //     OnRunEnd (or, after a restart, from the runs table). The engine never executes a
 //     command itself; a command interrupted by a restart is the supervisor's to show
-//     again, so no command runs twice.
+//     again, so no command runs twice. The agent is created with its role's command
+//     list (stored with it), so it is offered only those, plus finish and ask_user.
+//     When the run ends the role agents are removed with their workspaces, unless the
+//     run keeps them (KeepAgents); the transcript keeps what they said.
+//   - Every committed transcript entry is published on the engine's own broker
+//     (events.go); SubscribeTeam streams a run's transcript, then its new entries.
+//   - Model calls read the model, num_ctx and keep-alive at call time
+//     (Options.Settings: the supervisor's live settings), so a reload reaches the next
+//     turn.
 //   - A two-role phase alternates instructor and assistant, instructor first. It ends when
 //     a reply has a line starting <INFO> (the rest is the conclusion, stored into the
 //     phase's variable), at its turn limit, at its state's turn limit, or when a CAMEL
 //     failure mode is seen (camel.go: role flipping, the assistant repeating the
 //     instruction, flake replies, message loops). Each end is recorded with its reason.
 //     With reflect set, a phase that ended without <INFO> asks the model once for the
-//     conclusion from the transcript.
+//     conclusion from the transcript; a reflection that fails or gives none is said in
+//     the phase end's reason.
 //   - A composed phase repeats its phases up to its cycles, checking its until condition
 //     after every sub-phase.
 //   - The run ends finished when a transition leads to "end" (or a state has no next that

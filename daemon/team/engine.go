@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +27,8 @@ type Agents interface {
 	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
 	StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error)
 	Stop(ctx context.Context, ref string) (*client.Agent, error)
+	// DeleteAgent removes a role agent and its workspace when its team run ended.
+	DeleteAgent(ctx context.Context, ref string) error
 	// Commands with ref "" lists the commands a new agent gets.
 	Commands(ctx context.Context, ref string) ([]client.CommandInfo, error)
 }
@@ -38,7 +42,8 @@ type Options struct {
 	Model  string
 	Agents Agents
 	Log    *slog.Logger
-	// NumCtx is the context window of the roles' model calls (default 4096).
+	// NumCtx is the context window of the roles' model calls (default 4096, or the
+	// settings' MaxContext).
 	NumCtx int
 	// KeepAlive is passed to the model server, as the agents' calls do.
 	KeepAlive *time.Duration
@@ -46,6 +51,36 @@ type Options struct {
 	Backoff func(n int) time.Duration
 	// ModelAttempts is how many failed model calls in a row fail the run (default 6).
 	ModelAttempts int
+	// Settings, if set, gives the model, num_ctx (its MaxContext) and keep-alive of
+	// every call, read when the call is made, so a config reload (SIGHUP) reaches the
+	// next turn; the daemon passes Supervisor.Settings. Without it Model, NumCtx and
+	// KeepAlive are fixed. A NumCtx set here caps the settings' MaxContext.
+	Settings func() agent.Settings
+}
+
+// params are the model, num_ctx and keep-alive of a model call made now.
+func (e *Engine) params() (model string, numCtx int, keepAlive *time.Duration) {
+	model, numCtx, keepAlive = e.opt.Model, e.opt.NumCtx, e.opt.KeepAlive
+	if e.opt.Settings != nil {
+		set := e.opt.Settings()
+		if set.Model != "" {
+			model = set.Model
+		}
+		if set.MaxContext > 0 && (numCtx <= 0 || set.MaxContext < numCtx) {
+			numCtx = set.MaxContext
+		}
+		keepAlive = set.KeepAlive
+	}
+	if numCtx <= 0 {
+		numCtx = 4096
+	}
+	return model, numCtx, keepAlive
+}
+
+// request is a chat request to the model in use now.
+func (e *Engine) request(msgs []llm.Message, numPredict int) llm.ChatRequest {
+	model, numCtx, keepAlive := e.params()
+	return llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: keepAlive}
 }
 
 // Engine runs team runs. Lifecycle: New, Start (resumes the runs the store has running),
@@ -54,6 +89,11 @@ type Engine struct {
 	opt Options
 	st  *store.Store
 	log *slog.Logger
+
+	events *agent.Broker // team runs' events (events.go)
+	// cleanMu makes cleanups one at a time, so a stop's cleanup returns only once the
+	// agents are gone with their workspaces, even when the run's loop began removing them.
+	cleanMu sync.Mutex
 
 	mu   sync.Mutex
 	ctx  context.Context
@@ -66,18 +106,18 @@ type live struct {
 	cancel context.CancelFunc
 	wake   chan struct{}
 	agent  string // the role agent whose run the loop waits for
+	// orphans are role agents the loop created but could not record (the run ended
+	// meanwhile): cleaned up with the run's. Only the loop's goroutine touches it.
+	orphans []string
 }
 
 // New returns an Engine; call Start before starting runs.
 func New(opt Options) (*Engine, error) {
-	if opt.Store == nil || opt.LLM == nil || opt.Agents == nil || opt.Model == "" {
-		return nil, errors.New("team: Store, LLM, Agents and Model are required")
+	if opt.Store == nil || opt.LLM == nil || opt.Agents == nil || (opt.Model == "" && opt.Settings == nil) {
+		return nil, errors.New("team: Store, LLM, Agents and Model (or Settings) are required")
 	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
-	}
-	if opt.NumCtx <= 0 {
-		opt.NumCtx = 4096
 	}
 	if opt.Backoff == nil {
 		opt.Backoff = llm.NextBackoff
@@ -85,8 +125,11 @@ func New(opt Options) (*Engine, error) {
 	if opt.ModelAttempts <= 0 {
 		opt.ModelAttempts = 6
 	}
-	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}}, nil
+	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}, events: agent.NewBroker()}, nil
 }
+
+// Events returns the broker of the team runs' events (EventTeam, keyed by team run id).
+func (e *Engine) Events() *agent.Broker { return e.events }
 
 // Start resumes every running team run; they run until ctx ends. A run whose workflow no
 // longer parses fails with the reason.
@@ -101,7 +144,49 @@ func (e *Engine) Start(ctx context.Context) error {
 	for _, r := range runs {
 		e.spawn(r.ID)
 	}
+	e.sweep(ctx)
 	return nil
+}
+
+// cleanup removes the role agents of a team run that ended (and extra ones it created
+// but did not record), unless the run keeps them. Their transcript stays in team_turns.
+// It is idempotent: an agent already gone is skipped.
+func (e *Engine) cleanup(ctx context.Context, id string, extra ...string) {
+	e.cleanMu.Lock()
+	defer e.cleanMu.Unlock()
+	var r *store.TeamRun
+	if err := e.st.View(ctx, func(tx *store.Tx) (err error) { r, err = tx.TeamRun(id); return }); err != nil {
+		return
+	}
+	if r.Status == client.TeamRunning || r.KeepAgents {
+		return
+	}
+	ids := append(slices.Sorted(maps.Values(r.Agents)), extra...)
+	for _, a := range ids {
+		if err := e.opt.Agents.DeleteAgent(ctx, a); err != nil && !errors.Is(err, client.ErrNotFound) {
+			e.log.Warn("team: removing a role agent", "team", id, "agent", a, "err", err)
+		}
+	}
+}
+
+// sweep cleans up after runs that ended while the daemon died before their agents were
+// removed.
+func (e *Engine) sweep(ctx context.Context) {
+	var runs []*store.TeamRun
+	if err := e.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.TeamRuns(false); return }); err != nil {
+		return
+	}
+	for _, r := range runs {
+		if r.Status == client.TeamRunning || r.KeepAgents {
+			continue
+		}
+		for _, a := range r.Agents {
+			if _, err := e.opt.Agents.Agent(ctx, a); err == nil {
+				e.cleanup(ctx, r.ID)
+				break
+			}
+		}
+	}
 }
 
 // Wait blocks until every run's loop has returned (after the Start context ended).
@@ -147,6 +232,8 @@ func (e *Engine) spawn(id string) {
 			cancel()
 		}()
 		e.loop(ctx, id, l)
+		// After a shutdown the run is still running and keeps its agents.
+		e.cleanup(context.WithoutCancel(ctx), id, l.orphans...)
 	}()
 }
 
@@ -211,6 +298,7 @@ func (e *Engine) StartTeam(ctx context.Context, req client.TeamRunRequest) (*cli
 		},
 		Source: req.Workflow, CreatedBy: req.By,
 	}
+	r.KeepAgents = req.KeepAgents
 	for k, v := range wf.Vars {
 		r.Vars[k] = v
 	}
@@ -273,6 +361,8 @@ func (e *Engine) Team(ctx context.Context, ref string) (*client.TeamRun, error) 
 func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, error) {
 	var out *client.TeamRun
 	var waiting string
+	var end client.TeamTurn
+	var ended *store.TeamRun
 	err := e.st.Tx(ctx, func(tx *store.Tx) error {
 		r, err := tx.TeamRun(ref)
 		if errors.Is(err, store.ErrNotFound) {
@@ -284,15 +374,16 @@ func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, err
 			return client.Errorf(client.ErrConflict, "team run %s has ended already (%s)", r.ID, r.Status)
 		}
 		waiting = r.Waiting
-		if err := endTx(tx, r, client.TeamStopped, "stopped by a person"); err != nil {
+		if end, err = endTx(tx, r, client.TeamStopped, "stopped by a person"); err != nil {
 			return err
 		}
-		out = &r.TeamRun
+		out, ended = &r.TeamRun, r
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	e.publish(ended, []client.TeamTurn{end}, "")
 	e.mu.Lock()
 	if l := e.live[out.ID]; l != nil {
 		l.cancel()
@@ -303,24 +394,27 @@ func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, err
 			e.log.Warn("team: stopping the role agent", "team", out.ID, "agent", waiting, "err", err)
 		}
 	}
+	e.cleanup(context.WithoutCancel(ctx), out.ID)
 	return out, nil
 }
 
-// endTx ends r with status and reason and records the end in its transcript.
-func endTx(tx *store.Tx, r *store.TeamRun, status, reason string) error {
+// endTx ends r with status and reason and records the end in its transcript, which
+// it returns.
+func endTx(tx *store.Tx, r *store.TeamRun, status, reason string) (client.TeamTurn, error) {
 	var c cursor
 	_ = json.Unmarshal(r.Cursor, &c)
 	c.Seq++
 	r.Cursor, _ = json.Marshal(c)
 	r.Status, r.Reason, r.Waiting, r.WaitRun = status, reason, "", ""
-	if err := tx.InsertTeamTurn(&store.TeamTurn{TeamRunID: r.ID, TeamTurn: client.TeamTurn{
-		Seq: c.Seq, Kind: client.TurnEnd, State: r.State, Phase: r.Phase, Text: reason, Mode: status}}); err != nil {
-		return err
+	end := &store.TeamTurn{TeamRunID: r.ID, TeamTurn: client.TeamTurn{
+		Seq: c.Seq, Kind: client.TurnEnd, State: r.State, Phase: r.Phase, Text: reason, Mode: status}}
+	if err := tx.InsertTeamTurn(end); err != nil {
+		return client.TeamTurn{}, err
 	}
 	if err := tx.UpdateTeamRun(r); err != nil {
-		return err
+		return client.TeamTurn{}, err
 	}
-	return tx.Audit("", "team_ended", map[string]string{"team": r.ID, "status": status, "reason": reason})
+	return end.TeamTurn, tx.Audit("", "team_ended", map[string]string{"team": r.ID, "status": status, "reason": reason})
 }
 
 // checkCommands refuses roles whose commands this daemon does not offer. MCP tools

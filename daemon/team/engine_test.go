@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	ollama "github.com/ollama/ollama/api"
+
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/ollamatest"
 )
 
 // The two phases of pair.toml: <INFO> ends each; language being set takes the rule
@@ -339,5 +342,68 @@ func TestModelDownFailsTheRun(t *testing.T) {
 	r := e.ended(e.run("pair.toml", "x").ID)
 	if r.Status != client.TeamFailed || !strings.Contains(r.Reason, "the model failed 3 times in a row") {
 		t.Errorf("run: %s", dump(r))
+	}
+}
+
+// A config reload that changes the model reaches the next turn: the engine reads the
+// supervisor's live settings at each call.
+func TestReloadedModelUsedNextTurn(t *testing.T) {
+	e := newEnv(t)
+	e.fake.SetModels(ollamatest.TinyModelName, "other")
+	reloaded := false
+	e.fake.OnChat(func(req *ollama.ChatRequest) (string, error) {
+		out, err := e.reply(req)
+		if !reloaded {
+			reloaded = true
+			set := e.sup.Settings()
+			set.Model = "other"
+			if err := e.sup.Reload(set); err != nil {
+				t.Error(err)
+			}
+		}
+		return out, err
+	})
+	e.say("ceo", "Instruction: pick a language.", "<INFO> main.go")
+	e.say("cto", "<INFO> Go")
+	r := e.ended(e.run("pair.toml", "a word counter").ID)
+	if r.Status != client.TeamFinished || r.Vars["code"] != "main.go" {
+		t.Fatalf("run: %s", dump(r))
+	}
+	var models []string
+	for _, req := range e.fake.Requests() {
+		models = append(models, req.Model)
+	}
+	want := ollamatest.TinyModelName + ",other,other"
+	if got := strings.Join(models, ","); got != want {
+		t.Errorf("models = %s, want %s", got, want)
+	}
+}
+
+// A reflection that fails (the model errs, or its replies are not valid) ends the phase
+// with a reason saying so, not with a silent lack of conclusion.
+func TestReflectionFailureRecorded(t *testing.T) {
+	for name, reflect := range map[string][]string{
+		"model_error":   nil, // nothing queued: the fake answers with an error
+		"invalid_reply": {"not json", "still not json"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			e.say("ceo", "Instruction: pick a language.", "Instruction: any language?")
+			e.say("cto", "Solution: it depends on the platforms.", "Solution: we should ask the customer first.")
+			e.say("reflect", reflect...)
+			r := e.ended(e.run("pair.toml", "x").ID)
+			var end *client.TeamTurn
+			for i, turn := range r.Transcript {
+				if turn.Kind == client.TurnPhaseEnd && turn.Phase == "choose_language" {
+					end = &r.Transcript[i]
+				}
+			}
+			if end == nil || end.Mode != "turn_limit" || !strings.Contains(end.Text, "reflection failed, so no conclusion") {
+				t.Fatalf("phase end: %+v\n%s", end, outline(r))
+			}
+			if r.Vars["language"] != "" {
+				t.Errorf("language = %q", r.Vars["language"])
+			}
+		})
 	}
 }

@@ -37,6 +37,10 @@ type env struct {
 	sup    *agent.Supervisor
 	eng    *Engine
 	cancel context.CancelFunc
+	// wrap, if set before start, is what the engine gets instead of the supervisor.
+	wrap func(*agent.Supervisor) Agents
+	// keep keeps the role agents of the runs run starts after they end.
+	keep bool
 }
 
 func newEnv(t *testing.T) *env {
@@ -68,7 +72,11 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	eng, err = New(Options{Store: e.st, LLM: e.lc, Model: ollamatest.TinyModelName, Agents: sup,
+	var agents Agents = sup
+	if e.wrap != nil {
+		agents = e.wrap(sup)
+	}
+	eng, err = New(Options{Store: e.st, LLM: e.lc, Settings: sup.Settings, Agents: agents,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, ModelAttempts: 3})
 	if err != nil {
 		e.t.Fatal(err)
@@ -158,7 +166,7 @@ func (e *env) run(src, task string) *client.TeamRun {
 		}
 		src = string(b)
 	}
-	r, err := e.eng.StartTeam(context.Background(), client.TeamRunRequest{Workflow: src, File: "test.toml", Task: task})
+	r, err := e.eng.StartTeam(context.Background(), client.TeamRunRequest{Workflow: src, File: "test.toml", Task: task, KeepAgents: e.keep})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -209,8 +209,7 @@ func (e *Engine) Plan(ctx context.Context, task string) (*Planned, error) {
 }
 
 func (e *Engine) generate(ctx context.Context, msgs []llm.Message, schema *commands.Schema, out any) error {
-	_, err := llm.Generate(ctx, e.opt.LLM, llm.ChatRequest{Model: e.opt.Model, Messages: msgs, NumCtx: e.opt.NumCtx,
-		NumPredict: 2048, KeepAlive: e.opt.KeepAlive}, schema, out)
+	_, err := llm.Generate(ctx, e.opt.LLM, e.request(msgs, 2048), schema, out)
 	var inv *llm.InvalidReplyError
 	if errors.As(err, &inv) {
 		return client.Errorf(client.ErrConflict, "the model gave no valid plan: %s", strings.Join(inv.Problems, "; "))

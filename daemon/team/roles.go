@@ -59,8 +59,7 @@ func (e *Engine) chatTurn(ctx context.Context, r *store.TeamRun, wf *Workflow, s
 	if len(hist) == 0 {
 		msgs = append(msgs, llm.Message{Role: "user", Content: "Task: " + r.Vars["task"] + "\nBegin: give your first instruction."})
 	}
-	res, err := e.opt.LLM.Chat(ctx, llm.ChatRequest{Model: e.opt.Model, Messages: msgs, NumCtx: e.opt.NumCtx,
-		NumPredict: replyTokens, KeepAlive: e.opt.KeepAlive})
+	res, err := e.opt.LLM.Chat(ctx, e.request(msgs, replyTokens))
 	if err != nil {
 		return "", modelErr(err)
 	}
@@ -132,8 +131,7 @@ func (e *Engine) choose(ctx context.Context, r *store.TeamRun, wf *Workflow, st 
 	}
 	b.WriteString("\nReply with one JSON object.")
 	var ch choice
-	_, err := llm.Generate(ctx, e.opt.LLM, llm.ChatRequest{Model: e.opt.Model, NumCtx: e.opt.NumCtx, NumPredict: 256,
-		KeepAlive: e.opt.KeepAlive, Messages: []llm.Message{{Role: "user", Content: b.String()}}}, schema, &ch)
+	_, err := llm.Generate(ctx, e.opt.LLM, e.request([]llm.Message{{Role: "user", Content: b.String()}}, 256), schema, &ch)
 	var inv *llm.InvalidReplyError
 	if errors.As(err, &inv) {
 		return options[0], "the model gave no valid choice; took the first next state", nil
@@ -167,8 +165,7 @@ func (e *Engine) reflect(ctx context.Context, r *store.TeamRun, wf *Workflow, st
 	}
 	b.WriteString("\nReply with one JSON object.")
 	var out reflection
-	_, err := llm.Generate(ctx, e.opt.LLM, llm.ChatRequest{Model: e.opt.Model, NumCtx: e.opt.NumCtx, NumPredict: replyTokens,
-		KeepAlive: e.opt.KeepAlive, Messages: []llm.Message{{Role: "user", Content: b.String()}}}, schema, &out)
+	_, err := llm.Generate(ctx, e.opt.LLM, e.request([]llm.Message{{Role: "user", Content: b.String()}}, replyTokens), schema, &out)
 	if err != nil {
 		return "", err
 	}

@@ -83,8 +83,12 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 			return
 		}
 		s, wait, err := e.next(ctx, l, r, wf, c)
+		// A role run that started is recorded even when a stop cancelled ctx meanwhile:
+		// the stop may have read no run to stop, so the step's commit, finding the team
+		// ended, is what stops it. Dropping the step would leave that run going.
+		started := err == nil && s != nil && s.waitRun != ""
 		switch {
-		case ctx.Err() != nil:
+		case ctx.Err() != nil && !started:
 			return
 		case wait:
 			select {
@@ -112,12 +116,24 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 		}
 		failures = 0
 		s.phase = phaseAt(wf, s.c)
-		if err := e.apply(ctx, id, s); err != nil {
-			if errors.Is(err, errEnded) && s.waitRun != "" {
+		actx := ctx
+		if started {
+			actx = context.WithoutCancel(ctx)
+		}
+		if err := e.apply(actx, id, s); err != nil {
+			if errors.Is(err, errEnded) && started {
 				// Stopped while the role's run started: that run is the team's to stop.
-				e.opt.Agents.Stop(context.WithoutCancel(ctx), s.waitAgent)
+				if _, err := e.opt.Agents.Stop(context.WithoutCancel(ctx), s.waitAgent); err != nil && !errors.Is(err, client.ErrConflict) {
+					e.log.Warn("team: stopping the role agent's run", "team", id, "agent", s.waitAgent, "err", err)
+				}
 			}
-			if errors.Is(err, errEnded) || ctx.Err() != nil {
+			if errors.Is(err, errEnded) {
+				for _, a := range s.agents {
+					l.orphans = append(l.orphans, a)
+				}
+				return
+			}
+			if ctx.Err() != nil {
 				return
 			}
 			e.log.Error("team: recording a step", "team", id, "err", err)
@@ -142,10 +158,14 @@ func (e *Engine) fail(ctx context.Context, r *store.TeamRun, reason string) {
 	}
 }
 
-// apply commits s: its turns, variables and cursor, or the run's end.
+// apply commits s: its turns, variables and cursor, or the run's end; then it publishes
+// what it wrote.
 func (e *Engine) apply(ctx context.Context, id string, s *step) error {
-	return e.st.Tx(ctx, func(tx *store.Tx) error {
-		r, err := tx.TeamRun(id)
+	var r *store.TeamRun
+	var turns []client.TeamTurn
+	err := e.st.Tx(ctx, func(tx *store.Tx) (err error) {
+		turns = nil
+		r, err = tx.TeamRun(id)
 		if err != nil {
 			return err
 		}
@@ -162,9 +182,11 @@ func (e *Engine) apply(ctx context.Context, id string, s *step) error {
 		for _, t := range s.turns {
 			c.Seq++
 			t.Seq = c.Seq
-			if err := tx.InsertTeamTurn(&store.TeamTurn{TeamRunID: id, PhaseSeq: old.PhaseSeq, TeamTurn: t}); err != nil {
+			row := &store.TeamTurn{TeamRunID: id, PhaseSeq: old.PhaseSeq, TeamTurn: t}
+			if err := tx.InsertTeamTurn(row); err != nil {
 				return err
 			}
+			turns = append(turns, row.TeamTurn)
 		}
 		for k, v := range s.vars {
 			r.Vars[k] = v
@@ -188,11 +210,17 @@ func (e *Engine) apply(ctx context.Context, id string, s *step) error {
 				s.phase = r.Phase // keep where it ended
 			}
 			r.Phase = s.phase
-			return endTx(tx, r, s.end, s.reason)
+			end, err := endTx(tx, r, s.end, s.reason)
+			turns = append(turns, end)
+			return err
 		}
 		r.Phase = s.phase
 		return tx.UpdateTeamRun(r)
 	})
+	if err == nil {
+		e.publish(r, turns, s.waitAgent)
+	}
+	return err
 }
 
 // next computes the run's next step. wait reports that the run waits for a role agent's
@@ -290,10 +318,10 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 	}
 	if r.WaitRun == "" {
 		if c.Turn >= cur.MaxTurns {
-			return e.endPhase(r, wf, st, ph, cur, c, &step{}, "turn_limit", fmt.Sprintf("reached its %d turns without <INFO>", cur.MaxTurns), e.reflectOrEmpty(ctx, r, wf, st, cur, hist)), false, nil
+			return e.endReflected(ctx, r, wf, st, ph, cur, c, &step{}, "turn_limit", fmt.Sprintf("reached its %d turns without <INFO>", cur.MaxTurns), hist), false, nil
 		}
 		if st.MaxTurns > 0 && c.StateTurns >= st.MaxTurns {
-			return e.endPhase(r, wf, st, ph, cur, c, &step{}, "state_turn_limit", fmt.Sprintf("state %s reached its %d turns", st.Name, st.MaxTurns), e.reflectOrEmpty(ctx, r, wf, st, cur, hist)), false, nil
+			return e.endReflected(ctx, r, wf, st, ph, cur, c, &step{}, "state_turn_limit", fmt.Sprintf("state %s reached its %d turns", st.Name, st.MaxTurns), hist), false, nil
 		}
 	}
 	speaker, other := cur.Instructor, cur.Assistant
@@ -311,7 +339,7 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 		s.clearWait = true
 		msg.AgentID, msg.RunID = r.Waiting, r.WaitRun
 		if !ok {
-			return e.endPhase(r, wf, st, ph, cur, c, s, "no_reply", text, e.reflectOrEmpty(ctx, r, wf, st, cur, hist)), false, nil
+			return e.endReflected(ctx, r, wf, st, ph, cur, c, s, "no_reply", text, hist), false, nil
 		}
 		msg.Text = text
 	} else {
@@ -322,7 +350,7 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 		msg.Text = text
 	}
 	if strings.TrimSpace(msg.Text) == "" {
-		return e.endPhase(r, wf, st, ph, cur, c, s, "no_reply", speaker+" gave an empty reply", e.reflectOrEmpty(ctx, r, wf, st, cur, hist)), false, nil
+		return e.endReflected(ctx, r, wf, st, ph, cur, c, s, "no_reply", speaker+" gave an empty reply", hist), false, nil
 	}
 	s.turns = append(s.turns, msg)
 	s.countTurn = true
@@ -337,7 +365,7 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 	}
 	if f := Detect(tr); f != nil {
 		all := append(hist, msg)
-		return e.endPhase(r, wf, st, ph, cur, c, s, f.Mode, f.Reason, e.reflectOrEmpty(ctx, r, wf, st, cur, all)), false, nil
+		return e.endReflected(ctx, r, wf, st, ph, cur, c, s, f.Mode, f.Reason, all), false, nil
 	}
 	s.c = c
 	return s, false, nil
@@ -389,18 +417,28 @@ func (e *Engine) transition(ctx context.Context, r *store.TeamRun, wf *Workflow,
 	return s, nil
 }
 
-// reflectOrEmpty asks for a phase's conclusion from its transcript when the phase
-// reflects; "" when it does not or the model gives none.
-func (e *Engine) reflectOrEmpty(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, hist []client.TeamTurn) string {
-	if !cur.Reflect || len(hist) == 0 {
-		return ""
+// endReflected ends a phase that reached no <INFO>. With reflect set, the model writes
+// the conclusion from the transcript; a reflection that fails or gives none is said in
+// the phase end's reason, never left as a silent lack of conclusion.
+func (e *Engine) endReflected(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, ph, cur *Phase, c cursor, s *step, mode, reason string, hist []client.TeamTurn) *step {
+	var conclusion string
+	switch {
+	case !cur.Reflect:
+	case len(hist) == 0:
+		reason += "; nothing was said to reflect on"
+	default:
+		var err error
+		switch conclusion, err = e.reflect(ctx, r, wf, st, cur, hist); {
+		case err != nil:
+			e.log.Warn("team: reflection failed", "team", r.ID, "phase", cur.Name, "err", err)
+			reason += "; reflection failed, so no conclusion: " + cut(err.Error(), 300)
+		case conclusion == "":
+			reason += "; reflection gave no conclusion"
+		default:
+			reason += "; the conclusion is the model's reflection on the transcript"
+		}
 	}
-	out, err := e.reflect(ctx, r, wf, st, cur, hist)
-	if err != nil {
-		e.log.Warn("team: reflection failed", "team", r.ID, "phase", cur.Name, "err", err)
-		return ""
-	}
-	return out
+	return e.endPhase(r, wf, st, ph, cur, c, s, mode, reason, conclusion)
 }
 
 // agentTurn runs a turn of a role with commands as a run of its agent. It returns the
@@ -461,7 +499,7 @@ func (e *Engine) roleAgent(ctx context.Context, r *store.TeamRun, role *Role) (*
 	start := false
 	a, err := e.opt.Agents.CreateAgent(ctx, client.CreateAgentRequest{
 		Name: name, Description: fmt.Sprintf("the %s of team run %s (%s): %s", role.Name, r.ID, r.Workflow, role.Description),
-		Start: &start,
+		Start: &start, Commands: role.Commands,
 	})
 	if errors.Is(err, client.ErrConflict) {
 		return e.opt.Agents.Agent(ctx, name)

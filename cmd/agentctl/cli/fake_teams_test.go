@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -95,4 +96,28 @@ func (f *fakeDaemon) teamRoutes(handle func(string, func(*http.Request) (any, er
 		t.Status, t.Reason, t.Waiting = client.TeamStopped, "stopped by a person", ""
 		return t, nil
 	})
+}
+
+// teamEventStream serves a team run's stream as the daemon does: the transcript after
+// ?since, each entry an event, closed after the end entry.
+func (f *fakeDaemon) teamEventStream(w http.ResponseWriter, r *http.Request) {
+	var t *client.TeamRun
+	switch id := r.PathValue("ref"); id {
+	case "t-1", "t-3":
+		t = cannedTeam()
+		t.ID = id
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		json.NewEncoder(w).Encode(client.ErrorResponse{Error: fmt.Sprintf("no team run %q: see `agentctl team ls`", id)})
+		return
+	}
+	since, _ := strconv.Atoi(r.URL.Query().Get("since"))
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	ew := &eventWriter{w: w, r: r}
+	for i := range t.Transcript {
+		if turn := t.Transcript[i]; turn.Seq > since {
+			ew.send(client.Event{Type: client.EventTeam, AgentID: t.ID, Team: &client.TeamEvent{TeamID: t.ID, Status: t.Status, Turn: &turn}})
+		}
+	}
 }

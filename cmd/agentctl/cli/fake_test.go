@@ -186,6 +186,7 @@ func (f *fakeDaemon) routes() http.Handler {
 	mux.HandleFunc("GET /v0/agents/{ref}/events", f.eventStream)
 	f.scheduleRoutes(handle)
 	f.teamRoutes(handle)
+	mux.HandleFunc("GET /v0/teams/{ref}/events", f.teamEventStream)
 	handle("GET /v0/memories", f.memories)
 	handle("POST /v0/memories", f.addMemory)
 	handle("DELETE /v0/memories/{id}", func(r *http.Request) (any, error) {

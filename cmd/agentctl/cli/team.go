@@ -24,16 +24,19 @@ instructor and an assistant take turns until one writes a line starting with <IN
 conclusion, stored into a variable), and states whose next state is chosen by a rule on
 the variables or by the model. Examples ship in examples/teams/.
 
-  agentctl team run FILE TASK [--follow]   check FILE and start a run of it on TASK
+  agentctl team run FILE TASK [--follow] [--keep-agents]
+                                           check FILE and start a run of it on TASK
   agentctl team plan TASK [-o FILE]        let the model propose roles and a plan as a
                                            workflow file (checked and revised once)
   agentctl team ls                         every team run, newest first
   agentctl team show ID                    where a run is, its variables and transcript
   agentctl team stop ID                    stop a run (and the role agent's run it waits for)
 
-Roles with commands are agents of the daemon, named like t3f2a9c1-programmer: their
-proposals wait for your decision like any agent's (agentctl ls, approve, deny); team
-show names the agent a run waits for. Phases end with a recorded reason: <INFO>, a turn limit, or a
+Roles with commands are agents of the daemon, named like t3f2a9c1-programmer, that may
+use only their role's commands (and finish, ask_user): their proposals wait for your
+decision like any agent's (agentctl ls, approve, deny); team show names the agent a run
+waits for. When the run ends they are removed with their workspaces (the transcript
+keeps what they said) unless it was started with --keep-agents. Phases end with a recorded reason: <INFO>, a turn limit, or a
 failure of the role-play (role flipping, a repeated instruction, a flake reply, a
 loop of thanks or of the same message).
 
@@ -67,6 +70,7 @@ const maxWorkflow = 256 << 10
 func (a *app) teamRun(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	follow := fs.Bool("follow", false, "stay and show each turn as it happens, until the run ends")
+	keep := fs.Bool("keep-agents", false, "keep the role agents and their workspaces after the run ends")
 	pos, err := a.parse(fs, args, -1)
 	if err != nil {
 		return err
@@ -87,7 +91,7 @@ func (a *app) teamRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("workflow file: %w", err)
 	}
-	r, err := a.api().StartTeam(ctx, client.TeamRunRequest{Workflow: string(src), File: filepath.Base(file), Task: task, By: os.Getenv("USER")})
+	r, err := a.api().StartTeam(ctx, client.TeamRunRequest{Workflow: string(src), File: filepath.Base(file), Task: task, By: os.Getenv("USER"), KeepAgents: *keep})
 	if err != nil {
 		return err
 	}
@@ -145,20 +149,26 @@ func (a *app) teamPlan(ctx context.Context, args []string) error {
 	return nil
 }
 
-// followTeam prints a team run's transcript as it grows, until the run ends. The daemon
-// holds the transcript, so polling it misses nothing.
+// followTeam prints a team run's transcript as it grows, until the run ends, from the
+// daemon's team event stream (which starts with the transcript so far). A stream that
+// breaks off before the end (the daemon restarted, this follower fell behind) is
+// resumed after the last entry printed, so nothing is missed or printed twice.
 func (a *app) followTeam(ctx context.Context, id string) error {
 	seen, waiting := 0, ""
 	var prev *client.TeamTurn
 	for {
-		r, err := a.api().Team(ctx, id)
-		if err != nil {
-			return err
-		}
-		for i := range r.Transcript {
-			t := &r.Transcript[i]
-			if t.Seq <= seen {
-				continue
+		ended := false
+		err := a.api().TeamEvents(ctx, id, seen, func(ev client.Event) error {
+			if ev.Team == nil {
+				return nil
+			}
+			if w := ev.Team.Waiting; w != "" && w != waiting {
+				waiting = w
+				a.note("waiting for the role agent %s: decide its proposals with agentctl ls / approve / deny", waiting)
+			}
+			t := ev.Team.Turn
+			if t == nil || t.Seq <= seen {
+				return nil
 			}
 			if a.json {
 				if err := a.printJSON(t); err != nil {
@@ -168,19 +178,20 @@ func (a *app) followTeam(ctx context.Context, id string) error {
 				writeTurn(a.stdout, t, prev)
 			}
 			seen, prev = t.Seq, t
-		}
-		if r.Status != client.TeamRunning {
+			ended = t.Kind == client.TurnEnd
 			return nil
-		}
-		if r.Waiting != waiting {
-			waiting = r.Waiting
-			if waiting != "" {
-				a.note("waiting for the role agent %s: decide its proposals with agentctl ls / approve / deny", waiting)
-			}
+		})
+		switch {
+		case ctx.Err() != nil:
+			return nil // the run goes on
+		case err != nil:
+			return err
+		case ended:
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil // the run goes on
+			return nil
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
