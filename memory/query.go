@@ -22,11 +22,17 @@ const maxQueryTerms = 24
 // commonTermMinDocs, is common: it only adds to the score of memories that match a rarer
 // term, it does not find memories by itself (the idea of Lucene's CommonTermsQuery). Its
 // postings are long and its BM25 weight small, and walking them cost most of a search at 1M
-// memories. A query made of common terms only keeps its rarest one as the finder. Small
-// indexes never have common terms. Variables so tests can lower them.
+// memories. A query made of common terms only finds the memories that have its two rarest
+// terms together (one term alone: that term). Small indexes never have common terms.
+// Variables so tests can lower them.
+// allCommonFinders is how many of the rarest terms a query of common terms only requires
+// together.
+const allCommonFinders = 2
+
 var (
+	dropTermFraction          = 0.5 // a term in more of the memories is dropped from queries
 	commonTermFraction        = 0.02
-	commonTermMinDocs  uint64 = 10_000
+	commonTermMinDocs  uint64 = 1_000
 )
 
 // textQuery is the Bleve query for a search: memories matching any rare term (and the
@@ -42,10 +48,17 @@ var (
 type textQuery struct {
 	rare, common []string
 	filter       query.Query // nil: none
+	// all makes the rare terms a conjunction: a memory must have every one of them. Set
+	// when even the rarest term is common (see buildQuery).
+	all bool
 }
 
 func (q *textQuery) Searcher(ctx context.Context, i index.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
-	rare, err := termsQuery(fieldText, q.rare).Searcher(ctx, i, m, options)
+	var finder query.Query = termsQuery(fieldText, q.rare)
+	if q.all {
+		finder = allTermsQuery(fieldText, q.rare)
+	}
+	rare, err := finder.Searcher(ctx, i, m, options)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +101,15 @@ func termsQuery(field string, terms []string) *query.DisjunctionQuery {
 	return d
 }
 
+// allTermsQuery is a conjunction of term queries: memories with every term.
+func allTermsQuery(field string, terms []string) *query.ConjunctionQuery {
+	c := query.NewConjunctionQuery(nil)
+	for _, t := range terms {
+		c.AddQuery(termQuery(field, t))
+	}
+	return c
+}
+
 func termQuery(field, term string) query.Query {
 	tq := query.NewTermQuery(term)
 	tq.SetField(field)
@@ -111,6 +133,22 @@ func buildQuery(ctx context.Context, g *generation, q Query, docs uint64) (query
 	}
 	tq := &textQuery{}
 	cutoff := max(commonTermMinDocs, uint64(commonTermFraction*float64(docs)))
+	// A common term in more than half the memories scores next to nothing (its BM25
+	// weight is about zero) yet costs a walk of its postings: it is left out, like a stop
+	// word, unless the query has nothing else.
+	for len(terms) > 1 && df[terms[len(terms)-1]] > max(uint64(dropTermFraction*float64(docs)), cutoff) {
+		terms = terms[:len(terms)-1]
+	}
+	if df[terms[0]] > cutoff && len(terms) > 1 {
+		// Every term is common: any one of them would find a large part of the index,
+		// to be scored memory by memory, for a ranking that says little. Like Lucene's
+		// CommonTermsQuery, find the memories that have the rarest ones together; the
+		// rest add to their scores as usual.
+		n := min(len(terms), allCommonFinders)
+		tq.rare, tq.common, tq.all = terms[:n], terms[n:], true
+		tq.filter = filterQuery(q)
+		return tq, nil
+	}
 	for i, t := range terms {
 		if i > 0 && df[t] > cutoff {
 			tq.common = append(tq.common, t)

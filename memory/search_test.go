@@ -343,9 +343,33 @@ func TestLongQueryKeepsRarestTerms(t *testing.T) {
 	}
 }
 
+// A term in most memories is dropped from a query (it would score next to nothing), unless
+// it is all the query has.
+func TestTermInMostMemoriesDropped(t *testing.T) {
+	defer func(n uint64) { commonTermMinDocs = n }(commonTermMinDocs)
+	commonTermMinDocs = 0
+	ix := open(t, Options{})
+	var docs []Doc
+	for i := range 9 {
+		docs = append(docs, doc(fmt.Sprint("s", i), "a", KindEpisode, fmt.Sprintf("status report %d", i)))
+	}
+	docs = append(docs, doc("z", "a", KindNote, "zephyr"), doc("zs", "a", KindNote, "zephyr status"))
+	load(t, ix, docs...)
+	hits := find(t, ix, Query{Agent: "a", Text: "status zephyr"})
+	alone := find(t, ix, Query{Agent: "a", Text: "zephyr"})
+	if got := ids(hits); len(got) != 2 || len(alone) != 2 || hits[0].Score != alone[0].Score || hits[1].Score != alone[1].Score {
+		t.Errorf("status zephyr = %+v\nwant the scores of zephyr alone %+v (status is in 10 of 11: dropped)", hits, alone)
+	}
+	if got := find(t, ix, Query{Agent: "a", Text: "status"}); len(got) != 10 {
+		t.Errorf("status alone: %d hits, want all 10", len(got))
+	}
+}
+
 func TestCommonTermsOnlyAddToScores(t *testing.T) {
-	defer func(f float64, n uint64) { commonTermFraction, commonTermMinDocs = f, n }(commonTermFraction, commonTermMinDocs)
-	commonTermFraction, commonTermMinDocs = 0.3, 0
+	defer func(f, d float64, n uint64) {
+		commonTermFraction, dropTermFraction, commonTermMinDocs = f, d, n
+	}(commonTermFraction, dropTermFraction, commonTermMinDocs)
+	commonTermFraction, dropTermFraction, commonTermMinDocs = 0.3, 1, 0
 	ix := open(t, Options{})
 	docs := []Doc{
 		doc("r1", "a", KindNote, "build zeppelin tango"),
@@ -364,6 +388,7 @@ func TestCommonTermsOnlyAddToScores(t *testing.T) {
 		{"rare_term_finds_common_term_adds", Query{Agent: "a", Text: "build zeppelin"}, []string{"r1", "r2"}},
 		{"all_agents_same_ranking", Query{AllAgents: true, Text: "build zeppelin"}, []string{"bob", "r1", "r2"}},
 		{"common_only_query_keeps_its_rarest_term", Query{Agent: "a", Text: "build"}, []string{"r1", "c0", "c1", "c2", "c3", "c4", "c5", "c6"}},
+		{"common_only_query_needs_its_two_rarest_terms_together", Query{Agent: "a", Text: "build done"}, []string{"c0", "c1", "c2", "c3", "c4", "c5", "c6"}},
 	}
 	all := map[string]float64{}
 	for _, h := range find(t, ix, Query{AllAgents: true, Text: "build zeppelin"}) {

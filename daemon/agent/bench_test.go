@@ -336,6 +336,13 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 		if err := sup.rebuildMemory(context.Background()); err != nil {
 			b.Fatal(err)
 		}
+		// The bulk load leaves seconds of segment merging behind; a daemon that has
+		// gathered 100k memories over its life has a settled index. Measure that one.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := mem.Index.Settle(ctx, time.Second); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return sup, a, rec
 }
@@ -521,4 +528,47 @@ func BenchmarkPromptSize(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkContextAssembly measures issue 4's context assembly: the prompt for the next
+// step of an agent with 1,000 episodes behind it and 100,000 memories in the index
+// (directives, commands, goal state, the relevant memories searched in Bleve, the history
+// with its one-line entries), as each step builds it. Between two assemblies the agent
+// records one more episode, as a step does (its memory goes to the index's write batch),
+// so no assembly reuses the last one's reads. Reports the p50 and p99 of one assembly.
+//
+//	go test ./daemon/agent -run '^$' -bench ContextAssembly -benchtime 2000x
+func BenchmarkContextAssembly(b *testing.B) {
+	sup, a, _ := newOverheadSupervisor(b, 1000, 100_000)
+	ctx := context.Background()
+	l := sup.live()
+	var took []time.Duration
+	step := 1000
+	for b.Loop() {
+		b.StopTimer()
+		step++
+		args := json.RawMessage(fmt.Sprintf(`{"path":"notes/%04d.txt"}`, step))
+		p := &client.Proposal{ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Step: step, Command: "read_file", Args: args,
+			Thoughts: client.Thoughts{Reasoning: "notes hold the facts I need", Plan: "read, then summarize"}}
+		err := sup.st.Tx(ctx, func(tx *store.Tx) error {
+			return sup.recordEpisode(tx, a.ID, p, episodeOf(p, "succeeded", fmt.Sprintf("note %d: a line of text", step), ""))
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var sa *store.Agent
+		if err := sup.st.View(ctx, func(tx *store.Tx) (err error) { sa, err = tx.Agent(a.ID); return err }); err != nil {
+			b.Fatal(err)
+		}
+		sa.Step = step
+		b.StartTimer()
+		start := time.Now()
+		_, msgs := sup.prompt(ctx, l, sa, sup.stepOf(sa), l.Model, 8192, nil)
+		took = append(took, time.Since(start))
+		if len(msgs) == 0 {
+			b.Fatal("empty prompt")
+		}
+	}
+	b.ReportMetric(ms(pct(took, .5)), "ms/assembly-p50")
+	b.ReportMetric(ms(pct(took, .99)), "ms/assembly-p99")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -393,16 +394,37 @@ func TestLongLivedAgentStaysInContext(t *testing.T) {
 	}
 }
 
-// seedMemories stores n memories for the agent and indexes them.
+// seedMemories stores n memories for the agent and indexes them. Their words follow a
+// Zipf law over a 20,000-word vocabulary whose head is the agents' everyday words (notes,
+// folder, files, list…), as real memories do: a few words in most of them, a long tail
+// of names and rare words. (A corpus of a handful of words, each in every other memory,
+// would make every search score half the index, which no agent's memory looks like.)
 func seedMemories(tb testing.TB, st *store.Store, ix *memory.Index, agentID string, n int) {
 	tb.Helper()
-	words := strings.Fields("notes folder tidy summary archive invoice meeting budget draft report list files " +
-		"photo recipe garden travel music deadline review contract backup server")
+	vocab := strings.Fields("notes folder tidy summary archive invoice meeting budget draft report list files " +
+		"photo recipe garden travel music deadline review contract backup server the a to of and in is it for on")
+	r := rand.New(rand.NewPCG(7, 42))
+	syl := strings.Fields("ka lo mir ten sa vu rex dal po zin fe qua tor bi nel gos ha jup ri wen")
+	for len(vocab) < 20000 {
+		var w strings.Builder
+		for range 2 + r.IntN(3) {
+			w.WriteString(syl[r.IntN(len(syl))])
+		}
+		vocab = append(vocab, w.String())
+	}
+	zipf := rand.NewZipf(r, 1.07, 2, uint64(len(vocab)-1))
+	text := func(i int) string {
+		words := make([]string, 8+r.IntN(25))
+		for j := range words {
+			words[j] = vocab[zipf.Uint64()]
+		}
+		return fmt.Sprintf("note %d: %s", i, strings.Join(words, " "))
+	}
 	var docs []memory.Doc
 	err := st.Tx(context.Background(), func(tx *store.Tx) error {
 		for i := range n {
 			m := store.Memory{ID: fmt.Sprintf("m-seed-%06d", i), AgentID: agentID, Kind: "note",
-				Text: fmt.Sprintf("note %d: the %s about the %s is in the %s", i, words[i%len(words)], words[(i/7)%len(words)], words[(i/3)%len(words)])}
+				Text: text(i)}
 			if err := tx.InsertMemory(&m); err != nil {
 				return err
 			}
