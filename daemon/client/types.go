@@ -345,6 +345,23 @@ type Status struct {
 	Agents   map[string]int `json:"agents"` // count by state
 	// Bots are the enabled chat bots' connections, by platform; none without bots.
 	Bots []BotStatus `json:"bots,omitempty"`
+	// HTTP is the optional TCP listener ([http]); its zero value is a listener that is off.
+	HTTP HTTPStatus `json:"http"`
+}
+
+// HTTPStatus is the optional TCP listener ([http]) as the daemon bound it.
+type HTTPStatus struct {
+	// Listening is false when [http] listen is unset: nothing but the socket is served.
+	Listening bool `json:"listening"`
+	// Addr is the address actually bound, like "127.0.0.1:7070" (a port 0 in the config
+	// shows here as the one the system chose).
+	Addr string `json:"addr,omitempty"`
+	// Metrics and AgentProtocol tell what it serves: /metrics (no token) and /ap/v1
+	// (bearer token).
+	Metrics       bool `json:"metrics"`
+	AgentProtocol bool `json:"agent_protocol"`
+	// Remote is set when allow_remote let it bind an address other machines can reach.
+	Remote bool `json:"remote,omitempty"`
 }
 
 // BotStatus is one chat bot's connection to its platform.

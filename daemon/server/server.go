@@ -114,6 +114,8 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 			}
 		}()
 	}
+	// The TCP listener as status and doctor see it: filled once it is bound, below.
+	httpL := &httpListener{cfg: cfg.HTTP}
 	overrides := map[string]agent.AgentOverrides{}
 	for name, o := range cfg.Agents {
 		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
@@ -129,7 +131,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: append(healthChecks(cfg, bridge), chatCheck(&liveChat)),
+		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: append(healthChecks(cfg, bridge), chatCheck(&liveChat), httpL.check),
 		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e); teams.RunEnded(e) }, Metrics: mx, AgentBudget: agentBudget(cfg),
 	})
 	if err != nil {
@@ -162,6 +164,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		ln.Close()
 		return err
 	}
+	httpL.bound(tcpLn, httpTok)
 	closeListeners := func() {
 		ln.Close()
 		if tcpLn != nil {
@@ -195,7 +198,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v0/metrics", metricsHandler(mx, sup))
-	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams, bots}, log))
+	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams, bots, httpL}, log))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -269,15 +272,17 @@ type service struct {
 	api.DaemonService
 	api.TeamService
 	bots *liveBots
+	http *httpListener
 }
 
-// Status adds the chat bots' connections to the supervisor's status.
+// Status adds the chat bots' connections and the TCP listener to the supervisor's status.
 func (s service) Status(ctx context.Context) (*client.Status, error) {
 	st, err := s.AgentService.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
 	st.Bots = s.bots.statuses()
+	st.HTTP = s.http.status()
 	return st, nil
 }
 

@@ -17,8 +17,9 @@ var statusCmd = &command{
 	short: "is agentd up, can it reach Ollama, what are agents doing",
 	long: `Status shows the daemon (version, pid, where it keeps its state), the Ollama server it
 uses (address, whether it answers, version, model and its context length) and how many
-agents are in each state, and the chat bots' connections (Slack, Discord). When
-something is wrong it says how to fix it.`,
+agents are in each state, the chat bots' connections (Slack, Discord) and the TCP
+listener ([http]: the address bound, and whether it serves metrics and the Agent
+Protocol, or off). When something is wrong it says how to fix it.`,
 	run: (*app).runStatus,
 }
 
@@ -77,7 +78,30 @@ func writeStatus(w io.Writer, st *client.Status) {
 	for _, b := range st.Bots {
 		fmt.Fprintf(tw, "%s:\t%s\n", b.Platform, botState(b))
 	}
+	fmt.Fprintf(tw, "http:\t%s\n", httpState(st.HTTP))
 	tw.Flush()
+}
+
+// httpState renders the TCP listener: "127.0.0.1:7070 (metrics, agent protocol)" or "off".
+func httpState(h client.HTTPStatus) string {
+	if !h.Listening {
+		return "off"
+	}
+	var serves []string
+	if h.Metrics {
+		serves = append(serves, "metrics")
+	}
+	if h.AgentProtocol {
+		serves = append(serves, "agent protocol")
+	}
+	s := h.Addr
+	if len(serves) > 0 {
+		s += " (" + strings.Join(serves, ", ") + ")"
+	}
+	if h.Remote {
+		s += ", reachable from other machines"
+	}
+	return s
 }
 
 // botState renders a bot's connection: "connected since …", "reconnecting (attempt 3): err".
