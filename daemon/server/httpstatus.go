@@ -102,7 +102,8 @@ func (l *httpListener) tokenCheck() client.Check {
 	c := client.Check{Name: "http token", Status: client.CheckOK}
 	where, fix := "$"+l.cfg.TokenEnv, "set "+l.cfg.TokenEnv+" to the output of `openssl rand -hex 32` and restart agentd"
 	if f := l.cfg.TokenFile; f != "" {
-		where, fix = f, "openssl rand -hex 32 > "+f+" && chmod 600 "+f+", then restart agentd"
+		// umask 077: the new token is never readable by others, not even for a moment.
+		where, fix = f, "(umask 077; openssl rand -hex 32 > "+f+"), then restart agentd"
 		fi, err := os.Stat(f)
 		if err != nil {
 			c.Status, c.Detail, c.Fix = client.CheckFail, "cannot read the token file: "+err.Error(), fix

@@ -21,7 +21,9 @@ var doctorCmd = &command{
 the daemon itself, the Ollama server (reachable, its version), the model (on the server,
 its context length), the smart model if one is set, the SQLite store's integrity, free
 disk space where the state lives, that new workspaces can be made, and every configured
-integration (the shell sandbox, each MCP server). Each finding is ok, warn or fail; a
+integration (the shell sandbox, each MCP server, the chat bots' connections, the TCP
+listener: that it answers, whether other machines reach it, that its token file is
+private and the token long enough). Each finding is ok, warn or fail; a
 problem comes with the command or setting that fixes it.
 
 The exit code is 1 when any check fails, so scripts and monitoring can use it.`,

@@ -161,6 +161,9 @@ func (f *fakeDaemon) routes() http.Handler {
 			{Name: "model", Status: client.CheckFail, Detail: "qwen2.5:3b is not on the server", Fix: "ollama pull qwen2.5:3b"},
 			{Name: "store", Status: client.CheckOK, Detail: "/var/lib/agentd/agentd.db: integrity ok"},
 			{Name: "disk", Status: client.CheckWarn, Detail: "812.0 MiB free where /var/lib/agentd is", Fix: "free space on that file system"},
+			{Name: "http", Status: client.CheckOK, Detail: "listening on 127.0.0.1:7070 (metrics, agent protocol)"},
+			{Name: "http token", Status: client.CheckFail, Detail: "/etc/agentd/http.token has mode 0644: others on this machine can read the token that steers your agents",
+				Fix: "chmod 600 /etc/agentd/http.token"},
 		}}, nil
 	})
 	handle("POST /v0/reload", func(*http.Request) (any, error) {
