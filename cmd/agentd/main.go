@@ -79,10 +79,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 		}
 	}
 	// load reads the file and applies the flags over it: at start and on every reload.
+	// warns are the last load's warnings: settings that do nothing as written.
+	var warns []config.Problem
 	load := func() (*config.Config, error) {
 		// With the daemon's own checks (command and component names), so that
 		// --check-config and a reload find what a start would refuse.
-		cfg, err := config.LoadWith(path, server.CheckConfig)
+		cfg, w, err := config.LoadChecked(path, server.CheckConfig)
+		warns = w
 		if err != nil {
 			return nil, err
 		}
@@ -97,6 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 	cfg, err := load()
 	if err != nil {
 		fmt.Fprintf(stderr, "agentd: %v\n", err)
+		printWarnings(stderr, warns)
 		return 1
 	}
 	if *check {
@@ -104,12 +108,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 		if where == "" {
 			where = "(defaults, no config file)"
 		}
-		fmt.Fprintf(stdout, "%s: ok\n", where)
+		switch len(warns) {
+		case 0:
+			fmt.Fprintf(stdout, "%s: ok\n", where)
+		case 1:
+			fmt.Fprintf(stdout, "%s: ok, 1 warning\n", where)
+		default:
+			fmt.Fprintf(stdout, "%s: ok, %d warnings\n", where, len(warns))
+		}
+		printWarnings(stderr, warns)
 		return 0
 	}
 	level := new(slog.LevelVar)
 	level.Set(cfg.Log.SlogLevel())
 	log := cfg.Log.LoggerWithLevel(stderr, level)
+	for _, w := range warns {
+		log.Warn("config: "+w.String(), "file", path)
+	}
 	// Under systemd (Type=notify) the unit is active once the socket accepts connections,
 	// so units ordered after agentd can use agentctl at once. Outside systemd these are no-ops.
 	notify := func(state string) { sd.SdNotify(false, state) }
@@ -123,4 +138,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 		return 1
 	}
 	return 0
+}
+
+// printWarnings lists the config's warnings, each at its line, after the result.
+func printWarnings(w io.Writer, warns []config.Problem) {
+	for _, p := range warns {
+		fmt.Fprintf(w, "agentd: warning: %s\n", p)
+	}
 }

@@ -68,3 +68,22 @@ func (h HTTPConfig) problems(bad func(key, format string, args ...any)) {
 		bad("http.token_file", "%q is not an absolute path", h.TokenFile)
 	}
 }
+
+// warnings are [http] settings that are valid but do nothing as written: the Agent
+// Protocol with no listener to serve it, allow_remote on a loopback address.
+func (h HTTPConfig) warnings(warn func(key, format string, args ...any)) {
+	if h.AgentProtocol && h.Listen == "" {
+		warn("http.agent_protocol", "nothing serves the Agent Protocol: the listener is off; set listen = %q in [http]", "127.0.0.1:7070")
+	}
+	if !h.AllowRemote {
+		return
+	}
+	host, _, err := net.SplitHostPort(h.Listen)
+	switch {
+	case h.Listen == "":
+		warn("http.allow_remote", "has no effect: the listener is off (listen is not set)")
+	case err == nil && isLoopback(host):
+		warn("http.allow_remote", "has no effect: listen %q is a loopback address, which other machines cannot reach; "+
+			"remove allow_remote, or listen on the address they should use", h.Listen)
+	}
+}

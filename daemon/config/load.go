@@ -70,13 +70,21 @@ type Checker func(*Config) []Problem
 // LoadWith is Load with check's problems reported beside the file's own, each at its
 // key's line; a key that did not decode gets its decoding problem alone. nil checks nothing more.
 func LoadWith(path string, check Checker) (*Config, error) {
+	c, _, err := LoadChecked(path, check)
+	return c, err
+}
+
+// LoadChecked is LoadWith that also returns the warnings: settings that are valid but,
+// as written, do nothing (Config.Warnings), each at its key's line. They never make the
+// config fail, and they come with the problems too, so one --check-config shows both.
+func LoadChecked(path string, check Checker) (*Config, []Problem, error) {
 	c := Default()
 	var probs []Problem
 	lines := map[string]int{}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("config: %w", err)
+			return nil, nil, fmt.Errorf("config: %w", err)
 		}
 		probs, lines = c.decode(string(data))
 	}
@@ -94,11 +102,19 @@ func LoadWith(path string, check Checker) (*Config, error) {
 			probs = append(probs, p)
 		}
 	}
+	var warns []Problem
+	for _, w := range c.Warnings() {
+		if !failed[w.Key] {
+			w.Line = lines[w.Key]
+			warns = append(warns, w)
+		}
+	}
+	sort.SliceStable(warns, func(i, j int) bool { return lineOrder(warns[i]) < lineOrder(warns[j]) })
 	if len(probs) > 0 {
 		sort.SliceStable(probs, func(i, j int) bool { return lineOrder(probs[i]) < lineOrder(probs[j]) })
-		return nil, &Error{Path: path, Problems: probs}
+		return nil, warns, &Error{Path: path, Problems: probs}
 	}
-	return c, nil
+	return c, warns, nil
 }
 
 // lineOrder sorts problems by line, those without one last.
