@@ -102,8 +102,13 @@ func (r *runner) chargeCut(ctx context.Context) {
 
 // budgetView is a's budget as the API shows it.
 func (s *Supervisor) budgetView(a *store.Agent) *client.Budget {
-	b := s.agentBudget(a)
-	out := &client.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}
+	out := s.agentBudget(a).view()
+	return &out
+}
+
+// view is b as the API shows it.
+func (b Budget) view() client.Budget {
+	out := client.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}
 	if b.MaxWall > 0 {
 		out.MaxTime = b.MaxWall.String()
 	}
@@ -114,12 +119,14 @@ func (s *Supervisor) budgetView(a *store.Agent) *client.Budget {
 // before a step, with no proposal open.
 func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 	var v *client.Agent
+	var ex *client.BudgetExhausted
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(r.id)
 		if err != nil || !active(a.State) {
 			return err
 		}
+		ex = &client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: budget, RunID: a.RunID, Budget: *r.s.budgetView(a)}
 		a.State, a.StateReason = client.StatePaused, agentBudgetReason+why
 		tx.Audit(a.ID, "agent_budget_exhausted", map[string]string{"run": a.RunID, "budget": budget, "reason": why})
 		if err := tx.UpdateAgent(a); err != nil {
@@ -129,7 +136,7 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 		return err
 	})
 	if err == nil && v != nil {
-		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v, Message: v.StateReason})
+		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v, Message: v.StateReason, Exhausted: ex})
 	}
 	r.mu.Unlock()
 	if err != nil {

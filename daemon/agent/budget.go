@@ -143,6 +143,10 @@ func (s *Supervisor) loadBudgets(ctx context.Context) error {
 // goes idle.
 func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 	var v *client.Agent
+	ex := &client.BudgetExhausted{Scope: client.BudgetScopeRun, Kind: budget, RunID: runID}
+	if rb := r.s.budgetOf(runID); rb != nil { // dropped only once the end is published
+		ex.Budget = rb.Budget.view()
+	}
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(r.id)
@@ -183,8 +187,8 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 		return nil
 	})
 	if err == nil && v != nil {
-		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
-		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: r.id, Agent: v, Message: v.StateReason})
+		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v, Exhausted: ex})
+		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: r.id, Agent: v, Message: v.StateReason, Exhausted: ex})
 	}
 	r.mu.Unlock()
 	if err != nil {

@@ -273,6 +273,28 @@ type Event struct {
 	// Team is set on EventTeam, the events of a team run's stream (its AgentID is then
 	// the team run's id).
 	Team *TeamEvent `json:"team,omitempty"`
+	// Exhausted is set on the state and finish events of an agent a budget stopped: it
+	// says which budget, so a front end can show "paused: over its token budget" without
+	// reading the reason's words.
+	Exhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
+}
+
+// Scopes of a BudgetExhausted.
+const (
+	BudgetScopeAgent = "agent" // the agent's own budget, over all its runs: it is paused
+	BudgetScopeRun   = "run"   // the run's budget: the run ended, the agent is idle
+)
+
+// BudgetExhausted is the budget that stopped an agent.
+type BudgetExhausted struct {
+	// Scope is BudgetScopeAgent or BudgetScopeRun.
+	Scope string `json:"scope"`
+	// Kind is the bound reached: steps, tokens or time.
+	Kind string `json:"kind"`
+	// RunID is the run that was going on (for a run's budget, the run it ended).
+	RunID string `json:"run_id,omitempty"`
+	// Budget is the whole budget in force, the reached bound among its fields.
+	Budget Budget `json:"budget"`
 }
 
 // CreateAgentRequest creates an agent: either from a free-text Task (the model writes the

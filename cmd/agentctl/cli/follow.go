@@ -77,12 +77,13 @@ type follower struct {
 	name       string
 	state      client.AgentState
 	reason     string
-	lastState  string           // the last state line printed
-	pending    *client.Proposal // the proposal a line from stdin decides on
-	question   *client.Question // the question a line from stdin answers
-	shown      map[string]bool  // proposals rendered
-	closed     map[string]bool  // proposals decided or done
-	asked      map[string]bool  // questions rendered
+	exhausted  *client.BudgetExhausted // the budget that stopped the agent, from the last state event
+	lastState  string                  // the last state line printed
+	pending    *client.Proposal        // the proposal a line from stdin decides on
+	question   *client.Question        // the question a line from stdin answers
+	shown      map[string]bool         // proposals rendered
+	closed     map[string]bool         // proposals decided or done
+	asked      map[string]bool         // questions rendered
 	lastSeq    int64
 	stdinOpen  bool
 	promptOpen bool

@@ -37,6 +37,7 @@ func (f *follower) handle(ev client.Event) error {
 	}
 	switch ev.Type {
 	case client.EventState:
+		f.exhausted = ev.Exhausted
 		f.sync(ev.Agent, ev.Time)
 		if f.state == client.StateFailed && !f.stay {
 			return &endFollow{fmt.Errorf("agent %s failed: %s", f.name, f.reason)}
@@ -116,8 +117,37 @@ func (f *follower) sync(ag *client.Agent, t time.Time) {
 	f.lastState = line
 	f.printf("%sstate: %s\n", stamp(t), line)
 	if ag.State == client.StatePaused {
-		f.notef("(resume it with: agentctl resume %s)", refOf(ag))
+		if ex := f.exhausted; ex != nil && ex.Scope == client.BudgetScopeAgent {
+			// resume refuses an agent over its budget: raising the budget resumes it.
+			f.notef("(over its %s budget: raise it with agentctl budget %s %s, and it goes on)", budgetNoun(ex.Kind), refOf(ag), budgetFlag(ex.Kind))
+		} else {
+			f.notef("(resume it with: agentctl resume %s)", refOf(ag))
+		}
 	}
+}
+
+// budgetNoun and budgetFlag name a budget kind (steps, tokens, time) in a note and as
+// the agentctl budget flag that raises it.
+func budgetNoun(kind string) string {
+	switch kind {
+	case "steps":
+		return "step"
+	case "tokens":
+		return "token"
+	}
+	return kind
+}
+
+func budgetFlag(kind string) string {
+	switch kind {
+	case "steps":
+		return "--max-steps N"
+	case "tokens":
+		return "--max-tokens N"
+	case "time":
+		return "--max-time D"
+	}
+	return "--max-steps N | --max-tokens N | --max-time D"
 }
 
 func (f *follower) showProposal(p *client.Proposal, t time.Time) {

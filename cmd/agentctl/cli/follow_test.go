@@ -248,3 +248,37 @@ func TestStatusSaysHowToFixOllama(t *testing.T) {
 		t.Errorf("model missing: got %v", r)
 	}
 }
+
+// TestFollowSaysHowToRaiseABudget: an agent paused by its own budget is not resumed by
+// agentctl resume; follow names the budget and the flag that raises it instead.
+func TestFollowSaysHowToRaiseABudget(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		exhausted *client.BudgetExhausted
+		want      string
+	}{
+		{"agent_tokens", &client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: "tokens", Budget: client.Budget{MaxTokens: 5000}},
+			"(over its token budget: raise it with agentctl budget walker --max-tokens N, and it goes on)"},
+		{"agent_time", &client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: "time", Budget: client.Budget{MaxTime: "1h0m0s"}},
+			"(over its time budget: raise it with agentctl budget walker --max-time D, and it goes on)"},
+		{"paused_by_a_person", nil, "(resume it with: agentctl resume walker)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeDaemon(t)
+			f.events = func(w *eventWriter, r *http.Request, conn int) {
+				w.send(client.Event{Seq: 1, Type: client.EventState, AgentID: "a-4", Exhausted: tt.exhausted, Agent: &client.Agent{
+					ID: "a-4", Name: "walker", State: client.StatePaused, StateReason: "agent budget exhausted: it used 5012 model tokens"}})
+				w.send(client.Event{Seq: 2, Type: client.EventFinish, AgentID: "a-4", Message: "stopped by a person"})
+			}
+			r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
+			if r.code != 0 || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("got %v, want stderr saying %q", r, tt.want)
+			}
+			if tt.exhausted != nil && strings.Contains(r.stderr, "agentctl resume") {
+				t.Errorf("follow suggests resume, which refuses an agent over its budget:\n%s", r.stderr)
+			}
+		})
+	}
+}

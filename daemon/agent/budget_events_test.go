@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// exhaustedEvent reads events until the agent's event of type typ that says a budget
+// stopped it, and returns it; any other event of that type for the agent first fails.
+func exhaustedEvent(t *testing.T, events <-chan client.Event, agentID string, typ client.EventType, state client.AgentState) client.Event {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-events:
+			if e.AgentID != agentID || e.Type != typ || e.Agent == nil || e.Agent.State != state {
+				continue
+			}
+			if e.Exhausted == nil {
+				t.Fatalf("%s event for %s without budget_exhausted: %+v", typ, state, e)
+			}
+			return e
+		case <-timeout:
+			t.Fatalf("no %s event for %s", typ, state)
+			return client.Event{}
+		}
+	}
+}
+
+// TestAgentBudgetPauseEvent: the state event of an agent its own budget paused says
+// which budget and its bound, so a front end can show "paused: over its token budget".
+func TestAgentBudgetPauseEvent(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxTokens: 1, MaxWall: time.Hour} })
+	listForever(h)
+	events, cancel, err := h.sup.Subscribe("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	a := autoAgent(h, 10)
+	e := exhaustedEvent(t, events, a.ID, client.EventState, client.StatePaused)
+	want := client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: "tokens", RunID: a.RunID,
+		Budget: client.Budget{MaxTokens: 1, MaxTime: "1h0m0s"}}
+	if *e.Exhausted != want {
+		t.Errorf("budget_exhausted = %+v, want %+v", *e.Exhausted, want)
+	}
+	if e.Message != e.Agent.StateReason || e.Message == "" {
+		t.Errorf("message %q, reason %q: want the reason", e.Message, e.Agent.StateReason)
+	}
+}
+
+// TestRunBudgetEndEvents: the state and finish events of a run its budget ended name
+// the run's budget, not the agent's.
+func TestRunBudgetEndEvents(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxSteps: 100} })
+	listForever(h)
+	events, cancel, err := h.sup.Subscribe("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	a, err := h.sup.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "capped", Description: "d", Task: "look around",
+		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}, Budget: &client.Budget{MaxSteps: 2, MaxTime: "1h"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := client.BudgetExhausted{Scope: client.BudgetScopeRun, Kind: "steps", RunID: a.RunID,
+		Budget: client.Budget{MaxSteps: 2, MaxTime: "1h0m0s"}}
+	for _, typ := range []client.EventType{client.EventState, client.EventFinish} {
+		e := exhaustedEvent(t, events, a.ID, typ, client.StateIdle)
+		if *e.Exhausted != want {
+			t.Errorf("%s: budget_exhausted = %+v, want %+v", typ, *e.Exhausted, want)
+		}
+	}
+}
