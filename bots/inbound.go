@@ -58,6 +58,17 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 			r.reply(ctx, ep, in, b)
 			return
 		}
+		if tb, ok := r.opt.Bindings.(teamBindings); ok {
+			t, err := tb.TeamBindingByThread(ctx, in.Platform, in.Where.Channel, in.Where.Thread)
+			if err != nil {
+				r.log.Error("bots: reading team binding", "err", err)
+				return
+			}
+			if t != nil {
+				r.teamReply(ctx, ep, in, t)
+				return
+			}
+		}
 	}
 	if !in.Mention && !in.Where.DM {
 		return // chatter in a served channel
@@ -293,7 +304,7 @@ func (r *Relay) refAgent(ctx context.Context, platform string, w Where, ref Ref)
 		r.log.Error("bots: reading chat binding", "err", err)
 	}
 	if b == nil {
-		return ""
+		return r.teamAgentFor(ctx, platform, w, ref.ProposalID)
 	}
 	return b.AgentID
 }
@@ -320,7 +331,7 @@ func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User
 	}
 }
 
-// OnCommand runs a slash command (/agent run|status|list|stop|pause|resume|schedule) and returns
+// OnCommand runs a slash command (/agent run|status|list|stop|pause|resume|schedule|team) and returns
 // the text shown to the person who typed it.
 func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User, text string) string {
 	ep := r.endpoint(platform)
@@ -357,7 +368,7 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 			if err != nil {
 				return err.Error()
 			}
-			return statusText(agents)
+			return statusText(agents) + r.runningTeamsText(ctx)
 		}
 		a, err := r.opt.Service.Agent(ctx, rest)
 		if err != nil {
@@ -384,8 +395,10 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 		return fmt.Sprintf("Agent %s is %s.", a.Name, a.State)
 	case "schedule", "schedules":
 		return r.scheduleCommand(ctx, ep, w, u, rest)
+	case "team":
+		return r.teamCommand(ctx, ep, w, u, rest)
 	}
-	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME"
+	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME | team [FILE TASK]"
 }
 
 func listText(agents []client.Agent) string {

@@ -47,8 +47,14 @@ type Relay struct {
 	agents    map[string]agentInfo                 // unbound agents' names and parents (helpers)
 	posted    map[string]int64                     // proposal → order of its post (or its question's), while it waits
 	postSeq   int64
-	timers    map[string]*time.Timer // expiry timers by proposal
-	schedules Schedules              // for /agent schedule; nil without
+	timers    map[string]*time.Timer                   // expiry timers by proposal
+	schedules Schedules                                // for /agent schedule; nil without
+	teams     Teams                                    // for /agent team; nil without
+	teamBound map[string]map[string]*store.TeamBinding // team run → platform → binding
+	roles     map[string]teamRole                      // role agent → its team run and role
+	following map[string]bool                          // team runs whose events are followed
+	runCtx    context.Context                          // Run's, for the team followers
+	followWG  sync.WaitGroup
 	ready     chan struct{}
 
 	// qmu orders a question's post (the message stored) against its answer (the message
@@ -78,6 +84,7 @@ func New(opt Options) *Relay {
 		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
 		bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
 		states: map[string]string{}, agents: map[string]agentInfo{}, posted: map[string]int64{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
+		teamBound: map[string]map[string]*store.TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{},
 		out: newOutbox(opt.Log, opt.OutboxSize, opt.GiveUp, opt.RetryBackoff),
 	}
 }
@@ -101,6 +108,10 @@ func (r *Relay) Ready() <-chan struct{} { return r.ready }
 func (r *Relay) Run(ctx context.Context) error {
 	r.out.start(ctx)
 	defer r.out.wait()
+	r.mu.Lock()
+	r.runCtx = ctx
+	r.mu.Unlock()
+	defer r.followWG.Wait() // before the outbox stops: followers post through it
 	var since int64
 	first := true
 	for ctx.Err() == nil {
@@ -114,6 +125,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			// After subscribing, so that a proposal made meanwhile is posted once either way.
 			r.loadBindings(ctx)
 			r.resync(ctx)
+			r.loadTeams(ctx)
 			first = false
 			r.readyOne.Do(func() { close(r.ready) })
 		}
@@ -184,6 +196,9 @@ func (r *Relay) targets(agentID string) []target {
 	defer r.mu.Unlock()
 	var out []target
 	id, label := r.boundAncestor(agentID)
+	if _, ok := r.bound[id]; !ok {
+		return r.teamTargets(agentID) // a team's role agent posts in its team's thread
+	}
 	for platform, b := range r.bound[id] {
 		if ep, ok := r.adapters[platform]; ok {
 			out = append(out, target{ep: ep, b: b, label: label})
@@ -253,14 +268,19 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 		}
 	case client.EventFinish:
 		r.closeOpen(ctx, ev.AgentID, "The run ended before a decision.")
-		r.note(ctx, ev.AgentID, "🏁 "+finishText(ev))
+		if _, ok := r.roleOf(ev.AgentID); !ok { // a role's finish is its team turn, posted as such
+			r.note(ctx, ev.AgentID, "🏁 "+finishText(ev))
+		}
 	case client.EventState:
 		if ev.Agent != nil {
 			r.stateChanged(ctx, ev.Agent)
 		}
 	case client.EventRemoved:
-		r.note(ctx, ev.AgentID, "🗑 The agent was removed.")
+		if _, ok := r.roleOf(ev.AgentID); !ok { // role agents go when their team ends
+			r.note(ctx, ev.AgentID, "🗑 The agent was removed.")
+		}
 		r.mu.Lock()
+		delete(r.roles, ev.AgentID)
 		delete(r.bound, ev.AgentID)
 		delete(r.states, ev.AgentID)
 		delete(r.agents, ev.AgentID)

@@ -27,6 +27,7 @@ func (r *Relay) learn(ctx context.Context, ev client.Event) {
 		r.mu.Lock()
 		r.agents[ev.AgentID] = agentInfo{name: ev.Agent.Name, parent: ev.Agent.ParentID}
 		r.mu.Unlock()
+		r.learnRole(ctx, ev.AgentID, ev.Agent.Name)
 		return
 	}
 	if ev.AgentID == "" || ev.Type == client.EventRemoved {
@@ -46,6 +47,7 @@ func (r *Relay) learn(ctx context.Context, ev client.Event) {
 	r.mu.Lock()
 	r.agents[a.ID] = agentInfo{name: a.Name, parent: a.ParentID}
 	r.mu.Unlock()
+	r.learnRole(ctx, a.ID, a.Name)
 }
 
 // boundAncestor returns the nearest agent, agentID itself or a parent, that has a

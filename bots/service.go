@@ -82,3 +82,34 @@ func (s storeBindings) Message(ctx context.Context, proposalID, platform, kind s
 	}
 	return m, err
 }
+
+func (s storeBindings) BindTeam(ctx context.Context, b store.TeamBinding) error {
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.BindTeam(&b) })
+}
+
+func (s storeBindings) TeamBindingByThread(ctx context.Context, platform, channel, thread string) (*store.TeamBinding, error) {
+	var b *store.TeamBinding
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		b, err = tx.TeamBindingByThread(platform, channel, thread)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
+}
+
+func (s storeBindings) TeamBindings(ctx context.Context) ([]*store.TeamBinding, error) {
+	var out []*store.TeamBinding
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		out, err = tx.TeamBindings()
+		return err
+	})
+	return out, err
+}
+
+func (s storeBindings) SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error {
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetTeamSeq(teamID, platform, seq) })
+}

@@ -20,6 +20,8 @@ const (
 	SubResume = "resume"
 	// SubSchedule lists schedules or fires one now (action ls|run, name).
 	SubSchedule = "schedule"
+	// SubTeam starts a team run of a workflow (file, task), or lists the workflows.
+	SubTeam = "team"
 )
 
 // maxTask bounds a task typed into /agent run (Discord allows up to 6,000 in a string option).
@@ -53,6 +55,11 @@ func Commands() []*discordgo.ApplicationCommand {
 						{Name: "ls", Value: "ls"}, {Name: "run", Value: "run"}}},
 				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "name",
 					Description: "Schedule name (for run)", MaxLength: 100}),
+			sub(SubTeam, "Start a team run of a workflow in a new thread; alone, list the workflows",
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "file",
+					Description: "Workflow name from the teams directory, or the file's absolute path", MaxLength: 500},
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "task",
+					Description: "What the team should do", MaxLength: maxTask}),
 		},
 	}}
 }
@@ -65,6 +72,8 @@ type SlashCommand struct {
 	// Action and Name are schedule's: ls, or run NAME.
 	Action string
 	Name   string
+	// File is team's workflow (with Task); both empty list the workflows.
+	File string
 }
 
 // ParseSlash reads an /agent invocation strictly: the command name, exactly one known
@@ -103,5 +112,8 @@ func ParseSlash(d discordgo.ApplicationCommandInteractionData) (SlashCommand, er
 			return SlashCommand{}, fmt.Errorf("discord: /%s %s: %s is required", CommandName, sub.Name, do.Name)
 		}
 	}
-	return SlashCommand{Sub: sub.Name, Agent: got["agent"], Task: got["task"], Action: got["action"], Name: got["name"]}, nil
+	if sub.Name == SubTeam && (got["file"] == "") != (got["task"] == "") {
+		return SlashCommand{}, fmt.Errorf("discord: /%s %s: give both file and task to start a team, or neither to list the workflows", CommandName, SubTeam)
+	}
+	return SlashCommand{Sub: sub.Name, Agent: got["agent"], Task: got["task"], Action: got["action"], Name: got["name"], File: got["file"]}, nil
 }

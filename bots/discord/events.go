@@ -153,6 +153,8 @@ func (b *Bot) onCommand(ctx context.Context, r *responder, w bots.Where, u bots.
 		text += " " + cmd.Task
 	case SubSchedule:
 		text += " " + cmd.Action + " " + cmd.Name
+	case SubTeam:
+		text += " " + cmd.File + " " + cmd.Task
 	default:
 		text += " " + cmd.Agent
 	}

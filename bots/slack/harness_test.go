@@ -24,6 +24,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/team"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -83,6 +84,11 @@ type env struct {
 
 	// runEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
 	runEnded atomic.Pointer[func(agent.RunEnd)]
+	// teamsDir, when set, starts a team engine the relay runs /agent team with, finding
+	// workflows there; onChat, when set, answers the model calls it takes (the roles').
+	teamsDir string
+	onChat   func(req *api.ChatRequest) (string, bool)
+	eng      *team.Engine
 
 	mu      sync.Mutex
 	replies []string
@@ -141,6 +147,11 @@ func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
 // chat answers the agent's model calls: profiles on their own, steps from e.replies,
 // and finish when the script is empty.
 func (e *env) chat(req *api.ChatRequest) (string, error) {
+	if e.onChat != nil {
+		if s, ok := e.onChat(req); ok {
+			return s, nil
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
@@ -200,6 +211,7 @@ func (e *env) start(t testing.TB) {
 		}
 		mem.Index = e.ix
 	}
+	var eng *team.Engine
 	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir, Memory: mem,
 		Commands: append([]string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"}, e.commands...),
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
@@ -207,9 +219,18 @@ func (e *env) start(t testing.TB) {
 			if f := e.runEnded.Load(); f != nil {
 				(*f)(end)
 			}
+			if eng != nil {
+				eng.RunEnded(end)
+			}
 		}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if e.teamsDir != "" {
+		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.Settings,
+			Backoff: func(int) time.Duration { return 20 * time.Millisecond }}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := sup.Start(ctx); err != nil {
@@ -218,6 +239,9 @@ func (e *env) start(t testing.TB) {
 	opt := e.opt
 	opt.Service, opt.Bindings, opt.Log = sup, bots.StoreBindings(st), log
 	relay := bots.New(opt)
+	if eng != nil {
+		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})
+	}
 	bot, err := New(Options{BotToken: e.slack.BotToken, AppToken: e.slack.AppToken, APIURL: e.slack.APIURL(), Relay: relay, Log: log,
 		PingInterval: 2 * time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond },
 		OnConnection: func(up bool) { e.connMu.Lock(); e.conns = append(e.conns, up); e.connMu.Unlock() }})
@@ -230,11 +254,16 @@ func (e *env) start(t testing.TB) {
 		DM:        true,
 		Approvers: bots.Access{Users: []string{approver, approver2}, Groups: []string{"SOPS"}},
 	})
-	e.st, e.sup, e.relay, e.bot, e.cancel = st, sup, relay, bot, cancel
+	e.st, e.sup, e.relay, e.bot, e.cancel, e.eng = st, sup, relay, bot, cancel, eng
 	e.done.Add(2)
 	go func() { defer e.done.Done(); relay.Run(ctx) }()
 	go func() { defer e.done.Done(); bot.Run(ctx) }()
 	<-relay.Ready()
+	if eng != nil {
+		if err := eng.Start(ctx); err != nil { // after the supervisor, as the daemon does
+			t.Fatal(err)
+		}
+	}
 	if !e.slack.Wait(5*time.Second, func(v fakeslack.View) bool { return v.Connected() }) {
 		t.Fatal("the bot never connected to the fake")
 	}
@@ -246,6 +275,9 @@ func (e *env) stop() {
 	}
 	e.cancel()
 	e.done.Wait()
+	if e.eng != nil {
+		e.eng.Wait()
+	}
 	e.sup.Wait()
 	e.st.Close()
 	if e.ix != nil {

@@ -39,10 +39,12 @@ type Config struct {
 	// Schedules configures the cron schedules (issue 6); the schedules themselves live in
 	// the store and are managed with `agentctl schedule`.
 	Schedules SchedulesConfig `toml:"schedules"`
-	Memory    MemoryConfig    `toml:"memory"`
-	Bots      BotsConfig      `toml:"bots"`
-	Slack     SlackConfig     `toml:"slack"`
-	Discord   DiscordConfig   `toml:"discord"`
+	// Teams configures team runs started from chat (/agent team).
+	Teams   TeamsConfig   `toml:"teams"`
+	Memory  MemoryConfig  `toml:"memory"`
+	Bots    BotsConfig    `toml:"bots"`
+	Slack   SlackConfig   `toml:"slack"`
+	Discord DiscordConfig `toml:"discord"`
 	// HTTP is the optional TCP listener: metrics and the Agent Protocol.
 	HTTP HTTPConfig `toml:"http"`
 	Log  LogConfig  `toml:"log"`

@@ -81,6 +81,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 		{Name: "tracker", URL: "http://127.0.0.1:8931/mcp"},
 	}}
 	want.Schedules = SchedulesConfig{Grace: Duration{2 * time.Minute}, KeepAgents: 4}
+	want.Teams = TeamsConfig{Dir: "/srv/agentd/teams"}
 	want.Memory = MemoryConfig{Enabled: false, K: 5, BudgetTokens: 1200, HalfLife: Duration{720 * time.Hour}, EmbedModel: "nomic-embed-text"}
 	want.Bots = BotsConfig{ApproveCount: 5, DecisionExpiry: Duration{time.Hour}}
 	want.Slack = SlackConfig{Enabled: true, BotTokenEnv: "MY_SLACK_BOT", BotTokenFile: "/etc/agentd/bot", AppTokenEnv: "MY_SLACK_APP",

@@ -97,6 +97,7 @@ func (c *Config) problems() []Problem {
 	c.extraProblems(bad)
 	c.Memory.problems(bad)
 	c.HTTP.problems(bad)
+	c.Teams.problems(bad)
 
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
 		bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)

@@ -20,6 +20,7 @@ import (
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/schedules"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/team"
 )
 
 // chatBots are the relay and the enabled chat bots, made before the schedules' manager
@@ -37,9 +38,10 @@ type chatBots struct {
 
 var _ schedules.Chat = (*bots.Relay)(nil)
 
-// newBots makes the relay and the enabled bots; Slack and Discord share the relay.
+// newBots makes the relay and the enabled bots; Slack and Discord share the relay, which
+// starts team runs from chat with teams (nil: none) and the workflows in [teams] dir.
 // Secrets missing are an error.
-func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Logger, mx *metrics.Metrics) (*chatBots, error) {
+func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store.Store, log *slog.Logger, mx *metrics.Metrics) (*chatBots, error) {
 	tokens, err := botTokens(cfg)
 	if err != nil {
 		return nil, err
@@ -50,6 +52,9 @@ func newBots(cfg *config.Config, svc bots.Service, st *store.Store, log *slog.Lo
 	}
 	relay := bots.New(bots.Options{Service: svc, Bindings: bots.StoreBindings(st), Log: log,
 		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration, OnExpired: mx.DecisionExpired})
+	if teams != nil {
+		relay.SetTeams(team.Shelf{Engine: teams, Dir: cfg.Teams.Dir})
+	}
 	if cfg.Slack.Enabled {
 		s := &cfg.Slack
 		botToken, err := secret("slack bot token", s.BotTokenEnv, s.BotTokenFile)

@@ -28,8 +28,9 @@ var liveKeys = []string{
 	"permissions.", "agents.", "schedules.", "log.level",
 }
 
-// botKeys are the sections of the chat bots: a change there restarts them.
-var botKeys = []string{"bots.", "slack.", "discord."}
+// botKeys are the sections of the chat bots: a change there restarts them ([teams] dir
+// is where chat's /agent team finds workflows).
+var botKeys = []string{"bots.", "slack.", "discord.", "teams."}
 
 func matches(key string, patterns []string) bool {
 	for _, p := range patterns {

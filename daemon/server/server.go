@@ -137,7 +137,13 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	if err != nil {
 		return err
 	}
-	chat, err := newBots(cfg, sup, st, log, mx)
+	// The team engine reads the supervisor's live settings, so a reload's model reaches it.
+	// It is made before the bots, which start team runs from chat.
+	teams, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.Settings})
+	if err != nil {
+		return err
+	}
+	chat, err := newBots(cfg, sup, teams, st, log, mx)
 	if err != nil {
 		return err
 	}
@@ -145,15 +151,10 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	sw := &chatSwitch{}
 	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
 		Chat: sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: mx})
-	bots := &liveBots{svc: func(c *config.Config) (*chatBots, error) { return newBots(c, sup, st, log, mx) }, mgr: mgr, sw: sw, log: log}
+	bots := &liveBots{svc: func(c *config.Config) (*chatBots, error) { return newBots(c, sup, teams, st, log, mx) }, mgr: mgr, sw: sw, log: log}
 	liveChat = bots
 	rl := &reloader{load: opt.Load, path: opt.ConfigPath, started: cfg, cur: cfg, live: live, extra: extra,
 		sup: sup, mgr: mgr, bots: bots, level: opt.LogLevel, notify: opt.Notify, log: log}
-	// The team engine reads the supervisor's live settings, so a reload's model reaches it.
-	teams, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.Settings})
-	if err != nil {
-		return err
-	}
 
 	ln, err := api.Listen(cfg.Socket)
 	if err != nil {

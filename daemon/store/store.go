@@ -308,6 +308,21 @@ var migrations = []string{
 	// removed when it ends unless keep_agents.
 	`ALTER TABLE agents ADD COLUMN commands TEXT NOT NULL DEFAULT '';
 	ALTER TABLE team_runs ADD COLUMN keep_agents INTEGER NOT NULL DEFAULT 0;`,
+	// issue 8: team runs started from chat (/agent team) are bound to a thread there, one
+	// per platform. seq is the last transcript entry posted in the thread, so a restarted
+	// relay goes on from there without posting a turn twice.
+	`CREATE TABLE team_bindings (
+		team_run_id TEXT NOT NULL REFERENCES team_runs(id) ON DELETE CASCADE,
+		platform TEXT NOT NULL,
+		team TEXT NOT NULL DEFAULT '',
+		channel TEXT NOT NULL,
+		thread TEXT NOT NULL,
+		seq INTEGER NOT NULL DEFAULT 0,
+		created_by TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		PRIMARY KEY (team_run_id, platform)
+	) WITHOUT ROWID;
+	CREATE UNIQUE INDEX team_bindings_thread ON team_bindings(platform, channel, thread);`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -1,0 +1,206 @@
+package slack
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/bots/slack/fakeslack"
+)
+
+// build is a workflow of two roles: the CEO speaks through the model; the programmer
+// has a command, so it is a real agent whose proposals are decided in the thread.
+const build = `
+name = "build"
+root = "build"
+[roles.ceo]
+description = "the CEO"
+[roles.programmer]
+description = "a programmer"
+commands = ["bots_test_touch"]
+max_steps = 4
+[phases.code]
+instructor = "ceo"
+assistant = "programmer"
+prompt = "Touch the page."
+store = "code"
+max_turns = 4
+[states.build]
+phases = ["code"]
+`
+
+// newTeamEnv is an env with a team engine and a teams directory holding build.toml and
+// a broken bad.toml; the CEO always says the same.
+func newTeamEnv(t *testing.T) *env {
+	dir := t.TempDir()
+	for name, src := range map[string]string{"build.toml": build, "bad.toml": "name = \"bad\"\nroot = \"nowhere\"\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return newEnvWith(t, &env{teamsDir: dir, onChat: func(req *api.ChatRequest) (string, bool) {
+		if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You are ceo,") {
+			return "Instruction: touch the page.", true
+		}
+		return "", false
+	}})
+}
+
+func (e *env) ack(envelope string) string {
+	e.t.Helper()
+	var p json.RawMessage
+	e.wait("ack of "+envelope, func(v fakeslack.View) bool { var ok bool; p, ok = v.Acked(envelope); return ok })
+	var body struct{ Text string }
+	json.Unmarshal(p, &body)
+	return body.Text
+}
+
+// teamThread waits for the thread of the team run of workflow.
+func (e *env) teamThread(workflow string) string {
+	e.t.Helper()
+	var ts string
+	e.wait("the team's thread", func(v fakeslack.View) bool {
+		for _, m := range v.Messages(channel, "") {
+			if strings.Contains(m.Text, "Team "+workflow+":") || strings.Contains(string(m.Blocks), "Team "+workflow+":") {
+				ts = m.TS
+				return true
+			}
+		}
+		return false
+	})
+	return ts
+}
+
+// count is how many messages of thread contain s.
+func count(ms []fakeslack.Message, s string) int {
+	n := 0
+	for _, m := range ms {
+		if strings.Contains(m.Text, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestTeamRunInThread: /agent team NAME TASK starts a team run in a new thread; each
+// role's turn is posted labelled with its role, the programmer's proposal is posted
+// there labelled [programmer] and approved by a click, and the phase's end and the
+// run's end are posted with their reasons. Role agents leave no removal note.
+func TestTeamRunInThread(t *testing.T) {
+	e := newTeamEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "page"}),
+		reply("finish", map[string]string{"reason": "<INFO> touched the page"}))
+	if got := e.ack(e.slack.Slash(approver, channel, "/agent", "team build say hi")); !strings.Contains(got, "Started team run t-") {
+		t.Fatalf("/agent team = %q", got)
+	}
+	thread := e.teamThread("build")
+	e.wait("the CEO's turn", func(v fakeslack.View) bool {
+		return hasText(v.Messages(channel, thread), "[ceo] Instruction: touch the page.")
+	})
+	p := e.roleProposal(thread, "programmer", 1)
+	if !strings.HasPrefix(p.Text, "[programmer] Step 1:") || !strings.Contains(p.Text, "bots_test_touch") {
+		t.Fatalf("role's proposal = %q", p.Text)
+	}
+	e.click(approver, thread, p, "approve")
+	e.decided(thread, p.TS, "Approved* by")
+	e.wait("the run's end", func(v fakeslack.View) bool {
+		return hasText(v.Messages(channel, thread), "Team run finished: state build has no next state")
+	})
+	ms := e.messagesIn(thread)
+	// Slack's text escapes < and >.
+	for _, want := range []string{"[programmer] bots_test_touch succeeded", "touched page", "[programmer] &lt;INFO&gt; touched the page",
+		"code concluded → code: touched the page", "Phase code ended (info): programmer concluded with &lt;INFO&gt;"} {
+		if !hasText(ms, want) {
+			t.Errorf("the thread has no %q:\n%s", want, texts(ms))
+		}
+	}
+	if hasText(ms, "was removed") || count(ms, "[ceo] Instruction") != 1 {
+		t.Errorf("thread:\n%s", texts(ms))
+	}
+}
+
+// TestTeamCommandRefusals: a stranger may not start a team; a bad FILE gets a clear
+// error and no thread; /agent team alone lists the workflows.
+func TestTeamCommandRefusals(t *testing.T) {
+	e := newTeamEnv(t)
+	for _, tc := range []struct{ user, text, want string }{
+		{stranger, "team build say hi", "not an approver"},
+		{approver, "team ../../etc/passwd x", `".." is refused`},
+		{approver, "team nope x", `no workflow "nope" in the teams directory`},
+		{approver, "team /no/such/flow.toml x", "workflow file /no/such/flow.toml does not exist"},
+		{approver, "team bad x", "Could not start the team: " + filepath.Join(e.teamsDir, "bad.toml")},
+		{approver, "team build", "Usage: /agent team FILE TASK"},
+		{approver, "team", "Workflows: bad, build"},
+	} {
+		if got := e.ack(e.slack.Slash(tc.user, channel, "/agent", tc.text)); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: /agent %s = %q, want %q", tc.user, tc.text, got, tc.want)
+		}
+	}
+	if ms := e.messagesIn(""); hasText(ms, "Team ") {
+		t.Errorf("a refused /agent team opened a thread:\n%s", texts(ms))
+	}
+	if runs, _ := e.eng.Teams(t.Context()); len(runs) != 0 {
+		t.Errorf("team runs started: %+v", runs)
+	}
+}
+
+// TestTeamFollowedAfterRestart: the daemon restarts while the programmer's proposal
+// waits; the relay finds the team's thread again, does not post its turns or the
+// proposal twice, and an approval typed there ("programmer: y") lets the run end, which
+// is posted.
+func TestTeamFollowedAfterRestart(t *testing.T) {
+	e := newTeamEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "page"}),
+		reply("finish", map[string]string{"reason": "<INFO> touched the page"}))
+	e.ack(e.slack.Slash(approver, channel, "/agent", "team build say hi"))
+	thread := e.teamThread("build")
+	e.roleProposal(thread, "programmer", 1)
+	e.restart()
+	e.slack.Say(approver, channel, "channel", thread, "programmer: y", false)
+	e.wait("the run's end", func(v fakeslack.View) bool {
+		return hasText(v.Messages(channel, thread), "Team run finished")
+	})
+	ms := e.messagesIn(thread)
+	if n, m := count(ms, "[ceo] Instruction"), count(ms, "[programmer] Step 1:"); n != 1 || m != 1 {
+		t.Errorf("CEO's turn posted %d times, the proposal %d times:\n%s", n, m, texts(ms))
+	}
+}
+
+// roleProposal waits for the proposal of role's step in a team's thread, labelled [role].
+func (e *env) roleProposal(thread, role string, step int) fakeslack.Message {
+	e.t.Helper()
+	var got fakeslack.Message
+	want := fmt.Sprintf("[%s] Step %d:", role, step)
+	if !e.slack.Wait(10*time.Second, func(v fakeslack.View) bool {
+		for _, m := range v.Messages(channel, thread) {
+			if strings.HasPrefix(m.Text, want) {
+				got = m
+				return true
+			}
+		}
+		return false
+	}) {
+		e.t.Fatalf("no %q in the thread:\n%s\nlogs:\n%s", want, texts(e.messagesIn(thread)), e.logs.String())
+	}
+	return got
+}
+
+func (e *env) messagesIn(thread string) []fakeslack.Message {
+	var ms []fakeslack.Message
+	e.slack.Wait(0, func(v fakeslack.View) bool { ms = v.Messages(channel, thread); return true })
+	return ms
+}
+
+func texts(ms []fakeslack.Message) string {
+	var b strings.Builder
+	for _, m := range ms {
+		b.WriteString(m.Text + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,567 @@
+package bots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Team runs in chat (/agent team FILE TASK). A team run started from chat is bound to a
+// new thread (team_bindings, one per platform); the relay follows the run's own event
+// stream and posts each transcript entry there labelled with its role, the phase ends
+// and the run's end with their reasons. The role agents (those with commands) are real
+// agents without a binding: their proposals, questions and results go to their team's
+// thread labelled with the role, and are decided there like any agent's. The relay
+// learns which team a role agent belongs to from the team run's agents, asked when an
+// event names an agent whose name has the team's prefix (team.AgentName) or when the
+// run starts waiting for one. The binding's seq is the last entry posted, so a restart
+// goes on from there.
+
+// Teams is what /agent team needs of the team engine (team.Shelf has it).
+type Teams interface {
+	// StartTeamFile starts a run of the workflow FILE names: an absolute path or a bare
+	// name in the configured directory.
+	StartTeamFile(ctx context.Context, file, task, by string) (*client.TeamRun, error)
+	// Workflows lists the workflows in the configured directory (none without one).
+	Workflows(ctx context.Context) ([]string, error)
+	Teams(ctx context.Context) ([]client.TeamRun, error)
+	Team(ctx context.Context, ref string) (*client.TeamRun, error)
+	SubscribeTeam(ref string, since int64) (<-chan client.Event, func(), error)
+}
+
+// teamBindings stores team runs' threads; StoreBindings has it. A relay whose Bindings
+// lack it cannot bind team runs, and says so.
+type teamBindings interface {
+	BindTeam(ctx context.Context, b store.TeamBinding) error
+	TeamBindingByThread(ctx context.Context, platform, channel, thread string) (*store.TeamBinding, error)
+	TeamBindings(ctx context.Context) ([]*store.TeamBinding, error)
+	SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error
+}
+
+// teamRole is a role agent's team run and role.
+type teamRole struct{ team, role string }
+
+// SetTeams lets /agent team start team runs and the relay follow them. Call it before Run.
+func (r *Relay) SetTeams(t Teams) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.teams = t
+}
+
+func (r *Relay) teamSvc() Teams {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.teams
+}
+
+const teamUsage = "Usage: /agent team FILE TASK (FILE: a workflow name from the teams directory, or a workflow file's absolute path); /agent team alone lists the workflows"
+
+// teamCommand is /agent team [FILE TASK].
+func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
+	teams := r.teamSvc()
+	tb, ok := r.opt.Bindings.(teamBindings)
+	if teams == nil || !ok {
+		return "Team runs are not available in this agentd."
+	}
+	file, task, _ := strings.Cut(strings.TrimSpace(text), " ")
+	task = strings.TrimSpace(task)
+	if file == "" {
+		names, err := teams.Workflows(ctx)
+		if err != nil {
+			return "Could not list the workflows: " + err.Error()
+		}
+		if len(names) == 0 {
+			return "No workflows to list: agentd's [teams] dir is unset or empty. Start one by its file's absolute path: /agent team /path/to/flow.toml TASK"
+		}
+		return "Workflows: " + strings.Join(names, ", ") + "\nStart one with: /agent team NAME TASK"
+	}
+	if task == "" {
+		return teamUsage
+	}
+	if !r.allowed(ctx, ep, w, "", u) {
+		r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "action", "team")
+		return "You are not an approver here, so this changed nothing."
+	}
+	// The run is started before its thread: a bad file is told to the person alone, and
+	// the follower reads the stored transcript from its start, so nothing is missed.
+	run, err := teams.StartTeamFile(ctx, file, task, ep.a.Platform()+":"+u.ID)
+	if err != nil {
+		return "Could not start the team: " + err.Error()
+	}
+	thread, err := ep.a.StartThread(ctx, w.Channel, "", fmt.Sprintf("Team %s: %s", run.Workflow, cut(task, 200)))
+	if err != nil {
+		r.log.Error("bots: starting a team thread", "platform", ep.a.Platform(), "team", run.ID, "err", err)
+		return fmt.Sprintf("Team run %s started, but its thread could not be opened: %v. Follow it with `agentctl team show %s`.", run.ID, err, run.ID)
+	}
+	b := store.TeamBinding{TeamRunID: run.ID, Platform: ep.a.Platform(), Team: w.Team, Channel: w.Channel, Thread: thread, CreatedBy: u.ID}
+	if err := tb.BindTeam(ctx, b); err != nil {
+		r.log.Error("bots: storing team binding", "team", run.ID, "err", err)
+		return fmt.Sprintf("Team run %s started, but its thread could not be recorded: %v", run.ID, err)
+	}
+	r.mu.Lock()
+	r.setTeamBound(&b)
+	r.mu.Unlock()
+	r.log.Info("bots: team run started from chat", "platform", ep.a.Platform(), "team", run.ID, "workflow", run.Workflow, "user", u.ID, "channel", w.Channel)
+	note := fmt.Sprintf("👥 Team run %s (%s) is on it. Each role's messages appear here labelled [role]; proposals of roles that use commands are decided here. Reply ROLE: text to pick one. Stop it with `agentctl team stop %s`.",
+		run.ID, run.Workflow, run.ID)
+	r.post(target{ep: ep, b: &store.Binding{Platform: b.Platform, Channel: b.Channel, Thread: thread}}, "posting a team note", func(ctx context.Context) error {
+		_, err := ep.a.Post(ctx, w.Channel, thread, FormatNote(note))
+		return err
+	})
+	r.followTeam(run.ID, 0)
+	return fmt.Sprintf("Started team run %s (%s) in a new thread.", run.ID, run.Workflow)
+}
+
+// setTeamBound caches a team run's thread on its platform. Caller holds r.mu.
+func (r *Relay) setTeamBound(b *store.TeamBinding) {
+	m := r.teamBound[b.TeamRunID]
+	if m == nil {
+		m = map[string]*store.TeamBinding{}
+		r.teamBound[b.TeamRunID] = m
+	}
+	m[b.Platform] = b
+}
+
+// loadTeams reads the running team runs' threads, learns their role agents, posts what
+// those wait for, and follows each run from the last entry posted.
+func (r *Relay) loadTeams(ctx context.Context) {
+	tb, ok := r.opt.Bindings.(teamBindings)
+	if !ok || r.teamSvc() == nil {
+		return
+	}
+	bs, err := tb.TeamBindings(ctx)
+	if err != nil {
+		r.log.Error("bots: reading team bindings", "err", err)
+		return
+	}
+	since := map[string]int{}
+	r.mu.Lock()
+	for _, b := range bs {
+		r.setTeamBound(b)
+		if s, ok := since[b.TeamRunID]; !ok || b.Seq < s {
+			since[b.TeamRunID] = b.Seq
+		}
+	}
+	r.mu.Unlock()
+	for id, seq := range since {
+		for _, agentID := range r.learnTeamAgents(ctx, id) {
+			if a, err := r.opt.Service.Agent(ctx, agentID); err == nil {
+				if a.Pending != nil {
+					r.postProposal(ctx, a.Pending)
+				}
+				if a.Question != nil {
+					r.postQuestion(ctx, a.ID, a.Question)
+				}
+			}
+		}
+		r.followTeam(id, seq)
+	}
+}
+
+// learnTeamAgents asks the engine for a team run's role agents and notes them; it
+// returns their ids.
+func (r *Relay) learnTeamAgents(ctx context.Context, teamID string) []string {
+	teams := r.teamSvc()
+	if teams == nil {
+		return nil
+	}
+	run, err := teams.Team(ctx, teamID)
+	if err != nil {
+		r.log.Debug("bots: reading a team run", "team", teamID, "err", err)
+		return nil
+	}
+	var ids []string
+	r.mu.Lock()
+	for role, id := range run.Agents {
+		r.roles[id] = teamRole{team: teamID, role: role}
+		ids = append(ids, id)
+	}
+	r.mu.Unlock()
+	return ids
+}
+
+// learnRole notes the team of an agent the relay has not placed yet, when its name has
+// the prefix of a bound team run's role agents (tXXXXXXXX-ROLE).
+func (r *Relay) learnRole(ctx context.Context, agentID, name string) {
+	r.mu.Lock()
+	_, known := r.roles[agentID]
+	var team string
+	if !known && len(r.teamBound) > 0 {
+		for id := range r.teamBound {
+			if p := teamAgentPrefix(id); p != "" && strings.HasPrefix(name, p) {
+				team = id
+			}
+		}
+	}
+	r.mu.Unlock()
+	if team != "" {
+		r.learnTeamAgents(ctx, team)
+	}
+}
+
+// teamAgentPrefix is the name prefix of a team run's role agents (see team.AgentName).
+func teamAgentPrefix(teamID string) string {
+	short := strings.TrimPrefix(teamID, "t-")
+	if len(short) > 8 {
+		short = short[:8]
+	}
+	if short == "" {
+		return ""
+	}
+	return "t" + short + "-"
+}
+
+// roleOf returns the team and role of a role agent bound through its team.
+func (r *Relay) roleOf(agentID string) (teamRole, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	tr, ok := r.roles[agentID]
+	return tr, ok && len(r.teamBound[tr.team]) > 0
+}
+
+// teamTargets are the threads of a role agent's team, labelled with its role. Caller
+// holds r.mu.
+func (r *Relay) teamTargets(agentID string) []target {
+	tr, ok := r.roles[agentID]
+	if !ok {
+		return nil
+	}
+	var out []target
+	for platform, b := range r.teamBound[tr.team] {
+		if ep, ok := r.adapters[platform]; ok {
+			out = append(out, target{ep: ep, b: &store.Binding{Platform: platform, Team: b.Team, Channel: b.Channel, Thread: b.Thread, AgentID: agentID}, label: tr.role})
+		}
+	}
+	return out
+}
+
+// followTeam posts a team run's transcript after entry since in its threads, until the
+// run ends or the relay stops; once per run.
+func (r *Relay) followTeam(teamID string, since int) {
+	r.mu.Lock()
+	ctx := r.runCtx
+	if ctx == nil || ctx.Err() != nil || r.following[teamID] || r.teams == nil {
+		r.mu.Unlock()
+		return // Run follows every bound running team when it starts
+	}
+	r.following[teamID] = true
+	teams := r.teams
+	r.followWG.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.followWG.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.following, teamID)
+			r.mu.Unlock()
+		}()
+		for ctx.Err() == nil {
+			ch, cancel, err := teams.SubscribeTeam(teamID, int64(since))
+			if errors.Is(err, client.ErrNotFound) {
+				return
+			}
+			if err != nil {
+				r.log.Error("bots: following a team run", "team", teamID, "err", err)
+				sleep(ctx, time.Second)
+				continue
+			}
+			ended := false
+		loop:
+			for {
+				select {
+				case <-ctx.Done():
+					break loop
+				case ev, ok := <-ch:
+					if !ok {
+						break loop
+					}
+					if ev.Team == nil {
+						continue
+					}
+					hctx, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+					r.handleTeam(hctx, ev.Team)
+					done()
+					if t := ev.Team.Turn; t != nil {
+						since = max(since, t.Seq)
+						ended = ended || t.Kind == client.TurnEnd
+					}
+				}
+			}
+			cancel()
+			if ended {
+				return
+			}
+		}
+	}()
+}
+
+// handleTeam posts one team event in the run's threads.
+func (r *Relay) handleTeam(ctx context.Context, te *client.TeamEvent) {
+	if te.Waiting != "" {
+		if _, ok := r.roleOf(te.Waiting); !ok {
+			r.learnTeamAgents(ctx, te.TeamID)
+		}
+	}
+	t := te.Turn
+	if t == nil {
+		return
+	}
+	if t.Kind == client.TurnMessage && t.AgentID != "" {
+		if _, ok := r.roleOf(t.AgentID); !ok {
+			r.learnTeamAgents(ctx, te.TeamID)
+		}
+	}
+	text := t.Text
+	if strings.HasSuffix(text, "…") && utf8.RuneCountInString(text) >= 1000 {
+		text = r.fullTurnText(ctx, te.TeamID, t.Seq, text) // events carry the first 1000 characters
+	}
+	tb, _ := r.opt.Bindings.(teamBindings)
+	r.mu.Lock()
+	var targets []target
+	var seqs []*store.TeamBinding
+	for platform, b := range r.teamBound[te.TeamID] {
+		if ep, ok := r.adapters[platform]; ok && b.Seq < t.Seq {
+			targets = append(targets, target{ep: ep, b: &store.Binding{Platform: platform, Channel: b.Channel, Thread: b.Thread}})
+			seqs = append(seqs, b)
+		}
+	}
+	r.mu.Unlock()
+	for i, tg := range targets {
+		msg, file := FormatTeamTurn(*t, text, tg.ep.a.MaxText())
+		b := seqs[i]
+		r.post(tg, "posting a team turn", func(ctx context.Context) error {
+			_, err := tg.ep.a.Post(ctx, tg.b.Channel, tg.b.Thread, msg)
+			return err
+		})
+		if file != "" {
+			name := fmt.Sprintf("%s-turn-%d.txt", te.TeamID, t.Seq)
+			r.post(tg, "uploading a team turn", func(ctx context.Context) error {
+				return tg.ep.a.PostFile(ctx, tg.b.Channel, tg.b.Thread, name, file, "Turn "+fmt.Sprint(t.Seq)+" in full")
+			})
+		}
+		seq := t.Seq
+		r.post(tg, "recording a team turn posted", func(ctx context.Context) error {
+			r.mu.Lock()
+			b.Seq = max(b.Seq, seq)
+			r.mu.Unlock()
+			if tb == nil {
+				return nil
+			}
+			if err := tb.SetTeamSeq(ctx, te.TeamID, b.Platform, seq); err != nil {
+				r.log.Error("bots: recording a team turn posted", "team", te.TeamID, "err", err)
+			}
+			return nil
+		})
+	}
+}
+
+// fullTurnText reads a transcript entry whole from the run, or keeps short.
+func (r *Relay) fullTurnText(ctx context.Context, teamID string, seq int, short string) string {
+	teams := r.teamSvc()
+	if teams == nil {
+		return short
+	}
+	run, err := teams.Team(ctx, teamID)
+	if err != nil {
+		return short
+	}
+	for _, t := range run.Transcript {
+		if t.Seq == seq {
+			return t.Text
+		}
+	}
+	return short
+}
+
+// FormatTeamTurn builds the message for a team run's transcript entry whose text is
+// text: a role's message labelled [role], a conclusion, a phase's end or a transition
+// with its reason, the run's end with its status and reason. A text longer than maxText
+// is shown cut, and returned whole as file.
+func FormatTeamTurn(t client.TeamTurn, text string, maxText int) (m Message, file string) {
+	text = strings.TrimSpace(text)
+	body := func(head []Span, summary string) {
+		m.Summary = summary + cut(text, 100)
+		if len(text) > maxText {
+			m.Parts = []Part{{Spans: append(head, Span{Text: cut(text, 300)})},
+				{Spans: []Span{{Text: fmt.Sprintf("Full text (%d bytes) attached.", len(text))}}}}
+			file = text
+			return
+		}
+		m.Parts = []Part{{Spans: append(head, Span{Text: text})}}
+	}
+	where := t.Phase
+	if where == "" {
+		where = t.State
+	}
+	switch t.Kind {
+	case client.TurnMessage:
+		label := "[" + t.Role + "] "
+		body([]Span{{Text: label, Bold: true}}, label)
+	case client.TurnConclusion:
+		head := fmt.Sprintf("📌 %s concluded → %s: ", where, t.Mode)
+		body([]Span{{Text: head, Bold: true}}, head)
+	case client.TurnPhaseEnd:
+		head := fmt.Sprintf("⏹ Phase %s ended (%s): ", where, t.Mode)
+		body([]Span{{Text: head, Bold: true}}, head)
+	case client.TurnTransition:
+		head := "➡️ "
+		body([]Span{{Text: head}}, head)
+	case client.TurnEnd:
+		head := fmt.Sprintf("🏁 Team run %s: ", t.Mode)
+		body([]Span{{Text: head, Bold: true}}, head)
+	default:
+		head := t.Kind + ": "
+		body([]Span{{Text: head}}, head)
+	}
+	return m, file
+}
+
+// teamReply handles a message in a team run's thread: an answer or a decision for the
+// role agent it names ("ROLE: text"), else for the one whose proposal or question was
+// posted last among those waiting.
+func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *store.TeamBinding) {
+	text := strings.TrimSpace(in.Text)
+	if text == "" {
+		return
+	}
+	teams := r.teamSvc()
+	if teams == nil {
+		return
+	}
+	run, err := teams.Team(ctx, b.TeamRunID)
+	if err != nil {
+		r.ephemeral(ctx, ep, in.Where, in.User, "This thread's team run is gone: "+err.Error())
+		return
+	}
+	if !r.allowed(ctx, ep, in.Where, "", in.User) {
+		r.refuse(ctx, ep, in.Where, in.User, run.ID, "reply")
+		return
+	}
+	var agents []*client.Agent
+	for _, role := range slices.Sorted(maps.Keys(run.Agents)) {
+		if a, err := r.opt.Service.Agent(ctx, run.Agents[role]); err == nil {
+			agents = append(agents, a)
+			r.mu.Lock()
+			r.roles[a.ID] = teamRole{team: run.ID, role: role}
+			r.mu.Unlock()
+		}
+	}
+	var target *client.Agent
+	if role, after, ok := strings.Cut(text, ":"); ok {
+		if id, named := run.Agents[strings.TrimSpace(role)]; named {
+			text = strings.TrimSpace(after)
+			for _, a := range agents {
+				if a.ID == id {
+					target = a
+				}
+			}
+			if target == nil || waitingID(target) == "" {
+				r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Role %s has nothing waiting for you.", strings.TrimSpace(role)))
+				return
+			}
+		}
+	}
+	if target == nil {
+		var best int64 = -1
+		for _, a := range agents {
+			if id := waitingID(a); id != "" {
+				if n := r.postOrder(id); n > best {
+					target, best = a, n
+				}
+			}
+		}
+	}
+	if target == nil {
+		msg := fmt.Sprintf("Nothing in team run %s waits for you now; it is %s.", run.ID, run.Status)
+		if run.Status != client.TeamRunning {
+			msg += " " + orDash(run.Reason)
+		}
+		r.ephemeral(ctx, ep, in.Where, in.User, msg)
+		return
+	}
+	if text == "" {
+		r.ephemeral(ctx, ep, in.Where, in.User, "Say what to tell the role after its name, like: ROLE: y")
+		return
+	}
+	switch {
+	case target.Question != nil:
+		err = r.opt.Service.Answer(ctx, target.ID, client.AnswerRequest{ProposalID: target.Question.ProposalID, Text: text, By: in.User.ID})
+		if err == nil {
+			r.answered(ctx, ep, target.ID, target.Question, in.User)
+		}
+	case target.Pending != nil:
+		req, perr := client.ParseDecision(text)
+		if perr != nil {
+			err = perr
+			break
+		}
+		if r.expired(target.Pending) {
+			err = errors.New(r.expiredText())
+			break
+		}
+		req.ProposalID, req.By, req.Source = target.Pending.ID, in.User.ID, ep.a.Platform()
+		_, err = r.opt.Service.Decide(ctx, target.ID, req)
+	}
+	if err != nil {
+		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
+	}
+	r.rememberChat(ctx, ep.a.Platform(), target.ID, in.User, text)
+}
+
+// teamAgentFor is the role agent of a team thread whose proposal or question id is, for
+// platforms whose buttons name the proposal alone.
+func (r *Relay) teamAgentFor(ctx context.Context, platform string, w Where, proposalID string) string {
+	tb, ok := r.opt.Bindings.(teamBindings)
+	teams := r.teamSvc()
+	if !ok || teams == nil || w.Thread == "" {
+		return ""
+	}
+	b, err := tb.TeamBindingByThread(ctx, platform, w.Channel, w.Thread)
+	if err != nil || b == nil {
+		return ""
+	}
+	run, err := teams.Team(ctx, b.TeamRunID)
+	if err != nil {
+		return ""
+	}
+	for _, id := range run.Agents {
+		if a, err := r.opt.Service.Agent(ctx, id); err == nil && waitingID(a) == proposalID {
+			return a.ID
+		}
+	}
+	return run.Waiting
+}
+
+// runningTeamsText is the line /agent status adds for running team runs ("" for none).
+func (r *Relay) runningTeamsText(ctx context.Context) string {
+	teams := r.teamSvc()
+	if teams == nil {
+		return ""
+	}
+	all, err := teams.Teams(ctx)
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, t := range all {
+		if t.Status == client.TeamRunning {
+			p := fmt.Sprintf("%s (%s, state %s, %d/%d turns)", t.ID, t.Workflow, t.State, t.Turns, t.MaxTurns)
+			if t.Waiting != "" {
+				p += " waiting for " + t.Waiting
+			}
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n%d team runs running: %s", len(parts), strings.Join(parts, "; "))
+}

@@ -1,0 +1,53 @@
+package bots
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/team"
+)
+
+// Each kind of transcript entry gets its label and reason; a long message is cut and
+// attached whole.
+func TestFormatTeamTurn(t *testing.T) {
+	long := strings.Repeat("word ", 200)
+	for _, tc := range []struct {
+		name    string
+		turn    client.TeamTurn
+		text    string
+		summary string
+		file    bool
+	}{
+		{"message", client.TeamTurn{Kind: client.TurnMessage, Role: "programmer"}, "done it", "[programmer] done it", false},
+		{"long_message", client.TeamTurn{Kind: client.TurnMessage, Role: "ceo"}, long, "[ceo] word word", true},
+		{"conclusion", client.TeamTurn{Kind: client.TurnConclusion, Phase: "code", Mode: "code"}, "main.go", "📌 code concluded → code: main.go", false},
+		{"phase_end", client.TeamTurn{Kind: client.TurnPhaseEnd, Phase: "code", Mode: "role_flip"}, "the assistant gave instructions", "⏹ Phase code ended (role_flip): the assistant gave instructions", false},
+		{"transition", client.TeamTurn{Kind: client.TurnTransition, State: "test"}, "code → test: rule", "➡️ code → test: rule", false},
+		{"end", client.TeamTurn{Kind: client.TurnEnd, Mode: client.TeamTurnLimit}, "the run used its 40 turns", "🏁 Team run turn_limit: the run used its 40 turns", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, file := FormatTeamTurn(tc.turn, tc.text, 300)
+			if !strings.HasPrefix(m.Summary, tc.summary) {
+				t.Errorf("summary = %q, want %q…", m.Summary, tc.summary)
+			}
+			if (file != "") != tc.file || (tc.file && file != strings.TrimSpace(tc.text)) {
+				t.Errorf("file = %d bytes, want attached: %v", len(file), tc.file)
+			}
+			if tc.file && !strings.Contains(m.Parts[len(m.Parts)-1].Spans[0].Text, "attached") {
+				t.Errorf("a long turn does not say it is attached: %+v", m.Parts)
+			}
+		})
+	}
+}
+
+func TestTeamAgentPrefix(t *testing.T) {
+	for id, want := range map[string]string{"t-3f2a9c1b2c3d": "t3f2a9c1b-", "t-ab": "tab-", "t-": ""} {
+		if got := teamAgentPrefix(id); got != want {
+			t.Errorf("teamAgentPrefix(%q) = %q, want %q", id, got, want)
+		}
+		if want != "" && !strings.HasPrefix(team.AgentName(id, "programmer"), want) {
+			t.Errorf("team.AgentName(%q) = %q: the relay would not find its team", id, team.AgentName(id, "programmer"))
+		}
+	}
+}
