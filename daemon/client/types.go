@@ -610,4 +610,7 @@ type ReloadResult struct {
 	NeedsRestart []string `json:"needs_restart"`
 	// BotsRestarted tells whether the chat bots were restarted with the new settings.
 	BotsRestarted bool `json:"bots_restarted"`
+	// Warnings are settings in the new file that are valid but do nothing (as
+	// agentd --check-config warns).
+	Warnings []string `json:"warnings,omitempty"`
 }

@@ -91,6 +91,9 @@ func (rl *reloader) Reload(ctx context.Context) (*client.ReloadResult, error) {
 	if len(res.NeedsRestart) > 0 {
 		rl.log.Warn("config changes need a restart to apply", "keys", strings.Join(res.NeedsRestart, ","))
 	}
+	for _, w := range res.Warnings {
+		rl.log.Warn("config warning", "config", rl.where(), "warning", w)
+	}
 	return res, nil
 }
 
@@ -112,6 +115,9 @@ func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
 		return nil, err
 	}
 	res := &client.ReloadResult{Config: rl.path, Applied: []string{}, NeedsRestart: []string{}}
+	for _, w := range cfg.Warnings() {
+		res.Warnings = append(res.Warnings, w.String())
+	}
 	changed := config.Changes(rl.cur, cfg)
 	for _, k := range changed {
 		if matches(k, liveKeys) || matches(k, botKeys) {

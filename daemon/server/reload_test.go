@@ -307,3 +307,20 @@ func TestReloadRefusesABadFile(t *testing.T) {
 		t.Errorf("sd_notify states %q, want %q", got, want)
 	}
 }
+
+// A reload of a file with settings that do nothing applies it and says so, as
+// agentd --check-config does.
+func TestReloadReturnsWarnings(t *testing.T) {
+	d := startReloadDaemon(t, "model = \"m1\"\n")
+	d.write("model = \"m1\"\n[http]\nagent_protocol = true\n")
+	res, err := d.c.Reload(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "http.agent_protocol") {
+		t.Errorf("reload warnings = %q, want one about http.agent_protocol", res.Warnings)
+	}
+	if !strings.Contains(d.log.String(), "config warning") {
+		t.Errorf("the warning is not logged:\n%s", d.log)
+	}
+}

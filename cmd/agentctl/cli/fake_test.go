@@ -168,7 +168,8 @@ func (f *fakeDaemon) routes() http.Handler {
 	})
 	handle("POST /v0/reload", func(*http.Request) (any, error) {
 		return &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model", "permissions.allow"},
-			NeedsRestart: []string{"memory.k"}, BotsRestarted: true}, nil
+			NeedsRestart: []string{"memory.k"}, BotsRestarted: true,
+			Warnings: []string{"http.agent_protocol: is on but http.listen is empty: nothing serves it"}}, nil
 	})
 	handle("GET /v0/commands", func(*http.Request) (any, error) { return cannedCommands(false), nil })
 	handle("GET /v0/agents/{ref}/commands", func(r *http.Request) (any, error) {

@@ -52,5 +52,8 @@ func (a *app) runReload(ctx context.Context, args []string) error {
 	if len(res.NeedsRestart) > 0 {
 		fmt.Fprintf(a.stdout, "needs a restart to apply: %s\n", strings.Join(res.NeedsRestart, ", "))
 	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(a.stdout, "warning: %s\n", w)
+	}
 	return nil
 }
