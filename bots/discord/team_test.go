@@ -9,6 +9,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/bots/discord/fakediscord"
+	"github.com/agentd/agentd/daemon/client"
 )
 
 // build is a workflow of two roles: the CEO speaks through the model; the programmer
@@ -150,5 +151,40 @@ func TestTeamRunInThread(t *testing.T) {
 	}
 	if hasText(ms, "was removed") || hasText(ms, "touched page") || countText(ms, "Instruction: touch the page.") != 1 || countText(ms, "Step 2: ") != 1 {
 		t.Errorf("thread:\n%s", contents(ms))
+	}
+}
+
+// TestTeamStopFromDiscord: /agent team stop:ID is for approvers (bob is refused); carol,
+// an approver by role, stops the run, and its end in the thread mentions her.
+func TestTeamStopFromDiscord(t *testing.T) {
+	e := newTeamEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "page"}))
+	e.teamCommand(uAlice, "file=build", "task=say hi")
+	thread := e.teamThread("build")
+	e.roleProposal(thread, "programmer", 1)
+	runs, err := e.eng.Teams(t.Context())
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("team runs = %+v, %v", runs, err)
+	}
+	id := runs[0].ID
+	bob := e.teamCommand(uBob, "stop="+id)
+	e.wait("bob's refusal", func() bool { return e.original(bob, "not an approver") })
+	both := e.teamCommand(uCarol, "stop="+id, "file=build", "task=x")
+	e.wait("a refusal of stop with a file", func() bool {
+		notes := e.ephemerals(both)
+		return len(notes) == 1 && strings.Contains(notes[0], "stop takes no file or task")
+	})
+	if r, _ := e.eng.Team(t.Context(), id); r.Status != client.TeamRunning {
+		t.Fatalf("a refused stop stopped the run: %s (%s)", r.Status, r.Reason)
+	}
+	in := e.teamCommand(uCarol, "stop="+id)
+	e.wait("the answer", func() bool { return e.original(in, "Stopped team run "+id) })
+	e.wait("the run's end", func() bool {
+		return hasText(e.fake.Messages(thread), "**🏁 Team run stopped:** stopped by <@"+uCarol.ID+">")
+	})
+	for _, m := range e.fake.Messages(thread) {
+		if strings.Contains(m.Content, "Team run stopped") && len(m.Mentions) != 0 {
+			t.Errorf("the end pinged %v", m.Mentions)
+		}
 	}
 }
