@@ -53,6 +53,7 @@ type Relay struct {
 	teamBound map[string]map[string]*store.TeamBinding // team run → platform → binding
 	roles     map[string]teamRole                      // role agent → its team run and role
 	following map[string]bool                          // team runs whose events are followed
+	teamEnded map[string]bool                          // ended team runs kept for their role agents' last events
 	runCtx    context.Context                          // Run's, for the team followers
 	followWG  sync.WaitGroup
 	ready     chan struct{}
@@ -84,7 +85,7 @@ func New(opt Options) *Relay {
 		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
 		bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
 		states: map[string]string{}, agents: map[string]agentInfo{}, posted: map[string]int64{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
-		teamBound: map[string]map[string]*store.TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{},
+		teamBound: map[string]map[string]*store.TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{}, teamEnded: map[string]bool{},
 		out: newOutbox(opt.Log, opt.OutboxSize, opt.GiveUp, opt.RetryBackoff),
 	}
 }
@@ -280,7 +281,11 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 			r.note(ctx, ev.AgentID, "🗑 The agent was removed.")
 		}
 		r.mu.Lock()
+		tr, isRole := r.roles[ev.AgentID]
 		delete(r.roles, ev.AgentID)
+		if isRole && r.teamEnded[tr.team] {
+			r.forgetTeam(tr.team) // its last role agent gone
+		}
 		delete(r.bound, ev.AgentID)
 		delete(r.states, ev.AgentID)
 		delete(r.agents, ev.AgentID)

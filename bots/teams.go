@@ -204,6 +204,46 @@ func (r *Relay) loadTeams(ctx context.Context) {
 	}
 }
 
+// teamForgetAfter bounds how long an ended team run's threads stay in memory waiting for
+// its role agents' removal (a removal the relay missed must not keep them forever).
+var teamForgetAfter = time.Minute
+
+// teamRunEnded forgets an ended team run's threads: at once, or once the role agents
+// the relay knows of are removed, since their last events (a proposal closed as the run
+// stopped) still belong in the thread. The stored binding stays, for the record and for
+// replies in the thread.
+func (r *Relay) teamRunEnded(teamID string) {
+	r.mu.Lock()
+	r.teamEnded[teamID] = true
+	r.forgetTeam(teamID)
+	r.mu.Unlock()
+	time.AfterFunc(teamForgetAfter, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !r.teamEnded[teamID] {
+			return
+		}
+		for id, tr := range r.roles {
+			if tr.team == teamID {
+				delete(r.roles, id)
+			}
+		}
+		r.forgetTeam(teamID)
+	})
+}
+
+// forgetTeam drops an ended team run from memory unless role agents of it remain.
+// Caller holds r.mu.
+func (r *Relay) forgetTeam(teamID string) {
+	for _, tr := range r.roles {
+		if tr.team == teamID {
+			return
+		}
+	}
+	delete(r.teamBound, teamID)
+	delete(r.teamEnded, teamID)
+}
+
 // learnTeamAgents asks the engine for a team run's role agents and notes them; it
 // returns their ids.
 func (r *Relay) learnTeamAgents(ctx context.Context, teamID string) []string {
@@ -218,6 +258,10 @@ func (r *Relay) learnTeamAgents(ctx context.Context, teamID string) []string {
 	}
 	var ids []string
 	r.mu.Lock()
+	if r.teamEnded[teamID] || run.Status != client.TeamRunning {
+		r.mu.Unlock()
+		return nil // its role agents are going; learning them again would keep it in memory
+	}
 	for role, id := range run.Agents {
 		r.roles[id] = teamRole{team: teamID, role: role}
 		ids = append(ids, id)
@@ -335,6 +379,7 @@ func (r *Relay) followTeam(teamID string, since int) {
 			}
 			cancel()
 			if ended {
+				r.teamRunEnded(teamID)
 				return
 			}
 		}
