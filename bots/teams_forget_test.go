@@ -15,8 +15,8 @@ import (
 // gets them all, then its channel closes, as the engine's does after a run's end.
 type fakeTeams struct {
 	unusedTeams // the methods not needed here
-	runs  map[string]*client.TeamRun
-	turns map[string][]client.TeamTurn
+	runs        map[string]*client.TeamRun
+	turns       map[string][]client.TeamTurn
 }
 
 func (f *fakeTeams) Team(_ context.Context, ref string) (*client.TeamRun, error) {
@@ -47,7 +47,7 @@ func (teamMemBindings) TeamBindingByThread(context.Context, string, string, stri
 	return nil, nil
 }
 func (teamMemBindings) TeamBindings(context.Context) ([]*store.TeamBinding, error) { return nil, nil }
-func (teamMemBindings) SetTeamSeq(context.Context, string, string, int) error     { return nil }
+func (teamMemBindings) SetTeamSeq(context.Context, string, string, int) error      { return nil }
 
 // teamRelay is a relay following the team runs of teams, each bound to a thread of C1
 // named after it, with the role agents of svc learned.
