@@ -161,7 +161,7 @@ func TestTeamStopFromDiscord(t *testing.T) {
 	e.script(reply("bots_test_touch", map[string]string{"what": "page"}))
 	e.teamCommand(uAlice, "file=build", "task=say hi")
 	thread := e.teamThread("build")
-	e.roleProposal(thread, "programmer", 1)
+	p := e.roleProposal(thread, "programmer", 1)
 	runs, err := e.eng.Teams(t.Context())
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("team runs = %+v, %v", runs, err)
@@ -181,6 +181,11 @@ func TestTeamStopFromDiscord(t *testing.T) {
 	e.wait("the answer", func() bool { return e.original(in, "Stopped team run "+id) })
 	e.wait("the run's end", func() bool {
 		return hasText(e.fake.Messages(thread), "**🏁 Team run stopped:** stopped by <@"+uCarol.ID+">")
+	})
+	// The role's open proposal is closed in the thread, though the run ended first.
+	e.wait("the role's proposal closed", func() bool {
+		m, _ := e.fake.Message(p.ID)
+		return len(m.Components) == 0
 	})
 	for _, m := range e.fake.Messages(thread) {
 		if strings.Contains(m.Content, "Team run stopped") && len(m.Mentions) != 0 {

@@ -180,7 +180,7 @@ func TestTeamStopFromChat(t *testing.T) {
 	e.script(reply("bots_test_touch", map[string]string{"what": "page"}))
 	e.ack(e.slack.Slash(approver, channel, "/agent", "team build say hi"))
 	thread := e.teamThread("build")
-	e.roleProposal(thread, "programmer", 1)
+	p := e.roleProposal(thread, "programmer", 1)
 	runs, err := e.eng.Teams(t.Context())
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("team runs = %+v, %v", runs, err)
@@ -207,6 +207,15 @@ func TestTeamStopFromChat(t *testing.T) {
 	// The end's blocks mention who (JSON escapes < and >).
 	e.wait("the run's end", func(v fakeslack.View) bool {
 		return hasText(v.Messages(channel, thread), `Team run stopped:* stopped by \u003c@`+member+`\u003e`)
+	})
+	// The role's proposal loses its buttons, though its agent is removed at once.
+	e.wait("the role's proposal closed", func(v fakeslack.View) bool {
+		for _, m := range v.Messages(channel, thread) {
+			if m.TS == p.TS {
+				return !strings.Contains(string(m.Blocks), "agentd_approve") && strings.Contains(string(m.Blocks), "The run ended before a decision")
+			}
+		}
+		return false
 	})
 	if r, _ := e.eng.Team(t.Context(), id); r.Status != client.TeamStopped || r.Reason != "stopped by slack:"+member {
 		t.Errorf("run = %s (%s)", r.Status, r.Reason)
