@@ -398,7 +398,7 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 	case "team":
 		return r.teamCommand(ctx, ep, w, u, rest)
 	}
-	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME | team [FILE TASK]"
+	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME | team [FILE TASK | stop ID]"
 }
 
 func listText(agents []client.Agent) string {

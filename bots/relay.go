@@ -53,6 +53,8 @@ type Relay struct {
 	teamBound map[string]map[string]*store.TeamBinding // team run → platform → binding
 	roles     map[string]teamRole                      // role agent → its team run and role
 	following map[string]bool                          // team runs whose events are followed
+	teamEnded map[string]bool                          // ended team runs kept for their role agents' last events
+	propMsgs  map[string]store.ChatMessage             // open proposals' messages by proposal and platform
 	runCtx    context.Context                          // Run's, for the team followers
 	followWG  sync.WaitGroup
 	ready     chan struct{}
@@ -84,7 +86,7 @@ func New(opt Options) *Relay {
 		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
 		bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
 		states: map[string]string{}, agents: map[string]agentInfo{}, posted: map[string]int64{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
-		teamBound: map[string]map[string]*store.TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{},
+		teamBound: map[string]map[string]*store.TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{}, teamEnded: map[string]bool{}, propMsgs: map[string]store.ChatMessage{},
 		out: newOutbox(opt.Log, opt.OutboxSize, opt.GiveUp, opt.RetryBackoff),
 	}
 }
@@ -280,7 +282,11 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 			r.note(ctx, ev.AgentID, "🗑 The agent was removed.")
 		}
 		r.mu.Lock()
+		tr, isRole := r.roles[ev.AgentID]
 		delete(r.roles, ev.AgentID)
+		if isRole && r.teamEnded[tr.team] {
+			r.forgetTeam(tr.team) // its last role agent gone
+		}
 		delete(r.bound, ev.AgentID)
 		delete(r.states, ev.AgentID)
 		delete(r.agents, ev.AgentID)
@@ -304,6 +310,9 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 		platform := t.ep.a.Platform()
 		r.post(t, "posting proposal "+p.ID, func(ctx context.Context) error {
 			if m, err := r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
+				if m != nil && p.Status.Decidable() {
+					r.keepMessage(*m)
+				}
 				return err // posted already (or the store is failing: retried, never posted twice)
 			}
 			view := ProposalView{Proposal: p, ApproveN: r.opt.ApproveN}
@@ -314,7 +323,11 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 			if err != nil {
 				return err
 			}
-			if err := r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}); err != nil {
+			m := store.ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
+			if p.Status.Decidable() {
+				r.keepMessage(m)
+			}
+			if err := r.opt.Bindings.SetMessage(ctx, m); err != nil {
 				r.log.Error("bots: recording proposal message", "proposal", p.ID, "err", err)
 			}
 			return nil
@@ -327,6 +340,30 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 		r.markPosted(p.ID)
 		r.armExpiry(ctx, p)
 	}
+}
+
+// keepMessage remembers an open proposal's message until proposalMessage hands it out
+// for the proposal's decision or closing: the store drops it with its agent, and a team
+// run removes its role agents right after stopping them, before the relay closes their
+// proposals.
+func (r *Relay) keepMessage(m store.ChatMessage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.propMsgs[m.ProposalID+"\x00"+m.Platform] = m
+}
+
+// proposalMessage returns the message of a proposal being decided or closed on platform
+// (nil when there is none), and forgets it.
+func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string) (*store.ChatMessage, error) {
+	r.mu.Lock()
+	kept, ok := r.propMsgs[proposalID+"\x00"+platform]
+	delete(r.propMsgs, proposalID+"\x00"+platform)
+	r.mu.Unlock()
+	m, err := r.opt.Bindings.Message(ctx, proposalID, platform, "proposal")
+	if m == nil && err == nil && ok {
+		return &kept, nil
+	}
+	return m, err
 }
 
 // decided edits the proposal's messages to show the decision and who made it.
@@ -343,7 +380,7 @@ func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision)
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
 		r.post(t, "showing the decision on "+d.ProposalID, func(ctx context.Context) error {
-			m, err := r.opt.Bindings.Message(ctx, d.ProposalID, platform, "proposal")
+			m, err := r.proposalMessage(ctx, d.ProposalID, platform)
 			if err != nil || m == nil {
 				return err
 			}
@@ -515,7 +552,7 @@ func (r *Relay) closeOpen(ctx context.Context, agentID, why string) {
 	for _, p := range open {
 		for _, t := range r.targets(agentID) {
 			r.post(t, "closing "+p.ID, func(ctx context.Context) error {
-				m, err := r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
+				m, err := r.proposalMessage(ctx, p.ID, t.ep.a.Platform())
 				if err != nil || m == nil {
 					return err
 				}

@@ -35,6 +35,8 @@ type Teams interface {
 	Teams(ctx context.Context) ([]client.TeamRun, error)
 	Team(ctx context.Context, ref string) (*client.TeamRun, error)
 	SubscribeTeam(ref string, since int64) (<-chan client.Event, func(), error)
+	// StopTeamBy stops a running team run; by ("PLATFORM:USER") is named in its end.
+	StopTeamBy(ctx context.Context, ref, by string) (*client.TeamRun, error)
 }
 
 // teamBindings stores team runs' threads; StoreBindings has it. A relay whose Bindings
@@ -62,9 +64,13 @@ func (r *Relay) teamSvc() Teams {
 	return r.teams
 }
 
-const teamUsage = "Usage: /agent team FILE TASK (FILE: a workflow name from the teams directory, or a workflow file's absolute path); /agent team alone lists the workflows"
+const teamUsage = "Usage: /agent team FILE TASK (FILE: a workflow name from the teams directory, or a workflow file's absolute path); /agent team stop ID stops a team run; /agent team alone lists the workflows"
 
-// teamCommand is /agent team [FILE TASK].
+// teamStopVerb is the FILE of /agent team that stops a run instead: a workflow named
+// stop is started by its absolute path.
+const teamStopVerb = "stop"
+
+// teamCommand is /agent team [FILE TASK | stop ID].
 func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
 	teams := r.teamSvc()
 	tb, ok := r.opt.Bindings.(teamBindings)
@@ -73,6 +79,9 @@ func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, 
 	}
 	file, task, _ := strings.Cut(strings.TrimSpace(text), " ")
 	task = strings.TrimSpace(task)
+	if file == teamStopVerb {
+		return r.teamStop(ctx, ep, w, u, task)
+	}
 	if file == "" {
 		names, err := teams.Workflows(ctx)
 		if err != nil {
@@ -81,7 +90,7 @@ func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, 
 		if len(names) == 0 {
 			return "No workflows to list: agentd's [teams] dir is unset or empty. Start one by its file's absolute path: /agent team /path/to/flow.toml TASK"
 		}
-		return "Workflows: " + strings.Join(names, ", ") + "\nStart one with: /agent team NAME TASK"
+		return "Workflows: " + strings.Join(names, ", ") + "\nStart one with: /agent team NAME TASK; stop a team run with: /agent team stop ID"
 	}
 	if task == "" {
 		return teamUsage
@@ -110,7 +119,7 @@ func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, 
 	r.setTeamBound(&b)
 	r.mu.Unlock()
 	r.log.Info("bots: team run started from chat", "platform", ep.a.Platform(), "team", run.ID, "workflow", run.Workflow, "user", u.ID, "channel", w.Channel)
-	note := fmt.Sprintf("👥 Team run %s (%s) is on it. Each role's messages appear here labelled [role]; proposals of roles that use commands are decided here. Reply ROLE: text to pick one. Stop it with `agentctl team stop %s`.",
+	note := fmt.Sprintf("👥 Team run %s (%s) is on it. Each role's messages appear here labelled [role]; proposals of roles that use commands are decided here. Reply ROLE: text to pick one. Stop it with /agent team stop %s.",
 		run.ID, run.Workflow, run.ID)
 	r.post(target{ep: ep, b: &store.Binding{Platform: b.Platform, Channel: b.Channel, Thread: thread}}, "posting a team note", func(ctx context.Context) error {
 		_, err := ep.a.Post(ctx, w.Channel, thread, FormatNote(note))
@@ -118,6 +127,35 @@ func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, 
 	})
 	r.followTeam(run.ID, 0)
 	return fmt.Sprintf("Started team run %s (%s) in a new thread.", run.ID, run.Workflow)
+}
+
+// teamStop is /agent team stop ID: an approver stops a team run; its end, posted in its
+// threads, names who.
+func (r *Relay) teamStop(ctx context.Context, ep *endpoint, w Where, u User, id string) string {
+	if id == "" || strings.ContainsAny(id, " \t\n") {
+		return "Usage: /agent team stop ID (the team run's id, like t-1a2b3c4d5e6f; /agent status lists the running ones)"
+	}
+	if !r.allowed(ctx, ep, w, "", u) {
+		r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "action", "team stop", "team", id)
+		return "You are not an approver here, so this changed nothing."
+	}
+	run, err := r.teamSvc().StopTeamBy(ctx, id, ep.a.Platform()+":"+u.ID)
+	if err != nil {
+		return "Could not stop the team run: " + err.Error()
+	}
+	r.log.Info("bots: team run stopped from chat", "platform", ep.a.Platform(), "team", run.ID, "user", u.ID)
+	return fmt.Sprintf("Stopped team run %s (%s).", run.ID, run.Workflow)
+}
+
+// stoppedBy names, as a mention, the person a team run's end says stopped it, when they
+// acted on platform ("stopped by PLATFORM:USER", see teamStop).
+func stoppedBy(m *Message, t client.TeamTurn, text, platform string) {
+	user, ok := strings.CutPrefix(strings.TrimSpace(text), "stopped by "+platform+":")
+	if t.Kind != client.TurnEnd || !ok || user == "" || strings.ContainsAny(user, " \t\n") || len(m.Parts) != 1 {
+		return
+	}
+	spans := m.Parts[0].Spans
+	m.Parts[0].Spans = append(spans[:len(spans)-1:len(spans)-1], Span{Text: "stopped by "}, Span{User: user})
 }
 
 // setTeamBound caches a team run's thread on its platform. Caller holds r.mu.
@@ -166,6 +204,46 @@ func (r *Relay) loadTeams(ctx context.Context) {
 	}
 }
 
+// teamForgetAfter bounds how long an ended team run's threads stay in memory waiting for
+// its role agents' removal (a removal the relay missed must not keep them forever).
+var teamForgetAfter = time.Minute
+
+// teamRunEnded forgets an ended team run's threads: at once, or once the role agents
+// the relay knows of are removed, since their last events (a proposal closed as the run
+// stopped) still belong in the thread. The stored binding stays, for the record and for
+// replies in the thread.
+func (r *Relay) teamRunEnded(teamID string) {
+	r.mu.Lock()
+	r.teamEnded[teamID] = true
+	r.forgetTeam(teamID)
+	r.mu.Unlock()
+	time.AfterFunc(teamForgetAfter, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if !r.teamEnded[teamID] {
+			return
+		}
+		for id, tr := range r.roles {
+			if tr.team == teamID {
+				delete(r.roles, id)
+			}
+		}
+		r.forgetTeam(teamID)
+	})
+}
+
+// forgetTeam drops an ended team run from memory unless role agents of it remain.
+// Caller holds r.mu.
+func (r *Relay) forgetTeam(teamID string) {
+	for _, tr := range r.roles {
+		if tr.team == teamID {
+			return
+		}
+	}
+	delete(r.teamBound, teamID)
+	delete(r.teamEnded, teamID)
+}
+
 // learnTeamAgents asks the engine for a team run's role agents and notes them; it
 // returns their ids.
 func (r *Relay) learnTeamAgents(ctx context.Context, teamID string) []string {
@@ -180,6 +258,10 @@ func (r *Relay) learnTeamAgents(ctx context.Context, teamID string) []string {
 	}
 	var ids []string
 	r.mu.Lock()
+	if r.teamEnded[teamID] || run.Status != client.TeamRunning {
+		r.mu.Unlock()
+		return nil // its role agents are going; learning them again would keep it in memory
+	}
 	for role, id := range run.Agents {
 		r.roles[id] = teamRole{team: teamID, role: role}
 		ids = append(ids, id)
@@ -297,6 +379,7 @@ func (r *Relay) followTeam(teamID string, since int) {
 			}
 			cancel()
 			if ended {
+				r.teamRunEnded(teamID)
 				return
 			}
 		}
@@ -336,6 +419,7 @@ func (r *Relay) handleTeam(ctx context.Context, te *client.TeamEvent) {
 	r.mu.Unlock()
 	for i, tg := range targets {
 		msg, file := FormatTeamTurn(*t, text, tg.ep.a.MaxText())
+		stoppedBy(&msg, *t, text, tg.ep.a.Platform())
 		b := seqs[i]
 		r.post(tg, "posting a team turn", func(ctx context.Context) error {
 			_, err := tg.ep.a.Post(ctx, tg.b.Channel, tg.b.Thread, msg)

@@ -51,3 +51,38 @@ func TestTeamAgentPrefix(t *testing.T) {
 		}
 	}
 }
+
+// A team run's end names who stopped it as a mention on the platform they acted on;
+// elsewhere, and for any other end, the text stays as recorded.
+func TestStoppedBy(t *testing.T) {
+	end := client.TeamTurn{Kind: client.TurnEnd, Mode: client.TeamStopped}
+	for _, tc := range []struct {
+		name     string
+		turn     client.TeamTurn
+		text     string
+		platform string
+		user     string
+	}{
+		{"same_platform", end, "stopped by slack:U1", "slack", "U1"},
+		{"other_platform", end, "stopped by slack:U1", "discord", ""},
+		{"by_agentctl", end, "stopped by a person", "slack", ""},
+		{"not_an_end", client.TeamTurn{Kind: client.TurnMessage, Role: "ceo"}, "stopped by slack:U1", "slack", ""},
+		{"spaces_in_user", end, "stopped by slack:U1 and more", "slack", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _ := FormatTeamTurn(tc.turn, tc.text, 300)
+			stoppedBy(&m, tc.turn, tc.text, tc.platform)
+			spans := m.Parts[0].Spans
+			last := spans[len(spans)-1]
+			if last.User != tc.user {
+				t.Fatalf("last span = %+v, want a mention of %q", last, tc.user)
+			}
+			if tc.user == "" && last.Text != tc.text {
+				t.Errorf("text = %q, want it as recorded", last.Text)
+			}
+			if tc.user != "" && spans[len(spans)-2].Text != "stopped by " {
+				t.Errorf("spans = %+v", spans)
+			}
+		})
+	}
+}

@@ -20,7 +20,8 @@ const (
 	SubResume = "resume"
 	// SubSchedule lists schedules or fires one now (action ls|run, name).
 	SubSchedule = "schedule"
-	// SubTeam starts a team run of a workflow (file, task), or lists the workflows.
+	// SubTeam starts a team run of a workflow (file, task), stops one (stop), or lists
+	// the workflows.
 	SubTeam = "team"
 )
 
@@ -55,11 +56,13 @@ func Commands() []*discordgo.ApplicationCommand {
 						{Name: "ls", Value: "ls"}, {Name: "run", Value: "run"}}},
 				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "name",
 					Description: "Schedule name (for run)", MaxLength: 100}),
-			sub(SubTeam, "Start a team run of a workflow in a new thread; alone, list the workflows",
+			sub(SubTeam, "Start a team run of a workflow in a new thread, or stop one; alone, list the workflows",
 				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "file",
 					Description: "Workflow name from the teams directory, or the file's absolute path", MaxLength: 500},
 				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "task",
-					Description: "What the team should do", MaxLength: maxTask}),
+					Description: "What the team should do", MaxLength: maxTask},
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "stop",
+					Description: "ID of a team run to stop (approvers only)", MaxLength: 100}),
 		},
 	}}
 }
@@ -74,6 +77,8 @@ type SlashCommand struct {
 	Name   string
 	// File is team's workflow (with Task); both empty list the workflows.
 	File string
+	// Stop is team's: the team run to stop (without File and Task).
+	Stop string
 }
 
 // ParseSlash reads an /agent invocation strictly: the command name, exactly one known
@@ -112,8 +117,11 @@ func ParseSlash(d discordgo.ApplicationCommandInteractionData) (SlashCommand, er
 			return SlashCommand{}, fmt.Errorf("discord: /%s %s: %s is required", CommandName, sub.Name, do.Name)
 		}
 	}
+	if sub.Name == SubTeam && got["stop"] != "" && (got["file"] != "" || got["task"] != "") {
+		return SlashCommand{}, fmt.Errorf("discord: /%s %s: stop takes no file or task", CommandName, SubTeam)
+	}
 	if sub.Name == SubTeam && (got["file"] == "") != (got["task"] == "") {
 		return SlashCommand{}, fmt.Errorf("discord: /%s %s: give both file and task to start a team, or neither to list the workflows", CommandName, SubTeam)
 	}
-	return SlashCommand{Sub: sub.Name, Agent: got["agent"], Task: got["task"], Action: got["action"], Name: got["name"], File: got["file"]}, nil
+	return SlashCommand{Sub: sub.Name, Agent: got["agent"], Task: got["task"], Action: got["action"], Name: got["name"], File: got["file"], Stop: got["stop"]}, nil
 }

@@ -32,6 +32,8 @@ func TestParseSlash(t *testing.T) {
 		{"schedule_run", data("agent", sub("schedule", opt("action", "run"), opt("name", "nightly"))), SlashCommand{Sub: SubSchedule, Action: "run", Name: "nightly"}, ""},
 		{"team", data("agent", sub("team", opt("file", "software_company"), opt("task", "a word counter"))), SlashCommand{Sub: SubTeam, File: "software_company", Task: "a word counter"}, ""},
 		{"team_list", data("agent", sub("team")), SlashCommand{Sub: SubTeam}, ""},
+		{"team_stop", data("agent", sub("team", opt("stop", " t-1a2b3c4d5e6f "))), SlashCommand{Sub: SubTeam, Stop: "t-1a2b3c4d5e6f"}, ""},
+		{"team_stop_with_file", data("agent", sub("team", opt("stop", "t-1"), opt("file", "build"), opt("task", "x"))), SlashCommand{}, "stop takes no file or task"},
 		{"team_file_without_task", data("agent", sub("team", opt("file", "software_company"))), SlashCommand{}, "give both file and task"},
 		{"schedule_without_action", data("agent", sub("schedule")), SlashCommand{}, "action is required"},
 		{"other_command", data("weather"), SlashCommand{}, "unknown command /weather"},

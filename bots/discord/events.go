@@ -154,6 +154,10 @@ func (b *Bot) onCommand(ctx context.Context, r *responder, w bots.Where, u bots.
 	case SubSchedule:
 		text += " " + cmd.Action + " " + cmd.Name
 	case SubTeam:
+		if cmd.Stop != "" {
+			text += " stop " + cmd.Stop
+			break
+		}
 		text += " " + cmd.File + " " + cmd.Task
 	default:
 		text += " " + cmd.Agent

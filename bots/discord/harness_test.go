@@ -23,6 +23,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/team"
 )
 
 // The end-to-end tests run the real relay, the real supervisor with the fake Ollama,
@@ -87,6 +88,11 @@ type env struct {
 
 	// runEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
 	runEnded atomic.Pointer[func(agent.RunEnd)]
+	// teamsDir, when set, starts a team engine the relay runs /agent team with, finding
+	// workflows there; onChat, when set, answers the model calls it takes (the roles').
+	teamsDir string
+	onChat   func(req *api.ChatRequest) (string, bool)
+	eng      *team.Engine
 
 	mu      sync.Mutex
 	replies []string
@@ -110,8 +116,11 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newEnv(t testing.TB, mod ...func(*bots.Options)) *env {
-	e := &env{t: t, model: ollamatest.NewFake(t), dir: t.TempDir(), logs: &syncBuffer{}}
+func newEnv(t testing.TB, mod ...func(*bots.Options)) *env { return newEnvWith(t, &env{}, mod...) }
+
+// newEnvWith is newEnv for an env whose teamsDir and onChat are set.
+func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
+	e.t, e.model, e.dir, e.logs = t, ollamatest.NewFake(t), t.TempDir(), &syncBuffer{}
 	e.fake = fakediscord.Start(t, fakediscord.Config{
 		HeartbeatInterval: 200 * time.Millisecond,
 		Guilds: []fakediscord.Guild{{
@@ -133,6 +142,11 @@ func newEnv(t testing.TB, mod ...func(*bots.Options)) *env {
 }
 
 func (e *env) chat(req *api.ChatRequest) (string, error) {
+	if e.onChat != nil {
+		if s, ok := e.onChat(req); ok {
+			return s, nil
+		}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
@@ -184,6 +198,7 @@ func (e *env) start() {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var eng *team.Engine
 	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
 		Commands: []string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"},
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
@@ -191,9 +206,18 @@ func (e *env) start() {
 			if f := e.runEnded.Load(); f != nil {
 				(*f)(end)
 			}
+			if eng != nil {
+				eng.RunEnded(end)
+			}
 		}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if e.teamsDir != "" {
+		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.Settings,
+			Backoff: func(int) time.Duration { return 20 * time.Millisecond }}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := sup.Start(ctx); err != nil {
@@ -202,6 +226,9 @@ func (e *env) start() {
 	opt := e.opt
 	opt.Service, opt.Bindings, opt.Log = sup, bots.StoreBindings(st), log
 	relay := bots.New(opt)
+	if eng != nil {
+		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})
+	}
 	bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: relay, Log: log,
 		Watchdog: time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
 	if err != nil {
@@ -213,11 +240,16 @@ func (e *env) start() {
 		DM:        true,
 		Approvers: bots.Access{Users: []string{uAlice.ID}, Groups: []string{eRole}},
 	})
-	e.st, e.sup, e.relay, e.bot, e.cancel = st, sup, relay, bot, cancel
+	e.st, e.sup, e.relay, e.bot, e.cancel, e.eng = st, sup, relay, bot, cancel, eng
 	e.done.Add(2)
 	go func() { defer e.done.Done(); relay.Run(ctx) }()
 	go func() { defer e.done.Done(); bot.Run(ctx) }()
 	<-relay.Ready()
+	if eng != nil {
+		if err := eng.Start(ctx); err != nil { // after the supervisor, as the daemon does
+			t.Fatal(err)
+		}
+	}
 	e.wait("the bot to connect and register /agent", func() bool {
 		return bot.Status().State == bots.StateConnected && len(e.fake.Commands(eGuild)) == 1
 	})
@@ -240,6 +272,9 @@ func (e *env) stop() {
 	e.settle()
 	e.cancel()
 	e.done.Wait()
+	if e.eng != nil {
+		e.eng.Wait()
+	}
 	e.sup.Wait()
 	e.st.Close()
 	e.cancel = nil

@@ -12,6 +12,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/daemon/client"
 )
 
 // build is a workflow of two roles: the CEO speaks through the model; the programmer
@@ -169,6 +170,61 @@ func TestTeamFollowedAfterRestart(t *testing.T) {
 	ms := e.messagesIn(thread)
 	if n, m := count(ms, "[ceo] Instruction"), count(ms, "[programmer] Step 1:"); n != 1 || m != 1 {
 		t.Errorf("CEO's turn posted %d times, the proposal %d times:\n%s", n, m, texts(ms))
+	}
+}
+
+// TestTeamStopFromChat: /agent team stop ID is for approvers; it stops the run, whose
+// end in the thread names who stopped it, and the role's open proposal with it.
+func TestTeamStopFromChat(t *testing.T) {
+	e := newTeamEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "page"}))
+	e.ack(e.slack.Slash(approver, channel, "/agent", "team build say hi"))
+	thread := e.teamThread("build")
+	p := e.roleProposal(thread, "programmer", 1)
+	runs, err := e.eng.Teams(t.Context())
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("team runs = %+v, %v", runs, err)
+	}
+	id := runs[0].ID
+	if ms := e.messagesIn(thread); !hasText(ms, "Stop it with /agent team stop "+id) {
+		t.Errorf("the team's first note does not say how to stop it:\n%s", texts(ms))
+	}
+	for _, tc := range []struct{ user, text, want string }{
+		{stranger, "team stop " + id, "not an approver"},
+		{approver, "team stop", "Usage: /agent team stop ID"},
+		{approver, "team stop t-nope", `no team run "t-nope"`},
+	} {
+		if got := e.ack(e.slack.Slash(tc.user, channel, "/agent", tc.text)); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: /agent %s = %q, want %q", tc.user, tc.text, got, tc.want)
+		}
+	}
+	if r, _ := e.eng.Team(t.Context(), id); r.Status != client.TeamRunning {
+		t.Fatalf("a refused stop stopped the run: %s (%s)", r.Status, r.Reason)
+	}
+	if got := e.ack(e.slack.Slash(member, channel, "/agent", "team stop "+id)); got != "Stopped team run "+id+" (build)." {
+		t.Fatalf("/agent team stop = %q", got)
+	}
+	// The end's blocks mention who (JSON escapes < and >).
+	e.wait("the run's end", func(v fakeslack.View) bool {
+		return hasText(v.Messages(channel, thread), `Team run stopped:* stopped by \u003c@`+member+`\u003e`)
+	})
+	// The role's proposal loses its buttons, though its agent is removed at once.
+	e.wait("the role's proposal closed", func(v fakeslack.View) bool {
+		for _, m := range v.Messages(channel, thread) {
+			if m.TS == p.TS {
+				return !strings.Contains(string(m.Blocks), "agentd_approve") && strings.Contains(string(m.Blocks), "The run ended before a decision")
+			}
+		}
+		return false
+	})
+	if r, _ := e.eng.Team(t.Context(), id); r.Status != client.TeamStopped || r.Reason != "stopped by slack:"+member {
+		t.Errorf("run = %s (%s)", r.Status, r.Reason)
+	}
+	if got := e.ack(e.slack.Slash(approver, channel, "/agent", "team stop "+id)); !strings.Contains(got, "has ended already") {
+		t.Errorf("stopping twice = %q", got)
+	}
+	if !strings.Contains(e.logs.String(), "team run stopped from chat") {
+		t.Error("the stop is not logged")
 	}
 }
 

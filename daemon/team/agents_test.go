@@ -177,6 +177,26 @@ func TestStopTeamStopsTheRoleRun(t *testing.T) {
 	}
 }
 
+// A team stopped by a known person says who: in its reason and its last entry.
+func TestStopTeamByNamesWho(t *testing.T) {
+	e := newEnv(t)
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
+	team := e.run(withCommands, "say hi")
+	e.awaiting(team.ID, "programmer", "write_file")
+	if _, err := e.eng.StopTeamBy(context.Background(), team.ID, " slack:U1 "); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.eng.Team(context.Background(), team.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := r.Transcript[len(r.Transcript)-1]
+	if r.Status != client.TeamStopped || r.Reason != "stopped by slack:U1" || last.Kind != client.TurnEnd || last.Text != r.Reason {
+		t.Errorf("run %s (%s), last entry %+v", r.Status, r.Reason, last)
+	}
+}
+
 // A stored run whose workflow no longer parses (an upgrade changed the format) fails
 // cleanly at start, with the reason.
 func TestUnparsableStoredRunFails(t *testing.T) {

@@ -359,6 +359,16 @@ func (e *Engine) Team(ctx context.Context, ref string) (*client.TeamRun, error) 
 // StopTeam stops a running team run; the run of the role agent it waits for is stopped
 // too (an open proposal superseded, a running command cancelled).
 func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, error) {
+	return e.StopTeamBy(ctx, ref, "")
+}
+
+// StopTeamBy is StopTeam for a known person (chat's "PLATFORM:USER"), whom the run's
+// reason and its last transcript entry name, so the record says who stopped it.
+func (e *Engine) StopTeamBy(ctx context.Context, ref, by string) (*client.TeamRun, error) {
+	reason := "stopped by a person"
+	if by = strings.TrimSpace(by); by != "" {
+		reason = "stopped by " + by
+	}
 	var out *client.TeamRun
 	var waiting string
 	var end client.TeamTurn
@@ -374,7 +384,7 @@ func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, err
 			return client.Errorf(client.ErrConflict, "team run %s has ended already (%s)", r.ID, r.Status)
 		}
 		waiting = r.Waiting
-		if end, err = endTx(tx, r, client.TeamStopped, "stopped by a person"); err != nil {
+		if end, err = endTx(tx, r, client.TeamStopped, reason); err != nil {
 			return err
 		}
 		out, ended = &r.TeamRun, r

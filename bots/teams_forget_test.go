@@ -1,0 +1,156 @@
+package bots
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// fakeTeams serves team runs whose transcripts are given up front; each subscription
+// gets them all, then its channel closes, as the engine's does after a run's end.
+type fakeTeams struct {
+	unusedTeams // the methods not needed here
+	runs        map[string]*client.TeamRun
+	turns       map[string][]client.TeamTurn
+}
+
+func (f *fakeTeams) Team(_ context.Context, ref string) (*client.TeamRun, error) {
+	if r, ok := f.runs[ref]; ok {
+		return r, nil
+	}
+	return nil, client.Errorf(client.ErrNotFound, "no team run %q", ref)
+}
+
+func (f *fakeTeams) SubscribeTeam(ref string, since int64) (<-chan client.Event, func(), error) {
+	ch := make(chan client.Event, len(f.turns[ref]))
+	for _, t := range f.turns[ref] {
+		if int64(t.Seq) > since {
+			ch <- client.Event{Type: client.EventTeam, Team: &client.TeamEvent{TeamID: ref, Turn: &t}}
+		}
+	}
+	close(ch)
+	return ch, func() {}, nil
+}
+
+type unusedTeams = Teams
+
+// teamMemBindings adds team bindings, which only record seqs here, to memBindings.
+type teamMemBindings struct{ *memBindings }
+
+func (teamMemBindings) BindTeam(context.Context, store.TeamBinding) error { return nil }
+func (teamMemBindings) TeamBindingByThread(context.Context, string, string, string) (*store.TeamBinding, error) {
+	return nil, nil
+}
+func (teamMemBindings) TeamBindings(context.Context) ([]*store.TeamBinding, error) { return nil, nil }
+func (teamMemBindings) SetTeamSeq(context.Context, string, string, int) error      { return nil }
+
+// teamRelay is a relay following the team runs of teams, each bound to a thread of C1
+// named after it, with the role agents of svc learned.
+func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapter) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	r := New(Options{Service: svc, Bindings: teamMemBindings{&memBindings{msgs: map[string]*store.ChatMessage{}}}})
+	ad := &fakeAdapter{}
+	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
+	r.SetTeams(teams)
+	r.out.start(ctx)
+	r.mu.Lock()
+	r.runCtx = ctx
+	for id := range teams.runs {
+		r.setTeamBound(&store.TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
+	}
+	r.mu.Unlock()
+	for id := range teams.runs {
+		r.learnTeamAgents(ctx, id)
+	}
+	return r, ad
+}
+
+// remembered reports whether the relay still holds team run id's threads in memory.
+func (r *Relay) remembered(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.teamBound[id]
+	return ok || r.teamEnded[id]
+}
+
+// followed follows the team runs and waits until their followers have seen them end.
+func (r *Relay) followed(t *testing.T, ids ...string) {
+	for _, id := range ids {
+		r.followTeam(id, 0)
+	}
+	waitFor(t, "the followers to end", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.following) == 0
+	})
+	r.out.flush()
+}
+
+// TestEndedTeamRunForgotten: once a team run ends, the relay drops its thread from
+// memory: at once when no role agent of it is known, else when its last role agent is
+// removed, whose last events still reach the thread until then.
+func TestEndedTeamRunForgotten(t *testing.T) {
+	end := func(seq int) client.TeamTurn {
+		return client.TeamTurn{Seq: seq, Kind: client.TurnEnd, Mode: client.TeamFinished, Text: "no next state"}
+	}
+	svc := &helperService{agents: []client.Agent{{ID: "a-2", Name: "t1-programmer", State: client.StateThinking}}}
+	teams := &fakeTeams{
+		runs: map[string]*client.TeamRun{
+			"t-1": {ID: "t-1", Status: client.TeamRunning, Agents: map[string]string{"programmer": "a-2"}},
+			"t-2": {ID: "t-2", Status: client.TeamRunning},
+		},
+		turns: map[string][]client.TeamTurn{
+			"t-1": {{Seq: 1, Kind: client.TurnMessage, Role: "programmer", AgentID: "a-2", Text: "done"}, end(2)},
+			"t-2": {end(1)},
+		},
+	}
+	r, ad := teamRelay(t, svc, teams)
+	r.followed(t, "t-1", "t-2")
+	if r.remembered("t-2") {
+		t.Error("t-2 ended with no role agents, yet its thread is still in memory")
+	}
+	if !r.remembered("t-1") || len(r.targets("a-2")) != 1 {
+		t.Fatal("t-1's thread was forgotten while its role agent, not yet removed, may still post there")
+	}
+	r.handle(context.Background(), client.Event{Type: client.EventRemoved, AgentID: "a-2"})
+	if r.remembered("t-1") {
+		t.Error("t-1's last role agent is removed, yet its thread is still in memory")
+	}
+	r.mu.Lock()
+	roles := len(r.roles)
+	r.mu.Unlock()
+	r.out.flush()
+	posts := strings.Join(ad.posts, "\n")
+	if roles != 0 || strings.Contains(posts, "was removed") || strings.Count(posts, "🏁 Team run finished") != 2 {
+		t.Errorf("roles left: %d; posts:\n%s", roles, posts)
+	}
+}
+
+// TestEndedTeamRunForgottenLater: a role agent whose removal the relay never sees keeps
+// its ended team's thread in memory for teamForgetAfter at most.
+func TestEndedTeamRunForgottenLater(t *testing.T) {
+	defer func(d time.Duration) { teamForgetAfter = d }(teamForgetAfter)
+	teamForgetAfter = 20 * time.Millisecond
+	svc := &helperService{agents: []client.Agent{{ID: "a-3", Name: "t3-writer"}}}
+	teams := &fakeTeams{
+		runs:  map[string]*client.TeamRun{"t-3": {ID: "t-3", Status: client.TeamRunning, Agents: map[string]string{"writer": "a-3"}}},
+		turns: map[string][]client.TeamTurn{"t-3": {{Seq: 1, Kind: client.TurnEnd, Mode: client.TeamStopped, Text: "stopped"}}},
+	}
+	r, _ := teamRelay(t, svc, teams)
+	r.followed(t, "t-3")
+	waitFor(t, "t-3 forgotten", func() bool { return !r.remembered("t-3") })
+	if _, ok := r.roleOf("a-3"); ok {
+		t.Error("the role agent of a forgotten team run is still placed in its thread")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := fmt.Sprint(len(r.roles), len(r.teamBound), len(r.teamEnded)); n != "0 0 0" {
+		t.Errorf("roles, team threads, ended teams in memory: %s", n)
+	}
+}
