@@ -278,6 +278,7 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 			r.stateChanged(ctx, ev.Agent)
 		}
 	case client.EventRemoved:
+		r.closeOpen(ctx, ev.AgentID, "The agent was removed before a decision.")
 		if _, ok := r.roleOf(ev.AgentID); !ok { // role agents go when their team ends
 			r.note(ctx, ev.AgentID, "🗑 The agent was removed.")
 		}

@@ -208,6 +208,19 @@ func TestThreadMessagesRemembered(t *testing.T) {
 	}
 }
 
+// Removing an agent while its proposal waits closes the proposal's message: no buttons
+// are left to click.
+func TestRemovedAgentsProposalClosed(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	thread := e.startRun("touch x")
+	p := e.proposal(thread, 1)
+	if err := e.sup.DeleteAgent(context.Background(), e.agentOf(thread).ID); err != nil {
+		t.Fatal(err)
+	}
+	e.decided(thread, p.TS, "removed before a decision")
+}
+
 func TestAskUserAnsweredInThread(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("ask_user", map[string]string{"question": "Which folder?"}))
