@@ -42,7 +42,7 @@ var _ schedules.Chat = (*bots.Relay)(nil)
 // starts team runs from chat with teams (nil: none) and the workflows in [teams] dir.
 // Secrets missing are an error.
 func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store.Store, log *slog.Logger, mx *metrics.Metrics) (*chatBots, error) {
-	tokens, err := botTokens(cfg)
+	tok, tokens, err := readBotTokens(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -57,14 +57,7 @@ func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store
 	}
 	if cfg.Slack.Enabled {
 		s := &cfg.Slack
-		botToken, err := secret("slack bot token", s.BotTokenEnv, s.BotTokenFile)
-		if err != nil {
-			return nil, err
-		}
-		appToken, err := secret("slack app token", s.AppTokenEnv, s.AppTokenFile)
-		if err != nil {
-			return nil, err
-		}
+		botToken, appToken := tok[slackBotToken], tok[slackAppToken]
 		mx.SetBotConnected(slack.Platform, false)
 		bot, err := slack.New(slack.Options{BotToken: botToken, AppToken: appToken, APIURL: s.APIURL, Relay: relay, Log: log,
 			OnConnection: func(up bool) { mx.SetBotConnected(slack.Platform, up) }})
@@ -77,10 +70,7 @@ func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store
 	}
 	if cfg.Discord.Enabled {
 		d := &cfg.Discord
-		token, err := secret("discord bot token", d.TokenEnv, d.TokenFile)
-		if err != nil {
-			return nil, err
-		}
+		token := tok[discordToken]
 		mx.SetBotConnected(discord.Platform, false)
 		bot, err := discord.New(discord.Options{Token: token, ApplicationID: d.ApplicationID, Guilds: d.Guilds,
 			APIURL: d.APIURL, Relay: relay, Log: log, OnConnection: func(up bool) { mx.SetBotConnected(discord.Platform, up) }})
@@ -121,29 +111,45 @@ func (c *chatBots) start(ctx context.Context) (wait func()) {
 	return wg.Wait
 }
 
-// botTokens reads the enabled bots' tokens, as newBots does, and returns a fingerprint
-// of them (a hash: the tokens themselves are kept nowhere else). "" without bots.
-func botTokens(cfg *config.Config) (string, error) {
-	var secrets []struct{ what, env, file string }
+// The bots' secrets, by what the errors call them.
+const (
+	slackBotToken = "slack bot token"
+	slackAppToken = "slack app token"
+	discordToken  = "discord bot token"
+)
+
+// readBotTokens reads the enabled bots' tokens, each once, and a fingerprint of them (a
+// hash, so a reload can see a rotated token file without keeping the tokens). "" without
+// bots.
+func readBotTokens(cfg *config.Config) (map[string]string, string, error) {
+	type where struct{ what, env, file string }
+	var secrets []where
 	if s := &cfg.Slack; s.Enabled {
-		secrets = append(secrets, struct{ what, env, file string }{"slack bot token", s.BotTokenEnv, s.BotTokenFile},
-			struct{ what, env, file string }{"slack app token", s.AppTokenEnv, s.AppTokenFile})
+		secrets = append(secrets, where{slackBotToken, s.BotTokenEnv, s.BotTokenFile}, where{slackAppToken, s.AppTokenEnv, s.AppTokenFile})
 	}
 	if d := &cfg.Discord; d.Enabled {
-		secrets = append(secrets, struct{ what, env, file string }{"discord bot token", d.TokenEnv, d.TokenFile})
+		secrets = append(secrets, where{discordToken, d.TokenEnv, d.TokenFile})
 	}
 	if len(secrets) == 0 {
-		return "", nil
+		return nil, "", nil
 	}
+	tokens := map[string]string{}
 	h := sha256.New()
 	for _, t := range secrets {
 		v, err := secret(t.what, t.env, t.file)
 		if err != nil {
-			return "", err
+			return nil, "", err
 		}
+		tokens[t.what] = v
 		fmt.Fprintf(h, "%s\x00%s\x00", t.what, v)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return tokens, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// botTokens is the fingerprint of the enabled bots' tokens (readBotTokens).
+func botTokens(cfg *config.Config) (string, error) {
+	_, fp, err := readBotTokens(cfg)
+	return fp, err
 }
 
 // secret reads a token from a file (which wins) or an environment variable. Errors name
