@@ -27,7 +27,7 @@ func bwrapHere(t *testing.T) string {
 	if err != nil {
 		t.Skip("bwrap is not installed (Debian package bubblewrap): sandbox not tested")
 	}
-	if err := probeBwrap(path); err != nil {
+	if _, err := CheckSandbox(Options{Sandbox: SandboxBwrap, Bwrap: path}); err != nil {
 		switch {
 		case os.Getenv("AGENTD_REQUIRE_SANDBOX") == "1":
 			t.Fatalf("AGENTD_REQUIRE_SANDBOX=1 but %v", err)
@@ -44,7 +44,7 @@ func modes(t *testing.T) []string {
 	m := []string{SandboxNone}
 	path, err := exec.LookPath("bwrap")
 	if err == nil {
-		err = probeBwrap(path)
+		_, err = CheckSandbox(Options{Sandbox: SandboxBwrap, Bwrap: path})
 	}
 	if err == nil {
 		m = append(m, SandboxBwrap)

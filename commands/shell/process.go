@@ -49,6 +49,7 @@ func runProgram(ctx context.Context, dir string, argv, env []string, limit int) 
 		return nil, err
 	}
 	pid := cmd.Process.Pid
+	track(pid)
 
 	res := &runResult{}
 	flood := make(chan struct{})
@@ -75,6 +76,7 @@ func runProgram(ctx context.Context, dir string, argv, env []string, limit int) 
 	// the group cannot hit a stranger that reused the number.
 	killGroup(pid)
 	<-exited
+	untrack(pid) // before the reap, after which the number may name a stranger
 	cmd.Wait()
 	res.state = cmd.ProcessState
 
