@@ -62,7 +62,11 @@ func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (st
 			return "", fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
 		}
 	}
-	res, err := runProgram(ctx, ws, e.box.wrap(ws, b, argv), e.opts.env(ws), e.opts.OutputCap)
+	extra, err := e.box.files()
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot start the sandbox: %w", e.name, err)
+	}
+	res, err := runProgram(ctx, ws, e.box.wrap(ws, b, argv), e.opts.env(ws), e.opts.OutputCap, extra...)
 	if res == nil {
 		return "", fmt.Errorf("%s: cannot start %s: %w", e.name, argv[0], err)
 	}

@@ -164,8 +164,14 @@ func (s *sandbox) runProbe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	argv := s.wrap("", binds{}, []string{"/bin/cat", "/proc/self/status"})
+	extra, err := s.files()
+	if err != nil {
+		return err
+	}
+	defer closeAll(extra)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=" + programPath}
+	cmd.ExtraFiles = extra
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
@@ -178,6 +184,19 @@ func (s *sandbox) runProbe() error {
 		return fmt.Errorf("%s makes a sandbox that does not hold here: %v", s.bwrap, err)
 	}
 	return nil
+}
+
+// files are the descriptors bwrap is given for a run: the seccomp filter, when there is
+// one. None unsandboxed.
+func (s *sandbox) files() ([]*os.File, error) {
+	if s.bwrap == "" || seccompArch == 0 {
+		return nil, nil
+	}
+	f, err := seccompFile()
+	if err != nil {
+		return nil, err
+	}
+	return []*os.File{f}, nil
 }
 
 // checkConfined reads a /proc/PID/status and says what, if anything, is not confined.

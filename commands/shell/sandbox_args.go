@@ -44,6 +44,9 @@ func (s *sandbox) bwrapArgs(workspace string, b binds) []string {
 	if !s.asRoot {
 		a = append(a, "--unshare-user", "--disable-userns", "--cap-drop", "ALL")
 	}
+	if seccompArch != 0 {
+		a = append(a, "--seccomp", seccompFD)
+	}
 	bound := []string{"/usr", "/etc", "/proc", "/dev"} // mounted with folders of their own
 	a = append(a, "--ro-bind", "/usr", "/usr")
 	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
