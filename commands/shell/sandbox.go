@@ -91,11 +91,11 @@ func DescribeSandbox(o Options) (line string, ok bool) {
 	s, err := newSandbox(o)
 	switch {
 	case err != nil:
-		return "none: " + err.Error(), false
+		return "refused: " + err.Error(), false
 	case s.reason != "":
-		return "none, so execute_shell is refused: " + s.reason, false
+		return "refused: no sandbox works here (" + s.reason + ")", false
 	case s.bwrap == "":
-		return "none ([shell] sandbox = \"none\"): programs run as agentd, unconfined", false
+		return `unconfined ([shell] sandbox = "none")`, false
 	}
 	return s.describe(), true
 }
