@@ -44,7 +44,7 @@ func runProgram(ctx context.Context, dir string, argv, env []string, limit int, 
 	cmd.Stdout, cmd.Stderr = pw, pw // nil Stdin is /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.ExtraFiles = extra
-	err = cmd.Start()
+	err = startTracked(cmd)
 	pw.Close()
 	closeAll(extra) // the child has its copies
 	if err != nil {
@@ -52,7 +52,6 @@ func runProgram(ctx context.Context, dir string, argv, env []string, limit int, 
 		return nil, err
 	}
 	pid := cmd.Process.Pid
-	track(pid)
 
 	res := &runResult{}
 	flood := make(chan struct{})

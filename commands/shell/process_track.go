@@ -3,6 +3,7 @@ package shell
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"strconv"
 	"sync"
 )
@@ -15,13 +16,19 @@ var running struct {
 	pids map[int]bool
 }
 
-func track(pid int) {
+// startTracked starts cmd and tracks its pid under the lock CommandAncestor takes too: a
+// program that has begun to run is never missed by a question asked meanwhile.
+func startTracked(cmd *exec.Cmd) error {
 	running.Lock()
 	defer running.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
 	if running.pids == nil {
 		running.pids = map[int]bool{}
 	}
-	running.pids[pid] = true
+	running.pids[cmd.Process.Pid] = true
+	return nil
 }
 
 func untrack(pid int) {
