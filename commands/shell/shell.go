@@ -12,8 +12,11 @@
 // inside a bubblewrap (bwrap) sandbox when one works here: no network, the system read-only,
 // the workspace the only writable place, and a pid namespace, so that even a process that
 // left the group (setsid) dies with the command; unsandboxed, such a process outlives it. clone_repository needs the network, so it runs git
-// unsandboxed but hardened: http(s) URLs only, public addresses only, no credentials, no
-// hooks, no user or system git config.
+// unsandboxed but hardened: http(s) URLs only, no credentials, no hooks, no user or system
+// git config, no proxy or GIT_* variables, and the network only through a forward proxy
+// on 127.0.0.1 whose one way out is the network guard (commands/netguard), the same one
+// read_webpage uses: public addresses only, checked in every numeric form before git
+// starts and, for names, on the address the proxy connects to.
 package shell
 
 import (
