@@ -34,6 +34,8 @@ type cloneRepository struct {
 	opts  Options
 	git   string
 	guard *netguard.Guard
+	// testConfig, set only by tests, adds git -c options (a CA to trust for a test server).
+	testConfig []string
 }
 
 type cloneRepositoryArgs struct {
@@ -103,8 +105,9 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 	argv := []string{c.git,
 		"-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always",
 		"-c", "protocol.file.allow=never", "-c", "credential.helper=", "-c", "core.hooksPath=/dev/null",
-		"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy.URL(),
-		"clone", "--quiet", "--depth", "1", "--", u.String(), dest}
+		"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy.URL()}
+	argv = append(argv, c.testConfig...)
+	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), dest)
 	genv := append(gitEnv(c.opts.env(ws)), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
 	// From "/", git finds no repository around it whose config it would read; the workspace may be one.
 	res, err := runProgram(ctx, "/", argv, genv, c.opts.OutputCap)

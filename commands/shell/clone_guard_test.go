@@ -2,6 +2,7 @@ package shell
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
 	"net/netip"
 	"net/url"
@@ -75,6 +76,38 @@ func TestCloneGoesThroughTheGuard(t *testing.T) {
 				t.Errorf("the git server got %d requests: git went around the guard", n)
 			}
 		})
+	}
+}
+
+// TestCloneHTTPSTunnels: an https clone goes through the proxy's CONNECT tunnel, on the
+// address the guard checked.
+func TestCloneHTTPSTunnels(t *testing.T) {
+	srv, _, _ := serveGit(t, true)
+	target := netip.MustParseAddrPort(srv.Listener.Addr().String())
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newClone(t, Options{})
+	c.testConfig = []string{"-c", "http.sslCAInfo=" + ca}
+	var mu sync.Mutex
+	var seen []netip.AddrPort
+	c.guard.Exempt = func(ap netip.AddrPort) bool { return ap == target }
+	c.guard.BeforeConnect = func(ap netip.AddrPort) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, ap)
+		return nil
+	}
+	ws := workspace(t)
+	out, err := run(context.Background(), t, c, ws, cloneArgs(srv.URL+"/repo.git", "r"), time.Minute)
+	if err != nil || !strings.Contains(out, "Top level: README.md, cmd/") {
+		t.Fatalf("https clone: %q, %v", out, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 || seen[0] != target {
+		t.Errorf("the guard dialled %v, want %v: git did not tunnel through it", seen, target)
 	}
 }
 

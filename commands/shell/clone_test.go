@@ -123,6 +123,13 @@ func TestCloneRepositoryRefusals(t *testing.T) {
 // counts every request.
 func gitServer(t *testing.T) (url string, evil, hits *atomic.Int32) {
 	t.Helper()
+	srv, evil, hits := serveGit(t, false)
+	return srv.URL, evil, hits
+}
+
+// serveGit is gitServer, over TLS (httptest's certificate, for 127.0.0.1) when tls is set.
+func serveGit(t *testing.T, tls bool) (srv *httptest.Server, evil, hits *atomic.Int32) {
+	t.Helper()
 	git, err := exec.LookPath("git")
 	if err != nil {
 		t.Skip("git is not installed: clone_repository not tested")
@@ -155,7 +162,7 @@ func gitServer(t *testing.T) (url string, evil, hits *atomic.Int32) {
 	}
 	backendHandler := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}, Stderr: io.Discard}
 	evil, hits = new(atomic.Int32), new(atomic.Int32)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		if r.Header.Get("X-Agentd-Test") != "" {
 			evil.Add(1)
@@ -166,8 +173,13 @@ func gitServer(t *testing.T) (url string, evil, hits *atomic.Int32) {
 		}
 		backendHandler.ServeHTTP(w, r)
 	}))
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
-	return srv.URL, evil, hits
+	return srv, evil, hits
 }
 
 func TestCloneRepository(t *testing.T) {
