@@ -16,7 +16,11 @@
 // the group (setsid) dies with the command. With no working sandbox they are refused, unless
 // the config says sandbox = "none"; unsandboxed, a setsid process outlives the command.
 // clone_repository needs the network, so it runs git unsandboxed but hardened: http(s) URLs
-// only, public addresses only, no credentials, no hooks, no user or system git config.
+// only, no credentials, no hooks, no user or system git config, no proxy or GIT_*
+// variables, and the network only through a forward proxy on 127.0.0.1 whose one way out
+// is the network guard (commands/netguard), the same one read_webpage uses: public
+// addresses only, checked in every numeric form before git starts and, for names, on the
+// address the proxy connects to.
 package shell
 
 import (
