@@ -10,16 +10,16 @@ import (
 // hostileNames are file names a cloned repo or a shell command can create: each must be
 // listed as one line, its control, bidi and zero-width characters shown as escapes.
 var hostileNames = map[string]string{
-	"esc\x1b[2Jname":        `esc\x1b[2Jname`,
-	"two\nlines":            `two\x0alines`,
-	"tab\there":             `tab\x09here`,
-	"cr\rover":              `cr\x0dover`,
-	"exe\u202etxt.sh":       `exe\u202etxt.sh`,
-	"zero\u200bwidth":       `zero\u200bwidth`,
-	"not-utf8-\xff":         `not-utf8-\xff`,
-	"tag\U000E0041":         `tag\U000e0041`,
-	"sep\u2028ara":          `sep\u2028ara`,
-	"bell\x07":              `bell\x07`,
+	"esc\x1b[2Jname":       `esc\x1b[2Jname`,
+	"two\nlines":           `two\x0alines`,
+	"tab\there":            `tab\x09here`,
+	"cr\rover":             `cr\x0dover`,
+	"exe\u202etxt.sh":      `exe\u202etxt.sh`,
+	"zero\u200bwidth":      `zero\u200bwidth`,
+	"not-utf8-\xff":        `not-utf8-\xff`,
+	"tag\U000E0041":        `tag\U000e0041`,
+	"sep\u2028ara":         `sep\u2028ara`,
+	"bell\x07":             `bell\x07`,
 	"plain-ünïcode-日本.txt": "plain-ünïcode-日本.txt",
 }
 
