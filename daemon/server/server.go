@@ -210,7 +210,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	go func() { serveErr <- srv.Serve(ln) }()
 	var tcpSrv *http.Server
 	if tcpLn != nil {
-		th := newTCPHandler(httpTok, log)
+		th := newTCPHandler(httpTok, tcpLn.Addr(), cfg.HTTP.Listen, log)
 		th.Metrics = metricsHandler(mx, sup)
 		if cfg.HTTP.AgentProtocol {
 			th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: sup, Log: log})
