@@ -24,6 +24,7 @@ import (
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/schedules"
+	"github.com/agentd/agentd/daemon/statedir"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 )
@@ -62,8 +63,9 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	}
 	live := &liveConfig{}
 	live.store(cfg)
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return fmt.Errorf("state dir: %w", err)
+	// Before the store opens: SQLite gives its -wal and -shm the database's mode.
+	if err := statedir.Secure(cfg.StateDir, cfg.WorkspaceRoot()); err != nil {
+		return err
 	}
 	var httpTok string
 	if cfg.HTTP.Listen != "" {
