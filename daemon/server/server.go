@@ -52,6 +52,10 @@ type Options struct {
 	// Notify, when set, tells the service manager about state changes ("RELOADING=1",
 	// "READY=1"; sd_notify under systemd).
 	Notify func(state string)
+	// IsAgentCommand, when set, reports whether a process is a command an agent runs or
+	// descends from one (shell.CommandAncestor): the socket refuses its requests. Peers of
+	// another user than the daemon's (root excepted) are refused either way.
+	IsAgentCommand func(pid int32) bool
 }
 
 // RunWith is Run with reloads: on every value from opt.Reloads and on POST /v0/reload it
@@ -208,6 +212,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
 	}
+	api.GuardPeers(srv, opt.IsAgentCommand, log) // nothing an agent runs reaches the daemon's control
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
 	var tcpSrv *http.Server

@@ -1,13 +1,17 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/ollamatest"
 )
 
@@ -56,5 +60,33 @@ func TestStartMakesTheStateDirPrivate(t *testing.T) {
 		if got := fi.Mode().Perm(); got != want {
 			t.Errorf("%s: mode %04o, want %04o", path, got, want)
 		}
+	}
+}
+
+// TestSocketRefusesAgentCommands: with the hook saying every peer is a command an agent
+// runs, the socket answers 403 and the reason; the hook is asked about this process.
+func TestSocketRefusesAgentCommands(t *testing.T) {
+	model := ollamatest.NewFake(t)
+	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
+	cfg.Slack.Enabled = false
+	asked := make(chan int32, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- RunWith(ctx, cfg, slog.New(slog.DiscardHandler), Options{Version: "test", Ready: func() { close(ready) },
+			IsAgentCommand: func(pid int32) bool { asked <- pid; return true }})
+	}()
+	defer func() { cancel(); <-done }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("the daemon did not start: %v", err)
+	}
+	_, err := (&client.Client{Socket: cfg.Socket}).Status(ctx)
+	if !errors.Is(err, client.ErrForbidden) || !strings.Contains(err.Error(), "requests from commands an agent runs are refused") {
+		t.Fatalf("Status = %v, want 403 refusing an agent's command", err)
+	}
+	if pid := <-asked; pid != int32(os.Getpid()) {
+		t.Errorf("the hook was asked about pid %d, want %d", pid, os.Getpid())
 	}
 }
