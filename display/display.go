@@ -8,7 +8,6 @@
 package display
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -128,20 +127,30 @@ func writeByte(b *strings.Builder, c byte, m Mode) {
 		b.WriteString(`\ufffd`) // the JSON decoder would make the same replacement
 		return
 	}
-	fmt.Fprintf(b, `\x%02x`, c)
+	writeHex(b, `\x`, uint32(c), 2)
 }
 
 func writeRune(b *strings.Builder, r rune, m Mode) {
 	switch {
 	case m == JSON && r > 0xffff:
 		r1, r2 := utf16Pair(r)
-		fmt.Fprintf(b, `\u%04x\u%04x`, r1, r2)
+		writeHex(b, `\u`, uint32(r1), 4)
+		writeHex(b, `\u`, uint32(r2), 4)
 	case m == JSON || r >= utf8.RuneSelf && r <= 0xffff:
-		fmt.Fprintf(b, `\u%04x`, r)
+		writeHex(b, `\u`, uint32(r), 4)
 	case r < utf8.RuneSelf:
-		fmt.Fprintf(b, `\x%02x`, r)
+		writeHex(b, `\x`, uint32(r), 2)
 	default:
-		fmt.Fprintf(b, `\U%08x`, r)
+		writeHex(b, `\U`, uint32(r), 8)
+	}
+}
+
+// writeHex writes prefix, then v in the given number of lowercase hex digits.
+func writeHex(b *strings.Builder, prefix string, v uint32, digits int) {
+	const hex = "0123456789abcdef"
+	b.WriteString(prefix)
+	for i := digits - 1; i >= 0; i-- {
+		b.WriteByte(hex[v>>(4*i)&0xf])
 	}
 }
 

@@ -129,3 +129,20 @@ func TestReplaceAttrEscapesLogs(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// BenchmarkEscape measures the common case (nothing to escape: no allocation) and text
+// full of escapes.
+func BenchmarkEscape(b *testing.B) {
+	clean := strings.Repeat("a result line with ünïcode and ✅ emoji\n", 32)
+	hostile := strings.Repeat("a\u202eb\x1b[2Jc\u200bd\xff\n", 64)
+	b.Run("clean_1k", func(b *testing.B) {
+		for b.Loop() {
+			Escape(clean, Text)
+		}
+	})
+	b.Run("hostile_1k", func(b *testing.B) {
+		for b.Loop() {
+			Escape(hostile, Text)
+		}
+	})
+}
