@@ -107,7 +107,8 @@ func TestReplaceAttrEscapesLogs(t *testing.T) {
 				h = slog.NewJSONHandler(&b, opts)
 			}
 			log := slog.New(h).With("agent", "bob\u202e")
-			log.Info("ran \x1b[2J", "command", "ls\u200b", "err", errString("no\u2066pe"), "n", 3)
+			log.Info("ran \x1b[2J", "command", "ls\u200b", "err", errString("no\u2066pe"), "n", 3,
+				"args", []string{"a\u202e"})
 			out := b.String()
 			for _, bad := range []string{"\x1b", "\u202e", "\u200b", "\u2066"} {
 				if strings.Contains(out, bad) {

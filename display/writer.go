@@ -58,7 +58,7 @@ func incompleteTail(b []byte) int {
 }
 
 // ReplaceAttr is a slog.HandlerOptions.ReplaceAttr that escapes every string a record
-// carries (its message, string values, errors and Stringers), so a command name, a
+// carries (its message, string values, lists of strings, errors and Stringers), so a command name, a
 // model's text or a file name cannot forge or hide log lines.
 func ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
 	v := a.Value
@@ -74,6 +74,13 @@ func ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
 			s = x.Error()
 		case interface{ String() string }:
 			s = x.String()
+		case []string:
+			out := make([]string, len(x))
+			for i, e := range x {
+				out[i] = Escape(e, Text)
+			}
+			a.Value = slog.AnyValue(out)
+			return a
 		default:
 			return a
 		}
