@@ -58,8 +58,8 @@ func incompleteTail(b []byte) int {
 }
 
 // ReplaceAttr is a slog.HandlerOptions.ReplaceAttr that escapes every string a record
-// carries (its message, string values, lists of strings, errors and Stringers), so a command name, a
-// model's text or a file name cannot forge or hide log lines.
+// carries (its message, string values, lists of strings, errors and Stringers), so a
+// command name, a model's text or a file name cannot forge or hide log lines.
 func ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
 	v := a.Value
 	switch v.Kind() {
