@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/agentd/agentd/display"
 )
 
 const (
@@ -60,7 +62,8 @@ func (listFolder) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 		for _, e := range batch {
 			total++
 			if len(names) < maxSorted {
-				names = append(names, entryName(env.Workspace, a.Path, e))
+				// One name per line, whatever bytes it holds: escapes, not raw controls.
+				names = append(names, display.Escape(entryName(env.Workspace, a.Path, e), display.Line))
 			}
 		}
 		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {

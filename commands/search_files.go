@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/agentd/agentd/display"
 )
 
 // Budgets of one search; each one reached is named in the result so the model can narrow it.
@@ -226,7 +228,7 @@ func (s *search) visit(p string, d fs.DirEntry, err error) error {
 			sub = p
 		}
 	}
-	shown := path.Join(s.glob.prefix, sub)
+	shown := display.Escape(path.Join(s.glob.prefix, sub), display.Line) // one path per line
 	st := s.glob.states(sub)
 	if d.IsDir() {
 		if sub == "." {
@@ -318,7 +320,7 @@ func (s *search) grep(p, shown string) error {
 		if len(low) != len(line) {
 			at = 0 // lowering changed byte offsets: show the line from its start
 		}
-		if err := s.add(fmt.Sprintf("%s:%d: %s", shown, n, snippet(line, at))); err != nil {
+		if err := s.add(fmt.Sprintf("%s:%d: %s", shown, n, display.Escape(snippet(line, at), display.Text))); err != nil {
 			return err
 		}
 	}

@@ -391,8 +391,8 @@ type HTTPStatus struct {
 	// Addr is the address actually bound, like "127.0.0.1:7070" (a port 0 in the config
 	// shows here as the one the system chose).
 	Addr string `json:"addr,omitempty"`
-	// Metrics and AgentProtocol tell what it serves: /metrics (no token) and /ap/v1
-	// (bearer token).
+	// Metrics and AgentProtocol tell what it serves: /metrics and /ap/v1, both behind
+	// the bearer token.
 	Metrics       bool `json:"metrics"`
 	AgentProtocol bool `json:"agent_protocol"`
 	// Remote is set when allow_remote let it bind an address other machines can reach.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/display"
 )
 
 // DefaultModel is the model agents use unless the config names another: a 3B instruct
@@ -310,9 +311,10 @@ func (c *Config) WorkspaceRoot() string {
 	return filepath.Join(c.StateDir, "workspaces")
 }
 
-// Logger returns a logger writing to w at the configured level and format.
+// Logger returns a logger writing to w at the configured level and format, every string
+// in a record escaped (display.ReplaceAttr).
 func (l LogConfig) Logger(w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+	opts := &slog.HandlerOptions{Level: l.SlogLevel(), ReplaceAttr: display.ReplaceAttr}
 	if l.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
@@ -322,7 +324,9 @@ func (l LogConfig) Logger(w io.Writer) *slog.Logger {
 // LoggerWithLevel is Logger at level's level, which may change later (a reload sets it
 // from log.level).
 func (l LogConfig) LoggerWithLevel(w io.Writer, level *slog.LevelVar) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	// Logs show command names, file names and model text: escaped, they cannot forge a
+	// line or hide what they say (display.ReplaceAttr).
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: display.ReplaceAttr}
 	if l.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}

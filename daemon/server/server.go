@@ -24,6 +24,7 @@ import (
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/schedules"
+	"github.com/agentd/agentd/daemon/statedir"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 )
@@ -51,6 +52,10 @@ type Options struct {
 	// Notify, when set, tells the service manager about state changes ("RELOADING=1",
 	// "READY=1"; sd_notify under systemd).
 	Notify func(state string)
+	// IsAgentCommand, when set, reports whether a process is a command an agent runs or
+	// descends from one (shell.CommandAncestor): the socket refuses its requests. Peers of
+	// another user than the daemon's (root excepted) are refused either way.
+	IsAgentCommand func(pid int32) bool
 }
 
 // RunWith is Run with reloads: on every value from opt.Reloads and on POST /v0/reload it
@@ -62,8 +67,9 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	}
 	live := &liveConfig{}
 	live.store(cfg)
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return fmt.Errorf("state dir: %w", err)
+	// Before the store opens: SQLite gives its -wal and -shm the database's mode.
+	if err := statedir.Secure(cfg.StateDir, cfg.WorkspaceRoot()); err != nil {
+		return err
 	}
 	var httpTok string
 	if cfg.HTTP.Listen != "" {
@@ -206,11 +212,12 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
 	}
+	api.GuardPeers(srv, opt.IsAgentCommand, log) // nothing an agent runs reaches the daemon's control
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
 	var tcpSrv *http.Server
 	if tcpLn != nil {
-		th := newTCPHandler(httpTok, log)
+		th := newTCPHandler(httpTok, tcpLn.Addr(), cfg.HTTP.Listen, log)
 		th.Metrics = metricsHandler(mx, sup)
 		if cfg.HTTP.AgentProtocol {
 			th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: sup, Log: log})
