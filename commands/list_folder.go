@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentd/agentd/display"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 const (

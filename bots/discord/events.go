@@ -11,7 +11,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/display"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Context keys: the person acting (their roles decide group approvals) and, for an

@@ -6,7 +6,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/display"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Slack caps a section's text at 3000 characters.

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/display"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // DefaultModel is the model agents use unless the config names another: a 3B instruct

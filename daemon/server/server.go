@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/agentprotocol"
 	"github.com/agentd/agentd/daemon/api"
@@ -52,9 +53,10 @@ type Options struct {
 	// Notify, when set, tells the service manager about state changes ("RELOADING=1",
 	// "READY=1"; sd_notify under systemd).
 	Notify func(state string)
-	// IsAgentCommand, when set, reports whether a process is a command an agent runs or
-	// descends from one (shell.CommandAncestor): the socket refuses its requests. Peers of
-	// another user than the daemon's (root excepted) are refused either way.
+	// IsAgentCommand reports whether a process is a command an agent runs or descends from
+	// one: the socket refuses its requests. Nil means shell.CommandAncestor, the commands
+	// this daemon runs. Peers of another user than the daemon's (root excepted) are refused
+	// either way.
 	IsAgentCommand func(pid int32) bool
 }
 
@@ -64,6 +66,9 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	version, ready := opt.Version, opt.Ready
 	if opt.Notify == nil {
 		opt.Notify = func(string) {}
+	}
+	if opt.IsAgentCommand == nil {
+		opt.IsAgentCommand = func(pid int32) bool { return shell.CommandAncestor(int(pid)) }
 	}
 	live := &liveConfig{}
 	live.store(cfg)

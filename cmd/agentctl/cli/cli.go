@@ -19,7 +19,7 @@ import (
 	"syscall"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/display"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Exit codes.

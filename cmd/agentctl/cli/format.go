@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/display"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Limits on what one line of terminal output shows.

@@ -17,10 +17,10 @@ import (
 func TestImportsOnlyTheClient(t *testing.T) {
 	root, module := moduleRoot(t)
 	allowed := map[string]bool{
-		module + "/cmd/agentctl":     true,
-		module + "/cmd/agentctl/cli": true,
-		module + "/daemon/client":    true,
-		module + "/display":          true,
+		module + "/cmd/agentctl":          true,
+		module + "/cmd/agentctl/cli":      true,
+		module + "/daemon/client":         true,
+		module + "/daemon/client/display": true,
 	}
 	seen := map[string]bool{}
 	queue := []string{module + "/cmd/agentctl"}
