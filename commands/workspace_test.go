@@ -146,6 +146,14 @@ func escapes(s *sandbox) map[string]string {
 
 func TestResolvePath(t *testing.T) {
 	s := newSandbox(t)
+	for name, target := range map[string]string{
+		"gone": "docs/missing.txt", "through": "docs/readme.txt/x", "chain": "inside",
+		"chainout": "docs/up/outside", "updocs": "docs/../docs/../docs",
+	} {
+		if err := os.Symlink(target, filepath.Join(s.ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	long := strings.Repeat("n", 255)
 	tests := []struct {
 		name, path string
@@ -179,7 +187,13 @@ func TestResolvePath(t *testing.T) {
 		{name: "symlink_final_out", path: "secret", wantErr: `path "secret" is a symlink that leads outside the workspace`},
 		{name: "symlink_relative_up", path: "docs/up/outside", wantErr: "goes through a symlink that leads outside"},
 		{name: "symlink_inside_then_up", path: "inside/up/ws", wantErr: "goes through a symlink that leads outside"},
-		{name: "symlink_dangling", path: "dangling", wantErr: `path "dangling" is a symlink that leads nowhere`},
+		// Whether a link's target exists outside is not the model's to learn.
+		{name: "symlink_dangling_outside", path: "dangling", wantErr: `path "dangling" is a symlink that leads outside the workspace`},
+		{name: "symlink_dangling", path: "gone", wantErr: `path "gone" is a symlink that leads nowhere`},
+		{name: "symlink_through_a_file", path: "through", wantErr: `path "through" is a symlink that leads nowhere`},
+		{name: "symlink_chain_inside", path: "chain/readme.txt", want: "docs/readme.txt"},
+		{name: "symlink_chain_out", path: "chainout/secret.txt", wantErr: "goes through a symlink that leads outside"},
+		{name: "symlink_dot_dot_inside", path: "updocs/readme.txt", want: "docs/readme.txt"},
 		{name: "symlink_loop", path: "loop/x", wantErr: `path "loop/x" goes through a symlink that leads nowhere`},
 		{name: "through_a_file", path: "docs/readme.txt/x", wantErr: `goes through "docs/readme.txt", which is a file, not a folder`},
 	}
@@ -231,7 +245,12 @@ func TestResolvePathWorkspace(t *testing.T) {
 		name, workspace string
 		want, wantErr   string
 	}{
-		{name: "workspace_via_symlink", workspace: link, want: filepath.Join(s.ws, "docs")},
+		{name: "workspace_real_path", workspace: s.ws, want: filepath.Join(s.ws, "docs")},
+		{name: "workspace_unclean_path", workspace: s.ws + "/./", want: filepath.Join(s.ws, "docs")},
+		// A link in the workspace's own path could be swapped to send the whole workspace
+		// elsewhere: the daemon stores real paths, so one found here is refused.
+		{name: "workspace_via_symlink", workspace: link, wantErr: "wslink in its path is a symlink"},
+		{name: "workspace_below_symlink", workspace: filepath.Join(link, "docs"), wantErr: "is a symlink"},
 		{name: "no_workspace", workspace: "", wantErr: "no workspace folder is set"},
 		{name: "missing_workspace", workspace: filepath.Join(s.dir, "nope"), wantErr: "is not usable"},
 		{name: "workspace_is_a_file", workspace: file, wantErr: "is not a folder"},
@@ -260,7 +279,7 @@ func TestOpenInRefusesSymlinkSwappedInAfterCheck(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(s.ws, "swap"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	root, rel, err := openIn(s.ws, "swap/new.txt")
+	root, _, rel, err := openIn(s.ws, "swap/new.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
