@@ -192,7 +192,7 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 		return err
 	})
 	if err != nil {
-		os.RemoveAll(a.Workspace)
+		removeWorkspace(a.Workspace)
 		return nil, err
 	}
 	s.events.Publish(client.Event{Type: client.EventState, AgentID: a.ID, Agent: out, Message: "created"})
@@ -268,7 +268,7 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 			return err
 		}
 		for _, a := range fam {
-			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
+			g := gone{id: a.ID, ws: s.realWorkspace(a.Workspace), name: a.Name, helper: a.ParentID != ""}
 			s.gens.bump(a.ID)
 			s.older.forget(a.ID)
 			if run, err := tx.Run(a.RunID); err == nil && run.Ended.IsZero() {
@@ -322,9 +322,12 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 		s.mu.Lock()
 		delete(s.runners, g.id)
 		s.mu.Unlock()
-		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent.
+		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
+		// goes through the folder above, so a link swapped in goes, never its target.
 		if g.ws != "" && (g.ws == s.workspace(g.id) || g.helper) {
-			os.RemoveAll(g.ws)
+			if err := removeWorkspace(g.ws); err != nil {
+				s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
+			}
 		}
 		s.events.Publish(client.Event{Type: client.EventRemoved, AgentID: g.id})
 	}

@@ -12,10 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,6 +115,8 @@ type Supervisor struct {
 	wg      sync.WaitGroup
 
 	model modelState
+	// wsRoot is the workspace root, resolved once (workspaces.go).
+	wsRoot wsRoot
 	mem   *memState // nil: no long-term memory
 
 	summaryCalls atomic.Int64 // model calls made for history summaries
@@ -341,18 +340,3 @@ func view(tx *store.Tx, a *store.Agent) (*client.Agent, error) {
 	return &out, nil
 }
 
-func (s *Supervisor) workspace(id string) string {
-	root := s.opt.WorkspaceRoot
-	if root == "" {
-		root = filepath.Join(s.opt.StateDir, "workspaces")
-	}
-	return filepath.Join(root, id)
-}
-
-// makeWorkspace creates the agent's workspace directory.
-func makeWorkspace(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating workspace: %w", err)
-	}
-	return nil
-}
