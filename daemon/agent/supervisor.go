@@ -117,7 +117,7 @@ type Supervisor struct {
 	model modelState
 	// wsRoot is the workspace root, resolved once (workspaces.go).
 	wsRoot wsRoot
-	mem   *memState // nil: no long-term memory
+	mem    *memState // nil: no long-term memory
 
 	summaryCalls atomic.Int64 // model calls made for history summaries
 	metrics      Metrics      // never nil
@@ -339,4 +339,3 @@ func view(tx *store.Tx, a *store.Agent) (*client.Agent, error) {
 	}
 	return &out, nil
 }
-
