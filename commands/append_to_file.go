@@ -49,7 +49,7 @@ func (appendToFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (
 	if rel == "." {
 		return "", badPath(a.Path, "is the workspace folder itself; give a file name")
 	}
-	if err := refuseGitWrite(a.Path, filepath.Clean(a.Path), rel); err != nil {
+	if err := refuseGitWrite(root, a.Path, filepath.Clean(a.Path), rel); err != nil {
 		return "", err
 	}
 	if fi, err := root.Lstat(rel); err == nil {

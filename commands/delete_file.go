@@ -52,7 +52,7 @@ func (deleteFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 		return "", err
 	}
 	rel = filepath.Join(dir, filepath.Base(clean))
-	if err := refuseGitWrite(a.Path, clean, rel); err != nil {
+	if err := refuseGitWrite(root, a.Path, clean, rel); err != nil {
 		return "", err
 	}
 	fi, err := root.Lstat(rel)

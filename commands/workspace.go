@@ -101,19 +101,39 @@ func cleanRel(p string) (string, error) {
 	return clean, nil
 }
 
-// refuseGitWrite refuses a write to any of paths (p as given, and as resolved) that has a
-// .git element at any depth: git runs code from there (hooks, config). Case is ignored,
-// as some filesystems fold it.
-func refuseGitWrite(p string, paths ...string) error {
-	for _, rel := range paths {
-		for _, name := range strings.Split(rel, "/") {
-			if strings.EqualFold(name, ".git") {
-				return badPath(p, "is in a .git folder: the .git folder holds code git runs (hooks, config); "+
-					"use git commands through execute_shell instead")
-			}
+// refuseGitWrite refuses a write to p (clean as given, rel as resolved in root) inside a
+// git folder, whose files git runs code from (hooks, config): a .git element at any depth,
+// in any case (some filesystems fold it), or a folder that is a git folder by its content
+// whatever its name, such as the target of a .git link or gitfile, or a bare repository.
+func refuseGitWrite(root *os.Root, p, clean, rel string) error {
+	const fix = "the .git folder holds code git runs (hooks, config); use git commands through execute_shell instead"
+	for _, name := range strings.Split(clean+"/"+rel, "/") {
+		if strings.EqualFold(name, ".git") {
+			return badPath(p, "is in a .git folder: %s", fix)
 		}
 	}
-	return nil
+	for dir := path.Dir(rel); ; dir = path.Dir(dir) {
+		if isGitDir(root, dir) {
+			return badPath(p, "is in %q, a git folder (it has HEAD, objects and refs): %s", dir, fix)
+		}
+		if dir == "." {
+			return nil
+		}
+	}
+}
+
+// isGitDir reports whether dir looks like a git folder to git: HEAD, objects/ and refs/.
+func isGitDir(root *os.Root, dir string) bool {
+	head, err := root.Stat(path.Join(dir, "HEAD"))
+	if err != nil || !head.Mode().IsRegular() {
+		return false
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		if fi, err := root.Stat(path.Join(dir, sub)); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // Why a symlink was refused, before the words for the model are chosen.
@@ -144,7 +164,7 @@ func resolveIn(root *os.Root, ws, p, clean string) (string, error) {
 	for i, part := range parts {
 		last := i == len(parts)-1
 		next := append(slices.Clone(cur), part)
-		fi, err := root.Lstat(path.Join(next...))
+		fi, err := root.Lstat(relOf(next))
 		if errors.Is(err, fs.ErrNotExist) {
 			// Nothing below a missing name can be a symlink yet.
 			cur = append(next, parts[i+1:]...)
@@ -158,10 +178,10 @@ func resolveIn(root *os.Root, ws, p, clean string) (string, error) {
 			if last {
 				what = "is"
 			}
-			if next, err = w.follow(cur, path.Join(next...)); err != nil {
+			if next, err = w.follow(cur, relOf(next)); err != nil {
 				return "", badPath(p, "%s a symlink that %s", what, err)
 			}
-			if fi, err = root.Lstat(path.Join(next...)); err != nil {
+			if fi, err = root.Lstat(relOf(next)); err != nil {
 				return "", &pathError{path: p, problem: "cannot be checked: " + errText(err), err: err}
 			}
 		}
@@ -170,10 +190,15 @@ func resolveIn(root *os.Root, ws, p, clean string) (string, error) {
 		}
 		cur = next
 	}
-	if len(cur) == 0 {
-		return ".", nil
+	return relOf(cur), nil
+}
+
+// relOf joins names into a workspace-relative path; none is the workspace itself.
+func relOf(names []string) string {
+	if len(names) == 0 {
+		return "."
 	}
-	return path.Join(cur...), nil
+	return path.Join(names...)
 }
 
 // follow resolves the symlink at link (in folder dir) to the names of what it leads to,
@@ -208,15 +233,15 @@ func (w *walker) follow(dir []string, link string) ([]string, error) {
 			continue
 		}
 		next := append(slices.Clone(cur), name)
-		fi, err := w.root.Lstat(path.Join(next...))
+		fi, err := w.root.Lstat(relOf(next))
 		if err != nil {
 			return nil, errLinkNowhere
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			if next, err = w.follow(cur, path.Join(next...)); err != nil {
+			if next, err = w.follow(cur, relOf(next)); err != nil {
 				return nil, err
 			}
-			if fi, err = w.root.Lstat(path.Join(next...)); err != nil {
+			if fi, err = w.root.Lstat(relOf(next)); err != nil {
 				return nil, errLinkNowhere
 			}
 		}
@@ -249,8 +274,15 @@ func openIn(workspace, p string) (root *os.Root, ws, rel string, err error) {
 		root.Close()
 		return nil, "", "", err
 	}
+	if testHookResolved != nil {
+		testHookResolved(rel)
+	}
 	return root, ws, rel, nil
 }
+
+// testHookResolved, set by tests, runs between a path's check and its use, where a
+// symlink swapped in is the race the Root must win.
+var testHookResolved func(rel string)
 
 // resolve is openIn for a caller that only wants the answer, not the Root.
 func resolve(workspace, p string) (string, error) {

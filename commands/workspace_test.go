@@ -32,7 +32,7 @@ const secret = "top secret"
 //	ws/secret        -> OUTSIDE/secret.txt
 //	ws/dangling      -> OUTSIDE/created.txt (does not exist)
 //	ws/loop          -> loop
-func newSandbox(t *testing.T) *sandbox {
+func newSandbox(t testing.TB) *sandbox {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {

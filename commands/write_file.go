@@ -48,7 +48,7 @@ func (writeFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (str
 	if rel == "." {
 		return "", badPath(a.Path, "is the workspace folder itself; give a file name")
 	}
-	if err := refuseGitWrite(a.Path, filepath.Clean(a.Path), rel); err != nil {
+	if err := refuseGitWrite(root, a.Path, filepath.Clean(a.Path), rel); err != nil {
 		return "", err
 	}
 	perm := fs.FileMode(0o644)
