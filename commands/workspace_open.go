@@ -102,14 +102,24 @@ func walkError(dir int, name, at, ws string, err error) error {
 				ws, at, filepath.Base(at), ErrWorkspaceLink)
 		case unix.S_IFDIR:
 		default:
-			return fmt.Errorf("workspace: %q is not a folder", at)
+			return &wsError{fmt.Sprintf("workspace: %q is not a folder", at), err}
 		}
 	}
 	if errors.Is(err, syscall.ENOENT) && at == ws {
-		return fmt.Errorf("workspace: folder %q is not usable: it does not exist", ws)
+		return &wsError{fmt.Sprintf("workspace: folder %q is not usable: it does not exist", ws), err}
 	}
 	return fmt.Errorf("workspace: folder %q is not usable: %s: %w", ws, at, err)
 }
+
+// wsError is a workspace error whose words are chosen here, still matching the errno
+// behind it (errors.Is(err, fs.ErrNotExist)).
+type wsError struct {
+	msg string
+	err error
+}
+
+func (e *wsError) Error() string { return e.msg }
+func (e *wsError) Unwrap() error { return e.err }
 
 func statOf(fi os.FileInfo) (*syscall.Stat_t, bool) {
 	if fi == nil {

@@ -144,7 +144,7 @@ func (s *Supervisor) reportComponent(step *commands.Step, component, hook string
 func (s *Supervisor) stepOf(a *store.Agent) *commands.Step {
 	return &commands.Step{
 		AgentID: a.ID, AgentName: a.Name, Description: a.Description, Task: a.Task, Goals: a.Goals,
-		Directives: toDirectives(a.Directives), Workspace: s.realWorkspace(a.Workspace), RunID: a.RunID,
+		Directives: toDirectives(a.Directives), Workspace: a.Workspace, RunID: a.RunID,
 		Number: a.Step + 1, Now: s.now(), State: &agentState{st: s.st, id: a.ID},
 	}
 }

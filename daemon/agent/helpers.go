@@ -132,7 +132,7 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 	if err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(h.parentID)
 		if err == nil {
-			parentWS = s.realWorkspace(a.Workspace)
+			parentWS = a.Workspace
 		}
 		return err
 	}); err != nil {

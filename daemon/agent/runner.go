@@ -544,7 +544,7 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 	if cmd, ok := st.cmds.Get(p.Command); !ok {
 		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
-		env := commands.Env{Workspace: r.s.realWorkspace(st.a.Workspace), AgentID: st.a.ID, State: step.State, Memory: r.s.commandMemory(),
+		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.commandMemory(),
 			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}}
 		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
 		if o.Err != nil && r.busyCut.Load() {

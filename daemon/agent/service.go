@@ -268,7 +268,7 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 			return err
 		}
 		for _, a := range fam {
-			g := gone{id: a.ID, ws: s.realWorkspace(a.Workspace), name: a.Name, helper: a.ParentID != ""}
+			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
 			s.gens.bump(a.ID)
 			s.older.forget(a.ID)
 			if run, err := tx.Run(a.RunID); err == nil && run.Ended.IsZero() {

@@ -170,6 +170,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
+	if err := s.resolveWorkspaces(ctx); err != nil {
+		return err
+	}
 	if err := s.recover(ctx); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 // Workspaces. Every agent's workspace is a real path with no symlink in it: a top-level
@@ -52,8 +54,28 @@ func (s *Supervisor) workspace(id string) string {
 	return filepath.Join(root, id)
 }
 
-// realWorkspace maps a workspace path stored before paths were stored resolved (one
-// under the workspace root as configured, through the operator's symlinks) to its real
+// resolveWorkspaces rewrites, once at start, the workspace paths stored before paths were
+// stored real: those under the workspace root as configured, through the operator's
+// symlinks. File commands then meet no symlink in any agent's path, never re-resolve one.
+func (s *Supervisor) resolveWorkspaces(ctx context.Context) error {
+	return s.st.Tx(ctx, func(tx *store.Tx) error {
+		agents, err := tx.Agents()
+		if err != nil {
+			return err
+		}
+		for _, a := range agents {
+			if ws := s.realWorkspace(a.Workspace); ws != a.Workspace {
+				if err := tx.SetWorkspace(a.ID, ws); err != nil {
+					return err
+				}
+				s.log.Info("agent: workspace path resolved", "agent", a.ID, "from", a.Workspace, "to", ws)
+			}
+		}
+		return nil
+	})
+}
+
+// realWorkspace maps a workspace path under the workspace root as configured to its real
 // path. Only the root's own prefix is resolved: a link below it stays refused.
 func (s *Supervisor) realWorkspace(ws string) string {
 	given, real := s.workspaceRoots()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 // escapeDirs is a parent workspace and, beside it, an outside folder holding a secret
@@ -265,4 +266,41 @@ func TestStartAgentRefusesLinkedAgentsFolder(t *testing.T) {
 		t.Errorf("a helper was created: %v", err)
 	}
 	checkOutside(t, outside)
+}
+
+// An agent stored with its workspace through the operator's linked workspace_root (as
+// before paths were stored real) is rewritten to the real path at start, and works.
+func TestStoredWorkspaceThroughRootLinkResolvedAtStart(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, link := filepath.Join(dir, "real"), filepath.Join(dir, "link")
+	if err := os.Mkdir(real, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, func(o *Options) { o.WorkspaceRoot = link })
+	a := h.create(client.CreateAgentRequest{Name: "old"})
+	if a.Workspace != filepath.Join(real, a.ID) {
+		t.Fatalf("new agent's workspace = %q, want the real path under %q", a.Workspace, real)
+	}
+	old := filepath.Join(link, a.ID)
+	if err := h.st.Tx(context.Background(), func(tx *store.Tx) error { return tx.SetWorkspace(a.ID, old) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := commands.WorkspaceDir(old); !errors.Is(err, commands.ErrWorkspaceLink) {
+		t.Fatalf("WorkspaceDir(%q) = %v, want a refusal of the link", old, err)
+	}
+	h.stop()
+	h.start()
+	got, err := h.sup.Agent(context.Background(), a.ID)
+	if err != nil || got.Workspace != a.Workspace {
+		t.Fatalf("after restart: %v, %v; want workspace %q", got, err, a.Workspace)
+	}
+	if _, err := commands.WorkspaceDir(got.Workspace); err != nil {
+		t.Errorf("resolved workspace unusable: %v", err)
+	}
 }
