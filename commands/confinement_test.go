@@ -424,6 +424,17 @@ func TestGitFolderIsReadOnlyToFileCommands(t *testing.T) {
 			t.Errorf("%s changed: %q -> %q", p, v, after[p])
 		}
 	}
+	for _, p := range paths {
+		if got, err := ResolveWritePath(s.ws, p); err == nil || !errors.Is(err, ErrBadPath) {
+			t.Errorf("ResolveWritePath(%q) = %q, %v; want a refusal", p, got, err)
+		}
+		if _, err := ResolvePath(s.ws, p); err != nil {
+			t.Errorf("ResolvePath(%q) = %v; reading a git folder is allowed", p, err)
+		}
+	}
+	if got, err := ResolveWritePath(s.ws, "clones/new"); err != nil || got != filepath.Join(s.ws, "clones/new") {
+		t.Errorf("ResolveWritePath(clones/new) = %q, %v", got, err)
+	}
 	for _, tt := range []struct {
 		cmd  string
 		args map[string]any

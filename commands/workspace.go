@@ -54,11 +54,27 @@ func badPath(p, format string, args ...any) error {
 // The check is only as good as the moment it ran: built-in commands also do the operation
 // itself through an os.Root, which refuses to leave the workspace even if the tree changes.
 func ResolvePath(workspace, p string) (string, error) {
+	return resolvePath(workspace, p, false)
+}
+
+// ResolveWritePath is ResolvePath for a path that something other than the file commands
+// is about to write (clone_repository's new folder): it also refuses, as write_file does,
+// a path in a git folder, whose files git runs as code.
+func ResolveWritePath(workspace, p string) (string, error) {
+	return resolvePath(workspace, p, true)
+}
+
+func resolvePath(workspace, p string, write bool) (string, error) {
 	root, ws, rel, err := openIn(workspace, p)
 	if err != nil {
 		return "", err
 	}
 	defer root.Close()
+	if write {
+		if err := refuseGitWrite(root, p, filepath.Clean(p), rel); err != nil {
+			return "", err
+		}
+	}
 	if fi, err := root.Lstat(rel); err == nil {
 		if err := refuseHardLinked(p, fi); err != nil {
 			return "", err
