@@ -36,6 +36,24 @@ func WorkspaceDir(ws string) (string, error) {
 	return abs, nil
 }
 
+// OpenWorkspaceDir opens the workspace folder ws itself (O_PATH), by the same walk that
+// follows no symlink. A sandbox that binds the folder by this descriptor (bwrap
+// --bind-fd) cannot be redirected by a link swapped in after the check, as a path could.
+func OpenWorkspaceDir(ws string) (*os.File, error) {
+	if ws == "" {
+		return nil, errors.New("workspace: no workspace folder is set for this agent")
+	}
+	abs, err := filepath.Abs(ws)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	fd, err := openNoFollow(abs)
+	if err != nil {
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), abs), nil
+}
+
 func openWorkspace(ws string) (*os.Root, string, error) {
 	if ws == "" {
 		return nil, "", errors.New("workspace: no workspace folder is set for this agent")
@@ -53,6 +71,9 @@ func openWorkspace(ws string) (*os.Root, string, error) {
 	unix.Close(fd)
 	if err != nil {
 		return nil, "", fmt.Errorf("workspace: folder %q is not usable: %w", ws, err)
+	}
+	if testHookWorkspaceWalked != nil {
+		testHookWorkspaceWalked()
 	}
 	r, err := os.OpenRoot(abs)
 	if err != nil {
@@ -120,6 +141,9 @@ type wsError struct {
 
 func (e *wsError) Error() string { return e.msg }
 func (e *wsError) Unwrap() error { return e.err }
+
+// testHookWorkspaceWalked, set by tests, runs between the walk and the Root's open.
+var testHookWorkspaceWalked func()
 
 func statOf(fi os.FileInfo) (*syscall.Stat_t, bool) {
 	if fi == nil {

@@ -301,3 +301,81 @@ func TestOpenInRefusesSymlinkSwappedInAfterCheck(t *testing.T) {
 	}
 	s.checkUntouched(t, before)
 }
+
+// The workspace's own path may hold no symlink, whoever planted it and whenever.
+func TestOpenWorkspace(t *testing.T) {
+	s := newSandbox(t)
+	if err := os.MkdirAll(filepath.Join(s.ws, "agents", "h"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(s.ws, "agents"), filepath.Join(s.dir, "agentslink")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, ws, wantErr string
+	}{
+		{name: "real", ws: s.ws},
+		{name: "nested_real", ws: filepath.Join(s.ws, "agents", "h")},
+		{name: "relative_parts", ws: filepath.Join(s.ws, "agents", "..", "agents", "h")},
+		{name: "last_is_link", ws: filepath.Join(s.ws, "out"), wantErr: "out in its path is a symlink"},
+		{name: "middle_is_link", ws: filepath.Join(s.dir, "agentslink", "h"), wantErr: "agentslink in its path is a symlink"},
+		{name: "link_inside_to_inside", ws: filepath.Join(s.ws, "inside"), wantErr: "inside in its path is a symlink"},
+		{name: "loop", ws: filepath.Join(s.ws, "loop"), wantErr: "loop in its path is a symlink"},
+		{name: "dangling", ws: filepath.Join(s.ws, "dangling"), wantErr: "dangling in its path is a symlink"},
+		{name: "missing", ws: filepath.Join(s.ws, "nope"), wantErr: "it does not exist"},
+		{name: "file", ws: filepath.Join(s.ws, "docs", "readme.txt"), wantErr: "is not a folder"},
+		{name: "empty", ws: "", wantErr: "no workspace folder is set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, err := WorkspaceDir(tt.ws)
+			f, ferr := OpenWorkspaceDir(tt.ws)
+			if ferr == nil {
+				f.Close()
+			}
+			if tt.wantErr == "" {
+				if err != nil || ferr != nil || dir != filepath.Clean(tt.ws) {
+					t.Fatalf("WorkspaceDir = %q, %v; OpenWorkspaceDir: %v", dir, err, ferr)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("WorkspaceDir = %q, %v; want an error containing %q", dir, err, tt.wantErr)
+			}
+			if ferr == nil {
+				t.Errorf("OpenWorkspaceDir opened what WorkspaceDir refused")
+			}
+			if strings.Contains(tt.wantErr, "symlink") && !errors.Is(err, ErrWorkspaceLink) {
+				t.Errorf("error %v does not wrap ErrWorkspaceLink", err)
+			}
+		})
+	}
+}
+
+// A link swapped into the workspace's path between the walk and the Root's open gives
+// another folder, and is refused.
+func TestOpenWorkspaceRefusesLinkSwappedAfterWalk(t *testing.T) {
+	s := newSandbox(t)
+	h := filepath.Join(s.ws, "h")
+	if err := os.Mkdir(h, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testHookWorkspaceWalked = func() {
+		testHookWorkspaceWalked = nil
+		if err := os.Rename(h, h+".old"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(s.outside, h); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { testHookWorkspaceWalked = nil })
+	r, err := OpenWorkspace(h)
+	if err == nil {
+		r.Close()
+		t.Fatal("OpenWorkspace opened a folder reached through a link swapped in after its walk")
+	}
+	if !errors.Is(err, ErrWorkspaceLink) || !strings.Contains(err.Error(), "changed while it was opened") {
+		t.Errorf("error = %v, want one naming the swap", err)
+	}
+}
