@@ -369,6 +369,19 @@ type Status struct {
 	Bots []BotStatus `json:"bots,omitempty"`
 	// HTTP is the optional TCP listener ([http]); its zero value is a listener that is off.
 	HTTP HTTPStatus `json:"http"`
+	// Shell is the sandbox of execute_shell ([shell]); its zero value is shell off.
+	Shell ShellStatus `json:"shell"`
+}
+
+// ShellStatus is the sandbox execute_shell and execute_python_file run in.
+type ShellStatus struct {
+	// Enabled is [shell] enabled: the commands are offered.
+	Enabled bool `json:"enabled"`
+	// Sandbox says what confines their programs, or that they are refused or unconfined.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Confined is false when their programs run unconfined (sandbox "none") or are
+	// refused (no working sandbox).
+	Confined bool `json:"confined"`
 }
 
 // HTTPStatus is the optional TCP listener ([http]) as the daemon bound it.

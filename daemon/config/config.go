@@ -168,8 +168,14 @@ type WebConfig struct {
 type ShellConfig struct {
 	// Enabled offers the commands; they always ask unless an allow pattern matches.
 	Enabled bool `toml:"enabled"`
-	// Sandbox is auto (bubblewrap when it works, else none), bwrap (required) or none.
+	// Sandbox is auto (bubblewrap when it works, else the commands are refused), bwrap
+	// (required: agentd does not start without it) or none (unconfined, knowingly).
 	Sandbox string `toml:"sandbox"`
+	// Network gives sandboxed programs the host's network, its loopback services included.
+	Network bool `toml:"network"`
+	// UID and GID are who sandboxed programs run as when agentd runs as root.
+	UID int `toml:"uid"`
+	GID int `toml:"gid"`
 	// Env names variables passed through from agentd's environment.
 	Env []string `toml:"env"`
 	// Python offers execute_python_file when python3 exists.
@@ -273,7 +279,7 @@ func Default() *Config {
 		},
 		Permissions: PermissionsConfig{Allow: []string{}, Deny: []string{}},
 		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
-		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}},
+		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}, UID: 65534, GID: 65534},
 		Schedules:   SchedulesConfig{Grace: Duration{time.Minute}, KeepAgents: 10},
 		Memory:      defaultMemory(),
 		Bots:        BotsConfig{ApproveCount: 3},

@@ -199,7 +199,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v0/metrics", metricsHandler(mx, sup))
-	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams, bots, httpL}, log))
+	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams, bots, httpL, shellStatus(cfg)}, log))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -272,11 +272,13 @@ type service struct {
 	api.ScheduleService
 	api.DaemonService
 	api.TeamService
-	bots *liveBots
-	http *httpListener
+	bots  *liveBots
+	http  *httpListener
+	shell client.ShellStatus // [shell] is not reloaded: fixed at start
 }
 
-// Status adds the chat bots' connections and the TCP listener to the supervisor's status.
+// Status adds the chat bots' connections, the TCP listener and the shell's sandbox to
+// the supervisor's status.
 func (s service) Status(ctx context.Context) (*client.Status, error) {
 	st, err := s.AgentService.Status(ctx)
 	if err != nil {
@@ -284,6 +286,7 @@ func (s service) Status(ctx context.Context) (*client.Status, error) {
 	}
 	st.Bots = s.bots.statuses()
 	st.HTTP = s.http.status()
+	st.Shell = s.shell
 	return st, nil
 }
 
