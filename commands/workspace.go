@@ -87,8 +87,8 @@ func resolvePath(workspace, p string, write bool) (string, error) {
 // outside the workspace, so reading or writing through this one would reach it.
 func refuseHardLinked(p string, fi fs.FileInfo) error {
 	if st, ok := statOf(fi); ok && !fi.IsDir() && st.Nlink > 1 {
-		return badPath(p, "has %d hard links, and another may be outside the workspace, so it is not "+
-			"read or written (delete_file removes this name only)", st.Nlink)
+		return badPath(p, "has %d hard links, and another may be outside the workspace, so it is not read "+
+			"or written through; write_file replaces it with a file of its own, delete_file removes this name only", st.Nlink)
 	}
 	return nil
 }
