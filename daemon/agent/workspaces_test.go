@@ -304,3 +304,38 @@ func TestStoredWorkspaceThroughRootLinkResolvedAtStart(t *testing.T) {
 		t.Errorf("resolved workspace unusable: %v", err)
 	}
 }
+
+// Through the daemon: removing a helper whose agents/NAME, or whose parent's agents, a
+// link replaced removes at most the link, and removing the parent removes the link too,
+// never what either leads to.
+func TestDeleteAgentsAfterLinkSwapLeavesTargets(t *testing.T) {
+	for _, swap := range []string{"agents/fetcher", "agents"} {
+		t.Run(strings.ReplaceAll(swap, "/", "_"), func(t *testing.T) {
+			h, b := newHelperHarness(t)
+			b.script("boss", reply("start_agent", map[string]string{"name": "fetcher", "task": "waits", "prompt": "wait"}))
+			_, outside := escapeDirs(t)
+			boss := h.boss()
+			h.approve(boss.ID, "start_agent")
+			helper := h.helper("boss/fetcher")
+			swapped := filepath.Join(boss.Workspace, swap)
+			if err := os.RemoveAll(swapped); err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(outside, strings.TrimPrefix(swap, "agents"))
+			if err := os.Symlink(target, swapped); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.sup.DeleteAgent(context.Background(), helper.ID); err != nil {
+				t.Fatal(err)
+			}
+			checkOutside(t, outside)
+			if err := h.sup.DeleteAgent(context.Background(), boss.ID); err != nil {
+				t.Fatal(err)
+			}
+			checkOutside(t, outside)
+			if _, err := os.Lstat(boss.Workspace); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the parent's workspace after removal: %v", err)
+			}
+		})
+	}
+}
