@@ -20,7 +20,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1 // cron spec parsing (daemon/schedule)
 	github.com/slack-go/slack v0.34.0 // Slack Web API and Socket Mode client (bots/slack); the version known to build here
 	golang.org/x/net v0.55.0 // HTML parsing and charsets (commands/web)
-	golang.org/x/sys v0.48.0 // seccomp filter constants for the shell sandbox, prctl (commands/shell, cmd/agentd)
+	golang.org/x/sys v0.48.0 // seccomp filter constants for the shell sandbox, prctl (commands/shell, cmd/agentd); the O_PATH/O_NOFOLLOW walk of each workspace path (commands)
 	golang.org/x/term v0.43.0 // TTY detection for agentctl follow
 	modernc.org/sqlite v1.60.1 // the store, pure-Go SQLite (daemon/store)
 )
