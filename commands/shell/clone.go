@@ -83,7 +83,7 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 	if err != nil {
 		return "", fmt.Errorf("clone_repository: %w", err)
 	}
-	dest, err := commands.ResolvePath(ws, a.Path)
+	dest, err := commands.ResolveWritePath(ws, a.Path)
 	if err != nil {
 		return "", fmt.Errorf("clone_repository: %w", err)
 	}

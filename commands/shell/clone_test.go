@@ -98,6 +98,7 @@ func TestCloneRepositoryRefusals(t *testing.T) {
 		{"path_absolute", "https://203.0.113.9/r.git", "/tmp/r", "is absolute", commands.ErrBadPath},
 		{"path_is_workspace", "https://203.0.113.9/r.git", ".", "workspace itself", nil},
 		{"path_exists", "https://203.0.113.9/r.git", "existing", "already exists", nil},
+		{"path_in_git_folder", "https://203.0.113.9/r.git", "existing/.git/hooks", "is in a .git folder", commands.ErrBadPath},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
