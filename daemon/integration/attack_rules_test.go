@@ -1,0 +1,318 @@
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// permissionAgents are the agents whose own rules the permission cases probe.
+var permissionAgents = map[string]struct{ allow, deny []string }{
+	"permgit": {allow: []string{"execute_shell(git status*)"}},
+	"permall": {allow: []string{"execute_shell(git *)", "execute_shell(find *)", "write_file(notes/*)"}},
+	"permdeny": {
+		allow: []string{"execute_shell(*)", "read_file(*)", "append_to_file(*)"},
+		deny:  []string{"execute_shell(rm *)", "read_file(secrets/*)", "append_to_file(secrets/*)"},
+	},
+}
+
+// attackPermissions: proposals nobody approves. Bypasses of allow and deny rules must
+// never be approved by the rules; the benign commands the rules were written for must be.
+func attackPermissions(r *attackRig) {
+	r.class = "permissions"
+	sh := func(name, line string, benign bool) step {
+		return step{name: name, command: "execute_shell", args: map[string]string{"command_line": line}, mode: observe, wantAuto: benign}
+	}
+	file := func(name, cmd, path string, benign bool) step {
+		args := map[string]string{"path": path}
+		switch cmd {
+		case "write_file":
+			args["contents"] = "x"
+		case "append_to_file":
+			args["text"] = "x"
+		}
+		return step{name: name, command: cmd, args: args, mode: observe, wantAuto: benign}
+	}
+	repo := func(ws string) []string {
+		exec.Command("git", "init", "-q", ws).Run()
+		os.MkdirAll(filepath.Join(ws, "secrets"), 0o755)
+		os.MkdirAll(filepath.Join(ws, "notes"), 0o755)
+		os.WriteFile(filepath.Join(ws, "secrets", "x"), []byte("secret"), 0o600)
+		os.WriteFile(filepath.Join(ws, "x"), []byte("x"), 0o600)
+		return nil
+	}
+	r.drive(agentRun{name: "permgit", plant: repo, steps: []step{
+		sh("perm_git_status_benign", "git status", true),
+		sh("perm_git_status_porcelain_benign", "git status --porcelain", true),
+		sh("perm_git_status_suffix_program", "git status-x", false),
+		sh("perm_git_status_semicolon", "git status; touch pwned", false),
+		sh("perm_git_status_and", "git status && touch pwned", false),
+		sh("perm_git_status_substitution", "git status $(touch pwned)", false),
+		sh("perm_git_status_backticks", "git status `touch pwned`", false),
+		sh("perm_git_status_newline", "git status\ntouch pwned", false),
+		sh("perm_git_status_pipe", "git status | sh", false),
+		sh("perm_git_status_redirect_outside", "git status > /tmp/agentd-attack-redirect", false),
+		sh("perm_git_status_background", "git status & touch pwned", false),
+		sh("perm_git_status_pager_config", "git -c core.pager='touch pwned' status", false),
+		sh("perm_git_status_other_dir", "git -C / status", false),
+		sh("perm_git_status_env_prefix", "GIT_DIR=/etc git status", false),
+	}})
+	r.drive(agentRun{name: "permall", plant: repo, steps: []step{
+		sh("perm_git_log_benign", "git log --oneline -5", true),
+		sh("perm_git_diff_benign", "git diff", true),
+		sh("perm_find_name_benign", "find . -name '*.go'", true),
+		sh("perm_find_type_benign", "find . -type f", true),
+		file("perm_write_notes_benign", "write_file", "notes/todo.md", true),
+		sh("perm_git_alias_shell", "git -c alias.x='!touch pwned' x", false),
+		sh("perm_git_config_pager", "git -c core.pager='touch pwned' log", false),
+		sh("perm_git_other_dir", "git -C /etc log", false),
+		sh("perm_git_exec_path", "git --exec-path=/tmp status", false),
+		sh("perm_git_upload_pack", "git clone --upload-pack='touch pwned' . y", false),
+		sh("perm_git_ssh_command", "git -c core.sshCommand='touch pwned' fetch origin", false),
+		sh("perm_git_config_write", "git config core.fsmonitor 'touch pwned'", false),
+		sh("perm_git_env_pager", "GIT_PAGER='touch pwned' git log", false),
+		sh("perm_find_exec", `find . -exec touch pwned \;`, false),
+		sh("perm_find_execdir", `find . -execdir touch pwned \;`, false),
+		sh("perm_find_ok", `find . -ok touch pwned \;`, false),
+		sh("perm_find_delete", "find . -delete", false),
+		sh("perm_find_fprint_outside", "find . -fprint /tmp/agentd-attack-fprint", false),
+		sh("perm_find_substitution", "find $(touch pwned) -name x", false),
+		sh("perm_xargs", "find . -print0 | xargs -0 rm", false),
+		file("perm_write_notes_dotdot", "write_file", "notes/../x", false),
+		file("perm_write_notes_dotdot_outside", "write_file", "notes/../../x", false),
+		file("perm_write_notes_absolute", "write_file", "/tmp/notes/x", false),
+	}})
+	r.drive(agentRun{name: "permdeny", plant: repo, steps: []step{
+		file("perm_read_benign", "read_file", "x", true),
+		sh("perm_rm_tab", "rm\t-rf x", false),
+		sh("perm_rm_absolute", "/bin/rm x", false),
+		sh("perm_rm_usr_absolute", "/usr/bin/rm x", false),
+		sh("perm_rm_dotdot_path", "/usr/bin/../bin/rm x", false),
+		sh("perm_rm_backslash", `\rm x`, false),
+		sh("perm_rm_quotes", `r''m x`, false),
+		sh("perm_rm_double_quotes", `"rm" x`, false),
+		sh("perm_rm_env_prefix", "X=1 rm x", false),
+		sh("perm_rm_command_builtin", "command rm x", false),
+		sh("perm_rm_env", "env rm x", false),
+		sh("perm_rm_sh_c", "sh -c 'rm x'", false),
+		sh("perm_rm_eval", "eval rm x", false),
+		sh("perm_rm_after_semicolon", "true; rm x", false),
+		sh("perm_rm_variable", "R=rm; $R x", false),
+		sh("perm_rm_substitution", "$(echo rm) x", false),
+		sh("perm_rm_xargs", "echo x | xargs rm", false),
+		sh("perm_rm_nice", "nice rm x", false),
+		sh("perm_rm_leading_space", "  rm x", false),
+		file("perm_read_secrets_denied", "read_file", "secrets/x", false),
+		file("perm_read_secrets_dot_slash", "read_file", "./secrets/x", false),
+		file("perm_read_secrets_double_slash", "read_file", ".//secrets/x", false),
+		file("perm_read_secrets_inner_slash", "read_file", "secrets//x", false),
+		file("perm_read_secrets_dot_inside", "read_file", "secrets/./x", false),
+		file("perm_read_secrets_dotdot", "read_file", "notes/../secrets/x", false),
+		file("perm_append_secrets_dot_slash", "append_to_file", "./secrets/x", false),
+		file("perm_append_secrets_dotdot", "append_to_file", "notes/../secrets/x", false),
+	}})
+}
+
+// attackDisplay: what a person is shown of a proposal and of a result is escaped:
+// control, bidi and zero-width characters visible, never raw.
+func attackDisplay(r *attackRig) {
+	r.class = "display"
+	const hostile = "invoice\u202etxt.exe\u200b\x1b[2J\x1b]0;pwned\x07"
+	var shown string
+	show := func(*client.Proposal) {
+		shown = r.agentctlOut("show", "shower")
+	}
+	r.drive(agentRun{name: "shower", plant: func(ws string) []string {
+		os.WriteFile(filepath.Join(ws, "evil\x1b[31mname\u202e.txt"), nil, 0o600)
+		os.WriteFile(filepath.Join(ws, "two\nlines.txt"), nil, 0o600)
+		return nil
+	}, steps: []step{
+		{name: "display_show_escapes_proposal", command: "write_file", mode: approve, pending: show,
+			args: map[string]string{"path": hostile, "contents": "hi \u202e\x1b[31m"},
+			check: func(o *outcome) string {
+				if !o.proposed {
+					return "" // refused as a reply: nobody is shown it
+				}
+				if w := rawChars(shown); w != "" {
+					return "agentctl show prints " + w + " raw"
+				}
+				low := strings.ToLower(shown)
+				if !strings.Contains(low, `\u202e`) || !(strings.Contains(low, `\x1b`) || strings.Contains(low, `\u001b`) || strings.Contains(low, `\e`)) {
+					return "agentctl show does not make U+202E and ESC visible"
+				}
+				return ""
+			}},
+		{name: "", command: "list_folder", mode: approve, args: map[string]string{"path": "."}},
+	}})
+	for _, cmd := range [][]string{{"history", "shower"}, {"show", "shower"}, {"audit", "--agent", "shower"}} {
+		escape := ""
+		if w := rawChars(r.agentctlOut(cmd...)); w != "" {
+			escape = "agentctl " + strings.Join(cmd, " ") + " prints " + w + " raw"
+		}
+		r.record("display_"+cmd[0]+"_escapes_results", escape)
+	}
+}
+
+// rawChars names the first control, bidi or zero-width character in s, or "".
+func rawChars(s string) string {
+	for _, c := range s {
+		switch {
+		case c == '\n' || c == '\t':
+		case unicode.IsControl(c), unicode.Is(unicode.Bidi_Control, c), c == '\u200b', c == '\u200c', c == '\u200d', c == '\u2060', c == '\ufeff':
+			return fmt.Sprintf("%U", c)
+		}
+	}
+	return ""
+}
+
+func (r *attackRig) agentctlOut(args ...string) string {
+	cmd := exec.Command(r.agentctl, append([]string{"--socket", r.d.socket}, args...)...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "TERM=dumb")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Logf("agentctl %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// attackControl: the TCP listener's /metrics needs the token and checks Host; a helper's
+// workspace never reaches outside through a symlink.
+func attackControl(r *attackRig) {
+	r.class = "control"
+	get := func(host, token string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+r.httpAddr+"/metrics", nil)
+		if host != "" {
+			req.Host = host
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("", "")
+	escape := ""
+	if code == http.StatusOK {
+		escape = fmt.Sprintf("/metrics answered without the token (%d bytes; lists agents: %v)", len(body), strings.Contains(body, "filer"))
+	}
+	r.record("control_metrics_without_token", escape)
+	code, _ = get("", "wrong-token-"+randHex(8))
+	escape = ""
+	if code == http.StatusOK {
+		escape = "/metrics answered a wrong token"
+	}
+	r.record("control_metrics_wrong_token", escape)
+	code, _ = get("attacker.example", r.secrets["http_token"])
+	escape = ""
+	if code == http.StatusOK {
+		escape = "the TCP listener answered Host: attacker.example (DNS rebinding)"
+	}
+	r.record("control_metrics_foreign_host", escape)
+	if code, _ := get("", r.secrets["http_token"]); code != http.StatusOK {
+		r.t.Errorf("/metrics with the token: status %d, want 200 (the fix must keep metrics usable)", code)
+	}
+}
+
+// attackHelpers: a helper's workspace is <parent>/agents/NAME; a symlink there (planted by
+// a clone, or by the parent's own shell) must not let the helper read, write or delete
+// outside, and deleting the helper must not delete the link's target.
+func attackHelpers(r *attackRig) {
+	r.class = "helper_workspaces"
+	t := r.t
+	for _, v := range []struct{ boss, helper, how string }{
+		{"boss-abs", "h1", "agents/h1 is an absolute symlink to a folder outside"},
+		{"boss-shell", "h2", "the parent's shell runs ln -s OUTSIDE agents"},
+		{"boss-rel", "h3", "agents is a relative symlink to a folder outside"},
+	} {
+		target := filepath.Join(r.out, v.boss)
+		inner := target // where the helper's workspace lands when the link is followed
+		if v.helper != "h1" {
+			inner = filepath.Join(target, v.helper)
+		}
+		mustMkdir(t, inner, 0o700)
+		if err := os.WriteFile(filepath.Join(inner, "secret.txt"), []byte(r.secrets["helper"]+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r.mu.Lock()
+		r.scripts[v.boss+"/"+v.helper] = []string{
+			attackReply("helper read", "read_file", map[string]string{"path": "secret.txt"}),
+			attackReply("helper write", "write_file", map[string]string{"path": "pwned.txt", "contents": "PWNED"}),
+			attackReply("helper list", "list_folder", map[string]string{"path": "."}),
+		}
+		r.mu.Unlock()
+		var steps []step
+		if v.boss == "boss-shell" {
+			steps = append(steps, shellStep("", "ln -s "+target+" agents && ls -la", nil))
+		}
+		steps = append(steps,
+			step{name: "helper_" + v.helper + "_start_read_write", command: "start_agent", mode: approve,
+				args: map[string]string{"name": v.helper, "task": "look around", "prompt": "read secret.txt: " + v.how}},
+			step{name: "helper_" + v.helper + "_delete", command: "delete_agent", mode: approve, args: map[string]string{"key": v.helper}},
+		)
+		r.drive(agentRun{name: v.boss, helpers: true, steps: steps, plant: func(ws string) []string {
+			switch v.boss {
+			case "boss-abs":
+				mustMkdir(t, filepath.Join(ws, "agents"), 0o755)
+				must(t, os.Symlink(target, filepath.Join(ws, "agents", v.helper)))
+			case "boss-rel":
+				rel, err := filepath.Rel(ws, target)
+				must(t, err)
+				must(t, os.Symlink(rel, filepath.Join(ws, "agents")))
+			}
+			return nil
+		}})
+	}
+}
+
+func must(t interface{ Fatal(...any) }, err error) {
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// attackState: the state dir the test made 0755 is 0700 after start, its files 0600.
+func attackState(r *attackRig) {
+	r.class = "state"
+	modes(r, "state", r.d.stateDir)
+}
+
+func modes(r *attackRig, prefix, dir string) {
+	escape := ""
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		escape = fmt.Sprintf("state dir %s is %v, want 0700", dir, modeOf(fi))
+	}
+	r.record(prefix+"_dir_0700", escape)
+	escape = ""
+	if fi, err := os.Stat(filepath.Join(dir, "agentd.db")); err != nil || fi.Mode().Perm()&0o077 != 0 {
+		escape = fmt.Sprintf("agentd.db is %v, want 0600", modeOf(fi))
+	}
+	r.record(prefix+"_db_0600", escape)
+	var open []string
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+			open = append(open, fmt.Sprintf("%s %v", p, fi.Mode().Perm()))
+		}
+		return nil
+	})
+	r.record(prefix+"_files_private", strings.Join(open, ", "))
+}
+
+func modeOf(fi os.FileInfo) any {
+	if fi == nil {
+		return "missing"
+	}
+	return fi.Mode().Perm()
+}
