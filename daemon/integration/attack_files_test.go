@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 )
 
 // attackFiles: every file command through absolute and relative symlinks, symlinked
@@ -164,4 +167,42 @@ func attackFiles(r *attackRig) {
 		}
 		return watch
 	}})
+	attackOpen(r, plant)
+}
+
+// attackOpen: open_file and open_folder put what they open into every later prompt, not
+// into their result: each case is an agent of its own, and the prompt after the step is
+// searched for the canaries.
+func attackOpen(r *attackRig, plant func(ws string) []string) {
+	for i, tc := range []struct{ name, cmd, path string }{
+		{"open_file_abs_symlink", "open_file", "abs"},
+		{"open_file_symlinked_folder", "open_file", "dirlink/canary.txt"},
+		{"open_file_hard_link", "open_file", "hard.txt"},
+		{"open_file_proc_environ", "open_file", "/proc/self/environ"},
+		{"open_folder_symlinked_folder", "open_folder", "dirlink"},
+	} {
+		name := fmt.Sprintf("opener%d", i)
+		r.drive(agentRun{name: name, plant: plant, steps: []step{
+			{command: tc.cmd, mode: approve, args: map[string]string{"path": tc.path}},
+		}})
+		waitFor(r.t, name+"'s next prompt", 20*time.Second, func() bool { return r.router.requested(name) >= 2 })
+		var why []string
+		for _, req := range r.fake.Requests() {
+			if agentOf(&req) != name {
+				continue
+			}
+			for _, m := range req.Messages {
+				for label, secret := range r.secrets {
+					if label != "fake_ollama" && strings.Contains(m.Content, secret) && !slices.Contains(why, label) {
+						why = append(why, label)
+					}
+				}
+			}
+		}
+		escape := ""
+		if len(why) > 0 {
+			escape = "the prompt holds the " + strings.Join(why, ", ") + " canary"
+		}
+		r.record(tc.name, escape)
+	}
 }

@@ -54,7 +54,7 @@ func attackNetwork(r *attackRig) {
 		hosts = append(hosts, struct{ name, host string }{"hosts_" + strings.NewReplacer("-", "_", ".", "_").Replace(name.name), fmt.Sprintf("%s:%d", name.name, port)})
 	}
 	// Signs that the guard let the address through to a connection attempt.
-	tried := []string{"Cloning into", "unable to access", "Failed to connect", "connection refused", "dial tcp", "i/o timeout"}
+	tried := []string{"Failed to connect to", "Couldn't connect to server", "connect: connection refused", "Connection refused"}
 	failed := func(o *outcome) string {
 		if o.status == "succeeded" {
 			return "it succeeded"

@@ -98,7 +98,15 @@ func attackSandbox(r *attackRig) {
 		shellStep("sandbox_nohup_sleep_survivor", "nohup setsid sleep "+sleepArg+" >/dev/null 2>&1 </dev/null &", nil),
 		shellStep("sandbox_rlimits", "cat /proc/self/limits; echo CGROUP=$(cat /proc/self/cgroup)", rlimits),
 		shellStep("sandbox_git_hook_write", "echo 'touch /tmp/agentd-attack-pwned' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; ls -la .git/hooks/pre-commit", nil),
+		shellStep("sandbox_git_dir_swap", "mv .git .git-old && mkdir -p .git/hooks && cp -r .git-old/objects .git-old/refs .git-old/HEAD .git/; "+
+			"printf '[core]\\n\\thooksPath = /tmp\\n' > .git/config; echo 'touch /tmp/agentd-attack-pwned' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; ls -la .git/hooks", nil),
 		shellStep("sandbox_git_config_write", "git config core.fsmonitor 'touch fsmonitor-ran'; git config core.hooksPath /tmp; cat .git/config", nil),
+		shellStep("sandbox_other_workspaces", fmt.Sprintf("ls -la %s; ls %[1]s/*", r.wsRoot), nil),
+		shellStep("", fmt.Sprintf("ln -s %s shell-link; ln -s %s shell-dir; ln %[1]s shell-hard", filepath.Join(sbx, "canary.txt"), sbx), nil),
+		{name: "sandbox_made_symlink_read_file", command: "read_file", mode: approve, args: map[string]string{"path": "shell-link"}},
+		{name: "sandbox_made_symlink_write_file", command: "write_file", mode: approve, args: map[string]string{"path": "shell-link", "contents": "PWNED"}},
+		{name: "sandbox_made_symlink_folder_write_file", command: "write_file", mode: approve, args: map[string]string{"path": "shell-dir/new.txt", "contents": "PWNED"}},
+		{name: "sandbox_made_hard_link_read_file", command: "read_file", mode: approve, args: map[string]string{"path": "shell-hard"}},
 		{name: "", command: "write_file", mode: approve, args: map[string]string{"path": "probe.py", "contents": strings.Join([]string{
 			"import os, socket",
 			"print('\\n'.join(k + '=' + v for k, v in os.environ.items()))",
@@ -196,7 +204,7 @@ func rlimits(o *outcome) string {
 		line := sc.Text()
 		if rest, ok := strings.CutPrefix(line, "CGROUP=0::"); ok {
 			dir := filepath.Join("/sys/fs/cgroup", strings.TrimSpace(rest))
-			procs = procs || bounded(filepath.Join(dir, "pids.max"), 1<<14)
+			procs = procs || bounded(filepath.Join(dir, "pids.max"), 1<<16)
 			mem = mem || bounded(filepath.Join(dir, "memory.max"), 1<<62)
 			continue
 		}
@@ -204,7 +212,7 @@ func rlimits(o *outcome) string {
 			name  string
 			max   uint64
 			limit *bool
-		}{{"Max processes", 1 << 14, &procs}, {"Max address space", 1 << 62, &mem}, {"Max data size", 1 << 62, &mem}, {"Max resident set", 1 << 62, &mem}} {
+		}{{"Max processes", 1 << 16, &procs}, {"Max address space", 1 << 62, &mem}, {"Max data size", 1 << 62, &mem}, {"Max resident set", 1 << 62, &mem}} {
 			if rest, ok := strings.CutPrefix(line, l.name); ok {
 				f := strings.Fields(rest)
 				if len(f) == 0 {
