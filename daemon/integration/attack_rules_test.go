@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -64,6 +65,10 @@ func attackPermissions(r *attackRig) {
 		sh("perm_git_status_pager_config", "git -c core.pager='touch pwned' status", false),
 		sh("perm_git_status_other_dir", "git -C / status", false),
 		sh("perm_git_status_env_prefix", "GIT_DIR=/etc git status", false),
+		sh("perm_git_status_or", "git status || touch pwned", false),
+		sh("perm_git_status_tee_outside", "git status | tee /tmp/agentd-attack-tee", false),
+		sh("perm_git_status_process_substitution", "git status <(touch pwned)", false),
+		sh("perm_git_status_heredoc", "git status <<EOF\n$(touch pwned)\nEOF", false),
 	}})
 	r.drive(agentRun{name: "permall", plant: repo, steps: []step{
 		sh("perm_git_log_benign", "git log --oneline -5", true),
@@ -86,6 +91,14 @@ func attackPermissions(r *attackRig) {
 		sh("perm_find_fprint_outside", "find . -fprint /tmp/agentd-attack-fprint", false),
 		sh("perm_find_substitution", "find $(touch pwned) -name x", false),
 		sh("perm_xargs", "find . -print0 | xargs -0 rm", false),
+		sh("perm_git_submodule_foreach", "git submodule foreach 'touch pwned'", false),
+		sh("perm_git_rebase_exec", "git rebase --exec 'touch pwned' HEAD", false),
+		sh("perm_git_bisect_run", "git bisect run touch pwned", false),
+		sh("perm_git_difftool_extcmd", "git difftool -x 'touch pwned'", false),
+		sh("perm_git_log_output_outside", "git log --output=/tmp/agentd-attack-log", false),
+		sh("perm_git_diff_ext_diff", "git diff --ext-diff", false),
+		sh("perm_find_fls_outside", "find . -fls /tmp/agentd-attack-fls", false),
+		sh("perm_find_fprintf_outside", "find . -fprintf /tmp/agentd-attack-fprintf %p", false),
 		file("perm_write_notes_dotdot", "write_file", "notes/../x", false),
 		file("perm_write_notes_dotdot_outside", "write_file", "notes/../../x", false),
 		file("perm_write_notes_absolute", "write_file", "/tmp/notes/x", false),
@@ -110,6 +123,16 @@ func attackPermissions(r *attackRig) {
 		sh("perm_rm_xargs", "echo x | xargs rm", false),
 		sh("perm_rm_nice", "nice rm x", false),
 		sh("perm_rm_leading_space", "  rm x", false),
+		sh("perm_rm_timeout", "timeout 5 rm x", false),
+		sh("perm_rm_exec", "exec rm x", false),
+		sh("perm_rm_time", "time rm x", false),
+		sh("perm_rm_busybox", "busybox rm x", false),
+		sh("perm_rm_find_exec", "find . -name x -exec rm {} +", false),
+		sh("perm_rm_quoted_variable", `R=rm; "$R" x`, false),
+		sh("perm_rm_subshell", "(rm x)", false),
+		sh("perm_rm_brace_group", "{ rm x; }", false),
+		sh("perm_rm_function", "f() { rm x; }; f", false),
+		sh("perm_rm_double_dash", "rm -- x", false),
 		file("perm_read_secrets_denied", "read_file", "secrets/x", false),
 		file("perm_read_secrets_dot_slash", "read_file", "./secrets/x", false),
 		file("perm_read_secrets_double_slash", "read_file", ".//secrets/x", false),
@@ -221,6 +244,24 @@ func attackControl(r *attackRig) {
 		escape = "the TCP listener answered Host: attacker.example (DNS rebinding)"
 	}
 	r.record("control_metrics_foreign_host", escape)
+	// The tokens never show in what the daemon tells people or logs.
+	shown := map[string]string{
+		"status": r.agentctlOut("status"), "doctor": r.agentctlOut("doctor"), "metrics": body,
+		"api_status": r.apiJSON(func(ctx context.Context) (any, error) { return r.c.Status(ctx) }),
+		"api_doctor": r.apiJSON(func(ctx context.Context) (any, error) { return r.c.Doctor(ctx) }),
+	}
+	if b, err := os.ReadFile(r.d.logPath); err == nil {
+		shown["log"] = string(b)
+	}
+	for _, where := range []string{"status", "doctor", "metrics", "api_status", "api_doctor", "log"} {
+		escape := ""
+		for _, label := range []string{"slack_token", "discord_token", "http_token"} {
+			if strings.Contains(shown[where], r.secrets[label]) {
+				escape += "the " + label + " shows in " + where + "; "
+			}
+		}
+		r.record("control_no_token_in_"+where, escape)
+	}
 	if code, _ := get("", r.secrets["http_token"]); code != http.StatusOK {
 		r.t.Errorf("/metrics with the token: status %d, want 200 (the fix must keep metrics usable)", code)
 	}
@@ -275,6 +316,15 @@ func attackHelpers(r *attackRig) {
 			return nil
 		}})
 	}
+}
+
+// apiJSON is what an API call returns, as JSON, or its error.
+func (r *attackRig) apiJSON(call func(context.Context) (any, error)) string {
+	v, err := call(context.Background())
+	if err != nil {
+		return err.Error()
+	}
+	return jsonString(v)
 }
 
 func must(t interface{ Fatal(...any) }, err error) {
