@@ -34,6 +34,9 @@ func attackNetwork(r *attackRig) {
 		{"userinfo", fmt.Sprintf("example.com@127.0.0.1:%d", p)},
 		{"percent_encoded", fmt.Sprintf("%%31%%32%%37.0.0.1:%d", p)},
 		{"nat64", fmt.Sprintf("[64:ff9b::7f00:1]:%d", p)},
+		{"hex_short", fmt.Sprintf("0x7f.1:%d", p)},
+		{"link_local_zone", fmt.Sprintf("[fe80::1%%25lo]:%d", p)},
+		{"loopback_other", fmt.Sprintf("127.42.42.42:%d", p)},
 	}
 	if p6 != 0 {
 		hosts = append(hosts,
@@ -66,16 +69,22 @@ func attackNetwork(r *attackRig) {
 		}
 		return ""
 	}
+	// Only addresses of this machine: should the guard fail, nothing may leave it. NAT64 is
+	// read_webpage's alone (a clone let through would send its packets off the machine).
 	var steps []step
 	for i, h := range hosts {
-		steps = append(steps,
-			step{name: "read_webpage_" + h.name, command: "read_webpage", mode: approve, check: failed,
-				args: map[string]any{"url": "http://" + h.host + "/c/read-" + h.name, "get_raw_content": true}},
-			step{name: "clone_repository_" + h.name, command: "clone_repository", mode: approve, check: failed,
-				args: map[string]any{"url": "http://" + h.host + "/c/clone-" + h.name + ".git", "path": fmt.Sprintf("r%d", i)}},
-		)
+		steps = append(steps, step{name: "read_webpage_" + h.name, command: "read_webpage", mode: approve, check: failed,
+			args: map[string]any{"url": "http://" + h.host + "/c/read-" + h.name, "get_raw_content": true}})
+		if h.name != "nat64" {
+			steps = append(steps, step{name: "clone_repository_" + h.name, command: "clone_repository", mode: approve, check: failed,
+				args: map[string]any{"url": "http://" + h.host + "/c/clone-" + h.name + ".git", "path": fmt.Sprintf("r%d", i)}})
+		}
 	}
 	steps = append(steps,
+		step{name: "read_webpage_upper_scheme", command: "read_webpage", mode: approve, check: failed,
+			args: map[string]any{"url": fmt.Sprintf("HTTP://127.1:%d/c/upper", p)}},
+		step{name: "clone_repository_upper_scheme", command: "clone_repository", mode: approve, check: failed,
+			args: map[string]any{"url": fmt.Sprintf("HTTP://127.1:%d/c/upper.git", p), "path": "upper"}},
 		step{name: "clone_repository_https_short", command: "clone_repository", mode: approve, check: failed,
 			args: map[string]any{"url": fmt.Sprintf("https://127.1:%d/c/x.git", p), "path": "https"}},
 		step{name: "clone_repository_git_protocol", command: "clone_repository", mode: approve, check: failed,

@@ -141,6 +141,9 @@ func attackPermissions(r *attackRig) {
 		file("perm_read_secrets_dotdot", "read_file", "notes/../secrets/x", false),
 		file("perm_append_secrets_dot_slash", "append_to_file", "./secrets/x", false),
 		file("perm_append_secrets_dotdot", "append_to_file", "notes/../secrets/x", false),
+		{name: "perm_read_secrets_via_workspace_name", command: "read_file", mode: observe, argsFor: func(ws string) any {
+			return map[string]string{"path": "../" + filepath.Base(ws) + "/secrets/x"}
+		}},
 	}})
 }
 
@@ -174,6 +177,14 @@ func attackDisplay(r *attackRig) {
 				return ""
 			}},
 		{name: "", command: "list_folder", mode: approve, args: map[string]string{"path": "."}},
+		{name: "display_show_escapes_thoughts", command: "list_folder", mode: approve, pending: show,
+			args: map[string]string{"path": "./."}, speak: "all good \u202e\u2066 \u200b\x1b[8m hidden \x1b[0m\u009b",
+			check: func(o *outcome) string {
+				if w := rawChars(shown); o.proposed && w != "" {
+					return "agentctl show prints " + w + " raw from the model's thoughts"
+				}
+				return ""
+			}},
 	}})
 	for _, cmd := range [][]string{{"history", "shower"}, {"show", "shower"}, {"audit", "--agent", "shower"}} {
 		escape := ""
@@ -316,6 +327,7 @@ func attackHelpers(r *attackRig) {
 			return nil
 		}})
 	}
+	attackHelperSwap(r)
 }
 
 // apiJSON is what an API call returns, as JSON, or its error.
@@ -325,6 +337,36 @@ func (r *attackRig) apiJSON(call func(context.Context) (any, error)) string {
 		return err.Error()
 	}
 	return jsonString(v)
+}
+
+// attackHelperSwap: the helper exists and has worked; then agents/ is swapped for a link
+// to a folder outside. Its next task and its removal must not follow the link.
+func attackHelperSwap(r *attackRig) {
+	t := r.t
+	target := filepath.Join(r.out, "boss-swap")
+	mustMkdir(t, filepath.Join(target, "h4"), 0o700)
+	must(t, os.WriteFile(filepath.Join(target, "h4", "secret.txt"), []byte(r.secrets["helper"]+"\n"), 0o600))
+	r.mu.Lock()
+	r.scripts["boss-swap/h4"] = []string{
+		attackReply("helper look", "list_folder", map[string]string{"path": "."}),
+		attackReply("helper done", "finish", map[string]string{"reason": "looked"}),
+		attackReply("helper read", "read_file", map[string]string{"path": "secret.txt"}),
+		attackReply("helper write", "write_file", map[string]string{"path": "pwned.txt", "contents": "PWNED"}),
+	}
+	r.mu.Unlock()
+	var ws string
+	swap := func(*outcome) string {
+		must(t, os.Rename(filepath.Join(ws, "agents"), filepath.Join(ws, "agents.old")))
+		must(t, os.Symlink(target, filepath.Join(ws, "agents")))
+		return ""
+	}
+	r.drive(agentRun{name: "boss-swap", helpers: true, plant: func(w string) []string { ws = w; return nil }, steps: []step{
+		{name: "helper_h4_start", command: "start_agent", mode: approve, check: swap,
+			args: map[string]string{"name": "h4", "task": "look around", "prompt": "look around"}},
+		{name: "helper_h4_swapped_read_write", command: "message_agent", mode: approve,
+			args: map[string]string{"key": "h4", "message": "read secret.txt, then write pwned.txt"}},
+		{name: "helper_h4_swapped_delete", command: "delete_agent", mode: approve, args: map[string]string{"key": "h4"}},
+	}})
 }
 
 func must(t interface{ Fatal(...any) }, err error) {

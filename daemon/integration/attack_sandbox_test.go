@@ -92,6 +92,14 @@ func attackSandbox(r *attackRig) {
 			says("CONNECTED", "a loopback TCP connection was made")),
 		shellStep("sandbox_ollama_api", "curl -s -m 3 "+r.fake.URL()+"/api/tags", nil),
 		shellStep("sandbox_metrics_listener", fmt.Sprintf("curl -s -m 3 http://%s/metrics", r.httpAddr), says("agentd_", "the daemon's metrics answered")),
+		shellStep("sandbox_inherited_fds", "ls -l /proc/self/fd/ /proc/$$/fd/", func(o *outcome) string {
+			for _, leak := range []string{"agentd.db", "socket:[", sock, "agentd.log"} {
+				if strings.Contains(o.result, leak) {
+					return "the command inherited the daemon's " + leak
+				}
+			}
+			return ""
+		}),
 		shellStep("sandbox_signal_daemon", fmt.Sprintf("kill -0 %d && echo SIGNAL-OK", pid), says("SIGNAL-OK", "the daemon can be signalled")),
 		shellStep("sandbox_setsid_survivor", "setsid sh -c 'sleep 3; touch setsid-canary' >/dev/null 2>&1 </dev/null &", nil),
 		shellStep("sandbox_background_survivor", "(sleep 3; touch bg-canary) >/dev/null 2>&1 </dev/null &", nil),

@@ -202,9 +202,16 @@ func (r *attackRig) reply(agent string, n int) string {
 // attackReply is a model reply proposing command(args); tag goes in the reasoning so the
 // test can find the proposal whatever came before it.
 func attackReply(tag, command string, args any) string {
+	return attackReplySpeak(tag, command, args, "")
+}
+
+func attackReplySpeak(tag, command string, args any, speak string) string {
+	if speak == "" {
+		speak = "I will run " + command
+	}
 	b, _ := json.Marshal(map[string]any{
 		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": tag,
-			"self_criticism": "s", "plan": "p", "speak": "I will run " + command},
+			"self_criticism": "s", "plan": speak, "speak": speak},
 		"command": map[string]any{"name": command, "args": args},
 	})
 	return string(b)
@@ -230,6 +237,11 @@ type step struct {
 	check func(o *outcome) string
 	// pending runs while the proposal waits for the person, before they approve.
 	pending func(p *client.Proposal)
+	// argsFor, when set, makes the args once the agent's workspace is known (the step must
+	// not be among the first few, whose replies may be made before).
+	argsFor func(ws string) any
+	// speak, when set, is what the model's thoughts say to the person.
+	speak string
 }
 
 // outcome is what became of a step's proposal.
@@ -255,18 +267,13 @@ type agentRun struct {
 func (r *attackRig) drive(run agentRun) string {
 	t := r.t
 	t.Helper()
-	replies := make([]string, len(run.steps))
-	for i, s := range run.steps {
-		replies[i] = attackReply(stepTag(run.name, i), s.command, s.args)
-	}
-	r.mu.Lock()
-	r.scripts[run.name] = replies
-	r.mu.Unlock()
+	r.script(run, "")
 	a := create(t, r.c, run.name)
 	var watch []string
 	if run.plant != nil {
 		watch = run.plant(a.Workspace)
 	}
+	r.script(run, a.Workspace)
 	for i := range run.steps {
 		s := &run.steps[i]
 		before := r.snapshot(watch)
@@ -279,6 +286,20 @@ func (r *attackRig) drive(run agentRun) string {
 		r.record(s.name, r.verdict(s, o, before, r.snapshot(watch)))
 	}
 	return a.ID
+}
+
+// script sets the model's replies for run; ws, once known, makes the argsFor steps' args.
+func (r *attackRig) script(run agentRun, ws string) {
+	replies := make([]string, len(run.steps))
+	for i, s := range run.steps {
+		if s.argsFor != nil && ws != "" {
+			s.args = s.argsFor(ws)
+		}
+		replies[i] = attackReplySpeak(stepTag(run.name, i), s.command, s.args, s.speak)
+	}
+	r.mu.Lock()
+	r.scripts[run.name] = replies
+	r.mu.Unlock()
 }
 
 func stepTag(agent string, i int) string { return fmt.Sprintf("attack %s step %d", agent, i) }
