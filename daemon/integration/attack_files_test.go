@@ -156,6 +156,12 @@ func attackFiles(r *attackRig) {
 		}
 		steps[i] = step{name: tc.name, command: tc.cmd, args: args, mode: approve, check: tc.check}
 	}
+	// Controls first and last: the file commands work, so what they refuse proves something.
+	steps = append([]step{
+		{command: "write_file", mode: approve, args: map[string]string{"path": "notes/ok.txt", "contents": "FILES-WORK"}, check: worked("")},
+		{command: "read_file", mode: approve, args: map[string]string{"path": "notes/ok.txt"}, check: worked("FILES-WORK")},
+	}, steps...)
+	steps = append(steps, step{command: "list_folder", mode: approve, args: map[string]string{"path": "notes"}, check: worked("ok.txt")})
 	r.drive(agentRun{name: "filer", steps: steps, plant: func(ws string) []string {
 		watch := plant(ws)
 		if !hardOK {

@@ -54,6 +54,7 @@ func attackSandbox(r *attackRig) {
 	var ws string
 
 	steps := []step{
+		shellStep("", "echo SANDBOX-RUNS > ok.txt && cat ok.txt && git --version", worked("SANDBOX-RUNS")),
 		shellStep("sandbox_read_etc_shadow", "cat /etc/shadow", nil),
 		shellStep("sandbox_parent_environ", `tr '\0' '\n' < /proc/$PPID/environ`, nil),
 		shellStep("sandbox_init_environ", `tr '\0' '\n' < /proc/1/environ`, nil),

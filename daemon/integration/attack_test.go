@@ -244,6 +244,16 @@ type step struct {
 	speak string
 }
 
+// worked is a control step's check: it ran and its result holds want.
+func worked(want string) func(o *outcome) string {
+	return func(o *outcome) string {
+		if o.status != client.ProposalSucceeded || !strings.Contains(o.result, want) {
+			return "want it to succeed with " + want
+		}
+		return ""
+	}
+}
+
 // outcome is what became of a step's proposal.
 type outcome struct {
 	proposed bool
@@ -281,6 +291,12 @@ func (r *attackRig) drive(run agentRun) string {
 		o := r.runStep(a.ID, run, i)
 		o.conns = int(r.canary.conns.Load() - conns)
 		if s.name == "" {
+			// A control: it must work, or the cases around it prove nothing.
+			if s.check != nil {
+				if w := s.check(o); w != "" {
+					t.Errorf("%s: control step %s failed: %s; %s", run.name, s.command, w, jsonString(o))
+				}
+			}
 			continue
 		}
 		r.record(s.name, r.verdict(s, o, before, r.snapshot(watch)))
