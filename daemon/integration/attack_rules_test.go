@@ -186,13 +186,43 @@ func attackDisplay(r *attackRig) {
 				return ""
 			}},
 	}})
-	for _, cmd := range [][]string{{"history", "shower"}, {"show", "shower"}, {"audit", "--agent", "shower"}} {
+	attackDisplayHelper(r, hostile)
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"history_results", []string{"history", "shower"}}, {"show_after_results", []string{"show", "shower"}},
+		{"audit", []string{"audit", "--agent", "shower"}}, {"ls_helper_task", []string{"ls"}},
+		{"show_question", []string{"show", "asker"}}, {"show_helper_list", []string{"show", "lister"}},
+		{"show_helper_task", []string{"show", "lister/hx"}}, {"history_helper_list", []string{"history", "lister"}},
+	} {
 		escape := ""
-		if w := rawChars(r.agentctlOut(cmd...)); w != "" {
-			escape = "agentctl " + strings.Join(cmd, " ") + " prints " + w + " raw"
+		if w := rawChars(r.agentctlOut(c.args...)); w != "" {
+			escape = "agentctl " + strings.Join(c.args, " ") + " prints " + w + " raw"
 		}
-		r.record("display_"+cmd[0]+"_escapes_results", escape)
+		r.record("display_"+c.name+"_escaped", escape)
 	}
+	escape := ""
+	if b, err := os.ReadFile(r.d.logPath); err == nil {
+		if w := rawChars(string(b)); w != "" {
+			escape = "the daemon's log holds " + w + " raw"
+		}
+	}
+	r.record("display_daemon_log_escapes", escape)
+}
+
+// attackDisplayHelper: text the model chooses reaches people in other places too: a
+// helper's task (its description in agentctl ls and show) and an ask_user question.
+func attackDisplayHelper(r *attackRig, hostile string) {
+	r.mu.Lock()
+	r.scripts["asker"] = []string{attackReply("ask", "ask_user", map[string]string{"question": "Approve " + hostile + "?"})}
+	r.mu.Unlock()
+	a := create(r.t, r.c, "asker")
+	waitAgent(r.t, r.c, a.ID, "asker's question", 20*time.Second, func(a *client.Agent) bool { return a.Question != nil })
+	r.drive(agentRun{name: "lister", helpers: true, steps: []step{
+		{command: "start_agent", mode: approve, args: map[string]string{"name": "hx", "task": hostile, "prompt": hostile}},
+		{command: "list_agents", mode: approve, args: map[string]string{}},
+	}})
 }
 
 // rawChars names the first control, bidi or zero-width character in s, or "".
