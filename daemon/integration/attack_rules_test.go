@@ -19,6 +19,7 @@ import (
 var permissionAgents = map[string]struct{ allow, deny []string }{
 	"permgit": {allow: []string{"execute_shell(git status*)"}},
 	"permall": {allow: []string{"execute_shell(git *)", "execute_shell(find *)", "write_file(notes/*)"}},
+	"permpy":  {allow: []string{"execute_python_file(tools/*)"}},
 	"permdeny": {
 		allow: []string{"execute_shell(*)", "read_file(*)", "append_to_file(*)"},
 		deny:  []string{"execute_shell(rm *)", "read_file(secrets/*)", "append_to_file(secrets/*)"},
@@ -102,6 +103,24 @@ func attackPermissions(r *attackRig) {
 		file("perm_write_notes_dotdot", "write_file", "notes/../x", false),
 		file("perm_write_notes_dotdot_outside", "write_file", "notes/../../x", false),
 		file("perm_write_notes_absolute", "write_file", "/tmp/notes/x", false),
+	}})
+	py := func(name, path string, args []string, benign bool) step {
+		a := map[string]any{"path": path}
+		if args != nil {
+			a["args"] = args
+		}
+		return step{name: name, command: "execute_python_file", mode: observe, wantAuto: benign, args: a}
+	}
+	r.drive(agentRun{name: "permpy", plant: func(ws string) []string {
+		os.MkdirAll(filepath.Join(ws, "tools"), 0o755)
+		os.WriteFile(filepath.Join(ws, "tools", "a.py"), []byte("print('ok')\n"), 0o644)
+		os.WriteFile(filepath.Join(ws, "x.py"), []byte("print('ok')\n"), 0o644)
+		return nil
+	}, steps: []step{
+		py("perm_python_script_benign", "tools/a.py", nil, true),
+		py("perm_python_script_with_args", "tools/a.py", []string{"--delete-everything"}, false),
+		py("perm_python_script_dotdot", "tools/../x.py", nil, false),
+		py("perm_python_script_outside", "tools/../../x.py", nil, false),
 	}})
 	r.drive(agentRun{name: "permdeny", plant: repo, steps: []step{
 		file("perm_read_benign", "read_file", "x", true),
