@@ -44,16 +44,67 @@ func attackSandbox(r *attackRig) {
 	if err := os.WriteFile(filepath.Join(sbx, "canary.txt"), []byte(r.secrets["file"]+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pid := r.d.cmd.Process.Pid
 	sleepArg := fmt.Sprintf("%d.%d", 4000+time.Now().Nanosecond()%1000, 7)
 	etcMark := "/etc/.agentd-attack-" + randHex(4)
 	t.Cleanup(func() { os.Remove(etcMark) })
+	var ws string
+	steps := r.sandboxSteps(sbx, sleepArg, etcMark)
+	ended := map[string]time.Time{}
+	for i := range steps {
+		if name := steps[i].name; strings.Contains(name, "survivor") {
+			check := steps[i].check
+			steps[i].check = func(o *outcome) string {
+				ended[name] = time.Now()
+				if check != nil {
+					return check(o)
+				}
+				return ""
+			}
+		}
+	}
+	r.drive(agentRun{name: "boxer", steps: steps, plant: func(w string) []string {
+		ws = w
+		if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v\n%s", err, out)
+		}
+		return []string{filepath.Join(ws, ".git", "hooks"), filepath.Join(ws, ".git", "config")}
+	}})
+	// Later, when the sleeps are long over: nothing the commands left behind still runs.
+	r.final = append(r.final, func() {
+		for _, f := range []struct{ name, file string }{
+			{"sandbox_setsid_survivor", "setsid-canary"}, {"sandbox_background_survivor", "bg-canary"},
+		} {
+			if end, ok := ended[f.name]; ok {
+				time.Sleep(time.Until(end.Add(4 * time.Second)))
+				escape := ""
+				if _, err := os.Stat(filepath.Join(ws, f.file)); err == nil {
+					escape = "a process it left in the background ran on after the command ended"
+				}
+				r.record(f.name+"_after_end", escape)
+			}
+		}
+		if _, ok := ended["sandbox_nohup_sleep_survivor"]; ok {
+			escape := ""
+			if pids := processesWith("sleep", sleepArg); len(pids) > 0 {
+				escape = fmt.Sprintf("sleep %s still runs (pids %v) after its command ended", sleepArg, pids)
+				for _, p := range pids {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+			}
+			r.record("sandbox_nohup_sleep_survivor_after_end", escape)
+		}
+	})
+}
+
+// sandboxSteps are the probes run inside the sandbox, in order; sbx is a canary folder
+// outside, sleepArg marks a process that must not outlive its command, etcMark a file
+// that must not appear in /etc.
+func (r *attackRig) sandboxSteps(sbx, sleepArg, etcMark string) []step {
+	pid := r.d.cmd.Process.Pid
 	canary := fmt.Sprintf("http://127.0.0.1:%d/c/", r.canary.port)
 	sock := r.d.socket
 	py := func(code string) string { return "python3 -c " + shellQuote(code) }
-	var ws string
-
-	steps := []step{
+	return []step{
 		shellStep("", "echo SANDBOX-RUNS > ok.txt && cat ok.txt && git --version", worked("SANDBOX-RUNS")),
 		shellStep("sandbox_read_etc_shadow", "cat /etc/shadow", nil),
 		shellStep("sandbox_parent_environ", `tr '\0' '\n' < /proc/$PPID/environ`, nil),
@@ -128,51 +179,6 @@ func attackSandbox(r *attackRig) {
 		{name: "sandbox_python_environ_and_loopback", command: "execute_python_file", mode: approve,
 			args: map[string]any{"path": "probe.py", "args": []string{"--x"}}, check: says("CONNECTED", "python reached loopback")},
 	}
-	ended := map[string]time.Time{}
-	for i := range steps {
-		if name := steps[i].name; strings.Contains(name, "survivor") {
-			check := steps[i].check
-			steps[i].check = func(o *outcome) string {
-				ended[name] = time.Now()
-				if check != nil {
-					return check(o)
-				}
-				return ""
-			}
-		}
-	}
-	r.drive(agentRun{name: "boxer", steps: steps, plant: func(w string) []string {
-		ws = w
-		if out, err := exec.Command("git", "init", "-q", ws).CombinedOutput(); err != nil {
-			t.Fatalf("git init: %v\n%s", err, out)
-		}
-		return []string{filepath.Join(ws, ".git", "hooks"), filepath.Join(ws, ".git", "config")}
-	}})
-	// Later, when the sleeps are long over: nothing the commands left behind still runs.
-	r.final = append(r.final, func() {
-		for _, f := range []struct{ name, file string }{
-			{"sandbox_setsid_survivor", "setsid-canary"}, {"sandbox_background_survivor", "bg-canary"},
-		} {
-			if end, ok := ended[f.name]; ok {
-				time.Sleep(time.Until(end.Add(4 * time.Second)))
-				escape := ""
-				if _, err := os.Stat(filepath.Join(ws, f.file)); err == nil {
-					escape = "a process it left in the background ran on after the command ended"
-				}
-				r.record(f.name+"_after_end", escape)
-			}
-		}
-		if _, ok := ended["sandbox_nohup_sleep_survivor"]; ok {
-			escape := ""
-			if pids := processesWith("sleep", sleepArg); len(pids) > 0 {
-				escape = fmt.Sprintf("sleep %s still runs (pids %v) after its command ended", sleepArg, pids)
-				for _, p := range pids {
-					syscall.Kill(p, syscall.SIGKILL)
-				}
-			}
-			r.record("sandbox_nohup_sleep_survivor_after_end", escape)
-		}
-	})
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
