@@ -50,7 +50,7 @@ func (p Pattern) Allows(spec commands.Spec, subject string) bool {
 // another spelling of the same thing is refused too:
 //
 //   - execute_shell: every command the line may run (see denyCommands), word by word with
-//     the program's resolved name (`rm *` covers /bin/rm, `\rm`, `r''m`, X=1 rm, rm<TAB>-rf,
+//     the program's resolved name (`rm *` covers /bin/rm, \rm, r""m, X=1 rm, rm<TAB>-rf,
 //     sh -c 'rm x', $(rm x)) and as text, besides the line's own text.
 //   - File commands: the cleaned path besides the text, and a deny naming one command of a
 //     family (read_file, open_file, list_folder, open_folder, search_files; or write_file,
