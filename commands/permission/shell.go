@@ -161,8 +161,8 @@ func nodeName(c syntax.Command) string {
 	return fmt.Sprintf("%T", c)
 }
 
-// plainRedirect accepts only <, > and >> to a plain relative file inside the workspace (not
-// under .git, whose files git runs), and duplicating the standard descriptors 0-2.
+// plainRedirect accepts only <, > and >> to /dev/null or a plain relative file inside the
+// workspace (not under .git, whose files git runs), and duplicating descriptors 0-2.
 func plainRedirect(r *syntax.Redirect) string {
 	if r.N != nil && r.N.Value != "0" && r.N.Value != "1" && r.N.Value != "2" {
 		return "it redirects file descriptor " + r.N.Value
@@ -180,6 +180,9 @@ func plainRedirect(r *syntax.Redirect) string {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrIn, syntax.ClbOut:
 	default:
 		return "it uses the redirection " + r.Op.String()
+	}
+	if target == "/dev/null" {
+		return ""
 	}
 	if strings.HasPrefix(target, "/") || strings.HasPrefix(target, "~") {
 		return "it redirects to " + quoteWord(target) + ", outside the workspace"
@@ -247,7 +250,8 @@ func partName(p syntax.WordPart) string {
 }
 
 // unquoteLit removes backslashes from an unquoted literal and refuses what the shell
-// would expand: globs, $, braces and ~user (a leading ~ or ~/ is the home folder).
+// would expand: globs, $, {a,b} and {1..3} (brace expansion in bash) and ~user (a leading ~
+// or ~/ is the home folder); find's {} stays.
 func unquoteLit(s string, first bool) (string, string) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
@@ -262,8 +266,8 @@ func unquoteLit(s string, first bool) (string, string) {
 			return "", fmt.Sprintf("it has an unquoted %q, a file-name pattern the shell expands", c)
 		case c == '$' || c == '`':
 			return "", fmt.Sprintf("it has an unquoted %q", c)
-		case c == '{' || c == '}':
-			return "", fmt.Sprintf("it has an unquoted %q (brace expansion in some shells)", c)
+		case c == '{' && (strings.Contains(s[i:], ",") || strings.Contains(s[i:], "..")):
+			return "", "it has an unquoted {…,…} (brace expansion in some shells)"
 		case c == '~' && i == 0 && first && len(s) > 1 && s[1] != '/':
 			return "", "it names another user's home folder (~user)"
 		default:

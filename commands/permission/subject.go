@@ -119,7 +119,7 @@ func checkArgs(args json.RawMessage) error {
 }
 
 // pythonSubject joins a script's path and its args as words. Args that are not a list of
-// strings are kept as their JSON text, one word that no pattern but an exact one matches.
+// strings are kept as their JSON text after a NUL, one word that no wildcard stands for.
 func pythonSubject(path string, raw json.RawMessage) string {
 	ws := []string{path}
 	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
@@ -127,7 +127,7 @@ func pythonSubject(path string, raw json.RawMessage) string {
 		if json.Unmarshal(raw, &args) == nil {
 			ws = append(ws, args...)
 		} else {
-			ws = append(ws, string(raw))
+			ws = append(ws, "\x00"+string(raw)) // NUL: no wildcard stands for it
 		}
 	}
 	return joinWords(ws)

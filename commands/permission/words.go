@@ -9,8 +9,9 @@ import (
 // wordPat is one word of a command pattern: a glob within one word, or (many) a `*` standing
 // alone, which matches any run of whole words, none included.
 type wordPat struct {
-	many bool
-	glob []token
+	many   bool
+	quoted bool // written with quotes: a quoted "*" is one word of any text
+	glob   []token
 }
 
 // cmdPat is one simple command of a pattern: its words, the program first.
@@ -47,7 +48,7 @@ func globWild(g []token) bool {
 func splitWords(toks []token) (cmds []cmdPat, ok bool) {
 	var cur cmdPat
 	var word []token
-	inWord := false
+	inWord, quoted := false, false
 	var lit strings.Builder
 	flushLit := func() {
 		if lit.Len() > 0 {
@@ -58,9 +59,9 @@ func splitWords(toks []token) (cmds []cmdPat, ok bool) {
 	endWord := func() {
 		flushLit()
 		if inWord {
-			cur = append(cur, wordPat{glob: word})
+			cur = append(cur, wordPat{glob: word, quoted: quoted})
 		}
-		word, inWord = nil, false
+		word, inWord, quoted = nil, false, false
 	}
 	endCmd := func() {
 		endWord()
@@ -99,7 +100,7 @@ func splitWords(toks []token) (cmds []cmdPat, ok bool) {
 					lit.WriteByte(c)
 				}
 			case c == '\'' || c == '"':
-				quote, inWord = c, true
+				quote, inWord, quoted = c, true, true
 			case c == '\\':
 				if i+1 < len(s) {
 					i++
@@ -139,12 +140,12 @@ func splitWords(toks []token) (cmds []cmdPat, ok bool) {
 // finishCmd turns lone stars into runs of words and applies the trailing-star shorthand.
 func finishCmd(c cmdPat) cmdPat {
 	for i, w := range c {
-		if len(w.glob) == 1 && w.glob[0].kind == tokStar {
+		if !w.quoted && len(w.glob) == 1 && w.glob[0].kind == tokStar {
 			c[i] = wordPat{many: true}
 		}
 	}
 	last := c[len(c)-1]
-	if n := len(last.glob); !last.many && n >= 2 && last.glob[n-1].kind == tokStar {
+	if n := len(last.glob); !last.many && !last.quoted && n >= 2 && last.glob[n-1].kind == tokStar {
 		if prev := last.glob[n-2]; prev.kind == tokLit && !strings.HasSuffix(prev.lit, "/") {
 			c[len(c)-1] = wordPat{glob: last.glob[:n-1]}
 			c = append(c, wordPat{many: true})
