@@ -226,7 +226,11 @@ func literalWord(w *syntax.Word) (string, string) {
 				if !ok {
 					return "", "it substitutes " + partName(q) + " inside double quotes"
 				}
-				b.WriteString(unquoteDouble(l.Value))
+				u, ok := unquoteDouble(l.Value)
+				if !ok {
+					return "", "it has a $ or ` inside double quotes"
+				}
+				b.WriteString(u)
 			}
 		default:
 			return "", "it substitutes " + partName(part)
@@ -277,16 +281,19 @@ func unquoteLit(s string, first bool) (string, string) {
 	return b.String(), ""
 }
 
-// unquoteDouble removes the backslashes double quotes remove: before $ ` " \ only.
-func unquoteDouble(s string) string {
+// unquoteDouble removes the backslashes double quotes remove: before $ ` " \ only. A bare
+// $ or ` is refused even where the shell would keep it literally ("$ "): readers differ.
+func unquoteDouble(s string) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\", s[i+1]) >= 0 {
 			i++
+		} else if s[i] == '$' || s[i] == '`' {
+			return "", false
 		}
 		b.WriteByte(s[i])
 	}
-	return b.String()
+	return b.String(), true
 }
 
 // systemBins are the folders whose programs a bare name means: /bin/rm is rm.
