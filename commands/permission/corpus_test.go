@@ -19,10 +19,11 @@ var shellRules = rules("agent", []string{
 	"execute_shell(python3 *)", "execute_shell(env *)", "execute_shell(xargs *)", "execute_shell(sh *)",
 	"execute_shell(sort *)", "execute_shell(mkdir *)", "execute_shell(touch *)", "execute_shell(npm test*)",
 	"execute_shell(less *)", "execute_shell(timeout *)", "execute_shell(nice *)", "execute_shell(scp *)",
+	"execute_shell(node *)",
 	"execute_shell(git -c core.pager=cat log)", // exact: approves exactly that line
 	"execute_shell(echo $HOME)",                // exact, not plain: still exactly that line
 	"execute_shell(./build.sh *)",              // a workspace script, named by its path
-}, []string{"execute_shell(rm *)", "execute_shell(curl *)"})
+}, []string{"execute_shell(rm *)", "execute_shell(curl *)", "execute_shell(git clean*)"})
 
 // fileRules is a realistic layer for the file commands.
 var fileRules = rules("agent", []string{
@@ -203,6 +204,9 @@ func TestShellCorpus(t *testing.T) {
 		{"rm_unparsable", "rm x; (", Deny, ""},
 		{"rmdir_not_rm", "rmdir x", Ask, noMatch},
 		{"curl_denied", "curl http://127.0.0.1/", Deny, "curl *"},
+		{"git_clean_denied", "git clean -fdx", Deny, "git clean"},
+		{"git_clean_denied_after_global_option", "git -C sub clean -f", Deny, "git clean"},
+		{"git_clean_denied_after_no_pager", "git --no-pager clean", Deny, ""},
 
 		// Lines that are not plain commands always ask.
 		{"variable", "echo $HOME/x", Ask, "variable"},
@@ -284,6 +288,12 @@ func TestShellCorpus(t *testing.T) {
 		{"go_env_w", "go env -w GOFLAGS=-toolexec=x", Ask, ""},
 		{"go_generate", "go generate ./...", Ask, ""},
 		{"scp_S", "scp -S ./x a b:", Ask, ""},
+		{"make_variable", "make CC='sh -c id' build", Ask, "make"},
+		{"make_eval", "make --eval='x: ; id' x", Ask, ""},
+		{"make_other_dir", "make -C /elsewhere", Ask, ""},
+		{"make_other_file", "make -f /tmp/Makefile", Ask, ""},
+		{"go_run_remote", "go run example.com/x@latest", Ask, "network"},
+		{"node_print", "node -p 'process.exit()'", Ask, ""},
 		{"npm_test_suffix", "npm test-x", Ask, noMatch},
 		{"workspace_program_not_bare", "./ls", Ask, noMatch},
 		{"other_program", "perl -e 'print 1'", Ask, noMatch},
@@ -343,7 +353,7 @@ func TestWordGlobs(t *testing.T) {
 		{"inner_star_not_slash_other_dir", "cat notes/*", "cat secrets/a", false},
 		{"star_in_middle_word", "go test -run Test* ./...", "go test -run TestFoo ./...", true},
 		{"star_in_middle_word_not_across", "go test -run Test* ./...", "go test -run Test Foo ./...", false},
-		{"star_word_in_middle", "make * install", "make -j4 V=1 install", true},
+		{"star_word_in_middle", "make * install", "make -j4 -k install", true},
 		{"question_one_char", "ls ?", "ls a", true},
 		{"question_not_two", "ls ?", "ls ab", false},
 		{"quoted_pattern_word", `git commit -m "*"`, "git commit -m 'a b c'", true},

@@ -24,6 +24,7 @@ var runners = setOf(
 	"readonly", "unset", "hash", "ulimit", "fc", "npx", "pnpx", "bunx", "socat", "nc", "ncat",
 	"vi", "vim", "nvim", "view", "ex", "ed", "emacs", "xdg-open", "open", "docker", "podman",
 	"kubectl", "dbus-launch", "ssh-agent", "setpriv", "capsh", "firejail", "bwrap", "proot",
+	"systemctl", "service", "launchctl", "telnet", "dc", "tmux", "screen", "sshpass",
 )
 
 // interpreters run code given on their command line with -c, -e and the like.
@@ -84,7 +85,7 @@ func risks(c simpleCmd) []risk {
 		return []risk{{-1, "a wildcard never approves " + c.prog + ", which runs other commands or code"}}
 	case interpreters[c.prog]:
 		return optionRisks(a, func(o string) bool {
-			return shortHas(o, "ceEr") || hasOpt(o, "--eval", "--command", "--exec", "--execute", "--print")
+			return shortHas(o, "ceEpr") || hasOpt(o, "--eval", "--command", "--exec", "--execute", "--print")
 		}, "a wildcard never approves "+c.prog+" running code given on its command line")
 	case c.prog == "git":
 		return gitRisks(a)
@@ -121,6 +122,14 @@ func risks(c simpleCmd) []risk {
 			"a wildcard never approves man's pager or browser options")
 	case c.prog == "go":
 		return goRisks(a)
+	case c.prog == "make" || c.prog == "gmake":
+		return optionRisks(a, func(o string) bool {
+			return strings.Contains(o, "=") || shortHas(o, "fCEI") || hasOpt(o, "--eval", "--file", "--makefile", "--directory", "--include-dir")
+		}, "a wildcard never approves make given variables, --eval or another makefile or folder, which can run any command")
+	case c.prog == "sqlite3":
+		return optionRisks(a, func(o string) bool {
+			return strings.HasPrefix(o, ".") || strings.Contains(o, "\n.") || o == "-cmd" || o == "-init"
+		}, "a wildcard never approves sqlite3 dot-commands, which can run a shell or write files")
 	case c.prog == "curl":
 		return optionRisks(a, func(o string) bool { return shortHas(o, "K") || hasOpt(o, "--config") },
 			"a wildcard never approves curl reading its options from a file")
@@ -207,6 +216,8 @@ func goRisks(a []string) []risk {
 			out = append(out, risk{i, "a wildcard never approves go's " + opt + " flag, which runs a program"})
 		case i == 0 && o == "generate":
 			out = append(out, risk{i, "a wildcard never approves go generate, which runs the commands its comments name"})
+		case i > 0 && (a[0] == "run" || a[0] == "install") && strings.Contains(o, "@"):
+			out = append(out, risk{i, "a wildcard never approves go " + a[0] + " of a module version (pkg@version): code from the network"})
 		case i == 1 && a[0] == "env" && (o == "-w" || o == "-u"):
 			out = append(out, risk{i, "a wildcard never approves go env -w, which changes how every later go command runs"})
 		}

@@ -201,6 +201,20 @@ func (p Pattern) denies(t *target) bool {
 	return false
 }
 
+// withGaps lets any words come between a deny pattern's words, so that `git push *` also
+// covers `git -C x push`: a deny may refuse more than it names, never less.
+// A pattern without wildcards (a stored "deny always") stays exact.
+func withGaps(pc cmdPat) cmdPat {
+	if !pc.wild() {
+		return pc
+	}
+	out := cmdPat{pc[0]}
+	for _, w := range pc[1:] {
+		out = append(out, wordPat{many: true}, w)
+	}
+	return append(out, wordPat{many: true})
+}
+
 // deniesLine reports whether p covers a command the line may run, word by word or as text.
 func (p Pattern) deniesLine(line string) bool {
 	cmds, ok := splitWords(p.subj)
@@ -213,7 +227,7 @@ func (p Pattern) deniesLine(line string) bool {
 			continue
 		}
 		for _, pc := range cmds {
-			if _, ok := matchWordPats(pc, ws, true); ok {
+			if _, ok := matchWordPats(withGaps(pc), ws, true); ok {
 				return true
 			}
 		}
