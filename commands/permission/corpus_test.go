@@ -2,6 +2,7 @@ package permission
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -495,5 +496,20 @@ func TestOverlap(t *testing.T) {
 		if got := overlap(denyElems(p.subj), searchElems(tt.search)); got != tt.want {
 			t.Errorf("overlap(%q, %q) = %v, want %v", tt.deny, tt.search, got, tt.want)
 		}
+	}
+}
+
+// BenchmarkExplainShell measures deciding an everyday line and a long hostile one.
+func BenchmarkExplainShell(b *testing.B) {
+	for _, line := range []string{
+		"cat README.md | head -20 && git log --oneline -n 5",
+		strings.Repeat("env ", 400) + "rm -rf x; " + strings.Repeat("sh -c 'eval \"ls\"' ; ", 40),
+	} {
+		b.Run(strconv.Itoa(len(line)), func(b *testing.B) {
+			args := shellArgs(line)
+			for b.Loop() {
+				Explain(shellSpec, args, Options{}, shellRules)
+			}
+		})
 	}
 }

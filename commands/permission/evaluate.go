@@ -130,10 +130,10 @@ func commandVerdicts(cmds []simpleCmd, spec commands.Spec, layers []Rules) []Com
 
 func commandVerdict(c simpleCmd, spec commands.Spec, layers []Rules) CommandVerdict {
 	v := CommandVerdict{Command: c.String(), Effect: Ask, Reason: noMatch}
-	text := c.String()
+	run := denyCommands(c.String())
 	for _, l := range layers {
 		for _, p := range l.Deny {
-			if p.coversCommand(spec) && (p.anything || p.deniesLine(text)) {
+			if p.coversCommand(spec) && (p.anything || p.deniesCommands(run)) {
 				v.Effect, v.Pattern, v.Layer, v.Reason = Deny, p.String(), l.Layer, "denied by "+p.String()+inLayer(l.Layer)
 				return v
 			}

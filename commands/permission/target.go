@@ -16,6 +16,15 @@ type target struct {
 	clean bool     // file kinds: the path (or glob) cleans to inside the workspace
 	words []string // python: the cleaned script path and its args
 	line  *shellLine
+	deny  [][]string // shell: denyCommands(text), computed on first use
+}
+
+// denyCmds returns the commands deny rules look at, parsing the line once.
+func (t *target) denyCmds() [][]string {
+	if t.deny == nil {
+		t.deny = denyCommands(t.text)
+	}
+	return t.deny
 }
 
 func newTarget(spec commands.Spec, subject string) *target {
@@ -179,7 +188,7 @@ func (p Pattern) denies(t *target) bool {
 	}
 	switch t.kind {
 	case kindShell:
-		return p.deniesLine(t.text)
+		return p.deniesCommands(t.denyCmds())
 	case kindPython:
 		return len(t.words) > 0 && matchGlob(p.subj, t.words[0], anyRune)
 	case kindFolder:
@@ -215,11 +224,12 @@ func withGaps(pc cmdPat) cmdPat {
 	return append(out, wordPat{many: true})
 }
 
-// deniesLine reports whether p covers a command the line may run, word by word or as text.
-func (p Pattern) deniesLine(line string) bool {
+// deniesCommands reports whether p covers one of the commands a line may run (see
+// denyCommands), word by word or as text.
+func (p Pattern) deniesCommands(run [][]string) bool {
 	cmds, ok := splitWords(p.subj)
 	ok = ok && len(cmds) == 1 // a pattern of several commands matches only as text
-	for _, ws := range denyCommands(line) {
+	for _, ws := range run {
 		if matchGlob(p.subj, strings.Join(ws, " "), anyRune) {
 			return true
 		}
