@@ -244,6 +244,8 @@ func TestShellCorpus(t *testing.T) {
 		{"dollar_single_quote", "echo $'\\x41'", Ask, ""},
 		{"bidi_override", "ls \u202e", Ask, "U+202E"},
 		{"zero_width_space", "ls a\u200bb", Ask, ""},
+		{"no_break_space", "git status\u00a0-x", Ask, "U+00A0"},
+		{"ideographic_space", "cat a\u3000b", Ask, ""},
 		{"tab_separated", "git status\t-s", Ask, ""},
 		{"carriage_return", "ls\rrm", Ask, ""},
 		{"nul", "ls\x00", Ask, ""},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -85,6 +86,9 @@ func lineChars(line string) string {
 		}
 		if invisible(r) {
 			return fmt.Sprintf("it holds the %s %s, which reads differently than it runs", describeRune(r), escapeRune(r))
+		}
+		if unicode.Is(unicode.Zs, r) { // looks like a blank, but the shell reads it as a letter
+			return fmt.Sprintf("it holds the space character U+%04X, which the shell reads as part of a word", r)
 		}
 	}
 	return ""
