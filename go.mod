@@ -20,6 +20,7 @@ require (
 	github.com/robfig/cron/v3 v3.0.1 // cron spec parsing (daemon/schedule)
 	github.com/slack-go/slack v0.34.0 // Slack Web API and Socket Mode client (bots/slack); the version known to build here
 	golang.org/x/net v0.55.0 // HTML parsing and charsets (commands/web)
+	golang.org/x/sys v0.48.0 // seccomp filter constants for the shell sandbox, prctl (commands/shell, cmd/agentd); the O_PATH/O_NOFOLLOW walk of each workspace path (commands)
 	golang.org/x/term v0.45.0 // TTY detection for agentctl follow
 	modernc.org/sqlite v1.60.1 // the store, pure-Go SQLite (daemon/store)
 	mvdan.cc/sh/v3 v3.14.1 // POSIX shell parser (needs golang.org/x/term v0.45.0): permission rules match parsed programs and argv (commands/permission)
@@ -78,7 +79,6 @@ require (
 	golang.org/x/crypto v0.51.0 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.37.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.8 // indirect

@@ -41,7 +41,7 @@ func (appendToFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (
 		// read_file refuses files holding NUL, so this would lock the model out of its own file.
 		return "", fmt.Errorf("append_to_file: text contains a NUL byte; send plain text")
 	}
-	root, rel, err := openIn(env.Workspace, a.Path)
+	root, _, rel, err := openIn(env.Workspace, a.Path)
 	if err != nil {
 		return "", err
 	}
@@ -49,12 +49,18 @@ func (appendToFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (
 	if rel == "." {
 		return "", badPath(a.Path, "is the workspace folder itself; give a file name")
 	}
+	if err := refuseGitWrite(root, a.Path, filepath.Clean(a.Path), rel); err != nil {
+		return "", err
+	}
 	if fi, err := root.Lstat(rel); err == nil {
 		if fi.IsDir() {
 			return "", badPath(a.Path, "is a folder; give a file name")
 		}
 		if !fi.Mode().IsRegular() {
 			return "", badPath(a.Path, "is not a regular file")
+		}
+		if err := refuseHardLinked(a.Path, fi); err != nil {
+			return "", err
 		}
 	}
 	if dir := filepath.Dir(rel); dir != "." {
@@ -77,6 +83,10 @@ func (appendToFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (
 	}
 	if !fi.Mode().IsRegular() {
 		return "", badPath(a.Path, "is not a regular file")
+	}
+	// Checked again on what was opened: a link made since the check must not be written through.
+	if err := refuseHardLinked(a.Path, fi); err != nil {
+		return "", err
 	}
 	// One write: O_APPEND puts it at the end even if another writer appended meanwhile.
 	if _, err := f.WriteString(a.Text); err != nil {

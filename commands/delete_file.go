@@ -37,7 +37,7 @@ func (deleteFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 		return "", err
 	}
 	// The full path gets the same refusals as every file command, links out included.
-	root, rel, err := openIn(env.Workspace, a.Path)
+	root, _, rel, err := openIn(env.Workspace, a.Path)
 	if err != nil {
 		return "", err
 	}
@@ -47,11 +47,14 @@ func (deleteFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 		return "", badPath(a.Path, "is the workspace folder itself; delete_file deletes one file")
 	}
 	// openIn resolved a final symlink to its target; like rm, delete the link itself.
-	_, dir, err := resolve(env.Workspace, filepath.Dir(clean))
+	dir, err := resolve(env.Workspace, filepath.Dir(clean))
 	if err != nil {
 		return "", err
 	}
 	rel = filepath.Join(dir, filepath.Base(clean))
+	if err := refuseGitWrite(root, a.Path, clean, rel); err != nil {
+		return "", err
+	}
 	fi, err := root.Lstat(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -8,9 +8,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
+	"syscall"
+
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 const (
@@ -43,9 +46,15 @@ func (listFolder) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 	if err := decodeArgs("list_folder", raw, &a); err != nil {
 		return "", err
 	}
-	f, err := openRead(env.Workspace, a.Path)
+	root, ws, rel, err := openIn(env.Workspace, a.Path)
 	if err != nil {
 		return "", err
+	}
+	defer root.Close()
+	// O_NONBLOCK: a FIFO swapped in since the check must fail, not hang the open.
+	f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return "", fsError(env.Workspace, a.Path, err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil {
@@ -60,7 +69,8 @@ func (listFolder) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 		for _, e := range batch {
 			total++
 			if len(names) < maxSorted {
-				names = append(names, entryName(env.Workspace, a.Path, e))
+				// One name per line, whatever bytes it holds: escapes, not raw controls.
+				names = append(names, display.Escape(entryName(root, ws, rel, e), display.Line))
 			}
 		}
 		if errors.Is(err, io.EOF) || (err == nil && len(batch) == 0) {
@@ -87,18 +97,20 @@ func (listFolder) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 	return out, nil
 }
 
-// entryName is how e appears in a listing: folders, and links to folders, end in /.
-func entryName(workspace, dir string, e fs.DirEntry) string {
+// entryName is how e, in the folder dir (resolved, relative to root), appears in a
+// listing: folders, and links to folders inside the workspace, end in /.
+func entryName(root *os.Root, ws, dir string, e fs.DirEntry) string {
 	name := e.Name()
 	switch {
 	case e.IsDir():
 		return name + "/"
 	case e.Type()&fs.ModeSymlink != 0:
-		p, err := ResolvePath(workspace, filepath.Join(dir, name))
+		p := path.Join(dir, name)
+		to, err := resolveIn(root, ws, p, p)
 		if err != nil {
 			return name + " (unusable link)"
 		}
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		if fi, err := root.Lstat(to); err == nil && fi.IsDir() {
 			return name + "/"
 		}
 	}

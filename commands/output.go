@@ -60,13 +60,9 @@ func capOrSave(env Env, command, out string, limit int) string {
 // workspace's outputsDir and returns its workspace-relative path. The write is atomic and
 // goes through an os.Root, so a link planted at outputsDir cannot send it elsewhere.
 func saveOutput(workspace, command, out string, now time.Time) (string, error) {
-	ws, err := realWorkspace(workspace)
+	root, err := OpenWorkspace(workspace)
 	if err != nil {
 		return "", err
-	}
-	root, err := os.OpenRoot(ws)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %s", errText(err))
 	}
 	defer root.Close()
 	if err := root.Mkdir(outputsDir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {

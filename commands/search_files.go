@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Budgets of one search; each one reached is named in the result so the model can narrow it.
@@ -62,16 +64,12 @@ func (searchFiles) Execute(ctx context.Context, env Env, raw json.RawMessage) (s
 	}
 	// The literal start is checked like any path, so a pattern naming a link out is refused
 	// with the same words as read_file would use.
-	base, start, err := resolve(env.Workspace, g.prefix)
+	root, _, start, err := openIn(env.Workspace, g.prefix)
 	if err != nil {
 		if len(g.rest) == 0 {
 			return "", asPatternError(err)
 		}
 		return "", fmt.Errorf("pattern %s: %w", shortQuote(a.Pattern), err)
-	}
-	root, err := os.OpenRoot(base)
-	if err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
 	}
 	defer root.Close()
 	if fi, err := root.Stat(start); err == nil && !fi.IsDir() && len(g.rest) > 0 {
@@ -195,6 +193,7 @@ type search struct {
 	needle string // lowered; "" lists paths only
 
 	visited, read, textFiles, binary, partial int
+	hardLinked                                int // files skipped for having other names
 	bytesRead                                 int64
 	out                                       []string
 	cut                                       string // which budget ended the walk, if any
@@ -226,7 +225,7 @@ func (s *search) visit(p string, d fs.DirEntry, err error) error {
 			sub = p
 		}
 	}
-	shown := path.Join(s.glob.prefix, sub)
+	shown := display.Escape(path.Join(s.glob.prefix, sub), display.Line) // one path per line
 	st := s.glob.states(sub)
 	if d.IsDir() {
 		if sub == "." {
@@ -289,6 +288,10 @@ func (s *search) grep(p, shown string) error {
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
+	if refuseHardLinked(p, fi) != nil {
+		s.hardLinked++ // another name may be outside the workspace: never read through it
+		return nil
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxSearchFileBytes))
 	if err != nil {
 		return nil
@@ -318,7 +321,7 @@ func (s *search) grep(p, shown string) error {
 		if len(low) != len(line) {
 			at = 0 // lowering changed byte offsets: show the line from its start
 		}
-		if err := s.add(fmt.Sprintf("%s:%d: %s", shown, n, snippet(line, at))); err != nil {
+		if err := s.add(fmt.Sprintf("%s:%d: %s", shown, n, display.Escape(snippet(line, at), display.Text))); err != nil {
 			return err
 		}
 	}
@@ -368,6 +371,9 @@ func (s *search) report(a searchFilesArgs) string {
 	}
 	if s.cut != "" {
 		fmt.Fprintf(&b, "\n[%s]", s.cut)
+	}
+	if s.hardLinked > 0 {
+		fmt.Fprintf(&b, "\n[%d files with more than one hard link were not read]", s.hardLinked)
 	}
 	if s.partial > 0 {
 		fmt.Fprintf(&b, "\n[%d large files were searched only in their first %d MiB]", s.partial, maxSearchFileBytes>>20)

@@ -32,7 +32,7 @@ const secret = "top secret"
 //	ws/secret        -> OUTSIDE/secret.txt
 //	ws/dangling      -> OUTSIDE/created.txt (does not exist)
 //	ws/loop          -> loop
-func newSandbox(t *testing.T) *sandbox {
+func newSandbox(t testing.TB) *sandbox {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -146,6 +146,14 @@ func escapes(s *sandbox) map[string]string {
 
 func TestResolvePath(t *testing.T) {
 	s := newSandbox(t)
+	for name, target := range map[string]string{
+		"gone": "docs/missing.txt", "through": "docs/readme.txt/x", "chain": "inside",
+		"chainout": "docs/up/outside", "updocs": "docs/../docs/../docs",
+	} {
+		if err := os.Symlink(target, filepath.Join(s.ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	long := strings.Repeat("n", 255)
 	tests := []struct {
 		name, path string
@@ -179,7 +187,13 @@ func TestResolvePath(t *testing.T) {
 		{name: "symlink_final_out", path: "secret", wantErr: `path "secret" is a symlink that leads outside the workspace`},
 		{name: "symlink_relative_up", path: "docs/up/outside", wantErr: "goes through a symlink that leads outside"},
 		{name: "symlink_inside_then_up", path: "inside/up/ws", wantErr: "goes through a symlink that leads outside"},
-		{name: "symlink_dangling", path: "dangling", wantErr: `path "dangling" is a symlink that leads nowhere`},
+		// Whether a link's target exists outside is not the model's to learn.
+		{name: "symlink_dangling_outside", path: "dangling", wantErr: `path "dangling" is a symlink that leads outside the workspace`},
+		{name: "symlink_dangling", path: "gone", wantErr: `path "gone" is a symlink that leads nowhere`},
+		{name: "symlink_through_a_file", path: "through", wantErr: `path "through" is a symlink that leads nowhere`},
+		{name: "symlink_chain_inside", path: "chain/readme.txt", want: "docs/readme.txt"},
+		{name: "symlink_chain_out", path: "chainout/secret.txt", wantErr: "goes through a symlink that leads outside"},
+		{name: "symlink_dot_dot_inside", path: "updocs/readme.txt", want: "docs/readme.txt"},
 		{name: "symlink_loop", path: "loop/x", wantErr: `path "loop/x" goes through a symlink that leads nowhere`},
 		{name: "through_a_file", path: "docs/readme.txt/x", wantErr: `goes through "docs/readme.txt", which is a file, not a folder`},
 	}
@@ -231,7 +245,12 @@ func TestResolvePathWorkspace(t *testing.T) {
 		name, workspace string
 		want, wantErr   string
 	}{
-		{name: "workspace_via_symlink", workspace: link, want: filepath.Join(s.ws, "docs")},
+		{name: "workspace_real_path", workspace: s.ws, want: filepath.Join(s.ws, "docs")},
+		{name: "workspace_unclean_path", workspace: s.ws + "/./", want: filepath.Join(s.ws, "docs")},
+		// A link in the workspace's own path could be swapped to send the whole workspace
+		// elsewhere: the daemon stores real paths, so one found here is refused.
+		{name: "workspace_via_symlink", workspace: link, wantErr: "wslink in its path is a symlink"},
+		{name: "workspace_below_symlink", workspace: filepath.Join(link, "docs"), wantErr: "is a symlink"},
 		{name: "no_workspace", workspace: "", wantErr: "no workspace folder is set"},
 		{name: "missing_workspace", workspace: filepath.Join(s.dir, "nope"), wantErr: "is not usable"},
 		{name: "workspace_is_a_file", workspace: file, wantErr: "is not a folder"},
@@ -260,7 +279,7 @@ func TestOpenInRefusesSymlinkSwappedInAfterCheck(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(s.ws, "swap"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	root, rel, err := openIn(s.ws, "swap/new.txt")
+	root, _, rel, err := openIn(s.ws, "swap/new.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,4 +300,82 @@ func TestOpenInRefusesSymlinkSwappedInAfterCheck(t *testing.T) {
 		t.Errorf("fsError = %v, want a refusal naming the symlink", err)
 	}
 	s.checkUntouched(t, before)
+}
+
+// The workspace's own path may hold no symlink, whoever planted it and whenever.
+func TestOpenWorkspace(t *testing.T) {
+	s := newSandbox(t)
+	if err := os.MkdirAll(filepath.Join(s.ws, "agents", "h"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(s.ws, "agents"), filepath.Join(s.dir, "agentslink")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, ws, wantErr string
+	}{
+		{name: "real", ws: s.ws},
+		{name: "nested_real", ws: filepath.Join(s.ws, "agents", "h")},
+		{name: "relative_parts", ws: filepath.Join(s.ws, "agents", "..", "agents", "h")},
+		{name: "last_is_link", ws: filepath.Join(s.ws, "out"), wantErr: "out in its path is a symlink"},
+		{name: "middle_is_link", ws: filepath.Join(s.dir, "agentslink", "h"), wantErr: "agentslink in its path is a symlink"},
+		{name: "link_inside_to_inside", ws: filepath.Join(s.ws, "inside"), wantErr: "inside in its path is a symlink"},
+		{name: "loop", ws: filepath.Join(s.ws, "loop"), wantErr: "loop in its path is a symlink"},
+		{name: "dangling", ws: filepath.Join(s.ws, "dangling"), wantErr: "dangling in its path is a symlink"},
+		{name: "missing", ws: filepath.Join(s.ws, "nope"), wantErr: "it does not exist"},
+		{name: "file", ws: filepath.Join(s.ws, "docs", "readme.txt"), wantErr: "is not a folder"},
+		{name: "empty", ws: "", wantErr: "no workspace folder is set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, err := WorkspaceDir(tt.ws)
+			f, ferr := OpenWorkspaceDir(tt.ws)
+			if ferr == nil {
+				f.Close()
+			}
+			if tt.wantErr == "" {
+				if err != nil || ferr != nil || dir != filepath.Clean(tt.ws) {
+					t.Fatalf("WorkspaceDir = %q, %v; OpenWorkspaceDir: %v", dir, err, ferr)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("WorkspaceDir = %q, %v; want an error containing %q", dir, err, tt.wantErr)
+			}
+			if ferr == nil {
+				t.Errorf("OpenWorkspaceDir opened what WorkspaceDir refused")
+			}
+			if strings.Contains(tt.wantErr, "symlink") && !errors.Is(err, ErrWorkspaceLink) {
+				t.Errorf("error %v does not wrap ErrWorkspaceLink", err)
+			}
+		})
+	}
+}
+
+// A link swapped into the workspace's path between the walk and the Root's open gives
+// another folder, and is refused.
+func TestOpenWorkspaceRefusesLinkSwappedAfterWalk(t *testing.T) {
+	s := newSandbox(t)
+	h := filepath.Join(s.ws, "h")
+	if err := os.Mkdir(h, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	testHookWorkspaceWalked = func() {
+		testHookWorkspaceWalked = nil
+		if err := os.Rename(h, h+".old"); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(s.outside, h); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { testHookWorkspaceWalked = nil })
+	r, err := OpenWorkspace(h)
+	if err == nil {
+		r.Close()
+		t.Fatal("OpenWorkspace opened a folder reached through a link swapped in after its walk")
+	}
+	if !errors.Is(err, ErrWorkspaceLink) || !strings.Contains(err.Error(), "changed while it was opened") {
+		t.Errorf("error = %v, want one naming the swap", err)
+	}
 }

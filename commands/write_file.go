@@ -12,7 +12,9 @@ import (
 )
 
 // writeFile creates or replaces a text file in the workspace, atomically: a reader sees the
-// old contents or the new ones, never a mix, even if the daemon dies mid-write.
+// old contents or the new ones, never a mix, even if the daemon dies mid-write. The rename
+// replaces the name, so a file with other hard links is never written through: its other
+// names keep the old contents.
 type writeFile struct{}
 
 type writeFileArgs struct {
@@ -38,13 +40,16 @@ func (writeFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (str
 	if err := decodeArgs("write_file", raw, &a); err != nil {
 		return "", err
 	}
-	root, rel, err := openIn(env.Workspace, a.Path)
+	root, _, rel, err := openIn(env.Workspace, a.Path)
 	if err != nil {
 		return "", err
 	}
 	defer root.Close()
 	if rel == "." {
 		return "", badPath(a.Path, "is the workspace folder itself; give a file name")
+	}
+	if err := refuseGitWrite(root, a.Path, filepath.Clean(a.Path), rel); err != nil {
+		return "", err
 	}
 	perm := fs.FileMode(0o644)
 	if fi, err := root.Lstat(rel); err == nil {

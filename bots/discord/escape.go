@@ -6,6 +6,8 @@ import (
 	"unicode/utf16"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // MaxContent is Discord's limit on a message's content.
@@ -29,15 +31,17 @@ var mentionBreaker = strings.NewReplacer(
 )
 
 // Escape makes text from an agent, a model or a person safe to put in a message as plain
-// text: markdown shows literally and nothing becomes a mention. (allowed_mentions on every
-// message already stops pings; this also stops the mention from rendering as one.)
+// text: invisible and control characters show as escapes (display.Escape), markdown shows
+// literally and nothing becomes a mention. (allowed_mentions on every message already
+// stops pings; this also stops the mention from rendering as one.)
 func Escape(s string) string {
-	return markdownEscaper.Replace(mentionBreaker.Replace(s))
+	return markdownEscaper.Replace(mentionBreaker.Replace(display.Escape(s, display.Text)))
 }
 
-// codeBlock makes s safe inside a ``` block: no run of backticks can close it, and
-// @everyone/@here are broken as elsewhere.
+// codeBlock makes s safe inside a ``` block: invisible characters show as escapes, no run
+// of backticks can close it, and @everyone/@here are broken as elsewhere.
 func codeBlock(s string) string {
+	s = display.Escape(s, display.Text)
 	for strings.Contains(s, "``") {
 		s = strings.ReplaceAll(s, "``", "`"+zwsp+"`")
 	}
@@ -49,7 +53,7 @@ func codeBlock(s string) string {
 
 // codeSpan makes s safe inside a single-backtick span.
 func codeSpan(s string) string {
-	return strings.ReplaceAll(s, "`", "'")
+	return strings.ReplaceAll(display.Escape(s, display.Line), "`", "'")
 }
 
 // Len is a message's length as Discord's limit counts it. Counting UTF-16 code units errs on

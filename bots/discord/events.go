@@ -11,6 +11,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Context keys: the person acting (their roles decide group approvals) and, for an
@@ -173,8 +174,9 @@ func (b *Bot) onCommand(ctx context.Context, r *responder, w bots.Where, u bots.
 	if out == "" {
 		out = "Done."
 	}
-	// The relay's answers are written as markdown; only mentions are broken.
-	content := Truncate(mentionBreaker.Replace(out), MaxContent)
+	// The relay's answers are written as markdown; only mentions and invisible characters
+	// are broken.
+	content := Truncate(mentionBreaker.Replace(display.Escape(out, display.Text)), MaxContent)
 	if _, err := b.s.InteractionResponseEdit(r.i, &discordgo.WebhookEdit{Content: &content, AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); err != nil {
 		b.log.Warn("discord: answering /agent", "err", err)
 	}

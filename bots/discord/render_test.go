@@ -63,6 +63,14 @@ func wire(t *testing.T, payload any, files []*discordgo.File) []byte {
 	return buf.Bytes()
 }
 
+// hostile is a proposal whose text would reorder (U+202E, U+2066), hide (U+200B) or
+// drive the terminal (ESC, BEL) if shown raw.
+func hostile() *client.Proposal {
+	p := proposal("p-0000000066aa", "run_shell\u202e", "{\"command\":\"rm -rf /\u202etxt.exe\",\"note\":\"\\u001b[2J\u200b\"}",
+		"harmless\u202e\x1b]0;t\x07 \u2066x\u2069")
+	return p
+}
+
 func proposal(id, command, args, speak string) *client.Proposal {
 	return &client.Proposal{ID: id, Step: 3, Command: command, Args: json.RawMessage(args), Thoughts: client.Thoughts{Speak: speak}}
 }
@@ -80,6 +88,7 @@ func TestRenderProposalGolden(t *testing.T) {
 		{"injection", "evil_*bot* [x](https://e.vil)", proposal("p-00000000beef", "execute_shell",
 			`{"command": "echo `+"```"+` @here <@&987654321098765432> `+"`rm -rf /`"+`"}`,
 			"@everyone look <@123456789012345678> ```\n# not a header"), RenderOptions{ApproveN: 5}},
+		{"hostile", "walker\u202e", hostile(), RenderOptions{ApproveN: 3}},
 		{"long_args", "writer", proposal("p-0000000000aa", "write_file", long, "Writing it all."), RenderOptions{ApproveN: 3}},
 	}
 	for _, c := range cases {
@@ -101,7 +110,7 @@ func checkContent(t *testing.T, s string) {
 	if n := strings.Count(s, "```"); n%2 != 0 {
 		t.Errorf("%d code fences: a backtick run escaped the block\n%s", n, s)
 	}
-	for _, bad := range []string{"@everyone", "@here", "<@", "<#"} {
+	for _, bad := range []string{"@everyone", "@here", "<@", "<#", "\u202e", "\u2066", "\x1b", "\x07"} {
 		if strings.Contains(s, bad) {
 			t.Errorf("content contains %q:\n%s", bad, s)
 		}

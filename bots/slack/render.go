@@ -6,6 +6,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Slack caps a section's text at 3000 characters.
@@ -19,10 +20,13 @@ const (
 	feedbackInput    = "text"
 )
 
-// escape makes text safe for mrkdwn: Slack reads &, < and > as markup.
+// escape makes text safe for mrkdwn: invisible and control characters show as escapes
+// (display.Escape), and &, < and > are entities because Slack reads them as markup.
 func escape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+	return mrkdwnEscaper.Replace(display.Escape(s, display.Text))
 }
+
+var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 // escapeCode also breaks runs of backticks, which would end a code block early.
 func escapeCode(s string) string {

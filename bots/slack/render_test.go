@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/bots"
@@ -18,9 +19,13 @@ func TestBlocksGolden(t *testing.T) {
 	p := &client.Proposal{ID: "p-1", AgentID: "a-1", Step: 3, Command: "write_file", Status: client.ProposalPending,
 		Args:     json.RawMessage(`{"path":"notes/<a>.md","contents":"x ` + "```" + ` & y"}`),
 		Thoughts: client.Thoughts{Speak: "I'll write <b> & save", Plan: "- write\n- finish"}}
+	hostile := &client.Proposal{ID: "p-2", AgentID: "a-1", Step: 4, Command: "run_shell\u202e", Status: client.ProposalPending,
+		Args:     json.RawMessage("{\"command\":\"rm -rf /\u202etxt.exe\",\"note\":\"\\u001b[2J\u200b\"}"),
+		Thoughts: client.Thoughts{Speak: "harmless\u202e\x1b]0;t\x07 \u2066x\u2069", Plan: "- a\u200b\n- b\x1b[31m"}}
 	for name, m := range map[string]bots.Message{
 		"proposal_pending": bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 3}, Platform),
 		"proposal_decided": bots.FormatProposal(bots.ProposalView{Proposal: p, Decision: &client.Decision{Kind: client.DecisionApprove, Count: 3, By: "U1", Source: Platform}}, Platform),
+		"proposal_hostile": bots.FormatProposal(bots.ProposalView{Proposal: hostile, ApproveN: 3}, Platform),
 		"result_failed": func() bots.Message {
 			m, _ := bots.FormatResult(&client.Episode{Command: "read_file", Outcome: "failed", Result: "no such file: <x>"}, 2500)
 			return m
@@ -30,6 +35,9 @@ func TestBlocksGolden(t *testing.T) {
 			got, err := json.MarshalIndent(Blocks(m), "", "  ")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if bad := invisibleIn(got, escape(m.Summary)); bad != "" {
+				t.Errorf("the message carries %q raw", bad)
 			}
 			path := filepath.Join("testdata", name+".golden.json")
 			if *update {
@@ -44,4 +52,36 @@ func TestBlocksGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// invisibleIn returns the first control or bidi character left raw in the strings of
+// the encoded blocks js or in extra. (Zero-width spaces are the renderer's own: they break
+// runs of backticks.)
+func invisibleIn(js []byte, extra string) string {
+	var v any
+	json.Unmarshal(js, &v)
+	var texts []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			texts = append(texts, x)
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	all := strings.Join(append(texts, extra), "\n")
+	for _, bad := range []string{"\u202e", "\u2066", "\u2069", "\x1b", "\x07"} {
+		if strings.Contains(all, bad) {
+			return bad
+		}
+	}
+	return ""
 }

@@ -125,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 	for _, w := range warns {
 		log.Warn("config: "+w.String(), "file", path)
 	}
+	if err := harden(); err != nil {
+		log.Error("cannot make agentd non-dumpable: processes of its uid can read its tokens from /proc", "err", err)
+	}
 	// Under systemd (Type=notify) the unit is active once the socket accepts connections,
 	// so units ordered after agentd can use agentctl at once. Outside systemd these are no-ops.
 	notify := func(state string) { sd.SdNotify(false, state) }

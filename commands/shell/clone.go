@@ -5,15 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/netguard"
 )
 
 // ErrURLRefused marks a clone_repository URL refused before git ran.
@@ -26,11 +26,16 @@ var ErrURLRefused = errors.New("url refused")
 // turn a clone into running code or reaching the daemon's network is switched off: only
 // the http and https transports, no hooks, no credential helpers or prompts, no system or
 // user config (the workspace, which is HOME, may hold a .gitconfig the model wrote), no
-// redirects, and the host pinned to the public address that was checked.
+// redirects. git reaches the network only through a forward proxy on 127.0.0.1 that the
+// command runs for the clone, whose one way out is the network guard (commands/netguard):
+// git never resolves or connects by itself, so the guard's reading of the host, and the
+// address it checked, is what git gets.
 type cloneRepository struct {
-	opts   Options
-	git    string
-	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
+	opts  Options
+	git   string
+	guard *netguard.Guard
+	// testConfig, set only by tests, adds git -c options (a CA to trust for a test server).
+	testConfig []string
 }
 
 type cloneRepositoryArgs struct {
@@ -58,9 +63,7 @@ func NewCloneRepository(o Options) (commands.Command, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shell: %w: %v", ErrNoGit, err)
 	}
-	return &cloneRepository{opts: o, git: git, lookup: func(ctx context.Context, host string) ([]netip.Addr, error) {
-		return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
-	}}, nil
+	return &cloneRepository{opts: o, git: git, guard: &netguard.Guard{AllowPrivate: o.AllowPrivateNetworks}}, nil
 }
 
 // Spec implements commands.Command.
@@ -80,7 +83,7 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 	if err != nil {
 		return "", fmt.Errorf("clone_repository: %w", err)
 	}
-	dest, err := commands.ResolvePath(ws, a.Path)
+	dest, err := commands.ResolveWritePath(ws, a.Path)
 	if err != nil {
 		return "", fmt.Errorf("clone_repository: %w", err)
 	}
@@ -90,18 +93,22 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 	if _, err := os.Lstat(dest); err == nil {
 		return "", fmt.Errorf("clone_repository: path %q already exists; give a new folder name", a.Path)
 	}
-	pin, err := c.pin(ctx, u)
+	if err := c.checkHost(u); err != nil {
+		return "", fmt.Errorf("clone_repository: %w", err)
+	}
+	proxy, err := netguard.NewProxy(c.guard)
 	if err != nil {
 		return "", fmt.Errorf("clone_repository: %w", err)
 	}
+	defer proxy.Close()
 
 	argv := []string{c.git,
 		"-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always",
 		"-c", "protocol.file.allow=never", "-c", "credential.helper=", "-c", "core.hooksPath=/dev/null",
-		"-c", "http.followRedirects=false"}
-	argv = append(argv, pin...)
+		"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy.URL()}
+	argv = append(argv, c.testConfig...)
 	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), dest)
-	genv := c.opts.env(ws, "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	genv := append(gitEnv(c.opts.env(ws)), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
 	// From "/", git finds no repository around it whose config it would read; the workspace may be one.
 	res, err := runProgram(ctx, "/", argv, genv, c.opts.OutputCap)
 	if res == nil {
@@ -111,6 +118,9 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 		os.RemoveAll(dest) // a partial clone; the path did not exist before
 		if err != nil {
 			return "", fmt.Errorf("clone_repository: git was killed: %w", err)
+		}
+		if refused := proxy.Refused(); refused != nil {
+			return "", fmt.Errorf("clone_repository: %w", refusal(refused))
 		}
 		return "", fmt.Errorf("clone_repository: git clone %s failed: %s", u, strings.TrimSpace(res.text()))
 	}
@@ -152,58 +162,50 @@ func checkRepoURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// pin resolves u's host and checks its addresses, then returns the git options that make
-// curl use the checked address, so the name cannot re-resolve elsewhere in between.
-func (c *cloneRepository) pin(ctx context.Context, u *url.URL) ([]string, error) {
-	host := u.Hostname()
-	ip, err := netip.ParseAddr(host)
-	literal := err == nil
-	addrs := []netip.Addr{ip}
-	if !literal {
-		if addrs, err = c.lookup(ctx, host); err != nil || len(addrs) == 0 {
-			return nil, fmt.Errorf("cannot resolve %s: %v", host, err)
+// checkHost refuses, before git starts, a URL whose host is an address the guard refuses
+// or that it cannot read one way only. A name is resolved and checked when git's
+// connection to it is made, through the proxy, once.
+func (c *cloneRepository) checkHost(u *url.URL) error {
+	port := 443
+	if u.Scheme == "http" {
+		port = 80
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return fmt.Errorf("%w: port %q is not a port number", ErrURLRefused, p)
 		}
+		port = int(n)
 	}
-	if !c.opts.AllowPrivateNetworks {
-		for _, a := range addrs {
-			if kind := nonPublic(a); kind != "" {
-				return nil, fmt.Errorf("%w: %s resolves to %s, a %s address; only public hosts can be cloned from", ErrURLRefused, host, a, kind)
-			}
-		}
+	if err := c.guard.CheckHost(u.Hostname(), uint16(port)); err != nil {
+		return refusal(err)
 	}
-	if literal {
-		return nil, nil
-	}
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	addr := addrs[0].Unmap().String()
-	if addrs[0].Unmap().Is6() {
-		addr = "[" + addr + "]"
-	}
-	return []string{"-c", "http.curloptResolve=" + host + ":" + port + ":" + addr}, nil
+	return nil
 }
 
-// cgnat is the shared address space carriers use (RFC 6598); netip does not call it private.
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
-// nonPublic names the kind of a loopback, private or otherwise local address, or "".
-func nonPublic(a netip.Addr) string {
-	a = a.Unmap()
-	switch {
-	case a.IsLoopback():
-		return "loopback"
-	case a.IsPrivate(), cgnat.Contains(a):
-		return "private"
-	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast():
-		return "link-local"
-	case a.IsUnspecified(), a.Is4() && a.As4()[0] == 0:
-		return "unspecified"
-	case a.IsMulticast(), a.IsInterfaceLocalMulticast():
-		return "multicast"
+// refusal marks the guard's refusals as ErrURLRefused; other errors (a name that does not
+// resolve) pass as they are.
+func refusal(err error) error {
+	if errors.Is(err, netguard.ErrBlocked) || errors.Is(err, netguard.ErrBadHost) {
+		return fmt.Errorf("%w: %w", ErrURLRefused, err)
 	}
-	return ""
+	return err
+}
+
+// gitEnv drops from env every variable that could steer git or curl past the proxy or
+// re-configure git: *_proxy and NO_PROXY in any case, and GIT_* (config by environment,
+// GIT_SSL_*, GIT_PROXY_COMMAND ...). A daemon's PassEnv may carry them.
+func gitEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		upper := strings.ToUpper(name)
+		if strings.HasSuffix(upper, "_PROXY") || upper == "NO_PROXY" || strings.HasPrefix(upper, "GIT_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // listing names the top of a fresh clone, for the model's next step.

@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/netguard/netguardtest"
 )
 
-// newClone returns clone_repository with a fake resolver: nothing here asks real DNS.
+// newClone returns clone_repository with a fake resolver (nothing here asks real DNS) and
+// a tripwire that fails the test if git's proxy connects anywhere but loopback.
 func newClone(t *testing.T, o Options) *cloneRepository {
 	t.Helper()
 	c, err := NewCloneRepository(o)
@@ -27,14 +29,29 @@ func newClone(t *testing.T, o Options) *cloneRepository {
 		t.Skipf("clone_repository not tested: %v", err)
 	}
 	cr := c.(*cloneRepository)
-	cr.lookup = func(_ context.Context, host string) ([]netip.Addr, error) {
-		switch host {
-		case "internal.example":
-			return []netip.Addr{netip.MustParseAddr("203.0.113.7"), netip.MustParseAddr("10.1.2.3")}, nil
-		case "local.example":
-			return []netip.Addr{netip.MustParseAddr("::ffff:127.0.0.1")}, nil
+	cr.guard.Resolver = func(_ context.Context, host string) ([]netip.Addr, error) {
+		answers := map[string][]string{
+			"internal.example": {"93.184.215.14", "10.1.2.3"},
+			"local.example":    {"::ffff:127.0.0.1"},
 		}
-		return nil, errors.New("no such host (test resolver)")
+		for name, addrs := range netguardtest.Names {
+			answers[name] = addrs
+		}
+		var out []netip.Addr
+		for _, a := range answers[host] {
+			out = append(out, netip.MustParseAddr(a))
+		}
+		if len(out) == 0 {
+			return nil, errors.New("no such host (test resolver)")
+		}
+		return out, nil
+	}
+	cr.guard.BeforeConnect = func(ap netip.AddrPort) error {
+		if !ap.Addr().Unmap().IsLoopback() {
+			t.Errorf("tripwire: clone_repository tried to connect to %s", ap)
+			return errors.New("tripwire: not loopback")
+		}
+		return nil
 	}
 	return cr
 }
@@ -81,6 +98,7 @@ func TestCloneRepositoryRefusals(t *testing.T) {
 		{"path_absolute", "https://203.0.113.9/r.git", "/tmp/r", "is absolute", commands.ErrBadPath},
 		{"path_is_workspace", "https://203.0.113.9/r.git", ".", "workspace itself", nil},
 		{"path_exists", "https://203.0.113.9/r.git", "existing", "already exists", nil},
+		{"path_in_git_folder", "https://203.0.113.9/r.git", "existing/.git/hooks", "is in a .git folder", commands.ErrBadPath},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,8 +120,16 @@ func TestCloneRepositoryRefusals(t *testing.T) {
 
 // gitServer serves bare repositories from a temp folder over smart HTTP with
 // git-http-backend, on 127.0.0.1. It counts requests carrying the X-Agentd-Test header,
-// which only a config the clone must ignore would add, and redirects /moved.git.
-func gitServer(t *testing.T) (url string, evil *atomic.Int32) {
+// which only a config the clone must ignore would add, and redirects /moved.git. hits
+// counts every request.
+func gitServer(t *testing.T) (url string, evil, hits *atomic.Int32) {
+	t.Helper()
+	srv, evil, hits := serveGit(t, false)
+	return srv.URL, evil, hits
+}
+
+// serveGit is gitServer, over TLS (httptest's certificate, for 127.0.0.1) when tls is set.
+func serveGit(t *testing.T, tls bool) (srv *httptest.Server, evil, hits *atomic.Int32) {
 	t.Helper()
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -136,8 +162,9 @@ func gitServer(t *testing.T) (url string, evil *atomic.Int32) {
 		}
 	}
 	backendHandler := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}, Stderr: io.Discard}
-	evil = new(atomic.Int32)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	evil, hits = new(atomic.Int32), new(atomic.Int32)
+	srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
 		if r.Header.Get("X-Agentd-Test") != "" {
 			evil.Add(1)
 		}
@@ -147,12 +174,17 @@ func gitServer(t *testing.T) (url string, evil *atomic.Int32) {
 		}
 		backendHandler.ServeHTTP(w, r)
 	}))
+	if tls {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
-	return srv.URL, evil
+	return srv, evil, hits
 }
 
 func TestCloneRepository(t *testing.T) {
-	base, evil := gitServer(t)
+	base, evil, _ := gitServer(t)
 	c := newClone(t, Options{AllowPrivateNetworks: true})
 	tests := []struct {
 		name     string

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync/atomic"
 
 	"github.com/agentd/agentd/commands"
 )
@@ -14,10 +13,9 @@ import (
 // executor runs programs in an agent's workspace under the configured sandbox; the two
 // execute commands share it.
 type executor struct {
-	name  string
-	opts  Options
-	box   *sandbox
-	noted atomic.Bool // the "not sandboxed" note was given
+	name string
+	opts Options
+	box  *sandbox
 }
 
 func newExecutor(name string, o Options) (*executor, error) {
@@ -33,9 +31,13 @@ func newExecutor(name string, o Options) (*executor, error) {
 }
 
 // description is the command's one prompt line; a sandboxed one tells the model up front
-// that the network is off, rather than letting it learn from failed downloads.
+// that the network is off, rather than letting it learn from failed downloads, and one
+// without a sandbox that it will be refused.
 func (e *executor) description(what string) string {
-	if e.box.bwrap != "" {
+	switch {
+	case e.box.reason != "":
+		return "Unavailable: no sandbox"
+	case e.box.bwrap != "" && !e.opts.Network:
 		return what + ", offline"
 	}
 	return what
@@ -48,18 +50,27 @@ func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (st
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", e.name, err)
 	}
+	if e.box.reason != "" {
+		return "", e.box.refusal(e.name)
+	}
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("%s: not run: %w", e.name, err)
 	}
-	res, err := runProgram(ctx, ws, e.box.wrap(ws, argv), e.opts.env(ws), e.opts.OutputCap)
+	var b binds
+	if e.box.bwrap != "" {
+		if b, err = e.box.prepare(ws); err != nil {
+			return "", fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
+		}
+	}
+	extra, err := e.box.files()
+	if err != nil {
+		return "", fmt.Errorf("%s: cannot start the sandbox: %w", e.name, err)
+	}
+	res, err := runProgram(ctx, ws, e.box.wrap(ws, b, argv), e.opts.env(ws), e.opts.OutputCap, extra...)
 	if res == nil {
 		return "", fmt.Errorf("%s: cannot start %s: %w", e.name, argv[0], err)
 	}
 	text := res.text()
-	// In mode auto without bwrap, say so once, where the person reading the history sees it.
-	if e.box.reason != "" && e.noted.CompareAndSwap(false, true) {
-		text += "\n[not sandboxed: " + e.box.reason + "]"
-	}
 	if err != nil {
 		return text, fmt.Errorf("%s: killed with everything it started: %w", e.name, err)
 	}
@@ -77,7 +88,8 @@ type executeShellArgs struct {
 }
 
 // NewExecuteShell returns the execute_shell command. It fails on bad options and, in
-// sandbox mode "bwrap", with ErrNoSandbox when bwrap is missing or cannot run here.
+// sandbox mode "bwrap", with ErrNoSandbox when bwrap is missing or cannot run here; in
+// mode "auto" that command is returned but refuses to run, saying how to fix it.
 func NewExecuteShell(o Options) (commands.Command, error) {
 	e, err := newExecutor("execute_shell", o)
 	if err != nil {

@@ -229,7 +229,7 @@ func TestOptions(t *testing.T) {
 		{"hide_root", Options{HidePaths: []string{"/"}}, "other than /", nil},
 		{"bwrap_required_missing", Options{Sandbox: SandboxBwrap, Bwrap: "/nonexistent/bwrap"}, "not an executable", ErrNoSandbox},
 		{"bwrap_required_broken", Options{Sandbox: SandboxBwrap, Bwrap: failing}, "No permissions to create new namespace", ErrNoSandbox},
-		{"auto_broken_falls_back", Options{Sandbox: SandboxAuto, Bwrap: failing}, "", nil},
+		{"auto_broken_builds_a_refusing_command", Options{Sandbox: SandboxAuto, Bwrap: failing}, "", nil},
 		{"none_ignores_bwrap", Options{Sandbox: SandboxNone, Bwrap: "/nonexistent/bwrap"}, "", nil},
 	}
 	for _, tt := range tests {
@@ -251,25 +251,52 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// TestAutoWithoutSandbox checks mode auto's fallback: the command runs, its description
-// does not promise an offline sandbox, and the first result, only, says why.
+// TestAutoWithoutSandbox checks that mode auto never falls back: without a working
+// sandbox the commands are built, say in their description that they are unavailable, and
+// refuse to run with an error that names the fixes; nothing runs.
 func TestAutoWithoutSandbox(t *testing.T) {
-	missing := Options{Bwrap: "/nonexistent/bwrap"}
-	if _, err := CheckSandbox(missing); !errors.Is(err, ErrNoSandbox) {
-		t.Errorf("CheckSandbox: %v; want ErrNoSandbox", err)
-	}
-	c := mustShell(t, missing)
-	if d := c.Spec().Description; strings.Contains(d, "offline") {
-		t.Errorf("description %q promises a sandbox", d)
-	}
-	ws := workspace(t)
-	first, err := run(context.Background(), t, c, ws, shellLine("echo one"), time.Minute)
-	if err != nil || !strings.Contains(first, "one\nexit status 0\n[not sandboxed: bwrap /nonexistent/bwrap is not an executable file]") {
-		t.Errorf("first result %q, %v", first, err)
-	}
-	second, _ := run(context.Background(), t, c, ws, shellLine("echo two"), time.Minute)
-	if second != "two\nexit status 0" {
-		t.Errorf("second result %q; want the note given once", second)
+	failing := filepath.Join(t.TempDir(), "bwrap")
+	os.WriteFile(failing, []byte("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"), 0o755)
+	for _, tt := range []struct {
+		name   string
+		bwrap  string
+		reason string
+	}{
+		{"bwrap_missing", "/nonexistent/bwrap", "bwrap /nonexistent/bwrap is not an executable file"},
+		{"bwrap_broken", failing, "No permissions to create new namespace"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Options{Bwrap: tt.bwrap}
+			if _, err := CheckSandbox(o); !errors.Is(err, ErrNoSandbox) || !strings.Contains(err.Error(), tt.reason) {
+				t.Errorf("CheckSandbox: %v; want ErrNoSandbox saying %q", err, tt.reason)
+			}
+			if line, ok := DescribeSandbox(o); ok || !strings.Contains(line, "refused") {
+				t.Errorf("DescribeSandbox = %q, %v; want it to say the commands are refused", line, ok)
+			}
+			c := mustShell(t, o)
+			if d := c.Spec().Description; d != "Unavailable: no sandbox" {
+				t.Errorf("description %q; want it to say the command is unavailable", d)
+			}
+			ws := workspace(t)
+			got, err := run(context.Background(), t, c, ws, shellLine("echo ran > ran.txt"), time.Minute)
+			for _, w := range []string{"refused", tt.reason, "apt-get install bubblewrap", `sandbox = "none"`, "user namespaces"} {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("result %q, error %v; want an error saying %q", got, err, w)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(ws, "ran.txt")); err == nil {
+				t.Error("the command ran unsandboxed")
+			}
+			if py, err := NewExecutePythonFile(o); err == nil {
+				os.WriteFile(filepath.Join(ws, "x.py"), []byte("open('ran.txt', 'w')\n"), 0o644)
+				if _, err := run(context.Background(), t, py, ws, map[string]any{"path": "x.py"}, time.Minute); err == nil || !strings.Contains(err.Error(), "refused") {
+					t.Errorf("execute_python_file: %v; want it refused", err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(ws, "ran.txt")); err == nil {
+				t.Error("the python file ran unsandboxed")
+			}
+		})
 	}
 	if b, err := CheckSandbox(Options{Sandbox: SandboxNone}); b != "" || err != nil {
 		t.Errorf("CheckSandbox(none) = %q, %v", b, err)

@@ -21,13 +21,13 @@ import (
 // unprivileged user namespaces, where an installed bwrap cannot run: failing there would
 // make CI red for the machine, not the code, so with CI=true such a bwrap is reported with
 // a loud skip instead; set AGENTD_REQUIRE_SANDBOX=1 to make it a failure.
-func bwrapHere(t *testing.T) string {
+func bwrapHere(t testing.TB) string {
 	t.Helper()
 	path, err := exec.LookPath("bwrap")
 	if err != nil {
 		t.Skip("bwrap is not installed (Debian package bubblewrap): sandbox not tested")
 	}
-	if err := probeBwrap(path); err != nil {
+	if _, err := CheckSandbox(Options{Sandbox: SandboxBwrap, Bwrap: path}); err != nil {
 		switch {
 		case os.Getenv("AGENTD_REQUIRE_SANDBOX") == "1":
 			t.Fatalf("AGENTD_REQUIRE_SANDBOX=1 but %v", err)
@@ -44,7 +44,7 @@ func modes(t *testing.T) []string {
 	m := []string{SandboxNone}
 	path, err := exec.LookPath("bwrap")
 	if err == nil {
-		err = probeBwrap(path)
+		_, err = CheckSandbox(Options{Sandbox: SandboxBwrap, Bwrap: path})
 	}
 	if err == nil {
 		m = append(m, SandboxBwrap)
@@ -56,7 +56,7 @@ func modes(t *testing.T) []string {
 
 // workspace returns a fresh workspace folder with its symlinks resolved, as
 // commands.ResolvePath reports it.
-func workspace(t *testing.T) string {
+func workspace(t testing.TB) string {
 	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -65,7 +65,7 @@ func workspace(t *testing.T) string {
 	return ws
 }
 
-func mustShell(t *testing.T, o Options) commands.Command {
+func mustShell(t testing.TB, o Options) commands.Command {
 	t.Helper()
 	c, err := NewExecuteShell(o)
 	if err != nil {
@@ -75,7 +75,7 @@ func mustShell(t *testing.T, o Options) commands.Command {
 }
 
 // run runs c through commands.Run, as the daemon does, with args marshalled from v.
-func run(ctx context.Context, t *testing.T, c commands.Command, ws string, v any, timeout time.Duration) (string, error) {
+func run(ctx context.Context, t testing.TB, c commands.Command, ws string, v any, timeout time.Duration) (string, error) {
 	t.Helper()
 	args, err := json.Marshal(v)
 	if err != nil {

@@ -32,8 +32,9 @@ type runResult struct {
 // a process group of its own, and waits for it. When ctx ends, or the program floods its
 // output, the whole group is killed; so is whatever it left in the background when it exits.
 // It returns a nil result only when the program could not start; a non-nil error otherwise
-// is ctx's.
-func runProgram(ctx context.Context, dir string, argv, env []string, limit int) (*runResult, error) {
+// is ctx's. extra are given to it from descriptor 3 on, and closed.
+func runProgram(ctx context.Context, dir string, argv, env []string, limit int, extra ...*os.File) (*runResult, error) {
+	defer closeAll(extra)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -42,8 +43,10 @@ func runProgram(ctx context.Context, dir string, argv, env []string, limit int) 
 	cmd.Dir, cmd.Env = dir, env
 	cmd.Stdout, cmd.Stderr = pw, pw // nil Stdin is /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	cmd.ExtraFiles = extra
+	err = startTracked(cmd)
 	pw.Close()
+	closeAll(extra) // the child has its copies
 	if err != nil {
 		pr.Close()
 		return nil, err
@@ -75,6 +78,7 @@ func runProgram(ctx context.Context, dir string, argv, env []string, limit int) 
 	// the group cannot hit a stranger that reused the number.
 	killGroup(pid)
 	<-exited
+	untrack(pid) // before the reap, after which the number may name a stranger
 	cmd.Wait()
 	res.state = cmd.ProcessState
 
@@ -88,6 +92,14 @@ func runProgram(ctx context.Context, dir string, argv, env []string, limit int) 
 	t.Stop()
 	pr.Close()
 	return res, stopped
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			f.Close()
+		}
+	}
 }
 
 func killGroup(pid int) { syscall.Kill(-pid, syscall.SIGKILL) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,39 +11,61 @@ import (
 	"time"
 )
 
+// The sandbox is bubblewrap, run one of two ways:
+//
+//   - agentd as non-root: bwrap makes an unprivileged user namespace (the programs keep
+//     agentd's uid, which is no one's root), drops every capability in it and forbids
+//     nested user namespaces.
+//   - agentd as root: a user namespace made by root maps its uids to the host's root, so
+//     one is no confinement (/etc/shadow stays readable, capabilities stay full). bwrap runs
+//     as root without one, so that it can mount, and the program it starts is setpriv,
+//     which becomes Options.UID/GID, clears the groups and every capability set (bounding
+//     and ambient included) and sets no_new_privs before it execs the rest. The workspace
+//     is chowned to that uid before each run (ownTree) so that it stays writable.
+//
+// Either way prlimit then sets the resource limits inside the namespaces, and only then
+// is the model's program started.
+
+// fixed helpers the sandbox needs besides bwrap; both are util-linux, Essential on Debian.
+const (
+	setprivPath = "/usr/bin/setpriv"
+	prlimitPath = "/usr/bin/prlimit"
+)
+
 // sandbox is how a program is confined: under bwrap, or not at all when bwrap is "".
 type sandbox struct {
-	bwrap    string
-	reason   string // why there is no sandbox in mode auto; "" when bwrap is set or mode is none
-	readOnly []string
-	hide     []string
+	o      Options
+	bwrap  string
+	asRoot bool   // agentd runs as root: setpriv drops to o.UID/o.GID, no user namespace
+	reason string // mode auto without a working sandbox: why, and the commands refuse to run
+	hide   []string
 }
 
-// newSandbox picks the sandbox o asks for, probing bwrap once per binary.
+// newSandbox picks the sandbox o asks for, probing it once per configuration.
 func newSandbox(o Options) (*sandbox, error) {
-	s := &sandbox{readOnly: o.ReadOnlyPaths, hide: append(append([]string{}, defaultHidden...), o.HidePaths...)}
+	s := &sandbox{o: o, asRoot: os.Geteuid() == 0, hide: append(append([]string{}, defaultHidden...), o.HidePaths...)}
 	if o.Sandbox == SandboxNone {
 		return s, nil
 	}
 	bwrap, err := findBwrap(o.Bwrap)
 	if err == nil {
-		err = probeBwrap(bwrap)
+		s.bwrap = bwrap
+		err = s.probe()
 	}
 	switch {
 	case err == nil:
-		s.bwrap = bwrap
 	case o.Sandbox == SandboxBwrap:
 		return nil, fmt.Errorf("shell: %w: %v", ErrNoSandbox, err)
 	default:
-		s.reason = err.Error()
+		s.bwrap, s.reason = "", err.Error()
 	}
 	return s, nil
 }
 
 // CheckSandbox reports the bwrap binary the commands built from o run their programs
-// under. With "" it returns nil in mode "none" and, in mode "auto", the reason they will
-// run unsandboxed, for the daemon to log at startup; in mode "bwrap" that is an error
-// wrapping ErrNoSandbox, the one the constructors return.
+// under. With "" it returns nil in mode "none" and, in mode "auto", the reason there is no
+// sandbox (the commands then refuse to run), for the daemon to log and show; in mode
+// "bwrap" that is an error wrapping ErrNoSandbox, the one the constructors return.
 func CheckSandbox(o Options) (bwrap string, err error) {
 	o, err = o.check()
 	if err != nil {
@@ -58,6 +79,45 @@ func CheckSandbox(o Options) (bwrap string, err error) {
 		return "", fmt.Errorf("shell: %w: %s", ErrNoSandbox, s.reason)
 	}
 	return s.bwrap, nil
+}
+
+// DescribeSandbox is one line for people (agentctl status, doctor) on the sandbox the
+// commands built from o run in, and whether it is a sandbox at all.
+func DescribeSandbox(o Options) (line string, ok bool) {
+	o, err := o.check()
+	if err != nil {
+		return err.Error(), false
+	}
+	s, err := newSandbox(o)
+	switch {
+	case err != nil:
+		return "refused: " + err.Error(), false
+	case s.reason != "":
+		return "refused: no sandbox works here (" + s.reason + ")", false
+	case s.bwrap == "":
+		return `unconfined ([shell] sandbox = "none")`, false
+	}
+	return s.describe(), true
+}
+
+// describe says what confines the programs, e.g. "bubblewrap (/usr/bin/bwrap), uid 65534, no network".
+func (s *sandbox) describe() string {
+	who := "agentd's uid in a user namespace"
+	if s.asRoot {
+		who = fmt.Sprintf("uid %d", s.o.UID)
+	}
+	net := "no network"
+	if s.o.Network {
+		net = "host network"
+	}
+	return fmt.Sprintf("bubblewrap (%s), %s, no capabilities, %s", s.bwrap, who, net)
+}
+
+// refusal is the error a command gives when mode auto found no working sandbox.
+func (s *sandbox) refusal(name string) error {
+	return fmt.Errorf("%s: refused: no sandbox works on this machine (%s). Tell the person: "+
+		"install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces, "+
+		"or set [shell] sandbox = \"none\" in agentd's config to run programs unconfined knowingly", name, s.reason)
 }
 
 // findBwrap returns the configured binary, or bwrap from the daemon's PATH.
@@ -75,8 +135,8 @@ func findBwrap(configured string) (string, error) {
 	return p, nil
 }
 
-// probes caches, per bwrap binary, whether it can build a sandbox here: that depends on
-// the kernel and the container the daemon runs in, which do not change while it runs.
+// probes caches, per sandbox configuration, whether it holds here: that depends on the
+// kernel and the container the daemon runs in, which do not change while it runs.
 var probes sync.Map // string → *probe
 
 type probe struct {
@@ -84,78 +144,91 @@ type probe struct {
 	err  error
 }
 
-func probeBwrap(bwrap string) error {
-	v, _ := probes.LoadOrStore(bwrap, &probe{})
+func (s *sandbox) probe() error {
+	key := fmt.Sprint(s.bwrap, s.asRoot, s.o.UID, s.o.GID, s.o.Network)
+	v, _ := probes.LoadOrStore(key, &probe{})
 	p := v.(*probe)
-	p.once.Do(func() { p.err = runProbe(bwrap) })
+	p.once.Do(func() { p.err = s.runProbe() })
 	return p.err
 }
 
-// runProbe runs `true` in the sandbox the commands use. A kernel or container without
-// unprivileged user namespaces fails here, and bwrap's stderr says why.
-func runProbe(bwrap string) error {
+// runProbe runs a program in the sandbox the commands use and checks, from its
+// /proc/self/status, that it holds: no capability in any set, no uid 0, no_new_privs. A
+// kernel or container without user namespaces fails here, and bwrap's stderr says why.
+func (s *sandbox) runProbe() error {
+	for _, p := range []string{setprivPath, prlimitPath} {
+		if (p == prlimitPath || s.asRoot) && !executable(p) {
+			return fmt.Errorf("%s is missing (Debian package util-linux)", p)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bwrap, append(bwrapArgs("", nil, defaultHidden), "true")...)
+	argv := s.wrap("", binds{}, []string{"/bin/cat", "/proc/self/status"})
+	extra, err := s.files()
+	if err != nil {
+		return err
+	}
+	defer closeAll(extra)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = []string{"PATH=" + programPath}
+	cmd.ExtraFiles = extra
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		msg := strings.TrimSpace(string(out))
 		if msg == "" {
 			msg = err.Error()
 		}
-		return fmt.Errorf("%s cannot create a sandbox here: %s (are user namespaces disabled, as in many containers?)", bwrap, msg)
+		return fmt.Errorf("%s cannot create a sandbox here: %s (are user namespaces disabled, as in many containers?)", s.bwrap, msg)
+	}
+	if err := checkConfined(string(out)); err != nil {
+		return fmt.Errorf("%s makes a sandbox that does not hold here: %v", s.bwrap, err)
 	}
 	return nil
 }
 
-// wrap returns argv to run in workspace under the sandbox.
-func (s *sandbox) wrap(workspace string, argv []string) []string {
-	if s.bwrap == "" {
-		return argv
+// files are the descriptors bwrap is given for a run: the seccomp filter, when there is
+// one. None unsandboxed.
+func (s *sandbox) files() ([]*os.File, error) {
+	if s.bwrap == "" || seccompArch == 0 {
+		return nil, nil
 	}
-	a := append([]string{s.bwrap}, bwrapArgs(workspace, s.readOnly, s.hide)...)
-	return append(a, argv...)
+	f, err := seccompFile()
+	if err != nil {
+		return nil, err
+	}
+	return []*os.File{f}, nil
 }
 
-// bwrapArgs builds the sandbox: every namespace unshared (so no network: only a loopback
-// of its own), killed with its parent, a new session (no terminal to inject input into),
-// the system read-only, fresh /proc, /dev and /tmp, the workspace read-write at its own
-// path as the only other writable place, and nothing else of the host: no /home, /root,
-// /run, /var or /sys. An empty workspace leaves it out (the probe).
-func bwrapArgs(workspace string, readOnly, hide []string) []string {
-	a := []string{"--unshare-all", "--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"}
-	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
-		fi, err := os.Lstat(d)
-		switch {
-		case err != nil:
-		case fi.Mode()&fs.ModeSymlink != 0: // merged /usr: /bin -> usr/bin
-			if target, err := os.Readlink(d); err == nil {
-				a = append(a, "--symlink", target, d)
+// checkConfined reads a /proc/PID/status and says what, if anything, is not confined.
+func checkConfined(status string) error {
+	want := map[string]bool{"CapInh": false, "CapPrm": false, "CapEff": false, "CapBnd": false, "CapAmb": false, "Uid": false, "NoNewPrivs": false}
+	for _, line := range strings.Split(status, "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		v = strings.TrimSpace(v)
+		switch k {
+		case "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb":
+			if strings.Trim(v, "0") != "" {
+				return fmt.Errorf("%s is %s, want no capabilities", k, v)
 			}
-		case fi.IsDir():
-			a = append(a, "--ro-bind", d, d)
-		}
-	}
-	a = append(a, "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp")
-	for _, p := range readOnly {
-		a = append(a, "--ro-bind", p, p)
-	}
-	if workspace != "" {
-		a = append(a, "--bind", workspace, workspace, "--chdir", workspace)
-	} else {
-		a = append(a, "--chdir", "/")
-	}
-	// Last, so that nothing bound above uncovers them.
-	for _, h := range hide {
-		fi, err := os.Stat(h)
-		switch {
-		case err != nil:
-		case fi.IsDir():
-			a = append(a, "--tmpfs", h)
+		case "Uid":
+			for _, id := range strings.Fields(v) {
+				if id == "0" {
+					return fmt.Errorf("runs as uid 0 (%s)", v)
+				}
+			}
+		case "NoNewPrivs":
+			if v != "1" {
+				return errors.New("no_new_privs is not set")
+			}
 		default:
-			a = append(a, "--ro-bind", "/dev/null", h)
+			continue
+		}
+		want[k] = true
+	}
+	for k, seen := range want {
+		if !seen {
+			return fmt.Errorf("%s not reported", k)
 		}
 	}
-	return a
+	return nil
 }

@@ -39,6 +39,7 @@ func TestSandbox(t *testing.T) {
 	}()
 
 	ro := t.TempDir()
+	os.Chmod(ro, 0o755) // like /opt/toolchain: the sandbox's uid reads it
 	os.WriteFile(filepath.Join(ro, "visible.txt"), []byte("visible-content\n"), 0o644)
 	os.MkdirAll(filepath.Join(ro, "secret"), 0o755)
 	os.WriteFile(filepath.Join(ro, "secret", "token"), []byte("secret-token\n"), 0o644)

@@ -8,12 +8,19 @@
 //
 // Every program runs in the agent's workspace with a scrubbed environment, stdin from
 // /dev/null, combined output capped, in its own process group that is killed as a whole when
-// the command ends, times out or is cancelled. execute_shell and execute_python_file also run
-// inside a bubblewrap (bwrap) sandbox when one works here: no network, the system read-only,
-// the workspace the only writable place, and a pid namespace, so that even a process that
-// left the group (setsid) dies with the command; unsandboxed, such a process outlives it. clone_repository needs the network, so it runs git
-// unsandboxed but hardened: http(s) URLs only, public addresses only, no credentials, no
-// hooks, no user or system git config.
+// the command ends, times out or is cancelled. execute_shell and execute_python_file run
+// inside a bubblewrap (bwrap) sandbox (see sandbox.go): no capabilities, an unprivileged
+// uid, no network of the host unless granted, resource limits, the system read-only, the
+// workspace the only writable place (its repositories' .git/hooks and .git/config and its
+// helpers' agents/ folder excepted), and a pid namespace, so that even a process that left
+// the group (setsid) dies with the command. With no working sandbox they are refused, unless
+// the config says sandbox = "none"; unsandboxed, a setsid process outlives the command.
+// clone_repository needs the network, so it runs git unsandboxed but hardened: http(s) URLs
+// only, no credentials, no hooks, no user or system git config, no proxy or GIT_*
+// variables, and the network only through a forward proxy on 127.0.0.1 whose one way out
+// is the network guard (commands/netguard), the same one read_webpage uses: public
+// addresses only, checked in every numeric form before git starts and, for names, on the
+// address the proxy connects to.
 package shell
 
 import (
@@ -26,13 +33,14 @@ import (
 
 // Sandbox modes, the values of Options.Sandbox.
 const (
-	// SandboxAuto runs under bwrap when it is installed and works here, else unsandboxed;
-	// the first result of each command then says so.
+	// SandboxAuto runs under bwrap when it is installed and works here; else the commands
+	// are built but refuse to run, saying how to fix it, and CheckSandbox reports why.
 	SandboxAuto = "auto"
 	// SandboxBwrap requires bwrap: the constructors fail when it is missing or cannot
 	// create its namespaces here.
 	SandboxBwrap = "bwrap"
-	// SandboxNone never sandboxes.
+	// SandboxNone never sandboxes: the environment is still scrubbed and the process group
+	// killed, but the programs run as agentd, with its network and files.
 	SandboxNone = "none"
 )
 
@@ -71,10 +79,63 @@ type Options struct {
 	Python string
 	// Git is the git binary; empty looks it up on the programs' PATH.
 	Git string
+	// Network gives sandboxed programs the host's network namespace: the internet, and
+	// also every service listening on the host's loopback (a bwrap sandbox cannot have one
+	// without the other). Off, they have a network namespace of their own, with only a
+	// loopback of their own.
+	Network bool
+	// UID and GID are who the sandboxed programs run as when agentd runs as root; 0 means
+	// DefaultUID and DefaultGID. Run as non-root, agentd's own uid is used, in a user
+	// namespace of its own.
+	UID, GID int
+	// Limits bound each sandboxed program; zero fields take the defaults.
+	Limits Limits
 	// AllowPrivateNetworks lets clone_repository reach loopback, private and link-local
 	// addresses, for a git server on the local network. Off, a model-chosen URL can only
 	// reach public addresses.
 	AllowPrivateNetworks bool
+}
+
+// Limits are the resource limits of a sandboxed program, set inside its namespaces.
+type Limits struct {
+	// Procs bounds the processes (RLIMIT_NPROC) of the sandbox's uid; as root all the
+	// sandboxes share DefaultUID and so this bound. Default 256.
+	Procs int
+	// Memory bounds each process's data segment, heap and private mappings (RLIMIT_DATA),
+	// in bytes; default 2 GiB.
+	Memory int64
+	// FileSize bounds a file a program writes (RLIMIT_FSIZE), in bytes; default 1 GiB.
+	FileSize int64
+	// OpenFiles bounds each process's open files (RLIMIT_NOFILE); default 1024.
+	OpenFiles int
+	// Tmp is the size of the sandbox's /tmp (and /dev/shm) in bytes; default 64 MiB.
+	Tmp int64
+}
+
+// DefaultUID and DefaultGID are nobody and nogroup, whom the sandbox runs as under root.
+const (
+	DefaultUID = 65534
+	DefaultGID = 65534
+)
+
+// withDefaults fills in the zero fields.
+func (l Limits) withDefaults() Limits {
+	if l.Procs <= 0 {
+		l.Procs = 256
+	}
+	if l.Memory <= 0 {
+		l.Memory = 2 << 30
+	}
+	if l.FileSize <= 0 {
+		l.FileSize = 1 << 30
+	}
+	if l.OpenFiles <= 0 {
+		l.OpenFiles = 1024
+	}
+	if l.Tmp <= 0 {
+		l.Tmp = 64 << 20
+	}
+	return l
 }
 
 // programPath is the PATH every program gets, and where python3 and git are looked up.
@@ -119,6 +180,16 @@ func (o Options) check() (Options, error) {
 	if o.OutputCap <= 0 {
 		o.OutputCap = DefaultOutputCap
 	}
+	if o.UID < 0 || o.GID < 0 {
+		return o, fmt.Errorf("shell: sandbox uid %d, gid %d: want unprivileged ids, not root", o.UID, o.GID)
+	}
+	if o.UID == 0 {
+		o.UID = DefaultUID
+	}
+	if o.GID == 0 {
+		o.GID = DefaultGID
+	}
+	o.Limits = o.Limits.withDefaults()
 	return o, nil
 }
 

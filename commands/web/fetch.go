@@ -80,7 +80,7 @@ func (f *Fetcher) client(onRedirect func(*http.Request, []*http.Request) error) 
 			// Never a proxy from the environment: the proxy would do the dialling and the
 			// guard would see only the proxy's address.
 			Proxy:                 nil,
-			DialContext:           f.dialContext,
+			DialContext:           f.guard().DialContext,
 			ForceAttemptHTTP2:     true,
 			TLSHandshakeTimeout:   10 * time.Second,
 			ResponseHeaderTimeout: 15 * time.Second,

@@ -17,15 +17,11 @@ import (
 // that fails the test and aborts the socket before connect(2) if the guard ever lets a
 // non-loopback address through.
 
-// fakeDNS is an injected resolver: a fixed table, plus the legacy numeric forms
-// (2130706433, 017700000001, 0x7f000001, 127.1) that C's inet_aton and so getaddrinfo
-// accept, so the guard is tested against what a real resolver may hand it.
+// fakeDNS is an injected resolver: a fixed table. The numeric forms (2130706433, 127.1,
+// 0x7f000001 ...) never reach it: the guard reads them as addresses itself.
 type fakeDNS map[string][]string
 
 func (d fakeDNS) lookup(_ context.Context, host string) ([]netip.Addr, error) {
-	if ip, ok := inetAton(host); ok {
-		return []netip.Addr{ip}, nil
-	}
 	names, ok := d[strings.ToLower(host)]
 	if !ok {
 		return nil, fmt.Errorf("no such host %q (test resolver)", host)
@@ -35,36 +31,6 @@ func (d fakeDNS) lookup(_ context.Context, host string) ([]netip.Addr, error) {
 		out = append(out, netip.MustParseAddr(n))
 	}
 	return out, nil
-}
-
-// inetAton parses the IPv4 forms inet_aton accepts: 1 to 4 parts, each decimal, octal
-// (leading 0) or hex (0x); the last part fills the remaining bytes.
-func inetAton(s string) (netip.Addr, bool) {
-	parts := strings.Split(s, ".")
-	if len(parts) > 4 {
-		return netip.Addr{}, false
-	}
-	var vals []uint64
-	for _, p := range parts {
-		v, err := strconv.ParseUint(p, 0, 32) // base 0: 0x hex, 0 octal, else decimal
-		if err != nil || p == "" {
-			return netip.Addr{}, false
-		}
-		vals = append(vals, v)
-	}
-	var n uint64
-	for i, v := range vals[:len(vals)-1] {
-		if v > 255 {
-			return netip.Addr{}, false
-		}
-		n |= v << (24 - 8*i)
-	}
-	last := vals[len(vals)-1]
-	if last >= 1<<(8*(5-len(vals))) {
-		return netip.Addr{}, false
-	}
-	n |= last
-	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
 }
 
 // server is a loopback test server that counts the requests it got.

@@ -5,11 +5,13 @@
 // NewWebSearch over a Searcher (SearxNG, DuckDuckGoHTML, or a Fallback of both) and
 // NewReadWebpage over a Fetcher and a callback that asks the model about a page.
 //
-// The Fetcher is the only way a model-chosen URL is fetched. It refuses private, loopback,
-// link-local and other non-public addresses when it dials, on the address it is about to
-// connect to, so a hostname that resolves (or re-resolves) to a private address and a
-// redirect to one are both caught. Search backends are different: they only ever talk to
-// the base URL the operator configured, which may well be a SearxNG on localhost.
+// The Fetcher is the only way a model-chosen URL is fetched. It dials through the network
+// guard (commands/netguard), which reads the host in every numeric form a client accepts,
+// resolves it once, refuses it when any address is private, loopback, link-local or
+// otherwise non-public, and connects to the address it checked, so a hostname that
+// resolves (or re-resolves) to a private address and a redirect to one are both caught.
+// Search backends are different: they only ever talk to the base URL the operator
+// configured, which may well be a SearxNG on localhost; the model chooses only the query.
 package web
 
 import (

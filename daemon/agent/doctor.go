@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/statedir"
 )
 
 // HealthCheck is one check agentctl doctor runs beyond the supervisor's own (the server
@@ -32,6 +34,7 @@ func (s *Supervisor) Doctor(ctx context.Context) (*client.DoctorReport, error) {
 	add(s.checkModels(ctx)...)
 	add(s.checkStore(ctx))
 	add(checkDisk(s.opt.StateDir))
+	add(checkStateDir(s.opt.StateDir, filepath.Dir(s.workspace("x"))))
 	add(s.checkWorkspaces())
 	for _, hc := range s.opt.HealthChecks {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -126,6 +129,31 @@ func checkDisk(dir string) client.Check {
 		c.Fix = "free space on that file system (agents' workspaces are under " + dir + "), or move the state directory (--state-dir)"
 	}
 	return c
+}
+
+// checkStateDir fails when others may read the state directory or what is in it (the
+// database holds every agent's history): agentd fixes modes at start, so this finds what
+// changed since.
+func checkStateDir(dir, workspaces string) client.Check {
+	c := client.Check{Name: "state dir", Status: client.CheckOK, Detail: dir + " is private (0700, files 0600)"}
+	open, err := statedir.Check(dir, workspaces, 4)
+	switch {
+	case err != nil:
+		c.Status, c.Detail = client.CheckWarn, fmt.Sprintf("cannot check the modes in %s: %v", dir, err)
+	case len(open) > 0:
+		c.Status = client.CheckFail
+		c.Detail = fmt.Sprintf("others on this machine can read or enter %s (%s)", strings.Join(open, ", "), modeOf(open[0]))
+		c.Fix = "chmod go-rwx " + strings.Join(open, " ") + " (or restart agentd: it makes its state dir private at start)"
+	}
+	return c
+}
+
+func modeOf(path string) string {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%s has mode %04o", filepath.Base(path), fi.Mode().Perm())
 }
 
 func humanBytes(n uint64) string {

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/agentd/agentd/commands"
@@ -141,10 +138,8 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 	}); err != nil {
 		return err
 	}
-	ws := filepath.Join(parentWS, "agents", key)
-	_, statErr := os.Stat(ws)
-	made := errors.Is(statErr, fs.ErrNotExist)
-	if err := makeWorkspace(ws); err != nil {
+	ws, made, err := makeHelperWorkspace(parentWS, key)
+	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	helper := &store.Agent{Agent: client.Agent{
@@ -155,7 +150,7 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		helper.Description = "a helper agent"
 	}
 	var out *client.Agent
-	err := s.st.Tx(ctx, func(tx *store.Tx) error {
+	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		parent, err := h.waitingTx(tx, cmd)
 		if err != nil {
 			return err
@@ -203,7 +198,7 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 	})
 	if err != nil {
 		if made {
-			os.RemoveAll(ws)
+			removeWorkspace(ws)
 		}
 		return err
 	}

@@ -192,7 +192,7 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 		return err
 	})
 	if err != nil {
-		os.RemoveAll(a.Workspace)
+		removeWorkspace(a.Workspace)
 		return nil, err
 	}
 	s.events.Publish(client.Event{Type: client.EventState, AgentID: a.ID, Agent: out, Message: "created"})
@@ -322,9 +322,12 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 		s.mu.Lock()
 		delete(s.runners, g.id)
 		s.mu.Unlock()
-		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent.
+		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
+		// goes through the folder above, so a link swapped in goes, never its target.
 		if g.ws != "" && (g.ws == s.workspace(g.id) || g.helper) {
-			os.RemoveAll(g.ws)
+			if err := removeWorkspace(g.ws); err != nil {
+				s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
+			}
 		}
 		s.events.Publish(client.Event{Type: client.EventRemoved, AgentID: g.id})
 	}

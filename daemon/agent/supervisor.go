@@ -12,10 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +115,9 @@ type Supervisor struct {
 	wg      sync.WaitGroup
 
 	model modelState
-	mem   *memState // nil: no long-term memory
+	// wsRoot is the workspace root, resolved once (workspaces.go).
+	wsRoot wsRoot
+	mem    *memState // nil: no long-term memory
 
 	summaryCalls atomic.Int64 // model calls made for history summaries
 	metrics      Metrics      // never nil
@@ -171,6 +170,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
+	if err := s.resolveWorkspaces(ctx); err != nil {
+		return err
+	}
 	if err := s.recover(ctx); err != nil {
 		return err
 	}
@@ -339,20 +341,4 @@ func view(tx *store.Tx, a *store.Agent) (*client.Agent, error) {
 		return nil, err
 	}
 	return &out, nil
-}
-
-func (s *Supervisor) workspace(id string) string {
-	root := s.opt.WorkspaceRoot
-	if root == "" {
-		root = filepath.Join(s.opt.StateDir, "workspaces")
-	}
-	return filepath.Join(root, id)
-}
-
-// makeWorkspace creates the agent's workspace directory.
-func makeWorkspace(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating workspace: %w", err)
-	}
-	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
 )
 
@@ -66,7 +67,7 @@ func (h *handler) artifacts(a *client.Agent) ([]Artifact, error) {
 	if a == nil {
 		return out, nil
 	}
-	root, err := os.OpenRoot(a.Workspace)
+	root, err := commands.OpenWorkspace(a.Workspace)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	} else if err != nil {
@@ -100,7 +101,7 @@ func (h *handler) artifactAt(a *client.Agent, rel string) *Artifact {
 	if a == nil || !visible(rel) {
 		return nil
 	}
-	root, err := os.OpenRoot(a.Workspace)
+	root, err := commands.OpenWorkspace(a.Workspace)
 	if err != nil {
 		return nil
 	}
@@ -142,7 +143,7 @@ func (h *handler) downloadArtifact(w http.ResponseWriter, r *http.Request) error
 	if !ok || a == nil {
 		return notFound
 	}
-	root, err := os.OpenRoot(a.Workspace)
+	root, err := commands.OpenWorkspace(a.Workspace)
 	if err != nil {
 		return notFound
 	}
@@ -207,7 +208,7 @@ func (h *handler) uploadArtifact(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer src.Close()
-	root, err := os.OpenRoot(a.Workspace)
+	root, err := commands.OpenWorkspace(a.Workspace)
 	if err != nil {
 		return fmt.Errorf("workspace of %s: %w", a.Name, err)
 	}

@@ -403,6 +403,19 @@ type Status struct {
 	Bots []BotStatus `json:"bots,omitempty"`
 	// HTTP is the optional TCP listener ([http]); its zero value is a listener that is off.
 	HTTP HTTPStatus `json:"http"`
+	// Shell is the sandbox of execute_shell ([shell]); its zero value is shell off.
+	Shell ShellStatus `json:"shell"`
+}
+
+// ShellStatus is the sandbox execute_shell and execute_python_file run in.
+type ShellStatus struct {
+	// Enabled is [shell] enabled: the commands are offered.
+	Enabled bool `json:"enabled"`
+	// Sandbox says what confines their programs, or that they are refused or unconfined.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Confined is false when their programs run unconfined (sandbox "none") or are
+	// refused (no working sandbox).
+	Confined bool `json:"confined"`
 }
 
 // HTTPStatus is the optional TCP listener ([http]) as the daemon bound it.
@@ -412,8 +425,8 @@ type HTTPStatus struct {
 	// Addr is the address actually bound, like "127.0.0.1:7070" (a port 0 in the config
 	// shows here as the one the system chose).
 	Addr string `json:"addr,omitempty"`
-	// Metrics and AgentProtocol tell what it serves: /metrics (no token) and /ap/v1
-	// (bearer token).
+	// Metrics and AgentProtocol tell what it serves: /metrics and /ap/v1, both behind
+	// the bearer token.
 	Metrics       bool `json:"metrics"`
 	AgentProtocol bool `json:"agent_protocol"`
 	// Remote is set when allow_remote let it bind an address other machines can reach.

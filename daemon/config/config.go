@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // DefaultModel is the model agents use unless the config names another: a 3B instruct
@@ -168,8 +169,14 @@ type WebConfig struct {
 type ShellConfig struct {
 	// Enabled offers the commands; they always ask unless an allow pattern matches.
 	Enabled bool `toml:"enabled"`
-	// Sandbox is auto (bubblewrap when it works, else none), bwrap (required) or none.
+	// Sandbox is auto (bubblewrap when it works, else the commands are refused), bwrap
+	// (required: agentd does not start without it) or none (unconfined, knowingly).
 	Sandbox string `toml:"sandbox"`
+	// Network gives sandboxed programs the host's network, its loopback services included.
+	Network bool `toml:"network"`
+	// UID and GID are who sandboxed programs run as when agentd runs as root.
+	UID int `toml:"uid"`
+	GID int `toml:"gid"`
 	// Env names variables passed through from agentd's environment.
 	Env []string `toml:"env"`
 	// Python offers execute_python_file when python3 exists.
@@ -273,7 +280,7 @@ func Default() *Config {
 		},
 		Permissions: PermissionsConfig{Allow: []string{}, Deny: []string{}},
 		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
-		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}},
+		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}, UID: 65534, GID: 65534},
 		Schedules:   SchedulesConfig{Grace: Duration{time.Minute}, KeepAgents: 10},
 		Memory:      defaultMemory(),
 		Bots:        BotsConfig{ApproveCount: 3},
@@ -304,9 +311,10 @@ func (c *Config) WorkspaceRoot() string {
 	return filepath.Join(c.StateDir, "workspaces")
 }
 
-// Logger returns a logger writing to w at the configured level and format.
+// Logger returns a logger writing to w at the configured level and format, every string
+// in a record escaped (display.ReplaceAttr).
 func (l LogConfig) Logger(w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+	opts := &slog.HandlerOptions{Level: l.SlogLevel(), ReplaceAttr: display.ReplaceAttr}
 	if l.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
@@ -316,7 +324,9 @@ func (l LogConfig) Logger(w io.Writer) *slog.Logger {
 // LoggerWithLevel is Logger at level's level, which may change later (a reload sets it
 // from log.level).
 func (l LogConfig) LoggerWithLevel(w io.Writer, level *slog.LevelVar) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
+	// Logs show command names, file names and model text: escaped, they cannot forge a
+	// line or hide what they say (display.ReplaceAttr).
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: display.ReplaceAttr}
 	if l.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}

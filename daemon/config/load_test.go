@@ -75,7 +75,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 		DisabledComponents: []string{"web"}, Allow: []string{"write_file(notes/*)"}, Deny: []string{"write_file(secret*)"},
 		MaxSteps: new(50), MaxTokens: new(int64(20000)), MaxTime: &Duration{30 * time.Minute}}}
 	want.Web = WebConfig{SearxngURL: "http://127.0.0.1:8888", DuckDuckGo: true, AllowPrivate: true, MaxPageBytes: 65536, Timeout: Duration{5 * time.Second}}
-	want.Shell = ShellConfig{Enabled: true, Sandbox: "bwrap", Env: []string{"GOPATH"}}
+	want.Shell = ShellConfig{Enabled: true, Sandbox: "bwrap", Network: true, UID: 1500, GID: 1501, Env: []string{"GOPATH"}}
 	want.MCP = MCPConfig{Servers: []MCPServer{
 		{Name: "files", Command: []string{"mcp-files", "--root", "/srv"}, Env: map[string]string{"MODE": "ro"}, Timeout: Duration{30 * time.Second}},
 		{Name: "tracker", URL: "http://127.0.0.1:8931/mcp"},

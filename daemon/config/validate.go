@@ -256,6 +256,11 @@ func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
 	if !slices.Contains([]string{"auto", "bwrap", "none"}, c.Shell.Sandbox) {
 		bad("shell.sandbox", "%q is not one of auto, bwrap, none", c.Shell.Sandbox)
 	}
+	for i, id := range []int{c.Shell.UID, c.Shell.GID} {
+		if id <= 0 || id > 1<<31-1 {
+			bad([]string{"shell.uid", "shell.gid"}[i], "%d is not an unprivileged id: the sandbox runs programs as one, like 65534 (nobody), never 0 (root)", id)
+		}
+	}
 	for i, v := range c.Shell.Env {
 		if !envNameRE.MatchString(v) {
 			bad("shell.env", "item %d: %q is not an environment variable name", i+1, v)

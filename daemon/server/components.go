@@ -112,12 +112,28 @@ func askModel(live *liveConfig, lc *llm.Client) web.AskFunc {
 	}
 }
 
+// shellOptions are the shell commands' options from the config.
+func shellOptions(cfg *config.Config) shell.Options {
+	return shell.Options{Sandbox: cfg.Shell.Sandbox, PassEnv: cfg.Shell.Env, Network: cfg.Shell.Network,
+		UID: cfg.Shell.UID, GID: cfg.Shell.GID, OutputCap: max(1024, cfg.Agent.OutputCap-1024)}
+}
+
+// sandboxFix is what a person does when no sandbox works here.
+const sandboxFix = "apt-get install bubblewrap (as non-root, also allow unprivileged user namespaces: " +
+	"sysctl kernel.apparmor_restrict_unprivileged_userns=0 where AppArmor restricts them), " +
+	"or set [shell] sandbox = \"none\" to run programs unconfined knowingly"
+
 func shellCommands(cfg *config.Config, log *slog.Logger) (commands.Set, error) {
-	opt := shell.Options{Sandbox: cfg.Shell.Sandbox, PassEnv: cfg.Shell.Env, OutputCap: max(1024, cfg.Agent.OutputCap-1024)}
-	if bwrap, err := shell.CheckSandbox(opt); err != nil {
-		log.Warn("execute_shell runs without a sandbox", "reason", err)
-	} else if bwrap != "" {
-		log.Info("execute_shell runs inside bubblewrap", "bwrap", bwrap)
+	opt := shellOptions(cfg)
+	bwrap, err := shell.CheckSandbox(opt)
+	switch line, _ := shell.DescribeSandbox(opt); {
+	case err != nil && errors.Is(err, shell.ErrNoSandbox) && cfg.Shell.Sandbox == shell.SandboxAuto:
+		log.Error("execute_shell and execute_python_file are refused: no sandbox works here", "reason", err, "fix", sandboxFix)
+	case err != nil:
+	case bwrap == "":
+		log.Warn("execute_shell runs unconfined", "sandbox", line)
+	default:
+		log.Info("execute_shell runs sandboxed", "sandbox", line)
 	}
 	sh, err := shell.NewExecuteShell(opt)
 	if err != nil {
@@ -138,23 +154,35 @@ func shellCommands(cfg *config.Config, log *slog.Logger) (commands.Set, error) {
 	return cmds, nil
 }
 
+// shellStatus is the shell commands' sandbox as agentctl status shows it.
+func shellStatus(cfg *config.Config) client.ShellStatus {
+	if !cfg.Shell.Enabled {
+		return client.ShellStatus{}
+	}
+	line, ok := shell.DescribeSandbox(shellOptions(cfg))
+	return client.ShellStatus{Enabled: true, Sandbox: line, Confined: ok}
+}
+
+// sandboxCheck is doctor's check of the sandbox execute_shell runs in: a failure when
+// the commands are refused, a warning when they run unconfined.
+func sandboxCheck(cfg *config.Config) client.Check {
+	line, ok := shell.DescribeSandbox(shellOptions(cfg))
+	switch {
+	case ok:
+		return client.Check{Name: "shell", Status: client.CheckOK, Detail: "execute_shell runs in " + line}
+	case cfg.Shell.Sandbox == shell.SandboxNone:
+		return client.Check{Name: "shell", Status: client.CheckWarn, Detail: "execute_shell runs " + line,
+			Fix: "apt-get install bubblewrap and set [shell] sandbox = \"auto\" to confine it"}
+	}
+	return client.Check{Name: "shell", Status: client.CheckFail, Detail: "execute_shell and execute_python_file are " + line, Fix: sandboxFix}
+}
+
 // healthChecks are agentctl doctor's checks of the components built here.
 func healthChecks(cfg *config.Config, bridge *mcp.Bridge) []agent.HealthCheck {
 	var out []agent.HealthCheck
 	if cfg.Shell.Enabled {
 		out = append(out, func(context.Context) []client.Check {
-			opt := shell.Options{Sandbox: cfg.Shell.Sandbox, PassEnv: cfg.Shell.Env}
-			bwrap, err := shell.CheckSandbox(opt)
-			switch {
-			case err != nil && cfg.Shell.Sandbox == "none":
-				return nil
-			case err != nil:
-				return []client.Check{{Name: "shell", Status: client.CheckWarn, Detail: "execute_shell runs without a sandbox: " + err.Error(),
-					Fix: "sudo apt install bubblewrap (and allow unprivileged user namespaces), or set [shell] sandbox = \"none\" to accept it"}}
-			case bwrap == "":
-				return []client.Check{{Name: "shell", Status: client.CheckWarn, Detail: "execute_shell runs without a sandbox ([shell] sandbox = \"none\")"}}
-			}
-			return []client.Check{{Name: "shell", Status: client.CheckOK, Detail: "execute_shell runs inside bubblewrap (" + bwrap + ")"}}
+			return []client.Check{sandboxCheck(cfg)}
 		})
 	}
 	if bridge != nil {

@@ -16,8 +16,10 @@ import (
 // minTokenLen keeps guessable tokens off a listener that can approve commands.
 const minTokenLen = 16
 
-// tcpHandler serves the optional TCP listener ([http]): /metrics without a token, and
-// everything else only with the bearer token, so a stranger learns nothing but metrics.
+// tcpHandler serves the optional TCP listener ([http]): /metrics and the Agent Protocol,
+// both only with the bearer token (metrics name the agents), and only to requests that
+// name this listener in Host and come from no other web origin, so a web page the
+// person visits cannot reach it through DNS rebinding.
 type tcpHandler struct {
 	// Metrics serves /metrics; nil answers 404. The Prometheus handler plugs in here.
 	Metrics http.Handler
@@ -26,26 +28,37 @@ type tcpHandler struct {
 	// tokenHash is compared, not the token: equal-length hashes make the comparison
 	// constant time whatever the length of what was sent.
 	tokenHash [sha256.Size]byte
+	hosts     hostCheck
 	log       *slog.Logger
 }
 
-func newTCPHandler(token string, log *slog.Logger) *tcpHandler {
-	return &tcpHandler{tokenHash: sha256.Sum256([]byte(token)), log: log}
+// newTCPHandler makes the handler for the listener bound at addr, configured as listen.
+func newTCPHandler(token string, addr net.Addr, listen string, log *slog.Logger) *tcpHandler {
+	return &tcpHandler{tokenHash: sha256.Sum256([]byte(token)), hosts: newHostCheck(addr, listen), log: log}
 }
 
 func (h *tcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/metrics" {
-		if h.Metrics == nil {
-			tcpError(w, http.StatusNotFound, "metrics are not served by this daemon")
-			return
+	if msg := h.hosts.refuse(r); msg != "" {
+		h.log.Debug("http: refused", "method", r.Method, "host", r.Host, "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr, "why", msg)
+		status := http.StatusForbidden
+		if !h.hosts.allowed(r.Host) {
+			status = http.StatusMisdirectedRequest
 		}
-		h.Metrics.ServeHTTP(w, r)
+		tcpError(w, status, msg)
 		return
 	}
 	if msg := h.checkToken(r); msg != "" {
 		h.log.Debug("http: refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "why", msg)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="agentd"`)
 		tcpError(w, http.StatusUnauthorized, msg)
+		return
+	}
+	if r.URL.Path == "/metrics" {
+		if h.Metrics == nil {
+			tcpError(w, http.StatusNotFound, "metrics are not served by this daemon")
+			return
+		}
+		h.Metrics.ServeHTTP(w, r)
 		return
 	}
 	if r.URL.Path == "/ap/v1" || strings.HasPrefix(r.URL.Path, "/ap/v1/") {

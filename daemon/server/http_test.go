@@ -37,7 +37,7 @@ func errorBody(t *testing.T, resp *http.Response) string {
 }
 
 func TestTCPHandler(t *testing.T) {
-	h := newTCPHandler(testToken, slog.New(slog.DiscardHandler))
+	h := newTCPHandler(testToken, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7070}, "127.0.0.1:7070", slog.New(slog.DiscardHandler))
 	reached := ""
 	mark := func(name string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = name; w.WriteHeader(204) })
@@ -48,8 +48,10 @@ func TestTCPHandler(t *testing.T) {
 		status             int
 		reached, errSubstr string
 	}{
-		{"metrics_need_no_token", "/metrics", "", true, true, 204, "metrics", ""},
-		{"metrics_slot_empty", "/metrics", "", false, true, 404, "", "metrics are not served"},
+		{"metrics_without_token", "/metrics", "", true, true, 401, "", "missing bearer token"},
+		{"metrics_wrong_token", "/metrics", "Bearer " + testToken + "x", true, true, 401, "", "wrong bearer token"},
+		{"metrics_right_token", "/metrics", "Bearer " + testToken, true, true, 204, "metrics", ""},
+		{"metrics_slot_empty", "/metrics", "Bearer " + testToken, false, true, 404, "", "metrics are not served"},
 		{"ap_without_token", "/ap/v1/agent/tasks", "", true, true, 401, "", "missing bearer token"},
 		{"ap_wrong_token", "/ap/v1/agent/tasks", "Bearer " + testToken + "x", true, true, 401, "", "wrong bearer token"},
 		{"ap_token_prefix", "/ap/v1/agent/tasks", "Bearer " + testToken[:10], true, true, 401, "", "wrong bearer token"},
@@ -70,6 +72,7 @@ func TestTCPHandler(t *testing.T) {
 				h.AgentProtocol = mark("ap")
 			}
 			r := httptest.NewRequest("GET", tt.path, nil)
+			r.Host = "127.0.0.1:7070"
 			if tt.auth != "" {
 				r.Header.Set("Authorization", tt.auth)
 			}
@@ -84,6 +87,62 @@ func TestTCPHandler(t *testing.T) {
 			if tt.errSubstr != "" {
 				if msg := errorBody(t, w.Result()); !strings.Contains(msg, tt.errSubstr) {
 					t.Errorf("error %q does not say %q", msg, tt.errSubstr)
+				}
+			}
+		})
+	}
+}
+
+// TestTCPHandlerRefusesOtherHostsAndOrigins: a request naming another host (DNS
+// rebinding) or sent by a web page is refused, with the right token and before it.
+func TestTCPHandlerRefusesOtherHostsAndOrigins(t *testing.T) {
+	tests := []struct {
+		name, bound, listen, host, origin, fetchSite string
+		status                                       int
+	}{
+		{"loopback_ip", "127.0.0.1:7070", "127.0.0.1:7070", "127.0.0.1:7070", "", "", 204},
+		{"localhost", "127.0.0.1:7070", "127.0.0.1:7070", "localhost:7070", "", "", 204},
+		{"localhost_any_case_trailing_dot", "127.0.0.1:7070", "127.0.0.1:7070", "LocalHost.:7070", "", "", 204},
+		{"ipv6_loopback", "[::1]:7070", "[::1]:7070", "[::1]:7070", "", "", 204},
+		{"configured_name", "127.0.0.1:7070", "metrics.internal:7070", "metrics.internal:7070", "", "", 204},
+		{"any_address_by_ip", "0.0.0.0:7070", "0.0.0.0:7070", "192.168.1.20:7070", "", "", 204},
+		{"same_origin", "127.0.0.1:7070", "127.0.0.1:7070", "127.0.0.1:7070", "http://127.0.0.1:7070", "same-origin", 204},
+		{"rebinding_name", "127.0.0.1:7070", "127.0.0.1:7070", "attacker.example:7070", "", "", 421},
+		{"rebinding_name_any_address", "0.0.0.0:7070", "0.0.0.0:7070", "attacker.example:7070", "", "", 421},
+		{"other_port", "127.0.0.1:7070", "127.0.0.1:7070", "127.0.0.1:8080", "", "", 421},
+		{"no_port", "127.0.0.1:7070", "127.0.0.1:7070", "localhost", "", "", 421},
+		{"empty_host", "127.0.0.1:7070", "127.0.0.1:7070", "", "", "", 421},
+		{"foreign_origin", "127.0.0.1:7070", "127.0.0.1:7070", "127.0.0.1:7070", "http://attacker.example", "", 403},
+		{"null_origin", "127.0.0.1:7070", "127.0.0.1:7070", "127.0.0.1:7070", "null", "", 403},
+		{"https_origin_same_host", "127.0.0.1:7070", "127.0.0.1:7070", "127.0.0.1:7070", "https://127.0.0.1:7070", "", 403},
+		{"cross_site_fetch", "127.0.0.1:7070", "127.0.0.1:7070", "127.0.0.1:7070", "", "cross-site", 403},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addr, err := net.ResolveTCPAddr("tcp", tt.bound)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newTCPHandler(testToken, addr, tt.listen, slog.New(slog.DiscardHandler))
+			reached := false
+			h.Metrics = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached = true; w.WriteHeader(204) })
+			r := httptest.NewRequest("GET", "/metrics", nil)
+			r.Host = tt.host
+			r.Header.Set("Authorization", "Bearer "+testToken)
+			if tt.origin != "" {
+				r.Header.Set("Origin", tt.origin)
+			}
+			if tt.fetchSite != "" {
+				r.Header.Set("Sec-Fetch-Site", tt.fetchSite)
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tt.status || reached != (tt.status == 204) {
+				t.Fatalf("status %d (reached %v), want %d; body %s", w.Code, reached, tt.status, w.Body)
+			}
+			if tt.status != 204 {
+				if msg := errorBody(t, w.Result()); !strings.Contains(msg, "refused") {
+					t.Errorf("error %q does not say it refused", msg)
 				}
 			}
 		})
@@ -134,6 +193,33 @@ func TestListenerRunsWithTheDaemon(t *testing.T) {
 	if resp.StatusCode != 404 || !strings.Contains(errorBody(t, resp), "agent_protocol") {
 		t.Errorf("agent_protocol off: status %d, want 404", resp.StatusCode)
 	}
+	if resp, err = http.Get(base + "/metrics"); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 401 {
+		t.Errorf("metrics without a token: status %d, want 401", resp.StatusCode)
+	}
+	errorBody(t, resp)
+	req, _ = http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "agentd_") {
+		t.Errorf("metrics with the token: status %d, body %.200s", resp.StatusCode, body)
+	}
+	req, _ = http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Host = "rebound.example" + cfg.HTTP.Listen[strings.LastIndex(cfg.HTTP.Listen, ":"):]
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("a rebound Host: status %d, want 421", resp.StatusCode)
+	}
+	errorBody(t, resp)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

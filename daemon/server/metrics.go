@@ -18,8 +18,8 @@ func newMetrics(lc *llm.Client) *metrics.Metrics {
 
 // metricsHandler serves the Prometheus exposition: the counters the daemon bumps and
 // the gauges the supervisor reads from the store at scrape time. The [http] listener
-// mounts it at /metrics (no token: it holds counts and agent names, nothing secret);
-// the unix socket serves it at /v0/metrics.
+// mounts it at /metrics behind the bearer token (it names the agents); the unix socket
+// serves it at /v0/metrics.
 func metricsHandler(m *metrics.Metrics, sup *agent.Supervisor) http.Handler {
 	m.SetState(sup.MetricsState)
 	return m.Handler()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/agentprotocol"
 	"github.com/agentd/agentd/daemon/api"
@@ -24,6 +25,7 @@ import (
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/schedules"
+	"github.com/agentd/agentd/daemon/statedir"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 )
@@ -51,6 +53,11 @@ type Options struct {
 	// Notify, when set, tells the service manager about state changes ("RELOADING=1",
 	// "READY=1"; sd_notify under systemd).
 	Notify func(state string)
+	// IsAgentCommand reports whether a process is a command an agent runs or descends from
+	// one: the socket refuses its requests. Nil means shell.CommandAncestor, the commands
+	// this daemon runs. Peers of another user than the daemon's (root excepted) are refused
+	// either way.
+	IsAgentCommand func(pid int32) bool
 }
 
 // RunWith is Run with reloads: on every value from opt.Reloads and on POST /v0/reload it
@@ -60,10 +67,14 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	if opt.Notify == nil {
 		opt.Notify = func(string) {}
 	}
+	if opt.IsAgentCommand == nil {
+		opt.IsAgentCommand = func(pid int32) bool { return shell.CommandAncestor(int(pid)) }
+	}
 	live := &liveConfig{}
 	live.store(cfg)
-	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return fmt.Errorf("state dir: %w", err)
+	// Before the store opens: SQLite gives its -wal and -shm the database's mode.
+	if err := statedir.Secure(cfg.StateDir, cfg.WorkspaceRoot()); err != nil {
+		return err
 	}
 	var httpTok string
 	if cfg.HTTP.Listen != "" {
@@ -199,18 +210,19 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v0/metrics", metricsHandler(mx, sup))
-	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams, bots, httpL}, log))
+	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams, bots, httpL, shellStatus(cfg)}, log))
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Request contexts end with the daemon, so event streams close on shutdown.
 		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
 	}
+	api.GuardPeers(srv, opt.IsAgentCommand, log) // nothing an agent runs reaches the daemon's control
 	serveErr := make(chan error, 2)
 	go func() { serveErr <- srv.Serve(ln) }()
 	var tcpSrv *http.Server
 	if tcpLn != nil {
-		th := newTCPHandler(httpTok, log)
+		th := newTCPHandler(httpTok, tcpLn.Addr(), cfg.HTTP.Listen, log)
 		th.Metrics = metricsHandler(mx, sup)
 		if cfg.HTTP.AgentProtocol {
 			th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: sup, Log: log})
@@ -272,11 +284,13 @@ type service struct {
 	api.ScheduleService
 	api.DaemonService
 	api.TeamService
-	bots *liveBots
-	http *httpListener
+	bots  *liveBots
+	http  *httpListener
+	shell client.ShellStatus // [shell] is not reloaded: fixed at start
 }
 
-// Status adds the chat bots' connections and the TCP listener to the supervisor's status.
+// Status adds the chat bots' connections, the TCP listener and the shell's sandbox to
+// the supervisor's status.
 func (s service) Status(ctx context.Context) (*client.Status, error) {
 	st, err := s.AgentService.Status(ctx)
 	if err != nil {
@@ -284,6 +298,7 @@ func (s service) Status(ctx context.Context) (*client.Status, error) {
 	}
 	st.Bots = s.bots.statuses()
 	st.HTTP = s.http.status()
+	st.Shell = s.shell
 	return st, nil
 }
 

@@ -95,6 +95,15 @@ func commandsCol(names []string) string {
 	return js(names)
 }
 
+// SetWorkspace changes the workspace path stored for agent id: the supervisor rewrites,
+// at start, paths stored through the operator's symlinks to the real ones.
+func (t *Tx) SetWorkspace(id, ws string) error {
+	if _, err := t.exec(`UPDATE agents SET workspace=? WHERE id=?`, ws, id); err != nil {
+		return fmt.Errorf("store: set workspace: %w", err)
+	}
+	return nil
+}
+
 // UpdateAgent writes every mutable field of a (its commands are fixed at creation).
 func (t *Tx) UpdateAgent(a *Agent) error {
 	a.UpdatedAt = t.now

@@ -67,7 +67,7 @@ func (a *app) runAudit(ctx context.Context, args []string) error {
 		if who == "" {
 			who = e.AgentID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", formatTime(e.At), who, e.Kind, truncate(detailText(e.Detail), 120))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", formatTime(e.At), line(who), line(e.Kind), truncate(detailText(e.Detail), 120))
 	}
 	return tw.Flush()
 }
@@ -115,10 +115,10 @@ func detailText(raw json.RawMessage) string {
 			if v == "" {
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("%s=%s", k, oneParagraph(v.(string))))
+			parts = append(parts, fmt.Sprintf("%s=%s", line(k), oneParagraph(v.(string))))
 		default:
 			b, _ := json.Marshal(v)
-			parts = append(parts, fmt.Sprintf("%s=%s", k, b))
+			parts = append(parts, fmt.Sprintf("%s=%s", line(k), b))
 		}
 	}
 	return strings.Join(parts, " ")
@@ -171,10 +171,10 @@ func (a *app) runReplay(ctx context.Context, args []string) error {
 				line += fmt.Sprintf(" ×%d", d.Count)
 			}
 			if d.By != "" || d.Source != "" {
-				line += fmt.Sprintf(" by %s via %s", d.By, d.Source)
+				line += fmt.Sprintf(" by %s via %s", oneLine(d.By, 80), oneLine(d.Source, 40))
 			}
 			if d.Pattern != "" {
-				line += " (pattern " + d.Pattern + ")"
+				line += " (pattern " + oneParagraph(d.Pattern) + ")"
 			}
 			if d.Feedback != "" {
 				line += ": " + truncate(oneParagraph(d.Feedback), 160)

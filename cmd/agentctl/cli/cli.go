@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Exit codes.
@@ -74,8 +75,9 @@ func lookup(name string) *command {
 // app is one invocation of agentctl: its streams, global flags and the command being run.
 type app struct {
 	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	stdout io.Writer // escapes what it shows (display.Text): model text reaches it
+	stderr io.Writer // the terminal itself, for the spinner; messages go through note and exit
+	raw    io.Writer // stdout unescaped, for JSON that printJSON escapes its own way
 
 	socket string // --socket
 	json   bool   // --json
@@ -88,8 +90,11 @@ type app struct {
 // Run runs agentctl with args (without the program name) and returns the exit code:
 // 0 on success, 1 on errors, 2 on usage errors.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	a := &app{stdin: stdin, stdout: safeWriter{stdout}, stderr: stderr, socket: client.DefaultSocketPath()}
-	return a.exit(a.run(ctx, args))
+	out := display.NewWriter(stdout, display.Text)
+	a := &app{stdin: stdin, stdout: out, stderr: stderr, raw: stdout, socket: client.DefaultSocketPath()}
+	code := a.exit(a.run(ctx, args))
+	out.Flush()
+	return code
 }
 
 func (a *app) run(ctx context.Context, args []string) error {
@@ -151,7 +156,7 @@ func (a *app) exit(err error) int {
 	case errors.Is(err, errUsageShown):
 		return exitUsage
 	case errors.As(err, &ue):
-		fmt.Fprintf(a.stderr, "agentctl: %s\n", ue.msg)
+		fmt.Fprintf(a.stderr, "agentctl: %s\n", display.Escape(ue.msg, display.Text))
 		if a.cmd == nil {
 			fmt.Fprintf(a.stderr, "Run 'agentctl help' for the commands.\n")
 			return exitUsage
@@ -163,7 +168,7 @@ func (a *app) exit(err error) int {
 		fmt.Fprintf(a.stderr, "Run 'agentctl help %s' for details.\n", a.cmd.name)
 		return exitUsage
 	}
-	fmt.Fprintf(a.stderr, "agentctl: %s\n", a.explain(err))
+	fmt.Fprintf(a.stderr, "agentctl: %s\n", display.Escape(a.explain(err), display.Text))
 	return exitError
 }
 
@@ -249,14 +254,23 @@ func (a *app) parseAgent(fs *flag.FlagSet, args []string) (string, error) {
 
 // printJSON writes v to stdout as indented JSON; --json output is the client's stable types.
 func (a *app) printJSON(v any) error {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return a.writeJSON(b)
 }
 
-// note prints information (not a result) to stderr.
+// writeJSON writes one encoded JSON value and a newline, its invisible characters as JSON
+// escapes: the document decodes to the same value and shows safely on a terminal.
+func (a *app) writeJSON(b []byte) error {
+	_, err := io.WriteString(a.raw, display.Escape(string(b), display.JSON)+"\n")
+	return err
+}
+
+// note prints information (not a result) to stderr, escaped like stdout.
 func (a *app) note(format string, args ...any) {
-	fmt.Fprintf(a.stderr, format+"\n", args...)
+	io.WriteString(a.stderr, display.Escape(fmt.Sprintf(format, args...), display.Text)+"\n")
 }
 
 // user names the person deciding, for the audit log.

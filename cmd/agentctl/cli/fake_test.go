@@ -423,7 +423,8 @@ func cannedStatus() client.Status {
 			{Platform: "discord", State: "reconnecting", Since: fixedTime.Add(-time.Minute), Attempt: 3, Error: "no heartbeat ACK for 1m2s"},
 			{Platform: "slack", State: "connected", Since: fixedTime.Add(-time.Hour)},
 		},
-		HTTP: client.HTTPStatus{Listening: true, Addr: "127.0.0.1:7070", Metrics: true, AgentProtocol: true},
+		HTTP:  client.HTTPStatus{Listening: true, Addr: "127.0.0.1:7070", Metrics: true, AgentProtocol: true},
+		Shell: client.ShellStatus{Enabled: true, Confined: true, Sandbox: "bubblewrap (/usr/bin/bwrap), uid 65534, no capabilities, no network"},
 	}
 }
 

@@ -29,7 +29,7 @@ func (f *follower) handle(ev client.Event) error {
 	if f.a.json {
 		f.beforeWrite()
 		b, _ := json.Marshal(ev)
-		fmt.Fprintf(f.a.stdout, "%s\n", b)
+		f.a.writeJSON(b)
 	}
 	defer f.settle()
 	if ev.Type != client.EventState {
@@ -174,7 +174,7 @@ func (f *follower) ask(q *client.Question, t time.Time) {
 	}
 	if !f.asked[key] {
 		f.asked[key] = true
-		f.printf("%s? %s\n", stamp(t), q.Text)
+		f.printf("%s? %s\n", stamp(t), oneParagraph(q.Text))
 	}
 	f.question = q
 }
@@ -249,7 +249,7 @@ func (f *follower) notef(format string, args ...any) {
 		return
 	}
 	f.beforeWrite()
-	fmt.Fprintf(f.a.stderr, format+"\n", args...)
+	f.a.note(format, args...)
 }
 
 func stamp(t time.Time) string {

@@ -249,6 +249,33 @@ func TestStatusSaysHowToFixOllama(t *testing.T) {
 	}
 }
 
+func TestStatusShowsTheSandbox(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		shell client.ShellStatus
+		want  []string
+	}{
+		{"off", client.ShellStatus{}, []string{"shell:         off\n"}},
+		{"refused", client.ShellStatus{Enabled: true, Sandbox: "refused: no sandbox works here (bwrap is not installed)"},
+			[]string{"shell:         refused: no sandbox works here (bwrap is not installed)\n", "not sandboxed: `agentctl doctor` says how to fix it"}},
+		{"unconfined", client.ShellStatus{Enabled: true, Sandbox: `unconfined ([shell] sandbox = "none")`},
+			[]string{"unconfined", "not sandboxed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeDaemon(t)
+			f.set(func() { f.status.Shell = tt.shell })
+			r := runCLI(t, "", "--socket", f.sock, "status")
+			for _, w := range tt.want {
+				if r.code != 0 || !strings.Contains(r.stdout, w) {
+					t.Errorf("got %v; want %q in it", r, w)
+				}
+			}
+		})
+	}
+}
+
 // TestFollowSaysHowToRaiseABudget: an agent paused by its own budget is not resumed by
 // agentctl resume; follow names the budget and the flag that raises it instead.
 func TestFollowSaysHowToRaiseABudget(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Limits on what one line of terminal output shows.
@@ -24,10 +25,10 @@ const (
 func formatCall(name string, args json.RawMessage) string {
 	var m map[string]json.RawMessage
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
-		return name + "()"
+		return line(name) + "()"
 	}
 	if err := json.Unmarshal(args, &m); err != nil {
-		return name + "(" + truncate(compactJSON(args), argValueMax) + ")"
+		return line(name) + "(" + truncate(compactJSON(args), argValueMax) + ")"
 	}
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -36,9 +37,9 @@ func formatCall(name string, args json.RawMessage) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + "=" + truncate(compactJSON(m[k]), argValueMax)
+		parts[i] = line(k) + "=" + truncate(compactJSON(m[k]), argValueMax)
 	}
-	return name + "(" + strings.Join(parts, ", ") + ")"
+	return line(name) + "(" + strings.Join(parts, ", ") + ")"
 }
 
 func compactJSON(raw json.RawMessage) string {
@@ -109,6 +110,10 @@ func writeThoughts(w io.Writer, t client.Thoughts, indent string, full bool) {
 
 func oneParagraph(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// line shows s on one line whatever it holds: model text put in a table cell or after a
+// label must not start a line of its own (the writer on stdout escapes everything else).
+func line(s string) string { return display.Escape(s, display.Line) }
+
 func policyString(p client.Policy) string {
 	switch p.Mode {
 	case "", "ask":
@@ -129,9 +134,9 @@ func policyString(p client.Policy) string {
 
 func stateString(a *client.Agent) string {
 	if a.StateReason != "" {
-		return fmt.Sprintf("%s: %s", a.State, a.StateReason)
+		return fmt.Sprintf("%s: %s", line(string(a.State)), line(a.StateReason))
 	}
-	return string(a.State)
+	return line(string(a.State))
 }
 
 func formatTime(t time.Time) string {
@@ -156,14 +161,14 @@ func decisionString(d *client.Decision) string {
 	default:
 		s = string(d.Kind)
 	}
-	by := d.By
+	by := line(d.By)
 	if by == "" {
 		by = "someone"
 	}
 	if d.Source == "policy" {
 		s += " by policy"
 	} else if d.Source != "" {
-		s += fmt.Sprintf(" by %s via %s", by, d.Source)
+		s += fmt.Sprintf(" by %s via %s", by, line(d.Source))
 	} else {
 		s += " by " + by
 	}
@@ -203,14 +208,14 @@ func writeArgs(w io.Writer, args json.RawMessage, indent string, maxLines int) {
 	for _, k := range keys {
 		var s string
 		if json.Unmarshal(m[k], &s) != nil {
-			fmt.Fprintf(w, "%s%s: %s\n", indent, k, compactJSON(m[k]))
+			fmt.Fprintf(w, "%s%s: %s\n", indent, line(k), compactJSON(m[k]))
 			continue
 		}
 		if !strings.Contains(s, "\n") {
-			fmt.Fprintf(w, "%s%s: %s\n", indent, k, s)
+			fmt.Fprintf(w, "%s%s: %s\n", indent, line(k), line(s))
 			continue
 		}
-		fmt.Fprintf(w, "%s%s:\n", indent, k)
+		fmt.Fprintf(w, "%s%s:\n", indent, line(k))
 		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 		for i, l := range lines {
 			if maxLines > 0 && i == maxLines {

@@ -46,7 +46,7 @@ func (a *app) runHistory(ctx context.Context, args []string) error {
 				fmt.Fprintln(a.stdout)
 			}
 			run = ep.RunID
-			fmt.Fprintf(a.stdout, "run %s\n", run)
+			fmt.Fprintf(a.stdout, "run %s\n", line(run))
 		}
 		writeEpisode(a.stdout, ep)
 	}
@@ -54,7 +54,7 @@ func (a *app) runHistory(ctx context.Context, args []string) error {
 }
 
 func writeEpisode(w io.Writer, ep *client.Episode) {
-	fmt.Fprintf(w, "\nstep %d  %s  %s  %s\n", ep.Step, ep.Outcome, formatTime(ep.At), formatCall(ep.Command, ep.Args))
+	fmt.Fprintf(w, "\nstep %d  %s  %s  %s\n", ep.Step, line(ep.Outcome), formatTime(ep.At), formatCall(ep.Command, ep.Args))
 	if ep.Reasoning != "" {
 		fmt.Fprintf(w, "  reasoning: %s\n", oneParagraph(ep.Reasoning))
 	}

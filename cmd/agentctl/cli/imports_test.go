@@ -11,15 +11,16 @@ import (
 )
 
 // TestImportsOnlyTheClient checks that agentctl (its main, this package and everything they
-// pull in from this module) uses nothing from the repo but daemon/client, and nothing from
-// outside but the standard library and golang.org/x/term: agentctl must work against any
-// agentd through the public API alone.
+// pull in from this module) uses nothing from the repo but daemon/client and the display
+// leaf, and nothing from outside but the standard library and golang.org/x/term: agentctl
+// must work against any agentd through the public API alone.
 func TestImportsOnlyTheClient(t *testing.T) {
 	root, module := moduleRoot(t)
 	allowed := map[string]bool{
-		module + "/cmd/agentctl":     true,
-		module + "/cmd/agentctl/cli": true,
-		module + "/daemon/client":    true,
+		module + "/cmd/agentctl":          true,
+		module + "/cmd/agentctl/cli":      true,
+		module + "/daemon/client":         true,
+		module + "/daemon/client/display": true,
 	}
 	seen := map[string]bool{}
 	queue := []string{module + "/cmd/agentctl"}
@@ -31,7 +32,7 @@ func TestImportsOnlyTheClient(t *testing.T) {
 		}
 		seen[pkg] = true
 		if !allowed[pkg] {
-			t.Errorf("agentctl depends on %s; it may use only daemon/client from this module", pkg)
+			t.Errorf("agentctl depends on %s; it may use only daemon/client and display from this module", pkg)
 			continue
 		}
 		for _, imp := range imports(t, filepath.Join(root, strings.TrimPrefix(pkg, module))) {

@@ -49,7 +49,7 @@ func (a *app) runLs(ctx context.Context, args []string) error {
 		if task == "" {
 			task = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", ag.ID, ag.Name, ag.State, ag.Step, truncate(task, lsTaskMax))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(string(ag.State)), ag.Step, truncate(task, lsTaskMax))
 	}
 	return tw.Flush()
 }

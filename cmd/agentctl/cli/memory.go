@@ -115,8 +115,8 @@ func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) e
 	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCORE\tBM25\tSIM\tKIND\tAGENT\tSOURCE\tID\tTEXT")
 	for _, m := range hits {
-		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\n", m.Score, m.BM25, m.Similarity, m.Kind, owner(&m),
-			truncate(m.Source, 30), m.ID, truncate(oneParagraph(m.Text), 70))
+		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\n", m.Score, m.BM25, m.Similarity, line(m.Kind), line(owner(&m)),
+			truncate(m.Source, 30), line(m.ID), truncate(oneParagraph(m.Text), 70))
 	}
 	return tw.Flush()
 }
@@ -139,7 +139,7 @@ func (a *app) memoryList(ctx context.Context, f memoryFlags, rest []string) erro
 	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT")
 	for _, m := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, m.Kind, owner(&m), truncate(m.Source, 30),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(m.ID), line(m.Kind), line(owner(&m)), truncate(m.Source, 30),
 			formatTime(m.CreatedAt), truncate(oneParagraph(m.Text), 70))
 	}
 	return tw.Flush()

@@ -54,13 +54,13 @@ func (a *app) runCommands(ctx context.Context, args []string) error {
 	for _, c := range list {
 		pats := make([]string, len(c.Patterns))
 		for i, p := range c.Patterns {
-			pats[i] = p.Effect + " " + p.Pattern
+			pats[i] = p.Effect + " " + line(p.Pattern)
 		}
 		shown := strings.Join(pats, ", ")
 		if shown == "" {
 			shown = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Class, c.Provider, c.Policy, shown, c.Description)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(c.Name), line(c.Class), line(c.Provider), line(c.Policy), shown, line(c.Description))
 	}
 	return tw.Flush()
 }
@@ -142,7 +142,7 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "EFFECT\tPATTERN\tFROM\tBY")
 	for _, p := range v.Permissions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Effect, p.Pattern, p.Source, p.CreatedBy)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), line(p.CreatedBy))
 	}
 	return tw.Flush()
 }

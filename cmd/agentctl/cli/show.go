@@ -55,7 +55,7 @@ func writeFamily(w io.Writer, ag *client.Agent, all []client.Agent) {
 				parent = p.Name
 			}
 		}
-		fmt.Fprintf(w, "\nHelper of %s: its proposals follow %[1]s's policy and show in %[1]s's chat thread.\n", parent)
+		fmt.Fprintf(w, "\nHelper of %s: its proposals follow %[1]s's policy and show in %[1]s's chat thread.\n", line(parent))
 	}
 	var helpers []client.Agent
 	for _, h := range all {
@@ -69,7 +69,7 @@ func writeFamily(w io.Writer, ag *client.Agent, all []client.Agent) {
 	fmt.Fprintln(w, "\nHelpers:")
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for _, h := range helpers {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", h.Name, stateString(&h), truncate(oneParagraph(h.Task), lsTaskMax))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(h.Name), stateString(&h), truncate(oneParagraph(h.Task), lsTaskMax))
 	}
 	tw.Flush()
 }
@@ -78,7 +78,7 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s:\t%s\n", k, line(v))
 		}
 	}
 	row("ID", ag.ID)
@@ -122,7 +122,7 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 			if outcome == "" {
 				outcome = "running"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", r.ID, formatTime(r.StartedAt), outcome, r.Steps, r.Tokens, truncate(oneParagraph(r.Task), 60))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(outcome), r.Steps, r.Tokens, truncate(oneParagraph(r.Task), 60))
 		}
 		tw.Flush()
 	}
@@ -182,7 +182,7 @@ func writeDirectives(w io.Writer, d client.Directives) {
 // refOf is how to name an agent on the command line: its name, else its id.
 func refOf(ag *client.Agent) string {
 	if ag.Name != "" && !strings.ContainsAny(ag.Name, " \t\"'") {
-		return ag.Name
+		return line(ag.Name)
 	}
-	return ag.ID
+	return line(ag.ID)
 }

@@ -19,7 +19,8 @@ var statusCmd = &command{
 uses (address, whether it answers, version, model and its context length) and how many
 agents are in each state, the chat bots' connections (Slack, Discord) and the TCP
 listener ([http]: the address bound, and whether it serves metrics and the Agent
-Protocol, or off). When something is wrong it says how to fix it.`,
+Protocol, or off) and the sandbox execute_shell runs in ([shell], or off). When something
+is wrong it says how to fix it.`,
 	run: (*app).runStatus,
 }
 
@@ -79,6 +80,15 @@ func writeStatus(w io.Writer, st *client.Status) {
 		fmt.Fprintf(tw, "%s:\t%s\n", b.Platform, botState(b))
 	}
 	fmt.Fprintf(tw, "http:\t%s\n", httpState(st.HTTP))
+	switch sh := st.Shell; {
+	case !sh.Enabled:
+		fmt.Fprintf(tw, "shell:\toff\n")
+	default:
+		fmt.Fprintf(tw, "shell:\t%s\n", sh.Sandbox)
+		if !sh.Confined {
+			fmt.Fprintf(tw, "\tnot sandboxed: `agentctl doctor` says how to fix it\n")
+		}
+	}
 	tw.Flush()
 }
 

@@ -259,9 +259,9 @@ func (a *app) teamShow(ctx context.Context, args []string) error {
 	if r.File != "" {
 		fmt.Fprintf(w, " (%s)", r.File)
 	}
-	fmt.Fprintf(w, "\ntask:    %s\nstatus:  %s", r.Task, r.Status)
+	fmt.Fprintf(w, "\ntask:    %s\nstatus:  %s", oneParagraph(r.Task), line(r.Status))
 	if r.Reason != "" {
-		fmt.Fprintf(w, ": %s", r.Reason)
+		fmt.Fprintf(w, ": %s", oneParagraph(r.Reason))
 	}
 	fmt.Fprintf(w, "\nstate:   %s", r.State)
 	if r.Phase != "" {

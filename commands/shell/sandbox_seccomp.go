@@ -1,0 +1,80 @@
+package shell
+
+import (
+	"encoding/binary"
+	"os"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// seccompFD is the descriptor the filter is given to bwrap on: the first of ExtraFiles.
+const seccompFD = "3"
+
+// sysClone3 is clone3's number, the same on every architecture; its flags are in memory a
+// filter cannot read, so it fails with ENOSYS and the C library falls back to clone.
+const sysClone3 = 435
+
+// seccompArch is the audit architecture whose syscall numbers the filter is built with;
+// 0 where agentd does not know it, and then no filter is used.
+var seccompArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}[runtime.GOARCH]
+
+// seccompFilter is the classic BPF program bwrap loads (--seccomp) before it execs the
+// sandboxed program: no new user namespace (unshare or clone with CLONE_NEWUSER, clone3).
+// As non-root bwrap forbids them itself (--disable-userns); as root, with no user
+// namespace of bwrap's own, this filter is what does, and a program cannot gain
+// capabilities in a namespace of its own making and reach the kernel's code behind them.
+// Another architecture's syscalls (i386 on amd64, x32) kill the process.
+func seccompFilter() []byte {
+	const (
+		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		jge   = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
+		jset  = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+		ret   = unix.BPF_RET | unix.BPF_K
+		allow = unix.SECCOMP_RET_ALLOW
+	)
+	// Jt and Jf count the instructions to skip.
+	prog := []unix.SockFilter{
+		{Code: ld, K: 4}, // arch
+		{Code: jeq, K: seccompArch, Jt: 1},
+		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS},
+		{Code: ld, K: 0},                  // syscall number
+		{Code: jge, K: 0x40000000, Jt: 7}, // x32
+		{Code: jeq, K: sysClone3, Jt: 7},
+		{Code: jeq, K: unix.SYS_UNSHARE, Jt: 2},
+		{Code: jeq, K: unix.SYS_CLONE, Jt: 1},
+		{Code: ret, K: allow},
+		{Code: ld, K: 16}, // flags: the first argument's low half on a little-endian machine
+		{Code: jset, K: unix.CLONE_NEWUSER, Jt: 1},
+		{Code: ret, K: allow},
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)},
+		{Code: ret, K: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+	}
+	b := make([]byte, 0, 8*len(prog))
+	for _, f := range prog {
+		b = binary.NativeEndian.AppendUint16(b, f.Code)
+		b = append(b, f.Jt, f.Jf)
+		b = binary.NativeEndian.AppendUint32(b, f.K)
+	}
+	return b
+}
+
+// seccompFile returns a pipe to give bwrap as seccompFD, the filter written and its write
+// end closed; nil where there is no filter for this architecture.
+func seccompFile() (*os.File, error) {
+	if seccompArch == 0 {
+		return nil, nil
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(seccompFilter()) // a few hundred bytes: within the pipe's buffer
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}

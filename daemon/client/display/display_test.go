@@ -1,0 +1,149 @@
+package display
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestEscape(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		mode Mode
+		want string
+	}{
+		{"plain_ascii", "ls -la ./src", Line, "ls -la ./src"},
+		{"accents_cjk_emoji", "café 日本 ✅ 👍🏽", Line, "café 日本 ✅ 👍🏽"},
+		{"combining_marks", "e\u0301 अ\u093e", Line, "e\u0301 अ\u093e"},
+		{"backslash_untouched", `C:\x1b \u202e`, Line, `C:\x1b \u202e`},
+		{"escape_sequence", "red\x1b[31m", Text, `red\x1b[31m`},
+		{"nul_bell_backspace", "a\x00b\x07c\x08", Text, `a\x00b\x07c\x08`},
+		{"carriage_return", "ok\rfake", Text, `ok\x0dfake`},
+		{"newline_tab_in_text", "a\n\tb", Text, "a\n\tb"},
+		{"newline_tab_in_line", "a\n\tb", Line, `a\x0a\x09b`},
+		{"del", "a\x7fb", Text, `a\x7fb`},
+		{"c1_csi", "a\u009b2Jb", Text, `a\u009b2Jb`},
+		{"c1_nel", "a\u0085b", Text, `a\u0085b`},
+		{"bidi_rlo", "file\u202etxt.exe", Line, `file\u202etxt.exe`},
+		{"bidi_embeddings", "\u202a\u202b\u202c\u202d", Line, `\u202a\u202b\u202c\u202d`},
+		{"bidi_isolates", "\u2066\u2067\u2068\u2069", Line, `\u2066\u2067\u2068\u2069`},
+		{"bidi_marks", "\u200e\u200f\u061c", Line, `\u200e\u200f\u061c`},
+		{"zero_width", "r\u200bm \u200c\u200d", Line, `r\u200bm \u200c\u200d`},
+		{"word_joiner_invisible_ops", "\u2060\u2061\u2062\u2063\u2064", Line, `\u2060\u2061\u2062\u2063\u2064`},
+		{"bom_soft_hyphen_mongolian", "\ufeff\u00ad\u180e", Line, `\ufeff\u00ad\u180e`},
+		{"line_paragraph_separators", "a\u2028b\u2029c", Text, `a\u2028b\u2029c`},
+		{"tag_characters", "hi\U000E0041\U000E007F", Line, `hi\U000e0041\U000e007f`},
+		{"odd_spaces", "rm\u00a0-rf\u2003/\u3000", Line, `rm\u00a0-rf\u2003/\u3000`},
+		{"hangul_filler_cgj", "\u3164\u115f\u034f", Line, `\u3164\u115f\u034f`},
+		{"private_use", "\ue000", Line, `\ue000`},
+		{"emoji_presentation_kept", "❤\ufe0f ok", Line, "❤\ufe0f ok"},
+		{"variation_selector_chain", "❤\ufe0f\ufe0f", Line, `❤` + "\ufe0f" + `\ufe0f`},
+		{"variation_selector_supplement", "a\U000E0100\U000E01EF", Line, `a\U000e0100\U000e01ef`},
+		{"leading_variation_selector", "\ufe0fx", Line, `\ufe0fx`},
+		{"invalid_utf8", "a\xffb\xc3", Line, `a\xffb\xc3`},
+		{"surrogate_bytes", "\xed\xa0\x80", Line, `\xed\xa0\x80`},
+		{"replacement_char_kept", "\ufffd", Line, "\ufffd"},
+		{"json_mode_forms", "\x7f\u202e\U000E0041\xff\n", JSON, `\u007f\u202e\udb40\udc41\ufffd` + "\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Escape(tc.in, tc.mode)
+			if got != tc.want {
+				t.Fatalf("Escape(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+			if again := Escape(got, tc.mode); again != got {
+				t.Errorf("escaping twice changed %q to %q", got, again)
+			}
+		})
+	}
+}
+
+// TestEscapeJSONStaysValid checks that JSON mode keeps an encoded document decodable to
+// the same value (agentctl --json goes through it).
+func TestEscapeJSONStaysValid(t *testing.T) {
+	in := map[string]string{"v": "a\x7fb\u202ec\u200b\U000E0041\u0085d"}
+	b, _ := json.MarshalIndent(in, "", "  ")
+	esc := Escape(string(b), JSON)
+	for _, r := range esc {
+		if r > 0x7e {
+			t.Fatalf("JSON escape left %U in %s", r, esc)
+		}
+	}
+	var out map[string]string
+	if err := json.Unmarshal([]byte(esc), &out); err != nil {
+		t.Fatalf("escaped JSON does not decode: %v\n%s", err, esc)
+	}
+	if out["v"] != in["v"] {
+		t.Fatalf("decoded %q, want %q", out["v"], in["v"])
+	}
+}
+
+func TestWriterJoinsSplitCharacters(t *testing.T) {
+	var b bytes.Buffer
+	w := NewWriter(&b, Text)
+	s := "é\u202e日\x1b"
+	for i := 0; i < len(s); i++ {
+		w.Write([]byte{s[i]})
+	}
+	w.Write([]byte{0xe6}) // a character started and never finished
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := b.String(), `é\u202e日\x1b\xe6`; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestReplaceAttrEscapesLogs(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			var b bytes.Buffer
+			opts := &slog.HandlerOptions{ReplaceAttr: ReplaceAttr}
+			var h slog.Handler = slog.NewTextHandler(&b, opts)
+			if format == "json" {
+				h = slog.NewJSONHandler(&b, opts)
+			}
+			log := slog.New(h).With("agent", "bob\u202e")
+			log.Info("ran \x1b[2J", "command", "ls\u200b", "err", errString("no\u2066pe"), "n", 3,
+				"args", []string{"a\u202e"})
+			out := b.String()
+			for _, bad := range []string{"\x1b", "\u202e", "\u200b", "\u2066"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("log line keeps %q raw: %s", bad, out)
+				}
+			}
+			for _, want := range []string{`x1b[2J`, `u202e`, `u200b`, `u2066`, "n=3"} {
+				if format == "json" && want == "n=3" {
+					want = `"n":3`
+				}
+				if !strings.Contains(out, want) {
+					t.Errorf("log line lacks %q: %s", want, out)
+				}
+			}
+		})
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// BenchmarkEscape measures the common case (nothing to escape: no allocation) and text
+// full of escapes.
+func BenchmarkEscape(b *testing.B) {
+	clean := strings.Repeat("a result line with ünïcode and ✅ emoji\n", 32)
+	hostile := strings.Repeat("a\u202eb\x1b[2Jc\u200bd\xff\n", 64)
+	b.Run("clean_1k", func(b *testing.B) {
+		for b.Loop() {
+			Escape(clean, Text)
+		}
+	})
+	b.Run("hostile_1k", func(b *testing.B) {
+		for b.Loop() {
+			Escape(hostile, Text)
+		}
+	})
+}

@@ -1,0 +1,61 @@
+package server
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/config"
+)
+
+// TestSandboxCheck checks what doctor and status say about the sandbox: a failure with
+// the fix when no sandbox works in mode auto (the commands are refused), a warning in mode
+// none, and the sandbox in force otherwise.
+func TestSandboxCheck(t *testing.T) {
+	_, bwrapErr := shell.CheckSandbox(shell.Options{Sandbox: shell.SandboxBwrap})
+	tests := []struct {
+		name     string
+		sandbox  string
+		path     string // PATH for the daemon: where bwrap is looked up
+		status   string
+		detail   string
+		fix      string
+		confined bool
+		needs    bool // a working bwrap on this machine
+	}{
+		{name: "auto_without_bwrap", sandbox: "auto", path: t.TempDir(), status: client.CheckFail,
+			detail: "are refused: no sandbox works here (bwrap is not installed", fix: "apt-get install bubblewrap"},
+		{name: "none", sandbox: "none", status: client.CheckWarn, detail: `runs unconfined ([shell] sandbox = "none")`, fix: `sandbox = "auto"`},
+		{name: "auto_with_bwrap", sandbox: "auto", status: client.CheckOK, detail: "runs in bubblewrap (", confined: true, needs: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.needs && bwrapErr != nil {
+				t.Skipf("no working bwrap here: %v", bwrapErr)
+			}
+			if tt.path != "" {
+				t.Setenv("PATH", tt.path)
+			}
+			cfg := config.Default()
+			cfg.Shell.Enabled, cfg.Shell.Sandbox = true, tt.sandbox
+			c := sandboxCheck(cfg)
+			if c.Status != tt.status || !strings.Contains(c.Detail, tt.detail) || !strings.Contains(c.Fix, tt.fix) {
+				t.Errorf("check %+v; want %s, detail with %q, fix with %q", c, tt.status, tt.detail, tt.fix)
+			}
+			st := shellStatus(cfg)
+			if !st.Enabled || st.Confined != tt.confined || !strings.Contains(c.Detail, st.Sandbox) {
+				t.Errorf("status %+v; want enabled, confined %v, the sandbox doctor names", st, tt.confined)
+			}
+			cmds, err := shellCommands(cfg, slog.New(slog.DiscardHandler))
+			if err != nil || len(cmds) == 0 {
+				t.Fatalf("shellCommands: %v, %v; want the commands built (refusing when unconfinable)", cmds, err)
+			}
+		})
+	}
+	cfg := config.Default()
+	if st := shellStatus(cfg); st != (client.ShellStatus{}) {
+		t.Errorf("shell off: status %+v; want the zero value", st)
+	}
+}
