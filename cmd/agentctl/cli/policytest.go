@@ -6,10 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"text/tabwriter"
-	"unicode"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -100,10 +98,10 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "effect\t%s\n", v.Effect)
 	fmt.Fprintf(tw, "command\t%s\n", v.Command)
-	fmt.Fprintf(tw, "subject\t%s\n", shown(v.Subject))
+	fmt.Fprintf(tw, "subject\t%s\n", line(v.Subject))
 	fmt.Fprintf(tw, "pattern\t%s\n", orDash(v.Pattern))
 	fmt.Fprintf(tw, "from\t%s\n", orDash(v.Source))
-	fmt.Fprintf(tw, "reason\t%s\n", shown(v.Reason))
+	fmt.Fprintf(tw, "reason\t%s\n", line(v.Reason))
 	if err := tw.Flush(); err != nil || len(v.Commands) == 0 {
 		return err
 	}
@@ -111,7 +109,7 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 	tw = tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMMAND\tEFFECT\tPATTERN\tFROM\tREASON")
 	for _, c := range v.Commands {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", shown(c.Command), c.Effect, orDash(c.Pattern), orDash(c.Source), shown(c.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(c.Command), c.Effect, orDash(c.Pattern), orDash(c.Source), line(c.Reason))
 	}
 	return tw.Flush()
 }
@@ -121,13 +119,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// shown writes s as is when every character shows as itself, else quoted with escapes, so
-// control, bidi and zero-width characters are visible.
-func shown(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) || unicode.Is(unicode.Cf, r) }) < 0 {
-		return s
-	}
-	return strconv.QuoteToGraphic(s)
 }
