@@ -126,6 +126,28 @@ func risks(c simpleCmd) []risk {
 		return optionRisks(a, func(o string) bool {
 			return strings.Contains(o, "=") || shortHas(o, "fCEI") || hasOpt(o, "--eval", "--file", "--makefile", "--directory", "--include-dir")
 		}, "a wildcard never approves make given variables, --eval or another makefile or folder, which can run any command")
+	case c.prog == "sort":
+		return optionRisks(a, func(o string) bool { return hasOpt(o, "--compress-program") },
+			"a wildcard never approves sort's --compress-program, which runs a program")
+	case c.prog == "npm" || c.prog == "yarn" || c.prog == "pnpm":
+		return optionRisks(a, func(o string) bool {
+			return hasOpt(o, "--script-shell", "--node-options", "--call", "--shell") || o == "-c" || o == "exec" || o == "x" || o == "dlx" || o == "explore"
+		}, "a wildcard never approves "+c.prog+" running a command or shell it is given (exec, --call, --script-shell)")
+	case c.prog == "patch":
+		return optionRisks(a, func(o string) bool { return shortHas(o, "e") || hasOpt(o, "--ed") },
+			"a wildcard never approves patch's ed scripts, which can run commands")
+	case c.prog == "cc" || c.prog == "gcc" || c.prog == "g++" || c.prog == "c++" || c.prog == "clang" || c.prog == "clang++":
+		return optionRisks(a, func(o string) bool {
+			for _, p := range []string{"-wrapper", "-fplugin", "-B", "-specs", "--specs", "-fuse-ld"} {
+				if strings.HasPrefix(o, p) {
+					return true
+				}
+			}
+			return false
+		}, "a wildcard never approves a compiler option that runs or loads another program (-wrapper, -fplugin, -B, -specs)")
+	case c.prog == "cargo":
+		return optionRisks(a, func(o string) bool { return hasOpt(o, "--config") || strings.HasPrefix(o, "-Z") },
+			"a wildcard never approves cargo's --config, which can name a program to run")
 	case c.prog == "sqlite3":
 		return optionRisks(a, func(o string) bool {
 			return strings.HasPrefix(o, ".") || strings.Contains(o, "\n.") || o == "-cmd" || o == "-init"
