@@ -21,8 +21,9 @@ require (
 	github.com/slack-go/slack v0.34.0 // Slack Web API and Socket Mode client (bots/slack); the version known to build here
 	golang.org/x/net v0.55.0 // HTML parsing and charsets (commands/web)
 	golang.org/x/sys v0.48.0 // seccomp filter constants for the shell sandbox, prctl (commands/shell, cmd/agentd); the O_PATH/O_NOFOLLOW walk of each workspace path (commands)
-	golang.org/x/term v0.43.0 // TTY detection for agentctl follow
+	golang.org/x/term v0.45.0 // TTY detection for agentctl follow
 	modernc.org/sqlite v1.60.1 // the store, pure-Go SQLite (daemon/store)
+	mvdan.cc/sh/v3 v3.14.1 // POSIX shell parser (needs golang.org/x/term v0.45.0): permission rules match parsed programs and argv (commands/permission)
 )
 
 require (

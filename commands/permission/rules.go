@@ -70,39 +70,6 @@ type Options struct {
 	AutoRead bool
 }
 
-// Evaluate decides a proposal: the command spec with these args, under the given layers.
-//
-//  1. A deny pattern that covers it, in any layer, denies it (first match, in layer order).
-//  2. Otherwise, if args can be read two ways (see Subject), a person is asked.
-//  3. Otherwise an allow pattern that approves it (Pattern.Allows) allows it.
-//  4. Otherwise, with opts.AutoRead, a read command is allowed.
-//  5. Otherwise a person is asked. Execute commands therefore run unasked only through an
-//     allow pattern that names them literally.
-func Evaluate(spec commands.Spec, args json.RawMessage, opts Options, layers ...Rules) Verdict {
-	subject := Subject(spec, args)
-	for _, l := range layers {
-		for _, p := range l.Deny {
-			if p.Denies(spec, subject) {
-				return Verdict{Effect: Deny, Pattern: p.String(), Layer: l.Layer, Reason: "denied by " + p.String() + inLayer(l.Layer)}
-			}
-		}
-	}
-	if err := checkArgs(args); err != nil {
-		return Verdict{Effect: Ask, Reason: "asking: " + err.Error()}
-	}
-	for _, l := range layers {
-		for _, p := range l.Allow {
-			if p.Allows(spec, subject) {
-				return Verdict{Effect: Allow, Pattern: p.String(), Layer: l.Layer, Reason: "auto-approved by " + p.String() + inLayer(l.Layer)}
-			}
-		}
-	}
-	if opts.AutoRead && spec.Class == commands.ClassRead {
-		return Verdict{Effect: Allow, Reason: "auto-approved: read commands run without asking (auto_read)"}
-	}
-	return Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}
-}
-
 func inLayer(layer string) string {
 	if layer == "" {
 		return ""
@@ -130,5 +97,5 @@ func exactFor(spec commands.Spec, args json.RawMessage) (Pattern, error) {
 	if err := checkArgs(args); err != nil {
 		return Pattern{}, fmt.Errorf("permission: %s: %w", spec.Name, err)
 	}
-	return Exact(spec.Name, Subject(spec, args))
+	return Exact(spec.Name, newTarget(spec, Subject(spec, args)).norm)
 }

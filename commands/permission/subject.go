@@ -19,6 +19,9 @@ import (
 // values (numbers, objects, arrays) are left out. Values are used exactly as decoded:
 // nothing is trimmed, folded or cleaned.
 //
+// execute_python_file's subject is its path followed by its args, each quoted as a shell
+// word when it needs it (`scripts/x.py -v 'a b'`), so rules see the arguments too.
+//
 // Args that are not a JSON object give "". Duplicate keys resolve as encoding/json does (the
 // last wins); Evaluate asks a person about such args rather than trust either reading.
 func Subject(spec commands.Spec, args json.RawMessage) string {
@@ -28,6 +31,9 @@ func Subject(spec commands.Spec, args json.RawMessage) string {
 	}
 	if spec.Subject != "" {
 		if s, ok := stringValue(vals[spec.Subject]); ok {
+			if kindOf(spec) == kindPython {
+				return pythonSubject(s, vals["args"])
+			}
 			return s
 		}
 	}
@@ -110,4 +116,19 @@ func checkArgs(args json.RawMessage) error {
 		return errors.New("args are not valid JSON: text after the object")
 	}
 	return nil
+}
+
+// pythonSubject joins a script's path and its args as words. Args that are not a list of
+// strings are kept as their JSON text after a NUL, one word that no wildcard stands for.
+func pythonSubject(path string, raw json.RawMessage) string {
+	ws := []string{path}
+	if len(bytes.TrimSpace(raw)) > 0 && string(bytes.TrimSpace(raw)) != "null" {
+		var args []string
+		if json.Unmarshal(raw, &args) == nil {
+			ws = append(ws, args...)
+		} else {
+			ws = append(ws, "\x00"+string(raw)) // NUL: no wildcard stands for it
+		}
+	}
+	return joinWords(ws)
 }

@@ -55,28 +55,36 @@ func (s *Supervisor) verdict(l *live, tx *store.Tx, a *store.Agent, spec *comman
 	if spec == nil {
 		return permission.Verdict{Effect: permission.Ask, Reason: "the command is not available now"}, nil
 	}
-	perms, err := tx.Permissions(a.ID)
+	layers, err := layersFor(l, tx, a)
 	if err != nil {
 		return permission.Verdict{}, err
 	}
+	return permission.Evaluate(*spec, p.Args, permission.Options{AutoRead: l.AutoRead}, layers...), nil
+}
+
+// layersFor returns the rule layers that decide agent a's proposals, in order: its stored
+// patterns and config table, then its parents' (a helper follows its parents' policy too,
+// nearest parent first; a deny anywhere wins, as everywhere), then the global patterns.
+func layersFor(l *live, tx *store.Tx, a *store.Agent) ([]permission.Rules, error) {
+	perms, err := tx.Permissions(a.ID)
+	if err != nil {
+		return nil, err
+	}
 	layers := []permission.Rules{storedRules(perms), l.rules.agents[a.Name]}
-	// A helper's proposals follow its parents' policy too: their stored patterns and
-	// config tables, nearest parent first (a deny anywhere wins, as everywhere).
 	for pid, hops := a.ParentID, 0; pid != "" && hops < maxAncestors; hops++ {
 		parent, err := tx.Agent(pid)
 		if errors.Is(err, store.ErrNotFound) {
 			break
 		} else if err != nil {
-			return permission.Verdict{}, err
+			return nil, err
 		}
 		if perms, err = tx.Permissions(parent.ID); err != nil {
-			return permission.Verdict{}, err
+			return nil, err
 		}
 		layers = append(layers, storedRules(perms), l.rules.agents[parent.Name])
 		pid = parent.ParentID
 	}
-	layers = append(layers, l.rules.global)
-	return permission.Evaluate(*spec, p.Args, permission.Options{AutoRead: l.AutoRead}, layers...), nil
+	return append(layers, l.rules.global), nil
 }
 
 // policyDecision turns a pattern's verdict into the policy's decision: an allow approves,

@@ -181,3 +181,56 @@ func checkPermission(req client.PermissionRequest) (string, error) {
 	}
 	return pat.String(), nil
 }
+
+// TestPolicy says how the agent's patterns would decide a proposal of req.Command, and
+// why, without proposing it (agentctl policy AGENT test). It uses the command's spec as the
+// agent has it now, so a command it is not offered asks, as its proposal would.
+func (s *Supervisor) TestPolicy(ctx context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
+	if req.Command == "" {
+		return nil, badRequest("no command: give the command to test, e.g. execute_shell")
+	}
+	l := s.live()
+	var out *client.PolicyTest
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		spec := s.specIn(ctx, l, tx, a, req.Command)
+		if spec == nil {
+			out = &client.PolicyTest{AgentID: a.ID, Command: req.Command, Args: req.Args, Subject: req.Subject, Effect: string(permission.Ask),
+				Reason: "asking: " + req.Command + " is not available to agent " + a.Name + " now (see agentctl commands " + a.Name + ")"}
+			return nil
+		}
+		args, err := testArgs(spec, req)
+		if err != nil {
+			return err
+		}
+		layers, err := layersFor(l, tx, a)
+		if err != nil {
+			return err
+		}
+		e := permission.Explain(*spec, args, permission.Options{AutoRead: l.AutoRead}, layers...)
+		out = &client.PolicyTest{AgentID: a.ID, Command: spec.Name, Args: args, Subject: permission.Subject(*spec, args),
+			Effect: string(e.Verdict.Effect), Pattern: e.Verdict.Pattern, Source: e.Verdict.Layer, Reason: e.Verdict.Reason}
+		for _, c := range e.Commands {
+			out.Commands = append(out.Commands, client.PolicyTestCommand{Command: c.Command, Effect: string(c.Effect),
+				Pattern: c.Pattern, Source: c.Layer, Reason: c.Reason})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// testArgs returns the args to test: req.Args, or req.Subject as the spec's subject arg.
+func testArgs(spec *commands.Spec, req client.PolicyTestRequest) (json.RawMessage, error) {
+	switch {
+	case len(req.Args) > 0 && req.Subject != "":
+		return nil, badRequest("give the args or the subject, not both")
+	case len(req.Args) > 0:
+		return req.Args, nil
+	case spec.Subject == "":
+		return nil, badRequest("%s has no single subject arg: give its args as JSON (agentctl policy AGENT test --command %s --args '{...}')", spec.Name, spec.Name)
+	}
+	return json.Marshal(map[string]string{spec.Subject: req.Subject})
+}

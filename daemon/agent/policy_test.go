@@ -90,6 +90,31 @@ func TestPermissionPatterns(t *testing.T) {
 	if _, err := h.sup.Commands(context.Background(), "nobody"); err == nil {
 		t.Error("Commands of an unknown agent succeeded")
 	}
+
+	// agentctl policy AGENT test: the same layers decide, on the cleaned path.
+	for _, tt := range []struct {
+		req  client.PolicyTestRequest
+		want string // effect pattern source
+	}{
+		{client.PolicyTestRequest{Command: "write_file", Subject: "./secret.txt"}, "deny write_file(secret*) config"},
+		{client.PolicyTestRequest{Command: "write_file", Subject: "notes.txt"}, "allow write_file(notes.txt) stored"},
+		{client.PolicyTestRequest{Command: "list_folder", Args: []byte(`{"path":"./."}`)}, "allow list_folder(*) config"},
+		{client.PolicyTestRequest{Command: "write_file", Subject: "../x"}, "ask  "},
+		{client.PolicyTestRequest{Command: "execute_shell", Subject: "ls"}, "ask  "},
+	} {
+		v, err := h.sup.TestPolicy(context.Background(), a.Name, tt.req)
+		if err != nil {
+			t.Fatalf("TestPolicy(%+v): %v", tt.req, err)
+		}
+		if got := v.Effect + " " + v.Pattern + " " + v.Source; got != tt.want {
+			t.Errorf("TestPolicy(%+v) = %q (%s), want %q", tt.req, got, v.Reason, tt.want)
+		}
+	}
+	for _, bad := range []client.PolicyTestRequest{{}, {Command: "ask_user", Subject: "x"}, {Command: "write_file", Subject: "a", Args: []byte(`{}`)}} {
+		if _, err := h.sup.TestPolicy(context.Background(), a.Name, bad); err == nil {
+			t.Errorf("TestPolicy(%+v) succeeded", bad)
+		}
+	}
 }
 
 func TestExecuteCommandsAskEvenInContinuousMode(t *testing.T) {

@@ -372,6 +372,15 @@ func (f *fakeService) RemovePermission(ctx context.Context, ref string, req clie
 	return f.Policy(ctx, ref)
 }
 
+func (f *fakeService) TestPolicy(ctx context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
+	v, err := f.Policy(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &client.PolicyTest{AgentID: v.AgentID, Command: req.Command, Args: req.Args, Subject: req.Subject,
+		Effect: "ask", Reason: "asking: no allow pattern matches"}, nil
+}
+
 // The memory methods keep memories in a slice; search is a substring match, scored by
 // position so the order is fixed.
 

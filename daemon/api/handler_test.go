@@ -142,6 +142,13 @@ func routeCases() []routeCase {
 			want: seeded.history["a1"]},
 		{name: "proposals", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Proposals(ctx, "writer") },
 			want: seeded.proposals["a1"]},
+		{name: "policy_test", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.TestPolicy(ctx, "writer", client.PolicyTestRequest{Command: "execute_shell", Subject: "git status"})
+		}, want: &client.PolicyTest{AgentID: "a1", Command: "execute_shell", Subject: "git status", Effect: "ask",
+			Reason: "asking: no allow pattern matches"}},
+		{name: "policy_test_unknown_agent", call: func(ctx context.Context, c *client.Client) (any, error) {
+			return c.TestPolicy(ctx, "nobody", client.PolicyTestRequest{Command: "execute_shell", Subject: "ls"})
+		}, wantErr: client.ErrNotFound, errText: `no agent "nobody": not found`},
 		{name: "memory_add", call: func(ctx context.Context, c *client.Client) (any, error) {
 			return c.AddMemory(ctx, client.MemoryAddRequest{Agent: "writer", Text: "the key is in vault", Source: "ann"})
 		}, want: &client.Memory{ID: "m1", AgentID: "a1", Agent: "writer", Kind: "note", Text: "the key is in vault", Source: "ann", CreatedAt: t0}},

@@ -50,6 +50,7 @@ func (h *handler) routes() []route {
 		{"GET", "/v0/agents/{agent}/policy", h.policy},
 		{"POST", "/v0/agents/{agent}/policy", h.permission(h.svc.AddPermission)},
 		{"DELETE", "/v0/agents/{agent}/policy", h.permission(h.svc.RemovePermission)},
+		{"POST", "/v0/agents/{agent}/policy/test", h.testPolicy},
 		{"GET", "/v0/agents/{agent}/events", h.events},
 		{"GET", "/v0/memories", h.memories},
 		{"POST", "/v0/memories", h.addMemory},
@@ -328,6 +329,18 @@ func (h *handler) commands(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handler) policy(w http.ResponseWriter, r *http.Request) error {
 	v, err := h.svc.Policy(r.Context(), r.PathValue("agent"))
+	if err != nil {
+		return err
+	}
+	return reply(w, http.StatusOK, v)
+}
+
+func (h *handler) testPolicy(w http.ResponseWriter, r *http.Request) error {
+	var req client.PolicyTestRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	v, err := h.svc.TestPolicy(r.Context(), r.PathValue("agent"), req)
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,8 @@ type AgentService interface {
 	// AddPermission stores a pattern for the agent; RemovePermission deletes a stored one.
 	AddPermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error)
 	RemovePermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error)
+	// TestPolicy says how the agent's patterns would decide a proposal, without proposing it.
+	TestPolicy(ctx context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error)
 	// Memories lists memories, newest first; AddMemory saves one (a shared one without an
 	// agent); SearchMemory ranks them against a query, with scores; DeleteMemory removes one;
 	// ReindexMemory rebuilds the index from the store and swaps it in; MemoryStats describes it.

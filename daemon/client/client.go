@@ -352,6 +352,12 @@ func (c *Client) RemovePermission(ctx context.Context, agent string, req Permiss
 	return &v, c.do(ctx, "DELETE", agentPath(agent, "/policy"), req, &v)
 }
 
+// TestPolicy says how the agent's permission patterns would decide a proposal, and why.
+func (c *Client) TestPolicy(ctx context.Context, agent string, req PolicyTestRequest) (*PolicyTest, error) {
+	var v PolicyTest
+	return &v, c.do(ctx, "POST", agentPath(agent, "/policy/test"), req, &v)
+}
+
 // Proposals returns the agent's proposals, oldest first.
 func (c *Client) Proposals(ctx context.Context, agent string) ([]Proposal, error) {
 	var p []Proposal

@@ -210,6 +210,40 @@ type PermissionRequest struct {
 	By      string `json:"by,omitempty"`
 }
 
+// PolicyTestRequest asks how an agent's permission patterns would decide a proposal,
+// without proposing it (agentctl policy AGENT test). Give Args, or Subject for a command
+// whose patterns match one arg (execute_shell's command line, read_file's path...).
+type PolicyTestRequest struct {
+	Command string          `json:"command"`           // the command's name, e.g. execute_shell
+	Args    json.RawMessage `json:"args,omitempty"`    // its args, as the model would give them
+	Subject string          `json:"subject,omitempty"` // or the value of its subject arg alone
+}
+
+// PolicyTest is how the agent's permission patterns decide the proposal, and why.
+type PolicyTest struct {
+	AgentID string          `json:"agent_id"`
+	Command string          `json:"command"`
+	Args    json.RawMessage `json:"args"`
+	Subject string          `json:"subject"` // what the patterns match
+	Effect  string          `json:"effect"`  // allow, deny or ask
+	// Pattern is the pattern that decided, and Source the rules that hold it: stored,
+	// agent-config or config (empty when no pattern decided).
+	Pattern string `json:"pattern,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Reason  string `json:"reason"`
+	// Commands, for a shell line of plain commands, says what decided each one.
+	Commands []PolicyTestCommand `json:"commands,omitempty"`
+}
+
+// PolicyTestCommand is the decision on one simple command of a shell line.
+type PolicyTestCommand struct {
+	Command string `json:"command"` // the program and its arguments, requoted
+	Effect  string `json:"effect"`  // allow, deny or ask
+	Pattern string `json:"pattern,omitempty"`
+	Source  string `json:"source,omitempty"`
+	Reason  string `json:"reason"`
+}
+
 // CommandInfo describes one command an agent may use.
 type CommandInfo struct {
 	Name        string          `json:"name"`

@@ -187,6 +187,7 @@ func (f *fakeDaemon) routes() http.Handler {
 			{Effect: "allow", Pattern: "read_file(*)", Source: "config"},
 		}}, nil
 	})
+	handle("POST /v0/agents/{ref}/policy/test", f.testPolicy)
 	mux.HandleFunc("GET /v0/agents/{ref}/events", f.eventStream)
 	f.scheduleRoutes(handle)
 	f.teamRoutes(handle)
@@ -517,4 +518,34 @@ func cannedHistory() []client.Episode {
 		Reasoning: "Look for earlier notes.", Result: "open missing.txt: no such file or directory",
 		At: fixedTime.Add(-5 * time.Minute),
 	}}
+}
+
+// testPolicy answers policy AGENT test with canned verdicts: a shell line of two commands,
+// one asking on a risky form; any other command denied by a path pattern.
+func (f *fakeDaemon) testPolicy(r *http.Request) (any, error) {
+	a, err := f.agent(r)
+	if err != nil {
+		return nil, err
+	}
+	var req client.PolicyTestRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return nil, &httpError{http.StatusBadRequest, err.Error()}
+	}
+	args := req.Args
+	if args == nil {
+		args, _ = json.Marshal(map[string]string{"subject": req.Subject})
+	}
+	v := &client.PolicyTest{AgentID: a.ID, Command: req.Command, Args: args, Subject: req.Subject}
+	if req.Command != "execute_shell" {
+		v.Effect, v.Pattern, v.Source, v.Reason = "deny", "read_file(secrets/*)", "stored", "denied by read_file(secrets/*) (stored rules)"
+		return v, nil
+	}
+	v.Effect = "ask"
+	v.Reason = "asking: git -c core.pager=sh status: a wildcard never approves git's global option -c"
+	v.Commands = []client.PolicyTestCommand{
+		{Command: "git -c core.pager=sh status", Effect: "ask", Reason: "a wildcard never approves git's global option -c"},
+		{Command: "git log -n 1", Effect: "allow", Pattern: "execute_shell(git *)", Source: "config", Reason: "allowed by execute_shell(git *) (config rules)"},
+		{Command: "echo \u202ex", Effect: "allow", Pattern: "execute_shell(echo *)", Source: "config", Reason: "allowed by execute_shell(echo *) (config rules)"},
+	}
+	return v, nil
 }

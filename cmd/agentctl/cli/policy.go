@@ -67,8 +67,8 @@ func (a *app) runCommands(ctx context.Context, args []string) error {
 
 var policyCmd = &command{
 	name:  "policy",
-	args:  "AGENT [allow|deny|rm [allow|deny] PATTERN] [--json]",
-	short: "view and edit an agent's permission patterns",
+	args:  "AGENT [allow|deny|rm [allow|deny] PATTERN | test COMMAND] [--json]",
+	short: "view, edit and test an agent's permission patterns",
 	long: `Policy shows the permission patterns that decide the agent's proposals without asking:
 those stored for the agent (by "y!"/"n!" decisions or by this command), those of its
 [agents.NAME] config section, and the global [permissions] ones. A deny always wins.
@@ -77,23 +77,44 @@ those stored for the agent (by "y!"/"n!" decisions or by this command), those of
   agentctl policy AGENT allow 'read_file(*)'  run matching proposals without asking
   agentctl policy AGENT deny 'delete_file(*)' refuse them (the model is told why)
   agentctl policy AGENT rm allow 'read_file(*)'  remove a stored pattern
+  agentctl policy AGENT test git status -s    how a shell line would be decided, and why
+  agentctl policy AGENT test 'read_file(./secrets/k)'   another command, by its subject
+  agentctl policy AGENT test --command web.search --args '{"query":"go"}'
 
 A pattern is command(glob): * matches anything, ? one character, \ escapes. For execute
-commands the command must be named literally, and * never matches shell operators, so
-'execute_shell(git status*)' cannot approve 'git status; rm -rf ~'.
+commands the command must be named literally. An execute_shell glob matches the parsed
+line word by word: 'execute_shell(git status*)' approves 'git status -s' (program git,
+first argument status, any more), never 'git status-x', 'git -c k=v status' or
+'git status; rm -rf ~' — a line with substitutions, variables, globs or other shell syntax
+always asks, and a wildcard never approves sh, env, xargs, sudo, find -exec, git -c and
+other forms that run something else. Path patterns match the cleaned workspace path.
 Patterns from the config file are changed there.`,
 	run: (*app).runPolicy,
 }
 
 func (a *app) runPolicy(ctx context.Context, args []string) error {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
+	var test policyTestFlags
+	// A shell line after "test" is taken verbatim, so its own -flags stay its own.
+	pos, err := a.parse(test.flagSet(a), args, 2)
 	if err != nil {
 		return err
+	}
+	if len(pos) < 2 || pos[1] != "test" {
+		test = policyTestFlags{}
+		if pos, err = a.parse(test.flagSet(a), args, -1); err != nil {
+			return err
+		}
 	}
 	if len(pos) == 0 {
 		return usagef("missing AGENT (an agent's name or id; see agentctl ls)")
 	}
 	ref, rest := pos[0], pos[1:]
+	if len(rest) > 0 && rest[0] == "test" {
+		return a.runPolicyTest(ctx, ref, test, rest[1:])
+	}
+	if test.command != "" || test.args != "" {
+		return usagef("--command and --args go with policy AGENT test")
+	}
 	var v *client.PolicyView
 	switch {
 	case len(rest) == 0:
@@ -103,7 +124,7 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 	case len(rest) == 3 && rest[0] == "rm" && (rest[1] == "allow" || rest[1] == "deny"):
 		v, err = a.api().RemovePermission(ctx, ref, client.PermissionRequest{Effect: rest[1], Pattern: rest[2], By: user()})
 	default:
-		return usagef("want: policy AGENT, policy AGENT allow|deny PATTERN, or policy AGENT rm allow|deny PATTERN; got %q", strings.Join(rest, " "))
+		return usagef("want: policy AGENT, policy AGENT allow|deny PATTERN, policy AGENT rm allow|deny PATTERN or policy AGENT test COMMAND; got %q", strings.Join(rest, " "))
 	}
 	if err != nil {
 		return agentErr(ref, err)

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// policyTestFlags are the flags of policy AGENT test.
+type policyTestFlags struct {
+	command string // --command NAME
+	args    string // --args JSON
+}
+
+func (t *policyTestFlags) flagSet(a *app) *flag.FlagSet {
+	fs := a.newFlagSet()
+	fs.StringVar(&t.command, "command", "", "with test: the command to test (default execute_shell)")
+	fs.StringVar(&t.args, "args", "", "with test: the command's args as a JSON object")
+	return fs
+}
+
+// leading reads --command, --args and --json given right after "test", before the words
+// taken verbatim; "--" ends them.
+func (t *policyTestFlags) leading(a *app, words []string) ([]string, error) {
+	for len(words) > 0 && strings.HasPrefix(words[0], "--") {
+		name, val, hasVal := strings.Cut(words[0][2:], "=")
+		if name == "" {
+			return words[1:], nil
+		}
+		switch name {
+		case "json":
+			a.json = true
+			words = words[1:]
+			continue
+		case "command", "args":
+		default:
+			return words, nil
+		}
+		words = words[1:]
+		if !hasVal {
+			if len(words) == 0 {
+				return nil, usagef("--%s needs a value", name)
+			}
+			val, words = words[0], words[1:]
+		}
+		if name == "command" {
+			t.command = val
+		} else {
+			t.args = val
+		}
+	}
+	return words, nil
+}
+
+// subjectForm is `name(subject)`: a command name and the value of its subject arg.
+var subjectForm = regexp.MustCompile(`^([a-z0-9_.-]+)\((.*)\)$`)
+
+// runPolicyTest shows how the agent's patterns decide one proposal: a shell line by
+// default, `name(subject)`, or --command NAME with --args JSON or a subject.
+func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, words []string) error {
+	words, err := f.leading(a, words)
+	if err != nil {
+		return err
+	}
+	req := client.PolicyTestRequest{Command: f.command, Subject: strings.Join(words, " ")}
+	switch {
+	case f.args != "":
+		if len(words) > 0 {
+			return usagef("give --args or a subject, not both")
+		}
+		if !json.Valid([]byte(f.args)) {
+			return usagef("--args is not valid JSON: give an object such as '{\"query\":\"go\"}'")
+		}
+		req.Args = json.RawMessage(f.args)
+	case len(words) == 0:
+		return usagef("missing COMMAND: give a shell line (policy AGENT test git status), name(subject) or --command NAME --args JSON")
+	case f.command == "":
+		if m := subjectForm.FindStringSubmatch(req.Subject); m != nil {
+			req.Command, req.Subject = m[1], m[2]
+		}
+	}
+	if req.Command == "" {
+		req.Command = "execute_shell"
+	}
+	v, err := a.api().TestPolicy(ctx, ref, req)
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(v)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "effect\t%s\n", v.Effect)
+	fmt.Fprintf(tw, "command\t%s\n", v.Command)
+	fmt.Fprintf(tw, "subject\t%s\n", line(v.Subject))
+	fmt.Fprintf(tw, "pattern\t%s\n", orDash(v.Pattern))
+	fmt.Fprintf(tw, "from\t%s\n", orDash(v.Source))
+	fmt.Fprintf(tw, "reason\t%s\n", line(v.Reason))
+	if err := tw.Flush(); err != nil || len(v.Commands) == 0 {
+		return err
+	}
+	fmt.Fprintln(a.stdout)
+	tw = tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMMAND\tEFFECT\tPATTERN\tFROM\tREASON")
+	for _, c := range v.Commands {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(c.Command), c.Effect, orDash(c.Pattern), orDash(c.Source), line(c.Reason))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

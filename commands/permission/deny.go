@@ -1,0 +1,99 @@
+package permission
+
+import (
+	"bytes"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// maxDenyCommands bounds the commands one line yields for deny rules to look at.
+const maxDenyCommands = 2000
+
+// denyCommands returns every command a line may run, as words with the program resolved,
+// for deny rules to match: the simple commands anywhere in it (inside substitutions,
+// subshells, loops and functions too), each prefixed program (env X=1 rm, sudo rm, xargs rm,
+// find -exec rm) and the code given to sh -c, su -c or eval, parsed in turn, a few levels
+// deep. Words the shell would expand are kept as written ($X). Lines the parser refuses give
+// their words split on blanks, quotes dropped. It over-reports on purpose: a deny rule may
+// refuse more than it names, never less.
+func denyCommands(line string) [][]string {
+	var out [][]string
+	collectDeny(line, 0, &out)
+	return out
+}
+
+func collectDeny(line string, depth int, out *[][]string) {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(line), "")
+	if err != nil {
+		f, err = syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")
+	}
+	if err != nil {
+		for _, part := range strings.FieldsFunc(line, func(r rune) bool { return strings.ContainsRune(";&|\n()`", r) }) {
+			if ws := strings.Fields(strings.NewReplacer(`\`, "", `'`, "", `"`, "", "$", " ").Replace(part)); len(ws) > 0 {
+				addDeny(ws, depth, out)
+			}
+		}
+		return
+	}
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+			ws := make([]string, len(c.Args))
+			for i, w := range c.Args {
+				ws[i] = denyWord(w)
+			}
+			addDeny(ws, depth, out)
+		}
+		return len(*out) < maxDenyCommands
+	})
+}
+
+// denyWord is w after quote removal, or as written when the shell would expand it.
+func denyWord(w *syntax.Word) string {
+	if s, p := literalWord(w); p == "" {
+		return s
+	}
+	var b bytes.Buffer
+	if syntax.NewPrinter().Print(&b, w) != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// addDeny adds words as a command and the commands it runs in turn.
+func addDeny(ws []string, depth int, out *[][]string) {
+	if len(*out) >= maxDenyCommands || len(ws) == 0 {
+		return
+	}
+	prog := resolveProgram(ws[0])
+	*out = append(*out, append([]string{prog}, ws[1:]...))
+	if base := path.Base(ws[0]); base != prog { // ./rm and /opt/x/rm are rm to a deny rule
+		*out = append(*out, append([]string{base}, ws[1:]...))
+		prog = base
+	}
+	if depth >= maxNesting {
+		return
+	}
+	switch {
+	case prog == "eval":
+		collectDeny(strings.Join(ws[1:], " "), depth+1, out)
+	case runners[prog] || prog == "find" || interpreters[prog]:
+		for i := 1; i < len(ws); i++ {
+			if shellCode(prog, ws, i) {
+				collectDeny(ws[i+1], depth+1, out)
+			}
+			if !strings.HasPrefix(ws[i], "-") && !strings.Contains(ws[i], "=") {
+				addDeny(ws[i:], depth+1, out)
+			}
+		}
+	}
+}
+
+// shellCode reports whether ws[i] is the -c option of a shell (or su), so ws[i+1] is code.
+func shellCode(prog string, ws []string, i int) bool {
+	if i+1 >= len(ws) || !runners[prog] {
+		return false
+	}
+	return shortHas(ws[i], "c") || ws[i] == "--command"
+}

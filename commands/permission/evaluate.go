@@ -1,0 +1,158 @@
+package permission
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/agentd/agentd/commands"
+)
+
+// Explanation is Explain's answer: the verdict, and for a shell line what was decided for
+// each of its simple commands.
+type Explanation struct {
+	Verdict  Verdict          `json:"verdict"`
+	Commands []CommandVerdict `json:"commands,omitempty"`
+}
+
+// CommandVerdict is what the rules say about one simple command of a shell line.
+type CommandVerdict struct {
+	Command string `json:"command"` // the program (as written) and its words, requoted
+	Effect  Effect `json:"effect"`
+	Pattern string `json:"pattern,omitempty"` // the pattern that allowed or denied it
+	Layer   string `json:"layer,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+// Evaluate decides a proposal: the command spec with these args, under the given layers.
+//
+//  1. A deny pattern that covers it (Pattern.Denies), in any layer, denies it (first match,
+//     in layer order).
+//  2. Otherwise, if args can be read two ways (see Subject), a person is asked.
+//  3. Otherwise an allow pattern that approves it (Pattern.Allows) allows it. For a shell
+//     line, besides a pattern that approves the whole line, the line is allowed when every
+//     one of its simple commands is approved by some pattern, in any layer.
+//  4. Otherwise, with opts.AutoRead, a read command on a path inside the workspace is allowed.
+//  5. Otherwise a person is asked. Execute commands therefore run unasked only through an
+//     allow pattern that names them literally, and a shell line that is not plain commands
+//     only through an exact pattern or `**`.
+func Evaluate(spec commands.Spec, args json.RawMessage, opts Options, layers ...Rules) Verdict {
+	return Explain(spec, args, opts, layers...).Verdict
+}
+
+// Explain is Evaluate, saying for a shell line which rule decided each simple command, or
+// why it asks. `agentctl policy NAME test` shows it.
+func Explain(spec commands.Spec, args json.RawMessage, opts Options, layers ...Rules) Explanation {
+	t := newTarget(spec, Subject(spec, args))
+	var e Explanation
+	if t.kind == kindShell && t.line.problem == "" {
+		e.Commands = commandVerdicts(t.line.cmds, spec, layers)
+	}
+	for _, l := range layers {
+		for _, p := range l.Deny {
+			if p.denies(t) {
+				e.Verdict = Verdict{Effect: Deny, Pattern: p.String(), Layer: l.Layer, Reason: "denied by " + p.String() + inLayer(l.Layer)}
+				return e
+			}
+		}
+	}
+	if err := checkArgs(args); err != nil {
+		e.Verdict = Verdict{Effect: Ask, Reason: "asking: " + err.Error()}
+		return e
+	}
+	for _, l := range layers {
+		for _, p := range l.Allow {
+			if p.allows(t) {
+				e.Verdict = Verdict{Effect: Allow, Pattern: p.String(), Layer: l.Layer, Reason: "auto-approved by " + p.String() + inLayer(l.Layer)}
+				return e
+			}
+		}
+	}
+	if t.kind == kindShell {
+		e.Verdict = shellVerdict(t, e.Commands)
+		return e
+	}
+	fileKind := t.kind == kindPath || t.kind == kindFolder || t.kind == kindSearch
+	if opts.AutoRead && spec.Class == commands.ClassRead && (!fileKind || t.clean) {
+		e.Verdict = Verdict{Effect: Allow, Reason: "auto-approved: read commands run without asking (auto_read)"}
+		return e
+	}
+	e.Verdict = Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}
+	if fileKind && !t.clean {
+		_, err := cleanPath(t.text)
+		e.Verdict.Reason = "asking: no rule approves a path outside the workspace: " + err.Error()
+	}
+	return e
+}
+
+// shellVerdict decides a line no single pattern approved, from its commands' verdicts.
+func shellVerdict(t *target, cmds []CommandVerdict) Verdict {
+	if t.line.problem != "" {
+		return Verdict{Effect: Ask, Reason: "asking: the command line is not plain commands: " + t.line.problem}
+	}
+	var by []string
+	first := cmds[0]
+	for _, c := range cmds {
+		switch c.Effect {
+		case Deny: // a word-level deny that the line-level check did not see: still a deny
+			return Verdict{Effect: Deny, Pattern: c.Pattern, Layer: c.Layer, Reason: "denied by " + c.Pattern + inLayer(c.Layer)}
+		case Ask:
+			if c.Reason != noMatch {
+				return Verdict{Effect: Ask, Reason: "asking: " + c.Command + ": " + c.Reason}
+			}
+			return Verdict{Effect: Ask, Reason: "asking: " + noMatch}
+		}
+		if s := c.Pattern + inLayer(c.Layer); !contains(by, s) {
+			by = append(by, s)
+		}
+	}
+	return Verdict{Effect: Allow, Pattern: first.Pattern, Layer: first.Layer, Reason: "auto-approved by " + strings.Join(by, " and ")}
+}
+
+const noMatch = "no allow pattern matches"
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// commandVerdicts decides each simple command of a plain line on its own.
+func commandVerdicts(cmds []simpleCmd, spec commands.Spec, layers []Rules) []CommandVerdict {
+	out := make([]CommandVerdict, 0, len(cmds))
+	for _, c := range cmds {
+		out = append(out, commandVerdict(c, spec, layers))
+	}
+	return out
+}
+
+func commandVerdict(c simpleCmd, spec commands.Spec, layers []Rules) CommandVerdict {
+	v := CommandVerdict{Command: c.String(), Effect: Ask, Reason: noMatch}
+	run := denyCommands(c.String())
+	for _, l := range layers {
+		for _, p := range l.Deny {
+			if p.coversCommand(spec) && (p.anything || p.deniesCommands(run)) {
+				v.Effect, v.Pattern, v.Layer, v.Reason = Deny, p.String(), l.Layer, "denied by "+p.String()+inLayer(l.Layer)
+				return v
+			}
+		}
+	}
+	for _, l := range layers {
+		for _, p := range l.Allow {
+			if !p.namesCommand(spec) || !p.literalCommand() || !p.wild() || p.anything {
+				continue
+			}
+			ok, why := p.allowsCmd(c)
+			if ok {
+				v.Effect, v.Pattern, v.Layer, v.Reason = Allow, p.String(), l.Layer, "allowed by "+p.String()+inLayer(l.Layer)
+				return v
+			}
+			if why != "" && v.Reason == noMatch {
+				v.Reason = why
+			}
+		}
+	}
+	return v
+}
