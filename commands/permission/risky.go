@@ -57,11 +57,15 @@ var gitGlobalSafe = setOf("--no-pager", "-P", "--no-optional-locks", "--literal-
 	"--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs", "--no-replace-objects",
 	"--version", "--help")
 
-// gitRiskyOptions are subcommand options that name a program to run, a file to write
-// outside git's control or configuration; "-u" counts only for the commands in gitUpload.
-var gitRiskyOptions = setOf("--upload-pack", "--receive-pack", "--exec", "--ext-diff",
-	"--template", "--config", "-c", "--open-files-in-pager", "-O", "-x", "--output",
-	"--separate-git-dir", "--reference", "--recurse-submodules", "--remote")
+// gitRiskyLong are subcommand options that name a program to run, a file to write outside
+// git's control or configuration, abbreviations included (see hasOpt).
+var gitRiskyLong = []string{"--upload-pack", "--receive-pack", "--exec", "--ext-diff",
+	"--template", "--config", "--open-files-in-pager", "--output", "--separate-git-dir",
+	"--reference", "--reference-if-able", "--recurse-submodules", "--recursive", "--remote"}
+
+// gitRiskyShort are the one-letter forms, alone, in a cluster (-ix) or with their value
+// attached (-xid, -ccore.pager=sh); "u" counts only for the commands in gitUpload.
+const gitRiskyShort = "cOx"
 
 var gitUpload = setOf("fetch", "pull", "clone", "ls-remote", "archive")
 
@@ -109,7 +113,7 @@ func risks(c simpleCmd) []risk {
 			"a wildcard never approves zip's -TT, which runs a program")
 	case c.prog == "awk" || c.prog == "gawk" || c.prog == "mawk" || c.prog == "nawk" || c.prog == "busybox-awk":
 		return optionRisks(a, func(o string) bool {
-			return strings.Contains(o, "system") || strings.ContainsAny(o, "|>") || strings.Contains(o, "getline") ||
+			return strings.Contains(o, "system") || strings.ContainsAny(o, "|>") || strings.Contains(o, "getline") || strings.Contains(o, "@load") ||
 				shortHas(o, "fEil") || hasOpt(o, "--file", "--exec", "--include", "--load")
 		}, "a wildcard never approves an awk program that runs commands, writes files or loads code")
 	case c.prog == "sed" || c.prog == "gsed":
@@ -150,7 +154,7 @@ func risks(c simpleCmd) []risk {
 			"a wildcard never approves cargo's --config, which can name a program to run")
 	case c.prog == "sqlite3":
 		return optionRisks(a, func(o string) bool {
-			return strings.HasPrefix(o, ".") || strings.Contains(o, "\n.") || o == "-cmd" || o == "-init"
+			return strings.HasPrefix(o, ".") || strings.Contains(o, "\n.") || hasOpt("-"+strings.TrimPrefix(o, "-"), "-cmd", "-init")
 		}, "a wildcard never approves sqlite3 dot-commands, which can run a shell or write files")
 	case c.prog == "curl":
 		return optionRisks(a, func(o string) bool { return shortHas(o, "K") || hasOpt(o, "--config") },
@@ -181,10 +185,13 @@ func shortHas(o, letters string) bool {
 	return len(o) >= 2 && o[0] == '-' && o[1] != '-' && strings.ContainsAny(o[1:], letters)
 }
 
-// hasOpt reports whether o is one of the long options, alone or as --opt=value.
+// hasOpt reports whether o is one of the long options, alone or as --opt=value, or an
+// abbreviation of one: getopt_long and git's parse-options take any unambiguous prefix of a
+// --long option (--upload-pa is --upload-pack), so every prefix counts.
 func hasOpt(o string, long ...string) bool {
+	name, _, _ := strings.Cut(o, "=")
 	for _, l := range long {
-		if o == l || strings.HasPrefix(o, l+"=") {
+		if name == l || (len(name) > 2 && strings.HasPrefix(name, "--") && strings.HasPrefix(l, "--") && strings.HasPrefix(l, name)) {
 			return true
 		}
 	}
@@ -215,8 +222,12 @@ func gitRisks(a []string) []risk {
 	for j := i + 1; j < len(a); j++ {
 		o := a[j]
 		opt, _, _ := strings.Cut(o, "=")
+		short := gitRiskyShort
+		if gitUpload[sub] {
+			short += "u"
+		}
 		switch {
-		case gitRiskyOptions[opt] || (opt == "-u" && gitUpload[sub]):
+		case hasOpt(o, gitRiskyLong...) || shortHas(o, short):
 			out = append(out, risk{j, "a wildcard never approves git " + sub + "'s " + opt + " option"})
 			if j+1 < len(a) && opt == o {
 				out = append(out, risk{j + 1, "a wildcard never approves git " + sub + "'s " + opt + " option"})
@@ -234,8 +245,13 @@ func goRisks(a []string) []risk {
 	for i, o := range a {
 		opt, _, _ := strings.Cut(o, "=")
 		switch {
-		case opt == "-toolexec" || opt == "--toolexec" || opt == "-exec" || opt == "--exec":
+		case goProgramFlags[goFlagName(opt)]:
 			out = append(out, risk{i, "a wildcard never approves go's " + opt + " flag, which runs a program"})
+		case goLinkFlags[goFlagName(opt)] && goFlagValue(a, i) != "" && strings.Contains(goFlagValue(a, i), "extld"):
+			out = append(out, risk{i, "a wildcard never approves go's " + opt + " naming an external linker (-extld, -extldflags), which runs a program"})
+			if !strings.Contains(o, "=") && i+1 < len(a) {
+				out = append(out, risk{i + 1, "a wildcard never approves go's " + opt + " naming an external linker (-extld, -extldflags), which runs a program"})
+			}
 		case i == 0 && o == "generate":
 			out = append(out, risk{i, "a wildcard never approves go generate, which runs the commands its comments name"})
 		case i > 0 && (a[0] == "run" || a[0] == "install") && strings.Contains(o, "@"):
@@ -247,6 +263,31 @@ func goRisks(a []string) []risk {
 	return out
 }
 
+// goProgramFlags are go flags (one dash or two) whose value is a program go runs.
+var goProgramFlags = setOf("toolexec", "exec", "vettool")
+
+// goLinkFlags pass flags to the linker, whose -extld and -extldflags run a program.
+var goLinkFlags = setOf("ldflags", "gccgoflags")
+
+// goFlagName is a go flag's name without its one or two dashes; "" for an argument.
+func goFlagName(opt string) string {
+	if !strings.HasPrefix(opt, "-") {
+		return ""
+	}
+	return strings.TrimPrefix(opt[1:], "-")
+}
+
+// goFlagValue returns the value of the go flag a[i]: after its = or the next word.
+func goFlagValue(a []string, i int) string {
+	if _, v, ok := strings.Cut(a[i], "="); ok {
+		return v
+	}
+	if i+1 < len(a) {
+		return a[i+1]
+	}
+	return ""
+}
+
 // sedRisks: -f (a script from a file), and scripts whose commands run (e) or write (w, W).
 func sedRisks(a []string) []risk {
 	const reason = "a wildcard never approves a sed script that runs commands (e) or writes files (w)"
@@ -255,22 +296,22 @@ func sedRisks(a []string) []risk {
 	for i := 0; i < len(a); i++ {
 		o := a[i]
 		switch {
-		case o == "-e" || o == "--expression":
-			script = true
-			if i+1 < len(a) {
-				i++
-				if sedWrites(a[i]) {
-					out = append(out, risk{i, reason})
-				}
-			}
-		case strings.HasPrefix(o, "--expression="):
-			script = true
-			if sedWrites(strings.TrimPrefix(o, "--expression=")) {
-				out = append(out, risk{i, reason})
-			}
 		case shortHas(o, "f") || hasOpt(o, "--file"):
 			script = true
 			out = append(out, risk{i, "a wildcard never approves sed reading its script from a file"})
+		case hasOpt(o, "--expression") || shortHas(o, "e"):
+			script = true
+			text, attached := sedAttached(o)
+			if !attached && i+1 < len(a) {
+				i++
+				text = a[i]
+			}
+			if sedWrites(text) {
+				out = append(out, risk{i, reason})
+			}
+		case o == "--line-length" || (len(o) > 2 && hasOpt(o, "--line-length") && !strings.Contains(o, "=")) ||
+			(shortHas(o, "l") && strings.HasSuffix(o, "l") && !strings.ContainsAny(o, "i")):
+			i++ // its value is the next word, not the script
 		case strings.HasPrefix(o, "-"):
 		case !script:
 			script = true
@@ -280,6 +321,17 @@ func sedRisks(a []string) []risk {
 		}
 	}
 	return out
+}
+
+// sedAttached returns the script written in the same word as its option: --expression=S,
+// or -eS and -neS (the rest of a cluster after its e).
+func sedAttached(o string) (string, bool) {
+	if strings.HasPrefix(o, "--") {
+		_, v, ok := strings.Cut(o, "=")
+		return v, ok
+	}
+	_, v, _ := strings.Cut(o[1:], "e")
+	return v, v != ""
 }
 
 // sedWrites reports whether a sed script may run a command or write a file: an e, w or W

@@ -1,0 +1,85 @@
+package permission
+
+import (
+	"testing"
+)
+
+// TestOptionSpellings: a risky option is risky however the program lets it be spelled —
+// an abbreviated --long option (getopt_long and git take any unambiguous prefix), a
+// one-letter option in a cluster or with its value attached, or a value in the next word
+// that is not the script — while the everyday spellings still run unasked.
+func TestOptionSpellings(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       Effect
+	}{
+		{"git_fetch_upload_pack_abbreviated", "git fetch --upload-pa='touch /tmp/p' .", Ask},
+		{"git_ls_remote_upload_pack_abbreviated", "git ls-remote --upload-pac=x .", Ask},
+		{"git_clone_upload_pack_abbreviated", "git clone --upload=x a b", Ask},
+		{"git_push_receive_pack_abbreviated", "git push --receive-pac=x origin", Ask},
+		{"git_push_exec_abbreviated", "git push --ex=x origin", Ask},
+		{"git_rebase_exec_abbreviated", "git rebase --exe=id main", Ask},
+		{"git_rebase_exec_attached", "git rebase -xid main", Ask},
+		{"git_rebase_exec_clustered", "git rebase -ix id main", Ask},
+		{"git_grep_pager_attached", "git grep -Ovim foo", Ask},
+		{"git_grep_pager_abbreviated", "git grep --open-files-in-p foo", Ask},
+		{"git_grep_pager_abbreviated_value", "git grep --open-files=vim foo", Ask},
+		{"git_log_output_abbreviated", "git log --outp=/tmp/x", Ask},
+		{"git_diff_output_abbreviated", "git diff --outpu=/tmp/x", Ask},
+		{"git_diff_ext_diff_abbreviated", "git diff --ext-dif", Ask},
+		{"git_clone_config_attached", "git clone -ccore.sshCommand=x a b", Ask},
+		{"git_clone_config_abbreviated", "git clone --conf core.x=y a b", Ask},
+		{"git_clone_template_abbreviated", "git clone --templ=/tmp/t a b", Ask},
+		{"git_clone_separate_git_dir_abbreviated", "git clone --separate=/tmp/x a b", Ask},
+		{"git_clone_reference_abbreviated", "git clone --refere=x a b", Ask},
+		{"git_clone_reference_if_able", "git clone --reference-if-able=/x a b", Ask},
+		{"git_clone_recursive", "git clone --recursive a b", Ask},
+		{"git_clone_upload_attached", "git clone -uid a b", Ask},
+		{"git_fetch_upload_attached", "git fetch -uid .", Ask},
+		{"git_archive_remote_abbreviated", "git archive --rem=/tmp/r HEAD", Ask},
+		{"sed_expression_abbreviated", "sed --expr='1e id' 1p", Ask},
+		{"sed_expression_attached", "sed -e1eid 1p", Ask},
+		{"sed_expression_attached_cluster", "sed -ne'1e id' 1p", Ask},
+		{"sed_line_length_value", "sed -l 5 '1e id' f", Ask},
+		{"sed_line_length_long_value", "sed --line-len 5 '1e id' f", Ask},
+		{"sed_file_abbreviated", "sed --fil=s.sed f", Ask},
+		{"tar_to_command_abbreviated", "tar -xf a.tar --to-comm=sh", Ask},
+		{"tar_compress_program_abbreviated", "tar -xf a.tar --use-comp=sh", Ask},
+		{"tar_checkpoint_action_abbreviated", "tar -cf - . --checkpoint-act=exec=id", Ask},
+		{"tar_info_script_abbreviated", "tar --info-scr=x -cf a docs", Ask},
+		{"tar_rsh_command_abbreviated", "tar --rsh-comm=x -xf h:a", Ask},
+		{"sort_compress_program_abbreviated", "sort --compress=sh -S 1 big", Ask},
+		{"rsync_rsh_abbreviated", "rsync --rs=x a b:", Ask},
+		{"awk_exec_abbreviated", "awk --exe x", Ask},
+		{"awk_load_directive", `awk '@load "x"'`, Ask},
+		{"npm_script_shell_abbreviated", "npm test --script-sh=x", Ask},
+		{"go_vettool", "go vet -vettool=/tmp/x ./...", Ask},
+		{"go_vettool_two_dashes_next_word", "go vet --vettool /tmp/x ./...", Ask},
+		{"go_test_vettool", "go test -vettool=x ./...", Ask},
+		{"go_ldflags_extld", "go build -ldflags='-linkmode=external -extld=./evil' .", Ask},
+		{"go_ldflags_extldflags_next_word", "go build -ldflags '-extldflags=-wrapper=./x' .", Ask},
+
+		// The everyday spellings still run unasked.
+		{"git_commit_all_message", "git commit -am 'fix: typo'", Allow},
+		{"git_ls_files_others", "git ls-files -o --exclude-standard", Allow},
+		{"git_status_short_branch", "git status -sb", Allow},
+		{"git_push_force_with_lease", "git push origin HEAD --force-with-lease", Allow},
+		{"git_pull_rebase", "git pull --rebase origin main", Allow},
+		{"git_fetch_all_prune", "git fetch --all --prune", Allow},
+		{"git_log_pretty", "git log --pretty=format:%h", Allow},
+		{"git_remote_verbose", "git remote -v", Allow},
+		{"sed_quiet_expression", "sed -ne 's/a/b/p' f", Allow},
+		{"sed_in_place", "sed -i 's/a/b/' f", Allow},
+		{"sed_in_place_suffix_expression", "sed -i.bak -e 's/a/b/' f", Allow},
+		{"go_build_ldflags_strip", "go build -ldflags='-s -w' -o bin/x .", Allow},
+		{"go_test_verbose_run", "go test -v -run TestX ./...", Allow},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Explain(shellSpec, shellArgs(tt.line), Options{AutoRead: true}, shellRules)
+			if e.Verdict.Effect != tt.want {
+				t.Errorf("%q: %+v, want %s", tt.line, e.Verdict, tt.want)
+			}
+		})
+	}
+}
