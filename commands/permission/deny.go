@@ -44,6 +44,10 @@ func collectDeny(line string, depth int, out *[][]string) {
 				ws[i] = denyWord(w)
 			}
 			addDeny(ws, depth, out)
+			if _, p := literalWord(c.Args[0]); p != "" && len(*out) < maxDenyCommands {
+				// $(which rm), "${x:-rm}", $x, r[m]: the shell computes the program, any at all
+				*out = append(*out, append([]string{unknownProgram}, ws[1:]...))
+			}
 		}
 		return len(*out) < maxDenyCommands
 	})
@@ -61,6 +65,17 @@ func denyWord(w *syntax.Word) string {
 	return b.String()
 }
 
+// unknownProgram stands for a program word the shell computes when it runs: every deny
+// rule's program matches it, and its arguments still have to match the rule's.
+const unknownProgram = "\x00program"
+
+// unknownCode stands for code read from where no rule can see it (a shell reading its
+// standard input): a line holding it asks when a deny rule applies (see hidesCode).
+const unknownCode = "\x00code"
+
+// shells read code: after -c, from a script operand, or from standard input without one.
+var shells = setOf("sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh")
+
 // addDeny adds words as a command and the commands it runs in turn.
 func addDeny(ws []string, depth int, out *[][]string) {
 	if len(*out) >= maxDenyCommands || len(ws) == 0 {
@@ -75,13 +90,29 @@ func addDeny(ws []string, depth int, out *[][]string) {
 	if depth >= maxNesting {
 		return
 	}
+	if shells[prog] && readsStdin(ws) {
+		*out = append(*out, []string{unknownCode})
+	}
 	switch {
 	case prog == "eval":
 		collectDeny(strings.Join(ws[1:], " "), depth+1, out)
+	case prog == "alias": // dash expands an alias defined on an earlier line
+		for _, w := range ws[1:] {
+			if _, v, ok := strings.Cut(w, "="); ok {
+				collectDeny(v, depth+1, out)
+			}
+		}
 	case runners[prog] || prog == "find" || interpreters[prog]:
 		for i := 1; i < len(ws); i++ {
 			if shellCode(prog, ws, i) {
 				collectDeny(ws[i+1], depth+1, out)
+			}
+			if o := ws[i]; runners[prog] && strings.HasPrefix(o, "-") { // env --split-string='rm x', env -S'rm x'
+				if _, v, ok := strings.Cut(o, "="); ok {
+					collectDeny(v, depth+1, out)
+				} else if len(o) > 2 && o[1] != '-' {
+					collectDeny(o[2:], depth+1, out)
+				}
 			}
 			if !strings.HasPrefix(ws[i], "-") && !strings.Contains(ws[i], "=") {
 				addDeny(ws[i:], depth+1, out)
@@ -96,4 +127,24 @@ func shellCode(prog string, ws []string, i int) bool {
 		return false
 	}
 	return shortHas(ws[i], "c") || ws[i] == "--command"
+}
+
+// readsStdin reports whether a shell's words name neither -c code nor a script, so it runs
+// what its standard input holds (echo rm x | sh, sh <<< 'rm x').
+func readsStdin(ws []string) bool {
+	for i := 1; i < len(ws); i++ {
+		switch o := ws[i]; {
+		case o == "-o" || o == "+o":
+			i++ // its value names an option
+		case o == "-s" || o == "--":
+			return o == "-s" || i+1 == len(ws)
+		case strings.HasPrefix(o, "-") || strings.HasPrefix(o, "+"):
+			if shortHas(o, "c") {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -27,6 +27,8 @@ type CommandVerdict struct {
 //
 //  1. A deny pattern that covers it (Pattern.Denies), in any layer, denies it (first match,
 //     in layer order).
+//     A shell line that feeds a shell code on its standard input (echo x | sh) asks when
+//     a deny rule covers execute_shell: no rule can read that code.
 //  2. Otherwise, if args can be read two ways (see Subject), a person is asked.
 //  3. Otherwise an allow pattern that approves it (Pattern.Allows) allows it. For a shell
 //     line, besides a pattern that approves the whole line, the line is allowed when every
@@ -51,6 +53,14 @@ func Explain(spec commands.Spec, args json.RawMessage, opts Options, layers ...R
 		for _, p := range l.Deny {
 			if p.denies(t) {
 				e.Verdict = Verdict{Effect: Deny, Pattern: p.String(), Layer: l.Layer, Reason: "denied by " + p.String() + inLayer(l.Layer)}
+				return e
+			}
+		}
+	}
+	for _, l := range layers {
+		for _, p := range l.Deny {
+			if p.hidesCode(t) {
+				e.Verdict = Verdict{Effect: Ask, Reason: "asking: a shell reads code from its standard input, which the deny rule " + p.String() + inLayer(l.Layer) + " cannot check"}
 				return e
 			}
 		}

@@ -66,7 +66,7 @@ func sameCommands(a, b string) bool {
 		in[key(ws)] = true
 	}
 	for _, ws := range denyCommands(a) {
-		if !in[key(ws)] {
+		if !in[key(ws)] && ws[0] != unknownProgram { // only a wildcard deny matches a computed program
 			return false
 		}
 	}

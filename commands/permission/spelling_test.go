@@ -83,3 +83,52 @@ func TestOptionSpellings(t *testing.T) {
 		})
 	}
 }
+
+// TestDenyComputedPrograms: a deny rule also refuses a program the shell computes when it
+// runs, an alias and option values of a runner; a shell reading code from its standard
+// input asks, as no deny rule can read it.
+func TestDenyComputedPrograms(t *testing.T) {
+	rs := rules("agent", []string{"execute_shell(**)"}, []string{"execute_shell(rm *)", "execute_shell(git push *)"})
+	tests := []struct {
+		name, line string
+		want       Effect
+	}{
+		{"which_substitution", "$(which rm) -rf x", Deny},
+		{"default_value_expansion", `"${x:-rm}" x`, Deny},
+		{"variable_program", "x=rm; $x -rf y", Deny},
+		{"ifs_split_variable", "IFS=,; x=rm,x; $x", Deny},
+		{"backquoted_program", "`echo rm` x", Deny},
+		{"printf_substitution", `"$(printf rm)" x`, Deny},
+		{"dollar_single_quotes", "$'rm' x", Deny},
+		{"ifs_joined_word", "rm${IFS}x", Deny},
+		{"alias_next_line", "alias r=rm\nr x", Deny},
+		{"alias_same_line", "alias r=rm; r x", Deny},
+		{"env_split_string_long", "env --split-string='rm x'", Deny},
+		{"env_split_string_attached", "env -S'rm x'", Deny},
+		{"pipe_into_sh", "echo rm x | sh", Ask},
+		{"here_string_into_bash", "bash <<< 'rm x'", Ask},
+		{"sh_reading_stdin_flag", "sh -s < x", Ask},
+		{"computed_program_push", "$g push origin main", Deny},
+
+		{"computed_program_any_args_for_rm", "$g status", Deny}, // rm * takes any arguments
+
+		// A script operand is the script's business, and plain lines still run.
+		{"sh_script_operand", "sh build.sh", Allow},
+		{"git_status", "git status", Allow},
+		{"echo_into_file", "echo hi > out.txt", Allow},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Explain(shellSpec, shellArgs(tt.line), Options{AutoRead: true}, rs)
+			if e.Verdict.Effect != tt.want {
+				t.Errorf("%q: %+v, want %s", tt.line, e.Verdict, tt.want)
+			}
+		})
+	}
+
+	onlyPush := rules("agent", []string{"execute_shell(**)"}, []string{"execute_shell(git push *)"})
+	e := Explain(shellSpec, shellArgs("$g status"), Options{AutoRead: true}, onlyPush)
+	if e.Verdict.Effect != Allow {
+		t.Errorf("$g status under a deny of git push only: %+v, want allow (its arguments match no deny)", e.Verdict)
+	}
+}

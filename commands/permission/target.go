@@ -210,6 +210,20 @@ func (p Pattern) denies(t *target) bool {
 	return false
 }
 
+// hidesCode reports whether p is a deny rule for shell lines and the line runs code no deny
+// rule can read (see unknownCode): a person is asked, even under execute_shell(**).
+func (p Pattern) hidesCode(t *target) bool {
+	if t.kind != kindShell || !p.coversCommand(t.spec) {
+		return false
+	}
+	for _, ws := range t.denyCmds() {
+		if ws[0] == unknownCode {
+			return true
+		}
+	}
+	return false
+}
+
 // withGaps lets any words come between a deny pattern's words, so that `git push *` also
 // covers `git -C x push`: a deny may refuse more than it names, never less.
 // A pattern without wildcards (a stored "deny always") stays exact.
@@ -237,6 +251,12 @@ func (p Pattern) deniesCommands(run [][]string) bool {
 			continue
 		}
 		for _, pc := range cmds {
+			if ws[0] == unknownProgram { // the rule's program, whatever it is: match the rest
+				if _, ok := matchWordPats(withGaps(pc)[1:], ws[1:], true); ok && pc.wild() {
+					return true
+				}
+				continue
+			}
 			if _, ok := matchWordPats(withGaps(pc), ws, true); ok {
 				return true
 			}
