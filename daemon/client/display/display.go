@@ -31,7 +31,8 @@ const (
 // Escape returns s with every character that is not plainly visible written as an escape:
 // C0 controls and DEL (\x1b), C1 controls, bidi controls, zero-width and other format
 // characters, line and paragraph separators, spaces other than U+0020, invisible fillers
-// and stray variation selectors (\u202e, \U000e0041), and bytes that are not UTF-8 (\xff).
+// and stray variation selectors (\u202e, \U000e0041), combining marks past the fourth on one
+// letter (\u0301), and bytes that are not UTF-8 (\xff).
 // Backslashes are left alone, so Escape applied twice changes nothing more.
 func Escape(s string, m Mode) string {
 	i := firstUnsafe(s, m)
@@ -41,16 +42,17 @@ func Escape(s string, m Mode) string {
 	var b strings.Builder
 	b.Grow(len(s) + 16)
 	b.WriteString(s[:i])
-	prev := rune(-1)
+	prev, marks := rune(-1), markRun(s[:i])
 	if i > 0 {
 		prev, _ = utf8.DecodeLastRuneInString(s[:i])
 	}
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])
+		marks = countMark(marks, r)
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			writeByte(&b, s[i], m)
-		case unsafe(r, prev, m):
+		case unsafe(r, prev, m) || marks > maxMarks:
 			writeRune(&b, r, m)
 		default:
 			b.WriteString(s[i : i+size])
@@ -63,25 +65,51 @@ func Escape(s string, m Mode) string {
 
 // firstUnsafe returns the index of the first byte Escape must rewrite, or -1.
 func firstUnsafe(s string, m Mode) int {
-	prev := rune(-1)
+	prev, marks := rune(-1), 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c < 0x20 && !(m != Line && (c == '\n' || c == '\t')) || c == 0x7f {
 				return i
 			}
-			prev = rune(c)
+			prev, marks = rune(c), 0
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size <= 1 || unsafe(r, prev, m) {
+		marks = countMark(marks, r)
+		if r == utf8.RuneError && size <= 1 || unsafe(r, prev, m) || marks > maxMarks {
 			return i
 		}
 		prev = r
 		i += size
 	}
 	return -1
+}
+
+// maxMarks is how many combining marks in a row are shown as they are: more than any
+// script stacks on one letter, fewer than it takes to draw over the lines around (Zalgo).
+const maxMarks = 4
+
+// countMark returns the length of the run of combining marks r extends, 0 if r is none.
+func countMark(run int, r rune) int {
+	if unicode.In(r, unicode.Mn, unicode.Me) {
+		return run + 1
+	}
+	return 0
+}
+
+// markRun returns how many combining marks s ends with.
+func markRun(s string) int {
+	n := 0
+	for len(s) > 0 {
+		r, size := utf8.DecodeLastRuneInString(s)
+		if !unicode.In(r, unicode.Mn, unicode.Me) {
+			break
+		}
+		n, s = n+1, s[:len(s)-size]
+	}
+	return n
 }
 
 // unsafe reports whether r, following prev, must be escaped.
