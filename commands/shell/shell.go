@@ -142,7 +142,13 @@ func (l Limits) withDefaults() Limits {
 const programPath = "/usr/local/bin:/usr/bin:/bin"
 
 // fixedEnv are the variables agentd sets itself; PassEnv may not name them.
-var fixedEnv = []string{"PATH", "HOME", "LANG", "TERM"}
+var fixedEnv = []string{"PATH", "HOME", "LANG", "TERM", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"}
+
+// gitSafeEnv makes git refuse a bare repository it finds on its own: files the agent may
+// write anywhere (HEAD, objects/, refs/, config) would otherwise be a repository whose
+// config git obeys — `git fetch o` running remote.o.uploadpack. Config given this way is
+// git's command-line scope, which a repository's config cannot override.
+var gitSafeEnv = []string{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.bareRepository", "GIT_CONFIG_VALUE_0=explicit"}
 
 // defaultHidden are host paths always hidden inside the sandbox: agentd's own config
 // folder when it runs as a system service.
@@ -194,7 +200,7 @@ func (o Options) check() (Options, error) {
 }
 
 // env is the scrubbed environment of a program run in workspace: the fixed variables,
-// the PassEnv ones the daemon has, then extra.
+// the PassEnv ones the daemon has, git's safe.bareRepository (gitSafeEnv), then extra.
 func (o Options) env(workspace string, extra ...string) []string {
 	env := []string{"PATH=" + programPath, "HOME=" + workspace, "LANG=C.UTF-8", "TERM=dumb"}
 	for _, name := range o.PassEnv {
@@ -202,6 +208,7 @@ func (o Options) env(workspace string, extra ...string) []string {
 			env = append(env, name+"="+v)
 		}
 	}
+	env = append(env, gitSafeEnv...)
 	return append(env, extra...)
 }
 
