@@ -25,6 +25,15 @@ func denyCommands(line string) [][]string {
 }
 
 func collectDeny(line string, depth int, out *[][]string) {
+	if strings.Contains(line, "\\\n") {
+		// The parser continues a comment past a backslash and newline, the shell does not
+		// (see continuedComment): read the lines apart as well.
+		collectDenyOnce(strings.ReplaceAll(line, "\\\n", "\n"), depth, out)
+	}
+	collectDenyOnce(line, depth, out)
+}
+
+func collectDenyOnce(line string, depth int, out *[][]string) {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(line), "")
 	if err != nil {
 		f, err = syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(line), "")

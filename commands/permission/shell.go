@@ -49,9 +49,12 @@ func parseShell(line string) shellLine {
 	if p := lineChars(line); p != "" {
 		return shellLine{problem: p}
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(line), "")
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX), syntax.KeepComments(true)).Parse(strings.NewReader(line), "")
 	if err != nil {
 		return shellLine{problem: "the shell cannot parse it: " + err.Error()}
+	}
+	if continuedComment(f) {
+		return shellLine{problem: "a comment ends in a backslash: /bin/sh ends the comment at the line's end, so the next line is a command of its own"}
 	}
 	var sl shellLine
 	n := 0
@@ -70,6 +73,20 @@ func parseShell(line string) shellLine {
 		return shellLine{problem: "it runs no command"}
 	}
 	return sl
+}
+
+// continuedComment reports whether a comment in f runs on past a backslash and newline.
+// The parser reads that as a line continuation; /bin/sh (dash, bash) ends a comment at the
+// newline, backslash or not, and runs the next line.
+func continuedComment(f *syntax.File) bool {
+	found := false
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.Comment); ok && strings.Contains(c.Text, "\n") {
+			found = true
+		}
+		return !found
+	})
+	return found
 }
 
 // lineChars refuses characters that make a line read differently than it runs.
@@ -268,7 +285,9 @@ func unquoteLit(s string, first bool) (string, string) {
 		case c == '\\':
 			if i+1 < len(s) {
 				i++
-				b.WriteByte(s[i])
+			}
+			if s[i] != '\n' { // a backslash and newline is a line continuation, even at the end
+				b.WriteByte(s[i]) // a backslash ending the line stays, as in the shell
 			}
 		case c == '*' || c == '?' || c == '[':
 			return "", fmt.Sprintf("it has an unquoted %q, a file-name pattern the shell expands", c)

@@ -132,3 +132,41 @@ func TestDenyComputedPrograms(t *testing.T) {
 		t.Errorf("$g status under a deny of git push only: %+v, want allow (its arguments match no deny)", e.Verdict)
 	}
 }
+
+// TestShellReadsLikeDash: where the parser and /bin/sh (dash) read a line differently, the
+// line is not plain and deny rules see what dash runs. A differential run against dash
+// found these.
+func TestShellReadsLikeDash(t *testing.T) {
+	tests := []struct {
+		name, line string
+		want       Effect
+		rules      Rules
+	}{
+		{"comment_backslash_hides_next_line", "git status #\\\ntouch /tmp/p", Ask, shellRules},
+		{"comment_text_backslash_hides_next_line", "git status # see \\\nrm -rf docs", Deny, shellRules},
+		{"comment_backslash_evades_deny", "ls #\\\nrm -rf x", Deny, rules("agent", []string{"execute_shell(**)"}, []string{"execute_shell(rm *)"})},
+		{"comment_backslash_mid_comment_is_plain", "git status # a\\b\ngit log -n 1", Allow, shellRules},
+		{"line_continuation_still_plain", "git log \\\n  --oneline", Allow, shellRules},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Explain(shellSpec, shellArgs(tt.line), Options{AutoRead: true}, tt.rules)
+			if e.Verdict.Effect != tt.want {
+				t.Errorf("%q: %+v, want %s", tt.line, e.Verdict, tt.want)
+			}
+		})
+	}
+
+	words := []struct{ name, line, want string }{
+		{"trailing_backslash_kept", `cat x\`, `x\`},
+		{"continuation_at_end_dropped", "cat x\\\n", "x"},
+	}
+	for _, tt := range words {
+		t.Run(tt.name, func(t *testing.T) {
+			sl := parseShell(tt.line)
+			if sl.problem != "" || len(sl.cmds) != 1 || len(sl.cmds[0].args) != 1 || sl.cmds[0].args[0] != tt.want {
+				t.Errorf("%q: %+v, want cat with the one argument %q, as dash reads it", tt.line, sl, tt.want)
+			}
+		})
+	}
+}
