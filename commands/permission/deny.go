@@ -128,6 +128,40 @@ func addDeny(ws []string, depth int, out *[][]string) {
 			}
 		}
 	}
+	riskyCode(prog, ws, depth, out)
+}
+
+// riskyCode adds the commands a program's risky arguments may run (see risks): rsync -e
+// CMD, tar --to-command=CMD, git -c alias.x='!CMD', awk 'BEGIN{system("CMD")}', sed '1e CMD'.
+// Such code is in the program's own language, so every run of words in it, split at
+// anything but letters, digits and - . / _, counts as a command that may start there.
+// A runner's words (vim -c '!CMD', vim +'!CMD') are read the same way.
+func riskyCode(prog string, ws []string, depth int, out *[][]string) {
+	if depth >= maxNesting {
+		return
+	}
+	for _, r := range risks(simpleCmd{prog: prog, args: ws[1:]}) {
+		if r.arg < 0 {
+			for _, w := range ws[1:] {
+				codeWords(w, depth, out)
+			}
+			return
+		}
+		codeWords(ws[1+r.arg], depth, out)
+	}
+}
+
+// codeWords adds every run of words in code, split as riskyCode says, as a command.
+func codeWords(code string, depth int, out *[][]string) {
+	fields := strings.FieldsFunc(code, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-./_", c))
+	})
+	if len(fields) < 2 && len(fields) == len(strings.Fields(code)) {
+		return // one plain word: the runner's own loop has it
+	}
+	for i := range fields {
+		addDeny(fields[i:], depth+1, out)
+	}
 }
 
 // shellCode reports whether ws[i] is the -c option of a shell (or su), so ws[i+1] is code.

@@ -57,41 +57,53 @@ func Explain(spec commands.Spec, args json.RawMessage, opts Options, layers ...R
 			}
 		}
 	}
+	e.Verdict = decide(t, args, opts, layers, e.Commands)
+	if e.Verdict.Effect == Allow {
+		if why := hiddenCode(t, layers); why != "" {
+			e.Verdict = Verdict{Effect: Ask, Reason: why}
+		}
+	}
+	return e
+}
+
+// hiddenCode says why a line that feeds a shell code on its standard input asks when a
+// deny rule covers execute_shell, or "": no rule can read that code.
+func hiddenCode(t *target, layers []Rules) string {
 	for _, l := range layers {
 		for _, p := range l.Deny {
 			if p.hidesCode(t) {
-				e.Verdict = Verdict{Effect: Ask, Reason: "asking: a shell reads code from its standard input, which the deny rule " + p.String() + inLayer(l.Layer) + " cannot check"}
-				return e
+				return "asking: a shell reads code from its standard input, which the deny rule " + p.String() + inLayer(l.Layer) + " cannot check"
 			}
 		}
 	}
+	return ""
+}
+
+// decide is Explain's verdict after the deny rules: allow patterns, then auto_read.
+func decide(t *target, args json.RawMessage, opts Options, layers []Rules, cmds []CommandVerdict) Verdict {
 	if err := checkArgs(args); err != nil {
-		e.Verdict = Verdict{Effect: Ask, Reason: "asking: " + err.Error()}
-		return e
+		return Verdict{Effect: Ask, Reason: "asking: " + err.Error()}
 	}
 	for _, l := range layers {
 		for _, p := range l.Allow {
 			if p.allows(t) {
-				e.Verdict = Verdict{Effect: Allow, Pattern: p.String(), Layer: l.Layer, Reason: "auto-approved by " + p.String() + inLayer(l.Layer)}
-				return e
+				return Verdict{Effect: Allow, Pattern: p.String(), Layer: l.Layer, Reason: "auto-approved by " + p.String() + inLayer(l.Layer)}
 			}
 		}
 	}
 	if t.kind == kindShell {
-		e.Verdict = shellVerdict(t, e.Commands)
-		return e
+		return shellVerdict(t, cmds)
 	}
 	fileKind := t.kind == kindPath || t.kind == kindFolder || t.kind == kindSearch
-	if opts.AutoRead && spec.Class == commands.ClassRead && (!fileKind || t.clean) {
-		e.Verdict = Verdict{Effect: Allow, Reason: "auto-approved: read commands run without asking (auto_read)"}
-		return e
+	if opts.AutoRead && t.spec.Class == commands.ClassRead && (!fileKind || t.clean) {
+		return Verdict{Effect: Allow, Reason: "auto-approved: read commands run without asking (auto_read)"}
 	}
-	e.Verdict = Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}
+	v := Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}
 	if fileKind && !t.clean {
 		_, err := cleanPath(t.text)
-		e.Verdict.Reason = "asking: no rule approves a path outside the workspace: " + err.Error()
+		v.Reason = "asking: no rule approves a path outside the workspace: " + err.Error()
 	}
-	return e
+	return v
 }
 
 // shellVerdict decides a line no single pattern approved, from its commands' verdicts.

@@ -25,6 +25,10 @@ var runners = setOf(
 	"vi", "vim", "nvim", "view", "ex", "ed", "emacs", "xdg-open", "open", "docker", "podman",
 	"kubectl", "dbus-launch", "ssh-agent", "setpriv", "capsh", "firejail", "bwrap", "proot",
 	"systemctl", "service", "launchctl", "telnet", "dc", "tmux", "screen", "sshpass",
+	"prlimit", "setarch", "linux32", "linux64", "fakeroot", "faketime", "numactl", "cpulimit",
+	"dbus-run-session", "xvfb-run", "torsocks", "proxychains", "proxychains4", "rlwrap", "sem",
+	"run-parts", "entr", "catchsegv", "chpst", "systemd-nspawn", "gosu", "su-exec", "tini",
+	"dumb-init", "ip", "schroot", "lxc-attach", "flatpak-spawn", "distrobox", "toolbox",
 )
 
 // interpreters run code given on their command line with -c, -e and the like.

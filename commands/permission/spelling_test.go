@@ -170,3 +170,44 @@ func TestShellReadsLikeDash(t *testing.T) {
 		})
 	}
 }
+
+// TestDenyCodeInOptions: a deny rule also refuses its program run by a wrapper (prlimit,
+// setarch, fakeroot, ...) or named in the code of an option that runs commands (rsync -e,
+// tar --to-command, git --exec or a ! alias, awk system(), sed e, vim -c '!…', less +!…).
+func TestDenyCodeInOptions(t *testing.T) {
+	rs := rules("agent", []string{"execute_shell(**)"}, []string{"execute_shell(rm *)"})
+	tests := []struct {
+		name, line string
+		want       Effect
+	}{
+		{"prlimit", "prlimit --nofile=10 rm x", Deny},
+		{"setarch", "setarch x86_64 rm x", Deny},
+		{"fakeroot", "fakeroot rm x", Deny},
+		{"faketime", "faketime '1 day ago' rm x", Deny},
+		{"numactl", "numactl -C 0 rm x", Deny},
+		{"ip_netns_exec", "ip netns exec n rm x", Deny},
+		{"gosu", "gosu nobody rm x", Deny},
+		{"git_bang_alias", "git -c alias.x='!rm -rf y' x", Deny},
+		{"git_rebase_exec", "git rebase --exec 'rm x' main", Deny},
+		{"rsync_e", "rsync -e 'rm x' a b:", Deny},
+		{"tar_to_command", "tar --to-command='rm x' -xf a", Deny},
+		{"awk_system", `awk 'BEGIN{system("rm x")}'`, Deny},
+		{"sed_e_command", "sed -n '1e rm x' f", Deny},
+		{"less_bang", "less +'!rm x' f", Deny},
+		{"vim_c_bang", "vim -c '!rm x'", Deny},
+
+		// Words that only mention the program still run.
+		{"commit_message_mentions_rm", "git commit -m 'rm old files'", Allow},
+		{"echo_mentions_rm", "echo rm x", Allow},
+		{"grep_for_rm", "grep -rn 'rm -rf' scripts", Allow},
+		{"sort_compress_program_other", "sort --compress-program=gzip big.txt", Allow},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Explain(shellSpec, shellArgs(tt.line), Options{AutoRead: true}, rs)
+			if e.Verdict.Effect != tt.want {
+				t.Errorf("%q: %+v, want %s", tt.line, e.Verdict, tt.want)
+			}
+		})
+	}
+}
