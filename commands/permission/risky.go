@@ -117,7 +117,7 @@ func risks(c simpleCmd) []risk {
 			"a wildcard never approves zip's -TT, which runs a program")
 	case c.prog == "awk" || c.prog == "gawk" || c.prog == "mawk" || c.prog == "nawk" || c.prog == "busybox-awk":
 		return optionRisks(a, func(o string) bool {
-			return strings.Contains(o, "system") || strings.ContainsAny(o, "|>") || strings.Contains(o, "getline") || strings.Contains(o, "@load") ||
+			return strings.Contains(o, "system") || strings.ContainsAny(o, "|>") || strings.Contains(o, "getline") || strings.Contains(o, "@load") || strings.Contains(o, "@include") ||
 				shortHas(o, "fEil") || hasOpt(o, "--file", "--exec", "--include", "--load")
 		}, "a wildcard never approves an awk program that runs commands, writes files or loads code")
 	case c.prog == "sed" || c.prog == "gsed":
@@ -160,6 +160,18 @@ func risks(c simpleCmd) []risk {
 		return optionRisks(a, func(o string) bool {
 			return strings.HasPrefix(o, ".") || strings.Contains(o, "\n.") || hasOpt("-"+strings.TrimPrefix(o, "-"), "-cmd", "-init")
 		}, "a wildcard never approves sqlite3 dot-commands, which can run a shell or write files")
+	case c.prog == "rg":
+		return optionRisks(a, func(o string) bool { return hasOpt(o, "--pre", "--hostname-bin") },
+			"a wildcard never approves rg's --pre or --hostname-bin, which run a program")
+	case c.prog == "fd" || c.prog == "fdfind":
+		return optionRisks(a, func(o string) bool { return shortHas(o, "xX") || hasOpt(o, "--exec", "--exec-batch") },
+			"a wildcard never approves "+c.prog+"'s -x or -X, which run a command for the files found")
+	case c.prog == "ack" || c.prog == "bat" || c.prog == "batcat":
+		return optionRisks(a, func(o string) bool { return hasOpt(o, "--pager") },
+			"a wildcard never approves "+c.prog+"'s --pager, which runs a program")
+	case c.prog == "diff3" || c.prog == "sdiff":
+		return optionRisks(a, func(o string) bool { return hasOpt(o, "--diff-program") },
+			"a wildcard never approves "+c.prog+"'s --diff-program, which runs a program")
 	case c.prog == "curl":
 		return optionRisks(a, func(o string) bool { return shortHas(o, "K") || hasOpt(o, "--config") },
 			"a wildcard never approves curl reading its options from a file")

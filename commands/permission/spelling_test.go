@@ -58,6 +58,19 @@ func TestOptionSpellings(t *testing.T) {
 		{"go_test_vettool", "go test -vettool=x ./...", Ask},
 		{"go_ldflags_extld", "go build -ldflags='-linkmode=external -extld=./evil' .", Ask},
 		{"go_ldflags_extldflags_next_word", "go build -ldflags '-extldflags=-wrapper=./x' .", Ask},
+		{"awk_include_directive", `awk '@include "x.awk"'`, Ask},
+		{"rg_preprocessor", "rg --pre ./x foo", Ask},
+		{"rg_preprocessor_abbreviated", "rg --pr=./x foo", Ask},
+		{"rg_hostname_bin", "rg --hostname-bin=./x foo", Ask},
+		{"fd_exec", "fd -e go -x sh -c id", Ask},
+		{"fd_exec_batch_long", "fd --exec-batch=wc .", Ask},
+		{"ack_pager", "ack --pager=./x foo", Ask},
+		{"bat_pager", "bat --pager './x' f", Ask},
+		{"diff3_diff_program", "diff3 --diff-program=./x a b c", Ask},
+		{"sdiff_diff_program_abbreviated", "sdiff --diff-prog=./x a b", Ask},
+		{"rg_plain", "rg -n TODO commands", Allow},
+		{"fd_plain", "fd -e go handler", Allow},
+		{"bat_plain", "bat -n main.go", Allow},
 
 		// The everyday spellings still run unasked.
 		{"git_commit_all_message", "git commit -am 'fix: typo'", Allow},
@@ -74,9 +87,11 @@ func TestOptionSpellings(t *testing.T) {
 		{"go_build_ldflags_strip", "go build -ldflags='-s -w' -o bin/x .", Allow},
 		{"go_test_verbose_run", "go test -v -run TestX ./...", Allow},
 	}
+	more := rules("agent", []string{"execute_shell(rg *)", "execute_shell(fd *)", "execute_shell(ack *)",
+		"execute_shell(bat *)", "execute_shell(diff3 *)", "execute_shell(sdiff *)"}, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := Explain(shellSpec, shellArgs(tt.line), Options{AutoRead: true}, shellRules)
+			e := Explain(shellSpec, shellArgs(tt.line), Options{AutoRead: true}, shellRules, more)
 			if e.Verdict.Effect != tt.want {
 				t.Errorf("%q: %+v, want %s", tt.line, e.Verdict, tt.want)
 			}
