@@ -1,12 +1,12 @@
 package discord
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // FromMessage renders the relay's platform-neutral message as Discord markdown and
@@ -131,7 +131,7 @@ func buttons(bs []bots.Button) []discordgo.MessageComponent {
 func feedbackModalFor(proposalID, prompt string) *discordgo.InteractionResponse {
 	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
 		CustomID: CustomID{Action: ActionFeedbackModal, ProposalID: proposalID}.String(),
-		Title:    Truncate(fmt.Sprintf("Feedback on %s", prompt), 45),
+		Title:    Truncate("Feedback on "+display.Escape(prompt, display.Line), 45), // plain text: no markdown to escape
 		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 			discordgo.TextInput{
 				CustomID: feedbackInputID, Label: "What should the agent do instead?",

@@ -222,3 +222,21 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("Truncate astral = %q", got)
 	}
 }
+
+// TestFeedbackModalTitleEscaped: a command name from a tool (an MCP server names its own)
+// reaches the modal's plain-text title with its invisible characters shown as escapes.
+func TestFeedbackModalTitleEscaped(t *testing.T) {
+	tests := []struct{ name, command, want string }{
+		{"bidi_override", "tool\u202eexe.txt", `Feedback on step 3: tool\u202eexe.txt`},
+		{"newline", "tool\nApproved", `Feedback on step 3: tool\x0aApproved`},
+		{"plain", "read_file", "Feedback on step 3: read_file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := FeedbackModal(proposal("p-0123456789ab", tt.command, `{}`, "")).Data.Title
+			if got != Truncate(tt.want, 45) {
+				t.Errorf("title %q, want %q", got, Truncate(tt.want, 45))
+			}
+		})
+	}
+}
