@@ -145,14 +145,15 @@ const programPath = "/usr/local/bin:/usr/bin:/bin"
 var fixedEnv = []string{"PATH", "HOME", "LANG", "TERM", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_COUNT",
 	"GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"}
 
-// gitSafeEnv keeps git from obeying config the agent can write. HOME is the workspace, so
-// ~/.gitconfig and ~/.config/git/config are files the agent writes: git reads neither (its
-// global config is /dev/null), as it reads no .git/config the agent could change (core.
-// fsmonitor, core.sshCommand and aliases run commands). And git refuses a bare repository it finds on its own: HEAD, objects/, refs/ and
-// config written anywhere would otherwise be a repository whose config git obeys (`git
-// fetch o` running remote.o.uploadpack). Config given by GIT_CONFIG_COUNT is git's
-// command-line scope, which no repository's config overrides.
-var gitSafeEnv = []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=safe.bareRepository", "GIT_CONFIG_VALUE_0=explicit"}
+// gitSafeEnv keeps git from obeying config the agent can write, as it reads no .git/config
+// the agent could change (core.fsmonitor, core.sshCommand and aliases run commands). HOME
+// is the workspace, so git reads no global config (~/.gitconfig, ~/.config/git/config).
+// And git refuses a bare repository it finds on its own: HEAD, objects/, refs/ and config
+// written anywhere would be a repository whose config git obeys (`git fetch o` running
+// remote.o.uploadpack). GIT_CONFIG_COUNT is git's command-line scope: no repository's
+// config overrides it.
+var gitSafeEnv = []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_COUNT=1",
+	"GIT_CONFIG_KEY_0=safe.bareRepository", "GIT_CONFIG_VALUE_0=explicit"}
 
 // defaultHidden are host paths always hidden inside the sandbox: agentd's own config
 // folder when it runs as a system service.
