@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,5 +81,50 @@ func TestHomeConfigIgnored(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestHomeSettingsIgnored: other programs' settings in HOME (the workspace) that run code
+// are not read either: less's lesskey (#env LESSOPEN) and python's user site-packages (a
+// .pth file). go's env file (GOFLAGS=-toolexec) is switched off with GOENV=off.
+func TestHomeSettingsIgnored(t *testing.T) {
+	if _, err := exec.LookPath("less"); err != nil {
+		t.Fatalf("less is not installed: %v", err)
+	}
+	pyver, err := exec.Command("python3", "-c", "import sys; print(f'python{sys.version_info[0]}.{sys.version_info[1]}')").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	site := ".local/lib/" + strings.TrimSpace(string(pyver)) + "/site-packages/x.pth"
+	for _, mode := range modes(t) {
+		t.Run(mode, func(t *testing.T) {
+			o := Options{Sandbox: mode}
+			if mode == SandboxBwrap {
+				o.Bwrap = bwrapHere(t)
+			}
+			c := mustShell(t, o)
+			tests := []struct{ name, file, text, line string }{
+				{"lesskey_lessopen", ".lesskey", "#env\nLESSOPEN=|touch home-ran; cat %s\n", "less f"},
+				{"python_user_site_pth", site, "import os; open('home-ran', 'w')\n", "python3 -c pass"},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					ws := workspace(t)
+					os.WriteFile(filepath.Join(ws, "f"), []byte("hi\n"), 0o644)
+					os.MkdirAll(filepath.Dir(filepath.Join(ws, tt.file)), 0o755)
+					if err := os.WriteFile(filepath.Join(ws, tt.file), []byte(tt.text), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					out, err := run(context.Background(), t, c, ws, shellLine(tt.line), time.Minute)
+					if _, serr := os.Stat(filepath.Join(ws, "home-ran")); serr == nil {
+						t.Fatalf("%q obeyed the agent's %s:\n%s %v", tt.line, tt.file, out, err)
+					}
+				})
+			}
+		})
+	}
+	env := Options{}.env("/ws")
+	if !slices.Contains(env, "GOENV=off") {
+		t.Errorf("env %q lacks GOENV=off: go would read GOFLAGS from the agent's ~/.config/go/env", env)
 	}
 }

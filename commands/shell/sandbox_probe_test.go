@@ -124,7 +124,7 @@ func TestSandboxEnvAllowlist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := []string{"PATH", "HOME", "LANG", "TERM", "AGENTD_TEST_PASSED", "PWD", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"} // PWD is the shell's own
+	allowed := []string{"PATH", "HOME", "LANG", "TERM", "AGENTD_TEST_PASSED", "PWD", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GOENV", "LESSKEYIN", "LESSKEY", "PYTHONNOUSERSITE"} // PWD is the shell's own
 	names := strings.Fields(strings.SplitN(got, "\n", 2)[0])
 	for _, n := range names {
 		if !slices.Contains(allowed, n) {

@@ -143,7 +143,13 @@ const programPath = "/usr/local/bin:/usr/bin:/bin"
 
 // fixedEnv are the variables agentd sets itself; PassEnv may not name them.
 var fixedEnv = []string{"PATH", "HOME", "LANG", "TERM", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_COUNT",
-	"GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0"}
+	"GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GOENV", "LESSKEYIN", "LESSKEY", "PYTHONNOUSERSITE"}
+
+// homeConfigOff keeps programs from reading code-running settings from HOME, which is the
+// workspace the agent writes: go's env file (GOFLAGS=-toolexec=…, as go env -w would),
+// less's lesskey (an #env section setting LESSOPEN runs a command on every file) and
+// python's user site-packages (a .pth file runs code at every start).
+var homeConfigOff = []string{"GOENV=off", "LESSKEYIN=/dev/null", "LESSKEY=/dev/null", "PYTHONNOUSERSITE=1"}
 
 // gitSafeEnv keeps git from obeying config the agent can write, as it reads no .git/config
 // the agent could change (core.fsmonitor, core.sshCommand and aliases run commands). HOME
@@ -205,7 +211,8 @@ func (o Options) check() (Options, error) {
 }
 
 // env is the scrubbed environment of a program run in workspace: the fixed variables,
-// the PassEnv ones the daemon has, git's safe.bareRepository (gitSafeEnv), then extra.
+// the PassEnv ones the daemon has, the settings that keep programs from obeying config the
+// agent wrote (gitSafeEnv, homeConfigOff), then extra.
 func (o Options) env(workspace string, extra ...string) []string {
 	env := []string{"PATH=" + programPath, "HOME=" + workspace, "LANG=C.UTF-8", "TERM=dumb"}
 	for _, name := range o.PassEnv {
@@ -213,7 +220,7 @@ func (o Options) env(workspace string, extra ...string) []string {
 			env = append(env, name+"="+v)
 		}
 	}
-	env = append(env, gitSafeEnv...)
+	env = append(append(env, gitSafeEnv...), homeConfigOff...)
 	return append(env, extra...)
 }
 
