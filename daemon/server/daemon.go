@@ -38,7 +38,7 @@ type daemon struct {
 	// failed gets why a server stopped serving: the daemon stops, and exits non-zero.
 	failed chan error
 	// runEnds takes the supervisor's run ends to the schedules and the team engine; it
-	// works from its zero value, so the supervisor's hook never waits on a later part.
+	// works from its zero value, so the supervisor's hook works before the later parts exist.
 	runEnds runEnds
 
 	st     *store.Store         // store

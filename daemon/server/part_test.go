@@ -206,10 +206,13 @@ func TestRunEndHookWorksBeforeThePartsThatFollowRuns(t *testing.T) {
 }
 
 // TestFailedStartLeavesNothingRunning: a part failing to start (the TCP address taken)
-// stops the parts started before it: no goroutine of the daemon's is left, the socket is
-// gone, and the memory index is closed (it opens again: it holds a lock while open).
+// stops the parts started before it: no goroutine of the daemon's is left (the MCP
+// server's supervisor, retrying a refused address, included: the daemon's context never
+// ends here, so only the stop ends it), the socket is gone, and the memory index is
+// closed (it opens again: it holds a lock while open).
 func TestFailedStartLeavesNothingRunning(t *testing.T) {
 	cfg := httpTestConfig(t)
+	cfg.MCP.Servers = []config.MCPServer{{Name: "down", URL: "http://127.0.0.1:1/mcp", Timeout: config.Duration{Duration: time.Second}}}
 	ln, err := net.Listen("tcp", cfg.HTTP.Listen)
 	if err != nil {
 		t.Fatal(err)
@@ -231,11 +234,13 @@ func TestFailedStartLeavesNothingRunning(t *testing.T) {
 	ix.Close()
 }
 
-// TestStopLeavesNoGoroutine: every goroutine the daemon starts, the servers and the
-// reload loop included, has ended when RunWith returns.
+// TestStopLeavesNoGoroutine: every goroutine the daemon starts, the servers, the reload
+// loop and an MCP server's supervisor (retrying a refused address) included, has ended
+// when RunWith returns.
 func TestStopLeavesNoGoroutine(t *testing.T) {
 	cfg := httpTestConfig(t)
 	cfg.HTTP.AgentProtocol = true
+	cfg.MCP.Servers = []config.MCPServer{{Name: "down", URL: "http://127.0.0.1:1/mcp", Timeout: config.Duration{Duration: time.Second}}}
 	before := daemonGoroutines()
 	hup := make(chan os.Signal, 1)
 	ctx, cancel := context.WithCancel(context.Background())

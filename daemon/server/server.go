@@ -2,6 +2,9 @@
 // supervisor, the schedules and the team engine, and serves the local API on the unix
 // socket until its context ends.
 //
+// Each of those is a part (part.go) with a start and a stop; daemon.go lists them in the
+// order they start, and they stop in reverse, once, however the daemon ends.
+//
 // cmd/agentd parses flags and config and calls Run; integration tests build that binary.
 package server
 
@@ -78,8 +81,8 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 			return err
 		}
 	}
-	lc := &lifecycle{log: log}
-	if err := lc.start(ctx, d.parts()...); err != nil {
+	life := &lifecycle{log: log}
+	if err := life.start(ctx, d.parts()...); err != nil {
 		return err
 	}
 	runErr := d.wait(ctx)
@@ -87,7 +90,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 	sctx, cancel := stopCtx(ctx)
 	defer cancel()
 	// A part that stops badly is logged; the exit status says why the daemon stopped.
-	_ = lc.stop(sctx)
+	_ = life.stop(sctx)
 	log.Info("agentd stopped")
 	return runErr
 }
