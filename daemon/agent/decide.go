@@ -67,15 +67,7 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 		if au.Decision == nil {
 			return conflict("%s", au.Reason)
 		}
-		ev := cycle.Event{Kind: cycle.Approve}
-		switch {
-		case d.Kind == client.DecisionApprove && d.Count > 1:
-			ev.Kind = cycle.ApproveN
-		case d.Kind == client.DecisionDeny:
-			ev = cycle.Event{Kind: cycle.Deny, Reason: "run stopped: " + p.Command + " denied by " + who(d), Detail: "denied by " + who(d)}
-		case d.Kind == client.DecisionFeedback:
-			ev.Kind = cycle.GiveFeedback
-		}
+		ev := decisionEvent(p, d)
 		if ep, err = s.decideTx(tx, a, p, d, ev); err != nil {
 			return alreadyDecided(tx, p.ID, err)
 		}
@@ -158,6 +150,19 @@ func (s *Supervisor) widen(ctx context.Context, ref string, req client.DecideReq
 	}
 	d.Pattern = pat
 	return nil
+}
+
+// decisionEvent is the cycle's event for a person's decision d on p.
+func decisionEvent(p *client.Proposal, d *client.Decision) cycle.Event {
+	switch {
+	case d.Kind == client.DecisionApprove && d.Count > 1:
+		return cycle.Event{Kind: cycle.ApproveN}
+	case d.Kind == client.DecisionDeny:
+		return cycle.Event{Kind: cycle.Deny, Reason: "run stopped: " + p.Command + " denied by " + who(d), Detail: "denied by " + who(d)}
+	case d.Kind == client.DecisionFeedback:
+		return cycle.Event{Kind: cycle.GiveFeedback}
+	}
+	return cycle.Event{Kind: cycle.Approve}
 }
 
 func who(d *client.Decision) string { return cycle.Who(d) }

@@ -4,6 +4,8 @@
 //
 // Every transition is a store transaction, and the loop decides what to do next from the
 // stored state alone, so an agent picks up where it was after a restart or a kill -9.
+// What a transition does is the cycle package's answer (cycle.Next, cycle.Authorize);
+// transit, in transit.go, is the one place that writes it.
 // The Supervisor implements the local API's Service; agentctl and the chat bots go through it.
 package agent
 
