@@ -300,6 +300,12 @@ func openIn(workspace, p string) (root *os.Root, ws, rel string, err error) {
 // symlink swapped in is the race the Root must win.
 var testHookResolved func(rel string)
 
+// ResolveLinks returns the workspace-relative path p names once the workspace's symlinks
+// are resolved: what the file commands open for p (pub/link to ../secrets/k gives
+// secrets/k). Permission rules match it as well as p (permission.Options.Resolve), so a
+// link cannot carry a command past a rule on its target. Errors are ResolvePath's.
+func ResolveLinks(workspace, p string) (string, error) { return resolve(workspace, p) }
+
 // resolve is openIn for a caller that only wants the answer, not the Root.
 func resolve(workspace, p string) (string, error) {
 	root, _, rel, err := openIn(workspace, p)

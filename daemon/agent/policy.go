@@ -59,7 +59,16 @@ func (s *Supervisor) verdict(l *live, tx *store.Tx, a *store.Agent, spec *comman
 	if err != nil {
 		return permission.Verdict{}, err
 	}
-	return permission.Evaluate(*spec, p.Args, permission.Options{AutoRead: l.AutoRead}, layers...), nil
+	return permission.Evaluate(*spec, p.Args, policyOptions(l, a), layers...), nil
+}
+
+// policyOptions are the evaluation options for agent a under settings l: its file
+// commands' paths are matched as written and as resolved through its workspace's links.
+func policyOptions(l *live, a *store.Agent) permission.Options {
+	ws := a.Workspace
+	return permission.Options{AutoRead: l.AutoRead, Resolve: func(p string) (string, error) {
+		return commands.ResolveLinks(ws, p)
+	}}
 }
 
 // layersFor returns the rule layers that decide agent a's proposals, in order: its stored
