@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/netguard"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // ErrURLRefused marks a clone_repository URL refused before git ran.
@@ -273,7 +274,7 @@ func listing(fsys fs.FS, dir string) string {
 		if e.Name() == ".git" {
 			continue
 		}
-		n := e.Name()
+		n := display.Escape(e.Name(), display.Line) // a repo's names are anyone's text
 		if e.IsDir() {
 			n += "/"
 		}
