@@ -316,6 +316,12 @@ func resolve(workspace, p string) (string, error) {
 	return rel, nil
 }
 
+// OpenRead opens the workspace-relative path p for reading as the file commands do:
+// confined to the workspace (ResolvePath's checks, then an os.Root), refusing a file with
+// more than one hard link, and without waiting on a FIFO planted there. The caller checks
+// what kind of file it got. Errors are phrased for the model.
+func OpenRead(workspace, p string) (*os.File, error) { return openRead(workspace, p) }
+
 // openRead opens p in the workspace for reading, refusing a file with more than one hard
 // link. O_NONBLOCK keeps a FIFO planted in the workspace from hanging the open.
 func openRead(workspace, p string) (*os.File, error) {

@@ -143,12 +143,9 @@ func (h *handler) downloadArtifact(w http.ResponseWriter, r *http.Request) error
 	if !ok || a == nil {
 		return notFound
 	}
-	root, err := commands.OpenWorkspace(a.Workspace)
-	if err != nil {
-		return notFound
-	}
-	defer root.Close()
-	f, err := root.Open(rel) // os.Root refuses symlinks that lead out of the workspace
+	// As the file commands read: never out of the workspace, never through a hard link,
+	// never waiting on a FIFO the agent's shell left under the name.
+	f, err := commands.OpenRead(a.Workspace, rel)
 	if err != nil {
 		return notFound
 	}

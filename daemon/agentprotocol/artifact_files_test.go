@@ -1,0 +1,55 @@
+package agentprotocol_test
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/agentprotocol"
+)
+
+// TestArtifactDownloadOfSpecialFiles checks that a file the agent's shell planted under
+// an artifact's name cannot hang or misuse a download: a FIFO (whose open would wait for
+// a writer forever) and a file with another name elsewhere (a hard link) are not served.
+func TestArtifactDownloadOfSpecialFiles(t *testing.T) {
+	c, _ := startDaemon(t)
+	var task agentprotocol.Task
+	c.json("POST", "/ap/v1/agent/tasks", map[string]any{"input": "wait"}).decode(t, &task)
+	tasks := "/ap/v1/agent/tasks/" + task.TaskID
+	wss, _ := filepath.Glob(filepath.Join(c.state, "workspaces", "*"))
+	if len(wss) != 1 {
+		t.Fatalf("workspaces %v; want the task's one", wss)
+	}
+	ws := wss[0]
+	if err := syscall.Mkfifo(filepath.Join(ws, "pipe.txt"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "other")
+	os.WriteFile(other, []byte("another name's content"), 0o600)
+	if err := os.Link(other, filepath.Join(ws, "linked.txt")); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, file string }{
+		{name: "fifo", file: "pipe.txt"},
+		{name: "hard_link", file: "linked.txt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done := make(chan response, 1)
+			go func() {
+				done <- c.json("GET", tasks+"/artifacts/"+base64.RawURLEncoding.EncodeToString([]byte(tt.file)), nil)
+			}()
+			select {
+			case r := <-done:
+				if r.status != 404 {
+					t.Errorf("download of %s: status %d %q; want 404", tt.file, r.status, r.body)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("download of %s hangs", tt.file)
+			}
+		})
+	}
+}
