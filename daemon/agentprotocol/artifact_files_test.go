@@ -32,6 +32,22 @@ func TestArtifactDownloadOfSpecialFiles(t *testing.T) {
 	if err := os.Link(other, filepath.Join(ws, "linked.txt")); err != nil {
 		t.Fatal(err)
 	}
+	// The record of uploads, where the agent can put a FIFO too: listing must not wait on it.
+	if err := syscall.Mkfifo(filepath.Join(ws, ".agentprotocol-uploads.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("uploads_record_fifo", func(t *testing.T) {
+		done := make(chan response, 1)
+		go func() { done <- c.json("GET", tasks+"/artifacts", nil) }()
+		select {
+		case r := <-done:
+			if r.status != 200 {
+				t.Errorf("listing: status %d %q; want 200", r.status, r.body)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("listing the artifacts hangs")
+		}
+	})
 	tests := []struct{ name, file string }{
 		{name: "fifo", file: "pipe.txt"},
 		{name: "hard_link", file: "linked.txt"},

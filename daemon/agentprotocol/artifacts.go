@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
@@ -24,6 +25,9 @@ import (
 // uploadsFile lists, in the workspace, the files that came in through the protocol, so
 // that agent_created stays right across restarts. Hidden files are not artifacts.
 const uploadsFile = ".agentprotocol-uploads.json"
+
+// maxUploadsRecord bounds what is read of uploadsFile: thousands of paths.
+const maxUploadsRecord = 1 << 20
 
 // maxArtifacts bounds a workspace walk: a task lists at most this many files.
 const maxArtifacts = 10000
@@ -260,7 +264,17 @@ func randHex() string {
 
 func readUploads(root *os.Root) map[string]bool {
 	m := map[string]bool{}
-	b, err := root.ReadFile(uploadsFile)
+	// The agent can put anything under this name: O_NONBLOCK so a FIFO fails rather than
+	// waits, a regular file only, and no more of it than a record of uploads needs.
+	f, err := root.OpenFile(uploadsFile, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return m
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return m
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxUploadsRecord))
 	if err != nil {
 		return m
 	}
