@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/agentprotocol"
+	"golang.org/x/sys/unix"
 )
 
 // TestArtifactDownloadOfSpecialFiles checks that a file the agent's shell planted under
@@ -67,5 +68,43 @@ func TestArtifactDownloadOfSpecialFiles(t *testing.T) {
 				t.Fatalf("download of %s hangs", tt.file)
 			}
 		})
+	}
+}
+
+// TestArtifactListingOfDeepTree checks that listing a task's artifacts costs the daemon
+// little however deep the agent's shell nested folders: the walk resolves each path from
+// the workspace's top, so a chain 2000 folders deep would cost it half a minute a request.
+func TestArtifactListingOfDeepTree(t *testing.T) {
+	c, _ := startDaemon(t)
+	var task agentprotocol.Task
+	c.json("POST", "/ap/v1/agent/tasks", map[string]any{"input": "wait"}).decode(t, &task)
+	wss, _ := filepath.Glob(filepath.Join(c.state, "workspaces", "*"))
+	if len(wss) != 1 {
+		t.Fatalf("workspaces %v; want the task's one", wss)
+	}
+	os.MkdirAll(filepath.Join(wss[0], "out"), 0o755)
+	os.WriteFile(filepath.Join(wss[0], "out", "report.txt"), []byte("r"), 0o644)
+	fd, err := unix.Open(wss[0], unix.O_DIRECTORY|unix.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2000; i++ {
+		unix.Mkdirat(fd, "d", 0o755)
+		next, err := unix.Openat(fd, "d", unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fd = next
+	}
+	unix.Close(fd)
+	start := time.Now()
+	var arts agentprotocol.ArtifactListResponse
+	c.json("GET", "/ap/v1/agent/tasks/"+task.TaskID+"/artifacts", nil).decode(t, &arts)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("listing took %v", took)
+	}
+	if len(arts.Artifacts) != 1 || arts.Artifacts[0].FileName != "report.txt" {
+		t.Errorf("artifacts = %+v; want out/report.txt", arts.Artifacts)
 	}
 }

@@ -32,6 +32,11 @@ const maxUploadsRecord = 1 << 20
 // maxArtifacts bounds a workspace walk: a task lists at most this many files.
 const maxArtifacts = 10000
 
+// maxArtifactDepth bounds how deep the walk looks for files: it reaches each folder by
+// its path from the top, so a chain of folders the agent nested thousands deep would cost
+// every listing time in the square of its depth.
+const maxArtifactDepth = 32
+
 // artifactID is a file's id: its slash-separated relative path, base64url without padding.
 func artifactID(rel string) string { return base64.RawURLEncoding.EncodeToString([]byte(rel)) }
 
@@ -88,6 +93,9 @@ func (h *handler) artifacts(a *client.Agent) ([]Artifact, error) {
 				return fs.SkipDir
 			}
 			return nil
+		}
+		if d.IsDir() && strings.Count(p, "/") >= maxArtifactDepth-1 {
+			return fs.SkipDir
 		}
 		if d.Type().IsRegular() {
 			out = append(out, h.artifactOf(p, uploaded))
