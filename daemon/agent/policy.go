@@ -57,7 +57,7 @@ func storedRules(perms []client.Permission) permission.Rules {
 // decision, when set. prev is the proposal before p in its run (nil for the first), spec
 // p's command as the agent has it now (nil when it has none by that name).
 func (s *Supervisor) authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec, d *client.Decision) (au cycle.Authorization, owner *store.Agent, err error) {
-	req := cycle.Request{Proposal: p, Spec: spec, Repeat: prev != nil && prev.Hash == p.Hash, AutoRead: l.AutoRead, Decision: d,
+	req := cycle.Request{Proposal: p, Spec: spec, Repeat: prev != nil && prev.Hash == p.Hash, Options: policyOptions(l, a), Decision: d,
 		Approver: true} // the local API's peers may decide; chat front ends refuse non-approvers before
 	if d == nil && p.Command != commands.AskUser && !req.Repeat && spec != nil {
 		if req.Rules, err = layersFor(l, tx, a); err != nil {
@@ -85,6 +85,15 @@ func drawPolicy(owner *store.Agent, au cycle.Authorization) bool {
 	}
 	owner.Policy.Mode, owner.Policy.AutoSteps = au.Policy.Mode, au.Policy.AutoSteps
 	return true
+}
+
+// policyOptions are the evaluation options for agent a under settings l: its file
+// commands' paths are matched as written and as resolved through its workspace's links.
+func policyOptions(l *live, a *store.Agent) permission.Options {
+	ws := a.Workspace
+	return permission.Options{AutoRead: l.AutoRead, Resolve: func(p string) (string, error) {
+		return commands.ResolveLinks(ws, p)
+	}}
 }
 
 // layersFor returns the rule layers that decide agent a's proposals, in order: its stored

@@ -35,10 +35,11 @@ type Request struct {
 	Spec *commands.Spec
 	// Repeat is set when the proposal repeats the one before it in its run.
 	Repeat bool
-	// Rules are the permission layers in order (Evaluate's), and AutoRead its option.
-	Rules    []permission.Rules
-	AutoRead bool
-	Policy   Policy
+	// Rules are the permission layers in order (Evaluate's), and Options its options:
+	// AutoRead, and how a file command's path resolves through the workspace's links.
+	Rules   []permission.Rules
+	Options permission.Options
+	Policy  Policy
 	// Decision is a person's decision from a front end (agentctl, chat, a schedule, a
 	// team or the Agent Protocol); nil when the daemon's policy decides. Approver says
 	// whether its maker may decide there: front ends check their approver lists and
@@ -79,7 +80,7 @@ func Authorize(req Request) Authorization {
 		out.Reason = "the command is not available now"
 		return out
 	}
-	v := permission.Evaluate(*req.Spec, p.Args, permission.Options{AutoRead: req.AutoRead}, req.Rules...)
+	v := permission.Evaluate(*req.Spec, p.Args, req.Options, req.Rules...)
 	switch v.Effect {
 	case permission.Allow:
 		by := "allow pattern " + v.Pattern

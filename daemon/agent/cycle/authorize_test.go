@@ -33,7 +33,7 @@ func TestAuthorize(t *testing.T) {
 		{"unknown_command_asks", Request{Proposal: prop("nope", nil), Policy: Policy{Mode: "auto", AutoSteps: 3}}, Ask, "", Policy{Mode: "auto", AutoSteps: 3}},
 		{"deny_pattern_refuses", Request{Proposal: prop("read_file", map[string]string{"path": "secrets/k"}), Spec: read, Rules: []permission.Rules{rules}, Policy: Policy{Mode: "auto", AutoSteps: 3}}, Refuse, "deny pattern read_file(secrets/*)", Policy{Mode: "auto", AutoSteps: 3}},
 		{"allow_pattern_approves", Request{Proposal: prop("read_file", map[string]string{"path": "docs/a"}), Spec: read, Rules: []permission.Rules{rules}}, Allow, "allow pattern read_file(docs/*)", Policy{}},
-		{"auto_read_approves_reads", Request{Proposal: prop("read_file", map[string]string{"path": "x"}), Spec: read, AutoRead: true}, Allow, "auto_read", Policy{}},
+		{"auto_read_approves_reads", Request{Proposal: prop("read_file", map[string]string{"path": "x"}), Spec: read, Options: permission.Options{AutoRead: true}}, Allow, "auto_read", Policy{}},
 		{"execute_asks_in_auto_mode", Request{Proposal: prop("execute_shell", map[string]string{"command_line": "ls"}), Spec: shell, Policy: Policy{Mode: "auto", AutoSteps: 3}}, Ask, "", Policy{Mode: "auto", AutoSteps: 3}},
 		{"auto_draws_from_grant", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "auto", AutoSteps: 2}}, Allow, "auto", Policy{Mode: "auto", AutoSteps: 1}},
 		{"last_grant_returns_to_ask", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "auto", AutoSteps: 1, Owner: "lead"}}, Allow, "auto (lead's)", Policy{Mode: "ask", Owner: "lead"}},
