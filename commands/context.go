@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // ContextItems is the context component (AutoGPT 0.5's): open_file and open_folder keep
@@ -29,6 +31,10 @@ const (
 type contextItem struct {
 	Kind string `json:"kind"` // "file" or "folder"
 	Path string `json:"path"` // cleaned, workspace-relative
+	// Target is Path with the workspace's symlinks resolved when it was opened, what was
+	// approved then: Path is shown only while it still leads there (items stored before
+	// have none, and are shown as they are).
+	Target string `json:"target,omitempty"`
 }
 
 type contextPathArgs struct {
@@ -91,8 +97,15 @@ func (ContextItems) Messages(ctx context.Context, s *Step) ([]string, error) {
 	for _, it := range items {
 		var out string
 		var err error
-		arg, _ := json.Marshal(map[string]string{"path": it.Path})
-		if it.Kind == "folder" {
+		shown := it.Path
+		if it.Target != "" {
+			shown = it.Target // what was approved, even should Path be relinked as it is read
+		}
+		arg, _ := json.Marshal(map[string]string{"path": shown})
+		if now, rerr := resolve(s.Workspace, it.Path); it.Target != "" && rerr == nil && now != it.Target {
+			out = fmt.Sprintf("(not shown: it now leads to %s through a symlink, not to %s as when it was opened; close it and open it again)",
+				display.Escape(now, display.Line), display.Escape(it.Target, display.Line))
+		} else if it.Kind == "folder" {
 			out, err = listFolder{}.Execute(ctx, env, arg)
 		} else {
 			out, err = readFile{}.Execute(ctx, env, arg)
@@ -180,8 +193,12 @@ func (o openItem) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 	if err != nil {
 		return "", err
 	}
-	it := contextItem{Kind: o.kind, Path: filepath.Clean(a.Path)}
-	if slices.Contains(items, it) {
+	target, err := resolve(env.Workspace, a.Path)
+	if err != nil {
+		return "", err
+	}
+	it := contextItem{Kind: o.kind, Path: filepath.Clean(a.Path), Target: target}
+	if slices.ContainsFunc(items, func(x contextItem) bool { return x.Kind == it.Kind && x.Path == it.Path }) {
 		return fmt.Sprintf("%s %s is already open", o.kind, it.Path), nil
 	}
 	if len(items) >= maxContextItems {

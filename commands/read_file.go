@@ -82,27 +82,42 @@ func (readFile) Execute(_ context.Context, env Env, raw json.RawMessage) (string
 
 // readLines returns lines StartLine..EndLine (1-based, inclusive; either may be left out)
 // under a header that places them in the file, so the model can page through a file too
-// long to be shown whole. It streams, so the range may lie past the first MiB.
+// long to be shown whole. It streams, so the range may lie past the first MiB, and holds
+// at most maxReadBytes of it: a line or a range longer than that is cut, not held whole.
 func readLines(f *os.File, workspace string, a readFileArgs) (string, error) {
 	first, last := max(a.StartLine, 1), a.EndLine
 	if last > 0 && last < first {
 		return "", fmt.Errorf("read_file: end_line %d is before start_line %d", last, first)
 	}
-	r := bufio.NewReader(io.LimitReader(f, maxRangeScan))
-	var out strings.Builder
-	n, shown := 0, 0
+	r := bufio.NewReaderSize(io.LimitReader(f, maxRangeScan), 64<<10)
+	var out []byte
+	n, shown, lineStart := 0, 0, 0
+	midLine, full := false, false
 	for {
-		line, err := r.ReadString('\n')
-		if line != "" {
-			n++
-			if n >= first && (last == 0 || n <= last) {
-				if !utf8.ValidString(line) || strings.IndexByte(line, 0) >= 0 {
+		chunk, err := r.ReadSlice('\n')
+		if len(chunk) > 0 {
+			if !midLine {
+				n++
+				lineStart = len(out)
+			}
+			if n >= first && (last == 0 || n <= last) && !full {
+				if !midLine {
+					shown++
+				}
+				if room := maxReadBytes - len(out); len(chunk) > room {
+					out, full = trimPartialRune(append(out, chunk[:room]...)), true
+				} else {
+					out = append(out, chunk...)
+				}
+				if line := out[lineStart:]; (err != bufio.ErrBufferFull || full) && (!utf8.Valid(line) || bytes.IndexByte(line, 0) >= 0) {
 					return "", &pathError{path: a.Path, problem: fmt.Sprintf("is not a text file (line %d is binary or not UTF-8); read_file only reads text", n), err: ErrBadPath}
 				}
-				out.WriteString(line)
-				shown++
 			}
 			// Past the range, lines are only counted so the header can give the total.
+			midLine = err == bufio.ErrBufferFull
+		}
+		if err == bufio.ErrBufferFull {
+			continue
 		}
 		if err == io.EOF {
 			break
@@ -118,7 +133,7 @@ func readLines(f *os.File, workspace string, a readFileArgs) (string, error) {
 	if shown == 0 {
 		return fmt.Sprintf("[%s has %s lines; none from line %d on]", a.Path, total, first), nil
 	}
-	body := strings.TrimSuffix(out.String(), "\n")
+	body := strings.TrimSuffix(string(out), "\n")
 	return fmt.Sprintf("[lines %d-%d of %s in %s]\n%s", first, first+shown-1, total, a.Path, body), nil
 }
 

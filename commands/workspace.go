@@ -300,6 +300,12 @@ func openIn(workspace, p string) (root *os.Root, ws, rel string, err error) {
 // symlink swapped in is the race the Root must win.
 var testHookResolved func(rel string)
 
+// ResolveLinks returns the workspace-relative path p names once the workspace's symlinks
+// are resolved: what the file commands open for p (pub/link to ../secrets/k gives
+// secrets/k). Permission rules match it as well as p (permission.Options.Resolve), so a
+// link cannot carry a command past a rule on its target. Errors are ResolvePath's.
+func ResolveLinks(workspace, p string) (string, error) { return resolve(workspace, p) }
+
 // resolve is openIn for a caller that only wants the answer, not the Root.
 func resolve(workspace, p string) (string, error) {
 	root, _, rel, err := openIn(workspace, p)
@@ -309,6 +315,12 @@ func resolve(workspace, p string) (string, error) {
 	root.Close()
 	return rel, nil
 }
+
+// OpenRead opens the workspace-relative path p for reading as the file commands do:
+// confined to the workspace (ResolvePath's checks, then an os.Root), refusing a file with
+// more than one hard link, and without waiting on a FIFO planted there. The caller checks
+// what kind of file it got. Errors are phrased for the model.
+func OpenRead(workspace, p string) (*os.File, error) { return openRead(workspace, p) }
 
 // openRead opens p in the workspace for reading, refusing a file with more than one hard
 // link. O_NONBLOCK keeps a FIFO planted in the workspace from hanging the open.

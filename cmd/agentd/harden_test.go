@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestHarden checks that harden clears the dumpable flag.
@@ -20,11 +22,19 @@ func TestHarden(t *testing.T) {
 	if err != nil || !before {
 		t.Fatalf("dumpable before harden: %v, %v; want true", before, err)
 	}
+	inherited, err := syscall.Dup(2) // dup leaves close-on-exec off, as in an inherited one
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(inherited)
 	if err := harden(); err != nil {
 		t.Fatal(err)
 	}
 	if after, err := dumpable(); err != nil || after {
 		t.Errorf("dumpable after harden: %v, %v; want false", after, err)
+	}
+	if flags, err := unix.FcntlInt(uintptr(inherited), unix.F_GETFD, 0); err != nil || flags&unix.FD_CLOEXEC == 0 {
+		t.Errorf("inherited descriptor flags %#x, %v after harden; want close-on-exec", flags, err)
 	}
 }
 

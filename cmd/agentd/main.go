@@ -126,7 +126,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 		log.Warn("config: "+w.String(), "file", path)
 	}
 	if err := harden(); err != nil {
-		log.Error("cannot make agentd non-dumpable: processes of its uid can read its tokens from /proc", "err", err)
+		log.Error("cannot harden agentd: processes of its uid may read its tokens from /proc, or its programs inherit its descriptors", "err", err)
 	}
 	// Under systemd (Type=notify) the unit is active once the socket accepts connections,
 	// so units ordered after agentd can use agentctl at once. Outside systemd these are no-ops.

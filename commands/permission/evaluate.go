@@ -2,6 +2,7 @@ package permission
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/agentd/agentd/commands"
@@ -44,7 +45,25 @@ func Evaluate(spec commands.Spec, args json.RawMessage, opts Options, layers ...
 // Explain is Evaluate, saying for a shell line which rule decided each simple command, or
 // why it asks. `agentctl policy NAME test` shows it.
 func Explain(spec commands.Spec, args json.RawMessage, opts Options, layers ...Rules) Explanation {
-	t := newTarget(spec, Subject(spec, args))
+	subject := Subject(spec, args)
+	t := newTarget(spec, subject)
+	e := explain(t, args, opts, layers)
+	linked, ok := linkedSubject(t.kind, subject, opts.Resolve)
+	if !ok || e.Verdict.Effect == Deny {
+		return e
+	}
+	// Through a symlink: what the command opens must pass the rules too.
+	l := explain(newTarget(spec, linked), args, opts, layers)
+	if l.Verdict.Effect == Deny || (l.Verdict.Effect == Ask && e.Verdict.Effect == Allow) {
+		l.Verdict.Reason += fmt.Sprintf(" (%s leads to %s through a symlink)", t.norm, linked)
+		e.Verdict = l.Verdict
+	}
+	return e
+}
+
+// explain is Explain for one target, its subject as written or as resolved.
+func explain(t *target, args json.RawMessage, opts Options, layers []Rules) Explanation {
+	spec := t.spec
 	var e Explanation
 	if t.kind == kindShell && t.line.problem == "" {
 		e.Commands = commandVerdicts(t.line.cmds, spec, layers)

@@ -68,6 +68,11 @@ type Options struct {
 	// AutoRead approves read commands (ClassRead) that no pattern matched: "read commands
 	// may be auto-approved if configured". Deny patterns still apply.
 	AutoRead bool
+	// Resolve maps a cleaned workspace path to the one file commands open, the workspace's
+	// symlinks resolved (commands.ResolveLinks, for the agent's workspace). With it a file
+	// command is denied when either path is, and allowed only when both are; nil matches
+	// the path as written alone.
+	Resolve func(clean string) (string, error)
 }
 
 func inLayer(layer string) string {

@@ -2,11 +2,15 @@ package shell
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/netguard"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // ErrURLRefused marks a clone_repository URL refused before git ran.
@@ -102,20 +107,42 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 	}
 	defer proxy.Close()
 
+	// git runs unsandboxed: it clones into a new folder of the workspace's top, which only
+	// this command reaches, and the result is renamed into place through the workspace's
+	// Root, which follows no link out of it should dest's folders have changed meanwhile.
+	root, err := commands.OpenWorkspace(ws)
+	if err != nil {
+		return "", fmt.Errorf("clone_repository: %w", err)
+	}
+	defer root.Close()
+	rel, err := filepath.Rel(ws, dest)
+	if err != nil {
+		return "", fmt.Errorf("clone_repository: %w", err)
+	}
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := ".clone-" + hex.EncodeToString(rnd[:])
+	if err := root.Mkdir(tmp, 0o700); err != nil {
+		return "", fmt.Errorf("clone_repository: cannot make a folder to clone into: %w", err)
+	}
+	defer root.RemoveAll(tmp) // empty after a clone renamed into place; a partial one otherwise
+
 	argv := []string{c.git,
 		"-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always",
 		"-c", "protocol.file.allow=never", "-c", "credential.helper=", "-c", "core.hooksPath=/dev/null",
 		"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy.URL()}
 	argv = append(argv, c.testConfig...)
-	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), dest)
+	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), filepath.Join(ws, tmp, "repo"))
 	genv := append(gitEnv(c.opts.env(ws)), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	if testHookCloneStarting != nil {
+		testHookCloneStarting()
+	}
 	// From "/", git finds no repository around it whose config it would read; the workspace may be one.
 	res, err := runProgram(ctx, "/", argv, genv, c.opts.OutputCap)
 	if res == nil {
 		return "", fmt.Errorf("clone_repository: cannot start git: %w", err)
 	}
 	if err != nil || !res.state.Success() {
-		os.RemoveAll(dest) // a partial clone; the path did not exist before
 		if err != nil {
 			return "", fmt.Errorf("clone_repository: git was killed: %w", err)
 		}
@@ -124,8 +151,36 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 		}
 		return "", fmt.Errorf("clone_repository: git clone %s failed: %s", u, strings.TrimSpace(res.text()))
 	}
-	return fmt.Sprintf("Cloned %s into %s (latest commit only).\n%s", u, filepath.Clean(a.Path), listing(dest)), nil
+	if err := place(root, path.Join(tmp, "repo"), filepath.ToSlash(rel)); err != nil {
+		// The tree changed since the check (a link swapped in): checking again names it.
+		if _, rerr := commands.ResolveWritePath(ws, a.Path); rerr != nil {
+			return "", fmt.Errorf("clone_repository: %w", rerr)
+		}
+		return "", fmt.Errorf("clone_repository: path %q: %s", a.Path, err)
+	}
+	return fmt.Sprintf("Cloned %s into %s (latest commit only).\n%s", u, filepath.Clean(a.Path), listing(root.FS(), rel)), nil
 }
+
+// place renames the clone at from to rel, both in root, making rel's folders. It refuses
+// an existing rel, and a rel whose folders now lead out of root (the Root's own refusal).
+func place(root *os.Root, from, rel string) error {
+	if dir := path.Dir(rel); dir != "." {
+		if err := root.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("cannot make its folder: %w", err)
+		}
+	}
+	if _, err := root.Lstat(rel); err == nil {
+		return errors.New("already exists; give a new folder name")
+	}
+	if err := root.Rename(from, rel); err != nil {
+		return fmt.Errorf("cannot move the clone there: %w", err)
+	}
+	return nil
+}
+
+// testHookCloneStarting, set by tests, runs after the checks and before git starts, where
+// a folder swapped for a link is the race the clone must win.
+var testHookCloneStarting func()
 
 // checkRepoURL accepts an http(s) URL with a host and nothing that could carry
 // credentials or be taken for a git option.
@@ -209,8 +264,8 @@ func gitEnv(env []string) []string {
 }
 
 // listing names the top of a fresh clone, for the model's next step.
-func listing(dir string) string {
-	entries, err := os.ReadDir(dir)
+func listing(fsys fs.FS, dir string) string {
+	entries, err := fs.ReadDir(fsys, filepath.ToSlash(dir))
 	if err != nil {
 		return ""
 	}
@@ -219,7 +274,7 @@ func listing(dir string) string {
 		if e.Name() == ".git" {
 			continue
 		}
-		n := e.Name()
+		n := display.Escape(e.Name(), display.Line) // a repo's names are anyone's text
 		if e.IsDir() {
 			n += "/"
 		}

@@ -2,10 +2,14 @@ package shell
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // running are the pids of the programs this package started and has not reaped: the
@@ -17,10 +21,14 @@ var running struct {
 }
 
 // startTracked starts cmd and tracks its pid under the lock CommandAncestor takes too: a
-// program that has begun to run is never missed by a question asked meanwhile.
+// program that has begun to run is never missed by a question asked meanwhile. It gets
+// no descriptor of the daemon's but cmd's own (noInheritance).
 func startTracked(cmd *exec.Cmd) error {
 	running.Lock()
 	defer running.Unlock()
+	if err := noInheritance(); err != nil {
+		return err
+	}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -28,6 +36,28 @@ func startTracked(cmd *exec.Cmd) error {
 		running.pids = map[int]bool{}
 	}
 	running.pids[cmd.Process.Pid] = true
+	return nil
+}
+
+// noInheritance marks every descriptor of the daemon's above stderr close-on-exec. Go
+// opens its own so, but one inherited from whatever started the daemon, or opened so by
+// a library, would otherwise pass through bwrap into the program: a database, a socket or
+// a log, open past every mount of the sandbox. cmd's own (Stdin..., ExtraFiles) are
+// copied into place in the child, which clears the flag on the copies, so they still pass.
+func noInheritance() error {
+	if unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return nil
+	}
+	// Before Linux 5.11: one descriptor at a time, as /proc lists them.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("cannot keep the daemon's descriptors from the program: %w", err)
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC) // the listing's own is gone: EBADF
+		}
+	}
 	return nil
 }
 

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestSandboxProbes runs, inside the sandbox, what a hostile program would try: use
@@ -52,6 +54,11 @@ for i in range(40):
         os._exit(0)
     n += 1
 print("forked", n)`
+	// keyring adds a key to the uid's user keyring with add_key(2), by its number here.
+	keyring := fmt.Sprintf(`import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(%d, b"user", b"agentd-probe", b"x", 1, -4)
+print("keyring usable" if r >= 0 else "keyring refused")`, unix.SYS_ADD_KEY)
 	tests := []struct {
 		name    string
 		line    string
@@ -83,6 +90,10 @@ print("forked", n)`
 		{name: "tmp_bounded", line: `for i in $(seq 12); do head -c 1000000 /dev/zero > /tmp/f$i || break; done; df -k /tmp | tail -1`,
 			want: []string{"No space left on device", " 8192 "}},
 		{name: "no_core_dumps", line: `ulimit -c`, want: []string{"0\n"}},
+		// The kernel's keyrings are per uid, not per sandbox: every agent's runs share the
+		// sandbox uid's, a channel between them and a store that outlives each run.
+		{name: "no_kernel_keyring", line: `python3 -c '` + keyring + `'`, want: []string{"keyring refused"},
+			notWant: []string{"keyring usable"}, rootCtl: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,6 +25,10 @@ var seccompArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": un
 // namespace of bwrap's own, this filter is what does, and a program cannot gain
 // capabilities in a namespace of its own making and reach the kernel's code behind them.
 // Another architecture's syscalls (i386 on amd64, x32) kill the process.
+//
+// The kernel's keyrings (add_key, request_key, keyctl) fail with ENOSYS too: they are per
+// uid, not per namespace, so every sandbox of the uid would share one store, outliving
+// each run, between agents that are otherwise apart.
 func seccompFilter() []byte {
 	const (
 		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
@@ -39,9 +43,12 @@ func seccompFilter() []byte {
 		{Code: ld, K: 4}, // arch
 		{Code: jeq, K: seccompArch, Jt: 1},
 		{Code: ret, K: unix.SECCOMP_RET_KILL_PROCESS},
-		{Code: ld, K: 0},                  // syscall number
-		{Code: jge, K: 0x40000000, Jt: 7}, // x32
-		{Code: jeq, K: sysClone3, Jt: 7},
+		{Code: ld, K: 0},                   // syscall number
+		{Code: jge, K: 0x40000000, Jt: 10}, // x32
+		{Code: jeq, K: sysClone3, Jt: 10},
+		{Code: jeq, K: unix.SYS_ADD_KEY, Jt: 9},
+		{Code: jeq, K: unix.SYS_REQUEST_KEY, Jt: 8},
+		{Code: jeq, K: unix.SYS_KEYCTL, Jt: 7},
 		{Code: jeq, K: unix.SYS_UNSHARE, Jt: 2},
 		{Code: jeq, K: unix.SYS_CLONE, Jt: 1},
 		{Code: ret, K: allow},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -127,7 +128,9 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 			return err
 		}
 		ex = &client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: budget, RunID: a.RunID, Budget: *r.s.budgetView(a)}
-		a.State, a.StateReason = client.StatePaused, agentBudgetReason+why
+		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.AgentBudgetHit, Reason: agentBudgetReason + why}); err != nil {
+			return err
+		}
 		tx.Audit(a.ID, "agent_budget_exhausted", map[string]string{"run": a.RunID, "budget": budget, "reason": why})
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
@@ -186,7 +189,9 @@ func (s *Supervisor) SetBudget(ctx context.Context, ref string, req client.Budge
 		tx.Audit(a.ID, "budget", bv)
 		if a.State == client.StatePaused && strings.HasPrefix(a.StateReason, agentBudgetReason) {
 			if b, _ := s.agentOver(a); b == "" {
-				a.State, a.StateReason = client.StateThinking, ""
+				if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.BudgetRaised}); err != nil {
+					return err
+				}
 				tx.Audit(a.ID, "resumed", map[string]string{"by": "a raised budget"})
 			}
 		}

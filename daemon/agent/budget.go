@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -156,25 +157,20 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 		if a.RunID != runID || !active(a.State) {
 			return nil // ended or replaced meanwhile
 		}
-		if p, err := tx.OpenProposal(a.ID); err == nil && p.Status != client.ProposalStarted {
-			if _, err := tx.SetProposalStatus(p.ID, client.ProposalSuperseded, nil, p.Status); err != nil {
-				return err
-			}
-		} else if err == nil {
-			msg := "withdrawn: the run's budget ran out"
-			if _, err := tx.SetProposalStatus(p.ID, client.ProposalFailed, &msg, client.ProposalStarted); err != nil {
-				return err
-			}
-		} else if !errors.Is(err, store.ErrNotFound) {
+		// Like Stop: an open proposal is superseded, a started one withdrawn.
+		p, err := tx.OpenProposal(a.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			p, err = nil, nil
+		} else if err != nil {
 			return err
 		}
 		if err := tx.ClearQuestions(a.ID); err != nil {
 			return err
 		}
-		if err := tx.EndRun(runID, OutcomeBudgetExhausted, why); err != nil {
+		ev := cycle.Event{Kind: cycle.RunBudgetHit, Reason: "budget exhausted: " + why, Detail: why, Result: "withdrawn: the run's budget ran out"}
+		if _, _, err := transit(tx, a, p, ev); err != nil {
 			return err
 		}
-		a.State, a.StateReason = client.StateIdle, "budget exhausted: "+why
 		a.Policy.AutoSteps = 0
 		if a.Policy.Mode == "auto" {
 			a.Policy.Mode = "ask"

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -59,11 +60,17 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 		if err != nil {
 			return err
 		}
-		if err := tx.InsertDecision(d); err != nil {
+		au, owner, err := s.authorize(s.live(), tx, a, p, nil, nil, d)
+		if err != nil {
 			return err
 		}
-		s.countDecision(tx, d)
-		tx.Audit(a.ID, "decision", d)
+		if au.Decision == nil {
+			return conflict("%s", au.Reason)
+		}
+		ev := decisionEvent(p, d)
+		if ep, err = s.decideTx(tx, a, p, d, ev); err != nil {
+			return alreadyDecided(tx, p.ID, err)
+		}
 		if d.Pattern != "" {
 			effect := "allow"
 			if d.Scope == client.ScopeDeny {
@@ -74,50 +81,14 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 			}
 			tx.Audit(a.ID, "permission", map[string]string{"effect": effect, "pattern": d.Pattern, "by": who(d)})
 		}
-		switch d.Kind {
-		case client.DecisionApprove:
-			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, p.Status); err != nil || !ok {
-				return alreadyDecided(tx, p.ID, err)
-			}
-			if d.Count > 1 {
-				// The next N-1 are the whole family's: a helper draws from its top agent's.
-				owner, err := policyOwner(tx, a)
-				if err != nil {
-					return err
-				}
-				if owner.Policy.Mode != "continuous" { // continuous approves them anyway
-					owner.Policy.Mode, owner.Policy.AutoSteps = "auto", d.Count-1
-				}
-				if owner != a {
-					if err := tx.UpdateAgent(owner); err != nil {
-						return err
-					}
-				}
-			}
-			if active(a.State) {
-				a.State, a.StateReason = client.StateExecuting, ""
-			}
-		case client.DecisionDeny:
-			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalDenied, nil, p.Status); err != nil || !ok {
-				return alreadyDecided(tx, p.ID, err)
-			}
-			ep = episodeOf(p, "denied", "", "")
-			finished = true
-			if err := tx.EndRun(a.RunID, "denied", "denied by "+who(d)); err != nil {
+		// The next N-1 are the whole family's: a helper draws from its top agent's.
+		if drawPolicy(owner, au) && owner != a {
+			if err := tx.UpdateAgent(owner); err != nil {
 				return err
 			}
-			a.State, a.StateReason, a.Policy.AutoSteps = client.StateIdle, "run stopped: "+p.Command+" denied by "+who(d), 0
-		case client.DecisionFeedback:
-			if ok, err := tx.SetProposalStatus(p.ID, client.ProposalFeedback, nil, p.Status); err != nil || !ok {
-				return alreadyDecided(tx, p.ID, err)
-			}
-			ep = episodeOf(p, "feedback", "", d.Feedback)
-			if active(a.State) {
-				a.State, a.StateReason = client.StateThinking, ""
-			}
 		}
-		if ep != nil {
-			return s.recordEpisode(tx, a.ID, p, ep)
+		if ev.Kind == cycle.Deny {
+			finished, a.Policy.AutoSteps = true, 0
 		}
 		return nil
 	}, func(a *client.Agent) []client.Event {
@@ -181,11 +152,50 @@ func (s *Supervisor) widen(ctx context.Context, ref string, req client.DecideReq
 	return nil
 }
 
-func who(d *client.Decision) string {
-	if d.By == "" {
-		return d.Source
+// decisionEvent is the cycle's event for a person's decision d on p.
+func decisionEvent(p *client.Proposal, d *client.Decision) cycle.Event {
+	switch {
+	case d.Kind == client.DecisionApprove && d.Count > 1:
+		return cycle.Event{Kind: cycle.ApproveN}
+	case d.Kind == client.DecisionDeny:
+		return cycle.Event{Kind: cycle.Deny, Reason: "run stopped: " + p.Command + " denied by " + who(d), Detail: "denied by " + who(d)}
+	case d.Kind == client.DecisionFeedback:
+		return cycle.Event{Kind: cycle.GiveFeedback}
 	}
-	return d.By + " via " + d.Source
+	return cycle.Event{Kind: cycle.Approve}
+}
+
+func who(d *client.Decision) string { return cycle.Who(d) }
+
+// errMoved is decideTx's answer when the proposal took another decision meanwhile.
+var errMoved = errors.New("proposal moved on")
+
+// decideTx records decision d on a's open proposal p in tx and moves the cycle on ev:
+// the one path of every decision, a person's (Decide) or the policy's (startTx). It
+// returns the episode the decision ends p with (deny, feedback), else nil. The caller
+// writes a.
+func (s *Supervisor) decideTx(tx *store.Tx, a *store.Agent, p *client.Proposal, d *client.Decision, ev cycle.Event) (*client.Episode, error) {
+	moved, effects, err := transit(tx, a, p, ev)
+	if err != nil {
+		return nil, err
+	}
+	if !moved {
+		return nil, errMoved
+	}
+	if err := tx.InsertDecision(d); err != nil {
+		return nil, err
+	}
+	s.countDecision(tx, d)
+	tx.Audit(a.ID, "decision", d)
+	if !has(effects, cycle.RecordEpisode) {
+		return nil, nil
+	}
+	outcome := "feedback"
+	if p.Status == client.ProposalDenied {
+		outcome = "denied"
+	}
+	ep := episodeOf(p, outcome, "", d.Feedback)
+	return ep, s.recordEpisode(tx, a.ID, p, ep)
 }
 
 // decidable checks that id names a's current proposal and that it still takes a decision.
@@ -209,7 +219,7 @@ func decidable(tx *store.Tx, a *store.Agent, id string) (*client.Proposal, error
 }
 
 func alreadyDecided(tx *store.Tx, id string, err error) error {
-	if err != nil {
+	if err != nil && !errors.Is(err, errMoved) {
 		return err
 	}
 	if d, err := tx.LastDecision(id); err == nil {
@@ -249,7 +259,10 @@ func (s *Supervisor) Answer(ctx context.Context, ref string, req client.AnswerRe
 		if err != nil {
 			return err
 		}
-		if ok, err := tx.SetProposalStatus(p.ID, client.ProposalSucceeded, &text, client.ProposalStarted); err != nil {
+		if p.Status != client.ProposalStarted {
+			return conflict("question %s was already answered", p.ID)
+		}
+		if ok, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Answer, Result: text}); err != nil {
 			return err
 		} else if !ok {
 			return conflict("question %s was already answered", p.ID)
@@ -262,9 +275,6 @@ func (s *Supervisor) Answer(ctx context.Context, ref string, req client.AnswerRe
 			return err
 		}
 		tx.Audit(a.ID, "answer", map[string]string{"proposal": p.ID, "by": req.By})
-		if active(a.State) {
-			a.State, a.StateReason = client.StateThinking, ""
-		}
 		return nil
 	}, func(a *client.Agent) []client.Event {
 		return []client.Event{{Type: client.EventResult, AgentID: a.ID, Episode: ep}}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -143,9 +144,12 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	helper := &store.Agent{Agent: client.Agent{
-		ID: newID("a-"), Description: task, Task: prompt, State: client.StateThinking,
+		ID: newID("a-"), Description: task, Task: prompt, State: cycle.Initial,
 		RunID: newID("r-"), Workspace: ws, ParentID: h.parentID,
 	}}
+	if _, _, err := transit(nil, helper, nil, cycle.Event{Kind: cycle.Task}); err != nil {
+		return err
+	}
 	if helper.Description == "" {
 		helper.Description = "a helper agent"
 	}
@@ -341,21 +345,26 @@ func (s *Supervisor) deliverHelper(ctx context.Context, runID string, ended *Run
 		if err != nil {
 			return err
 		}
-		if moved, err := tx.SetProposalStatus(p.ID, status, &result, client.ProposalStarted); err != nil || !moved {
-			return err // withdrawn meanwhile (its run was stopped): the wait just goes
-		}
+		ev := cycle.Event{Kind: cycle.Succeed, Result: result}
 		epOutcome := "succeeded"
 		if status == client.ProposalFailed {
-			epOutcome = "failed"
+			ev.Kind, epOutcome = cycle.Fail, "failed"
+		}
+		if p.Status != client.ProposalStarted {
+			return nil // withdrawn meanwhile (its run was stopped): the wait just goes
+		}
+		on := a
+		if a.RunID != p.RunID {
+			on = nil // its run is over: the agent is another run's
+		}
+		if moved, _, err := transit(tx, on, p, ev); err != nil || !moved {
+			return err // withdrawn meanwhile (its run was stopped): the wait just goes
 		}
 		ep = episodeOf(p, epOutcome, result, "")
 		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
 			return err
 		}
 		tx.Audit(a.ID, epOutcome, map[string]string{"proposal": p.ID, "command": p.Command, "helper": w.HelperID})
-		if a.RunID == p.RunID && a.State == client.StateExecuting {
-			a.State, a.StateReason = client.StateThinking, ""
-		}
 		return nil
 	}, func(a *client.Agent) []client.Event {
 		if ep == nil {

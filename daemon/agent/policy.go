@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -50,16 +51,49 @@ func storedRules(perms []client.Permission) permission.Rules {
 	return r
 }
 
-// verdict is what the patterns of settings l say about running p now, for agent a, in tx.
-func (s *Supervisor) verdict(l *live, tx *store.Tx, a *store.Agent, spec *commands.Spec, p *client.Proposal) (permission.Verdict, error) {
-	if spec == nil {
-		return permission.Verdict{Effect: permission.Ask, Reason: "the command is not available now"}, nil
+// authorize asks cycle.Authorize how agent a's proposal p is decided now, in tx: by its
+// rule layers and the policy it follows (its top agent's for a helper: owner, which the
+// caller writes when the answer's Policy differs from owner's), or by d, a person's
+// decision, when set. prev is the proposal before p in its run (nil for the first), spec
+// p's command as the agent has it now (nil when it has none by that name).
+func (s *Supervisor) authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec, d *client.Decision) (au cycle.Authorization, owner *store.Agent, err error) {
+	req := cycle.Request{Proposal: p, Spec: spec, Repeat: prev != nil && prev.Hash == p.Hash, Options: policyOptions(l, a), Decision: d,
+		Approver: true} // the local API's peers may decide; chat front ends refuse non-approvers before
+	if d == nil && p.Command != commands.AskUser && !req.Repeat && spec != nil {
+		if req.Rules, err = layersFor(l, tx, a); err != nil {
+			return au, nil, err
+		}
 	}
-	layers, err := layersFor(l, tx, a)
-	if err != nil {
-		return permission.Verdict{}, err
+	if owner, err = policyOwner(tx, a); err != nil {
+		return au, nil, err
 	}
-	return permission.Evaluate(*spec, p.Args, permission.Options{AutoRead: l.AutoRead}, layers...), nil
+	req.Policy = cycle.Policy{Mode: owner.Policy.Mode, AutoSteps: owner.Policy.AutoSteps, ContinuousLimit: owner.Policy.ContinuousLimit}
+	if req.Policy.ContinuousLimit <= 0 {
+		req.Policy.ContinuousLimit = l.ContinuousLimit
+	}
+	if owner != a {
+		req.Policy.Owner = owner.Name
+	}
+	return cycle.Authorize(req), owner, nil
+}
+
+// drawPolicy writes the mode an authorization leaves into owner; it reports whether
+// that changed it.
+func drawPolicy(owner *store.Agent, au cycle.Authorization) bool {
+	if owner.Policy.Mode == au.Policy.Mode && owner.Policy.AutoSteps == au.Policy.AutoSteps {
+		return false
+	}
+	owner.Policy.Mode, owner.Policy.AutoSteps = au.Policy.Mode, au.Policy.AutoSteps
+	return true
+}
+
+// policyOptions are the evaluation options for agent a under settings l: its file
+// commands' paths are matched as written and as resolved through its workspace's links.
+func policyOptions(l *live, a *store.Agent) permission.Options {
+	ws := a.Workspace
+	return permission.Options{AutoRead: l.AutoRead, Resolve: func(p string) (string, error) {
+		return commands.ResolveLinks(ws, p)
+	}}
 }
 
 // layersFor returns the rule layers that decide agent a's proposals, in order: its stored
@@ -85,23 +119,6 @@ func layersFor(l *live, tx *store.Tx, a *store.Agent) ([]permission.Rules, error
 		pid = parent.ParentID
 	}
 	return append(layers, l.rules.global), nil
-}
-
-// policyDecision turns a pattern's verdict into the policy's decision: an allow approves,
-// a deny becomes feedback to the model (not run; the agent goes on with another command).
-func policyDecision(p *client.Proposal, v permission.Verdict) *client.Decision {
-	switch v.Effect {
-	case permission.Allow:
-		by := "allow pattern " + v.Pattern
-		if v.Pattern == "" {
-			by = "auto_read"
-		}
-		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: by, Pattern: v.Pattern}
-	case permission.Deny:
-		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionFeedback, Source: "policy", By: "deny pattern " + v.Pattern, Pattern: v.Pattern,
-			Feedback: fmt.Sprintf("Not run: %s is refused here by the permission pattern %s. Do not propose it again; choose another way.", p.Command, v.Pattern)}
-	}
-	return nil
 }
 
 // scopePattern is the pattern a widening decision stores: the proposal's exact command

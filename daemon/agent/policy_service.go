@@ -210,7 +210,7 @@ func (s *Supervisor) TestPolicy(ctx context.Context, ref string, req client.Poli
 		if err != nil {
 			return err
 		}
-		e := permission.Explain(*spec, args, permission.Options{AutoRead: l.AutoRead}, layers...)
+		e := permission.Explain(*spec, args, policyOptions(l, a), layers...)
 		out = &client.PolicyTest{AgentID: a.ID, Command: spec.Name, Args: args, Subject: permission.Subject(*spec, args),
 			Effect: string(e.Verdict.Effect), Pattern: e.Verdict.Pattern, Source: e.Verdict.Layer, Reason: e.Verdict.Reason}
 		for _, c := range e.Commands {

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -91,13 +93,19 @@ func TestPermissionPatterns(t *testing.T) {
 		t.Error("Commands of an unknown agent succeeded")
 	}
 
-	// agentctl policy AGENT test: the same layers decide, on the cleaned path.
+	// agentctl policy AGENT test: the same layers decide, on the cleaned path and on the
+	// path a link in the workspace leads to.
+	os.WriteFile(filepath.Join(a.Workspace, "secret.txt"), []byte("s"), 0o600)
+	if err := os.Symlink("secret.txt", filepath.Join(a.Workspace, "notes-link")); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		req  client.PolicyTestRequest
 		want string // effect pattern source
 	}{
 		{client.PolicyTestRequest{Command: "write_file", Subject: "./secret.txt"}, "deny write_file(secret*) config"},
 		{client.PolicyTestRequest{Command: "write_file", Subject: "notes.txt"}, "allow write_file(notes.txt) stored"},
+		{client.PolicyTestRequest{Command: "write_file", Subject: "notes-link"}, "deny write_file(secret*) config"},
 		{client.PolicyTestRequest{Command: "list_folder", Args: []byte(`{"path":"./."}`)}, "allow list_folder(*) config"},
 		{client.PolicyTestRequest{Command: "write_file", Subject: "../x"}, "ask  "},
 		{client.PolicyTestRequest{Command: "execute_shell", Subject: "ls"}, "ask  "},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -207,12 +208,11 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 			if err != nil {
 				return err
 			}
-			probe := *a // autoDecision counts down the policy; here it only asks
 			spec := r.s.specIn(ctx, l, tx, a, p.Command)
-			if d, _, err := r.autoDecision(l, tx, &probe, p, prev, spec); err != nil {
+			if au, _, err := r.s.authorize(l, tx, a, p, prev, spec, nil); err != nil {
 				return err
-			} else if d != nil {
-				act = actExecute
+			} else if au.Verdict != cycle.Ask {
+				act = actExecute // execute records the verdict with the start
 			}
 		case client.ProposalStarted:
 			// With one loop per agent nothing else executes: a started command here lost
@@ -254,16 +254,18 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 		if err != nil || cur.State != a.State {
 			return err // changed meanwhile: the next round sees it
 		}
-		if lost {
-			if _, err := tx.SetProposalStatus(prop.ID, client.ProposalInterrupted, nil, client.ProposalStarted); err != nil {
-				return err
-			}
-			cur.StateReason = "the result of " + prop.Command + " could not be recorded; it may or may not have run: decide again"
-			tx.Audit(cur.ID, "interrupted", map[string]string{"proposal": prop.ID, "command": prop.Command})
+		ev := cycle.Event{Kind: cycle.Await, Reason: cur.StateReason}
+		switch {
+		case lost:
+			ev = cycle.Event{Kind: cycle.ResultLost, Reason: "the result of " + prop.Command + " could not be recorded; it may or may not have run: decide again"}
+		case helping:
+			ev = cycle.Event{Kind: cycle.WaitHelper, Reason: "waiting for a helper agent"}
 		}
-		cur.State = want
-		if want == client.StateExecuting {
-			cur.StateReason = "waiting for a helper agent"
+		if moved, _, err := transit(tx, cur, prop, ev); err != nil || !moved {
+			return err
+		}
+		if lost {
+			tx.Audit(cur.ID, "interrupted", map[string]string{"proposal": prop.ID, "command": prop.Command})
 		}
 		if err := tx.UpdateAgent(cur); err != nil {
 			return err
@@ -280,66 +282,6 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 	return act, prop, err
 }
 
-// autoDecision returns the decision the agent's policy makes for p, or nil to ask a person.
-// It updates the counters of the policy it follows; the caller persists a, and drawn when
-// that is another agent's: a helper follows its top agent's mode (policyOwner). spec is
-// p's command as the agent has it now (nil when it has none by that name).
-// prev is the proposal before p in its run (nil for the first): a repeat of it always goes
-// to a person, whatever the policy.
-//
-// Order: ask_user needs no approval; a repeat asks; a deny pattern refuses (as feedback
-// to the model); an allow pattern (or auto_read) approves; execute-class commands ask;
-// then the mode — auto for N steps, or continuous up to its limit.
-func (r *runner) autoDecision(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec) (d *client.Decision, drawn *store.Agent, err error) {
-	if p.Command == commands.AskUser {
-		// Asking is harmless, and the person's answer is their decision.
-		return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "ask_user needs no approval"}, nil, nil
-	}
-	if prev != nil && prev.Hash == p.Hash {
-		return nil, nil, nil // the watchdog asks a person about a repeat
-	}
-	v, err := r.s.verdict(l, tx, a, spec, p)
-	if err != nil {
-		return nil, nil, err
-	}
-	if d := policyDecision(p, v); d != nil {
-		return d, nil, nil
-	}
-	if spec == nil || spec.Class == commands.ClassExecute {
-		return nil, nil, nil // execute commands run unasked only by an explicit allow pattern
-	}
-	owner, err := policyOwner(tx, a)
-	if err != nil {
-		return nil, nil, err
-	}
-	by := ""
-	if owner != a {
-		by = " (" + owner.Name + "'s)"
-	}
-	switch owner.Policy.Mode {
-	case "auto":
-		if owner.Policy.AutoSteps > 0 {
-			owner.Policy.AutoSteps--
-			if owner.Policy.AutoSteps == 0 {
-				owner.Policy.Mode = "ask"
-			}
-			if owner != a {
-				drawn = owner
-			}
-			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "auto" + by}, drawn, nil
-		}
-	case "continuous":
-		limit := owner.Policy.ContinuousLimit
-		if limit <= 0 {
-			limit = l.ContinuousLimit
-		}
-		if p.Step <= limit {
-			return &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "continuous" + by}, nil, nil
-		}
-	}
-	return nil, nil, nil
-}
-
 // Hash is the proposal hash: sha256 over the command name and its canonical args.
 func Hash(command string, canonicalArgs []byte) string {
 	h := sha256.New()
@@ -349,8 +291,9 @@ func Hash(command string, canonicalArgs []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// setState moves the agent to state (if it is still active) and publishes the change.
-func (r *runner) setState(ctx context.Context, state client.AgentState, reason string) {
+// setState moves the agent on ev (think, model_down) if it is still active and that
+// changes it, and publishes the change.
+func (r *runner) setState(ctx context.Context, ev cycle.Event) {
 	r.mu.Lock()
 	var v *client.Agent
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -358,10 +301,12 @@ func (r *runner) setState(ctx context.Context, state client.AgentState, reason s
 		if err != nil {
 			return err
 		}
-		if !active(a.State) || (a.State == state && a.StateReason == reason) {
+		if !active(a.State) || !settles(a, ev) {
 			return nil
 		}
-		a.State, a.StateReason = state, reason
+		if _, _, err := transit(tx, a, nil, ev); err != nil {
+			return err
+		}
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}
@@ -428,7 +373,7 @@ type started struct {
 	cancel  context.CancelFunc
 }
 
-// startTx moves p to started in tx — recording the policy's approval first when p is
+// startTx moves p to started in tx — recording the policy's verdict first when p is
 // still pending — and sets a's state to match; the caller writes a. prev is the proposal
 // before p in its run, needed only when p is pending. It fails with errNotApproved when
 // p is neither approved nor approvable by the policy.
@@ -436,35 +381,38 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 	st.a = a
 	if p.Status == client.ProposalPending {
 		// Decided by policy: the decision and the start land together.
-		var err error
-		var drawn *store.Agent
-		if st.decided, drawn, err = r.autoDecision(l, tx, a, p, prev, spec); err != nil {
+		au, owner, err := r.s.authorize(l, tx, a, p, prev, spec, nil)
+		if err != nil {
 			return err
 		}
-		if st.decided == nil {
+		if au.Verdict == cycle.Ask {
 			return errNotApproved
 		}
-		if drawn != nil {
-			if err := tx.UpdateAgent(drawn); err != nil {
+		if drawPolicy(owner, au) && owner != a {
+			if err := tx.UpdateAgent(owner); err != nil { // a helper drew from its top agent's grant
 				return err
 			}
 		}
-		if st.decided.Kind == client.DecisionFeedback {
-			return r.refuseTx(tx, a, p, st)
+		st.decided = au.Decision
+		ev := cycle.Event{Kind: cycle.PolicyAllow}
+		if au.Verdict == cycle.Refuse {
+			ev.Kind = cycle.PolicyRefuse // not run: the reason goes to the model as feedback
 		}
-		if ok, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalPending); err != nil || !ok {
-			if err == nil {
-				err = errNotApproved
-			}
+		if st.refused, err = r.s.decideTx(tx, a, p, st.decided, ev); errors.Is(err, errMoved) {
+			return errNotApproved // a person decided it meanwhile; the next round sees it
+		} else if err != nil {
 			return err
 		}
-		if err := tx.InsertDecision(st.decided); err != nil {
-			return err
+		if st.refused != nil {
+			st.v = known(a, nil, nil)
+			return nil
 		}
-		r.s.countDecision(tx, st.decided)
-		tx.Audit(a.ID, "decision", st.decided)
 	}
-	if moved, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalApproved); err != nil || !moved {
+	ev := cycle.Event{Kind: cycle.Start}
+	if p.Command == commands.AskUser {
+		ev.Kind = cycle.StartQuestion
+	}
+	if moved, _, err := transit(tx, a, p, ev); err != nil || !moved {
 		if err == nil {
 			err = errNotApproved
 		}
@@ -476,35 +424,8 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 		if err := tx.SetQuestion(a.ID, st.q); err != nil {
 			return err
 		}
-		a.State = client.StateAwaitingDecision
-	} else {
-		a.State = client.StateExecuting
 	}
-	a.StateReason = ""
 	st.v = known(a, nil, st.q) // p is the open proposal and it is started: nothing to decide
-	return nil
-}
-
-// refuseTx records the policy's refusal of p (a deny pattern matched): not run, and the
-// reason goes to the model as feedback, so the agent goes on with another command.
-func (r *runner) refuseTx(tx *store.Tx, a *store.Agent, p *client.Proposal, st *started) error {
-	if ok, err := tx.SetProposalStatus(p.ID, client.ProposalFeedback, nil, client.ProposalPending); err != nil || !ok {
-		if err == nil {
-			err = errNotApproved
-		}
-		return err
-	}
-	if err := tx.InsertDecision(st.decided); err != nil {
-		return err
-	}
-	r.s.countDecision(tx, st.decided)
-	tx.Audit(a.ID, "decision", st.decided)
-	st.refused = episodeOf(p, "feedback", "", st.decided.Feedback)
-	if err := r.s.recordEpisode(tx, a.ID, p, st.refused); err != nil {
-		return err
-	}
-	a.State, a.StateReason = client.StateThinking, ""
-	st.v = known(a, nil, nil)
 	return nil
 }
 
@@ -582,9 +503,9 @@ func questionText(p *client.Proposal) string {
 // finishExecution records the outcome and the episode in one transaction; busy is how
 // long the command ran, added to the agent's busy time.
 func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error, busy time.Duration) {
-	status, outcome, result := client.ProposalSucceeded, "succeeded", out
+	kind, outcome, result := cycle.Succeed, "succeeded", out
 	if runErr != nil {
-		status, outcome = client.ProposalFailed, "failed"
+		kind, outcome = cycle.Fail, "failed"
 		result = "Error: " + runErr.Error()
 		if out != "" {
 			result += "\n" + out
@@ -592,36 +513,42 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 	}
 	ep := episodeOf(p, outcome, result, "")
 	finished := p.Command == commands.Finish && runErr == nil
+	if finished {
+		kind = cycle.Finish
+	}
 	var v *client.Agent
 	r.mu.Lock()
 	r.cancelExec = nil
 	r.mu.Unlock()
+	ev := cycle.Event{Kind: kind, Result: result, Reason: "finished: " + cut(out, 200), Detail: out}
 	record := func(tx *store.Tx) error {
-		if _, err := tx.SetProposalStatus(p.ID, status, &result, client.ProposalStarted); err != nil {
+		a, err := tx.Agent(r.id)
+		if err != nil {
+			return err
+		}
+		cur := *p // a retried transaction starts from the proposal as it was
+		on := a
+		if a.RunID != p.RunID {
+			on = nil // stopped and given a new task while this ran: the agent is the new run's
+		}
+		// Not moved: withdrawn meanwhile (its run's budget ran out); the episode stays.
+		moved, effects, err := transit(tx, on, &cur, ev)
+		if err != nil {
 			return err
 		}
 		if err := r.s.recordEpisode(tx, r.id, p, ep); err != nil {
 			return err
 		}
 		tx.Audit(r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
-		a, err := tx.Agent(r.id)
-		if err != nil {
-			return err
-		}
 		a.BusyMS += busy.Milliseconds()
-		if a.RunID != p.RunID {
-			return tx.UpdateAgent(a) // stopped and given a new task while this ran
+		if on == nil {
+			return tx.UpdateAgent(a)
 		}
-		if finished {
-			if err := tx.EndRun(p.RunID, "finished", out); err != nil {
-				return err
-			}
-			a.State, a.StateReason, a.Policy.AutoSteps = client.StateIdle, "finished: "+cut(out, 200), 0
+		if moved && has(effects, cycle.EndRun) {
+			a.Policy.AutoSteps = 0
 			if a.Policy.Mode == "auto" {
 				a.Policy.Mode = "ask"
 			}
-		} else if a.State == client.StateExecuting {
-			a.State, a.StateReason = client.StateThinking, ""
 		}
 		if err := tx.UpdateAgent(a); err != nil {
 			return err

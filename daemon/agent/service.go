@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
@@ -142,7 +144,7 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 	}
 	a := &store.Agent{Agent: client.Agent{
 		ID: newID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
-		Goals: req.Goals, Task: req.Task, Policy: pol, State: client.StateIdle, Commands: cmds,
+		Goals: req.Goals, Task: req.Task, Policy: pol, State: cycle.Initial, Commands: cmds,
 	}}
 	if a.Task == "" && len(a.Goals) > 0 {
 		a.Task = "Achieve the goals below."
@@ -159,7 +161,10 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 		start = *req.Start && a.Task != ""
 	}
 	if start {
-		a.RunID, a.State = newID("r-"), client.StateThinking
+		a.RunID = newID("r-")
+		if _, _, err := transit(nil, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
+			return nil, err
+		}
 	} else if opt != nil {
 		return nil, badRequest("a run budget needs a run to bound: give a task or goals and let it start")
 	}
@@ -469,7 +474,9 @@ func (s *Supervisor) pause(ctx context.Context, ref, reason string) (*client.Age
 		if !active(a.State) {
 			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
 		}
-		a.State, a.StateReason = client.StatePaused, reason
+		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Pause, Reason: reason}); err != nil {
+			return err
+		}
 		r.cancelThinking()
 		return tx.Audit(a.ID, "paused", map[string]string{"reason": reason})
 	})
@@ -501,7 +508,10 @@ func (s *Supervisor) resume(ctx context.Context, ref, only string) (*client.Agen
 		if _, why := s.agentOver(a); why != "" {
 			return conflict("agent %s is over its budget: %s", a.Name, why)
 		}
-		a.State, a.StateReason, a.Strikes = client.StateThinking, "", 0
+		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Resume}); err != nil {
+			return err
+		}
+		a.Strikes = 0
 		return tx.Audit(a.ID, "resumed", nil)
 	})
 }
@@ -520,21 +530,24 @@ func (s *Supervisor) stop(ctx context.Context, ref, reason string) (*client.Agen
 			return conflict("agent %s is idle already", a.Name)
 		}
 		r.cancelAll()
-		if p, err := tx.OpenProposal(a.ID); err == nil && p.Status != client.ProposalStarted {
-			if _, err := tx.SetProposalStatus(p.ID, client.ProposalSuperseded, nil, p.Status); err != nil {
+		p, err := tx.OpenProposal(a.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			p, err = nil, nil
+		} else if err != nil {
+			return err
+		}
+		withdraw := cycle.Event{Kind: cycle.Withdraw, Result: "withdrawn: the run was stopped"}
+		if p != nil && p.Status == client.ProposalStarted && p.Command == commands.AskUser {
+			if _, _, err := transit(tx, a, p, withdraw); err != nil {
 				return err
 			}
-		} else if err == nil && p.Command == "ask_user" {
-			msg := "withdrawn: the run was stopped"
-			tx.SetProposalStatus(p.ID, client.ProposalFailed, &msg, client.ProposalStarted)
-		} else if err == nil {
+		} else if p != nil && p.Status == client.ProposalStarted {
 			// A proposal waiting for a helper has no execution to cancel: withdraw it
 			// (the helper is stopped once this run's end is recorded).
 			if waiting, err := tx.DeleteWait(p.ID); err != nil {
 				return err
 			} else if waiting {
-				msg := "withdrawn: the run was stopped"
-				if _, err := tx.SetProposalStatus(p.ID, client.ProposalFailed, &msg, client.ProposalStarted); err != nil {
+				if _, _, err := transit(tx, a, p, withdraw); err != nil {
 					return err
 				}
 			}
@@ -542,10 +555,10 @@ func (s *Supervisor) stop(ctx context.Context, ref, reason string) (*client.Agen
 		if err := tx.ClearQuestions(a.ID); err != nil {
 			return err
 		}
-		if err := tx.EndRun(a.RunID, "stopped", reason); err != nil {
+		// An open proposal not started is superseded; the run ends.
+		if _, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Stop, Reason: reason, Detail: reason}); err != nil {
 			return err
 		}
-		a.State, a.StateReason = client.StateIdle, reason
 		a.Policy.AutoSteps = 0
 		runID = a.RunID
 		return tx.Audit(a.ID, "stopped", nil)
@@ -619,18 +632,19 @@ func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *Run
 
 // newRunTx starts a new run of the idle agent a with task; the caller writes a.
 func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
-	// Nothing of the last run may be decided in the new one.
-	if p, err := tx.OpenProposal(a.ID); err == nil && p.Status != client.ProposalStarted {
-		if _, err := tx.SetProposalStatus(p.ID, client.ProposalSuperseded, nil, p.Status); err != nil {
-			return err
-		}
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+	// Nothing of the last run may be decided in the new one: the task supersedes it.
+	p, err := tx.OpenProposal(a.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		p, err = nil, nil
+	} else if err != nil {
+		return err
+	}
+	if _, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Task}); err != nil {
 		return err
 	}
 	if err := tx.ClearQuestions(a.ID); err != nil {
 		return err
 	}
 	a.RunID, a.Task, a.Step, a.Strikes = newID("r-"), task, 0, 0
-	a.State, a.StateReason = client.StateThinking, ""
 	return tx.StartRun(a.RunID, a.ID, task)
 }

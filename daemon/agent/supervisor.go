@@ -4,6 +4,8 @@
 //
 // Every transition is a store transaction, and the loop decides what to do next from the
 // stored state alone, so an agent picks up where it was after a restart or a kill -9.
+// What a transition does is the cycle package's answer (cycle.Next, cycle.Authorize);
+// transit, in transit.go, is the one place that writes it.
 // The Supervisor implements the local API's Service; agentctl and the chat bots go through it.
 package agent
 
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
@@ -206,14 +209,6 @@ func (s *Supervisor) Start(ctx context.Context) error {
 // Wait blocks until every agent loop has returned (after the Start context ended).
 func (s *Supervisor) Wait() { s.wg.Wait() }
 
-func active(st client.AgentState) bool {
-	switch st {
-	case client.StatePaused, client.StateIdle, client.StateFailed:
-		return false
-	}
-	return true
-}
-
 // recover finds commands that were running when the daemon died.
 func (s *Supervisor) recover(ctx context.Context) error {
 	return s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -231,10 +226,15 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			} else if err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
-			if !active(a.State) || p.RunID != a.RunID {
+			on := a
+			if p.RunID != a.RunID {
+				on = nil // its run was replaced while it ran
+			}
+			ev := cycle.Event{Kind: cycle.Recovered, Result: "interrupted by a daemon restart after its run had ended",
+				Reason: "the daemon stopped while " + p.Command + " ran; it may or may not have finished: decide again"}
+			if on == nil || !active(a.State) {
 				// Its run was stopped or replaced while it ran: record it, ask no one.
-				msg := "interrupted by a daemon restart after its run had ended"
-				if _, err := tx.SetProposalStatus(p.ID, client.ProposalFailed, &msg, client.ProposalStarted); err != nil {
+				if _, _, err := transit(tx, on, &p, ev); err != nil {
 					return err
 				}
 				tx.Audit(p.AgentID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command, "run": "ended"})
@@ -244,17 +244,15 @@ func (s *Supervisor) recover(ctx context.Context) error {
 				continue // the question is still open; the answer completes it
 			}
 			if spec := s.specIn(ctx, s.live(), tx, a, p.Command); spec != nil && spec.Idempotent {
-				if _, err := tx.SetProposalStatus(p.ID, client.ProposalApproved, nil, client.ProposalStarted); err != nil {
+				if _, _, err := transit(tx, a, &p, cycle.Event{Kind: cycle.RecoveredIdempotent}); err != nil {
 					return err
 				}
 				tx.Audit(p.AgentID, "recovered", map[string]string{"proposal": p.ID, "action": "re-run (idempotent)"})
 				continue
 			}
-			if _, err := tx.SetProposalStatus(p.ID, client.ProposalInterrupted, nil, client.ProposalStarted); err != nil {
+			if _, _, err := transit(tx, a, &p, ev); err != nil {
 				return err
 			}
-			a.State = client.StateAwaitingDecision
-			a.StateReason = "the daemon stopped while " + p.Command + " ran; it may or may not have finished: decide again"
 			if err := tx.UpdateAgent(a); err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
@@ -38,7 +39,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 		return
 	}
 	if a.State != client.StateThinking {
-		r.setState(ctx, client.StateThinking, "")
+		r.setState(ctx, cycle.Event{Kind: cycle.Think})
 	}
 	stepCtx, cancel := context.WithCancel(ctx)
 	r.mu.Lock()
@@ -164,16 +165,21 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 	repeat := last != nil && last.Hash == hash && res.Reply.Command.Name != commands.AskUser
 	p := &client.Proposal{
 		ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Thoughts: client.Thoughts(res.Reply.Thoughts),
-		Command: res.Reply.Command.Name, Args: canon, Hash: hash, Status: client.ProposalPending,
+		Command: res.Reply.Command.Name, Args: canon, Hash: hash,
 		Model: model, PromptTokens: res.PromptTokens, EvalTokens: res.EvalTokens,
 	}
 	rethink := repeat && !r.smartNext && l.SmartModel != ""
-	askAboutRepeat := repeat && !rethink
-	if rethink {
-		p.Status = client.ProposalSuperseded
+	ev := cycle.Event{Kind: cycle.Proposed}
+	switch {
+	case rethink:
+		ev.Kind = cycle.ProposedRethink
+	case repeat:
+		ev = cycle.Event{Kind: cycle.ProposedRepeat,
+			Reason: fmt.Sprintf("the model proposed %s with the same arguments twice in a row: approve to run it again, or give feedback", p.Command)}
 	}
 	var v *client.Agent
-	var st *started // set when the policy approved p and it started in the same transaction
+	var shown client.Proposal // p as proposed: the policy may start it in the same transaction
+	var st *started           // set when the policy approved p and it started in the same transaction
 	r.mu.Lock()
 	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		st = nil // a retried transaction starts over
@@ -181,8 +187,9 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		if err != nil {
 			return err
 		}
-		if cur.State != client.StateThinking || cur.RunID != a.RunID {
-			p.Status = client.ProposalSuperseded // paused or stopped meanwhile: keep it for the record only
+		on := cur
+		if cur.RunID != a.RunID {
+			on = nil // stopped and given a new task meanwhile: keep it for the record only
 		}
 		cur.Step++
 		cur.StepsTotal++
@@ -191,18 +198,15 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		cur.Strikes = 0
 		cur.PromptTokens += int64(res.PromptTokens)
 		cur.EvalTokens += int64(res.EvalTokens)
-		if err := tx.InsertProposal(p); err != nil {
+		if _, _, err := transit(tx, on, p, ev); err != nil { // inserts p: pending, or superseded
 			return err
 		}
+		shown = *p
 		tx.Audit(a.ID, "proposal", map[string]any{"proposal": p.ID, "command": p.Command, "hash": p.Hash, "model": model})
-		if askAboutRepeat && p.Status == client.ProposalPending {
-			cur.State = client.StateAwaitingDecision
-			cur.StateReason = fmt.Sprintf("the model proposed %s with the same arguments twice in a row: approve to run it again, or give feedback", p.Command)
-		}
 		var pending *client.Proposal // think runs only when no proposal is open
 		if p.Status == client.ProposalPending {
-			pending = p
-			if !askAboutRepeat {
+			pending = &shown
+			if ev.Kind == cycle.Proposed {
 				// When the policy approves it, the approval and the start commit with the
 				// proposal: one durable write instead of three before the command runs.
 				st = &started{cmds: cmds}
@@ -236,10 +240,10 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		return
 	}
 	r.smartNext = rethink
-	if p.Status == client.ProposalSuperseded {
+	if shown.Status == client.ProposalSuperseded {
 		return
 	}
-	r.s.events.Publish(client.Event{Type: client.EventProposal, AgentID: a.ID, Proposal: p, Agent: v})
+	r.s.events.Publish(client.Event{Type: client.EventProposal, AgentID: a.ID, Proposal: &shown, Agent: v})
 	if st != nil {
 		r.run(ctx, l, p, st)
 	}
@@ -261,9 +265,11 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 		tx.Audit(a.ID, "invalid_reply", map[string]any{"problems": inv.Problems, "strikes": a.Strikes})
 		if a.Strikes >= l.MaxInvalidReplies && active(a.State) {
 			paused = true
-			a.State = client.StatePaused
-			a.StateReason = fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
-				a.Strikes, strings.Join(inv.Problems, "; "), a.Name)
+			ev := cycle.Event{Kind: cycle.InvalidReplies, Reason: fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
+				a.Strikes, strings.Join(inv.Problems, "; "), a.Name)}
+			if _, _, err := transit(tx, a, nil, ev); err != nil {
+				return err
+			}
 		}
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
@@ -295,7 +301,7 @@ func (r *runner) modelError(ctx context.Context, err error) {
 	}
 	r.s.model.failed(err)
 	r.s.log.Warn("model call failed", "agent", r.id, "attempt", r.waitAttempt, "err", err)
-	r.setState(ctx, client.StateWaitingForModel, reason)
+	r.setState(ctx, cycle.Event{Kind: cycle.ModelDown, Reason: reason})
 	r.sleep(ctx, r.s.opt.Backoff(r.waitAttempt))
 }
 

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
@@ -25,8 +26,16 @@ import (
 // that agent_created stays right across restarts. Hidden files are not artifacts.
 const uploadsFile = ".agentprotocol-uploads.json"
 
+// maxUploadsRecord bounds what is read of uploadsFile: thousands of paths.
+const maxUploadsRecord = 1 << 20
+
 // maxArtifacts bounds a workspace walk: a task lists at most this many files.
 const maxArtifacts = 10000
+
+// maxArtifactDepth bounds how deep the walk looks for files: it reaches each folder by
+// its path from the top, so a chain of folders the agent nested thousands deep would cost
+// every listing time in the square of its depth.
+const maxArtifactDepth = 32
 
 // artifactID is a file's id: its slash-separated relative path, base64url without padding.
 func artifactID(rel string) string { return base64.RawURLEncoding.EncodeToString([]byte(rel)) }
@@ -84,6 +93,9 @@ func (h *handler) artifacts(a *client.Agent) ([]Artifact, error) {
 				return fs.SkipDir
 			}
 			return nil
+		}
+		if d.IsDir() && strings.Count(p, "/") >= maxArtifactDepth-1 {
+			return fs.SkipDir
 		}
 		if d.Type().IsRegular() {
 			out = append(out, h.artifactOf(p, uploaded))
@@ -143,12 +155,9 @@ func (h *handler) downloadArtifact(w http.ResponseWriter, r *http.Request) error
 	if !ok || a == nil {
 		return notFound
 	}
-	root, err := commands.OpenWorkspace(a.Workspace)
-	if err != nil {
-		return notFound
-	}
-	defer root.Close()
-	f, err := root.Open(rel) // os.Root refuses symlinks that lead out of the workspace
+	// As the file commands read: never out of the workspace, never through a hard link,
+	// never waiting on a FIFO the agent's shell left under the name.
+	f, err := commands.OpenRead(a.Workspace, rel)
 	if err != nil {
 		return notFound
 	}
@@ -263,7 +272,17 @@ func randHex() string {
 
 func readUploads(root *os.Root) map[string]bool {
 	m := map[string]bool{}
-	b, err := root.ReadFile(uploadsFile)
+	// The agent can put anything under this name: O_NONBLOCK so a FIFO fails rather than
+	// waits, a regular file only, and no more of it than a record of uploads needs.
+	f, err := root.OpenFile(uploadsFile, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return m
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return m
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxUploadsRecord))
 	if err != nil {
 		return m
 	}

@@ -36,6 +36,7 @@ type apClient struct {
 	base   string
 	token  string
 	router routers.Router
+	state  string // the daemon's state dir; workspaces are under state/workspaces
 }
 
 func loadSpec(t *testing.T, base string) routers.Router {
@@ -233,5 +234,5 @@ func startDaemon(t *testing.T) (*apClient, *model) {
 		}
 	})
 	base := "http://" + cfg.HTTP.Listen
-	return &apClient{t: t, base: base, token: token, router: loadSpec(t, base)}, m
+	return &apClient{t: t, base: base, token: token, router: loadSpec(t, base), state: cfg.StateDir}, m
 }

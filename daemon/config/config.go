@@ -156,7 +156,8 @@ type WebConfig struct {
 	SearxngURL string `toml:"searxng_url"`
 	// DuckDuckGo searches DuckDuckGo's HTML page when SearxNG is unset or fails.
 	DuckDuckGo bool `toml:"duckduckgo"`
-	// AllowPrivate lets read_webpage reach loopback and private addresses.
+	// AllowPrivate lets read_webpage and clone_repository reach loopback, private and
+	// other non-public addresses (commands/netguard decides which those are).
 	AllowPrivate bool `toml:"allow_private"`
 	// MaxPageBytes caps a fetched page; Timeout caps one fetch.
 	MaxPageBytes int      `toml:"max_page_bytes"`

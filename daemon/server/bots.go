@@ -222,11 +222,10 @@ func (c *chatBots) statuses() []client.BotStatus {
 	return out
 }
 
-// chatCheck is agentctl doctor's check of the bots' connections. The bots are made after
-// the supervisor (they need it), and a reload replaces them, so the check reads the
-// current set through a pointer.
-func chatCheck(live **liveBots) agent.HealthCheck {
-	return func(context.Context) []client.Check { return botChecks((*live).statuses(), time.Now()) }
+// chatCheck is agentctl doctor's check of the bots' connections. A reload replaces the
+// bot set, so the check asks live for the current one; none before the bots start.
+func chatCheck(live *liveBots) agent.HealthCheck {
+	return func(context.Context) []client.Check { return botChecks(live.statuses(), time.Now()) }
 }
 
 // botChecks judges connections: up is ok, connecting for under 30 s a warning, anything

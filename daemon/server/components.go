@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/mcp"
@@ -115,7 +116,20 @@ func askModel(live *liveConfig, lc *llm.Client) web.AskFunc {
 // shellOptions are the shell commands' options from the config.
 func shellOptions(cfg *config.Config) shell.Options {
 	return shell.Options{Sandbox: cfg.Shell.Sandbox, PassEnv: cfg.Shell.Env, Network: cfg.Shell.Network,
-		UID: cfg.Shell.UID, GID: cfg.Shell.GID, OutputCap: max(1024, cfg.Agent.OutputCap-1024)}
+		UID: cfg.Shell.UID, GID: cfg.Shell.GID, OutputCap: max(1024, cfg.Agent.OutputCap-1024),
+		HidePaths: tokenFiles(cfg)}
+}
+
+// tokenFiles are the secret files the config names, hidden inside the sandbox wherever
+// they live (/etc/agentd always is): a token file elsewhere under /etc stays out of reach.
+func tokenFiles(cfg *config.Config) []string {
+	var out []string
+	for _, f := range []string{cfg.Slack.BotTokenFile, cfg.Slack.AppTokenFile, cfg.Discord.TokenFile, cfg.HTTP.TokenFile} {
+		if f = filepath.Clean(f); filepath.IsAbs(f) && f != "/" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // sandboxFix is what a person does when no sandbox works here.

@@ -59,3 +59,16 @@ func TestSandboxCheck(t *testing.T) {
 		t.Errorf("shell off: status %+v; want the zero value", st)
 	}
 }
+
+// TestSandboxHidesTokenFiles checks that every token file the config names is hidden in
+// the sandbox, and that unset ones add nothing.
+func TestSandboxHidesTokenFiles(t *testing.T) {
+	cfg := config.Default()
+	cfg.Slack.BotTokenFile = "/etc/slack-bot-token"
+	cfg.Discord.TokenFile = "/srv/secrets//discord"
+	cfg.HTTP.TokenFile = "/etc/agentd-http-token"
+	got := strings.Join(shellOptions(cfg).HidePaths, " ")
+	if want := "/etc/slack-bot-token /srv/secrets/discord /etc/agentd-http-token"; got != want {
+		t.Errorf("hidden paths = %q, want %q", got, want)
+	}
+}

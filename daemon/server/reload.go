@@ -189,6 +189,9 @@ func (l *liveConfig) load() *config.Config   { return l.p.Load() }
 // liveBots runs the current set of chat bots and swaps it for a new one on reload: the
 // old set is stopped (its connections closed) before the new one starts, so no platform
 // event is handled twice. The schedules reach the current relay through chatSwitch.
+//
+// It is made before the supervisor, whose doctor check reads its statuses; svc and mgr,
+// which need the supervisor, are set once after it, before start.
 type liveBots struct {
 	svc   func(cfg *config.Config) (*chatBots, error)
 	mgr   *schedules.Manager

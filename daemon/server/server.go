@@ -2,6 +2,9 @@
 // supervisor, the schedules and the team engine, and serves the local API on the unix
 // socket until its context ends.
 //
+// Each of those is a part (part.go) with a start and a stop; daemon.go lists them in the
+// order they start, and they stop in reverse, once, however the daemon ends.
+//
 // cmd/agentd parses flags and config and calls Run; integration tests build that binary.
 package server
 
@@ -10,23 +13,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"path/filepath"
-	"time"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/agentprotocol"
 	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/schedules"
 	"github.com/agentd/agentd/daemon/statedir"
-	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 )
 
@@ -62,219 +58,100 @@ type Options struct {
 
 // RunWith is Run with reloads: on every value from opt.Reloads and on POST /v0/reload it
 // re-reads the config through opt.Load and applies what can change while agents run.
+//
+// The daemon is a list of parts (daemon.parts) started in order and stopped in reverse,
+// once: on ctx's end, on a server that stops serving, and on a part failing to start.
 func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Options) error {
-	version, ready := opt.Version, opt.Ready
 	if opt.Notify == nil {
 		opt.Notify = func(string) {}
 	}
 	if opt.IsAgentCommand == nil {
 		opt.IsAgentCommand = func(pid int32) bool { return shell.CommandAncestor(int(pid)) }
 	}
-	live := &liveConfig{}
-	live.store(cfg)
+	d := &daemon{cfg: cfg, log: log, opt: opt, live: &liveConfig{}, failed: make(chan error, 1)}
+	d.live.store(cfg)
 	// Before the store opens: SQLite gives its -wal and -shm the database's mode.
 	if err := statedir.Secure(cfg.StateDir, cfg.WorkspaceRoot()); err != nil {
 		return err
 	}
-	var httpTok string
 	if cfg.HTTP.Listen != "" {
 		// Before anything opens: a missing token is a config mistake, said at once.
 		var err error
-		if httpTok, err = httpToken(cfg.HTTP); err != nil {
+		if d.httpTok, err = httpToken(cfg.HTTP); err != nil {
 			return err
 		}
 	}
-	st, err := store.Open(ctx, filepath.Join(cfg.StateDir, "agentd.db"))
-	if err != nil {
+	life := &lifecycle{log: log}
+	if err := life.start(ctx, d.parts()...); err != nil {
 		return err
 	}
-	defer st.Close()
+	runErr := d.wait(ctx)
+	log.Info("agentd shutting down")
+	sctx, cancel := stopCtx(ctx)
+	defer cancel()
+	// A part that stops badly is logged; the exit status says why the daemon stopped.
+	_ = life.stop(sctx)
+	log.Info("agentd stopped")
+	return runErr
+}
 
-	lc, err := llm.New(cfg.Ollama.Host, &http.Client{Timeout: cfg.Ollama.RequestTimeout.Duration})
-	if err != nil {
-		return fmt.Errorf("ollama host: %w", err)
-	}
-	mx := newMetrics(lc)
-	extra, bridge, err := components(cfg, live, lc, log)
-	if err != nil {
-		return err
-	}
-	if err := checkComponents(cfg, extra); err != nil {
-		return err
-	}
-	if bridge != nil {
-		// Servers connect in the background: a slow or dead one must not hold up the
-		// daemon; its tools appear in prompts once it has listed them.
-		go bridge.Start(ctx)
-		defer bridge.Close()
-	}
-	// The schedules' manager and the team engine need the supervisor and the supervisor
-	// reports run ends to them; both are set before the supervisor starts, so no run ends
-	// before they are there.
-	var mgr *schedules.Manager
-	var liveChat *liveBots // the chat bots, made after the supervisor they serve; doctor reads them
-	var teams *team.Engine
-	mem, err := openMemory(cfg, lc, log)
-	if err != nil {
-		return err
-	}
-	if mem.Index != nil {
-		defer func() {
-			if err := mem.Index.Close(); err != nil {
-				log.Warn("closing the memory index", "err", err)
-			}
-		}()
-	}
-	// The TCP listener as status and doctor see it: filled once it is bound, below.
-	httpL := &httpListener{cfg: cfg.HTTP}
-	overrides := map[string]agent.AgentOverrides{}
-	for name, o := range cfg.Agents {
-		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
-			Budget: overrideBudget(cfg, o)}
-	}
-	sup, err := agent.New(agent.Options{
-		Store: st, LLM: lc, Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel,
-		MaxContext: cfg.Ollama.MaxContext, KeepAlive: cfg.Ollama.KeepAlive.Ptr(),
-		Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
-		Components: extra, ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
-		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
-		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
-		MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
-		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
-		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-		Memory: mem, Log: log, Version: version, StateDir: cfg.StateDir, HealthChecks: append(healthChecks(cfg, bridge), chatCheck(&liveChat), httpL.check),
-		OnRunEnd: func(e agent.RunEnd) { mgr.RunEnded(e); teams.RunEnded(e) }, Metrics: mx, AgentBudget: agentBudget(cfg),
-	})
+// build makes the supervisor, the team engine, the chat bots, the schedules' manager and
+// the reloader. Nothing runs yet, so there is nothing to stop.
+func (d *daemon) build(context.Context) error {
+	cfg, log := d.cfg, d.log
+	// Made before the supervisor, whose doctor checks read them.
+	d.httpL = &httpListener{cfg: cfg.HTTP}
+	d.bots = &liveBots{sw: &chatSwitch{}, log: log}
+	sup, err := agent.New(d.agentOptions())
 	if err != nil {
 		return err
 	}
 	// The team engine reads the supervisor's live settings, so a reload's model reaches it.
 	// It is made before the bots, which start team runs from chat.
-	teams, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.Settings})
+	teams, err := team.New(team.Options{Store: d.st, LLM: d.lc, Agents: sup, Log: log, Settings: sup.Settings})
 	if err != nil {
 		return err
 	}
-	chat, err := newBots(cfg, sup, teams, st, log, mx)
+	chat, err := newBots(cfg, sup, teams, d.st, log, d.mx)
 	if err != nil {
 		return err
 	}
 	// The schedules reach the bots through a switch, since a reload replaces the bots.
-	sw := &chatSwitch{}
-	mgr = schedules.New(schedules.Options{Store: st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
-		Chat: sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: mx})
-	bots := &liveBots{svc: func(c *config.Config) (*chatBots, error) { return newBots(c, sup, teams, st, log, mx) }, mgr: mgr, sw: sw, log: log}
-	liveChat = bots
-	rl := &reloader{load: opt.Load, path: opt.ConfigPath, started: cfg, cur: cfg, live: live, extra: extra,
-		sup: sup, mgr: mgr, bots: bots, level: opt.LogLevel, notify: opt.Notify, log: log}
+	mgr := schedules.New(schedules.Options{Store: d.st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
+		Chat: d.bots.sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: d.mx})
+	d.bots.svc = func(c *config.Config) (*chatBots, error) { return newBots(c, sup, teams, d.st, log, d.mx) }
+	d.bots.mgr = mgr
+	// Before the supervisor starts, which is when runs can end.
+	d.runEnds.add(mgr.RunEnded)
+	d.runEnds.add(teams.RunEnded)
+	d.sup, d.teams, d.mgr, d.chat = sup, teams, mgr, chat
+	d.rl = &reloader{load: d.opt.Load, path: d.opt.ConfigPath, started: cfg, cur: cfg, live: d.live, extra: d.extra,
+		sup: sup, mgr: mgr, bots: d.bots, level: d.opt.LogLevel, notify: d.opt.Notify, log: log}
+	return nil
+}
 
-	ln, err := api.Listen(cfg.Socket)
-	if err != nil {
-		return err
+// agentOptions are the supervisor's options from the config and the parts started so far.
+func (d *daemon) agentOptions() agent.Options {
+	cfg := d.cfg
+	overrides := map[string]agent.AgentOverrides{}
+	for name, o := range cfg.Agents {
+		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
+			Budget: overrideBudget(cfg, o)}
 	}
-	tcpLn, err := listenTCP(cfg.HTTP) // nil when [http] listen is unset
-	if err != nil {
-		ln.Close()
-		return err
+	return agent.Options{
+		Store: d.st, LLM: d.lc, Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel,
+		MaxContext: cfg.Ollama.MaxContext, KeepAlive: cfg.Ollama.KeepAlive.Ptr(),
+		Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
+		Components: d.extra, ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
+		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
+		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
+		MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
+		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
+		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
+		Memory: d.mem, Log: d.log, Version: d.opt.Version, StateDir: cfg.StateDir,
+		HealthChecks: append(healthChecks(cfg, d.bridge), chatCheck(d.bots), d.httpL.check),
+		OnRunEnd:     d.runEnds.deliver, Metrics: d.mx, AgentBudget: agentBudget(cfg),
 	}
-	httpL.bound(tcpLn, httpTok)
-	closeListeners := func() {
-		ln.Close()
-		if tcpLn != nil {
-			tcpLn.Close()
-		}
-	}
-	agentsCtx, stopAgents := context.WithCancel(ctx)
-	defer stopAgents()
-	if err := sup.Start(agentsCtx); err != nil {
-		closeListeners()
-		return err
-	}
-	// The bots before the schedules, so a run that a missed firing starts is posted.
-	bots.start(agentsCtx, chat)
-	// After the supervisor: a firing missed while the daemon was down may start a run.
-	if err := mgr.Start(agentsCtx); err != nil {
-		stopAgents()
-		bots.stop()
-		sup.Wait()
-		closeListeners()
-		return err
-	}
-	// After the supervisor: a team waiting for a role agent's run finds it resumed.
-	if err := teams.Start(agentsCtx); err != nil {
-		mgr.Stop()
-		stopAgents()
-		bots.stop()
-		sup.Wait()
-		closeListeners()
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /v0/metrics", metricsHandler(mx, sup))
-	mux.Handle("/", api.NewHandler(service{sup, mgr, rl, teams, bots, httpL, shellStatus(cfg)}, log))
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Request contexts end with the daemon, so event streams close on shutdown.
-		BaseContext: func(_ net.Listener) context.Context { return agentsCtx },
-	}
-	api.GuardPeers(srv, opt.IsAgentCommand, log) // nothing an agent runs reaches the daemon's control
-	serveErr := make(chan error, 2)
-	go func() { serveErr <- srv.Serve(ln) }()
-	var tcpSrv *http.Server
-	if tcpLn != nil {
-		th := newTCPHandler(httpTok, tcpLn.Addr(), cfg.HTTP.Listen, log)
-		th.Metrics = metricsHandler(mx, sup)
-		if cfg.HTTP.AgentProtocol {
-			th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: sup, Log: log})
-		}
-		tcpSrv = &http.Server{
-			Handler:           th,
-			ReadHeaderTimeout: 10 * time.Second,
-			BaseContext:       func(_ net.Listener) context.Context { return agentsCtx },
-		}
-		go func() { serveErr <- tcpSrv.Serve(tcpLn) }()
-		log.Info("http listener ready", "addr", tcpLn.Addr().String(), "metrics", th.Metrics != nil, "agent_protocol", th.AgentProtocol != nil)
-	}
-	log.Info("agentd ready", "socket", cfg.Socket, "state_dir", cfg.StateDir, "ollama", lc.Host(), "model", cfg.Ollama.Model, "version", version)
-	if ready != nil {
-		ready()
-	}
-	if opt.Reloads != nil {
-		go func() {
-			for {
-				select {
-				case <-agentsCtx.Done():
-					return
-				case <-opt.Reloads:
-					rl.Reload(agentsCtx) // logs what it did, or every problem
-				}
-			}
-		}()
-	}
-
-	var runErr error
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		if !errors.Is(err, http.ErrServerClosed) {
-			runErr = fmt.Errorf("api server: %w", err) // exit non-zero so a supervisor restarts us (socket or TCP)
-		}
-	}
-	log.Info("agentd shutting down")
-	mgr.Stop() // no new runs; each schedule's last fire time stored for the restart
-	stopAgents()
-	bots.stop()
-	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	srv.Shutdown(shutCtx)
-	if tcpSrv != nil {
-		tcpSrv.Shutdown(shutCtx)
-	}
-	teams.Wait()
-	sup.Wait()
-	os.Remove(cfg.Socket)
-	log.Info("agentd stopped")
-	return runErr
 }
 
 // service is the local API: the supervisor serves the agents, the manager the

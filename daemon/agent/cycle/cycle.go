@@ -1,0 +1,220 @@
+// Package cycle is the agent cycle — think → propose → authorize → execute → remember —
+// written down as a pure state machine. Next says what an agent and its open proposal
+// become on an event, and which effects follow; Authorize says who may run a proposal.
+// Neither does I/O, reads a clock or touches the store: daemon/agent carries out the
+// effects (its applier is the only code that writes an agent's state or a proposal's
+// status). The table of every state × event is testdata/cycle.golden, drawn in README.md.
+package cycle
+
+import (
+	"fmt"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// AgentState and ProposalStatus are the wire types: the cycle's states are what the API shows.
+type (
+	AgentState     = client.AgentState
+	ProposalStatus = client.ProposalStatus
+)
+
+// Agent states, as client defines them, plus RunOver.
+const (
+	Thinking         = client.StateThinking
+	AwaitingDecision = client.StateAwaitingDecision
+	Executing        = client.StateExecuting
+	WaitingForModel  = client.StateWaitingForModel
+	Paused           = client.StatePaused
+	Idle             = client.StateIdle
+	Failed           = client.StateFailed
+	// RunOver stands for the agent when the proposal's run is no longer the agent's
+	// current run: an event then moves the proposal only, never the agent.
+	RunOver AgentState = "run_over"
+)
+
+// Initial is a new agent's state, before its first task.
+const Initial = Idle
+
+// Proposal statuses, as client defines them, plus None.
+const (
+	None         ProposalStatus = "" // no open proposal (or one not yet stored)
+	Pending                     = client.ProposalPending
+	Approved                    = client.ProposalApproved
+	Started                     = client.ProposalStarted
+	Interrupted                 = client.ProposalInterrupted
+	Succeeded                   = client.ProposalSucceeded
+	ProposalFail                = client.ProposalFailed
+	Denied                      = client.ProposalDenied
+	Feedback                    = client.ProposalFeedback
+	Superseded                  = client.ProposalSuperseded
+)
+
+// State is an agent's state with its open proposal's status (None when it has none).
+type State struct {
+	Agent    AgentState
+	Proposal ProposalStatus
+}
+
+func (s State) String() string {
+	p := string(s.Proposal)
+	if p == "" {
+		p = "none"
+	}
+	return string(s.Agent) + "/" + p
+}
+
+// Kind names an event.
+type Kind string
+
+// Events, grouped by the step of the cycle they come from.
+const (
+	// Think: the loop asks the model. ModelDown: the model server failed (reason).
+	// InvalidReplies: the model gave too many invalid replies in a row (reason).
+	Think          Kind = "think"
+	ModelDown      Kind = "model_down"
+	InvalidReplies Kind = "invalid_replies"
+	// The model replied with a proposal: a new one; the same command and args as the
+	// previous one (a person is asked, reason); a repeat the smart model thinks over.
+	Proposed        Kind = "proposed"
+	ProposedRepeat  Kind = "proposed_repeat"
+	ProposedRethink Kind = "proposed_rethink"
+	// The policy's verdict (Authorize): run it, or refuse it as feedback to the model.
+	PolicyAllow  Kind = "policy_allow"
+	PolicyRefuse Kind = "policy_refuse"
+	// Await: no policy decides, a person is asked.
+	Await Kind = "await"
+	// A person's decision or answer.
+	Approve      Kind = "approve"
+	ApproveN     Kind = "approve_n" // y -N: this one and the next N-1
+	Deny         Kind = "deny"      // reason: the agent's; Detail: the run's end
+	GiveFeedback Kind = "feedback"
+	Answer       Kind = "answer" // Result: the answer
+	// Execution: started (a command, or ask_user's question), parked on a helper, and
+	// its end (Result), finish's end (reason, Detail), a result the store lost (reason).
+	Start         Kind = "start"
+	StartQuestion Kind = "start_question"
+	WaitHelper    Kind = "wait_helper"
+	Succeed       Kind = "succeeded"
+	Fail          Kind = "failed"
+	Finish        Kind = "finished"
+	ResultLost    Kind = "result_lost"
+	// Crash recovery of a started proposal (reason; Result when its run is over); an
+	// idempotent command runs again.
+	Recovered           Kind = "recovered"
+	RecoveredIdempotent Kind = "recovered_idempotent"
+	// Withdraw ends a started proposal that nothing runs (a question, a helper wait).
+	Withdraw Kind = "withdraw"
+	// Budgets: the run's ran out (it ends: reason, Detail, Result); the agent's ran out
+	// (it pauses: reason); the agent's was raised (it goes on).
+	RunBudgetHit   Kind = "run_budget_hit"
+	AgentBudgetHit Kind = "agent_budget_hit"
+	BudgetRaised   Kind = "budget_raised"
+	// People and the daemon steering the agent.
+	Pause  Kind = "pause"
+	Resume Kind = "resume"
+	Stop   Kind = "stop"
+	Task   Kind = "task"
+)
+
+// Kinds lists every event kind, in the order above.
+var Kinds = []Kind{
+	Think, ModelDown, InvalidReplies,
+	Proposed, ProposedRepeat, ProposedRethink,
+	PolicyAllow, PolicyRefuse, Await,
+	Approve, ApproveN, Deny, GiveFeedback, Answer,
+	Start, StartQuestion, WaitHelper, Succeed, Fail, Finish, ResultLost,
+	Recovered, RecoveredIdempotent, Withdraw,
+	RunBudgetHit, AgentBudgetHit, BudgetRaised,
+	Pause, Resume, Stop, Task,
+}
+
+// Event is something that happened to an agent or its proposal.
+type Event struct {
+	Kind Kind
+	// Reason is the agent's state reason after the event, where the event sets one.
+	Reason string
+	// Result is the proposal's result, for the events that end it.
+	Result string
+	// Detail is why its run ended, for the events that end it.
+	Detail string
+}
+
+// EffectKind names an effect.
+type EffectKind string
+
+// Effects. The applier in daemon/agent persists SetProposal, SetAgent, EndRun and
+// StartRun in the event's transaction; the caller does the rest after it commits.
+const (
+	SetProposal    EffectKind = "set_proposal"    // store the proposal's status (insert it when new)
+	SetAgent       EffectKind = "set_agent"       // store the agent's state and reason
+	EndRun         EffectKind = "end_run"         // record the run's end (Outcome, Detail)
+	StartRun       EffectKind = "start_run"       // the agent begins a new run
+	RecordDecision EffectKind = "record_decision" // store the decision and audit it
+	RecordEpisode  EffectKind = "record_episode"  // remember what happened to the proposal
+	Grant          EffectKind = "grant"           // the next N-1 proposals are approved by policy
+	RunCommand     EffectKind = "run_command"     // execute the command
+	AskPerson      EffectKind = "ask_person"      // publish the proposal or question and wait
+	Cancel         EffectKind = "cancel"          // cancel a model call or command in flight
+)
+
+// Effect is one thing the event's outcome calls for.
+type Effect struct {
+	Kind     EffectKind
+	Proposal ProposalStatus // SetProposal
+	Result   *string        // SetProposal: the result to store with it, if any
+	Agent    AgentState     // SetAgent
+	Reason   string         // SetAgent
+	Outcome  string         // EndRun
+	Detail   string         // EndRun
+}
+
+func (e Effect) String() string {
+	switch e.Kind {
+	case SetProposal:
+		if e.Result != nil {
+			return fmt.Sprintf("proposal=%s(result)", e.Proposal)
+		}
+		return "proposal=" + string(e.Proposal)
+	case SetAgent:
+		return "agent=" + string(e.Agent)
+	case EndRun:
+		return "end_run(" + e.Outcome + ")"
+	}
+	return string(e.Kind)
+}
+
+// IllegalError is Next's answer to an event its state does not take.
+type IllegalError struct {
+	From  State
+	Event Kind
+}
+
+func (e *IllegalError) Error() string {
+	return fmt.Sprintf("cycle: %s cannot happen to an agent in state %s", e.Event, e.From)
+}
+
+// Run outcomes, as runs record them.
+const (
+	OutcomeStopped  = "stopped"
+	OutcomeDenied   = "denied"
+	OutcomeFinished = "finished"
+	OutcomeBudget   = "budget_exhausted"
+)
+
+// Active reports whether an agent in state s has a run going (a loop works for it).
+func Active(s AgentState) bool {
+	switch s {
+	case Thinking, AwaitingDecision, Executing, WaitingForModel:
+		return true
+	}
+	return false
+}
+
+// open reports whether a proposal in status p still waits for a decision or a result.
+func open(p ProposalStatus) bool {
+	switch p {
+	case Pending, Approved, Started, Interrupted:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package cycle
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/cycle.golden and README.md")
+
+// checkFile compares got with the file at path, or writes it with -update.
+func checkFile(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v: run go test ./daemon/agent/cycle -update", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s is out of date with Next: run go test ./daemon/agent/cycle -update and review the diff", path)
+	}
+}
+
+func TestTableGolden(t *testing.T) { checkFile(t, "testdata/cycle.golden", Table()) }
+
+func TestMermaidCurrent(t *testing.T) { checkFile(t, "README.md", Mermaid()) }
+
+func TestIllegalNamesStateAndEvent(t *testing.T) {
+	_, _, err := Next(State{Agent: Idle}, Event{Kind: Pause})
+	var ill *IllegalError
+	if !errors.As(err, &ill) {
+		t.Fatalf("pausing an idle agent: got %v, want an IllegalError", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "pause") || !strings.Contains(msg, "idle/none") {
+		t.Errorf("error %q should name the event and the state", msg)
+	}
+}
+
+func TestNext(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		from   State
+		ev     Event
+		want   State
+		effect EffectKind
+	}{
+		{"approve_runs_awaiting_agent", State{AwaitingDecision, Pending}, Event{Kind: Approve}, State{Executing, Approved}, RecordDecision},
+		{"approve_keeps_paused_agent_paused", State{Paused, Pending}, Event{Kind: Approve}, State{Paused, Approved}, RecordDecision},
+		{"approve_n_grants", State{AwaitingDecision, Interrupted}, Event{Kind: ApproveN}, State{Executing, Approved}, Grant},
+		{"deny_ends_run", State{AwaitingDecision, Pending}, Event{Kind: Deny}, State{Idle, Denied}, EndRun},
+		{"feedback_thinks_again", State{AwaitingDecision, Pending}, Event{Kind: GiveFeedback}, State{Thinking, Feedback}, RecordEpisode},
+		{"policy_refusal_is_feedback", State{Thinking, Pending}, Event{Kind: PolicyRefuse}, State{Thinking, Feedback}, RecordEpisode},
+		{"proposal_while_paused_is_superseded", State{Paused, None}, Event{Kind: Proposed}, State{Paused, Superseded}, SetProposal},
+		{"repeat_asks", State{Thinking, None}, Event{Kind: ProposedRepeat}, State{AwaitingDecision, Pending}, AskPerson},
+		{"question_waits_for_answer", State{Executing, Approved}, Event{Kind: StartQuestion}, State{AwaitingDecision, Started}, AskPerson},
+		{"crash_interrupts_started", State{Executing, Started}, Event{Kind: Recovered}, State{AwaitingDecision, Interrupted}, AskPerson},
+		{"crash_after_run_ended_fails_it", State{RunOver, Started}, Event{Kind: Recovered}, State{RunOver, ProposalFail}, SetProposal},
+		{"idempotent_reruns", State{Executing, Started}, Event{Kind: RecoveredIdempotent}, State{Executing, Approved}, RunCommand},
+		{"result_of_old_run_moves_proposal_only", State{RunOver, Started}, Event{Kind: Finish}, State{RunOver, Succeeded}, RecordEpisode},
+		{"stop_supersedes_pending", State{AwaitingDecision, Pending}, Event{Kind: Stop}, State{Idle, Superseded}, Cancel},
+		{"stop_leaves_running_command", State{Executing, Started}, Event{Kind: Stop}, State{Idle, Started}, EndRun},
+		{"run_budget_withdraws_started", State{Executing, Started}, Event{Kind: RunBudgetHit}, State{Idle, ProposalFail}, EndRun},
+		{"task_supersedes_interrupted", State{Failed, Interrupted}, Event{Kind: Task}, State{Thinking, Superseded}, StartRun},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, effects, err := Next(c.from, c.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("Next(%s, %s) = %s, want %s", c.from, c.ev.Kind, got, c.want)
+			}
+			found := false
+			for _, e := range effects {
+				found = found || e.Kind == c.effect
+			}
+			if !found {
+				t.Errorf("Next(%s, %s) effects %v lack %s", c.from, c.ev.Kind, effects, c.effect)
+			}
+		})
+	}
+}
+
+// Every legal transition that sets the agent's state says so in an effect, and every
+// change of the proposal's status too: the applier persists effects, not states.
+func TestEffectsCarryEveryChange(t *testing.T) {
+	for _, a := range AgentStates {
+		for _, p := range OpenStatuses {
+			for _, k := range Kinds {
+				from := State{Agent: a, Proposal: p}
+				to, effects, err := Next(from, Event{Kind: k})
+				if err != nil {
+					continue
+				}
+				var sawAgent, sawProposal bool
+				for _, e := range effects {
+					sawAgent = sawAgent || (e.Kind == SetAgent && e.Agent == to.Agent)
+					sawProposal = sawProposal || (e.Kind == SetProposal && e.Proposal == to.Proposal)
+				}
+				if to.Agent != a && !sawAgent {
+					t.Errorf("%s + %s moves the agent to %s without a set_agent effect", from, k, to.Agent)
+				}
+				if to.Proposal != p && !sawProposal {
+					t.Errorf("%s + %s moves the proposal to %s without a set_proposal effect", from, k, to.Proposal)
+				}
+				if a == RunOver && to.Agent != RunOver {
+					t.Errorf("%s + %s moves an agent on another run", from, k)
+				}
+			}
+		}
+	}
+}

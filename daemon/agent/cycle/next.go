@@ -1,0 +1,302 @@
+package cycle
+
+// Next is the cycle's transition function: what an agent in state from becomes on ev,
+// and the effects that follow. An event the state does not take is an *IllegalError
+// naming both. Next is pure: the same state and event always give the same answer.
+func Next(from State, ev Event) (State, []Effect, error) {
+	t := &transition{from: from, to: from, ev: ev}
+	if !t.run() {
+		return from, nil, &IllegalError{From: from, Event: ev.Kind}
+	}
+	return t.to, t.effects, nil
+}
+
+// transition builds one answer of Next.
+type transition struct {
+	from, to State
+	ev       Event
+	effects  []Effect
+}
+
+// proposal moves the proposal to p; withResult stores the event's Result with it.
+func (t *transition) proposal(p ProposalStatus, withResult bool) {
+	e := Effect{Kind: SetProposal, Proposal: p}
+	if withResult {
+		r := t.ev.Result
+		e.Result = &r
+	}
+	t.to.Proposal = p
+	t.effects = append(t.effects, e)
+}
+
+// agent moves the agent to a with the event's reason; an agent on another run than the
+// proposal's is left alone.
+func (t *transition) agent(a AgentState) {
+	if t.from.Agent == RunOver {
+		return
+	}
+	t.to.Agent = a
+	t.effects = append(t.effects, Effect{Kind: SetAgent, Agent: a, Reason: t.ev.Reason})
+}
+
+func (t *transition) effect(k EffectKind) { t.effects = append(t.effects, Effect{Kind: k}) }
+
+func (t *transition) endRun(outcome string) {
+	t.effects = append(t.effects, Effect{Kind: EndRun, Outcome: outcome, Detail: t.ev.Detail})
+}
+
+// run applies the event; it reports false when the state does not take it.
+func (t *transition) run() bool {
+	switch t.ev.Kind {
+	case Think, ModelDown, InvalidReplies, AgentBudgetHit, BudgetRaised, Pause, Resume, Stop, Task:
+		return t.control()
+	case Proposed, ProposedRepeat, ProposedRethink:
+		return t.proposed()
+	case PolicyAllow, PolicyRefuse, Await, Approve, ApproveN, Deny, GiveFeedback:
+		return t.authorized()
+	default:
+		return t.executed()
+	}
+}
+
+// control handles the events that steer the agent: the loop, budgets and people.
+func (t *transition) control() bool {
+	a, p := t.from.Agent, t.from.Proposal
+	act := Active(a)
+	switch t.ev.Kind {
+	case Think:
+		if !act || p != None {
+			return false
+		}
+		t.agent(Thinking)
+	case ModelDown:
+		if !act || p != None {
+			return false
+		}
+		t.agent(WaitingForModel)
+	case InvalidReplies, AgentBudgetHit:
+		if !act || p != None {
+			return false
+		}
+		t.agent(Paused)
+	case BudgetRaised:
+		if a != Paused {
+			return false
+		}
+		t.agent(Thinking)
+	case Pause:
+		if !act {
+			return false
+		}
+		t.agent(Paused)
+		t.effect(Cancel)
+	case Resume:
+		if a != Paused && a != Failed {
+			return false
+		}
+		t.agent(Thinking)
+	case Stop:
+		if a == Idle || a == RunOver {
+			return false
+		}
+		t.supersede()
+		t.agent(Idle)
+		t.endRun(OutcomeStopped)
+		t.effect(Cancel)
+	case Task:
+		if a != Idle && a != Failed {
+			return false
+		}
+		t.supersede()
+		t.agent(Thinking)
+		t.effect(StartRun)
+	}
+	return true
+}
+
+// supersede ends an open proposal that nothing runs: the run moved on without it.
+func (t *transition) supersede() {
+	switch t.from.Proposal {
+	case Pending, Approved, Interrupted:
+		t.proposal(Superseded, false)
+	}
+}
+
+// proposed handles the model's proposal: stored pending while the agent still thinks in
+// its run, else superseded (kept for the record only).
+func (t *transition) proposed() bool {
+	if t.from.Proposal != None {
+		return false // think runs only when no proposal is open
+	}
+	if t.from.Agent != Thinking || t.ev.Kind == ProposedRethink {
+		t.proposal(Superseded, false)
+		return true
+	}
+	t.proposal(Pending, false)
+	if t.ev.Kind == ProposedRepeat {
+		t.agent(AwaitingDecision)
+		t.effect(AskPerson)
+	}
+	return true
+}
+
+// authorized handles a verdict on a pending proposal: the policy's, or a person's decision.
+func (t *transition) authorized() bool {
+	a, p := t.from.Agent, t.from.Proposal
+	act := Active(a)
+	decidable := (p == Pending || p == Interrupted) && a != RunOver
+	switch t.ev.Kind {
+	case PolicyAllow:
+		if !act || p != Pending {
+			return false
+		}
+		t.proposal(Approved, false)
+		t.effect(RecordDecision)
+	case PolicyRefuse:
+		if !act || p != Pending {
+			return false
+		}
+		t.proposal(Feedback, false)
+		t.effect(RecordDecision)
+		t.effect(RecordEpisode)
+		t.agent(Thinking)
+	case Await:
+		if !act || (p != Pending && p != Interrupted && p != Started) {
+			return false
+		}
+		t.agent(AwaitingDecision)
+		t.effect(AskPerson)
+	case Approve, ApproveN:
+		if !decidable {
+			return false
+		}
+		t.proposal(Approved, false)
+		t.effect(RecordDecision)
+		if t.ev.Kind == ApproveN {
+			t.effect(Grant)
+		}
+		if act {
+			t.agent(Executing)
+		}
+	case Deny:
+		if !decidable {
+			return false
+		}
+		t.proposal(Denied, false)
+		t.effect(RecordDecision)
+		t.effect(RecordEpisode)
+		t.agent(Idle)
+		t.endRun(OutcomeDenied)
+	case GiveFeedback:
+		if !decidable {
+			return false
+		}
+		t.proposal(Feedback, false)
+		t.effect(RecordDecision)
+		t.effect(RecordEpisode)
+		if act {
+			t.agent(Thinking)
+		}
+	}
+	return true
+}
+
+// executed handles an approved proposal's execution, its end, and its recovery.
+func (t *transition) executed() bool {
+	a, p := t.from.Agent, t.from.Proposal
+	act := Active(a)
+	switch t.ev.Kind {
+	case Start, StartQuestion:
+		if !act || p != Approved {
+			return false
+		}
+		t.proposal(Started, false)
+		if t.ev.Kind == Start {
+			t.agent(Executing)
+			t.effect(RunCommand)
+		} else {
+			t.agent(AwaitingDecision)
+			t.effect(AskPerson)
+		}
+		return true
+	case WaitHelper:
+		if !act || p != Started {
+			return false
+		}
+		t.agent(Executing)
+		return true
+	case ResultLost:
+		if !act || p != Started {
+			return false
+		}
+		t.proposal(Interrupted, false)
+		t.agent(AwaitingDecision)
+		t.effect(AskPerson)
+		return true
+	case RunBudgetHit:
+		if !act {
+			return false
+		}
+		if p == Started {
+			t.proposal(ProposalFail, true)
+		}
+		t.supersede()
+		t.agent(Idle)
+		t.endRun(OutcomeBudget)
+		return true
+	}
+	if p != Started {
+		return false
+	}
+	return t.ended(a, act)
+}
+
+// ended handles the end of a started proposal: its result, a restart that found it
+// started, or its withdrawal.
+func (t *transition) ended(a AgentState, act bool) bool {
+	switch t.ev.Kind {
+	case Answer:
+		if a == RunOver {
+			return false
+		}
+		t.proposal(Succeeded, true)
+		t.effect(RecordEpisode)
+		if act {
+			t.agent(Thinking)
+		}
+	case Succeed, Fail:
+		status := Succeeded
+		if t.ev.Kind == Fail {
+			status = ProposalFail
+		}
+		t.proposal(status, true)
+		t.effect(RecordEpisode)
+		if a == Executing {
+			t.agent(Thinking)
+		}
+	case Finish:
+		t.proposal(Succeeded, true)
+		t.effect(RecordEpisode)
+		if a != RunOver {
+			t.agent(Idle)
+			t.endRun(OutcomeFinished)
+		}
+	case Recovered, RecoveredIdempotent:
+		switch {
+		case !act: // its run was stopped or replaced while it ran: record it, ask no one
+			t.proposal(ProposalFail, true)
+		case t.ev.Kind == RecoveredIdempotent:
+			t.proposal(Approved, false)
+			t.effect(RunCommand)
+		default:
+			t.proposal(Interrupted, false)
+			t.agent(AwaitingDecision)
+			t.effect(AskPerson)
+		}
+	case Withdraw:
+		t.proposal(ProposalFail, true)
+	default:
+		return false
+	}
+	return true
+}
