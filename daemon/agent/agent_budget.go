@@ -131,7 +131,9 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.AgentBudgetHit, Reason: agentBudgetReason + why}); err != nil {
 			return err
 		}
-		tx.Audit(a.ID, "agent_budget_exhausted", map[string]string{"run": a.RunID, "budget": budget, "reason": why})
+		if err := tx.Audit(a.ID, "agent_budget_exhausted", map[string]string{"run": a.RunID, "budget": budget, "reason": why}); err != nil {
+			return err
+		}
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}
@@ -186,13 +188,17 @@ func (s *Supervisor) SetBudget(ctx context.Context, ref string, req client.Budge
 			a.Budget.MaxBusy = busy
 		}
 		bv = s.budgetView(a)
-		tx.Audit(a.ID, "budget", bv)
+		if err := tx.Audit(a.ID, "budget", bv); err != nil {
+			return err
+		}
 		if a.State == client.StatePaused && strings.HasPrefix(a.StateReason, agentBudgetReason) {
 			if b, _ := s.agentOver(a); b == "" {
 				if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.BudgetRaised}); err != nil {
 					return err
 				}
-				tx.Audit(a.ID, "resumed", map[string]string{"by": "a raised budget"})
+				if err := tx.Audit(a.ID, "resumed", map[string]string{"by": "a raised budget"}); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

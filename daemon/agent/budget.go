@@ -175,7 +175,9 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 		if a.Policy.Mode == "auto" {
 			a.Policy.Mode = "ask"
 		}
-		tx.Audit(a.ID, OutcomeBudgetExhausted, map[string]string{"run": runID, "reason": why})
+		if err := tx.Audit(a.ID, OutcomeBudgetExhausted, map[string]string{"run": runID, "reason": why}); err != nil {
+			return err
+		}
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}

@@ -79,7 +79,9 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 			if _, err := tx.AddPermission(a.ID, effect, d.Pattern, who(d)); err != nil {
 				return err
 			}
-			tx.Audit(a.ID, "permission", map[string]string{"effect": effect, "pattern": d.Pattern, "by": who(d)})
+			if err := tx.Audit(a.ID, "permission", map[string]string{"effect": effect, "pattern": d.Pattern, "by": who(d)}); err != nil {
+				return err
+			}
 		}
 		// The next N-1 are the whole family's: a helper draws from its top agent's.
 		if drawPolicy(owner, au) && owner != a {
@@ -186,7 +188,9 @@ func (s *Supervisor) decideTx(tx *store.Tx, a *store.Agent, p *client.Proposal, 
 		return nil, err
 	}
 	s.countDecision(tx, d)
-	tx.Audit(a.ID, "decision", d)
+	if err := tx.Audit(a.ID, "decision", d); err != nil {
+		return nil, err
+	}
 	if !has(effects, cycle.RecordEpisode) {
 		return nil, nil
 	}
@@ -274,7 +278,9 @@ func (s *Supervisor) Answer(ctx context.Context, ref string, req client.AnswerRe
 		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
 			return err
 		}
-		tx.Audit(a.ID, "answer", map[string]string{"proposal": p.ID, "by": req.By})
+		if err := tx.Audit(a.ID, "answer", map[string]string{"proposal": p.ID, "by": req.By}); err != nil {
+			return err
+		}
 		return nil
 	}, func(a *client.Agent) []client.Event {
 		return []client.Event{{Type: client.EventResult, AgentID: a.ID, Episode: ep}}

@@ -195,8 +195,12 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: helper.ID, HelperRun: helper.RunID}); err != nil {
 			return err
 		}
-		tx.Audit(helper.ID, "created", map[string]any{"name": helper.Name, "task": helper.Task, "parent": parent.ID})
-		tx.Audit(parent.ID, "helper", map[string]string{"helper": helper.ID, "name": helper.Name, "proposal": h.proposalID, "run": helper.RunID})
+		if err := tx.Audit(helper.ID, "created", map[string]any{"name": helper.Name, "task": helper.Task, "parent": parent.ID}); err != nil {
+			return err
+		}
+		if err := tx.Audit(parent.ID, "helper", map[string]string{"helper": helper.ID, "name": helper.Name, "proposal": h.proposalID, "run": helper.RunID}); err != nil {
+			return err
+		}
 		out, err = view(tx, helper)
 		return err
 	})
@@ -364,7 +368,7 @@ func (s *Supervisor) deliverHelper(ctx context.Context, runID string, ended *Run
 		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
 			return err
 		}
-		tx.Audit(a.ID, epOutcome, map[string]string{"proposal": p.ID, "command": p.Command, "helper": w.HelperID})
+		s.audit.keep(tx, a.ID, epOutcome, map[string]string{"proposal": p.ID, "command": p.Command, "helper": w.HelperID})
 		return nil
 	}, func(a *client.Agent) []client.Event {
 		if ep == nil {

@@ -86,10 +86,12 @@ func (s *Supervisor) AddMemory(ctx context.Context, req client.MemoryAddRequest)
 		}
 		m.Text = cleanText(m.Text)
 		names, err := agentNames(tx)
+		if err != nil {
+			return err
+		}
 		out = wireMemory(m, names)
 		out.CreatedAt = tx.Now()
-		tx.Audit(id, "memory_added", map[string]string{"memory": m.ID, "kind": m.Kind})
-		return err
+		return tx.Audit(id, "memory_added", map[string]string{"memory": m.ID, "kind": m.Kind})
 	})
 	if err != nil {
 		return nil, err

@@ -135,7 +135,9 @@ func (s *Supervisor) AddPermission(ctx context.Context, ref string, req client.P
 		if _, err := tx.AddPermission(a.ID, req.Effect, pat, req.By); err != nil {
 			return err
 		}
-		tx.Audit(a.ID, "permission", map[string]string{"effect": req.Effect, "pattern": pat, "by": req.By})
+		if err := tx.Audit(a.ID, "permission", map[string]string{"effect": req.Effect, "pattern": pat, "by": req.By}); err != nil {
+			return err
+		}
 		v, err = s.policyView(tx, a)
 		return err
 	})
@@ -164,7 +166,9 @@ func (s *Supervisor) RemovePermission(ctx context.Context, ref string, req clien
 		if !ok {
 			return notFound("agent %s has no stored %s pattern %s (patterns from config are changed in the config file)", a.Name, req.Effect, pat)
 		}
-		tx.Audit(a.ID, "permission_removed", map[string]string{"effect": req.Effect, "pattern": pat, "by": req.By})
+		if err := tx.Audit(a.ID, "permission_removed", map[string]string{"effect": req.Effect, "pattern": pat, "by": req.By}); err != nil {
+			return err
+		}
 		v, err = s.policyView(tx, a)
 		return err
 	})

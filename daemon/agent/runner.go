@@ -265,7 +265,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 			return err
 		}
 		if lost {
-			tx.Audit(cur.ID, "interrupted", map[string]string{"proposal": prop.ID, "command": prop.Command})
+			r.s.audit.keep(tx, cur.ID, "interrupted", map[string]string{"proposal": prop.ID, "command": prop.Command})
 		}
 		if err := tx.UpdateAgent(cur); err != nil {
 			return err
@@ -418,7 +418,9 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 		}
 		return err
 	}
-	tx.Audit(a.ID, "started", map[string]string{"proposal": p.ID, "command": p.Command})
+	if err := tx.Audit(a.ID, "started", map[string]string{"proposal": p.ID, "command": p.Command}); err != nil {
+		return err
+	}
 	if p.Command == commands.AskUser {
 		st.q = &client.Question{ProposalID: p.ID, Text: questionText(p)}
 		if err := tx.SetQuestion(a.ID, st.q); err != nil {
@@ -539,7 +541,7 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 		if err := r.s.recordEpisode(tx, r.id, p, ep); err != nil {
 			return err
 		}
-		tx.Audit(r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
+		r.s.audit.keep(tx, r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
 		a.BusyMS += busy.Milliseconds()
 		if on == nil {
 			return tx.UpdateAgent(a)

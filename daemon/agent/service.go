@@ -191,7 +191,9 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 				return err
 			}
 		}
-		tx.Audit(a.ID, "created", map[string]any{"name": a.Name, "task": a.Task, "goals": a.Goals})
+		if err := tx.Audit(a.ID, "created", map[string]any{"name": a.Name, "task": a.Task, "goals": a.Goals}); err != nil {
+			return err
+		}
 		var err error
 		out, err = view(tx, a)
 		return err
@@ -300,7 +302,9 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 	}
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		for _, g := range all {
-			tx.Audit(g.id, "removed", nil)
+			if err := tx.Audit(g.id, "removed", nil); err != nil {
+				return err
+			}
 			ids, err := tx.DeleteMemories(g.id, "", "")
 			if err != nil {
 				return err

@@ -122,6 +122,7 @@ type Supervisor struct {
 	wsRoot wsRoot
 	mem    *memState // nil: no long-term memory
 
+	audit        auditKeeper  // audit lines that must not fail their transaction (audit_keep.go)
 	summaryCalls atomic.Int64 // model calls made for history summaries
 	metrics      Metrics      // never nil
 }
@@ -154,6 +155,7 @@ func New(opt Options) (*Supervisor, error) {
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
 	}
+	s.audit.log = opt.Log
 	l, err := s.build(opt.settings())
 	if err != nil {
 		return nil, err
@@ -237,7 +239,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 				if _, _, err := transit(tx, on, &p, ev); err != nil {
 					return err
 				}
-				tx.Audit(p.AgentID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command, "run": "ended"})
+				s.audit.keep(tx, p.AgentID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command, "run": "ended"})
 				continue
 			}
 			if p.Command == commands.AskUser {
@@ -247,7 +249,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 				if _, _, err := transit(tx, a, &p, cycle.Event{Kind: cycle.RecoveredIdempotent}); err != nil {
 					return err
 				}
-				tx.Audit(p.AgentID, "recovered", map[string]string{"proposal": p.ID, "action": "re-run (idempotent)"})
+				s.audit.keep(tx, p.AgentID, "recovered", map[string]string{"proposal": p.ID, "action": "re-run (idempotent)"})
 				continue
 			}
 			if _, _, err := transit(tx, a, &p, ev); err != nil {
@@ -256,7 +258,7 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			if err := tx.UpdateAgent(a); err != nil {
 				return err
 			}
-			tx.Audit(p.AgentID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command})
+			s.audit.keep(tx, p.AgentID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command})
 			s.log.Warn("command interrupted by a restart", "agent", p.AgentID, "proposal", p.ID, "command", p.Command)
 		}
 		return nil

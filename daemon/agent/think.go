@@ -202,7 +202,9 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 			return err
 		}
 		shown = *p
-		tx.Audit(a.ID, "proposal", map[string]any{"proposal": p.ID, "command": p.Command, "hash": p.Hash, "model": model})
+		if err := tx.Audit(a.ID, "proposal", map[string]any{"proposal": p.ID, "command": p.Command, "hash": p.Hash, "model": model}); err != nil {
+			return err
+		}
 		var pending *client.Proposal // think runs only when no proposal is open
 		if p.Status == client.ProposalPending {
 			pending = &shown
@@ -262,7 +264,9 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 		}
 		a.Strikes++
 		a.BusyMS += busy.Milliseconds()
-		tx.Audit(a.ID, "invalid_reply", map[string]any{"problems": inv.Problems, "strikes": a.Strikes})
+		if err := tx.Audit(a.ID, "invalid_reply", map[string]any{"problems": inv.Problems, "strikes": a.Strikes}); err != nil {
+			return err
+		}
 		if a.Strikes >= l.MaxInvalidReplies && active(a.State) {
 			paused = true
 			ev := cycle.Event{Kind: cycle.InvalidReplies, Reason: fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
@@ -367,7 +371,9 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 			cur.PromptTokens += int64(res.PromptTokens)
 			cur.EvalTokens += int64(res.EvalTokens)
 		}
-		tx.Audit(a.ID, "profile", map[string]any{"name": cur.Name, "description": cur.Description})
+		if err := tx.Audit(a.ID, "profile", map[string]any{"name": cur.Name, "description": cur.Description}); err != nil {
+			return err
+		}
 		if err := tx.UpdateAgent(cur); err != nil {
 			return err
 		}
