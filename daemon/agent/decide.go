@@ -60,7 +60,7 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 		if err != nil {
 			return err
 		}
-		au, owner, err := s.authorize(s.live(), tx, a, p, nil, nil, d)
+		au, owner, err := authorize(s.live(), tx, a, p, nil, nil, d)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -77,44 +76,6 @@ const (
 
 func toDoc(m store.Memory) memory.Doc {
 	return memory.Doc{ID: m.ID, Agent: m.AgentID, Kind: memory.Kind(m.Kind), Text: m.Text, Source: m.Source, Created: m.Created}
-}
-
-// remember stores memories in tx and indexes them once tx commits. Without memory it
-// does nothing.
-func (s *Supervisor) remember(tx *store.Tx, ms ...store.Memory) error {
-	if s.mem == nil || len(ms) == 0 {
-		return nil
-	}
-	docs := make([]memory.Doc, 0, len(ms))
-	for i := range ms {
-		ms[i].Text = cleanText(ms[i].Text)
-		if err := tx.InsertMemory(&ms[i]); err != nil {
-			return err
-		}
-		docs = append(docs, toDoc(ms[i]))
-	}
-	tx.AfterCommit(func() { s.indexed(s.mem.ix.Add(docs...)) })
-	return nil
-}
-
-// forget removes memories from the index once tx (which deleted them) commits.
-func (s *Supervisor) forget(tx *store.Tx, ids []string) {
-	if s.mem == nil || len(ids) == 0 {
-		return
-	}
-	tx.AfterCommit(func() { s.indexed(s.mem.ix.Delete(ids...)) })
-}
-
-// indexed handles the index refusing work: a full queue dropped memories that are safe in
-// the store, so a rebuild brings them back.
-func (s *Supervisor) indexed(err error) {
-	switch {
-	case err == nil:
-	case errors.Is(err, memory.ErrQueueFull):
-		s.rebuildInBackground("the indexing queue was full")
-	default:
-		s.log.Warn("memory: indexing refused", "err", err)
-	}
 }
 
 // cleanText makes text safe to store and index: valid UTF-8, no NUL bytes.
@@ -197,64 +158,8 @@ func chunkText(s string, size, max int) []string {
 	return kept
 }
 
-// rebuildInBackground rebuilds the index from the store while the daemon serves, unless a
-// rebuild is running already.
-func (s *Supervisor) rebuildInBackground(reason string) {
-	if s.mem == nil || !s.mem.rebuilding.CompareAndSwap(false, true) {
-		return
-	}
-	s.mu.Lock()
-	ctx := s.ctx
-	s.mu.Unlock()
-	if ctx == nil || ctx.Err() != nil {
-		s.mem.rebuilding.Store(false)
-		return
-	}
-	s.log.Info("memory: rebuilding the index from the store in the background", "reason", reason)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		defer s.mem.rebuilding.Store(false)
-		start := time.Now()
-		if err := s.rebuildMemory(ctx); err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("memory: rebuild failed; search uses the index as it is", "err", err)
-			}
-			return
-		}
-		s.log.Info("memory: index rebuilt", "memories", s.mem.ix.Stats().Docs, "took", time.Since(start).Round(time.Millisecond))
-	}()
-}
-
 // memoryPage is how many memories one read transaction of a rebuild takes.
 const memoryPage = 2000
-
-// rebuildMemory builds a new index generation from the memories table and swaps it in.
-// It reads the table in pages, each a short transaction, so the agents' writes go on;
-// what they write meanwhile the index replays into the new generation.
-func (s *Supervisor) rebuildMemory(ctx context.Context) error {
-	return s.mem.ix.Rebuild(ctx, func(yield func(memory.Doc) error) error {
-		after := ""
-		for {
-			var page []store.Memory
-			if err := s.st.View(ctx, func(tx *store.Tx) (err error) {
-				page, err = tx.MemoryPage(after, memoryPage)
-				return err
-			}); err != nil {
-				return err
-			}
-			for _, m := range page {
-				if err := yield(toDoc(m)); err != nil {
-					return err
-				}
-			}
-			if len(page) < memoryPage {
-				return nil
-			}
-			after = page[len(page)-1].ID
-		}
-	})
-}
 
 // memoryEnv is commands.Memory for the memory commands.
 type memoryEnv struct{ s *Supervisor }

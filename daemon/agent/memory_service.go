@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"time"
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -52,7 +54,7 @@ func checkKind(kind string) error {
 }
 
 // AddMemory saves a memory for an agent, or a shared one.
-func (s *Supervisor) AddMemory(ctx context.Context, req client.MemoryAddRequest) (*client.Memory, error) {
+func (s *memoryService) AddMemory(ctx context.Context, req client.MemoryAddRequest) (*client.Memory, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
@@ -100,7 +102,7 @@ func (s *Supervisor) AddMemory(ctx context.Context, req client.MemoryAddRequest)
 }
 
 // SearchMemory finds the memories most relevant to a query, with their scores.
-func (s *Supervisor) SearchMemory(ctx context.Context, req client.MemorySearchRequest) ([]client.Memory, error) {
+func (s *memoryService) SearchMemory(ctx context.Context, req client.MemorySearchRequest) ([]client.Memory, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
@@ -141,7 +143,7 @@ func (s *Supervisor) SearchMemory(ctx context.Context, req client.MemorySearchRe
 }
 
 // Memories lists memories, newest first: an agent's own and the shared ones, or all.
-func (s *Supervisor) Memories(ctx context.Context, req client.MemoryListRequest) ([]client.Memory, error) {
+func (s *memoryService) Memories(ctx context.Context, req client.MemoryListRequest) ([]client.Memory, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
@@ -176,7 +178,7 @@ func (s *Supervisor) Memories(ctx context.Context, req client.MemoryListRequest)
 }
 
 // DeleteMemory removes one memory from the store and the index.
-func (s *Supervisor) DeleteMemory(ctx context.Context, id string) error {
+func (s *memoryService) DeleteMemory(ctx context.Context, id string) error {
 	if s.mem == nil {
 		return errMemoryOff()
 	}
@@ -198,7 +200,7 @@ func (s *Supervisor) DeleteMemory(ctx context.Context, id string) error {
 
 // ReindexMemory rebuilds the index from the store into a new generation and swaps it in;
 // searches go on meanwhile. It returns when the new index is live.
-func (s *Supervisor) ReindexMemory(ctx context.Context) (*client.MemoryStats, error) {
+func (s *memoryService) ReindexMemory(ctx context.Context) (*client.MemoryStats, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
@@ -217,7 +219,7 @@ func (s *Supervisor) ReindexMemory(ctx context.Context) (*client.MemoryStats, er
 }
 
 // MemoryStats describes the index and the store's memories.
-func (s *Supervisor) MemoryStats(ctx context.Context) (*client.MemoryStats, error) {
+func (s *memoryService) MemoryStats(ctx context.Context) (*client.MemoryStats, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
@@ -229,4 +231,103 @@ func (s *Supervisor) MemoryStats(ctx context.Context) (*client.MemoryStats, erro
 	}
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) { out.Memories, err = tx.CountMemories(); return err })
 	return out, err
+}
+
+// memoryService owns long-term memory for the supervisor: what steps and the API write to
+// it, the index kept in step with the store, and the local API's memory endpoints.
+type memoryService struct {
+	st  *store.Store
+	log *slog.Logger
+	mem *memState // nil: no long-term memory
+	// spawn runs fn in a goroutine the supervisor tracks, under its root context; false
+	// when the daemon is not running (not started yet, or stopping).
+	spawn func(fn func(ctx context.Context)) bool
+}
+
+// remember stores memories in tx and indexes them once tx commits. Without memory it
+// does nothing.
+func (s *memoryService) remember(tx *store.Tx, ms ...store.Memory) error {
+	if s.mem == nil || len(ms) == 0 {
+		return nil
+	}
+	docs := make([]memory.Doc, 0, len(ms))
+	for i := range ms {
+		ms[i].Text = cleanText(ms[i].Text)
+		if err := tx.InsertMemory(&ms[i]); err != nil {
+			return err
+		}
+		docs = append(docs, toDoc(ms[i]))
+	}
+	tx.AfterCommit(func() { s.indexed(s.mem.ix.Add(docs...)) })
+	return nil
+}
+
+// forget removes memories from the index once tx (which deleted them) commits.
+func (s *memoryService) forget(tx *store.Tx, ids []string) {
+	if s.mem == nil || len(ids) == 0 {
+		return
+	}
+	tx.AfterCommit(func() { s.indexed(s.mem.ix.Delete(ids...)) })
+}
+
+// indexed handles the index refusing work: a full queue dropped memories that are safe in
+// the store, so a rebuild brings them back.
+func (s *memoryService) indexed(err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, memory.ErrQueueFull):
+		s.rebuildInBackground("the indexing queue was full")
+	default:
+		s.log.Warn("memory: indexing refused", "err", err)
+	}
+}
+
+// rebuildInBackground rebuilds the index from the store while the daemon serves, unless a
+// rebuild is running already.
+func (s *memoryService) rebuildInBackground(reason string) {
+	if s.mem == nil || !s.mem.rebuilding.CompareAndSwap(false, true) {
+		return
+	}
+	started := s.spawn(func(ctx context.Context) {
+		defer s.mem.rebuilding.Store(false)
+		s.log.Info("memory: rebuilding the index from the store in the background", "reason", reason)
+		start := time.Now()
+		if err := s.rebuildMemory(ctx); err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("memory: rebuild failed; search uses the index as it is", "err", err)
+			}
+			return
+		}
+		s.log.Info("memory: index rebuilt", "memories", s.mem.ix.Stats().Docs, "took", time.Since(start).Round(time.Millisecond))
+	})
+	if !started {
+		s.mem.rebuilding.Store(false)
+	}
+}
+
+// rebuildMemory builds a new index generation from the memories table and swaps it in.
+// It reads the table in pages, each a short transaction, so the agents' writes go on;
+// what they write meanwhile the index replays into the new generation.
+func (s *memoryService) rebuildMemory(ctx context.Context) error {
+	return s.mem.ix.Rebuild(ctx, func(yield func(memory.Doc) error) error {
+		after := ""
+		for {
+			var page []store.Memory
+			if err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+				page, err = tx.MemoryPage(after, memoryPage)
+				return err
+			}); err != nil {
+				return err
+			}
+			for _, m := range page {
+				if err := yield(toDoc(m)); err != nil {
+					return err
+				}
+			}
+			if len(page) < memoryPage {
+				return nil
+			}
+			after = page[len(page)-1].ID
+		}
+	})
 }

@@ -56,7 +56,7 @@ func storedRules(perms []client.Permission) permission.Rules {
 // caller writes when the answer's Policy differs from owner's), or by d, a person's
 // decision, when set. prev is the proposal before p in its run (nil for the first), spec
 // p's command as the agent has it now (nil when it has none by that name).
-func (s *Supervisor) authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec, d *client.Decision) (au cycle.Authorization, owner *store.Agent, err error) {
+func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec, d *client.Decision) (au cycle.Authorization, owner *store.Agent, err error) {
 	req := cycle.Request{Proposal: p, Spec: spec, Repeat: prev != nil && prev.Hash == p.Hash, Options: policyOptions(l, a), Decision: d,
 		Approver: true} // the local API's peers may decide; chat front ends refuse non-approvers before
 	if d == nil && p.Command != commands.AskUser && !req.Repeat && spec != nil {

@@ -209,7 +209,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 				return err
 			}
 			spec := r.s.specIn(ctx, l, tx, a, p.Command)
-			if au, _, err := r.s.authorize(l, tx, a, p, prev, spec, nil); err != nil {
+			if au, _, err := authorize(l, tx, a, p, prev, spec, nil); err != nil {
 				return err
 			} else if au.Verdict != cycle.Ask {
 				act = actExecute // execute records the verdict with the start
@@ -381,7 +381,7 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 	st.a = a
 	if p.Status == client.ProposalPending {
 		// Decided by policy: the decision and the start land together.
-		au, owner, err := r.s.authorize(l, tx, a, p, prev, spec, nil)
+		au, owner, err := authorize(l, tx, a, p, prev, spec, nil)
 		if err != nil {
 			return err
 		}

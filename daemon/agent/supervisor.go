@@ -92,6 +92,8 @@ type Options struct {
 
 // Supervisor hosts every agent and implements the local API.
 type Supervisor struct {
+	*memoryService // long-term memory and its endpoints (memory_service.go)
+
 	opt     Options
 	st      *store.Store
 	log     *slog.Logger
@@ -156,6 +158,7 @@ func New(opt Options) (*Supervisor, error) {
 		s.metrics = noMetrics{}
 	}
 	s.audit.log = opt.Log
+	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	l, err := s.build(opt.settings())
 	if err != nil {
 		return nil, err
@@ -263,6 +266,20 @@ func (s *Supervisor) recover(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// spawn runs fn in a goroutine Wait waits for, under the daemon's root context; false,
+// without running it, when the daemon is not running.
+func (s *Supervisor) spawn(fn func(ctx context.Context)) bool {
+	s.mu.Lock()
+	ctx := s.ctx
+	s.mu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		return false
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); fn(ctx) }()
+	return true
 }
 
 // kick makes sure the agent's loop runs and wakes it.
