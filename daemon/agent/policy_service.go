@@ -14,7 +14,7 @@ import (
 // Commands lists the commands the agent may use now, in prompt order, with the policy
 // that applies when no pattern matches and the patterns that can decide them. With ref ""
 // it lists what a new agent without an [agents.NAME] section gets, under the global patterns.
-func (s *Supervisor) Commands(ctx context.Context, ref string) ([]client.CommandInfo, error) {
+func (s *policyService) Commands(ctx context.Context, ref string) ([]client.CommandInfo, error) {
 	a := &store.Agent{}
 	var view *client.PolicyView
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
@@ -75,7 +75,7 @@ func (s *Supervisor) Commands(ctx context.Context, ref string) ([]client.Command
 
 // Policy shows every pattern that applies to the agent: stored ones first (they are the
 // agent's own), then its config section's, then the global ones.
-func (s *Supervisor) Policy(ctx context.Context, ref string) (*client.PolicyView, error) {
+func (s *policyService) Policy(ctx context.Context, ref string) (*client.PolicyView, error) {
 	var v *client.PolicyView
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
@@ -89,7 +89,7 @@ func (s *Supervisor) Policy(ctx context.Context, ref string) (*client.PolicyView
 }
 
 // policyView lists the patterns for agent a; the zero Agent (no agent) gets the global ones.
-func (s *Supervisor) policyView(tx *store.Tx, a *store.Agent) (*client.PolicyView, error) {
+func (s *policyService) policyView(tx *store.Tx, a *store.Agent) (*client.PolicyView, error) {
 	var stored []client.Permission
 	if a.ID != "" {
 		var err error
@@ -119,7 +119,7 @@ func (s *Supervisor) policyView(tx *store.Tx, a *store.Agent) (*client.PolicyVie
 }
 
 // AddPermission stores a pattern for the agent (agentctl policy allow|deny).
-func (s *Supervisor) AddPermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
+func (s *policyService) AddPermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
 	pat, err := checkPermission(req)
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (s *Supervisor) AddPermission(ctx context.Context, ref string, req client.P
 }
 
 // RemovePermission deletes a stored pattern of the agent.
-func (s *Supervisor) RemovePermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
+func (s *policyService) RemovePermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
 	pat, err := checkPermission(req)
 	if err != nil {
 		return nil, err
@@ -189,7 +189,7 @@ func checkPermission(req client.PermissionRequest) (string, error) {
 // TestPolicy says how the agent's patterns would decide a proposal of req.Command, and
 // why, without proposing it (agentctl policy AGENT test). It uses the command's spec as the
 // agent has it now, so a command it is not offered asks, as its proposal would.
-func (s *Supervisor) TestPolicy(ctx context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
+func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
 	if req.Command == "" {
 		return nil, badRequest("no command: give the command to test, e.g. execute_shell")
 	}
@@ -237,4 +237,20 @@ func testArgs(spec *commands.Spec, req client.PolicyTestRequest) (json.RawMessag
 		return nil, badRequest("%s has no single subject arg: give its args as JSON (agentctl policy AGENT test --command %s --args '{...}')", spec.Name, spec.Name)
 	}
 	return json.Marshal(map[string]string{spec.Subject: req.Subject})
+}
+
+// policyService serves the local API's policy endpoints: the commands an agent may use,
+// its permission patterns, and how they would decide a proposal.
+type policyService struct {
+	commandSource
+	st   *store.Store
+	live func() *live    // the settings in use
+	kick func(id string) // wakes an agent whose patterns changed
+}
+
+// commandSource is what the policy endpoints need of the agents' pipelines.
+type commandSource interface {
+	stepOf(a *store.Agent) *commands.Step
+	commandsFor(ctx context.Context, l *live, a *store.Agent, step *commands.Step) commands.Set
+	specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec
 }

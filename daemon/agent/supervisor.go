@@ -93,6 +93,7 @@ type Options struct {
 // Supervisor hosts every agent and implements the local API.
 type Supervisor struct {
 	*memoryService // long-term memory and its endpoints (memory_service.go)
+	*policyService // the policy endpoints (policy_service.go)
 
 	opt     Options
 	st      *store.Store
@@ -159,6 +160,7 @@ func New(opt Options) (*Supervisor, error) {
 	}
 	s.audit.log = opt.Log
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
+	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	l, err := s.build(opt.settings())
 	if err != nil {
 		return nil, err
