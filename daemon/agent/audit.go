@@ -8,12 +8,15 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
+// auditLog serves the audit log and the replay of a run, read from the store.
+type auditLog struct{ st *store.Store }
+
 // maxAuditEntries bounds one audit listing.
 const maxAuditEntries = 10_000
 
 // Audit lists audit entries, oldest first: of one agent (by name or id; a removed agent
 // by its id) or of all, since a time, the newest limit of them.
-func (s *Supervisor) Audit(ctx context.Context, q client.AuditQuery) ([]client.AuditEntry, error) {
+func (s *auditLog) Audit(ctx context.Context, q client.AuditQuery) ([]client.AuditEntry, error) {
 	if q.Limit < 0 || q.Limit > maxAuditEntries {
 		return nil, badRequest("limit %d: want 1 to %d (0 for 100)", q.Limit, maxAuditEntries)
 	}
@@ -40,7 +43,7 @@ func (s *Supervisor) Audit(ctx context.Context, q client.AuditQuery) ([]client.A
 
 // Replay returns a run step by step. ref is a run id, or an agent (name or id), which
 // means its latest run.
-func (s *Supervisor) Replay(ctx context.Context, ref string) (*client.Replay, error) {
+func (s *auditLog) Replay(ctx context.Context, ref string) (*client.Replay, error) {
 	var out *client.Replay
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		r, err := tx.Replay(ref)

@@ -14,11 +14,23 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/statedir"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 // HealthCheck is one check agentctl doctor runs beyond the supervisor's own (the server
 // adds the MCP servers, the shell sandbox, the chat bots...).
 type HealthCheck func(ctx context.Context) []client.Check
+
+// doctor runs agentctl doctor's checks: the model server, the store, the state directory
+// and workspaces, and the server's own checks.
+type doctor struct {
+	llm       *llm.Client
+	st        *store.Store
+	live      func() *live // the settings in use: the models to probe
+	stateDir  string
+	workspace func(id string) string // an agent's workspace: its parent is checked
+	checks    []HealthCheck
+}
 
 // Disk space below these is a warning, below the second a failure: SQLite needs room
 // for its WAL and agents for their workspaces.
@@ -28,15 +40,15 @@ const (
 )
 
 // Doctor runs every health check, each with a deadline, and reports what it found.
-func (s *Supervisor) Doctor(ctx context.Context) (*client.DoctorReport, error) {
+func (s *doctor) Doctor(ctx context.Context) (*client.DoctorReport, error) {
 	rep := &client.DoctorReport{}
 	add := func(c ...client.Check) { rep.Checks = append(rep.Checks, c...) }
 	add(s.checkModels(ctx)...)
 	add(s.checkStore(ctx))
-	add(checkDisk(s.opt.StateDir))
-	add(checkStateDir(s.opt.StateDir, filepath.Dir(s.workspace("x"))))
+	add(checkDisk(s.stateDir))
+	add(checkStateDir(s.stateDir, filepath.Dir(s.workspace("x"))))
 	add(s.checkWorkspaces())
-	for _, hc := range s.opt.HealthChecks {
+	for _, hc := range s.checks {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		add(hc(cctx)...)
 		cancel()
@@ -46,10 +58,10 @@ func (s *Supervisor) Doctor(ctx context.Context) (*client.DoctorReport, error) {
 
 // checkModels probes the model server now (not the last background probe), for the
 // model and the smart model.
-func (s *Supervisor) checkModels(ctx context.Context) []client.Check {
+func (s *doctor) checkModels(ctx context.Context) []client.Check {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	host := s.opt.LLM.Host()
+	host := s.llm.Host()
 	l := s.live()
 	models := []string{l.Model}
 	if l.SmartModel != "" && l.SmartModel != l.Model {
@@ -57,7 +69,7 @@ func (s *Supervisor) checkModels(ctx context.Context) []client.Check {
 	}
 	var out []client.Check
 	for i, model := range models {
-		info, err := s.opt.LLM.Probe(ctx, model)
+		info, err := s.llm.Probe(ctx, model)
 		var nf *llm.ModelNotFoundError
 		switch {
 		case errors.As(err, &nf):
@@ -102,8 +114,8 @@ func modelCheck(info *llm.ModelInfo, maxContext int) client.Check {
 	return c
 }
 
-func (s *Supervisor) checkStore(ctx context.Context) client.Check {
-	path := filepath.Join(s.opt.StateDir, "agentd.db")
+func (s *doctor) checkStore(ctx context.Context) client.Check {
+	path := filepath.Join(s.stateDir, "agentd.db")
 	if err := s.st.Check(ctx); err != nil {
 		return client.Check{Name: "store", Status: client.CheckFail, Detail: err.Error(),
 			Fix: "stop agentd, copy " + path + " aside, and restore it from a backup (sqlite3 " + path + " .recover can save what is readable)"}
@@ -167,7 +179,7 @@ func humanBytes(n uint64) string {
 }
 
 // checkWorkspaces makes sure new agents can get a workspace.
-func (s *Supervisor) checkWorkspaces() client.Check {
+func (s *doctor) checkWorkspaces() client.Check {
 	root := filepath.Dir(s.workspace("x"))
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return client.Check{Name: "workspaces", Status: client.CheckFail, Detail: err.Error(), Fix: "make " + root + " writable by the user agentd runs as"}

@@ -94,6 +94,8 @@ type Options struct {
 type Supervisor struct {
 	*memoryService // long-term memory and its endpoints (memory_service.go)
 	*policyService // the policy endpoints (policy_service.go)
+	*auditLog      // the audit log and replays (audit.go)
+	*doctor        // agentctl doctor (doctor.go)
 
 	opt     Options
 	st      *store.Store
@@ -161,6 +163,8 @@ func New(opt Options) (*Supervisor, error) {
 	s.audit.log = opt.Log
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
+	s.auditLog = &auditLog{st: s.st}
+	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspace: s.workspace, checks: opt.HealthChecks}
 	l, err := s.build(opt.settings())
 	if err != nil {
 		return nil, err
