@@ -83,38 +83,6 @@ func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
 	return "", ""
 }
 
-// setBudget caches runID's budget and arms its wall-time timer.
-func (s *Supervisor) setBudget(runID, agentID string, b Budget, start time.Time, tokensBase int64) {
-	if b.IsZero() {
-		return
-	}
-	rb := &runBudget{Budget: b, agentID: agentID, start: start, tokensBase: tokensBase}
-	if b.MaxWall > 0 {
-		rb.timer = time.AfterFunc(max(time.Until(start.Add(b.MaxWall)), 0), func() { s.timeUp(runID) })
-	}
-	s.budgetMu.Lock()
-	if old := s.budgets[runID]; old != nil && old.timer != nil {
-		old.timer.Stop()
-	}
-	s.budgets[runID] = rb
-	s.budgetMu.Unlock()
-}
-
-func (s *Supervisor) budgetOf(runID string) *runBudget {
-	s.budgetMu.Lock()
-	defer s.budgetMu.Unlock()
-	return s.budgets[runID]
-}
-
-func (s *Supervisor) dropBudget(runID string) {
-	s.budgetMu.Lock()
-	if b := s.budgets[runID]; b != nil && b.timer != nil {
-		b.timer.Stop()
-	}
-	delete(s.budgets, runID)
-	s.budgetMu.Unlock()
-}
-
 // timeUp interrupts a run out of wall time: a model call or a command in flight is
 // cancelled, and the loop, woken, ends the run.
 func (s *Supervisor) timeUp(runID string) {
@@ -127,16 +95,6 @@ func (s *Supervisor) timeUp(runID string) {
 	r.cancelAll()
 	r.mu.Unlock()
 	s.kick(b.agentID)
-}
-
-// loadBudgets caches the budgets of runs in progress (at start).
-func (s *Supervisor) loadBudgets(ctx context.Context) error {
-	var runs []store.Run
-	err := s.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.BudgetedRuns(); return err })
-	for _, r := range runs {
-		s.setBudget(r.ID, r.AgentID, Budget{MaxSteps: r.MaxSteps, MaxTokens: r.MaxTokens, MaxWall: r.MaxWall}, r.Started, r.TokensBase)
-	}
-	return err
 }
 
 // exhaust ends the agent's run runID because its budget (steps, tokens or time) ran

@@ -96,6 +96,7 @@ type Supervisor struct {
 	*policyService // the policy endpoints (policy_service.go)
 	*auditLog      // the audit log and replays (audit.go)
 	*doctor        // agentctl doctor (doctor.go)
+	*runBudgets    // the budgets of runs in progress (run_budgets.go)
 
 	opt     Options
 	st      *store.Store
@@ -113,9 +114,6 @@ type Supervisor struct {
 	// cur is the settings generation in use (settings.go); Reload swaps it.
 	cur     atomic.Pointer[live]
 	reprobe chan struct{} // wakes the probe loop after the model changed
-
-	budgetMu sync.Mutex
-	budgets  map[string]*runBudget // by run ID: runs in progress that have a budget
 
 	mu      sync.Mutex
 	runners map[string]*runner
@@ -154,7 +152,7 @@ func New(opt Options) (*Supervisor, error) {
 	}
 	s := &Supervisor{
 		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
-		runners: map[string]*runner{}, started: time.Now(), budgets: map[string]*runBudget{},
+		runners: map[string]*runner{}, started: time.Now(),
 		mem: newMemState(opt.Memory), reprobe: make(chan struct{}, 1), metrics: opt.Metrics,
 	}
 	if s.metrics == nil {
@@ -164,6 +162,7 @@ func New(opt Options) (*Supervisor, error) {
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
+	s.runBudgets = &runBudgets{st: s.st, timeUp: s.timeUp, byRun: map[string]*runBudget{}}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspace: s.workspace, checks: opt.HealthChecks}
 	l, err := s.build(opt.settings())
 	if err != nil {

@@ -1,0 +1,61 @@
+package agent
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// runBudgets holds the budgets of the runs in progress that have one, with the timer that
+// ends each run when its time is up. mu guards byRun only and is never held while calling
+// out (timeUp runs on the timer's goroutine).
+type runBudgets struct {
+	st     *store.Store
+	timeUp func(runID string) // a run's wall-time budget is spent
+	mu     sync.Mutex
+	byRun  map[string]*runBudget // by run ID
+}
+
+// setBudget caches runID's budget and arms its wall-time timer.
+func (s *runBudgets) setBudget(runID, agentID string, b Budget, start time.Time, tokensBase int64) {
+	if b.IsZero() {
+		return
+	}
+	rb := &runBudget{Budget: b, agentID: agentID, start: start, tokensBase: tokensBase}
+	if b.MaxWall > 0 {
+		rb.timer = time.AfterFunc(max(time.Until(start.Add(b.MaxWall)), 0), func() { s.timeUp(runID) })
+	}
+	s.mu.Lock()
+	if old := s.byRun[runID]; old != nil && old.timer != nil {
+		old.timer.Stop()
+	}
+	s.byRun[runID] = rb
+	s.mu.Unlock()
+}
+
+func (s *runBudgets) budgetOf(runID string) *runBudget {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byRun[runID]
+}
+
+func (s *runBudgets) dropBudget(runID string) {
+	s.mu.Lock()
+	if b := s.byRun[runID]; b != nil && b.timer != nil {
+		b.timer.Stop()
+	}
+	delete(s.byRun, runID)
+	s.mu.Unlock()
+}
+
+// loadBudgets caches the budgets of runs in progress (at start).
+func (s *runBudgets) loadBudgets(ctx context.Context) error {
+	var runs []store.Run
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.BudgetedRuns(); return err })
+	for _, r := range runs {
+		s.setBudget(r.ID, r.AgentID, Budget{MaxSteps: r.MaxSteps, MaxTokens: r.MaxTokens, MaxWall: r.MaxWall}, r.Started, r.TokensBase)
+	}
+	return err
+}
