@@ -17,7 +17,7 @@ const maxApproveCount = 1000
 // Decide records a person's decision on the agent's current proposal. The first valid
 // decision wins: a second one, or one naming a superseded proposal, gets ErrConflict with
 // the reason.
-func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
 	if req.ProposalID == "" {
 		return nil, badRequest("proposal_id is required: decisions name the proposal they decide")
 	}
@@ -114,7 +114,7 @@ func (s *Supervisor) Decide(ctx context.Context, ref string, req client.DecideRe
 
 // widen checks a decision's scope and, for one that widens (approve always, deny always),
 // works out the pattern it stores: the proposal's exact command and subject.
-func (s *Supervisor) widen(ctx context.Context, ref string, req client.DecideRequest, d *client.Decision) error {
+func (s *decisions) widen(ctx context.Context, ref string, req client.DecideRequest, d *client.Decision) error {
 	switch {
 	case req.Scope == client.ScopeOnce:
 		return nil
@@ -176,7 +176,7 @@ var errMoved = errors.New("proposal moved on")
 // the one path of every decision, a person's (Decide) or the policy's (startTx). It
 // returns the episode the decision ends p with (deny, feedback), else nil. The caller
 // writes a.
-func (s *Supervisor) decideTx(tx *store.Tx, a *store.Agent, p *client.Proposal, d *client.Decision, ev cycle.Event) (*client.Episode, error) {
+func (s *decisions) decideTx(tx *store.Tx, a *store.Agent, p *client.Proposal, d *client.Decision, ev cycle.Event) (*client.Episode, error) {
 	moved, effects, err := transit(tx, a, p, ev)
 	if err != nil {
 		return nil, err
@@ -240,7 +240,7 @@ func episodeOf(p *client.Proposal, outcome, result, feedback string) *client.Epi
 }
 
 // Answer answers the agent's open ask_user question; the answer is the command's result.
-func (s *Supervisor) Answer(ctx context.Context, ref string, req client.AnswerRequest) error {
+func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerRequest) error {
 	text := strings.TrimSpace(req.Text)
 	if text == "" {
 		return badRequest("empty answer")
@@ -286,4 +286,22 @@ func (s *Supervisor) Answer(ctx context.Context, ref string, req client.AnswerRe
 		return []client.Event{{Type: client.EventResult, AgentID: a.ID, Episode: ep}}
 	})
 	return err
+}
+
+// decisions records people's decisions and answers on proposals: the one path agentctl,
+// chat, schedules and the Agent Protocol share.
+type decisions struct {
+	decisionHost
+	st   *store.Store
+	live func() *live // the settings in use: the patterns a decision is weighed against
+}
+
+// decisionHost is what recording a decision needs of the supervisor: changing an agent
+// under its runner's lock, ending a step or a run, and the specs of commands.
+type decisionHost interface {
+	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*client.Agent) []client.Event) (*client.Agent, error)
+	recordEpisode(tx *store.Tx, agentID string, p *client.Proposal, ep *client.Episode) error
+	runEnded(runID string)
+	countDecision(tx *store.Tx, d *client.Decision)
+	specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec
 }

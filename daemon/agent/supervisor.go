@@ -97,6 +97,7 @@ type Supervisor struct {
 	*auditLog      // the audit log and replays (audit.go)
 	*doctor        // agentctl doctor (doctor.go)
 	*runBudgets    // the budgets of runs in progress (run_budgets.go)
+	*decisions     // people's decisions and answers (decide.go)
 
 	opt     Options
 	st      *store.Store
@@ -162,6 +163,7 @@ func New(opt Options) (*Supervisor, error) {
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
+	s.decisions = &decisions{decisionHost: s, st: s.st, live: s.live}
 	s.runBudgets = &runBudgets{st: s.st, timeUp: s.timeUp, byRun: map[string]*runBudget{}}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspace: s.workspace, checks: opt.HealthChecks}
 	l, err := s.build(opt.settings())
