@@ -23,9 +23,9 @@ import (
 const agentBudgetReason = "agent budget exhausted: "
 
 // agentBudget is the budget bounding a: its own fields where set, else the config's.
-func (s *Supervisor) agentBudget(a *store.Agent) Budget {
-	b := s.opt.AgentBudget
-	if o, ok := s.opt.Agents[a.Name]; ok && o.Budget != nil {
+func (s *agentBudgets) agentBudget(a *store.Agent) Budget {
+	b := s.base
+	if o, ok := s.overrides[a.Name]; ok && o.Budget != nil {
 		b = *o.Budget
 	}
 	if a.Budget.MaxSteps != nil {
@@ -42,7 +42,7 @@ func (s *Supervisor) agentBudget(a *store.Agent) Budget {
 
 // agentOver returns which of a's own budgets is used up (steps, tokens or time) and
 // why, with the command that raises it; "" when none is.
-func (s *Supervisor) agentOver(a *store.Agent) (budget, why string) {
+func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
 	b := s.agentBudget(a)
 	busy := time.Duration(a.BusyMS) * time.Millisecond
 	switch {
@@ -102,7 +102,7 @@ func (r *runner) chargeCut(ctx context.Context) {
 }
 
 // budgetView is a's budget as the API shows it.
-func (s *Supervisor) budgetView(a *store.Agent) *client.Budget {
+func (s *agentBudgets) budgetView(a *store.Agent) *client.Budget {
 	out := s.agentBudget(a).view()
 	return &out
 }
@@ -159,7 +159,7 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 
 // SetBudget changes an agent's own budget (fields left nil are kept; Reset first goes
 // back to the config's). An agent paused by its budget resumes when the new one allows.
-func (s *Supervisor) SetBudget(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
+func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
 	var busy *time.Duration
 	switch {
 	case req.MaxSteps != nil && *req.MaxSteps < 0:
@@ -207,4 +207,13 @@ func (s *Supervisor) SetBudget(ctx context.Context, ref string, req client.Budge
 		out.Budget = bv
 	}
 	return out, err
+}
+
+// agentBudgets bounds each agent over all its runs: the default from config, an agent's
+// [agents.NAME] override, or what `agentctl budget` stored.
+type agentBudgets struct {
+	base      Budget                    // Options.AgentBudget
+	overrides map[string]AgentOverrides // Options.Agents
+	// mutate changes an agent under its runner's lock (Supervisor.mutate).
+	mutate func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/agentd/agentd/commands"
@@ -163,9 +164,9 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		if err != nil {
 			return err
 		}
-		if depth+1 > s.opt.MaxHelperDepth {
+		if depth+1 > s.maxDepth {
 			return fmt.Errorf("%s: helpers may be nested %d deep at most, and you are a helper %d deep: do this sub-task yourself",
-				cmd, s.opt.MaxHelperDepth, depth)
+				cmd, s.maxDepth, depth)
 		}
 		hs, err := tx.Helpers(parent.ID)
 		if err != nil {
@@ -301,7 +302,7 @@ var errDelivered = errors.New("delivered already")
 // deliverHelper records the end of a helper's run as the result of the parent's
 // proposal waiting on it, if one is; ended is the run's outcome and reason when its row
 // is gone with its agent (named name), nil to read them.
-func (s *Supervisor) deliverHelper(ctx context.Context, runID string, ended *RunEnd, name string) {
+func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *RunEnd, name string) {
 	var w *store.HelperWait
 	var outcome, reason string
 	err := s.st.View(ctx, func(tx *store.Tx) error {
@@ -383,7 +384,7 @@ func (s *Supervisor) deliverHelper(ctx context.Context, runID string, ended *Run
 
 // deliverEnded delivers the ends of helper runs that ended while the daemon was down (or
 // between their end and its delivery). Start calls it after recovery.
-func (s *Supervisor) deliverEnded(ctx context.Context) error {
+func (s *helpers) deliverEnded(ctx context.Context) error {
 	var runs []string
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		ws, err := tx.Waits()
@@ -408,7 +409,7 @@ func (s *Supervisor) deliverEnded(ctx context.Context) error {
 
 // stopHelpers stops the helpers of an agent whose run ended: they worked for that run.
 // Each one's end stops its own helpers in turn.
-func (s *Supervisor) stopHelpers(ctx context.Context, parentID string) {
+func (s *helpers) stopHelpers(ctx context.Context, parentID string) {
 	var ids []string
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		hs, err := tx.Helpers(parentID)
@@ -450,7 +451,7 @@ func pausedWith(name string) string {
 
 // descendants lists the helpers of the agent id at any depth, parents first; the agent
 // itself is left out.
-func (s *Supervisor) descendants(ctx context.Context, id string) ([]*store.Agent, error) {
+func (s *helpers) descendants(ctx context.Context, id string) ([]*store.Agent, error) {
 	var out []*store.Agent
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(id)
@@ -467,7 +468,7 @@ func (s *Supervisor) descendants(ctx context.Context, id string) ([]*store.Agent
 }
 
 // pauseHelpers pauses the running helpers of the agent id (named name), at any depth.
-func (s *Supervisor) pauseHelpers(ctx context.Context, id, name string) {
+func (s *helpers) pauseHelpers(ctx context.Context, id, name string) {
 	hs, err := s.descendants(ctx, id)
 	if err != nil {
 		s.log.Error("listing helpers to pause", "agent", id, "err", err)
@@ -484,7 +485,7 @@ func (s *Supervisor) pauseHelpers(ctx context.Context, id, name string) {
 }
 
 // resumeHelpers resumes the helpers that pauseHelpers paused for the agent id (named name).
-func (s *Supervisor) resumeHelpers(ctx context.Context, id, name string) {
+func (s *helpers) resumeHelpers(ctx context.Context, id, name string) {
 	hs, err := s.descendants(ctx, id)
 	if err != nil {
 		s.log.Error("listing helpers to resume", "agent", id, "err", err)
@@ -512,7 +513,7 @@ const (
 // parent is gone, or whose run began before the parent's latest run ended (a run begun
 // after that was given by a person to a helper of an idle parent, and stays). Start
 // calls it after the ends of helper runs are delivered.
-func (s *Supervisor) stopStrays(ctx context.Context) error {
+func (s *helpers) stopStrays(ctx context.Context) error {
 	type stray struct{ id, why string }
 	var strays []stray
 	err := s.st.View(ctx, func(tx *store.Tx) error {
@@ -562,8 +563,8 @@ func (s *Supervisor) stopStrays(ctx context.Context) error {
 // nested as deep as helpers may be: the model is never offered a command that can only
 // fail (helperEnv.Start still refuses a direct call). A helper's depth is the number of
 // slashes in its name, which start_agent fixes as "<parent>/<key>".
-func (s *Supervisor) helperDepthFilter(a *store.Agent, set commands.Set) commands.Set {
-	if strings.Count(a.Name, "/") < s.opt.MaxHelperDepth {
+func (s *helpers) helperDepthFilter(a *store.Agent, set commands.Set) commands.Set {
+	if strings.Count(a.Name, "/") < s.maxDepth {
 		return set
 	}
 	out := make(commands.Set, 0, len(set))
@@ -573,4 +574,25 @@ func (s *Supervisor) helperDepthFilter(a *store.Agent, set commands.Set) command
 		}
 	}
 	return out
+}
+
+// helpers keeps the helper agents (start_agent) in step with their parents: a helper's
+// end is delivered to the parent waiting on it, and pausing, resuming or stopping an
+// agent does the same to its helpers.
+type helpers struct {
+	helperHost
+	st       *store.Store
+	log      *slog.Logger
+	audit    *auditKeeper
+	maxDepth int // Options.MaxHelperDepth
+}
+
+// helperHost is what the helpers need of the supervisor: changing an agent under its
+// runner's lock and ending a step.
+type helperHost interface {
+	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*client.Agent) []client.Event) (*client.Agent, error)
+	recordEpisode(tx *store.Tx, agentID string, p *client.Proposal, ep *client.Episode) error
+	pause(ctx context.Context, ref, reason string) (*client.Agent, error)
+	resume(ctx context.Context, ref, only string) (*client.Agent, error)
+	stop(ctx context.Context, ref, reason string) (*client.Agent, error)
 }

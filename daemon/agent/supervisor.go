@@ -98,6 +98,8 @@ type Supervisor struct {
 	*doctor        // agentctl doctor (doctor.go)
 	*runBudgets    // the budgets of runs in progress (run_budgets.go)
 	*decisions     // people's decisions and answers (decide.go)
+	*helpers       // helper agents kept in step with their parents (helpers.go)
+	*agentBudgets  // each agent's budget over all its runs (agent_budget.go)
 
 	opt     Options
 	st      *store.Store
@@ -163,6 +165,8 @@ func New(opt Options) (*Supervisor, error) {
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
+	s.helpers = &helpers{helperHost: s, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
+	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents, mutate: s.mutate}
 	s.decisions = &decisions{decisionHost: s, st: s.st, live: s.live}
 	s.runBudgets = &runBudgets{st: s.st, timeUp: s.timeUp, byRun: map[string]*runBudget{}}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspace: s.workspace, checks: opt.HealthChecks}
