@@ -174,7 +174,7 @@ func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req client.Bud
 		busy = &d
 	}
 	var bv *client.Budget
-	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	out, err := s.mutateAgent(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if req.Reset {
 			a.Budget = store.AgentBudget{}
 		}
@@ -214,6 +214,6 @@ func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req client.Bud
 type agentBudgets struct {
 	base      Budget                    // Options.AgentBudget
 	overrides map[string]AgentOverrides // Options.Agents
-	// mutate changes an agent under its runner's lock (Supervisor.mutate).
-	mutate func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error)
+	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
+	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error)
 }

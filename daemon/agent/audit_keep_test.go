@@ -16,7 +16,7 @@ import (
 // failAudit makes every later audit write in the store at path fail.
 func failAudit(t *testing.T, path string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", path)
+	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,20 +83,6 @@ func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
 	return "", ""
 }
 
-// timeUp interrupts a run out of wall time: a model call or a command in flight is
-// cancelled, and the loop, woken, ends the run.
-func (s *Supervisor) timeUp(runID string) {
-	b := s.budgetOf(runID)
-	if b == nil {
-		return
-	}
-	r := s.runner(b.agentID)
-	r.mu.Lock()
-	r.cancelAll()
-	r.mu.Unlock()
-	s.kick(b.agentID)
-}
-
 // exhaust ends the agent's run runID because its budget (steps, tokens or time) ran
 // out. Like Stop, an open proposal is superseded and a question withdrawn; the agent
 // goes idle.
@@ -161,29 +147,6 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 	}
 }
 
-// runEnded forgets an ended run's budget and tells Options.OnRunEnd how it ended.
-// Called after the end is committed, holding no lock.
-func (s *Supervisor) runEnded(runID string) {
-	s.dropBudget(runID)
-	if runID == "" {
-		return
-	}
-	ctx := context.Background()
-	var run *store.Run
-	err := s.st.View(ctx, func(tx *store.Tx) (err error) { run, err = tx.Run(runID); return err })
-	if err != nil {
-		s.log.Warn("reading an ended run", "run", runID, "err", err)
-		return
-	}
-	// A parent waiting for this run gets its end; this run's own helpers stop.
-	s.deliverHelper(ctx, runID, nil, "")
-	s.stopHelpers(ctx, run.AgentID)
-	if s.opt.OnRunEnd == nil {
-		return
-	}
-	s.opt.OnRunEnd(RunEnd{RunID: run.ID, AgentID: run.AgentID, Outcome: run.Outcome, Reason: run.Reason, Steps: run.Steps, Tokens: run.Tokens})
-}
-
 // checkRunOptions validates opt and returns its patterns in canonical form.
 func checkRunOptions(opt *RunOptions) ([]string, error) {
 	b := opt.Budget
@@ -241,16 +204,4 @@ func applyRunOptions(tx *store.Tx, a *store.Agent, opt *RunOptions, pats []strin
 		}
 	}
 	return nil
-}
-
-// StartTask gives an idle agent a task, like Task, with a budget, a policy and patterns
-// for the run. It returns the agent with its new RunID.
-func (s *Supervisor) StartTask(ctx context.Context, ref, task string, opt RunOptions) (*client.Agent, error) {
-	return s.task(ctx, ref, task, &opt)
-}
-
-// CreateRun creates an agent, like CreateAgent, and starts its run with opt. req must
-// start a run (a task or goals, Start not false).
-func (s *Supervisor) CreateRun(ctx context.Context, req client.CreateAgentRequest, opt RunOptions) (*client.Agent, error) {
-	return s.createAgent(ctx, req, &opt)
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -17,64 +17,6 @@ import (
 )
 
 var _ api.AgentService = (*Supervisor)(nil)
-
-// Status reports the daemon, the model server and the agents by state.
-func (s *Supervisor) Status(ctx context.Context) (*client.Status, error) {
-	st := &client.Status{
-		Version: s.opt.Version, PID: os.Getpid(), Started: s.started, StateDir: s.opt.StateDir,
-		Ollama: s.model.status(), Agents: map[string]int{},
-	}
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		agents, err := tx.Agents()
-		for _, a := range agents {
-			st.Agents[string(a.State)]++
-		}
-		return err
-	})
-	return st, err
-}
-
-// Agents lists every agent.
-func (s *Supervisor) Agents(ctx context.Context) ([]client.Agent, error) {
-	out := []client.Agent{}
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		agents, err := tx.Agents()
-		if err != nil {
-			return err
-		}
-		for _, a := range agents {
-			v, err := view(tx, a)
-			if err != nil {
-				return err
-			}
-			v.Budget = s.budgetView(a)
-			out = append(out, *v)
-		}
-		return nil
-	})
-	return out, err
-}
-
-// shownRuns is how many of its latest runs an agent is shown with.
-const shownRuns = 5
-
-// Agent returns one agent with its budget and latest runs.
-func (s *Supervisor) Agent(ctx context.Context, ref string) (*client.Agent, error) {
-	var out *client.Agent
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
-		if out, err = view(tx, a); err != nil {
-			return err
-		}
-		out.Budget = s.budgetView(a)
-		out.Runs, err = tx.Runs(a.ID, shownRuns)
-		return err
-	})
-	return out, err
-}
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 
@@ -92,7 +34,7 @@ func notFound(format string, args ...any) error {
 
 // CreateAgent creates an agent from a task (the model writes its profile on its first step)
 // or from a name, description and goals, and starts its run.
-func (s *Supervisor) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
+func (s *runs) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
 	opt, err := requestOptions(req.Budget)
 	if err != nil {
 		return nil, err
@@ -101,7 +43,7 @@ func (s *Supervisor) CreateAgent(ctx context.Context, req client.CreateAgentRequ
 }
 
 // createAgent is CreateAgent; opt, when set, must start a run and applies to it.
-func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequest, opt *RunOptions) (*client.Agent, error) {
+func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, opt *RunOptions) (*client.Agent, error) {
 	req.Task = strings.TrimSpace(req.Task)
 	req.Name = strings.TrimSpace(req.Name)
 	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
@@ -204,7 +146,7 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 	}
 	s.events.Publish(client.Event{Type: client.EventState, AgentID: a.ID, Agent: out, Message: "created"})
 	if opt != nil {
-		s.setBudget(a.RunID, a.ID, opt.Budget, out.CreatedAt, 0)
+		s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, out.CreatedAt, 0)
 	}
 	if start {
 		s.kick(a.ID)
@@ -215,7 +157,7 @@ func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequ
 // checkAgentCommands checks a new agent's command list against the commands it would
 // have without one, and returns it without duplicates. MCP tools (names with a dot) are
 // taken on trust: their servers connect in the background.
-func (s *Supervisor) checkAgentCommands(ctx context.Context, name string, names []string) ([]string, error) {
+func (s *runs) checkAgentCommands(ctx context.Context, name string, names []string) ([]string, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
@@ -258,7 +200,7 @@ func checkPolicy(p client.Policy) error {
 
 // DeleteAgent stops an agent and removes it, its history and its workspace, with its
 // helpers (theirs too) in the same transaction.
-func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
+func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 	type gone struct {
 		id, ws, name string
 		helper       bool
@@ -276,8 +218,7 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 		}
 		for _, a := range fam {
 			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
-			s.gens.bump(a.ID)
-			s.older.forget(a.ID)
+			s.forgetHistory(a.ID)
 			if run, err := tx.Run(a.RunID); err == nil && run.Ended.IsZero() {
 				g.open = &RunEnd{RunID: run.ID, AgentID: a.ID, Outcome: OutcomeRemoved, Reason: "the agent was removed",
 					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - run.TokensBase}
@@ -309,7 +250,7 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 			if err != nil {
 				return err
 			}
-			s.forget(tx, ids)
+			s.memory.forget(tx, ids)
 		}
 		// Helpers first: nothing is left pointing at a removed parent.
 		for i := len(all) - 1; i >= 0; i-- {
@@ -328,9 +269,7 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 	for i := len(all) - 1; i >= 0; i-- {
 		g := all[i]
 		locked[i].wakeUp()
-		s.mu.Lock()
-		delete(s.runners, g.id)
-		s.mu.Unlock()
+		s.dropRunner(g.id)
 		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
 		// goes through the folder above, so a link swapped in goes, never its target.
 		if g.ws != "" && (g.ws == s.workspace(g.id) || g.helper) {
@@ -344,77 +283,29 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 		if g.open == nil {
 			continue
 		}
-		s.dropBudget(g.open.RunID)
+		s.runBudgets.dropBudget(g.open.RunID)
 		if i == 0 {
 			// A parent may be waiting for the removed agent (removed by a person or by
 			// the parent's delete_agent); its helpers' parents are gone with them.
-			s.deliverHelper(ctx, g.open.RunID, g.open, g.name)
+			s.helpers.deliverHelper(ctx, g.open.RunID, g.open, g.name)
 		}
-		if s.opt.OnRunEnd != nil {
-			s.opt.OnRunEnd(*g.open)
+		if s.onRunEnd != nil {
+			s.onRunEnd(*g.open)
 		}
 	}
 	return nil
 }
 
-// History returns an agent's episodes.
-func (s *Supervisor) History(ctx context.Context, ref string) ([]client.Episode, error) {
-	out := []client.Episode{}
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
-		eps, err := tx.Episodes(a.ID, 0)
-		if eps != nil {
-			out = eps
-		}
-		return err
-	})
-	return out, err
-}
-
-// Proposals returns an agent's proposals.
-func (s *Supervisor) Proposals(ctx context.Context, ref string) ([]client.Proposal, error) {
-	out := []client.Proposal{}
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
-		ps, err := tx.Proposals(a.ID)
-		if ps != nil {
-			out = ps
-		}
-		return err
-	})
-	return out, err
-}
-
-// Subscribe streams events.
-func (s *Supervisor) Subscribe(ref string, since int64) (<-chan client.Event, func(), error) {
-	id := ""
-	if ref != "" {
-		a, err := s.Agent(context.Background(), ref)
-		if err != nil {
-			return nil, nil, err
-		}
-		id = a.ID
-	}
-	ch, cancel := s.events.Subscribe(id, since)
-	return ch, cancel, nil
-}
-
 // mutate runs fn on the agent under its runner's lock in one transaction, then publishes
 // the agent's new state and wakes its loop.
-func (s *Supervisor) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error) {
+func (s *runs) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error) {
 	return s.mutateThen(ctx, ref, fn, nil)
 }
 
 // mutateThen is mutate that also publishes events(agent) before the state event. Events
 // are published under the agent's lock, so followers see them in the order of the commits,
 // and before the loop is woken, so a decision is never shown after its result.
-func (s *Supervisor) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*client.Agent) []client.Event) (*client.Agent, error) {
+func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*client.Agent) []client.Event) (*client.Agent, error) {
 	var id string
 	if err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
@@ -464,16 +355,16 @@ func (s *Supervisor) mutateThen(ctx context.Context, ref string, fn func(tx *sto
 
 // Pause stops an agent after its current command; a model call in flight is cancelled.
 // Its helpers (theirs too) pause with it: they work for the run that paused.
-func (s *Supervisor) Pause(ctx context.Context, ref string) (*client.Agent, error) {
+func (s *runs) Pause(ctx context.Context, ref string) (*client.Agent, error) {
 	out, err := s.pause(ctx, ref, "paused by a person")
 	if err == nil {
-		s.pauseHelpers(ctx, out.ID, out.Name)
+		s.helpers.pauseHelpers(ctx, out.ID, out.Name)
 	}
 	return out, err
 }
 
 // pause is Pause of the agent alone, with the reason it shows.
-func (s *Supervisor) pause(ctx context.Context, ref, reason string) (*client.Agent, error) {
+func (s *runs) pause(ctx context.Context, ref, reason string) (*client.Agent, error) {
 	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if !active(a.State) {
 			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
@@ -488,17 +379,17 @@ func (s *Supervisor) pause(ctx context.Context, ref, reason string) (*client.Age
 
 // Resume continues a paused or failed agent where it stopped, with the helpers that
 // were paused because it was.
-func (s *Supervisor) Resume(ctx context.Context, ref string) (*client.Agent, error) {
+func (s *runs) Resume(ctx context.Context, ref string) (*client.Agent, error) {
 	out, err := s.resume(ctx, ref, "")
 	if err == nil {
-		s.resumeHelpers(ctx, out.ID, out.Name)
+		s.helpers.resumeHelpers(ctx, out.ID, out.Name)
 	}
 	return out, err
 }
 
 // resume is Resume of the agent alone; with only set, only an agent paused for that
 // reason is resumed.
-func (s *Supervisor) resume(ctx context.Context, ref, only string) (*client.Agent, error) {
+func (s *runs) resume(ctx context.Context, ref, only string) (*client.Agent, error) {
 	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if only != "" && (a.State != client.StatePaused || a.StateReason != only) {
 			return conflict("agent %s is %s (%s), not paused with its parent", a.Name, a.State, a.StateReason)
@@ -509,7 +400,7 @@ func (s *Supervisor) resume(ctx context.Context, ref, only string) (*client.Agen
 		if a.RunID == "" || a.Task == "" {
 			return conflict("agent %s has no run to resume: give it a task with `agentctl task`", a.Name)
 		}
-		if _, why := s.agentOver(a); why != "" {
+		if _, why := s.agentBudgets.agentOver(a); why != "" {
 			return conflict("agent %s is over its budget: %s", a.Name, why)
 		}
 		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Resume}); err != nil {
@@ -522,12 +413,12 @@ func (s *Supervisor) resume(ctx context.Context, ref, only string) (*client.Agen
 
 // Stop ends the current run: an open proposal is superseded, a question withdrawn and a
 // running command cancelled. The agent stays, idle, with its history.
-func (s *Supervisor) Stop(ctx context.Context, ref string) (*client.Agent, error) {
+func (s *runs) Stop(ctx context.Context, ref string) (*client.Agent, error) {
 	return s.stop(ctx, ref, "stopped by a person")
 }
 
 // stop is Stop, with the reason the run ends for.
-func (s *Supervisor) stop(ctx context.Context, ref, reason string) (*client.Agent, error) {
+func (s *runs) stop(ctx context.Context, ref, reason string) (*client.Agent, error) {
 	var runID string
 	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if a.State == client.StateIdle {
@@ -574,12 +465,12 @@ func (s *Supervisor) stop(ctx context.Context, ref, reason string) (*client.Agen
 }
 
 // Task gives an idle agent a follow-up task; its history carries over into the new run.
-func (s *Supervisor) Task(ctx context.Context, ref string, task string) (*client.Agent, error) {
+func (s *runs) Task(ctx context.Context, ref string, task string) (*client.Agent, error) {
 	return s.task(ctx, ref, task, nil)
 }
 
 // TaskRun is Task as the API asks for it: with a budget, when set, for the new run.
-func (s *Supervisor) TaskRun(ctx context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
+func (s *runs) TaskRun(ctx context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
 	opt, err := requestOptions(req.Budget)
 	if err != nil {
 		return nil, err
@@ -588,7 +479,7 @@ func (s *Supervisor) TaskRun(ctx context.Context, ref string, req client.TaskReq
 }
 
 // task is Task; opt, when set, applies to the new run.
-func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *RunOptions) (*client.Agent, error) {
+func (s *runs) task(ctx context.Context, ref string, task string, opt *RunOptions) (*client.Agent, error) {
 	var pats []string
 	if opt != nil {
 		var err error
@@ -609,7 +500,7 @@ func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *Run
 			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
 		}
 		// Refused now rather than accepted and paused before its first step.
-		if _, why := s.agentOver(a); why != "" {
+		if _, why := s.agentBudgets.agentOver(a); why != "" {
 			return conflict("agent %s is over its budget, so it cannot take a task: %s", a.Name, why)
 		}
 		if err := newRunTx(tx, a, task); err != nil {
@@ -624,12 +515,12 @@ func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *Run
 			}
 			// Cached before the commit: the loop, woken after it, must see the budget.
 			runID = a.RunID
-			s.setBudget(a.RunID, a.ID, opt.Budget, tx.Now(), a.PromptTokens+a.EvalTokens)
+			s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, tx.Now(), a.PromptTokens+a.EvalTokens)
 		}
 		return tx.Audit(a.ID, "task", map[string]string{"task": task, "run": a.RunID})
 	})
 	if err != nil && runID != "" {
-		s.dropBudget(runID)
+		s.runBudgets.dropBudget(runID)
 	}
 	return out, err
 }
@@ -651,4 +542,79 @@ func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 	}
 	a.RunID, a.Task, a.Step, a.Strikes = newID("r-"), task, 0, 0
 	return tx.StartRun(a.RunID, a.ID, task)
+}
+
+// timeUp interrupts a run out of wall time: a model call or a command in flight is
+// cancelled, and the loop, woken, ends the run.
+func (s *runs) timeUp(runID string) {
+	b := s.runBudgets.budgetOf(runID)
+	if b == nil {
+		return
+	}
+	r := s.runner(b.agentID)
+	r.mu.Lock()
+	r.cancelAll()
+	r.mu.Unlock()
+	s.kick(b.agentID)
+}
+
+// runEnded forgets an ended run's budget and tells Options.OnRunEnd how it ended.
+// Called after the end is committed, holding no lock.
+func (s *runs) runEnded(runID string) {
+	s.runBudgets.dropBudget(runID)
+	if runID == "" {
+		return
+	}
+	ctx := context.Background()
+	var run *store.Run
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { run, err = tx.Run(runID); return err })
+	if err != nil {
+		s.log.Warn("reading an ended run", "run", runID, "err", err)
+		return
+	}
+	// A parent waiting for this run gets its end; this run's own helpers stop.
+	s.helpers.deliverHelper(ctx, runID, nil, "")
+	s.helpers.stopHelpers(ctx, run.AgentID)
+	if s.onRunEnd == nil {
+		return
+	}
+	s.onRunEnd(RunEnd{RunID: run.ID, AgentID: run.AgentID, Outcome: run.Outcome, Reason: run.Reason, Steps: run.Steps, Tokens: run.Tokens})
+}
+
+// StartTask gives an idle agent a task, like Task, with a budget, a policy and patterns
+// for the run. It returns the agent with its new RunID.
+func (s *runs) StartTask(ctx context.Context, ref, task string, opt RunOptions) (*client.Agent, error) {
+	return s.task(ctx, ref, task, &opt)
+}
+
+// CreateRun creates an agent, like CreateAgent, and starts its run with opt. req must
+// start a run (a task or goals, Start not false).
+func (s *runs) CreateRun(ctx context.Context, req client.CreateAgentRequest, opt RunOptions) (*client.Agent, error) {
+	return s.createAgent(ctx, req, &opt)
+}
+
+// runs starts, changes and ends agents' runs: creating and removing agents, giving them
+// tasks, pausing, resuming and stopping them, and what happens when a run ends.
+type runs struct {
+	runHost
+	st           *store.Store
+	log          *slog.Logger
+	events       *Broker
+	onRunEnd     func(RunEnd) // Options.OnRunEnd
+	runBudgets   *runBudgets
+	agentBudgets *agentBudgets
+	helpers      *helpers
+	memory       *memoryService
+}
+
+// runHost is what runs need of the supervisor: the agents' runners and settings, their
+// workspaces, the prompt's history caches and the commands agents may use.
+type runHost interface {
+	commandSource
+	live() *live
+	kick(id string)
+	runner(id string) *runner
+	dropRunner(id string)    // forgets a removed agent's runner
+	forgetHistory(id string) // drops a removed agent's cached history
+	workspace(id string) string
 }

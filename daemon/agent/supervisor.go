@@ -100,12 +100,13 @@ type Supervisor struct {
 	*decisions     // people's decisions and answers (decide.go)
 	*helpers       // helper agents kept in step with their parents (helpers.go)
 	*agentBudgets  // each agent's budget over all its runs (agent_budget.go)
+	*runs          // runs started, changed and ended (service.go)
+	*agentViews    // the read-only views: status, agents, history (views.go)
 
-	opt     Options
-	st      *store.Store
-	log     *slog.Logger
-	events  *Broker
-	started time.Time
+	opt    Options
+	st     *store.Store
+	log    *slog.Logger
+	events *Broker
 
 	// The prompt's view of each agent's episodes (history.go): their generations, the
 	// latest episodes in full and older ones in one line each.
@@ -155,21 +156,13 @@ func New(opt Options) (*Supervisor, error) {
 	}
 	s := &Supervisor{
 		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
-		runners: map[string]*runner{}, started: time.Now(),
-		mem: newMemState(opt.Memory), reprobe: make(chan struct{}, 1), metrics: opt.Metrics,
+		runners: map[string]*runner{},
+		mem:     newMemState(opt.Memory), reprobe: make(chan struct{}, 1), metrics: opt.Metrics,
 	}
 	if s.metrics == nil {
 		s.metrics = noMetrics{}
 	}
-	s.audit.log = opt.Log
-	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
-	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
-	s.auditLog = &auditLog{st: s.st}
-	s.helpers = &helpers{helperHost: s, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
-	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents, mutate: s.mutate}
-	s.decisions = &decisions{decisionHost: s, st: s.st, live: s.live}
-	s.runBudgets = &runBudgets{st: s.st, timeUp: s.timeUp, byRun: map[string]*runBudget{}}
-	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspace: s.workspace, checks: opt.HealthChecks}
+	wireParts(s, opt)
 	l, err := s.build(opt.settings())
 	if err != nil {
 		return nil, err
@@ -177,6 +170,42 @@ func New(opt Options) (*Supervisor, error) {
 	s.cur.Store(l)
 	s.model.switchTo(l.Model, l.SmartModel)
 	return s, nil
+}
+
+// wireParts builds the supervisor's parts, each with the few dependencies it needs. The
+// parts reach back to the supervisor only through the narrow interfaces they declare.
+func wireParts(s *Supervisor, opt Options) {
+	s.audit.log = opt.Log
+	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
+	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
+	s.auditLog = &auditLog{st: s.st}
+	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspace: s.workspace, checks: opt.HealthChecks}
+	s.helpers = &helpers{helperHost: s, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
+	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
+	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
+	s.runs = &runs{
+		runHost: s, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd,
+		runBudgets: s.runBudgets, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
+	}
+	s.runBudgets.timeUp, s.agentBudgets.mutateAgent = s.runs.timeUp, s.runs.mutate
+	s.decisions = &decisions{decisionHost: s, st: s.st, live: s.live}
+	s.agentViews = &agentViews{
+		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,
+		version: opt.Version, stateDir: opt.StateDir, started: time.Now(),
+	}
+}
+
+// dropRunner forgets a removed agent's runner.
+func (s *Supervisor) dropRunner(id string) {
+	s.mu.Lock()
+	delete(s.runners, id)
+	s.mu.Unlock()
+}
+
+// forgetHistory drops a removed agent's cached history (history.go).
+func (s *Supervisor) forgetHistory(id string) {
+	s.gens.bump(id)
+	s.older.forget(id)
 }
 
 // Events returns the event broker (the bots subscribe through it).

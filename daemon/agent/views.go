@@ -1,0 +1,128 @@
+package agent
+
+import (
+	"context"
+	"github.com/agentd/agentd/daemon/client"
+	"os"
+	"time"
+
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// shownRuns is how many of its latest runs an agent is shown with.
+const shownRuns = 5
+
+// agentViews answers the local API's read-only questions: the daemon's status, the agents,
+// their history and proposals, and their events.
+type agentViews struct {
+	st       *store.Store
+	events   *Broker
+	budgets  *agentBudgets // each agent's budget, shown with it
+	model    *modelState   // the model server's state, for the status
+	version  string
+	stateDir string
+	started  time.Time
+}
+
+// Status reports the daemon, the model server and the agents by state.
+func (s *agentViews) Status(ctx context.Context) (*client.Status, error) {
+	st := &client.Status{
+		Version: s.version, PID: os.Getpid(), Started: s.started, StateDir: s.stateDir,
+		Ollama: s.model.status(), Agents: map[string]int{},
+	}
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		agents, err := tx.Agents()
+		for _, a := range agents {
+			st.Agents[string(a.State)]++
+		}
+		return err
+	})
+	return st, err
+}
+
+// Agents lists every agent.
+func (s *agentViews) Agents(ctx context.Context) ([]client.Agent, error) {
+	out := []client.Agent{}
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		agents, err := tx.Agents()
+		if err != nil {
+			return err
+		}
+		for _, a := range agents {
+			v, err := view(tx, a)
+			if err != nil {
+				return err
+			}
+			v.Budget = s.budgets.budgetView(a)
+			out = append(out, *v)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Agent returns one agent with its budget and latest runs.
+func (s *agentViews) Agent(ctx context.Context, ref string) (*client.Agent, error) {
+	var out *client.Agent
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		if out, err = view(tx, a); err != nil {
+			return err
+		}
+		out.Budget = s.budgets.budgetView(a)
+		out.Runs, err = tx.Runs(a.ID, shownRuns)
+		return err
+	})
+	return out, err
+}
+
+// History returns an agent's episodes.
+func (s *agentViews) History(ctx context.Context, ref string) ([]client.Episode, error) {
+	out := []client.Episode{}
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		eps, err := tx.Episodes(a.ID, 0)
+		if eps != nil {
+			out = eps
+		}
+		return err
+	})
+	return out, err
+}
+
+// Proposals returns an agent's proposals.
+func (s *agentViews) Proposals(ctx context.Context, ref string) ([]client.Proposal, error) {
+	out := []client.Proposal{}
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		ps, err := tx.Proposals(a.ID)
+		if ps != nil {
+			out = ps
+		}
+		return err
+	})
+	return out, err
+}
+
+// Subscribe streams events.
+func (s *agentViews) Subscribe(ref string, since int64) (<-chan client.Event, func(), error) {
+	id := ""
+	if ref != "" {
+		a, err := s.Agent(context.Background(), ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		id = a.ID
+	}
+	ch, cancel := s.events.Subscribe(id, since)
+	return ch, cancel, nil
+}
