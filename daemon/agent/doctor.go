@@ -24,12 +24,12 @@ type HealthCheck func(ctx context.Context) []client.Check
 // doctor runs agentctl doctor's checks: the model server, the store, the state directory
 // and workspaces, and the server's own checks.
 type doctor struct {
-	llm       *llm.Client
-	st        *store.Store
-	live      func() *live // the settings in use: the models to probe
-	stateDir  string
-	workspace func(id string) string // an agent's workspace: its parent is checked
-	checks    []HealthCheck
+	llm         *llm.Client
+	st          *store.Store
+	live        func() *live // the settings in use: the models to probe
+	stateDir    string
+	workspaceOf func(id string) string // an agent's workspace: its parent is checked
+	checks      []HealthCheck
 }
 
 // Disk space below these is a warning, below the second a failure: SQLite needs room
@@ -46,7 +46,7 @@ func (s *doctor) Doctor(ctx context.Context) (*client.DoctorReport, error) {
 	add(s.checkModels(ctx)...)
 	add(s.checkStore(ctx))
 	add(checkDisk(s.stateDir))
-	add(checkStateDir(s.stateDir, filepath.Dir(s.workspace("x"))))
+	add(checkStateDir(s.stateDir, filepath.Dir(s.workspaceOf("x"))))
 	add(s.checkWorkspaces())
 	for _, hc := range s.checks {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -180,7 +180,7 @@ func humanBytes(n uint64) string {
 
 // checkWorkspaces makes sure new agents can get a workspace.
 func (s *doctor) checkWorkspaces() client.Check {
-	root := filepath.Dir(s.workspace("x"))
+	root := filepath.Dir(s.workspaceOf("x"))
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return client.Check{Name: "workspaces", Status: client.CheckFail, Detail: err.Error(), Fix: "make " + root + " writable by the user agentd runs as"}
 	}

@@ -24,18 +24,21 @@ func (noMetrics) Step(string)                     {}
 func (noMetrics) Decision(string, string, string) {}
 func (noMetrics) BudgetExhausted(string, string)  {}
 
+// stepCounters reports steps and decisions to Metrics once their transaction commits.
+type stepCounters struct{ metrics Metrics }
+
 // countDecision reports d once tx commits.
-func (s *Supervisor) countDecision(tx *store.Tx, d *client.Decision) {
+func (s *stepCounters) countDecision(tx *store.Tx, d *client.Decision) {
 	tx.AfterCommit(func() { s.metrics.Decision(string(d.Kind), d.Source, d.By) })
 }
 
 // countStep reports a step's outcome once tx commits.
-func (s *Supervisor) countStep(tx *store.Tx, outcome string) {
+func (s *stepCounters) countStep(tx *store.Tx, outcome string) {
 	tx.AfterCommit(func() { s.metrics.Step(outcome) })
 }
 
 // MetricsState reads the store-backed gauges for a metrics scrape.
-func (s *Supervisor) MetricsState(ctx context.Context) (metrics.State, error) {
+func (s *agentViews) MetricsState(ctx context.Context) (metrics.State, error) {
 	var g *store.Gauges
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) { g, err = tx.Gauges(); return err })
 	if err != nil {

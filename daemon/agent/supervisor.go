@@ -102,6 +102,8 @@ type Supervisor struct {
 	*agentBudgets  // each agent's budget over all its runs (agent_budget.go)
 	*runs          // runs started, changed and ended (service.go)
 	*agentViews    // the read-only views: status, agents, history (views.go)
+	*workspaceDirs // where agents' workspaces are (workspaces.go)
+	*stepCounters  // steps and decisions counted for metrics (metrics.go)
 
 	opt    Options
 	st     *store.Store
@@ -125,9 +127,7 @@ type Supervisor struct {
 	wg      sync.WaitGroup
 
 	model modelState
-	// wsRoot is the workspace root, resolved once (workspaces.go).
-	wsRoot wsRoot
-	mem    *memState // nil: no long-term memory
+	mem   *memState // nil: no long-term memory
 
 	audit        auditKeeper  // audit lines that must not fail their transaction (audit_keep.go)
 	summaryCalls atomic.Int64 // model calls made for history summaries
@@ -176,10 +176,12 @@ func New(opt Options) (*Supervisor, error) {
 // parts reach back to the supervisor only through the narrow interfaces they declare.
 func wireParts(s *Supervisor, opt Options) {
 	s.audit.log = opt.Log
+	s.workspaceDirs = &workspaceDirs{st: s.st, log: s.log, configured: opt.WorkspaceRoot, stateDir: opt.StateDir}
+	s.stepCounters = &stepCounters{metrics: s.metrics}
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
-	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspace: s.workspace, checks: opt.HealthChecks}
+	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspace, checks: opt.HealthChecks}
 	s.helpers = &helpers{helperHost: s, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
 	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
@@ -191,7 +193,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.decisions = &decisions{decisionHost: s, st: s.st, live: s.live}
 	s.agentViews = &agentViews{
 		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,
-		version: opt.Version, stateDir: opt.StateDir, started: time.Now(),
+		version: opt.Version, stateDir: opt.StateDir, started: time.Now(), mem: s.mem,
 	}
 }
 

@@ -22,6 +22,7 @@ type agentViews struct {
 	version  string
 	stateDir string
 	started  time.Time
+	mem      *memState // nil: no long-term memory; its size is a gauge
 }
 
 // Status reports the daemon, the model server and the agents by state.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,15 @@ import (
 // so neither a link planted by an agent (ln -s / agents) nor one in a cloned repo sends
 // a creation or a recursive removal outside.
 
+// workspaceDirs places agents' workspaces under the workspace root.
+type workspaceDirs struct {
+	st         *store.Store
+	log        *slog.Logger
+	configured string // Options.WorkspaceRoot; "" for <state dir>/workspaces
+	stateDir   string
+	root       wsRoot
+}
+
 // wsRoot is the folder that holds top-level agents' workspaces, resolved once: its path
 // is the operator's to choose, links included, but what agents reach must not change.
 type wsRoot struct {
@@ -29,12 +39,12 @@ type wsRoot struct {
 }
 
 // workspaceRoots returns the workspace root as configured and as resolved.
-func (s *Supervisor) workspaceRoots() (given, real string) {
-	w := &s.wsRoot
+func (s *workspaceDirs) workspaceRoots() (given, real string) {
+	w := &s.root
 	w.once.Do(func() {
-		root := s.opt.WorkspaceRoot
+		root := s.configured
 		if root == "" {
-			root = filepath.Join(s.opt.StateDir, "workspaces")
+			root = filepath.Join(s.stateDir, "workspaces")
 		}
 		w.given, _ = filepath.Abs(root)
 		w.real = w.given
@@ -49,7 +59,7 @@ func (s *Supervisor) workspaceRoots() (given, real string) {
 }
 
 // workspace is the workspace path of the top-level agent id.
-func (s *Supervisor) workspace(id string) string {
+func (s *workspaceDirs) workspace(id string) string {
 	_, root := s.workspaceRoots()
 	return filepath.Join(root, id)
 }
@@ -57,7 +67,7 @@ func (s *Supervisor) workspace(id string) string {
 // resolveWorkspaces rewrites, once at start, the workspace paths stored before paths were
 // stored real: those under the workspace root as configured, through the operator's
 // symlinks. File commands then meet no symlink in any agent's path, never re-resolve one.
-func (s *Supervisor) resolveWorkspaces(ctx context.Context) error {
+func (s *workspaceDirs) resolveWorkspaces(ctx context.Context) error {
 	return s.st.Tx(ctx, func(tx *store.Tx) error {
 		agents, err := tx.Agents()
 		if err != nil {
@@ -77,7 +87,7 @@ func (s *Supervisor) resolveWorkspaces(ctx context.Context) error {
 
 // realWorkspace maps a workspace path under the workspace root as configured to its real
 // path. Only the root's own prefix is resolved: a link below it stays refused.
-func (s *Supervisor) realWorkspace(ws string) string {
+func (s *workspaceDirs) realWorkspace(ws string) string {
 	given, real := s.workspaceRoots()
 	if ws == "" || given == real {
 		return ws

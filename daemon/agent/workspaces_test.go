@@ -219,7 +219,7 @@ func TestWorkspaceRootResolvedOnce(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	s := &Supervisor{opt: Options{WorkspaceRoot: link}, log: slog.New(slog.DiscardHandler)}
+	s := &workspaceDirs{configured: link, log: slog.New(slog.DiscardHandler)}
 	if got := s.workspace("a-1"); got != filepath.Join(real, "a-1") {
 		t.Fatalf("workspace = %q, want it under %q", got, real)
 	}
