@@ -3,9 +3,11 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/llm"
@@ -31,7 +33,7 @@ const (
 )
 
 // historyMessages renders the agent's history within step.Budget characters.
-func (s *Supervisor) historyMessages(ctx context.Context, l *live, step *commands.Step) ([]string, error) {
+func (s *episodeHistory) historyMessages(ctx context.Context, l *live, step *commands.Step) ([]string, error) {
 	const head = "Progress so far:"
 	used := len(head)
 	var kept []string // newest first
@@ -71,7 +73,7 @@ func (s *Supervisor) historyMessages(ctx context.Context, l *live, step *command
 // results cut as the history shows them. The history and the memory components both use
 // them in every prompt; they share one read, and a step reads none when no episode was
 // added since the last (the agent's generation in s.gens has not moved).
-func (s *Supervisor) recentEpisodes(ctx context.Context, agentID string, n int) ([]store.EpisodeLine, error) {
+func (s *episodeHistory) recentEpisodes(ctx context.Context, agentID string, n int) ([]store.EpisodeLine, error) {
 	gen := s.gens.get(agentID)
 	s.recentMu.Lock()
 	e, ok := s.recent[agentID]
@@ -279,7 +281,7 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx 
 
 // makeSummaries summarizes the agent's older unsummarized episodes, if at least
 // summaryMin wait, in one model call. A failure is logged and the plain lines stay.
-func (s *Supervisor) makeSummaries(ctx context.Context, l *live, agentID string, numCtx int) {
+func (s *episodeHistory) makeSummaries(ctx context.Context, l *live, agentID string, numCtx int) {
 	var lines []store.EpisodeLine
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
 		lines, err = tx.EpisodeLines(agentID, l.HistoryEpisodes+olderLines, resultCut+1)
@@ -309,7 +311,7 @@ func (s *Supervisor) makeSummaries(ctx context.Context, l *live, agentID string,
 		Messages: []llm.Message{{Role: "system", Content: summaryPrompt}, {Role: "user", Content: b.String()}},
 	}
 	var out summaryReply
-	res, err := llm.Generate(ctx, s.opt.LLM, req, summarySchema(len(todo)), &out)
+	res, err := llm.Generate(ctx, s.llm, req, summarySchema(len(todo)), &out)
 	s.summaryCalls.Add(1)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -343,4 +345,25 @@ func (s *Supervisor) makeSummaries(ctx context.Context, l *live, agentID string,
 		return
 	}
 	s.older.summarized(agentID, made) // the new summaries replace plain lines
+}
+
+// episodeHistory is the prompt's view of each agent's episodes: their generations, the
+// latest episodes in full (recent, under recentMu) and older ones in one line each,
+// summarized by the model in the background.
+type episodeHistory struct {
+	st  *store.Store
+	log *slog.Logger
+	llm *llm.Client // summarizes older episodes
+
+	gens         episodeGens
+	recentMu     sync.Mutex
+	recent       map[string]recentLines
+	older        olderCache
+	summaryCalls atomic.Int64 // model calls made for history summaries
+}
+
+// forgetHistory drops a removed agent's cached history.
+func (s *episodeHistory) forgetHistory(id string) {
+	s.gens.bump(id)
+	s.older.forget(id)
 }

@@ -162,7 +162,7 @@ func chunkText(s string, size, max int) []string {
 const memoryPage = 2000
 
 // memoryEnv is commands.Memory for the memory commands.
-type memoryEnv struct{ s *Supervisor }
+type memoryEnv struct{ s *memoryService }
 
 func (m memoryEnv) Save(ctx context.Context, agentID, text string) (string, error) {
 	mem := store.Memory{ID: noteID(agentID, text), AgentID: agentID, Kind: string(memory.KindNote), Text: text, Source: commands.MemoryAdd}
@@ -183,7 +183,7 @@ func (m memoryEnv) Recall(ctx context.Context, agentID, query string, k int) ([]
 }
 
 // commandMemory is the memory the commands get: nil without long-term memory.
-func (s *Supervisor) commandMemory() commands.Memory {
+func (s *memoryService) commandMemory() commands.Memory {
 	if s.mem == nil {
 		return nil
 	}

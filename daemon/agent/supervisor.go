@@ -92,30 +92,24 @@ type Options struct {
 
 // Supervisor hosts every agent and implements the local API.
 type Supervisor struct {
-	*memoryService // long-term memory and its endpoints (memory_service.go)
-	*policyService // the policy endpoints (policy_service.go)
-	*auditLog      // the audit log and replays (audit.go)
-	*doctor        // agentctl doctor (doctor.go)
-	*runBudgets    // the budgets of runs in progress (run_budgets.go)
-	*decisions     // people's decisions and answers (decide.go)
-	*helpers       // helper agents kept in step with their parents (helpers.go)
-	*agentBudgets  // each agent's budget over all its runs (agent_budget.go)
-	*runs          // runs started, changed and ended (service.go)
-	*agentViews    // the read-only views: status, agents, history (views.go)
-	*workspaceDirs // where agents' workspaces are (workspaces.go)
-	*stepCounters  // steps and decisions counted for metrics (metrics.go)
+	*memoryService  // long-term memory and its endpoints (memory_service.go)
+	*policyService  // the policy endpoints (policy_service.go)
+	*auditLog       // the audit log and replays (audit.go)
+	*doctor         // agentctl doctor (doctor.go)
+	*runBudgets     // the budgets of runs in progress (run_budgets.go)
+	*decisions      // people's decisions and answers (decide.go)
+	*helpers        // helper agents kept in step with their parents (helpers.go)
+	*agentBudgets   // each agent's budget over all its runs (agent_budget.go)
+	*runs           // runs started, changed and ended (service.go)
+	*agentViews     // the read-only views: status, agents, history (views.go)
+	*workspaceDirs  // where agents' workspaces are (workspaces.go)
+	*stepCounters   // steps and decisions counted for metrics (metrics.go)
+	*episodeHistory // the prompt's view of each agent's episodes (history.go)
 
 	opt    Options
 	st     *store.Store
 	log    *slog.Logger
 	events *Broker
-
-	// The prompt's view of each agent's episodes (history.go): their generations, the
-	// latest episodes in full and older ones in one line each.
-	gens     episodeGens
-	recentMu sync.Mutex
-	recent   map[string]recentLines
-	older    olderCache
 
 	// cur is the settings generation in use (settings.go); Reload swaps it.
 	cur     atomic.Pointer[live]
@@ -129,9 +123,8 @@ type Supervisor struct {
 	model modelState
 	mem   *memState // nil: no long-term memory
 
-	audit        auditKeeper  // audit lines that must not fail their transaction (audit_keep.go)
-	summaryCalls atomic.Int64 // model calls made for history summaries
-	metrics      Metrics      // never nil
+	audit   auditKeeper // audit lines that must not fail their transaction (audit_keep.go)
+	metrics Metrics     // never nil
 }
 
 // New checks opt and returns a Supervisor; call Start to resume agents.
@@ -178,6 +171,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.audit.log = opt.Log
 	s.workspaceDirs = &workspaceDirs{st: s.st, log: s.log, configured: opt.WorkspaceRoot, stateDir: opt.StateDir}
 	s.stepCounters = &stepCounters{metrics: s.metrics}
+	s.episodeHistory = &episodeHistory{st: s.st, log: s.log, llm: opt.LLM}
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
@@ -202,12 +196,6 @@ func (s *Supervisor) dropRunner(id string) {
 	s.mu.Lock()
 	delete(s.runners, id)
 	s.mu.Unlock()
-}
-
-// forgetHistory drops a removed agent's cached history (history.go).
-func (s *Supervisor) forgetHistory(id string) {
-	s.gens.bump(id)
-	s.older.forget(id)
 }
 
 // Events returns the event broker (the bots subscribe through it).
