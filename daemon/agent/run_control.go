@@ -1,0 +1,293 @@
+package agent
+
+// What changes a run in progress: pausing, resuming, stopping, a new task, the end of a
+// run. Every change goes through mutate, under the agent's runner lock.
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// mutate runs fn on the agent under its runner's lock in one transaction, then publishes
+// the agent's new state and wakes its loop.
+func (s *runs) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error) {
+	return s.mutateThen(ctx, ref, fn, nil)
+}
+
+// mutateThen is mutate that also publishes events(agent) before the state event. Events
+// are published under the agent's lock, so followers see them in the order of the commits,
+// and before the loop is woken, so a decision is never shown after its result.
+func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*client.Agent) []client.Event) (*client.Agent, error) {
+	var id string
+	if err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err == nil {
+			id = a.ID
+		}
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	r := s.runner(id)
+	r.mu.Lock()
+	var out *client.Agent
+	err := s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(id)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("no agent %q: see `agentctl ls`", ref)
+		} else if err != nil {
+			return err
+		}
+		if err := fn(tx, a, r); err != nil {
+			return err
+		}
+		if err := tx.UpdateAgent(a); err != nil {
+			return err
+		}
+		out, err = view(tx, a)
+		return err
+	})
+	if err == nil {
+		if events != nil {
+			for _, ev := range events(out) {
+				s.events.Publish(ev)
+			}
+		}
+		s.events.Publish(client.Event{Type: client.EventState, AgentID: id, Agent: out})
+	}
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if active(out.State) {
+		s.kick(id)
+	}
+	return out, nil
+}
+
+// Pause stops an agent after its current command; a model call in flight is cancelled.
+// Its helpers (theirs too) pause with it: they work for the run that paused.
+func (s *runs) Pause(ctx context.Context, ref string) (*client.Agent, error) {
+	out, err := s.pause(ctx, ref, "paused by a person")
+	if err == nil {
+		s.helpers.pauseHelpers(ctx, out.ID, out.Name)
+	}
+	return out, err
+}
+
+// pause is Pause of the agent alone, with the reason it shows.
+func (s *runs) pause(ctx context.Context, ref, reason string) (*client.Agent, error) {
+	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if !active(a.State) {
+			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
+		}
+		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Pause, Reason: reason}); err != nil {
+			return err
+		}
+		r.cancelThinking()
+		return tx.Audit(a.ID, "paused", map[string]string{"reason": reason})
+	})
+}
+
+// Resume continues a paused or failed agent where it stopped, with the helpers that
+// were paused because it was.
+func (s *runs) Resume(ctx context.Context, ref string) (*client.Agent, error) {
+	out, err := s.resume(ctx, ref, "")
+	if err == nil {
+		s.helpers.resumeHelpers(ctx, out.ID, out.Name)
+	}
+	return out, err
+}
+
+// resume is Resume of the agent alone; with only set, only an agent paused for that
+// reason is resumed.
+func (s *runs) resume(ctx context.Context, ref, only string) (*client.Agent, error) {
+	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if only != "" && (a.State != client.StatePaused || a.StateReason != only) {
+			return conflict("agent %s is %s (%s), not paused with its parent", a.Name, a.State, a.StateReason)
+		}
+		if a.State != client.StatePaused && a.State != client.StateFailed {
+			return conflict("agent %s is %s, not paused", a.Name, a.State)
+		}
+		if a.RunID == "" || a.Task == "" {
+			return conflict("agent %s has no run to resume: give it a task with `agentctl task`", a.Name)
+		}
+		if _, why := s.agentBudgets.agentOver(a); why != "" {
+			return conflict("agent %s is over its budget: %s", a.Name, why)
+		}
+		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Resume}); err != nil {
+			return err
+		}
+		a.Strikes = 0
+		return tx.Audit(a.ID, "resumed", nil)
+	})
+}
+
+// Stop ends the current run: an open proposal is superseded, a question withdrawn and a
+// running command cancelled. The agent stays, idle, with its history.
+func (s *runs) Stop(ctx context.Context, ref string) (*client.Agent, error) {
+	return s.stop(ctx, ref, "stopped by a person")
+}
+
+// stop is Stop, with the reason the run ends for.
+func (s *runs) stop(ctx context.Context, ref, reason string) (*client.Agent, error) {
+	var runID string
+	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if a.State == client.StateIdle {
+			return conflict("agent %s is idle already", a.Name)
+		}
+		r.cancelAll()
+		p, err := tx.OpenProposal(a.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			p, err = nil, nil
+		} else if err != nil {
+			return err
+		}
+		withdraw := cycle.Event{Kind: cycle.Withdraw, Result: "withdrawn: the run was stopped"}
+		if p != nil && p.Status == client.ProposalStarted && p.Command == commands.AskUser {
+			if _, _, err := transit(tx, a, p, withdraw); err != nil {
+				return err
+			}
+		} else if p != nil && p.Status == client.ProposalStarted {
+			// A proposal waiting for a helper has no execution to cancel: withdraw it
+			// (the helper is stopped once this run's end is recorded).
+			if waiting, err := tx.DeleteWait(p.ID); err != nil {
+				return err
+			} else if waiting {
+				if _, _, err := transit(tx, a, p, withdraw); err != nil {
+					return err
+				}
+			}
+		}
+		if err := tx.ClearQuestions(a.ID); err != nil {
+			return err
+		}
+		// An open proposal not started is superseded; the run ends.
+		if _, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Stop, Reason: reason, Detail: reason}); err != nil {
+			return err
+		}
+		a.Policy.AutoSteps = 0
+		runID = a.RunID
+		return tx.Audit(a.ID, "stopped", nil)
+	})
+	if err == nil {
+		s.runEnded(runID)
+	}
+	return out, err
+}
+
+// Task gives an idle agent a follow-up task; its history carries over into the new run.
+func (s *runs) Task(ctx context.Context, ref string, task string) (*client.Agent, error) {
+	return s.task(ctx, ref, task, nil)
+}
+
+// TaskRun is Task as the API asks for it: with a budget, when set, for the new run.
+func (s *runs) TaskRun(ctx context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
+	opt, err := requestOptions(req.Budget)
+	if err != nil {
+		return nil, err
+	}
+	return s.task(ctx, ref, req.Task, opt)
+}
+
+// task is Task; opt, when set, applies to the new run.
+func (s *runs) task(ctx context.Context, ref string, task string, opt *RunOptions) (*client.Agent, error) {
+	var pats []string
+	if opt != nil {
+		var err error
+		if pats, err = checkRunOptions(opt); err != nil {
+			return nil, err
+		}
+	}
+	var runID string
+	task = strings.TrimSpace(task)
+	if task == "" {
+		return nil, badRequest("empty task")
+	}
+	if len(task) > 8000 {
+		return nil, badRequest("task is %d bytes: at most 8000", len(task))
+	}
+	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		if a.State != client.StateIdle && a.State != client.StateFailed {
+			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
+		}
+		// Refused now rather than accepted and paused before its first step.
+		if _, why := s.agentBudgets.agentOver(a); why != "" {
+			return conflict("agent %s is over its budget, so it cannot take a task: %s", a.Name, why)
+		}
+		if err := newRunTx(tx, a, task); err != nil {
+			return err
+		}
+		if opt != nil {
+			if opt.Policy != nil {
+				a.Policy = *opt.Policy
+			}
+			if err := applyRunOptions(tx, a, opt, pats); err != nil {
+				return err
+			}
+			// Cached before the commit: the loop, woken after it, must see the budget.
+			runID = a.RunID
+			s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, tx.Now(), a.PromptTokens+a.EvalTokens)
+		}
+		return tx.Audit(a.ID, "task", map[string]string{"task": task, "run": a.RunID})
+	})
+	if err != nil && runID != "" {
+		s.runBudgets.dropBudget(runID)
+	}
+	return out, err
+}
+
+// timeUp interrupts a run out of wall time: a model call or a command in flight is
+// cancelled, and the loop, woken, ends the run.
+func (s *runs) timeUp(runID string) {
+	b := s.runBudgets.budgetOf(runID)
+	if b == nil {
+		return
+	}
+	r := s.runner(b.agentID)
+	r.mu.Lock()
+	r.cancelAll()
+	r.mu.Unlock()
+	s.kick(b.agentID)
+}
+
+// runEnded forgets an ended run's budget and tells Options.OnRunEnd how it ended.
+// Called after the end is committed, holding no lock.
+func (s *runs) runEnded(runID string) {
+	s.runBudgets.dropBudget(runID)
+	if runID == "" {
+		return
+	}
+	ctx := context.Background()
+	var run *store.Run
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { run, err = tx.Run(runID); return err })
+	if err != nil {
+		s.log.Warn("reading an ended run", "run", runID, "err", err)
+		return
+	}
+	// A parent waiting for this run gets its end; this run's own helpers stop.
+	s.helpers.deliverHelper(ctx, runID, nil, "")
+	s.helpers.stopHelpers(ctx, run.AgentID)
+	if s.onRunEnd == nil {
+		return
+	}
+	s.onRunEnd(RunEnd{RunID: run.ID, AgentID: run.AgentID, Outcome: run.Outcome, Reason: run.Reason, Steps: run.Steps, Tokens: run.Tokens})
+}
+
+// StartTask gives an idle agent a task, like Task, with a budget, a policy and patterns
+// for the run. It returns the agent with its new RunID.
+func (s *runs) StartTask(ctx context.Context, ref, task string, opt RunOptions) (*client.Agent, error) {
+	return s.task(ctx, ref, task, &opt)
+}
+
+// CreateRun creates an agent, like CreateAgent, and starts its run with opt. req must
+// start a run (a task or goals, Start not false).
+func (s *runs) CreateRun(ctx context.Context, req client.CreateAgentRequest, opt RunOptions) (*client.Agent, error) {
+	return s.createAgent(ctx, req, &opt)
+}
