@@ -7,6 +7,9 @@
 // What a transition does is the cycle package's answer (cycle.Next, cycle.Authorize);
 // transit, in transit.go, is the one place that writes it.
 // The Supervisor implements the local API's Service; agentctl and the chat bots go through it.
+// It is a facade over parts split by responsibility (runs, decisions, helpers, memory,
+// policy, budgets, doctor, views…), each holding only what it needs and reaching back
+// through a narrow interface it declares; wireParts in supervisor.go builds them.
 package agent
 
 import (
@@ -90,7 +93,9 @@ type Options struct {
 	Metrics Metrics
 }
 
-// Supervisor hosts every agent and implements the local API.
+// Supervisor hosts every agent and implements the local API. It owns the agents' runners,
+// the settings and the model's state; the API's methods are its parts', promoted through
+// embedding so the local API sees one Service while each part stays small.
 type Supervisor struct {
 	*memoryService  // long-term memory and its endpoints (memory_service.go)
 	*policyService  // the policy endpoints (policy_service.go)
@@ -100,7 +105,7 @@ type Supervisor struct {
 	*decisions      // people's decisions and answers (decide.go)
 	*helpers        // helper agents kept in step with their parents (helpers.go)
 	*agentBudgets   // each agent's budget over all its runs (agent_budget.go)
-	*runs           // runs started, changed and ended (service.go)
+	*runs           // runs started, changed and ended (service.go, run_control.go)
 	*agentViews     // the read-only views: status, agents, history (views.go)
 	*workspaceDirs  // where agents' workspaces are (workspaces.go)
 	*stepCounters   // steps and decisions counted for metrics (metrics.go)
