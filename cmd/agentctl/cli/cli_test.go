@@ -3,7 +3,6 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,9 +13,8 @@ import (
 
 	"github.com/agentd/agentd/cmd/agentctl/cli"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden with the current output")
 
 func TestMain(m *testing.M) {
 	time.Local = time.UTC // golden output shows times
@@ -75,15 +73,7 @@ func TestGolden(t *testing.T) {
 			}
 			got := cmdline + "\n" + runCLI(t, "", args...).String()
 			got = strings.NewReplacer(f.sock, "$SOCKET", tmp, "$TMP").Replace(got)
-			if *update {
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if got != string(b) {
-				t.Errorf("%s differs (rerun with -update if intended)\n--- got\n%s\n--- want\n%s", file, got, b)
-			}
+			testutil.Golden(t, file, []byte(got))
 		})
 	}
 }
