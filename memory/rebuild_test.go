@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 func corpus(prefix string, n int) []Doc {
@@ -239,8 +241,8 @@ func TestCorruptIndexDetectedAndRebuilt(t *testing.T) {
 			}
 			c.damage(t, dir, gen)
 
-			logs := &logBuffer{}
-			ix = openAt(t, dir, Options{Logger: logs.logger()})
+			logs := &testutil.SyncBuffer{}
+			ix = openAt(t, dir, Options{Logger: debugLogger(logs)})
 			if !ix.NeedsRebuild() {
 				t.Fatal("damage not detected")
 			}

@@ -1,14 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +15,8 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func testConfig(t *testing.T, model *ollamatest.Fake, apiURL string) *config.Config {
 	cfg := config.Default()
@@ -86,7 +68,7 @@ func TestSlackBotRunsInsideTheDaemon(t *testing.T) {
 	cfg.Slack.BotTokenEnv = "TEST_SLACK_BOT_TOKEN"
 	cfg.Slack.AppTokenFile = filepath.Join(t.TempDir(), "app-token")
 	os.WriteFile(cfg.Slack.AppTokenFile, []byte(fs.AppToken+"\n"), 0o600)
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 
 	_, ts := fs.Mention("UAPPROVER", "C0123ABCD", "", "write a note")
@@ -115,7 +97,7 @@ func TestDaemonRunsWhileSlackIsDown(t *testing.T) {
 	cfg := testConfig(t, model, "http://127.0.0.1:1/api/") // nothing listens there
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-unreachable")
 	t.Setenv("SLACK_APP_TOKEN", "xapp-unreachable")
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	time.Sleep(300 * time.Millisecond)
 	if err := stop(); err != nil {
@@ -155,7 +137,7 @@ func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -21,6 +21,7 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 func TestLiveAndRestartKeys(t *testing.T) {
@@ -52,7 +53,7 @@ type reloadDaemon struct {
 	model  *ollamatest.Fake
 	c      *client.Client
 	hup    chan os.Signal
-	log    *syncBuffer
+	log    *testutil.SyncBuffer
 	stop   func() error
 	header string // [ollama] host and the like, kept in every version of the file
 	notes  func() []string
@@ -60,7 +61,7 @@ type reloadDaemon struct {
 
 func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 	d := &reloadDaemon{t: t, file: filepath.Join(t.TempDir(), "agentd.toml"), model: ollamatest.NewFake(t),
-		hup: make(chan os.Signal, 1), log: &syncBuffer{}}
+		hup: make(chan os.Signal, 1), log: &testutil.SyncBuffer{}}
 	d.model.SetModels("m1", "m2")
 	var n atomic.Int64
 	// Every step lists a folder not listed before: no repeats, so continuous mode never asks.

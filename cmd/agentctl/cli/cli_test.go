@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -138,32 +137,10 @@ func TestHelpForEveryCommand(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the CLI's goroutines and a polling test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitFor polls until s holds substr n times or fails the test after 10s.
-func (s *syncBuffer) waitFor(t *testing.T, substr string, n int) {
+// waitOutput waits until s holds substr n times, or fails the test after 10s showing s.
+func waitOutput(t *testing.T, s *testutil.SyncBuffer, substr string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(s.String(), substr) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %q (x%d) in:\n%s", substr, n, s.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testutil.Wait(10*time.Second, func() bool { return strings.Count(s.String(), substr) >= n }) {
+		t.Fatalf("timed out waiting for %q (x%d) in:\n%s", substr, n, s.String())
 	}
 }
