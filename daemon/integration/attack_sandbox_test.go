@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // shellStep is an approved execute_shell proposal.
@@ -45,7 +47,7 @@ func attackSandbox(r *attackRig) {
 		t.Fatal(err)
 	}
 	sleepArg := fmt.Sprintf("%d.%d", 4000+time.Now().Nanosecond()%1000, 7)
-	etcMark := "/etc/.agentd-attack-" + randHex(4)
+	etcMark := "/etc/.agentd-attack-" + testutil.RandomHex(4)
 	t.Cleanup(func() { os.Remove(etcMark) })
 	var ws string
 	steps := r.sandboxSteps(sbx, sleepArg, etcMark)
@@ -297,7 +299,7 @@ func attackNoSandbox(r *attackRig) {
 	if goBin != "" {
 		path += ":" + filepath.Dir(goBin)
 	}
-	marker := "RAN-WITHOUT-SANDBOX-" + randHex(4)
+	marker := "RAN-WITHOUT-SANDBOX-" + testutil.RandomHex(4)
 	d := r.sideDaemon(r.config(false), "PATH="+path)
 	defer r.use(d)()
 	refused := func(o *outcome) string {
