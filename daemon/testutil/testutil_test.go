@@ -60,6 +60,24 @@ func TestWait(t *testing.T) {
 	}
 }
 
+func TestHold(t *testing.T) {
+	start := time.Now()
+	if !Hold(30*time.Millisecond, func() bool { return true }) {
+		t.Error("Hold reported a condition that always held as broken")
+	}
+	if d := time.Since(start); d < 30*time.Millisecond {
+		t.Errorf("Hold returned after %v; want the full 30ms", d)
+	}
+	var n atomic.Int32
+	start = time.Now()
+	if Hold(5*time.Second, func() bool { return n.Add(1) < 3 }) {
+		t.Error("Hold missed a condition broken at the third call")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Hold took %v to see the broken condition; want it at once", d)
+	}
+}
+
 func TestEventually(t *testing.T) {
 	ready := make(chan struct{})
 	go func() { time.Sleep(10 * time.Millisecond); close(ready) }()

@@ -25,6 +25,23 @@ func Wait(timeout time.Duration, cond func() bool) bool {
 	}
 }
 
+// Hold calls cond until window has passed and reports whether it held all along,
+// returning false as soon as it does not. It checks that something does not happen
+// (a refused click changes nothing, an unserved channel gets no reply): the caller then
+// asserts on the state it last saw, so a violation fails at once instead of after a sleep.
+func Hold(window time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(window)
+	for {
+		if !cond() {
+			return false
+		}
+		if time.Now().After(deadline) {
+			return true
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
 // Eventually waits until cond returns true and fails the test, naming what it waited
 // for, if it has not within timeout. Call it from the test's own goroutine.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
