@@ -155,15 +155,11 @@ func (d *reloadDaemon) proposals(id string) []client.Proposal {
 
 func (d *reloadDaemon) waitSteps(id string, n int) []client.Proposal {
 	d.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if ps := d.proposals(id); len(ps) >= n {
-			return ps
-		}
-		time.Sleep(5 * time.Millisecond)
+	var ps []client.Proposal
+	if !testutil.Wait(20*time.Second, func() bool { ps = d.proposals(id); return len(ps) >= n }) {
+		d.t.Fatalf("agent %s did not reach %d steps", id, n)
 	}
-	d.t.Fatalf("agent %s did not reach %d steps", id, n)
-	return nil
+	return ps
 }
 
 // TestReloadUnderLoad reloads a daemon whose agents step without pause, changing the
@@ -199,16 +195,11 @@ func TestReloadUnderLoad(t *testing.T) {
 		d.write(fmt.Sprintf("model = %q\n[permissions]\ndeny = [%s]\n", r.model, r.deny))
 		if r.bySignal {
 			d.hup <- syscall.SIGHUP
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			if !testutil.Wait(10*time.Second, func() bool {
 				st, err := d.c.Status(ctx)
-				if err == nil && st.Ollama.Model == r.model {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("round %d: SIGHUP did not switch the model to %s", i, r.model)
-				}
-				time.Sleep(5 * time.Millisecond)
+				return err == nil && st.Ollama.Model == r.model
+			}) {
+				t.Fatalf("round %d: SIGHUP did not switch the model to %s", i, r.model)
 			}
 		} else {
 			res, err := d.c.Reload(ctx)
