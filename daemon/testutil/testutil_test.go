@@ -60,6 +60,19 @@ func TestWait(t *testing.T) {
 	}
 }
 
+func TestPollerBacksOff(t *testing.T) {
+	var p poller
+	var got []time.Duration
+	for range 6 {
+		p.sleep()
+		got = append(got, p.every)
+	}
+	want := []time.Duration{4 * time.Millisecond, 8 * time.Millisecond, 16 * time.Millisecond, lastPoll, lastPoll, lastPoll}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("intervals after each sleep = %v; want %v", got, want)
+	}
+}
+
 func TestHold(t *testing.T) {
 	start := time.Now()
 	if !Hold(30*time.Millisecond, func() bool { return true }) {

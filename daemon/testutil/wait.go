@@ -5,15 +5,30 @@ import (
 	"time"
 )
 
-// pollEvery is how often Wait checks its condition: short next to the waits it
-// replaces, long enough that a poll loop does not starve the code under test.
-const pollEvery = 5 * time.Millisecond
+// Polls start every firstPoll and back off to every lastPoll: a condition that comes
+// true at once is seen at once, and a long wait does not hammer the daemon it polls.
+const (
+	firstPoll = 2 * time.Millisecond
+	lastPoll  = 25 * time.Millisecond
+)
+
+// poller sleeps between polls, backing off.
+type poller struct{ every time.Duration }
+
+func (p *poller) sleep() {
+	if p.every == 0 {
+		p.every = firstPoll
+	}
+	time.Sleep(p.every)
+	p.every = min(2*p.every, lastPoll)
+}
 
 // Wait calls cond until it returns true or timeout has passed, and reports whether it
 // did. cond is checked once more at the deadline, so a slow machine gets the full timeout.
 // Use it where the caller writes its own failure message from the state at the time.
 func Wait(timeout time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(timeout)
+	var p poller
 	for {
 		if cond() {
 			return true
@@ -21,7 +36,7 @@ func Wait(timeout time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(pollEvery)
+		p.sleep()
 	}
 }
 
@@ -31,6 +46,7 @@ func Wait(timeout time.Duration, cond func() bool) bool {
 // asserts on the state it last saw, so a violation fails at once instead of after a sleep.
 func Hold(window time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(window)
+	var p poller
 	for {
 		if !cond() {
 			return false
@@ -38,7 +54,7 @@ func Hold(window time.Duration, cond func() bool) bool {
 		if time.Now().After(deadline) {
 			return true
 		}
-		time.Sleep(pollEvery)
+		p.sleep()
 	}
 }
 
