@@ -77,7 +77,9 @@ func attackSandbox(r *attackRig) {
 			{"sandbox_setsid_survivor", "setsid-canary"}, {"sandbox_background_survivor", "bg-canary"},
 		} {
 			if end, ok := ended[f.name]; ok {
-				time.Sleep(time.Until(end.Add(4 * time.Second)))
+				// The survivor touches its canary 2s after the command ended; watch past that.
+				canary := filepath.Join(ws, f.file)
+				testutil.Hold(time.Until(end.Add(4*time.Second)), func() bool { _, err := os.Stat(canary); return err != nil })
 				escape := ""
 				if _, err := os.Stat(filepath.Join(ws, f.file)); err == nil {
 					escape = "a process it left in the background ran on after the command ended"
@@ -371,7 +373,11 @@ func attackNoneMode(r *attackRig) {
 		if ended.IsZero() {
 			return
 		}
-		time.Sleep(time.Until(ended.Add(3 * time.Second)))
+		// The background job touches its canary 2s after the command ended; watch past that.
+		testutil.Hold(time.Until(ended.Add(3*time.Second)), func() bool {
+			_, err := os.Stat(filepath.Join(ws, "bg-canary"))
+			return err != nil
+		})
 		escape := ""
 		if _, err := os.Stat(filepath.Join(ws, "bg-canary")); err == nil {
 			escape = "a process it left in the background ran on after the command ended"

@@ -388,8 +388,7 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 	tag := stepTag(run.name, i)
 	o := &outcome{how: "not_proposed"}
 	decided, shown := false, false
-	deadline := time.Now().Add(40 * time.Second)
-	for time.Now().Before(deadline) {
+	ended := testutil.Wait(40*time.Second, func() bool {
 		if run.helpers {
 			r.approveHelpers(id)
 		}
@@ -404,10 +403,9 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 		}
 		if p == nil {
 			if later || a.State == client.StatePaused || a.State == client.StateIdle || a.State == client.StateFailed {
-				return o // the daemon never turned the reply into a proposal
+				return true // the daemon never turned the reply into a proposal
 			}
-			time.Sleep(20 * time.Millisecond)
-			continue
+			return false
 		}
 		o.proposed, o.status, o.result = true, p.Status, p.Result
 		switch p.Status {
@@ -438,9 +436,12 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 					o.how = "policy_approved"
 				}
 			}
-			return o
+			return true
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if ended {
+		return o
 	}
 	t.Errorf("%s: step %d (%s) did not end within 40s: %s", run.name, i, s.command, jsonString(o))
 	return o

@@ -24,6 +24,7 @@ import (
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/server"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // The environment of this test binary re-executed as a daemon (see TestMain).
@@ -347,36 +348,20 @@ func create(t *testing.T, c *client.Client, name string) *client.Agent {
 // waitAgent polls the agent until cond holds, failing the test after timeout.
 func waitAgent(t *testing.T, c *client.Client, id, what string, timeout time.Duration, cond func(*client.Agent) bool) *client.Agent {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var a *client.Agent
 	var err error
-	for {
+	if !testutil.Wait(timeout, func() bool {
 		a, err = c.Agent(context.Background(), id)
-		if err == nil && cond(a) {
-			return a
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(a)
-			t.Fatalf("timed out after %v waiting for %s; agent = %s, err = %v", timeout, what, b, err)
-		}
-		time.Sleep(25 * time.Millisecond)
+		return err == nil && cond(a)
+	}) {
+		b, _ := json.Marshal(a)
+		t.Fatalf("timed out after %v waiting for %s; agent = %s, err = %v", timeout, what, b, err)
 	}
+	return a
 }
 
 func awaiting(a *client.Agent) bool {
 	return a.State == client.StateAwaitingDecision && a.Pending != nil
-}
-
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func decide(t *testing.T, c *client.Client, id string, p *client.Proposal, kind client.DecisionKind, feedback string) *client.Decision {
