@@ -251,24 +251,24 @@ func (d *daemon) start() time.Duration {
 	d.cmd, d.done = cmd, done
 	// A fresh client: the old one's pooled connections went with the old process.
 	d.c = &client.Client{Socket: d.socket}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !testutil.Wait(30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := d.c.Status(ctx)
+		_, err = d.c.Status(ctx)
 		cancel()
 		if err == nil {
-			return time.Since(begin)
+			return true
 		}
 		select {
 		case <-done:
 			d.cmd = nil
 			t.Fatalf("agentd exited before it was ready: %v", cmd.ProcessState)
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentd not ready after 30s: %v", err)
-		}
+		return false
+	}) {
+		t.Fatalf("agentd not ready after 30s: %v", err)
 	}
+	return time.Since(begin)
 }
 
 func (d *daemon) client() *client.Client { return d.c }
