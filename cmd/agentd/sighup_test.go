@@ -40,11 +40,7 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	model.SetDelay(3 * time.Millisecond)
 
 	dir := t.TempDir()
-	sockDir, err := os.MkdirTemp("", "agentd-hup") // unix socket paths are short
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sockDir := testutil.ShortTempDir(t)
 	cfgPath, logPath, sock := filepath.Join(dir, "agentd.toml"), filepath.Join(dir, "agentd.log"), filepath.Join(sockDir, "s")
 	write := func(body string) {
 		t.Helper()

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,15 +17,7 @@ import (
 )
 
 // tempSocket returns a socket path short enough for sun_path, in a fresh directory.
-func tempSocket(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "ad")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "s")
-}
+func tempSocket(t *testing.T) string { return filepath.Join(testutil.ShortTempDir(t), "s") }
 
 // serve starts the API over svc on a temp socket and returns its path and the log.
 func serve(t *testing.T, svc Service) (string, *testutil.SyncBuffer) {

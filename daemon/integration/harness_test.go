@@ -181,15 +181,9 @@ type daemonOpts struct {
 
 func newDaemon(t *testing.T, o daemonOpts) *daemon {
 	t.Helper()
-	// Unix socket paths are limited to 107 bytes: keep this one short.
-	sockDir, err := os.MkdirTemp("", "ai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	dir := t.TempDir()
 	d := &daemon{
-		t: t, socket: filepath.Join(sockDir, "s"),
+		t: t, socket: filepath.Join(testutil.ShortTempDir(t), "s"),
 		stateDir: filepath.Join(dir, "state"), logPath: filepath.Join(dir, "agentd.log"),
 	}
 	cfgPath := filepath.Join(dir, "agentd.toml")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -134,11 +133,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	}
 	h.startManager()
 
-	dir, err := os.MkdirTemp("", "sc") // unix socket paths are short
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "s")
+	sock := filepath.Join(testutil.ShortTempDir(t), "s")
 	ln, err := api.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +143,6 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	h.c = &client.Client{Socket: sock}
 	t.Cleanup(func() {
 		srv.Close()
-		os.RemoveAll(dir)
 		h.stopManager()
 		cancel()
 		h.sup.Wait()

@@ -21,12 +21,7 @@ import (
 func testConfig(t *testing.T, model *ollamatest.Fake, apiURL string) *config.Config {
 	cfg := config.Default()
 	cfg.StateDir = t.TempDir()
-	sock, err := os.MkdirTemp("", "agentd-srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sock) })
-	cfg.Socket = filepath.Join(sock, "s.sock")
+	cfg.Socket = filepath.Join(testutil.ShortTempDir(t), "s.sock")
 	cfg.Ollama.Host, cfg.Ollama.Model = model.URL(), ollamatest.TinyModelName
 	cfg.Slack.Enabled = true
 	cfg.Slack.APIURL = apiURL

@@ -70,12 +70,7 @@ func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 	})
 	d.model.SetDelay(3 * time.Millisecond) // steps in flight while the config changes
 	stateDir := t.TempDir()
-	sockDir, err := os.MkdirTemp("", "agentd-rl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	sock := filepath.Join(sockDir, "s.sock")
+	sock := filepath.Join(testutil.ShortTempDir(t), "s.sock")
 	d.header = fmt.Sprintf("[ollama]\nhost = %q\n", d.model.URL())
 	d.write(body)
 	load := func() (*config.Config, error) {

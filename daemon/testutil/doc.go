@@ -1,7 +1,8 @@
 // Package testutil is the test support every package in agentd shares: one wait on a
 // condition instead of fixed sleeps (Eventually and Wait; Hold for what must not
 // happen), one golden-file check with the -update flag (Golden, GoldenJSON), one
-// goroutine-safe log buffer (SyncBuffer) and one random-name helper (RandomHex).
+// goroutine-safe log buffer (SyncBuffer) and one helper each for random names
+// (RandomHex) and short temporary folders for unix sockets (ShortTempDir).
 //
 // It is a leaf: it imports only the standard library, so the tests of any package —
 // bots, commands, daemon, memory, cmd, agentctl included — may import it without adding

@@ -189,3 +189,19 @@ func TestRandomHex(t *testing.T) {
 		t.Errorf("two calls gave the same %q", a)
 	}
 }
+
+func TestShortTempDir(t *testing.T) {
+	var dir string
+	t.Run("inner_test_with_a_long_name_that_would_not_fit_a_socket_path_in_t_tempdir", func(t *testing.T) {
+		dir = ShortTempDir(t)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			t.Fatalf("ShortTempDir = %q: %v", dir, err)
+		}
+		if len(dir) > 60 {
+			t.Errorf("ShortTempDir = %q (%d bytes); want room for a socket name under 100", dir, len(dir))
+		}
+	})
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s left after the test: %v", dir, err)
+	}
+}

@@ -48,11 +48,7 @@ func TestGolden(t *testing.T) {
 	f := newFakeDaemon(t)
 	f.decide = conflictOnP9
 	t.Setenv(client.SocketEnv, f.sock)
-	tmp, err := os.MkdirTemp("", "ac")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
+	tmp := testutil.ShortTempDir(t)
 
 	files, err := filepath.Glob("testdata/*.golden")
 	if err != nil || len(files) == 0 {
