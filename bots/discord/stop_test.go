@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord/fakediscord"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // slowRelay holds every call until its context ends, then a little longer, and counts the
@@ -61,13 +62,9 @@ func TestRunLeavesNoHandlers(t *testing.T) {
 	defer cancel()
 	ran := make(chan struct{})
 	go func() { defer close(ran); bot.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for bot.Status().State != bots.StateConnected || len(fake.Commands(eGuild)) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the bot never connected to the fake")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "the bot to connect and register /agent", func() bool {
+		return bot.Status().State == bots.StateConnected && len(fake.Commands(eGuild)) == 1
+	})
 	sctx, done := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done()
 	if err := fake.Settle(sctx); err != nil {
