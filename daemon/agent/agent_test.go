@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,165 +13,10 @@ import (
 
 	"github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/testutil"
 )
-
-// sideEffect is a test command that is not idempotent, so a crash mid-run must not re-run it.
-type sideEffect struct{ runs *int }
-
-func (sideEffect) Spec() commands.Spec {
-	return commands.Spec{Name: "test_side_effect", Description: "do something once",
-		Params: commands.Object(commands.Prop{Name: "what", Schema: commands.String("what", 40)}), Class: commands.ClassWriteWorkspace}
-}
-
-func (s sideEffect) Execute(ctx context.Context, env commands.Env, args json.RawMessage) (string, error) {
-	sideEffectMu.Lock()
-	defer sideEffectMu.Unlock()
-	sideEffectRuns++
-	return "done", nil
-}
-
-var (
-	sideEffectMu   sync.Mutex
-	sideEffectRuns int
-)
-
-// executeCmd is a test command of the execute class.
-type executeCmd struct{ sideEffect }
-
-func (executeCmd) Spec() commands.Spec {
-	s := sideEffect{}.Spec()
-	s.Name, s.Class = "test_execute", commands.ClassExecute
-	return s
-}
-
-func init() {
-	commands.Register(sideEffect{})
-	commands.Register(executeCmd{})
-}
-
-var testCommands = []string{"list_folder", "read_file", "write_file", "ask_user", "finish", "test_side_effect"}
-
-type harness struct {
-	t      *testing.T
-	fake   *ollamatest.Fake
-	st     *store.Store
-	sup    *Supervisor
-	cancel context.CancelFunc
-	dir    string
-	opt    Options
-}
-
-func newHarness(t *testing.T, mod ...func(*Options)) *harness {
-	t.Helper()
-	h := &harness{t: t, fake: ollamatest.NewFake(t), dir: t.TempDir()}
-	h.fake.SetModels(ollamatest.TinyModelName, "smart")
-	st, err := store.Open(context.Background(), filepath.Join(h.dir, "agentd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.st = st
-	c, err := llm.New(h.fake.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.opt = Options{
-		Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: h.dir, Commands: testCommands,
-		Backoff: func(int) time.Duration { return 20 * time.Millisecond },
-		Now:     func() time.Time { return time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC) },
-	}
-	for _, m := range mod {
-		m(&h.opt)
-	}
-	h.start()
-	t.Cleanup(h.stop)
-	return h
-}
-
-func (h *harness) start() {
-	sup, err := New(h.opt)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := sup.Start(ctx); err != nil {
-		h.t.Fatal(err)
-	}
-	h.sup, h.cancel = sup, cancel
-}
-
-func (h *harness) stop() {
-	if h.cancel != nil {
-		h.cancel()
-		h.sup.Wait()
-		h.cancel = nil
-	}
-}
-
-// reply is a valid model reply proposing name(args).
-func reply(name string, args any) string {
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "because " + name, "self_criticism": "s", "plan": "p", "speak": "I will " + name},
-		"command":  map[string]any{"name": name, "args": args},
-	})
-	return string(b)
-}
-
-func (h *harness) create(req client.CreateAgentRequest) *client.Agent {
-	h.t.Helper()
-	if req.Name == "" && req.Task == "" {
-		req.Name, req.Description, req.Goals = "tester", "a test agent", []string{"test things"}
-	}
-	a, err := h.sup.CreateAgent(context.Background(), req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return a
-}
-
-// waitFor polls the agent until cond holds.
-func (h *harness) waitFor(id string, what string, cond func(a *client.Agent) bool) *client.Agent {
-	h.t.Helper()
-	var a *client.Agent
-	var err error
-	if !testutil.Wait(10*time.Second, func() bool {
-		a, err = h.sup.Agent(context.Background(), id)
-		return err == nil && cond(a)
-	}) {
-		h.t.Fatalf("timed out waiting for %s; agent = %+v, err = %v", what, a, err)
-	}
-	return a
-}
-
-func (h *harness) pending(id string) *client.Proposal {
-	h.t.Helper()
-	a := h.waitFor(id, "a pending proposal", func(a *client.Agent) bool {
-		return a.State == client.StateAwaitingDecision && a.Pending != nil
-	})
-	return a.Pending
-}
-
-func (h *harness) decide(id string, p *client.Proposal, text string) (*client.Decision, error) {
-	req, err := client.ParseDecision(text)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.ProposalID, req.Source, req.By = p.ID, "test", "tester"
-	return h.sup.Decide(context.Background(), id, req)
-}
-
-func (h *harness) history(id string) []client.Episode {
-	eps, err := h.sup.History(context.Background(), id)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return eps
-}
 
 func TestApproveRunsAndFinishes(t *testing.T) {
 	h := newHarness(t)
