@@ -11,7 +11,7 @@ import (
 )
 
 // The package stays split by responsibility (issue 16): no type declares more than
-// maxMethods methods and no source file runs past maxLines lines. A part that grows past
+// maxMethods methods and no file, tests included, runs past maxLines lines. A part that grows past
 // either is a sign to split it again, not to raise the number.
 const (
 	maxMethods = 25
@@ -26,15 +26,15 @@ func TestPartsStaySmall(t *testing.T) {
 	fset := token.NewFileSet()
 	methods := map[string]int{}
 	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
 		src, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n := strings.Count(string(src), "\n"); n > maxLines {
 			t.Errorf("%s has %d lines, more than %d: split it by responsibility", name, n, maxLines)
+		}
+		if strings.HasSuffix(name, "_test.go") {
+			continue // test types (fakes, harnesses) are not parts
 		}
 		f, err := parser.ParseFile(fset, name, src, 0)
 		if err != nil {
