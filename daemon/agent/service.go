@@ -11,8 +11,8 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/store"
 )
 

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/localapi"
 )
 
 // Options configure the handler.

@@ -14,9 +14,9 @@ import (
 	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/store"

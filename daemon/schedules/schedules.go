@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -38,7 +38,7 @@ type Agents interface {
 }
 
 var (
-	_ Agents              = (*agent.Supervisor)(nil)
+	_ Agents                   = (*agent.Supervisor)(nil)
 	_ localapi.ScheduleService = (*Manager)(nil)
 )
 
