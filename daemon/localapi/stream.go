@@ -3,53 +3,24 @@ package localapi
 import (
 	"encoding/json"
 	"net/http"
-	"strconv"
 
 	"github.com/agentd/agentd/daemon/client"
 )
 
-// events streams client.Events as NDJSON, one flushed line each, for one agent
-// (/v0/agents/{agent}/events) or all of them (/v0/events). ?since=N replays held events
-// after seq N first. The stream ends when the client goes away or the Service closes the
-// channel (the agent was removed, or the follower fell too far behind and must reconnect).
-func (h *handler) events(w http.ResponseWriter, r *http.Request) error {
-	since, err := sinceParam(r, "the seq of the last event seen")
-	if err != nil {
-		return err
+// events streams client.Events as NDJSON, one flushed line each: an agent's
+// (/v0/agents/{agent}/events), every agent's (/v0/events) or a team run's transcript
+// (/v0/teams/{team}/events). ?since=N replays held events after seq N first. The stream
+// ends when the client goes away or the Service closes the channel (the agent was
+// removed, the team run ended, or the follower fell too far behind and must reconnect).
+func (h *handler) events(rt client.StreamRoute) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		ch, cancel, err := rt.Open(h.svc, r)
+		if err != nil {
+			return err
+		}
+		defer cancel()
+		return h.stream(w, r, ch)
 	}
-	ch, cancel, err := h.svc.Subscribe(r.PathValue("agent"), since)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	return h.stream(w, r, ch)
-}
-
-// teamEvents streams a team run's transcript (/v0/teams/{team}/events): the entries
-// after ?since=N (a transcript seq), then new ones, ending after the run's end.
-func (h *handler) teamEvents(w http.ResponseWriter, r *http.Request) error {
-	since, err := sinceParam(r, "the seq of the last transcript entry seen")
-	if err != nil {
-		return err
-	}
-	ch, cancel, err := h.svc.SubscribeTeam(r.PathValue("team"), since)
-	if err != nil {
-		return err
-	}
-	defer cancel()
-	return h.stream(w, r, ch)
-}
-
-func sinceParam(r *http.Request, what string) (int64, error) {
-	s := r.URL.Query().Get("since")
-	if s == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, errorf(http.StatusBadRequest, "invalid since %q: want %s, a whole number ≥ 0", s, what)
-	}
-	return n, nil
 }
 
 // stream writes the events of ch until it closes or the client goes away.
