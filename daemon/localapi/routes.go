@@ -113,4 +113,3 @@ func jsonKind(t reflect.Type) string {
 	}
 	return t.String()
 }
-
