@@ -54,6 +54,8 @@ var (
 		Call: func(ctx context.Context, s Service, ref string, _ None) ([]Proposal, error) {
 			return s.Proposals(ctx, ref)
 		}})
+	WhyRoute = register(Route[None, *Why]{Method: "GET", Path: "/v0/agents/{agent}/why",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*Why, error) { return s.Why(ctx, ref) }})
 	DoctorRoute = register(Route[None, *DoctorReport]{Method: "GET", Path: "/v0/doctor",
 		Call: func(ctx context.Context, s Service, _ string, _ None) (*DoctorReport, error) { return s.Doctor(ctx) }})
 	ReloadRoute = register(Route[None, *ReloadResult]{Method: "POST", Path: "/v0/reload",

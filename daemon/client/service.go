@@ -64,6 +64,9 @@ type AgentService interface {
 	SetBudget(ctx context.Context, ref string, req BudgetRequest) (*Agent, error)
 	History(ctx context.Context, ref string) ([]Episode, error)
 	Proposals(ctx context.Context, ref string) ([]Proposal, error)
+	// Why explains the decision on the agent's last decided proposal: who or which rule
+	// made it, from where, and why.
+	Why(ctx context.Context, ref string) (*Why, error)
 	// Commands lists the commands the agent may use now, with their effective policy;
 	// ref "" lists what a new agent gets, under the global patterns.
 	Commands(ctx context.Context, ref string) ([]CommandInfo, error)
