@@ -107,6 +107,22 @@ var (
 	ErrForbidden  = errors.New("forbidden")
 )
 
+// StatusOf is the HTTP status the daemon replies with for err: the status of an error of
+// a kind above (the inverse of APIError.Is), else 500.
+func StatusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
+}
+
 // Error is an error of one of the kinds above (ErrNotFound, ErrConflict, ...) whose
 // message is meant for people as it is. The daemon returns these; the API maps Kind to
 // the status code.

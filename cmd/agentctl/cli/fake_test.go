@@ -15,12 +15,16 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/clienttest"
 )
 
 // fakeDaemon serves the /v0 routes daemon/client calls, on a unix socket, with canned
 // client types. Tests script the event stream and how decisions are answered.
 type fakeDaemon struct {
 	sock string
+	// api answers every route the handlers below do not: a test sets what it uses with
+	// clienttest.Handle. The hand-written handlers move here route by route.
+	api clienttest.Fake
 
 	mu        sync.Mutex
 	status    client.Status
@@ -192,6 +196,7 @@ func (f *fakeDaemon) routes() http.Handler {
 	f.scheduleRoutes(handle)
 	f.teamRoutes(handle)
 	mux.HandleFunc("GET /v0/teams/{ref}/events", f.teamEventStream)
+	mux.Handle("/", clienttest.Handler(&f.api)) // the routes a test sets with clienttest.Handle
 	handle("GET /v0/memories", f.memories)
 	handle("POST /v0/memories", f.addMemory)
 	handle("DELETE /v0/memories/{id}", func(r *http.Request) (any, error) {

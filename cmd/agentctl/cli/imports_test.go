@@ -21,6 +21,8 @@ func TestImportsOnlyTheClient(t *testing.T) {
 		module + "/cmd/agentctl/cli":      true,
 		module + "/daemon/client":         true,
 		module + "/daemon/client/display": true,
+		// the test fake built on the wire package's route table, for agentctl's tests
+		module + "/daemon/client/clienttest": true,
 	}
 	seen := map[string]bool{}
 	queue := []string{module + "/cmd/agentctl"}

@@ -6,6 +6,8 @@ package clienttest
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"sync"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -50,4 +52,35 @@ func Handle[In, Out any](f *Fake, rt client.Route[In, Out], fn func(ctx context.
 // HandleStream makes f answer the event stream rt with fn.
 func HandleStream(f *Fake, rt client.StreamRoute, fn func(ref string, since int64) (<-chan client.Event, func(), error)) {
 	f.set("GET "+rt.Path, fn)
+}
+
+// Handler serves f's routes over HTTP the way the daemon does for the client: the body
+// decoded strictly, the route's status, and errors as {"error": ...} with the status of
+// their kind (client.StatusOf). It is for tests that may not import the daemon
+// (agentctl's); others serve f with daemon/localapi.
+func Handler(f *Fake) http.Handler {
+	mux := http.NewServeMux()
+	for _, ep := range client.Endpoints() {
+		mux.HandleFunc(ep.Pattern(), func(w http.ResponseWriter, r *http.Request) {
+			status, out, err := ep.Serve(f, r, func(v any) error {
+				dec := json.NewDecoder(r.Body)
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(v); err != nil {
+					return client.Errorf(client.ErrBadRequest, "invalid request body: %v", err)
+				}
+				return nil
+			})
+			if err != nil {
+				status, out = client.StatusOf(err), client.ErrorResponse{Error: err.Error()}
+			}
+			if out == nil {
+				w.WriteHeader(status)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(out)
+		})
+	}
+	return mux
 }
