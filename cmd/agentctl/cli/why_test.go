@@ -28,7 +28,7 @@ func TestWhyGolden(t *testing.T) {
 			Proposal: client.Proposal{ID: "p-7", AgentID: "a-2", Step: 1, Command: "execute_shell",
 				Args: json.RawMessage(`{"command":"rm -rf build"}`), Status: client.ProposalDenied},
 			Decision: client.Decision{ProposalID: "p-7", Kind: client.DecisionDeny, Source: "slack", By: "alice", At: at},
-			Reason: "denied by alice via slack; the run stopped"},
+			Reason:   "denied by alice via slack; the run stopped"},
 	}
 	clienttest.Handle(&f.api, client.WhyRoute, func(_ context.Context, ref string, _ client.None) (*client.Why, error) {
 		if w, ok := whys[ref]; ok {
