@@ -197,17 +197,7 @@ func (f *fakeDaemon) routes() http.Handler {
 	f.teamRoutes(handle)
 	mux.HandleFunc("GET /v0/teams/{ref}/events", f.teamEventStream)
 	mux.Handle("/", clienttest.Handler(&f.api)) // the routes a test sets with clienttest.Handle
-	handle("GET /v0/memories", f.memories)
-	handle("POST /v0/memories", f.addMemory)
-	handle("DELETE /v0/memories/{id}", func(r *http.Request) (any, error) {
-		if r.PathValue("id") != "m-1" {
-			return nil, &httpError{http.StatusNotFound, fmt.Sprintf("no memory %q: see agentctl memory ls", r.PathValue("id"))}
-		}
-		return nil, nil
-	})
-	handle("POST /v0/memory/search", f.searchMemory)
-	handle("GET /v0/memory/stats", func(*http.Request) (any, error) { return cannedMemoryStats(), nil })
-	handle("POST /v0/memory/reindex", func(*http.Request) (any, error) { return cannedMemoryStats(), nil })
+	f.memoryRoutes()
 	return mux
 }
 
