@@ -194,7 +194,7 @@ func (f *fakeDaemon) routes() http.Handler {
 	handle("POST /v0/agents/{ref}/policy/test", f.testPolicy)
 	mux.HandleFunc("GET /v0/agents/{ref}/events", f.eventStream)
 	f.scheduleRoutes()
-	f.teamRoutes(handle)
+	f.teamRoutes()
 	mux.HandleFunc("GET /v0/teams/{ref}/events", f.teamEventStream)
 	mux.Handle("/", clienttest.Handler(&f.api)) // the routes a test sets with clienttest.Handle
 	f.memoryRoutes()
