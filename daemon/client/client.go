@@ -320,12 +320,6 @@ func (c *Client) Proposals(ctx context.Context, agent string) ([]Proposal, error
 	return call(ctx, c, ProposalsRoute, agent, None{})
 }
 
-// Why explains the decision on the agent's last decided proposal: who or which rule made
-// it, from where, and why.
-func (c *Client) Why(ctx context.Context, agent string) (*Why, error) {
-	return call(ctx, c, WhyRoute, agent, None{})
-}
-
 // Events streams events for one agent (or all agents when agent is "") to fn until ctx ends,
 // the stream ends, or fn returns an error. Events after seq since are replayed first when the
 // daemon still has them; since 0 replays nothing.

@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-// The API's routes: each method of Service once, with its method, path and status.
-// Adding one is a row here, its Client method below and the Service method.
+// The API's routes: each method of Service once, with its method, path and status; the
+// daemon serves them all (daemon/localapi) and the Client methods call them. A new verb
+// is one file here (its types, its Route and its Client method, as why.go) and a line
+// in the Service interface.
 var (
 	StatusRoute = register(Route[None, *Status]{Method: "GET", Path: "/v0/status",
 		Call: func(ctx context.Context, s Service, _ string, _ None) (*Status, error) { return s.Status(ctx) }})
@@ -54,8 +56,6 @@ var (
 		Call: func(ctx context.Context, s Service, ref string, _ None) ([]Proposal, error) {
 			return s.Proposals(ctx, ref)
 		}})
-	WhyRoute = register(Route[None, *Why]{Method: "GET", Path: "/v0/agents/{agent}/why",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*Why, error) { return s.Why(ctx, ref) }})
 	DoctorRoute = register(Route[None, *DoctorReport]{Method: "GET", Path: "/v0/doctor",
 		Call: func(ctx context.Context, s Service, _ string, _ None) (*DoctorReport, error) { return s.Doctor(ctx) }})
 	ReloadRoute = register(Route[None, *ReloadResult]{Method: "POST", Path: "/v0/reload",

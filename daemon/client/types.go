@@ -175,19 +175,6 @@ type Decision struct {
 	At      time.Time `json:"at"`
 }
 
-// Why explains the decision on an agent's last decided proposal (agentctl why).
-type Why struct {
-	AgentID  string   `json:"agent_id"`
-	Agent    string   `json:"agent"`
-	Proposal Proposal `json:"proposal"`
-	Decision Decision `json:"decision"`
-	// Layer is where the pattern of a policy decision is kept: config, agent-config or
-	// stored ("" for a person's decision, or a pattern no longer in the agent's policy).
-	Layer string `json:"layer,omitempty"`
-	// Reason says in one sentence who or what decided, and why.
-	Reason string `json:"reason"`
-}
-
 // Decision scopes.
 const (
 	ScopeOnce  = ""      // this proposal only
