@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // fakeTeams serves team runs whose transcripts are given up front; each subscription
@@ -84,7 +85,7 @@ func (r *Relay) followed(t *testing.T, ids ...string) {
 	for _, id := range ids {
 		r.followTeam(id, 0)
 	}
-	waitFor(t, "the followers to end", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the followers to end", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		return len(r.following) == 0
@@ -144,7 +145,7 @@ func TestEndedTeamRunForgottenLater(t *testing.T) {
 	}
 	r, _ := teamRelay(t, svc, teams)
 	r.followed(t, "t-3")
-	waitFor(t, "t-3 forgotten", func() bool { return !r.remembered("t-3") })
+	testutil.Eventually(t, 5*time.Second, "t-3 forgotten", func() bool { return !r.remembered("t-3") })
 	if _, ok := r.roleOf("a-3"); ok {
 		t.Error("the role agent of a forgotten team run is still placed in its thread")
 	}

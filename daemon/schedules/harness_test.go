@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // fakeClock is a schedule.Clock the test moves; timers fire when it passes them.
@@ -133,11 +133,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	}
 	h.startManager()
 
-	dir, err := os.MkdirTemp("", "sc") // unix socket paths are short
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "s")
+	sock := filepath.Join(testutil.ShortTempDir(t), "s")
 	ln, err := localapi.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +143,6 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	h.c = &client.Client{Socket: sock}
 	t.Cleanup(func() {
 		srv.Close()
-		os.RemoveAll(dir)
 		h.stopManager()
 		cancel()
 		h.sup.Wait()
@@ -226,14 +221,13 @@ func (h *harness) waitHistory(ref, what string, cond func([]client.ScheduleRun) 
 	h.t.Helper()
 	var runs []client.ScheduleRun
 	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	if !testutil.Wait(10*time.Second, func() bool {
 		runs, err = h.c.ScheduleHistory(context.Background(), ref, 0)
-		if err == nil && cond(runs) {
-			return runs
-		}
+		return err == nil && cond(runs)
+	}) {
+		h.t.Fatalf("timed out waiting for %s; history = %+v, err = %v", what, runs, err)
 	}
-	h.t.Fatalf("timed out waiting for %s; history = %+v, err = %v", what, runs, err)
-	return nil
+	return runs
 }
 
 // outcomes returns the records' outcomes, oldest first.
