@@ -22,10 +22,12 @@ func TestImportsOnlyTheClient(t *testing.T) {
 		module + "/cmd/agentctl/cli":      true,
 		module + "/daemon/client":         true,
 		module + "/daemon/client/display": true,
-		// the test fake built on the wire package's route table, for agentctl's tests
+	}
+	testOnly := map[string]bool{
+		module + "/daemon/testutil": true,
+		// the API's one test fake, built on daemon/client's route table
 		module + "/daemon/client/clienttest": true,
 	}
-	testOnly := map[string]bool{module + "/daemon/testutil": true}
 	type use struct {
 		pkg  string
 		test bool // reached only through a _test.go file
