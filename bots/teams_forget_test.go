@@ -60,12 +60,10 @@ func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapte
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
 	r.SetTeams(teams)
 	r.out.start(ctx)
-	r.mu.Lock()
-	r.runCtx = ctx
+	r.state.setRunCtx(ctx)
 	for id := range teams.runs {
-		r.setTeamBound(&store.TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
+		r.state.bindTeam(&store.TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
 	}
-	r.mu.Unlock()
 	for id := range teams.runs {
 		r.learnTeamAgents(ctx, id)
 	}
@@ -73,23 +71,14 @@ func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapte
 }
 
 // remembered reports whether the relay still holds team run id's threads in memory.
-func (r *Relay) remembered(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.teamBound[id]
-	return ok || r.teamEnded[id]
-}
+func (r *Relay) remembered(id string) bool { return r.state.remembered(id) }
 
 // followed follows the team runs and waits until their followers have seen them end.
 func (r *Relay) followed(t *testing.T, ids ...string) {
 	for _, id := range ids {
 		r.followTeam(id, 0)
 	}
-	testutil.Eventually(t, 5*time.Second, "the followers to end", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return len(r.following) == 0
-	})
+	testutil.Eventually(t, 5*time.Second, "the followers to end", func() bool { return r.state.followers() == 0 })
 	r.out.flush()
 }
 
@@ -123,9 +112,7 @@ func TestEndedTeamRunForgotten(t *testing.T) {
 	if r.remembered("t-1") {
 		t.Error("t-1's last role agent is removed, yet its thread is still in memory")
 	}
-	r.mu.Lock()
-	roles := len(r.roles)
-	r.mu.Unlock()
+	roles, _, _ := r.state.teamSizes()
 	r.out.flush()
 	posts := strings.Join(ad.posts, "\n")
 	if roles != 0 || strings.Contains(posts, "was removed") || strings.Count(posts, "🏁 Team run finished") != 2 {
@@ -149,9 +136,8 @@ func TestEndedTeamRunForgottenLater(t *testing.T) {
 	if _, ok := r.roleOf("a-3"); ok {
 		t.Error("the role agent of a forgotten team run is still placed in its thread")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if n := fmt.Sprint(len(r.roles), len(r.teamBound), len(r.teamEnded)); n != "0 0 0" {
+	roles, bound, ended := r.state.teamSizes()
+	if n := fmt.Sprint(roles, bound, ended); n != "0 0 0" {
 		t.Errorf("roles, team threads, ended teams in memory: %s", n)
 	}
 }

@@ -52,10 +52,12 @@ func TestAddNeverBlocksAndQueueFullDrops(t *testing.T) {
 	added := make(chan error, 1)
 	go func() {
 		// The writer takes the first batch and sticks in Embed; the next ten fill the queue.
-		var err error
+		// The first five are queued in one call, so the writer cannot take part of them.
+		var first []Doc
 		for i := range 5 {
-			err = errors.Join(err, ix.Add(doc(fmt.Sprint("first", i), "a", KindNote, "dog")))
+			first = append(first, doc(fmt.Sprint("first", i), "a", KindNote, "dog"))
 		}
+		err := ix.Add(first...)
 		testutil.Wait(10*time.Second, func() bool { return emb.calls.Load() > 0 })
 		for i := range 10 {
 			err = errors.Join(err, ix.Add(doc(fmt.Sprint("queued", i), "a", KindNote, "dog")))
