@@ -10,12 +10,12 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/store"
 )
 
-var _ api.AgentService = (*Supervisor)(nil)
+var _ localapi.AgentService = (*Supervisor)(nil)
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 

@@ -5,7 +5,7 @@
 // It sits between daemon/schedule (specs, fire times, the firing loop; no I/O), daemon/store
 // and daemon/agent. The server creates a Manager, passes its RunEnded to the supervisor's
 // OnRunEnd, starts it after the supervisor and stops it first on shutdown. The Manager
-// serves the schedule half of the local API (api.ScheduleService).
+// serves the schedule half of the local API (localapi.ScheduleService).
 package schedules
 
 import (
@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -38,8 +38,8 @@ type Agents interface {
 }
 
 var (
-	_ Agents              = (*agent.Supervisor)(nil)
-	_ api.ScheduleService = (*Manager)(nil)
+	_ Agents                   = (*agent.Supervisor)(nil)
+	_ localapi.ScheduleService = (*Manager)(nil)
 )
 
 // Options configure a Manager.
