@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -23,7 +24,7 @@ import (
 const agentBudgetReason = "agent budget exhausted: "
 
 // agentBudget is the budget bounding a: its own fields where set, else the config's.
-func (s *Supervisor) agentBudget(a *store.Agent) Budget {
+func (s *Supervisor) agentBudget(a *store.Agent) run.Budget {
 	b := s.opt.AgentBudget
 	if o, ok := s.opt.Agents[a.Name]; ok && o.Budget != nil {
 		b = *o.Budget
@@ -103,12 +104,12 @@ func (r *runner) chargeCut(ctx context.Context) {
 
 // budgetView is a's budget as the API shows it.
 func (s *Supervisor) budgetView(a *store.Agent) *client.Budget {
-	out := s.agentBudget(a).view()
+	out := budgetWire(s.agentBudget(a))
 	return &out
 }
 
-// view is b as the API shows it.
-func (b Budget) view() client.Budget {
+// budgetWire is b as the API shows it.
+func budgetWire(b run.Budget) client.Budget {
 	out := client.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}
 	if b.MaxWall > 0 {
 		out.MaxTime = b.MaxWall.String()

@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -101,7 +102,7 @@ func (s *Supervisor) CreateAgent(ctx context.Context, req client.CreateAgentRequ
 }
 
 // createAgent is CreateAgent; opt, when set, must start a run and applies to it.
-func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequest, opt *RunOptions) (*client.Agent, error) {
+func (s *Supervisor) createAgent(ctx context.Context, req client.CreateAgentRequest, opt *run.Options) (*client.Agent, error) {
 	req.Task = strings.TrimSpace(req.Task)
 	req.Name = strings.TrimSpace(req.Name)
 	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
@@ -260,7 +261,7 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 	type gone struct {
 		id, ws, name string
 		helper       bool
-		open         *RunEnd // the run the removal ends, if one was going
+		open         *run.End // the run the removal ends, if one was going
 	}
 	var all []gone
 	err := s.st.View(ctx, func(tx *store.Tx) error {
@@ -276,9 +277,9 @@ func (s *Supervisor) DeleteAgent(ctx context.Context, ref string) error {
 			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
 			s.gens.bump(a.ID)
 			s.older.forget(a.ID)
-			if run, err := tx.Run(a.RunID); err == nil && run.Ended.IsZero() {
-				g.open = &RunEnd{RunID: run.ID, AgentID: a.ID, Outcome: OutcomeRemoved, Reason: "the agent was removed",
-					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - run.TokensBase}
+			if r, err := tx.Run(a.RunID); err == nil && r.Ended.IsZero() {
+				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: run.OutcomeRemoved, Reason: "the agent was removed",
+					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - r.TokensBase}
 			}
 			all = append(all, g)
 		}
@@ -584,7 +585,7 @@ func (s *Supervisor) TaskRun(ctx context.Context, ref string, req client.TaskReq
 }
 
 // task is Task; opt, when set, applies to the new run.
-func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *RunOptions) (*client.Agent, error) {
+func (s *Supervisor) task(ctx context.Context, ref string, task string, opt *run.Options) (*client.Agent, error) {
 	var pats []string
 	if opt != nil {
 		var err error

@@ -23,6 +23,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -82,10 +83,10 @@ type Options struct {
 	// OnRunEnd, if set, is told how every run ended (finished, denied, stopped, over
 	// budget, or its agent removed), after the end is stored, holding no lock. The
 	// scheduler records its runs' ends through it.
-	OnRunEnd func(RunEnd)
+	OnRunEnd func(run.End)
 	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
 	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
-	AgentBudget Budget
+	AgentBudget run.Budget
 	// Metrics, if set, is told of steps, decisions and budget stops.
 	Metrics Metrics
 }
@@ -95,7 +96,7 @@ type Supervisor struct {
 	opt     Options
 	st      *store.Store
 	log     *slog.Logger
-	events  *Broker
+	events  *run.Broker
 	started time.Time
 
 	// The prompt's view of each agent's episodes (history.go): their generations, the
@@ -147,7 +148,7 @@ func New(opt Options) (*Supervisor, error) {
 		opt.Backoff = llm.NextBackoff
 	}
 	s := &Supervisor{
-		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
+		opt: opt, st: opt.Store, log: opt.Log, events: run.NewBroker(),
 		runners: map[string]*runner{}, started: time.Now(), budgets: map[string]*runBudget{},
 		mem: newMemState(opt.Memory), reprobe: make(chan struct{}, 1), metrics: opt.Metrics,
 	}
@@ -164,7 +165,7 @@ func New(opt Options) (*Supervisor, error) {
 }
 
 // Events returns the event broker (the bots subscribe through it).
-func (s *Supervisor) Events() *Broker { return s.events }
+func (s *Supervisor) Events() *run.Broker { return s.events }
 
 // Start recovers from a crash (proposals found started are marked interrupted, or re-run
 // when idempotent), probes the model in the background and resumes every active agent.

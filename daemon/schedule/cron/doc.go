@@ -12,4 +12,4 @@
 // daylight-saving behavior: a time skipped by a spring-forward runs at the first instant
 // after the gap, and a time repeated by a fall-back runs once, at its first occurrence.
 // Schedules fire at most once a minute: every run costs at least one model call.
-package schedule
+package cron
