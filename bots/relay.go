@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/store"
 )
 
 // Options configure a Relay.
@@ -41,21 +40,21 @@ type Relay struct {
 
 	mu        sync.Mutex
 	adapters  map[string]*endpoint
-	bound     map[string]map[string]*store.Binding // agent → platform → binding
-	props     map[string]*client.Proposal          // proposals posted and not yet decided
-	states    map[string]string                    // agent → last state shown
-	agents    map[string]agentInfo                 // unbound agents' names and parents (helpers)
-	posted    map[string]int64                     // proposal → order of its post (or its question's), while it waits
+	bound     map[string]map[string]*Binding // agent → platform → binding
+	props     map[string]*client.Proposal    // proposals posted and not yet decided
+	states    map[string]string              // agent → last state shown
+	agents    map[string]agentInfo           // unbound agents' names and parents (helpers)
+	posted    map[string]int64               // proposal → order of its post (or its question's), while it waits
 	postSeq   int64
-	timers    map[string]*time.Timer                   // expiry timers by proposal
-	schedules Schedules                                // for /agent schedule; nil without
-	teams     Teams                                    // for /agent team; nil without
-	teamBound map[string]map[string]*store.TeamBinding // team run → platform → binding
-	roles     map[string]teamRole                      // role agent → its team run and role
-	following map[string]bool                          // team runs whose events are followed
-	teamEnded map[string]bool                          // ended team runs kept for their role agents' last events
-	propMsgs  map[string]store.ChatMessage             // open proposals' messages by proposal and platform
-	runCtx    context.Context                          // Run's, for the team followers
+	timers    map[string]*time.Timer             // expiry timers by proposal
+	schedules Schedules                          // for /agent schedule; nil without
+	teams     Teams                              // for /agent team; nil without
+	teamBound map[string]map[string]*TeamBinding // team run → platform → binding
+	roles     map[string]teamRole                // role agent → its team run and role
+	following map[string]bool                    // team runs whose events are followed
+	teamEnded map[string]bool                    // ended team runs kept for their role agents' last events
+	propMsgs  map[string]ChatMessage             // open proposals' messages by proposal and platform
+	runCtx    context.Context                    // Run's, for the team followers
 	followWG  sync.WaitGroup
 	ready     chan struct{}
 
@@ -84,9 +83,9 @@ func New(opt Options) *Relay {
 	}
 	return &Relay{
 		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
-		bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
+		bound: map[string]map[string]*Binding{}, props: map[string]*client.Proposal{},
 		states: map[string]string{}, agents: map[string]agentInfo{}, posted: map[string]int64{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
-		teamBound: map[string]map[string]*store.TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{}, teamEnded: map[string]bool{}, propMsgs: map[string]store.ChatMessage{},
+		teamBound: map[string]map[string]*TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{}, teamEnded: map[string]bool{}, propMsgs: map[string]ChatMessage{},
 		out: newOutbox(opt.Log, opt.OutboxSize, opt.GiveUp, opt.RetryBackoff),
 	}
 }
@@ -182,10 +181,10 @@ func (r *Relay) loadBindings(ctx context.Context) {
 }
 
 // setBound caches b as its agent's binding on its platform. Caller holds r.mu.
-func (r *Relay) setBound(b *store.Binding) {
+func (r *Relay) setBound(b *Binding) {
 	m := r.bound[b.AgentID]
 	if m == nil {
-		m = map[string]*store.Binding{}
+		m = map[string]*Binding{}
 		r.bound[b.AgentID] = m
 	}
 	m[b.Platform] = b
@@ -211,7 +210,7 @@ func (r *Relay) targets(agentID string) []target {
 
 type target struct {
 	ep    *endpoint
-	b     *store.Binding
+	b     *Binding
 	label string // the helper's name when the thread is its parent's
 }
 
@@ -324,7 +323,7 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 			if err != nil {
 				return err
 			}
-			m := store.ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
+			m := ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
 			if p.Status.Decidable() {
 				r.keepMessage(m)
 			}
@@ -347,7 +346,7 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 // for the proposal's decision or closing: the store drops it with its agent, and a team
 // run removes its role agents right after stopping them, before the relay closes their
 // proposals.
-func (r *Relay) keepMessage(m store.ChatMessage) {
+func (r *Relay) keepMessage(m ChatMessage) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.propMsgs[m.ProposalID+"\x00"+m.Platform] = m
@@ -355,7 +354,7 @@ func (r *Relay) keepMessage(m store.ChatMessage) {
 
 // proposalMessage returns the message of a proposal being decided or closed on platform
 // (nil when there is none), and forgets it.
-func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string) (*store.ChatMessage, error) {
+func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string) (*ChatMessage, error) {
 	r.mu.Lock()
 	kept, ok := r.propMsgs[proposalID+"\x00"+platform]
 	delete(r.propMsgs, proposalID+"\x00"+platform)
@@ -445,7 +444,7 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 				return err
 			}
 			r.qmu.Lock()
-			r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
+			r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
 			u, answered := r.early[q.ProposalID+"|"+platform]
 			delete(r.early, q.ProposalID+"|"+platform)
 			r.qmu.Unlock()

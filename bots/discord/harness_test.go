@@ -23,6 +23,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 )
@@ -225,7 +226,7 @@ func (e *env) start() {
 		t.Fatal(err)
 	}
 	opt := e.opt
-	opt.Service, opt.Bindings, opt.Log = sup, bots.StoreBindings(st), log
+	opt.Service, opt.Bindings, opt.Log = sup, chatstore.New(st), log
 	relay := bots.New(opt)
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})

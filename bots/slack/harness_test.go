@@ -24,6 +24,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 	"github.com/agentd/agentd/memory"
@@ -238,7 +239,7 @@ func (e *env) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	opt := e.opt
-	opt.Service, opt.Bindings, opt.Log = sup, bots.StoreBindings(st), log
+	opt.Service, opt.Bindings, opt.Log = sup, chatstore.New(st), log
 	relay := bots.New(opt)
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})

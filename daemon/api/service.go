@@ -7,7 +7,7 @@ import (
 )
 
 // Service is what the local API serves; the daemon implements it (daemon/agent's
-// Supervisor the agents, daemon/schedules' Manager the schedules, daemon/team's Engine the
+// Supervisor the agents, daemon/schedule's Manager the schedules, daemon/team's Engine the
 // team runs). Errors wrap client's sentinels (client.ErrNotFound → 404, client.ErrConflict
 // → 409, client.ErrBadRequest → 400, client.ErrForbidden → 403) and their text is shown to
 // the user as is.

@@ -1,9 +1,12 @@
-// Package schedules puts recurring goals into the daemon: it keeps schedules in the store,
-// feeds them to package schedule's Scheduler, starts each firing's run through the agent
-// supervisor, and records every firing and every run's end in schedule_runs.
+// Package schedule puts recurring goals into the daemon: it keeps schedules in the store,
+// feeds them to the firing clock (daemon/schedule/cron's Scheduler), starts each firing's
+// run through the agent supervisor, and records every firing and every run's end in
+// schedule_runs.
 //
-// It sits between daemon/schedule (specs, fire times, the firing loop; no I/O), daemon/store
-// and daemon/agent. The server creates a Manager, passes its RunEnded to the supervisor's
+// It sits between daemon/schedule/cron (specs, fire times, the firing loop; no I/O),
+// daemon/store and the supervisor, which it reaches only through its Agents interface
+// and the shared types of daemon/run (run.Options, run.End): it never imports
+// daemon/agent. The server creates a Manager, passes its RunEnded to the supervisor's
 // OnRunEnd, starts it after the supervisor and stops it first on shutdown. The Manager
 // serves the schedule half of the local API (api.ScheduleService).
 package schedule

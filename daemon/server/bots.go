@@ -19,6 +19,7 @@ import (
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 )
@@ -50,7 +51,7 @@ func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store
 	if !cfg.Slack.Enabled && !cfg.Discord.Enabled {
 		return c, nil
 	}
-	relay := bots.New(bots.Options{Service: svc, Bindings: bots.StoreBindings(st), Log: log,
+	relay := bots.New(bots.Options{Service: svc, Bindings: chatstore.New(st), Log: log,
 		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration, OnExpired: mx.DecisionExpired})
 	if teams != nil {
 		relay.SetTeams(team.Shelf{Engine: teams, Dir: cfg.Teams.Dir})
