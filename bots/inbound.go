@@ -34,11 +34,7 @@ type Click struct {
 	Trigger string
 }
 
-func (r *Relay) endpoint(platform string) *endpoint {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.adapters[platform]
-}
+func (r *Relay) endpoint(platform string) *endpoint { return r.state.endpoint(platform) }
 
 // OnMessage handles a chat message: a reply in a bound thread steers that run; a mention
 // or a direct message elsewhere starts a new run in a new thread.
@@ -152,9 +148,7 @@ func (r *Relay) bind(ctx context.Context, b Binding) error {
 		r.log.Error("bots: storing chat binding", "err", err)
 		return err
 	}
-	r.mu.Lock()
-	r.setBound(&b)
-	r.mu.Unlock()
+	r.state.bind(&b)
 	return nil
 }
 
@@ -222,15 +216,10 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 // answered marks a question's message as answered.
 func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *client.Question, u User) {
 	platform := ep.a.Platform()
-	r.qmu.Lock()
-	m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question")
-	if err == nil && m == nil { // its post is in flight: postQuestion marks it
-		if r.early == nil {
-			r.early = map[string]User{}
-		}
-		r.early[q.ProposalID+"|"+platform] = u
-	}
-	r.qmu.Unlock()
+	// When its message is not stored yet, its post is in flight: postQuestion marks it.
+	m, err := r.state.answerEarly(q.ProposalID+"|"+platform, u, func() (*ChatMessage, error) {
+		return r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question")
+	})
 	if err != nil || m == nil {
 		return
 	}

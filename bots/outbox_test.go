@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // flaky is a platform that fails every post while down.
@@ -51,17 +53,6 @@ func (f *flaky) posted() []string {
 	return slices.Clone(f.got)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestOutboxRetriesInOrderPerThread(t *testing.T) {
 	o := newOutbox(slog.New(slog.DiscardHandler), 100, time.Minute, func(int) time.Duration { return 5 * time.Millisecond })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -73,12 +64,12 @@ func TestOutboxRetriesInOrderPerThread(t *testing.T) {
 	}
 	o.add("slack/C1/t2", "post", f.post("t2-0"))
 	// Down: the first post of each thread is tried again and again; nothing gets through.
-	waitFor(t, "retries", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.tries >= 6 })
+	testutil.Eventually(t, 5*time.Second, "retries", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.tries >= 6 })
 	if got := f.posted(); len(got) != 0 {
 		t.Fatalf("posted while down: %v", got)
 	}
 	f.set(false)
-	waitFor(t, "the backlog", func() bool { return len(f.posted()) == 6 })
+	testutil.Eventually(t, 5*time.Second, "the backlog", func() bool { return len(f.posted()) == 6 })
 	var t1 []string
 	for _, s := range f.posted() {
 		if s != "t2-0" {

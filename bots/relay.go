@@ -35,37 +35,12 @@ type Options struct {
 
 // Relay carries agent events to chat threads and chat actions to the daemon.
 type Relay struct {
-	opt Options
-	log *slog.Logger
-
-	mu        sync.Mutex
-	adapters  map[string]*endpoint
-	bound     map[string]map[string]*Binding // agent → platform → binding
-	props     map[string]*client.Proposal    // proposals posted and not yet decided
-	states    map[string]string              // agent → last state shown
-	agents    map[string]agentInfo           // unbound agents' names and parents (helpers)
-	posted    map[string]int64               // proposal → order of its post (or its question's), while it waits
-	postSeq   int64
-	timers    map[string]*time.Timer             // expiry timers by proposal
-	schedules Schedules                          // for /agent schedule; nil without
-	teams     Teams                              // for /agent team; nil without
-	teamBound map[string]map[string]*TeamBinding // team run → platform → binding
-	roles     map[string]teamRole                // role agent → its team run and role
-	following map[string]bool                    // team runs whose events are followed
-	teamEnded map[string]bool                    // ended team runs kept for their role agents' last events
-	propMsgs  map[string]ChatMessage             // open proposals' messages by proposal and platform
-	runCtx    context.Context                    // Run's, for the team followers
-	followWG  sync.WaitGroup
-	ready     chan struct{}
-
-	// qmu orders a question's post (the message stored) against its answer (the message
-	// marked answered): an answer that comes while the post is in flight leaves a mark in
-	// early, and the post marks its message at once.
-	qmu      sync.Mutex
-	early    map[string]User // by proposal id + "|" + platform
+	opt      Options
+	log      *slog.Logger
+	state    *relayState // all it remembers between events; see its locking rule
+	ready    chan struct{}
 	readyOne sync.Once
-
-	out *outbox // posts, in order per thread, retried while a platform is down
+	out      *outbox // posts, in order per thread, retried while a platform is down
 }
 
 type endpoint struct {
@@ -82,22 +57,16 @@ func New(opt Options) *Relay {
 		opt.Now = time.Now
 	}
 	return &Relay{
-		opt: opt, log: opt.Log, adapters: map[string]*endpoint{},
-		bound: map[string]map[string]*Binding{}, props: map[string]*client.Proposal{},
-		states: map[string]string{}, agents: map[string]agentInfo{}, posted: map[string]int64{}, timers: map[string]*time.Timer{}, ready: make(chan struct{}),
-		teamBound: map[string]map[string]*TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{}, teamEnded: map[string]bool{}, propMsgs: map[string]ChatMessage{},
+		opt: opt, log: opt.Log, state: newRelayState(), ready: make(chan struct{}),
 		out: newOutbox(opt.Log, opt.OutboxSize, opt.GiveUp, opt.RetryBackoff),
 	}
 }
 
 // Add attaches an adapter and the rules it serves under. Call it before Run.
 func (r *Relay) Add(a Adapter, rules Rules) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, dup := r.adapters[a.Platform()]; dup {
+	if !r.state.addAdapter(&endpoint{a: a, rules: rules}) {
 		panic("bots: two adapters for " + a.Platform())
 	}
-	r.adapters[a.Platform()] = &endpoint{a: a, rules: rules}
 }
 
 // Ready is closed once the relay follows the agents' events.
@@ -109,10 +78,8 @@ func (r *Relay) Ready() <-chan struct{} { return r.ready }
 func (r *Relay) Run(ctx context.Context) error {
 	r.out.start(ctx)
 	defer r.out.wait()
-	r.mu.Lock()
-	r.runCtx = ctx
-	r.mu.Unlock()
-	defer r.followWG.Wait() // before the outbox stops: followers post through it
+	r.state.setRunCtx(ctx)
+	defer r.state.waitFollowers() // before the outbox stops: followers post through it
 	var since int64
 	first := true
 	for ctx.Err() == nil {
@@ -150,11 +117,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		cancel()
 	}
-	r.mu.Lock()
-	for _, t := range r.timers {
-		t.Stop()
-	}
-	r.mu.Unlock()
+	r.state.stopTimers()
 	return nil
 }
 
@@ -173,40 +136,11 @@ func (r *Relay) loadBindings(ctx context.Context) {
 		r.log.Error("bots: reading chat bindings", "err", err)
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, b := range bs {
-		r.setBound(b)
-	}
+	r.state.bind(bs...)
 }
 
-// setBound caches b as its agent's binding on its platform. Caller holds r.mu.
-func (r *Relay) setBound(b *Binding) {
-	m := r.bound[b.AgentID]
-	if m == nil {
-		m = map[string]*Binding{}
-		r.bound[b.AgentID] = m
-	}
-	m[b.Platform] = b
-}
-
-// targets returns the adapters and threads an agent's events go to: its own, or for a
-// helper its nearest bound parent's, labelled with the helper's name.
-func (r *Relay) targets(agentID string) []target {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []target
-	id, label := r.boundAncestor(agentID)
-	if _, ok := r.bound[id]; !ok {
-		return r.teamTargets(agentID) // a team's role agent posts in its team's thread
-	}
-	for platform, b := range r.bound[id] {
-		if ep, ok := r.adapters[platform]; ok {
-			out = append(out, target{ep: ep, b: b, label: label})
-		}
-	}
-	return out
-}
+// targets returns the adapters and threads an agent's events go to (relayState.targets).
+func (r *Relay) targets(agentID string) []target { return r.state.targets(agentID) }
 
 type target struct {
 	ep    *endpoint
@@ -223,13 +157,7 @@ func (r *Relay) post(t target, what string, do func(ctx context.Context) error) 
 // resync posts what waits for a person in bound threads but was never posted there (the
 // daemon restarted, or chat was down when it was asked).
 func (r *Relay) resync(ctx context.Context) {
-	r.mu.Lock()
-	var ids []string
-	for id := range r.bound {
-		ids = append(ids, id)
-	}
-	r.mu.Unlock()
-	for _, id := range ids {
+	for _, id := range r.state.boundAgents() {
 		a, err := r.opt.Service.Agent(ctx, id)
 		if err != nil {
 			continue
@@ -258,9 +186,7 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 		}
 	case client.EventResult:
 		if ev.Episode != nil {
-			r.mu.Lock()
-			delete(r.posted, ev.Episode.ProposalID)
-			r.mu.Unlock()
+			r.state.unmarkPosted(ev.Episode.ProposalID)
 			r.postResult(ctx, ev.AgentID, ev.Episode)
 		}
 	case client.EventQuestion:
@@ -281,16 +207,7 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 		if _, ok := r.roleOf(ev.AgentID); !ok { // role agents go when their team ends
 			r.note(ctx, ev.AgentID, "🗑 The agent was removed.")
 		}
-		r.mu.Lock()
-		tr, isRole := r.roles[ev.AgentID]
-		delete(r.roles, ev.AgentID)
-		if isRole && r.teamEnded[tr.team] {
-			r.forgetTeam(tr.team) // its last role agent gone
-		}
-		delete(r.bound, ev.AgentID)
-		delete(r.states, ev.AgentID)
-		delete(r.agents, ev.AgentID)
-		r.mu.Unlock()
+		r.state.removeAgent(ev.AgentID)
 	}
 }
 
@@ -334,10 +251,8 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 		})
 	}
 	if p.Status.Decidable() {
-		r.mu.Lock()
-		r.props[p.ID] = p
-		r.mu.Unlock()
-		r.markPosted(p.ID)
+		r.state.openProposal(p)
+		r.state.markPosted(p.ID)
 		r.armExpiry(ctx, p)
 	}
 }
@@ -346,19 +261,12 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 // for the proposal's decision or closing: the store drops it with its agent, and a team
 // run removes its role agents right after stopping them, before the relay closes their
 // proposals.
-func (r *Relay) keepMessage(m ChatMessage) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.propMsgs[m.ProposalID+"\x00"+m.Platform] = m
-}
+func (r *Relay) keepMessage(m ChatMessage) { r.state.keepMessage(m) }
 
 // proposalMessage returns the message of a proposal being decided or closed on platform
 // (nil when there is none), and forgets it.
 func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string) (*ChatMessage, error) {
-	r.mu.Lock()
-	kept, ok := r.propMsgs[proposalID+"\x00"+platform]
-	delete(r.propMsgs, proposalID+"\x00"+platform)
-	r.mu.Unlock()
+	kept, ok := r.state.takeMessage(proposalID, platform)
 	m, err := r.opt.Bindings.Message(ctx, proposalID, platform, "proposal")
 	if m == nil && err == nil && ok {
 		return &kept, nil
@@ -368,15 +276,7 @@ func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string
 
 // decided edits the proposal's messages to show the decision and who made it.
 func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision) {
-	r.mu.Lock()
-	p := r.props[d.ProposalID]
-	delete(r.props, d.ProposalID)
-	delete(r.posted, d.ProposalID)
-	if t := r.timers[d.ProposalID]; t != nil {
-		t.Stop()
-		delete(r.timers, d.ProposalID)
-	}
-	r.mu.Unlock()
+	p := r.state.decided(d.ProposalID)
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
 		r.post(t, "showing the decision on "+d.ProposalID, func(ctx context.Context) error {
@@ -432,7 +332,7 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 }
 
 func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Question) {
-	r.markPosted(q.ProposalID)
+	r.state.markPosted(q.ProposalID)
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
 		r.post(t, "posting a question", func(ctx context.Context) error {
@@ -443,11 +343,9 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 			if err != nil {
 				return err
 			}
-			r.qmu.Lock()
-			r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
-			u, answered := r.early[q.ProposalID+"|"+platform]
-			delete(r.early, q.ProposalID+"|"+platform)
-			r.qmu.Unlock()
+			u, answered := r.state.questionPosted(q.ProposalID+"|"+platform, func() {
+				r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
+			})
 			if answered {
 				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u), t.label))
 			}
@@ -459,11 +357,7 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 // stateChanged tells the thread when the agent pauses or fails on its own.
 func (r *Relay) stateChanged(ctx context.Context, a *client.Agent) {
 	key := string(a.State) + "|" + a.StateReason
-	r.mu.Lock()
-	prev := r.states[a.ID]
-	r.states[a.ID] = key
-	r.mu.Unlock()
-	if prev == key {
+	if r.state.showState(a.ID, key) == key {
 		return
 	}
 	switch a.State {
@@ -508,17 +402,8 @@ func (r *Relay) armExpiry(ctx context.Context, p *client.Proposal) {
 		return
 	}
 	left := r.opt.Expiry - r.opt.Now().Sub(p.CreatedAt)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.timers[p.ID]; ok {
-		return
-	}
-	r.timers[p.ID] = time.AfterFunc(max(left, 0), func() {
-		r.mu.Lock()
-		_, open := r.props[p.ID]
-		delete(r.timers, p.ID)
-		r.mu.Unlock()
-		if !open {
+	r.state.armTimer(p.ID, max(left, 0), func() {
+		if !r.state.timerFired(p.ID) {
 			return
 		}
 		for _, t := range r.targets(p.AgentID) {
@@ -539,17 +424,7 @@ func (r *Relay) armExpiry(ctx context.Context, p *client.Proposal) {
 // closeOpen takes the buttons off an agent's undecided proposals, which no decision can
 // reach any more (the run was stopped, or moved on to a new task).
 func (r *Relay) closeOpen(ctx context.Context, agentID, why string) {
-	r.mu.Lock()
-	var open []*client.Proposal
-	for id, p := range r.props {
-		if p.AgentID == agentID {
-			open = append(open, p)
-			delete(r.props, id)
-			delete(r.posted, id)
-		}
-	}
-	r.mu.Unlock()
-	for _, p := range open {
+	for _, p := range r.state.closeOpen(agentID) {
 		for _, t := range r.targets(agentID) {
 			r.post(t, "closing "+p.ID, func(ctx context.Context) error {
 				m, err := r.proposalMessage(ctx, p.ID, t.ep.a.Platform())

@@ -24,61 +24,22 @@ type agentInfo struct {
 // event does not say and the relay has not seen the agent before.
 func (r *Relay) learn(ctx context.Context, ev client.Event) {
 	if ev.Agent != nil {
-		r.mu.Lock()
-		r.agents[ev.AgentID] = agentInfo{name: ev.Agent.Name, parent: ev.Agent.ParentID}
-		r.mu.Unlock()
+		r.state.learnAgent(ev.AgentID, agentInfo{name: ev.Agent.Name, parent: ev.Agent.ParentID})
 		r.learnRole(ctx, ev.AgentID, ev.Agent.Name)
 		return
 	}
 	if ev.AgentID == "" || ev.Type == client.EventRemoved {
 		return
 	}
-	r.mu.Lock()
-	_, known := r.agents[ev.AgentID]
-	_, bound := r.bound[ev.AgentID]
-	r.mu.Unlock()
-	if known || bound {
+	if r.state.knows(ev.AgentID) {
 		return
 	}
 	a, err := r.opt.Service.Agent(ctx, ev.AgentID)
 	if err != nil {
 		return
 	}
-	r.mu.Lock()
-	r.agents[a.ID] = agentInfo{name: a.Name, parent: a.ParentID}
-	r.mu.Unlock()
+	r.state.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
 	r.learnRole(ctx, a.ID, a.Name)
-}
-
-// boundAncestor returns the nearest agent, agentID itself or a parent, that has a
-// binding, and the label its events carry there ("" for agentID's own). Caller holds r.mu.
-func (r *Relay) boundAncestor(agentID string) (string, string) {
-	id := agentID
-	for range maxHelperHops {
-		if _, ok := r.bound[id]; ok {
-			if id == agentID {
-				return id, ""
-			}
-			return id, r.agents[agentID].name
-		}
-		info, ok := r.agents[id]
-		if !ok || info.parent == "" {
-			return agentID, ""
-		}
-		id = info.parent
-	}
-	return agentID, ""
-}
-
-// markPosted notes that the proposal (or its question) id was posted now: a reply in
-// the thread goes to the one posted last among those waiting.
-func (r *Relay) markPosted(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, ok := r.posted[id]; !ok {
-		r.postSeq++
-		r.posted[id] = r.postSeq
-	}
 }
 
 // waitingID is the proposal a's person is waiting on: its question's or its pending one's.
@@ -122,7 +83,7 @@ func (r *Relay) helpersOf(ctx context.Context, agentID string) []*client.Agent {
 // those waiting for a person — the one at the bottom of the thread; a itself when none
 // waits. named reports that the reply named its agent.
 func (r *Relay) replyTarget(ctx context.Context, a *client.Agent, text string) (target *client.Agent, rest string, named bool) {
-	if waitingID(a) != "" && !r.knowsHelpersOf(a.ID) {
+	if waitingID(a) != "" && !r.state.knowsHelpersOf(a.ID) {
 		return a, text, false // nothing else can wait in this thread
 	}
 	helpers := r.helpersOf(ctx, a.ID)
@@ -137,7 +98,7 @@ func (r *Relay) replyTarget(ctx context.Context, a *client.Agent, text string) (
 	target = a
 	var best int64 = -1
 	if id := waitingID(a); id != "" {
-		best = r.postOrder(id)
+		best = r.state.postOrder(id)
 	}
 	for _, h := range helpers {
 		id := waitingID(h)
@@ -145,38 +106,11 @@ func (r *Relay) replyTarget(ctx context.Context, a *client.Agent, text string) (
 			continue
 		}
 		// One never seen posted (the relay restarted) counts as older than any seen.
-		if n := r.postOrder(id); waitingID(target) == "" || n > best {
+		if n := r.state.postOrder(id); waitingID(target) == "" || n > best {
 			target, best = h, n
 		}
 	}
 	return target, text, false
-}
-
-// postOrder is the order in which proposal id was posted; 0 when not seen.
-func (r *Relay) postOrder(id string) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.posted[id]
-}
-
-// knowsHelpersOf reports whether the relay has seen a helper of agentID (at any depth).
-func (r *Relay) knowsHelpersOf(agentID string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for id := range r.agents {
-		cur := id
-		for range maxHelperHops {
-			info, ok := r.agents[cur]
-			if !ok || info.parent == "" {
-				break
-			}
-			if info.parent == agentID {
-				return true
-			}
-			cur = info.parent
-		}
-	}
-	return false
 }
 
 // resyncHelpers posts what helpers of bound agents wait for but was never posted.
@@ -185,13 +119,11 @@ func (r *Relay) resyncHelpers(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	r.mu.Lock()
 	for _, a := range all {
 		if a.ParentID != "" {
-			r.agents[a.ID] = agentInfo{name: a.Name, parent: a.ParentID}
+			r.state.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
 		}
 	}
-	r.mu.Unlock()
 	for i := range all {
 		a := &all[i]
 		if a.ParentID == "" {

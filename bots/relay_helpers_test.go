@@ -7,8 +7,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // fakeAdapter records posts.
@@ -196,7 +198,7 @@ func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
 		t.Fatalf("named idle helper: decided %q", svc.decided)
 	}
 	// The note goes out through the outbox's goroutine: read the posts under the lock.
-	waitFor(t, "the note to the idle helper", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the note to the idle helper", func() bool {
 		ad.mu.Lock()
 		defer ad.mu.Unlock()
 		return len(ad.posts) > 0 && strings.Contains(ad.posts[len(ad.posts)-1], "Helper boss/idler has nothing waiting for you: it is thinking")

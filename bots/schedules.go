@@ -61,14 +61,7 @@ func (r *Relay) Note(ctx context.Context, platform, channel, thread, text string
 
 // RunThread returns the channel and thread runID is bound to on platform.
 func (r *Relay) RunThread(platform, runID string) (channel, thread string, ok bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, m := range r.bound {
-		if b := m[platform]; b != nil && b.RunID == runID {
-			return b.Channel, b.Thread, true
-		}
-	}
-	return "", "", false
+	return r.state.runThread(platform, runID)
 }
 
 // Schedules is the part of the schedules' manager the /agent schedule command uses.
@@ -80,18 +73,14 @@ type Schedules interface {
 // SetSchedules lets /agent schedule list and fire schedules. Call it before Run (the
 // schedules' manager is made after the relay, since it delivers through it).
 func (r *Relay) SetSchedules(s Schedules) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.schedules = s
+	r.state.setSchedules(s)
 }
 
 const scheduleUsage = "Usage: /agent schedule ls | run NAME"
 
 // scheduleCommand is /agent schedule ls|run NAME.
 func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
-	r.mu.Lock()
-	s := r.schedules
-	r.mu.Unlock()
+	s := r.state.scheduleService()
 	if s == nil {
 		return "Schedules are not available in this agentd."
 	}

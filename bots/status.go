@@ -33,10 +33,8 @@ type StatusReporter interface {
 
 // Statuses returns the connection of every adapter that reports one, by platform name.
 func (r *Relay) Statuses() []Status {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []Status
-	for _, ep := range r.adapters {
+	for _, ep := range r.state.endpoints() {
 		if sr, ok := ep.a.(StatusReporter); ok {
 			out = append(out, sr.Status())
 		}

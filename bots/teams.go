@@ -51,17 +51,9 @@ type teamBindings interface {
 type teamRole struct{ team, role string }
 
 // SetTeams lets /agent team start team runs and the relay follow them. Call it before Run.
-func (r *Relay) SetTeams(t Teams) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.teams = t
-}
+func (r *Relay) SetTeams(t Teams) { r.state.setTeams(t) }
 
-func (r *Relay) teamSvc() Teams {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.teams
-}
+func (r *Relay) teamSvc() Teams { return r.state.teamService() }
 
 const teamUsage = "Usage: /agent team FILE TASK (FILE: a workflow name from the teams directory, or a workflow file's absolute path); /agent team stop ID stops a team run; /agent team alone lists the workflows"
 
@@ -114,9 +106,7 @@ func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, 
 		r.log.Error("bots: storing team binding", "team", run.ID, "err", err)
 		return fmt.Sprintf("Team run %s started, but its thread could not be recorded: %v", run.ID, err)
 	}
-	r.mu.Lock()
-	r.setTeamBound(&b)
-	r.mu.Unlock()
+	r.state.bindTeam(&b)
 	r.log.Info("bots: team run started from chat", "platform", ep.a.Platform(), "team", run.ID, "workflow", run.Workflow, "user", u.ID, "channel", w.Channel)
 	note := fmt.Sprintf("👥 Team run %s (%s) is on it. Each role's messages appear here labelled [role]; proposals of roles that use commands are decided here. Reply ROLE: text to pick one. Stop it with /agent team stop %s.",
 		run.ID, run.Workflow, run.ID)
@@ -157,16 +147,6 @@ func stoppedBy(m *Message, t client.TeamTurn, text, platform string) {
 	m.Parts[0].Spans = append(spans[:len(spans)-1:len(spans)-1], Span{Text: "stopped by "}, Span{User: user})
 }
 
-// setTeamBound caches a team run's thread on its platform. Caller holds r.mu.
-func (r *Relay) setTeamBound(b *TeamBinding) {
-	m := r.teamBound[b.TeamRunID]
-	if m == nil {
-		m = map[string]*TeamBinding{}
-		r.teamBound[b.TeamRunID] = m
-	}
-	m[b.Platform] = b
-}
-
 // loadTeams reads the running team runs' threads, learns their role agents, posts what
 // those wait for, and follows each run from the last entry posted.
 func (r *Relay) loadTeams(ctx context.Context) {
@@ -180,14 +160,12 @@ func (r *Relay) loadTeams(ctx context.Context) {
 		return
 	}
 	since := map[string]int{}
-	r.mu.Lock()
 	for _, b := range bs {
-		r.setTeamBound(b)
 		if s, ok := since[b.TeamRunID]; !ok || b.Seq < s {
 			since[b.TeamRunID] = b.Seq
 		}
 	}
-	r.mu.Unlock()
+	r.state.bindTeam(bs...)
 	for id, seq := range since {
 		for _, agentID := range r.learnTeamAgents(ctx, id) {
 			if a, err := r.opt.Service.Agent(ctx, agentID); err == nil {
@@ -212,35 +190,8 @@ var teamForgetAfter = time.Minute
 // stopped) still belong in the thread. The stored binding stays, for the record and for
 // replies in the thread.
 func (r *Relay) teamRunEnded(teamID string) {
-	r.mu.Lock()
-	r.teamEnded[teamID] = true
-	r.forgetTeam(teamID)
-	r.mu.Unlock()
-	time.AfterFunc(teamForgetAfter, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if !r.teamEnded[teamID] {
-			return
-		}
-		for id, tr := range r.roles {
-			if tr.team == teamID {
-				delete(r.roles, id)
-			}
-		}
-		r.forgetTeam(teamID)
-	})
-}
-
-// forgetTeam drops an ended team run from memory unless role agents of it remain.
-// Caller holds r.mu.
-func (r *Relay) forgetTeam(teamID string) {
-	for _, tr := range r.roles {
-		if tr.team == teamID {
-			return
-		}
-	}
-	delete(r.teamBound, teamID)
-	delete(r.teamEnded, teamID)
+	r.state.teamRunEnded(teamID)
+	time.AfterFunc(teamForgetAfter, func() { r.state.forgetEndedTeam(teamID) })
 }
 
 // learnTeamAgents asks the engine for a team run's role agents and notes them; it
@@ -255,35 +206,13 @@ func (r *Relay) learnTeamAgents(ctx context.Context, teamID string) []string {
 		r.log.Debug("bots: reading a team run", "team", teamID, "err", err)
 		return nil
 	}
-	var ids []string
-	r.mu.Lock()
-	if r.teamEnded[teamID] || run.Status != client.TeamRunning {
-		r.mu.Unlock()
-		return nil // its role agents are going; learning them again would keep it in memory
-	}
-	for role, id := range run.Agents {
-		r.roles[id] = teamRole{team: teamID, role: role}
-		ids = append(ids, id)
-	}
-	r.mu.Unlock()
-	return ids
+	return r.state.learnTeam(teamID, run)
 }
 
 // learnRole notes the team of an agent the relay has not placed yet, when its name has
 // the prefix of a bound team run's role agents (tXXXXXXXX-ROLE).
 func (r *Relay) learnRole(ctx context.Context, agentID, name string) {
-	r.mu.Lock()
-	_, known := r.roles[agentID]
-	var team string
-	if !known && len(r.teamBound) > 0 {
-		for id := range r.teamBound {
-			if p := teamAgentPrefix(id); p != "" && strings.HasPrefix(name, p) {
-				team = id
-			}
-		}
-	}
-	r.mu.Unlock()
-	if team != "" {
+	if team := r.state.teamOfName(agentID, name); team != "" {
 		r.learnTeamAgents(ctx, team)
 	}
 }
@@ -301,49 +230,17 @@ func teamAgentPrefix(teamID string) string {
 }
 
 // roleOf returns the team and role of a role agent bound through its team.
-func (r *Relay) roleOf(agentID string) (teamRole, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	tr, ok := r.roles[agentID]
-	return tr, ok && len(r.teamBound[tr.team]) > 0
-}
-
-// teamTargets are the threads of a role agent's team, labelled with its role. Caller
-// holds r.mu.
-func (r *Relay) teamTargets(agentID string) []target {
-	tr, ok := r.roles[agentID]
-	if !ok {
-		return nil
-	}
-	var out []target
-	for platform, b := range r.teamBound[tr.team] {
-		if ep, ok := r.adapters[platform]; ok {
-			out = append(out, target{ep: ep, b: &Binding{Platform: platform, Team: b.Team, Channel: b.Channel, Thread: b.Thread, AgentID: agentID}, label: tr.role})
-		}
-	}
-	return out
-}
+func (r *Relay) roleOf(agentID string) (teamRole, bool) { return r.state.roleOf(agentID) }
 
 // followTeam posts a team run's transcript after entry since in its threads, until the
 // run ends or the relay stops; once per run.
 func (r *Relay) followTeam(teamID string, since int) {
-	r.mu.Lock()
-	ctx := r.runCtx
-	if ctx == nil || ctx.Err() != nil || r.following[teamID] || r.teams == nil {
-		r.mu.Unlock()
+	ctx, teams, ok := r.state.startFollowing(teamID)
+	if !ok {
 		return // Run follows every bound running team when it starts
 	}
-	r.following[teamID] = true
-	teams := r.teams
-	r.followWG.Add(1)
-	r.mu.Unlock()
 	go func() {
-		defer r.followWG.Done()
-		defer func() {
-			r.mu.Lock()
-			delete(r.following, teamID)
-			r.mu.Unlock()
-		}()
+		defer r.state.followEnded(teamID)
 		for ctx.Err() == nil {
 			ch, cancel, err := teams.SubscribeTeam(teamID, int64(since))
 			if errors.Is(err, client.ErrNotFound) {
@@ -406,16 +303,7 @@ func (r *Relay) handleTeam(ctx context.Context, te *client.TeamEvent) {
 		text = r.fullTurnText(ctx, te.TeamID, t.Seq, text) // events carry the first 1000 characters
 	}
 	tb, _ := r.opt.Bindings.(teamBindings)
-	r.mu.Lock()
-	var targets []target
-	var seqs []*TeamBinding
-	for platform, b := range r.teamBound[te.TeamID] {
-		if ep, ok := r.adapters[platform]; ok && b.Seq < t.Seq {
-			targets = append(targets, target{ep: ep, b: &Binding{Platform: platform, Channel: b.Channel, Thread: b.Thread}})
-			seqs = append(seqs, b)
-		}
-	}
-	r.mu.Unlock()
+	targets, seqs := r.state.teamTurnTargets(te.TeamID, t.Seq)
 	for i, tg := range targets {
 		msg, file := FormatTeamTurn(*t, text, tg.ep.a.MaxText())
 		stoppedBy(&msg, *t, text, tg.ep.a.Platform())
@@ -432,9 +320,7 @@ func (r *Relay) handleTeam(ctx context.Context, te *client.TeamEvent) {
 		}
 		seq := t.Seq
 		r.post(tg, "recording a team turn posted", func(ctx context.Context) error {
-			r.mu.Lock()
-			b.Seq = max(b.Seq, seq)
-			r.mu.Unlock()
+			r.state.teamSeqPosted(b, seq)
 			if tb == nil {
 				return nil
 			}
@@ -532,9 +418,7 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 	for _, role := range slices.Sorted(maps.Keys(run.Agents)) {
 		if a, err := r.opt.Service.Agent(ctx, run.Agents[role]); err == nil {
 			agents = append(agents, a)
-			r.mu.Lock()
-			r.roles[a.ID] = teamRole{team: run.ID, role: role}
-			r.mu.Unlock()
+			r.state.placeRole(a.ID, teamRole{team: run.ID, role: role})
 		}
 	}
 	var target *client.Agent
@@ -556,7 +440,7 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		var best int64 = -1
 		for _, a := range agents {
 			if id := waitingID(a); id != "" {
-				if n := r.postOrder(id); n > best {
+				if n := r.state.postOrder(id); n > best {
 					target, best = a, n
 				}
 			}

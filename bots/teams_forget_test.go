@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // fakeTeams serves team runs whose transcripts are given up front; each subscription
@@ -58,12 +59,10 @@ func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapte
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
 	r.SetTeams(teams)
 	r.out.start(ctx)
-	r.mu.Lock()
-	r.runCtx = ctx
+	r.state.setRunCtx(ctx)
 	for id := range teams.runs {
-		r.setTeamBound(&TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
+		r.state.bindTeam(&TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
 	}
-	r.mu.Unlock()
 	for id := range teams.runs {
 		r.learnTeamAgents(ctx, id)
 	}
@@ -71,23 +70,14 @@ func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapte
 }
 
 // remembered reports whether the relay still holds team run id's threads in memory.
-func (r *Relay) remembered(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.teamBound[id]
-	return ok || r.teamEnded[id]
-}
+func (r *Relay) remembered(id string) bool { return r.state.remembered(id) }
 
 // followed follows the team runs and waits until their followers have seen them end.
 func (r *Relay) followed(t *testing.T, ids ...string) {
 	for _, id := range ids {
 		r.followTeam(id, 0)
 	}
-	waitFor(t, "the followers to end", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return len(r.following) == 0
-	})
+	testutil.Eventually(t, 5*time.Second, "the followers to end", func() bool { return r.state.followers() == 0 })
 	r.out.flush()
 }
 
@@ -121,9 +111,7 @@ func TestEndedTeamRunForgotten(t *testing.T) {
 	if r.remembered("t-1") {
 		t.Error("t-1's last role agent is removed, yet its thread is still in memory")
 	}
-	r.mu.Lock()
-	roles := len(r.roles)
-	r.mu.Unlock()
+	roles, _, _ := r.state.teamSizes()
 	r.out.flush()
 	posts := strings.Join(ad.posts, "\n")
 	if roles != 0 || strings.Contains(posts, "was removed") || strings.Count(posts, "🏁 Team run finished") != 2 {
@@ -143,13 +131,12 @@ func TestEndedTeamRunForgottenLater(t *testing.T) {
 	}
 	r, _ := teamRelay(t, svc, teams)
 	r.followed(t, "t-3")
-	waitFor(t, "t-3 forgotten", func() bool { return !r.remembered("t-3") })
+	testutil.Eventually(t, 5*time.Second, "t-3 forgotten", func() bool { return !r.remembered("t-3") })
 	if _, ok := r.roleOf("a-3"); ok {
 		t.Error("the role agent of a forgotten team run is still placed in its thread")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if n := fmt.Sprint(len(r.roles), len(r.teamBound), len(r.teamEnded)); n != "0 0 0" {
+	roles, bound, ended := r.state.teamSizes()
+	if n := fmt.Sprint(roles, bound, ended); n != "0 0 0" {
 		t.Errorf("roles, team threads, ended teams in memory: %s", n)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // fakeHelpers records what the sub-agent commands asked for.
@@ -38,7 +40,7 @@ func TestSubAgentCommandSchemas(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s is not registered", name)
 		}
-		t.Run(name, func(t *testing.T) { goldenJSON(t, name+".json", c.Spec().Params) })
+		t.Run(name, func(t *testing.T) { testutil.GoldenJSON(t, "testdata/schemas/"+name+".json", c.Spec().Params) })
 	}
 	for _, n := range DefaultNames {
 		if strings.HasSuffix(n, "_agent") || n == ListAgents {

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // fileCommands are the workspace file commands and how each takes a path; every one runs
@@ -260,7 +262,7 @@ func TestGoldenFileCommandSchemas(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s is not registered", name)
 			}
-			goldenJSON(t, name+".json", c.Spec().Params)
+			testutil.GoldenJSON(t, "testdata/schemas/"+name+".json", c.Spec().Params)
 		})
 	}
 }

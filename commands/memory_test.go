@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // fakeMemory is a Memory over a slice.
@@ -36,7 +38,7 @@ func TestGoldenMemorySchemas(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s is not registered", name)
 		}
-		t.Run(name, func(t *testing.T) { goldenJSON(t, name+".json", c.Spec().Params) })
+		t.Run(name, func(t *testing.T) { testutil.GoldenJSON(t, "testdata/schemas/"+name+".json", c.Spec().Params) })
 	}
 }
 

@@ -3,15 +3,12 @@ package commands
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/agentd/agentd/daemon/testutil"
+)
 
 func TestPropsMarshalKeepsOrder(t *testing.T) {
 	s := Object(
@@ -202,33 +199,6 @@ func TestSchemaValidate(t *testing.T) {
 	})
 }
 
-// goldenJSON compares v, as indented JSON, with testdata/schemas/name; -update rewrites it.
-func goldenJSON(t *testing.T, name string, v any) {
-	t.Helper()
-	got, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	path := filepath.Join("testdata", "schemas", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./commands -update` to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run `go test ./commands -update` if the change is intended):\n%s", path, got)
-	}
-}
-
 func TestGoldenSchemas(t *testing.T) {
 	set, err := Resolve(DefaultNames)
 	if err != nil {
@@ -236,7 +206,7 @@ func TestGoldenSchemas(t *testing.T) {
 	}
 	for _, c := range set {
 		name := c.Spec().Name
-		t.Run(name, func(t *testing.T) { goldenJSON(t, name+".json", c.Spec().Params) })
+		t.Run(name, func(t *testing.T) { testutil.GoldenJSON(t, "testdata/schemas/"+name+".json", c.Spec().Params) })
 	}
-	t.Run("reply_default", func(t *testing.T) { goldenJSON(t, "reply_default.json", ReplySchema(set)) })
+	t.Run("reply_default", func(t *testing.T) { testutil.GoldenJSON(t, "testdata/schemas/reply_default.json", ReplySchema(set)) })
 }

@@ -45,7 +45,7 @@ var layers = []layer{
 			"model client, the firing clock) stands alone: it imports no service and no other foundation"},
 	{"command set", []string{"commands/..."},
 		"commands and their guards know nothing of the daemon that runs them"},
-	{"shared", []string{"daemon/client/...", "daemon/statedir", "daemon/metrics", "daemon/ollamatest", "systemd"},
+	{"shared", []string{"daemon/client/...", "daemon/statedir", "daemon/metrics", "daemon/ollamatest", "daemon/testutil", "systemd"},
 		"wire types and small helpers everything may use; they import nothing of the repository"},
 }
 

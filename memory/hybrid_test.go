@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 func hybridCorpus() []Doc {
@@ -71,8 +73,8 @@ func TestEmbedderFailureFallsBackToBM25(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			emb := &conceptEmbedder{}
-			logs := &logBuffer{}
-			ix := open(t, Options{Embedder: emb, Logger: logs.logger(), QueryEmbedTimeout: 50 * time.Millisecond, EmbedTimeout: 50 * time.Millisecond})
+			logs := &testutil.SyncBuffer{}
+			ix := open(t, Options{Embedder: emb, Logger: debugLogger(logs), QueryEmbedTimeout: 50 * time.Millisecond, EmbedTimeout: 50 * time.Millisecond})
 			load(t, ix, hybridCorpus()...)
 			c.breakIt(emb)
 			load(t, ix, doc("late", "a", KindNote, "dog late"))

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +16,20 @@ import (
 // Lifecycle: Open, then Add/Delete (queued, never blocking on I/O), Search, Flush when a
 // caller needs its additions searchable, Rebuild when NeedsRebuild says so (or on request),
 // and Close, which drains the queue.
+//
+// Locking: each piece of mutable state has one owner and one lock.
+//   - mu guards cur and closed (the live generation); searches hold it for reading, the
+//     swap and Close for writing.
+//   - rebuildMu guards no field: held for a whole Rebuild, it lets one run at a time, and
+//     Close takes it to wait for the running one.
+//   - q.mu guards the queue and the rebuild's tee (queue); prog.mu the writer's progress.
+//   - health owns NeedsRebuild and its marker file (see its rule).
+//   - each generation's vectorStore.mu guards its vectors; taken under mu by searches.
+//
+// Order, when two are held: rebuildMu, then mu, then q.mu, then health.mu (a search that
+// finds the index damaged flags it under mu); mu before vectorStore.mu. Nothing is taken
+// under health.mu, vectorStore.mu or prog.mu. The writer goroutine alone writes
+// generations, so the Bleve indexes need no lock of ours.
 type Index struct {
 	dir  string
 	opts Options
@@ -37,9 +50,7 @@ type Index struct {
 	embedCtx      context.Context // canceled by Close: draining does not wait for the model
 	embedCancel   context.CancelFunc
 
-	health   health
-	markers  sync.WaitGroup // marker-file updates in flight
-	markerMu sync.Mutex
+	health health
 
 	indexed       atomic.Uint64
 	dropped       atomic.Uint64
@@ -48,15 +59,6 @@ type Index struct {
 
 	closeOnce sync.Once
 	closeErr  error
-}
-
-// health says whether the live index is known to miss memories. losses counts the events
-// that made it so; a rebuild clears the flag only if no loss happened outside its watch.
-type health struct {
-	mu     sync.Mutex
-	needs  bool
-	reason string
-	losses uint64
 }
 
 // Open opens (or creates) the memory index in dir. A missing, damaged or possibly incomplete
@@ -72,7 +74,8 @@ func Open(dir string, opts Options) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: %s: %w", dir, err)
 	}
-	ix := &Index{dir: dir, opts: opts, log: opts.Logger, lock: lock, writerDone: make(chan struct{})}
+	ix := &Index{dir: dir, opts: opts, log: opts.Logger, lock: lock, writerDone: make(chan struct{}),
+		health: health{dir: dir, log: opts.Logger}}
 	ix.q.init(opts.QueueSize)
 	ix.prog.init()
 	ix.rebuildCtx, ix.rebuildCancel = context.WithCancel(context.Background())
@@ -103,7 +106,7 @@ func Open(dir string, opts Options) (*Index, error) {
 		return nil, fmt.Errorf("memory: %w", err)
 	}
 	if len(reasons) > 0 {
-		ix.flag(strings.Join(reasons, "; "))
+		ix.health.flag(strings.Join(reasons, "; "))
 	}
 	go ix.writer()
 	return ix, nil
@@ -154,7 +157,7 @@ func (ix *Index) Close() error {
 		ix.closed = true
 		g := ix.cur
 		ix.mu.Unlock()
-		ix.markers.Wait() // nothing can flag any more
+		ix.health.wait() // nothing can flag any more
 		err := g.close()
 		if err == nil {
 			err = os.Remove(filepath.Join(ix.dir, dirtyFile))
@@ -170,16 +173,14 @@ func (ix *Index) Close() error {
 // NeedsRebuild reports whether the index is known to miss memories (missing or damaged at
 // Open, an unclean shutdown, dropped memories, a failed write): the caller should Rebuild.
 func (ix *Index) NeedsRebuild() bool {
-	ix.health.mu.Lock()
-	defer ix.health.mu.Unlock()
-	return ix.health.needs
+	needs, _ := ix.health.state()
+	return needs
 }
 
 // RebuildReason says why NeedsRebuild is true, or "".
 func (ix *Index) RebuildReason() string {
-	ix.health.mu.Lock()
-	defer ix.health.mu.Unlock()
-	return ix.health.reason
+	_, reason := ix.health.state()
+	return reason
 }
 
 // Stats returns the index's counters.
@@ -199,9 +200,7 @@ func (ix *Index) Stats() Stats {
 	st.Indexed = ix.indexed.Load()
 	st.Dropped = ix.dropped.Load()
 	st.EmbedFailures = ix.embedFailures.Load()
-	ix.health.mu.Lock()
-	st.NeedsRebuild, st.RebuildReason = ix.health.needs, ix.health.reason
-	ix.health.mu.Unlock()
+	st.NeedsRebuild, st.RebuildReason = ix.health.state()
 	return st
 }
 
@@ -224,58 +223,5 @@ func (ix *Index) lose(reason string) {
 		ix.log.Warn("memory: index missed memories; the running rebuild covers them", "reason", reason)
 		return
 	}
-	ix.flag(reason)
-}
-
-// flag sets NeedsRebuild and persists it in the NEEDS_REBUILD marker.
-func (ix *Index) flag(reason string) {
-	ix.health.mu.Lock()
-	ix.health.losses++
-	ix.health.needs = true
-	seen := strings.Contains(ix.health.reason, reason)
-	if !seen && len(ix.health.reason) < 2000 {
-		if ix.health.reason != "" {
-			ix.health.reason += "; "
-		}
-		ix.health.reason += reason
-	}
-	ix.health.mu.Unlock()
-	if !seen {
-		ix.log.Warn("memory: index needs a rebuild", "reason", reason)
-		ix.syncMarker()
-	}
-}
-
-// clearIf clears NeedsRebuild after a rebuild that started when losses was startLosses,
-// unless something was lost outside the rebuild's watch since.
-func (ix *Index) clearIf(startLosses uint64) {
-	ix.health.mu.Lock()
-	if ix.health.losses == startLosses {
-		ix.health.needs, ix.health.reason = false, ""
-	}
-	ix.health.mu.Unlock()
-	ix.syncMarker()
-}
-
-// syncMarker brings the NEEDS_REBUILD file in line with the health state, off the caller's
-// goroutine (flag can be reached from Add, which must not do I/O).
-func (ix *Index) syncMarker() {
-	ix.markers.Add(1)
-	go func() {
-		defer ix.markers.Done()
-		ix.markerMu.Lock()
-		defer ix.markerMu.Unlock()
-		ix.health.mu.Lock()
-		needs, reason := ix.health.needs, ix.health.reason
-		ix.health.mu.Unlock()
-		var err error
-		if needs {
-			err = writeFileAtomic(ix.dir, needsRebuildFile, []byte(reason+"\n"))
-		} else if err = os.Remove(filepath.Join(ix.dir, needsRebuildFile)); errors.Is(err, os.ErrNotExist) {
-			err = nil
-		}
-		if err != nil {
-			ix.log.Warn("memory: updating the rebuild marker", "err", err)
-		}
-	}()
+	ix.health.flag(reason)
 }

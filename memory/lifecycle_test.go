@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // ready opens an index and runs the first (empty) rebuild a fresh directory asks for.
@@ -29,7 +31,8 @@ func TestAddIsAsyncAndFlushMakesSearchable(t *testing.T) {
 	if err := ix.Add(doc("m1", "a", KindNote, "the cake is in the oven")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(20 * time.Millisecond)
+	// Nothing indexes it on its own meanwhile.
+	testutil.Hold(20*time.Millisecond, func() bool { return len(find(t, ix, Query{Agent: "a", Text: "cake"})) == 0 })
 	if hits := find(t, ix, Query{Agent: "a", Text: "cake"}); len(hits) != 0 {
 		t.Fatalf("indexed before the batch filled or a flush: %v", ids(hits))
 	}
@@ -49,14 +52,13 @@ func TestAddNeverBlocksAndQueueFullDrops(t *testing.T) {
 	added := make(chan error, 1)
 	go func() {
 		// The writer takes the first batch and sticks in Embed; the next ten fill the queue.
-		var err error
+		// The first five are queued in one call, so the writer cannot take part of them.
+		var first []Doc
 		for i := range 5 {
-			err = errors.Join(err, ix.Add(doc(fmt.Sprint("first", i), "a", KindNote, "dog")))
+			first = append(first, doc(fmt.Sprint("first", i), "a", KindNote, "dog"))
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for emb.calls.Load() == 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		err := ix.Add(first...)
+		testutil.Wait(10*time.Second, func() bool { return emb.calls.Load() > 0 })
 		for i := range 10 {
 			err = errors.Join(err, ix.Add(doc(fmt.Sprint("queued", i), "a", KindNote, "dog")))
 		}

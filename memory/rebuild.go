@@ -129,9 +129,7 @@ const fillWorkers = 2
 func (ix *Index) startTee() (startLosses uint64) {
 	ix.q.mu.Lock()
 	defer ix.q.mu.Unlock()
-	ix.health.mu.Lock()
-	startLosses = ix.health.losses
-	ix.health.mu.Unlock()
+	startLosses = ix.health.lossCount()
 	ix.q.teeing, ix.q.tee, ix.q.teeLosses = true, nil, 0
 	return startLosses
 }
@@ -143,7 +141,7 @@ func (ix *Index) stopTee() {
 	ix.q.teeing, ix.q.tee, ix.q.teeLosses = false, nil, 0
 	ix.q.mu.Unlock()
 	if lost > 0 {
-		ix.flag("memories were lost while a rebuild that failed was running")
+		ix.health.flag("memories were lost while a rebuild that failed was running")
 	}
 }
 
@@ -185,7 +183,7 @@ func (ix *Index) swap(req *swapRequest) {
 	if err != nil {
 		discard(req.g)
 		if req.teeLosses > 0 {
-			ix.flag("memories were lost while a rebuild that failed was running")
+			ix.health.flag("memories were lost while a rebuild that failed was running")
 		}
 		req.done <- err
 		return
@@ -196,7 +194,7 @@ func (ix *Index) swap(req *swapRequest) {
 	if err := errors.Join(old.close(), os.RemoveAll(old.dir)); err != nil {
 		ix.log.Warn("memory: removing the replaced index", "generation", old.name, "err", err)
 	}
-	ix.clearIf(req.startLosses)
+	ix.health.clearIf(req.startLosses)
 	req.done <- nil
 }
 

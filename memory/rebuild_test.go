@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 func corpus(prefix string, n int) []Doc {
@@ -28,7 +30,7 @@ func TestRebuildSwapsWhileSearching(t *testing.T) {
 	load(t, ix, corpus("old", 2000)...)
 	oldGen := ix.Stats().Generation
 
-	stopSearching := searchConstantly(t, ix, Query{Agent: "a", Text: "alpha"})
+	searched, stopSearching := searchConstantly(t, ix, Query{Agent: "a", Text: "alpha"})
 
 	// The source is a snapshot taken before "interim" was added and "new7" deleted; both
 	// changes happen while the rebuild runs and must survive the swap.
@@ -55,7 +57,10 @@ func TestRebuildSwapsWhileSearching(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(20 * time.Millisecond) // let the searchers run on the new generation too
+	// Let the searchers run on the new generation too: of four searches ending after the
+	// swap, at most three (one per searcher) began before it.
+	swapped := searched()
+	testutil.Eventually(t, 10*time.Second, "a search on the new generation", func() bool { return searched() >= swapped+4 })
 	t.Logf("%d searches during the rebuild", stopSearching())
 	if err != nil {
 		t.Fatal(err)
@@ -91,17 +96,17 @@ func TestRebuildSwapsWhileSearching(t *testing.T) {
 	}
 }
 
-// searchConstantly runs q on three goroutines until the returned func is called (which
-// returns the number of searches); every search must succeed with hits.
-func searchConstantly(t *testing.T, ix *Index, q Query) func() int64 {
-	stop := make(chan struct{})
+// searchConstantly runs q on three goroutines until stop is called (which returns the
+// number of searches; searched counts them so far); every search must succeed with hits.
+func searchConstantly(t *testing.T, ix *Index, q Query) (searched, stop func() int64) {
+	done := make(chan struct{})
 	var wg sync.WaitGroup
 	var searches atomic.Int64
 	for range 3 {
 		wg.Go(func() {
 			for {
 				select {
-				case <-stop:
+				case <-done:
 					return
 				default:
 				}
@@ -113,8 +118,8 @@ func searchConstantly(t *testing.T, ix *Index, q Query) func() int64 {
 			}
 		})
 	}
-	return func() int64 {
-		close(stop)
+	return searches.Load, func() int64 {
+		close(done)
 		wg.Wait()
 		return searches.Load()
 	}
@@ -239,8 +244,8 @@ func TestCorruptIndexDetectedAndRebuilt(t *testing.T) {
 			}
 			c.damage(t, dir, gen)
 
-			logs := &logBuffer{}
-			ix = openAt(t, dir, Options{Logger: logs.logger()})
+			logs := &testutil.SyncBuffer{}
+			ix = openAt(t, dir, Options{Logger: debugLogger(logs)})
 			if !ix.NeedsRebuild() {
 				t.Fatal("damage not detected")
 			}

@@ -32,7 +32,7 @@ type Options struct {
 	// Guilds register /agent per guild (instant) instead of globally (up to an hour to
 	// show). They are also the only guilds served when the relay's rules say so.
 	Guilds []string
-	Relay  *bots.Relay
+	Relay  Relay
 	Log    *slog.Logger
 	// APIURL is Discord's base URL ("https://discord.com/"; "" is that too). Another one
 	// points discordgo, process-wide, at it: a fake, in tests.
@@ -50,6 +50,14 @@ type Options struct {
 	MaxText int
 }
 
+// Relay is what the bot hands chat actions to (*bots.Relay has it).
+type Relay interface {
+	OnMessage(ctx context.Context, in bots.Incoming)
+	OnClick(ctx context.Context, c bots.Click)
+	OnFeedback(ctx context.Context, platform string, w bots.Where, u bots.User, ref bots.Ref, text string)
+	OnCommand(ctx context.Context, platform string, w bots.Where, u bots.User, text string) string
+}
+
 // Bot is the Discord adapter. Create it with New, add it to the relay, then Run it.
 type Bot struct {
 	opt Options
@@ -65,6 +73,12 @@ type Bot struct {
 	members map[string]memberEntry
 	state   bots.Status
 	cmdsOK  bool
+
+	// discordgo runs each gateway handler in a goroutine of its own; track counts them in
+	// and hands them hctx, which Run cancels before waiting for them, so none outlives it.
+	hmu      sync.Mutex
+	hctx     context.Context // nil outside Run
+	handlers sync.WaitGroup
 }
 
 type memberEntry struct {
@@ -115,10 +129,18 @@ func New(opt Options) (*Bot, error) {
 	b := &Bot{opt: opt, s: s, log: opt.Log, disconnected: make(chan struct{}, 1), app: opt.ApplicationID,
 		parents: map[string]string{}, members: map[string]memberEntry{},
 		state: bots.Status{Platform: Platform, State: bots.StateConnecting, Since: time.Now()}}
-	s.AddHandler(b.onDisconnect)
-	s.AddHandler(b.onMessage)
-	s.AddHandler(b.onInteraction)
-	s.AddHandler(b.onThread)
+	s.AddHandler(func(_ *discordgo.Session, d *discordgo.Disconnect) {
+		b.track(func(context.Context) { b.onDisconnect(d) })
+	})
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
+		b.track(func(ctx context.Context) { b.onMessage(ctx, m) })
+	})
+	s.AddHandler(func(_ *discordgo.Session, ic *discordgo.InteractionCreate) {
+		b.track(func(ctx context.Context) { b.onInteraction(ctx, ic) })
+	})
+	s.AddHandler(func(_ *discordgo.Session, t *discordgo.ThreadCreate) {
+		b.track(func(context.Context) { b.onThread(t) })
+	})
 	return b, nil
 }
 
@@ -151,6 +173,10 @@ func (b *Bot) setState(state string, attempt int, err error) {
 // Run keeps the gateway connected until ctx ends, reopening it with backoff whenever it
 // drops or the watchdog finds it silent. It returns only when ctx ends.
 func (b *Bot) Run(ctx context.Context) error {
+	hctx, stop := context.WithCancel(ctx)
+	b.hmu.Lock()
+	b.hctx = hctx
+	b.hmu.Unlock()
 	for attempt := 0; ctx.Err() == nil; {
 		select { // a Disconnect of the previous connection is old news
 		case <-b.disconnected:
@@ -181,8 +207,28 @@ func (b *Bot) Run(ctx context.Context) error {
 		sleep(ctx, b.opt.Backoff(attempt))
 	}
 	b.s.Close()
+	b.hmu.Lock() // no handler is counted in once hctx is gone, so the wait ends
+	stop()
+	b.hctx = nil
+	b.hmu.Unlock()
+	b.handlers.Wait()
 	b.setState(bots.StateStopped, 0, nil)
 	return nil
+}
+
+// track runs a gateway handler as one of Run's: with a context that ends when Run stops,
+// and counted, so Run waits for it. One that comes outside Run is dropped.
+func (b *Bot) track(handle func(ctx context.Context)) {
+	b.hmu.Lock()
+	ctx := b.hctx
+	if ctx == nil || ctx.Err() != nil {
+		b.hmu.Unlock()
+		return
+	}
+	b.handlers.Add(1)
+	b.hmu.Unlock()
+	defer b.handlers.Done()
+	handle(ctx)
 }
 
 // watch waits until ctx ends, the connection drops, or no heartbeat ACK came for the
@@ -239,7 +285,7 @@ func (b *Bot) learnSelf() {
 	}
 }
 
-func (b *Bot) onDisconnect(_ *discordgo.Session, _ *discordgo.Disconnect) {
+func (b *Bot) onDisconnect(*discordgo.Disconnect) {
 	select {
 	case b.disconnected <- struct{}{}:
 	default:
@@ -247,7 +293,7 @@ func (b *Bot) onDisconnect(_ *discordgo.Session, _ *discordgo.Disconnect) {
 }
 
 // onThread remembers threads' parents as the gateway announces them.
-func (b *Bot) onThread(_ *discordgo.Session, t *discordgo.ThreadCreate) {
+func (b *Bot) onThread(t *discordgo.ThreadCreate) {
 	if t.Channel != nil && t.IsThread() {
 		b.mu.Lock()
 		b.parents[t.ID] = t.ParentID

@@ -37,14 +37,14 @@ const handlerTimeout = 30 * time.Second
 
 // onMessage passes people's messages to the relay: tasks (mentions, direct messages)
 // and replies in bound threads. Bots, this one included, are ignored.
-func (b *Bot) onMessage(_ *discordgo.Session, m *discordgo.MessageCreate) {
+func (b *Bot) onMessage(base context.Context, m *discordgo.MessageCreate) {
 	if m.Message == nil || m.Author == nil || m.Author.Bot || m.Author.ID == b.selfID() || m.WebhookID != "" {
 		return
 	}
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
 		return // joins, pins, thread announcements
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), handlerTimeout)
+	ctx, cancel := context.WithTimeout(base, handlerTimeout)
 	defer cancel()
 	w, err := b.where(ctx, m.GuildID, m.ChannelID)
 	if err != nil {
@@ -79,9 +79,9 @@ func (b *Bot) stripMention(text string, mentions []*discordgo.User) (string, boo
 }
 
 // onInteraction handles clicks, the feedback modal's submit and /agent.
-func (b *Bot) onInteraction(_ *discordgo.Session, ic *discordgo.InteractionCreate) {
+func (b *Bot) onInteraction(base context.Context, ic *discordgo.InteractionCreate) {
 	i := ic.Interaction
-	ctx, cancel := context.WithTimeout(context.Background(), handlerTimeout)
+	ctx, cancel := context.WithTimeout(base, handlerTimeout)
 	defer cancel()
 	actor := InteractionActor(i)
 	if actor.UserID == "" || actor.Bot {

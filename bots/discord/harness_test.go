@@ -1,7 +1,6 @@
 package discord
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // The end-to-end tests run the real relay, the real supervisor with the fake Ollama,
@@ -78,7 +78,7 @@ type env struct {
 	fake  *fakediscord.Server
 	model *ollamatest.Fake
 	dir   string
-	logs  *syncBuffer
+	logs  *testutil.SyncBuffer
 	opt   bots.Options
 
 	st     *store.Store
@@ -101,28 +101,11 @@ type env struct {
 	names   int
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func newEnv(t testing.TB, mod ...func(*bots.Options)) *env { return newEnvWith(t, &env{}, mod...) }
 
 // newEnvWith is newEnv for an env whose teamsDir and onChat are set.
 func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
-	e.t, e.model, e.dir, e.logs = t, ollamatest.NewFake(t), t.TempDir(), &syncBuffer{}
+	e.t, e.model, e.dir, e.logs = t, ollamatest.NewFake(t), t.TempDir(), &testutil.SyncBuffer{}
 	e.fake = fakediscord.Start(t, fakediscord.Config{
 		HeartbeatInterval: 200 * time.Millisecond,
 		Guilds: []fakediscord.Guild{{

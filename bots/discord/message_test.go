@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // The bot renders the relay's messages; these goldens are what discordgo sends for them.
@@ -29,7 +30,7 @@ func TestFromMessageGolden(t *testing.T) {
 			m := FromMessage(c.m)
 			// The decider shows as a mention on purpose (allowed_mentions keeps it silent).
 			checkContent(t, strings.ReplaceAll(m.Content, "<@400000000000000001>", "alice"))
-			golden(t, "relay_"+c.name+".json", wire(t, m.Send(), m.Files))
+			testutil.Golden(t, "testdata/relay_"+c.name+".json", wire(t, m.Send(), m.Files))
 		})
 	}
 }

@@ -3,38 +3,15 @@ package discord
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it)\ngot:\n%s", path, got)
-	}
-}
 
 // wire is what discordgo sends for a message: the JSON payload, plus the files.
 func wire(t *testing.T, payload any, files []*discordgo.File) []byte {
@@ -95,7 +72,7 @@ func TestRenderProposalGolden(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			m := RenderProposal(c.agent, c.p, c.opt)
 			checkContent(t, m.Content)
-			golden(t, "proposal_"+c.name+".json", wire(t, m.Send(), m.Files))
+			testutil.Golden(t, "testdata/proposal_"+c.name+".json", wire(t, m.Send(), m.Files))
 		})
 	}
 }
@@ -134,17 +111,17 @@ func TestRenderDecidedGolden(t *testing.T) {
 			if len(m.Components) != 0 {
 				t.Error("a decided proposal keeps buttons")
 			}
-			golden(t, "decided_"+c.name+".json", wire(t, m.Update(), nil))
+			testutil.Golden(t, "testdata/decided_"+c.name+".json", wire(t, m.Update(), nil))
 		})
 	}
 }
 
 func TestFeedbackModalGolden(t *testing.T) {
-	golden(t, "feedback_modal.json", wire(t, FeedbackModal(proposal("p-0123456789ab", "execute_shell", `{}`, "")), nil))
+	testutil.Golden(t, "testdata/feedback_modal.json", wire(t, FeedbackModal(proposal("p-0123456789ab", "execute_shell", `{}`, "")), nil))
 }
 
 func TestCommandsGolden(t *testing.T) {
-	golden(t, "commands.json", wire(t, Commands(), nil))
+	testutil.Golden(t, "testdata/commands.json", wire(t, Commands(), nil))
 }
 
 func TestEscape(t *testing.T) {

@@ -1,7 +1,6 @@
 package slack
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
+	"github.com/agentd/agentd/daemon/testutil"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -76,7 +76,7 @@ type env struct {
 	bot    *Bot
 	cancel context.CancelFunc
 	done   sync.WaitGroup
-	logs   *syncBuffer
+	logs   *testutil.SyncBuffer
 	opt    bots.Options
 	// commands are added to the supervisor's commands (the sub-agent ones, say).
 	commands []string
@@ -107,23 +107,6 @@ func (e *env) connections() []bool {
 	return slices.Clone(e.conns)
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func newEnv(t testing.TB, mod ...func(*bots.Options)) *env { return newEnvFor(t, false, mod...) }
 
 // newEnvFor is newEnv with long-term memory on or off.
@@ -133,7 +116,7 @@ func newEnvFor(t testing.TB, withMemory bool, mod ...func(*bots.Options)) *env {
 
 // newEnvWith is newEnv for an env whose memory and commands fields are set.
 func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
-	e.slack, e.model, e.dir, e.logs = fakeslack.NewFake(t), ollamatest.NewFake(t), t.TempDir(), &syncBuffer{}
+	e.slack, e.model, e.dir, e.logs = fakeslack.NewFake(t), ollamatest.NewFake(t), t.TempDir(), &testutil.SyncBuffer{}
 	e.t = t
 	e.slack.SetGroup("SOPS", member)
 	e.model.OnChat(e.chat)

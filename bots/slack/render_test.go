@@ -2,17 +2,14 @@ package slack
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 // TestBlocksGolden fixes the Block Kit the bot posts: escaping, code blocks, buttons.
 func TestBlocksGolden(t *testing.T) {
@@ -39,17 +36,7 @@ func TestBlocksGolden(t *testing.T) {
 			if bad := invisibleIn(got, escape(m.Summary)); bad != "" {
 				t.Errorf("the message carries %q raw", bad)
 			}
-			path := filepath.Join("testdata", name+".golden.json")
-			if *update {
-				os.WriteFile(path, append(got, '\n'), 0o644)
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(want) != string(got)+"\n" {
-				t.Errorf("blocks differ from %s:\n%s", path, got)
-			}
+			testutil.Golden(t, filepath.Join("testdata", name+".golden.json"), append(got, '\n'))
 		})
 	}
 }

@@ -35,7 +35,7 @@ type Options struct {
 	AppToken string
 	// APIURL is the Web API's base URL, ending in /; "" is Slack's.
 	APIURL string
-	Relay  *bots.Relay
+	Relay  Relay
 	Log    *slog.Logger
 	// PingInterval is how long the connection may go without a ping from Slack before
 	// it counts as dead and is reopened; 0 is 30s.
@@ -47,6 +47,14 @@ type Options struct {
 	// OnConnection, if set, is told each time the Socket Mode connection goes up or
 	// down (metrics).
 	OnConnection func(up bool)
+}
+
+// Relay is what the bot hands chat actions to (*bots.Relay has it).
+type Relay interface {
+	OnMessage(ctx context.Context, in bots.Incoming)
+	OnClick(ctx context.Context, c bots.Click)
+	OnFeedback(ctx context.Context, platform string, w bots.Where, u bots.User, ref bots.Ref, text string)
+	OnCommand(ctx context.Context, platform string, w bots.Where, u bots.User, text string) string
 }
 
 // Bot is the Slack adapter. Create it with New, add it to the relay, then Run it.
@@ -63,6 +71,10 @@ type Bot struct {
 
 	stateMu sync.Mutex
 	state   bots.Status
+
+	// handlers are the goroutines dispatch starts, one per envelope; runSocket waits for
+	// them after canceling their context, so none outlives Run.
+	handlers sync.WaitGroup
 }
 
 type groupEntry struct {
@@ -175,6 +187,7 @@ func sleep(ctx context.Context, d time.Duration) {
 // client itself reopens dropped connections.
 func (b *Bot) runSocket(ctx context.Context) error {
 	sm := socketmode.New(b.api, socketmode.OptionPingInterval(b.opt.PingInterval), socketmode.OptionLog(quietLog{b.log}))
+	defer b.handlers.Wait() // after cancel (deferred below, so run first) ends them
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
@@ -215,33 +228,41 @@ func (b *Bot) dispatch(ctx context.Context, sm *socketmode.Client, ev socketmode
 		b.setConnected(false)
 		b.setState(bots.StateReconnecting, 1, errors.New("disconnected"))
 	case socketmode.EventTypeEventsAPI:
-		sm.Ack(*ev.Request)
+		b.ack(ctx, sm, ev.Request, nil)
 		if e, ok := ev.Data.(slackevents.EventsAPIEvent); ok {
-			go b.onEvent(ctx, e)
+			b.handlers.Go(func() { b.onEvent(ctx, e) })
 		}
 	case socketmode.EventTypeInteractive:
-		cb, ok := ev.Data.(slack.InteractionCallback)
-		if !ok {
-			sm.Ack(*ev.Request)
-			return
+		b.ack(ctx, sm, ev.Request, nil) // closes a submitted dialog; clicks need nothing back
+		if cb, ok := ev.Data.(slack.InteractionCallback); ok {
+			b.handlers.Go(func() { b.onInteraction(ctx, cb) })
 		}
-		sm.Ack(*ev.Request) // closes a submitted dialog; clicks need nothing back
-		go b.onInteraction(ctx, cb)
 	case socketmode.EventTypeSlashCommand:
 		cmd, ok := ev.Data.(slack.SlashCommand)
 		if !ok {
-			sm.Ack(*ev.Request)
+			b.ack(ctx, sm, ev.Request, nil)
 			return
 		}
 		// Answered in the ack, which Slack wants within 3 s; the relay's work is local.
-		go func() {
+		b.handlers.Go(func() {
 			text := b.opt.Relay.OnCommand(ctx, Platform, b.where(cmd.TeamID, cmd.ChannelID, ""), bots.User{ID: cmd.UserID, Name: cmd.UserName}, cmd.Text)
 			var payload any
 			if text != "" {
 				payload = map[string]any{"response_type": "ephemeral", "text": escape(text)}
 			}
-			sm.Ack(*ev.Request, payload)
-		}()
+			b.ack(ctx, sm, ev.Request, payload)
+		})
+	}
+}
+
+// ack acknowledges an envelope. It gives up when ctx ends: the client reads acks only
+// while it runs, and an ack nobody reads would block its goroutine for good.
+func (b *Bot) ack(ctx context.Context, sm *socketmode.Client, req *socketmode.Request, payload any) {
+	if req == nil {
+		return
+	}
+	if err := sm.AckCtx(ctx, req.EnvelopeID, payload); err != nil && ctx.Err() == nil {
+		b.log.Warn("slack: acknowledging an envelope", "err", err)
 	}
 }
 

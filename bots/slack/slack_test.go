@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/bots/slack/fakeslack"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 func TestMentionStartsRunApprovedByClick(t *testing.T) {
@@ -67,8 +68,12 @@ func TestNonApproverRefused(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(100 * time.Millisecond)
-	a := e.agentOf(thread)
+	// Nothing the refusals or the other bot sent may reach the agent meanwhile.
+	var a *client.Agent
+	testutil.Hold(100*time.Millisecond, func() bool {
+		a = e.agentOf(thread)
+		return a.Pending != nil && a.Pending.ID != "" && e.decisions(a.Pending.ID) == 0
+	})
 	if a.Pending == nil || a.Pending.ID == "" || e.decisions(a.Pending.ID) != 0 {
 		t.Fatalf("a refused click changed the agent: %+v", a)
 	}
@@ -246,9 +251,7 @@ func TestDroppedSocketReconnectsAndLosesNothing(t *testing.T) {
 	e.slack.Disconnect()
 	e.wait("another connection", func(v fakeslack.View) bool { return v.Connections() >= 3 && v.Connected() })
 	// OnConnection (the connection-state metric) saw every drop and every reconnect.
-	for deadline := time.Now().Add(5 * time.Second); len(e.connections()) < 5 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Wait(5*time.Second, func() bool { return len(e.connections()) >= 5 })
 	if got := e.connections(); !slices.Equal(got, []bool{true, false, true, false, true}) {
 		t.Errorf("OnConnection saw %v, want up, down, up, down, up", got)
 	}
@@ -342,18 +345,21 @@ func TestDirectMessageStartsRun(t *testing.T) {
 	e.wait("the run in the DM", func(v fakeslack.View) bool { return hasText(v.Messages("D1", ts), "is on it") })
 	// Messages in a channel the bot does not serve get nothing.
 	e.slack.Mention(approver, "C999", "", "hello")
-	time.Sleep(200 * time.Millisecond)
+	postedC999 := func(v fakeslack.View) bool {
+		for _, c := range v.Calls("chat.postMessage") {
+			if c.Form.Get("channel") == "C999" {
+				return true
+			}
+		}
+		return false
+	}
+	testutil.Hold(200*time.Millisecond, func() bool { return !e.slack.Wait(0, postedC999) })
 	if n := len(e.slack.Calls()); n == 0 {
 		t.Fatal("no calls at all")
 	}
-	e.slack.Wait(0, func(v fakeslack.View) bool {
-		for _, c := range v.Calls("chat.postMessage") {
-			if c.Form.Get("channel") == "C999" {
-				t.Error("posted in an unserved channel")
-			}
-		}
-		return true
-	})
+	if e.slack.Wait(0, postedC999) {
+		t.Error("posted in an unserved channel")
+	}
 }
 
 func TestExpiredProposalRefusesChatDecisions(t *testing.T) {

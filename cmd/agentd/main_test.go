@@ -3,15 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	"github.com/agentd/agentd/daemon/testutil"
+)
 
 // TestCheckConfigGolden runs `agentd --check-config --config testdata/NAME.toml` for each
 // file and compares the exit code and output with testdata/NAME.golden.
@@ -29,20 +27,7 @@ func TestCheckConfigGolden(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := run(context.Background(), []string{"--check-config", "--config", file}, &stdout, &stderr, nil)
 			got := fmt.Sprintf("[exit %d]\n--- stdout\n%s--- stderr\n%s", code, stdout.String(), stderr.String())
-			golden := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("output differs from %s (run with -update after an intended change):\n--- got\n%s--- want\n%s", golden, got, want)
-			}
+			testutil.Golden(t, filepath.Join("testdata", name+".golden"), []byte(got))
 		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // TestSIGHUPToTheBinary builds agentd, runs it on a config file against a fake Ollama
@@ -39,11 +40,7 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	model.SetDelay(3 * time.Millisecond)
 
 	dir := t.TempDir()
-	sockDir, err := os.MkdirTemp("", "agentd-hup") // unix socket paths are short
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	sockDir := testutil.ShortTempDir(t)
 	cfgPath, logPath, sock := filepath.Join(dir, "agentd.toml"), filepath.Join(dir, "agentd.log"), filepath.Join(sockDir, "s")
 	write := func(body string) {
 		t.Helper()
@@ -91,12 +88,7 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	ctx := context.Background()
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
-			alive()
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		testutil.Eventually(t, 20*time.Second, what, func() bool { alive(); return ok() })
 	}
 	waitFor("agentd to answer on its socket", func() bool { _, err := c.Status(ctx); return err == nil })
 

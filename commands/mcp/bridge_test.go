@@ -1,11 +1,8 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,10 +14,9 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/testutil"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // wantCommands are the commands the test server's tools become; free_form is skipped.
 var wantCommands = []string{"add", "echo", "fail", "get_pid", "slow", "snapshot"}
@@ -53,7 +49,7 @@ func TestCommandsGolden(t *testing.T) {
 		}
 		specs = append(specs, spec{s.Name, s.Description, s.Class, s.Idempotent, s.Params})
 	}
-	golden(t, "tools.json", specs)
+	testutil.GoldenJSON(t, "testdata/tools.json", specs)
 }
 
 func TestExecute(t *testing.T) {
@@ -317,34 +313,5 @@ func TestChildEnv(t *testing.T) {
 		if !strings.Contains(env, want) {
 			t.Errorf("env lacks %s: %s", want, env)
 		}
-	}
-}
-
-// golden compares v, as indented JSON, with testdata/name; -update rewrites it.
-func golden(t *testing.T, name string, v any) {
-	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./commands/mcp -update` to create it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("%s differs from the golden file (run `go test ./commands/mcp -update` if the change is intended):\n%s", path, buf.Bytes())
 	}
 }

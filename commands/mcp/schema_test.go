@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // TestConvertSchemaGolden converts each testdata/schemas/NAME.in.json and compares the
@@ -49,7 +50,7 @@ func TestConvertSchemaGolden(t *testing.T) {
 					t.Errorf("params are not a closed object: %+v", params)
 				}
 			}
-			golden(t, filepath.Join("schemas", name+".out.json"), r)
+			testutil.GoldenJSON(t, filepath.Join("testdata", "schemas", name+".out.json"), r)
 		})
 	}
 }

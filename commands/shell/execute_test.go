@@ -1,11 +1,8 @@
 package shell
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,9 +11,8 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestSpecs(t *testing.T) {
 	shell := mustShell(t, Options{Sandbox: SandboxNone})
@@ -52,21 +48,7 @@ func TestSpecs(t *testing.T) {
 			if len(s.Description) > 30 {
 				t.Errorf("description %q is long for the prompt budget", s.Description)
 			}
-			got, _ := json.MarshalIndent(s.Params, "", "  ")
-			path := filepath.Join("testdata", "schemas", s.Name+".json")
-			if *update {
-				os.MkdirAll(filepath.Dir(path), 0o755)
-				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			golden, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run `go test ./commands/shell -update` to create it)", err)
-			}
-			if !bytes.Equal(append(got, '\n'), golden) {
-				t.Errorf("%s differs from the golden file (run with -update if intended):\n%s", path, got)
-			}
+			testutil.GoldenJSON(t, filepath.Join("testdata", "schemas", s.Name+".json"), s.Params)
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // bwrapHere returns the bwrap binary when it can build a sandbox on this machine.
@@ -113,20 +114,14 @@ func processesWith(marker string) []string {
 // within a few seconds: SIGKILL is immediate, reparenting and reaping are not quite.
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := processesWith(marker)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			for _, p := range left {
-				if pid, err := strconv.Atoi(p); err == nil {
-					syscall.Kill(pid, syscall.SIGKILL) // ours, marked: do not leave them behind
-				}
-			}
-			t.Fatalf("processes %v running %q survived the command", left, marker)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var left []string
+	if testutil.Wait(5*time.Second, func() bool { left = processesWith(marker); return len(left) == 0 }) {
+		return
 	}
+	for _, p := range left {
+		if pid, err := strconv.Atoi(p); err == nil {
+			syscall.Kill(pid, syscall.SIGKILL) // ours, marked: do not leave them behind
+		}
+	}
+	t.Fatalf("processes %v running %q survived the command", left, marker)
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // TestCommandAncestor checks the control plane's question about a peer: a command's
@@ -36,10 +38,7 @@ func TestCommandAncestor(t *testing.T) {
 					shellLine(line), time.Minute)
 			}()
 			var pids []string
-			for deadline := time.Now().Add(10 * time.Second); len(pids) < 3 && time.Now().Before(deadline); {
-				time.Sleep(20 * time.Millisecond)
-				pids = processesWith("sleep 7.3131")
-			}
+			testutil.Wait(10*time.Second, func() bool { pids = processesWith("sleep 7.3131"); return len(pids) >= 3 })
 			if len(pids) < 3 {
 				t.Fatalf("found the command's sleeps %v; want 3", pids)
 			}

@@ -1,14 +1,11 @@
 package web
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -16,9 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func TestSpecs(t *testing.T) {
 	for _, c := range []commands.Command{NewWebSearch(nil, 0), NewReadWebpage(nil, nil)} {
@@ -33,21 +29,7 @@ func TestSpecs(t *testing.T) {
 			if len(s.Description) > 30 {
 				t.Errorf("description %q is long for the prompt budget", s.Description)
 			}
-			got, _ := json.MarshalIndent(s.Params, "", "  ")
-			path := filepath.Join("testdata", "schemas", s.Name+".json")
-			if *update {
-				os.MkdirAll(filepath.Dir(path), 0o755)
-				if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run `go test ./commands/web -update` to create it)", err)
-			}
-			if !bytes.Equal(append(got, '\n'), want) {
-				t.Errorf("%s differs from the golden file (run with -update if intended):\n%s", path, got)
-			}
+			testutil.GoldenJSON(t, filepath.Join("testdata", "schemas", s.Name+".json"), s.Params)
 		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // autoAgent creates an agent whose next n proposals run without asking.
@@ -121,7 +122,8 @@ func TestAgentTimeBudgetCountsBusyTime(t *testing.T) {
 	h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return a.State == client.StatePaused })
 	time.Sleep(50 * time.Millisecond) // a step in flight at the pause lands its busy time
 	before := h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return true }).BusyMS
-	time.Sleep(100 * time.Millisecond)
+	busy := func() int64 { now, _ := h.sup.Agent(context.Background(), a.ID); return now.BusyMS }
+	testutil.Hold(100*time.Millisecond, func() bool { return busy() == before })
 	if now, _ := h.sup.Agent(context.Background(), a.ID); now.BusyMS != before {
 		t.Errorf("busy time moved from %d to %d ms while paused", before, now.BusyMS)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // sideEffect is a test command that is not idempotent, so a crash mid-run must not re-run it.
@@ -137,18 +138,15 @@ func (h *harness) create(req client.CreateAgentRequest) *client.Agent {
 // waitFor polls the agent until cond holds.
 func (h *harness) waitFor(id string, what string, cond func(a *client.Agent) bool) *client.Agent {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	var a *client.Agent
 	var err error
-	for time.Now().Before(deadline) {
+	if !testutil.Wait(10*time.Second, func() bool {
 		a, err = h.sup.Agent(context.Background(), id)
-		if err == nil && cond(a) {
-			return a
-		}
-		time.Sleep(5 * time.Millisecond)
+		return err == nil && cond(a)
+	}) {
+		h.t.Fatalf("timed out waiting for %s; agent = %+v, err = %v", what, a, err)
 	}
-	h.t.Fatalf("timed out waiting for %s; agent = %+v, err = %v", what, a, err)
-	return nil
+	return a
 }
 
 func (h *harness) pending(id string) *client.Proposal {
@@ -584,8 +582,12 @@ func TestPauseResume(t *testing.T) {
 	if _, err := h.sup.Pause(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	got, _ := h.sup.Agent(context.Background(), a.ID)
+	// The cut model call ends meanwhile; it must not bring back a proposal.
+	var got *client.Agent
+	testutil.Hold(300*time.Millisecond, func() bool {
+		got, _ = h.sup.Agent(context.Background(), a.ID)
+		return got.State == client.StatePaused && got.Pending == nil
+	})
 	if got.State != client.StatePaused || got.Pending != nil {
 		t.Fatalf("paused agent = %+v", got)
 	}
@@ -675,7 +677,7 @@ func TestCommandListLimitsAgent(t *testing.T) {
 	if last := reqs[1].Messages[len(reqs[1].Messages)-1].Content; !strings.Contains(last, `unknown command "write_file"`) {
 		t.Errorf("the model was not told: %q", last)
 	}
-	time.Sleep(50 * time.Millisecond)
+	testutil.Hold(50*time.Millisecond, func() bool { ps, _ := h.sup.Proposals(context.Background(), a.ID); return len(ps) == 0 })
 	if ps, _ := h.sup.Proposals(context.Background(), a.ID); len(ps) != 0 {
 		t.Errorf("proposals: %+v", ps)
 	}

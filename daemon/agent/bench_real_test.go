@@ -19,6 +19,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // BenchmarkStepVsBareChat compares, on the real Ollama server with the tiny model, one
@@ -106,10 +107,8 @@ func benchStepVsBare(b *testing.B, srv *ollamatest.Real, fresh bool) {
 	events, unsub := x.sup.Events().Subscribe("", 0)
 	defer unsub()
 	x.events = events
-	for deadline := time.Now().Add(30 * time.Second); x.sup.model.info() == nil; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("the supervisor never probed the model")
-		}
+	if !testutil.Wait(30*time.Second, func() bool { return x.sup.model.info() != nil }) {
+		b.Fatal("the supervisor never probed the model")
 	}
 	// The bare client goes through the same recording transport, so both sides pay for it.
 	u, _ := url.Parse(srv.URL())

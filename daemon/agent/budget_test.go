@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // runEnds collects what Options.OnRunEnd is told.
@@ -30,18 +31,21 @@ func (e *runEnds) add(r run.End) {
 
 func (e *runEnds) wait(t *testing.T, runID string) run.End {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	var end run.End
+	if !testutil.Wait(10*time.Second, func() bool {
 		e.mu.Lock()
+		defer e.mu.Unlock()
 		for _, r := range e.ends {
 			if r.RunID == runID {
-				e.mu.Unlock()
-				return r
+				end = r
+				return true
 			}
 		}
-		e.mu.Unlock()
+		return false
+	}) {
+		t.Fatalf("run %s never reported its end", runID)
 	}
-	t.Fatalf("run %s never reported its end", runID)
-	return run.End{}
+	return end
 }
 
 // listForever makes the fake model propose list_folder with new args every step.

@@ -20,6 +20,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -201,12 +202,8 @@ func TestMemoryRebuiltAfterIndexLoss(t *testing.T) {
 	}
 	h.opt.Memory.Index = ix
 	h.start() // rebuilds in the background
-	deadline := time.Now().Add(10 * time.Second)
-	for ix.NeedsRebuild() || ix.Stats().Docs != 50 {
-		if time.Now().After(deadline) {
-			t.Fatalf("not rebuilt: %+v", ix.Stats())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Wait(10*time.Second, func() bool { return !ix.NeedsRebuild() && ix.Stats().Docs == 50 }) {
+		t.Fatalf("not rebuilt: %+v", ix.Stats())
 	}
 	hits, err := h.sup.SearchMemory(ctx, client.MemorySearchRequest{Agent: "mind", Query: "aurora", K: 100})
 	if err != nil || len(hits) != 50 {

@@ -3,9 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,9 +16,8 @@ import (
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // baseDirectives mirror the config defaults' shape; the golden files pin the rendering.
 var baseDirectives = client.Directives{
@@ -37,24 +34,6 @@ func render(msgs []llm.Message) string {
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update to accept):\n%s", name, got)
-	}
 }
 
 // promptFixture is a supervisor on a temp store whose agents are never started: the
@@ -138,7 +117,7 @@ func TestPromptGolden(t *testing.T) {
 		t.Run(strings.TrimSuffix(c.name, ".golden"), func(t *testing.T) {
 			f := newPromptFixture(t, Options{})
 			_, msgs := f.prompt(c.req, c.eps, 8192, c.notes...)
-			golden(t, c.name, render(msgs))
+			testutil.Golden(t, filepath.Join("testdata", c.name), []byte(render(msgs)))
 		})
 	}
 }
@@ -167,7 +146,7 @@ func TestFirstStepPromptSize(t *testing.T) {
 	}
 	n := PromptChars(msgs)
 	t.Logf("first-step prompt with AutoGPT's nine commands: %d characters (target ≤ 2,600; AutoGPT 0.5.1: ~5,150)", n)
-	golden(t, "prompt_nine_commands.golden", render(msgs)+fmt.Sprintf("--- %d characters ---\n", n))
+	testutil.Golden(t, "testdata/prompt_nine_commands.golden", []byte(render(msgs)+fmt.Sprintf("--- %d characters ---\n", n)))
 	if n > 2600 {
 		t.Errorf("first-step prompt is %d characters, over 2,600", n)
 	}
@@ -229,7 +208,7 @@ func TestSubAgentCommandsPromptCost(t *testing.T) {
 	}
 	with := PromptChars(msgs)
 	t.Logf("first-step prompt: %d characters without the sub-agent commands, %d with them (+%d)", without, with, with-without)
-	golden(t, "prompt_sub_agents.golden", render(msgs)+fmt.Sprintf("--- %d characters ---\n", with))
+	testutil.Golden(t, "testdata/prompt_sub_agents.golden", []byte(render(msgs)+fmt.Sprintf("--- %d characters ---\n", with)))
 	if with-without > 450 {
 		t.Errorf("the four sub-agent commands cost %d prompt characters, over 450: keep their specs short", with-without)
 	}

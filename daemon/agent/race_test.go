@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // A per-agent subscription ends when the agent is deleted.
@@ -57,8 +58,12 @@ func TestPauseNotLostToPolicyApproval(t *testing.T) {
 		if _, err := h.sup.Pause(context.Background(), a.ID); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(30 * time.Millisecond)
-		got, _ := h.sup.Agent(context.Background(), a.ID)
+		// A policy approval in flight must not overwrite the pause meanwhile.
+		var got *client.Agent
+		testutil.Hold(30*time.Millisecond, func() bool {
+			got, _ = h.sup.Agent(context.Background(), a.ID)
+			return got.State == client.StatePaused
+		})
 		if got.State != client.StatePaused {
 			lost++
 			t.Logf("pause lost: state=%s step=%d", got.State, got.Step)
@@ -143,10 +148,13 @@ func TestRepeatAsksEvenAfterResume(t *testing.T) {
 	sideEffectMu.Unlock()
 	h.sup.Pause(context.Background(), a.ID)
 	h.sup.Resume(context.Background(), a.ID)
-	time.Sleep(200 * time.Millisecond)
-	sideEffectMu.Lock()
-	after := sideEffectRuns
-	sideEffectMu.Unlock()
+	runs := func() int {
+		sideEffectMu.Lock()
+		defer sideEffectMu.Unlock()
+		return sideEffectRuns
+	}
+	testutil.Hold(200*time.Millisecond, func() bool { return runs() == before })
+	after := runs()
 	if after != before {
 		t.Fatalf("the repeated non-idempotent command ran without the person's approval after pause/resume")
 	}
@@ -169,8 +177,7 @@ func TestTaskSupersedesStaleProposal(t *testing.T) {
 		return tx.UpdateAgent(ag)
 	})
 	h.start()
-	time.Sleep(50 * time.Millisecond)
-	idle, _ := h.sup.Agent(context.Background(), a.ID)
+	idle := h.waitFor(a.ID, "the agent idle after the restart", func(a *client.Agent) bool { return a.State == client.StateIdle })
 	t.Logf("after restart: state=%s reason=%q", idle.State, idle.StateReason)
 	h.fake.Script(reply("finish", map[string]string{"reason": "ok"}))
 	nt, err := h.sup.Task(context.Background(), a.ID, "something new")
@@ -199,8 +206,12 @@ func TestLostResultBecomesInterrupted(t *testing.T) {
 		return tx.UpdateAgent(ag)
 	})
 	h.sup.kick(a.ID)
-	time.Sleep(100 * time.Millisecond)
-	got, _ := h.sup.Agent(context.Background(), a.ID)
+	// The loop takes up the lost result: the agent leaves executing.
+	var got *client.Agent
+	testutil.Wait(10*time.Second, func() bool {
+		got, _ = h.sup.Agent(context.Background(), a.ID)
+		return got.State != client.StateExecuting
+	})
 	_, derr := h.decide(a.ID, p, "y")
 	aerr := h.sup.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "x"})
 	t.Logf("state=%s pending=%v question=%v decide=%v answer=%v", got.State, got.Pending != nil, got.Question != nil, derr, aerr)

@@ -25,6 +25,7 @@ import (
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/server"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 const token = "ap-test-token-0123456789"
@@ -194,12 +195,7 @@ func startDaemon(t *testing.T) (*apClient, *model) {
 	fake.OnChat(m.chat)
 	cfg := config.Default()
 	cfg.StateDir = t.TempDir()
-	sock, err := os.MkdirTemp("", "agentd-ap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sock) })
-	cfg.Socket = filepath.Join(sock, "s.sock")
+	cfg.Socket = filepath.Join(testutil.ShortTempDir(t), "s.sock")
 	cfg.Ollama.Host, cfg.Ollama.Model = fake.URL(), ollamatest.TinyModelName
 	cfg.Memory.Enabled = false
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -8,53 +8,26 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // tempSocket returns a socket path short enough for sun_path, in a fresh directory.
-func tempSocket(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "ad")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "s")
-}
+func tempSocket(t *testing.T) string { return filepath.Join(testutil.ShortTempDir(t), "s") }
 
 // serve starts the API over svc on a temp socket and returns its path and the log.
-func serve(t *testing.T, svc Service) (string, *syncBuffer) {
+func serve(t *testing.T, svc Service) (string, *testutil.SyncBuffer) {
 	t.Helper()
 	sock := tempSocket(t)
 	ln, err := Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv := &http.Server{Handler: NewHandler(svc, log)}
 	go srv.Serve(ln)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 func TestPeerRefusal(t *testing.T) {
@@ -45,12 +47,7 @@ func TestPeerRefusal(t *testing.T) {
 // guardedServer serves 204 on a unix socket behind GuardPeers with hook.
 func guardedServer(t *testing.T, hook func(int32) bool) (sock string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "peer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock = filepath.Join(dir, "s.sock")
+	sock = filepath.Join(testutil.ShortTempDir(t), "s.sock")
 	ln, err := Listen(sock)
 	if err != nil {
 		t.Fatal(err)
@@ -147,16 +144,15 @@ sys.stdout.write(out.decode())`, sock)
 func TestGuardFailsClosed(t *testing.T) {
 	g := &PeerGuard{UID: uint32(os.Getuid())}
 	h := g.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
-	dir, _ := os.MkdirTemp("", "peer")
-	defer os.RemoveAll(dir)
-	ln, err := Listen(filepath.Join(dir, "s.sock"))
+	sock := filepath.Join(testutil.ShortTempDir(t), "s.sock")
+	ln, err := Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	defer srv.Close()
-	if code, _ := unixGet(t, filepath.Join(dir, "s.sock")); code != http.StatusForbidden {
+	if code, _ := unixGet(t, sock); code != http.StatusForbidden {
 		t.Fatalf("unguarded connection got %d, want 403", code)
 	}
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,9 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/config/*.err from the current output")
+	"github.com/agentd/agentd/daemon/testutil"
+)
 
 // cleanEnv unsets what Default reads, so results do not depend on the machine.
 func cleanEnv(t *testing.T) {
@@ -36,20 +35,7 @@ func TestLoadGolden(t *testing.T) {
 			if _, err := Load(file); err != nil {
 				got = err.Error() + "\n"
 			}
-			golden := strings.TrimSuffix(file, ".toml") + ".err"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("Load(%s) error:\n%s\nwant:\n%s", file, got, want)
-			}
+			testutil.Golden(t, strings.TrimSuffix(file, ".toml")+".err", []byte(got))
 		})
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // snapshot is the state of r.out and the watched paths: every entry's type, link target
@@ -79,7 +81,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 }
 
 func newCanaryServer(t *testing.T) *canaryServer {
-	s := &canaryServer{body: "CANARY-HTTP-BODY-" + randHex(8)}
+	s := &canaryServer{body: "CANARY-HTTP-BODY-" + testutil.RandomHex(8)}
 	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.mu.Lock()
 		s.hits = append(s.hits, req.Host+req.URL.Path)

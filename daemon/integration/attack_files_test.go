@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // attackFiles: every file command through absolute and relative symlinks, symlinked
@@ -191,7 +193,7 @@ func attackOpen(r *attackRig, plant func(ws string) []string) {
 		r.drive(agentRun{name: name, plant: plant, steps: []step{
 			{command: tc.cmd, mode: approve, args: map[string]string{"path": tc.path}},
 		}})
-		waitFor(r.t, name+"'s next prompt", 20*time.Second, func() bool { return r.router.requested(name) >= 2 })
+		testutil.Eventually(r.t, 20*time.Second, name+"'s next prompt", func() bool { return r.router.requested(name) >= 2 })
 		var why []string
 		for _, req := range r.fake.Requests() {
 			if agentOf(&req) != name {

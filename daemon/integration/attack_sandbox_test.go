@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // shellStep is an approved execute_shell proposal.
@@ -45,7 +47,7 @@ func attackSandbox(r *attackRig) {
 		t.Fatal(err)
 	}
 	sleepArg := fmt.Sprintf("%d.%d", 4000+time.Now().Nanosecond()%1000, 7)
-	etcMark := "/etc/.agentd-attack-" + randHex(4)
+	etcMark := "/etc/.agentd-attack-" + testutil.RandomHex(4)
 	t.Cleanup(func() { os.Remove(etcMark) })
 	var ws string
 	steps := r.sandboxSteps(sbx, sleepArg, etcMark)
@@ -75,7 +77,9 @@ func attackSandbox(r *attackRig) {
 			{"sandbox_setsid_survivor", "setsid-canary"}, {"sandbox_background_survivor", "bg-canary"},
 		} {
 			if end, ok := ended[f.name]; ok {
-				time.Sleep(time.Until(end.Add(4 * time.Second)))
+				// The survivor touches its canary 2s after the command ended; watch past that.
+				canary := filepath.Join(ws, f.file)
+				testutil.Hold(time.Until(end.Add(4*time.Second)), func() bool { _, err := os.Stat(canary); return err != nil })
 				escape := ""
 				if _, err := os.Stat(filepath.Join(ws, f.file)); err == nil {
 					escape = "a process it left in the background ran on after the command ended"
@@ -297,7 +301,7 @@ func attackNoSandbox(r *attackRig) {
 	if goBin != "" {
 		path += ":" + filepath.Dir(goBin)
 	}
-	marker := "RAN-WITHOUT-SANDBOX-" + randHex(4)
+	marker := "RAN-WITHOUT-SANDBOX-" + testutil.RandomHex(4)
 	d := r.sideDaemon(r.config(false), "PATH="+path)
 	defer r.use(d)()
 	refused := func(o *outcome) string {
@@ -369,7 +373,11 @@ func attackNoneMode(r *attackRig) {
 		if ended.IsZero() {
 			return
 		}
-		time.Sleep(time.Until(ended.Add(3 * time.Second)))
+		// The background job touches its canary 2s after the command ended; watch past that.
+		testutil.Hold(time.Until(ended.Add(3*time.Second)), func() bool {
+			_, err := os.Stat(filepath.Join(ws, "bg-canary"))
+			return err != nil
+		})
 		escape := ""
 		if _, err := os.Stat(filepath.Join(ws, "bg-canary")); err == nil {
 			escape = "a process it left in the background ran on after the command ended"

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // TestAttackCorpus runs a corpus of attacks through the real daemon with the sandbox on: a
@@ -91,12 +90,6 @@ type attackRig struct {
 	final []func() // checks that need time to pass (processes that should be gone)
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 func newAttackRig(t *testing.T) *attackRig {
 	if _, err := exec.LookPath("bwrap"); err != nil && os.Getenv("CI") == "true" {
 		t.Fatal("bwrap is not installed: the attack corpus needs the sandbox (scripts/test.sh installs bubblewrap)")
@@ -108,15 +101,15 @@ func newAttackRig(t *testing.T) *attackRig {
 	r.out, r.wsRoot = filepath.Join(dir, "outside"), filepath.Join(dir, "ws")
 	mustMkdir(t, r.out, 0o700)
 	r.secrets = map[string]string{
-		"file":           "CANARY-FILE-" + randHex(8),
-		"hard_link":      "CANARY-HARDLINK-" + randHex(8),
-		"helper":         "CANARY-HELPER-" + randHex(8),
-		"slack_token":    "xoxb-canary-" + randHex(8),
-		"discord_token":  "canary-discord-" + randHex(8),
-		"http_token":     "canary-http-" + randHex(12),
+		"file":           "CANARY-FILE-" + testutil.RandomHex(8),
+		"hard_link":      "CANARY-HARDLINK-" + testutil.RandomHex(8),
+		"helper":         "CANARY-HELPER-" + testutil.RandomHex(8),
+		"slack_token":    "xoxb-canary-" + testutil.RandomHex(8),
+		"discord_token":  "canary-discord-" + testutil.RandomHex(8),
+		"http_token":     "canary-http-" + testutil.RandomHex(12),
 		"http_body":      r.canary.body,
 		"fake_ollama":    `"` + ollamatest.TinyModelName + `"`,
-		"listing_marker": "listing-marker-" + randHex(6),
+		"listing_marker": "listing-marker-" + testutil.RandomHex(6),
 	}
 	if b, err := os.ReadFile("/etc/shadow"); err == nil {
 		if line, _, _ := strings.Cut(string(b), "\n"); len(line) > 8 {
@@ -395,8 +388,7 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 	tag := stepTag(run.name, i)
 	o := &outcome{how: "not_proposed"}
 	decided, shown := false, false
-	deadline := time.Now().Add(40 * time.Second)
-	for time.Now().Before(deadline) {
+	ended := testutil.Wait(40*time.Second, func() bool {
 		if run.helpers {
 			r.approveHelpers(id)
 		}
@@ -411,10 +403,9 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 		}
 		if p == nil {
 			if later || a.State == client.StatePaused || a.State == client.StateIdle || a.State == client.StateFailed {
-				return o // the daemon never turned the reply into a proposal
+				return true // the daemon never turned the reply into a proposal
 			}
-			time.Sleep(20 * time.Millisecond)
-			continue
+			return false
 		}
 		o.proposed, o.status, o.result = true, p.Status, p.Result
 		switch p.Status {
@@ -445,9 +436,12 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 					o.how = "policy_approved"
 				}
 			}
-			return o
+			return true
 		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	})
+	if ended {
+		return o
 	}
 	t.Errorf("%s: step %d (%s) did not end within 40s: %s", run.name, i, s.command, jsonString(o))
 	return o

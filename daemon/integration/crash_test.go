@@ -14,6 +14,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // snap is what the API shows of one agent.
@@ -158,7 +159,7 @@ func (r *crashRig) killThinkingAndDenied() {
 	t, c := r.t, r.c
 	r.fake.SetDelay(time.Hour)
 	r.ids["alpha"] = create(t, c, "alpha").ID
-	waitFor(t, "alpha's model call", 10*time.Second, func() bool { return r.models.requested("alpha") == 1 })
+	testutil.Eventually(t, 10*time.Second, "alpha's model call", func() bool { return r.models.requested("alpha") == 1 })
 	waitAgent(t, c, r.ids["alpha"], "alpha thinking", 5*time.Second, func(a *client.Agent) bool { return a.State == client.StateThinking })
 	before := r.snapshot()
 	decide(t, c, r.ids["echo"], r.first["echo"], client.DecisionDeny, "")
@@ -189,7 +190,7 @@ func (r *crashRig) killThinkingAndDenied() {
 func (r *crashRig) killMidCommand() {
 	t, slow := r.t, r.first["charlie"]
 	decide(t, r.c, r.ids["charlie"], slow, client.DecisionApprove, "")
-	waitFor(t, "test_slow to start", 10*time.Second, func() bool { return slowStarts(r.slowDir) == 1 })
+	testutil.Eventually(t, 10*time.Second, "test_slow to start", func() bool { return slowStarts(r.slowDir) == 1 })
 	waitAgent(t, r.c, r.ids["charlie"], "charlie executing", 5*time.Second, func(a *client.Agent) bool { return a.State == client.StateExecuting })
 	before := r.snapshot()
 	after := r.crash("test_slow between started and its result", slow)
@@ -207,7 +208,8 @@ func (r *crashRig) killMidCommand() {
 	if eps := after["charlie"].episodes; len(eps) != 0 {
 		t.Errorf("an interrupted command left episodes: %s", jsonString(eps))
 	}
-	time.Sleep(300 * time.Millisecond) // a re-run would have started by now
+	// A re-run would have started within this window.
+	testutil.Hold(300*time.Millisecond, func() bool { return slowStarts(r.slowDir) == 1 })
 	if n := slowStarts(r.slowDir); n != 1 {
 		t.Fatalf("test_slow started %d times, want 1: the restart re-ran a command that is not idempotent", n)
 	}
@@ -243,7 +245,7 @@ func (r *crashRig) reapprove() {
 	if _, err := r.c.Decide(context.Background(), r.ids["charlie"], client.DecideRequest{ProposalID: slow.ID, Kind: client.DecisionApprove}); !errors.Is(err, client.ErrConflict) {
 		t.Errorf("a second approval of the interrupted proposal: err = %v, want a conflict", err)
 	}
-	waitFor(t, "test_slow to start again", 10*time.Second, func() bool { return slowStarts(r.slowDir) == 2 })
+	testutil.Eventually(t, 10*time.Second, "test_slow to start again", func() bool { return slowStarts(r.slowDir) == 2 })
 	if err := os.WriteFile(filepath.Join(r.slowDir, "release"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +285,7 @@ func TestSIGTERMGraceful(t *testing.T) {
 
 	fake.SetDelay(time.Hour)
 	a := create(t, c, "sierra")
-	waitFor(t, "sierra's model call", 10*time.Second, func() bool { return models.requested("sierra") == 1 })
+	testutil.Eventually(t, 10*time.Second, "sierra's model call", func() bool { return models.requested("sierra") == 1 })
 	waitAgent(t, c, a.ID, "sierra thinking", 5*time.Second, func(a *client.Agent) bool { return a.State == client.StateThinking })
 
 	code, took := d.term(10 * time.Second)

@@ -24,6 +24,7 @@ import (
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/server"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // The environment of this test binary re-executed as a daemon (see TestMain).
@@ -180,15 +181,9 @@ type daemonOpts struct {
 
 func newDaemon(t *testing.T, o daemonOpts) *daemon {
 	t.Helper()
-	// Unix socket paths are limited to 107 bytes: keep this one short.
-	sockDir, err := os.MkdirTemp("", "ai")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	dir := t.TempDir()
 	d := &daemon{
-		t: t, socket: filepath.Join(sockDir, "s"),
+		t: t, socket: filepath.Join(testutil.ShortTempDir(t), "s"),
 		stateDir: filepath.Join(dir, "state"), logPath: filepath.Join(dir, "agentd.log"),
 	}
 	cfgPath := filepath.Join(dir, "agentd.toml")
@@ -250,24 +245,24 @@ func (d *daemon) start() time.Duration {
 	d.cmd, d.done = cmd, done
 	// A fresh client: the old one's pooled connections went with the old process.
 	d.c = &client.Client{Socket: d.socket}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !testutil.Wait(30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := d.c.Status(ctx)
+		_, err = d.c.Status(ctx)
 		cancel()
 		if err == nil {
-			return time.Since(begin)
+			return true
 		}
 		select {
 		case <-done:
 			d.cmd = nil
 			t.Fatalf("agentd exited before it was ready: %v", cmd.ProcessState)
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agentd not ready after 30s: %v", err)
-		}
+		return false
+	}) {
+		t.Fatalf("agentd not ready after 30s: %v", err)
 	}
+	return time.Since(begin)
 }
 
 func (d *daemon) client() *client.Client { return d.c }
@@ -347,36 +342,20 @@ func create(t *testing.T, c *client.Client, name string) *client.Agent {
 // waitAgent polls the agent until cond holds, failing the test after timeout.
 func waitAgent(t *testing.T, c *client.Client, id, what string, timeout time.Duration, cond func(*client.Agent) bool) *client.Agent {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var a *client.Agent
 	var err error
-	for {
+	if !testutil.Wait(timeout, func() bool {
 		a, err = c.Agent(context.Background(), id)
-		if err == nil && cond(a) {
-			return a
-		}
-		if time.Now().After(deadline) {
-			b, _ := json.Marshal(a)
-			t.Fatalf("timed out after %v waiting for %s; agent = %s, err = %v", timeout, what, b, err)
-		}
-		time.Sleep(25 * time.Millisecond)
+		return err == nil && cond(a)
+	}) {
+		b, _ := json.Marshal(a)
+		t.Fatalf("timed out after %v waiting for %s; agent = %s, err = %v", timeout, what, b, err)
 	}
+	return a
 }
 
 func awaiting(a *client.Agent) bool {
 	return a.State == client.StateAwaitingDecision && a.Pending != nil
-}
-
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func decide(t *testing.T, c *client.Client, id string, p *client.Proposal, kind client.DecisionKind, feedback string) *client.Decision {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 type noteIn struct {
@@ -52,7 +53,7 @@ func TestMCPToolStep(t *testing.T) {
 
 	// The bridge connects in the background; the tool is offered once it is listed.
 	var tool *client.CommandInfo
-	waitFor(t, "tools.note to be offered", 20*time.Second, func() bool {
+	testutil.Eventually(t, 20*time.Second, "tools.note to be offered", func() bool {
 		infos, err := c.Commands(ctx, "")
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +97,7 @@ func TestMCPToolStep(t *testing.T) {
 	ts.CloseClientConnections()
 	ts.Close()
 	decide(t, c, a.ID, p2, client.DecisionApprove, "")
-	waitFor(t, "the failed tool call's episode", 30*time.Second, func() bool {
+	testutil.Eventually(t, 30*time.Second, "the failed tool call's episode", func() bool {
 		h, err = c.History(ctx, a.ID)
 		return err == nil && len(h) >= 2
 	})

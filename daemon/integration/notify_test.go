@@ -2,24 +2,19 @@ package integration
 
 import (
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // TestSystemdNotify runs the real agentd as a Type=notify unit would: with NOTIFY_SOCKET
 // set, it sends READY=1 once its API socket answers and STOPPING=1 on SIGTERM.
 func TestSystemdNotify(t *testing.T) {
-	dir, err := os.MkdirTemp("", "sd") // unix socket paths are short
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "notify")
+	path := filepath.Join(testutil.ShortTempDir(t), "notify")
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)

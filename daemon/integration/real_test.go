@@ -16,6 +16,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // driver moves one agent on the real tiny model. The random-weight model's proposals are
@@ -204,7 +205,7 @@ func TestRealOllamaRun(t *testing.T) {
 	}
 	// Let every approved command finish before counting.
 	var ps []client.Proposal
-	waitFor(t, "approved commands to finish", time.Until(dr.deadline), func() bool {
+	testutil.Eventually(t, time.Until(dr.deadline), "approved commands to finish", func() bool {
 		var err error
 		ps, err = c.Proposals(context.Background(), a.ID)
 		return err == nil && !slices.ContainsFunc(ps, func(p client.Proposal) bool {
@@ -214,7 +215,7 @@ func TestRealOllamaRun(t *testing.T) {
 	t.Logf("%d steps decided in %v; %d proposals, %d answers, %d resumes, %d follow-up tasks",
 		len(plan), time.Since(begin).Round(time.Millisecond), len(ps), dr.answers, dr.resumes, dr.tasks)
 	// Every decided proposal's decision event has been read off the stream.
-	waitFor(t, "the decision events", 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, "the decision events", func() bool {
 		decs := events.decisions()
 		return !slices.ContainsFunc(ps, func(p client.Proposal) bool {
 			return p.Status != client.ProposalPending && p.Status != client.ProposalSuperseded && len(decs[p.ID]) == 0

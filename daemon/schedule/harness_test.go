@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // The supervisor the daemon passes is the Manager's Agents.
@@ -137,11 +137,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	}
 	h.startManager()
 
-	dir, err := os.MkdirTemp("", "sc") // unix socket paths are short
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "s")
+	sock := filepath.Join(testutil.ShortTempDir(t), "s")
 	ln, err := api.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +147,6 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	h.c = &client.Client{Socket: sock}
 	t.Cleanup(func() {
 		srv.Close()
-		os.RemoveAll(dir)
 		h.stopManager()
 		cancel()
 		h.sup.Wait()
@@ -230,14 +225,13 @@ func (h *harness) waitHistory(ref, what string, cond func([]client.ScheduleRun) 
 	h.t.Helper()
 	var runs []client.ScheduleRun
 	var err error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	if !testutil.Wait(10*time.Second, func() bool {
 		runs, err = h.c.ScheduleHistory(context.Background(), ref, 0)
-		if err == nil && cond(runs) {
-			return runs
-		}
+		return err == nil && cond(runs)
+	}) {
+		h.t.Fatalf("timed out waiting for %s; history = %+v, err = %v", what, runs, err)
 	}
-	h.t.Fatalf("timed out waiting for %s; history = %+v, err = %v", what, runs, err)
-	return nil
+	return runs
 }
 
 // outcomes returns the records' outcomes, oldest first.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // Template agents beyond the newest keep finished ones are removed with their
@@ -39,8 +40,10 @@ func TestTemplateAgentsPruned(t *testing.T) {
 	}
 	want := []string{agents[0].ID, agents[3].ID, agents[4].ID}
 	var got []string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		h.manager().pruning.Wait()
+	// Wait on what the prunes leave, not on m.pruning: a run's end is recorded before its
+	// prune is counted, so a pruning.Wait here could race that Add.
+	gone := func(a *client.Agent) bool { _, err := os.Stat(a.Workspace); return os.IsNotExist(err) }
+	testutil.Wait(10*time.Second, func() bool {
 		all, err := h.sup.Agents(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -51,10 +54,8 @@ func TestTemplateAgentsPruned(t *testing.T) {
 		}
 		slices.Sort(got)
 		slices.Sort(want)
-		if slices.Equal(got, want) {
-			break
-		}
-	}
+		return slices.Equal(got, want) && gone(agents[1]) && gone(agents[2])
+	})
 	if !slices.Equal(got, want) {
 		t.Fatalf("agents left = %v, want %v (the pending one and the newest 2)", got, want)
 	}
@@ -71,11 +72,11 @@ func TestTemplateAgentsPruned(t *testing.T) {
 // waitAgent polls an agent until cond holds.
 func (h *harness) waitAgent(id string, cond func(*client.Agent) bool) *client.Agent {
 	h.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if a, err := h.sup.Agent(context.Background(), id); err == nil && cond(a) {
-			return a
-		}
-	}
-	h.t.Fatalf("timed out waiting for agent %s", id)
-	return nil
+	var a *client.Agent
+	testutil.Eventually(h.t, 10*time.Second, "agent "+id, func() bool {
+		var err error
+		a, err = h.sup.Agent(context.Background(), id)
+		return err == nil && cond(a)
+	})
+	return a
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/bots/slack/fakeslack"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // TestReloadRestartsTheSlackBot: a reload that changes a [slack] key restarts the bot (it
@@ -49,16 +50,16 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 	// A run from Slack, its first proposal waiting in its thread.
 	_, thread := fs.Mention(approver, channel, "", "list the folders")
 	var agentID string
-	for deadline := time.Now().Add(10 * time.Second); agentID == ""; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no proposal from the run started in Slack; log:\n%s", d.log)
-		}
+	if !testutil.Wait(10*time.Second, func() bool {
 		list, _ := d.c.Agents(ctx)
 		for _, a := range list {
 			if a.Pending != nil && a.Pending.Status == client.ProposalPending {
 				agentID = a.ID
 			}
 		}
+		return agentID != ""
+	}) {
+		t.Fatalf("no proposal from the run started in Slack; log:\n%s", d.log)
 	}
 	wait("the proposal in the thread", func(v fakeslack.View) bool {
 		return slices.ContainsFunc(v.Messages(channel, thread), func(m fakeslack.Message) bool { return strings.Contains(m.Text, "list_folder") })
@@ -91,18 +92,16 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 	}
 	wait("the restarted bot to connect", func(v fakeslack.View) bool { return v.Connected() && v.Connections() == 2 })
 	fs.Say(approver, channel, "channel", thread, "y", false)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		ps, err := d.c.Proposals(ctx, agentID)
-		if err != nil {
+	var ps []client.Proposal
+	if !testutil.Wait(10*time.Second, func() bool {
+		var err error
+		if ps, err = d.c.Proposals(ctx, agentID); err != nil {
 			t.Fatal(err)
 		}
 		// Run, so decided: the folder does not exist, which fails the command itself.
-		if len(ps) > 0 && (ps[0].Status == client.ProposalSucceeded || ps[0].Status == client.ProposalFailed) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the proposal posted before the restart was not decided from its thread: %+v; log:\n%s", ps, d.log)
-		}
+		return len(ps) > 0 && (ps[0].Status == client.ProposalSucceeded || ps[0].Status == client.ProposalFailed)
+	}) {
+		t.Fatalf("the proposal posted before the restart was not decided from its thread: %+v; log:\n%s", ps, d.log)
 	}
 
 	// The tokens rotated: the files change, the config does not.

@@ -1,14 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,34 +15,13 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func testConfig(t *testing.T, model *ollamatest.Fake, apiURL string) *config.Config {
 	cfg := config.Default()
 	cfg.StateDir = t.TempDir()
-	sock, err := os.MkdirTemp("", "agentd-srv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sock) })
-	cfg.Socket = filepath.Join(sock, "s.sock")
+	cfg.Socket = filepath.Join(testutil.ShortTempDir(t), "s.sock")
 	cfg.Ollama.Host, cfg.Ollama.Model = model.URL(), ollamatest.TinyModelName
 	cfg.Slack.Enabled = true
 	cfg.Slack.APIURL = apiURL
@@ -86,7 +63,7 @@ func TestSlackBotRunsInsideTheDaemon(t *testing.T) {
 	cfg.Slack.BotTokenEnv = "TEST_SLACK_BOT_TOKEN"
 	cfg.Slack.AppTokenFile = filepath.Join(t.TempDir(), "app-token")
 	os.WriteFile(cfg.Slack.AppTokenFile, []byte(fs.AppToken+"\n"), 0o600)
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 
 	_, ts := fs.Mention("UAPPROVER", "C0123ABCD", "", "write a note")
@@ -115,9 +92,10 @@ func TestDaemonRunsWhileSlackIsDown(t *testing.T) {
 	cfg := testConfig(t, model, "http://127.0.0.1:1/api/") // nothing listens there
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-unreachable")
 	t.Setenv("SLACK_APP_TOKEN", "xapp-unreachable")
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
-	time.Sleep(300 * time.Millisecond)
+	// The daemon keeps serving while the bot retries; stop it once a retry is logged.
+	testutil.Wait(10*time.Second, func() bool { return strings.Contains(logs.String(), "auth.test failed; retrying") })
 	if err := stop(); err != nil {
 		t.Fatalf("the daemon failed because Slack is down: %v", err)
 	}
@@ -155,7 +133,7 @@ func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

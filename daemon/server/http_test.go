@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 const testToken = "0123456789abcdef-test-token"
@@ -173,7 +174,7 @@ func httpTestConfig(t *testing.T) *config.Config {
 func TestListenerRunsWithTheDaemon(t *testing.T) {
 	cfg := httpTestConfig(t)
 	cfg.HTTP.AgentProtocol = false
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	base := "http://" + cfg.HTTP.Listen
 

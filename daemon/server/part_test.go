@@ -19,6 +19,7 @@ import (
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/testutil"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -291,17 +292,15 @@ func daemonGoroutines() map[string]string {
 func noGoroutinesLeft(t *testing.T, before map[string]string) {
 	t.Helper()
 	var left []string
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testutil.Wait(2*time.Second, func() bool {
 		left = left[:0]
 		for id, g := range daemonGoroutines() {
 			if _, ok := before[id]; !ok {
 				left = append(left, g)
 			}
 		}
-		if len(left) == 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(left) == 0
+	})
 	if len(left) > 0 {
 		t.Errorf("%d goroutines of the daemon still run after it stopped:\n%s", len(left), strings.Join(left, "\n\n"))
 	}

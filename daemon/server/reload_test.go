@@ -21,6 +21,7 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 func TestLiveAndRestartKeys(t *testing.T) {
@@ -52,7 +53,7 @@ type reloadDaemon struct {
 	model  *ollamatest.Fake
 	c      *client.Client
 	hup    chan os.Signal
-	log    *syncBuffer
+	log    *testutil.SyncBuffer
 	stop   func() error
 	header string // [ollama] host and the like, kept in every version of the file
 	notes  func() []string
@@ -60,7 +61,7 @@ type reloadDaemon struct {
 
 func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 	d := &reloadDaemon{t: t, file: filepath.Join(t.TempDir(), "agentd.toml"), model: ollamatest.NewFake(t),
-		hup: make(chan os.Signal, 1), log: &syncBuffer{}}
+		hup: make(chan os.Signal, 1), log: &testutil.SyncBuffer{}}
 	d.model.SetModels("m1", "m2")
 	var n atomic.Int64
 	// Every step lists a folder not listed before: no repeats, so continuous mode never asks.
@@ -69,12 +70,7 @@ func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 	})
 	d.model.SetDelay(3 * time.Millisecond) // steps in flight while the config changes
 	stateDir := t.TempDir()
-	sockDir, err := os.MkdirTemp("", "agentd-rl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	sock := filepath.Join(sockDir, "s.sock")
+	sock := filepath.Join(testutil.ShortTempDir(t), "s.sock")
 	d.header = fmt.Sprintf("[ollama]\nhost = %q\n", d.model.URL())
 	d.write(body)
 	load := func() (*config.Config, error) {
@@ -154,15 +150,11 @@ func (d *reloadDaemon) proposals(id string) []client.Proposal {
 
 func (d *reloadDaemon) waitSteps(id string, n int) []client.Proposal {
 	d.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if ps := d.proposals(id); len(ps) >= n {
-			return ps
-		}
-		time.Sleep(5 * time.Millisecond)
+	var ps []client.Proposal
+	if !testutil.Wait(20*time.Second, func() bool { ps = d.proposals(id); return len(ps) >= n }) {
+		d.t.Fatalf("agent %s did not reach %d steps", id, n)
 	}
-	d.t.Fatalf("agent %s did not reach %d steps", id, n)
-	return nil
+	return ps
 }
 
 // TestReloadUnderLoad reloads a daemon whose agents step without pause, changing the
@@ -198,16 +190,11 @@ func TestReloadUnderLoad(t *testing.T) {
 		d.write(fmt.Sprintf("model = %q\n[permissions]\ndeny = [%s]\n", r.model, r.deny))
 		if r.bySignal {
 			d.hup <- syscall.SIGHUP
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			if !testutil.Wait(10*time.Second, func() bool {
 				st, err := d.c.Status(ctx)
-				if err == nil && st.Ollama.Model == r.model {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("round %d: SIGHUP did not switch the model to %s", i, r.model)
-				}
-				time.Sleep(5 * time.Millisecond)
+				return err == nil && st.Ollama.Model == r.model
+			}) {
+				t.Fatalf("round %d: SIGHUP did not switch the model to %s", i, r.model)
 			}
 		} else {
 			res, err := d.c.Reload(ctx)

@@ -14,6 +14,7 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 const withCommands = `
@@ -40,20 +41,17 @@ phases = ["code"]
 func (e *env) awaiting(teamID, role, command string) *client.Agent {
 	e.t.Helper()
 	r := e.until(teamID, role+"'s agent", func(r *client.TeamRun) bool { return r.Agents[role] != "" })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		a, err := e.sup.Agent(context.Background(), r.Agents[role])
-		if err != nil {
+	var a *client.Agent
+	if !testutil.Wait(10*time.Second, func() bool {
+		var err error
+		if a, err = e.sup.Agent(context.Background(), r.Agents[role]); err != nil {
 			e.t.Fatal(err)
 		}
-		if a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.Command == command {
-			return a
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("agent %s is %s (%s), not awaiting a decision on %s", a.Name, a.State, a.StateReason, command)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.Command == command
+	}) {
+		e.t.Fatalf("agent %s is %s (%s), not awaiting a decision on %s", a.Name, a.State, a.StateReason, command)
 	}
+	return a
 }
 
 // checkRanOnce checks that the role agent wrote hello.txt once, through one approved
@@ -302,19 +300,15 @@ func TestStopDuringRoleRunStartStopsIt(t *testing.T) {
 		t.Fatalf("run: %s", dump(r))
 	}
 	id := AgentName(team.ID, "programmer")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		a, err := e.sup.Agent(context.Background(), id)
-		if err != nil {
+	var a *client.Agent
+	if !testutil.Wait(10*time.Second, func() bool {
+		var err error
+		if a, err = e.sup.Agent(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if a.State == client.StateIdle && a.RunID != "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("role agent is %s (%s) after the team stopped", a.State, a.StateReason)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return a.State == client.StateIdle && a.RunID != ""
+	}) {
+		t.Fatalf("role agent is %s (%s) after the team stopped", a.State, a.StateReason)
 	}
 }
 

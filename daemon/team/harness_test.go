@@ -20,6 +20,7 @@ import (
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // env is a team engine over the real supervisor and store, against the fake Ollama,
@@ -180,20 +181,17 @@ func (e *env) run(src, task string) *client.TeamRun {
 // until waits for the team run to satisfy ok and returns it.
 func (e *env) until(id string, what string, ok func(*client.TeamRun) bool) *client.TeamRun {
 	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r, err := e.eng.Team(context.Background(), id)
-		if err != nil {
+	var r *client.TeamRun
+	if !testutil.Wait(10*time.Second, func() bool {
+		var err error
+		if r, err = e.eng.Team(context.Background(), id); err != nil {
 			e.t.Fatal(err)
 		}
-		if ok(r) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s; run: %s", what, dump(r))
-		}
-		time.Sleep(5 * time.Millisecond)
+		return ok(r)
+	}) {
+		e.t.Fatalf("timed out waiting for %s; run: %s", what, dump(r))
 	}
+	return r
 }
 
 // ended waits for the run to end.

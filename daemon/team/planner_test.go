@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite testdata/planned.toml")
 
 func goodPlan() Plan {
 	return Plan{
@@ -116,11 +113,5 @@ func TestPlanTeamGivesUpAfterOneRevision(t *testing.T) {
 
 func TestPlanWorkflowText(t *testing.T) {
 	got := planWorkflow("a note on \"WAL\"\nand journals", goodPlan())
-	if *updateGolden {
-		os.WriteFile("testdata/planned.toml", []byte(got), 0o644)
-	}
-	want, err := os.ReadFile("testdata/planned.toml")
-	if err != nil || string(want) != got {
-		t.Errorf("planned workflow differs from testdata/planned.toml (rerun with -update):\n%s", got)
-	}
+	testutil.Golden(t, "testdata/planned.toml", []byte(got))
 }

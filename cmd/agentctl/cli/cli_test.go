@@ -3,20 +3,17 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentd/agentd/cmd/agentctl/cli"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden with the current output")
 
 func TestMain(m *testing.M) {
 	time.Local = time.UTC // golden output shows times
@@ -51,11 +48,7 @@ func TestGolden(t *testing.T) {
 	f := newFakeDaemon(t)
 	f.decide = conflictOnP9
 	t.Setenv(client.SocketEnv, f.sock)
-	tmp, err := os.MkdirTemp("", "ac")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
+	tmp := testutil.ShortTempDir(t)
 
 	files, err := filepath.Glob("testdata/*.golden")
 	if err != nil || len(files) == 0 {
@@ -75,15 +68,7 @@ func TestGolden(t *testing.T) {
 			}
 			got := cmdline + "\n" + runCLI(t, "", args...).String()
 			got = strings.NewReplacer(f.sock, "$SOCKET", tmp, "$TMP").Replace(got)
-			if *update {
-				if err := os.WriteFile(file, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			if got != string(b) {
-				t.Errorf("%s differs (rerun with -update if intended)\n--- got\n%s\n--- want\n%s", file, got, b)
-			}
+			testutil.Golden(t, file, []byte(got))
 		})
 	}
 }
@@ -148,32 +133,10 @@ func TestHelpForEveryCommand(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the CLI's goroutines and a polling test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// waitFor polls until s holds substr n times or fails the test after 10s.
-func (s *syncBuffer) waitFor(t *testing.T, substr string, n int) {
+// waitOutput waits until s holds substr n times, or fails the test after 10s showing s.
+func waitOutput(t *testing.T, s *testutil.SyncBuffer, substr string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(s.String(), substr) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %q (x%d) in:\n%s", substr, n, s.String())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testutil.Wait(10*time.Second, func() bool { return strings.Count(s.String(), substr) >= n }) {
+		t.Fatalf("timed out waiting for %q (x%d) in:\n%s", substr, n, s.String())
 	}
 }

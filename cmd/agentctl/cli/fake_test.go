@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // fakeDaemon serves the /v0 routes daemon/client calls, on a unix socket, with canned
@@ -49,11 +50,7 @@ func (e *httpError) Error() string { return e.msg }
 
 func newFakeDaemon(t *testing.T) *fakeDaemon {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "ac") // short: unix socket paths are limited to ~100 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	f := &fakeDaemon{
 		sock:     filepath.Join(dir, "agentd.sock"),
 		status:   cannedStatus(),

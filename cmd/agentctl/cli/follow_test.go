@@ -12,19 +12,20 @@ import (
 
 	"github.com/agentd/agentd/cmd/agentctl/cli"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // session runs `agentctl follow` in the background with a pipe for stdin.
 type session struct {
 	stdin       *io.PipeWriter
-	out, errOut *syncBuffer
+	out, errOut *testutil.SyncBuffer
 	done        chan int
 }
 
 func startFollow(t *testing.T, args ...string) *session {
 	t.Helper()
 	pr, pw := io.Pipe()
-	s := &session{stdin: pw, out: &syncBuffer{}, errOut: &syncBuffer{}, done: make(chan int, 1)}
+	s := &session{stdin: pw, out: &testutil.SyncBuffer{}, errOut: &testutil.SyncBuffer{}, done: make(chan int, 1)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(func() { cancel(); pw.Close() })
 	go func() { s.done <- cli.Run(ctx, args, pr, s.out, s.errOut) }()
@@ -83,9 +84,9 @@ func TestFollowDecidesAndAnswersFromStdin(t *testing.T) {
 	}
 
 	s := startFollow(t, "--socket", f.sock, "follow", "walker")
-	s.errOut.waitFor(t, "Approve? [y / y -N / y! / n / n! / feedback]: ", 1)
+	waitOutput(t, s.errOut, "Approve? [y / y -N / y! / n / n! / feedback]: ", 1)
 	s.typeLine(t, "y -3")
-	s.errOut.waitFor(t, "Answer: ", 1)
+	waitOutput(t, s.errOut, "Answer: ", 1)
 	s.typeLine(t, "blue")
 	if code := s.exit(t); code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
@@ -144,7 +145,7 @@ func TestFollowReconnectsAndNotesARefusedDecision(t *testing.T) {
 	}
 
 	s := startFollow(t, "--socket", f.sock, "follow", "a-4")
-	s.errOut.waitFor(t, "Approve?", 1)
+	waitOutput(t, s.errOut, "Approve?", 1)
 	s.typeLine(t, "y")
 	if code := s.exit(t); code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)

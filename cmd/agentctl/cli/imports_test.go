@@ -13,7 +13,8 @@ import (
 // TestImportsOnlyTheClient checks that agentctl (its main, this package and everything they
 // pull in from this module) uses nothing from the repo but daemon/client and the display
 // leaf, and nothing from outside but the standard library and golang.org/x/term: agentctl
-// must work against any agentd through the public API alone.
+// must work against any agentd through the public API alone. Its tests may also use the
+// shared test support, which is never linked into the binary.
 func TestImportsOnlyTheClient(t *testing.T) {
 	root, module := moduleRoot(t)
 	allowed := map[string]bool{
@@ -22,40 +23,51 @@ func TestImportsOnlyTheClient(t *testing.T) {
 		module + "/daemon/client":         true,
 		module + "/daemon/client/display": true,
 	}
-	seen := map[string]bool{}
-	queue := []string{module + "/cmd/agentctl"}
+	testOnly := map[string]bool{module + "/daemon/testutil": true}
+	type use struct {
+		pkg  string
+		test bool // reached only through a _test.go file
+	}
+	seen := map[use]bool{}
+	queue := []use{{pkg: module + "/cmd/agentctl"}}
 	for len(queue) > 0 {
-		pkg := queue[0]
+		u := queue[0]
 		queue = queue[1:]
-		if seen[pkg] {
+		if seen[u] {
 			continue
 		}
-		seen[pkg] = true
-		if !allowed[pkg] {
-			t.Errorf("agentctl depends on %s; it may use only daemon/client and display from this module", pkg)
+		seen[u] = true
+		if !allowed[u.pkg] && !(u.test && testOnly[u.pkg]) {
+			t.Errorf("agentctl depends on %s; it may use only daemon/client and display from this module", u.pkg)
 			continue
 		}
-		for _, imp := range imports(t, filepath.Join(root, strings.TrimPrefix(pkg, module))) {
+		for _, imp := range imports(t, filepath.Join(root, strings.TrimPrefix(u.pkg, module))) {
 			switch {
-			case imp == module || strings.HasPrefix(imp, module+"/"):
-				queue = append(queue, imp)
-			case imp == "golang.org/x/term":
-			case strings.Contains(strings.SplitN(imp, "/", 2)[0], "."):
-				t.Errorf("%s imports %s: agentctl uses the standard library, daemon/client and golang.org/x/term only", pkg, imp)
+			case imp.path == module || strings.HasPrefix(imp.path, module+"/"):
+				queue = append(queue, use{imp.path, u.test || imp.test})
+			case imp.path == "golang.org/x/term":
+			case strings.Contains(strings.SplitN(imp.path, "/", 2)[0], "."):
+				t.Errorf("%s imports %s: agentctl uses the standard library, daemon/client and golang.org/x/term only", u.pkg, imp.path)
 			}
 		}
 	}
 }
 
+// goImport is one import of a package and whether a _test.go file makes it.
+type goImport struct {
+	path string
+	test bool
+}
+
 // imports lists the imports of the Go files in dir (tests included, other engineers'
 // build-tagged files too: agentctl has none).
-func imports(t *testing.T, dir string) []string {
+func imports(t *testing.T, dir string) []goImport {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no Go files in %s: %v", dir, err)
 	}
-	var out []string
+	var out []goImport
 	fset := token.NewFileSet()
 	for _, file := range files {
 		f, err := parser.ParseFile(fset, file, nil, parser.ImportsOnly)
@@ -64,7 +76,7 @@ func imports(t *testing.T, dir string) []string {
 		}
 		for _, spec := range f.Imports {
 			p, _ := strconv.Unquote(spec.Path.Value)
-			out = append(out, p)
+			out = append(out, goImport{p, strings.HasSuffix(file, "_test.go")})
 		}
 	}
 	return out

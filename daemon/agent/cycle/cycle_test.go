@@ -2,35 +2,17 @@ package cycle
 
 import (
 	"errors"
-	"flag"
-	"os"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/cycle.golden and README.md")
+// The golden files are the table and the diagram: go test ./daemon/agent/cycle -update
+// rewrites them after a change to Next, for review in the diff.
+func TestTableGolden(t *testing.T) { testutil.Golden(t, "testdata/cycle.golden", []byte(Table())) }
 
-// checkFile compares got with the file at path, or writes it with -update.
-func checkFile(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v: run go test ./daemon/agent/cycle -update", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s is out of date with Next: run go test ./daemon/agent/cycle -update and review the diff", path)
-	}
-}
-
-func TestTableGolden(t *testing.T) { checkFile(t, "testdata/cycle.golden", Table()) }
-
-func TestMermaidCurrent(t *testing.T) { checkFile(t, "README.md", Mermaid()) }
+func TestMermaidCurrent(t *testing.T) { testutil.Golden(t, "README.md", []byte(Mermaid())) }
 
 func TestIllegalNamesStateAndEvent(t *testing.T) {
 	_, _, err := Next(State{Agent: Idle}, Event{Kind: Pause})

@@ -1,0 +1,10 @@
+// Package testutil is the test support every package in agentd shares: one wait on a
+// condition instead of fixed sleeps (Eventually and Wait; Hold for what must not
+// happen), one golden-file check with the -update flag (Golden, GoldenJSON), one
+// goroutine-safe log buffer (SyncBuffer) and one helper each for random names
+// (RandomHex) and short temporary folders for unix sockets (ShortTempDir).
+//
+// It is a leaf: it imports only the standard library, so the tests of any package —
+// bots, commands, daemon, memory, cmd, agentctl included — may import it without adding
+// an arrow between the module's packages. Only tests import it.
+package testutil
