@@ -6,7 +6,7 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 )
 
-// Service is the part of the daemon's api.Service the relay uses; the agent Supervisor
+// Service is the part of the daemon's localapi.Service the relay uses; the agent Supervisor
 // satisfies it in-process.
 type Service interface {
 	Agents(ctx context.Context) ([]client.Agent, error)

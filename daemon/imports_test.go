@@ -37,9 +37,9 @@ var layers = []layer{
 		"a service reaches another only through an interface it declares and the shared " +
 			"types below it (team runs and schedules start agents' runs with daemon/run's types, " +
 			"never daemon/agent's); the server wires them together"},
-	{"interfaces", []string{"daemon/api", "daemon/config"},
-		"the local API's service interfaces and the config are what services and the server " +
-			"share; they import no service"},
+	{"interfaces", []string{"daemon/localapi", "daemon/config"},
+		"the local API's handler and the config are what services and the server share; " +
+			"they import no service"},
 	{"foundations", []string{"daemon/agent/cycle", "daemon/run", "daemon/store", "memory", "daemon/llm", "daemon/schedule/cron"},
 		"a foundation (the cycle's state machine, runs' shared types, the store, memory, the " +
 			"model client, the firing clock) stands alone: it imports no service and no other foundation"},

@@ -11,13 +11,13 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
-var _ api.AgentService = (*Supervisor)(nil)
+var _ localapi.AgentService = (*Supervisor)(nil)
 
 // Status reports the daemon, the model server and the agents by state.
 func (s *Supervisor) Status(ctx context.Context) (*client.Status, error) {

@@ -15,14 +15,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/localapi"
 )
 
 // Options configure the handler.
 type Options struct {
 	// Agents is the daemon's agent service (daemon/agent's Supervisor). Required.
-	Agents api.AgentService
+	Agents localapi.AgentService
 	// Log gets 500s and refused uploads; nil discards.
 	Log *slog.Logger
 	// StepWait bounds how long executing a step waits for the agent to settle, before
@@ -43,7 +43,7 @@ const (
 )
 
 type handler struct {
-	svc       api.AgentService
+	svc       localapi.AgentService
 	log       *slog.Logger
 	stepWait  time.Duration
 	maxUpload int64

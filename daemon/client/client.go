@@ -10,14 +10,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 )
 
 // SocketEnv names the environment variable that overrides the default socket path.
@@ -109,6 +107,22 @@ var (
 	ErrForbidden  = errors.New("forbidden")
 )
 
+// StatusOf is the HTTP status the daemon replies with for err: the status of an error of
+// a kind above (the inverse of APIError.Is), else 500.
+func StatusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
+}
+
 // Error is an error of one of the kinds above (ErrNotFound, ErrConflict, ...) whose
 // message is meant for people as it is. The daemon returns these; the API maps Kind to
 // the status code.
@@ -138,22 +152,6 @@ func (e *DaemonNotRunningError) Error() string {
 }
 
 func (e *DaemonNotRunningError) Unwrap() error { return e.Err }
-
-func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	resp, err := c.send(ctx, method, path, in)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out == nil {
-		io.Copy(io.Discard, resp.Body)
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("client: decoding %s %s: %w", method, path, err)
-	}
-	return nil
-}
 
 func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
 	var body io.Reader
@@ -193,90 +191,63 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	return resp, nil
 }
 
-func agentPath(agent string, rest string) string {
-	return "/v0/agents/" + url.PathEscape(agent) + rest
-}
-
 // Audit lists audit log entries, oldest first.
 func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
-	v := url.Values{}
-	if q.Agent != "" {
-		v.Set("agent", q.Agent)
-	}
-	if !q.Since.IsZero() {
-		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
-	}
-	if q.Limit != 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	path := "/v0/audit"
-	if len(v) > 0 {
-		path += "?" + v.Encode()
-	}
-	var out []AuditEntry
-	return out, c.do(ctx, "GET", path, nil, &out)
+	return call(ctx, c, AuditRoute, "", q)
 }
 
 // Replay returns a run step by step; ref is a run id, or an agent for its latest run.
 func (c *Client) Replay(ctx context.Context, ref string) (*Replay, error) {
-	var r Replay
-	return &r, c.do(ctx, "GET", "/v0/runs/"+url.PathEscape(ref)+"/replay", nil, &r)
+	return call(ctx, c, ReplayRoute, ref, None{})
 }
 
 // Doctor runs the daemon's health checks: the model server and model, the store, disk
 // space, and every configured integration.
 func (c *Client) Doctor(ctx context.Context) (*DoctorReport, error) {
-	var r DoctorReport
-	return &r, c.do(ctx, "GET", "/v0/doctor", nil, &r)
+	return call(ctx, c, DoctorRoute, "", None{})
 }
 
 // Reload makes agentd re-read its config file and apply what can change while it runs.
 // A bad file is refused (ErrConflict, every problem listed) and the old config stays.
 func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
-	var r ReloadResult
-	return &r, c.do(ctx, "POST", "/v0/reload", nil, &r)
+	return call(ctx, c, ReloadRoute, "", None{})
 }
 
 // Status returns the daemon's status.
 func (c *Client) Status(ctx context.Context) (*Status, error) {
-	var s Status
-	return &s, c.do(ctx, "GET", "/v0/status", nil, &s)
+	return call(ctx, c, StatusRoute, "", None{})
 }
 
 // Agents lists all agents, oldest first.
 func (c *Client) Agents(ctx context.Context) ([]Agent, error) {
-	// Not `return a, c.do(…, &a)`: Go leaves unspecified whether a is read before the call.
-	var a []Agent
-	err := c.do(ctx, "GET", "/v0/agents", nil, &a)
-	return a, err
+	return call(ctx, c, AgentsRoute, "", None{})
 }
 
 // CreateAgent creates an agent (and starts its run unless req.Start is false).
 func (c *Client) CreateAgent(ctx context.Context, req CreateAgentRequest) (*Agent, error) {
-	var a Agent
-	return &a, c.do(ctx, "POST", "/v0/agents", req, &a)
+	return call(ctx, c, CreateAgentRoute, "", req)
 }
 
 // Agent returns one agent by id or unique name.
 func (c *Client) Agent(ctx context.Context, agent string) (*Agent, error) {
-	var a Agent
-	return &a, c.do(ctx, "GET", agentPath(agent, ""), nil, &a)
+	return call(ctx, c, AgentRoute, agent, None{})
 }
 
 // DeleteAgent stops and removes an agent and its history.
 func (c *Client) DeleteAgent(ctx context.Context, agent string) error {
-	return c.do(ctx, "DELETE", agentPath(agent, ""), nil, nil)
+	_, err := call(ctx, c, DeleteAgentRoute, agent, None{})
+	return err
 }
 
 // Decide records a decision on the agent's current proposal.
 func (c *Client) Decide(ctx context.Context, agent string, req DecideRequest) (*Decision, error) {
-	var d Decision
-	return &d, c.do(ctx, "POST", agentPath(agent, "/decision"), req, &d)
+	return call(ctx, c, DecideRoute, agent, req)
 }
 
 // Answer answers the agent's pending question.
 func (c *Client) Answer(ctx context.Context, agent string, req AnswerRequest) error {
-	return c.do(ctx, "POST", agentPath(agent, "/answer"), req, nil)
+	_, err := call(ctx, c, AnswerRoute, agent, req)
+	return err
 }
 
 // Task gives an idle agent a follow-up task.
@@ -286,97 +257,77 @@ func (c *Client) Task(ctx context.Context, agent string, task string) (*Agent, e
 
 // TaskRun gives an idle agent a follow-up task, with a budget for the run it starts.
 func (c *Client) TaskRun(ctx context.Context, agent string, req TaskRequest) (*Agent, error) {
-	var a Agent
-	return &a, c.do(ctx, "POST", agentPath(agent, "/task"), req, &a)
+	return call(ctx, c, TaskRoute, agent, req)
 }
 
 // SetBudget changes an agent's own budget over all its runs; an agent paused by its
 // budget goes on when the new one allows.
 func (c *Client) SetBudget(ctx context.Context, agent string, req BudgetRequest) (*Agent, error) {
-	var a Agent
-	return &a, c.do(ctx, "POST", agentPath(agent, "/budget"), req, &a)
+	return call(ctx, c, BudgetRoute, agent, req)
 }
 
 // Pause pauses an agent after its current step.
 func (c *Client) Pause(ctx context.Context, agent string) (*Agent, error) {
-	var a Agent
-	return &a, c.do(ctx, "POST", agentPath(agent, "/pause"), nil, &a)
+	return call(ctx, c, PauseRoute, agent, None{})
 }
 
 // Resume resumes a paused (or failed) agent.
 func (c *Client) Resume(ctx context.Context, agent string) (*Agent, error) {
-	var a Agent
-	return &a, c.do(ctx, "POST", agentPath(agent, "/resume"), nil, &a)
+	return call(ctx, c, ResumeRoute, agent, None{})
 }
 
 // Stop ends the agent's current run; the agent stays, idle.
 func (c *Client) Stop(ctx context.Context, agent string) (*Agent, error) {
-	var a Agent
-	return &a, c.do(ctx, "POST", agentPath(agent, "/stop"), nil, &a)
+	return call(ctx, c, StopRoute, agent, None{})
 }
 
 // History returns the agent's episodes, oldest first.
 func (c *Client) History(ctx context.Context, agent string) ([]Episode, error) {
-	var e []Episode
-	err := c.do(ctx, "GET", agentPath(agent, "/history"), nil, &e)
-	return e, err
+	return call(ctx, c, HistoryRoute, agent, None{})
 }
 
 // Commands lists the commands the agent may use now, with class, effective policy and the
 // patterns that can decide them. With agent "" it lists what a new agent gets.
 func (c *Client) Commands(ctx context.Context, agent string) ([]CommandInfo, error) {
-	var out []CommandInfo
-	path := "/v0/commands"
-	if agent != "" {
-		path = agentPath(agent, "/commands")
+	if agent == "" {
+		return call(ctx, c, CommandsRoute, "", None{})
 	}
-	err := c.do(ctx, "GET", path, nil, &out)
-	return out, err
+	return call(ctx, c, AgentCommandsRoute, agent, None{})
 }
 
 // Policy returns every permission pattern that applies to the agent.
 func (c *Client) Policy(ctx context.Context, agent string) (*PolicyView, error) {
-	var v PolicyView
-	return &v, c.do(ctx, "GET", agentPath(agent, "/policy"), nil, &v)
+	return call(ctx, c, PolicyRoute, agent, None{})
 }
 
 // AddPermission stores an allow or deny pattern for the agent.
 func (c *Client) AddPermission(ctx context.Context, agent string, req PermissionRequest) (*PolicyView, error) {
-	var v PolicyView
-	return &v, c.do(ctx, "POST", agentPath(agent, "/policy"), req, &v)
+	return call(ctx, c, AddPermissionRoute, agent, req)
 }
 
 // RemovePermission deletes a stored pattern of the agent.
 func (c *Client) RemovePermission(ctx context.Context, agent string, req PermissionRequest) (*PolicyView, error) {
-	var v PolicyView
-	return &v, c.do(ctx, "DELETE", agentPath(agent, "/policy"), req, &v)
+	return call(ctx, c, RemovePermissionRoute, agent, req)
 }
 
 // TestPolicy says how the agent's permission patterns would decide a proposal, and why.
 func (c *Client) TestPolicy(ctx context.Context, agent string, req PolicyTestRequest) (*PolicyTest, error) {
-	var v PolicyTest
-	return &v, c.do(ctx, "POST", agentPath(agent, "/policy/test"), req, &v)
+	return call(ctx, c, TestPolicyRoute, agent, req)
 }
 
 // Proposals returns the agent's proposals, oldest first.
 func (c *Client) Proposals(ctx context.Context, agent string) ([]Proposal, error) {
-	var p []Proposal
-	err := c.do(ctx, "GET", agentPath(agent, "/proposals"), nil, &p)
-	return p, err
+	return call(ctx, c, ProposalsRoute, agent, None{})
 }
 
 // Events streams events for one agent (or all agents when agent is "") to fn until ctx ends,
 // the stream ends, or fn returns an error. Events after seq since are replayed first when the
 // daemon still has them; since 0 replays nothing.
 func (c *Client) Events(ctx context.Context, agent string, since int64, fn func(Event) error) error {
-	path := "/v0/events"
-	if agent != "" {
-		path = agentPath(agent, "/events")
+	if agent == "" {
+		return c.stream(ctx, EventsRoute.URL("", since), fn)
 	}
-	if since > 0 {
-		path += "?since=" + strconv.FormatInt(since, 10)
-	}
-	return c.stream(ctx, path, fn)
+	return c.stream(ctx, AgentEventsRoute.URL(agent, since), fn)
 }
 
 // stream reads the NDJSON event stream at path into fn.
@@ -434,59 +385,43 @@ func ParseDecision(text string) (DecideRequest, error) {
 	return DecideRequest{Kind: DecisionFeedback, Feedback: t}, nil
 }
 
-func schedulePath(schedule, rest string) string {
-	return "/v0/schedules/" + url.PathEscape(schedule) + rest
-}
-
 // Schedules lists every schedule by name.
 func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
-	var s []Schedule
-	err := c.do(ctx, "GET", "/v0/schedules", nil, &s)
-	return s, err
+	return call(ctx, c, SchedulesRoute, "", None{})
 }
 
 // AddSchedule adds a schedule; the reply lists its next fire times.
 func (c *Client) AddSchedule(ctx context.Context, req ScheduleRequest) (*Schedule, error) {
-	var s Schedule
-	return &s, c.do(ctx, "POST", "/v0/schedules", req, &s)
+	return call(ctx, c, AddScheduleRoute, "", req)
 }
 
 // Schedule returns one schedule (by id or name) with its status and next fire times.
 func (c *Client) Schedule(ctx context.Context, schedule string) (*Schedule, error) {
-	var s Schedule
-	return &s, c.do(ctx, "GET", schedulePath(schedule, ""), nil, &s)
+	return call(ctx, c, ScheduleRoute, schedule, None{})
 }
 
 // RemoveSchedule removes a schedule and its run records; runs in progress go on.
 func (c *Client) RemoveSchedule(ctx context.Context, schedule string) error {
-	return c.do(ctx, "DELETE", schedulePath(schedule, ""), nil, nil)
+	_, err := call(ctx, c, RemoveScheduleRoute, schedule, None{})
+	return err
 }
 
 // PauseSchedule stops a schedule firing until ResumeSchedule.
 func (c *Client) PauseSchedule(ctx context.Context, schedule string) (*Schedule, error) {
-	var s Schedule
-	return &s, c.do(ctx, "POST", schedulePath(schedule, "/pause"), nil, &s)
+	return call(ctx, c, PauseScheduleRoute, schedule, None{})
 }
 
 // ResumeSchedule lets a paused schedule fire again, from now on.
 func (c *Client) ResumeSchedule(ctx context.Context, schedule string) (*Schedule, error) {
-	var s Schedule
-	return &s, c.do(ctx, "POST", schedulePath(schedule, "/resume"), nil, &s)
+	return call(ctx, c, ResumeScheduleRoute, schedule, None{})
 }
 
 // RunSchedule fires a schedule now and returns the firing's record.
 func (c *Client) RunSchedule(ctx context.Context, schedule string) (*ScheduleRun, error) {
-	var r ScheduleRun
-	return &r, c.do(ctx, "POST", schedulePath(schedule, "/run"), nil, &r)
+	return call(ctx, c, RunScheduleRoute, schedule, None{})
 }
 
 // ScheduleHistory returns a schedule's firing records, newest first; limit 0 is all.
 func (c *Client) ScheduleHistory(ctx context.Context, schedule string, limit int) ([]ScheduleRun, error) {
-	var r []ScheduleRun
-	path := schedulePath(schedule, "/history")
-	if limit > 0 {
-		path += "?limit=" + strconv.Itoa(limit)
-	}
-	err := c.do(ctx, "GET", path, nil, &r)
-	return r, err
+	return call(ctx, c, ScheduleHistoryRoute, schedule, ScheduleHistoryQuery{Limit: limit})
 }

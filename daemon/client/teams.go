@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"net/url"
-	"strconv"
 	"time"
 )
 
@@ -118,39 +116,30 @@ type TeamPlan struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-func teamPath(team, rest string) string {
-	return "/v0/teams/" + url.PathEscape(team) + rest
-}
-
 // Teams lists the team runs, newest first, without transcripts.
 func (c *Client) Teams(ctx context.Context) ([]TeamRun, error) {
-	var out []TeamRun
-	return out, c.do(ctx, "GET", "/v0/teams", nil, &out)
+	return call(ctx, c, TeamsRoute, "", None{})
 }
 
 // StartTeam starts a team run; a bad workflow gets ErrBadRequest naming file:line problems.
 func (c *Client) StartTeam(ctx context.Context, req TeamRunRequest) (*TeamRun, error) {
-	var out TeamRun
-	return &out, c.do(ctx, "POST", "/v0/teams", req, &out)
+	return call(ctx, c, StartTeamRoute, "", req)
 }
 
 // Team returns one team run with its transcript.
 func (c *Client) Team(ctx context.Context, team string) (*TeamRun, error) {
-	var out TeamRun
-	return &out, c.do(ctx, "GET", teamPath(team, ""), nil, &out)
+	return call(ctx, c, TeamRoute, team, None{})
 }
 
 // StopTeam stops a team run and the run of the role agent it waits for.
 func (c *Client) StopTeam(ctx context.Context, team string) (*TeamRun, error) {
-	var out TeamRun
-	return &out, c.do(ctx, "POST", teamPath(team, "/stop"), nil, &out)
+	return call(ctx, c, StopTeamRoute, team, None{})
 }
 
 // PlanTeam asks the daemon's planner for a workflow for task (AutoAgents): roles, a
 // numbered plan, checked by an observer and revised once.
 func (c *Client) PlanTeam(ctx context.Context, req TeamPlanRequest) (*TeamPlan, error) {
-	var out TeamPlan
-	return &out, c.do(ctx, "POST", "/v0/team-plans", req, &out)
+	return call(ctx, c, PlanTeamRoute, "", req)
 }
 
 // TeamEvents streams a team run's transcript into fn: the entries after the one whose
@@ -159,9 +148,5 @@ func (c *Client) PlanTeam(ctx context.Context, req TeamPlanRequest) (*TeamPlan, 
 // (the daemon stopped, the follower fell behind) returns nil: call again with the last
 // Seq seen.
 func (c *Client) TeamEvents(ctx context.Context, team string, since int, fn func(Event) error) error {
-	path := teamPath(team, "/events")
-	if since > 0 {
-		path += "?since=" + strconv.Itoa(since)
-	}
-	return c.stream(ctx, path, fn)
+	return c.stream(ctx, TeamEventsRoute.URL(team, int64(since)), fn)
 }

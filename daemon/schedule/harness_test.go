@@ -13,9 +13,9 @@ import (
 	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
@@ -97,10 +97,10 @@ type harness struct {
 }
 
 type service struct {
-	api.AgentService
-	api.ScheduleService
-	api.DaemonService
-	api.TeamService // not served here
+	localapi.AgentService
+	localapi.ScheduleService
+	localapi.DaemonService
+	localapi.TeamService // not served here
 }
 
 // noReload is the API's reload in these tests: there is no config file to re-read.
@@ -138,11 +138,11 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	h.startManager()
 
 	sock := filepath.Join(testutil.ShortTempDir(t), "s")
-	ln, err := api.Listen(sock)
+	ln, err := localapi.Listen(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: api.NewHandler(service{h.sup, managerService{h}, noReload{}, nil}, nil)}
+	srv := &http.Server{Handler: localapi.NewHandler(service{h.sup, managerService{h}, noReload{}, nil}, nil)}
 	go srv.Serve(ln)
 	h.c = &client.Client{Socket: sock}
 	t.Cleanup(func() {

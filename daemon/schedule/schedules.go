@@ -8,7 +8,7 @@
 // and the shared types of daemon/run (run.Options, run.End): it never imports
 // daemon/agent. The server creates a Manager, passes its RunEnded to the supervisor's
 // OnRunEnd, starts it after the supervisor and stops it first on shutdown. The Manager
-// serves the schedule half of the local API (api.ScheduleService).
+// serves the schedule half of the local API (localapi.ScheduleService).
 package schedule
 
 import (
@@ -22,8 +22,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
@@ -40,7 +40,7 @@ type Agents interface {
 	DeleteAgent(ctx context.Context, ref string) error
 }
 
-var _ api.ScheduleService = (*Manager)(nil)
+var _ localapi.ScheduleService = (*Manager)(nil)
 
 // Options configure a Manager.
 type Options struct {

@@ -17,9 +17,9 @@ import (
 	"github.com/agentd/agentd/commands/mcp"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/agentprotocol"
-	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule"
@@ -155,12 +155,12 @@ func (d *daemon) memoryPart() part {
 	}
 }
 
-// socketPart binds the local API's socket (api.Listen refuses one a live daemon answers
+// socketPart binds the local API's socket (localapi.Listen refuses one a live daemon answers
 // on); the local API part serves it. Stopping removes the socket file.
 func (d *daemon) socketPart() part {
 	return part{name: "socket",
 		start: func(context.Context) (err error) {
-			d.ln, err = api.Listen(d.cfg.Socket)
+			d.ln, err = localapi.Listen(d.cfg.Socket)
 			return err
 		},
 		stop: func(context.Context) error {
@@ -199,9 +199,9 @@ func (d *daemon) localAPIPart() part {
 		start: func(ctx context.Context) error {
 			mux := http.NewServeMux()
 			mux.Handle("GET /v0/metrics", metricsHandler(d.mx, d.sup))
-			mux.Handle("/", api.NewHandler(service{d.sup, d.mgr, d.rl, d.teams, d.bots, d.httpL, shellStatus(d.cfg)}, d.log))
+			mux.Handle("/", localapi.NewHandler(service{d.sup, d.mgr, d.rl, d.teams, d.bots, d.httpL, shellStatus(d.cfg)}, d.log))
 			srv := &http.Server{Handler: mux}
-			api.GuardPeers(srv, d.opt.IsAgentCommand, d.log) // nothing an agent runs reaches the daemon's control
+			localapi.GuardPeers(srv, d.opt.IsAgentCommand, d.log) // nothing an agent runs reaches the daemon's control
 			s.serve(ctx, srv, d.ln, d.failed)
 			return nil
 		},

@@ -18,9 +18,9 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/api"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/statedir"
 	"github.com/agentd/agentd/daemon/team"
@@ -157,10 +157,10 @@ func (d *daemon) agentOptions() agent.Options {
 // service is the local API: the supervisor serves the agents, the manager the
 // schedules, the reloader reloads, the engine serves the team runs.
 type service struct {
-	api.AgentService
-	api.ScheduleService
-	api.DaemonService
-	api.TeamService
+	localapi.AgentService
+	localapi.ScheduleService
+	localapi.DaemonService
+	localapi.TeamService
 	bots  *liveBots
 	http  *httpListener
 	shell client.ShellStatus // [shell] is not reloaded: fixed at start

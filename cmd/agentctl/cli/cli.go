@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"syscall"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -57,6 +58,26 @@ func init() {
 		commandsCmd, policyCmd, scheduleCmd, teamCmd, memoryCmd, auditCmd, replayCmd,
 		completionCmd, helpCmd,
 	}
+	for _, x := range added {
+		i := slices.IndexFunc(commands, func(c *command) bool { return c.name == x.after })
+		commands = slices.Insert(commands, i+1, x.c)
+	}
+}
+
+// added are the subcommands whose own file lists them, each after the command named.
+var added []struct {
+	after string
+	c     *command
+}
+
+// addCommand lists c after the command named after, from c's own file: call it in a
+// package-level var, which Go runs before the init that builds the list.
+func addCommand(after string, c *command) *command {
+	added = append(added, struct {
+		after string
+		c     *command
+	}{after, c})
+	return c
 }
 
 // lookup finds a subcommand by name, including the hidden __complete.

@@ -50,7 +50,13 @@ func TestGolden(t *testing.T) {
 	t.Setenv(client.SocketEnv, f.sock)
 	tmp := testutil.ShortTempDir(t)
 
-	files, err := filepath.Glob("testdata/*.golden")
+	runGoldens(t, f, tmp, "testdata/*.golden")
+}
+
+// runGoldens runs each golden file matching glob against f, as TestGolden describes.
+func runGoldens(t *testing.T, f *fakeDaemon, tmp, glob string) {
+	t.Helper()
+	files, err := filepath.Glob(glob)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden files: %v", err)
 	}

@@ -1,12 +1,11 @@
 package cli_test
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
+	"context"
 	"slices"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/clienttest"
 )
 
 // The fake daemon's memory routes: two canned memories, an agent filter, and the kind and
@@ -36,50 +35,56 @@ func (f *fakeDaemon) memoryAgent(ref string) (*client.Agent, error) {
 			return a, nil
 		}
 	}
-	return nil, &httpError{http.StatusNotFound, fmt.Sprintf("no agent %q", ref)}
+	return nil, client.Errorf(client.ErrNotFound, "no agent %q", ref)
 }
 
-func (f *fakeDaemon) memories(r *http.Request) (any, error) {
-	if _, err := f.memoryAgent(r.URL.Query().Get("agent")); err != nil {
-		return nil, err
-	}
-	return cannedMemories(), nil
-}
-
-func (f *fakeDaemon) searchMemory(r *http.Request) (any, error) {
-	var req client.MemorySearchRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, &httpError{http.StatusBadRequest, err.Error()}
-	}
-	if _, err := f.memoryAgent(req.Agent); err != nil {
-		return nil, err
-	}
-	for _, k := range req.Kinds {
-		if !slices.Contains(client.MemoryKinds, k) {
-			return nil, &httpError{http.StatusBadRequest, fmt.Sprintf("memory kind %q: use one of episode, result, feedback, note, chat, file", k)}
+// memoryRoutes sets the memory routes of the fake daemon's api.
+func (f *fakeDaemon) memoryRoutes() {
+	fk := &f.api
+	clienttest.Handle(fk, client.MemoriesRoute, func(_ context.Context, _ string, req client.MemoryListRequest) ([]client.Memory, error) {
+		if _, err := f.memoryAgent(req.Agent); err != nil {
+			return nil, err
 		}
+		return cannedMemories(), nil
+	})
+	clienttest.Handle(fk, client.SearchMemoryRoute, func(_ context.Context, _ string, req client.MemorySearchRequest) ([]client.Memory, error) {
+		if _, err := f.memoryAgent(req.Agent); err != nil {
+			return nil, err
+		}
+		for _, k := range req.Kinds {
+			if !slices.Contains(client.MemoryKinds, k) {
+				return nil, client.Errorf(client.ErrBadRequest, "memory kind %q: use one of episode, result, feedback, note, chat, file", k)
+			}
+		}
+		if req.Query == "nothing" {
+			return []client.Memory{}, nil
+		}
+		return cannedMemories(), nil
+	})
+	clienttest.Handle(fk, client.AddMemoryRoute, func(_ context.Context, _ string, req client.MemoryAddRequest) (*client.Memory, error) {
+		a, err := f.memoryAgent(req.Agent)
+		if err != nil {
+			return nil, err
+		}
+		if req.Kind == "" {
+			req.Kind = "note"
+		}
+		m := client.Memory{ID: "m-3", Kind: req.Kind, Text: req.Text, Source: req.Source, CreatedAt: fixedTime}
+		if a != nil {
+			m.AgentID, m.Agent = a.ID, a.Name
+		}
+		return &m, nil
+	})
+	clienttest.Handle(fk, client.DeleteMemoryRoute, func(_ context.Context, id string, _ client.None) (client.None, error) {
+		if id != "m-1" {
+			return client.None{}, client.Errorf(client.ErrNotFound, "no memory %q: see agentctl memory ls", id)
+		}
+		return client.None{}, nil
+	})
+	stats := func(context.Context, string, client.None) (*client.MemoryStats, error) {
+		st := cannedMemoryStats()
+		return &st, nil
 	}
-	if req.Query == "nothing" {
-		return []client.Memory{}, nil
-	}
-	return cannedMemories(), nil
-}
-
-func (f *fakeDaemon) addMemory(r *http.Request) (any, error) {
-	var req client.MemoryAddRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, &httpError{http.StatusBadRequest, err.Error()}
-	}
-	a, err := f.memoryAgent(req.Agent)
-	if err != nil {
-		return nil, err
-	}
-	if req.Kind == "" {
-		req.Kind = "note"
-	}
-	m := client.Memory{ID: "m-3", Kind: req.Kind, Text: req.Text, Source: req.Source, CreatedAt: fixedTime}
-	if a != nil {
-		m.AgentID, m.Agent = a.ID, a.Name
-	}
-	return m, nil
+	clienttest.Handle(fk, client.MemoryStatsRoute, stats)
+	clienttest.Handle(fk, client.ReindexMemoryRoute, stats)
 }

@@ -1,12 +1,11 @@
 package cli_test
 
 import (
-	"encoding/json"
-	"fmt"
-	"net/http"
+	"context"
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/clienttest"
 )
 
 // The fake daemon's schedules: "digest" (id s-1), weekdays at 9 in Europe/Berlin, with
@@ -33,57 +32,63 @@ func cannedScheduleRuns() []client.ScheduleRun {
 	}
 }
 
-func (f *fakeDaemon) schedule(r *http.Request) (*client.Schedule, error) {
+// schedule finds the canned schedule by id or name.
+func schedule(ref string) (*client.Schedule, error) {
 	s := cannedSchedule()
-	if ref := r.PathValue("ref"); ref != s.ID && ref != s.Name {
-		return nil, &httpError{http.StatusNotFound, fmt.Sprintf("no schedule %q: see `agentctl schedule ls`", ref)}
+	if ref != s.ID && ref != s.Name {
+		return nil, client.Errorf(client.ErrNotFound, "no schedule %q: see `agentctl schedule ls`", ref)
 	}
 	return s, nil
 }
 
-func (f *fakeDaemon) scheduleRoutes(handle func(string, func(*http.Request) (any, error))) {
-	handle("GET /v0/schedules", func(*http.Request) (any, error) { return []*client.Schedule{cannedSchedule()}, nil })
-	handle("POST /v0/schedules", func(r *http.Request) (any, error) {
-		var req client.ScheduleRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			return nil, &httpError{http.StatusBadRequest, err.Error()}
-		}
+// scheduleRoutes sets the schedule routes of the fake daemon's api.
+func (f *fakeDaemon) scheduleRoutes() {
+	fk := &f.api
+	clienttest.Handle(fk, client.SchedulesRoute, func(context.Context, string, client.None) ([]client.Schedule, error) {
+		return []client.Schedule{*cannedSchedule()}, nil
+	})
+	clienttest.Handle(fk, client.AddScheduleRoute, func(_ context.Context, _ string, req client.ScheduleRequest) (*client.Schedule, error) {
 		if req.Spec == "TZ=0" {
-			return nil, &httpError{http.StatusBadRequest, `bad schedule spec: "TZ=0" names an unknown time zone "0": use an IANA name such as America/New_York`}
+			return nil, client.Errorf(client.ErrBadRequest, `bad schedule spec: "TZ=0" names an unknown time zone "0": use an IANA name such as America/New_York`)
 		}
 		s := cannedSchedule()
 		s.ID, s.Name, s.Spec, s.Goal, s.Autonomy, s.LastFired = "s-2", req.Name, req.Spec, req.Goal, req.Autonomy, fixedTime
 		return s, nil
 	})
-	handle("GET /v0/schedules/{ref}", func(r *http.Request) (any, error) {
-		s, err := f.schedule(r)
+	clienttest.Handle(fk, client.ScheduleRoute, func(_ context.Context, ref string, _ client.None) (*client.Schedule, error) {
+		s, err := schedule(ref)
 		if s != nil { // totals come with the single-schedule call, from the run records
 			s.Runs, s.Steps, s.Tokens = 1, 3, 1234
 		}
 		return s, err
 	})
-	handle("DELETE /v0/schedules/{ref}", func(r *http.Request) (any, error) { _, err := f.schedule(r); return nil, err })
-	handle("POST /v0/schedules/{ref}/pause", func(r *http.Request) (any, error) {
-		s, err := f.schedule(r)
+	clienttest.Handle(fk, client.RemoveScheduleRoute, func(_ context.Context, ref string, _ client.None) (client.None, error) {
+		_, err := schedule(ref)
+		return client.None{}, err
+	})
+	clienttest.Handle(fk, client.PauseScheduleRoute, func(_ context.Context, ref string, _ client.None) (*client.Schedule, error) {
+		s, err := schedule(ref)
 		if s != nil {
 			s.Paused, s.Next, s.NextTimes = true, time.Time{}, nil
 		}
 		return s, err
 	})
-	handle("POST /v0/schedules/{ref}/resume", func(r *http.Request) (any, error) { return f.schedule(r) })
-	handle("POST /v0/schedules/{ref}/run", func(r *http.Request) (any, error) {
-		if _, err := f.schedule(r); err != nil {
+	clienttest.Handle(fk, client.ResumeScheduleRoute, func(_ context.Context, ref string, _ client.None) (*client.Schedule, error) {
+		return schedule(ref)
+	})
+	clienttest.Handle(fk, client.RunScheduleRoute, func(_ context.Context, ref string, _ client.None) (*client.ScheduleRun, error) {
+		if _, err := schedule(ref); err != nil {
 			return nil, err
 		}
 		return &client.ScheduleRun{ID: "f-3", ScheduleID: "s-1", Scheduled: fixedTime, Started: fixedTime, Manual: true,
 			Outcome: "started", RunID: "r-8", AgentID: "a-8"}, nil
 	})
-	handle("GET /v0/schedules/{ref}/history", func(r *http.Request) (any, error) {
-		if _, err := f.schedule(r); err != nil {
+	clienttest.Handle(fk, client.ScheduleHistoryRoute, func(_ context.Context, ref string, q client.ScheduleHistoryQuery) ([]client.ScheduleRun, error) {
+		if _, err := schedule(ref); err != nil {
 			return nil, err
 		}
 		runs := cannedScheduleRuns()
-		if r.URL.Query().Get("limit") == "1" {
+		if q.Limit == 1 {
 			runs = runs[:1]
 		}
 		return runs, nil

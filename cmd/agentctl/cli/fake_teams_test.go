@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/clienttest"
 )
 
 // The fake daemon's team runs: t-1 finished a software-company run with every kind of
@@ -50,56 +52,53 @@ func cannedTeams() []client.TeamRun {
 	return []client.TeamRun{waiting, *done}
 }
 
-func (f *fakeDaemon) teamRoutes(handle func(string, func(*http.Request) (any, error))) {
-	find := func(r *http.Request) (*client.TeamRun, error) {
-		switch id := r.PathValue("ref"); id {
-		case "t-1", "t-3":
-			t := cannedTeam()
-			t.ID = id
-			return t, nil
-		case "t-2":
-			t := cannedTeams()[0]
-			return &t, nil
-		default:
-			return nil, &httpError{http.StatusNotFound, fmt.Sprintf("no team run %q: see `agentctl team ls`", id)}
-		}
+// findTeam is a canned team run by id.
+func findTeam(id string) (*client.TeamRun, error) {
+	switch id {
+	case "t-1", "t-3":
+		t := cannedTeam()
+		t.ID = id
+		return t, nil
+	case "t-2":
+		t := cannedTeams()[0]
+		return &t, nil
 	}
-	handle("GET /v0/teams", func(*http.Request) (any, error) { return cannedTeams(), nil })
-	handle("POST /v0/teams", func(r *http.Request) (any, error) {
-		var req client.TeamRunRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			return nil, &httpError{http.StatusBadRequest, err.Error()}
-		}
+	return nil, client.Errorf(client.ErrNotFound, "no team run %q: see `agentctl team ls`", id)
+}
+
+// teamRoutes sets the team routes of the fake daemon's api.
+func (f *fakeDaemon) teamRoutes() {
+	fk := &f.api
+	clienttest.Handle(fk, client.TeamsRoute, func(context.Context, string, client.None) ([]client.TeamRun, error) {
+		return cannedTeams(), nil
+	})
+	clienttest.Handle(fk, client.StartTeamRoute, func(_ context.Context, _ string, req client.TeamRunRequest) (*client.TeamRun, error) {
 		if strings.Contains(req.Workflow, "reflekt") {
-			return nil, &httpError{http.StatusBadRequest, req.File + `:24: unknown key "phases.language.reflekt"` + "\n" + req.File + `:31: phase code: assistant "cfo" is not a role`}
+			return nil, client.Errorf(client.ErrBadRequest, "%s", req.File+`:24: unknown key "phases.language.reflekt"`+"\n"+req.File+`:31: phase code: assistant "cfo" is not a role`)
 		}
 		return &client.TeamRun{ID: "t-3", Workflow: "software-company", File: req.File, Task: req.Task, Status: client.TeamRunning,
 			State: "design", MaxTurns: 80, Vars: map[string]string{"task": req.Task}, CreatedAt: fixedTime, UpdatedAt: fixedTime}, nil
 	})
-	handle("POST /v0/team-plans", func(r *http.Request) (any, error) {
-		var req client.TeamPlanRequest
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			return nil, &httpError{http.StatusBadRequest, err.Error()}
-		}
+	clienttest.Handle(fk, client.PlanTeamRoute, func(_ context.Context, _ string, req client.TeamPlanRequest) (*client.TeamPlan, error) {
 		return &client.TeamPlan{Revised: true, Problems: []string{"no summarizing role: add one (e.g. summarizer) that concludes the last step with the final answer"},
 			Workflow: "# Planned by agentd for the task: " + req.Task + "\nname = \"planned\"\nroot = \"work\"\n"}, nil
 	})
-	handle("GET /v0/teams/{ref}", func(r *http.Request) (any, error) { return find(r) })
-	handle("POST /v0/teams/{ref}/stop", func(r *http.Request) (any, error) {
-		t, err := find(r)
+	clienttest.Handle(fk, client.TeamRoute, func(_ context.Context, id string, _ client.None) (*client.TeamRun, error) {
+		return findTeam(id)
+	})
+	clienttest.Handle(fk, client.StopTeamRoute, func(_ context.Context, id string, _ client.None) (*client.TeamRun, error) {
+		t, err := findTeam(id)
 		if err != nil {
 			return nil, err
 		}
 		if t.Status != client.TeamRunning {
-			return nil, &httpError{http.StatusConflict, fmt.Sprintf("team run %s has ended already (%s)", t.ID, t.Status)}
+			return nil, client.Errorf(client.ErrConflict, "team run %s has ended already (%s)", t.ID, t.Status)
 		}
 		t.Status, t.Reason, t.Waiting = client.TeamStopped, "stopped by a person", ""
 		return t, nil
 	})
 }
 
-// teamEventStream serves a team run's stream as the daemon does: the transcript after
-// ?since, each entry an event, closed after the end entry.
 func (f *fakeDaemon) teamEventStream(w http.ResponseWriter, r *http.Request) {
 	var t *client.TeamRun
 	switch id := r.PathValue("ref"); id {

@@ -1,9 +1,8 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -15,13 +14,17 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/clienttest"
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // fakeDaemon serves the /v0 routes daemon/client calls, on a unix socket, with canned
-// client types. Tests script the event stream and how decisions are answered.
+// client types: the API's one test fake (clienttest.Fake) with its routes set to canned
+// answers, and a test may set more. Tests script the event streams and how decisions
+// are answered.
 type fakeDaemon struct {
 	sock string
+	api  clienttest.Fake // every route but the event streams
 
 	mu        sync.Mutex
 	status    client.Status
@@ -39,14 +42,6 @@ type fakeDaemon struct {
 	decided  chan client.DecideRequest // every decision received
 	answered chan client.AnswerRequest // every answer received
 }
-
-// httpError makes the fake reply with a status code and the daemon's {"error": ...} body.
-type httpError struct {
-	code int
-	msg  string
-}
-
-func (e *httpError) Error() string { return e.msg }
 
 func newFakeDaemon(t *testing.T) *fakeDaemon {
 	t.Helper()
@@ -79,39 +74,38 @@ func (f *fakeDaemon) set(fn func()) {
 
 func (f *fakeDaemon) routes() http.Handler {
 	mux := http.NewServeMux()
-	handle := func(pattern string, fn func(r *http.Request) (any, error)) {
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			v, err := fn(r)
-			w.Header().Set("Content-Type", "application/json")
-			var he *httpError
-			switch {
-			case errors.As(err, &he):
-				w.WriteHeader(he.code)
-				json.NewEncoder(w).Encode(client.ErrorResponse{Error: he.msg})
-			case err != nil:
-				w.WriteHeader(http.StatusInternalServerError)
-				json.NewEncoder(w).Encode(client.ErrorResponse{Error: err.Error()})
-			case v == nil:
-				w.WriteHeader(http.StatusNoContent)
-			default:
-				json.NewEncoder(w).Encode(v)
-			}
-		})
-	}
-	handle("GET /v0/status", func(*http.Request) (any, error) { f.mu.Lock(); defer f.mu.Unlock(); return f.status, nil })
-	handle("GET /v0/agents", func(*http.Request) (any, error) { f.mu.Lock(); defer f.mu.Unlock(); return f.agents, nil })
-	handle("POST /v0/agents", f.create)
-	handle("GET /v0/agents/{ref}", func(r *http.Request) (any, error) { return f.agent(r) })
-	handle("DELETE /v0/agents/{ref}", func(r *http.Request) (any, error) { _, err := f.agent(r); return nil, err })
-	handle("GET /v0/agents/{ref}/history", f.historyOf)
-	handle("POST /v0/agents/{ref}/decision", f.decision)
-	handle("POST /v0/agents/{ref}/answer", f.answer)
-	handle("POST /v0/agents/{ref}/task", f.task)
-	for _, action := range []string{"pause", "resume", "stop"} {
-		handle("POST /v0/agents/{ref}/"+action, func(r *http.Request) (any, error) { return f.agent(r) })
-	}
-	handle("POST /v0/agents/{ref}/budget", f.budget)
-	handle("GET /v0/audit", func(r *http.Request) (any, error) {
+	fk := &f.api
+	clienttest.Handle(fk, client.StatusRoute, func(context.Context, string, client.None) (*client.Status, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		st := f.status
+		return &st, nil
+	})
+	clienttest.Handle(fk, client.AgentsRoute, func(context.Context, string, client.None) ([]client.Agent, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		out := []client.Agent{}
+		for _, a := range f.agents {
+			out = append(out, *a)
+		}
+		return out, nil
+	})
+	clienttest.Handle(fk, client.CreateAgentRoute, f.create)
+	agent := func(_ context.Context, ref string, _ client.None) (*client.Agent, error) { return f.agent(ref) }
+	clienttest.Handle(fk, client.AgentRoute, agent)
+	clienttest.Handle(fk, client.DeleteAgentRoute, func(_ context.Context, ref string, _ client.None) (client.None, error) {
+		_, err := f.agent(ref)
+		return client.None{}, err
+	})
+	clienttest.Handle(fk, client.HistoryRoute, f.historyOf)
+	clienttest.Handle(fk, client.DecideRoute, f.decision)
+	clienttest.Handle(fk, client.AnswerRoute, f.answer)
+	clienttest.Handle(fk, client.TaskRoute, f.task)
+	clienttest.Handle(fk, client.PauseRoute, agent)
+	clienttest.Handle(fk, client.ResumeRoute, agent)
+	clienttest.Handle(fk, client.StopRoute, agent)
+	clienttest.Handle(fk, client.BudgetRoute, f.budget)
+	clienttest.Handle(fk, client.AuditRoute, func(_ context.Context, _ string, q client.AuditQuery) ([]client.AuditEntry, error) {
 		at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 		all := []client.AuditEntry{
 			{ID: 1, At: at, AgentID: "a-1", Agent: "researcher", Kind: "created", Detail: json.RawMessage(`{"name":"researcher"}`)},
@@ -119,23 +113,17 @@ func (f *fakeDaemon) routes() http.Handler {
 			{ID: 3, At: at.Add(2 * time.Minute), AgentID: "a-1", Agent: "researcher", Kind: "decision", Detail: json.RawMessage(`{"by":"alice","kind":"approve","proposal_id":"p-1","source":"slack"}`)},
 			{ID: 4, At: at.Add(3 * time.Minute), AgentID: "a-9", Kind: "removed", Detail: json.RawMessage(`{}`)},
 		}
-		q := r.URL.Query()
-		if q.Get("since") != "" {
-			if _, err := time.Parse(time.RFC3339Nano, q.Get("since")); err != nil {
-				return nil, &httpError{http.StatusBadRequest, "bad since"}
-			}
-		}
 		var out []client.AuditEntry
 		for _, e := range all {
-			if a := q.Get("agent"); a == "" || a == e.AgentID || a == e.Agent {
+			if a := q.Agent; a == "" || a == e.AgentID || a == e.Agent {
 				out = append(out, e)
 			}
 		}
 		return out, nil
 	})
-	handle("GET /v0/runs/{run}/replay", func(r *http.Request) (any, error) {
-		if ref := r.PathValue("run"); ref != "r-1" && ref != "researcher" {
-			return nil, &httpError{http.StatusNotFound, fmt.Sprintf("no run or agent %q (run ids are in agentctl history and agentctl show)", ref)}
+	clienttest.Handle(fk, client.ReplayRoute, func(_ context.Context, ref string, _ client.None) (*client.Replay, error) {
+		if ref != "r-1" && ref != "researcher" {
+			return nil, client.Errorf(client.ErrNotFound, "no run or agent %q (run ids are in agentctl history and agentctl show)", ref)
 		}
 		at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 		return &client.Replay{
@@ -152,7 +140,7 @@ func (f *fakeDaemon) routes() http.Handler {
 			},
 		}, nil
 	})
-	handle("GET /v0/doctor", func(*http.Request) (any, error) {
+	clienttest.Handle(fk, client.DoctorRoute, func(context.Context, string, client.None) (*client.DoctorReport, error) {
 		return &client.DoctorReport{Checks: []client.Check{
 			{Name: "ollama", Status: client.CheckOK, Detail: "version 0.17.4 at http://127.0.0.1:11434"},
 			{Name: "model", Status: client.CheckFail, Detail: "qwen2.5:3b is not on the server", Fix: "ollama pull qwen2.5:3b"},
@@ -163,18 +151,20 @@ func (f *fakeDaemon) routes() http.Handler {
 				Fix: "chmod 600 /etc/agentd/http.token"},
 		}}, nil
 	})
-	handle("POST /v0/reload", func(*http.Request) (any, error) {
+	clienttest.Handle(fk, client.ReloadRoute, func(context.Context, string, client.None) (*client.ReloadResult, error) {
 		return &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model", "permissions.allow"},
 			NeedsRestart: []string{"memory.k"}, BotsRestarted: true,
 			Warnings: []string{"http.agent_protocol: is on but http.listen is empty: nothing serves it"}}, nil
 	})
-	handle("GET /v0/commands", func(*http.Request) (any, error) { return cannedCommands(false), nil })
-	handle("GET /v0/agents/{ref}/commands", func(r *http.Request) (any, error) {
-		_, err := f.agent(r)
+	clienttest.Handle(fk, client.CommandsRoute, func(context.Context, string, client.None) ([]client.CommandInfo, error) {
+		return cannedCommands(false), nil
+	})
+	clienttest.Handle(fk, client.AgentCommandsRoute, func(_ context.Context, ref string, _ client.None) ([]client.CommandInfo, error) {
+		_, err := f.agent(ref)
 		return cannedCommands(true), err
 	})
-	handle("GET /v0/agents/{ref}/policy", func(r *http.Request) (any, error) {
-		a, err := f.agent(r)
+	clienttest.Handle(fk, client.PolicyRoute, func(_ context.Context, ref string, _ client.None) (*client.PolicyView, error) {
+		a, err := f.agent(ref)
 		if err != nil {
 			return nil, err
 		}
@@ -184,22 +174,13 @@ func (f *fakeDaemon) routes() http.Handler {
 			{Effect: "allow", Pattern: "read_file(*)", Source: "config"},
 		}}, nil
 	})
-	handle("POST /v0/agents/{ref}/policy/test", f.testPolicy)
+	clienttest.Handle(fk, client.TestPolicyRoute, f.testPolicy)
 	mux.HandleFunc("GET /v0/agents/{ref}/events", f.eventStream)
-	f.scheduleRoutes(handle)
-	f.teamRoutes(handle)
+	f.scheduleRoutes()
+	f.teamRoutes()
+	f.memoryRoutes()
 	mux.HandleFunc("GET /v0/teams/{ref}/events", f.teamEventStream)
-	handle("GET /v0/memories", f.memories)
-	handle("POST /v0/memories", f.addMemory)
-	handle("DELETE /v0/memories/{id}", func(r *http.Request) (any, error) {
-		if r.PathValue("id") != "m-1" {
-			return nil, &httpError{http.StatusNotFound, fmt.Sprintf("no memory %q: see agentctl memory ls", r.PathValue("id"))}
-		}
-		return nil, nil
-	})
-	handle("POST /v0/memory/search", f.searchMemory)
-	handle("GET /v0/memory/stats", func(*http.Request) (any, error) { return cannedMemoryStats(), nil })
-	handle("POST /v0/memory/reindex", func(*http.Request) (any, error) { return cannedMemoryStats(), nil })
+	mux.Handle("/", clienttest.Handler(&f.api))
 	return mux
 }
 
@@ -221,23 +202,18 @@ func cannedCommands(agent bool) []client.CommandInfo {
 	}
 }
 
-func (f *fakeDaemon) agent(r *http.Request) (*client.Agent, error) {
+func (f *fakeDaemon) agent(ref string) (*client.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ref := r.PathValue("ref")
 	for _, a := range f.agents {
 		if a.ID == ref || a.Name == ref {
 			return a, nil
 		}
 	}
-	return nil, &httpError{http.StatusNotFound, fmt.Sprintf("no agent %q", ref)}
+	return nil, client.Errorf(client.ErrNotFound, "no agent %q", ref)
 }
 
-func (f *fakeDaemon) create(r *http.Request) (any, error) {
-	var req client.CreateAgentRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, &httpError{http.StatusBadRequest, err.Error()}
-	}
+func (f *fakeDaemon) create(_ context.Context, _ string, req client.CreateAgentRequest) (*client.Agent, error) {
 	a := &client.Agent{ID: "a-9", Name: req.Name, Description: req.Description, Goals: req.Goals,
 		Task: req.Task, State: client.StateThinking, Policy: client.Policy{Mode: "ask"}}
 	if req.Name == "" {
@@ -256,8 +232,8 @@ func (f *fakeDaemon) create(r *http.Request) (any, error) {
 	return a, nil
 }
 
-func (f *fakeDaemon) historyOf(r *http.Request) (any, error) {
-	a, err := f.agent(r)
+func (f *fakeDaemon) historyOf(_ context.Context, ref string, _ client.None) ([]client.Episode, error) {
+	a, err := f.agent(ref)
 	if err != nil {
 		return nil, err
 	}
@@ -266,14 +242,10 @@ func (f *fakeDaemon) historyOf(r *http.Request) (any, error) {
 	return f.history[a.ID], nil
 }
 
-func (f *fakeDaemon) decision(r *http.Request) (any, error) {
-	a, err := f.agent(r)
+func (f *fakeDaemon) decision(_ context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+	a, err := f.agent(ref)
 	if err != nil {
 		return nil, err
-	}
-	var req client.DecideRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, &httpError{http.StatusBadRequest, err.Error()}
 	}
 	f.mu.Lock()
 	f.decisions = append(f.decisions, req)
@@ -287,32 +259,24 @@ func (f *fakeDaemon) decision(r *http.Request) (any, error) {
 		Feedback: req.Feedback, By: req.By, Source: req.Source, At: fixedTime}, nil
 }
 
-func (f *fakeDaemon) answer(r *http.Request) (any, error) {
-	if _, err := f.agent(r); err != nil {
-		return nil, err
-	}
-	var req client.AnswerRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, &httpError{http.StatusBadRequest, err.Error()}
+func (f *fakeDaemon) answer(_ context.Context, ref string, req client.AnswerRequest) (client.None, error) {
+	if _, err := f.agent(ref); err != nil {
+		return client.None{}, err
 	}
 	f.mu.Lock()
 	f.answers = append(f.answers, req)
 	f.mu.Unlock()
 	f.answered <- req
-	return nil, nil
+	return client.None{}, nil
 }
 
-func (f *fakeDaemon) task(r *http.Request) (any, error) {
-	a, err := f.agent(r)
+func (f *fakeDaemon) task(_ context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
+	a, err := f.agent(ref)
 	if err != nil {
 		return nil, err
 	}
-	var req client.TaskRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, &httpError{http.StatusBadRequest, err.Error()}
-	}
 	if a.State != client.StateIdle {
-		return nil, &httpError{http.StatusConflict, fmt.Sprintf("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)}
+		return nil, client.Errorf(client.ErrConflict, "agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
 	}
 	b := *a
 	b.Task, b.State, b.StateReason, b.RunID, b.Step = req.Task, client.StateThinking, "", "r-new", 0
@@ -321,14 +285,10 @@ func (f *fakeDaemon) task(r *http.Request) (any, error) {
 }
 
 // budget applies a budget request to a copy of the agent, as the daemon would.
-func (f *fakeDaemon) budget(r *http.Request) (any, error) {
-	a, err := f.agent(r)
+func (f *fakeDaemon) budget(_ context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
+	a, err := f.agent(ref)
 	if err != nil {
 		return nil, err
-	}
-	var req client.BudgetRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, &httpError{http.StatusBadRequest, err.Error()}
 	}
 	b := *a
 	nb := client.Budget{}
@@ -356,7 +316,7 @@ func (f *fakeDaemon) budget(r *http.Request) (any, error) {
 }
 
 func (f *fakeDaemon) eventStream(w http.ResponseWriter, r *http.Request) {
-	if _, err := f.agent(r); err != nil {
+	if _, err := f.agent(r.PathValue("ref")); err != nil {
 		w.WriteHeader(http.StatusNotFound)
 		json.NewEncoder(w).Encode(client.ErrorResponse{Error: err.Error()})
 		return
@@ -488,7 +448,7 @@ func cannedAgents() []*client.Agent {
 // conflictOnP9 refuses decisions on p-9 the way the daemon refuses a decided proposal.
 func conflictOnP9(_ *client.Agent, req client.DecideRequest) (*client.Decision, error) {
 	if req.ProposalID == "p-9" {
-		return nil, &httpError{http.StatusConflict, "proposal p-9 was already approved by alice via slack"}
+		return nil, client.Errorf(client.ErrConflict, "proposal p-9 was already approved by alice via slack")
 	}
 	return &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, By: req.By, Source: req.Source}, nil
 }
@@ -519,14 +479,10 @@ func cannedHistory() []client.Episode {
 
 // testPolicy answers policy AGENT test with canned verdicts: a shell line of two commands,
 // one asking on a risky form; any other command denied by a path pattern.
-func (f *fakeDaemon) testPolicy(r *http.Request) (any, error) {
-	a, err := f.agent(r)
+func (f *fakeDaemon) testPolicy(_ context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
+	a, err := f.agent(ref)
 	if err != nil {
 		return nil, err
-	}
-	var req client.PolicyTestRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		return nil, &httpError{http.StatusBadRequest, err.Error()}
 	}
 	args := req.Args
 	if args == nil {

@@ -131,7 +131,7 @@ func TestFollowReconnectsAndNotesARefusedDecision(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	f.decide = func(_ *client.Agent, req client.DecideRequest) (*client.Decision, error) {
-		return nil, &httpError{http.StatusConflict, "proposal " + req.ProposalID + " was superseded: the run moved on"}
+		return nil, client.Errorf(client.ErrConflict, "proposal %s was superseded: the run moved on", req.ProposalID)
 	}
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
 		switch conn {

@@ -23,7 +23,11 @@ func TestImportsOnlyTheClient(t *testing.T) {
 		module + "/daemon/client":         true,
 		module + "/daemon/client/display": true,
 	}
-	testOnly := map[string]bool{module + "/daemon/testutil": true}
+	testOnly := map[string]bool{
+		module + "/daemon/testutil": true,
+		// the API's one test fake, built on daemon/client's route table
+		module + "/daemon/client/clienttest": true,
+	}
 	type use struct {
 		pkg  string
 		test bool // reached only through a _test.go file

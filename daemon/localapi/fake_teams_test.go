@@ -1,4 +1,4 @@
-package api
+package localapi
 
 import (
 	"context"
@@ -16,13 +16,13 @@ func fakeTeam() client.TeamRun {
 			Text: "Instruction: pick a language.", At: t0}}}
 }
 
-func (f *fakeService) Teams(ctx context.Context) ([]client.TeamRun, error) {
+func (f *fakeService) teamsRoute(ctx context.Context, _ string, _ client.None) ([]client.TeamRun, error) {
 	t := fakeTeam()
 	t.Transcript = nil
 	return []client.TeamRun{t}, nil
 }
 
-func (f *fakeService) StartTeam(ctx context.Context, req client.TeamRunRequest) (*client.TeamRun, error) {
+func (f *fakeService) startTeamRoute(ctx context.Context, _ string, req client.TeamRunRequest) (*client.TeamRun, error) {
 	if req.Workflow == "" {
 		return nil, client.Errorf(client.ErrBadRequest, "empty workflow: send the workflow file's content")
 	}
@@ -31,7 +31,7 @@ func (f *fakeService) StartTeam(ctx context.Context, req client.TeamRunRequest) 
 	return &t, nil
 }
 
-func (f *fakeService) Team(ctx context.Context, ref string) (*client.TeamRun, error) {
+func (f *fakeService) teamRoute(ctx context.Context, ref string, _ client.None) (*client.TeamRun, error) {
 	if ref != "t1" {
 		return nil, client.Errorf(client.ErrNotFound, "no team run %q", ref)
 	}
@@ -39,8 +39,8 @@ func (f *fakeService) Team(ctx context.Context, ref string) (*client.TeamRun, er
 	return &t, nil
 }
 
-func (f *fakeService) StopTeam(ctx context.Context, ref string) (*client.TeamRun, error) {
-	t, err := f.Team(ctx, ref)
+func (f *fakeService) stopTeamRoute(ctx context.Context, ref string, _ client.None) (*client.TeamRun, error) {
+	t, err := f.teamRoute(ctx, ref, client.None{})
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (f *fakeService) StopTeam(ctx context.Context, ref string) (*client.TeamRun
 	return t, nil
 }
 
-func (f *fakeService) PlanTeam(ctx context.Context, req client.TeamPlanRequest) (*client.TeamPlan, error) {
+func (f *fakeService) planTeamRoute(ctx context.Context, _ string, req client.TeamPlanRequest) (*client.TeamPlan, error) {
 	if req.Task == "" {
 		return nil, client.Errorf(client.ErrBadRequest, "empty task: say what the team should do")
 	}
@@ -56,7 +56,7 @@ func (f *fakeService) PlanTeam(ctx context.Context, req client.TeamPlanRequest) 
 }
 
 func (f *fakeService) SubscribeTeam(ref string, since int64) (<-chan client.Event, func(), error) {
-	t, err := f.Team(context.Background(), ref)
+	t, err := f.teamRoute(context.Background(), ref, client.None{})
 	if err != nil {
 		return nil, nil, err
 	}

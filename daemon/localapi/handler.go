@@ -1,4 +1,4 @@
-package api
+package localapi
 
 import (
 	"context"
@@ -124,22 +124,12 @@ func checkLocal(r *http.Request) error {
 	return errorf(http.StatusForbidden, "unexpected Host %q: the local API answers only to local, localhost or agentd", r.Host)
 }
 
-// statusOf maps an error to its HTTP status.
+// statusOf maps an error to its HTTP status: the API layer's own, else its kind's.
 func statusOf(err error) int {
-	var ae *Error
-	switch {
-	case errors.As(err, &ae):
+	if ae := (*Error)(nil); errors.As(err, &ae) {
 		return ae.Status
-	case errors.Is(err, client.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, client.ErrConflict):
-		return http.StatusConflict
-	case errors.Is(err, client.ErrBadRequest):
-		return http.StatusBadRequest
-	case errors.Is(err, client.ErrForbidden):
-		return http.StatusForbidden
 	}
-	return http.StatusInternalServerError
+	return client.StatusOf(err)
 }
 
 // writeError replies {"error": "..."} with the error's status. 500s are logged, unless the

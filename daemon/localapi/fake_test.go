@@ -1,4 +1,4 @@
-package api
+package localapi
 
 import (
 	"context"
@@ -11,11 +11,15 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/clienttest"
 )
 
-// fakeService is a map-backed Service. It keeps just enough rules (names unique, one
+// fakeService is a map-backed Service: the one test fake (clienttest.Fake) with every
+// route set to a method below. It keeps just enough rules (names unique, one
 // pending proposal per agent, a task only when idle) to return each kind of error.
 type fakeService struct {
+	clienttest.Fake
+
 	mu        sync.Mutex
 	agents    map[string]*client.Agent // by id
 	order     []string
@@ -33,8 +37,6 @@ type fakeSub struct {
 	agent string
 	ch    chan client.Event
 }
-
-var _ Service = (*fakeService)(nil)
 
 var t0 = time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 
@@ -66,6 +68,7 @@ func newFake() *fakeService {
 	for i := 1; i <= 3; i++ {
 		f.events = append(f.events, client.Event{Seq: int64(i), Type: client.EventState, AgentID: "a1", Time: t0})
 	}
+	f.handleAll()
 	return f
 }
 
@@ -84,7 +87,7 @@ func (f *fakeService) resolve(ref string) (*client.Agent, error) {
 	return nil, fmt.Errorf("no agent %q: %w", ref, client.ErrNotFound)
 }
 
-func (f *fakeService) Status(ctx context.Context) (*client.Status, error) {
+func (f *fakeService) statusRoute(ctx context.Context, _ string, _ client.None) (*client.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	st := &client.Status{Version: "test", PID: 1, Started: t0, StateDir: "/s", Agents: map[string]int{}}
@@ -94,7 +97,7 @@ func (f *fakeService) Status(ctx context.Context) (*client.Status, error) {
 	return st, nil
 }
 
-func (f *fakeService) Agents(ctx context.Context) ([]client.Agent, error) {
+func (f *fakeService) agentsRoute(ctx context.Context, _ string, _ client.None) ([]client.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []client.Agent
@@ -104,7 +107,7 @@ func (f *fakeService) Agents(ctx context.Context) ([]client.Agent, error) {
 	return out, nil
 }
 
-func (f *fakeService) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
+func (f *fakeService) createAgentRoute(ctx context.Context, _ string, req client.CreateAgentRequest) (*client.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if req.Name == "" && req.Task == "" {
@@ -124,18 +127,18 @@ func (f *fakeService) CreateAgent(ctx context.Context, req client.CreateAgentReq
 	return a, nil
 }
 
-func (f *fakeService) Agent(ctx context.Context, ref string) (*client.Agent, error) {
+func (f *fakeService) agentRoute(ctx context.Context, ref string, _ client.None) (*client.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.resolve(ref)
 }
 
-func (f *fakeService) DeleteAgent(ctx context.Context, ref string) error {
+func (f *fakeService) deleteAgentRoute(ctx context.Context, ref string, _ client.None) (client.None, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
 	if err != nil {
-		return err
+		return client.None{}, err
 	}
 	delete(f.agents, a.ID)
 	for i, id := range f.order {
@@ -144,10 +147,10 @@ func (f *fakeService) DeleteAgent(ctx context.Context, ref string) error {
 			break
 		}
 	}
-	return nil
+	return client.None{}, nil
 }
 
-func (f *fakeService) Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+func (f *fakeService) decideRoute(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -166,21 +169,21 @@ func (f *fakeService) Decide(ctx context.Context, ref string, req client.DecideR
 		Feedback: req.Feedback, By: req.By, Source: req.Source, At: t0}, nil
 }
 
-func (f *fakeService) Answer(ctx context.Context, ref string, req client.AnswerRequest) error {
+func (f *fakeService) answerRoute(ctx context.Context, ref string, req client.AnswerRequest) (client.None, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
 	if err != nil {
-		return err
+		return client.None{}, err
 	}
 	if a.Question == nil {
-		return fmt.Errorf("agent %s asked nothing: %w", a.Name, client.ErrConflict)
+		return client.None{}, fmt.Errorf("agent %s asked nothing: %w", a.Name, client.ErrConflict)
 	}
 	a.Question = nil
-	return nil
+	return client.None{}, nil
 }
 
-func (f *fakeService) TaskRun(ctx context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
+func (f *fakeService) taskRunRoute(ctx context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
 	task := req.Task
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -210,15 +213,15 @@ func (f *fakeService) setState(ref string, s client.AgentState) (*client.Agent, 
 	return a, nil
 }
 
-func (f *fakeService) Pause(ctx context.Context, ref string) (*client.Agent, error) {
+func (f *fakeService) pauseRoute(ctx context.Context, ref string, _ client.None) (*client.Agent, error) {
 	return f.setState(ref, client.StatePaused)
 }
 
-func (f *fakeService) Resume(ctx context.Context, ref string) (*client.Agent, error) {
+func (f *fakeService) resumeRoute(ctx context.Context, ref string, _ client.None) (*client.Agent, error) {
 	return f.setState(ref, client.StateThinking)
 }
 
-func (f *fakeService) SetBudget(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
+func (f *fakeService) setBudgetRoute(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -243,11 +246,11 @@ func (f *fakeService) SetBudget(ctx context.Context, ref string, req client.Budg
 	return a, nil
 }
 
-func (f *fakeService) Stop(ctx context.Context, ref string) (*client.Agent, error) {
+func (f *fakeService) stopRoute(ctx context.Context, ref string, _ client.None) (*client.Agent, error) {
 	return f.setState(ref, client.StateIdle)
 }
 
-func (f *fakeService) History(ctx context.Context, ref string) ([]client.Episode, error) {
+func (f *fakeService) historyRoute(ctx context.Context, ref string, _ client.None) ([]client.Episode, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -257,7 +260,7 @@ func (f *fakeService) History(ctx context.Context, ref string) ([]client.Episode
 	return f.history[a.ID], nil
 }
 
-func (f *fakeService) Proposals(ctx context.Context, ref string) ([]client.Proposal, error) {
+func (f *fakeService) proposalsRoute(ctx context.Context, ref string, _ client.None) ([]client.Proposal, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -322,26 +325,26 @@ func (f *fakeService) closeAll() {
 	}
 }
 
-func (f *fakeService) Audit(_ context.Context, q client.AuditQuery) ([]client.AuditEntry, error) {
+func (f *fakeService) auditRoute(_ context.Context, _ string, q client.AuditQuery) ([]client.AuditEntry, error) {
 	return []client.AuditEntry{{ID: 1, AgentID: "a-1", Kind: "created", Detail: []byte(`{"limit":` + fmt.Sprint(q.Limit) + `}`)}}, nil
 }
 
-func (f *fakeService) Replay(_ context.Context, ref string) (*client.Replay, error) {
+func (f *fakeService) replayRoute(_ context.Context, ref string, _ client.None) (*client.Replay, error) {
 	if ref != "r-1" {
 		return nil, client.Errorf(client.ErrNotFound, "no run or agent %q", ref)
 	}
 	return &client.Replay{Run: client.Run{ID: "r-1"}, Steps: []client.ReplayStep{}}, nil
 }
 
-func (f *fakeService) Doctor(context.Context) (*client.DoctorReport, error) {
+func (f *fakeService) doctorRoute(_ context.Context, _ string, _ client.None) (*client.DoctorReport, error) {
 	return &client.DoctorReport{Checks: []client.Check{{Name: "store", Status: client.CheckOK, Detail: "quick_check ok"}}}, nil
 }
 
-func (f *fakeService) Reload(context.Context) (*client.ReloadResult, error) {
+func (f *fakeService) reloadRoute(_ context.Context, _ string, _ client.None) (*client.ReloadResult, error) {
 	return &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}, nil
 }
 
-func (f *fakeService) Commands(ctx context.Context, ref string) ([]client.CommandInfo, error) {
+func (f *fakeService) commandsRoute(ctx context.Context, ref string, _ client.None) ([]client.CommandInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, err := f.resolve(ref); err != nil {
@@ -350,7 +353,7 @@ func (f *fakeService) Commands(ctx context.Context, ref string) ([]client.Comman
 	return []client.CommandInfo{{Name: "finish", Class: "message", Policy: "ask", Provider: "commands"}}, nil
 }
 
-func (f *fakeService) Policy(ctx context.Context, ref string) (*client.PolicyView, error) {
+func (f *fakeService) policyRoute(ctx context.Context, ref string, _ client.None) (*client.PolicyView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -360,20 +363,20 @@ func (f *fakeService) Policy(ctx context.Context, ref string) (*client.PolicyVie
 	return &client.PolicyView{AgentID: a.ID, Permissions: []client.Permission{}}, nil
 }
 
-func (f *fakeService) AddPermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
-	v, err := f.Policy(ctx, ref)
+func (f *fakeService) addPermissionRoute(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
+	v, err := f.policyRoute(ctx, ref, client.None{})
 	if err == nil {
 		v.Permissions = append(v.Permissions, client.Permission{Effect: req.Effect, Pattern: req.Pattern, Source: "stored"})
 	}
 	return v, err
 }
 
-func (f *fakeService) RemovePermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
-	return f.Policy(ctx, ref)
+func (f *fakeService) removePermissionRoute(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
+	return f.policyRoute(ctx, ref, client.None{})
 }
 
-func (f *fakeService) TestPolicy(ctx context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
-	v, err := f.Policy(ctx, ref)
+func (f *fakeService) testPolicyRoute(ctx context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
+	v, err := f.policyRoute(ctx, ref, client.None{})
 	if err != nil {
 		return nil, err
 	}
@@ -384,7 +387,7 @@ func (f *fakeService) TestPolicy(ctx context.Context, ref string, req client.Pol
 // The memory methods keep memories in a slice; search is a substring match, scored by
 // position so the order is fixed.
 
-func (f *fakeService) Memories(ctx context.Context, req client.MemoryListRequest) ([]client.Memory, error) {
+func (f *fakeService) memoriesRoute(ctx context.Context, _ string, req client.MemoryListRequest) ([]client.Memory, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := ""
@@ -405,7 +408,7 @@ func (f *fakeService) Memories(ctx context.Context, req client.MemoryListRequest
 	return out, nil
 }
 
-func (f *fakeService) AddMemory(ctx context.Context, req client.MemoryAddRequest) (*client.Memory, error) {
+func (f *fakeService) addMemoryRoute(ctx context.Context, _ string, req client.MemoryAddRequest) (*client.Memory, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if strings.TrimSpace(req.Text) == "" {
@@ -429,11 +432,11 @@ func (f *fakeService) AddMemory(ctx context.Context, req client.MemoryAddRequest
 	return &m, nil
 }
 
-func (f *fakeService) SearchMemory(ctx context.Context, req client.MemorySearchRequest) ([]client.Memory, error) {
+func (f *fakeService) searchMemoryRoute(ctx context.Context, _ string, req client.MemorySearchRequest) ([]client.Memory, error) {
 	if strings.TrimSpace(req.Query) == "" {
 		return nil, client.Errorf(client.ErrBadRequest, "empty query: give the words to search for")
 	}
-	all, err := f.Memories(ctx, client.MemoryListRequest{Agent: req.Agent})
+	all, err := f.memoriesRoute(ctx, "", client.MemoryListRequest{Agent: req.Agent})
 	if err != nil {
 		return nil, err
 	}
@@ -447,24 +450,75 @@ func (f *fakeService) SearchMemory(ctx context.Context, req client.MemorySearchR
 	return out, nil
 }
 
-func (f *fakeService) DeleteMemory(ctx context.Context, id string) error {
+func (f *fakeService) deleteMemoryRoute(ctx context.Context, id string, _ client.None) (client.None, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, m := range f.memories {
 		if m.ID == id {
 			f.memories = slices.Delete(f.memories, i, i+1)
-			return nil
+			return client.None{}, nil
 		}
 	}
-	return client.Errorf(client.ErrNotFound, "no memory %q: see agentctl memory ls", id)
+	return client.None{}, client.Errorf(client.ErrNotFound, "no memory %q: see agentctl memory ls", id)
 }
 
-func (f *fakeService) ReindexMemory(ctx context.Context) (*client.MemoryStats, error) {
-	return f.MemoryStats(ctx)
+func (f *fakeService) reindexMemoryRoute(ctx context.Context, _ string, _ client.None) (*client.MemoryStats, error) {
+	return f.memoryStatsRoute(ctx, "", client.None{})
 }
 
-func (f *fakeService) MemoryStats(ctx context.Context) (*client.MemoryStats, error) {
+func (f *fakeService) memoryStatsRoute(ctx context.Context, _ string, _ client.None) (*client.MemoryStats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return &client.MemoryStats{Memories: len(f.memories), Indexed: uint64(len(f.memories)), Generation: "gen-000001"}, nil
+}
+
+// handleAll sets every route of f.Fake to the map-backed method that answers it.
+func (f *fakeService) handleAll() {
+	fk := &f.Fake
+	clienttest.Handle(fk, client.StatusRoute, f.statusRoute)
+	clienttest.Handle(fk, client.AgentsRoute, f.agentsRoute)
+	clienttest.Handle(fk, client.CreateAgentRoute, f.createAgentRoute)
+	clienttest.Handle(fk, client.AgentRoute, f.agentRoute)
+	clienttest.Handle(fk, client.DeleteAgentRoute, f.deleteAgentRoute)
+	clienttest.Handle(fk, client.DecideRoute, f.decideRoute)
+	clienttest.Handle(fk, client.AnswerRoute, f.answerRoute)
+	clienttest.Handle(fk, client.TaskRoute, f.taskRunRoute)
+	clienttest.Handle(fk, client.PauseRoute, f.pauseRoute)
+	clienttest.Handle(fk, client.ResumeRoute, f.resumeRoute)
+	clienttest.Handle(fk, client.BudgetRoute, f.setBudgetRoute)
+	clienttest.Handle(fk, client.StopRoute, f.stopRoute)
+	clienttest.Handle(fk, client.HistoryRoute, f.historyRoute)
+	clienttest.Handle(fk, client.ProposalsRoute, f.proposalsRoute)
+	clienttest.Handle(fk, client.AuditRoute, f.auditRoute)
+	clienttest.Handle(fk, client.ReplayRoute, f.replayRoute)
+	clienttest.Handle(fk, client.DoctorRoute, f.doctorRoute)
+	clienttest.Handle(fk, client.ReloadRoute, f.reloadRoute)
+	clienttest.Handle(fk, client.PolicyRoute, f.policyRoute)
+	clienttest.Handle(fk, client.AddPermissionRoute, f.addPermissionRoute)
+	clienttest.Handle(fk, client.RemovePermissionRoute, f.removePermissionRoute)
+	clienttest.Handle(fk, client.TestPolicyRoute, f.testPolicyRoute)
+	clienttest.Handle(fk, client.MemoriesRoute, f.memoriesRoute)
+	clienttest.Handle(fk, client.AddMemoryRoute, f.addMemoryRoute)
+	clienttest.Handle(fk, client.SearchMemoryRoute, f.searchMemoryRoute)
+	clienttest.Handle(fk, client.DeleteMemoryRoute, f.deleteMemoryRoute)
+	clienttest.Handle(fk, client.ReindexMemoryRoute, f.reindexMemoryRoute)
+	clienttest.Handle(fk, client.MemoryStatsRoute, f.memoryStatsRoute)
+	clienttest.Handle(fk, client.SchedulesRoute, f.schedulesRoute)
+	clienttest.Handle(fk, client.ScheduleRoute, f.scheduleRoute)
+	clienttest.Handle(fk, client.AddScheduleRoute, f.addScheduleRoute)
+	clienttest.Handle(fk, client.RemoveScheduleRoute, f.removeScheduleRoute)
+	clienttest.Handle(fk, client.PauseScheduleRoute, f.pauseScheduleRoute)
+	clienttest.Handle(fk, client.ResumeScheduleRoute, f.resumeScheduleRoute)
+	clienttest.Handle(fk, client.RunScheduleRoute, f.runScheduleRoute)
+	clienttest.Handle(fk, client.ScheduleHistoryRoute, f.scheduleHistoryRoute)
+	clienttest.Handle(fk, client.TeamsRoute, f.teamsRoute)
+	clienttest.Handle(fk, client.StartTeamRoute, f.startTeamRoute)
+	clienttest.Handle(fk, client.TeamRoute, f.teamRoute)
+	clienttest.Handle(fk, client.StopTeamRoute, f.stopTeamRoute)
+	clienttest.Handle(fk, client.PlanTeamRoute, f.planTeamRoute)
+	clienttest.Handle(fk, client.CommandsRoute, f.commandsRoute)
+	clienttest.Handle(fk, client.AgentCommandsRoute, f.commandsRoute)
+	clienttest.HandleStream(fk, client.EventsRoute, f.Subscribe)
+	clienttest.HandleStream(fk, client.AgentEventsRoute, f.Subscribe)
+	clienttest.HandleStream(fk, client.TeamEventsRoute, f.SubscribeTeam)
 }

@@ -1,4 +1,4 @@
-// Package api serves agentd's local API: HTTP+JSON under /v0/ on a unix socket (mode 0600).
+// Package localapi serves agentd's local API: HTTP+JSON under /v0/ on a unix socket (mode 0600).
 //
 // It sits between the front ends and the daemon. agentctl, and anything else that uses
 // daemon/client, talks to the Handler over the socket made by Listen; the Handler decodes
@@ -8,4 +8,4 @@
 //
 // The wire types live in daemon/client, which never imports the daemon; this package is
 // the daemon's side of the same contract, and its tests drive it through the real Client.
-package api
+package localapi

@@ -1,4 +1,4 @@
-package api
+package localapi
 
 import (
 	"context"
@@ -31,16 +31,16 @@ func (f *fakeService) findSchedule(ref string) (client.Schedule, error) {
 	return client.Schedule{}, client.Errorf(client.ErrNotFound, "no schedule %q", ref)
 }
 
-func (f *fakeService) Schedules(ctx context.Context) ([]client.Schedule, error) {
+func (f *fakeService) schedulesRoute(ctx context.Context, _ string, _ client.None) ([]client.Schedule, error) {
 	return []client.Schedule{fakeSchedule()}, nil
 }
 
-func (f *fakeService) Schedule(ctx context.Context, ref string) (*client.Schedule, error) {
+func (f *fakeService) scheduleRoute(ctx context.Context, ref string, _ client.None) (*client.Schedule, error) {
 	s, err := f.findSchedule(ref)
 	return &s, err
 }
 
-func (f *fakeService) AddSchedule(ctx context.Context, req client.ScheduleRequest) (*client.Schedule, error) {
+func (f *fakeService) addScheduleRoute(ctx context.Context, _ string, req client.ScheduleRequest) (*client.Schedule, error) {
 	switch {
 	case req.Name == "digest":
 		return nil, client.Errorf(client.ErrConflict, "a schedule named %q exists already", req.Name)
@@ -52,18 +52,18 @@ func (f *fakeService) AddSchedule(ctx context.Context, req client.ScheduleReques
 		NextTimes: []time.Time{t0.Add(time.Hour)}}, nil
 }
 
-func (f *fakeService) RemoveSchedule(ctx context.Context, ref string) error {
+func (f *fakeService) removeScheduleRoute(ctx context.Context, ref string, _ client.None) (client.None, error) {
 	_, err := f.findSchedule(ref)
-	return err
+	return client.None{}, err
 }
 
-func (f *fakeService) PauseSchedule(ctx context.Context, ref string) (*client.Schedule, error) {
+func (f *fakeService) pauseScheduleRoute(ctx context.Context, ref string, _ client.None) (*client.Schedule, error) {
 	s, err := f.findSchedule(ref)
 	s.Paused, s.Next = true, time.Time{}
 	return &s, err
 }
 
-func (f *fakeService) ResumeSchedule(ctx context.Context, ref string) (*client.Schedule, error) {
+func (f *fakeService) resumeScheduleRoute(ctx context.Context, ref string, _ client.None) (*client.Schedule, error) {
 	s, err := f.findSchedule(ref)
 	if err == nil {
 		err = client.Errorf(client.ErrConflict, "schedule %s is not paused already", s.Name)
@@ -71,14 +71,15 @@ func (f *fakeService) ResumeSchedule(ctx context.Context, ref string) (*client.S
 	return nil, err
 }
 
-func (f *fakeService) RunSchedule(ctx context.Context, ref string) (*client.ScheduleRun, error) {
+func (f *fakeService) runScheduleRoute(ctx context.Context, ref string, _ client.None) (*client.ScheduleRun, error) {
 	if _, err := f.findSchedule(ref); err != nil {
 		return nil, err
 	}
 	return &client.ScheduleRun{ID: "f3", ScheduleID: "s1", Scheduled: t0, Started: t0, Manual: true, Outcome: "started", RunID: "r10", AgentID: "a10"}, nil
 }
 
-func (f *fakeService) ScheduleHistory(ctx context.Context, ref string, limit int) ([]client.ScheduleRun, error) {
+func (f *fakeService) scheduleHistoryRoute(ctx context.Context, ref string, q client.ScheduleHistoryQuery) ([]client.ScheduleRun, error) {
+	limit := q.Limit
 	if _, err := f.findSchedule(ref); err != nil {
 		return nil, err
 	}

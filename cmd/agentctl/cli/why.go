@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+var whyCmd = addCommand("history", &command{
+	name:  "why",
+	args:  "AGENT [--json]",
+	short: "who or which rule decided the agent's last proposal, and why",
+	long: `Why shows the decision on the agent's last decided proposal, as the daemon stored it:
+the proposal (step, command and arguments), the decision (approve, deny or feedback),
+who made it and from where (agentctl, slack, discord, api), and why. A decision the
+policy made names the allow or deny pattern that matched and the layer holding it
+(config, agent-config or stored), or the mode that approved (auto for y -N, continuous).`,
+	run: (*app).runWhy,
+})
+
+func (a *app) runWhy(ctx context.Context, args []string) error {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	w, err := a.api().Why(ctx, ref)
+	if errors.Is(err, client.ErrNotFound) {
+		if _, aerr := a.api().Agent(ctx, ref); aerr != nil {
+			return agentErr(ref, aerr) // no such agent, rather than no decision yet
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(w)
+	}
+	d, p := &w.Decision, &w.Proposal
+	fmt.Fprintf(a.stdout, "%s  step %d  %s\n", line(w.Agent), p.Step, formatCall(p.Command, p.Args))
+	fmt.Fprintf(a.stdout, "  proposal:  %s (%s)\n", line(p.ID), line(string(p.Status)))
+	fmt.Fprintf(a.stdout, "  decision:  %s at %s\n", line(string(d.Kind)), formatTime(d.At))
+	fmt.Fprintf(a.stdout, "  by:        %s\n", line(cmdWho(d)))
+	if d.Pattern != "" {
+		layer := ""
+		if w.Layer != "" {
+			layer = "  (" + line(w.Layer) + ")"
+		}
+		fmt.Fprintf(a.stdout, "  pattern:   %s%s\n", line(d.Pattern), layer)
+	}
+	if d.Feedback != "" {
+		fmt.Fprintf(a.stdout, "  feedback:  %s\n", oneParagraph(d.Feedback))
+	}
+	fmt.Fprintf(a.stdout, "  why:       %s\n", line(w.Reason))
+	return nil
+}
+
+// cmdWho names who decided: a person and where from, or the policy and what in it.
+func cmdWho(d *client.Decision) string {
+	if d.By == "" {
+		return d.Source
+	}
+	return d.By + " via " + d.Source
+}

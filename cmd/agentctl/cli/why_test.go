@@ -1,0 +1,43 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/clienttest"
+)
+
+// TestWhyGolden runs testdata/why/*.golden: a policy approval by a pattern (text and
+// --json), a person's denial, an agent with no decision yet and an unknown agent.
+func TestWhyGolden(t *testing.T) {
+	f := newFakeDaemon(t)
+	t.Setenv(client.SocketEnv, f.sock)
+	at := time.Date(2026, 11, 21, 9, 5, 0, 0, time.UTC)
+	whys := map[string]*client.Why{
+		"researcher": {AgentID: "a-1", Agent: "researcher", Layer: "config",
+			Proposal: client.Proposal{ID: "p-1", AgentID: "a-1", Step: 3, Command: "read_file",
+				Args: json.RawMessage(`{"path":"notes.md"}`), Status: client.ProposalSucceeded},
+			Decision: client.Decision{ProposalID: "p-1", Kind: client.DecisionApprove, Count: 1, Source: "policy",
+				By: "allow pattern read_file(*)", Pattern: "read_file(*)", At: at},
+			Reason: "auto-approved by the allow pattern read_file(*) (config)"},
+		"a-2": {AgentID: "a-2", Agent: "scribe",
+			Proposal: client.Proposal{ID: "p-7", AgentID: "a-2", Step: 1, Command: "execute_shell",
+				Args: json.RawMessage(`{"command":"rm -rf build"}`), Status: client.ProposalDenied},
+			Decision: client.Decision{ProposalID: "p-7", Kind: client.DecisionDeny, Source: "slack", By: "alice", At: at},
+			Reason:   "denied by alice via slack; the run stopped"},
+	}
+	clienttest.Handle(&f.api, client.WhyRoute, func(_ context.Context, ref string, _ client.None) (*client.Why, error) {
+		if w, ok := whys[ref]; ok {
+			return w, nil
+		}
+		if ref == "a-3" {
+			return nil, client.Errorf(client.ErrNotFound, "agent builder has no decided proposal yet: `agentctl show builder` shows what it waits for")
+		}
+		return nil, fmt.Errorf("no agent %q: %w", ref, client.ErrNotFound)
+	})
+	runGoldens(t, f, t.TempDir(), "testdata/why/*.golden")
+}

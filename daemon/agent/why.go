@@ -1,0 +1,93 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Why explains the decision on the agent's last decided proposal, from the stored
+// decision: a person's (who, from where) or the policy's (the pattern and its layer, or
+// the mode that approved).
+func (s *Supervisor) Why(ctx context.Context, ref string) (*client.Why, error) {
+	var w *client.Why
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		ps, err := tx.Proposals(a.ID)
+		if err != nil {
+			return err
+		}
+		for i := len(ps) - 1; i >= 0; i-- {
+			d, err := tx.LastDecision(ps[i].ID)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			w = &client.Why{AgentID: a.ID, Agent: a.Name, Proposal: ps[i], Decision: *d}
+			return nil
+		}
+		return notFound("agent %s has no decided proposal yet: `agentctl show %s` shows what it waits for", a.Name, a.Name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if w.Decision.Source == "policy" && w.Decision.Pattern != "" {
+		pv, err := s.Policy(ctx, w.AgentID)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pv.Permissions {
+			if p.Pattern == w.Decision.Pattern {
+				w.Layer = p.Source
+				break
+			}
+		}
+	}
+	w.Reason = whyReason(w)
+	return w, nil
+}
+
+// whyReason says in one sentence who or what decided w's proposal.
+func whyReason(w *client.Why) string {
+	d := &w.Decision
+	in := ""
+	if w.Layer != "" {
+		in = " (" + w.Layer + ")"
+	}
+	switch {
+	case d.Source == "policy" && d.Kind == client.DecisionApprove && d.Pattern != "":
+		return "auto-approved by the allow pattern " + d.Pattern + in
+	case d.Source == "policy" && d.Kind == client.DecisionApprove && d.By == "auto_read":
+		return "auto-approved: a read command, and the agent's policy runs reads unasked (auto_read)"
+	case d.Source == "policy" && d.Kind == client.DecisionApprove:
+		return "approved by the policy mode " + d.By
+	case d.Source == "policy":
+		return "refused by the deny pattern " + d.Pattern + in + ": the model was told to choose another way"
+	}
+	who := cycle.Who(d)
+	switch d.Kind {
+	case client.DecisionApprove:
+		switch {
+		case d.Scope == client.ScopeAgent:
+			return "approved by " + who + ", who also allowed " + d.Pattern + " for the agent from then on"
+		case d.Count > 1:
+			return fmt.Sprintf("approved by %s for this and the next %d proposals (y -%d)", who, d.Count-1, d.Count)
+		}
+		return "approved by " + who
+	case client.DecisionDeny:
+		if d.Scope == client.ScopeDeny {
+			return "denied by " + who + ", who also denied " + d.Pattern + " for the agent from then on"
+		}
+		return "denied by " + who + "; the run stopped"
+	}
+	return "not run: " + who + " answered with feedback, which went to the model"
+}

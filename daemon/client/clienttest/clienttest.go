@@ -1,0 +1,86 @@
+// Package clienttest is the one test fake of the local API, built on the route table of
+// daemon/client: a Fake answers each route with a func the test sets, so a test states
+// only the routes it uses. Serve it with daemon/localapi's handler (the real decoding,
+// status codes and error replies), or hand it to anything that takes a client.Service.
+package clienttest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// Fake is a client.Service made of funcs, one per route. A route without one answers
+// 500 naming the route. Its zero value is ready; it is safe for concurrent use.
+type Fake struct {
+	// Service is nil: the daemon's handlers find the funcs through RouteFunc instead of
+	// calling its methods, which would panic.
+	client.Service
+
+	mu    sync.Mutex
+	funcs map[string]any
+}
+
+var _ client.RouteFuncs = (*Fake)(nil)
+
+// RouteFunc implements client.RouteFuncs.
+func (f *Fake) RouteFunc(pattern string) (any, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn, ok := f.funcs[pattern]
+	return fn, ok
+}
+
+func (f *Fake) set(pattern string, fn any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.funcs == nil {
+		f.funcs = map[string]any{}
+	}
+	f.funcs[pattern] = fn
+}
+
+// Handle makes f answer rt with fn: ref is the route's path value ("" when it has none),
+// in the decoded request (client.None when it has no body). It replaces an earlier func.
+func Handle[In, Out any](f *Fake, rt client.Route[In, Out], fn func(ctx context.Context, ref string, in In) (Out, error)) {
+	f.set(rt.Pattern(), fn)
+}
+
+// HandleStream makes f answer the event stream rt with fn.
+func HandleStream(f *Fake, rt client.StreamRoute, fn func(ref string, since int64) (<-chan client.Event, func(), error)) {
+	f.set("GET "+rt.Path, fn)
+}
+
+// Handler serves f's routes over HTTP the way the daemon does for the client: the body
+// decoded strictly, the route's status, and errors as {"error": ...} with the status of
+// their kind (client.StatusOf). It is for tests that may not import the daemon
+// (agentctl's); others serve f with daemon/localapi.
+func Handler(f *Fake) http.Handler {
+	mux := http.NewServeMux()
+	for _, ep := range client.Endpoints() {
+		mux.HandleFunc(ep.Pattern(), func(w http.ResponseWriter, r *http.Request) {
+			status, out, err := ep.Serve(f, r, func(v any) error {
+				dec := json.NewDecoder(r.Body)
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(v); err != nil {
+					return client.Errorf(client.ErrBadRequest, "invalid request body: %v", err)
+				}
+				return nil
+			})
+			if err != nil {
+				status, out = client.StatusOf(err), client.ErrorResponse{Error: err.Error()}
+			}
+			if out == nil {
+				w.WriteHeader(status)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(out)
+		})
+	}
+	return mux
+}
