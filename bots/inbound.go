@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/store"
 )
 
 // Incoming is a chat message the adapter passes on.
@@ -126,7 +125,7 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 		r.ephemeral(ctx, ep, w, u, "Could not create the agent: "+err.Error())
 		return nil, err
 	}
-	b := store.Binding{Platform: ep.a.Platform(), Team: w.Team, Channel: w.Channel, Thread: thread, AgentID: a.ID, CreatedBy: u.ID}
+	b := Binding{Platform: ep.a.Platform(), Team: w.Team, Channel: w.Channel, Thread: thread, AgentID: a.ID, CreatedBy: u.ID}
 	if err := r.bind(ctx, b); err != nil {
 		return nil, err
 	}
@@ -144,7 +143,7 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 
 var errNotApprover = errors.New("not an approver")
 
-func (r *Relay) bind(ctx context.Context, b store.Binding) error {
+func (r *Relay) bind(ctx context.Context, b Binding) error {
 	if err := r.opt.Bindings.Bind(ctx, b); err != nil {
 		r.log.Error("bots: storing chat binding", "err", err)
 		return err
@@ -155,7 +154,7 @@ func (r *Relay) bind(ctx context.Context, b store.Binding) error {
 
 // reply handles a message in a bound thread the way agentctl handles typed input: an
 // answer to a pending question, a decision (y, y -N, n, or feedback), or a follow-up task.
-func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *store.Binding) {
+func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding) {
 	a, err := r.opt.Service.Agent(ctx, b.AgentID)
 	if err != nil {
 		r.ephemeral(ctx, ep, in.Where, in.User, "This thread's agent is gone: "+err.Error())
@@ -218,7 +217,7 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *store.B
 func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *client.Question, u User) {
 	platform := ep.a.Platform()
 	// When its message is not stored yet, its post is in flight: postQuestion marks it.
-	m, err := r.state.answerEarly(q.ProposalID+"|"+platform, u, func() (*store.ChatMessage, error) {
+	m, err := r.state.answerEarly(q.ProposalID+"|"+platform, u, func() (*ChatMessage, error) {
 		return r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question")
 	})
 	if err != nil || m == nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/store"
 )
 
 // Options configure a Relay.
@@ -145,7 +144,7 @@ func (r *Relay) targets(agentID string) []target { return r.state.targets(agentI
 
 type target struct {
 	ep    *endpoint
-	b     *store.Binding
+	b     *Binding
 	label string // the helper's name when the thread is its parent's
 }
 
@@ -241,7 +240,7 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 			if err != nil {
 				return err
 			}
-			m := store.ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
+			m := ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
 			if p.Status.Decidable() {
 				r.keepMessage(m)
 			}
@@ -262,11 +261,11 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 // for the proposal's decision or closing: the store drops it with its agent, and a team
 // run removes its role agents right after stopping them, before the relay closes their
 // proposals.
-func (r *Relay) keepMessage(m store.ChatMessage) { r.state.keepMessage(m) }
+func (r *Relay) keepMessage(m ChatMessage) { r.state.keepMessage(m) }
 
 // proposalMessage returns the message of a proposal being decided or closed on platform
 // (nil when there is none), and forgets it.
-func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string) (*store.ChatMessage, error) {
+func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string) (*ChatMessage, error) {
 	kept, ok := r.state.takeMessage(proposalID, platform)
 	m, err := r.opt.Bindings.Message(ctx, proposalID, platform, "proposal")
 	if m == nil && err == nil && ok {
@@ -345,7 +344,7 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 				return err
 			}
 			u, answered := r.state.questionPosted(q.ProposalID+"|"+platform, func() {
-				r.opt.Bindings.SetMessage(ctx, store.ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
+				r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
 			})
 			if answered {
 				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u), t.label))

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
@@ -55,17 +54,17 @@ func (f *fakeAdapter) MaxText() int                                            {
 // memBindings keeps bindings and messages in maps.
 type memBindings struct {
 	mu   sync.Mutex
-	bs   []*store.Binding
-	msgs map[string]*store.ChatMessage
+	bs   []*Binding
+	msgs map[string]*ChatMessage
 }
 
-func (m *memBindings) Bind(_ context.Context, b store.Binding) error {
+func (m *memBindings) Bind(_ context.Context, b Binding) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.bs = append(m.bs, &b)
 	return nil
 }
-func (m *memBindings) BindingByThread(_ context.Context, platform, channel, thread string) (*store.Binding, error) {
+func (m *memBindings) BindingByThread(_ context.Context, platform, channel, thread string) (*Binding, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, b := range m.bs {
@@ -75,14 +74,14 @@ func (m *memBindings) BindingByThread(_ context.Context, platform, channel, thre
 	}
 	return nil, nil
 }
-func (m *memBindings) Bindings(context.Context) ([]*store.Binding, error) { return m.bs, nil }
-func (m *memBindings) SetMessage(_ context.Context, c store.ChatMessage) error {
+func (m *memBindings) Bindings(context.Context) ([]*Binding, error) { return m.bs, nil }
+func (m *memBindings) SetMessage(_ context.Context, c ChatMessage) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.msgs[c.ProposalID+c.Platform+c.Kind] = &c
 	return nil
 }
-func (m *memBindings) Message(_ context.Context, id, platform, kind string) (*store.ChatMessage, error) {
+func (m *memBindings) Message(_ context.Context, id, platform, kind string) (*ChatMessage, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.msgs[id+platform+kind], nil
@@ -118,8 +117,8 @@ func TestHelpersPostInTheirParentsThread(t *testing.T) {
 		{ID: "a-3", Name: "boss/fetcher/deep", ParentID: "a-2", State: client.StateThinking},
 		{ID: "a-9", Name: "loner", State: client.StateThinking},
 	}}
-	binds := &memBindings{msgs: map[string]*store.ChatMessage{},
-		bs: []*store.Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
+	binds := &memBindings{msgs: map[string]*ChatMessage{},
+		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
 	r := New(Options{Service: svc, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
@@ -163,8 +162,8 @@ func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
 		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
 		{ID: "a-4", Name: "boss/idler", ParentID: "a-1", State: client.StateThinking},
 	}}
-	binds := &memBindings{msgs: map[string]*store.ChatMessage{},
-		bs: []*store.Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
+	binds := &memBindings{msgs: map[string]*ChatMessage{},
+		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
 	r := New(Options{Service: svc, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})

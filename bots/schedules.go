@@ -6,10 +6,9 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/store"
 )
 
-// The relay delivers scheduled runs (schedules.Chat): a schedule whose delivery is
+// The relay delivers scheduled runs (schedule.Chat): a schedule whose delivery is
 // PLATFORM:CHANNEL gets a thread in that channel for each run, bound like a run started
 // from chat, so it is decided there by the channel's approvers. The platform picks the
 // adapter, so every adapter added to the relay can take deliveries.
@@ -47,7 +46,7 @@ func (r *Relay) StartRunThread(ctx context.Context, platform, channel, header, d
 
 // BindRun binds an agent (and its run, once known) to a thread, as a run started there.
 func (r *Relay) BindRun(ctx context.Context, platform, channel, thread, agentID, runID, by string) error {
-	return r.bind(ctx, store.Binding{Platform: platform, Channel: channel, Thread: thread, AgentID: agentID, RunID: runID, CreatedBy: by})
+	return r.bind(ctx, Binding{Platform: platform, Channel: channel, Thread: thread, AgentID: agentID, RunID: runID, CreatedBy: by})
 }
 
 // Note posts a line in a thread ("" at the channel's top level).

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/store"
 )
 
 // relayState is everything the relay remembers between events, and its methods are the
@@ -22,32 +21,32 @@ type relayState struct {
 	qgate sync.Mutex
 
 	mu        sync.Mutex
-	adapters  map[string]*endpoint                     // platform → adapter and its rules
-	bound     map[string]map[string]*store.Binding     // agent → platform → binding
-	props     map[string]*client.Proposal              // proposals posted and not yet decided
-	states    map[string]string                        // agent → last state shown
-	agents    map[string]agentInfo                     // unbound agents' names and parents (helpers)
-	posted    map[string]int64                         // proposal → order of its post (or its question's), while it waits
-	postSeq   int64                                    // the last order handed out in posted
-	timers    map[string]*time.Timer                   // expiry timers by proposal
-	teamBound map[string]map[string]*store.TeamBinding // team run → platform → binding
-	roles     map[string]teamRole                      // role agent → its team run and role
-	following map[string]bool                          // team runs whose events are followed
-	teamEnded map[string]bool                          // ended team runs kept for their role agents' last events
-	propMsgs  map[string]store.ChatMessage             // open proposals' messages by proposal and platform
-	early     map[string]User                          // answers that came while their question's post was in flight, by proposal|platform
-	schedules Schedules                                // for /agent schedule; nil without
-	teams     Teams                                    // for /agent team; nil without
-	runCtx    context.Context                          // Run's, for the team followers
-	followWG  sync.WaitGroup                           // the team followers; Add under mu, with runCtx checked
+	adapters  map[string]*endpoint               // platform → adapter and its rules
+	bound     map[string]map[string]*Binding     // agent → platform → binding
+	props     map[string]*client.Proposal        // proposals posted and not yet decided
+	states    map[string]string                  // agent → last state shown
+	agents    map[string]agentInfo               // unbound agents' names and parents (helpers)
+	posted    map[string]int64                   // proposal → order of its post (or its question's), while it waits
+	postSeq   int64                              // the last order handed out in posted
+	timers    map[string]*time.Timer             // expiry timers by proposal
+	teamBound map[string]map[string]*TeamBinding // team run → platform → binding
+	roles     map[string]teamRole                // role agent → its team run and role
+	following map[string]bool                    // team runs whose events are followed
+	teamEnded map[string]bool                    // ended team runs kept for their role agents' last events
+	propMsgs  map[string]ChatMessage             // open proposals' messages by proposal and platform
+	early     map[string]User                    // answers that came while their question's post was in flight, by proposal|platform
+	schedules Schedules                          // for /agent schedule; nil without
+	teams     Teams                              // for /agent team; nil without
+	runCtx    context.Context                    // Run's, for the team followers
+	followWG  sync.WaitGroup                     // the team followers; Add under mu, with runCtx checked
 }
 
 func newRelayState() *relayState {
 	return &relayState{
-		adapters: map[string]*endpoint{}, bound: map[string]map[string]*store.Binding{}, props: map[string]*client.Proposal{},
+		adapters: map[string]*endpoint{}, bound: map[string]map[string]*Binding{}, props: map[string]*client.Proposal{},
 		states: map[string]string{}, agents: map[string]agentInfo{}, posted: map[string]int64{}, timers: map[string]*time.Timer{},
-		teamBound: map[string]map[string]*store.TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{},
-		teamEnded: map[string]bool{}, propMsgs: map[string]store.ChatMessage{}, early: map[string]User{},
+		teamBound: map[string]map[string]*TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{},
+		teamEnded: map[string]bool{}, propMsgs: map[string]ChatMessage{}, early: map[string]User{},
 	}
 }
 
@@ -109,13 +108,13 @@ func (s *relayState) setRunCtx(ctx context.Context) {
 }
 
 // bind caches each b as its agent's binding on its platform.
-func (s *relayState) bind(bs ...*store.Binding) {
+func (s *relayState) bind(bs ...*Binding) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range bs {
 		m := s.bound[b.AgentID]
 		if m == nil {
-			m = map[string]*store.Binding{}
+			m = map[string]*Binding{}
 			s.bound[b.AgentID] = m
 		}
 		m[b.Platform] = b
@@ -194,7 +193,7 @@ func (s *relayState) teamTargets(agentID string) []target {
 	var out []target
 	for platform, b := range s.teamBound[tr.team] {
 		if ep, ok := s.adapters[platform]; ok {
-			out = append(out, target{ep: ep, b: &store.Binding{Platform: platform, Team: b.Team, Channel: b.Channel, Thread: b.Thread, AgentID: agentID}, label: tr.role})
+			out = append(out, target{ep: ep, b: &Binding{Platform: platform, Team: b.Team, Channel: b.Channel, Thread: b.Thread, AgentID: agentID}, label: tr.role})
 		}
 	}
 	return out
@@ -323,14 +322,14 @@ func (s *relayState) closeOpen(agentID string) []*client.Proposal {
 }
 
 // keepMessage remembers an open proposal's message (see Relay.keepMessage).
-func (s *relayState) keepMessage(m store.ChatMessage) {
+func (s *relayState) keepMessage(m ChatMessage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.propMsgs[m.ProposalID+"\x00"+m.Platform] = m
 }
 
 // takeMessage returns and forgets the message kept for a proposal on platform.
-func (s *relayState) takeMessage(proposalID, platform string) (store.ChatMessage, bool) {
+func (s *relayState) takeMessage(proposalID, platform string) (ChatMessage, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m, ok := s.propMsgs[proposalID+"\x00"+platform]
@@ -382,7 +381,7 @@ func (s *relayState) questionPosted(key string, stored func()) (User, bool) {
 
 // answerEarly looks the question's message up; when it is not stored yet (its post is in
 // flight), it leaves u's answer for questionPosted to show.
-func (s *relayState) answerEarly(key string, u User, lookup func() (*store.ChatMessage, error)) (*store.ChatMessage, error) {
+func (s *relayState) answerEarly(key string, u User, lookup func() (*ChatMessage, error)) (*ChatMessage, error) {
 	s.qgate.Lock()
 	defer s.qgate.Unlock()
 	m, err := lookup()
@@ -395,13 +394,13 @@ func (s *relayState) answerEarly(key string, u User, lookup func() (*store.ChatM
 }
 
 // bindTeam caches each b as its team run's thread on its platform.
-func (s *relayState) bindTeam(bs ...*store.TeamBinding) {
+func (s *relayState) bindTeam(bs ...*TeamBinding) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range bs {
 		m := s.teamBound[b.TeamRunID]
 		if m == nil {
-			m = map[string]*store.TeamBinding{}
+			m = map[string]*TeamBinding{}
 			s.teamBound[b.TeamRunID] = m
 		}
 		m[b.Platform] = b
@@ -520,14 +519,14 @@ func (s *relayState) waitFollowers() { s.followWG.Wait() }
 
 // teamTurnTargets returns the threads of team run teamID that have not shown its entry
 // seq yet, with their bindings (whose Seq teamSeqPosted advances).
-func (s *relayState) teamTurnTargets(teamID string, seq int) ([]target, []*store.TeamBinding) {
+func (s *relayState) teamTurnTargets(teamID string, seq int) ([]target, []*TeamBinding) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var targets []target
-	var bs []*store.TeamBinding
+	var bs []*TeamBinding
 	for platform, b := range s.teamBound[teamID] {
 		if ep, ok := s.adapters[platform]; ok && b.Seq < seq {
-			targets = append(targets, target{ep: ep, b: &store.Binding{Platform: platform, Channel: b.Channel, Thread: b.Thread}})
+			targets = append(targets, target{ep: ep, b: &Binding{Platform: platform, Channel: b.Channel, Thread: b.Thread}})
 			bs = append(bs, b)
 		}
 	}
@@ -535,7 +534,7 @@ func (s *relayState) teamTurnTargets(teamID string, seq int) ([]target, []*store
 }
 
 // teamSeqPosted notes that b's thread shows the team run's entries up to seq.
-func (s *relayState) teamSeqPosted(b *store.TeamBinding, seq int) {
+func (s *relayState) teamSeqPosted(b *TeamBinding, seq int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b.Seq = max(b.Seq, seq)

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/store"
 )
 
 // Team runs in chat (/agent team FILE TASK). A team run started from chat is bound to a
@@ -39,12 +38,12 @@ type Teams interface {
 	StopTeamBy(ctx context.Context, ref, by string) (*client.TeamRun, error)
 }
 
-// teamBindings stores team runs' threads; StoreBindings has it. A relay whose Bindings
+// teamBindings stores team runs' threads; the daemon's store (daemon/server/chatstore) has it. A relay whose Bindings
 // lack it cannot bind team runs, and says so.
 type teamBindings interface {
-	BindTeam(ctx context.Context, b store.TeamBinding) error
-	TeamBindingByThread(ctx context.Context, platform, channel, thread string) (*store.TeamBinding, error)
-	TeamBindings(ctx context.Context) ([]*store.TeamBinding, error)
+	BindTeam(ctx context.Context, b TeamBinding) error
+	TeamBindingByThread(ctx context.Context, platform, channel, thread string) (*TeamBinding, error)
+	TeamBindings(ctx context.Context) ([]*TeamBinding, error)
 	SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error
 }
 
@@ -102,7 +101,7 @@ func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, 
 		r.log.Error("bots: starting a team thread", "platform", ep.a.Platform(), "team", run.ID, "err", err)
 		return fmt.Sprintf("Team run %s started, but its thread could not be opened: %v. Follow it with `agentctl team show %s`.", run.ID, err, run.ID)
 	}
-	b := store.TeamBinding{TeamRunID: run.ID, Platform: ep.a.Platform(), Team: w.Team, Channel: w.Channel, Thread: thread, CreatedBy: u.ID}
+	b := TeamBinding{TeamRunID: run.ID, Platform: ep.a.Platform(), Team: w.Team, Channel: w.Channel, Thread: thread, CreatedBy: u.ID}
 	if err := tb.BindTeam(ctx, b); err != nil {
 		r.log.Error("bots: storing team binding", "team", run.ID, "err", err)
 		return fmt.Sprintf("Team run %s started, but its thread could not be recorded: %v", run.ID, err)
@@ -111,7 +110,7 @@ func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, 
 	r.log.Info("bots: team run started from chat", "platform", ep.a.Platform(), "team", run.ID, "workflow", run.Workflow, "user", u.ID, "channel", w.Channel)
 	note := fmt.Sprintf("👥 Team run %s (%s) is on it. Each role's messages appear here labelled [role]; proposals of roles that use commands are decided here. Reply ROLE: text to pick one. Stop it with /agent team stop %s.",
 		run.ID, run.Workflow, run.ID)
-	r.post(target{ep: ep, b: &store.Binding{Platform: b.Platform, Channel: b.Channel, Thread: thread}}, "posting a team note", func(ctx context.Context) error {
+	r.post(target{ep: ep, b: &Binding{Platform: b.Platform, Channel: b.Channel, Thread: thread}}, "posting a team note", func(ctx context.Context) error {
 		_, err := ep.a.Post(ctx, w.Channel, thread, FormatNote(note))
 		return err
 	})
@@ -397,7 +396,7 @@ func FormatTeamTurn(t client.TeamTurn, text string, maxText int) (m Message, fil
 // teamReply handles a message in a team run's thread: an answer or a decision for the
 // role agent it names ("ROLE: text"), else for the one whose proposal or question was
 // posted last among those waiting.
-func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *store.TeamBinding) {
+func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *TeamBinding) {
 	text := strings.TrimSpace(in.Text)
 	if text == "" {
 		return

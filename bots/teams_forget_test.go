@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
@@ -43,26 +42,26 @@ type unusedTeams = Teams
 // teamMemBindings adds team bindings, which only record seqs here, to memBindings.
 type teamMemBindings struct{ *memBindings }
 
-func (teamMemBindings) BindTeam(context.Context, store.TeamBinding) error { return nil }
-func (teamMemBindings) TeamBindingByThread(context.Context, string, string, string) (*store.TeamBinding, error) {
+func (teamMemBindings) BindTeam(context.Context, TeamBinding) error { return nil }
+func (teamMemBindings) TeamBindingByThread(context.Context, string, string, string) (*TeamBinding, error) {
 	return nil, nil
 }
-func (teamMemBindings) TeamBindings(context.Context) ([]*store.TeamBinding, error) { return nil, nil }
-func (teamMemBindings) SetTeamSeq(context.Context, string, string, int) error      { return nil }
+func (teamMemBindings) TeamBindings(context.Context) ([]*TeamBinding, error)  { return nil, nil }
+func (teamMemBindings) SetTeamSeq(context.Context, string, string, int) error { return nil }
 
 // teamRelay is a relay following the team runs of teams, each bound to a thread of C1
 // named after it, with the role agents of svc learned.
 func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapter) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	r := New(Options{Service: svc, Bindings: teamMemBindings{&memBindings{msgs: map[string]*store.ChatMessage{}}}})
+	r := New(Options{Service: svc, Bindings: teamMemBindings{&memBindings{msgs: map[string]*ChatMessage{}}}})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
 	r.SetTeams(teams)
 	r.out.start(ctx)
 	r.state.setRunCtx(ctx)
 	for id := range teams.runs {
-		r.state.bindTeam(&store.TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
+		r.state.bindTeam(&TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
 	}
 	for id := range teams.runs {
 		r.learnTeamAgents(ctx, id)

@@ -21,6 +21,8 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 	"github.com/agentd/agentd/daemon/testutil"
@@ -87,7 +89,7 @@ type env struct {
 	done   sync.WaitGroup
 
 	// runEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
-	runEnded atomic.Pointer[func(agent.RunEnd)]
+	runEnded atomic.Pointer[func(run.End)]
 	// teamsDir, when set, starts a team engine the relay runs /agent team with, finding
 	// workflows there; onChat, when set, answers the model calls it takes (the roles').
 	teamsDir string
@@ -185,7 +187,7 @@ func (e *env) start() {
 	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
 		Commands: []string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"},
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
-		OnRunEnd: func(end agent.RunEnd) {
+		OnRunEnd: func(end run.End) {
 			if f := e.runEnded.Load(); f != nil {
 				(*f)(end)
 			}
@@ -197,7 +199,7 @@ func (e *env) start() {
 		t.Fatal(err)
 	}
 	if e.teamsDir != "" {
-		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.Settings,
+		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.ModelSettings,
 			Backoff: func(int) time.Duration { return 20 * time.Millisecond }}); err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +209,7 @@ func (e *env) start() {
 		t.Fatal(err)
 	}
 	opt := e.opt
-	opt.Service, opt.Bindings, opt.Log = sup, bots.StoreBindings(st), log
+	opt.Service, opt.Bindings, opt.Log = sup, chatstore.New(st), log
 	relay := bots.New(opt)
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})

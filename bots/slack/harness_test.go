@@ -22,6 +22,8 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 	"github.com/agentd/agentd/daemon/testutil"
@@ -83,7 +85,7 @@ type env struct {
 	ix     *memory.Index
 
 	// runEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
-	runEnded atomic.Pointer[func(agent.RunEnd)]
+	runEnded atomic.Pointer[func(run.End)]
 	// teamsDir, when set, starts a team engine the relay runs /agent team with, finding
 	// workflows there; onChat, when set, answers the model calls it takes (the roles').
 	teamsDir string
@@ -198,7 +200,7 @@ func (e *env) start(t testing.TB) {
 	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir, Memory: mem,
 		Commands: append([]string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"}, e.commands...),
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
-		OnRunEnd: func(end agent.RunEnd) {
+		OnRunEnd: func(end run.End) {
 			if f := e.runEnded.Load(); f != nil {
 				(*f)(end)
 			}
@@ -210,7 +212,7 @@ func (e *env) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	if e.teamsDir != "" {
-		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.Settings,
+		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.ModelSettings,
 			Backoff: func(int) time.Duration { return 20 * time.Millisecond }}); err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +222,7 @@ func (e *env) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	opt := e.opt
-	opt.Service, opt.Bindings, opt.Log = sup, bots.StoreBindings(st), log
+	opt.Service, opt.Bindings, opt.Log = sup, chatstore.New(st), log
 	relay := bots.New(opt)
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})

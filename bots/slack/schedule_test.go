@@ -9,13 +9,13 @@ import (
 
 	"github.com/agentd/agentd/bots/slack/fakeslack"
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/schedules"
+	"github.com/agentd/agentd/daemon/schedule"
 )
 
 // scheduler runs the schedules' manager over e's supervisor, delivering through e's relay.
-func (e *env) scheduler(keep int) *schedules.Manager {
+func (e *env) scheduler(keep int) *schedule.Manager {
 	e.t.Helper()
-	m := schedules.New(schedules.Options{Store: e.st, Agents: e.sup, Chat: e.relay, Local: time.UTC, KeepAgents: keep})
+	m := schedule.New(schedule.Options{Store: e.st, Agents: e.sup, Chat: e.relay, Local: time.UTC, KeepAgents: keep})
 	f := m.RunEnded
 	e.runEnded.Store(&f)
 	ctx, cancel := context.WithCancel(context.Background())

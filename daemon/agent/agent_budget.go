@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -23,7 +24,7 @@ import (
 const agentBudgetReason = "agent budget exhausted: "
 
 // agentBudget is the budget bounding a: its own fields where set, else the config's.
-func (s *agentBudgets) agentBudget(a *store.Agent) Budget {
+func (s *agentBudgets) agentBudget(a *store.Agent) run.Budget {
 	b := s.base
 	if o, ok := s.overrides[a.Name]; ok && o.Budget != nil {
 		b = *o.Budget
@@ -103,12 +104,12 @@ func (r *runner) chargeCut(ctx context.Context) {
 
 // budgetView is a's budget as the API shows it.
 func (s *agentBudgets) budgetView(a *store.Agent) *client.Budget {
-	out := s.agentBudget(a).view()
+	out := budgetWire(s.agentBudget(a))
 	return &out
 }
 
-// view is b as the API shows it.
-func (b Budget) view() client.Budget {
+// budgetWire is b as the API shows it.
+func budgetWire(b run.Budget) client.Budget {
 	out := client.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}
 	if b.MaxWall > 0 {
 		out.MaxTime = b.MaxWall.String()
@@ -212,7 +213,7 @@ func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req client.Bud
 // agentBudgets bounds each agent over all its runs: the default from config, an agent's
 // [agents.NAME] override, or what `agentctl budget` stored.
 type agentBudgets struct {
-	base      Budget                    // Options.AgentBudget
+	base      run.Budget                // Options.AgentBudget
 	overrides map[string]AgentOverrides // Options.Agents
 	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
 	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error)

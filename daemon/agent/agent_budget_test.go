@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/testutil"
 )
@@ -31,7 +32,7 @@ func pausedByBudget(h *harness, id string) *client.Agent {
 }
 
 func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxSteps: 2} })
+	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxSteps: 2} })
 	listForever(h)
 	a := autoAgent(h, 10)
 	got := pausedByBudget(h, a.ID)
@@ -78,8 +79,8 @@ func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
 
 func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
-		o.AgentBudget = Budget{MaxTokens: 1 << 40}
-		o.Agents = map[string]AgentOverrides{"tester": {Budget: &Budget{MaxTokens: 1}}}
+		o.AgentBudget = run.Budget{MaxTokens: 1 << 40}
+		o.Agents = map[string]AgentOverrides{"tester": {Budget: &run.Budget{MaxTokens: 1}}}
 	})
 	listForever(h)
 	a := autoAgent(h, 10)
@@ -103,7 +104,7 @@ func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 }
 
 func TestAgentTimeBudgetCountsBusyTime(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxWall: 50 * time.Millisecond} })
+	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxWall: 50 * time.Millisecond} })
 	listForever(h)
 	h.fake.SetDelay(time.Minute) // the first step thinks longer than the whole budget
 	a := autoAgent(h, 10)
@@ -187,7 +188,7 @@ func init() { commands.Register(blockCmd{}) }
 // budget leaves is cancelled, its result says why, and the agent pauses.
 func TestAgentTimeBudgetCutsALongCommand(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
-		o.AgentBudget = Budget{MaxWall: 300 * time.Millisecond}
+		o.AgentBudget = run.Budget{MaxWall: 300 * time.Millisecond}
 		o.Commands = append(slices.Clone(o.Commands), "test_block")
 	})
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_block", map[string]string{"what": "x"}) })
@@ -205,7 +206,7 @@ func TestAgentTimeBudgetCutsALongCommand(t *testing.T) {
 // TestTaskOverAgentBudgetRefused: a task for an agent whose own budget is used up is
 // refused at once, naming the budget, instead of starting a run that pauses at once.
 func TestTaskOverAgentBudgetRefused(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxSteps: 1} })
+	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxSteps: 1} })
 	listForever(h)
 	ctx := context.Background()
 	a := autoAgent(h, 10)

@@ -10,53 +10,14 @@ import (
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
-)
-
-// Budget bounds one run; a zero field sets no bound. A run that reaches one stops
-// cleanly: its proposal (if any) is superseded, the agent goes idle, and the run ends
-// with the outcome budget_exhausted and a reason naming the budget.
-type Budget struct {
-	MaxSteps  int           // proposals the run may make
-	MaxTokens int64         // model tokens (prompt and reply) over the run
-	MaxWall   time.Duration // wall time from the run's start
-}
-
-// IsZero reports whether b bounds nothing.
-func (b Budget) IsZero() bool { return b == Budget{} }
-
-// RunOptions are what a run started by the daemon itself (a schedule, later any caller
-// of StartTask or CreateRun) carries beyond its task.
-type RunOptions struct {
-	Budget Budget
-	// Policy, when set, replaces the agent's policy for the run.
-	Policy *client.Policy
-	// Allow are permission patterns stored for the agent (like `agentctl policy allow`).
-	Allow []string
-	// By names who started the run, for the audit log and stored patterns.
-	By string
-}
-
-// RunEnd is how a run ended, as Options.OnRunEnd sees it.
-type RunEnd struct {
-	RunID, AgentID string
-	// Outcome is the run's outcome as stored: finished, denied, stopped,
-	// budget_exhausted, or removed (the agent was deleted).
-	Outcome, Reason string
-	Steps           int
-	Tokens          int64
-}
-
-// Outcomes of runs the supervisor records; the others are set where runs end.
-const (
-	OutcomeBudgetExhausted = "budget_exhausted"
-	OutcomeRemoved         = "removed"
 )
 
 // runBudget is a budget cached for a run in progress, so the step path checks it
 // without a query: the agent row it reads anyway has the step and token counts.
 type runBudget struct {
-	Budget
+	run.Budget
 	agentID    string
 	start      time.Time
 	tokensBase int64 // the agent's token total when the run started
@@ -90,7 +51,7 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 	var v *client.Agent
 	ex := &client.BudgetExhausted{Scope: client.BudgetScopeRun, Kind: budget, RunID: runID}
 	if rb := r.s.budgetOf(runID); rb != nil { // dropped only once the end is published
-		ex.Budget = rb.Budget.view()
+		ex.Budget = budgetWire(rb.Budget)
 	}
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -119,7 +80,7 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 		if a.Policy.Mode == "auto" {
 			a.Policy.Mode = "ask"
 		}
-		if err := tx.Audit(a.ID, OutcomeBudgetExhausted, map[string]string{"run": runID, "reason": why}); err != nil {
+		if err := tx.Audit(a.ID, run.OutcomeBudgetExhausted, map[string]string{"run": runID, "reason": why}); err != nil {
 			return err
 		}
 		if err := tx.UpdateAgent(a); err != nil {
@@ -148,7 +109,7 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 }
 
 // checkRunOptions validates opt and returns its patterns in canonical form.
-func checkRunOptions(opt *RunOptions) ([]string, error) {
+func checkRunOptions(opt *run.Options) ([]string, error) {
 	b := opt.Budget
 	if b.MaxSteps < 0 || b.MaxTokens < 0 || b.MaxWall < 0 {
 		return nil, badRequest("budgets cannot be negative")
@@ -170,7 +131,7 @@ func checkRunOptions(opt *RunOptions) ([]string, error) {
 }
 
 // requestOptions are the run options of an API request's budget: nil when it sets none.
-func requestOptions(b *client.Budget) (*RunOptions, error) {
+func requestOptions(b *client.Budget) (*run.Options, error) {
 	if b == nil || *b == (client.Budget{}) {
 		return nil, nil
 	}
@@ -180,7 +141,7 @@ func requestOptions(b *client.Budget) (*RunOptions, error) {
 	case b.MaxTokens < 0:
 		return nil, badRequest("budget max_tokens %d: want 0 (no bound) or more", b.MaxTokens)
 	}
-	opt := &RunOptions{Budget: Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}, By: "the request"}
+	opt := &run.Options{Budget: run.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}, By: "the request"}
 	if t := strings.TrimSpace(b.MaxTime); t != "" {
 		d, err := time.ParseDuration(t)
 		if err != nil || d < time.Second {
@@ -192,7 +153,7 @@ func requestOptions(b *client.Budget) (*RunOptions, error) {
 }
 
 // applyRunOptions stores the run's budget and the agent's patterns in tx.
-func applyRunOptions(tx *store.Tx, a *store.Agent, opt *RunOptions, pats []string) error {
+func applyRunOptions(tx *store.Tx, a *store.Agent, opt *run.Options, pats []string) error {
 	if !opt.Budget.IsZero() {
 		if err := tx.SetRunBudget(a.RunID, opt.Budget.MaxSteps, opt.Budget.MaxTokens, opt.Budget.MaxWall); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 )
 
 // exhaustedEvent reads events until the agent's event of type typ that says a budget
@@ -33,7 +34,7 @@ func exhaustedEvent(t *testing.T, events <-chan client.Event, agentID string, ty
 // TestAgentBudgetPauseEvent: the state event of an agent its own budget paused says
 // which budget and its bound, so a front end can show "paused: over its token budget".
 func TestAgentBudgetPauseEvent(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxTokens: 1, MaxWall: time.Hour} })
+	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxTokens: 1, MaxWall: time.Hour} })
 	listForever(h)
 	events, cancel, err := h.sup.Subscribe("", 0)
 	if err != nil {
@@ -55,7 +56,7 @@ func TestAgentBudgetPauseEvent(t *testing.T) {
 // TestRunBudgetEndEvents: the state and finish events of a run its budget ended name
 // the run's budget, not the agent's.
 func TestRunBudgetEndEvents(t *testing.T) {
-	h := newHarness(t, func(o *Options) { o.AgentBudget = Budget{MaxSteps: 100} })
+	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxSteps: 100} })
 	listForever(h)
 	events, cancel, err := h.sup.Subscribe("", 0)
 	if err != nil {

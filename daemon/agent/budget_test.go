@@ -11,26 +11,27 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // runEnds collects what Options.OnRunEnd is told.
 type runEnds struct {
 	mu   sync.Mutex
-	ends []RunEnd
+	ends []run.End
 }
 
 func (e *runEnds) hook(o *Options) { o.OnRunEnd = e.add }
 
-func (e *runEnds) add(r RunEnd) {
+func (e *runEnds) add(r run.End) {
 	e.mu.Lock()
 	e.ends = append(e.ends, r)
 	e.mu.Unlock()
 }
 
-func (e *runEnds) wait(t *testing.T, runID string) RunEnd {
+func (e *runEnds) wait(t *testing.T, runID string) run.End {
 	t.Helper()
-	var end RunEnd
+	var end run.End
 	if !testutil.Wait(10*time.Second, func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -65,12 +66,12 @@ func TestStepBudgetEndsRun(t *testing.T) {
 	listForever(h)
 	a, err := h.sup.CreateRun(context.Background(),
 		client.CreateAgentRequest{Name: "nightly", Description: "a test agent", Task: "look around"},
-		RunOptions{Budget: Budget{MaxSteps: 3}, Policy: &client.Policy{Mode: "auto", AutoSteps: 3}, By: "test"})
+		run.Options{Budget: run.Budget{MaxSteps: 3}, Policy: &client.Policy{Mode: "auto", AutoSteps: 3}, By: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	end := ends.wait(t, a.RunID)
-	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 3 || end.Tokens <= 0 || !strings.Contains(end.Reason, "3 steps") {
+	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 3 || end.Tokens <= 0 || !strings.Contains(end.Reason, "3 steps") {
 		t.Errorf("run end = %+v, want budget_exhausted after 3 steps with tokens counted", end)
 	}
 	got := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
@@ -91,12 +92,12 @@ func TestTokenBudgetEndsRun(t *testing.T) {
 	listForever(h)
 	a, err := h.sup.CreateRun(context.Background(),
 		client.CreateAgentRequest{Name: "thrifty", Description: "a test agent", Task: "look around"},
-		RunOptions{Budget: Budget{MaxTokens: 1}, Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
+		run.Options{Budget: run.Budget{MaxTokens: 1}, Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	end := ends.wait(t, a.RunID)
-	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
+	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
 		t.Errorf("run end = %+v, want budget_exhausted after 1 step", end)
 	}
 }
@@ -107,12 +108,12 @@ func TestWallBudgetCancelsModelCall(t *testing.T) {
 	h.fake.SetDelay(time.Minute) // the model never answers in time
 	a, err := h.sup.CreateRun(context.Background(),
 		client.CreateAgentRequest{Name: "slow", Description: "a test agent", Task: "look around"},
-		RunOptions{Budget: Budget{MaxWall: 150 * time.Millisecond}})
+		run.Options{Budget: run.Budget{MaxWall: 150 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	end := ends.wait(t, a.RunID)
-	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 0 || !strings.Contains(end.Reason, "time budget of 150ms") {
+	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 0 || !strings.Contains(end.Reason, "time budget of 150ms") {
 		t.Errorf("run end = %+v", end)
 	}
 	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
@@ -123,12 +124,12 @@ func TestStartTaskBudgetAndPatterns(t *testing.T) {
 	h := newHarness(t, ends.hook)
 	a := h.create(client.CreateAgentRequest{Name: "keeper", Description: "d", Start: new(bool)})
 	ctx := context.Background()
-	_, err := h.sup.StartTask(ctx, "keeper", "go", RunOptions{Allow: []string{"read_file(unclosed"}})
+	_, err := h.sup.StartTask(ctx, "keeper", "go", run.Options{Allow: []string{"read_file(unclosed"}})
 	if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "allow pattern") {
 		t.Fatalf("bad pattern: err = %v", err)
 	}
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("read_file", map[string]string{"path": "x"}) })
-	got, err := h.sup.StartTask(ctx, "keeper", "read x", RunOptions{Budget: Budget{MaxSteps: 1}, Allow: []string{"read_file(*)"}, By: "schedule s"})
+	got, err := h.sup.StartTask(ctx, "keeper", "read x", run.Options{Budget: run.Budget{MaxSteps: 1}, Allow: []string{"read_file(*)"}, By: "schedule s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,16 +138,16 @@ func TestStartTaskBudgetAndPatterns(t *testing.T) {
 		t.Errorf("stored patterns = %+v", pv.Permissions)
 	}
 	end := ends.wait(t, got.RunID)
-	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 1 {
+	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 1 {
 		t.Errorf("run end = %+v, want budget_exhausted at 1 step (read_file ran by the pattern)", end)
 	}
 	// A busy agent refuses a new run, saying why.
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
-	if _, err := h.sup.StartTask(ctx, "keeper", "again", RunOptions{}); err != nil {
+	if _, err := h.sup.StartTask(ctx, "keeper", "again", run.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	h.pending(a.ID)
-	_, err = h.sup.StartTask(ctx, "keeper", "third", RunOptions{})
+	_, err = h.sup.StartTask(ctx, "keeper", "third", run.Options{})
 	if !errors.Is(err, client.ErrConflict) {
 		t.Errorf("task for a busy agent: err = %v, want conflict", err)
 	}
@@ -158,7 +159,7 @@ func TestStopAndRemoveReportRunEnd(t *testing.T) {
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
 	ctx := context.Background()
 	for _, name := range []string{"stopped", "removed"} {
-		a, err := h.sup.CreateRun(ctx, client.CreateAgentRequest{Name: name, Description: "d", Task: "t"}, RunOptions{Budget: Budget{MaxSteps: 5}})
+		a, err := h.sup.CreateRun(ctx, client.CreateAgentRequest{Name: name, Description: "d", Task: "t"}, run.Options{Budget: run.Budget{MaxSteps: 5}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +173,7 @@ func TestStopAndRemoveReportRunEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		end := ends.wait(t, a.RunID)
-		want := map[string]string{"stopped": "stopped", "removed": OutcomeRemoved}[name]
+		want := map[string]string{"stopped": "stopped", "removed": run.OutcomeRemoved}[name]
 		if end.Outcome != want || end.Steps != 1 {
 			t.Errorf("%s: run end = %+v, want %s at step 1", name, end, want)
 		}
@@ -187,7 +188,7 @@ func TestBudgetSurvivesRestart(t *testing.T) {
 	h := newHarness(t, ends.hook)
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
 	a, err := h.sup.CreateRun(context.Background(), client.CreateAgentRequest{Name: "durable", Description: "d", Task: "t"},
-		RunOptions{Budget: Budget{MaxSteps: 1}})
+		run.Options{Budget: run.Budget{MaxSteps: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestBudgetSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := ends.wait(t, a.RunID)
-	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 1 {
+	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 1 {
 		t.Errorf("run end after a restart = %+v", end)
 	}
 }
@@ -221,7 +222,7 @@ func TestRequestBudgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := ends.wait(t, a.RunID)
-	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 2 || !strings.Contains(end.Reason, "2 steps") {
+	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 2 || !strings.Contains(end.Reason, "2 steps") {
 		t.Errorf("run end = %+v, want budget_exhausted after 2 steps", end)
 	}
 	got := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
@@ -232,7 +233,7 @@ func TestRequestBudgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := shown.Runs[0]; r.Outcome != OutcomeBudgetExhausted || r.Budget == nil || r.Budget.MaxSteps != 2 || !strings.Contains(r.Reason, "2 steps") {
+	if r := shown.Runs[0]; r.Outcome != run.OutcomeBudgetExhausted || r.Budget == nil || r.Budget.MaxSteps != 2 || !strings.Contains(r.Reason, "2 steps") {
 		t.Errorf("shown run = %+v, want its budget and budget_exhausted with the reason", r)
 	}
 	for finish := false; !finish; {
@@ -260,7 +261,7 @@ func TestRequestBudgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	end = ends.wait(t, next.RunID)
-	if end.Outcome != OutcomeBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
+	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
 		t.Errorf("task run end = %+v, want budget_exhausted after 1 step", end)
 	}
 	shown, _ = h.sup.Agent(ctx, a.ID)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -27,7 +28,7 @@ type AgentOverrides struct {
 	// Allow and Deny are permission patterns for this agent only.
 	Allow, Deny []string
 	// Budget, when set, replaces Options.AgentBudget for this agent.
-	Budget *Budget
+	Budget *run.Budget
 }
 
 // defaultOrder is where the supervisor's own components go; extra components from

@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -288,7 +289,7 @@ func helperResult(key, outcome, reason string) (string, client.ProposalStatus) {
 	switch outcome {
 	case "finished":
 		return fmt.Sprintf("helper %s finished: %s", key, reason), client.ProposalSucceeded
-	case OutcomeRemoved:
+	case run.OutcomeRemoved:
 		return fmt.Sprintf("Error: helper %s was removed before it finished", key), client.ProposalFailed
 	case "":
 		return fmt.Sprintf("Error: helper %s ended without a report", key), client.ProposalFailed
@@ -302,7 +303,7 @@ var errDelivered = errors.New("delivered already")
 // deliverHelper records the end of a helper's run as the result of the parent's
 // proposal waiting on it, if one is; ended is the run's outcome and reason when its row
 // is gone with its agent (named name), nil to read them.
-func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *RunEnd, name string) {
+func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.End, name string) {
 	var w *store.HelperWait
 	var outcome, reason string
 	err := s.st.View(ctx, func(tx *store.Tx) error {
@@ -317,13 +318,13 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *RunEnd
 			outcome, reason = ended.Outcome, ended.Reason
 			return nil
 		}
-		run, err := tx.Run(runID)
+		r, err := tx.Run(runID)
 		if errors.Is(err, store.ErrNotFound) {
-			outcome = OutcomeRemoved // its agent went while the daemon was down
+			outcome = run.OutcomeRemoved // its agent went while the daemon was down
 			return nil
 		}
 		if err == nil {
-			outcome, reason = run.Outcome, run.Reason
+			outcome, reason = r.Outcome, r.Reason
 		}
 		return err
 	})

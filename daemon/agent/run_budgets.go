@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"github.com/agentd/agentd/daemon/run"
 	"sync"
 	"time"
 
@@ -19,7 +20,7 @@ type runBudgets struct {
 }
 
 // setBudget caches runID's budget and arms its wall-time timer.
-func (s *runBudgets) setBudget(runID, agentID string, b Budget, start time.Time, tokensBase int64) {
+func (s *runBudgets) setBudget(runID, agentID string, b run.Budget, start time.Time, tokensBase int64) {
 	if b.IsZero() {
 		return
 	}
@@ -55,7 +56,7 @@ func (s *runBudgets) loadBudgets(ctx context.Context) error {
 	var runs []store.Run
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) { runs, err = tx.BudgetedRuns(); return err })
 	for _, r := range runs {
-		s.setBudget(r.ID, r.AgentID, Budget{MaxSteps: r.MaxSteps, MaxTokens: r.MaxTokens, MaxWall: r.MaxWall}, r.Started, r.TokensBase)
+		s.setBudget(r.ID, r.AgentID, run.Budget{MaxSteps: r.MaxSteps, MaxTokens: r.MaxTokens, MaxWall: r.MaxWall}, r.Started, r.TokensBase)
 	}
 	return err
 }

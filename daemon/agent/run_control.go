@@ -6,6 +6,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/agentd/agentd/daemon/run"
 	"strings"
 
 	"github.com/agentd/agentd/commands"
@@ -197,7 +198,7 @@ func (s *runs) TaskRun(ctx context.Context, ref string, req client.TaskRequest) 
 }
 
 // task is Task; opt, when set, applies to the new run.
-func (s *runs) task(ctx context.Context, ref string, task string, opt *RunOptions) (*client.Agent, error) {
+func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Options) (*client.Agent, error) {
 	var pats []string
 	if opt != nil {
 		var err error
@@ -265,29 +266,29 @@ func (s *runs) runEnded(runID string) {
 		return
 	}
 	ctx := context.Background()
-	var run *store.Run
-	err := s.st.View(ctx, func(tx *store.Tx) (err error) { run, err = tx.Run(runID); return err })
+	var ended *store.Run
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { ended, err = tx.Run(runID); return err })
 	if err != nil {
 		s.log.Warn("reading an ended run", "run", runID, "err", err)
 		return
 	}
 	// A parent waiting for this run gets its end; this run's own helpers stop.
 	s.helpers.deliverHelper(ctx, runID, nil, "")
-	s.helpers.stopHelpers(ctx, run.AgentID)
+	s.helpers.stopHelpers(ctx, ended.AgentID)
 	if s.onRunEnd == nil {
 		return
 	}
-	s.onRunEnd(RunEnd{RunID: run.ID, AgentID: run.AgentID, Outcome: run.Outcome, Reason: run.Reason, Steps: run.Steps, Tokens: run.Tokens})
+	s.onRunEnd(run.End{RunID: ended.ID, AgentID: ended.AgentID, Outcome: ended.Outcome, Reason: ended.Reason, Steps: ended.Steps, Tokens: ended.Tokens})
 }
 
 // StartTask gives an idle agent a task, like Task, with a budget, a policy and patterns
 // for the run. It returns the agent with its new RunID.
-func (s *runs) StartTask(ctx context.Context, ref, task string, opt RunOptions) (*client.Agent, error) {
+func (s *runs) StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error) {
 	return s.task(ctx, ref, task, &opt)
 }
 
 // CreateRun creates an agent, like CreateAgent, and starts its run with opt. req must
 // start a run (a task or goals, Start not false).
-func (s *runs) CreateRun(ctx context.Context, req client.CreateAgentRequest, opt RunOptions) (*client.Agent, error) {
+func (s *runs) CreateRun(ctx context.Context, req client.CreateAgentRequest, opt run.Options) (*client.Agent, error) {
 	return s.createAgent(ctx, req, &opt)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/localapi"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -42,7 +43,7 @@ func (s *runs) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (
 }
 
 // createAgent is CreateAgent; opt, when set, must start a run and applies to it.
-func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, opt *RunOptions) (*client.Agent, error) {
+func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, opt *run.Options) (*client.Agent, error) {
 	req.Task = strings.TrimSpace(req.Task)
 	req.Name = strings.TrimSpace(req.Name)
 	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
@@ -203,7 +204,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 	type gone struct {
 		id, ws, name string
 		helper       bool
-		open         *RunEnd // the run the removal ends, if one was going
+		open         *run.End // the run the removal ends, if one was going
 	}
 	var all []gone
 	err := s.st.View(ctx, func(tx *store.Tx) error {
@@ -218,9 +219,9 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		for _, a := range fam {
 			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
 			s.forgetHistory(a.ID)
-			if run, err := tx.Run(a.RunID); err == nil && run.Ended.IsZero() {
-				g.open = &RunEnd{RunID: run.ID, AgentID: a.ID, Outcome: OutcomeRemoved, Reason: "the agent was removed",
-					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - run.TokensBase}
+			if r, err := tx.Run(a.RunID); err == nil && r.Ended.IsZero() {
+				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: run.OutcomeRemoved, Reason: "the agent was removed",
+					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - r.TokensBase}
 			}
 			all = append(all, g)
 		}
@@ -320,8 +321,8 @@ type runs struct {
 	runHost
 	st           *store.Store
 	log          *slog.Logger
-	events       *Broker
-	onRunEnd     func(RunEnd) // Options.OnRunEnd
+	events       *run.Broker
+	onRunEnd     func(run.End) // Options.OnRunEnd
 	runBudgets   *runBudgets
 	agentBudgets *agentBudgets
 	helpers      *helpers

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 )
 
 // Settings are the supervisor's settings that a config reload may change while agents
@@ -130,3 +131,9 @@ func (s *Supervisor) Reload(set Settings) error {
 
 // Settings returns the settings in use now.
 func (s *Supervisor) Settings() Settings { return s.live().Settings }
+
+// ModelSettings returns the model settings in use now, for the team engine's own calls.
+func (s *Supervisor) ModelSettings() run.ModelSettings {
+	set := s.live().Settings
+	return run.ModelSettings{Model: set.Model, MaxContext: set.MaxContext, KeepAlive: set.KeepAlive}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -85,10 +86,10 @@ type Options struct {
 	// OnRunEnd, if set, is told how every run ended (finished, denied, stopped, over
 	// budget, or its agent removed), after the end is stored, holding no lock. The
 	// scheduler records its runs' ends through it.
-	OnRunEnd func(RunEnd)
+	OnRunEnd func(run.End)
 	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
 	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
-	AgentBudget Budget
+	AgentBudget run.Budget
 	// Metrics, if set, is told of steps, decisions and budget stops.
 	Metrics Metrics
 }
@@ -114,7 +115,7 @@ type Supervisor struct {
 	opt    Options
 	st     *store.Store
 	log    *slog.Logger
-	events *Broker
+	events *run.Broker
 
 	// cur is the settings generation in use (settings.go); Reload swaps it.
 	cur     atomic.Pointer[live]
@@ -153,7 +154,7 @@ func New(opt Options) (*Supervisor, error) {
 		opt.Backoff = llm.NextBackoff
 	}
 	s := &Supervisor{
-		opt: opt, st: opt.Store, log: opt.Log, events: NewBroker(),
+		opt: opt, st: opt.Store, log: opt.Log, events: run.NewBroker(),
 		runners: map[string]*runner{},
 		mem:     newMemState(opt.Memory), reprobe: make(chan struct{}, 1), metrics: opt.Metrics,
 	}
@@ -204,7 +205,7 @@ func (s *Supervisor) dropRunner(id string) {
 }
 
 // Events returns the event broker (the bots subscribe through it).
-func (s *Supervisor) Events() *Broker { return s.events }
+func (s *Supervisor) Events() *run.Broker { return s.events }
 
 // Start recovers from a crash (proposals found started are marked interrupted, or re-run
 // when idempotent), probes the model in the background and resumes every active agent.

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"os"
 	"time"
 
@@ -16,7 +17,7 @@ const shownRuns = 5
 // their history and proposals, and their events.
 type agentViews struct {
 	st       *store.Store
-	events   *Broker
+	events   *run.Broker
 	budgets  *agentBudgets // each agent's budget, shown with it
 	model    *modelState   // the model server's state, for the status
 	version  string

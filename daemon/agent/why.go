@@ -13,7 +13,7 @@ import (
 // Why explains the decision on the agent's last decided proposal, from the stored
 // decision: a person's (who, from where) or the policy's (the pattern and its layer, or
 // the mode that approved).
-func (s *Supervisor) Why(ctx context.Context, ref string) (*client.Why, error) {
+func (s *policyService) Why(ctx context.Context, ref string) (*client.Why, error) {
 	var w *client.Why
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)

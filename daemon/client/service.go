@@ -3,7 +3,7 @@ package client
 import "context"
 
 // Service is what the local API serves; the daemon implements it (daemon/agent's
-// Supervisor the agents, daemon/schedules' Manager the schedules, daemon/team's Engine the
+// Supervisor the agents, daemon/schedule's Manager the schedules, daemon/team's Engine the
 // team runs). Errors wrap this package's sentinels (ErrNotFound → 404, ErrConflict
 // → 409, ErrBadRequest → 400, ErrForbidden → 403) and their text is shown to
 // the user as is.

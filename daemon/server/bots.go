@@ -18,7 +18,8 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/metrics"
-	"github.com/agentd/agentd/daemon/schedules"
+	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 )
@@ -36,7 +37,7 @@ type chatBots struct {
 	tokens string
 }
 
-var _ schedules.Chat = (*bots.Relay)(nil)
+var _ schedule.Chat = (*bots.Relay)(nil)
 
 // newBots makes the relay and the enabled bots; Slack and Discord share the relay, which
 // starts team runs from chat with teams (nil: none) and the workflows in [teams] dir.
@@ -50,7 +51,7 @@ func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store
 	if !cfg.Slack.Enabled && !cfg.Discord.Enabled {
 		return c, nil
 	}
-	relay := bots.New(bots.Options{Service: svc, Bindings: bots.StoreBindings(st), Log: log,
+	relay := bots.New(bots.Options{Service: svc, Bindings: chatstore.New(st), Log: log,
 		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration, OnExpired: mx.DecisionExpired})
 	if teams != nil {
 		relay.SetTeams(team.Shelf{Engine: teams, Dir: cfg.Teams.Dir})
@@ -87,7 +88,7 @@ func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store
 }
 
 // chat is where schedules deliver runs: nil without bots.
-func (c *chatBots) chat() schedules.Chat {
+func (c *chatBots) chat() schedule.Chat {
 	if c.relay == nil {
 		return nil
 	}

@@ -30,8 +30,8 @@ func testConfig(t *testing.T, model *ollamatest.Fake, apiURL string) *config.Con
 	return cfg
 }
 
-// run starts the daemon and returns a stop func that reports Run's error.
-func run(t *testing.T, cfg *config.Config, log *slog.Logger) func() error {
+// runDaemon starts the daemon and returns a stop func that reports Run's error.
+func runDaemon(t *testing.T, cfg *config.Config, log *slog.Logger) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
@@ -64,7 +64,7 @@ func TestSlackBotRunsInsideTheDaemon(t *testing.T) {
 	cfg.Slack.AppTokenFile = filepath.Join(t.TempDir(), "app-token")
 	os.WriteFile(cfg.Slack.AppTokenFile, []byte(fs.AppToken+"\n"), 0o600)
 	logs := &testutil.SyncBuffer{}
-	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 
 	_, ts := fs.Mention("UAPPROVER", "C0123ABCD", "", "write a note")
 	if !fs.Wait(10*time.Second, func(v fakeslack.View) bool {
@@ -93,7 +93,7 @@ func TestDaemonRunsWhileSlackIsDown(t *testing.T) {
 	t.Setenv("SLACK_BOT_TOKEN", "xoxb-unreachable")
 	t.Setenv("SLACK_APP_TOKEN", "xapp-unreachable")
 	logs := &testutil.SyncBuffer{}
-	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	// The daemon keeps serving while the bot retries; stop it once a retry is logged.
 	testutil.Wait(10*time.Second, func() bool { return strings.Contains(logs.String(), "auth.test failed; retrying") })
 	if err := stop(); err != nil {
@@ -134,7 +134,7 @@ func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &testutil.SyncBuffer{}
-	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,18 +1,18 @@
 package server
 
 import (
-	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/run"
 )
 
 // agentBudget is [agent]'s budget over each agent's runs.
-func agentBudget(cfg *config.Config) agent.Budget {
-	return agent.Budget{MaxSteps: cfg.Agent.MaxSteps, MaxTokens: cfg.Agent.MaxTokens, MaxWall: cfg.Agent.MaxTime.Duration}
+func agentBudget(cfg *config.Config) run.Budget {
+	return run.Budget{MaxSteps: cfg.Agent.MaxSteps, MaxTokens: cfg.Agent.MaxTokens, MaxWall: cfg.Agent.MaxTime.Duration}
 }
 
 // overrideBudget is [agents.NAME]'s budget: [agent]'s with the fields it sets replaced,
 // or nil when it sets none.
-func overrideBudget(cfg *config.Config, o config.AgentOverride) *agent.Budget {
+func overrideBudget(cfg *config.Config, o config.AgentOverride) *run.Budget {
 	if o.MaxSteps == nil && o.MaxTokens == nil && o.MaxTime == nil {
 		return nil
 	}

@@ -42,7 +42,7 @@ func TestStartMakesTheStateDirPrivate(t *testing.T) {
 		}
 	}
 
-	stop := run(t, cfg, slog.New(slog.DiscardHandler))
+	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 	defer stop()
 	for path, want := range map[string]fs.FileMode{
 		cfg.StateDir:                                  0o700,

@@ -21,7 +21,8 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/metrics"
-	"github.com/agentd/agentd/daemon/schedules"
+	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
 )
@@ -50,7 +51,7 @@ type daemon struct {
 	httpL  *httpListener        // services; the tcp listener part records what it bound
 	sup    *agent.Supervisor    // services
 	teams  *team.Engine         // services
-	mgr    *schedules.Manager   // services
+	mgr    *schedule.Manager    // services
 	chat   *chatBots            // services: the first bot set, which the bots part starts
 	bots   *liveBots            // services
 	rl     *reloader            // services
@@ -325,17 +326,17 @@ func (d *daemon) wait(ctx context.Context) error {
 // starts, so none misses an end.
 type runEnds struct {
 	mu  sync.Mutex
-	fns []func(agent.RunEnd)
+	fns []func(run.End)
 }
 
-func (r *runEnds) add(f func(agent.RunEnd)) {
+func (r *runEnds) add(f func(run.End)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fns = append(r.fns, f)
 }
 
 // deliver is the supervisor's OnRunEnd.
-func (r *runEnds) deliver(e agent.RunEnd) {
+func (r *runEnds) deliver(e run.End) {
 	r.mu.Lock()
 	fns := r.fns
 	r.mu.Unlock()

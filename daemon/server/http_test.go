@@ -175,7 +175,7 @@ func TestListenerRunsWithTheDaemon(t *testing.T) {
 	cfg := httpTestConfig(t)
 	cfg.HTTP.AgentProtocol = false
 	logs := &testutil.SyncBuffer{}
-	stop := run(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	base := "http://" + cfg.HTTP.Listen
 
 	resp, err := http.Get(base + "/ap/v1/agent/tasks")

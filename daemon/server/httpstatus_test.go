@@ -29,7 +29,7 @@ func TestStatusShowsTheListener(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := httpTestConfig(t)
 			cfg.HTTP.Listen, cfg.HTTP.AgentProtocol = tt.listen, tt.agentProtocol
-			stop := run(t, cfg, slog.New(slog.DiscardHandler))
+			stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 			defer stop()
 			st, err := (&client.Client{Socket: cfg.Socket}).Status(context.Background())
 			if err != nil {
@@ -193,7 +193,7 @@ func TestDoctorOverTheSocket(t *testing.T) {
 	cfg := httpTestConfig(t)
 	cfg.HTTP.Listen = "127.0.0.1:0"
 	os.WriteFile(cfg.HTTP.TokenFile, []byte(longToken), 0o600)
-	stop := run(t, cfg, slog.New(slog.DiscardHandler))
+	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 	defer stop()
 	os.Chmod(cfg.HTTP.TokenFile, 0o644) // someone loosened it after the start
 	rep, err := (&client.Client{Socket: cfg.Socket}).Doctor(context.Background())

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/testutil"
 	"github.com/agentd/agentd/memory"
 )
@@ -182,12 +182,12 @@ func TestRunEndHookWorksBeforeThePartsThatFollowRuns(t *testing.T) {
 	d := &daemon{cfg: cfg, log: slog.New(slog.DiscardHandler), live: &liveConfig{}, httpL: &httpListener{}, bots: &liveBots{}}
 	d.live.store(cfg)
 	hook := d.agentOptions().OnRunEnd
-	hook(agent.RunEnd{RunID: "r-early"}) // panicked with the closure: nothing follows runs yet
+	hook(run.End{RunID: "r-early"}) // panicked with the closure: nothing follows runs yet
 
 	var got []string
-	d.runEnds.add(func(e agent.RunEnd) { got = append(got, "first "+e.RunID) })
-	d.runEnds.add(func(e agent.RunEnd) { got = append(got, "second "+e.RunID) })
-	hook(agent.RunEnd{RunID: "r-1"})
+	d.runEnds.add(func(e run.End) { got = append(got, "first "+e.RunID) })
+	d.runEnds.add(func(e run.End) { got = append(got, "second "+e.RunID) })
+	hook(run.End{RunID: "r-1"})
 	if want := []string{"first r-1", "second r-1"}; !slices.Equal(got, want) {
 		t.Errorf("the hook delivered %q, want %q", got, want)
 	}

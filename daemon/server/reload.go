@@ -14,7 +14,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/schedules"
+	"github.com/agentd/agentd/daemon/schedule"
 )
 
 // liveKeys are the config keys a reload applies while agents run; a key ending in "."
@@ -51,7 +51,7 @@ type reloader struct {
 	live    *liveConfig
 	extra   []commands.Component
 	sup     *agent.Supervisor
-	mgr     *schedules.Manager
+	mgr     *schedule.Manager
 	bots    *liveBots
 	level   *slog.LevelVar
 	notify  func(state string)
@@ -194,7 +194,7 @@ func (l *liveConfig) load() *config.Config   { return l.p.Load() }
 // which need the supervisor, are set once after it, before start.
 type liveBots struct {
 	svc   func(cfg *config.Config) (*chatBots, error)
-	mgr   *schedules.Manager
+	mgr   *schedule.Manager
 	sw    *chatSwitch
 	log   *slog.Logger
 	mu    sync.Mutex
@@ -275,18 +275,18 @@ func (b *liveBots) stopLocked() {
 // chatSwitch is the schedules' Chat: whatever relay is current, or none.
 type chatSwitch struct {
 	mu  sync.RWMutex
-	cur schedules.Chat
+	cur schedule.Chat
 }
 
-var _ schedules.Chat = (*chatSwitch)(nil)
+var _ schedule.Chat = (*chatSwitch)(nil)
 
-func (s *chatSwitch) set(c schedules.Chat) {
+func (s *chatSwitch) set(c schedule.Chat) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cur = c
 }
 
-func (s *chatSwitch) get(platform string) (schedules.Chat, error) {
+func (s *chatSwitch) get(platform string) (schedule.Chat, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.cur == nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/localapi"
-	"github.com/agentd/agentd/daemon/schedules"
+	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/statedir"
 	"github.com/agentd/agentd/daemon/team"
 )
@@ -108,7 +108,7 @@ func (d *daemon) build(context.Context) error {
 	}
 	// The team engine reads the supervisor's live settings, so a reload's model reaches it.
 	// It is made before the bots, which start team runs from chat.
-	teams, err := team.New(team.Options{Store: d.st, LLM: d.lc, Agents: sup, Log: log, Settings: sup.Settings})
+	teams, err := team.New(team.Options{Store: d.st, LLM: d.lc, Agents: sup, Log: log, Settings: sup.ModelSettings})
 	if err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (d *daemon) build(context.Context) error {
 		return err
 	}
 	// The schedules reach the bots through a switch, since a reload replaces the bots.
-	mgr := schedules.New(schedules.Options{Store: d.st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
+	mgr := schedule.New(schedule.Options{Store: d.st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
 		Chat: d.bots.sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: d.mx})
 	d.bots.svc = func(c *config.Config) (*chatBots, error) { return newBots(c, sup, teams, d.st, log, d.mx) }
 	d.bots.mgr = mgr

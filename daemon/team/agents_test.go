@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/testutil"
 )
@@ -272,7 +273,7 @@ type stopOnStart struct {
 	once sync.Once
 }
 
-func (s *stopOnStart) StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error) {
+func (s *stopOnStart) StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error) {
 	a, err := s.Supervisor.StartTask(ctx, ref, task, opt)
 	s.once.Do(func() {
 		runs, _ := s.e.eng.Teams(context.Background())

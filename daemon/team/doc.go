@@ -21,7 +21,9 @@
 //     other, so every command it proposes goes through the one decision path (policy,
 //     agentctl, the chat thread), and its finish reason is its message. The engine stores
 //     the agent run's id before it waits, and learns of its end from the supervisor's
-//     OnRunEnd (or, after a restart, from the runs table). The engine never executes a
+//     OnRunEnd (or, after a restart, from the runs table). The engine reaches the
+//     supervisor only through its Agents interface and the shared types of daemon/run
+//     (run.Options, run.End); it never imports daemon/agent. It never executes a
 //     command itself; a command interrupted by a restart is the supervisor's to show
 //     again, so no command runs twice. The agent is created with its role's command
 //     list (stored with it), so it is offered only those, plus finish and ask_user.
@@ -30,7 +32,7 @@
 //   - Every committed transcript entry is published on the engine's own broker
 //     (events.go); SubscribeTeam streams a run's transcript, then its new entries.
 //   - Model calls read the model, num_ctx and keep-alive at call time
-//     (Options.Settings: the supervisor's live settings), so a reload reaches the next
+//     (Options.Settings: the supervisor's live run.ModelSettings), so a reload reaches the next
 //     turn.
 //   - A two-role phase alternates instructor and assistant, instructor first. It ends when
 //     a reply has a line starting <INFO> (the rest is the conclusion, stored into the

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -25,15 +25,13 @@ import (
 type Agents interface {
 	Agent(ctx context.Context, ref string) (*client.Agent, error)
 	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
-	StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error)
+	StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error)
 	Stop(ctx context.Context, ref string) (*client.Agent, error)
 	// DeleteAgent removes a role agent and its workspace when its team run ended.
 	DeleteAgent(ctx context.Context, ref string) error
 	// Commands with ref "" lists the commands a new agent gets.
 	Commands(ctx context.Context, ref string) ([]client.CommandInfo, error)
 }
-
-var _ Agents = (*agent.Supervisor)(nil)
 
 // Options configure an Engine.
 type Options struct {
@@ -53,9 +51,9 @@ type Options struct {
 	ModelAttempts int
 	// Settings, if set, gives the model, num_ctx (its MaxContext) and keep-alive of
 	// every call, read when the call is made, so a config reload (SIGHUP) reaches the
-	// next turn; the daemon passes Supervisor.Settings. Without it Model, NumCtx and
+	// next turn; the daemon passes Supervisor.ModelSettings. Without it Model, NumCtx and
 	// KeepAlive are fixed. A NumCtx set here caps the settings' MaxContext.
-	Settings func() agent.Settings
+	Settings func() run.ModelSettings
 }
 
 // params are the model, num_ctx and keep-alive of a model call made now.
@@ -90,7 +88,7 @@ type Engine struct {
 	st  *store.Store
 	log *slog.Logger
 
-	events *agent.Broker // team runs' events (events.go)
+	events *run.Broker // team runs' events (events.go)
 	// cleanMu makes cleanups one at a time, so a stop's cleanup returns only once the
 	// agents are gone with their workspaces, even when the run's loop began removing them.
 	cleanMu sync.Mutex
@@ -125,11 +123,11 @@ func New(opt Options) (*Engine, error) {
 	if opt.ModelAttempts <= 0 {
 		opt.ModelAttempts = 6
 	}
-	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}, events: agent.NewBroker()}, nil
+	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}, events: run.NewBroker()}, nil
 }
 
 // Events returns the broker of the team runs' events (EventTeam, keyed by team run id).
-func (e *Engine) Events() *agent.Broker { return e.events }
+func (e *Engine) Events() *run.Broker { return e.events }
 
 // Start resumes every running team run; they run until ctx ends. A run whose workflow no
 // longer parses fails with the reason.
@@ -193,7 +191,7 @@ func (e *Engine) sweep(ctx context.Context) {
 func (e *Engine) Wait() { e.wg.Wait() }
 
 // RunEnded is the supervisor's OnRunEnd: a team waiting for that agent's run goes on.
-func (e *Engine) RunEnded(end agent.RunEnd) {
+func (e *Engine) RunEnded(end run.End) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, l := range e.live {

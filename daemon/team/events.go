@@ -9,7 +9,7 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// Team runs' events. The engine has its own broker (agent.Broker, keyed by the team
+// Team runs' events. The engine has its own broker (run.Broker, keyed by the team
 // run's id where agents' events have the agent's), so the agents' streams and the chat
 // relay see nothing new; a follower of a team run (agentctl team run --follow, a chat
 // thread) subscribes here. Events are a view of the store: a stream starts with the

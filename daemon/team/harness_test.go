@@ -18,6 +18,7 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/testutil"
 )
@@ -62,6 +63,9 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// The supervisor the daemon passes is the engine's Agents.
+var _ Agents = (*agent.Supervisor)(nil)
+
 // start starts a supervisor and an engine on the store, as the daemon does.
 func (e *env) start() {
 	e.t.Helper()
@@ -69,7 +73,7 @@ func (e *env) start() {
 	sup, err := agent.New(agent.Options{Store: e.st, LLM: e.lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
 		Commands: []string{"read_file", "write_file", "ask_user", "finish"},
 		Backoff:  func(int) time.Duration { return 10 * time.Millisecond },
-		OnRunEnd: func(end agent.RunEnd) { eng.RunEnded(end) }})
+		OnRunEnd: func(end run.End) { eng.RunEnded(end) }})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -77,7 +81,7 @@ func (e *env) start() {
 	if e.wrap != nil {
 		agents = e.wrap(sup)
 	}
-	eng, err = New(Options{Store: e.st, LLM: e.lc, Settings: sup.Settings, Agents: agents,
+	eng, err = New(Options{Store: e.st, LLM: e.lc, Settings: sup.ModelSettings, Agents: agents,
 		Backoff: func(int) time.Duration { return 10 * time.Millisecond }, ModelAttempts: 3})
 	if err != nil {
 		e.t.Fatal(err)

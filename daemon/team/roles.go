@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -94,9 +94,9 @@ func agentTask(r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role
 // is always allowed: it is the role's reply to the other role, a message with no effect,
 // which a person would otherwise approve on every turn. Every other command is decided
 // as the role's allow patterns and the daemon's policy say.
-func agentRunOptions(r *store.TeamRun, role *Role) agent.RunOptions {
+func agentRunOptions(r *store.TeamRun, role *Role) run.Options {
 	allow := append([]string{"finish"}, role.Allow...)
-	return agent.RunOptions{Budget: agent.Budget{MaxSteps: role.MaxSteps}, Allow: allow, By: "team run " + r.ID}
+	return run.Options{Budget: run.Budget{MaxSteps: role.MaxSteps}, Allow: allow, By: "team run " + r.ID}
 }
 
 // choice is the model's pick of the next state.

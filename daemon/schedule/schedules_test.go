@@ -1,4 +1,4 @@
-package schedules
+package schedule
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -294,7 +294,7 @@ func TestPauseResumeRemove(t *testing.T) {
 // panicky is an Agents whose every run start panics.
 type panicky struct{ Agents }
 
-func (panicky) CreateRun(context.Context, client.CreateAgentRequest, agent.RunOptions) (*client.Agent, error) {
+func (panicky) CreateRun(context.Context, client.CreateAgentRequest, run.Options) (*client.Agent, error) {
 	panic("boom")
 }
 

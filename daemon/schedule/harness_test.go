@@ -1,4 +1,4 @@
-package schedules
+package schedule
 
 import (
 	"context"
@@ -17,12 +17,16 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
-// fakeClock is a schedule.Clock the test moves; timers fire when it passes them.
+// The supervisor the daemon passes is the Manager's Agents.
+var _ Agents = (*agent.Supervisor)(nil)
+
+// fakeClock is a cron.Clock the test moves; timers fire when it passes them.
 type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
@@ -44,7 +48,7 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) NewTimer(d time.Duration) schedule.Timer {
+func (c *fakeClock) NewTimer(d time.Duration) cron.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{at: c.now.Add(d), c: make(chan time.Time, 1)}
@@ -122,7 +126,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	h.sup, err = agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: h.dir,
 		Commands: []string{"list_folder", "read_file", "write_file", "ask_user", "finish"},
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond },
-		OnRunEnd: func(e agent.RunEnd) { h.manager().RunEnded(e) }})
+		OnRunEnd: func(e run.End) { h.manager().RunEnded(e) }})
 	if err != nil {
 		t.Fatal(err)
 	}

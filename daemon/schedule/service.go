@@ -1,4 +1,4 @@
-package schedules
+package schedule
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -36,9 +36,9 @@ func apiErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, schedule.ErrNotFound):
+	case errors.Is(err, cron.ErrNotFound):
 		return client.Errorf(client.ErrNotFound, "%v", err)
-	case errors.Is(err, schedule.ErrStopped):
+	case errors.Is(err, cron.ErrStopped):
 		return client.Errorf(client.ErrConflict, "the scheduler is stopped: agentd is shutting down")
 	}
 	return err
@@ -72,10 +72,10 @@ func (m *Manager) view(row *store.Schedule, n int) client.Schedule {
 	out.Autonomy.Allow = append([]string(nil), row.Autonomy.Allow...)
 	out.TimeZone = "Local"
 	if loc, err := m.location(row.TimeZone); err == nil {
-		if spec, err := schedule.ParseIn(row.Spec, loc); err == nil {
+		if spec, err := cron.ParseIn(row.Spec, loc); err == nil {
 			out.TimeZone = spec.Location().String()
 			if n > 0 && !row.Paused {
-				out.NextTimes = schedule.Next(spec, m.clock.Now(), n)
+				out.NextTimes = cron.Next(spec, m.clock.Now(), n)
 			}
 		}
 	}
@@ -160,8 +160,8 @@ func (m *Manager) AddSchedule(ctx context.Context, req client.ScheduleRequest) (
 }
 
 // check validates req and returns the row to store and the Scheduler's schedule.
-func (m *Manager) check(ctx context.Context, req client.ScheduleRequest) (*store.Schedule, schedule.Schedule, error) {
-	var sc schedule.Schedule
+func (m *Manager) check(ctx context.Context, req client.ScheduleRequest) (*store.Schedule, cron.Schedule, error) {
+	var sc cron.Schedule
 	row := &store.Schedule{}
 	name := strings.TrimSpace(req.Name)
 	if name == "" {
@@ -177,7 +177,7 @@ func (m *Manager) check(ctx context.Context, req client.ScheduleRequest) (*store
 	if err != nil {
 		return nil, sc, badRequest("time_zone: %v", err)
 	}
-	spec, err := schedule.ParseIn(req.Spec, loc)
+	spec, err := cron.ParseIn(req.Spec, loc)
 	if err != nil {
 		return nil, sc, badRequest("%v", err)
 	}
@@ -232,11 +232,11 @@ func (m *Manager) check(ctx context.Context, req client.ScheduleRequest) (*store
 	if row.Delivery, err = m.checkDelivery(req.Delivery); err != nil {
 		return nil, sc, err
 	}
-	c, err := schedule.ParseConcurrency(strings.TrimSpace(req.Concurrency))
+	c, err := cron.ParseConcurrency(strings.TrimSpace(req.Concurrency))
 	if err != nil {
 		return nil, sc, badRequest("concurrency: %v", err)
 	}
-	missed, err := schedule.ParseMissedPolicy(strings.TrimSpace(req.Missed))
+	missed, err := cron.ParseMissedPolicy(strings.TrimSpace(req.Missed))
 	if err != nil {
 		return nil, sc, badRequest("missed: %v", err)
 	}
@@ -326,7 +326,7 @@ func (m *Manager) RemoveSchedule(ctx context.Context, ref string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.sched.Remove(ctx, id); err != nil && !errors.Is(err, schedule.ErrNotFound) {
+	if err := m.sched.Remove(ctx, id); err != nil && !errors.Is(err, cron.ErrNotFound) {
 		return err
 	}
 	return nil

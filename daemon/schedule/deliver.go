@@ -1,4 +1,4 @@
-package schedules
+package schedule
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -90,7 +90,7 @@ func (m *Manager) chatOf(row *store.Schedule) (delivery, bool) {
 }
 
 // openThread starts the thread a firing's run is posted in.
-func (m *Manager) openThread(ctx context.Context, d delivery, row *store.Schedule, f schedule.Firing) (string, error) {
+func (m *Manager) openThread(ctx context.Context, d delivery, row *store.Schedule, f cron.Firing) (string, error) {
 	how := "fired at " + f.Scheduled.Format("Mon 2006-01-02 15:04 MST")
 	if f.Manual {
 		how = "run now at " + f.Scheduled.Format("Mon 2006-01-02 15:04 MST")
@@ -119,8 +119,8 @@ func (m *Manager) runThread(row *store.Schedule, runID string) (delivery, string
 
 // announce posts, for a chat-delivered schedule, what became of a firing that started
 // no run (skipped, missed, failed to start) and how a run ended. Chat errors are logged.
-func (m *Manager) announce(ctx context.Context, r schedule.Record) {
-	if r.Outcome == schedule.OutcomeStarted || r.Outcome == schedule.OutcomeQueued || m.chat == nil {
+func (m *Manager) announce(ctx context.Context, r cron.Record) {
+	if r.Outcome == cron.OutcomeStarted || r.Outcome == cron.OutcomeQueued || m.chat == nil {
 		return
 	}
 	var row *store.Schedule
@@ -144,12 +144,12 @@ func (m *Manager) announce(ctx context.Context, r schedule.Record) {
 }
 
 // endText tells how a scheduled run ended.
-func endText(name string, r schedule.Record) string {
+func endText(name string, r cron.Record) string {
 	var s string
 	switch r.Outcome {
-	case schedule.OutcomeFinished:
+	case cron.OutcomeFinished:
 		s = "✅ Scheduled run of " + name + " finished"
-	case schedule.OutcomeBudgetExhausted:
+	case cron.OutcomeBudgetExhausted:
 		s = "⛽ Scheduled run of " + name + " stopped: budget exhausted"
 	default:
 		s = "❌ Scheduled run of " + name + " failed"
@@ -162,12 +162,12 @@ func endText(name string, r schedule.Record) string {
 }
 
 // firingText tells why a firing started no run.
-func firingText(name string, r schedule.Record) string {
+func firingText(name string, r cron.Record) string {
 	when := r.Scheduled.Format("Mon 2006-01-02 15:04 MST")
 	switch r.Outcome {
-	case schedule.OutcomeSkipped:
+	case cron.OutcomeSkipped:
 		return fmt.Sprintf("⏭ Schedule %s skipped its firing of %s: %s", name, when, orDash(r.Reason))
-	case schedule.OutcomeMissed:
+	case cron.OutcomeMissed:
 		return fmt.Sprintf("⏰ Schedule %s missed its firing of %s: %s", name, when, orDash(r.Reason))
 	}
 	return fmt.Sprintf("❌ Schedule %s could not start its run of %s: %s", name, when, orDash(r.Reason))

@@ -1,9 +1,9 @@
-package schedule
+package cron
 
 import (
 	"time"
 
-	"github.com/robfig/cron/v3"
+	robfig "github.com/robfig/cron/v3"
 )
 
 // Next returns the next n fire times of s strictly after after, in s's time zone. It
@@ -46,7 +46,7 @@ const maxPeriods = 64
 func (s Spec) Next(after time.Time) time.Time {
 	switch {
 	case s.every > 0:
-		return cron.Every(s.every).Next(after).In(s.loc)
+		return robfig.Every(s.every).Next(after).In(s.loc)
 	case s.wall == nil:
 		return time.Time{}
 	}
@@ -75,7 +75,7 @@ func (s Spec) Next(after time.Time) time.Time {
 }
 
 // inOffset returns s's fields read in a fixed UTC offset.
-func (s Spec) inOffset(off int) *cron.SpecSchedule {
+func (s Spec) inOffset(off int) *robfig.SpecSchedule {
 	c := *s.wall
 	c.Location = time.FixedZone("", off)
 	return &c

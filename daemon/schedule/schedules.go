@@ -1,12 +1,15 @@
-// Package schedules puts recurring goals into the daemon: it keeps schedules in the store,
-// feeds them to package schedule's Scheduler, starts each firing's run through the agent
-// supervisor, and records every firing and every run's end in schedule_runs.
+// Package schedule puts recurring goals into the daemon: it keeps schedules in the store,
+// feeds them to the firing clock (daemon/schedule/cron's Scheduler), starts each firing's
+// run through the agent supervisor, and records every firing and every run's end in
+// schedule_runs.
 //
-// It sits between daemon/schedule (specs, fire times, the firing loop; no I/O), daemon/store
-// and daemon/agent. The server creates a Manager, passes its RunEnded to the supervisor's
+// It sits between daemon/schedule/cron (specs, fire times, the firing loop; no I/O),
+// daemon/store and the supervisor, which it reaches only through its Agents interface
+// and the shared types of daemon/run (run.Options, run.End): it never imports
+// daemon/agent. The server creates a Manager, passes its RunEnded to the supervisor's
 // OnRunEnd, starts it after the supervisor and stops it first on shutdown. The Manager
 // serves the schedule half of the local API (localapi.ScheduleService).
-package schedules
+package schedule
 
 import (
 	"context"
@@ -19,35 +22,32 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/localapi"
-	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
 )
 
 // Agents is what the Manager needs of the agent supervisor.
 type Agents interface {
 	Agent(ctx context.Context, ref string) (*client.Agent, error)
-	StartTask(ctx context.Context, ref, task string, opt agent.RunOptions) (*client.Agent, error)
-	CreateRun(ctx context.Context, req client.CreateAgentRequest, opt agent.RunOptions) (*client.Agent, error)
+	StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error)
+	CreateRun(ctx context.Context, req client.CreateAgentRequest, opt run.Options) (*client.Agent, error)
 	// CreateAgent with Start false makes an idle agent (bound to a chat thread before its
 	// run starts); DeleteAgent removes an old template agent and its workspace.
 	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
 	DeleteAgent(ctx context.Context, ref string) error
 }
 
-var (
-	_ Agents                   = (*agent.Supervisor)(nil)
-	_ localapi.ScheduleService = (*Manager)(nil)
-)
+var _ localapi.ScheduleService = (*Manager)(nil)
 
 // Options configure a Manager.
 type Options struct {
 	Store  *store.Store
 	Agents Agents
-	Clock  schedule.Clock // nil is the system clock
-	Log    *slog.Logger   // nil discards
+	Clock  cron.Clock   // nil is the system clock
+	Log    *slog.Logger // nil discards
 	// Grace is how late a firing may start and still count as on time (default 1m).
 	Grace time.Duration
 	// Local is the zone of specs that name none (default time.Local).
@@ -68,10 +68,10 @@ type Options struct {
 type Manager struct {
 	st      *store.Store
 	agents  Agents
-	clock   schedule.Clock
+	clock   cron.Clock
 	log     *slog.Logger
 	local   *time.Location
-	sched   *schedule.Scheduler
+	sched   *cron.Scheduler
 	chat    Chat
 	keep    atomic.Int64                            // KeepAgents; SetSettings changes it
 	metrics interface{ ScheduleRun(result string) } // nil: not counted
@@ -92,7 +92,7 @@ func New(opt Options) *Manager {
 		loaded: make(chan struct{})}
 	m.keep.Store(int64(opt.KeepAgents))
 	if m.clock == nil {
-		m.clock = schedule.SystemClock{}
+		m.clock = cron.SystemClock{}
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
@@ -100,8 +100,8 @@ func New(opt Options) *Manager {
 	if m.local == nil {
 		m.local = time.Local
 	}
-	m.sched = schedule.New(schedule.Config{
-		Starter: schedule.StarterFunc(m.start), Recorder: schedule.RecorderFunc(m.record),
+	m.sched = cron.New(cron.Config{
+		Starter: cron.StarterFunc(m.start), Recorder: cron.RecorderFunc(m.record),
 		Clock: m.clock, Log: m.log, Grace: opt.Grace,
 	})
 	return m
@@ -165,26 +165,26 @@ func (m *Manager) location(tz string) (*time.Location, error) {
 }
 
 // toSchedule turns a stored schedule into the Scheduler's view of it.
-func (m *Manager) toSchedule(row *store.Schedule) (schedule.Schedule, error) {
+func (m *Manager) toSchedule(row *store.Schedule) (cron.Schedule, error) {
 	loc, err := m.location(row.TimeZone)
 	if err != nil {
-		return schedule.Schedule{}, err
+		return cron.Schedule{}, err
 	}
-	spec, err := schedule.ParseIn(row.Spec, loc)
+	spec, err := cron.ParseIn(row.Spec, loc)
 	if err != nil {
-		return schedule.Schedule{}, err
+		return cron.Schedule{}, err
 	}
-	missed, err := schedule.ParseMissedPolicy(row.Missed)
+	missed, err := cron.ParseMissedPolicy(row.Missed)
 	if err != nil {
-		return schedule.Schedule{}, err
+		return cron.Schedule{}, err
 	}
-	return schedule.Schedule{ID: row.ID, Spec: spec, Paused: row.Paused, Concurrency: schedule.Concurrency(row.Concurrency),
+	return cron.Schedule{ID: row.ID, Spec: spec, Paused: row.Paused, Concurrency: cron.Concurrency(row.Concurrency),
 		Missed: missed, LastFired: row.LastFired}, nil
 }
 
 // start is the Starter: it gives the schedule's goal to its agent, or to a fresh agent
 // made from its template, with the schedule's autonomy and budgets.
-func (m *Manager) start(ctx context.Context, f schedule.Firing) (string, error) {
+func (m *Manager) start(ctx context.Context, f cron.Firing) (string, error) {
 	var row *store.Schedule
 	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = tx.Schedule(f.ScheduleID); return err }); err != nil {
 		return "", fmt.Errorf("reading the schedule: %w", err)
@@ -211,7 +211,7 @@ func (m *Manager) start(ctx context.Context, f schedule.Firing) (string, error) 
 // startInThread starts a firing's run bound to a new thread in d: the thread and the
 // binding come first, so the run's first proposal finds them. A chat that cannot be
 // posted to does not hold the run back; it is then followed with agentctl.
-func (m *Manager) startInThread(ctx context.Context, d delivery, row *store.Schedule, f schedule.Firing, opt agent.RunOptions) (string, error) {
+func (m *Manager) startInThread(ctx context.Context, d delivery, row *store.Schedule, f cron.Firing, opt run.Options) (string, error) {
 	thread, err := m.openThread(ctx, d, row, f)
 	if err != nil {
 		m.log.Warn("schedules: no chat thread for a run; it goes on without", "schedule", row.Name, "delivery", d, "err", err)
@@ -264,9 +264,9 @@ func (m *Manager) templateRequest(row *store.Schedule, start bool) client.Create
 }
 
 // runOptions maps a schedule's autonomy and budgets onto the run's options.
-func runOptions(row *store.Schedule) agent.RunOptions {
-	opt := agent.RunOptions{
-		Budget: agent.Budget{MaxSteps: row.Budget.MaxSteps, MaxTokens: row.Budget.MaxTokens, MaxWall: row.MaxWall},
+func runOptions(row *store.Schedule) run.Options {
+	opt := run.Options{
+		Budget: run.Budget{MaxSteps: row.Budget.MaxSteps, MaxTokens: row.Budget.MaxTokens, MaxWall: row.MaxWall},
 		Policy: &client.Policy{Mode: "ask"},
 		By:     "schedule " + row.Name,
 	}
@@ -291,7 +291,7 @@ func randHex(n int) string {
 
 // record is the Recorder: one schedule_runs row per firing, and the schedule's last fire
 // time moved on by every firing that was not asked for by run-now.
-func (m *Manager) record(ctx context.Context, r schedule.Record) error {
+func (m *Manager) record(ctx context.Context, r cron.Record) error {
 	if m.chat != nil {
 		// After the record is stored, and off the firing loop: chat may be slow.
 		defer func() {
@@ -316,7 +316,7 @@ func (m *Manager) record(ctx context.Context, r schedule.Record) error {
 	})
 }
 
-func wireRun(r schedule.Record) *client.ScheduleRun {
+func wireRun(r cron.Record) *client.ScheduleRun {
 	return &client.ScheduleRun{ID: r.ID, ScheduleID: r.ScheduleID, Scheduled: r.Scheduled, Started: r.Started, Ended: r.Ended,
 		Manual: r.Manual, Outcome: string(r.Outcome), Reason: r.Reason, RunID: r.RunID, Steps: r.Steps, Tokens: int64(r.Tokens)}
 }
@@ -324,7 +324,7 @@ func wireRun(r schedule.Record) *client.ScheduleRun {
 // RunEnded is the supervisor's OnRunEnd: it tells the Scheduler how a run ended (a queued
 // firing may start now) and records the end of a scheduled run the Scheduler no longer
 // tracks (one that was going when the daemon restarted). Other runs are ignored.
-func (m *Manager) RunEnded(end agent.RunEnd) {
+func (m *Manager) RunEnded(end run.End) {
 	res := result(end)
 	ctx := context.Background()
 	m.sched.RunEnded(ctx, end.RunID, res)
@@ -338,7 +338,7 @@ func (m *Manager) RunEnded(end agent.RunEnd) {
 	if err != nil {
 		m.log.Warn("schedules: recording a run's end", "run", end.RunID, "err", err)
 	}
-	if m.keep.Load() > 0 && end.Outcome != agent.OutcomeRemoved {
+	if m.keep.Load() > 0 && end.Outcome != run.OutcomeRemoved {
 		// Off the supervisor's path: removing agents takes their runners' locks.
 		m.pruning.Add(1)
 		go func() { defer m.pruning.Done(); m.prune(ctx, end.RunID, end.AgentID) }()
@@ -353,18 +353,18 @@ func (m *Manager) countRun(result string) {
 }
 
 // result maps a run's stored outcome onto the schedule's outcomes.
-func result(end agent.RunEnd) schedule.Result {
-	res := schedule.Result{Outcome: schedule.OutcomeFailed, Reason: end.Reason, Steps: end.Steps, Tokens: int(end.Tokens)}
+func result(end run.End) cron.Result {
+	res := cron.Result{Outcome: cron.OutcomeFailed, Reason: end.Reason, Steps: end.Steps, Tokens: int(end.Tokens)}
 	switch end.Outcome {
 	case "finished":
-		res.Outcome = schedule.OutcomeFinished
-	case agent.OutcomeBudgetExhausted:
-		res.Outcome = schedule.OutcomeBudgetExhausted
+		res.Outcome = cron.OutcomeFinished
+	case run.OutcomeBudgetExhausted:
+		res.Outcome = cron.OutcomeBudgetExhausted
 	case "denied":
 		res.Reason = "the run was denied: " + end.Reason
 	case "stopped":
 		res.Reason = "the run was stopped: " + end.Reason
-	case agent.OutcomeRemoved:
+	case run.OutcomeRemoved:
 		res.Reason = "the run's agent was removed"
 	default:
 		res.Reason = end.Outcome + ": " + end.Reason

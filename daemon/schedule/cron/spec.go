@@ -1,4 +1,4 @@
-package schedule
+package cron
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	robfig "github.com/robfig/cron/v3"
 
 	_ "time/tzdata" // CRON_TZ= must work on machines without a zoneinfo database
 )
@@ -16,9 +16,9 @@ import (
 type Spec struct {
 	text  string
 	loc   *time.Location
-	every time.Duration      // @every; zero for field specs and other descriptors
-	wall  *cron.SpecSchedule // the fields, in UTC: they match wall-clock times
-	fixed bool               // minute and hour are fixed, so the DST rules apply
+	every time.Duration        // @every; zero for field specs and other descriptors
+	wall  *robfig.SpecSchedule // the fields, in UTC: they match wall-clock times
+	fixed bool                 // minute and hour are fixed, so the DST rules apply
 }
 
 // MaxSpecLen bounds a spec's length; real specs are far shorter.
@@ -30,8 +30,8 @@ const MinInterval = time.Minute
 
 // The field parser: 5 fields, or 6 with seconds first, and the descriptors. Time zone
 // prefixes are handled here, never by robfig (it panics on "TZ=0").
-var fieldParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom |
-	cron.Month | cron.Dow | cron.Descriptor)
+var fieldParser = robfig.NewParser(robfig.SecondOptional | robfig.Minute | robfig.Hour | robfig.Dom |
+	robfig.Month | robfig.Dow | robfig.Descriptor)
 
 // ErrSpec is wrapped by every error Parse returns.
 var ErrSpec = errors.New("bad schedule spec")
@@ -258,7 +258,7 @@ func (s *Spec) build(text string) error {
 	if err != nil {
 		return fmt.Errorf("is not valid: %v", err)
 	}
-	c, ok := sched.(*cron.SpecSchedule)
+	c, ok := sched.(*robfig.SpecSchedule)
 	if !ok {
 		return fmt.Errorf("is not a field spec (%T)", sched)
 	}

@@ -1,0 +1,28 @@
+package run
+
+import (
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// A follower that reconnects with the last seq it saw gets what it missed, only its
+// agent's events, and its stream closes when the agent is removed.
+func TestBrokerReplaysAndClosesOnRemoval(t *testing.T) {
+	b := NewBroker()
+	b.Publish(client.Event{AgentID: "a", Type: client.EventState})
+	b.Publish(client.Event{AgentID: "b", Type: client.EventState})
+	third := b.Publish(client.Event{AgentID: "a", Type: client.EventState})
+	ch, cancel := b.Subscribe("a", 1)
+	defer cancel()
+	if ev := <-ch; ev.Seq != third.Seq || ev.AgentID != "a" {
+		t.Fatalf("replay = %+v, want seq %d of agent a", ev, third.Seq)
+	}
+	b.Publish(client.Event{AgentID: "a", Type: client.EventRemoved})
+	if ev := <-ch; ev.Type != client.EventRemoved {
+		t.Fatalf("event = %+v, want removed", ev)
+	}
+	if _, open := <-ch; open {
+		t.Fatal("the stream of a removed agent stays open")
+	}
+}

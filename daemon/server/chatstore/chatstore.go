@@ -1,0 +1,125 @@
+// Package chatstore keeps the chat relay's records (thread bindings of runs and team
+// runs, messages posted for proposals and questions) in the daemon's store. It is the
+// one place the two meet: package bots declares what it needs (bots.Bindings) and never
+// imports daemon/store; the server wires New(store) into the relay.
+package chatstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Bindings keeps the relay's records in st; it has the team bindings too.
+type Bindings struct{ st *store.Store }
+
+var _ bots.Bindings = Bindings{}
+
+// New returns the relay's records kept in st.
+func New(st *store.Store) Bindings { return Bindings{st} }
+
+// Bind stores b, replacing the thread's earlier binding.
+func (s Bindings) Bind(ctx context.Context, b bots.Binding) error {
+	row := store.Binding(b)
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.Bind(&row) })
+}
+
+// BindingByThread returns the thread's binding, or nil, nil when there is none.
+func (s Bindings) BindingByThread(ctx context.Context, platform, channel, thread string) (*bots.Binding, error) {
+	var b *store.Binding
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		b, err = tx.BindingByThread(platform, channel, thread)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return (*bots.Binding)(b), err
+}
+
+// Bindings returns every binding.
+func (s Bindings) Bindings(ctx context.Context) ([]*bots.Binding, error) {
+	var rows []*store.Binding
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		rows, err = tx.Bindings()
+		return err
+	})
+	return bindings(rows), err
+}
+
+// SetMessage stores m, replacing the earlier message of its proposal, platform and kind.
+func (s Bindings) SetMessage(ctx context.Context, m bots.ChatMessage) error {
+	row := store.ChatMessage(m)
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetChatMessage(&row) })
+}
+
+// Message returns the message posted for a proposal, or nil, nil when there is none.
+func (s Bindings) Message(ctx context.Context, proposalID, platform, kind string) (*bots.ChatMessage, error) {
+	var m *store.ChatMessage
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		m, err = tx.ChatMessage(proposalID, platform, kind)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return (*bots.ChatMessage)(m), err
+}
+
+// BindTeam stores b, a team run's thread on one platform.
+func (s Bindings) BindTeam(ctx context.Context, b bots.TeamBinding) error {
+	row := store.TeamBinding(b)
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.BindTeam(&row) })
+}
+
+// TeamBindingByThread returns the thread's team binding, or nil, nil when there is none.
+func (s Bindings) TeamBindingByThread(ctx context.Context, platform, channel, thread string) (*bots.TeamBinding, error) {
+	var b *store.TeamBinding
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		b, err = tx.TeamBindingByThread(platform, channel, thread)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return (*bots.TeamBinding)(b), err
+}
+
+// TeamBindings returns every team binding.
+func (s Bindings) TeamBindings(ctx context.Context) ([]*bots.TeamBinding, error) {
+	var rows []*store.TeamBinding
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		rows, err = tx.TeamBindings()
+		return err
+	})
+	return teamBindings(rows), err
+}
+
+// SetTeamSeq records the last transcript entry posted in a team run's thread.
+func (s Bindings) SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error {
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetTeamSeq(teamID, platform, seq) })
+}
+
+// bindings and teamBindings turn store rows into the relay's records of the same shape.
+func bindings(rows []*store.Binding) []*bots.Binding {
+	var out []*bots.Binding
+	for _, r := range rows {
+		out = append(out, (*bots.Binding)(r))
+	}
+	return out
+}
+
+func teamBindings(rows []*store.TeamBinding) []*bots.TeamBinding {
+	var out []*bots.TeamBinding
+	for _, r := range rows {
+		out = append(out, (*bots.TeamBinding)(r))
+	}
+	return out
+}
