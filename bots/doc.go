@@ -9,5 +9,6 @@
 // replies, who may decide, the formatting model, thread bindings. An Adapter only speaks
 // its platform's protocol.
 //
-// The relay runs inside agentd (daemon/server starts it); the Supervisor is its Service.
+// The relay runs inside agentd (daemon/server starts it); the supervisor's parts
+// (agent.Facade) are its Service.
 package bots

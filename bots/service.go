@@ -6,8 +6,8 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 )
 
-// Service is the part of the daemon's localapi.Service the relay uses; the agent Supervisor
-// satisfies it in-process.
+// Service is the part of the daemon's localapi.Service the relay uses; the agent Supervisor's
+// parts (agent.Facade) satisfy it in-process.
 type Service interface {
 	Agents(ctx context.Context) ([]client.Agent, error)
 	Agent(ctx context.Context, ref string) (*client.Agent, error)

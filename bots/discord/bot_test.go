@@ -147,7 +147,7 @@ func TestDoubleClickMakesOneDecision(t *testing.T) {
 		}
 		return n == 3
 	})
-	ps, _ := e.sup.Proposals(context.Background(), e.agentOf(thread).ID)
+	ps, _ := e.sup.API().Views.Proposals(context.Background(), e.agentOf(thread).ID)
 	if e.decisions(ps[0].ID) != 1 {
 		t.Errorf("decisions = %d, want 1", e.decisions(ps[0].ID))
 	}
@@ -254,7 +254,7 @@ func TestSlashCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.wait("the list", func() bool { return e.original(ls, "touch from a command") })
-	agents, _ := e.sup.Agents(context.Background())
+	agents, _ := e.sup.API().Views.Agents(context.Background())
 	if len(agents) != 1 {
 		t.Fatalf("agents = %+v", agents)
 	}

@@ -199,7 +199,7 @@ func (e *env) start() {
 		t.Fatal(err)
 	}
 	if e.teamsDir != "" {
-		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup, Log: log, Settings: sup.ModelSettings,
+		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup.API().Facade(), Log: log, Settings: sup.ModelSettings,
 			Backoff: func(int) time.Duration { return 20 * time.Millisecond }}); err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +209,7 @@ func (e *env) start() {
 		t.Fatal(err)
 	}
 	opt := e.opt
-	opt.Service, opt.Bindings, opt.Log = sup, chatstore.New(st), log
+	opt.Service, opt.Bindings, opt.Log = sup.API().Facade(), chatstore.New(st), log
 	relay := bots.New(opt)
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})
@@ -422,7 +422,7 @@ func (e *env) agentOf(thread string) *client.Agent {
 		}
 		return err
 	})
-	a, err := e.sup.Agent(context.Background(), id)
+	a, err := e.sup.API().Views.Agent(context.Background(), id)
 	if err != nil {
 		e.t.Fatalf("agent of thread %s: %v", thread, err)
 	}

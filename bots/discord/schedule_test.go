@@ -14,7 +14,7 @@ import (
 // scheduler runs the schedules' manager over e's supervisor, delivering through e's relay.
 func (e *env) scheduler() *schedule.Manager {
 	e.t.Helper()
-	m := schedule.New(schedule.Options{Store: e.st, Agents: e.sup, Chat: e.relay, Local: time.UTC})
+	m := schedule.New(schedule.Options{Store: e.st, Agents: e.sup.API().Facade(), Chat: e.relay, Local: time.UTC})
 	f := m.RunEnded
 	e.runEnded.Store(&f)
 	ctx, cancel := context.WithCancel(context.Background())

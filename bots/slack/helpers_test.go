@@ -61,7 +61,7 @@ func TestHelperDecidedInParentsThread(t *testing.T) {
 		return hasText(v.Messages(channel, thread), "helper fetcher finished: touched the page")
 	})
 
-	agents, err := e.sup.Agents(context.Background())
+	agents, err := e.sup.API().Views.Agents(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestHelperDecidedInParentsThread(t *testing.T) {
 			parent = a.ID
 		}
 	}
-	eps, err := e.sup.History(context.Background(), parent)
+	eps, err := e.sup.API().Views.History(context.Background(), parent)
 	if err != nil || len(eps) == 0 {
 		t.Fatalf("parent's history: %v, %v", eps, err)
 	}

@@ -15,7 +15,7 @@ import (
 // scheduler runs the schedules' manager over e's supervisor, delivering through e's relay.
 func (e *env) scheduler(keep int) *schedule.Manager {
 	e.t.Helper()
-	m := schedule.New(schedule.Options{Store: e.st, Agents: e.sup, Chat: e.relay, Local: time.UTC, KeepAgents: keep})
+	m := schedule.New(schedule.Options{Store: e.st, Agents: e.sup.API().Facade(), Chat: e.relay, Local: time.UTC, KeepAgents: keep})
 	f := m.RunEnded
 	e.runEnded.Store(&f)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -116,7 +116,7 @@ func TestScheduledRunFailurePosted(t *testing.T) {
 	e := newEnv(t)
 	m := e.scheduler(0)
 	ctx := context.Background()
-	a, err := e.sup.CreateAgent(ctx, client.CreateAgentRequest{Name: "ops", Description: "ops", Goals: []string{"x"}, Start: new(bool)})
+	a, err := e.sup.API().Runs.CreateAgent(ctx, client.CreateAgentRequest{Name: "ops", Description: "ops", Goals: []string{"x"}, Start: new(bool)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestScheduledRunFailurePosted(t *testing.T) {
 		Goal: "check the backup", Delivery: "slack:" + channel}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.sup.DeleteAgent(ctx, a.ID); err != nil {
+	if err := e.sup.API().Runs.DeleteAgent(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if rec, err := m.RunSchedule(ctx, "backup"); err != nil || rec.Outcome != "failed" {

@@ -109,7 +109,7 @@ func TestRacingClicksMakeOneDecision(t *testing.T) {
 		return n == 3
 	})
 	id := e.agentOf(thread)
-	ps, _ := e.sup.Proposals(context.Background(), id.ID)
+	ps, _ := e.sup.API().Views.Proposals(context.Background(), id.ID)
 	if e.decisions(ps[0].ID) != 1 {
 		t.Errorf("decisions = %d, want 1", e.decisions(ps[0].ID))
 	}
@@ -220,7 +220,7 @@ func TestRemovedAgentsProposalClosed(t *testing.T) {
 	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch x")
 	p := e.proposal(thread, 1)
-	if err := e.sup.DeleteAgent(context.Background(), e.agentOf(thread).ID); err != nil {
+	if err := e.sup.API().Runs.DeleteAgent(context.Background(), e.agentOf(thread).ID); err != nil {
 		t.Fatal(err)
 	}
 	e.decided(thread, p.TS, "removed before a decision")
@@ -318,7 +318,7 @@ func TestSlashCommands(t *testing.T) {
 	}
 	var a client.Agent
 	e.wait("the agent waiting", func(fakeslack.View) bool {
-		as, _ := e.sup.Agents(context.Background())
+		as, _ := e.sup.API().Views.Agents(context.Background())
 		if len(as) == 1 && as[0].Pending != nil {
 			a = as[0]
 			return true

@@ -92,7 +92,7 @@ func (r *runner) chargeCut(ctx context.Context) {
 		if err != nil {
 			return err
 		}
-		if b := r.s.agentBudget(a); b.MaxWall > 0 {
+		if b := r.s.agentBudgets.agentBudget(a); b.MaxWall > 0 {
 			a.BusyMS = max(a.BusyMS, b.MaxWall.Milliseconds())
 		}
 		return tx.UpdateAgent(a)
@@ -128,7 +128,7 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 		if err != nil || !active(a.State) {
 			return err
 		}
-		ex = &client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: budget, RunID: a.RunID, Budget: *r.s.budgetView(a)}
+		ex = &client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: budget, RunID: a.RunID, Budget: *r.s.agentBudgets.budgetView(a)}
 		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.AgentBudgetHit, Reason: agentBudgetReason + why}); err != nil {
 			return err
 		}

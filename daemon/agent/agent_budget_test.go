@@ -49,15 +49,15 @@ func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
 	if got.RunID != a.RunID || got.Policy.Mode != "auto" || len(h.history(a.ID)) != 2 {
 		t.Errorf("after the pause: run %s (was %s), policy %+v, %d episodes", got.RunID, a.RunID, got.Policy, len(h.history(a.ID)))
 	}
-	if _, err := h.sup.Resume(context.Background(), a.ID); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "over its budget") {
+	if _, err := h.sup.runs.Resume(context.Background(), a.ID); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "over its budget") {
 		t.Errorf("resume over budget: err = %v, want a conflict naming the budget", err)
 	}
-	entries, _ := h.sup.Audit(context.Background(), client.AuditQuery{Agent: a.ID})
+	entries, _ := h.sup.auditLog.Audit(context.Background(), client.AuditQuery{Agent: a.ID})
 	if !hasAuditKind(entries, "agent_budget_exhausted") {
 		t.Error("no agent_budget_exhausted audit entry")
 	}
 
-	raised, err := h.sup.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxSteps: new(4)})
+	raised, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxSteps: new(4)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
 	// The budget set here outlives a restart.
 	h.stop()
 	h.start()
-	after, err := h.sup.Agent(context.Background(), a.ID)
+	after, err := h.sup.agentViews.Agent(context.Background(), a.ID)
 	if err != nil || after.Budget.MaxSteps != 4 || after.State != client.StatePaused {
 		t.Errorf("after a restart: %+v, %v", after, err)
 	}
@@ -89,7 +89,7 @@ func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 		t.Errorf("agent = %q after %d steps; want the token budget after 1", got.StateReason, got.StepsTotal)
 	}
 	// 0 lifts the bound.
-	if _, err := h.sup.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxTokens: new(int64(0)), MaxSteps: new(3)}); err != nil {
+	if _, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxTokens: new(int64(0)), MaxSteps: new(3)}); err != nil {
 		t.Fatal(err)
 	}
 	got = pausedByBudget(h, a.ID)
@@ -97,7 +97,7 @@ func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 		t.Errorf("after lifting the token bound: %q after %d steps", got.StateReason, got.StepsTotal)
 	}
 	// Reset goes back to the config's token budget of 1.
-	reset, err := h.sup.SetBudget(context.Background(), a.ID, client.BudgetRequest{Reset: true})
+	reset, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, client.BudgetRequest{Reset: true})
 	if err != nil || reset.Budget.MaxTokens != 1 || reset.Budget.MaxSteps != 0 || reset.State != client.StatePaused {
 		t.Errorf("reset: %+v, %v; want the config's budget, still paused", reset, err)
 	}
@@ -115,16 +115,16 @@ func TestAgentTimeBudgetCountsBusyTime(t *testing.T) {
 	}
 	// Waiting for people is not busy time.
 	h.fake.SetDelay(0)
-	if _, err := h.sup.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxTime: new("1h")}); err != nil {
+	if _, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxTime: new("1h")}); err != nil {
 		t.Fatal(err)
 	}
-	h.sup.Pause(context.Background(), a.ID)
+	h.sup.runs.Pause(context.Background(), a.ID)
 	h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return a.State == client.StatePaused })
 	time.Sleep(50 * time.Millisecond) // a step in flight at the pause lands its busy time
 	before := h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return true }).BusyMS
-	busy := func() int64 { now, _ := h.sup.Agent(context.Background(), a.ID); return now.BusyMS }
+	busy := func() int64 { now, _ := h.sup.agentViews.Agent(context.Background(), a.ID); return now.BusyMS }
 	testutil.Hold(100*time.Millisecond, func() bool { return busy() == before })
-	if now, _ := h.sup.Agent(context.Background(), a.ID); now.BusyMS != before {
+	if now, _ := h.sup.agentViews.Agent(context.Background(), a.ID); now.BusyMS != before {
 		t.Errorf("busy time moved from %d to %d ms while paused", before, now.BusyMS)
 	}
 }
@@ -143,7 +143,7 @@ func TestSetBudgetRefusesBadValues(t *testing.T) {
 		{"negative_duration", client.BudgetRequest{MaxTime: new("-1h")}, `max_time "-1h"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := h.sup.SetBudget(context.Background(), a.ID, c.req)
+			_, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, c.req)
 			if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want a bad request naming %s", err, c.want)
 			}
@@ -211,13 +211,13 @@ func TestTaskOverAgentBudgetRefused(t *testing.T) {
 	ctx := context.Background()
 	a := autoAgent(h, 10)
 	pausedByBudget(h, a.ID)
-	if _, err := h.sup.Stop(ctx, a.ID); err != nil {
+	if _, err := h.sup.runs.Stop(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, call := range []func() (*client.Agent, error){
-		func() (*client.Agent, error) { return h.sup.Task(ctx, a.ID, "more") },
+		func() (*client.Agent, error) { return h.sup.runs.Task(ctx, a.ID, "more") },
 		func() (*client.Agent, error) {
-			return h.sup.TaskRun(ctx, a.ID, client.TaskRequest{Task: "more", Budget: &client.Budget{MaxSteps: 5}})
+			return h.sup.runs.TaskRun(ctx, a.ID, client.TaskRequest{Task: "more", Budget: &client.Budget{MaxSteps: 5}})
 		},
 	} {
 		_, err := call()
@@ -225,15 +225,15 @@ func TestTaskOverAgentBudgetRefused(t *testing.T) {
 			t.Errorf("task over budget: err = %v, want a conflict naming the budget and its fix", err)
 		}
 	}
-	got, _ := h.sup.Agent(ctx, a.ID)
+	got, _ := h.sup.agentViews.Agent(ctx, a.ID)
 	if got.State != client.StateIdle || got.RunID != a.RunID {
 		t.Errorf("a refused task changed the agent: state %s, run %s (was %s)", got.State, got.RunID, a.RunID)
 	}
 	// Raised, the task is taken.
-	if _, err := h.sup.SetBudget(ctx, a.ID, client.BudgetRequest{MaxSteps: new(10)}); err != nil {
+	if _, err := h.sup.agentBudgets.SetBudget(ctx, a.ID, client.BudgetRequest{MaxSteps: new(10)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sup.Task(ctx, a.ID, "more"); err != nil {
+	if _, err := h.sup.runs.Task(ctx, a.ID, "more"); err != nil {
 		t.Errorf("task after the budget was raised: %v", err)
 	}
 }

@@ -80,7 +80,7 @@ func TestApproveCountRunsNextWithoutAsking(t *testing.T) {
 	if n := len(h.history(a.ID)); n != 3 {
 		t.Fatalf("%d episodes, want 3", n)
 	}
-	got, _ := h.sup.Agent(context.Background(), a.ID)
+	got, _ := h.sup.agentViews.Agent(context.Background(), a.ID)
 	if got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
 		t.Errorf("policy after y -3 used up = %+v", got.Policy)
 	}
@@ -193,7 +193,7 @@ func TestAskUserAnswerBecomesResult(t *testing.T) {
 	if got.Question.Text != "which colour?" || got.State != client.StateAwaitingDecision {
 		t.Fatalf("agent = %+v", got)
 	}
-	if err := h.sup.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "blue"}); err != nil {
+	if err := h.sup.decisions.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "blue"}); err != nil {
 		t.Fatal(err)
 	}
 	if p := h.pending(a.ID); p.Command != "finish" {
@@ -203,7 +203,7 @@ func TestAskUserAnswerBecomesResult(t *testing.T) {
 	if len(eps) != 1 || !strings.Contains(eps[0].Result, "blue") {
 		t.Fatalf("history = %+v", eps)
 	}
-	if err := h.sup.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "red"}); !errors.Is(err, client.ErrConflict) {
+	if err := h.sup.decisions.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "red"}); !errors.Is(err, client.ErrConflict) {
 		t.Errorf("second answer err = %v", err)
 	}
 }
@@ -214,7 +214,7 @@ func TestFollowUpTaskKeepsHistory(t *testing.T) {
 	a := h.create(client.CreateAgentRequest{})
 	h.decide(a.ID, h.pending(a.ID), "y")
 	first := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
-	next, err := h.sup.Task(context.Background(), a.ID, "now the second thing")
+	next, err := h.sup.runs.Task(context.Background(), a.ID, "now the second thing")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestFollowUpTaskKeepsHistory(t *testing.T) {
 	if !strings.Contains(prompt, "now the second thing") || !strings.Contains(prompt, "finish") {
 		t.Errorf("follow-up prompt lacks task or history:\n%s", prompt)
 	}
-	if _, err := h.sup.Task(context.Background(), a.ID, "third"); !errors.Is(err, client.ErrConflict) {
+	if _, err := h.sup.runs.Task(context.Background(), a.ID, "third"); !errors.Is(err, client.ErrConflict) {
 		t.Errorf("task while busy err = %v", err)
 	}
 }
@@ -311,7 +311,7 @@ func TestModelDownWaitsThenContinues(t *testing.T) {
 	if got.StateReason == "" {
 		t.Error("no reason shown while waiting for the model")
 	}
-	if st, _ := h.sup.Status(context.Background()); st.Ollama.Reachable || st.Ollama.Error == "" {
+	if st, _ := h.sup.agentViews.Status(context.Background()); st.Ollama.Reachable || st.Ollama.Error == "" {
 		t.Errorf("status while Ollama is down: %+v", st.Ollama)
 	}
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
@@ -326,7 +326,7 @@ func TestMissingModelSaysPull(t *testing.T) {
 	if !strings.Contains(got.StateReason, "ollama pull nope") {
 		t.Errorf("reason = %q", got.StateReason)
 	}
-	if st, _ := h.sup.Status(context.Background()); !st.Ollama.Reachable || st.Ollama.ModelPresent {
+	if st, _ := h.sup.agentViews.Status(context.Background()); !st.Ollama.Reachable || st.Ollama.ModelPresent {
 		t.Errorf("status with the model missing: %+v", st.Ollama)
 	}
 }
@@ -337,7 +337,7 @@ func TestProfileGeneratedFromTask(t *testing.T) {
 		reply("finish", map[string]string{"reason": "ok"}))
 	a := h.create(client.CreateAgentRequest{Task: "write a haiku"})
 	p := h.pending(a.ID)
-	got, _ := h.sup.Agent(context.Background(), a.ID)
+	got, _ := h.sup.agentViews.Agent(context.Background(), a.ID)
 	if got.Name != "haiku-writer" || got.Description != "writes haiku" || len(got.Directives.Constraints) != 1 {
 		t.Fatalf("profile = %+v", got)
 	}
@@ -375,14 +375,14 @@ func TestDecisionErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := h.sup.Decide(ctx, c.ref, c.req)
+			_, err := h.sup.decisions.Decide(ctx, c.ref, c.req)
 			if !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
 		})
 	}
 	// Superseded: stop the run, then decide on its proposal.
-	if _, err := h.sup.Stop(ctx, a.ID); err != nil {
+	if _, err := h.sup.runs.Stop(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err := h.decide(a.ID, p, "y")
@@ -423,20 +423,20 @@ func TestPauseResume(t *testing.T) {
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("list_folder", map[string]string{"path": "."}) })
 	a := h.create(client.CreateAgentRequest{})
 	h.waitFor(a.ID, "thinking", func(a *client.Agent) bool { return a.State == client.StateThinking })
-	if _, err := h.sup.Pause(context.Background(), a.ID); err != nil {
+	if _, err := h.sup.runs.Pause(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
 	// The cut model call ends meanwhile; it must not bring back a proposal.
 	var got *client.Agent
 	testutil.Hold(300*time.Millisecond, func() bool {
-		got, _ = h.sup.Agent(context.Background(), a.ID)
+		got, _ = h.sup.agentViews.Agent(context.Background(), a.ID)
 		return got.State == client.StatePaused && got.Pending == nil
 	})
 	if got.State != client.StatePaused || got.Pending != nil {
 		t.Fatalf("paused agent = %+v", got)
 	}
 	h.fake.SetDelay(0)
-	if _, err := h.sup.Resume(context.Background(), a.ID); err != nil {
+	if _, err := h.sup.runs.Resume(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
 	h.pending(a.ID)
@@ -447,10 +447,10 @@ func TestDeleteRemovesAgent(t *testing.T) {
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
 	a := h.create(client.CreateAgentRequest{})
 	h.pending(a.ID)
-	if err := h.sup.DeleteAgent(context.Background(), a.ID); err != nil {
+	if err := h.sup.runs.DeleteAgent(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sup.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.agentViews.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("after delete: %v", err)
 	}
 	if _, err := os.Stat(a.Workspace); !os.IsNotExist(err) {
@@ -473,14 +473,14 @@ func TestCreateValidation(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := h.sup.CreateAgent(context.Background(), c.req)
+			_, err := h.sup.runs.CreateAgent(context.Background(), c.req)
 			if !errors.Is(err, client.ErrBadRequest) {
 				t.Fatalf("err = %v, want bad request", err)
 			}
 		})
 	}
 	h.create(client.CreateAgentRequest{Name: "dup", Goals: []string{"x"}, Start: new(bool)})
-	_, err := h.sup.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "dup", Goals: []string{"x"}})
+	_, err := h.sup.runs.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "dup", Goals: []string{"x"}})
 	if !errors.Is(err, client.ErrConflict) {
 		t.Fatalf("duplicate name err = %v", err)
 	}
@@ -499,7 +499,7 @@ func TestCommandListLimitsAgent(t *testing.T) {
 	}
 	h.stop()
 	h.start()
-	infos, err := h.sup.Commands(context.Background(), a.ID)
+	infos, err := h.sup.policyService.Commands(context.Background(), a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +510,7 @@ func TestCommandListLimitsAgent(t *testing.T) {
 	if strings.Join(names, ",") != "read_file,ask_user,finish" {
 		t.Errorf("commands after a restart = %v", names)
 	}
-	if _, err := h.sup.Task(context.Background(), a.ID, "write x.txt"); err != nil {
+	if _, err := h.sup.runs.Task(context.Background(), a.ID, "write x.txt"); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor(a.ID, "a strike", func(*client.Agent) bool { return len(h.fake.Requests()) >= 2 })
@@ -521,8 +521,8 @@ func TestCommandListLimitsAgent(t *testing.T) {
 	if last := reqs[1].Messages[len(reqs[1].Messages)-1].Content; !strings.Contains(last, `unknown command "write_file"`) {
 		t.Errorf("the model was not told: %q", last)
 	}
-	testutil.Hold(50*time.Millisecond, func() bool { ps, _ := h.sup.Proposals(context.Background(), a.ID); return len(ps) == 0 })
-	if ps, _ := h.sup.Proposals(context.Background(), a.ID); len(ps) != 0 {
+	testutil.Hold(50*time.Millisecond, func() bool { ps, _ := h.sup.agentViews.Proposals(context.Background(), a.ID); return len(ps) == 0 })
+	if ps, _ := h.sup.agentViews.Proposals(context.Background(), a.ID); len(ps) != 0 {
 		t.Errorf("proposals: %+v", ps)
 	}
 	if _, err := os.Stat(filepath.Join(a.Workspace, "x.txt")); !os.IsNotExist(err) {

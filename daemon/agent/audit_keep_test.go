@@ -31,11 +31,11 @@ func TestAuditFailureFailsTheChange(t *testing.T) {
 	a := h.create(client.CreateAgentRequest{Name: "audited", Task: "wait"})
 	failAudit(t, filepath.Join(h.dir, "agentd.db"))
 	ctx := context.Background()
-	_, err := h.sup.AddPermission(ctx, a.Name, client.PermissionRequest{Effect: "allow", Pattern: "read_file(*)", By: "tester"})
+	_, err := h.sup.policyService.AddPermission(ctx, a.Name, client.PermissionRequest{Effect: "allow", Pattern: "read_file(*)", By: "tester"})
 	if err == nil || !strings.Contains(err.Error(), "audit") {
 		t.Fatalf("AddPermission with a failing audit log = %v, want the audit error", err)
 	}
-	v, err := h.sup.Policy(ctx, a.Name)
+	v, err := h.sup.policyService.Policy(ctx, a.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestAuditAndReplay(t *testing.T) {
 	h.pending(a.ID) // the step after the feedback
 	ctx := context.Background()
 
-	list, err := h.sup.Audit(ctx, client.AuditQuery{Agent: a.Name})
+	list, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Agent: a.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,17 +46,17 @@ func TestAuditAndReplay(t *testing.T) {
 			t.Errorf("audit kinds %q lack %q", got, want)
 		}
 	}
-	if last, err := h.sup.Audit(ctx, client.AuditQuery{Limit: 2}); err != nil || len(last) != 2 || last[1].ID != list[len(list)-1].ID {
+	if last, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: 2}); err != nil || len(last) != 2 || last[1].ID != list[len(list)-1].ID {
 		t.Errorf("limit 2 = %+v, %v; want the newest two, oldest first", last, err)
 	}
-	if none, err := h.sup.Audit(ctx, client.AuditQuery{Since: time.Now().Add(time.Hour)}); err != nil || len(none) != 0 {
+	if none, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Since: time.Now().Add(time.Hour)}); err != nil || len(none) != 0 {
 		t.Errorf("since an hour ahead = %d entries, %v", len(none), err)
 	}
-	if _, err := h.sup.Audit(ctx, client.AuditQuery{Limit: -1}); !errors.Is(err, client.ErrBadRequest) {
+	if _, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: -1}); !errors.Is(err, client.ErrBadRequest) {
 		t.Errorf("limit -1: %v, want a bad request", err)
 	}
 
-	r, err := h.sup.Replay(ctx, a.Name)
+	r, err := h.sup.auditLog.Replay(ctx, a.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +70,11 @@ func TestAuditAndReplay(t *testing.T) {
 	if s2.Proposal.ID != p2.ID || len(s2.Decisions) != 1 || s2.Decisions[0].Feedback != "not b, c" || s2.Episode == nil || s2.Episode.Outcome != "feedback" {
 		t.Errorf("step 2 = %+v", s2)
 	}
-	byID, err := h.sup.Replay(ctx, r.Run.ID)
+	byID, err := h.sup.auditLog.Replay(ctx, r.Run.ID)
 	if err != nil || len(byID.Steps) != len(r.Steps) {
 		t.Errorf("replay by run id = %+v, %v", byID, err)
 	}
-	if _, err := h.sup.Replay(ctx, "nope"); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.auditLog.Replay(ctx, "nope"); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("replay of nothing: %v, want not found", err)
 	}
 }

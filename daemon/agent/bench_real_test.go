@@ -150,7 +150,7 @@ func benchStepVsBare(b *testing.B, srv *ollamatest.Real, fresh bool) {
 func (x *stepVsBare) step(name string) pairResult {
 	from := x.rec.len()
 	start := time.Now()
-	a, err := x.sup.CreateAgent(x.ctx, client.CreateAgentRequest{Name: name, Description: x.in.Description, Goals: x.in.Goals})
+	a, err := x.sup.runs.CreateAgent(x.ctx, client.CreateAgentRequest{Name: name, Description: x.in.Description, Goals: x.in.Goals})
 	if err != nil {
 		x.b.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func (x *stepVsBare) step(name string) pairResult {
 		}
 	}
 	r.calls = len(calls)
-	if err := x.sup.DeleteAgent(x.ctx, a.ID); err != nil {
+	if err := x.sup.runs.DeleteAgent(x.ctx, a.ID); err != nil {
 		x.b.Fatal(err)
 	}
 	return r

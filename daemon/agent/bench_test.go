@@ -240,7 +240,7 @@ func benchStepOverhead(b *testing.B, episodes, memories int) {
 					b.Fatalf("agent error: %s", ev.Message)
 				}
 			case <-timeout.C:
-				got, _ := sup.Agent(context.Background(), a.ID)
+				got, _ := sup.agentViews.Agent(context.Background(), a.ID)
 				b.Fatalf("no proposal for 10s; agent = %+v", got)
 			}
 		}
@@ -260,7 +260,7 @@ func benchStepOverhead(b *testing.B, episodes, memories int) {
 	sup.Wait()
 	reportSteps(b, at, rec.calls(0), warm)
 	if memories > 0 {
-		b.ReportMetric(float64(sup.summaryCalls.Load())/float64(len(at)), "summary-calls/step")
+		b.ReportMetric(float64(sup.episodeHistory.summaryCalls.Load())/float64(len(at)), "summary-calls/step")
 	}
 }
 
@@ -320,7 +320,7 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 		b.Fatal(err)
 	}
 	// Created before Start, so its loop only begins once the history is in place.
-	a, err := sup.CreateAgent(context.Background(), client.CreateAgentRequest{
+	a, err := sup.runs.CreateAgent(context.Background(), client.CreateAgentRequest{
 		Name: "bench", Description: benchDescription, Goals: benchGoals,
 		Policy: &client.Policy{Mode: "continuous", ContinuousLimit: math.MaxInt32},
 	})
@@ -333,7 +333,7 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 	if memories > 0 {
 		seedMemories(b, st, mem.Index, a.ID, memories)
 		// A fresh index asks for a rebuild; have it now, not in the measured steps.
-		if err := sup.rebuildMemory(context.Background()); err != nil {
+		if err := sup.memoryService.rebuildMemory(context.Background()); err != nil {
 			b.Fatal(err)
 		}
 		// The bulk load leaves seconds of segment merging behind; a daemon that has

@@ -50,7 +50,7 @@ func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
 func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 	var v *client.Agent
 	ex := &client.BudgetExhausted{Scope: client.BudgetScopeRun, Kind: budget, RunID: runID}
-	if rb := r.s.budgetOf(runID); rb != nil { // dropped only once the end is published
+	if rb := r.s.runBudgets.budgetOf(runID); rb != nil { // dropped only once the end is published
 		ex.Budget = budgetWire(rb.Budget)
 	}
 	r.mu.Lock()
@@ -104,7 +104,7 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 	if v != nil {
 		r.s.metrics.BudgetExhausted("run", budget)
 		r.s.log.Info("run stopped: budget exhausted", "agent", r.id, "run", runID, "reason", why)
-		r.s.runEnded(runID)
+		r.s.runs.runEnded(runID)
 	}
 }
 

@@ -36,7 +36,7 @@ func exhaustedEvent(t *testing.T, events <-chan client.Event, agentID string, ty
 func TestAgentBudgetPauseEvent(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxTokens: 1, MaxWall: time.Hour} })
 	listForever(h)
-	events, cancel, err := h.sup.Subscribe("", 0)
+	events, cancel, err := h.sup.agentViews.Subscribe("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,12 +58,12 @@ func TestAgentBudgetPauseEvent(t *testing.T) {
 func TestRunBudgetEndEvents(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.AgentBudget = run.Budget{MaxSteps: 100} })
 	listForever(h)
-	events, cancel, err := h.sup.Subscribe("", 0)
+	events, cancel, err := h.sup.agentViews.Subscribe("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cancel()
-	a, err := h.sup.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "capped", Description: "d", Task: "look around",
+	a, err := h.sup.runs.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "capped", Description: "d", Task: "look around",
 		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}, Budget: &client.Budget{MaxSteps: 2, MaxTime: "1h"}})
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ func TestStepBudgetEndsRun(t *testing.T) {
 	var ends runEnds
 	h := newHarness(t, ends.hook)
 	listForever(h)
-	a, err := h.sup.CreateRun(context.Background(),
+	a, err := h.sup.runs.CreateRun(context.Background(),
 		client.CreateAgentRequest{Name: "nightly", Description: "a test agent", Task: "look around"},
 		run.Options{Budget: run.Budget{MaxSteps: 3}, Policy: &client.Policy{Mode: "auto", AutoSteps: 3}, By: "test"})
 	if err != nil {
@@ -90,7 +90,7 @@ func TestTokenBudgetEndsRun(t *testing.T) {
 	var ends runEnds
 	h := newHarness(t, ends.hook)
 	listForever(h)
-	a, err := h.sup.CreateRun(context.Background(),
+	a, err := h.sup.runs.CreateRun(context.Background(),
 		client.CreateAgentRequest{Name: "thrifty", Description: "a test agent", Task: "look around"},
 		run.Options{Budget: run.Budget{MaxTokens: 1}, Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
 	if err != nil {
@@ -106,7 +106,7 @@ func TestWallBudgetCancelsModelCall(t *testing.T) {
 	var ends runEnds
 	h := newHarness(t, ends.hook)
 	h.fake.SetDelay(time.Minute) // the model never answers in time
-	a, err := h.sup.CreateRun(context.Background(),
+	a, err := h.sup.runs.CreateRun(context.Background(),
 		client.CreateAgentRequest{Name: "slow", Description: "a test agent", Task: "look around"},
 		run.Options{Budget: run.Budget{MaxWall: 150 * time.Millisecond}})
 	if err != nil {
@@ -124,16 +124,16 @@ func TestStartTaskBudgetAndPatterns(t *testing.T) {
 	h := newHarness(t, ends.hook)
 	a := h.create(client.CreateAgentRequest{Name: "keeper", Description: "d", Start: new(bool)})
 	ctx := context.Background()
-	_, err := h.sup.StartTask(ctx, "keeper", "go", run.Options{Allow: []string{"read_file(unclosed"}})
+	_, err := h.sup.runs.StartTask(ctx, "keeper", "go", run.Options{Allow: []string{"read_file(unclosed"}})
 	if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "allow pattern") {
 		t.Fatalf("bad pattern: err = %v", err)
 	}
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("read_file", map[string]string{"path": "x"}) })
-	got, err := h.sup.StartTask(ctx, "keeper", "read x", run.Options{Budget: run.Budget{MaxSteps: 1}, Allow: []string{"read_file(*)"}, By: "schedule s"})
+	got, err := h.sup.runs.StartTask(ctx, "keeper", "read x", run.Options{Budget: run.Budget{MaxSteps: 1}, Allow: []string{"read_file(*)"}, By: "schedule s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pv, _ := h.sup.Policy(ctx, a.ID)
+	pv, _ := h.sup.policyService.Policy(ctx, a.ID)
 	if len(pv.Permissions) != 1 || pv.Permissions[0].Pattern != "read_file(*)" || pv.Permissions[0].CreatedBy != "schedule s" {
 		t.Errorf("stored patterns = %+v", pv.Permissions)
 	}
@@ -143,11 +143,11 @@ func TestStartTaskBudgetAndPatterns(t *testing.T) {
 	}
 	// A busy agent refuses a new run, saying why.
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
-	if _, err := h.sup.StartTask(ctx, "keeper", "again", run.Options{}); err != nil {
+	if _, err := h.sup.runs.StartTask(ctx, "keeper", "again", run.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	h.pending(a.ID)
-	_, err = h.sup.StartTask(ctx, "keeper", "third", run.Options{})
+	_, err = h.sup.runs.StartTask(ctx, "keeper", "third", run.Options{})
 	if !errors.Is(err, client.ErrConflict) {
 		t.Errorf("task for a busy agent: err = %v, want conflict", err)
 	}
@@ -159,15 +159,15 @@ func TestStopAndRemoveReportRunEnd(t *testing.T) {
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
 	ctx := context.Background()
 	for _, name := range []string{"stopped", "removed"} {
-		a, err := h.sup.CreateRun(ctx, client.CreateAgentRequest{Name: name, Description: "d", Task: "t"}, run.Options{Budget: run.Budget{MaxSteps: 5}})
+		a, err := h.sup.runs.CreateRun(ctx, client.CreateAgentRequest{Name: name, Description: "d", Task: "t"}, run.Options{Budget: run.Budget{MaxSteps: 5}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		h.pending(a.ID)
 		if name == "stopped" {
-			_, err = h.sup.Stop(ctx, a.ID)
+			_, err = h.sup.runs.Stop(ctx, a.ID)
 		} else {
-			err = h.sup.DeleteAgent(ctx, a.ID)
+			err = h.sup.runs.DeleteAgent(ctx, a.ID)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -177,7 +177,7 @@ func TestStopAndRemoveReportRunEnd(t *testing.T) {
 		if end.Outcome != want || end.Steps != 1 {
 			t.Errorf("%s: run end = %+v, want %s at step 1", name, end, want)
 		}
-		if h.sup.budgetOf(a.RunID) != nil {
+		if h.sup.runBudgets.budgetOf(a.RunID) != nil {
 			t.Errorf("%s: the ended run's budget is still cached", name)
 		}
 	}
@@ -187,7 +187,7 @@ func TestBudgetSurvivesRestart(t *testing.T) {
 	var ends runEnds
 	h := newHarness(t, ends.hook)
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
-	a, err := h.sup.CreateRun(context.Background(), client.CreateAgentRequest{Name: "durable", Description: "d", Task: "t"},
+	a, err := h.sup.runs.CreateRun(context.Background(), client.CreateAgentRequest{Name: "durable", Description: "d", Task: "t"},
 		run.Options{Budget: run.Budget{MaxSteps: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -211,12 +211,12 @@ func TestRequestBudgets(t *testing.T) {
 	h := newHarness(t, ends.hook)
 	listForever(h)
 	ctx := context.Background()
-	events, cancel, err := h.sup.Subscribe("", 0)
+	events, cancel, err := h.sup.agentViews.Subscribe("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cancel()
-	a, err := h.sup.CreateAgent(ctx, client.CreateAgentRequest{Name: "capped", Description: "d", Task: "look around",
+	a, err := h.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Name: "capped", Description: "d", Task: "look around",
 		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}, Budget: &client.Budget{MaxSteps: 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func TestRequestBudgets(t *testing.T) {
 	if !strings.Contains(got.StateReason, "budget exhausted: the run made 2 steps") {
 		t.Errorf("state reason = %q, want the budget named", got.StateReason)
 	}
-	shown, err := h.sup.Agent(ctx, a.ID)
+	shown, err := h.sup.agentViews.Agent(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestRequestBudgets(t *testing.T) {
 	}
 
 	// A follow-up task with its own budget: tokens this time, and a wall time that stays.
-	next, err := h.sup.TaskRun(ctx, "capped", client.TaskRequest{Task: "again", Budget: &client.Budget{MaxTokens: 1, MaxTime: "1h"}})
+	next, err := h.sup.runs.TaskRun(ctx, "capped", client.TaskRequest{Task: "again", Budget: &client.Budget{MaxTokens: 1, MaxTime: "1h"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,11 +264,11 @@ func TestRequestBudgets(t *testing.T) {
 	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
 		t.Errorf("task run end = %+v, want budget_exhausted after 1 step", end)
 	}
-	shown, _ = h.sup.Agent(ctx, a.ID)
+	shown, _ = h.sup.agentViews.Agent(ctx, a.ID)
 	if b := shown.Runs[0].Budget; b == nil || b.MaxTokens != 1 || b.MaxTime != "1h0m0s" {
 		t.Errorf("task run budget = %+v", b)
 	}
-	if h.sup.budgetOf(next.RunID) != nil {
+	if h.sup.runBudgets.budgetOf(next.RunID) != nil {
 		t.Error("the ended run's budget is still cached")
 	}
 }
@@ -284,23 +284,23 @@ func TestRequestBudgetsRefused(t *testing.T) {
 		want string
 	}{
 		{"negative_steps", func() error {
-			_, err := h.sup.CreateAgent(ctx, client.CreateAgentRequest{Task: "t", Budget: &client.Budget{MaxSteps: -1}})
+			_, err := h.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Task: "t", Budget: &client.Budget{MaxSteps: -1}})
 			return err
 		}, "max_steps -1"},
 		{"negative_tokens", func() error {
-			_, err := h.sup.TaskRun(ctx, "idle", client.TaskRequest{Task: "t", Budget: &client.Budget{MaxTokens: -5}})
+			_, err := h.sup.runs.TaskRun(ctx, "idle", client.TaskRequest{Task: "t", Budget: &client.Budget{MaxTokens: -5}})
 			return err
 		}, "max_tokens -5"},
 		{"bad_time", func() error {
-			_, err := h.sup.TaskRun(ctx, "idle", client.TaskRequest{Task: "t", Budget: &client.Budget{MaxTime: "soon"}})
+			_, err := h.sup.runs.TaskRun(ctx, "idle", client.TaskRequest{Task: "t", Budget: &client.Budget{MaxTime: "soon"}})
 			return err
 		}, `max_time "soon"`},
 		{"tiny_time", func() error {
-			_, err := h.sup.CreateAgent(ctx, client.CreateAgentRequest{Task: "t", Budget: &client.Budget{MaxTime: "10ms"}})
+			_, err := h.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Task: "t", Budget: &client.Budget{MaxTime: "10ms"}})
 			return err
 		}, `max_time "10ms"`},
 		{"no_run_to_bound", func() error {
-			_, err := h.sup.CreateAgent(ctx, client.CreateAgentRequest{Name: "x", Description: "d", Start: &no, Budget: &client.Budget{MaxSteps: 3}})
+			_, err := h.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Name: "x", Description: "d", Start: &no, Budget: &client.Budget{MaxSteps: 3}})
 			return err
 		}, "needs a run"},
 	}
@@ -312,7 +312,7 @@ func TestRequestBudgetsRefused(t *testing.T) {
 			}
 		})
 	}
-	if got, _ := h.sup.Agent(ctx, "idle"); got.State != client.StateIdle || got.RunID != "" {
+	if got, _ := h.sup.agentViews.Agent(ctx, "idle"); got.State != client.StateIdle || got.RunID != "" {
 		t.Errorf("a refused task changed the agent: %+v", got)
 	}
 }

@@ -18,7 +18,7 @@ func TestDoctor(t *testing.T) {
 		}}
 	})
 	summary := func() string {
-		rep, err := h.sup.Doctor(context.Background())
+		rep, err := h.sup.doctor.Doctor(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func TestDoctor(t *testing.T) {
 	if got, want := summary(), "ollama:fail store:ok disk:ok state dir:fail workspaces:ok extra:ok"; got != want {
 		t.Errorf("state dir 0755: %s\nwant            %s", got, want)
 	}
-	rep, _ := h.sup.Doctor(context.Background())
+	rep, _ := h.sup.doctor.Doctor(context.Background())
 	for _, c := range rep.Checks {
 		if c.Name == "state dir" && (!strings.Contains(c.Fix, "chmod go-rwx "+h.dir) || !strings.Contains(c.Detail, "mode 0755")) {
 			t.Errorf("state dir check: %s; fix: %s", c.Detail, c.Fix)

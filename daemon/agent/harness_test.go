@@ -125,7 +125,7 @@ func (h *harness) create(req client.CreateAgentRequest) *client.Agent {
 	if req.Name == "" && req.Task == "" {
 		req.Name, req.Description, req.Goals = "tester", "a test agent", []string{"test things"}
 	}
-	a, err := h.sup.CreateAgent(context.Background(), req)
+	a, err := h.sup.runs.CreateAgent(context.Background(), req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func (h *harness) waitFor(id string, what string, cond func(a *client.Agent) boo
 	var a *client.Agent
 	var err error
 	if !testutil.Wait(10*time.Second, func() bool {
-		a, err = h.sup.Agent(context.Background(), id)
+		a, err = h.sup.agentViews.Agent(context.Background(), id)
 		return err == nil && cond(a)
 	}) {
 		h.t.Fatalf("timed out waiting for %s; agent = %+v, err = %v", what, a, err)
@@ -160,11 +160,11 @@ func (h *harness) decide(id string, p *client.Proposal, text string) (*client.De
 		h.t.Fatal(err)
 	}
 	req.ProposalID, req.Source, req.By = p.ID, "test", "tester"
-	return h.sup.Decide(context.Background(), id, req)
+	return h.sup.decisions.Decide(context.Background(), id, req)
 }
 
 func (h *harness) history(id string) []client.Episode {
-	eps, err := h.sup.History(context.Background(), id)
+	eps, err := h.sup.agentViews.History(context.Background(), id)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -165,9 +165,9 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		if err != nil {
 			return err
 		}
-		if depth+1 > s.maxDepth {
+		if depth+1 > s.helpers.maxDepth {
 			return fmt.Errorf("%s: helpers may be nested %d deep at most, and you are a helper %d deep: do this sub-task yourself",
-				cmd, s.maxDepth, depth)
+				cmd, s.helpers.maxDepth, depth)
 		}
 		hs, err := tx.Helpers(parent.ID)
 		if err != nil {
@@ -231,7 +231,7 @@ func (h helperEnv) Message(ctx context.Context, key, message string) error {
 	}); err != nil {
 		return err
 	}
-	_, err := s.mutate(ctx, id, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	_, err := s.runs.mutate(ctx, id, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		parent, err := h.waitingTx(tx, cmd)
 		if err != nil {
 			return err
@@ -281,7 +281,7 @@ func (h helperEnv) Delete(ctx context.Context, key string) error {
 	}); err != nil {
 		return err
 	}
-	return h.s.DeleteAgent(ctx, id)
+	return h.s.runs.DeleteAgent(ctx, id)
 }
 
 // helperResult is what the parent's command shows of its helper's end.

@@ -25,7 +25,7 @@ func TestHelperWaitSurvivesRestart(t *testing.T) {
 	h.stop()
 	h.start()
 	h.fake.OnChat(b.reply)
-	if got, _ := h.sup.Agent(context.Background(), boss.ID); got.State != client.StateExecuting {
+	if got, _ := h.sup.agentViews.Agent(context.Background(), boss.ID); got.State != client.StateExecuting {
 		t.Fatalf("boss after restart: %s (%s), want executing", got.State, got.StateReason)
 	}
 	if _, err := h.decide(a.ID, hp, "y"); err != nil {
@@ -157,7 +157,7 @@ func TestRestartStopsHelpersOfEndedRuns(t *testing.T) {
 
 	h.start()
 	h.fake.OnChat(b.reply)
-	got, _ := h.sup.Agent(ctx, bh.ID)
+	got, _ := h.sup.agentViews.Agent(ctx, bh.ID)
 	if got.State != client.StateIdle || got.StateReason != strayParentEnded {
 		t.Fatalf("helper of an ended run after restart: %s (%s), want idle (%s)", got.State, got.StateReason, strayParentEnded)
 	}
@@ -183,7 +183,7 @@ func TestRestartStopsHelpersWhoseParentIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start()
-	got, err := h.sup.Agent(ctx, a.ID)
+	got, err := h.sup.agentViews.Agent(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

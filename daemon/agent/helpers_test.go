@@ -120,7 +120,7 @@ func TestHelperLifecycle(t *testing.T) {
 		t.Fatalf("helper workspace = %s, want %s", helper.Workspace, want)
 	}
 	h.approve(helper.ID, "write_file")
-	if a, _ := h.sup.Agent(context.Background(), boss.ID); a.State != client.StateExecuting || a.Pending != nil {
+	if a, _ := h.sup.agentViews.Agent(context.Background(), boss.ID); a.State != client.StateExecuting || a.Pending != nil {
 		t.Fatalf("boss while its helper works: state %s, pending %v; want executing with nothing to decide", a.State, a.Pending)
 	}
 	h.approve(helper.ID, "finish")
@@ -147,7 +147,7 @@ func TestHelperLifecycle(t *testing.T) {
 	if ep := h.episode(boss.ID, del); ep.Result != "deleted helper fetcher" {
 		t.Fatalf("delete_agent episode = %+v", ep)
 	}
-	if _, err := h.sup.Agent(context.Background(), helper.ID); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.agentViews.Agent(context.Background(), helper.ID); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("deleted helper: %v", err)
 	}
 	if _, err := os.Stat(helper.Workspace); !errors.Is(err, os.ErrNotExist) {
@@ -208,7 +208,7 @@ func TestStoppingAParentStopsItsHelpers(t *testing.T) {
 	if ab.Workspace != filepath.Join(boss.Workspace, "agents", "a", "agents", "b") {
 		t.Fatalf("nested helper workspace = %s", ab.Workspace)
 	}
-	if _, err := h.sup.Stop(context.Background(), boss.ID); err != nil {
+	if _, err := h.sup.runs.Stop(context.Background(), boss.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{a.ID, ab.ID} {
@@ -217,7 +217,7 @@ func TestStoppingAParentStopsItsHelpers(t *testing.T) {
 			t.Errorf("%s: reason %q", got.Name, got.StateReason)
 		}
 	}
-	ps, _ := h.sup.Proposals(context.Background(), boss.ID)
+	ps, _ := h.sup.agentViews.Proposals(context.Background(), boss.ID)
 	if p := ps[len(ps)-1]; p.ID != start.ID || p.Status != client.ProposalFailed || !strings.Contains(p.Result, "withdrawn") {
 		t.Fatalf("boss's start_agent after stop = %+v", p)
 	}
@@ -231,11 +231,11 @@ func TestDeletingAParentRemovesItsHelpers(t *testing.T) {
 	h.approve(boss.ID, "start_agent")
 	a := h.helper("boss/a")
 	h.pending(a.ID)
-	if err := h.sup.DeleteAgent(context.Background(), "boss"); err != nil {
+	if err := h.sup.runs.DeleteAgent(context.Background(), "boss"); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{boss.ID, a.ID} {
-		if _, err := h.sup.Agent(context.Background(), id); !errors.Is(err, client.ErrNotFound) {
+		if _, err := h.sup.agentViews.Agent(context.Background(), id); !errors.Is(err, client.ErrNotFound) {
 			t.Errorf("agent %s after its parent's removal: %v", id, err)
 		}
 	}
@@ -251,7 +251,7 @@ func TestRemovingAHelperFailsTheWait(t *testing.T) {
 	boss := h.boss()
 	start := h.approve(boss.ID, "start_agent")
 	h.pending(h.helper("boss/a").ID)
-	if err := h.sup.DeleteAgent(context.Background(), "boss/a"); err != nil {
+	if err := h.sup.runs.DeleteAgent(context.Background(), "boss/a"); err != nil {
 		t.Fatal(err)
 	}
 	if ep := h.episode(boss.ID, start); ep.Outcome != "failed" || ep.Result != "Error: helper a was removed before it finished" {
@@ -264,7 +264,7 @@ func TestHelperFollowsParentPolicy(t *testing.T) {
 	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
 	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}), reply("finish", map[string]string{"reason": "wrote x"}))
 	boss := h.boss()
-	if _, err := h.sup.AddPermission(context.Background(), boss.ID, client.PermissionRequest{Effect: "allow", Pattern: "write_file(*)"}); err != nil {
+	if _, err := h.sup.policyService.AddPermission(context.Background(), boss.ID, client.PermissionRequest{Effect: "allow", Pattern: "write_file(*)"}); err != nil {
 		t.Fatal(err)
 	}
 	h.approve(boss.ID, "start_agent")
@@ -290,11 +290,11 @@ func TestPausingAParentPausesItsHelpers(t *testing.T) {
 	ab := h.helper("boss/a/b")
 	write := h.pending(ab.ID)
 
-	if _, err := h.sup.Pause(ctx, boss.ID); err != nil {
+	if _, err := h.sup.runs.Pause(ctx, boss.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{a.ID, ab.ID} {
-		got, _ := h.sup.Agent(ctx, id)
+		got, _ := h.sup.agentViews.Agent(ctx, id)
 		if got.State != client.StatePaused || got.StateReason != "paused: boss was paused" {
 			t.Fatalf("%s after its top agent paused: %s (%s)", got.Name, got.State, got.StateReason)
 		}
@@ -303,7 +303,7 @@ func TestPausingAParentPausesItsHelpers(t *testing.T) {
 	if _, err := h.decide(ab.ID, write, "y"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := h.sup.Agent(ctx, ab.ID); got.State != client.StatePaused {
+	if got, _ := h.sup.agentViews.Agent(ctx, ab.ID); got.State != client.StatePaused {
 		t.Fatalf("paused helper after an approval: %s", got.State)
 	}
 	if _, err := os.Stat(filepath.Join(ab.Workspace, "x")); !errors.Is(err, os.ErrNotExist) {
@@ -311,27 +311,27 @@ func TestPausingAParentPausesItsHelpers(t *testing.T) {
 	}
 
 	// A helper a person paused on its own stays paused when its parent resumes.
-	if _, err := h.sup.Resume(ctx, boss.ID); err != nil {
+	if _, err := h.sup.runs.Resume(ctx, boss.ID); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor(ab.ID, "resumed helper asks to finish", func(x *client.Agent) bool { return x.Pending != nil && x.Pending.Command == "finish" })
 	if _, err := os.Stat(filepath.Join(ab.Workspace, "x")); err != nil {
 		t.Fatalf("resumed helper's file: %v", err)
 	}
-	if _, err := h.sup.Pause(ctx, ab.ID); err != nil {
+	if _, err := h.sup.runs.Pause(ctx, ab.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sup.Pause(ctx, boss.ID); err != nil {
+	if _, err := h.sup.runs.Pause(ctx, boss.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sup.Resume(ctx, boss.ID); err != nil {
+	if _, err := h.sup.runs.Resume(ctx, boss.ID); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor(a.ID, "a resumed, waiting for b", func(x *client.Agent) bool { return x.State == client.StateExecuting })
-	if got, _ := h.sup.Agent(ctx, ab.ID); got.State != client.StatePaused || got.StateReason != "paused by a person" {
+	if got, _ := h.sup.agentViews.Agent(ctx, ab.ID); got.State != client.StatePaused || got.StateReason != "paused by a person" {
 		t.Fatalf("helper a person paused, after its parent resumed: %s (%s)", got.State, got.StateReason)
 	}
-	if _, err := h.sup.Resume(ctx, ab.ID); err != nil {
+	if _, err := h.sup.runs.Resume(ctx, ab.ID); err != nil {
 		t.Fatal(err)
 	}
 	h.approve(ab.ID, "finish")
@@ -371,10 +371,10 @@ func TestHelpersDrawFromTheParentsApprovals(t *testing.T) {
 	if strings.Join(by, ",") != "write_file,write_file,list_folder" {
 		t.Fatalf("helper ran %v unasked", by)
 	}
-	if got, _ := h.sup.Agent(ctx, boss.ID); got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
+	if got, _ := h.sup.agentViews.Agent(ctx, boss.ID); got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
 		t.Fatalf("boss's policy after its helper drew all approvals = %+v", got.Policy)
 	}
-	if got, _ := h.sup.Agent(ctx, a.ID); got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
+	if got, _ := h.sup.agentViews.Agent(ctx, a.ID); got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
 		t.Fatalf("helper's own policy = %+v, want ask (it never holds approvals)", got.Policy)
 	}
 	// `y -2` on the helper's proposal is the family's too: boss's list_folder runs unasked.
@@ -406,7 +406,7 @@ func TestHelperFollowsParentsContinuousMode(t *testing.T) {
 	if p := h.pending(a.ID); p.Command != "finish" || p.Step != 3 {
 		t.Fatalf("helper's first question: step %d %s, want step 3 finish", p.Step, p.Command)
 	}
-	ds, err := h.sup.Proposals(ctx, a.ID)
+	ds, err := h.sup.agentViews.Proposals(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func TestStartAgentNotOfferedAtMaxDepth(t *testing.T) {
 	if !strings.Contains(onePrompt, commands.ListAgents) {
 		t.Errorf("boss/one lost list_agents too")
 	}
-	infos, err := h.sup.Commands(ctx, one.ID)
+	infos, err := h.sup.policyService.Commands(ctx, one.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -275,7 +275,7 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx 
 	go func() {
 		defer r.s.wg.Done()
 		defer r.summarizing.Store(false)
-		r.s.makeSummaries(ctx, l, a.ID, numCtx)
+		r.s.episodeHistory.makeSummaries(ctx, l, a.ID, numCtx)
 	}()
 }
 

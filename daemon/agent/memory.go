@@ -92,12 +92,12 @@ func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *client.Propo
 	if err := tx.InsertEpisode(agentID, ep); err != nil {
 		return err
 	}
-	tx.AfterCommit(func() { s.gens.bump(agentID) })
-	s.countStep(tx, ep.Outcome)
+	tx.AfterCommit(func() { s.episodeHistory.gens.bump(agentID) })
+	s.stepCounters.countStep(tx, ep.Outcome)
 	if err := updateGoal(tx, agentID, p, ep); err != nil {
 		return err
 	}
-	return s.remember(tx, episodeMemory(agentID, ep))
+	return s.memoryService.remember(tx, episodeMemory(agentID, ep))
 }
 
 // episodeMemory is what an episode leaves in memory: the action, the reasoning and the
@@ -310,7 +310,7 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	if budget < len(head)+200 {
 		return nil, nil
 	}
-	recent, err := c.s.recentEpisodes(ctx, step.AgentID, c.l.HistoryEpisodes) // shared with the history
+	recent, err := c.s.episodeHistory.recentEpisodes(ctx, step.AgentID, c.l.HistoryEpisodes) // shared with the history
 	if err != nil {
 		return nil, err
 	}
@@ -374,7 +374,7 @@ func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, 
 	if o.Command == "delete_file" {
 		return c.s.st.Tx(ctx, func(tx *store.Tx) error {
 			ids, err := tx.DeleteMemories(step.AgentID, string(memory.KindFile), args.Path)
-			c.s.forget(tx, ids)
+			c.s.memoryService.forget(tx, ids)
 			return err
 		})
 	}
@@ -389,13 +389,13 @@ func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, 
 			if err != nil {
 				return err
 			}
-			c.s.forget(tx, ids)
+			c.s.memoryService.forget(tx, ids)
 		}
 		ms := make([]store.Memory, len(chunks))
 		for i, ch := range chunks {
 			ms[i] = store.Memory{ID: newID("m-f-"), AgentID: step.AgentID, Kind: string(memory.KindFile), Text: ch, Source: args.Path}
 		}
-		return c.s.remember(tx, ms...)
+		return c.s.memoryService.remember(tx, ms...)
 	})
 }
 

@@ -161,17 +161,17 @@ func TestMemoryForgottenWithItsAgent(t *testing.T) {
 	h := newHarness(t, withMemory(t))
 	a := h.create(client.CreateAgentRequest{Name: "gone", Description: "d", Goals: []string{"g"}, Start: new(bool)})
 	ctx := context.Background()
-	if _, err := h.sup.AddMemory(ctx, client.MemoryAddRequest{Agent: "gone", Text: "zebra crossing"}); err != nil {
+	if _, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Agent: "gone", Text: "zebra crossing"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sup.AddMemory(ctx, client.MemoryAddRequest{Text: "zebra stripes are shared"}); err != nil {
+	if _, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Text: "zebra stripes are shared"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sup.DeleteAgent(ctx, a.ID); err != nil {
+	if err := h.sup.runs.DeleteAgent(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, h.opt.Memory.Index)
-	hits, _ := h.sup.SearchMemory(ctx, client.MemorySearchRequest{Query: "zebra"})
+	hits, _ := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{Query: "zebra"})
 	if len(hits) != 1 || hits[0].AgentID != "" {
 		t.Errorf("after rm, search = %+v; want only the shared memory", hits)
 	}
@@ -185,7 +185,7 @@ func TestMemoryRebuiltAfterIndexLoss(t *testing.T) {
 	ctx := context.Background()
 	h.create(client.CreateAgentRequest{Name: "mind", Description: "d", Goals: []string{"g"}, Start: new(bool)})
 	for i := range 50 {
-		if _, err := h.sup.AddMemory(ctx, client.MemoryAddRequest{Agent: "mind", Text: fmt.Sprintf("fact %d about the aurora", i)}); err != nil {
+		if _, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Agent: "mind", Text: fmt.Sprintf("fact %d about the aurora", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -205,11 +205,11 @@ func TestMemoryRebuiltAfterIndexLoss(t *testing.T) {
 	if !testutil.Wait(10*time.Second, func() bool { return !ix.NeedsRebuild() && ix.Stats().Docs == 50 }) {
 		t.Fatalf("not rebuilt: %+v", ix.Stats())
 	}
-	hits, err := h.sup.SearchMemory(ctx, client.MemorySearchRequest{Agent: "mind", Query: "aurora", K: 100})
+	hits, err := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{Agent: "mind", Query: "aurora", K: 100})
 	if err != nil || len(hits) != 50 {
 		t.Fatalf("search after rebuild = %d hits, %v; want 50", len(hits), err)
 	}
-	st, err := h.sup.ReindexMemory(ctx)
+	st, err := h.sup.memoryService.ReindexMemory(ctx)
 	if err != nil || st.Memories != 50 || st.Indexed != 50 || st.NeedsRebuild {
 		t.Fatalf("reindex = %+v, %v", st, err)
 	}
@@ -226,34 +226,43 @@ func TestMemoryServiceRefusesBadInput(t *testing.T) {
 		kind error
 		msg  string
 	}{
-		{"empty_text", func() error { _, err := h.sup.AddMemory(ctx, client.MemoryAddRequest{Text: "  "}); return err },
+		{"empty_text", func() error {
+			_, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Text: "  "})
+			return err
+		},
 			client.ErrBadRequest, "empty memory text"},
 		{"bad_kind", func() error {
-			_, err := h.sup.AddMemory(ctx, client.MemoryAddRequest{Text: "x", Kind: "gossip"})
+			_, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Text: "x", Kind: "gossip"})
 			return err
 		}, client.ErrBadRequest, `memory kind "gossip": use one of episode, result, feedback, note, chat, file`},
 		{"huge_text", func() error {
-			_, err := h.sup.AddMemory(ctx, client.MemoryAddRequest{Text: strings.Repeat("x", 9000)})
+			_, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Text: strings.Repeat("x", 9000)})
 			return err
 		}, client.ErrBadRequest, "memory text is 9000 bytes: at most 8000"},
 		{"unknown_agent", func() error {
-			_, err := h.sup.AddMemory(ctx, client.MemoryAddRequest{Agent: "bob", Text: "x"})
+			_, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Agent: "bob", Text: "x"})
 			return err
 		}, client.ErrNotFound, `no agent "bob"`},
-		{"empty_query", func() error { _, err := h.sup.SearchMemory(ctx, client.MemorySearchRequest{}); return err },
+		{"empty_query", func() error {
+			_, err := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{})
+			return err
+		},
 			client.ErrBadRequest, "empty query"},
 		{"search_bad_kind", func() error {
-			_, err := h.sup.SearchMemory(ctx, client.MemorySearchRequest{Query: "x", Kinds: []string{"episode", "dream"}})
+			_, err := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{Query: "x", Kinds: []string{"episode", "dream"}})
 			return err
 		}, client.ErrBadRequest, `memory kind "dream"`},
 		{"k_too_big", func() error {
-			_, err := h.sup.SearchMemory(ctx, client.MemorySearchRequest{Query: "x", K: 1000})
+			_, err := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{Query: "x", K: 1000})
 			return err
 		}, client.ErrBadRequest, "k = 1000"},
-		{"ls_bad_limit", func() error { _, err := h.sup.Memories(ctx, client.MemoryListRequest{Limit: -1}); return err },
+		{"ls_bad_limit", func() error {
+			_, err := h.sup.memoryService.Memories(ctx, client.MemoryListRequest{Limit: -1})
+			return err
+		},
 			client.ErrBadRequest, "limit = -1"},
-		{"rm_unknown", func() error { return h.sup.DeleteMemory(ctx, "m-nope") }, client.ErrNotFound, `no memory "m-nope"`},
-		{"memory_off", func() error { _, err := off.sup.MemoryStats(ctx); return err }, client.ErrConflict, "long-term memory is off"},
+		{"rm_unknown", func() error { return h.sup.memoryService.DeleteMemory(ctx, "m-nope") }, client.ErrNotFound, `no memory "m-nope"`},
+		{"memory_off", func() error { _, err := off.sup.memoryService.MemoryStats(ctx); return err }, client.ErrConflict, "long-term memory is off"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,11 +275,11 @@ func TestMemoryServiceRefusesBadInput(t *testing.T) {
 	}
 	// A shared note added twice is one memory; a bad byte in it is replaced, not refused.
 	for range 2 {
-		if _, err := h.sup.AddMemory(ctx, client.MemoryAddRequest{Text: "bad \xff byte"}); err != nil {
+		if _, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Text: "bad \xff byte"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	list, err := h.sup.Memories(ctx, client.MemoryListRequest{})
+	list, err := h.sup.memoryService.Memories(ctx, client.MemoryListRequest{})
 	if err != nil || len(list) != 1 || list[0].Text != "bad \uFFFD byte" {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
@@ -351,7 +360,7 @@ func TestLongLivedAgentStaysInContext(t *testing.T) {
 		Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
 	seedHistory(t, h.st, a, 1000)
 	seedMemories(t, h.st, h.opt.Memory.Index, a.ID, 5000)
-	if _, err := h.sup.Task(context.Background(), a.ID, "Keep the notes folder tidy and summarize every note"); err != nil {
+	if _, err := h.sup.runs.Task(context.Background(), a.ID, "Keep the notes folder tidy and summarize every note"); err != nil {
 		t.Fatal(err)
 	}
 	h.start()
@@ -371,7 +380,7 @@ func TestLongLivedAgentStaysInContext(t *testing.T) {
 			t.Errorf("a prompt of %d tokens exceeds num_ctx %d", got, numCtx)
 		}
 	}
-	got, _ := h.sup.Agent(context.Background(), a.ID)
+	got, _ := h.sup.agentViews.Agent(context.Background(), a.ID)
 	perStep := float64(calls) / float64(got.Step)
 	t.Logf("%d steps, %d model calls (%d for summaries): %.3f calls per step", got.Step, calls, summaries.Load(), perStep)
 	if perStep > 1.2 {

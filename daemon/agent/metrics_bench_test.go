@@ -63,7 +63,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		b.Fatal(err)
 	}
 	m := metrics.New()
-	m.SetState(sup.MetricsState)
+	m.SetState(sup.agentViews.MetricsState)
 	h := m.Handler()
 	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 	var size int

@@ -83,7 +83,7 @@ func metricsHarness(t *testing.T, mod ...func(*Options)) (*harness, *metrics.Met
 		c.Observe(func(c llm.Call) { m.ModelCall(c.Model, c.Duration, c.PromptTokens, c.EvalTokens, c.Err) })
 		o.LLM = c
 	}}, mod...)...)
-	m.SetState(h.sup.MetricsState)
+	m.SetState(h.sup.agentViews.MetricsState)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m.Handler())
 	srv := httptest.NewServer(mux)
@@ -109,7 +109,7 @@ func TestMetricsCountStepsDecisionsAndTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.ProposalID, req.Source, req.By = p.ID, "agentctl", "tester"
-		if _, err := h.sup.Decide(context.Background(), a.ID, req); err != nil {
+		if _, err := h.sup.decisions.Decide(context.Background(), a.ID, req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -128,7 +128,7 @@ func TestMetricsCountStepsDecisionsAndTokens(t *testing.T) {
 	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
 
 	fams = scrape(t, srv)
-	got, _ := h.sup.Agent(context.Background(), a.ID)
+	got, _ := h.sup.agentViews.Agent(context.Background(), a.ID)
 	model := ollamatest.TinyModelName
 	for _, c := range []struct {
 		name   string

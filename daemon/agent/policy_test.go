@@ -52,7 +52,7 @@ func TestPermissionPatterns(t *testing.T) {
 	if !strings.Contains(eps[1].Feedback, "write_file(secret*)") {
 		t.Errorf("the refusal does not name the pattern: %q", eps[1].Feedback)
 	}
-	v, err := h.sup.Policy(context.Background(), a.ID)
+	v, err := h.sup.policyService.Policy(context.Background(), a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestPermissionPatterns(t *testing.T) {
 		{ref: a.ID, want: "list_folder[allow:list_folder(*)] read_file[] write_file[deny:write_file(secret*) allow:write_file(notes.txt)] ask_user[] finish[]"},
 		{ref: "", want: "list_folder[allow:list_folder(*)] read_file[] write_file[deny:write_file(secret*)] ask_user[] finish[]"},
 	} {
-		infos, err := h.sup.Commands(context.Background(), tt.ref)
+		infos, err := h.sup.policyService.Commands(context.Background(), tt.ref)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestPermissionPatterns(t *testing.T) {
 			t.Errorf("Commands(%q) = %s\nwant %s", tt.ref, strings.Join(got, " "), tt.want)
 		}
 	}
-	if _, err := h.sup.Commands(context.Background(), "nobody"); err == nil {
+	if _, err := h.sup.policyService.Commands(context.Background(), "nobody"); err == nil {
 		t.Error("Commands of an unknown agent succeeded")
 	}
 
@@ -110,7 +110,7 @@ func TestPermissionPatterns(t *testing.T) {
 		{client.PolicyTestRequest{Command: "write_file", Subject: "../x"}, "ask  "},
 		{client.PolicyTestRequest{Command: "execute_shell", Subject: "ls"}, "ask  "},
 	} {
-		v, err := h.sup.TestPolicy(context.Background(), a.Name, tt.req)
+		v, err := h.sup.policyService.TestPolicy(context.Background(), a.Name, tt.req)
 		if err != nil {
 			t.Fatalf("TestPolicy(%+v): %v", tt.req, err)
 		}
@@ -119,7 +119,7 @@ func TestPermissionPatterns(t *testing.T) {
 		}
 	}
 	for _, bad := range []client.PolicyTestRequest{{}, {Command: "ask_user", Subject: "x"}, {Command: "write_file", Subject: "a", Args: []byte(`{}`)}} {
-		if _, err := h.sup.TestPolicy(context.Background(), a.Name, bad); err == nil {
+		if _, err := h.sup.policyService.TestPolicy(context.Background(), a.Name, bad); err == nil {
 			t.Errorf("TestPolicy(%+v) succeeded", bad)
 		}
 	}
@@ -135,18 +135,18 @@ func TestExecuteCommandsAskEvenInContinuousMode(t *testing.T) {
 	if p.Command != "test_execute" {
 		t.Fatalf("pending = %+v", p)
 	}
-	if _, err := h.sup.AddPermission(context.Background(), a.ID, client.PermissionRequest{Effect: "allow", Pattern: "*(*)"}); err != nil {
+	if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, client.PermissionRequest{Effect: "allow", Pattern: "*(*)"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := h.sup.Agent(context.Background(), a.ID); got.Pending == nil {
+	if got, _ := h.sup.agentViews.Agent(context.Background(), a.ID); got.Pending == nil {
 		t.Fatal("a wildcard pattern approved an execute command")
 	}
 	for _, bad := range []client.PermissionRequest{{Effect: "allow", Pattern: "x("}, {Effect: "maybe", Pattern: "x"}} {
-		if _, err := h.sup.AddPermission(context.Background(), a.ID, bad); err == nil {
+		if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, bad); err == nil {
 			t.Errorf("AddPermission(%+v) succeeded", bad)
 		}
 	}
-	if _, err := h.sup.AddPermission(context.Background(), a.ID, client.PermissionRequest{Effect: "allow", Pattern: "test_execute(x)"}); err != nil {
+	if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, client.PermissionRequest{Effect: "allow", Pattern: "test_execute(x)"}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitFor(a.ID, "the literal pattern to run it", func(a *client.Agent) bool { return a.Pending == nil || a.Pending.ID != p.ID })

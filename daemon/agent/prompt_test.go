@@ -74,7 +74,7 @@ func newPromptFixture(t testing.TB, opt Options) *promptFixture {
 func (f *promptFixture) prompt(req client.CreateAgentRequest, eps []client.Episode, numCtx int, notes ...string) (PromptInput, []llm.Message) {
 	f.t.Helper()
 	ctx := context.Background()
-	ca, err := f.sup.CreateAgent(ctx, req)
+	ca, err := f.sup.runs.CreateAgent(ctx, req)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestLongTaskIsCutToFit(t *testing.T) {
 	in := PromptInput{Name: "x", Description: "y", Task: strings.Repeat("do the thing. ", 570), Commands: set}
 	for _, numCtx := range []int{2048, 3000} {
 		in := in
-		in.Task = s.fitTask(in, "m", numCtx)
+		in.Task = s.model.fitTask(in, "m", numCtx)
 		chars := PromptChars(BuildPrompt(in))
 		if float64(chars) > float64(numCtx-replyReserve(numCtx))*defaultCharsPerToken {
 			t.Errorf("num_ctx %d: prompt %d chars exceeds the budget", numCtx, chars)
@@ -186,7 +186,7 @@ func TestLongTaskIsCutToFit(t *testing.T) {
 			t.Errorf("num_ctx %d: cut task carries no note", numCtx)
 		}
 	}
-	if got := s.fitTask(PromptInput{Task: "short", Commands: set}, "m", 8192); got != "short" {
+	if got := s.model.fitTask(PromptInput{Task: "short", Commands: set}, "m", 8192); got != "short" {
 		t.Errorf("a short task was changed: %q", got)
 	}
 }

@@ -21,12 +21,12 @@ func TestSubscriptionEndsOnDelete(t *testing.T) {
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
 	a := h.create(client.CreateAgentRequest{})
 	h.pending(a.ID)
-	ch, cancel, err := h.sup.Subscribe(a.ID, 0)
+	ch, cancel, err := h.sup.agentViews.Subscribe(a.ID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cancel()
-	if err := h.sup.DeleteAgent(context.Background(), a.ID); err != nil {
+	if err := h.sup.runs.DeleteAgent(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
 	timeout := time.After(time.Second)
@@ -55,21 +55,21 @@ func TestPauseNotLostToPolicyApproval(t *testing.T) {
 			Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 1000}})
 		// let it run a few steps
 		time.Sleep(time.Duration(i%7) * time.Millisecond)
-		if _, err := h.sup.Pause(context.Background(), a.ID); err != nil {
+		if _, err := h.sup.runs.Pause(context.Background(), a.ID); err != nil {
 			t.Fatal(err)
 		}
 		// A policy approval in flight must not overwrite the pause meanwhile.
 		var got *client.Agent
 		testutil.Hold(30*time.Millisecond, func() bool {
-			got, _ = h.sup.Agent(context.Background(), a.ID)
+			got, _ = h.sup.agentViews.Agent(context.Background(), a.ID)
 			return got.State == client.StatePaused
 		})
 		if got.State != client.StatePaused {
 			lost++
 			t.Logf("pause lost: state=%s step=%d", got.State, got.Step)
-			h.sup.Stop(context.Background(), a.ID)
+			h.sup.runs.Stop(context.Background(), a.ID)
 		}
-		h.sup.DeleteAgent(context.Background(), a.ID)
+		h.sup.runs.DeleteAgent(context.Background(), a.ID)
 	}
 	if lost > 0 {
 		t.Fatalf("%d/40 pauses lost", lost)
@@ -94,17 +94,17 @@ func TestOneLoopPerAgent(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Second)
 	most := 0
 	for time.Now().Before(deadline) && most < 2 {
-		h.sup.Pause(context.Background(), a.ID)
-		h.sup.Resume(context.Background(), a.ID)
+		h.sup.runs.Pause(context.Background(), a.ID)
+		h.sup.runs.Resume(context.Background(), a.ID)
 		if n := loops(); n > most {
 			most = n
 		}
 	}
 	if most >= 2 {
 		// show the consequence: two open proposals / orphaned pending ones
-		h.sup.Pause(context.Background(), a.ID)
+		h.sup.runs.Pause(context.Background(), a.ID)
 		time.Sleep(100 * time.Millisecond)
-		ps, _ := h.sup.Proposals(context.Background(), a.ID)
+		ps, _ := h.sup.agentViews.Proposals(context.Background(), a.ID)
 		t.Fatalf("%d goroutines in runner.loop for ONE agent (%d proposals so far)", most, len(ps))
 	}
 }
@@ -146,8 +146,8 @@ func TestRepeatAsksEvenAfterResume(t *testing.T) {
 	sideEffectMu.Lock()
 	before := sideEffectRuns
 	sideEffectMu.Unlock()
-	h.sup.Pause(context.Background(), a.ID)
-	h.sup.Resume(context.Background(), a.ID)
+	h.sup.runs.Pause(context.Background(), a.ID)
+	h.sup.runs.Resume(context.Background(), a.ID)
 	runs := func() int {
 		sideEffectMu.Lock()
 		defer sideEffectMu.Unlock()
@@ -180,7 +180,7 @@ func TestTaskSupersedesStaleProposal(t *testing.T) {
 	idle := h.waitFor(a.ID, "the agent idle after the restart", func(a *client.Agent) bool { return a.State == client.StateIdle })
 	t.Logf("after restart: state=%s reason=%q", idle.State, idle.StateReason)
 	h.fake.Script(reply("finish", map[string]string{"reason": "ok"}))
-	nt, err := h.sup.Task(context.Background(), a.ID, "something new")
+	nt, err := h.sup.runs.Task(context.Background(), a.ID, "something new")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,11 +209,11 @@ func TestLostResultBecomesInterrupted(t *testing.T) {
 	// The loop takes up the lost result: the agent leaves executing.
 	var got *client.Agent
 	testutil.Wait(10*time.Second, func() bool {
-		got, _ = h.sup.Agent(context.Background(), a.ID)
+		got, _ = h.sup.agentViews.Agent(context.Background(), a.ID)
 		return got.State != client.StateExecuting
 	})
 	_, derr := h.decide(a.ID, p, "y")
-	aerr := h.sup.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "x"})
+	aerr := h.sup.decisions.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "x"})
 	t.Logf("state=%s pending=%v question=%v decide=%v answer=%v", got.State, got.Pending != nil, got.Question != nil, derr, aerr)
 	if got.State == client.StateAwaitingDecision && got.Pending == nil && got.Question == nil {
 		t.Fatal("agent awaiting_decision with nothing to decide")

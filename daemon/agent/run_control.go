@@ -35,7 +35,7 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 	}); err != nil {
 		return nil, err
 	}
-	r := s.runner(id)
+	r := s.host.runner(id)
 	r.mu.Lock()
 	var out *client.Agent
 	err := s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -67,7 +67,7 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 		return nil, err
 	}
 	if active(out.State) {
-		s.kick(id)
+		s.host.kick(id)
 	}
 	return out, nil
 }
@@ -251,11 +251,11 @@ func (s *runs) timeUp(runID string) {
 	if b == nil {
 		return
 	}
-	r := s.runner(b.agentID)
+	r := s.host.runner(b.agentID)
 	r.mu.Lock()
 	r.cancelAll()
 	r.mu.Unlock()
-	s.kick(b.agentID)
+	s.host.kick(b.agentID)
 }
 
 // runEnded forgets an ended run's budget and tells Options.OnRunEnd how it ended.

@@ -176,7 +176,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 		if a, err = tx.Agent(r.id); err != nil || !active(a.State) {
 			return err
 		}
-		b := r.s.budgetOf(a.RunID)
+		b := r.s.runBudgets.budgetOf(a.RunID)
 		if b != nil {
 			if r.overWhy = b.overTime(time.Now()); r.overWhy != "" {
 				act, r.overRun, r.overBudget = actExhaust, a.RunID, "time"
@@ -192,7 +192,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 					return nil
 				}
 			}
-			if r.overBudget, r.overWhy = r.s.agentOver(a); r.overWhy != "" {
+			if r.overBudget, r.overWhy = r.s.agentBudgets.agentOver(a); r.overWhy != "" {
 				act = actAgentBudget
 			}
 			return nil
@@ -236,7 +236,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 	if err == nil && (act == actThink || act == actExecute) {
 		// A step that begins over the budget (only an approved command can: a model
 		// step is checked before) is not cut; the agent pauses after it.
-		if b := r.s.agentBudget(a); b.MaxWall > 0 {
+		if b := r.s.agentBudgets.agentBudget(a); b.MaxWall > 0 {
 			r.busyLeft = max(b.MaxWall-time.Duration(a.BusyMS)*time.Millisecond, 0)
 		}
 	}
@@ -398,7 +398,7 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 		if au.Verdict == cycle.Refuse {
 			ev.Kind = cycle.PolicyRefuse // not run: the reason goes to the model as feedback
 		}
-		if st.refused, err = r.s.decideTx(tx, a, p, st.decided, ev); errors.Is(err, errMoved) {
+		if st.refused, err = r.s.decisions.decideTx(tx, a, p, st.decided, ev); errors.Is(err, errMoved) {
 			return errNotApproved // a person decided it meanwhile; the next round sees it
 		} else if err != nil {
 			return err
@@ -467,7 +467,7 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 	if cmd, ok := st.cmds.Get(p.Command); !ok {
 		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
-		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.commandMemory(),
+		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
 			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}}
 		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
 		if o.Err != nil && r.busyCut.Load() {
@@ -582,6 +582,6 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
 	if finished {
 		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: r.id, Agent: v, Message: out})
-		r.s.runEnded(p.RunID)
+		r.s.runs.runEnded(p.RunID)
 	}
 }

@@ -11,12 +11,21 @@ import (
 
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
-var _ localapi.AgentService = (*Supervisor)(nil)
+// Each part serves its own slice of the local API (api.go).
+var (
+	_ Runs                   = (*runs)(nil)
+	_ Views                  = (*agentViews)(nil)
+	_ client.DecisionService = (*decisions)(nil)
+	_ client.PolicyService   = (*policyService)(nil)
+	_ client.MemoryService   = (*memoryService)(nil)
+	_ client.AuditService    = (*auditLog)(nil)
+	_ client.DoctorService   = (*doctor)(nil)
+	_ client.BudgetService   = (*agentBudgets)(nil)
+)
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 
@@ -97,7 +106,7 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 	if a.Description == "" && req.Task == "" {
 		a.Description = "an autonomous assistant"
 	}
-	a.Workspace = s.workspace(a.ID)
+	a.Workspace = s.host.workspace(a.ID)
 	start := a.Task != ""
 	if req.Start != nil {
 		start = *req.Start && a.Task != ""
@@ -149,7 +158,7 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 		s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, out.CreatedAt, 0)
 	}
 	if start {
-		s.kick(a.ID)
+		s.host.kick(a.ID)
 	}
 	return out, nil
 }
@@ -166,7 +175,7 @@ func (s *runs) checkAgentCommands(ctx context.Context, name string, names []stri
 	}
 	a := &store.Agent{Agent: client.Agent{Name: name}}
 	have := map[string]bool{}
-	for _, c := range s.commandsFor(ctx, s.live(), a, s.stepOf(a)) {
+	for _, c := range s.host.commandsFor(ctx, s.host.live(), a, s.host.stepOf(a)) {
 		have[c.Spec().Name] = true
 	}
 	var out, unknown []string
@@ -218,7 +227,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		}
 		for _, a := range fam {
 			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
-			s.forgetHistory(a.ID)
+			s.host.forgetHistory(a.ID)
 			if r, err := tx.Run(a.RunID); err == nil && r.Ended.IsZero() {
 				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: run.OutcomeRemoved, Reason: "the agent was removed",
 					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - r.TokensBase}
@@ -233,7 +242,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 	// Runner locks are taken in ID order, the one place more than one is held.
 	locked := make([]*runner, len(all))
 	for i, g := range all {
-		locked[i] = s.runner(g.id)
+		locked[i] = s.host.runner(g.id)
 	}
 	order := slices.Clone(locked)
 	slices.SortFunc(order, func(a, b *runner) int { return strings.Compare(a.id, b.id) })
@@ -269,10 +278,10 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 	for i := len(all) - 1; i >= 0; i-- {
 		g := all[i]
 		locked[i].wakeUp()
-		s.dropRunner(g.id)
+		s.host.dropRunner(g.id)
 		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
 		// goes through the folder above, so a link swapped in goes, never its target.
-		if g.ws != "" && (g.ws == s.workspace(g.id) || g.helper) {
+		if g.ws != "" && (g.ws == s.host.workspace(g.id) || g.helper) {
 			if err := removeWorkspace(g.ws); err != nil {
 				s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
 			}
@@ -318,7 +327,7 @@ func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 // runs starts, changes and ends agents' runs: creating and removing agents, giving them
 // tasks, pausing, resuming and stopping them, and what happens when a run ends.
 type runs struct {
-	runHost
+	host         runHost // the supervisor: runners, settings, workspaces
 	st           *store.Store
 	log          *slog.Logger
 	events       *run.Broker

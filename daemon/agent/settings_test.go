@@ -30,7 +30,7 @@ func continuous() *client.Policy { return &client.Policy{Mode: "continuous", Con
 // there twice.
 func proposalsOf(t *testing.T, h *harness, id string) []client.Proposal {
 	t.Helper()
-	ps, err := h.sup.Proposals(context.Background(), id)
+	ps, err := h.sup.agentViews.Proposals(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +69,8 @@ func TestReloadWhileStepping(t *testing.T) {
 					return
 				default:
 				}
-				h.sup.Commands(context.Background(), ids[0])
-				h.sup.Policy(context.Background(), ids[0])
+				h.sup.policyService.Commands(context.Background(), ids[0])
+				h.sup.policyService.Policy(context.Background(), ids[0])
 			}
 		}()
 	}
@@ -110,7 +110,7 @@ func TestReloadWhileStepping(t *testing.T) {
 	close(stop)
 	readers.Wait()
 	for _, id := range ids {
-		a, err := h.sup.Agent(context.Background(), id)
+		a, err := h.sup.agentViews.Agent(context.Background(), id)
 		if err != nil {
 			t.Fatalf("agent %s lost: %v", id, err)
 		}
@@ -158,7 +158,7 @@ func TestReloadRefusesBadSettingsAndKeepsTheOld(t *testing.T) {
 func TestReloadChangesWhatPolicyAndCommandsShow(t *testing.T) {
 	h := newHarness(t)
 	a := h.create(client.CreateAgentRequest{Name: "bob", Description: "d", Start: new(bool)})
-	if cmds, _ := h.sup.Commands(context.Background(), a.ID); len(cmds) == 0 || !slices.ContainsFunc(cmds, func(c client.CommandInfo) bool { return c.Name == "write_file" }) {
+	if cmds, _ := h.sup.policyService.Commands(context.Background(), a.ID); len(cmds) == 0 || !slices.ContainsFunc(cmds, func(c client.CommandInfo) bool { return c.Name == "write_file" }) {
 		t.Fatalf("bob has no write_file before the reload: %v", cmds)
 	}
 	set := h.sup.Settings()
@@ -167,7 +167,7 @@ func TestReloadChangesWhatPolicyAndCommandsShow(t *testing.T) {
 	if err := h.sup.Reload(set); err != nil {
 		t.Fatal(err)
 	}
-	pv, err := h.sup.Policy(context.Background(), a.ID)
+	pv, err := h.sup.policyService.Policy(context.Background(), a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestReloadChangesWhatPolicyAndCommandsShow(t *testing.T) {
 			t.Errorf("policy after reload lacks %q: %v", want, got)
 		}
 	}
-	cmds, err := h.sup.Commands(context.Background(), a.ID)
+	cmds, err := h.sup.policyService.Commands(context.Background(), a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

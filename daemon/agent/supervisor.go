@@ -6,10 +6,10 @@
 // stored state alone, so an agent picks up where it was after a restart or a kill -9.
 // What a transition does is the cycle package's answer (cycle.Next, cycle.Authorize);
 // transit, in transit.go, is the one place that writes it.
-// The Supervisor implements the local API's Service; agentctl and the chat bots go through it.
-// It is a facade over parts split by responsibility (runs, decisions, helpers, memory,
-// policy, budgets, doctor, views…), each holding only what it needs and reaching back
-// through a narrow interface it declares; wireParts in supervisor.go builds them.
+// The Supervisor hosts the agents; its parts, split by responsibility (runs, decisions,
+// helpers, memory, policy, budgets, doctor, views…), serve the local API. Each holds only
+// what it needs and reaches back through a narrow interface it declares; wireParts in
+// supervisor.go builds them, and Supervisor.API (api.go) hands them out by name.
 package agent
 
 import (
@@ -94,23 +94,23 @@ type Options struct {
 	Metrics Metrics
 }
 
-// Supervisor hosts every agent and implements the local API. It owns the agents' runners,
-// the settings and the model's state; the API's methods are its parts', promoted through
-// embedding so the local API sees one Service while each part stays small.
+// Supervisor hosts every agent. It owns the agents' runners, the settings and the model's
+// state; the local API's methods are its parts', reached through API().Runs, .Views,
+// .Memory… rather than promoted, so no type, the Supervisor included, grows into a god type.
 type Supervisor struct {
-	*memoryService  // long-term memory and its endpoints (memory_service.go)
-	*policyService  // the policy endpoints (policy_service.go)
-	*auditLog       // the audit log and replays (audit.go)
-	*doctor         // agentctl doctor (doctor.go)
-	*runBudgets     // the budgets of runs in progress (run_budgets.go)
-	*decisions      // people's decisions and answers (decide.go)
-	*helpers        // helper agents kept in step with their parents (helpers.go)
-	*agentBudgets   // each agent's budget over all its runs (agent_budget.go)
-	*runs           // runs started, changed and ended (service.go, run_control.go)
-	*agentViews     // the read-only views: status, agents, history (views.go)
-	*workspaceDirs  // where agents' workspaces are (workspaces.go)
-	*stepCounters   // steps and decisions counted for metrics (metrics.go)
-	*episodeHistory // the prompt's view of each agent's episodes (history.go)
+	memoryService  *memoryService  // long-term memory and its endpoints (memory_service.go)
+	policyService  *policyService  // the policy endpoints (policy_service.go)
+	auditLog       *auditLog       // the audit log and replays (audit.go)
+	doctor         *doctor         // agentctl doctor (doctor.go)
+	runBudgets     *runBudgets     // the budgets of runs in progress (run_budgets.go)
+	decisions      *decisions      // people's decisions and answers (decide.go)
+	helpers        *helpers        // helper agents kept in step with their parents (helpers.go)
+	agentBudgets   *agentBudgets   // each agent's budget over all its runs (agent_budget.go)
+	runs           *runs           // runs started, changed and ended (service.go, run_control.go)
+	agentViews     *agentViews     // the read-only views: status, agents, history (views.go)
+	workspaceDirs  *workspaceDirs  // where agents' workspaces are (workspaces.go)
+	stepCounters   *stepCounters   // steps and decisions counted for metrics (metrics.go)
+	episodeHistory *episodeHistory // the prompt's view of each agent's episodes (history.go)
 
 	opt    Options
 	st     *store.Store
@@ -181,16 +181,16 @@ func wireParts(s *Supervisor, opt Options) {
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
-	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspace, checks: opt.HealthChecks}
-	s.helpers = &helpers{helperHost: s, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
+	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace, checks: opt.HealthChecks}
+	s.helpers = &helpers{helperHost: host{s}, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
 	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
 	s.runs = &runs{
-		runHost: s, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd,
+		host: host{s}, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd,
 		runBudgets: s.runBudgets, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 	}
 	s.runBudgets.timeUp, s.agentBudgets.mutateAgent = s.runs.timeUp, s.runs.mutate
-	s.decisions = &decisions{decisionHost: s, st: s.st, live: s.live}
+	s.decisions = &decisions{decisionHost: host{s}, st: s.st, live: s.live}
 	s.agentViews = &agentViews{
 		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,
 		version: opt.Version, stateDir: opt.StateDir, started: time.Now(), mem: s.mem,
@@ -214,25 +214,25 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
-	if err := s.resolveWorkspaces(ctx); err != nil {
+	if err := s.workspaceDirs.resolveWorkspaces(ctx); err != nil {
 		return err
 	}
 	if err := s.recover(ctx); err != nil {
 		return err
 	}
-	if err := s.loadBudgets(ctx); err != nil {
+	if err := s.runBudgets.loadBudgets(ctx); err != nil {
 		return err
 	}
-	if err := s.deliverEnded(ctx); err != nil {
+	if err := s.helpers.deliverEnded(ctx); err != nil {
 		return err
 	}
-	if err := s.stopStrays(ctx); err != nil {
+	if err := s.helpers.stopStrays(ctx); err != nil {
 		return err
 	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.probeLoop(ctx) }()
 	if s.mem != nil && s.mem.ix.NeedsRebuild() {
-		s.rebuildInBackground(s.mem.ix.RebuildReason())
+		s.memoryService.rebuildInBackground(s.mem.ix.RebuildReason())
 	}
 	var agents []*store.Agent
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) { agents, err = tx.Agents(); return })

@@ -118,8 +118,8 @@ func (r *runner) think(ctx context.Context, l *live) {
 
 // fitTask cuts a task too long for the context, keeping its start, so that the prompt
 // without history still leaves room for the reply. History is fitted after this.
-func (s *Supervisor) fitTask(in PromptInput, model string, numCtx int) string {
-	budget := int(float64(numCtx-replyReserve(numCtx)) * s.model.charsPerToken(model))
+func (m *modelState) fitTask(in PromptInput, model string, numCtx int) string {
+	budget := int(float64(numCtx-replyReserve(numCtx)) * m.charsPerToken(model))
 	over := PromptChars(BuildPrompt(in)) - budget
 	if over <= 0 {
 		return in.Task
@@ -142,15 +142,15 @@ func (s *Supervisor) prompt(ctx context.Context, l *live, a *store.Agent, step *
 		Commands:   s.commandsFor(ctx, l, a, step),
 		Notes:      notes,
 	}
-	in.Task = s.fitTask(in, model, numCtx)
-	in.Messages = pl.Messages(ctx, step, s.messageBudget(in, model, numCtx))
+	in.Task = s.model.fitTask(in, model, numCtx)
+	in.Messages = pl.Messages(ctx, step, s.model.messageBudget(in, model, numCtx))
 	return in, BuildPrompt(in)
 }
 
 // messageBudget is how many characters the components' messages may use: what the
 // context holds before the reply reserve, minus the rest of the prompt.
-func (s *Supervisor) messageBudget(in PromptInput, model string, numCtx int) int {
-	budget := int(float64(numCtx-replyReserve(numCtx))*s.model.charsPerToken(model)) - PromptChars(BuildPrompt(in)) - 64
+func (m *modelState) messageBudget(in PromptInput, model string, numCtx int) int {
+	budget := int(float64(numCtx-replyReserve(numCtx))*m.charsPerToken(model)) - PromptChars(BuildPrompt(in)) - 64
 	return max(0, budget)
 }
 

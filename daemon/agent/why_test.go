@@ -17,7 +17,7 @@ func TestWhyNamesTheRuleOrPerson(t *testing.T) {
 	a := h.create(client.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	ctx := context.Background()
-	w, err := h.sup.Why(ctx, a.Name)
+	w, err := h.sup.policyService.Why(ctx, a.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestWhyNamesTheRuleOrPerson(t *testing.T) {
 	if _, err := h.decide(a.ID, p, "n"); err != nil {
 		t.Fatal(err)
 	}
-	w, err = h.sup.Why(ctx, a.ID)
+	w, err = h.sup.policyService.Why(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestWhyNamesTheRuleOrPerson(t *testing.T) {
 	if want := "denied by " + w.Decision.By + " via " + w.Decision.Source + "; the run stopped"; w.Reason != want {
 		t.Errorf("reason = %q, want %q", w.Reason, want)
 	}
-	if _, err := h.sup.Why(ctx, "nobody"); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.policyService.Why(ctx, "nobody"); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("Why(unknown agent) = %v, want ErrNotFound", err)
 	}
 }
@@ -50,7 +50,7 @@ func TestWhyBeforeAnyDecision(t *testing.T) {
 	h.fake.Script(reply("write_file", map[string]string{"path": "a.txt", "contents": "x"}))
 	a := h.create(client.CreateAgentRequest{})
 	h.pending(a.ID)
-	if _, err := h.sup.Why(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.policyService.Why(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("Why with only a pending proposal = %v, want ErrNotFound", err)
 	}
 }

@@ -262,7 +262,7 @@ func TestStartAgentRefusesLinkedAgentsFolder(t *testing.T) {
 	if ep.Outcome == "succeeded" || !strings.Contains(ep.Result, "agents is a symlink in your workspace; remove it (rm agents) and try again") {
 		t.Fatalf("start_agent episode = %+v", ep)
 	}
-	if _, err := h.sup.Agent(context.Background(), "boss/fetcher"); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.agentViews.Agent(context.Background(), "boss/fetcher"); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("a helper was created: %v", err)
 	}
 	checkOutside(t, outside)
@@ -296,7 +296,7 @@ func TestStoredWorkspaceThroughRootLinkResolvedAtStart(t *testing.T) {
 	}
 	h.stop()
 	h.start()
-	got, err := h.sup.Agent(context.Background(), a.ID)
+	got, err := h.sup.agentViews.Agent(context.Background(), a.ID)
 	if err != nil || got.Workspace != a.Workspace {
 		t.Fatalf("after restart: %v, %v; want workspace %q", got, err, a.Workspace)
 	}
@@ -325,11 +325,11 @@ func TestDeleteAgentsAfterLinkSwapLeavesTargets(t *testing.T) {
 			if err := os.Symlink(target, swapped); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.sup.DeleteAgent(context.Background(), helper.ID); err != nil {
+			if err := h.sup.runs.DeleteAgent(context.Background(), helper.ID); err != nil {
 				t.Fatal(err)
 			}
 			checkOutside(t, outside)
-			if err := h.sup.DeleteAgent(context.Background(), boss.ID); err != nil {
+			if err := h.sup.runs.DeleteAgent(context.Background(), boss.ID); err != nil {
 				t.Fatal(err)
 			}
 			checkOutside(t, outside)

@@ -21,7 +21,7 @@ import (
 
 // Options configure the handler.
 type Options struct {
-	// Agents is the daemon's agent service (daemon/agent's Supervisor). Required.
+	// Agents is the daemon's agent service (daemon/agent's Supervisor's parts, agent.Facade). Required.
 	Agents localapi.AgentService
 	// Log gets 500s and refused uploads; nil discards.
 	Log *slog.Logger

@@ -39,31 +39,71 @@ type ScheduleService interface {
 }
 
 // AgentService is the agents' half of the API. Agent references are an agent id or its
-// unique name.
+// unique name. It is the sum of small services, one per part of daemon/agent's Supervisor.
 type AgentService interface {
+	ViewService
+	AuditService
+	DoctorService
+	RunService
+	BudgetService
+	DecisionService
+	PolicyService
+	MemoryService
+}
+
+// ViewService is the read-only views of agents: status, agents, history, proposals, events.
+type ViewService interface {
 	Status(ctx context.Context) (*Status, error)
+	Agents(ctx context.Context) ([]Agent, error)
+	Agent(ctx context.Context, ref string) (*Agent, error)
+	History(ctx context.Context, ref string) ([]Episode, error)
+	Proposals(ctx context.Context, ref string) ([]Proposal, error)
+	// Subscribe streams events of one agent (ref != "") or of all agents (ref == "").
+	// Events with Seq > since still held by the daemon are delivered first. The channel is
+	// closed when cancel is called or the subscriber falls too far behind.
+	Subscribe(ref string, since int64) (events <-chan Event, cancel func(), err error)
+}
+
+// AuditService is the audit log and run replays.
+type AuditService interface {
 	// Audit lists audit log entries, oldest first.
 	Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
 	// Replay returns a run step by step: ref is a run id, or an agent for its latest run.
 	Replay(ctx context.Context, ref string) (*Replay, error)
+}
+
+// DoctorService is agentctl doctor.
+type DoctorService interface {
 	// Doctor runs the health checks agentctl doctor shows; problems are findings, not errors.
 	Doctor(ctx context.Context) (*DoctorReport, error)
-	Agents(ctx context.Context) ([]Agent, error)
+}
+
+// RunService is agents created, given tasks, paused, resumed, stopped and removed.
+type RunService interface {
 	CreateAgent(ctx context.Context, req CreateAgentRequest) (*Agent, error)
-	Agent(ctx context.Context, ref string) (*Agent, error)
 	DeleteAgent(ctx context.Context, ref string) error
-	Decide(ctx context.Context, ref string, req DecideRequest) (*Decision, error)
-	Answer(ctx context.Context, ref string, req AnswerRequest) error
 	// TaskRun gives an idle agent a follow-up task, its budget (if set) bounding the run.
 	TaskRun(ctx context.Context, ref string, req TaskRequest) (*Agent, error)
 	Pause(ctx context.Context, ref string) (*Agent, error)
 	Resume(ctx context.Context, ref string) (*Agent, error)
 	Stop(ctx context.Context, ref string) (*Agent, error)
+}
+
+// BudgetService is each agent's budget over all its runs.
+type BudgetService interface {
 	// SetBudget changes the agent's own budget over all its runs and returns the agent
 	// with its budget; an agent paused by its budget resumes when the new one allows.
 	SetBudget(ctx context.Context, ref string, req BudgetRequest) (*Agent, error)
-	History(ctx context.Context, ref string) ([]Episode, error)
-	Proposals(ctx context.Context, ref string) ([]Proposal, error)
+}
+
+// DecisionService is people's decisions on proposals and answers to questions.
+type DecisionService interface {
+	Decide(ctx context.Context, ref string, req DecideRequest) (*Decision, error)
+	Answer(ctx context.Context, ref string, req AnswerRequest) error
+}
+
+// PolicyService is the commands agents may use and the permission patterns that decide them.
+type PolicyService interface {
 	// Why explains the decision on the agent's last decided proposal: who or which rule
 	// made it, from where, and why.
 	Why(ctx context.Context, ref string) (*Why, error)
@@ -77,6 +117,10 @@ type AgentService interface {
 	RemovePermission(ctx context.Context, ref string, req PermissionRequest) (*PolicyView, error)
 	// TestPolicy says how the agent's patterns would decide a proposal, without proposing it.
 	TestPolicy(ctx context.Context, ref string, req PolicyTestRequest) (*PolicyTest, error)
+}
+
+// MemoryService is long-term memory.
+type MemoryService interface {
 	// Memories lists memories, newest first; AddMemory saves one (a shared one without an
 	// agent); SearchMemory ranks them against a query, with scores; DeleteMemory removes one;
 	// ReindexMemory rebuilds the index from the store and swaps it in; MemoryStats describes it.
@@ -86,10 +130,6 @@ type AgentService interface {
 	DeleteMemory(ctx context.Context, id string) error
 	ReindexMemory(ctx context.Context) (*MemoryStats, error)
 	MemoryStats(ctx context.Context) (*MemoryStats, error)
-	// Subscribe streams events of one agent (ref != "") or of all agents (ref == "").
-	// Events with Seq > since still held by the daemon are delivered first. The channel is
-	// closed when cancel is called or the subscriber falls too far behind.
-	Subscribe(ref string, since int64) (events <-chan Event, cancel func(), err error)
 }
 
 // TeamService is the team runs' part of the API (SOP workflows of several roles). Team

@@ -24,7 +24,7 @@ import (
 )
 
 // The supervisor the daemon passes is the Manager's Agents.
-var _ Agents = (*agent.Supervisor)(nil)
+var _ Agents = agent.Facade{}
 
 // fakeClock is a cron.Clock the test moves; timers fire when it passes them.
 type fakeClock struct {
@@ -142,7 +142,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: localapi.NewHandler(service{h.sup, managerService{h}, noReload{}, nil}, nil)}
+	srv := &http.Server{Handler: localapi.NewHandler(service{h.sup.API().Facade(), managerService{h}, noReload{}, nil}, nil)}
 	go srv.Serve(ln)
 	h.c = &client.Client{Socket: sock}
 	t.Cleanup(func() {
@@ -191,7 +191,7 @@ func (m managerService) ScheduleHistory(ctx context.Context, ref string, limit i
 }
 
 func (h *harness) startManager() {
-	m := New(Options{Store: h.st, Agents: h.sup, Clock: h.clock, Local: time.UTC, KeepAgents: h.keep})
+	m := New(Options{Store: h.st, Agents: h.sup.API().Facade(), Clock: h.clock, Local: time.UTC, KeepAgents: h.keep})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := m.Start(ctx); err != nil {
 		h.t.Fatal(err)

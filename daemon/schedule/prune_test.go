@@ -33,7 +33,7 @@ func TestTemplateAgentsPruned(t *testing.T) {
 		if i == 0 {
 			continue // the oldest waits for a decision throughout
 		}
-		if _, err := h.sup.Decide(ctx, a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, By: "test", Source: "test"}); err != nil {
+		if _, err := h.sup.API().Decisions.Decide(ctx, a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, By: "test", Source: "test"}); err != nil {
 			t.Fatal(err)
 		}
 		h.waitHistory("tidy", "run end", func(r []client.ScheduleRun) bool { return r[0].Outcome == "finished" })
@@ -44,7 +44,7 @@ func TestTemplateAgentsPruned(t *testing.T) {
 	// prune is counted, so a pruning.Wait here could race that Add.
 	gone := func(a *client.Agent) bool { _, err := os.Stat(a.Workspace); return os.IsNotExist(err) }
 	testutil.Wait(10*time.Second, func() bool {
-		all, err := h.sup.Agents(ctx)
+		all, err := h.sup.API().Views.Agents(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func (h *harness) waitAgent(id string, cond func(*client.Agent) bool) *client.Ag
 	var a *client.Agent
 	testutil.Eventually(h.t, 10*time.Second, "agent "+id, func() bool {
 		var err error
-		a, err = h.sup.Agent(context.Background(), id)
+		a, err = h.sup.API().Views.Agent(context.Background(), id)
 		return err == nil && cond(a)
 	})
 	return a

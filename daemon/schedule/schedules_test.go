@@ -303,7 +303,7 @@ func TestPanicInStartIsRecorded(t *testing.T) {
 	h := newHarness(t, at(10, 0))
 	h.add(client.ScheduleRequest{Name: "boom", Spec: "@daily", Template: "boom", Goal: "g"})
 	h.stopManager()
-	m := New(Options{Store: h.st, Agents: panicky{h.sup}, Clock: h.clock, Local: time.UTC})
+	m := New(Options{Store: h.st, Agents: panicky{h.sup.API().Facade()}, Clock: h.clock, Local: time.UTC})
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

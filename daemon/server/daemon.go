@@ -199,7 +199,7 @@ func (d *daemon) localAPIPart() part {
 		start: func(ctx context.Context) error {
 			mux := http.NewServeMux()
 			mux.Handle("GET /v0/metrics", metricsHandler(d.mx, d.sup))
-			mux.Handle("/", localapi.NewHandler(service{d.sup, d.mgr, d.rl, d.teams, d.bots, d.httpL, shellStatus(d.cfg)}, d.log))
+			mux.Handle("/", localapi.NewHandler(service{d.sup.API().Facade(), d.mgr, d.rl, d.teams, d.bots, d.httpL, shellStatus(d.cfg)}, d.log))
 			srv := &http.Server{Handler: mux}
 			localapi.GuardPeers(srv, d.opt.IsAgentCommand, d.log) // nothing an agent runs reaches the daemon's control
 			s.serve(ctx, srv, d.ln, d.failed)
@@ -220,7 +220,7 @@ func (d *daemon) httpPart() part {
 			th := newTCPHandler(d.httpTok, d.tcpLn.Addr(), d.cfg.HTTP.Listen, d.log)
 			th.Metrics = metricsHandler(d.mx, d.sup)
 			if d.cfg.HTTP.AgentProtocol {
-				th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: d.sup, Log: d.log})
+				th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: d.sup.API().Facade(), Log: d.log})
 			}
 			s.serve(ctx, &http.Server{Handler: th}, d.tcpLn, d.failed)
 			d.log.Info("http listener ready", "addr", d.tcpLn.Addr().String(), "metrics", th.Metrics != nil, "agent_protocol", th.AgentProtocol != nil)

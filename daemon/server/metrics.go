@@ -21,6 +21,6 @@ func newMetrics(lc *llm.Client) *metrics.Metrics {
 // mounts it at /metrics behind the bearer token (it names the agents); the unix socket
 // serves it at /v0/metrics.
 func metricsHandler(m *metrics.Metrics, sup *agent.Supervisor) http.Handler {
-	m.SetState(sup.MetricsState)
+	m.SetState(sup.API().Views.MetricsState)
 	return m.Handler()
 }

@@ -106,20 +106,22 @@ func (d *daemon) build(context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The schedules, team runs and bots reach the supervisor's parts through one Facade.
+	agents := sup.API().Facade()
 	// The team engine reads the supervisor's live settings, so a reload's model reaches it.
 	// It is made before the bots, which start team runs from chat.
-	teams, err := team.New(team.Options{Store: d.st, LLM: d.lc, Agents: sup, Log: log, Settings: sup.ModelSettings})
+	teams, err := team.New(team.Options{Store: d.st, LLM: d.lc, Agents: agents, Log: log, Settings: sup.ModelSettings})
 	if err != nil {
 		return err
 	}
-	chat, err := newBots(cfg, sup, teams, d.st, log, d.mx)
+	chat, err := newBots(cfg, agents, teams, d.st, log, d.mx)
 	if err != nil {
 		return err
 	}
 	// The schedules reach the bots through a switch, since a reload replaces the bots.
-	mgr := schedule.New(schedule.Options{Store: d.st, Agents: sup, Log: log, Grace: cfg.Schedules.Grace.Duration,
+	mgr := schedule.New(schedule.Options{Store: d.st, Agents: agents, Log: log, Grace: cfg.Schedules.Grace.Duration,
 		Chat: d.bots.sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: d.mx})
-	d.bots.svc = func(c *config.Config) (*chatBots, error) { return newBots(c, sup, teams, d.st, log, d.mx) }
+	d.bots.svc = func(c *config.Config) (*chatBots, error) { return newBots(c, agents, teams, d.st, log, d.mx) }
 	d.bots.mgr = mgr
 	// Before the supervisor starts, which is when runs can end.
 	d.runEnds.add(mgr.RunEnded)

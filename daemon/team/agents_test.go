@@ -44,7 +44,7 @@ func (e *env) awaiting(teamID, role, command string) *client.Agent {
 	var a *client.Agent
 	if !testutil.Wait(10*time.Second, func() bool {
 		var err error
-		if a, err = e.sup.Agent(context.Background(), r.Agents[role]); err != nil {
+		if a, err = e.sup.API().Views.Agent(context.Background(), r.Agents[role]); err != nil {
 			e.t.Fatal(err)
 		}
 		return a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.Command == command
@@ -61,7 +61,7 @@ func (e *env) checkRanOnce(r *client.TeamRun, agentID string) {
 	if r.Status != client.TeamFinished || r.Vars["code"] != "wrote hello.txt" {
 		e.t.Fatalf("run: %s", dump(r))
 	}
-	ps, err := e.sup.Proposals(context.Background(), agentID)
+	ps, err := e.sup.API().Views.Proposals(context.Background(), agentID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func (e *env) checkRanOnce(r *client.TeamRun, agentID string) {
 	if strings.Join(writes, ",") != "succeeded" {
 		e.t.Errorf("write_file proposals: %v, want one that succeeded", writes)
 	}
-	a, _ := e.sup.Agent(context.Background(), agentID)
+	a, _ := e.sup.API().Views.Agent(context.Background(), agentID)
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "hello.txt")); err != nil || string(b) != "hi" {
 		e.t.Errorf("hello.txt = %q, %v", b, err)
 	}
@@ -105,7 +105,7 @@ func TestRoleCommandGoesThroughTheDecisionPath(t *testing.T) {
 	if r, _ := e.eng.Team(context.Background(), team.ID); r.Waiting != a.ID || r.Status != client.TeamRunning || r.State != "build" || r.Phase != "code" {
 		t.Errorf("team while waiting: %s", dump(r))
 	}
-	if _, err := e.sup.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl", By: "test"}); err != nil {
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl", By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	r := e.ended(team.ID)
@@ -125,7 +125,7 @@ func TestRestartResumesWithoutRunningTwice(t *testing.T) {
 	e.stop()
 	e.start()
 	a = e.awaiting(team.ID, "programmer", "write_file")
-	if _, err := e.sup.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl"}); err != nil {
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
 	e.checkRanOnce(e.ended(team.ID), a.ID)
@@ -142,7 +142,7 @@ func TestDeniedRoleCommandEndsThePhase(t *testing.T) {
 	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
 	team := e.run(withCommands, "say hi")
 	a := e.awaiting(team.ID, "programmer", "write_file")
-	if _, err := e.sup.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionDeny, Source: "agentctl"}); err != nil {
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionDeny, Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
 	r := e.ended(team.ID)
@@ -165,7 +165,7 @@ func TestStopTeamStopsTheRoleRun(t *testing.T) {
 	if err != nil || r.Status != client.TeamStopped {
 		t.Fatalf("StopTeam = %+v, %v", r, err)
 	}
-	if _, err := e.sup.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
+	if _, err := e.sup.API().Views.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("role agent after the team stopped: %v, want it removed", err)
 	}
 	if _, err := os.Stat(a.Workspace); !os.IsNotExist(err) {
@@ -256,7 +256,7 @@ func TestRoleLimitedToItsCommands(t *testing.T) {
 		t.Error("the model was not told write_file is unknown")
 	}
 	id := r.Agents["programmer"]
-	if ps, err := e.sup.Proposals(context.Background(), id); err == nil {
+	if ps, err := e.sup.API().Views.Proposals(context.Background(), id); err == nil {
 		for _, p := range ps {
 			if p.Command == "write_file" {
 				t.Errorf("a write_file proposal was stored: %+v", p)
@@ -268,13 +268,13 @@ func TestRoleLimitedToItsCommands(t *testing.T) {
 // stopOnStart is the supervisor, with a team stop landing just after a role's run has
 // started and before the engine records it.
 type stopOnStart struct {
-	*agent.Supervisor
+	agent.Facade
 	e    *env
 	once sync.Once
 }
 
 func (s *stopOnStart) StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error) {
-	a, err := s.Supervisor.StartTask(ctx, ref, task, opt)
+	a, err := s.Facade.StartTask(ctx, ref, task, opt)
 	s.once.Do(func() {
 		runs, _ := s.e.eng.Teams(context.Background())
 		if _, err := s.e.eng.StopTeam(context.Background(), runs[0].ID); err != nil {
@@ -290,7 +290,7 @@ func TestStopDuringRoleRunStartStopsIt(t *testing.T) {
 	e := newEnv(t)
 	e.keep = true
 	e.stop()
-	e.wrap = func(sup *agent.Supervisor) Agents { return &stopOnStart{Supervisor: sup, e: e} }
+	e.wrap = func(sup *agent.Supervisor) Agents { return &stopOnStart{Facade: sup.API().Facade(), e: e} }
 	e.start()
 	e.say("ceo", "Instruction: write hello.txt saying hi.")
 	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
@@ -303,7 +303,7 @@ func TestStopDuringRoleRunStartStopsIt(t *testing.T) {
 	var a *client.Agent
 	if !testutil.Wait(10*time.Second, func() bool {
 		var err error
-		if a, err = e.sup.Agent(context.Background(), id); err != nil {
+		if a, err = e.sup.API().Views.Agent(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
 		return a.State == client.StateIdle && a.RunID != ""
@@ -324,7 +324,7 @@ func TestRoleAgentsRemovedAtEnd(t *testing.T) {
 				proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
 			team := e.run(withCommands, "say hi")
 			a := e.awaiting(team.ID, "programmer", "write_file")
-			if _, err := e.sup.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl"}); err != nil {
+			if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl"}); err != nil {
 				t.Fatal(err)
 			}
 			r := e.ended(team.ID)
@@ -340,7 +340,7 @@ func TestRoleAgentsRemovedAtEnd(t *testing.T) {
 			}
 			// The loop removes them once it has seen the end; Wait waits for the loop.
 			e.stop()
-			if _, err := e.sup.Agent(context.Background(), a.ID); keep != (err == nil) {
+			if _, err := e.sup.API().Views.Agent(context.Background(), a.ID); keep != (err == nil) {
 				t.Errorf("keep %v: role agent: %v", keep, err)
 			}
 			_, err := os.Stat(filepath.Join(a.Workspace, "hello.txt"))
@@ -356,7 +356,7 @@ func TestRoleAgentsRemovedAtEnd(t *testing.T) {
 func TestEndedRunsAgentsSweptAtStart(t *testing.T) {
 	e := newEnv(t)
 	e.stop()
-	a, err := e.sup.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "tdeadbeef-programmer", Goals: []string{"x"}, Start: new(bool)})
+	a, err := e.sup.API().Runs.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "tdeadbeef-programmer", Goals: []string{"x"}, Start: new(bool)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +368,7 @@ func TestEndedRunsAgentsSweptAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.start()
-	if _, err := e.sup.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
+	if _, err := e.sup.API().Views.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("the ended run's agent after a start: %v, want it removed", err)
 	}
 }

@@ -16,7 +16,7 @@
 //     its side. Such a turn has no effect beyond its text, so redoing one the daemon died
 //     in the middle of is harmless.
 //   - A role with commands is a real agent of the daemon, named TEAM-ROLE (t3f2a9c1-programmer),
-//     created idle when the run starts. Its turn is a run of that agent (Supervisor.StartTask)
+//     created idle when the run starts. Its turn is a run of that agent (the supervisor's Runs.StartTask)
 //     whose task is the turn prompt; the agent thinks, proposes and executes like any
 //     other, so every command it proposes goes through the one decision path (policy,
 //     agentctl, the chat thread), and its finish reason is its message. The engine stores

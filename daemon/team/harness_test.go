@@ -64,7 +64,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // The supervisor the daemon passes is the engine's Agents.
-var _ Agents = (*agent.Supervisor)(nil)
+var _ Agents = agent.Facade{}
 
 // start starts a supervisor and an engine on the store, as the daemon does.
 func (e *env) start() {
@@ -77,7 +77,7 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var agents Agents = sup
+	var agents Agents = sup.API().Facade()
 	if e.wrap != nil {
 		agents = e.wrap(sup)
 	}
