@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Limits of what a message shows inline; chat platforms cap message sizes well above.
@@ -163,14 +163,12 @@ func FormatNote(text string) Message {
 	return Message{Summary: cut(text, 100), Parts: []Part{{Spans: []Span{{Text: text}}}}}
 }
 
-// cut shortens s to at most n bytes on a rune boundary, marking the cut.
+// cut shortens s to at most n bytes (display.Cut), saying how much it left out: a chat
+// reader sees the size of what is missing.
 func cut(s string, n int) string {
-	if len(s) <= n {
+	kept := display.Cut(s, n, "")
+	if len(kept) == len(s) {
 		return s
 	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + fmt.Sprintf("… (%d more bytes)", len(s)-i)
+	return kept + fmt.Sprintf("… (%d more bytes)", len(s)-len(kept))
 }

@@ -118,17 +118,13 @@ func (ContextItems) Messages(ctx context.Context, s *Step) ([]string, error) {
 	return []string{b.String()}, nil
 }
 
-// cutItem shortens s to at most n bytes on a rune boundary, marking the cut.
+// cutItem shortens s to at most n bytes, the marker included, and says how to see the rest.
 func cutItem(s string, n int) string {
+	const mark = "\n[cut: close and read_file it to see the rest]"
 	if len(s) <= n {
 		return s
 	}
-	const mark = "\n[cut: close and read_file it to see the rest]"
-	n = max(0, n-len(mark))
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + mark
+	return display.Cut(s, max(0, n-len(mark)), mark)
 }
 
 func loadItems(ctx context.Context, st State) ([]contextItem, error) {

@@ -10,6 +10,8 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // UnavailableError is what a tool's command returns while its server is down; the bridge
@@ -61,7 +63,7 @@ func (c *toolCommand) Execute(ctx context.Context, _ commands.Env, args json.Raw
 		if strings.TrimSpace(out) == "" {
 			out = "no details given"
 		}
-		return "", fmt.Errorf("%s: the tool reported an error: %s", c.spec.Name, cut(out, maxErrorText))
+		return "", fmt.Errorf("%s: the tool reported an error: %s", c.spec.Name, display.Cut(out, maxErrorText, display.Ellipsis))
 	}
 	return out, nil
 }
@@ -77,13 +79,13 @@ func (c *toolCommand) callError(ctx, callCtx context.Context, err error) error {
 		return fmt.Errorf("%s: mcp server %q did not answer within %s: %w", name, srv, c.srv.cfg.timeout(), callCtx.Err())
 	}
 	if rpcErr := serverAnswer(err); rpcErr != nil {
-		return fmt.Errorf("%s: mcp server %q refused the call: %s", name, srv, cut(rpcErr.Message, maxErrorText))
+		return fmt.Errorf("%s: mcp server %q refused the call: %s", name, srv, display.Cut(rpcErr.Message, maxErrorText, display.Ellipsis))
 	}
 	c.srv.check()
 	if errors.Is(err, mcp.ErrConnectionClosed) {
 		return fmt.Errorf("%s: lost the connection to mcp server %q; it is being restarted, so try again later or use another command", name, srv)
 	}
-	return fmt.Errorf("%s: could not reach mcp server %q (%s); it is restarted if it is down, so try again later or use another command", name, srv, cut(err.Error(), maxErrorText))
+	return fmt.Errorf("%s: could not reach mcp server %q (%s); it is restarted if it is down, so try again later or use another command", name, srv, display.Cut(err.Error(), maxErrorText, display.Ellipsis))
 }
 
 // codeRejected is the go-sdk's code for a request that never reached the server (its
@@ -144,15 +146,4 @@ func orUnknown(mime string) string {
 		return "unknown type"
 	}
 	return mime
-}
-
-// cut bounds s to n bytes on a rune boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -16,19 +16,18 @@ package web
 
 import (
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
-// cutText cuts s to at most limit bytes on a UTF-8 boundary and reports whether it did.
+// cutText cuts s to at most limit bytes on a UTF-8 boundary (display.Cut) and reports
+// whether it did; a limit ≤ 0 means no limit.
 func cutText(s string, limit int) (string, bool) {
-	if limit <= 0 || len(s) <= limit {
+	if limit <= 0 {
 		return s, false
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut], true
+	kept := display.Cut(s, limit, "")
+	return kept, len(kept) < len(s)
 }
 
 // oneLine collapses runs of white space, newlines included, to single spaces.

@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -259,9 +260,9 @@ func (h helperEnv) List(ctx context.Context) ([]string, error) {
 		for _, a := range hs {
 			line := fmt.Sprintf("%s: %s", keyOf(a.Name), a.State)
 			if a.StateReason != "" {
-				line += " (" + cut(a.StateReason, 120) + ")"
+				line += " (" + display.Cut(strings.TrimSpace(a.StateReason), 120, display.Ellipsis) + ")"
 			}
-			line += " — " + cut(a.Description, 80)
+			line += " — " + display.Cut(strings.TrimSpace(a.Description), 80, display.Ellipsis)
 			out = append(out, line)
 		}
 		return err

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -134,7 +135,7 @@ func olderLine(e store.EpisodeHead) string {
 	if e.Summary != "" {
 		return fmt.Sprintf("Step %d: %s", e.Step, e.Summary)
 	}
-	return fmt.Sprintf("Step %d: %s → %s", e.Step, cut(CallText(e.Command, e.Args), 120), e.Outcome)
+	return fmt.Sprintf("Step %d: %s → %s", e.Step, display.Cut(strings.TrimSpace(CallText(e.Command, e.Args)), 120, display.Ellipsis), e.Outcome)
 }
 
 // olderCache keeps each agent's latest episodes as one-line history entries. Episodes
@@ -304,7 +305,7 @@ func (s *episodeHistory) makeSummaries(ctx context.Context, l *live, agentID str
 	var b strings.Builder
 	per := max(200, (numCtx/2*int(defaultCharsPerToken))/len(todo)) // the request stays well inside the context
 	for i, e := range todo {
-		fmt.Fprintf(&b, "%d. %s\n", i+1, cut(EpisodeText(e.Episode), per))
+		fmt.Fprintf(&b, "%d. %s\n", i+1, display.Cut(strings.TrimSpace(EpisodeText(e.Episode)), per, display.Ellipsis))
 	}
 	req := llm.ChatRequest{
 		Model: l.Model, NumCtx: numCtx, NumPredict: len(todo) * 64, KeepAlive: l.KeepAlive,
@@ -322,7 +323,7 @@ func (s *episodeHistory) makeSummaries(ctx context.Context, l *live, agentID str
 	made := map[int64]string{}
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		for i, e := range todo {
-			line := cut(strings.Join(strings.Fields(out.Lines[i]), " "), summaryChars)
+			line := display.Cut(strings.TrimSpace(strings.Join(strings.Fields(out.Lines[i]), " ")), summaryChars, display.Ellipsis)
 			if line == "" {
 				continue
 			}

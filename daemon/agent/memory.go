@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/memory"
 )
@@ -116,7 +117,7 @@ func episodeMemory(agentID string, e *client.Episode) store.Memory {
 	case e.Outcome == "feedback":
 		fmt.Fprintf(&b, "\nHuman feedback: %s", e.Feedback)
 	case strings.TrimSpace(e.Result) != "":
-		fmt.Fprintf(&b, "\nResult: %s", cut(e.Result, episodeResultIn))
+		fmt.Fprintf(&b, "\nResult: %s", display.Cut(strings.TrimSpace(e.Result), episodeResultIn, display.Ellipsis))
 	}
 	return store.Memory{
 		ID: "m-" + e.ProposalID, AgentID: agentID, Kind: string(kind), Text: b.String(),
@@ -220,10 +221,10 @@ func updateGoal(tx *store.Tx, agentID string, p *client.Proposal, ep *client.Epi
 		g = goalState{Run: ep.RunID}
 	}
 	if plan := strings.TrimSpace(p.Thoughts.Plan); plan != "" {
-		g.Plan = cut(plan, 600)
+		g.Plan = display.Cut(strings.TrimSpace(plan), 600, display.Ellipsis)
 	}
 	if ep.Outcome == "succeeded" && ep.Command != commands.Finish {
-		g.Done = append(g.Done, fmt.Sprintf("step %d: %s", ep.Step, cut(CallText(ep.Command, ep.Args), 160)))
+		g.Done = append(g.Done, fmt.Sprintf("step %d: %s", ep.Step, display.Cut(strings.TrimSpace(CallText(ep.Command, ep.Args)), 160, display.Ellipsis)))
 		if len(g.Done) > goalDone {
 			g.Done = g.Done[len(g.Done)-goalDone:]
 		}
@@ -319,7 +320,7 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	for i, e := range recent {
 		skip["m-"+e.ProposalID] = true
 		if i >= len(recent)-2 { // the latest steps say what the agent is doing now
-			q = append(q, e.Command, e.Reasoning, cut(e.Feedback, 300), cut(e.Result, 300))
+			q = append(q, e.Command, e.Reasoning, display.Cut(strings.TrimSpace(e.Feedback), 300, display.Ellipsis), display.Cut(strings.TrimSpace(e.Result), 300, display.Ellipsis))
 		}
 	}
 	hits, err := m.ix.Search(ctx, memory.Query{Agent: step.AgentID, Text: strings.Join(q, "\n"), K: m.opt.K + len(skip), HalfLife: m.opt.HalfLife})
@@ -337,7 +338,7 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 		if h.Source != "" {
 			line += ", " + h.Source
 		}
-		line += "] " + strings.Join(strings.Fields(cut(h.Text, 600)), " ")
+		line += "] " + strings.Join(strings.Fields(display.Cut(strings.TrimSpace(h.Text), 600, display.Ellipsis)), " ")
 		if b.Len()+len(line) > budget {
 			break
 		}

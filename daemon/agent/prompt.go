@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 )
 
@@ -113,16 +114,16 @@ func EpisodeText(e client.Episode) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Step %d: %s → %s", e.Step, CallText(e.Command, e.Args), e.Outcome)
 	if r := strings.TrimSpace(e.Reasoning); r != "" {
-		fmt.Fprintf(&b, "\n  Reasoning: %s", cut(r, 200))
+		fmt.Fprintf(&b, "\n  Reasoning: %s", display.Cut(strings.TrimSpace(r), 200, display.Ellipsis))
 	}
 	switch e.Outcome {
 	case "feedback":
-		fmt.Fprintf(&b, "\n  Not run. Human feedback: %s", cut(e.Feedback, resultCut))
+		fmt.Fprintf(&b, "\n  Not run. Human feedback: %s", display.Cut(strings.TrimSpace(e.Feedback), resultCut, display.Ellipsis))
 	case "denied":
 		b.WriteString("\n  Not run: the human denied it.")
 	default:
 		if r := strings.TrimSpace(e.Result); r != "" {
-			fmt.Fprintf(&b, "\n  Result: %s", strings.ReplaceAll(cut(r, resultCut), "\n", "\n    "))
+			fmt.Fprintf(&b, "\n  Result: %s", strings.ReplaceAll(display.Cut(strings.TrimSpace(r), resultCut, display.Ellipsis), "\n", "\n    "))
 		}
 	}
 	return b.String()
@@ -144,24 +145,10 @@ func CallText(name string, args json.RawMessage) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + "=" + cut(string(ordered[k]), 120)
+		parts[i] = k + "=" + display.Cut(strings.TrimSpace(string(ordered[k])), 120, display.Ellipsis)
 	}
 	return name + "(" + strings.Join(parts, ", ") + ")"
 }
-
-func cut(s string, n int) string {
-	s = strings.TrimSpace(s)
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8Start(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // PromptChars counts the characters of the messages' contents.
 func PromptChars(msgs []llm.Message) int {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -522,7 +524,7 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 	r.mu.Lock()
 	r.cancelExec = nil
 	r.mu.Unlock()
-	ev := cycle.Event{Kind: kind, Result: result, Reason: "finished: " + cut(out, 200), Detail: out}
+	ev := cycle.Event{Kind: kind, Result: result, Reason: "finished: " + display.Cut(strings.TrimSpace(out), 200, display.Ellipsis), Detail: out}
 	record := func(tx *store.Tx) error {
 		a, err := tx.Agent(r.id)
 		if err != nil {

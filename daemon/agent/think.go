@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -129,7 +130,7 @@ func (m *modelState) fitTask(in PromptInput, model string, numCtx int) string {
 	if keep >= len(in.Task) {
 		return in.Task
 	}
-	return cut(in.Task, keep) + note
+	return display.Cut(strings.TrimSpace(in.Task), keep, display.Ellipsis) + note
 }
 
 // prompt builds a step's prompt through the agent's components: directives, commands,
@@ -415,7 +416,7 @@ func cleanList(in []string) []string {
 	var out []string
 	for _, s := range in {
 		if s = strings.TrimSpace(s); s != "" && len(out) < 5 {
-			out = append(out, cut(s, 120))
+			out = append(out, display.Cut(strings.TrimSpace(s), 120, display.Ellipsis))
 		}
 	}
 	return out

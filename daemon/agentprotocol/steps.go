@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 func (h *handler) listSteps(w http.ResponseWriter, r *http.Request) error {
@@ -346,9 +347,9 @@ func (m *stepMapper) step(i int) Step {
 func outcome(p client.Proposal, action string) string {
 	switch p.Status {
 	case client.ProposalSucceeded:
-		return "Ran " + action + ": " + cut(p.Result, 1000)
+		return "Ran " + action + ": " + display.Cut(p.Result, 1000, display.Ellipsis)
 	case client.ProposalFailed:
-		return "Ran " + action + "; it failed: " + cut(p.Result, 1000)
+		return "Ran " + action + "; it failed: " + display.Cut(p.Result, 1000, display.Ellipsis)
 	case client.ProposalDenied:
 		return "Not run: " + action + " was denied."
 	case client.ProposalFeedback:
@@ -382,7 +383,7 @@ func compact(args json.RawMessage) string {
 	if len(args) == 0 {
 		return "{}"
 	}
-	return cut(string(args), 300)
+	return display.Cut(string(args), 300, display.Ellipsis)
 }
 
 func orEmpty(b json.RawMessage) json.RawMessage {
@@ -397,14 +398,4 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 { // not inside a UTF-8 sequence
-		n--
-	}
-	return s[:n] + "…"
 }

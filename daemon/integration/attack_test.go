@@ -18,6 +18,7 @@ import (
 	"github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/testutil"
 )
@@ -342,16 +343,9 @@ func (r *attackRig) verdict(s *step, o *outcome, before, after map[string]string
 		}
 	}
 	if len(why) > 0 || os.Getenv("AGENTD_ATTACK_VERBOSE") != "" {
-		r.t.Logf("%s: %s %s; result %q", s.name, o.how, o.status, clip(o.result, 300))
+		r.t.Logf("%s: %s %s; result %q", s.name, o.how, o.status, display.Cut(o.result, 300, display.Ellipsis))
 	}
 	return strings.Join(why, "; ")
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }
 
 func (r *attackRig) record(name, escape string) {

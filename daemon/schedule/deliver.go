@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -96,7 +97,7 @@ func (m *Manager) openThread(ctx context.Context, d delivery, row *store.Schedul
 		how = "run now at " + f.Scheduled.Format("Mon 2006-01-02 15:04 MST")
 	}
 	header := fmt.Sprintf("🗓 Scheduled run of %s, %s", row.Name, how)
-	details := "Goal: " + cut(row.Goal, 500)
+	details := "Goal: " + display.Cut(row.Goal, 500, display.Ellipsis)
 	thread, err := m.chat.StartRunThread(ctx, d.platform, d.channel, header, details)
 	if err != nil {
 		return "", fmt.Errorf("posting to %s: %w", d, err)
@@ -179,15 +180,3 @@ func orDash(s string) string {
 	}
 	return s
 }
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8Start(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

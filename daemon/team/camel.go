@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // The CAMEL failure modes (Li et al., 2023, §4) a two-role phase watches for. Each ends
@@ -49,13 +51,13 @@ func Detect(tr []Msg) *Failure {
 	}
 	if m.Assistant {
 		if line, ok := instructs(m.Text); ok {
-			return &Failure{ModeRoleFlip, fmt.Sprintf("the assistant %s gave an instruction instead of following one: %q", m.Role, cut(line, 80))}
+			return &Failure{ModeRoleFlip, fmt.Sprintf("the assistant %s gave an instruction instead of following one: %q", m.Role, display.Cut(line, 80, display.Ellipsis))}
 		}
 		if prev != nil && !prev.Assistant && similarity(m.Text, prev.Text) >= similarTo {
 			return &Failure{ModeRepeat, fmt.Sprintf("the assistant %s repeated the instruction of %s instead of answering it", m.Role, prev.Role)}
 		}
 		if flake(m.Text) {
-			return &Failure{ModeFlake, fmt.Sprintf("the assistant %s said what it would do without doing it: %q", m.Role, cut(strings.TrimSpace(m.Text), 80))}
+			return &Failure{ModeFlake, fmt.Sprintf("the assistant %s said what it would do without doing it: %q", m.Role, display.Cut(strings.TrimSpace(m.Text), 80, display.Ellipsis))}
 		}
 	}
 	if prev != nil && pleasantry(m.Text) && pleasantry(prev.Text) {
@@ -151,13 +153,4 @@ func shingles(s string) map[string]bool {
 
 func words(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' })
-}
-
-// cut shortens s to at most n runes, marking the cut.
-func cut(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

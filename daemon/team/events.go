@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -30,7 +31,7 @@ func (e *Engine) publish(r *store.TeamRun, turns []client.TeamTurn, waiting stri
 }
 
 func turnEvent(r *store.TeamRun, t client.TeamTurn) client.Event {
-	t.Text = cut(t.Text, eventText)
+	t.Text = display.Cut(t.Text, eventText, display.Ellipsis)
 	ev := &client.TeamEvent{TeamID: r.ID, Status: r.Status, Turn: &t}
 	if t.Kind == client.TurnEnd {
 		ev.Reason = r.Reason

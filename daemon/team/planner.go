@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 )
 
@@ -293,7 +294,9 @@ func tomlList(list []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-func oneLineText(s string, n int) string { return cut(strings.Join(strings.Fields(s), " "), n) }
+func oneLineText(s string, n int) string {
+	return display.Cut(strings.Join(strings.Fields(s), " "), n, display.Ellipsis)
+}
 
 // literal keeps the model's text from reading as a {{placeholder}}.
 func literal(s string) string { return strings.ReplaceAll(s, "{{", "{ {") }

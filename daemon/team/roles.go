@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
@@ -54,7 +55,7 @@ func (e *Engine) chatTurn(ctx context.Context, r *store.TeamRun, wf *Workflow, s
 		if h.Role == role.Name {
 			who = "assistant"
 		}
-		msgs = append(msgs, llm.Message{Role: who, Content: cut(h.Text, messageChars)})
+		msgs = append(msgs, llm.Message{Role: who, Content: display.Cut(h.Text, messageChars, display.Ellipsis)})
 	}
 	if len(hist) == 0 {
 		msgs = append(msgs, llm.Message{Role: "user", Content: "Task: " + r.Vars["task"] + "\nBegin: give your first instruction."})
@@ -78,7 +79,7 @@ func agentTask(r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role
 			strings.Join(role.Commands, ", "), other)
 	var conv []string
 	for _, h := range hist {
-		conv = append(conv, fmt.Sprintf("[%s] %s", h.Role, cut(h.Text, messageChars)))
+		conv = append(conv, fmt.Sprintf("[%s] %s", h.Role, display.Cut(h.Text, messageChars, display.Ellipsis)))
 	}
 	if len(conv) == 0 {
 		conv = []string{"(nothing yet: you speak first)"}
@@ -87,7 +88,7 @@ func agentTask(r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role
 	for len(conv) > 1 && len(head)+len(strings.Join(conv, "\n"))+32 > taskBytes {
 		conv = conv[1:]
 	}
-	return cut(head+"\n\nConversation so far:\n"+strings.Join(conv, "\n"), taskBytes)
+	return display.Cut(head+"\n\nConversation so far:\n"+strings.Join(conv, "\n"), taskBytes, display.Ellipsis)
 }
 
 // agentRunOptions bound a role's turn: its step budget and its allow patterns. finish
@@ -119,13 +120,13 @@ func (e *Engine) choose(ctx context.Context, r *store.TeamRun, wf *Workflow, st 
 	}
 	b.WriteString(". Pick the state it goes to next.\n\nVariables:\n")
 	for _, k := range sortedKeys(r.Vars) {
-		fmt.Fprintf(&b, "- %s: %s\n", k, cut(strings.ReplaceAll(r.Vars[k], "\n", " "), 300))
+		fmt.Fprintf(&b, "- %s: %s\n", k, display.Cut(strings.ReplaceAll(r.Vars[k], "\n", " "), 300, display.Ellipsis))
 	}
 	b.WriteString("\nNext states:\n")
 	for _, o := range options {
 		desc := "end the run"
 		if s := wf.States[o]; s != nil {
-			desc = cut(strings.TrimSpace(Render(s.Prompt, r.Vars)), 200)
+			desc = display.Cut(strings.TrimSpace(Render(s.Prompt, r.Vars)), 200, display.Ellipsis)
 		}
 		fmt.Fprintf(&b, "- %s: %s\n", o, desc)
 	}
@@ -161,7 +162,7 @@ func (e *Engine) reflect(ctx context.Context, r *store.TeamRun, wf *Workflow, st
 		hist = hist[len(hist)-historyTurns:]
 	}
 	for _, h := range hist {
-		fmt.Fprintf(&b, "[%s] %s\n", h.Role, cut(h.Text, messageChars))
+		fmt.Fprintf(&b, "[%s] %s\n", h.Role, display.Cut(h.Text, messageChars, display.Ellipsis))
 	}
 	b.WriteString("\nReply with one JSON object.")
 	var out reflection

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -431,7 +432,7 @@ func (e *Engine) endReflected(ctx context.Context, r *store.TeamRun, wf *Workflo
 		switch conclusion, err = e.reflect(ctx, r, wf, st, cur, hist); {
 		case err != nil:
 			e.log.Warn("team: reflection failed", "team", r.ID, "phase", cur.Name, "err", err)
-			reason += "; reflection failed, so no conclusion: " + cut(err.Error(), 300)
+			reason += "; reflection failed, so no conclusion: " + display.Cut(err.Error(), 300, display.Ellipsis)
 		case conclusion == "":
 			reason += "; reflection gave no conclusion"
 		default:
