@@ -82,20 +82,40 @@ func (r Rules) Allowed(ctx context.Context, g groupChecker, channel, agent, user
 	return false, nil
 }
 
-// EncodeRef writes a Ref as a button value: "AGENT PROPOSAL COUNT".
+// EncodeRef writes a Ref as a button value: "AGENT PROPOSAL COUNT [HASH]".
 func EncodeRef(r Ref) string {
-	return r.AgentID + " " + r.ProposalID + " " + strconv.Itoa(r.Count)
+	s := r.AgentID + " " + r.ProposalID + " " + strconv.Itoa(r.Count)
+	if r.Hash != "" {
+		s += " " + r.Hash
+	}
+	return s
 }
 
 // ParseRef reads a button value written by EncodeRef.
 func ParseRef(s string) (Ref, error) {
 	f := strings.Fields(s)
-	if len(f) != 3 {
+	if len(f) != 3 && len(f) != 4 {
 		return Ref{}, fmt.Errorf("bad proposal reference %q", s)
 	}
 	n, err := strconv.Atoi(f[2])
 	if err != nil || n < 0 {
 		return Ref{}, fmt.Errorf("bad count in proposal reference %q", s)
 	}
-	return Ref{AgentID: f[0], ProposalID: f[1], Count: n}, nil
+	r := Ref{AgentID: f[0], ProposalID: f[1], Count: n}
+	if len(f) == 4 {
+		if len(f[3]) != HashLen || !isHex(f[3]) {
+			return Ref{}, fmt.Errorf("bad proposal hash in reference %q", s)
+		}
+		r.Hash = f[3]
+	}
+	return r, nil
+}
+
+func isHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !strings.ContainsRune("0123456789abcdef", rune(s[i])) {
+			return false
+		}
+	}
+	return true
 }

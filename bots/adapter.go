@@ -33,6 +33,10 @@ type Adapter interface {
 	InGroup(ctx context.Context, user, group string) (bool, error)
 	// MaxText is the longest text posted inline; longer results go as files.
 	MaxText() int
+	// Before reports whether the message with id a was written before the one with id b,
+	// by the platform's own ordering (Slack: message ts; Discord: snowflakes). A typed
+	// reply is bound to the proposal that was the latest shown when it was written.
+	Before(a, b string) bool
 }
 
 // Message is what the relay posts, in a platform-neutral form; adapters render and
@@ -88,7 +92,14 @@ type Ref struct {
 	ProposalID string
 	// Count is the approval count, for ActionApproveN.
 	Count int
+	// Hash is a prefix of the shown proposal's client.Proposal.Hash (HashLen hex
+	// characters); a decision made from the button carries it, and the daemon refuses it
+	// when it is not the proposal's. Empty on buttons posted before it existed.
+	Hash string
 }
+
+// HashLen is how many hex characters of a proposal's hash a button carries.
+const HashLen = 16
 
 // User is the person (or bot) behind a chat action.
 type User struct {

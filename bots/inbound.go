@@ -17,8 +17,12 @@ type Incoming struct {
 	User     User
 	// Text is the message with the mention of the bot removed.
 	Text string
-	// ID is the message's id (Slack: its ts); a run started by it is threaded under it.
+	// ID is the message's id (Slack: its ts; Discord: its snowflake); a run started by it
+	// is threaded under it. A redelivered message has the same ID.
 	ID string
+	// ReplyTo is the id of the message this one explicitly replies to (Discord's
+	// message_reference); "" when the platform gives none.
+	ReplyTo string
 	// Mention is true when the message mentions the bot.
 	Mention bool
 }
@@ -32,6 +36,11 @@ type Click struct {
 	Ref      Ref
 	// Trigger lets the adapter open a dialog in answer (Slack: trigger_id).
 	Trigger string
+	// ID is the platform's id of this click (Slack: the action's action_ts with the
+	// message; Discord: the interaction id); a redelivered click has the same ID.
+	ID string
+	// Message is the id of the message whose button was clicked.
+	Message string
 }
 
 func (r *Relay) endpoint(platform string) *endpoint { return r.state.endpoint(platform) }

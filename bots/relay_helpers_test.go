@@ -50,6 +50,7 @@ func (f *fakeAdapter) Ephemeral(_ context.Context, _, _, user, text string) erro
 func (f *fakeAdapter) OpenFeedback(context.Context, string, Ref, string) error { return nil }
 func (f *fakeAdapter) InGroup(context.Context, string, string) (bool, error)   { return false, nil }
 func (f *fakeAdapter) MaxText() int                                            { return 3000 }
+func (f *fakeAdapter) Before(a, b string) bool                                 { return DecimalBefore(a, b) }
 
 // memBindings keeps bindings and messages in maps.
 type memBindings struct {

@@ -379,3 +379,6 @@ func (b *Bot) parent(ctx context.Context, channel string) (string, error) {
 
 // MaxText implements bots.Adapter.
 func (b *Bot) MaxText() int { return b.opt.MaxText }
+
+// Before implements bots.Adapter: snowflakes are ordered as decimal numbers.
+func (b *Bot) Before(x, y string) bool { return bots.DecimalBefore(x, y) }

@@ -488,3 +488,6 @@ func (b *Bot) InGroup(ctx context.Context, user, group string) (bool, error) {
 
 // MaxText implements bots.Adapter.
 func (b *Bot) MaxText() int { return b.opt.MaxText }
+
+// Before implements bots.Adapter: message ts are ordered as decimal numbers.
+func (b *Bot) Before(x, y string) bool { return bots.DecimalBefore(x, y) }

@@ -357,6 +357,10 @@ type DecideRequest struct {
 	Feedback   string       `json:"feedback,omitempty"`
 	By         string       `json:"by,omitempty"`
 	Source     string       `json:"source,omitempty"`
+	// Hash, when set, is the Hash (or a prefix of at least 16 hex characters) of the
+	// proposal as the person saw it; the decision is refused when it is not this
+	// proposal's. Chat buttons and typed replies carry it.
+	Hash string `json:"hash,omitempty"`
 	// Scope widens the decision: ScopeAgent (with an approval) also approves, from now
 	// on, every proposal of this agent matching the proposal's exact pattern; ScopeDeny
 	// (with a denial) refuses them. Empty decides this proposal only.
