@@ -367,6 +367,11 @@ type DecideRequest struct {
 	Scope string `json:"scope,omitempty"`
 }
 
+// MaxTextBytes caps a task, feedback or an answer sent to an agent, in bytes: what a
+// person writes goes into the model's history whole. Front ends size their dialogs and
+// check lengths with it, so a person learns the limit before the daemon refuses.
+const MaxTextBytes = 8000
+
 // AnswerRequest answers an agent's pending ask_user question.
 type AnswerRequest struct {
 	ProposalID string `json:"proposal_id,omitempty"`
