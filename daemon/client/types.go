@@ -166,13 +166,18 @@ type Decision struct {
 	Count    int    `json:"count,omitempty"`
 	Feedback string `json:"feedback,omitempty"`
 	By       string `json:"by"`
-	Source   string `json:"source"` // agentctl, slack, discord, policy, api
+	Source   string `json:"source"` // agentctl, slack, discord, api; policy or grant when automatic
 	// Scope is how far the decision reaches: "" (this proposal), "agent" (an approval that
 	// also stored an allow pattern for the agent) or "deny" (a denial that stored a deny
 	// pattern). Pattern is the pattern stored, or for a policy decision the one that matched.
-	Scope   string    `json:"scope,omitempty"`
-	Pattern string    `json:"pattern,omitempty"`
-	At      time.Time `json:"at"`
+	Scope   string `json:"scope,omitempty"`
+	Pattern string `json:"pattern,omitempty"`
+	// Grant is the id of the grant this decision made (y -N, y!) or, for an automatic
+	// approval (Source "grant"), the grant that approved it; GrantLabel names that grant
+	// for people as it stood then: "root's y -3 (2 left)".
+	Grant      string    `json:"grant,omitempty"`
+	GrantLabel string    `json:"grant_label,omitempty"`
+	At         time.Time `json:"at"`
 }
 
 // Decision scopes.

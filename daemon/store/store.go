@@ -323,6 +323,35 @@ var migrations = []string{
 		PRIMARY KEY (team_run_id, platform)
 	) WITHOUT ROWID;
 	CREATE UNIQUE INDEX team_bindings_thread ON team_bindings(platform, channel, thread);`,
+	// issue 23: grants, the standing decisions that approve more than one proposal (y -N,
+	// y!, agentctl policy add, a schedule's autonomy), and on each decision the grant it
+	// made or that approved it. A policy's auto steps left from before become count grants
+	// of the agent's current run, made by "policy"; the agent's mode then only mirrors them.
+	`CREATE TABLE grants (
+		id TEXT PRIMARY KEY,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		kind TEXT NOT NULL CHECK (kind IN ('count','exact','pattern')),
+		made_by TEXT NOT NULL DEFAULT '',
+		source TEXT NOT NULL DEFAULT '',
+		label TEXT NOT NULL DEFAULT '',
+		command TEXT NOT NULL DEFAULT '',
+		hash TEXT NOT NULL DEFAULT '',
+		pattern TEXT NOT NULL DEFAULT '',
+		count INTEGER NOT NULL DEFAULT 0,
+		used INTEGER NOT NULL DEFAULT 0,
+		expires_at INTEGER,
+		run_id TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		revoked_at INTEGER,
+		revoked_by TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX grants_agent ON grants(agent_id, created_at);
+	ALTER TABLE decisions ADD COLUMN grant_id TEXT NOT NULL DEFAULT '';
+	ALTER TABLE decisions ADD COLUMN grant_label TEXT NOT NULL DEFAULT '';
+	INSERT INTO grants (id, agent_id, kind, made_by, source, label, count, run_id, created_at)
+		SELECT 'g-' || lower(hex(randomblob(6))), id, 'count', 'policy', 'config',
+			'auto mode', json_extract(policy, '$.auto_steps'), run_id, updated_at
+		FROM agents WHERE json_extract(policy, '$.mode') = 'auto' AND json_extract(policy, '$.auto_steps') > 0;`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+const grantCols = `id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
+	expires_at, run_id, created_at, revoked_at, revoked_by`
+
+func scanGrant(sc interface{ Scan(...any) error }) (*client.Grant, error) {
+	var g client.Grant
+	var created int64
+	var expires, revoked sql.NullInt64
+	err := sc.Scan(&g.ID, &g.AgentID, &g.Kind, &g.By, &g.Source, &g.Label, &g.Command, &g.Hash, &g.Pattern,
+		&g.Count, &g.Used, &expires, &g.RunID, &created, &revoked, &g.RevokedBy)
+	if err != nil {
+		return nil, err
+	}
+	g.CreatedAt = fromMS(created)
+	if expires.Valid {
+		t := fromMS(expires.Int64)
+		g.ExpiresAt = &t
+	}
+	if revoked.Valid {
+		t := fromMS(revoked.Int64)
+		g.RevokedAt = &t
+	}
+	return &g, nil
+}
+
+// InsertGrant stores a new grant; its CreatedAt is the transaction's time.
+func (t *Tx) InsertGrant(g *client.Grant) error {
+	g.CreatedAt = t.now
+	var expires any
+	if g.ExpiresAt != nil {
+		expires = ms(*g.ExpiresAt)
+	}
+	_, err := t.exec(`INSERT INTO grants (id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
+		expires_at, run_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		g.ID, g.AgentID, g.Kind, g.By, g.Source, g.Label, g.Command, g.Hash, g.Pattern, g.Count, g.Used,
+		expires, g.RunID, ms(t.now))
+	if err != nil {
+		return fmt.Errorf("store: insert grant: %w", err)
+	}
+	return nil
+}
+
+// Grants lists the agent's grants, newest first: active and ended ones alike.
+func (t *Tx) Grants(agentID string) ([]client.Grant, error) {
+	return t.grants(`SELECT `+grantCols+` FROM grants WHERE agent_id=? ORDER BY created_at DESC, rowid DESC`, agentID)
+}
+
+// LiveGrants lists the agent's grants that are neither revoked nor used up, newest
+// first; the caller weighs their expiry and run against its clock and the agent's run.
+func (t *Tx) LiveGrants(agentID string) ([]client.Grant, error) {
+	return t.grants(`SELECT `+grantCols+` FROM grants WHERE agent_id=? AND revoked_at IS NULL
+		AND (count = 0 OR used < count) ORDER BY created_at DESC, rowid DESC`, agentID)
+}
+
+func (t *Tx) grants(q string, args ...any) ([]client.Grant, error) {
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: grants: %w", err)
+	}
+	defer rows.Close()
+	out := []client.Grant{}
+	for rows.Next() {
+		g, err := scanGrant(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: grants: %w", err)
+		}
+		out = append(out, *g)
+	}
+	return out, rows.Err()
+}
+
+// Grant returns one of the agent's grants, or ErrNotFound.
+func (t *Tx) Grant(agentID, id string) (*client.Grant, error) {
+	g, err := scanGrant(t.queryRow(`SELECT `+grantCols+` FROM grants WHERE agent_id=? AND id=?`, agentID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: grant: %w", err)
+	}
+	return g, nil
+}
+
+// UseGrant counts one approval made by the grant.
+func (t *Tx) UseGrant(id string) error {
+	if _, err := t.exec(`UPDATE grants SET used = used + 1 WHERE id=?`, id); err != nil {
+		return fmt.Errorf("store: use grant: %w", err)
+	}
+	return nil
+}
+
+// RevokeGrant revokes the grant now; it reports false when it was revoked already.
+func (t *Tx) RevokeGrant(id, by string) (bool, error) {
+	res, err := t.exec(`UPDATE grants SET revoked_at=?, revoked_by=? WHERE id=? AND revoked_at IS NULL`, ms(t.now), by, id)
+	if err != nil {
+		return false, fmt.Errorf("store: revoke grant: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
