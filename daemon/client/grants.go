@@ -83,6 +83,9 @@ func (g *Grant) StateAt(now time.Time, runID string) string {
 	return GrantActive
 }
 
+// Mark sets State to the grant's state at now on run runID, as the daemon shows it.
+func (g *Grant) Mark(now time.Time, runID string) { g.State = g.StateAt(now, runID) }
+
 // Describe names the grant for people, with what is left of it: "root's y -3 (2 left)",
 // "rule write_file(notes/*) added by root 2026-11-24", "root's y! on write_file".
 func (g *Grant) Describe() string {
@@ -97,7 +100,7 @@ func (g *Grant) Describe() string {
 	case GrantExact:
 		s = who + "'s " + g.Label + " on this exact " + g.Command
 	default:
-		if strings.HasPrefix(g.Label, "autonomy of ") {
+		if g.By == "" || strings.HasPrefix(g.Label, "autonomy of ") {
 			s = g.Label
 		} else {
 			s = who + "'s " + g.Label

@@ -107,3 +107,21 @@ func (t *Tx) RevokeGrant(id, by string) (bool, error) {
 	n, _ := res.RowsAffected()
 	return n == 1, nil
 }
+
+// LatestProposals lists the agent's n latest proposals, newest first (a grant's preview).
+func (t *Tx) LatestProposals(agentID string, n int) ([]client.Proposal, error) {
+	rows, err := t.query(`SELECT `+proposalCols+` FROM proposals WHERE agent_id=? ORDER BY created_at DESC, rowid DESC LIMIT ?`, agentID, n)
+	if err != nil {
+		return nil, fmt.Errorf("store: latest proposals: %w", err)
+	}
+	defer rows.Close()
+	out := []client.Proposal{}
+	for rows.Next() {
+		p, err := scanProposal(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, rows.Err()
+}
