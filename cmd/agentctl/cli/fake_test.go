@@ -122,6 +122,9 @@ func (f *fakeDaemon) routes() http.Handler {
 		return out, nil
 	})
 	clienttest.Handle(fk, client.ReplayRoute, func(_ context.Context, ref string, _ client.None) (*client.Replay, error) {
+		if ref == "r-2" {
+			return grantReplay(), nil
+		}
 		if ref != "r-1" && ref != "researcher" {
 			return nil, client.Errorf(client.ErrNotFound, "no run or agent %q (run ids are in agentctl history and agentctl show)", ref)
 		}
@@ -175,6 +178,7 @@ func (f *fakeDaemon) routes() http.Handler {
 		}}, nil
 	})
 	clienttest.Handle(fk, client.TestPolicyRoute, f.testPolicy)
+	f.grantRoutes()
 	mux.HandleFunc("GET /v0/agents/{ref}/events", f.eventStream)
 	f.scheduleRoutes()
 	f.teamRoutes()
