@@ -415,3 +415,35 @@ func (e *env) modelSaw(text string) {
 		return false
 	})
 }
+
+// answer waits for the answer to the slash command sent as env: it was acked in time and
+// empty, and the answer came through its response_url, ephemeral. (The ack is queued
+// before the answer is, but slack-go writes it from its own goroutine: it may land a
+// moment after.)
+func (e *env) answer(env string) string {
+	e.t.Helper()
+	var got []fakeslack.Response
+	e.wait("the answer to "+env, func(v fakeslack.View) bool { got = v.Responses(env); return len(got) > 0 })
+	e.wait("the ack of "+env, func(v fakeslack.View) bool { _, ok := v.Acked(env); return ok })
+	e.slack.Wait(0, func(v fakeslack.View) bool {
+		if p, _ := v.Acked(env); !v.AckedInTime(env) || len(p) != 0 && string(p) != "null" {
+			e.t.Errorf("slash command %s: acked in time %v, with %s; want in time and empty", env, v.AckedInTime(env), p)
+		}
+		return true
+	})
+	if len(got) != 1 || got[0].ResponseType != "ephemeral" || got[0].UnfurlLinks || got[0].UnfurlMedia {
+		e.t.Errorf("answers to %s = %+v, want one, ephemeral, without previews", env, got)
+	}
+	return got[0].Text
+}
+
+// unanswered checks that the slash command sent as env got no answer (its effect was
+// shown some other way) and was acked in time.
+func (e *env) unanswered(env string) {
+	e.t.Helper()
+	e.wait("the ack of "+env, func(v fakeslack.View) bool { return v.AckedInTime(env) })
+	if testutil.Hold(200*time.Millisecond, func() bool { return !e.slack.Wait(0, func(v fakeslack.View) bool { return len(v.Responses(env)) > 0 }) }) {
+		return
+	}
+	e.t.Errorf("slash command %s was answered, want nothing", env)
+}
