@@ -125,7 +125,10 @@ func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
 		m(&e.opt)
 	}
 	e.start(t)
-	t.Cleanup(e.stop)
+	t.Cleanup(func() {
+		e.stop()
+		e.checkNoPreviews() // in every test, whatever it posted
+	})
 	return e
 }
 

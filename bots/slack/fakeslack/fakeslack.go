@@ -191,6 +191,15 @@ func (v View) Messages(channel, thread string) []Message {
 	return out
 }
 
+// AllMessages returns every message posted (as it stands now) and every ephemeral one.
+func (v View) AllMessages() []Message {
+	var out []Message
+	for _, ts := range v.f.order {
+		out = append(out, *v.f.messages[ts])
+	}
+	return append(out, v.f.ephemeral...)
+}
+
 // Ephemeral returns the ephemeral messages shown to user.
 func (v View) Ephemeral(user string) []Message {
 	var out []Message
