@@ -96,6 +96,7 @@ func TestRenderFitsSlackLimits(t *testing.T) {
 		{"long_quote", bots.Message{Summary: "s", Parts: []bots.Part{{Quote: true, Spans: []bots.Span{{Text: hostile(5000)}}}}}, true},
 		{"many_long_parts", bots.Message{Summary: "s", Parts: []bots.Part{{Code: hostile(2900)}, {Code: hostile(2900)}, {Code: hostile(2900)}, {Code: hostile(2900)}, {Code: hostile(2900)}}}, true},
 		{"too_many_parts", many, true},
+		{"blank_part_skipped", bots.Message{Summary: "s", Parts: []bots.Part{{Spans: []bots.Span{{Text: " "}}}, {Spans: []bots.Span{{Text: "after"}}}}}, false},
 		{"exactly_a_section", bots.Message{Summary: "s", Parts: []bots.Part{{Spans: []bots.Span{{Text: strings.Repeat("x", maxSection)}}}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,6 +105,11 @@ func TestRenderFitsSlackLimits(t *testing.T) {
 				t.Errorf("cut = %v, want %v", cut, tc.cut)
 			}
 			checkFitted(t, blocks, cut)
+			if last := tc.m.Parts[len(tc.m.Parts)-1]; !cut && last.Code == "" {
+				if js, _ := json.Marshal(blocks); !strings.Contains(string(js), last.Spans[0].Text) {
+					t.Errorf("an uncut message lost its last part: %s", js)
+				}
+			}
 			if len(tc.m.Buttons) > 0 {
 				if _, ok := blocks[len(blocks)-1].(*slack.ActionBlock); !ok {
 					t.Errorf("the buttons are not last: %T", blocks[len(blocks)-1])
@@ -218,6 +224,44 @@ func (e *env) checkNoPreviews() {
 			if r.UnfurlLinks || r.UnfurlMedia {
 				e.t.Errorf("a slash command answer with previews on: %+v", r)
 			}
+		}
+		return true
+	})
+}
+
+// TestRateLimitedPostKeepsOrder: a 429 on the post of a result is waited out (its
+// Retry-After) inside the call while the thread's outbox holds what follows, so the
+// thread still reads proposal, result, next proposal; the click was acked in time.
+func TestRateLimitedPostKeepsOrder(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "one"}), reply("bots_test_touch", map[string]string{"what": "two"}))
+	thread := e.startRun("touch two things")
+	p := e.proposal(thread, 1)
+	e.slack.RateLimitNext("chat.postMessage", 1)
+	env := e.click(approver, thread, p, "approve")
+	e.proposal(thread, 2)
+	e.slack.Wait(0, func(v fakeslack.View) bool {
+		if !v.AckedInTime(env) {
+			t.Error("the click was not acked in time")
+		}
+		var order []string
+		for _, m := range v.Messages(channel, thread) {
+			switch {
+			case strings.Contains(m.Text, "Step 1:"), strings.Contains(m.Text, "Step 2:"), strings.Contains(string(m.Blocks), "touched one"):
+				order = append(order, m.Text)
+			}
+		}
+		if len(order) != 3 || !strings.Contains(order[0], "Step 1:") || !strings.Contains(order[2], "Step 2:") {
+			t.Errorf("thread order = %q, want step 1, its result, step 2", order)
+		}
+		limited := 0
+		for _, c := range v.Calls("chat.postMessage") {
+			if c.Status == 429 {
+				limited++
+			}
+		}
+		if limited != 1 {
+			t.Errorf("%d posts rate limited, want 1", limited)
 		}
 		return true
 	})

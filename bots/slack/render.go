@@ -73,15 +73,18 @@ func render(m bots.Message) ([]slack.Block, bool) {
 	budget := maxBlocksText - slackLen(truncatedNote)
 	var blocks []slack.Block
 	cut := false
-	for i, text := range texts {
-		if i >= room || budget < 100 {
+	for _, text := range texts {
+		if len(blocks) >= room {
 			cut = true
 			break
 		}
 		fitted, c := bots.Fit(text, min(maxSection, budget), slackLen)
 		cut = cut || c
 		if strings.TrimSpace(fitted) == "" {
-			break // Slack refuses an empty section
+			if c {
+				break // no room left
+			}
+			continue // Slack refuses an empty section
 		}
 		budget -= slackLen(fitted)
 		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, fitted, false, false), nil, nil))
@@ -124,6 +127,12 @@ func buttons(bs []bots.Button) slack.Block {
 		els = append(els, btn)
 	}
 	return slack.NewActionBlock("agentd_actions", els...)
+}
+
+// fitSection escapes text for a section of its own, cut to Slack's limit.
+func fitSection(text string) string {
+	s, _ := bots.Fit(escape(text), maxSection, slackLen)
+	return s
 }
 
 // summary is the message's text field: the notification and the fallback of its blocks.

@@ -506,7 +506,7 @@ func (b *Bot) OpenFeedback(ctx context.Context, trigger string, ref bots.Ref, pr
 		Close:           slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false),
 		PrivateMetadata: strings.Join(append([]string{bots.EncodeRef(ref)}, parts[1:]...), "\n"),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, escape(prompt), false, false), nil, nil),
+			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, fitSection(prompt), false, false), nil, nil),
 			slack.NewInputBlock(feedbackBlock, slack.NewTextBlockObject(slack.PlainTextType, "Feedback", false, false), nil, input),
 		}},
 	}
