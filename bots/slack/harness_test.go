@@ -127,7 +127,7 @@ func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
 	e.start(t)
 	t.Cleanup(func() {
 		e.stop()
-		e.checkNoPreviews() // in every test, whatever it posted
+		e.checkChatRules() // in every test, whatever it posted
 	})
 	return e
 }

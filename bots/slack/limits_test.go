@@ -203,10 +203,16 @@ func TestSlashRunAckedUnder429(t *testing.T) {
 	e.wait("the run's thread", func(v fakeslack.View) bool { return hasText(v.Messages(channel, ""), "Task: touch x") })
 }
 
-// checkNoPreviews checks that every message the bot showed turned link and media
-// previews off: a URL in a proposal must not be fetched before anyone approved it.
-func (e *env) checkNoPreviews() {
+// checkChatRules checks that every message the bot showed turned link and media
+// previews off: a URL in a proposal must not be fetched before anyone approved it. And
+// that no envelope missed Slack's 3 s ack deadline.
+func (e *env) checkChatRules() {
 	e.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, d := range v.Deliveries() {
+			if d.TimedOut || !d.Acked.IsZero() && !d.InTime {
+				e.t.Errorf("envelope %+v missed the ack deadline", d)
+			}
+		}
 		for _, c := range v.Calls("") {
 			switch c.Method {
 			case "chat.postMessage", "chat.postEphemeral", "chat.update":

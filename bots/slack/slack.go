@@ -3,8 +3,12 @@
 //
 // It turns Socket Mode envelopes — mentions, direct messages, thread replies, button
 // clicks, the feedback dialog and /agent — into calls on the shared relay (package
-// bots), and renders the relay's messages as Block Kit. manifest.yaml creates the
-// Slack app in one step; fakeslack is a loopback fake of Slack for tests.
+// bots), and renders the relay's messages as Block Kit. Every envelope is acked before
+// any other work (Slack wants it within 3 s); /agent is answered through the command's
+// response_url. Messages are cut to Slack's limits after escaping, saying so, with the
+// full text attached; link and media previews are always off. manifest.yaml creates the
+// Slack app in one step; fakeslack is a loopback fake of Slack, as strict as Slack, for
+// tests.
 package slack
 
 import (

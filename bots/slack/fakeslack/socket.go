@@ -114,7 +114,9 @@ func (f *Fake) write(c *websocket.Conn, frame []byte) error {
 // the ack deadline (3 s): an events_api envelope not acked in time is delivered again as
 // a new envelope (same payload and event_id, retry_attempt + 1, retry_reason "timeout"),
 // up to maxRetries times; a late slash command or interactive ack failed for the person
-// (their client showed "operation_timeout").
+// (their client showed "operation_timeout"). Slack spaces its retries out (at once,
+// then minutes apart); the fake sends each as the previous deadline passes, so tests
+// stay short.
 type envelope struct {
 	id, typ   string
 	payload   any
