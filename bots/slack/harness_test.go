@@ -450,3 +450,35 @@ func (e *env) unanswered(env string) {
 	}
 	e.t.Errorf("slash command %s was answered, want nothing", env)
 }
+
+// checkChatRules checks that every message the bot showed turned link and media
+// previews off: a URL in a proposal must not be fetched before anyone approved it. And
+// that no envelope missed Slack's 3 s ack deadline.
+func (e *env) checkChatRules() {
+	e.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, d := range v.Deliveries() {
+			if d.TimedOut || !d.Acked.IsZero() && !d.InTime {
+				e.t.Errorf("envelope %+v missed the ack deadline", d)
+			}
+		}
+		for _, c := range v.Calls("") {
+			switch c.Method {
+			case "chat.postMessage", "chat.postEphemeral", "chat.update":
+				if c.Form.Get("unfurl_links") != "false" || c.Form.Get("unfurl_media") != "false" {
+					e.t.Errorf("%s without unfurl_links=false and unfurl_media=false: %v", c.Method, c.Form)
+				}
+			}
+		}
+		for _, m := range v.AllMessages() {
+			if m.UnfurlLinks || m.UnfurlMedia {
+				e.t.Errorf("a message with previews on: %+v", m)
+			}
+		}
+		for _, r := range v.AllResponses() {
+			if r.UnfurlLinks || r.UnfurlMedia {
+				e.t.Errorf("a slash command answer with previews on: %+v", r)
+			}
+		}
+		return true
+	})
+}

@@ -203,38 +203,6 @@ func TestSlashRunAckedUnder429(t *testing.T) {
 	e.wait("the run's thread", func(v fakeslack.View) bool { return hasText(v.Messages(channel, ""), "Task: touch x") })
 }
 
-// checkChatRules checks that every message the bot showed turned link and media
-// previews off: a URL in a proposal must not be fetched before anyone approved it. And
-// that no envelope missed Slack's 3 s ack deadline.
-func (e *env) checkChatRules() {
-	e.slack.Wait(0, func(v fakeslack.View) bool {
-		for _, d := range v.Deliveries() {
-			if d.TimedOut || !d.Acked.IsZero() && !d.InTime {
-				e.t.Errorf("envelope %+v missed the ack deadline", d)
-			}
-		}
-		for _, c := range v.Calls("") {
-			switch c.Method {
-			case "chat.postMessage", "chat.postEphemeral", "chat.update":
-				if c.Form.Get("unfurl_links") != "false" || c.Form.Get("unfurl_media") != "false" {
-					e.t.Errorf("%s without unfurl_links=false and unfurl_media=false: %v", c.Method, c.Form)
-				}
-			}
-		}
-		for _, m := range v.AllMessages() {
-			if m.UnfurlLinks || m.UnfurlMedia {
-				e.t.Errorf("a message with previews on: %+v", m)
-			}
-		}
-		for _, r := range v.AllResponses() {
-			if r.UnfurlLinks || r.UnfurlMedia {
-				e.t.Errorf("a slash command answer with previews on: %+v", r)
-			}
-		}
-		return true
-	})
-}
-
 // TestRateLimitedPostKeepsOrder: a 429 on the post of a result is waited out (its
 // Retry-After) inside the call while the thread's outbox holds what follows, so the
 // thread still reads proposal, result, next proposal; the click was acked in time.
