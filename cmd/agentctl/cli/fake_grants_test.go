@@ -25,7 +25,7 @@ func (f *fakeDaemon) grantRoutes() {
 			{ID: "g-3c", AgentID: a.ID, Kind: client.GrantPattern, By: "root", Source: "agentctl", Label: "policy add",
 				Pattern: "write_file(notes/*)", Used: 4, CreatedAt: made, State: client.GrantActive},
 			{ID: "g-2b", AgentID: a.ID, Kind: client.GrantCount, By: "root", Source: "agentctl", Label: "y -3", Count: 2, Used: 1,
-				RunID: "r-1", CreatedAt: made, State: client.GrantActive},
+				RunID: "r-2", CreatedAt: made, State: client.GrantActive},
 			{ID: "g-1a", AgentID: a.ID, Kind: client.GrantExact, By: "U123", Source: "slack", Label: "y!", Command: "write_file",
 				Hash: "9f2c1e0d4b5a69788796a5b4c3d2e1f0", CreatedAt: made, RevokedAt: &revoked, RevokedBy: "root", State: client.GrantRevoked},
 		}

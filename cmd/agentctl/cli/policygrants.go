@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -152,4 +153,24 @@ func grantEnds(g *client.Grant) string {
 		return "when revoked"
 	}
 	return strings.Join(ends, ", ")
+}
+
+// writeActiveGrants shows, under agentctl show, the grants that still approve the
+// agent's proposals without asking; agentctl policy AGENT lists all of them.
+func writeActiveGrants(w io.Writer, gs []client.Grant) {
+	var active []client.Grant
+	for _, g := range gs {
+		if g.State == client.GrantActive {
+			active = append(active, g)
+		}
+	}
+	if len(active) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nGrants (run unasked; revoke with agentctl policy AGENT revoke ID):")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, g := range active {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(g.ID), line(g.Describe()), grantMatches(&g))
+	}
+	tw.Flush()
 }
