@@ -168,8 +168,9 @@ type Decision struct {
 	By       string `json:"by"`
 	Source   string `json:"source"` // agentctl, slack, discord, api; policy or grant when automatic
 	// Scope is how far the decision reaches: "" (this proposal), "agent" (an approval that
-	// also stored an allow pattern for the agent) or "deny" (a denial that stored a deny
-	// pattern). Pattern is the pattern stored, or for a policy decision the one that matched.
+	// also made an exact grant: this command with these args, Grant) or "deny" (a denial
+	// that stored a deny pattern). Pattern is the deny pattern stored, or for an automatic
+	// decision the pattern that matched.
 	Scope   string `json:"scope,omitempty"`
 	Pattern string `json:"pattern,omitempty"`
 	// Grant is the id of the grant this decision made (y -N, y!) or, for an automatic
@@ -183,7 +184,7 @@ type Decision struct {
 // Decision scopes.
 const (
 	ScopeOnce  = ""      // this proposal only
-	ScopeAgent = "agent" // approve always: store an allow pattern for the agent
+	ScopeAgent = "agent" // approve always: grant this exact command with these args to the agent
 	ScopeDeny  = "deny"  // deny always: store a deny pattern for the agent
 )
 
@@ -367,8 +368,9 @@ type DecideRequest struct {
 	// proposal's. Chat buttons and typed replies carry it.
 	Hash string `json:"hash,omitempty"`
 	// Scope widens the decision: ScopeAgent (with an approval) also approves, from now
-	// on, every proposal of this agent matching the proposal's exact pattern; ScopeDeny
-	// (with a denial) refuses them. Empty decides this proposal only.
+	// on, every proposal of this agent with the same command and args (an exact grant);
+	// ScopeDeny (with a denial) refuses every proposal matching the proposal's exact
+	// command and subject (a deny pattern). Empty decides this proposal only.
 	Scope string `json:"scope,omitempty"`
 }
 
