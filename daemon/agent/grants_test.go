@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/localapi"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
@@ -173,5 +174,70 @@ func TestGrantsEndToEnd(t *testing.T) {
 	}
 	if p10.Command != "write_file" {
 		t.Errorf("last pending %+v", p10)
+	}
+}
+
+// A schedule's autonomy is a grant of its run: each step it runs names it, with the
+// countdown, and the next run's proposals ask again.
+func TestScheduleAutonomyIsAGrant(t *testing.T) {
+	h := newHarness(t)
+	side := func(what string) string { return reply("test_side_effect", map[string]string{"what": what}) }
+	h.fake.Script(side("a"), side("b"), side("c"))
+	a, err := h.sup.runs.CreateRun(context.Background(),
+		client.CreateAgentRequest{Name: "nightly", Description: "a test agent", Task: "touch things"},
+		run.Options{Policy: &client.Policy{Mode: "auto", AutoSteps: 2}, By: "schedule nightly", Source: "schedule"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.pending(a.ID)
+	if !strings.Contains(string(p.Args), `"c"`) {
+		t.Fatalf("pending %s, want the third proposal: the grant covers two", p.Args)
+	}
+	rp, err := h.sup.auditLog.Replay(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range rp.Steps {
+		for _, d := range s.Decisions {
+			got = append(got, d.Source+":"+d.GrantLabel)
+		}
+	}
+	if want := "grant:autonomy of schedule nightly (1 left) grant:autonomy of schedule nightly (0 left)"; strings.Join(got, " ") != want {
+		t.Errorf("decisions %q, want %q", strings.Join(got, " "), want)
+	}
+	gl, err := h.sup.policyService.Grants(context.Background(), a.ID)
+	if err != nil || len(gl.Grants) != 1 || gl.Grants[0].Source != "schedule" || gl.Grants[0].RunID != a.RunID || gl.Grants[0].State != client.GrantUsedUp {
+		t.Errorf("grants %+v, %v: want the schedule's, used up, bound to its run", gl, err)
+	}
+}
+
+// Grants live in the store: a y! made before a restart approves its command after it.
+func TestGrantSurvivesRestart(t *testing.T) {
+	h := newHarness(t)
+	write := reply("write_file", map[string]string{"path": "notes.txt", "contents": "one"})
+	h.fake.Script(write, reply("test_side_effect", map[string]string{"what": "a"}), write, reply("test_side_effect", map[string]string{"what": "b"}))
+	a := h.create(client.CreateAgentRequest{})
+	d, err := h.decide(a.ID, h.pending(a.ID), "y!")
+	if err != nil || d.Grant == "" {
+		t.Fatalf("y!: %+v, %v", d, err)
+	}
+	p := h.waitFor(a.ID, "the next proposal", func(v *client.Agent) bool {
+		return v.Pending != nil && v.Pending.Command == "test_side_effect"
+	}).Pending
+	h.stop()
+	h.start()
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	last := h.waitFor(a.ID, "the last proposal", func(v *client.Agent) bool {
+		return v.Pending != nil && strings.Contains(string(v.Pending.Args), `"b"`)
+	})
+	w, err := h.sup.policyService.Why(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Decision.Grant != d.Grant || w.Proposal.Command != "write_file" || w.Grant == nil || w.Grant.Used != 1 {
+		t.Errorf("why after the restart: %+v; want the write approved by grant %s (agent %+v)", w, d.Grant, last.Pending)
 	}
 }
