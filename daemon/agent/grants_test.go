@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,6 +154,19 @@ func TestGrantsEndToEnd(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("decisions:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	hist, err := c.History(ctx, a.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byGrant []string
+	for _, ep := range hist {
+		if d := ep.Decision; d != nil && d.Source == "grant" {
+			byGrant = append(byGrant, d.GrantLabel)
+		}
+	}
+	if len(byGrant) != 5 || !slices.Contains(byGrant, "root's y -3 (0 left)") {
+		t.Errorf("history's grant approvals %q, want the five, named with their countdown", byGrant)
 	}
 	w, err := c.Why(ctx, a.Name)
 	if err != nil {

@@ -280,6 +280,10 @@ type Episode struct {
 	Result   string    `json:"result"`
 	Feedback string    `json:"feedback,omitempty"`
 	At       time.Time `json:"at"`
+	// Decision is the last decision on the episode's proposal — who or which grant let it
+	// run, or ended it — in an agent's history (GET /v0/agents/{agent}/history); nil in
+	// events and where none was recorded.
+	Decision *Decision `json:"decision,omitempty"`
 }
 
 // EventType names an event on an agent's stream.
