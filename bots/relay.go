@@ -31,6 +31,10 @@ type Options struct {
 	OutboxSize   int
 	RetryBackoff func(n int) time.Duration
 	GiveUp       time.Duration
+	// Audit, if set, records a chat action refused because it named an agent or a
+	// proposal its thread does not show (a forged or misplaced button); the daemon writes
+	// it to its audit log. An error is logged, never dropped.
+	Audit func(ctx context.Context, e AuditEvent) error
 }
 
 // Relay carries agent events to chat threads and chat actions to the daemon.
@@ -41,6 +45,7 @@ type Relay struct {
 	ready    chan struct{}
 	readyOne sync.Once
 	out      *outbox // posts, in order per thread, retried while a platform is down
+	seen     seenIDs // messages and clicks handled, so a redelivery is applied once
 }
 
 type endpoint struct {

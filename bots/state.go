@@ -328,6 +328,14 @@ func (s *relayState) keepMessage(m ChatMessage) {
 	s.propMsgs[m.ProposalID+"\x00"+m.Platform] = m
 }
 
+// keptMessage returns the message kept for an open proposal on platform, and keeps it.
+func (s *relayState) keptMessage(proposalID, platform string) (ChatMessage, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.propMsgs[proposalID+"\x00"+platform]
+	return m, ok
+}
+
 // takeMessage returns and forgets the message kept for a proposal on platform.
 func (s *relayState) takeMessage(proposalID, platform string) (ChatMessage, bool) {
 	s.mu.Lock()

@@ -458,24 +458,21 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		r.ephemeral(ctx, ep, in.Where, in.User, "Say what to tell the role after its name, like: ROLE: y")
 		return
 	}
+	if note := r.bindReply(ctx, ep, in, target); note != "" {
+		r.ephemeral(ctx, ep, in.Where, in.User, note)
+		return
+	}
 	switch {
 	case target.Question != nil:
+		if err = errorIf(tooLong("The answer", text)); err != nil {
+			break
+		}
 		err = r.opt.Service.Answer(ctx, target.ID, client.AnswerRequest{ProposalID: target.Question.ProposalID, Text: text, By: in.User.ID})
 		if err == nil {
 			r.answered(ctx, ep, target.ID, target.Question, in.User)
 		}
 	case target.Pending != nil:
-		req, perr := client.ParseDecision(text)
-		if perr != nil {
-			err = perr
-			break
-		}
-		if r.expired(target.Pending) {
-			err = errors.New(r.expiredText())
-			break
-		}
-		req.ProposalID, req.By, req.Source = target.Pending.ID, in.User.ID, ep.a.Platform()
-		_, err = r.opt.Service.Decide(ctx, target.ID, req)
+		err = r.decideReply(ctx, ep, in, target, text)
 	}
 	if err != nil {
 		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
@@ -507,8 +504,9 @@ func (r *Relay) teamAgentFor(ctx context.Context, platform string, w Where, prop
 	return run.Waiting
 }
 
-// runningTeamsText is the line /agent status adds for running team runs ("" for none).
-func (r *Relay) runningTeamsText(ctx context.Context) string {
+// runningTeamsText is the line /agent status in w adds for the running team runs bound to
+// its channel ("" for none).
+func (r *Relay) runningTeamsText(ctx context.Context, platform string, w Where) string {
 	teams := r.teamSvc()
 	if teams == nil {
 		return ""
@@ -517,9 +515,10 @@ func (r *Relay) runningTeamsText(ctx context.Context) string {
 	if err != nil {
 		return ""
 	}
+	here := r.channelTeamRuns(ctx, platform, w.Channel)
 	var parts []string
 	for _, t := range all {
-		if t.Status == client.TeamRunning {
+		if t.Status == client.TeamRunning && here[t.ID] {
 			p := fmt.Sprintf("%s (%s, state %s, %d/%d turns)", t.ID, t.Workflow, t.State, t.Turns, t.MaxTurns)
 			if t.Waiting != "" {
 				p += " waiting for " + t.Waiting

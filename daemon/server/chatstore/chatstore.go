@@ -71,6 +71,21 @@ func (s Bindings) Message(ctx context.Context, proposalID, platform, kind string
 	return (*bots.ChatMessage)(m), err
 }
 
+// MessageAt returns the proposal's or question's message with id message in channel, or
+// nil, nil when the message is none of those.
+func (s Bindings) MessageAt(ctx context.Context, platform, channel, message string) (*bots.ChatMessage, error) {
+	var m *store.ChatMessage
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		m, err = tx.ChatMessageAt(platform, channel, message)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return (*bots.ChatMessage)(m), err
+}
+
 // BindTeam stores b, a team run's thread on one platform.
 func (s Bindings) BindTeam(ctx context.Context, b bots.TeamBinding) error {
 	row := store.TeamBinding(b)
