@@ -86,6 +86,16 @@ func (s Bindings) MessageAt(ctx context.Context, platform, channel, message stri
 	return (*bots.ChatMessage)(m), err
 }
 
+// Audit appends a chat action the relay refused to the daemon's audit log, under the
+// agent it named (else the thread's).
+func (s Bindings) Audit(ctx context.Context, e bots.AuditEvent) error {
+	agentID := e.AgentID
+	if agentID == "" {
+		agentID = e.ThreadAgent
+	}
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.Audit(agentID, bots.AuditKind, e) })
+}
+
 // BindTeam stores b, a team run's thread on one platform.
 func (s Bindings) BindTeam(ctx context.Context, b bots.TeamBinding) error {
 	row := store.TeamBinding(b)
