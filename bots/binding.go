@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -100,21 +101,48 @@ func (r *Relay) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *cli
 	if in.ID == "" {
 		return "That message came without an id to tell which proposal it answers, so it decided nothing; use the proposal's buttons."
 	}
-	m, err := r.opt.Bindings.Message(ctx, id, platform, kind)
+	shown, err := r.shownAs(ctx, id, kind, platform)
 	if err != nil {
 		r.log.Error("bots: reading a proposal's message", "platform", platform, "err", err)
 		return "Could not check which proposal that reply answers, so it decided nothing; send it again."
 	}
-	if m == nil {
-		// Posted, and its message not stored yet: the relay keeps it from the post on.
-		if kept, ok := r.state.keptMessage(id, platform); ok && kind == "proposal" {
-			m = &kept
-		}
-	}
-	if m != nil && !ep.a.Before(in.ID, m.Message) {
+	if shown != "" && !ep.a.Before(in.ID, shown) {
 		return ""
 	}
 	return r.staleNote(ctx, a, r.stepShownBefore(ctx, ep, in, a))
+}
+
+// shownWait bounds how long a reply waits for the message of a proposal whose post is in
+// flight: a platform can deliver a reply to a message before the call that posted it
+// returns its id.
+const shownWait = 5 * time.Second
+
+// shownAs is the id of the message showing proposal (or question) id on platform; ""
+// when it is not shown. A post in flight is waited for, up to shownWait.
+func (r *Relay) shownAs(ctx context.Context, id, kind, platform string) (string, error) {
+	msg, done, read := r.state.whenShown(id, platform)
+	if msg != "" {
+		return msg, nil
+	}
+	m, err := r.opt.Bindings.Message(ctx, id, platform, kind)
+	if err != nil || m != nil {
+		if m != nil {
+			return m.Message, nil
+		}
+		return "", err
+	}
+	if r.state.postOrder(id) == 0 {
+		return "", nil // not posted, nor being posted
+	}
+	t := time.NewTimer(shownWait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return read(), nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return "", nil
 }
 
 // maxStaleLookback bounds how many of an agent's proposals are searched for the one a

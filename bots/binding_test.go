@@ -500,3 +500,28 @@ func TestButtonsCarryTheProposalsHash(t *testing.T) {
 		}
 	}
 }
+
+// A reply can reach the relay before the call that posted its proposal returns: it is
+// bound to the proposal once the post's id is known, not refused.
+func TestReplyRacingItsProposalsPost(t *testing.T) {
+	w := newBindingWorld(t)
+	replied, missed := make(chan struct{}), make(chan struct{})
+	w.ad.onPost = func(string) {
+		w.ad.onPost = nil // the first post only; Post runs on the outbox's one goroutine
+		w.binds.mu.Lock()
+		var once sync.Once
+		w.binds.onLookup = func(id string, found bool) {
+			if id == "p-1" && !found {
+				once.Do(func() { close(missed) })
+			}
+		}
+		w.binds.mu.Unlock()
+		go func() { defer close(replied); w.say(w.ad.stamp(), "", "y") }()
+		<-missed // the reply looked for p-1's message before its post returned
+	}
+	w.show(proposal("p-1", "a-1", 1, "read_file"))
+	<-replied
+	if decided, _ := w.svc.record(); len(decided) != 1 {
+		t.Fatalf("decided %q, note %q; want p-1 approved", decided, w.lastNote())
+	}
+}

@@ -21,6 +21,9 @@ type fakeAdapter struct {
 	posts []string // channel thread summary
 	first []string // each post's first part, as text
 	n     int
+	// onPost, if set, runs once a post is on the platform and before Post returns, as a
+	// platform's events can reach the relay before its call does.
+	onPost func(id string)
 }
 
 // stamp is the id of a message a person writes now.
@@ -45,7 +48,13 @@ func (f *fakeAdapter) Post(_ context.Context, channel, thread string, m Message)
 		first = text(Message{Parts: m.Parts[:1]})
 	}
 	f.first = append(f.first, first)
-	return fmt.Sprint(1000 + f.n), nil
+	id, onPost := fmt.Sprint(1000+f.n), f.onPost
+	if onPost != nil {
+		f.mu.Unlock()
+		onPost(id)
+		f.mu.Lock()
+	}
+	return id, nil
 }
 func (f *fakeAdapter) Update(context.Context, string, string, Message) error { return nil }
 func (f *fakeAdapter) PostFile(context.Context, string, string, string, string, string) error {
@@ -67,6 +76,8 @@ type memBindings struct {
 	mu   sync.Mutex
 	bs   []*Binding
 	msgs map[string]*ChatMessage
+	// onLookup, if set, is told of each Message lookup and whether it found one.
+	onLookup func(id string, found bool)
 }
 
 func (m *memBindings) Bind(_ context.Context, b Binding) error {
@@ -94,8 +105,12 @@ func (m *memBindings) SetMessage(_ context.Context, c ChatMessage) error {
 }
 func (m *memBindings) Message(_ context.Context, id, platform, kind string) (*ChatMessage, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.msgs[id+platform+kind], nil
+	c, hook := m.msgs[id+platform+kind], m.onLookup
+	m.mu.Unlock()
+	if hook != nil {
+		hook(id, c != nil)
+	}
+	return c, nil
 }
 func (m *memBindings) MessageAt(_ context.Context, platform, channel, message string) (*ChatMessage, error) {
 	m.mu.Lock()
