@@ -21,25 +21,25 @@ type relayState struct {
 	qgate sync.Mutex
 
 	mu        sync.Mutex
-	adapters  map[string]*endpoint               // platform → adapter and its rules
-	bound     map[string]map[string]*Binding     // agent → platform → binding
-	props     map[string]*client.Proposal        // proposals posted and not yet decided
-	states    map[string]string                  // agent → last state shown
-	agents    map[string]agentInfo               // unbound agents' names and parents (helpers)
-	posted    map[string]int64                   // proposal → order of its post (or its question's), while it waits
-	postSeq   int64                              // the last order handed out in posted
-	timers    map[string]*time.Timer             // expiry timers by proposal
-	teamBound map[string]map[string]*TeamBinding // team run → platform → binding
-	roles     map[string]teamRole                // role agent → its team run and role
-	following map[string]bool                    // team runs whose events are followed
-	teamEnded map[string]bool                    // ended team runs kept for their role agents' last events
-	propMsgs  map[string]ChatMessage             // open proposals' messages by proposal and platform
-	early     map[string]User                    // answers that came while their question's post was in flight, by proposal|platform
+	adapters  map[string]*endpoint                // platform → adapter and its rules
+	bound     map[string]map[string]*Binding      // agent → platform → binding
+	props     map[string]*client.Proposal         // proposals posted and not yet decided
+	states    map[string]string                   // agent → last state shown
+	agents    map[string]agentInfo                // unbound agents' names and parents (helpers)
+	posted    map[string]int64                    // proposal → order of its post (or its question's), while it waits
+	postSeq   int64                               // the last order handed out in posted
+	timers    map[string]*time.Timer              // expiry timers by proposal
+	teamBound map[string]map[string]*TeamBinding  // team run → platform → binding
+	roles     map[string]teamRole                 // role agent → its team run and role
+	following map[string]bool                     // team runs whose events are followed
+	teamEnded map[string]bool                     // ended team runs kept for their role agents' last events
+	propMsgs  map[string]ChatMessage              // open proposals' messages by proposal and platform
+	early     map[string]User                     // answers that came while their question's post was in flight, by proposal|platform
 	shown     map[string]map[string]*shownMessage // waiting proposal (or question) → platform → the message showing it
-	schedules Schedules                          // for /agent schedule; nil without
-	teams     Teams                              // for /agent team; nil without
-	runCtx    context.Context                    // Run's, for the team followers
-	followWG  sync.WaitGroup                     // the team followers; Add under mu, with runCtx checked
+	schedules Schedules                           // for /agent schedule; nil without
+	teams     Teams                               // for /agent team; nil without
+	runCtx    context.Context                     // Run's, for the team followers
+	followWG  sync.WaitGroup                      // the team followers; Add under mu, with runCtx checked
 }
 
 func newRelayState() *relayState {
