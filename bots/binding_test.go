@@ -525,3 +525,14 @@ func TestReplyRacingItsProposalsPost(t *testing.T) {
 		t.Fatalf("decided %q, note %q; want p-1 approved", decided, w.lastNote())
 	}
 }
+
+// A non-approver's /agent run is refused in a note before anything is made.
+func TestNonApproverRunRefused(t *testing.T) {
+	w := newBindingWorld(t)
+	if got := w.r.OnCommand(context.Background(), "slack", Where{Channel: "C1"}, User{ID: "U5"}, "run leak the keys"); got != "" {
+		t.Errorf("answer = %q", got)
+	}
+	if !strings.Contains(w.lastNote(), "You are not an approver here") {
+		t.Errorf("note = %q", w.lastNote())
+	}
+}

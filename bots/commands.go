@@ -25,12 +25,13 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 	if !ep.rules.Serves(w) {
 		return "I do not serve this channel. An admin can add it to the bot's channels in agentd's config."
 	}
-	// Before anything is read: a refusal shows nothing of the agents, not even whether any exist.
-	if !r.mayCommand(ctx, ep, w, u) {
+	verb, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
+	// Before anything is read: a refusal shows nothing of the agents, not even whether any
+	// exist. run checks the channel's approvers first itself (start) and refuses in a note.
+	if verb != "run" && !r.mayCommand(ctx, ep, w, u) {
 		r.log.Warn("bots: refused a non-approver", "platform", platform, "user", u.ID, "channel", w.Channel, "action", "command")
 		return "You are not an approver here, so I can show or change nothing. Ask an admin to add you to the bot's approvers."
 	}
-	verb, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
 	rest = strings.TrimSpace(rest)
 	switch verb {
 	case "run":
