@@ -112,6 +112,19 @@ func (r *Relay) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *cli
 	return r.staleNote(ctx, a, r.stepShownBefore(ctx, ep, in, a))
 }
 
+// shownBefore reports whether what a waits on was shown on in's platform before in was
+// written, as far as is known now (no post in flight is waited for).
+func (r *Relay) shownBefore(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent) bool {
+	id, kind := waitingMessage(a)
+	msg, _, _ := r.state.whenShown(id, ep.a.Platform())
+	if msg == "" {
+		if m, err := r.opt.Bindings.Message(ctx, id, ep.a.Platform(), kind); err == nil && m != nil {
+			msg = m.Message
+		}
+	}
+	return msg != "" && in.ID != "" && !ep.a.Before(in.ID, msg)
+}
+
 // shownWait bounds how long a reply waits for the message of a proposal whose post is in
 // flight: a platform can deliver a reply to a message before the call that posted it
 // returns its id.

@@ -536,3 +536,31 @@ func TestNonApproverRunRefused(t *testing.T) {
 		t.Errorf("note = %q", w.lastNote())
 	}
 }
+
+// With helpers waiting in one thread, a plain reply goes to the proposal at the bottom of
+// the thread as it was when the reply was written, not to one shown after it.
+func TestReplyGoesToTheHelperShownBeforeIt(t *testing.T) {
+	ctx := context.Background()
+	prop := func(id, agent string) *client.Proposal {
+		return &client.Proposal{ID: id, AgentID: agent, Step: 1, Command: "write_file", Status: client.ProposalPending, Args: []byte(`{}`)}
+	}
+	svc := &helperService{agents: []client.Agent{
+		{ID: "a-1", Name: "boss", State: client.StateExecuting},
+		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: prop("p-2", "a-2")},
+		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
+	}}
+	binds := &memBindings{msgs: map[string]*ChatMessage{}, bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
+	r := New(Options{Service: svc, Bindings: binds})
+	ad := &fakeAdapter{}
+	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
+	r.loadBindings(ctx)
+	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
+	r.out.flush()
+	written := ad.stamp() // after fetcher's proposal, before writer's
+	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
+	r.out.flush()
+	r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: "y", ID: written})
+	if fmt.Sprint(svc.decided) != "[a-2 p-2 approve]" {
+		t.Errorf("decided %q, want fetcher's proposal, the one shown when the reply was written", svc.decided)
+	}
+}

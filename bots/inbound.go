@@ -182,7 +182,7 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 	}
 	// The thread's helpers post here too: the reply goes to the one it names, or to the
 	// one whose proposal is at the bottom of the thread.
-	a, text, named := r.replyTarget(ctx, a, text)
+	a, text, named := r.replyTarget(ctx, a, text, func(w *client.Agent) bool { return r.shownBefore(ctx, ep, in, w) })
 	if named && a.ParentID != "" && waitingID(a) == "" {
 		r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Helper %s has nothing waiting for you: it is %s.", a.Name, a.State))
 		return
