@@ -130,7 +130,7 @@ type bindingWorld struct {
 	audited []AuditEvent
 }
 
-func newBindingWorld(t *testing.T) *bindingWorld {
+func newBindingWorld(t testing.TB) *bindingWorld {
 	t.Helper()
 	w := &bindingWorld{ad: &fakeAdapter{}, svc: &daemonFake{props: map[string][]client.Proposal{}, agents: []client.Agent{
 		{ID: "a-1", Name: "writer", State: client.StateThinking, Task: "write the notes"},
@@ -562,5 +562,23 @@ func TestReplyGoesToTheHelperShownBeforeIt(t *testing.T) {
 	r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: "y", ID: written})
 	if fmt.Sprint(svc.decided) != "[a-2 p-2 approve]" {
 		t.Errorf("decided %q, want fetcher's proposal, the one shown when the reply was written", svc.decided)
+	}
+}
+
+// BenchmarkClickBinding is the relay's part of click → decision: finding the thread's
+// agent, the approver check, the hash check and the redelivery memory, against
+// in-memory bindings and daemon.
+func BenchmarkClickBinding(b *testing.B) {
+	w := newBindingWorld(b)
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		p := proposal(fmt.Sprint("p-", i), "a-1", i+1, "read_file")
+		w.svc.wait("a-1", p)
+		b.StartTimer()
+		w.click("T1", fmt.Sprint("c-", i), Ref{AgentID: "a-1", ProposalID: p.ID, Hash: p.Hash[:HashLen]})
+	}
+	b.StopTimer()
+	if decided, _ := w.svc.record(); len(decided) != b.N {
+		b.Fatalf("%d decisions for %d clicks", len(decided), b.N)
 	}
 }

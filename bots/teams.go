@@ -437,14 +437,7 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		}
 	}
 	if target == nil {
-		var best int64 = -1
-		for _, a := range agents {
-			if id := waitingID(a); id != "" {
-				if n := r.state.postOrder(id); n > best {
-					target, best = a, n
-				}
-			}
-		}
+		target = r.lastPosted(agents)
 	}
 	if target == nil {
 		msg := fmt.Sprintf("Nothing in team run %s waits for you now; it is %s.", run.ID, run.Status)
@@ -478,6 +471,21 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
 	}
 	r.rememberChat(ctx, ep.a.Platform(), target.ID, in.User, text)
+}
+
+// lastPosted is the one of agents whose proposal or question waiting was posted last;
+// nil when none waits.
+func (r *Relay) lastPosted(agents []*client.Agent) *client.Agent {
+	var target *client.Agent
+	var best int64 = -1
+	for _, a := range agents {
+		if id := waitingID(a); id != "" {
+			if n := r.state.postOrder(id); n > best {
+				target, best = a, n
+			}
+		}
+	}
+	return target
 }
 
 // teamAgentFor is the role agent of a team thread whose proposal or question id is, for
