@@ -291,9 +291,12 @@ func (r *ReadWebpage) Preview(_ context.Context, _ commands.Env, raw json.RawMes
 		return nil
 	}
 	pv := &client.Preview{Kind: client.PreviewHost}
-	u, err := url.Parse(a.URL)
-	if err != nil || u.Host == "" {
-		pv.Note = "it will be refused: the url is not an http(s) URL with a host"
+	u, err := checkURL(a.URL) // Fetch's own reading of the URL
+	if err != nil {
+		pv.Note = "it will be refused: " + err.Error()
+		if u, perr := url.Parse(strings.TrimSpace(a.URL)); perr == nil && u.Host != "" {
+			pv.Host = netguard.DescribeHost(u)
+		}
 		return pv
 	}
 	pv.Host = netguard.DescribeHost(u)
@@ -301,9 +304,7 @@ func (r *ReadWebpage) Preview(_ context.Context, _ commands.Env, raw json.RawMes
 	if f == nil {
 		f = defaultFetcher
 	}
-	if _, err := checkURL(a.URL); err != nil {
-		pv.Note = "it will be refused: " + err.Error()
-	} else if err := f.guard().CheckHost(u.Hostname(), portOf(u)); err != nil {
+	if err := f.guard().CheckHost(u.Hostname(), portOf(u)); err != nil {
 		pv.Note = "it will be refused: " + err.Error()
 	}
 	return pv
