@@ -29,6 +29,10 @@ func TestPreviewGolden(t *testing.T) {
 			for _, verb := range []string{"show", "follow"} {
 				r := runCLI(t, "", "--socket", f.sock, verb, "previewer")
 				got := fmt.Sprintf("$ agentctl %s previewer\n%s", verb, r)
+				if verb == "follow" {
+					// stderr's prompts race stdin's end with the stream's: stdout only.
+					got = fmt.Sprintf("$ agentctl follow previewer\n[exit %d]\n--- stdout\n%s", r.code, r.stdout)
+				}
 				testutil.Golden(t, fmt.Sprintf("testdata/preview/%s_%s.golden", verb, p.Command), []byte(got))
 			}
 		})
