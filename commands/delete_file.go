@@ -90,17 +90,12 @@ func (deleteFile) Preview(_ context.Context, env Env, raw json.RawMessage) *clie
 	}
 	pv := &client.Preview{Kind: client.PreviewDiff, Path: a.Path}
 	clean := filepath.Clean(a.Path)
-	root, _, _, err := openIn(env.Workspace, filepath.Dir(clean))
+	root, _, dir, err := openIn(env.Workspace, filepath.Dir(clean))
 	if err != nil {
 		pv.Note = "no diff: " + err.Error()
 		return pv
 	}
 	defer root.Close()
-	dir, err := resolve(env.Workspace, filepath.Dir(clean))
-	if err != nil {
-		pv.Note = "no diff: " + err.Error()
-		return pv
-	}
 	switch fi, err := root.Lstat(filepath.Join(dir, filepath.Base(clean))); {
 	case errors.Is(err, fs.ErrNotExist):
 		pv.Note = "nothing to delete: the file does not exist"
