@@ -150,3 +150,25 @@ func TestUnifiedDiffMatchesDiffU(t *testing.T) {
 		t.Errorf("diff =\n%s\nwant (diff -u's hunks)\n%s", got, want)
 	}
 }
+
+// BenchmarkFilePreview: the preview of a one-line edit to a 2,000-line file, the cost
+// added to a write_file proposal before it is stored.
+func BenchmarkFilePreview(b *testing.B) {
+	ws := b.TempDir()
+	var old strings.Builder
+	for i := range 2000 {
+		old.WriteString("line " + strings.Repeat("x", i%70) + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(ws, "big.txt"), []byte(old.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	next := strings.Replace(old.String(), "line xxxxxxxxxx\n", "line changed\n", 1)
+	c, _ := Lookup("write_file")
+	raw, _ := json.Marshal(map[string]string{"path": "big.txt", "contents": next})
+	env := Env{Workspace: ws}
+	for b.Loop() {
+		if pv := Preview(context.Background(), c, env, raw); pv.Diff == "" {
+			b.Fatal("no diff")
+		}
+	}
+}
