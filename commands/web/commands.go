@@ -4,14 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/commands/netguard"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // Defaults for the commands' budgets.
@@ -281,42 +277,4 @@ func decode(name string, raw json.RawMessage, v any) error {
 		return fmt.Errorf("%s: bad args: %v", name, err)
 	}
 	return nil
-}
-
-// Preview implements commands.Previewer: the host the fetch would connect to first, as
-// the network guard reads it, and whether the guard or the URL check would refuse it.
-func (r *ReadWebpage) Preview(_ context.Context, _ commands.Env, raw json.RawMessage) *client.Preview {
-	var a readWebpageArgs
-	if json.Unmarshal(raw, &a) != nil {
-		return nil
-	}
-	pv := &client.Preview{Kind: client.PreviewHost}
-	u, err := checkURL(a.URL) // Fetch's own reading of the URL
-	if err != nil {
-		pv.Note = "it will be refused: " + err.Error()
-		if u, perr := url.Parse(strings.TrimSpace(a.URL)); perr == nil && u.Host != "" {
-			pv.Host = netguard.DescribeHost(u)
-		}
-		return pv
-	}
-	pv.Host = netguard.DescribeHost(u)
-	f := r.Fetcher
-	if f == nil {
-		f = defaultFetcher
-	}
-	if err := f.guard().CheckHost(u.Hostname(), portOf(u)); err != nil {
-		pv.Note = "it will be refused: " + err.Error()
-	}
-	return pv
-}
-
-// portOf is u's port, or its scheme's.
-func portOf(u *url.URL) uint16 {
-	if p, err := strconv.ParseUint(u.Port(), 10, 16); err == nil {
-		return uint16(p)
-	}
-	if u.Scheme == "http" {
-		return 80
-	}
-	return 443
 }

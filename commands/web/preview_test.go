@@ -38,3 +38,25 @@ func TestReadWebpagePreview(t *testing.T) {
 		})
 	}
 }
+
+// TestWebSearchPreview: where the query's words go, in the order the backends are tried.
+func TestWebSearchPreview(t *testing.T) {
+	tests := []struct {
+		name string
+		s    Searcher
+		host string
+		note string
+	}{
+		{"none", nil, "", "no search backend"},
+		{"searxng_then_ddg", Fallback{&SearxNG{BaseURL: "http://127.0.0.1:8888/searx"}, &DuckDuckGoHTML{}},
+			"127.0.0.1:8888, a loopback address (SearxNG), then html.duckduckgo.com:443 (DuckDuckGo)", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pv := commands.Preview(context.Background(), NewWebSearch(tt.s, 0), commands.Env{}, json.RawMessage(`{"query":"x"}`))
+			if pv == nil || pv.Host != tt.host || !strings.Contains(pv.Note, tt.note) || tt.note == "" && pv.Note != "" {
+				t.Errorf("preview = %+v, want host %q, note with %q", pv, tt.host, tt.note)
+			}
+		})
+	}
+}
