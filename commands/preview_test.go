@@ -38,6 +38,9 @@ func TestFilePreviews(t *testing.T) {
 	write("bin.dat", "\x7fELF\x00\x01\x02")
 	write("empty.txt", "")
 	write("tail.txt", "no newline")
+	if err := os.Link(filepath.Join(s.outside, "secret.txt"), filepath.Join(s.ws, "hard.txt")); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		command string
@@ -68,6 +71,7 @@ func TestFilePreviews(t *testing.T) {
 		{"symlink_dir_out", "append_to_file", map[string]string{"path": "out/secret.txt", "text": "x"}, "", "no diff: path"},
 		{"dotdot_out", "write_file", map[string]string{"path": "../outside/secret.txt", "contents": "x"}, "", "leaves the workspace"},
 		{"dotdot_through_link", "write_file", map[string]string{"path": "docs/up/outside/secret.txt", "contents": "x"}, "", "no diff: path"},
+		{"hard_link_out", "append_to_file", map[string]string{"path": "hard.txt", "text": "x"}, "", "hard links"},
 		{"absolute_etc", "delete_file", map[string]string{"path": "passwd"}, "", "removes the link only"},
 	}
 	for _, tt := range tests {
@@ -170,5 +174,22 @@ func BenchmarkFilePreview(b *testing.B) {
 		if pv := Preview(context.Background(), c, env, raw); pv.Diff == "" {
 			b.Fatal("no diff")
 		}
+	}
+}
+
+// panicky is a command whose preview panics.
+type panicky struct{ finish }
+
+func (panicky) Preview(context.Context, Env, json.RawMessage) *client.Preview { panic("boom") }
+
+// TestPreviewPanicIsANote: a previewer that panics gives a note, not a dead proposal; a
+// command without a previewer gives nil.
+func TestPreviewPanicIsANote(t *testing.T) {
+	pv := Preview(context.Background(), panicky{}, Env{}, nil)
+	if pv == nil || !strings.Contains(pv.Note, "boom") {
+		t.Errorf("preview = %+v, want a note naming the panic", pv)
+	}
+	if pv := Preview(context.Background(), finish{}, Env{}, nil); pv != nil {
+		t.Errorf("finish has a preview: %+v", pv)
 	}
 }
