@@ -29,6 +29,12 @@ func (s *Server) PostMessage(m Message) (Message, error) {
 	if m.Author.Discriminator == "" {
 		m.Author.Discriminator = "0"
 	}
+	if ch.ThreadMetadata != nil && ch.ThreadMetadata.Locked {
+		return Message{}, fmt.Errorf("fakediscord: thread %s is locked", ch.ID)
+	}
+	if ch.ThreadMetadata != nil && ch.ThreadMetadata.Archived {
+		s.setArchivedLocked(ch, false) // a person's message unarchives the thread
+	}
 	base := newMessage(ch, m.Author)
 	base.Content, base.Attachments, base.MessageReference, base.Flags = m.Content, m.Attachments, m.MessageReference, m.Flags
 	if base.Attachments == nil {

@@ -65,6 +65,16 @@ func (s *Server) interactionCallback(q *request) (int, any, *restError) {
 	}
 	onMessage := st.in.Message != nil
 	switch body.Type {
+	case CallbackChannelMessage, CallbackDeferredChannelMessage:
+		if rerr := s.canSendLocked(st.in.ChannelID); rerr != nil {
+			return 0, nil, rerr
+		}
+	case CallbackUpdateMessage:
+		if rerr := s.canEditLocked(st.in.ChannelID); rerr != nil {
+			return 0, nil, rerr
+		}
+	}
+	switch body.Type {
 	case CallbackChannelMessage:
 		m, rerr := s.interactionMessageLocked(st, data, q.files)
 		if rerr != nil {
@@ -79,7 +89,8 @@ func (s *Server) interactionCallback(q *request) (int, any, *restError) {
 			return 0, nil, err
 		}
 		m := s.webhookMessage(st)
-		m.Flags = flags&FlagEphemeral | messageFlagLoading
+		// The flags chosen now (ephemeral, no embeds) are the response's when it is edited in.
+		m.Flags = flags&(FlagEphemeral|FlagSuppressEmbeds) | messageFlagLoading
 		s.storeMessageLocked(m)
 		st.original = m.ID
 	case CallbackDeferredUpdateMessage, CallbackUpdateMessage:
@@ -167,6 +178,9 @@ func (s *Server) followup(q *request) (int, any, *restError) {
 	if rerr != nil {
 		return 0, nil, rerr
 	}
+	if rerr := s.canSendLocked(st.in.ChannelID); rerr != nil {
+		return 0, nil, rerr
+	}
 	m, rerr := s.interactionMessageLocked(st, data, q.files)
 	if rerr != nil {
 		return 0, nil, rerr
@@ -214,6 +228,9 @@ func (s *Server) editWebhookMessage(q *request) (int, any, *restError) {
 	defer s.mu.Unlock()
 	m, _, rerr := s.webhookTarget(q)
 	if rerr != nil {
+		return 0, nil, rerr
+	}
+	if rerr := s.canEditLocked(m.ChannelID); rerr != nil {
 		return 0, nil, rerr
 	}
 	loading := m.Flags & messageFlagLoading

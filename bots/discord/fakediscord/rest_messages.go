@@ -31,6 +31,7 @@ func (s *Server) storeMessageLocked(m *Message) {
 		m.ID = s.newID()
 	}
 	s.messages[m.ID] = m
+	s.touchLocked(m.ChannelID)
 	if ch := s.channels[m.ChannelID]; ch != nil {
 		ch.LastMessageID = m.ID
 		if ch.ThreadMetadata != nil {
@@ -66,7 +67,11 @@ func (s *Server) createMessage(q *request) (int, any, *restError) {
 	m := newMessage(ch, s.cfg.BotUser)
 	fe := formErrors{}
 	s.applyMessage(m, f, q.files, fe)
+	m.Flags &^= FlagEphemeral // only interaction responses are ephemeral
 	if err := s.finishMessage(m, fe); err != nil {
+		return 0, nil, err
+	}
+	if err := s.canSendLocked(ch.ID); err != nil {
 		return 0, nil, err
 	}
 	s.storeMessageLocked(m)
@@ -107,6 +112,9 @@ func (s *Server) editMessage(q *request) (int, any, *restError) {
 	}
 	if m.Author.ID != s.cfg.BotUser.ID {
 		return 0, nil, &restError{http.StatusForbidden, apiError{Message: "Cannot edit a message authored by another user", Code: CodeCannotEditOthers}}
+	}
+	if err := s.canEditLocked(m.ChannelID); err != nil {
+		return 0, nil, err
 	}
 	edited, rerr := s.editLocked(m, f, q.files)
 	if rerr != nil {
@@ -171,6 +179,7 @@ func (s *Server) newThreadLocked(id string, parent *Channel, ts threadStart, typ
 		ThreadMetadata: &ThreadMetadata{AutoArchiveDuration: ts.AutoArchiveDuration, ArchiveTimestamp: time.Now().UTC(), Invitable: ts.Invitable},
 	}
 	s.channels[th.ID] = th
+	s.activeAt[th.ID] = s.now()
 	s.dispatchLocked("THREAD_CREATE", struct {
 		*Channel
 		NewlyCreated bool `json:"newly_created"`
