@@ -160,7 +160,7 @@ func TestInteractionDeadlineIsDiscords(t *testing.T) {
 	}
 	ic := recv(t, ev.inter)
 	time.Sleep(3100 * time.Millisecond) // Discord's 3 s, by the wall clock
-	err := s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
+	err = s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
 	if _, code := restCode(err); code != fakediscord.CodeUnknownInteraction {
 		t.Fatalf("a response after 3 s: %v, want 10062", err)
 	}
