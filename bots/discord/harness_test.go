@@ -95,6 +95,8 @@ type env struct {
 	teamsDir string
 	onChat   func(req *api.ChatRequest) (string, bool)
 	eng      *team.Engine
+	// wrap, when set, stands between the bot and the relay (to record what the bot hands on).
+	wrap func(Relay) Relay
 
 	mu      sync.Mutex
 	replies []string
@@ -214,7 +216,11 @@ func (e *env) start() {
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})
 	}
-	bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: relay, Log: log,
+	var to Relay = relay
+	if e.wrap != nil {
+		to = e.wrap(relay)
+	}
+	bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: to, Log: log,
 		Watchdog: time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
 	if err != nil {
 		t.Fatal(err)

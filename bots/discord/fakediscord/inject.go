@@ -37,6 +37,9 @@ func (s *Server) PostMessage(m Message) (Message, error) {
 	}
 	base := newMessage(ch, m.Author)
 	base.Content, base.Attachments, base.MessageReference, base.Flags = m.Content, m.Attachments, m.MessageReference, m.Flags
+	if m.MessageReference != nil {
+		base.Type = messageTypeReply // a reply, as Discord types a message with a reference
+	}
 	if base.Attachments == nil {
 		base.Attachments = []Attachment{}
 	}

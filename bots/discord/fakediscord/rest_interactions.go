@@ -31,6 +31,7 @@ const (
 	CallbackModal                    = 9
 	messageFlagLoading               = 1 << 7
 	messageTypeDefault               = 0
+	messageTypeReply                 = 19
 	messageTypeChatInputCommand      = 20
 	interactionFollowupValidityLimit = 15 * time.Minute
 )
