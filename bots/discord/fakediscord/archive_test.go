@@ -151,15 +151,15 @@ func TestSuppressEmbedsAndPreviews(t *testing.T) {
 func TestInteractionDeadlineIsDiscords(t *testing.T) {
 	fake, s, ev := setup(t, testConfig())
 	defer closeSession(t, fake, s)
-	m, err := s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{Content: "p", Components: buttons("agentd:v1:approve:p-abc123")})
+	m, err := s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{Content: "p", Components: buttons("agentd:v2:approve:p-abc123:-")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fake.Click(channelID, m.ID, alice, "agentd:v1:approve:p-abc123"); err != nil {
+	if _, err := fake.Click(channelID, m.ID, alice, "agentd:v2:approve:p-abc123:-"); err != nil {
 		t.Fatal(err)
 	}
 	ic := recv(t, ev.inter)
-	time.Sleep(3100 * time.Millisecond) // Discord's 3 s, by the wall clock
+	fake.Advance(3100 * time.Millisecond) // past Discord's 3 s
 	err = s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
 	if _, code := restCode(err); code != fakediscord.CodeUnknownInteraction {
 		t.Fatalf("a response after 3 s: %v, want 10062", err)
@@ -181,5 +181,31 @@ func TestResumeReplaysHandledEvents(t *testing.T) {
 	again := recv(t, ev.messages)
 	if again.ID != m.ID || again.Content != "y" {
 		t.Fatalf("replayed %+v, want message %s again", again.Message, m.ID)
+	}
+}
+
+func TestInteractionTokenLastsFifteenMinutes(t *testing.T) {
+	fake, s, ev := setup(t, testConfig())
+	defer closeSession(t, fake, s)
+	m, err := s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{Content: "p", Components: buttons("agentd:v2:approve:p-abc123:-")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.Click(channelID, m.ID, alice, "agentd:v2:approve:p-abc123:-"); err != nil {
+		t.Fatal(err)
+	}
+	ic := recv(t, ev.inter)
+	if err := s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}); err != nil {
+		t.Fatal(err)
+	}
+	note := &discordgo.WebhookParams{Content: "later", Flags: discordgo.MessageFlagsEphemeral}
+	fake.Advance(14 * time.Minute)
+	if _, err := s.FollowupMessageCreate(ic.Interaction, true, note); err != nil {
+		t.Fatalf("a follow-up within 15 minutes: %v", err)
+	}
+	fake.Advance(2 * time.Minute)
+	_, err = s.FollowupMessageCreate(ic.Interaction, true, note)
+	if _, code := restCode(err); code != fakediscord.CodeInvalidWebhookToken {
+		t.Fatalf("a follow-up after 16 minutes: %v, want 50027", err)
 	}
 }

@@ -90,7 +90,7 @@ func (s *Server) interactLocked(in Interaction, user User) (Interaction, error) 
 		u := user
 		in.User, in.Member = &u, nil
 	}
-	st := &interactionState{in: in, created: time.Now()}
+	st := &interactionState{in: in, created: s.now()}
 	s.interactions[in.ID] = st
 	s.byToken[in.Token] = st
 	s.dispatchLocked("INTERACTION_CREATE", in, 0)

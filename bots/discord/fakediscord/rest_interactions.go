@@ -58,7 +58,7 @@ func (s *Server) interactionCallback(q *request) (int, any, *restError) {
 	if st == nil || st.in.Token != q.params[1] {
 		return 0, nil, errUnknownInteraction()
 	}
-	if d := s.cfg.InteractionDeadline; d > 0 && time.Since(st.created) > d && !st.responded {
+	if d := s.cfg.InteractionDeadline; d > 0 && s.now().Sub(st.created) > d && !st.responded {
 		return 0, nil, errUnknownInteraction()
 	}
 	if st.responded {
@@ -159,7 +159,7 @@ func (s *Server) webhookInteraction(appID, token string) (*interactionState, *re
 		return nil, errNotFound(CodeUnknownWebhook, "Webhook")
 	}
 	st := s.byToken[token]
-	if st == nil || time.Since(st.created) > interactionFollowupValidityLimit {
+	if st == nil || s.now().Sub(st.created) > interactionFollowupValidityLimit {
 		return nil, &restError{http.StatusUnauthorized, apiError{Message: "Invalid Webhook Token", Code: CodeInvalidWebhookToken}}
 	}
 	if !st.responded {

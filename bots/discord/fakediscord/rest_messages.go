@@ -131,7 +131,7 @@ func (s *Server) editLocked(m *Message, f fields, files []Attachment) (*Message,
 	if err := s.finishMessage(&next, fe); err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
+	now := s.now().UTC()
 	next.EditedTimestamp = &now
 	*m = next
 	if m.Flags&FlagEphemeral == 0 {
@@ -176,7 +176,7 @@ func (s *Server) newThreadLocked(id string, parent *Channel, ts threadStart, typ
 	th := &Channel{
 		ID: id, Type: typ, GuildID: parent.GuildID, Name: ts.Name, ParentID: parent.ID,
 		OwnerID: s.cfg.BotUser.ID, MemberCount: 1,
-		ThreadMetadata: &ThreadMetadata{AutoArchiveDuration: ts.AutoArchiveDuration, ArchiveTimestamp: time.Now().UTC(), Invitable: ts.Invitable},
+		ThreadMetadata: &ThreadMetadata{AutoArchiveDuration: ts.AutoArchiveDuration, ArchiveTimestamp: s.now().UTC(), Invitable: ts.Invitable},
 	}
 	s.channels[th.ID] = th
 	s.activeAt[th.ID] = s.now()

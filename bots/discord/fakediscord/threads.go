@@ -21,7 +21,8 @@ import (
 func (s *Server) now() time.Time { return time.Now().Add(s.clockSkew) }
 
 // Advance moves the fake's clock forward by d and archives the threads idle for longer
-// than their auto_archive_duration (THREAD_UPDATE is dispatched for each).
+// than their auto_archive_duration (THREAD_UPDATE is dispatched for each). The clock
+// also ages interactions: their 3 s deadline and their token's 15 minutes.
 func (s *Server) Advance(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
