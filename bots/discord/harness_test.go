@@ -260,6 +260,7 @@ func (e *env) stop() {
 	if e.cancel == nil {
 		return
 	}
+	e.checkNoPreviews()
 	e.settle()
 	e.cancel()
 	e.done.Wait()
@@ -479,6 +480,20 @@ func (e *env) touchedInOrder(whats ...string) {
 			}
 		case <-time.After(10 * time.Second):
 			e.t.Fatalf("command %s never started\nlogs:\n%s", w, e.logs.String())
+		}
+	}
+}
+
+// checkNoPreviews fails the test when any message the bot made — posts, edits,
+// interaction answers, follow-ups — went without SUPPRESS_EMBEDS or had a link a real
+// Discord would have fetched to show its preview.
+func (e *env) checkNoPreviews() {
+	for _, m := range e.fake.AllMessages() {
+		if m.Author.ID != e.fake.BotUser().ID {
+			continue
+		}
+		if m.Flags&fakediscord.FlagSuppressEmbeds == 0 || len(m.Previewed) > 0 {
+			e.t.Errorf("bot message %s without SUPPRESS_EMBEDS (flags %d, previewed %v): %.80q", m.ID, m.Flags, m.Previewed, m.Content)
 		}
 	}
 }

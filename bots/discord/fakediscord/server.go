@@ -292,6 +292,18 @@ func (s *Server) Messages(channelID string) []Message {
 	return out
 }
 
+// AllMessages returns every message the fake holds, in every channel, oldest first.
+func (s *Server) AllMessages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Message, 0, len(s.messages))
+	for _, m := range s.messages {
+		out = append(out, *m)
+	}
+	sortMessages(out)
+	return out
+}
+
 // Commands returns the application commands registered globally (guildID "") or for a guild.
 func (s *Server) Commands(guildID string) []ApplicationCommand {
 	s.mu.Lock()
