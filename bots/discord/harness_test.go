@@ -261,6 +261,7 @@ func (e *env) stop() {
 		return
 	}
 	e.checkNoPreviews()
+	e.checkAcksInTime()
 	e.settle()
 	e.cancel()
 	e.done.Wait()
@@ -494,6 +495,16 @@ func (e *env) checkNoPreviews() {
 		}
 		if m.Flags&fakediscord.FlagSuppressEmbeds == 0 || len(m.Previewed) > 0 {
 			e.t.Errorf("bot message %s without SUPPRESS_EMBEDS (flags %d, previewed %v): %.80q", m.ID, m.Flags, m.Previewed, m.Content)
+		}
+	}
+}
+
+// checkAcksInTime fails the test when any interaction was answered after Discord's 3 s
+// (the fake answers 10062 Unknown interaction then, as Discord does).
+func (e *env) checkAcksInTime() {
+	for _, c := range e.fake.Calls() {
+		if c.Code == fakediscord.CodeUnknownInteraction {
+			e.t.Errorf("an interaction was answered after Discord's deadline: %s %s", c.Method, c.Path)
 		}
 	}
 }
