@@ -63,7 +63,12 @@ func (b *Bot) onMessage(base context.Context, m *discordgo.MessageCreate) {
 	in := bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: actor.UserID, Name: actor.Name},
 		Text: text, ID: m.ID, Mention: mentioned}
 	if m.Type == discordgo.MessageTypeReply && m.MessageReference != nil {
-		in.ReplyTo = m.MessageReference.MessageID
+		// In the form Post returns ids in (CHANNEL/MESSAGE), which the relay stored.
+		ch := m.MessageReference.ChannelID
+		if ch == "" {
+			ch = m.ChannelID
+		}
+		in.ReplyTo = ch + "/" + m.MessageReference.MessageID
 	}
 	b.opt.Relay.OnMessage(ctx, in)
 }

@@ -285,8 +285,8 @@ func TestContractFieldsAndRedelivery(t *testing.T) {
 		}
 	}
 	rec.mu.Unlock()
-	if got.ReplyTo != p2.ID || got.ID != reply.ID {
-		t.Errorf("reply = %+v, want ID %s replying to %s", got, reply.ID, p2.ID)
+	if got.ReplyTo != thread+"/"+p2.ID || got.ID != reply.ID {
+		t.Errorf("reply = %+v, want ID %s replying to %s/%s (the form Post's ids have)", got, reply.ID, thread, p2.ID)
 	}
 	// The gateway resumes and replays the click: it is acknowledged once, applied once.
 	e.fake.ReplayOnResume(64)
