@@ -21,6 +21,14 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 	if req.ProposalID == "" {
 		return nil, badRequest("proposal_id is required: decisions name the proposal they decide")
 	}
+	// Each kind carries only its own fields: feedback on a deny would reach the model's
+	// history unbounded, a count on a deny would be recorded as if it meant something.
+	if req.Kind != client.DecisionFeedback && req.Feedback != "" {
+		return nil, badRequest("feedback goes with kind feedback, not %s: send it as its own decision", req.Kind)
+	}
+	if req.Kind != client.DecisionApprove && req.Count != 0 {
+		return nil, badRequest("count goes with kind approve, not %s: drop it", req.Kind)
+	}
 	switch req.Kind {
 	case client.DecisionApprove:
 		if req.Count == 0 {
