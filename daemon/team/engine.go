@@ -267,8 +267,8 @@ func (e *Engine) StartTeam(ctx context.Context, req client.TeamRunRequest) (*cli
 	if req.Task == "" {
 		return nil, badRequest("empty task: say what the team should do")
 	}
-	if len(req.Task) > 8000 {
-		return nil, badRequest("task is %d bytes: at most 8000", len(req.Task))
+	if len(req.Task) > client.MaxTextBytes {
+		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), client.MaxTextBytes)
 	}
 	if strings.TrimSpace(req.Workflow) == "" {
 		return nil, badRequest("empty workflow: send the workflow file's content")
