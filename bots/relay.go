@@ -223,8 +223,10 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 	if p.Command == "ask_user" {
 		return // the question is posted instead
 	}
+	file, diff := PreviewFile(p)
 	for _, t := range r.targets(p.AgentID) {
 		platform := t.ep.a.Platform()
+		posted := false // set when this post made the message: only then is the diff uploaded
 		r.post(t, "posting proposal "+p.ID, func(ctx context.Context) error {
 			if m, err := r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
 				if m != nil && p.Status.Decidable() {
@@ -240,6 +242,7 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 			if err != nil {
 				return err
 			}
+			posted = true
 			m := ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
 			if p.Status.Decidable() {
 				r.keepMessage(m)
@@ -249,6 +252,16 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 			}
 			return nil
 		})
+		if file != "" {
+			// The next op of the thread's queue: it runs once the message is up, and a
+			// retried upload does not post the message again.
+			r.post(t, "uploading the diff of proposal "+p.ID, func(ctx context.Context) error {
+				if !posted {
+					return nil
+				}
+				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, file, diff, fmt.Sprintf("Full diff of step %d (%s)", p.Step, p.Command))
+			})
+		}
 	}
 	if p.Status.Decidable() {
 		r.state.openProposal(p)

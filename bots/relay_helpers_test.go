@@ -18,6 +18,7 @@ type fakeAdapter struct {
 	mu    sync.Mutex
 	posts []string // channel thread summary
 	first []string // each post's first part, as text
+	files []string // each upload: name, comment, then the content
 	n     int
 }
 
@@ -38,7 +39,10 @@ func (f *fakeAdapter) Post(_ context.Context, channel, thread string, m Message)
 	return fmt.Sprint("m", f.n), nil
 }
 func (f *fakeAdapter) Update(context.Context, string, string, Message) error { return nil }
-func (f *fakeAdapter) PostFile(context.Context, string, string, string, string, string) error {
+func (f *fakeAdapter) PostFile(_ context.Context, _, _, name, content, comment string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.files = append(f.files, name+"\n"+comment+"\n"+content)
 	return nil
 }
 func (f *fakeAdapter) Ephemeral(_ context.Context, _, _, user, text string) error {

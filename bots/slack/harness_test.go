@@ -125,7 +125,10 @@ func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
 		m(&e.opt)
 	}
 	e.start(t)
-	t.Cleanup(e.stop)
+	t.Cleanup(func() {
+		e.stop()
+		e.checkChatRules() // in every test, whatever it posted
+	})
 	return e
 }
 
@@ -413,5 +416,69 @@ func (e *env) modelSaw(text string) {
 			}
 		}
 		return false
+	})
+}
+
+// answer waits for the answer to the slash command sent as env: it was acked in time and
+// empty, and the answer came through its response_url, ephemeral. (The ack is queued
+// before the answer is, but slack-go writes it from its own goroutine: it may land a
+// moment after.)
+func (e *env) answer(env string) string {
+	e.t.Helper()
+	var got []fakeslack.Response
+	e.wait("the answer to "+env, func(v fakeslack.View) bool { got = v.Responses(env); return len(got) > 0 })
+	e.wait("the ack of "+env, func(v fakeslack.View) bool { _, ok := v.Acked(env); return ok })
+	e.slack.Wait(0, func(v fakeslack.View) bool {
+		if p, _ := v.Acked(env); !v.AckedInTime(env) || len(p) != 0 && string(p) != "null" {
+			e.t.Errorf("slash command %s: acked in time %v, with %s; want in time and empty", env, v.AckedInTime(env), p)
+		}
+		return true
+	})
+	if len(got) != 1 || got[0].ResponseType != "ephemeral" || got[0].UnfurlLinks || got[0].UnfurlMedia {
+		e.t.Errorf("answers to %s = %+v, want one, ephemeral, without previews", env, got)
+	}
+	return got[0].Text
+}
+
+// unanswered checks that the slash command sent as env got no answer (its effect was
+// shown some other way) and was acked in time.
+func (e *env) unanswered(env string) {
+	e.t.Helper()
+	e.wait("the ack of "+env, func(v fakeslack.View) bool { return v.AckedInTime(env) })
+	if testutil.Hold(200*time.Millisecond, func() bool { return !e.slack.Wait(0, func(v fakeslack.View) bool { return len(v.Responses(env)) > 0 }) }) {
+		return
+	}
+	e.t.Errorf("slash command %s was answered, want nothing", env)
+}
+
+// checkChatRules checks that every message the bot showed turned link and media
+// previews off: a URL in a proposal must not be fetched before anyone approved it. And
+// that no envelope missed Slack's 3 s ack deadline.
+func (e *env) checkChatRules() {
+	e.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, d := range v.Deliveries() {
+			if d.TimedOut || !d.Acked.IsZero() && !d.InTime {
+				e.t.Errorf("envelope %+v missed the ack deadline", d)
+			}
+		}
+		for _, c := range v.Calls("") {
+			switch c.Method {
+			case "chat.postMessage", "chat.postEphemeral", "chat.update":
+				if c.Form.Get("unfurl_links") != "false" || c.Form.Get("unfurl_media") != "false" {
+					e.t.Errorf("%s without unfurl_links=false and unfurl_media=false: %v", c.Method, c.Form)
+				}
+			}
+		}
+		for _, m := range v.AllMessages() {
+			if m.UnfurlLinks || m.UnfurlMedia {
+				e.t.Errorf("a message with previews on: %+v", m)
+			}
+		}
+		for _, r := range v.AllResponses() {
+			if r.UnfurlLinks || r.UnfurlMedia {
+				e.t.Errorf("a slash command answer with previews on: %+v", r)
+			}
+		}
+		return true
 	})
 }

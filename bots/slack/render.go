@@ -2,6 +2,7 @@ package slack
 
 import (
 	"strings"
+	"unicode/utf16"
 
 	"github.com/slack-go/slack"
 
@@ -9,8 +10,29 @@ import (
 	"github.com/agentd/agentd/daemon/client/display"
 )
 
-// Slack caps a section's text at 3000 characters.
-const maxSection = 2900
+// Slack's limits, in characters (counted by slackLen). A message over one is refused
+// (invalid_blocks, msg_too_long, msg_blocks_too_long), so Blocks cuts to them.
+const (
+	maxSection = 3000
+	maxBlocks  = 50
+	maxText    = 40000
+	// maxBlocksText is the blocks' text in all: Slack answers msg_blocks_too_long past
+	// about 12,000 characters, a limit it does not document.
+	maxBlocksText = 12000
+)
+
+// truncatedNote says that something was cut; Post attaches the full text as a file.
+const truncatedNote = "_truncated — full text attached_"
+
+// slackLen counts characters as UTF-16 code units, so an emoji counts twice: Slack
+// documents its limits in characters, and units are the reading that never overflows.
+func slackLen(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
 
 // actionPrefix marks the buttons and dialogs this bot made.
 const (
@@ -33,44 +55,112 @@ func escapeCode(s string) string {
 	return strings.ReplaceAll(escape(s), "```", "`\u200b`\u200b`")
 }
 
-// Blocks renders a relay message as Block Kit.
+// Blocks renders a relay message as Block Kit within Slack's limits.
 func Blocks(m bots.Message) []slack.Block {
-	var blocks []slack.Block
-	section := func(text string) {
-		if len(text) > maxSection {
-			text = text[:maxSection] + "…"
-		}
-		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil))
+	blocks, _ := render(m)
+	return blocks
+}
+
+// render renders m as Block Kit and reports whether it cut anything. Limits apply to the
+// final, escaped text (bots.Fit cuts it on a safe boundary); a cut message ends with
+// truncatedNote, before its buttons.
+func render(m bots.Message) ([]slack.Block, bool) {
+	texts := sections(m)
+	room := maxBlocks - 1 // the note
+	if len(m.Buttons) > 0 {
+		room--
 	}
+	budget := maxBlocksText - slackLen(truncatedNote)
+	var blocks []slack.Block
+	cut := false
+	for _, text := range texts {
+		if len(blocks) >= room {
+			cut = true
+			break
+		}
+		fitted, c := bots.Fit(text, min(maxSection, budget), slackLen)
+		cut = cut || c
+		if strings.TrimSpace(fitted) == "" {
+			if c {
+				break // no room left
+			}
+			continue // Slack refuses an empty section
+		}
+		budget -= slackLen(fitted)
+		blocks = append(blocks, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, fitted, false, false), nil, nil))
+	}
+	if cut {
+		blocks = append(blocks, slack.NewContextBlock("agentd_truncated", slack.NewTextBlockObject(slack.MarkdownType, truncatedNote, false, false)))
+	}
+	if len(m.Buttons) > 0 {
+		blocks = append(blocks, buttons(m.Buttons))
+	}
+	return blocks, cut
+}
+
+// sections returns the escaped mrkdwn of each part, before any limit.
+func sections(m bots.Message) []string {
+	var out []string
 	for _, p := range m.Parts {
 		switch {
 		case p.Code != "":
-			code := escapeCode(p.Code)
-			if len(code) > maxSection-8 {
-				code = code[:maxSection-8] + "…"
-			}
-			section("```" + code + "```")
+			out = append(out, "```"+escapeCode(p.Code)+"```")
 		case p.Quote:
-			section("> " + strings.ReplaceAll(spans(p.Spans), "\n", "\n> "))
+			out = append(out, "> "+strings.ReplaceAll(spans(p.Spans), "\n", "\n> "))
 		case len(p.Spans) > 0:
-			section(spans(p.Spans))
+			out = append(out, spans(p.Spans))
 		}
 	}
-	if len(m.Buttons) > 0 {
-		var els []slack.BlockElement
-		for _, b := range m.Buttons {
-			btn := slack.NewButtonBlockElement(actionPrefix+b.Action, bots.EncodeRef(b.Ref), slack.NewTextBlockObject(slack.PlainTextType, b.Label, false, false))
-			switch b.Style {
-			case "primary":
-				btn.Style = slack.StylePrimary
-			case "danger":
-				btn.Style = slack.StyleDanger
+	return out
+}
+
+func buttons(bs []bots.Button) slack.Block {
+	var els []slack.BlockElement
+	for _, b := range bs {
+		btn := slack.NewButtonBlockElement(actionPrefix+b.Action, bots.EncodeRef(b.Ref), slack.NewTextBlockObject(slack.PlainTextType, b.Label, false, false))
+		switch b.Style {
+		case "primary":
+			btn.Style = slack.StylePrimary
+		case "danger":
+			btn.Style = slack.StyleDanger
+		}
+		els = append(els, btn)
+	}
+	return slack.NewActionBlock("agentd_actions", els...)
+}
+
+// fitSection escapes text for a section of its own, cut to Slack's limit.
+func fitSection(text string) string {
+	s, _ := bots.Fit(escape(text), maxSection, slackLen)
+	return s
+}
+
+// summary is the message's text field: the notification and the fallback of its blocks.
+func summary(m bots.Message) string {
+	s, _ := bots.Fit(escape(m.Summary), maxText, slackLen)
+	return s
+}
+
+// plainText is the whole message unescaped, for the file attached when render cut it.
+func plainText(m bots.Message) string {
+	var parts []string
+	for _, p := range m.Parts {
+		switch {
+		case p.Code != "":
+			parts = append(parts, p.Code)
+		case len(p.Spans) > 0:
+			var b strings.Builder
+			for _, s := range p.Spans {
+				if s.User != "" {
+					b.WriteString("@" + s.User)
+				} else {
+					b.WriteString(s.Text)
+				}
 			}
-			els = append(els, btn)
+			parts = append(parts, b.String())
 		}
-		blocks = append(blocks, slack.NewActionBlock("agentd_actions", els...))
 	}
-	return blocks
+	return strings.Join(parts, "\n\n") + "\n"
 }
 
 func spans(ss []bots.Span) string {

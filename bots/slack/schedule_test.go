@@ -2,7 +2,6 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -138,35 +137,28 @@ func TestScheduledRunFailurePosted(t *testing.T) {
 func TestSlashScheduleCommands(t *testing.T) {
 	e := newEnv(t)
 	m := e.scheduler(0)
-	ack := func(env string) string {
-		var p json.RawMessage
-		e.wait("ack of "+env, func(v fakeslack.View) bool { var ok bool; p, ok = v.Acked(env); return ok })
-		var body struct{ Text string }
-		json.Unmarshal(p, &body)
-		return body.Text
-	}
-	if got := ack(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "Schedules are not available") {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "Schedules are not available") {
 		t.Errorf("ls without schedules = %q", got)
 	}
 	e.relay.SetSchedules(m)
-	if got := ack(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "No schedules") {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "No schedules") {
 		t.Errorf("ls = %q", got)
 	}
 	if _, err := m.AddSchedule(context.Background(), client.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest",
 		Goal: "touch the digest", Delivery: "slack:" + channel}); err != nil {
 		t.Fatal(err)
 	}
-	if got := ack(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "digest `0 9 * * *` → slack:"+channel) {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "digest `0 9 * * *` → slack:"+channel) {
 		t.Errorf("ls = %q", got)
 	}
-	if got := ack(e.slack.Slash(stranger, channel, "/agent", "schedule run digest")); !strings.Contains(got, "not an approver") {
+	if got := e.answer(e.slack.Slash(stranger, channel, "/agent", "schedule run digest")); !strings.Contains(got, "not an approver") {
 		t.Errorf("stranger's run = %q", got)
 	}
-	if got := ack(e.slack.Slash(approver, channel, "/agent", "schedule run nope")); !strings.Contains(got, `no schedule "nope"`) {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule run nope")); !strings.Contains(got, `no schedule "nope"`) {
 		t.Errorf("run of an unknown schedule = %q", got)
 	}
 	e.script(reply("bots_test_touch", map[string]string{"what": "digest"}))
-	if got := ack(e.slack.Slash(approver, channel, "/agent", "schedule run digest")); !strings.Contains(got, "its run started") {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule run digest")); !strings.Contains(got, "its run started") {
 		t.Errorf("run = %q", got)
 	}
 	e.proposal(e.runThread("digest", 1), 1)

@@ -3,8 +3,12 @@
 //
 // It turns Socket Mode envelopes — mentions, direct messages, thread replies, button
 // clicks, the feedback dialog and /agent — into calls on the shared relay (package
-// bots), and renders the relay's messages as Block Kit. manifest.yaml creates the
-// Slack app in one step; fakeslack is a loopback fake of Slack for tests.
+// bots), and renders the relay's messages as Block Kit. Every envelope is acked before
+// any other work (Slack wants it within 3 s); /agent is answered through the command's
+// response_url. Messages are cut to Slack's limits after escaping, saying so, with the
+// full text attached; link and media previews are always off. manifest.yaml creates the
+// Slack app in one step; fakeslack is a loopback fake of Slack, as strict as Slack, for
+// tests.
 package slack
 
 import (
@@ -12,17 +16,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/daemon/client"
 )
 
 // Platform is the name decisions made in Slack carry as their source.
@@ -62,6 +69,8 @@ type Bot struct {
 	opt Options
 	api *slack.Client
 	log *slog.Logger
+	// http posts answers to slash commands' response_url.
+	http *http.Client
 
 	self      atomic.Pointer[slack.AuthTestResponse]
 	connected atomic.Bool
@@ -106,11 +115,14 @@ func New(opt Options) (*Bot, error) {
 			return min(time.Second<<min(n-1, 7), 2*time.Minute)
 		}
 	}
+	// OptionRetry waits out a 429's Retry-After and tries again, up to 3 times, inside
+	// the call: the relay's outbox (one queue per thread) keeps posts in order meanwhile,
+	// and acks never wait on it (they go over the socket).
 	o := []slack.Option{slack.OptionAppLevelToken(opt.AppToken), slack.OptionRetry(3)}
 	if opt.APIURL != "" {
 		o = append(o, slack.OptionAPIURL(opt.APIURL))
 	}
-	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, groups: map[string]groupEntry{},
+	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, groups: map[string]groupEntry{}, http: &http.Client{Timeout: 30 * time.Second},
 		state: bots.Status{Platform: Platform, State: bots.StateConnecting, Since: time.Now()}}, nil
 }
 
@@ -238,20 +250,39 @@ func (b *Bot) dispatch(ctx context.Context, sm *socketmode.Client, ev socketmode
 			b.handlers.Go(func() { b.onInteraction(ctx, cb) })
 		}
 	case socketmode.EventTypeSlashCommand:
+		// Acked at once and empty: Slack wants the ack within 3 s, and the relay's answer
+		// may wait on Web API calls (a 429 on /agent run's thread). The answer follows
+		// through the command's response_url.
+		b.ack(ctx, sm, ev.Request, nil)
 		cmd, ok := ev.Data.(slack.SlashCommand)
 		if !ok {
-			b.ack(ctx, sm, ev.Request, nil)
 			return
 		}
-		// Answered in the ack, which Slack wants within 3 s; the relay's work is local.
 		b.handlers.Go(func() {
-			text := b.opt.Relay.OnCommand(ctx, Platform, b.where(cmd.TeamID, cmd.ChannelID, ""), bots.User{ID: cmd.UserID, Name: cmd.UserName}, cmd.Text)
-			var payload any
-			if text != "" {
-				payload = map[string]any{"response_type": "ephemeral", "text": escape(text)}
+			w := b.where(cmd.TeamID, cmd.ChannelID, "")
+			if text := b.opt.Relay.OnCommand(ctx, Platform, w, bots.User{ID: cmd.UserID, Name: cmd.UserName}, cmd.Text); text != "" {
+				b.answer(ctx, cmd, text)
 			}
-			b.ack(ctx, sm, ev.Request, payload)
 		})
+	}
+}
+
+// answer shows a slash command's answer to the person who typed it, through the
+// command's response_url (ephemeral), or chat.postEphemeral should that fail.
+func (b *Bot) answer(ctx context.Context, cmd slack.SlashCommand, text string) {
+	escaped, cut := bots.Fit(escape(text), maxText-100, slackLen)
+	if cut {
+		escaped += "\n_truncated — ask for less, like /agent status NAME_"
+	}
+	no := false
+	msg := &slack.WebhookMessage{ResponseType: slack.ResponseTypeEphemeral, Text: escaped, UnfurlLinks: &no, UnfurlMedia: &no}
+	err := slack.PostWebhookCustomHTTPContext(ctx, cmd.ResponseURL, b.http, msg)
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	b.log.Warn("slack: answering a slash command through its response_url; posting it ephemeral instead", "err", err)
+	if err := b.ephemeral(ctx, cmd.ChannelID, "", cmd.UserID, escaped); err != nil {
+		b.log.Error("slack: answering a slash command", "err", err)
 	}
 }
 
@@ -332,6 +363,10 @@ func (b *Bot) onInteraction(ctx context.Context, cb slack.InteractionCallback) {
 			thread = cb.Message.ThreadTimestamp
 		}
 		w := b.where(cb.Team.ID, cb.Channel.ID, thread)
+		msg := cb.Container.MessageTs
+		if msg == "" {
+			msg = cb.Message.Timestamp
+		}
 		for _, a := range cb.ActionCallback.BlockActions {
 			action, ok := strings.CutPrefix(a.ActionID, actionPrefix)
 			if !ok {
@@ -344,7 +379,9 @@ func (b *Bot) onInteraction(ctx context.Context, cb slack.InteractionCallback) {
 			}
 			// The trigger carries where the click was, for the dialog's submission.
 			trigger := strings.Join([]string{cb.TriggerID, w.Team, w.Channel, w.Thread}, "\n")
-			b.opt.Relay.OnClick(ctx, bots.Click{Platform: Platform, Where: w, User: u, Action: action, Ref: ref, Trigger: trigger})
+			// A redelivered click carries the same action_ts and message: the same ID.
+			b.opt.Relay.OnClick(ctx, bots.Click{Platform: Platform, Where: w, User: u, Action: action, Ref: ref, Trigger: trigger,
+				ID: a.ActionTs + "/" + msg, Message: msg})
 		}
 	case slack.InteractionTypeViewSubmission:
 		if cb.View.CallbackID != feedbackCallback || cb.View.State == nil {
@@ -387,9 +424,15 @@ func (b *Bot) StartThread(ctx context.Context, channel, anchor, title string) (s
 	return b.Post(ctx, channel, "", bots.FormatNote(title))
 }
 
-// Post implements bots.Adapter.
+// noPreviews turns off link and media previews: Slack would fetch a URL in a proposal
+// (…/leak?d=<secret>) the moment it is shown, before anyone approved anything.
+var noPreviews = []slack.MsgOption{slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
+
+// Post implements bots.Adapter. A message cut to Slack's limits says so, and the full
+// text follows as a file in the same thread.
 func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) (string, error) {
-	opts := []slack.MsgOption{slack.MsgOptionText(escape(m.Summary), false), slack.MsgOptionBlocks(Blocks(m)...)}
+	blocks, cut := render(m)
+	opts := append([]slack.MsgOption{slack.MsgOptionText(summary(m), false), slack.MsgOptionBlocks(blocks...)}, noPreviews...)
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}
@@ -397,13 +440,23 @@ func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) 
 	if err != nil {
 		return "", classify(fmt.Errorf("slack: chat.postMessage: %w", err))
 	}
+	if cut {
+		if thread == "" {
+			thread = ts
+		}
+		// Not returned: the message is up, and the outbox would post it again.
+		if err := b.PostFile(ctx, channel, thread, "full-text.txt", plainText(m), "The full text of the message above."); err != nil {
+			b.log.Error("slack: attaching the full text of a cut message", "err", err)
+		}
+	}
 	return ts, nil
 }
 
-// Update implements bots.Adapter.
+// Update implements bots.Adapter. The full text of a cut message was attached by Post.
 func (b *Bot) Update(ctx context.Context, channel, id string, m bots.Message) error {
-	_, _, _, err := b.api.UpdateMessageContext(ctx, channel, id, slack.MsgOptionText(escape(m.Summary), false), slack.MsgOptionBlocks(Blocks(m)...))
-	if err != nil {
+	blocks, _ := render(m)
+	opts := append([]slack.MsgOption{slack.MsgOptionText(summary(m), false), slack.MsgOptionBlocks(blocks...)}, noPreviews...)
+	if _, _, _, err := b.api.UpdateMessageContext(ctx, channel, id, opts...); err != nil {
 		return classify(fmt.Errorf("slack: chat.update: %w", err))
 	}
 	return nil
@@ -424,7 +477,13 @@ func (b *Bot) PostFile(ctx context.Context, channel, thread, name, content, comm
 
 // Ephemeral implements bots.Adapter.
 func (b *Bot) Ephemeral(ctx context.Context, channel, thread, user, text string) error {
-	opts := []slack.MsgOption{slack.MsgOptionText(escape(text), false)}
+	escaped, _ := bots.Fit(escape(text), maxText, slackLen)
+	return b.ephemeral(ctx, channel, thread, user, escaped)
+}
+
+// ephemeral posts escaped text to user alone.
+func (b *Bot) ephemeral(ctx context.Context, channel, thread, user, escaped string) error {
+	opts := append([]slack.MsgOption{slack.MsgOptionText(escaped, false)}, noPreviews...)
 	if thread != "" {
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}
@@ -442,6 +501,7 @@ func (b *Bot) OpenFeedback(ctx context.Context, trigger string, ref bots.Ref, pr
 	}
 	input := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "What should the agent do instead?", false, false), feedbackInput)
 	input.Multiline = true
+	input.MaxLength = feedbackMaxLength
 	view := slack.ModalViewRequest{
 		Type:            slack.VTModal,
 		CallbackID:      feedbackCallback,
@@ -450,7 +510,7 @@ func (b *Bot) OpenFeedback(ctx context.Context, trigger string, ref bots.Ref, pr
 		Close:           slack.NewTextBlockObject(slack.PlainTextType, "Cancel", false, false),
 		PrivateMetadata: strings.Join(append([]string{bots.EncodeRef(ref)}, parts[1:]...), "\n"),
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, escape(prompt), false, false), nil, nil),
+			slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, fitSection(prompt), false, false), nil, nil),
 			slack.NewInputBlock(feedbackBlock, slack.NewTextBlockObject(slack.PlainTextType, "Feedback", false, false), nil, input),
 		}},
 	}
@@ -459,6 +519,11 @@ func (b *Bot) OpenFeedback(ctx context.Context, trigger string, ref bots.Ref, pr
 	}
 	return nil
 }
+
+// feedbackMaxLength is the feedback input's max_length, in characters: at most 4 bytes
+// each in UTF-8, so no feedback Slack lets through exceeds the daemon's byte cap; and
+// within Slack's own maximum for a plain_text_input (3000).
+const feedbackMaxLength = min(client.MaxTextBytes/utf8.UTFMax, 3000)
 
 // groupTTL is how long a user group's members are trusted before asking Slack again.
 const groupTTL = time.Minute

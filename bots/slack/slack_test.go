@@ -298,22 +298,13 @@ func TestLongResultUploadedAsFile(t *testing.T) {
 
 func TestSlashCommands(t *testing.T) {
 	e := newEnv(t)
-	ack := func(env string) string {
-		var p json.RawMessage
-		e.wait("ack of "+env, func(v fakeslack.View) bool { var ok bool; p, ok = v.Acked(env); return ok })
-		var body struct{ Text string }
-		json.Unmarshal(p, &body)
-		return body.Text
-	}
-	if got := ack(e.slack.Slash(approver, channel, "/agent", "list")); got != "No agents." {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "list")); got != "No agents." {
 		t.Errorf("list = %q", got)
 	}
-	if got := ack(e.slack.Slash(stranger, channel, "/agent", "run something")); got != "" {
-		t.Errorf("stranger's run = %q", got)
-	}
+	e.unanswered(e.slack.Slash(stranger, channel, "/agent", "run something"))
 	e.wait("refusal", func(v fakeslack.View) bool { return len(v.Ephemeral(stranger)) == 1 })
 	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
-	if got := ack(e.slack.Slash(approver, channel, "/agent", "run touch x")); !strings.HasPrefix(got, "Started agent") {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "run touch x")); !strings.HasPrefix(got, "Started agent") {
 		t.Errorf("run = %q", got)
 	}
 	var a client.Agent
@@ -325,16 +316,16 @@ func TestSlashCommands(t *testing.T) {
 		}
 		return false
 	})
-	if got := ack(e.slack.Slash(approver, channel, "/agent", "status "+a.Name)); !strings.Contains(got, "Waiting for a decision on step 1") {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "status "+a.Name)); !strings.Contains(got, "Waiting for a decision on step 1") {
 		t.Errorf("status = %q", got)
 	}
-	if got := ack(e.slack.Slash(stranger, channel, "/agent", "stop "+a.Name)); !strings.Contains(got, "not an approver") {
+	if got := e.answer(e.slack.Slash(stranger, channel, "/agent", "stop "+a.Name)); !strings.Contains(got, "not an approver") {
 		t.Errorf("stranger's stop = %q", got)
 	}
-	if got := ack(e.slack.Slash(approver, channel, "/agent", "stop "+a.Name)); !strings.Contains(got, "is idle") {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "stop "+a.Name)); !strings.Contains(got, "is idle") {
 		t.Errorf("stop = %q", got)
 	}
-	if got := ack(e.slack.Slash(approver, "C999", "/agent", "list")); !strings.Contains(got, "do not serve") {
+	if got := e.answer(e.slack.Slash(approver, "C999", "/agent", "list")); !strings.Contains(got, "do not serve") {
 		t.Errorf("unserved channel = %q", got)
 	}
 }

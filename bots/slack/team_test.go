@@ -1,7 +1,6 @@
 package slack
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,15 +52,6 @@ func newTeamEnv(t *testing.T) *env {
 	}})
 }
 
-func (e *env) ack(envelope string) string {
-	e.t.Helper()
-	var p json.RawMessage
-	e.wait("ack of "+envelope, func(v fakeslack.View) bool { var ok bool; p, ok = v.Acked(envelope); return ok })
-	var body struct{ Text string }
-	json.Unmarshal(p, &body)
-	return body.Text
-}
-
 // teamThread waits for the thread of the team run of workflow.
 func (e *env) teamThread(workflow string) string {
 	e.t.Helper()
@@ -97,7 +87,7 @@ func TestTeamRunInThread(t *testing.T) {
 	e := newTeamEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "page"}),
 		reply("finish", map[string]string{"reason": "<INFO> touched the page"}))
-	if got := e.ack(e.slack.Slash(approver, channel, "/agent", "team build say hi")); !strings.Contains(got, "Started team run t-") {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "team build say hi")); !strings.Contains(got, "Started team run t-") {
 		t.Fatalf("/agent team = %q", got)
 	}
 	thread := e.teamThread("build")
@@ -139,7 +129,7 @@ func TestTeamCommandRefusals(t *testing.T) {
 		{approver, "team build", "Usage: /agent team FILE TASK"},
 		{approver, "team", "Workflows: bad, build"},
 	} {
-		if got := e.ack(e.slack.Slash(tc.user, channel, "/agent", tc.text)); !strings.Contains(got, tc.want) {
+		if got := e.answer(e.slack.Slash(tc.user, channel, "/agent", tc.text)); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: /agent %s = %q, want %q", tc.user, tc.text, got, tc.want)
 		}
 	}
@@ -159,7 +149,7 @@ func TestTeamFollowedAfterRestart(t *testing.T) {
 	e := newTeamEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "page"}),
 		reply("finish", map[string]string{"reason": "<INFO> touched the page"}))
-	e.ack(e.slack.Slash(approver, channel, "/agent", "team build say hi"))
+	e.answer(e.slack.Slash(approver, channel, "/agent", "team build say hi"))
 	thread := e.teamThread("build")
 	e.roleProposal(thread, "programmer", 1)
 	e.restart()
@@ -178,7 +168,7 @@ func TestTeamFollowedAfterRestart(t *testing.T) {
 func TestTeamStopFromChat(t *testing.T) {
 	e := newTeamEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "page"}))
-	e.ack(e.slack.Slash(approver, channel, "/agent", "team build say hi"))
+	e.answer(e.slack.Slash(approver, channel, "/agent", "team build say hi"))
 	thread := e.teamThread("build")
 	p := e.roleProposal(thread, "programmer", 1)
 	runs, err := e.eng.Teams(t.Context())
@@ -194,14 +184,14 @@ func TestTeamStopFromChat(t *testing.T) {
 		{approver, "team stop", "Usage: /agent team stop ID"},
 		{approver, "team stop t-nope", `no team run "t-nope"`},
 	} {
-		if got := e.ack(e.slack.Slash(tc.user, channel, "/agent", tc.text)); !strings.Contains(got, tc.want) {
+		if got := e.answer(e.slack.Slash(tc.user, channel, "/agent", tc.text)); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: /agent %s = %q, want %q", tc.user, tc.text, got, tc.want)
 		}
 	}
 	if r, _ := e.eng.Team(t.Context(), id); r.Status != client.TeamRunning {
 		t.Fatalf("a refused stop stopped the run: %s (%s)", r.Status, r.Reason)
 	}
-	if got := e.ack(e.slack.Slash(member, channel, "/agent", "team stop "+id)); got != "Stopped team run "+id+" (build)." {
+	if got := e.answer(e.slack.Slash(member, channel, "/agent", "team stop "+id)); got != "Stopped team run "+id+" (build)." {
 		t.Fatalf("/agent team stop = %q", got)
 	}
 	// The end's blocks mention who (JSON escapes < and >).
@@ -220,7 +210,7 @@ func TestTeamStopFromChat(t *testing.T) {
 	if r, _ := e.eng.Team(t.Context(), id); r.Status != client.TeamStopped || r.Reason != "stopped by slack:"+member {
 		t.Errorf("run = %s (%s)", r.Status, r.Reason)
 	}
-	if got := e.ack(e.slack.Slash(approver, channel, "/agent", "team stop "+id)); !strings.Contains(got, "has ended already") {
+	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "team stop "+id)); !strings.Contains(got, "has ended already") {
 		t.Errorf("stopping twice = %q", got)
 	}
 	if !strings.Contains(e.logs.String(), "team run stopped from chat") {

@@ -352,3 +352,18 @@ func quoteWord(w string) string {
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
+
+// ParseShell reads line as `/bin/sh -c LINE` would, with the one parser the rules use, and
+// returns its simple commands, each the program word (as written, after quote removal)
+// then its arguments. When the line is not plain commands (a substitution, a loop, a
+// variable), cmds is nil and problem says why: a preview then shows the line itself.
+func ParseShell(line string) (cmds [][]string, problem string) {
+	sl := parseShell(line)
+	if sl.problem != "" {
+		return nil, sl.problem
+	}
+	for _, c := range sl.cmds {
+		cmds = append(cmds, append([]string{c.raw}, c.args...))
+	}
+	return cmds, ""
+}

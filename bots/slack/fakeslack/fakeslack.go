@@ -2,8 +2,13 @@
 // Slack bot uses, and a Socket Mode websocket that delivers envelopes and takes acks.
 //
 // It speaks the real wire formats, so tests drive the real slack-go client against it
-// (slack.OptionAPIURL(fake.APIURL())). Every Web API call is recorded for assertions;
-// envelopes not acked are sent again after a reconnect, as Slack does.
+// (slack.OptionAPIURL(fake.APIURL())). Every Web API call is recorded for assertions.
+// It is as strict as Slack where a lenient fake would hide bugs: envelopes must be acked
+// within 3 s (events are redelivered, late slash commands and clicks recorded as
+// failed), envelopes not acked are sent again after a reconnect, chosen methods answer
+// 429 with Retry-After, Block Kit and message limits are enforced with Slack's errors,
+// link and media previews are recorded per message, and slash commands' response_url
+// takes five answers.
 package fakeslack
 
 import (
@@ -30,6 +35,9 @@ type Fake struct {
 	Team, BotUser      string
 	// PingEvery is how often the websocket pings the client (Slack's keepalive).
 	PingEvery time.Duration
+	// AckDeadline is how long an envelope may wait for its ack: 3 s, as on Slack, unless
+	// WithAckDeadline says otherwise.
+	AckDeadline time.Duration
 
 	srv *httptest.Server
 
@@ -48,6 +56,11 @@ type Fake struct {
 	conn      *websocket.Conn
 	conns     int
 	unacked   map[string][]byte // envelope id → frame
+	envelopes map[string]*envelope
+	limited   map[string][]int // method → Retry-After seconds of its next 429s
+	respURLs  map[string]*responseURL
+	responses []Response
+	nextResp  int
 	envOrder  []string
 	acks      map[string]json.RawMessage
 	changed   chan struct{} // closed and replaced on every change
@@ -62,6 +75,8 @@ type Call struct {
 	Form   url.Values      // form-encoded calls
 	JSON   json.RawMessage // JSON calls (views.open, apps.connections.open)
 	At     time.Time
+	// Status is the HTTP status answered: 200, or 429 for a rate-limited call.
+	Status int
 }
 
 // Message is a posted message as it stands now (after updates).
@@ -69,6 +84,11 @@ type Message struct {
 	Channel, TS, ThreadTS, Text, User string
 	Blocks                            json.RawMessage
 	Updates                           int
+	// UnfurlLinks and UnfurlMedia say whether Slack would show link and media previews:
+	// true unless the post said false (chat.update keeps the post's).
+	UnfurlLinks, UnfurlMedia bool
+	// At is when it was posted.
+	At time.Time
 }
 
 // File is an uploaded file.
@@ -77,18 +97,23 @@ type File struct {
 }
 
 // NewFake starts a fake on 127.0.0.1 and closes it when the test ends.
-func NewFake(tb testing.TB) *Fake {
+func NewFake(tb testing.TB, opts ...Option) *Fake {
 	f := &Fake{
 		BotToken: "xoxb-fake-bot-token", AppToken: "xapp-fake-app-token", Team: "T0FAKE", BotUser: "UBOT",
-		PingEvery: 200 * time.Millisecond,
-		messages:  map[string]*Message{}, groups: map[string][]string{}, unacked: map[string][]byte{},
+		PingEvery: 200 * time.Millisecond, AckDeadline: 3 * time.Second,
+		messages: map[string]*Message{}, groups: map[string][]string{}, unacked: map[string][]byte{},
 		acks: map[string]json.RawMessage{}, changed: make(chan struct{}), uploads: map[string]string{}, nextTS: 1,
+		envelopes: map[string]*envelope{}, limited: map[string][]int{}, respURLs: map[string]*responseURL{},
+	}
+	for _, o := range opts {
+		o(f)
 	}
 	f.bot, f.app = f.BotToken, f.AppToken
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/{method}", f.api)
 	mux.HandleFunc("POST /upload/{id}", f.upload)
 	mux.HandleFunc("GET /ws", f.socket)
+	mux.HandleFunc("POST /response/{n}", f.respond)
 	f.srv = httptest.NewServer(mux)
 	tb.Cleanup(f.Close)
 	return f
@@ -166,6 +191,15 @@ func (v View) Messages(channel, thread string) []Message {
 	return out
 }
 
+// AllMessages returns every message posted (as it stands now) and every ephemeral one.
+func (v View) AllMessages() []Message {
+	var out []Message
+	for _, ts := range v.f.order {
+		out = append(out, *v.f.messages[ts])
+	}
+	return append(out, v.f.ephemeral...)
+}
+
 // Ephemeral returns the ephemeral messages shown to user.
 func (v View) Ephemeral(user string) []Message {
 	var out []Message
@@ -241,8 +275,14 @@ func (f *Fake) api(w http.ResponseWriter, r *http.Request) {
 	if method == "apps.connections.open" {
 		want = f.app
 	}
-	f.calls = append(f.calls, call)
 	defer f.changedLocked()
+	if f.rateLimited(w, method) {
+		call.Status = http.StatusTooManyRequests
+		f.calls = append(f.calls, call)
+		return
+	}
+	call.Status = http.StatusOK
+	f.calls = append(f.calls, call)
 	if token != want {
 		writeJSON(w, obj{"ok": false, "error": "invalid_auth"})
 		return
@@ -254,9 +294,13 @@ func (f *Fake) api(w http.ResponseWriter, r *http.Request) {
 	case "apps.connections.open":
 		writeJSON(w, obj{"ok": true, "url": "ws" + strings.TrimPrefix(f.srv.URL, "http") + "/ws"})
 	case "chat.postMessage":
-		m := &Message{Channel: form.Get("channel"), ThreadTS: form.Get("thread_ts"), Text: form.Get("text"), Blocks: json.RawMessage(form.Get("blocks")), User: f.BotUser}
+		m := &Message{Channel: form.Get("channel"), ThreadTS: form.Get("thread_ts"), Text: form.Get("text"), Blocks: json.RawMessage(form.Get("blocks")), User: f.BotUser,
+			UnfurlLinks: form.Get("unfurl_links") != "false", UnfurlMedia: form.Get("unfurl_media") != "false", At: call.At}
 		if m.Channel == "" {
 			writeJSON(w, obj{"ok": false, "error": "channel_not_found"})
+			return
+		}
+		if refuse(w, m.Text, m.Blocks) {
 			return
 		}
 		m.TS = f.ts()
@@ -269,12 +313,19 @@ func (f *Fake) api(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, obj{"ok": false, "error": "message_not_found"})
 			return
 		}
+		if refuse(w, form.Get("text"), []byte(form.Get("blocks"))) {
+			return
+		}
 		m.Text, m.Blocks = form.Get("text"), json.RawMessage(form.Get("blocks"))
 		m.Updates++
 		writeJSON(w, obj{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text})
 	case "chat.postEphemeral":
+		if refuse(w, form.Get("text"), []byte(form.Get("blocks"))) {
+			return
+		}
 		ts := f.ts()
-		f.ephemeral = append(f.ephemeral, Message{Channel: form.Get("channel"), ThreadTS: form.Get("thread_ts"), User: form.Get("user"), Text: form.Get("text"), TS: ts})
+		f.ephemeral = append(f.ephemeral, Message{Channel: form.Get("channel"), ThreadTS: form.Get("thread_ts"), User: form.Get("user"), Text: form.Get("text"), TS: ts,
+			Blocks: json.RawMessage(form.Get("blocks")), UnfurlLinks: form.Get("unfurl_links") != "false", UnfurlMedia: form.Get("unfurl_media") != "false", At: call.At})
 		writeJSON(w, obj{"ok": true, "message_ts": ts})
 	case "files.getUploadURLExternal":
 		id := fmt.Sprintf("F%04d", len(f.uploads)+1)
@@ -303,6 +354,14 @@ func (f *Fake) api(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, obj{"ok": false, "error": "invalid_trigger_id"})
 			return
 		}
+		var view struct {
+			Blocks json.RawMessage `json:"blocks"`
+		}
+		json.Unmarshal(req.View, &view)
+		if problems, _ := checkBlocks(view.Blocks, MaxViewBlocks, "/view/blocks"); len(problems) > 0 {
+			writeJSON(w, obj{"ok": false, "error": "invalid_arguments", "response_metadata": obj{"messages": problems}})
+			return
+		}
 		f.views = append(f.views, req.View)
 		writeJSON(w, obj{"ok": true, "view": obj{"id": fmt.Sprintf("V%d", len(f.views))}})
 	case "usergroups.users.list":
@@ -315,6 +374,20 @@ func (f *Fake) api(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, obj{"ok": false, "error": "unknown_method"})
 	}
+}
+
+// refuse answers Slack's error when a message breaks its limits.
+func refuse(w http.ResponseWriter, text string, blocks []byte) bool {
+	e, problems := checkMessage(text, blocks)
+	if e == "" {
+		return false
+	}
+	out := obj{"ok": false, "error": e}
+	if len(problems) > 0 {
+		out["response_metadata"] = obj{"messages": problems}
+	}
+	writeJSON(w, out)
+	return true
 }
 
 // ts returns the next message timestamp. Caller holds f.mu.

@@ -30,10 +30,10 @@ func (f *Fake) socket(w http.ResponseWriter, r *http.Request) {
 	f.conn = c
 	f.conns++
 	n := f.conns
-	pending := make([][]byte, 0, len(f.envOrder))
+	pending := make([]string, 0, len(f.envOrder))
 	for _, id := range f.envOrder {
-		if fr, ok := f.unacked[id]; ok {
-			pending = append(pending, fr)
+		if _, ok := f.unacked[id]; ok {
+			pending = append(pending, id)
 		}
 	}
 	f.changedLocked()
@@ -42,8 +42,10 @@ func (f *Fake) socket(w http.ResponseWriter, r *http.Request) {
 	hello, _ := json.Marshal(obj{"type": "hello", "num_connections": 1,
 		"debug_info": obj{"host": "fakeslack", "approximate_connection_time": 3600}, "connection_info": obj{"app_id": "AFAKE"}})
 	f.write(c, hello)
-	for _, fr := range pending {
-		f.write(c, fr)
+	for _, id := range pending {
+		if fr := f.frame(id); fr != nil {
+			f.writeEnvelope(c, id, fr)
+		}
 	}
 	done := make(chan struct{})
 	go func() {
@@ -78,6 +80,9 @@ func (f *Fake) socket(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Lock()
 		delete(f.unacked, ack.EnvelopeID)
+		if e := f.envelopes[ack.EnvelopeID]; e != nil && e.acked.IsZero() {
+			e.acked = time.Now()
+		}
 		f.acks[ack.EnvelopeID] = ack.Payload
 		f.changedLocked()
 		f.mu.Unlock()
@@ -91,6 +96,13 @@ func (f *Fake) socket(w http.ResponseWriter, r *http.Request) {
 	c.Close()
 }
 
+// frame returns an envelope's frame, nil once it was acked.
+func (f *Fake) frame(id string) []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.unacked[id]
+}
+
 func (f *Fake) write(c *websocket.Conn, frame []byte) error {
 	f.writeMu.Lock()
 	defer f.writeMu.Unlock()
@@ -98,22 +110,107 @@ func (f *Fake) write(c *websocket.Conn, frame []byte) error {
 	return c.WriteMessage(websocket.TextMessage, frame)
 }
 
+// envelope is one delivery of a payload over Socket Mode. Slack wants each acked within
+// the ack deadline (3 s): an events_api envelope not acked in time is delivered again as
+// a new envelope (same payload and event_id, retry_attempt + 1, retry_reason "timeout"),
+// up to maxRetries times; a late slash command or interactive ack failed for the person
+// (their client showed "operation_timeout"). Slack spaces its retries out (at once,
+// then minutes apart); the fake sends each as the previous deadline passes, so tests
+// stay short.
+type envelope struct {
+	id, typ   string
+	payload   any
+	attempt   int
+	reason    string
+	frame     []byte
+	sent      time.Time // first written to a connection; zero while queued
+	acked     time.Time
+	timedOut  bool   // the deadline passed before the ack
+	retriedBy string // the envelope that redelivered this one
+}
+
+// maxRetries is how often Slack redelivers an event that was not acked.
+const maxRetries = 3
+
 // send delivers an envelope now if connected, else at the next connection; it stays
 // queued until acked. It returns the envelope id.
 func (f *Fake) send(typ string, payload any) string {
+	return f.deliver(typ, payload, 0, "")
+}
+
+func (f *Fake) deliver(typ string, payload any, attempt int, reason string) string {
 	f.mu.Lock()
 	f.nextEnv++
 	id := fmt.Sprintf("env-%d", f.nextEnv)
 	frame, _ := json.Marshal(obj{"type": typ, "envelope_id": id, "payload": payload,
-		"accepts_response_payload": typ != "events_api", "retry_attempt": 0, "retry_reason": ""})
+		"accepts_response_payload": typ != "events_api", "retry_attempt": attempt, "retry_reason": reason})
+	f.envelopes[id] = &envelope{id: id, typ: typ, payload: payload, attempt: attempt, reason: reason, frame: frame}
 	f.unacked[id] = frame
 	f.envOrder = append(f.envOrder, id)
 	c := f.conn
+	f.changedLocked()
 	f.mu.Unlock()
 	if c != nil {
-		f.write(c, frame)
+		f.writeEnvelope(c, id, frame)
 	}
 	return id
+}
+
+// writeEnvelope writes an envelope to c and, on its first delivery, starts its ack
+// deadline.
+func (f *Fake) writeEnvelope(c *websocket.Conn, id string, frame []byte) {
+	if f.write(c, frame) != nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.envelopes[id]; e != nil && e.sent.IsZero() {
+		e.sent = time.Now()
+		time.AfterFunc(f.AckDeadline, func() { f.expire(id) })
+	}
+}
+
+// expire runs when an envelope's ack deadline passes.
+func (f *Fake) expire(id string) {
+	f.mu.Lock()
+	e := f.envelopes[id]
+	if e == nil || !e.acked.IsZero() || f.closed {
+		f.mu.Unlock()
+		return
+	}
+	e.timedOut = true
+	f.changedLocked()
+	if e.typ != "events_api" {
+		// The person's client gave up; Slack does not send it again.
+		delete(f.unacked, id)
+		f.mu.Unlock()
+		return
+	}
+	if e.attempt >= maxRetries {
+		delete(f.unacked, id)
+		f.mu.Unlock()
+		return
+	}
+	delete(f.unacked, id) // the retry replaces it
+	f.mu.Unlock()
+	retry := f.deliver(e.typ, e.payload, e.attempt+1, "timeout")
+	f.mu.Lock()
+	e.retriedBy = retry
+	f.mu.Unlock()
+}
+
+// Redeliver sends envelope's payload again as a new envelope, with retry_attempt one
+// more and retry_reason reason, as Slack does after a reconnect or a failed delivery;
+// it returns the new envelope's id. The payload (event_id, message ts, action_ts) is
+// the same, so a bot must apply it once.
+func (f *Fake) Redeliver(envelope, reason string) string {
+	f.mu.Lock()
+	e := f.envelopes[envelope]
+	f.mu.Unlock()
+	if e == nil {
+		panic("fakeslack: no envelope " + envelope)
+	}
+	return f.deliver(e.typ, e.payload, e.attempt+1, reason)
 }
 
 // Drop kills the websocket without a close handshake, like a dead network.
@@ -186,6 +283,7 @@ func (f *Fake) Click(user, channel, thread, ts string) func(actionID, value stri
 		team := f.Team
 		f.nextEnv++
 		trigger := fmt.Sprintf("trig-%d", f.nextEnv)
+		actionTS := f.ts() // unique, like Slack's action_ts
 		f.mu.Unlock()
 		return f.send("interactive", obj{
 			"type": "block_actions", "team": obj{"id": team}, "user": obj{"id": user, "name": "user-" + user},
@@ -194,18 +292,32 @@ func (f *Fake) Click(user, channel, thread, ts string) func(actionID, value stri
 			"channel":   obj{"id": channel, "name": "agents"},
 			"message":   obj{"type": "message", "ts": ts, "thread_ts": thread, "user": f.BotUser},
 			"actions": []obj{{"type": "button", "action_id": actionID, "block_id": "agentd_actions", "value": value,
-				"text": obj{"type": "plain_text", "text": actionID}, "action_ts": fmt.Sprint(time.Now().Unix())}},
+				"text": obj{"type": "plain_text", "text": actionID}, "action_ts": actionTS}},
 		})
 	}
 }
 
-// Submit submits an opened view with a text value in block/action, as user.
+// Submit submits an opened view with a text value in block/action, as user. Slack's
+// client lets nobody submit more characters than the input's max_length: then Submit
+// sends nothing and returns "".
 func (f *Fake) Submit(user string, view json.RawMessage, block, action, value string) string {
 	var v struct {
 		CallbackID      string `json:"callback_id"`
 		PrivateMetadata string `json:"private_metadata"`
+		Blocks          []struct {
+			BlockID string `json:"block_id"`
+			Element struct {
+				ActionID  string `json:"action_id"`
+				MaxLength int    `json:"max_length"`
+			} `json:"element"`
+		} `json:"blocks"`
 	}
 	json.Unmarshal(view, &v)
+	for _, b := range v.Blocks {
+		if b.BlockID == block && b.Element.ActionID == action && b.Element.MaxLength > 0 && Len(value) > b.Element.MaxLength {
+			return ""
+		}
+	}
 	return f.send("interactive", obj{
 		"type": "view_submission", "team": obj{"id": f.Team}, "user": obj{"id": user, "name": "user-" + user},
 		"view": obj{"id": "V1", "type": "modal", "callback_id": v.CallbackID, "private_metadata": v.PrivateMetadata,
@@ -213,9 +325,15 @@ func (f *Fake) Submit(user string, view json.RawMessage, block, action, value st
 	})
 }
 
-// Slash sends a slash command.
+// Slash sends a slash command. Its response_url takes up to five answers in the next 30
+// minutes, as Slack's does; Responses returns them.
 func (f *Fake) Slash(user, channel, command, text string) string {
+	f.mu.Lock()
+	f.nextResp++
+	url := fmt.Sprintf("%s/response/%d", f.srv.URL, f.nextResp)
+	f.respURLs[url] = &responseURL{channel: channel, created: time.Now()}
+	f.mu.Unlock()
 	return f.send("slash_commands", obj{"token": "verification", "team_id": f.Team, "team_domain": "fake",
 		"channel_id": channel, "channel_name": "agents", "user_id": user, "user_name": "user-" + user,
-		"command": command, "text": text, "api_app_id": "AFAKE", "response_url": f.srv.URL + "/response", "trigger_id": "trig-slash"})
+		"command": command, "text": text, "api_app_id": "AFAKE", "response_url": url, "trigger_id": "trig-slash"})
 }
