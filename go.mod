@@ -18,6 +18,7 @@ require (
 	github.com/prometheus/client_model v0.6.2 // the parsed metric types, for tests that scrape /metrics
 	github.com/prometheus/common v0.66.1 // expfmt: tests parse the exposition format; the version client_golang v1.23.2 uses
 	github.com/robfig/cron/v3 v3.0.1 // cron spec parsing (daemon/schedule)
+	github.com/sergi/go-diff v1.4.0 // line diffs for proposal previews: what write_file, append_to_file and delete_file would change (commands)
 	github.com/slack-go/slack v0.34.0 // Slack Web API and Socket Mode client (bots/slack); the version known to build here
 	golang.org/x/net v0.55.0 // HTML parsing and charsets (commands/web)
 	golang.org/x/sys v0.48.0 // seccomp filter constants for the shell sandbox, prctl (commands/shell, cmd/agentd); the O_PATH/O_NOFOLLOW walk of each workspace path (commands)

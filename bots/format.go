@@ -42,6 +42,7 @@ func FormatProposal(v ProposalView, platform string) Message {
 	m.Parts = append(m.Parts,
 		Part{Spans: []Span{{Text: fmt.Sprintf("Step %d: ", p.Step)}, {Text: p.Command, Bold: true}}},
 		Part{Code: FormatArgs(p.Args)})
+	m.Parts = append(m.Parts, PreviewParts(p)...)
 	m.Summary = fmt.Sprintf("Step %d: %s wants to run %s", p.Step, p.AgentID, p.Command)
 	switch {
 	case v.Decision != nil:
@@ -50,6 +51,9 @@ func FormatProposal(v ProposalView, platform string) Message {
 		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: v.Closed}}})
 	case p.Status.Decidable():
 		ref := Ref{AgentID: p.AgentID, ProposalID: p.ID}
+		if len(p.Hash) >= HashLen {
+			ref.Hash = p.Hash[:HashLen] // the decision names what was shown
+		}
 		m.Buttons = append(m.Buttons, Button{Action: ActionApprove, Label: "Approve", Ref: ref, Style: "primary"})
 		if v.ApproveN > 1 {
 			r := ref
@@ -62,6 +66,37 @@ func FormatProposal(v ProposalView, platform string) Message {
 		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: "Reply in this thread: y, y -N, n, or feedback."}}})
 	}
 	return m
+}
+
+// PreviewParts shows what the proposal would do (client.Preview.Render, the rendering
+// agentctl shows too): its lines, then the first client.PreviewDiffLines lines of a diff
+// as code; when more is left out, a note that the full diff is attached (PreviewFile).
+func PreviewParts(p *client.Proposal) []Part {
+	lines, diff := p.Preview.Render()
+	if len(lines) == 0 && diff == "" {
+		return nil
+	}
+	parts := []Part{{Spans: []Span{{Text: "Preview: ", Bold: true}, {Text: strings.Join(lines, "\n")}}}}
+	if diff == "" {
+		return parts
+	}
+	head, cut := client.HeadLines(diff, client.PreviewDiffLines)
+	parts = append(parts, Part{Code: head})
+	if cut {
+		more := strings.Count(diff, "\n") + 1 - client.PreviewDiffLines
+		parts = append(parts, Part{Spans: []Span{{Text: fmt.Sprintf("… %d more diff lines: full diff attached.", more)}}})
+	}
+	return parts
+}
+
+// PreviewFile returns the file to attach to a proposal message whose diff PreviewParts
+// cut, and its name (step-3-write_file.diff); "" when the whole diff is shown inline.
+func PreviewFile(p *client.Proposal) (name, content string) {
+	_, diff := p.Preview.Render()
+	if _, cut := client.HeadLines(diff, client.PreviewDiffLines); !cut {
+		return "", ""
+	}
+	return fmt.Sprintf("step-%d-%s.diff", p.Step, p.Command), diff + "\n"
 }
 
 // DecisionSpans says what was decided and by whom.

@@ -31,6 +31,10 @@ type Options struct {
 	OutboxSize   int
 	RetryBackoff func(n int) time.Duration
 	GiveUp       time.Duration
+	// Audit, if set, records a chat action refused because it named an agent or a
+	// proposal its thread does not show (a forged or misplaced button); the daemon writes
+	// it to its audit log. An error is logged, never dropped.
+	Audit func(ctx context.Context, e AuditEvent) error
 }
 
 // Relay carries agent events to chat threads and chat actions to the daemon.
@@ -41,6 +45,7 @@ type Relay struct {
 	ready    chan struct{}
 	readyOne sync.Once
 	out      *outbox // posts, in order per thread, retried while a platform is down
+	seen     seenIDs // messages and clicks handled, so a redelivery is applied once
 }
 
 type endpoint struct {
@@ -223,12 +228,15 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 	if p.Command == "ask_user" {
 		return // the question is posted instead
 	}
+	file, diff := PreviewFile(p)
 	for _, t := range r.targets(p.AgentID) {
 		platform := t.ep.a.Platform()
+		posted := false // set when this post made the message: only then is the diff uploaded
 		r.post(t, "posting proposal "+p.ID, func(ctx context.Context) error {
 			if m, err := r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
 				if m != nil && p.Status.Decidable() {
 					r.keepMessage(*m)
+					r.state.messageShown(p.ID, platform, m.Message)
 				}
 				return err // posted already (or the store is failing: retried, never posted twice)
 			}
@@ -240,15 +248,27 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 			if err != nil {
 				return err
 			}
+			posted = true
 			m := ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
 			if p.Status.Decidable() {
 				r.keepMessage(m)
+				r.state.messageShown(p.ID, platform, id)
 			}
 			if err := r.opt.Bindings.SetMessage(ctx, m); err != nil {
 				r.log.Error("bots: recording proposal message", "proposal", p.ID, "err", err)
 			}
 			return nil
 		})
+		if file != "" {
+			// The next op of the thread's queue: it runs once the message is up, and a
+			// retried upload does not post the message again.
+			r.post(t, "uploading the diff of proposal "+p.ID, func(ctx context.Context) error {
+				if !posted {
+					return nil
+				}
+				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, file, diff, fmt.Sprintf("Full diff of step %d (%s)", p.Step, p.Command))
+			})
+		}
 	}
 	if p.Status.Decidable() {
 		r.state.openProposal(p)
@@ -337,12 +357,16 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 		platform := t.ep.a.Platform()
 		r.post(t, "posting a question", func(ctx context.Context) error {
 			if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
+				if m != nil {
+					r.state.messageShown(q.ProposalID, platform, m.Message)
+				}
 				return err
 			}
 			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatQuestion(q, ""), t.label))
 			if err != nil {
 				return err
 			}
+			r.state.messageShown(q.ProposalID, platform, id)
 			u, answered := r.state.questionPosted(q.ProposalID+"|"+platform, func() {
 				r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
 			})

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/agentd/agentd/daemon/client"
 )
 
 // appendToFile adds text at the end of a workspace file, creating it (and its folders) if
@@ -100,4 +102,13 @@ func (appendToFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (
 	}
 	size := fi.Size() + int64(len(a.Text))
 	return fmt.Sprintf("appended %d bytes to %s (now %d bytes)", len(a.Text), filepath.Clean(a.Path), size), nil
+}
+
+// Preview implements Previewer: the diff of the file against it with the text added.
+func (appendToFile) Preview(_ context.Context, env Env, raw json.RawMessage) *client.Preview {
+	var a appendToFileArgs
+	if json.Unmarshal(raw, &a) != nil || a.Path == "" {
+		return nil
+	}
+	return filePreview(env, a.Path, false, func(before string, _ bool) string { return before + a.Text })
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+
+	"github.com/agentd/agentd/daemon/client"
 )
 
 // deleteFile removes one file from the workspace. Folders are refused: one wrong path
@@ -77,4 +79,30 @@ func (deleteFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 		return fmt.Sprintf("deleted the link %s; the file it pointed to is kept", clean), nil
 	}
 	return "deleted " + clean, nil
+}
+
+// Preview implements Previewer: every line of the file removed. A link is deleted itself,
+// not what it points to, so it gets a note and nothing of its target.
+func (deleteFile) Preview(_ context.Context, env Env, raw json.RawMessage) *client.Preview {
+	var a deleteFileArgs
+	if json.Unmarshal(raw, &a) != nil || a.Path == "" {
+		return nil
+	}
+	pv := &client.Preview{Kind: client.PreviewDiff, Path: a.Path}
+	clean := filepath.Clean(a.Path)
+	root, _, dir, err := openIn(env.Workspace, filepath.Dir(clean))
+	if err != nil {
+		pv.Note = "no diff: " + err.Error()
+		return pv
+	}
+	defer root.Close()
+	switch fi, err := root.Lstat(filepath.Join(dir, filepath.Base(clean))); {
+	case errors.Is(err, fs.ErrNotExist):
+		pv.Note = "nothing to delete: the file does not exist"
+		return pv
+	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
+		pv.Note = "it is a link: delete_file removes the link only, not the file it points to"
+		return pv
+	}
+	return filePreview(env, a.Path, true, func(string, bool) string { return "" })
 }

@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/agentd/agentd/daemon/client"
 )
 
 // writeFile creates or replaces a text file in the workspace, atomically: a reader sees the
@@ -113,4 +115,13 @@ func writeAtomic(ctx context.Context, root *os.Root, rel string, data []byte, pe
 		d.Close()
 	}
 	return nil
+}
+
+// Preview implements Previewer: the diff of the file against the new contents.
+func (writeFile) Preview(_ context.Context, env Env, raw json.RawMessage) *client.Preview {
+	var a writeFileArgs
+	if json.Unmarshal(raw, &a) != nil || a.Path == "" {
+		return nil
+	}
+	return filePreview(env, a.Path, false, func(string, bool) string { return a.Contents })
 }

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentd/agentd/commands"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -208,7 +209,7 @@ func plainRedirect(r *syntax.Redirect) string {
 	if strings.HasPrefix(target, "/") || strings.HasPrefix(target, "~") {
 		return "it redirects to " + quoteWord(target) + ", outside the workspace"
 	}
-	clean, err := cleanPath(target)
+	clean, err := commands.CleanPath(target)
 	if err != nil || traversal(target, false) {
 		return "it redirects to " + quoteWord(target) + ", which leaves the workspace"
 	}
@@ -350,4 +351,19 @@ func quoteWord(w string) string {
 		return w
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// ParseShell reads line as `/bin/sh -c LINE` would, with the one parser the rules use, and
+// returns its simple commands, each the program word (as written, after quote removal)
+// then its arguments. When the line is not plain commands (a substitution, a loop, a
+// variable), cmds is nil and problem says why: a preview then shows the line itself.
+func ParseShell(line string) (cmds [][]string, problem string) {
+	sl := parseShell(line)
+	if sl.problem != "" {
+		return nil, sl.problem
+	}
+	for _, c := range sl.cmds {
+		cmds = append(cmds, append([]string{c.raw}, c.args...))
+	}
+	return cmds, ""
 }

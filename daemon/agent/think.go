@@ -169,6 +169,10 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		Command: res.Reply.Command.Name, Args: canon, Hash: hash,
 		Model: model, PromptTokens: res.PromptTokens, EvalTokens: res.EvalTokens,
 	}
+	if c, ok := cmds.Get(p.Command); ok {
+		// Before the proposal is stored or shown: what the person judges is the state now.
+		p.Preview = commands.Preview(ctx, c, commands.Env{Workspace: a.Workspace, AgentID: a.ID}, canon)
+	}
 	rethink := repeat && !r.smartNext && l.SmartModel != ""
 	ev := cycle.Event{Kind: cycle.Proposed}
 	switch {

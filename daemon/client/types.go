@@ -133,6 +133,10 @@ type Proposal struct {
 	// Hash is sha256 of the command name and its canonical args; a decision is bound to it.
 	Hash   string         `json:"hash"`
 	Status ProposalStatus `json:"status"`
+	// Preview is what the command would do (a file's diff, the programs a shell line
+	// runs, the host a clone reaches), worked out when the proposal was made; nil for
+	// commands that have none, and for proposals made before previews existed.
+	Preview *Preview `json:"preview,omitempty"`
 	// Result is the command's output (or error text) once it ran.
 	Result       string    `json:"result,omitempty"`
 	Model        string    `json:"model"`

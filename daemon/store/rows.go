@@ -209,14 +209,14 @@ func (t *Tx) EndRun(id, outcome, reason string) error {
 }
 
 const proposalCols = `id, agent_id, run_id, step, thoughts, command, args, hash, status, result, model,
-	prompt_tokens, eval_tokens, created_at`
+	prompt_tokens, eval_tokens, created_at, preview`
 
 func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) {
 	var p client.Proposal
-	var thoughts, args string
+	var thoughts, args, preview string
 	var created int64
 	err := sc.Scan(&p.ID, &p.AgentID, &p.RunID, &p.Step, &thoughts, &p.Command, &args, &p.Hash, &p.Status,
-		&p.Result, &p.Model, &p.PromptTokens, &p.EvalTokens, &created)
+		&p.Result, &p.Model, &p.PromptTokens, &p.EvalTokens, &created, &preview)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -224,6 +224,12 @@ func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) 
 		return nil, fmt.Errorf("store: reading proposal: %w", err)
 	}
 	json.Unmarshal([]byte(thoughts), &p.Thoughts)
+	if preview != "" {
+		p.Preview = new(client.Preview)
+		if json.Unmarshal([]byte(preview), p.Preview) != nil {
+			p.Preview = &client.Preview{Note: "the stored preview cannot be read; judge the args"}
+		}
+	}
 	p.Args = json.RawMessage(args)
 	p.CreatedAt = fromMS(created)
 	return &p, nil
@@ -232,13 +238,21 @@ func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) 
 // InsertProposal stores a proposal; it must be durable before anyone sees it.
 func (t *Tx) InsertProposal(p *client.Proposal) error {
 	p.CreatedAt = t.now
-	_, err := t.exec(`INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.ID, p.AgentID, p.RunID, p.Step, js(p.Thoughts), p.Command, string(p.Args), p.Hash, p.Status, p.Result,
-		p.Model, p.PromptTokens, p.EvalTokens, ms(t.now), ms(t.now))
+		p.Model, p.PromptTokens, p.EvalTokens, ms(t.now), previewJSON(p.Preview), ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert proposal: %w", err)
 	}
 	return nil
+}
+
+// previewJSON is the preview column's value: empty for none.
+func previewJSON(pv *client.Preview) string {
+	if pv == nil {
+		return ""
+	}
+	return js(pv)
 }
 
 // SetProposalStatus moves a proposal from one of the from statuses to status, optionally

@@ -323,6 +323,9 @@ var migrations = []string{
 		PRIMARY KEY (team_run_id, platform)
 	) WITHOUT ROWID;
 	CREATE UNIQUE INDEX team_bindings_thread ON team_bindings(platform, channel, thread);`,
+	// issue 17: what a proposal would do (client.Preview as JSON: a file's diff, a shell
+	// line's programs, a clone's host), worked out when it was made; '' for none.
+	`ALTER TABLE proposals ADD COLUMN preview TEXT NOT NULL DEFAULT '';`,
 	// issue 23: grants, the standing decisions that approve more than one proposal (y -N,
 	// y!, agentctl policy add, a schedule's autonomy), and on each decision the grant it
 	// made or that approved it. A policy's auto steps left from before become count grants

@@ -158,6 +158,7 @@ func (f *follower) showProposal(p *client.Proposal, t time.Time) {
 	if longArgs(p.Args) {
 		writeArgs(f.out(), p.Args, "      ", argLinesInFollow)
 	}
+	writePreview(f.out(), p.Preview, "  ", diffLinesInFollow)
 	switch {
 	case p.Status.Decidable():
 		f.pending = p

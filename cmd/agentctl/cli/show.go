@@ -139,6 +139,7 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 			fmt.Fprintln(w, "  arguments:")
 			writeArgs(w, p.Args, "    ", 0)
 		}
+		writePreview(w, p.Preview, "  ", 0)
 		fmt.Fprintf(w, "  decide with: agentctl approve %[1]s [-n N] | agentctl deny %[1]s | agentctl feedback %[1]s TEXT\n", refOf(ag))
 	}
 	if q := ag.Question; q != nil {

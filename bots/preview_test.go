@@ -1,0 +1,84 @@
+package bots
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/clienttest"
+	"github.com/agentd/agentd/daemon/testutil"
+)
+
+// longDiffProposal is a write_file proposal whose diff is longer than the lines shown inline.
+func longDiffProposal() *client.Proposal {
+	var diff strings.Builder
+	diff.WriteString("--- /dev/null\n+++ b/list.txt\n@@ -0,0 +1,40 @@\n")
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&diff, "+item %d\n", i)
+	}
+	return &client.Proposal{ID: "p-40", AgentID: "a-1", Step: 3, Command: "write_file", Status: client.ProposalPending,
+		Args:    []byte(`{"contents":"item 1\n…","path":"list.txt"}`),
+		Preview: &client.Preview{Kind: client.PreviewDiff, Path: "list.txt", Diff: diff.String()}}
+}
+
+// TestFormatProposalPreviewGolden: the platform-neutral proposal message of each kind of
+// preview (a diff, programs, a host, a diff too long to show whole), as JSON goldens.
+func TestFormatProposalPreviewGolden(t *testing.T) {
+	for _, p := range append(clienttest.PreviewProposals(), longDiffProposal()) {
+		name := p.Command
+		if p.ID == "p-40" {
+			name = "write_file_long"
+		}
+		t.Run(name, func(t *testing.T) {
+			m := FormatProposal(ProposalView{Proposal: p, ApproveN: 3}, "slack")
+			// The parts only: the buttons are the decision binding's, tested with it.
+			testutil.GoldenJSON(t, "testdata/proposal_"+name+".json", struct {
+				Summary string
+				Parts   []Part
+			}{m.Summary, m.Parts})
+			for _, part := range m.Parts {
+				for _, s := range append(part.Spans, Span{Text: part.Code}) {
+					if strings.ContainsAny(s.Text, "\u202e\u200b\x1b") {
+						t.Errorf("unescaped control, bidi or zero-width character in %q", s.Text)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestProposalDiffAttachedWhenCut: a diff longer than the inline lines is uploaded whole
+// after the proposal message, once, even when the proposal is seen again; a short one is not.
+func TestProposalDiffAttachedWhenCut(t *testing.T) {
+	ctx := context.Background()
+	binds := &memBindings{msgs: map[string]*ChatMessage{},
+		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
+	r := New(Options{Service: &helperService{}, Bindings: binds})
+	ad := &fakeAdapter{}
+	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
+	r.loadBindings(ctx)
+
+	long := longDiffProposal()
+	short := clienttest.PreviewProposals()[0]
+	for _, p := range []*client.Proposal{short, long, long} { // the second long one is a resync
+		r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-1", Proposal: p})
+	}
+	r.out.flush()
+
+	if len(ad.posts) != 2 {
+		t.Fatalf("posts = %q, want one message per proposal", ad.posts)
+	}
+	if len(ad.files) != 1 {
+		t.Fatalf("uploads = %d, want the long diff once:\n%q", len(ad.files), ad.files)
+	}
+	_, full := long.Preview.Render()
+	want := "step-3-write_file.diff\nFull diff of step 3 (write_file)\n" + full + "\n"
+	if ad.files[0] != want {
+		t.Errorf("upload =\n%s\nwant\n%s", ad.files[0], want)
+	}
+	if !strings.HasSuffix(full, "+item 40") {
+		t.Errorf("the uploaded diff is not whole: ends %q", full[len(full)-20:])
+	}
+}
