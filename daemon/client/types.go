@@ -29,7 +29,9 @@ type Policy struct {
 	// Mode is "ask" (default), "auto" (the next AutoSteps proposals run without asking)
 	// or "continuous" (every proposal runs without asking, up to ContinuousLimit steps).
 	Mode string `json:"mode"`
-	// AutoSteps is how many more proposals run without asking (set by `y -N` too).
+	// AutoSteps is how many more proposals run without asking: set at creation (--auto N),
+	// it becomes a count grant of the run; after that it mirrors what the agent's count
+	// grants (y -N, a schedule's autonomy) have left. GET .../grants lists them.
 	AutoSteps int `json:"auto_steps,omitempty"`
 	// ContinuousLimit bounds continuous mode; 0 means the configured default.
 	ContinuousLimit int `json:"continuous_limit,omitempty"`
