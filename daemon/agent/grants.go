@@ -63,7 +63,7 @@ func applyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *
 
 // endCountGrants revokes owner's count grants still running, saying why.
 func endCountGrants(tx *store.Tx, owner *store.Agent, why string) error {
-	live, err := tx.LiveGrants(owner.ID)
+	live, err := tx.LiveGrants(owner.ID, owner.RunID)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func endCountGrants(tx *store.Tx, owner *store.Agent, why string) error {
 // syncPolicy sets owner's mode to mirror its count grants: auto with what is left of
 // them on its current run, else back to ask. It reports whether that changed owner.
 func syncPolicy(tx *store.Tx, owner *store.Agent) (bool, error) {
-	live, err := tx.LiveGrants(owner.ID)
+	live, err := tx.LiveGrants(owner.ID, owner.RunID)
 	if err != nil {
 		return false, err
 	}

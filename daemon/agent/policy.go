@@ -84,11 +84,11 @@ func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, 
 
 // grantsFor are the grants that may approve a's proposals: its own, then its top agent's.
 func grantsFor(tx *store.Tx, a, owner *store.Agent) ([]client.Grant, error) {
-	gs, err := tx.LiveGrants(a.ID)
+	gs, err := tx.LiveGrants(a.ID, owner.RunID) // a helper's own --run grants end with its top agent's run
 	if err != nil || owner == a {
 		return gs, err
 	}
-	more, err := tx.LiveGrants(owner.ID)
+	more, err := tx.LiveGrants(owner.ID, owner.RunID)
 	return append(gs, more...), err
 }
 

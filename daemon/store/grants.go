@@ -54,11 +54,14 @@ func (t *Tx) Grants(agentID string) ([]client.Grant, error) {
 	return t.grants(`SELECT `+grantCols+` FROM grants WHERE agent_id=? ORDER BY created_at DESC, rowid DESC`, agentID)
 }
 
-// LiveGrants lists the agent's grants that are neither revoked nor used up, newest
-// first; the caller weighs their expiry and run against its clock and the agent's run.
-func (t *Tx) LiveGrants(agentID string) ([]client.Grant, error) {
+// LiveGrants lists the agent's grants that may still approve on run runID (the run of
+// the agent, or of its top agent for a helper), newest first: not revoked, used up,
+// expired by the transaction's time, or bound to another run. Those that ended stay
+// in the table (Grants lists them) but cost the cycle nothing.
+func (t *Tx) LiveGrants(agentID, runID string) ([]client.Grant, error) {
 	return t.grants(`SELECT `+grantCols+` FROM grants WHERE agent_id=? AND revoked_at IS NULL
-		AND (count = 0 OR used < count) ORDER BY created_at DESC, rowid DESC`, agentID)
+		AND (count = 0 OR used < count) AND (expires_at IS NULL OR expires_at > ?) AND run_id IN ('', ?)
+		ORDER BY created_at DESC, rowid DESC`, agentID, ms(t.now), runID)
 }
 
 func (t *Tx) grants(q string, args ...any) ([]client.Grant, error) {

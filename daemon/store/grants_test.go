@@ -18,12 +18,15 @@ func TestGrantsSurviveRestart(t *testing.T) {
 	s, path := open(t)
 	a := seed(t, s)
 	ctx := context.Background()
-	exp := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	exp := time.Now().Add(24 * time.Hour).Truncate(time.Millisecond).UTC()
+	past := time.Now().Add(-time.Minute)
 	err := s.Tx(ctx, func(tx *Tx) error {
 		for _, g := range []*client.Grant{
 			{ID: "g-count", AgentID: a.ID, Kind: client.GrantCount, By: "root", Source: "agentctl", Label: "y -3", Count: 2, RunID: "r-1"},
 			{ID: "g-exact", AgentID: a.ID, Kind: client.GrantExact, By: "ana", Source: "slack", Label: "y!", Command: "write_file", Hash: "abc"},
 			{ID: "g-pat", AgentID: a.ID, Kind: client.GrantPattern, By: "root", Source: "agentctl", Label: "policy add", Pattern: "write_file(notes/*)", ExpiresAt: &exp},
+			{ID: "g-old", AgentID: a.ID, Kind: client.GrantPattern, By: "root", Source: "agentctl", Label: "policy add", Pattern: "read_file(*)", ExpiresAt: &past},
+			{ID: "g-run0", AgentID: a.ID, Kind: client.GrantCount, By: "root", Source: "agentctl", Label: "y -5", Count: 4, RunID: "r-0"},
 		} {
 			if err := tx.InsertGrant(g); err != nil {
 				return err
@@ -55,15 +58,15 @@ func TestGrantsSurviveRestart(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(all) != 3 {
+		if len(all) != 5 {
 			t.Fatalf("grants after restart: %+v", all)
 		}
-		live, err := tx.LiveGrants(a.ID)
+		live, err := tx.LiveGrants(a.ID, "r-1")
 		if err != nil {
 			return err
 		}
-		if len(live) != 2 {
-			t.Errorf("live grants: %+v, want the count and the pattern grant", live)
+		if len(live) != 2 || live[0].ID == "g-exact" || live[1].ID == "g-exact" {
+			t.Errorf("live grants: %+v, want the count and the pattern grant: not the revoked, expired or other run's", live)
 		}
 		g, err := tx.Grant(a.ID, "g-count")
 		if err != nil {
@@ -127,11 +130,11 @@ func TestMigrationTurnsAutoStepsIntoGrant(t *testing.T) {
 	}
 	defer s.Close()
 	s.View(ctx, func(tx *Tx) error {
-		gs, err := tx.LiveGrants("a-1")
+		gs, err := tx.LiveGrants("a-1", "r-1")
 		if err != nil || len(gs) != 1 || gs[0].Kind != client.GrantCount || gs[0].Count != 4 || gs[0].RunID != "r-1" {
 			t.Errorf("a-1's grants: %+v, %v; want one count grant of 4 for run r-1", gs, err)
 		}
-		if gs, _ := tx.LiveGrants("a-2"); len(gs) != 0 {
+		if gs, _ := tx.LiveGrants("a-2", "r-2"); len(gs) != 0 {
 			t.Errorf("a-2 had no auto steps, got grants %+v", gs)
 		}
 		return nil
