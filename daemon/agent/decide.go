@@ -35,6 +35,10 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 		if req.Feedback == "" {
 			return nil, badRequest("feedback is empty")
 		}
+		// A front end that forgot to catch "?" must not drop the proposal for it.
+		if client.IsHelp(req.Feedback) {
+			return nil, badRequest("%q asks for help, so it was not sent as feedback and the proposal still waits; answer with one of:\n%s", req.Feedback, client.DecisionHelp)
+		}
 		if len(req.Feedback) > 8000 {
 			return nil, badRequest("feedback is %d bytes: at most 8000", len(req.Feedback))
 		}
@@ -244,6 +248,9 @@ func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerReq
 	text := strings.TrimSpace(req.Text)
 	if text == "" {
 		return badRequest("empty answer")
+	}
+	if client.IsAnswerHelp(text) {
+		return badRequest("%q asks how to answer, so it was not sent and the question still waits. %s", text, client.AnswerHelp)
 	}
 	if len(text) > 8000 {
 		return badRequest("answer is %d bytes: at most 8000", len(text))

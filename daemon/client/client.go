@@ -360,12 +360,15 @@ func (c *Client) stream(ctx context.Context, path string, fn func(Event) error) 
 
 // ParseDecision turns what a person typed into a decision, the same way in every front end:
 // "y" approves, "y -N" approves this and the next N-1, "n" denies, anything else is feedback.
-// Empty text is an error.
+// Empty text is an error; "?", "help" and "h" are ErrHelp (never feedback: see IsHelp).
 func ParseDecision(text string) (DecideRequest, error) {
 	t := strings.TrimSpace(text)
+	if IsHelp(t) {
+		return DecideRequest{}, ErrHelp
+	}
 	switch strings.ToLower(t) {
 	case "":
-		return DecideRequest{}, errors.New("empty reply: type y, y -N, y!, n, n! or feedback")
+		return DecideRequest{}, errors.New("empty reply: type y, y -N, y!, n, n! or feedback (? for help)")
 	case "y", "yes":
 		return DecideRequest{Kind: DecisionApprove, Count: 1}, nil
 	case "n", "no":

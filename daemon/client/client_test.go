@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +24,11 @@ func TestParseDecision(t *testing.T) {
 		{"y_zero", "y -0", DecideRequest{}, true},
 		{"y_garbage", "y -x", DecideRequest{}, true},
 		{"empty", "   ", DecideRequest{}, true},
+		{"help_word_is_not_feedback", "help", DecideRequest{}, true},
+		{"help_mark_is_not_feedback", " ? ", DecideRequest{}, true},
+		{"help_letter_upper_is_not_feedback", "H", DecideRequest{}, true},
+		{"help_sentence_is_feedback", "help me with the tests", DecideRequest{Kind: DecisionFeedback, Feedback: "help me with the tests"}, false},
+		{"question_marks_are_feedback", "?? why", DecideRequest{Kind: DecisionFeedback, Feedback: "?? why"}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -30,10 +36,51 @@ func TestParseDecision(t *testing.T) {
 			if (err != nil) != c.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, c.wantErr)
 			}
+			if IsHelp(c.in) != errors.Is(err, ErrHelp) {
+				t.Fatalf("IsHelp(%q) = %v but ParseDecision's error is %v", c.in, IsHelp(c.in), err)
+			}
 			if got != c.want {
 				t.Fatalf("got %+v, want %+v", got, c.want)
 			}
 		})
+	}
+}
+
+func TestIsHelp(t *testing.T) {
+	cases := []struct {
+		name, in     string
+		help, answer bool // IsHelp, IsAnswerHelp
+	}{
+		{"question_mark", "?", true, true},
+		{"question_mark_spaced", "  ?\n", true, true},
+		{"help", "help", true, false},
+		{"help_upper", "HELP", true, false},
+		{"h", "h", true, false},
+		{"h_upper_spaced", " H ", true, false},
+		{"help_sentence", "help me with X", false, false},
+		{"two_marks_and_words", "?? why", false, false},
+		{"two_marks", "??", false, false},
+		{"mark_in_sentence", "why ?", false, false},
+		{"hh", "hh", false, false},
+		{"helpful", "helpful", false, false},
+		{"empty", "", false, false},
+		{"y", "y", false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := IsHelp(c.in); got != c.help {
+				t.Errorf("IsHelp(%q) = %v, want %v", c.in, got, c.help)
+			}
+			if got := IsAnswerHelp(c.in); got != c.answer {
+				t.Errorf("IsAnswerHelp(%q) = %v, want %v", c.in, got, c.answer)
+			}
+		})
+	}
+	// The help names every answer ParseDecision takes.
+	for _, word := range []string{"y ", "y -N", "y!", "n ", "n!", "TEXT", "?"} {
+		if !strings.Contains(ErrHelp.Error(), word) {
+			t.Errorf("the help does not explain %q:\n%s", word, ErrHelp)
+		}
 	}
 }
 

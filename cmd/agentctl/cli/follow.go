@@ -20,14 +20,9 @@ var followCmd = &command{
 the command it proposes, who decided, the result, and its questions.
 
 When a proposal waits, type your decision and press Enter:
-  y        run it
-  y -N     run it and the next N-1 proposals without asking
-  y!       run it, and from now on run this exact command unasked (stored for this
-           agent; see agentctl policy)
-  n        don't run it; the run ends and the agent waits for a new task
-  n!       like n, and refuse this exact command from now on
-  TEXT     anything else is feedback: the command does not run, the agent reads TEXT
-When the agent asks a question, the line you type is the answer.
+` + client.DecisionHelp + `
+When the agent asks a question, the line you type is the answer ("?" alone shows how
+to answer instead).
 
 Follow ends when the run finishes (exit 0) or the agent fails (exit 1); with --stay it
 keeps following, e.g. through follow-up tasks. Ctrl-C stops following, never the agent.
@@ -262,6 +257,8 @@ func (f *follower) handleLine(ctx context.Context, line string) {
 	q, p := f.question, f.pending
 	switch {
 	case text == "":
+	case q != nil && client.IsAnswerHelp(text):
+		f.notef("%s", client.AnswerHelp)
 	case q != nil:
 		req := client.AnswerRequest{ProposalID: q.ProposalID, Text: text, By: user()}
 		err := f.unlocked(func() error { return f.a.api().Answer(ctx, f.id, req) })
@@ -276,7 +273,7 @@ func (f *follower) handleLine(ctx context.Context, line string) {
 		}
 	case p != nil:
 		req, err := client.ParseDecision(text)
-		if err != nil {
+		if err != nil { // ErrHelp among them: the help is shown and the proposal waits
 			f.notef("%v", err)
 			return
 		}
