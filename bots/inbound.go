@@ -191,6 +191,11 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 		r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Say what to tell %s after its name, like: %s: y", a.Name, a.Name[strings.LastIndexByte(a.Name, '/')+1:]))
 		return
 	}
+	// Help first: it decides nothing, whichever proposal the reply was written for.
+	if note := helpNote(a, text); note != "" {
+		r.ephemeral(ctx, ep, in.Where, in.User, note)
+		return
+	}
 	if waitingID(a) != "" {
 		if note := r.bindReply(ctx, ep, in, a); note != "" {
 			r.log.Info("bots: refused a reply written for another proposal", "platform", ep.a.Platform(), "agent", a.ID, "user", in.User.ID, "message", in.ID)

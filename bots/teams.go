@@ -451,7 +451,11 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		r.ephemeral(ctx, ep, in.Where, in.User, "Say what to tell the role after its name, like: ROLE: y")
 		return
 	}
-	if note := r.bindReply(ctx, ep, in, target); note != "" {
+	note := helpNote(target, text) // help decides nothing, whichever proposal it was written for
+	if note == "" {
+		note = r.bindReply(ctx, ep, in, target)
+	}
+	if note != "" {
 		r.ephemeral(ctx, ep, in.Where, in.User, note)
 		return
 	}
