@@ -110,8 +110,7 @@ func (c *chatBots) chat() schedule.Chat {
 func (c *chatBots) start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
 	for _, run := range c.runs {
-		wg.Add(1)
-		go func() { defer wg.Done(); run(ctx) }()
+		wg.Go(func() { run(ctx) })
 	}
 	if c.slack != nil {
 		c.log.Info("slack bot starting", "channels", len(c.slack.Channels), "direct_messages", c.slack.DirectMessages)
