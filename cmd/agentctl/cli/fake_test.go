@@ -216,6 +216,9 @@ func (f *fakeDaemon) agent(ref string) (*client.Agent, error) {
 func (f *fakeDaemon) create(_ context.Context, _ string, req client.CreateAgentRequest) (*client.Agent, error) {
 	a := &client.Agent{ID: "a-9", Name: req.Name, Description: req.Description, Goals: req.Goals,
 		Task: req.Task, State: client.StateThinking, Policy: client.Policy{Mode: "ask"}}
+	if a.Task == "" && len(a.Goals) > 0 {
+		a.Task = client.GoalsTask // as the daemon does: the run works on the goals
+	}
 	if req.Name == "" {
 		a.Name = "new-agent"
 	}

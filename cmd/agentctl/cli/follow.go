@@ -126,8 +126,15 @@ func (a *app) follow(ctx context.Context, ref string, stay bool) error {
 // intro shows where the agent is now. Call with mu held.
 func (f *follower) intro(ag *client.Agent) error {
 	f.printf("following %s (%s)\n", refOf(ag), ag.ID)
-	if ag.Task != "" {
+	if ag.Task != "" && ag.Task != client.GoalsTask {
 		f.printf("task: %s\n", truncate(ag.Task, 200))
+	}
+	// An agent made with create works on its goals: show them, not the stand-in task.
+	if len(ag.Goals) > 0 {
+		f.printf("goals:\n")
+		for i, g := range ag.Goals {
+			f.printf("  %d. %s\n", i+1, truncate(g, 200))
+		}
 	}
 	f.sync(ag, time.Time{})
 	defer f.settle()

@@ -370,3 +370,26 @@ func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
 		t.Errorf("answers = %+v, want [%+v]: at a question the word help is an answer", f.answers, wantAnswer)
 	}
 }
+
+// TestFollowShowsTheGoalsOfACreatedAgent: an agent made with create works on its goals;
+// follow shows them, not the stand-in task the daemon gives its run.
+func TestFollowShowsTheGoalsOfACreatedAgent(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	no := false
+	created, err := f.create(context.Background(), "", client.CreateAgentRequest{Name: "scribe2", Description: "a note taker",
+		Goals: []string{"keep notes.md up to date", "never delete\na note"}, Start: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Task != client.GoalsTask {
+		t.Fatalf("the fake gives a created agent the task %q; the daemon gives %q", created.Task, client.GoalsTask)
+	}
+	created.State, created.RunID = client.StateThinking, "r-9"
+	f.set(func() { f.agents = append(f.agents, created) })
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		w.send(client.Event{Seq: 1, Type: client.EventFinish, AgentID: created.ID, Message: "notes are tidy"})
+	}
+	r := runCLI(t, "", "--socket", f.sock, "follow", "scribe2")
+	testutil.Golden(t, "testdata/follow/goals.golden", []byte("$ agentctl follow scribe2\n"+r.String()))
+}
