@@ -2,7 +2,10 @@ package client
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -105,5 +108,49 @@ func TestDefaultSocketPath(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", "/run/user/1000")
 	if p := DefaultSocketPath(); p != "/run/user/1000/agentd/agentd.sock" {
 		t.Fatalf("with XDG_RUNTIME_DIR: %s", p)
+	}
+}
+
+// TestSocketPlaces: the first place is DefaultSocketPath's in every environment, and
+// the others are where agentd listens when started elsewhere, each once.
+func TestSocketPlaces(t *testing.T) {
+	uid := os.Getuid()
+	tmp := filepath.Join(os.TempDir(), fmt.Sprintf("agentd-%d", uid), "agentd.sock")
+	userService := fmt.Sprintf("/run/user/%d/agentd/agentd.sock", uid)
+	lastResort := tmp
+	if uid == 0 {
+		lastResort = "/run/agentd/agentd.sock"
+	}
+	for _, tc := range []struct {
+		name                 string
+		socket, runtime, xdg string
+		first, from          string
+	}{
+		{"socket_env", "/srv/a.sock", "", "/run/user/7", "/srv/a.sock", "$AGENTD_SOCKET"},
+		{"systemd_runtime_directory", "", "/run/agentd:/other", "", "/run/agentd/agentd.sock", "$RUNTIME_DIRECTORY"},
+		{"xdg_runtime_dir", "", "", "/run/user/7", "/run/user/7/agentd/agentd.sock", "$XDG_RUNTIME_DIR"},
+		{"nothing_set", "", "", "", lastResort, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(SocketEnv, tc.socket)
+			t.Setenv("RUNTIME_DIRECTORY", tc.runtime)
+			t.Setenv("XDG_RUNTIME_DIR", tc.xdg)
+			places := SocketPlaces()
+			if places[0].Path != tc.first || DefaultSocketPath() != tc.first || (tc.from != "" && places[0].From != tc.from) {
+				t.Errorf("first place %+v, default %s; want %s from %s", places[0], DefaultSocketPath(), tc.first, tc.from)
+			}
+			seen := map[string]bool{}
+			for _, p := range places {
+				if seen[p.Path] || p.From == "" {
+					t.Errorf("%+v: listed twice or without its source in %+v", p, places)
+				}
+				seen[p.Path] = true
+			}
+			for _, want := range []string{tmp, userService, "/run/agentd/agentd.sock"} {
+				if !seen[want] {
+					t.Errorf("%s is not among the places: %+v", want, places)
+				}
+			}
+		})
 	}
 }

@@ -95,8 +95,12 @@ func checkSocket(path string) client.Check {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		c.Status, c.Detail = client.CheckFail, "no socket at "+path+": agentd is not running, or listens elsewhere"
+		c.Status, c.Detail = client.CheckFail, "no socket at "+path+" (from "+socketSource(path)+"): agentd is not running, or listens elsewhere"
 		c.Fix = "start agentd (`systemctl --user start agentd`, or `agentd`); if it uses another socket, pass --socket or set " + client.SocketEnv
+		if _, found := lookElsewhere(path); found != nil {
+			c.Detail += "; agentd answers at " + found.Path + " (" + found.From + ")"
+			c.Fix = "agentctl --socket " + found.Path + " doctor, or export " + client.SocketEnv + "=" + found.Path
+		}
 		return c
 	case errors.Is(err, os.ErrPermission):
 		c.Status, c.Detail = client.CheckFail, "cannot reach "+path+": permission denied"

@@ -166,7 +166,12 @@ func (f *follower) stream(ctx context.Context) error {
 			return fmt.Errorf("agent %s is gone: it was removed", f.ref())
 		}
 		msg := "the daemon closed it"
-		if err != nil {
+		var dnr *client.DaemonNotRunningError
+		switch {
+		case errors.As(err, &dnr):
+			// Most often a restart: the short form, not where else agentd might be.
+			msg = "nothing answers at " + dnr.Socket + " (agentd stopped or is restarting)"
+		case err != nil:
 			msg = f.a.explain(err)
 		}
 		if msg != lastMsg {
