@@ -144,8 +144,12 @@ func (f *fakeDaemon) routes() http.Handler {
 		return &client.DoctorReport{Checks: []client.Check{
 			{Name: "ollama", Status: client.CheckOK, Detail: "version 0.17.4 at http://127.0.0.1:11434"},
 			{Name: "model", Status: client.CheckFail, Detail: "qwen2.5:3b is not on the server", Fix: "ollama pull qwen2.5:3b"},
-			{Name: "store", Status: client.CheckOK, Detail: "/var/lib/agentd/agentd.db: integrity ok"},
+			{Name: "store", Status: client.CheckFail, Detail: "/var/lib/agentd/agentd.db has mode 0644: others on this machine can read every agent's history",
+				Fix: "chmod 600 /var/lib/agentd/agentd.db (agentd makes it 0600 at start; something changed it)"},
 			{Name: "disk", Status: client.CheckWarn, Detail: "812.0 MiB free where /var/lib/agentd is", Fix: "free space on that file system"},
+			{Name: "state dir", Status: client.CheckFail, Detail: "others on this machine can read or enter what agentd keeps: /var/lib/agentd has mode 0755, /var/lib/agentd/agentd.db 0644",
+				Fix: "chmod 700 /var/lib/agentd; chmod 600 /var/lib/agentd/agentd.db (or restart agentd: it makes its state dir private at start)"},
+			{Name: "token file", Status: client.CheckOK, Detail: "/etc/agentd/slack-bot.token (slack.bot_token_file) is private (mode 0600)"},
 			{Name: "http", Status: client.CheckOK, Detail: "listening on 127.0.0.1:7070 (metrics, agent protocol)"},
 			{Name: "http token", Status: client.CheckFail, Detail: "/etc/agentd/http.token has mode 0644: others on this machine can read the token that steers your agents",
 				Fix: "chmod 600 /etc/agentd/http.token"},
