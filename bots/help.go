@@ -6,6 +6,11 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 )
 
+// startHelp answers "?", "help" or "h" where a run would start: it starts none.
+const startHelp = "Tell me a task and an agent starts on it in a thread, like: @agentd summarize the notes in my workspace. " +
+	"Each command it proposes waits there for you: reply y, y -N, y!, n, n! or feedback (? in the thread shows what each does). " +
+	"/agent help lists the commands."
+
 // helpNote is the help a person asked for in a thread where agent a runs, to be told to
 // them alone; "" when text asks for none. Where a proposal waits, "?", "help" and "h"
 // ask for it (sent on, they would be feedback that drops the proposal); at a question

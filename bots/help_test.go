@@ -14,7 +14,12 @@ import (
 // the daemon's Decide, refuses help words sent as feedback.
 type helpService struct {
 	helperService
-	answered, tasks []string
+	answered, tasks, created []string
+}
+
+func (s *helpService) CreateAgent(_ context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
+	s.created = append(s.created, req.Task)
+	return &client.Agent{ID: "a-9", Name: "new"}, nil
 }
 
 func (s *helpService) Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
@@ -150,5 +155,26 @@ func TestHelpInATeamThreadDecidesNothing(t *testing.T) {
 	r.teamReply(ctx, r.endpoint("slack"), in("programmer: y"), b)
 	if want := "a-7 p-7 approve"; len(svc.decided) != 1 || svc.decided[0] != want {
 		t.Fatalf("after the help, y decided %q, want %q", svc.decided, want)
+	}
+}
+
+// TestHelpWhereARunWouldStartStartsNone: "@agentd help" (or "?", "h") is a question
+// about agentd, not a task: no thread, no agent, a note to the person alone.
+func TestHelpWhereARunWouldStartStartsNone(t *testing.T) {
+	ctx := context.Background()
+	for _, text := range []string{"help", " ? ", "H"} {
+		svc := &helpService{}
+		r := New(Options{Service: svc, Bindings: &memBindings{msgs: map[string]*ChatMessage{}}})
+		ad := &fakeAdapter{}
+		r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
+		r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1"}, User: User{ID: "U1"}, Text: text, ID: ad.stamp(), Mention: true})
+		if len(svc.created) != 0 {
+			t.Errorf("%q created agents for %q", text, svc.created)
+		}
+		testutil.Eventually(t, 5*time.Second, "the note on how to start a run", func() bool {
+			ad.mu.Lock()
+			defer ad.mu.Unlock()
+			return len(ad.posts) == 1 && strings.HasPrefix(ad.posts[0], "ephemeral U1 Tell me a task") && strings.Contains(ad.posts[0], "y -N")
+		})
 	}
 }

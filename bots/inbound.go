@@ -120,6 +120,10 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 		r.ephemeral(ctx, ep, w, u, "Tell me the task, like: @agentd summarize the notes in my workspace")
 		return nil, errors.New("empty task")
 	}
+	if client.IsHelp(task) { // asking how this works is no task for an agent
+		r.ephemeral(ctx, ep, w, u, startHelp)
+		return nil, errors.New("help asked")
+	}
 	if note := tooLong("The task", task); note != "" {
 		r.ephemeral(ctx, ep, w, u, note)
 		return nil, errors.New(note)
