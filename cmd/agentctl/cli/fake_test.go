@@ -259,6 +259,9 @@ func (f *fakeDaemon) decision(_ context.Context, ref string, req client.DecideRe
 	decide := f.decide
 	f.mu.Unlock()
 	f.decided <- req
+	if req.Kind == client.DecisionFeedback && client.IsHelp(req.Feedback) { // as the daemon refuses it
+		return nil, client.Errorf(client.ErrBadRequest, "%q asks for help, so it was not sent as feedback and the proposal still waits", req.Feedback)
+	}
 	if decide != nil {
 		return decide(a, req)
 	}
@@ -274,6 +277,9 @@ func (f *fakeDaemon) answer(_ context.Context, ref string, req client.AnswerRequ
 	f.answers = append(f.answers, req)
 	f.mu.Unlock()
 	f.answered <- req
+	if client.IsAnswerHelp(req.Text) { // as the daemon refuses it
+		return client.None{}, client.Errorf(client.ErrBadRequest, "%q asks how to answer, so it was not sent and the question still waits", req.Text)
+	}
 	return client.None{}, nil
 }
 
