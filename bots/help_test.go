@@ -178,3 +178,28 @@ func TestHelpWhereARunWouldStartStartsNone(t *testing.T) {
 		})
 	}
 }
+
+// TestTaskTextShowsGoals: /agent status and list show what an agent created with goals
+// works on, not the stand-in task of its run.
+func TestTaskTextShowsGoals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a    client.Agent
+		want string
+	}{
+		{"task", client.Agent{Task: "tidy notes.md", Goals: []string{"keep notes"}}, "tidy notes.md"},
+		{"goals", client.Agent{Task: client.GoalsTask, Goals: []string{"keep notes.md up to date", "never delete a note"}},
+			"its goals: keep notes.md up to date; never delete a note"},
+		{"stand_in_without_goals", client.Agent{Task: client.GoalsTask}, client.GoalsTask},
+		{"idle", client.Agent{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := taskText(&tc.a); got != tc.want {
+				t.Errorf("taskText = %q, want %q", got, tc.want)
+			}
+			if tc.want != "" && !strings.Contains(agentText(&tc.a), "Task: "+tc.want) {
+				t.Errorf("agentText = %q", agentText(&tc.a))
+			}
+		})
+	}
+}
