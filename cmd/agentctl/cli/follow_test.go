@@ -372,7 +372,7 @@ func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
 }
 
 // TestFollowShowsTheGoalsOfACreatedAgent: an agent made with create works on its goals;
-// follow shows them, not the stand-in task the daemon gives its run.
+// follow, ls and show show them, not the stand-in task the daemon gives its run.
 func TestFollowShowsTheGoalsOfACreatedAgent(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
@@ -391,5 +391,9 @@ func TestFollowShowsTheGoalsOfACreatedAgent(t *testing.T) {
 		w.send(client.Event{Seq: 1, Type: client.EventFinish, AgentID: created.ID, Message: "notes are tidy"})
 	}
 	r := runCLI(t, "", "--socket", f.sock, "follow", "scribe2")
-	testutil.Golden(t, "testdata/follow/goals.golden", []byte("$ agentctl follow scribe2\n"+r.String()))
+	testutil.Golden(t, "testdata/goals/follow.golden", []byte("$ agentctl follow scribe2\n"+r.String()))
+	r = runCLI(t, "", "--socket", f.sock, "ls")
+	testutil.Golden(t, "testdata/goals/ls.golden", []byte("$ agentctl ls\n"+r.String()))
+	r = runCLI(t, "", "--socket", f.sock, "show", "scribe2")
+	testutil.Golden(t, "testdata/goals/show.golden", []byte("$ agentctl show scribe2\n"+r.String()))
 }
