@@ -90,13 +90,42 @@ func (b *Bot) continueThread(ctx context.Context, old string) (string, error) {
 		return "", fmt.Errorf("discord: continuing locked thread %s: %w", old, err)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if to, ok := b.continued[old]; ok { // another post got there first
+		b.mu.Unlock()
 		return to, nil
 	}
 	b.continued[old], b.continues[th.ID], b.parents[th.ID] = th.ID, old, parent
+	b.mu.Unlock()
 	b.log.Warn("discord: a run's thread is locked; continuing in a new thread", "old", old, "new", th.ID)
+	b.keepContinuation(ctx, parent, old, th.ID)
 	return th.ID, nil
+}
+
+// ThreadMover is what the Relay may also do (*bots.Relay does): take what is bound to a
+// thread over to the thread that continues it, and store it.
+type ThreadMover interface {
+	ThreadMoved(ctx context.Context, platform, channel, from, to string) (moved bool, err error)
+}
+
+// keepContinuation has the relay bind the run to the new thread, so that it is posted
+// there and replies there reach it after a restart too (the maps above live in memory).
+// Once bound, the new thread answers for itself: replies there are no longer read as
+// the old thread's.
+func (b *Bot) keepContinuation(ctx context.Context, parent, old, next string) {
+	m, ok := b.opt.Relay.(ThreadMover)
+	if !ok {
+		return
+	}
+	moved, err := m.ThreadMoved(ctx, Platform, parent, old, next)
+	if err != nil {
+		b.log.Error("discord: the new thread of a locked one is not stored; after a restart, replies there reach no run", "old", old, "new", next, "err", err)
+		return
+	}
+	if moved {
+		b.mu.Lock()
+		delete(b.continues, next)
+		b.mu.Unlock()
+	}
 }
 
 // send posts in channel (a thread, maybe closed): an archived thread is unarchived, a
