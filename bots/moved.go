@@ -43,3 +43,19 @@ func (r *Relay) ThreadMoved(ctx context.Context, platform, channel, from, to str
 	r.log.Info("bots: a team run's thread continues in a new one", "platform", platform, "team", t.TeamRunID, "from", from, "to", to)
 	return true, nil
 }
+
+// MovedTo returns the thread that carries on the run bound to thread (in channel, on
+// platform) since ThreadMoved took it over, "" when the run was not moved. An adapter
+// that lost its own record (a restart) asks before it continues the thread again.
+func (r *Relay) MovedTo(ctx context.Context, platform, channel, thread string) (string, error) {
+	b, err := r.opt.Bindings.BindingByThread(ctx, platform, channel, thread)
+	if err != nil || b == nil {
+		return "", err
+	}
+	for _, t := range r.targets(b.AgentID) {
+		if t.ep.a.Platform() == platform && t.b.Channel == channel && t.b.Thread != thread && t.label == "" {
+			return t.b.Thread, nil
+		}
+	}
+	return "", nil
+}

@@ -41,6 +41,13 @@ func TestThreadMoved(t *testing.T) {
 			if tc.wantMoved != (b != nil) || b != nil && (b.AgentID != "a-1" || b.RunID != "r-1") {
 				t.Errorf("the new thread's stored binding = %+v", b)
 			}
+			wantTo := ""
+			if tc.wantMoved {
+				wantTo = "T2"
+			}
+			if to, err := r.MovedTo(ctx, "slack", "C1", "T1"); to != wantTo || err != nil {
+				t.Errorf("MovedTo(T1) = %q, %v; want %q", to, err, wantTo)
+			}
 		})
 	}
 }

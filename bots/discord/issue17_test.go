@@ -340,6 +340,14 @@ func TestIssue17LockedThreadContinuationSurvivesRestart(t *testing.T) {
 	})
 	e.touchedInOrder("b")
 	e.wait("step 3 in the new thread", func() bool { return hasText(e.fake.Messages(next), "Step 3: ") })
+	// A post still addressed to the locked thread (an edit's fallback, say) goes on in the
+	// new thread too, not in a third one.
+	if _, err := e.bot.Post(context.Background(), eChannel, thread, bots.FormatNote("late note for the old thread")); err != nil {
+		t.Fatal(err)
+	}
+	if !hasText(e.fake.Messages(next), "late note for the old thread") {
+		t.Error("a post to the locked thread after the restart did not land in its continuation")
+	}
 	if n := countText(e.fake.Messages(eChannel), "Continued from <#"+thread+">"); n != 1 {
 		t.Errorf("%d continuation notes, want 1", n)
 	}

@@ -79,6 +79,9 @@ func (b *Bot) continueThread(ctx context.Context, old string) (string, error) {
 	if err != nil || parent == "" {
 		return "", fmt.Errorf("discord: thread %s is closed and its channel is unknown: %w", old, err)
 	}
+	if to := b.recallContinuation(ctx, parent, old); to != "" {
+		return to, nil
+	}
 	note := fmt.Sprintf("🧵 Continued from <#%s>, which is locked: this run's proposals and results go on in this message's thread.", old)
 	root, err := b.s.ChannelMessageSendComplex(parent, Message{Content: note}.Send(), discordgo.WithContext(ctx))
 	if err != nil {
@@ -102,9 +105,31 @@ func (b *Bot) continueThread(ctx context.Context, old string) (string, error) {
 }
 
 // ThreadMover is what the Relay may also do (*bots.Relay does): take what is bound to a
-// thread over to the thread that continues it, and store it.
+// thread over to the thread that continues it, and store it; and tell, after a restart,
+// where a thread's run went on.
 type ThreadMover interface {
 	ThreadMoved(ctx context.Context, platform, channel, from, to string) (moved bool, err error)
+	MovedTo(ctx context.Context, platform, channel, thread string) (string, error)
+}
+
+// recallContinuation returns the thread the relay has old's run going on in (this bot
+// started it before a restart), "" when there is none: then old is continued anew.
+func (b *Bot) recallContinuation(ctx context.Context, parent, old string) string {
+	m, ok := b.opt.Relay.(ThreadMover)
+	if !ok {
+		return ""
+	}
+	to, err := m.MovedTo(ctx, Platform, parent, old)
+	if err != nil || to == "" {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if prev, ok := b.continued[old]; ok {
+		return prev
+	}
+	b.continued[old], b.parents[to] = to, parent
+	return to
 }
 
 // keepContinuation has the relay bind the run to the new thread, so that it is posted
