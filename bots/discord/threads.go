@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentd/agentd/bots"
 )
 
 // Discord archives a thread after a week without messages, and a moderator may archive or
@@ -111,6 +113,8 @@ type ThreadMover interface {
 	ThreadMoved(ctx context.Context, platform, channel, from, to string) (moved bool, err error)
 	MovedTo(ctx context.Context, platform, channel, thread string) (string, error)
 }
+
+var _ ThreadMover = (*bots.Relay)(nil) // the daemon's relay keeps continuations
 
 // recallContinuation returns the thread the relay has old's run going on in (this bot
 // started it before a restart), "" when there is none: then old is continued anew.
