@@ -126,8 +126,9 @@ func layersFor(l *live, tx *store.Tx, a *store.Agent) ([]permission.Rules, error
 	return append(layers, l.rules.global), nil
 }
 
-// scopePattern is the pattern a widening decision stores: the proposal's exact command
-// and subject.
+// scopePattern is the pattern of the proposal's exact command and subject: what n!
+// stores, and for y! the check that rules could name it at all (a shell line that is
+// not plain commands always asks, so y! may not grant it).
 func scopePattern(scope string, spec *commands.Spec, p *client.Proposal) (string, error) {
 	if spec == nil {
 		return "", fmt.Errorf("%s is not available to this agent now: decide on this proposal only", p.Command)
@@ -140,6 +141,9 @@ func scopePattern(scope string, spec *commands.Spec, p *client.Proposal) (string
 		pat, err = permission.AlwaysPattern(*spec, p.Args)
 	}
 	if err != nil {
+		if scope == client.ScopeAgent {
+			return "", fmt.Errorf("y! cannot grant this proposal (%v): decide on it alone", err)
+		}
 		return "", fmt.Errorf("no pattern can be stored for this proposal (%v): decide on it alone", err)
 	}
 	return pat.String(), nil
