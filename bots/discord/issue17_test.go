@@ -114,8 +114,9 @@ func TestIssue17RedeliveredApproveNCountedOnce(t *testing.T) {
 		t.Errorf("decisions on P1 = %d, want 1", n)
 	}
 	ds := e.decisionsOf(e.agentOf(thread).ID)
-	if len(ds) != 3 || ds[0].Count != 3 || ds[0].Source != Platform || ds[1].Source != "policy" || ds[2].Source != "policy" {
-		t.Errorf("decisions = %+v, want P1 ×3 from discord, then two by policy", ds)
+	if len(ds) != 3 || ds[0].Count != 3 || ds[0].Source != Platform || ds[1].Source != "grant" || ds[2].Source != "grant" ||
+		ds[1].Grant == "" || ds[1].Grant != ds[0].Grant || ds[2].Grant != ds[0].Grant {
+		t.Errorf("decisions = %+v, want P1 ×3 from discord, then two by the grant it made", ds)
 	}
 	select {
 	case w := <-touched:
