@@ -48,9 +48,11 @@ func (r *Relay) endpoint(platform string) *endpoint { return r.state.endpoint(pl
 // or a direct message elsewhere starts a new run in a new thread.
 func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 	ep := r.endpoint(in.Platform)
-	if ep == nil || in.User.Bot || !ep.rules.Serves(in.Where) || !r.firstDelivery(in) {
+	if ep == nil || in.User.Bot || !ep.rules.Serves(in.Where) {
 		return
 	}
+	// Chatter is never remembered as delivered (firstDelivery): only what the relay acts
+	// on, so a flood of chatter cannot push a decision's delivery out of memory.
 	if in.Where.Thread != "" {
 		b, err := r.opt.Bindings.BindingByThread(ctx, in.Platform, in.Where.Channel, in.Where.Thread)
 		if err != nil {
@@ -58,7 +60,9 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 			return
 		}
 		if b != nil {
-			r.reply(ctx, ep, in, b)
+			if r.firstDelivery(ctx, ep, in) {
+				r.reply(ctx, ep, in, b)
+			}
 			return
 		}
 		if tb, ok := r.opt.Bindings.(teamBindings); ok {
@@ -68,13 +72,15 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 				return
 			}
 			if t != nil {
-				r.teamReply(ctx, ep, in, t)
+				if r.firstDelivery(ctx, ep, in) {
+					r.teamReply(ctx, ep, in, t)
+				}
 				return
 			}
 		}
 	}
-	if !in.Mention && !in.Where.DM {
-		return // chatter in a served channel
+	if !in.Mention && !in.Where.DM || !r.firstDelivery(ctx, ep, in) {
+		return // chatter in a served channel, or a redelivery
 	}
 	anchor := in.ID
 	if in.Where.Thread != "" {
@@ -300,10 +306,10 @@ func answeredQuestion(q *client.Question, u User) Message {
 // the first valid decision win and refuses the rest, whose clickers get its reason.
 func (r *Relay) OnClick(ctx context.Context, c Click) {
 	ep := r.endpoint(c.Platform)
-	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) {
+	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) || !r.firstClick(ctx, ep, c) {
 		return
 	}
-	if !r.firstClick(c) {
+	if !r.clickedShows(ctx, ep, c) {
 		return
 	}
 	a, ok := r.clickTarget(ctx, ep, c.Where, c.User, c.Action, c.Ref)
