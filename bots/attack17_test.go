@@ -68,8 +68,8 @@ func (s *attackSchedules) RunSchedule(_ context.Context, ref string) (*client.Sc
 // attackTeams serves team runs and records the ones stopped.
 type attackTeams struct {
 	unusedTeams // the methods not needed here
-	runs    map[string]*client.TeamRun
-	stopped []string
+	runs        map[string]*client.TeamRun
+	stopped     []string
 }
 
 func (f *attackTeams) Team(_ context.Context, ref string) (*client.TeamRun, error) {
@@ -212,7 +212,7 @@ func TestAttackStaleAndReplayedReplies(t *testing.T) {
 			w.idle("a-1")
 			id := w.ad.stamp()
 			w.say(id, "", "deploy to prod")
-			w.idle("a-1")              // the run ended before the platform redelivered it
+			w.idle("a-1")             // the run ended before the platform redelivered it
 			w.flood("U5", 5000, true) // refused messages from someone who may not decide
 			w.say(id, "", "deploy to prod")
 			return "", []string{"a-1 deploy to prod"}
