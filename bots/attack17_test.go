@@ -188,6 +188,19 @@ func TestAttackStaleAndReplayedReplies(t *testing.T) {
 			w.say(w.ad.stamp(), w.message("p-3"), "y")
 			return "", nil
 		}, "decided nothing", 1},
+		{"reply_to_an_unrecorded_message_newer_than_the_proposal", func(w *attackWorld) (string, []string) {
+			// Another proposal whose post is in flight, or another thread's message.
+			w.show(proposal("p-1", "a-1", 1, "read_file"))
+			newer := w.ad.stamp()
+			w.say(w.ad.stamp(), newer, "y")
+			return "", nil
+		}, "answers a message newer than the proposal waiting", 1},
+		{"reply_to_an_unrecorded_message_older_than_the_proposal", func(w *attackWorld) (string, []string) {
+			older := w.ad.stamp() // someone's earlier message in the thread
+			w.show(proposal("p-1", "a-1", 1, "read_file"))
+			w.say(w.ad.stamp(), older, "y")
+			return "a-1 p-1 approve 1 " + strings.Repeat("1", 64), nil
+		}, "", 0},
 		{"reply_at_the_channels_top_level", func(w *attackWorld) (string, []string) {
 			w.show(proposal("p-1", "a-1", 1, "read_file"))
 			w.r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1"}, User: User{ID: "U1"}, Text: "y", ID: w.ad.stamp()})

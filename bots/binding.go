@@ -117,8 +117,14 @@ func (r *Relay) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *cli
 		r.log.Error("bots: reading a proposal's message", "platform", platform, "err", err)
 		return "Could not check which proposal that reply answers, so it decided nothing; send it again."
 	}
-	// Shown strictly before the reply: an id that does not parse is before nothing.
+	// Shown strictly before the reply: an id that does not parse is before nothing. A
+	// reply to a message the relay has no record of counts only when that message is
+	// older than what waits: a newer one is another proposal (another thread's, or one
+	// whose post is still in flight) or something said after this one.
 	if shown != "" && ep.a.Before(shown, in.ID) {
+		if in.ReplyTo != "" && !ep.a.Before(in.ReplyTo, shown) {
+			return "That reply answers a message newer than the proposal waiting, so it decided nothing; reply to the proposal itself, or in the thread without replying to a message."
+		}
 		return ""
 	}
 	if shown != "" && !ep.a.Before(in.ID, shown) {

@@ -26,7 +26,7 @@ var raw = strings.NewReplacer(`\u003c`, "<", `\u003e`, ">", `\u0026`, "&")
 // someone other than the approver, or a link Slack would make of <…>.
 func markup(s string) string {
 	s = raw.Replace(s)
-	for _, bad := range []string{"<!channel", "<!here", "<!subteam", "<@UHOSTILE", "<https://", "\u202e", "\u200b`"} {
+	for _, bad := range []string{"<!channel", "<!here", "<!subteam", "<@UHOSTILE", "<https://", "\u202e", "a\u200bb"} {
 		if strings.Contains(s, bad) {
 			return bad
 		}
@@ -40,12 +40,15 @@ func TestAttackHostileModelTextPingsAndLinksNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(
 		reply("ask_user", map[string]string{"question": hostileText}),
-		reply("write_file", map[string]string{"path": "notes.txt", "content": strings.Repeat(hostileText+"\n", 200)}),
+		reply("write_file", map[string]string{"path": "notes.txt", "contents": strings.Repeat(hostileText+"\n", 6)}),
 	)
 	thread := e.startRun("write the notes")
 	e.wait("the question", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Question") })
 	e.slack.Say(approver, channel, "channel", thread, "fine", false)
 	p := e.proposal(thread, 2)
+	if !strings.Contains(p.Text, "write_file") {
+		t.Fatalf("step 2 is not the hostile write_file: %s", p.Text)
+	}
 	e.click(approver, thread, p, "deny")
 	e.decided(thread, p.TS, "Denied* by")
 	e.checkChatRules()
