@@ -394,7 +394,7 @@ func TestAttackSlashCommandsLeakNothing(t *testing.T) {
 		{"fire_an_agentctl_schedule", "U1", "C1", "schedule run s-3", []string{`no schedule "s-3"`}, []string{"private"}, "", ""},
 		{"fire_this_channels_schedule", "U1", "C1", "schedule run digest", []string{"Schedule digest fired"}, nil, "digest", ""},
 		{"non_approver_schedules", "U5", "C1", "schedule ls", []string{"not an approver"}, []string{"digest", "payroll"}, "", ""},
-		{"stop_another_channels_team_run", "U1", "C1", "team stop t-c2", []string{"no team run t-c2 in this channel"}, []string{"merger"}, "", ""},
+		{"stop_another_channels_team_run", "U1", "C1", "team stop t-c2", []string{`no team run "t-c2" in this channel`}, []string{"merger"}, "", ""},
 		{"stop_this_channels_team_run", "U1", "C1", "team stop t-c1", []string{"Stopped team run t-c1"}, nil, "", "t-c1"},
 		{"status_shows_only_this_channels_team_runs", "U1", "C1", "status", []string{"t-c1"}, []string{"t-c2", "merger"}, "", ""},
 	} {
@@ -432,8 +432,7 @@ func (failingGroups) InGroup(context.Context, string, string) (bool, error) {
 	return false, errors.New("ratelimited")
 }
 
-// A group lookup that fails lets nobody through on that group, and says it was the
-// lookup, not the person, that failed.
+// A group lookup that fails lets nobody decide, list or reply through that group.
 func TestAttackGroupLookupFailing(t *testing.T) {
 	w := newBindingWorld(t)
 	r := New(Options{Service: w.svc, Bindings: w.binds})
@@ -448,6 +447,19 @@ func TestAttackGroupLookupFailing(t *testing.T) {
 	}
 	if d, _ := w.svc.record(); len(d) != 0 {
 		t.Errorf("decided %q with the group lookup failing", d)
+	}
+}
+
+// One group whose lookup fails does not lock out the members of another, nor let
+// anyone through itself.
+func TestAttackOneBrokenGroupAmongMany(t *testing.T) {
+	rules := Rules{Approvers: Access{Groups: []string{"broken", "S1"}}}
+	g := groups{"S1": {"U9"}}
+	if ok, err := rules.Allowed(context.Background(), g, "C1", "", "U9"); !ok || err != nil {
+		t.Errorf("a member of S1 with another group broken: %v, %v; want allowed", ok, err)
+	}
+	if ok, err := rules.Allowed(context.Background(), g, "C1", "", "U5"); ok || err == nil || !strings.Contains(err.Error(), "group broken") {
+		t.Errorf("a stranger with a group broken: %v, %v; want refused, naming the group", ok, err)
 	}
 }
 

@@ -128,11 +128,12 @@ func (r *Relay) teamStop(ctx context.Context, ep *endpoint, w Where, u User, id 
 		r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "action", "team stop", "team", id)
 		return "You are not an approver here, so this changed nothing."
 	}
-	// Only a run bound to this channel: one elsewhere is answered as if it did not exist.
+	// Only a running run bound to this channel: one running elsewhere is answered as if
+	// it did not exist. (An ended one is left to the engine, which says it has ended.)
 	teams := r.teamSvc()
 	run, err := teams.Team(ctx, id)
-	if err != nil || !r.channelTeamRuns(ctx, ep.a.Platform(), w.Channel)[run.ID] {
-		return fmt.Sprintf("There is no team run %s in this channel; /agent status lists the ones running here.", cut(id, 80))
+	if err != nil || run.Status == client.TeamRunning && !r.channelTeamRuns(ctx, ep.a.Platform(), w.Channel)[run.ID] {
+		return fmt.Sprintf("Could not stop the team run: there is no team run %q in this channel; /agent status lists the ones running here.", cut(id, 80))
 	}
 	run, err = teams.StopTeamBy(ctx, run.ID, ep.a.Platform()+":"+u.ID)
 	if err != nil {
