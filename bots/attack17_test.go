@@ -239,6 +239,29 @@ func TestAttackStaleAndReplayedReplies(t *testing.T) {
 			w.say(id, "", "deploy to prod")
 			return "", []string{"a-1 deploy to prod"}
 		}, "", 0},
+		{"feedback_for_an_earlier_proposal_delivered_late_to_an_idle_agent", func(w *attackWorld) (string, []string) {
+			w.show(proposal("p-1", "a-1", 1, "delete_file"))
+			late := w.ad.stamp() // "keep the backups" written for p-1
+			w.svc.Decide(context.Background(), "a-1", client.DecideRequest{ProposalID: "p-1", Kind: client.DecisionApprove})
+			w.show(proposal("p-2", "a-1", 2, "delete_file"))
+			w.svc.Decide(context.Background(), "a-1", client.DecideRequest{ProposalID: "p-2", Kind: client.DecisionDeny})
+			w.svc.mu.Lock()
+			w.svc.decided = nil
+			w.svc.mu.Unlock()
+			w.idle("a-1")
+			w.say(late, "", "keep the backups")
+			return "", nil
+		}, "written before agent writer's proposal at step 2", 1},
+		{"new_task_after_the_last_proposal", func(w *attackWorld) (string, []string) {
+			w.show(proposal("p-1", "a-1", 1, "delete_file"))
+			w.svc.Decide(context.Background(), "a-1", client.DecideRequest{ProposalID: "p-1", Kind: client.DecisionDeny})
+			w.svc.mu.Lock()
+			w.svc.decided = nil
+			w.svc.mu.Unlock()
+			w.idle("a-1")
+			w.say(w.ad.stamp(), "", "keep the backups")
+			return "", []string{"a-1 keep the backups"}
+		}, "", 0},
 		{"y3_redelivered_after_a_flood_when_p2_waits", func(w *attackWorld) (string, []string) {
 			w.show(proposal("p-1", "a-1", 1, "read_file"))
 			id := w.ad.stamp()

@@ -207,6 +207,26 @@ func (r *Relay) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, 
 	return 0
 }
 
+// lastShownAfter is the step of a's last proposal when it was shown on in's platform
+// after in was written (or in's id does not order): a message written while that
+// proposal waited, delivered late, is not a new task. 0 when in is newer.
+func (r *Relay) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent) int {
+	ps, err := r.opt.Service.Proposals(ctx, a.ID)
+	if err != nil || len(ps) == 0 || in.ID == "" {
+		return 0
+	}
+	last := ps[len(ps)-1]
+	kind := "proposal"
+	if last.Command == "ask_user" {
+		kind = "question"
+	}
+	m, err := r.opt.Bindings.Message(ctx, last.ID, ep.a.Platform(), kind)
+	if err != nil || m == nil || ep.a.Before(m.Message, in.ID) {
+		return 0
+	}
+	return max(last.Step, 1)
+}
+
 // stepOf is the step of a's proposal id; 0 when it is not a's.
 func (r *Relay) stepOf(ctx context.Context, a *client.Agent, id string) int {
 	if p := r.proposal(ctx, a.ID, id); p != nil {

@@ -261,6 +261,9 @@ func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *clie
 			return fmt.Errorf("that reply answers a proposal that is decided already, so it started nothing; agent %s is %s. Send the new task as a message of its own", a.Name, a.State)
 		}
 	}
+	if step := r.lastShownAfter(ctx, ep, in, a); step > 0 {
+		return fmt.Errorf("that message was written before agent %s's proposal at step %d, which is decided now, so it started nothing; send the new task again if you still want it", a.Name, step)
+	}
 	if err := errorIf(tooLong("The task", text)); err != nil {
 		return err
 	}
