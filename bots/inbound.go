@@ -38,7 +38,8 @@ type Click struct {
 	// ID is the platform's id of this click (Slack: the action's action_ts with the
 	// message; Discord: the interaction id); a redelivered click has the same ID.
 	ID string
-	// Message is the id of the message whose button was clicked.
+	// Message is the id of the message whose button was clicked, in the form the
+	// adapter's Post returns ids (the relay checks it shows the proposal the button names).
 	Message string
 }
 

@@ -40,9 +40,9 @@ func TestAttackForgedCustomIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ name, id, note string }{
-		{"another_threads_proposal", CustomID{Action: ActionApprove, ProposalID: other.ProposalID, Hash: other.Hash}.String(), "not for this thread's agent"},
-		{"another_threads_proposal_without_hash", CustomID{Action: ActionDeny, ProposalID: other.ProposalID}.String(), "not for this thread's agent"},
-		{"made_up_proposal", CustomID{Action: ActionApprove, ProposalID: "p-0123456789ab", Hash: own.Hash}.String(), "not for this thread's agent"},
+		{"another_threads_proposal", CustomID{Action: ActionApprove, ProposalID: other.ProposalID, Hash: other.Hash}.String(), "names another proposal than the one its message shows"},
+		{"another_threads_proposal_without_hash", CustomID{Action: ActionDeny, ProposalID: other.ProposalID}.String(), "names another proposal than the one its message shows"},
+		{"made_up_proposal", CustomID{Action: ActionApprove, ProposalID: "p-0123456789ab", Hash: own.Hash}.String(), "names another proposal than the one its message shows"},
 		{"another_hash", CustomID{Action: ActionApprove, ProposalID: own.ProposalID, Hash: "0123456789abcdef"}.String(), "made for another command"},
 		{"count_past_the_limit", "agentd:v2:approve_n:" + own.ProposalID + ":1000:" + own.Hash, "not one I can act on"},
 		{"old_format", "agentd:v1:approve:" + own.ProposalID, "older version"},
@@ -64,6 +64,36 @@ func TestAttackForgedCustomIDs(t *testing.T) {
 		t.Errorf("a forged button decided: thread a waits on %+v; thread b's proposal has %d decisions", ag.Pending, e.decisions(other.ProposalID))
 	}
 	e.checkNoPreviews()
+	e.checkAcksInTime()
+}
+
+// A button forged onto proposal 1's message naming proposal 2 (waiting now, with its
+// hash) decides nothing: a click is bound to the proposal its message shows.
+func TestAttackButtonOnOneProposalNamingTheNext(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+	thread := e.startRun("touch twice")
+	p1 := e.proposal(thread, 1)
+	e.click(uAlice, thread, p1, ActionApprove)
+	e.decided(p1.ID, "Approved")
+	p2 := e.proposal(thread, 2)
+	next, err := ParseCustomID(customID(t, p2, ActionApprove))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := p1
+	in, err := e.fake.Interact(fakediscord.Interaction{Type: fakediscord.InteractionMessageComponent, ChannelID: thread, Message: &cp,
+		Data: fakediscord.ComponentData{CustomID: next.String(), ComponentType: 2}}, uAlice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait("the refusal", func() bool { return len(e.ephemerals(in)) > 0 })
+	if got := e.ephemerals(in); !strings.Contains(got[0], "names another proposal than the one its message shows") {
+		t.Errorf("note = %q", got)
+	}
+	if n := e.decisions(next.ProposalID); n != 0 {
+		t.Errorf("proposal 2 was decided from proposal 1's message (%d decisions)", n)
+	}
 	e.checkAcksInTime()
 }
 
