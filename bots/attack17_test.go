@@ -113,7 +113,7 @@ func newAttackWorld(t testing.TB) *attackWorld {
 		{TeamRunID: "t-c2", Platform: "slack", Channel: "C2", Thread: "TT2"},
 	}}
 	w := &attackWorld{bindingWorld: &bindingWorld{ad: &fakeAdapter{}, svc: svc, binds: binds.memBindings}}
-	w.r = New(Options{Service: svc, Bindings: binds, Audit: func(_ context.Context, e AuditEvent) error {
+	w.r = New(Options{Service: svc, Bindings: binds, ApproveN: 3, Audit: func(_ context.Context, e AuditEvent) error {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.audited = append(w.audited, e)
@@ -333,9 +333,17 @@ func TestAttackClicks(t *testing.T) {
 			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C1", Thread: "TT1"}, User: User{ID: "U1"},
 				Action: ActionApprove, Ref: Ref{ProposalID: "p-1"}, ID: "c-3"})
 		}, "", "the button names another agent than its thread's", "not for this thread's agent"},
+		{"approve_n_past_the_count_shown", func(w *attackWorld) {
+			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"},
+				Action: ActionApproveN, Ref: Ref{AgentID: "a-1", ProposalID: "p-1", Count: 1000, Hash: hash(1)}, ID: "c-8"})
+		}, "", "the button approves 1000 steps, not the 3 shown", "approves 1000 steps"},
+		{"approve_n_as_shown", func(w *attackWorld) {
+			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"},
+				Action: ActionApproveN, Ref: Ref{AgentID: "a-1", ProposalID: "p-1", Count: 3, Hash: hash(1)}, ID: "c-9"})
+		}, "a-1 p-1 approve 3 " + hash(1), "", ""},
 		{"non_approver", func(w *attackWorld) {
 			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U5"},
-				Action: ActionApproveN, Ref: Ref{AgentID: "a-1", ProposalID: "p-1", Count: 100}, ID: "c-4"})
+				Action: ActionApproveN, Ref: Ref{AgentID: "a-1", ProposalID: "p-1", Count: 3}, ID: "c-4"})
 		}, "", "", "You are not an approver here"},
 		{"click_in_an_unserved_channel", func(w *attackWorld) {
 			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C7", Thread: "T1"}, User: User{ID: "U1"},

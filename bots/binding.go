@@ -317,6 +317,19 @@ func (r *Relay) clickedShows(ctx context.Context, ep *endpoint, c Click) bool {
 	return false
 }
 
+// countShown checks that an Approve ×N click carries the N the relay shows on that
+// button (Options.ApproveN): a forged value must not approve a thousand steps. An older
+// button made under a larger N is refused too, with a note saying what to do.
+func (r *Relay) countShown(ctx context.Context, ep *endpoint, c Click) bool {
+	if c.Action != ActionApproveN || r.opt.ApproveN >= 2 && c.Ref.Count >= 2 && c.Ref.Count <= r.opt.ApproveN {
+		return true
+	}
+	r.audit(ctx, AuditEvent{Platform: ep.a.Platform(), Channel: c.Where.Channel, Thread: c.Where.Thread, User: c.User.ID, Action: c.Action,
+		AgentID: c.Ref.AgentID, ProposalID: c.Ref.ProposalID, Reason: fmt.Sprintf("the button approves %d steps, not the %d shown", c.Ref.Count, r.opt.ApproveN)})
+	r.ephemeral(ctx, ep, c.Where, c.User, fmt.Sprintf("This button approves %d steps, which is not what agentd shows (×%d), so it decided nothing. Use the proposal's buttons as shown now, or reply y -N.", c.Ref.Count, r.opt.ApproveN))
+	return false
+}
+
 // threadsProposal reports whether proposal id was made by one of agents (a thread's),
 // for a button that names the proposal alone: one naming another thread's proposal is
 // refused and audited like one naming another agent.

@@ -313,7 +313,7 @@ func (r *Relay) OnClick(ctx context.Context, c Click) {
 	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) || !r.firstClick(ctx, ep, c) {
 		return
 	}
-	if !r.clickedShows(ctx, ep, c) {
+	if !r.clickedShows(ctx, ep, c) || !r.countShown(ctx, ep, c) {
 		return
 	}
 	a, ok := r.clickTarget(ctx, ep, c.Where, c.User, c.Action, c.Ref)

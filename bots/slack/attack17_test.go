@@ -99,13 +99,14 @@ func TestAttackLateReplyAfterTheClickThatDecided(t *testing.T) {
 	t.Errorf("proposal 2 was decided by a reply written for proposal 1: %+v", a)
 }
 
-// A button value forged onto a proposal's message — another agent's proposal, or a count
-// past the one shown — decides nothing.
+// A button value forged onto a proposal's message — another agent, another proposal,
+// another hash, a count that does not parse or past the one shown — decides nothing.
 func TestAttackForgedButtonValues(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "one"}))
 	thread := e.startRun("touch once")
 	p := e.proposal(thread, 1)
+	pid := e.agentOf(thread).Pending.ID
 	value := button(t, p, "approve")
 	f := strings.Fields(value)
 	for _, forged := range []string{
@@ -116,8 +117,10 @@ func TestAttackForgedButtonValues(t *testing.T) {
 	} {
 		e.slack.Click(approver, channel, thread, p.TS)("agentd_approve", forged)
 	}
-	testutil.Hold(300*time.Millisecond, func() bool { return e.decisions(e.agentOf(thread).Pending.ID) == 0 })
-	if n := e.decisions(e.agentOf(thread).Pending.ID); n != 0 {
+	// Approve ×1000 where the button shows ×3.
+	e.slack.Click(approver, channel, thread, p.TS)("agentd_approve_n", f[0]+" "+f[1]+" 1000 "+f[3])
+	testutil.Hold(300*time.Millisecond, func() bool { return e.decisions(pid) == 0 })
+	if n := e.decisions(pid); n != 0 {
 		t.Fatalf("a forged button decided the proposal (%d decisions)", n)
 	}
 	e.click(approver, thread, p, "approve")
