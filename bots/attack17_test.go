@@ -108,6 +108,7 @@ func newAttackWorld(t testing.TB) *attackWorld {
 		{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"},
 		{Platform: "slack", Channel: "C2", Thread: "T2", AgentID: "a-2"},
 		{Platform: "slack", Channel: "C1", Thread: "T3", AgentID: "a-3"},
+		{Platform: "slack", Channel: "C9", Thread: "T9", AgentID: "a-9"}, // C9 was taken out of the config
 	}}, teams: []*TeamBinding{
 		{TeamRunID: "t-c1", Platform: "slack", Channel: "C1", Thread: "TT1"},
 		{TeamRunID: "t-c2", Platform: "slack", Channel: "C2", Thread: "TT2"},
@@ -359,6 +360,15 @@ func TestAttackClicks(t *testing.T) {
 		{"feedback_dialog_naming_the_proposal_alone_of_another_thread", func(w *attackWorld) {
 			w.r.OnFeedback(context.Background(), "slack", Where{Channel: "C1", Thread: "T1"}, User{ID: "U1"}, Ref{ProposalID: "p-9"}, "rm -rf")
 		}, "", "the button names another agent than its thread's", "not for this thread's agent"},
+		{"feedback_dialog_in_a_channel_no_longer_served", func(w *attackWorld) {
+			w.svc.wait("a-9", proposal("p-5", "a-9", 5, "delete_file"))
+			w.r.OnFeedback(context.Background(), "slack", Where{Channel: "C9", Thread: "T9"}, User{ID: "U1"}, Ref{AgentID: "a-9", ProposalID: "p-5"}, "go on")
+		}, "", "", ""},
+		{"click_in_a_channel_no_longer_served", func(w *attackWorld) {
+			w.svc.wait("a-9", proposal("p-5", "a-9", 5, "delete_file"))
+			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C9", Thread: "T9"}, User: User{ID: "U1"},
+				Action: ActionApprove, Ref: Ref{AgentID: "a-9", ProposalID: "p-5"}, ID: "c-10"})
+		}, "", "", ""},
 		{"helper_name_forged_as_agent_of_another_thread", func(w *attackWorld) {
 			w.click("T1", "c-7", Ref{AgentID: "a-3", ProposalID: "p-1", Hash: hash(1)})
 		}, "", "the button names another agent than its thread's", "not for this thread's agent"},

@@ -391,7 +391,8 @@ func (r *Relay) clickTarget(ctx context.Context, ep *endpoint, w Where, u User, 
 // OnFeedback handles a submitted feedback dialog.
 func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User, ref Ref, text string) {
 	ep := r.endpoint(platform)
-	if ep == nil || u.Bot {
+	// Where comes back from the dialog (Slack: its private_metadata): checked like a click's.
+	if ep == nil || u.Bot || !ep.rules.Serves(w) {
 		return
 	}
 	if note := tooLong("Feedback", text); note != "" {
