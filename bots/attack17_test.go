@@ -166,18 +166,43 @@ func (w *attackWorld) flood(user string, n int, inThread bool) {
 	}
 }
 
+// replyAttack is one attack by typed replies: run plays it and returns what must have
+// been decided ("" for nothing) and the tasks that must have been taken.
+type replyAttack struct {
+	name      string
+	run       func(w *attackWorld) (decided string, tasks []string)
+	wantNote  string // in the last note shown
+	wantNotes int    // how many notes; -1: any
+}
+
+func runReplyAttacks(t *testing.T, cases []replyAttack) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newAttackWorld(t)
+			want, wantTasks := tc.run(w)
+			decided, tasks := w.svc.record()
+			if want == "" && len(decided) != 0 || want != "" && fmt.Sprint(decided) != "["+want+"]" {
+				t.Errorf("decided %q, want %q", decided, want)
+			}
+			if fmt.Sprint(tasks) != fmt.Sprint(wantTasks) {
+				t.Errorf("tasks %q, want %q", tasks, wantTasks)
+			}
+			notes := w.notes()
+			if tc.wantNotes >= 0 && len(notes) != tc.wantNotes {
+				t.Errorf("%d notes, want %d: %q", len(notes), tc.wantNotes, notes)
+			}
+			if tc.wantNote != "" && (len(notes) == 0 || !strings.Contains(notes[len(notes)-1], tc.wantNote)) {
+				t.Errorf("notes %q, want the last to say %q", notes, tc.wantNote)
+			}
+		})
+	}
+}
+
 // Replies that were not written for what waits now, or that name no proposal the thread
-// shows, decide nothing; a delivery is applied once however much else arrives between.
-func TestAttackStaleAndReplayedReplies(t *testing.T) {
+// shows, decide nothing.
+func TestAttackStaleReplies(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name string
-		// run plays the attack; it returns what must have been decided (none: "") and
-		// the tasks that must have been taken.
-		run       func(w *attackWorld) (decided string, tasks []string)
-		wantNote  string
-		wantNotes int // -1: any
-	}{
+	runReplyAttacks(t, []replyAttack{
 		{"reply_id_that_does_not_parse", func(w *attackWorld) (string, []string) {
 			w.show(proposal("p-1", "a-1", 1, "write_file"))
 			w.say("not-a-ts", "", "y")
@@ -222,6 +247,13 @@ func TestAttackStaleAndReplayedReplies(t *testing.T) {
 			w.r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U5"}, Text: "y", ID: w.ad.stamp()})
 			return "", nil
 		}, "You are not an approver here", 1},
+	})
+}
+
+// A delivery is applied once however much else arrives between, and a late one starts
+// nothing.
+func TestAttackReplayedReplies(t *testing.T) {
+	runReplyAttacks(t, []replyAttack{
 		{"follow_up_redelivered_after_a_refused_flood", func(w *attackWorld) (string, []string) {
 			w.idle("a-1")
 			id := w.ad.stamp()
@@ -272,26 +304,13 @@ func TestAttackStaleAndReplayedReplies(t *testing.T) {
 			w.say(id, "", "y -3")
 			return "a-1 p-1 approve 3 " + strings.Repeat("1", 64), nil
 		}, "", -1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w := newAttackWorld(t)
-			want, wantTasks := tc.run(w)
-			decided, tasks := w.svc.record()
-			if want == "" && len(decided) != 0 || want != "" && fmt.Sprint(decided) != "["+want+"]" {
-				t.Errorf("decided %q, want %q", decided, want)
-			}
-			if fmt.Sprint(tasks) != fmt.Sprint(wantTasks) {
-				t.Errorf("tasks %q, want %q", tasks, wantTasks)
-			}
-			notes := w.notes()
-			if tc.wantNotes >= 0 && len(notes) != tc.wantNotes {
-				t.Errorf("%d notes, want %d: %q", len(notes), tc.wantNotes, notes)
-			}
-			if tc.wantNote != "" && (len(notes) == 0 || !strings.Contains(notes[len(notes)-1], tc.wantNote)) {
-				t.Errorf("notes %q, want the last to say %q", notes, tc.wantNote)
-			}
-		})
-	}
+	})
+}
+
+// press clicks action on a button carrying ref, as user in channel's thread.
+func (w *attackWorld) press(user, channel, thread, action string, ref Ref, id string) {
+	w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: channel, Thread: thread}, User: User{ID: user},
+		Action: action, Ref: ref, ID: id})
 }
 
 // idle makes agent idle, its run ended.
@@ -331,24 +350,19 @@ func TestAttackClicks(t *testing.T) {
 				Action: ActionApprove, Ref: Ref{AgentID: "a-1", ProposalID: "p-2", Hash: hash(2)}, ID: "c-2", Message: m1})
 		}, "", "the button names another proposal than the message it is on", "names another proposal"},
 		{"button_in_a_team_thread_naming_a_bound_agents_proposal", func(w *attackWorld) {
-			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C1", Thread: "TT1"}, User: User{ID: "U1"},
-				Action: ActionApprove, Ref: Ref{ProposalID: "p-1"}, ID: "c-3"})
+			w.press("U1", "C1", "TT1", ActionApprove, Ref{ProposalID: "p-1"}, "c-3")
 		}, "", "the button names another agent than its thread's", "not for this thread's agent"},
 		{"approve_n_past_the_count_shown", func(w *attackWorld) {
-			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"},
-				Action: ActionApproveN, Ref: Ref{AgentID: "a-1", ProposalID: "p-1", Count: 1000, Hash: hash(1)}, ID: "c-8"})
+			w.press("U1", "C1", "T1", ActionApproveN, Ref{AgentID: "a-1", ProposalID: "p-1", Count: 1000, Hash: hash(1)}, "c-8")
 		}, "", "the button approves 1000 steps, not the 3 shown", "approves 1000 steps"},
 		{"approve_n_as_shown", func(w *attackWorld) {
-			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"},
-				Action: ActionApproveN, Ref: Ref{AgentID: "a-1", ProposalID: "p-1", Count: 3, Hash: hash(1)}, ID: "c-9"})
+			w.press("U1", "C1", "T1", ActionApproveN, Ref{AgentID: "a-1", ProposalID: "p-1", Count: 3, Hash: hash(1)}, "c-9")
 		}, "a-1 p-1 approve 3 " + hash(1), "", ""},
 		{"non_approver", func(w *attackWorld) {
-			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U5"},
-				Action: ActionApproveN, Ref: Ref{AgentID: "a-1", ProposalID: "p-1", Count: 3}, ID: "c-4"})
+			w.press("U5", "C1", "T1", ActionApproveN, Ref{AgentID: "a-1", ProposalID: "p-1", Count: 3}, "c-4")
 		}, "", "", "You are not an approver here"},
 		{"click_in_an_unserved_channel", func(w *attackWorld) {
-			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C7", Thread: "T1"}, User: User{ID: "U1"},
-				Action: ActionApprove, Ref: Ref{AgentID: "a-1", ProposalID: "p-1"}, ID: "c-5"})
+			w.press("U1", "C7", "T1", ActionApprove, Ref{AgentID: "a-1", ProposalID: "p-1"}, "c-5")
 		}, "", "", ""},
 		{"click_in_a_dm", func(w *attackWorld) {
 			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "D1", Thread: "T1", DM: true}, User: User{ID: "U1"},
@@ -366,8 +380,7 @@ func TestAttackClicks(t *testing.T) {
 		}, "", "", ""},
 		{"click_in_a_channel_no_longer_served", func(w *attackWorld) {
 			w.svc.wait("a-9", proposal("p-5", "a-9", 5, "delete_file"))
-			w.r.OnClick(context.Background(), Click{Platform: "slack", Where: Where{Channel: "C9", Thread: "T9"}, User: User{ID: "U1"},
-				Action: ActionApprove, Ref: Ref{AgentID: "a-9", ProposalID: "p-5"}, ID: "c-10"})
+			w.press("U1", "C9", "T9", ActionApprove, Ref{AgentID: "a-9", ProposalID: "p-5"}, "c-10")
 		}, "", "", ""},
 		{"helper_name_forged_as_agent_of_another_thread", func(w *attackWorld) {
 			w.click("T1", "c-7", Ref{AgentID: "a-3", ProposalID: "p-1", Hash: hash(1)})
