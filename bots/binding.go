@@ -311,8 +311,13 @@ func (r *Relay) clickedShows(ctx context.Context, ep *endpoint, c Click) bool {
 	if err != nil || m == nil || m.ProposalID == c.Ref.ProposalID {
 		return true
 	}
-	r.audit(ctx, AuditEvent{Platform: platform, Channel: c.Where.Channel, Thread: c.Where.Thread, User: c.User.ID, Action: c.Action,
-		AgentID: c.Ref.AgentID, ProposalID: c.Ref.ProposalID, Reason: "the button names another proposal than the message it is on"})
+	ev := AuditEvent{Platform: platform, Channel: c.Where.Channel, Thread: c.Where.Thread, User: c.User.ID, Action: c.Action,
+		AgentID: c.Ref.AgentID, ProposalID: c.Ref.ProposalID, Reason: "the button names another proposal than the message it is on"}
+	// A Discord button names no agent: the row goes under the thread's, so it is found.
+	if b, err := r.opt.Bindings.BindingByThread(ctx, platform, c.Where.Channel, c.Where.Thread); err == nil && b != nil {
+		ev.ThreadAgent = b.AgentID
+	}
+	r.audit(ctx, ev)
 	r.ephemeral(ctx, ep, c.Where, c.User, "This button names another proposal than the one its message shows, so it decided nothing. Decide on the proposal as it is shown.")
 	return false
 }
