@@ -355,6 +355,9 @@ var migrations = []string{
 		SELECT 'g-' || lower(hex(randomblob(6))), id, 'count', 'policy', 'config',
 			'auto mode', json_extract(policy, '$.auto_steps'), run_id, updated_at
 		FROM agents WHERE json_extract(policy, '$.mode') = 'auto' AND json_extract(policy, '$.auto_steps') > 0;`,
+	// issue 17: a chat reply or click is bound to the proposal whose message it names;
+	// that lookup (ChatMessageAt) runs on every reply and click.
+	`CREATE INDEX chat_messages_at ON chat_messages(platform, channel, message);`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
