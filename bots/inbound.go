@@ -271,6 +271,14 @@ func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *clie
 			return fmt.Errorf("that reply answers a proposal that is decided already, so it started nothing; agent %s is %s. Send the new task as a message of its own", a.Name, a.State)
 		}
 	}
+	note, err := r.writtenAfterEnd(ctx, ep, in, a.RunID, b)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		r.log.Info("bots: a message written before its run's end started nothing", "platform", ep.a.Platform(), "agent", a.ID, "run", a.RunID, "message", in.ID)
+		return errors.New(note)
+	}
 	if step := r.lastShownAfter(ctx, ep, in, a); step > 0 {
 		return fmt.Errorf("that message was written before agent %s's proposal at step %d, which is decided now, so it started nothing; send the new task again if you still want it", a.Name, step)
 	}
@@ -281,7 +289,8 @@ func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *clie
 	if err != nil {
 		return err
 	}
-	b.RunID = na.RunID
+	r.state.unmarkPosted(endKey(a.RunID)) // the ended run's slot is needed no more
+	b.RunID, b.EndPost, b.EndRun = na.RunID, "", ""
 	r.bind(ctx, *b)
 	ep.a.Post(ctx, in.Where.Channel, in.Where.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))
 	return nil
@@ -305,13 +314,13 @@ func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *c
 	if err != nil || m == nil {
 		return
 	}
-	ep.a.Update(ctx, m.Channel, m.Message, answeredQuestion(q, u))
+	ep.a.Update(ctx, m.Channel, m.Message, answeredQuestion(q, u, platform))
 }
 
 // answeredQuestion is a question's message once u answered it.
-func answeredQuestion(q *client.Question, u User) Message {
+func answeredQuestion(q *client.Question, u User, platform string) Message {
 	msg := FormatQuestion(q, "")
-	msg.Parts[len(msg.Parts)-1] = Part{Spans: []Span{{Text: "✅ Answered by "}, {User: u.ID}}}
+	msg.Parts[len(msg.Parts)-1] = Part{Spans: []Span{{Text: "✅ Answered by "}, Mention(platform, u.ID)}}
 	return msg
 }
 
