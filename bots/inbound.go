@@ -93,7 +93,7 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 // refuse tells a person they may not do that here, and logs it.
 func (r *Relay) refuse(ctx context.Context, ep *endpoint, w Where, u User, agent, what string) {
 	r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "agent", agent, "action", what)
-	text := "You are not an approver here, so this changed nothing. Ask an approver, or an admin to add you to the bot's approvers."
+	text := notApproverText
 	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, text); err != nil {
 		r.log.Error("bots: ephemeral note", "err", err)
 	}
@@ -165,6 +165,8 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 }
 
 var errNotApprover = errors.New("not an approver")
+
+const notApproverText = "You are not an approver here, so this changed nothing. Ask an approver, or an admin to add you to the bot's approvers."
 
 func (r *Relay) bind(ctx context.Context, b Binding) error {
 	if err := r.opt.Bindings.Bind(ctx, b); err != nil {
@@ -331,6 +333,9 @@ func (r *Relay) OnClick(ctx context.Context, c Click) {
 	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) || !r.firstClick(ctx, ep, c) {
 		return
 	}
+	if !r.approverFirst(ctx, ep, c.Where, c.User, c.Action, c.Ref) {
+		return
+	}
 	if !r.clickedShows(ctx, ep, c) || !r.countShown(ctx, ep, c) {
 		return
 	}
@@ -410,7 +415,7 @@ func (r *Relay) clickTarget(ctx context.Context, ep *endpoint, w Where, u User, 
 func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User, ref Ref, text string) {
 	ep := r.endpoint(platform)
 	// Where comes back from the dialog (Slack: its private_metadata): checked like a click's.
-	if ep == nil || u.Bot || !ep.rules.Serves(w) {
+	if ep == nil || u.Bot || !ep.rules.Serves(w) || !r.approverFirst(ctx, ep, w, u, ActionFeedback, ref) {
 		return
 	}
 	if note := tooLong("Feedback", text); note != "" {

@@ -46,6 +46,8 @@ type Relay struct {
 	readyOne sync.Once
 	out      *outbox // posts, in order per thread, retried while a platform is down
 	seen     seenIDs // messages and clicks handled, so a redelivery is applied once
+	// strangers limits how often a non-approver's refusals are audited.
+	strangers strangerAudits
 }
 
 type endpoint struct {
