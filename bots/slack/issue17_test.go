@@ -332,3 +332,18 @@ func TestIssue17WriteFileDiffShown(t *testing.T) {
 		}
 	}
 }
+
+// A reply also sent to the channel (subtype thread_broadcast) is a reply in its thread
+// like any other: its "y" approves the proposal waiting there.
+func TestIssue17ThreadBroadcastIsAReply(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	thread := e.startRun("touch once")
+	p := e.proposal(thread, 1)
+	drain()
+	e.slack.Broadcast(approver, channel, thread, "y")
+	e.decided(thread, p.TS, "Approved* by \\u003c@"+approver)
+	if got := <-touched; got != "a" {
+		t.Errorf("touched %q, want a", got)
+	}
+}
