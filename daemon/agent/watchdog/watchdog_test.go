@@ -14,7 +14,7 @@ type call struct {
 	cmd, args, outcome, result string
 }
 
-func ok(cmd, args, result string) call  { return call{cmd, args, Succeeded, result} }
+func ok(cmd, args, result string) call   { return call{cmd, args, Succeeded, result} }
 func bad(cmd, args, errText string) call { return call{cmd, args, Failed, "Error: " + errText} }
 
 var classes = map[string]commands.Class{
