@@ -43,6 +43,8 @@ func transit(tx *store.Tx, a *store.Agent, p *client.Proposal, ev cycle.Event) (
 			p.Status = e.Proposal
 		case cycle.SetAgent:
 			a.State, a.StateReason = e.Agent, e.Reason
+		case cycle.EndGrant:
+			endGrant(a)
 		case cycle.EndRun:
 			if err := tx.EndRun(a.RunID, e.Outcome, e.Detail); err != nil {
 				return false, nil, err
