@@ -7,11 +7,14 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 // loopMetrics records the loops the supervisor reports.
@@ -145,5 +148,132 @@ func TestWatchdogStopsEveryLoopShape(t *testing.T) {
 				t.Errorf("loops counted = %v, want [%s:ask]", loops, tt.kind)
 			}
 		})
+	}
+}
+
+// flipFlop is a model going round list_folder . / read_file missing.txt; the smart model
+// answers with smart(), when set.
+func flipFlop(h *harness, smart func() string) {
+	var n atomic.Int64
+	h.fake.SetDefault(func(req *api.ChatRequest) string {
+		if req.Model == "smart" && smart != nil {
+			return smart()
+		}
+		if n.Add(1)%2 == 1 {
+			return reply("list_folder", map[string]string{"path": "."})
+		}
+		return reply("read_file", map[string]string{"path": "missing.txt"})
+	})
+}
+
+// TestWatchdogRethinksWithTheSmartModelFirst: the smart model thinks again over a caught
+// loop, told which; a reply that goes on with the loop counts, and a person is asked.
+func TestWatchdogRethinksWithTheSmartModelFirst(t *testing.T) {
+	t.Run("same_reply_counts", func(t *testing.T) {
+		var m loopMetrics
+		h := newHarness(t, func(o *Options) { o.SmartModel, o.Metrics = "smart", &m })
+		flipFlop(h, func() string { return reply("read_file", map[string]string{"path": "./missing.txt"}) })
+		a := autoAgent(h, 20)
+		got := h.waitFor(a.ID, "a pause", func(a *client.Agent) bool { return a.State == client.StatePaused && a.Pending != nil })
+		if got.Pending.Step != 5 || got.Pending.Model != "smart" || !strings.Contains(got.StateReason, "(cycle)") {
+			t.Fatalf("paused on step %d by %s: %s; want step 5, the smart model's", got.Pending.Step, got.Pending.Model, got.StateReason)
+		}
+		ps := proposalsOf(t, h, a.ID)
+		if ps[3].Status != client.ProposalSuperseded || ps[3].Model == "smart" {
+			t.Errorf("step 4 = %s by %s, want the fast model's, superseded by the rethink", ps[3].Status, ps[3].Model)
+		}
+		var note bool
+		for _, r := range h.fake.Requests() {
+			note = note || r.Model == "smart" && strings.Contains(joinContent(r.Messages), "The watchdog saw you go round a loop: a cycle of 2 steps")
+		}
+		if !note {
+			t.Error("the smart model was not told which loop it was in")
+		}
+		if loops := m.got(); strings.Join(loops, " ") != "cycle:rethink cycle:ask" {
+			t.Errorf("loops counted = %v", loops)
+		}
+	})
+	t.Run("different_reply_goes_on", func(t *testing.T) {
+		var m loopMetrics
+		h := newHarness(t, func(o *Options) { o.SmartModel, o.Metrics = "smart", &m })
+		flipFlop(h, func() string { return reply("finish", map[string]string{"reason": "nothing to read"}) })
+		a := autoAgent(h, 20)
+		got := h.waitFor(a.ID, "the end", func(a *client.Agent) bool { return a.State == client.StateIdle })
+		if !strings.Contains(got.StateReason, "nothing to read") {
+			t.Errorf("reason = %q, want the smart model's finish", got.StateReason)
+		}
+		if loops := m.got(); strings.Join(loops, " ") != "cycle:rethink" {
+			t.Errorf("loops counted = %v, want one rethink and no question", loops)
+		}
+	})
+}
+
+// TestWatchdogResumeStillAsks: a caught proposal is never approved unasked, not even by
+// auto_read after a resume; the person's feedback reaches the model.
+func TestWatchdogResumeStillAsks(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.AutoRead = true })
+	flipFlop(h, nil)
+	a := h.create(client.CreateAgentRequest{})
+	got := h.waitFor(a.ID, "a pause", func(a *client.Agent) bool { return a.State == client.StatePaused && a.Pending != nil })
+	if got.Pending.Step != 4 || len(h.history(a.ID)) != 3 {
+		t.Fatalf("paused at step %d after %d steps; want step 4 after 3", got.Pending.Step, len(h.history(a.ID)))
+	}
+	if _, err := h.sup.runs.Resume(context.Background(), a.ID); err != nil {
+		t.Fatal(err)
+	}
+	got = h.waitFor(a.ID, "a question", func(a *client.Agent) bool { return a.State == client.StateAwaitingDecision })
+	if got.Pending == nil || got.Pending.Step != 4 || len(h.history(a.ID)) != 3 {
+		t.Fatalf("after resume: pending %+v, %d steps ran; want step 4 asked about, not run", got.Pending, len(h.history(a.ID)))
+	}
+	if _, err := h.decide(a.ID, got.Pending, "the file is gone: stop reading it"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "a prompt with the feedback", func(*client.Agent) bool {
+		reqs := h.fake.Requests()
+		return strings.Contains(joinContent(reqs[len(reqs)-1].Messages), "the file is gone")
+	})
+}
+
+// TestWatchdogStopsAScheduledRun: nobody watches a schedule's run, so the watchdog stops
+// it, and the schedule hears it was stopped by the watchdog.
+func TestWatchdogStopsAScheduledRun(t *testing.T) {
+	var ends runEnds
+	h := newHarness(t, ends.hook)
+	var once sync.Once
+	var n atomic.Int64
+	h.fake.SetDefault(func(*api.ChatRequest) string {
+		once.Do(func() { // the firing's record, as the scheduler writes it when the run starts
+			err := h.st.Tx(context.Background(), func(tx *store.Tx) error {
+				ag, err := tx.AgentByName("nightly")
+				if err != nil {
+					return err
+				}
+				if err := tx.InsertSchedule(&store.Schedule{Schedule: client.Schedule{ID: "s-1", Name: "nightly", Spec: "@daily",
+					Agent: ag.ID, Goal: "look", Autonomy: client.Autonomy{Mode: "auto", Steps: 20}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
+					return err
+				}
+				return tx.RecordScheduleRun(&client.ScheduleRun{ID: "f-1", ScheduleID: "s-1", Scheduled: time.Now(), RunID: ag.RunID, Outcome: "started"})
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+		if n.Add(1)%2 == 1 {
+			return reply("list_folder", map[string]string{"path": "."})
+		}
+		return reply("read_file", map[string]string{"path": "missing.txt"})
+	})
+	a, err := h.sup.runs.CreateRun(context.Background(), client.CreateAgentRequest{Name: "nightly", Description: "d", Task: "look"},
+		run.Options{Policy: &client.Policy{Mode: "auto", AutoSteps: 20}, By: "schedule nightly"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := ends.wait(t, a.RunID)
+	if end.Outcome != "stopped" || !strings.Contains(end.Reason, "stopped by the watchdog") || !strings.Contains(end.Reason, "(cycle)") || end.Steps != 3 {
+		t.Errorf("run end = %+v, want stopped by the watchdog after 3 steps", end)
+	}
+	got := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	if got.Pending != nil || len(h.history(a.ID)) != 3 {
+		t.Errorf("agent = %+v with %d steps run, want idle after 3", got, len(h.history(a.ID)))
 	}
 }
