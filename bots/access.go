@@ -119,3 +119,53 @@ func isHex(s string) bool {
 	}
 	return true
 }
+
+// ParseApprover reads one configured approver: a plain id ("U123", a Discord snowflake)
+// or a mention pasted from chat — <@U123>, <@!123> (a user), <@&123> (a Discord role),
+// <!subteam^S123|@team> (a Slack user group) — which is read as the id it names. group
+// reports a mention of a role or user group; a plain id is the caller's to place. An
+// entry that looks like a mention or a @name but names no id is an error saying what to
+// write instead: it would never match anyone.
+func ParseApprover(s string) (id string, group bool, err error) {
+	s = strings.TrimSpace(s)
+	bad := func() (string, bool, error) {
+		return "", false, fmt.Errorf("approver %q is not a user, role or group id: write the id itself (Slack: the member ID from the person's profile; Discord: Copy User ID or Copy Role ID in developer mode), or paste a mention like <@U123> or <@&123>", s)
+	}
+	switch {
+	case s == "":
+		return bad()
+	case strings.HasPrefix(s, "<") && strings.HasSuffix(s, ">"):
+		inner := s[1 : len(s)-1]
+		inner, _, _ = strings.Cut(inner, "|") // Slack adds the shown name: <@U123|ann>
+		switch {
+		case strings.HasPrefix(inner, "@&"):
+			id, group = inner[2:], true
+		case strings.HasPrefix(inner, "@!"):
+			id = inner[2:]
+		case strings.HasPrefix(inner, "@"):
+			id = inner[1:]
+		case strings.HasPrefix(inner, "!subteam^"):
+			id, group = inner[len("!subteam^"):], true
+		}
+		if !plainID(id) {
+			return bad()
+		}
+		return id, group, nil
+	case !plainID(s):
+		return bad()
+	}
+	return s, false, nil
+}
+
+// plainID reports whether s looks like a platform id: letters and digits only.
+func plainID(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z') {
+			return false
+		}
+	}
+	return true
+}

@@ -51,6 +51,9 @@ func FormatProposal(v ProposalView, platform string) Message {
 		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: v.Closed}}})
 	case p.Status.Decidable():
 		ref := Ref{AgentID: p.AgentID, ProposalID: p.ID}
+		if len(p.Hash) >= HashLen {
+			ref.Hash = p.Hash[:HashLen] // the decision names what was shown
+		}
 		m.Buttons = append(m.Buttons, Button{Action: ActionApprove, Label: "Approve", Ref: ref, Style: "primary"})
 		if v.ApproveN > 1 {
 			r := ref

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -49,7 +48,7 @@ func (r *Relay) endpoint(platform string) *endpoint { return r.state.endpoint(pl
 // or a direct message elsewhere starts a new run in a new thread.
 func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 	ep := r.endpoint(in.Platform)
-	if ep == nil || in.User.Bot || !ep.rules.Serves(in.Where) {
+	if ep == nil || in.User.Bot || !ep.rules.Serves(in.Where) || !r.firstDelivery(in) {
 		return
 	}
 	if in.Where.Thread != "" {
@@ -121,6 +120,10 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 		r.ephemeral(ctx, ep, w, u, "Tell me the task, like: @agentd summarize the notes in my workspace")
 		return nil, errors.New("empty task")
 	}
+	if note := tooLong("The task", task); note != "" {
+		r.ephemeral(ctx, ep, w, u, note)
+		return nil, errors.New(note)
+	}
 	thread, err := ep.a.StartThread(ctx, w.Channel, anchor, "Task: "+cut(task, 200))
 	if err != nil {
 		r.log.Error("bots: starting a thread", "platform", ep.a.Platform(), "err", err)
@@ -179,7 +182,7 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 	}
 	// The thread's helpers post here too: the reply goes to the one it names, or to the
 	// one whose proposal is at the bottom of the thread.
-	a, text, named := r.replyTarget(ctx, a, text)
+	a, text, named := r.replyTarget(ctx, a, text, func(w *client.Agent) bool { return r.shownBefore(ctx, ep, in, w) })
 	if named && a.ParentID != "" && waitingID(a) == "" {
 		r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Helper %s has nothing waiting for you: it is %s.", a.Name, a.State))
 		return
@@ -188,31 +191,26 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 		r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Say what to tell %s after its name, like: %s: y", a.Name, a.Name[strings.LastIndexByte(a.Name, '/')+1:]))
 		return
 	}
+	if waitingID(a) != "" {
+		if note := r.bindReply(ctx, ep, in, a); note != "" {
+			r.log.Info("bots: refused a reply written for another proposal", "platform", ep.a.Platform(), "agent", a.ID, "user", in.User.ID, "message", in.ID)
+			r.ephemeral(ctx, ep, in.Where, in.User, note)
+			return
+		}
+	}
 	switch {
 	case a.Question != nil:
+		if err = errorIf(tooLong("The answer", text)); err != nil {
+			break
+		}
 		err = r.opt.Service.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: text, By: in.User.ID})
 		if err == nil {
 			r.answered(ctx, ep, a.ID, a.Question, in.User)
 		}
 	case a.Pending != nil:
-		req, perr := client.ParseDecision(text)
-		if perr != nil {
-			err = perr
-			break
-		}
-		if r.expired(a.Pending) {
-			err = errors.New(r.expiredText())
-			break
-		}
-		req.ProposalID, req.By, req.Source = a.Pending.ID, in.User.ID, ep.a.Platform()
-		_, err = r.opt.Service.Decide(ctx, a.ID, req)
+		err = r.decideReply(ctx, ep, in, a, text)
 	case a.State == client.StateIdle || a.State == client.StateFailed:
-		var na *client.Agent
-		if na, err = r.opt.Service.Task(ctx, a.ID, text); err == nil {
-			b.RunID = na.RunID
-			r.bind(ctx, *b)
-			ep.a.Post(ctx, in.Where.Channel, in.Where.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))
-		}
+		err = r.followUp(ctx, ep, in, a, b, text)
 	default:
 		err = fmt.Errorf("agent %s is %s; wait for its next proposal, or /agent pause %s", a.Name, a.State, a.Name)
 	}
@@ -220,6 +218,62 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
 	}
 	r.rememberChat(ctx, ep.a.Platform(), a.ID, in.User, text)
+}
+
+// decideReply decides a's pending proposal, the one in was bound to, as text says.
+func (r *Relay) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent, text string) error {
+	req, err := client.ParseDecision(text)
+	if err != nil {
+		return err
+	}
+	if req.Kind == client.DecisionFeedback {
+		if err := errorIf(tooLong("Feedback", req.Feedback)); err != nil {
+			return err
+		}
+	}
+	if r.expired(a.Pending) {
+		return errors.New(r.expiredText())
+	}
+	req.ProposalID, req.By, req.Source, req.Hash = a.Pending.ID, in.User.ID, ep.a.Platform(), a.Pending.Hash
+	_, err = r.opt.Service.Decide(ctx, a.ID, req)
+	return err
+}
+
+// followUp gives an idle (or failed) agent text as its next task. A bare decision (y, n)
+// or a reply to one of its proposals is not a task: it came after its proposal was
+// decided.
+func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent, b *Binding, text string) error {
+	if d, err := client.ParseDecision(text); err == nil && d.Kind != client.DecisionFeedback {
+		return fmt.Errorf("nothing waits for a decision: agent %s is %s, so that decided nothing. Give it a new task in words", a.Name, a.State)
+	}
+	if in.ReplyTo != "" {
+		m, err := r.opt.Bindings.MessageAt(ctx, ep.a.Platform(), in.Where.Channel, in.ReplyTo)
+		if err != nil {
+			return fmt.Errorf("could not check which message that reply answers, so it started nothing; send it again: %w", err)
+		}
+		if m != nil {
+			return fmt.Errorf("that reply answers a proposal that is decided already, so it started nothing; agent %s is %s. Send the new task as a message of its own", a.Name, a.State)
+		}
+	}
+	if err := errorIf(tooLong("The task", text)); err != nil {
+		return err
+	}
+	na, err := r.opt.Service.Task(ctx, a.ID, text)
+	if err != nil {
+		return err
+	}
+	b.RunID = na.RunID
+	r.bind(ctx, *b)
+	ep.a.Post(ctx, in.Where.Channel, in.Where.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))
+	return nil
+}
+
+// errorIf is note as an error; nil for "".
+func errorIf(note string) error {
+	if note == "" {
+		return nil
+	}
+	return errors.New(note)
 }
 
 // answered marks a question's message as answered.
@@ -249,21 +303,19 @@ func (r *Relay) OnClick(ctx context.Context, c Click) {
 	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) {
 		return
 	}
-	c.Ref.AgentID = r.refAgent(ctx, c.Platform, c.Where, c.Ref)
-	a, err := r.opt.Service.Agent(ctx, c.Ref.AgentID)
-	if err != nil {
-		r.ephemeral(ctx, ep, c.Where, c.User, "This proposal's agent is gone.")
+	if !r.firstClick(c) {
 		return
 	}
-	if !r.allowed(ctx, ep, c.Where, a.Name, c.User) {
-		r.refuse(ctx, ep, c.Where, c.User, a.Name, c.Action)
+	a, ok := r.clickTarget(ctx, ep, c.Where, c.User, c.Action, c.Ref)
+	if !ok {
 		return
 	}
+	c.Ref.AgentID = a.ID
 	if p := a.Pending; p != nil && p.ID == c.Ref.ProposalID && r.expired(p) {
 		r.ephemeral(ctx, ep, c.Where, c.User, r.expiredText())
 		return
 	}
-	req := client.DecideRequest{ProposalID: c.Ref.ProposalID, By: c.User.ID, Source: c.Platform}
+	req := client.DecideRequest{ProposalID: c.Ref.ProposalID, By: c.User.ID, Source: c.Platform, Hash: c.Ref.Hash}
 	switch c.Action {
 	case ActionApprove:
 		req.Kind, req.Count = client.DecisionApprove, 1
@@ -290,20 +342,40 @@ func (r *Relay) OnClick(ctx context.Context, c Click) {
 	}
 }
 
-// refAgent is the agent a button or dialog names; platforms whose buttons cannot carry it
-// (Discord's custom_id holds the proposal alone) leave it to the thread's binding.
-func (r *Relay) refAgent(ctx context.Context, platform string, w Where, ref Ref) string {
-	if ref.AgentID != "" || w.Thread == "" {
-		return ref.AgentID
+// clickTarget resolves the agent a click or dialog in w decides for (clickAgent) and
+// checks that u may decide for it and that the button shows what waits. Refusals are
+// told to u; ok is false for them.
+func (r *Relay) clickTarget(ctx context.Context, ep *endpoint, w Where, u User, action string, ref Ref) (a *client.Agent, ok bool) {
+	platform := ep.a.Platform()
+	id, note, audit := r.clickAgent(ctx, platform, w, ref)
+	if note != "" {
+		if audit {
+			bound := ""
+			if b, err := r.opt.Bindings.BindingByThread(ctx, platform, w.Channel, w.Thread); err == nil && b != nil {
+				bound = b.AgentID
+			}
+			r.audit(ctx, AuditEvent{Platform: platform, Channel: w.Channel, Thread: w.Thread, User: u.ID, Action: action,
+				AgentID: ref.AgentID, ThreadAgent: bound, ProposalID: ref.ProposalID, Reason: "the button names another agent than its thread's"})
+		}
+		r.ephemeral(ctx, ep, w, u, note)
+		return nil, false
 	}
-	b, err := r.opt.Bindings.BindingByThread(ctx, platform, w.Channel, w.Thread)
+	a, err := r.opt.Service.Agent(ctx, id)
 	if err != nil {
-		r.log.Error("bots: reading chat binding", "err", err)
+		r.ephemeral(ctx, ep, w, u, "This proposal's agent is gone.")
+		return nil, false
 	}
-	if b == nil {
-		return r.teamAgentFor(ctx, platform, w, ref.ProposalID)
+	if !r.allowed(ctx, ep, w, a.Name, u) {
+		r.refuse(ctx, ep, w, u, a.Name, action)
+		return nil, false
 	}
-	return b.AgentID
+	if hashMismatch(a, ref) {
+		r.audit(ctx, AuditEvent{Platform: platform, Channel: w.Channel, Thread: w.Thread, User: u.ID, Action: action,
+			AgentID: a.ID, ThreadAgent: a.ID, ProposalID: ref.ProposalID, Reason: "the button's hash is not the waiting proposal's"})
+		r.ephemeral(ctx, ep, w, u, fmt.Sprintf("This button was made for another command than the one waiting at step %d (%s), so it decided nothing. Decide on the proposal as it is shown now.", a.Pending.Step, a.Pending.Command))
+		return nil, false
+	}
+	return a, true
 }
 
 // OnFeedback handles a submitted feedback dialog.
@@ -312,133 +384,17 @@ func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User
 	if ep == nil || u.Bot {
 		return
 	}
-	ref.AgentID = r.refAgent(ctx, platform, w, ref)
-	a, err := r.opt.Service.Agent(ctx, ref.AgentID)
-	if err != nil {
+	if note := tooLong("Feedback", text); note != "" {
+		r.ephemeral(ctx, ep, w, u, note)
 		return
 	}
-	if !r.allowed(ctx, ep, w, a.Name, u) {
-		r.refuse(ctx, ep, w, u, a.Name, "feedback")
+	a, ok := r.clickTarget(ctx, ep, w, u, ActionFeedback, ref)
+	if !ok {
 		return
 	}
-	_, err = r.opt.Service.Decide(ctx, ref.AgentID, client.DecideRequest{
-		ProposalID: ref.ProposalID, Kind: client.DecisionFeedback, Feedback: text, By: u.ID, Source: platform})
+	_, err := r.opt.Service.Decide(ctx, a.ID, client.DecideRequest{
+		ProposalID: ref.ProposalID, Kind: client.DecisionFeedback, Feedback: text, By: u.ID, Source: platform, Hash: ref.Hash})
 	if err != nil {
 		r.ephemeral(ctx, ep, w, u, err.Error())
 	}
-}
-
-// OnCommand runs a slash command (/agent run|status|list|stop|pause|resume|schedule|team) and returns
-// the text shown to the person who typed it.
-func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User, text string) string {
-	ep := r.endpoint(platform)
-	if ep == nil || u.Bot {
-		return ""
-	}
-	if !ep.rules.Serves(w) {
-		return "I do not serve this channel. An admin can add it to the bot's channels in agentd's config."
-	}
-	verb, rest, _ := strings.Cut(strings.TrimSpace(text), " ")
-	rest = strings.TrimSpace(rest)
-	switch verb {
-	case "run":
-		if rest == "" {
-			return "Usage: /agent run TASK"
-		}
-		a, err := r.start(ctx, ep, w, u, rest, "")
-		if err != nil {
-			if errors.Is(err, errNotApprover) {
-				return ""
-			}
-			return "Could not start: " + err.Error()
-		}
-		return fmt.Sprintf("Started agent %s in a new thread.", a.Name)
-	case "list", "ls":
-		agents, err := r.opt.Service.Agents(ctx)
-		if err != nil {
-			return err.Error()
-		}
-		return listText(agents)
-	case "status":
-		if rest == "" {
-			agents, err := r.opt.Service.Agents(ctx)
-			if err != nil {
-				return err.Error()
-			}
-			return statusText(agents) + r.runningTeamsText(ctx)
-		}
-		a, err := r.opt.Service.Agent(ctx, rest)
-		if err != nil {
-			return err.Error()
-		}
-		return agentText(a)
-	case "stop", "pause", "resume":
-		if rest == "" {
-			return "Usage: /agent " + verb + " AGENT"
-		}
-		a, err := r.opt.Service.Agent(ctx, rest)
-		if err != nil {
-			return err.Error()
-		}
-		if !r.allowed(ctx, ep, w, a.Name, u) {
-			r.log.Warn("bots: refused a non-approver", "platform", platform, "user", u.ID, "agent", a.Name, "action", verb)
-			return "You are not an approver here, so this changed nothing."
-		}
-		call := map[string]func(context.Context, string) (*client.Agent, error){
-			"stop": r.opt.Service.Stop, "pause": r.opt.Service.Pause, "resume": r.opt.Service.Resume}[verb]
-		if a, err = call(ctx, a.ID); err != nil {
-			return err.Error()
-		}
-		return fmt.Sprintf("Agent %s is %s.", a.Name, a.State)
-	case "schedule", "schedules":
-		return r.scheduleCommand(ctx, ep, w, u, rest)
-	case "team":
-		return r.teamCommand(ctx, ep, w, u, rest)
-	}
-	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME | team [FILE TASK | stop ID]"
-}
-
-func listText(agents []client.Agent) string {
-	if len(agents) == 0 {
-		return "No agents."
-	}
-	var b strings.Builder
-	for _, a := range agents {
-		fmt.Fprintf(&b, "%s  %s  %s\n", a.Name, a.State, cut(a.Task, 80))
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
-func statusText(agents []client.Agent) string {
-	by := map[string]int{}
-	for _, a := range agents {
-		by[string(a.State)]++
-	}
-	keys := make([]string, 0, len(by))
-	for k := range by {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := []string{fmt.Sprintf("%d agents", len(agents))}
-	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%d %s", by[k], k))
-	}
-	return strings.Join(parts, ", ")
-}
-
-func agentText(a *client.Agent) string {
-	s := fmt.Sprintf("%s: %s", a.Name, a.State)
-	if a.StateReason != "" {
-		s += " (" + a.StateReason + ")"
-	}
-	if a.Task != "" {
-		s += "\nTask: " + cut(a.Task, 200)
-	}
-	if a.Pending != nil {
-		s += fmt.Sprintf("\nWaiting for a decision on step %d: %s", a.Pending.Step, a.Pending.Command)
-	}
-	if a.Question != nil {
-		s += "\nWaiting for an answer: " + cut(a.Question.Text, 200)
-	}
-	return s
 }

@@ -6,8 +6,10 @@ import "strings"
 // fraction: Slack's ts ("1712345678.000200") and Discord's snowflakes ("1234567890123").
 // It reports whether a < b as numbers. Leading zeros in the integer part are ignored; an
 // id that is not such a number sorts after every number, so a malformed id never counts
-// as written earlier.
+// as written earlier. An id may name its channel first, as the ids Discord's adapter
+// posts with do ("THREAD/SNOWFLAKE"): the part after the last slash is compared.
 func DecimalBefore(a, b string) bool {
+	a, b = a[strings.LastIndexByte(a, '/')+1:], b[strings.LastIndexByte(b, '/')+1:]
 	ai, af, aok := splitDecimal(a)
 	bi, bf, bok := splitDecimal(b)
 	switch {

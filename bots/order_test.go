@@ -19,6 +19,9 @@ func TestDecimalBefore(t *testing.T) {
 		{"x", "100", false},
 		{"", "1", false},
 		{"1.2.3", "5", false},
+		{"300/1234567890123456789", "1234567890123456790", true}, // a posted message's id names its thread
+		{"1234567890123456790", "300/1234567890123456789", false},
+		{"300/", "1", false},
 	} {
 		if got := DecimalBefore(c.a, c.b); got != c.want {
 			t.Errorf("DecimalBefore(%q, %q) = %v, want %v", c.a, c.b, got, c.want)

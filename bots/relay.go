@@ -31,6 +31,10 @@ type Options struct {
 	OutboxSize   int
 	RetryBackoff func(n int) time.Duration
 	GiveUp       time.Duration
+	// Audit, if set, records a chat action refused because it named an agent or a
+	// proposal its thread does not show (a forged or misplaced button); the daemon writes
+	// it to its audit log. An error is logged, never dropped.
+	Audit func(ctx context.Context, e AuditEvent) error
 }
 
 // Relay carries agent events to chat threads and chat actions to the daemon.
@@ -41,6 +45,7 @@ type Relay struct {
 	ready    chan struct{}
 	readyOne sync.Once
 	out      *outbox // posts, in order per thread, retried while a platform is down
+	seen     seenIDs // messages and clicks handled, so a redelivery is applied once
 }
 
 type endpoint struct {
@@ -231,6 +236,7 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 			if m, err := r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
 				if m != nil && p.Status.Decidable() {
 					r.keepMessage(*m)
+					r.state.messageShown(p.ID, platform, m.Message)
 				}
 				return err // posted already (or the store is failing: retried, never posted twice)
 			}
@@ -246,6 +252,7 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 			m := ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
 			if p.Status.Decidable() {
 				r.keepMessage(m)
+				r.state.messageShown(p.ID, platform, id)
 			}
 			if err := r.opt.Bindings.SetMessage(ctx, m); err != nil {
 				r.log.Error("bots: recording proposal message", "proposal", p.ID, "err", err)
@@ -350,12 +357,16 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 		platform := t.ep.a.Platform()
 		r.post(t, "posting a question", func(ctx context.Context) error {
 			if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
+				if m != nil {
+					r.state.messageShown(q.ProposalID, platform, m.Message)
+				}
 				return err
 			}
 			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatQuestion(q, ""), t.label))
 			if err != nil {
 				return err
 			}
+			r.state.messageShown(q.ProposalID, platform, id)
 			u, answered := r.state.questionPosted(q.ProposalID+"|"+platform, func() {
 				r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
 			})

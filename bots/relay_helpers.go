@@ -80,9 +80,10 @@ func (r *Relay) helpersOf(ctx context.Context, agentID string) []*client.Agent {
 // replyTarget picks the agent a reply in a's thread is for, and the reply's text for it.
 // "NAME: text", where NAME is a helper's key or full name, is for that helper. Otherwise
 // it is for the one, a or a helper, whose proposal or question was posted last among
-// those waiting for a person — the one at the bottom of the thread; a itself when none
-// waits. named reports that the reply named its agent.
-func (r *Relay) replyTarget(ctx context.Context, a *client.Agent, text string) (target *client.Agent, rest string, named bool) {
+// those waiting for a person and shown before the reply was written (shownBefore) — the
+// one at the bottom of the thread as the person saw it; a itself when none waits. named
+// reports that the reply named its agent.
+func (r *Relay) replyTarget(ctx context.Context, a *client.Agent, text string, shownBefore func(*client.Agent) bool) (target *client.Agent, rest string, named bool) {
 	if waitingID(a) != "" && !r.state.knowsHelpersOf(a.ID) {
 		return a, text, false // nothing else can wait in this thread
 	}
@@ -95,22 +96,34 @@ func (r *Relay) replyTarget(ctx context.Context, a *client.Agent, text string) (
 			}
 		}
 	}
-	target = a
+	// Among those shown before the reply, else (the reply is refused for what waits
+	// then) among all.
+	if t, ok := r.bottomWaiting(a, helpers, shownBefore); ok {
+		return t, text, false
+	}
+	t, _ := r.bottomWaiting(a, helpers, nil)
+	return t, text, false
+}
+
+// bottomWaiting is the one of a and its helpers, among those shown (nil: all), whose
+// proposal or question was posted last; a, and false, when none of them waits.
+func (r *Relay) bottomWaiting(a *client.Agent, helpers []*client.Agent, shown func(*client.Agent) bool) (*client.Agent, bool) {
+	target, found := a, false
 	var best int64 = -1
-	if id := waitingID(a); id != "" {
-		best = r.state.postOrder(id)
+	if id := waitingID(a); id != "" && (shown == nil || shown(a)) {
+		best, found = r.state.postOrder(id), true
 	}
 	for _, h := range helpers {
 		id := waitingID(h)
-		if id == "" {
+		if id == "" || shown != nil && !shown(h) {
 			continue
 		}
 		// One never seen posted (the relay restarted) counts as older than any seen.
-		if n := r.state.postOrder(id); waitingID(target) == "" || n > best {
-			target, best = h, n
+		if n := r.state.postOrder(id); !found || n > best {
+			target, best, found = h, n, true
 		}
 	}
-	return target, text, false
+	return target, found
 }
 
 // resyncHelpers posts what helpers of bound agents wait for but was never posted.

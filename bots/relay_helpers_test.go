@@ -13,13 +13,26 @@ import (
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
-// fakeAdapter records posts.
+// fakeAdapter records posts. Like the platforms, it hands out message ids in the order
+// messages are written (decimal, as Slack's ts and Discord's snowflakes), whether the
+// relay posts them or a person does (stamp).
 type fakeAdapter struct {
 	mu    sync.Mutex
 	posts []string // channel thread summary
 	first []string // each post's first part, as text
 	files []string // each upload: name, comment, then the content
 	n     int
+	// onPost, if set, runs once a post is on the platform and before Post returns, as a
+	// platform's events can reach the relay before its call does.
+	onPost func(id string)
+}
+
+// stamp is the id of a message a person writes now.
+func (f *fakeAdapter) stamp() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	return fmt.Sprint(1000 + f.n)
 }
 
 func (f *fakeAdapter) Platform() string { return "slack" }
@@ -36,7 +49,13 @@ func (f *fakeAdapter) Post(_ context.Context, channel, thread string, m Message)
 		first = text(Message{Parts: m.Parts[:1]})
 	}
 	f.first = append(f.first, first)
-	return fmt.Sprint("m", f.n), nil
+	id, onPost := fmt.Sprint(1000+f.n), f.onPost
+	if onPost != nil {
+		f.mu.Unlock()
+		onPost(id)
+		f.mu.Lock()
+	}
+	return id, nil
 }
 func (f *fakeAdapter) Update(context.Context, string, string, Message) error { return nil }
 func (f *fakeAdapter) PostFile(_ context.Context, _, _, name, content, comment string) error {
@@ -61,6 +80,8 @@ type memBindings struct {
 	mu   sync.Mutex
 	bs   []*Binding
 	msgs map[string]*ChatMessage
+	// onLookup, if set, is told of each Message lookup and whether it found one.
+	onLookup func(id string, found bool)
 }
 
 func (m *memBindings) Bind(_ context.Context, b Binding) error {
@@ -88,8 +109,22 @@ func (m *memBindings) SetMessage(_ context.Context, c ChatMessage) error {
 }
 func (m *memBindings) Message(_ context.Context, id, platform, kind string) (*ChatMessage, error) {
 	m.mu.Lock()
+	c, hook := m.msgs[id+platform+kind], m.onLookup
+	m.mu.Unlock()
+	if hook != nil {
+		hook(id, c != nil)
+	}
+	return c, nil
+}
+func (m *memBindings) MessageAt(_ context.Context, platform, channel, message string) (*ChatMessage, error) {
+	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.msgs[id+platform+kind], nil
+	for _, c := range m.msgs {
+		if c.Platform == platform && c.Channel == channel && c.Message == message {
+			return c, nil
+		}
+	}
+	return nil, nil
 }
 
 // helperService knows a parent, its helper and the helper's helper.
@@ -148,7 +183,7 @@ func TestHelpersPostInTheirParentsThread(t *testing.T) {
 	}
 
 	// "y" in the parent's thread decides the helper's proposal: the parent has none.
-	r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: "y"})
+	r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: "y", ID: ad.stamp()})
 	if fmt.Sprint(svc.decided) != "[a-2 p-2 approve]" {
 		t.Fatalf("decisions = %q, want the helper's proposal approved", svc.decided)
 	}
@@ -177,9 +212,10 @@ func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
 	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
 	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
 	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
+	r.out.flush() // the replies below are written after the proposals are shown
 
 	say := func(text string) {
-		r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: text})
+		r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: text, ID: ad.stamp()})
 	}
 	tests := []struct{ text, want string }{
 		{"y", "a-3 p-3 approve"},                         // writer's was posted last

@@ -30,4 +30,7 @@ type Bindings interface {
 	Bindings(ctx context.Context) ([]*Binding, error)
 	SetMessage(ctx context.Context, m ChatMessage) error
 	Message(ctx context.Context, proposalID, platform, kind string) (*ChatMessage, error)
+	// MessageAt finds the proposal or question whose message has id message in channel
+	// (the message a reply names); nil, nil for any other message.
+	MessageAt(ctx context.Context, platform, channel, message string) (*ChatMessage, error)
 }

@@ -21,24 +21,25 @@ type relayState struct {
 	qgate sync.Mutex
 
 	mu        sync.Mutex
-	adapters  map[string]*endpoint               // platform → adapter and its rules
-	bound     map[string]map[string]*Binding     // agent → platform → binding
-	props     map[string]*client.Proposal        // proposals posted and not yet decided
-	states    map[string]string                  // agent → last state shown
-	agents    map[string]agentInfo               // unbound agents' names and parents (helpers)
-	posted    map[string]int64                   // proposal → order of its post (or its question's), while it waits
-	postSeq   int64                              // the last order handed out in posted
-	timers    map[string]*time.Timer             // expiry timers by proposal
-	teamBound map[string]map[string]*TeamBinding // team run → platform → binding
-	roles     map[string]teamRole                // role agent → its team run and role
-	following map[string]bool                    // team runs whose events are followed
-	teamEnded map[string]bool                    // ended team runs kept for their role agents' last events
-	propMsgs  map[string]ChatMessage             // open proposals' messages by proposal and platform
-	early     map[string]User                    // answers that came while their question's post was in flight, by proposal|platform
-	schedules Schedules                          // for /agent schedule; nil without
-	teams     Teams                              // for /agent team; nil without
-	runCtx    context.Context                    // Run's, for the team followers
-	followWG  sync.WaitGroup                     // the team followers; Add under mu, with runCtx checked
+	adapters  map[string]*endpoint                // platform → adapter and its rules
+	bound     map[string]map[string]*Binding      // agent → platform → binding
+	props     map[string]*client.Proposal         // proposals posted and not yet decided
+	states    map[string]string                   // agent → last state shown
+	agents    map[string]agentInfo                // unbound agents' names and parents (helpers)
+	posted    map[string]int64                    // proposal → order of its post (or its question's), while it waits
+	postSeq   int64                               // the last order handed out in posted
+	timers    map[string]*time.Timer              // expiry timers by proposal
+	teamBound map[string]map[string]*TeamBinding  // team run → platform → binding
+	roles     map[string]teamRole                 // role agent → its team run and role
+	following map[string]bool                     // team runs whose events are followed
+	teamEnded map[string]bool                     // ended team runs kept for their role agents' last events
+	propMsgs  map[string]ChatMessage              // open proposals' messages by proposal and platform
+	early     map[string]User                     // answers that came while their question's post was in flight, by proposal|platform
+	shown     map[string]map[string]*shownMessage // waiting proposal (or question) → platform → the message showing it
+	schedules Schedules                           // for /agent schedule; nil without
+	teams     Teams                               // for /agent team; nil without
+	runCtx    context.Context                     // Run's, for the team followers
+	followWG  sync.WaitGroup                      // the team followers; Add under mu, with runCtx checked
 }
 
 func newRelayState() *relayState {
@@ -47,6 +48,7 @@ func newRelayState() *relayState {
 		states: map[string]string{}, agents: map[string]agentInfo{}, posted: map[string]int64{}, timers: map[string]*time.Timer{},
 		teamBound: map[string]map[string]*TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{},
 		teamEnded: map[string]bool{}, propMsgs: map[string]ChatMessage{}, early: map[string]User{},
+		shown: map[string]map[string]*shownMessage{},
 	}
 }
 
@@ -275,6 +277,54 @@ func (s *relayState) unmarkPosted(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.posted, id)
+	delete(s.shown, id)
+}
+
+// shownMessage is the message showing a waiting proposal on one platform: done is
+// closed once id is known.
+type shownMessage struct {
+	done chan struct{}
+	id   string
+}
+
+// shownSlot returns proposal id's slot on platform, made when missing. Caller holds mu.
+func (s *relayState) shownSlot(id, platform string) *shownMessage {
+	m := s.shown[id]
+	if m == nil {
+		m = map[string]*shownMessage{}
+		s.shown[id] = m
+	}
+	sl := m[platform]
+	if sl == nil {
+		sl = &shownMessage{done: make(chan struct{})}
+		m[platform] = sl
+	}
+	return sl
+}
+
+// messageShown notes that message shows proposal (or question) id on platform, and
+// wakes the replies waiting for it (whenShown).
+func (s *relayState) messageShown(id, platform, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sl := s.shownSlot(id, platform); sl.id == "" {
+		sl.id = message
+		close(sl.done)
+	}
+}
+
+// whenShown returns the message showing proposal id on platform ("" when not posted
+// yet), and a channel closed once it is, and read, which returns it then.
+func (s *relayState) whenShown(id, platform string) (message string, done <-chan struct{}, read func() string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl := s.shownSlot(id, platform)
+	read = func() string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return sl.id
+	}
+	return sl.id, sl.done, read
 }
 
 // postOrder is the order in which proposal id was posted; 0 when not seen.
@@ -299,6 +349,7 @@ func (s *relayState) decided(id string) *client.Proposal {
 	p := s.props[id]
 	delete(s.props, id)
 	delete(s.posted, id)
+	delete(s.shown, id)
 	if t := s.timers[id]; t != nil {
 		t.Stop()
 		delete(s.timers, id)
@@ -316,6 +367,7 @@ func (s *relayState) closeOpen(agentID string) []*client.Proposal {
 			open = append(open, p)
 			delete(s.props, id)
 			delete(s.posted, id)
+			delete(s.shown, id)
 		}
 	}
 	return open

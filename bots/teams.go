@@ -437,14 +437,7 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		}
 	}
 	if target == nil {
-		var best int64 = -1
-		for _, a := range agents {
-			if id := waitingID(a); id != "" {
-				if n := r.state.postOrder(id); n > best {
-					target, best = a, n
-				}
-			}
-		}
+		target = r.lastPosted(agents)
 	}
 	if target == nil {
 		msg := fmt.Sprintf("Nothing in team run %s waits for you now; it is %s.", run.ID, run.Status)
@@ -458,29 +451,41 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		r.ephemeral(ctx, ep, in.Where, in.User, "Say what to tell the role after its name, like: ROLE: y")
 		return
 	}
+	if note := r.bindReply(ctx, ep, in, target); note != "" {
+		r.ephemeral(ctx, ep, in.Where, in.User, note)
+		return
+	}
 	switch {
 	case target.Question != nil:
+		if err = errorIf(tooLong("The answer", text)); err != nil {
+			break
+		}
 		err = r.opt.Service.Answer(ctx, target.ID, client.AnswerRequest{ProposalID: target.Question.ProposalID, Text: text, By: in.User.ID})
 		if err == nil {
 			r.answered(ctx, ep, target.ID, target.Question, in.User)
 		}
 	case target.Pending != nil:
-		req, perr := client.ParseDecision(text)
-		if perr != nil {
-			err = perr
-			break
-		}
-		if r.expired(target.Pending) {
-			err = errors.New(r.expiredText())
-			break
-		}
-		req.ProposalID, req.By, req.Source = target.Pending.ID, in.User.ID, ep.a.Platform()
-		_, err = r.opt.Service.Decide(ctx, target.ID, req)
+		err = r.decideReply(ctx, ep, in, target, text)
 	}
 	if err != nil {
 		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
 	}
 	r.rememberChat(ctx, ep.a.Platform(), target.ID, in.User, text)
+}
+
+// lastPosted is the one of agents whose proposal or question waiting was posted last;
+// nil when none waits.
+func (r *Relay) lastPosted(agents []*client.Agent) *client.Agent {
+	var target *client.Agent
+	var best int64 = -1
+	for _, a := range agents {
+		if id := waitingID(a); id != "" {
+			if n := r.state.postOrder(id); n > best {
+				target, best = a, n
+			}
+		}
+	}
+	return target
 }
 
 // teamAgentFor is the role agent of a team thread whose proposal or question id is, for
@@ -507,8 +512,9 @@ func (r *Relay) teamAgentFor(ctx context.Context, platform string, w Where, prop
 	return run.Waiting
 }
 
-// runningTeamsText is the line /agent status adds for running team runs ("" for none).
-func (r *Relay) runningTeamsText(ctx context.Context) string {
+// runningTeamsText is the line /agent status in w adds for the running team runs bound to
+// its channel ("" for none).
+func (r *Relay) runningTeamsText(ctx context.Context, platform string, w Where) string {
 	teams := r.teamSvc()
 	if teams == nil {
 		return ""
@@ -517,9 +523,10 @@ func (r *Relay) runningTeamsText(ctx context.Context) string {
 	if err != nil {
 		return ""
 	}
+	here := r.channelTeamRuns(ctx, platform, w.Channel)
 	var parts []string
 	for _, t := range all {
-		if t.Status == client.TeamRunning {
+		if t.Status == client.TeamRunning && here[t.ID] {
 			p := fmt.Sprintf("%s (%s, state %s, %d/%d turns)", t.ID, t.Workflow, t.State, t.Turns, t.MaxTurns)
 			if t.Waiting != "" {
 				p += " waiting for " + t.Waiting

@@ -100,7 +100,7 @@ func parseGlob(p string) (glob, error) {
 	if p == "" {
 		return glob{}, &patternError{&pathError{path: p, problem: `is empty; use "**" to match every file`, err: ErrBadPath}}
 	}
-	clean, err := cleanRel(p)
+	clean, err := CleanPath(p)
 	if err != nil {
 		return glob{}, asPatternError(err)
 	}

@@ -93,8 +93,12 @@ func refuseHardLinked(p string, fi fs.FileInfo) error {
 	return nil
 }
 
-// cleanRel checks p lexically and returns it cleaned, relative to the workspace.
-func cleanRel(p string) (string, error) {
+// CleanPath returns p as the cleaned, workspace-relative path every file command resolves
+// ("./notes//a.txt" and "notes/../notes/a.txt" are "notes/a.txt"), or the error the file
+// commands give for a path that is empty, absolute or leaves the workspace. It is the one
+// path cleaner: permission rules match what it returns, so they see what the command opens.
+// It checks p lexically only.
+func CleanPath(p string) (string, error) {
 	switch {
 	case p == "":
 		return "", badPath(p, `is empty; use "." for the workspace folder itself`)
@@ -168,7 +172,7 @@ type walker struct {
 	hops int
 }
 
-// resolveIn returns clean (p checked by cleanRel) relative to the workspace with every
+// resolveIn returns clean (p checked by CleanPath) relative to the workspace with every
 // existing symlink resolved. A link leading outside, a dangling one or a loop refuses p.
 func resolveIn(root *os.Root, ws, p, clean string) (string, error) {
 	if clean == "." {
@@ -278,7 +282,7 @@ func within(root, path string) bool {
 // errors, the Root keeps the operation that follows inside even if the tree changes. It
 // returns the Root (the caller closes it), the workspace's path and p resolved.
 func openIn(workspace, p string) (root *os.Root, ws, rel string, err error) {
-	clean, err := cleanRel(p)
+	clean, err := CleanPath(p)
 	if err != nil {
 		return nil, "", "", err
 	}

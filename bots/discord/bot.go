@@ -70,9 +70,11 @@ type Bot struct {
 	self    string            // the bot's user ID, from READY
 	app     string            // application ID
 	parents map[string]string // channel → parent for threads, "" for channels that are not
-	members map[string]memberEntry
-	state   bots.Status
-	cmdsOK  bool
+	// continued maps a locked thread to the one its run goes on in; continues, back.
+	continued, continues map[string]string
+	members              map[string]memberEntry
+	state                bots.Status
+	cmdsOK               bool
 
 	// discordgo runs each gateway handler in a goroutine of its own; track counts them in
 	// and hands them hctx, which Run cancels before waiting for them, so none outlives it.
@@ -128,6 +130,7 @@ func New(opt Options) (*Bot, error) {
 	s.LogLevel = -1
 	b := &Bot{opt: opt, s: s, log: opt.Log, disconnected: make(chan struct{}, 1), app: opt.ApplicationID,
 		parents: map[string]string{}, members: map[string]memberEntry{},
+		continued: map[string]string{}, continues: map[string]string{},
 		state: bots.Status{Platform: Platform, State: bots.StateConnecting, Since: time.Now()}}
 	s.AddHandler(func(_ *discordgo.Session, d *discordgo.Disconnect) {
 		b.track(func(context.Context) { b.onDisconnect(d) })
@@ -349,7 +352,8 @@ func (b *Bot) where(ctx context.Context, guild, channel string) (bots.Where, err
 		return bots.Where{}, err
 	}
 	if parent != "" {
-		return bots.Where{Team: guild, Channel: parent, Thread: channel}, nil
+		// A reply in a continuation thread belongs to the run of the thread it continues.
+		return bots.Where{Team: guild, Channel: parent, Thread: b.origin(channel)}, nil
 	}
 	return bots.Where{Team: guild, Channel: channel}, nil
 }

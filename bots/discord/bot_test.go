@@ -249,11 +249,20 @@ func TestSlashCommands(t *testing.T) {
 		}
 		return false
 	})
-	ls, err := e.fake.Command(eChannel, uBob, "agent", fakediscord.CommandOption{Type: 1, Name: "list"})
+	ls, err := e.fake.Command(eChannel, uAlice, "agent", fakediscord.CommandOption{Type: 1, Name: "list"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.wait("the list", func() bool { return e.original(ls, "touch from a command") })
+	// A non-approver learns nothing: not even which agents exist.
+	bls, err := e.fake.Command(eChannel, uBob, "agent", fakediscord.CommandOption{Type: 1, Name: "list"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait("bob's list refused", func() bool { return e.original(bls, "not an approver") })
+	if e.original(bls, "touch from a command") {
+		t.Error("a non-approver's /agent list showed an agent's task")
+	}
 	agents, _ := e.sup.API().Views.Agents(context.Background())
 	if len(agents) != 1 {
 		t.Fatalf("agents = %+v", agents)

@@ -25,17 +25,32 @@ const (
 const MaxApproveN = 100
 
 // customIDPrefix starts every custom ID agentd makes; the version lets a later format tell
-// an old button apart instead of misreading it.
-const customIDPrefix = "agentd:v1:"
+// an old button apart instead of misreading it. v2 added the shown proposal's hash.
+const customIDPrefix = "agentd:v2:"
+
+// oldCustomIDPrefixes are formats agentd made before: their buttons are refused with a
+// note saying so, never read as today's.
+var oldCustomIDPrefixes = []string{"agentd:v1:"}
+
+// noHash stands for "no hash" in a custom ID: a proposal shown without one.
+const noHash = "-"
+
+// hashRE matches the proposal hash prefix a custom ID carries (bots.HashLen hex).
+var hashRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
 // proposalIDRE matches the daemon's proposal IDs ("p-" and hex, see daemon/agent newID).
 var proposalIDRE = regexp.MustCompile(`^p-[0-9a-f]{6,32}$`)
 
-// CustomID is the parsed custom_id of a proposal button or of the feedback modal.
+// CustomID is the parsed custom_id of a proposal button or of the feedback modal:
+// "agentd:v2:ACTION:PROPOSAL[:N]:HASH", HASH being bots.HashLen hex characters of the
+// shown proposal's hash or "-".
 type CustomID struct {
 	Action     Action
 	ProposalID string
 	N          int // only for ActionApproveN: how many proposals the approval covers (≥ 2)
+	// Hash is the first bots.HashLen hex characters of the hash of the proposal as shown;
+	// the daemon refuses a decision carrying one that is not the proposal's. "" for none.
+	Hash string
 }
 
 // CustomIDError says why a custom_id was refused.
@@ -55,6 +70,11 @@ func (c CustomID) String() string {
 	if c.Action == ActionApproveN {
 		s += ":" + strconv.Itoa(c.N)
 	}
+	if c.Hash == "" {
+		s += ":" + noHash
+	} else {
+		s += ":" + c.Hash
+	}
 	if _, err := ParseCustomID(s); err != nil {
 		panic(err)
 	}
@@ -73,6 +93,11 @@ func ParseCustomID(s string) (CustomID, error) {
 	if !strings.HasPrefix(s, "agentd:") {
 		return bad("not made by agentd")
 	}
+	for _, old := range oldCustomIDPrefixes {
+		if strings.HasPrefix(s, old) {
+			return bad("made by an older agentd (%s), before buttons carried the proposal's hash", strings.TrimSuffix(old, ":"))
+		}
+	}
 	if !strings.HasPrefix(s, customIDPrefix) {
 		return bad("made by another agentd version (want prefix %q)", customIDPrefix)
 	}
@@ -80,12 +105,12 @@ func ParseCustomID(s string) (CustomID, error) {
 	c := CustomID{Action: Action(parts[0])}
 	switch c.Action {
 	case ActionApprove, ActionDeny, ActionFeedback, ActionFeedbackModal:
-		if len(parts) != 2 {
-			return bad("%s takes exactly a proposal ID", c.Action)
+		if len(parts) != 3 {
+			return bad("%s takes exactly a proposal ID and a hash", c.Action)
 		}
 	case ActionApproveN:
-		if len(parts) != 3 {
-			return bad("approve_n takes a proposal ID and a count")
+		if len(parts) != 4 {
+			return bad("approve_n takes a proposal ID, a count and a hash")
 		}
 		n, err := strconv.Atoi(parts[2])
 		if err != nil || strconv.Itoa(n) != parts[2] {
@@ -98,6 +123,12 @@ func ParseCustomID(s string) (CustomID, error) {
 	default:
 		return bad("unknown action %q", parts[0])
 	}
+	if h := parts[len(parts)-1]; h != noHash {
+		if !hashRE.MatchString(h) {
+			return bad("%q is not a proposal hash (16 lowercase hex characters, or -)", h)
+		}
+		c.Hash = h
+	}
 	if !proposalIDRE.MatchString(parts[1]) {
 		return bad("%q is not a proposal ID", parts[1])
 	}
@@ -108,7 +139,7 @@ func ParseCustomID(s string) (CustomID, error) {
 // DecideRequest turns a button press into the decision agentctl would send. Feedback has no
 // decision yet (the modal collects the text), so ok is false for it and for the modal ID.
 func (c CustomID) DecideRequest(by string) (req client.DecideRequest, ok bool) {
-	req = client.DecideRequest{ProposalID: c.ProposalID, By: by, Source: "discord"}
+	req = client.DecideRequest{ProposalID: c.ProposalID, Hash: c.Hash, By: by, Source: "discord"}
 	switch c.Action {
 	case ActionApprove:
 		req.Kind, req.Count = client.DecisionApprove, 1

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/client"
 )
 
@@ -16,6 +17,9 @@ func TestCustomIDRoundTrip(t *testing.T) {
 		{Action: ActionDeny, ProposalID: "p-abcdef"},
 		{Action: ActionFeedback, ProposalID: "p-0123456789ab"},
 		{Action: ActionFeedbackModal, ProposalID: "p-0123456789ab"},
+		{Action: ActionApprove, ProposalID: "p-0123456789ab", Hash: "00112233445566ff"},
+		{Action: ActionApproveN, ProposalID: "p-" + strings.Repeat("f", 32), N: MaxApproveN, Hash: "00112233445566ff"},
+		{Action: ActionFeedbackModal, ProposalID: "p-0123456789ab", Hash: "00112233445566ff"},
 	} {
 		s := c.String()
 		got, err := ParseCustomID(s)
@@ -32,19 +36,24 @@ func TestParseCustomIDRefuses(t *testing.T) {
 	cases := []struct{ name, id, reason string }{
 		{"empty", "", "not made by agentd"},
 		{"other_bot", "approve:123", "not made by agentd"},
-		{"other_version", "agentd:v2:approve:p-0123456789ab", "another agentd version"},
-		{"unknown_action", "agentd:v1:launch:p-0123456789ab", "unknown action"},
-		{"missing_id", "agentd:v1:approve", "exactly a proposal ID"},
-		{"extra_part", "agentd:v1:deny:p-0123456789ab:1", "exactly a proposal ID"},
-		{"bad_proposal_id", "agentd:v1:approve:a-0123456789ab", "not a proposal ID"},
-		{"upper_hex", "agentd:v1:approve:p-0123456789AB", "not a proposal ID"},
-		{"approve_n_without_count", "agentd:v1:approve_n:p-0123456789ab", "a proposal ID and a count"},
-		{"count_one", "agentd:v1:approve_n:p-0123456789ab:1", "outside 2..100"},
-		{"count_huge", "agentd:v1:approve_n:p-0123456789ab:1000", "outside 2..100"},
-		{"count_signed", "agentd:v1:approve_n:p-0123456789ab:+3", "plain decimal"},
-		{"count_leading_zero", "agentd:v1:approve_n:p-0123456789ab:03", "plain decimal"},
-		{"count_not_number", "agentd:v1:approve_n:p-0123456789ab:x", "plain decimal"},
-		{"too_long", "agentd:v1:approve:p-" + strings.Repeat("a", 100), "longer than"},
+		{"other_version", "agentd:v3:approve:p-0123456789ab:-", "another agentd version"},
+		{"v1_button", "agentd:v1:approve:p-0123456789ab", "older agentd"},
+		{"unknown_action", "agentd:v2:launch:p-0123456789ab:-", "unknown action"},
+		{"missing_id", "agentd:v2:approve", "exactly a proposal ID and a hash"},
+		{"missing_hash", "agentd:v2:approve:p-0123456789ab", "exactly a proposal ID and a hash"},
+		{"extra_part", "agentd:v2:deny:p-0123456789ab:1:-", "exactly a proposal ID and a hash"},
+		{"bad_proposal_id", "agentd:v2:approve:a-0123456789ab:-", "not a proposal ID"},
+		{"upper_hex", "agentd:v2:approve:p-0123456789AB:-", "not a proposal ID"},
+		{"short_hash", "agentd:v2:approve:p-0123456789ab:0011", "not a proposal hash"},
+		{"upper_hash", "agentd:v2:approve:p-0123456789ab:00112233445566FF", "not a proposal hash"},
+		{"empty_hash", "agentd:v2:approve:p-0123456789ab:", "not a proposal hash"},
+		{"approve_n_without_count", "agentd:v2:approve_n:p-0123456789ab:-", "a proposal ID, a count and a hash"},
+		{"count_one", "agentd:v2:approve_n:p-0123456789ab:1:-", "outside 2..100"},
+		{"count_huge", "agentd:v2:approve_n:p-0123456789ab:1000:-", "outside 2..100"},
+		{"count_signed", "agentd:v2:approve_n:p-0123456789ab:+3:-", "plain decimal"},
+		{"count_leading_zero", "agentd:v2:approve_n:p-0123456789ab:03:-", "plain decimal"},
+		{"count_not_number", "agentd:v2:approve_n:p-0123456789ab:x:-", "plain decimal"},
+		{"too_long", "agentd:v2:approve:p-" + strings.Repeat("a", 100), "longer than"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,7 +74,7 @@ func TestDecideRequest(t *testing.T) {
 		kind  client.DecisionKind
 		count int
 	}{
-		{"approve", CustomID{Action: ActionApprove, ProposalID: "p-abcdef"}, true, client.DecisionApprove, 1},
+		{"approve", CustomID{Action: ActionApprove, ProposalID: "p-abcdef", Hash: "00112233445566ff"}, true, client.DecisionApprove, 1},
 		{"approve_n", CustomID{Action: ActionApproveN, ProposalID: "p-abcdef", N: 4}, true, client.DecisionApprove, 4},
 		{"deny", CustomID{Action: ActionDeny, ProposalID: "p-abcdef"}, true, client.DecisionDeny, 0},
 		{"feedback_needs_modal", CustomID{Action: ActionFeedback, ProposalID: "p-abcdef"}, false, "", 0},
@@ -76,9 +85,15 @@ func TestDecideRequest(t *testing.T) {
 			if ok != c.ok || req.Kind != c.kind || req.Count != c.count {
 				t.Fatalf("DecideRequest = %+v, %v", req, ok)
 			}
-			if ok && (req.ProposalID != "p-abcdef" || req.Source != "discord" || req.By != "200000000000000001") {
+			if ok && (req.ProposalID != "p-abcdef" || req.Hash != c.id.Hash || req.Source != "discord" || req.By != "200000000000000001") {
 				t.Fatalf("DecideRequest = %+v", req)
 			}
 		})
+	}
+}
+
+func TestHashLenAgrees(t *testing.T) {
+	if h := strings.Repeat("a", bots.HashLen); !hashRE.MatchString(h) {
+		t.Fatalf("custom IDs do not take bots.HashLen (%d) hex characters", bots.HashLen)
 	}
 }

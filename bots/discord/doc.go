@@ -9,6 +9,16 @@
 // as escaped markdown with buttons; clicks are answered with a deferred update and the
 // proposal message is edited when the daemon's decision comes back.
 //
+// What real Discord asks of it: every interaction is acknowledged before any other call
+// (deferred; sent outside discordgo's rate limiter, so a 429 on posts cannot push it past
+// 3 s), a redelivered one (40060) is ignored; every message and edit carries
+// SUPPRESS_EMBEDS, so no link is fetched before anyone approved; limits apply to the final
+// escaped text, cut with bots.Fit and said ("truncated — full text attached") with the
+// full text as a file; an edit replaces the attachments with the new text's; an archived
+// thread is unarchived to edit in it (50083), and a locked one is continued in a new
+// thread linked from the channel, whose replies go to the old thread's run (threads.go).
+// Buttons carry the shown proposal's hash (custom ID v2); older buttons are refused.
+//
 // The pieces: how a proposal looks (escaped markdown, no pings, Approve / Approve ×N /
 // Deny / Feedback… buttons), the custom IDs those buttons carry and their strict parsing,
 // the feedback modal, the rule that sends text over Discord's 2,000-character limit as

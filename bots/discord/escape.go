@@ -1,12 +1,12 @@
 package discord
 
 import (
-	"fmt"
 	"strings"
 	"unicode/utf16"
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/client/display"
 )
 
@@ -84,37 +84,33 @@ func Truncate(s string, n int) string {
 	return b.String() + "…"
 }
 
-// Fit returns text as one message's content when it fits Discord's limit; otherwise the
-// message holds its start and a note, and the full text is attached as a file called name.
-func Fit(text, name string) Message {
-	if Len(text) <= MaxContent {
-		return Message{Content: text}
-	}
-	note := fmt.Sprintf("\n(%d characters: the full text is attached as %s)", Len(text), Escape(name))
-	return Message{
-		Content: Truncate(text, MaxContent-Len(note)) + note,
-		Files:   []*discordgo.File{textFile(name, text)},
-	}
+// truncatedNote ends a message cut to fit: said visibly, with the file that holds it all.
+func truncatedNote(name string) string {
+	return "\n(truncated — full text attached as " + Escape(name) + ")"
 }
 
+// fitContent makes content (final, escaped markdown) fit one message: when it is over
+// Discord's limit it is cut with bots.Fit on a safe boundary (never inside an escape or a
+// character; an open ``` fence is closed), the cut is said visibly, and full (the text
+// for people, unescaped) goes along as a file called name.
+func fitContent(content, full, name string) Message {
+	if Len(content) <= MaxContent {
+		return Message{Content: content}
+	}
+	note := truncatedNote(name)
+	cut, _ := bots.Fit(content, MaxContent-Len(note), Len)
+	return Message{Content: cut + note, Files: []*discordgo.File{textFile(name, full)}}
+}
+
+// Fit returns text as one message's content when it fits Discord's limit; otherwise the
+// message holds its start and a note, and the full text is attached as a file called name.
+func Fit(text, name string) Message { return fitContent(text, text, name) }
+
 // FitCode renders header (markdown, already escaped) and body in a code block. A body too
-// long for one message is cut in the message and attached in full as a file called name.
+// long for one message is cut in the message (the block stays closed) and attached in
+// full as a file called name.
 func FitCode(header, body, name string) Message {
-	full := header + "\n```\n" + codeBlock(body) + "\n```"
-	if Len(full) <= MaxContent {
-		return Message{Content: full}
-	}
-	note := fmt.Sprintf("\n(%d characters: the full text is attached as %s)", Len(body), Escape(name))
-	room := MaxContent - Len(header) - Len("\n```\n\n```") - Len(note)
-	cut := codeBlock(Truncate(body, max(room, 0)))
-	for Len(cut) > room && room > 0 { // codeBlock can lengthen the text a little
-		room -= Len(cut) - room
-		cut = codeBlock(Truncate(body, max(room, 0)))
-	}
-	return Message{
-		Content: header + "\n```\n" + cut + "\n```" + note,
-		Files:   []*discordgo.File{textFile(name, body)},
-	}
+	return fitContent(header+"\n```\n"+codeBlock(body)+"\n```", body, name)
 }
 
 func textFile(name, text string) *discordgo.File {

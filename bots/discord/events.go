@@ -1,8 +1,13 @@
 package discord
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
 	"regexp"
 	"strings"
 	"sync"
@@ -55,8 +60,17 @@ func (b *Bot) onMessage(base context.Context, m *discordgo.MessageCreate) {
 	ctx = context.WithValue(ctx, actorKey{}, actor)
 	ctx = context.WithValue(ctx, replyKey{}, m.ID)
 	text, mentioned := b.stripMention(m.Content, m.Mentions)
-	b.opt.Relay.OnMessage(ctx, bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: actor.UserID, Name: actor.Name},
-		Text: text, ID: m.ID, Mention: mentioned})
+	in := bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: actor.UserID, Name: actor.Name},
+		Text: text, ID: m.ID, Mention: mentioned}
+	if m.Type == discordgo.MessageTypeReply && m.MessageReference != nil {
+		// In the form Post returns ids in (CHANNEL/MESSAGE), which the relay stored.
+		ch := m.MessageReference.ChannelID
+		if ch == "" {
+			ch = m.ChannelID
+		}
+		in.ReplyTo = ch + "/" + m.MessageReference.MessageID
+	}
+	b.opt.Relay.OnMessage(ctx, in)
 }
 
 var mentionRE = regexp.MustCompile(`<@!?([0-9]+)>`)
@@ -78,7 +92,10 @@ func (b *Bot) stripMention(text string, mentions []*discordgo.User) (string, boo
 	return strings.TrimSpace(out), found && self != ""
 }
 
-// onInteraction handles clicks, the feedback modal's submit and /agent.
+// onInteraction handles clicks, the feedback modal's submit and /agent. Each is
+// acknowledged before anything else is asked of Discord or the daemon (Discord drops an
+// interaction not answered within 3 s), except the Feedback… click, whose first answer
+// must be the modal itself.
 func (b *Bot) onInteraction(base context.Context, ic *discordgo.InteractionCreate) {
 	i := ic.Interaction
 	ctx, cancel := context.WithTimeout(base, handlerTimeout)
@@ -88,6 +105,12 @@ func (b *Bot) onInteraction(base context.Context, ic *discordgo.InteractionCreat
 		return
 	}
 	r := &responder{s: b.s, i: i}
+	if err := b.ackFirst(ctx, r, i); err != nil {
+		// 40060: answered already, so this is a redelivery (a resumed gateway replaying
+		// it); 10062: too late, and the person was told the interaction failed.
+		b.log.Warn("discord: interaction not acknowledged; ignoring it", "interaction", i.ID, "err", err)
+		return
+	}
 	ctx = context.WithValue(ctx, actorKey{}, actor)
 	ctx = context.WithValue(ctx, responderKey{}, r)
 	u := bots.User{ID: actor.UserID, Name: actor.Name}
@@ -99,7 +122,7 @@ func (b *Bot) onInteraction(base context.Context, ic *discordgo.InteractionCreat
 	}
 	switch i.Type {
 	case discordgo.InteractionMessageComponent:
-		b.onClick(ctx, r, w, u, i.MessageComponentData())
+		b.onClick(ctx, r, w, u, i)
 	case discordgo.InteractionModalSubmit:
 		req, err := ParseFeedback(i.ModalSubmitData(), actor.UserID)
 		if err != nil {
@@ -107,35 +130,62 @@ func (b *Bot) onInteraction(base context.Context, ic *discordgo.InteractionCreat
 			r.ephemeral(ctx, "That dialog is not one I understand: "+err.Error())
 			return
 		}
-		// Deferred first: the dialog closes at once, and the proposal message is edited
-		// when the daemon's decision comes back.
-		r.deferUpdate(ctx)
-		b.opt.Relay.OnFeedback(ctx, Platform, w, u, bots.Ref{ProposalID: req.ProposalID}, req.Feedback)
+		// The proposal message is edited when the daemon's decision comes back.
+		b.opt.Relay.OnFeedback(ctx, Platform, w, u, bots.Ref{ProposalID: req.ProposalID, Hash: req.Hash}, req.Feedback)
 	case discordgo.InteractionApplicationCommand:
 		b.onCommand(ctx, r, w, u, i.ApplicationCommandData())
 	}
 }
 
-func (b *Bot) onClick(ctx context.Context, r *responder, w bots.Where, u bots.User, d discordgo.MessageComponentInteractionData) {
+// ackFirst acknowledges an interaction at once: a deferred update for a decision click
+// or a modal submit (the message is edited when the decision comes back), a deferred
+// ephemeral answer for /agent. A Feedback… click and a button that does not parse are
+// left to their handlers, whose first answer is the modal or the refusal.
+func (b *Bot) ackFirst(ctx context.Context, r *responder, i *discordgo.Interaction) error {
+	switch i.Type {
+	case discordgo.InteractionMessageComponent:
+		id, err := ParseCustomID(i.MessageComponentData().CustomID)
+		if err != nil || id.Action == ActionFeedback {
+			return nil
+		}
+		return r.respond(ctx, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
+	case discordgo.InteractionModalSubmit:
+		return r.respond(ctx, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
+	case discordgo.InteractionApplicationCommand:
+		return r.respond(ctx, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral | noEmbeds}})
+	}
+	return nil
+}
+
+func (b *Bot) onClick(ctx context.Context, r *responder, w bots.Where, u bots.User, i *discordgo.Interaction) {
+	d := i.MessageComponentData()
 	id, err := ParseCustomID(d.CustomID)
 	if err != nil {
 		var ce *CustomIDError
 		if errors.As(err, &ce) {
 			b.log.Warn("discord: refused a button", "user", u.ID, "err", err)
 		}
-		r.ephemeral(ctx, "This button is not one I can act on (it may come from an older agentd). Reply in the thread instead: y, n, or feedback.")
+		note := "This button is not one I can act on. Reply in the thread instead: y, n, or feedback."
+		if strings.Contains(err.Error(), "older agentd") {
+			note = "This button is from an older version of agentd and decides nothing now. Use the buttons on the newest proposal in this thread, or reply y, n, or feedback."
+		}
+		r.ephemeral(ctx, note)
 		return
 	}
-	c := bots.Click{Platform: Platform, Where: w, User: u, Action: string(id.Action), Ref: bots.Ref{ProposalID: id.ProposalID, Count: id.N}}
+	c := bots.Click{Platform: Platform, Where: w, User: u, Action: string(id.Action),
+		Ref: bots.Ref{ProposalID: id.ProposalID, Count: id.N, Hash: id.Hash}, ID: i.ID}
+	if i.Message != nil {
+		c.Message = i.Message.ID
+	}
 	switch id.Action {
 	case ActionFeedback:
-		// The modal must be the click's first answer, so nothing is deferred here.
+		// The modal must be the click's first answer, so nothing was deferred.
 		b.opt.Relay.OnClick(ctx, c)
 		r.deferUpdate(ctx)
 	case ActionApprove, ActionApproveN, ActionDeny:
-		// Acknowledged at once (Discord wants an answer within 3 s); the message is
-		// edited when the decision event comes back from the daemon.
-		r.deferUpdate(ctx)
+		// Acknowledged already (ackFirst); the message is edited when the decision event
+		// comes back from the daemon.
 		b.opt.Relay.OnClick(ctx, c)
 	default:
 		r.ephemeral(ctx, "That is not a button on a proposal.")
@@ -163,21 +213,15 @@ func (b *Bot) onCommand(ctx context.Context, r *responder, w bots.Where, u bots.
 	default:
 		text += " " + cmd.Agent
 	}
-	// Deferred (ephemeral "thinking…"): starting a run posts and creates threads, which
-	// can take longer than the 3 s Discord allows for the first answer.
-	if err := r.respond(ctx, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
-		Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}}); err != nil {
-		b.log.Warn("discord: answering /agent", "err", err)
-		return
-	}
+	// Deferred already (ackFirst): starting a run posts and creates threads, which can
+	// take longer than the 3 s Discord allows for the first answer.
 	out := b.opt.Relay.OnCommand(ctx, Platform, w, u, strings.TrimSpace(text))
 	if out == "" {
 		out = "Done."
 	}
 	// The relay's answers are written as markdown; only mentions and invisible characters
 	// are broken.
-	content := Truncate(mentionBreaker.Replace(display.Escape(out, display.Text)), MaxContent)
-	if _, err := b.s.InteractionResponseEdit(r.i, &discordgo.WebhookEdit{Content: &content, AllowedMentions: noMentions()}, discordgo.WithContext(ctx)); err != nil {
+	if err := r.editOriginal(ctx, fitContent(mentionBreaker.Replace(display.Escape(out, display.Text)), out, "answer.txt")); err != nil {
 		b.log.Warn("discord: answering /agent", "err", err)
 	}
 }
@@ -190,10 +234,16 @@ type responder struct {
 
 	mu        sync.Mutex
 	responded bool
+	// thinking: the first answer was a deferred message ("thinking…") not yet replaced.
+	thinking bool
 }
 
 var errResponded = errors.New("discord: the interaction was answered already")
 
+// respond sends the interaction's first answer. A plain one (every acknowledgement) goes
+// straight to Discord rather than through discordgo's rate limiter, which a global 429
+// on channel posts would hold: interaction callbacks are not under the global limit, and
+// must arrive within 3 s.
 func (r *responder) respond(ctx context.Context, resp *discordgo.InteractionResponse) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -201,7 +251,40 @@ func (r *responder) respond(ctx context.Context, resp *discordgo.InteractionResp
 		return errResponded
 	}
 	r.responded = true
-	return r.s.InteractionRespond(r.i, resp, discordgo.WithContext(ctx))
+	r.thinking = resp.Type == discordgo.InteractionResponseDeferredChannelMessageWithSource
+	if resp.Data != nil && len(resp.Data.Files) > 0 {
+		return r.s.InteractionRespond(r.i, resp, discordgo.WithContext(ctx))
+	}
+	return postJSON(ctx, r.s, discordgo.EndpointInteractionResponse(r.i.ID, r.i.Token), resp)
+}
+
+// postJSON POSTs body to url with the session's HTTP client, outside its rate limiter.
+func postJSON(ctx context.Context, s *discordgo.Session, url string, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", s.UserAgent)
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("discord: answering an interaction: %w", err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	re := &discordgo.RESTError{Request: req, Response: resp, ResponseBody: out}
+	var msg discordgo.APIErrorMessage
+	if json.Unmarshal(out, &msg) == nil && msg.Code != 0 {
+		re.Message = &msg
+	}
+	return re
 }
 
 // deferUpdate acknowledges a click or submit without changing the message, unless it
@@ -210,15 +293,54 @@ func (r *responder) deferUpdate(ctx context.Context) {
 	r.respond(ctx, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
 }
 
-// ephemeral shows text to the person who acted alone.
+// ephemeral shows text to the person who acted alone: as the first answer, in place of
+// a deferred "thinking…" one, or as a follow-up.
 func (r *responder) ephemeral(ctx context.Context, text string) error {
-	text = Truncate(Escape(text), MaxContent)
+	m := fitContent(Escape(text), text, "note.txt")
+	r.mu.Lock()
+	thinking := r.thinking
+	r.mu.Unlock()
+	if thinking {
+		return r.editOriginal(ctx, m)
+	}
 	err := r.respond(ctx, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
-		Data: &discordgo.InteractionResponseData{Content: text, Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: noMentions()}})
+		Data: &discordgo.InteractionResponseData{Content: m.Content, Files: m.Files, Flags: discordgo.MessageFlagsEphemeral | noEmbeds,
+			AllowedMentions: noMentions()}})
 	if !errors.Is(err, errResponded) {
 		return err
 	}
-	_, err = r.s.FollowupMessageCreate(r.i, true, &discordgo.WebhookParams{Content: text, Flags: discordgo.MessageFlagsEphemeral,
-		AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
+	m = fitContent(Escape(text), text, "note.txt") // the files' readers are fresh
+	_, err = r.s.FollowupMessageCreate(r.i, true, &discordgo.WebhookParams{Content: m.Content, Files: m.Files,
+		Flags: discordgo.MessageFlagsEphemeral | noEmbeds, AllowedMentions: noMentions()}, discordgo.WithContext(ctx))
+	return err
+}
+
+// originalEdit is an edit of an interaction's response; discordgo's WebhookEdit has no
+// flags, and the answer must keep SUPPRESS_EMBEDS.
+type originalEdit struct {
+	Content         string                            `json:"content"`
+	AllowedMentions *discordgo.MessageAllowedMentions `json:"allowed_mentions"`
+	Flags           discordgo.MessageFlags            `json:"flags"`
+	Attachments     []*discordgo.MessageAttachment    `json:"attachments"`
+}
+
+// editOriginal replaces the interaction's (deferred) response with m.
+func (r *responder) editOriginal(ctx context.Context, m Message) error {
+	r.mu.Lock()
+	r.thinking = false
+	r.mu.Unlock()
+	url := discordgo.EndpointWebhookMessage(r.i.AppID, r.i.Token, "@original")
+	body := originalEdit{Content: m.Content, AllowedMentions: noMentions(), Flags: discordgo.MessageFlagsEphemeral | noEmbeds,
+		Attachments: []*discordgo.MessageAttachment{}}
+	var err error
+	if len(m.Files) > 0 {
+		ct, data, merr := discordgo.MultipartBodyWithJSON(body, m.Files)
+		if merr != nil {
+			return merr
+		}
+		_, err = r.s.RequestRaw(http.MethodPatch, url, ct, data, discordgo.EndpointWebhookToken("", ""), 0, discordgo.WithContext(ctx))
+	} else {
+		_, err = r.s.RequestWithBucketID(http.MethodPatch, url, body, discordgo.EndpointWebhookToken("", ""), discordgo.WithContext(ctx))
+	}
 	return err
 }

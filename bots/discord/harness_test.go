@@ -95,6 +95,8 @@ type env struct {
 	teamsDir string
 	onChat   func(req *api.ChatRequest) (string, bool)
 	eng      *team.Engine
+	// wrap, when set, stands between the bot and the relay (to record what the bot hands on).
+	wrap func(Relay) Relay
 
 	mu      sync.Mutex
 	replies []string
@@ -214,7 +216,11 @@ func (e *env) start() {
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})
 	}
-	bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: relay, Log: log,
+	var to Relay = relay
+	if e.wrap != nil {
+		to = e.wrap(relay)
+	}
+	bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: to, Log: log,
 		Watchdog: time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +260,8 @@ func (e *env) stop() {
 	if e.cancel == nil {
 		return
 	}
+	e.checkNoPreviews()
+	e.checkAcksInTime()
 	e.settle()
 	e.cancel()
 	e.done.Wait()
@@ -473,6 +481,30 @@ func (e *env) touchedInOrder(whats ...string) {
 			}
 		case <-time.After(10 * time.Second):
 			e.t.Fatalf("command %s never started\nlogs:\n%s", w, e.logs.String())
+		}
+	}
+}
+
+// checkNoPreviews fails the test when any message the bot made — posts, edits,
+// interaction answers, follow-ups — went without SUPPRESS_EMBEDS or had a link a real
+// Discord would have fetched to show its preview.
+func (e *env) checkNoPreviews() {
+	for _, m := range e.fake.AllMessages() {
+		if m.Author.ID != e.fake.BotUser().ID {
+			continue
+		}
+		if m.Flags&fakediscord.FlagSuppressEmbeds == 0 || len(m.Previewed) > 0 {
+			e.t.Errorf("bot message %s without SUPPRESS_EMBEDS (flags %d, previewed %v): %.80q", m.ID, m.Flags, m.Previewed, m.Content)
+		}
+	}
+}
+
+// checkAcksInTime fails the test when any interaction was answered after Discord's 3 s
+// (the fake answers 10062 Unknown interaction then, as Discord does).
+func (e *env) checkAcksInTime() {
+	for _, c := range e.fake.Calls() {
+		if c.Code == fakediscord.CodeUnknownInteraction {
+			e.t.Errorf("an interaction was answered after Discord's deadline: %s %s", c.Method, c.Path)
 		}
 	}
 }

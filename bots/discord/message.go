@@ -1,6 +1,8 @@
 package discord
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/bwmarrin/discordgo"
@@ -11,15 +13,16 @@ import (
 
 // FromMessage renders the relay's platform-neutral message as Discord markdown and
 // buttons. Every piece of text is escaped, and mentions render but never ping (see
-// noMentions). Content over Discord's 2,000 characters is cut, and the whole text goes
-// along as an attached file.
+// noMentions). Content over Discord's 2,000 characters is cut where it is longest (see
+// fitParts), and the whole text goes along as an attached file.
 func FromMessage(m bots.Message) Message {
-	out := Message{Content: content(m.Parts)}
-	if out.Content == "" {
-		out.Content = Escape(m.Summary)
+	parts := renderParts(m.Parts)
+	if len(parts) == 0 {
+		parts = []string{Escape(m.Summary)}
 	}
+	out := Message{Content: strings.Join(parts, "\n")}
 	if Len(out.Content) > MaxContent {
-		out = fitParts(m.Parts, out.Content)
+		out = fitParts(parts, plainText(m))
 	}
 	if len(m.Buttons) > 0 {
 		out.Components = buttons(m.Buttons)
@@ -27,52 +30,74 @@ func FromMessage(m bots.Message) Message {
 	return out
 }
 
-func content(parts []bots.Part) string {
+// renderParts renders each part as final markdown: escaped prose, quotes, code blocks.
+func renderParts(parts []bots.Part) []string {
+	out := make([]string, 0, len(parts))
+	for _, p := range parts {
+		switch {
+		case p.Code != "":
+			out = append(out, "```\n"+codeBlock(p.Code)+"\n```")
+		case p.Quote:
+			lines := strings.Split(spans(p.Spans), "\n")
+			for j := range lines {
+				lines[j] = "> " + lines[j]
+			}
+			out = append(out, strings.Join(lines, "\n"))
+		default:
+			out = append(out, spans(p.Spans))
+		}
+	}
+	return out
+}
+
+// plainText is the message as a person reads it, unescaped, for the attached file (a file
+// is not markdown); invisible and control characters still show as escapes.
+func plainText(m bots.Message) string {
 	var b strings.Builder
-	for i, p := range parts {
+	for i, p := range m.Parts {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		switch {
-		case p.Code != "":
-			b.WriteString("```\n" + codeBlock(p.Code) + "\n```")
-		case p.Quote:
-			for j, line := range strings.Split(spans(p.Spans), "\n") {
-				if j > 0 {
-					b.WriteString("\n")
-				}
-				b.WriteString("> " + line)
+		if p.Code != "" {
+			b.WriteString(p.Code)
+			continue
+		}
+		for _, sp := range p.Spans {
+			if sp.User != "" {
+				b.WriteString("@" + sp.User)
+			} else {
+				b.WriteString(sp.Text)
 			}
-		default:
-			b.WriteString(spans(p.Spans))
 		}
 	}
-	return b.String()
+	if b.Len() == 0 {
+		return display.Escape(m.Summary, display.Text)
+	}
+	return display.Escape(b.String(), display.Text)
 }
 
-// fitParts makes a message over Discord's limit fit by cutting its longest code block
-// (so no fence is left open), and attaches the whole text.
-func fitParts(parts []bots.Part, full string) Message {
-	const note = "\n(the full text is attached as message.txt)"
-	parts = append([]bots.Part(nil), parts...)
-	for range 4 {
-		text := content(parts) + note
+// fitParts makes a message over Discord's limit fit by cutting its longest parts with
+// bots.Fit (the escaped text, on a safe boundary, fences closed), so the parts after them
+// — the decision, the reply hint — stay whole; it says so and attaches the full text.
+func fitParts(parts []string, full string) Message {
+	const name = "message.txt"
+	note := truncatedNote(name)
+	parts = slices.Clone(parts)
+	for range 8 {
+		text := strings.Join(parts, "\n") + note
 		over := Len(text) - MaxContent
 		if over <= 0 {
-			return Message{Content: text, Files: []*discordgo.File{textFile("message.txt", full)}}
+			return Message{Content: text, Files: []*discordgo.File{textFile(name, full)}}
 		}
-		longest := -1
-		for i, p := range parts {
-			if p.Code != "" && (longest < 0 || Len(p.Code) > Len(parts[longest].Code)) {
+		longest := 0
+		for i := range parts {
+			if Len(parts[i]) > Len(parts[longest]) {
 				longest = i
 			}
 		}
-		if longest < 0 {
-			break
-		}
-		parts[longest].Code = Truncate(parts[longest].Code, max(Len(parts[longest].Code)-over-20, 0))
+		parts[longest], _ = bots.Fit(parts[longest], max(Len(parts[longest])-over, 0), Len)
 	}
-	return Fit(full, "message.txt") // the prose itself is too long
+	return fitContent(strings.Join(parts, "\n")+"\n", full, name) // many parts, each short
 }
 
 func spans(ss []bots.Span) string {
@@ -97,7 +122,7 @@ func spans(ss []bots.Span) string {
 func buttons(bs []bots.Button) []discordgo.MessageComponent {
 	var row []discordgo.MessageComponent
 	for _, btn := range bs {
-		id := CustomID{Action: Action(btn.Action), ProposalID: btn.Ref.ProposalID}
+		id := CustomID{Action: Action(btn.Action), ProposalID: btn.Ref.ProposalID, Hash: shownHash(btn.Ref.Hash)}
 		style := discordgo.SecondaryButton
 		switch btn.Action {
 		case bots.ActionApprove:
@@ -128,15 +153,15 @@ func buttons(bs []bots.Button) []discordgo.MessageComponent {
 }
 
 // feedbackModalFor is the feedback modal for a proposal known only by reference.
-func feedbackModalFor(proposalID, prompt string) *discordgo.InteractionResponse {
+func feedbackModalFor(ref bots.Ref, prompt string) *discordgo.InteractionResponse {
 	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: &discordgo.InteractionResponseData{
-		CustomID: CustomID{Action: ActionFeedbackModal, ProposalID: proposalID}.String(),
+		CustomID: CustomID{Action: ActionFeedbackModal, ProposalID: ref.ProposalID, Hash: shownHash(ref.Hash)}.String(),
 		Title:    Truncate("Feedback on "+display.Escape(prompt, display.Line), 45), // plain text: no markdown to escape
 		Components: []discordgo.MessageComponent{discordgo.ActionsRow{Components: []discordgo.MessageComponent{
 			discordgo.TextInput{
 				CustomID: feedbackInputID, Label: "What should the agent do instead?",
 				Style: discordgo.TextInputParagraph, Required: true, MinLength: 1, MaxLength: maxFeedback,
-				Placeholder: "The command is not run; this text goes to the model.",
+				Placeholder: fmt.Sprintf("Up to %d characters. The command is not run; this text goes to the model.", maxFeedback),
 			},
 		}}},
 	}}

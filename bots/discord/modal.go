@@ -3,22 +3,30 @@ package discord
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/client"
 )
 
 // feedbackInputID is the custom_id of the modal's one text input.
 const feedbackInputID = "feedback"
 
-// maxFeedback is Discord's limit on a text input's value.
-const maxFeedback = 4000
+// maxFeedback is the feedback input's max_length, in characters: Discord counts
+// characters (at most 4,000) and the daemon takes client.MaxTextBytes bytes, so a limit
+// of MaxTextBytes/4 characters (a character is at most 4 bytes in UTF-8) can never let
+// through more than the daemon accepts.
+const maxFeedback = min(maxTextInput, client.MaxTextBytes/utf8.UTFMax)
+
+// maxTextInput is Discord's limit on a text input's max_length.
+const maxTextInput = 4000
 
 // FeedbackModal is the response to a Feedback… click: a modal asking what the agent should
 // do instead. Its submit comes back as a modal interaction that ParseFeedback reads.
 func FeedbackModal(p *client.Proposal) *discordgo.InteractionResponse {
-	return feedbackModalFor(p.ID, fmt.Sprintf("step %d: %s", p.Step, p.Command))
+	return feedbackModalFor(bots.Ref{ProposalID: p.ID, Hash: p.Hash}, fmt.Sprintf("step %d: %s", p.Step, p.Command))
 }
 
 // ParseFeedback reads a feedback modal's submit into the decision it stands for.
@@ -49,5 +57,8 @@ func ParseFeedback(d discordgo.ModalSubmitInteractionData, by string) (client.De
 	if strings.TrimSpace(text) == "" {
 		return client.DecideRequest{}, fmt.Errorf("discord: feedback modal %s: the feedback is empty", id.ProposalID)
 	}
-	return client.DecideRequest{ProposalID: id.ProposalID, Kind: client.DecisionFeedback, Feedback: text, By: by, Source: "discord"}, nil
+	if len(text) > client.MaxTextBytes {
+		return client.DecideRequest{}, fmt.Errorf("discord: feedback modal %s: the feedback is %d bytes, over the %d the agent takes; shorten it and send it again", id.ProposalID, len(text), client.MaxTextBytes)
+	}
+	return client.DecideRequest{ProposalID: id.ProposalID, Hash: id.Hash, Kind: client.DecisionFeedback, Feedback: text, By: by, Source: "discord"}, nil
 }

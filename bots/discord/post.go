@@ -60,29 +60,29 @@ func (b *Bot) StartThread(ctx context.Context, channel, anchor, title string) (s
 }
 
 // Post implements bots.Adapter. The id returned is "CHANNEL/MESSAGE": a message in a
-// thread is edited through the thread, which the relay does not track.
+// thread is edited through the thread, which the relay does not track. A closed thread
+// is reopened, or continued in a new one (see send).
 func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) (string, error) {
 	to := channel
 	if thread != "" {
 		to = thread
 	}
-	sent, err := b.s.ChannelMessageSendComplex(to, FromMessage(m).Send(), discordgo.WithContext(ctx))
+	sent, err := b.send(ctx, to, func() *discordgo.MessageSend { return FromMessage(m).Send() })
 	if err != nil {
 		return "", classify(fmt.Errorf("discord: posting: %w", err))
 	}
-	return to + "/" + sent.ID, nil
+	return sent.ChannelID + "/" + sent.ID, nil
 }
 
-// Update implements bots.Adapter: content and buttons are replaced (no buttons left
-// once a proposal is decided).
+// Update implements bots.Adapter: content, buttons and attachments are replaced (no
+// buttons left once a proposal is decided; the file, if any, is the new text's), in an
+// archived thread too.
 func (b *Bot) Update(ctx context.Context, _, id string, m bots.Message) error {
 	to, msg, ok := strings.Cut(id, "/")
 	if !ok {
 		return fmt.Errorf("discord: bad message reference %q", id)
 	}
-	e := FromMessage(m)
-	e.Files = nil // attachments stay as they are
-	if _, err := b.s.ChannelMessageEditComplex(e.Edit(to, msg), discordgo.WithContext(ctx)); err != nil {
+	if err := b.edit(ctx, to, msg, func() Message { return FromMessage(m) }); err != nil {
 		return classify(fmt.Errorf("discord: editing: %w", err))
 	}
 	return nil
@@ -94,8 +94,12 @@ func (b *Bot) PostFile(ctx context.Context, channel, thread, name, content, comm
 	if thread != "" {
 		to = thread
 	}
-	msg := Message{Content: Truncate(Escape(comment), MaxContent), Files: []*discordgo.File{textFile(name, content)}}
-	if _, err := b.s.ChannelMessageSendComplex(to, msg.Send(), discordgo.WithContext(ctx)); err != nil {
+	msg := func() *discordgo.MessageSend {
+		m := fitContent(Escape(comment), comment, "comment.txt")
+		m.Files = append(m.Files, textFile(name, content))
+		return m.Send()
+	}
+	if _, err := b.send(ctx, to, msg); err != nil {
 		return classify(fmt.Errorf("discord: uploading %s: %w", name, err))
 	}
 	return nil
@@ -112,12 +116,17 @@ func (b *Bot) Ephemeral(ctx context.Context, channel, thread, user, text string)
 	if thread != "" {
 		to = thread
 	}
-	send := &discordgo.MessageSend{Content: Truncate(Who(user)+" "+Escape(text), MaxContent),
-		AllowedMentions: &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}, Users: []string{user}}}
-	if ref := replyTo(ctx); ref != "" {
-		send.Reference = &discordgo.MessageReference{MessageID: ref, ChannelID: to}
+	ref := replyTo(ctx)
+	send := func() *discordgo.MessageSend {
+		m := fitContent(Who(user)+" "+Escape(text), text, "note.txt")
+		s := m.Send()
+		s.AllowedMentions = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}, Users: []string{user}}
+		if ref != "" {
+			s.Reference = &discordgo.MessageReference{MessageID: ref, ChannelID: b.moved(to)}
+		}
+		return s
 	}
-	if _, err := b.s.ChannelMessageSendComplex(to, send, discordgo.WithContext(ctx)); err != nil {
+	if _, err := b.send(ctx, to, send); err != nil {
 		return fmt.Errorf("discord: replying: %w", err)
 	}
 	return nil
@@ -130,7 +139,7 @@ func (b *Bot) OpenFeedback(ctx context.Context, _ string, ref bots.Ref, prompt s
 	if r == nil {
 		return errors.New("discord: a feedback dialog opens only in answer to a click")
 	}
-	return r.respond(ctx, feedbackModalFor(ref.ProposalID, prompt))
+	return r.respond(ctx, feedbackModalFor(ref, prompt))
 }
 
 // memberTTL is how long a member's roles are trusted before asking Discord again.

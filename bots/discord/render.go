@@ -8,6 +8,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/client"
 )
 
@@ -24,21 +25,31 @@ func noMentions() *discordgo.MessageAllowedMentions {
 	return &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}
 }
 
+// noEmbeds (SUPPRESS_EMBEDS) goes on every message and edit: a link in a proposal must
+// not be fetched by Discord to unfurl it before anyone approved (it could carry a secret
+// out, like …/leak?d=<secret>).
+const noEmbeds = discordgo.MessageFlagsSuppressEmbeds
+
 // Send is the message for ChannelMessageSendComplex.
 func (m Message) Send() *discordgo.MessageSend {
-	return &discordgo.MessageSend{Content: m.Content, Components: m.components(), Files: m.Files, AllowedMentions: noMentions()}
+	return &discordgo.MessageSend{Content: m.Content, Components: m.components(), Files: m.Files, AllowedMentions: noMentions(), Flags: noEmbeds}
 }
 
-// Edit is the edit for ChannelMessageEditComplex; it replaces content and components.
+// Edit is the edit for ChannelMessageEditComplex; it replaces content, components and
+// attachments: the message keeps exactly the files m has, so an edit never claims a
+// file the message lacks nor keeps one its new text no longer mentions.
 func (m Message) Edit(channelID, messageID string) *discordgo.MessageEdit {
 	content, comps := m.Content, m.components()
-	return &discordgo.MessageEdit{ID: messageID, Channel: channelID, Content: &content, Components: &comps, Files: m.Files, AllowedMentions: noMentions()}
+	keep := []*discordgo.MessageAttachment{} // an empty keep-list drops the old files; m.Files are added
+	return &discordgo.MessageEdit{ID: messageID, Channel: channelID, Content: &content, Components: &comps, Files: m.Files,
+		Attachments: &keep, AllowedMentions: noMentions(), Flags: noEmbeds}
 }
 
 // Update is the response that rewrites the message a button was on (callback type 7).
 func (m Message) Update() *discordgo.InteractionResponse {
+	keep := []*discordgo.MessageAttachment{}
 	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseUpdateMessage, Data: &discordgo.InteractionResponseData{
-		Content: m.Content, Components: m.components(), Files: m.Files, AllowedMentions: noMentions(),
+		Content: m.Content, Components: m.components(), Files: m.Files, Attachments: &keep, AllowedMentions: noMentions(), Flags: noEmbeds,
 	}}
 }
 
@@ -62,7 +73,7 @@ type RenderOptions struct {
 func RenderProposal(agent string, p *client.Proposal, opt RenderOptions) Message {
 	return Message{
 		Content:    proposalText(agent, p, "", maxArgsInline),
-		Components: proposalButtons(p.ID, opt),
+		Components: proposalButtons(p.ID, shownHash(p.Hash), opt),
 		Files:      argsFile(p),
 	}
 }
@@ -124,17 +135,25 @@ func prettyArgs(raw json.RawMessage) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func proposalButtons(id string, opt RenderOptions) []discordgo.MessageComponent {
+// shownHash is the part of a proposal's hash its buttons carry ("" when it has none).
+func shownHash(h string) string {
+	if len(h) < bots.HashLen || !hashRE.MatchString(h[:bots.HashLen]) {
+		return ""
+	}
+	return h[:bots.HashLen]
+}
+
+func proposalButtons(id, hash string, opt RenderOptions) []discordgo.MessageComponent {
 	row := []discordgo.MessageComponent{
-		discordgo.Button{Label: "Approve", Style: discordgo.SuccessButton, CustomID: CustomID{Action: ActionApprove, ProposalID: id}.String()},
+		discordgo.Button{Label: "Approve", Style: discordgo.SuccessButton, CustomID: CustomID{Action: ActionApprove, ProposalID: id, Hash: hash}.String()},
 	}
 	if opt.ApproveN >= 2 && opt.ApproveN <= MaxApproveN {
 		row = append(row, discordgo.Button{Label: fmt.Sprintf("Approve ×%d", opt.ApproveN), Style: discordgo.PrimaryButton,
-			CustomID: CustomID{Action: ActionApproveN, ProposalID: id, N: opt.ApproveN}.String()})
+			CustomID: CustomID{Action: ActionApproveN, ProposalID: id, N: opt.ApproveN, Hash: hash}.String()})
 	}
 	row = append(row,
-		discordgo.Button{Label: "Deny", Style: discordgo.DangerButton, CustomID: CustomID{Action: ActionDeny, ProposalID: id}.String()},
-		discordgo.Button{Label: "Feedback…", Style: discordgo.SecondaryButton, CustomID: CustomID{Action: ActionFeedback, ProposalID: id}.String()},
+		discordgo.Button{Label: "Deny", Style: discordgo.DangerButton, CustomID: CustomID{Action: ActionDeny, ProposalID: id, Hash: hash}.String()},
+		discordgo.Button{Label: "Feedback…", Style: discordgo.SecondaryButton, CustomID: CustomID{Action: ActionFeedback, ProposalID: id, Hash: hash}.String()},
 	)
 	return []discordgo.MessageComponent{discordgo.ActionsRow{Components: row}}
 }

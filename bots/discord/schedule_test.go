@@ -77,10 +77,19 @@ func TestScheduleDeliveryToDiscord(t *testing.T) {
 	e.click(uAlice, thread, fin, ActionApprove)
 	e.wait("the run's end", func() bool { return hasText(e.fake.Messages(thread), "Scheduled run of digest finished after") })
 
-	ls, err := e.fake.Command(eChannel, uBob, "agent", fakediscord.CommandOption{Type: 1, Name: "schedule",
+	ls, err := e.fake.Command(eChannel, uAlice, "agent", fakediscord.CommandOption{Type: 1, Name: "schedule",
 		Options: []fakediscord.CommandOption{{Type: 3, Name: "action", Value: "ls"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.wait("the list", func() bool { return e.original(ls, "digest `0 9 * * *` → discord:"+eChannel) })
+	bls, err := e.fake.Command(eChannel, uBob, "agent", fakediscord.CommandOption{Type: 1, Name: "schedule",
+		Options: []fakediscord.CommandOption{{Type: 3, Name: "action", Value: "ls"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait("bob's schedule list refused", func() bool { return e.original(bls, "not an approver") })
+	if e.original(bls, "digest") {
+		t.Error("a non-approver's /agent schedule ls showed a schedule")
+	}
 }

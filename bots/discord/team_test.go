@@ -170,10 +170,11 @@ func TestTeamStopFromDiscord(t *testing.T) {
 	bob := e.teamCommand(uBob, "stop="+id)
 	e.wait("bob's refusal", func() bool { return e.original(bob, "not an approver") })
 	both := e.teamCommand(uCarol, "stop="+id, "file=build", "task=x")
-	e.wait("a refusal of stop with a file", func() bool {
-		notes := e.ephemerals(both)
-		return len(notes) == 1 && strings.Contains(notes[0], "stop takes no file or task")
-	})
+	// Acknowledged first with an ephemeral "thinking…", which the refusal replaces.
+	e.wait("a refusal of stop with a file", func() bool { return e.original(both, "stop takes no file or task") })
+	if r := e.fake.InteractionResponse(both.ID); r.Type != 5 {
+		t.Errorf("/agent team answered with %+v, want deferred (5)", r)
+	}
 	if r, _ := e.eng.Team(t.Context(), id); r.Status != client.TeamRunning {
 		t.Fatalf("a refused stop stopped the run: %s (%s)", r.Status, r.Reason)
 	}

@@ -119,7 +119,7 @@ func decide(t *target, args json.RawMessage, opts Options, layers []Rules, cmds 
 	}
 	v := Verdict{Effect: Ask, Reason: "asking: no allow pattern matches"}
 	if fileKind && !t.clean {
-		_, err := cleanPath(t.text)
+		_, err := commands.CleanPath(t.text)
 		v.Reason = "asking: no rule approves a path outside the workspace: " + err.Error()
 	}
 	return v

@@ -1,6 +1,10 @@
 package permission
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/agentd/agentd/commands"
+)
 
 // linkedSubject returns the subject a file command's subject resolves to through the
 // workspace's symlinks, when resolve (Options.Resolve) says it differs: the path that
@@ -11,7 +15,7 @@ func linkedSubject(k kind, subject string, resolve func(string) (string, error))
 	if resolve == nil {
 		return "", false
 	}
-	clean, err := cleanPath(subject)
+	clean, err := commands.CleanPath(subject)
 	if err != nil {
 		return "", false
 	}

@@ -43,9 +43,6 @@ var families = map[string]string{
 	"write_file": "write", "append_to_file": "write", "delete_file": "write",
 }
 
-// cleanPath is the one path cleaner, the file commands' own.
-func cleanPath(p string) (string, error) { return commands.CleanPath(p) }
-
 // pathElem is one element of a glob seen as a language over bytes: a literal byte, one
 // byte of a class, or a run of bytes of a class (star).
 type pathElem struct {

@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/agentd/agentd/commands"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -208,7 +209,7 @@ func plainRedirect(r *syntax.Redirect) string {
 	if strings.HasPrefix(target, "/") || strings.HasPrefix(target, "~") {
 		return "it redirects to " + quoteWord(target) + ", outside the workspace"
 	}
-	clean, err := cleanPath(target)
+	clean, err := commands.CleanPath(target)
 	if err != nil || traversal(target, false) {
 		return "it redirects to " + quoteWord(target) + ", which leaves the workspace"
 	}

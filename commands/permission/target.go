@@ -31,7 +31,7 @@ func newTarget(spec commands.Spec, subject string) *target {
 	t := &target{spec: spec, kind: kindOf(spec), text: subject, norm: subject}
 	switch t.kind {
 	case kindPath, kindFolder, kindSearch:
-		if c, err := cleanPath(subject); err == nil {
+		if c, err := commands.CleanPath(subject); err == nil {
 			t.norm, t.clean = c, true
 		}
 	case kindPython:
@@ -43,7 +43,7 @@ func newTarget(spec commands.Spec, subject string) *target {
 		for i, w := range cmds[0] {
 			ws[i], _ = literalWordPat(w)
 		}
-		if c, err := cleanPath(ws[0]); err == nil {
+		if c, err := commands.CleanPath(ws[0]); err == nil {
 			ws[0], t.clean = c, true
 			t.words = ws
 			t.norm = joinWords(ws)
@@ -78,7 +78,7 @@ func (p Pattern) allows(t *target) bool {
 	}
 	if !p.wild() {
 		if fileKind && t.kind != kindPython {
-			lit, err := cleanPath(literalText(p.subj))
+			lit, err := commands.CleanPath(literalText(p.subj))
 			return err == nil && lit == t.norm // notes/../x names x
 		}
 		return matchGlob(p.subj, t.norm, anyRune)

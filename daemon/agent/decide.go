@@ -21,6 +21,14 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 	if req.ProposalID == "" {
 		return nil, badRequest("proposal_id is required: decisions name the proposal they decide")
 	}
+	// Each kind carries only its own fields: feedback on a deny would reach the model's
+	// history unbounded, a count on a deny would be recorded as if it meant something.
+	if req.Kind != client.DecisionFeedback && req.Feedback != "" {
+		return nil, badRequest("feedback goes with kind feedback, not %s: send it as its own decision", req.Kind)
+	}
+	if req.Kind != client.DecisionApprove && req.Count != 0 {
+		return nil, badRequest("count goes with kind approve, not %s: drop it", req.Kind)
+	}
 	switch req.Kind {
 	case client.DecisionApprove:
 		if req.Count == 0 {
@@ -35,8 +43,8 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 		if req.Feedback == "" {
 			return nil, badRequest("feedback is empty")
 		}
-		if len(req.Feedback) > 8000 {
-			return nil, badRequest("feedback is %d bytes: at most 8000", len(req.Feedback))
+		if len(req.Feedback) > client.MaxTextBytes {
+			return nil, badRequest("feedback is %d bytes: at most %d; shorten it or split it over several decisions", len(req.Feedback), client.MaxTextBytes)
 		}
 	default:
 		return nil, badRequest("kind %q: use approve, deny or feedback", req.Kind)
@@ -58,6 +66,9 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 		runID = a.RunID
 		p, err := decidable(tx, a, req.ProposalID)
 		if err != nil {
+			return err
+		}
+		if err := shownIs(p, req.Hash); err != nil {
 			return err
 		}
 		au, owner, err := authorize(s.live(), tx, a, p, nil, nil, d)
@@ -222,6 +233,32 @@ func decidable(tx *store.Tx, a *store.Agent, id string) (*client.Proposal, error
 	return p, nil
 }
 
+// minShownHash is the shortest prefix of a proposal's Hash a decision may carry: chat
+// buttons carry 16 hex characters (bots.HashLen).
+const minShownHash = 16
+
+// shownIs checks that hash, the proposal as the person saw it, is p: a lowercase hex
+// prefix of p.Hash of at least minShownHash characters. Empty means the caller shows no
+// hash (agentctl decides on what it just fetched).
+func shownIs(p *client.Proposal, hash string) error {
+	if hash == "" {
+		return nil
+	}
+	if len(hash) < minShownHash || !isLowerHex(hash) || !strings.HasPrefix(p.Hash, hash) {
+		return conflict("proposal %s changed since it was shown: decide on the one shown now", p.ID)
+	}
+	return nil
+}
+
+func isLowerHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 func alreadyDecided(tx *store.Tx, id string, err error) error {
 	if err != nil && !errors.Is(err, errMoved) {
 		return err
@@ -245,8 +282,8 @@ func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerReq
 	if text == "" {
 		return badRequest("empty answer")
 	}
-	if len(text) > 8000 {
-		return badRequest("answer is %d bytes: at most 8000", len(text))
+	if len(text) > client.MaxTextBytes {
+		return badRequest("answer is %d bytes: at most %d; shorten it", len(text), client.MaxTextBytes)
 	}
 	var ep *client.Episode
 	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {

@@ -272,12 +272,10 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx 
 	if !r.summarizing.CompareAndSwap(false, true) {
 		return
 	}
-	r.s.wg.Add(1)
-	go func() {
-		defer r.s.wg.Done()
+	r.s.wg.Go(func() {
 		defer r.summarizing.Store(false)
 		r.s.episodeHistory.makeSummaries(ctx, l, a.ID, numCtx)
-	}()
+	})
 }
 
 // makeSummaries summarizes the agent's older unsummarized episodes, if at least

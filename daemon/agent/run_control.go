@@ -211,8 +211,8 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 	if task == "" {
 		return nil, badRequest("empty task")
 	}
-	if len(task) > 8000 {
-		return nil, badRequest("task is %d bytes: at most 8000", len(task))
+	if len(task) > client.MaxTextBytes {
+		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(task), client.MaxTextBytes)
 	}
 	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if a.State != client.StateIdle && a.State != client.StateFailed {

@@ -69,8 +69,8 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 			return nil, badRequest("goal %d is empty", i+1)
 		}
 	}
-	if len(req.Task) > 8000 {
-		return nil, badRequest("task is %d bytes: at most 8000", len(req.Task))
+	if len(req.Task) > client.MaxTextBytes {
+		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), client.MaxTextBytes)
 	}
 	cmds, err := s.checkAgentCommands(ctx, req.Name, req.Commands)
 	if err != nil {

@@ -232,8 +232,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	if err := s.helpers.stopStrays(ctx); err != nil {
 		return err
 	}
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.probeLoop(ctx) }()
+	s.wg.Go(func() { s.probeLoop(ctx) })
 	if s.mem != nil && s.mem.ix.NeedsRebuild() {
 		s.memoryService.rebuildInBackground(s.mem.ix.RebuildReason())
 	}
@@ -316,8 +315,7 @@ func (s *Supervisor) spawn(fn func(ctx context.Context)) bool {
 	if ctx == nil || ctx.Err() != nil {
 		return false
 	}
-	s.wg.Add(1)
-	go func() { defer s.wg.Done(); fn(ctx) }()
+	s.wg.Go(func() { fn(ctx) })
 	return true
 }
 
@@ -335,11 +333,7 @@ func (s *Supervisor) kick(id string) {
 	}
 	if !r.running {
 		r.running = true
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			r.loop(s.ctx)
-		}()
+		s.wg.Go(func() { r.loop(s.ctx) })
 	}
 	r.wakeUp()
 }

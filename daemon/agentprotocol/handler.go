@@ -67,35 +67,20 @@ func New(opt Options) http.Handler {
 		h.maxUpload = DefaultMaxUpload
 	}
 	const tasks = "/ap/v1/agent/tasks"
-	routes := []struct {
-		method, path string
-		fn           func(w http.ResponseWriter, r *http.Request) error
-	}{
-		{"POST", tasks, h.createTask},
-		{"GET", tasks, h.listTasks},
-		{"GET", tasks + "/{task_id}", h.getTask},
-		{"GET", tasks + "/{task_id}/steps", h.listSteps},
-		{"POST", tasks + "/{task_id}/steps", h.executeStep},
-		{"GET", tasks + "/{task_id}/steps/{step_id}", h.getStep},
-		{"GET", tasks + "/{task_id}/artifacts", h.listArtifacts},
-		{"POST", tasks + "/{task_id}/artifacts", h.uploadArtifact},
-		{"GET", tasks + "/{task_id}/artifacts/{artifact_id}", h.downloadArtifact},
+	routes := []localapi.Route{
+		{Method: "POST", Path: tasks, Fn: h.createTask},
+		{Method: "GET", Path: tasks, Fn: h.listTasks},
+		{Method: "GET", Path: tasks + "/{task_id}", Fn: h.getTask},
+		{Method: "GET", Path: tasks + "/{task_id}/steps", Fn: h.listSteps},
+		{Method: "POST", Path: tasks + "/{task_id}/steps", Fn: h.executeStep},
+		{Method: "GET", Path: tasks + "/{task_id}/steps/{step_id}", Fn: h.getStep},
+		{Method: "GET", Path: tasks + "/{task_id}/artifacts", Fn: h.listArtifacts},
+		{Method: "POST", Path: tasks + "/{task_id}/artifacts", Fn: h.uploadArtifact},
+		{Method: "GET", Path: tasks + "/{task_id}/artifacts/{artifact_id}", Fn: h.downloadArtifact},
 	}
-	allowed := map[string][]string{}
-	for _, rt := range routes {
-		h.mux.Handle(rt.method+" "+rt.path, h.wrap(rt.fn))
-		allowed[rt.path] = append(allowed[rt.path], rt.method)
-	}
-	for p, methods := range allowed {
-		allow := strings.Join(methods, ", ")
-		h.mux.Handle(p, h.wrap(func(w http.ResponseWriter, r *http.Request) error {
-			w.Header().Set("Allow", allow)
-			return errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow)
-		}))
-	}
-	h.mux.Handle("/", h.wrap(func(w http.ResponseWriter, r *http.Request) error {
-		return errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
-	}))
+	localapi.Mount(h.mux, routes, h.wrap, func(status int, format string, args ...any) error {
+		return errorf(status, format, args...)
+	})
 	return h
 }
 

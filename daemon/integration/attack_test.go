@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -409,14 +410,20 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 					shown = true
 					s.pending(p)
 				}
-				kind, how := client.DecisionApprove, "person"
+				// A decision carries only its kind's fields: feedback text only with feedback.
+				req, how := client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionApprove, By: "attacker-trusting-person", Source: "integration"}, "person"
 				if s.mode == observe {
-					kind, how = client.DecisionFeedback, "asked"
+					req.Kind, req.Feedback, how = client.DecisionFeedback, "not this one", "asked"
 				}
-				_, err := r.c.Decide(ctx, id, client.DecideRequest{ProposalID: p.ID, Kind: kind, Feedback: "not this one",
-					By: "attacker-trusting-person", Source: "integration"})
-				if err == nil {
+				_, err := r.c.Decide(ctx, id, req)
+				switch {
+				case err == nil:
 					decided, o.how = true, how
+				case errors.Is(err, client.ErrBadRequest):
+					// Refused for what it is, it would be refused forever: say so now
+					// rather than poll 40 s for a decision that never comes.
+					t.Errorf("%s: step %d (%s): the decision was refused: %v", run.name, i, s.command, err)
+					return true
 				}
 			}
 		case client.ProposalSucceeded, client.ProposalFailed, client.ProposalFeedback, client.ProposalDenied, client.ProposalSuperseded:

@@ -31,7 +31,7 @@ func errorf(status int, format string, args ...any) *Error {
 
 // handlerFunc is an API handler: it writes a reply, or returns an error that serveHTTP
 // turns into one. After a handler has written anything, an error can only be logged.
-type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+type handlerFunc = func(w http.ResponseWriter, r *http.Request) error
 
 // handler is the http.Handler NewHandler returns.
 type handler struct {
@@ -48,23 +48,9 @@ func NewHandler(svc Service, log *slog.Logger) http.Handler {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{svc: svc, log: log, mux: http.NewServeMux()}
-	allowed := map[string][]string{} // path → methods, for 405 replies
-	for _, rt := range h.routes() {
-		h.mux.Handle(rt.method+" "+rt.path, h.wrap(rt.fn))
-		allowed[rt.path] = append(allowed[rt.path], rt.method)
-	}
-	// A pattern without a method is less specific than the same path with one, so these
-	// catch only the methods the table does not list.
-	for p, methods := range allowed {
-		allow := strings.Join(methods, ", ")
-		h.mux.Handle(p, h.wrap(func(w http.ResponseWriter, r *http.Request) error {
-			w.Header().Set("Allow", allow)
-			return errorf(http.StatusMethodNotAllowed, "method %s not allowed on %s (allowed: %s)", r.Method, r.URL.Path, allow)
-		}))
-	}
-	h.mux.Handle("/", h.wrap(func(w http.ResponseWriter, r *http.Request) error {
-		return errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path)
-	}))
+	Mount(h.mux, h.routes(), h.wrap, func(status int, format string, args ...any) error {
+		return errorf(status, format, args...)
+	})
 	return h
 }
 

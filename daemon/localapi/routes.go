@@ -16,23 +16,16 @@ const maxBody = 1 << 20
 
 // routes is the whole API: every Route and stream of the wire package's table, each
 // served by the one generic handler of its kind.
-func (h *handler) routes() []route {
-	var out []route
+func (h *handler) routes() []Route {
+	var out []Route
 	for _, ep := range client.Endpoints() {
 		method, path, _ := strings.Cut(ep.Pattern(), " ")
-		out = append(out, route{method, path, h.serve(ep)})
+		out = append(out, Route{method, path, h.serve(ep)})
 	}
 	for _, st := range client.Streams() {
-		out = append(out, route{"GET", st.Path, h.events(st)})
+		out = append(out, Route{"GET", st.Path, h.events(st)})
 	}
 	return out
-}
-
-// route is one row of the API: a method, a ServeMux pattern and its handler.
-type route struct {
-	method string
-	path   string
-	fn     handlerFunc
 }
 
 // serve decodes the request for ep, calls the Service and encodes the reply.

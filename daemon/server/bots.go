@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,7 +53,8 @@ func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store
 		return c, nil
 	}
 	relay := bots.New(bots.Options{Service: svc, Bindings: chatstore.New(st), Log: log,
-		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration, OnExpired: mx.DecisionExpired})
+		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration, OnExpired: mx.DecisionExpired,
+		Audit: chatstore.New(st).Audit})
 	if teams != nil {
 		relay.SetTeams(team.Shelf{Engine: teams, Dir: cfg.Teams.Dir})
 	}
@@ -65,7 +67,11 @@ func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store
 		if err != nil {
 			return nil, err
 		}
-		relay.Add(bot, slackRules(s))
+		rules, err := slackRules(s)
+		if err != nil {
+			return nil, err
+		}
+		relay.Add(bot, rules)
 		c.slack = s
 		c.runs = append(c.runs, func(ctx context.Context) { bot.Run(ctx) })
 	}
@@ -78,7 +84,11 @@ func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store
 		if err != nil {
 			return nil, err
 		}
-		relay.Add(bot, discordRules(d))
+		rules, err := discordRules(d)
+		if err != nil {
+			return nil, err
+		}
+		relay.Add(bot, rules)
 		c.discord = d
 		c.runs = append(c.runs, func(ctx context.Context) { bot.Run(ctx) })
 	}
@@ -100,8 +110,7 @@ func (c *chatBots) chat() schedule.Chat {
 func (c *chatBots) start(ctx context.Context) (wait func()) {
 	var wg sync.WaitGroup
 	for _, run := range c.runs {
-		wg.Add(1)
-		go func() { defer wg.Done(); run(ctx) }()
+		wg.Go(func() { run(ctx) })
 	}
 	if c.slack != nil {
 		c.log.Info("slack bot starting", "channels", len(c.slack.Channels), "direct_messages", c.slack.DirectMessages)
@@ -173,42 +182,81 @@ func secret(what, env, file string) (string, error) {
 }
 
 // slackRules turns [slack] into the relay's rules: ids starting with S are user groups.
-func slackRules(s *config.SlackConfig) bots.Rules {
-	access := func(ids []string) bots.Access {
+// Mentions pasted from Slack (<@U123>, <!subteam^S123|@team>) are read as the ids they
+// name; an entry that names no id is an error, since it would never match.
+func slackRules(s *config.SlackConfig) (bots.Rules, error) {
+	access := func(where string, ids []string) (bots.Access, error) {
 		var a bots.Access
-		for _, id := range ids {
-			if strings.HasPrefix(id, "S") {
+		for _, raw := range ids {
+			id, group, err := bots.ParseApprover(raw)
+			if err != nil {
+				return a, fmt.Errorf("[slack%s] approvers: %w", where, err)
+			}
+			if group || strings.HasPrefix(id, "S") {
 				a.Groups = append(a.Groups, id)
 			} else {
 				a.Users = append(a.Users, id)
 			}
 		}
-		return a
+		return a, nil
 	}
-	r := bots.Rules{Teams: s.Teams, DM: s.DirectMessages, Approvers: access(s.Approvers),
-		Channels: map[string]bots.Access{}, Agents: map[string]bots.Access{}}
+	r := bots.Rules{Teams: s.Teams, DM: s.DirectMessages, Channels: map[string]bots.Access{}, Agents: map[string]bots.Access{}}
+	var err error
+	if r.Approvers, err = access("", s.Approvers); err != nil {
+		return r, err
+	}
 	for id, c := range s.Channels {
-		r.Channels[id] = access(c.Approvers)
+		if r.Channels[id], err = access(".channels."+id, c.Approvers); err != nil {
+			return r, err
+		}
 	}
 	for name, a := range s.Agents {
-		r.Agents[name] = access(a.Approvers)
+		if r.Agents[name], err = access(".agents."+name, a.Approvers); err != nil {
+			return r, err
+		}
 	}
-	return r
+	return r, nil
 }
 
 // discordRules turns [discord] into the relay's rules: user ids and role ids are listed
-// apart, since both are snowflakes.
-func discordRules(d *config.DiscordConfig) bots.Rules {
-	access := func(users, roles []string) bots.Access { return bots.Access{Users: users, Groups: roles} }
-	r := bots.Rules{Teams: d.Guilds, DM: d.DirectMessages, Approvers: access(d.Approvers, d.ApproverRoles),
-		Channels: map[string]bots.Access{}, Agents: map[string]bots.Access{}}
+// apart, since both are snowflakes. A pasted mention goes by what it mentions: <@123> is a
+// user and <@&123> a role, in either list; an entry that names no id is an error.
+func discordRules(d *config.DiscordConfig) (bots.Rules, error) {
+	access := func(where string, users, roles []string) (bots.Access, error) {
+		var a bots.Access
+		for i, raw := range slices.Concat(users, roles) {
+			list := "approvers"
+			if i >= len(users) {
+				list = "approver_roles"
+			}
+			id, group, err := bots.ParseApprover(raw)
+			if err != nil {
+				return a, fmt.Errorf("[discord%s] %s: %w", where, list, err)
+			}
+			if group || (list == "approver_roles" && !strings.HasPrefix(strings.TrimSpace(raw), "<")) {
+				a.Groups = append(a.Groups, id)
+			} else {
+				a.Users = append(a.Users, id)
+			}
+		}
+		return a, nil
+	}
+	r := bots.Rules{Teams: d.Guilds, DM: d.DirectMessages, Channels: map[string]bots.Access{}, Agents: map[string]bots.Access{}}
+	var err error
+	if r.Approvers, err = access("", d.Approvers, d.ApproverRoles); err != nil {
+		return r, err
+	}
 	for id, c := range d.Channels {
-		r.Channels[id] = access(c.Approvers, c.ApproverRoles)
+		if r.Channels[id], err = access(".channels."+id, c.Approvers, c.ApproverRoles); err != nil {
+			return r, err
+		}
 	}
 	for name, a := range d.Agents {
-		r.Agents[name] = access(a.Approvers, a.ApproverRoles)
+		if r.Agents[name], err = access(".agents."+name, a.Approvers, a.ApproverRoles); err != nil {
+			return r, err
+		}
 	}
-	return r
+	return r, nil
 }
 
 // statuses are the bots' connections, for agentctl status.

@@ -102,8 +102,7 @@ func (b *background) context(ctx context.Context) context.Context {
 
 // goroutine runs f in a tracked goroutine.
 func (b *background) goroutine(f func()) {
-	b.wg.Add(1)
-	go func() { defer b.wg.Done(); f() }()
+	b.wg.Go(f)
 }
 
 // stop ends the context and waits for the goroutines; safe before context was called.

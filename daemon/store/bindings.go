@@ -110,3 +110,20 @@ func (t *Tx) ChatMessage(proposalID, platform, kind string) (*ChatMessage, error
 	m.PostedAt = fromMS(at)
 	return &m, nil
 }
+
+// ChatMessageAt returns the proposal's or question's message with the platform's id
+// message in channel (what a chat reply names as the message it answers), or ErrNotFound.
+func (t *Tx) ChatMessageAt(platform, channel, message string) (*ChatMessage, error) {
+	m := ChatMessage{Platform: platform, Channel: channel, Message: message}
+	var at int64
+	err := t.queryRow(`SELECT proposal_id, kind, posted_at FROM chat_messages WHERE platform = ? AND channel = ? AND message = ? ORDER BY posted_at DESC LIMIT 1`,
+		platform, channel, message).Scan(&m.ProposalID, &m.Kind, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: chat message: %w", err)
+	}
+	m.PostedAt = fromMS(at)
+	return &m, nil
+}

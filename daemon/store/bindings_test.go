@@ -48,6 +48,18 @@ func TestBindingsSurviveReopen(t *testing.T) {
 		if _, err := tx.ChatMessage("p-1", "discord", "proposal"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("other platform: %v", err)
 		}
+		at, err := tx.ChatMessageAt("slack", "C1", "100.2")
+		if err != nil {
+			return err
+		}
+		if at.ProposalID != "p-1" || at.Kind != "proposal" {
+			t.Errorf("message at 100.2 = %+v", at)
+		}
+		for _, other := range [][3]string{{"slack", "C1", "100.1"}, {"slack", "C2", "100.2"}, {"discord", "C1", "100.2"}} {
+			if _, err := tx.ChatMessageAt(other[0], other[1], other[2]); !errors.Is(err, ErrNotFound) {
+				t.Errorf("message at %v: %v, want not found", other, err)
+			}
+		}
 		return nil
 	})
 	if err != nil {

@@ -218,9 +218,7 @@ func (e *Engine) spawn(id string) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	l := &live{cancel: cancel, wake: make(chan struct{}, 1)}
 	e.live[id] = l
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
+	e.wg.Go(func() {
 		defer func() {
 			e.mu.Lock()
 			if e.live[id] == l {
@@ -232,7 +230,7 @@ func (e *Engine) spawn(id string) {
 		e.loop(ctx, id, l)
 		// After a shutdown the run is still running and keeps its agents.
 		e.cleanup(context.WithoutCancel(ctx), id, l.orphans...)
-	}()
+	})
 }
 
 // waitFor records which role agent the run waits for, before its run starts, so that an
@@ -269,8 +267,8 @@ func (e *Engine) StartTeam(ctx context.Context, req client.TeamRunRequest) (*cli
 	if req.Task == "" {
 		return nil, badRequest("empty task: say what the team should do")
 	}
-	if len(req.Task) > 8000 {
-		return nil, badRequest("task is %d bytes: at most 8000", len(req.Task))
+	if len(req.Task) > client.MaxTextBytes {
+		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), client.MaxTextBytes)
 	}
 	if strings.TrimSpace(req.Workflow) == "" {
 		return nil, badRequest("empty workflow: send the workflow file's content")

@@ -167,8 +167,8 @@ func (e *Engine) Plan(ctx context.Context, task string) (*Planned, error) {
 	if task == "" {
 		return nil, badRequest("empty task: say what the team should do")
 	}
-	if len(task) > 8000 {
-		return nil, badRequest("task is %d bytes: at most 8000", len(task))
+	if len(task) > client.MaxTextBytes {
+		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(task), client.MaxTextBytes)
 	}
 	infos, err := e.opt.Agents.Commands(ctx, "")
 	if err != nil {

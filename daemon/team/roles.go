@@ -20,8 +20,10 @@ const (
 	historyTurns = 12   // most recent messages of the phase a role sees
 	messageChars = 2000 // a message longer than this is cut in prompts
 	replyTokens  = 512  // a chat role's reply
-	taskBytes    = 7900 // an agent role's turn task (the supervisor takes 8000)
 )
+
+// taskBytes bounds an agent role's turn task: under the supervisor's cap, with room to spare.
+const taskBytes = client.MaxTextBytes - 100
 
 // system is a role's system prompt for a turn: who it is, the state's and the phase's
 // prompts, and the CAMEL rules of its side.

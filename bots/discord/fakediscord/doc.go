@@ -50,6 +50,19 @@
 // messages are resolved through allowed_mentions, so Message.Mentions and MentionEveryone
 // say who would really have been pinged. RateLimitNext injects a 429 with retry_after.
 //
+// Limits and clocks as on Discord: every first interaction response must come within 3 s
+// (Config.InteractionDeadline; 10062 after), follow-ups and edits of @original within the
+// token's 15 minutes (50027 after); 5 action rows, 2,000 characters of content, custom_id
+// up to 100. Threads age: one idle for its auto_archive_duration is archived, Advance moves
+// the fake's clock (ArchiveThread and LockThread act at once). Sending in an archived
+// thread unarchives it; editing in one fails with 50083 until PATCH /channels/{id}
+// {"archived":false}; a locked thread refuses messages (160005) and unarchiving (50013)
+// unless Config.ManageThreads. Message flags are kept per message: SUPPRESS_EMBEDS on
+// create, edit (an edit may only change that flag), interaction responses and follow-ups,
+// and Message.Previewed lists every link a real client would have unfurled (a bare URL in
+// a version of the message sent without the flag). ReplayOnResume makes the next RESUME
+// replay dispatches the client has handled already (same message and interaction IDs).
+//
 // Edits follow Discord's PATCH rules: absent or null fields are left alone, so an update
 // (callback type 7) that sends "components": null keeps the buttons.
 //

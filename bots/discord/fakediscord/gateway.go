@@ -285,8 +285,10 @@ func (s *Server) resume(c *gwConn, d json.RawMessage) {
 		old.abort()
 	}
 	sess.conn, c.sess = c, sess
+	from := r.Seq - int64(s.replayExtra)
+	s.replayExtra = 0
 	for _, f := range sess.sent {
-		if f.seq > r.Seq {
+		if f.seq > from {
 			c.send(f.payload)
 		}
 	}
@@ -499,4 +501,15 @@ func (s *Server) Settle(ctx context.Context) error {
 	s.mu.Unlock()
 	_, err := s.WaitFrameFrom(ctx, 0, func(f Frame) bool { return f.Conn == latest && f.Op == OpHeartbeat })
 	return err
+}
+
+// ReplayOnResume makes the next RESUME replay, besides what the client missed, the n
+// dispatches before its sequence: events it has handled already come again with the same
+// message and interaction IDs, as when Discord redelivers after a connection died between
+// the client handling an event and its sequence being acknowledged. Tests use it to check
+// that a redelivered message or click is applied once.
+func (s *Server) ReplayOnResume(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.replayExtra = n
 }

@@ -29,8 +29,17 @@ func (s *Server) PostMessage(m Message) (Message, error) {
 	if m.Author.Discriminator == "" {
 		m.Author.Discriminator = "0"
 	}
+	if ch.ThreadMetadata != nil && ch.ThreadMetadata.Locked {
+		return Message{}, fmt.Errorf("fakediscord: thread %s is locked", ch.ID)
+	}
+	if ch.ThreadMetadata != nil && ch.ThreadMetadata.Archived {
+		s.setArchivedLocked(ch, false) // a person's message unarchives the thread
+	}
 	base := newMessage(ch, m.Author)
 	base.Content, base.Attachments, base.MessageReference, base.Flags = m.Content, m.Attachments, m.MessageReference, m.Flags
+	if m.MessageReference != nil {
+		base.Type = messageTypeReply // a reply, as Discord types a message with a reference
+	}
 	if base.Attachments == nil {
 		base.Attachments = []Attachment{}
 	}
@@ -81,7 +90,7 @@ func (s *Server) interactLocked(in Interaction, user User) (Interaction, error) 
 		u := user
 		in.User, in.Member = &u, nil
 	}
-	st := &interactionState{in: in, created: time.Now()}
+	st := &interactionState{in: in, created: s.now()}
 	s.interactions[in.ID] = st
 	s.byToken[in.Token] = st
 	s.dispatchLocked("INTERACTION_CREATE", in, 0)

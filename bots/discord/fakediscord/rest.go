@@ -86,6 +86,7 @@ func init() {
 	add("GET", "gateway/bot", false, (*Server).getGatewayBot)
 	add("GET", "users/@me", false, (*Server).getMe)
 	add("GET", "channels/{}", false, (*Server).getChannel)
+	add("PATCH", "channels/{}", false, (*Server).modifyChannel)
 	add("POST", "channels/{}/messages", false, (*Server).createMessage)
 	add("GET", "channels/{}/messages/{}", false, (*Server).getMessage)
 	add("PATCH", "channels/{}/messages/{}", false, (*Server).editMessage)

@@ -31,6 +31,7 @@ const (
 	CallbackModal                    = 9
 	messageFlagLoading               = 1 << 7
 	messageTypeDefault               = 0
+	messageTypeReply                 = 19
 	messageTypeChatInputCommand      = 20
 	interactionFollowupValidityLimit = 15 * time.Minute
 )
@@ -57,13 +58,23 @@ func (s *Server) interactionCallback(q *request) (int, any, *restError) {
 	if st == nil || st.in.Token != q.params[1] {
 		return 0, nil, errUnknownInteraction()
 	}
-	if d := s.cfg.InteractionDeadline; d > 0 && time.Since(st.created) > d && !st.responded {
+	if d := s.cfg.InteractionDeadline; d > 0 && s.now().Sub(st.created) > d && !st.responded {
 		return 0, nil, errUnknownInteraction()
 	}
 	if st.responded {
 		return 0, nil, errBadRequest(CodeAlreadyAcknowledged, "Interaction has already been acknowledged.")
 	}
 	onMessage := st.in.Message != nil
+	switch body.Type {
+	case CallbackChannelMessage, CallbackDeferredChannelMessage:
+		if rerr := s.canSendLocked(st.in.ChannelID); rerr != nil {
+			return 0, nil, rerr
+		}
+	case CallbackUpdateMessage:
+		if rerr := s.canEditLocked(st.in.ChannelID); rerr != nil {
+			return 0, nil, rerr
+		}
+	}
 	switch body.Type {
 	case CallbackChannelMessage:
 		m, rerr := s.interactionMessageLocked(st, data, q.files)
@@ -79,7 +90,8 @@ func (s *Server) interactionCallback(q *request) (int, any, *restError) {
 			return 0, nil, err
 		}
 		m := s.webhookMessage(st)
-		m.Flags = flags&FlagEphemeral | messageFlagLoading
+		// The flags chosen now (ephemeral, no embeds) are the response's when it is edited in.
+		m.Flags = flags&(FlagEphemeral|FlagSuppressEmbeds) | messageFlagLoading
 		s.storeMessageLocked(m)
 		st.original = m.ID
 	case CallbackDeferredUpdateMessage, CallbackUpdateMessage:
@@ -147,7 +159,7 @@ func (s *Server) webhookInteraction(appID, token string) (*interactionState, *re
 		return nil, errNotFound(CodeUnknownWebhook, "Webhook")
 	}
 	st := s.byToken[token]
-	if st == nil || time.Since(st.created) > interactionFollowupValidityLimit {
+	if st == nil || s.now().Sub(st.created) > interactionFollowupValidityLimit {
 		return nil, &restError{http.StatusUnauthorized, apiError{Message: "Invalid Webhook Token", Code: CodeInvalidWebhookToken}}
 	}
 	if !st.responded {
@@ -165,6 +177,9 @@ func (s *Server) followup(q *request) (int, any, *restError) {
 	defer s.mu.Unlock()
 	st, rerr := s.webhookInteraction(q.params[0], q.params[1])
 	if rerr != nil {
+		return 0, nil, rerr
+	}
+	if rerr := s.canSendLocked(st.in.ChannelID); rerr != nil {
 		return 0, nil, rerr
 	}
 	m, rerr := s.interactionMessageLocked(st, data, q.files)
@@ -214,6 +229,9 @@ func (s *Server) editWebhookMessage(q *request) (int, any, *restError) {
 	defer s.mu.Unlock()
 	m, _, rerr := s.webhookTarget(q)
 	if rerr != nil {
+		return 0, nil, rerr
+	}
+	if rerr := s.canEditLocked(m.ChannelID); rerr != nil {
 		return 0, nil, rerr
 	}
 	loading := m.Flags & messageFlagLoading

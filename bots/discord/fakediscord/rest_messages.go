@@ -31,6 +31,7 @@ func (s *Server) storeMessageLocked(m *Message) {
 		m.ID = s.newID()
 	}
 	s.messages[m.ID] = m
+	s.touchLocked(m.ChannelID)
 	if ch := s.channels[m.ChannelID]; ch != nil {
 		ch.LastMessageID = m.ID
 		if ch.ThreadMetadata != nil {
@@ -66,7 +67,11 @@ func (s *Server) createMessage(q *request) (int, any, *restError) {
 	m := newMessage(ch, s.cfg.BotUser)
 	fe := formErrors{}
 	s.applyMessage(m, f, q.files, fe)
+	m.Flags &^= FlagEphemeral // only interaction responses are ephemeral
 	if err := s.finishMessage(m, fe); err != nil {
+		return 0, nil, err
+	}
+	if err := s.canSendLocked(ch.ID); err != nil {
 		return 0, nil, err
 	}
 	s.storeMessageLocked(m)
@@ -108,6 +113,9 @@ func (s *Server) editMessage(q *request) (int, any, *restError) {
 	if m.Author.ID != s.cfg.BotUser.ID {
 		return 0, nil, &restError{http.StatusForbidden, apiError{Message: "Cannot edit a message authored by another user", Code: CodeCannotEditOthers}}
 	}
+	if err := s.canEditLocked(m.ChannelID); err != nil {
+		return 0, nil, err
+	}
 	edited, rerr := s.editLocked(m, f, q.files)
 	if rerr != nil {
 		return 0, nil, rerr
@@ -123,7 +131,7 @@ func (s *Server) editLocked(m *Message, f fields, files []Attachment) (*Message,
 	if err := s.finishMessage(&next, fe); err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
+	now := s.now().UTC()
 	next.EditedTimestamp = &now
 	*m = next
 	if m.Flags&FlagEphemeral == 0 {
@@ -168,9 +176,10 @@ func (s *Server) newThreadLocked(id string, parent *Channel, ts threadStart, typ
 	th := &Channel{
 		ID: id, Type: typ, GuildID: parent.GuildID, Name: ts.Name, ParentID: parent.ID,
 		OwnerID: s.cfg.BotUser.ID, MemberCount: 1,
-		ThreadMetadata: &ThreadMetadata{AutoArchiveDuration: ts.AutoArchiveDuration, ArchiveTimestamp: time.Now().UTC(), Invitable: ts.Invitable},
+		ThreadMetadata: &ThreadMetadata{AutoArchiveDuration: ts.AutoArchiveDuration, ArchiveTimestamp: s.now().UTC(), Invitable: ts.Invitable},
 	}
 	s.channels[th.ID] = th
+	s.activeAt[th.ID] = s.now()
 	s.dispatchLocked("THREAD_CREATE", struct {
 		*Channel
 		NewlyCreated bool `json:"newly_created"`

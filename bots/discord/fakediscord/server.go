@@ -33,9 +33,13 @@ type Config struct {
 	// all of GUILD_MEMBERS, GUILD_PRESENCES and MESSAGE_CONTENT). Asking for others closes the
 	// gateway with 4014, as Discord does.
 	PrivilegedIntents *int
-	// InteractionDeadline, when set, makes a first interaction response after it fail with
-	// 10062 Unknown interaction (Discord's is 3 s). Zero: no deadline.
+	// InteractionDeadline is how long after an interaction its first response may come; a
+	// later one fails with 10062 Unknown interaction. Zero is Discord's 3 s; negative: none.
 	InteractionDeadline time.Duration
+	// ManageThreads gives the bot MANAGE_THREADS: it may then post in, and unarchive, a
+	// locked thread. Without it (the default, as for a bot invited with the usual scopes)
+	// a locked thread refuses its messages (160005) and its unarchiving (50013).
+	ManageThreads bool
 }
 
 // Gateway intents the fake interprets.
@@ -77,7 +81,10 @@ type Server struct {
 	outages      []*outage
 	calls        []Call
 	frames       []Frame
-	changed      chan struct{} // closed and replaced whenever calls or frames grow
+	changed      chan struct{}        // closed and replaced whenever calls or frames grow
+	replayExtra  int                  // dispatches the next RESUME replays again (ReplayOnResume)
+	clockSkew    time.Duration        // added to the wall clock by Advance (thread auto-archive)
+	activeAt     map[string]time.Time // thread → its last activity, for auto-archive
 }
 
 // New starts a fake on a loopback port. Close it when done (Start registers that for tests).
@@ -93,6 +100,7 @@ func New(cfg Config) *Server {
 		sessions:     map[string]*session{},
 		conns:        map[*gwConn]bool{},
 		changed:      make(chan struct{}),
+		activeAt:     map[string]time.Time{},
 		nextID:       (time.Now().UnixMilli() - discordEpoch) << 22,
 	}
 	if cfg.Token == "" {
@@ -110,6 +118,9 @@ func New(cfg Config) *Server {
 	cfg.BotUser.Bot = true
 	if cfg.BotUser.Discriminator == "" {
 		cfg.BotUser.Discriminator = "0"
+	}
+	if cfg.InteractionDeadline == 0 {
+		cfg.InteractionDeadline = 3 * time.Second
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = 41250 * time.Millisecond
@@ -276,6 +287,18 @@ func (s *Server) Messages(channelID string) []Message {
 		if m.ChannelID == channelID {
 			out = append(out, *m)
 		}
+	}
+	sortMessages(out)
+	return out
+}
+
+// AllMessages returns every message the fake holds, in every channel, oldest first.
+func (s *Server) AllMessages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Message, 0, len(s.messages))
+	for _, m := range s.messages {
+		out = append(out, *m)
 	}
 	sortMessages(out)
 	return out

@@ -65,7 +65,11 @@ func (s *Server) applyMessage(m *Message, f fields, files []Attachment, fe formE
 	}
 	var flags int
 	if f.get("flags", &flags, fe) {
-		m.Flags = flags
+		if m.ID == "" {
+			m.Flags = flags &^ messageFlagLoading
+		} else { // an edit may only set or clear SUPPRESS_EMBEDS
+			m.Flags = m.Flags&^FlagSuppressEmbeds | flags&FlagSuppressEmbeds
+		}
 	}
 	var tts bool
 	if f.get("tts", &tts, fe) {
@@ -107,6 +111,7 @@ func (s *Server) finishMessage(m *Message, fe formErrors) *restError {
 		return errBadRequest(CodeEmptyMessage, "Cannot send an empty message")
 	}
 	s.resolveMentions(m)
+	recordPreviews(m)
 	return nil
 }
 

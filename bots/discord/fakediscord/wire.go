@@ -132,11 +132,19 @@ type Message struct {
 
 	// AllowedMentions is what the sender asked for; kept so tests can assert on it.
 	AllowedMentions *AllowedMentions `json:"-"`
+	// Previewed lists the links a real Discord would have fetched to unfurl (a URL in the
+	// content of a version of the message sent without SUPPRESS_EMBEDS). It only grows: a
+	// link fetched once has leaked, whatever later edits do.
+	Previewed []string `json:"-"`
 }
 
 // Message flags the fake interprets.
 const (
 	FlagEphemeral = 1 << 6
+	// FlagSuppressEmbeds (SUPPRESS_EMBEDS) stops Discord from unfurling links in the content.
+	FlagSuppressEmbeds = 1 << 2
+	// FlagSuppressNotifications (SUPPRESS_NOTIFICATIONS) sends without a push notification.
+	FlagSuppressNotifications = 1 << 12
 )
 
 // ApplicationCommand is an application command as stored after a bulk overwrite. Options
@@ -272,4 +280,7 @@ const (
 	CodeThreadAlreadyCreated = 160004
 	CodeInvalidWebhookToken  = 50027
 	CodeMissingAccess        = 50001
+	CodeMissingPermissions   = 50013
+	CodeThreadArchived       = 50083
+	CodeThreadLocked         = 160005
 )

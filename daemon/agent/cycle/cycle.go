@@ -213,12 +213,3 @@ func Active(s AgentState) bool {
 	}
 	return false
 }
-
-// open reports whether a proposal in status p still waits for a decision or a result.
-func open(p ProposalStatus) bool {
-	switch p {
-	case Pending, Approved, Started, Interrupted:
-		return true
-	}
-	return false
-}

@@ -71,6 +71,31 @@ func (s Bindings) Message(ctx context.Context, proposalID, platform, kind string
 	return (*bots.ChatMessage)(m), err
 }
 
+// MessageAt returns the proposal's or question's message with id message in channel, or
+// nil, nil when the message is none of those.
+func (s Bindings) MessageAt(ctx context.Context, platform, channel, message string) (*bots.ChatMessage, error) {
+	var m *store.ChatMessage
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		m, err = tx.ChatMessageAt(platform, channel, message)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return (*bots.ChatMessage)(m), err
+}
+
+// Audit appends a chat action the relay refused to the daemon's audit log, under the
+// agent it named (else the thread's).
+func (s Bindings) Audit(ctx context.Context, e bots.AuditEvent) error {
+	agentID := e.AgentID
+	if agentID == "" {
+		agentID = e.ThreadAgent
+	}
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.Audit(agentID, bots.AuditKind, e) })
+}
+
 // BindTeam stores b, a team run's thread on one platform.
 func (s Bindings) BindTeam(ctx context.Context, b bots.TeamBinding) error {
 	row := store.TeamBinding(b)
