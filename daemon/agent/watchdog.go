@@ -42,6 +42,10 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *client.Pr
 		return w, err
 	}
 	w.verdict, w.action = v, "ask"
+	owner, err := policyOwner(tx, a) // a helper draws on its top agent's grant
+	if err != nil {
+		return w, err
+	}
 	switch {
 	case !r.smartNext && l.SmartModel != "":
 		w.action, w.ev.Kind = "rethink", cycle.ProposedRethink
@@ -51,11 +55,17 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *client.Pr
 		}
 	case v.Kind == watchdog.Repeat:
 		w.ev = cycle.Event{Kind: cycle.ProposedRepeat, Reason: fmt.Sprintf("the model proposed %s with the same arguments twice in a row: approve to run it again, or give feedback%s",
-			p.Command, grantNote(a))}
+			p.Command, grantNote(owner))}
 	default:
 		w.ev = cycle.Event{Kind: cycle.ProposedLoop, Reason: fmt.Sprintf("the watchdog caught a loop (%s): %s%s. Decide on step %d (approve runs it once more, feedback steers the agent), then resume: `agentctl resume %s`",
-			v.Kind, v, grantNote(a), p.Step, a.Name)}
+			v.Kind, v, grantNote(owner), p.Step, a.Name)}
 		if err := tx.SetStateValue(a.ID, caughtKey, []byte(p.ID)); err != nil {
+			return w, err
+		}
+	}
+	if w.action == "ask" && owner != a && grantLeft(owner) > 0 {
+		endGrant(owner) // the cycle's EndGrant ends a's own
+		if err := tx.UpdateAgent(owner); err != nil {
 			return w, err
 		}
 	}
@@ -78,7 +88,8 @@ func (w watched) stopReason() string {
 	return fmt.Sprintf("stopped by the watchdog: it caught a loop (%s): %s", w.verdict.Kind, w.verdict)
 }
 
-// grantNote says that the proposal ends what was left of a's `y -N` grant, if anything was.
+// grantNote says that the proposal ends what was left of a's `y -N` grant, if anything was
+// (a is the agent whose grant the proposal's agent draws on).
 func grantNote(a *store.Agent) string {
 	if n := grantLeft(a); n > 0 {
 		return fmt.Sprintf("; the %d approvals left of its y -N grant are cancelled", n)

@@ -277,3 +277,24 @@ func TestWatchdogStopsAScheduledRun(t *testing.T) {
 		t.Errorf("agent = %+v with %d steps run, want idle after 3", got, len(h.history(a.ID)))
 	}
 }
+
+// TestWatchdogCancelsTheFamilysGrant: a helper draws on its top agent's `y -N`; when the
+// helper loops, that grant is what the watchdog cancels.
+func TestWatchdogCancelsTheFamilysGrant(t *testing.T) {
+	h, b := newHelperHarness(t)
+	list, missing := reply("list_folder", map[string]string{"path": "."}), reply("read_file", map[string]string{"path": "missing.txt"})
+	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
+	b.script("boss/a", list, missing, list, missing, list)
+	boss := h.boss()
+	if _, err := h.decide(boss.ID, h.pending(boss.ID), "y -10"); err != nil {
+		t.Fatal(err)
+	}
+	a := h.helper("boss/a")
+	got := h.waitFor(a.ID, "the helper paused", func(a *client.Agent) bool { return a.State == client.StatePaused && a.Pending != nil })
+	if got.Pending.Step != 4 || !strings.Contains(got.StateReason, "(cycle)") || !strings.Contains(got.StateReason, "6 approvals left") {
+		t.Errorf("helper paused at step %d: %s; want step 4, a cycle, boss's 6 approvals left cancelled", got.Pending.Step, got.StateReason)
+	}
+	if top, _ := h.sup.agentViews.Agent(context.Background(), boss.ID); top.Policy.Mode != "ask" || top.Policy.AutoSteps != 0 {
+		t.Errorf("boss's policy after its helper looped = %+v, want the grant cancelled", top.Policy)
+	}
+}
