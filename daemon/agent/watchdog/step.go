@@ -202,26 +202,28 @@ var (
 )
 
 // ErrorClass is the class of a failure's error text ("Error: ..." as episodes store it):
-// a known kind (not_found, not_allowed, timeout...), else the first line with the names,
-// paths and numbers in it blanked, so reading three different missing files fails the
-// same way.
+// a known kind (not_found, not_allowed, timeout...), else its first two lines (a shell's
+// "exit status 1" and the first line of what the program said) with the names, paths and
+// numbers in them blanked, so reading three different missing files fails the same way
+// and three different programs failing do not.
 func ErrorClass(text string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	line = strings.ToLower(strings.TrimPrefix(line, "Error: "))
+	lines := strings.SplitN(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "Error: ")), "\n", 3)
+	head := strings.ToLower(strings.Join(lines[:min(2, len(lines))], " | "))
 	for _, c := range errorClasses {
 		for _, w := range strings.Split(c.words, "|") {
-			if strings.Contains(line, w) {
+			if strings.Contains(head, w) {
 				return c.class
 			}
 		}
 	}
-	line = quoted.ReplaceAllString(line, "_")
-	line = pathish.ReplaceAllString(line, "_")
-	line = digits.ReplaceAllString(line, "0")
-	if len(line) > 80 {
-		line = line[:80]
+	head = quoted.ReplaceAllString(head, "_")
+	head = pathish.ReplaceAllString(head, "_")
+	head = digits.ReplaceAllString(head, "0")
+	head = strings.Join(strings.Fields(head), " ")
+	if len(head) > 120 {
+		head = head[:120]
 	}
-	return strings.Join(strings.Fields(line), " ")
+	return head
 }
 
 // progress reports whether step s, with before the steps before it, changed something

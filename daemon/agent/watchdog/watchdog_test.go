@@ -90,8 +90,8 @@ func TestLoopShapes(t *testing.T) {
 		{name: "failing_shell_same_exit", calls: []call{
 			bad("execute_shell", shell("make a"), "exit status 2\nmake: *** No rule to make target 'a'"),
 			bad("execute_shell", shell("make b"), "exit status 2\nmake: *** No rule to make target 'b'"),
-			bad("execute_shell", shell("make c"), "exit status 2"),
-			bad("execute_shell", shell("make d"), "exit status 2"),
+			bad("execute_shell", shell("make c"), "exit status 2\nmake: *** No rule to make target 'c'"),
+			bad("execute_shell", shell("make d"), "exit status 2\nmake: *** No rule to make target 'd'"),
 		}, want: Failing, at: 4},
 		{name: "no_progress_same_content", calls: sameContent, want: NoProgress, at: 10},
 		{name: "no_progress_threshold_4", cfg: Config{IdleSteps: 4}, calls: sameContent, want: NoProgress, at: 6},
@@ -184,6 +184,12 @@ func TestLookAlikesPass(t *testing.T) {
 		{name: "ask_user_twice", calls: []call{
 			ok("ask_user", `{"question":"which?"}`, "blue"), ok("ask_user", `{"question":"which?"}`, "red"), ok("ask_user", `{"question":"which?"}`, "red"),
 		}},
+		{name: "different_programs_failing", calls: []call{
+			bad("execute_shell", shell("go vet ./..."), "exit status 1\nvet: x.go:3: unreachable code"),
+			bad("execute_shell", shell("staticcheck ./..."), "exit status 1\nx.go:3:2: this value of err is never used (SA4006)"),
+			bad("execute_shell", shell("make lint"), "exit status 2\nmake: golangci-lint: Command not found"),
+			bad("execute_shell", shell("gofmt -l ."), "exit status 1\nx.go"),
+		}},
 		{name: "two_failures_then_another_command", calls: []call{
 			missingCall(1), missingCall(2), missingCall(3), ok("list_folder", path("."), "a"), missingCall(4), missingCall(5),
 		}},
@@ -210,7 +216,8 @@ func TestErrorClass(t *testing.T) {
 		{name: "missing_file", text: "Error: read_file: open a/b.txt: no such file or directory", want: "not_found"},
 		{name: "permission", text: "Error: open x: permission denied", want: "not_allowed"},
 		{name: "timeout", text: "Error: command timed out after 30s", want: "timeout"},
-		{name: "names_blanked", text: `Error: exit status 2: make: *** No rule for "a"` + "\nmore", want: "exit status 0: make: *** no rule for _"},
+		{name: "names_blanked", text: `Error: exit status 2: make: *** No rule for "a"` + "\nmore", want: "exit status 0: make: *** no rule for _ | more"},
+		{name: "program_output_counts", text: "Error: exit status 1\nx_test.go:9: got 2, want 3\nFAIL", want: "exit status 0 | _ got 0, want 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,5 +237,20 @@ func TestVerdictString(t *testing.T) {
 	v = Verdict{Kind: Undo, Steps: []int{2, 5}, Calls: []string{"append_to_file log.md"}, Detail: "the same text appended to log.md again"}
 	if got := v.String(); got != "the same text appended to log.md again (steps 2, 5: append_to_file log.md)" {
 		t.Errorf("String() = %q", got)
+	}
+}
+
+// BenchmarkCheck is the watchdog's cost per proposal with a full window behind it.
+func BenchmarkCheck(b *testing.B) {
+	cfg := Config{}.WithDefaults()
+	var h []Step
+	for i := range cfg.Window() {
+		h = append(h, Observe(i+1, "read_file", json.RawMessage(lines("big.log", i*100+1, i*100+100)), commands.ClassRead, Succeeded, fmt.Sprint("page ", i)))
+	}
+	next := Observe(len(h)+1, "write_file", json.RawMessage(write("out.md", "summary")), commands.ClassWriteWorkspace, "", "")
+	for b.Loop() {
+		if Check(cfg, h, next).Caught() {
+			b.Fatal("caught")
+		}
 	}
 }
