@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
@@ -283,6 +284,7 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 			if _, _, err := transit(tx, a, nil, ev); err != nil {
 				return err
 			}
+			tx.AfterCommit(func() { r.s.metrics.Loop(string(watchdog.InvalidReplies), "pause") })
 		}
 		if err := tx.UpdateAgent(a); err != nil {
 			return err

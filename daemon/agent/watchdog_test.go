@@ -15,6 +15,7 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // loopMetrics records the loops the supervisor reports.
@@ -30,10 +31,19 @@ func (m *loopMetrics) Loop(kind, action string) {
 	m.loops = append(m.loops, kind+":"+action)
 }
 
-func (m *loopMetrics) got() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]string(nil), m.loops...)
+// wait waits for the loops counted, in order, to be want (space-separated): they are
+// counted once their transaction commits, just after the state a test waits for.
+func (m *loopMetrics) wait(t *testing.T, want string) {
+	t.Helper()
+	got := ""
+	if !testutil.Wait(10*time.Second, func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		got = strings.Join(m.loops, " ")
+		return got == want
+	}) {
+		t.Errorf("loops counted = %q, want %q", got, want)
+	}
 }
 
 // loopForever makes the fake model answer, after the scripted replies, with step(n) for
@@ -144,9 +154,7 @@ func TestWatchdogStopsEveryLoopShape(t *testing.T) {
 			if !audited {
 				t.Errorf("no watchdog entry of kind %s in the audit log", tt.kind)
 			}
-			if loops := m.got(); len(loops) != 1 || loops[0] != string(tt.kind)+":ask" {
-				t.Errorf("loops counted = %v, want [%s:ask]", loops, tt.kind)
-			}
+			m.wait(t, string(tt.kind)+":ask")
 		})
 	}
 }
@@ -189,9 +197,7 @@ func TestWatchdogRethinksWithTheSmartModelFirst(t *testing.T) {
 		if !note {
 			t.Error("the smart model was not told which loop it was in")
 		}
-		if loops := m.got(); strings.Join(loops, " ") != "cycle:rethink cycle:ask" {
-			t.Errorf("loops counted = %v", loops)
-		}
+		m.wait(t, "cycle:rethink cycle:ask")
 	})
 	t.Run("different_reply_goes_on", func(t *testing.T) {
 		var m loopMetrics
@@ -202,9 +208,7 @@ func TestWatchdogRethinksWithTheSmartModelFirst(t *testing.T) {
 		if !strings.Contains(got.StateReason, "nothing to read") {
 			t.Errorf("reason = %q, want the smart model's finish", got.StateReason)
 		}
-		if loops := m.got(); strings.Join(loops, " ") != "cycle:rethink" {
-			t.Errorf("loops counted = %v, want one rethink and no question", loops)
-		}
+		m.wait(t, "cycle:rethink") // and no question
 	})
 }
 
@@ -297,4 +301,15 @@ func TestWatchdogCancelsTheFamilysGrant(t *testing.T) {
 	if top, _ := h.sup.agentViews.Agent(context.Background(), boss.ID); top.Policy.Mode != "ask" || top.Policy.AutoSteps != 0 {
 		t.Errorf("boss's policy after its helper looped = %+v, want the grant cancelled", top.Policy)
 	}
+}
+
+// TestInvalidRepliesCountAsALoop: the pause after unusable replies in a row is counted
+// with the watchdog's loops, under its own kind.
+func TestInvalidRepliesCountAsALoop(t *testing.T) {
+	var m loopMetrics
+	h := newHarness(t, func(o *Options) { o.Metrics = &m })
+	h.fake.SetDefault(func(*api.ChatRequest) string { return "Sure! I will look around the folder first." })
+	a := h.create(client.CreateAgentRequest{})
+	h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return a.State == client.StatePaused })
+	m.wait(t, "invalid_replies:pause")
 }

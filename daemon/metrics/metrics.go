@@ -77,7 +77,7 @@ func New() *Metrics {
 		}, []string{"scope", "budget"}),
 		loops: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentd_watchdog_loops_total",
-			Help: "Loops the watchdog caught, by kind (repeat, cycle, failing, no_progress, undo) and action (rethink: the smart model thinks again; ask: a person is asked).",
+			Help: "Loops the watchdog caught, by kind (repeat, cycle, failing, no_progress, undo, invalid_replies) and action (rethink: the smart model thinks again; ask: a person is asked; stop: a schedule's run is stopped; pause: the agent pauses).",
 		}, []string{"kind", "action"}),
 		state: &stateCollector{},
 	}

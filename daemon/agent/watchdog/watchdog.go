@@ -34,9 +34,14 @@ const (
 	Failing    Kind = "failing"     // the same command failing the same way, again and again
 	NoProgress Kind = "no_progress" // steps that change nothing and learn nothing new
 	Undo       Kind = "undo"        // a file changed and put back, or the same text appended again
+	// InvalidReplies is no step at all: the model gave Settings.MaxInvalidReplies replies
+	// in a row that were no valid proposal (prose, broken JSON). daemon/agent counts them
+	// as the model answers and pauses the agent; it is named here so every loop the
+	// agent is stopped for has one name in the metrics and the audit log.
+	InvalidReplies Kind = "invalid_replies"
 )
 
-// Kinds lists every loop shape.
+// Kinds lists every loop shape Check finds.
 var Kinds = []Kind{Repeat, Cycle, Undo, Failing, NoProgress}
 
 // MaxPeriod is the longest cycle Check looks for.
