@@ -64,7 +64,9 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *client.Pr
 		}
 	}
 	if w.action == "ask" && owner != a && grantLeft(owner) > 0 {
-		endGrant(owner) // the cycle's EndGrant ends a's own
+		if err := endGrant(tx, owner); err != nil { // the cycle's EndGrant ends a's own
+			return w, err
+		}
 		if err := tx.UpdateAgent(owner); err != nil {
 			return w, err
 		}
@@ -105,12 +107,14 @@ func grantLeft(a *store.Agent) int {
 	return a.Policy.AutoSteps
 }
 
-// endGrant cancels what is left of a's `y -N` grant (the cycle's EndGrant).
-func endGrant(a *store.Agent) {
+// endGrant cancels what is left of a's `y -N` grant (the cycle's EndGrant) in tx; the
+// caller writes a.
+func endGrant(tx *store.Tx, a *store.Agent) error {
 	a.Policy.AutoSteps = 0
 	if a.Policy.Mode == "auto" {
 		a.Policy.Mode = "ask"
 	}
+	return nil
 }
 
 // loopIn is the watchdog's verdict on p, proposed by a: its run's latest steps from the
