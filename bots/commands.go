@@ -189,7 +189,7 @@ func listText(agents []client.Agent) string {
 	}
 	var b strings.Builder
 	for _, a := range agents {
-		fmt.Fprintf(&b, "%s  %s  %s\n", a.Name, a.State, cut(a.Task, 80))
+		fmt.Fprintf(&b, "%s  %s  %s\n", a.Name, a.State, cut(taskText(&a), 80))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -211,13 +211,22 @@ func statusText(agents []client.Agent) string {
 	return strings.Join(parts, ", ")
 }
 
+// taskText is what a works on: its task, or for an agent created with goals and no
+// task, its goals rather than the stand-in task the daemon gives its run.
+func taskText(a *client.Agent) string {
+	if a.Task == client.GoalsTask && len(a.Goals) > 0 {
+		return "its goals: " + strings.Join(a.Goals, "; ")
+	}
+	return a.Task
+}
+
 func agentText(a *client.Agent) string {
 	s := fmt.Sprintf("%s: %s", a.Name, a.State)
 	if a.StateReason != "" {
 		s += " (" + a.StateReason + ")"
 	}
-	if a.Task != "" {
-		s += "\nTask: " + cut(a.Task, 200)
+	if t := taskText(a); t != "" {
+		s += "\nTask: " + cut(t, 200)
 	}
 	if a.Pending != nil {
 		s += fmt.Sprintf("\nWaiting for a decision on step %d: %s", a.Pending.Step, a.Pending.Command)

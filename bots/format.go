@@ -42,6 +42,10 @@ func FormatProposal(v ProposalView, platform string) Message {
 	m.Parts = append(m.Parts,
 		Part{Spans: []Span{{Text: fmt.Sprintf("Step %d: ", p.Step)}, {Text: p.Command, Bold: true}}},
 		Part{Code: FormatArgs(p.Args)})
+	if full := prettyArgs(p.Args); len(full) > maxArgsShown {
+		// Said in prose, outside the code block, so no platform's cut can take it away.
+		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: fmt.Sprintf("Full arguments (%d bytes) attached.", len(full))}}})
+	}
 	m.Parts = append(m.Parts, PreviewParts(p)...)
 	m.Summary = fmt.Sprintf("Step %d: %s wants to run %s", p.Step, p.AgentID, p.Command)
 	switch {
@@ -99,6 +103,17 @@ func PreviewFile(p *client.Proposal) (name, content string) {
 	return fmt.Sprintf("step-%d-%s.diff", p.Step, p.Command), diff + "\n"
 }
 
+// ArgsFile returns the file to attach to a proposal message whose arguments
+// FormatProposal cut, and its name (step-3-write_file-args.json); "" when they are shown
+// whole. A person approves the whole command, so the whole of it must be one click away.
+func ArgsFile(p *client.Proposal) (name, content string) {
+	full := prettyArgs(p.Args)
+	if len(full) <= maxArgsShown {
+		return "", ""
+	}
+	return fmt.Sprintf("step-%d-%s-args.json", p.Step, p.Command), full + "\n"
+}
+
 // DecisionSpans says what was decided and by whom.
 func DecisionSpans(d *client.Decision, platform string) []Span {
 	var what string
@@ -142,12 +157,15 @@ func DecisionSpans(d *client.Decision, platform string) []Span {
 }
 
 // FormatArgs pretty-prints a proposal's args, cut to a readable length.
-func FormatArgs(args json.RawMessage) string {
+func FormatArgs(args json.RawMessage) string { return cut(prettyArgs(args), maxArgsShown) }
+
+// prettyArgs is args indented, or as they are when they are not JSON.
+func prettyArgs(args json.RawMessage) string {
 	var b bytes.Buffer
 	if len(args) == 0 || json.Indent(&b, args, "", "  ") != nil {
-		return cut(string(args), maxArgsShown)
+		return string(args)
 	}
-	return cut(b.String(), maxArgsShown)
+	return b.String()
 }
 
 // shortPlan keeps the first lines of a plan.

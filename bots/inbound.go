@@ -120,6 +120,10 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 		r.ephemeral(ctx, ep, w, u, "Tell me the task, like: @agentd summarize the notes in my workspace")
 		return nil, errors.New("empty task")
 	}
+	if client.IsHelp(task) { // asking how this works is no task for an agent
+		r.ephemeral(ctx, ep, w, u, startHelp)
+		return nil, errors.New("help asked")
+	}
 	if note := tooLong("The task", task); note != "" {
 		r.ephemeral(ctx, ep, w, u, note)
 		return nil, errors.New(note)
@@ -189,6 +193,11 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 	}
 	if text == "" {
 		r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Say what to tell %s after its name, like: %s: y", a.Name, a.Name[strings.LastIndexByte(a.Name, '/')+1:]))
+		return
+	}
+	// Help first: it decides nothing, whichever proposal the reply was written for.
+	if note := helpNote(a, text); note != "" {
+		r.ephemeral(ctx, ep, in.Where, in.User, note)
 		return
 	}
 	if waitingID(a) != "" {

@@ -228,10 +228,10 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 	if p.Command == "ask_user" {
 		return // the question is posted instead
 	}
-	file, diff := PreviewFile(p)
+	files := proposalFiles(p)
 	for _, t := range r.targets(p.AgentID) {
 		platform := t.ep.a.Platform()
-		posted := false // set when this post made the message: only then is the diff uploaded
+		posted := false // set when this post made the message: only then are its files uploaded
 		r.post(t, "posting proposal "+p.ID, func(ctx context.Context) error {
 			if m, err := r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
 				if m != nil && p.Status.Decidable() {
@@ -259,14 +259,14 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 			}
 			return nil
 		})
-		if file != "" {
-			// The next op of the thread's queue: it runs once the message is up, and a
+		for _, f := range files {
+			// The next ops of the thread's queue: they run once the message is up, and a
 			// retried upload does not post the message again.
-			r.post(t, "uploading the diff of proposal "+p.ID, func(ctx context.Context) error {
+			r.post(t, "uploading the "+f.what+" of proposal "+p.ID, func(ctx context.Context) error {
 				if !posted {
 					return nil
 				}
-				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, file, diff, fmt.Sprintf("Full diff of step %d (%s)", p.Step, p.Command))
+				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, f.name, f.content, f.comment)
 			})
 		}
 	}
@@ -275,6 +275,23 @@ func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
 		r.state.markPosted(p.ID)
 		r.armExpiry(ctx, p)
 	}
+}
+
+// proposalFile is a file uploaded after a proposal's message: what FormatProposal cut
+// from it, whole.
+type proposalFile struct{ what, name, content, comment string }
+
+// proposalFiles are the files a proposal's message says are attached: its arguments
+// when they were cut (ArgsFile), then its diff when it was (PreviewFile).
+func proposalFiles(p *client.Proposal) []proposalFile {
+	var out []proposalFile
+	if name, args := ArgsFile(p); name != "" {
+		out = append(out, proposalFile{"arguments", name, args, fmt.Sprintf("Full arguments of step %d (%s)", p.Step, p.Command)})
+	}
+	if name, diff := PreviewFile(p); name != "" {
+		out = append(out, proposalFile{"diff", name, diff, fmt.Sprintf("Full diff of step %d (%s)", p.Step, p.Command)})
+	}
+	return out
 }
 
 // keepMessage remembers an open proposal's message until proposalMessage hands it out

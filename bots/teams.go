@@ -414,13 +414,7 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		r.refuse(ctx, ep, in.Where, in.User, run.ID, "reply")
 		return
 	}
-	var agents []*client.Agent
-	for _, role := range slices.Sorted(maps.Keys(run.Agents)) {
-		if a, err := r.opt.Service.Agent(ctx, run.Agents[role]); err == nil {
-			agents = append(agents, a)
-			r.state.placeRole(a.ID, teamRole{team: run.ID, role: role})
-		}
-	}
+	agents := r.roleAgents(ctx, run)
 	var target *client.Agent
 	if role, after, ok := strings.Cut(text, ":"); ok {
 		if id, named := run.Agents[strings.TrimSpace(role)]; named {
@@ -451,7 +445,11 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		r.ephemeral(ctx, ep, in.Where, in.User, "Say what to tell the role after its name, like: ROLE: y")
 		return
 	}
-	if note := r.bindReply(ctx, ep, in, target); note != "" {
+	note := helpNote(target, text) // help decides nothing, whichever proposal it was written for
+	if note == "" {
+		note = r.bindReply(ctx, ep, in, target)
+	}
+	if note != "" {
 		r.ephemeral(ctx, ep, in.Where, in.User, note)
 		return
 	}
@@ -471,6 +469,19 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
 	}
 	r.rememberChat(ctx, ep.a.Platform(), target.ID, in.User, text)
+}
+
+// roleAgents are run's role agents as the daemon has them now, by role, each placed in
+// its team and role.
+func (r *Relay) roleAgents(ctx context.Context, run *client.TeamRun) []*client.Agent {
+	var agents []*client.Agent
+	for _, role := range slices.Sorted(maps.Keys(run.Agents)) {
+		if a, err := r.opt.Service.Agent(ctx, run.Agents[role]); err == nil {
+			agents = append(agents, a)
+			r.state.placeRole(a.ID, teamRole{team: run.ID, role: role})
+		}
+	}
+	return agents
 }
 
 // lastPosted is the one of agents whose proposal or question waiting was posted last;

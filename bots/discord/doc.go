@@ -16,7 +16,8 @@
 // escaped text, cut with bots.Fit and said ("truncated — full text attached") with the
 // full text as a file; an edit replaces the attachments with the new text's; an archived
 // thread is unarchived to edit in it (50083), and a locked one is continued in a new
-// thread linked from the channel, whose replies go to the old thread's run (threads.go).
+// thread linked from the channel, whose replies go to the old thread's run; the relay
+// stores the run's binding to the new thread, so a restart keeps it (threads.go).
 // Buttons carry the shown proposal's hash (custom ID v2); older buttons are refused.
 //
 // The pieces: how a proposal looks (escaped markdown, no pings, Approve / Approve ×N /

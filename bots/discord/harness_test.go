@@ -97,6 +97,8 @@ type env struct {
 	eng      *team.Engine
 	// wrap, when set, stands between the bot and the relay (to record what the bot hands on).
 	wrap func(Relay) Relay
+	// commands are added to the supervisor's commands (a test's own, say).
+	commands []string
 
 	mu      sync.Mutex
 	replies []string
@@ -187,7 +189,7 @@ func (e *env) start() {
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var eng *team.Engine
 	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
-		Commands: []string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"},
+		Commands: append([]string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"}, e.commands...),
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
 		OnRunEnd: func(end run.End) {
 			if f := e.runEnded.Load(); f != nil {
@@ -212,6 +214,9 @@ func (e *env) start() {
 	}
 	opt := e.opt
 	opt.Service, opt.Bindings, opt.Log = sup.API().Facade(), chatstore.New(st), log
+	if opt.Audit == nil {
+		opt.Audit = chatstore.New(st).Audit // as the daemon wires it
+	}
 	relay := bots.New(opt)
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})

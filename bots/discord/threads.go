@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/bwmarrin/discordgo"
+
+	"github.com/agentd/agentd/bots"
 )
 
 // Discord archives a thread after a week without messages, and a moderator may archive or
@@ -79,6 +81,9 @@ func (b *Bot) continueThread(ctx context.Context, old string) (string, error) {
 	if err != nil || parent == "" {
 		return "", fmt.Errorf("discord: thread %s is closed and its channel is unknown: %w", old, err)
 	}
+	if to := b.recallContinuation(ctx, parent, old); to != "" {
+		return to, nil
+	}
 	note := fmt.Sprintf("🧵 Continued from <#%s>, which is locked: this run's proposals and results go on in this message's thread.", old)
 	root, err := b.s.ChannelMessageSendComplex(parent, Message{Content: note}.Send(), discordgo.WithContext(ctx))
 	if err != nil {
@@ -90,13 +95,66 @@ func (b *Bot) continueThread(ctx context.Context, old string) (string, error) {
 		return "", fmt.Errorf("discord: continuing locked thread %s: %w", old, err)
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if to, ok := b.continued[old]; ok { // another post got there first
+		b.mu.Unlock()
 		return to, nil
 	}
 	b.continued[old], b.continues[th.ID], b.parents[th.ID] = th.ID, old, parent
+	b.mu.Unlock()
 	b.log.Warn("discord: a run's thread is locked; continuing in a new thread", "old", old, "new", th.ID)
+	b.keepContinuation(ctx, parent, old, th.ID)
 	return th.ID, nil
+}
+
+// ThreadMover is what the Relay may also do (*bots.Relay does): take what is bound to a
+// thread over to the thread that continues it, and store it; and tell, after a restart,
+// where a thread's run went on.
+type ThreadMover interface {
+	ThreadMoved(ctx context.Context, platform, channel, from, to string) (moved bool, err error)
+	MovedTo(ctx context.Context, platform, channel, thread string) (string, error)
+}
+
+var _ ThreadMover = (*bots.Relay)(nil) // the daemon's relay keeps continuations
+
+// recallContinuation returns the thread the relay has old's run going on in (this bot
+// started it before a restart), "" when there is none: then old is continued anew.
+func (b *Bot) recallContinuation(ctx context.Context, parent, old string) string {
+	m, ok := b.opt.Relay.(ThreadMover)
+	if !ok {
+		return ""
+	}
+	to, err := m.MovedTo(ctx, Platform, parent, old)
+	if err != nil || to == "" {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if prev, ok := b.continued[old]; ok {
+		return prev
+	}
+	b.continued[old], b.parents[to] = to, parent
+	return to
+}
+
+// keepContinuation has the relay bind the run to the new thread, so that it is posted
+// there and replies there reach it after a restart too (the maps above live in memory).
+// Once bound, the new thread answers for itself: replies there are no longer read as
+// the old thread's.
+func (b *Bot) keepContinuation(ctx context.Context, parent, old, next string) {
+	m, ok := b.opt.Relay.(ThreadMover)
+	if !ok {
+		return
+	}
+	moved, err := m.ThreadMoved(ctx, Platform, parent, old, next)
+	if err != nil {
+		b.log.Error("discord: the new thread of a locked one is not stored; after a restart, replies there reach no run", "old", old, "new", next, "err", err)
+		return
+	}
+	if moved {
+		b.mu.Lock()
+		delete(b.continues, next)
+		b.mu.Unlock()
+	}
 }
 
 // send posts in channel (a thread, maybe closed): an archived thread is unarchived, a

@@ -226,6 +226,9 @@ func (e *env) start(t testing.TB) {
 	}
 	opt := e.opt
 	opt.Service, opt.Bindings, opt.Log = sup.API().Facade(), chatstore.New(st), log
+	if opt.Audit == nil {
+		opt.Audit = chatstore.New(st).Audit // as the daemon wires it
+	}
 	relay := bots.New(opt)
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})

@@ -194,6 +194,10 @@ func TestAskUserAnswerBecomesResult(t *testing.T) {
 	if got.Question.Text != "which colour?" || got.State != client.StateAwaitingDecision {
 		t.Fatalf("agent = %+v", got)
 	}
+	// A lone "?" asks how to answer: refused, and the question still waits.
+	if err := h.sup.decisions.Answer(context.Background(), a.ID, client.AnswerRequest{Text: " ? "}); !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "still waits") {
+		t.Fatalf("answer \"?\": err = %v, want a bad request saying the question waits", err)
+	}
 	if err := h.sup.decisions.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "blue"}); err != nil {
 		t.Fatal(err)
 	}
@@ -373,6 +377,10 @@ func TestDecisionErrors(t *testing.T) {
 		{"empty_feedback", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "feedback"}, client.ErrBadRequest},
 		{"negative_count", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "approve", Count: -2}, client.ErrBadRequest},
 		{"spoofed_policy", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "approve", Source: "policy"}, client.ErrBadRequest},
+		// A front end that sent "?" as feedback must not drop the proposal.
+		{"help_mark_as_feedback", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "feedback", Feedback: "?"}, client.ErrBadRequest},
+		{"help_word_as_feedback", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "feedback", Feedback: " Help "}, client.ErrBadRequest},
+		{"help_letter_as_feedback", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "feedback", Feedback: "h"}, client.ErrBadRequest},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -380,7 +388,13 @@ func TestDecisionErrors(t *testing.T) {
 			if !errors.Is(err, c.want) {
 				t.Fatalf("err = %v, want %v", err, c.want)
 			}
+			if strings.HasPrefix(c.name, "help_") && (!strings.Contains(err.Error(), "still waits") || !strings.Contains(err.Error(), "y -N")) {
+				t.Errorf("the refusal does not say the proposal waits and what to answer: %v", err)
+			}
 		})
+	}
+	if got, err := h.sup.agentViews.Agent(ctx, a.ID); err != nil || got.Pending == nil || got.Pending.ID != p.ID {
+		t.Fatalf("after refused help words the proposal no longer waits: %+v, %v", got, err)
 	}
 	// Superseded: stop the run, then decide on its proposal.
 	if _, err := h.sup.runs.Stop(ctx, a.ID); err != nil {

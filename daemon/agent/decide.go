@@ -43,6 +43,10 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 		if req.Feedback == "" {
 			return nil, badRequest("feedback is empty")
 		}
+		// A front end that forgot to catch "?" must not drop the proposal for it.
+		if client.IsHelp(req.Feedback) {
+			return nil, badRequest("%q asks for help, so it was not sent as feedback and the proposal still waits; answer with one of:\n%s", req.Feedback, client.DecisionHelp)
+		}
 		if len(req.Feedback) > client.MaxTextBytes {
 			return nil, badRequest("feedback is %d bytes: at most %d; shorten it or split it over several decisions", len(req.Feedback), client.MaxTextBytes)
 		}
@@ -281,6 +285,9 @@ func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerReq
 	text := strings.TrimSpace(req.Text)
 	if text == "" {
 		return badRequest("empty answer")
+	}
+	if client.IsAnswerHelp(text) {
+		return badRequest("%q asks how to answer, so it was not sent and the question still waits. %s", text, client.AnswerHelp)
 	}
 	if len(text) > client.MaxTextBytes {
 		return badRequest("answer is %d bytes: at most %d; shorten it", len(text), client.MaxTextBytes)

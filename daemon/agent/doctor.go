@@ -116,11 +116,44 @@ func modelCheck(info *llm.ModelInfo, maxContext int) client.Check {
 
 func (s *doctor) checkStore(ctx context.Context) client.Check {
 	path := filepath.Join(s.stateDir, "agentd.db")
-	if err := s.st.Check(ctx); err != nil {
-		return client.Check{Name: "store", Status: client.CheckFail, Detail: err.Error(),
-			Fix: "stop agentd, copy " + path + " aside, and restore it from a backup (sqlite3 " + path + " .recover can save what is readable)"}
+	return storeCheck(path, s.st.Check(ctx))
+}
+
+// storeCheck judges the store at path: its integrity (integrity is what checking it
+// returned) and that the database and its WAL and shared-memory files are private, since
+// they hold every agent's history and what people approved.
+func storeCheck(path string, integrity error) client.Check {
+	open := openFiles(path, path+"-wal", path+"-shm")
+	them := "it"
+	if len(open) > 1 {
+		them = "them"
 	}
-	return client.Check{Name: "store", Status: client.CheckOK, Detail: path + ": integrity ok"}
+	chmod := "chmod 600 " + strings.Join(open, " ") + " (agentd makes " + them + " 0600 at start; something changed " + them + ")"
+	switch {
+	case integrity != nil:
+		c := client.Check{Name: "store", Status: client.CheckFail, Detail: integrity.Error(),
+			Fix: "stop agentd, copy " + path + " aside, and restore it from a backup (sqlite3 " + path + " .recover can save what is readable)"}
+		if len(open) > 0 {
+			c.Detail += "; and " + modesOf(open) + ": others on this machine can read it"
+			c.Fix += "; then " + chmod
+		}
+		return c
+	case len(open) > 0:
+		return client.Check{Name: "store", Status: client.CheckFail,
+			Detail: modesOf(open) + ": others on this machine can read every agent's history", Fix: chmod}
+	}
+	return client.Check{Name: "store", Status: client.CheckOK, Detail: path + ": integrity ok, private (0600)"}
+}
+
+// openFiles are those of paths that exist and grant group or others anything.
+func openFiles(paths ...string) []string {
+	var open []string
+	for _, p := range paths {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode().Perm()&0o077 != 0 {
+			open = append(open, p)
+		}
+	}
+	return open
 }
 
 // checkDisk reports the free space where the state lives.
@@ -148,24 +181,64 @@ func checkDisk(dir string) client.Check {
 // changed since.
 func checkStateDir(dir, workspaces string) client.Check {
 	c := client.Check{Name: "state dir", Status: client.CheckOK, Detail: dir + " is private (0700, files 0600)"}
-	open, err := statedir.Check(dir, workspaces, 4)
+	open, err := statedir.Check(dir, workspaces, 0)
 	switch {
 	case err != nil:
 		c.Status, c.Detail = client.CheckWarn, fmt.Sprintf("cannot check the modes in %s: %v", dir, err)
 	case len(open) > 0:
 		c.Status = client.CheckFail
-		c.Detail = fmt.Sprintf("others on this machine can read or enter %s (%s)", strings.Join(open, ", "), modeOf(open[0]))
-		c.Fix = "chmod go-rwx " + strings.Join(open, " ") + " (or restart agentd: it makes its state dir private at start)"
+		c.Detail = "others on this machine can read or enter what agentd keeps: " + modesOf(open)
+		c.Fix = chmodFix(open)
 	}
 	return c
 }
 
-func modeOf(path string) string {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return err.Error()
+// shownOpen bounds how many paths a failed check names.
+const shownOpen = 4
+
+// modesOf names paths with their modes: "/s has mode 0755, /s/agentd.db 0644".
+func modesOf(paths []string) string {
+	var parts []string
+	for i, p := range paths {
+		if i == shownOpen {
+			parts = append(parts, fmt.Sprintf("and %d more", len(paths)-shownOpen))
+			break
+		}
+		mode := "?"
+		if fi, err := os.Lstat(p); err == nil {
+			mode = fmt.Sprintf("%04o", fi.Mode().Perm())
+		}
+		if i == 0 {
+			parts = append(parts, p+" has mode "+mode)
+		} else {
+			parts = append(parts, p+" "+mode)
+		}
 	}
-	return fmt.Sprintf("%s has mode %04o", filepath.Base(path), fi.Mode().Perm())
+	return strings.Join(parts, ", ")
+}
+
+// chmodFix is the command that makes paths private: 700 for directories, 600 for files.
+func chmodFix(paths []string) string {
+	var dirs, files []string
+	for _, p := range paths[:min(len(paths), shownOpen)] {
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			dirs = append(dirs, p)
+		} else {
+			files = append(files, p)
+		}
+	}
+	var cmds []string
+	if len(dirs) > 0 {
+		cmds = append(cmds, "chmod 700 "+strings.Join(dirs, " "))
+	}
+	if len(files) > 0 {
+		cmds = append(cmds, "chmod 600 "+strings.Join(files, " "))
+	}
+	fix := strings.Join(cmds, "; ")
+	if len(paths) > shownOpen {
+		return fix + "; or restart agentd, which makes all of its state dir private at start"
+	}
+	return fix + " (or restart agentd: it makes its state dir private at start)"
 }
 
 func humanBytes(n uint64) string {

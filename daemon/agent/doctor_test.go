@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,9 +60,87 @@ func TestDoctor(t *testing.T) {
 	}
 	rep, _ := h.sup.doctor.Doctor(context.Background())
 	for _, c := range rep.Checks {
-		if c.Name == "state dir" && (!strings.Contains(c.Fix, "chmod go-rwx "+h.dir) || !strings.Contains(c.Detail, "mode 0755")) {
+		if c.Name == "state dir" && (!strings.Contains(c.Fix, "chmod 700 "+h.dir) || !strings.Contains(c.Detail, "mode 0755")) {
 			t.Errorf("state dir check: %s; fix: %s", c.Detail, c.Fix)
 		}
+	}
+	// A store others can read fails as the store, not only as the state dir.
+	db := filepath.Join(h.dir, "agentd.db")
+	if err := os.Chmod(db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := summary(), "ollama:fail store:fail disk:ok state dir:fail workspaces:ok extra:ok"; got != want {
+		t.Errorf("agentd.db 0644: %s\nwant             %s", got, want)
+	}
+}
+
+// TestDoctorFailsOnOpenModes: real files with real modes. A state dir, a database, its
+// WAL or shared-memory file, or any file in the state dir that group or others may use
+// fails, naming the path, its mode and the chmod that fixes it; private ones pass.
+func TestDoctorFailsOnOpenModes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		modes map[string]os.FileMode // under the state dir; "" is the dir itself
+		store string                 // the store check's status, then what its detail and fix name
+		dir   string                 // the state dir check's, likewise
+	}{
+		{"private", map[string]os.FileMode{}, "ok", "ok"},
+		{"db_world_readable", map[string]os.FileMode{"agentd.db": 0o644},
+			"fail agentd.db has mode 0644|chmod 600 $/agentd.db", "fail agentd.db has mode 0644|chmod 600 $/agentd.db"},
+		{"wal_group_writable", map[string]os.FileMode{"agentd.db-wal": 0o620},
+			"fail agentd.db-wal has mode 0620|chmod 600 $/agentd.db-wal", "fail 0620|chmod 600 $/agentd.db-wal"},
+		{"shm_others_read", map[string]os.FileMode{"agentd.db-shm": 0o604},
+			"fail agentd.db-shm has mode 0604|chmod 600 $/agentd.db-shm", "fail 0604|chmod 600 $/agentd.db-shm"},
+		{"dir_group_listable", map[string]os.FileMode{"": 0o750},
+			"ok", "fail $ has mode 0750|chmod 700 $ "},
+		{"memory_index_readable", map[string]os.FileMode{"memory/index.bin": 0o640},
+			"ok", "fail index.bin has mode 0640|chmod 600 $/memory/index.bin"},
+		{"dir_and_db", map[string]os.FileMode{"": 0o755, "agentd.db": 0o666},
+			"fail agentd.db has mode 0666|chmod 600 $/agentd.db", "fail $ has mode 0755, $/agentd.db 0666|chmod 700 $; chmod 600 $/agentd.db"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state")
+			files := []string{"agentd.db", "agentd.db-wal", "agentd.db-shm", "memory/index.bin"}
+			if err := os.MkdirAll(filepath.Join(dir, "memory"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.Chmod(dir, 0o700)
+			for f, mode := range tc.modes {
+				if err := os.Chmod(filepath.Join(dir, f), mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			judge := func(what string, c client.Check, want string) {
+				t.Helper()
+				status, names, _ := strings.Cut(strings.ReplaceAll(want, "$", dir), " ")
+				if c.Status != status {
+					t.Errorf("%s check is %s, want %s: %s; fix: %s", what, c.Status, status, c.Detail, c.Fix)
+				}
+				if names == "" {
+					return
+				}
+				inDetail, inFix, _ := strings.Cut(names, "|")
+				if !strings.Contains(c.Detail, inDetail) || !strings.Contains(c.Fix+" ", inFix) {
+					t.Errorf("%s check\n detail: %s\n fix:    %s\nwant them to name %q and %q", what, c.Detail, c.Fix, inDetail, inFix)
+				}
+			}
+			judge("store", storeCheck(filepath.Join(dir, "agentd.db"), nil), tc.store)
+			judge("state dir", checkStateDir(dir, filepath.Join(dir, "workspaces")), tc.dir)
+		})
+	}
+	// A broken store still says it is open too, and both fixes.
+	dir := t.TempDir()
+	db := filepath.Join(dir, "agentd.db")
+	os.WriteFile(db, nil, 0o644)
+	os.Chmod(db, 0o644)
+	c := storeCheck(db, errors.New("database disk image is malformed"))
+	if c.Status != client.CheckFail || !strings.Contains(c.Detail, "malformed") || !strings.Contains(c.Detail, "mode 0644") || !strings.Contains(c.Fix, "chmod 600 "+db) {
+		t.Errorf("broken and open store: %+v", c)
 	}
 }
 

@@ -98,7 +98,7 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 		Goals: req.Goals, Task: req.Task, Policy: pol, State: cycle.Initial, Commands: cmds,
 	}}
 	if a.Task == "" && len(a.Goals) > 0 {
-		a.Task = "Achieve the goals below."
+		a.Task = client.GoalsTask
 	}
 	if a.Name == "" {
 		a.Name = "agent-" + a.ID[2:8]

@@ -10,8 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,22 +23,8 @@ const SocketEnv = "AGENTD_SOCKET"
 // $AGENTD_SOCKET, else $RUNTIME_DIRECTORY/agentd.sock (systemd's RuntimeDirectory=agentd,
 // which is /run/agentd or $XDG_RUNTIME_DIR/agentd, where agentctl looks too), else
 // $XDG_RUNTIME_DIR/agentd/agentd.sock, else /run/agentd/agentd.sock for root, else
-// $TMPDIR/agentd-UID/agentd.sock.
-func DefaultSocketPath() string {
-	if p := os.Getenv(SocketEnv); p != "" {
-		return p
-	}
-	if d, _, _ := strings.Cut(os.Getenv("RUNTIME_DIRECTORY"), ":"); d != "" {
-		return filepath.Join(d, "agentd.sock")
-	}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "agentd", "agentd.sock")
-	}
-	if os.Getuid() == 0 {
-		return "/run/agentd/agentd.sock"
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("agentd-%d", os.Getuid()), "agentd.sock")
-}
+// $TMPDIR/agentd-UID/agentd.sock: the first of SocketPlaces.
+func DefaultSocketPath() string { return SocketPlaces()[0].Path }
 
 // Client talks to agentd over its unix socket. The zero value uses DefaultSocketPath.
 type Client struct {
@@ -360,12 +344,15 @@ func (c *Client) stream(ctx context.Context, path string, fn func(Event) error) 
 
 // ParseDecision turns what a person typed into a decision, the same way in every front end:
 // "y" approves, "y -N" approves this and the next N-1, "n" denies, anything else is feedback.
-// Empty text is an error.
+// Empty text is an error; "?", "help" and "h" are ErrHelp (never feedback: see IsHelp).
 func ParseDecision(text string) (DecideRequest, error) {
 	t := strings.TrimSpace(text)
+	if IsHelp(t) {
+		return DecideRequest{}, ErrHelp
+	}
 	switch strings.ToLower(t) {
 	case "":
-		return DecideRequest{}, errors.New("empty reply: type y, y -N, y!, n, n! or feedback")
+		return DecideRequest{}, errors.New("empty reply: type y, y -N, y!, n, n! or feedback (? for help)")
 	case "y", "yes":
 		return DecideRequest{Kind: DecisionApprove, Count: 1}, nil
 	case "n", "no":

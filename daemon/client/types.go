@@ -353,6 +353,10 @@ type CreateAgentRequest struct {
 	Commands []string `json:"commands,omitempty"`
 }
 
+// GoalsTask is the task of an agent created with goals and no task: its run works on its
+// Goals. Front ends show the goals where they would show this text.
+const GoalsTask = "Achieve the goals below."
+
 // DecideRequest decides on a proposal. ProposalID must name the agent's current proposal.
 type DecideRequest struct {
 	ProposalID string       `json:"proposal_id"`

@@ -199,6 +199,9 @@ func healthChecks(cfg *config.Config, bridge *mcp.Bridge) []agent.HealthCheck {
 			return []client.Check{sandboxCheck(cfg)}
 		})
 	}
+	if tc := tokenFileCheck(cfg); tc != nil {
+		out = append(out, tc)
+	}
 	if bridge != nil {
 		out = append(out, func(context.Context) []client.Check {
 			var checks []client.Check

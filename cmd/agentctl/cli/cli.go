@@ -199,7 +199,7 @@ func (a *app) explain(err error) string {
 	var ue *url.Error
 	switch {
 	case errors.As(err, &dnr):
-		return dnr.Error()
+		return a.notRunning(dnr)
 	case errors.Is(err, syscall.EACCES):
 		return fmt.Sprintf("cannot reach agentd at %s: permission denied (the socket is private to the user agentd runs as; run agentctl as that user)", a.socket)
 	case errors.As(err, &ue):

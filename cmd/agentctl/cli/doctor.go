@@ -19,12 +19,14 @@ var doctorCmd = &command{
 	short: "check everything agentd needs, and say how to fix what is wrong",
 	long: `Doctor checks, in order: the daemon's socket (there, a socket, private to its owner),
 the daemon itself, the Ollama server (reachable, its version), the model (on the server,
-its context length), the smart model if one is set, the SQLite store's integrity, free
-disk space where the state lives, that new workspaces can be made, and every configured
-integration (the shell sandbox, each MCP server, the chat bots' connections, the TCP
-listener: that it answers, whether other machines reach it, that its token file is
-private and the token long enough). Each finding is ok, warn or fail; a
-problem comes with the command or setting that fixes it.
+its context length), the smart model if one is set, the SQLite store (its integrity, and
+that agentd.db and its -wal and -shm files are 0600), free disk space where the state
+lives, that the state directory is private (0700, its files 0600), that new workspaces
+can be made, and every configured integration (the shell sandbox, each MCP server, the
+chat bots' connections and token files, the TCP listener: that it answers, whether
+other machines reach it, that its token file is private and the token long enough).
+Each finding is ok, warn or fail; a problem comes with the command or setting that
+fixes it: a file or directory others may read fails, with its mode and the chmod.
 
 The exit code is 1 when any check fails, so scripts and monitoring can use it.`,
 	run: (*app).runDoctor,
@@ -95,8 +97,12 @@ func checkSocket(path string) client.Check {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		c.Status, c.Detail = client.CheckFail, "no socket at "+path+": agentd is not running, or listens elsewhere"
+		c.Status, c.Detail = client.CheckFail, "no socket at "+path+" (from "+socketSource(path)+"): agentd is not running, or listens elsewhere"
 		c.Fix = "start agentd (`systemctl --user start agentd`, or `agentd`); if it uses another socket, pass --socket or set " + client.SocketEnv
+		if _, found := lookElsewhere(path); found != nil {
+			c.Detail += "; agentd answers at " + found.Path + " (" + found.From + ")"
+			c.Fix = "agentctl --socket " + found.Path + " doctor, or export " + client.SocketEnv + "=" + found.Path
+		}
 		return c
 	case errors.Is(err, os.ErrPermission):
 		c.Status, c.Detail = client.CheckFail, "cannot reach "+path+": permission denied"

@@ -144,8 +144,12 @@ func (f *fakeDaemon) routes() http.Handler {
 		return &client.DoctorReport{Checks: []client.Check{
 			{Name: "ollama", Status: client.CheckOK, Detail: "version 0.17.4 at http://127.0.0.1:11434"},
 			{Name: "model", Status: client.CheckFail, Detail: "qwen2.5:3b is not on the server", Fix: "ollama pull qwen2.5:3b"},
-			{Name: "store", Status: client.CheckOK, Detail: "/var/lib/agentd/agentd.db: integrity ok"},
+			{Name: "store", Status: client.CheckFail, Detail: "/var/lib/agentd/agentd.db has mode 0644: others on this machine can read every agent's history",
+				Fix: "chmod 600 /var/lib/agentd/agentd.db (agentd makes it 0600 at start; something changed it)"},
 			{Name: "disk", Status: client.CheckWarn, Detail: "812.0 MiB free where /var/lib/agentd is", Fix: "free space on that file system"},
+			{Name: "state dir", Status: client.CheckFail, Detail: "others on this machine can read or enter what agentd keeps: /var/lib/agentd has mode 0755, /var/lib/agentd/agentd.db 0644",
+				Fix: "chmod 700 /var/lib/agentd; chmod 600 /var/lib/agentd/agentd.db (or restart agentd: it makes its state dir private at start)"},
+			{Name: "token file", Status: client.CheckOK, Detail: "/etc/agentd/slack-bot.token (slack.bot_token_file) is private (mode 0600)"},
 			{Name: "http", Status: client.CheckOK, Detail: "listening on 127.0.0.1:7070 (metrics, agent protocol)"},
 			{Name: "http token", Status: client.CheckFail, Detail: "/etc/agentd/http.token has mode 0644: others on this machine can read the token that steers your agents",
 				Fix: "chmod 600 /etc/agentd/http.token"},
@@ -216,6 +220,9 @@ func (f *fakeDaemon) agent(ref string) (*client.Agent, error) {
 func (f *fakeDaemon) create(_ context.Context, _ string, req client.CreateAgentRequest) (*client.Agent, error) {
 	a := &client.Agent{ID: "a-9", Name: req.Name, Description: req.Description, Goals: req.Goals,
 		Task: req.Task, State: client.StateThinking, Policy: client.Policy{Mode: "ask"}}
+	if a.Task == "" && len(a.Goals) > 0 {
+		a.Task = client.GoalsTask // as the daemon does: the run works on the goals
+	}
 	if req.Name == "" {
 		a.Name = "new-agent"
 	}
@@ -252,6 +259,9 @@ func (f *fakeDaemon) decision(_ context.Context, ref string, req client.DecideRe
 	decide := f.decide
 	f.mu.Unlock()
 	f.decided <- req
+	if req.Kind == client.DecisionFeedback && client.IsHelp(req.Feedback) { // as the daemon refuses it
+		return nil, client.Errorf(client.ErrBadRequest, "%q asks for help, so it was not sent as feedback and the proposal still waits", req.Feedback)
+	}
 	if decide != nil {
 		return decide(a, req)
 	}
@@ -267,6 +277,9 @@ func (f *fakeDaemon) answer(_ context.Context, ref string, req client.AnswerRequ
 	f.answers = append(f.answers, req)
 	f.mu.Unlock()
 	f.answered <- req
+	if client.IsAnswerHelp(req.Text) { // as the daemon refuses it
+		return client.None{}, client.Errorf(client.ErrBadRequest, "%q asks how to answer, so it was not sent and the question still waits", req.Text)
+	}
 	return client.None{}, nil
 }
 

@@ -31,5 +31,8 @@ func (a *app) runFeedback(ctx context.Context, args []string) error {
 	if text == "" {
 		return usagef("missing TEXT: what should agent %s do instead?", pos[0])
 	}
+	if client.IsHelp(text) {
+		return usagef("%q asks for help, so it was not sent as feedback: write what agent %s should do instead, in words", text, pos[0])
+	}
 	return a.decide(ctx, pos[0], client.DecideRequest{Kind: client.DecisionFeedback, Feedback: text})
 }

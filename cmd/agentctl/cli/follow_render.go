@@ -11,7 +11,7 @@ import (
 
 // What follow prints at each prompt.
 const (
-	decisionPrompt = "Approve? [y / y -N / y! / n / n! / feedback]: "
+	decisionPrompt = "Approve? [y / y -N / y! / n / n! / feedback / ?]: "
 	answerPrompt   = "Answer: "
 )
 

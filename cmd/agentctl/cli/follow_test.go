@@ -84,7 +84,7 @@ func TestFollowDecidesAndAnswersFromStdin(t *testing.T) {
 	}
 
 	s := startFollow(t, "--socket", f.sock, "follow", "walker")
-	waitOutput(t, s.errOut, "Approve? [y / y -N / y! / n / n! / feedback]: ", 1)
+	waitOutput(t, s.errOut, "Approve? [y / y -N / y! / n / n! / feedback / ?]: ", 1)
 	s.typeLine(t, "y -3")
 	waitOutput(t, s.errOut, "Answer: ", 1)
 	s.typeLine(t, "blue")
@@ -331,4 +331,90 @@ func TestFollowShowsTheWatchdogsPause(t *testing.T) {
 			t.Errorf("follow output lacks %q:\n%s%s", want, r.stdout, r.stderr)
 		}
 	}
+}
+// TestFollowHelpLeavesTheProposalWaiting: "?", "help" and "h" show what each answer does
+// and decide nothing; at a question a lone "?" shows how to answer, and "help" would be
+// the answer.
+func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
+		d, ok := wait(t, w, f.decided)
+		if !ok {
+			return
+		}
+		w.send(client.Event{Seq: 2, Type: client.EventDecision, AgentID: "a-4", Decision: &client.Decision{
+			ProposalID: d.ProposalID, Kind: d.Kind, Count: d.Count, By: d.By, Source: d.Source}})
+		w.send(client.Event{Seq: 3, Type: client.EventQuestion, AgentID: "a-4",
+			Question: &client.Question{ProposalID: "p-21", Text: "Which colour?"}})
+		if _, ok := wait(t, w, f.answered); !ok {
+			return
+		}
+		w.send(client.Event{Seq: 4, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+	}
+
+	s := startFollow(t, "--socket", f.sock, "follow", "walker")
+	const prompt = "Approve? [y / y -N / y! / n / n! / feedback / ?]: "
+	waitOutput(t, s.errOut, prompt, 1)
+	for i, word := range []string{"?", " HELP ", "h"} {
+		s.typeLine(t, word)
+		waitOutput(t, s.errOut, "y -N     run it and the next N-1 proposals without asking", i+1)
+		waitOutput(t, s.errOut, prompt, i+2) // asked again: the proposal still waits
+	}
+	if got := s.errOut.String(); !strings.Contains(got, "the proposal still waits") || !strings.Contains(got, "n!       like n") {
+		t.Errorf("the help does not say the proposal waits, or misses an answer:\n%s", got)
+	}
+	f.mu.Lock()
+	sent := len(f.decisions)
+	f.mu.Unlock()
+	if sent != 0 {
+		t.Fatalf("help words were sent as %d decisions: %+v", sent, f.decisions)
+	}
+	s.typeLine(t, "y")
+	waitOutput(t, s.errOut, "Answer: ", 1)
+	s.typeLine(t, "?")
+	waitOutput(t, s.errOut, "what you send is its answer", 1)
+	waitOutput(t, s.errOut, "Answer: ", 2)
+	s.typeLine(t, "help")
+	if code := s.exit(t); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := client.DecideRequest{ProposalID: "p-20", Kind: client.DecisionApprove, Count: 1, By: "tester", Source: "agentctl"}
+	if len(f.decisions) != 1 || f.decisions[0] != want {
+		t.Errorf("decisions = %+v, want [%+v]", f.decisions, want)
+	}
+	wantAnswer := client.AnswerRequest{ProposalID: "p-21", Text: "help", By: "tester"}
+	if len(f.answers) != 1 || f.answers[0] != wantAnswer {
+		t.Errorf("answers = %+v, want [%+v]: at a question the word help is an answer", f.answers, wantAnswer)
+	}
+}
+
+// TestFollowShowsTheGoalsOfACreatedAgent: an agent made with create works on its goals;
+// follow, ls and show show them, not the stand-in task the daemon gives its run.
+func TestFollowShowsTheGoalsOfACreatedAgent(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	no := false
+	created, err := f.create(context.Background(), "", client.CreateAgentRequest{Name: "scribe2", Description: "a note taker",
+		Goals: []string{"keep notes.md up to date", "never delete\na note"}, Start: &no})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Task != client.GoalsTask {
+		t.Fatalf("the fake gives a created agent the task %q; the daemon gives %q", created.Task, client.GoalsTask)
+	}
+	created.State, created.RunID = client.StateThinking, "r-9"
+	f.set(func() { f.agents = append(f.agents, created) })
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		w.send(client.Event{Seq: 1, Type: client.EventFinish, AgentID: created.ID, Message: "notes are tidy"})
+	}
+	r := runCLI(t, "", "--socket", f.sock, "follow", "scribe2")
+	testutil.Golden(t, "testdata/goals/follow.golden", []byte("$ agentctl follow scribe2\n"+r.String()))
+	r = runCLI(t, "", "--socket", f.sock, "ls")
+	testutil.Golden(t, "testdata/goals/ls.golden", []byte("$ agentctl ls\n"+r.String()))
+	r = runCLI(t, "", "--socket", f.sock, "show", "scribe2")
+	testutil.Golden(t, "testdata/goals/show.golden", []byte("$ agentctl show scribe2\n"+r.String()))
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -46,6 +47,9 @@ func (a *app) runLs(ctx context.Context, args []string) error {
 	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSTEP\tTASK")
 	for _, ag := range agents {
 		task := ag.Task
+		if task == client.GoalsTask && len(ag.Goals) > 0 { // made with create: its goals are its task
+			task = "goals: " + strings.Join(ag.Goals, "; ")
+		}
 		if task == "" {
 			task = "-"
 		}

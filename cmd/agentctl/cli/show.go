@@ -85,7 +85,11 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 	row("Name", ag.Name)
 	row("Description", ag.Description)
 	row("State", stateString(ag))
-	row("Task", oneParagraph(ag.Task))
+	task := oneParagraph(ag.Task)
+	if ag.Task == client.GoalsTask && len(ag.Goals) > 0 {
+		task = "its goals (below)" // made with create: the stand-in task says nothing
+	}
+	row("Task", task)
 	if ag.RunID != "" {
 		run := fmt.Sprintf("%s, step %d", ag.RunID, ag.Step)
 		for _, r := range ag.Runs {
