@@ -332,6 +332,7 @@ func TestFollowShowsTheWatchdogsPause(t *testing.T) {
 		}
 	}
 }
+
 // TestFollowHelpLeavesTheProposalWaiting: "?", "help" and "h" show what each answer does
 // and decide nothing; at a question a lone "?" shows how to answer, and "help" would be
 // the answer.
