@@ -2,6 +2,7 @@ package bots
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -64,22 +65,26 @@ type groupChecker interface {
 }
 
 // Allowed reports whether user may decide for agent in channel. Nobody may when no
-// approver is configured: deciding is never open to everyone by accident.
+// approver is configured: deciding is never open to everyone by accident. A group whose
+// lookup fails lets nobody through (the error says which), but the other groups are
+// still asked: one broken group must not lock out the members of the rest.
 func (r Rules) Allowed(ctx context.Context, g groupChecker, channel, agent, user string) (bool, error) {
 	a := r.access(channel, agent)
 	if slices.Contains(a.Users, user) {
 		return true, nil
 	}
+	var failed error
 	for _, grp := range a.Groups {
 		ok, err := g.InGroup(ctx, user, grp)
 		if err != nil {
-			return false, fmt.Errorf("checking group %s: %w", grp, err)
+			failed = errors.Join(failed, fmt.Errorf("checking group %s: %w", grp, err))
+			continue
 		}
 		if ok {
 			return true, nil
 		}
 	}
-	return false, nil
+	return false, failed
 }
 
 // EncodeRef writes a Ref as a button value: "AGENT PROPOSAL COUNT [HASH]".

@@ -50,8 +50,8 @@ func (r *Relay) audit(ctx context.Context, e AuditEvent) {
 
 // firstDelivery reports whether in is handled for the first time; a redelivery (same
 // platform, channel and id) is dropped.
-func (r *Relay) firstDelivery(in Incoming) bool {
-	if in.ID == "" || r.seen.first(in.Platform, "message\x00"+in.Where.Channel+"\x00"+in.ID) {
+func (r *Relay) firstDelivery(ctx context.Context, ep *endpoint, in Incoming) bool {
+	if in.ID == "" || r.seen.first(r.seenRing(ctx, ep, in.Where, in.User), "message\x00"+in.Where.Channel+"\x00"+in.ID) {
 		return true
 	}
 	r.log.Debug("bots: dropped a redelivered message", "platform", in.Platform, "channel", in.Where.Channel, "id", in.ID)
@@ -59,12 +59,23 @@ func (r *Relay) firstDelivery(in Incoming) bool {
 }
 
 // firstClick is firstDelivery for a click.
-func (r *Relay) firstClick(c Click) bool {
-	if c.ID == "" || r.seen.first(c.Platform, "click\x00"+c.ID) {
+func (r *Relay) firstClick(ctx context.Context, ep *endpoint, c Click) bool {
+	if c.ID == "" || r.seen.first(r.seenRing(ctx, ep, c.Where, c.User), "click\x00"+c.ID) {
 		return true
 	}
 	r.log.Debug("bots: dropped a redelivered click", "platform", c.Platform, "channel", c.Where.Channel, "id", c.ID)
 	return false
+}
+
+// seenRing is the redelivery memory u's actions in w are remembered in: those of people
+// who may act there (mayCommand) apart from everyone else's, so that someone who may
+// decide nothing cannot, by sending thousands of messages or clicks that are refused,
+// make the relay forget an approver's `y -3` and apply its redelivery again.
+func (r *Relay) seenRing(ctx context.Context, ep *endpoint, w Where, u User) string {
+	if r.mayCommand(ctx, ep, w, u) {
+		return ep.a.Platform()
+	}
+	return ep.a.Platform() + "\x00refused"
 }
 
 // waitingMessage returns what a waits on and the kind of its chat message.
@@ -106,8 +117,18 @@ func (r *Relay) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *cli
 		r.log.Error("bots: reading a proposal's message", "platform", platform, "err", err)
 		return "Could not check which proposal that reply answers, so it decided nothing; send it again."
 	}
-	if shown != "" && !ep.a.Before(in.ID, shown) {
+	// Shown strictly before the reply: an id that does not parse is before nothing. A
+	// reply to a message the relay has no record of counts only when that message is
+	// older than what waits: a newer one is another proposal (another thread's, or one
+	// whose post is still in flight) or something said after this one.
+	if shown != "" && ep.a.Before(shown, in.ID) {
+		if in.ReplyTo != "" && !ep.a.Before(in.ReplyTo, shown) {
+			return "That reply answers a message newer than the proposal waiting, so it decided nothing; reply to the proposal itself, or in the thread without replying to a message."
+		}
 		return ""
+	}
+	if shown != "" && !ep.a.Before(in.ID, shown) {
+		return "That message's id cannot be ordered against the proposal's, so it decided nothing; use the proposal's buttons."
 	}
 	return r.staleNote(ctx, a, r.stepShownBefore(ctx, ep, in, a))
 }
@@ -122,7 +143,7 @@ func (r *Relay) shownBefore(ctx context.Context, ep *endpoint, in Incoming, a *c
 			msg = m.Message
 		}
 	}
-	return msg != "" && in.ID != "" && !ep.a.Before(in.ID, msg)
+	return msg != "" && in.ID != "" && ep.a.Before(msg, in.ID)
 }
 
 // shownWait bounds how long a reply waits for the message of a proposal whose post is in
@@ -186,6 +207,26 @@ func (r *Relay) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, 
 	return 0
 }
 
+// lastShownAfter is the step of a's last proposal when it was shown on in's platform
+// after in was written (or in's id does not order): a message written while that
+// proposal waited, delivered late, is not a new task. 0 when in is newer.
+func (r *Relay) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent) int {
+	ps, err := r.opt.Service.Proposals(ctx, a.ID)
+	if err != nil || len(ps) == 0 || in.ID == "" {
+		return 0
+	}
+	last := ps[len(ps)-1]
+	kind := "proposal"
+	if last.Command == "ask_user" {
+		kind = "question"
+	}
+	m, err := r.opt.Bindings.Message(ctx, last.ID, ep.a.Platform(), kind)
+	if err != nil || m == nil || ep.a.Before(m.Message, in.ID) {
+		return 0
+	}
+	return max(last.Step, 1)
+}
+
 // stepOf is the step of a's proposal id; 0 when it is not a's.
 func (r *Relay) stepOf(ctx context.Context, a *client.Agent, id string) int {
 	if p := r.proposal(ctx, a.ID, id); p != nil {
@@ -232,7 +273,11 @@ func (r *Relay) clickAgent(ctx context.Context, platform string, w Where, ref Re
 	if b != nil {
 		switch {
 		case ref.AgentID == "":
-			return r.waiterIn(ctx, b.AgentID, ref.ProposalID), "", false
+			id, waits := r.waiterIn(ctx, b.AgentID, ref.ProposalID)
+			if !waits && !r.threadsProposal(ctx, append([]string{b.AgentID}, agentIDs(r.helpersOf(ctx, b.AgentID))...), ref.ProposalID) {
+				return "", elsewhere, true
+			}
+			return id, "", false
 		case ref.AgentID == b.AgentID || r.isHelperOf(ctx, ref.AgentID, b.AgentID):
 			return ref.AgentID, "", false
 		}
@@ -243,6 +288,9 @@ func (r *Relay) clickAgent(ctx context.Context, platform string, w Where, ref Re
 	case !ok:
 		return "", "This proposal's agent is gone.", ref.AgentID != ""
 	case ref.AgentID == "":
+		if !r.threadsProposal(ctx, roles, ref.ProposalID) {
+			return "", elsewhere, true
+		}
 		return r.teamAgentFor(ctx, platform, w, ref.ProposalID), "", false
 	case slices.Contains(roles, ref.AgentID):
 		return ref.AgentID, "", false
@@ -250,18 +298,82 @@ func (r *Relay) clickAgent(ctx context.Context, platform string, w Where, ref Re
 	return "", elsewhere, true
 }
 
+// clickedShows checks that the message clicked shows the proposal its button names, as
+// far as the relay recorded it; a button whose value was forged or copied onto another
+// proposal's message is refused and audited. A message the relay has no record of (a post
+// in flight) is left to the other checks.
+func (r *Relay) clickedShows(ctx context.Context, ep *endpoint, c Click) bool {
+	if c.Message == "" {
+		return true
+	}
+	platform := ep.a.Platform()
+	m, err := r.opt.Bindings.MessageAt(ctx, platform, c.Where.Channel, c.Message)
+	if err != nil || m == nil || m.ProposalID == c.Ref.ProposalID {
+		return true
+	}
+	ev := AuditEvent{Platform: platform, Channel: c.Where.Channel, Thread: c.Where.Thread, User: c.User.ID, Action: c.Action,
+		AgentID: c.Ref.AgentID, ProposalID: c.Ref.ProposalID, Reason: "the button names another proposal than the message it is on"}
+	// A Discord button names no agent: the row goes under the thread's, so it is found.
+	if b, err := r.opt.Bindings.BindingByThread(ctx, platform, c.Where.Channel, c.Where.Thread); err == nil && b != nil {
+		ev.ThreadAgent = b.AgentID
+	}
+	r.audit(ctx, ev)
+	r.ephemeral(ctx, ep, c.Where, c.User, "This button names another proposal than the one its message shows, so it decided nothing. Decide on the proposal as it is shown.")
+	return false
+}
+
+// countShown checks that an Approve ×N click carries the N the relay shows on that
+// button (Options.ApproveN): a forged value must not approve a thousand steps. An older
+// button made under a larger N is refused too, with a note saying what to do.
+func (r *Relay) countShown(ctx context.Context, ep *endpoint, c Click) bool {
+	if c.Action != ActionApproveN || r.opt.ApproveN >= 2 && c.Ref.Count >= 2 && c.Ref.Count <= r.opt.ApproveN {
+		return true
+	}
+	r.audit(ctx, AuditEvent{Platform: ep.a.Platform(), Channel: c.Where.Channel, Thread: c.Where.Thread, User: c.User.ID, Action: c.Action,
+		AgentID: c.Ref.AgentID, ProposalID: c.Ref.ProposalID, Reason: fmt.Sprintf("the button approves %d steps, not the %d shown", c.Ref.Count, r.opt.ApproveN)})
+	r.ephemeral(ctx, ep, c.Where, c.User, fmt.Sprintf("This button approves %d steps, which is not what agentd shows (×%d), so it decided nothing. Use the proposal's buttons as shown now, or reply y -N.", c.Ref.Count, r.opt.ApproveN))
+	return false
+}
+
+// threadsProposal reports whether proposal id was made by one of agents (a thread's),
+// for a button that names the proposal alone: one naming another thread's proposal is
+// refused and audited like one naming another agent.
+func (r *Relay) threadsProposal(ctx context.Context, agents []string, id string) bool {
+	for _, a := range agents {
+		if r.proposal(ctx, a, id) != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func agentIDs(as []*client.Agent) []string {
+	ids := make([]string, len(as))
+	for i, a := range as {
+		ids[i] = a.ID
+	}
+	return ids
+}
+
 // waiterIn is the agent of bound's thread (bound or one of its helpers) that waits on
-// proposalID, for buttons that name the proposal alone; bound when none does.
-func (r *Relay) waiterIn(ctx context.Context, bound, proposalID string) string {
-	if a, err := r.opt.Service.Agent(ctx, bound); err != nil || waitingID(a) == proposalID || !r.state.knowsHelpersOf(bound) {
-		return bound
+// proposalID, for buttons that name the proposal alone, and true; bound and false when
+// none does.
+func (r *Relay) waiterIn(ctx context.Context, bound, proposalID string) (string, bool) {
+	a, err := r.opt.Service.Agent(ctx, bound)
+	switch {
+	case err != nil:
+		return bound, false
+	case waitingID(a) == proposalID:
+		return bound, true
+	case !r.state.knowsHelpersOf(bound):
+		return bound, false
 	}
 	for _, h := range r.helpersOf(ctx, bound) {
 		if waitingID(h) == proposalID {
-			return h.ID
+			return h.ID, true
 		}
 	}
-	return bound
+	return bound, false
 }
 
 // isHelperOf reports whether agent id is a helper of parent, at any depth.

@@ -47,20 +47,24 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 		}
 		return fmt.Sprintf("Started agent %s in a new thread.", a.Name)
 	case "list", "ls":
-		agents, err := r.channelAgents(ctx, platform, w)
+		agents, err := r.visibleAgents(ctx, ep, w, u)
 		if err != nil {
 			return err.Error()
 		}
 		return listText(agents)
 	case "status":
 		if rest == "" {
-			agents, err := r.channelAgents(ctx, platform, w)
+			agents, err := r.visibleAgents(ctx, ep, w, u)
 			if err != nil {
 				return err.Error()
 			}
-			return statusText(agents) + r.runningTeamsText(ctx, platform, w)
+			teams := ""
+			if r.allowed(ctx, ep, w, "", u) { // team runs are decided by the channel's approvers
+				teams = r.runningTeamsText(ctx, platform, w)
+			}
+			return statusText(agents) + teams
 		}
-		a, err := r.channelAgent(ctx, platform, w, rest)
+		a, err := r.channelAgent(ctx, ep, w, u, rest)
 		if err != nil {
 			return err.Error()
 		}
@@ -69,13 +73,9 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 		if rest == "" {
 			return "Usage: /agent " + verb + " AGENT"
 		}
-		a, err := r.channelAgent(ctx, platform, w, rest)
+		a, err := r.channelAgent(ctx, ep, w, u, rest)
 		if err != nil {
 			return err.Error()
-		}
-		if !r.allowed(ctx, ep, w, a.Name, u) {
-			r.log.Warn("bots: refused a non-approver", "platform", platform, "user", u.ID, "agent", a.Name, "action", verb)
-			return "You are not an approver here, so this changed nothing."
 		}
 		call := map[string]func(context.Context, string) (*client.Agent, error){
 			"stop": r.opt.Service.Stop, "pause": r.opt.Service.Pause, "resume": r.opt.Service.Resume}[verb]
@@ -148,10 +148,20 @@ func (r *Relay) channelAgents(ctx context.Context, platform string, w Where) ([]
 	return out, nil
 }
 
-// channelAgent finds the agent ref (a name or id) among channelAgents; one elsewhere is
+// visibleAgents are the channelAgents u may decide for: who may not decide for an agent
+// (its own approvers replace the channel's) does not see its task either.
+func (r *Relay) visibleAgents(ctx context.Context, ep *endpoint, w Where, u User) ([]client.Agent, error) {
+	agents, err := r.channelAgents(ctx, ep.a.Platform(), w)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(agents, func(a client.Agent) bool { return !r.allowed(ctx, ep, w, a.Name, u) }), nil
+}
+
+// channelAgent finds the agent ref (a name or id) among visibleAgents; any other is
 // answered as if it did not exist.
-func (r *Relay) channelAgent(ctx context.Context, platform string, w Where, ref string) (*client.Agent, error) {
-	agents, err := r.channelAgents(ctx, platform, w)
+func (r *Relay) channelAgent(ctx context.Context, ep *endpoint, w Where, u User, ref string) (*client.Agent, error) {
+	agents, err := r.visibleAgents(ctx, ep, w, u)
 	if err != nil {
 		return nil, err
 	}

@@ -6,8 +6,9 @@ import "sync"
 // acknowledged (racing the first delivery), Discord replays events after a resume. A
 // message or click is acted on once; the relay remembers the last ones it handled.
 
-// seenPerPlatform is how many handled messages and clicks are remembered per platform:
-// enough for the minutes a platform keeps retrying, small enough to stay in memory.
+// seenPerPlatform is how many handled messages and clicks are remembered per platform,
+// and again for those refused (Relay.seenRing): enough for the minutes a platform keeps
+// retrying, small enough to stay in memory.
 const seenPerPlatform = 4096
 
 // seenIDs remembers the last seenPerPlatform keys handled per platform. Locking rule: mu

@@ -123,8 +123,11 @@ func DecisionSpans(d *client.Decision, platform string) []Span {
 		if d.Count > 1 {
 			what += fmt.Sprintf(" ×%d", d.Count)
 		}
-		if d.Scope == client.ScopeAgent {
+		switch {
+		case d.Scope == client.ScopeAgent && d.Pattern != "": // decided before grants: y! kept a pattern
 			what += " always (" + d.Pattern + ")"
+		case d.Scope == client.ScopeAgent:
+			what += " always (this exact command)"
 		}
 	case client.DecisionDeny:
 		what = "⛔ Denied"
@@ -140,6 +143,8 @@ func DecisionSpans(d *client.Decision, platform string) []Span {
 	switch {
 	case d.Source == platform && d.By != "":
 		spans = append(spans, Span{User: d.By})
+	case d.Source == "grant": // an automatic approval names its grant and what is left of it
+		spans = append(spans, Span{Text: d.GrantLabel})
 	case d.Source == "policy":
 		spans = append(spans, Span{Text: "policy"})
 		if d.Pattern != "" {
@@ -149,6 +154,9 @@ func DecisionSpans(d *client.Decision, platform string) []Span {
 		spans = append(spans, Span{Text: d.By + " via " + d.Source})
 	default:
 		spans = append(spans, Span{Text: d.Source})
+	}
+	if d.Grant != "" && d.Source != "grant" {
+		spans = append(spans, Span{Text: " (grant " + d.Grant + ")"}) // the id `agentctl policy AGENT revoke` takes
 	}
 	if d.Kind == client.DecisionFeedback && d.Feedback != "" {
 		spans = append(spans, Span{Text: ": " + cut(d.Feedback, maxSpeak)})

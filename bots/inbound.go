@@ -38,7 +38,8 @@ type Click struct {
 	// ID is the platform's id of this click (Slack: the action's action_ts with the
 	// message; Discord: the interaction id); a redelivered click has the same ID.
 	ID string
-	// Message is the id of the message whose button was clicked.
+	// Message is the id of the message whose button was clicked, in the form the
+	// adapter's Post returns ids (the relay checks it shows the proposal the button names).
 	Message string
 }
 
@@ -48,9 +49,11 @@ func (r *Relay) endpoint(platform string) *endpoint { return r.state.endpoint(pl
 // or a direct message elsewhere starts a new run in a new thread.
 func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 	ep := r.endpoint(in.Platform)
-	if ep == nil || in.User.Bot || !ep.rules.Serves(in.Where) || !r.firstDelivery(in) {
+	if ep == nil || in.User.Bot || !ep.rules.Serves(in.Where) {
 		return
 	}
+	// Chatter is never remembered as delivered (firstDelivery): only what the relay acts
+	// on, so a flood of chatter cannot push a decision's delivery out of memory.
 	if in.Where.Thread != "" {
 		b, err := r.opt.Bindings.BindingByThread(ctx, in.Platform, in.Where.Channel, in.Where.Thread)
 		if err != nil {
@@ -58,7 +61,9 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 			return
 		}
 		if b != nil {
-			r.reply(ctx, ep, in, b)
+			if r.firstDelivery(ctx, ep, in) {
+				r.reply(ctx, ep, in, b)
+			}
 			return
 		}
 		if tb, ok := r.opt.Bindings.(teamBindings); ok {
@@ -68,13 +73,15 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 				return
 			}
 			if t != nil {
-				r.teamReply(ctx, ep, in, t)
+				if r.firstDelivery(ctx, ep, in) {
+					r.teamReply(ctx, ep, in, t)
+				}
 				return
 			}
 		}
 	}
-	if !in.Mention && !in.Where.DM {
-		return // chatter in a served channel
+	if !in.Mention && !in.Where.DM || !r.firstDelivery(ctx, ep, in) {
+		return // chatter in a served channel, or a redelivery
 	}
 	anchor := in.ID
 	if in.Where.Thread != "" {
@@ -264,6 +271,9 @@ func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *clie
 			return fmt.Errorf("that reply answers a proposal that is decided already, so it started nothing; agent %s is %s. Send the new task as a message of its own", a.Name, a.State)
 		}
 	}
+	if step := r.lastShownAfter(ctx, ep, in, a); step > 0 {
+		return fmt.Errorf("that message was written before agent %s's proposal at step %d, which is decided now, so it started nothing; send the new task again if you still want it", a.Name, step)
+	}
 	if err := errorIf(tooLong("The task", text)); err != nil {
 		return err
 	}
@@ -309,10 +319,10 @@ func answeredQuestion(q *client.Question, u User) Message {
 // the first valid decision win and refuses the rest, whose clickers get its reason.
 func (r *Relay) OnClick(ctx context.Context, c Click) {
 	ep := r.endpoint(c.Platform)
-	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) {
+	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) || !r.firstClick(ctx, ep, c) {
 		return
 	}
-	if !r.firstClick(c) {
+	if !r.clickedShows(ctx, ep, c) || !r.countShown(ctx, ep, c) {
 		return
 	}
 	a, ok := r.clickTarget(ctx, ep, c.Where, c.User, c.Action, c.Ref)
@@ -390,7 +400,8 @@ func (r *Relay) clickTarget(ctx context.Context, ep *endpoint, w Where, u User, 
 // OnFeedback handles a submitted feedback dialog.
 func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User, ref Ref, text string) {
 	ep := r.endpoint(platform)
-	if ep == nil || u.Bot {
+	// Where comes back from the dialog (Slack: its private_metadata): checked like a click's.
+	if ep == nil || u.Bot || !ep.rules.Serves(w) {
 		return
 	}
 	if note := tooLong("Feedback", text); note != "" {

@@ -5,8 +5,9 @@ import "strings"
 // DecimalBefore orders message ids written as unsigned decimal numbers with an optional
 // fraction: Slack's ts ("1712345678.000200") and Discord's snowflakes ("1234567890123").
 // It reports whether a < b as numbers. Leading zeros in the integer part are ignored; an
-// id that is not such a number sorts after every number, so a malformed id never counts
-// as written earlier. An id may name its channel first, as the ids Discord's adapter
+// id that is not such a number is ordered with nothing (false both ways), so a reply
+// whose id does not parse is bound to no proposal, and a message whose id does not parse
+// counts as shown before no reply. An id may name its channel first, as the ids Discord's adapter
 // posts with do ("THREAD/SNOWFLAKE"): the part after the last slash is compared.
 func DecimalBefore(a, b string) bool {
 	a, b = a[strings.LastIndexByte(a, '/')+1:], b[strings.LastIndexByte(b, '/')+1:]
@@ -14,7 +15,7 @@ func DecimalBefore(a, b string) bool {
 	bi, bf, bok := splitDecimal(b)
 	switch {
 	case !aok || !bok:
-		return aok && !bok
+		return false
 	case len(ai) != len(bi):
 		return len(ai) < len(bi)
 	case ai != bi:

@@ -15,7 +15,8 @@ func TestDecimalBefore(t *testing.T) {
 		{"1234567890123456789", "1234567890123456790", true},
 		{"99", "100", true},
 		{"0100", "99", false},
-		{"100", "x", true},
+		{"100", "x", false}, // a malformed id is ordered with nothing: no reply binds by it
+
 		{"x", "100", false},
 		{"", "1", false},
 		{"1.2.3", "5", false},

@@ -3,6 +3,7 @@ package bots
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -88,11 +89,11 @@ func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u Us
 	name = strings.TrimSpace(name)
 	switch verb {
 	case "ls", "list":
-		all, err := s.Schedules(ctx)
+		here, err := r.channelSchedules(ctx, s, ep.a.Platform(), w)
 		if err != nil {
 			return err.Error()
 		}
-		return schedulesText(all)
+		return schedulesText(here)
 	case "run":
 		if name == "" {
 			return scheduleUsage
@@ -101,7 +102,17 @@ func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u Us
 			r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "schedule", name, "action", "schedule run")
 			return "You are not an approver here, so this changed nothing."
 		}
-		rec, err := s.RunSchedule(ctx, name)
+		here, err := r.channelSchedules(ctx, s, ep.a.Platform(), w)
+		if err != nil {
+			return err.Error()
+		}
+		i := slices.IndexFunc(here, func(sc client.Schedule) bool { return sc.Name == name || sc.ID == name })
+		if i < 0 {
+			// One delivering elsewhere is answered as if it did not exist.
+			return fmt.Sprintf("There is no schedule %q in this channel; /agent schedule ls lists the ones delivering here.", cut(name, 80))
+		}
+		name = here[i].Name
+		rec, err := s.RunSchedule(ctx, here[i].ID)
 		if err != nil {
 			return err.Error()
 		}
@@ -117,9 +128,27 @@ func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u Us
 	return scheduleUsage
 }
 
+// channelSchedules are the schedules whose runs are delivered to w's channel on
+// platform: a channel sees and fires those, nothing else (a schedule's goal and spec can
+// be as private as an agent's task).
+func (r *Relay) channelSchedules(ctx context.Context, s Schedules, platform string, w Where) ([]client.Schedule, error) {
+	all, err := s.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var here []client.Schedule
+	for _, sc := range all {
+		p, ch, ok := strings.Cut(strings.TrimSpace(sc.Delivery), ":")
+		if ok && strings.EqualFold(strings.TrimSpace(p), platform) && strings.TrimSpace(ch) == w.Channel && w.Channel != "" {
+			here = append(here, sc)
+		}
+	}
+	return here, nil
+}
+
 func schedulesText(all []client.Schedule) string {
 	if len(all) == 0 {
-		return "No schedules. Add one with `agentctl schedule add`."
+		return "No schedules deliver to this channel. Add one with `agentctl schedule add --delivery PLATFORM:CHANNEL`."
 	}
 	var b strings.Builder
 	for _, s := range all {

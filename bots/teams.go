@@ -128,7 +128,14 @@ func (r *Relay) teamStop(ctx context.Context, ep *endpoint, w Where, u User, id 
 		r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "action", "team stop", "team", id)
 		return "You are not an approver here, so this changed nothing."
 	}
-	run, err := r.teamSvc().StopTeamBy(ctx, id, ep.a.Platform()+":"+u.ID)
+	// Only a running run bound to this channel: one running elsewhere is answered as if
+	// it did not exist. (An ended one is left to the engine, which says it has ended.)
+	teams := r.teamSvc()
+	run, err := teams.Team(ctx, id)
+	if err != nil || run.Status == client.TeamRunning && !r.channelTeamRuns(ctx, ep.a.Platform(), w.Channel)[run.ID] {
+		return fmt.Sprintf("Could not stop the team run: there is no team run %q in this channel; /agent status lists the ones running here.", cut(id, 80))
+	}
+	run, err = teams.StopTeamBy(ctx, run.ID, ep.a.Platform()+":"+u.ID)
 	if err != nil {
 		return "Could not stop the team run: " + err.Error()
 	}
@@ -140,7 +147,9 @@ func (r *Relay) teamStop(ctx context.Context, ep *endpoint, w Where, u User, id 
 // acted on platform ("stopped by PLATFORM:USER", see teamStop).
 func stoppedBy(m *Message, t client.TeamTurn, text, platform string) {
 	user, ok := strings.CutPrefix(strings.TrimSpace(text), "stopped by "+platform+":")
-	if t.Kind != client.TurnEnd || !ok || user == "" || strings.ContainsAny(user, " \t\n") || len(m.Parts) != 1 {
+	// Only a plain id becomes a mention: the text is the run's, and anything else in it
+	// (a ">", "!channel") would be rendered as markup that pings or links.
+	if t.Kind != client.TurnEnd || !ok || !plainID(user) || len(m.Parts) != 1 {
 		return
 	}
 	spans := m.Parts[0].Spans

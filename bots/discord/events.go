@@ -176,7 +176,9 @@ func (b *Bot) onClick(ctx context.Context, r *responder, w bots.Where, u bots.Us
 	c := bots.Click{Platform: Platform, Where: w, User: u, Action: string(id.Action),
 		Ref: bots.Ref{ProposalID: id.ProposalID, Count: id.N, Hash: id.Hash}, ID: i.ID}
 	if i.Message != nil {
-		c.Message = i.Message.ID
+		// In the form Post returns ids in (CHANNEL/MESSAGE), which the relay stored, so it
+		// can check the button names the proposal its message shows.
+		c.Message = i.ChannelID + "/" + i.Message.ID
 	}
 	switch id.Action {
 	case ActionFeedback:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord"
 	"github.com/agentd/agentd/bots/discord/fakediscord"
 	"github.com/agentd/agentd/daemon/client"
@@ -81,10 +82,10 @@ func (w *world) next(t *testing.T) *discordgo.InteractionCreate {
 
 func TestProposalApprovedFromButton(t *testing.T) {
 	w := newWorld(t)
-	p := &client.Proposal{ID: "p-00000000beef", Step: 2, Command: "execute_shell",
+	p := &client.Proposal{ID: "p-00000000beef", Step: 2, Status: client.ProposalPending, Command: "execute_shell",
 		Args:     json.RawMessage(`{"command": "echo @everyone <@200000000000000002> ` + "```" + `"}`),
 		Thoughts: client.Thoughts{Speak: "@here pinging <@&100000000000000003>"}}
-	sent, err := w.s.ChannelMessageSendComplex(channelID, discord.RenderProposal("walker", p, discord.RenderOptions{ApproveN: 3}).Send())
+	sent, err := w.s.ChannelMessageSendComplex(channelID, discord.FromMessage(bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 3}, discord.Platform)).Send())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,12 +128,12 @@ func TestProposalApprovedFromButton(t *testing.T) {
 	if !ok || req.Kind != client.DecisionApprove || req.Count != 3 || req.ProposalID != p.ID {
 		t.Fatalf("decision = %+v", req)
 	}
-	d := &client.Decision{ProposalID: p.ID, Kind: req.Kind, Count: req.Count, By: req.By}
-	if err := w.s.InteractionRespond(i.Interaction, discord.RenderDecided("walker", p, d).Update()); err != nil {
+	d := &client.Decision{ProposalID: p.ID, Kind: req.Kind, Count: req.Count, By: req.By, Source: req.Source}
+	if err := w.s.InteractionRespond(i.Interaction, discord.FromMessage(bots.FormatProposal(bots.ProposalView{Proposal: p, Decision: d}, discord.Platform)).Update()); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := w.fake.Message(sent.ID)
-	if len(after.Components) != 0 || !strings.Contains(after.Content, "Approved ×3 by <@"+alice.ID+">") || len(after.Mentions) != 0 {
+	if len(after.Components) != 0 || !strings.Contains(after.Content, "Approved ×3** by <@"+alice.ID+">") || len(after.Mentions) != 0 {
 		t.Fatalf("decided message = %q, components %d, mentions %v", after.Content, len(after.Components), after.Mentions)
 	}
 	// The buttons are gone, so a late click cannot happen; a forged one is refused by parsing.
@@ -152,8 +153,8 @@ func TestProposalApprovedFromButton(t *testing.T) {
 
 func TestFeedbackThroughModal(t *testing.T) {
 	w := newWorld(t)
-	p := &client.Proposal{ID: "p-0123456789ab", Step: 7, Command: "a_command_with_a_really_long_name_for_titles", Args: json.RawMessage(`{}`)}
-	sent, err := w.s.ChannelMessageSendComplex(channelID, discord.RenderProposal("walker", p, discord.RenderOptions{}).Send())
+	p := &client.Proposal{ID: "p-0123456789ab", Step: 7, Status: client.ProposalPending, Command: "a_command_with_a_really_long_name_for_titles", Args: json.RawMessage(`{}`)}
+	sent, err := w.s.ChannelMessageSendComplex(channelID, discord.FromMessage(bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 0}, discord.Platform)).Send())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,8 +188,6 @@ func TestLongTextGoesAsAttachment(t *testing.T) {
 	for name, m := range map[string]discord.Message{
 		"fit":      discord.Fit(output, "output.txt"),
 		"fit_code": discord.FitCode("**result**", output, "output.txt"),
-		"proposal": discord.RenderProposal("w", &client.Proposal{ID: "p-0000000000aa", Command: "write_file",
-			Args: json.RawMessage(`{"text": "` + strings.Repeat("x", 5000) + `"}`)}, discord.RenderOptions{ApproveN: 2}),
 	} {
 		sent, err := w.s.ChannelMessageSendComplex(channelID, m.Send())
 		if err != nil {
@@ -198,6 +197,25 @@ func TestLongTextGoesAsAttachment(t *testing.T) {
 		if len(stored.Attachments) != 1 || len(stored.Attachments[0].Data) < 5000 {
 			t.Fatalf("%s: attachments = %d", name, len(stored.Attachments))
 		}
+	}
+}
+
+// A proposal's long arguments are cut in the message, which says the whole arguments are
+// attached: the relay uploads them (bots.ArgsFile) after the post.
+func TestLongProposalFitsAndSaysAttached(t *testing.T) {
+	w := newWorld(t)
+	p := &client.Proposal{ID: "p-0000000000aa", Command: "write_file", Status: client.ProposalPending,
+		Args: json.RawMessage(`{"text": "` + strings.Repeat("x", 5000) + `"}`)}
+	m := discord.FromMessage(bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 2}, discord.Platform))
+	sent, err := w.s.ChannelMessageSendComplex(channelID, m.Send())
+	if err != nil {
+		t.Fatalf("the fake refused a long proposal: %v", err)
+	}
+	if !strings.Contains(sent.Content, "attached") {
+		t.Errorf("a proposal with cut arguments does not say they are attached:\n%s", sent.Content)
+	}
+	if len(sent.Components) == 0 {
+		t.Error("a pending proposal has no buttons")
 	}
 }
 

@@ -114,8 +114,9 @@ func TestIssue17RedeliveredApproveNCountedOnce(t *testing.T) {
 		t.Errorf("decisions on P1 = %d, want 1", n)
 	}
 	ds := e.decisionsOf(e.agentOf(thread).ID)
-	if len(ds) != 3 || ds[0].Count != 3 || ds[0].Source != Platform || ds[1].Source != "policy" || ds[2].Source != "policy" {
-		t.Errorf("decisions = %+v, want P1 ×3 from discord, then two by policy", ds)
+	if len(ds) != 3 || ds[0].Count != 3 || ds[0].Source != Platform || ds[1].Source != "grant" || ds[2].Source != "grant" ||
+		ds[1].Grant == "" || ds[1].Grant != ds[0].Grant || ds[2].Grant != ds[0].Grant {
+		t.Errorf("decisions = %+v, want P1 ×3 from discord, then two by the grant it made", ds)
 	}
 	select {
 	case w := <-touched:
@@ -226,12 +227,14 @@ func TestIssue17ClickInThreadANamingBRefused(t *testing.T) {
 	e.wait("the refusal", func() bool { return len(e.ephemerals(in)) == 1 })
 	e.noDecisionHeld(threadB, b.Pending.ID)
 	e.noDecisionHeld(threadA, a.Pending.ID)
-	if got := e.ephemerals(in)[0]; !strings.Contains(got, Escape(b.Pending.ID)) {
-		t.Errorf("refusal = %q, want it to name the proposal it refused", got)
+	if got := e.ephemerals(in)[0]; !strings.Contains(got, "decided nothing") {
+		t.Errorf("refusal = %q, want it to say it decided nothing", got)
 	}
-	// Not asserted here: an audit row. Discord's custom id names no agent, so the relay
-	// resolves the thread's agent and the daemon refuses the foreign proposal id; no
-	// chat_refused line is written (reported to the lead: bots/binding.go clickAgent).
+	rows := append(e.auditRows(b.ID), e.auditRows(a.ID)...)
+	if len(rows) != 1 || rows[0].Platform != "discord" || rows[0].Thread != threadA || rows[0].User != uAlice.ID ||
+		rows[0].ProposalID != b.Pending.ID || rows[0].Reason == "" {
+		t.Errorf("audit rows = %+v, want one refusal of %s by %s in thread %s", rows, b.Pending.ID, uAlice.ID, threadA)
+	}
 }
 
 // A proposal of 10,000 characters full of & < > and backticks: every post is taken by

@@ -267,8 +267,8 @@ func TestContractFieldsAndRedelivery(t *testing.T) {
 	c := rec.clicks[0]
 	rec.mu.Unlock()
 	shown, _ := ParseCustomID(customID(t, p, ActionApprove))
-	if c.ID != in.ID || c.Message != p.ID || c.Ref.Hash != shown.Hash || c.Ref.ProposalID != agent.Pending.ID {
-		t.Errorf("click = %+v, want ID %s, message %s, proposal %s, hash %q", c, in.ID, p.ID, agent.Pending.ID, shown.Hash)
+	if c.ID != in.ID || c.Message != thread+"/"+p.ID || c.Ref.Hash != shown.Hash || c.Ref.ProposalID != agent.Pending.ID {
+		t.Errorf("click = %+v, want ID %s, message %s, proposal %s, hash %q", c, in.ID, thread+"/"+p.ID, agent.Pending.ID, shown.Hash)
 	}
 	p2 := e.proposal(thread, 2)
 	reply, err := e.fake.PostMessage(fakediscord.Message{ChannelID: thread, Author: uAlice, Content: "n",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/testutil"
 )
@@ -49,7 +50,7 @@ func hostile() *client.Proposal {
 }
 
 func proposal(id, command, args, speak string) *client.Proposal {
-	return &client.Proposal{ID: id, Step: 3, Command: command, Args: json.RawMessage(args), Thoughts: client.Thoughts{Speak: speak}}
+	return &client.Proposal{ID: id, Step: 3, Status: client.ProposalPending, Command: command, Args: json.RawMessage(args), Thoughts: client.Thoughts{Speak: speak}}
 }
 
 func TestRenderProposalGolden(t *testing.T) {
@@ -58,19 +59,20 @@ func TestRenderProposalGolden(t *testing.T) {
 		name  string
 		agent string
 		p     *client.Proposal
-		opt   RenderOptions
+		n     int // ApproveN
 	}{
-		{"simple", "walker", proposal("p-0123456789ab", "read_file", `{"path": "notes.md"}`, "Reading the notes first."), RenderOptions{ApproveN: 3}},
-		{"no_approve_n", "walker", proposal("p-0123456789ab", "list_folder", `{}`, ""), RenderOptions{}},
+		{"simple", "walker", proposal("p-0123456789ab", "read_file", `{"path": "notes.md"}`, "Reading the notes first."), 3},
+		{"no_approve_n", "walker", proposal("p-0123456789ab", "list_folder", `{}`, ""), 0},
 		{"injection", "evil_*bot* [x](https://e.vil)", proposal("p-00000000beef", "execute_shell",
 			`{"command": "echo `+"```"+` @here <@&987654321098765432> `+"`rm -rf /`"+`"}`,
-			"@everyone look <@123456789012345678> ```\n# not a header"), RenderOptions{ApproveN: 5}},
-		{"hostile", "walker\u202e", hostile(), RenderOptions{ApproveN: 3}},
-		{"long_args", "writer", proposal("p-0000000000aa", "write_file", long, "Writing it all."), RenderOptions{ApproveN: 3}},
+			"@everyone look <@123456789012345678> ```\n# not a header"), 5},
+		{"hostile", "walker\u202e", hostile(), 3},
+		{"long_args", "writer", proposal("p-0000000000aa", "write_file", long, "Writing it all."), 3},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := RenderProposal(c.agent, c.p, c.opt)
+			// The relay's path: its neutral message, rendered by the adapter.
+			m := FromMessage(bots.FormatProposal(bots.ProposalView{Proposal: c.p, ApproveN: c.n}, Platform))
 			checkContent(t, m.Content)
 			testutil.Golden(t, "testdata/proposal_"+c.name+".json", wire(t, m.Send(), m.Files))
 		})
@@ -107,7 +109,7 @@ func TestRenderDecidedGolden(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := RenderDecided("walker", p, &c.d)
+			m := FromMessage(bots.FormatProposal(bots.ProposalView{Proposal: p, Decision: &c.d}, Platform))
 			if len(m.Components) != 0 {
 				t.Error("a decided proposal keeps buttons")
 			}

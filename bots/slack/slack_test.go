@@ -142,7 +142,7 @@ func TestTypedApproveN(t *testing.T) {
 		}
 	}
 	p3 := e.proposal(thread, 3)
-	e.decided(thread, p3.TS, "Approved* by policy")
+	e.decided(thread, p3.TS, "Approved* by "+approver+"'s y -3 (0 left)") // the grant, not a policy
 	fin := e.proposal(thread, 4)
 	button(t, fin, "approve") // asking again after the three
 }

@@ -56,8 +56,8 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 	switch req.Source {
 	case "":
 		req.Source = "api"
-	case "policy":
-		return nil, badRequest(`source "policy" is reserved for the daemon's own approvals`)
+	case "policy", cycle.SourceGrant:
+		return nil, badRequest(`source %q is reserved for the daemon's own approvals`, req.Source)
 	}
 	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, Source: req.Source, Scope: req.Scope}
 	if err := s.widen(ctx, ref, req, d); err != nil {
@@ -82,6 +82,14 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 		if au.Decision == nil {
 			return conflict("%s", au.Reason)
 		}
+		// y -N and y! make a grant, on the top agent: the next N-1 are the whole family's.
+		if changed, err := applyGrant(tx, a, owner, au, d); err != nil {
+			return err
+		} else if changed && owner != a {
+			if err := tx.UpdateAgent(owner); err != nil {
+				return err
+			}
+		}
 		ev := decisionEvent(p, d)
 		if ep, err = s.decideTx(tx, a, p, d, ev); err != nil {
 			return alreadyDecided(tx, p.ID, err)
@@ -95,12 +103,6 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 				return err
 			}
 			if err := tx.Audit(a.ID, "permission", map[string]string{"effect": effect, "pattern": d.Pattern, "by": who(d)}); err != nil {
-				return err
-			}
-		}
-		// The next N-1 are the whole family's: a helper draws from its top agent's.
-		if drawPolicy(owner, au) && owner != a {
-			if err := tx.UpdateAgent(owner); err != nil {
 				return err
 			}
 		}
@@ -127,8 +129,9 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 	return d, nil
 }
 
-// widen checks a decision's scope and, for one that widens (approve always, deny always),
-// works out the pattern it stores: the proposal's exact command and subject.
+// widen checks a decision's scope. Approve always (y!) makes an exact grant (Authorize's
+// NewGrant) where a pattern could be stored, so a line the rules always ask about stays
+// asked; deny always (n!) stores the deny pattern of the proposal's command and subject.
 func (s *decisions) widen(ctx context.Context, ref string, req client.DecideRequest, d *client.Decision) error {
 	switch {
 	case req.Scope == client.ScopeOnce:
@@ -165,7 +168,9 @@ func (s *decisions) widen(ctx context.Context, ref string, req client.DecideRequ
 	if err != nil {
 		return badRequest("%v", err)
 	}
-	d.Pattern = pat
+	if req.Scope == client.ScopeDeny {
+		d.Pattern = pat
+	}
 	return nil
 }
 

@@ -183,6 +183,8 @@ func TestMetricsDecisionLabels(t *testing.T) {
 		{"feedback", "policy", "deny pattern shell(rm *)", "feedback", "policy"},
 		{"approve", "policy", "auto", "auto", "auto"},
 		{"approve", "policy", "continuous", "auto", "auto"},
+		{"approve", "grant", "ann", "auto", "auto"},
+		{"deny", "grant", "ann", "denied", "other"},
 		{"approve", "policy", "allow pattern read_file(*)", "approved", "policy"},
 		{"approve", "made-up-source", "x", "approved", "other"},
 	} {

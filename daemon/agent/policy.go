@@ -52,10 +52,11 @@ func storedRules(perms []client.Permission) permission.Rules {
 }
 
 // authorize asks cycle.Authorize how agent a's proposal p is decided now, in tx: by its
-// rule layers and the policy it follows (its top agent's for a helper: owner, which the
-// caller writes when the answer's Policy differs from owner's), or by d, a person's
-// decision, when set. prev is the proposal before p in its run (nil for the first), spec
-// p's command as the agent has it now (nil when it has none by that name).
+// rule layers, its grants and its top agent's (read fresh, so a revoke holds at once),
+// and the mode it follows (its top agent's for a helper: owner), or by d, a person's
+// decision, when set. The caller records the answer's grant use or new grant with
+// applyGrant. prev is the proposal before p in its run (nil for the first), spec p's
+// command as the agent has it now (nil when it has none by that name).
 func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec, d *client.Decision) (au cycle.Authorization, owner *store.Agent, err error) {
 	req := cycle.Request{Proposal: p, Spec: spec, Repeat: prev != nil && prev.Hash == p.Hash, Options: policyOptions(l, a), Decision: d,
 		Approver: true} // the local API's peers may decide; chat front ends refuse non-approvers before
@@ -64,15 +65,19 @@ func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, 
 			return au, nil, err
 		}
 	}
+	if owner, err = policyOwner(tx, a); err != nil {
+		return au, nil, err
+	}
 	if d == nil && p.Command != commands.AskUser && !req.Repeat && spec != nil {
 		if req.Rules, err = layersFor(l, tx, a); err != nil {
 			return au, nil, err
 		}
+		if req.Grants, err = grantsFor(tx, a, owner); err != nil {
+			return au, nil, err
+		}
 	}
-	if owner, err = policyOwner(tx, a); err != nil {
-		return au, nil, err
-	}
-	req.Policy = cycle.Policy{Mode: owner.Policy.Mode, AutoSteps: owner.Policy.AutoSteps, ContinuousLimit: owner.Policy.ContinuousLimit}
+	req.Now, req.Run = tx.Now(), owner.RunID
+	req.Policy = cycle.Policy{Mode: owner.Policy.Mode, ContinuousLimit: owner.Policy.ContinuousLimit}
 	if req.Policy.ContinuousLimit <= 0 {
 		req.Policy.ContinuousLimit = l.ContinuousLimit
 	}
@@ -82,14 +87,14 @@ func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, 
 	return cycle.Authorize(req), owner, nil
 }
 
-// drawPolicy writes the mode an authorization leaves into owner; it reports whether
-// that changed it.
-func drawPolicy(owner *store.Agent, au cycle.Authorization) bool {
-	if owner.Policy.Mode == au.Policy.Mode && owner.Policy.AutoSteps == au.Policy.AutoSteps {
-		return false
+// grantsFor are the grants that may approve a's proposals: its own, then its top agent's.
+func grantsFor(tx *store.Tx, a, owner *store.Agent) ([]client.Grant, error) {
+	gs, err := tx.LiveGrants(a.ID, owner.RunID) // a helper's own --run grants end with its top agent's run
+	if err != nil || owner == a {
+		return gs, err
 	}
-	owner.Policy.Mode, owner.Policy.AutoSteps = au.Policy.Mode, au.Policy.AutoSteps
-	return true
+	more, err := tx.LiveGrants(owner.ID, owner.RunID)
+	return append(gs, more...), err
 }
 
 // policyOptions are the evaluation options for agent a under settings l: its file
@@ -126,8 +131,9 @@ func layersFor(l *live, tx *store.Tx, a *store.Agent) ([]permission.Rules, error
 	return append(layers, l.rules.global), nil
 }
 
-// scopePattern is the pattern a widening decision stores: the proposal's exact command
-// and subject.
+// scopePattern is the pattern of the proposal's exact command and subject: what n!
+// stores, and for y! the check that rules could name it at all (a shell line that is
+// not plain commands always asks, so y! may not grant it).
 func scopePattern(scope string, spec *commands.Spec, p *client.Proposal) (string, error) {
 	if spec == nil {
 		return "", fmt.Errorf("%s is not available to this agent now: decide on this proposal only", p.Command)
@@ -140,6 +146,9 @@ func scopePattern(scope string, spec *commands.Spec, p *client.Proposal) (string
 		pat, err = permission.AlwaysPattern(*spec, p.Args)
 	}
 	if err != nil {
+		if scope == client.ScopeAgent {
+			return "", fmt.Errorf("y! cannot grant this proposal (%v): decide on it alone", err)
+		}
 		return "", fmt.Errorf("no pattern can be stored for this proposal (%v): decide on it alone", err)
 	}
 	return pat.String(), nil

@@ -18,10 +18,10 @@ func TestPermissionPatterns(t *testing.T) {
 	h.fake.Script(
 		reply("list_folder", map[string]string{"path": "."}),                           // allowed by config
 		reply("write_file", map[string]string{"path": "secret.txt", "contents": "x"}),  // denied by config: feedback
-		reply("write_file", map[string]string{"path": "notes.txt", "contents": "one"}), // asks; y! stores its pattern
+		reply("write_file", map[string]string{"path": "notes.txt", "contents": "one"}), // asks; y! grants this exact command
 		reply("list_folder", map[string]string{"path": "./."}),                         // allowed
-		reply("write_file", map[string]string{"path": "notes.txt", "contents": "one"}), // allowed by the stored pattern
-		reply("write_file", map[string]string{"path": "notes.txt", "contents": "two"}), // a different subject? same path: allowed
+		reply("write_file", map[string]string{"path": "notes.txt", "contents": "one"}), // allowed by the exact grant
+		reply("write_file", map[string]string{"path": "notes.txt", "contents": "two"}), // other contents: asks, until a pattern is stored
 		reply("write_file", map[string]string{"path": "other.txt", "contents": "x"}),   // asks
 	)
 	a := h.create(client.CreateAgentRequest{})
@@ -33,10 +33,21 @@ func TestPermissionPatterns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Scope != client.ScopeAgent || d.Pattern != "write_file(notes.txt)" {
-		t.Fatalf("decision = %+v, want scope agent with pattern write_file(notes.txt)", d)
+	if d.Scope != client.ScopeAgent || d.Pattern != "" || d.Grant == "" {
+		t.Fatalf("decision = %+v, want scope agent with an exact grant and no pattern", d)
 	}
 	p = h.pending(a.ID)
+	if !strings.Contains(string(p.Args), `"two"`) {
+		t.Fatalf("next proposal to ask about = %s %s, want the write of notes.txt with other contents", p.Command, p.Args)
+	}
+	// Widening is a separate choice: a stored pattern approves the pending write.
+	if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, client.PermissionRequest{Effect: "allow", Pattern: "write_file(notes.txt)", By: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	two := p.ID
+	p = h.waitFor(a.ID, "the next proposal", func(a *client.Agent) bool {
+		return a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.ID != two
+	}).Pending
 	if !strings.Contains(string(p.Args), "other.txt") {
 		t.Fatalf("next proposal to ask about = %s %s, want write_file other.txt", p.Command, p.Args)
 	}

@@ -232,6 +232,11 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 			if err := applyRunOptions(tx, a, opt, pats); err != nil {
 				return err
 			}
+			if opt.Policy != nil {
+				if err := grantAutoSteps(tx, a, opt.By, opt.Source); err != nil {
+					return err
+				}
+			}
 			// Cached before the commit: the loop, woken after it, must see the budget.
 			runID = a.RunID
 			s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, tx.Now(), a.PromptTokens+a.EvalTokens)

@@ -392,7 +392,9 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 		if au.Verdict == cycle.Ask {
 			return errNotApproved
 		}
-		if drawPolicy(owner, au) && owner != a {
+		if changed, err := applyGrant(tx, a, owner, au, au.Decision); err != nil {
+			return err
+		} else if changed && owner != a {
 			if err := tx.UpdateAgent(owner); err != nil { // a helper drew from its top agent's grant
 				return err
 			}

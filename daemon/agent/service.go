@@ -142,6 +142,13 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 				return err
 			}
 		}
+		by, source := "", "api"
+		if opt != nil {
+			by, source = opt.By, opt.Source
+		}
+		if err := grantAutoSteps(tx, a, by, source); err != nil {
+			return err
+		}
 		if err := tx.Audit(a.ID, "created", map[string]any{"name": a.Name, "task": a.Task, "goals": a.Goals}); err != nil {
 			return err
 		}

@@ -90,10 +90,20 @@ func (s *agentViews) History(ctx context.Context, ref string) ([]client.Episode,
 			return err
 		}
 		eps, err := tx.Episodes(a.ID, 0)
+		if err != nil {
+			return err
+		}
+		ds, err := tx.LastDecisions(a.ID)
+		if err != nil {
+			return err
+		}
+		for i := range eps {
+			eps[i].Decision = ds[eps[i].ProposalID]
+		}
 		if eps != nil {
 			out = eps
 		}
-		return err
+		return nil
 	})
 	return out, err
 }

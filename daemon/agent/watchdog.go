@@ -46,6 +46,10 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *client.Pr
 	if err != nil {
 		return w, err
 	}
+	grant, err := grantNote(tx, owner)
+	if err != nil {
+		return w, err
+	}
 	switch {
 	case !r.smartNext && l.SmartModel != "":
 		w.action, w.ev.Kind = "rethink", cycle.ProposedRethink
@@ -55,15 +59,15 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *client.Pr
 		}
 	case v.Kind == watchdog.Repeat:
 		w.ev = cycle.Event{Kind: cycle.ProposedRepeat, Reason: fmt.Sprintf("the model proposed %s with the same arguments twice in a row: approve to run it again, or give feedback%s",
-			p.Command, grantNote(owner))}
+			p.Command, grant)}
 	default:
 		w.ev = cycle.Event{Kind: cycle.ProposedLoop, Reason: fmt.Sprintf("the watchdog caught a loop (%s): %s%s. Decide on step %d (approve runs it once more, feedback steers the agent), then resume: `agentctl resume %s`",
-			v.Kind, v, grantNote(owner), p.Step, a.Name)}
+			v.Kind, v, grant, p.Step, a.Name)}
 		if err := tx.SetStateValue(a.ID, caughtKey, []byte(p.ID)); err != nil {
 			return w, err
 		}
 	}
-	if w.action == "ask" && owner != a && grantLeft(owner) > 0 {
+	if w.action == "ask" && owner != a && grant != "" {
 		if err := endGrant(tx, owner); err != nil { // the cycle's EndGrant ends a's own
 			return w, err
 		}
@@ -79,7 +83,7 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *client.Pr
 		}
 	}
 	err = tx.Audit(a.ID, "watchdog", map[string]any{"proposal": p.ID, "step": p.Step, "kind": string(v.Kind), "period": v.Period,
-		"steps": v.Steps, "loop": v.String(), "action": w.action})
+		"steps": v.Steps, "loop": v.String(), "action": w.action, "grant_cancelled": grant != "" && w.action != "rethink"})
 	kind, action := string(v.Kind), w.action
 	tx.AfterCommit(func() { r.s.metrics.Loop(kind, action) })
 	return w, err
@@ -92,29 +96,36 @@ func (w watched) stopReason() string {
 
 // grantNote says that the proposal ends what was left of a's `y -N` grant, if anything was
 // (a is the agent whose grant the proposal's agent draws on).
-func grantNote(a *store.Agent) string {
-	if n := grantLeft(a); n > 0 {
-		return fmt.Sprintf("; the %d approvals left of its y -N grant are cancelled", n)
+func grantNote(tx *store.Tx, a *store.Agent) (string, error) {
+	n, err := grantLeft(tx, a)
+	if err != nil || n == 0 {
+		return "", err
 	}
-	return ""
+	return fmt.Sprintf("; the %d approvals left of its y -N grant are cancelled", n), nil
 }
 
-// grantLeft is how many proposals a's `y -N` grant still approves unasked.
-func grantLeft(a *store.Agent) int {
-	if a.Policy.Mode != "auto" {
-		return 0
+// grantLeft is how many proposals a's count grants (`y -N`, auto steps) still approve
+// unasked in its current run.
+func grantLeft(tx *store.Tx, a *store.Agent) (int, error) {
+	live, err := tx.LiveGrants(a.ID, a.RunID)
+	left := 0
+	for _, g := range live {
+		if g.Kind == client.GrantCount && g.StateAt(tx.Now(), a.RunID) == client.GrantActive {
+			left += g.Left()
+		}
 	}
-	return a.Policy.AutoSteps
+	return left, err
 }
 
-// endGrant cancels what is left of a's `y -N` grant (the cycle's EndGrant) in tx; the
-// caller writes a.
+// endGrant cancels what is left of a's count grants (the cycle's EndGrant) in tx, and
+// its mode that mirrors them; the caller writes a. Exact and pattern grants stay: they
+// approve one call or one pattern a person chose, not a number of steps.
 func endGrant(tx *store.Tx, a *store.Agent) error {
-	a.Policy.AutoSteps = 0
-	if a.Policy.Mode == "auto" {
-		a.Policy.Mode = "ask"
+	if err := endCountGrants(tx, a, "the watchdog"); err != nil {
+		return err
 	}
-	return nil
+	_, err := syncPolicy(tx, a)
+	return err
 }
 
 // loopIn is the watchdog's verdict on p, proposed by a: its run's latest steps from the

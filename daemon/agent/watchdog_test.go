@@ -143,6 +143,7 @@ func TestWatchdogStopsEveryLoopShape(t *testing.T) {
 			if got.Policy.Mode != "ask" || got.Policy.AutoSteps != 0 {
 				t.Errorf("policy after the watchdog = %+v, want the grant cancelled", got.Policy)
 			}
+			noCountGrant(t, h, a.ID)
 			entries, err := h.sup.auditLog.Audit(context.Background(), client.AuditQuery{Agent: a.Name})
 			if err != nil {
 				t.Fatal(err)
@@ -301,6 +302,7 @@ func TestWatchdogCancelsTheFamilysGrant(t *testing.T) {
 	if top, _ := h.sup.agentViews.Agent(context.Background(), boss.ID); top.Policy.Mode != "ask" || top.Policy.AutoSteps != 0 {
 		t.Errorf("boss's policy after its helper looped = %+v, want the grant cancelled", top.Policy)
 	}
+	noCountGrant(t, h, boss.ID)
 }
 
 // TestInvalidRepliesCountAsALoop: the pause after unusable replies in a row is counted
@@ -312,4 +314,26 @@ func TestInvalidRepliesCountAsALoop(t *testing.T) {
 	a := h.create(client.CreateAgentRequest{})
 	h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return a.State == client.StatePaused })
 	m.wait(t, "invalid_replies:pause")
+}
+
+// noCountGrant checks that the agent's count grants are all revoked, by the watchdog.
+func noCountGrant(t *testing.T, h *harness, id string) {
+	t.Helper()
+	gl, err := h.sup.policyService.Grants(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := 0
+	for _, g := range gl.Grants {
+		if g.Kind != client.GrantCount {
+			continue
+		}
+		if g.State != client.GrantRevoked {
+			t.Errorf("count grant %s is %s after the watchdog, want revoked", g.Describe(), g.State)
+		}
+		revoked++
+	}
+	if revoked == 0 {
+		t.Error("no count grant to revoke: the test gave the agent none")
+	}
 }

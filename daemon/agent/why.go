@@ -40,6 +40,11 @@ func (s *policyService) Why(ctx context.Context, ref string) (*client.Why, error
 	if err != nil {
 		return nil, err
 	}
+	if id := w.Decision.Grant; id != "" {
+		if w.Grant, err = s.grantNow(ctx, w.AgentID, id); err != nil {
+			return nil, err
+		}
+	}
 	if w.Decision.Source == "policy" && w.Decision.Pattern != "" {
 		pv, err := s.Policy(ctx, w.AgentID)
 		if err != nil {
@@ -64,6 +69,8 @@ func whyReason(w *client.Why) string {
 		in = " (" + w.Layer + ")"
 	}
 	switch {
+	case d.Source == cycle.SourceGrant:
+		return "approved by " + d.GrantLabel + " (grant " + d.Grant + "), without asking"
 	case d.Source == "policy" && d.Kind == client.DecisionApprove && d.Pattern != "":
 		return "auto-approved by the allow pattern " + d.Pattern + in
 	case d.Source == "policy" && d.Kind == client.DecisionApprove && d.By == "auto_read":
@@ -77,8 +84,12 @@ func whyReason(w *client.Why) string {
 	switch d.Kind {
 	case client.DecisionApprove:
 		switch {
-		case d.Scope == client.ScopeAgent:
+		case d.Scope == client.ScopeAgent && d.Pattern != "": // stored before grants: y! kept a pattern
 			return "approved by " + who + ", who also allowed " + d.Pattern + " for the agent from then on"
+		case d.Scope == client.ScopeAgent:
+			return "approved by " + who + ", who also granted this exact command with these args from then on (grant " + d.Grant + ")"
+		case d.Count > 1 && d.Grant != "":
+			return fmt.Sprintf("approved by %s for this and the next %d proposals (y -%d, grant %s)", who, d.Count-1, d.Count, d.Grant)
 		case d.Count > 1:
 			return fmt.Sprintf("approved by %s for this and the next %d proposals (y -%d)", who, d.Count-1, d.Count)
 		}
@@ -90,4 +101,31 @@ func whyReason(w *client.Why) string {
 		return "denied by " + who + "; the run stopped"
 	}
 	return "not run: " + who + " answered with feedback, which went to the model"
+}
+
+// grantNow is grant id of agent agentID (or of its top agent, which holds a family's
+// y -N and y! grants) as it stands now; nil when neither has it any more.
+func (s *policyService) grantNow(ctx context.Context, agentID, id string) (*client.Grant, error) {
+	var g *client.Grant
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(agentID)
+		if err != nil {
+			return err
+		}
+		owner, err := policyOwner(tx, a)
+		if err != nil {
+			return err
+		}
+		for _, holder := range []*store.Agent{a, owner} {
+			if g, err = tx.Grant(holder.ID, id); err == nil {
+				g.Mark(tx.Now(), owner.RunID)
+				return nil
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		g = nil
+		return nil
+	})
+	return g, err
 }

@@ -299,6 +299,21 @@ func (c *Client) TestPolicy(ctx context.Context, agent string, req PolicyTestReq
 	return call(ctx, c, TestPolicyRoute, agent, req)
 }
 
+// Grants lists the agent's grants, newest first.
+func (c *Client) Grants(ctx context.Context, agent string) (*GrantList, error) {
+	return call(ctx, c, GrantsRoute, agent, None{})
+}
+
+// AddGrant previews a pattern grant for the agent and, unless req.DryRun, stores it.
+func (c *Client) AddGrant(ctx context.Context, agent string, req GrantRequest) (*GrantPreview, error) {
+	return call(ctx, c, AddGrantRoute, agent, req)
+}
+
+// RevokeGrant revokes one of the agent's grants: it approves nothing from then on.
+func (c *Client) RevokeGrant(ctx context.Context, agent string, req RevokeRequest) (*Grant, error) {
+	return call(ctx, c, RevokeGrantRoute, agent, req)
+}
+
 // Proposals returns the agent's proposals, oldest first.
 func (c *Client) Proposals(ctx context.Context, agent string) ([]Proposal, error) {
 	return call(ctx, c, ProposalsRoute, agent, None{})

@@ -91,6 +91,18 @@ var (
 		Call: func(ctx context.Context, s Service, ref string, in PolicyTestRequest) (*PolicyTest, error) {
 			return s.TestPolicy(ctx, ref, in)
 		}})
+	GrantsRoute = register(Route[None, *GrantList]{Method: "GET", Path: "/v0/agents/{agent}/grants",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*GrantList, error) {
+			return s.Grants(ctx, ref)
+		}})
+	AddGrantRoute = register(Route[GrantRequest, *GrantPreview]{Method: "POST", Path: "/v0/agents/{agent}/grants",
+		Call: func(ctx context.Context, s Service, ref string, in GrantRequest) (*GrantPreview, error) {
+			return s.AddGrant(ctx, ref, in)
+		}})
+	RevokeGrantRoute = register(Route[RevokeRequest, *Grant]{Method: "POST", Path: "/v0/agents/{agent}/grants/revoke",
+		Call: func(ctx context.Context, s Service, ref string, in RevokeRequest) (*Grant, error) {
+			return s.RevokeGrant(ctx, ref, in)
+		}})
 	MemoriesRoute = register(Route[MemoryListRequest, []Memory]{Method: "GET", Path: "/v0/memories",
 		Call: func(ctx context.Context, s Service, _ string, in MemoryListRequest) ([]Memory, error) {
 			return s.Memories(ctx, in)

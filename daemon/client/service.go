@@ -117,6 +117,11 @@ type PolicyService interface {
 	RemovePermission(ctx context.Context, ref string, req PermissionRequest) (*PolicyView, error)
 	// TestPolicy says how the agent's patterns would decide a proposal, without proposing it.
 	TestPolicy(ctx context.Context, ref string, req PolicyTestRequest) (*PolicyTest, error)
+	// Grants lists the agent's grants; AddGrant previews a pattern grant and, unless a
+	// dry run, stores it; RevokeGrant ends one before the agent's next proposal.
+	Grants(ctx context.Context, ref string) (*GrantList, error)
+	AddGrant(ctx context.Context, ref string, req GrantRequest) (*GrantPreview, error)
+	RevokeGrant(ctx context.Context, ref string, req RevokeRequest) (*Grant, error)
 }
 
 // MemoryService is long-term memory.

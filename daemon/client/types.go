@@ -29,7 +29,9 @@ type Policy struct {
 	// Mode is "ask" (default), "auto" (the next AutoSteps proposals run without asking)
 	// or "continuous" (every proposal runs without asking, up to ContinuousLimit steps).
 	Mode string `json:"mode"`
-	// AutoSteps is how many more proposals run without asking (set by `y -N` too).
+	// AutoSteps is how many more proposals run without asking: set at creation (--auto N),
+	// it becomes a count grant of the run; after that it mirrors what the agent's count
+	// grants (y -N, a schedule's autonomy) have left. GET .../grants lists them.
 	AutoSteps int `json:"auto_steps,omitempty"`
 	// ContinuousLimit bounds continuous mode; 0 means the configured default.
 	ContinuousLimit int `json:"continuous_limit,omitempty"`
@@ -170,19 +172,25 @@ type Decision struct {
 	Count    int    `json:"count,omitempty"`
 	Feedback string `json:"feedback,omitempty"`
 	By       string `json:"by"`
-	Source   string `json:"source"` // agentctl, slack, discord, policy, api
+	Source   string `json:"source"` // agentctl, slack, discord, api; policy or grant when automatic
 	// Scope is how far the decision reaches: "" (this proposal), "agent" (an approval that
-	// also stored an allow pattern for the agent) or "deny" (a denial that stored a deny
-	// pattern). Pattern is the pattern stored, or for a policy decision the one that matched.
-	Scope   string    `json:"scope,omitempty"`
-	Pattern string    `json:"pattern,omitempty"`
-	At      time.Time `json:"at"`
+	// also made an exact grant: this command with these args, Grant) or "deny" (a denial
+	// that stored a deny pattern). Pattern is the deny pattern stored, or for an automatic
+	// decision the pattern that matched.
+	Scope   string `json:"scope,omitempty"`
+	Pattern string `json:"pattern,omitempty"`
+	// Grant is the id of the grant this decision made (y -N, y!) or, for an automatic
+	// approval (Source "grant"), the grant that approved it; GrantLabel names that grant
+	// for people as it stood then: "root's y -3 (2 left)".
+	Grant      string    `json:"grant,omitempty"`
+	GrantLabel string    `json:"grant_label,omitempty"`
+	At         time.Time `json:"at"`
 }
 
 // Decision scopes.
 const (
 	ScopeOnce  = ""      // this proposal only
-	ScopeAgent = "agent" // approve always: store an allow pattern for the agent
+	ScopeAgent = "agent" // approve always: grant this exact command with these args to the agent
 	ScopeDeny  = "deny"  // deny always: store a deny pattern for the agent
 )
 
@@ -278,6 +286,10 @@ type Episode struct {
 	Result   string    `json:"result"`
 	Feedback string    `json:"feedback,omitempty"`
 	At       time.Time `json:"at"`
+	// Decision is the last decision on the episode's proposal — who or which grant let it
+	// run, or ended it — in an agent's history (GET /v0/agents/{agent}/history); nil in
+	// events and where none was recorded.
+	Decision *Decision `json:"decision,omitempty"`
 }
 
 // EventType names an event on an agent's stream.
@@ -370,8 +382,9 @@ type DecideRequest struct {
 	// proposal's. Chat buttons and typed replies carry it.
 	Hash string `json:"hash,omitempty"`
 	// Scope widens the decision: ScopeAgent (with an approval) also approves, from now
-	// on, every proposal of this agent matching the proposal's exact pattern; ScopeDeny
-	// (with a denial) refuses them. Empty decides this proposal only.
+	// on, every proposal of this agent with the same command and args (an exact grant);
+	// ScopeDeny (with a denial) refuses every proposal matching the proposal's exact
+	// command and subject (a deny pattern). Empty decides this proposal only.
 	Scope string `json:"scope,omitempty"`
 }
 

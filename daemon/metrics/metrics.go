@@ -142,16 +142,17 @@ func (m *Metrics) DecisionExpired(platform string) {
 	}
 }
 
-// DecisionLabels maps a decision to its outcome and source labels. The policy's
-// approvals in auto or continuous mode are outcome and source "auto"; its pattern
-// decisions keep their kind with source "policy".
+// DecisionLabels maps a decision to its outcome and source labels. Approvals no person
+// made this time — continuous mode's, and a grant's (y -N, y!, a pattern grant, a
+// schedule's autonomy) — are outcome and source "auto"; pattern decisions keep their
+// kind with source "policy".
 func DecisionLabels(kind, source, by string) (outcome, src string) {
 	outcome = map[string]string{"approve": "approved", "deny": "denied", "feedback": "feedback"}[kind]
 	if outcome == "" {
 		outcome = "other"
 	}
 	src = sourceLabel(source)
-	if source == "policy" && kind == "approve" && (by == "auto" || by == "continuous") {
+	if kind == "approve" && (source == "grant" || source == "policy" && (by == "auto" || by == "continuous")) {
 		outcome, src = "auto", "auto"
 	}
 	return outcome, src

@@ -33,8 +33,10 @@ type Options struct {
 	Policy *client.Policy
 	// Allow are permission patterns stored for the agent (like `agentctl policy allow`).
 	Allow []string
-	// By names who started the run, for the audit log and stored patterns.
-	By string
+	// By names who started the run, for the audit log and stored patterns; Source is
+	// where from (schedule, team, api), for the grant its Policy's auto steps make.
+	By     string
+	Source string
 }
 
 // End is how a run ended, as the supervisor's OnRunEnd reports it.

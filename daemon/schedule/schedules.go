@@ -270,6 +270,7 @@ func runOptions(row *store.Schedule) run.Options {
 		Budget: run.Budget{MaxSteps: row.Budget.MaxSteps, MaxTokens: row.Budget.MaxTokens, MaxWall: row.MaxWall},
 		Policy: &client.Policy{Mode: "ask"},
 		By:     "schedule " + row.Name,
+		Source: "schedule",
 	}
 	switch row.Autonomy.Mode {
 	case client.AutonomyAuto:

@@ -326,6 +326,38 @@ var migrations = []string{
 	// issue 17: what a proposal would do (client.Preview as JSON: a file's diff, a shell
 	// line's programs, a clone's host), worked out when it was made; '' for none.
 	`ALTER TABLE proposals ADD COLUMN preview TEXT NOT NULL DEFAULT '';`,
+	// issue 23: grants, the standing decisions that approve more than one proposal (y -N,
+	// y!, agentctl policy add, a schedule's autonomy), and on each decision the grant it
+	// made or that approved it. A policy's auto steps left from before become count grants
+	// of the agent's current run, made by "policy"; the agent's mode then only mirrors them.
+	`CREATE TABLE grants (
+		id TEXT PRIMARY KEY,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		kind TEXT NOT NULL CHECK (kind IN ('count','exact','pattern')),
+		made_by TEXT NOT NULL DEFAULT '',
+		source TEXT NOT NULL DEFAULT '',
+		label TEXT NOT NULL DEFAULT '',
+		command TEXT NOT NULL DEFAULT '',
+		hash TEXT NOT NULL DEFAULT '',
+		pattern TEXT NOT NULL DEFAULT '',
+		count INTEGER NOT NULL DEFAULT 0,
+		used INTEGER NOT NULL DEFAULT 0,
+		expires_at INTEGER,
+		run_id TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		revoked_at INTEGER,
+		revoked_by TEXT NOT NULL DEFAULT ''
+	);
+	CREATE INDEX grants_agent ON grants(agent_id, created_at);
+	ALTER TABLE decisions ADD COLUMN grant_id TEXT NOT NULL DEFAULT '';
+	ALTER TABLE decisions ADD COLUMN grant_label TEXT NOT NULL DEFAULT '';
+	INSERT INTO grants (id, agent_id, kind, made_by, source, label, count, run_id, created_at)
+		SELECT 'g-' || lower(hex(randomblob(6))), id, 'count', 'policy', 'config',
+			'auto mode', json_extract(policy, '$.auto_steps'), run_id, updated_at
+		FROM agents WHERE json_extract(policy, '$.mode') = 'auto' AND json_extract(policy, '$.auto_steps') > 0;`,
+	// issue 17: a chat reply or click is bound to the proposal whose message it names;
+	// that lookup (ChatMessageAt) runs on every reply and click.
+	`CREATE INDEX chat_messages_at ON chat_messages(platform, channel, message);`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -170,8 +170,14 @@ func (a *app) runReplay(ctx context.Context, args []string) error {
 			if d.Count > 1 {
 				line += fmt.Sprintf(" ×%d", d.Count)
 			}
-			if d.By != "" || d.Source != "" {
+			switch {
+			case d.Source == "grant":
+				line += " by " + oneLine(d.GrantLabel, 120) + " (grant " + oneLine(d.Grant, 40) + ")"
+			case d.By != "" || d.Source != "":
 				line += fmt.Sprintf(" by %s via %s", oneLine(d.By, 80), oneLine(d.Source, 40))
+				if d.Grant != "" {
+					line += " (made grant " + oneLine(d.Grant, 40) + ")"
+				}
 			}
 			if d.Pattern != "" {
 				line += " (pattern " + oneParagraph(d.Pattern) + ")"

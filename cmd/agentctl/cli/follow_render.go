@@ -163,7 +163,7 @@ func (f *follower) showProposal(p *client.Proposal, t time.Time) {
 	case p.Status.Decidable():
 		f.pending = p
 	case p.Status == client.ProposalApproved:
-		f.printf("  (runs without asking: approval policy)\n")
+		f.printf("  (runs without asking: its decision line names the rule or grant)\n")
 	}
 }
 

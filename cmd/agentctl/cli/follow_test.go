@@ -360,7 +360,7 @@ func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
 	waitOutput(t, s.errOut, prompt, 1)
 	for i, word := range []string{"?", " HELP ", "h"} {
 		s.typeLine(t, word)
-		waitOutput(t, s.errOut, "y -N     run it and the next N-1 proposals without asking", i+1)
+		waitOutput(t, s.errOut, "y -N     run it and the next N-1 proposals of this run without asking", i+1)
 		waitOutput(t, s.errOut, prompt, i+2) // asked again: the proposal still waits
 	}
 	if got := s.errOut.String(); !strings.Contains(got, "the proposal still waits") || !strings.Contains(got, "n!       like n") {

@@ -165,12 +165,17 @@ func decisionString(d *client.Decision) string {
 	if by == "" {
 		by = "someone"
 	}
-	if d.Source == "policy" {
-		s += " by policy"
+	if d.Source == "grant" { // an automatic approval names its grant: "by root's y -3 (2 left)"
+		s += " by " + line(d.GrantLabel)
+	} else if d.Source == "policy" {
+		s += " by policy (" + line(d.By) + ")"
 	} else if d.Source != "" {
 		s += fmt.Sprintf(" by %s via %s", by, line(d.Source))
 	} else {
 		s += " by " + by
+	}
+	if d.Grant != "" && d.Source != "grant" {
+		s += " [grant " + line(d.Grant) + "]" // the grant the decision made: y -N, y!
 	}
 	if d.Feedback != "" {
 		s += ": " + oneParagraph(d.Feedback)

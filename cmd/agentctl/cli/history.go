@@ -55,6 +55,11 @@ func (a *app) runHistory(ctx context.Context, args []string) error {
 
 func writeEpisode(w io.Writer, ep *client.Episode) {
 	fmt.Fprintf(w, "\nstep %d  %s  %s  %s\n", ep.Step, line(ep.Outcome), formatTime(ep.At), formatCall(ep.Command, ep.Args))
+	if ep.Decision != nil {
+		d := *ep.Decision
+		d.Feedback = "" // shown below, once
+		fmt.Fprintf(w, "  decision: %s\n", decisionString(&d))
+	}
 	if ep.Reasoning != "" {
 		fmt.Fprintf(w, "  reasoning: %s\n", oneParagraph(ep.Reasoning))
 	}

@@ -67,13 +67,25 @@ func (a *app) runCommands(ctx context.Context, args []string) error {
 
 var policyCmd = &command{
 	name:  "policy",
-	args:  "AGENT [allow|deny|rm [allow|deny] PATTERN | test COMMAND] [--json]",
-	short: "view, edit and test an agent's permission patterns",
-	long: `Policy shows the permission patterns that decide the agent's proposals without asking:
-those stored for the agent (by "y!"/"n!" decisions or by this command), those of its
-[agents.NAME] config section, and the global [permissions] ones. A deny always wins.
+	args:  "AGENT [add PATTERN [--yes] | revoke GRANT | allow|deny|rm [allow|deny] PATTERN | test COMMAND] [--json]",
+	short: "view, edit and test an agent's permission patterns and grants",
+	long: `Policy shows what decides the agent's proposals without asking: the permission
+patterns — those stored for the agent (by "n!" decisions or by this command), those of its
+[agents.NAME] config section, and the global [permissions] ones; a deny always wins — and
+the agent's grants: each "y -N" (the next N-1 proposals of this run), each "y!" (this exact
+command with these args), each pattern added with "add", and a run's auto steps (--auto N,
+a schedule's autonomy), with who made it, where, and how much of it is left. Every
+proposal a grant approves names it, in follow, show, why, replay, the audit log and chat.
 
-  agentctl policy AGENT                       list them
+  agentctl policy AGENT                       list the patterns and grants
+  agentctl policy AGENT add 'write_file(notes/*)'   preview what the pattern would have
+                                              approved among the agent's last proposals,
+                                              then store it as a grant if you answer y
+      --yes          store it without asking     --preview N   look back over N proposals (20)
+      --count N      approve at most N proposals --expires D   end it after D (e.g. 8h)
+      --run          end it with the agent's current run
+  agentctl policy AGENT revoke g-1a2b3c       revoke a grant: it approves nothing from the
+                                              agent's next proposal on
   agentctl policy AGENT allow 'read_file(*)'  run matching proposals without asking
   agentctl policy AGENT deny 'delete_file(*)' refuse them (the model is told why)
   agentctl policy AGENT rm allow 'read_file(*)'  remove a stored pattern
@@ -115,6 +127,20 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 	if test.command != "" || test.args != "" {
 		return usagef("--command and --args go with policy AGENT test")
 	}
+	switch {
+	case len(rest) > 0 && rest[0] == "add":
+		if len(rest) != 2 {
+			return usagef("want: policy AGENT add PATTERN, e.g. policy %s add 'write_file(notes/*)'", ref)
+		}
+		return a.runGrantAdd(ctx, ref, rest[1], test.grant)
+	case test.grant != (grantFlags{}):
+		return usagef("--yes, --count, --expires, --run and --preview go with policy AGENT add")
+	case len(rest) > 0 && rest[0] == "revoke":
+		if len(rest) != 2 {
+			return usagef("want: policy AGENT revoke GRANT (policy %s lists the grants' ids)", ref)
+		}
+		return a.runGrantRevoke(ctx, ref, rest[1])
+	}
 	var v *client.PolicyView
 	switch {
 	case len(rest) == 0:
@@ -124,25 +150,38 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 	case len(rest) == 3 && rest[0] == "rm" && (rest[1] == "allow" || rest[1] == "deny"):
 		v, err = a.api().RemovePermission(ctx, ref, client.PermissionRequest{Effect: rest[1], Pattern: rest[2], By: user()})
 	default:
-		return usagef("want: policy AGENT, policy AGENT allow|deny PATTERN, policy AGENT rm allow|deny PATTERN or policy AGENT test COMMAND; got %q", strings.Join(rest, " "))
+		return usagef("want: policy AGENT, policy AGENT add PATTERN, policy AGENT revoke GRANT, policy AGENT allow|deny PATTERN, policy AGENT rm allow|deny PATTERN or policy AGENT test COMMAND; got %q", strings.Join(rest, " "))
 	}
 	if err != nil {
 		return agentErr(ref, err)
 	}
+	gl, err := a.api().Grants(ctx, ref)
+	if err != nil {
+		return agentErr(ref, err)
+	}
 	if a.json {
-		return a.printJSON(v)
+		return a.printJSON(policyJSON{v, gl.Grants})
 	}
 	if v.AutoRead {
 		fmt.Fprintln(a.stdout, "read commands run without asking (auto_read)")
 	}
 	if len(v.Permissions) == 0 {
-		a.note("no permission patterns: every proposal asks (see agentctl help policy)")
-		return nil
+		a.note("no permission patterns: every proposal asks unless a grant approves it (see agentctl help policy)")
+	} else {
+		tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "EFFECT\tPATTERN\tFROM\tBY")
+		for _, p := range v.Permissions {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), line(p.CreatedBy))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "EFFECT\tPATTERN\tFROM\tBY")
-	for _, p := range v.Permissions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), line(p.CreatedBy))
-	}
-	return tw.Flush()
+	return a.printGrants(gl.Grants)
+}
+
+// policyJSON is policy AGENT --json: the patterns' view with the grants beside them.
+type policyJSON struct {
+	*client.PolicyView
+	Grants []client.Grant `json:"grants"`
 }

@@ -16,12 +16,14 @@ import (
 type policyTestFlags struct {
 	command string // --command NAME
 	args    string // --args JSON
+	grant   grantFlags
 }
 
 func (t *policyTestFlags) flagSet(a *app) *flag.FlagSet {
 	fs := a.newFlagSet()
 	fs.StringVar(&t.command, "command", "", "with test: the command to test (default execute_shell)")
 	fs.StringVar(&t.args, "args", "", "with test: the command's args as a JSON object")
+	t.grant.add(fs)
 	return fs
 }
 

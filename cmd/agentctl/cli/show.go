@@ -37,6 +37,11 @@ func (a *app) runShow(ctx context.Context, args []string) error {
 		return a.printJSON(ag)
 	}
 	writeAgent(a.stdout, ag)
+	gl, err := a.api().Grants(ctx, ag.ID)
+	if err != nil {
+		return err
+	}
+	writeActiveGrants(a.stdout, gl.Grants)
 	all, err := a.api().Agents(ctx)
 	if err != nil {
 		return err

@@ -16,7 +16,9 @@ var whyCmd = addCommand("history", &command{
 the proposal (step, command and arguments), the decision (approve, deny or feedback),
 who made it and from where (agentctl, slack, discord, api), and why. A decision the
 policy made names the allow or deny pattern that matched and the layer holding it
-(config, agent-config or stored), or the mode that approved (auto for y -N, continuous).`,
+(config, agent-config or stored), or continuous mode; one a grant made (y -N, y!, a
+pattern added with agentctl policy add, a schedule's autonomy) names the grant, who made
+it, what was left of it then and what is left now.`,
 	run: (*app).runWhy,
 })
 
@@ -42,6 +44,9 @@ func (a *app) runWhy(ctx context.Context, args []string) error {
 	fmt.Fprintf(a.stdout, "  proposal:  %s (%s)\n", line(p.ID), line(string(p.Status)))
 	fmt.Fprintf(a.stdout, "  decision:  %s at %s\n", line(string(d.Kind)), formatTime(d.At))
 	fmt.Fprintf(a.stdout, "  by:        %s\n", line(cmdWho(d)))
+	if g := w.Grant; g != nil {
+		fmt.Fprintf(a.stdout, "  grant:     %s  %s  (now %s: %s)\n", line(g.ID), line(d.GrantLabel), line(g.State), line(g.Describe()))
+	}
 	if d.Pattern != "" {
 		layer := ""
 		if w.Layer != "" {
@@ -56,8 +61,12 @@ func (a *app) runWhy(ctx context.Context, args []string) error {
 	return nil
 }
 
-// cmdWho names who decided: a person and where from, or the policy and what in it.
+// cmdWho names who decided: a person and where from, a grant and its maker, or the
+// policy and what in it.
 func cmdWho(d *client.Decision) string {
+	if d.Source == "grant" {
+		return "grant " + d.Grant + " made by " + d.By
+	}
 	if d.By == "" {
 		return d.Source
 	}

@@ -2,6 +2,7 @@ package cycle
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
@@ -19,12 +20,11 @@ const (
 )
 
 // Policy is the mode the proposal's agent follows — its own, or its top agent's for a
-// helper — with what is left of a `y -N` grant.
+// helper. Auto mode's steps are count grants (Request.Grants); the mode only mirrors them.
 type Policy struct {
 	Mode            string // ask, auto or continuous
-	AutoSteps       int    // auto: proposals still approved unasked
 	ContinuousLimit int    // continuous: the last step approved unasked
-	Owner           string // the agent the mode is borrowed from, "" for the agent's own
+	Owner           string // the agent the mode and grants are borrowed from, "" for the agent's own
 }
 
 // Request is everything Authorize weighs.
@@ -40,6 +40,11 @@ type Request struct {
 	Rules   []permission.Rules
 	Options permission.Options
 	Policy  Policy
+	// Grants are the standing decisions of the agent (its top agent's for a helper) not
+	// revoked or used up; Now and Run (that agent's current run) tell which still hold.
+	Grants []client.Grant
+	Now    time.Time
+	Run    string
 	// Decision is a person's decision from a front end (agentctl, chat, a schedule, a
 	// team or the Agent Protocol); nil when the daemon's policy decides. Approver says
 	// whether its maker may decide there: front ends check their approver lists and
@@ -54,16 +59,20 @@ type Authorization struct {
 	Reason  string
 	// Decision is the decision to record: the person's, or the policy's (nil for Ask).
 	Decision *client.Decision
-	// Policy is the mode after this verdict: an auto approval draws one from the grant.
-	Policy Policy
+	// Grant is the grant that approved the proposal, with this approval counted in Used:
+	// the caller records the use. NewGrant is the grant a person's decision makes (y -N,
+	// y!): the caller gives it an id, agent and run, and stores it.
+	Grant    *client.Grant
+	NewGrant *client.Grant
 }
 
 // Authorize decides who may run a proposal: a person's decision decides when there is
 // one; else, in order, ask_user needs no approval, a repeat asks, a deny pattern refuses
-// (as feedback to the model), an allow pattern (or auto_read) approves, execute-class
-// commands ask, then the mode — auto for N steps, or continuous up to its limit.
+// (as feedback to the model), an allow pattern (or auto_read) approves, a grant that
+// holds and matches approves (exact, then pattern, then count; count grants never cover
+// execute commands), execute-class commands ask, then continuous mode up to its limit.
 func Authorize(req Request) Authorization {
-	out := Authorization{Verdict: Ask, Policy: req.Policy}
+	out := Authorization{Verdict: Ask}
 	p := req.Proposal
 	if d := req.Decision; d != nil {
 		return decided(req, d)
@@ -96,36 +105,83 @@ func Authorize(req Request) Authorization {
 			Feedback: fmt.Sprintf("Not run: %s is refused here by the permission pattern %s. Do not propose it again; choose another way.", p.Command, v.Pattern)}
 		return out
 	}
+	if g := grantFor(req); g != nil {
+		return byGrant(out, req, g)
+	}
 	if req.Spec.Class == commands.ClassExecute {
-		out.Reason = "execute commands run unasked only by an explicit allow pattern"
+		out.Reason = "execute commands run unasked only by an explicit allow pattern or grant"
 		return out
 	}
-	return byMode(out, p)
+	return byMode(out, req.Policy, p)
 }
 
-// byMode applies the policy's mode when no pattern decided.
-func byMode(out Authorization, p *client.Proposal) Authorization {
+// byMode applies the policy's mode when no pattern or grant decided.
+func byMode(out Authorization, pol Policy, p *client.Proposal) Authorization {
 	by := ""
-	if out.Policy.Owner != "" {
-		by = " (" + out.Policy.Owner + "'s)"
+	if pol.Owner != "" {
+		by = " (" + pol.Owner + "'s)"
 	}
-	switch out.Policy.Mode {
-	case "auto":
-		if out.Policy.AutoSteps > 0 {
-			out.Policy.AutoSteps--
-			if out.Policy.AutoSteps == 0 {
-				out.Policy.Mode = "ask"
-			}
-			return approve(out, p, "auto"+by, "")
-		}
-	case "continuous":
-		if p.Step <= out.Policy.ContinuousLimit {
-			return approve(out, p, "continuous"+by, "")
-		}
+	if pol.Mode == "continuous" && p.Step <= pol.ContinuousLimit {
+		return approve(out, p, "continuous"+by, "")
 	}
-	out.Reason = "no pattern matched and the mode is " + out.Policy.Mode + ": a person decides"
+	out.Reason = "no pattern or grant matched and the mode is " + pol.Mode + ": a person decides"
 	return out
 }
+
+// grantFor is the grant that approves req's proposal: one that still holds and matches,
+// the narrowest kind first, so a countdown is not spent on what an exact grant covers.
+func grantFor(req Request) *client.Grant {
+	for _, kind := range []client.GrantKind{client.GrantExact, client.GrantPattern, client.GrantCount} {
+		for i := range req.Grants {
+			g := &req.Grants[i]
+			if g.Kind == kind && g.StateAt(req.Now, req.Run) == client.GrantActive && Matches(g, req.Proposal, req.Spec, req.Options) {
+				return g
+			}
+		}
+	}
+	return nil
+}
+
+// Matches reports whether grant g covers proposal p of command spec (nil: not offered
+// now, never covered). It is the one test of a grant: authorizing and previewing a
+// pattern grant both use it, so a pattern approves exactly what its preview showed.
+func Matches(g *client.Grant, p *client.Proposal, spec *commands.Spec, opts permission.Options) bool {
+	if spec == nil {
+		return false
+	}
+	switch g.Kind {
+	case client.GrantExact:
+		return g.Hash != "" && p.Command == g.Command && p.Hash == g.Hash
+	case client.GrantPattern:
+		pat, err := permission.Parse(g.Pattern)
+		if err != nil {
+			return false // checked when stored; one that no longer parses approves nothing
+		}
+		opts.AutoRead = false // the pattern alone must allow it
+		v := permission.Evaluate(*spec, p.Args, opts, permission.Rules{Layer: "grant", Allow: []permission.Pattern{pat}})
+		return v.Effect == permission.Allow && v.Pattern != ""
+	case client.GrantCount:
+		return spec.Class != commands.ClassExecute
+	}
+	return false
+}
+
+// byGrant approves p by grant g, counting this use, and names g in the decision.
+func byGrant(out Authorization, req Request, g *client.Grant) Authorization {
+	used := *g
+	used.Used++
+	label := used.Describe()
+	if req.Policy.Owner != "" {
+		label += ", " + req.Policy.Owner + "'s grant"
+	}
+	out.Verdict, out.Reason, out.Grant = Allow, "approved by "+label, &used
+	out.Decision = &client.Decision{ProposalID: req.Proposal.ID, Kind: client.DecisionApprove, Count: 1, Source: SourceGrant,
+		By: g.By, Pattern: g.Pattern, Grant: g.ID, GrantLabel: label}
+	return out
+}
+
+// SourceGrant is the source of an approval a grant made.
+const SourceGrant = "grant"
 
 func approve(out Authorization, p *client.Proposal, by, pattern string) Authorization {
 	out.Verdict, out.Reason = Allow, "approved by "+by
@@ -134,17 +190,24 @@ func approve(out Authorization, p *client.Proposal, by, pattern string) Authoriz
 }
 
 // decided is a person's decision as a verdict: one who may not decide is refused, and
-// the decision is recorded as made.
+// the decision is recorded as made, with the grant it makes: y -N a count grant of the
+// next N-1 for this run, y! an exact grant of this command with these args.
 func decided(req Request, d *client.Decision) Authorization {
-	out := Authorization{Policy: req.Policy, Decision: d}
+	out := Authorization{Decision: d}
 	switch {
 	case !req.Approver:
 		out.Verdict, out.Decision = Refuse, nil
 		out.Reason = "not an approver here: the decision changes nothing"
 	case d.Kind == client.DecisionApprove:
 		out.Verdict, out.Reason = Allow, "approved by "+Who(d)
-		if d.Count > 1 && out.Policy.Mode != "continuous" { // continuous approves them anyway
-			out.Policy.Mode, out.Policy.AutoSteps = "auto", d.Count-1
+		g := &client.Grant{By: d.By, Source: d.Source}
+		switch {
+		case d.Scope == client.ScopeAgent:
+			g.Kind, g.Label, g.Command, g.Hash = client.GrantExact, "y!", req.Proposal.Command, req.Proposal.Hash
+			out.NewGrant = g
+		case d.Count > 1 && req.Policy.Mode != "continuous": // continuous approves them anyway
+			g.Kind, g.Label, g.Count, g.RunID = client.GrantCount, fmt.Sprintf("y -%d", d.Count), d.Count-1, req.Run
+			out.NewGrant = g
 		}
 	case d.Kind == client.DecisionDeny:
 		out.Verdict, out.Reason = Refuse, "denied by "+Who(d)

@@ -2,7 +2,10 @@ package cycle
 
 import (
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
@@ -21,33 +24,44 @@ func TestAuthorize(t *testing.T) {
 		b, _ := json.Marshal(args)
 		return &client.Proposal{ID: "p-1", Command: cmd, Args: b, Step: 3}
 	}
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	count := func(left int) []client.Grant {
+		return []client.Grant{{ID: "g-1", Kind: client.GrantCount, By: "root", Source: "agentctl", Label: "y -3", Count: 2, Used: 2 - left, RunID: "r-1"}}
+	}
 	for _, c := range []struct {
-		name       string
-		req        Request
-		want       Verdict
-		by         string // the decision's By
-		wantPolicy Policy
+		name     string
+		req      Request
+		want     Verdict
+		by       string // the decision's By
+		grant    string // the grant's Describe after this approval, when a grant approves
+		newGrant *client.Grant
 	}{
-		{"ask_user_needs_no_approval", Request{Proposal: prop(commands.AskUser, map[string]string{"question": "?"})}, Allow, "ask_user needs no approval", Policy{}},
-		{"repeat_asks", Request{Proposal: prop("read_file", map[string]string{"path": "docs/a"}), Spec: read, Rules: []permission.Rules{rules}, Repeat: true}, Ask, "", Policy{}},
-		{"unknown_command_asks", Request{Proposal: prop("nope", nil), Policy: Policy{Mode: "auto", AutoSteps: 3}}, Ask, "", Policy{Mode: "auto", AutoSteps: 3}},
-		{"deny_pattern_refuses", Request{Proposal: prop("read_file", map[string]string{"path": "secrets/k"}), Spec: read, Rules: []permission.Rules{rules}, Policy: Policy{Mode: "auto", AutoSteps: 3}}, Refuse, "deny pattern read_file(secrets/*)", Policy{Mode: "auto", AutoSteps: 3}},
-		{"allow_pattern_approves", Request{Proposal: prop("read_file", map[string]string{"path": "docs/a"}), Spec: read, Rules: []permission.Rules{rules}}, Allow, "allow pattern read_file(docs/*)", Policy{}},
-		{"auto_read_approves_reads", Request{Proposal: prop("read_file", map[string]string{"path": "x"}), Spec: read, Options: permission.Options{AutoRead: true}}, Allow, "auto_read", Policy{}},
-		{"execute_asks_in_auto_mode", Request{Proposal: prop("execute_shell", map[string]string{"command_line": "ls"}), Spec: shell, Policy: Policy{Mode: "auto", AutoSteps: 3}}, Ask, "", Policy{Mode: "auto", AutoSteps: 3}},
-		{"auto_draws_from_grant", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "auto", AutoSteps: 2}}, Allow, "auto", Policy{Mode: "auto", AutoSteps: 1}},
-		{"last_grant_returns_to_ask", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "auto", AutoSteps: 1, Owner: "lead"}}, Allow, "auto (lead's)", Policy{Mode: "ask", Owner: "lead"}},
-		{"continuous_within_limit", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "continuous", ContinuousLimit: 3}}, Allow, "continuous", Policy{Mode: "continuous", ContinuousLimit: 3}},
-		{"continuous_past_limit_asks", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "continuous", ContinuousLimit: 2}}, Ask, "", Policy{Mode: "continuous", ContinuousLimit: 2}},
-		{"ask_mode_asks", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "ask"}}, Ask, "", Policy{Mode: "ask"}},
-		{"person_approve_n_grants", Request{Proposal: prop("write_file", nil), Approver: true, Policy: Policy{Mode: "ask"},
-			Decision: &client.Decision{Kind: client.DecisionApprove, Count: 4, By: "ana", Source: "slack"}}, Allow, "ana", Policy{Mode: "auto", AutoSteps: 3}},
+		{"ask_user_needs_no_approval", Request{Proposal: prop(commands.AskUser, map[string]string{"question": "?"})}, Allow, "ask_user needs no approval", "", nil},
+		{"repeat_asks", Request{Proposal: prop("read_file", map[string]string{"path": "docs/a"}), Spec: read, Rules: []permission.Rules{rules}, Repeat: true}, Ask, "", "", nil},
+		{"unknown_command_asks", Request{Proposal: prop("nope", nil), Grants: count(2), Run: "r-1"}, Ask, "", "", nil},
+		{"deny_pattern_refuses", Request{Proposal: prop("read_file", map[string]string{"path": "secrets/k"}), Spec: read, Rules: []permission.Rules{rules}, Grants: count(2), Run: "r-1"}, Refuse, "deny pattern read_file(secrets/*)", "", nil},
+		{"allow_pattern_approves", Request{Proposal: prop("read_file", map[string]string{"path": "docs/a"}), Spec: read, Rules: []permission.Rules{rules}}, Allow, "allow pattern read_file(docs/*)", "", nil},
+		{"auto_read_approves_reads", Request{Proposal: prop("read_file", map[string]string{"path": "x"}), Spec: read, Options: permission.Options{AutoRead: true}}, Allow, "auto_read", "", nil},
+		{"execute_asks_under_count_grant", Request{Proposal: prop("execute_shell", map[string]string{"command_line": "ls"}), Spec: shell, Grants: count(2), Run: "r-1"}, Ask, "", "", nil},
+		{"count_grant_draws_one", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Grants: count(2), Run: "r-1"}, Allow, "root", "root's y -3 (1 left)", nil},
+		{"last_of_count_grant_approves", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Grants: count(1), Run: "r-1", Policy: Policy{Owner: "lead"}}, Allow, "root", "root's y -3 (0 left)", nil},
+		{"used_up_grant_asks", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Grants: count(0), Run: "r-1"}, Ask, "", "", nil},
+		{"count_grant_of_another_run_asks", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Grants: count(2), Run: "r-2"}, Ask, "", "", nil},
+		{"continuous_within_limit", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "continuous", ContinuousLimit: 3}}, Allow, "continuous", "", nil},
+		{"continuous_past_limit_asks", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "continuous", ContinuousLimit: 2}}, Ask, "", "", nil},
+		{"ask_mode_asks", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "ask"}, Now: t0}, Ask, "", "", nil},
+		{"person_approve_n_grants", Request{Proposal: prop("write_file", nil), Approver: true, Policy: Policy{Mode: "ask"}, Run: "r-1",
+			Decision: &client.Decision{Kind: client.DecisionApprove, Count: 4, By: "ana", Source: "slack"}}, Allow, "ana", "",
+			&client.Grant{Kind: client.GrantCount, By: "ana", Source: "slack", Label: "y -4", Count: 3, RunID: "r-1"}},
 		{"person_approve_n_keeps_continuous", Request{Proposal: prop("write_file", nil), Approver: true, Policy: Policy{Mode: "continuous"},
-			Decision: &client.Decision{Kind: client.DecisionApprove, Count: 4, Source: "api"}}, Allow, "", Policy{Mode: "continuous"}},
+			Decision: &client.Decision{Kind: client.DecisionApprove, Count: 4, Source: "api"}}, Allow, "", "", nil},
+		{"person_approve_always_grants_exact", Request{Proposal: &client.Proposal{ID: "p-1", Command: "write_file", Hash: "h1"}, Approver: true, Run: "r-1",
+			Decision: &client.Decision{Kind: client.DecisionApprove, Count: 1, By: "root", Source: "agentctl", Scope: client.ScopeAgent}}, Allow, "root", "",
+			&client.Grant{Kind: client.GrantExact, By: "root", Source: "agentctl", Label: "y!", Command: "write_file", Hash: "h1"}},
 		{"person_deny_refuses", Request{Proposal: prop("write_file", nil), Approver: true,
-			Decision: &client.Decision{Kind: client.DecisionDeny, Source: "discord"}}, Refuse, "", Policy{}},
+			Decision: &client.Decision{Kind: client.DecisionDeny, Source: "discord"}}, Refuse, "", "", nil},
 		{"non_approver_is_refused", Request{Proposal: prop("write_file", nil),
-			Decision: &client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "slack"}}, Refuse, "", Policy{}},
+			Decision: &client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "slack"}}, Refuse, "", "", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := Authorize(c.req)
@@ -63,8 +77,71 @@ func TestAuthorize(t *testing.T) {
 			if c.want == Ask && got.Decision != nil {
 				t.Errorf("asking made a decision: %+v", got.Decision)
 			}
-			if got.Policy != c.wantPolicy {
-				t.Errorf("policy after: %+v, want %+v", got.Policy, c.wantPolicy)
+			switch {
+			case c.grant == "" && got.Grant != nil:
+				t.Errorf("approved by grant %+v, want no grant", got.Grant)
+			case c.grant != "" && (got.Grant == nil || got.Grant.Describe() != c.grant || got.Decision.Grant != got.Grant.ID || got.Decision.Source != SourceGrant):
+				t.Errorf("grant %+v, decision %+v; want the grant described %q named in the decision", got.Grant, got.Decision, c.grant)
+			}
+			if c.grant != "" && !strings.HasPrefix(got.Decision.GrantLabel, c.grant) {
+				t.Errorf("decision's label %q, want it to start %q", got.Decision.GrantLabel, c.grant)
+			}
+			if (c.newGrant == nil) != (got.NewGrant == nil) || (c.newGrant != nil && !reflect.DeepEqual(*c.newGrant, *got.NewGrant)) {
+				t.Errorf("new grant %+v, want %+v", got.NewGrant, c.newGrant)
+			}
+		})
+	}
+}
+
+// TestGrantMatching: what each kind of grant approves, and that a grant that ended
+// (expired, revoked, used up, its run over) approves nothing.
+func TestGrantMatching(t *testing.T) {
+	write := &commands.Spec{Name: "write_file", Class: commands.ClassWriteWorkspace, Subject: "path"}
+	shell := &commands.Spec{Name: "execute_shell", Class: commands.ClassExecute, Subject: "command_line"}
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	before, after := t0.Add(-time.Minute), t0.Add(time.Minute)
+	prop := func(cmd, hash string, args map[string]string) *client.Proposal {
+		b, _ := json.Marshal(args)
+		return &client.Proposal{ID: "p-9", Command: cmd, Args: b, Hash: hash, Step: 2}
+	}
+	exact := client.Grant{ID: "g-x", Kind: client.GrantExact, By: "root", Label: "y!", Command: "write_file", Hash: "h-notes-a"}
+	pattern := client.Grant{ID: "g-p", Kind: client.GrantPattern, By: "root", Pattern: "write_file(notes/*)", CreatedAt: t0}
+	shellPat := client.Grant{ID: "g-s", Kind: client.GrantPattern, By: "root", Pattern: "execute_shell(git status*)", CreatedAt: t0}
+	count := client.Grant{ID: "g-c", Kind: client.GrantCount, By: "root", Label: "y -3", Count: 2, RunID: "r-1"}
+	with := func(g client.Grant, f func(*client.Grant)) client.Grant { f(&g); return g }
+	notesA := prop("write_file", "h-notes-a", map[string]string{"path": "notes/a", "content": "one"})
+	for _, c := range []struct {
+		name  string
+		grant client.Grant
+		p     *client.Proposal
+		spec  *commands.Spec
+		want  bool
+	}{
+		{"exact_approves_same_command_and_args", exact, notesA, write, true},
+		{"exact_refuses_other_contents", exact, prop("write_file", "h-notes-a-2", map[string]string{"path": "notes/a", "content": "two"}), write, false},
+		{"exact_refuses_other_command_same_hash", exact, prop("append_file", "h-notes-a", nil), write, false},
+		{"exact_with_no_hash_approves_nothing", with(exact, func(g *client.Grant) { g.Hash = "" }), prop("write_file", "", nil), write, false},
+		{"pattern_approves_match", pattern, prop("write_file", "h2", map[string]string{"path": "notes/b", "content": "x"}), write, true},
+		{"pattern_refuses_outside", pattern, prop("write_file", "h3", map[string]string{"path": "src/b", "content": "x"}), write, false},
+		{"pattern_refuses_traversal", pattern, prop("write_file", "h4", map[string]string{"path": "notes/../src/b"}), write, false},
+		{"shell_pattern_approves_plain_line", shellPat, prop("execute_shell", "h5", map[string]string{"command_line": "git status -s"}), shell, true},
+		{"shell_pattern_refuses_chained_line", shellPat, prop("execute_shell", "h6", map[string]string{"command_line": "git status; rm -rf ~"}), shell, false},
+		{"count_approves_writes", count, notesA, write, true},
+		{"count_never_approves_execute", count, prop("execute_shell", "h7", map[string]string{"command_line": "ls"}), shell, false},
+		{"command_not_offered_is_never_covered", count, notesA, nil, false},
+		{"expired_approves_nothing", with(pattern, func(g *client.Grant) { g.ExpiresAt = &before }), prop("write_file", "h2", map[string]string{"path": "notes/b"}), write, false},
+		{"not_yet_expired_approves", with(pattern, func(g *client.Grant) { g.ExpiresAt = &after }), prop("write_file", "h2", map[string]string{"path": "notes/b"}), write, true},
+		{"revoked_approves_nothing", with(exact, func(g *client.Grant) { g.RevokedAt = &before }), notesA, write, false},
+		{"used_up_approves_nothing", with(count, func(g *client.Grant) { g.Used = 2 }), notesA, write, false},
+		{"run_over_approves_nothing", with(count, func(g *client.Grant) { g.RunID = "r-0" }), notesA, write, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Authorize(Request{Proposal: c.p, Spec: c.spec, Grants: []client.Grant{c.grant}, Now: t0, Run: "r-1", Policy: Policy{Mode: "ask"}})
+			if approved := got.Verdict == Allow; approved != c.want {
+				t.Fatalf("approved %v (%s), want %v", approved, got.Reason, c.want)
+			}
+			if c.want && (got.Decision.Grant != c.grant.ID || got.Grant.Used != c.grant.Used+1) {
+				t.Errorf("decision %+v, grant %+v: want grant %s named and its use counted", got.Decision, got.Grant, c.grant.ID)
 			}
 		})
 	}

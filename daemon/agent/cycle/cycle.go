@@ -154,8 +154,8 @@ const (
 	StartRun       EffectKind = "start_run"       // the agent begins a new run
 	RecordDecision EffectKind = "record_decision" // store the decision and audit it
 	RecordEpisode  EffectKind = "record_episode"  // remember what happened to the proposal
-	Grant          EffectKind = "grant"           // the next N-1 proposals are approved by policy
-	EndGrant       EffectKind = "end_grant"       // what is left of a y -N grant is cancelled
+	Grant          EffectKind = "grant"           // the next N-1 proposals are approved by a count grant (Authorize's NewGrant)
+	EndGrant       EffectKind = "end_grant"       // what is left of a y -N count grant is cancelled
 	RunCommand     EffectKind = "run_command"     // execute the command
 	AskPerson      EffectKind = "ask_person"      // publish the proposal or question and wait
 	Cancel         EffectKind = "cancel"          // cancel a model call or command in flight

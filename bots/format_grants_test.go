@@ -1,0 +1,43 @@
+package bots
+
+import (
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// TestDecisionSpansNameTheGrant: an automatic approval names its grant and what is left
+// of it, never "policy"; a person's y -N or y! names the grant it made.
+func TestDecisionSpansNameTheGrant(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		d    client.Decision
+		want string
+	}{
+		{"count_grant", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-1", GrantLabel: "root's y -3 (1 left)"},
+			"✅ Approved by root's y -3 (1 left)"},
+		{"pattern_grant", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-2", Pattern: "write_file(notes/*)",
+			GrantLabel: "rule write_file(notes/*) added by root 2026-11-24"}, "✅ Approved by rule write_file(notes/*) added by root 2026-11-24"},
+		{"person_approve_n", client.Decision{Kind: client.DecisionApprove, Count: 3, Source: "slack", By: "U1", Grant: "g-3", GrantLabel: "U1's y -3 (2 left)"},
+			"✅ Approved ×3 by @U1 (grant g-3)"},
+		{"person_always_exact", client.Decision{Kind: client.DecisionApprove, Count: 1, Scope: client.ScopeAgent, Source: "discord", By: "ann", Grant: "g-4"},
+			"✅ Approved always (this exact command) by ann via discord (grant g-4)"},
+		{"person_always_before_grants", client.Decision{Kind: client.DecisionApprove, Count: 1, Scope: client.ScopeAgent, Pattern: "ls(*)", Source: "agentctl", By: "bob"},
+			"✅ Approved always (ls(*)) by bob via agentctl"},
+		{"policy_pattern", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "allow pattern read_file(*)", Pattern: "read_file(*)"},
+			"✅ Approved by policy (read_file(*))"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := ""
+			for _, s := range DecisionSpans(&c.d, "slack") {
+				if s.User != "" {
+					got += "@" + s.User
+				}
+				got += s.Text
+			}
+			if got != c.want {
+				t.Errorf("got  %q\nwant %q", got, c.want)
+			}
+		})
+	}
+}

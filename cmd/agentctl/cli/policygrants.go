@@ -1,0 +1,176 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// grantFlags are the flags of policy AGENT add.
+type grantFlags struct {
+	yes     bool   // --yes: store without asking
+	count   int    // --count N
+	expires string // --expires D
+	run     bool   // --run
+	preview int    // --preview N
+}
+
+func (g *grantFlags) add(fs *flag.FlagSet) {
+	fs.BoolVar(&g.yes, "yes", false, "with add: store the grant without asking (the preview is still shown)")
+	fs.IntVar(&g.count, "count", 0, "with add: approve at most N proposals")
+	fs.StringVar(&g.expires, "expires", "", "with add: end the grant after a duration such as 8h")
+	fs.BoolVar(&g.run, "run", false, "with add: end the grant with the agent's current run")
+	fs.IntVar(&g.preview, "preview", 0, "with add: how many of the agent's last proposals to preview (default 20)")
+}
+
+// runGrantAdd widens what runs unasked: it shows which of the agent's last proposals
+// the pattern would have approved, and stores it as a grant only when told to.
+func (a *app) runGrantAdd(ctx context.Context, ref, pattern string, f grantFlags) error {
+	req := client.GrantRequest{Pattern: pattern, By: user(), Source: "agentctl", Count: f.count, Expires: f.expires,
+		Run: f.run, Preview: f.preview, DryRun: true}
+	pv, err := a.api().AddGrant(ctx, ref, req)
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	if !a.json {
+		a.printPreview(ref, pv)
+	}
+	if !f.yes {
+		if a.json {
+			return usagef("--json with add needs --yes: the preview cannot be answered")
+		}
+		fmt.Fprintf(a.stderr, "Store this grant for %s? [y/N]: ", line(ref))
+		answer, _ := bufio.NewReader(a.stdin).ReadString('\n')
+		if !strings.HasSuffix(answer, "\n") {
+			fmt.Fprintln(a.stderr) // no answer came: end the prompt's line
+		}
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return errors.New("not stored: answer y to store it, or pass --yes")
+		}
+	}
+	req.DryRun = false
+	if pv, err = a.api().AddGrant(ctx, ref, req); err != nil {
+		return agentErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(pv)
+	}
+	g := pv.Grant
+	fmt.Fprintf(a.stdout, "stored grant %s: %s\n", line(g.ID), line(g.Describe()))
+	a.note("revoke it with: agentctl policy %s revoke %s", ref, g.ID)
+	return nil
+}
+
+// printPreview lists what a pattern grant would have approved.
+func (a *app) printPreview(ref string, pv *client.GrantPreview) {
+	if len(pv.Matches) == 0 {
+		fmt.Fprintf(a.stdout, "%s would have approved none of the %d latest proposals of %s.\n", line(pv.Pattern), pv.Looked, line(ref))
+		return
+	}
+	fmt.Fprintf(a.stdout, "%s would have approved %d of the %d latest proposals of %s:\n", line(pv.Pattern), len(pv.Matches), pv.Looked, line(ref))
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STEP\tPROPOSAL\tCOMMAND\tSUBJECT")
+	for _, m := range pv.Matches {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", m.Step, line(m.ProposalID), line(m.Command), truncate(m.Subject, 80))
+	}
+	tw.Flush()
+}
+
+// runGrantRevoke revokes one of the agent's grants.
+func (a *app) runGrantRevoke(ctx context.Context, ref, id string) error {
+	g, err := a.api().RevokeGrant(ctx, ref, client.RevokeRequest{ID: id, By: user()})
+	if err != nil {
+		return err // the daemon names the agent or the grant it did not find
+	}
+	if a.json {
+		return a.printJSON(g)
+	}
+	fmt.Fprintf(a.stdout, "revoked grant %s (%s): it approves nothing from the agent's next proposal on\n", line(g.ID), line(g.Describe()))
+	return nil
+}
+
+// printGrants lists an agent's grants, active ones first as the daemon orders them.
+func (a *app) printGrants(gs []client.Grant) error {
+	if len(gs) == 0 {
+		a.note("no grants: y -N, y! and policy AGENT add make them")
+		return nil
+	}
+	fmt.Fprintln(a.stdout)
+	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "GRANT\tMADE AS\tMATCHES\tBY\tMADE\tENDS\tSTATE")
+	for _, g := range gs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", line(g.ID), line(g.Label), grantMatches(&g), line(grantBy(&g)),
+			formatTime(g.CreatedAt), grantEnds(&g), line(g.State))
+	}
+	return tw.Flush()
+}
+
+// grantMatches says what a grant approves.
+func grantMatches(g *client.Grant) string {
+	switch g.Kind {
+	case client.GrantExact:
+		h := g.Hash
+		if len(h) > 12 {
+			h = h[:12]
+		}
+		return line(g.Command) + " with these exact args (" + line(h) + ")"
+	case client.GrantPattern:
+		return line(g.Pattern)
+	}
+	return "any proposal but execute commands"
+}
+
+func grantBy(g *client.Grant) string {
+	if g.By == "" {
+		return g.Source
+	}
+	return g.By + " via " + g.Source
+}
+
+// grantEnds says when a grant ends: its count left, its expiry, its run.
+func grantEnds(g *client.Grant) string {
+	var ends []string
+	if n := g.Left(); n >= 0 {
+		ends = append(ends, fmt.Sprintf("%d of %d left", n, g.Count))
+	}
+	if g.ExpiresAt != nil {
+		ends = append(ends, "at "+formatTime(*g.ExpiresAt))
+	}
+	if g.RunID != "" {
+		ends = append(ends, "with run "+line(g.RunID))
+	}
+	if g.RevokedAt != nil {
+		ends = append(ends, "revoked "+formatTime(*g.RevokedAt))
+	}
+	if len(ends) == 0 {
+		return "when revoked"
+	}
+	return strings.Join(ends, ", ")
+}
+
+// writeActiveGrants shows, under agentctl show, the grants that still approve the
+// agent's proposals without asking; agentctl policy AGENT lists all of them.
+func writeActiveGrants(w io.Writer, gs []client.Grant) {
+	var active []client.Grant
+	for _, g := range gs {
+		if g.State == client.GrantActive {
+			active = append(active, g)
+		}
+	}
+	if len(active) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nGrants (run unasked; revoke with agentctl policy AGENT revoke ID):")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, g := range active {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(g.ID), line(g.Describe()), grantMatches(&g))
+	}
+	tw.Flush()
+}

@@ -1,0 +1,257 @@
+package agent
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/localapi"
+	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/testutil"
+)
+
+// apiService is the local API over the harness's supervisor: the agents' half only.
+type apiService struct {
+	localapi.AgentService
+	localapi.ScheduleService // not served here
+	localapi.DaemonService   // not served here
+	localapi.TeamService     // not served here
+}
+
+// serveAPI serves the harness's supervisor on a unix socket and returns agentctl's client for it.
+func (h *harness) serveAPI() *client.Client {
+	h.t.Helper()
+	sock := filepath.Join(testutil.ShortTempDir(h.t), "s")
+	ln, err := localapi.Listen(sock)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	srv := &http.Server{Handler: localapi.NewHandler(apiService{AgentService: h.sup.API().Facade()}, nil)}
+	go srv.Serve(ln)
+	h.t.Cleanup(func() { srv.Close() })
+	return &client.Client{Socket: sock}
+}
+
+// TestGrantsEndToEnd drives grants as agentctl does, through the local API: y! grants
+// the exact command only, y -3 runs three proposals each labelled with the grant and a
+// countdown, a revoke holds from the next proposal, and a pattern grant approves what
+// its preview showed.
+func TestGrantsEndToEnd(t *testing.T) {
+	h := newHarness(t)
+	write := func(path, contents string) string {
+		return reply("write_file", map[string]string{"path": path, "contents": contents})
+	}
+	side := func(what string) string { return reply("test_side_effect", map[string]string{"what": what}) }
+	h.fake.Script(
+		write("notes.txt", "one"),   // 1 asks: y!
+		side("a"),                   // 2 asks: y
+		write("notes.txt", "one"),   // 3 the exact grant approves it
+		write("notes.txt", "two"),   // 4 other contents: asks; y -3
+		side("b"),                   // 5 the count grant: 1 left
+		side("c"),                   // 6 the count grant: 0 left
+		write("other.txt", "x"),     // 7 asks: the exact grant is revoked, then y
+		write("notes.txt", "one"),   // 8 asks: revoked; a pattern grant is added, previewed
+		write("notes.txt", "three"), // 9 the pattern grant approves it
+		write("other.txt", "y"),     // 10 asks: outside the pattern
+	)
+	c := h.serveAPI()
+	ctx := context.Background()
+	a, err := c.CreateAgent(ctx, client.CreateAgentRequest{Name: "tester", Description: "a test agent", Goals: []string{"test things"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func(want, text string) *client.Decision {
+		t.Helper()
+		p := h.pending(a.ID)
+		if got := p.Command + string(p.Args); !strings.Contains(got, want) {
+			t.Fatalf("pending proposal %s, want one with %s", got, want)
+		}
+		req, err := client.ParseDecision(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ProposalID, req.By, req.Source = p.ID, "root", "agentctl"
+		d, err := c.Decide(ctx, a.Name, req)
+		if err != nil {
+			t.Fatalf("decide %q on %s: %v", text, p.ID, err)
+		}
+		h.waitFor(a.ID, "the decision to take", func(v *client.Agent) bool { return v.Pending == nil || v.Pending.ID != p.ID })
+		return d
+	}
+	exact := decide(`"one"`, "y!")
+	if exact.Grant == "" || exact.Pattern != "" || exact.GrantLabel != "root's y! on this exact write_file" {
+		t.Fatalf("y! decision %+v, want an exact grant and no pattern", exact)
+	}
+	decide(`"a"`, "y")
+	count := decide(`"two"`, "y -3")
+	if count.Grant == "" || count.GrantLabel != "root's y -3 (2 left)" {
+		t.Fatalf("y -3 decision %+v, want a count grant of 2 more", count)
+	}
+	p7 := h.pending(a.ID)
+	if !strings.Contains(string(p7.Args), "other.txt") {
+		t.Fatalf("pending after the count grant: %s %s, want the write of other.txt", p7.Command, p7.Args)
+	}
+	if v, _ := c.Agent(ctx, a.Name); v.Policy.Mode != "ask" || v.Policy.AutoSteps != 0 {
+		t.Errorf("policy after the count grant ran out: %+v, want ask", v.Policy)
+	}
+	revoked, err := c.RevokeGrant(ctx, a.Name, client.RevokeRequest{ID: exact.Grant, By: "root"})
+	if err != nil || revoked.State != client.GrantRevoked || revoked.RevokedBy != "root" {
+		t.Fatalf("revoke: %+v, %v", revoked, err)
+	}
+	if _, err := c.RevokeGrant(ctx, a.Name, client.RevokeRequest{ID: exact.Grant}); err == nil {
+		t.Error("revoking twice succeeded")
+	}
+	decide("other.txt", "y")
+	p8 := h.pending(a.ID)
+	if !strings.Contains(string(p8.Args), `"one"`) {
+		t.Fatalf("pending after the revoke: %s %s, want the write the revoked grant approved before", p8.Command, p8.Args)
+	}
+
+	// Widening: the preview lists what the pattern would have approved, before it is stored.
+	pv, err := c.AddGrant(ctx, a.Name, client.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl", DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, m := range pv.Matches {
+		shown = append(shown, m.ProposalID)
+	}
+	if pv.Grant != nil || pv.Looked != 8 || len(pv.Matches) != 4 || pv.Matches[0].ProposalID != p8.ID || pv.Matches[0].Subject != "notes.txt" {
+		t.Fatalf("preview %+v, want the four writes of notes.txt among 8 proposals, newest first, nothing stored", pv)
+	}
+	if gl, _ := c.Grants(ctx, a.Name); len(gl.Grants) != 2 {
+		t.Fatalf("grants after a dry run: %+v, want the two made by decisions", gl.Grants)
+	}
+	stored, err := c.AddGrant(ctx, a.Name, client.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl"})
+	if err != nil || stored.Grant == nil || len(stored.Matches) != len(shown) {
+		t.Fatalf("add grant: %+v, %v", stored, err)
+	}
+	p10 := h.waitFor(a.ID, "the write of other.txt", func(v *client.Agent) bool {
+		return v.Pending != nil && strings.Contains(string(v.Pending.Args), `"y"`)
+	}).Pending
+
+	// Every automatic approval names its grant, with the countdown.
+	rp, err := c.Replay(ctx, a.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range rp.Steps {
+		for _, d := range s.Decisions {
+			got = append(got, d.Source+":"+d.GrantLabel)
+		}
+	}
+	day := stored.Grant.CreatedAt.Format("2006-01-02")
+	want := []string{
+		"agentctl:root's y! on this exact write_file", "agentctl:",
+		"grant:root's y! on this exact write_file", "agentctl:root's y -3 (2 left)",
+		"grant:root's y -3 (1 left)", "grant:root's y -3 (0 left)",
+		"agentctl:", "grant:rule write_file(notes.txt) added by root " + day, "grant:rule write_file(notes.txt) added by root " + day,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("decisions:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	hist, err := c.History(ctx, a.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var byGrant []string
+	for _, ep := range hist {
+		if d := ep.Decision; d != nil && d.Source == "grant" {
+			byGrant = append(byGrant, d.GrantLabel)
+		}
+	}
+	if len(byGrant) != 5 || !slices.Contains(byGrant, "root's y -3 (0 left)") {
+		t.Errorf("history's grant approvals %q, want the five, named with their countdown", byGrant)
+	}
+	w, err := c.Why(ctx, a.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Grant == nil || w.Grant.ID != stored.Grant.ID || w.Grant.Used != 2 || !strings.Contains(w.Reason, "rule write_file(notes.txt)") {
+		t.Errorf("why: %+v, want the pattern grant named, used twice", w)
+	}
+	gl, err := c.Grants(ctx, a.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, g := range gl.Grants {
+		states[g.ID] = g.State
+	}
+	if states[exact.Grant] != client.GrantRevoked || states[count.Grant] != client.GrantUsedUp || states[stored.Grant.ID] != client.GrantActive {
+		t.Errorf("grant states %v", states)
+	}
+	if p10.Command != "write_file" {
+		t.Errorf("last pending %+v", p10)
+	}
+}
+
+// A schedule's autonomy is a grant of its run: each step it runs names it, with the
+// countdown, and the next run's proposals ask again.
+func TestScheduleAutonomyIsAGrant(t *testing.T) {
+	h := newHarness(t)
+	side := func(what string) string { return reply("test_side_effect", map[string]string{"what": what}) }
+	h.fake.Script(side("a"), side("b"), side("c"))
+	a, err := h.sup.runs.CreateRun(context.Background(),
+		client.CreateAgentRequest{Name: "nightly", Description: "a test agent", Task: "touch things"},
+		run.Options{Policy: &client.Policy{Mode: "auto", AutoSteps: 2}, By: "schedule nightly", Source: "schedule"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.pending(a.ID)
+	if !strings.Contains(string(p.Args), `"c"`) {
+		t.Fatalf("pending %s, want the third proposal: the grant covers two", p.Args)
+	}
+	rp, err := h.sup.auditLog.Replay(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range rp.Steps {
+		for _, d := range s.Decisions {
+			got = append(got, d.Source+":"+d.GrantLabel)
+		}
+	}
+	if want := "grant:autonomy of schedule nightly (1 left) grant:autonomy of schedule nightly (0 left)"; strings.Join(got, " ") != want {
+		t.Errorf("decisions %q, want %q", strings.Join(got, " "), want)
+	}
+	gl, err := h.sup.policyService.Grants(context.Background(), a.ID)
+	if err != nil || len(gl.Grants) != 1 || gl.Grants[0].Source != "schedule" || gl.Grants[0].RunID != a.RunID || gl.Grants[0].State != client.GrantUsedUp {
+		t.Errorf("grants %+v, %v: want the schedule's, used up, bound to its run", gl, err)
+	}
+}
+
+// Grants live in the store: a y! made before a restart approves its command after it.
+func TestGrantSurvivesRestart(t *testing.T) {
+	h := newHarness(t)
+	write := reply("write_file", map[string]string{"path": "notes.txt", "contents": "one"})
+	h.fake.Script(write, reply("test_side_effect", map[string]string{"what": "a"}), write, reply("test_side_effect", map[string]string{"what": "b"}))
+	a := h.create(client.CreateAgentRequest{})
+	d, err := h.decide(a.ID, h.pending(a.ID), "y!")
+	if err != nil || d.Grant == "" {
+		t.Fatalf("y!: %+v, %v", d, err)
+	}
+	p := h.waitFor(a.ID, "the next proposal", func(v *client.Agent) bool {
+		return v.Pending != nil && v.Pending.Command == "test_side_effect"
+	}).Pending
+	h.stop()
+	h.start()
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	last := h.waitFor(a.ID, "the last proposal", func(v *client.Agent) bool {
+		return v.Pending != nil && strings.Contains(string(v.Pending.Args), `"b"`)
+	})
+	w, err := h.sup.policyService.Why(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Decision.Grant != d.Grant || w.Proposal.Command != "write_file" || w.Grant == nil || w.Grant.Used != 1 {
+		t.Errorf("why after the restart: %+v; want the write approved by grant %s (agent %+v)", w, d.Grant, last.Pending)
+	}
+}

@@ -1,0 +1,152 @@
+package store
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+const grantCols = `id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
+	expires_at, run_id, created_at, revoked_at, revoked_by`
+
+func scanGrant(sc interface{ Scan(...any) error }) (*client.Grant, error) {
+	var g client.Grant
+	var created int64
+	var expires, revoked sql.NullInt64
+	err := sc.Scan(&g.ID, &g.AgentID, &g.Kind, &g.By, &g.Source, &g.Label, &g.Command, &g.Hash, &g.Pattern,
+		&g.Count, &g.Used, &expires, &g.RunID, &created, &revoked, &g.RevokedBy)
+	if err != nil {
+		return nil, err
+	}
+	g.CreatedAt = fromMS(created)
+	if expires.Valid {
+		t := fromMS(expires.Int64)
+		g.ExpiresAt = &t
+	}
+	if revoked.Valid {
+		t := fromMS(revoked.Int64)
+		g.RevokedAt = &t
+	}
+	return &g, nil
+}
+
+// InsertGrant stores a new grant; its CreatedAt is the transaction's time.
+func (t *Tx) InsertGrant(g *client.Grant) error {
+	g.CreatedAt = t.now
+	var expires any
+	if g.ExpiresAt != nil {
+		expires = ms(*g.ExpiresAt)
+	}
+	_, err := t.exec(`INSERT INTO grants (id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
+		expires_at, run_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		g.ID, g.AgentID, g.Kind, g.By, g.Source, g.Label, g.Command, g.Hash, g.Pattern, g.Count, g.Used,
+		expires, g.RunID, ms(t.now))
+	if err != nil {
+		return fmt.Errorf("store: insert grant: %w", err)
+	}
+	return nil
+}
+
+// Grants lists the agent's grants, newest first: active and ended ones alike.
+func (t *Tx) Grants(agentID string) ([]client.Grant, error) {
+	return t.grants(`SELECT `+grantCols+` FROM grants WHERE agent_id=? ORDER BY created_at DESC, rowid DESC`, agentID)
+}
+
+// LiveGrants lists the agent's grants that may still approve on run runID (the run of
+// the agent, or of its top agent for a helper), newest first: not revoked, used up,
+// expired by the transaction's time, or bound to another run. Those that ended stay
+// in the table (Grants lists them) but cost the cycle nothing.
+func (t *Tx) LiveGrants(agentID, runID string) ([]client.Grant, error) {
+	return t.grants(`SELECT `+grantCols+` FROM grants WHERE agent_id=? AND revoked_at IS NULL
+		AND (count = 0 OR used < count) AND (expires_at IS NULL OR expires_at > ?) AND run_id IN ('', ?)
+		ORDER BY created_at DESC, rowid DESC`, agentID, ms(t.now), runID)
+}
+
+func (t *Tx) grants(q string, args ...any) ([]client.Grant, error) {
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: grants: %w", err)
+	}
+	defer rows.Close()
+	out := []client.Grant{}
+	for rows.Next() {
+		g, err := scanGrant(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: grants: %w", err)
+		}
+		out = append(out, *g)
+	}
+	return out, rows.Err()
+}
+
+// Grant returns one of the agent's grants, or ErrNotFound.
+func (t *Tx) Grant(agentID, id string) (*client.Grant, error) {
+	g, err := scanGrant(t.queryRow(`SELECT `+grantCols+` FROM grants WHERE agent_id=? AND id=?`, agentID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: grant: %w", err)
+	}
+	return g, nil
+}
+
+// UseGrant counts one approval made by the grant.
+func (t *Tx) UseGrant(id string) error {
+	if _, err := t.exec(`UPDATE grants SET used = used + 1 WHERE id=?`, id); err != nil {
+		return fmt.Errorf("store: use grant: %w", err)
+	}
+	return nil
+}
+
+// RevokeGrant revokes the grant now; it reports false when it was revoked already.
+func (t *Tx) RevokeGrant(id, by string) (bool, error) {
+	res, err := t.exec(`UPDATE grants SET revoked_at=?, revoked_by=? WHERE id=? AND revoked_at IS NULL`, ms(t.now), by, id)
+	if err != nil {
+		return false, fmt.Errorf("store: revoke grant: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
+}
+
+// LatestProposals lists the agent's n latest proposals, newest first (a grant's preview).
+func (t *Tx) LatestProposals(agentID string, n int) ([]client.Proposal, error) {
+	rows, err := t.query(`SELECT `+proposalCols+` FROM proposals WHERE agent_id=? ORDER BY created_at DESC, rowid DESC LIMIT ?`, agentID, n)
+	if err != nil {
+		return nil, fmt.Errorf("store: latest proposals: %w", err)
+	}
+	defer rows.Close()
+	out := []client.Proposal{}
+	for rows.Next() {
+		p, err := scanProposal(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *p)
+	}
+	return out, rows.Err()
+}
+
+// LastDecisions maps each of the agent's decided proposals to its latest decision (an
+// agent's history shows who or which grant let each step run).
+func (t *Tx) LastDecisions(agentID string) (map[string]*client.Decision, error) {
+	rows, err := t.query(`SELECT d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.at
+		FROM decisions d JOIN proposals p ON p.id = d.proposal_id WHERE p.agent_id = ? ORDER BY d.id`, agentID)
+	if err != nil {
+		return nil, fmt.Errorf("store: decisions: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]*client.Decision{}
+	for rows.Next() {
+		var d client.Decision
+		var at int64
+		if err := rows.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &at); err != nil {
+			return nil, fmt.Errorf("store: decisions: %w", err)
+		}
+		d.At = fromMS(at)
+		out[d.ProposalID] = &d // later rows win: the latest decision
+	}
+	return out, rows.Err()
+}
