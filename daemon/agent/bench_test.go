@@ -276,17 +276,11 @@ func stepCalls(calls []*chatCall) []*chatCall {
 }
 
 // newOverheadSupervisor returns a supervisor on a fresh store and a fake model that
-// always proposes list_folder, with one continuous agent that has the given number of
-// finished steps behind it. The agent's loop starts with the supervisor.
+// always proposes a cheap write_file, with one continuous agent that has the given number
+// of finished steps behind it. The agent's loop starts with the supervisor.
 func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *client.Agent, *chatRecorder) {
-	// Two spellings of the workspace root, alternated, so the repeat watchdog never fires.
-	replies := [2]string{
-		reply("list_folder", map[string]string{"path": "."}),
-		reply("list_folder", map[string]string{"path": "./."}),
-	}
 	fake := ollamatest.NewFake(b)
-	var n atomic.Int64
-	fake.SetDefault(func(*api.ChatRequest) string { return replies[n.Add(1)%2] })
+	fake.SetDefault(func(*api.ChatRequest) string { return nextWrite() })
 	// History summaries are asked for beside the steps: they get their own answers, so
 	// the steps' replies keep alternating.
 	var summaries atomic.Int64

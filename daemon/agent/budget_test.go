@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -48,7 +49,8 @@ func (e *runEnds) wait(t *testing.T, runID string) run.End {
 	return end
 }
 
-// listForever makes the fake model propose list_folder with new args every step.
+// listForever makes the fake model do new work every step: write a file it has not
+// written (listing the same folder again and again is a loop the watchdog stops).
 func listForever(h *harness) {
 	var mu sync.Mutex
 	n := 0
@@ -56,7 +58,7 @@ func listForever(h *harness) {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
-		return reply("list_folder", map[string]string{"path": "." + strings.Repeat("/.", n)})
+		return reply("write_file", map[string]string{"path": fmt.Sprintf("n%d.txt", n), "contents": fmt.Sprint(n)})
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
@@ -29,6 +30,8 @@ type AgentOverrides struct {
 	Allow, Deny []string
 	// Budget, when set, replaces Options.AgentBudget for this agent.
 	Budget *run.Budget
+	// Watchdog's non-zero fields replace the global thresholds for this agent.
+	Watchdog watchdog.Config
 }
 
 // defaultOrder is where the supervisor's own components go; extra components from

@@ -307,10 +307,9 @@ func TestChunkText(t *testing.T) {
 	}
 }
 
-// summaryOrStep answers summary requests with one line per step, and proposes list_folder
-// (two spellings, so the repeat watchdog never fires) otherwise.
+// summaryOrStep answers summary requests with one line per step, and proposes a new
+// write_file (so the watchdog never sees a loop) otherwise.
 func summaryOrStep(summaries *atomic.Int64) func(*api.ChatRequest) (string, error) {
-	var n atomic.Int64
 	return func(req *api.ChatRequest) (string, error) {
 		var schema commands.Schema
 		if json.Unmarshal(req.Format, &schema) == nil {
@@ -324,11 +323,17 @@ func summaryOrStep(summaries *atomic.Int64) func(*api.ChatRequest) (string, erro
 				return string(b), nil
 			}
 		}
-		if n.Add(1)%2 == 0 {
-			return reply("list_folder", map[string]string{"path": "."}), nil
-		}
-		return reply("list_folder", map[string]string{"path": "./."}), nil
+		return nextWrite(), nil
 	}
+}
+
+// writes numbers the files nextWrite proposes.
+var writes atomic.Int64
+
+// nextWrite is a cheap step that is never a loop: a write of a file not written before.
+func nextWrite() string {
+	n := writes.Add(1)
+	return reply("write_file", map[string]string{"path": fmt.Sprint(n), "contents": "x"})
 }
 
 // fakePromptTokens counts a request's prompt the way the fake does, without its cap at

@@ -14,6 +14,7 @@ type Metrics interface {
 	Step(outcome string)
 	Decision(kind, source, by string)
 	BudgetExhausted(scope, budget string)
+	Loop(kind, action string)
 }
 
 var _ Metrics = (*metrics.Metrics)(nil)
@@ -23,6 +24,7 @@ type noMetrics struct{}
 func (noMetrics) Step(string)                     {}
 func (noMetrics) Decision(string, string, string) {}
 func (noMetrics) BudgetExhausted(string, string)  {}
+func (noMetrics) Loop(string, string)             {}
 
 // stepCounters reports steps and decisions to Metrics once their transaction commits.
 type stepCounters struct{ metrics Metrics }

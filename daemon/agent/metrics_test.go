@@ -97,7 +97,7 @@ func TestMetricsCountStepsDecisionsAndTokens(t *testing.T) {
 		reply("write_file", map[string]string{"path": "a.txt", "contents": "hello"}),
 		reply("test_side_effect", map[string]string{"what": "x"}),
 		reply("list_folder", map[string]string{"path": "."}),
-		reply("list_folder", map[string]string{"path": "./."}),
+		reply("read_file", map[string]string{"path": "a.txt"}),
 		reply("finish", map[string]string{"reason": "done"}),
 	)
 	a := h.create(client.CreateAgentRequest{})
@@ -123,7 +123,7 @@ func TestMetricsCountStepsDecisionsAndTokens(t *testing.T) {
 		t.Errorf("agents awaiting a decision = %v, want 1", got)
 	}
 	decide("look around first") // test_side_effect: feedback
-	decide("y -2")              // list_folder, and the next one runs unasked
+	decide("y -2")              // list_folder, and read_file runs unasked
 	decide("n")                 // finish
 	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
 

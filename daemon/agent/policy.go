@@ -60,6 +60,11 @@ func storedRules(perms []client.Permission) permission.Rules {
 func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec, d *client.Decision) (au cycle.Authorization, owner *store.Agent, err error) {
 	req := cycle.Request{Proposal: p, Spec: spec, Repeat: prev != nil && prev.Hash == p.Hash, Options: policyOptions(l, a), Decision: d,
 		Approver: true} // the local API's peers may decide; chat front ends refuse non-approvers before
+	if !req.Repeat && d == nil && p.Status == client.ProposalPending {
+		if req.Repeat, err = wasCaught(tx, a, p); err != nil { // a loop the watchdog asked about
+			return au, nil, err
+		}
+	}
 	if owner, err = policyOwner(tx, a); err != nil {
 		return au, nil, err
 	}

@@ -33,8 +33,10 @@ type runner struct {
 	cancelStep context.CancelFunc
 	cancelExec context.CancelFunc
 
-	// smartNext makes the next proposal come from the smart model (after a repeat).
+	// smartNext makes the next proposal come from the smart model (after the watchdog
+	// caught a loop); smartNote tells it which.
 	smartNext bool
+	smartNote string
 	// waitAttempt counts retries while the model server is unavailable.
 	waitAttempt int
 	// overRun, overBudget and overWhy are the run whose budget next() found used up

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 )
@@ -14,7 +15,7 @@ import (
 // run (SIGHUP, agentctl reload). Everything else in Options is fixed for the daemon's life.
 type Settings struct {
 	Model      string // the fast model
-	SmartModel string // optional; re-thinks a repeated proposal
+	SmartModel string // optional; thinks again over a step the watchdog caught looping
 	MaxContext int    // caps num_ctx
 	KeepAlive  *time.Duration
 
@@ -27,6 +28,7 @@ type Settings struct {
 	AutoRead           bool
 
 	MaxInvalidReplies int
+	Watchdog          watchdog.Config
 	ContinuousLimit   int
 	Limits            commands.Limits
 	HistoryEpisodes   int
@@ -38,7 +40,7 @@ func (o Options) settings() Settings {
 		Model: o.Model, SmartModel: o.SmartModel, MaxContext: o.MaxContext, KeepAlive: o.KeepAlive,
 		Directives: o.Directives, Commands: o.Commands, ComponentOrder: o.ComponentOrder,
 		DisabledComponents: o.DisabledComponents, Agents: o.Agents, Allow: o.Allow, Deny: o.Deny,
-		AutoRead: o.AutoRead, MaxInvalidReplies: o.MaxInvalidReplies, ContinuousLimit: o.ContinuousLimit,
+		AutoRead: o.AutoRead, MaxInvalidReplies: o.MaxInvalidReplies, Watchdog: o.Watchdog, ContinuousLimit: o.ContinuousLimit,
 		Limits: o.Limits, HistoryEpisodes: o.HistoryEpisodes,
 	}
 	return s.withDefaults()

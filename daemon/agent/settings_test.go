@@ -15,12 +15,13 @@ import (
 	"github.com/ollama/ollama/api"
 )
 
-// stepForever makes every agent list a folder it has not listed before, so no step is a
-// repeat and continuous mode never stops to ask.
+// stepForever makes every agent write a file it has not written before, so no step is a
+// loop and continuous mode never stops to ask.
 func stepForever(h *harness) {
 	var n atomic.Int64
 	h.fake.OnChat(func(*api.ChatRequest) (string, error) {
-		return reply("list_folder", map[string]string{"path": fmt.Sprintf("d%d", n.Add(1))}), nil
+		i := n.Add(1)
+		return reply("write_file", map[string]string{"path": fmt.Sprintf("d%d.txt", i), "contents": fmt.Sprint(i)}), nil
 	})
 }
 
@@ -47,7 +48,8 @@ func proposalsOf(t *testing.T, h *harness, id string) []client.Proposal {
 // run it with -race. Every step before the swap finishes on the old settings, every step
 // begun after it uses the new ones.
 func TestReloadWhileStepping(t *testing.T) {
-	h := newHarness(t)
+	// Refused rounds may outlast the watchdog's idle steps: these agents step on purpose.
+	h := newHarness(t, func(o *Options) { o.Watchdog.IdleSteps = 1000 })
 	stepForever(h)
 	h.fake.SetDelay(2 * time.Millisecond) // steps in flight while the settings change
 	var ids []string
@@ -78,7 +80,7 @@ func TestReloadWhileStepping(t *testing.T) {
 		set := base
 		set.Model = models[round%2]
 		if round%2 == 0 {
-			set.Deny = []string{"list_folder(*)"}
+			set.Deny = []string{"write_file(*)"}
 		}
 		// Let every agent take a few steps under the previous settings first.
 		for _, id := range ids {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
@@ -36,7 +37,7 @@ type Options struct {
 	Store      *store.Store
 	LLM        *llm.Client
 	Model      string // the fast model
-	SmartModel string // optional; used to re-think a repeated proposal
+	SmartModel string // optional; thinks again over a step the watchdog caught looping
 	// MaxContext caps num_ctx; the model's own context length is probed.
 	MaxContext int
 	// Directives are the base directives every agent gets.
@@ -64,6 +65,8 @@ type Options struct {
 	MaxHelperDepth int
 	// MaxHelpers bounds how many helpers one agent keeps at once (default 4).
 	MaxHelpers int
+	// Watchdog holds the loop watchdog's thresholds; zero fields take its defaults.
+	Watchdog watchdog.Config
 
 	MaxInvalidReplies int // pause after this many invalid replies in a row (default 3)
 	ContinuousLimit   int // steps a continuous-mode run may take without asking (default 25)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
@@ -81,7 +82,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 	var notes []string
 	if r.smartNext && l.SmartModel != "" {
 		model = l.SmartModel
-		notes = append(notes, "You proposed the same command with the same arguments twice in a row. It did not help: choose a different command or different arguments.")
+		notes = append(notes, r.smartNote) // the loop the watchdog saw
 	}
 	step := r.s.stepOf(a)
 	pl := l.pipelineFor(a.Name)
@@ -155,15 +156,14 @@ func (m *modelState) messageBudget(in PromptInput, model string, numCtx int) int
 	return max(0, budget)
 }
 
-// propose persists the model's proposal before anything else happens, and watches for a
-// repeat of the previous one. busy is the time the step took to think.
+// propose persists the model's proposal before anything else happens, and has the
+// watchdog look for a loop (watch). busy is the time the step took to think.
 func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *client.Proposal, model string, res *llm.Proposal, cmds commands.Set, busy time.Duration) {
 	canon, err := commands.CanonicalArgs(res.Reply.Command.Args)
 	if err != nil {
 		canon = res.Reply.Command.Args
 	}
 	hash := Hash(res.Reply.Command.Name, canon)
-	repeat := last != nil && last.Hash == hash && res.Reply.Command.Name != commands.AskUser
 	p := &client.Proposal{
 		ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Thoughts: client.Thoughts(res.Reply.Thoughts),
 		Command: res.Reply.Command.Name, Args: canon, Hash: hash,
@@ -173,15 +173,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		// Before the proposal is stored or shown: what the person judges is the state now.
 		p.Preview = commands.Preview(ctx, c, commands.Env{Workspace: a.Workspace, AgentID: a.ID}, canon)
 	}
-	rethink := repeat && !r.smartNext && l.SmartModel != ""
-	ev := cycle.Event{Kind: cycle.Proposed}
-	switch {
-	case rethink:
-		ev.Kind = cycle.ProposedRethink
-	case repeat:
-		ev = cycle.Event{Kind: cycle.ProposedRepeat,
-			Reason: fmt.Sprintf("the model proposed %s with the same arguments twice in a row: approve to run it again, or give feedback", p.Command)}
-	}
+	var w watched
 	var v *client.Agent
 	var shown client.Proposal // p as proposed: the policy may start it in the same transaction
 	var st *started           // set when the policy approved p and it started in the same transaction
@@ -203,8 +195,17 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		cur.Strikes = 0
 		cur.PromptTokens += int64(res.PromptTokens)
 		cur.EvalTokens += int64(res.EvalTokens)
-		if _, _, err := transit(tx, on, p, ev); err != nil { // inserts p: pending, or superseded
+		if w, err = r.watch(tx, l, on, last, p, cmds); err != nil {
 			return err
+		}
+		if _, _, err := transit(tx, on, p, w.ev); err != nil { // inserts p: pending, or superseded
+			return err
+		}
+		if w.stop { // a schedule's run: nobody to ask
+			why := w.stopReason()
+			if _, _, err := transit(tx, on, p, cycle.Event{Kind: cycle.Stop, Reason: why, Detail: why}); err != nil {
+				return err
+			}
 		}
 		shown = *p
 		if err := tx.Audit(a.ID, "proposal", map[string]any{"proposal": p.ID, "command": p.Command, "hash": p.Hash, "model": model}); err != nil {
@@ -213,7 +214,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		var pending *client.Proposal // think runs only when no proposal is open
 		if p.Status == client.ProposalPending {
 			pending = &shown
-			if ev.Kind == cycle.Proposed {
+			if w.ev.Kind == cycle.Proposed {
 				// When the policy approves it, the approval and the start commit with the
 				// proposal: one durable write instead of three before the command runs.
 				st = &started{cmds: cmds}
@@ -246,7 +247,11 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		r.s.log.Error("persisting proposal", "agent", a.ID, "err", err)
 		return
 	}
-	r.smartNext = rethink
+	r.smartNext, r.smartNote = w.ev.Kind == cycle.ProposedRethink, w.note
+	if w.stop {
+		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: a.ID, Agent: v, Message: v.StateReason})
+		r.s.runs.runEnded(a.RunID)
+	}
 	if shown.Status == client.ProposalSuperseded {
 		return
 	}
@@ -279,6 +284,7 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 			if _, _, err := transit(tx, a, nil, ev); err != nil {
 				return err
 			}
+			tx.AfterCommit(func() { r.s.metrics.Loop(string(watchdog.InvalidReplies), "pause") })
 		}
 		if err := tx.UpdateAgent(a); err != nil {
 			return err

@@ -43,6 +43,10 @@ func transit(tx *store.Tx, a *store.Agent, p *client.Proposal, ev cycle.Event) (
 			p.Status = e.Proposal
 		case cycle.SetAgent:
 			a.State, a.StateReason = e.Agent, e.Reason
+		case cycle.EndGrant:
+			if err := endGrant(tx, a); err != nil {
+				return false, nil, err
+			}
 		case cycle.EndRun:
 			if err := tx.EndRun(a.RunID, e.Outcome, e.Detail); err != nil {
 				return false, nil, err

@@ -63,7 +63,8 @@ type OllamaConfig struct {
 	Host string `toml:"host"`
 	// Model is the model every step uses.
 	Model string `toml:"model"`
-	// SmartModel, when set, re-thinks a step the watchdog caught repeating itself.
+	// SmartModel, when set, thinks again over a step the watchdog caught going round a
+	// loop, before a person is asked.
 	SmartModel string `toml:"smart_model"`
 	// RequestTimeout bounds one model call, including loading the model.
 	RequestTimeout Duration `toml:"request_timeout"`
@@ -85,6 +86,11 @@ type AgentConfig struct {
 	Commands []string `toml:"commands"`
 	// MaxInvalidReplies pauses an agent after this many unusable model replies in a row.
 	MaxInvalidReplies int `toml:"max_invalid_replies"`
+	// WatchdogFailures and WatchdogIdleSteps are the loop watchdog's thresholds: the same
+	// command failing with the same class of error this many times in a row, and this
+	// many steps in a row that change nothing and learn nothing new, are loops.
+	WatchdogFailures  int `toml:"watchdog_failures"`
+	WatchdogIdleSteps int `toml:"watchdog_idle_steps"`
 	// ContinuousLimit is how many steps a continuous-mode run takes without asking.
 	ContinuousLimit int `toml:"continuous_limit"`
 	// CommandTimeout bounds one command's execution.
@@ -145,6 +151,9 @@ type AgentOverride struct {
 	MaxSteps  *int      `toml:"max_steps"`
 	MaxTokens *int64    `toml:"max_tokens"`
 	MaxTime   *Duration `toml:"max_time"`
+	// WatchdogFailures and WatchdogIdleSteps replace [agent]'s for this agent.
+	WatchdogFailures  *int `toml:"watchdog_failures"`
+	WatchdogIdleSteps *int `toml:"watchdog_idle_steps"`
 }
 
 // WebConfig is the [web] section: web_search, read_webpage and clone_repository.
@@ -270,6 +279,8 @@ func Default() *Config {
 			},
 			Commands:           []string{"list_folder", "read_file", "write_file", "ask_user", "finish"},
 			MaxInvalidReplies:  3,
+			WatchdogFailures:   3,
+			WatchdogIdleSteps:  8,
 			ContinuousLimit:    25,
 			CommandTimeout:     Duration{60 * time.Second},
 			OutputCap:          16 << 10,

@@ -67,6 +67,7 @@ func (c *Config) problems() []Problem {
 			bad(key, "must be at least 1, got %d", n)
 		}
 	}
+	checkWatchdog("agent", &a.WatchdogFailures, &a.WatchdogIdleSteps, bad)
 	for key, n := range map[string]int{"agent.max_helper_depth": a.MaxHelperDepth, "agent.max_helpers": a.MaxHelpers} {
 		if n < 1 || n > 10 {
 			bad(key, "must be between 1 and 10, got %d", n)
@@ -238,6 +239,7 @@ func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
 		if o.MaxTime != nil && o.MaxTime.Duration < 0 {
 			bad(key+".max_time", "must be 0 (no bound) or more, got %s", *o.MaxTime)
 		}
+		checkWatchdog(key, o.WatchdogFailures, o.WatchdogIdleSteps, bad)
 	}
 
 	w := &c.Web
@@ -348,5 +350,24 @@ func (c *Config) botProblems(bad func(key, format string, args ...any)) {
 		if len(s.Channels) == 0 && !s.DirectMessages {
 			bad("slack.channels", "the bot serves nothing: add a [slack.channels.ID] table or set direct_messages = true")
 		}
+	}
+}
+
+// Bounds of the watchdog's thresholds: one failure or a couple of quiet steps are no
+// loop, and a bound past a whole run's length stops nothing.
+const (
+	minWatchdogFailures, maxWatchdogFailures = 2, 50
+	minWatchdogIdle, maxWatchdogIdle         = 3, 200
+)
+
+// checkWatchdog checks the watchdog's thresholds in section sec; a nil one is not set.
+func checkWatchdog(sec string, failures, idle *int, bad func(key, format string, args ...any)) {
+	if failures != nil && (*failures < minWatchdogFailures || *failures > maxWatchdogFailures) {
+		bad(sec+".watchdog_failures", "must be between %d and %d (the same command failing the same way that many times in a row is a loop), got %d",
+			minWatchdogFailures, maxWatchdogFailures, *failures)
+	}
+	if idle != nil && (*idle < minWatchdogIdle || *idle > maxWatchdogIdle) {
+		bad(sec+".watchdog_idle_steps", "must be between %d and %d (that many steps in a row that change nothing are a loop), got %d",
+			minWatchdogIdle, maxWatchdogIdle, *idle)
 	}
 }

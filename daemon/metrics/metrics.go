@@ -37,6 +37,7 @@ type Metrics struct {
 	bots         *prometheus.GaugeVec
 	scheduleRuns *prometheus.CounterVec
 	budgets      *prometheus.CounterVec
+	loops        *prometheus.CounterVec
 	state        *stateCollector
 }
 
@@ -74,9 +75,13 @@ func New() *Metrics {
 			Name: "agentd_budget_exhausted_total",
 			Help: "Runs and agents stopped by a budget, by scope (run, agent) and budget (steps, tokens, time).",
 		}, []string{"scope", "budget"}),
+		loops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agentd_watchdog_loops_total",
+			Help: "Loops the watchdog caught, by kind (repeat, cycle, failing, no_progress, undo, invalid_replies) and action (rethink: the smart model thinks again; ask: a person is asked; stop: a schedule's run is stopped; pause: the agent pauses).",
+		}, []string{"kind", "action"}),
 		state: &stateCollector{},
 	}
-	m.reg.MustRegister(m.steps, m.modelSeconds, m.modelTokens, m.decisions, m.bots, m.scheduleRuns, m.budgets, m.state,
+	m.reg.MustRegister(m.steps, m.modelSeconds, m.modelTokens, m.decisions, m.bots, m.scheduleRuns, m.budgets, m.loops, m.state,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -189,6 +194,14 @@ func (m *Metrics) ScheduleRun(result string) {
 func (m *Metrics) BudgetExhausted(scope, budget string) {
 	if m != nil {
 		m.budgets.WithLabelValues(scope, budget).Inc()
+	}
+}
+
+// Loop counts a loop the watchdog caught: kind is the loop's (watchdog.Kind), action
+// what followed (rethink or ask).
+func (m *Metrics) Loop(kind, action string) {
+	if m != nil {
+		m.loops.WithLabelValues(kind, action).Inc()
 	}
 }
 

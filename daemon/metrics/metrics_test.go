@@ -21,6 +21,7 @@ func TestNilMetricsDoNothing(t *testing.T) {
 	m.SetBotConnected("slack", true)
 	m.ScheduleRun("finished")
 	m.BudgetExhausted("agent", "tokens")
+	m.Loop("cycle", "ask")
 	m.SetState(nil)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -41,6 +42,9 @@ func TestCountersAndGauges(t *testing.T) {
 	m.ModelCall("tiny", time.Second, 0, 0, errors.New("down"))
 	m.DecisionExpired("slack")
 	m.BudgetExhausted("agent", "tokens")
+	m.Loop("cycle", "rethink")
+	m.Loop("cycle", "ask")
+	m.Loop("failing", "ask")
 	for _, c := range []struct {
 		got, want float64
 		what      string
@@ -49,6 +53,8 @@ func TestCountersAndGauges(t *testing.T) {
 		{testutil.ToFloat64(m.bots.WithLabelValues("discord")), 1, "discord connected"},
 		{testutil.ToFloat64(m.scheduleRuns.WithLabelValues("finished")), 2, "finished schedule runs"},
 		{testutil.ToFloat64(m.scheduleRuns.WithLabelValues("skipped")), 1, "skipped schedule runs"},
+		{testutil.ToFloat64(m.loops.WithLabelValues("cycle", "ask")), 1, "cycles asked about"},
+		{testutil.ToFloat64(m.loops.WithLabelValues("failing", "ask")), 1, "failing streaks asked about"},
 		{testutil.ToFloat64(m.modelTokens.WithLabelValues("tiny", "prompt")), 100, "prompt tokens"},
 		{testutil.ToFloat64(m.modelTokens.WithLabelValues("tiny", "eval")), 20, "eval tokens"},
 		{testutil.ToFloat64(m.decisions.WithLabelValues("expired", "slack")), 1, "expired decisions"},

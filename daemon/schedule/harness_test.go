@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -251,7 +252,8 @@ func reply(name string, args any) string {
 	return string(b)
 }
 
-// listForever makes the model propose list_folder with new args every step.
+// listForever makes the model do new work every step: write a file it has not written
+// (listing the same folder again and again is a loop the watchdog stops).
 func (h *harness) listForever() {
 	var mu sync.Mutex
 	n := 0
@@ -259,7 +261,22 @@ func (h *harness) listForever() {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
-		return reply("list_folder", map[string]string{"path": "." + strings.Repeat("/.", n)})
+		return reply("write_file", map[string]string{"path": fmt.Sprintf("n%d.txt", n), "contents": fmt.Sprint(n)})
+	})
+}
+
+// loopForever makes the model go round list_folder . and read_file notes.txt.
+func (h *harness) loopForever() {
+	var mu sync.Mutex
+	n := 0
+	h.fake.SetDefault(func(*ollama.ChatRequest) string {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		if n%2 == 1 {
+			return reply("list_folder", map[string]string{"path": "."})
+		}
+		return reply("read_file", map[string]string{"path": "notes.txt"})
 	})
 }
 

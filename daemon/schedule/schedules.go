@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -365,6 +366,9 @@ func result(end run.End) cron.Result {
 		res.Reason = "the run was denied: " + end.Reason
 	case "stopped":
 		res.Reason = "the run was stopped: " + end.Reason
+		if strings.HasPrefix(end.Reason, "stopped by ") { // the watchdog says who stopped it
+			res.Reason = "the run was " + end.Reason
+		}
 	case run.OutcomeRemoved:
 		res.Reason = "the run's agent was removed"
 	default:

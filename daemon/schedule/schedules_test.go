@@ -318,3 +318,20 @@ func TestPanicInStartIsRecorded(t *testing.T) {
 		t.Errorf("stored records = %+v", runs)
 	}
 }
+
+// A scheduled run that goes round a loop has nobody to ask: the watchdog stops it, and
+// the firing's record says the watchdog stopped it and which loop it saw.
+func TestWatchdogStopsALoopingFiring(t *testing.T) {
+	h := newHarness(t, at(8, 59))
+	h.loopForever()
+	h.add(client.ScheduleRequest{Name: "tidy", Spec: "0 9 * * *", Template: "tidy", Goal: "tidy the notes",
+		Autonomy: client.Autonomy{Mode: "auto", Steps: 20}})
+	h.clock.set(at(9, 0))
+	runs := h.waitHistory("tidy", "a run stopped by the watchdog", func(r []client.ScheduleRun) bool {
+		return len(r) == 1 && !r[0].Ended.IsZero()
+	})
+	r := runs[0]
+	if r.Outcome != "failed" || !strings.HasPrefix(r.Reason, "the run was stopped by the watchdog") || !strings.Contains(r.Reason, "(cycle)") || r.Steps != 3 {
+		t.Errorf("run record = %+v, want failed, stopped by the watchdog on a cycle after 3 steps", r)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/schedule"
@@ -25,6 +26,7 @@ var liveKeys = []string{
 	"agent.constraints", "agent.resources", "agent.best_practices", "agent.commands",
 	"agent.disabled_components", "agent.component_order", "agent.max_invalid_replies",
 	"agent.continuous_limit", "agent.command_timeout", "agent.output_cap", "agent.history_episodes",
+	"agent.watchdog_failures", "agent.watchdog_idle_steps",
 	"permissions.", "agents.", "schedules.", "log.level",
 }
 
@@ -166,14 +168,15 @@ func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
 func settingsOf(cfg *config.Config) agent.Settings {
 	overrides := map[string]agent.AgentOverrides{}
 	for name, o := range cfg.Agents {
-		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny}
+		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
+			Watchdog: overrideWatchdog(o)}
 	}
 	return agent.Settings{
 		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,
 		KeepAlive: cfg.Ollama.KeepAlive.Ptr(), Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
 		ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
 		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
-		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
+		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit, Watchdog: watchdogOf(cfg),
 		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		HistoryEpisodes: cfg.Agent.HistoryEpisodes,
 	}
@@ -333,4 +336,21 @@ func (s *chatSwitch) RunThread(platform, runID string) (string, string, bool) {
 		return "", "", false
 	}
 	return c.RunThread(platform, runID)
+}
+
+// watchdogOf is [agent]'s loop watchdog thresholds.
+func watchdogOf(cfg *config.Config) watchdog.Config {
+	return watchdog.Config{Failures: cfg.Agent.WatchdogFailures, IdleSteps: cfg.Agent.WatchdogIdleSteps}
+}
+
+// overrideWatchdog is an [agents.NAME] table's thresholds; zero fields keep [agent]'s.
+func overrideWatchdog(o config.AgentOverride) watchdog.Config {
+	var w watchdog.Config
+	if o.WatchdogFailures != nil {
+		w.Failures = *o.WatchdogFailures
+	}
+	if o.WatchdogIdleSteps != nil {
+		w.IdleSteps = *o.WatchdogIdleSteps
+	}
+	return w
 }

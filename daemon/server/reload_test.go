@@ -311,3 +311,23 @@ func TestReloadReturnsWarnings(t *testing.T) {
 		t.Errorf("the warning is not logged:\n%s", d.log)
 	}
 }
+
+// TestWatchdogSettingsReachTheSupervisor: [agent]'s watchdog thresholds, and an
+// [agents.NAME] table's, reach the supervisor at start and on reload alike.
+func TestWatchdogSettingsReachTheSupervisor(t *testing.T) {
+	cfg := config.Default()
+	cfg.Agent.WatchdogFailures, cfg.Agent.WatchdogIdleSteps = 4, 12
+	idle := 20
+	cfg.Agents = map[string]config.AgentOverride{"poller": {WatchdogIdleSteps: &idle}}
+	s := settingsOf(cfg)
+	if s.Watchdog.Failures != 4 || s.Watchdog.IdleSteps != 12 {
+		t.Errorf("reloaded thresholds = %+v, want 4 failures, 12 idle steps", s.Watchdog)
+	}
+	if w := s.Agents["poller"].Watchdog; w.Failures != 0 || w.IdleSteps != 20 {
+		t.Errorf("poller's thresholds = %+v, want [agent]'s failures (0: unset) and 20 idle steps", w)
+	}
+	d := &daemon{cfg: cfg}
+	if o := d.agentOptions(); o.Watchdog != s.Watchdog || o.Agents["poller"].Watchdog != s.Agents["poller"].Watchdog {
+		t.Errorf("start options %+v / %+v differ from the reloaded settings", o.Watchdog, o.Agents["poller"].Watchdog)
+	}
+}

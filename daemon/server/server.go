@@ -138,7 +138,7 @@ func (d *daemon) agentOptions() agent.Options {
 	overrides := map[string]agent.AgentOverrides{}
 	for name, o := range cfg.Agents {
 		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
-			Budget: overrideBudget(cfg, o)}
+			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o)}
 	}
 	return agent.Options{
 		Store: d.st, LLM: d.lc, Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel,
@@ -146,7 +146,7 @@ func (d *daemon) agentOptions() agent.Options {
 		Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
 		Components: d.extra, ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
 		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
-		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
+		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit, Watchdog: watchdogOf(cfg),
 		MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
 		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,

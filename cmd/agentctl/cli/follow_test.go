@@ -311,6 +311,28 @@ func TestFollowSaysHowToRaiseABudget(t *testing.T) {
 	}
 }
 
+// TestFollowShowsTheWatchdogsPause: an agent the watchdog paused shows the proposal it
+// stopped at and the loop's kind and steps, and says how to go on.
+func TestFollowShowsTheWatchdogsPause(t *testing.T) {
+	t.Parallel()
+	const reason = "the watchdog caught a loop (cycle): a cycle of 2 steps seen twice (steps 3-6: list_folder ., read_file notes.txt); " +
+		"the 14 approvals left of its y -N grant are cancelled. Decide on step 6 (approve runs it once more, feedback steers the agent), then resume: `agentctl resume walker`"
+	f := newFakeDaemon(t)
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		p := &client.Proposal{ID: "p-6", AgentID: "a-4", Step: 6, Command: "read_file", Args: []byte(`{"path":"notes.txt"}`), Status: client.ProposalPending}
+		ag := &client.Agent{ID: "a-4", Name: "walker", State: client.StatePaused, StateReason: reason, Pending: p}
+		w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: p, Agent: ag})
+		w.send(client.Event{Seq: 2, Type: client.EventState, AgentID: "a-4", Agent: ag})
+		w.send(client.Event{Seq: 3, Type: client.EventFinish, AgentID: "a-4", Message: "stopped by a person"})
+	}
+	r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
+	for _, want := range []string{"read_file", "notes.txt", "paused: the watchdog caught a loop (cycle)", "steps 3-6: list_folder ., read_file notes.txt", "agentctl resume walker"} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("follow output lacks %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+}
+
 // TestFollowHelpLeavesTheProposalWaiting: "?", "help" and "h" show what each answer does
 // and decide nothing; at a question a lone "?" shows how to answer, and "help" would be
 // the answer.

@@ -74,10 +74,13 @@ const (
 	ModelDown      Kind = "model_down"
 	InvalidReplies Kind = "invalid_replies"
 	// The model replied with a proposal: a new one; the same command and args as the
-	// previous one (a person is asked, reason); a repeat the smart model thinks over.
+	// previous one (a person is asked, reason); a loop the smart model thinks over; a
+	// loop of another shape the watchdog caught (the agent pauses, a person is asked,
+	// reason). A repeat and a loop end what is left of a `y -N` grant.
 	Proposed        Kind = "proposed"
 	ProposedRepeat  Kind = "proposed_repeat"
 	ProposedRethink Kind = "proposed_rethink"
+	ProposedLoop    Kind = "proposed_loop"
 	// The policy's verdict (Authorize): run it, or refuse it as feedback to the model.
 	PolicyAllow  Kind = "policy_allow"
 	PolicyRefuse Kind = "policy_refuse"
@@ -119,7 +122,7 @@ const (
 // Kinds lists every event kind, in the order above.
 var Kinds = []Kind{
 	Think, ModelDown, InvalidReplies,
-	Proposed, ProposedRepeat, ProposedRethink,
+	Proposed, ProposedRepeat, ProposedRethink, ProposedLoop,
 	PolicyAllow, PolicyRefuse, Await,
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
 	Start, StartQuestion, WaitHelper, Succeed, Fail, Finish, ResultLost,
@@ -152,6 +155,7 @@ const (
 	RecordDecision EffectKind = "record_decision" // store the decision and audit it
 	RecordEpisode  EffectKind = "record_episode"  // remember what happened to the proposal
 	Grant          EffectKind = "grant"           // the next N-1 proposals are approved by a count grant (Authorize's NewGrant)
+	EndGrant       EffectKind = "end_grant"       // what is left of a y -N count grant is cancelled
 	RunCommand     EffectKind = "run_command"     // execute the command
 	AskPerson      EffectKind = "ask_person"      // publish the proposal or question and wait
 	Cancel         EffectKind = "cancel"          // cancel a model call or command in flight

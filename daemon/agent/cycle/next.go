@@ -50,7 +50,7 @@ func (t *transition) run() bool {
 	switch t.ev.Kind {
 	case Think, ModelDown, InvalidReplies, AgentBudgetHit, BudgetRaised, Pause, Resume, Stop, Task:
 		return t.control()
-	case Proposed, ProposedRepeat, ProposedRethink:
+	case Proposed, ProposedRepeat, ProposedRethink, ProposedLoop:
 		return t.proposed()
 	case PolicyAllow, PolicyRefuse, Await, Approve, ApproveN, Deny, GiveFeedback:
 		return t.authorized()
@@ -133,8 +133,14 @@ func (t *transition) proposed() bool {
 		return true
 	}
 	t.proposal(Pending, false)
-	if t.ev.Kind == ProposedRepeat {
+	switch t.ev.Kind {
+	case ProposedRepeat:
 		t.agent(AwaitingDecision)
+		t.effect(EndGrant)
+		t.effect(AskPerson)
+	case ProposedLoop:
+		t.agent(Paused)
+		t.effect(EndGrant)
 		t.effect(AskPerson)
 	}
 	return true
