@@ -390,5 +390,7 @@ func TestIssue17LateTextAfterTheRunEnded(t *testing.T) {
 		t.Fatal("the late feedback started a new task")
 	}
 	e.slack.Say(approver, channel, "channel", thread, "now tidy the docs", false)
-	e.wait("the follow-up task", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "New task taken: now tidy the docs") })
+	e.wait("the follow-up task", func(v fakeslack.View) bool {
+		return hasText(v.Messages(channel, thread), "New task taken: now tidy the docs")
+	})
 }
