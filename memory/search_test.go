@@ -291,30 +291,36 @@ func TestKindsFilter(t *testing.T) {
 	}
 }
 
-func TestRecencyDecayReorders(t *testing.T) {
+func TestRecencyDecayOnlyBreaksTies(t *testing.T) {
 	now := t0.Add(30 * 24 * time.Hour)
 	ix := open(t, Options{Now: func() time.Time { return now }})
 	old := Doc{ID: "old", Agent: "a", Kind: KindEpisode, Text: "backup backup backup disk", Created: now.Add(-10 * 24 * time.Hour)}
 	fresh := Doc{ID: "fresh", Agent: "a", Kind: KindEpisode, Text: "backup photo album trip", Created: now.Add(-time.Hour)}
-	load(t, ix, old, fresh)
+	// Two memories that match alike: only recency can order them.
+	tieOld := Doc{ID: "tie-old", Agent: "a", Kind: KindEpisode, Text: "restore zebra", Created: now.Add(-10 * 24 * time.Hour)}
+	tieNew := Doc{ID: "tie-new", Agent: "a", Kind: KindEpisode, Text: "restore zebra", Created: now.Add(-time.Hour)}
+	load(t, ix, old, fresh, tieOld, tieNew)
 	cases := []struct {
 		name     string
+		text     string
 		halfLife time.Duration
 		want     []string
 	}{
-		{"no_decay_bm25_order", 0, []string{"old", "fresh"}},
-		{"one_day_half_life_favors_recent", 24 * time.Hour, []string{"fresh", "old"}},
-		{"very_long_half_life_keeps_bm25_order", 1000 * 24 * time.Hour, []string{"old", "fresh"}},
+		{"no_decay_bm25_order", "backup", 0, []string{"old", "fresh"}},
+		{"one_day_half_life_does_not_bury_the_better_match", "backup", 24 * time.Hour, []string{"old", "fresh"}},
+		{"half_life_720h_does_not_bury_the_better_match", "backup", 720 * time.Hour, []string{"old", "fresh"}},
+		{"very_long_half_life_keeps_bm25_order", "backup", 1000 * 24 * time.Hour, []string{"old", "fresh"}},
+		{"one_day_half_life_breaks_a_tie_for_the_recent", "zebra", 24 * time.Hour, []string{"tie-new", "tie-old"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			hits := find(t, ix, Query{Agent: "a", Text: "backup", HalfLife: c.halfLife})
+			hits := find(t, ix, Query{Agent: "a", Text: c.text, HalfLife: c.halfLife})
 			if got := ids(hits); !slices.Equal(got, c.want) {
 				t.Fatalf("got %v, want %v", got, c.want)
 			}
 			if c.halfLife > 0 {
 				for _, h := range hits {
-					want := h.BM25 * math.Exp2(-now.Sub(h.Created).Hours()/c.halfLife.Hours())
+					want := h.BM25 * (1 + recencyTieWeight*math.Exp2(-now.Sub(h.Created).Hours()/c.halfLife.Hours()))
 					if math.Abs(h.Score-want) > 1e-9*want {
 						t.Errorf("%s: score %v, want %v", h.ID, h.Score, want)
 					}
