@@ -102,17 +102,20 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, depth i
 	if err != nil {
 		return nil, fmt.Errorf("memory: search: %w", err)
 	}
-	bq, pruned, err := buildQuery(ctx, g, q, docs, false)
+	// No starvation (issue 18): an agent's search is exhaustive — every query term finds, in
+	// conjunction with the agent filter, so terms common across the whole index (other
+	// agents' memories) still find this agent's. The filter bounds the walk to the memories
+	// the search may return, which measured faster than the pruned form at 100k.
+	bq, pruned, err := buildQuery(ctx, g, q, docs, !q.AllAgents)
 	if err != nil || bq == nil {
 		return nil, err
 	}
 	hits, err = ix.runBM25(ctx, g, bq, docs, depth)
-	if err != nil || len(hits) >= depth || !pruned || q.AllAgents {
+	if err != nil || len(hits) > 0 || !pruned {
 		return hits, err
 	}
-	// No starvation: the fast form found fewer than wanted because terms common across the
-	// whole index (other agents' memories) did not find on their own. This agent's memories
-	// with those terms are fewer than the index's, so search them all (see buildQuery).
+	// A search of every agent's memories uses the pruned form for speed; it must still
+	// never come back empty while some memory has its words.
 	if bq, _, err = buildQuery(ctx, g, q, docs, true); err != nil {
 		return nil, err
 	}
