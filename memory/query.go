@@ -18,8 +18,8 @@ import (
 // ones that discriminate (and are cheap to search).
 const maxQueryTerms = 24
 
-// Pruning, for searches of every agent's memories (an agent's own search is exhaustive; see
-// searchBM25): a query term found in more than commonTermFraction of the memories, and in more than
+// Pruning (a search that finds fewer than wanted runs again without it; see searchBM25):
+// a query term found in more than commonTermFraction of the memories, and in more than
 // commonTermMinDocs, is common: it only adds to the score of memories that match a rarer
 // term, it does not find memories by itself (the idea of Lucene's CommonTermsQuery). Its
 // postings are long and its BM25 weight small, and walking them cost most of a search at 1M

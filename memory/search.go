@@ -102,20 +102,21 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, depth i
 	if err != nil {
 		return nil, fmt.Errorf("memory: search: %w", err)
 	}
-	// No starvation (issue 18): an agent's search is exhaustive — every query term finds, in
-	// conjunction with the agent filter, so terms common across the whole index (other
-	// agents' memories) still find this agent's. The filter bounds the walk to the memories
-	// the search may return, which measured faster than the pruned form at 100k.
-	bq, pruned, err := buildQuery(ctx, g, q, docs, !q.AllAgents)
+	// No starvation (issue 18): the fast form lets terms common across the whole index find
+	// only together with rarer ones (see buildQuery), so other agents' memories could hide
+	// this agent's. When it finds fewer than wanted, the search runs again exhaustively:
+	// every term finds, in conjunction with the agent filter, which bounds the walk to the
+	// memories the search may return. Exhaustive always is 2× slower at 1M memories.
+	bq, pruned, err := buildQuery(ctx, g, q, docs, false)
 	if err != nil || bq == nil {
 		return nil, err
 	}
 	hits, err = ix.runBM25(ctx, g, bq, docs, depth)
-	if err != nil || len(hits) > 0 || !pruned {
+	if err != nil || !pruned || len(hits) >= depth || (q.AllAgents && len(hits) > 0) {
+		// A search of every agent's memories walks the whole index when exhaustive: it
+		// only falls back when it would otherwise come back empty.
 		return hits, err
 	}
-	// A search of every agent's memories uses the pruned form for speed; it must still
-	// never come back empty while some memory has its words.
 	if bq, _, err = buildQuery(ctx, g, q, docs, true); err != nil {
 		return nil, err
 	}

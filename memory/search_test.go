@@ -350,7 +350,8 @@ func TestLongQueryKeepsRarestTerms(t *testing.T) {
 }
 
 // A term in most memories is dropped from a search of every agent's memories (it would score
-// next to nothing), unless it is all the query has. An agent's own search keeps every term.
+// next to nothing), unless it is all the query has. An agent's search that finds fewer than
+// wanted runs again with every term (no starvation).
 func TestTermInMostMemoriesDropped(t *testing.T) {
 	defer func(n uint64) { commonTermMinDocs = n }(commonTermMinDocs)
 	commonTermMinDocs = 0
@@ -415,7 +416,7 @@ func TestCommonTermsOnlyAddToScores(t *testing.T) {
 					t.Errorf("the common term added nothing: %+v", hits)
 				}
 				for _, h := range hits {
-					// An agent's exhaustive search also weighs how many terms matched
+					// The exhaustive form (a short agent search) also weighs how many terms matched
 					// (Bleve's coordination): only a memory with every term scores alike.
 					if s, ok := all[h.ID]; ok && (c.q.AllAgents || h.ID == "r1") && math.Abs(h.Score-s) > 1e-9*s {
 						t.Errorf("%s: score %v, unfiltered %v", h.ID, h.Score, all[h.ID])

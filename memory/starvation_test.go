@@ -43,15 +43,22 @@ func TestNoStarvationAtScale(t *testing.T) {
 	}{
 		{"two_common_terms_each_in_one_memory", "me", "What attributes describe John?", []string{"mine-john", "mine-attr"}},
 		{"zero_hits_today_when_no_memory_has_both", "solo", "What attributes describe John?", []string{"solo-john"}},
+		{"all_agents_never_empty", "*", "What attributes describe John?", []string{"solo-john"}},
 		{"one_common_term", "me", "john", []string{"mine-john"}},
 		{"common_term_with_unknown_words", "me", "does John zyzzyva qwertyuiop", []string{"mine-john"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			hits := find(t, ix, Query{Agent: c.agent, Text: c.text, K: 10})
+			q := Query{Agent: c.agent, Text: c.text, K: 10}
+			if c.agent == "*" {
+				// Every agent's memories: the 6,000 others all match one term or the other
+				// and outrank solo-john, so ask for them all.
+				q = Query{AllAgents: true, Text: c.text, K: 10_000}
+			}
+			hits := find(t, ix, q)
 			got := map[string]bool{}
 			for _, h := range hits {
-				if h.Agent != c.agent && h.Agent != "" {
+				if c.agent != "*" && h.Agent != c.agent && h.Agent != "" {
 					t.Errorf("hit %s belongs to agent %q", h.ID, h.Agent)
 				}
 				got[h.ID] = true
