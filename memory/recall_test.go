@@ -166,10 +166,10 @@ func (r *recallResult) table() string {
 	return b.String()
 }
 
-// fillerDocs are other agents' memories: half agent jargon (corpusGen), half words drawn from
-// the dialogs' own vocabulary by frequency, so conversational terms are common index-wide as
-// they are in a daemon hosting many chatty agents.
-func fillerDocs(n int, dialogs []dialog) []Doc {
+// fillerDocs are other agents' memories: agent jargon (corpusGen), and chatty percent of them
+// words drawn from the dialogs' own vocabulary by frequency, so conversational terms are
+// common index-wide as they are in a daemon hosting many chatty agents.
+func fillerDocs(n int, dialogs []dialog, chatty int) []Doc {
 	gen := newCorpusGen(7, 100)
 	var words []string
 	for _, d := range dialogs {
@@ -183,7 +183,7 @@ func fillerDocs(n int, dialogs []dialog) []Doc {
 	out := make([]Doc, n)
 	for i := range out {
 		out[i] = gen.doc(i)
-		if i%2 == 1 && len(words) > 0 {
+		if r.IntN(100) < chatty && len(words) > 0 {
 			w := make([]string, 8+r.IntN(25))
 			for j := range w {
 				w[j] = words[r.IntN(len(words))]
@@ -195,7 +195,7 @@ func fillerDocs(n int, dialogs []dialog) []Doc {
 }
 
 // runRecall builds an index of the dialogs plus filler memories and measures recall.
-func runRecall(tb testing.TB, dialogs []dialog, filler int, halfLife time.Duration) *recallResult {
+func runRecall(tb testing.TB, dialogs []dialog, filler, chatty int, halfLife time.Duration) *recallResult {
 	ix, err := Open(tb.TempDir(), Options{})
 	if err != nil {
 		tb.Fatal(err)
@@ -205,7 +205,7 @@ func runRecall(tb testing.TB, dialogs []dialog, filler int, halfLife time.Durati
 	for _, d := range dialogs {
 		docs = append(docs, d.docs()...)
 	}
-	fill := fillerDocs(filler, dialogs)
+	fill := fillerDocs(filler, dialogs, chatty)
 	// Interleave so each dialog's memories land among the others', as in a busy daemon.
 	all := make([]Doc, 0, len(docs)+len(fill))
 	step := max(1, len(fill)/max(1, len(docs)))
@@ -292,8 +292,9 @@ func envInt(name string, def int) int {
 }
 
 // BenchmarkRecall runs the recall benchmark on AGENTD_RECALL_FILES (comma-separated) with
-// AGENTD_RECALL_FILLER other agents' memories (default 100,000) and AGENTD_RECALL_HALFLIFE
-// (e.g. 720h, default none), printing the table; without files it uses the synthetic set.
+// AGENTD_RECALL_FILLER other agents' memories (default 100,000), AGENTD_RECALL_CHATTY percent
+// of them conversational (default 50) and AGENTD_RECALL_HALFLIFE (e.g. 720h, default none),
+// printing the table; without files it uses the synthetic set.
 func BenchmarkRecall(b *testing.B) {
 	paths := []string{"testdata/dialog.json"}
 	if v := os.Getenv("AGENTD_RECALL_FILES"); v != "" {
@@ -302,9 +303,10 @@ func BenchmarkRecall(b *testing.B) {
 	hl, _ := time.ParseDuration(os.Getenv("AGENTD_RECALL_HALFLIFE"))
 	dialogs := loadDialogs(b, paths)
 	filler := envInt("AGENTD_RECALL_FILLER", 100_000)
+	chatty := envInt("AGENTD_RECALL_CHATTY", 50)
 	for range b.N {
-		res := runRecall(b, dialogs, filler, hl)
-		b.Logf("recall over %d dialog(s), %d filler memories, half_life %v:\n%s", len(dialogs), filler, hl, res.table())
+		res := runRecall(b, dialogs, filler, chatty, hl)
+		b.Logf("recall over %d dialog(s), %d filler memories (%d%% chatty), half_life %v:\n%s", len(dialogs), filler, chatty, hl, res.table())
 		fmt.Fprint(os.Stderr, res.table())
 		b.ReportMetric(res.recall(0, 0), "R@5")
 		b.ReportMetric(res.recall(0, 1), "R@10")

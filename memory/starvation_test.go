@@ -81,7 +81,7 @@ func TestRecallSynthetic(t *testing.T) {
 	}
 	for _, hl := range []time.Duration{0, 720 * time.Hour} {
 		t.Run(fmt.Sprintf("half_life_%v", hl), func(t *testing.T) {
-			res := runRecall(t, dialogs, 3000, hl)
+			res := runRecall(t, dialogs, 3000, 50, hl)
 			t.Logf("\n%s", res.table())
 			if res.zeroHits != 0 {
 				t.Errorf("%d questions found nothing", res.zeroHits)

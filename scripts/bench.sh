@@ -16,6 +16,7 @@
 #   BENCH_STEPS    steps per StepOverhead run (default 2000)
 #   BENCH_PAIRS    agentd/bare pairs per StepVsBareChat mode (default 10; ~10 s a pair)
 #   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
+#   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
 #   RECALL_HALFLIFE  memory-recall's half_life, e.g. 720h (default none)
 #   BENCH_OUT      directory for the raw output (benchstat input) and CPU profiles (default a temp dir)
 #   AGENTD_OLLAMA_BIN  the Ollama binary; else `ollama` on PATH, else scripts/ollama.sh's cache.
@@ -43,7 +44,7 @@ if [ "$what" = memory-recall ]; then
 		files+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
 	done
 	say "memory-recall: ${#files[@]} dialog file(s), ${RECALL_FILLER:-100000} filler memories"
-	(IFS=,; AGENTD_RECALL_FILES="${files[*]}" AGENTD_RECALL_FILLER="${RECALL_FILLER:-100000}" \
+	(IFS=,; AGENTD_RECALL_FILES="${files[*]}" AGENTD_RECALL_FILLER="${RECALL_FILLER:-100000}" AGENTD_RECALL_CHATTY="${RECALL_CHATTY:-50}" \
 		AGENTD_RECALL_HALFLIFE="${RECALL_HALFLIFE:-}" \
 		go test -run '^$' -bench '^BenchmarkRecall$' -benchtime 1x -count 1 -timeout 60m ./memory/) |
 		tee "$out/recall.txt" | grep -vE '^(goos|goarch|pkg|cpu|PASS|ok|--- BENCH|    )' || true
