@@ -157,6 +157,9 @@ func (r *attackRig) config(withHTTP bool) string {
 	fmt.Fprintf(&b, "[ollama]\nhost = %q\nmodel = %q\nmax_context = 4096\nrequest_timeout = \"1m\"\n\n",
 		r.fake.URL(), ollamatest.TinyModelName)
 	fmt.Fprintf(&b, "[agent]\ncommand_timeout = \"20s\"\nmax_invalid_replies = 10\nworkspace_root = %q\n", r.wsRoot)
+	// The corpus runs hundreds of denied and failing probes through a few agents on purpose:
+	// the watchdog's widest thresholds keep it from pausing them for that.
+	b.WriteString("watchdog_failures = 50\nwatchdog_idle_steps = 200\n")
 	b.WriteString(`commands = ["list_folder", "read_file", "write_file", "append_to_file", "delete_file", ` +
 		`"search_files", "ask_user", "finish", "start_agent", "message_agent", "list_agents", "delete_agent"]` + "\n")
 	b.WriteString("\n[permissions]\nauto_read = false\n")
