@@ -422,8 +422,8 @@ func reply(command string, args any) string {
 	return string(b)
 }
 
-// listFolder proposes list_folder with a path that differs for each n, so the watchdog
-// never sees the same proposal twice in a row.
+// listFolder proposes list_folder with a path spelled differently for each n. The watchdog
+// normalises every spelling to ".", so it sees repeats: fit only for tests of a few steps.
 func listFolder(n int) string {
 	return reply("list_folder", map[string]string{"path": "." + strings.Repeat("/.", n)})
 }

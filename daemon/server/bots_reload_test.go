@@ -48,7 +48,7 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 	wait("the bot to connect", func(v fakeslack.View) bool { return v.Connected() && v.Connections() == 1 })
 
 	// A run from Slack, its first proposal waiting in its thread.
-	_, thread := fs.Mention(approver, channel, "", "list the folders")
+	_, thread := fs.Mention(approver, channel, "", "write some files")
 	var agentID string
 	if !testutil.Wait(10*time.Second, func() bool {
 		list, _ := d.c.Agents(ctx)
@@ -61,8 +61,9 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 	}) {
 		t.Fatalf("no proposal from the run started in Slack; log:\n%s", d.log)
 	}
+	// startReloadDaemon's model proposes write_file at every step.
 	wait("the proposal in the thread", func(v fakeslack.View) bool {
-		return slices.ContainsFunc(v.Messages(channel, thread), func(m fakeslack.Message) bool { return strings.Contains(m.Text, "list_folder") })
+		return slices.ContainsFunc(v.Messages(channel, thread), func(m fakeslack.Message) bool { return strings.Contains(m.Text, "write_file") })
 	})
 
 	reload := func() *client.ReloadResult {
