@@ -492,6 +492,9 @@ type AuditQuery struct {
 	Agent string
 	Since time.Time
 	Limit int
+	// Before, when not 0, keeps entries with an ID below it: the next page back, after a
+	// page whose oldest entry had this ID (one listing holds at most 10,000).
+	Before int64
 }
 
 // Run is one task an agent worked on, from its start to its end.
