@@ -4,13 +4,14 @@
 // downloading a model.
 //
 //	tinymodel -o DIR [-seed N]
-//	ollama create agentd-tiny -f DIR/Modelfile
+//	ollama create agentd-tiny -f DIR/Modelfile   # optional: only to try it by hand
 package main
 
 import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -18,14 +19,16 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "tinymodel:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run writes the files into -o DIR, prints their paths on stdout and a note on stderr.
+func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tinymodel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
 	dir := fs.String("o", "", "output `directory` for tiny.gguf and Modelfile (created if missing)")
 	seed := fs.Int64("seed", 1, "random seed for the weights; the same seed gives the same file")
 	if err := fs.Parse(args); err != nil {
@@ -50,10 +53,18 @@ func run(args []string) error {
 	}); err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "create it with: ollama create %s -f %s\n", ollamatest.TinyModelName, modelfile)
-	fmt.Println(gguf)
-	fmt.Println(modelfile)
+	fmt.Fprint(stderr, doneNote(modelfile))
+	fmt.Fprintln(stdout, gguf)
+	fmt.Fprintln(stdout, modelfile)
 	return nil
+}
+
+// doneNote tells what was written and that serving it is optional: the test harness
+// loads the files itself, and the model's answers are noise, not a usable assistant.
+func doneNote(modelfile string) string {
+	return "wrote a random-weight model: its answers are noise, for tests and offline demos only.\n" +
+		"Nothing more is needed for the tests, which load it themselves. Only to try it by hand:\n" +
+		"  ollama create " + ollamatest.TinyModelName + " -f " + modelfile + "\n"
 }
 
 // writeFile writes via a temp file and rename so a failed run leaves no

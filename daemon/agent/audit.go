@@ -18,11 +18,11 @@ const maxAuditEntries = 10_000
 // by its id) or of all, since a time, the newest limit of them.
 func (s *auditLog) Audit(ctx context.Context, q client.AuditQuery) ([]client.AuditEntry, error) {
 	if q.Limit < 0 || q.Limit > maxAuditEntries {
-		return nil, badRequest("limit %d: want 1 to %d (0 for 100)", q.Limit, maxAuditEntries)
+		return nil, badRequest("limit %d: want 1 to %d (0 for 100); page back with before=ID of the oldest entry shown", q.Limit, maxAuditEntries)
 	}
 	var out []client.AuditEntry
 	err := s.st.View(ctx, func(tx *store.Tx) error {
-		f := store.AuditFilter{Since: q.Since, Limit: q.Limit}
+		f := store.AuditFilter{Since: q.Since, Limit: q.Limit, Before: q.Before}
 		if q.Agent != "" {
 			a, err := resolve(tx, q.Agent)
 			switch {

@@ -49,6 +49,16 @@ func TestAuditAndReplay(t *testing.T) {
 	if last, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: 2}); err != nil || len(last) != 2 || last[1].ID != list[len(list)-1].ID {
 		t.Errorf("limit 2 = %+v, %v; want the newest two, oldest first", last, err)
 	}
+	// The page before: the two entries older than that listing's oldest, oldest first.
+	if last, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: 2}); err == nil && len(last) == 2 {
+		prev, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: 2, Before: last[0].ID})
+		if err != nil || len(prev) != 2 || prev[1].ID >= last[0].ID || prev[0].ID >= prev[1].ID {
+			t.Errorf("limit 2 before %d = %+v, %v; want the two entries before it, oldest first", last[0].ID, prev, err)
+		}
+	}
+	if _, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: 10_001}); !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "before") {
+		t.Errorf("limit 10001: %v, want a bad request that names paging with before", err)
+	}
 	if none, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Since: time.Now().Add(time.Hour)}); err != nil || len(none) != 0 {
 		t.Errorf("since an hour ahead = %d entries, %v", len(none), err)
 	}

@@ -72,8 +72,21 @@ func (s *Supervisor) buildPipelines(l *live) error {
 	return nil
 }
 
+// ComponentCommands are the commands a component offers on its own, by name, with
+// that component: listing one in [agent] commands is allowed (people expect to) but
+// changes nothing, since the component offers it while it is on. open_file and
+// open_folder come together: the context component keeps both kinds of item, under
+// one budget, and closes either with close_context_item.
+var ComponentCommands = map[string]string{
+	"web_search": "web", "read_webpage": "web",
+	"execute_shell": "shell", "execute_python_file": "shell",
+	"open_file": "context", "open_folder": "context", "close_context_item": "context",
+}
+
 // builtinCommands resolves a built-in command list, which must let the agent finish and ask.
+// Names a component offers (ComponentCommands) are left to that component.
 func builtinCommands(names []string) (commands.Set, error) {
+	names = slices.DeleteFunc(slices.Clone(names), func(n string) bool { return ComponentCommands[n] != "" })
 	set, err := commands.Resolve(names)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)

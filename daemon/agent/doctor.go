@@ -91,6 +91,16 @@ func (s *doctor) checkModels(ctx context.Context) []client.Check {
 	return out
 }
 
+// tinyModelName is the random-weight model tinymodel writes for tests and offline demos
+// (ollamatest.TinyModelName; a test keeps the two equal).
+const tinyModelName = "agentd-tiny"
+
+// isTinyModel tells the test model by name, with or without a tag.
+func isTinyModel(model string) bool {
+	name, _, _ := strings.Cut(model, ":")
+	return name == tinyModelName
+}
+
 // modelCheck reports the model's context length: the prompt, history and memories must
 // fit in it, and below 4,096 tokens little fits.
 func modelCheck(info *llm.ModelInfo, maxContext int) client.Check {
@@ -106,6 +116,11 @@ func modelCheck(info *llm.ModelInfo, maxContext int) client.Check {
 	case ctxLen < 4096:
 		c.Status = client.CheckWarn
 		c.Fix = "use a model with a longer context, or raise num_ctx in its Modelfile (PARAMETER num_ctx 8192) and [ollama] max_context"
+	}
+	if isTinyModel(info.Model) { // noise matters more than a short context
+		c.Status = client.CheckWarn
+		c.Detail = info.Model + " is the offline test model: random weights, its answers are noise and no agent will get anything done"
+		c.Fix = "set [ollama] model to a chat model (ollama pull qwen3:8b, say) and restart agentd"
 	}
 	if len(info.Capabilities) > 0 && !slices.Contains(info.Capabilities, "completion") {
 		c.Status, c.Detail = client.CheckFail, fmt.Sprintf("%s cannot chat (capabilities: %v)", info.Model, info.Capabilities)

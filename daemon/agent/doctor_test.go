@@ -14,6 +14,7 @@ import (
 
 func TestDoctor(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
+		o.Model = "qwen3:8b" // the harness's tiny model is noise, and doctor warns of it
 		o.HealthChecks = []HealthCheck{func(context.Context) []client.Check {
 			return []client.Check{{Name: "extra", Status: client.CheckOK, Detail: "called"}}
 		}}
@@ -35,6 +36,7 @@ func TestDoctor(t *testing.T) {
 	// The harness made its files under umask 022, as an old agentd would have: private
 	// ones are what agentd leaves at start.
 	h.privateState(t)
+	h.fake.SetModels("qwen3:8b", "smart")
 	if got, want := summary(), "ollama:ok model:ok store:ok disk:ok state dir:ok workspaces:ok extra:ok"; got != want {
 		t.Errorf("healthy: %s\nwant     %s", got, want)
 	}

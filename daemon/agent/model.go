@@ -18,6 +18,7 @@ type modelState struct {
 	smart   string
 	probed  *llm.ModelInfo
 	lastErr error
+	checked time.Time // when the server last answered or failed to: Reachable's age
 	// cpt is characters per token by model, calibrated from Ollama's prompt_eval_count:
 	// tokenizers differ, so a smart model's ratio must not size the fast model's prompts.
 	cpt map[string]float64
@@ -37,7 +38,7 @@ func (m *modelState) probedOK(model string, info *llm.ModelInfo) {
 	if model != m.model {
 		return
 	}
-	m.probed, m.lastErr = info, nil
+	m.probed, m.lastErr, m.checked = info, nil, time.Now()
 }
 
 // switchTo starts over for a new model: its context length is unknown until probed.
@@ -53,7 +54,7 @@ func (m *modelState) switchTo(model, smart string) {
 func (m *modelState) failed(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.lastErr = err
+	m.lastErr, m.checked = err, time.Now()
 }
 
 // defaultCharsPerToken is a cautious guess until the first reply calibrates it.
@@ -77,7 +78,7 @@ func (m *modelState) calibrate(model string, chars, tokens int) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.lastErr = nil
+	m.lastErr, m.checked = nil, time.Now() // a reply: the server is reachable now
 	if m.cpt == nil {
 		m.cpt = map[string]float64{}
 	}
@@ -92,7 +93,7 @@ func (m *modelState) calibrate(model string, chars, tokens int) {
 func (m *modelState) status() client.OllamaStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := client.OllamaStatus{Host: m.host, Model: m.model, SmartModel: m.smart}
+	st := client.OllamaStatus{Host: m.host, Model: m.model, SmartModel: m.smart, CheckedAt: m.checked}
 	if m.probed != nil {
 		st.Reachable, st.ModelPresent = true, true
 		st.Version = m.probed.ServerVersion

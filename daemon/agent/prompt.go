@@ -34,7 +34,7 @@ const callToAction = `Determine exactly one command to use next, based on the ta
 // commands), the task, the components' messages, and the call to action.
 func BuildPrompt(in PromptInput) []llm.Message {
 	var sys strings.Builder
-	fmt.Fprintf(&sys, "You are %s, %s\n", in.Name, strings.TrimSuffix(strings.TrimSpace(in.Description), ".")+".")
+	fmt.Fprintf(&sys, "You are %s, %s\n", in.Name, midSentence(strings.TrimSuffix(strings.TrimSpace(in.Description), "."))+".")
 	list(&sys, "Constraints", in.Directives.Constraints)
 	list(&sys, "Resources", in.Directives.Resources)
 	sys.WriteString("\nCommands:\n")
@@ -157,4 +157,16 @@ func PromptChars(msgs []llm.Message) int {
 		n += len(m.Content)
 	}
 	return n
+}
+
+// midSentence lowers the first letter of a description written as its own sentence
+// ("An assistant that…") so it reads on after "You are X, ". Only a leading article or
+// pronoun is lowered: acronyms and names ("NASA's…", "Go expert") keep their capital.
+func midSentence(s string) string {
+	first, _, _ := strings.Cut(s, " ")
+	switch first {
+	case "A", "An", "The", "Your", "One", "Someone", "Something":
+		return strings.ToLower(first[:1]) + s[1:]
+	}
+	return s
 }

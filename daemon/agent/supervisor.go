@@ -275,6 +275,11 @@ func (s *Supervisor) recover(ctx context.Context) error {
 			}
 			ev := cycle.Event{Kind: cycle.Recovered, Result: "interrupted by a daemon restart after its run had ended",
 				Reason: "the daemon stopped while " + p.Command + " ran; it may or may not have finished: decide again"}
+			if p.Command == "append_to_file" { // not idempotent: show what is there to decide on
+				if note := commands.InterruptedAppend(a.Workspace, p.Args); note != "" {
+					ev.Reason += ". " + note
+				}
+			}
 			if on == nil || !active(a.State) {
 				// Its run was stopped or replaced while it ran: record it, ask no one.
 				if _, _, err := transit(tx, on, &p, ev); err != nil {

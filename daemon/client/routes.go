@@ -205,14 +205,17 @@ func auditQuery(q AuditQuery) url.Values {
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
+	if q.Before != 0 {
+		v.Set("before", strconv.FormatInt(q.Before, 10))
+	}
 	return v
 }
 
 func parseAuditQuery(v url.Values) (AuditQuery, error) {
 	q := AuditQuery{Agent: v.Get("agent")}
 	for key := range v {
-		if key != "agent" && key != "since" && key != "limit" {
-			return q, Errorf(ErrBadRequest, "unknown query parameter %q (want agent, since, limit)", key)
+		if key != "agent" && key != "since" && key != "limit" && key != "before" {
+			return q, Errorf(ErrBadRequest, "unknown query parameter %q (want agent, since, limit, before)", key)
 		}
 	}
 	if s := v.Get("since"); s != "" {
@@ -228,6 +231,13 @@ func parseAuditQuery(v url.Values) (AuditQuery, error) {
 			return q, Errorf(ErrBadRequest, "limit %q: want a whole number", s)
 		}
 		q.Limit = n
+	}
+	if s := v.Get("before"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return q, Errorf(ErrBadRequest, "before %q: want an audit entry id (a whole number)", s)
+		}
+		q.Before = n
 	}
 	return q, nil
 }

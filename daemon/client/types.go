@@ -419,6 +419,10 @@ type OllamaStatus struct {
 	ContextLength int      `json:"context_length,omitempty"`
 	Capabilities  []string `json:"capabilities,omitempty"`
 	Error         string   `json:"error,omitempty"`
+	// CheckedAt is when the daemon last heard from the server (a probe, about once a
+	// minute, or a model call) or failed to: Reachable is as of then. Zero before the
+	// first probe.
+	CheckedAt time.Time `json:"checked_at,omitzero"`
 }
 
 // Status is the daemon's health at a glance.
@@ -492,6 +496,9 @@ type AuditQuery struct {
 	Agent string
 	Since time.Time
 	Limit int
+	// Before, when not 0, keeps entries with an ID below it: the next page back, after a
+	// page whose oldest entry had this ID (one listing holds at most 10,000).
+	Before int64
 }
 
 // Run is one task an agent worked on, from its start to its end.

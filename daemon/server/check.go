@@ -19,8 +19,19 @@ func CheckConfig(cfg *config.Config) []config.Problem {
 	bad := func(key, format string, args ...any) {
 		probs = append(probs, config.Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
-	checkCommands := func(key string, names []string) {
+	extra := componentsOf(cfg)
+	checkCommands := func(key string, names []string, disabled []string) {
 		for i, n := range names {
+			if comp := agent.ComponentCommands[n]; comp != "" {
+				msg := componentCommandProblem(n, comp, extra, disabled)
+				if msg == "" && n == "web_search" && cfg.Web.SearxngURL == "" && !cfg.Web.DuckDuckGo {
+					msg = `"web_search" needs a search engine: set searxng_url or duckduckgo = true in [web], or drop "web_search" from the list`
+				}
+				if msg != "" {
+					bad(key, "item %d: %s", i+1, msg)
+				}
+				continue
+			}
 			if _, ok := commands.Lookup(n); !ok && strings.TrimSpace(n) != "" {
 				bad(key, "item %d: no command is named %q; commands: %s", i+1, n, strings.Join(knownCommands(), ", "))
 			}
@@ -31,7 +42,6 @@ func CheckConfig(cfg *config.Config) []config.Problem {
 			}
 		}
 	}
-	extra := componentsOf(cfg)
 	checkComps := func(key string, names []string, disabling bool) {
 		for i, n := range names {
 			if strings.TrimSpace(n) == "" {
@@ -42,12 +52,12 @@ func CheckConfig(cfg *config.Config) []config.Problem {
 			}
 		}
 	}
-	checkCommands("agent.commands", cfg.Agent.Commands)
+	checkCommands("agent.commands", cfg.Agent.Commands, cfg.Agent.DisabledComponents)
 	checkComps("agent.disabled_components", cfg.Agent.DisabledComponents, true)
 	checkComps("agent.component_order", cfg.Agent.ComponentOrder, false)
 	for _, name := range sortedNames(cfg.Agents) {
 		o := cfg.Agents[name]
-		checkCommands("agents."+name+".commands", o.Commands)
+		checkCommands("agents."+name+".commands", o.Commands, append(slices.Clone(cfg.Agent.DisabledComponents), o.DisabledComponents...))
 		checkComps("agents."+name+".disabled_components", o.DisabledComponents, true)
 	}
 	return probs
@@ -67,6 +77,19 @@ func componentsOf(cfg *config.Config) []commands.Component {
 		out = append(out, commands.CommandList{ID: "mcp"})
 	}
 	return out
+}
+
+// componentCommandProblem says why command n, offered by component comp, would not be
+// offered with this config, naming what turns it on; "" when it is offered.
+func componentCommandProblem(n, comp string, extra []commands.Component, disabled []string) string {
+	on := comp == "context" || slices.ContainsFunc(extra, func(c commands.Component) bool { return c.Name() == comp })
+	switch {
+	case !on:
+		return fmt.Sprintf("%q is offered by [%s] when it is on: set enabled = true in [%s], or drop %q from the list", n, comp, comp, n)
+	case slices.Contains(disabled, comp):
+		return fmt.Sprintf("%q is offered by the %s component, which disabled_components turns off: remove %q from disabled_components, or drop %q from the list", n, comp, comp, n)
+	}
+	return ""
 }
 
 func knownCommands() []string {

@@ -16,6 +16,7 @@ type AuditFilter struct {
 	AgentID string
 	Since   time.Time
 	Limit   int
+	Before  int64 // entries with a lower id only; 0 for no bound
 }
 
 // AuditEntries lists audit entries; an entry keeps its agent id after the agent is
@@ -30,8 +31,8 @@ func (t *Tx) AuditEntries(f AuditFilter) ([]client.AuditEntry, error) {
 	}
 	rows, err := t.query(`SELECT a.id, a.at, a.agent_id, COALESCE(g.name, ''), a.kind, a.detail
 		FROM audit a LEFT JOIN agents g ON g.id = a.agent_id
-		WHERE (? = '' OR a.agent_id = ?) AND a.at >= ?
-		ORDER BY a.id DESC LIMIT ?`, f.AgentID, f.AgentID, since, f.Limit)
+		WHERE (? = '' OR a.agent_id = ?) AND a.at >= ? AND (? = 0 OR a.id < ?)
+		ORDER BY a.id DESC LIMIT ?`, f.AgentID, f.AgentID, since, f.Before, f.Before, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit: %w", err)
 	}

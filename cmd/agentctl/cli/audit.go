@@ -24,7 +24,8 @@ permission patterns stored or removed). Entries of removed agents stay, under th
   --agent AGENT   one agent's entries (name or id)
   --since WHEN    entries from then on: a duration back (90m, 24h, 7d) or a time
                   (2026-11-21, 2026-11-21T09:00, or RFC 3339)
-  --limit N       the newest N entries (default 100, at most 10000)`,
+  --limit N       the newest N entries (default 100); past 10,000 they are fetched
+                  in pages of 10,000, newest first, and printed oldest first`,
 	run: (*app).runAudit,
 }
 
@@ -46,7 +47,10 @@ func (a *app) runAudit(ctx context.Context, args []string) error {
 			return usagef("--since: %v", err)
 		}
 	}
-	list, err := a.api().Audit(ctx, q)
+	if *limit < 0 {
+		return usagef("--limit %d: want a positive number of entries", *limit)
+	}
+	list, err := a.auditPages(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -204,4 +208,37 @@ func (a *app) runReplay(ctx context.Context, args []string) error {
 		fmt.Fprintln(a.stdout)
 	}
 	return nil
+}
+
+// auditPage is the most entries the daemon returns in one listing.
+const auditPage = 10_000
+
+// auditPages fetches q.Limit entries, asking the daemon in pages of at most auditPage
+// (each one back from the oldest entry of the last), and returns them oldest first.
+func (a *app) auditPages(ctx context.Context, q client.AuditQuery) ([]client.AuditEntry, error) {
+	want := q.Limit
+	if want <= auditPage {
+		return a.api().Audit(ctx, q)
+	}
+	var pages [][]client.AuditEntry
+	for got := 0; got < want; {
+		q.Limit = min(want-got, auditPage)
+		page, err := a.api().Audit(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) > 0 {
+			pages = append(pages, page)
+			q.Before = page[0].ID // oldest first: the first entry is where the next page ends
+		}
+		got += len(page)
+		if len(page) < q.Limit {
+			break // the log holds no more
+		}
+	}
+	var out []client.AuditEntry
+	for i := len(pages) - 1; i >= 0; i-- {
+		out = append(out, pages[i]...)
+	}
+	return out, nil
 }

@@ -56,6 +56,11 @@ func (f *fakeDaemon) scheduleRoutes() {
 		return s, nil
 	})
 	clienttest.Handle(fk, client.ScheduleRoute, func(_ context.Context, ref string, _ client.None) (*client.Schedule, error) {
+		if ref == "fresh" { // just added: the daemon stores its creation as the fire cursor
+			s := cannedSchedule()
+			s.ID, s.Name, s.LastFired = "s-3", "fresh", s.CreatedAt
+			return s, nil
+		}
 		s, err := schedule(ref)
 		if s != nil { // totals come with the single-schedule call, from the run records
 			s.Runs, s.Steps, s.Tokens = 1, 3, 1234
@@ -84,6 +89,9 @@ func (f *fakeDaemon) scheduleRoutes() {
 			Outcome: "started", RunID: "r-8", AgentID: "a-8"}, nil
 	})
 	clienttest.Handle(fk, client.ScheduleHistoryRoute, func(_ context.Context, ref string, q client.ScheduleHistoryQuery) ([]client.ScheduleRun, error) {
+		if ref == "s-3" {
+			return nil, nil
+		}
 		if _, err := schedule(ref); err != nil {
 			return nil, err
 		}

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,13 +28,14 @@ type fakeDaemon struct {
 	sock string
 	api  clienttest.Fake // every route but the event streams
 
-	mu        sync.Mutex
-	status    client.Status
-	agents    []*client.Agent
-	history   map[string][]client.Episode
-	decisions []client.DecideRequest
-	answers   []client.AnswerRequest
-	sinces    []int64 // the since of each events request, in order
+	mu         sync.Mutex
+	status     client.Status
+	agents     []*client.Agent
+	history    map[string][]client.Episode
+	decisions  []client.DecideRequest
+	answers    []client.AnswerRequest
+	sinces     []int64      // the since of each events request, in order
+	auditCalls atomic.Int32 // audit listings served
 
 	// decide, if set, answers a decision instead of the default (accept it).
 	decide func(agent *client.Agent, req client.DecideRequest) (*client.Decision, error)
@@ -113,12 +116,29 @@ func (f *fakeDaemon) routes() http.Handler {
 			{ID: 3, At: at.Add(2 * time.Minute), AgentID: "a-1", Agent: "researcher", Kind: "decision", Detail: json.RawMessage(`{"by":"alice","kind":"approve","proposal_id":"p-1","source":"slack"}`)},
 			{ID: 4, At: at.Add(3 * time.Minute), AgentID: "a-9", Kind: "removed", Detail: json.RawMessage(`{}`)},
 		}
+		if q.Agent == "busy" { // a long log, past one listing's 10,000 entries
+			all = nil
+			for id := int64(1); id <= busyAuditEntries; id++ {
+				all = append(all, client.AuditEntry{ID: id, At: at, AgentID: "a-7", Agent: "busy", Kind: "proposal", Detail: json.RawMessage(`{}`)})
+			}
+		}
+		// As the daemon: 0 means 100, at most 10,000, the newest below Before, oldest first.
+		limit := q.Limit
+		if limit < 0 || limit > 10_000 {
+			return nil, client.Errorf(client.ErrBadRequest, "limit %d: want 1 to 10000 (0 for 100)", limit)
+		}
+		if limit == 0 {
+			limit = 100
+		}
+		f.auditCalls.Add(1)
 		var out []client.AuditEntry
-		for _, e := range all {
-			if a := q.Agent; a == "" || a == e.AgentID || a == e.Agent {
+		for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
+			e := all[i]
+			if a := q.Agent; (a == "" || a == e.AgentID || a == e.Agent) && (q.Before == 0 || e.ID < q.Before) {
 				out = append(out, e)
 			}
 		}
+		slices.Reverse(out)
 		return out, nil
 	})
 	clienttest.Handle(fk, client.ReplayRoute, func(_ context.Context, ref string, _ client.None) (*client.Replay, error) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -49,7 +50,7 @@ func writeStatus(w io.Writer, st *client.Status) {
 	fmt.Fprintf(tw, "state:\t%s\n", st.StateDir)
 	o := st.Ollama
 	if o.Reachable {
-		fmt.Fprintf(tw, "ollama:\t%s, version %s\n", o.Host, o.Version)
+		fmt.Fprintf(tw, "ollama:\t%s, version %s%s\n", o.Host, o.Version, checkedAgo(o.CheckedAt, time.Now()))
 		if o.Error != "" && o.ModelPresent {
 			fmt.Fprintf(tw, "\tlast error: %s\n", o.Error)
 		}
@@ -58,7 +59,7 @@ func writeStatus(w io.Writer, st *client.Status) {
 		if o.Error != "" {
 			why = ": " + o.Error
 		}
-		fmt.Fprintf(tw, "ollama:\t%s unreachable%s\n", o.Host, why)
+		fmt.Fprintf(tw, "ollama:\t%s unreachable%s%s\n", o.Host, why, checkedAgo(o.CheckedAt, time.Now()))
 		fmt.Fprintf(tw, "\tstart it with `ollama serve` (or set OLLAMA_HOST for agentd)\n")
 	}
 	model := o.Model
@@ -161,4 +162,17 @@ func agentCounts(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%d %s", m[s], s)
 	}
 	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
+}
+
+// checkedAgo tells how old the daemon's view of Ollama is: it probes about once a
+// minute, so "reachable" may be up to a minute stale.
+func checkedAgo(at, now time.Time) string {
+	if at.IsZero() {
+		return "" // a daemon from before checked_at
+	}
+	age := now.Sub(at).Round(time.Second)
+	if age < 2*time.Second {
+		return " (checked just now)"
+	}
+	return fmt.Sprintf(" (checked %s ago)", age)
 }

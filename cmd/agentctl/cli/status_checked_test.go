@@ -1,0 +1,37 @@
+package cli_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// The daemon probes Ollama about once a minute; status shows how old its view is.
+func TestStatusShowsOllamaCheckAge(t *testing.T) {
+	tests := []struct {
+		name      string
+		reachable bool
+		age       time.Duration
+		want      string
+	}{
+		{"reachable_just_now", true, 0, "ollama:        http://127.0.0.1:11434, version 0.17.4 (checked just now)\n"},
+		{"reachable_42s_ago", true, 42 * time.Second, "ollama:        http://127.0.0.1:11434, version 0.17.4 (checked 42s ago)\n"},
+		{"unreachable_3m_ago", false, 3 * time.Minute, "ollama:        http://127.0.0.1:11434 unreachable: connection refused (checked 3m0s ago)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeDaemon(t)
+			f.mu.Lock()
+			f.status.Ollama.Reachable = tt.reachable
+			if !tt.reachable {
+				f.status.Ollama.Error = "connection refused"
+			}
+			f.status.Ollama.CheckedAt = time.Now().Add(-tt.age)
+			f.mu.Unlock()
+			r := runCLI(t, "", "--socket", f.sock, "status")
+			if !strings.Contains(r.stdout, tt.want) {
+				t.Errorf("status lacks %q:\n%s", tt.want, r.stdout)
+			}
+		})
+	}
+}
