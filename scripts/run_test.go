@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -69,6 +70,15 @@ func TestRunLeavesAgentdRunningAndSaysSo(t *testing.T) {
 	ls := sh(t, root, env, "", "bin/agentctl", "ls")
 	if !strings.Contains(ls, "folder-lister") {
 		t.Errorf("plain agentctl ls in a second shell does not list the agent:\n%s", ls)
+	}
+
+	// The name run printed before the model renamed the agent still finds it.
+	m := regexp.MustCompile(`(?m)^a-[0-9a-f]{12} (agent-[0-9a-f]{6})$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("run printed no `ID agent-XXXXXX` line:\n%s", out)
+	}
+	if show := sh(t, root, env, "", "bin/agentctl", "show", m[1]); !strings.Contains(show, "folder-lister") {
+		t.Errorf("agentctl show %s after the rename:\n%s", m[1], show)
 	}
 
 	stop := sh(t, root, env, "", "scripts/run.sh", "stop")
