@@ -544,3 +544,31 @@ func TestCommandListLimitsAgent(t *testing.T) {
 		t.Errorf("x.txt was written: %v", err)
 	}
 }
+
+// TestTempNameKeepsWorkingAfterRename: `agentctl run` prints the name an agent is
+// created with, agent-XXXXXX; after the model names it, that name still finds it, for
+// reads and for decisions, and a look-alike that was nobody's first name does not.
+func TestTempNameKeepsWorkingAfterRename(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(`{"name": "Haiku Writer", "description": "writes haiku", "best_practices": ["count syllables"], "constraints": ["stay short"]}`,
+		reply("finish", map[string]string{"reason": "ok"}))
+	a := h.create(client.CreateAgentRequest{Task: "write a haiku"})
+	first := "agent-" + a.ID[2:8]
+	if a.Name != first {
+		t.Fatalf("created with name %q, want %q", a.Name, first)
+	}
+	p := h.pending(a.ID)
+	ctx := context.Background()
+	got, err := h.sup.agentViews.Agent(ctx, first)
+	if err != nil || got.ID != a.ID || got.Name != "haiku-writer" {
+		t.Fatalf("by first name %q after the rename: %+v, %v", first, got, err)
+	}
+	if _, err := h.sup.decisions.Decide(ctx, first, client.DecideRequest{ProposalID: p.ID, Kind: "deny"}); err != nil {
+		t.Fatalf("deciding through the first name: %v", err)
+	}
+	for _, ref := range []string{"agent-ffffff", "agent-" + a.ID[2:7], "my" + first} {
+		if _, err := h.sup.agentViews.Agent(ctx, ref); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("%q found an agent (err %v), want not found", ref, err)
+		}
+	}
+}

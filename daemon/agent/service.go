@@ -101,7 +101,7 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 		a.Task = client.GoalsTask
 	}
 	if a.Name == "" {
-		a.Name = "agent-" + a.ID[2:8]
+		a.Name = tempName(a.ID)
 	}
 	if a.Description == "" && req.Task == "" {
 		a.Description = "an autonomous assistant"

@@ -18,6 +18,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -360,16 +361,54 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// resolve finds an agent by id or unique name.
+// resolve finds an agent by id, unique name, or the temporary name it was created
+// with (see tempName): `agentctl run` prints that name before the model renames the
+// agent, and a name a person has been shown must keep working.
 func resolve(tx *store.Tx, ref string) (*store.Agent, error) {
 	a, err := tx.Agent(ref)
 	if errors.Is(err, store.ErrNotFound) {
 		a, err = tx.AgentByName(ref)
 	}
 	if errors.Is(err, store.ErrNotFound) {
+		a, err = byTempName(tx, ref)
+	}
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound("no agent %q: see `agentctl ls`", ref)
 	}
 	return a, err
+}
+
+// tempNamePrefix starts the name an agent gets until its profile names it.
+const tempNamePrefix = "agent-"
+
+// tempName is the name an agent has until the model names it: "agent-" and the first
+// six hex digits of its id, so the id alone recovers it after a rename.
+func tempName(id string) string { return tempNamePrefix + id[2:8] }
+
+// byTempName finds the agent whose temporary name was ref, though it has been renamed.
+func byTempName(tx *store.Tx, ref string) (*store.Agent, error) {
+	digits, ok := strings.CutPrefix(ref, tempNamePrefix)
+	if !ok || len(digits) != 6 || strings.Trim(digits, "0123456789abcdef") != "" {
+		return nil, store.ErrNotFound
+	}
+	all, err := tx.Agents()
+	if err != nil {
+		return nil, err
+	}
+	var found *store.Agent
+	for _, a := range all {
+		if len(a.ID) < 8 || tempName(a.ID) != ref {
+			continue
+		}
+		if found != nil {
+			return nil, conflict("%q was the first name of both %s and %s: use the id or the current name", ref, found.ID, a.ID)
+		}
+		found = a
+	}
+	if found == nil {
+		return nil, store.ErrNotFound
+	}
+	return found, nil
 }
 
 // known is view for a caller that knows the agent's pending proposal and question

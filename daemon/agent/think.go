@@ -367,7 +367,7 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 			return err
 		}
 		name := slug(pr.Name)
-		if name != "" && strings.HasPrefix(cur.Name, "agent-") {
+		if name != "" && cur.Name == tempName(cur.ID) {
 			if taken, _ := tx.NameTaken(name); !taken {
 				cur.Name = name
 			}

@@ -93,7 +93,7 @@ func (a *app) notRunning(dnr *client.DaemonNotRunningError) string {
 		fmt.Fprintf(&b, "\nagentd runs at %s: use it with `agentctl --socket %s %s ...`, or `export %s=%s` for this shell",
 			found.Path, found.Path, cmd, client.SocketEnv, found.Path)
 	} else {
-		b.WriteString("\nstart it with `agentd` (or `systemctl --user start agentd`)")
+		b.WriteString("\nstart it with `agentd` (or `systemctl --user start agentd`, or `scripts/run.sh` in the agentd source folder, which leaves it running where plain agentctl looks)")
 		if stale {
 			b.WriteString(", which replaces the stale socket")
 		}

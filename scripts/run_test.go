@@ -1,0 +1,190 @@
+// Package scripts_test drives scripts/run.sh end to end against a fake Ollama server on
+// 127.0.0.1: what it leaves running, what it tells the person, and that a second shell
+// finds the agentd it started.
+package scripts_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/ollama/ollama/api"
+)
+
+// proposal is a model reply proposing one harmless command.
+const proposal = `{"thoughts":{"observations":"o","text":"t","reasoning":"r","self_criticism":"s","plan":"p","speak":"I will look"},"command":{"name":"list_folder","args":{"path":"."}}}`
+
+// TestRunLeavesAgentdRunningAndSaysSo: Ctrl-C while a proposal waits ends run.sh but
+// not agentd; run.sh
+// names the commands for a second shell and `scripts/run.sh stop`; plain agentctl, with
+// no $AGENTD_SOCKET, finds that agentd; `scripts/run.sh stop` stops it.
+func TestRunLeavesAgentdRunningAndSaysSo(t *testing.T) {
+	fake := ollamatest.NewFake(t)
+	fake.SetDefault(func(req *api.ChatRequest) string {
+		if strings.Contains(string(req.Format), "best_practices") {
+			return `{"name":"Folder Lister","description":"lists folders","best_practices":["look first"],"constraints":["read only"]}`
+		}
+		return proposal
+	})
+	home := testutil.ShortTempDir(t)
+	env := append(cleanEnv(),
+		"OLLAMA_HOST="+fake.Addr(), "AGENTD_MODEL="+ollamatest.TinyModelName,
+		"AGENTD_HOME="+filepath.Join(home, "state"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"), "TMPDIR="+home)
+	if err := os.MkdirAll(filepath.Join(home, "run"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh(t, root, env, "", "scripts/run.sh", "stop") })
+
+	out := ctrlC(t, root, env, "list_folder", "scripts/run.sh", "list the folder")
+	for _, want := range []string{
+		"from a second shell here: bin/agentctl ls   and   bin/agentctl follow NAME",
+		"agentd keeps running, with your agents",
+		"    bin/agentctl ls\n",
+		"    bin/agentctl follow NAME\n",
+		"still running, started by run.sh: agentd; stop them with: scripts/run.sh stop",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run.sh did not say %q; it said:\n%s", want, out)
+		}
+	}
+	pid := agentdPID(t, filepath.Join(home, "state", "run.pids"))
+	if !running(pid) {
+		t.Fatalf("agentd (pid %d) stopped with run.sh", pid)
+	}
+
+	// A second shell: the same user's environment, plain agentctl, no $AGENTD_SOCKET.
+	ls := sh(t, root, env, "", "bin/agentctl", "ls")
+	if !strings.Contains(ls, "folder-lister") {
+		t.Errorf("plain agentctl ls in a second shell does not list the agent:\n%s", ls)
+	}
+
+	// The name run printed before the model renamed the agent still finds it.
+	m := regexp.MustCompile(`(?m)^a-[0-9a-f]{12} (agent-[0-9a-f]{6})$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("run printed no `ID agent-XXXXXX` line:\n%s", out)
+	}
+	if show := sh(t, root, env, "", "bin/agentctl", "show", m[1]); !strings.Contains(show, "folder-lister") {
+		t.Errorf("agentctl show %s after the rename:\n%s", m[1], show)
+	}
+
+	stop := sh(t, root, env, "", "scripts/run.sh", "stop")
+	if !strings.Contains(stop, "stopped agentd (pid "+strconv.Itoa(pid)+")") {
+		t.Errorf("run.sh stop said:\n%s", stop)
+	}
+	if running(pid) {
+		t.Errorf("agentd (pid %d) still runs after scripts/run.sh stop", pid)
+	}
+	if again := sh(t, root, env, "", "scripts/run.sh", "stop"); !strings.Contains(again, "nothing to stop") {
+		t.Errorf("a second run.sh stop said:\n%s", again)
+	}
+}
+
+// cleanEnv is this process's environment without what would point run.sh or agentctl
+// elsewhere than the test's own places.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "OLLAMA_HOST", "AGENTD_MODEL", "AGENTD_HOME", "AGENTD_SOCKET", "XDG_RUNTIME_DIR", "RUNTIME_DIRECTORY", "TMPDIR":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// sh runs a command from the repository root with stdin and returns its stdout and
+// stderr together; it fails the test if the command fails or takes over 3 minutes.
+func sh(t *testing.T, root string, env []string, stdin string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env, cmd.Stdin = root, env, strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+// agentdPID reads the pid of the agentd run.sh started from its list.
+func agentdPID(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("run.sh left no list of what it started: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "agentd "); ok {
+			pid, err := strconv.Atoi(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+	}
+	t.Fatalf("no agentd in %s:\n%s", path, b)
+	return 0
+}
+
+// ctrlC starts a command in its own process group, as a terminal runs it, waits until
+// its output shows marker, then sends SIGINT to the group as Ctrl-C does, and returns
+// the output once the command has ended.
+func ctrlC(t *testing.T, root string, env []string, marker string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Env = root, env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out testutil.SyncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for !strings.Contains(out.String(), marker) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		t.Fatalf("%s did not end within 30s of Ctrl-C:\n%s", name, out.String())
+	}
+	if !strings.Contains(out.String(), marker) {
+		t.Fatalf("%s never showed %q:\n%s", name, marker, out.String())
+	}
+	return out.String()
+}
+
+// running reports whether process pid runs: it exists and is no zombie waiting for
+// whichever process adopted it to reap it.
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
