@@ -47,7 +47,8 @@ type summary struct {
 	passed   int
 	failed   int
 	skipped  int
-	broken   bool // a package or build failed without a failing test to show for it
+	broken   bool      // a package or build failed without a failing test to show for it
+	last     time.Time // when the latest event arrived
 }
 
 func newSummary(w io.Writer, trim string, every time.Duration) *summary {
@@ -67,6 +68,7 @@ func (s *summary) pkg(name string, now time.Time) *pkgRun {
 
 // event takes one go test -json event; now is when it arrived.
 func (s *summary) event(e event, now time.Time) {
+	s.last = now
 	switch e.Action {
 	case "build-output":
 		b := s.builds[e.ImportPath]
@@ -144,8 +146,15 @@ func (s *summary) packageEvent(e event, p *pkgRun) {
 	}
 }
 
-// heartbeat names what each package running longer than one beat is doing now.
+// heartbeat names what each package running longer than one beat is doing now; with none
+// running, it says how long go test has been quiet (it is compiling test binaries).
 func (s *summary) heartbeat(now time.Time) {
+	beat := false
+	defer func() {
+		if !beat && !s.last.IsZero() && now.Sub(s.last) >= s.every {
+			fmt.Fprintf(s.w, "..    no test running for %s: go test is compiling test binaries\n", round(now.Sub(s.last)))
+		}
+	}()
 	for _, name := range slices.Sorted(maps.Keys(s.pkgs)) {
 		p := s.pkgs[name]
 		if p.done || now.Sub(p.started) < s.every {
@@ -160,6 +169,7 @@ func (s *summary) heartbeat(now time.Time) {
 			what = fmt.Sprintf("running %s and %d more", strings.Join(running[:3], ", "), len(running)-3)
 		}
 		fmt.Fprintf(s.w, "..    %-36s %7s so far, %s\n", s.name(name), round(now.Sub(p.started)), what)
+		beat = true
 	}
 }
 

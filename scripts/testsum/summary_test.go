@@ -138,4 +138,10 @@ func TestHeartbeatNamesTheRunningTests(t *testing.T) {
 	if strings.Contains(out.String(), "daemon/a ") || !strings.Contains(out.String(), "daemon/a/young") {
 		t.Errorf("heartbeat after the package ended = %q", out.String())
 	}
+	out.Reset()
+	s.event(event{Action: "pass", Package: pkgA + "/young"}, t0.Add(100*time.Second))
+	s.heartbeat(t0.Add(140 * time.Second))
+	if want := "no test running for 40s: go test is compiling"; !strings.Contains(out.String(), want) {
+		t.Errorf("heartbeat with nothing running = %q, want %q", out.String(), want)
+	}
 }
