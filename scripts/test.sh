@@ -61,7 +61,12 @@ go build -o "$AGENTD_LOGS/testsum" ./scripts/testsum
 short=(); $quick && short=(-short)
 say "go test (unit, loop$($quick || echo ' and real-Ollama integration') tests): a line per package as it ends"
 # pipefail: the pipeline fails when go test fails, and testsum fails on any failed test too.
-go test -json -count=1 -timeout 40m "${short[@]}" "$@" ./... 2>&1 |
+# go test starts packages in the order named (each waits for the one before it to start),
+# -p at a time: naming the slowest first lets the many short ones run beside them, not after.
+slow=(github.com/agentd/agentd/daemon/integration github.com/agentd/agentd/bots/discord
+	github.com/agentd/agentd/daemon/agent github.com/agentd/agentd/bots/discord/fakediscord)
+mapfile -t rest < <(go list ./... | grep -vxF -f <(printf '%s\n' "${slow[@]}"))
+go test -json -count=1 -timeout 40m "${short[@]}" "$@" "${slow[@]}" "${rest[@]}" 2>&1 |
 	"$AGENTD_LOGS/testsum" -heartbeat "${AGENTD_HEARTBEAT:-30s}" -json "$AGENTD_LOGS/go-test.json" ||
 	die "tests failed: each failure is printed in full above (raw events: $AGENTD_LOGS/go-test.json)"
 
