@@ -36,6 +36,8 @@ apt_install() {
 	for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	say "installing Debian packages: ${missing[*]}"
+	# as_root's own die would vanish into the log: check here, where it is seen.
+	[ "$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1 || die "need root (or sudo) to apt-get install ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	quietly install.log as_root apt-get update -qq || say "apt-get update failed (see above); trying the install anyway"
 	quietly install.log as_root apt-get install -y -qq "${missing[@]}"
