@@ -360,7 +360,7 @@ func TestAttackClicks(t *testing.T) {
 		}, "a-1 p-1 approve 3 " + hash(1), "", ""},
 		{"non_approver", func(w *attackWorld) {
 			w.press("U5", "C1", "T1", ActionApproveN, Ref{AgentID: "a-1", ProposalID: "p-1", Count: 3}, "c-4")
-		}, "", "", "You are not an approver here"},
+		}, "", "not an approver here", "You are not an approver here"},
 		{"click_in_an_unserved_channel", func(w *attackWorld) {
 			w.press("U1", "C7", "T1", ActionApprove, Ref{AgentID: "a-1", ProposalID: "p-1"}, "c-5")
 		}, "", "", ""},

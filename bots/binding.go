@@ -31,6 +31,9 @@ type AuditEvent struct {
 	ThreadAgent string `json:"thread_agent,omitempty"`
 	ProposalID  string `json:"proposal_id,omitempty"`
 	Reason      string `json:"reason"`
+	// Unaudited is how many of this non-approver's refused actions before this one, in
+	// the last minute, were not audited (each is audited at most once a minute).
+	Unaudited int `json:"unaudited,omitempty"`
 }
 
 // AuditKind is the audit log's kind for an AuditEvent.
@@ -39,7 +42,7 @@ const AuditKind = "chat_refused"
 // audit hands e to Options.Audit; a failure is logged as an error, never dropped.
 func (r *Relay) audit(ctx context.Context, e AuditEvent) {
 	r.log.Warn("bots: refused a chat action", "platform", e.Platform, "user", e.User, "channel", e.Channel,
-		"agent", e.AgentID, "thread_agent", e.ThreadAgent, "proposal", e.ProposalID, "reason", e.Reason)
+		"agent", e.AgentID, "thread_agent", e.ThreadAgent, "proposal", e.ProposalID, "reason", e.Reason, "unaudited", e.Unaudited)
 	if r.opt.Audit == nil {
 		return
 	}

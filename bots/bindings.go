@@ -16,6 +16,10 @@ type Binding struct {
 	RunID     string
 	CreatedBy string
 	CreatedAt time.Time
+	// EndPost is the id of the relay's post in the thread that showed the end of run
+	// EndRun (its finish or failure note); "" until a run's end is shown there.
+	EndPost string
+	EndRun  string
 }
 
 // ChatMessage is a message posted for a proposal (kind "proposal") or a question

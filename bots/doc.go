@@ -9,6 +9,12 @@
 // replies, who may decide, the formatting model, thread bindings. An Adapter only speaks
 // its platform's protocol.
 //
+// A chat action is bound to what it was shown (binding.go): a click to the hash on its
+// button, a reply to the proposal shown before it was written, and a follow-up task to
+// the end of the run before it (ended.go). Only plain platform user ids become mentions
+// (MentionID). Clicks from people who may decide nothing are refused first and audited at
+// most once a minute each (strangers.go).
+//
 // The relay runs inside agentd (daemon/server starts it); the supervisor's parts
 // (agent.Facade) are its Service.
 package bots

@@ -26,6 +26,9 @@ type ProposalView struct {
 	Closed string
 	// ApproveN is N on the Approve ×N button (0 or 1 leaves that button out).
 	ApproveN int
+	// GrantSource is where the grant that made Decision was made (slack, agentctl…); ""
+	// when unknown. Only a grant made on the platform shown names its maker as a mention.
+	GrantSource string
 }
 
 // FormatProposal builds the proposal message for platform (decisions made there show
@@ -50,7 +53,7 @@ func FormatProposal(v ProposalView, platform string) Message {
 	m.Summary = fmt.Sprintf("Step %d: %s wants to run %s", p.Step, p.AgentID, p.Command)
 	switch {
 	case v.Decision != nil:
-		m.Parts = append(m.Parts, Part{Spans: DecisionSpans(v.Decision, platform)})
+		m.Parts = append(m.Parts, Part{Spans: DecisionSpans(v.Decision, platform, v.GrantSource)})
 	case v.Closed != "":
 		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: v.Closed}}})
 	case p.Status.Decidable():
@@ -67,7 +70,7 @@ func FormatProposal(v ProposalView, platform string) Message {
 		m.Buttons = append(m.Buttons,
 			Button{Action: ActionDeny, Label: "Deny", Ref: ref, Style: "danger"},
 			Button{Action: ActionFeedback, Label: "Feedback…", Ref: ref})
-		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: "Reply in this thread: y, y -N, n, or feedback."}}})
+		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: "Reply in this thread: y, y -N, n, or feedback (? for help)."}}})
 	}
 	return m
 }
@@ -114,8 +117,9 @@ func ArgsFile(p *client.Proposal) (name, content string) {
 	return fmt.Sprintf("step-%d-%s-args.json", p.Step, p.Command), full + "\n"
 }
 
-// DecisionSpans says what was decided and by whom.
-func DecisionSpans(d *client.Decision, platform string) []Span {
+// DecisionSpans says what was decided and by whom on platform; grantSource is where the
+// grant that made an automatic approval was made ("" when unknown).
+func DecisionSpans(d *client.Decision, platform, grantSource string) []Span {
 	var what string
 	switch d.Kind {
 	case client.DecisionApprove:
@@ -142,9 +146,9 @@ func DecisionSpans(d *client.Decision, platform string) []Span {
 	spans := []Span{{Text: what, Bold: true}, {Text: " by "}}
 	switch {
 	case d.Source == platform && d.By != "":
-		spans = append(spans, Span{User: d.By})
+		spans = append(spans, Mention(platform, d.By))
 	case d.Source == "grant": // an automatic approval names its grant and what is left of it
-		spans = append(spans, Span{Text: d.GrantLabel})
+		spans = append(spans, grantSpans(d, platform, grantSource)...)
 	case d.Source == "policy":
 		spans = append(spans, Span{Text: "policy"})
 		if d.Pattern != "" {
@@ -162,6 +166,17 @@ func DecisionSpans(d *client.Decision, platform string) []Span {
 		spans = append(spans, Span{Text: ": " + cut(d.Feedback, maxSpeak)})
 	}
 	return spans
+}
+
+// grantSpans names the grant that approved d as its label says ("U123's y -3 (2 left)"):
+// when the grant was made on platform by a plain id there, its maker is shown as a
+// mention, so chat shows the person and not a raw id; else the label as text.
+func grantSpans(d *client.Decision, platform, grantSource string) []Span {
+	rest, ok := strings.CutPrefix(d.GrantLabel, d.By+"'s ")
+	if grantSource != platform || d.By == "" || !ok || !MentionID(platform, d.By) {
+		return []Span{{Text: d.GrantLabel}}
+	}
+	return []Span{{User: d.By}, {Text: "'s " + rest}}
 }
 
 // FormatArgs pretty-prints a proposal's args, cut to a readable length.

@@ -93,7 +93,7 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 // refuse tells a person they may not do that here, and logs it.
 func (r *Relay) refuse(ctx context.Context, ep *endpoint, w Where, u User, agent, what string) {
 	r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "agent", agent, "action", what)
-	text := "You are not an approver here, so this changed nothing. Ask an approver, or an admin to add you to the bot's approvers."
+	text := notApproverText
 	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, text); err != nil {
 		r.log.Error("bots: ephemeral note", "err", err)
 	}
@@ -165,6 +165,8 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 }
 
 var errNotApprover = errors.New("not an approver")
+
+const notApproverText = "You are not an approver here, so this changed nothing. Ask an approver, or an admin to add you to the bot's approvers."
 
 func (r *Relay) bind(ctx context.Context, b Binding) error {
 	if err := r.opt.Bindings.Bind(ctx, b); err != nil {
@@ -271,6 +273,14 @@ func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *clie
 			return fmt.Errorf("that reply answers a proposal that is decided already, so it started nothing; agent %s is %s. Send the new task as a message of its own", a.Name, a.State)
 		}
 	}
+	note, err := r.writtenAfterEnd(ctx, ep, in, a.RunID, b)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		r.log.Info("bots: a message written before its run's end started nothing", "platform", ep.a.Platform(), "agent", a.ID, "run", a.RunID, "message", in.ID)
+		return errors.New(note)
+	}
 	if step := r.lastShownAfter(ctx, ep, in, a); step > 0 {
 		return fmt.Errorf("that message was written before agent %s's proposal at step %d, which is decided now, so it started nothing; send the new task again if you still want it", a.Name, step)
 	}
@@ -281,7 +291,8 @@ func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *clie
 	if err != nil {
 		return err
 	}
-	b.RunID = na.RunID
+	r.state.unmarkPosted(endKey(a.RunID)) // the ended run's slot is needed no more
+	b.RunID, b.EndPost, b.EndRun = na.RunID, "", ""
 	r.bind(ctx, *b)
 	ep.a.Post(ctx, in.Where.Channel, in.Where.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))
 	return nil
@@ -305,13 +316,13 @@ func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *c
 	if err != nil || m == nil {
 		return
 	}
-	ep.a.Update(ctx, m.Channel, m.Message, answeredQuestion(q, u))
+	ep.a.Update(ctx, m.Channel, m.Message, answeredQuestion(q, u, platform))
 }
 
 // answeredQuestion is a question's message once u answered it.
-func answeredQuestion(q *client.Question, u User) Message {
+func answeredQuestion(q *client.Question, u User, platform string) Message {
 	msg := FormatQuestion(q, "")
-	msg.Parts[len(msg.Parts)-1] = Part{Spans: []Span{{Text: "✅ Answered by "}, {User: u.ID}}}
+	msg.Parts[len(msg.Parts)-1] = Part{Spans: []Span{{Text: "✅ Answered by "}, Mention(platform, u.ID)}}
 	return msg
 }
 
@@ -320,6 +331,9 @@ func answeredQuestion(q *client.Question, u User) Message {
 func (r *Relay) OnClick(ctx context.Context, c Click) {
 	ep := r.endpoint(c.Platform)
 	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) || !r.firstClick(ctx, ep, c) {
+		return
+	}
+	if !r.approverFirst(ctx, ep, c.Where, c.User, c.Action, c.Ref) {
 		return
 	}
 	if !r.clickedShows(ctx, ep, c) || !r.countShown(ctx, ep, c) {
@@ -401,7 +415,7 @@ func (r *Relay) clickTarget(ctx context.Context, ep *endpoint, w Where, u User, 
 func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User, ref Ref, text string) {
 	ep := r.endpoint(platform)
 	// Where comes back from the dialog (Slack: its private_metadata): checked like a click's.
-	if ep == nil || u.Bot || !ep.rules.Serves(w) {
+	if ep == nil || u.Bot || !ep.rules.Serves(w) || !r.approverFirst(ctx, ep, w, u, ActionFeedback, ref) {
 		return
 	}
 	if note := tooLong("Feedback", text); note != "" {

@@ -46,6 +46,8 @@ type Relay struct {
 	readyOne sync.Once
 	out      *outbox // posts, in order per thread, retried while a platform is down
 	seen     seenIDs // messages and clicks handled, so a redelivery is applied once
+	// strangers limits how often a non-approver's refusals are audited.
+	strangers strangerAudits
 }
 
 type endpoint struct {
@@ -201,7 +203,7 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 	case client.EventFinish:
 		r.closeOpen(ctx, ev.AgentID, "The run ended before a decision.")
 		if _, ok := r.roleOf(ev.AgentID); !ok { // a role's finish is its team turn, posted as such
-			r.note(ctx, ev.AgentID, "🏁 "+finishText(ev))
+			r.endNote(ctx, ev.AgentID, runOf(ev), "🏁 "+finishText(ev))
 		}
 	case client.EventState:
 		if ev.Agent != nil {
@@ -214,6 +216,14 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 		}
 		r.state.removeAgent(ev.AgentID)
 	}
+}
+
+// runOf is the run an event's agent was on; "" when the event does not say.
+func runOf(ev client.Event) string {
+	if ev.Agent != nil {
+		return ev.Agent.RunID
+	}
+	return ""
 }
 
 func finishText(ev client.Event) string {
@@ -327,9 +337,36 @@ func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision)
 					return nil
 				}
 			}
-			return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: shown, Decision: d}, platform), t.label))
+			view := ProposalView{Proposal: shown, Decision: d, GrantSource: r.grantSource(ctx, agentID, d)}
+			return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(view, platform), t.label))
 		})
 	}
+}
+
+// grantLister is the part of the daemon's service that lists an agent's grants; the
+// relay's Service need not have it (then grant makers show as text).
+type grantLister interface {
+	Grants(ctx context.Context, ref string) (*client.GrantList, error)
+}
+
+// grantSource is where the grant that made the automatic approval d was made (slack,
+// agentctl…); "" when d is no grant's or the grant cannot be read.
+func (r *Relay) grantSource(ctx context.Context, agentID string, d *client.Decision) string {
+	gl, ok := r.opt.Service.(grantLister)
+	if d.Source != "grant" || d.Grant == "" || !ok {
+		return ""
+	}
+	list, err := gl.Grants(ctx, agentID)
+	if err != nil {
+		r.log.Warn("bots: reading grants to name a grant's maker", "agent", agentID, "err", err)
+		return ""
+	}
+	for _, g := range list.Grants {
+		if g.ID == d.Grant {
+			return g.Source
+		}
+	}
+	return ""
 }
 
 // proposal reads one proposal of an agent from the daemon.
@@ -388,7 +425,7 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 				r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
 			})
 			if answered {
-				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u), t.label))
+				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u, t.ep.a.Platform()), t.label))
 			}
 			return nil
 		})
@@ -407,7 +444,7 @@ func (r *Relay) stateChanged(ctx context.Context, a *client.Agent) {
 	case client.StatePaused:
 		r.note(ctx, a.ID, "⏸ Paused: "+orDash(a.StateReason))
 	case client.StateFailed:
-		r.note(ctx, a.ID, "⚠️ Failed: "+orDash(a.StateReason))
+		r.endNote(ctx, a.ID, a.RunID, "⚠️ Failed: "+orDash(a.StateReason))
 	}
 }
 

@@ -84,9 +84,16 @@ type memBindings struct {
 	onLookup func(id string, found bool)
 }
 
+// Bind replaces the thread's binding, as the store does.
 func (m *memBindings) Bind(_ context.Context, b Binding) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for i, old := range m.bs {
+		if old.Platform == b.Platform && old.Channel == b.Channel && old.Thread == b.Thread {
+			m.bs[i] = &b
+			return nil
+		}
+	}
 	m.bs = append(m.bs, &b)
 	return nil
 }

@@ -149,7 +149,7 @@ func stoppedBy(m *Message, t client.TeamTurn, text, platform string) {
 	user, ok := strings.CutPrefix(strings.TrimSpace(text), "stopped by "+platform+":")
 	// Only a plain id becomes a mention: the text is the run's, and anything else in it
 	// (a ">", "!channel") would be rendered as markup that pings or links.
-	if t.Kind != client.TurnEnd || !ok || !plainID(user) || len(m.Parts) != 1 {
+	if t.Kind != client.TurnEnd || !ok || !MentionID(platform, user) || len(m.Parts) != 1 {
 		return
 	}
 	spans := m.Parts[0].Spans

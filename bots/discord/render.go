@@ -66,20 +66,8 @@ func shownHash(h string) string {
 // Who shows a decider: a Discord user ID becomes a mention (shown as the name, and
 // allowed_mentions keeps it from pinging); anything else is escaped text.
 func Who(by string) string {
-	if isSnowflake(by) {
+	if bots.MentionID(Platform, by) {
 		return "<@" + by + ">"
 	}
 	return Escape(by)
-}
-
-func isSnowflake(s string) bool {
-	if len(s) < 15 || len(s) > 20 {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }

@@ -219,3 +219,22 @@ func TestFeedbackModalTitleEscaped(t *testing.T) {
 		})
 	}
 }
+
+// TestSpansMentionOnlySnowflakes: a span's user becomes <@…> only when it is a Discord
+// user id (a snowflake, bots.MentionID); anything else, such as a decision's By set by a
+// local API caller, is escaped text that mentions no one.
+func TestSpansMentionOnlySnowflakes(t *testing.T) {
+	for _, c := range []struct{ name, user, want string }{
+		{"snowflake", "123456789012345678", "by <@123456789012345678>"},
+		{"closes_the_mention", "1><@&2>", "by " + Escape("1><@&2>")},
+		{"everyone", "@everyone", "by " + Escape("@everyone")},
+		{"slack_id", "U024BE7LH", "by U024BE7LH"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := spans([]bots.Span{{Text: "by "}, {User: c.user}})
+			if got != c.want || c.name != "snowflake" && strings.Contains(got, "<@") {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -332,3 +332,65 @@ func TestIssue17WriteFileDiffShown(t *testing.T) {
 		}
 	}
 }
+
+// A reply also sent to the channel (subtype thread_broadcast) is a reply in its thread
+// like any other: its "y" approves the proposal waiting there.
+func TestIssue17ThreadBroadcastIsAReply(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	thread := e.startRun("touch once")
+	p := e.proposal(thread, 1)
+	drain()
+	e.slack.Broadcast(approver, channel, thread, "y")
+	e.decided(thread, p.TS, "Approved* by \\u003c@"+approver)
+	if got := <-touched; got != "a" {
+		t.Errorf("touched %q, want a", got)
+	}
+}
+
+// Feedback written while the run's proposal waited, delivered late (the socket was down)
+// after it and the finish were approved in agentctl and the run ended, starts no new task: it
+// was written before the finish note. A message written after the note does.
+func TestIssue17LateTextAfterTheRunEnded(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("bots_test_touch", map[string]string{"what": "a"})) // then finish
+	thread := e.startRun("touch once")
+	e.proposal(thread, 1)
+	a := e.agentOf(thread)
+	drain()
+
+	e.slack.RateLimitNext("apps.connections.open", 4) // holds the reconnect for 4 s
+	e.slack.Drop()
+	e.slack.Say(approver, channel, "channel", thread, "also look at the docs folder", false)
+	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID,
+		Kind: client.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-touched; got != "a" {
+		t.Errorf("touched %q, want a", got)
+	}
+	e.proposal(thread, 2) // finish, approved too
+	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: e.agentOf(thread).Pending.ID,
+		Kind: client.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
+		t.Fatal(err)
+	}
+	e.wait("the finish note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished") })
+	if !e.slack.Wait(0, func(v fakeslack.View) bool { return !v.Connected() }) {
+		t.Fatal("the bot reconnected before the run finished; the feedback is not late")
+	}
+	e.wait("the note to its writer", func(v fakeslack.View) bool {
+		for _, m := range v.Ephemeral(approver) {
+			if strings.Contains(m.Text, "That was written while the agent was still working on its last run, so it started nothing") {
+				return true
+			}
+		}
+		return false
+	})
+	if e.slack.Wait(0, func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "New task taken") }) {
+		t.Fatal("the late feedback started a new task")
+	}
+	e.slack.Say(approver, channel, "channel", thread, "now tidy the docs", false)
+	e.wait("the follow-up task", func(v fakeslack.View) bool {
+		return hasText(v.Messages(channel, thread), "New task taken: now tidy the docs")
+	})
+}

@@ -41,7 +41,8 @@ func TestIssue23HelpAndExactGrantInThread(t *testing.T) {
 	// The exact command again runs under the grant, which the thread names.
 	p3 := e.proposal(thread, 3)
 	m3 := e.decided(thread, p3.TS, "Approved* by ")
-	if text := sectionTexts(t, m3); !strings.Contains(text, approver+"'s y!") {
+	// Made here by a plain id: its maker is a mention (issue 17).
+	if text := sectionTexts(t, m3); !strings.Contains(text, "<@"+approver+">'s y!") {
 		t.Errorf("the approval does not name the y! grant:\n%s", text)
 	}
 }

@@ -167,8 +167,10 @@ func spans(ss []bots.Span) string {
 	var b strings.Builder
 	for _, s := range ss {
 		switch {
-		case s.User != "":
+		case s.User != "" && bots.MentionID(Platform, s.User):
 			b.WriteString("<@" + s.User + ">")
+		case s.User != "": // not a plain id: shown as text, never as markup
+			b.WriteString(escape(s.User))
 		case s.Bold && strings.TrimSpace(s.Text) != "":
 			// Bold must hug the text: "*x *" is not bold in mrkdwn.
 			lead := s.Text[:len(s.Text)-len(strings.TrimLeft(s.Text, " "))]

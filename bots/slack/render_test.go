@@ -72,3 +72,21 @@ func invisibleIn(js []byte, extra string) string {
 	}
 	return ""
 }
+
+// TestSpansMentionOnlyPlainIDs: a span's user becomes <@…> only when it is a plain Slack
+// user id; anything else (a By set by a local API caller) is escaped text, never markup.
+func TestSpansMentionOnlyPlainIDs(t *testing.T) {
+	for _, c := range []struct{ name, user, want string }{
+		{"plain_user_id", "U123ABC", "by <@U123ABC>"},
+		{"enterprise_user_id", "W0A1", "by <@W0A1>"},
+		{"closes_the_mention", "U1><!channel>", "by U1&gt;&lt;!channel&gt;"},
+		{"lowercase_name", "root", "by root"},
+		{"discord_snowflake", "123456789012345678", "by 123456789012345678"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := spans([]bots.Span{{Text: "by "}, {User: c.user}}); got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}

@@ -339,8 +339,8 @@ func (b *Bot) onEvent(ctx context.Context, e slackevents.EventsAPIEvent) {
 			User: bots.User{ID: ev.User}, Text: text, ID: ev.TimeStamp, Mention: true})
 	case *slackevents.MessageEvent:
 		// Edits, joins, bot posts (this bot's own included) and other subtypes are not
-		// people talking to the agent.
-		if ev.SubType != "" || ev.BotID != "" || ev.User == "" || ev.User == b.botUser() {
+		// people talking to the agent; a reply also sent to the channel is a reply.
+		if !personSays(ev) || ev.BotID != "" || ev.User == "" || ev.User == b.botUser() {
 			return
 		}
 		text, mentioned := b.stripMention(ev.Text)
@@ -352,6 +352,12 @@ func (b *Bot) onEvent(ctx context.Context, e slackevents.EventsAPIEvent) {
 		w.DM = dm
 		b.opt.Relay.OnMessage(ctx, bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: ev.User}, Text: text, ID: ev.TimeStamp, Mention: mentioned})
 	}
+}
+
+// personSays reports whether ev is something a person wrote: a plain message, or a
+// thread reply they also sent to the channel (subtype thread_broadcast, with thread_ts).
+func personSays(ev *slackevents.MessageEvent) bool {
+	return ev.SubType == "" || ev.SubType == "thread_broadcast" && ev.ThreadTimeStamp != ""
 }
 
 func (b *Bot) onInteraction(ctx context.Context, cb slack.InteractionCallback) {

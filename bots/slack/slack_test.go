@@ -142,7 +142,8 @@ func TestTypedApproveN(t *testing.T) {
 		}
 	}
 	p3 := e.proposal(thread, 3)
-	e.decided(thread, p3.TS, "Approved* by "+approver+"'s y -3 (0 left)") // the grant, not a policy
+	// The grant, not a policy; made here by a plain id, so its maker is a mention.
+	e.decided(thread, p3.TS, "Approved* by \\u003c@"+approver+"\\u003e's y -3 (0 left)")
 	fin := e.proposal(thread, 4)
 	button(t, fin, "approve") // asking again after the three
 }

@@ -18,6 +18,10 @@ type Binding struct {
 	RunID     string
 	CreatedBy string
 	CreatedAt time.Time
+	// EndPost is the id of the relay's post in the thread that showed the end of run
+	// EndRun (its finish or failure note); "" until a run's end is shown there.
+	EndPost string
+	EndRun  string
 }
 
 // ChatMessage is a message posted for a proposal (kind "proposal") or a question
@@ -31,12 +35,12 @@ type ChatMessage struct {
 	PostedAt   time.Time
 }
 
-const bindingCols = `platform, team, channel, thread, agent_id, run_id, created_by, created_at`
+const bindingCols = `platform, team, channel, thread, agent_id, run_id, created_by, created_at, end_post, end_run`
 
 func scanBinding(sc interface{ Scan(...any) error }) (*Binding, error) {
 	var b Binding
 	var at int64
-	err := sc.Scan(&b.Platform, &b.Team, &b.Channel, &b.Thread, &b.AgentID, &b.RunID, &b.CreatedBy, &at)
+	err := sc.Scan(&b.Platform, &b.Team, &b.Channel, &b.Thread, &b.AgentID, &b.RunID, &b.CreatedBy, &at, &b.EndPost, &b.EndRun)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -50,8 +54,8 @@ func scanBinding(sc interface{ Scan(...any) error }) (*Binding, error) {
 // Bind stores (or replaces) the binding of a thread.
 func (t *Tx) Bind(b *Binding) error {
 	b.CreatedAt = t.now
-	_, err := t.exec(`INSERT OR REPLACE INTO chat_bindings (`+bindingCols+`) VALUES (?,?,?,?,?,?,?,?)`,
-		b.Platform, b.Team, b.Channel, b.Thread, b.AgentID, b.RunID, b.CreatedBy, ms(t.now))
+	_, err := t.exec(`INSERT OR REPLACE INTO chat_bindings (`+bindingCols+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+		b.Platform, b.Team, b.Channel, b.Thread, b.AgentID, b.RunID, b.CreatedBy, ms(t.now), b.EndPost, b.EndRun)
 	if err != nil {
 		return fmt.Errorf("store: chat binding: %w", err)
 	}

@@ -12,7 +12,7 @@ func TestBindingsSurviveReopen(t *testing.T) {
 	a := seed(t, s)
 	ctx := context.Background()
 	err := s.Tx(ctx, func(tx *Tx) error {
-		if err := tx.Bind(&Binding{Platform: "slack", Team: "T1", Channel: "C1", Thread: "100.1", AgentID: a.ID, RunID: "r-1", CreatedBy: "U1"}); err != nil {
+		if err := tx.Bind(&Binding{Platform: "slack", Team: "T1", Channel: "C1", Thread: "100.1", AgentID: a.ID, RunID: "r-1", CreatedBy: "U1", EndPost: "100.9", EndRun: "r-1"}); err != nil {
 			return err
 		}
 		return tx.SetChatMessage(&ChatMessage{ProposalID: "p-1", Platform: "slack", Kind: "proposal", Channel: "C1", Message: "100.2"})
@@ -31,7 +31,7 @@ func TestBindingsSurviveReopen(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if b.AgentID != a.ID || b.RunID != "r-1" || b.Team != "T1" || b.CreatedBy != "U1" {
+		if b.AgentID != a.ID || b.RunID != "r-1" || b.Team != "T1" || b.CreatedBy != "U1" || b.EndPost != "100.9" || b.EndRun != "r-1" {
 			t.Errorf("binding = %+v", b)
 		}
 		all, err := tx.Bindings()

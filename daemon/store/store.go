@@ -358,6 +358,10 @@ var migrations = []string{
 	// issue 17: a chat reply or click is bound to the proposal whose message it names;
 	// that lookup (ChatMessageAt) runs on every reply and click.
 	`CREATE INDEX chat_messages_at ON chat_messages(platform, channel, message);`,
+	// issue 17: the relay's post that showed a bound run's end (end_post, of run end_run):
+	// a reply written before it was written while that run went on and starts no new task.
+	`ALTER TABLE chat_bindings ADD COLUMN end_post TEXT NOT NULL DEFAULT '';
+	ALTER TABLE chat_bindings ADD COLUMN end_run TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -276,6 +276,21 @@ func (f *Fake) Say(user, channel, channelType, thread, text string, bot bool) (e
 	return f.eventsAPI(ev), ts
 }
 
+// Broadcast sends, as user, a reply in thread that is also sent to the channel ("also
+// send to channel"): Slack delivers it as a message of subtype thread_broadcast with the
+// thread's thread_ts. A broadcast is always a reply, so thread is required.
+func (f *Fake) Broadcast(user, channel, thread, text string) (envelope, ts string) {
+	if thread == "" {
+		panic("fakeslack: a thread_broadcast is a reply; it needs a thread")
+	}
+	f.mu.Lock()
+	ts = f.ts()
+	f.mu.Unlock()
+	ev := obj{"type": "message", "subtype": "thread_broadcast", "user": user, "text": text, "ts": ts, "thread_ts": thread,
+		"channel": channel, "channel_type": "channel", "event_ts": ts}
+	return f.eventsAPI(ev), ts
+}
+
 // Click presses the button actionID on the message ts (in thread) as user.
 func (f *Fake) Click(user, channel, thread, ts string) func(actionID, value string) string {
 	return func(actionID, value string) string {

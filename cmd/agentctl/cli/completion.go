@@ -153,7 +153,7 @@ func (a *app) completeArgs(ctx context.Context, name string, typed []string, cur
 		}
 		return names
 	case cmd.name == "policy" && len(pos) == 1:
-		return []string{"allow", "deny", "rm", "test"}
+		return []string{"add", "allow", "deny", "revoke", "rm", "test"}
 	case cmd.name == "policy" && len(pos) == 2 && pos[1] == "rm":
 		return []string{"allow", "deny"}
 	case len(pos) == 0 && (strings.HasPrefix(cmd.args, "AGENT") || strings.HasPrefix(cmd.args, "[AGENT]")):

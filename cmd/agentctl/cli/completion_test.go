@@ -28,7 +28,7 @@ func TestComplete(t *testing.T) {
 		{name: "optional_agent", words: []string{"commands", "w"}, want: "walker"},
 		{name: "no_second_agent", words: []string{"show", "scribe", ""}, want: ""},
 		{name: "command_flags", words: []string{"run", "--"}, want: "--auto --follow --help --json --max-steps --max-time --max-tokens"},
-		{name: "policy_actions", words: []string{"policy", "scribe", ""}, want: "allow deny rm test"},
+		{name: "policy_actions", words: []string{"policy", "scribe", ""}, want: "add allow deny revoke rm test"},
 		{name: "policy_rm_effect", words: []string{"policy", "scribe", "rm", "a"}, want: "allow"},
 		{name: "help_topics", words: []string{"help", "po"}, want: "policy"},
 		{name: "shells", words: []string{"completion", ""}, want: "bash fish zsh"},

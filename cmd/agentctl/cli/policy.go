@@ -86,9 +86,10 @@ proposal a grant approves names it, in follow, show, why, replay, the audit log 
       --run          end it with the agent's current run
   agentctl policy AGENT revoke g-1a2b3c       revoke a grant: it approves nothing from the
                                               agent's next proposal on
-  agentctl policy AGENT allow 'read_file(*)'  run matching proposals without asking
+  agentctl policy AGENT allow 'read_file(*)'  the same as add (a pattern that approves is a grant)
   agentctl policy AGENT deny 'delete_file(*)' refuse them (the model is told why)
-  agentctl policy AGENT rm allow 'read_file(*)'  remove a stored pattern
+  agentctl policy AGENT rm allow 'read_file(*)'  remove a stored pattern (allow patterns
+                                              stored before grants existed; revoke grants)
   agentctl policy AGENT test git status -s    how a shell line would be decided, and why
   agentctl policy AGENT test 'read_file(./secrets/k)'   another command, by its subject
   agentctl policy AGENT test --command web.search --args '{"query":"go"}'
@@ -128,13 +129,15 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 		return usagef("--command and --args go with policy AGENT test")
 	}
 	switch {
-	case len(rest) > 0 && rest[0] == "add":
+	case len(rest) > 0 && (rest[0] == "add" || rest[0] == "allow"):
+		// allow is add by its older name: a pattern that approves is a grant, shown
+		// against the agent's last proposals before it is stored.
 		if len(rest) != 2 {
-			return usagef("want: policy AGENT add PATTERN, e.g. policy %s add 'write_file(notes/*)'", ref)
+			return usagef("want: policy AGENT %s PATTERN, e.g. policy %s %s 'write_file(notes/*)'", rest[0], ref, rest[0])
 		}
 		return a.runGrantAdd(ctx, ref, rest[1], test.grant)
 	case test.grant != (grantFlags{}):
-		return usagef("--yes, --count, --expires, --run and --preview go with policy AGENT add")
+		return usagef("--yes, --count, --expires, --run and --preview go with policy AGENT add (or allow)")
 	case len(rest) > 0 && rest[0] == "revoke":
 		if len(rest) != 2 {
 			return usagef("want: policy AGENT revoke GRANT (policy %s lists the grants' ids)", ref)
@@ -145,7 +148,7 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 	switch {
 	case len(rest) == 0:
 		v, err = a.api().Policy(ctx, ref)
-	case len(rest) == 2 && (rest[0] == "allow" || rest[0] == "deny"):
+	case len(rest) == 2 && rest[0] == "deny":
 		v, err = a.api().AddPermission(ctx, ref, client.PermissionRequest{Effect: rest[0], Pattern: rest[1], By: user()})
 	case len(rest) == 3 && rest[0] == "rm" && (rest[1] == "allow" || rest[1] == "deny"):
 		v, err = a.api().RemovePermission(ctx, ref, client.PermissionRequest{Effect: rest[1], Pattern: rest[2], By: user()})

@@ -108,3 +108,21 @@ func TestAuditRefusedChatAction(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBindingKeepsTheRunsEnd: the post that showed a run's end is kept on the thread's
+// binding, so a relay started later still refuses text written before it.
+func TestBindingKeepsTheRunsEnd(t *testing.T) {
+	s, ctx := open(t), context.Background()
+	b := bots.Binding{Platform: "slack", Channel: "C1", Thread: "100.1", AgentID: "a-1", RunID: "r-1", EndPost: "100.9", EndRun: "r-1"}
+	if err := s.Bind(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.BindingByThread(ctx, "slack", "C1", "100.1")
+	if err != nil || got == nil || got.EndPost != "100.9" || got.EndRun != "r-1" {
+		t.Fatalf("binding = %+v, %v; want end post 100.9 of r-1", got, err)
+	}
+	all, err := s.Bindings(ctx)
+	if err != nil || len(all) != 1 || all[0].EndPost != "100.9" {
+		t.Errorf("bindings = %+v, %v", all, err)
+	}
+}
