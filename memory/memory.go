@@ -17,7 +17,7 @@
 //	NEEDS_REBUILD   present while the index is known to miss memories; the reason inside
 //	DIRTY           present while open; found by Open, it means the last run did not Close
 //
-// Retrieval is BM25 with an optional recency decay. With an Embedder it is hybrid: memories are
+// Retrieval is BM25 with recency as an optional tie-breaker. With an Embedder it is hybrid: memories are
 // embedded as they are indexed and a search fuses the BM25 ranking with a cosine-similarity
 // ranking by reciprocal rank fusion. The vector side is brute force in Go (see vectors.go).
 package memory
@@ -84,7 +84,9 @@ type Query struct {
 	Kinds []Kind
 	// K is the number of hits wanted; 0 means DefaultK.
 	K int
-	// HalfLife, when set, multiplies each score by 0.5^(age/HalfLife) and re-ranks.
+	// HalfLife, when set, lets recency break near-ties: each score gets a bonus of at most 1%
+	// that halves every HalfLife of age (see recencyFactor); an older memory that matches
+	// better keeps its place.
 	HalfLife time.Duration
 }
 

@@ -18,7 +18,8 @@ import (
 // ones that discriminate (and are cheap to search).
 const maxQueryTerms = 24
 
-// A query term found in more than commonTermFraction of the memories, and in more than
+// Pruning (a search that finds fewer than wanted runs again without it; see searchBM25):
+// a query term found in more than commonTermFraction of the memories, and in more than
 // commonTermMinDocs, is common: it only adds to the score of memories that match a rarer
 // term, it does not find memories by itself (the idea of Lucene's CommonTermsQuery). Its
 // postings are long and its BM25 weight small, and walking them cost most of a search at 1M
@@ -117,21 +118,30 @@ func termQuery(field, term string) query.Query {
 }
 
 // buildQuery returns the query for q on an index of docs memories, or nil when the text has
-// no term that any memory contains.
-func buildQuery(ctx context.Context, g *generation, q Query, docs uint64) (query.Query, error) {
+// no term that any memory contains. pruned reports that common terms were left out of the
+// finders (or dropped): the query may miss the agent's memories that only have those, and
+// searchBM25 then runs the exhaustive form, which finds memories by any term.
+func buildQuery(ctx context.Context, g *generation, q Query, docs uint64, exhaustive bool) (bq query.Query, pruned bool, err error) {
 	terms := queryTerms(g.an.text, q.Text)
 	if len(terms) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	df, err := g.termDocFreqs(ctx, terms)
 	if err != nil {
-		return nil, fmt.Errorf("memory: search: %w", err)
+		return nil, false, fmt.Errorf("memory: search: %w", err)
 	}
 	terms = byRarity(terms, df, maxQueryTerms)
 	if len(terms) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
-	tq := &textQuery{}
+	tq := &textQuery{filter: filterQuery(q)}
+	if exhaustive {
+		// Every term finds: with the agent filter in the conjunction this walks only the
+		// memories the query may return.
+		tq.rare = terms
+		return tq, false, nil
+	}
+	all := len(terms)
 	cutoff := max(commonTermMinDocs, uint64(commonTermFraction*float64(docs)))
 	// A common term in more than half the memories scores next to nothing (its BM25
 	// weight is about zero) yet costs a walk of its postings: it is left out, like a stop
@@ -146,8 +156,7 @@ func buildQuery(ctx context.Context, g *generation, q Query, docs uint64) (query
 		// rest add to their scores as usual.
 		n := min(len(terms), allCommonFinders)
 		tq.rare, tq.common, tq.all = terms[:n], terms[n:], true
-		tq.filter = filterQuery(q)
-		return tq, nil
+		return tq, true, nil
 	}
 	for i, t := range terms {
 		if i > 0 && df[t] > cutoff {
@@ -156,8 +165,7 @@ func buildQuery(ctx context.Context, g *generation, q Query, docs uint64) (query
 			tq.rare = append(tq.rare, t)
 		}
 	}
-	tq.filter = filterQuery(q)
-	return tq, nil
+	return tq, len(tq.common) > 0 || len(terms) < all, nil
 }
 
 // byRarity returns the terms found in at least one memory, rarest first, at most n.

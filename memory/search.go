@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
@@ -23,7 +24,7 @@ const (
 // kind restrictions are filters that do not change them. With an Embedder, the BM25 and
 // cosine rankings are fused by reciprocal rank fusion; if the query cannot be embedded the
 // search is BM25 alone (and logs a warning). With q.HalfLife, the top candidates are
-// re-ranked by score × 0.5^(age/HalfLife).
+// re-ranked by score × recencyFactor: decay only breaks near-ties.
 func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	k := q.K
 	if k <= 0 {
@@ -55,8 +56,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.HalfLife > 0 {
 		now := ix.opts.Now()
 		for i := range hits {
-			age := max(now.Sub(hits[i].Created), 0)
-			hits[i].Score *= math.Exp2(-age.Seconds() / q.HalfLife.Seconds())
+			hits[i].Score *= recencyFactor(now.Sub(hits[i].Created), q.HalfLife)
 		}
 	}
 	sortHits(hits)
@@ -64,6 +64,17 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		hits = hits[:k]
 	}
 	return hits, nil
+}
+
+// recencyTieWeight bounds what recency can add to a score: 1%. Decay by age only breaks
+// near-ties; a fact that still matches better is never buried by being old (issue 18: a
+// 720h half-life used to cut LoCoMo R@10 from 65 to 39).
+const recencyTieWeight = 0.01
+
+// recencyFactor is the score multiplier for a memory of the given age: from 1+recencyTieWeight
+// when new down to 1, halving its bonus every halfLife.
+func recencyFactor(age, halfLife time.Duration) float64 {
+	return 1 + recencyTieWeight*math.Exp2(-max(age, 0).Seconds()/halfLife.Seconds())
 }
 
 func sortHits(hits []Hit) {
@@ -91,10 +102,29 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, depth i
 	if err != nil {
 		return nil, fmt.Errorf("memory: search: %w", err)
 	}
-	bq, err := buildQuery(ctx, g, q, docs)
+	// No starvation (issue 18): the fast form lets terms common across the whole index find
+	// only together with rarer ones (see buildQuery), so other agents' memories could hide
+	// this agent's. When it finds fewer than wanted, the search runs again exhaustively:
+	// every term finds, in conjunction with the agent filter, which bounds the walk to the
+	// memories the search may return. Exhaustive always is 2× slower at 1M memories.
+	bq, pruned, err := buildQuery(ctx, g, q, docs, false)
 	if err != nil || bq == nil {
 		return nil, err
 	}
+	hits, err = ix.runBM25(ctx, g, bq, docs, depth)
+	if err != nil || !pruned || len(hits) >= depth || (q.AllAgents && len(hits) > 0) {
+		// A search of every agent's memories walks the whole index when exhaustive: it
+		// only falls back when it would otherwise come back empty.
+		return hits, err
+	}
+	if bq, _, err = buildQuery(ctx, g, q, docs, true); err != nil {
+		return nil, err
+	}
+	return ix.runBM25(ctx, g, bq, docs, depth)
+}
+
+// runBM25 runs one Bleve query for the top depth hits.
+func (ix *Index) runBM25(ctx context.Context, g *generation, bq query.Query, docs uint64, depth int) ([]Hit, error) {
 	req := bleve.NewSearchRequestOptions(bq, depth, 0, false)
 	req.Fields = storedFields
 	if st := g.bm25Stats(docs); st != nil {
@@ -104,7 +134,7 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, depth i
 	if err != nil {
 		return nil, fmt.Errorf("memory: search: %w", err)
 	}
-	hits = make([]Hit, 0, len(res.Hits))
+	hits := make([]Hit, 0, len(res.Hits))
 	for _, dm := range res.Hits {
 		hits = append(hits, hitFrom(dm))
 	}

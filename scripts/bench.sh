@@ -5,6 +5,8 @@
 #   scripts/bench.sh overhead    # BenchmarkStepOverhead: daemon cost per step, instant fake model
 #   scripts/bench.sh prompt      # BenchmarkFirstStepPrompt: first-step prompt size
 #   scripts/bench.sh real        # BenchmarkStepVsBareChat: agentd step ÷ bare /api/chat (real Ollama)
+#   scripts/bench.sh memory-recall FILE...  # memory.BenchmarkRecall: R@k per category on
+#                                # LoCoMo-format dialogs, zero-hit count, ingest rate, search p50/p99
 #
 # Benchmarks report figures and never fail on them. Machine noise is large on 2 busy cores:
 # compare runs made back to back, and prefer the medians over several counts.
@@ -13,6 +15,9 @@
 #   BENCH_COUNT    runs of each benchmark (default 2)
 #   BENCH_STEPS    steps per StepOverhead run (default 2000)
 #   BENCH_PAIRS    agentd/bare pairs per StepVsBareChat mode (default 10; ~10 s a pair)
+#   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
+#   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
+#   RECALL_HALFLIFE  memory-recall's half_life, e.g. 720h (default none)
 #   BENCH_OUT      directory for the raw output (benchstat input) and CPU profiles (default a temp dir)
 #   AGENTD_OLLAMA_BIN  the Ollama binary; else `ollama` on PATH, else scripts/ollama.sh's cache.
 #                  Without one the real-server figures are skipped (scripts/ollama.sh builds it).
@@ -28,6 +33,23 @@ out=${BENCH_OUT:-$(mktemp -d -t agentd-bench.XXXXXX)}
 mkdir -p "$out"
 
 ensure_go
+
+# memory-recall is its own benchmark, in the memory package; it prints its table and exits.
+if [ "$what" = memory-recall ]; then
+	shift
+	[ $# -gt 0 ] || die "usage: scripts/bench.sh memory-recall FILE.json... (LoCoMo format, e.g. ../shared/data/locomo-dev/*.json)"
+	files=()
+	for f in "$@"; do
+		[ -f "$f" ] || die "memory-recall: $f: no such file; give LoCoMo-format JSON files"
+		files+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
+	done
+	say "memory-recall: ${#files[@]} dialog file(s), ${RECALL_FILLER:-100000} filler memories"
+	(IFS=,; AGENTD_RECALL_FILES="${files[*]}" AGENTD_RECALL_FILLER="${RECALL_FILLER:-100000}" AGENTD_RECALL_CHATTY="${RECALL_CHATTY:-50}" \
+		AGENTD_RECALL_HALFLIFE="${RECALL_HALFLIFE:-}" \
+		go test -run '^$' -bench '^BenchmarkRecall$' -benchtime 1x -count 1 -timeout 60m ./memory/) |
+		tee "$out/recall.txt" | grep -vE '^(goos|goarch|pkg|cpu|PASS|ok|--- BENCH|    )' || true
+	exit 0
+fi
 say "building the benchmark binary"
 go test -c -o "$out/agent.test" ./daemon/agent
 
@@ -45,7 +67,7 @@ all | overhead) run overhead '^BenchmarkStepOverhead$' "${steps}x" -test.cpuprof
 all | prompt) run prompt '^BenchmarkFirstStepPrompt$' 1000x ;;&
 all | real) run real '^BenchmarkStepVsBareChat$' "${pairs}x" ;;
 all | overhead | prompt) ;;
-*) die "usage: scripts/bench.sh [all|overhead|prompt|real]" ;;
+*) die "usage: scripts/bench.sh [all|overhead|prompt|real|memory-recall FILE...]" ;;
 esac
 
 # One figure a line: benchmark, metric, value (every count, in order).

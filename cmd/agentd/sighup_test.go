@@ -32,10 +32,11 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	model := ollamatest.NewFake(t)
 	model.SetModels("m1", "m2")
 	var n atomic.Int64
-	// Every step lists a folder not listed before, so continuous mode never stops to ask.
+	// Every step writes a file not written before: no repeat and progress at each step, so
+	// continuous mode never stops to ask and the watchdog sees no loop.
 	model.OnChat(func(*api.ChatRequest) (string, error) {
 		return `{"thoughts":{"observations":"o","text":"t","reasoning":"r","self_criticism":"s","plan":"p","speak":"k"},` +
-			fmt.Sprintf(`"command":{"name":"list_folder","args":{"path":"d%d"}}}`, n.Add(1)), nil
+			fmt.Sprintf(`"command":{"name":"write_file","args":{"path":"d%d","contents":"x"}}}`, n.Add(1)), nil
 	})
 	model.SetDelay(3 * time.Millisecond)
 
@@ -114,8 +115,9 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 		waitFor("steps on m1", func() bool { return len(proposals(id)) >= 3 })
 	}
 
-	// A good change: the model, and a deny pattern that refuses every list_folder.
-	write("model = \"m2\"\n[permissions]\ndeny = [\"list_folder(*)\"]\n")
+	// A good change: the model, and a deny pattern that refuses every write (refused steps
+	// make no progress; the watchdog's idle limit is its largest, as this is not its test).
+	write("model = \"m2\"\n[permissions]\ndeny = [\"write_file(*)\"]\n[agent]\nwatchdog_idle_steps = 200\n")
 	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}

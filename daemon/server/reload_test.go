@@ -64,9 +64,10 @@ func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 		hup: make(chan os.Signal, 1), log: &testutil.SyncBuffer{}}
 	d.model.SetModels("m1", "m2")
 	var n atomic.Int64
-	// Every step lists a folder not listed before: no repeats, so continuous mode never asks.
+	// Every step writes a file not written before: no repeats and progress at each step,
+	// so continuous mode never asks and the watchdog sees no loop.
 	d.model.OnChat(func(*api.ChatRequest) (string, error) {
-		return proposal("list_folder", fmt.Sprintf(`{"path":"d%d"}`, n.Add(1))), nil
+		return proposal("write_file", fmt.Sprintf(`{"path":"d%d","contents":"x"}`, n.Add(1))), nil
 	})
 	d.model.SetDelay(3 * time.Millisecond) // steps in flight while the config changes
 	stateDir := t.TempDir()
@@ -177,17 +178,19 @@ func TestReloadUnderLoad(t *testing.T) {
 		model, deny string
 		bySignal    bool
 	}{
-		{"m2", `"list_folder(*)"`, false},
+		{"m2", `"write_file(*)"`, false},
 		{"m1", "", true},
 		{"m2", "", false},
-		{"m1", `"list_folder(d*)"`, true},
+		{"m1", `"write_file(d*)"`, true},
 		{"m2", "", false},
 	}
 	for i, r := range rounds {
 		for _, id := range ids {
 			d.waitSteps(id, len(d.proposals(id))+2) // busy on the old config
 		}
-		d.write(fmt.Sprintf("model = %q\n[permissions]\ndeny = [%s]\n", r.model, r.deny))
+		// A deny round refuses every step: no progress for as long as it lasts, which is not
+		// what this test is about, so the watchdog's idle limit is its largest.
+		d.write(fmt.Sprintf("model = %q\n[permissions]\ndeny = [%s]\n[agent]\nwatchdog_idle_steps = 200\n", r.model, r.deny))
 		if r.bySignal {
 			d.hup <- syscall.SIGHUP
 			if !testutil.Wait(10*time.Second, func() bool {

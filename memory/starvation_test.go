@@ -1,0 +1,97 @@
+package memory
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestNoStarvationAtScale: terms common across the whole index (other agents' memories) must
+// still find this agent's memories. At the real thresholds, with 200 agents whose memories
+// say "john" or "attributes" 2,000 times each, the fast query form only finds memories
+// with both rarest terms together, and used to return nothing for an agent whose only
+// match says "John" alone.
+func TestNoStarvationAtScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("indexes 6,000 memories")
+	}
+	ix := open(t, Options{})
+	var docs []Doc
+	for i := range 6000 {
+		// A third each: "john", "attributes", neither — each common, neither above half.
+		text := fmt.Sprintf("john listed build %d", i)
+		switch i % 3 {
+		case 1:
+			text = fmt.Sprintf("attributes of deploy %d were listed", i)
+		case 2:
+			text = fmt.Sprintf("lunch order %d", i)
+		}
+		docs = append(docs, Doc{ID: fmt.Sprintf("f%05d", i), Agent: fmt.Sprintf("agent-%03d", i%200),
+			Kind: KindChat, Text: text, Created: t0.Add(time.Duration(i) * time.Second)})
+	}
+	docs = append(docs,
+		doc("mine-john", "me", KindChat, "John loves hiking in the mountains"),
+		doc("mine-attr", "me", KindChat, "Kind and patient are the attributes I admire"),
+		doc("mine-other", "me", KindChat, "the weather was lovely"),
+		doc("solo-john", "solo", KindChat, "John came round for tea"))
+	load(t, ix, docs...)
+	cases := []struct {
+		name  string
+		agent string
+		text  string
+		want  []string // all of them among the hits, in any order
+	}{
+		{"two_common_terms_each_in_one_memory", "me", "What attributes describe John?", []string{"mine-john", "mine-attr"}},
+		{"zero_hits_today_when_no_memory_has_both", "solo", "What attributes describe John?", []string{"solo-john"}},
+		{"all_agents_never_empty", "*", "What attributes describe John?", []string{"solo-john"}},
+		{"one_common_term", "me", "john", []string{"mine-john"}},
+		{"common_term_with_unknown_words", "me", "does John zyzzyva qwertyuiop", []string{"mine-john"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			q := Query{Agent: c.agent, Text: c.text, K: 10}
+			if c.agent == "*" {
+				// Every agent's memories: the 6,000 others all match one term or the other
+				// and outrank solo-john, so ask for them all.
+				q = Query{AllAgents: true, Text: c.text, K: 10_000}
+			}
+			hits := find(t, ix, q)
+			got := map[string]bool{}
+			for _, h := range hits {
+				if c.agent != "*" && h.Agent != c.agent && h.Agent != "" {
+					t.Errorf("hit %s belongs to agent %q", h.ID, h.Agent)
+				}
+				got[h.ID] = true
+			}
+			for _, w := range c.want {
+				if !got[w] {
+					t.Errorf("%q: %s not found; hits %v", c.text, w, ids(hits))
+				}
+			}
+		})
+	}
+}
+
+// TestRecallSynthetic runs the recall harness on the repo's own small dialog set with filler
+// from other agents: every question finds something and the evidence ranks high.
+func TestRecallSynthetic(t *testing.T) {
+	dialogs := loadDialogs(t, []string{"testdata/dialog.json"})
+	if n := len(dialogs[0].docs()); n != 15 {
+		t.Fatalf("synthetic dialog has %d turns, want 15", n)
+	}
+	for _, hl := range []time.Duration{0, 720 * time.Hour} {
+		t.Run(fmt.Sprintf("half_life_%v", hl), func(t *testing.T) {
+			res := runRecall(t, dialogs, 3000, 50, hl)
+			t.Logf("\n%s", res.table())
+			if res.zeroHits != 0 {
+				t.Errorf("%d questions found nothing", res.zeroHits)
+			}
+			if r := res.recall(0, 1); r < 85 {
+				t.Errorf("R@10 %.1f, want ≥ 85", r)
+			}
+			if res.n[5] != 1 || res.n[0] != 8 {
+				t.Errorf("counted %d adversarial and %d other questions, want 1 and 8", res.n[5], res.n[0])
+			}
+		})
+	}
+}
