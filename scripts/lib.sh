@@ -7,8 +7,25 @@
 GO_WANT=1.26.8
 AGENTD_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/agentd"
 
+AGENTD_LOGS="${AGENTD_LOGS:-$AGENTD_CACHE/logs}"
+
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# quietly LOG CMD...: runs CMD with its output appended to $AGENTD_LOGS/LOG; on failure prints
+# that output (its last 200 lines) so the person sees why, and returns CMD's status.
+# Installs are noisy (apt, debconf, downloads) and only their failures are worth reading.
+quietly() {
+	local log="$AGENTD_LOGS/$1" rc=0; shift
+	mkdir -p "$AGENTD_LOGS"
+	printf '\n$ %s\n' "$*" >>"$log"
+	"$@" >>"$log" 2>&1 </dev/null || rc=$?
+	if [ "$rc" != 0 ]; then
+		printf 'error: `%s` failed (exit %d); its output, from %s:\n' "$*" "$rc" "$log" >&2
+		tail -n 200 "$log" >&2
+	fi
+	return "$rc"
+}
 
 as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null 2>&1; then sudo "$@"; else die "need root for: $*"; fi
@@ -19,9 +36,11 @@ apt_install() {
 	for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 	[ ${#missing[@]} -eq 0 ] && return 0
 	say "installing Debian packages: ${missing[*]}"
+	# as_root's own die would vanish into the log: check here, where it is seen.
+	[ "$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1 || die "need root (or sudo) to apt-get install ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
-	as_root apt-get update -qq >&2 || true
-	as_root apt-get install -y -qq "${missing[@]}" >&2
+	quietly install.log as_root apt-get update -qq || say "apt-get update failed (see above); trying the install anyway"
+	quietly install.log as_root apt-get install -y -qq "${missing[@]}"
 }
 
 go_ok() {
@@ -43,8 +62,9 @@ ensure_go() {
 	local proxy="${GOPROXY:-https://proxy.golang.org}"; proxy=${proxy%%,*}
 	local zip="$AGENTD_CACHE/toolchain.zip" tmp="$AGENTD_CACHE/toolchain.tmp"
 	mkdir -p "$AGENTD_CACHE"
-	curl -fsSL -o "$zip" "$proxy/golang.org/toolchain/@v/v0.0.1-go$GO_WANT.linux-amd64.zip"
-	rm -rf "$tmp" && mkdir -p "$tmp" && unzip -q "$zip" -d "$tmp"
+	quietly install.log curl -fsSL -o "$zip" "$proxy/golang.org/toolchain/@v/v0.0.1-go$GO_WANT.linux-amd64.zip" ||
+		die "could not download Go $GO_WANT from $proxy (set GOPROXY to a reachable Go module proxy)"
+	rm -rf "$tmp" && mkdir -p "$tmp" && quietly install.log unzip -q "$zip" -d "$tmp"
 	rm -rf "$AGENTD_CACHE/go"
 	mv "$tmp/golang.org/toolchain@v0.0.1-go$GO_WANT.linux-amd64" "$AGENTD_CACHE/go"
 	rm -rf "$tmp" "$zip"

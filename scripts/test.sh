@@ -1,38 +1,83 @@
 #!/usr/bin/env bash
 # scripts/test.sh — every test agentd has, from a fresh Debian machine.
 #
+#   scripts/test.sh            everything, as CI runs it: gofmt/vet, all Go tests including the
+#                              integration tests against the real Ollama server with the
+#                              project's generated tiny model, and a short fuzz run of the
+#                              model-reply parser. With CI=true the real-Ollama tests must run.
+#   scripts/test.sh --quick    the inner loop: no real Ollama (no build, its tests skip), go
+#                              test -short, no fuzz run. Not allowed with CI=true.
+#   scripts/test.sh [--quick] GO-TEST-FLAGS...   e.g. -run TestAttack: passed to go test.
+#
 # Installs what the tests need (Go, Debian build packages, the Ollama v0.17.4 build — cached
-# after the first run), then runs gofmt/vet checks, all Go tests including the integration
-# tests against the real Ollama server with the project's generated tiny model, and a short
-# fuzz run of the model-reply parser. With CI=true the integration tests must run, never skip.
+# after the first run), quietly: their output goes to $AGENTD_LOGS (~/.cache/agentd/logs) and
+# is shown only when an install fails. Tests report a line per package as it finishes, a
+# heartbeat every 30 s naming the tests still running, and every failure in full at the end
+# (scripts/testsum). The raw go test -json stream is kept in $AGENTD_LOGS/go-test.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+
+quick=false
+if [ "${1:-}" = --quick ]; then
+	quick=true; shift
+	[ "${CI:-}" != true ] || die "--quick skips the real-Ollama tests, and CI=true runs everything: drop --quick (or CI=true)"
+fi
+start=$(date +%s)
+mkdir -p "$AGENTD_LOGS"
+: >"$AGENTD_LOGS/install.log"
 
 ensure_go
 ensure_build_deps
 command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap || say "bubblewrap not installed: sandbox tests will skip"
 say "go $(go env GOVERSION); downloading modules"
-go mod download
+quietly install.log go mod download
 
-say "making sure the Ollama server binary exists"
-AGENTD_OLLAMA_BIN=$(bash scripts/ollama.sh) || {
-	[ "${CI:-}" = true ] && die "could not build Ollama; the integration tests cannot run"
-	say "no Ollama binary: integration tests will skip"; AGENTD_OLLAMA_BIN=
-}
-export AGENTD_OLLAMA_BIN
+if $quick; then
+	# A path that is not executable makes ollamatest.Binary fail, so the real-Ollama tests
+	# skip the way they do on a machine without Ollama (they fail only under CI=true).
+	say "--quick: no real Ollama; its tests skip"
+	export AGENTD_OLLAMA_BIN="/nonexistent/ollama-off-for-test.sh--quick"
+else
+	say "making sure the Ollama server binary exists (build output: $AGENTD_LOGS/ollama.log)"
+	# ollama.sh's progress lines (building, still building, built) stay on screen; the
+	# compiler's and apt's output goes to the log, shown if the build fails.
+	if AGENTD_OLLAMA_BIN=$(bash scripts/ollama.sh 2> >(tee "$AGENTD_LOGS/ollama.log" | grep --line-buffered '^ollama.sh:' >&2)); then
+		export AGENTD_OLLAMA_BIN
+	else
+		tail -n 200 "$AGENTD_LOGS/ollama.log" >&2
+		[ "${CI:-}" = true ] && die "could not build Ollama (its output is above); the integration tests cannot run"
+		say "no Ollama binary (its build output is above): integration tests will skip"
+		export AGENTD_OLLAMA_BIN=
+	fi
+fi
 
 say "gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 [ -z "$unformatted" ] || die "gofmt needed on: $unformatted"
 go vet ./...
 
-say "go test (unit, loop and integration tests)"
-go test -count=1 -timeout 40m "$@" ./...
+go build -o "$AGENTD_LOGS/testsum" ./scripts/testsum
+short=(); $quick && short=(-short)
+say "go test (unit, loop$($quick || echo ' and real-Ollama integration') tests): a line per package as it ends"
+# pipefail: the pipeline fails when go test fails, and testsum fails on any failed test too.
+# go test starts packages in the order named (each waits for the one before it to start),
+# -p at a time: naming the slowest first lets the many short ones run beside them, not after.
+slow=(github.com/agentd/agentd/daemon/integration github.com/agentd/agentd/bots/discord
+	github.com/agentd/agentd/daemon/agent github.com/agentd/agentd/bots/discord/fakediscord)
+mapfile -t rest < <(go list ./... | grep -vxF -f <(printf '%s\n' "${slow[@]}"))
+go test -json -count=1 -timeout 40m "${short[@]}" "$@" "${slow[@]}" "${rest[@]}" 2>&1 |
+	"$AGENTD_LOGS/testsum" -heartbeat "${AGENTD_HEARTBEAT:-30s}" -json "$AGENTD_LOGS/go-test.json" ||
+	die "tests failed: each failure is printed in full above (raw events: $AGENTD_LOGS/go-test.json)"
 
-# A count, not a duration: Go 1.26's fuzz coordinator can fail a run that found nothing
-# when a -fuzztime deadline races a busy worker (golang/go#75804, fixed in Go 1.27).
-say "fuzzing the model-reply parser for ${AGENTD_FUZZ_EXECS:-100000} inputs"
-go test -run '^$' -fuzz '^FuzzParseReply$' -fuzztime "${AGENTD_FUZZ_EXECS:-100000}x" ./daemon/llm/
+if ! $quick; then
+	# A count, not a duration: Go 1.26's fuzz coordinator can fail a run that found nothing
+	# when a -fuzztime deadline races a busy worker (golang/go#75804, fixed in Go 1.27).
+	execs=${AGENTD_FUZZ_EXECS:-100000}
+	say "fuzzing the model-reply parser for $execs inputs (output: $AGENTD_LOGS/fuzz.log)"
+	: >"$AGENTD_LOGS/fuzz.log"
+	quietly fuzz.log go test -run '^$' -fuzz '^FuzzParseReply$' -fuzztime "${execs}x" ./daemon/llm/ ||
+		die "the fuzz run failed (its output is above; a failing input is saved under daemon/llm/testdata/fuzz)"
+fi
 
-say "all tests passed"
+say "all tests passed in $(( $(date +%s) - start ))s$($quick && echo ' (--quick: no real Ollama, -short, no fuzz run)')"

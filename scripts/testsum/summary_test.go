@@ -1,0 +1,147 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const pkgA = "github.com/agentd/agentd/daemon/a"
+
+// feed runs the JSON lines through run, as main does, and returns what it printed.
+func feed(t *testing.T, lines ...string) (string, bool) {
+	t.Helper()
+	var out strings.Builder
+	s := newSummary(&out, "github.com/agentd/agentd/", time.Hour)
+	failed := run(s, strings.NewReader(strings.Join(lines, "\n")+"\n"), time.Hour)
+	return out.String(), failed
+}
+
+func TestSummary(t *testing.T) {
+	tests := []struct {
+		name       string
+		lines      []string
+		wantFailed bool
+		want       []string // each must appear in the output
+		notWant    []string
+	}{
+		{
+			name: "passing_package_names_its_slow_tests",
+			lines: []string{
+				`{"Action":"start","Package":"` + pkgA + `"}`,
+				`{"Action":"run","Package":"` + pkgA + `","Test":"TestSlow"}`,
+				`{"Action":"output","Package":"` + pkgA + `","Test":"TestSlow","Output":"noise\n"}`,
+				`{"Action":"pass","Package":"` + pkgA + `","Test":"TestSlow","Elapsed":12.34}`,
+				`{"Action":"pass","Package":"` + pkgA + `","Test":"TestQuick","Elapsed":0.1}`,
+				`{"Action":"pass","Package":"` + pkgA + `","Elapsed":12.5}`,
+			},
+			want:    []string{"ok    daemon/a", "12.5s", "slowest: TestSlow 12.3s", "2 passed, 0 failed, 0 skipped"},
+			notWant: []string{"noise", "TestQuick"},
+		},
+		{
+			name: "failing_subtest_printed_in_full_once_at_the_end",
+			lines: []string{
+				`{"Action":"run","Package":"` + pkgA + `","Test":"TestX"}`,
+				`{"Action":"run","Package":"` + pkgA + `","Test":"TestX/case"}`,
+				`{"Action":"output","Package":"` + pkgA + `","Test":"TestX/case","Output":"    x_test.go:9: want 1, got 2\n"}`,
+				`{"Action":"fail","Package":"` + pkgA + `","Test":"TestX/case","Elapsed":0.01}`,
+				`{"Action":"fail","Package":"` + pkgA + `","Test":"TestX","Elapsed":0.02}`,
+				`{"Action":"fail","Package":"` + pkgA + `","Elapsed":0.5}`,
+			},
+			wantFailed: true,
+			want:       []string{"FAIL  daemon/a", "=== FAIL: daemon/a TestX/case", "x_test.go:9: want 1, got 2", "0 passed, 2 failed, 0 skipped"},
+			notWant:    []string{"=== FAIL: daemon/a TestX ("},
+		},
+		{
+			name: "panic_without_a_failed_test_shows_the_package_output",
+			lines: []string{
+				`{"Action":"run","Package":"` + pkgA + `","Test":"TestP"}`,
+				`{"Action":"output","Package":"` + pkgA + `","Output":"panic: boom\n"}`,
+				`{"Action":"fail","Package":"` + pkgA + `","Elapsed":1}`,
+			},
+			wantFailed: true,
+			want:       []string{"no single test failed", "panic: boom"},
+		},
+		{
+			name: "build_failure_is_a_failure_with_the_compiler_output",
+			lines: []string{
+				`{"Action":"build-output","ImportPath":"` + pkgA + ` [` + pkgA + `.test]","Output":"a.go:3:1: syntax error\n"}`,
+				`{"Action":"build-fail","ImportPath":"` + pkgA + ` [` + pkgA + `.test]"}`,
+			},
+			wantFailed: true,
+			want:       []string{"=== BUILD FAILED: daemon/a", "a.go:3:1: syntax error"},
+		},
+		{
+			name:  "lines_that_are_not_json_pass_through",
+			lines: []string{`go: downloading example.com/x v1.0.0`},
+			want:  []string{"go: downloading example.com/x v1.0.0", "0 passed, 0 failed, 0 skipped"},
+		},
+		{
+			name:  "package_without_tests",
+			lines: []string{`{"Action":"output","Package":"` + pkgA + `","Output":"?   \tx\t[no test files]\n"}`, `{"Action":"skip","Package":"` + pkgA + `","Elapsed":0}`},
+			want:  []string{"--    daemon/a", "(no tests)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, failed := feed(t, tt.lines...)
+			if failed != tt.wantFailed {
+				t.Errorf("failed = %v, want %v; output:\n%s", failed, tt.wantFailed, got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("output lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("output has %q, which it should leave out:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+// TestHeartbeatNamesTheRunningTests: a package past one beat says which tests run now,
+// innermost only, and a finished package or a young one says nothing.
+func TestHeartbeatNamesTheRunningTests(t *testing.T) {
+	var out strings.Builder
+	s := newSummary(&out, "github.com/agentd/agentd/", 30*time.Second)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, e := range []event{
+		{Action: "start", Package: pkgA},
+		{Action: "run", Package: pkgA, Test: "TestAttack"},
+		{Action: "run", Package: pkgA, Test: "TestAttack/files"},
+		{Action: "run", Package: pkgA, Test: "TestDone"},
+		{Action: "pass", Package: pkgA, Test: "TestDone"},
+	} {
+		s.event(e, t0)
+	}
+	s.event(event{Action: "start", Package: pkgA + "/young"}, t0.Add(50*time.Second))
+	s.heartbeat(t0.Add(10 * time.Second))
+	if out.Len() != 0 {
+		t.Fatalf("a package younger than a beat should say nothing, got %q", out.String())
+	}
+	s.heartbeat(t0.Add(65 * time.Second))
+	got := out.String()
+	if want := "..    daemon/a"; !strings.Contains(got, want) || !strings.Contains(got, "1m5s so far, running TestAttack/files\n") {
+		t.Errorf("heartbeat = %q, want the package and its running innermost test", got)
+	}
+	if strings.Contains(got, "young") || strings.Contains(got, "TestDone") {
+		t.Errorf("heartbeat = %q names a young package or a finished test", got)
+	}
+	s.event(event{Action: "pass", Package: pkgA, Test: "TestAttack/files"}, t0)
+	s.event(event{Action: "pass", Package: pkgA, Test: "TestAttack"}, t0)
+	s.event(event{Action: "pass", Package: pkgA}, t0)
+	out.Reset()
+	s.heartbeat(t0.Add(95 * time.Second))
+	if strings.Contains(out.String(), "daemon/a ") || !strings.Contains(out.String(), "daemon/a/young") {
+		t.Errorf("heartbeat after the package ended = %q", out.String())
+	}
+	out.Reset()
+	s.event(event{Action: "pass", Package: pkgA + "/young"}, t0.Add(100*time.Second))
+	s.heartbeat(t0.Add(140 * time.Second))
+	if want := "no test running for 40s: go test is compiling"; !strings.Contains(out.String(), want) {
+		t.Errorf("heartbeat with nothing running = %q, want %q", out.String(), want)
+	}
+}
