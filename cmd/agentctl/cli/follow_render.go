@@ -153,7 +153,7 @@ func budgetFlag(kind string) string {
 func (f *follower) showProposal(p *client.Proposal, t time.Time) {
 	f.shown[p.ID] = true
 	f.printf("%sproposal (step %d):\n", stamp(t), p.Step)
-	writeThoughts(f.out(), p.Thoughts, "  ", false)
+	writeThoughts(f.out(), p.Thoughts, "  ", true) // every thought field, one line each (issue 19)
 	f.printf("  → %s\n", formatCall(p.Command, p.Args))
 	if longArgs(p.Args) {
 		writeArgs(f.out(), p.Args, "      ", argLinesInFollow)

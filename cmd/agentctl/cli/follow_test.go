@@ -54,7 +54,8 @@ func walkerProposal(id string) *client.Proposal {
 	return &client.Proposal{
 		ID: id, AgentID: "a-4", Step: 1, Command: "list_files", Status: client.ProposalPending,
 		Args: json.RawMessage(`{"path":"."}`),
-		Thoughts: client.Thoughts{Speak: "Let me look around.", Reasoning: "Listing comes first.",
+		Thoughts: client.Thoughts{Observations: "The folder is new.", Text: "I know nothing yet.",
+			Speak: "Let me look around.", Reasoning: "Listing comes first.", SelfCriticism: "Do not list twice.",
 			Plan: "- list the files\n- sort by size"},
 	}
 }
@@ -107,7 +108,10 @@ task: list the largest files
 state: thinking
 09:30:00 proposal (step 1):
   says: Let me look around.
+  observations: The folder is new.
+  thinking: I know nothing yet.
   reasoning: Listing comes first.
+  self-criticism: Do not list twice.
   plan:
     - list the files
     - sort by size
