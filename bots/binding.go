@@ -125,7 +125,9 @@ func (r *Relay) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *cli
 	// older than what waits: a newer one is another proposal (another thread's, or one
 	// whose post is still in flight) or something said after this one.
 	if shown != "" && ep.a.Before(shown, in.ID) {
-		if in.ReplyTo != "" && !ep.a.Before(in.ReplyTo, shown) {
+		// (A reply to the waiting proposal's own message, not yet recorded when looked up
+		// above, is the reply it should be.)
+		if in.ReplyTo != "" && in.ReplyTo != shown && !ep.a.Before(in.ReplyTo, shown) {
 			return "That reply answers a message newer than the proposal waiting, so it decided nothing; reply to the proposal itself, or in the thread without replying to a message."
 		}
 		return ""
