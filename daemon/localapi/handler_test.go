@@ -198,8 +198,13 @@ func TestMemoryListBadLimit(t *testing.T) {
 	}
 }
 
-func TestRoutesThroughClient(t *testing.T) {
-	for _, tt := range routeCases() {
+func TestRoutesThroughClient(t *testing.T) { runRouteCases(t, routeCases()) }
+
+// runRouteCases calls each case through a Client on a fresh fake service and checks its
+// answer or its error.
+func runRouteCases(t *testing.T, cases []routeCase) {
+	t.Helper()
+	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			sock, _ := serve(t, newFake())
 			c := &client.Client{Socket: sock}

@@ -42,23 +42,7 @@ func TestScheduleRoutesThroughClient(t *testing.T) {
 		{name: "schedule_history_limit", call: func(ctx context.Context, c *client.Client) (any, error) { return c.ScheduleHistory(ctx, "digest", 1) },
 			want: runs[:1]},
 	}
-	for _, tt := range cases {
-		t.Run(tt.name, func(t *testing.T) {
-			sock, _ := serve(t, newFake())
-			c := &client.Client{Socket: sock}
-			got, err := tt.call(t.Context(), c)
-			if tt.wantErr != nil {
-				checkAPIError(t, err, tt.wantErr, tt.errText)
-				return
-			}
-			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
-			}
-			if tt.want != nil && jsonText(t, got) != jsonText(t, tt.want) {
-				t.Errorf("got  %s\nwant %s", jsonText(t, got), jsonText(t, tt.want))
-			}
-		})
-	}
+	runRouteCases(t, cases)
 	t.Run("pause", func(t *testing.T) {
 		sock, _ := serve(t, newFake())
 		s, err := (&client.Client{Socket: sock}).PauseSchedule(t.Context(), "digest")

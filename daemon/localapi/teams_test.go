@@ -48,21 +48,5 @@ func TestTeamRoutesThroughClient(t *testing.T) {
 			return nil, c.TeamEvents(ctx, "t9", 0, func(client.Event) error { return nil })
 		}, wantErr: client.ErrNotFound, errText: `no team run "t9"`},
 	}
-	for _, tt := range cases {
-		t.Run(tt.name, func(t *testing.T) {
-			sock, _ := serve(t, newFake())
-			c := &client.Client{Socket: sock}
-			got, err := tt.call(t.Context(), c)
-			if tt.wantErr != nil {
-				checkAPIError(t, err, tt.wantErr, tt.errText)
-				return
-			}
-			if err != nil {
-				t.Fatalf("unexpected error: %v", err)
-			}
-			if tt.want != nil && jsonText(t, got) != jsonText(t, tt.want) {
-				t.Errorf("got  %s\nwant %s", jsonText(t, got), jsonText(t, tt.want))
-			}
-		})
-	}
+	runRouteCases(t, cases)
 }
