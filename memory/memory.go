@@ -66,7 +66,17 @@ type Doc struct {
 	Kind  Kind
 	Text  string
 	// Source says where it came from: a command, a file path, a chat thread.
-	Source  string
+	Source string
+	// Speaker is who said or wrote it (a chat message's author). It is a field of its own,
+	// searched by the query's words, so "what did Ana say" finds Ana's messages although
+	// the message does not name her.
+	Speaker string
+	// Context is what came just before in the same conversation (the previous chat turn).
+	// It is indexed with a low weight and not stored: a short answer ("A beagle.") is found
+	// by the words of the question it answers.
+	Context string
+	// Created is when it happened; relative time words in Text ("yesterday", "last week")
+	// are resolved from it when the memory is indexed (see Hit.Dates).
 	Created time.Time
 }
 
@@ -100,7 +110,12 @@ type Hit struct {
 	Kind    Kind
 	Text    string
 	Source  string
+	Speaker string // Doc.Speaker
 	Created time.Time
+	// Dates are the dates Text mentions, resolved from Created when it was indexed:
+	// "2023-05-07" (a day: "yesterday", "on Friday"), "2023-05" (a month: "last month"),
+	// "2023" (a year). Nil when it mentions none.
+	Dates []string
 	// Score ranks the hits: BM25 (or the reciprocal rank fusion score when vectors took part),
 	// times the recency decay when the query asked for one.
 	Score float64
@@ -198,6 +213,8 @@ func clean(d Doc, max int) (Doc, error) {
 	}
 	d.Text = sanitize(d.Text, max)
 	d.Source = sanitize(d.Source, 1024)
+	d.Speaker = sanitize(d.Speaker, 256)
+	d.Context = sanitize(d.Context, max)
 	if d.Created.IsZero() {
 		d.Created = time.Unix(0, 0)
 	}

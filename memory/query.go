@@ -48,16 +48,27 @@ var (
 // the same with and without one.
 type textQuery struct {
 	rare, common []string
-	filter       query.Query // nil: none
+	// dates are terms of the dates field (see queryDates): they add to scores, never find.
+	dates  []string
+	filter query.Query // nil: none
 	// all makes the rare terms a conjunction: a memory must have every one of them. Set
 	// when even the rarest term is common (see buildQuery).
 	all bool
 }
 
+// Boosts of a query term found in the other fields than the text. A term in the previous turn
+// is weaker evidence than one in the memory itself; the speaker field is short, so a name
+// found there would outweigh the text without its boost.
+var (
+	contextBoost = 0.3
+	speakerBoost = 0.5
+	datesBoost   = 0.5
+)
+
 func (q *textQuery) Searcher(ctx context.Context, i index.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
-	var finder query.Query = termsQuery(fieldText, q.rare)
+	var finder query.Query = fieldsQuery(q.rare)
 	if q.all {
-		finder = allTermsQuery(fieldText, q.rare)
+		finder = allTermsQuery(q.rare)
 	}
 	rare, err := finder.Searcher(ctx, i, m, options)
 	if err != nil {
@@ -77,11 +88,15 @@ func (q *textQuery) Searcher(ctx context.Context, i index.IndexReader, m mapping
 			return nil, err
 		}
 	}
-	if len(q.common) == 0 {
+	if len(q.common) == 0 && len(q.dates) == 0 {
 		base.SetQueryNorm(1 / math.Sqrt(weight))
 		return base, nil
 	}
-	common, err := termsQuery(fieldText, q.common).Searcher(ctx, i, m, options)
+	bq := fieldsQuery(q.common)
+	for _, t := range q.dates {
+		bq.AddQuery(boosted(termQuery(fieldDates, t), datesBoost))
+	}
+	common, err := bq.Searcher(ctx, i, m, options)
 	if err != nil {
 		_ = base.Close()
 		return nil, err
@@ -102,16 +117,31 @@ func termsQuery(field string, terms []string) *query.DisjunctionQuery {
 	return d
 }
 
-// allTermsQuery is a conjunction of term queries: memories with every term.
-func allTermsQuery(field string, terms []string) *query.ConjunctionQuery {
+// fieldsQuery is the disjunction of the terms, each looked for in every searched field
+// (fieldsTerm): the coordination factor counts the query's words a memory has.
+func fieldsQuery(terms []string) *query.DisjunctionQuery {
+	d := query.NewDisjunctionQuery(nil)
+	for _, t := range terms {
+		d.AddQuery(fieldsTerm{t})
+	}
+	return d
+}
+
+// allTermsQuery is a conjunction of term queries: memories with every term (in any field).
+func allTermsQuery(terms []string) *query.ConjunctionQuery {
 	c := query.NewConjunctionQuery(nil)
 	for _, t := range terms {
-		c.AddQuery(termQuery(field, t))
+		c.AddQuery(fieldsTerm{t})
 	}
 	return c
 }
 
-func termQuery(field, term string) query.Query {
+func boosted(q *query.TermQuery, b float64) *query.TermQuery {
+	q.SetBoost(b)
+	return q
+}
+
+func termQuery(field, term string) *query.TermQuery {
 	tq := query.NewTermQuery(term)
 	tq.SetField(field)
 	return tq
@@ -121,7 +151,8 @@ func termQuery(field, term string) query.Query {
 // no term that any memory contains. pruned reports that common terms were left out of the
 // finders (or dropped): the query may miss the agent's memories that only have those, and
 // searchBM25 then runs the exhaustive form, which finds memories by any term.
-func buildQuery(ctx context.Context, g *generation, q Query, docs uint64, exhaustive bool) (bq query.Query, pruned bool, err error) {
+// dates are the dates-field terms of the query (see queryDates).
+func buildQuery(ctx context.Context, g *generation, q Query, dates []string, docs uint64, exhaustive bool) (bq query.Query, pruned bool, err error) {
 	terms := queryTerms(g.an.text, q.Text)
 	if len(terms) == 0 {
 		return nil, false, nil
@@ -134,7 +165,7 @@ func buildQuery(ctx context.Context, g *generation, q Query, docs uint64, exhaus
 	if len(terms) == 0 {
 		return nil, false, nil
 	}
-	tq := &textQuery{filter: filterQuery(q)}
+	tq := &textQuery{filter: filterQuery(q), dates: dates}
 	if exhaustive {
 		// Every term finds: with the agent filter in the conjunction this walks only the
 		// memories the query may return.

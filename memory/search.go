@@ -107,7 +107,8 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, depth i
 	// this agent's. When it finds fewer than wanted, the search runs again exhaustively:
 	// every term finds, in conjunction with the agent filter, which bounds the walk to the
 	// memories the search may return. Exhaustive always is 2× slower at 1M memories.
-	bq, pruned, err := buildQuery(ctx, g, q, docs, false)
+	dates := queryDates(q.Text, ix.opts.Now())
+	bq, pruned, err := buildQuery(ctx, g, q, dates, docs, false)
 	if err != nil || bq == nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, depth i
 		// only falls back when it would otherwise come back empty.
 		return hits, err
 	}
-	if bq, _, err = buildQuery(ctx, g, q, docs, true); err != nil {
+	if bq, _, err = buildQuery(ctx, g, q, dates, docs, true); err != nil {
 		return nil, err
 	}
 	return ix.runBM25(ctx, g, bq, docs, depth)

@@ -250,10 +250,11 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 	b := g.idx.NewBatch()
 	b.SetInternal([]byte(lengthsKey), g.lengths()) // as of the previous batch; close writes the last
 	texts := make([]*document.TextField, 0, len(ops))
+	var contexts []*document.TextField
 	for _, o := range ops {
 		switch o.kind {
 		case opAdd:
-			doc, text, err := g.an.toDocument(o.doc)
+			doc, text, context, err := g.an.toDocument(o.doc)
 			if err != nil {
 				ix.log.Warn("memory: skipping a memory", "id", o.doc.ID, "err", err)
 				continue
@@ -262,6 +263,9 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 				return err
 			}
 			texts = append(texts, text)
+			if context != nil {
+				contexts = append(contexts, context)
+			}
 		case opDelete:
 			b.Delete(o.doc.ID)
 		}
@@ -275,6 +279,12 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 	}
 	g.tokens.Add(int64(tokens))
 	g.analyzed.Add(int64(len(texts)))
+	tokens = 0
+	for _, f := range contexts {
+		tokens += f.AnalyzedLength()
+	}
+	g.ctxTokens.Add(int64(tokens))
+	g.ctxAnalyzed.Add(int64(len(contexts)))
 	if reuse == nil {
 		reuse = g
 	}
