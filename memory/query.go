@@ -49,7 +49,10 @@ var (
 type textQuery struct {
 	rare, common []string
 	// dates are terms of the dates field (see queryDates): they add to scores, never find.
-	dates  []string
+	dates []string
+	// expand are words of the first pass's top hits (see expansion), searched with a low
+	// weight: they find memories too.
+	expand []string
 	filter query.Query // nil: none
 	// all makes the rare terms a conjunction: a memory must have every one of them. Set
 	// when even the rarest term is common (see buildQuery).
@@ -66,7 +69,11 @@ var (
 )
 
 func (q *textQuery) Searcher(ctx context.Context, i index.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
-	var finder query.Query = fieldsQuery(q.rare)
+	d := fieldsQuery(q.rare)
+	for _, t := range q.expand {
+		d.AddQuery(fieldsTerm{t, expandWeight})
+	}
+	var finder query.Query = d
 	if q.all {
 		finder = allTermsQuery(q.rare)
 	}
@@ -122,7 +129,7 @@ func termsQuery(field string, terms []string) *query.DisjunctionQuery {
 func fieldsQuery(terms []string) *query.DisjunctionQuery {
 	d := query.NewDisjunctionQuery(nil)
 	for _, t := range terms {
-		d.AddQuery(fieldsTerm{t})
+		d.AddQuery(fieldsTerm{term: t})
 	}
 	return d
 }
@@ -131,7 +138,7 @@ func fieldsQuery(terms []string) *query.DisjunctionQuery {
 func allTermsQuery(terms []string) *query.ConjunctionQuery {
 	c := query.NewConjunctionQuery(nil)
 	for _, t := range terms {
-		c.AddQuery(fieldsTerm{t})
+		c.AddQuery(fieldsTerm{term: t})
 	}
 	return c
 }
@@ -151,8 +158,13 @@ func termQuery(field, term string) *query.TermQuery {
 // no term that any memory contains. pruned reports that common terms were left out of the
 // finders (or dropped): the query may miss the agent's memories that only have those, and
 // searchBM25 then runs the exhaustive form, which finds memories by any term.
-// dates are the dates-field terms of the query (see queryDates).
-func buildQuery(ctx context.Context, g *generation, q Query, dates []string, docs uint64, exhaustive bool) (bq query.Query, pruned bool, err error) {
+// queryExtras are what a search adds to the words of its text.
+type queryExtras struct {
+	dates  []string // dates-field terms (see queryDates)
+	expand []string // a second pass's words from the first one's hits (see expansion)
+}
+
+func buildQuery(ctx context.Context, g *generation, q Query, x queryExtras, docs uint64, exhaustive bool) (bq query.Query, pruned bool, err error) {
 	terms := queryTerms(g.an.text, q.Text)
 	if len(terms) == 0 {
 		return nil, false, nil
@@ -165,7 +177,7 @@ func buildQuery(ctx context.Context, g *generation, q Query, dates []string, doc
 	if len(terms) == 0 {
 		return nil, false, nil
 	}
-	tq := &textQuery{filter: filterQuery(q), dates: dates}
+	tq := &textQuery{filter: filterQuery(q), dates: x.dates, expand: x.expand}
 	if exhaustive {
 		// Every term finds: with the agent filter in the conjunction this walks only the
 		// memories the query may return.

@@ -82,6 +82,18 @@ func parseDialog(name string, r io.Reader) (dialog, error) {
 	if err := json.Unmarshal(raw["qa"], &d.qa); err != nil {
 		return d, fmt.Errorf("%s: qa: %w", name, err)
 	}
+	for i, q := range d.qa {
+		// A few entries list two turns in one string: "D8:6; D9:17".
+		var ev []string
+		for _, e := range q.Evidence {
+			for _, part := range strings.Split(e, ";") {
+				if part = strings.TrimSpace(part); part != "" {
+					ev = append(ev, part)
+				}
+			}
+		}
+		d.qa[i].Evidence = ev
+	}
 	return d, nil
 }
 
@@ -342,6 +354,12 @@ func BenchmarkRecall(b *testing.B) {
 	dialogs := loadDialogs(b, paths)
 	filler := envInt("AGENTD_RECALL_FILLER", 100_000)
 	chatty := envInt("AGENTD_RECALL_CHATTY", 50)
+	// AGENTD_RECALL_EXPAND=from,terms,weight overrides the second pass's settings, for tuning.
+	if v := strings.Split(os.Getenv("AGENTD_RECALL_EXPAND"), ","); len(v) == 3 {
+		expandFrom, _ = strconv.Atoi(v[0])
+		expandTerms, _ = strconv.Atoi(v[1])
+		expandWeight, _ = strconv.ParseFloat(v[2], 64)
+	}
 	// AGENTD_RECALL_BOOSTS=context,speaker,dates overrides the field boosts, for tuning.
 	if v := strings.Split(os.Getenv("AGENTD_RECALL_BOOSTS"), ","); len(v) == 3 {
 		for i, p := range []*float64{&contextBoost, &speakerBoost, &datesBoost} {

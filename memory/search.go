@@ -44,7 +44,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return nil, ErrClosed
 	}
 	g := ix.cur
-	hits, err := ix.searchBM25(ctx, g, q, depth)
+	hits, err := ix.lexical(ctx, g, q, depth)
 	if err != nil {
 		return nil, err
 	}
@@ -89,9 +89,24 @@ func sortHits(hits []Hit) {
 	})
 }
 
+// lexical is the BM25 side of a search: the question's words in the text, context and
+// speaker fields, its dates in the dates field, then a second pass with words of the first
+// one's top hits (see expansion).
+func (ix *Index) lexical(ctx context.Context, g *generation, q Query, depth int) ([]Hit, error) {
+	x := queryExtras{dates: queryDates(q.Text, ix.opts.Now())}
+	hits, err := ix.searchBM25(ctx, g, q, x, depth)
+	if err != nil {
+		return nil, err
+	}
+	if x.expand, err = expansion(ctx, g, q.Text, hits); err != nil || len(x.expand) == 0 {
+		return hits, err
+	}
+	return ix.searchBM25(ctx, g, q, x, depth)
+}
+
 // searchBM25 runs the Bleve side. A panic inside Bleve means a damaged index: the search
 // fails and the index is flagged for a rebuild.
-func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, depth int) (hits []Hit, err error) {
+func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, x queryExtras, depth int) (hits []Hit, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("memory: search failed, index damaged: %v", r)
@@ -107,8 +122,7 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, depth i
 	// this agent's. When it finds fewer than wanted, the search runs again exhaustively:
 	// every term finds, in conjunction with the agent filter, which bounds the walk to the
 	// memories the search may return. Exhaustive always is 2× slower at 1M memories.
-	dates := queryDates(q.Text, ix.opts.Now())
-	bq, pruned, err := buildQuery(ctx, g, q, dates, docs, false)
+	bq, pruned, err := buildQuery(ctx, g, q, x, docs, false)
 	if err != nil || bq == nil {
 		return nil, err
 	}
@@ -118,7 +132,7 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, depth i
 		// only falls back when it would otherwise come back empty.
 		return hits, err
 	}
-	if bq, _, err = buildQuery(ctx, g, q, dates, docs, true); err != nil {
+	if bq, _, err = buildQuery(ctx, g, q, x, docs, true); err != nil {
 		return nil, err
 	}
 	return ix.runBM25(ctx, g, bq, docs, depth)

@@ -1,0 +1,76 @@
+package memory
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+// chat is a chat memory of agent "a": who said text, after what.
+func chat(id, speaker, text, context string, at time.Time) Doc {
+	return Doc{ID: id, Agent: "a", Kind: KindChat, Text: text, Speaker: speaker, Context: context, Created: at}
+}
+
+// The speaker, the previous turn and the dates are fields a question's words find (issue 18).
+func TestDialogFields(t *testing.T) {
+	ix := open(t, Options{Now: func() time.Time { return said.AddDate(0, 1, 0) }})
+	load(t, ix,
+		chat("q", "Ben", "Congrats! What breed is Biscuit?", "I adopted a puppy called Biscuit", said),
+		chat("answer", "Ana", "A beagle. He loves the beach.", "Congrats! What breed is Biscuit?", said.Add(time.Second)),
+		chat("ana-beach", "Ana", "The beach was windy.", "", said.Add(2*time.Second)),
+		chat("ben-beach", "Ben", "The beach was windy.", "", said.Add(3*time.Second)),
+		chat("group-dated", "Cleo", "I went to a support group yesterday, so powerful.", "", said),
+		chat("group-undated", "Cleo", "The support group is so powerful.", "", said),
+		chat("in-text", "Dee", "My violin is old.", "", said),
+		chat("in-context", "Dee", "It is old.", "Is that your violin?", said),
+		chat("both-fields", "Dee", "Violin lessons.", "Violin?", said),
+		chat("two-words", "Dee", "Violin lessons are on Tuesday.", "", said),
+	)
+	cases := []struct {
+		name, question string
+		wantFirst      string
+		wantBefore     []string // wantFirst ranks above these
+		wantAlso       []string // found too
+	}{
+		{"previous_turn_finds_short_answer", "What breed is the dog?", "q", nil, []string{"answer"}},
+		{"answer_found_by_its_question", "Which breed is Biscuit, the beagle?", "answer", []string{"q"}, nil},
+		{"speaker_named_in_question", "What did Ana say about the beach?", "ana-beach", []string{"ben-beach"}, nil},
+		{"when_prefers_dated_memory", "When did Cleo go to the support group?", "group-dated", []string{"group-undated"}, nil},
+		{"text_outweighs_context", "How old is the violin?", "in-text", []string{"in-context"}, nil},
+		{"word_in_two_fields_counts_once", "violin lessons tuesday", "two-words", []string{"both-fields"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hits := find(t, ix, Query{Agent: "a", Text: c.question, K: 10})
+			got := ids(hits)
+			if len(got) == 0 || got[0] != c.wantFirst {
+				t.Fatalf("%q: got %v, want %s first", c.question, got, c.wantFirst)
+			}
+			for _, a := range c.wantAlso {
+				if !slices.Contains(got, a) {
+					t.Errorf("%q: %s not found: %v", c.question, a, got)
+				}
+			}
+			for _, b := range c.wantBefore {
+				if i := slices.Index(got, b); i >= 0 && i < slices.Index(got, c.wantFirst) {
+					t.Errorf("%q: %s ranks above %s: %v", c.question, b, c.wantFirst, got)
+				}
+			}
+		})
+	}
+	t.Run("hit_carries_speaker_and_resolved_dates", func(t *testing.T) {
+		hits := find(t, ix, Query{Agent: "a", Text: "support group yesterday", K: 1})
+		if len(hits) != 1 || hits[0].Speaker != "Cleo" || !reflect.DeepEqual(hits[0].Dates, []string{"2023-05-07"}) {
+			t.Fatalf("got %+v, want Cleo's memory with Dates [2023-05-07]", hits)
+		}
+	})
+	t.Run("dates_asked_by_month", func(t *testing.T) {
+		load(t, ix, chat("june", "Eve", "We went camping with the kids.", "", time.Date(2023, 6, 27, 10, 0, 0, 0, time.UTC)),
+			chat("may", "Eve", "We went camping with the kids.", "", said))
+		got := ids(find(t, ix, Query{Agent: "a", Text: "When did Eve go camping in June?", K: 2}))
+		if !reflect.DeepEqual(got, []string{"june", "may"}) {
+			t.Fatalf("got %v, want the June memory first", got)
+		}
+	})
+}
