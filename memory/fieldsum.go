@@ -12,21 +12,20 @@ import (
 // and speaker fields (searchedFields). Its score is the sum of the fields' BM25 scores, like
 // BM25F's sum over fields: a word found in both a memory and its context counts once in the
 // disjunction's coordination factor, not as two of the query's words.
-// weight scales every field's boost; 0 means 1.
+// in says which fields have the term (0: not known, search them all).
 type fieldsTerm struct {
-	term   string
-	weight float64
+	term string
+	in   fieldSet
 }
 
 func (q fieldsTerm) Searcher(ctx context.Context, i index.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
 	boosts := map[string]float64{fieldText: 1, fieldContext: contextBoost, fieldSpeaker: speakerBoost}
-	w := q.weight
-	if w == 0 {
-		w = 1
-	}
 	f := &fieldSum{}
-	for _, field := range searchedFields {
-		s, err := boosted(termQuery(field, q.term), w*boosts[field]).Searcher(ctx, i, m, options)
+	for n, field := range searchedFields {
+		if q.in != 0 && q.in&(1<<n) == 0 {
+			continue
+		}
+		s, err := boosted(termQuery(field, q.term), boosts[field]).Searcher(ctx, i, m, options)
 		if err != nil {
 			_ = f.Close()
 			return nil, err

@@ -415,9 +415,14 @@ func (g *generation) docCount() uint64 {
 // searchedFields are the fields a query's words are looked for in (see fieldsQuery).
 var searchedFields = []string{fieldText, fieldContext, fieldSpeaker}
 
+// fieldSet has bit i set for searchedFields[i].
+type fieldSet uint8
+
 // termDocFreqs returns, for each term, how many postings a search of it walks: the documents
 // that contain it in the text, context and speaker fields, summed.
-func (g *generation) termDocFreqs(ctx context.Context, terms []string) (map[string]uint64, error) {
+// in has, for each term, a bit per searchedFields entry that has it, so a search skips the
+// fields that do not (nil to skip nothing).
+func (g *generation) termDocFreqs(ctx context.Context, terms []string, in map[string]fieldSet) (map[string]uint64, error) {
 	adv, err := g.idx.Advanced()
 	if err != nil {
 		return nil, err
@@ -429,13 +434,17 @@ func (g *generation) termDocFreqs(ctx context.Context, terms []string) (map[stri
 	defer r.Close()
 	out := make(map[string]uint64, len(terms))
 	for _, t := range terms {
-		for _, f := range searchedFields {
+		for i, f := range searchedFields {
 			tfr, err := r.TermFieldReader(ctx, []byte(t), f, false, false, false)
 			if err != nil {
 				return nil, err
 			}
-			out[t] += tfr.Count()
+			n := tfr.Count()
 			_ = tfr.Close()
+			out[t] += n
+			if n > 0 && in != nil {
+				in[t] |= 1 << i
+			}
 		}
 	}
 	return out, nil

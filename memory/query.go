@@ -50,10 +50,8 @@ type textQuery struct {
 	rare, common []string
 	// dates are terms of the dates field (see queryDates): they add to scores, never find.
 	dates []string
-	// expand are words of the first pass's top hits (see expansion), searched with a low
-	// weight: they find memories too.
-	expand []string
-	filter query.Query // nil: none
+	in     map[string]fieldSet // the fields each term is in
+	filter query.Query         // nil: none
 	// all makes the rare terms a conjunction: a memory must have every one of them. Set
 	// when even the rarest term is common (see buildQuery).
 	all bool
@@ -69,13 +67,9 @@ var (
 )
 
 func (q *textQuery) Searcher(ctx context.Context, i index.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
-	d := fieldsQuery(q.rare)
-	for _, t := range q.expand {
-		d.AddQuery(fieldsTerm{t, expandWeight})
-	}
-	var finder query.Query = d
+	var finder query.Query = fieldsQuery(q.rare, q.in)
 	if q.all {
-		finder = allTermsQuery(q.rare)
+		finder = allTermsQuery(q.rare, q.in)
 	}
 	rare, err := finder.Searcher(ctx, i, m, options)
 	if err != nil {
@@ -99,7 +93,7 @@ func (q *textQuery) Searcher(ctx context.Context, i index.IndexReader, m mapping
 		base.SetQueryNorm(1 / math.Sqrt(weight))
 		return base, nil
 	}
-	bq := fieldsQuery(q.common)
+	bq := fieldsQuery(q.common, q.in)
 	for _, t := range q.dates {
 		bq.AddQuery(boosted(termQuery(fieldDates, t), datesBoost))
 	}
@@ -126,19 +120,19 @@ func termsQuery(field string, terms []string) *query.DisjunctionQuery {
 
 // fieldsQuery is the disjunction of the terms, each looked for in every searched field
 // (fieldsTerm): the coordination factor counts the query's words a memory has.
-func fieldsQuery(terms []string) *query.DisjunctionQuery {
+func fieldsQuery(terms []string, in map[string]fieldSet) *query.DisjunctionQuery {
 	d := query.NewDisjunctionQuery(nil)
 	for _, t := range terms {
-		d.AddQuery(fieldsTerm{term: t})
+		d.AddQuery(fieldsTerm{t, in[t]})
 	}
 	return d
 }
 
 // allTermsQuery is a conjunction of term queries: memories with every term (in any field).
-func allTermsQuery(terms []string) *query.ConjunctionQuery {
+func allTermsQuery(terms []string, in map[string]fieldSet) *query.ConjunctionQuery {
 	c := query.NewConjunctionQuery(nil)
 	for _, t := range terms {
-		c.AddQuery(fieldsTerm{term: t})
+		c.AddQuery(fieldsTerm{t, in[t]})
 	}
 	return c
 }
@@ -160,8 +154,7 @@ func termQuery(field, term string) *query.TermQuery {
 // searchBM25 then runs the exhaustive form, which finds memories by any term.
 // queryExtras are what a search adds to the words of its text.
 type queryExtras struct {
-	dates  []string // dates-field terms (see queryDates)
-	expand []string // a second pass's words from the first one's hits (see expansion)
+	dates []string // dates-field terms (see queryDates)
 }
 
 func buildQuery(ctx context.Context, g *generation, q Query, x queryExtras, docs uint64, exhaustive bool) (bq query.Query, pruned bool, err error) {
@@ -169,7 +162,8 @@ func buildQuery(ctx context.Context, g *generation, q Query, x queryExtras, docs
 	if len(terms) == 0 {
 		return nil, false, nil
 	}
-	df, err := g.termDocFreqs(ctx, terms)
+	in := map[string]fieldSet{}
+	df, err := g.termDocFreqs(ctx, terms, in)
 	if err != nil {
 		return nil, false, fmt.Errorf("memory: search: %w", err)
 	}
@@ -177,7 +171,7 @@ func buildQuery(ctx context.Context, g *generation, q Query, x queryExtras, docs
 	if len(terms) == 0 {
 		return nil, false, nil
 	}
-	tq := &textQuery{filter: filterQuery(q), dates: x.dates, expand: x.expand}
+	tq := &textQuery{filter: filterQuery(q), dates: x.dates, in: in}
 	if exhaustive {
 		// Every term finds: with the agent filter in the conjunction this walks only the
 		// memories the query may return.

@@ -354,12 +354,6 @@ func BenchmarkRecall(b *testing.B) {
 	dialogs := loadDialogs(b, paths)
 	filler := envInt("AGENTD_RECALL_FILLER", 100_000)
 	chatty := envInt("AGENTD_RECALL_CHATTY", 50)
-	// AGENTD_RECALL_EXPAND=from,terms,weight overrides the second pass's settings, for tuning.
-	if v := strings.Split(os.Getenv("AGENTD_RECALL_EXPAND"), ","); len(v) == 3 {
-		expandFrom, _ = strconv.Atoi(v[0])
-		expandTerms, _ = strconv.Atoi(v[1])
-		expandWeight, _ = strconv.ParseFloat(v[2], 64)
-	}
 	// AGENTD_RECALL_BOOSTS=context,speaker,dates overrides the field boosts, for tuning.
 	if v := strings.Split(os.Getenv("AGENTD_RECALL_BOOSTS"), ","); len(v) == 3 {
 		for i, p := range []*float64{&contextBoost, &speakerBoost, &datesBoost} {
