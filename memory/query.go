@@ -49,7 +49,7 @@ var (
 type textQuery struct {
 	rare, common []string
 	// dates are terms of the dates field (see queryDates): they add to scores, never find.
-	dates []string
+	dates  []string
 	in     map[string]fieldSet // the fields each term is in
 	filter query.Query         // nil: none
 	// all makes the rare terms a conjunction: a memory must have every one of them. Set
