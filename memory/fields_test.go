@@ -23,7 +23,7 @@ func TestDialogFields(t *testing.T) {
 		chat("group-dated", "Cleo", "I went to a support group yesterday, so powerful.", "", said),
 		chat("group-undated", "Cleo", "The support group is so powerful.", "", said),
 		chat("in-text", "Dee", "My violin is old.", "", said),
-		chat("in-context", "Dee", "It is old.", "Is that your violin?", said),
+		chat("in-context", "Dee", "My bike is old.", "Is that your violin?", said),
 		chat("both-fields", "Dee", "Violin lessons.", "Violin?", said),
 		chat("two-words", "Dee", "Violin lessons are on Tuesday.", "", said),
 	)

@@ -17,9 +17,13 @@
 //	NEEDS_REBUILD   present while the index is known to miss memories; the reason inside
 //	DIRTY           present while open; found by Open, it means the last run did not Close
 //
-// Retrieval is BM25 with recency as an optional tie-breaker. With an Embedder it is hybrid: memories are
-// embedded as they are indexed and a search fuses the BM25 ranking with a cosine-similarity
-// ranking by reciprocal rank fusion. The vector side is brute force in Go (see vectors.go).
+// Retrieval is BM25 with recency as an optional tie-breaker. A question's words are looked for
+// in the memory's text, its speaker and (with a lower weight) the turn before it, a word's
+// fields summed (fieldsum.go); the dates a memory mentions are resolved when it is indexed and
+// questions that ask "when" or name a month search them (dates.go). With an Embedder it is
+// hybrid: memories are embedded as they are indexed and a search fuses the BM25 ranking with
+// a cosine-similarity ranking by reciprocal rank fusion. The vector side is brute force in Go
+// (see vectors.go).
 package memory
 
 import (
