@@ -418,8 +418,11 @@ var searchedFields = []string{fieldText, fieldContext, fieldSpeaker}
 // fieldSet has bit i set for searchedFields[i].
 type fieldSet uint8
 
-// termDocFreqs returns, for each term, how many postings a search of it walks: the documents
-// that contain it in the text, context and speaker fields, summed.
+// termDocFreqs returns, for each term, how many documents contain it in one field, the
+// field where it is most frequent (text, context or speaker): the query's rare and common
+// terms are judged by it as they were when the text was the only field. (The sum over the
+// fields made common twice as many words, and searches fell back to the exhaustive form:
+// 100k-memory p50 4.4 ms against 3.0.)
 // in has, for each term, a bit per searchedFields entry that has it, so a search skips the
 // fields that do not (nil to skip nothing).
 func (g *generation) termDocFreqs(ctx context.Context, terms []string, in map[string]fieldSet) (map[string]uint64, error) {
@@ -441,7 +444,7 @@ func (g *generation) termDocFreqs(ctx context.Context, terms []string, in map[st
 			}
 			n := tfr.Count()
 			_ = tfr.Close()
-			out[t] += n
+			out[t] = max(out[t], n)
 			if n > 0 && in != nil {
 				in[t] |= 1 << i
 			}
