@@ -100,7 +100,7 @@ type analyzers struct {
 func analyzersFor(m mapping.IndexMapping) (analyzers, error) {
 	a := analyzers{text: m.AnalyzerNamed(en.AnalyzerName), keyword: m.AnalyzerNamed(keyword.Name), dates: m.AnalyzerNamed(datesAnalyzer)}
 	if a.text == nil || a.keyword == nil || a.dates == nil {
-		return a, fmt.Errorf("memory: analyzers %q/%q not registered", en.AnalyzerName, keyword.Name)
+		return a, fmt.Errorf("memory: analyzers %q/%q/%q not registered", en.AnalyzerName, keyword.Name, datesAnalyzer)
 	}
 	return a, nil
 }
@@ -108,8 +108,8 @@ func analyzersFor(m mapping.IndexMapping) (analyzers, error) {
 // toDocument builds the Bleve document for d directly, skipping the mapping's reflection walk;
 // it produces the same fields the mapping would (a test checks that).
 // It also returns the text and context fields, whose AnalyzedLength is known once Bleve has
-// indexed them (context is nil when the memory has none).
-func (a analyzers) toDocument(d Doc) (doc *document.Document, text, context *document.TextField, err error) {
+// indexed them (prev, the context, is nil when the memory has none).
+func (a analyzers) toDocument(d Doc) (doc *document.Document, text, prev *document.TextField, err error) {
 	doc = document.NewDocument(d.ID)
 	text = document.NewTextFieldCustom(fieldText, nil, []byte(d.Text), fieldOptions, a.text)
 	doc.AddField(text)
@@ -117,8 +117,8 @@ func (a analyzers) toDocument(d Doc) (doc *document.Document, text, context *doc
 		doc.AddField(document.NewTextFieldCustom(fieldSpeaker, nil, []byte(d.Speaker), fieldOptions, a.text))
 	}
 	if d.Context != "" {
-		context = document.NewTextFieldCustom(fieldContext, nil, []byte(d.Context), index.IndexField, a.text)
-		doc.AddField(context)
+		prev = document.NewTextFieldCustom(fieldContext, nil, []byte(d.Context), index.IndexField, a.text)
+		doc.AddField(prev)
 	}
 	if dates := dateTerms(d.Text, d.Created); dates != "" {
 		doc.AddField(document.NewTextFieldCustom(fieldDates, nil, []byte(dates), fieldOptions, a.dates))
@@ -133,7 +133,7 @@ func (a analyzers) toDocument(d Doc) (doc *document.Document, text, context *doc
 		return nil, nil, nil, fmt.Errorf("memory: %s: created: %w", d.ID, err)
 	}
 	doc.AddField(created)
-	return doc, text, context, nil
+	return doc, text, prev, nil
 }
 
 // mappingValue is d as the mapping would index it through bleve.Index.Index (used by tests to

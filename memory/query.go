@@ -152,13 +152,9 @@ func termQuery(field, term string) *query.TermQuery {
 // buildQuery returns the query for q on an index of docs memories, or nil when the text has
 // no term that any memory contains. pruned reports that common terms were left out of the
 // finders (or dropped): the query may miss the agent's memories that only have those, and
-// searchBM25 then runs the exhaustive form, which finds memories by any term.
-// queryExtras are what a search adds to the words of its text.
-type queryExtras struct {
-	dates []string // dates-field terms (see queryDates)
-}
-
-func buildQuery(ctx context.Context, g *generation, q Query, x queryExtras, docs uint64, exhaustive bool) (bq query.Query, pruned bool, err error) {
+// searchBM25 then runs the exhaustive form, which finds memories by any term. dates are the
+// dates-field terms the text asks about (see queryDates).
+func buildQuery(ctx context.Context, g *generation, q Query, dates []string, docs uint64, exhaustive bool) (bq query.Query, pruned bool, err error) {
 	terms := queryTerms(g.an.text, q.Text)
 	if len(terms) == 0 {
 		return nil, false, nil
@@ -172,7 +168,7 @@ func buildQuery(ctx context.Context, g *generation, q Query, x queryExtras, docs
 	if len(terms) == 0 {
 		return nil, false, nil
 	}
-	tq := &textQuery{filter: filterQuery(q), dates: x.dates, in: in}
+	tq := &textQuery{filter: filterQuery(q), dates: dates, in: in}
 	if exhaustive {
 		// Every term finds: with the agent filter in the conjunction this walks only the
 		// memories the query may return.

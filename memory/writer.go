@@ -254,7 +254,7 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 	for _, o := range ops {
 		switch o.kind {
 		case opAdd:
-			doc, text, context, err := g.an.toDocument(o.doc)
+			doc, text, prev, err := g.an.toDocument(o.doc)
 			if err != nil {
 				ix.log.Warn("memory: skipping a memory", "id", o.doc.ID, "err", err)
 				continue
@@ -263,8 +263,8 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 				return err
 			}
 			texts = append(texts, text)
-			if context != nil {
-				contexts = append(contexts, context)
+			if prev != nil {
+				contexts = append(contexts, prev)
 			}
 		case opDelete:
 			b.Delete(o.doc.ID)
