@@ -107,7 +107,10 @@ func mentionedDates(field string) []string {
 
 var (
 	weekdays = map[string]time.Weekday{"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday,
-		"wednesday": time.Wednesday, "thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday}
+		"wednesday": time.Wednesday, "thursday": time.Thursday, "friday": time.Friday, "saturday": time.Saturday,
+		// Abbreviations that are not also words ("sun", "sat" and "wed" are).
+		"mon": time.Monday, "tue": time.Tuesday, "tues": time.Tuesday, "thu": time.Thursday, "thur": time.Thursday,
+		"thurs": time.Thursday, "fri": time.Friday}
 	months = map[string]time.Month{"january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6,
 		"july": 7, "august": 8, "september": 9, "october": 10, "november": 11, "december": 12}
 	counts = map[string]int{"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
@@ -187,9 +190,11 @@ func resolveSentence(ws []word, now time.Time) []mention {
 	for i := 0; i < len(ws); i++ {
 		w, next := ws[i].low, at(i+1)
 		switch {
-		case w == "yesterday" || w == "last" && next == "night":
+		case w == "yesterday":
 			out = append(out, day(now.AddDate(0, 0, -1)))
-			i += len(w) / 5 // "last night" is two words
+		case w == "last" && next == "night":
+			out = append(out, day(now.AddDate(0, 0, -1)))
+			i++
 		case w == "today" || w == "tonight" || w == "this" && (next == "morning" || next == "afternoon" || next == "evening"):
 			out = append(out, day(now))
 		case w == "tomorrow":

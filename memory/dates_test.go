@@ -17,6 +17,8 @@ func TestResolveDates(t *testing.T) {
 	}{
 		{"yesterday", "I went to a support group yesterday.", []string{"2023-05-07"}},
 		{"last_night", "Last night was amazing!", []string{"2023-05-07"}},
+		{"yesterday_then_weekday", "yesterday Friday felt far", []string{"2023-05-07", "2023-05-05"}},
+		{"abbreviated_weekday", "I joined a new group last Tues.", []string{"2023-05-02"}},
 		{"today_and_tonight", "Today I rest, tonight I paint.", []string{"2023-05-08", "2023-05-08"}},
 		{"tomorrow", "The race is tomorrow", []string{"2023-05-09"}},
 		{"last_week", "We went camping last week", []string{"2023-W18"}},
