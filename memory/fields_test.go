@@ -74,3 +74,35 @@ func TestDialogFields(t *testing.T) {
 		}
 	})
 }
+
+// Query.Explain says why each hit was found.
+func TestExplainMatched(t *testing.T) {
+	ix := open(t, Options{Now: func() time.Time { return said.AddDate(0, 1, 0) }})
+	load(t, ix,
+		chat("answer", "Ana", "A beagle. We got him yesterday.", "What breed is Biscuit?", said),
+		chat("q", "Ben", "What breed is Biscuit?", "", said))
+	cases := []struct {
+		name, question string
+		want           map[string][]string
+	}{
+		{"text_and_context", "What breed is Biscuit?", map[string][]string{
+			"q": {"text:breed", "text:biscuit"}, "answer": {"context"}}},
+		{"speaker_and_dates", "When did Ana get the beagle?", map[string][]string{
+			"answer": {"text:beagl", "speaker:ana", "dates:" + mentionTerm}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hits := find(t, ix, Query{Agent: "a", Text: c.question, Explain: true})
+			got := map[string][]string{}
+			for _, h := range hits {
+				got[h.ID] = h.Matched
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%q: matched %q, want %q", c.question, got, c.want)
+			}
+		})
+	}
+	if h := find(t, ix, Query{Agent: "a", Text: "breed"}); len(h) == 0 || h[0].Matched != nil {
+		t.Errorf("without Explain: %+v, want no Matched", h)
+	}
+}

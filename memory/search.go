@@ -63,6 +63,9 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if len(hits) > k {
 		hits = hits[:k]
 	}
+	if q.Explain {
+		explain(g.an, q, ix.opts.Now(), hits)
+	}
 	return hits, nil
 }
 
