@@ -2,8 +2,6 @@ package memory
 
 import (
 	"context"
-	"strings"
-	"time"
 
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
@@ -160,50 +158,4 @@ func (f *fieldSum) Close() error {
 		}
 	}
 	return err
-}
-
-// explain fills Hit.Matched. It analyzes the hits again rather than asking Bleve to explain
-// its scores, which would cost every search; the context is not stored, so a lexical hit
-// whose own fields have none of the query's words was found by it.
-func explain(an analyzers, q Query, now time.Time, hits []Hit) {
-	words := queryTerms(an.text, q.Text)
-	asked := queryDates(q.Text, now)
-	for i := range hits {
-		h := &hits[i]
-		h.Matched = nil
-		inText := set(queryTerms(an.text, h.Text))
-		inSpeaker := set(queryTerms(an.text, h.Speaker))
-		for _, w := range words {
-			if inText[w] {
-				h.Matched = append(h.Matched, "text:"+w)
-			}
-		}
-		for _, w := range words {
-			if inSpeaker[w] {
-				h.Matched = append(h.Matched, "speaker:"+w)
-			}
-		}
-		lexical := len(h.Matched) > 0
-		dates := set(strings.Fields(dateTerms(h.Text, h.Created)))
-		for _, d := range asked {
-			if dates[d] {
-				h.Matched = append(h.Matched, "dates:"+d)
-			}
-		}
-		switch {
-		case lexical:
-		case h.BM25 > 0:
-			h.Matched = append(h.Matched, "context")
-		case h.Similarity > 0:
-			h.Matched = append(h.Matched, "meaning")
-		}
-	}
-}
-
-func set(ss []string) map[string]bool {
-	m := make(map[string]bool, len(ss))
-	for _, s := range ss {
-		m[s] = true
-	}
-	return m
 }
