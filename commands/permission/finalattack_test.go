@@ -31,3 +31,15 @@ func TestFinalAttackAliasHidesProgram(t *testing.T) {
 		t.Fatalf("alias then use on the next line read as plain: %q", cmds)
 	}
 }
+
+// Keys encoding/json folds onto one struct field (case, ſ for s, K for k) are refused.
+func TestFinalAttackFoldedKeys(t *testing.T) {
+	for _, a := range []string{
+		`{"path":"a","contents":"x","contentſ":"y"}`, `{"path":"a","Path":"b"}`,
+		`{"path":"a","path":"b"}`, `{"url":"a","URL":"b"}`, `{"kind":"a","\u212aind":"b"}`,
+	} {
+		if err := checkArgs([]byte(a)); err == nil {
+			t.Errorf("checkArgs(%s) = nil, want a refusal", a)
+		}
+	}
+}
