@@ -2,6 +2,7 @@ package netguard
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -21,7 +22,24 @@ func TestFinalAttackDescribeHost(t *testing.T) {
 			t.Logf("%q parse err %v", r, err)
 			continue
 		}
+		d := DescribeHost(u)
 		ip, name, perr := ParseHost(u.Hostname())
-		t.Logf("%q Host=%q Hostname=%q => %s | ParseHost ip=%v name=%q err=%v", r, u.Host, u.Hostname(), DescribeHost(u), ip, name, perr)
+		switch {
+		case perr != nil:
+			if !strings.Contains(d, "not a host the guard can read") {
+				t.Errorf("%q: %s; want it marked unreadable (%v)", r, d, perr)
+			}
+		case ip.IsValid():
+			if !strings.Contains(d, ip.String()) {
+				t.Errorf("%q: %s; want the address %s the guard connects to", r, d, ip)
+			}
+		default:
+			if !strings.HasPrefix(d, name+":") {
+				t.Errorf("%q: %s; want the name %s the guard resolves", r, d, name)
+			}
+		}
+		if strings.Contains(d, ":00") {
+			t.Errorf("%q: %s shows the port as written, not the number it connects to", r, d)
+		}
 	}
 }

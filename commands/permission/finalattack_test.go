@@ -1,6 +1,10 @@
 package permission
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
 
 // finalattack: lines that hide a second program; each must either list it or be refused.
 func TestFinalAttackParseShell(t *testing.T) {
@@ -16,19 +20,31 @@ func TestFinalAttackParseShell(t *testing.T) {
 		"source ./s", "exec 3>f; rm x", "trap 'rm x' EXIT", "echo a\x00; rm x", "echo a\u2028rm x", "echo a\u0085rm x",
 		"echo a\vrm x", "echo a\frm x", "echo a\trm x", "busybox rm x",
 	}
+	runsArgs := setOf("env", "sh", "exec", "command", "eval", "xargs", "find", "nice", "timeout", "time",
+		"trap", "busybox", ".", "source")
 	for _, l := range lines {
 		cmds, p := ParseShell(l)
-		t.Logf("%q => %q | %s", l, cmds, p)
+		if p != "" {
+			continue // the preview shows the raw line and why
+		}
+		if strings.Contains(l, "rm") && !strings.Contains(fmt.Sprint(cmds), "rm") {
+			t.Errorf("ParseShell(%q) = %q: the second program is neither listed nor refused", l, cmds)
+		}
+		for _, c := range cmds {
+			if runsArgs[c[0]] && len(CodeRunners(l)) == 0 {
+				t.Errorf("CodeRunners(%q) is empty, though %s runs code from its arguments", l, c[0])
+			}
+		}
 	}
 }
 
 // dash expands aliases in `sh -c` and reads each line after the one before ran, so
 // `alias ls=rm` on one line makes the next line's ls run rm; the preview lists ls.
 func TestFinalAttackAliasHidesProgram(t *testing.T) {
-	t.Skip("finding: ParseShell lists [alias ls=rm] [ls x] for \"alias ls=rm\\nls x\"; /bin/sh (dash) runs rm x")
-	cmds, p := ParseShell("alias ls=rm\nls x")
-	if p == "" {
-		t.Fatalf("alias then use on the next line read as plain: %q", cmds)
+	for _, l := range []string{"alias ls=rm\nls x", "alias ls=rm; ls x", "unalias ls\nls x", "echo a && alias x=rm"} {
+		if cmds, p := ParseShell(l); p == "" {
+			t.Errorf("ParseShell(%q) = %q, plain; want a problem naming the alias", l, cmds)
+		}
 	}
 }
 
