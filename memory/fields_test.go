@@ -106,3 +106,22 @@ func TestExplainMatched(t *testing.T) {
 		t.Errorf("without Explain: %+v, want no Matched", h)
 	}
 }
+
+func TestContextTail(t *testing.T) {
+	cases := []struct {
+		name, in string
+		max      int
+		want     string
+	}{
+		{"short_kept_whole", "What breed is he?", 160, "What breed is he?"},
+		{"cut_at_a_word", "I adopted a puppy. What breed is he?", 20, "What breed is he?"},
+		{"one_long_word_cut_on_a_rune", "ééééé", 5, "éé"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := contextTail(c.in, c.max); got != c.want {
+				t.Errorf("contextTail(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+			}
+		})
+	}
+}

@@ -76,8 +76,8 @@ type Doc struct {
 	// the message does not name her.
 	Speaker string
 	// Context is what came just before in the same conversation (the previous chat turn).
-	// It is indexed with a low weight and not stored: a short answer ("A beagle.") is found
-	// by the words of the question it answers.
+	// Its end (maxContextBytes) is indexed with a low weight and not stored: a short answer
+	// ("A beagle.") is found by the words of the question it answers.
 	Context string
 	// Created is when it happened; relative time words in Text ("yesterday", "last week")
 	// are resolved from it when the memory is indexed (see Hit.Dates).
@@ -225,7 +225,7 @@ func clean(d Doc, max int) (Doc, error) {
 	d.Text = sanitize(d.Text, max)
 	d.Source = sanitize(d.Source, 1024)
 	d.Speaker = sanitize(d.Speaker, 256)
-	d.Context = sanitize(d.Context, max)
+	d.Context = contextTail(sanitize(d.Context, max), maxContextBytes)
 	if d.Created.IsZero() {
 		d.Created = time.Unix(0, 0)
 	}
@@ -246,6 +246,26 @@ func sanitize(s string, max int) string {
 			cut--
 		}
 		s = s[:cut]
+	}
+	return s
+}
+
+// maxContextBytes is how much of Doc.Context is indexed: its end, the words just before the
+// memory (a question is asked last). On the LoCoMo dev split 160 bytes gave R@25 83.1
+// against 81.4 for the whole turn (80: 82.2, 300: 81.6), and fewer postings to walk.
+var maxContextBytes = 160
+
+// contextTail is the last max bytes of s, from a word boundary.
+func contextTail(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[len(s)-max:]
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		return s[i+1:]
+	}
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
 	}
 	return s
 }

@@ -354,6 +354,7 @@ func BenchmarkRecall(b *testing.B) {
 	dialogs := loadDialogs(b, paths)
 	filler := envInt("AGENTD_RECALL_FILLER", 100_000)
 	chatty := envInt("AGENTD_RECALL_CHATTY", 50)
+	maxContextBytes = envInt("AGENTD_RECALL_CONTEXT_BYTES", maxContextBytes)
 	// AGENTD_RECALL_BOOSTS=context,speaker,dates overrides the field boosts, for tuning.
 	if v := strings.Split(os.Getenv("AGENTD_RECALL_BOOSTS"), ","); len(v) == 3 {
 		for i, p := range []*float64{&contextBoost, &speakerBoost, &datesBoost} {
