@@ -344,7 +344,10 @@ func envInt(name string, def int) int {
 // BenchmarkRecall runs the recall benchmark on AGENTD_RECALL_FILES (comma-separated) with
 // AGENTD_RECALL_FILLER other agents' memories (default 100,000), AGENTD_RECALL_CHATTY percent
 // of them conversational (default 50) and AGENTD_RECALL_HALFLIFE (e.g. 720h, default none),
-// printing the table; without files it uses the synthetic set.
+// printing the table; without files it uses the synthetic set. For tuning:
+// AGENTD_RECALL_DUMP=FILE writes each question the top 10 missed, with its evidence's rank
+// and the top hits; AGENTD_RECALL_BOOSTS=context,speaker,dates and
+// AGENTD_RECALL_CONTEXT_BYTES override the field weights and the context indexed.
 func BenchmarkRecall(b *testing.B) {
 	paths := []string{"testdata/dialog.json"}
 	if v := os.Getenv("AGENTD_RECALL_FILES"); v != "" {

@@ -18,6 +18,7 @@
 #   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
 #   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
 #   RECALL_HALFLIFE  memory-recall's half_life, e.g. 720h (default none)
+#   RECALL_DUMP    memory-recall writes the questions whose evidence missed the top 10 to this file
 #   BENCH_OUT      directory for the raw output (benchstat input) and CPU profiles (default a temp dir)
 #   AGENTD_OLLAMA_BIN  the Ollama binary; else `ollama` on PATH, else scripts/ollama.sh's cache.
 #                  Without one the real-server figures are skipped (scripts/ollama.sh builds it).
@@ -43,9 +44,11 @@ if [ "$what" = memory-recall ]; then
 		[ -f "$f" ] || die "memory-recall: $f: no such file; give LoCoMo-format JSON files"
 		files+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
 	done
+	dump=${RECALL_DUMP:-}
+	[ -z "$dump" ] || [ "${dump#/}" != "$dump" ] || dump="$PWD/$dump" # go test runs in memory/
 	say "memory-recall: ${#files[@]} dialog file(s), ${RECALL_FILLER:-100000} filler memories"
 	(IFS=,; AGENTD_RECALL_FILES="${files[*]}" AGENTD_RECALL_FILLER="${RECALL_FILLER:-100000}" AGENTD_RECALL_CHATTY="${RECALL_CHATTY:-50}" \
-		AGENTD_RECALL_HALFLIFE="${RECALL_HALFLIFE:-}" \
+		AGENTD_RECALL_HALFLIFE="${RECALL_HALFLIFE:-}" AGENTD_RECALL_DUMP="$dump" \
 		go test -run '^$' -bench '^BenchmarkRecall$' -benchtime 1x -count 1 -timeout 60m ./memory/) |
 		tee "$out/recall.txt" | grep -vE '^(goos|goarch|pkg|cpu|PASS|ok|--- BENCH|    )' || true
 	exit 0
