@@ -108,8 +108,9 @@ func analyzersFor(m mapping.IndexMapping) (analyzers, error) {
 // toDocument builds the Bleve document for d directly, skipping the mapping's reflection walk;
 // it produces the same fields the mapping would (a test checks that).
 // It also returns the text and context fields, whose AnalyzedLength is known once Bleve has
-// indexed them (prev, the context, is nil when the memory has none).
-func (a analyzers) toDocument(d Doc) (doc *document.Document, text, prev *document.TextField, err error) {
+// indexed them (prev, the context, is nil when the memory has none). dates is the dates
+// field, dateTerms(d.Text, d.Created).
+func (a analyzers) toDocument(d Doc, dates string) (doc *document.Document, text, prev *document.TextField, err error) {
 	doc = document.NewDocument(d.ID)
 	text = document.NewTextFieldCustom(fieldText, nil, []byte(d.Text), fieldOptions, a.text)
 	doc.AddField(text)
@@ -120,7 +121,7 @@ func (a analyzers) toDocument(d Doc) (doc *document.Document, text, prev *docume
 		prev = document.NewTextFieldCustom(fieldContext, nil, []byte(d.Context), index.IndexField, a.text)
 		doc.AddField(prev)
 	}
-	if dates := dateTerms(d.Text, d.Created); dates != "" {
+	if dates != "" {
 		doc.AddField(document.NewTextFieldCustom(fieldDates, nil, []byte(dates), fieldOptions, a.dates))
 	}
 	doc.AddField(document.NewTextFieldCustom(fieldAgent, nil, []byte(agentTerm(d.Agent)), fieldOptions, a.keyword))

@@ -26,7 +26,10 @@ const (
 type op struct {
 	kind opKind
 	doc  Doc // opAdd: the memory; opDelete: only doc.ID
-	swap *swapRequest
+	// dates is an opAdd's dates field (dateTerms), worked out by the caller of Add so the
+	// writer, which indexes for every agent, does not spend its time on it.
+	dates string
+	swap  *swapRequest
 }
 
 // queue holds operations for the writer goroutine, in order.
@@ -156,7 +159,7 @@ func (ix *Index) Add(docs ...Doc) error {
 		if err != nil {
 			return err
 		}
-		ops[i] = op{kind: opAdd, doc: d}
+		ops[i] = op{kind: opAdd, doc: d, dates: dateTerms(d.Text, d.Created)}
 	}
 	return ix.enqueue(ops)
 }
@@ -254,7 +257,7 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 	for _, o := range ops {
 		switch o.kind {
 		case opAdd:
-			doc, text, prev, err := g.an.toDocument(o.doc)
+			doc, text, prev, err := g.an.toDocument(o.doc, o.dates)
 			if err != nil {
 				ix.log.Warn("memory: skipping a memory", "id", o.doc.ID, "err", err)
 				continue
