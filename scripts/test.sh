@@ -64,9 +64,13 @@ say "go test (unit, loop$($quick || echo ' and real-Ollama integration') tests):
 # go test starts packages in the order named (each waits for the one before it to start),
 # -p at a time: naming the slowest first lets the many short ones run beside them, not after.
 slow=(github.com/agentd/agentd/daemon/integration github.com/agentd/agentd/bots/discord
-	github.com/agentd/agentd/daemon/agent github.com/agentd/agentd/bots/discord/fakediscord)
+	github.com/agentd/agentd/bots/discord/fakediscord github.com/agentd/agentd/daemon/agent
+	github.com/agentd/agentd/bots/slack)
 mapfile -t rest < <(go list ./... | grep -vxF -f <(printf '%s\n' "${slow[@]}"))
-go test -json -count=1 -timeout 40m "${short[@]}" "$@" "${slow[@]}" "${rest[@]}" 2>&1 |
+# -p: most packages wait (the fakes' real deadlines and rate limits, timers) rather than
+# compute — bots/discord runs ~55 s on ~1.5 s of CPU — so 4 test binaries at a time keep
+# 2 cores busy where go test's default of one per core leaves them idle.
+go test -json -count=1 -timeout 40m -p "${AGENTD_TEST_JOBS:-4}" "${short[@]}" "$@" "${slow[@]}" "${rest[@]}" 2>&1 |
 	"$AGENTD_LOGS/testsum" -heartbeat "${AGENTD_HEARTBEAT:-30s}" -json "$AGENTD_LOGS/go-test.json" ||
 	die "tests failed: each failure is printed in full above (raw events: $AGENTD_LOGS/go-test.json)"
 
