@@ -12,8 +12,9 @@
 # Installs what the tests need (Go, Debian build packages, the Ollama v0.17.4 build — cached
 # after the first run), quietly: their output goes to $AGENTD_LOGS (~/.cache/agentd/logs) and
 # is shown only when an install fails. Tests report a line per package as it finishes, a
-# heartbeat every 30 s naming the tests still running, and every failure in full at the end
-# (scripts/testsum). The raw go test -json stream is kept in $AGENTD_LOGS/go-test.json.
+# heartbeat every 30 s naming the tests still running (never 30 s without a line), and every
+# failure in full at the end (scripts/testsum). The raw go test -json stream is kept in
+# $AGENTD_LOGS/go-test.json. AGENTD_TEST_JOBS (default 4) is go test's -p.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
