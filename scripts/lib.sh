@@ -16,14 +16,42 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 # that output (its last 200 lines) so the person sees why, and returns CMD's status.
 # Installs are noisy (apt, debconf, downloads) and only their failures are worth reading.
 quietly() {
-	local log="$AGENTD_LOGS/$1" rc=0; shift
+	local log="$AGENTD_LOGS/$1" rc=0 pid; shift
 	mkdir -p "$AGENTD_LOGS"
 	printf '\n$ %s\n' "$*" >>"$log"
-	"$@" >>"$log" 2>&1 </dev/null || rc=$?
+	"$@" >>"$log" 2>&1 </dev/null &
+	pid=$!
+	beat_until "$pid" "$*"
+	wait "$pid" || rc=$?
 	if [ "$rc" != 0 ]; then
 		printf 'error: `%s` failed (exit %d); its output, from %s:\n' "$*" "$rc" "$log" >&2
 		tail -n 200 "$log" >&2
 	fi
+	return "$rc"
+}
+
+# beat_until PID LABEL: says every 25 s (AGENTD_BEAT_SECONDS) that LABEL still runs, until
+# process PID ends: a slow step (apt, a download, vet on a busy machine) never leaves the
+# screen silent for 30 s.
+beat_until() {
+	local pid=$1 label=$2 every=${AGENTD_BEAT_SECONDS:-25} start=$SECONDS next
+	next=$((SECONDS + every))
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ "$SECONDS" -ge "$next" ]; then
+			say "still running ($((SECONDS - start))s so far): $label"
+			next=$((SECONDS + every))
+		fi
+		sleep 0.2
+	done
+}
+
+# beating LABEL CMD...: runs CMD, its output shown, with beat_until's lines; CMD's status.
+beating() {
+	local label=$1 pid rc=0; shift
+	"$@" &
+	pid=$!
+	beat_until "$pid" "$label"
+	wait "$pid" || rc=$?
 	return "$rc"
 }
 
