@@ -22,8 +22,13 @@ type event struct {
 // slowTest is the least time a test takes before a package's line names it.
 const slowTest = 5 * time.Second
 
-// quietCheck is how often run calls tick: the longest silence is one beat.
+// quietCheck is how often run calls tick. tick beats a little before a beat of silence
+// (see quietMargin), so the longest silence stays under one beat, whatever came before.
 const quietCheck = time.Second
+
+// quietMargin is how much sooner than a beat of silence tick speaks: the check's own
+// granularity, and the moments before testsum starts that a person also waits through.
+func (s *summary) quietMargin() time.Duration { return min(2*quietCheck, s.every/10) }
 
 type testRun struct {
 	name   string
@@ -189,13 +194,13 @@ func (s *summary) heartbeat(now time.Time) {
 // package is younger than a beat), it names the running packages anyway: the screen is
 // never silent for longer than a beat.
 func (s *summary) tick(now time.Time) {
-	quiet := now.Sub(s.lastOut)+quietCheck > s.every
+	quiet := now.Sub(s.lastOut) >= s.every-s.quietMargin()
 	if !quiet && now.Sub(s.lastBeat) < s.every {
 		return
 	}
 	s.lastBeat = now
 	s.heartbeat(now)
-	if !quiet || now.Sub(s.lastOut)+quietCheck <= s.every {
+	if !quiet || now.Sub(s.lastOut) < s.every-s.quietMargin() {
 		return // not quiet, or the heartbeat said something
 	}
 	var running []string
