@@ -31,10 +31,11 @@ const quietCheck = time.Second
 func (s *summary) quietMargin() time.Duration { return min(2*quietCheck, s.every/10) }
 
 type testRun struct {
-	name   string
-	out    strings.Builder
-	result string // "", "pass", "fail", "skip"
-	took   time.Duration
+	name     string
+	out      strings.Builder
+	result   string // "", "pass", "fail", "skip"
+	took     time.Duration
+	reported bool // its "--- PASS" line came: test2json holds the pass event until more output
 }
 
 type pkgRun struct {
@@ -116,6 +117,10 @@ func (s *summary) event(e event, now time.Time) {
 	switch e.Action {
 	case "output":
 		t.out.WriteString(e.Output)
+		line := strings.TrimLeft(e.Output, " ")
+		for _, r := range []string{"--- PASS: ", "--- FAIL: ", "--- SKIP: "} {
+			t.reported = t.reported || strings.HasPrefix(line, r+e.Test+" ")
+		}
 	case "pass", "fail", "skip":
 		t.result, t.took = e.Action, seconds(e.Elapsed)
 		s.count(e.Action)
@@ -232,12 +237,12 @@ func (s *summary) finish() bool {
 func (p *pkgRun) running() []string {
 	var out []string
 	for _, n := range p.order {
-		if p.tests[n].result != "" {
+		if p.tests[n].ended() {
 			continue
 		}
 		inner := false
 		for _, m := range p.order {
-			if strings.HasPrefix(m, n+"/") && p.tests[m].result == "" {
+			if strings.HasPrefix(m, n+"/") && !p.tests[m].ended() {
 				inner = true
 				break
 			}
@@ -267,6 +272,10 @@ func (p *pkgRun) slowest() string {
 	}
 	return "  slowest: " + strings.Join(parts, ", ")
 }
+
+// ended reports whether the test has finished, by its event or by its report line: a
+// parallel test's pass event can come minutes after it ended, with the next test's output.
+func (t *testRun) ended() bool { return t.result != "" || t.reported }
 
 func (p *pkgRun) anyFailed() bool {
 	for _, t := range p.tests {

@@ -147,6 +147,32 @@ func TestHeartbeatNamesTheRunningTests(t *testing.T) {
 	}
 }
 
+// TestHeartbeatTrustsTheReportLine: test2json holds a parallel test's pass event until the
+// package prints more, so the heartbeat takes the "--- PASS" line as the test's end.
+func TestHeartbeatTrustsTheReportLine(t *testing.T) {
+	var out strings.Builder
+	s := newSummary(&out, "github.com/agentd/agentd/", 30*time.Second)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, e := range []event{
+		{Action: "start", Package: pkgA},
+		{Action: "run", Package: pkgA, Test: "TestRealRun"},
+		{Action: "run", Package: pkgA, Test: "TestRealTeam"},
+		{Action: "run", Package: pkgA, Test: "TestRealTeam/sub"},
+		{Action: "output", Package: pkgA, Test: "TestRealRun", Output: "--- PASS: TestRealRun (223.94s)\n"},
+		{Action: "output", Package: pkgA, Test: "TestRealTeam/sub", Output: "    --- FAIL: TestRealTeam/sub (1.00s)\n"},
+		{Action: "output", Package: pkgA, Test: "TestRealTeam", Output: "    --- PASS: TestRealRunner (1.00s)\n"},
+	} {
+		s.event(e, t0)
+	}
+	s.heartbeat(t0.Add(time.Minute))
+	if got, want := out.String(), "1m0s so far, running TestRealTeam\n"; !strings.HasSuffix(got, want) {
+		t.Errorf("heartbeat = %q, want it to end %q: TestRealRun and TestRealTeam/sub have reported", got, want)
+	}
+	if s.passed+s.failed != 0 {
+		t.Errorf("counted %d passed, %d failed before their events came", s.passed, s.failed)
+	}
+}
+
 // TestTickKeepsTheScreenAlive: whatever runs, tick prints something at least once a beat,
 // and it does not beat when lines came recently and a beat has not passed.
 func TestTickKeepsTheScreenAlive(t *testing.T) {
