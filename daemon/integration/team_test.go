@@ -33,7 +33,8 @@ func TestRealOllamaTeam(t *testing.T) {
 	// The random model sets language only now and then, so the example's design → code
 	// condition made this test take 15 s or 3 minutes; it goes on to code every time here,
 	// which is the part this test is for (the programmer's proposals decided by a person).
-	const maxTurns = 10
+	// Six design turns, then the CTO's and the programmer's first turns in coding.
+	const maxTurns = 8
 	text := string(src)
 	for _, e := range []struct{ from, to, why string }{
 		{"max_turns = 80", fmt.Sprint("max_turns = ", maxTurns), "the run's turn limit: two design turns a phase, then coding"},
@@ -133,7 +134,7 @@ func TestRealOllamaTeam(t *testing.T) {
 	if messages != r.Turns {
 		t.Errorf("%d messages in the transcript, the run counted %d turns", messages, r.Turns)
 	}
-	// Design ends after its six turns and always goes on to code: the programmer had turns.
+	// Design ends after its six turns and always goes on to code: the programmer had a turn.
 	if _, ok := full.Agents["programmer"]; !ok {
 		t.Errorf("the run never reached the programmer: agents %s", jsonString(full.Agents))
 	}
