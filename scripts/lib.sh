@@ -9,7 +9,7 @@ AGENTD_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/agentd"
 
 AGENTD_LOGS="${AGENTD_LOGS:-$AGENTD_CACHE/logs}"
 
-say() { printf '==> %s\n' "$*" >&2; }
+say() { printf '==> %s\n' "$*" >&2; _said=$SECONDS; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # quietly LOG CMD...: runs CMD with its output appended to $AGENTD_LOGS/LOG; on failure prints
@@ -30,16 +30,14 @@ quietly() {
 	return "$rc"
 }
 
-# beat_until PID LABEL: says every 25 s (AGENTD_BEAT_SECONDS) that LABEL still runs, until
-# process PID ends: a slow step (apt, a download, vet on a busy machine) never leaves the
-# screen silent for 30 s.
+# beat_until PID LABEL: until process PID ends, says that LABEL still runs whenever nothing
+# was said for 25 s (AGENTD_BEAT_SECONDS): a slow step (apt, a download, vet on a busy
+# machine), or a row of them, never leaves the screen silent for 30 s.
 beat_until() {
-	local pid=$1 label=$2 every=${AGENTD_BEAT_SECONDS:-25} start=$SECONDS next
-	next=$((SECONDS + every))
+	local pid=$1 label=$2 every=${AGENTD_BEAT_SECONDS:-25} start=$SECONDS
 	while kill -0 "$pid" 2>/dev/null; do
-		if [ "$SECONDS" -ge "$next" ]; then
+		if [ $((SECONDS - ${_said:-0})) -ge "$every" ]; then
 			say "still running ($((SECONDS - start))s so far): $label"
-			next=$((SECONDS + every))
 		fi
 		sleep 0.2
 	done
