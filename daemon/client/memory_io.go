@@ -48,7 +48,7 @@ const (
 // checked first, and if one is refused none is stored.
 type MemoryImportRequest struct {
 	// Agent (name or id) owns the records that name none; empty leaves them shared.
-	Agent string `json:"agent,omitempty"`
+	Agent   string         `json:"agent,omitempty"`
 	Records []MemoryRecord `json:"records"`
 	// Lines are the file lines the records are on, so errors name the line to fix;
 	// without them records count from line 1.
