@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -23,22 +24,55 @@ const promptCandidates = 3 * DefaultK
 // promptEvidence counts, over questions of categories 1–4, the share of evidence turns
 // shown whole, shown at all (whole or as a snippet), and the questions with every one of
 // their evidence turns shown.
+// Snippets can cut the answer off: answered counts, over the questions whose answer is
+// written out in their evidence turns, those whose answer is in the section.
 type promptEvidence struct {
-	questions       int
-	whole, shown    float64
-	allShown        int
-	chars, memories int
+	questions          int
+	whole, shown       float64
+	allShown           int
+	chars, memories    int
+	answerable, answer int
 }
 
 func (p promptEvidence) String() string {
 	n := float64(max(1, p.questions))
-	return fmt.Sprintf("evidence in the prompt: %.1f%% shown (%.1f%% whole), questions with all their evidence %.1f%%; section %d chars, %.1f memories on average (%d questions)",
-		100*p.shown/n, 100*p.whole/n, 100*float64(p.allShown)/n, p.chars/max(1, p.questions), float64(p.memories)/n, p.questions)
+	return fmt.Sprintf("evidence in the prompt: %.1f%% shown (%.1f%% whole), questions with all their evidence %.1f%%, answer in the prompt %.1f%% (of %d with the answer verbatim in their evidence); section %d chars, %.1f memories on average (%d questions)",
+		100*p.shown/n, 100*p.whole/n, 100*float64(p.allShown)/n, 100*float64(p.answer)/float64(max(1, p.answerable)), p.answerable,
+		p.chars/max(1, p.questions), float64(p.memories)/n, p.questions)
+}
+
+// answersOf reads the questions' answers of LoCoMo-format files (the harness's question
+// type has none): question text → answer.
+func answersOf(tb testing.TB, paths []string) map[string]string {
+	out := map[string]string{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var f struct {
+			QA []struct {
+				Question string          `json:"question"`
+				Answer   json.RawMessage `json:"answer"`
+			} `json:"qa"`
+		}
+		if err := json.Unmarshal(b, &f); err != nil {
+			tb.Fatal(err)
+		}
+		for _, q := range f.QA {
+			var s string
+			if json.Unmarshal(q.Answer, &s) != nil {
+				s = string(q.Answer) // a number
+			}
+			out[q.Question] = strings.ToLower(strings.TrimSpace(s))
+		}
+	}
+	return out
 }
 
 // runPromptRecall measures evidence in the prompt at numCtx over an index of the dialogs
 // and filler memories.
-func runPromptRecall(tb testing.TB, dialogs []dialog, filler, chatty, numCtx int) promptEvidence {
+func runPromptRecall(tb testing.TB, dialogs []dialog, answers map[string]string, filler, chatty, numCtx int) promptEvidence {
 	ix := buildRecallIndex(tb, dialogs, filler, chatty)
 	defer ix.Close()
 	budget := SectionBudget(numCtx, 3.0) // daemon/agent's cautious chars per token
@@ -58,9 +92,21 @@ func runPromptRecall(tb testing.TB, dialogs []dialog, filler, chatty, numCtx int
 			}
 			shown := Fit(hits, FitOptions{Query: q.Question, Budget: budget, Line: PromptLine})
 			byID := map[string]Shown{}
+			var section strings.Builder
 			for _, s := range shown {
 				byID[s.ID] = s
-				res.chars += len(PromptLine(s))
+				section.WriteString(PromptLine(s))
+			}
+			res.chars += section.Len()
+			var evidence strings.Builder
+			for _, ev := range q.Evidence {
+				evidence.WriteString(text[d.name+"/"+strings.TrimSpace(ev)] + "\n")
+			}
+			if a := answers[q.Question]; a != "" && strings.Contains(strings.ToLower(evidence.String()), a) {
+				res.answerable++
+				if strings.Contains(strings.ToLower(section.String()), a) {
+					res.answer++
+				}
 			}
 			res.memories += len(shown)
 			res.questions++
@@ -134,18 +180,20 @@ func BenchmarkRecallPrompt(b *testing.B) {
 	chatty := envInt("AGENTD_RECALL_CHATTY", 50)
 	numCtx := envInt("RECALL_PROMPT_CTX", 2048)
 	for range b.N {
-		res := runPromptRecall(b, dialogs, filler, chatty, numCtx)
+		res := runPromptRecall(b, dialogs, answersOf(b, paths), filler, chatty, numCtx)
 		fmt.Fprintf(os.Stderr, "num_ctx %d (memory section %d chars), %d filler memories: %s\n", numCtx, SectionBudget(numCtx, 3.0), filler, res)
 		n := float64(max(1, res.questions))
 		b.ReportMetric(100*res.shown/n, "evidence-%")
 		b.ReportMetric(100*res.whole/n, "whole-%")
+		b.ReportMetric(100*float64(res.answer)/float64(max(1, res.answerable)), "answer-%")
 	}
 }
 
 // TestPromptRecallSynthetic keeps the prompt mode working on the repo's synthetic dialogs:
 // at num_ctx 2048 most of their evidence reaches the memory section.
 func TestPromptRecallSynthetic(t *testing.T) {
-	res := runPromptRecall(t, loadDialogs(t, []string{"testdata/dialog.json"}), 2000, 50, 2048)
+	paths := []string{"testdata/dialog.json"}
+	res := runPromptRecall(t, loadDialogs(t, paths), answersOf(t, paths), 2000, 50, 2048)
 	if res.questions == 0 {
 		t.Fatal("no questions in testdata/dialog.json")
 	}
