@@ -101,6 +101,9 @@ func TestMemoryImportExportRoundTrip(t *testing.T) {
 		t.Fatalf("search after import = %+v, %v", hits, err)
 	}
 	top := hits[0]
+	if !reflect.DeepEqual(top.Tags, []string{"support", "lgbtq"}) {
+		t.Errorf("top hit %q has tags %v, want its imported ones", top.Text, top.Tags)
+	}
 	if top.Why == nil || !strings.Contains(strings.Join(top.Why.Words, " "), "support") || top.Why.Date != "2023-05-08" || top.Why.Fields[0] != "text" {
 		t.Errorf("top hit %q says why %+v; want the words, the text field and its date (a when question)", top.Text, top.Why)
 	}

@@ -134,11 +134,19 @@ func (s *memoryService) SearchMemory(ctx context.Context, req client.MemorySearc
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	var tags map[string][]string // the index keeps no tags
+	if err := s.st.View(ctx, func(tx *store.Tx) (err error) { tags, err = tx.MemoryTags(ids); return err }); err != nil {
+		return nil, err
+	}
 	out := make([]client.Memory, len(hits))
 	for i, h := range hits {
 		out[i] = client.Memory{ID: h.ID, AgentID: h.Agent, Agent: names[h.Agent], Kind: string(h.Kind), Text: h.Text,
 			Source: h.Source, CreatedAt: h.Created, Score: h.Score, BM25: h.BM25, Similarity: h.Similarity,
-			Why: whyMatched(memory.Explain(req.Query, h))}
+			Tags: tags[h.ID], Why: whyMatched(memory.Explain(req.Query, h))}
 	}
 	return out, nil
 }

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -49,6 +51,35 @@ func (t *Tx) MemoryStatsByAgent() ([]MemoryAgentStats, error) {
 		}
 		if nw := fromMS(newest); nw.After(s.Newest) {
 			s.Newest = nw
+		}
+	}
+	return out, rows.Err()
+}
+
+// MemoryTags returns the tags of the memories with these ids that have some.
+func (t *Tx) MemoryTags(ids []string) (map[string][]string, error) {
+	out := map[string][]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	q := `SELECT id, tags FROM memories WHERE tags <> '' AND id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := t.query(q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: memory tags: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, raw string
+		if err := rows.Scan(&id, &raw); err != nil {
+			return nil, fmt.Errorf("store: memory tags: %w", err)
+		}
+		var tags []string
+		if json.Unmarshal([]byte(raw), &tags) == nil {
+			out[id] = tags
 		}
 	}
 	return out, rows.Err()
