@@ -70,8 +70,8 @@ func newMemState(o MemoryOptions) *memState {
 
 // Bounds on what one memory holds.
 const (
-	maxMemoryText   = 8000 // bytes of a memory added through the API or memory_add's caller
-	fileChunkBytes  = 1500 // a file the agent writes is remembered in chunks of about this size
+	maxMemoryText   = client.MaxTextBytes // bytes of a memory added through the API or memory_add's caller
+	fileChunkBytes  = 1500                // a file the agent writes is remembered in chunks of about this size
 	maxFileChunks   = 64
 	episodeResultIn = 1500 // bytes of a command's result an episode memory keeps
 )

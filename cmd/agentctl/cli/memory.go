@@ -50,8 +50,10 @@ Import files have one JSON object a line:
   kind     one of the kinds above; agent: the owner (default --agent, else shared)
   tags     labels; id: keeps a memory's identity (export writes it)
 The whole file is checked before anything is stored: a bad line is named with its
-number, its field and the fix, and nothing is imported. Importing a file again replaces
-its memories instead of doubling them, so export > a.jsonl, then import a.jsonl into
+number, its field and the fix, and nothing is imported. The file then goes in batches
+of up to 1000 lines, each stored whole or not at all; should agentd refuse one, the error
+says up to which line the file was imported. Importing a file again replaces its
+memories instead of doubling them, so export > a.jsonl, then import a.jsonl into
 another agentd, gives the same memories (create its agents first).`,
 	run: (*app).runMemory,
 }
@@ -65,7 +67,7 @@ type memoryFlags struct {
 func (a *app) runMemory(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	var f memoryFlags
-	fs.StringVar(&f.agent, "agent", "", "the `AGENT` (name or id) whose memories; none: all (shared for add)")
+	fs.StringVar(&f.agent, "agent", "", "the `AGENT` (name or id) whose memories; none: all (shared for add and import)")
 	fs.StringVar(&f.kind, "kind", "", "only memories of this `KIND` (add: the new memory's kind)")
 	fs.StringVar(&f.source, "source", "", "add: where the memory comes from (`TEXT` shown with it)")
 	fs.IntVar(&f.k, "k", 0, "search: return `N` results (default 10)")
