@@ -53,8 +53,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// realTests is how many tests here call t.Parallel: the real-Ollama ones.
-const realTests = 3
+// realTestsAtOnce bounds how many tests here run in parallel: the real-Ollama ones (three
+// today) call t.Parallel, and a new one should too.
+const realTestsAtOnce = 8
 
 // allowRealTestsTogether lets the real-Ollama tests all run at once. Each one mostly waits
 // on its own single-threaded Ollama server, and go test's default -parallel (one test per
@@ -64,8 +65,8 @@ func allowRealTestsTogether() {
 	flag.Parse()
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if !set && runtime.GOMAXPROCS(0) < realTests {
-		flag.Set("test.parallel", strconv.Itoa(realTests))
+	if !set && runtime.GOMAXPROCS(0) < realTestsAtOnce {
+		flag.Set("test.parallel", strconv.Itoa(realTestsAtOnce))
 	}
 }
 
