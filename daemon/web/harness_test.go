@@ -238,4 +238,3 @@ func must(t testing.TB, ok bool, format string, args ...any) {
 		t.Fatalf(format, args...)
 	}
 }
-

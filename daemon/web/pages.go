@@ -118,8 +118,8 @@ type memoryView struct {
 
 type memoryRow struct {
 	Score, BM25, Similarity string
-	Kind, Source, Agent      string
-	Text                     string
+	Kind, Source, Agent     string
+	Text                    string
 }
 
 func (c *Console) memoryPage(w http.ResponseWriter, r *http.Request) {

@@ -14,7 +14,9 @@ func TestSecurityRefusals(t *testing.T) {
 	b.login(e)
 	csrf := b.csrf()
 	port := strings.TrimSuffix(e.base[strings.LastIndex(e.base, ":")+1:], "/")
-	form := func(csrf string) url.Values { return url.Values{"csrf": {csrf}, "kind": {"deny"}, "proposal_id": {"p"}, "hash": {"h"}} }
+	form := func(csrf string) url.Values {
+		return url.Values{"csrf": {csrf}, "kind": {"deny"}, "proposal_id": {"p"}, "hash": {"h"}}
+	}
 	tests := []struct {
 		name   string
 		form   url.Values
