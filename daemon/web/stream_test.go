@@ -151,7 +151,7 @@ func TestAgentStreamRendersEveryField(t *testing.T) {
 	a := e.create("shown")
 	b := e.browser()
 	b.login(e)
-	path := strings.ReplaceAll(eventsRE.FindStringSubmatch(b.get("/agents/"+a.ID).Body)[1], "&amp;", "&")
+	path := strings.ReplaceAll(eventsRE.FindStringSubmatch(b.get("/agents/" + a.ID).Body)[1], "&amp;", "&")
 	must(t, strings.Contains(path, "agent="+a.ID), "the agent page follows %s", path)
 	s := b.stream(path, 0)
 	defer s.close()
