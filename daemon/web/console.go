@@ -27,6 +27,7 @@ type Service interface {
 	Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error)
 	Answer(ctx context.Context, ref string, req client.AnswerRequest) error
 	Schedules(ctx context.Context) ([]client.Schedule, error)
+	Schedule(ctx context.Context, ref string) (*client.Schedule, error)
 	PauseSchedule(ctx context.Context, ref string) (*client.Schedule, error)
 	ResumeSchedule(ctx context.Context, ref string) (*client.Schedule, error)
 	SearchMemory(ctx context.Context, req client.MemorySearchRequest) ([]client.Memory, error)

@@ -18,7 +18,9 @@ func secureHeaders(h http.Header) {
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: with no-referrer a browser sends "Origin: null" on the
+	// console's own form posts, which the guard must refuse; other sites still get nothing.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Cross-Origin-Opener-Policy", "same-origin")
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")

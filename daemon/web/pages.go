@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -85,6 +86,13 @@ func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := make([]scheduleRow, len(ss))
 	for i, s := range ss {
+		// The list carries the next fire time; one schedule carries the next few.
+		if one, err := c.svc.Schedule(r.Context(), s.ID); err == nil {
+			s = *one
+		}
+		if len(s.NextTimes) == 0 && !s.Next.IsZero() {
+			s.NextTimes = []time.Time{s.Next}
+		}
 		rows[i] = scheduleRow{Schedule: s, Name: line(s.Name), Goal: text(s.Goal)}
 	}
 	c.render(w, r, "schedules", rows)
