@@ -145,4 +145,3 @@ func (c *chrome) shot(name string) {
 
 // js quotes s as a JavaScript string literal.
 func js(s string) string { return fmt.Sprintf("%q", s) }
-
