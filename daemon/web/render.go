@@ -34,12 +34,7 @@ type loginView struct{ Note string }
 
 // funcs are the templates' helpers; none builds HTML from strings.
 var funcs = template.FuncMap{
-	"ago": func(t time.Time) string {
-		if t.IsZero() {
-			return "never"
-		}
-		return t.UTC().Format("2006-01-02 15:04:05 UTC")
-	},
+	"ago": ago,
 	"inzone": func(t time.Time, zone string) string {
 		loc, err := time.LoadLocation(zone)
 		if err != nil {
@@ -49,6 +44,14 @@ var funcs = template.FuncMap{
 	},
 	"maxText": func() int { return client.MaxTextBytes },
 	"add":     func(a, b int) int { return a + b },
+}
+
+// ago is when something happened, in UTC to the second.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
 // parsePages parses each page template with the layout and the shared fragments.
