@@ -58,7 +58,20 @@ func TestBrowserDecides(t *testing.T) {
 	c.do("pause it", chromedp.Click(chromedp.CSS("#schedule-"+s.ID+" button.pause")), chromedp.WaitVisible(chromedp.CSS("#schedule-"+s.ID+" button.resume")))
 	got, _ := e.mgr.Schedule(context.Background(), s.ID)
 	must(t, got.Paused, "the schedule is not paused")
+	c.do("type a bad spec", chromedp.SendKeys(chromedp.ID("s-spec"), "61 * * * *"))
+	c.wait("the spec refused as typed", `document.querySelector("#spec-check .bad")?.textContent.includes("61")`)
+	eval[bool](c, `(document.getElementById("s-spec").value = "", true)`)
+	c.do("fix it", chromedp.SendKeys(chromedp.ID("s-spec"), "*/30 9-17 * * 1-5"),
+		chromedp.SendKeys(chromedp.ID("s-zone"), "Asia/Tokyo"))
+	c.wait("the next fire times as typed", `document.querySelector("#spec-check .ok")?.textContent.includes("Asia/Tokyo")`)
 	c.shot("schedules")
+	c.do("add it", chromedp.SendKeys(chromedp.ID("s-name"), "office-hours"), chromedp.SendKeys(chromedp.ID("s-template"), "office"),
+		chromedp.SendKeys(chromedp.ID("s-goal"), "check the inbox"), chromedp.Click(chromedp.ID("add-schedule")))
+	c.wait("the new schedule", `document.getElementById("schedules")?.textContent.includes("office-hours")`)
+
+	c.do("open the run's replay", chromedp.Navigate(e.base+"runs/"+a.ID), chromedp.WaitVisible(chromedp.ID("replay")))
+	must(t, eval[int](c, `document.querySelectorAll("#replay > li.step").length`) >= 4, "the replay does not show the run's steps")
+	c.shot("replay")
 
 	for _, p := range []string{"memory", "teams", "audit", "doctor"} {
 		c.do("open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(chromedp.ID("main")))

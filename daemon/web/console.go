@@ -28,11 +28,13 @@ type Service interface {
 	Answer(ctx context.Context, ref string, req client.AnswerRequest) error
 	Schedules(ctx context.Context) ([]client.Schedule, error)
 	Schedule(ctx context.Context, ref string) (*client.Schedule, error)
+	AddSchedule(ctx context.Context, req client.ScheduleRequest) (*client.Schedule, error)
 	PauseSchedule(ctx context.Context, ref string) (*client.Schedule, error)
 	ResumeSchedule(ctx context.Context, ref string) (*client.Schedule, error)
 	SearchMemory(ctx context.Context, req client.MemorySearchRequest) ([]client.Memory, error)
 	Teams(ctx context.Context) ([]client.TeamRun, error)
 	Audit(ctx context.Context, q client.AuditQuery) ([]client.AuditEntry, error)
+	Replay(ctx context.Context, ref string) (*client.Replay, error)
 	Doctor(ctx context.Context) (*client.DoctorReport, error)
 }
 

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
-	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -42,7 +41,14 @@ type agentView struct {
 	Goals   []string
 	Waiting waitingView
 	History []*episodeView
+	Runs    []runLink
 	Since   int64
+}
+
+// runLink is one of the agent's runs, linking to its replay.
+type runLink struct {
+	ID, Task, Started, Outcome string
+	Steps                      int
 }
 
 func (v agentView) events() string {
@@ -66,56 +72,13 @@ func (c *Console) agentPage(w http.ResponseWriter, r *http.Request) {
 	for _, g := range a.Goals {
 		v.Goals = append(v.Goals, text(g))
 	}
+	for _, run := range a.Runs {
+		v.Runs = append(v.Runs, runLink{ID: run.ID, Task: line(run.Task), Started: ago(run.StartedAt), Outcome: line(run.Outcome), Steps: run.Steps})
+	}
 	for i := len(hist) - 1; i >= 0; i-- { // newest first
 		v.History = append(v.History, episodeOf(&hist[i]))
 	}
 	c.render(w, r, "agent", v)
-}
-
-// scheduleRow is one schedule with its next fire times in its own zone.
-type scheduleRow struct {
-	client.Schedule
-	Name, Goal string
-}
-
-func (c *Console) schedulesPage(w http.ResponseWriter, r *http.Request) {
-	ss, err := c.svc.Schedules(r.Context())
-	if err != nil {
-		c.fail(w, err)
-		return
-	}
-	rows := make([]scheduleRow, len(ss))
-	for i, s := range ss {
-		// The list carries the next fire time; one schedule carries the next few.
-		if one, err := c.svc.Schedule(r.Context(), s.ID); err == nil {
-			s = *one
-		}
-		if len(s.NextTimes) == 0 && !s.Next.IsZero() {
-			s.NextTimes = []time.Time{s.Next}
-		}
-		rows[i] = scheduleRow{Schedule: s, Name: line(s.Name), Goal: text(s.Goal)}
-	}
-	c.render(w, r, "schedules", rows)
-}
-
-// scheduleAction pauses or resumes a schedule.
-func (c *Console) scheduleAction(w http.ResponseWriter, r *http.Request) {
-	ref := r.PathValue("schedule")
-	var err error
-	switch r.PathValue("action") {
-	case "pause":
-		_, err = c.svc.PauseSchedule(r.Context(), ref)
-	case "resume":
-		_, err = c.svc.ResumeSchedule(r.Context(), ref)
-	default:
-		http.Error(w, "no such action: a schedule can be paused or resumed here", http.StatusNotFound)
-		return
-	}
-	note := ""
-	if err != nil {
-		note = err.Error()
-	}
-	c.back(w, r, "/schedules", note)
 }
 
 type memoryView struct {

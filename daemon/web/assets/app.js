@@ -34,9 +34,28 @@
     });
   }
 
+  // A cron spec is checked as it is typed, by the daemon's own parser: the answer is a
+  // server-rendered fragment with the next fire times or what is wrong.
+  function watchSpec(root) {
+    var spec = root.querySelector("input[data-check]");
+    if (!spec) return;
+    var zone = spec.form.querySelector("[name=time_zone]"), out = document.getElementById("spec-check"), timer, asked = 0;
+    function check() {
+      var n = ++asked;
+      var q = "?spec=" + encodeURIComponent(spec.value) + "&time_zone=" + encodeURIComponent(zone.value);
+      fetch(spec.dataset.check + q, {credentials: "same-origin"}).then(function (r) { return r.text(); }).then(function (html) {
+        if (n === asked) out.innerHTML = html;
+      });
+    }
+    [spec, zone].forEach(function (el) {
+      el.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(check, 150); });
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     watchBytes(document);
     wireDecide(document);
+    watchSpec(document);
     var src = document.body.dataset.events;
     if (!src || !window.EventSource) return;
     var live = document.getElementById("live");
