@@ -20,6 +20,7 @@ func TestBrowserDecides(t *testing.T) {
 		reply("write_file", map[string]string{"path": "b.txt", "contents": "two\n"}, nil),
 		reply("write_file", map[string]string{"path": "c.txt", "contents": "three\n"}, nil),
 		reply("ask_user", map[string]string{"question": "Which folder?"}, nil))
+	e.createIdle(2) // company for the screenshot
 	login, err := e.con.LoginURL()
 	must(t, err == nil, "%v", err)
 	c.do("log in", chromedp.Navigate(login), chromedp.WaitVisible(chromedp.ID("agents")))
