@@ -42,6 +42,11 @@ func TestBrowserDecides(t *testing.T) {
 	c.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("history")))
 	must(t, eval[int](c, `document.querySelectorAll("#history .outcome-succeeded").length`) == 2, "the page does not show both executions")
 
+	// More bytes than the daemon takes (4,001 two-byte characters) is flagged before sending.
+	eval[bool](c, `(f => (f.value = "é".repeat(4001), f.dispatchEvent(new Event("input")), true))(document.getElementById("feedback"))`)
+	must(t, eval[bool](c, `document.querySelector("#waiting .bytes.over")?.textContent.includes("the limit is 8000 bytes") && document.getElementById("send-feedback").disabled`),
+		"too long a feedback is not flagged before sending")
+	eval[bool](c, `(f => (f.value = "", f.dispatchEvent(new Event("input")), true))(document.getElementById("feedback"))`)
 	c.do("send feedback", chromedp.SendKeys(chromedp.ID("feedback"), "use the docs folder"), chromedp.Click(chromedp.ID("send-feedback")))
 	c.wait("the question", `document.getElementById("waiting")?.textContent.includes("Which folder?")`)
 	c.shot("question")

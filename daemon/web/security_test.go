@@ -82,6 +82,10 @@ func TestLoginTokenAndSession(t *testing.T) {
 	must(t, b2.do(req).StatusCode == http.StatusUnauthorized, "a logged-out session id still works")
 	must(t, b.get(u).StatusCode == http.StatusUnauthorized, "token reuse after logout logged in")
 
+	// Neither the token nor the session id reaches the log.
+	tok := u[strings.Index(u, "token=")+len("token="):]
+	must(t, !strings.Contains(e.logs.String(), tok) && !strings.Contains(e.logs.String(), ck[0].Value), "a secret is in the log:\n%s", e.logs.String())
+
 	for _, p := range []string{"/", "/agents/x", "/schedules", "/memory", "/teams", "/audit", "/doctor", "/events"} {
 		got := e.browser().get(p)
 		must(t, got.StatusCode == http.StatusUnauthorized, "%s without a session: %d", p, got.StatusCode)
