@@ -165,6 +165,7 @@ func (c *Console) LoginURL() (string, error) {
 func (c *Console) Close(ctx context.Context) error {
 	c.mu.Lock()
 	srv, cancel := c.srv, c.cancel
+	c.ln, c.srv, c.cancel = nil, nil, nil // a later Listen binds afresh
 	c.mu.Unlock()
 	if srv == nil {
 		return nil

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -102,8 +101,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.renderTo(w, http.StatusUnauthorized, "login", page{Title: "Log in"}, loginView{Note: "This login link is spent, expired or wrong: each works once. Run `agentctl web` for a new one."})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: c.cookieName(), Value: id, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, MaxAge: int(sessionTTL / time.Second)})
+	// A browser-session cookie: the daemon ends the session after sessionTTL unused.
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(), Value: id, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
@@ -137,8 +136,8 @@ func (c *Console) fail(w http.ResponseWriter, err error) {
 
 // back returns the person to the page they came from with a note for it.
 func (c *Console) back(w http.ResponseWriter, r *http.Request, to, note string) {
-	if note != "" {
-		c.auth.setFlash(sessionOf(r), note)
+	if note != "" { // daemon errors quote names and text a model made
+		c.auth.setFlash(sessionOf(r), line(note))
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
