@@ -18,7 +18,15 @@ const keepAlive = 15 * time.Second
 // Each carries its seq as the SSE id; a browser that reconnects sends the last one as
 // Last-Event-ID and the stream resumes after it from the events the daemon still holds.
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
-	agent := r.FormValue("agent")
+	agent := ""
+	if ref := r.FormValue("agent"); ref != "" {
+		a, err := c.svc.Agent(r.Context(), ref)
+		if err != nil {
+			c.fail(w, err)
+			return
+		}
+		agent = a.ID
+	}
 	since, _ := strconv.ParseInt(r.FormValue("since"), 10, 64)
 	if id := r.Header.Get("Last-Event-ID"); id != "" {
 		n, err := strconv.ParseInt(id, 10, 64)
@@ -28,7 +36,9 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		}
 		since = n
 	}
-	ch, cancel, err := c.svc.Subscribe(agent, since)
+	// Every agent's events, even for one agent's page: that stream has every seq, so a
+	// seq skipped means the daemon no longer held what the page missed.
+	ch, cancel, err := c.svc.Subscribe("", since)
 	if err != nil {
 		c.fail(w, err)
 		return
@@ -44,6 +54,10 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	next := since + 1 // the seq this stream must see next; 0 until the first when since is 0
+	if since == 0 {
+		next = 0
+	}
 	for {
 		select {
 		case <-r.Context().Done():
@@ -53,6 +67,16 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		case ev, ok := <-ch:
 			if !ok {
 				return // fell behind: the browser reconnects from its last id
+			}
+			if next != 0 && ev.Seq > next {
+				// Events were lost to the daemon's replay window: the page reads it all again.
+				writeSSE(w, "reload", 0, "")
+				rc.Flush()
+				return
+			}
+			next = ev.Seq + 1
+			if agent != "" && ev.AgentID != agent {
+				continue
 			}
 			if err := c.sendEvent(w, r, agent, s.csrf, ev); err != nil {
 				c.log.Warn("web console: event not rendered", "seq", ev.Seq, "err", err)

@@ -148,13 +148,15 @@ func TestStreamResumesWithoutLossOrDuplicates(t *testing.T) {
 func TestAgentStreamRendersEveryField(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("write_file", map[string]string{"path": "a.txt", "contents": "hello\n"}, nil))
-	a := e.create("shown")
+	a := &client.Agent{ID: e.createIdle(1)[0]} // its run starts once the page follows it
 	b := e.browser()
 	b.login(e)
 	path := strings.ReplaceAll(eventsRE.FindStringSubmatch(b.get("/agents/" + a.ID).Body)[1], "&amp;", "&")
 	must(t, strings.Contains(path, "agent="+a.ID), "the agent page follows %s", path)
 	s := b.stream(path, 0)
 	defer s.close()
+	_, err := e.sup.API().Facade().TaskRun(context.Background(), a.ID, client.TaskRequest{Task: "write a.txt"})
+	must(t, err == nil, "%v", err)
 	p := e.waitState(a.ID, client.StateAwaitingDecision).Pending
 	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionApprove, By: "pat", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
@@ -177,4 +179,39 @@ func TestAgentStreamRendersEveryField(t *testing.T) {
 		must(t, strings.Contains(all.String(), want), "the stream does not show %q:\n%s", want, all.String())
 	}
 	must(t, waiting, "the stream never sent the waiting panel")
+}
+
+// gapService replays, after any since, events from seq since+3: the daemon dropped two
+// from its replay window while the page was away.
+type gapService struct {
+	service
+}
+
+func (g gapService) Subscribe(ref string, since int64) (<-chan client.Event, func(), error) {
+	ch := make(chan client.Event, 2)
+	ch <- client.Event{Seq: since + 3, Type: client.EventError, AgentID: "a-1", Message: "later"}
+	return ch, func() {}, nil
+}
+
+// TestStreamGapAsksForReload: a reconnect that cannot be resumed without loss tells the
+// page to read everything again, rather than going on as if nothing was missed.
+func TestStreamGapAsksForReload(t *testing.T) {
+	e := newEnv(t)
+	con, err := New(Options{Service: gapService{service{e.sup.API().Facade(), e.mgr}}})
+	must(t, err == nil, "%v", err)
+	base, err := con.Listen(context.Background(), "127.0.0.1:0")
+	must(t, err == nil, "%v", err)
+	t.Cleanup(func() { con.Close(context.Background()) })
+	login, _ := con.LoginURL()
+	b := e.browser()
+	b.base = strings.TrimSuffix(base, "/")
+	b.get(login)
+	s := b.stream("/events", 40)
+	defer s.close()
+	select {
+	case m := <-s.msgs:
+		must(t, m.Event == "reload", "after a gap the stream sent %+v, want reload", m)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reload after a gap")
+	}
 }

@@ -80,6 +80,8 @@
       document.body.dataset.seq = last;
     });
     es.addEventListener("seen", function (e) { fresh(e); });
+    // The daemon no longer holds what this page missed while away: read the page again.
+    es.addEventListener("reload", function () { es.close(); location.reload(); });
     es.addEventListener("removed", function (e) {
       if (!fresh(e)) return;
       var row = document.getElementById(e.data); if (row) row.remove();
