@@ -24,6 +24,7 @@ import (
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/memory"
 )
 
 // env is a real supervisor and schedule manager over a store in a temp dir, driven by
@@ -62,7 +63,12 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ix, err := memory.Open(filepath.Join(dir, "memory"), memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.sup, err = agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: dir, Log: log,
+		Memory: agent.MemoryOptions{Index: ix},
 		Commands: []string{"write_file", "read_file", "ask_user", "finish"},
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }})
 	if err != nil {
@@ -91,6 +97,7 @@ func newEnv(t testing.TB) *env {
 		cancel()
 		e.sup.Wait()
 		st.Close()
+		ix.Close()
 	})
 	return e
 }

@@ -85,6 +85,8 @@ type memoryView struct {
 	Query, Agent string
 	Results      []memoryRow
 	Searched     bool
+	// Note says why the search found nothing to show (memory off, a bad query).
+	Note string
 }
 
 type memoryRow struct {
@@ -97,11 +99,14 @@ func (c *Console) memoryPage(w http.ResponseWriter, r *http.Request) {
 	v := memoryView{Query: r.FormValue("q"), Agent: r.FormValue("agent")}
 	if v.Query != "" {
 		ms, err := c.svc.SearchMemory(r.Context(), client.MemorySearchRequest{Query: v.Query, Agent: v.Agent, K: 25})
-		if err != nil {
+		if err != nil && client.StatusOf(err) == http.StatusInternalServerError {
 			c.fail(w, err)
 			return
 		}
-		v.Searched = true
+		if err != nil { // memory off, an unknown agent: the person fixes the search
+			v.Note = line(err.Error())
+		}
+		v.Searched = err == nil
 		for _, m := range ms {
 			v.Results = append(v.Results, memoryRow{Score: fmt.Sprintf("%.3f", m.Score), BM25: fmt.Sprintf("%.2f", m.BM25),
 				Similarity: fmt.Sprintf("%.2f", m.Similarity), Kind: m.Kind, Source: line(m.Source), Agent: line(cmp.Or(m.Agent, "shared")), Text: text(m.Text)})
@@ -113,7 +118,11 @@ func (c *Console) memoryPage(w http.ResponseWriter, r *http.Request) {
 type teamRow struct {
 	ID, Workflow, Task, Status, State, Phase, Waiting string
 	Turns, MaxTurns                                   int
+	// Roles are the role agents, linking to their pages.
+	Roles []roleLink
 }
+
+type roleLink struct{ Role, AgentID string }
 
 func (c *Console) teamsPage(w http.ResponseWriter, r *http.Request) {
 	ts, err := c.svc.Teams(r.Context())
@@ -125,6 +134,10 @@ func (c *Console) teamsPage(w http.ResponseWriter, r *http.Request) {
 	for i, t := range ts {
 		rows[i] = teamRow{ID: t.ID, Workflow: line(t.Workflow), Task: text(t.Task), Status: line(t.Status), State: line(t.State),
 			Phase: line(t.Phase), Waiting: line(t.Waiting), Turns: t.Turns, MaxTurns: t.MaxTurns}
+		for role, id := range t.Agents {
+			rows[i].Roles = append(rows[i].Roles, roleLink{line(role), id})
+		}
+		slices.SortFunc(rows[i].Roles, func(a, b roleLink) int { return cmp.Compare(a.Role, b.Role) })
 	}
 	c.render(w, r, "teams", rows)
 }

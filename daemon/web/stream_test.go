@@ -175,7 +175,7 @@ func TestAgentStreamRendersEveryField(t *testing.T) {
 			t.Fatalf("no result in the stream:\n%s", all.String())
 		}
 	}
-	for _, want := range []string{"event-proposal", "Self-criticism", "a.txt", "approve by pat (agentctl)", "event-result", "succeeded"} {
+	for _, want := range []string{"event-proposal", "Observations", "Thought", "Reasoning", "Self-criticism", "Plan", "Says", "I will write_file", "a.txt", "approve by pat (agentctl)", "event-result", "succeeded"} {
 		must(t, strings.Contains(all.String(), want), "the stream does not show %q:\n%s", want, all.String())
 	}
 	must(t, waiting, "the stream never sent the waiting panel")
