@@ -68,7 +68,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	e.sup, err = agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: dir, Log: log,
-		Memory: agent.MemoryOptions{Index: ix},
+		Memory:   agent.MemoryOptions{Index: ix},
 		Commands: []string{"write_file", "read_file", "ask_user", "finish"},
 		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }})
 	if err != nil {
