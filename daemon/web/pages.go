@@ -145,6 +145,7 @@ func (c *Console) teamsPage(w http.ResponseWriter, r *http.Request) {
 type auditView struct {
 	Agent, Kind string
 	Entries     []auditRow
+	Note        string
 }
 
 type auditRow struct {
@@ -155,9 +156,12 @@ type auditRow struct {
 func (c *Console) auditPage(w http.ResponseWriter, r *http.Request) {
 	v := auditView{Agent: r.FormValue("agent"), Kind: r.FormValue("kind")}
 	es, err := c.svc.Audit(r.Context(), client.AuditQuery{Agent: v.Agent, Limit: 200})
-	if err != nil {
+	if err != nil && client.StatusOf(err) == http.StatusInternalServerError {
 		c.fail(w, err)
 		return
+	}
+	if err != nil { // an unknown agent: the person fixes the filter
+		v.Note = line(err.Error())
 	}
 	for i := len(es) - 1; i >= 0; i-- { // newest first
 		e := es[i]
