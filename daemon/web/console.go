@@ -108,10 +108,11 @@ func (c *Console) Listen(ctx context.Context, addr string) (string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	c.ln, c.cancel = ln, cancel
 	c.guard = hostGuard{port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}
-	c.srv = &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
+	c.srv = srv
 	c.wg.Go(func() {
-		if err := c.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			c.log.Error("web console: stopped serving", "err", err)
 		}
 	})
