@@ -164,7 +164,7 @@ type service struct {
 	localapi.ScheduleService
 	localapi.DaemonService
 	localapi.TeamService
-	client.WebService
+	*webConsole
 	bots  *liveBots
 	http  *httpListener
 	shell client.ShellStatus // [shell] is not reloaded: fixed at start
@@ -185,6 +185,7 @@ func (s service) Status(ctx context.Context) (*client.Status, error) {
 	st.Bots = s.bots.statuses()
 	st.HTTP = s.http.status()
 	st.Shell = s.shell
+	st.Web = s.webConsole.status()
 	return st, nil
 }
 

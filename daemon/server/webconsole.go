@@ -41,6 +41,14 @@ func (w *webConsole) WebLogin(context.Context) (*client.WebLogin, error) {
 	return &client.WebLogin{URL: base, LoginURL: login}, nil
 }
 
+// status is where the console serves, for agentctl status.
+func (w *webConsole) status() client.WebStatus {
+	if w.con == nil {
+		return client.WebStatus{}
+	}
+	return client.WebStatus{URL: w.con.URL()}
+}
+
 // webPart serves the console when [web_console] enabled; `agentctl web` may start it
 // later under the same context. Stopping ends its event streams and closes it.
 func (d *daemon) webPart() part {

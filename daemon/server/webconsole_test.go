@@ -40,9 +40,16 @@ func TestWebConsoleOffUntilAsked(t *testing.T) {
 		c.Close()
 		t.Fatalf("the console listens on %s though [web_console] is off", cfg.WebConsole.Listen)
 	}
-	login, err := (&client.Client{Socket: cfg.Socket}).WebLogin(context.Background())
+	api := &client.Client{Socket: cfg.Socket}
+	if st, err := api.Status(context.Background()); err != nil || st.Web.URL != "" {
+		t.Fatalf("status says the console serves before agentctl web: %+v, %v", st, err)
+	}
+	login, err := api.WebLogin(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if st, err := api.Status(context.Background()); err != nil || st.Web.URL != login.URL {
+		t.Fatalf("status: %+v, %v; want the console at %s", st, err, login.URL)
 	}
 	if login.URL != "http://"+cfg.WebConsole.Listen+"/" || !strings.HasPrefix(login.LoginURL, login.URL+"login?token=") {
 		t.Fatalf("login %+v, want the console on %s", login, cfg.WebConsole.Listen)
