@@ -31,7 +31,7 @@ func TestMemorySearchPage(t *testing.T) {
 		name, query, agent string
 		want, not          []string
 	}{
-		{"scores_and_sources", "backup nightly", "", []string{"ops-notes.md", "The backup runs nightly", "shared", `id="memories"`}, []string{"Lunch"}},
+		{"scores_and_sources", "backup nightly", "", []string{"ops-notes.md", "The backup runs nightly", "shared", `id="memories"`, "words backup, nightly"}, []string{"Lunch"}},
 		{"model_text_escaped", "lunch noon", "", []string{"&lt;b&gt;sharp&lt;/b&gt;"}, []string{"<b>sharp"}},
 		{"unknown_agent_is_a_note", "backup", "nobody", []string{`class="flash"`, "nobody"}, []string{`id="memories"`}},
 		{"no_query_no_table", "", "", []string{`id="q"`}, []string{`id="memories"`}},

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -93,6 +94,29 @@ type memoryRow struct {
 	Score, BM25, Similarity string
 	Kind, Source, Agent     string
 	Text                    string
+	// Why says what the result matched: its words, where, its day.
+	Why string
+}
+
+// matched describes a search result's match, like `words "backup", "nightly" in text`.
+func matched(m *client.MemoryMatch) string {
+	if m == nil {
+		return ""
+	}
+	var parts []string
+	if len(m.Words) > 0 {
+		parts = append(parts, "words "+strings.Join(m.Words, ", "))
+	}
+	if len(m.Fields) > 0 {
+		parts = append(parts, "in "+strings.Join(m.Fields, ", "))
+	}
+	if m.Date != "" {
+		parts = append(parts, "dated "+m.Date)
+	}
+	if m.Similar {
+		parts = append(parts, "similar in meaning")
+	}
+	return line(strings.Join(parts, " · "))
 }
 
 func (c *Console) memoryPage(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +133,7 @@ func (c *Console) memoryPage(w http.ResponseWriter, r *http.Request) {
 		v.Searched = err == nil
 		for _, m := range ms {
 			v.Results = append(v.Results, memoryRow{Score: fmt.Sprintf("%.3f", m.Score), BM25: fmt.Sprintf("%.2f", m.BM25),
-				Similarity: fmt.Sprintf("%.2f", m.Similarity), Kind: m.Kind, Source: line(m.Source), Agent: line(cmp.Or(m.Agent, "shared")), Text: text(m.Text)})
+				Similarity: fmt.Sprintf("%.2f", m.Similarity), Kind: m.Kind, Source: line(m.Source), Agent: line(cmp.Or(m.Agent, "shared")), Text: text(m.Text), Why: matched(m.Why)})
 		}
 	}
 	c.render(w, r, "memory", v)
