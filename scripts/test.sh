@@ -75,7 +75,7 @@ short=(); $quick && short=(-short)
 # -p at a time: naming the slowest first lets the many short ones run beside them, not after.
 slow=(github.com/agentd/agentd/daemon/integration github.com/agentd/agentd/bots/discord
 	github.com/agentd/agentd/bots/discord/fakediscord github.com/agentd/agentd/daemon/agent
-	github.com/agentd/agentd/bots/slack)
+	github.com/agentd/agentd/bots/slack github.com/agentd/agentd/daemon/web)
 mapfile -t rest < <(grep -vxF -f <(printf '%s\n' "${slow[@]}") "$AGENTD_LOGS/packages.txt")
 # Said last before testsum starts: its silence clock starts about here.
 say "go test (unit, loop$($quick || echo ' and real-Ollama integration') tests): a line per package as it ends"
