@@ -362,6 +362,9 @@ var migrations = []string{
 	// a reply written before it was written while that run went on and starts no new task.
 	`ALTER TABLE chat_bindings ADD COLUMN end_post TEXT NOT NULL DEFAULT '';
 	ALTER TABLE chat_bindings ADD COLUMN end_run TEXT NOT NULL DEFAULT '';`,
+	// issue 19: a chat decider's display name beside their id (by), so follow, history
+	// and replay show "Ana" rather than U04ABC.
+	`ALTER TABLE decisions ADD COLUMN by_name TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -36,7 +36,8 @@ func TestFollowPrintsTheDecisionBeforeExecuting(t *testing.T) {
 }
 
 // TestFollowConfirmsWhatADecisionStored: y! names the grant it stored and how to revoke
-// it, y -N how many run unasked and of how many, n! the deny pattern and how to remove it.
+// it, y -N how many run unasked and of how many, n! the deny pattern and how to remove it;
+// a chat decider is named by display name.
 func TestFollowConfirmsWhatADecisionStored(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -47,6 +48,8 @@ func TestFollowConfirmsWhatADecisionStored(t *testing.T) {
 		{"y_5", client.Decision{Kind: client.DecisionApprove, Count: 5, Grant: "g-8", GrantLabel: "tester's y -5 (4 left)"}},
 		{"n_bang", client.Decision{Kind: client.DecisionDeny, Scope: client.ScopeDeny, Pattern: "list_files(.)"}},
 		{"y_once", client.Decision{Kind: client.DecisionApprove, Count: 1}},
+		// A chat decider shows by display name, not by the id chat knows them by.
+		{"slack_user_by_name", client.Decision{Kind: client.DecisionApprove, Count: 1, By: "U04ABC", ByName: "Ana Lima", Source: "slack"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,7 +58,10 @@ func TestFollowConfirmsWhatADecisionStored(t *testing.T) {
 			f.events = func(w *eventWriter, r *http.Request, conn int) {
 				w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
 				d := tt.decision
-				d.ProposalID, d.By, d.Source = "p-20", "tester", "agentctl"
+				d.ProposalID = "p-20"
+				if d.By == "" {
+					d.By, d.Source = "tester", "agentctl"
+				}
 				w.send(client.Event{Seq: 2, Type: client.EventDecision, AgentID: "a-4", Decision: &d})
 				w.send(client.Event{Seq: 3, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
 			}
