@@ -441,9 +441,12 @@ type OllamaStatus struct {
 
 // Status is the daemon's health at a glance.
 type Status struct {
-	Version  string         `json:"version"`
-	PID      int            `json:"pid"`
-	Started  time.Time      `json:"started"`
+	Version string    `json:"version"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	// EventSeq is the seq of the newest event when the status was read: follow
+	// subscribes since it, so nothing between this and its snapshot of the agent is lost.
+	EventSeq int64          `json:"event_seq"`
 	StateDir string         `json:"state_dir"`
 	Ollama   OllamaStatus   `json:"ollama"`
 	Agents   map[string]int `json:"agents"` // count by state

@@ -24,8 +24,9 @@ When a proposal waits, type your decision and press Enter:
 After y!, n! or y -N, follow says what was stored and the command that undoes it.
 When the agent asks a question, the line you type is the answer ("?" alone shows how
 to answer instead). Lines piped in (echo y | agentctl run --follow TASK) each decide
-the next proposal or answer the next question; when they run out while the agent
-waits for one more, follow says so and ends (exit 0). Empty input follows read-only.
+the next proposal or answer the next question; once the input is closed and used up,
+follow ends (exit 0) when the agent waits for one more, saying how to decide it.
+With no input at all (</dev/null), --stay or --json it follows on, read-only.
 
 Follow ends when the run finishes (exit 0) or the agent fails (exit 1); with --stay it
 keeps following, e.g. through follow-up tasks. Ctrl-C stops following, never the agent.
@@ -41,7 +42,7 @@ func (a *app) runFollow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return a.follow(ctx, ref, *stay)
+	return a.follow(ctx, ref, *stay, "")
 }
 
 // Reconnect backoff after the event stream drops.
@@ -99,13 +100,19 @@ type follower struct {
 	typedAhead []string
 	piped      bool
 	linesRead  int           // lines read from stdin; none (</dev/null) follows read-only
+	run        string        // the run agentctl run or task started and follows; "" for agentctl follow
 	ready      chan struct{} // wakes applyTypedAhead: something waits and lines are held
 	// stop ends follow from the input side: stdin closed while something waits for it.
 	stop func(error)
 }
 
 // follow follows agent ref until its run finishes (unless stay), it fails or ctx ends.
-func (a *app) follow(ctx context.Context, ref string, stay bool) error {
+// It subscribes from the daemon's event seq read before its snapshot of the agent, so
+// nothing that happens in between is lost. run, when set, is the run agentctl run or
+// task just started: if the snapshot shows it over already, follow says so and ends
+// (a run that finished before follow looked once left follow waiting forever).
+func (a *app) follow(ctx context.Context, ref string, stay bool, run string) error {
+	st, stErr := a.api().Status(ctx)
 	ag, err := a.api().Agent(ctx, ref)
 	if err != nil {
 		return agentErr(ref, err)
@@ -119,9 +126,11 @@ func (a *app) follow(ctx context.Context, ref string, stay bool) error {
 	if !a.json && isTerminal(a.stderr) {
 		f.spin = &spinner{w: a.stderr, mu: &f.mu}
 	}
-	if st, err := a.api().Status(ctx); err == nil {
+	if stErr == nil {
 		f.started = st.Started
+		f.lastSeq = st.EventSeq
 	}
+	f.run = run
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	f.stop = func(err error) { cancel(&endFollow{err}) }
@@ -137,7 +146,7 @@ func (a *app) follow(ctx context.Context, ref string, stay bool) error {
 		err = f.stream(ctx)
 	}
 	var end *endFollow
-	if errors.As(context.Cause(ctx), &end) {
+	if errors.As(err, &end) || errors.As(context.Cause(ctx), &end) {
 		err = end.err
 	}
 	f.mu.Lock()
@@ -163,6 +172,10 @@ func (f *follower) intro(ag *client.Agent) error {
 	}
 	f.sync(ag, time.Time{})
 	defer f.settle()
+	if f.run != "" && !f.stay && ag.State == client.StateIdle && ag.RunID == f.run {
+		f.printf("finished: %s\n", orDefault(strings.TrimPrefix(ag.StateReason, "finished: "), "the run ended"))
+		return &endFollow{}
+	}
 	switch {
 	case ag.State == client.StateFailed && !f.stay:
 		return fmt.Errorf("agent %s failed: %s; after fixing the cause, run: agentctl resume %s", refOf(ag), ag.StateReason, refOf(ag))
@@ -279,18 +292,23 @@ func (f *follower) readInput(ctx context.Context) {
 	f.stdinOpen = false
 	if !f.ended && ctx.Err() == nil {
 		f.closePrompt()
-		if len(f.typedAhead) == 0 {
+		if len(f.typedAhead) == 0 && f.readOnly() {
 			f.notef("(input closed: following read-only; decide with agentctl approve, deny or feedback)")
 		}
 		f.endIfStuck()
 	}
 }
 
-// endIfStuck ends follow once piped lines ran out (stdin closed after some were read,
-// all of them used) and the agent waits for one more: none can come (a piped "y" once
-// left follow waiting ten minutes). Empty input follows read-only. Call with mu held.
+// readOnly reports whether follow goes on after its input closed, however long the agent
+// waits: when nothing was ever typed or piped (</dev/null: people decide elsewhere), with
+// --stay, and with --json (an event feed).
+func (f *follower) readOnly() bool { return f.linesRead == 0 || f.stay || f.a.json }
+
+// endIfStuck ends follow once its input closed, every line piped in is used, and the
+// agent waits for a decision or an answer that nothing typed here can give any more (a
+// piped "n" once left follow waiting ten minutes). Call with mu held.
 func (f *follower) endIfStuck() {
-	if f.stdinOpen || f.linesRead == 0 || f.sending || len(f.typedAhead) > 0 || f.ended || (f.pending == nil && f.question == nil) {
+	if f.stdinOpen || f.readOnly() || f.sending || len(f.typedAhead) > 0 || f.ended || (f.pending == nil && f.question == nil) {
 		return
 	}
 	what := "a decision on its proposal"

@@ -155,3 +155,38 @@ func TestFollowUsesPipedLines(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFollowEndsWhenTheRunIsAlreadyOver: a run that finishes before follow looks
+// (the model proposed finish at once) ends `agentctl run --follow`, which once waited
+// for events that had already gone by.
+func TestRunFollowEndsWhenTheRunIsAlreadyOver(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.set(func() {
+		f.agents = append(f.agents, &client.Agent{ID: "a-9", Name: "new-agent", State: client.StateIdle,
+			StateReason: "finished: nothing to do", Task: "count files", RunID: "r-9"})
+		// no f.events: the stream stays open and silent, as the daemon's after a run ended
+	})
+	r := runCLI(t, "", "--socket", f.sock, "run", "count files", "--follow")
+	if r.code != 0 || !strings.Contains(r.stdout, "finished: nothing to do\n") {
+		t.Fatalf("got %v; want exit 0 and the run's end", r)
+	}
+}
+
+// TestFollowSubscribesFromBeforeItsSnapshot: follow asks for the events after the seq the
+// daemon reported before follow read the agent, so what happens between the two is
+// replayed, not lost.
+func TestFollowSubscribesFromBeforeItsSnapshot(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.set(func() { f.status.EventSeq = 77 })
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		w.send(client.Event{Seq: 78, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+	}
+	r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.code != 0 || len(f.sinces) != 1 || f.sinces[0] != 77 {
+		t.Errorf("got %v, events since %v; want one subscription since 77", r, f.sinces)
+	}
+}
