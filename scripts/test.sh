@@ -30,6 +30,9 @@ mkdir -p "$AGENTD_LOGS"
 ensure_go
 ensure_build_deps
 command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap || say "bubblewrap not installed: sandbox tests will skip"
+# The newcomer walk-through (scripts/walkthrough_test.go) types into real terminals: tmux panes.
+command -v tmux >/dev/null 2>&1 || apt_install tmux || say "tmux not installed: the newcomer walk-through test will fail"
+export AGENTD_LOGS # the walk-through saves its transcript there
 say "go $(go env GOVERSION); downloading modules"
 quietly install.log go mod download
 
@@ -80,4 +83,5 @@ if ! $quick; then
 		die "the fuzz run failed (its output is above; a failing input is saved under daemon/llm/testdata/fuzz)"
 fi
 
+[ -f "$AGENTD_LOGS/walkthrough.txt" ] && say "newcomer walk-through transcript: $AGENTD_LOGS/walkthrough.txt"
 say "all tests passed in $(( $(date +%s) - start ))s$($quick && echo ' (--quick: no real Ollama, -short, no fuzz run)')"

@@ -46,3 +46,23 @@ func TestADecisionKeepsWhoMadeIt(t *testing.T) {
 	}
 	t.Fatalf("no decision in the audit log: %+v", list)
 }
+
+// TestAStepsResultIsNoFinish: after a command succeeds the agent thinks on with no state
+// reason; only the run's end reads "finished: …" (follow once showed "state: thinking:
+// finished: (empty folder)" after every step).
+func TestAStepsResultIsNoFinish(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(
+		reply("write_file", map[string]string{"path": "a.txt", "contents": "one"}),
+		reply("write_file", map[string]string{"path": "b.txt", "contents": "two"}),
+	)
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	next := h.waitFor(a.ID, "the next proposal", func(v *client.Agent) bool { return v.Pending != nil && v.Pending.ID != p.ID })
+	if next.StateReason != "" {
+		t.Errorf("after a step the agent is %s with reason %q, want none", next.State, next.StateReason)
+	}
+}
