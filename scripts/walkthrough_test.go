@@ -135,7 +135,7 @@ func TestNewcomerWalkthrough(t *testing.T) {
 	}
 	// The state agentd keeps is private: 0700 and its database 0600.
 	for path, want := range map[string]os.FileMode{
-		filepath.Join(home, "state", "state"):             0o700,
+		filepath.Join(home, "state", "state"):              0o700,
 		filepath.Join(home, "state", "state", "agentd.db"): 0o600,
 	} {
 		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
