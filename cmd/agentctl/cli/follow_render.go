@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -60,7 +61,7 @@ func (f *follower) handle(ev client.Event) error {
 		f.sync(beforeDecision(ev.Agent), ev.Time)
 	case client.EventDecision:
 		if d := ev.Decision; d != nil {
-			f.printf("%sdecision: %s\n", stamp(ev.Time), decisionString(d))
+			f.printf("%sdecision: %s\n", stamp(ev.Time), ofLeft(decisionString(d)))
 			if note := f.grantNote(d); note != "" {
 				f.printf("  %s\n", note)
 			}
@@ -106,6 +107,15 @@ func beforeDecision(ag *client.Agent) *client.Agent {
 	cp := *ag
 	cp.State, cp.StateReason = client.StateThinking, ""
 	return &cp
+}
+
+// yLeftRE finds a y -N grant's count in its label: "root's y -5 (3 left)".
+var yLeftRE = regexp.MustCompile(`\by -(\d+) \((\d+) left\)`)
+
+// ofLeft says of how many a y -N's approvals are left, counting the person's own:
+// "root's y -5 — 3 of 5 left", so the count down reads at a glance while following.
+func ofLeft(s string) string {
+	return yLeftRE.ReplaceAllString(s, "y -$1 — $2 of $1 left")
 }
 
 // grantNote confirms what a person's decision stored beyond this proposal, and how to
