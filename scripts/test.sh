@@ -36,7 +36,9 @@ command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap || say "bubblewrap no
 # The web console's browser tests drive Debian's Chromium (daemon/web); under CI=true
 # they fail without it, elsewhere they skip.
 command -v chromium >/dev/null 2>&1 || apt_install chromium || say "chromium not installed: the web console's browser tests will skip"
-# Screenshots the browser tests take land here, beside the other logs.
+# The newcomer walk-through (scripts/walkthrough_test.go) types into real terminals: tmux panes.
+command -v tmux >/dev/null 2>&1 || apt_install tmux || say "tmux not installed: the newcomer walk-through test will fail"
+# Screenshots the browser tests take, and the walk-through's transcript, land here.
 mkdir -p "$AGENTD_LOGS/web-screenshots"
 export AGENTD_LOGS
 say "go $(go env GOVERSION); downloading modules"
@@ -96,4 +98,5 @@ if ! $quick; then
 		die "the fuzz run failed (its output is above; a failing input is saved under daemon/llm/testdata/fuzz)"
 fi
 
+[ -f "$AGENTD_LOGS/walkthrough.txt" ] && say "newcomer walk-through transcript: $AGENTD_LOGS/walkthrough.txt"
 say "all tests passed in $(( $(date +%s) - start ))s$($quick && echo ' (--quick: no real Ollama, -short, no fuzz run)')"

@@ -102,7 +102,7 @@ type service struct {
 	localapi.ScheduleService
 	localapi.DaemonService
 	localapi.TeamService // not served here
-	client.WebService    // not served here
+	localapi.WebService  // not served here
 }
 
 // noReload is the API's reload in these tests: there is no config file to re-read.

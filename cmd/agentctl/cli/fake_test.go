@@ -48,6 +48,9 @@ type fakeDaemon struct {
 
 	decided  chan client.DecideRequest // every decision received
 	answered chan client.AnswerRequest // every answer received
+	// answerGate, if set, holds each answer's reply until it is closed, as the daemon
+	// publishes the answer's events before it replies.
+	answerGate chan struct{}
 }
 
 func newFakeDaemon(t *testing.T) *fakeDaemon {
@@ -306,8 +309,12 @@ func (f *fakeDaemon) answer(_ context.Context, ref string, req client.AnswerRequ
 	}
 	f.mu.Lock()
 	f.answers = append(f.answers, req)
+	gate := f.answerGate
 	f.mu.Unlock()
 	f.answered <- req
+	if gate != nil {
+		<-gate
+	}
 	if client.IsAnswerHelp(req.Text) { // as the daemon refuses it
 		return client.None{}, client.Errorf(client.ErrBadRequest, "%q asks how to answer, so it was not sent and the question still waits", req.Text)
 	}
