@@ -64,7 +64,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		hits = hits[:k]
 	}
 	if q.Explain {
-		explain(g.an, q, ix.opts.Now(), hits)
+		fillMatched(g.an, q, ix.opts.Now(), hits)
 	}
 	return hits, nil
 }

@@ -31,6 +31,7 @@ type fakeDaemon struct {
 	mu         sync.Mutex
 	status     client.Status
 	agents     []*client.Agent
+	imported   []client.MemoryImportRequest // batches the memory import route took
 	history    map[string][]client.Episode
 	decisions  []client.DecideRequest
 	answers    []client.AnswerRequest
@@ -41,9 +42,15 @@ type fakeDaemon struct {
 	decide func(agent *client.Agent, req client.DecideRequest) (*client.Decision, error)
 	// events, if set, serves an agent's event stream; conn counts connections from 1.
 	events func(w *eventWriter, r *http.Request, conn int)
+	// subscribing, if set, runs as an events request subscribes, before the headers go
+	// out: what happens there reaches the follower only by reading the agent again.
+	subscribing func()
 
 	decided  chan client.DecideRequest // every decision received
 	answered chan client.AnswerRequest // every answer received
+	// answerGate, if set, holds each answer's reply until it is closed, as the daemon
+	// publishes the answer's events before it replies.
+	answerGate chan struct{}
 }
 
 func newFakeDaemon(t *testing.T) *fakeDaemon {
@@ -78,6 +85,9 @@ func (f *fakeDaemon) set(fn func()) {
 func (f *fakeDaemon) routes() http.Handler {
 	mux := http.NewServeMux()
 	fk := &f.api
+	clienttest.Handle(fk, client.WebLoginRoute, func(context.Context, string, client.None) (*client.WebLogin, error) {
+		return &client.WebLogin{URL: "http://127.0.0.1:7077/", LoginURL: "http://127.0.0.1:7077/login?token=0123abcd"}, nil
+	})
 	clienttest.Handle(fk, client.StatusRoute, func(context.Context, string, client.None) (*client.Status, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -299,8 +309,12 @@ func (f *fakeDaemon) answer(_ context.Context, ref string, req client.AnswerRequ
 	}
 	f.mu.Lock()
 	f.answers = append(f.answers, req)
+	gate := f.answerGate
 	f.mu.Unlock()
 	f.answered <- req
+	if gate != nil {
+		<-gate
+	}
 	if client.IsAnswerHelp(req.Text) { // as the daemon refuses it
 		return client.None{}, client.Errorf(client.ErrBadRequest, "%q asks how to answer, so it was not sent and the question still waits", req.Text)
 	}
@@ -361,8 +375,11 @@ func (f *fakeDaemon) eventStream(w http.ResponseWriter, r *http.Request) {
 	since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
 	f.mu.Lock()
 	f.sinces = append(f.sinces, since)
-	conn, events := len(f.sinces), f.events
+	conn, events, subscribing := len(f.sinces), f.events, f.subscribing
 	f.mu.Unlock()
+	if subscribing != nil {
+		subscribing()
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	ew := &eventWriter{w: w, r: r}
