@@ -125,3 +125,23 @@ func TestContextTail(t *testing.T) {
 		})
 	}
 }
+
+// Explain names the speaker field when the query names who said it.
+func TestExplainSpeakerField(t *testing.T) {
+	h := Hit{ID: "x", Kind: KindChat, Text: "The beach was windy.", Speaker: "Ana", Source: "chat", Created: said}
+	cases := []struct {
+		name, query string
+		fields      []string
+	}{
+		{"speaker_and_text", "What did Ana say about the beach?", []string{"text", "speaker"}},
+		{"text_only", "how was the beach", []string{"text"}},
+		{"speaker_only", "Ana", []string{"speaker"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Explain(c.query, h).Fields; !reflect.DeepEqual(got, c.fields) {
+				t.Errorf("Explain(%q).Fields = %q, want %q", c.query, got, c.fields)
+			}
+		})
+	}
+}
