@@ -21,15 +21,19 @@ type Memory struct {
 	Source  string // where it came from: a step, a file path, a person
 	Created time.Time
 	Tags    []string // labels given by an import; nil for none
+	// Speaker is who said it (a chat message's author, an imported turn's speaker); "" for
+	// none. Context is the turn before it in the same conversation, indexed beside it.
+	Speaker string
+	Context string
 }
 
-const memoryCols = `id, agent_id, kind, text, source, created_at, tags`
+const memoryCols = `id, agent_id, kind, text, source, created_at, tags, speaker, context`
 
 func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
 	var m Memory
 	var created int64
 	var tags string
-	err := sc.Scan(&m.ID, &m.AgentID, &m.Kind, &m.Text, &m.Source, &created, &tags)
+	err := sc.Scan(&m.ID, &m.AgentID, &m.Kind, &m.Text, &m.Source, &created, &tags, &m.Speaker, &m.Context)
 	if tags != "" {
 		_ = json.Unmarshal([]byte(tags), &m.Tags) // written by InsertMemory only
 	}
@@ -54,8 +58,8 @@ func (t *Tx) InsertMemory(m *Memory) error {
 		b, _ := json.Marshal(m.Tags)
 		tags = string(b)
 	}
-	_, err := t.exec(`INSERT OR REPLACE INTO memories (`+memoryCols+`) VALUES (?,?,?,?,?,?,?)`,
-		m.ID, m.AgentID, m.Kind, m.Text, m.Source, ms(m.Created), tags)
+	_, err := t.exec(`INSERT OR REPLACE INTO memories (`+memoryCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
+		m.ID, m.AgentID, m.Kind, m.Text, m.Source, ms(m.Created), tags, m.Speaker, m.Context)
 	if err != nil {
 		return fmt.Errorf("store: insert memory: %w", err)
 	}

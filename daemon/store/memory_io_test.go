@@ -2,7 +2,12 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,4 +66,70 @@ func TestMemoryTagsPagesAndStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A memory's speaker and context are kept beside its text and read back everywhere.
+func TestMemorySpeakerAndContextRoundTrip(t *testing.T) {
+	s, _ := open(t)
+	a := seed(t, s)
+	ctx := context.Background()
+	want := Memory{ID: "m-ana", AgentID: a.ID, Kind: "chat", Text: "the deadline moved to Friday",
+		Source: "slack message from Ana", Speaker: "Ana", Context: "Bo: when is the deadline?"}
+	if err := s.Tx(ctx, func(tx *Tx) error { return tx.InsertMemory(&want) }); err != nil {
+		t.Fatal(err)
+	}
+	s.View(ctx, func(tx *Tx) error {
+		got, err := tx.Memory("m-ana")
+		if err != nil || got.Speaker != want.Speaker || got.Context != want.Context {
+			t.Errorf("Memory = %+v, %v; want speaker %q and context %q", got, err, want.Speaker, want.Context)
+		}
+		page, _ := tx.MemoryPage("", 10)
+		if len(page) != 1 || page[0].Speaker != "Ana" || page[0].Context != want.Context {
+			t.Errorf("MemoryPage = %+v, want the speaker and context kept", page)
+		}
+		return nil
+	})
+}
+
+// Chat memories written before the speaker column get their speaker from their source:
+// an import's bare name, or the name at the end of the relay's "slack message from Ana".
+func TestMigrationFillsChatSpeakers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "agentd.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "ADD COLUMN speaker") })
+	if last != len(migrations)-1 {
+		t.Fatalf("the speaker migration is number %d of %d: keep it where it shipped", last+1, len(migrations))
+	}
+	for i, m := range migrations[:last] {
+		if _, err := db.ExecContext(ctx, m); err != nil {
+			t.Fatalf("migration %d: %v", i+1, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(last)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO memories (id, agent_id, kind, text, source, created_at) VALUES
+		('m-1', 'a-1', 'chat', 'Caroline: I went', 'Caroline', 1),
+		('m-2', 'a-1', 'chat', 'ship it friday', 'discord message from Ana Lima', 2),
+		('m-3', 'a-1', 'note', 'a note', 'memory_add', 3)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.View(ctx, func(tx *Tx) error {
+		for id, want := range map[string]string{"m-1": "Caroline", "m-2": "Ana Lima", "m-3": ""} {
+			if m, err := tx.Memory(id); err != nil || m.Speaker != want {
+				t.Errorf("%s's speaker = %q (%v), want %q", id, m.Speaker, err, want)
+			}
+		}
+		return nil
+	})
 }

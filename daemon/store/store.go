@@ -367,6 +367,14 @@ var migrations = []string{
 	// issue 19: a chat decider's display name beside their id (by), so follow, history
 	// and replay show "Ana" rather than U04ABC.
 	`ALTER TABLE decisions ADD COLUMN by_name TEXT NOT NULL DEFAULT '';`,
+	// issue 18: who said a memory (speaker) and the turn before it (context), indexed as
+	// fields of their own. Chat memories written before have the speaker in their source:
+	// an import's "Ana", or the relay's "slack message from Ana".
+	`ALTER TABLE memories ADD COLUMN speaker TEXT NOT NULL DEFAULT '';
+	ALTER TABLE memories ADD COLUMN context TEXT NOT NULL DEFAULT '';
+	UPDATE memories SET speaker = CASE WHEN instr(source, ' message from ') > 0
+		THEN substr(source, instr(source, ' message from ') + 14) ELSE source END
+		WHERE kind = 'chat';`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
