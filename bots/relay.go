@@ -48,6 +48,8 @@ type Relay struct {
 	seen     seenIDs // messages and clicks handled, so a redelivery is applied once
 	// strangers limits how often a non-approver's refusals are audited.
 	strangers strangerAudits
+	// words is each thread's last message, the context of the next one remembered.
+	words lastWords
 }
 
 type endpoint struct {
@@ -407,6 +409,9 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 
 func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Question) {
 	r.state.markPosted(q.ProposalID)
+	for _, t := range r.targets(agentID) {
+		r.words.swap(t.ep.a.Platform(), agentID, "Question: "+q.Text) // the answer's context
+	}
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
 		r.post(t, "posting a question", func(ctx context.Context) error {

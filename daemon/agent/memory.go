@@ -77,7 +77,8 @@ const (
 )
 
 func toDoc(m store.Memory) memory.Doc {
-	return memory.Doc{ID: m.ID, Agent: m.AgentID, Kind: memory.Kind(m.Kind), Text: m.Text, Source: m.Source, Created: m.Created}
+	return memory.Doc{ID: m.ID, Agent: m.AgentID, Kind: memory.Kind(m.Kind), Text: m.Text, Source: m.Source, Created: m.Created,
+		Speaker: m.Speaker, Context: m.Context}
 }
 
 // cleanText makes text safe to store and index: valid UTF-8, no NUL bytes.

@@ -97,7 +97,8 @@ func importedMemory(tx *store.Tx, r client.MemoryRecord, defaultAgent string, re
 	}
 	when, _ := r.When() // checked
 	m := store.Memory{ID: r.ID, AgentID: agentID, Kind: r.MemoryKind(), Text: cleanText(strings.TrimSpace(r.Text)),
-		Source: cleanText(strings.TrimSpace(r.From())), Created: when, Tags: r.Tags}
+		Source: cleanText(strings.TrimSpace(r.From())), Created: when, Tags: r.Tags,
+		Speaker: cleanText(strings.TrimSpace(r.Speaker)), Context: cleanText(strings.TrimSpace(r.Context))}
 	if m.ID == "" {
 		// The same record imported again gets the same id: it replaces, never doubles.
 		h := sha256.Sum256([]byte(agentID + "\x00" + m.Kind + "\x00" + when.Format(time.RFC3339Nano) + "\x00" + m.Source + "\x00" + m.Text))
@@ -160,14 +161,19 @@ func (s *memoryService) ExportMemory(ctx context.Context, req client.MemoryExpor
 	return out, nil
 }
 
-// exportRecord is m as an export line: the agent by name (ids differ between daemons), a
-// chat memory's source as its speaker.
+// exportRecord is m as an export line: the agent by name (ids differ between daemons), its
+// speaker (a record has a speaker or a source, so a speaker's memory leaves its source
+// out: "slack message from Ana" is exported as speaker "Ana"), a chat memory without one
+// giving its source as the speaker, as older exports did.
 func exportRecord(m store.Memory, names map[string]string) client.MemoryRecord {
 	r := client.MemoryRecord{ID: m.ID, Agent: cmp.Or(names[m.AgentID], m.AgentID), Kind: m.Kind, Text: m.Text,
-		Time: m.Created.UTC().Format(time.RFC3339Nano), Tags: m.Tags}
-	if m.Kind == string(memory.KindChat) {
+		Time: m.Created.UTC().Format(time.RFC3339Nano), Tags: m.Tags, Context: m.Context}
+	switch {
+	case m.Speaker != "":
+		r.Speaker = m.Speaker
+	case m.Kind == string(memory.KindChat):
 		r.Speaker = m.Source
-	} else {
+	default:
 		r.Source = m.Source
 	}
 	return r

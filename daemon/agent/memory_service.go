@@ -43,7 +43,7 @@ func agentNames(tx *store.Tx) (map[string]string, error) {
 
 func wireMemory(m store.Memory, names map[string]string) client.Memory {
 	return client.Memory{ID: m.ID, AgentID: m.AgentID, Agent: names[m.AgentID], Kind: m.Kind, Text: m.Text,
-		Source: m.Source, CreatedAt: m.Created, Tags: m.Tags}
+		Source: m.Source, Speaker: m.Speaker, CreatedAt: m.Created, Tags: m.Tags}
 }
 
 func checkKind(kind string) error {
@@ -69,6 +69,10 @@ func (s *memoryService) AddMemory(ctx context.Context, req client.MemoryAddReque
 		return nil, badRequest("memory text is %d bytes: at most %d", len(req.Text), maxMemoryText)
 	case len(req.Source) > 1024:
 		return nil, badRequest("memory source is %d bytes: at most 1024", len(req.Source))
+	case len(req.Speaker) > 256:
+		return nil, badRequest("memory speaker is %d bytes: at most 256 (a person's name)", len(req.Speaker))
+	case len(req.Context) > maxMemoryText:
+		return nil, badRequest("memory context is %d bytes: at most %d (keep the end of the turn before)", len(req.Context), maxMemoryText)
 	}
 	if err := checkKind(req.Kind); err != nil {
 		return nil, err
@@ -79,7 +83,8 @@ func (s *memoryService) AddMemory(ctx context.Context, req client.MemoryAddReque
 		if err != nil {
 			return err
 		}
-		m := store.Memory{ID: newID("m-"), AgentID: id, Kind: req.Kind, Text: req.Text, Source: req.Source}
+		m := store.Memory{ID: newID("m-"), AgentID: id, Kind: req.Kind, Text: req.Text, Source: req.Source,
+			Speaker: cleanText(strings.TrimSpace(req.Speaker)), Context: cleanText(strings.TrimSpace(req.Context))}
 		if req.Kind == string(memory.KindNote) {
 			m.ID = noteID(id, req.Text)
 		}
@@ -145,7 +150,7 @@ func (s *memoryService) SearchMemory(ctx context.Context, req client.MemorySearc
 	out := make([]client.Memory, len(hits))
 	for i, h := range hits {
 		out[i] = client.Memory{ID: h.ID, AgentID: h.Agent, Agent: names[h.Agent], Kind: string(h.Kind), Text: h.Text,
-			Source: h.Source, CreatedAt: h.Created, Score: h.Score, BM25: h.BM25, Similarity: h.Similarity,
+			Source: h.Source, Speaker: h.Speaker, CreatedAt: h.Created, Score: h.Score, BM25: h.BM25, Similarity: h.Similarity,
 			Tags: tags[h.ID], Why: whyMatched(memory.Explain(req.Query, h))}
 	}
 	return out, nil

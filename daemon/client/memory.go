@@ -13,7 +13,9 @@ type Memory struct {
 	Kind string `json:"kind"`
 	Text string `json:"text"`
 	// Source says where it came from: a step, a file path, a person.
-	Source    string    `json:"source,omitempty"`
+	Source string `json:"source,omitempty"`
+	// Speaker is who said it (a chat message's author); empty when nobody in particular.
+	Speaker   string    `json:"speaker,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	// Score ranks search results: BM25, or the reciprocal rank fusion of BM25 and embedding
 	// similarity when an embedding model is configured, times the recency decay.
@@ -38,6 +40,12 @@ type MemoryAddRequest struct {
 	Kind   string `json:"kind,omitempty"`
 	Text   string `json:"text"`
 	Source string `json:"source,omitempty"`
+	// Speaker is who said it (at most 256 bytes): searched as a field of its own, so "what
+	// did Ana say about the deadline" finds Ana's words. Context is the turn just before it
+	// in the same conversation (at most MaxTextBytes), indexed beside it with a low weight
+	// so a short answer ("yes, Friday") is found by its question's words.
+	Speaker string `json:"speaker,omitempty"`
+	Context string `json:"context,omitempty"`
 }
 
 // MemorySearchRequest searches memories.

@@ -29,10 +29,14 @@ type MemoryRecord struct {
 	// Time is when it happened, RFC 3339 ("2023-05-08T13:56:00Z"); empty: the import's time.
 	// Relative words in the text ("yesterday") are read against it.
 	Time string `json:"time,omitempty"`
-	// Speaker is who said it (a chat turn); Source where it came from otherwise. Both are
-	// kept as the memory's source, so a record has one or the other.
+	// Speaker is who said it (a chat turn); Source where it came from otherwise. A record
+	// has one or the other: a speaker is also kept as the memory's source.
 	Speaker string `json:"speaker,omitempty"`
 	Source  string `json:"source,omitempty"`
+	// Context is the turn just before this one in the same conversation (at most
+	// MaxTextBytes): its end is searched beside the text, so a short answer is found by
+	// its question's words.
+	Context string `json:"context,omitempty"`
 	// Tags label the memory (at most 16, each at most 64 bytes).
 	Tags []string `json:"tags,omitempty"`
 }
@@ -192,6 +196,8 @@ func (r MemoryRecord) Check() error {
 		return bad("speaker", "the record has both speaker %q and source %q: keep one (a memory has one source)", r.Speaker, r.Source)
 	case len(r.Speaker) > maxRecordFrom || len(r.Source) > maxRecordFrom:
 		return bad("source", "over %d bytes: shorten it", maxRecordFrom)
+	case len(r.Context) > MaxTextBytes:
+		return bad("context", "%d bytes, over %d: keep the end of the turn before", len(r.Context), MaxTextBytes)
 	case len(r.Tags) > maxRecordTags:
 		return bad("tags", "%d tags, over %d: keep the %d that matter", len(r.Tags), maxRecordTags, maxRecordTags)
 	}
