@@ -212,7 +212,9 @@ func SectionBudget(numCtx int, charsPerToken float64) int {
 }
 
 // PromptLine renders a shown memory as one line of a prompt's memory section: its kind,
-// its day and its source (left out when the text starts with it, as a chat turn does).
+// its day and its source (left out when the text starts with it, as a chat turn does, or
+// when it only names the speaker), then the text, after "Speaker: " when the text does not
+// start with the speaker's name already, so the model knows who said it.
 func PromptLine(s Shown) string {
 	var b strings.Builder
 	b.WriteString("\n- [")
@@ -221,11 +223,17 @@ func PromptLine(s Shown) string {
 		b.WriteString(", ")
 		b.WriteString(s.Created.UTC().Format("2 Jan 2006"))
 	}
-	if s.Source != "" && !strings.HasPrefix(s.Text, s.Source) {
+	speaker := strings.Join(strings.Fields(s.Speaker), " ")
+	if src := strings.Join(strings.Fields(s.Source), " "); src != "" && !strings.HasPrefix(s.Text, src) &&
+		(speaker == "" || !strings.Contains(src, speaker)) {
 		b.WriteString(", ")
-		b.WriteString(strings.Join(strings.Fields(s.Source), " "))
+		b.WriteString(src)
 	}
 	b.WriteString("] ")
+	if speaker != "" && !strings.HasPrefix(strings.TrimLeft(s.Text, "…"), speaker) {
+		b.WriteString(speaker)
+		b.WriteString(": ")
+	}
 	b.WriteString(s.Text)
 	return b.String()
 }

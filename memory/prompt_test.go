@@ -67,6 +67,14 @@ func TestPromptLine(t *testing.T) {
 		{name: "file_chunk_names_its_path", s: Shown{Hit: Hit{Kind: KindFile, Source: "notes/a.txt", Created: at}, Text: "…the code is 4711…"},
 			want: "\n- [file, 8 May 2023, notes/a.txt] …the code is 4711…"},
 		{name: "no_date_no_source", s: Shown{Hit: Hit{Kind: KindNote}, Text: "x"}, want: "\n- [note] x"},
+		{name: "imported_turn_starting_with_its_speaker", s: Shown{Hit: Hit{Kind: KindChat, Source: "Caroline", Speaker: "Caroline", Created: at}, Text: "Caroline: I went to a support group yesterday."},
+			want: "\n- [chat, 8 May 2023] Caroline: I went to a support group yesterday."},
+		{name: "chat_message_gets_its_speaker", s: Shown{Hit: Hit{Kind: KindChat, Source: "slack message from Ana Lima", Speaker: "Ana Lima", Created: at}, Text: "the deadline moved to Friday"},
+			want: "\n- [chat, 8 May 2023] Ana Lima: the deadline moved to Friday"},
+		{name: "snippet_of_a_turn_starting_with_its_speaker", s: Shown{Hit: Hit{Kind: KindChat, Speaker: "Ana"}, Text: "…Ana: the deadline moved", Trimmed: true},
+			want: "\n- [chat] …Ana: the deadline moved"},
+		{name: "note_with_speaker_and_other_source", s: Shown{Hit: Hit{Kind: KindNote, Source: "minutes.txt", Speaker: "Bo"}, Text: "budget approved"},
+			want: "\n- [note, minutes.txt] Bo: budget approved"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
