@@ -76,7 +76,7 @@ func (f *fakeDaemon) memoryRoutes() {
 		if req.Kind == "" {
 			req.Kind = "note"
 		}
-		m := client.Memory{ID: "m-3", Kind: req.Kind, Text: req.Text, Source: req.Source, CreatedAt: fixedTime}
+		m := client.Memory{ID: "m-3", Kind: req.Kind, Text: req.Text, Source: req.Source, Speaker: req.Speaker, CreatedAt: fixedTime}
 		if a != nil {
 			m.AgentID, m.Agent = a.ID, a.Name
 		}

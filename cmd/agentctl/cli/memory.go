@@ -21,8 +21,9 @@ memories go into each prompt; agents also search them with memory_search.
                      the best matches, with their scores, sources and why they matched
                      (the words found, and the date when you ask about time); without
                      --agent, every agent's memories
-  agentctl memory add [--agent AGENT] [--kind KIND] [--source TEXT] TEXT...
-                     remember TEXT; without --agent every agent shares it (kind: note)
+  agentctl memory add [--agent AGENT] [--kind KIND] [--source TEXT] [--speaker NAME] TEXT...
+                     remember TEXT; without --agent every agent shares it (kind: note);
+                     --speaker: who said it, so "what did NAME say" finds it
   agentctl memory ls [--agent AGENT] [--kind KIND] [--limit N]
                      the newest memories
   agentctl memory rm ID...
@@ -47,6 +48,8 @@ Import files have one JSON object a line:
   time     when it happened, RFC 3339 (default: now); "yesterday" in the text is read
            against it
   speaker  who said it (kind chat), or source: where it came from (kind note)
+  context  the turn just before (a chat log's previous line): searched beside the
+           text, so a short answer is found by its question's words
   kind     one of the kinds above; agent: the owner (default --agent, else shared)
   tags     labels; id: keeps a memory's identity (export writes it)
 The whole file is checked before anything is stored: a bad line is named with its
@@ -60,8 +63,8 @@ another agentd, gives the same memories (create its agents first).`,
 
 // memoryFlags are the flags of agentctl memory's subcommands.
 type memoryFlags struct {
-	agent, kind, source string
-	k, limit            int
+	agent, kind, source, speaker string
+	k, limit                     int
 }
 
 func (a *app) runMemory(ctx context.Context, args []string) error {
@@ -70,6 +73,7 @@ func (a *app) runMemory(ctx context.Context, args []string) error {
 	fs.StringVar(&f.agent, "agent", "", "the `AGENT` (name or id) whose memories; none: all (shared for add and import)")
 	fs.StringVar(&f.kind, "kind", "", "only memories of this `KIND` (add: the new memory's kind)")
 	fs.StringVar(&f.source, "source", "", "add: where the memory comes from (`TEXT` shown with it)")
+	fs.StringVar(&f.speaker, "speaker", "", "add: who said it (a person's `NAME`), searched as a field of its own")
 	fs.IntVar(&f.k, "k", 0, "search: return `N` results (default 10)")
 	fs.IntVar(&f.limit, "limit", 0, "ls: show the newest `N` memories (default 50)")
 	pos, err := a.parse(fs, args, -1)
@@ -107,7 +111,7 @@ func (a *app) memoryAdd(ctx context.Context, f memoryFlags, words []string) erro
 	if text == "" {
 		return usagef("missing TEXT: what to remember")
 	}
-	m, err := a.api().AddMemory(ctx, client.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source})
+	m, err := a.api().AddMemory(ctx, client.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source, Speaker: f.speaker})
 	if err != nil {
 		return memoryErr(f.agent, err)
 	}

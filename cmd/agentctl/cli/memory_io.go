@@ -72,7 +72,7 @@ func decodeRecord(b []byte, rec *client.MemoryRecord) error {
 		return &client.RecordError{Field: typeErr.Field, Msg: fmt.Sprintf("a JSON %s where %s belongs: see agentctl memory --help for the fields", typeErr.Value, jsonType(typeErr.Field))}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &client.RecordError{Field: field, Msg: "not a record field: the fields are id, agent, kind, text, time, speaker, source and tags"}
+		return &client.RecordError{Field: field, Msg: "not a record field: the fields are id, agent, kind, text, time, speaker, source, context and tags"}
 	}
 	return fmt.Errorf("not one JSON object (%v): write one object a line, like {\"text\": \"…\", \"time\": \"2023-05-08T13:56:00Z\"}", err)
 }
