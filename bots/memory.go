@@ -36,7 +36,7 @@ func (r *Relay) rememberChat(ctx context.Context, platform, agentID string, u Us
 		who = u.ID
 	}
 	text = cut(text, maxChatMemory)
-	prev := r.words.swap(platform, agentID, who+": "+text)
+	prev := r.words.swap(platform, agentID, text)
 	_, err := mem.AddMemory(ctx, client.MemoryAddRequest{Agent: agentID, Kind: "chat", Text: text,
 		Source: fmt.Sprintf("%s message from %s", platform, who), Speaker: who, Context: prev})
 	if err != nil {
@@ -46,10 +46,12 @@ func (r *Relay) rememberChat(ctx context.Context, platform, agentID string, u Us
 
 // lastWords keeps the last thing said in each agent's thread (a person's message, or the
 // agent's question), to remember beside the next message as its context: a short answer
-// ("Friday, not Monday") is then found by the question's words.
+// ("Friday, not Monday") is then found by the question's words. The words are kept without
+// their speaker's name: in the next message's context it would make "what did Ana say"
+// find the reply to Ana rather than Ana's own words.
 type lastWords struct {
 	mu sync.Mutex
-	m  map[string]string // platform|agent → "Name: words"
+	m  map[string]string // platform|agent → the last words said
 }
 
 // maxLastWords bounds lastWords; past it the map starts over (a lost context only costs

@@ -30,13 +30,13 @@ func TestRememberChatKeepsSpeakerAndContext(t *testing.T) {
 	r.rememberChat(ctx, "slack", "a-1", User{ID: "U2", Name: "Ana"}, "y")
 	r.rememberChat(ctx, "slack", "a-1", User{ID: "U2", Name: "Ana"}, "Friday, not Monday")
 	r.rememberChat(ctx, "slack", "a-2", User{ID: "U3"}, "other thread")
-	r.words.swap("slack", "a-1", "Question: which branch?")
+	r.words.swap("slack", "a-1", "which branch?")
 	r.rememberChat(ctx, "slack", "a-1", User{ID: "U1", Name: "Bo"}, "main")
 	want := []client.MemoryAddRequest{
 		{Agent: "a-1", Kind: "chat", Text: "when is the deadline?", Source: "slack message from Bo", Speaker: "Bo"},
-		{Agent: "a-1", Kind: "chat", Text: "Friday, not Monday", Source: "slack message from Ana", Speaker: "Ana", Context: "Bo: when is the deadline?"},
+		{Agent: "a-1", Kind: "chat", Text: "Friday, not Monday", Source: "slack message from Ana", Speaker: "Ana", Context: "when is the deadline?"},
 		{Agent: "a-2", Kind: "chat", Text: "other thread", Source: "slack message from U3", Speaker: "U3"},
-		{Agent: "a-1", Kind: "chat", Text: "main", Source: "slack message from Bo", Speaker: "Bo", Context: "Question: which branch?"},
+		{Agent: "a-1", Kind: "chat", Text: "main", Source: "slack message from Bo", Speaker: "Bo", Context: "which branch?"},
 	}
 	if len(svc.added) != len(want) {
 		t.Fatalf("remembered %d messages, want %d: %+v", len(svc.added), len(want), svc.added)

@@ -410,7 +410,7 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Question) {
 	r.state.markPosted(q.ProposalID)
 	for _, t := range r.targets(agentID) {
-		r.words.swap(t.ep.a.Platform(), agentID, "Question: "+q.Text) // the answer's context
+		r.words.swap(t.ep.a.Platform(), agentID, q.Text) // the answer's context
 	}
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()

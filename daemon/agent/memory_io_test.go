@@ -30,7 +30,8 @@ func exportAll(t *testing.T, s *memoryService, agent string) []client.MemoryReco
 }
 
 var importRecords = []client.MemoryRecord{
-	{Text: "Caroline: I went to the support group yesterday.", Speaker: "Caroline", Time: "2023-05-08T13:56:00Z", Tags: []string{"support", "lgbtq"}},
+	{Text: "Caroline: I went to the support group yesterday.", Speaker: "Caroline", Time: "2023-05-08T13:56:00Z", Tags: []string{"support", "lgbtq"},
+		Context: "Melanie: how was your week?"},
 	{Text: "The launch is planned for March.", Source: "kickoff notes", Time: "2023-05-09T10:00:00+02:00"},
 	{Text: "Shared: the office closes at six.", Agent: "", Kind: "note"},
 	{ID: "m-keep", Agent: "bob", Kind: "feedback", Text: "Bob likes short answers.", Time: "2023-06-01T08:00:00Z"},
@@ -38,7 +39,7 @@ var importRecords = []client.MemoryRecord{
 }
 
 // Export, then import into a fresh daemon with the same agents, gives the same memories:
-// ids, owners, kinds, texts, times, sources and tags. Importing again doubles nothing.
+// ids, owners, kinds, texts, times, speakers, sources, contexts and tags. Importing again doubles nothing.
 func TestMemoryImportExportRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	first := newHarness(t, withMemory(t))
@@ -66,7 +67,7 @@ func TestMemoryImportExportRoundTrip(t *testing.T) {
 		byText[r.Text] = r
 	}
 	if r := byText["Caroline: I went to the support group yesterday."]; r.Agent != "ann" || r.Kind != "chat" || r.Speaker != "Caroline" ||
-		r.Time != "2023-05-08T13:56:00Z" || !reflect.DeepEqual(r.Tags, []string{"support", "lgbtq"}) {
+		r.Context != "Melanie: how was your week?" || r.Time != "2023-05-08T13:56:00Z" || !reflect.DeepEqual(r.Tags, []string{"support", "lgbtq"}) {
 		t.Errorf("chat record exported as %+v", r)
 	}
 	if r := byText["The launch is planned for March."]; r.Kind != "note" || r.Source != "kickoff notes" || r.Time != "2023-05-09T08:00:00Z" {
@@ -101,6 +102,9 @@ func TestMemoryImportExportRoundTrip(t *testing.T) {
 		t.Fatalf("search after import = %+v, %v", hits, err)
 	}
 	top := hits[0]
+	if top.Speaker != "Caroline" {
+		t.Errorf("top hit %q has speaker %q, want the imported Caroline", top.Text, top.Speaker)
+	}
 	if !reflect.DeepEqual(top.Tags, []string{"support", "lgbtq"}) {
 		t.Errorf("top hit %q has tags %v, want its imported ones", top.Text, top.Tags)
 	}
