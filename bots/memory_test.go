@@ -3,6 +3,7 @@ package bots
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -56,5 +57,44 @@ func TestLastWordsKeepsTheEnd(t *testing.T) {
 	got := l.swap("slack", "a-1", "next")
 	if len(got) > contextBytes || !strings.HasSuffix(got, " the end") || !strings.HasPrefix(got, "é") {
 		t.Errorf("context = %q (%d bytes), want at most %d bytes ending in the message's end", got, len(got), contextBytes)
+	}
+}
+
+// relayMem is the binding world's daemon with long-term memory.
+type relayMem struct {
+	*daemonFake
+	mu    sync.Mutex
+	added []client.MemoryAddRequest
+}
+
+func (s *relayMem) AddMemory(_ context.Context, req client.MemoryAddRequest) (*client.Memory, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.added = append(s.added, req)
+	return &client.Memory{ID: "m-x"}, nil
+}
+
+// Through the relay: an answer to the agent's question is remembered with the question as
+// its context and the person who wrote it as its speaker.
+func TestAnswerRememberedWithItsQuestion(t *testing.T) {
+	w := newBindingWorld(t)
+	mem := &relayMem{daemonFake: w.svc}
+	w.r = New(Options{Service: mem, Bindings: w.binds})
+	w.r.Add(w.ad, Rules{Channels: map[string]Access{"C1": {}, "C2": {}}, Approvers: Access{Users: []string{"U1"}}})
+	w.r.loadBindings(context.Background())
+	w.svc.mu.Lock()
+	a := w.svc.find("a-1")
+	a.Question, a.State = &client.Question{ProposalID: "p-q", Text: "Which folder holds the minutes?"}, client.StateAwaitingDecision
+	q := *a.Question
+	w.svc.mu.Unlock()
+	w.r.handle(context.Background(), client.Event{Type: client.EventQuestion, AgentID: "a-1", Question: &q})
+	w.r.out.flush()
+	w.say(w.ad.stamp(), "", "docs/minutes")
+	mem.mu.Lock()
+	defer mem.mu.Unlock()
+	want := client.MemoryAddRequest{Agent: "a-1", Kind: "chat", Text: "docs/minutes", Source: "slack message from U1", Speaker: "U1",
+		Context: "Which folder holds the minutes?"}
+	if len(mem.added) != 1 || mem.added[0] != want {
+		t.Errorf("remembered %+v, want %+v", mem.added, want)
 	}
 }
