@@ -36,10 +36,11 @@ const (
 )
 
 // formatVersion names the mapping and document layout; an index with another one is rebuilt.
-// Change it whenever newMapping or toDocument changes.
+// Change it whenever newMapping or toDocument changes, or what the daemon puts in a
+// document does (4: the daemon fills speaker and context, which documents of 3 lack).
 const (
 	formatKey     = "agentd.memory.format"
-	formatVersion = "3"
+	formatVersion = "4"
 	lengthsKey    = "agentd.memory.lengths"
 )
 
