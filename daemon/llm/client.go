@@ -40,6 +40,7 @@ type Client struct {
 	api     *api.Client
 	hc      *http.Client
 	observe func(Call)
+	pool    *Pool // set by NewPool: calls are routed over its hosts (pool.go)
 }
 
 // Call is one finished /api/chat call, as an observer sees it.
@@ -52,7 +53,14 @@ type Call struct {
 
 // Observe makes f see every chat call once it has finished (metrics). Call it before
 // the client is used; f must be quick and safe for concurrent use.
-func (c *Client) Observe(f func(Call)) { c.observe = f }
+func (c *Client) Observe(f func(Call)) {
+	c.observe = f
+	if c.pool != nil {
+		for _, h := range c.pool.hosts {
+			h.c.observe = f
+		}
+	}
+}
 
 // New returns a client for host, which is read the way Ollama reads OLLAMA_HOST:
 // "127.0.0.1:11434", "http://gpu-box:11434", "https://ollama.example/prefix", ":11434" or
@@ -70,8 +78,14 @@ func New(host string, hc *http.Client) (*Client, error) {
 	return &Client{host: base.String(), api: api.NewClient(base, hc), hc: hc}, nil
 }
 
-// Host returns the normalized base URL of the server, e.g. "http://127.0.0.1:11434".
-func (c *Client) Host() string { return c.host }
+// Host returns the normalized base URL of the server, e.g. "http://127.0.0.1:11434"; for a
+// pool, its hosts' URLs joined by ", ".
+func (c *Client) Host() string {
+	if c.pool != nil {
+		return c.pool.hostList()
+	}
+	return c.host
+}
 
 // parseHost mirrors ollama's envconfig.Host, but reports a bad value instead of
 // silently falling back to the default.
@@ -148,8 +162,17 @@ type ChatResult struct {
 	DoneReason   string        // "stop", or "length" when NumPredict cut the reply off
 }
 
-// Chat sends req with stream=false and returns the whole reply.
+// Chat sends req with stream=false and returns the whole reply. A pool's client queues
+// the call by its context's priority (WithPriority) and sends it to a host that can serve it.
 func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
+	if c.pool != nil {
+		return c.pool.chat(ctx, req)
+	}
+	return c.chat(ctx, req)
+}
+
+// chat is Chat to this client's own host.
+func (c *Client) chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
 	if len(req.Format) > 0 && !json.Valid(req.Format) {
 		return nil, fmt.Errorf("llm: chat: format is not valid JSON")
 	}

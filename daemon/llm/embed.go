@@ -13,6 +13,9 @@ func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]f
 	if len(texts) == 0 {
 		return nil, nil
 	}
+	if c.pool != nil { // not queued: embeddings are short and use their own model
+		return withHost(ctx, c.pool, "embed", model, func(h *Client) ([][]float32, error) { return h.Embed(ctx, model, texts) })
+	}
 	resp, err := c.api.Embed(ctx, &api.EmbedRequest{Model: model, Input: texts})
 	if err != nil {
 		return nil, c.classify(ctx, "embed", model, err)

@@ -40,7 +40,11 @@ func (m *ModelInfo) HasCapability(c string) bool {
 
 // Probe asks the server for its version (/api/version) and about model (/api/show).
 // Errors are classified like Chat's: ErrUnavailable, *ModelNotFoundError, *StatusError.
+// A pool's client asks a host that is up and has the model.
 func (c *Client) Probe(ctx context.Context, model string) (*ModelInfo, error) {
+	if c.pool != nil {
+		return withHost(ctx, c.pool, "show", model, func(h *Client) (*ModelInfo, error) { return h.Probe(ctx, model) })
+	}
 	v, err := c.api.Version(ctx)
 	if err != nil {
 		return nil, c.classify(ctx, "version", model, err)

@@ -57,6 +57,11 @@ type Fake struct {
 	requests []api.ChatRequest
 	// embedCalls counts /api/embed requests (embed.go).
 	embedCalls int
+	// Generation slots and load (parallel.go).
+	sem         chan struct{}
+	inFlight    int
+	maxInFlight int
+	busyTime    time.Duration
 }
 
 // NewFake starts a Fake and closes it when the test ends.
@@ -292,6 +297,10 @@ func (f *Fake) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "the input length exceeds the context length")
 		return
 	}
+	if !f.enter(r) {
+		return
+	}
+	defer f.leave(time.Now())
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		defer t.Stop()
