@@ -50,6 +50,11 @@ type runner struct {
 	// no bound); busyCut is set when that ran out mid-step and the step was cancelled.
 	busyLeft time.Duration
 	busyCut  atomic.Bool
+	// runID is the run next() last saw; personNext is set when a person decided,
+	// answered or gave feedback: the next model call is theirs to wait on (priority.go).
+	// Both guarded by mu.
+	runID      string
+	personNext bool
 }
 
 func newRunner(s *Supervisor, id string) *runner {
@@ -137,7 +142,7 @@ func (r *runner) loop(ctx context.Context) {
 			}
 		case actThink:
 			done := r.armBusyBudget(ctx)
-			r.think(ctx, l)
+			r.think(r.modelPriority(ctx), l)
 			done()
 		case actExecute:
 			done := r.armBusyBudget(ctx)
@@ -180,6 +185,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 		if a, err = tx.Agent(r.id); err != nil || !active(a.State) {
 			return err
 		}
+		r.runID = a.RunID
 		b := r.s.runBudgets.budgetOf(a.RunID)
 		if b != nil {
 			if r.overWhy = b.overTime(time.Now()); r.overWhy != "" {

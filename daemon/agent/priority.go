@@ -1,0 +1,53 @@
+package agent
+
+import (
+	"context"
+	"sync"
+
+	"github.com/agentd/agentd/daemon/llm"
+)
+
+// batchRuns are the runs the daemon started itself (schedules and team turns, through
+// StartTask and CreateRun): their model calls queue as batch work, taking turns agent by
+// agent, behind the calls of agents a person is waiting on. It is kept in memory only: a
+// run resumed after a restart queues as interactive, which delays no person.
+type batchRuns struct {
+	mu  sync.Mutex // guards ids
+	ids map[string]bool
+}
+
+func (b *batchRuns) mark(runID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ids == nil {
+		b.ids = map[string]bool{}
+	}
+	b.ids[runID] = true
+}
+
+func (b *batchRuns) drop(runID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.ids, runID)
+}
+
+func (b *batchRuns) has(runID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ids[runID]
+}
+
+// modelPriority puts the class of the agent's next model calls in ctx: batch for a run
+// the daemon started, unless a person has just decided, answered or given feedback —
+// then they are waiting for the next step, which goes first. The agent is the key batch
+// calls take turns by.
+func (r *runner) modelPriority(ctx context.Context) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	class := llm.Interactive
+	if r.s.batchRuns.has(r.runID) && !r.personNext {
+		class = llm.Batch
+	}
+	r.personNext = false
+	return llm.WithPriority(ctx, class, r.id)
+}
