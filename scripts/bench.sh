@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — the DESIGN §7 step benchmarks, with the figures printed one per line.
 #
-#   scripts/bench.sh             # all three
+#   scripts/bench.sh             # all four
 #   scripts/bench.sh overhead    # BenchmarkStepOverhead: daemon cost per step, instant fake model
 #   scripts/bench.sh prompt      # BenchmarkFirstStepPrompt: first-step prompt size
 #   scripts/bench.sh real        # BenchmarkStepVsBareChat: agentd step ÷ bare /api/chat (real Ollama)
+#   scripts/bench.sh pool        # llm.BenchmarkPoolBusy: model-busy %, 8 agents on 2 fake hosts × 4 slots;
+#                                # llm.BenchmarkPoolInteractiveWait: a person's queue wait under batch load
 #   scripts/bench.sh memory-recall FILE...  # memory.BenchmarkRecall: R@k per category on
 #                                # LoCoMo-format dialogs, zero-hit count, ingest rate, search p50/p99
 #
@@ -15,6 +17,7 @@
 #   BENCH_COUNT    runs of each benchmark (default 2)
 #   BENCH_STEPS    steps per StepOverhead run (default 2000)
 #   BENCH_PAIRS    agentd/bare pairs per StepVsBareChat mode (default 10; ~10 s a pair)
+#   BENCH_CALLS    model calls per pool benchmark run (default 2000; 20 ms each on 8 slots)
 #   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
 #   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
 #   RECALL_HALFLIFE  memory-recall's half_life, e.g. 720h (default none)
@@ -29,6 +32,7 @@ what=${1:-all}
 count=${BENCH_COUNT:-2}
 steps=${BENCH_STEPS:-2000}
 pairs=${BENCH_PAIRS:-10}
+calls=${BENCH_CALLS:-2000}
 out=${BENCH_OUT:-$(mktemp -d -t agentd-bench.XXXXXX)}
 mkdir -p "$out"
 
@@ -50,24 +54,27 @@ if [ "$what" = memory-recall ]; then
 		tee "$out/recall.txt" | grep -vE '^(goos|goarch|pkg|cpu|PASS|ok|--- BENCH|    )' || true
 	exit 0
 fi
-say "building the benchmark binary"
+say "building the benchmark binaries"
 go test -c -o "$out/agent.test" ./daemon/agent
+go test -c -o "$out/llm.test" ./daemon/llm
 
-# run NAME BENCH-REGEXP BENCHTIME [extra flags]: runs one benchmark from $out, keeping the raw output.
+# run NAME BENCH-REGEXP BENCHTIME [extra flags]: runs one benchmark from $out, keeping the
+# raw output; BIN (default agent.test) is the test binary it is in.
 run() {
-	local name=$1 re=$2 benchtime=$3
+	local name=$1 re=$2 benchtime=$3 bin=${BIN:-agent.test}
 	shift 3
 	say "$name: -bench '$re' -benchtime $benchtime -count $count (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-	(cd "$out" && ./agent.test -test.run '^$' -test.bench "$re" -test.benchtime "$benchtime" \
+	(cd "$out" && "./$bin" -test.run '^$' -test.bench "$re" -test.benchtime "$benchtime" \
 		-test.count "$count" -test.timeout 60m "$@") | tee -a "$out/raw.txt" | grep -E '^(Benchmark|\s+bench)' >&2 || true
 }
 
 case $what in
 all | overhead) run overhead '^BenchmarkStepOverhead$' "${steps}x" -test.cpuprofile "$out/overhead.prof" ;;&
 all | prompt) run prompt '^BenchmarkFirstStepPrompt$' 1000x ;;&
+all | pool) BIN=llm.test run pool '^BenchmarkPool(Busy|InteractiveWait)$' "${calls}x" ;;&
 all | real) run real '^BenchmarkStepVsBareChat$' "${pairs}x" ;;
-all | overhead | prompt) ;;
-*) die "usage: scripts/bench.sh [all|overhead|prompt|real|memory-recall FILE...]" ;;
+overhead | prompt | pool) ;;
+*) die "usage: scripts/bench.sh [all|overhead|prompt|pool|real|memory-recall FILE...]" ;;
 esac
 
 # One figure a line: benchmark, metric, value (every count, in order).
