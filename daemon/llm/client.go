@@ -36,11 +36,11 @@ const DefaultHost = "http://127.0.0.1:11434"
 
 // Client talks to one Ollama server. It is safe for concurrent use.
 type Client struct {
+	pool    *Pool // set by NewPool: calls are routed over its hosts (pool.go)
 	host    string
 	api     *api.Client
 	hc      *http.Client
 	observe func(Call)
-	pool    *Pool // set by NewPool: calls are routed over its hosts (pool.go)
 }
 
 // Call is one finished /api/chat call, as an observer sees it.
@@ -165,18 +165,13 @@ type ChatResult struct {
 // Chat sends req with stream=false and returns the whole reply. A pool's client queues
 // the call by its context's priority (WithPriority) and sends it to a host that can serve it.
 func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
-	if c.pool != nil {
-		return c.pool.chat(ctx, req)
-	}
-	return c.chat(ctx, req)
-}
-
-// chat is Chat to this client's own host.
-func (c *Client) chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
 	if len(req.Format) > 0 && !json.Valid(req.Format) {
 		return nil, fmt.Errorf("llm: chat: format is not valid JSON")
 	}
 	start := time.Now()
+	if c.pool != nil { // the request as chosen here, sent by one host's client
+		return c.pool.chat(ctx, req)
+	}
 	areq := &api.ChatRequest{
 		Model:    req.Model,
 		Messages: make([]api.Message, len(req.Messages)),

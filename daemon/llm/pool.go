@@ -327,7 +327,7 @@ func (p *Pool) chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
 			}
 			return nil, err
 		}
-		res, err := h.c.chat(ctx, req)
+		res, err := h.c.Chat(ctx, req)
 		p.release(ctx, h, err)
 		if err == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
 			return res, err

@@ -43,15 +43,20 @@ func (m *ModelInfo) HasCapability(c string) bool {
 // A pool's client asks a host that is up and has the model.
 func (c *Client) Probe(ctx context.Context, model string) (*ModelInfo, error) {
 	if c.pool != nil {
-		return withHost(ctx, c.pool, "show", model, func(h *Client) (*ModelInfo, error) { return h.Probe(ctx, model) })
+		return withHost(ctx, c.pool, "show", model, func(h *Client) (*ModelInfo, error) { return c.probeAt(ctx, h, model) })
 	}
-	v, err := c.api.Version(ctx)
+	return c.probeAt(ctx, c, model)
+}
+
+// probeAt is Probe on host h: c itself, or one host of c's pool.
+func (c *Client) probeAt(ctx context.Context, h *Client, model string) (*ModelInfo, error) {
+	v, err := h.api.Version(ctx)
 	if err != nil {
-		return nil, c.classify(ctx, "version", model, err)
+		return nil, h.classify(ctx, "version", model, err)
 	}
-	show, err := c.api.Show(ctx, &api.ShowRequest{Model: model})
+	show, err := h.api.Show(ctx, &api.ShowRequest{Model: model})
 	if err != nil {
-		return nil, c.classify(ctx, "show", model, err)
+		return nil, h.classify(ctx, "show", model, err)
 	}
 	return modelInfo(v, model, show), nil
 }

@@ -49,6 +49,12 @@ type Fake struct {
 	srv    *httptest.Server
 	closed chan struct{}
 
+	// Generation slots and the time spent in them (parallel.go), guarded by mu.
+	sem         chan struct{}
+	inFlight    int
+	maxInFlight int
+	busyTime    time.Duration
+
 	mu       sync.Mutex
 	script   []string
 	onChat   func(req *api.ChatRequest) (string, error)
@@ -57,11 +63,6 @@ type Fake struct {
 	requests []api.ChatRequest
 	// embedCalls counts /api/embed requests (embed.go).
 	embedCalls int
-	// Generation slots and load (parallel.go).
-	sem         chan struct{}
-	inFlight    int
-	maxInFlight int
-	busyTime    time.Duration
 }
 
 // NewFake starts a Fake and closes it when the test ends.
