@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ollama/ollama/api"
+
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/testutil"
 )
@@ -263,31 +265,72 @@ func TestPoolCancelledWaiterLeavesTheQueue(t *testing.T) {
 
 func TestPoolInteractiveWaitsAtMostOneCall(t *testing.T) {
 	a := ollamatest.NewFake(t)
-	const call = 50 * time.Millisecond
-	a.SetDelay(call)
+	var mu sync.Mutex
+	var arrived []string        // the callers, in the order their calls reached the server
+	gate := make(chan struct{}) // each send lets one batch call finish
+	done := make(chan struct{}) // closed at the end: every call finishes
+	a.OnChat(func(req *api.ChatRequest) (string, error) {
+		who := req.Messages[0].Content
+		mu.Lock()
+		arrived = append(arrived, who)
+		mu.Unlock()
+		if who != "person" {
+			select {
+			case <-gate:
+			case <-done:
+			}
+		}
+		return "ok", nil
+	})
 	c := newTestPool(t, 1, a)
 	waitListed(t, c)
 	var wg sync.WaitGroup
-	for i := range 12 { // two schedules' agents keep the one slot busy
-		key := []string{"s1", "s2"}[i%2]
-		wg.Go(func() {
-			chatOnce(WithPriority(context.Background(), Batch, key), c, ollamatest.TinyModelName)
-		})
+	defer wg.Wait()
+	defer close(done)
+	call := func(ctx context.Context, who string) error {
+		_, err := c.Chat(ctx, ChatRequest{Model: ollamatest.TinyModelName, Messages: []Message{{Role: "user", Content: who}}})
+		return err
 	}
-	testutil.Eventually(t, 5*time.Second, "batch calls queued", func() bool { return c.PoolStatus().Queue[Batch].Queued >= 8 })
-	start := time.Now()
-	if err := chatOnce(context.Background(), c, ollamatest.TinyModelName); err != nil {
+	for i := range 6 { // two schedules' agents fill the queue behind the one slot
+		key := []string{"s1", "s2"}[i%2]
+		wg.Go(func() { call(WithPriority(context.Background(), Batch, key), key) })
+	}
+	testutil.Eventually(t, 5*time.Second, "one batch call in flight, five queued", func() bool {
+		return c.PoolStatus().Queue[Batch].Queued == 5
+	})
+	errc := make(chan error, 1)
+	go func() { errc <- call(context.Background(), "person") }()
+	testutil.Eventually(t, 5*time.Second, "the person's call queued", func() bool {
+		return c.PoolStatus().Queue[Interactive].Queued == 1
+	})
+	gate <- struct{}{} // the batch call in flight ends
+	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
-	// At most one batch call in flight ahead of it, then its own call.
-	if d := time.Since(start); d > 2*call+call/2 {
-		t.Errorf("interactive call took %s behind batch work; want at most one call (%s) of waiting", d, call)
+	mu.Lock()
+	got := slices.Clone(arrived)
+	mu.Unlock()
+	if len(got) < 2 || got[1] != "person" {
+		t.Errorf("calls reached the server in the order %v; want the person's right after the one batch call in flight", got)
 	}
-	st := c.PoolStatus().Queue[Interactive]
-	if st.Served != 1 || st.WaitMax > call+call/2 {
-		t.Errorf("interactive queue: served %d, longest wait %s; want 1, ≤ %s", st.Served, st.WaitMax, call+call/2)
+	if st := c.PoolStatus().Queue[Interactive]; st.Served != 1 || st.Queued != 0 {
+		t.Errorf("interactive queue: %+v, want 1 served, none waiting", st)
 	}
-	wg.Wait()
+
+	// The batch calls left take turns by schedule while both have some.
+	for range 5 {
+		gate <- struct{}{}
+	}
+	testutil.Eventually(t, 5*time.Second, "every batch call answered", func() bool { return c.PoolStatus().Queue[Batch].Served == 6 })
+	mu.Lock()
+	rest := slices.Clone(arrived[2:])
+	mu.Unlock()
+	for i := 1; i < 4; i++ {
+		if rest[i] == rest[i-1] {
+			t.Errorf("batch calls reached the server as %v: one schedule went twice while the other waited", rest)
+			break
+		}
+	}
 }
 
 func TestFairQueueOrder(t *testing.T) {
