@@ -115,8 +115,15 @@ func TestPoolConfiguredModelsAreTheOnlyOnes(t *testing.T) {
 
 func TestPoolSpreadsByLoad(t *testing.T) {
 	a, b := ollamatest.NewFake(t), ollamatest.NewFake(t)
+	// No call ends before all 8 are in flight: only 4 + 4 slots can hold them.
+	var arrived sync.WaitGroup
+	arrived.Add(8)
 	for _, f := range []*ollamatest.Fake{a, b} {
-		f.SetDelay(100 * time.Millisecond)
+		f.OnChat(func(*api.ChatRequest) (string, error) {
+			arrived.Done()
+			arrived.Wait()
+			return "ok", nil
+		})
 	}
 	c := newTestPool(t, 4, a, b)
 	waitListed(t, c)
@@ -136,6 +143,27 @@ func TestPoolSpreadsByLoad(t *testing.T) {
 		if most, _ := f.Load(); most > 4 {
 			t.Errorf("%s generated %d at once; it has 4 slots", f.URL(), most)
 		}
+	}
+	// Least loaded first: with one call on a, the next goes to b.
+	a.OnChat(nil)
+	b.OnChat(nil)
+	a.SetDelay(time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go chatOnce(ctx, c, ollamatest.TinyModelName)
+	testutil.Eventually(t, 5*time.Second, "one call in flight", func() bool {
+		hs := c.PoolStatus().Hosts
+		return hs[0].Busy+hs[1].Busy == 1
+	})
+	if c.PoolStatus().Hosts[0].Busy != 1 {
+		t.Fatal("two idle hosts alike: the call did not go to the first one listed")
+	}
+	nb := len(b.Requests())
+	if err := chatOnce(context.Background(), c, ollamatest.TinyModelName); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Requests()) != nb+1 {
+		t.Error("with a call on host a, the next call did not go to the idle host b")
 	}
 }
 
