@@ -144,6 +144,8 @@ func TestPoolFailover(t *testing.T) {
 	servedA := hs[0].Served
 	restarted := time.Now()
 	a.Restart(t)
+	testutil.Eventually(t, phase, "the restarted host to be probed up", func() bool { return hostsOf(t, c)[0].Up })
+	t.Logf("restarted host up again %v after the restart began", time.Since(restarted).Round(time.Millisecond))
 	testutil.Eventually(t, phase, "the restarted host to take calls again", func() bool {
 		hs := hostsOf(t, c)
 		return hs[0].Up && hs[0].Served > servedA
