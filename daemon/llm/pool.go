@@ -86,6 +86,7 @@ type poolHost struct {
 	failures int             // probes failed in a row while down
 	retryAt  time.Time       // when a down host is probed next
 	checked  time.Time       // the last probe or call that told up from down
+	listed   time.Time       // the last good /api/tags: an up host is listed again Refresh later
 	lastErr  error
 }
 
@@ -368,11 +369,9 @@ func (p *Pool) probeLoop(ctx context.Context) {
 		var due []*poolHost
 		p.mu.Lock()
 		for _, h := range p.hosts {
-			at := h.checked.Add(p.opt.Refresh)
+			at := h.listed.Add(p.opt.Refresh) // at once when never listed
 			if !h.up {
 				at = h.retryAt
-			} else if h.models == nil && h.fixed == nil {
-				at = now // never listed yet
 			}
 			if !at.After(now) {
 				due = append(due, h)
@@ -423,7 +422,7 @@ func (p *Pool) check(ctx context.Context, h *poolHost) {
 		models[modelKey(m.Name)] = true
 		models[modelKey(m.Model)] = true
 	}
-	h.models = models
+	h.models, h.listed = models, time.Now()
 	if !h.up {
 		p.log.Info("ollama host back up: it takes calls again", "host", h.c.host, "down_probes", h.failures)
 	}

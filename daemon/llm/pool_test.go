@@ -425,3 +425,21 @@ func TestNewPoolRefusesBadHosts(t *testing.T) {
 		})
 	}
 }
+
+func TestPoolRelistsModelsOfABusyHost(t *testing.T) {
+	a := ollamatest.NewFake(t)
+	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL()}}, Backoff: testBackoff, Refresh: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitListed(t, c)
+	a.SetModels(ollamatest.TinyModelName, "pulled-later")
+	// Calls keep the host answering; its models are listed again all the same.
+	testutil.Eventually(t, 5*time.Second, "the model pulled later to be listed", func() bool {
+		if err := chatOnce(context.Background(), c, ollamatest.TinyModelName); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(c.PoolStatus().Hosts[0].Models, "pulled-later:latest")
+	})
+}

@@ -238,7 +238,11 @@ func (p *Pool) failUnservable() {
 
 // ObserveQueue makes f see how long each chat call waited in the queue, when it gets its
 // slot (metrics). Call it before the pool is used; f must be quick.
-func (p *Pool) ObserveQueue(f func(Class, time.Duration)) { p.onWait = f }
+func (p *Pool) ObserveQueue(f func(Class, time.Duration)) {
+	p.mu.Lock() // the prober may be dispatching already
+	defer p.mu.Unlock()
+	p.onWait = f
+}
 
 // waitWindow is how many recent waits a class keeps for its percentiles.
 const waitWindow = 512
