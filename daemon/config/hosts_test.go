@@ -80,3 +80,19 @@ func TestOllamaHostUnusedWarns(t *testing.T) {
 		t.Errorf("without hosts: warnings %+v", w)
 	}
 }
+
+func TestOllamaHostsChanges(t *testing.T) {
+	cleanEnv(t)
+	old, cur := Default(), Default()
+	cur.Ollama.Slots = 2
+	cur.Ollama.Hosts = []OllamaHost{{URL: "a:1", Slots: 2}}
+	got := Changes(old, cur)
+	if !reflect.DeepEqual(got, []string{"ollama.hosts", "ollama.slots"}) {
+		t.Errorf("Changes = %v, want ollama.hosts and ollama.slots (both need a restart)", got)
+	}
+	// An [[ollama.hosts]] list with the same tables is no change.
+	old.Ollama.Hosts, old.Ollama.Slots = []OllamaHost{{URL: "a:1", Slots: 2}}, 2
+	if got := Changes(old, cur); len(got) != 0 {
+		t.Errorf("Changes = %v, want none", got)
+	}
+}
