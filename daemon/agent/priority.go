@@ -10,7 +10,8 @@ import (
 // batchRuns are the runs the daemon started itself (schedules and team turns, through
 // StartTask and CreateRun): their model calls queue as batch work, taking turns agent by
 // agent, behind the calls of agents a person is waiting on. It is kept in memory only: a
-// run resumed after a restart queues as interactive, which delays no person.
+// run resumed after a restart queues as interactive, which delays no person, and so do
+// the helpers a scheduled agent starts (start_agent).
 type batchRuns struct {
 	mu  sync.Mutex // guards ids
 	ids map[string]bool

@@ -304,6 +304,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 			continue
 		}
 		s.runBudgets.dropBudget(g.open.RunID)
+		s.batchRuns.drop(g.open.RunID)
 		if i == 0 {
 			// A parent may be waiting for the removed agent (removed by a person or by
 			// the parent's delete_agent); its helpers' parents are gone with them.
