@@ -38,17 +38,23 @@ func (b *batchRuns) has(runID string) bool {
 	return b.ids[runID]
 }
 
-// modelPriority puts the class of the agent's next model calls in ctx: batch for a run
-// the daemon started, unless a person has just decided, answered or given feedback —
-// then they are waiting for the next step, which goes first. The agent is the key batch
+// modelPriority puts the class of the agent's next step's model calls in ctx: batch for
+// a run the daemon started, unless a person has just decided, answered or given feedback
+// — then they are waiting for that step, which goes first. The agent is the key batch
 // calls take turns by.
-func (r *runner) modelPriority(ctx context.Context) context.Context {
+func (r *runner) modelPriority(ctx context.Context) context.Context { return r.priority(ctx, true) }
+
+// priority is modelPriority; consume false leaves a person's turn for the next step (a
+// command's own model calls, such as a web page's summary, run before it).
+func (r *runner) priority(ctx context.Context, consume bool) context.Context {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	class := llm.Interactive
 	if r.s.batchRuns.has(r.runID) && !r.personNext {
 		class = llm.Batch
 	}
-	r.personNext = false
+	if consume {
+		r.personNext = false
+	}
 	return llm.WithPriority(ctx, class, r.id)
 }

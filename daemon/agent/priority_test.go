@@ -119,3 +119,18 @@ func TestModelPriorityClass(t *testing.T) {
 		})
 	}
 }
+
+func TestCommandModelCallsLeaveThePersonsTurn(t *testing.T) {
+	s := &Supervisor{batchRuns: &batchRuns{}}
+	s.batchRuns.mark("r-1")
+	r := &runner{s: s, id: "a-1", runID: "r-1", personNext: true}
+	if class, _ := llm.PriorityOf(r.priority(context.Background(), false)); class != llm.Interactive || !r.personNext {
+		t.Errorf("a command's call after a person's decision: class %s, person's turn left %v; want interactive, true", class, r.personNext)
+	}
+	if class, _ := llm.PriorityOf(r.modelPriority(context.Background())); class != llm.Interactive || r.personNext {
+		t.Errorf("the step after it: class %s, person's turn left %v; want interactive, false", class, r.personNext)
+	}
+	if class, _ := llm.PriorityOf(r.modelPriority(context.Background())); class != llm.Batch {
+		t.Errorf("the step after that: class %s, want batch", class)
+	}
+}

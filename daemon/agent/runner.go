@@ -146,7 +146,7 @@ func (r *runner) loop(ctx context.Context) {
 			done()
 		case actExecute:
 			done := r.armBusyBudget(ctx)
-			r.execute(ctx, l, p)
+			r.execute(r.priority(ctx, false), l, p) // model calls of commands (web summaries)
 			done()
 		case actExhaust:
 			r.exhaust(ctx, r.overRun, r.overBudget, r.overWhy)
