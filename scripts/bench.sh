@@ -17,7 +17,7 @@
 #   BENCH_COUNT    runs of each benchmark (default 2)
 #   BENCH_STEPS    steps per StepOverhead run (default 2000)
 #   BENCH_PAIRS    agentd/bare pairs per StepVsBareChat mode (default 10; ~10 s a pair)
-#   BENCH_CALLS    model calls per pool benchmark run (default 2000; 20 ms each on 8 slots)
+#   BENCH_CALLS    model calls per pool benchmark run (default 1000; 50 ms each on 8 slots)
 #   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
 #   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
 #   RECALL_HALFLIFE  memory-recall's half_life, e.g. 720h (default none)
@@ -32,7 +32,7 @@ what=${1:-all}
 count=${BENCH_COUNT:-2}
 steps=${BENCH_STEPS:-2000}
 pairs=${BENCH_PAIRS:-10}
-calls=${BENCH_CALLS:-2000}
+calls=${BENCH_CALLS:-1000}
 out=${BENCH_OUT:-$(mktemp -d -t agentd-bench.XXXXXX)}
 mkdir -p "$out"
 
