@@ -21,6 +21,8 @@
 #   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
 #   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
 #   RECALL_HALFLIFE  memory-recall's half_life, e.g. 720h (default none)
+#   RECALL_PROMPT_CTX  with memory-recall: measure evidence in the prompt instead, the memory
+#                  section the agent's prompt carries at this num_ctx (e.g. 2048)
 #   BENCH_OUT      directory for the raw output (benchstat input) and CPU profiles (default a temp dir)
 #   AGENTD_OLLAMA_BIN  the Ollama binary; else `ollama` on PATH, else scripts/ollama.sh's cache.
 #                  Without one the real-server figures are skipped (scripts/ollama.sh builds it).
@@ -48,9 +50,11 @@ if [ "$what" = memory-recall ]; then
 		files+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
 	done
 	say "memory-recall: ${#files[@]} dialog file(s), ${RECALL_FILLER:-100000} filler memories"
+	bench='^BenchmarkRecall$'
+	[ -z "${RECALL_PROMPT_CTX:-}" ] || bench='^BenchmarkRecallPrompt$'
 	(IFS=,; AGENTD_RECALL_FILES="${files[*]}" AGENTD_RECALL_FILLER="${RECALL_FILLER:-100000}" AGENTD_RECALL_CHATTY="${RECALL_CHATTY:-50}" \
-		AGENTD_RECALL_HALFLIFE="${RECALL_HALFLIFE:-}" \
-		go test -run '^$' -bench '^BenchmarkRecall$' -benchtime 1x -count 1 -timeout 60m ./memory/) |
+		AGENTD_RECALL_HALFLIFE="${RECALL_HALFLIFE:-}" RECALL_PROMPT_CTX="${RECALL_PROMPT_CTX:-}" \
+		go test -run '^$' -bench "$bench" -benchtime 1x -count 1 -timeout 60m ./memory/) |
 		tee "$out/recall.txt" | grep -vE '^(goos|goarch|pkg|cpu|PASS|ok|--- BENCH|    )' || true
 	exit 0
 fi

@@ -31,6 +31,7 @@ type fakeDaemon struct {
 	mu         sync.Mutex
 	status     client.Status
 	agents     []*client.Agent
+	imported   []client.MemoryImportRequest // batches the memory import route took
 	history    map[string][]client.Episode
 	decisions  []client.DecideRequest
 	answers    []client.AnswerRequest
