@@ -34,7 +34,6 @@ what=${1:-all}
 count=${BENCH_COUNT:-2}
 steps=${BENCH_STEPS:-2000}
 pairs=${BENCH_PAIRS:-10}
-calls=${BENCH_CALLS:-1000}
 out=${BENCH_OUT:-$(mktemp -d -t agentd-bench.XXXXXX)}
 mkdir -p "$out"
 
@@ -58,27 +57,38 @@ if [ "$what" = memory-recall ]; then
 		tee "$out/recall.txt" | grep -vE '^(goos|goarch|pkg|cpu|PASS|ok|--- BENCH|    )' || true
 	exit 0
 fi
-say "building the benchmark binaries"
-go test -c -o "$out/agent.test" ./daemon/agent
-go test -c -o "$out/llm.test" ./daemon/llm
 
-# run NAME BENCH-REGEXP BENCHTIME [extra flags]: runs one benchmark from $out, keeping the
-# raw output; BIN (default agent.test) is the test binary it is in.
+# pool is the model pool's benchmarks, in the llm package (fake hosts, no real model);
+# "all" runs them first and goes on.
+if [ "$what" = pool ] || [ "$what" = all ]; then
+	go test -c -o "$out/llm.test" ./daemon/llm
+	say "pool: -bench BenchmarkPool -benchtime ${BENCH_CALLS:-1000}x -count $count (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+	(cd "$out" && ./llm.test -test.run '^$' -test.bench '^BenchmarkPool(Busy|InteractiveWait)$' -test.benchtime "${BENCH_CALLS:-1000}x" \
+		-test.count "$count" -test.timeout 60m) | tee -a "$out/raw.txt" | grep -E '^(Benchmark|\s+bench)' >&2 || true
+	if [ "$what" = pool ]; then
+		awk '/^Benchmark/ { for (i = 3; i < NF; i += 2) printf "%-44s %-24s %s\n", $1, $(i+1), $i }' "$out/raw.txt"
+		exit 0
+	fi
+fi
+
+say "building the benchmark binary"
+go test -c -o "$out/agent.test" ./daemon/agent
+
+# run NAME BENCH-REGEXP BENCHTIME [extra flags]: runs one benchmark from $out, keeping the raw output.
 run() {
-	local name=$1 re=$2 benchtime=$3 bin=${BIN:-agent.test}
+	local name=$1 re=$2 benchtime=$3
 	shift 3
 	say "$name: -bench '$re' -benchtime $benchtime -count $count (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-	(cd "$out" && "./$bin" -test.run '^$' -test.bench "$re" -test.benchtime "$benchtime" \
+	(cd "$out" && ./agent.test -test.run '^$' -test.bench "$re" -test.benchtime "$benchtime" \
 		-test.count "$count" -test.timeout 60m "$@") | tee -a "$out/raw.txt" | grep -E '^(Benchmark|\s+bench)' >&2 || true
 }
 
 case $what in
 all | overhead) run overhead '^BenchmarkStepOverhead$' "${steps}x" -test.cpuprofile "$out/overhead.prof" ;;&
 all | prompt) run prompt '^BenchmarkFirstStepPrompt$' 1000x ;;&
-all | pool) BIN=llm.test run pool '^BenchmarkPool(Busy|InteractiveWait)$' "${calls}x" ;;&
 all | real) run real '^BenchmarkStepVsBareChat$' "${pairs}x" ;;
-overhead | prompt | pool) ;;
-*) die "usage: scripts/bench.sh [all|overhead|prompt|pool|real|memory-recall FILE...]" ;;
+all | overhead | prompt) ;;
+*) die "usage: scripts/bench.sh [all|overhead|prompt|real|memory-recall FILE...]" ;;
 esac
 
 # One figure a line: benchmark, metric, value (every count, in order).
