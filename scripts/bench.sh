@@ -5,10 +5,10 @@
 #   scripts/bench.sh overhead    # BenchmarkStepOverhead: daemon cost per step, instant fake model
 #   scripts/bench.sh prompt      # BenchmarkFirstStepPrompt: first-step prompt size
 #   scripts/bench.sh real        # BenchmarkStepVsBareChat: agentd step ÷ bare /api/chat (real Ollama)
-#   scripts/bench.sh pool        # llm.BenchmarkPoolBusy: model-busy %, 8 agents on 2 fake hosts × 4 slots;
-#                                # llm.BenchmarkPoolInteractiveWait: a person's queue wait under batch load
 #   scripts/bench.sh memory-recall FILE...  # memory.BenchmarkRecall: R@k per category on
 #                                # LoCoMo-format dialogs, zero-hit count, ingest rate, search p50/p99
+#   scripts/bench.sh pool        # llm.BenchmarkPoolBusy: model-busy %, 8 agents on 2 fake hosts × 4 slots;
+#                                # llm.BenchmarkPoolInteractiveWait: a person's queue wait under batch load
 #
 # Benchmarks report figures and never fail on them. Machine noise is large on 2 busy cores:
 # compare runs made back to back, and prefer the medians over several counts.
@@ -17,10 +17,10 @@
 #   BENCH_COUNT    runs of each benchmark (default 2)
 #   BENCH_STEPS    steps per StepOverhead run (default 2000)
 #   BENCH_PAIRS    agentd/bare pairs per StepVsBareChat mode (default 10; ~10 s a pair)
-#   BENCH_CALLS    model calls per pool benchmark run (default 1000; 50 ms each on 8 slots)
 #   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
 #   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
 #   RECALL_HALFLIFE  memory-recall's half_life, e.g. 720h (default none)
+#   BENCH_CALLS    model calls per pool benchmark run (default 1000; 50 ms each on 8 slots)
 #   RECALL_PROMPT_CTX  with memory-recall: measure evidence in the prompt instead, the memory
 #                  section the agent's prompt carries at this num_ctx (e.g. 2048)
 #   BENCH_OUT      directory for the raw output (benchstat input) and CPU profiles (default a temp dir)
