@@ -20,9 +20,9 @@
 #   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
 #   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
 #   RECALL_HALFLIFE  memory-recall's half_life, e.g. 720h (default none)
-#   BENCH_CALLS    model calls per pool benchmark run (default 1000; 50 ms each on 8 slots)
 #   RECALL_PROMPT_CTX  with memory-recall: measure evidence in the prompt instead, the memory
 #                  section the agent's prompt carries at this num_ctx (e.g. 2048)
+#   BENCH_CALLS    model calls per pool benchmark run (default 1000; 50 ms each on 8 slots)
 #   BENCH_OUT      directory for the raw output (benchstat input) and CPU profiles (default a temp dir)
 #   AGENTD_OLLAMA_BIN  the Ollama binary; else `ollama` on PATH, else scripts/ollama.sh's cache.
 #                  Without one the real-server figures are skipped (scripts/ollama.sh builds it).
