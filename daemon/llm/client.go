@@ -12,6 +12,10 @@
 // *ModelNotFoundError means the model must be pulled; *InvalidReplyError means the model
 // answered twice with something that does not match the schema; a cancelled context comes
 // back as the context's error, never as ErrUnavailable.
+//
+// NewPool makes a Client over several Ollama servers (pool.go): calls wait their turn in
+// a fair queue (queue.go, people's agents first, by the class WithPriority puts in the
+// context) and go to a server that is up and has the model; callers do not change.
 package llm
 
 import (
@@ -34,7 +38,8 @@ import (
 // DefaultHost is where Ollama listens unless OLLAMA_HOST says otherwise.
 const DefaultHost = "http://127.0.0.1:11434"
 
-// Client talks to one Ollama server. It is safe for concurrent use.
+// Client talks to one Ollama server, or to a pool of them when NewPool made it. It is
+// safe for concurrent use.
 type Client struct {
 	pool    *Pool // set by NewPool: calls are routed over its hosts (pool.go)
 	host    string
