@@ -5,6 +5,8 @@
 #   scripts/bench.sh overhead    # BenchmarkStepOverhead: daemon cost per step, instant fake model
 #   scripts/bench.sh prompt      # BenchmarkFirstStepPrompt: first-step prompt size
 #   scripts/bench.sh real        # BenchmarkStepVsBareChat: agentd step ÷ bare /api/chat (real Ollama)
+#   scripts/bench.sh web         # the web console (daemon/web): BenchmarkAgentsPage1000 (ms and CPU
+#                                # ms per page, 1,000 agents) and BenchmarkEventToDOM (p50/p99 in Chromium)
 #   scripts/bench.sh memory-recall FILE...  # memory.BenchmarkRecall: R@k per category on
 #                                # LoCoMo-format dialogs, zero-hit count, ingest rate, search p50/p99
 #   scripts/bench.sh pool        # llm.BenchmarkPoolBusy: model-busy %, 8 agents on 2 fake hosts × 4 slots;
@@ -57,6 +59,14 @@ if [ "$what" = memory-recall ]; then
 		tee "$out/recall.txt" | grep -vE '^(goos|goarch|pkg|cpu|PASS|ok|--- BENCH|    )' || true
 	exit 0
 fi
+# web is the web console's own pair; the DOM one needs Chromium (it skips without it).
+if [ "$what" = web ]; then
+	command -v chromium >/dev/null 2>&1 || apt_install chromium || say "no chromium: BenchmarkEventToDOM will skip"
+	say "web: load $(cut -d' ' -f1-3 /proc/loadavg)"
+	go test -run '^$' -bench '^Benchmark(AgentsPage1000|EventToDOM)$' -benchtime 100x -count "$count" -timeout 30m ./daemon/web/ |
+		tee "$out/web.txt" | grep -E '^Benchmark' || true
+	exit 0
+fi
 
 # pool is the model pool's benchmarks, in the llm package (fake hosts, no real model);
 # "all" runs them first and goes on.
@@ -88,7 +98,7 @@ all | overhead) run overhead '^BenchmarkStepOverhead$' "${steps}x" -test.cpuprof
 all | prompt) run prompt '^BenchmarkFirstStepPrompt$' 1000x ;;&
 all | real) run real '^BenchmarkStepVsBareChat$' "${pairs}x" ;;
 all | overhead | prompt) ;;
-*) die "usage: scripts/bench.sh [all|overhead|prompt|real|memory-recall FILE...]" ;;
+*) die "usage: scripts/bench.sh [all|overhead|prompt|real|web|memory-recall FILE...]" ;;
 esac
 
 # One figure a line: benchmark, metric, value (every count, in order).

@@ -9,6 +9,8 @@
 #                              test -short, no fuzz run. Not allowed with CI=true.
 #   scripts/test.sh [--quick] GO-TEST-FLAGS...   e.g. -run TestAttack: passed to go test.
 #
+# The web console's browser tests save screenshots of each page in $AGENTD_LOGS/web-screenshots.
+#
 # Installs what the tests need (Go, Debian build packages, the Ollama v0.17.4 build — cached
 # after the first run), quietly: their output goes to $AGENTD_LOGS (~/.cache/agentd/logs) and
 # is shown only when an install fails. Tests report a line per package as it finishes, a
@@ -30,6 +32,14 @@ mkdir -p "$AGENTD_LOGS"
 ensure_go
 ensure_build_deps
 command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap || say "bubblewrap not installed: sandbox tests will skip"
+# The web console's browser tests drive Debian's Chromium (daemon/web); under CI=true
+# they fail without it, elsewhere they skip.
+command -v chromium >/dev/null 2>&1 || apt_install chromium || say "chromium not installed: the web console's browser tests will skip"
+# The newcomer walk-through (scripts/walkthrough_test.go) types into real terminals: tmux panes.
+command -v tmux >/dev/null 2>&1 || apt_install tmux || say "tmux not installed: the newcomer walk-through test will fail"
+# Screenshots the browser tests take, and the walk-through's transcript, land here.
+mkdir -p "$AGENTD_LOGS/web-screenshots"
+export AGENTD_LOGS
 say "go $(go env GOVERSION); downloading modules"
 quietly install.log go mod download
 
@@ -80,4 +90,5 @@ if ! $quick; then
 		die "the fuzz run failed (its output is above; a failing input is saved under daemon/llm/testdata/fuzz)"
 fi
 
+[ -f "$AGENTD_LOGS/walkthrough.txt" ] && say "newcomer walk-through transcript: $AGENTD_LOGS/walkthrough.txt"
 say "all tests passed in $(( $(date +%s) - start ))s$($quick && echo ' (--quick: no real Ollama, -short, no fuzz run)')"

@@ -59,7 +59,7 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 	case "policy", cycle.SourceGrant:
 		return nil, badRequest(`source %q is reserved for the daemon's own approvals`, req.Source)
 	}
-	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, Source: req.Source, Scope: req.Scope}
+	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, ByName: req.ByName, UID: req.UID, Source: req.Source, Scope: req.Scope}
 	if err := s.widen(ctx, ref, req, d); err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerReq
 		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
 			return err
 		}
-		if err := tx.Audit(a.ID, "answer", map[string]string{"proposal": p.ID, "by": req.By}); err != nil {
+		if err := tx.Audit(a.ID, "answer", answerAudit(p.ID, req)); err != nil {
 			return err
 		}
 		return nil
@@ -355,4 +355,17 @@ type decisionHost interface {
 	runEnded(runID string)
 	countDecision(tx *store.Tx, d *client.Decision)
 	specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec
+}
+
+// answerAudit is the audit entry of an answer: who answered, by name and, for a local
+// user, by uid; the name alone could be anyone's.
+func answerAudit(proposal string, req client.AnswerRequest) map[string]any {
+	m := map[string]any{"proposal": proposal, "by": req.By}
+	if req.ByName != "" {
+		m["by_name"] = req.ByName
+	}
+	if req.UID != nil {
+		m["uid"] = *req.UID
+	}
+	return m
 }

@@ -12,6 +12,7 @@ type Service interface {
 	ScheduleService
 	DaemonService
 	TeamService
+	WebService
 }
 
 // DaemonService is the daemon's own part of the API.

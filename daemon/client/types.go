@@ -172,7 +172,13 @@ type Decision struct {
 	Count    int    `json:"count,omitempty"`
 	Feedback string `json:"feedback,omitempty"`
 	By       string `json:"by"`
-	Source   string `json:"source"` // agentctl, slack, discord, api; policy or grant when automatic
+	// ByName is how people know By when By is an id: a chat user's display name. A local
+	// decider's By is already a name (the daemon looks up the socket peer's uid).
+	ByName string `json:"by_name,omitempty"`
+	// UID is the local user who decided, as the kernel reported the socket's peer; kept
+	// in the audit log beside the name.
+	UID    *uint32 `json:"uid,omitempty"`
+	Source string  `json:"source"` // agentctl, slack, discord, api; policy or grant when automatic
 	// Scope is how far the decision reaches: "" (this proposal), "agent" (an approval that
 	// also made an exact grant: this command with these args, Grant) or "deny" (a denial
 	// that stored a deny pattern). Pattern is the deny pattern stored, or for an automatic
@@ -376,7 +382,11 @@ type DecideRequest struct {
 	Count      int          `json:"count,omitempty"`
 	Feedback   string       `json:"feedback,omitempty"`
 	By         string       `json:"by,omitempty"`
-	Source     string       `json:"source,omitempty"`
+	// ByName is the decider's display name when By is an id (a chat user's).
+	ByName string `json:"by_name,omitempty"`
+	// UID is set by the daemon to the socket peer's uid; a value sent is replaced.
+	UID    *uint32 `json:"uid,omitempty"`
+	Source string  `json:"source,omitempty"`
 	// Hash, when set, is the Hash (or a prefix of at least 16 hex characters) of the
 	// proposal as the person saw it; the decision is refused when it is not this
 	// proposal's. Chat buttons and typed replies carry it.
@@ -398,6 +408,10 @@ type AnswerRequest struct {
 	ProposalID string `json:"proposal_id,omitempty"`
 	Text       string `json:"text"`
 	By         string `json:"by,omitempty"`
+	// ByName and UID are as in DecideRequest: a chat user's display name, and the socket
+	// peer's uid that the daemon sets.
+	ByName string  `json:"by_name,omitempty"`
+	UID    *uint32 `json:"uid,omitempty"`
 }
 
 // TaskRequest gives an idle agent a follow-up task; its history carries over.
@@ -463,9 +477,12 @@ type ModelQueueStatus struct {
 
 // Status is the daemon's health at a glance.
 type Status struct {
-	Version  string         `json:"version"`
-	PID      int            `json:"pid"`
-	Started  time.Time      `json:"started"`
+	Version string    `json:"version"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	// EventSeq is the seq of the newest event when the status was read: follow
+	// subscribes since it, so nothing between this and its snapshot of the agent is lost.
+	EventSeq int64          `json:"event_seq"`
 	StateDir string         `json:"state_dir"`
 	Ollama   OllamaStatus   `json:"ollama"`
 	Agents   map[string]int `json:"agents"` // count by state
@@ -475,6 +492,14 @@ type Status struct {
 	HTTP HTTPStatus `json:"http"`
 	// Shell is the sandbox of execute_shell ([shell]); its zero value is shell off.
 	Shell ShellStatus `json:"shell"`
+	// Web is the web console ([web_console], agentctl web); its zero value is off.
+	Web WebStatus `json:"web"`
+}
+
+// WebStatus is the web console's address while it serves.
+type WebStatus struct {
+	// URL is where it serves, like http://127.0.0.1:7077/; "" while it is off.
+	URL string `json:"url,omitempty"`
 }
 
 // ShellStatus is the sandbox execute_shell and execute_python_file run in.

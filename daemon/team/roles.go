@@ -29,7 +29,7 @@ const taskBytes = client.MaxTextBytes - 100
 // prompts, and the CAMEL rules of its side.
 func system(r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "You are %s, %s, in a team following the workflow %q.\n", role.Name, role.Description, wf.Name)
+	fmt.Fprintf(&b, "%s, in a team following the workflow %q.\n", run.Identity(role.Name, role.Description), wf.Name)
 	if p := strings.TrimSpace(Render(role.Prompt, r.Vars)); p != "" {
 		b.WriteString(p + "\n")
 	}

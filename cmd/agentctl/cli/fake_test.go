@@ -45,6 +45,9 @@ type fakeDaemon struct {
 
 	decided  chan client.DecideRequest // every decision received
 	answered chan client.AnswerRequest // every answer received
+	// answerGate, if set, holds each answer's reply until it is closed, as the daemon
+	// publishes the answer's events before it replies.
+	answerGate chan struct{}
 }
 
 func newFakeDaemon(t *testing.T) *fakeDaemon {
@@ -79,6 +82,9 @@ func (f *fakeDaemon) set(fn func()) {
 func (f *fakeDaemon) routes() http.Handler {
 	mux := http.NewServeMux()
 	fk := &f.api
+	clienttest.Handle(fk, client.WebLoginRoute, func(context.Context, string, client.None) (*client.WebLogin, error) {
+		return &client.WebLogin{URL: "http://127.0.0.1:7077/", LoginURL: "http://127.0.0.1:7077/login?token=0123abcd"}, nil
+	})
 	clienttest.Handle(fk, client.StatusRoute, func(context.Context, string, client.None) (*client.Status, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -303,8 +309,12 @@ func (f *fakeDaemon) answer(_ context.Context, ref string, req client.AnswerRequ
 	}
 	f.mu.Lock()
 	f.answers = append(f.answers, req)
+	gate := f.answerGate
 	f.mu.Unlock()
 	f.answered <- req
+	if gate != nil {
+		<-gate
+	}
 	if client.IsAnswerHelp(req.Text) { // as the daemon refuses it
 		return client.None{}, client.Errorf(client.ErrBadRequest, "%q asks how to answer, so it was not sent and the question still waits", req.Text)
 	}

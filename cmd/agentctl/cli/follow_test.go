@@ -370,6 +370,11 @@ func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
 	if got := s.errOut.String(); !strings.Contains(got, "the proposal still waits") || !strings.Contains(got, "n!       like n") {
 		t.Errorf("the help does not say the proposal waits, or misses an answer:\n%s", got)
 	}
+	// The short legend before the first prompt explains y! and n!, once however often the
+	// prompt comes back.
+	if n := strings.Count(s.errOut.String(), "y! runs it and from now on this exact command unasked"); n != 1 {
+		t.Errorf("the decision legend shows %d times, want once before the first prompt:\n%s", n, s.errOut)
+	}
 	f.mu.Lock()
 	sent := len(f.decisions)
 	f.mu.Unlock()
