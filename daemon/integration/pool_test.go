@@ -150,6 +150,13 @@ func TestPoolFailover(t *testing.T) {
 		hs := hostsOf(t, c)
 		return hs[0].Up && hs[0].Served > servedA
 	})
-	t.Logf("restarted host answered a call %v after the restart; TestPoolFailover took %v",
-		time.Since(restarted).Round(time.Millisecond), time.Since(begin).Round(time.Millisecond))
+	t.Logf("restarted host answered a call %v after the restart", time.Since(restarted).Round(time.Millisecond))
+
+	// Stopped the way a service manager stops it, so the event stream ends between events.
+	cancel()
+	wg.Wait()
+	if code, took := d.term(10 * time.Second); code != 0 {
+		t.Errorf("agentd exited %d after SIGTERM (%v)", code, took)
+	}
+	t.Logf("TestPoolFailover took %v", time.Since(begin).Round(time.Millisecond))
 }
