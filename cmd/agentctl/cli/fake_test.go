@@ -42,6 +42,9 @@ type fakeDaemon struct {
 	decide func(agent *client.Agent, req client.DecideRequest) (*client.Decision, error)
 	// events, if set, serves an agent's event stream; conn counts connections from 1.
 	events func(w *eventWriter, r *http.Request, conn int)
+	// subscribing, if set, runs as an events request subscribes, before the headers go
+	// out: what happens there reaches the follower only by reading the agent again.
+	subscribing func()
 
 	decided  chan client.DecideRequest // every decision received
 	answered chan client.AnswerRequest // every answer received
@@ -375,8 +378,11 @@ func (f *fakeDaemon) eventStream(w http.ResponseWriter, r *http.Request) {
 	since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
 	f.mu.Lock()
 	f.sinces = append(f.sinces, since)
-	conn, events := len(f.sinces), f.events
+	conn, events, subscribing := len(f.sinces), f.events, f.subscribing
 	f.mu.Unlock()
+	if subscribing != nil {
+		subscribing()
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	ew := &eventWriter{w: w, r: r}

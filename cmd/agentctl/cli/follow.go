@@ -190,7 +190,17 @@ func (f *follower) stream(ctx context.Context) error {
 	backoff := minBackoff
 	lastMsg := ""
 	for {
-		err := f.a.api().Events(ctx, f.id, f.seq(), func(ev client.Event) error {
+		since := f.seq()
+		// With no event seen yet, nothing is replayed: read the agent again once subscribed,
+		// or a proposal made since intro read it is never shown (the agent looks stuck
+		// thinking while it waits on a person, most often on a busy machine).
+		opened := func() error {
+			if since > 0 {
+				return nil
+			}
+			return f.resync(ctx)
+		}
+		err := f.a.api().EventsOpened(ctx, f.id, since, opened, func(ev client.Event) error {
 			backoff = minBackoff
 			return f.handle(ev)
 		})
