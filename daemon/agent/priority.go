@@ -38,6 +38,14 @@ func (b *batchRuns) has(runID string) bool {
 	return b.ids[runID]
 }
 
+// modelTurn is what a runner knows of whose turn its model calls are, guarded by its mu:
+// runID is the run next() last saw; personNext is set when a person decided, answered or
+// gave feedback, so the next step is theirs to wait on.
+type modelTurn struct {
+	runID      string
+	personNext bool
+}
+
 // modelPriority puts the class of the agent's next step's model calls in ctx: batch for
 // a run the daemon started, unless a person has just decided, answered or given feedback
 // — then they are waiting for that step, which goes first. The agent is the key batch

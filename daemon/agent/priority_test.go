@@ -108,7 +108,7 @@ func TestModelPriorityClass(t *testing.T) {
 			if tc.batch {
 				s.batchRuns.mark("r-1")
 			}
-			r := &runner{s: s, id: "a-1", runID: "r-1", personNext: tc.personNext}
+			r := &runner{s: s, id: "a-1", modelTurn: modelTurn{runID: "r-1", personNext: tc.personNext}}
 			class, key := llm.PriorityOf(r.modelPriority(context.Background()))
 			if class != tc.want || key != "a-1" {
 				t.Errorf("class %s key %q, want %s a-1", class, key, tc.want)
@@ -123,7 +123,7 @@ func TestModelPriorityClass(t *testing.T) {
 func TestCommandModelCallsLeaveThePersonsTurn(t *testing.T) {
 	s := &Supervisor{batchRuns: &batchRuns{}}
 	s.batchRuns.mark("r-1")
-	r := &runner{s: s, id: "a-1", runID: "r-1", personNext: true}
+	r := &runner{s: s, id: "a-1", modelTurn: modelTurn{runID: "r-1", personNext: true}}
 	if class, _ := llm.PriorityOf(r.priority(context.Background(), false)); class != llm.Interactive || !r.personNext {
 		t.Errorf("a command's call after a person's decision: class %s, person's turn left %v; want interactive, true", class, r.personNext)
 	}

@@ -48,13 +48,9 @@ type runner struct {
 	summarizing          atomic.Bool // a summary job of this loop is running
 	// busyLeft is what the agent's own time budget leaves for the step next() chose (0:
 	// no bound); busyCut is set when that ran out mid-step and the step was cancelled.
-	busyLeft time.Duration
-	busyCut  atomic.Bool
-	// runID is the run next() last saw; personNext is set when a person decided,
-	// answered or gave feedback: the next model call is theirs to wait on (priority.go).
-	// Both guarded by mu.
-	runID      string
-	personNext bool
+	busyLeft  time.Duration
+	busyCut   atomic.Bool
+	modelTurn // whose turn the next model call is (priority.go); guarded by mu
 }
 
 func newRunner(s *Supervisor, id string) *runner {
