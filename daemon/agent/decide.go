@@ -68,6 +68,7 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 	var runID string
 	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		runID = a.RunID
+		r.personNext = true // a person answered the proposal: the next step is theirs to wait on
 		p, err := decidable(tx, a, req.ProposalID)
 		if err != nil {
 			return err
@@ -299,6 +300,7 @@ func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerReq
 	}
 	var ep *client.Episode
 	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		r.personNext = true // the person who answered waits for what the agent does with it
 		q, err := tx.Question(a.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			return conflict("agent %s has no open question", a.Name)

@@ -437,6 +437,42 @@ type OllamaStatus struct {
 	// minute, or a model call) or failed to: Reachable is as of then. Zero before the
 	// first probe.
 	CheckedAt time.Time `json:"checked_at,omitzero"`
+	// Hosts are the Ollama servers calls go to ([[ollama.hosts]], or the one [ollama]
+	// host), as the daemon's pool sees them now.
+	Hosts []OllamaHostStatus `json:"hosts,omitempty"`
+	// Queue is the daemon's queue of model calls, one entry per class: interactive
+	// (agents a person is waiting on) then batch (schedules and teams).
+	Queue []ModelQueueStatus `json:"queue,omitempty"`
+}
+
+// OllamaHostStatus is one Ollama server of the pool.
+type OllamaHostStatus struct {
+	URL string `json:"url"`
+	// Up is false while the server does not answer: calls go to the others, and it is
+	// asked again with backoff (RetryInMS from now).
+	Up bool `json:"up"`
+	// Slots is how many calls it serves at once; Busy how many are in flight now.
+	Slots int `json:"slots"`
+	Busy  int `json:"busy"`
+	// Served counts the calls it answered since the daemon started.
+	Served int64 `json:"served"`
+	// Models are the models sent there: the configured list when ModelsConfigured, else
+	// what its /api/tags listed.
+	Models           []string `json:"models,omitempty"`
+	ModelsConfigured bool     `json:"models_configured,omitempty"`
+	RetryInMS        int64    `json:"retry_in_ms,omitempty"`
+	Error            string   `json:"error,omitempty"`
+}
+
+// ModelQueueStatus is one class of the daemon's queue of model calls.
+type ModelQueueStatus struct {
+	Class  string `json:"class"`  // interactive or batch
+	Queued int    `json:"queued"` // calls waiting for a slot now
+	Served int64  `json:"served"` // calls that got a slot since the daemon started
+	// Waits over the last 512 calls of the class, in milliseconds.
+	WaitP50MS float64 `json:"wait_p50_ms"`
+	WaitP99MS float64 `json:"wait_p99_ms"`
+	WaitMaxMS float64 `json:"wait_max_ms"`
 }
 
 // Status is the daemon's health at a glance.

@@ -177,6 +177,9 @@ func (f *fakeDaemon) routes() http.Handler {
 		return &client.DoctorReport{Checks: []client.Check{
 			{Name: "ollama", Status: client.CheckOK, Detail: "version 0.17.4 at http://127.0.0.1:11434"},
 			{Name: "model", Status: client.CheckFail, Detail: "qwen2.5:3b is not on the server", Fix: "ollama pull qwen2.5:3b"},
+			{Name: "ollama host", Status: client.CheckOK, Detail: "http://127.0.0.1:11434 up, 1 of 2 slots busy, 340 calls served; models: qwen3:4b"},
+			{Name: "ollama host", Status: client.CheckWarn, Detail: "http://gpu-box:11434 down (next try in 4.2s): ollama at http://gpu-box:11434: tags: connection refused",
+				Fix: "start Ollama there (`ollama serve`), or remove it from [[ollama.hosts]] in the config"},
 			{Name: "store", Status: client.CheckFail, Detail: "/var/lib/agentd/agentd.db has mode 0644: others on this machine can read every agent's history",
 				Fix: "chmod 600 /var/lib/agentd/agentd.db (agentd makes it 0600 at start; something changed it)"},
 			{Name: "disk", Status: client.CheckWarn, Detail: "812.0 MiB free where /var/lib/agentd is", Fix: "free space on that file system"},
