@@ -172,6 +172,7 @@ func New(opt Options) (*Supervisor, error) {
 	}
 	s.cur.Store(l)
 	s.model.switchTo(l.Model, l.SmartModel)
+	opt.LLM.SetLimits(l.limits())
 	return s, nil
 }
 

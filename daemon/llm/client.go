@@ -40,6 +40,7 @@ type Client struct {
 	api     *api.Client
 	hc      *http.Client
 	observe func(Call)
+	loads   loads // each model's load-affecting options, chosen once (load.go)
 }
 
 // Call is one finished /api/chat call, as an observer sees it.
@@ -129,7 +130,8 @@ type ChatRequest struct {
 	// Format is a JSON Schema the reply must follow (grammar-constrained decoding); empty for free text.
 	Format json.RawMessage
 	// NumCtx is the context window in tokens; 0 leaves the server's default, which is
-	// usually far below what the model was trained for, so callers should set it.
+	// usually far below what the model was trained for. Once SetLimits was called the
+	// client replaces it (and KeepAlive) with the model's Load: budget to LoadFor's NumCtx.
 	NumCtx int
 	// Temperature overrides the model's default when set.
 	Temperature *float64
@@ -152,6 +154,13 @@ type ChatResult struct {
 func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
 	if len(req.Format) > 0 && !json.Valid(req.Format) {
 		return nil, fmt.Errorf("llm: chat: format is not valid JSON")
+	}
+	if c.loads.isManaged() {
+		ld, err := c.LoadFor(ctx, req.Model)
+		if err != nil {
+			return nil, err
+		}
+		req.NumCtx, req.KeepAlive = ld.NumCtx, ld.KeepAlive
 	}
 	start := time.Now()
 	areq := &api.ChatRequest{

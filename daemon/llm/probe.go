@@ -49,7 +49,9 @@ func (c *Client) Probe(ctx context.Context, model string) (*ModelInfo, error) {
 	if err != nil {
 		return nil, c.classify(ctx, "show", model, err)
 	}
-	return modelInfo(v, model, show), nil
+	info := modelInfo(v, model, show)
+	c.probedModel(model, info.ContextLength)
+	return info, nil
 }
 
 func modelInfo(version, model string, show *api.ShowResponse) *ModelInfo {
