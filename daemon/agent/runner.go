@@ -493,8 +493,9 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 		r.mu.Unlock()
 		return
 	}
-	l.pipelineFor(st.a.Name).Executed(ctx, step, &o)
-	r.finishExecution(ctx, p, o.Output, o.Err, time.Since(began))
+	var staged stagedWrites // the components' store writes, committed with the result
+	l.pipelineFor(st.a.Name).Executed(withStagedWrites(ctx, &staged), step, &o)
+	r.finishExecution(ctx, p, o.Output, o.Err, time.Since(began), staged.fns...)
 }
 
 func questionText(p *client.Proposal) string {
@@ -508,9 +509,13 @@ func questionText(p *client.Proposal) string {
 	return args.Question
 }
 
-// finishExecution records the outcome and the episode in one transaction; busy is how
-// long the command ran, added to the agent's busy time.
-func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error, busy time.Duration) {
+// errStaged marks a failed staged write in a result transaction.
+var errStaged = errors.New("a component's staged write failed")
+
+// finishExecution records the outcome and the episode in one transaction, with the
+// components' staged writes (a written file's memories); busy is how long the command
+// ran, added to the agent's busy time.
+func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error, busy time.Duration, staged ...func(*store.Tx) error) {
 	kind, outcome, result := cycle.Succeed, "succeeded", out
 	if runErr != nil {
 		kind, outcome = cycle.Fail, "failed"
@@ -547,6 +552,11 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 		if err := r.s.recordEpisode(tx, r.id, p, ep); err != nil {
 			return err
 		}
+		for _, write := range staged {
+			if err := write(tx); err != nil {
+				return fmt.Errorf("%w: %w", errStaged, err)
+			}
+		}
 		r.s.audit.keep(tx, r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
 		a.BusyMS += busy.Milliseconds()
 		if on == nil {
@@ -575,6 +585,13 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 		}
 		if err == nil {
 			break
+		}
+		if errors.Is(err, errStaged) {
+			// A component's write (a file's memories) must not keep the result out: it
+			// goes without them, as it would had the component failed on its own.
+			r.s.log.Warn("recording result without the components' writes", "agent", r.id, "proposal", p.ID, "err", err)
+			staged = nil
+			continue
 		}
 		r.s.log.Error("recording result", "agent", r.id, "proposal", p.ID, "attempt", attempt, "err", err)
 		if !r.sleep(ctx, r.s.opt.Backoff(attempt)) {
