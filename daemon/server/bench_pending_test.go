@@ -1,0 +1,179 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
+)
+
+// BenchmarkRestartPending measures DESIGN §7's restart figure black-box, for issue 21's
+// 10,000 agents: that many agents, each awaiting a decision on its first proposal, are
+// made through the API of a daemon run in this process; then the real agentd binary is
+// started on the same state and timed until `agentctl list` would show every agent
+// awaiting its decision. Figures: restart-ms (start to all listed), rss-MB (the
+// process's resident memory once they are listed) and peak-rss-MB (VmHWM).
+// AGENTD_BENCH_AGENTS overrides the count (default 10000).
+func BenchmarkRestartPending(b *testing.B) {
+	n := 10000
+	if s := os.Getenv("AGENTD_BENCH_AGENTS"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil || n < 1 {
+			b.Fatalf("AGENTD_BENCH_AGENTS=%q: want a positive count", s)
+		}
+	}
+	bin := buildAgentd(b)
+	model := ollamatest.NewFake(b)
+	model.SetDefault(func(*api.ChatRequest) string { return proposal("list_folder", `{"path":"."}`) })
+	cfg := testConfig(b, model, "")
+	cfg.Slack.Enabled = false
+	cfg.Socket = filepath.Join(testutil.ShortTempDir(b), "s.sock")
+	stop := runDaemon(b, cfg, slog.New(slog.DiscardHandler))
+	c := &client.Client{Socket: cfg.Socket}
+	seedPending(b, c, n)
+	if err := stop(); err != nil {
+		b.Fatal(err)
+	}
+	toml := fmt.Sprintf("[ollama]\nhost = %q\nmodel = %q\n", model.URL(), ollamatest.TinyModelName)
+	cfgPath := filepath.Join(b.TempDir(), "agentd.toml")
+	if err := os.WriteFile(cfgPath, []byte(toml), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	var restart time.Duration
+	var rss, peak float64
+	for b.Loop() {
+		restart, rss, peak = restartUntilListed(b, bin, cfgPath, cfg.StateDir, cfg.Socket, n)
+	}
+	b.ReportMetric(float64(restart.Milliseconds()), "restart-ms")
+	b.ReportMetric(rss, "rss-MB")
+	b.ReportMetric(peak, "peak-rss-MB")
+	b.ReportMetric(float64(n), "agents")
+}
+
+// seedPending creates n agents through the API and waits until each awaits a decision.
+func seedPending(b *testing.B, c *client.Client, n int) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	work := make(chan int)
+	errs := make(chan error, 1)
+	for range 16 {
+		wg.Go(func() {
+			for i := range work {
+				_, err := c.CreateAgent(ctx, client.CreateAgentRequest{Name: fmt.Sprintf("pending-%05d", i),
+					Description: "waits for a person", Task: "list the workspace"})
+				if err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
+	}
+	if !testutil.Wait(30*time.Minute, func() bool { return awaiting(c) == n }) {
+		b.Fatalf("%d of %d agents await a decision", awaiting(c), n)
+	}
+}
+
+// awaiting counts the agents awaiting a decision on a pending proposal, as listed.
+func awaiting(c *client.Client) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	as, err := c.Agents(ctx)
+	if err != nil {
+		return -1
+	}
+	k := 0
+	for _, a := range as {
+		if a.State == client.StateAwaitingDecision && a.Pending != nil {
+			k++
+		}
+	}
+	return k
+}
+
+// restartUntilListed starts the binary and returns how long it took until all n agents
+// were listed awaiting their decision, and its resident memory then (current, peak) in MB.
+func restartUntilListed(b *testing.B, bin, cfgPath, stateDir, socket string, n int) (time.Duration, float64, float64) {
+	cmd := exec.Command(bin, "--config", cfgPath, "--state-dir", stateDir, "--socket", socket)
+	cmd.Env = append(os.Environ(), "HOME="+b.TempDir())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	c := &client.Client{Socket: socket}
+	if !testutil.Wait(5*time.Minute, func() bool { return awaiting(c) == n }) {
+		b.Fatalf("after the restart %d of %d agents are listed awaiting a decision", awaiting(c), n)
+	}
+	took := time.Since(began)
+	rss, peak := procMemMB(b, cmd.Process.Pid)
+	return took, rss, peak
+}
+
+// procMemMB reads VmRSS and VmHWM of a process, in MB.
+func procMemMB(b *testing.B, pid int) (rss, peak float64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		if k == "VmRSS" {
+			rss = kb / 1024
+		} else {
+			peak = kb / 1024
+		}
+	}
+	return rss, peak
+}
+
+// buildAgentd builds cmd/agentd into a temp dir.
+func buildAgentd(b *testing.B) string {
+	dir := b.TempDir()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		b.Fatalf("go env GOMOD: %v", err)
+	}
+	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/agentd")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return filepath.Join(dir, "agentd")
+}
