@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -163,17 +164,18 @@ func procMemMB(b *testing.B, pid int) (rss, peak float64) {
 	return rss, peak
 }
 
-// buildAgentd builds cmd/agentd into a temp dir.
+// buildAgentd builds cmd/agentd into a temp dir, from the module this file is in (the
+// compiled benchmark may run from anywhere: scripts/bench.sh runs it in a temp dir).
 func buildAgentd(b *testing.B) string {
-	dir := b.TempDir()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		b.Fatalf("go env GOMOD: %v", err)
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		b.Fatal("cannot find the module: no caller information")
 	}
+	dir := b.TempDir()
 	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "./cmd/agentd")
-	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	cmd.Dir = filepath.Join(filepath.Dir(self), "..", "..")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("go build: %v\n%s", err, out)
+		b.Fatalf("go build in %s: %v\n%s", cmd.Dir, err, out)
 	}
 	return filepath.Join(dir, "agentd")
 }
