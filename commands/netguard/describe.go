@@ -16,6 +16,10 @@ func DescribeHost(u *url.URL) string {
 		if u.Scheme == "http" {
 			port = "80"
 		}
+	} else if n, err := strconv.ParseUint(port, 10, 16); err == nil {
+		port = strconv.FormatUint(n, 10) // :0080 connects to 80
+	} else {
+		return strconv.Quote(u.Host) + " (a port the guard cannot read)"
 	}
 	ip, name, err := ParseHost(u.Hostname())
 	switch {

@@ -363,7 +363,27 @@ func ParseShell(line string) (cmds [][]string, problem string) {
 		return nil, sl.problem
 	}
 	for _, c := range sl.cmds {
+		if c.prog == "alias" || c.prog == "unalias" {
+			// dash expands an alias on the lines after it: a listed word may run another program.
+			return nil, "it defines an alias (" + c.prog + "), which changes what a later word runs"
+		}
 		cmds = append(cmds, append([]string{c.raw}, c.args...))
 	}
 	return cmds, ""
+}
+
+// CodeRunners names the programs of line that run code given in their arguments (sh -c,
+// eval, env, find -exec, python -c, git -c …), once each in order: a preview lists them,
+// but what they run is in their arguments, which a person must read too.
+func CodeRunners(line string) []string {
+	sl := parseShell(line)
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range sl.cmds {
+		if len(risks(c)) > 0 && !seen[c.prog] {
+			seen[c.prog] = true
+			out = append(out, c.prog)
+		}
+	}
+	return out
 }

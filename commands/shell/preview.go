@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"strings"
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/netguard"
@@ -51,6 +52,9 @@ func (c *executeShell) Preview(_ context.Context, env commands.Env, raw json.Raw
 		return pv
 	}
 	pv.Programs = cmds
+	if rs := permission.CodeRunners(a.CommandLine); len(rs) > 0 {
+		pv.Note = join(pv.Note, strings.Join(rs, ", ")+" runs code given in its arguments: read them too")
+	}
 	return pv
 }
 
