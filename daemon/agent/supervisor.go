@@ -243,11 +243,16 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var awaiting []string // their loops would only wait: started after the others, paced
 	for _, a := range agents {
-		if active(a.State) {
+		switch {
+		case a.State == client.StateAwaitingDecision:
+			awaiting = append(awaiting, a.ID)
+		case active(a.State):
 			s.kick(a.ID)
 		}
 	}
+	s.wg.Go(func() { kickAwaiting(ctx, s, awaiting) })
 	return nil
 }
 
