@@ -174,6 +174,14 @@ func TestMixedWorkloadNeverReloadsTheModel(t *testing.T) {
 				if n, _ := r.Options["num_predict"].(float64); int(n) > tc.want {
 					t.Errorf("num_predict %v exceeds num_ctx %d", n, tc.want)
 				}
+				// The prompt was budgeted to that size too (counted as the fake counts it).
+				tokens := 1
+				for _, m := range r.Messages {
+					tokens += 4 + len(m.Content)/4 + 1
+				}
+				if tokens > tc.want {
+					t.Errorf("a prompt of %d tokens (system %.60q) exceeds num_ctx %d", tokens, r.Messages[0].Content, tc.want)
+				}
 			}
 			t.Logf("%d requests, calls by kind %v", len(loads), work.seen)
 		})
