@@ -9,6 +9,8 @@ require (
 	github.com/blevesearch/bleve/v2 v2.6.1 // long-term memory index, BM25 (memory); newer versions are refused by the proxy
 	github.com/blevesearch/bleve_index_api v1.4.1 // bleve's index interfaces, for the memory package's own stats and checks
 	github.com/bwmarrin/discordgo v0.29.0 // Discord gateway and REST client (bots/discord); v0.29.0 is the version known to build here
+	github.com/chromedp/cdproto v0.159.0 // tests only: the DevTools event types chromedp's listeners get (daemon/web's browser tests)
+	github.com/chromedp/chromedp v0.23.0 // tests only: drives headless Chromium through the web console (daemon/web); v0.23.0 is the version known to build here
 	github.com/coreos/go-systemd/v22 v22.5.0 // sd_notify readiness for Type=notify units (cmd/agentd)
 	github.com/getkin/kin-openapi v0.152.0 // tests only: validates the Agent Protocol against its OpenAPI spec (daemon/agentprotocol)
 	github.com/gorilla/websocket v1.5.3 // the websocket library of slack-go and discordgo; the Slack and Discord fakes serve with it
@@ -52,6 +54,7 @@ require (
 	github.com/buger/jsonparser v1.1.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
 	github.com/golang/snappy v1.0.0 // indirect

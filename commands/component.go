@@ -45,6 +45,9 @@ type Step struct {
 	// Budget is how many prompt characters a Budgeted MessageProvider may use; the
 	// pipeline sets it before each such call.
 	Budget int
+	// ContextTokens is the model's context length (num_ctx) the step's prompt is built
+	// for; 0 when not known. Budgeted providers size their share by it.
+	ContextTokens int
 }
 
 // State is an agent's private, durable key-value state: what a component (such as the

@@ -8,6 +8,8 @@
 #   scripts/bench.sh overhead-memory  # BenchmarkStepOverhead with 1,000 episodes and 100k memories only
 #   scripts/bench.sh pending     # BenchmarkRestartPending: 10,000 agents awaiting decisions, the real
 #                                # binary restarted on them: restart until all listed, RSS (~5 min to seed)
+#   scripts/bench.sh web         # the web console (daemon/web): BenchmarkAgentsPage1000 (ms and CPU
+#                                # ms per page, 1,000 agents) and BenchmarkEventToDOM (p50/p99 in Chromium)
 #   scripts/bench.sh memory-recall FILE...  # memory.BenchmarkRecall: R@k per category on
 #                                # LoCoMo-format dialogs, zero-hit count, ingest rate, search p50/p99
 #
@@ -22,6 +24,8 @@
 #   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
 #   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
 #   RECALL_HALFLIFE  memory-recall's half_life, e.g. 720h (default none)
+#   RECALL_PROMPT_CTX  with memory-recall: measure evidence in the prompt instead, the memory
+#                  section the agent's prompt carries at this num_ctx (e.g. 2048)
 #   BENCH_OUT      directory for the raw output (benchstat input) and CPU profiles (default a temp dir)
 #   AGENTD_OLLAMA_BIN  the Ollama binary; else `ollama` on PATH, else scripts/ollama.sh's cache.
 #                  Without one the real-server figures are skipped (scripts/ollama.sh builds it).
@@ -48,10 +52,20 @@ if [ "$what" = memory-recall ]; then
 		files+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
 	done
 	say "memory-recall: ${#files[@]} dialog file(s), ${RECALL_FILLER:-100000} filler memories"
+	bench='^BenchmarkRecall$'
+	[ -z "${RECALL_PROMPT_CTX:-}" ] || bench='^BenchmarkRecallPrompt$'
 	(IFS=,; AGENTD_RECALL_FILES="${files[*]}" AGENTD_RECALL_FILLER="${RECALL_FILLER:-100000}" AGENTD_RECALL_CHATTY="${RECALL_CHATTY:-50}" \
-		AGENTD_RECALL_HALFLIFE="${RECALL_HALFLIFE:-}" \
-		go test -run '^$' -bench '^BenchmarkRecall$' -benchtime 1x -count 1 -timeout 60m ./memory/) |
+		AGENTD_RECALL_HALFLIFE="${RECALL_HALFLIFE:-}" RECALL_PROMPT_CTX="${RECALL_PROMPT_CTX:-}" \
+		go test -run '^$' -bench "$bench" -benchtime 1x -count 1 -timeout 60m ./memory/) |
 		tee "$out/recall.txt" | grep -vE '^(goos|goarch|pkg|cpu|PASS|ok|--- BENCH|    )' || true
+	exit 0
+fi
+# web is the web console's own pair; the DOM one needs Chromium (it skips without it).
+if [ "$what" = web ]; then
+	command -v chromium >/dev/null 2>&1 || apt_install chromium || say "no chromium: BenchmarkEventToDOM will skip"
+	say "web: load $(cut -d' ' -f1-3 /proc/loadavg)"
+	go test -run '^$' -bench '^Benchmark(AgentsPage1000|EventToDOM)$' -benchtime 100x -count "$count" -timeout 30m ./daemon/web/ |
+		tee "$out/web.txt" | grep -E '^Benchmark' || true
 	exit 0
 fi
 say "building the benchmark binary"
@@ -76,7 +90,7 @@ overhead-memory) run overhead-memory '^BenchmarkStepOverhead$/^episodes=1000/mem
 all | pending) run pending '^BenchmarkRestartPending$' 1x ;;&
 all | real) run real '^BenchmarkStepVsBareChat$' "${pairs}x" ;;
 all | overhead | overhead-memory | prompt | pending) ;;
-*) die "usage: scripts/bench.sh [all|overhead|overhead-memory|prompt|pending|real|memory-recall FILE...]" ;;
+*) die "usage: scripts/bench.sh [all|overhead|overhead-memory|prompt|pending|real|web|memory-recall FILE...]" ;;
 esac
 
 # One figure a line: benchmark, metric, value (every count, in order).

@@ -9,6 +9,8 @@
 #                              test -short, no fuzz run. Not allowed with CI=true.
 #   scripts/test.sh [--quick] GO-TEST-FLAGS...   e.g. -run TestAttack: passed to go test.
 #
+# The web console's browser tests save screenshots of each page in $AGENTD_LOGS/web-screenshots.
+#
 # Installs what the tests need (Go, Debian build packages, the Ollama v0.17.4 build — cached
 # after the first run), quietly: their output goes to $AGENTD_LOGS (~/.cache/agentd/logs) and
 # is shown only when an install fails. Tests report a line per package as it finishes, a
@@ -30,6 +32,12 @@ mkdir -p "$AGENTD_LOGS"
 ensure_go
 ensure_build_deps
 command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap || say "bubblewrap not installed: sandbox tests will skip"
+# The web console's browser tests drive Debian's Chromium (daemon/web); under CI=true
+# they fail without it, elsewhere they skip.
+command -v chromium >/dev/null 2>&1 || apt_install chromium || say "chromium not installed: the web console's browser tests will skip"
+# Screenshots the browser tests take land here, beside the other logs.
+mkdir -p "$AGENTD_LOGS/web-screenshots"
+export AGENTD_LOGS
 say "go $(go env GOVERSION); downloading modules"
 quietly install.log go mod download
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -69,8 +70,8 @@ func newMemState(o MemoryOptions) *memState {
 
 // Bounds on what one memory holds.
 const (
-	maxMemoryText   = 8000 // bytes of a memory added through the API or memory_add's caller
-	fileChunkBytes  = 1500 // a file the agent writes is remembered in chunks of about this size
+	maxMemoryText   = client.MaxTextBytes // bytes of a memory added through the API or memory_add's caller
+	fileChunkBytes  = 1500                // a file the agent writes is remembered in chunks of about this size
 	maxFileChunks   = 64
 	episodeResultIn = 1500 // bytes of a command's result an episode memory keeps
 )
@@ -296,17 +297,38 @@ func (c memoryComponent) Commands(context.Context, *commands.Step) ([]commands.C
 	return out, nil
 }
 
-// memoryShare is the part of what the prompt has left that memories may take at most.
-const memoryShare = 0.4
+// memoryShare is the part of what the prompt has left that memories may take at least;
+// historyFloor the characters they always leave to the history (its newest step).
+const (
+	memoryShare  = 0.4
+	historyFloor = 600
+)
+
+// memoryBudget is the characters the memory section may take: its reserve at this
+// context size (memory.SectionBudget, about 1,500 at num_ctx 2048) or its share of what
+// the prompt has left, whichever is more, within what the prompt has left and the
+// configured BudgetTokens.
+func memoryBudget(step *commands.Step, budgetTokens int, cpt float64) int {
+	b := int(float64(step.Budget) * memoryShare)
+	if step.ContextTokens > 0 {
+		b = max(b, min(memory.SectionBudget(step.ContextTokens, cpt), step.Budget-historyFloor))
+	}
+	return min(b, int(float64(budgetTokens)*cpt))
+}
+
+// memoryCandidates is how many hits per memory shown the section is chosen from: Fit
+// passes over near-duplicates and memories too long for what is left.
+const memoryCandidates = 3
 
 // Messages implements MessageProvider: the top-k memories for the task and the latest
 // steps, within the memory budget, leaving out the steps history shows in full anyway.
+// memory.Fit chooses and trims them (snippets around the query's words, no near-copies).
 func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]string, error) {
 	m := c.s.mem
 	if m == nil {
 		return nil, nil
 	}
-	budget := min(int(float64(step.Budget)*memoryShare), int(float64(m.opt.BudgetTokens)*c.s.model.charsPerToken(c.l.Model)))
+	budget := memoryBudget(step, m.opt.BudgetTokens, c.s.model.charsPerToken(c.l.Model))
 	const head = "Relevant memories (from past steps, feedback, notes and files; most relevant first):"
 	if budget < len(head)+200 {
 		return nil, nil
@@ -323,30 +345,20 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 			q = append(q, e.Command, e.Reasoning, display.Cut(strings.TrimSpace(e.Feedback), 300, display.Ellipsis), display.Cut(strings.TrimSpace(e.Result), 300, display.Ellipsis))
 		}
 	}
-	hits, err := m.ix.Search(ctx, memory.Query{Agent: step.AgentID, Text: strings.Join(q, "\n"), K: m.opt.K + len(skip), HalfLife: m.opt.HalfLife})
+	query := strings.Join(q, "\n")
+	hits, err := m.ix.Search(ctx, memory.Query{Agent: step.AgentID, Text: query, K: memoryCandidates*m.opt.K + len(skip), HalfLife: m.opt.HalfLife})
 	if err != nil {
 		return nil, err
 	}
+	hits = slices.DeleteFunc(hits, func(h memory.Hit) bool { return skip[h.ID] })
+	shown := memory.Fit(hits, memory.FitOptions{Query: query, Budget: budget - len(head), K: m.opt.K, Line: memory.PromptLine})
+	if len(shown) == 0 {
+		return nil, nil
+	}
 	var b strings.Builder
 	b.WriteString(head)
-	shown := 0
-	for _, h := range hits {
-		if skip[h.ID] || shown == m.opt.K {
-			continue
-		}
-		line := "\n- [" + string(h.Kind)
-		if h.Source != "" {
-			line += ", " + h.Source
-		}
-		line += "] " + strings.Join(strings.Fields(display.Cut(strings.TrimSpace(h.Text), 600, display.Ellipsis)), " ")
-		if b.Len()+len(line) > budget {
-			break
-		}
-		b.WriteString(line)
-		shown++
-	}
-	if shown == 0 {
-		return nil, nil
+	for _, sh := range shown {
+		b.WriteString(memory.PromptLine(sh))
 	}
 	return []string{b.String()}, nil
 }

@@ -43,7 +43,7 @@ func agentNames(tx *store.Tx) (map[string]string, error) {
 
 func wireMemory(m store.Memory, names map[string]string) client.Memory {
 	return client.Memory{ID: m.ID, AgentID: m.AgentID, Agent: names[m.AgentID], Kind: m.Kind, Text: m.Text,
-		Source: m.Source, CreatedAt: m.Created}
+		Source: m.Source, CreatedAt: m.Created, Tags: m.Tags}
 }
 
 func checkKind(kind string) error {
@@ -134,10 +134,19 @@ func (s *memoryService) SearchMemory(ctx context.Context, req client.MemorySearc
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	var tags map[string][]string // the index keeps no tags
+	if err := s.st.View(ctx, func(tx *store.Tx) (err error) { tags, err = tx.MemoryTags(ids); return err }); err != nil {
+		return nil, err
+	}
 	out := make([]client.Memory, len(hits))
 	for i, h := range hits {
 		out[i] = client.Memory{ID: h.ID, AgentID: h.Agent, Agent: names[h.Agent], Kind: string(h.Kind), Text: h.Text,
-			Source: h.Source, CreatedAt: h.Created, Score: h.Score, BM25: h.BM25, Similarity: h.Similarity}
+			Source: h.Source, CreatedAt: h.Created, Score: h.Score, BM25: h.BM25, Similarity: h.Similarity,
+			Tags: tags[h.ID], Why: whyMatched(memory.Explain(req.Query, h))}
 	}
 	return out, nil
 }
@@ -229,7 +238,13 @@ func (s *memoryService) MemoryStats(ctx context.Context) (*client.MemoryStats, e
 		EmbedModel: s.mem.opt.EmbedModel, EmbedFailures: ix.EmbedFailures, Dropped: ix.Dropped,
 		NeedsRebuild: ix.NeedsRebuild, RebuildReason: ix.RebuildReason, Rebuilding: s.mem.rebuilding.Load(),
 	}
-	err := s.st.View(ctx, func(tx *store.Tx) (err error) { out.Memories, err = tx.CountMemories(); return err })
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+		if out.Memories, err = tx.CountMemories(); err != nil {
+			return err
+		}
+		out.Agents, err = agentMemoryStats(tx)
+		return err
+	})
 	return out, err
 }
 

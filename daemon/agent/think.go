@@ -17,8 +17,10 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// replyReserve is the part of the context kept free for the model's reply.
-func replyReserve(numCtx int) int { return max(1024, numCtx/4) }
+// replyReserve is the part of the context kept free for the model's reply: a quarter,
+// and at least 640 tokens (a reply's thoughts and command take 150–400), so that at
+// num_ctx 2048 the prompt keeps room for the memories that hold the evidence.
+func replyReserve(numCtx int) int { return max(640, numCtx/4) }
 
 // think asks the model for the next proposal and persists it.
 func (r *runner) think(ctx context.Context, l *live) {
@@ -150,6 +152,7 @@ func (s *Supervisor) prompt(ctx context.Context, l *live, a *store.Agent, step *
 		Notes:      notes,
 	}
 	in.Task = s.model.fitTask(in, model, numCtx)
+	step.ContextTokens = numCtx
 	in.Messages = pl.Messages(ctx, step, s.model.messageBudget(in, model, numCtx))
 	return in, BuildPrompt(in)
 }

@@ -21,6 +21,10 @@ type Memory struct {
 	// BM25 is the text-match score; Similarity the cosine similarity (0 without embeddings).
 	BM25       float64 `json:"bm25,omitempty"`
 	Similarity float64 `json:"similarity,omitempty"`
+	// Tags label the memory (set by an import).
+	Tags []string `json:"tags,omitempty"`
+	// Why says what a search result matched: words, fields, its date.
+	Why *MemoryMatch `json:"why,omitempty"`
 }
 
 // MemoryKinds are the kinds a memory may have.
@@ -69,4 +73,6 @@ type MemoryStats struct {
 	NeedsRebuild  bool   `json:"needs_rebuild"`
 	RebuildReason string `json:"rebuild_reason,omitempty"`
 	Rebuilding    bool   `json:"rebuilding"`
+	// Agents describes each agent's memories (and the shared ones), most first.
+	Agents []MemoryAgentStats `json:"agents"`
 }

@@ -12,6 +12,7 @@ type Service interface {
 	ScheduleService
 	DaemonService
 	TeamService
+	WebService
 }
 
 // DaemonService is the daemon's own part of the API.
@@ -135,6 +136,10 @@ type MemoryService interface {
 	DeleteMemory(ctx context.Context, id string) error
 	ReindexMemory(ctx context.Context) (*MemoryStats, error)
 	MemoryStats(ctx context.Context) (*MemoryStats, error)
+	// ImportMemory stores a batch of records in one transaction, all or none; ExportMemory
+	// pages through memories in id order as records import reads back.
+	ImportMemory(ctx context.Context, req MemoryImportRequest) (*MemoryImportResult, error)
+	ExportMemory(ctx context.Context, req MemoryExportRequest) (*MemoryExportPage, error)
 }
 
 // TeamService is the team runs' part of the API (SOP workflows of several roles). Team

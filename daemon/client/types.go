@@ -439,6 +439,14 @@ type Status struct {
 	HTTP HTTPStatus `json:"http"`
 	// Shell is the sandbox of execute_shell ([shell]); its zero value is shell off.
 	Shell ShellStatus `json:"shell"`
+	// Web is the web console ([web_console], agentctl web); its zero value is off.
+	Web WebStatus `json:"web"`
+}
+
+// WebStatus is the web console's address while it serves.
+type WebStatus struct {
+	// URL is where it serves, like http://127.0.0.1:7077/; "" while it is off.
+	URL string `json:"url,omitempty"`
 }
 
 // ShellStatus is the sandbox execute_shell and execute_python_file run in.

@@ -48,7 +48,9 @@ type Config struct {
 	Discord DiscordConfig `toml:"discord"`
 	// HTTP is the optional TCP listener: metrics and the Agent Protocol.
 	HTTP HTTPConfig `toml:"http"`
-	Log  LogConfig  `toml:"log"`
+	// WebConsole is the browser console on 127.0.0.1 (daemon/web); [web] is the agents' web tools.
+	WebConsole WebConsoleConfig `toml:"web_console"`
+	Log        LogConfig        `toml:"log"`
 
 	// StateDir holds the database, the memory index and the workspaces. Set by flag only.
 	StateDir string `toml:"-"`
@@ -298,11 +300,12 @@ func Default() *Config {
 		Bots:        BotsConfig{ApproveCount: 3},
 		Slack: SlackConfig{BotTokenEnv: "SLACK_BOT_TOKEN", AppTokenEnv: "SLACK_APP_TOKEN", Teams: []string{}, Approvers: []string{},
 			APIURL: "https://slack.com/api/"},
-		Discord:  defaultDiscord(),
-		HTTP:     defaultHTTP(),
-		Log:      LogConfig{Level: "info", Format: "text"},
-		StateDir: DefaultStateDir(),
-		Socket:   client.DefaultSocketPath(),
+		Discord:    defaultDiscord(),
+		HTTP:       defaultHTTP(),
+		WebConsole: defaultWebConsole(),
+		Log:        LogConfig{Level: "info", Format: "text"},
+		StateDir:   DefaultStateDir(),
+		Socket:     client.DefaultSocketPath(),
 	}
 }
 

@@ -98,6 +98,7 @@ func (c *Config) problems() []Problem {
 	c.extraProblems(bad)
 	c.Memory.problems(bad)
 	c.HTTP.problems(bad)
+	c.WebConsole.problems(bad)
 	c.Teams.problems(bad)
 
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {

@@ -503,6 +503,8 @@ func (f *fakeService) handleAll() {
 	clienttest.Handle(fk, client.DeleteMemoryRoute, f.deleteMemoryRoute)
 	clienttest.Handle(fk, client.ReindexMemoryRoute, f.reindexMemoryRoute)
 	clienttest.Handle(fk, client.MemoryStatsRoute, f.memoryStatsRoute)
+	clienttest.Handle(fk, client.ImportMemoryRoute, f.importMemoryRoute)
+	clienttest.Handle(fk, client.ExportMemoryRoute, f.exportMemoryRoute)
 	clienttest.Handle(fk, client.SchedulesRoute, f.schedulesRoute)
 	clienttest.Handle(fk, client.ScheduleRoute, f.scheduleRoute)
 	clienttest.Handle(fk, client.AddScheduleRoute, f.addScheduleRoute)

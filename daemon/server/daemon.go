@@ -57,6 +57,7 @@ type daemon struct {
 	rl     *reloader            // services
 	ln     net.Listener         // socket
 	tcpLn  net.Listener         // tcp listener; nil when [http] listen is unset
+	web    *webConsole          // services; its console is made by the web console part
 }
 
 // parts are the daemon's parts in the order they start; they stop in reverse. The
@@ -78,6 +79,8 @@ func (d *daemon) parts() []part {
 		d.schedulesPart(),
 		// After the supervisor: a team waiting for a role agent's run finds it resumed.
 		d.teamsPart(),
+		// Before the local API, which serves agentctl web.
+		d.webPart(),
 		d.localAPIPart(),
 		d.httpPart(),
 		{name: "ready", start: d.ready},
@@ -199,7 +202,7 @@ func (d *daemon) localAPIPart() part {
 		start: func(ctx context.Context) error {
 			mux := http.NewServeMux()
 			mux.Handle("GET /v0/metrics", metricsHandler(d.mx, d.sup))
-			mux.Handle("/", localapi.NewHandler(service{d.sup.API().Facade(), d.mgr, d.rl, d.teams, d.bots, d.httpL, shellStatus(d.cfg)}, d.log))
+			mux.Handle("/", localapi.NewHandler(d.service(), d.log))
 			srv := &http.Server{Handler: mux}
 			localapi.GuardPeers(srv, d.opt.IsAgentCommand, d.log) // nothing an agent runs reaches the daemon's control
 			s.serve(ctx, srv, d.ln, d.failed)

@@ -101,6 +101,7 @@ func (d *daemon) build(context.Context) error {
 	cfg, log := d.cfg, d.log
 	// Made before the supervisor, whose doctor checks read them.
 	d.httpL = &httpListener{cfg: cfg.HTTP}
+	d.web = &webConsole{cfg: cfg.WebConsole}
 	d.bots = &liveBots{sw: &chatSwitch{}, log: log}
 	sup, err := agent.New(d.agentOptions())
 	if err != nil {
@@ -163,9 +164,15 @@ type service struct {
 	localapi.ScheduleService
 	localapi.DaemonService
 	localapi.TeamService
+	*webConsole
 	bots  *liveBots
 	http  *httpListener
 	shell client.ShellStatus // [shell] is not reloaded: fixed at start
+}
+
+// service is the local API over the parts the services part built.
+func (d *daemon) service() service {
+	return service{d.sup.API().Facade(), d.mgr, d.rl, d.teams, d.web, d.bots, d.httpL, shellStatus(d.cfg)}
 }
 
 // Status adds the chat bots' connections, the TCP listener and the shell's sandbox to
@@ -178,6 +185,7 @@ func (s service) Status(ctx context.Context) (*client.Status, error) {
 	st.Bots = s.bots.statuses()
 	st.HTTP = s.http.status()
 	st.Shell = s.shell
+	st.Web = s.webConsole.status()
 	return st, nil
 }
 

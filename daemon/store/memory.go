@@ -20,14 +20,19 @@ type Memory struct {
 	Text    string
 	Source  string // where it came from: a step, a file path, a person
 	Created time.Time
+	Tags    []string // labels given by an import; nil for none
 }
 
-const memoryCols = `id, agent_id, kind, text, source, created_at`
+const memoryCols = `id, agent_id, kind, text, source, created_at, tags`
 
 func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
 	var m Memory
 	var created int64
-	err := sc.Scan(&m.ID, &m.AgentID, &m.Kind, &m.Text, &m.Source, &created)
+	var tags string
+	err := sc.Scan(&m.ID, &m.AgentID, &m.Kind, &m.Text, &m.Source, &created, &tags)
+	if tags != "" {
+		_ = json.Unmarshal([]byte(tags), &m.Tags) // written by InsertMemory only
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, ErrNotFound
 	}
@@ -44,8 +49,13 @@ func (t *Tx) InsertMemory(m *Memory) error {
 	if m.Created.IsZero() {
 		m.Created = t.now
 	}
-	_, err := t.exec(`INSERT OR REPLACE INTO memories (`+memoryCols+`) VALUES (?,?,?,?,?,?)`,
-		m.ID, m.AgentID, m.Kind, m.Text, m.Source, ms(m.Created))
+	tags := ""
+	if len(m.Tags) > 0 {
+		b, _ := json.Marshal(m.Tags)
+		tags = string(b)
+	}
+	_, err := t.exec(`INSERT OR REPLACE INTO memories (`+memoryCols+`) VALUES (?,?,?,?,?,?,?)`,
+		m.ID, m.AgentID, m.Kind, m.Text, m.Source, ms(m.Created), tags)
 	if err != nil {
 		return fmt.Errorf("store: insert memory: %w", err)
 	}

@@ -362,6 +362,8 @@ var migrations = []string{
 	// a reply written before it was written while that run went on and starts no new task.
 	`ALTER TABLE chat_bindings ADD COLUMN end_post TEXT NOT NULL DEFAULT '';
 	ALTER TABLE chat_bindings ADD COLUMN end_run TEXT NOT NULL DEFAULT '';`,
+	// issue 18: tags on memories (a JSON array; '' for none), set by agentctl memory import.
+	`ALTER TABLE memories ADD COLUMN tags TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -14,14 +15,20 @@ import (
 func cannedMemories() []client.Memory {
 	return []client.Memory{
 		{ID: "m-1", AgentID: "a-1", Agent: "researcher", Kind: "note", Text: "The survey by Geng et al. (2023) is the best overview of grammar-constrained decoding.",
-			Source: "memory_add", CreatedAt: fixedTime, Score: 4.2, BM25: 4.2},
-		{ID: "m-2", Kind: "feedback", Text: "Cite papers with their arXiv id.", Source: "ann", CreatedAt: fixedTime, Score: 1.5, BM25: 1.5},
+			Source: "memory_add", CreatedAt: fixedTime, Score: 4.2, BM25: 4.2, Tags: []string{"papers"},
+			Why: &client.MemoryMatch{Words: []string{"grammar", "decoding"}, Fields: []string{"text"}, Date: "2026-11-21"}},
+		{ID: "m-2", Kind: "feedback", Text: "Cite papers with their arXiv id.", Source: "ann", CreatedAt: fixedTime, Score: 1.5, BM25: 1.5,
+			Why: &client.MemoryMatch{Similar: true}},
 	}
 }
 
 func cannedMemoryStats() client.MemoryStats {
 	return client.MemoryStats{Memories: 1204, Indexed: 1200, Queued: 4, Generation: "gen-000003",
-		EmbedModel: "nomic-embed-text", Vectors: 1198, EmbedFailures: 2}
+		EmbedModel: "nomic-embed-text", Vectors: 1198, EmbedFailures: 2, Agents: []client.MemoryAgentStats{
+			{AgentID: "a-1", Agent: "researcher", Count: 1200, Bytes: 1_342_177, Oldest: fixedTime.AddDate(0, -3, 0), Newest: fixedTime,
+				Kinds: map[string]int{"episode": 900, "note": 280, "file": 20}},
+			{Count: 4, Bytes: 512, Oldest: fixedTime.AddDate(0, 0, -2), Newest: fixedTime, Kinds: map[string]int{"feedback": 4}},
+		}}
 }
 
 func (f *fakeDaemon) memoryAgent(ref string) (*client.Agent, error) {
@@ -87,4 +94,54 @@ func (f *fakeDaemon) memoryRoutes() {
 	}
 	clienttest.Handle(fk, client.MemoryStatsRoute, stats)
 	clienttest.Handle(fk, client.ReindexMemoryRoute, stats)
+	f.memoryIORoutes()
+}
+
+// memoryIORoutes are import and export as the daemon serves them: a batch is checked whole
+// (records, lines, agents) and stored all or none; export pages in id order.
+func (f *fakeDaemon) memoryIORoutes() {
+	fk := &f.api
+	clienttest.Handle(fk, client.ImportMemoryRoute, func(_ context.Context, _ string, req client.MemoryImportRequest) (*client.MemoryImportResult, error) {
+		if len(req.Records) == 0 || len(req.Records) > client.MemoryImportBatchMax || (len(req.Lines) > 0 && len(req.Lines) != len(req.Records)) {
+			return nil, client.Errorf(client.ErrBadRequest, "%d records, %d lines: want 1 to %d records, each with its line", len(req.Records), len(req.Lines), client.MemoryImportBatchMax)
+		}
+		for i, r := range req.Records {
+			line := i + 1
+			if len(req.Lines) > 0 {
+				line = req.Lines[i]
+			}
+			if err := r.Check(); err != nil {
+				return nil, client.Errorf(client.ErrBadRequest, "line %d: %v", line, err)
+			}
+			if ref := cmp.Or(r.Agent, req.Agent); ref != "" {
+				if _, err := f.memoryAgent(ref); err != nil {
+					return nil, client.Errorf(client.ErrBadRequest, "line %d: field \"agent\": no agent %q: create it first", line, ref)
+				}
+			}
+		}
+		f.mu.Lock()
+		f.imported = append(f.imported, req)
+		f.mu.Unlock()
+		return &client.MemoryImportResult{Imported: len(req.Records)}, nil
+	})
+	clienttest.Handle(fk, client.ExportMemoryRoute, func(_ context.Context, _ string, req client.MemoryExportRequest) (*client.MemoryExportPage, error) {
+		if _, err := f.memoryAgent(req.Agent); err != nil {
+			return nil, err
+		}
+		all := []client.MemoryRecord{
+			{ID: "m-1", Agent: "researcher", Kind: "note", Text: cannedMemories()[0].Text, Time: "2026-11-21T09:30:00Z", Source: "memory_add", Tags: []string{"papers"}},
+			{ID: "m-2", Kind: "feedback", Text: "Cite papers with their arXiv id.", Time: "2026-11-21T09:30:00Z", Source: "ann"},
+			{ID: "m-3", Agent: "researcher", Kind: "chat", Text: "Ann: the deadline moved to Friday.", Time: "2026-11-20T17:00:00Z", Speaker: "Ann"},
+		}
+		page := &client.MemoryExportPage{Records: []client.MemoryRecord{}}
+		for _, r := range all { // pages of two, as the daemon's of Limit
+			if r.ID > req.After && (req.Agent == "" || r.Agent == req.Agent) && len(page.Records) < 2 {
+				page.Records = append(page.Records, r)
+			}
+		}
+		if len(page.Records) == 2 {
+			page.Next = page.Records[1].ID
+		}
+		return page, nil
+	})
 }

@@ -31,6 +31,7 @@ type fakeDaemon struct {
 	mu         sync.Mutex
 	status     client.Status
 	agents     []*client.Agent
+	imported   []client.MemoryImportRequest // batches the memory import route took
 	history    map[string][]client.Episode
 	decisions  []client.DecideRequest
 	answers    []client.AnswerRequest
@@ -78,6 +79,9 @@ func (f *fakeDaemon) set(fn func()) {
 func (f *fakeDaemon) routes() http.Handler {
 	mux := http.NewServeMux()
 	fk := &f.api
+	clienttest.Handle(fk, client.WebLoginRoute, func(context.Context, string, client.None) (*client.WebLogin, error) {
+		return &client.WebLogin{URL: "http://127.0.0.1:7077/", LoginURL: "http://127.0.0.1:7077/login?token=0123abcd"}, nil
+	})
 	clienttest.Handle(fk, client.StatusRoute, func(context.Context, string, client.None) (*client.Status, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()

@@ -11,15 +11,16 @@ import (
 
 var memoryCmd = &command{
 	name:  "memory",
-	args:  "add|search|ls|rm|reindex|stats [--agent AGENT] [--json] ...",
-	short: "search, add and remove agents' long-term memories",
+	args:  "add|search|ls|rm|import|export|reindex|stats [--agent AGENT] [--json] ...",
+	short: "search, add, import and export agents' long-term memories",
 	long: `Memory works with what agents remember: every step they took, your feedback and
 answers, notes they saved with memory_add, and the files they wrote. The most relevant
 memories go into each prompt; agents also search them with memory_search.
 
   agentctl memory search [--agent AGENT] [--kind KIND] [-k N] WORDS...
-                     the best matches, with their scores and sources; without --agent,
-                     every agent's memories
+                     the best matches, with their scores, sources and why they matched
+                     (the words found, and the date when you ask about time); without
+                     --agent, every agent's memories
   agentctl memory add [--agent AGENT] [--kind KIND] [--source TEXT] TEXT...
                      remember TEXT; without --agent every agent shares it (kind: note)
   agentctl memory ls [--agent AGENT] [--kind KIND] [--limit N]
@@ -29,10 +30,31 @@ memories go into each prompt; agents also search them with memory_search.
   agentctl memory reindex
                      rebuild the search index from the database and swap it in; searches
                      go on meanwhile (agentd also does this itself when the index is lost)
-  agentctl memory stats
-                     how many memories, indexed and waiting
+  agentctl memory import [--agent AGENT] FILE.jsonl
+                     remember many things at once: a chat log, notes, facts (see below)
+  agentctl memory export [--agent AGENT] > FILE.jsonl
+                     every memory (or an agent's own) as JSONL, the format import reads
+  agentctl memory stats [--agent AGENT]
+                     how many memories, indexed and waiting; per agent: count, size,
+                     oldest and newest, kinds
 
-Kinds: episode, result, feedback, note, chat, file.`,
+Kinds: episode, result, feedback, note, chat, file.
+
+Import files have one JSON object a line:
+  {"text": "Caroline: I went to the support group yesterday.", "speaker": "Caroline",
+   "time": "2023-05-08T13:56:00Z", "tags": ["support"], "agent": "helper"}
+  text     what to remember (required; at most 8000 bytes)
+  time     when it happened, RFC 3339 (default: now); "yesterday" in the text is read
+           against it
+  speaker  who said it (kind chat), or source: where it came from (kind note)
+  kind     one of the kinds above; agent: the owner (default --agent, else shared)
+  tags     labels; id: keeps a memory's identity (export writes it)
+The whole file is checked before anything is stored: a bad line is named with its
+number, its field and the fix, and nothing is imported. The file then goes in batches
+of up to 1000 lines, each stored whole or not at all; should agentd refuse one, the error
+says up to which line the file was imported. Importing a file again replaces its
+memories instead of doubling them, so export > a.jsonl, then import a.jsonl into
+another agentd, gives the same memories (create its agents first).`,
 	run: (*app).runMemory,
 }
 
@@ -45,7 +67,7 @@ type memoryFlags struct {
 func (a *app) runMemory(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	var f memoryFlags
-	fs.StringVar(&f.agent, "agent", "", "the `AGENT` (name or id) whose memories; none: all (shared for add)")
+	fs.StringVar(&f.agent, "agent", "", "the `AGENT` (name or id) whose memories; none: all (shared for add and import)")
 	fs.StringVar(&f.kind, "kind", "", "only memories of this `KIND` (add: the new memory's kind)")
 	fs.StringVar(&f.source, "source", "", "add: where the memory comes from (`TEXT` shown with it)")
 	fs.IntVar(&f.k, "k", 0, "search: return `N` results (default 10)")
@@ -55,7 +77,7 @@ func (a *app) runMemory(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("missing what to do: add, search, ls, rm, reindex or stats")
+		return usagef("missing what to do: add, search, ls, rm, import, export, reindex or stats")
 	}
 	verb, rest := pos[0], pos[1:]
 	switch verb {
@@ -67,13 +89,17 @@ func (a *app) runMemory(ctx context.Context, args []string) error {
 		return a.memoryList(ctx, f, rest)
 	case "rm":
 		return a.memoryRemove(ctx, rest)
+	case "import":
+		return a.memoryImport(ctx, f, rest)
+	case "export":
+		return a.memoryExport(ctx, f, rest)
 	case "reindex", "stats":
 		if len(rest) > 0 {
 			return usagef("memory %s takes no arguments, got %q", verb, rest)
 		}
-		return a.memoryStats(ctx, verb == "reindex")
+		return a.memoryStats(ctx, f, verb == "reindex")
 	}
-	return usagef("unknown memory command %q: want add, search, ls, rm, reindex or stats", verb)
+	return usagef("unknown memory command %q: want add, search, ls, rm, import, export, reindex or stats", verb)
 }
 
 func (a *app) memoryAdd(ctx context.Context, f memoryFlags, words []string) error {
@@ -113,10 +139,10 @@ func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) e
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCORE\tBM25\tSIM\tKIND\tAGENT\tSOURCE\tID\tTEXT")
+	fmt.Fprintln(tw, "SCORE\tBM25\tSIM\tKIND\tAGENT\tSOURCE\tID\tWHY\tTEXT")
 	for _, m := range hits {
-		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\n", m.Score, m.BM25, m.Similarity, line(m.Kind), line(owner(&m)),
-			truncate(m.Source, 30), line(m.ID), truncate(oneParagraph(m.Text), 70))
+		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Score, m.BM25, m.Similarity, line(m.Kind), line(owner(&m)),
+			truncate(m.Source, 30), line(m.ID), truncate(why(m.Why), 40), truncate(oneParagraph(m.Text), 70))
 	}
 	return tw.Flush()
 }
@@ -160,7 +186,7 @@ func (a *app) memoryRemove(ctx context.Context, ids []string) error {
 	return nil
 }
 
-func (a *app) memoryStats(ctx context.Context, reindex bool) error {
+func (a *app) memoryStats(ctx context.Context, f memoryFlags, reindex bool) error {
 	var st *client.MemoryStats
 	var err error
 	if reindex {
@@ -171,6 +197,11 @@ func (a *app) memoryStats(ctx context.Context, reindex bool) error {
 	}
 	if err != nil {
 		return err
+	}
+	if f.agent != "" {
+		if st.Agents, err = a.agentStats(ctx, f.agent, st.Agents); err != nil {
+			return err
+		}
 	}
 	if a.json {
 		return a.printJSON(st)
@@ -188,7 +219,10 @@ func (a *app) memoryStats(ctx context.Context, reindex bool) error {
 	case st.NeedsRebuild:
 		fmt.Fprintf(tw, "rebuild\tneeded: %s\n", st.RebuildReason)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return a.printAgentStats(st.Agents)
 }
 
 // owner names a memory's agent, or says it is shared.

@@ -81,6 +81,11 @@ func writeStatus(w io.Writer, st *client.Status) {
 		fmt.Fprintf(tw, "%s:\t%s\n", b.Platform, botState(b))
 	}
 	fmt.Fprintf(tw, "http:\t%s\n", httpState(st.HTTP))
+	if st.Web.URL != "" {
+		fmt.Fprintf(tw, "web console:\t%s (`agentctl web` logs a browser in)\n", st.Web.URL)
+	} else {
+		fmt.Fprintf(tw, "web console:\toff (`agentctl web` starts it)\n")
+	}
 	switch sh := st.Shell; {
 	case !sh.Enabled:
 		fmt.Fprintf(tw, "shell:\toff\n")

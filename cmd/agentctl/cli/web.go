@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+var webCmd = addCommand("doctor", &command{
+	name:  "web",
+	args:  "[--no-open] [--json]",
+	short: "open the web console: every agent, live, with the decision buttons",
+	long: `Web starts agentd's web console on 127.0.0.1 (if it is not serving yet) and prints a
+login URL. The URL holds a one-time token: opening it logs that browser in (a session
+cookie) and spends the token, so run agentctl web again for another browser. Anyone who
+can read the URL within ten minutes can log in: do not paste it anywhere.
+
+The console shows every agent's state, what waits for you and the budget used, each
+agent's live stream, and the buttons to approve (×N), deny, give feedback and answer:
+the same decisions as agentctl and chat, bound to the proposal shown.
+
+With a graphical session (DISPLAY or WAYLAND_DISPLAY set, not under CI) it opens the URL
+with xdg-open; --no-open only prints it. [web_console] in the config file serves it from
+agentd's start and sets its address (default 127.0.0.1:7077). From another machine, use
+an SSH tunnel: ssh -L 7077:127.0.0.1:7077 HOST.`,
+	run: (*app).runWeb,
+})
+
+func (a *app) runWeb(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	noOpen := fs.Bool("no-open", false, "print the login URL; do not open a browser")
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("web takes no arguments")
+	}
+	login, err := a.api().WebLogin(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(login)
+	}
+	fmt.Fprintf(a.stdout, "%s\n", login.LoginURL)
+	a.note("the web console serves %s; the URL above logs one browser in, once, within 10 minutes", login.URL)
+	if !*noOpen && canOpen() {
+		if err := openBrowser(login.LoginURL); err != nil {
+			a.note("could not open a browser (%v): open the URL yourself", err)
+		}
+	}
+	return nil
+}
+
+// canOpen reports whether a browser can be opened here: a graphical session, not CI,
+// and xdg-open installed.
+func canOpen() bool {
+	if os.Getenv("CI") != "" || (os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "") {
+		return false
+	}
+	_, err := exec.LookPath("xdg-open")
+	return err == nil
+}
+
+// openBrowser starts xdg-open on url and leaves it running: agentctl exits first.
+func openBrowser(url string) error {
+	cmd := exec.Command("xdg-open", url)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	return cmd.Process.Release()
+}

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/ollamatest"
+)
+
+// freePort returns a loopback address nothing listens on now.
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestWebConsoleOffUntilAsked: by default nothing listens on [web_console] listen;
+// agentctl web's call starts the console there and its login URL logs a browser in once.
+func TestWebConsoleOffUntilAsked(t *testing.T) {
+	model := ollamatest.NewFake(t)
+	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
+	cfg.Slack.Enabled = false
+	cfg.WebConsole.Listen = freePort(t)
+	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
+	defer stop()
+
+	if c, err := net.DialTimeout("tcp", cfg.WebConsole.Listen, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("the console listens on %s though [web_console] is off", cfg.WebConsole.Listen)
+	}
+	api := &client.Client{Socket: cfg.Socket}
+	if st, err := api.Status(context.Background()); err != nil || st.Web.URL != "" {
+		t.Fatalf("status says the console serves before agentctl web: %+v, %v", st, err)
+	}
+	login, err := api.WebLogin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := api.Status(context.Background()); err != nil || st.Web.URL != login.URL {
+		t.Fatalf("status: %+v, %v; want the console at %s", st, err, login.URL)
+	}
+	if login.URL != "http://"+cfg.WebConsole.Listen+"/" || !strings.HasPrefix(login.LoginURL, login.URL+"login?token=") {
+		t.Fatalf("login %+v, want the console on %s", login, cfg.WebConsole.Listen)
+	}
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	for i, want := range []int{http.StatusOK, http.StatusUnauthorized} { // the token works once
+		resp, err := hc.Get(login.LoginURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("login %d: status %d, want %d:\n%s", i, resp.StatusCode, want, body)
+		}
+	}
+	again, err := (&client.Client{Socket: cfg.Socket}).WebLogin(context.Background())
+	if err != nil || again.URL != login.URL || again.LoginURL == login.LoginURL {
+		t.Fatalf("a second agentctl web: %+v, %v; want the same console and a new token", again, err)
+	}
+}
+
+// TestWebConsoleEnabled: [web_console] enabled serves it from the start.
+func TestWebConsoleEnabled(t *testing.T) {
+	model := ollamatest.NewFake(t)
+	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
+	cfg.Slack.Enabled = false
+	cfg.WebConsole.Enabled, cfg.WebConsole.Listen = true, freePort(t)
+	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
+	defer stop()
+	resp, err := http.Get("http://" + cfg.WebConsole.Listen + "/")
+	if err != nil {
+		t.Fatalf("the enabled console does not listen: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no session: %d, want 401", resp.StatusCode)
+	}
+}

@@ -1,0 +1,144 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"sync"
+	"time"
+)
+
+// Lifetimes of what the console hands out.
+const (
+	// loginTTL bounds how long a printed login URL works: long enough to click, short
+	// enough that one left in a scrollback is dead.
+	loginTTL = 10 * time.Minute
+	// sessionTTL is how long a browser stays logged in without coming back.
+	sessionTTL = 12 * time.Hour
+)
+
+// session is one logged-in browser.
+type session struct {
+	csrf    string
+	expires time.Time
+	// flash is a note for the next page this browser loads (why a decision was refused).
+	flash string
+}
+
+// auth holds the login tokens and sessions. Its one mutex guards both maps; tokens and
+// session ids are kept by their sha256, so a heap dump or a log line never holds one.
+type auth struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	logins   map[[32]byte]time.Time // login token hash → expiry
+	sessions map[[32]byte]*session  // session id hash → session
+}
+
+func newAuth(now func() time.Time) *auth {
+	return &auth{now: now, logins: map[[32]byte]time.Time{}, sessions: map[[32]byte]*session{}}
+}
+
+// randomToken is 32 random bytes, hex: unguessable, and safe in a URL and a cookie.
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand panics instead)
+	return hex.EncodeToString(b)
+}
+
+func hashOf(s string) [32]byte { return sha256.Sum256([]byte(s)) }
+
+// newLogin mints a one-time login token.
+func (a *auth) newLogin() string {
+	tok := randomToken()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.logins[hashOf(tok)] = a.now().Add(loginTTL)
+	return tok
+}
+
+// login spends a login token and returns a new session's id, or "" when the token is
+// unknown, spent or expired. A token works once, whatever happens to its session.
+func (a *auth) login(tok string) (id string) {
+	h := hashOf(tok)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sweepLocked()
+	exp, ok := a.logins[h]
+	if !ok || tok == "" {
+		return ""
+	}
+	delete(a.logins, h)
+	if a.now().After(exp) {
+		return ""
+	}
+	id = randomToken()
+	a.sessions[hashOf(id)] = &session{csrf: randomToken(), expires: a.now().Add(sessionTTL)}
+	return id
+}
+
+// session returns a copy of the live session with this id, extending it, or false.
+func (a *auth) session(id string) (session, bool) {
+	if id == "" {
+		return session{}, false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[hashOf(id)]
+	if !ok || a.now().After(s.expires) {
+		delete(a.sessions, hashOf(id))
+		return session{}, false
+	}
+	s.expires = a.now().Add(sessionTTL)
+	return *s, true
+}
+
+// takeFlash returns the session's note and clears it.
+func (a *auth) takeFlash(id string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, ok := a.sessions[hashOf(id)]
+	if !ok {
+		return ""
+	}
+	f := s.flash
+	s.flash = ""
+	return f
+}
+
+// setFlash leaves a note for the session's next page.
+func (a *auth) setFlash(id, note string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s, ok := a.sessions[hashOf(id)]; ok {
+		s.flash = note
+	}
+}
+
+// logout ends the session.
+func (a *auth) logout(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.sessions, hashOf(id))
+}
+
+// csrfOK reports whether sent is the session's CSRF token, in constant time.
+func csrfOK(s session, sent string) bool {
+	return sent != "" && subtle.ConstantTimeCompare([]byte(s.csrf), []byte(sent)) == 1
+}
+
+// sweepLocked drops expired tokens and sessions, so minting many cannot grow the maps.
+func (a *auth) sweepLocked() {
+	now := a.now()
+	for h, exp := range a.logins {
+		if now.After(exp) {
+			delete(a.logins, h)
+		}
+	}
+	for h, s := range a.sessions {
+		if now.After(s.expires) {
+			delete(a.sessions, h)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package web
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// TestBrowserDecides drives the console in Chromium: log in with the token, see a
+// proposal appear live, approve ×2 and see both run, send feedback, answer a question,
+// pause a schedule, and keep a screenshot of each page.
+func TestBrowserDecides(t *testing.T) {
+	c := newChrome(t)
+	e := newEnv(t)
+	e.script(reply("write_file", map[string]string{"path": "a.txt", "contents": "one\n"}, nil),
+		reply("write_file", map[string]string{"path": "b.txt", "contents": "two\n"}, nil),
+		reply("write_file", map[string]string{"path": "c.txt", "contents": "three\n"}, nil),
+		reply("ask_user", map[string]string{"question": "Which folder?"}, nil))
+	e.createIdle(2) // company for the screenshot
+	login, err := e.con.LoginURL()
+	must(t, err == nil, "%v", err)
+	c.do("log in", chromedp.Navigate(login), chromedp.WaitVisible(chromedp.ID("agents")))
+	must(t, !strings.Contains(eval[string](c, "location.href"), "token"), "the token stays in the address bar")
+
+	a := e.create("writer") // after the page loaded: its row must arrive over the stream
+	row := "#agent-" + a.ID
+	c.wait("the agent's row, live", `(document.querySelector(`+js(row)+`)||{}).textContent?.includes("decide: write_file")`)
+	c.shot("agents")
+
+	c.do("open the agent", chromedp.Click(chromedp.CSS(row+" a")), chromedp.WaitVisible(chromedp.ID("approve-n")))
+	must(t, strings.Contains(eval[string](c, `document.getElementById("waiting").textContent`), "a.txt"), "the waiting proposal is not a.txt")
+	c.shot("agent")
+
+	c.do("approve ×2", chromedp.SetValue(chromedp.ID("count"), "2"), chromedp.Click(chromedp.ID("approve-n")))
+	c.wait("the third write to wait", `document.getElementById("waiting")?.textContent.includes("c.txt")`)
+	hist, _ := e.sup.API().Facade().History(context.Background(), a.ID)
+	must(t, len(hist) == 2 && hist[0].Outcome == "succeeded" && hist[1].Outcome == "succeeded", "approve ×2 did not run both: %+v", hist)
+	c.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("history")))
+	must(t, eval[int](c, `document.querySelectorAll("#history .outcome-succeeded").length`) == 2, "the page does not show both executions")
+
+	// More bytes than the daemon takes (4,001 two-byte characters) is flagged before sending.
+	eval[bool](c, `(f => (f.value = "é".repeat(4001), f.dispatchEvent(new Event("input")), true))(document.getElementById("feedback"))`)
+	must(t, eval[bool](c, `document.querySelector("#waiting .bytes.over")?.textContent.includes("the limit is 8000 bytes") && document.getElementById("send-feedback").disabled`),
+		"too long a feedback is not flagged before sending")
+	eval[bool](c, `(f => (f.value = "", f.dispatchEvent(new Event("input")), true))(document.getElementById("feedback"))`)
+	c.do("send feedback", chromedp.SendKeys(chromedp.ID("feedback"), "use the docs folder"), chromedp.Click(chromedp.ID("send-feedback")))
+	c.wait("the question", `document.getElementById("waiting")?.textContent.includes("Which folder?")`)
+	c.shot("question")
+
+	c.do("answer", chromedp.SendKeys(chromedp.ID("answer-text"), "docs/"), chromedp.Click(chromedp.ID("send-answer")))
+	c.wait("finish to wait", `document.querySelector("#waiting .command")?.textContent === "finish"`)
+	hist, _ = e.sup.API().Facade().History(context.Background(), a.ID)
+	must(t, len(hist) == 4 && hist[2].Outcome == "feedback" && strings.Contains(hist[3].Result, "docs/"), "feedback and answer: %+v", hist)
+
+	s, err := e.mgr.AddSchedule(context.Background(), client.ScheduleRequest{Name: "nightly", Spec: "0 3 * * *", TimeZone: "Europe/Paris",
+		Agent: a.ID, Goal: "tidy up"})
+	must(t, err == nil, "%v", err)
+	c.do("open schedules", chromedp.Navigate(e.base+"schedules"), chromedp.WaitVisible(chromedp.CSS("#schedule-"+s.ID+" button.pause")))
+	must(t, strings.Contains(eval[string](c, `document.getElementById("schedules").textContent`), "03:00 CET"), "next fire times not in the schedule's zone:\n%s", c.html())
+	c.do("pause it", chromedp.Click(chromedp.CSS("#schedule-"+s.ID+" button.pause")), chromedp.WaitVisible(chromedp.CSS("#schedule-"+s.ID+" button.resume")))
+	got, _ := e.mgr.Schedule(context.Background(), s.ID)
+	must(t, got.Paused, "the schedule is not paused")
+	c.do("type a bad spec", chromedp.SendKeys(chromedp.ID("s-spec"), "61 * * * *"))
+	c.wait("the spec refused as typed", `document.querySelector("#spec-check .bad")?.textContent.includes("61")`)
+	eval[bool](c, `(document.getElementById("s-spec").value = "", true)`)
+	c.do("fix it", chromedp.SendKeys(chromedp.ID("s-spec"), "*/30 9-17 * * 1-5"),
+		chromedp.SendKeys(chromedp.ID("s-zone"), "Asia/Tokyo"))
+	c.wait("the next fire times as typed", `document.querySelector("#spec-check .ok")?.textContent.includes("Asia/Tokyo")`)
+	c.shot("schedules")
+	c.do("add it", chromedp.SendKeys(chromedp.ID("s-name"), "office-hours"), chromedp.SendKeys(chromedp.ID("s-template"), "office"),
+		chromedp.SendKeys(chromedp.ID("s-goal"), "check the inbox"), chromedp.Click(chromedp.ID("add-schedule")))
+	c.wait("the new schedule", `document.getElementById("schedules")?.textContent.includes("office-hours")`)
+
+	c.do("open the run's replay", chromedp.Navigate(e.base+"runs/"+a.ID), chromedp.WaitVisible(chromedp.ID("replay")))
+	must(t, eval[int](c, `document.querySelectorAll("#replay > li.step").length`) >= 4, "the replay does not show the run's steps")
+	c.shot("replay")
+
+	for _, p := range []string{"memory", "teams", "audit", "doctor"} {
+		c.do("open "+p, chromedp.Navigate(e.base+p), chromedp.WaitVisible(chromedp.ID("main")))
+		c.shot(p)
+	}
+	must(t, c.dialogs.Load() == 0, "dialogs opened")
+}

@@ -1,0 +1,247 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ollama/ollama/api"
+
+	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/memory"
+)
+
+// env is a real supervisor and schedule manager over a store in a temp dir, driven by
+// the in-process fake Ollama, with a console listening on 127.0.0.1.
+type env struct {
+	t     testing.TB
+	model *ollamatest.Fake
+	sup   *agent.Supervisor
+	mgr   *schedule.Manager
+	con   *Console
+	base  string
+	logs  *testutil.SyncBuffer
+
+	mu      sync.Mutex
+	replies []string
+}
+
+// service is what the daemon hands the console: the supervisor's parts and the schedules.
+type service struct {
+	agent.Facade
+	*schedule.Manager
+}
+
+func (service) Teams(context.Context) ([]client.TeamRun, error) { return nil, nil }
+
+func newEnv(t testing.TB) *env {
+	e := &env{t: t, model: ollamatest.NewFake(t), logs: &testutil.SyncBuffer{}}
+	e.model.OnChat(e.chat)
+	dir := t.TempDir()
+	st, err := store.Open(context.Background(), filepath.Join(dir, "agentd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, err := llm.New(e.model.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ix, err := memory.Open(filepath.Join(dir, "memory"), memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.sup, err = agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: dir, Log: log,
+		Memory:   agent.MemoryOptions{Index: ix},
+		Commands: []string{"write_file", "read_file", "ask_user", "finish"},
+		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := e.sup.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.mgr = schedule.New(schedule.Options{Store: st, Agents: e.sup.API().Facade(), Log: log, Local: time.UTC})
+	if err := e.mgr.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.con, err = New(Options{Service: service{e.sup.API().Facade(), e.mgr}, Log: log, User: "tester"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.base, err = e.con.Listen(ctx, "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		e.con.Close(sctx)
+		e.mgr.Stop()
+		cancel()
+		e.sup.Wait()
+		st.Close()
+		ix.Close()
+	})
+	return e
+}
+
+// chat answers the model calls: profiles on their own, steps from the script, and
+// finish when it is empty.
+func (e *env) chat(req *api.ChatRequest) (string, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
+		return `{"name":"helper","description":"a helper","best_practices":["be brief"],"constraints":["stay local"]}`, nil
+	}
+	if len(e.replies) == 0 {
+		return reply("finish", map[string]string{"reason": "all done"}, nil), nil
+	}
+	r := e.replies[0]
+	e.replies = e.replies[1:]
+	return r, nil
+}
+
+// script queues the model's next replies.
+func (e *env) script(replies ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.replies = append(e.replies, replies...)
+}
+
+// reply is a model reply proposing name(args); thoughts, when set, replaces every
+// thought field's text.
+func reply(name string, args any, thought *string) string {
+	th := map[string]string{"observations": "o", "text": "t", "reasoning": "because", "self_criticism": "s",
+		"plan": "- do " + name, "speak": "I will " + name}
+	if thought != nil {
+		for k := range th {
+			th[k] = *thought
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"thoughts": th, "command": map[string]any{"name": name, "args": args}})
+	return string(b)
+}
+
+// create makes an agent with goals and starts its run.
+func (e *env) create(name string) *client.Agent {
+	e.t.Helper()
+	a, err := e.sup.API().Facade().CreateAgent(context.Background(), client.CreateAgentRequest{Name: name, Description: "test agent",
+		Goals: []string{"write files"}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+// waitState waits until the agent is in state.
+func (e *env) waitState(id string, state client.AgentState) *client.Agent {
+	e.t.Helper()
+	var a *client.Agent
+	if !testutil.Wait(10*time.Second, func() bool {
+		var err error
+		a, err = e.sup.API().Facade().Agent(context.Background(), id)
+		return err == nil && a.State == state
+	}) {
+		e.t.Fatalf("agent %s never reached %s (last %+v)\nlogs:\n%s", id, state, a, e.logs.String())
+	}
+	return a
+}
+
+// browser is a net/http client with a cookie jar, like a browser without script.
+type browser struct {
+	t    testing.TB
+	base string
+	hc   *http.Client
+}
+
+func (e *env) browser() *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: e.t, base: strings.TrimSuffix(e.base, "/"), hc: &http.Client{Jar: jar}}
+}
+
+// login spends a fresh login URL and returns it.
+func (b *browser) login(e *env) string {
+	b.t.Helper()
+	u, err := e.con.LoginURL()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if resp := b.get(u); resp.StatusCode != 200 {
+		b.t.Fatalf("login: %d", resp.StatusCode)
+	}
+	return u
+}
+
+type got struct {
+	StatusCode int
+	Header     http.Header
+	Body       string
+}
+
+func (b *browser) do(req *http.Request) got {
+	b.t.Helper()
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return got{resp.StatusCode, resp.Header, string(body)}
+}
+
+func (b *browser) get(u string) got {
+	if strings.HasPrefix(u, "/") {
+		u = b.base + u
+	}
+	req, _ := http.NewRequest("GET", u, nil)
+	return b.do(req)
+}
+
+func (b *browser) post(path string, form url.Values, hdr ...string) got {
+	req, _ := http.NewRequest("POST", b.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return b.do(req)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+// csrf reads the CSRF token off a page.
+func (b *browser) csrf() string {
+	b.t.Helper()
+	m := csrfRE.FindStringSubmatch(b.get("/").Body)
+	if m == nil {
+		b.t.Fatal("no CSRF token on the agents page")
+	}
+	return m[1]
+}
+
+func must(t testing.TB, ok bool, format string, args ...any) {
+	t.Helper()
+	if !ok {
+		t.Fatalf(format, args...)
+	}
+}

@@ -1,0 +1,111 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestSecurityRefusals(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	b.login(e)
+	csrf := b.csrf()
+	port := strings.TrimSuffix(e.base[strings.LastIndex(e.base, ":")+1:], "/")
+	form := func(csrf string) url.Values {
+		return url.Values{"csrf": {csrf}, "kind": {"deny"}, "proposal_id": {"p"}, "hash": {"h"}}
+	}
+	tests := []struct {
+		name   string
+		form   url.Values
+		hdr    []string
+		status int
+		says   string
+	}{
+		{"csrf_missing", url.Values{"kind": {"deny"}}, nil, http.StatusForbidden, "CSRF"},
+		{"csrf_wrong", form(strings.Repeat("0", 64)), nil, http.StatusForbidden, "CSRF"},
+		{"cross_origin_post", form(csrf), []string{"Origin", "http://evil.example"}, http.StatusForbidden, "evil.example"},
+		{"other_port_origin", form(csrf), []string{"Origin", "http://127.0.0.1:1"}, http.StatusForbidden, "refused"},
+		{"null_origin", form(csrf), []string{"Origin", "null"}, http.StatusForbidden, "refused"},
+		{"cross_site_fetch", form(csrf), []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden, "another site"},
+		{"wrong_host", form(csrf), []string{"Host", "evil.example:" + port}, http.StatusMisdirectedRequest, "DNS rebinding"},
+		{"wrong_host_port", form(csrf), []string{"Host", "127.0.0.1:80"}, http.StatusMisdirectedRequest, "DNS rebinding"},
+		// Past the guards: the redirect lands on the page of an agent that does not exist.
+		{"same_origin_ok", form(csrf), []string{"Origin", "http://127.0.0.1:" + port}, http.StatusNotFound, "no agent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := b.post("/agents/nobody/decide", tt.form, tt.hdr...)
+			must(t, got.StatusCode == tt.status, "status %d, want %d: %s", got.StatusCode, tt.status, got.Body)
+			must(t, strings.Contains(got.Body, tt.says), "reply does not say %q: %s", tt.says, got.Body)
+			csp := got.Header.Get("Content-Security-Policy")
+			must(t, strings.Contains(csp, "frame-ancestors 'none'") && strings.Contains(csp, "script-src 'self'"), "CSP %q", csp)
+		})
+	}
+}
+
+func TestLoginTokenAndSession(t *testing.T) {
+	e := newEnv(t)
+	b := e.browser()
+	u, err := e.con.LoginURL()
+	must(t, err == nil, "%v", err)
+
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get(u)
+	must(t, err == nil, "%v", err)
+	resp.Body.Close()
+	must(t, resp.StatusCode == http.StatusSeeOther, "login: %d", resp.StatusCode)
+	ck := resp.Cookies()
+	must(t, len(ck) == 1 && ck[0].HttpOnly && ck[0].SameSite == http.SameSiteStrictMode && ck[0].Path == "/",
+		"session cookie must be HttpOnly, SameSite=Strict: %+v", ck)
+
+	again := b.get(u)
+	must(t, again.StatusCode == http.StatusUnauthorized && strings.Contains(again.Body, "spent"), "a spent token logged in: %d %s", again.StatusCode, again.Body)
+
+	b.login(e)
+	must(t, b.get("/").StatusCode == http.StatusOK, "logged in, the agents page is refused")
+	csrf := b.csrf()
+	must(t, b.post("/logout", url.Values{"csrf": {csrf}}).StatusCode == http.StatusOK, "logout failed")
+	must(t, b.get("/").StatusCode == http.StatusUnauthorized, "after logout the session still works")
+
+	// The old cookie, sent by hand after logout, is refused too.
+	req, _ := http.NewRequest("GET", e.base, nil)
+	req.AddCookie(&http.Cookie{Name: ck[0].Name, Value: ck[0].Value})
+	b2 := e.browser()
+	must(t, b2.do(req).StatusCode == http.StatusOK, "the first session should still be live")
+	// ...until it logs out.
+	b2.hc.Jar.SetCookies(mustURL(t, e.base), ck)
+	must(t, b2.post("/logout", url.Values{"csrf": {b2.csrf()}}).StatusCode == http.StatusOK, "logout failed")
+	req, _ = http.NewRequest("GET", e.base, nil)
+	req.AddCookie(&http.Cookie{Name: ck[0].Name, Value: ck[0].Value})
+	must(t, b2.do(req).StatusCode == http.StatusUnauthorized, "a logged-out session id still works")
+	must(t, b.get(u).StatusCode == http.StatusUnauthorized, "token reuse after logout logged in")
+
+	// Neither the token nor the session id reaches the log.
+	tok := u[strings.Index(u, "token=")+len("token="):]
+	must(t, !strings.Contains(e.logs.String(), tok) && !strings.Contains(e.logs.String(), ck[0].Value), "a secret is in the log:\n%s", e.logs.String())
+
+	for _, p := range []string{"/", "/agents/x", "/schedules", "/memory", "/teams", "/audit", "/doctor", "/events"} {
+		got := e.browser().get(p)
+		must(t, got.StatusCode == http.StatusUnauthorized, "%s without a session: %d", p, got.StatusCode)
+	}
+}
+
+func TestConsoleNotListeningUntilAsked(t *testing.T) {
+	con, err := New(Options{Service: service{}})
+	must(t, err == nil, "%v", err)
+	must(t, con.URL() == "", "a new console has a URL: %s", con.URL())
+	_, err = con.LoginURL()
+	must(t, err != nil && strings.Contains(err.Error(), "agentctl web"), "a login URL without a listener: %v", err)
+	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", "localhost:0", "nonsense"} {
+		_, err := con.Listen(context.Background(), addr)
+		must(t, err != nil, "listened on %s", addr)
+	}
+}
+
+func mustURL(t testing.TB, s string) *url.URL {
+	u, err := url.Parse(s)
+	must(t, err == nil, "%v", err)
+	return u
+}

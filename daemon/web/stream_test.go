@@ -1,0 +1,217 @@
+package web
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// sse is one Server-Sent Events message.
+type sse struct {
+	Event string
+	ID    int64
+	Data  string
+}
+
+// stream reads a console event stream the way EventSource does.
+type stream struct {
+	t    testing.TB
+	resp *http.Response
+	msgs chan sse
+}
+
+func (b *browser) stream(path string, lastID int64) *stream {
+	b.t.Helper()
+	req, _ := http.NewRequest("GET", b.base+path, nil)
+	if lastID > 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	must(b.t, resp.StatusCode == 200 && resp.Header.Get("Content-Type") == "text/event-stream", "stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	s := &stream{t: b.t, resp: resp, msgs: make(chan sse, 1024)}
+	go func() {
+		defer close(s.msgs)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		var m sse
+		var data []string
+		for sc.Scan() {
+			l := sc.Text()
+			switch {
+			case l == "":
+				if m.Event != "" {
+					m.Data = strings.Join(data, "\n")
+					s.msgs <- m
+				}
+				m, data = sse{}, nil
+			case strings.HasPrefix(l, "event: "):
+				m.Event = l[len("event: "):]
+			case strings.HasPrefix(l, "id: "):
+				m.ID, _ = strconv.ParseInt(l[len("id: "):], 10, 64)
+			case strings.HasPrefix(l, "data: "):
+				data = append(data, l[len("data: "):])
+			}
+		}
+	}()
+	return s
+}
+
+// next returns the next message with an id.
+func (s *stream) next() sse {
+	s.t.Helper()
+	for {
+		select {
+		case m, ok := <-s.msgs:
+			if !ok {
+				s.t.Fatal("the stream ended")
+			}
+			if m.ID > 0 {
+				return m
+			}
+		case <-time.After(10 * time.Second):
+			s.t.Fatal("no event for 10s")
+		}
+	}
+}
+
+func (s *stream) close() { s.resp.Body.Close() }
+
+var eventsRE = regexp.MustCompile(`data-events="([^"]+)"`)
+
+// TestStreamResumesWithoutLossOrDuplicates reads the agents page's stream, drops the
+// connection while the agent goes on, and reconnects with Last-Event-ID: the ids seen
+// over both connections are every seq once, in order (the all-agents stream sees every
+// seq the broker stamps).
+func TestStreamResumesWithoutLossOrDuplicates(t *testing.T) {
+	e := newEnv(t)
+	var writes []string
+	for i := range 6 {
+		writes = append(writes, reply("write_file", map[string]string{"path": "f" + strconv.Itoa(i), "contents": "x\n"}, nil))
+	}
+	e.script(writes...)
+	b := e.browser()
+	b.login(e)
+	m := eventsRE.FindStringSubmatch(b.get("/").Body)
+	must(t, m != nil, "the agents page follows no stream")
+	path := strings.ReplaceAll(m[1], "&amp;", "&")
+
+	s := b.stream(path, 0)
+	a := e.create("streamer")
+	svc := e.sup.API().Facade()
+	decide := func() {
+		t.Helper()
+		a := e.waitState(a.ID, client.StateAwaitingDecision)
+		if _, err := svc.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, By: "t", Source: "agentctl"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decide()
+	decide()
+	var seen []int64
+	first := s.next()
+	seen = append(seen, first.ID)
+	must(t, first.Event == "row" && strings.Contains(first.Data, `id="agent-`+a.ID+`"`), "first message: %+v", first)
+	for len(seen) < 5 {
+		seen = append(seen, s.next().ID)
+	}
+	s.close()
+	// While no one follows: more steps.
+	decide()
+	decide()
+	e.waitState(a.ID, client.StateAwaitingDecision)
+	s = b.stream(path, seen[len(seen)-1])
+	defer s.close()
+	decide()
+	e.waitState(a.ID, client.StateAwaitingDecision)
+	want := e.con.latest.Load()
+	for seen[len(seen)-1] < want {
+		seen = append(seen, s.next().ID)
+	}
+	for i := 1; i < len(seen); i++ {
+		must(t, seen[i] == seen[i-1]+1, "ids over the reconnect are not every seq once: %v", seen)
+	}
+	must(t, len(seen) >= 12, "too few events to say anything: %v", seen)
+}
+
+// TestAgentStreamRendersEveryField checks the agent page's stream: the waiting panel and
+// each entry with the proposal's thoughts, result and decision.
+func TestAgentStreamRendersEveryField(t *testing.T) {
+	e := newEnv(t)
+	e.script(reply("write_file", map[string]string{"path": "a.txt", "contents": "hello\n"}, nil))
+	a := &client.Agent{ID: e.createIdle(1)[0]} // its run starts once the page follows it
+	b := e.browser()
+	b.login(e)
+	path := strings.ReplaceAll(eventsRE.FindStringSubmatch(b.get("/agents/" + a.ID).Body)[1], "&amp;", "&")
+	must(t, strings.Contains(path, "agent="+a.ID), "the agent page follows %s", path)
+	s := b.stream(path, 0)
+	defer s.close()
+	_, err := e.sup.API().Facade().TaskRun(context.Background(), a.ID, client.TaskRequest{Task: "write a.txt"})
+	must(t, err == nil, "%v", err)
+	p := e.waitState(a.ID, client.StateAwaitingDecision).Pending
+	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionApprove, By: "pat", Source: "agentctl"}); err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	waiting := false
+	deadline := time.After(10 * time.Second)
+	for !strings.Contains(all.String(), "touched") && !strings.Contains(all.String(), "event-result") {
+		select {
+		case m := <-s.msgs:
+			if m.Event == "waiting" {
+				waiting = true
+			}
+			all.WriteString(m.Data + "\n")
+		case <-deadline:
+			t.Fatalf("no result in the stream:\n%s", all.String())
+		}
+	}
+	for _, want := range []string{"event-proposal", "Observations", "Thought", "Reasoning", "Self-criticism", "Plan", "Says", "I will write_file", "a.txt", "approve by pat (agentctl)", "event-result", "succeeded"} {
+		must(t, strings.Contains(all.String(), want), "the stream does not show %q:\n%s", want, all.String())
+	}
+	must(t, waiting, "the stream never sent the waiting panel")
+}
+
+// gapService replays, after any since, events from seq since+3: the daemon dropped two
+// from its replay window while the page was away.
+type gapService struct {
+	service
+}
+
+func (g gapService) Subscribe(ref string, since int64) (<-chan client.Event, func(), error) {
+	ch := make(chan client.Event, 2)
+	ch <- client.Event{Seq: since + 3, Type: client.EventError, AgentID: "a-1", Message: "later"}
+	return ch, func() {}, nil
+}
+
+// TestStreamGapAsksForReload: a reconnect that cannot be resumed without loss tells the
+// page to read everything again, rather than going on as if nothing was missed.
+func TestStreamGapAsksForReload(t *testing.T) {
+	e := newEnv(t)
+	con, err := New(Options{Service: gapService{service{e.sup.API().Facade(), e.mgr}}})
+	must(t, err == nil, "%v", err)
+	base, err := con.Listen(context.Background(), "127.0.0.1:0")
+	must(t, err == nil, "%v", err)
+	t.Cleanup(func() { con.Close(context.Background()) })
+	login, _ := con.LoginURL()
+	b := e.browser()
+	b.base = strings.TrimSuffix(base, "/")
+	b.get(login)
+	s := b.stream("/events", 40)
+	defer s.close()
+	select {
+	case m := <-s.msgs:
+		must(t, m.Event == "reload", "after a gap the stream sent %+v, want reload", m)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no reload after a gap")
+	}
+}

@@ -1,0 +1,64 @@
+package memory
+
+import (
+	"regexp"
+	"time"
+)
+
+// Match says why a hit matched a query, for people reading search results (agentctl
+// memory search): which of the memory's words the query has, in which fields, and its
+// date when the query asks about time.
+type Match struct {
+	// Words are the memory's own words (as written) whose stems the query has, distinct,
+	// in the order they first appear; at most maxMatchWords.
+	Words []string
+	// Fields are where the query's words appear: "text", "source".
+	Fields []string
+	// Date is the memory's time when the query asks about time ("when", a month, a year,
+	// "last week"…); zero otherwise.
+	Date time.Time
+	// Similar is set when the hit came from embedding similarity without a shared word.
+	Similar bool
+}
+
+const maxMatchWords = 8
+
+// timeWords are the words that make a query ask about time.
+var timeWords = regexp.MustCompile(`(?i)\b(when|date|dates|day|days|week|weeks|month|months|year|years|yesterday|today|tomorrow|ago|last|next|since|recently|` +
+	`january|february|march|april|may|june|july|august|september|october|november|december|` +
+	`jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|monday|tuesday|wednesday|thursday|friday|saturday|sunday|` +
+	`(19|20)\d\d)\b`)
+
+// AsksAboutTime reports whether a query asks about time.
+func AsksAboutTime(query string) bool { return timeWords.MatchString(query) }
+
+// Explain says why h matched query.
+func Explain(query string, h Hit) Match {
+	var m Match
+	terms := analyzedTerms(query)
+	seen := map[string]bool{}
+	for _, t := range analyze(h.Text) {
+		term := string(t.Term)
+		if !terms[term] || seen[term] {
+			continue
+		}
+		seen[term] = true
+		if len(m.Words) < maxMatchWords && t.End <= len(h.Text) {
+			m.Words = append(m.Words, h.Text[t.Start:t.End])
+		}
+	}
+	if len(seen) > 0 {
+		m.Fields = append(m.Fields, "text")
+	}
+	for _, t := range analyze(h.Source) {
+		if terms[string(t.Term)] {
+			m.Fields = append(m.Fields, "source")
+			break
+		}
+	}
+	if AsksAboutTime(query) && !h.Created.IsZero() {
+		m.Date = h.Created.UTC()
+	}
+	m.Similar = len(m.Fields) == 0 && h.Similarity > 0
+	return m
+}

@@ -1,0 +1,78 @@
+package memory
+
+import (
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestFit(t *testing.T) {
+	long := "Intro words that say little. " + strings.Repeat("filler text about nothing much here. ", 20) +
+		"The boiler was serviced by Maria on Tuesday. " + strings.Repeat("more filler after the fact. ", 20)
+	cases := []struct {
+		name   string
+		hits   []string
+		query  string
+		budget int
+		want   []string // substrings of each shown memory, in order
+		cut    []bool   // whether each is a snippet
+	}{
+		{name: "short_memories_whole_in_rank_order", hits: []string{"alpha boiler note", "beta boiler note two"},
+			query: "boiler", budget: 1000, want: []string{"alpha boiler note", "beta boiler note two"}, cut: []bool{false, false}},
+		{name: "near_duplicate_left_out", hits: []string{"the boiler pressure is 1.5 bar today", "The boiler  pressure is 1.5 bar today!", "Maria fixed the tap"},
+			query: "boiler pressure", budget: 1000, want: []string{"boiler pressure is 1.5", "Maria fixed the tap"}, cut: []bool{false, false}},
+		{name: "long_memory_cut_around_the_matching_words", hits: []string{long}, query: "when was the boiler serviced",
+			budget: 1500, want: []string{"boiler was serviced by Maria on Tuesday"}, cut: []bool{true}},
+		{name: "too_long_for_what_is_left_gives_way_to_a_shorter_one", hits: []string{strings.Repeat("x", 90) + " boiler", long, "boiler ok"},
+			query: "boiler", budget: 255, want: []string{"boiler", "boiler ok"}, cut: []bool{false, false}},
+		{name: "nothing_fits_nothing_shown", hits: []string{"boiler"}, query: "boiler", budget: 50},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var hits []Hit
+			for i, h := range c.hits {
+				hits = append(hits, Hit{ID: string(rune('a' + i)), Kind: KindNote, Text: h, Created: time.Date(2026, 5, 8, 0, 0, 0, 0, time.UTC)})
+			}
+			got := Fit(hits, FitOptions{Query: c.query, Budget: c.budget, Line: PromptLine})
+			if len(got) != len(c.want) {
+				t.Fatalf("Fit showed %d memories, want %d: %+v", len(got), len(c.want), got)
+			}
+			total := 0
+			for i, s := range got {
+				total += len(PromptLine(s))
+				if !strings.Contains(s.Text, c.want[i]) || s.Trimmed != c.cut[i] {
+					t.Errorf("memory %d = %q (trimmed %v), want it to hold %q (trimmed %v)", i, s.Text, s.Trimmed, c.want[i], c.cut[i])
+				}
+				if s.Trimmed && (!utf8.ValidString(s.Text) || !strings.Contains(s.Text, "…")) {
+					t.Errorf("snippet %q: want valid UTF-8 with … at its cut ends", s.Text)
+				}
+			}
+			if total > c.budget {
+				t.Errorf("lines take %d chars, over the budget of %d", total, c.budget)
+			}
+		})
+	}
+}
+
+func TestPromptLine(t *testing.T) {
+	at := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
+	cases := []struct {
+		name string
+		s    Shown
+		want string
+	}{
+		{name: "chat_turn_names_its_speaker_once", s: Shown{Hit: Hit{Kind: KindChat, Source: "Caroline", Created: at}, Text: "Caroline: I went to a support group yesterday."},
+			want: "\n- [chat, 8 May 2023] Caroline: I went to a support group yesterday."},
+		{name: "file_chunk_names_its_path", s: Shown{Hit: Hit{Kind: KindFile, Source: "notes/a.txt", Created: at}, Text: "…the code is 4711…"},
+			want: "\n- [file, 8 May 2023, notes/a.txt] …the code is 4711…"},
+		{name: "no_date_no_source", s: Shown{Hit: Hit{Kind: KindNote}, Text: "x"}, want: "\n- [note] x"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := PromptLine(c.s); got != c.want {
+				t.Errorf("PromptLine = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
