@@ -86,9 +86,9 @@ func TestChatSendsTheModelsLoad(t *testing.T) {
 	}
 }
 
-// TestLoadForProbesOnce checks concurrent first callers all get the probed choice, and that a
+// TestLoadForFirstCallers checks concurrent first callers all get the probed choice, and that a
 // failed probe is not remembered: the next call probes again.
-func TestLoadForProbesOnce(t *testing.T) {
+func TestLoadForFirstCallers(t *testing.T) {
 	fake := ollamatest.NewFake(t)
 	c, err := llm.New(fake.URL(), nil)
 	if err != nil {
