@@ -221,7 +221,7 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 		if err = errorIf(tooLong("The answer", text)); err != nil {
 			break
 		}
-		err = r.opt.Service.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: text, By: in.User.ID})
+		err = r.opt.Service.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: text, By: in.User.ID, ByName: in.User.Name})
 		if err == nil {
 			r.answered(ctx, ep, a.ID, a.Question, in.User)
 		}
@@ -252,7 +252,7 @@ func (r *Relay) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *c
 	if r.expired(a.Pending) {
 		return errors.New(r.expiredText())
 	}
-	req.ProposalID, req.By, req.Source, req.Hash = a.Pending.ID, in.User.ID, ep.a.Platform(), a.Pending.Hash
+	req.ProposalID, req.By, req.ByName, req.Source, req.Hash = a.Pending.ID, in.User.ID, in.User.Name, ep.a.Platform(), a.Pending.Hash
 	_, err = r.opt.Service.Decide(ctx, a.ID, req)
 	return err
 }
@@ -348,7 +348,7 @@ func (r *Relay) OnClick(ctx context.Context, c Click) {
 		r.ephemeral(ctx, ep, c.Where, c.User, r.expiredText())
 		return
 	}
-	req := client.DecideRequest{ProposalID: c.Ref.ProposalID, By: c.User.ID, Source: c.Platform, Hash: c.Ref.Hash}
+	req := client.DecideRequest{ProposalID: c.Ref.ProposalID, By: c.User.ID, ByName: c.User.Name, Source: c.Platform, Hash: c.Ref.Hash}
 	switch c.Action {
 	case ActionApprove:
 		req.Kind, req.Count = client.DecisionApprove, 1
@@ -427,7 +427,7 @@ func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User
 		return
 	}
 	_, err := r.opt.Service.Decide(ctx, a.ID, client.DecideRequest{
-		ProposalID: ref.ProposalID, Kind: client.DecisionFeedback, Feedback: text, By: u.ID, Source: platform, Hash: ref.Hash})
+		ProposalID: ref.ProposalID, Kind: client.DecisionFeedback, Feedback: text, By: u.ID, ByName: u.Name, Source: platform, Hash: ref.Hash})
 	if err != nil {
 		r.ephemeral(ctx, ep, w, u, err.Error())
 	}

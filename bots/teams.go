@@ -467,7 +467,7 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		if err = errorIf(tooLong("The answer", text)); err != nil {
 			break
 		}
-		err = r.opt.Service.Answer(ctx, target.ID, client.AnswerRequest{ProposalID: target.Question.ProposalID, Text: text, By: in.User.ID})
+		err = r.opt.Service.Answer(ctx, target.ID, client.AnswerRequest{ProposalID: target.Question.ProposalID, Text: text, By: in.User.ID, ByName: in.User.Name})
 		if err == nil {
 			r.answered(ctx, ep, target.ID, target.Question, in.User)
 		}

@@ -12,7 +12,7 @@ type Match struct {
 	// Words are the memory's own words (as written) whose stems the query has, distinct,
 	// in the order they first appear; at most maxMatchWords.
 	Words []string
-	// Fields are where the query's words appear: "text", "source".
+	// Fields are where the query's words appear: "text", "source", "speaker".
 	Fields []string
 	// Date is the memory's time when the query asks about time ("when", a month, a year,
 	// "last week"…); zero otherwise.
@@ -53,6 +53,12 @@ func Explain(query string, h Hit) Match {
 	for _, t := range analyze(h.Source) {
 		if terms[string(t.Term)] {
 			m.Fields = append(m.Fields, "source")
+			break
+		}
+	}
+	for _, t := range analyze(h.Speaker) {
+		if terms[string(t.Term)] {
+			m.Fields = append(m.Fields, "speaker")
 			break
 		}
 	}

@@ -39,7 +39,7 @@ const (
 // Change it whenever newMapping or toDocument changes.
 const (
 	formatKey     = "agentd.memory.format"
-	formatVersion = "2"
+	formatVersion = "3"
 	lengthsKey    = "agentd.memory.lengths"
 )
 
@@ -59,9 +59,11 @@ type generation struct {
 	an   analyzers
 	vec  *vectorStore
 
-	// Text tokens and documents analyzed into this generation, for BM25's average document
-	// length (see bm25Stats). Persisted in the index's internal store with every batch.
-	tokens, analyzed atomic.Int64
+	// Text tokens and documents analyzed into this generation, and context tokens and the
+	// documents that have a context, for BM25's average field lengths (see bm25Stats).
+	// Persisted in the index's internal store with every batch.
+	tokens, analyzed       atomic.Int64
+	ctxTokens, ctxAnalyzed atomic.Int64
 }
 
 func genName(n int) string { return fmt.Sprintf("%s%06d", genPrefix, n) }
@@ -127,16 +129,20 @@ func finishGeneration(name, dir string, idx bleve.Index) (*generation, error) {
 		return nil, err
 	}
 	g := &generation{name: name, dir: dir, idx: idx, an: an, vec: vec}
-	if b, err := idx.GetInternal([]byte(lengthsKey)); err == nil && len(b) == 16 {
+	if b, err := idx.GetInternal([]byte(lengthsKey)); err == nil && len(b) == 32 {
 		g.tokens.Store(int64(binary.LittleEndian.Uint64(b)))
 		g.analyzed.Store(int64(binary.LittleEndian.Uint64(b[8:])))
+		g.ctxTokens.Store(int64(binary.LittleEndian.Uint64(b[16:])))
+		g.ctxAnalyzed.Store(int64(binary.LittleEndian.Uint64(b[24:])))
 	}
 	return g, nil
 }
 
 func (g *generation) lengths() []byte {
 	b := binary.LittleEndian.AppendUint64(nil, uint64(g.tokens.Load()))
-	return binary.LittleEndian.AppendUint64(b, uint64(g.analyzed.Load()))
+	b = binary.LittleEndian.AppendUint64(b, uint64(g.analyzed.Load()))
+	b = binary.LittleEndian.AppendUint64(b, uint64(g.ctxTokens.Load()))
+	return binary.LittleEndian.AppendUint64(b, uint64(g.ctxAnalyzed.Load()))
 }
 
 // bm25Stats gives Bleve the real average length of the text field. Left alone, Bleve 2.6.1
@@ -150,9 +156,17 @@ func (g *generation) bm25Stats(docs uint64) *search.BM25Stats {
 		return nil
 	}
 	avg := float64(g.tokens.Load()) / float64(analyzed)
+	// Bleve divides by the document count; the context's average is over the memories
+	// that have one (the others never match it).
+	ctxAvg := 1.0
+	if n := g.ctxAnalyzed.Load(); n > 0 {
+		ctxAvg = float64(g.ctxTokens.Load()) / float64(n)
+	}
 	n := int(docs)
 	return &search.BM25Stats{DocCount: float64(docs), FieldCardinality: map[string]int{
-		fieldText:  int(math.Ceil(avg * float64(docs))),
+		fieldText:    int(math.Ceil(avg * float64(docs))),
+		fieldContext: int(math.Ceil(ctxAvg * float64(docs))),
+		fieldSpeaker: n, fieldDates: 8 * n,
 		fieldAgent: n, fieldKind: n, fieldSource: n, fieldCreated: n, "*": n,
 	}}
 }
@@ -398,8 +412,20 @@ func (g *generation) docCount() uint64 {
 	return n
 }
 
-// termDocFreqs returns how many documents contain each term in the text field.
-func (g *generation) termDocFreqs(ctx context.Context, terms []string) (map[string]uint64, error) {
+// searchedFields are the fields a query's words are looked for in (see fieldsQuery).
+var searchedFields = []string{fieldText, fieldContext, fieldSpeaker}
+
+// fieldSet has bit i set for searchedFields[i].
+type fieldSet uint8
+
+// termDocFreqs returns, for each term, how many documents contain it in one field, the
+// field where it is most frequent (text, context or speaker): the query's rare and common
+// terms are judged by it as they were when the text was the only field. (The sum over the
+// fields made common twice as many words, and searches fell back to the exhaustive form:
+// 100k-memory p50 4.4 ms against 3.0.)
+// in has, for each term, a bit per searchedFields entry that has it, so a search skips the
+// fields that do not (nil to skip nothing).
+func (g *generation) termDocFreqs(ctx context.Context, terms []string, in map[string]fieldSet) (map[string]uint64, error) {
 	adv, err := g.idx.Advanced()
 	if err != nil {
 		return nil, err
@@ -411,12 +437,18 @@ func (g *generation) termDocFreqs(ctx context.Context, terms []string) (map[stri
 	defer r.Close()
 	out := make(map[string]uint64, len(terms))
 	for _, t := range terms {
-		tfr, err := r.TermFieldReader(ctx, []byte(t), fieldText, false, false, false)
-		if err != nil {
-			return nil, err
+		for i, f := range searchedFields {
+			tfr, err := r.TermFieldReader(ctx, []byte(t), f, false, false, false)
+			if err != nil {
+				return nil, err
+			}
+			n := tfr.Count()
+			_ = tfr.Close()
+			out[t] = max(out[t], n)
+			if n > 0 && in != nil {
+				in[t] |= 1 << i
+			}
 		}
-		out[t] = tfr.Count()
-		_ = tfr.Close()
 	}
 	return out, nil
 }

@@ -6,8 +6,11 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/keyword"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
+	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/tokenizer/whitespace"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
@@ -21,14 +24,21 @@ const (
 	fieldKind    = "kind"    // keyword
 	fieldSource  = "source"  // keyword
 	fieldCreated = "created" // datetime, stored only (see createdOptions)
+	fieldSpeaker = "speaker" // who said it, English analyzer so names match the query's terms
+	fieldContext = "context" // the previous turn, English analyzer, not stored, searched with a low boost
+	fieldDates   = "dates"   // the memory's dates and the dates it mentions (see dates.go), whitespace-split
 )
+
+// datesAnalyzer splits the dates field on spaces and lowercases it: its terms ("2023-05-07",
+// "2023-05", "may") are built by dates.go, not analyzed out of prose.
+const datesAnalyzer = "agentd_dates"
 
 // sharedTerm is what the agent field holds for a shared memory: an empty term is not safe in
 // every segment format, and no agent name can contain NUL (clean rejects it).
 const sharedTerm = "\x00"
 
 // storedFields are loaded for every hit; nothing else is stored.
-var storedFields = []string{fieldAgent, fieldKind, fieldText, fieldSource, fieldCreated}
+var storedFields = []string{fieldAgent, fieldKind, fieldText, fieldSource, fieldCreated, fieldSpeaker, fieldDates}
 
 // Every field is stored; none has term vectors (no highlighting), doc values (no sorting or
 // faceting) or a place in the _all field: the index stays small and fast.
@@ -51,9 +61,14 @@ func newMapping() *mapping.IndexMappingImpl {
 	doc.AddFieldMappingsAt(fieldKind, bleve.NewKeywordFieldMapping())
 	doc.AddFieldMappingsAt(fieldSource, bleve.NewKeywordFieldMapping())
 	doc.AddFieldMappingsAt(fieldCreated, bleve.NewDateTimeFieldMapping())
+	speaker, context, dates := bleve.NewTextFieldMapping(), bleve.NewTextFieldMapping(), bleve.NewTextFieldMapping()
+	speaker.Analyzer, context.Analyzer, dates.Analyzer = en.AnalyzerName, en.AnalyzerName, datesAnalyzer
+	doc.AddFieldMappingsAt(fieldSpeaker, speaker)
+	doc.AddFieldMappingsAt(fieldContext, context)
+	doc.AddFieldMappingsAt(fieldDates, dates)
 	for name, fms := range doc.Properties {
 		for _, f := range fms.Fields {
-			f.Store = true
+			f.Store = name != fieldContext
 			f.Index = name != fieldCreated
 			f.IncludeTermVectors = false
 			f.IncludeInAll = false
@@ -62,6 +77,11 @@ func newMapping() *mapping.IndexMappingImpl {
 	}
 
 	m := bleve.NewIndexMapping()
+	if err := m.AddCustomAnalyzer(datesAnalyzer, map[string]any{
+		"type": custom.Name, "tokenizer": whitespace.Name, "token_filters": []any{lowercase.Name},
+	}); err != nil {
+		panic(err) // only if the names above are not registered: a build error in effect
+	}
 	m.DefaultMapping = doc
 	m.DefaultAnalyzer = en.AnalyzerName
 	m.DefaultField = fieldText
@@ -74,24 +94,36 @@ func newMapping() *mapping.IndexMappingImpl {
 
 // analyzers are resolved once from the mapping so documents and queries analyze alike.
 type analyzers struct {
-	text, keyword analysis.Analyzer
+	text, keyword, dates analysis.Analyzer
 }
 
 func analyzersFor(m mapping.IndexMapping) (analyzers, error) {
-	a := analyzers{text: m.AnalyzerNamed(en.AnalyzerName), keyword: m.AnalyzerNamed(keyword.Name)}
-	if a.text == nil || a.keyword == nil {
-		return a, fmt.Errorf("memory: analyzers %q/%q not registered", en.AnalyzerName, keyword.Name)
+	a := analyzers{text: m.AnalyzerNamed(en.AnalyzerName), keyword: m.AnalyzerNamed(keyword.Name), dates: m.AnalyzerNamed(datesAnalyzer)}
+	if a.text == nil || a.keyword == nil || a.dates == nil {
+		return a, fmt.Errorf("memory: analyzers %q/%q/%q not registered", en.AnalyzerName, keyword.Name, datesAnalyzer)
 	}
 	return a, nil
 }
 
 // toDocument builds the Bleve document for d directly, skipping the mapping's reflection walk;
 // it produces the same fields the mapping would (a test checks that).
-// It also returns the text field, whose AnalyzedLength is known once Bleve has indexed it.
-func (a analyzers) toDocument(d Doc) (*document.Document, *document.TextField, error) {
-	doc := document.NewDocument(d.ID)
-	text := document.NewTextFieldCustom(fieldText, nil, []byte(d.Text), fieldOptions, a.text)
+// It also returns the text and context fields, whose AnalyzedLength is known once Bleve has
+// indexed them (prev, the context, is nil when the memory has none). dates is the dates
+// field, dateTerms(d.Text, d.Created).
+func (a analyzers) toDocument(d Doc, dates string) (doc *document.Document, text, prev *document.TextField, err error) {
+	doc = document.NewDocument(d.ID)
+	text = document.NewTextFieldCustom(fieldText, nil, []byte(d.Text), fieldOptions, a.text)
 	doc.AddField(text)
+	if d.Speaker != "" {
+		doc.AddField(document.NewTextFieldCustom(fieldSpeaker, nil, []byte(d.Speaker), fieldOptions, a.text))
+	}
+	if d.Context != "" {
+		prev = document.NewTextFieldCustom(fieldContext, nil, []byte(d.Context), index.IndexField, a.text)
+		doc.AddField(prev)
+	}
+	if dates != "" {
+		doc.AddField(document.NewTextFieldCustom(fieldDates, nil, []byte(dates), fieldOptions, a.dates))
+	}
 	doc.AddField(document.NewTextFieldCustom(fieldAgent, nil, []byte(agentTerm(d.Agent)), fieldOptions, a.keyword))
 	doc.AddField(document.NewTextFieldCustom(fieldKind, nil, []byte(d.Kind), fieldOptions, a.keyword))
 	if d.Source != "" {
@@ -99,10 +131,10 @@ func (a analyzers) toDocument(d Doc) (*document.Document, *document.TextField, e
 	}
 	created, err := document.NewDateTimeFieldWithIndexingOptions(fieldCreated, nil, d.Created, time.RFC3339Nano, createdOptions)
 	if err != nil {
-		return nil, nil, fmt.Errorf("memory: %s: created: %w", d.ID, err)
+		return nil, nil, nil, fmt.Errorf("memory: %s: created: %w", d.ID, err)
 	}
 	doc.AddField(created)
-	return doc, text, nil
+	return doc, text, prev, nil
 }
 
 // mappingValue is d as the mapping would index it through bleve.Index.Index (used by tests to
@@ -116,6 +148,15 @@ func mappingValue(d Doc) map[string]any {
 	}
 	if d.Source != "" {
 		v[fieldSource] = d.Source
+	}
+	if d.Speaker != "" {
+		v[fieldSpeaker] = d.Speaker
+	}
+	if d.Context != "" {
+		v[fieldContext] = d.Context
+	}
+	if dates := dateTerms(d.Text, d.Created); dates != "" {
+		v[fieldDates] = dates
 	}
 	return v
 }
@@ -138,6 +179,8 @@ func hitFrom(dm *search.DocumentMatch) Hit {
 	h.Kind = Kind(str(fieldKind))
 	h.Text = str(fieldText)
 	h.Source = str(fieldSource)
+	h.Speaker = str(fieldSpeaker)
+	h.Dates = mentionedDates(str(fieldDates))
 	if t, err := time.Parse(time.RFC3339Nano, str(fieldCreated)); err == nil {
 		h.Created = t.UTC()
 	}

@@ -17,9 +17,13 @@
 //	NEEDS_REBUILD   present while the index is known to miss memories; the reason inside
 //	DIRTY           present while open; found by Open, it means the last run did not Close
 //
-// Retrieval is BM25 with recency as an optional tie-breaker. With an Embedder it is hybrid: memories are
-// embedded as they are indexed and a search fuses the BM25 ranking with a cosine-similarity
-// ranking by reciprocal rank fusion. The vector side is brute force in Go (see vectors.go).
+// Retrieval is BM25 with recency as an optional tie-breaker. A question's words are looked for
+// in the memory's text, its speaker and (with a lower weight) the turn before it, a word's
+// fields summed (fieldsum.go); the dates a memory mentions are resolved when it is indexed and
+// questions that ask "when" or name a month search them (dates.go). With an Embedder it is
+// hybrid: memories are embedded as they are indexed and a search fuses the BM25 ranking with
+// a cosine-similarity ranking by reciprocal rank fusion. The vector side is brute force in Go
+// (see vectors.go).
 package memory
 
 import (
@@ -66,7 +70,17 @@ type Doc struct {
 	Kind  Kind
 	Text  string
 	// Source says where it came from: a command, a file path, a chat thread.
-	Source  string
+	Source string
+	// Speaker is who said or wrote it (a chat message's author). It is a field of its own,
+	// searched by the query's words, so "what did Ana say" finds Ana's messages although
+	// the message does not name her.
+	Speaker string
+	// Context is what came just before in the same conversation (the previous chat turn).
+	// Its end (maxContextBytes) is indexed with a low weight and not stored: a short answer
+	// ("A beagle.") is found by the words of the question it answers.
+	Context string
+	// Created is when it happened; relative time words in Text ("yesterday", "last week")
+	// are resolved from it when the memory is indexed (see Hit.Dates).
 	Created time.Time
 }
 
@@ -84,6 +98,8 @@ type Query struct {
 	Kinds []Kind
 	// K is the number of hits wanted; 0 means DefaultK.
 	K int
+	// Explain fills each hit's Matched: why it was found.
+	Explain bool
 	// HalfLife, when set, lets recency break near-ties: each score gets a bonus of at most 1%
 	// that halves every HalfLife of age (see recencyFactor); an older memory that matches
 	// better keeps its place.
@@ -100,7 +116,12 @@ type Hit struct {
 	Kind    Kind
 	Text    string
 	Source  string
+	Speaker string // Doc.Speaker
 	Created time.Time
+	// Dates are the dates Text mentions, resolved from Created when it was indexed:
+	// "2023-05-07" (a day: "yesterday", "on Friday"), "2023-05" (a month: "last month"),
+	// "2023" (a year). Nil when it mentions none.
+	Dates []string
 	// Score ranks the hits: BM25 (or the reciprocal rank fusion score when vectors took part),
 	// times the recency decay when the query asked for one.
 	Score float64
@@ -108,6 +129,11 @@ type Hit struct {
 	BM25 float64
 	// Similarity is the cosine similarity to the query; 0 without embeddings.
 	Similarity float64
+	// Matched says why it was found, when the query asked (Query.Explain): "text:beagle" (a
+	// word of the query, as analyzed, in the text), "speaker:ana", "dates:2023-05" or
+	// "dates:@date" (a "when" question and a memory that mentions a time), "context" (the
+	// turn before it had the query's words), "meaning" (the vector side alone).
+	Matched []string
 }
 
 // Stats is a snapshot of the index's counters, for metrics and `agentctl memory` output.
@@ -198,6 +224,8 @@ func clean(d Doc, max int) (Doc, error) {
 	}
 	d.Text = sanitize(d.Text, max)
 	d.Source = sanitize(d.Source, 1024)
+	d.Speaker = sanitize(d.Speaker, 256)
+	d.Context = contextTail(sanitize(d.Context, max), maxContextBytes)
 	if d.Created.IsZero() {
 		d.Created = time.Unix(0, 0)
 	}
@@ -218,6 +246,26 @@ func sanitize(s string, max int) string {
 			cut--
 		}
 		s = s[:cut]
+	}
+	return s
+}
+
+// maxContextBytes is how much of Doc.Context is indexed: its end, the words just before the
+// memory (a question is asked last). On the LoCoMo dev split 160 bytes gave R@25 83.1
+// against 81.4 for the whole turn (80: 82.2, 300: 81.6), and fewer postings to walk.
+var maxContextBytes = 160
+
+// contextTail is the last max bytes of s, from a word boundary.
+func contextTail(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[len(s)-max:]
+	if i := strings.IndexByte(s, ' '); i >= 0 {
+		return s[i+1:]
+	}
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
 	}
 	return s
 }

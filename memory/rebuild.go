@@ -105,7 +105,7 @@ func (ix *Index) fill(ctx context.Context, g *generation, source func(yield func
 			ix.log.Warn("memory: rebuild: skipping a memory", "err", err)
 			return nil
 		}
-		batch = append(batch, op{kind: opAdd, doc: d})
+		batch = append(batch, op{kind: opAdd, doc: d, dates: dateTerms(d.Text, d.Created)})
 		if len(batch) >= ix.opts.BatchSize {
 			return send()
 		}

@@ -82,20 +82,35 @@ func parseDialog(name string, r io.Reader) (dialog, error) {
 	if err := json.Unmarshal(raw["qa"], &d.qa); err != nil {
 		return d, fmt.Errorf("%s: qa: %w", name, err)
 	}
+	for i, q := range d.qa {
+		// A few entries list two turns in one string: "D8:6; D9:17".
+		var ev []string
+		for _, e := range q.Evidence {
+			for _, part := range strings.Split(e, ";") {
+				if part = strings.TrimSpace(part); part != "" {
+					ev = append(ev, part)
+				}
+			}
+		}
+		d.qa[i].Evidence = ev
+	}
 	return d, nil
 }
 
-// docs are the dialog's turns as the memories the daemon would write for a chat thread.
+// docs are the dialog's turns as the memories the daemon would write for a chat thread: the
+// message, who said it, and the previous message of the session as context.
 func (d dialog) docs() []Doc {
 	var out []Doc
 	for _, s := range d.sessions {
+		prev := ""
 		for i, t := range s.turns {
-			text := t.Speaker + ": " + t.Text
+			text := t.Text
 			if t.Caption != "" {
 				text += " [shared a photo: " + t.Caption + "]"
 			}
 			out = append(out, Doc{ID: d.name + "/" + t.DiaID, Agent: d.name, Kind: KindChat, Text: text,
-				Source: t.Speaker, Created: s.when.Add(time.Duration(i) * time.Second)})
+				Source: "chat", Speaker: t.Speaker, Context: prev, Created: s.when.Add(time.Duration(i) * time.Second)})
+			prev = text
 		}
 	}
 	return out
@@ -181,6 +196,7 @@ func fillerDocs(n int, dialogs []dialog, chatty int) []Doc {
 	}
 	r := rand.New(rand.NewPCG(11, 13))
 	out := make([]Doc, n)
+	prev := ""
 	for i := range out {
 		out[i] = gen.doc(i)
 		if r.IntN(100) < chatty && len(words) > 0 {
@@ -189,10 +205,18 @@ func fillerDocs(n int, dialogs []dialog, chatty int) []Doc {
 				w[j] = words[r.IntN(len(words))]
 			}
 			out[i].Text = strings.Join(w, " ")
+			if out[i].Agent == "" {
+				continue // shared: a note everyone sees, as before
+			}
+			// Other agents' chats have their own people and threads.
+			out[i].Kind, out[i].Speaker, out[i].Context = KindChat, fillerNames[r.IntN(len(fillerNames))], prev
+			prev = out[i].Text
 		}
 	}
 	return out
 }
+
+var fillerNames = strings.Fields("Ada Bo Cyril Dana Emeka Farah Goran Hana Ivo Jun Kemal Lena Milo Nadia Otto Priya Quinn Rosa Sami Tove")
 
 // runRecall builds an index of the dialogs plus filler memories and measures recall.
 func runRecall(tb testing.TB, dialogs []dialog, filler, chatty int, halfLife time.Duration) *recallResult {
@@ -233,6 +257,19 @@ func runRecall(tb testing.TB, dialogs []dialog, filler, chatty int, halfLife tim
 	}
 	res.ingest = float64(len(all)) / time.Since(start).Seconds()
 	maxK := recallKs[len(recallKs)-1]
+	var dump io.Writer
+	if p := os.Getenv("AGENTD_RECALL_DUMP"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer f.Close()
+		dump = f
+	}
+	textOf := map[string]string{}
+	for _, d := range docs {
+		textOf[d.ID] = d.Text
+	}
 	for _, d := range dialogs {
 		for _, q := range d.qa {
 			t := time.Now()
@@ -261,6 +298,19 @@ func runRecall(tb testing.TB, dialogs []dialog, filler, chatty int, halfLife tim
 				}
 			}
 			res.add(q.Category, rec)
+			if dump != nil && rec[1] < 1 {
+				fmt.Fprintf(dump, "\n## cat %d R@10 %.2f  %s\n", q.Category, rec[1], q.Question)
+				for _, ev := range q.Evidence {
+					r, ok := rank[d.name+"/"+strings.TrimSpace(ev)]
+					if !ok {
+						r = -1
+					}
+					fmt.Fprintf(dump, "  ev %s rank %d: %s\n", ev, r, textOf[d.name+"/"+strings.TrimSpace(ev)])
+				}
+				for i, h := range hits[:min(5, len(hits))] {
+					fmt.Fprintf(dump, "  top%d %.2f %s\n", i, h.Score, h.Text)
+				}
+			}
 		}
 	}
 	return res
@@ -294,7 +344,10 @@ func envInt(name string, def int) int {
 // BenchmarkRecall runs the recall benchmark on AGENTD_RECALL_FILES (comma-separated) with
 // AGENTD_RECALL_FILLER other agents' memories (default 100,000), AGENTD_RECALL_CHATTY percent
 // of them conversational (default 50) and AGENTD_RECALL_HALFLIFE (e.g. 720h, default none),
-// printing the table; without files it uses the synthetic set.
+// printing the table; without files it uses the synthetic set. For tuning:
+// AGENTD_RECALL_DUMP=FILE writes each question the top 10 missed, with its evidence's rank
+// and the top hits; AGENTD_RECALL_BOOSTS=context,speaker,dates and
+// AGENTD_RECALL_CONTEXT_BYTES override the field weights and the context indexed.
 func BenchmarkRecall(b *testing.B) {
 	paths := []string{"testdata/dialog.json"}
 	if v := os.Getenv("AGENTD_RECALL_FILES"); v != "" {
@@ -304,6 +357,15 @@ func BenchmarkRecall(b *testing.B) {
 	dialogs := loadDialogs(b, paths)
 	filler := envInt("AGENTD_RECALL_FILLER", 100_000)
 	chatty := envInt("AGENTD_RECALL_CHATTY", 50)
+	maxContextBytes = envInt("AGENTD_RECALL_CONTEXT_BYTES", maxContextBytes)
+	// AGENTD_RECALL_BOOSTS=context,speaker,dates overrides the field boosts, for tuning.
+	if v := strings.Split(os.Getenv("AGENTD_RECALL_BOOSTS"), ","); len(v) == 3 {
+		for i, p := range []*float64{&contextBoost, &speakerBoost, &datesBoost} {
+			if f, err := strconv.ParseFloat(v[i], 64); err == nil {
+				*p = f
+			}
+		}
+	}
 	for range b.N {
 		res := runRecall(b, dialogs, filler, chatty, hl)
 		b.Logf("recall over %d dialog(s), %d filler memories (%d%% chatty), half_life %v:\n%s", len(dialogs), filler, chatty, hl, res.table())

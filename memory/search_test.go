@@ -84,10 +84,11 @@ func TestMappingIsExplicitAndBM25(t *testing.T) {
 	want := map[string][2]string{
 		fieldText: {"text", "en"}, fieldAgent: {"text", "keyword"}, fieldKind: {"text", "keyword"},
 		fieldSource: {"text", "keyword"}, fieldCreated: {"datetime", ""},
+		fieldSpeaker: {"text", "en"}, fieldContext: {"text", "en"}, fieldDates: {"text", datesAnalyzer},
 	}
 	for name, w := range want {
 		fs := got.Default.Properties[name].Fields
-		if len(fs) != 1 || fs[0].Type != w[0] || fs[0].Analyzer != w[1] || !fs[0].Store || fs[0].Index != (name != fieldCreated) ||
+		if len(fs) != 1 || fs[0].Type != w[0] || fs[0].Analyzer != w[1] || fs[0].Store != (name != fieldContext) || fs[0].Index != (name != fieldCreated) ||
 			fs[0].IncludeTermVectors || fs[0].IncludeInAll || fs[0].DocValues {
 			t.Errorf("field %s: %+v", name, fs)
 		}
@@ -96,7 +97,10 @@ func TestMappingIsExplicitAndBM25(t *testing.T) {
 
 // toDocument must index exactly what the mapping would: same hits, same scores.
 func TestAdvancedDocumentsMatchMapping(t *testing.T) {
-	docs := rankingCorpus()
+	docs := append(rankingCorpus(),
+		Doc{ID: "c1", Agent: "alice", Kind: KindChat, Text: "A beagle, we adopted him yesterday.", Speaker: "Ana",
+			Context: "What breed is the new dog?", Created: t0},
+		Doc{ID: "c2", Agent: "alice", Kind: KindChat, Text: "Is the deploy done?", Speaker: "Ben", Created: t0})
 	dir := t.TempDir()
 	viaMapping, err := bleve.NewUsing(filepath.Join(dir, "m"), newMapping(), scorch.Name, scorch.Name, nil)
 	if err != nil {
@@ -119,12 +123,16 @@ func TestAdvancedDocumentsMatchMapping(t *testing.T) {
 	mg := &generation{idx: viaMapping, an: live.an}
 	mg.tokens.Store(live.tokens.Load())
 	mg.analyzed.Store(live.analyzed.Load())
+	mg.ctxTokens.Store(live.ctxTokens.Load())
+	mg.ctxAnalyzed.Store(live.ctxAnalyzed.Load())
 	for _, q := range []Query{
 		{AllAgents: true, Text: "deploy release"},
 		{Agent: "alice", Text: "deploy failed database"},
 		{Agent: "bob", Text: "weather", Kinds: []Kind{KindNote}},
+		{Agent: "alice", Text: "When did Ana get the dog, which breed?"},
+		{Agent: "alice", Text: "what did ben ask about the deploy"},
 	} {
-		want, err := ix.searchBM25(context.Background(), mg, q, 20)
+		want, err := ix.lexical(context.Background(), mg, q, 20)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,10 @@ const (
 type op struct {
 	kind opKind
 	doc  Doc // opAdd: the memory; opDelete: only doc.ID
-	swap *swapRequest
+	// dates is an opAdd's dates field (dateTerms), worked out by the caller of Add so the
+	// writer, which indexes for every agent, does not spend its time on it.
+	dates string
+	swap  *swapRequest
 }
 
 // queue holds operations for the writer goroutine, in order.
@@ -156,7 +159,7 @@ func (ix *Index) Add(docs ...Doc) error {
 		if err != nil {
 			return err
 		}
-		ops[i] = op{kind: opAdd, doc: d}
+		ops[i] = op{kind: opAdd, doc: d, dates: dateTerms(d.Text, d.Created)}
 	}
 	return ix.enqueue(ops)
 }
@@ -250,10 +253,11 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 	b := g.idx.NewBatch()
 	b.SetInternal([]byte(lengthsKey), g.lengths()) // as of the previous batch; close writes the last
 	texts := make([]*document.TextField, 0, len(ops))
+	var contexts []*document.TextField
 	for _, o := range ops {
 		switch o.kind {
 		case opAdd:
-			doc, text, err := g.an.toDocument(o.doc)
+			doc, text, prev, err := g.an.toDocument(o.doc, o.dates)
 			if err != nil {
 				ix.log.Warn("memory: skipping a memory", "id", o.doc.ID, "err", err)
 				continue
@@ -262,6 +266,9 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 				return err
 			}
 			texts = append(texts, text)
+			if prev != nil {
+				contexts = append(contexts, prev)
+			}
 		case opDelete:
 			b.Delete(o.doc.ID)
 		}
@@ -275,6 +282,12 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 	}
 	g.tokens.Add(int64(tokens))
 	g.analyzed.Add(int64(len(texts)))
+	tokens = 0
+	for _, f := range contexts {
+		tokens += f.AnalyzedLength()
+	}
+	g.ctxTokens.Add(int64(tokens))
+	g.ctxAnalyzed.Add(int64(len(contexts)))
 	if reuse == nil {
 		reuse = g
 	}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — the DESIGN §7 step benchmarks, with the figures printed one per line.
 #
-#   scripts/bench.sh             # all three
+#   scripts/bench.sh             # all four
 #   scripts/bench.sh overhead    # BenchmarkStepOverhead: daemon cost per step, instant fake model
 #   scripts/bench.sh prompt      # BenchmarkFirstStepPrompt: first-step prompt size
 #   scripts/bench.sh real        # BenchmarkStepVsBareChat: agentd step ÷ bare /api/chat (real Ollama)
@@ -12,6 +12,8 @@
 #                                # ms per page, 1,000 agents) and BenchmarkEventToDOM (p50/p99 in Chromium)
 #   scripts/bench.sh memory-recall FILE...  # memory.BenchmarkRecall: R@k per category on
 #                                # LoCoMo-format dialogs, zero-hit count, ingest rate, search p50/p99
+#   scripts/bench.sh pool        # llm.BenchmarkPoolBusy: model-busy %, 8 agents on 2 fake hosts × 4 slots;
+#                                # llm.BenchmarkPoolInteractiveWait: a person's queue wait under batch load
 #
 # Benchmarks report figures and never fail on them. Machine noise is large on 2 busy cores:
 # compare runs made back to back, and prefer the medians over several counts.
@@ -24,8 +26,10 @@
 #   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
 #   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
 #   RECALL_HALFLIFE  memory-recall's half_life, e.g. 720h (default none)
+#   RECALL_DUMP    memory-recall writes the questions whose evidence missed the top 10 to this file
 #   RECALL_PROMPT_CTX  with memory-recall: measure evidence in the prompt instead, the memory
 #                  section the agent's prompt carries at this num_ctx (e.g. 2048)
+#   BENCH_CALLS    model calls per pool benchmark run (default 1000; 50 ms each on 8 slots)
 #   BENCH_OUT      directory for the raw output (benchstat input) and CPU profiles (default a temp dir)
 #   AGENTD_OLLAMA_BIN  the Ollama binary; else `ollama` on PATH, else scripts/ollama.sh's cache.
 #                  Without one the real-server figures are skipped (scripts/ollama.sh builds it).
@@ -51,11 +55,13 @@ if [ "$what" = memory-recall ]; then
 		[ -f "$f" ] || die "memory-recall: $f: no such file; give LoCoMo-format JSON files"
 		files+=("$(cd "$(dirname "$f")" && pwd)/$(basename "$f")")
 	done
+	dump=${RECALL_DUMP:-}
+	[ -z "$dump" ] || [ "${dump#/}" != "$dump" ] || dump="$PWD/$dump" # go test runs in memory/
 	say "memory-recall: ${#files[@]} dialog file(s), ${RECALL_FILLER:-100000} filler memories"
 	bench='^BenchmarkRecall$'
 	[ -z "${RECALL_PROMPT_CTX:-}" ] || bench='^BenchmarkRecallPrompt$'
 	(IFS=,; AGENTD_RECALL_FILES="${files[*]}" AGENTD_RECALL_FILLER="${RECALL_FILLER:-100000}" AGENTD_RECALL_CHATTY="${RECALL_CHATTY:-50}" \
-		AGENTD_RECALL_HALFLIFE="${RECALL_HALFLIFE:-}" RECALL_PROMPT_CTX="${RECALL_PROMPT_CTX:-}" \
+		AGENTD_RECALL_HALFLIFE="${RECALL_HALFLIFE:-}" AGENTD_RECALL_DUMP="$dump" RECALL_PROMPT_CTX="${RECALL_PROMPT_CTX:-}" \
 		go test -run '^$' -bench "$bench" -benchtime 1x -count 1 -timeout 60m ./memory/) |
 		tee "$out/recall.txt" | grep -vE '^(goos|goarch|pkg|cpu|PASS|ok|--- BENCH|    )' || true
 	exit 0
@@ -68,6 +74,20 @@ if [ "$what" = web ]; then
 		tee "$out/web.txt" | grep -E '^Benchmark' || true
 	exit 0
 fi
+
+# pool is the model pool's benchmarks, in the llm package (fake hosts, no real model);
+# "all" runs them first and goes on.
+if [ "$what" = pool ] || [ "$what" = all ]; then
+	go test -c -o "$out/llm.test" ./daemon/llm
+	say "pool: -bench BenchmarkPool -benchtime ${BENCH_CALLS:-1000}x -count $count (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+	(cd "$out" && ./llm.test -test.run '^$' -test.bench '^BenchmarkPool(Busy|InteractiveWait)$' -test.benchtime "${BENCH_CALLS:-1000}x" \
+		-test.count "$count" -test.timeout 60m) | tee -a "$out/raw.txt" | grep -E '^(Benchmark|\s+bench)' >&2 || true
+	if [ "$what" = pool ]; then
+		awk '/^Benchmark/ { for (i = 3; i < NF; i += 2) printf "%-44s %-24s %s\n", $1, $(i+1), $i }' "$out/raw.txt"
+		exit 0
+	fi
+fi
+
 say "building the benchmark binary"
 go test -c -o "$out/agent.test" ./daemon/agent
 case $what in all | pending) go test -c -o "$out/server.test" ./daemon/server ;; esac

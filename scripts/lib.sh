@@ -9,21 +9,47 @@ AGENTD_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/agentd"
 
 AGENTD_LOGS="${AGENTD_LOGS:-$AGENTD_CACHE/logs}"
 
-say() { printf '==> %s\n' "$*" >&2; }
+say() { printf '==> %s\n' "$*" >&2; _said=$SECONDS; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # quietly LOG CMD...: runs CMD with its output appended to $AGENTD_LOGS/LOG; on failure prints
 # that output (its last 200 lines) so the person sees why, and returns CMD's status.
 # Installs are noisy (apt, debconf, downloads) and only their failures are worth reading.
 quietly() {
-	local log="$AGENTD_LOGS/$1" rc=0; shift
+	local log="$AGENTD_LOGS/$1" rc=0 pid; shift
 	mkdir -p "$AGENTD_LOGS"
 	printf '\n$ %s\n' "$*" >>"$log"
-	"$@" >>"$log" 2>&1 </dev/null || rc=$?
+	"$@" >>"$log" 2>&1 </dev/null &
+	pid=$!
+	beat_until "$pid" "$*"
+	wait "$pid" || rc=$?
 	if [ "$rc" != 0 ]; then
 		printf 'error: `%s` failed (exit %d); its output, from %s:\n' "$*" "$rc" "$log" >&2
 		tail -n 200 "$log" >&2
 	fi
+	return "$rc"
+}
+
+# beat_until PID LABEL: until process PID ends, says that LABEL still runs whenever nothing
+# was said for 25 s (AGENTD_BEAT_SECONDS): a slow step (apt, a download, vet on a busy
+# machine), or a row of them, never leaves the screen silent for 30 s.
+beat_until() {
+	local pid=$1 label=$2 every=${AGENTD_BEAT_SECONDS:-25} start=$SECONDS
+	while kill -0 "$pid" 2>/dev/null; do
+		if [ $((SECONDS - ${_said:-0})) -ge "$every" ]; then
+			say "still running ($((SECONDS - start))s so far): $label"
+		fi
+		sleep 0.2
+	done
+}
+
+# beating LABEL CMD...: runs CMD, its output shown, with beat_until's lines; CMD's status.
+beating() {
+	local label=$1 pid rc=0; shift
+	"$@" &
+	pid=$!
+	beat_until "$pid" "$label"
+	wait "$pid" || rc=$?
 	return "$rc"
 }
 

@@ -14,8 +14,9 @@
 # Installs what the tests need (Go, Debian build packages, the Ollama v0.17.4 build — cached
 # after the first run), quietly: their output goes to $AGENTD_LOGS (~/.cache/agentd/logs) and
 # is shown only when an install fails. Tests report a line per package as it finishes, a
-# heartbeat every 30 s naming the tests still running, and every failure in full at the end
-# (scripts/testsum). The raw go test -json stream is kept in $AGENTD_LOGS/go-test.json.
+# heartbeat every 30 s naming the tests still running (never 30 s without a line), and every
+# failure in full at the end (scripts/testsum). The raw go test -json stream is kept in
+# $AGENTD_LOGS/go-test.json. AGENTD_TEST_JOBS (default 4) is go test's -p.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -35,7 +36,9 @@ command -v bwrap >/dev/null 2>&1 || apt_install bubblewrap || say "bubblewrap no
 # The web console's browser tests drive Debian's Chromium (daemon/web); under CI=true
 # they fail without it, elsewhere they skip.
 command -v chromium >/dev/null 2>&1 || apt_install chromium || say "chromium not installed: the web console's browser tests will skip"
-# Screenshots the browser tests take land here, beside the other logs.
+# The newcomer walk-through (scripts/walkthrough_test.go) types into real terminals: tmux panes.
+command -v tmux >/dev/null 2>&1 || apt_install tmux || say "tmux not installed: the newcomer walk-through test will fail"
+# Screenshots the browser tests take, and the walk-through's transcript, land here.
 mkdir -p "$AGENTD_LOGS/web-screenshots"
 export AGENTD_LOGS
 say "go $(go env GOVERSION); downloading modules"
@@ -63,18 +66,25 @@ fi
 say "gofmt and go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 [ -z "$unformatted" ] || die "gofmt needed on: $unformatted"
-go vet ./...
+# vet compiles what changed since the last run: on a busy machine that can take a minute.
+beating "go vet ./..." go vet ./... || die "go vet found problems (above): fix them and run again"
 
-go build -o "$AGENTD_LOGS/testsum" ./scripts/testsum
+prepare() { go build -o "$AGENTD_LOGS/testsum" ./scripts/testsum && go list ./... >"$AGENTD_LOGS/packages.txt"; }
+beating "go build ./scripts/testsum; go list ./..." prepare || die "could not build scripts/testsum or list the packages (above)"
 short=(); $quick && short=(-short)
-say "go test (unit, loop$($quick || echo ' and real-Ollama integration') tests): a line per package as it ends"
 # pipefail: the pipeline fails when go test fails, and testsum fails on any failed test too.
 # go test starts packages in the order named (each waits for the one before it to start),
 # -p at a time: naming the slowest first lets the many short ones run beside them, not after.
 slow=(github.com/agentd/agentd/daemon/integration github.com/agentd/agentd/bots/discord
-	github.com/agentd/agentd/daemon/agent github.com/agentd/agentd/bots/discord/fakediscord)
-mapfile -t rest < <(go list ./... | grep -vxF -f <(printf '%s\n' "${slow[@]}"))
-go test -json -count=1 -timeout 40m "${short[@]}" "$@" "${slow[@]}" "${rest[@]}" 2>&1 |
+	github.com/agentd/agentd/bots/discord/fakediscord github.com/agentd/agentd/daemon/agent
+	github.com/agentd/agentd/bots/slack github.com/agentd/agentd/daemon/web)
+mapfile -t rest < <(grep -vxF -f <(printf '%s\n' "${slow[@]}") "$AGENTD_LOGS/packages.txt")
+# Said last before testsum starts: its silence clock starts about here.
+say "go test (unit, loop$($quick || echo ' and real-Ollama integration') tests): a line per package as it ends"
+# -p: most packages wait (the fakes' real deadlines and rate limits, timers) rather than
+# compute — bots/discord runs ~55 s on ~1.5 s of CPU — so 4 test binaries at a time keep
+# 2 cores busy where go test's default of one per core leaves them idle.
+go test -json -count=1 -timeout 40m -p "${AGENTD_TEST_JOBS:-4}" "${short[@]}" "$@" "${slow[@]}" "${rest[@]}" 2>&1 |
 	"$AGENTD_LOGS/testsum" -heartbeat "${AGENTD_HEARTBEAT:-30s}" -json "$AGENTD_LOGS/go-test.json" ||
 	die "tests failed: each failure is printed in full above (raw events: $AGENTD_LOGS/go-test.json)"
 
@@ -88,4 +98,5 @@ if ! $quick; then
 		die "the fuzz run failed (its output is above; a failing input is saved under daemon/llm/testdata/fuzz)"
 fi
 
+[ -f "$AGENTD_LOGS/walkthrough.txt" ] && say "newcomer walk-through transcript: $AGENTD_LOGS/walkthrough.txt"
 say "all tests passed in $(( $(date +%s) - start ))s$($quick && echo ' (--quick: no real Ollama, -short, no fuzz run)')"

@@ -78,6 +78,9 @@ type Bot struct {
 	groupMu sync.Mutex
 	groups  map[string]groupEntry
 
+	namesMu sync.Mutex
+	names   map[string]nameEntry // user id → display name (names.go)
+
 	stateMu sync.Mutex
 	state   bots.Status
 
@@ -336,7 +339,7 @@ func (b *Bot) onEvent(ctx context.Context, e slackevents.EventsAPIEvent) {
 		}
 		text, _ := b.stripMention(ev.Text)
 		b.opt.Relay.OnMessage(ctx, bots.Incoming{Platform: Platform, Where: b.where(e.TeamID, ev.Channel, ev.ThreadTimeStamp),
-			User: bots.User{ID: ev.User}, Text: text, ID: ev.TimeStamp, Mention: true})
+			User: bots.User{ID: ev.User, Name: b.userName(ctx, ev.User)}, Text: text, ID: ev.TimeStamp, Mention: true})
 	case *slackevents.MessageEvent:
 		// Edits, joins, bot posts (this bot's own included) and other subtypes are not
 		// people talking to the agent; a reply also sent to the channel is a reply.
@@ -350,7 +353,7 @@ func (b *Bot) onEvent(ctx context.Context, e slackevents.EventsAPIEvent) {
 		}
 		w := b.where(e.TeamID, ev.Channel, ev.ThreadTimeStamp)
 		w.DM = dm
-		b.opt.Relay.OnMessage(ctx, bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: ev.User}, Text: text, ID: ev.TimeStamp, Mention: mentioned})
+		b.opt.Relay.OnMessage(ctx, bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: ev.User, Name: b.userName(ctx, ev.User)}, Text: text, ID: ev.TimeStamp, Mention: mentioned})
 	}
 }
 

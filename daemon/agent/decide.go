@@ -59,7 +59,7 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 	case "policy", cycle.SourceGrant:
 		return nil, badRequest(`source %q is reserved for the daemon's own approvals`, req.Source)
 	}
-	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, Source: req.Source, Scope: req.Scope}
+	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, ByName: req.ByName, UID: req.UID, Source: req.Source, Scope: req.Scope}
 	if err := s.widen(ctx, ref, req, d); err != nil {
 		return nil, err
 	}
@@ -68,6 +68,7 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 	var runID string
 	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		runID = a.RunID
+		r.personNext = true // a person answered the proposal: the next step is theirs to wait on
 		p, err := decidable(tx, a, req.ProposalID)
 		if err != nil {
 			return err
@@ -299,6 +300,7 @@ func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerReq
 	}
 	var ep *client.Episode
 	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+		r.personNext = true // the person who answered waits for what the agent does with it
 		q, err := tx.Question(a.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			return conflict("agent %s has no open question", a.Name)
@@ -327,7 +329,7 @@ func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerReq
 		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
 			return err
 		}
-		if err := tx.Audit(a.ID, "answer", map[string]string{"proposal": p.ID, "by": req.By}); err != nil {
+		if err := tx.Audit(a.ID, "answer", answerAudit(p.ID, req)); err != nil {
 			return err
 		}
 		return nil
@@ -353,4 +355,17 @@ type decisionHost interface {
 	runEnded(runID string)
 	countDecision(tx *store.Tx, d *client.Decision)
 	specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec
+}
+
+// answerAudit is the audit entry of an answer: who answered, by name and, for a local
+// user, by uid; the name alone could be anyone's.
+func answerAudit(proposal string, req client.AnswerRequest) map[string]any {
+	m := map[string]any{"proposal": proposal, "by": req.By}
+	if req.ByName != "" {
+		m["by_name"] = req.ByName
+	}
+	if req.UID != nil {
+		m["uid"] = *req.UID
+	}
+	return m
 }

@@ -44,6 +44,7 @@ func (s *doctor) Doctor(ctx context.Context) (*client.DoctorReport, error) {
 	rep := &client.DoctorReport{}
 	add := func(c ...client.Check) { rep.Checks = append(rep.Checks, c...) }
 	add(s.checkModels(ctx)...)
+	add(hostChecks(s.llm.PoolStatus())...)
 	add(s.checkStore(ctx))
 	add(checkDisk(s.stateDir))
 	add(checkStateDir(s.stateDir, filepath.Dir(s.workspaceOf("x"))))

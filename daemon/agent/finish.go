@@ -38,7 +38,12 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 	r.mu.Lock()
 	r.cancelExec = nil
 	r.mu.Unlock()
-	ev := cycle.Event{Kind: kind, Result: result, Reason: "finished: " + display.Cut(strings.TrimSpace(out), 200, display.Ellipsis), Detail: out}
+	ev := cycle.Event{Kind: kind, Result: result, Detail: out}
+	if finished {
+		// Only the run's end says "finished": a step's result on the thinking agent's
+		// state read "thinking: finished: (empty folder)" in follow.
+		ev.Reason = "finished: " + display.Cut(strings.TrimSpace(out), 200, display.Ellipsis)
+	}
 	record := func(tx *store.Tx) error {
 		a, err := tx.Agent(r.id)
 		if err != nil {

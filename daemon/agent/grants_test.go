@@ -20,7 +20,7 @@ type apiService struct {
 	localapi.ScheduleService // not served here
 	localapi.DaemonService   // not served here
 	localapi.TeamService     // not served here
-	client.WebService        // not served here
+	localapi.WebService      // not served here
 }
 
 // serveAPI serves the harness's supervisor on a unix socket and returns agentctl's client for it.

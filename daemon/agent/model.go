@@ -12,6 +12,8 @@ import (
 
 // modelState is what the supervisor knows about the model server, shared by all agents.
 type modelState struct {
+	// pool reads the model client's pool for status (hosts, queue); nil in tests.
+	pool    func() *llm.PoolStatus
 	mu      sync.Mutex
 	host    string
 	model   string
@@ -94,6 +96,9 @@ func (m *modelState) status() client.OllamaStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	st := client.OllamaStatus{Host: m.host, Model: m.model, SmartModel: m.smart, CheckedAt: m.checked}
+	if m.pool != nil {
+		st.Hosts, st.Queue = poolStatus(m.pool())
+	}
 	if m.probed != nil {
 		st.Reachable, st.ModelPresent = true, true
 		st.Version = m.probed.ServerVersion

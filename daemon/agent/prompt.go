@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/run"
 )
 
 // PromptInput is everything one step's prompt is made of: the agent's identity and task,
@@ -34,7 +35,7 @@ const callToAction = `Determine exactly one command to use next, based on the ta
 // commands), the task, the components' messages, and the call to action.
 func BuildPrompt(in PromptInput) []llm.Message {
 	var sys strings.Builder
-	fmt.Fprintf(&sys, "You are %s, %s\n", in.Name, midSentence(strings.TrimSuffix(strings.TrimSpace(in.Description), "."))+".")
+	sys.WriteString(run.Identity(in.Name, in.Description) + ".\n")
 	list(&sys, "Constraints", in.Directives.Constraints)
 	list(&sys, "Resources", in.Directives.Resources)
 	sys.WriteString("\nCommands:\n")
@@ -157,16 +158,4 @@ func PromptChars(msgs []llm.Message) int {
 		n += len(m.Content)
 	}
 	return n
-}
-
-// midSentence lowers the first letter of a description written as its own sentence
-// ("An assistant that…") so it reads on after "You are X, ". Only a leading article or
-// pronoun is lowered: acronyms and names ("NASA's…", "Go expert") keep their capital.
-func midSentence(s string) string {
-	first, _, _ := strings.Cut(s, " ")
-	switch first {
-	case "A", "An", "The", "Your", "One", "Someone", "Something":
-		return strings.ToLower(first[:1]) + s[1:]
-	}
-	return s
 }

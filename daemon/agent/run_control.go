@@ -185,7 +185,7 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*client.Agent, err
 
 // Task gives an idle agent a follow-up task; its history carries over into the new run.
 func (s *runs) Task(ctx context.Context, ref string, task string) (*client.Agent, error) {
-	return s.task(ctx, ref, task, nil)
+	return s.task(ctx, ref, task, nil, false)
 }
 
 // TaskRun is Task as the API asks for it: with a budget, when set, for the new run.
@@ -194,11 +194,12 @@ func (s *runs) TaskRun(ctx context.Context, ref string, req client.TaskRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return s.task(ctx, ref, req.Task, opt)
+	return s.task(ctx, ref, req.Task, opt, false)
 }
 
-// task is Task; opt, when set, applies to the new run.
-func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Options) (*client.Agent, error) {
+// task is Task; opt, when set, applies to the new run; batch marks its model calls as
+// batch work (priority.go).
+func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Options, batch bool) (*client.Agent, error) {
 	var pats []string
 	if opt != nil {
 		var err error
@@ -206,7 +207,7 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 			return nil, err
 		}
 	}
-	var runID string
+	var runID, batchID string
 	task = strings.TrimSpace(task)
 	if task == "" {
 		return nil, badRequest("empty task")
@@ -224,6 +225,10 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 		}
 		if err := newRunTx(tx, a, task); err != nil {
 			return err
+		}
+		if batch { // before the commit wakes the loop
+			batchID = a.RunID
+			s.batchRuns.mark(batchID)
 		}
 		if opt != nil {
 			if opt.Policy != nil {
@@ -246,6 +251,9 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 	if err != nil && runID != "" {
 		s.runBudgets.dropBudget(runID)
 	}
+	if err != nil && batchID != "" {
+		s.batchRuns.drop(batchID)
+	}
 	return out, err
 }
 
@@ -267,6 +275,7 @@ func (s *runs) timeUp(runID string) {
 // Called after the end is committed, holding no lock.
 func (s *runs) runEnded(runID string) {
 	s.runBudgets.dropBudget(runID)
+	s.batchRuns.drop(runID)
 	if runID == "" {
 		return
 	}
@@ -289,11 +298,11 @@ func (s *runs) runEnded(runID string) {
 // StartTask gives an idle agent a task, like Task, with a budget, a policy and patterns
 // for the run. It returns the agent with its new RunID.
 func (s *runs) StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error) {
-	return s.task(ctx, ref, task, &opt)
+	return s.task(ctx, ref, task, &opt, true)
 }
 
 // CreateRun creates an agent, like CreateAgent, and starts its run with opt. req must
 // start a run (a task or goals, Start not false).
 func (s *runs) CreateRun(ctx context.Context, req client.CreateAgentRequest, opt run.Options) (*client.Agent, error) {
-	return s.createAgent(ctx, req, &opt)
+	return s.createAgent(ctx, req, &opt, true)
 }

@@ -49,8 +49,9 @@ type runner struct {
 	summarizing          atomic.Bool // a summary job of this loop is running
 	// busyLeft is what the agent's own time budget leaves for the step next() chose (0:
 	// no bound); busyCut is set when that ran out mid-step and the step was cancelled.
-	busyLeft time.Duration
-	busyCut  atomic.Bool
+	busyLeft  time.Duration
+	busyCut   atomic.Bool
+	modelTurn // whose turn the next model call is (priority.go); guarded by mu
 }
 
 func newRunner(s *Supervisor, id string) *runner {
@@ -147,11 +148,11 @@ func (r *runner) loop(ctx context.Context) {
 			}
 		case actThink:
 			done := r.armBusyBudget(ctx)
-			r.think(ctx, l)
+			r.think(r.modelPriority(ctx), l)
 			done()
 		case actExecute:
 			done := r.armBusyBudget(ctx)
-			r.execute(ctx, l, p)
+			r.execute(r.priority(ctx, false), l, p) // model calls of commands (web summaries)
 			done()
 		case actExhaust:
 			r.exhaust(ctx, r.overRun, r.overBudget, r.overWhy)
@@ -190,6 +191,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 		if a, err = tx.Agent(r.id); err != nil || !active(a.State) {
 			return err
 		}
+		r.runID = a.RunID
 		b := r.s.runBudgets.budgetOf(a.RunID)
 		if b != nil {
 			if r.overWhy = b.overTime(time.Now()); r.overWhy != "" {

@@ -48,11 +48,12 @@ func (s *runs) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return s.createAgent(ctx, req, opt)
+	return s.createAgent(ctx, req, opt, false)
 }
 
 // createAgent is CreateAgent; opt, when set, must start a run and applies to it.
-func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, opt *run.Options) (*client.Agent, error) {
+// batch marks the run's model calls as batch work (priority.go).
+func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, opt *run.Options, batch bool) (*client.Agent, error) {
 	req.Task = strings.TrimSpace(req.Task)
 	req.Name = strings.TrimSpace(req.Name)
 	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
@@ -163,6 +164,9 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 	s.events.Publish(client.Event{Type: client.EventState, AgentID: a.ID, Agent: out, Message: "created"})
 	if opt != nil {
 		s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, out.CreatedAt, 0)
+	}
+	if start && batch {
+		s.batchRuns.mark(a.RunID) // before the loop's first step
 	}
 	if start {
 		s.host.kick(a.ID)
@@ -300,6 +304,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 			continue
 		}
 		s.runBudgets.dropBudget(g.open.RunID)
+		s.batchRuns.drop(g.open.RunID)
 		if i == 0 {
 			// A parent may be waiting for the removed agent (removed by a person or by
 			// the parent's delete_agent); its helpers' parents are gone with them.
@@ -340,6 +345,7 @@ type runs struct {
 	events       *run.Broker
 	onRunEnd     func(run.End) // Options.OnRunEnd
 	runBudgets   *runBudgets
+	batchRuns    *batchRuns // runs started by StartTask and CreateRun
 	agentBudgets *agentBudgets
 	helpers      *helpers
 	memory       *memoryService

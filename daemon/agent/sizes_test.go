@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"bytes"
 	"go/ast"
 	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,7 +77,7 @@ func TestPartsStaySmall(t *testing.T) {
 // composition of interfaces (Facade): it declares nothing and holds no state.
 func checkMethodSets(t *testing.T, fset *token.FileSet, files []*ast.File) {
 	t.Helper()
-	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil)}
+	conf := types.Config{Importer: exportDataImporter(t, fset)}
 	pkg, err := conf.Check("github.com/agentd/agentd/daemon/agent", fset, files, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -112,4 +115,31 @@ func interfacesOnly(tn *types.TypeName) bool {
 		}
 	}
 	return true
+}
+
+// exportDataImporter imports the package's dependencies from the compiler's export data,
+// which `go list -export` finds in the build cache. Type-checking them all from source took
+// 30 s of two shared cores a run; this takes about a second with a warm cache.
+func exportDataImporter(t *testing.T, fset *token.FileSet) types.Importer {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{if .Export}}{{.ImportPath}}={{.Export}}{{end}}", ".")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -export (needs the go command on PATH): %v\n%s", err, stderr.Bytes())
+	}
+	exports := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		if path, file, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			exports[path] = file
+		}
+	}
+	return importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		file, ok := exports[path]
+		if !ok {
+			return nil, os.ErrNotExist // names the package in the type checker's error
+		}
+		return os.Open(file)
+	})
 }

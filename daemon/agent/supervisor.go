@@ -107,6 +107,7 @@ type Supervisor struct {
 	auditLog       *auditLog       // the audit log and replays (audit.go)
 	doctor         *doctor         // agentctl doctor (doctor.go)
 	runBudgets     *runBudgets     // the budgets of runs in progress (run_budgets.go)
+	batchRuns      *batchRuns      // the runs whose model calls queue as batch work (priority.go)
 	decisions      *decisions      // people's decisions and answers (decide.go)
 	helpers        *helpers        // helper agents kept in step with their parents (helpers.go)
 	agentBudgets   *agentBudgets   // each agent's budget over all its runs (agent_budget.go)
@@ -180,6 +181,7 @@ func New(opt Options) (*Supervisor, error) {
 // parts reach back to the supervisor only through the narrow interfaces they declare.
 func wireParts(s *Supervisor, opt Options) {
 	s.audit.log = opt.Log
+	s.model.pool = opt.LLM.PoolStatus
 	s.workspaceDirs = &workspaceDirs{st: s.st, log: s.log, configured: opt.WorkspaceRoot, stateDir: opt.StateDir}
 	s.stepCounters = &stepCounters{metrics: s.metrics}
 	s.episodeHistory = &episodeHistory{st: s.st, log: s.log, llm: opt.LLM}
@@ -189,10 +191,11 @@ func wireParts(s *Supervisor, opt Options) {
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace, checks: opt.HealthChecks}
 	s.helpers = &helpers{helperHost: host{s}, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
 	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
+	s.batchRuns = &batchRuns{}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
 	s.runs = &runs{
 		host: host{s}, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd,
-		runBudgets: s.runBudgets, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
+		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 	}
 	s.runBudgets.timeUp, s.agentBudgets.mutateAgent = s.runs.timeUp, s.runs.mutate
 	s.decisions = &decisions{decisionHost: host{s}, st: s.st, live: s.live}

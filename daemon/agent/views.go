@@ -29,7 +29,7 @@ type agentViews struct {
 // Status reports the daemon, the model server and the agents by state.
 func (s *agentViews) Status(ctx context.Context) (*client.Status, error) {
 	st := &client.Status{
-		Version: s.version, PID: os.Getpid(), Started: s.started, StateDir: s.stateDir,
+		Version: s.version, PID: os.Getpid(), Started: s.started, StateDir: s.stateDir, EventSeq: s.events.Seq(),
 		Ollama: s.model.status(), Agents: map[string]int{},
 	}
 	err := s.st.View(ctx, func(tx *store.Tx) error {

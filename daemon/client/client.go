@@ -323,19 +323,32 @@ func (c *Client) Proposals(ctx context.Context, agent string) ([]Proposal, error
 // the stream ends, or fn returns an error. Events after seq since are replayed first when the
 // daemon still has them; since 0 replays nothing.
 func (c *Client) Events(ctx context.Context, agent string, since int64, fn func(Event) error) error {
-	if agent == "" {
-		return c.stream(ctx, EventsRoute.URL("", since), fn)
-	}
-	return c.stream(ctx, AgentEventsRoute.URL(agent, since), fn)
+	return c.EventsOpened(ctx, agent, since, nil, fn)
 }
 
-// stream reads the NDJSON event stream at path into fn.
-func (c *Client) stream(ctx context.Context, path string, fn func(Event) error) error {
+// EventsOpened is Events calling opened (when not nil) once the daemon has subscribed,
+// before the first event. With since 0 nothing is replayed, so a caller that read the
+// agent before subscribing reads it again in opened, or misses what happened in between.
+func (c *Client) EventsOpened(ctx context.Context, agent string, since int64, opened func() error, fn func(Event) error) error {
+	if agent == "" {
+		return c.stream(ctx, EventsRoute.URL("", since), opened, fn)
+	}
+	return c.stream(ctx, AgentEventsRoute.URL(agent, since), opened, fn)
+}
+
+// stream reads the NDJSON event stream at path into fn, after opened (may be nil): the
+// daemon sends the headers once it has subscribed.
+func (c *Client) stream(ctx context.Context, path string, opened func() error, fn func(Event) error) error {
 	resp, err := c.send(ctx, "GET", path, nil)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
+	if opened != nil {
+		if err := opened(); err != nil {
+			return err
+		}
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {

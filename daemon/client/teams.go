@@ -148,5 +148,5 @@ func (c *Client) PlanTeam(ctx context.Context, req TeamPlanRequest) (*TeamPlan, 
 // (the daemon stopped, the follower fell behind) returns nil: call again with the last
 // Seq seen.
 func (c *Client) TeamEvents(ctx context.Context, team string, since int, fn func(Event) error) error {
-	return c.stream(ctx, TeamEventsRoute.URL(team, int64(since)), fn)
+	return c.stream(ctx, TeamEventsRoute.URL(team, int64(since)), nil, fn)
 }

@@ -172,7 +172,13 @@ type Decision struct {
 	Count    int    `json:"count,omitempty"`
 	Feedback string `json:"feedback,omitempty"`
 	By       string `json:"by"`
-	Source   string `json:"source"` // agentctl, slack, discord, api; policy or grant when automatic
+	// ByName is how people know By when By is an id: a chat user's display name. A local
+	// decider's By is already a name (the daemon looks up the socket peer's uid).
+	ByName string `json:"by_name,omitempty"`
+	// UID is the local user who decided, as the kernel reported the socket's peer; kept
+	// in the audit log beside the name.
+	UID    *uint32 `json:"uid,omitempty"`
+	Source string  `json:"source"` // agentctl, slack, discord, api; policy or grant when automatic
 	// Scope is how far the decision reaches: "" (this proposal), "agent" (an approval that
 	// also made an exact grant: this command with these args, Grant) or "deny" (a denial
 	// that stored a deny pattern). Pattern is the deny pattern stored, or for an automatic
@@ -376,7 +382,11 @@ type DecideRequest struct {
 	Count      int          `json:"count,omitempty"`
 	Feedback   string       `json:"feedback,omitempty"`
 	By         string       `json:"by,omitempty"`
-	Source     string       `json:"source,omitempty"`
+	// ByName is the decider's display name when By is an id (a chat user's).
+	ByName string `json:"by_name,omitempty"`
+	// UID is set by the daemon to the socket peer's uid; a value sent is replaced.
+	UID    *uint32 `json:"uid,omitempty"`
+	Source string  `json:"source,omitempty"`
 	// Hash, when set, is the Hash (or a prefix of at least 16 hex characters) of the
 	// proposal as the person saw it; the decision is refused when it is not this
 	// proposal's. Chat buttons and typed replies carry it.
@@ -398,6 +408,10 @@ type AnswerRequest struct {
 	ProposalID string `json:"proposal_id,omitempty"`
 	Text       string `json:"text"`
 	By         string `json:"by,omitempty"`
+	// ByName and UID are as in DecideRequest: a chat user's display name, and the socket
+	// peer's uid that the daemon sets.
+	ByName string  `json:"by_name,omitempty"`
+	UID    *uint32 `json:"uid,omitempty"`
 }
 
 // TaskRequest gives an idle agent a follow-up task; its history carries over.
@@ -423,13 +437,52 @@ type OllamaStatus struct {
 	// minute, or a model call) or failed to: Reachable is as of then. Zero before the
 	// first probe.
 	CheckedAt time.Time `json:"checked_at,omitzero"`
+	// Hosts are the Ollama servers calls go to ([[ollama.hosts]], or the one [ollama]
+	// host), as the daemon's pool sees them now.
+	Hosts []OllamaHostStatus `json:"hosts,omitempty"`
+	// Queue is the daemon's queue of model calls, one entry per class: interactive
+	// (agents a person is waiting on) then batch (schedules and teams).
+	Queue []ModelQueueStatus `json:"queue,omitempty"`
+}
+
+// OllamaHostStatus is one Ollama server of the pool.
+type OllamaHostStatus struct {
+	URL string `json:"url"`
+	// Up is false while the server does not answer: calls go to the others, and it is
+	// asked again with backoff (RetryInMS from now).
+	Up bool `json:"up"`
+	// Slots is how many calls it serves at once; Busy how many are in flight now.
+	Slots int `json:"slots"`
+	Busy  int `json:"busy"`
+	// Served counts the calls it answered since the daemon started.
+	Served int64 `json:"served"`
+	// Models are the models sent there: the configured list when ModelsConfigured, else
+	// what its /api/tags listed.
+	Models           []string `json:"models,omitempty"`
+	ModelsConfigured bool     `json:"models_configured,omitempty"`
+	RetryInMS        int64    `json:"retry_in_ms,omitempty"`
+	Error            string   `json:"error,omitempty"`
+}
+
+// ModelQueueStatus is one class of the daemon's queue of model calls.
+type ModelQueueStatus struct {
+	Class  string `json:"class"`  // interactive or batch
+	Queued int    `json:"queued"` // calls waiting for a slot now
+	Served int64  `json:"served"` // calls that got a slot since the daemon started
+	// Waits over the last 512 calls of the class, in milliseconds.
+	WaitP50MS float64 `json:"wait_p50_ms"`
+	WaitP99MS float64 `json:"wait_p99_ms"`
+	WaitMaxMS float64 `json:"wait_max_ms"`
 }
 
 // Status is the daemon's health at a glance.
 type Status struct {
-	Version  string         `json:"version"`
-	PID      int            `json:"pid"`
-	Started  time.Time      `json:"started"`
+	Version string    `json:"version"`
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	// EventSeq is the seq of the newest event when the status was read: follow
+	// subscribes since it, so nothing between this and its snapshot of the agent is lost.
+	EventSeq int64          `json:"event_seq"`
 	StateDir string         `json:"state_dir"`
 	Ollama   OllamaStatus   `json:"ollama"`
 	Agents   map[string]int `json:"agents"` // count by state

@@ -75,6 +75,37 @@ type OllamaConfig struct {
 	// KeepAlive is how long Ollama keeps the model loaded after a call; nil leaves it to
 	// Ollama (5m), negative keeps it loaded, 0 unloads at once.
 	KeepAlive *Duration `toml:"keep_alive"`
+	// Slots is how many calls Host serves at once (its OLLAMA_NUM_PARALLEL); the daemon
+	// queues the rest itself, people's agents first. Unused when Hosts is set.
+	Slots int `toml:"slots"`
+	// Hosts, when set, replace Host and Slots with a pool of Ollama servers: each call
+	// goes to one that is up and has the model, the least busy first.
+	Hosts []OllamaHost `toml:"hosts"`
+}
+
+// OllamaHost is one [[ollama.hosts]] table: one Ollama server of the pool.
+type OllamaHost struct {
+	// URL is the server's address, in any form OLLAMA_HOST takes.
+	URL string `toml:"url"`
+	// Models, when set, are the only models sent there; empty means the ones it has
+	// (its /api/tags, re-read every minute).
+	Models []string `toml:"models"`
+	// Slots is how many calls it serves at once (its OLLAMA_NUM_PARALLEL); default 1.
+	Slots int `toml:"slots"`
+}
+
+// PoolHosts returns the Ollama servers calls go to: Hosts, or Host alone with Slots.
+// A host's Slots left at 0 is 1.
+func (o *OllamaConfig) PoolHosts() []OllamaHost {
+	if len(o.Hosts) == 0 {
+		return []OllamaHost{{URL: o.Host, Slots: max(1, o.Slots)}}
+	}
+	out := make([]OllamaHost, len(o.Hosts))
+	for i, h := range o.Hosts {
+		out[i] = h
+		out[i].Slots = max(1, h.Slots)
+	}
+	return out
 }
 
 // AgentConfig is the [agent] section: what every agent gets and the limits it works in.
@@ -263,6 +294,7 @@ func Default() *Config {
 			Model:          DefaultModel,
 			RequestTimeout: Duration{10 * time.Minute},
 			MaxContext:     8192,
+			Slots:          1,
 		},
 		Agent: AgentConfig{
 			Constraints: []string{

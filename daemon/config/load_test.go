@@ -49,7 +49,8 @@ func TestLoadSetsEveryKey(t *testing.T) {
 	keep := Duration{-time.Second}
 	want := Default()
 	want.Ollama = OllamaConfig{Host: "https://gpu.example:443/ollama", Model: "llama3.2:3b",
-		SmartModel: "qwen2.5:14b", RequestTimeout: Duration{2 * time.Minute}, MaxContext: 4096, KeepAlive: &keep}
+		SmartModel: "qwen2.5:14b", RequestTimeout: Duration{2 * time.Minute}, MaxContext: 4096, KeepAlive: &keep,
+		Slots: 3, Hosts: []OllamaHost{{URL: "http://127.0.0.1:11434", Slots: 2}, {URL: "gpu-box:11434", Models: []string{"llama3.2:3b", "qwen2.5:14b"}}}}
 	want.Agent = AgentConfig{Constraints: []string{}, Resources: []string{"The web."},
 		BestPractices: []string{"Be brief."}, Commands: []string{"read_file", "ask_user", "finish"},
 		MaxInvalidReplies: 5, WatchdogFailures: 4, WatchdogIdleSteps: 12, ContinuousLimit: 100, CommandTimeout: Duration{5 * time.Minute},

@@ -48,6 +48,7 @@ func (c *Config) problems() []Problem {
 	if o.MaxContext < minContext {
 		bad("ollama.max_context", "must be at least %d tokens, got %d", minContext, o.MaxContext)
 	}
+	o.hostProblems(bad)
 
 	for key, list := range map[string][]string{
 		"agent.constraints": a.Constraints, "agent.resources": a.Resources, "agent.best_practices": a.BestPractices,
@@ -121,6 +122,41 @@ func checkURL(s string) string {
 		return fmt.Sprintf("%q is not a URL like %q", s, DefaultOllamaHost)
 	}
 	return ""
+}
+
+// maxSlots bounds a host's slots: Ollama's own OLLAMA_NUM_PARALLEL rarely goes past 16.
+const maxSlots = 64
+
+// hostProblems checks slots and the [[ollama.hosts]] tables.
+func (o *OllamaConfig) hostProblems(bad func(key, format string, args ...any)) {
+	if o.Slots < 1 || o.Slots > maxSlots {
+		bad("ollama.slots", "must be between 1 and %d (the server's OLLAMA_NUM_PARALLEL), got %d", maxSlots, o.Slots)
+	}
+	seen := map[string]int{}
+	servesModel := len(o.Hosts) == 0
+	for i, h := range o.Hosts {
+		key := fmt.Sprintf("ollama.hosts.%d", i+1)
+		if msg := checkURL(normalizeHost(h.URL)); h.URL == "" || msg != "" {
+			bad(key, "url %q is not a URL like %q", h.URL, DefaultOllamaHost)
+		} else if j, dup := seen[normalizeHost(h.URL)]; dup {
+			bad(key, "url %q is host %d too: list each server once and give it more slots instead", h.URL, j)
+		}
+		seen[normalizeHost(h.URL)] = i + 1
+		if h.Slots < 0 || h.Slots > maxSlots {
+			bad(key, "slots must be between 1 and %d (the server's OLLAMA_NUM_PARALLEL; unset is 1), got %d", maxSlots, h.Slots)
+		}
+		for j, m := range h.Models {
+			if strings.TrimSpace(m) == "" || strings.ContainsAny(m, " \t\n") {
+				bad(key, "models item %d: %q is not a model name like %q", j+1, m, DefaultModel)
+			}
+		}
+		if len(h.Models) == 0 || slices.Contains(h.Models, o.Model) || slices.Contains(h.Models, o.Model+":latest") {
+			servesModel = true
+		}
+	}
+	if !servesModel && o.Model != "" {
+		bad("ollama.hosts", "no host serves ollama.model %q: add it to one host's models, or leave a host's models out so it serves what it has", o.Model)
+	}
 }
 
 func checkCommands(cmds []string, bad func(string)) {

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,11 +45,29 @@ func TestMain(m *testing.M) {
 	if os.Getenv(daemonEnv) == "1" {
 		os.Exit(runTestDaemon())
 	}
+	allowRealTestsTogether()
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
 	}
 	os.Exit(code)
+}
+
+// realTestsAtOnce bounds how many tests here run in parallel: the real-Ollama ones (three
+// today) call t.Parallel, and a new one should too.
+const realTestsAtOnce = 8
+
+// allowRealTestsTogether lets the real-Ollama tests all run at once. Each one mostly waits
+// on its own single-threaded Ollama server, and go test's default -parallel (one test per
+// core) would run the third after the first two, adding a minute to every run on 2 cores.
+// An explicit -parallel is left alone.
+func allowRealTestsTogether() {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && runtime.GOMAXPROCS(0) < realTestsAtOnce {
+		flag.Set("test.parallel", strconv.Itoa(realTestsAtOnce))
+	}
 }
 
 // runTestDaemon is cmd/agentd's main with test_slow registered (by init below).

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 // makes are decided through the client (the first approved, the rest denied, which ends
 // that role's turn), as a person would.
 func TestRealOllamaTeam(t *testing.T) {
+	t.Parallel() // see TestRealOllamaRun
 	begin := time.Now()
 	_, d := startRealDaemon(t)
 	c := d.client()
@@ -28,18 +30,27 @@ func TestRealOllamaTeam(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A smaller run than the example's, to bound the test's time; the shape is the same.
-	const maxTurns = 24
-	text := strings.Replace(string(src), "max_turns = 80", "max_turns = 24", 1)
-	if text == string(src) {
-		t.Fatal("the example's max_turns = 80 line is gone: update this test")
-	}
-	// Random weights fill write_file's contents to its 2,000-character bound, about
-	// 2,000 tokens a proposal: two proposals a programmer's turn, not eight, keep the
-	// run short.
-	if text2 := strings.Replace(text, "max_steps = 8", "max_steps = 2", 1); text2 != text {
-		text = text2
-	} else {
-		t.Fatal("the programmer's max_steps = 8 line is gone: update this test")
+	// The random model sets language only now and then, so the example's design → code
+	// condition made this test take 15 s or 3 minutes; it goes on to code every time here,
+	// which is the part this test is for (the programmer's proposals decided by a person).
+	// Six design turns, then the CTO's and the programmer's first turns in coding.
+	const maxTurns = 8
+	text := string(src)
+	for _, e := range []struct{ from, to, why string }{
+		{"max_turns = 80", fmt.Sprint("max_turns = ", maxTurns), "the run's turn limit: two design turns a phase, then coding"},
+		// Random weights fill write_file's contents to its 2,000-character bound, about
+		// 2,000 tokens a proposal: two proposals a programmer's turn, not eight.
+		{"max_steps = 8", "max_steps = 2", "the programmer's steps a turn"},
+		{"store = \"modality\"\nmax_turns = 6", "store = \"modality\"\nmax_turns = 2", "demand_analysis's turns"},
+		{"store = \"language\"\nmax_turns = 4", "store = \"language\"\nmax_turns = 2", "language_choice's turns"},
+		{"store = \"ideas\"\nmax_turns = 6", "store = \"ideas\"\nmax_turns = 2", "brainstorm's turns"},
+		{`next = [{ state = "code", when = "language is set" }, "end"]`, `next = ["code"]`, "design's next state"},
+	} {
+		edited := strings.Replace(text, e.from, e.to, 1)
+		if edited == text {
+			t.Fatalf("the example's %q line (%s) is gone: update this test", e.from, e.why)
+		}
+		text = edited
 	}
 	file := filepath.Join(t.TempDir(), "software_company.toml")
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
@@ -123,6 +134,11 @@ func TestRealOllamaTeam(t *testing.T) {
 	if messages != r.Turns {
 		t.Errorf("%d messages in the transcript, the run counted %d turns", messages, r.Turns)
 	}
+	// Design ends after its six turns and always goes on to code: the programmer had a turn.
+	if _, ok := full.Agents["programmer"]; !ok {
+		t.Errorf("the run never reached the programmer: agents %s", jsonString(full.Agents))
+	}
+	t.Logf("%d programmer proposals decided here", len(decided))
 	// Every proposal of a role agent was decided by a person or by the policy, never run
 	// unasked (--keep-agents keeps the agents to look at).
 	for role, id := range full.Agents {

@@ -14,6 +14,10 @@
 // *ModelNotFoundError means the model must be pulled; *InvalidReplyError means the model
 // answered twice with something that does not match the schema; a cancelled context comes
 // back as the context's error, never as ErrUnavailable.
+//
+// NewPool makes a Client over several Ollama servers (pool.go): calls wait their turn in
+// a fair queue (queue.go, people's agents first, by the class WithPriority puts in the
+// context) and go to a server that is up and has the model; callers do not change.
 package llm
 
 import (
@@ -36,8 +40,10 @@ import (
 // DefaultHost is where Ollama listens unless OLLAMA_HOST says otherwise.
 const DefaultHost = "http://127.0.0.1:11434"
 
-// Client talks to one Ollama server. It is safe for concurrent use.
+// Client talks to one Ollama server, or to a pool of them when NewPool made it. It is
+// safe for concurrent use.
 type Client struct {
+	pool    *Pool // set by NewPool: calls are routed over its hosts (pool.go)
 	host    string
 	api     *api.Client
 	hc      *http.Client
@@ -55,7 +61,14 @@ type Call struct {
 
 // Observe makes f see every chat call once it has finished (metrics). Call it before
 // the client is used; f must be quick and safe for concurrent use.
-func (c *Client) Observe(f func(Call)) { c.observe = f }
+func (c *Client) Observe(f func(Call)) {
+	c.observe = f
+	if c.pool != nil {
+		for _, h := range c.pool.hosts {
+			h.c.observe = f
+		}
+	}
+}
 
 // New returns a client for host, which is read the way Ollama reads OLLAMA_HOST:
 // "127.0.0.1:11434", "http://gpu-box:11434", "https://ollama.example/prefix", ":11434" or
@@ -73,8 +86,14 @@ func New(host string, hc *http.Client) (*Client, error) {
 	return &Client{host: base.String(), api: api.NewClient(base, hc), hc: hc}, nil
 }
 
-// Host returns the normalized base URL of the server, e.g. "http://127.0.0.1:11434".
-func (c *Client) Host() string { return c.host }
+// Host returns the normalized base URL of the server, e.g. "http://127.0.0.1:11434"; for a
+// pool, its hosts' URLs joined by ", ".
+func (c *Client) Host() string {
+	if c.pool != nil {
+		return c.pool.hostList()
+	}
+	return c.host
+}
 
 // parseHost mirrors ollama's envconfig.Host, but reports a bad value instead of
 // silently falling back to the default.
@@ -152,7 +171,8 @@ type ChatResult struct {
 	DoneReason   string        // "stop", or "length" when NumPredict cut the reply off
 }
 
-// Chat sends req with stream=false and returns the whole reply.
+// Chat sends req with stream=false and returns the whole reply. A pool's client queues
+// the call by its context's priority (WithPriority) and sends it to a host that can serve it.
 func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
 	if len(req.Format) > 0 && !json.Valid(req.Format) {
 		return nil, fmt.Errorf("llm: chat: format is not valid JSON")
@@ -165,6 +185,9 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error)
 		req.NumCtx, req.KeepAlive = ld.NumCtx, ld.KeepAlive
 	}
 	start := time.Now()
+	if c.pool != nil { // the request as chosen here, sent by one host's client
+		return c.pool.chat(ctx, req)
+	}
 	areq := &api.ChatRequest{
 		Model:    req.Model,
 		Messages: make([]api.Message, len(req.Messages)),

@@ -10,6 +10,9 @@ import (
 // Embed returns one vector per text, computed by model through Ollama's /api/embed.
 // Errors are classified like a chat call's (ErrUnavailable, *ModelNotFoundError).
 func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]float32, error) {
+	if c.pool != nil && len(texts) > 0 { // not queued: embeddings are short and use their own model
+		return withHost(ctx, c.pool, "embed", model, func(h *Client) ([][]float32, error) { return h.Embed(ctx, model, texts) })
+	}
 	if len(texts) == 0 {
 		return nil, nil
 	}

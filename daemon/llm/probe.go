@@ -40,14 +40,23 @@ func (m *ModelInfo) HasCapability(c string) bool {
 
 // Probe asks the server for its version (/api/version) and about model (/api/show).
 // Errors are classified like Chat's: ErrUnavailable, *ModelNotFoundError, *StatusError.
+// A pool's client asks a host that is up and has the model.
 func (c *Client) Probe(ctx context.Context, model string) (*ModelInfo, error) {
-	v, err := c.api.Version(ctx)
-	if err != nil {
-		return nil, c.classify(ctx, "version", model, err)
+	if c.pool != nil {
+		return withHost(ctx, c.pool, "show", model, func(h *Client) (*ModelInfo, error) { return c.probeAt(ctx, h, model) })
 	}
-	show, err := c.api.Show(ctx, &api.ShowRequest{Model: model})
+	return c.probeAt(ctx, c, model)
+}
+
+// probeAt is Probe on host h: c itself, or one host of c's pool.
+func (c *Client) probeAt(ctx context.Context, h *Client, model string) (*ModelInfo, error) {
+	v, err := h.api.Version(ctx)
 	if err != nil {
-		return nil, c.classify(ctx, "show", model, err)
+		return nil, h.classify(ctx, "version", model, err)
+	}
+	show, err := h.api.Show(ctx, &api.ShowRequest{Model: model})
+	if err != nil {
+		return nil, h.classify(ctx, "show", model, err)
 	}
 	info := modelInfo(v, model, show)
 	c.probedModel(model, info.ContextLength)

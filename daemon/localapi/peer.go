@@ -56,6 +56,7 @@ type connPeer struct {
 	conn    net.Conn
 	once    sync.Once
 	peer    Peer
+	known   bool // the kernel said who peer is
 	refusal string
 }
 
@@ -84,7 +85,7 @@ func (g *PeerGuard) Wrap(h http.Handler) http.Handler {
 					cp.refusal = fmt.Sprintf("the daemon cannot tell who sent this request: %v", err)
 					return
 				}
-				cp.peer, cp.refusal = peer, g.refusal(peer)
+				cp.peer, cp.known, cp.refusal = peer, true, g.refusal(peer)
 			})
 			refusal = cp.refusal
 		}
@@ -92,6 +93,9 @@ func (g *PeerGuard) Wrap(h http.Handler) http.Handler {
 			g.log().Warn("api: peer refused", "method", r.Method, "path", r.URL.Path, "why", refusal)
 			reply(w, http.StatusForbidden, client.ErrorResponse{Error: refusal})
 			return
+		}
+		if cp.known {
+			r = r.WithContext(context.WithValue(r.Context(), peerKey{}, cp.peer))
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -113,4 +117,12 @@ func (g *PeerGuard) refusal(p Peer) string {
 		return MsgAgentCommandPeer
 	}
 	return ""
+}
+
+type peerKey struct{}
+
+// PeerFrom returns the peer of the request whose context ctx is, when the guard knew it.
+func PeerFrom(ctx context.Context) (Peer, bool) {
+	p, ok := ctx.Value(peerKey{}).(Peer)
+	return p, ok
 }

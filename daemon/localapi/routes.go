@@ -31,7 +31,13 @@ func (h *handler) routes() []Route {
 // serve decodes the request for ep, calls the Service and encodes the reply.
 func (h *handler) serve(ep client.Endpoint) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		status, out, err := ep.Serve(h.svc, r, func(v any) error { return decodeBody(w, r, v) })
+		status, out, err := ep.Serve(h.svc, r, func(v any) error {
+			if err := decodeBody(w, r, v); err != nil {
+				return err
+			}
+			stampDecider(r.Context(), v)
+			return nil
+		})
 		if err != nil {
 			return err
 		}

@@ -10,4 +10,5 @@ type (
 	ScheduleService = client.ScheduleService
 	DaemonService   = client.DaemonService
 	TeamService     = client.TeamService
+	WebService      = client.WebService
 )

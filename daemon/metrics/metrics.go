@@ -39,6 +39,8 @@ type Metrics struct {
 	budgets      *prometheus.CounterVec
 	loops        *prometheus.CounterVec
 	state        *stateCollector
+	queueWait    *prometheus.HistogramVec
+	pool         *poolCollector
 }
 
 // New returns Metrics with the Go runtime and process collectors registered.
@@ -79,9 +81,12 @@ func New() *Metrics {
 			Name: "agentd_watchdog_loops_total",
 			Help: "Loops the watchdog caught, by kind (repeat, cycle, failing, no_progress, undo, invalid_replies) and action (rethink: the smart model thinks again; ask: a person is asked; stop: a schedule's run is stopped; pause: the agent pauses).",
 		}, []string{"kind", "action"}),
-		state: &stateCollector{},
+		state:     &stateCollector{},
+		queueWait: newQueueWait(),
+		pool:      &poolCollector{},
 	}
 	m.reg.MustRegister(m.steps, m.modelSeconds, m.modelTokens, m.decisions, m.bots, m.scheduleRuns, m.budgets, m.loops, m.state,
+		m.queueWait, m.pool,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

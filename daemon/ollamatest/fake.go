@@ -49,6 +49,12 @@ type Fake struct {
 	srv    *httptest.Server
 	closed chan struct{}
 
+	// Generation slots and the time spent in them (parallel.go), guarded by mu.
+	sem         chan struct{}
+	inFlight    int
+	maxInFlight int
+	busyTime    time.Duration
+
 	mu       sync.Mutex
 	script   []string
 	onChat   func(req *api.ChatRequest) (string, error)
@@ -299,6 +305,10 @@ func (f *Fake) handleChat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "the input length exceeds the context length")
 		return
 	}
+	if !f.enter(r) {
+		return
+	}
+	defer f.leave(time.Now())
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		defer t.Stop()

@@ -30,6 +30,14 @@ const (
 	subBuffer = 1024
 )
 
+// Seq is the seq of the newest event published (0: none yet). A follower that reads it
+// before a snapshot and subscribes since it misses nothing that happened in between.
+func (b *Broker) Seq() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.seq
+}
+
 // NewBroker returns an empty broker.
 func NewBroker() *Broker {
 	return &Broker{subs: map[*subscriber]struct{}{}, now: time.Now}

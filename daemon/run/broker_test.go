@@ -26,3 +26,20 @@ func TestBrokerReplaysAndClosesOnRemoval(t *testing.T) {
 		t.Fatal("the stream of a removed agent stays open")
 	}
 }
+
+// TestBrokerSeqReplaysWhatCameAfter: subscribing since Seq() read earlier replays every
+// event published in between, and nothing before.
+func TestBrokerSeqReplaysWhatCameAfter(t *testing.T) {
+	b := NewBroker()
+	if b.Seq() != 0 {
+		t.Fatalf("a new broker's seq = %d, want 0", b.Seq())
+	}
+	b.Publish(client.Event{Type: client.EventState, AgentID: "a"})
+	seq := b.Seq()
+	b.Publish(client.Event{Type: client.EventFinish, AgentID: "a"})
+	ch, cancel := b.Subscribe("a", seq)
+	defer cancel()
+	if ev := <-ch; ev.Type != client.EventFinish || ev.Seq != seq+1 {
+		t.Errorf("replayed %+v, want the finish published after seq %d", ev, seq)
+	}
+}

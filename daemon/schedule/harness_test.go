@@ -102,6 +102,7 @@ type service struct {
 	localapi.ScheduleService
 	localapi.DaemonService
 	localapi.TeamService // not served here
+	localapi.WebService  // not served here
 }
 
 // noReload is the API's reload in these tests: there is no config file to re-read.
@@ -143,7 +144,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: localapi.NewHandler(service{h.sup.API().Facade(), managerService{h}, noReload{}, nil}, nil)}
+	srv := &http.Server{Handler: localapi.NewHandler(service{h.sup.API().Facade(), managerService{h}, noReload{}, nil, nil}, nil)}
 	go srv.Serve(ln)
 	h.c = &client.Client{Socket: sock}
 	t.Cleanup(func() {

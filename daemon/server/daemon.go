@@ -98,14 +98,18 @@ func (d *daemon) storePart() part {
 	}
 }
 
-// llmPart makes the Ollama client and the metrics that count its calls.
+// llmPart makes the Ollama client, a pool of the configured hosts with its queue, and
+// the metrics that count its calls.
 func (d *daemon) llmPart() part {
 	return part{name: "llm", start: func(context.Context) error {
-		lc, err := llm.New(d.cfg.Ollama.Host, &http.Client{Timeout: d.cfg.Ollama.RequestTimeout.Duration})
+		lc, err := llm.NewPool(poolOptions(d.cfg, d.log))
 		if err != nil {
 			return fmt.Errorf("ollama host: %w", err)
 		}
 		d.lc, d.mx = lc, newMetrics(lc)
+		return nil
+	}, stop: func(context.Context) error {
+		d.lc.Close() // the pool's prober
 		return nil
 	}}
 }

@@ -348,9 +348,9 @@ func (t *Tx) proposals(where string, args ...any) ([]client.Proposal, error) {
 // InsertDecision records a decision.
 func (t *Tx) InsertDecision(d *client.Decision) error {
 	d.At = t.now
-	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?)`,
-		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, d.Scope, d.Pattern, d.Grant, d.GrantLabel, ms(t.now))
+	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, d.Scope, d.Pattern, d.Grant, d.GrantLabel, d.ByName, ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert decision: %w", err)
 	}
@@ -361,9 +361,9 @@ func (t *Tx) InsertDecision(d *client.Decision) error {
 func (t *Tx) LastDecision(proposalID string) (*client.Decision, error) {
 	var d client.Decision
 	var at int64
-	err := t.queryRow(`SELECT proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, at FROM decisions
+	err := t.queryRow(`SELECT proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, at FROM decisions
 		WHERE proposal_id=? ORDER BY id DESC LIMIT 1`, proposalID).Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source,
-		&d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &at)
+		&d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}

@@ -364,6 +364,9 @@ var migrations = []string{
 	ALTER TABLE chat_bindings ADD COLUMN end_run TEXT NOT NULL DEFAULT '';`,
 	// issue 18: tags on memories (a JSON array; '' for none), set by agentctl memory import.
 	`ALTER TABLE memories ADD COLUMN tags TEXT NOT NULL DEFAULT '';`,
+	// issue 19: a chat decider's display name beside their id (by), so follow, history
+	// and replay show "Ana" rather than U04ABC.
+	`ALTER TABLE decisions ADD COLUMN by_name TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -29,7 +29,7 @@ const taskBytes = client.MaxTextBytes - 100
 // prompts, and the CAMEL rules of its side.
 func system(r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "You are %s, %s, in a team following the workflow %q.\n", role.Name, role.Description, wf.Name)
+	fmt.Fprintf(&b, "%s, in a team following the workflow %q.\n", run.Identity(role.Name, role.Description), wf.Name)
 	if p := strings.TrimSpace(Render(role.Prompt, r.Vars)); p != "" {
 		b.WriteString(p + "\n")
 	}
@@ -48,6 +48,7 @@ func system(r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, o
 
 // chatTurn asks the model for a chat role's next message.
 func (e *Engine) chatTurn(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string, hist []client.TeamTurn) (string, error) {
+	ctx = batchWork(ctx, r)
 	msgs := []llm.Message{{Role: "system", Content: system(r, wf, st, cur, role, other)}}
 	if len(hist) > historyTurns {
 		hist = hist[len(hist)-historyTurns:]
@@ -111,6 +112,7 @@ type choice struct {
 // choose asks the model to pick the next state among options, with the choice
 // constrained to their names by the reply's schema.
 func (e *Engine) choose(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, options []string) (string, string, error) {
+	ctx = batchWork(ctx, r)
 	schema := commands.Object(
 		commands.Prop{Name: "next", Schema: &commands.Schema{Type: "string", Enum: options, Description: "the next state"}},
 		commands.Prop{Name: "reason", Schema: commands.String("why, in one sentence", 200)},
@@ -156,6 +158,7 @@ type reflection struct {
 
 // reflect asks the model for a phase's conclusion from its transcript.
 func (e *Engine) reflect(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, hist []client.TeamTurn) (string, error) {
+	ctx = batchWork(ctx, r)
 	schema := commands.Object(commands.Prop{Name: "conclusion", Schema: commands.String("the phase's conclusion, as its result", 1000)})
 	var b strings.Builder
 	fmt.Fprintf(&b, "Two roles of a team worked on this goal: %s\nTheir conversation ended without a conclusion. Read it and write the conclusion it reached (the value of %q).\n\n",

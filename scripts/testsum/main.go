@@ -41,8 +41,8 @@ func main() {
 	}
 }
 
-// run feeds each line of r to s, beating every tick while lines are slow to come, and prints
-// the closing summary when r ends. It reports whether anything failed.
+// run feeds each line of r to s, letting it beat (see tick) while lines are slow to come,
+// and prints the closing summary when r ends. It reports whether anything failed.
 func run(s *summary, r io.Reader, every time.Duration) bool {
 	lines := make(chan []byte)
 	go func() {
@@ -53,8 +53,9 @@ func run(s *summary, r io.Reader, every time.Duration) bool {
 		}
 		close(lines)
 	}()
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(min(every, quietCheck))
 	defer tick.Stop()
+	s.lastOut, s.lastBeat = time.Now(), time.Now()
 	for {
 		select {
 		case line, ok := <-lines:
@@ -63,12 +64,12 @@ func run(s *summary, r io.Reader, every time.Duration) bool {
 			}
 			var e event
 			if json.Unmarshal(line, &e) != nil || e.Action == "" {
-				fmt.Fprintf(s.w, "%s\n", line) // not go test -json: a go command error, say
+				s.printf(time.Now(), "%s\n", line) // not go test -json: a go command error, say
 				continue
 			}
 			s.event(e, time.Now())
 		case now := <-tick.C:
-			s.heartbeat(now)
+			s.tick(now)
 		}
 	}
 }

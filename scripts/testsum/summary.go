@@ -22,11 +22,20 @@ type event struct {
 // slowTest is the least time a test takes before a package's line names it.
 const slowTest = 5 * time.Second
 
+// quietCheck is how often run calls tick. tick beats a little before a beat of silence
+// (see quietMargin), so the longest silence stays under one beat, whatever came before.
+const quietCheck = time.Second
+
+// quietMargin is how much sooner than a beat of silence tick speaks: the check's own
+// granularity, and the moments before testsum starts that a person also waits through.
+func (s *summary) quietMargin() time.Duration { return min(2*quietCheck, s.every/10) }
+
 type testRun struct {
-	name   string
-	out    strings.Builder
-	result string // "", "pass", "fail", "skip"
-	took   time.Duration
+	name     string
+	out      strings.Builder
+	result   string // "", "pass", "fail", "skip"
+	took     time.Duration
+	reported bool // its "--- PASS" line came: test2json holds the pass event until more output
 }
 
 type pkgRun struct {
@@ -49,6 +58,8 @@ type summary struct {
 	skipped  int
 	broken   bool      // a package or build failed without a failing test to show for it
 	last     time.Time // when the latest event arrived
+	lastOut  time.Time // when the latest line was printed: silence is measured from here
+	lastBeat time.Time // when tick last ran the heartbeat
 }
 
 func newSummary(w io.Writer, trim string, every time.Duration) *summary {
@@ -56,6 +67,12 @@ func newSummary(w io.Writer, trim string, every time.Duration) *summary {
 }
 
 func (s *summary) name(pkg string) string { return strings.TrimPrefix(pkg, s.trim) }
+
+// printf prints a line at now, which ends the silence the quiet check measures.
+func (s *summary) printf(now time.Time, format string, args ...any) {
+	fmt.Fprintf(s.w, format, args...)
+	s.lastOut = now
+}
 
 func (s *summary) pkg(name string, now time.Time) *pkgRun {
 	p := s.pkgs[name]
@@ -88,7 +105,7 @@ func (s *summary) event(e event, now time.Time) {
 	}
 	p := s.pkg(e.Package, now)
 	if e.Test == "" {
-		s.packageEvent(e, p)
+		s.packageEvent(e, p, now)
 		return
 	}
 	t := p.tests[e.Test]
@@ -100,6 +117,10 @@ func (s *summary) event(e event, now time.Time) {
 	switch e.Action {
 	case "output":
 		t.out.WriteString(e.Output)
+		line := strings.TrimLeft(e.Output, " ")
+		for _, r := range []string{"--- PASS: ", "--- FAIL: ", "--- SKIP: "} {
+			t.reported = t.reported || strings.HasPrefix(line, r+e.Test+" ")
+		}
 	case "pass", "fail", "skip":
 		t.result, t.took = e.Action, seconds(e.Elapsed)
 		s.count(e.Action)
@@ -121,7 +142,7 @@ func (s *summary) count(action string) {
 }
 
 // packageEvent handles the events of the package itself, printing its line when it ends.
-func (s *summary) packageEvent(e event, p *pkgRun) {
+func (s *summary) packageEvent(e event, p *pkgRun, now time.Time) {
 	switch e.Action {
 	case "output":
 		p.out.WriteString(e.Output)
@@ -134,11 +155,11 @@ func (s *summary) packageEvent(e event, p *pkgRun) {
 	took := round(seconds(e.Elapsed))
 	switch {
 	case e.Action == "skip":
-		fmt.Fprintf(s.w, "--    %-36s (no tests)\n", s.name(e.Package))
+		s.printf(now, "--    %-36s (no tests)\n", s.name(e.Package))
 	case e.Action == "pass":
-		fmt.Fprintf(s.w, "ok    %-36s %7s%s\n", s.name(e.Package), took, p.slowest())
+		s.printf(now, "ok    %-36s %7s%s\n", s.name(e.Package), took, p.slowest())
 	default:
-		fmt.Fprintf(s.w, "FAIL  %-36s %7s%s\n", s.name(e.Package), took, p.slowest())
+		s.printf(now, "FAIL  %-36s %7s%s\n", s.name(e.Package), took, p.slowest())
 		if !p.anyFailed() { // a panic, a timeout or TestMain: only the package's output tells
 			s.broken = true
 			s.failures = append(s.failures, fmt.Sprintf("=== FAIL: %s (no single test failed; the package's output)\n%s", s.name(e.Package), p.out.String()))
@@ -152,7 +173,7 @@ func (s *summary) heartbeat(now time.Time) {
 	beat := false
 	defer func() {
 		if !beat && !s.last.IsZero() && now.Sub(s.last) >= s.every {
-			fmt.Fprintf(s.w, "..    no test running for %s: go test is compiling test binaries\n", round(now.Sub(s.last)))
+			s.printf(now, "..    no test running for %s: go test is compiling test binaries\n", round(now.Sub(s.last)))
 		}
 	}()
 	for _, name := range slices.Sorted(maps.Keys(s.pkgs)) {
@@ -168,8 +189,38 @@ func (s *summary) heartbeat(now time.Time) {
 		if len(running) > 3 {
 			what = fmt.Sprintf("running %s and %d more", strings.Join(running[:3], ", "), len(running)-3)
 		}
-		fmt.Fprintf(s.w, "..    %-36s %7s so far, %s\n", s.name(name), round(now.Sub(p.started)), what)
+		s.printf(now, "..    %-36s %7s so far, %s\n", s.name(name), round(now.Sub(p.started)), what)
 		beat = true
+	}
+}
+
+// tick is called every quietCheck. It beats once a beat, and sooner when nothing was
+// printed for almost a beat; when the heartbeat has nothing to say then (every running
+// package is younger than a beat), it names the running packages anyway: the screen is
+// never silent for longer than a beat.
+func (s *summary) tick(now time.Time) {
+	quiet := now.Sub(s.lastOut) >= s.every-s.quietMargin()
+	if !quiet && now.Sub(s.lastBeat) < s.every {
+		return
+	}
+	s.lastBeat = now
+	s.heartbeat(now)
+	if !quiet || now.Sub(s.lastOut) < s.every-s.quietMargin() {
+		return // not quiet, or the heartbeat said something
+	}
+	var running []string
+	for _, name := range slices.Sorted(maps.Keys(s.pkgs)) {
+		if !s.pkgs[name].done {
+			running = append(running, s.name(name))
+		}
+	}
+	switch {
+	case len(running) == 0:
+		s.printf(now, "..    no package running: go test is compiling test binaries\n")
+	case len(running) > 4:
+		s.printf(now, "..    running %s and %d more packages\n", strings.Join(running[:4], ", "), len(running)-4)
+	default:
+		s.printf(now, "..    running %s\n", strings.Join(running, ", "))
 	}
 }
 
@@ -186,12 +237,12 @@ func (s *summary) finish() bool {
 func (p *pkgRun) running() []string {
 	var out []string
 	for _, n := range p.order {
-		if p.tests[n].result != "" {
+		if p.tests[n].ended() {
 			continue
 		}
 		inner := false
 		for _, m := range p.order {
-			if strings.HasPrefix(m, n+"/") && p.tests[m].result == "" {
+			if strings.HasPrefix(m, n+"/") && !p.tests[m].ended() {
 				inner = true
 				break
 			}
@@ -221,6 +272,10 @@ func (p *pkgRun) slowest() string {
 	}
 	return "  slowest: " + strings.Join(parts, ", ")
 }
+
+// ended reports whether the test has finished, by its event or by its report line: a
+// parallel test's pass event can come minutes after it ended, with the next test's output.
+func (t *testRun) ended() bool { return t.result != "" || t.reported }
 
 func (p *pkgRun) anyFailed() bool {
 	for _, t := range p.tests {

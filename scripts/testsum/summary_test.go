@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +144,98 @@ func TestHeartbeatNamesTheRunningTests(t *testing.T) {
 	s.heartbeat(t0.Add(140 * time.Second))
 	if want := "no test running for 40s: go test is compiling"; !strings.Contains(out.String(), want) {
 		t.Errorf("heartbeat with nothing running = %q, want %q", out.String(), want)
+	}
+}
+
+// TestHeartbeatTrustsTheReportLine: test2json holds a parallel test's pass event until the
+// package prints more, so the heartbeat takes the "--- PASS" line as the test's end.
+func TestHeartbeatTrustsTheReportLine(t *testing.T) {
+	var out strings.Builder
+	s := newSummary(&out, "github.com/agentd/agentd/", 30*time.Second)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, e := range []event{
+		{Action: "start", Package: pkgA},
+		{Action: "run", Package: pkgA, Test: "TestRealRun"},
+		{Action: "run", Package: pkgA, Test: "TestRealTeam"},
+		{Action: "run", Package: pkgA, Test: "TestRealTeam/sub"},
+		{Action: "output", Package: pkgA, Test: "TestRealRun", Output: "--- PASS: TestRealRun (223.94s)\n"},
+		{Action: "output", Package: pkgA, Test: "TestRealTeam/sub", Output: "    --- FAIL: TestRealTeam/sub (1.00s)\n"},
+		{Action: "output", Package: pkgA, Test: "TestRealTeam", Output: "    --- PASS: TestRealRunner (1.00s)\n"},
+	} {
+		s.event(e, t0)
+	}
+	s.heartbeat(t0.Add(time.Minute))
+	if got, want := out.String(), "1m0s so far, running TestRealTeam\n"; !strings.HasSuffix(got, want) {
+		t.Errorf("heartbeat = %q, want it to end %q: TestRealRun and TestRealTeam/sub have reported", got, want)
+	}
+	if s.passed+s.failed != 0 {
+		t.Errorf("counted %d passed, %d failed before their events came", s.passed, s.failed)
+	}
+}
+
+// TestTickKeepsTheScreenAlive: whatever runs, tick prints something at least once a beat,
+// and it does not beat when lines came recently and a beat has not passed.
+func TestTickKeepsTheScreenAlive(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		events   []event // all at t0
+		lastOut  time.Duration
+		lastBeat time.Duration
+		at       time.Duration
+		want     string // "" means nothing printed
+	}{
+		{"quiet_with_only_young_packages_names_them", []event{{Action: "start", Package: pkgA}}, 0, 0, 29500 * time.Millisecond, "..    running daemon/a\n"},
+		{"quiet_with_nothing_running_says_go_test_compiles", nil, 0, 0, 30 * time.Second, "..    no package running: go test is compiling test binaries\n"},
+		{"quiet_with_an_old_package_gives_its_heartbeat", []event{{Action: "start", Package: pkgA}, {Action: "run", Package: pkgA, Test: "TestLong"}}, 0, 0, 40 * time.Second, "..    daemon/a                                 40s so far, running TestLong\n"},
+		{"recent_line_and_recent_beat_say_nothing", []event{{Action: "start", Package: pkgA}}, 35 * time.Second, 20 * time.Second, 40 * time.Second, ""},
+		{"a_beat_after_the_last_one_beats_though_lines_came", []event{{Action: "start", Package: pkgA}, {Action: "run", Package: pkgA, Test: "TestLong"}}, 59 * time.Second, 30 * time.Second, 60 * time.Second, "..    daemon/a                                1m0s so far, running TestLong\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			s := newSummary(&out, "github.com/agentd/agentd/", 30*time.Second)
+			for _, e := range tt.events {
+				s.event(e, t0)
+			}
+			s.lastOut, s.lastBeat = t0.Add(tt.lastOut), t0.Add(tt.lastBeat)
+			s.tick(t0.Add(tt.at))
+			if got := out.String(); got != tt.want {
+				t.Errorf("tick printed %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLongestSilenceIsABeat drives tick every second through four minutes of packages that
+// start, log without printing and end, and measures the longest stretch with no line.
+func TestLongestSilenceIsABeat(t *testing.T) {
+	var out strings.Builder
+	every := 30 * time.Second
+	s := newSummary(&out, "github.com/agentd/agentd/", every)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.lastOut, s.lastBeat = t0, t0
+	longest, last := time.Duration(0), t0
+	for sec := 1; sec <= 240; sec++ {
+		now := t0.Add(time.Duration(sec) * time.Second)
+		pkg := fmt.Sprintf("%s/p%d", pkgA, sec/60) // a new package every minute, ending 55 s in
+		switch sec % 60 {
+		case 1:
+			s.event(event{Action: "start", Package: pkg}, now)
+		case 56:
+			s.event(event{Action: "pass", Package: pkg, Elapsed: 55}, now)
+		default:
+			s.event(event{Action: "output", Package: pkg, Output: "log\n"}, now)
+		}
+		s.tick(now)
+		if s.lastOut.After(last) {
+			longest, last = max(longest, s.lastOut.Sub(last)), s.lastOut
+		}
+	}
+	if longest > every-s.quietMargin() {
+		t.Errorf("the longest silence was %v, want at most %v; output:\n%s", longest, every-s.quietMargin(), out.String())
+	}
+	if !strings.Contains(out.String(), "..    running daemon/a/p") {
+		t.Errorf("no line named a young running package:\n%s", out.String())
 	}
 }

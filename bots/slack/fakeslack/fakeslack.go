@@ -51,6 +51,7 @@ type Fake struct {
 	files     []File
 	views     []json.RawMessage
 	groups    map[string][]string
+	users     map[string]string // id → display name, for users.info
 	nextTS    int
 	nextEnv   int
 	conn      *websocket.Conn
@@ -101,7 +102,7 @@ func NewFake(tb testing.TB, opts ...Option) *Fake {
 	f := &Fake{
 		BotToken: "xoxb-fake-bot-token", AppToken: "xapp-fake-app-token", Team: "T0FAKE", BotUser: "UBOT",
 		PingEvery: 200 * time.Millisecond, AckDeadline: 3 * time.Second,
-		messages: map[string]*Message{}, groups: map[string][]string{}, unacked: map[string][]byte{},
+		messages: map[string]*Message{}, groups: map[string][]string{}, users: map[string]string{}, unacked: map[string][]byte{},
 		acks: map[string]json.RawMessage{}, changed: make(chan struct{}), uploads: map[string]string{}, nextTS: 1,
 		envelopes: map[string]*envelope{}, limited: map[string][]int{}, respURLs: map[string]*responseURL{},
 	}
@@ -141,6 +142,15 @@ func (f *Fake) Close() {
 	}
 	f.srv.CloseClientConnections()
 	f.srv.Close()
+}
+
+// SetUser names a workspace member for users.info: a display name ("" leaves Slack's
+// profile display_name empty, as for a member who never set one; real_name is "Real " +
+// id then, so the bot's fallback shows).
+func (f *Fake) SetUser(id, displayName string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.users[id] = displayName
 }
 
 // SetGroup sets a user group's members.
@@ -364,6 +374,15 @@ func (f *Fake) api(w http.ResponseWriter, r *http.Request) {
 		}
 		f.views = append(f.views, req.View)
 		writeJSON(w, obj{"ok": true, "view": obj{"id": fmt.Sprintf("V%d", len(f.views))}})
+	case "users.info":
+		id := form.Get("user")
+		name, ok := f.users[id]
+		if !ok {
+			writeJSON(w, obj{"ok": false, "error": "user_not_found"})
+			return
+		}
+		writeJSON(w, obj{"ok": true, "user": obj{"id": id, "name": strings.ToLower(id), "real_name": "Real " + id,
+			"profile": obj{"display_name": name, "real_name": "Real " + id}}})
 	case "usergroups.users.list":
 		users, ok := f.groups[form.Get("usergroup")]
 		if !ok {

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	osuser "os/user"
 	"slices"
 	"syscall"
 
@@ -294,12 +295,17 @@ func (a *app) note(format string, args ...any) {
 	io.WriteString(a.stderr, display.Escape(fmt.Sprintf(format, args...), display.Text)+"\n")
 }
 
-// user names the person deciding, for the audit log.
+// user names the person deciding, for the audit log: $USER, else the login name of
+// this uid (a container's shell often has no $USER), else "uid N", which agentd turns
+// into the name it finds (it also records the uid the kernel reports).
 func user() string {
 	for _, k := range []string{"USER", "LOGNAME"} {
 		if u := os.Getenv(k); u != "" {
 			return u
 		}
+	}
+	if u, err := osuser.Current(); err == nil && u.Username != "" {
+		return u.Username
 	}
 	return fmt.Sprintf("uid %d", os.Getuid())
 }

@@ -42,9 +42,15 @@ type fakeDaemon struct {
 	decide func(agent *client.Agent, req client.DecideRequest) (*client.Decision, error)
 	// events, if set, serves an agent's event stream; conn counts connections from 1.
 	events func(w *eventWriter, r *http.Request, conn int)
+	// subscribing, if set, runs as an events request subscribes, before the headers go
+	// out: what happens there reaches the follower only by reading the agent again.
+	subscribing func()
 
 	decided  chan client.DecideRequest // every decision received
 	answered chan client.AnswerRequest // every answer received
+	// answerGate, if set, holds each answer's reply until it is closed, as the daemon
+	// publishes the answer's events before it replies.
+	answerGate chan struct{}
 }
 
 func newFakeDaemon(t *testing.T) *fakeDaemon {
@@ -171,6 +177,9 @@ func (f *fakeDaemon) routes() http.Handler {
 		return &client.DoctorReport{Checks: []client.Check{
 			{Name: "ollama", Status: client.CheckOK, Detail: "version 0.17.4 at http://127.0.0.1:11434"},
 			{Name: "model", Status: client.CheckFail, Detail: "qwen2.5:3b is not on the server", Fix: "ollama pull qwen2.5:3b"},
+			{Name: "ollama host", Status: client.CheckOK, Detail: "http://127.0.0.1:11434 up, 1 of 2 slots busy, 340 calls served; models: qwen3:4b"},
+			{Name: "ollama host", Status: client.CheckWarn, Detail: "http://gpu-box:11434 down (next try in 4.2s): ollama at http://gpu-box:11434: tags: connection refused",
+				Fix: "start Ollama there (`ollama serve`), or remove it from [[ollama.hosts]] in the config"},
 			{Name: "store", Status: client.CheckFail, Detail: "/var/lib/agentd/agentd.db has mode 0644: others on this machine can read every agent's history",
 				Fix: "chmod 600 /var/lib/agentd/agentd.db (agentd makes it 0600 at start; something changed it)"},
 			{Name: "disk", Status: client.CheckWarn, Detail: "812.0 MiB free where /var/lib/agentd is", Fix: "free space on that file system"},
@@ -303,8 +312,12 @@ func (f *fakeDaemon) answer(_ context.Context, ref string, req client.AnswerRequ
 	}
 	f.mu.Lock()
 	f.answers = append(f.answers, req)
+	gate := f.answerGate
 	f.mu.Unlock()
 	f.answered <- req
+	if gate != nil {
+		<-gate
+	}
 	if client.IsAnswerHelp(req.Text) { // as the daemon refuses it
 		return client.None{}, client.Errorf(client.ErrBadRequest, "%q asks how to answer, so it was not sent and the question still waits", req.Text)
 	}
@@ -365,8 +378,11 @@ func (f *fakeDaemon) eventStream(w http.ResponseWriter, r *http.Request) {
 	since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
 	f.mu.Lock()
 	f.sinces = append(f.sinces, since)
-	conn, events := len(f.sinces), f.events
+	conn, events, subscribing := len(f.sinces), f.events, f.subscribing
 	f.mu.Unlock()
+	if subscribing != nil {
+		subscribing()
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	ew := &eventWriter{w: w, r: r}

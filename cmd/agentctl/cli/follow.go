@@ -21,8 +21,12 @@ the command it proposes, who decided, the result, and its questions.
 
 When a proposal waits, type your decision and press Enter:
 ` + client.DecisionHelp + `
+After y!, n! or y -N, follow says what was stored and the command that undoes it.
 When the agent asks a question, the line you type is the answer ("?" alone shows how
-to answer instead).
+to answer instead). Lines piped in (echo y | agentctl run --follow TASK) each decide
+the next proposal or answer the next question; once the input is closed and used up,
+follow ends (exit 0) when the agent waits for one more, saying how to decide it.
+With no input at all (</dev/null), --stay or --json it follows on, read-only.
 
 Follow ends when the run finishes (exit 0) or the agent fails (exit 1); with --stay it
 keeps following, e.g. through follow-up tasks. Ctrl-C stops following, never the agent.
@@ -38,7 +42,7 @@ func (a *app) runFollow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return a.follow(ctx, ref, *stay)
+	return a.follow(ctx, ref, *stay, "")
 }
 
 // Reconnect backoff after the event stream drops.
@@ -68,26 +72,47 @@ type follower struct {
 	// Only the streaming goroutine touches these.
 	started time.Time // the daemon's start time; a change means seqs restarted
 
-	mu         sync.Mutex
-	name       string
-	state      client.AgentState
-	reason     string
-	exhausted  *client.BudgetExhausted // the budget that stopped the agent, from the last state event
-	lastState  string                  // the last state line printed
-	pending    *client.Proposal        // the proposal a line from stdin decides on
-	question   *client.Question        // the question a line from stdin answers
-	shown      map[string]bool         // proposals rendered
-	closed     map[string]bool         // proposals decided or done
-	asked      map[string]bool         // questions rendered
-	lastSeq    int64
-	stdinOpen  bool
-	promptOpen bool
-	ended      bool
-	spin       *spinner // nil unless stderr is a terminal
+	mu          sync.Mutex
+	name        string
+	state       client.AgentState
+	reason      string
+	exhausted   *client.BudgetExhausted // the budget that stopped the agent, from the last state event
+	lastState   string                  // the last state line printed
+	pending     *client.Proposal        // the proposal a line from stdin decides on
+	question    *client.Question        // the question a line from stdin answers
+	shown       map[string]bool         // proposals rendered
+	closed      map[string]bool         // proposals decided or done
+	asked       map[string]bool         // questions rendered
+	lastSeq     int64
+	stdinOpen   bool
+	promptOpen  bool
+	ended       bool
+	legendShown bool              // the decision legend is shown once, before the first prompt
+	spin        *spinner          // nil unless stderr is a terminal
+	calls       map[string]string // each shown proposal's call, for the note a y! or n! gets
+
+	// sending is true while a decision or answer typed here is on its way: the events
+	// it causes must not prompt again for what is being answered (the stray "Answer:").
+	sending bool
+	// typedAhead holds lines piped in before anything waited for them (echo n | agentctl
+	// run --follow): they decide the next proposal. A terminal's early lines are dropped
+	// with a note instead, so nobody approves a proposal they have not seen.
+	typedAhead []string
+	piped      bool
+	linesRead  int           // lines read from stdin; none (</dev/null) follows read-only
+	run        string        // the run agentctl run or task started and follows; "" for agentctl follow
+	ready      chan struct{} // wakes applyTypedAhead: something waits and lines are held
+	// stop ends follow from the input side: stdin closed while something waits for it.
+	stop func(error)
 }
 
 // follow follows agent ref until its run finishes (unless stay), it fails or ctx ends.
-func (a *app) follow(ctx context.Context, ref string, stay bool) error {
+// It subscribes from the daemon's event seq read before its snapshot of the agent, so
+// nothing that happens in between is lost. run, when set, is the run agentctl run or
+// task just started: if the snapshot shows it over already, follow says so and ends
+// (a run that finished before follow looked once left follow waiting forever).
+func (a *app) follow(ctx context.Context, ref string, stay bool, run string) error {
+	st, stErr := a.api().Status(ctx)
 	ag, err := a.api().Agent(ctx, ref)
 	if err != nil {
 		return agentErr(ref, err)
@@ -95,16 +120,20 @@ func (a *app) follow(ctx context.Context, ref string, stay bool) error {
 	f := &follower{
 		a: a, id: ag.ID, stay: stay, name: ag.Name,
 		shown: map[string]bool{}, closed: map[string]bool{}, asked: map[string]bool{},
-		stdinOpen: a.stdin != nil,
+		calls: map[string]string{}, stdinOpen: a.stdin != nil, piped: !isTerminalReader(a.stdin),
+		ready: make(chan struct{}, 1),
 	}
 	if !a.json && isTerminal(a.stderr) {
 		f.spin = &spinner{w: a.stderr, mu: &f.mu}
 	}
-	if st, err := a.api().Status(ctx); err == nil {
+	if stErr == nil {
 		f.started = st.Started
+		f.lastSeq = st.EventSeq
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	f.run = run
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	f.stop = func(err error) { cancel(&endFollow{err}) }
 
 	f.mu.Lock()
 	err = f.intro(ag)
@@ -112,8 +141,13 @@ func (a *app) follow(ctx context.Context, ref string, stay bool) error {
 	if err == nil {
 		if a.stdin != nil {
 			go f.readInput(ctx)
+			go f.applyTypedAhead(ctx)
 		}
 		err = f.stream(ctx)
+	}
+	var end *endFollow
+	if errors.As(err, &end) || errors.As(context.Cause(ctx), &end) {
+		err = end.err
 	}
 	f.mu.Lock()
 	f.spin.stop()
@@ -138,6 +172,10 @@ func (f *follower) intro(ag *client.Agent) error {
 	}
 	f.sync(ag, time.Time{})
 	defer f.settle()
+	if f.run != "" && !f.stay && ag.State == client.StateIdle && ag.RunID == f.run {
+		f.printf("finished: %s\n", orDefault(strings.TrimPrefix(ag.StateReason, "finished: "), "the run ended"))
+		return &endFollow{}
+	}
 	switch {
 	case ag.State == client.StateFailed && !f.stay:
 		return fmt.Errorf("agent %s failed: %s; after fixing the cause, run: agentctl resume %s", refOf(ag), ag.StateReason, refOf(ag))
@@ -152,7 +190,17 @@ func (f *follower) stream(ctx context.Context) error {
 	backoff := minBackoff
 	lastMsg := ""
 	for {
-		err := f.a.api().Events(ctx, f.id, f.seq(), func(ev client.Event) error {
+		since := f.seq()
+		// With no event seen yet, nothing is replayed: read the agent again once subscribed,
+		// or a proposal made since intro read it is never shown (the agent looks stuck
+		// thinking while it waits on a person, most often on a busy machine).
+		opened := func() error {
+			if since > 0 {
+				return nil
+			}
+			return f.resync(ctx)
+		}
+		err := f.a.api().EventsOpened(ctx, f.id, since, opened, func(ev client.Event) error {
 			backoff = minBackoff
 			return f.handle(ev)
 		})
@@ -246,6 +294,7 @@ func (f *follower) locked(fn func()) {
 func (f *follower) readInput(ctx context.Context) {
 	sc := bufio.NewScanner(f.a.stdin)
 	for sc.Scan() && ctx.Err() == nil {
+		f.locked(func() { f.linesRead++ })
 		f.handleLine(ctx, sc.Text())
 	}
 	f.mu.Lock()
@@ -253,8 +302,40 @@ func (f *follower) readInput(ctx context.Context) {
 	f.stdinOpen = false
 	if !f.ended && ctx.Err() == nil {
 		f.closePrompt()
-		f.notef("(input closed: following read-only; decide with agentctl approve, deny or feedback)")
+		if len(f.typedAhead) == 0 && f.readOnly() {
+			f.notef("(input closed: following read-only; decide with agentctl approve, deny or feedback)")
+		}
+		f.endIfStuck()
 	}
+}
+
+// readOnly reports whether follow goes on after its input closed, however long the agent
+// waits: when nothing was ever typed or piped (</dev/null: people decide elsewhere), with
+// --stay, and with --json (an event feed).
+func (f *follower) readOnly() bool { return f.linesRead == 0 || f.stay || f.a.json }
+
+// endIfStuck ends follow once its input closed, every line piped in is used, and the
+// agent waits for a decision or an answer that nothing typed here can give any more (a
+// piped "n" once left follow waiting ten minutes). Call with mu held.
+func (f *follower) endIfStuck() {
+	if f.stdinOpen || f.readOnly() || f.sending || len(f.typedAhead) > 0 || f.ended || (f.pending == nil && f.question == nil) {
+		return
+	}
+	what := "a decision on its proposal"
+	if f.pending == nil {
+		what = "an answer to its question"
+	}
+	ref := f.name
+	if ref == "" {
+		ref = f.id
+	}
+	if f.pending != nil {
+		f.notef("(input closed while agent %s waits for %s; it keeps waiting: decide with agentctl approve|deny|feedback %s)", ref, what, ref)
+	} else {
+		f.notef("(input closed while agent %s waits for %s; it keeps waiting: answer with agentctl answer %s TEXT)", ref, what, ref)
+	}
+	f.ended = true // the stream may still deliver events before it stops: show none
+	f.stop(nil)
 }
 
 func (f *follower) handleLine(ctx context.Context, line string) {
@@ -266,6 +347,15 @@ func (f *follower) handleLine(ctx context.Context, line string) {
 	f.promptOpen = false // Enter ended the prompt's line
 	defer f.settle()
 	text := strings.TrimSpace(line)
+	if f.piped && text != "" && (f.sending || len(f.typedAhead) > 0 || (f.pending == nil && f.question == nil)) {
+		f.typedAhead = append(f.typedAhead, text)
+		return
+	}
+	f.apply(ctx, text)
+}
+
+// apply sends one line as the answer or decision for what waits now. Call with mu held.
+func (f *follower) apply(ctx context.Context, text string) {
 	q, p := f.question, f.pending
 	switch {
 	case text == "":
@@ -273,7 +363,7 @@ func (f *follower) handleLine(ctx context.Context, line string) {
 		f.notef("%s", client.AnswerHelp)
 	case q != nil:
 		req := client.AnswerRequest{ProposalID: q.ProposalID, Text: text, By: user()}
-		err := f.unlocked(func() error { return f.a.api().Answer(ctx, f.id, req) })
+		err := f.send(func() error { return f.a.api().Answer(ctx, f.id, req) })
 		if err == nil {
 			f.notef("(answer sent)")
 		}
@@ -290,7 +380,7 @@ func (f *follower) handleLine(ctx context.Context, line string) {
 			return
 		}
 		req.ProposalID, req.Source, req.By = p.ID, "agentctl", user()
-		err = f.unlocked(func() error { _, err := f.a.api().Decide(ctx, f.id, req); return err })
+		err = f.send(func() error { _, err := f.a.api().Decide(ctx, f.id, req); return err })
 		if err == nil || f.refused(ctx, err) {
 			f.closed[p.ID] = true
 			if f.pending != nil && f.pending.ID == p.ID {
@@ -302,11 +392,38 @@ func (f *follower) handleLine(ctx context.Context, line string) {
 	}
 }
 
-// unlocked runs fn (a call to the daemon) without holding mu, so events keep flowing.
-func (f *follower) unlocked(fn func() error) error {
+// send runs fn (a call to the daemon) without holding mu, so events keep flowing; while
+// it runs, nothing prompts for the proposal or question it answers.
+func (f *follower) send(fn func() error) error {
+	f.sending = true
 	f.mu.Unlock()
-	defer f.mu.Lock()
+	defer func() {
+		f.mu.Lock()
+		f.sending = false
+	}()
 	return fn()
+}
+
+// applyTypedAhead decides with the lines piped in ahead, each when something waits for
+// it (settle wakes it), on its own goroutine: the event stream never waits on a call.
+func (f *follower) applyTypedAhead(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-f.ready:
+		}
+		f.mu.Lock()
+		for len(f.typedAhead) > 0 && !f.sending && !f.ended && (f.pending != nil || f.question != nil) {
+			text := f.typedAhead[0]
+			f.typedAhead = f.typedAhead[1:]
+			f.promptOpen = false
+			f.notef("(from input: %s)", text)
+			f.apply(ctx, text)
+		}
+		f.settle()
+		f.mu.Unlock()
+	}
 }
 
 // refused reports a failed decision or answer as a note, never ending follow, and says

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -13,6 +14,17 @@ import (
 const (
 	decisionPrompt = "Approve? [y / y -N / y! / n / n! / feedback / ?]: "
 	answerPrompt   = "Answer: "
+	// decisionLegend comes before the first decision prompt: the short answers that
+	// store a rule are the ones a newcomer cannot guess.
+	decisionLegend = "(y runs it once; y -N this and the next N-1; y! runs it and from now on this exact command unasked;\n" +
+		" n stops the run; n! also refuses this exact command from now on; other text is feedback; ? shows more)\n"
+)
+
+// What the spinner says the agent waits on (the daemon reports no tokens until the
+// reply is whole, so the time waited is what it can show).
+const (
+	spinThinking = "thinking: waiting for the model"
+	spinNoModel  = "waiting for the model to answer again (Ollama down or busy)"
 )
 
 // argLinesInFollow bounds how much of a long argument (a file's content) follow shows.
@@ -46,10 +58,13 @@ func (f *follower) handle(ev client.Event) error {
 		if p := ev.Proposal; p != nil && !f.shown[p.ID] {
 			f.showProposal(p, ev.Time)
 		}
-		f.sync(ev.Agent, ev.Time)
+		f.sync(beforeDecision(ev.Agent), ev.Time)
 	case client.EventDecision:
 		if d := ev.Decision; d != nil {
-			f.printf("%sdecision: %s\n", stamp(ev.Time), decisionString(d))
+			f.printf("%sdecision: %s\n", stamp(ev.Time), ofLeft(decisionString(d)))
+			if note := f.grantNote(d); note != "" {
+				f.printf("  %s\n", note)
+			}
 			f.close(d.ProposalID)
 		}
 	case client.EventResult:
@@ -80,6 +95,54 @@ func (f *follower) handle(ev client.Event) error {
 		return &endFollow{fmt.Errorf("agent %s was removed", f.name)}
 	}
 	return nil
+}
+
+// beforeDecision is the agent of a proposal event as it stood before the decision: a
+// proposal a rule approves arrives with the agent already executing, and its decision
+// event comes next, so "executing" waits for the state event after the decision line.
+func beforeDecision(ag *client.Agent) *client.Agent {
+	if ag == nil || ag.State != client.StateExecuting || ag.Pending != nil {
+		return ag
+	}
+	cp := *ag
+	cp.State, cp.StateReason = client.StateThinking, ""
+	return &cp
+}
+
+// yLeftRE finds a y -N grant's count in its label: "root's y -5 (3 left)".
+var yLeftRE = regexp.MustCompile(`\by -(\d+) \((\d+) left\)`)
+
+// ofLeft says of how many a y -N's approvals are left, counting the person's own:
+// "root's y -5 — 3 of 5 left", so the count down reads at a glance while following.
+func ofLeft(s string) string {
+	return yLeftRE.ReplaceAllString(s, "y -$1 — $2 of $1 left")
+}
+
+// grantNote confirms what a person's decision stored beyond this proposal, and how to
+// undo it: y! (an exact grant), n! (a deny pattern) and y -N (a count grant).
+func (f *follower) grantNote(d *client.Decision) string {
+	ref := f.name
+	if ref == "" {
+		ref = f.id
+	}
+	call := f.calls[d.ProposalID]
+	if call == "" {
+		call = "this command"
+	}
+	switch {
+	case d.Source == "grant" || d.Source == "policy":
+		return "" // an automatic approval names its grant or rule on the decision line
+	case d.Kind == client.DecisionApprove && d.Scope == client.ScopeAgent && d.Grant != "":
+		return fmt.Sprintf("(y! stored grant %s: from now on %s runs without asking, with exactly these args; revoke it with: agentctl policy %s revoke %s)",
+			line(d.Grant), call, ref, line(d.Grant))
+	case d.Kind == client.DecisionApprove && d.Count > 1 && d.Grant != "":
+		return fmt.Sprintf("(the next %d proposals of this run go ahead without asking: %d of %d left; stop early with: agentctl policy %s revoke %s)",
+			d.Count-1, d.Count-1, d.Count, ref, line(d.Grant))
+	case d.Kind == client.DecisionDeny && d.Scope == client.ScopeDeny && d.Pattern != "":
+		return fmt.Sprintf("(n! stored the deny pattern %s: agent %s is refused it from now on; remove it with: agentctl policy %s rm deny '%s')",
+			line(d.Pattern), ref, ref, line(d.Pattern))
+	}
+	return ""
 }
 
 // sync takes the agent's state, pending proposal and question from a snapshot, rendering
@@ -152,6 +215,7 @@ func budgetFlag(kind string) string {
 
 func (f *follower) showProposal(p *client.Proposal, t time.Time) {
 	f.shown[p.ID] = true
+	f.calls[p.ID] = formatCall(p.Command, p.Args)
 	f.printf("%sproposal (step %d):\n", stamp(t), p.Step)
 	writeThoughts(f.out(), p.Thoughts, "  ", true) // every thought field, one line each (issue 19)
 	f.printf("  → %s\n", formatCall(p.Command, p.Args))
@@ -196,19 +260,31 @@ func (f *follower) settle() {
 	}
 	switch f.state {
 	case client.StateThinking:
-		f.spin.start("thinking")
+		f.spin.start(spinThinking)
 	case client.StateWaitingForModel:
-		f.spin.start("waiting for the model")
+		f.spin.start(spinNoModel)
 	default:
 		f.spin.stop()
 	}
-	if !f.stdinOpen || f.promptOpen {
+	if len(f.typedAhead) > 0 && !f.sending && (f.pending != nil || f.question != nil) {
+		select {
+		case f.ready <- struct{}{}:
+		default:
+		}
+		return
+	}
+	f.endIfStuck()
+	if !f.stdinOpen || f.promptOpen || f.sending {
 		return
 	}
 	switch {
 	case f.question != nil:
 		f.prompt(answerPrompt)
 	case f.pending != nil:
+		if !f.legendShown {
+			f.legendShown = true
+			io.WriteString(f.a.stderr, decisionLegend)
+		}
 		f.prompt(decisionPrompt)
 	}
 }

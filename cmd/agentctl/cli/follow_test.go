@@ -131,6 +131,38 @@ state: thinking
 	}
 }
 
+// TestFollowShowsAProposalMadeBeforeItSubscribed: the agent proposes after follow first
+// read it and before its event stream subscribed, which replays nothing from since 0.
+// Follow reads the agent again once subscribed and asks for a decision, instead of
+// showing "thinking" while the agent waits on a person.
+func TestFollowShowsAProposalMadeBeforeItSubscribed(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.set(func() {
+		f.agents = append(f.agents, &client.Agent{ID: "a-7", Name: "racer", State: client.StateThinking, Task: "look around"})
+		f.subscribing = func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			a := f.agents[len(f.agents)-1]
+			a.State, a.Pending = client.StateAwaitingDecision, walkerProposal("p-70")
+		}
+	})
+	s := startFollow(t, "--socket", f.sock, "follow", "racer")
+	waitOutput(t, s.errOut, "Approve? [y / y -N / y! / n / n! / feedback / ?]: ", 1)
+	s.typeLine(t, "y")
+	select {
+	case d := <-f.decided:
+		if d.ProposalID != "p-70" || d.Kind != client.DecisionApprove {
+			t.Errorf("decided %+v, want an approval of p-70", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no decision reached the daemon\nstdout:\n%s\nstderr:\n%s", s.out, s.errOut)
+	}
+	if got := s.out.String(); !strings.Contains(got, "state: thinking\n") || !strings.Contains(got, "→ list_files(path=\".\")") {
+		t.Errorf("stdout does not show the thinking agent and then its proposal:\n%s", got)
+	}
+}
+
 func TestFollowReconnectsAndNotesARefusedDecision(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
@@ -369,6 +401,11 @@ func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
 	}
 	if got := s.errOut.String(); !strings.Contains(got, "the proposal still waits") || !strings.Contains(got, "n!       like n") {
 		t.Errorf("the help does not say the proposal waits, or misses an answer:\n%s", got)
+	}
+	// The short legend before the first prompt explains y! and n!, once however often the
+	// prompt comes back.
+	if n := strings.Count(s.errOut.String(), "y! runs it and from now on this exact command unasked"); n != 1 {
+		t.Errorf("the decision legend shows %d times, want once before the first prompt:\n%s", n, s.errOut)
 	}
 	f.mu.Lock()
 	sent := len(f.decisions)

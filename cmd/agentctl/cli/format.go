@@ -162,6 +162,9 @@ func decisionString(d *client.Decision) string {
 		s = string(d.Kind)
 	}
 	by := line(d.By)
+	if d.ByName != "" { // a chat user: their display name, not their id
+		by = line(d.ByName)
+	}
 	if by == "" {
 		by = "someone"
 	}

@@ -74,5 +74,5 @@ func (a *app) started(ctx context.Context, ag *client.Agent, follow bool) error 
 		a.note("follow it with: agentctl follow %s", refOf(ag))
 		return nil
 	}
-	return a.follow(ctx, ag.ID, false)
+	return a.follow(ctx, ag.ID, false, ag.RunID)
 }

@@ -20,6 +20,7 @@ type spinner struct {
 
 	gen     int // bumped on start and stop; a drawing goroutine exits once it is stale
 	label   string
+	since   time.Time // when label started: the frame shows how long it has waited
 	running bool
 	drawn   bool // a frame is on screen and must be erased before other output
 }
@@ -34,7 +35,7 @@ func (s *spinner) start(label string) {
 		return
 	}
 	s.gen++
-	s.label, s.running = label, true
+	s.label, s.running, s.since = label, true, time.Now()
 	go s.draw(s.gen)
 }
 
@@ -66,15 +67,28 @@ func (s *spinner) draw(gen int) {
 			s.mu.Unlock()
 			return
 		}
-		fmt.Fprintf(s.w, "\r\033[K%c %s…", spinFrames[i%len(spinFrames)], s.label)
+		io.WriteString(s.w, "\r\033[K"+s.frame(i, time.Now()))
 		s.drawn = true
 		s.mu.Unlock()
 		<-t.C
 	}
 }
 
+// frame is the spinner's line at tick i: what it waits on and for how long, e.g.
+// "⠙ thinking: waiting for the model (12 s)".
+func (s *spinner) frame(i int, now time.Time) string {
+	return fmt.Sprintf("%c %s (%d s)", spinFrames[i%len(spinFrames)], s.label, int(now.Sub(s.since).Seconds()))
+}
+
 // isTerminal reports whether w is a terminal that understands cursor movement.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd())) && os.Getenv("TERM") != "dumb"
+}
+
+// isTerminalReader reports whether r is a terminal: lines typed there are read by a
+// person who sees each prompt, unlike lines piped in ahead.
+func isTerminalReader(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

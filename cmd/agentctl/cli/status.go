@@ -17,7 +17,10 @@ var statusCmd = &command{
 	args:  "[--json]",
 	short: "is agentd up, can it reach Ollama, what are agents doing",
 	long: `Status shows the daemon (version, pid, where it keeps its state), the Ollama server it
-uses (address, whether it answers, version, model and its context length) and how many
+uses (address, whether it answers, version, model and its context length; with more than
+one [[ollama.hosts]], each host: up or down, slots busy, models), the queue of model calls
+(waiting now and how long calls waited, for agents a person waits on and for scheduled
+and team work) and how many
 agents are in each state, the chat bots' connections (Slack, Discord) and the TCP
 listener ([http]: the address bound, and whether it serves metrics and the Agent
 Protocol, or off) and the sandbox execute_shell runs in ([shell], or off). When something
@@ -76,6 +79,7 @@ func writeStatus(w io.Writer, st *client.Status) {
 	if o.SmartModel != "" {
 		fmt.Fprintf(tw, "smart model:\t%s\n", o.SmartModel)
 	}
+	writePool(tw, o)
 	fmt.Fprintf(tw, "agents:\t%s\n", agentCounts(st.Agents))
 	for _, b := range st.Bots {
 		fmt.Fprintf(tw, "%s:\t%s\n", b.Platform, botState(b))

@@ -219,7 +219,10 @@ func decided(req Request, d *client.Decision) Authorization {
 
 // Who names a decision's maker for people: "ana via slack", or the source alone.
 func Who(d *client.Decision) string {
-	if d.By == "" {
+	switch {
+	case d.ByName != "": // a chat user's display name says more than their id
+		return d.ByName + " via " + d.Source
+	case d.By == "":
 		return d.Source
 	}
 	return d.By + " via " + d.Source

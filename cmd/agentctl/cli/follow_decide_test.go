@@ -1,0 +1,204 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/testutil"
+)
+
+// TestFollowPrintsTheDecisionBeforeExecuting: a proposal a rule approves arrives with
+// the agent already executing; follow prints its decision line first, then "executing"
+// (the order the daemon publishes: proposal, decision, state).
+func TestFollowPrintsTheDecisionBeforeExecuting(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		p := walkerProposal("p-20")
+		executing := &client.Agent{ID: "a-4", Name: "walker", State: client.StateExecuting}
+		w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: p, Agent: executing})
+		w.send(client.Event{Seq: 2, Type: client.EventDecision, AgentID: "a-4", Decision: &client.Decision{
+			ProposalID: "p-20", Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "list_files(*)", Pattern: "list_files(*)"}})
+		w.send(client.Event{Seq: 3, Type: client.EventState, AgentID: "a-4", Agent: executing})
+		w.send(client.Event{Seq: 4, Type: client.EventResult, AgentID: "a-4", Episode: &client.Episode{
+			Step: 1, ProposalID: "p-20", Command: "list_files", Args: json.RawMessage(`{"path":"."}`), Outcome: "succeeded", Result: "a.txt"}})
+		w.send(client.Event{Seq: 5, Type: client.EventFinish, AgentID: "a-4", Message: "listed"})
+	}
+	r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
+	testutil.Golden(t, "testdata/follow/decision_before_executing.golden", stdoutOf(r))
+	d, e := strings.Index(r.stdout, "decision: approved by policy"), strings.Index(r.stdout, "state: executing")
+	if d < 0 || e < 0 || d > e {
+		t.Errorf("want the decision line before \"executing\":\n%s", r.stdout)
+	}
+}
+
+// TestFollowConfirmsWhatADecisionStored: y! names the grant it stored and how to revoke
+// it, y -N how many run unasked and of how many, n! the deny pattern and how to remove it;
+// a chat decider is named by display name.
+func TestFollowConfirmsWhatADecisionStored(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		decision client.Decision
+	}{
+		{"y_bang", client.Decision{Kind: client.DecisionApprove, Count: 1, Scope: client.ScopeAgent, Grant: "g-7", GrantLabel: "tester's y! on this exact list_files"}},
+		{"y_5", client.Decision{Kind: client.DecisionApprove, Count: 5, Grant: "g-8", GrantLabel: "tester's y -5 (4 left)"}},
+		{"n_bang", client.Decision{Kind: client.DecisionDeny, Scope: client.ScopeDeny, Pattern: "list_files(.)"}},
+		{"y_once", client.Decision{Kind: client.DecisionApprove, Count: 1}},
+		// A chat decider shows by display name, not by the id chat knows them by.
+		// A grant's use counts down out of the person's N: theirs was the first.
+		{"grant_use", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "tester", Grant: "g-8", GrantLabel: "tester's y -5 (3 left)"}},
+		{"slack_user_by_name", client.Decision{Kind: client.DecisionApprove, Count: 1, By: "U04ABC", ByName: "Ana Lima", Source: "slack"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeDaemon(t)
+			f.events = func(w *eventWriter, r *http.Request, conn int) {
+				w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
+				d := tt.decision
+				d.ProposalID = "p-20"
+				if d.By == "" {
+					d.By, d.Source = "tester", "agentctl"
+				}
+				w.send(client.Event{Seq: 2, Type: client.EventDecision, AgentID: "a-4", Decision: &d})
+				w.send(client.Event{Seq: 3, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+			}
+			r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
+			testutil.Golden(t, "testdata/follow/stored_"+tt.name+".golden", stdoutOf(r))
+		})
+	}
+}
+
+// TestFollowPromptsOnceForAQuestion: the daemon publishes an answer's result and state
+// before it replies to the answer; follow must not ask "Answer:" again meanwhile.
+func TestFollowPromptsOnceForAQuestion(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.answerGate = make(chan struct{})
+	resultShown := make(chan struct{})
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		w.send(client.Event{Seq: 1, Type: client.EventQuestion, AgentID: "a-4", Question: &client.Question{ProposalID: "p-21", Text: "Which colour?"}})
+		if _, ok := wait(t, w, f.answered); !ok {
+			return
+		}
+		w.send(client.Event{Seq: 2, Type: client.EventResult, AgentID: "a-4", Episode: &client.Episode{
+			Step: 2, ProposalID: "p-21", Command: "ask_user", Outcome: "succeeded", Result: "blue"}})
+		w.send(client.Event{Seq: 3, Type: client.EventState, AgentID: "a-4", Agent: &client.Agent{ID: "a-4", Name: "walker", State: client.StateThinking}})
+		<-resultShown
+		close(f.answerGate)
+		w.send(client.Event{Seq: 4, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+	}
+	s := startFollow(t, "--socket", f.sock, "follow", "walker")
+	waitOutput(t, s.errOut, "Answer: ", 1)
+	s.typeLine(t, "blue")
+	waitOutput(t, s.out, "state: thinking", 1)
+	close(resultShown)
+	if code := s.exit(t); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
+	}
+	if n := strings.Count(s.errOut.String(), "Answer: "); n != 1 {
+		t.Errorf("%d Answer: prompts for one question, want 1:\n%s", n, s.errOut)
+	}
+}
+
+// TestFollowUsesPipedLines: `echo n | agentctl run --follow` once hung: the n arrived
+// before the proposal and was dropped. Piped lines now wait for what they decide, and
+// follow ends when they run out while the agent waits for one more.
+func TestFollowUsesPipedLines(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, stdin string
+		want        []client.DecisionKind
+		note        string // in the output
+	}{
+		// Most often the n is read before the proposal comes ("(from input: n)"), but
+		// either order must deny it and end.
+		{"n_ends_the_run", "n\n", []client.DecisionKind{client.DecisionDeny}, "finished: denied by tester via agentctl"},
+		{"eof_while_waiting", "y\n", []client.DecisionKind{client.DecisionApprove},
+			"(input closed while agent walker waits for a decision on its proposal; it keeps waiting: decide with agentctl approve|deny|feedback walker)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeDaemon(t)
+			f.events = func(w *eventWriter, r *http.Request, conn int) {
+				w.send(client.Event{Seq: 1, Type: client.EventState, AgentID: "a-4", Agent: &client.Agent{ID: "a-4", Name: "walker", State: client.StateThinking}})
+				// The piped line is most often read before this proposal exists.
+				w.send(client.Event{Seq: 2, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
+				d, ok := wait(t, w, f.decided)
+				if !ok {
+					return
+				}
+				w.send(client.Event{Seq: 3, Type: client.EventDecision, AgentID: "a-4", Decision: &client.Decision{ProposalID: "p-20", Kind: d.Kind, Count: d.Count, By: d.By, Source: d.Source}})
+				if d.Kind == client.DecisionDeny {
+					w.send(client.Event{Seq: 4, Type: client.EventFinish, AgentID: "a-4", Message: "denied by tester via agentctl"})
+					return
+				}
+				p := walkerProposal("p-22")
+				p.Step = 2
+				w.send(client.Event{Seq: 4, Type: client.EventProposal, AgentID: "a-4", Proposal: p})
+				<-r.Context().Done() // the agent waits; only follow can end this
+			}
+			r := runCLI(t, tt.stdin, "--socket", f.sock, "follow", "walker")
+			if r.code != 0 || !strings.Contains(r.stderr+r.stdout, tt.note) {
+				t.Fatalf("got %v; want exit 0 and %q", r, tt.note)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			var got []client.DecisionKind
+			for _, d := range f.decisions {
+				got = append(got, d.Kind)
+			}
+			if len(got) != len(tt.want) || got[0] != tt.want[0] {
+				t.Errorf("decisions %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRunFollowEndsWhenTheRunIsAlreadyOver: a run that finishes before follow looks
+// (the model proposed finish at once) ends `agentctl run --follow`, which once waited
+// for events that had already gone by.
+func TestRunFollowEndsWhenTheRunIsAlreadyOver(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.set(func() {
+		f.agents = append(f.agents, &client.Agent{ID: "a-9", Name: "new-agent", State: client.StateIdle,
+			StateReason: "finished: nothing to do", Task: "count files", RunID: "r-9"})
+		// no f.events: the stream stays open and silent, as the daemon's after a run ended
+	})
+	r := runCLI(t, "", "--socket", f.sock, "run", "count files", "--follow")
+	if r.code != 0 || !strings.Contains(r.stdout, "finished: nothing to do\n") {
+		t.Fatalf("got %v; want exit 0 and the run's end", r)
+	}
+}
+
+// TestFollowSubscribesFromBeforeItsSnapshot: follow asks for the events after the seq the
+// daemon reported before follow read the agent, so what happens between the two is
+// replayed, not lost.
+func TestFollowSubscribesFromBeforeItsSnapshot(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t)
+	f.set(func() { f.status.EventSeq = 77 })
+	f.events = func(w *eventWriter, r *http.Request, conn int) {
+		w.send(client.Event{Seq: 78, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+	}
+	r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.code != 0 || len(f.sinces) != 1 || f.sinces[0] != 77 {
+		t.Errorf("got %v, events since %v; want one subscription since 77", r, f.sinces)
+	}
+}
+
+// stdoutOf is a follow's exit code and stdout as a golden file holds them. Its stderr is
+// left out: whether stdin's end (the "input closed" note) or the stream's comes first
+// is a race these tests do not judge.
+func stdoutOf(r result) []byte {
+	return []byte(fmt.Sprintf("$ agentctl follow walker\n[exit %d]\n--- stdout\n%s", r.code, r.stdout))
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+)
+
+// writePool renders the model pool: each host when there is more than one (a single
+// host is the ollama line already) and the queue of model calls.
+func writePool(w io.Writer, o client.OllamaStatus) {
+	if len(o.Hosts) > 1 {
+		for i, h := range o.Hosts {
+			label := ""
+			if i == 0 {
+				label = "hosts:"
+			}
+			fmt.Fprintf(w, "%s\t%s\n", label, hostLine(h))
+		}
+	} else if len(o.Hosts) == 1 && o.Hosts[0].Slots > 1 {
+		fmt.Fprintf(w, "slots:\t%d of %d busy\n", o.Hosts[0].Busy, o.Hosts[0].Slots)
+	}
+	if len(o.Queue) > 0 {
+		parts := make([]string, len(o.Queue))
+		for i, q := range o.Queue {
+			parts[i] = queueLine(q)
+		}
+		fmt.Fprintf(w, "queue:\t%s\n", strings.Join(parts, "; "))
+	}
+}
+
+// hostLine renders one host: "http://a:11434 up, 1 of 4 slots busy, 12 calls; models: m1, m2"
+// or "http://b:11434 down, next try in 2s: connection refused".
+func hostLine(h client.OllamaHostStatus) string {
+	if !h.Up {
+		s := h.URL + " down"
+		if h.RetryInMS > 0 {
+			s += ", next try in " + (time.Duration(h.RetryInMS) * time.Millisecond).Round(time.Second).String()
+		}
+		if h.Error != "" {
+			s += ": " + h.Error
+		}
+		return s
+	}
+	s := fmt.Sprintf("%s up, %d of %d slots busy, %d calls", h.URL, h.Busy, h.Slots, h.Served)
+	switch {
+	case len(h.Models) > 0 && h.ModelsConfigured:
+		s += "; models (configured): " + strings.Join(h.Models, ", ")
+	case len(h.Models) > 0:
+		s += "; models: " + strings.Join(h.Models, ", ")
+	}
+	return s
+}
+
+// queueLine renders one class: "interactive 0 waiting, p99 wait 12ms over 40 calls".
+func queueLine(q client.ModelQueueStatus) string {
+	s := fmt.Sprintf("%s %d waiting", q.Class, q.Queued)
+	if q.Served > 0 {
+		s += fmt.Sprintf(", wait p50 %s p99 %s", msDuration(q.WaitP50MS), msDuration(q.WaitP99MS))
+	}
+	return s
+}
+
+// msDuration shows milliseconds as a short duration: 0s, 12ms, 1.2s.
+func msDuration(ms float64) string {
+	d := time.Duration(ms * float64(time.Millisecond))
+	switch {
+	case d < time.Millisecond:
+		return "0s"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}

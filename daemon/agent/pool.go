@@ -1,0 +1,64 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+)
+
+// poolStatus converts the model client's pool to what status shows; nil without a pool.
+func poolStatus(ps *llm.PoolStatus) ([]client.OllamaHostStatus, []client.ModelQueueStatus) {
+	if ps == nil {
+		return nil, nil
+	}
+	hosts := make([]client.OllamaHostStatus, len(ps.Hosts))
+	for i, h := range ps.Hosts {
+		hosts[i] = client.OllamaHostStatus{URL: h.URL, Up: h.Up, Slots: h.Slots, Busy: h.Busy, Served: h.Served,
+			Models: h.Models, ModelsConfigured: h.Configured, RetryInMS: h.RetryIn.Milliseconds(), Error: h.Error}
+	}
+	queue := make([]client.ModelQueueStatus, len(ps.Queue))
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for i, q := range ps.Queue {
+		queue[i] = client.ModelQueueStatus{Class: q.Class, Queued: q.Queued, Served: q.Served,
+			WaitP50MS: ms(q.WaitP50), WaitP99MS: ms(q.WaitP99), WaitMaxMS: ms(q.WaitMax)}
+	}
+	return hosts, queue
+}
+
+// hostChecks are agentctl doctor's findings on each server of a pool of more than one:
+// a host down fails when no other is up, and warns when the others carry its calls.
+func hostChecks(ps *llm.PoolStatus) []client.Check {
+	if ps == nil || len(ps.Hosts) < 2 {
+		return nil // one host: the ollama check says it all
+	}
+	up := 0
+	for _, h := range ps.Hosts {
+		if h.Up {
+			up++
+		}
+	}
+	var out []client.Check
+	for _, h := range ps.Hosts {
+		c := client.Check{Name: "ollama host", Status: client.CheckOK}
+		if h.Up {
+			c.Detail = fmt.Sprintf("%s up, %d of %d slots busy, %d calls served", h.URL, h.Busy, h.Slots, h.Served)
+			if len(h.Models) > 0 {
+				c.Detail += "; models: " + strings.Join(h.Models, ", ")
+			} else if h.Configured {
+				c.Detail += "; no models"
+			}
+		} else {
+			c.Status = client.CheckWarn
+			if up == 0 {
+				c.Status = client.CheckFail
+			}
+			c.Detail = fmt.Sprintf("%s down (next try in %s): %s", h.URL, h.RetryIn.Round(100*time.Millisecond), h.Error)
+			c.Fix = "start Ollama there (`ollama serve`), or remove it from [[ollama.hosts]] in the config"
+		}
+		out = append(out, c)
+	}
+	return out
+}

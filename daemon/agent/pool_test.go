@@ -1,0 +1,63 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
+)
+
+func TestHostChecks(t *testing.T) {
+	up := llm.HostStatus{URL: "http://a:11434", Up: true, Slots: 4, Busy: 1, Served: 9, Models: []string{"m:latest"}}
+	down := llm.HostStatus{URL: "http://b:11434", Slots: 2, RetryIn: 3 * time.Second, Error: "connection refused"}
+	for _, tc := range []struct {
+		name  string
+		hosts []llm.HostStatus
+		want  []string
+		parts []string // each must be in some check's detail or fix
+	}{
+		{"one_host_says_nothing_more", []llm.HostStatus{up}, nil, nil},
+		{"all_up", []llm.HostStatus{up, {URL: "http://c:11434", Up: true, Slots: 1}}, []string{client.CheckOK, client.CheckOK},
+			[]string{"http://a:11434 up, 1 of 4 slots busy, 9 calls served; models: m:latest"}},
+		{"one_down_warns", []llm.HostStatus{up, down}, []string{client.CheckOK, client.CheckWarn},
+			[]string{"http://b:11434 down (next try in 3s): connection refused", "ollama serve", "[[ollama.hosts]]"}},
+		{"all_down_fails", []llm.HostStatus{down, down}, []string{client.CheckFail, client.CheckFail}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := hostChecks(&llm.PoolStatus{Hosts: tc.hosts})
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d checks, want %d: %+v", len(got), len(tc.want), got)
+			}
+			var all strings.Builder
+			for i, c := range got {
+				if c.Status != tc.want[i] {
+					t.Errorf("check %d: %s, want %s (%s)", i, c.Status, tc.want[i], c.Detail)
+				}
+				all.WriteString(c.Detail + "\n" + c.Fix + "\n")
+			}
+			for _, p := range tc.parts {
+				if !strings.Contains(all.String(), p) {
+					t.Errorf("checks do not say %q:\n%s", p, all.String())
+				}
+			}
+		})
+	}
+}
+
+func TestPoolStatusConverts(t *testing.T) {
+	hosts, queue := poolStatus(&llm.PoolStatus{
+		Hosts: []llm.HostStatus{{URL: "u", Slots: 2, RetryIn: 1500 * time.Millisecond, Error: "e", Configured: true, Models: []string{"m"}}},
+		Queue: []llm.ClassStatus{{Class: "batch", Queued: 3, Served: 7, WaitP50: 2 * time.Millisecond, WaitP99: 1500 * time.Microsecond}},
+	})
+	if h := hosts[0]; h.URL != "u" || h.Up || h.Slots != 2 || h.RetryInMS != 1500 || h.Error != "e" || !h.ModelsConfigured || len(h.Models) != 1 {
+		t.Errorf("host %+v", h)
+	}
+	if q := queue[0]; q.Class != "batch" || q.Queued != 3 || q.Served != 7 || q.WaitP50MS != 2 || q.WaitP99MS != 1.5 {
+		t.Errorf("queue %+v", q)
+	}
+	if h, q := poolStatus(nil); h != nil || q != nil {
+		t.Error("no pool: want no hosts and no queue")
+	}
+}

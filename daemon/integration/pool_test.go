@@ -1,0 +1,162 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
+)
+
+// poolConfig is configText with the model pool's hosts instead of one [ollama] host.
+func poolConfig(urls ...string) string {
+	cfg := configText(urls[0], 8192, nil)
+	cfg = strings.Replace(cfg, fmt.Sprintf("host = %q\n", urls[0]), "", 1)
+	var hosts strings.Builder
+	for _, u := range urls {
+		fmt.Fprintf(&hosts, "[[ollama.hosts]]\nurl = %q\nslots = 1\n\n", u) // OLLAMA_NUM_PARALLEL=1
+	}
+	return strings.Replace(cfg, "[agent]", hosts.String()+"[agent]", 1)
+}
+
+// keepMoving answers every agent's proposal with feedback, so that each step is one model
+// call and nothing runs; questions are answered, paused agents resumed, idle ones given a
+// task. It returns when ctx ends.
+func keepMoving(ctx context.Context, t *testing.T, c *client.Client, ids []string) {
+	for ctx.Err() == nil {
+		for _, id := range ids {
+			a, err := c.Agent(ctx, id)
+			if err != nil {
+				continue
+			}
+			switch {
+			case a.Question != nil:
+				err = c.Answer(ctx, id, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
+			case a.State == client.StateAwaitingDecision && a.Pending != nil:
+				_, err = c.Decide(ctx, id, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionFeedback,
+					Feedback: "Try something else.", By: "tester", Source: "integration"})
+			case a.State == client.StatePaused:
+				_, err = c.Resume(ctx, id)
+			case a.State == client.StateIdle:
+				_, err = c.Task(ctx, id, "Look around the workspace once more.")
+			case a.State == client.StateFailed:
+				t.Errorf("agent %s failed: %s", a.Name, a.StateReason)
+				return
+			}
+			if err != nil && ctx.Err() == nil {
+				t.Logf("moving %s on from %s: %v (retrying)", a.Name, a.State, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// hostsOf returns the pool's hosts from the daemon's status.
+func hostsOf(t *testing.T, c *client.Client) []client.OllamaHostStatus {
+	t.Helper()
+	st, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Ollama.Hosts) != 2 {
+		t.Fatalf("status shows %d hosts, want 2: %s", len(st.Ollama.Hosts), jsonString(st.Ollama))
+	}
+	return st.Ollama.Hosts
+}
+
+// TestPoolFailover runs agents on two real Ollama servers: one is killed mid-run and its
+// calls move to the other within 2 s, no agent waits for the model; restarted, it takes
+// work again.
+func TestPoolFailover(t *testing.T) {
+	begin := time.Now()
+	binaries(t)
+	a, b := ollamatest.StartReal(t), ollamatest.StartReal(t)
+	t.Logf("two real Ollama servers ready in %v", time.Since(begin).Round(time.Millisecond))
+	d := newDaemon(t, daemonOpts{binary: true, config: poolConfig(a.URL(), b.URL())})
+	d.start()
+	c := d.client()
+	events := followEvents(t, d.socket)
+	ids := []string{create(t, c, "pool-a").ID, create(t, c, "pool-b").ID, create(t, c, "pool-c").ID}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { keepMoving(ctx, t, c, ids) })
+	defer func() { cancel(); wg.Wait() }()
+
+	// A bound against hangs, not a performance check: a step takes 5-50s on two busy cores.
+	const phase = 4 * time.Minute
+	testutil.Eventually(t, phase, "both hosts to answer calls", func() bool {
+		hs := hostsOf(t, c)
+		return hs[0].Served > 0 && hs[1].Served > 0
+	})
+	testutil.Eventually(t, phase, "a call in flight on the first host", func() bool { return hostsOf(t, c)[0].Busy > 0 })
+
+	steps := map[string]int{}
+	for _, id := range ids {
+		ag, err := c.Agent(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps[id] = ag.Step
+	}
+	events.mu.Lock()
+	seen := len(events.events)
+	events.mu.Unlock()
+	servedB := hostsOf(t, c)[1].Served
+	killed := time.Now()
+	a.Kill()
+	// Within 2 s the call in flight on the dead host is back in the queue or on the other.
+	var hs []client.OllamaHostStatus
+	if !testutil.Wait(2*time.Second, func() bool {
+		hs = hostsOf(t, c)
+		return !hs[0].Up && hs[0].Busy == 0 && hs[1].Busy > 0
+	}) {
+		t.Fatalf("2s after the kill: hosts %s", jsonString(hs))
+	}
+	t.Logf("first host killed; its call moved to the other in %v", time.Since(killed).Round(time.Millisecond))
+
+	// None stuck: every agent takes another step, all on the host that is left.
+	for _, id := range ids {
+		waitAgent(t, c, id, "a step on the host left", phase, func(ag *client.Agent) bool { return ag.Step > steps[id] })
+	}
+	hs = hostsOf(t, c)
+	if hs[1].Served < servedB+int64(len(ids)) {
+		t.Errorf("the host left answered %d calls since the kill, want at least %d", hs[1].Served-servedB, len(ids))
+	}
+	events.mu.Lock()
+	for _, ev := range events.events[seen:] {
+		if ev.Agent != nil && ev.Agent.State == client.StateWaitingForModel {
+			t.Errorf("agent %s waited for the model while a host was up: %s", ev.Agent.Name, ev.Agent.StateReason)
+		}
+	}
+	events.mu.Unlock()
+	t.Logf("every agent stepped on the host left %v after the kill", time.Since(killed).Round(time.Millisecond))
+
+	// Restarted, the first host is probed back up and takes calls again.
+	servedA := hs[0].Served
+	restarted := time.Now()
+	a.Restart(t)
+	testutil.Eventually(t, phase, "the restarted host to be probed up", func() bool { return hostsOf(t, c)[0].Up })
+	t.Logf("restarted host up again %v after the restart began", time.Since(restarted).Round(time.Millisecond))
+	testutil.Eventually(t, phase, "the restarted host to take calls again", func() bool {
+		hs := hostsOf(t, c)
+		return hs[0].Up && hs[0].Served > servedA
+	})
+	t.Logf("restarted host answered a call %v after the restart", time.Since(restarted).Round(time.Millisecond))
+
+	// Stopped the way a service manager stops it, so the event stream ends between events.
+	cancel()
+	wg.Wait()
+	if code, took := d.term(10 * time.Second); code != 0 {
+		t.Errorf("agentd exited %d after SIGTERM (%v)", code, took)
+	}
+	t.Logf("TestPoolFailover took %v", time.Since(begin).Round(time.Millisecond))
+}

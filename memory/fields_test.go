@@ -1,0 +1,147 @@
+package memory
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+// chat is a chat memory of agent "a": who said text, after what.
+func chat(id, speaker, text, context string, at time.Time) Doc {
+	return Doc{ID: id, Agent: "a", Kind: KindChat, Text: text, Speaker: speaker, Context: context, Created: at}
+}
+
+// The speaker, the previous turn and the dates are fields a question's words find (issue 18).
+func TestDialogFields(t *testing.T) {
+	ix := open(t, Options{Now: func() time.Time { return said.AddDate(0, 1, 0) }})
+	load(t, ix,
+		chat("q", "Ben", "Congrats! What breed is Biscuit?", "I adopted a puppy called Biscuit", said),
+		chat("answer", "Ana", "A beagle. He loves the beach.", "Congrats! What breed is Biscuit?", said.Add(time.Second)),
+		chat("ana-beach", "Ana", "The beach was windy.", "", said.Add(2*time.Second)),
+		chat("ben-beach", "Ben", "The beach was windy.", "", said.Add(3*time.Second)),
+		chat("group-dated", "Cleo", "I went to a support group yesterday, so powerful.", "", said),
+		chat("group-undated", "Cleo", "The support group is so powerful.", "", said),
+		chat("in-text", "Dee", "My violin is old.", "", said),
+		chat("in-context", "Dee", "My bike is old.", "Is that your violin?", said),
+		chat("both-fields", "Dee", "Violin lessons.", "Violin?", said),
+		chat("two-words", "Dee", "Violin lessons are on Tuesday.", "", said),
+	)
+	cases := []struct {
+		name, question string
+		wantFirst      string
+		wantBefore     []string // wantFirst ranks above these
+		wantAlso       []string // found too
+	}{
+		{"previous_turn_finds_short_answer", "What breed is the dog?", "q", nil, []string{"answer"}},
+		{"answer_found_by_its_question", "Which breed is Biscuit, the beagle?", "answer", []string{"q"}, nil},
+		{"speaker_named_in_question", "What did Ana say about the beach?", "ana-beach", []string{"ben-beach"}, nil},
+		{"when_prefers_dated_memory", "When did Cleo go to the support group?", "group-dated", []string{"group-undated"}, nil},
+		{"text_outweighs_context", "How old is the violin?", "in-text", []string{"in-context"}, nil},
+		{"word_in_two_fields_counts_once", "violin lessons tuesday", "two-words", []string{"both-fields"}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hits := find(t, ix, Query{Agent: "a", Text: c.question, K: 10})
+			got := ids(hits)
+			if len(got) == 0 || got[0] != c.wantFirst {
+				t.Fatalf("%q: got %v, want %s first", c.question, got, c.wantFirst)
+			}
+			for _, a := range c.wantAlso {
+				if !slices.Contains(got, a) {
+					t.Errorf("%q: %s not found: %v", c.question, a, got)
+				}
+			}
+			for _, b := range c.wantBefore {
+				if i := slices.Index(got, b); i >= 0 && i < slices.Index(got, c.wantFirst) {
+					t.Errorf("%q: %s ranks above %s: %v", c.question, b, c.wantFirst, got)
+				}
+			}
+		})
+	}
+	t.Run("hit_carries_speaker_and_resolved_dates", func(t *testing.T) {
+		hits := find(t, ix, Query{Agent: "a", Text: "support group yesterday", K: 1})
+		if len(hits) != 1 || hits[0].Speaker != "Cleo" || !reflect.DeepEqual(hits[0].Dates, []string{"2023-05-07"}) {
+			t.Fatalf("got %+v, want Cleo's memory with Dates [2023-05-07]", hits)
+		}
+	})
+	t.Run("dates_asked_by_month", func(t *testing.T) {
+		load(t, ix, chat("june", "Eve", "We went camping with the kids.", "", time.Date(2023, 6, 27, 10, 0, 0, 0, time.UTC)),
+			chat("may", "Eve", "We went camping with the kids.", "", said))
+		got := ids(find(t, ix, Query{Agent: "a", Text: "When did Eve go camping in June?", K: 2}))
+		if !reflect.DeepEqual(got, []string{"june", "may"}) {
+			t.Fatalf("got %v, want the June memory first", got)
+		}
+	})
+}
+
+// Query.Explain says why each hit was found.
+func TestExplainMatched(t *testing.T) {
+	ix := open(t, Options{Now: func() time.Time { return said.AddDate(0, 1, 0) }})
+	load(t, ix,
+		chat("answer", "Ana", "A beagle. We got him yesterday.", "What breed is Biscuit?", said),
+		chat("q", "Ben", "What breed is Biscuit?", "", said))
+	cases := []struct {
+		name, question string
+		want           map[string][]string
+	}{
+		{"text_and_context", "What breed is Biscuit?", map[string][]string{
+			"q": {"text:breed", "text:biscuit"}, "answer": {"context"}}},
+		{"speaker_and_dates", "When did Ana get the beagle?", map[string][]string{
+			"answer": {"text:beagl", "speaker:ana", "dates:" + mentionTerm}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			hits := find(t, ix, Query{Agent: "a", Text: c.question, Explain: true})
+			got := map[string][]string{}
+			for _, h := range hits {
+				got[h.ID] = h.Matched
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("%q: matched %q, want %q", c.question, got, c.want)
+			}
+		})
+	}
+	if h := find(t, ix, Query{Agent: "a", Text: "breed"}); len(h) == 0 || h[0].Matched != nil {
+		t.Errorf("without Explain: %+v, want no Matched", h)
+	}
+}
+
+func TestContextTail(t *testing.T) {
+	cases := []struct {
+		name, in string
+		max      int
+		want     string
+	}{
+		{"short_kept_whole", "What breed is he?", 160, "What breed is he?"},
+		{"cut_at_a_word", "I adopted a puppy. What breed is he?", 20, "What breed is he?"},
+		{"one_long_word_cut_on_a_rune", "ééééé", 5, "éé"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := contextTail(c.in, c.max); got != c.want {
+				t.Errorf("contextTail(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+			}
+		})
+	}
+}
+
+// Explain names the speaker field when the query names who said it.
+func TestExplainSpeakerField(t *testing.T) {
+	h := Hit{ID: "x", Kind: KindChat, Text: "The beach was windy.", Speaker: "Ana", Source: "chat", Created: said}
+	cases := []struct {
+		name, query string
+		fields      []string
+	}{
+		{"speaker_and_text", "What did Ana say about the beach?", []string{"text", "speaker"}},
+		{"text_only", "how was the beach", []string{"text"}},
+		{"speaker_only", "Ana", []string{"speaker"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Explain(c.query, h).Fields; !reflect.DeepEqual(got, c.fields) {
+				t.Errorf("Explain(%q).Fields = %q, want %q", c.query, got, c.fields)
+			}
+		})
+	}
+}

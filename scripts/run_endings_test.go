@@ -1,0 +1,68 @@
+package scripts_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/ollama/ollama/api"
+)
+
+// finishReply is a model reply that ends the run at once.
+const finishReply = `{"thoughts":{"observations":"o","text":"t","reasoning":"r","self_criticism":"s","plan":"p","speak":"Done"},"command":{"name":"finish","args":{"reason":"nothing to do"}}}`
+
+// TestRunEndingsLeaveAgentdRunning: however run.sh's follow ends — a piped n (which
+// once hung follow for ten minutes: the n came before the proposal and was dropped) or
+// the agent finishing — run.sh ends, agentd keeps running, and run.sh says how to reach
+// and stop it. (Ctrl-C: TestRunLeavesAgentdRunningAndSaysSo.)
+func TestRunEndingsLeaveAgentdRunning(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply string
+		stdin string
+		want  string // in run.sh's output, besides the notes every ending gets
+	}{
+		{"answer_n", proposal, "n\n", "decision: denied by"},
+		{"agent_finishes", finishReply, "y\n", "finished: nothing to do"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := ollamatest.NewFake(t)
+			fake.SetDefault(func(req *api.ChatRequest) string {
+				if strings.Contains(string(req.Format), "best_practices") {
+					return `{"name":"Folder Lister","description":"lists folders","best_practices":["look first"],"constraints":["read only"]}`
+				}
+				return tt.reply
+			})
+			home := testutil.ShortTempDir(t)
+			env := append(cleanEnv(),
+				"OLLAMA_HOST="+fake.Addr(), "AGENTD_MODEL="+ollamatest.TinyModelName,
+				"AGENTD_HOME="+filepath.Join(home, "state"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"), "TMPDIR="+home)
+			if err := os.MkdirAll(filepath.Join(home, "run"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			root, err := filepath.Abs("..")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { sh(t, root, env, "", "scripts/run.sh", "stop") })
+
+			out := sh(t, root, env, tt.stdin, "scripts/run.sh", "list the folder")
+			for _, want := range []string{
+				tt.want,
+				"agentd keeps running, with your agents",
+				"still running, started by run.sh: agentd; stop them with: scripts/run.sh stop",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("run.sh did not say %q; it said:\n%s", want, out)
+				}
+			}
+			if pid := agentdPID(t, filepath.Join(home, "state", "run.pids")); !running(pid) {
+				t.Errorf("agentd (pid %d) stopped with run.sh:\n%s", pid, out)
+			}
+		})
+	}
+}
