@@ -4,10 +4,11 @@
 // either a parsed proposal or a typed error the agent loop can act on.
 //
 // The agent loop calls Propose once per step; Generate serves other structured calls such as
-// the agent profile. Every request to a model carries that model's one Load (num_ctx,
-// keep_alive), chosen once from its probe and the config (load.go), so the server never
-// reloads a model because two callers asked for different context sizes. Both send the reply's JSON Schema as `format`, repair replies from
+// the agent profile. Both send the reply's JSON Schema as `format`, repair replies from
 // servers or models that ignore it (Repair) and feed validation problems back once.
+// Every request to a model carries that model's one Load (num_ctx, keep_alive), chosen
+// once from its probe and the config (load.go), so the server never reloads a model
+// because two callers asked for different context sizes.
 //
 // Errors are typed so callers never match on text: errors.Is(err, ErrUnavailable) means the
 // server is down or busy and the call should be retried with NextBackoff;
