@@ -5,6 +5,9 @@
 #   scripts/bench.sh overhead    # BenchmarkStepOverhead: daemon cost per step, instant fake model
 #   scripts/bench.sh prompt      # BenchmarkFirstStepPrompt: first-step prompt size
 #   scripts/bench.sh real        # BenchmarkStepVsBareChat: agentd step ÷ bare /api/chat (real Ollama)
+#   scripts/bench.sh overhead-memory  # BenchmarkStepOverhead with 1,000 episodes and 100k memories only
+#   scripts/bench.sh pending     # BenchmarkRestartPending: 10,000 agents awaiting decisions, the real
+#                                # binary restarted on them: restart until all listed, RSS (~5 min to seed)
 #   scripts/bench.sh web         # the web console (daemon/web): BenchmarkAgentsPage1000 (ms and CPU
 #                                # ms per page, 1,000 agents) and BenchmarkEventToDOM (p50/p99 in Chromium)
 #   scripts/bench.sh memory-recall FILE...  # memory.BenchmarkRecall: R@k per category on
@@ -18,6 +21,7 @@
 # Environment:
 #   BENCH_COUNT    runs of each benchmark (default 2)
 #   BENCH_STEPS    steps per StepOverhead run (default 2000)
+#   BENCH_AGENTS   agents awaiting decisions in the pending mode (default 10000)
 #   BENCH_PAIRS    agentd/bare pairs per StepVsBareChat mode (default 10; ~10 s a pair)
 #   RECALL_FILLER  other agents' memories mixed in by memory-recall (default 100000)
 #   RECALL_CHATTY  percent of that filler made of the dialogs' own words (default 50)
@@ -86,22 +90,27 @@ fi
 
 say "building the benchmark binary"
 go test -c -o "$out/agent.test" ./daemon/agent
+case $what in all | pending) go test -c -o "$out/server.test" ./daemon/server ;; esac
 
 # run NAME BENCH-REGEXP BENCHTIME [extra flags]: runs one benchmark from $out, keeping the raw output.
 run() {
 	local name=$1 re=$2 benchtime=$3
 	shift 3
 	say "$name: -bench '$re' -benchtime $benchtime -count $count (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-	(cd "$out" && ./agent.test -test.run '^$' -test.bench "$re" -test.benchtime "$benchtime" \
+	local bin=./agent.test
+	if [ "$name" = pending ]; then bin=./server.test; fi
+	(cd "$out" && AGENTD_BENCH_AGENTS="${BENCH_AGENTS:-10000}" $bin -test.run '^$' -test.bench "$re" -test.benchtime "$benchtime" \
 		-test.count "$count" -test.timeout 60m "$@") | tee -a "$out/raw.txt" | grep -E '^(Benchmark|\s+bench)' >&2 || true
 }
 
 case $what in
 all | overhead) run overhead '^BenchmarkStepOverhead$' "${steps}x" -test.cpuprofile "$out/overhead.prof" ;;&
 all | prompt) run prompt '^BenchmarkFirstStepPrompt$' 1000x ;;&
+overhead-memory) run overhead-memory '^BenchmarkStepOverhead$/^episodes=1000/memories=100000$' "${steps}x" -test.cpuprofile "$out/overhead.prof" ;;&
+all | pending) run pending '^BenchmarkRestartPending$' 1x ;;&
 all | real) run real '^BenchmarkStepVsBareChat$' "${pairs}x" ;;
-all | overhead | prompt) ;;
-*) die "usage: scripts/bench.sh [all|overhead|prompt|real|web|memory-recall FILE...]" ;;
+all | overhead | overhead-memory | prompt | pending) ;;
+*) die "usage: scripts/bench.sh [all|overhead|overhead-memory|prompt|pending|real|web|memory-recall FILE...]" ;;
 esac
 
 # One figure a line: benchmark, metric, value (every count, in order).

@@ -263,7 +263,7 @@ const summaryPrompt = `You keep the log of an autonomous agent short. For each n
 // waits for a summary call (a person deciding, or the next step's model call, overlaps
 // it); its summaries show from the next prompt on. ctx is the loop's: pausing or stopping
 // the agent, or the daemon shutting down, ends the job.
-func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx int) {
+func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
 	r.thinks++
 	if r.thinks-r.summarizedAt < summaryEvery {
 		return
@@ -274,15 +274,27 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent, numCtx 
 	}
 	r.s.wg.Go(func() {
 		defer r.summarizing.Store(false)
-		r.s.episodeHistory.makeSummaries(ctx, l, a.ID, numCtx)
+		r.s.episodeHistory.makeSummaries(ctx, l, a.ID)
 	})
 }
 
 // makeSummaries summarizes the agent's older unsummarized episodes, if at least
 // summaryMin wait, in one model call. A failure is logged and the plain lines stay.
-func (s *episodeHistory) makeSummaries(ctx context.Context, l *live, agentID string, numCtx int) {
+func (s *episodeHistory) makeSummaries(ctx context.Context, l *live, agentID string) {
+	// The fast model's one num_ctx (the step may have used the smart model's).
+	ld, err := s.llm.LoadFor(ctx, l.Model)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("history: summarizing older steps waits for the model", "agent", agentID, "err", err)
+		}
+		return
+	}
+	numCtx := ld.NumCtx
+	if numCtx <= 0 {
+		numCtx = l.MaxContext
+	}
 	var lines []store.EpisodeLine
-	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+	err = s.st.View(ctx, func(tx *store.Tx) (err error) {
 		lines, err = tx.EpisodeLines(agentID, l.HistoryEpisodes+olderLines, resultCut+1)
 		return err
 	})
@@ -306,7 +318,7 @@ func (s *episodeHistory) makeSummaries(ctx context.Context, l *live, agentID str
 		fmt.Fprintf(&b, "%d. %s\n", i+1, display.Cut(strings.TrimSpace(EpisodeText(e.Episode)), per, display.Ellipsis))
 	}
 	req := llm.ChatRequest{
-		Model: l.Model, NumCtx: numCtx, NumPredict: len(todo) * 64, KeepAlive: l.KeepAlive,
+		Model: l.Model, NumCtx: ld.NumCtx, NumPredict: min(len(todo)*64, numCtx/2), KeepAlive: ld.KeepAlive,
 		Messages: []llm.Message{{Role: "system", Content: summaryPrompt}, {Role: "user", Content: b.String()}},
 	}
 	var out summaryReply

@@ -386,7 +386,7 @@ func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, 
 	}
 	args.Path = filepath.Clean(args.Path) // "./a.txt" and "a.txt" are one file's memories
 	if o.Command == "delete_file" {
-		return c.s.st.Tx(ctx, func(tx *store.Tx) error {
+		return writeWithStep(ctx, c.s.st, func(tx *store.Tx) error {
 			ids, err := tx.DeleteMemories(step.AgentID, string(memory.KindFile), args.Path)
 			c.s.memoryService.forget(tx, ids)
 			return err
@@ -397,7 +397,7 @@ func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, 
 		text = args.Text
 	}
 	chunks := chunkText(cleanText(text), fileChunkBytes, maxFileChunks)
-	return c.s.st.Tx(ctx, func(tx *store.Tx) error {
+	return writeWithStep(ctx, c.s.st, func(tx *store.Tx) error {
 		if replace {
 			ids, err := tx.DeleteMemories(step.AgentID, string(memory.KindFile), args.Path)
 			if err != nil {
@@ -430,4 +430,26 @@ func offered(builtin commands.Set) map[string]bool {
 		}
 	}
 	return out
+}
+
+// stagedWrites are store writes an AfterExecute component hands to the step's result
+// transaction instead of committing them itself: one durable commit (one fsync) per step
+// instead of two, and a file's memories land atomically with the episode that wrote it.
+// The runner puts one in the context of the components it calls (withStagedWrites).
+type stagedWrites struct{ fns []func(*store.Tx) error }
+
+type stagedKey struct{}
+
+func withStagedWrites(ctx context.Context, sw *stagedWrites) context.Context {
+	return context.WithValue(ctx, stagedKey{}, sw)
+}
+
+// writeWithStep runs write in the step's result transaction when ctx carries one, else
+// in a transaction of its own.
+func writeWithStep(ctx context.Context, st *store.Store, write func(*store.Tx) error) error {
+	if sw, ok := ctx.Value(stagedKey{}).(*stagedWrites); ok && sw != nil {
+		sw.fns = append(sw.fns, write)
+		return nil
+	}
+	return st.Tx(ctx, write)
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -28,8 +26,11 @@ type runner struct {
 
 	// mu serializes this agent's state transitions between the loop and API calls.
 	// It is never held across a model call or a command execution.
-	mu         sync.Mutex
-	running    bool // guarded by s.mu
+	mu      sync.Mutex
+	running bool // guarded by s.mu
+	// rounded, if set (under s.mu, before the loop starts), is called once the loop's
+	// first round has chosen its action: kickAwaiting paces starts with it.
+	rounded    func()
 	cancelStep context.CancelFunc
 	cancelExec context.CancelFunc
 
@@ -91,8 +92,13 @@ const (
 )
 
 func (r *runner) loop(ctx context.Context) {
-	stopped := false // running was cleared under s.mu on the way out: a new loop may own it now
+	stopped := false     // running was cleared under s.mu on the way out: a new loop may own it now
+	rounded := r.rounded // set before this loop started; no other loop runs until it ends
+	r.rounded = nil
 	defer func() {
+		if rounded != nil {
+			rounded()
+		}
 		if !stopped {
 			r.s.mu.Lock()
 			r.running = false
@@ -103,6 +109,10 @@ func (r *runner) loop(ctx context.Context) {
 		// One settings generation per round: a reload meanwhile applies from the next round.
 		l := r.s.live()
 		act, p, err := r.next(ctx, l)
+		if rounded != nil {
+			rounded()
+			rounded = nil
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -495,8 +505,9 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 		r.mu.Unlock()
 		return
 	}
-	l.pipelineFor(st.a.Name).Executed(ctx, step, &o)
-	r.finishExecution(ctx, p, o.Output, o.Err, time.Since(began))
+	var staged stagedWrites // the components' store writes, committed with the result
+	l.pipelineFor(st.a.Name).Executed(withStagedWrites(ctx, &staged), step, &o)
+	r.finishExecution(ctx, p, o.Output, o.Err, time.Since(began), staged.fns...)
 }
 
 func questionText(p *client.Proposal) string {
@@ -508,93 +519,4 @@ func questionText(p *client.Proposal) string {
 		return "(the agent asked an empty question)"
 	}
 	return args.Question
-}
-
-// finishExecution records the outcome and the episode in one transaction; busy is how
-// long the command ran, added to the agent's busy time.
-func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error, busy time.Duration) {
-	kind, outcome, result := cycle.Succeed, "succeeded", out
-	if runErr != nil {
-		kind, outcome = cycle.Fail, "failed"
-		result = "Error: " + runErr.Error()
-		if out != "" {
-			result += "\n" + out
-		}
-	}
-	ep := episodeOf(p, outcome, result, "")
-	finished := p.Command == commands.Finish && runErr == nil
-	if finished {
-		kind = cycle.Finish
-	}
-	var v *client.Agent
-	r.mu.Lock()
-	r.cancelExec = nil
-	r.mu.Unlock()
-	ev := cycle.Event{Kind: kind, Result: result, Detail: out}
-	if finished {
-		// Only the run's end says "finished": a step's result on the thinking agent's
-		// state read "thinking: finished: (empty folder)" in follow.
-		ev.Reason = "finished: " + display.Cut(strings.TrimSpace(out), 200, display.Ellipsis)
-	}
-	record := func(tx *store.Tx) error {
-		a, err := tx.Agent(r.id)
-		if err != nil {
-			return err
-		}
-		cur := *p // a retried transaction starts from the proposal as it was
-		on := a
-		if a.RunID != p.RunID {
-			on = nil // stopped and given a new task while this ran: the agent is the new run's
-		}
-		// Not moved: withdrawn meanwhile (its run's budget ran out); the episode stays.
-		moved, effects, err := transit(tx, on, &cur, ev)
-		if err != nil {
-			return err
-		}
-		if err := r.s.recordEpisode(tx, r.id, p, ep); err != nil {
-			return err
-		}
-		r.s.audit.keep(tx, r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
-		a.BusyMS += busy.Milliseconds()
-		if on == nil {
-			return tx.UpdateAgent(a)
-		}
-		if moved && has(effects, cycle.EndRun) {
-			a.Policy.AutoSteps = 0
-			if a.Policy.Mode == "auto" {
-				a.Policy.Mode = "ask"
-			}
-		}
-		if err := tx.UpdateAgent(a); err != nil {
-			return err
-		}
-		v = known(a, nil, nil) // p, the only open proposal, just settled
-		return nil
-	}
-	// The command ran: its result must land. Retry while the store refuses (busy, disk
-	// full); if the daemon stops first, the restart shows it as interrupted.
-	for attempt := 1; ; attempt++ {
-		r.mu.Lock()
-		err := r.s.st.Tx(ctx, record)
-		r.mu.Unlock()
-		if errors.Is(err, store.ErrNotFound) {
-			return // the agent was deleted
-		}
-		if err == nil {
-			break
-		}
-		r.s.log.Error("recording result", "agent", r.id, "proposal", p.ID, "attempt", attempt, "err", err)
-		if !r.sleep(ctx, r.s.opt.Backoff(attempt)) {
-			return
-		}
-	}
-	r.s.events.Publish(client.Event{Type: client.EventResult, AgentID: r.id, Episode: ep})
-	if v == nil {
-		return // its run had been replaced: the agent's state is the new run's
-	}
-	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
-	if finished {
-		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: r.id, Agent: v, Message: out})
-		r.s.runs.runEnded(p.RunID)
-	}
 }

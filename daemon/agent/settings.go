@@ -8,6 +8,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 )
 
@@ -91,6 +92,11 @@ func (l *live) pipelineFor(name string) *commands.Pipeline {
 	return l.pipeline
 }
 
+// limits are the config's part of every model call's load options (llm.Client.LoadFor).
+func (s Settings) limits() llm.Limits {
+	return llm.Limits{MaxContext: s.MaxContext, KeepAlive: s.KeepAlive}
+}
+
 // live returns the current settings generation.
 func (s *Supervisor) live() *live { return s.cur.Load() }
 
@@ -121,6 +127,7 @@ func (s *Supervisor) Reload(set Settings) error {
 		return err
 	}
 	old := s.cur.Swap(l)
+	s.opt.LLM.SetLimits(l.limits()) // a new max_context or keep_alive: each model's Load is chosen again
 	if old == nil || old.Model != l.Model || old.SmartModel != l.SmartModel {
 		s.model.switchTo(l.Model, l.SmartModel)
 		select {

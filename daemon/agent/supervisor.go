@@ -173,6 +173,7 @@ func New(opt Options) (*Supervisor, error) {
 	}
 	s.cur.Store(l)
 	s.model.switchTo(l.Model, l.SmartModel)
+	opt.LLM.SetLimits(l.limits())
 	return s, nil
 }
 
@@ -245,11 +246,16 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var awaiting []string // their loops would only wait: started after the others, paced
 	for _, a := range agents {
-		if active(a.State) {
+		switch {
+		case a.State == client.StateAwaitingDecision:
+			awaiting = append(awaiting, a.ID)
+		case active(a.State):
 			s.kick(a.ID)
 		}
 	}
+	s.wg.Go(func() { kickAwaiting(ctx, s, awaiting) })
 	return nil
 }
 

@@ -76,23 +76,28 @@ func (r *runner) think(ctx context.Context, l *live) {
 		}
 		r.s.model.probedOK(l.Model, info)
 	}
-	numCtx := l.MaxContext
-	if info != nil && info.ContextLength > 0 && info.ContextLength < numCtx {
-		numCtx = info.ContextLength
-	}
 	model := l.Model
 	var notes []string
 	if r.smartNext && l.SmartModel != "" {
 		model = l.SmartModel
 		notes = append(notes, r.smartNote) // the loop the watchdog saw
 	}
+	// The model's one num_ctx, which every call to it uses (a change reloads the model).
+	ld, err := r.s.opt.LLM.LoadFor(stepCtx, model)
+	if err != nil {
+		if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
+			r.modelError(ctx, err)
+		}
+		return
+	}
+	numCtx := ld.NumCtx
 	step := r.s.stepOf(a)
 	pl := l.pipelineFor(a.Name)
-	r.summarize(ctx, l, a, numCtx)
+	r.summarize(ctx, l, a)
 	in, msgs := r.s.prompt(stepCtx, l, a, step, model, numCtx, notes)
 	// The reply may use all the context the prompt leaves: a cut-off reply is an invalid one.
 	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/r.s.model.charsPerToken(model))-64)
-	req := llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: l.KeepAlive}
+	req := llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: ld.KeepAlive}
 	res, err := llm.Propose(stepCtx, r.s.opt.LLM, req, in.Commands)
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
@@ -349,9 +354,20 @@ const profilePrompt = `You create autonomous agents. Given a task, write the age
 // (AutoGPT's create_agent) and stores it.
 func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) error {
 	var pr profile
+	ld, err := r.s.opt.LLM.LoadFor(ctx, l.Model)
+	if err != nil {
+		return err
+	}
+	// The model's own num_ctx (asking for another would reload it): the task is cut to fit.
+	numPredict := min(512, max(128, ld.NumCtx/3))
+	room := int(float64(ld.NumCtx-numPredict-len(profilePrompt)/2-64) * r.s.model.charsPerToken(l.Model))
+	task := a.Task
+	if ld.NumCtx > 0 && len(task) > max(200, room) {
+		task = display.Cut(task, max(200, room), display.Ellipsis)
+	}
 	req := llm.ChatRequest{
-		Model: l.Model, NumCtx: 2048, NumPredict: 512, KeepAlive: l.KeepAlive,
-		Messages: []llm.Message{{Role: "system", Content: profilePrompt}, {Role: "user", Content: "Task: " + a.Task}},
+		Model: l.Model, NumCtx: ld.NumCtx, NumPredict: numPredict, KeepAlive: ld.KeepAlive,
+		Messages: []llm.Message{{Role: "system", Content: profilePrompt}, {Role: "user", Content: "Task: " + task}},
 	}
 	res, err := llm.Generate(ctx, r.s.opt.LLM, req, profileSchema, &pr)
 	if err != nil {

@@ -6,6 +6,9 @@
 // The agent loop calls Propose once per step; Generate serves other structured calls such as
 // the agent profile. Both send the reply's JSON Schema as `format`, repair replies from
 // servers or models that ignore it (Repair) and feed validation problems back once.
+// Every request to a model carries that model's one Load (num_ctx, keep_alive), chosen
+// once from its probe and the config (load.go), so the server never reloads a model
+// because two callers asked for different context sizes.
 //
 // Errors are typed so callers never match on text: errors.Is(err, ErrUnavailable) means the
 // server is down or busy and the call should be retried with NextBackoff;
@@ -46,6 +49,7 @@ type Client struct {
 	api     *api.Client
 	hc      *http.Client
 	observe func(Call)
+	loads   loads // each model's load-affecting options, chosen once (load.go)
 }
 
 // Call is one finished /api/chat call, as an observer sees it.
@@ -148,7 +152,8 @@ type ChatRequest struct {
 	// Format is a JSON Schema the reply must follow (grammar-constrained decoding); empty for free text.
 	Format json.RawMessage
 	// NumCtx is the context window in tokens; 0 leaves the server's default, which is
-	// usually far below what the model was trained for, so callers should set it.
+	// usually far below what the model was trained for. Once SetLimits was called the
+	// client replaces it (and KeepAlive) with the model's Load: budget to LoadFor's NumCtx.
 	NumCtx int
 	// Temperature overrides the model's default when set.
 	Temperature *float64
@@ -172,6 +177,13 @@ type ChatResult struct {
 func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
 	if len(req.Format) > 0 && !json.Valid(req.Format) {
 		return nil, fmt.Errorf("llm: chat: format is not valid JSON")
+	}
+	if c.loads.isManaged() {
+		ld, err := c.LoadFor(ctx, req.Model)
+		if err != nil {
+			return nil, err
+		}
+		req.NumCtx, req.KeepAlive = ld.NumCtx, ld.KeepAlive
 	}
 	start := time.Now()
 	if c.pool != nil { // the request as chosen here, sent by one host's client

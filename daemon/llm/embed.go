@@ -16,7 +16,20 @@ func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]f
 	if len(texts) == 0 {
 		return nil, nil
 	}
-	resp, err := c.api.Embed(ctx, &api.EmbedRequest{Model: model, Input: texts})
+	req := &api.EmbedRequest{Model: model, Input: texts}
+	if c.loads.isManaged() { // the model's one Load, as for chat: an embedding never reloads it
+		ld, err := c.LoadFor(ctx, model)
+		if err != nil {
+			return nil, err
+		}
+		if ld.NumCtx > 0 {
+			req.Options = map[string]any{"num_ctx": ld.NumCtx}
+		}
+		if ld.KeepAlive != nil {
+			req.KeepAlive = &api.Duration{Duration: *ld.KeepAlive}
+		}
+	}
+	resp, err := c.api.Embed(ctx, req)
 	if err != nil {
 		return nil, c.classify(ctx, "embed", model, err)
 	}

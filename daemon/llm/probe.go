@@ -58,7 +58,9 @@ func (c *Client) probeAt(ctx context.Context, h *Client, model string) (*ModelIn
 	if err != nil {
 		return nil, h.classify(ctx, "show", model, err)
 	}
-	return modelInfo(v, model, show), nil
+	info := modelInfo(v, model, show)
+	c.probedModel(model, info.ContextLength)
+	return info, nil
 }
 
 func modelInfo(version, model string, show *api.ShowResponse) *ModelInfo {

@@ -25,6 +25,9 @@ func (f *Fake) handleEmbed(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	exists, busy := f.hasModel(req.Model), f.busy
 	f.embedCalls++
+	if exists && !busy {
+		f.loadFor(req.Model, req.Options, req.KeepAlive)
+	}
 	f.mu.Unlock()
 	switch {
 	case !exists:

@@ -63,6 +63,10 @@ type Fake struct {
 	requests []api.ChatRequest
 	// embedCalls counts /api/embed requests (embed.go).
 	embedCalls int
+	// loaded, loadLog and reloads follow how each model is loaded (load.go).
+	loaded  map[string]*modelLoad
+	loadLog map[string][]Load
+	reloads []Reload
 }
 
 // NewFake starts a Fake and closes it when the test ends.
@@ -283,6 +287,9 @@ func (f *Fake) handleChat(w http.ResponseWriter, r *http.Request) {
 	f.requests = append(f.requests, req)
 	exists, busy, delay := f.hasModel(req.Model), f.busy, f.Delay
 	ctxLen := numCtx(&req, f.ContextLength)
+	if exists && !busy {
+		f.loadFor(req.Model, req.Options, req.KeepAlive)
+	}
 	f.mu.Unlock()
 	prompt := promptTokens(req.Messages)
 	switch {

@@ -18,7 +18,7 @@ import (
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
-func testConfig(t *testing.T, model *ollamatest.Fake, apiURL string) *config.Config {
+func testConfig(t testing.TB, model *ollamatest.Fake, apiURL string) *config.Config {
 	cfg := config.Default()
 	cfg.StateDir = t.TempDir()
 	cfg.Socket = filepath.Join(testutil.ShortTempDir(t), "s.sock")
@@ -31,7 +31,7 @@ func testConfig(t *testing.T, model *ollamatest.Fake, apiURL string) *config.Con
 }
 
 // runDaemon starts the daemon and returns a stop func that reports Run's error.
-func runDaemon(t *testing.T, cfg *config.Config, log *slog.Logger) func() error {
+func runDaemon(t testing.TB, cfg *config.Config, log *slog.Logger) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)

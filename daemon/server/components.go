@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/commands/web"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 )
@@ -98,9 +99,21 @@ func webCommands(cfg *config.Config, live *liveConfig, lc *llm.Client, log *slog
 func askModel(live *liveConfig, lc *llm.Client) web.AskFunc {
 	return func(ctx context.Context, question, text string) (string, error) {
 		cfg := live.load()
+		// The model's one num_ctx, as the agents' steps use it (another would reload the
+		// model): the part of the page is cut to what that context holds.
+		ld, err := lc.LoadFor(ctx, cfg.Ollama.Model)
+		if err != nil {
+			return "", err
+		}
+		numPredict := 400
+		if ld.NumCtx > 0 {
+			numPredict = min(numPredict, ld.NumCtx/4)
+			if room := max(500, (ld.NumCtx-numPredict-100)*3-len(question)); len(text) > room {
+				text = display.Cut(text, room, display.Ellipsis) + "\n[the rest did not fit the model's context]"
+			}
+		}
 		res, err := lc.Chat(ctx, llm.ChatRequest{
-			Model: cfg.Ollama.Model, NumCtx: min(cfg.Ollama.MaxContext, 8192), NumPredict: 400,
-			KeepAlive: cfg.Ollama.KeepAlive.Ptr(),
+			Model: cfg.Ollama.Model, NumCtx: ld.NumCtx, NumPredict: numPredict, KeepAlive: ld.KeepAlive,
 			Messages: []llm.Message{
 				{Role: "system", Content: "Answer from the text below only, in a few sentences. If the text does not say, answer: not found in this part."},
 				{Role: "user", Content: "Text:\n" + text + "\n\nQuestion: " + question},

@@ -31,9 +31,9 @@
 //     run keeps them (KeepAgents); the transcript keeps what they said.
 //   - Every committed transcript entry is published on the engine's own broker
 //     (events.go); SubscribeTeam streams a run's transcript, then its new entries.
-//   - Model calls read the model, num_ctx and keep-alive at call time
-//     (Options.Settings: the supervisor's live run.ModelSettings), so a reload reaches the next
-//     turn.
+//   - Model calls read the model and keep-alive at call time (Options.Settings: the
+//     supervisor's live run.ModelSettings), so a reload reaches the next turn; num_ctx is the
+//     model's one Load (llm.Client.LoadFor), shared with the agents so the model never reloads.
 //   - A two-role phase alternates instructor and assistant, instructor first. It ends when
 //     a reply has a line starting <INFO> (the rest is the conclusion, stored into the
 //     phase's variable), at its turn limit, at its state's turn limit, or when a CAMEL

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
@@ -40,45 +41,80 @@ type Options struct {
 	Model  string
 	Agents Agents
 	Log    *slog.Logger
-	// NumCtx is the context window of the roles' model calls (default 4096, or the
-	// settings' MaxContext).
-	NumCtx int
-	// KeepAlive is passed to the model server, as the agents' calls do.
+	// KeepAlive is passed to the model server, as the agents' calls do, when the client
+	// does not choose it (llm.Client.SetLimits not called).
 	KeepAlive *time.Duration
 	// Backoff is the wait before retry n (n ≥ 1) of a failed model call (default llm.NextBackoff).
 	Backoff func(n int) time.Duration
 	// ModelAttempts is how many failed model calls in a row fail the run (default 6).
 	ModelAttempts int
-	// Settings, if set, gives the model, num_ctx (its MaxContext) and keep-alive of
-	// every call, read when the call is made, so a config reload (SIGHUP) reaches the
-	// next turn; the daemon passes Supervisor.ModelSettings. Without it Model, NumCtx and
-	// KeepAlive are fixed. A NumCtx set here caps the settings' MaxContext.
+	// Settings, if set, gives the model and keep-alive of every call, read when the call
+	// is made, so a config reload (SIGHUP) reaches the next turn; the daemon passes
+	// Supervisor.ModelSettings. Without it Model and KeepAlive are fixed. num_ctx is the
+	// model's one Load (llm.Client.LoadFor), the same as the agents' calls to it.
 	Settings func() run.ModelSettings
 }
 
-// params are the model, num_ctx and keep-alive of a model call made now.
-func (e *Engine) params() (model string, numCtx int, keepAlive *time.Duration) {
-	model, numCtx, keepAlive = e.opt.Model, e.opt.NumCtx, e.opt.KeepAlive
+// params are the model and keep-alive of a model call made now.
+func (e *Engine) params() (model string, keepAlive *time.Duration) {
+	model, keepAlive = e.opt.Model, e.opt.KeepAlive
 	if e.opt.Settings != nil {
 		set := e.opt.Settings()
 		if set.Model != "" {
 			model = set.Model
 		}
-		if set.MaxContext > 0 && (numCtx <= 0 || set.MaxContext < numCtx) {
-			numCtx = set.MaxContext
-		}
 		keepAlive = set.KeepAlive
 	}
-	if numCtx <= 0 {
-		numCtx = 4096
-	}
-	return model, numCtx, keepAlive
+	return model, keepAlive
 }
 
-// request is a chat request to the model in use now.
-func (e *Engine) request(msgs []llm.Message, numPredict int) llm.ChatRequest {
-	model, numCtx, keepAlive := e.params()
-	return llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: keepAlive}
+// request is a chat request to the model in use now, sized to the model's one num_ctx
+// (asking for another would make the server reload the model): the reply gets at most
+// half of it and the longest messages are cut so the prompt fits the rest. Without an
+// answer from the model server it goes as it is, and the call reports the server's error.
+func (e *Engine) request(ctx context.Context, msgs []llm.Message, numPredict int) llm.ChatRequest {
+	model, keepAlive := e.params()
+	req := llm.ChatRequest{Model: model, Messages: msgs, NumPredict: numPredict, KeepAlive: keepAlive}
+	ld, err := e.opt.LLM.LoadFor(ctx, model)
+	if err != nil || ld.NumCtx <= 0 {
+		return req
+	}
+	req.NumCtx, req.KeepAlive = ld.NumCtx, ld.KeepAlive
+	req.NumPredict = min(numPredict, ld.NumCtx/2)
+	req.Messages = fitMessages(msgs, (ld.NumCtx-req.NumPredict)*charsPerToken-16*len(msgs))
+	return req
+}
+
+// charsPerToken is a cautious characters-per-token guess for sizing team prompts.
+const charsPerToken = 3
+
+// fitMessages cuts the longest messages until their text fits budget characters; the
+// caller's slice is left as it is.
+func fitMessages(msgs []llm.Message, budget int) []llm.Message {
+	total := 0
+	for _, m := range msgs {
+		total += len(m.Content)
+	}
+	if total <= budget {
+		return msgs
+	}
+	out := slices.Clone(msgs)
+	for over := total - budget; over > 0; {
+		i := 0
+		for j := range out {
+			if len(out[j].Content) > len(out[i].Content) {
+				i = j
+			}
+		}
+		keep := max(64, len(out[i].Content)-over-8) // 8: the ellipsis Cut adds
+		if keep >= len(out[i].Content) {
+			break // nothing left worth cutting
+		}
+		cut := display.Cut(out[i].Content, keep, display.Ellipsis)
+		over -= len(out[i].Content) - len(cut)
+		out[i].Content = cut
+	}
+	return out
 }
 
 // Engine runs team runs. Lifecycle: New, Start (resumes the runs the store has running),

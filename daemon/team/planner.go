@@ -210,7 +210,7 @@ func (e *Engine) Plan(ctx context.Context, task string) (*Planned, error) {
 }
 
 func (e *Engine) generate(ctx context.Context, msgs []llm.Message, schema *commands.Schema, out any) error {
-	_, err := llm.Generate(ctx, e.opt.LLM, e.request(msgs, 2048), schema, out)
+	_, err := llm.Generate(ctx, e.opt.LLM, e.request(ctx, msgs, 2048), schema, out)
 	var inv *llm.InvalidReplyError
 	if errors.As(err, &inv) {
 		return client.Errorf(client.ErrConflict, "the model gave no valid plan: %s", strings.Join(inv.Problems, "; "))

@@ -63,7 +63,7 @@ func (e *Engine) chatTurn(ctx context.Context, r *store.TeamRun, wf *Workflow, s
 	if len(hist) == 0 {
 		msgs = append(msgs, llm.Message{Role: "user", Content: "Task: " + r.Vars["task"] + "\nBegin: give your first instruction."})
 	}
-	res, err := e.opt.LLM.Chat(ctx, e.request(msgs, replyTokens))
+	res, err := e.opt.LLM.Chat(ctx, e.request(ctx, msgs, replyTokens))
 	if err != nil {
 		return "", modelErr(err)
 	}
@@ -136,7 +136,7 @@ func (e *Engine) choose(ctx context.Context, r *store.TeamRun, wf *Workflow, st 
 	}
 	b.WriteString("\nReply with one JSON object.")
 	var ch choice
-	_, err := llm.Generate(ctx, e.opt.LLM, e.request([]llm.Message{{Role: "user", Content: b.String()}}, 256), schema, &ch)
+	_, err := llm.Generate(ctx, e.opt.LLM, e.request(ctx, []llm.Message{{Role: "user", Content: b.String()}}, 256), schema, &ch)
 	var inv *llm.InvalidReplyError
 	if errors.As(err, &inv) {
 		return options[0], "the model gave no valid choice; took the first next state", nil
@@ -171,7 +171,7 @@ func (e *Engine) reflect(ctx context.Context, r *store.TeamRun, wf *Workflow, st
 	}
 	b.WriteString("\nReply with one JSON object.")
 	var out reflection
-	_, err := llm.Generate(ctx, e.opt.LLM, e.request([]llm.Message{{Role: "user", Content: b.String()}}, replyTokens), schema, &out)
+	_, err := llm.Generate(ctx, e.opt.LLM, e.request(ctx, []llm.Message{{Role: "user", Content: b.String()}}, replyTokens), schema, &out)
 	if err != nil {
 		return "", err
 	}

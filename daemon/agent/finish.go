@@ -1,0 +1,120 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// errStaged marks a failed staged write in a result transaction.
+var errStaged = errors.New("a component's staged write failed")
+
+// finishExecution records the outcome and the episode in one transaction, with the
+// components' staged writes (a written file's memories); busy is how long the command
+// ran, added to the agent's busy time.
+func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error, busy time.Duration, staged ...func(*store.Tx) error) {
+	kind, outcome, result := cycle.Succeed, "succeeded", out
+	if runErr != nil {
+		kind, outcome = cycle.Fail, "failed"
+		result = "Error: " + runErr.Error()
+		if out != "" {
+			result += "\n" + out
+		}
+	}
+	ep := episodeOf(p, outcome, result, "")
+	finished := p.Command == commands.Finish && runErr == nil
+	if finished {
+		kind = cycle.Finish
+	}
+	var v *client.Agent
+	r.mu.Lock()
+	r.cancelExec = nil
+	r.mu.Unlock()
+	ev := cycle.Event{Kind: kind, Result: result, Detail: out}
+	if finished {
+		// Only the run's end says "finished": a step's result on the thinking agent's
+		// state read "thinking: finished: (empty folder)" in follow.
+		ev.Reason = "finished: " + display.Cut(strings.TrimSpace(out), 200, display.Ellipsis)
+	}
+	record := func(tx *store.Tx) error {
+		a, err := tx.Agent(r.id)
+		if err != nil {
+			return err
+		}
+		cur := *p // a retried transaction starts from the proposal as it was
+		on := a
+		if a.RunID != p.RunID {
+			on = nil // stopped and given a new task while this ran: the agent is the new run's
+		}
+		// Not moved: withdrawn meanwhile (its run's budget ran out); the episode stays.
+		moved, effects, err := transit(tx, on, &cur, ev)
+		if err != nil {
+			return err
+		}
+		if err := r.s.recordEpisode(tx, r.id, p, ep); err != nil {
+			return err
+		}
+		for _, write := range staged {
+			if err := write(tx); err != nil {
+				return fmt.Errorf("%w: %w", errStaged, err)
+			}
+		}
+		r.s.audit.keep(tx, r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
+		a.BusyMS += busy.Milliseconds()
+		if on == nil {
+			return tx.UpdateAgent(a)
+		}
+		if moved && has(effects, cycle.EndRun) {
+			a.Policy.AutoSteps = 0
+			if a.Policy.Mode == "auto" {
+				a.Policy.Mode = "ask"
+			}
+		}
+		if err := tx.UpdateAgent(a); err != nil {
+			return err
+		}
+		v = known(a, nil, nil) // p, the only open proposal, just settled
+		return nil
+	}
+	// The command ran: its result must land. Retry while the store refuses (busy, disk
+	// full); if the daemon stops first, the restart shows it as interrupted.
+	for attempt := 1; ; attempt++ {
+		r.mu.Lock()
+		err := r.s.st.Tx(ctx, record)
+		r.mu.Unlock()
+		if errors.Is(err, store.ErrNotFound) {
+			return // the agent was deleted
+		}
+		if err == nil {
+			break
+		}
+		if errors.Is(err, errStaged) {
+			// A component's write (a file's memories) must not keep the result out: it
+			// goes without them, as it would had the component failed on its own.
+			r.s.log.Warn("recording result without the components' writes", "agent", r.id, "proposal", p.ID, "err", err)
+			staged = nil
+			continue
+		}
+		r.s.log.Error("recording result", "agent", r.id, "proposal", p.ID, "attempt", attempt, "err", err)
+		if !r.sleep(ctx, r.s.opt.Backoff(attempt)) {
+			return
+		}
+	}
+	r.s.events.Publish(client.Event{Type: client.EventResult, AgentID: r.id, Episode: ep})
+	if v == nil {
+		return // its run had been replaced: the agent's state is the new run's
+	}
+	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
+	if finished {
+		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: r.id, Agent: v, Message: out})
+		r.s.runs.runEnded(p.RunID)
+	}
+}
