@@ -22,7 +22,7 @@ func (s *auditLog) Audit(ctx context.Context, q client.AuditQuery) ([]client.Aud
 	}
 	var out []client.AuditEntry
 	err := s.st.View(ctx, func(tx *store.Tx) error {
-		f := store.AuditFilter{Since: q.Since, Limit: q.Limit, Before: q.Before}
+		f := store.AuditFilter{Kind: q.Kind, Since: q.Since, Limit: q.Limit, Before: q.Before}
 		if q.Agent != "" {
 			a, err := resolve(tx, q.Agent)
 			switch {

@@ -46,6 +46,10 @@ func TestAuditAndReplay(t *testing.T) {
 			t.Errorf("audit kinds %q lack %q", got, want)
 		}
 	}
+	// A kind filter is applied before the limit: the one decision is found behind newer entries.
+	if ds, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Kind: "decision", Limit: 1}); err != nil || len(ds) != 1 || ds[0].Kind != "decision" {
+		t.Errorf("kind decision, limit 1 = %+v, %v; want the newest decision", ds, err)
+	}
 	if last, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: 2}); err != nil || len(last) != 2 || last[1].ID != list[len(list)-1].ID {
 		t.Errorf("limit 2 = %+v, %v; want the newest two, oldest first", last, err)
 	}

@@ -199,6 +199,9 @@ func auditQuery(q AuditQuery) url.Values {
 	if q.Agent != "" {
 		v.Set("agent", q.Agent)
 	}
+	if q.Kind != "" {
+		v.Set("kind", q.Kind)
+	}
 	if !q.Since.IsZero() {
 		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
 	}
@@ -212,10 +215,10 @@ func auditQuery(q AuditQuery) url.Values {
 }
 
 func parseAuditQuery(v url.Values) (AuditQuery, error) {
-	q := AuditQuery{Agent: v.Get("agent")}
+	q := AuditQuery{Agent: v.Get("agent"), Kind: v.Get("kind")}
 	for key := range v {
-		if key != "agent" && key != "since" && key != "limit" && key != "before" {
-			return q, Errorf(ErrBadRequest, "unknown query parameter %q (want agent, since, limit, before)", key)
+		if key != "agent" && key != "kind" && key != "since" && key != "limit" && key != "before" {
+			return q, Errorf(ErrBadRequest, "unknown query parameter %q (want agent, kind, since, limit, before)", key)
 		}
 	}
 	if s := v.Get("since"); s != "" {

@@ -555,6 +555,7 @@ type AuditEntry struct {
 // newest Limit of them (0 means 100).
 type AuditQuery struct {
 	Agent string
+	Kind  string // one kind of entry, e.g. "decision"; "" for all
 	Since time.Time
 	Limit int
 	// Before, when not 0, keeps entries with an ID below it: the next page back, after a

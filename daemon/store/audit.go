@@ -14,6 +14,7 @@ import (
 // newest Limit of them (0: 100), returned oldest first.
 type AuditFilter struct {
 	AgentID string
+	Kind    string // one kind of entry ("decision", "executed" …); "" for all
 	Since   time.Time
 	Limit   int
 	Before  int64 // entries with a lower id only; 0 for no bound
@@ -31,8 +32,8 @@ func (t *Tx) AuditEntries(f AuditFilter) ([]client.AuditEntry, error) {
 	}
 	rows, err := t.query(`SELECT a.id, a.at, a.agent_id, COALESCE(g.name, ''), a.kind, a.detail
 		FROM audit a LEFT JOIN agents g ON g.id = a.agent_id
-		WHERE (? = '' OR a.agent_id = ?) AND a.at >= ? AND (? = 0 OR a.id < ?)
-		ORDER BY a.id DESC LIMIT ?`, f.AgentID, f.AgentID, since, f.Before, f.Before, f.Limit)
+		WHERE (? = '' OR a.agent_id = ?) AND (? = '' OR a.kind = ?) AND a.at >= ? AND (? = 0 OR a.id < ?)
+		ORDER BY a.id DESC LIMIT ?`, f.AgentID, f.AgentID, f.Kind, f.Kind, since, f.Before, f.Before, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("store: audit: %w", err)
 	}

@@ -179,7 +179,7 @@ type auditRow struct {
 
 func (c *Console) auditPage(w http.ResponseWriter, r *http.Request) {
 	v := auditView{Agent: r.FormValue("agent"), Kind: r.FormValue("kind")}
-	es, err := c.svc.Audit(r.Context(), client.AuditQuery{Agent: v.Agent, Limit: 200})
+	es, err := c.svc.Audit(r.Context(), client.AuditQuery{Agent: v.Agent, Kind: v.Kind, Limit: 200})
 	if err != nil && client.StatusOf(err) == http.StatusInternalServerError {
 		c.fail(w, err)
 		return
@@ -189,9 +189,6 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	for i := len(es) - 1; i >= 0; i-- { // newest first
 		e := es[i]
-		if v.Kind != "" && e.Kind != v.Kind {
-			continue
-		}
 		v.Entries = append(v.Entries, auditRow{AuditEntry: e, Agent: line(cmp.Or(e.Agent, e.AgentID)), Detail: text(compact(e.Detail))})
 	}
 	c.render(w, r, "audit", v)

@@ -32,6 +32,7 @@ permission patterns stored or removed). Entries of removed agents stay, under th
 func (a *app) runAudit(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	agent := fs.String("agent", "", "only this agent's entries")
+	kind := fs.String("kind", "", "only entries of this `KIND` (decision, executed, … as the KIND column shows)")
 	since := fs.String("since", "", "entries from `WHEN` on: 90m, 7d, 2026-11-21 or an RFC 3339 time")
 	limit := fs.Int("limit", 0, "the newest `N` entries (default 100)")
 	pos, err := a.parse(fs, args, -1)
@@ -41,7 +42,7 @@ func (a *app) runAudit(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q (name the agent with --agent)", pos[0])
 	}
-	q := client.AuditQuery{Agent: *agent, Limit: *limit}
+	q := client.AuditQuery{Agent: *agent, Kind: *kind, Limit: *limit}
 	if *since != "" {
 		if q.Since, err = parseSince(*since, time.Now()); err != nil {
 			return usagef("--since: %v", err)
