@@ -430,18 +430,27 @@ func known(a *store.Agent, pending *client.Proposal, q *client.Question) *client
 
 // view loads the agent with its pending proposal and question, as the API shows it.
 func view(tx *store.Tx, a *store.Agent) (*client.Agent, error) {
-	out := a.Agent
 	p, err := tx.OpenProposal(a.ID)
-	if err == nil && p.Status.Decidable() {
-		out.Pending = p
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
+		p = nil
+	} else if err != nil {
 		return nil, err
 	}
 	q, err := tx.Question(a.ID)
-	if err == nil {
-		out.Question = q
-	} else if !errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
+		q = nil
+	} else if err != nil {
 		return nil, err
 	}
-	return &out, nil
+	return viewOf(a, p, q), nil
+}
+
+// viewOf is a's API view given its open proposal and question (nil when none).
+func viewOf(a *store.Agent, open *client.Proposal, q *client.Question) *client.Agent {
+	out := a.Agent
+	if open != nil && open.Status.Decidable() {
+		out.Pending = open
+	}
+	out.Question = q
+	return &out
 }

@@ -50,11 +50,16 @@ func (s *agentViews) Agents(ctx context.Context) ([]client.Agent, error) {
 		if err != nil {
 			return err
 		}
+		open, err := tx.OpenProposals() // two queries for all agents, not two per agent
+		if err != nil {
+			return err
+		}
+		questions, err := tx.Questions()
+		if err != nil {
+			return err
+		}
 		for _, a := range agents {
-			v, err := view(tx, a)
-			if err != nil {
-				return err
-			}
+			v := viewOf(a, open[a.ID], questions[a.ID])
 			v.Budget = s.budgets.budgetView(a)
 			out = append(out, *v)
 		}
