@@ -133,29 +133,12 @@ var (
 )
 
 func memoryExportQuery(req MemoryExportRequest) url.Values {
-	q := url.Values{}
-	if req.Agent != "" {
-		q.Set("agent", req.Agent)
-	}
-	if req.After != "" {
-		q.Set("after", req.After)
-	}
-	if req.Limit != 0 {
-		q.Set("limit", strconv.Itoa(req.Limit))
-	}
-	return q
+	return withLimit(queryOf("agent", req.Agent, "after", req.After), req.Limit)
 }
 
 func parseMemoryExportQuery(q url.Values) (MemoryExportRequest, error) {
-	req := MemoryExportRequest{Agent: q.Get("agent"), After: q.Get("after")}
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return req, Errorf(ErrBadRequest, "query parameter limit=%q: want a whole number", s)
-		}
-		req.Limit = n
-	}
-	return req, nil
+	n, err := parseLimit(q)
+	return MemoryExportRequest{Agent: q.Get("agent"), After: q.Get("after"), Limit: n}, err
 }
 
 // Bounds of a MemoryRecord besides its text (MaxTextBytes).

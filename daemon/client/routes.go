@@ -246,29 +246,44 @@ func parseAuditQuery(v url.Values) (AuditQuery, error) {
 }
 
 func memoryListQuery(req MemoryListRequest) url.Values {
+	return withLimit(queryOf("agent", req.Agent, "kind", req.Kind), req.Limit)
+}
+
+func parseMemoryListQuery(q url.Values) (MemoryListRequest, error) {
+	n, err := parseLimit(q)
+	return MemoryListRequest{Agent: q.Get("agent"), Kind: q.Get("kind"), Limit: n}, err
+}
+
+// queryOf is a query of the key/value pairs kv whose value is not empty.
+func queryOf(kv ...string) url.Values {
 	q := url.Values{}
-	if req.Agent != "" {
-		q.Set("agent", req.Agent)
-	}
-	if req.Kind != "" {
-		q.Set("kind", req.Kind)
-	}
-	if req.Limit != 0 {
-		q.Set("limit", strconv.Itoa(req.Limit))
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
 	}
 	return q
 }
 
-func parseMemoryListQuery(q url.Values) (MemoryListRequest, error) {
-	req := MemoryListRequest{Agent: q.Get("agent"), Kind: q.Get("kind")}
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return req, Errorf(ErrBadRequest, "query parameter limit=%q: want a whole number", s)
-		}
-		req.Limit = n
+// withLimit adds limit to q when it is set.
+func withLimit(q url.Values, limit int) url.Values {
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
 	}
-	return req, nil
+	return q
+}
+
+// parseLimit reads the query parameter limit (0 when absent).
+func parseLimit(q url.Values) (int, error) {
+	s := q.Get("limit")
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, Errorf(ErrBadRequest, "query parameter limit=%q: want a whole number", s)
+	}
+	return n, nil
 }
 
 func scheduleHistoryQuery(q ScheduleHistoryQuery) url.Values {
