@@ -198,11 +198,16 @@ func TestTeamStopFromChat(t *testing.T) {
 	e.wait("the run's end", func(v fakeslack.View) bool {
 		return hasText(v.Messages(channel, thread), `Team run stopped:* stopped by \u003c@`+member+`\u003e`)
 	})
-	// The role's proposal loses its buttons, though its agent is removed at once.
+	// The role's proposal loses its buttons, though its agent is removed at once. Which
+	// reason it shows depends on whether the role's finish or its removal reaches the relay
+	// first (the stop ends the run, the role's loop may still be finishing its step): both
+	// close it.
 	e.wait("the role's proposal closed", func(v fakeslack.View) bool {
 		for _, m := range v.Messages(channel, thread) {
 			if m.TS == p.TS {
-				return !strings.Contains(string(m.Blocks), "agentd_approve") && strings.Contains(string(m.Blocks), "The run ended before a decision")
+				b := string(m.Blocks)
+				return !strings.Contains(b, "agentd_approve") &&
+					(strings.Contains(b, "The run ended before a decision") || strings.Contains(b, "The agent was removed before a decision"))
 			}
 		}
 		return false
