@@ -410,10 +410,8 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Question) {
 	r.state.markPosted(q.ProposalID)
 	for _, t := range r.targets(agentID) {
-		r.words.swap(t.ep.a.Platform(), agentID, q.Text) // the answer's context
-	}
-	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
+		r.words.swap(platform, agentID, q.Text) // the answer's context
 		r.post(t, "posting a question", func(ctx context.Context) error {
 			if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
 				if m != nil {
@@ -430,7 +428,7 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 				r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
 			})
 			if answered {
-				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u, t.ep.a.Platform()), t.label))
+				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u, platform), t.label))
 			}
 			return nil
 		})
