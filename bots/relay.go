@@ -326,7 +326,12 @@ func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string
 // decided edits the proposal's messages to show the decision and who made it.
 func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision) {
 	p := r.state.decided(d.ProposalID)
-	for _, t := range r.targets(agentID) {
+	ts := r.targets(agentID)
+	if len(ts) == 0 {
+		return
+	}
+	grantSource := r.grantSource(ctx, agentID, d) // once, not per thread and retry
+	for _, t := range ts {
 		platform := t.ep.a.Platform()
 		r.post(t, "showing the decision on "+d.ProposalID, func(ctx context.Context) error {
 			m, err := r.proposalMessage(ctx, d.ProposalID, platform)
@@ -339,7 +344,7 @@ func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision)
 					return nil
 				}
 			}
-			view := ProposalView{Proposal: shown, Decision: d, GrantSource: r.grantSource(ctx, agentID, d)}
+			view := ProposalView{Proposal: shown, Decision: d, GrantSource: grantSource}
 			return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(view, platform), t.label))
 		})
 	}
