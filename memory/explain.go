@@ -50,21 +50,25 @@ func Explain(query string, h Hit) Match {
 	if len(seen) > 0 {
 		m.Fields = append(m.Fields, "text")
 	}
-	for _, t := range analyze(h.Source) {
-		if terms[string(t.Term)] {
-			m.Fields = append(m.Fields, "source")
-			break
-		}
+	if hasAny(h.Source, terms) {
+		m.Fields = append(m.Fields, "source")
 	}
-	for _, t := range analyze(h.Speaker) {
-		if terms[string(t.Term)] {
-			m.Fields = append(m.Fields, "speaker")
-			break
-		}
+	if hasAny(h.Speaker, terms) {
+		m.Fields = append(m.Fields, "speaker")
 	}
 	if AsksAboutTime(query) && !h.Created.IsZero() {
 		m.Date = h.Created.UTC()
 	}
 	m.Similar = len(m.Fields) == 0 && h.Similarity > 0
 	return m
+}
+
+// hasAny reports whether s, analyzed, has one of terms.
+func hasAny(s string, terms map[string]bool) bool {
+	for _, t := range analyze(s) {
+		if terms[string(t.Term)] {
+			return true
+		}
+	}
+	return false
 }
