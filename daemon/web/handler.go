@@ -14,6 +14,15 @@ import (
 //go:embed assets
 var assets embed.FS
 
+// assetServer serves the embedded assets; built once, not per request.
+var assetServer = func() http.Handler {
+	sub, err := fs.Sub(assets, "assets")
+	if err != nil {
+		panic(err) // "assets" is embedded above
+	}
+	return http.StripPrefix("/assets/", http.FileServerFS(sub))
+}()
+
 // cookiePrefix names the session cookie; the port is added because browsers share
 // cookies between ports of one host, and two consoles (two daemons) must not mix.
 const cookiePrefix = "agentd_console_"
@@ -37,9 +46,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.login(w, r)
 		return
 	case strings.HasPrefix(r.URL.Path, "/assets/") && r.Method == http.MethodGet:
-		sub, _ := fs.Sub(assets, "assets")
 		w.Header().Set("Cache-Control", "private, max-age=300")
-		http.StripPrefix("/assets/", http.FileServerFS(sub)).ServeHTTP(w, r)
+		assetServer.ServeHTTP(w, r)
 		return
 	}
 	id := c.sessionID(r)
