@@ -44,7 +44,6 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cancel()
-	s, _ := c.auth.session(sessionOf(r))
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -78,7 +77,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 			if agent != "" && ev.AgentID != agent {
 				continue
 			}
-			if err := c.sendEvent(w, r, agent, s.csrf, ev); err != nil {
+			if err := c.sendEvent(w, r, agent, csrfOf(r), ev); err != nil {
 				c.log.Warn("web console: event not rendered", "seq", ev.Seq, "err", err)
 			}
 		}

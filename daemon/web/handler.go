@@ -27,8 +27,12 @@ var assetServer = func() http.Handler {
 // cookies between ports of one host, and two consoles (two daemons) must not mix.
 const cookiePrefix = "agentd_console_"
 
-// ctxKey carries the request's session id to the handlers.
+// ctxKey carries the request's session (its id and CSRF token) to the handlers, which
+// then need not look it up again.
 type ctxKey struct{}
+
+// reqSession is what ServeHTTP found for a logged-in request.
+type reqSession struct{ id, csrf string }
 
 // ServeHTTP guards every request (Host, Origin, session, CSRF) and routes it.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +67,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, reqSession{id: id, csrf: s.csrf}))
 	c.router.ServeHTTP(w, r)
 }
 
@@ -126,8 +130,14 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 func sessionOf(r *http.Request) string {
-	id, _ := r.Context().Value(ctxKey{}).(string)
-	return id
+	s, _ := r.Context().Value(ctxKey{}).(reqSession)
+	return s.id
+}
+
+// csrfOf is the CSRF token of r's session, for the forms a page or event carries.
+func csrfOf(r *http.Request) string {
+	s, _ := r.Context().Value(ctxKey{}).(reqSession)
+	return s.csrf
 }
 
 // fail answers a request the Service refused, with its message and status.

@@ -68,8 +68,7 @@ func (c *Console) agentPage(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, err)
 		return
 	}
-	s, _ := c.auth.session(sessionOf(r))
-	v := agentView{Agent: rowOf(a), Task: text(a.Task), Waiting: waitingOf(a, s.csrf), Since: since}
+	v := agentView{Agent: rowOf(a), Task: text(a.Task), Waiting: waitingOf(a, csrfOf(r)), Since: since}
 	for _, g := range a.Goals {
 		v.Goals = append(v.Goals, text(g))
 	}

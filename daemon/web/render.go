@@ -80,10 +80,7 @@ func parsePages() (map[string]*template.Template, error) {
 func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, data any) {
 	p := page{Title: name, Nav: name, Data: data}
 	if id := sessionOf(r); id != "" {
-		if s, ok := c.auth.session(id); ok {
-			p.CSRF = s.csrf
-			p.Flash = c.auth.takeFlash(id)
-		}
+		p.CSRF, p.Flash = csrfOf(r), c.auth.takeFlash(id)
 	}
 	if v, ok := data.(interface{ events() string }); ok {
 		p.Events = v.events()
