@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -155,12 +156,7 @@ func checkImportFile(path, defaultAgent string) (map[string]int, int, error) {
 
 // checkImportAgents makes sure every agent the file names exists before anything is sent.
 func (a *app) checkImportAgents(ctx context.Context, path string, agents map[string]int) error {
-	names := make([]string, 0, len(agents))
-	for n := range agents {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(agents)) {
 		if _, err := a.api().Agent(ctx, n); err != nil {
 			if errors.Is(err, client.ErrNotFound) {
 				return fmt.Errorf("%s:%d: no agent %q: nothing imported; create it first (agentctl new %s) or fix the agent", path, agents[n], n, n)
