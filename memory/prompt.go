@@ -77,7 +77,7 @@ func Fit(hits []Hit, o FitOptions) []Shown {
 		if text == "" {
 			continue
 		}
-		set := termSet(text)
+		set := analyzedTerms(text)
 		if duplicates(set, seen) {
 			continue
 		}
@@ -142,8 +142,6 @@ func analyzedTerms(q string) map[string]bool {
 	}
 	return out
 }
-
-func termSet(s string) map[string]bool { return analyzedTerms(s) }
 
 // snippet cuts text to at most size bytes around the window that holds the most distinct
 // query terms, starting a little before the first of them; "…" marks a cut end.

@@ -195,18 +195,9 @@ type ScheduleHistoryQuery struct {
 }
 
 func auditQuery(q AuditQuery) url.Values {
-	v := url.Values{}
-	if q.Agent != "" {
-		v.Set("agent", q.Agent)
-	}
-	if q.Kind != "" {
-		v.Set("kind", q.Kind)
-	}
+	v := withLimit(queryOf("agent", q.Agent, "kind", q.Kind), q.Limit)
 	if !q.Since.IsZero() {
 		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
-	}
-	if q.Limit != 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
 	}
 	if q.Before != 0 {
 		v.Set("before", strconv.FormatInt(q.Before, 10))

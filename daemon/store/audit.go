@@ -88,21 +88,19 @@ func (t *Tx) Replay(runID string) (*client.Replay, error) {
 		byID[p.ID] = len(r.Steps)
 		r.Steps = append(r.Steps, client.ReplayStep{Proposal: p, Decisions: []client.Decision{}})
 	}
-	drows, err := t.query(`SELECT d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.at
+	drows, err := t.query(`SELECT `+decisionCols+`
 		FROM decisions d JOIN proposals p ON p.id = d.proposal_id WHERE p.run_id = ? ORDER BY d.id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: replay decisions: %w", err)
 	}
 	defer drows.Close()
 	for drows.Next() {
-		var d client.Decision
-		var at int64
-		if err := drows.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &at); err != nil {
+		d, err := scanDecision(drows)
+		if err != nil {
 			return nil, fmt.Errorf("store: reading decision: %w", err)
 		}
-		d.At = fromMS(at)
 		if i, ok := byID[d.ProposalID]; ok {
-			r.Steps[i].Decisions = append(r.Steps[i].Decisions, d)
+			r.Steps[i].Decisions = append(r.Steps[i].Decisions, *d)
 		}
 	}
 	if err := drows.Err(); err != nil {

@@ -132,7 +132,7 @@ func (t *Tx) LatestProposals(agentID string, n int) ([]client.Proposal, error) {
 // LastDecisions maps each of the agent's decided proposals to its latest decision (an
 // agent's history shows who or which grant let each step run).
 func (t *Tx) LastDecisions(agentID string) (map[string]*client.Decision, error) {
-	rows, err := t.query(`SELECT d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.at
+	rows, err := t.query(`SELECT `+decisionCols+`
 		FROM decisions d JOIN proposals p ON p.id = d.proposal_id WHERE p.agent_id = ? ORDER BY d.id`, agentID)
 	if err != nil {
 		return nil, fmt.Errorf("store: decisions: %w", err)
@@ -140,13 +140,11 @@ func (t *Tx) LastDecisions(agentID string) (map[string]*client.Decision, error) 
 	defer rows.Close()
 	out := map[string]*client.Decision{}
 	for rows.Next() {
-		var d client.Decision
-		var at int64
-		if err := rows.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &at); err != nil {
+		d, err := scanDecision(rows)
+		if err != nil {
 			return nil, fmt.Errorf("store: decisions: %w", err)
 		}
-		d.At = fromMS(at)
-		out[d.ProposalID] = &d // later rows win: the latest decision
+		out[d.ProposalID] = d // later rows win: the latest decision
 	}
 	return out, rows.Err()
 }

@@ -27,6 +27,15 @@ type Memory struct {
 	Context string
 }
 
+// decodeTags reads the tags column: a JSON array written by InsertMemory, empty for none.
+func decodeTags(raw string) []string {
+	var tags []string
+	if raw != "" {
+		_ = json.Unmarshal([]byte(raw), &tags)
+	}
+	return tags
+}
+
 const memoryCols = `id, agent_id, kind, text, source, created_at, tags, speaker, context`
 
 func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
@@ -34,9 +43,7 @@ func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
 	var created int64
 	var tags string
 	err := sc.Scan(&m.ID, &m.AgentID, &m.Kind, &m.Text, &m.Source, &created, &tags, &m.Speaker, &m.Context)
-	if tags != "" {
-		_ = json.Unmarshal([]byte(tags), &m.Tags) // written by InsertMemory only
-	}
+	m.Tags = decodeTags(tags)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, ErrNotFound
 	}

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -77,8 +76,7 @@ func (t *Tx) MemoryTags(ids []string) (map[string][]string, error) {
 		if err := rows.Scan(&id, &raw); err != nil {
 			return nil, fmt.Errorf("store: memory tags: %w", err)
 		}
-		var tags []string
-		if json.Unmarshal([]byte(raw), &tags) == nil {
+		if tags := decodeTags(raw); tags != nil {
 			out[id] = tags
 		}
 	}

@@ -357,21 +357,30 @@ func (t *Tx) InsertDecision(d *client.Decision) error {
 	return nil
 }
 
-// LastDecision returns the latest decision on a proposal, or ErrNotFound.
-func (t *Tx) LastDecision(proposalID string) (*client.Decision, error) {
+// decisionCols are the decisions columns scanDecision reads, as the alias d.
+const decisionCols = `d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.at`
+
+func scanDecision(sc interface{ Scan(...any) error }) (*client.Decision, error) {
 	var d client.Decision
 	var at int64
-	err := t.queryRow(`SELECT proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, at FROM decisions
-		WHERE proposal_id=? ORDER BY id DESC LIMIT 1`, proposalID).Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source,
-		&d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &at)
+	if err := sc.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &at); err != nil {
+		return nil, err
+	}
+	d.At = fromMS(at)
+	return &d, nil
+}
+
+// LastDecision returns the latest decision on a proposal, or ErrNotFound.
+func (t *Tx) LastDecision(proposalID string) (*client.Decision, error) {
+	d, err := scanDecision(t.queryRow(`SELECT `+decisionCols+` FROM decisions d
+		WHERE d.proposal_id=? ORDER BY d.id DESC LIMIT 1`, proposalID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: reading decision: %w", err)
 	}
-	d.At = fromMS(at)
-	return &d, nil
+	return d, nil
 }
 
 // CountDecisions counts decisions recorded for a proposal.
