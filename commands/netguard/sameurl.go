@@ -36,7 +36,11 @@ func SameURL(raw string) (string, bool) {
 	if ip.IsValid() {
 		host = ip.String()
 	}
-	if p := u.Port(); p != "" && !(scheme == "http" && p == "80") && !(scheme == "https" && p == "443") {
+	p, ok := PortOf(u)
+	if !ok {
+		return raw, false
+	}
+	if !(scheme == "http" && p == "80") && !(scheme == "https" && p == "443") {
 		host = net.JoinHostPort(host, p)
 	} else if ip.Is6() {
 		host = "[" + host + "]"
