@@ -179,6 +179,9 @@ func (r MemoryRecord) Check() error {
 		return bad("speaker", "the record has both speaker %q and source %q: keep one (a memory has one source)", r.Speaker, r.Source)
 	case len(r.Speaker) > maxRecordFrom || len(r.Source) > maxRecordFrom:
 		return bad("source", "over %d bytes: shorten it", maxRecordFrom)
+	case strings.ContainsAny(r.Speaker, "\r\n") || strings.ContainsAny(r.Source, "\r\n"):
+		// a memory's source is quoted before its text: a second line would read as a turn of its own
+		return bad("source", "speaker and source are one line each: drop the line breaks")
 	case len(r.Context) > MaxTextBytes:
 		return bad("context", "%d bytes, over %d: keep the end of the turn before", len(r.Context), MaxTextBytes)
 	case len(r.Tags) > maxRecordTags:
