@@ -66,10 +66,7 @@ func (r *Relay) writtenAfterEnd(ctx context.Context, ep *endpoint, in Incoming, 
 			return "", err
 		}
 	}
-	switch {
-	case end == "":
-		return "", nil
-	case in.ID != "" && ep.a.Before(end, in.ID):
+	if end == "" || in.ID != "" && ep.a.Before(end, in.ID) {
 		return "", nil
 	}
 	return lateText, nil

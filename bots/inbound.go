@@ -93,8 +93,7 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 // refuse tells a person they may not do that here, and logs it.
 func (r *Relay) refuse(ctx context.Context, ep *endpoint, w Where, u User, agent, what string) {
 	r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "agent", agent, "action", what)
-	text := notApproverText
-	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, text); err != nil {
+	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, notApproverText); err != nil {
 		r.log.Error("bots: ephemeral note", "err", err)
 	}
 }

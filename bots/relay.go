@@ -326,7 +326,12 @@ func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string
 // decided edits the proposal's messages to show the decision and who made it.
 func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision) {
 	p := r.state.decided(d.ProposalID)
-	for _, t := range r.targets(agentID) {
+	ts := r.targets(agentID)
+	if len(ts) == 0 {
+		return
+	}
+	grantSource := r.grantSource(ctx, agentID, d) // once, not per thread and retry
+	for _, t := range ts {
 		platform := t.ep.a.Platform()
 		r.post(t, "showing the decision on "+d.ProposalID, func(ctx context.Context) error {
 			m, err := r.proposalMessage(ctx, d.ProposalID, platform)
@@ -339,7 +344,7 @@ func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision)
 					return nil
 				}
 			}
-			view := ProposalView{Proposal: shown, Decision: d, GrantSource: r.grantSource(ctx, agentID, d)}
+			view := ProposalView{Proposal: shown, Decision: d, GrantSource: grantSource}
 			return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(view, platform), t.label))
 		})
 	}
@@ -410,10 +415,8 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Question) {
 	r.state.markPosted(q.ProposalID)
 	for _, t := range r.targets(agentID) {
-		r.words.swap(t.ep.a.Platform(), agentID, q.Text) // the answer's context
-	}
-	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
+		r.words.swap(platform, agentID, q.Text) // the answer's context
 		r.post(t, "posting a question", func(ctx context.Context) error {
 			if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
 				if m != nil {
@@ -430,7 +433,7 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 				r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
 			})
 			if answered {
-				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u, t.ep.a.Platform()), t.label))
+				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u, platform), t.label))
 			}
 			return nil
 		})

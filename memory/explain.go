@@ -1,9 +1,6 @@
 package memory
 
-import (
-	"regexp"
-	"time"
-)
+import "time"
 
 // Match says why a hit matched a query, for people reading search results (agentctl
 // memory search): which of the memory's words the query has, in which fields, and its
@@ -23,14 +20,11 @@ type Match struct {
 
 const maxMatchWords = 8
 
-// timeWords are the words that make a query ask about time.
-var timeWords = regexp.MustCompile(`(?i)\b(when|date|dates|day|days|week|weeks|month|months|year|years|yesterday|today|tomorrow|ago|last|next|since|recently|` +
-	`january|february|march|april|may|june|july|august|september|october|november|december|` +
-	`jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec|monday|tuesday|wednesday|thursday|friday|saturday|sunday|` +
-	`(19|20)\d\d)\b`)
-
-// AsksAboutTime reports whether a query asks about time.
-func AsksAboutTime(query string) bool { return timeWords.MatchString(query) }
+// AsksAboutTime reports whether a query asks about time the way search reads it: a "when"
+// question (asksWhen) or a date it names ("in May", "2022", "last week"; resolveDates).
+func AsksAboutTime(query string) bool {
+	return asksWhen(query) || len(resolveDates(query, time.Now())) > 0
+}
 
 // Explain says why h matched query.
 func Explain(query string, h Hit) Match {

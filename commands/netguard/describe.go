@@ -3,6 +3,7 @@ package netguard
 import (
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // DescribeHost is the host:port u connects to as the guard reads it, for a person judging
@@ -10,15 +11,8 @@ import (
 // written), an international name in its ASCII form, user info dropped, and the raw host
 // marked unreadable when the guard cannot read it one way only.
 func DescribeHost(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = "443"
-		if u.Scheme == "http" {
-			port = "80"
-		}
-	} else if n, err := strconv.ParseUint(port, 10, 16); err == nil {
-		port = strconv.FormatUint(n, 10) // :0080 connects to 80
-	} else {
+	port, ok := PortOf(u)
+	if !ok {
 		return strconv.Quote(u.Host) + " (a port the guard cannot read)"
 	}
 	ip, name, err := ParseHost(u.Hostname())
@@ -42,4 +36,22 @@ func DescribeHost(u *url.URL) string {
 		return name + ":" + port + " (written " + strconv.Quote(u.Hostname()) + ")"
 	}
 	return name + ":" + port
+}
+
+// PortOf is the port u connects to, as a number without leading zeros (:0080 is 80): the
+// one written, else the scheme's default (80 for http, 443 otherwise). ok is false for a
+// port that is not a number from 0 to 65535.
+func PortOf(u *url.URL) (port string, ok bool) {
+	p := u.Port()
+	if p == "" {
+		if strings.EqualFold(u.Scheme, "http") {
+			return "80", true
+		}
+		return "443", true
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return p, false
+	}
+	return strconv.FormatUint(n, 10), true
 }

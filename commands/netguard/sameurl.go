@@ -35,12 +35,15 @@ func SameURL(raw string) (string, bool) {
 	host := name
 	if ip.IsValid() {
 		host = ip.String()
-		if ip.Is6() {
-			host = "[" + host + "]"
-		}
 	}
-	if p := u.Port(); p != "" && !(scheme == "http" && p == "80") && !(scheme == "https" && p == "443") {
-		host = net.JoinHostPort(strings.Trim(host, "[]"), p)
+	p, ok := PortOf(u)
+	if !ok {
+		return raw, false
+	}
+	if !(scheme == "http" && p == "80") && !(scheme == "https" && p == "443") {
+		host = net.JoinHostPort(host, p)
+	} else if ip.Is6() {
+		host = "[" + host + "]"
 	}
 	q := u.Query()
 	for k := range q {

@@ -147,13 +147,16 @@ func (s *memoryService) ExportMemory(ctx context.Context, req client.MemoryExpor
 			return err
 		}
 		names, err := agentNames(tx)
+		if err != nil {
+			return err
+		}
 		for _, m := range page {
 			out.Records = append(out.Records, exportRecord(m, names))
 		}
 		if len(page) == limit {
 			out.Next = page[len(page)-1].ID
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err

@@ -203,7 +203,10 @@ func TestMemoryRebuiltAfterIndexLoss(t *testing.T) {
 	}
 	h.opt.Memory.Index = ix
 	h.start() // rebuilds in the background
-	if !testutil.Wait(10*time.Second, func() bool { return !ix.NeedsRebuild() && ix.Stats().Docs == 50 }) {
+	// Done when the background rebuild has let go too, or the reindex below finds it busy.
+	if !testutil.Wait(10*time.Second, func() bool {
+		return !ix.NeedsRebuild() && ix.Stats().Docs == 50 && !h.sup.memoryService.mem.rebuilding.Load()
+	}) {
 		t.Fatalf("not rebuilt: %+v", ix.Stats())
 	}
 	hits, err := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{Agent: "mind", Query: "aurora", K: 100})

@@ -177,8 +177,10 @@ func (r MemoryRecord) Check() error {
 		return bad("agent", "%d bytes, over %d: give the agent's name or id", len(r.Agent), maxRecordRef)
 	case r.Speaker != "" && r.Source != "" && r.Speaker != r.Source:
 		return bad("speaker", "the record has both speaker %q and source %q: keep one (a memory has one source)", r.Speaker, r.Source)
-	case len(r.Speaker) > maxRecordFrom || len(r.Source) > maxRecordFrom:
-		return bad("source", "over %d bytes: shorten it", maxRecordFrom)
+	case len(r.Speaker) > maxRecordFrom:
+		return bad("speaker", "%d bytes, over %d: shorten it", len(r.Speaker), maxRecordFrom)
+	case len(r.Source) > maxRecordFrom:
+		return bad("source", "%d bytes, over %d: shorten it", len(r.Source), maxRecordFrom)
 	case strings.ContainsAny(r.Speaker, "\r\n") || strings.ContainsAny(r.Source, "\r\n"):
 		// a memory's source is quoted before its text: a second line would read as a turn of its own
 		return bad("source", "speaker and source are one line each: drop the line breaks")

@@ -136,12 +136,13 @@ func (o *OllamaConfig) hostProblems(bad func(key, format string, args ...any)) {
 	servesModel := len(o.Hosts) == 0
 	for i, h := range o.Hosts {
 		key := fmt.Sprintf("ollama.hosts.%d", i+1)
-		if msg := checkURL(normalizeHost(h.URL)); h.URL == "" || msg != "" {
+		u := normalizeHost(h.URL)
+		if msg := checkURL(u); h.URL == "" || msg != "" {
 			bad(key, "url %q is not a URL like %q", h.URL, DefaultOllamaHost)
-		} else if j, dup := seen[normalizeHost(h.URL)]; dup {
+		} else if j, dup := seen[u]; dup {
 			bad(key, "url %q is host %d too: list each server once and give it more slots instead", h.URL, j)
 		}
-		seen[normalizeHost(h.URL)] = i + 1
+		seen[u] = i + 1
 		if h.Slots < 0 || h.Slots > maxSlots {
 			bad(key, "slots must be between 1 and %d (the server's OLLAMA_NUM_PARALLEL; unset is 1), got %d", maxSlots, h.Slots)
 		}

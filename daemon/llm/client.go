@@ -185,10 +185,10 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error)
 		}
 		req.NumCtx, req.KeepAlive = ld.NumCtx, ld.KeepAlive
 	}
-	start := time.Now()
 	if c.pool != nil { // the request as chosen here, sent by one host's client
 		return c.pool.chat(ctx, req)
 	}
+	start := time.Now()
 	areq := &api.ChatRequest{
 		Model:    req.Model,
 		Messages: make([]api.Message, len(req.Messages)),

@@ -10,9 +10,6 @@ import (
 // Embed returns one vector per text, computed by model through Ollama's /api/embed.
 // Errors are classified like a chat call's (ErrUnavailable, *ModelNotFoundError).
 func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]float32, error) {
-	if c.pool != nil && len(texts) > 0 { // not queued: embeddings are short and use their own model
-		return withHost(ctx, c.pool, "embed", model, func(h *Client) ([][]float32, error) { return h.Embed(ctx, model, texts) })
-	}
 	if len(texts) == 0 {
 		return nil, nil
 	}
@@ -29,12 +26,20 @@ func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]f
 			req.KeepAlive = &api.Duration{Duration: *ld.KeepAlive}
 		}
 	}
+	if c.pool != nil { // not queued: embeddings are short and use their own model
+		return withHost(ctx, c.pool, "embed", model, func(h *Client) ([][]float32, error) { return h.embed(ctx, req, len(texts)) })
+	}
+	return c.embed(ctx, req, len(texts))
+}
+
+// embed sends req (n texts, its Load already chosen) to this client's server.
+func (c *Client) embed(ctx context.Context, req *api.EmbedRequest, n int) ([][]float32, error) {
 	resp, err := c.api.Embed(ctx, req)
 	if err != nil {
-		return nil, c.classify(ctx, "embed", model, err)
+		return nil, c.classify(ctx, "embed", req.Model, err)
 	}
-	if len(resp.Embeddings) != len(texts) {
-		return nil, fmt.Errorf("llm: embed: %s returned %d vectors for %d texts", model, len(resp.Embeddings), len(texts))
+	if len(resp.Embeddings) != n {
+		return nil, fmt.Errorf("llm: embed: %s returned %d vectors for %d texts", req.Model, len(resp.Embeddings), n)
 	}
 	return resp.Embeddings, nil
 }

@@ -86,6 +86,29 @@ func TestChatSendsTheModelsLoad(t *testing.T) {
 	}
 }
 
+// TestPoolEmbedSendsTheModelsLoad checks that a pool's embeddings carry the model's Load
+// as its chats do: the host's server sees the one num_ctx and keep_alive.
+func TestPoolEmbedSendsTheModelsLoad(t *testing.T) {
+	fake := ollamatest.NewFake(t)
+	c, err := llm.NewPool(llm.PoolOptions{Hosts: []llm.HostConfig{{URL: fake.URL()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	keep := time.Minute
+	c.SetLimits(llm.Limits{MaxContext: 1024, KeepAlive: &keep})
+	if _, err := c.Embed(context.Background(), ollamatest.TinyModelName, []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	loads := fake.Loads(ollamatest.TinyModelName)
+	if len(loads) != 1 {
+		t.Fatalf("loads = %d, want 1", len(loads))
+	}
+	if ld := loads[0]; ld.Runner.NumCtx != 1024 || ld.KeepAlive == nil || *ld.KeepAlive != keep {
+		t.Errorf("embed: %+v, want num_ctx 1024 keep_alive 1m", ld)
+	}
+}
+
 // TestLoadForFirstCallers checks concurrent first callers all get the probed choice, and that a
 // failed probe is not remembered: the next call probes again.
 func TestLoadForFirstCallers(t *testing.T) {

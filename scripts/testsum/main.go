@@ -27,14 +27,14 @@ func main() {
 		raw = f
 	}
 	s := newSummary(os.Stdout, *trim, *every)
-	if failed := run(s, io.TeeReader(os.Stdin, raw), *every); failed {
+	if failed := run(s, io.TeeReader(os.Stdin, raw)); failed {
 		os.Exit(1)
 	}
 }
 
 // run feeds each line of r to s, letting it beat (see tick) while lines are slow to come,
 // and prints the closing summary when r ends. It reports whether anything failed.
-func run(s *summary, r io.Reader, every time.Duration) bool {
+func run(s *summary, r io.Reader) bool {
 	lines := make(chan []byte)
 	go func() {
 		sc := bufio.NewScanner(r)
@@ -44,7 +44,7 @@ func run(s *summary, r io.Reader, every time.Duration) bool {
 		}
 		close(lines)
 	}()
-	tick := time.NewTicker(min(every, quietCheck))
+	tick := time.NewTicker(min(s.every, quietCheck))
 	defer tick.Stop()
 	s.lastOut, s.lastBeat = time.Now(), time.Now()
 	for {

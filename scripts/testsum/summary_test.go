@@ -14,7 +14,7 @@ func feed(t *testing.T, lines ...string) (string, bool) {
 	t.Helper()
 	var out strings.Builder
 	s := newSummary(&out, "github.com/agentd/agentd/", time.Hour)
-	failed := run(s, strings.NewReader(strings.Join(lines, "\n")+"\n"), time.Hour)
+	failed := run(s, strings.NewReader(strings.Join(lines, "\n")+"\n"))
 	return out.String(), failed
 }
 

@@ -90,6 +90,8 @@ func TestMemoryImportLineErrors(t *testing.T) {
 	}{
 		{"tags_not_a_list", `{"text": "x", "tags": "one"}`, `:1: field "tags": a JSON string where a list of strings belongs`},
 		{"both_speaker_and_source", `{"text": "x", "speaker": "Ann", "source": "Bob"}`, `:1: field "speaker": the record has both speaker "Ann" and source "Bob": keep one`},
+		{"speaker_too_long", `{"text": "x", "speaker": "` + strings.Repeat("a", 1025) + `"}`, `:1: field "speaker": 1025 bytes, over 1024`},
+		{"source_too_long", `{"text": "x", "source": "` + strings.Repeat("a", 1025) + `"}`, `:1: field "source": 1025 bytes, over 1024`},
 		{"two_objects", `{"text": "x"} {"text": "y"}`, `:1: not one JSON object (more than one JSON value)`},
 		{"too_many_tags", `{"text": "x", "tags": [` + strings.Repeat(`"t",`, 16) + `"t"]}`, `:1: field "tags": 17 tags, over 16`},
 		{"line_too_long", `{"text": "` + strings.Repeat("x", 70_000) + `"}`, `:1: the line is over 64000 bytes`},

@@ -1,0 +1,23 @@
+package memory
+
+import "testing"
+
+// Explain's date follows the same reading of a question as search's dates field.
+func TestAsksAboutTime(t *testing.T) {
+	for _, tt := range []struct {
+		query string
+		want  bool
+	}{
+		{"When did Caroline go to the LGBTQ support group?", true},
+		{"What year did Melanie start painting?", true},
+		{"What did Ana do in May 2023?", true},
+		{"What happened last week?", true},
+		{"Where did they go in 2022?", true},
+		{"What does Ana like to paint?", false},
+		{"Which books did John read?", false},
+	} {
+		if got := AsksAboutTime(tt.query); got != tt.want {
+			t.Errorf("AsksAboutTime(%q) = %v, want %v", tt.query, got, tt.want)
+		}
+	}
+}
