@@ -363,9 +363,9 @@ func ParseShell(line string) (cmds [][]string, problem string) {
 		return nil, sl.problem
 	}
 	for _, c := range sl.cmds {
-		if c.prog == "alias" || c.prog == "unalias" {
+		if a := aliasBuiltin(c); a != "" {
 			// dash expands an alias on the lines after it: a listed word may run another program.
-			return nil, "it defines an alias (" + c.prog + "), which changes what a later word runs"
+			return nil, "it defines an alias (" + a + "), which changes what a later word runs"
 		}
 		cmds = append(cmds, append([]string{c.raw}, c.args...))
 	}
@@ -386,4 +386,23 @@ func CodeRunners(line string) []string {
 		}
 	}
 	return out
+}
+
+// aliasBuiltin returns "alias" or "unalias" when c runs that builtin, directly or through
+// `command` or `builtin` (command alias ls=rm defines the alias all the same), else "".
+func aliasBuiltin(c simpleCmd) string {
+	w := c.words()
+	for len(w) > 1 && (w[0] == "command" || w[0] == "builtin") {
+		w = w[1:]
+		for len(w) > 0 && strings.HasPrefix(w[0], "-") {
+			w = w[1:]
+		}
+		if len(w) > 0 {
+			w[0] = resolveProgram(w[0])
+		}
+	}
+	if len(w) > 0 && (w[0] == "alias" || w[0] == "unalias") {
+		return w[0]
+	}
+	return ""
 }

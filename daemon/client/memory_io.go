@@ -181,6 +181,9 @@ func (r MemoryRecord) Check() error {
 		return bad("speaker", "%d bytes, over %d: shorten it", len(r.Speaker), maxRecordFrom)
 	case len(r.Source) > maxRecordFrom:
 		return bad("source", "%d bytes, over %d: shorten it", len(r.Source), maxRecordFrom)
+	case strings.ContainsAny(r.Speaker, "\r\n") || strings.ContainsAny(r.Source, "\r\n"):
+		// a memory's source is quoted before its text: a second line would read as a turn of its own
+		return bad("source", "speaker and source are one line each: drop the line breaks")
 	case len(r.Context) > MaxTextBytes:
 		return bad("context", "%d bytes, over %d: keep the end of the turn before", len(r.Context), MaxTextBytes)
 	case len(r.Tags) > maxRecordTags:

@@ -66,5 +66,5 @@ func (g hostGuard) allowed(hostport string) bool {
 // sameOrigin reports whether an Origin header names the console itself.
 func (g hostGuard) sameOrigin(origin string) bool {
 	u, err := url.Parse(origin)
-	return err == nil && u.Scheme == "http" && u.Path == "" && g.allowed(u.Host)
+	return err == nil && u.Scheme == "http" && u.User == nil && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && g.allowed(u.Host)
 }
