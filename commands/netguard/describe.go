@@ -28,7 +28,11 @@ func DescribeHost(u *url.URL) string {
 			host += " (written " + strconv.Quote(u.Hostname()) + ")"
 		}
 		if kind := Kind(ip); kind != "" {
-			host += ", a " + kind + " address"
+			article := "a"
+			if strings.ContainsRune("aeiou", rune(kind[0])) {
+				article = "an" // an unspecified, an invalid address
+			}
+			host += ", " + article + " " + kind + " address"
 		}
 		return host
 	}

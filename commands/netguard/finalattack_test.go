@@ -43,3 +43,11 @@ func TestFinalAttackDescribeHost(t *testing.T) {
 		}
 	}
 }
+
+// A kind that starts with a vowel reads "an": "0.0.0.0:80 (written "0"), an unspecified address".
+func TestDescribeHostArticle(t *testing.T) {
+	u, _ := url.Parse("http://0/")
+	if d := DescribeHost(u); !strings.Contains(d, "an unspecified address") {
+		t.Errorf("DescribeHost(http://0/) = %s; want it to say an unspecified address", d)
+	}
+}
