@@ -198,6 +198,7 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: helper.ID, HelperRun: helper.RunID}); err != nil {
 			return err
 		}
+		s.batchRuns.link(helper.RunID, parent.ID, parent.RunID) // before the helper's first step
 		if err := tx.Audit(helper.ID, "created", map[string]any{"name": helper.Name, "task": helper.Task, "parent": parent.ID}); err != nil {
 			return err
 		}
@@ -208,6 +209,7 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		return err
 	})
 	if err != nil {
+		s.batchRuns.drop(helper.RunID)
 		if made {
 			removeWorkspace(ws)
 		}
@@ -232,6 +234,7 @@ func (h helperEnv) Message(ctx context.Context, key, message string) error {
 	}); err != nil {
 		return err
 	}
+	var runID string
 	_, err := s.runs.mutate(ctx, id, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		parent, err := h.waitingTx(tx, cmd)
 		if err != nil {
@@ -247,8 +250,13 @@ func (h helperEnv) Message(ctx context.Context, key, message string) error {
 		if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: a.ID, HelperRun: a.RunID}); err != nil {
 			return err
 		}
+		runID = a.RunID
+		s.batchRuns.link(runID, parent.ID, parent.RunID) // before the commit wakes the helper
 		return tx.Audit(a.ID, "task", map[string]string{"task": message, "run": a.RunID, "by": parent.Name})
 	})
+	if err != nil && runID != "" {
+		s.batchRuns.drop(runID)
+	}
 	return err
 }
 

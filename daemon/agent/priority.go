@@ -5,17 +5,23 @@ import (
 	"sync"
 
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/store"
 )
 
-// batchRuns are the runs the daemon started itself (schedules and team turns, through
-// StartTask and CreateRun): their model calls queue as batch work, taking turns agent by
-// agent, behind the calls of agents a person is waiting on. It is kept in memory only: a
-// run resumed after a restart queues as interactive, which delays no person, and so do
-// the helpers a scheduled agent starts (start_agent).
+// batchRuns knows which runs' model calls queue as batch work, taking turns agent by
+// agent behind the calls of agents a person is waiting on: the runs the daemon started
+// itself (schedules and team turns, through StartTask and CreateRun), and the helpers
+// those runs start (start_agent, message_agent), which inherit their parent run's class.
+// Marks are made in memory as runs start and rebuilt from the store at Start (load), so
+// a run resumed after a restart keeps its class.
 type batchRuns struct {
-	mu  sync.Mutex // guards ids
-	ids map[string]bool
+	mu      sync.Mutex // guards ids and parents; taken last, never held while calling out
+	ids     map[string]bool
+	parents map[string]runParent // helper run -> the parent run waiting for it
 }
+
+// runParent is the parent of a helper's run: the agent and the run waiting for it.
+type runParent struct{ agentID, runID string }
 
 func (b *batchRuns) mark(runID string) {
 	b.mu.Lock()
@@ -26,16 +32,79 @@ func (b *batchRuns) mark(runID string) {
 	b.ids[runID] = true
 }
 
+// link records that helperRun was started by parentRun of agent parentID: the helper's
+// calls take the class of its parent's.
+func (b *batchRuns) link(helperRun, parentID, parentRun string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.parents == nil {
+		b.parents = map[string]runParent{}
+	}
+	b.parents[helperRun] = runParent{agentID: parentID, runID: parentRun}
+}
+
 func (b *batchRuns) drop(runID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.ids, runID)
+	delete(b.parents, runID)
 }
 
 func (b *batchRuns) has(runID string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.ids[runID]
+}
+
+// load marks the open runs the store says the daemon started, and links open helper
+// runs to their parents' runs: what was marked before a restart.
+func (b *batchRuns) load(ctx context.Context, st *store.Store) error {
+	var ids []string
+	var links []store.RunLink
+	err := st.View(ctx, func(tx *store.Tx) (err error) {
+		if ids, err = tx.DaemonStartedRuns(); err != nil {
+			return err
+		}
+		links, err = tx.HelperRunLinks()
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		b.mark(id)
+	}
+	for _, l := range links {
+		b.link(l.HelperRun, l.ParentID, l.ParentRun)
+	}
+	return nil
+}
+
+// class is the class of runID's calls: batch when it, or the run up its parent links
+// that started it, was started by the daemon — unless a person waits on one of the
+// parents along the way (personWaits, called holding no lock of batchRuns).
+func (b *batchRuns) class(runID string, personWaits func(agentID string) bool) llm.Class {
+	b.mu.Lock()
+	batch := b.ids[runID]
+	var chain []runParent // the parents, nearest first, up to the batch run
+	for run := runID; !batch && len(chain) < maxAncestors; {
+		p, ok := b.parents[run]
+		if !ok {
+			break
+		}
+		chain = append(chain, p)
+		run, batch = p.runID, b.ids[p.runID]
+	}
+	b.mu.Unlock()
+	if !batch {
+		return llm.Interactive
+	}
+	for _, p := range chain {
+		if personWaits(p.agentID) {
+			return llm.Interactive
+		}
+	}
+	return llm.Batch
 }
 
 // modelTurn is what a runner knows of whose turn its model calls are, guarded by its mu:
@@ -47,22 +116,37 @@ type modelTurn struct {
 }
 
 // modelPriority puts the class of the agent's next step's model calls in ctx: batch for
-// a run the daemon started, unless a person has just decided, answered or given feedback
-// — then they are waiting for that step, which goes first. The agent is the key batch
-// calls take turns by.
+// a run the daemon started (or a helper of one), unless a person has just decided,
+// answered or given feedback — then they are waiting for that step, which goes first.
+// The agent is the key batch calls take turns by.
 func (r *runner) modelPriority(ctx context.Context) context.Context { return r.priority(ctx, true) }
 
 // priority is modelPriority; consume false leaves a person's turn for the next step (a
 // command's own model calls, such as a web page's summary, run before it).
 func (r *runner) priority(ctx context.Context, consume bool) context.Context {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	class := llm.Interactive
-	if r.s.batchRuns.has(r.runID) && !r.personNext {
-		class = llm.Batch
-	}
+	runID, person := r.runID, r.personNext
 	if consume {
 		r.personNext = false
 	}
+	r.mu.Unlock()
+	class := llm.Interactive
+	if !person {
+		class = r.s.batchRuns.class(runID, r.s.personWaits)
+	}
 	return llm.WithPriority(ctx, class, r.id)
+}
+
+// personWaits reports whether a person has just decided, answered or given feedback to
+// agent id and waits for its next step: a helper it started then works for that person.
+func (s *Supervisor) personWaits(id string) bool {
+	s.mu.Lock()
+	r := s.runners[id]
+	s.mu.Unlock()
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.personNext
 }

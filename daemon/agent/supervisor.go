@@ -231,6 +231,9 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	if err := s.runBudgets.loadBudgets(ctx); err != nil {
 		return err
 	}
+	if err := s.batchRuns.load(ctx, s.st); err != nil {
+		return err
+	}
 	if err := s.helpers.deliverEnded(ctx); err != nil {
 		return err
 	}
