@@ -14,10 +14,11 @@ import (
 
 // A pool spreads model calls over several Ollama servers. Every chat call waits its turn
 // in the fair queue (queue.go), then goes to a healthy host that has the model, least
-// outstanding requests first. A host that fails (no answer, 5xx) is marked down: the call
-// goes on to another host at once, and a prober asks the down host's /api/tags again with
-// backoff until it answers. A call fails with ErrUnavailable only when no host can serve
-// its model, which is when the agent loop shows waiting_for_model.
+// outstanding requests first. A host that does not answer (or answers 502/503/504) is
+// marked down: the call goes on to another host at once, and a prober asks the down
+// host's /api/tags again with backoff until it answers. A host that cannot run one model
+// (500) keeps serving the others (pool_errors.go). A call fails with ErrUnavailable only
+// when no host can serve its model, which is when the agent loop shows waiting_for_model.
 //
 // Ollama stays the engine: the pool never changes a request, so every host sees the same
 // num_ctx per model that the caller chose, and reloads no more than with one server.
@@ -88,6 +89,7 @@ type poolHost struct {
 	checked  time.Time       // the last probe or call that told up from down
 	listed   time.Time       // the last good /api/tags: an up host is listed again Refresh later
 	lastErr  error
+	troubled map[string]*hostModel // model key → its failures here (pool_errors.go)
 }
 
 // NewPool returns a Client that routes every call over the hosts of opt, and starts the
@@ -168,15 +170,17 @@ func (h *poolHost) knows(model string) bool {
 	return h.models == nil || h.models[modelKey(model)]
 }
 
-// candidates are the hosts up that may serve model, leaving out skip. When no host is
+// candidates are the hosts up that may serve model, leaving out skip and the hosts model
+// failed on lately (markModelTrouble). When no host is
 // known to have it, hosts without a configured list are tried anyway, so a model pulled
 // since the last /api/tags works and a missing one gets the server's own "not found".
 // Caller holds p.mu.
 func (p *Pool) candidates(model string, skip map[*poolHost]bool) []*poolHost {
 	var known, maybe []*poolHost
+	now := time.Now()
 	for _, h := range p.hosts {
 		switch {
-		case !h.up || skip[h]:
+		case !h.up || skip[h] || h.troubledNow(model, now):
 		case h.knows(model):
 			known = append(known, h)
 		case h.fixed == nil:
@@ -217,7 +221,9 @@ func (p *Pool) noHostError(op, model string) error {
 		}
 	}
 	msg := fmt.Sprintf("no Ollama host has model %q: pull it on one (`ollama pull %s`) or list it in [[ollama.hosts]] models", model, model)
-	if len(down) > 0 {
+	if note := p.troubleNote(model); note != "" {
+		msg = fmt.Sprintf("no Ollama host can run model %q now: %s. Look at that server's log (a model too big for its memory is a common cause), or pull the model on another host", model, note)
+	} else if len(down) > 0 {
 		msg = fmt.Sprintf("no Ollama host that can serve %q is up (down: %s; next try in %s): start Ollama there (`ollama serve`) or add a host in [[ollama.hosts]]",
 			model, strings.Join(down, ", "), max(0, time.Until(soonest)).Round(100*time.Millisecond))
 	}
@@ -250,16 +256,6 @@ func (p *Pool) direct(op, model string, skip map[*poolHost]bool) (*poolHost, err
 	return best, nil
 }
 
-// failed records how a call to h ended; a host that did not answer, or answered 5xx,
-// is marked down. Caller holds p.mu.
-func (p *Pool) failed(ctx context.Context, h *poolHost, err error) {
-	var ue *UnavailableError
-	if ctx.Err() != nil || !errors.As(err, &ue) || (ue.Status != 0 && ue.Status < 500) {
-		return
-	}
-	p.markDown(h, err)
-}
-
 // markDown takes h out of routing until a probe finds it back. Caller holds p.mu.
 func (p *Pool) markDown(h *poolHost, err error) {
 	h.lastErr, h.checked = err, time.Now()
@@ -282,7 +278,8 @@ func (p *Pool) poke() {
 }
 
 // withHost runs f against hosts for model until one answers or none is left: a host that
-// fails is marked down and the next one tried. Probes and embeddings go this way.
+// fails is marked as pool_errors.go says and the next one tried. Probes and embeddings go
+// this way.
 func withHost[T any](ctx context.Context, p *Pool, op, model string, f func(*Client) (T, error)) (T, error) {
 	skip := map[*poolHost]bool{}
 	var zero T
@@ -303,12 +300,13 @@ func withHost[T any](ctx context.Context, p *Pool, op, model string, f func(*Cli
 		h.busy--
 		if err == nil {
 			h.checked = time.Now()
+			h.modelOK(model)
 		} else {
-			p.failed(ctx, h, err)
+			p.failed(ctx, h, model, err)
 		}
 		p.dispatch()
 		p.mu.Unlock()
-		if err == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+		if !failureOf(ctx, err).elsewhere() {
 			return v, err
 		}
 		skip[h], last = true, err
@@ -329,8 +327,8 @@ func (p *Pool) chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
 			return nil, err
 		}
 		res, err := h.c.Chat(ctx, req)
-		p.release(ctx, h, err)
-		if err == nil || !errors.Is(err, ErrUnavailable) || ctx.Err() != nil {
+		p.release(ctx, h, req.Model, err)
+		if !failureOf(ctx, err).elsewhere() {
 			return res, err
 		}
 		skip[h], last = true, err
@@ -338,15 +336,16 @@ func (p *Pool) chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
 }
 
 // release gives h's slot back and hands it to the next call in the queue.
-func (p *Pool) release(ctx context.Context, h *poolHost, err error) {
+func (p *Pool) release(ctx context.Context, h *poolHost, model string, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	h.busy--
 	if err == nil {
 		h.served++
 		h.checked = time.Now()
+		h.modelOK(model)
 	} else {
-		p.failed(ctx, h, err)
+		p.failed(ctx, h, model, err)
 	}
 	p.dispatch()
 }
@@ -381,6 +380,11 @@ func (p *Pool) probeLoop(ctx context.Context) {
 				next = at
 			}
 		}
+		// A model kept off a host may go there again: the queue may have calls for it.
+		if at := p.troubleDue(); at.After(now) && at.Before(next) {
+			next = at
+		}
+		p.dispatch()
 		p.mu.Unlock()
 		var wg sync.WaitGroup
 		for _, h := range due {

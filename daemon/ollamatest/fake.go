@@ -60,6 +60,7 @@ type Fake struct {
 	onChat   func(req *api.ChatRequest) (string, error)
 	down     bool
 	busy     bool
+	loadErr  map[string]string // full model name → why it cannot be loaded (SetLoadError)
 	requests []api.ChatRequest
 	// embedCalls counts /api/embed requests (embed.go).
 	embedCalls int
@@ -154,6 +155,23 @@ func (f *Fake) SetBusy(busy bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.busy = busy
+}
+
+// SetLoadError makes every chat request for model fail the way Ollama 0.17.4 answers
+// when its scheduler cannot load a model (server/routes.go handleScheduleError): HTTP 500
+// with the loader's error, such as "model requires more system memory (5.2 GiB) than is
+// available (1.9 GiB)". Other models are served as before. An empty msg clears it.
+func (f *Fake) SetLoadError(model, msg string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loadErr == nil {
+		f.loadErr = map[string]string{}
+	}
+	if msg == "" {
+		delete(f.loadErr, fullName(model))
+		return
+	}
+	f.loadErr[fullName(model)] = msg
 }
 
 // SetModels replaces Models.
@@ -286,8 +304,9 @@ func (f *Fake) handleChat(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests = append(f.requests, req)
 	exists, busy, delay := f.hasModel(req.Model), f.busy, f.Delay
+	loadErr := f.loadErr[fullName(req.Model)]
 	ctxLen := numCtx(&req, f.ContextLength)
-	if exists && !busy {
+	if exists && !busy && loadErr == "" {
 		f.loadFor(req.Model, req.Options, req.KeepAlive)
 	}
 	f.mu.Unlock()
@@ -298,6 +317,9 @@ func (f *Fake) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	case busy:
 		writeError(w, http.StatusServiceUnavailable, "server busy, please try again.  maximum pending requests exceeded")
+		return
+	case loadErr != "":
+		writeError(w, http.StatusInternalServerError, loadErr)
 		return
 	case prompt > ctxLen && req.Truncate != nil && !*req.Truncate:
 		// Ollama's answer with truncate:false; without it Ollama silently

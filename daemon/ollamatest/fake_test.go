@@ -195,6 +195,31 @@ func TestFakeOnChatAndErrors(t *testing.T) {
 	}
 }
 
+// TestFakeLoadError checks a model that cannot be loaded gets Ollama's 500 with the
+// loader's reason, is not loaded, and leaves the other models served.
+func TestFakeLoadError(t *testing.T) {
+	f := NewFake(t)
+	f.SetModels(TinyModelName, "other")
+	c := f.Client()
+	const why = "model requires more system memory (5.2 GiB) than is available (1.9 GiB)"
+	f.SetLoadError(TinyModelName, why)
+	_, _, _, err := chat(t, c, &api.ChatRequest{Model: TinyModelName, Messages: userMsg("x")})
+	var se api.StatusError
+	if !errors.As(err, &se) || se.StatusCode != http.StatusInternalServerError || se.ErrorMessage != why {
+		t.Errorf("load error: err = %#v, want HTTP 500 %q", err, why)
+	}
+	if n := len(f.Loads(TinyModelName)); n != 0 {
+		t.Errorf("a model that cannot load was loaded %d times", n)
+	}
+	if _, _, _, err := chat(t, c, &api.ChatRequest{Model: "other", Messages: userMsg("x")}); err != nil {
+		t.Errorf("another model: %v", err)
+	}
+	f.SetLoadError(TinyModelName, "")
+	if _, _, _, err := chat(t, c, &api.ChatRequest{Model: TinyModelName, Messages: userMsg("x")}); err != nil {
+		t.Errorf("after the load error is cleared: %v", err)
+	}
+}
+
 func TestFakeDown(t *testing.T) {
 	f := NewFake(t)
 	c := f.Client()
