@@ -47,6 +47,17 @@ func (o Options) settings() Settings {
 	return s.withDefaults()
 }
 
+// WithSettings returns o with its reloadable part set from s: the daemon builds both its
+// start options and each reload's settings from one Settings, so they cannot differ.
+func (o Options) WithSettings(s Settings) Options {
+	o.Model, o.SmartModel, o.MaxContext, o.KeepAlive = s.Model, s.SmartModel, s.MaxContext, s.KeepAlive
+	o.Directives, o.Commands, o.ComponentOrder, o.DisabledComponents = s.Directives, s.Commands, s.ComponentOrder, s.DisabledComponents
+	o.Agents, o.Allow, o.Deny, o.AutoRead = s.Agents, s.Allow, s.Deny, s.AutoRead
+	o.MaxInvalidReplies, o.Watchdog, o.ContinuousLimit = s.MaxInvalidReplies, s.Watchdog, s.ContinuousLimit
+	o.Limits, o.HistoryEpisodes = s.Limits, s.HistoryEpisodes
+	return o
+}
+
 func (s Settings) withDefaults() Settings {
 	if s.MaxInvalidReplies <= 0 {
 		s.MaxInvalidReplies = 3

@@ -20,16 +20,18 @@ func kickAwaiting(ctx context.Context, s *Supervisor, ids []string) {
 		case <-ctx.Done():
 			return
 		}
-		if !kickFirst(s, id, func() { <-slots }) {
+		if !s.startLoop(id, func() { <-slots }) {
 			<-slots // its loop runs already: a decision or a task came first
 		}
 	}
 }
 
-// kickFirst starts id's loop as kick does, and has the loop call rounded once its first
-// round has chosen what to do (or it ended before). It reports false, and never calls
-// rounded, when the loop was running already or the supervisor is not running.
-func kickFirst(s *Supervisor, id string, rounded func()) bool {
+// startLoop starts id's loop unless it runs already, and wakes it: the one way a loop
+// starts (kick is startLoop(id, nil)). With rounded set — the paced start — a loop
+// started here calls rounded once its first round has chosen what to do (or it ended
+// before), and a loop running already is left alone, not woken. It reports whether it
+// started a loop; never when the supervisor is not running.
+func (s *Supervisor) startLoop(id string, rounded func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.runners[id]
@@ -37,11 +39,17 @@ func kickFirst(s *Supervisor, id string, rounded func()) bool {
 		r = newRunner(s, id)
 		s.runners[id] = r
 	}
-	if s.ctx == nil || s.ctx.Err() != nil || r.running {
+	if s.ctx == nil || s.ctx.Err() != nil {
 		return false
 	}
-	r.running, r.rounded = true, rounded
-	s.wg.Go(func() { r.loop(s.ctx) })
+	started := !r.running
+	switch {
+	case started:
+		r.running, r.rounded = true, rounded
+		s.wg.Go(func() { r.loop(s.ctx) })
+	case rounded != nil:
+		return false // its loop runs already: a decision or a task came first
+	}
 	r.wakeUp()
-	return true
+	return started
 }

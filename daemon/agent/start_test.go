@@ -43,14 +43,14 @@ func TestRestartStartsAgentsAwaitingDecisions(t *testing.T) {
 	}
 }
 
-// TestKickFirstNeverStartsASecondLoop checks the paced start leaves an agent whose loop
+// TestStartLoopNeverStartsASecondLoop checks the paced start leaves an agent whose loop
 // a decision or task started meanwhile alone, and reports the round of one it started.
-func TestKickFirstNeverStartsASecondLoop(t *testing.T) {
+func TestStartLoopNeverStartsASecondLoop(t *testing.T) {
 	h := newHarness(t)
 	a := h.create(client.CreateAgentRequest{Name: "idle-one", Description: "d"}) // no task: idle, no loop
 	rounded := make(chan struct{})
-	if !kickFirst(h.sup, a.ID, func() { close(rounded) }) {
-		t.Fatal("kickFirst did not start the idle agent's loop")
+	if !h.sup.startLoop(a.ID, func() { close(rounded) }) {
+		t.Fatal("startLoop did not start the idle agent's loop")
 	}
 	<-rounded // its first round found nothing to do, and said so
 
@@ -58,7 +58,7 @@ func TestKickFirstNeverStartsASecondLoop(t *testing.T) {
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("list_folder", map[string]string{"path": "."}) })
 	w := h.create(client.CreateAgentRequest{Name: "waiting-one", Description: "d", Task: "t"})
 	h.pending(w.ID)
-	if kickFirst(h.sup, w.ID, func() { t.Error("rounded called for a loop kickFirst did not start") }) {
-		t.Error("kickFirst started a second loop beside a running one")
+	if h.sup.startLoop(w.ID, func() { t.Error("rounded called for a loop startLoop did not start") }) {
+		t.Error("startLoop started a second loop beside a running one")
 	}
 }

@@ -338,23 +338,7 @@ func (s *Supervisor) spawn(fn func(ctx context.Context)) bool {
 }
 
 // kick makes sure the agent's loop runs and wakes it.
-func (s *Supervisor) kick(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.runners[id]
-	if r == nil {
-		r = newRunner(s, id)
-		s.runners[id] = r
-	}
-	if s.ctx == nil || s.ctx.Err() != nil {
-		return
-	}
-	if !r.running {
-		r.running = true
-		s.wg.Go(func() { r.loop(s.ctx) })
-	}
-	r.wakeUp()
-}
+func (s *Supervisor) kick(id string) { s.startLoop(id, nil) }
 
 func (s *Supervisor) runner(id string) *runner {
 	s.mu.Lock()

@@ -178,11 +178,9 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error)
 	if len(req.Format) > 0 && !json.Valid(req.Format) {
 		return nil, fmt.Errorf("llm: chat: format is not valid JSON")
 	}
-	if c.loads.isManaged() {
-		ld, err := c.LoadFor(ctx, req.Model)
-		if err != nil {
-			return nil, err
-		}
+	if ld, managed, err := c.requestLoad(ctx, req.Model); err != nil {
+		return nil, err
+	} else if managed {
 		req.NumCtx, req.KeepAlive = ld.NumCtx, ld.KeepAlive
 	}
 	if c.pool != nil { // the request as chosen here, sent by one host's client

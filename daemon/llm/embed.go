@@ -14,11 +14,10 @@ func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]f
 		return nil, nil
 	}
 	req := &api.EmbedRequest{Model: model, Input: texts}
-	if c.loads.isManaged() { // the model's one Load, as for chat: an embedding never reloads it
-		ld, err := c.LoadFor(ctx, model)
-		if err != nil {
-			return nil, err
-		}
+	// The model's one Load, as for chat: an embedding never reloads it.
+	if ld, managed, err := c.requestLoad(ctx, model); err != nil {
+		return nil, err
+	} else if managed {
 		if ld.NumCtx > 0 {
 			req.Options = map[string]any{"num_ctx": ld.NumCtx}
 		}

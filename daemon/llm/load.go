@@ -126,11 +126,19 @@ func (l *loads) chooseLocked(model string) Load {
 	return ld
 }
 
-// isManaged reports whether SetLimits was called.
-func (l *loads) isManaged() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.managed
+// requestLoad is the Load a Chat or Embed request for model is sent with, and false when
+// SetLimits was never called (the request goes as its caller made it). Once a model's Load
+// is chosen it takes loads.mu once, on every call.
+func (c *Client) requestLoad(ctx context.Context, model string) (Load, bool, error) {
+	c.loads.mu.Lock()
+	managed := c.loads.managed
+	ld, chosen := c.loads.chosen[model]
+	c.loads.mu.Unlock()
+	if !managed || chosen {
+		return ld, managed, nil
+	}
+	ld, err := c.LoadFor(ctx, model)
+	return ld, true, err
 }
 
 func sameDuration(a, b *time.Duration) bool {

@@ -164,12 +164,13 @@ func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
 	return res, nil
 }
 
-// settingsOf is the supervisor's reloadable part of cfg; Run's agent.Options carry the same.
+// settingsOf is the supervisor's reloadable part of cfg, at start (agentOptions) and on
+// each reload.
 func settingsOf(cfg *config.Config) agent.Settings {
 	overrides := map[string]agent.AgentOverrides{}
 	for name, o := range cfg.Agents {
 		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
-			Watchdog: overrideWatchdog(o)}
+			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o)}
 	}
 	return agent.Settings{
 		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,

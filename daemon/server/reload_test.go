@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -332,5 +333,32 @@ func TestWatchdogSettingsReachTheSupervisor(t *testing.T) {
 	d := &daemon{cfg: cfg}
 	if o := d.agentOptions(); o.Watchdog != s.Watchdog || o.Agents["poller"].Watchdog != s.Agents["poller"].Watchdog {
 		t.Errorf("start options %+v / %+v differ from the reloaded settings", o.Watchdog, o.Agents["poller"].Watchdog)
+	}
+}
+
+// TestStartOptionsCarryTheReloadedSettings: every reloadable setting the supervisor starts
+// with is the one a reload of the same file gives it, [agents.NAME] budgets included.
+func TestStartOptionsCarryTheReloadedSettings(t *testing.T) {
+	cfg := config.Default()
+	cfg.Ollama.Model, cfg.Ollama.MaxContext = "m1", 4096
+	cfg.Agent.MaxSteps, cfg.Agent.HistoryEpisodes = 30, 6
+	steps, idle := 5, 20
+	cfg.Agents = map[string]config.AgentOverride{"poller": {MaxSteps: &steps, WatchdogIdleSteps: &idle, Allow: []string{"read_file(*)"}}}
+	s := settingsOf(cfg)
+	o := (&daemon{cfg: cfg}).agentOptions()
+	ov, sv := reflect.ValueOf(o), reflect.ValueOf(s)
+	for i := range sv.NumField() {
+		name := sv.Type().Field(i).Name
+		f := ov.FieldByName(name)
+		if !f.IsValid() {
+			t.Errorf("agent.Options has no field %s of agent.Settings", name)
+			continue
+		}
+		if !reflect.DeepEqual(f.Interface(), sv.Field(i).Interface()) {
+			t.Errorf("%s at start = %+v, on reload = %+v", name, f.Interface(), sv.Field(i).Interface())
+		}
+	}
+	if b := s.Agents["poller"].Budget; b == nil || b.MaxSteps != 5 {
+		t.Errorf("poller's budget on reload = %+v, want 5 steps", b)
 	}
 }

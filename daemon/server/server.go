@@ -133,28 +133,18 @@ func (d *daemon) build(context.Context) error {
 	return nil
 }
 
-// agentOptions are the supervisor's options from the config and the parts started so far.
+// agentOptions are the supervisor's options from the config and the parts started so far;
+// the reloadable part is settingsOf(cfg), as each reload's.
 func (d *daemon) agentOptions() agent.Options {
 	cfg := d.cfg
-	overrides := map[string]agent.AgentOverrides{}
-	for name, o := range cfg.Agents {
-		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
-			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o)}
-	}
 	return agent.Options{
-		Store: d.st, LLM: d.lc, Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel,
-		MaxContext: cfg.Ollama.MaxContext, KeepAlive: cfg.Ollama.KeepAlive.Ptr(),
-		Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
-		Components: d.extra, ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
-		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
-		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit, Watchdog: watchdogOf(cfg),
+		Store: d.st, LLM: d.lc, Components: d.extra,
 		MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
-		Limits:        commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
-		WorkspaceRoot: cfg.WorkspaceRoot(), HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-		Memory: d.mem, Log: d.log, Version: d.opt.Version, StateDir: cfg.StateDir,
+		WorkspaceRoot: cfg.WorkspaceRoot(),
+		Memory:        d.mem, Log: d.log, Version: d.opt.Version, StateDir: cfg.StateDir,
 		HealthChecks: append(healthChecks(cfg, d.bridge), chatCheck(d.bots), d.httpL.check),
 		OnRunEnd:     d.runEnds.deliver, Metrics: d.mx, AgentBudget: agentBudget(cfg),
-	}
+	}.WithSettings(settingsOf(cfg))
 }
 
 // service is the local API: the supervisor serves the agents, the manager the
