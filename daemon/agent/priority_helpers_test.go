@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/testutil"
@@ -29,7 +30,7 @@ func TestHelperTakesItsParentsClass(t *testing.T) {
 		{"person_approved_start_agent", client.Policy{Mode: "ask"}, nil, 1, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var cc classCounter
+			cc := classCounter{m: metrics.New()}
 			h, b := newHelperHarness(t, withPool(t, &cc))
 			b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}),
 				reply("finish", map[string]string{"reason": "all done"}))
@@ -49,6 +50,7 @@ func TestHelperTakesItsParentsClass(t *testing.T) {
 			if bt, in := cc.get(llm.Batch), cc.get(llm.Interactive); bt != tc.wantBatch || in != tc.wantPersons {
 				t.Errorf("%d batch and %d interactive calls, want %d and %d", bt, in, tc.wantBatch, tc.wantPersons)
 			}
+			shownByClass(t, h, &cc)
 		})
 	}
 }
@@ -71,7 +73,7 @@ func TestBatchClassSurvivesRestart(t *testing.T) {
 		{"persons_run", nil, false, llm.Interactive},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var cc classCounter
+			cc := classCounter{m: metrics.New()}
 			h, b := newHelperHarness(t, withPool(t, &cc))
 			ctx := context.Background()
 			first := "list_folder"
@@ -109,6 +111,7 @@ func TestBatchClassSurvivesRestart(t *testing.T) {
 				return a.State == client.StateAwaitingDecision && a.Question != nil
 			})
 			testutil.Eventually(t, 5*time.Second, "the step's call counted", func() bool { return cc.get(tc.want) == before+1 })
+			shownByClass(t, h, &cc)
 		})
 	}
 }
@@ -126,4 +129,41 @@ func recordScheduleRun(tx *store.Tx, a *client.Agent) error {
 func recordTeamTurn(tx *store.Tx, a *client.Agent) error {
 	return tx.InsertTeamRun(&store.TeamRun{TeamRun: client.TeamRun{ID: "t-1", Workflow: "w", Task: "t", Status: "running",
 		Waiting: a.ID}, Source: "name: w", WaitRun: a.RunID})
+}
+
+// shownByClass checks status (agentctl status's queue) and the metrics count each class's
+// calls as the pool queued them.
+func shownByClass(t *testing.T, h *harness, cc *classCounter) {
+	t.Helper()
+	st, err := h.sup.agentViews.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]int64{}
+	for _, q := range st.Ollama.Queue {
+		served[q.Class] = q.Served
+	}
+	waits := map[string]uint64{}
+	families, err := cc.m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "agentd_model_queue_wait_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "class" {
+					waits[l.GetValue()] = m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	for _, c := range []llm.Class{llm.Interactive, llm.Batch} {
+		n := cc.get(c)
+		if served[c.String()] != int64(n) || waits[c.String()] != uint64(n) {
+			t.Errorf("%s calls: status shows %d served, metrics %d waits; the pool queued %d", c, served[c.String()], waits[c.String()], n)
+		}
+	}
 }

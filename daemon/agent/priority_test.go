@@ -8,23 +8,27 @@ import (
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
-// classCounter counts the model calls of each class the pool let through.
+// classCounter counts the model calls of each class the pool let through, and passes
+// their waits on to m, when set, as the daemon's metrics hook does (server/metrics.go).
 type classCounter struct {
 	mu sync.Mutex
 	n  map[llm.Class]int
+	m  *metrics.Metrics
 }
 
-func (c *classCounter) seen(cl llm.Class, _ time.Duration) {
+func (c *classCounter) seen(cl llm.Class, d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n == nil {
 		c.n = map[llm.Class]int{}
 	}
 	c.n[cl]++
+	c.m.QueueWait(cl.String(), d)
 }
 
 func (c *classCounter) get(cl llm.Class) int {
