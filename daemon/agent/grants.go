@@ -313,3 +313,21 @@ func compactJSON(b json.RawMessage) string {
 	out, _ := json.Marshal(v)
 	return string(out)
 }
+
+// policyOwner is the agent whose mode (ask, auto for N steps, continuous) a's proposals
+// follow: a itself, or for a helper its top agent, the one people started and set the
+// policy on. `y -N` given on any agent of the family sets it there, and every agent of
+// the family draws from the same N. The result is a itself or a fresh copy from tx.
+func policyOwner(tx *store.Tx, a *store.Agent) (*store.Agent, error) {
+	owner := a
+	for hops := 0; owner.ParentID != "" && hops < maxAncestors; hops++ {
+		p, err := tx.Agent(owner.ParentID)
+		if errors.Is(err, store.ErrNotFound) {
+			break // a parent gone: the nearest one left decides
+		} else if err != nil {
+			return nil, err
+		}
+		owner = p
+	}
+	return owner, nil
+}

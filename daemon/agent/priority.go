@@ -132,14 +132,14 @@ func (r *runner) priority(ctx context.Context, consume bool) context.Context {
 	r.mu.Unlock()
 	class := llm.Interactive
 	if !person {
-		class = r.s.batchRuns.class(runID, r.s.personWaits)
+		class = r.s.batchRuns.class(runID, func(id string) bool { return personWaits(r.s, id) })
 	}
 	return llm.WithPriority(ctx, class, r.id)
 }
 
 // personWaits reports whether a person has just decided, answered or given feedback to
 // agent id and waits for its next step: a helper it started then works for that person.
-func (s *Supervisor) personWaits(id string) bool {
+func personWaits(s *Supervisor, id string) bool {
 	s.mu.Lock()
 	r := s.runners[id]
 	s.mu.Unlock()

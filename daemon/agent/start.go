@@ -20,18 +20,18 @@ func kickAwaiting(ctx context.Context, s *Supervisor, ids []string) {
 		case <-ctx.Done():
 			return
 		}
-		if !s.startLoop(id, func() { <-slots }) {
+		if !startLoop(s, id, func() { <-slots }) {
 			<-slots // its loop runs already: a decision or a task came first
 		}
 	}
 }
 
 // startLoop starts id's loop unless it runs already, and wakes it: the one way a loop
-// starts (kick is startLoop(id, nil)). With rounded set — the paced start — a loop
+// starts (kick is startLoop(s, id, nil)). With rounded set — the paced start — a loop
 // started here calls rounded once its first round has chosen what to do (or it ended
 // before), and a loop running already is left alone, not woken. It reports whether it
 // started a loop; never when the supervisor is not running.
-func (s *Supervisor) startLoop(id string, rounded func()) bool {
+func startLoop(s *Supervisor, id string, rounded func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.runners[id]

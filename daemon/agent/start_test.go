@@ -49,7 +49,7 @@ func TestStartLoopNeverStartsASecondLoop(t *testing.T) {
 	h := newHarness(t)
 	a := h.create(client.CreateAgentRequest{Name: "idle-one", Description: "d"}) // no task: idle, no loop
 	rounded := make(chan struct{})
-	if !h.sup.startLoop(a.ID, func() { close(rounded) }) {
+	if !startLoop(h.sup, a.ID, func() { close(rounded) }) {
 		t.Fatal("startLoop did not start the idle agent's loop")
 	}
 	<-rounded // its first round found nothing to do, and said so
@@ -58,7 +58,7 @@ func TestStartLoopNeverStartsASecondLoop(t *testing.T) {
 	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("list_folder", map[string]string{"path": "."}) })
 	w := h.create(client.CreateAgentRequest{Name: "waiting-one", Description: "d", Task: "t"})
 	h.pending(w.ID)
-	if h.sup.startLoop(w.ID, func() { t.Error("rounded called for a loop startLoop did not start") }) {
+	if startLoop(h.sup, w.ID, func() { t.Error("rounded called for a loop startLoop did not start") }) {
 		t.Error("startLoop started a second loop beside a running one")
 	}
 }

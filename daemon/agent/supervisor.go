@@ -338,7 +338,7 @@ func (s *Supervisor) spawn(fn func(ctx context.Context)) bool {
 }
 
 // kick makes sure the agent's loop runs and wakes it.
-func (s *Supervisor) kick(id string) { s.startLoop(id, nil) }
+func (s *Supervisor) kick(id string) { startLoop(s, id, nil) }
 
 func (s *Supervisor) runner(id string) *runner {
 	s.mu.Lock()
