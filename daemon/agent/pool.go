@@ -18,6 +18,9 @@ func poolStatus(ps *llm.PoolStatus) ([]client.OllamaHostStatus, []client.ModelQu
 	for i, h := range ps.Hosts {
 		hosts[i] = client.OllamaHostStatus{URL: h.URL, Up: h.Up, Slots: h.Slots, Busy: h.Busy, Served: h.Served,
 			Models: h.Models, ModelsConfigured: h.Configured, RetryInMS: h.RetryIn.Milliseconds(), Error: h.Error}
+		for _, f := range h.Failing {
+			hosts[i].Failing = append(hosts[i].Failing, client.OllamaModelFailing{Model: f.Model, RetryInMS: f.RetryIn.Milliseconds(), Error: f.Error})
+		}
 	}
 	queue := make([]client.ModelQueueStatus, len(ps.Queue))
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -49,6 +52,11 @@ func hostChecks(ps *llm.PoolStatus) []client.Check {
 				c.Detail += "; models: " + strings.Join(h.Models, ", ")
 			} else if h.Configured {
 				c.Detail += "; no models"
+			}
+			for _, f := range h.Failing {
+				c.Status = client.CheckWarn
+				c.Detail += fmt.Sprintf("; cannot run %s now (next try in %s): %s", f.Model, f.RetryIn.Round(100*time.Millisecond), f.Error)
+				c.Fix = "read that server's log (`journalctl -u ollama`): a model too big for its memory is the usual cause; pull a smaller one or free memory"
 			}
 		} else {
 			c.Status = client.CheckWarn

@@ -24,6 +24,10 @@ func TestHostChecks(t *testing.T) {
 		{"one_down_warns", []llm.HostStatus{up, down}, []string{client.CheckOK, client.CheckWarn},
 			[]string{"http://b:11434 down (next try in 3s): connection refused", "ollama serve", "[[ollama.hosts]]"}},
 		{"all_down_fails", []llm.HostStatus{down, down}, []string{client.CheckFail, client.CheckFail}, nil},
+		{"model_it_cannot_run_warns", []llm.HostStatus{up, {URL: "http://c:11434", Up: true, Slots: 1,
+			Failing: []llm.ModelFailing{{Model: "big:70b", RetryIn: 2 * time.Second, Error: "HTTP 500: out of memory"}}}},
+			[]string{client.CheckOK, client.CheckWarn},
+			[]string{"cannot run big:70b now (next try in 2s): HTTP 500: out of memory", "server's log"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := hostChecks(&llm.PoolStatus{Hosts: tc.hosts})
@@ -48,11 +52,15 @@ func TestHostChecks(t *testing.T) {
 
 func TestPoolStatusConverts(t *testing.T) {
 	hosts, queue := poolStatus(&llm.PoolStatus{
-		Hosts: []llm.HostStatus{{URL: "u", Slots: 2, RetryIn: 1500 * time.Millisecond, Error: "e", Configured: true, Models: []string{"m"}}},
+		Hosts: []llm.HostStatus{{URL: "u", Slots: 2, RetryIn: 1500 * time.Millisecond, Error: "e", Configured: true, Models: []string{"m"},
+			Failing: []llm.ModelFailing{{Model: "m", RetryIn: time.Second, Error: "oom"}}}},
 		Queue: []llm.ClassStatus{{Class: "batch", Queued: 3, Served: 7, WaitP50: 2 * time.Millisecond, WaitP99: 1500 * time.Microsecond}},
 	})
 	if h := hosts[0]; h.URL != "u" || h.Up || h.Slots != 2 || h.RetryInMS != 1500 || h.Error != "e" || !h.ModelsConfigured || len(h.Models) != 1 {
 		t.Errorf("host %+v", h)
+	}
+	if f := hosts[0].Failing; len(f) != 1 || f[0] != (client.OllamaModelFailing{Model: "m", RetryInMS: 1000, Error: "oom"}) {
+		t.Errorf("failing models %+v", f)
 	}
 	if q := queue[0]; q.Class != "batch" || q.Queued != 3 || q.Served != 7 || q.WaitP50MS != 2 || q.WaitP99MS != 1.5 {
 		t.Errorf("queue %+v", q)

@@ -462,6 +462,16 @@ type OllamaHostStatus struct {
 	ModelsConfigured bool     `json:"models_configured,omitempty"`
 	RetryInMS        int64    `json:"retry_in_ms,omitempty"`
 	Error            string   `json:"error,omitempty"`
+	// Failing are the models the server, up, cannot run now (it answered HTTP 500, e.g.
+	// too little memory to load one): their calls go to other servers until RetryInMS.
+	Failing []OllamaModelFailing `json:"failing,omitempty"`
+}
+
+// OllamaModelFailing is a model one Ollama server cannot run now.
+type OllamaModelFailing struct {
+	Model     string `json:"model"`
+	RetryInMS int64  `json:"retry_in_ms"`
+	Error     string `json:"error"`
 }
 
 // ModelQueueStatus is one class of the daemon's queue of model calls.

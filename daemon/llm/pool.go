@@ -447,6 +447,8 @@ type HostStatus struct {
 	Checked    time.Time // the last probe or call that told up from down
 	RetryIn    time.Duration
 	Error      string // why it is down
+	// Failing are the models it cannot run now (HTTP 500), kept off it for a backoff.
+	Failing []ModelFailing
 }
 
 // PoolStatus is a pool at one moment.
@@ -471,6 +473,7 @@ func (p *Pool) Status() PoolStatus {
 			hs.Models = append(hs.Models, m)
 		}
 		slices.Sort(hs.Models)
+		hs.Failing = h.failing(time.Now())
 		if !h.up {
 			hs.RetryIn = max(0, time.Until(h.retryAt))
 			if h.lastErr != nil {

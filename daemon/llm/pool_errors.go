@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -149,4 +150,23 @@ func (p *Pool) troubleDue() time.Time {
 		}
 	}
 	return soonest
+}
+
+// ModelFailing is a model a host of a pool cannot run now, as status shows it.
+type ModelFailing struct {
+	Model   string
+	RetryIn time.Duration // until calls for it go to the host again
+	Error   string        // the host's answer
+}
+
+// failing lists the models kept off h at now, by name. Caller holds p.mu.
+func (h *poolHost) failing(now time.Time) []ModelFailing {
+	var out []ModelFailing
+	for m, hm := range h.troubled {
+		if now.Before(hm.until) {
+			out = append(out, ModelFailing{Model: m, RetryIn: hm.until.Sub(now), Error: hm.err.Error()})
+		}
+	}
+	slices.SortFunc(out, func(a, b ModelFailing) int { return strings.Compare(a.Model, b.Model) })
+	return out
 }

@@ -139,8 +139,9 @@ func TestPoolModelTroubleOnTheOnlyHost(t *testing.T) {
 	if err := chatOnce(ctx, c, "other"); err != nil {
 		t.Errorf("another model on the same host: %v", err)
 	}
-	if st := c.PoolStatus().Hosts[0]; !st.Up {
-		t.Errorf("host marked down by one model's failure: %+v", st)
+	if st := c.PoolStatus().Hosts[0]; !st.Up || len(st.Failing) != 1 || st.Failing[0].Model != modelKey(model) ||
+		!strings.Contains(st.Failing[0].Error, outOfMemory) || st.Failing[0].RetryIn <= 0 {
+		t.Errorf("status of the host: %+v; want it up, failing %s with the server's reason", st, model)
 	}
 	a.SetLoadError(model, "")
 	testutil.Eventually(t, 5*time.Second, "the model tried on the host again after its backoff", func() bool {

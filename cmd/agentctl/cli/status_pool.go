@@ -20,8 +20,13 @@ func writePool(w io.Writer, o client.OllamaStatus) {
 			}
 			fmt.Fprintf(w, "%s\t%s\n", label, hostLine(h))
 		}
-	} else if len(o.Hosts) == 1 && o.Hosts[0].Slots > 1 {
-		fmt.Fprintf(w, "slots:\t%d of %d busy\n", o.Hosts[0].Busy, o.Hosts[0].Slots)
+	} else if len(o.Hosts) == 1 {
+		if o.Hosts[0].Slots > 1 {
+			fmt.Fprintf(w, "slots:\t%d of %d busy\n", o.Hosts[0].Busy, o.Hosts[0].Slots)
+		}
+		for _, f := range o.Hosts[0].Failing {
+			fmt.Fprintf(w, "failing:\t%s\n", failingLine(f))
+		}
 	}
 	if len(o.Queue) > 0 {
 		parts := make([]string, len(o.Queue))
@@ -52,7 +57,16 @@ func hostLine(h client.OllamaHostStatus) string {
 	case len(h.Models) > 0:
 		s += "; models: " + strings.Join(h.Models, ", ")
 	}
+	for _, f := range h.Failing {
+		s += "; " + failingLine(f)
+	}
 	return s
+}
+
+// failingLine renders a model the host cannot run now: "cannot run qwen3:8b, next try in
+// 2s: ollama at …: HTTP 500 …".
+func failingLine(f client.OllamaModelFailing) string {
+	return fmt.Sprintf("cannot run %s, next try in %s: %s", f.Model, (time.Duration(f.RetryInMS) * time.Millisecond).Round(time.Second), f.Error)
 }
 
 // queueLine renders one class: "interactive 0 waiting, p99 wait 12ms over 40 calls".

@@ -7,14 +7,16 @@ import (
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
-// TestStatusPoolGolden renders a pool of two Ollama hosts, one down, and the queue of
-// model calls (testdata/pool/*.golden).
+// TestStatusPoolGolden renders a pool of two Ollama hosts, one down and one that cannot
+// load one of its models, and the queue of model calls (testdata/pool/*.golden).
 func TestStatusPoolGolden(t *testing.T) {
 	f := newFakeDaemon(t)
 	f.mu.Lock()
 	f.status.Ollama.Host = "http://127.0.0.1:11434, http://gpu-box:11434"
 	f.status.Ollama.Hosts = []client.OllamaHostStatus{
-		{URL: "http://127.0.0.1:11434", Up: true, Slots: 4, Busy: 3, Served: 1208, Models: []string{"qwen3:4b", "qwen3:8b"}},
+		{URL: "http://127.0.0.1:11434", Up: true, Slots: 4, Busy: 3, Served: 1208, Models: []string{"qwen3:4b", "qwen3:8b"},
+			Failing: []client.OllamaModelFailing{{Model: "qwen3:8b", RetryInMS: 1800,
+				Error: "ollama at http://127.0.0.1:11434: chat: HTTP 500 Internal Server Error: model requires more system memory (5.2 GiB) than is available (1.9 GiB)"}}},
 		{URL: "http://gpu-box:11434", Slots: 2, Models: []string{"qwen3:8b"}, ModelsConfigured: true, RetryInMS: 4200,
 			Error: "ollama at http://gpu-box:11434: tags: dial tcp 10.0.0.7:11434: connect: connection refused"},
 	}

@@ -15,6 +15,9 @@ func TestStatusOneHostSlots(t *testing.T) {
 	}{
 		{"one_slot_adds_nothing", []client.OllamaHostStatus{{URL: "u", Up: true, Slots: 1}}, ""},
 		{"more_slots_show_busy", []client.OllamaHostStatus{{URL: "u", Up: true, Slots: 4, Busy: 2}}, "slots:\t2 of 4 busy\n"},
+		{"failing_model_shows", []client.OllamaHostStatus{{URL: "u", Up: true, Slots: 1,
+			Failing: []client.OllamaModelFailing{{Model: "big:70b", RetryInMS: 2400, Error: "HTTP 500: out of memory"}}}},
+			"failing:\tcannot run big:70b, next try in 2s: HTTP 500: out of memory\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b testutil.SyncBuffer
