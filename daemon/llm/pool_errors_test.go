@@ -1,8 +1,10 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -35,15 +37,17 @@ func TestPoolTellsHostFailuresFromModelAndRequestFailures(t *testing.T) {
 		name   string
 		breakA func(a, b *ollamatest.Fake)
 		// wantErr is nil when the call must succeed on b.
-		wantErr  func(error) bool
-		wantUp   bool // a is still up afterwards
-		wantOnB  int  // calls b got
-		wantOnA  int  // calls a got (a dead host records none)
-		thenOnA  bool // a next call for the model goes to a again
-		wantNote string
+		wantErr func(error) bool
+		wantUp  bool // a is still up afterwards
+		wantOnB int  // calls b got
+		wantOnA int  // calls a got (a dead host records none)
+		thenOnA bool // a next call for the model goes to a again
+		timeout time.Duration
 	}{
 		{name: "connection_closed_is_host_down", breakA: func(a, _ *ollamatest.Fake) { a.SetDown(true) },
 			wantUp: false, wantOnA: 0, wantOnB: 1},
+		{name: "no_answer_in_time_is_host_down", breakA: func(a, _ *ollamatest.Fake) { a.SetDelay(2 * time.Second) },
+			timeout: 300 * time.Millisecond, wantUp: false, wantOnA: 1, wantOnB: 1},
 		{name: "busy_503_is_host_down", breakA: func(a, _ *ollamatest.Fake) { a.SetBusy(true) },
 			wantUp: false, wantOnA: 1, wantOnB: 1},
 		{name: "model_cannot_load_500_keeps_host_up", breakA: func(a, _ *ollamatest.Fake) { a.SetLoadError(model, outOfMemory) },
@@ -65,10 +69,17 @@ func TestPoolTellsHostFailuresFromModelAndRequestFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := ollamatest.NewFake(t), ollamatest.NewFake(t)
 			a.SetModels(model, "other")
-			c := newTestPool(t, 1, a, b)
+			c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 1}, {URL: b.URL(), Slots: 1}},
+				// A long backoff: a busy or slow host answers /api/tags, and must not be
+				// found up again before its status is read.
+				HTTP: &http.Client{Timeout: cmp.Or(tc.timeout, time.Minute)}, Backoff: Backoff{Base: time.Minute, Max: time.Minute}, Refresh: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
 			waitListed(t, c)
 			tc.breakA(a, b)
-			err := chatOnce(context.Background(), c, model)
+			err = chatOnce(context.Background(), c, model)
 			switch {
 			case tc.wantErr == nil && err != nil:
 				t.Fatalf("call: %v, want it served by host b", err)
