@@ -16,6 +16,8 @@ var (
 		"Calls in flight on the Ollama host.", []string{"host"}, nil)
 	hostModelsDesc = prometheus.NewDesc("agentd_ollama_host_models",
 		"Models the Ollama host serves (configured, or listed by its /api/tags).", []string{"host"}, nil)
+	hostFailingDesc = prometheus.NewDesc("agentd_ollama_host_failing_models",
+		"Models the Ollama host, up, cannot run now (it answered HTTP 500): their calls go to other hosts for a backoff.", []string{"host"}, nil)
 	hostCallsDesc = prometheus.NewDesc("agentd_ollama_host_calls_total",
 		"Chat calls the Ollama host answered.", []string{"host"}, nil)
 	queueLenDesc = prometheus.NewDesc("agentd_model_queue_length",
@@ -30,6 +32,8 @@ type PoolHost struct {
 	Busy   int
 	Models int
 	Served int64
+	// Failing counts the models it cannot run now.
+	Failing int
 }
 
 // PoolQueue is one class of the model queue at scrape time.
@@ -45,7 +49,7 @@ type poolCollector struct {
 }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{hostUpDesc, hostSlotsDesc, hostBusyDesc, hostModelsDesc, hostCallsDesc, queueLenDesc} {
+	for _, d := range []*prometheus.Desc{hostUpDesc, hostSlotsDesc, hostBusyDesc, hostModelsDesc, hostFailingDesc, hostCallsDesc, queueLenDesc} {
 		ch <- d
 	}
 }
@@ -67,6 +71,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(hostSlotsDesc, prometheus.GaugeValue, float64(h.Slots), h.URL)
 		ch <- prometheus.MustNewConstMetric(hostBusyDesc, prometheus.GaugeValue, float64(h.Busy), h.URL)
 		ch <- prometheus.MustNewConstMetric(hostModelsDesc, prometheus.GaugeValue, float64(h.Models), h.URL)
+		ch <- prometheus.MustNewConstMetric(hostFailingDesc, prometheus.GaugeValue, float64(h.Failing), h.URL)
 		ch <- prometheus.MustNewConstMetric(hostCallsDesc, prometheus.CounterValue, float64(h.Served), h.URL)
 	}
 	for _, q := range queue {

@@ -27,7 +27,8 @@ func newMetrics(lc *llm.Client) *metrics.Metrics {
 func poolMetrics(st llm.PoolStatus) ([]metrics.PoolHost, []metrics.PoolQueue) {
 	hosts := make([]metrics.PoolHost, len(st.Hosts))
 	for i, h := range st.Hosts {
-		hosts[i] = metrics.PoolHost{URL: h.URL, Up: h.Up, Slots: h.Slots, Busy: h.Busy, Models: len(h.Models), Served: h.Served}
+		hosts[i] = metrics.PoolHost{URL: h.URL, Up: h.Up, Slots: h.Slots, Busy: h.Busy, Models: len(h.Models), Served: h.Served,
+			Failing: len(h.Failing)}
 	}
 	queue := make([]metrics.PoolQueue, len(st.Queue))
 	for i, q := range st.Queue {

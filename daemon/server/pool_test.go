@@ -79,6 +79,7 @@ func TestDaemonPoolOfTwoHosts(t *testing.T) {
 	for _, want := range []string{
 		`agentd_ollama_host_up{host="` + a.URL() + `"} 0`,
 		`agentd_ollama_host_up{host="` + b.URL() + `"} 1`,
+		`agentd_ollama_host_failing_models{host="` + b.URL() + `"} 0`,
 		`agentd_model_queue_length{class="interactive"} 0`,
 		`agentd_model_queue_wait_seconds_count{class="interactive"}`,
 	} {
