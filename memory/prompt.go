@@ -1,20 +1,22 @@
 package memory
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
-	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 )
 
-// Fitting recalled memories into a prompt (issue 18, item 5). A small context (num_ctx 2048)
-// leaves a memory section of a thousand or two characters: spent on whole memories in rank
-// order it holds two or three, often near-copies of each other. Fit drops near-duplicates,
-// cuts long memories to a snippet around the words the query matched, and fills the budget
-// in rank order, so more distinct evidence survives.
+// Fitting recalled memories into a prompt (issue 18, items 3 and 5). A small context
+// (num_ctx 2048) leaves a memory section of about two thousand characters: spent on whole
+// memories in rank order it holds seven or eight, often near-copies of each other, while
+// the evidence for a question is among the top 25 hits five times in six. Fit shows the
+// best memories whole and the next ones as short snippets around the query's words, picks
+// them by maximal marginal relevance so near-copies give way to other evidence, and keeps
+// the line frame short (PromptLine).
 
 // Shown is one memory as a prompt shows it.
 type Shown struct {
@@ -32,79 +34,162 @@ type FitOptions struct {
 	Query string
 	// Budget is the characters the section's lines may take in all.
 	Budget int
-	// K is how many memories to show at most; 0 means DefaultK.
+	// K is how many memories to show at most; 0 means DefaultShown.
 	K int
 	// Line renders a shown memory as its line in the prompt; Fit counts its length against
 	// Budget. Nil renders the text alone.
 	Line func(Shown) string
 }
 
-// Bounds of one memory in a section: a snippet is never shorter than minSnippet bytes (a
-// memory that would get less is left out) nor longer than maxShown.
+// DefaultShown is how many memories a section shows at most when FitOptions.K is 0: at
+// num_ctx 2048 Fit fits about 18 of LoCoMo's chat turns, most of them as snippets.
+const DefaultShown = 25
+
+// PromptCandidates is how many of the best hits Fit chooses from; a caller searches for
+// this many (plus any it will drop itself). Past the 30th hit LoCoMo's evidence is rare
+// (84% of it is in the top 30, 87% in the top 60).
+const PromptCandidates = 30
+
+// The section's shape, measured on LoCoMo's development dialogs at num_ctx 2048 (see
+// recall_prompt_test.go; evidence shown / answer in the prompt):
+//   - tailShare: 45% of the budget goes to memories whole (or cut to a quarter of the
+//     budget), the rest to the next ones as snippets of tailSnippet bytes. All whole:
+//     73% / 78%; 45% whole: 79% / 83%; 25% whole: 80% / 73% (the answers fall out).
+//   - mmrLambda weighs relevance against overlap with what is shown; 0.7 keeps the evidence
+//     figure (±0.5) and adds two points of answers over plain rank order.
 const (
-	minSnippet = 120
-	maxShown   = 600
+	tailShare   = 0.55
+	tailSnippet = 55
+	mmrLambda   = 0.7
+	// minSnippet is the shortest snippet shown: a memory that would get less is left out.
+	minSnippet = 50
+	// maxShown is the longest a memory is shown, whatever the budget.
+	maxShown = 600
 	// nearDuplicate is the share of its distinct terms a memory must share with one shown
-	// already to count as a near-duplicate and be left out.
+	// already to count as a near-duplicate and never be shown.
 	nearDuplicate = 0.8
 )
 
+// candidate is one hit Fit may show: its folded text and analyzed terms, and its relevance
+// (its score over the best hit's).
+type candidate struct {
+	hit  Hit
+	text string
+	set  map[string]bool
+	rel  float64
+}
+
 // Fit chooses and trims hits (best first) into a memory section of at most o.Budget
-// characters: near-duplicates of a memory shown already are left out, memories longer than
-// their share of the budget are cut to a snippet around the query's words, and a memory
-// that does not fit is skipped for a shorter one ranked after it.
+// characters, in two passes: the best memories whole (or cut to a quarter of the budget,
+// around the query's words) while the tail's share of the budget is left, then the next
+// ones as short snippets until the budget ends. Each next memory is chosen by maximal
+// marginal relevance (nextByMMR) among the first PromptCandidates hits; near-copies of a
+// shown memory are never shown; a memory that does not fit gives way to the next.
 func Fit(hits []Hit, o FitOptions) []Shown {
 	if o.K <= 0 {
-		o.K = DefaultK
+		o.K = DefaultShown
 	}
 	if o.Line == nil {
 		o.Line = func(s Shown) string { return s.Text }
 	}
-	// Each memory may take a quarter of the budget (at least two snippets' worth): at
-	// num_ctx 2048 a long memory gives way to others, while chat turns and short notes stay
-	// whole (cut tighter, LoCoMo's answers fell out of the snippets more often than more
-	// evidence came in: 58% of answers in the prompt at a sixth, 66% at a quarter).
-	per := min(maxShown, max(2*minSnippet, o.Budget/4))
-	terms := analyzedTerms(o.Query)
-	var out []Shown
-	var seen []map[string]bool
-	left := o.Budget
+	f := fitter{o: o, terms: analyzedTerms(o.Query), cands: candidates(hits, PromptCandidates), left: o.Budget}
+	f.pass(int(tailShare*float64(o.Budget)), min(maxShown, max(2*minSnippet, o.Budget/4)))
+	f.pass(0, tailSnippet)
+	return f.out
+}
+
+// fitter is one Fit call's state: the candidates not yet shown or given up, what is shown
+// and the characters left.
+type fitter struct {
+	o     FitOptions
+	terms map[string]bool
+	cands []candidate
+	out   []Shown
+	seen  []map[string]bool
+	left  int
+}
+
+// pass shows memories of at most per bytes of text each while more than keep characters
+// are left. The first candidate too long for what is left ends the pass, unless it is
+// too long for any memory of this pass (it is cut in the next, or left out).
+func (f *fitter) pass(keep, per int) {
+	for len(f.out) < f.o.K && f.left-keep >= minSnippet && len(f.cands) > 0 {
+		i := nextByMMR(f.cands, f.seen)
+		if i < 0 {
+			return
+		}
+		c := f.cands[i]
+		s := Shown{Hit: c.hit, Text: c.text}
+		frame := len(f.o.Line(s)) - len(c.text) // the line's date, speaker, kind, source
+		room := min(per, f.left-keep-frame)
+		if room < minSnippet && len(c.text) > room {
+			if keep > 0 && len(c.text) > per {
+				f.cands = slices.Delete(f.cands, i, i+1) // a long one: a snippet in the tail at most
+				continue
+			}
+			return
+		}
+		f.cands = slices.Delete(f.cands, i, i+1)
+		if len(c.text) > room {
+			s.Text, s.Trimmed = snippet(c.text, f.terms, room), true
+		}
+		line := f.o.Line(s)
+		if len(line) > f.left-keep {
+			continue
+		}
+		f.left -= len(line)
+		f.out = append(f.out, s)
+		f.seen = append(f.seen, c.set)
+	}
+}
+
+// candidates are the first n hits with text, analyzed once.
+func candidates(hits []Hit, n int) []candidate {
+	var out []candidate
+	top := 0.0
 	for _, h := range hits {
-		if len(out) == o.K || left < minSnippet {
+		if len(out) == n {
 			break
 		}
 		text := strings.Join(strings.Fields(h.Text), " ")
 		if text == "" {
 			continue
 		}
-		set := analyzedTerms(text)
-		if duplicates(set, seen) {
-			continue
+		if top == 0 {
+			top = h.Score
 		}
-		s := Shown{Hit: h, Text: text}
-		over := len(o.Line(s)) - len(text) // the line's own frame: kind, source, date
-		room := min(per, left-over)
-		if room < minSnippet && len(text) > room {
-			continue
+		rel := 1.0
+		if top > 0 {
+			rel = h.Score / top
 		}
-		if len(text) > room {
-			s.Text, s.Trimmed = snippet(text, terms, room), true
-		}
-		line := o.Line(s)
-		if len(line) > left {
-			continue
-		}
-		left -= len(line)
-		out = append(out, s)
-		seen = append(seen, set)
+		out = append(out, candidate{hit: h, text: text, set: analyzedTerms(text), rel: rel})
 	}
 	return out
 }
 
-// duplicates reports whether set shares nearDuplicate of its terms with one of seen.
-func duplicates(set map[string]bool, seen []map[string]bool) bool {
+// nextByMMR returns the index of the candidate with the highest marginal relevance
+// (mmrLambda × relevance − (1 − mmrLambda) × its largest overlap with a shown memory), -1
+// when every one is a near-duplicate of a shown memory.
+func nextByMMR(cands []candidate, seen []map[string]bool) int {
+	best, at := 0.0, -1
+	for i, c := range cands {
+		sim := maxOverlap(c.set, seen)
+		if sim >= nearDuplicate {
+			continue
+		}
+		if v := mmrLambda*c.rel - (1-mmrLambda)*sim; at < 0 || v > best {
+			best, at = v, i
+		}
+	}
+	return at
+}
+
+// maxOverlap is the largest share of terms set has in common with one of seen (over the
+// larger of the two sets).
+func maxOverlap(set map[string]bool, seen []map[string]bool) float64 {
+	out := 0.0
 	if len(set) == 0 {
-		return false
+		return 0
 	}
 	for _, o := range seen {
 		common := 0
@@ -113,17 +198,16 @@ func duplicates(set map[string]bool, seen []map[string]bool) bool {
 				common++
 			}
 		}
-		if float64(common) >= nearDuplicate*float64(max(len(set), len(o))) {
-			return true
-		}
+		out = max(out, float64(common)/float64(max(len(set), len(o))))
 	}
-	return false
+	return out
 }
 
-// textAnalyzer is the index's text analyzer (English: lowercase, stop words, stemming), so
-// a snippet centres on the same words a search matched.
+// textAnalyzer is the index's own text analyzer (newMapping's English one: lowercase,
+// stop words, stemming), so a snippet centres on the words a search matched. The index
+// code may use it too instead of resolving its own.
 var textAnalyzer = sync.OnceValue(func() analysis.Analyzer {
-	return bleve.NewIndexMapping().AnalyzerNamed(en.AnalyzerName)
+	return newMapping().AnalyzerNamed(en.AnalyzerName)
 })
 
 func analyze(s string) analysis.TokenStream {
@@ -202,35 +286,47 @@ func snippet(text string, terms map[string]bool, size int) string {
 }
 
 // SectionBudget is the characters a prompt's memory section is given at a context of
-// numCtx tokens: a quarter of the context, so that at num_ctx 2048 (about 1,500
-// characters) the evidence for a question still fits beside the directives, the commands
-// and the reply. The caller caps it by what the rest of its prompt leaves.
+// numCtx tokens: a third of the context (about 2,000 characters at num_ctx 2048), what Fit
+// needs to show the evidence for a question four times in five. The caller caps it by
+// what the rest of its prompt leaves: at num_ctx 2048 the first step's prompt leaves about
+// 2,400 characters for memories and history together.
 func SectionBudget(numCtx int, charsPerToken float64) int {
-	return int(float64(numCtx/4) * charsPerToken)
+	return int(float64(numCtx/3) * charsPerToken)
 }
 
-// PromptLine renders a shown memory as one line of a prompt's memory section: its kind,
-// its day and its source (left out when the text starts with it, as a chat turn does, or
-// when it only names the speaker), then the text, after "Speaker: " when the text does not
-// start with the speaker's name already, so the model knows who said it.
+// PromptLine renders a shown memory as one line of a prompt's memory section: its kind
+// unless it is a chat turn (most memories of a conversation are), its day, and its source
+// unless the text starts with it or it only names the speaker; then the text, after
+// "Speaker: " when it does not start with the speaker's name, so the model knows who said
+// it. The frame is kept short: at num_ctx 2048 what it saves goes to one more memory.
 func PromptLine(s Shown) string {
-	var b strings.Builder
-	b.WriteString("\n- [")
-	b.WriteString(string(s.Kind))
-	if !s.Created.IsZero() {
-		b.WriteString(", ")
-		b.WriteString(s.Created.UTC().Format("2 Jan 2006"))
-	}
 	speaker := strings.Join(strings.Fields(s.Speaker), " ")
-	if src := strings.Join(strings.Fields(s.Source), " "); src != "" && !strings.HasPrefix(s.Text, src) &&
-		(speaker == "" || !strings.Contains(src, speaker)) {
-		b.WriteString(", ")
-		b.WriteString(src)
+	src := strings.Join(strings.Fields(s.Source), " ")
+	if s.Kind == KindChat {
+		// A chat turn's source says where it was said ("slack message from Ana"); older
+		// ones and imports without a speaker name the speaker there instead.
+		if speaker == "" {
+			speaker = src
+		}
+		src = ""
 	}
-	b.WriteString("] ")
+	var meta []string
+	if s.Kind != KindChat && s.Kind != "" {
+		meta = append(meta, string(s.Kind))
+	}
+	if !s.Created.IsZero() {
+		meta = append(meta, s.Created.UTC().Format("2 Jan 2006"))
+	}
+	if src != "" && !strings.HasPrefix(s.Text, src) && (speaker == "" || !strings.Contains(src, speaker)) {
+		meta = append(meta, src)
+	}
+	var b strings.Builder
+	b.WriteString("\n- ")
+	if len(meta) > 0 {
+		b.WriteString("[" + strings.Join(meta, ", ") + "] ")
+	}
 	if speaker != "" && !strings.HasPrefix(strings.TrimLeft(s.Text, "…"), speaker) {
-		b.WriteString(speaker)
-		b.WriteString(": ")
+		b.WriteString(speaker + ": ")
 	}
 	b.WriteString(s.Text)
 	return b.String()

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +25,11 @@ func TestFit(t *testing.T) {
 			query: "boiler pressure", budget: 1000, want: []string{"boiler pressure is 1.5", "Maria fixed the tap"}, cut: []bool{false, false}},
 		{name: "long_memory_cut_around_the_matching_words", hits: []string{long}, query: "when was the boiler serviced",
 			budget: 1500, want: []string{"boiler was serviced by Maria on Tuesday"}, cut: []bool{true}},
-		{name: "too_long_for_what_is_left_gives_way_to_a_shorter_one", hits: []string{strings.Repeat("x", 90) + " boiler", long, "boiler ok"},
-			query: "boiler", budget: 255, want: []string{"boiler", "boiler ok"}, cut: []bool{false, false}},
-		{name: "nothing_fits_nothing_shown", hits: []string{"boiler"}, query: "boiler", budget: 50},
+		{name: "small_budget_shows_the_next_memories_as_snippets", hits: []string{strings.Repeat("x", 90) + " boiler", long, "boiler ok"},
+			query: "when was the boiler serviced", budget: 255, want: []string{"xxx boiler", "…The boiler was serviced by Maria on Tuesday.…", "boiler ok"}, cut: []bool{true, true, false}},
+		{name: "long_memory_past_the_first_pass_gives_way_to_a_shorter_one", hits: []string{long, "boiler ok"},
+			query: "boiler", budget: 120, want: []string{"boiler ok"}, cut: []bool{false}},
+		{name: "nothing_fits_nothing_shown", hits: []string{"boiler"}, query: "boiler", budget: 40},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -55,6 +58,24 @@ func TestFit(t *testing.T) {
 	}
 }
 
+// Maximal marginal relevance: a memory that repeats most of one shown already gives way to
+// a less relevant one that adds something; a near-copy is never shown.
+func TestFitPrefersNovelMemories(t *testing.T) {
+	hits := []Hit{
+		{ID: "a", Kind: KindNote, Score: 10, Text: "boiler pressure 1.5 bar checked today by Maria"},
+		{ID: "copy", Kind: KindNote, Score: 9.5, Text: "Boiler pressure: 1.5 bar, checked today by Maria!"},
+		{ID: "b", Kind: KindNote, Score: 9, Text: "boiler pressure 1.5 bar checked yesterday by Ana"},
+		{ID: "c", Kind: KindNote, Score: 8.5, Text: "the boiler service is due in May"},
+	}
+	var got []string
+	for _, s := range Fit(hits, FitOptions{Query: "boiler pressure", Budget: 1000, Line: PromptLine}) {
+		got = append(got, s.ID)
+	}
+	if want := []string{"a", "c", "b"}; !slices.Equal(got, want) {
+		t.Errorf("Fit showed %v, want %v (the novel memory before the overlapping one, the near-copy left out)", got, want)
+	}
+}
+
 func TestPromptLine(t *testing.T) {
 	at := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
 	cases := []struct {
@@ -63,18 +84,22 @@ func TestPromptLine(t *testing.T) {
 		want string
 	}{
 		{name: "chat_turn_names_its_speaker_once", s: Shown{Hit: Hit{Kind: KindChat, Source: "Caroline", Created: at}, Text: "Caroline: I went to a support group yesterday."},
-			want: "\n- [chat, 8 May 2023] Caroline: I went to a support group yesterday."},
+			want: "\n- [8 May 2023] Caroline: I went to a support group yesterday."},
 		{name: "file_chunk_names_its_path", s: Shown{Hit: Hit{Kind: KindFile, Source: "notes/a.txt", Created: at}, Text: "…the code is 4711…"},
 			want: "\n- [file, 8 May 2023, notes/a.txt] …the code is 4711…"},
 		{name: "no_date_no_source", s: Shown{Hit: Hit{Kind: KindNote}, Text: "x"}, want: "\n- [note] x"},
 		{name: "imported_turn_starting_with_its_speaker", s: Shown{Hit: Hit{Kind: KindChat, Source: "Caroline", Speaker: "Caroline", Created: at}, Text: "Caroline: I went to a support group yesterday."},
-			want: "\n- [chat, 8 May 2023] Caroline: I went to a support group yesterday."},
+			want: "\n- [8 May 2023] Caroline: I went to a support group yesterday."},
 		{name: "chat_message_gets_its_speaker", s: Shown{Hit: Hit{Kind: KindChat, Source: "slack message from Ana Lima", Speaker: "Ana Lima", Created: at}, Text: "the deadline moved to Friday"},
-			want: "\n- [chat, 8 May 2023] Ana Lima: the deadline moved to Friday"},
+			want: "\n- [8 May 2023] Ana Lima: the deadline moved to Friday"},
 		{name: "snippet_of_a_turn_starting_with_its_speaker", s: Shown{Hit: Hit{Kind: KindChat, Speaker: "Ana"}, Text: "…Ana: the deadline moved", Trimmed: true},
-			want: "\n- [chat] …Ana: the deadline moved"},
+			want: "\n- …Ana: the deadline moved"},
 		{name: "note_with_speaker_and_other_source", s: Shown{Hit: Hit{Kind: KindNote, Source: "minutes.txt", Speaker: "Bo"}, Text: "budget approved"},
 			want: "\n- [note, minutes.txt] Bo: budget approved"},
+		{name: "chat_turn_naming_its_speaker_in_the_source_only", s: Shown{Hit: Hit{Kind: KindChat, Source: "Caroline", Created: at}, Text: "I went to a support group."},
+			want: "\n- [8 May 2023] Caroline: I went to a support group."},
+		{name: "episode_keeps_kind_and_source", s: Shown{Hit: Hit{Kind: KindEpisode, Source: "step 3 write_file", Created: at}, Text: "wrote a.txt"},
+			want: "\n- [episode, 8 May 2023, step 3 write_file] wrote a.txt"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

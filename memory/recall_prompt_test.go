@@ -17,10 +17,6 @@ import (
 //
 //	RECALL_PROMPT_CTX=2048 scripts/bench.sh memory-recall ../shared/data/locomo-dev/*.json
 
-// promptCandidates is how many hits the section is chosen from: daemon/agent asks for
-// three per memory it may show (memoryCandidates × K).
-const promptCandidates = 3 * DefaultK
-
 // promptEvidence counts, over questions of categories 1–4, the share of evidence turns
 // shown whole, shown at all (whole or as a snippet), and the questions with every one of
 // their evidence turns shown.
@@ -86,49 +82,55 @@ func runPromptRecall(tb testing.TB, dialogs []dialog, answers map[string]string,
 			if q.Category == 5 || len(q.Evidence) == 0 {
 				continue
 			}
-			hits, err := ix.Search(context.Background(), Query{Agent: d.name, Text: q.Question, K: promptCandidates})
+			hits, err := ix.Search(context.Background(), Query{Agent: d.name, Text: q.Question, K: PromptCandidates})
 			if err != nil {
 				tb.Fatal(err)
 			}
 			shown := Fit(hits, FitOptions{Query: q.Question, Budget: budget, Line: PromptLine})
-			byID := map[string]Shown{}
-			var section strings.Builder
-			for _, s := range shown {
-				byID[s.ID] = s
-				section.WriteString(PromptLine(s))
-			}
-			res.chars += section.Len()
-			var evidence strings.Builder
-			for _, ev := range q.Evidence {
-				evidence.WriteString(text[d.name+"/"+strings.TrimSpace(ev)] + "\n")
-			}
-			if a := answers[q.Question]; a != "" && strings.Contains(strings.ToLower(evidence.String()), a) {
-				res.answerable++
-				if strings.Contains(strings.ToLower(section.String()), a) {
-					res.answer++
-				}
-			}
-			res.memories += len(shown)
-			res.questions++
-			all := true
-			for _, ev := range q.Evidence {
-				id := d.name + "/" + strings.TrimSpace(ev)
-				s, ok := byID[id]
-				if !ok {
-					all = false
-					continue
-				}
-				res.shown += 1 / float64(len(q.Evidence))
-				if !s.Trimmed && s.Text == text[id] {
-					res.whole += 1 / float64(len(q.Evidence))
-				}
-			}
-			if all {
-				res.allShown++
-			}
+			res.add(q, d.name, text, answers[q.Question], shown)
 		}
 	}
 	return res
+}
+
+// add counts one question's section: shown is what Fit chose for it, text the dialog's
+// turns by memory ID, answer the question's answer ("" when it has none).
+func (p *promptEvidence) add(q question, agent string, text map[string]string, answer string, shown []Shown) {
+	byID := map[string]Shown{}
+	var section strings.Builder
+	for _, s := range shown {
+		byID[s.ID] = s
+		section.WriteString(PromptLine(s))
+	}
+	p.chars += section.Len()
+	var evidence strings.Builder
+	for _, ev := range q.Evidence {
+		evidence.WriteString(text[agent+"/"+strings.TrimSpace(ev)] + "\n")
+	}
+	if answer != "" && strings.Contains(strings.ToLower(evidence.String()), answer) {
+		p.answerable++
+		if strings.Contains(strings.ToLower(section.String()), answer) {
+			p.answer++
+		}
+	}
+	p.memories += len(shown)
+	p.questions++
+	all := true
+	for _, ev := range q.Evidence {
+		id := agent + "/" + strings.TrimSpace(ev)
+		s, ok := byID[id]
+		if !ok {
+			all = false
+			continue
+		}
+		p.shown += 1 / float64(len(q.Evidence))
+		if !s.Trimmed && s.Text == text[id] {
+			p.whole += 1 / float64(len(q.Evidence))
+		}
+	}
+	if all {
+		p.allShown++
+	}
 }
 
 // buildRecallIndex indexes the dialogs among filler memories, interleaved as runRecall does.
