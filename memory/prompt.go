@@ -53,7 +53,7 @@ const PromptCandidates = 30
 // The section's shape, measured on LoCoMo's development dialogs at num_ctx 2048 (see
 // recall_prompt_test.go; evidence shown / answer in the prompt):
 //   - tailShare: 45% of the budget goes to memories whole (or cut to a quarter of the
-//     budget), the rest to the next ones as snippets of tailSnippet bytes. All whole:
+//     budget), the rest (tailShare) to the next ones as snippets of tailSnippet bytes. All whole:
 //     73% / 78%; 45% whole: 79% / 83%; 25% whole: 80% / 73% (the answers fall out).
 //   - mmrLambda weighs relevance against overlap with what is shown; 0.7 keeps the evidence
 //     figure (±0.5) and adds two points of answers over plain rank order.
@@ -77,6 +77,8 @@ type candidate struct {
 	text string
 	set  map[string]bool
 	rel  float64
+	// sim is its largest overlap with a memory shown so far (see overlap).
+	sim float64
 }
 
 // Fit chooses and trims hits (best first) into a memory section of at most o.Budget
@@ -105,7 +107,6 @@ type fitter struct {
 	terms map[string]bool
 	cands []candidate
 	out   []Shown
-	seen  []map[string]bool
 	left  int
 }
 
@@ -114,7 +115,7 @@ type fitter struct {
 // too long for any memory of this pass (it is cut in the next, or left out).
 func (f *fitter) pass(keep, per int) {
 	for len(f.out) < f.o.K && f.left-keep >= minSnippet && len(f.cands) > 0 {
-		i := nextByMMR(f.cands, f.seen)
+		i := nextByMMR(f.cands)
 		if i < 0 {
 			return
 		}
@@ -139,7 +140,9 @@ func (f *fitter) pass(keep, per int) {
 		}
 		f.left -= len(line)
 		f.out = append(f.out, s)
-		f.seen = append(f.seen, c.set)
+		for j := range f.cands {
+			f.cands[j].sim = max(f.cands[j].sim, overlap(f.cands[j].set, c.set))
+		}
 	}
 }
 
@@ -170,37 +173,31 @@ func candidates(hits []Hit, n int) []candidate {
 // nextByMMR returns the index of the candidate with the highest marginal relevance
 // (mmrLambda × relevance − (1 − mmrLambda) × its largest overlap with a shown memory), -1
 // when every one is a near-duplicate of a shown memory.
-func nextByMMR(cands []candidate, seen []map[string]bool) int {
+func nextByMMR(cands []candidate) int {
 	best, at := 0.0, -1
 	for i, c := range cands {
-		sim := maxOverlap(c.set, seen)
-		if sim >= nearDuplicate {
+		if c.sim >= nearDuplicate {
 			continue
 		}
-		if v := mmrLambda*c.rel - (1-mmrLambda)*sim; at < 0 || v > best {
+		if v := mmrLambda*c.rel - (1-mmrLambda)*c.sim; at < 0 || v > best {
 			best, at = v, i
 		}
 	}
 	return at
 }
 
-// maxOverlap is the largest share of terms set has in common with one of seen (over the
-// larger of the two sets).
-func maxOverlap(set map[string]bool, seen []map[string]bool) float64 {
-	out := 0.0
-	if len(set) == 0 {
+// overlap is the share of terms two sets have in common, over the larger of the two.
+func overlap(a, b map[string]bool) float64 {
+	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
-	for _, o := range seen {
-		common := 0
-		for t := range set {
-			if o[t] {
-				common++
-			}
+	common := 0
+	for t := range a {
+		if b[t] {
+			common++
 		}
-		out = max(out, float64(common)/float64(max(len(set), len(o))))
 	}
-	return out
+	return float64(common) / float64(max(len(a), len(b)))
 }
 
 // textAnalyzer is the index's own text analyzer (newMapping's English one: lowercase,
