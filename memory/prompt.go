@@ -16,7 +16,7 @@ import (
 // the evidence for a question is among the top 25 hits five times in six. Fit shows the
 // best memories whole and the next ones as short snippets around the query's words, picks
 // them by maximal marginal relevance so near-copies give way to other evidence, and keeps
-// the line frame short (PromptLine).
+// the line frame short (Section).
 
 // Shown is one memory as a prompt shows it.
 type Shown struct {
@@ -36,13 +36,10 @@ type FitOptions struct {
 	Budget int
 	// K is how many memories to show at most; 0 means DefaultShown.
 	K int
-	// Line renders a shown memory as its line in the prompt; Fit counts its length against
-	// Budget. Nil renders the text alone.
-	Line func(Shown) string
 }
 
 // DefaultShown is how many memories a section shows at most when FitOptions.K is 0: at
-// num_ctx 2048 Fit fits about 18 of LoCoMo's chat turns, most of them as snippets.
+// num_ctx 2048 Fit fits about 21 of LoCoMo's chat turns, half of them as snippets.
 const DefaultShown = 25
 
 // PromptCandidates is how many of the best hits Fit chooses from; a caller searches for
@@ -50,19 +47,21 @@ const DefaultShown = 25
 // (84% of it is in the top 30, 87% in the top 60).
 const PromptCandidates = 30
 
-// The section's shape, measured on LoCoMo's development dialogs at num_ctx 2048 (see
-// recall_prompt_test.go; evidence shown / answer in the prompt):
-//   - tailShare: 45% of the budget goes to memories whole (or cut to a quarter of the
-//     budget), the rest (tailShare) to the next ones as snippets of tailSnippet bytes. All whole:
-//     73% / 78%; 45% whole: 79% / 83%; 25% whole: 80% / 73% (the answers fall out).
-//   - mmrLambda weighs relevance against overlap with what is shown; 0.7 keeps the evidence
-//     figure (±0.5) and adds two points of answers over plain rank order.
+// The section's shape, measured on LoCoMo's development dialogs at num_ctx 2048 (a Fit
+// budget of 1,950 characters; see recall_prompt_test.go; evidence shown / answer in the
+// prompt):
+//   - tailShare of the budget goes to the next memories as snippets of tailSnippet bytes,
+//     the rest to the best memories whole (or cut to a quarter of the budget). All whole:
+//     74% / 83%; 40% to the tail: 79% / 85%; 60%: 81% / 83%; 75%: 82% / 73% (the answers
+//     fall out of the snippets).
+//   - mmrLambda weighs relevance against overlap with what is shown: at 0.7, 81.4% / 83%;
+//     rank order alone (1): 80.8% / 81%; 0.5: 80.5% / 83%.
 const (
-	tailShare   = 0.55
+	tailShare   = 0.6
 	tailSnippet = 55
 	mmrLambda   = 0.7
 	// minSnippet is the shortest snippet shown: a memory that would get less is left out.
-	minSnippet = 50
+	minSnippet = 40
 	// maxShown is the longest a memory is shown, whatever the budget.
 	maxShown = 600
 	// nearDuplicate is the share of its distinct terms a memory must share with one shown
@@ -79,6 +78,8 @@ type candidate struct {
 	rel  float64
 	// sim is its largest overlap with a memory shown so far (see overlap).
 	sim float64
+	// long says it did not fit the first pass: the tail may show a snippet of it.
+	long bool
 }
 
 // Fit chooses and trims hits (best first) into a memory section of at most o.Budget
@@ -91,10 +92,7 @@ func Fit(hits []Hit, o FitOptions) []Shown {
 	if o.K <= 0 {
 		o.K = DefaultShown
 	}
-	if o.Line == nil {
-		o.Line = func(s Shown) string { return s.Text }
-	}
-	f := fitter{o: o, terms: analyzedTerms(o.Query), cands: candidates(hits, PromptCandidates), left: o.Budget}
+	f := fitter{o: o, terms: analyzedTerms(o.Query), cands: candidates(hits, PromptCandidates), left: o.Budget, days: map[string]bool{}}
 	f.pass(int(tailShare*float64(o.Budget)), min(maxShown, max(2*minSnippet, o.Budget/4)))
 	f.pass(0, tailSnippet)
 	return f.out
@@ -108,6 +106,17 @@ type fitter struct {
 	cands []candidate
 	out   []Shown
 	left  int
+	days  map[string]bool // the days with a heading in the section already
+}
+
+// frame is the characters s's line takes besides its text: its heading when it is the
+// first memory of its day, its kind, source and speaker.
+func (f *fitter) frame(s Shown) int {
+	n := len(promptLine(s)) - len(s.Text)
+	if d := day(s); d != "" && !f.days[d] {
+		n += len(dayHeading(d))
+	}
+	return n
 }
 
 // pass shows memories of at most per bytes of text each while more than keep characters
@@ -115,17 +124,17 @@ type fitter struct {
 // too long for any memory of this pass (it is cut in the next, or left out).
 func (f *fitter) pass(keep, per int) {
 	for len(f.out) < f.o.K && f.left-keep >= minSnippet && len(f.cands) > 0 {
-		i := nextByMMR(f.cands)
+		i := nextByMMR(f.cands, keep > 0)
 		if i < 0 {
 			return
 		}
 		c := f.cands[i]
 		s := Shown{Hit: c.hit, Text: c.text}
-		frame := len(f.o.Line(s)) - len(c.text) // the line's date, speaker, kind, source
+		frame := f.frame(s)
 		room := min(per, f.left-keep-frame)
 		if room < minSnippet && len(c.text) > room {
 			if keep > 0 && len(c.text) > per {
-				f.cands = slices.Delete(f.cands, i, i+1) // a long one: a snippet in the tail at most
+				f.cands[i].long = true // a snippet in the tail at most
 				continue
 			}
 			return
@@ -134,11 +143,12 @@ func (f *fitter) pass(keep, per int) {
 		if len(c.text) > room {
 			s.Text, s.Trimmed = snippet(c.text, f.terms, room), true
 		}
-		line := f.o.Line(s)
-		if len(line) > f.left-keep {
+		cost := f.frame(s) + len(s.Text)
+		if cost > f.left-keep {
 			continue
 		}
-		f.left -= len(line)
+		f.left -= cost
+		f.days[day(s)] = true
 		f.out = append(f.out, s)
 		for j := range f.cands {
 			f.cands[j].sim = max(f.cands[j].sim, overlap(f.cands[j].set, c.set))
@@ -173,10 +183,10 @@ func candidates(hits []Hit, n int) []candidate {
 // nextByMMR returns the index of the candidate with the highest marginal relevance
 // (mmrLambda × relevance − (1 − mmrLambda) × its largest overlap with a shown memory), -1
 // when every one is a near-duplicate of a shown memory.
-func nextByMMR(cands []candidate) int {
+func nextByMMR(cands []candidate, skipLong bool) int {
 	best, at := 0.0, -1
 	for i, c := range cands {
-		if c.sim >= nearDuplicate {
+		if c.sim >= nearDuplicate || skipLong && c.long {
 			continue
 		}
 		if v := mmrLambda*c.rel - (1-mmrLambda)*c.sim; at < 0 || v > best {
@@ -291,12 +301,51 @@ func SectionBudget(numCtx int, charsPerToken float64) int {
 	return int(float64(numCtx/3) * charsPerToken)
 }
 
-// PromptLine renders a shown memory as one line of a prompt's memory section: its kind
-// unless it is a chat turn (most memories of a conversation are), its day, and its source
-// unless the text starts with it or it only names the speaker; then the text, after
-// "Speaker: " when it does not start with the speaker's name, so the model knows who said
-// it. The frame is kept short: at num_ctx 2048 what it saves goes to one more memory.
-func PromptLine(s Shown) string {
+// Section renders shown memories as the lines of a prompt's memory section, grouped under
+// a heading for their day ("\n8 May 2023:"): memories without a time first, then the days
+// in the order of their first memory, so the most relevant day comes first and a day's
+// memories are read together. Fit counts exactly these characters against its budget;
+// grouping saves a date on two lines in five of LoCoMo's sections, room for another memory.
+func Section(shown []Shown) string {
+	var b strings.Builder
+	for _, s := range shown {
+		if day(s) == "" {
+			b.WriteString(promptLine(s))
+		}
+	}
+	done := map[string]bool{"": true}
+	for _, s := range shown {
+		d := day(s)
+		if done[d] {
+			continue
+		}
+		done[d] = true
+		b.WriteString(dayHeading(d))
+		for _, o := range shown {
+			if day(o) == d {
+				b.WriteString(promptLine(o))
+			}
+		}
+	}
+	return b.String()
+}
+
+// day is the day s happened as its section's heading names it, "" without a time.
+func day(s Shown) string {
+	if s.Created.IsZero() {
+		return ""
+	}
+	return s.Created.UTC().Format("2 Jan 2006")
+}
+
+func dayHeading(day string) string { return "\n" + day + ":" }
+
+// promptLine renders a shown memory as its line under its day's heading: its kind unless it
+// is a chat turn (most memories of a conversation are) and its source unless the text
+// starts with it or it only names the speaker; then the text, after "Speaker: " when it
+// does not start with the speaker's name, so the model knows who said it. The frame is kept
+// short: at num_ctx 2048 what it saves goes to one more memory.
+func promptLine(s Shown) string {
 	speaker := strings.Join(strings.Fields(s.Speaker), " ")
 	src := strings.Join(strings.Fields(s.Source), " ")
 	if s.Kind == KindChat {
@@ -310,9 +359,6 @@ func PromptLine(s Shown) string {
 	var meta []string
 	if s.Kind != KindChat && s.Kind != "" {
 		meta = append(meta, string(s.Kind))
-	}
-	if !s.Created.IsZero() {
-		meta = append(meta, s.Created.UTC().Format("2 Jan 2006"))
 	}
 	if src != "" && !strings.HasPrefix(s.Text, src) && (speaker == "" || !strings.Contains(src, speaker)) {
 		meta = append(meta, src)

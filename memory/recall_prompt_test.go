@@ -12,7 +12,7 @@ import (
 
 // The prompt mode of the recall benchmark (issue 18, item 5): for every question it builds
 // the memory section the agent's prompt would carry at a context of RECALL_PROMPT_CTX tokens
-// (Search, then Fit into SectionBudget, rendered by PromptLine, as daemon/agent does) and
+// (Search, then Fit into SectionBudget, rendered by Section, as daemon/agent does) and
 // counts the evidence turns that reach it:
 //
 //	RECALL_PROMPT_CTX=2048 scripts/bench.sh memory-recall ../shared/data/locomo-dev/*.json
@@ -71,7 +71,7 @@ func answersOf(tb testing.TB, paths []string) map[string]string {
 func runPromptRecall(tb testing.TB, dialogs []dialog, answers map[string]string, filler, chatty, numCtx int) promptEvidence {
 	ix := buildRecallIndex(tb, dialogs, filler, chatty)
 	defer ix.Close()
-	budget := SectionBudget(numCtx, 3.0) // daemon/agent's cautious chars per token
+	budget := promptBudget(numCtx)
 	var res promptEvidence
 	for _, d := range dialogs {
 		text := map[string]string{}
@@ -86,7 +86,7 @@ func runPromptRecall(tb testing.TB, dialogs []dialog, answers map[string]string,
 			if err != nil {
 				tb.Fatal(err)
 			}
-			shown := Fit(hits, FitOptions{Query: q.Question, Budget: budget, Line: PromptLine})
+			shown := Fit(hits, FitOptions{Query: q.Question, Budget: budget})
 			res.add(q, d.name, text, answers[q.Question], shown)
 		}
 	}
@@ -97,19 +97,18 @@ func runPromptRecall(tb testing.TB, dialogs []dialog, answers map[string]string,
 // turns by memory ID, answer the question's answer ("" when it has none).
 func (p *promptEvidence) add(q question, agent string, text map[string]string, answer string, shown []Shown) {
 	byID := map[string]Shown{}
-	var section strings.Builder
 	for _, s := range shown {
 		byID[s.ID] = s
-		section.WriteString(PromptLine(s))
 	}
-	p.chars += section.Len()
+	section := Section(shown)
+	p.chars += len(section)
 	var evidence strings.Builder
 	for _, ev := range q.Evidence {
 		evidence.WriteString(text[agent+"/"+strings.TrimSpace(ev)] + "\n")
 	}
 	if answer != "" && strings.Contains(strings.ToLower(evidence.String()), answer) {
 		p.answerable++
-		if strings.Contains(strings.ToLower(section.String()), answer) {
+		if strings.Contains(strings.ToLower(section), answer) {
 			p.answer++
 		}
 	}
@@ -132,6 +131,11 @@ func (p *promptEvidence) add(q question, agent string, text map[string]string, a
 		p.allShown++
 	}
 }
+
+// promptBudget is the budget daemon/agent gives Fit at numCtx when the rest of the prompt
+// leaves room for the whole section: SectionBudget at its cautious 3 chars per token, less
+// the section's heading (memoryHead there, 96 characters).
+func promptBudget(numCtx int) int { return SectionBudget(numCtx, 3.0) - 96 }
 
 // buildRecallIndex indexes the dialogs among filler memories, interleaved as runRecall does.
 func buildRecallIndex(tb testing.TB, dialogs []dialog, filler, chatty int) *Index {
@@ -183,7 +187,7 @@ func BenchmarkRecallPrompt(b *testing.B) {
 	numCtx := envInt("RECALL_PROMPT_CTX", 2048)
 	for range b.N {
 		res := runPromptRecall(b, dialogs, answersOf(b, paths), filler, chatty, numCtx)
-		fmt.Fprintf(os.Stderr, "num_ctx %d (memory section %d chars), %d filler memories: %s\n", numCtx, SectionBudget(numCtx, 3.0), filler, res)
+		fmt.Fprintf(os.Stderr, "num_ctx %d (memory section %d chars), %d filler memories: %s\n", numCtx, promptBudget(numCtx), filler, res)
 		n := float64(max(1, res.questions))
 		b.ReportMetric(100*res.shown/n, "evidence-%")
 		b.ReportMetric(100*res.whole/n, "whole-%")
@@ -202,7 +206,7 @@ func TestPromptRecallSynthetic(t *testing.T) {
 	if got := res.shown / float64(res.questions); got < 0.8 {
 		t.Errorf("%s: want at least 80%% of the evidence shown", res)
 	}
-	if res.chars/res.questions > SectionBudget(2048, 3.0) {
-		t.Errorf("%s: the section is over its budget of %d chars", res, SectionBudget(2048, 3.0))
+	if res.chars/res.questions > promptBudget(2048) {
+		t.Errorf("%s: the section is over its budget of %d chars", res, promptBudget(2048))
 	}
 }

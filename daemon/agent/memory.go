@@ -355,21 +355,16 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 }
 
 // memoryHead opens the memory section.
-const memoryHead = "Relevant memories (from past steps, feedback, notes and files; most relevant first):"
+const memoryHead = "Relevant memories (from past steps, feedback, notes and files; by day, the most relevant first):"
 
 // memorySectionOf renders the memory section of at most budget characters from hits
 // (best first) for query, showing at most k memories; "" when none fits.
 func memorySectionOf(hits []memory.Hit, query string, budget, k int) string {
-	shown := memory.Fit(hits, memory.FitOptions{Query: query, Budget: budget - len(memoryHead), K: k, Line: memory.PromptLine})
+	shown := memory.Fit(hits, memory.FitOptions{Query: query, Budget: budget - len(memoryHead), K: k})
 	if len(shown) == 0 {
 		return ""
 	}
-	var b strings.Builder
-	b.WriteString(memoryHead)
-	for _, sh := range shown {
-		b.WriteString(memory.PromptLine(sh))
-	}
-	return b.String()
+	return memoryHead + memory.Section(shown)
 }
 
 // AfterExecute implements commands.AfterExecute: a file the agent wrote is remembered, in

@@ -198,7 +198,7 @@ func TestMemorySectionGolden(t *testing.T) {
 	var hits []memory.Hit
 	for i, tu := range turns {
 		hits = append(hits, memory.Hit{ID: fmt.Sprintf("m-%d", i), Kind: memory.KindChat, Speaker: tu.who, Source: "slack message from " + tu.who,
-			Text: tu.text, Created: day.Add(time.Duration(i) * 49 * time.Hour), Score: 10 - float64(i)})
+			Text: tu.text, Created: day.Add(time.Duration(i%3) * 26 * time.Hour), Score: 10 - float64(i)})
 	}
 	hits = append(hits, memory.Hit{ID: "m-note", Kind: memory.KindNote, Source: "memory_add", Text: "Caroline's support group meets on Tuesdays at 7 pm in the library.", Created: day, Score: 0.5})
 	sec := memorySectionOf(hits, "When did Caroline go to the LGBTQ support group?", 600, memory.DefaultShown)
@@ -207,6 +207,9 @@ func TestMemorySectionGolden(t *testing.T) {
 	}
 	if len(sec) > 600 {
 		t.Errorf("section of %d chars, over its budget of 600", len(sec))
+	}
+	if len(memoryHead) != 96 {
+		t.Errorf("the heading is %d chars: memory/recall_prompt_test.go's promptBudget counts 96; change both", len(memoryHead))
 	}
 	testutil.Golden(t, filepath.Join("testdata", "prompt_memory_section.golden"), []byte(sec))
 }
