@@ -75,7 +75,9 @@ type candidate struct {
 	hit  Hit
 	text string
 	set  map[string]bool
-	rel  float64
+	// at are where the query's terms are in text, for a snippet around them.
+	at  []match
+	rel float64
 	// sim is its largest overlap with a memory shown so far (see overlap).
 	sim float64
 	// long says it did not fit the first pass: the tail may show a snippet of it.
@@ -92,7 +94,7 @@ func Fit(hits []Hit, o FitOptions) []Shown {
 	if o.K <= 0 {
 		o.K = DefaultShown
 	}
-	f := fitter{o: o, terms: analyzedTerms(o.Query), cands: candidates(hits, PromptCandidates), left: o.Budget, days: map[string]bool{}}
+	f := fitter{o: o, cands: candidates(hits, PromptCandidates, analyzedTerms(o.Query)), left: o.Budget, days: map[string]bool{}}
 	f.pass(int(tailShare*float64(o.Budget)), min(maxShown, max(2*minSnippet, o.Budget/4)))
 	f.pass(0, tailSnippet)
 	return f.out
@@ -102,7 +104,6 @@ func Fit(hits []Hit, o FitOptions) []Shown {
 // and the characters left.
 type fitter struct {
 	o     FitOptions
-	terms map[string]bool
 	cands []candidate
 	out   []Shown
 	left  int
@@ -141,7 +142,7 @@ func (f *fitter) pass(keep, per int) {
 		}
 		f.cands = slices.Delete(f.cands, i, i+1)
 		if len(c.text) > room {
-			s.Text, s.Trimmed = snippet(c.text, f.terms, room), true
+			s.Text, s.Trimmed = snippet(c.text, c.at, room), true
 		}
 		cost := f.frame(s) + len(s.Text)
 		if cost > f.left-keep {
@@ -156,8 +157,9 @@ func (f *fitter) pass(keep, per int) {
 	}
 }
 
-// candidates are the first n hits with text, analyzed once.
-func candidates(hits []Hit, n int) []candidate {
+// candidates are the first n hits with text, analyzed once: their terms, and where the
+// query's terms are.
+func candidates(hits []Hit, n int, terms map[string]bool) []candidate {
 	var out []candidate
 	top := 0.0
 	for _, h := range hits {
@@ -175,7 +177,14 @@ func candidates(hits []Hit, n int) []candidate {
 		if top > 0 {
 			rel = h.Score / top
 		}
-		out = append(out, candidate{hit: h, text: text, set: analyzedTerms(text), rel: rel})
+		c := candidate{hit: h, text: text, set: map[string]bool{}, rel: rel}
+		for _, t := range analyze(text) {
+			c.set[string(t.Term)] = true
+			if terms[string(t.Term)] {
+				c.at = append(c.at, match{at: t.Start, term: string(t.Term)})
+			}
+		}
+		out = append(out, c)
 	}
 	return out
 }
@@ -234,30 +243,30 @@ func analyzedTerms(q string) map[string]bool {
 	return out
 }
 
+// match is one of the query's terms in a text: its byte offset and its analyzed term.
+type match struct {
+	at   int
+	term string
+}
+
 // snippet cuts text to at most size bytes around the window that holds the most distinct
-// query terms, starting a little before the first of them; "…" marks a cut end.
-func snippet(text string, terms map[string]bool, size int) string {
+// query terms (at, in text order), starting a little before the first of them; "…" marks
+// a cut end.
+func snippet(text string, at []match, size int) string {
 	const ell = "…"
 	size -= 2 * len(ell)
 	if size <= 0 {
 		return ""
 	}
-	var at []int       // byte offsets of matching tokens
-	var which []string // their terms
-	for _, t := range analyze(text) {
-		if terms[string(t.Term)] {
-			at, which = append(at, t.Start), append(which, string(t.Term))
-		}
-	}
 	start := 0
 	best := -1
 	for i := range at { // the window starting at match i that covers the most distinct terms
 		d := map[string]bool{}
-		for j := i; j < len(at) && at[j]-at[i] < size*3/4; j++ {
-			d[which[j]] = true
+		for j := i; j < len(at) && at[j].at-at[i].at < size*3/4; j++ {
+			d[at[j].term] = true
 		}
 		if len(d) > best {
-			best, start = len(d), at[i]
+			best, start = len(d), at[i].at
 		}
 	}
 	// Some context before the first matched word: who is speaking, what it is about.
