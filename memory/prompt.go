@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 )
 
 // Fitting recalled memories into a prompt (issue 18, items 3 and 5). A small context
@@ -219,19 +218,18 @@ func overlap(a, b map[string]bool) float64 {
 	return float64(common) / float64(max(len(a), len(b)))
 }
 
-// textAnalyzer is the index's own text analyzer (newMapping's English one: lowercase,
-// stop words, stemming), so a snippet centres on the words a search matched. The index
-// code may use it too instead of resolving its own.
-var textAnalyzer = sync.OnceValue(func() analysis.Analyzer {
-	return newMapping().AnalyzerNamed(en.AnalyzerName)
-})
+// mappingAnalyzers are the analyzers of the index's mapping (newMapping), resolved once
+// the way the index resolves them (analyzersFor): Fit and the explanations analyze with
+// the index's own English analyzer (lowercase, stop words, stemming) without an index at
+// hand, so a snippet centres on the words a search matched.
+var mappingAnalyzers = sync.OnceValues(func() (analyzers, error) { return analyzersFor(newMapping()) })
 
 func analyze(s string) analysis.TokenStream {
-	a := textAnalyzer()
-	if a == nil {
-		return nil
+	a, err := mappingAnalyzers()
+	if err != nil {
+		return nil // not registered: a build error in effect, which the index reports on Open
 	}
-	return a.Analyze([]byte(s))
+	return a.text.Analyze([]byte(s))
 }
 
 // analyzedTerms are the analyzed terms of a query.
