@@ -300,7 +300,8 @@ func (c memoryComponent) Commands(context.Context, *commands.Step) ([]commands.C
 }
 
 // memoryShare is the part of what the prompt has left that memories may take at least;
-// historyFloor the characters they always leave to the history (its newest step).
+// historyFloor the characters they always leave to the history (its newest step) once
+// the agent has one.
 const (
 	memoryShare  = 0.4
 	historyFloor = 600
@@ -308,12 +309,18 @@ const (
 
 // memoryBudget is the characters the memory section may take: its reserve at this
 // context size (memory.SectionBudget, about 2,000 at num_ctx 2048) or its share of what
-// the prompt has left, whichever is more, within what the prompt has left and the
-// configured BudgetTokens.
-func memoryBudget(step *commands.Step, budgetTokens int, cpt float64) int {
+// the prompt has left, whichever is more, within what the prompt has left (less the
+// history's floor when the agent has a history) and the configured BudgetTokens. At
+// num_ctx 2048 the first step's prompt leaves about 2,400 characters: the whole reserve;
+// later steps leave the history 600 and memories about 1,800.
+func memoryBudget(step *commands.Step, budgetTokens int, cpt float64, history bool) int {
 	b := int(float64(step.Budget) * memoryShare)
 	if step.ContextTokens > 0 {
-		b = max(b, min(memory.SectionBudget(step.ContextTokens, cpt), step.Budget-historyFloor))
+		floor := 0
+		if history {
+			floor = historyFloor
+		}
+		b = max(b, min(memory.SectionBudget(step.ContextTokens, cpt), step.Budget-floor))
 	}
 	return min(b, int(float64(budgetTokens)*cpt))
 }
@@ -326,13 +333,13 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	if m == nil {
 		return nil, nil
 	}
-	budget := memoryBudget(step, m.opt.BudgetTokens, c.s.model.charsPerToken(c.l.Model))
-	if budget < len(memoryHead)+200 {
-		return nil, nil
-	}
 	recent, err := c.s.episodeHistory.recentEpisodes(ctx, step.AgentID, c.l.HistoryEpisodes) // shared with the history
 	if err != nil {
 		return nil, err
+	}
+	budget := memoryBudget(step, m.opt.BudgetTokens, c.s.model.charsPerToken(c.l.Model), len(recent) > 0)
+	if budget < len(memoryHead)+200 {
+		return nil, nil
 	}
 	skip := map[string]bool{}
 	q := []string{step.Task}

@@ -94,20 +94,23 @@ func TestMemoryBudget(t *testing.T) {
 	cases := []struct {
 		name             string
 		left, ctx, limit int
+		history          bool
 		want             int
 	}{
-		{name: "small_context_gets_its_reserve", left: 2700, ctx: 2048, limit: 2500, want: 2046},
-		{name: "first_step_at_2048_leaves_history_its_floor", left: 2434, ctx: 2048, limit: 2500, want: 1834},
-		{name: "reserve_leaves_history_its_floor", left: 1500, ctx: 2048, limit: 2500, want: 900},
-		{name: "share_when_more_than_reserve", left: 20000, ctx: 4096, limit: 2500, want: 7500},
-		{name: "configured_limit_caps_it", left: 20000, ctx: 4096, limit: 1000, want: 3000},
-		{name: "unknown_context_uses_the_share", left: 2400, ctx: 0, limit: 2500, want: 960},
+		{name: "small_context_gets_its_reserve", left: 2700, ctx: 2048, limit: 2500, history: true, want: 2046},
+		{name: "later_step_at_2048_leaves_history_its_floor", left: 2434, ctx: 2048, limit: 2500, history: true, want: 1834},
+		{name: "first_step_at_2048_without_history_gets_the_reserve", left: 2434, ctx: 2048, limit: 2500, want: 2046},
+		{name: "reserve_leaves_history_its_floor", left: 1500, ctx: 2048, limit: 2500, history: true, want: 900},
+		{name: "without_history_at_most_what_is_left", left: 1500, ctx: 2048, limit: 2500, want: 1500},
+		{name: "share_when_more_than_reserve", left: 20000, ctx: 4096, limit: 2500, history: true, want: 7500},
+		{name: "configured_limit_caps_it", left: 20000, ctx: 4096, limit: 1000, history: true, want: 3000},
+		{name: "unknown_context_uses_the_share", left: 2400, ctx: 0, limit: 2500, history: true, want: 960},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := memoryBudget(&commands.Step{Budget: c.left, ContextTokens: c.ctx}, c.limit, 3)
+			got := memoryBudget(&commands.Step{Budget: c.left, ContextTokens: c.ctx}, c.limit, 3, c.history)
 			if got != c.want {
-				t.Errorf("memoryBudget(left %d, num_ctx %d, limit %d) = %d, want %d", c.left, c.ctx, c.limit, got, c.want)
+				t.Errorf("memoryBudget(left %d, num_ctx %d, limit %d, history %v) = %d, want %d", c.left, c.ctx, c.limit, c.history, got, c.want)
 			}
 		})
 	}
