@@ -196,7 +196,7 @@ func BenchmarkRecallPrompt(b *testing.B) {
 }
 
 // TestPromptRecallSynthetic keeps the prompt mode working on the repo's synthetic dialogs:
-// at num_ctx 2048 most of their evidence reaches the memory section.
+// at num_ctx 2048 most of their evidence, and the answers in it, reach the memory section.
 func TestPromptRecallSynthetic(t *testing.T) {
 	paths := []string{"testdata/dialog.json"}
 	res := runPromptRecall(t, loadDialogs(t, paths), answersOf(t, paths), 2000, 50, 2048)
@@ -205,6 +205,9 @@ func TestPromptRecallSynthetic(t *testing.T) {
 	}
 	if got := res.shown / float64(res.questions); got < 0.8 {
 		t.Errorf("%s: want at least 80%% of the evidence shown", res)
+	}
+	if res.answerable == 0 || float64(res.answer) < 0.8*float64(res.answerable) {
+		t.Errorf("%s: want the answer in the prompt for at least 80%% of the questions whose evidence holds it", res)
 	}
 	if res.chars/res.questions > promptBudget(2048) {
 		t.Errorf("%s: the section is over its budget of %d chars", res, promptBudget(2048))
