@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +25,11 @@ func TestFit(t *testing.T) {
 			query: "boiler pressure", budget: 1000, want: []string{"boiler pressure is 1.5", "Maria fixed the tap"}, cut: []bool{false, false}},
 		{name: "long_memory_cut_around_the_matching_words", hits: []string{long}, query: "when was the boiler serviced",
 			budget: 1500, want: []string{"boiler was serviced by Maria on Tuesday"}, cut: []bool{true}},
-		{name: "too_long_for_what_is_left_gives_way_to_a_shorter_one", hits: []string{strings.Repeat("x", 90) + " boiler", long, "boiler ok"},
-			query: "boiler", budget: 255, want: []string{"boiler", "boiler ok"}, cut: []bool{false, false}},
-		{name: "nothing_fits_nothing_shown", hits: []string{"boiler"}, query: "boiler", budget: 50},
+		{name: "small_budget_shows_the_next_memories_as_snippets", hits: []string{strings.Repeat("x", 90) + " boiler", long, "boiler ok"},
+			query: "when was the boiler serviced", budget: 255, want: []string{"xxx boiler", "…The boiler was serviced by Maria on Tuesday.…", "boiler ok"}, cut: []bool{true, true, false}},
+		{name: "long_memory_gives_way_to_a_shorter_one_then_comes_as_a_snippet", hits: []string{long, "boiler ok"},
+			query: "when was the boiler serviced", budget: 120, want: []string{"boiler ok", "boiler was serviced by Maria"}, cut: []bool{false, true}},
+		{name: "nothing_fits_nothing_shown", hits: []string{"boiler"}, query: "boiler", budget: 25},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -34,13 +37,11 @@ func TestFit(t *testing.T) {
 			for i, h := range c.hits {
 				hits = append(hits, Hit{ID: string(rune('a' + i)), Kind: KindNote, Text: h, Created: time.Date(2026, 5, 8, 0, 0, 0, 0, time.UTC)})
 			}
-			got := Fit(hits, FitOptions{Query: c.query, Budget: c.budget, Line: PromptLine})
+			got := Fit(hits, FitOptions{Query: c.query, Budget: c.budget})
 			if len(got) != len(c.want) {
 				t.Fatalf("Fit showed %d memories, want %d: %+v", len(got), len(c.want), got)
 			}
-			total := 0
 			for i, s := range got {
-				total += len(PromptLine(s))
 				if !strings.Contains(s.Text, c.want[i]) || s.Trimmed != c.cut[i] {
 					t.Errorf("memory %d = %q (trimmed %v), want it to hold %q (trimmed %v)", i, s.Text, s.Trimmed, c.want[i], c.cut[i])
 				}
@@ -48,38 +49,67 @@ func TestFit(t *testing.T) {
 					t.Errorf("snippet %q: want valid UTF-8 with … at its cut ends", s.Text)
 				}
 			}
-			if total > c.budget {
-				t.Errorf("lines take %d chars, over the budget of %d", total, c.budget)
+			if total := len(Section(got)); total > c.budget {
+				t.Errorf("the section takes %d chars, over the budget of %d", total, c.budget)
 			}
 		})
 	}
 }
 
-func TestPromptLine(t *testing.T) {
+// Maximal marginal relevance: a memory that repeats most of one shown already gives way to
+// a less relevant one that adds something; a near-copy is never shown.
+func TestFitPrefersNovelMemories(t *testing.T) {
+	hits := []Hit{
+		{ID: "a", Kind: KindNote, Score: 10, Text: "boiler pressure 1.5 bar checked today by Maria"},
+		{ID: "copy", Kind: KindNote, Score: 9.5, Text: "Boiler pressure: 1.5 bar, checked today by Maria!"},
+		{ID: "b", Kind: KindNote, Score: 9, Text: "boiler pressure 1.5 bar checked yesterday by Ana"},
+		{ID: "c", Kind: KindNote, Score: 8.5, Text: "the boiler service is due in May"},
+	}
+	var got []string
+	for _, s := range Fit(hits, FitOptions{Query: "boiler pressure", Budget: 1000}) {
+		got = append(got, s.ID)
+	}
+	if want := []string{"a", "c", "b"}; !slices.Equal(got, want) {
+		t.Errorf("Fit showed %v, want %v (the novel memory before the overlapping one, the near-copy left out)", got, want)
+	}
+}
+
+func TestSection(t *testing.T) {
 	at := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
+	next := at.Add(24 * time.Hour)
 	cases := []struct {
-		name string
-		s    Shown
-		want string
+		name  string
+		shown []Shown
+		want  string
 	}{
-		{name: "chat_turn_names_its_speaker_once", s: Shown{Hit: Hit{Kind: KindChat, Source: "Caroline", Created: at}, Text: "Caroline: I went to a support group yesterday."},
-			want: "\n- [chat, 8 May 2023] Caroline: I went to a support group yesterday."},
-		{name: "file_chunk_names_its_path", s: Shown{Hit: Hit{Kind: KindFile, Source: "notes/a.txt", Created: at}, Text: "…the code is 4711…"},
-			want: "\n- [file, 8 May 2023, notes/a.txt] …the code is 4711…"},
-		{name: "no_date_no_source", s: Shown{Hit: Hit{Kind: KindNote}, Text: "x"}, want: "\n- [note] x"},
-		{name: "imported_turn_starting_with_its_speaker", s: Shown{Hit: Hit{Kind: KindChat, Source: "Caroline", Speaker: "Caroline", Created: at}, Text: "Caroline: I went to a support group yesterday."},
-			want: "\n- [chat, 8 May 2023] Caroline: I went to a support group yesterday."},
-		{name: "chat_message_gets_its_speaker", s: Shown{Hit: Hit{Kind: KindChat, Source: "slack message from Ana Lima", Speaker: "Ana Lima", Created: at}, Text: "the deadline moved to Friday"},
-			want: "\n- [chat, 8 May 2023] Ana Lima: the deadline moved to Friday"},
-		{name: "snippet_of_a_turn_starting_with_its_speaker", s: Shown{Hit: Hit{Kind: KindChat, Speaker: "Ana"}, Text: "…Ana: the deadline moved", Trimmed: true},
-			want: "\n- [chat] …Ana: the deadline moved"},
-		{name: "note_with_speaker_and_other_source", s: Shown{Hit: Hit{Kind: KindNote, Source: "minutes.txt", Speaker: "Bo"}, Text: "budget approved"},
+		{name: "chat_turn_names_its_speaker_once", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "Caroline", Created: at}, Text: "Caroline: I went to a support group yesterday."}},
+			want: "\n8 May 2023:\n- Caroline: I went to a support group yesterday."},
+		{name: "file_chunk_names_its_path", shown: []Shown{{Hit: Hit{Kind: KindFile, Source: "notes/a.txt", Created: at}, Text: "…the code is 4711…"}},
+			want: "\n8 May 2023:\n- [file, notes/a.txt] …the code is 4711…"},
+		{name: "no_date_no_source", shown: []Shown{{Hit: Hit{Kind: KindNote}, Text: "x"}}, want: "\n- [note] x"},
+		{name: "imported_turn_starting_with_its_speaker", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "Caroline", Speaker: "Caroline", Created: at}, Text: "Caroline: I went to a support group yesterday."}},
+			want: "\n8 May 2023:\n- Caroline: I went to a support group yesterday."},
+		{name: "chat_message_gets_its_speaker", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "slack message from Ana Lima", Speaker: "Ana Lima", Created: at}, Text: "the deadline moved to Friday"}},
+			want: "\n8 May 2023:\n- Ana Lima: the deadline moved to Friday"},
+		{name: "snippet_of_a_turn_starting_with_its_speaker", shown: []Shown{{Hit: Hit{Kind: KindChat, Speaker: "Ana"}, Text: "…Ana: the deadline moved", Trimmed: true}},
+			want: "\n- …Ana: the deadline moved"},
+		{name: "note_with_speaker_and_other_source", shown: []Shown{{Hit: Hit{Kind: KindNote, Source: "minutes.txt", Speaker: "Bo"}, Text: "budget approved"}},
 			want: "\n- [note, minutes.txt] Bo: budget approved"},
+		{name: "chat_turn_naming_its_speaker_in_the_source_only", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "Caroline", Created: at}, Text: "I went to a support group."}},
+			want: "\n8 May 2023:\n- Caroline: I went to a support group."},
+		{name: "episode_keeps_kind_and_source", shown: []Shown{{Hit: Hit{Kind: KindEpisode, Source: "step 3 write_file", Created: at}, Text: "wrote a.txt"}},
+			want: "\n8 May 2023:\n- [episode, step 3 write_file] wrote a.txt"},
+		{name: "grouped_by_day_most_relevant_day_first_undated_first", shown: []Shown{
+			{Hit: Hit{Kind: KindChat, Speaker: "Ana", Created: next}, Text: "best"},
+			{Hit: Hit{Kind: KindChat, Speaker: "Bo", Created: at}, Text: "second"},
+			{Hit: Hit{Kind: KindNote}, Text: "undated"},
+			{Hit: Hit{Kind: KindChat, Speaker: "Cy", Created: next.Add(time.Hour)}, Text: "third"},
+		}, want: "\n- [note] undated\n9 May 2023:\n- Ana: best\n- Cy: third\n8 May 2023:\n- Bo: second"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := PromptLine(c.s); got != c.want {
-				t.Errorf("PromptLine = %q, want %q", got, c.want)
+			if got := Section(c.shown); got != c.want {
+				t.Errorf("Section = %q, want %q", got, c.want)
 			}
 		})
 	}

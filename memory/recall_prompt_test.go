@@ -12,14 +12,10 @@ import (
 
 // The prompt mode of the recall benchmark (issue 18, item 5): for every question it builds
 // the memory section the agent's prompt would carry at a context of RECALL_PROMPT_CTX tokens
-// (Search, then Fit into SectionBudget, rendered by PromptLine, as daemon/agent does) and
+// (Search, then Fit into SectionBudget, rendered by Section, as daemon/agent does) and
 // counts the evidence turns that reach it:
 //
 //	RECALL_PROMPT_CTX=2048 scripts/bench.sh memory-recall ../shared/data/locomo-dev/*.json
-
-// promptCandidates is how many hits the section is chosen from: daemon/agent asks for
-// three per memory it may show (memoryCandidates × K).
-const promptCandidates = 3 * DefaultK
 
 // promptEvidence counts, over questions of categories 1–4, the share of evidence turns
 // shown whole, shown at all (whole or as a snippet), and the questions with every one of
@@ -75,7 +71,7 @@ func answersOf(tb testing.TB, paths []string) map[string]string {
 func runPromptRecall(tb testing.TB, dialogs []dialog, answers map[string]string, filler, chatty, numCtx int) promptEvidence {
 	ix := buildRecallIndex(tb, dialogs, filler, chatty)
 	defer ix.Close()
-	budget := SectionBudget(numCtx, 3.0) // daemon/agent's cautious chars per token
+	budget := promptBudget(numCtx)
 	var res promptEvidence
 	for _, d := range dialogs {
 		text := map[string]string{}
@@ -86,50 +82,60 @@ func runPromptRecall(tb testing.TB, dialogs []dialog, answers map[string]string,
 			if q.Category == 5 || len(q.Evidence) == 0 {
 				continue
 			}
-			hits, err := ix.Search(context.Background(), Query{Agent: d.name, Text: q.Question, K: promptCandidates})
+			hits, err := ix.Search(context.Background(), Query{Agent: d.name, Text: q.Question, K: PromptCandidates})
 			if err != nil {
 				tb.Fatal(err)
 			}
-			shown := Fit(hits, FitOptions{Query: q.Question, Budget: budget, Line: PromptLine})
-			byID := map[string]Shown{}
-			var section strings.Builder
-			for _, s := range shown {
-				byID[s.ID] = s
-				section.WriteString(PromptLine(s))
-			}
-			res.chars += section.Len()
-			var evidence strings.Builder
-			for _, ev := range q.Evidence {
-				evidence.WriteString(text[d.name+"/"+strings.TrimSpace(ev)] + "\n")
-			}
-			if a := answers[q.Question]; a != "" && strings.Contains(strings.ToLower(evidence.String()), a) {
-				res.answerable++
-				if strings.Contains(strings.ToLower(section.String()), a) {
-					res.answer++
-				}
-			}
-			res.memories += len(shown)
-			res.questions++
-			all := true
-			for _, ev := range q.Evidence {
-				id := d.name + "/" + strings.TrimSpace(ev)
-				s, ok := byID[id]
-				if !ok {
-					all = false
-					continue
-				}
-				res.shown += 1 / float64(len(q.Evidence))
-				if !s.Trimmed && s.Text == text[id] {
-					res.whole += 1 / float64(len(q.Evidence))
-				}
-			}
-			if all {
-				res.allShown++
-			}
+			shown := Fit(hits, FitOptions{Query: q.Question, Budget: budget})
+			res.add(q, d.name, text, answers[q.Question], shown)
 		}
 	}
 	return res
 }
+
+// add counts one question's section: shown is what Fit chose for it, text the dialog's
+// turns by memory ID, answer the question's answer ("" when it has none).
+func (p *promptEvidence) add(q question, agent string, text map[string]string, answer string, shown []Shown) {
+	byID := map[string]Shown{}
+	for _, s := range shown {
+		byID[s.ID] = s
+	}
+	section := Section(shown)
+	p.chars += len(section)
+	var evidence strings.Builder
+	for _, ev := range q.Evidence {
+		evidence.WriteString(text[agent+"/"+strings.TrimSpace(ev)] + "\n")
+	}
+	if answer != "" && strings.Contains(strings.ToLower(evidence.String()), answer) {
+		p.answerable++
+		if strings.Contains(strings.ToLower(section), answer) {
+			p.answer++
+		}
+	}
+	p.memories += len(shown)
+	p.questions++
+	all := true
+	for _, ev := range q.Evidence {
+		id := agent + "/" + strings.TrimSpace(ev)
+		s, ok := byID[id]
+		if !ok {
+			all = false
+			continue
+		}
+		p.shown += 1 / float64(len(q.Evidence))
+		if !s.Trimmed && s.Text == text[id] {
+			p.whole += 1 / float64(len(q.Evidence))
+		}
+	}
+	if all {
+		p.allShown++
+	}
+}
+
+// promptBudget is the budget daemon/agent gives Fit at numCtx when the rest of the prompt
+// leaves room for the whole section: SectionBudget at its cautious 3 chars per token, less
+// the section's heading (memoryHead there, 96 characters).
+func promptBudget(numCtx int) int { return SectionBudget(numCtx, 3.0) - 96 }
 
 // buildRecallIndex indexes the dialogs among filler memories, interleaved as runRecall does.
 func buildRecallIndex(tb testing.TB, dialogs []dialog, filler, chatty int) *Index {
@@ -181,7 +187,7 @@ func BenchmarkRecallPrompt(b *testing.B) {
 	numCtx := envInt("RECALL_PROMPT_CTX", 2048)
 	for range b.N {
 		res := runPromptRecall(b, dialogs, answersOf(b, paths), filler, chatty, numCtx)
-		fmt.Fprintf(os.Stderr, "num_ctx %d (memory section %d chars), %d filler memories: %s\n", numCtx, SectionBudget(numCtx, 3.0), filler, res)
+		fmt.Fprintf(os.Stderr, "num_ctx %d (memory section %d chars), %d filler memories: %s\n", numCtx, promptBudget(numCtx), filler, res)
 		n := float64(max(1, res.questions))
 		b.ReportMetric(100*res.shown/n, "evidence-%")
 		b.ReportMetric(100*res.whole/n, "whole-%")
@@ -190,7 +196,7 @@ func BenchmarkRecallPrompt(b *testing.B) {
 }
 
 // TestPromptRecallSynthetic keeps the prompt mode working on the repo's synthetic dialogs:
-// at num_ctx 2048 most of their evidence reaches the memory section.
+// at num_ctx 2048 most of their evidence, and the answers in it, reach the memory section.
 func TestPromptRecallSynthetic(t *testing.T) {
 	paths := []string{"testdata/dialog.json"}
 	res := runPromptRecall(t, loadDialogs(t, paths), answersOf(t, paths), 2000, 50, 2048)
@@ -200,7 +206,10 @@ func TestPromptRecallSynthetic(t *testing.T) {
 	if got := res.shown / float64(res.questions); got < 0.8 {
 		t.Errorf("%s: want at least 80%% of the evidence shown", res)
 	}
-	if res.chars/res.questions > SectionBudget(2048, 3.0) {
-		t.Errorf("%s: the section is over its budget of %d chars", res, SectionBudget(2048, 3.0))
+	if res.answerable == 0 || float64(res.answer) < 0.8*float64(res.answerable) {
+		t.Errorf("%s: want the answer in the prompt for at least 80%% of the questions whose evidence holds it", res)
+	}
+	if res.chars/res.questions > promptBudget(2048) {
+		t.Errorf("%s: the section is over its budget of %d chars", res, promptBudget(2048))
 	}
 }

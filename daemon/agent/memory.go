@@ -37,7 +37,8 @@ type MemoryOptions struct {
 	// Index is the open memory index; nil turns long-term memory off (no memory component,
 	// no memory commands, nothing written to the memories table).
 	Index *memory.Index
-	// K is how many relevant memories a prompt shows at most (default 10).
+	// K is how many relevant memories a prompt shows at most (default memory.DefaultShown,
+	// 25: at num_ctx 2048 most of them as snippets).
 	K int
 	// BudgetTokens caps the tokens they take (default 2,500); on a small context they get
 	// at most two fifths of what the rest of the prompt leaves.
@@ -60,7 +61,7 @@ func newMemState(o MemoryOptions) *memState {
 		return nil
 	}
 	if o.K <= 0 {
-		o.K = memory.DefaultK
+		o.K = memory.DefaultShown
 	}
 	if o.BudgetTokens <= 0 {
 		o.BudgetTokens = 2500
@@ -299,27 +300,30 @@ func (c memoryComponent) Commands(context.Context, *commands.Step) ([]commands.C
 }
 
 // memoryShare is the part of what the prompt has left that memories may take at least;
-// historyFloor the characters they always leave to the history (its newest step).
+// historyFloor the characters they always leave to the history (its newest step) once
+// the agent has one.
 const (
 	memoryShare  = 0.4
 	historyFloor = 600
 )
 
 // memoryBudget is the characters the memory section may take: its reserve at this
-// context size (memory.SectionBudget, about 1,500 at num_ctx 2048) or its share of what
-// the prompt has left, whichever is more, within what the prompt has left and the
-// configured BudgetTokens.
-func memoryBudget(step *commands.Step, budgetTokens int, cpt float64) int {
+// context size (memory.SectionBudget, about 2,000 at num_ctx 2048) or its share of what
+// the prompt has left, whichever is more, within what the prompt has left (less the
+// history's floor when the agent has a history) and the configured BudgetTokens. At
+// num_ctx 2048 the first step's prompt leaves about 2,400 characters: the whole reserve;
+// later steps leave the history 600 and memories about 1,800.
+func memoryBudget(step *commands.Step, budgetTokens int, cpt float64, history bool) int {
 	b := int(float64(step.Budget) * memoryShare)
 	if step.ContextTokens > 0 {
-		b = max(b, min(memory.SectionBudget(step.ContextTokens, cpt), step.Budget-historyFloor))
+		floor := 0
+		if history {
+			floor = historyFloor
+		}
+		b = max(b, min(memory.SectionBudget(step.ContextTokens, cpt), step.Budget-floor))
 	}
 	return min(b, int(float64(budgetTokens)*cpt))
 }
-
-// memoryCandidates is how many hits per memory shown the section is chosen from: Fit
-// passes over near-duplicates and memories too long for what is left.
-const memoryCandidates = 3
 
 // Messages implements MessageProvider: the top-k memories for the task and the latest
 // steps, within the memory budget, leaving out the steps history shows in full anyway.
@@ -329,14 +333,13 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	if m == nil {
 		return nil, nil
 	}
-	budget := memoryBudget(step, m.opt.BudgetTokens, c.s.model.charsPerToken(c.l.Model))
-	const head = "Relevant memories (from past steps, feedback, notes and files; most relevant first):"
-	if budget < len(head)+200 {
-		return nil, nil
-	}
 	recent, err := c.s.episodeHistory.recentEpisodes(ctx, step.AgentID, c.l.HistoryEpisodes) // shared with the history
 	if err != nil {
 		return nil, err
+	}
+	budget := memoryBudget(step, m.opt.BudgetTokens, c.s.model.charsPerToken(c.l.Model), len(recent) > 0)
+	if budget < len(memoryHead)+200 {
+		return nil, nil
 	}
 	skip := map[string]bool{}
 	q := []string{step.Task}
@@ -347,21 +350,28 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 		}
 	}
 	query := strings.Join(q, "\n")
-	hits, err := m.ix.Search(ctx, memory.Query{Agent: step.AgentID, Text: query, K: memoryCandidates*m.opt.K + len(skip), HalfLife: m.opt.HalfLife})
+	hits, err := m.ix.Search(ctx, memory.Query{Agent: step.AgentID, Text: query, K: memory.PromptCandidates + len(skip), HalfLife: m.opt.HalfLife})
 	if err != nil {
 		return nil, err
 	}
 	hits = slices.DeleteFunc(hits, func(h memory.Hit) bool { return skip[h.ID] })
-	shown := memory.Fit(hits, memory.FitOptions{Query: query, Budget: budget - len(head), K: m.opt.K, Line: memory.PromptLine})
+	if sec := memorySectionOf(hits, query, budget, m.opt.K); sec != "" {
+		return []string{sec}, nil
+	}
+	return nil, nil
+}
+
+// memoryHead opens the memory section.
+const memoryHead = "Relevant memories (from past steps, feedback, notes and files; by day, the most relevant first):"
+
+// memorySectionOf renders the memory section of at most budget characters from hits
+// (best first) for query, showing at most k memories; "" when none fits.
+func memorySectionOf(hits []memory.Hit, query string, budget, k int) string {
+	shown := memory.Fit(hits, memory.FitOptions{Query: query, Budget: budget - len(memoryHead), K: k})
 	if len(shown) == 0 {
-		return nil, nil
+		return ""
 	}
-	var b strings.Builder
-	b.WriteString(head)
-	for _, sh := range shown {
-		b.WriteString(memory.PromptLine(sh))
-	}
-	return []string{b.String()}, nil
+	return memoryHead + memory.Section(shown)
 }
 
 // AfterExecute implements commands.AfterExecute: a file the agent wrote is remembered, in

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -25,6 +28,9 @@ func memorySection(prompt string) string {
 		s = s[:j]
 	}
 	if j := strings.Index(s, "\nThe current time is"); j >= 0 {
+		s = s[:j]
+	}
+	if j := strings.Index(s, "\n--- "); j >= 0 { // the next message, as render shows it
 		s = s[:j]
 	}
 	return s
@@ -88,20 +94,125 @@ func TestMemoryBudget(t *testing.T) {
 	cases := []struct {
 		name             string
 		left, ctx, limit int
+		history          bool
 		want             int
 	}{
-		{name: "small_context_gets_its_reserve", left: 2400, ctx: 2048, limit: 2500, want: 1536},
-		{name: "reserve_leaves_history_its_floor", left: 1500, ctx: 2048, limit: 2500, want: 900},
-		{name: "share_when_more_than_reserve", left: 20000, ctx: 4096, limit: 2500, want: 7500},
-		{name: "configured_limit_caps_it", left: 20000, ctx: 4096, limit: 1000, want: 3000},
-		{name: "unknown_context_uses_the_share", left: 2400, ctx: 0, limit: 2500, want: 960},
+		{name: "small_context_gets_its_reserve", left: 2700, ctx: 2048, limit: 2500, history: true, want: 2046},
+		{name: "later_step_at_2048_leaves_history_its_floor", left: 2434, ctx: 2048, limit: 2500, history: true, want: 1834},
+		{name: "first_step_at_2048_without_history_gets_the_reserve", left: 2434, ctx: 2048, limit: 2500, want: 2046},
+		{name: "reserve_leaves_history_its_floor", left: 1500, ctx: 2048, limit: 2500, history: true, want: 900},
+		{name: "without_history_at_most_what_is_left", left: 1500, ctx: 2048, limit: 2500, want: 1500},
+		{name: "share_when_more_than_reserve", left: 20000, ctx: 4096, limit: 2500, history: true, want: 7500},
+		{name: "configured_limit_caps_it", left: 20000, ctx: 4096, limit: 1000, history: true, want: 3000},
+		{name: "unknown_context_uses_the_share", left: 2400, ctx: 0, limit: 2500, history: true, want: 960},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := memoryBudget(&commands.Step{Budget: c.left, ContextTokens: c.ctx}, c.limit, 3)
+			got := memoryBudget(&commands.Step{Budget: c.left, ContextTokens: c.ctx}, c.limit, 3, c.history)
 			if got != c.want {
-				t.Errorf("memoryBudget(left %d, num_ctx %d, limit %d) = %d, want %d", c.left, c.ctx, c.limit, got, c.want)
+				t.Errorf("memoryBudget(left %d, num_ctx %d, limit %d, history %v) = %d, want %d", c.left, c.ctx, c.limit, c.history, got, c.want)
 			}
 		})
 	}
+}
+
+// At num_ctx 2048 a 1,000-episode agent with many memories matching its task gets a full
+// memory section (about 18 memories, most as snippets) and its history's floor, and the
+// prompt still fits the context beside the reply.
+func TestMemoryPromptFitsAt2048With1000Episodes(t *testing.T) {
+	ix := openIndex(t, t.TempDir())
+	t.Cleanup(func() { ix.Close() })
+	f := newPromptFixture(t, Options{Directives: config.Default().Directives(), Memory: MemoryOptions{Index: ix}})
+	ctx := context.Background()
+	a, err := f.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Name: "keeper", Description: benchDescription,
+		Task: "Which supplier sent the garden shed invoice, and when is it due?", Start: new(bool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 2, 1, 10, 0, 0, 0, time.UTC)
+	var ms []store.Memory
+	things := []string{"roof panels", "door hinges", "floor boards", "window glass", "paint tins", "gutter pipes", "shelf brackets",
+		"wood stain", "lock set", "felt roll", "corner posts", "screws", "delivery", "labour", "skip hire", "concrete base"}
+	moods := []string{"arrived late", "were the wrong size", "cost more than quoted", "came with a discount", "are missing from the list",
+		"were paid in cash", "need a second coat", "were returned", "are on back order", "look fine"}
+	for i := range 60 {
+		who := []string{"Ann", "Bo", "Cy"}[i%3]
+		ms = append(ms, store.Memory{ID: fmt.Sprintf("m-turn-%02d", i), AgentID: a.ID, Kind: "chat", Speaker: who,
+			Source: "slack message from " + who, Created: day.Add(time.Duration(i) * 26 * time.Hour),
+			Text: fmt.Sprintf("The %s for the garden shed %s; %s said the invoice from %s should wait until %s %s.", things[i%len(things)],
+				moods[i%len(moods)], []string{"Dee", "Eli", "Flo"}[i%3], []string{"Timberland", "Oakworks", "ShedCo", "Pine & Sons"}[i%4],
+				things[(i*7+3)%len(things)], moods[(i*3+1)%len(moods)])})
+	}
+	ms = append(ms, store.Memory{ID: "m-note", AgentID: a.ID, Kind: "note", Source: "memory_add", Created: day,
+		Text: "The garden shed invoice from Oakworks is due on 3 March."})
+	err = f.st.Tx(ctx, func(tx *store.Tx) error {
+		for i := range 1000 {
+			ep := client.Episode{Step: i + 1, Command: "read_file", Args: json.RawMessage(fmt.Sprintf(`{"path":"invoices/%d.txt"}`, i)),
+				Reasoning: "check the next invoice for the garden shed", Outcome: "succeeded",
+				Result: strings.Repeat(fmt.Sprintf("line %d of invoice %d for the garden shed. ", i, i), 20)}
+			if err := tx.InsertEpisode(a.ID, &ep); err != nil {
+				return err
+			}
+		}
+		return f.sup.memoryService.remember(tx, ms...)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flush(t, ix)
+	var sa *store.Agent
+	if err := f.st.View(ctx, func(tx *store.Tx) (err error) { sa, err = tx.Agent(a.ID); return err }); err != nil {
+		t.Fatal(err)
+	}
+	_, msgs := f.sup.prompt(ctx, f.sup.live(), sa, f.sup.stepOf(sa), "m", 2048, nil)
+	limit := float64(2048-replyReserve(2048)) * defaultCharsPerToken
+	if chars := PromptChars(msgs); float64(chars) > limit {
+		t.Errorf("prompt of %d chars exceeds num_ctx 2048 less the reply reserve (%.0f chars)", chars, limit)
+	}
+	prompt := render(msgs)
+	sec := memorySection(prompt)
+	if n := strings.Count(sec, "\n- "); n < 12 {
+		t.Errorf("the memory section shows %d memories, want at least 12 at num_ctx 2048:\n%s", n, sec)
+	}
+	if !strings.Contains(sec, "due on 3 March") {
+		t.Errorf("the note with the answer is not in the memory section:\n%s", sec)
+	}
+	if !strings.Contains(prompt, "Progress so far:") {
+		t.Errorf("the history got no room beside the memories:\n%s", prompt)
+	}
+}
+
+// The memory section as the model reads it at num_ctx 2048 (its reserve capped by the
+// history's floor, as on a first step): the best memories whole, then snippets, the chat
+// turns' frame reduced to day and speaker, a near-copy left out.
+func TestMemorySectionGolden(t *testing.T) {
+	day := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
+	turns := []struct{ who, text string }{
+		{"Caroline", "I went to a LGBTQ support group yesterday and it was so powerful."},
+		{"Melanie", "Wow, that's cool, Caroline! What happened at the support group that was so awesome?"},
+		{"Caroline", "The transgender stories were so inspiring! I was so happy and thankful for all the support."},
+		{"Melanie", "I ran a charity race for mental health last Saturday – it was really rewarding and made me think about taking care of our minds."},
+		{"Caroline", "I went to the LGBTQ support group yesterday and it was so powerful!"}, // a near-copy of the first
+		{"Melanie", "We went camping with the kids in the mountains last week; the support of family means everything to me."},
+		{"Caroline", "I'm looking into counseling and mental health jobs, so I can give people the support I got from the group."},
+		{"Melanie", "My kids loved the pottery workshop; we made our own plates and painted them with flowers and suns."},
+		{"Caroline", "The adoption agency said the support group letter helped my application a lot."},
+	}
+	var hits []memory.Hit
+	for i, tu := range turns {
+		hits = append(hits, memory.Hit{ID: fmt.Sprintf("m-%d", i), Kind: memory.KindChat, Speaker: tu.who, Source: "slack message from " + tu.who,
+			Text: tu.text, Created: day.Add(time.Duration(i%3) * 26 * time.Hour), Score: 10 - float64(i)})
+	}
+	hits = append(hits, memory.Hit{ID: "m-note", Kind: memory.KindNote, Source: "memory_add", Text: "Caroline's support group meets on Tuesdays at 7 pm in the library.", Created: day, Score: 0.5})
+	sec := memorySectionOf(hits, "When did Caroline go to the LGBTQ support group?", 600, memory.DefaultShown)
+	if n := strings.Count(sec, "LGBTQ support group yesterday"); n != 1 {
+		t.Errorf("the near-copy is shown (%d times the same turn)", n)
+	}
+	if len(sec) > 600 {
+		t.Errorf("section of %d chars, over its budget of 600", len(sec))
+	}
+	if len(memoryHead) != 96 {
+		t.Errorf("the heading is %d chars: memory/recall_prompt_test.go's promptBudget counts 96; change both", len(memoryHead))
+	}
+	testutil.Golden(t, filepath.Join("testdata", "prompt_memory_section.golden"), []byte(sec))
 }

@@ -105,7 +105,7 @@ func TestMemoryPromptNamesTheSpeaker(t *testing.T) {
 	}
 	_, msgs := f.sup.prompt(ctx, f.sup.live(), sa, f.sup.stepOf(sa), "m", 4096, nil)
 	sec := memorySection(render(msgs))
-	if !strings.Contains(sec, "] Ana: the deadline moved to Friday") {
+	if !strings.Contains(sec, "\n- Ana: the deadline moved to Friday") {
 		t.Errorf("the memory section does not say Ana said it:\n%s", sec)
 	}
 	if strings.Contains(sec, "message from") {

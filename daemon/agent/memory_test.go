@@ -111,7 +111,7 @@ func TestMemoryRemembersStepsNotesAndFiles(t *testing.T) {
 	// The third prompt recalled the file, and offered the memory commands.
 	reqs := h.fake.Requests()
 	third := joinContent(reqs[2].Messages)
-	if !strings.Contains(third, "Relevant memories") || !regexp.MustCompile(`\n- \[file, \d+ \w+ \d{4}, notes/codes.txt\] The launch code is 4711\.`).MatchString(third) {
+	if !strings.Contains(third, "Relevant memories") || !regexp.MustCompile(`\n\d+ \w+ \d{4}:\n- \[file, notes/codes.txt\] The launch code is 4711\.`).MatchString(third) {
 		t.Errorf("third prompt has no relevant memories:\n%s", third)
 	}
 	if !strings.Contains(third, "- memory_search(") || !strings.Contains(third, "- memory_add(") {

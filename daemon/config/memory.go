@@ -23,7 +23,7 @@ type MemoryConfig struct {
 }
 
 func defaultMemory() MemoryConfig {
-	return MemoryConfig{Enabled: true, K: 10, BudgetTokens: 2500}
+	return MemoryConfig{Enabled: true, K: 25, BudgetTokens: 2500}
 }
 
 // HalfLifeDuration returns the half-life, 0 for none.
