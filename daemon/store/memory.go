@@ -164,27 +164,20 @@ func (t *Tx) DeleteMemories(agentID, kind, source string) ([]string, error) {
 	if kind != "" {
 		where, args = where+` AND kind=? AND source=?`, append(args, kind, source)
 	}
-	rows, err := t.query(`SELECT id FROM memories WHERE `+where, args...)
+	rows, err := t.query(`DELETE FROM memories WHERE `+where+` RETURNING id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: delete memories: %w", err)
 	}
+	defer rows.Close()
 	var ids []string
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			rows.Close()
 			return nil, fmt.Errorf("store: delete memories: %w", err)
 		}
 		ids = append(ids, id)
 	}
-	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	if _, err := t.exec(`DELETE FROM memories WHERE `+where, args...); err != nil {
 		return nil, fmt.Errorf("store: delete memories: %w", err)
 	}
 	return ids, nil

@@ -101,8 +101,8 @@ func TestMigrationFillsChatSpeakers(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "ADD COLUMN speaker") })
-	if last != len(migrations)-1 {
-		t.Fatalf("the speaker migration is number %d of %d: keep it where it shipped", last+1, len(migrations))
+	if last != 18 {
+		t.Fatalf("the speaker migration is number %d: it shipped as number 19, keep it there", last+1)
 	}
 	for i, m := range migrations[:last] {
 		if _, err := db.ExecContext(ctx, m); err != nil {

@@ -152,3 +152,41 @@ func ids(ms []Memory) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// The queries every step runs must find their rows through an index, never by scanning an
+// agent's memories or episodes: a cost that grows with every step would end up dominating
+// the step (issue 21: replacing a written file's memories scanned all its file memories).
+func TestStepQueriesUseAnIndex(t *testing.T) {
+	s, _ := open(t)
+	for _, c := range []struct{ name, query, want string }{
+		{"delete_file_memories", `DELETE FROM memories WHERE agent_id='a' AND kind='file' AND source='notes.txt' RETURNING id`,
+			"source=?"},
+		{"latest_episodes", `SELECT e.id FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id
+			WHERE e.agent_id='a' ORDER BY e.id DESC LIMIT 4`, "agent_id=?"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rows, err := s.db.Query(`EXPLAIN QUERY PLAN ` + c.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, notused int
+				var detail string
+				if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			for _, d := range plan {
+				if strings.HasPrefix(d, "SCAN ") || strings.Contains(d, "TEMP B-TREE") {
+					t.Errorf("query plan %q: want every table searched through an index, in index order", plan)
+				}
+			}
+			if !strings.Contains(plan[0], c.want) {
+				t.Errorf("query plan %q: want its index to cover %s", plan, c.want)
+			}
+		})
+	}
+}

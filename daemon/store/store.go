@@ -375,6 +375,10 @@ var migrations = []string{
 	UPDATE memories SET speaker = CASE WHEN instr(source, ' message from ') > 0
 		THEN substr(source, instr(source, ' message from ') + 14) ELSE source END
 		WHERE kind = 'chat';`,
+	// issue 21: write_file and delete_file replace or forget a file's memories by
+	// (agent, kind, source) on every step that writes a file; without this index that
+	// scanned all the agent's file memories, a cost growing with every file written.
+	`CREATE INDEX memories_source ON memories(agent_id, kind, source);`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
