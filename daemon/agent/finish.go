@@ -19,8 +19,9 @@ var errStaged = errors.New("a component's staged write failed")
 
 // finishExecution records the outcome and the episode in one transaction, with the
 // components' staged writes (a written file's memories); busy is how long the command
-// ran, added to the agent's busy time.
-func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out string, runErr error, busy time.Duration, staged ...func(*store.Tx) error) {
+// ran, added to the agent's busy time. step is the step the command ran in: while its
+// result is recorded, the next prompt's memory search starts (memory_ahead.go).
+func (r *runner) finishExecution(ctx context.Context, l *live, step *commands.Step, p *client.Proposal, out string, runErr error, busy time.Duration, staged ...func(*store.Tx) error) {
 	kind, outcome, result := cycle.Succeed, "succeeded", out
 	if runErr != nil {
 		kind, outcome = cycle.Fail, "failed"
@@ -33,6 +34,8 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, out st
 	finished := p.Command == commands.Finish && runErr == nil
 	if finished {
 		kind = cycle.Finish
+	} else {
+		r.s.memoryService.searchAhead(ctx, r.s.episodeHistory, r.id, step.Task, l.HistoryEpisodes, ep)
 	}
 	var v *client.Agent
 	r.mu.Lock()

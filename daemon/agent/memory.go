@@ -54,6 +54,7 @@ type memState struct {
 	ix         *memory.Index
 	opt        MemoryOptions
 	rebuilding atomic.Bool
+	ahead      searchAhead // the searches started for agents' next prompts (memory_ahead.go)
 }
 
 func newMemState(o MemoryOptions) *memState {
@@ -341,24 +342,33 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 	if budget < len(memoryHead)+200 {
 		return nil, nil
 	}
+	q, skip := m.promptQuery(step.AgentID, step.Task, recent)
+	hits, ok := m.ahead.take(ctx, q)
+	if !ok {
+		if hits, err = m.ix.Search(ctx, q); err != nil {
+			return nil, err
+		}
+	}
+	hits = slices.DeleteFunc(hits, func(h memory.Hit) bool { return skip[h.ID] })
+	if sec := memorySectionOf(hits, q.Text, budget, m.opt.K); sec != "" {
+		return []string{sec}, nil
+	}
+	return nil, nil
+}
+
+// promptQuery is the memory search a step's prompt makes: the task and what the latest two
+// steps did, for as many hits as the prompt chooses from plus the ones it drops, skip: the
+// memories of the recent steps, which the history shows in full anyway.
+func (m *memState) promptQuery(agentID, task string, recent []store.EpisodeLine) (memory.Query, map[string]bool) {
 	skip := map[string]bool{}
-	q := []string{step.Task}
+	q := []string{task}
 	for i, e := range recent {
 		skip["m-"+e.ProposalID] = true
 		if i >= len(recent)-2 { // the latest steps say what the agent is doing now
 			q = append(q, e.Command, e.Reasoning, display.Cut(strings.TrimSpace(e.Feedback), 300, display.Ellipsis), display.Cut(strings.TrimSpace(e.Result), 300, display.Ellipsis))
 		}
 	}
-	query := strings.Join(q, "\n")
-	hits, err := m.ix.Search(ctx, memory.Query{Agent: step.AgentID, Text: query, K: memory.PromptCandidates + len(skip), HalfLife: m.opt.HalfLife})
-	if err != nil {
-		return nil, err
-	}
-	hits = slices.DeleteFunc(hits, func(h memory.Hit) bool { return skip[h.ID] })
-	if sec := memorySectionOf(hits, query, budget, m.opt.K); sec != "" {
-		return []string{sec}, nil
-	}
-	return nil, nil
+	return memory.Query{Agent: agentID, Text: strings.Join(q, "\n"), K: memory.PromptCandidates + len(skip), HalfLife: m.opt.HalfLife}, skip
 }
 
 // memoryHead opens the memory section.

@@ -507,7 +507,7 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 	}
 	var staged stagedWrites // the components' store writes, committed with the result
 	l.pipelineFor(st.a.Name).Executed(withStagedWrites(ctx, &staged), step, &o)
-	r.finishExecution(ctx, p, o.Output, o.Err, time.Since(began), staged.fns...)
+	r.finishExecution(ctx, l, step, p, o.Output, o.Err, time.Since(began), staged.fns...)
 }
 
 func questionText(p *client.Proposal) string {
