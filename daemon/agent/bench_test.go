@@ -182,6 +182,9 @@ const benchDescription = "an agent that keeps its workspace tidy"
 // the event broker. One op is one step, proposal to proposal, so ns/op is the mean step.
 //
 // Metrics: step-p50/p99 (whole step), daemon-p50/p99 (step minus its model call),
+// own-p50/p99 (step minus its model call and its command's run: what the daemon adds
+// around the two; the command, a write_file, creates a file and syncs it and its folder),
+// cmd-p50/p99 (the command's run, as agentd_command_duration_seconds has it),
 // call-p50/p99 (the /api/chat round trip to the fake as the client saw it) and
 // fake-p50 (the fake's handler time, its total_duration).
 //
@@ -206,7 +209,7 @@ func BenchmarkStepOverhead(b *testing.B) {
 }
 
 func benchStepOverhead(b *testing.B, episodes, memories int) {
-	sup, a, rec := newOverheadSupervisor(b, episodes, memories)
+	sup, a, rec, cmds := newOverheadSupervisor(b, episodes, memories)
 	events, unsub := sup.Events().Subscribe(a.ID, 0)
 	defer unsub()
 	// Two more subscribers encode every event, as followers on the local API do.
@@ -258,7 +261,7 @@ func benchStepOverhead(b *testing.B, episodes, memories int) {
 	}
 	cancel()
 	sup.Wait()
-	reportSteps(b, at, rec.calls(0), warm)
+	reportSteps(b, at, rec.calls(0), cmds.durations(), warm)
 	if memories > 0 {
 		b.ReportMetric(float64(sup.episodeHistory.summaryCalls.Load())/float64(len(at)), "summary-calls/step")
 	}
@@ -275,10 +278,30 @@ func stepCalls(calls []*chatCall) []*chatCall {
 	return out
 }
 
+// commandTimes records how long each command ran, in order (the Metrics the benchmark's
+// supervisor reports to).
+type commandTimes struct {
+	noMetrics
+	mu sync.Mutex
+	ds []time.Duration
+}
+
+func (c *commandTimes) Command(_, _ string, d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ds = append(c.ds, d)
+}
+
+func (c *commandTimes) durations() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ds)
+}
+
 // newOverheadSupervisor returns a supervisor on a fresh store and a fake model that
 // always proposes a cheap write_file, with one continuous agent that has the given number
 // of finished steps behind it. The agent's loop starts with the supervisor.
-func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *client.Agent, *chatRecorder) {
+func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *client.Agent, *chatRecorder, *commandTimes) {
 	fake := ollamatest.NewFake(b)
 	fake.SetDefault(func(*api.ChatRequest) string { return nextWrite() })
 	// History summaries are asked for beside the steps: they get their own answers, so
@@ -297,6 +320,7 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
+	cmds := &commandTimes{}
 	var mem MemoryOptions
 	if memories > 0 {
 		ix, err := memory.Open(filepath.Join(dir, "memory"), memory.Options{BatchDelay: IndexBatchDelay}) // as the daemon opens it
@@ -308,7 +332,7 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 	}
 	sup, err := New(Options{
 		Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: dir,
-		Directives: config.Default().Directives(), Commands: commands.DefaultNames, Memory: mem,
+		Directives: config.Default().Directives(), Commands: commands.DefaultNames, Memory: mem, Metrics: cmds,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -338,30 +362,40 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 			b.Fatal(err)
 		}
 	}
-	return sup, a, rec
+	return sup, a, rec, cmds
 }
 
-// reportSteps reports the step figures from the proposals' publish times and the model
-// calls, skipping the first warm proposals. Proposal k came from step call k: every fake
-// reply is valid, so there are no retries. History summaries are made beside the steps,
-// not in them: their calls are not a step's.
-func reportSteps(b *testing.B, at []time.Time, all []*chatCall, warm int) {
+// reportSteps reports the step figures from the proposals' publish times, the model
+// calls and the commands' run times, skipping the first warm proposals. Proposal k came
+// from step call k: every fake reply is valid, so there are no retries. History summaries
+// are made beside the steps, not in them: their calls are not a step's. The step from
+// proposal k-1 to proposal k ran command k-1.
+func reportSteps(b *testing.B, at []time.Time, all []*chatCall, cmds []time.Duration, warm int) {
 	calls := stepCalls(all)
 	if len(calls) < len(at) {
 		b.Fatalf("%d model calls for %d proposals", len(calls), len(at))
 	}
-	var step, daemon, call, handler []time.Duration
+	if len(cmds) < len(at)-1 {
+		b.Fatalf("%d commands ran for %d proposals", len(cmds), len(at))
+	}
+	var step, daemon, own, cmd, call, handler []time.Duration
 	for k := warm; k < len(at); k++ {
 		s := at[k].Sub(at[k-1])
 		step = append(step, s)
 		call = append(call, calls[k].dur())
 		daemon = append(daemon, s-calls[k].dur())
+		cmd = append(cmd, cmds[k-1])
+		own = append(own, s-calls[k].dur()-cmds[k-1])
 		handler = append(handler, calls[k].final().TotalDuration)
 	}
 	b.ReportMetric(ms(pct(step, .5)), "ms/step-p50")
 	b.ReportMetric(ms(pct(step, .99)), "ms/step-p99")
 	b.ReportMetric(ms(pct(daemon, .5)), "ms/daemon-p50")
 	b.ReportMetric(ms(pct(daemon, .99)), "ms/daemon-p99")
+	b.ReportMetric(ms(pct(own, .5)), "ms/own-p50")
+	b.ReportMetric(ms(pct(own, .99)), "ms/own-p99")
+	b.ReportMetric(ms(pct(cmd, .5)), "ms/cmd-p50")
+	b.ReportMetric(ms(pct(cmd, .99)), "ms/cmd-p99")
 	b.ReportMetric(ms(pct(call, .5)), "ms/call-p50")
 	b.ReportMetric(ms(pct(call, .99)), "ms/call-p99")
 	b.ReportMetric(ms(pct(handler, .5)), "ms/fake-p50")
@@ -476,7 +510,7 @@ func BenchmarkFirstStepPrompt(b *testing.B) {
 func BenchmarkPromptSize(b *testing.B) {
 	for _, step := range []int{5, 50, 200, 1000} {
 		b.Run(fmt.Sprintf("step=%d", step), func(b *testing.B) {
-			sup, a, rec := newOverheadSupervisor(b, step-1, 10_000)
+			sup, a, rec, _ := newOverheadSupervisor(b, step-1, 10_000)
 			events, unsub := sup.Events().Subscribe(a.ID, 0)
 			defer unsub()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -533,7 +567,7 @@ func BenchmarkPromptSize(b *testing.B) {
 //
 //	go test ./daemon/agent -run '^$' -bench ContextAssembly -benchtime 2000x
 func BenchmarkContextAssembly(b *testing.B) {
-	sup, a, _ := newOverheadSupervisor(b, 1000, 100_000)
+	sup, a, _, _ := newOverheadSupervisor(b, 1000, 100_000)
 	ctx := context.Background()
 	l := sup.live()
 	var took []time.Duration

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/metrics"
@@ -9,22 +10,26 @@ import (
 )
 
 // Metrics is what the supervisor reports as it works; *metrics.Metrics implements it.
-// Every report follows a committed transaction, so a rolled-back step counts nothing.
+// Every count follows a committed transaction, so a rolled-back step counts nothing; a
+// command's duration is reported as it ends, since it ran whatever is recorded after.
 type Metrics interface {
 	Step(outcome string)
 	Decision(kind, source, by string)
 	BudgetExhausted(scope, budget string)
 	Loop(kind, action string)
+	// Command is told how long each command ran and its outcome (succeeded, failed).
+	Command(name, outcome string, d time.Duration)
 }
 
 var _ Metrics = (*metrics.Metrics)(nil)
 
 type noMetrics struct{}
 
-func (noMetrics) Step(string)                     {}
-func (noMetrics) Decision(string, string, string) {}
-func (noMetrics) BudgetExhausted(string, string)  {}
-func (noMetrics) Loop(string, string)             {}
+func (noMetrics) Step(string)                           {}
+func (noMetrics) Decision(string, string, string)       {}
+func (noMetrics) BudgetExhausted(string, string)        {}
+func (noMetrics) Loop(string, string)                   {}
+func (noMetrics) Command(string, string, time.Duration) {}
 
 // stepCounters reports steps and decisions to Metrics once their transaction commits.
 type stepCounters struct{ metrics Metrics }

@@ -143,6 +143,10 @@ func TestMetricsCountStepsDecisionsAndTokens(t *testing.T) {
 		{"agentd_decisions_total", []string{"outcome", "denied", "source", "cli"}, 1},
 		{"agentd_decisions_total", []string{"outcome", "auto", "source", "auto"}, 1},
 		{"agentd_model_call_duration_seconds", []string{"model", model, "result", "ok"}, 5},
+		{"agentd_command_duration_seconds", []string{"command", "write_file", "outcome", "succeeded"}, 1},
+		{"agentd_command_duration_seconds", []string{"command", "list_folder", "outcome", "succeeded"}, 1},
+		{"agentd_command_duration_seconds", []string{"command", "read_file", "outcome", "succeeded"}, 1},
+		{"agentd_command_duration_seconds", []string{"command", "test_side_effect"}, -1}, // feedback: not run
 		{"agentd_model_tokens_total", []string{"model", model, "kind", "prompt"}, float64(got.PromptTokens)},
 		{"agentd_model_tokens_total", []string{"model", model, "kind", "eval"}, float64(got.EvalTokens)},
 		{"agentd_agent_tokens_total", []string{"agent", "tester", "kind", "prompt"}, float64(got.PromptTokens)},

@@ -497,6 +497,11 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 		// treats it as interrupted rather than guessing its outcome.
 		return
 	}
+	if o.Err == nil {
+		r.s.metrics.Command(p.Command, "succeeded", time.Since(began))
+	} else if !errors.Is(o.Err, commands.ErrAwaiting) {
+		r.s.metrics.Command(p.Command, "failed", time.Since(began))
+	}
 	if errors.Is(o.Err, commands.ErrAwaiting) {
 		// A helper works on it: the proposal stays started, and the helper's end is
 		// recorded as its result (deliverHelper). Nothing to record now.

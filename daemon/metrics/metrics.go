@@ -33,6 +33,7 @@ type Metrics struct {
 	steps        *prometheus.CounterVec
 	modelSeconds *prometheus.HistogramVec
 	modelTokens  *prometheus.CounterVec
+	commandSecs  *prometheus.HistogramVec
 	decisions    *prometheus.CounterVec
 	bots         *prometheus.GaugeVec
 	scheduleRuns *prometheus.CounterVec
@@ -57,6 +58,12 @@ func New() *Metrics {
 			// From a tiny model on loopback (tens of ms) to a big one on CPU (minutes).
 			Buckets: []float64{.025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 		}, []string{"model", "result"}),
+		commandSecs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "agentd_command_duration_seconds",
+			Help: "Wall time of the commands agents ran, by command and outcome (succeeded, failed).",
+			// From a file write (a millisecond) to a long build in the sandbox (its timeout).
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10, 30, 60, 300, 600},
+		}, []string{"command", "outcome"}),
 		modelTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentd_model_tokens_total",
 			Help: "Tokens the model server reported, by model and kind (prompt, eval).",
@@ -85,7 +92,7 @@ func New() *Metrics {
 		queueWait: newQueueWait(),
 		pool:      &poolCollector{},
 	}
-	m.reg.MustRegister(m.steps, m.modelSeconds, m.modelTokens, m.decisions, m.bots, m.scheduleRuns, m.budgets, m.loops, m.state,
+	m.reg.MustRegister(m.steps, m.modelSeconds, m.commandSecs, m.modelTokens, m.decisions, m.bots, m.scheduleRuns, m.budgets, m.loops, m.state,
 		m.queueWait, m.pool,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -126,6 +133,14 @@ func (m *Metrics) ModelCall(model string, d time.Duration, promptTokens, evalTok
 	}
 	if evalTokens > 0 {
 		m.modelTokens.WithLabelValues(model, "eval").Add(float64(evalTokens))
+	}
+}
+
+// Command records how long one command ran and how it ended (succeeded, failed). The
+// command names are bounded: the built-in commands and the configured MCP tools.
+func (m *Metrics) Command(name, outcome string, d time.Duration) {
+	if m != nil {
+		m.commandSecs.WithLabelValues(name, outcome).Observe(d.Seconds())
 	}
 }
 
