@@ -14,6 +14,7 @@
 #                                # LoCoMo-format dialogs, zero-hit count, ingest rate, search p50/p99
 #   scripts/bench.sh pool        # llm.BenchmarkPoolBusy: model-busy %, 8 agents on 2 fake hosts × 4 slots;
 #                                # llm.BenchmarkPoolInteractiveWait: a person's queue wait under batch load
+#   scripts/bench.sh tier        # issue 21's figures in one run: pool, overhead-memory and pending
 #
 # Benchmarks report figures and never fail on them. Machine noise is large on 2 busy cores:
 # compare runs made back to back, and prefer the medians over several counts.
@@ -77,7 +78,7 @@ fi
 
 # pool is the model pool's benchmarks, in the llm package (fake hosts, no real model);
 # "all" runs them first and goes on.
-if [ "$what" = pool ] || [ "$what" = all ]; then
+if [ "$what" = pool ] || [ "$what" = all ] || [ "$what" = tier ]; then
 	go test -c -o "$out/llm.test" ./daemon/llm
 	say "pool: -bench BenchmarkPool -benchtime ${BENCH_CALLS:-1000}x -count $count (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 	(cd "$out" && ./llm.test -test.run '^$' -test.bench '^BenchmarkPool(Busy|InteractiveWait)$' -test.benchtime "${BENCH_CALLS:-1000}x" \
@@ -90,7 +91,7 @@ fi
 
 say "building the benchmark binary"
 go test -c -o "$out/agent.test" ./daemon/agent
-case $what in all | pending) go test -c -o "$out/server.test" ./daemon/server ;; esac
+case $what in all | pending | tier) go test -c -o "$out/server.test" ./daemon/server ;; esac
 
 # run NAME BENCH-REGEXP BENCHTIME [extra flags]: runs one benchmark from $out, keeping the raw output.
 run() {
@@ -106,11 +107,11 @@ run() {
 case $what in
 all | overhead) run overhead '^BenchmarkStepOverhead$' "${steps}x" -test.cpuprofile "$out/overhead.prof" ;;&
 all | prompt) run prompt '^BenchmarkFirstStepPrompt$' 1000x ;;&
-overhead-memory) run overhead-memory '^BenchmarkStepOverhead$/^episodes=1000/memories=100000$' "${steps}x" -test.cpuprofile "$out/overhead.prof" ;;&
-all | pending) run pending '^BenchmarkRestartPending$' 1x ;;&
+overhead-memory | tier) run overhead-memory '^BenchmarkStepOverhead$/^episodes=1000$/^memories=100000$' "${steps}x" -test.cpuprofile "$out/overhead.prof" ;;&
+all | pending | tier) run pending '^BenchmarkRestartPending$' 1x ;;&
 all | real) run real '^BenchmarkStepVsBareChat$' "${pairs}x" ;;
-all | overhead | overhead-memory | prompt | pending) ;;
-*) die "usage: scripts/bench.sh [all|overhead|overhead-memory|prompt|pending|real|web|memory-recall FILE...]" ;;
+all | overhead | overhead-memory | prompt | pending | tier) ;;
+*) die "usage: scripts/bench.sh [all|overhead|overhead-memory|prompt|pending|real|pool|tier|web|memory-recall FILE...]" ;;
 esac
 
 # One figure a line: benchmark, metric, value (every count, in order).
