@@ -71,6 +71,9 @@ func (r *runner) finishExecution(ctx context.Context, l *live, step *commands.St
 			}
 		}
 		r.s.audit.keep(tx, r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
+		if err := r.s.episodeHistory.writeSummaries(tx, a); err != nil {
+			return err
+		}
 		a.BusyMS += busy.Milliseconds()
 		if on == nil {
 			return tx.UpdateAgent(a)

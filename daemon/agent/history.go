@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -261,8 +262,10 @@ const summaryPrompt = `You keep the log of an autonomous agent short. For each n
 // without one, when the agent's call budget allows: at most once every summaryEvery steps
 // of its loop, one job at a time. The job runs beside the step, not in it, so a step never
 // waits for a summary call (a person deciding, or the next step's model call, overlaps
-// it); its summaries show from the next prompt on. ctx is the loop's: pausing or stopping
-// the agent, or the daemon shutting down, ends the job.
+// it). Its summaries and the call's tokens are stored with the agent's next result
+// (writeSummaries), not in a transaction of their own that a step would wait behind
+// (agentd has one store connection); they show from the prompt after that. ctx is the
+// loop's: pausing or stopping the agent, or the daemon shutting down, ends the job.
 func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
 	r.thinks++
 	if r.thinks-r.summarizedAt < summaryEvery {
@@ -302,9 +305,10 @@ func (s *episodeHistory) makeSummaries(ctx context.Context, l *live, agentID str
 		s.log.Warn("history: reading episodes to summarize", "agent", agentID, "err", err)
 		return
 	}
-	var todo []store.EpisodeLine // newest first
+	made := s.madeSummaries(agentID) // made before and not stored yet
+	var todo []store.EpisodeLine     // newest first
 	for i := len(lines) - l.HistoryEpisodes - 1; i >= 0 && len(todo) < summaryBatch; i-- {
-		if lines[i].Summary == "" {
+		if _, ok := made.lines[lines[i].ID]; lines[i].Summary == "" && !ok {
 			todo = append(todo, lines[i])
 		}
 	}
@@ -330,32 +334,105 @@ func (s *episodeHistory) makeSummaries(ctx context.Context, l *live, agentID str
 		}
 		return
 	}
-	made := map[int64]string{}
-	err = s.st.Tx(ctx, func(tx *store.Tx) error {
-		for i, e := range todo {
-			line := display.Cut(strings.TrimSpace(strings.Join(strings.Fields(out.Lines[i]), " ")), summaryChars, display.Ellipsis)
-			if line == "" {
-				continue
-			}
-			if err := tx.SetEpisodeSummary(agentID, e.ID, line); err != nil {
-				return err
-			}
-			made[e.ID] = line
+	fresh := madeSummaries{lines: map[int64]string{}}
+	for i, e := range todo {
+		if line := display.Cut(strings.TrimSpace(strings.Join(strings.Fields(out.Lines[i]), " ")), summaryChars, display.Ellipsis); line != "" {
+			fresh.lines[e.ID] = line
 		}
-		if res != nil {
-			if cur, err := tx.Agent(agentID); err == nil {
-				cur.PromptTokens += int64(res.PromptTokens)
-				cur.EvalTokens += int64(res.EvalTokens)
-				return tx.UpdateAgent(cur)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		s.log.Warn("history: storing summaries", "agent", agentID, "err", err)
-		return
 	}
-	s.older.summarized(agentID, made) // the new summaries replace plain lines
+	if res != nil {
+		fresh.promptTokens, fresh.evalTokens = int64(res.PromptTokens), int64(res.EvalTokens)
+	}
+	s.stashSummaries(agentID, fresh)
+}
+
+// stashSummaries keeps summaries made for the agent until writeSummaries stores them. An
+// agent that never runs another command keeps them in memory only: after a restart they
+// are made again, which costs a model call, not a fact.
+func (s *episodeHistory) stashSummaries(agentID string, fresh madeSummaries) {
+	s.stashMu.Lock()
+	defer s.stashMu.Unlock()
+	if s.stash == nil {
+		s.stash = map[string]*madeSummaries{}
+	}
+	s.stash[agentID] = s.stash[agentID].plus(fresh)
+}
+
+// madeSummaries are summaries made for an agent and not stored yet, with the tokens their
+// calls cost.
+type madeSummaries struct {
+	lines                    map[int64]string // by episode id
+	promptTokens, evalTokens int64
+}
+
+// plus is m with more summaries and their tokens, as a new value (m may be nil).
+func (m *madeSummaries) plus(o madeSummaries) *madeSummaries {
+	out := &madeSummaries{lines: maps.Clone(o.lines), promptTokens: o.promptTokens, evalTokens: o.evalTokens}
+	if m != nil {
+		maps.Copy(out.lines, m.lines)
+		out.promptTokens += m.promptTokens
+		out.evalTokens += m.evalTokens
+	}
+	return out
+}
+
+// minus is m without what stored holds, as a new value; nil when nothing is left.
+func (m *madeSummaries) minus(stored *madeSummaries) *madeSummaries {
+	out := &madeSummaries{lines: maps.Clone(m.lines), promptTokens: m.promptTokens - stored.promptTokens, evalTokens: m.evalTokens - stored.evalTokens}
+	for id, line := range stored.lines {
+		if out.lines[id] == line {
+			delete(out.lines, id)
+		}
+	}
+	if len(out.lines) == 0 && out.promptTokens <= 0 && out.evalTokens <= 0 {
+		return nil
+	}
+	return out
+}
+
+// madeSummaries returns the agent's summaries waiting to be stored (empty for none).
+func (s *episodeHistory) madeSummaries(agentID string) madeSummaries {
+	s.stashMu.Lock()
+	defer s.stashMu.Unlock()
+	if m := s.stash[agentID]; m != nil {
+		return *m
+	}
+	return madeSummaries{}
+}
+
+// writeSummaries stores, in tx, the summaries made for agent a and not stored yet, and
+// adds their calls' tokens to a (which the caller then updates). Once tx commits they
+// replace the plain lines of the prompt's history.
+func (s *episodeHistory) writeSummaries(tx *store.Tx, a *store.Agent) error {
+	s.stashMu.Lock()
+	m := s.stash[a.ID]
+	s.stashMu.Unlock()
+	if m == nil {
+		return nil
+	}
+	for id, line := range m.lines {
+		if err := tx.SetEpisodeSummary(a.ID, id, line); err != nil {
+			return err
+		}
+	}
+	a.PromptTokens += m.promptTokens
+	a.EvalTokens += m.evalTokens
+	tx.AfterCommit(func() {
+		s.stashMu.Lock()
+		// A job that ended meanwhile added its summaries to m (plus): keep only those.
+		if cur := s.stash[a.ID]; cur == m {
+			delete(s.stash, a.ID)
+		} else if cur != nil {
+			if rest := cur.minus(m); rest != nil {
+				s.stash[a.ID] = rest
+			} else {
+				delete(s.stash, a.ID)
+			}
+		}
+		s.stashMu.Unlock()
+		s.older.summarized(a.ID, m.lines) // the new summaries replace plain lines
+	})
+	return nil
 }
 
 // episodeHistory is the prompt's view of each agent's episodes: their generations, the
@@ -371,10 +448,16 @@ type episodeHistory struct {
 	recent       map[string]recentLines
 	older        olderCache
 	summaryCalls atomic.Int64 // model calls made for history summaries
+
+	stashMu sync.Mutex                // guards stash
+	stash   map[string]*madeSummaries // by agent: summaries made, stored with its next result
 }
 
 // forgetHistory drops a removed agent's cached history.
 func (s *episodeHistory) forgetHistory(id string) {
 	s.gens.bump(id)
 	s.older.forget(id)
+	s.stashMu.Lock()
+	delete(s.stash, id)
+	s.stashMu.Unlock()
 }

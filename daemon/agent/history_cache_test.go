@@ -100,3 +100,73 @@ func TestOlderCache(t *testing.T) {
 		t.Fatalf("extended from recent = %s", g)
 	}
 }
+
+// Summaries made beside the steps are stored with the agent's next result, their calls'
+// tokens added to the agent once: a job that ends while a result is being recorded keeps
+// its own summaries for the result after, and nothing is counted twice.
+func TestSummariesStoredWithTheNextResultOnce(t *testing.T) {
+	h := newHarness(t)
+	a := h.create(client.CreateAgentRequest{Name: "sum", Start: new(bool)})
+	seedHistory(t, h.st, a, 20)
+	eh := h.sup.episodeHistory
+	var lines []store.EpisodeLine
+	if err := h.st.View(context.Background(), func(tx *store.Tx) (err error) {
+		lines, err = tx.EpisodeLines(a.ID, 20, 10)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	first, second := lines[0].ID, lines[1].ID
+	eh.stashSummaries(a.ID, madeSummaries{lines: map[int64]string{first: "one"}, promptTokens: 10, evalTokens: 1})
+
+	record := func(during func()) *store.Agent {
+		t.Helper()
+		var got *store.Agent
+		err := h.st.Tx(context.Background(), func(tx *store.Tx) error {
+			cur, err := tx.Agent(a.ID)
+			if err != nil {
+				return err
+			}
+			if err := eh.writeSummaries(tx, cur); err != nil {
+				return err
+			}
+			during()
+			got = cur
+			return tx.UpdateAgent(cur)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// A job ends while the first result is recorded: its summary waits for the next one.
+	got := record(func() {
+		eh.stashSummaries(a.ID, madeSummaries{lines: map[int64]string{second: "two"}, promptTokens: 5, evalTokens: 2})
+	})
+	if got.PromptTokens != 10 || got.EvalTokens != 1 {
+		t.Errorf("tokens after the first result = %d/%d, want 10/1", got.PromptTokens, got.EvalTokens)
+	}
+	if left := eh.madeSummaries(a.ID); len(left.lines) != 1 || left.lines[second] != "two" || left.promptTokens != 5 || left.evalTokens != 2 {
+		t.Errorf("waiting after the first result = %+v, want the second job's summary and tokens only", left)
+	}
+	got = record(func() {})
+	if got.PromptTokens != 15 || got.EvalTokens != 3 {
+		t.Errorf("tokens after the second result = %d/%d, want 15/3", got.PromptTokens, got.EvalTokens)
+	}
+	if left := eh.madeSummaries(a.ID); left.lines != nil || left.promptTokens != 0 {
+		t.Errorf("waiting after the second result = %+v, want nothing", left)
+	}
+	got = record(func() {}) // nothing waits: nothing is added
+	if got.PromptTokens != 15 {
+		t.Errorf("tokens after a third result = %d, want 15", got.PromptTokens)
+	}
+	if err := h.st.View(context.Background(), func(tx *store.Tx) (err error) {
+		lines, err = tx.EpisodeLines(a.ID, 20, 10)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if lines[0].Summary != "one" || lines[1].Summary != "two" {
+		t.Errorf("stored summaries = %q, %q; want one, two", lines[0].Summary, lines[1].Summary)
+	}
+}
