@@ -52,6 +52,9 @@ type runner struct {
 	busyLeft  time.Duration
 	busyCut   atomic.Bool
 	modelTurn // whose turn the next model call is (priority.go); guarded by mu
+	// observed are the watchdog's observations of the latest episodes (watchdog.go);
+	// guarded by mu.
+	observed observedSteps
 }
 
 func newRunner(s *Supervisor, id string) *runner {

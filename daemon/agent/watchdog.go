@@ -37,7 +37,7 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *client.Pr
 	if a == nil || a.State != client.StateThinking {
 		return w, nil // kept for the record only
 	}
-	v, err := loopIn(tx, l, a, last, p, cmds)
+	v, err := loopIn(tx, l, a, last, p, cmds, &r.observed)
 	if err != nil || !v.Caught() {
 		return w, err
 	}
@@ -130,24 +130,34 @@ func endGrant(tx *store.Tx, a *store.Agent) error {
 
 // loopIn is the watchdog's verdict on p, proposed by a: its run's latest steps from the
 // episodes, and last, the proposal before p in the run — a call repeated from a proposal
-// that never ran (refused, rethought) is a repeat too.
-func loopIn(tx *store.Tx, l *live, a *store.Agent, last, p *client.Proposal, cmds commands.Set) (watchdog.Verdict, error) {
+// that never ran (refused, rethought) is a repeat too. seen keeps the observations of the
+// episodes in the window from one proposal to the next (an episode never changes).
+func loopIn(tx *store.Tx, l *live, a *store.Agent, last, p *client.Proposal, cmds commands.Set, seen *observedSteps) (watchdog.Verdict, error) {
 	cfg := l.watchdogFor(a.Name)
 	eps, err := tx.Episodes(a.ID, cfg.Window())
 	if err != nil {
 		return watchdog.Verdict{}, err
 	}
 	var steps []watchdog.Step
+	window := make(observedSteps, len(eps))
 	for _, e := range eps {
 		if e.RunID != p.RunID {
 			continue
 		}
-		result := e.Result
-		if e.Outcome == watchdog.Feedback {
-			result = e.Feedback
+		class := classOf(cmds, e.Command)
+		key := observedKey{e.ProposalID, e.Outcome, class}
+		s, ok := (*seen)[key]
+		if !ok {
+			result := e.Result
+			if e.Outcome == watchdog.Feedback {
+				result = e.Feedback
+			}
+			s = watchdog.Observe(e.Step, e.Command, e.Args, class, e.Outcome, result)
 		}
-		steps = append(steps, watchdog.Observe(e.Step, e.Command, e.Args, classOf(cmds, e.Command), e.Outcome, result))
+		window[key] = s
+		steps = append(steps, s)
 	}
+	*seen = window
 	next := watchdog.Observe(p.Step, p.Command, p.Args, classOf(cmds, p.Command), "", "")
 	v := watchdog.Check(cfg, steps, next)
 	if !v.Caught() && last != nil && last.Hash == p.Hash && p.Command != commands.AskUser {
@@ -160,6 +170,15 @@ func loopIn(tx *store.Tx, l *live, a *store.Agent, last, p *client.Proposal, cmd
 func wasCaught(tx *store.Tx, a *store.Agent, p *client.Proposal) (bool, error) {
 	v, err := tx.StateValue(a.ID, caughtKey)
 	return err == nil && string(v) == p.ID, err
+}
+
+// observedSteps are the watchdog's observations of an agent's latest episodes, by the
+// proposal each ended, its outcome and the command's class.
+type observedSteps map[observedKey]watchdog.Step
+
+type observedKey struct {
+	proposal, outcome string
+	class             commands.Class
 }
 
 func classOf(cmds commands.Set, name string) commands.Class {
