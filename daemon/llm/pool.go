@@ -161,13 +161,15 @@ func modelKey(m string) string {
 	return m
 }
 
-// knows reports whether h is known, or assumed, to have model: its configured list
-// decides; else its /api/tags, or yes before it first answered.
+// knows reports whether h is known, or assumed, to have model: one of its configured list
+// (when it has one) that its /api/tags lists, or yes before it first answered. A model a
+// call found missing (404) is not known until the next /api/tags lists it.
 func (h *poolHost) knows(model string) bool {
-	if h.fixed != nil {
-		return h.fixed[modelKey(model)]
+	key := modelKey(model)
+	if h.fixed != nil && !h.fixed[key] {
+		return false
 	}
-	return h.models == nil || h.models[modelKey(model)]
+	return h.models == nil || h.models[key]
 }
 
 // candidates are the hosts up that may serve model, leaving out skip and the hosts model
@@ -284,9 +286,12 @@ func withHost[T any](ctx context.Context, p *Pool, op, model string, f func(*Cli
 	skip := map[*poolHost]bool{}
 	var zero T
 	var last error
+	_, caller := PriorityOf(ctx)
+	se := serverErrors{p: p, model: model, caller: caller}
 	for {
 		h, err := p.direct(op, model, skip)
 		if err != nil {
+			se.end()
 			if last != nil {
 				return zero, last
 			}
@@ -306,7 +311,7 @@ func withHost[T any](ctx context.Context, p *Pool, op, model string, f func(*Cli
 		}
 		p.dispatch()
 		p.mu.Unlock()
-		if !failureOf(ctx, err).elsewhere() {
+		if !se.after(h, failureOf(ctx, err), err) {
 			return v, err
 		}
 		skip[h], last = true, err
@@ -318,17 +323,19 @@ func (p *Pool) chat(ctx context.Context, req ChatRequest) (*ChatResult, error) {
 	class, key := PriorityOf(ctx)
 	skip := map[*poolHost]bool{}
 	var last error
+	se := serverErrors{p: p, model: req.Model, caller: key}
 	for retry := false; ; retry = true {
 		h, err := p.acquire(ctx, req.Model, class, key, skip, retry)
 		if err != nil {
 			if last != nil && ctx.Err() == nil {
+				se.end()
 				return nil, last
 			}
 			return nil, err
 		}
 		res, err := h.c.Chat(ctx, req)
 		p.release(ctx, h, req.Model, err)
-		if !failureOf(ctx, err).elsewhere() {
+		if !se.after(h, failureOf(ctx, err), err) {
 			return res, err
 		}
 		skip[h], last = true, err

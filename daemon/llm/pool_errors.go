@@ -17,9 +17,15 @@ import (
 //     502/503/504 (a proxy in front of a dead server, or Ollama's "server busy ...
 //     maximum pending requests exceeded"). The host is marked down and probed with backoff.
 //   - modelTrouble: 500 and the other 5xx. Ollama answers 500 when it cannot load or run
-//     this model ("model requires more system memory (…) than is available", "llama
-//     runner process has terminated", a broken manifest): the host serves other models,
-//     so it stays up, and only this model is kept off it for a backoff (hostModel.until).
+//     this model ("model requires more system memory (…) than is available", a broken
+//     manifest), but also for one request it cannot serve ("llama runner process has
+//     terminated" on this prompt, a chat template error). The host serves other models,
+//     so it stays up. The call goes on to one more host at most (serverErrors): when that
+//     one serves it, this model is kept off the first for a backoff (hostModel.until);
+//     when it fails the same way, the request is at fault and the call fails. Without
+//     another host to ask, the model is kept off a host once calls of two different
+//     callers failed there in a row: a model that cannot load fails everyone's calls, a
+//     poisoned request only its own caller's, who backs off alone.
 //   - modelMissing: 404 "model 'x' not found": this host's model list was stale; it is
 //     dropped from the list until the next /api/tags.
 //   - the request's fault: 400 (bad body, "does not support chat", the input exceeds the
@@ -70,18 +76,20 @@ func (f failure) elsewhere() bool {
 // hostModel is what a pool knows of one model on one host after it failed there.
 // Guarded by Pool.mu.
 type hostModel struct {
-	until time.Time // no call for the model goes to the host before
-	fails int       // failures in a row, for the backoff
+	until time.Time // no call for the model goes to the host before; zero: not kept off
+	fails int       // times kept off in a row, for the backoff
 	err   error
+	// callers are those whose calls failed with a server error here since the model was
+	// last served (serverError); "" stands for calls without a caller (probes, embeddings).
+	callers map[string]bool
 }
 
-// failed records how a call to h for model ended (err not nil). Caller holds p.mu.
+// failed records how a call to h for model ended (err not nil), but for a server error,
+// which the call's serverErrors weighs. Caller holds p.mu.
 func (p *Pool) failed(ctx context.Context, h *poolHost, model string, err error) {
 	switch failureOf(ctx, err) {
 	case failureHostDown:
 		p.markDown(h, err)
-	case failureModelTrouble:
-		p.markModelTrouble(h, model, err)
 	case failureModelMissing:
 		if h.models != nil {
 			delete(h.models, modelKey(model))
@@ -90,9 +98,66 @@ func (p *Pool) failed(ctx context.Context, h *poolHost, model string, err error)
 	}
 }
 
-// markModelTrouble keeps model off h for a backoff, h serving its other models on. Caller
-// holds p.mu.
-func (p *Pool) markModelTrouble(h *poolHost, model string, err error) {
+// serverErrors follows one call over the hosts it tries, to tell whose fault a server
+// error (failureModelTrouble) was; see the top of this file.
+type serverErrors struct {
+	p      *Pool
+	model  string
+	caller string
+	first  *poolHost // the host that answered the call with a server error first
+	err    error
+}
+
+// after takes the outcome of the call on h (f, err) and reports whether the call may go
+// on to another host.
+func (s *serverErrors) after(h *poolHost, f failure, err error) bool {
+	s.p.mu.Lock()
+	defer s.p.mu.Unlock()
+	switch {
+	case f == failureModelTrouble && s.first != nil:
+		// A second host failed the same call the same way: the request is at fault.
+		s.p.serverError(s.first, s.model, s.caller, s.err)
+		s.p.serverError(h, s.model, s.caller, err)
+		s.first = nil
+		return false
+	case f == failureModelTrouble:
+		s.first, s.err = h, err
+	case f == failureNone && s.first != nil:
+		s.p.markModelTrouble(s.first, s.model, s.err) // another host served this very call
+		s.first = nil
+	}
+	return f.elsewhere()
+}
+
+// end is told that no other host was left to ask.
+func (s *serverErrors) end() {
+	if s.first == nil {
+		return
+	}
+	s.p.mu.Lock()
+	s.p.serverError(s.first, s.model, s.caller, s.err)
+	s.p.mu.Unlock()
+}
+
+// serverError records that a call of caller for model failed on h with a server error no
+// other host's answer explained. The model is kept off h once calls of two different
+// callers failed so in a row, or at once when it was kept off already (its backoff grows).
+// Caller holds p.mu.
+func (p *Pool) serverError(h *poolHost, model, caller string, err error) {
+	hm := h.trouble(model)
+	if hm.callers == nil {
+		hm.callers = map[string]bool{}
+	}
+	hm.callers[caller] = true
+	hm.err = err
+	if len(hm.callers) >= 2 || hm.fails > 0 {
+		p.markModelTrouble(h, model, err)
+	}
+}
+
+// trouble returns h's record of model's failures, made when there is none. Caller holds
+// p.mu.
+func (h *poolHost) trouble(model string) *hostModel {
 	if h.troubled == nil {
 		h.troubled = map[string]*hostModel{}
 	}
@@ -102,6 +167,14 @@ func (p *Pool) markModelTrouble(h *poolHost, model string, err error) {
 		hm = &hostModel{}
 		h.troubled[key] = hm
 	}
+	return hm
+}
+
+// markModelTrouble keeps model off h for a backoff, h serving its other models on. Caller
+// holds p.mu.
+func (p *Pool) markModelTrouble(h *poolHost, model string, err error) {
+	hm := h.trouble(model)
+	hm.callers = nil // after the backoff, one more failure keeps it off again
 	hm.fails++
 	hm.err = err
 	hm.until = time.Now().Add(p.opt.Backoff.Next(hm.fails))
@@ -138,13 +211,14 @@ func (p *Pool) troubleNote(model string) string {
 	return strings.Join(parts, "; ")
 }
 
-// troubleDue is the soonest time a model kept off a host may be tried there again; zero
-// when none is. Caller holds p.mu.
+// troubleDue is the soonest time after now that a model kept off a host may be tried
+// there again; zero when none is kept off. Caller holds p.mu.
 func (p *Pool) troubleDue() time.Time {
 	var soonest time.Time
+	now := time.Now()
 	for _, h := range p.hosts {
 		for _, hm := range h.troubled {
-			if soonest.IsZero() || hm.until.Before(soonest) {
+			if hm.until.After(now) && (soonest.IsZero() || hm.until.Before(soonest)) {
 				soonest = hm.until
 			}
 		}

@@ -114,9 +114,11 @@ func TestPoolTellsHostFailuresFromModelAndRequestFailures(t *testing.T) {
 }
 
 // TestPoolModelTroubleOnTheOnlyHost checks a model that cannot load on the pool's only
-// host: the call fails with the server's reason, the calls after it fail at once without
-// reaching the server until the backoff is over (no retry storm), and the model is tried
-// there again after it, while the host stays up and serves other models throughout.
+// host: a call fails with the server's reason; one caller's failures (a request only it
+// sends may be at fault) keep it off for nobody; once two callers' calls failed, the calls
+// after them fail at once without reaching the server until the backoff is over (no retry
+// storm), and the model is tried there again after it, while the host stays up and serves
+// other models throughout.
 func TestPoolModelTroubleOnTheOnlyHost(t *testing.T) {
 	const model = ollamatest.TinyModelName
 	a := ollamatest.NewFake(t)
@@ -131,9 +133,18 @@ func TestPoolModelTroubleOnTheOnlyHost(t *testing.T) {
 	a.SetLoadError(model, outOfMemory)
 	ctx := context.Background()
 
-	err = chatOnce(ctx, c, model)
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), outOfMemory) {
-		t.Fatalf("first call: %v, want ErrUnavailable with the server's reason", err)
+	one, two := WithPriority(ctx, Interactive, "a-1"), WithPriority(ctx, Interactive, "a-2")
+	for i := range 2 {
+		err = chatOnce(one, c, model)
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), outOfMemory) {
+			t.Fatalf("call %d of one caller: %v, want ErrUnavailable with the server's reason", i+1, err)
+		}
+	}
+	if n := len(a.Requests()); n != 2 {
+		t.Fatalf("the server got %d calls from one caller, want both: one caller's failures keep the model off for nobody", n)
+	}
+	if err = chatOnce(two, c, model); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), outOfMemory) {
+		t.Fatalf("a second caller's call: %v, want ErrUnavailable with the server's reason", err)
 	}
 	sent := len(a.Requests())
 	for range 5 {
