@@ -155,6 +155,11 @@ func (p *Pipeline) Names() []string {
 	return out
 }
 
+// Has reports whether the pipeline has the named component.
+func (p *Pipeline) Has(name string) bool {
+	return slices.ContainsFunc(p.comps, func(c Component) bool { return c.Name() == name })
+}
+
 // Only returns the pipeline of the one named component (to ask who offers what).
 func (p *Pipeline) Only(name string) *Pipeline {
 	out := &Pipeline{report: p.report}

@@ -108,7 +108,7 @@ func (s *Supervisor) assemble(l *live, builtin commands.Set) (*commands.Pipeline
 		compCommands:   commands.CommandList{ID: compCommands, Cmds: builtin},
 		"context":      commands.ContextItems{},
 		"goal":         goalComponent{},
-		"memory":       memoryComponent{s: s, l: l, offered: offered(builtin)},
+		memoryName:     memoryComponent{s: s, l: l, offered: offered(builtin)},
 		"history":      historyComponent{s, l},
 		"clock":        commands.Clock{},
 	}

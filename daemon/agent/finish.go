@@ -17,11 +17,17 @@ import (
 // errStaged marks a failed staged write in a result transaction.
 var errStaged = errors.New("a component's staged write failed")
 
-// finishExecution records the outcome and the episode in one transaction, with the
-// components' staged writes (a written file's memories); busy is how long the command
-// ran, added to the agent's busy time. step is the step the command ran in: while its
-// result is recorded, the next prompt's memory search starts (memory_ahead.go).
-func (r *runner) finishExecution(ctx context.Context, l *live, step *commands.Step, p *client.Proposal, out string, runErr error, busy time.Duration, staged ...func(*store.Tx) error) {
+// stepEnd is how a command's run ends its step: the cycle's event, the episode to record,
+// and whether it finished the run.
+type stepEnd struct {
+	ev       cycle.Event
+	ep       *client.Episode
+	out      string // the command's output
+	finished bool
+}
+
+// endOf is the end of p's step, whose command gave out and runErr.
+func endOf(p *client.Proposal, out string, runErr error) stepEnd {
 	kind, outcome, result := cycle.Succeed, "succeeded", out
 	if runErr != nil {
 		kind, outcome = cycle.Fail, "failed"
@@ -30,23 +36,26 @@ func (r *runner) finishExecution(ctx context.Context, l *live, step *commands.St
 			result += "\n" + out
 		}
 	}
-	ep := episodeOf(p, outcome, result, "")
-	finished := p.Command == commands.Finish && runErr == nil
-	if finished {
-		kind = cycle.Finish
-	} else {
-		r.s.memoryService.searchAhead(ctx, r.s.episodeHistory, r.id, step.Task, l.HistoryEpisodes, ep)
+	e := stepEnd{ep: episodeOf(p, outcome, result, ""), out: out, finished: p.Command == commands.Finish && runErr == nil}
+	e.ev = cycle.Event{Kind: kind, Result: result, Detail: out}
+	if e.finished {
+		// Only the run's end says "finished": a step's result on the thinking agent's
+		// state read "thinking: finished: (empty folder)" in follow.
+		e.ev.Kind = cycle.Finish
+		e.ev.Reason = "finished: " + display.Cut(strings.TrimSpace(out), 200, display.Ellipsis)
 	}
+	return e
+}
+
+// finishExecution records the end of p's step in one transaction, with the components'
+// staged writes (a written file's memories) and the history summaries made meanwhile;
+// busy is how long the command ran, added to the agent's busy time.
+func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, end stepEnd, busy time.Duration, staged ...func(*store.Tx) error) {
+	ev, ep, finished, out, outcome := end.ev, end.ep, end.finished, end.out, end.ep.Outcome
 	var v *client.Agent
 	r.mu.Lock()
 	r.cancelExec = nil
 	r.mu.Unlock()
-	ev := cycle.Event{Kind: kind, Result: result, Detail: out}
-	if finished {
-		// Only the run's end says "finished": a step's result on the thinking agent's
-		// state read "thinking: finished: (empty folder)" in follow.
-		ev.Reason = "finished: " + display.Cut(strings.TrimSpace(out), 200, display.Ellipsis)
-	}
 	record := func(tx *store.Tx) error {
 		a, err := tx.Agent(r.id)
 		if err != nil {
@@ -72,7 +81,7 @@ func (r *runner) finishExecution(ctx context.Context, l *live, step *commands.St
 		}
 		r.s.audit.keep(tx, r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
 		if err := r.s.episodeHistory.writeSummaries(tx, a); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", errStaged, err)
 		}
 		a.BusyMS += busy.Milliseconds()
 		if on == nil {
@@ -103,10 +112,12 @@ func (r *runner) finishExecution(ctx context.Context, l *live, step *commands.St
 			break
 		}
 		if errors.Is(err, errStaged) {
-			// A component's write (a file's memories) must not keep the result out: it
-			// goes without them, as it would had the component failed on its own.
+			// A component's write (a file's memories) or the summaries must not keep the
+			// result out: it goes without them, as it would had the component failed on
+			// its own (the summaries are made again).
 			r.s.log.Warn("recording result without the components' writes", "agent", r.id, "proposal", p.ID, "err", err)
 			staged = nil
+			r.s.episodeHistory.dropSummaries(r.id)
 			continue
 		}
 		r.s.log.Error("recording result", "agent", r.id, "proposal", p.ID, "attempt", attempt, "err", err)

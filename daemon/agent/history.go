@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -262,10 +263,11 @@ const summaryPrompt = `You keep the log of an autonomous agent short. For each n
 // without one, when the agent's call budget allows: at most once every summaryEvery steps
 // of its loop, one job at a time. The job runs beside the step, not in it, so a step never
 // waits for a summary call (a person deciding, or the next step's model call, overlaps
-// it). Its summaries and the call's tokens are stored with the agent's next result
-// (writeSummaries), not in a transaction of their own that a step would wait behind
-// (agentd has one store connection); they show from the prompt after that. ctx is the
-// loop's: pausing or stopping the agent, or the daemon shutting down, ends the job.
+// it). Its summaries and the call's tokens are stored with the agent's next proposal or
+// result (writeSummaries), not in a transaction of their own that a step would wait
+// behind (agentd has one store connection), unless its loop has stopped; they show from
+// the prompt after that. ctx is the loop's: pausing or stopping the agent, or the daemon
+// shutting down, ends the job.
 func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
 	r.thinks++
 	if r.thinks-r.summarizedAt < summaryEvery {
@@ -278,7 +280,33 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
 	r.s.wg.Go(func() {
 		defer r.summarizing.Store(false)
 		r.s.episodeHistory.makeSummaries(ctx, l, a.ID)
+		r.s.mu.Lock()
+		running := r.running
+		r.s.mu.Unlock()
+		if !running {
+			r.s.episodeHistory.storeSummaries(ctx, &r.mu, r.id) // no step of its will store them soon
+		}
 	})
+}
+
+// storeSummaries stores the agent's summaries waiting for its next step, and their tokens,
+// in a transaction of their own, holding mu (its runner's, which orders its changes).
+func (s *episodeHistory) storeSummaries(ctx context.Context, mu *sync.Mutex, agentID string) {
+	mu.Lock()
+	defer mu.Unlock()
+	err := s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(agentID)
+		if err != nil {
+			return err
+		}
+		if err := s.writeSummaries(tx, a); err != nil {
+			return err
+		}
+		return tx.UpdateAgent(a)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+		s.log.Warn("storing history summaries", "agent", agentID, "err", err)
+	}
 }
 
 // makeSummaries summarizes the agent's older unsummarized episodes, if at least
@@ -388,6 +416,16 @@ func (m *madeSummaries) minus(stored *madeSummaries) *madeSummaries {
 		return nil
 	}
 	return out
+}
+
+// dropSummaries forgets the agent's summaries waiting to be stored, which could not be
+// (they are made again), keeping their tokens to count.
+func (s *episodeHistory) dropSummaries(agentID string) {
+	s.stashMu.Lock()
+	defer s.stashMu.Unlock()
+	if m := s.stash[agentID]; m != nil {
+		s.stash[agentID] = &madeSummaries{promptTokens: m.promptTokens, evalTokens: m.evalTokens}
+	}
 }
 
 // madeSummaries returns the agent's summaries waiting to be stored (empty for none).

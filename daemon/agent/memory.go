@@ -283,7 +283,10 @@ type memoryComponent struct {
 	offered map[string]bool
 }
 
-func (memoryComponent) Name() string { return "memory" }
+// memoryName is the memory component's name in the config's component lists.
+const memoryName = "memory"
+
+func (memoryComponent) Name() string { return memoryName }
 func (memoryComponent) Budgeted()    {}
 
 // Commands implements CommandProvider.

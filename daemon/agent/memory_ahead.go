@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,13 +33,15 @@ type searchAhead struct {
 	used, stale, missed atomic.Int64
 }
 
-// aheadSearch is one search under way or done; done closes when hits and err are set.
+// aheadSearch is one search under way or done; done closes when hits, err and ended
+// are set.
 type aheadSearch struct {
 	q       memory.Query
 	started time.Time
 	done    chan struct{}
 	hits    []memory.Hit
 	err     error
+	ended   time.Time
 }
 
 // start begins q for the agent's next prompt in a goroutine spawn tracks, replacing any
@@ -48,6 +51,7 @@ func (a *searchAhead) start(ix *memory.Index, q memory.Query, spawn func(func(co
 	if !spawn(func(ctx context.Context) {
 		defer close(s.done)
 		s.hits, s.err = ix.Search(ctx, q)
+		s.ended = time.Now()
 	}) {
 		return
 	}
@@ -56,9 +60,9 @@ func (a *searchAhead) start(ix *memory.Index, q memory.Query, spawn func(func(co
 	if a.m == nil {
 		a.m = map[string]*aheadSearch{}
 	}
-	if len(a.m) >= maxCachedAgents { // agents that stopped after their last result
+	if len(a.m) >= 64 { // agents that stopped after their last result left theirs
 		for id, old := range a.m {
-			if time.Since(old.started) > aheadMaxAge {
+			if time.Since(old.started) > time.Minute {
 				delete(a.m, id)
 			}
 		}
@@ -73,12 +77,8 @@ func (a *searchAhead) take(ctx context.Context, q memory.Query) ([]memory.Hit, b
 	s := a.m[q.Agent]
 	delete(a.m, q.Agent)
 	a.mu.Unlock()
-	if s == nil || s.q.Text != q.Text || s.q.K != q.K || s.q.HalfLife != q.HalfLife {
+	if s == nil || !reflect.DeepEqual(s.q, q) { // every field: a new one must match too
 		a.missed.Add(1)
-		return nil, false
-	}
-	if time.Since(s.started) > aheadMaxAge {
-		a.stale.Add(1)
 		return nil, false
 	}
 	select {
@@ -89,6 +89,12 @@ func (a *searchAhead) take(ctx context.Context, q memory.Query) ([]memory.Hit, b
 	}
 	if s.err != nil {
 		a.missed.Add(1)
+		return nil, false
+	}
+	// Its age counts from when it read the index (a query embedding may have taken long
+	// before that).
+	if time.Since(s.ended) > aheadMaxAge {
+		a.stale.Add(1)
 		return nil, false
 	}
 	a.used.Add(1)
