@@ -513,15 +513,15 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 		r.mu.Unlock()
 		return
 	}
-	end := endOf(p, o.Output, o.Err)
 	pl := l.pipelineFor(st.a.Name)
-	if !end.finished && pl.Has(memoryName) {
-		// The next prompt's memory search runs while the result is recorded.
+	if end := endOf(p, o.Output, o.Err); !end.finished && pl.Has(memoryName) {
+		// The next prompt's memory search runs while the result is recorded (a component
+		// that changes the output below makes it a miss, nothing worse).
 		r.s.memoryService.searchAhead(ctx, r.s.episodeHistory, r.id, step.Task, l.HistoryEpisodes, end.ep)
 	}
 	var staged stagedWrites // the components' store writes, committed with the result
 	pl.Executed(withStagedWrites(ctx, &staged), step, &o)
-	r.finishExecution(ctx, p, end, time.Since(began), staged.fns...)
+	r.finishExecution(ctx, p, endOf(p, o.Output, o.Err), time.Since(began), staged.fns...)
 }
 
 func questionText(p *client.Proposal) string {
