@@ -71,23 +71,19 @@ func TestDateTerms(t *testing.T) {
 		text    string
 		created time.Time
 		want    string
-		dates   []string // Hit.Dates
 	}{
-		{"own_day_only", "I love pottery", said, "2023 2023-05 2023-05-08 may", nil},
+		{"own_day_only", "I love pottery", said, "2023 2023-05 2023-05-08 may"},
 		{"mention_adds_its_dates_and_the_marker", "I went there yesterday", said,
-			"2023 2023-05 2023-05-07 2023-05-08 =2023-05-07 @date may", []string{"2023-05-07"}},
+			"2023 2023-05 2023-05-07 2023-05-08 @date may"},
 		{"month_mention_has_no_day", "We went camping last month", said,
-			"2023 2023-04 2023-05 2023-05-08 =2023-04 @date april may", []string{"2023-04"}},
-		{"no_time_no_field", "yesterday was fun", time.Unix(0, 0).UTC(), "", nil},
+			"2023 2023-04 2023-05 2023-05-08 @date april may"},
+		{"no_time_no_field", "yesterday was fun", time.Unix(0, 0).UTC(), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := dateTerms(c.text, c.created)
 			if got != c.want {
 				t.Errorf("dateTerms(%q) = %q, want %q", c.text, got, c.want)
-			}
-			if d := mentionedDates(got); !reflect.DeepEqual(d, c.dates) {
-				t.Errorf("mentionedDates(%q) = %q, want %q", got, d, c.dates)
 			}
 		})
 	}
@@ -99,14 +95,14 @@ func TestQueryDates(t *testing.T) {
 		name, question string
 		want           []string
 	}{
-		{"when_asks_for_dated_memories", "When did Caroline go to the LGBTQ support group?", []string{mentionTerm}},
-		{"what_year", "What year did Melanie paint a sunrise?", []string{mentionTerm}},
-		{"how_long_ago", "How long ago was Caroline's 18th birthday?", []string{mentionTerm}},
-		{"in_month_any_year", "When did Melanie go camping in June?", []string{mentionTerm, "june"}},
-		{"month_and_year", "What did Jon do in May 2023?", []string{"2023-05"}},
+		{"when_asks_for_dated_memories", "When did Ana go to the pottery workshop?", []string{mentionTerm}},
+		{"what_year", "What year did Ben paint the mural?", []string{mentionTerm}},
+		{"how_long_ago", "How long ago was Ana's 30th birthday?", []string{mentionTerm}},
+		{"in_month_any_year", "When did Ben go fishing in June?", []string{mentionTerm, "june"}},
+		{"month_and_year", "What did Ben do in May 2023?", []string{"2023-05"}},
 		{"bare_year", "What book did she read in 2022?", []string{"2022"}},
 		{"last_year_from_now", "Where did they travel last year?", []string{"2023"}},
-		{"no_time", "What are Melanie's pets' names?", nil},
+		{"no_time", "What are Ana's cats' names?", nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -80,7 +80,7 @@ type Doc struct {
 	// ("A beagle.") is found by the words of the question it answers.
 	Context string
 	// Created is when it happened; relative time words in Text ("yesterday", "last week")
-	// are resolved from it when the memory is indexed (see Hit.Dates).
+	// are resolved from it when the memory is indexed (see dates.go).
 	Created time.Time
 }
 
@@ -116,10 +116,6 @@ type Hit struct {
 	Source  string
 	Speaker string // Doc.Speaker
 	Created time.Time
-	// Dates are the dates Text mentions, resolved from Created when it was indexed:
-	// "2023-05-07" (a day: "yesterday", "on Friday"), "2023-05" (a month: "last month"),
-	// "2023" (a year). Nil when it mentions none.
-	Dates []string
 	// Score ranks the hits: BM25 (or the reciprocal rank fusion score when vectors took part),
 	// times the recency decay when the query asked for one.
 	Score float64
