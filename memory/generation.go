@@ -414,8 +414,9 @@ func (g *generation) docCount() uint64 {
 	return n
 }
 
-// searchedFields are the fields a query's words are looked for in (see fieldsQuery).
-var searchedFields = []string{fieldText, fieldContext, fieldSpeaker}
+// searchedFields are the fields a query's words are looked for in (see fieldsQuery); an
+// array so fieldsTerm's boosts, in the same order, are one too.
+var searchedFields = [...]string{fieldText, fieldContext, fieldSpeaker}
 
 // fieldSet has bit i set for searchedFields[i].
 type fieldSet uint8
