@@ -18,7 +18,6 @@ import (
 //	2023-05      a month        ("last month", and the month of every day above)
 //	2023         a year         ("last year", and the year of everything above)
 //	may          a month's name (for "in May" without a year)
-//	=2023-05-07  what the text mentions, as precisely as it says it (Hit.Dates)
 //	@date        the text mentions a time: "when" questions favour such memories
 
 // grain is how precise a resolved date is.
@@ -80,7 +79,6 @@ func dateTerms(text string, created time.Time) string {
 		out = terms(created, grainDay)
 		ms := resolveDates(text, created)
 		for _, m := range ms {
-			out = append(out, "="+m.label())
 			out = append(out, terms(m.at, m.grain)...)
 		}
 		if len(ms) > 0 {
@@ -93,17 +91,6 @@ func dateTerms(text string, created time.Time) string {
 
 // mentionTerm marks a memory whose text mentions a time.
 const mentionTerm = "@date"
-
-// mentionedDates reads Hit.Dates back from a stored dates field.
-func mentionedDates(field string) []string {
-	var out []string
-	for _, t := range strings.Fields(field) {
-		if l, ok := strings.CutPrefix(t, "="); ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 var (
 	weekdays = map[string]time.Weekday{"sunday": time.Sunday, "monday": time.Monday, "tuesday": time.Tuesday,

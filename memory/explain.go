@@ -4,12 +4,14 @@ import "time"
 
 // Match says why a hit matched a query, for people reading search results (agentctl
 // memory search): which of the memory's words the query has, in which fields, and its
-// date when the query asks about time.
+// date when the query asks about time. It analyzes the hit again rather than asking Bleve
+// to explain its scores, which would cost every search.
 type Match struct {
 	// Words are the memory's own words (as written) whose stems the query has, distinct,
 	// in the order they first appear; at most maxMatchWords.
 	Words []string
-	// Fields are where the query's words appear: "text", "source", "speaker".
+	// Fields are where the query's words appear: "text", "source", "speaker"; "context"
+	// alone when the search found it by the turn before it (which is not stored).
 	Fields []string
 	// Date is the memory's time when the query asks about time ("when", a month, a year,
 	// "last week"…); zero otherwise.
@@ -54,6 +56,11 @@ func Explain(query string, h Hit) Match {
 		m.Date = h.Created.UTC()
 	}
 	m.Similar = len(m.Fields) == 0 && h.Similarity > 0
+	if len(m.Fields) == 0 && h.BM25 > 0 {
+		// Found by words, none of them its own: they were in its context (the dates field
+		// only adds to scores, it finds nothing).
+		m.Fields = []string{"context"}
+	}
 	return m
 }
 

@@ -37,10 +37,11 @@ const (
 
 // formatVersion names the mapping and document layout; an index with another one is rebuilt.
 // Change it whenever newMapping or toDocument changes, or what the daemon puts in a
-// document does (4: the daemon fills speaker and context, which documents of 3 lack).
+// document does (4: the daemon fills speaker and context, which documents of 3 lack; 5: the
+// dates field is no longer stored, nor the dates a memory mentions kept apart in it).
 const (
 	formatKey     = "agentd.memory.format"
-	formatVersion = "4"
+	formatVersion = "5"
 	lengthsKey    = "agentd.memory.lengths"
 )
 
@@ -413,8 +414,9 @@ func (g *generation) docCount() uint64 {
 	return n
 }
 
-// searchedFields are the fields a query's words are looked for in (see fieldsQuery).
-var searchedFields = []string{fieldText, fieldContext, fieldSpeaker}
+// searchedFields are the fields a query's words are looked for in (see fieldsQuery); an
+// array so fieldsTerm's boosts, in the same order, are one too.
+var searchedFields = [...]string{fieldText, fieldContext, fieldSpeaker}
 
 // fieldSet has bit i set for searchedFields[i].
 type fieldSet uint8

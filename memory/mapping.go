@@ -26,7 +26,7 @@ const (
 	fieldCreated = "created" // datetime, stored only (see createdOptions)
 	fieldSpeaker = "speaker" // who said it, English analyzer so names match the query's terms
 	fieldContext = "context" // the previous turn, English analyzer, not stored, searched with a low boost
-	fieldDates   = "dates"   // the memory's dates and the dates it mentions (see dates.go), whitespace-split
+	fieldDates   = "dates"   // the memory's dates and the dates it mentions (see dates.go), whitespace-split, not stored
 )
 
 // datesAnalyzer splits the dates field on spaces and lowercases it: its terms ("2023-05-07",
@@ -38,10 +38,11 @@ const datesAnalyzer = "agentd_dates"
 const sharedTerm = "\x00"
 
 // storedFields are loaded for every hit; nothing else is stored.
-var storedFields = []string{fieldAgent, fieldKind, fieldText, fieldSource, fieldCreated, fieldSpeaker, fieldDates}
+var storedFields = []string{fieldAgent, fieldKind, fieldText, fieldSource, fieldCreated, fieldSpeaker}
 
-// Every field is stored; none has term vectors (no highlighting), doc values (no sorting or
-// faceting) or a place in the _all field: the index stays small and fast.
+// Every field but the context and the dates is stored; none has term vectors (no
+// highlighting), doc values (no sorting or faceting) or a place in the _all field: the
+// index stays small and fast.
 const fieldOptions = index.IndexField | index.StoreField
 
 // createdOptions: created is stored, not indexed. Recency is a re-ranking of the top hits
@@ -68,7 +69,7 @@ func newMapping() *mapping.IndexMappingImpl {
 	doc.AddFieldMappingsAt(fieldDates, dates)
 	for name, fms := range doc.Properties {
 		for _, f := range fms.Fields {
-			f.Store = name != fieldContext
+			f.Store = name != fieldContext && name != fieldDates
 			f.Index = name != fieldCreated
 			f.IncludeTermVectors = false
 			f.IncludeInAll = false
@@ -122,7 +123,7 @@ func (a analyzers) toDocument(d Doc, dates string) (doc *document.Document, text
 		doc.AddField(prev)
 	}
 	if dates != "" {
-		doc.AddField(document.NewTextFieldCustom(fieldDates, nil, []byte(dates), fieldOptions, a.dates))
+		doc.AddField(document.NewTextFieldCustom(fieldDates, nil, []byte(dates), index.IndexField, a.dates))
 	}
 	doc.AddField(document.NewTextFieldCustom(fieldAgent, nil, []byte(agentTerm(d.Agent)), fieldOptions, a.keyword))
 	doc.AddField(document.NewTextFieldCustom(fieldKind, nil, []byte(d.Kind), fieldOptions, a.keyword))
@@ -180,7 +181,6 @@ func hitFrom(dm *search.DocumentMatch) Hit {
 	h.Text = str(fieldText)
 	h.Source = str(fieldSource)
 	h.Speaker = str(fieldSpeaker)
-	h.Dates = mentionedDates(str(fieldDates))
 	if t, err := time.Parse(time.RFC3339Nano, str(fieldCreated)); err == nil {
 		h.Created = t.UTC()
 	}

@@ -80,7 +80,7 @@ type Doc struct {
 	// ("A beagle.") is found by the words of the question it answers.
 	Context string
 	// Created is when it happened; relative time words in Text ("yesterday", "last week")
-	// are resolved from it when the memory is indexed (see Hit.Dates).
+	// are resolved from it when the memory is indexed (see dates.go).
 	Created time.Time
 }
 
@@ -98,8 +98,6 @@ type Query struct {
 	Kinds []Kind
 	// K is the number of hits wanted; 0 means DefaultK.
 	K int
-	// Explain fills each hit's Matched: why it was found.
-	Explain bool
 	// HalfLife, when set, lets recency break near-ties: each score gets a bonus of at most 1%
 	// that halves every HalfLife of age (see recencyFactor); an older memory that matches
 	// better keeps its place.
@@ -118,22 +116,14 @@ type Hit struct {
 	Source  string
 	Speaker string // Doc.Speaker
 	Created time.Time
-	// Dates are the dates Text mentions, resolved from Created when it was indexed:
-	// "2023-05-07" (a day: "yesterday", "on Friday"), "2023-05" (a month: "last month"),
-	// "2023" (a year). Nil when it mentions none.
-	Dates []string
 	// Score ranks the hits: BM25 (or the reciprocal rank fusion score when vectors took part),
 	// times the recency decay when the query asked for one.
 	Score float64
 	// BM25 is the document's BM25 score; 0 when only the vector side found it.
 	BM25 float64
-	// Similarity is the cosine similarity to the query; 0 without embeddings.
+	// Similarity is the cosine similarity to the query; 0 without embeddings. Explain says
+	// why a hit matched.
 	Similarity float64
-	// Matched says why it was found, when the query asked (Query.Explain): "text:beagle" (a
-	// word of the query, as analyzed, in the text), "speaker:ana", "dates:2023-05" or
-	// "dates:@date" (a "when" question and a memory that mentions a time), "context" (the
-	// turn before it had the query's words), "meaning" (the vector side alone).
-	Matched []string
 }
 
 // Stats is a snapshot of the index's counters, for metrics and `agentctl memory` output.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The prompt mode of the recall benchmark (issue 18, item 5): for every question it builds
@@ -69,7 +68,7 @@ func answersOf(tb testing.TB, paths []string) map[string]string {
 // runPromptRecall measures evidence in the prompt at numCtx over an index of the dialogs
 // and filler memories.
 func runPromptRecall(tb testing.TB, dialogs []dialog, answers map[string]string, filler, chatty, numCtx int) promptEvidence {
-	ix := buildRecallIndex(tb, dialogs, filler, chatty)
+	ix, _ := indexDialogs(tb, dialogs, filler, chatty)
 	defer ix.Close()
 	budget := promptBudget(numCtx)
 	var res promptEvidence
@@ -136,42 +135,6 @@ func (p *promptEvidence) add(q question, agent string, text map[string]string, a
 // leaves room for the whole section: SectionBudget at its cautious 3 chars per token, less
 // the section's heading (memoryHead there, 96 characters).
 func promptBudget(numCtx int) int { return SectionBudget(numCtx, 3.0) - 96 }
-
-// buildRecallIndex indexes the dialogs among filler memories, interleaved as runRecall does.
-func buildRecallIndex(tb testing.TB, dialogs []dialog, filler, chatty int) *Index {
-	ix, err := Open(tb.TempDir(), Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var docs []Doc
-	for _, d := range dialogs {
-		docs = append(docs, d.docs()...)
-	}
-	fill := fillerDocs(filler, dialogs, chatty)
-	step := max(1, len(fill)/max(1, len(docs)))
-	for i, j := 0, 0; i < len(docs) || j < len(fill); {
-		var batch []Doc
-		if i < len(docs) {
-			batch = append(batch, docs[i])
-			i++
-		}
-		e := min(j+step, len(fill))
-		batch = append(batch, fill[j:e]...)
-		j = e
-		for k := 0; k < len(batch); k += 8 {
-			if err := ix.Add(batch[k:min(k+8, len(batch))]...); err != nil {
-				tb.Fatal(err)
-			}
-			for ix.Stats().Queued > ix.opts.QueueSize/2 {
-				time.Sleep(time.Millisecond)
-			}
-		}
-	}
-	if err := ix.Flush(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	return ix
-}
 
 // BenchmarkRecallPrompt runs the prompt mode on AGENTD_RECALL_FILES at RECALL_PROMPT_CTX
 // tokens (default 2048), with the filler of BenchmarkRecall; without files it uses the

@@ -218,13 +218,13 @@ func fillerDocs(n int, dialogs []dialog, chatty int) []Doc {
 
 var fillerNames = strings.Fields("Ada Bo Cyril Dana Emeka Farah Goran Hana Ivo Jun Kemal Lena Milo Nadia Otto Priya Quinn Rosa Sami Tove")
 
-// runRecall builds an index of the dialogs plus filler memories and measures recall.
-func runRecall(tb testing.TB, dialogs []dialog, filler, chatty int, halfLife time.Duration) *recallResult {
+// indexDialogs indexes the dialogs' memories among filler other agents' memories, through
+// Index.Add like the daemon, and returns the index and the ingest rate (memories/s).
+func indexDialogs(tb testing.TB, dialogs []dialog, filler, chatty int) (*Index, float64) {
 	ix, err := Open(tb.TempDir(), Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer ix.Close()
 	var docs []Doc
 	for _, d := range dialogs {
 		docs = append(docs, d.docs()...)
@@ -242,7 +242,6 @@ func runRecall(tb testing.TB, dialogs []dialog, filler, chatty int, halfLife tim
 		all = append(all, fill[j:e]...)
 		j = e
 	}
-	res := &recallResult{}
 	start := time.Now()
 	for i := 0; i < len(all); i += 8 { // the agent loop adds a few at a time
 		if err := ix.Add(all[i:min(i+8, len(all))]...); err != nil {
@@ -255,7 +254,14 @@ func runRecall(tb testing.TB, dialogs []dialog, filler, chatty int, halfLife tim
 	if err := ix.Flush(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	res.ingest = float64(len(all)) / time.Since(start).Seconds()
+	return ix, float64(len(all)) / time.Since(start).Seconds()
+}
+
+// runRecall builds an index of the dialogs plus filler memories and measures recall.
+func runRecall(tb testing.TB, dialogs []dialog, filler, chatty int, halfLife time.Duration) *recallResult {
+	ix, ingest := indexDialogs(tb, dialogs, filler, chatty)
+	defer ix.Close()
+	res := &recallResult{ingest: ingest}
 	maxK := recallKs[len(recallKs)-1]
 	var dump io.Writer
 	if p := os.Getenv("AGENTD_RECALL_DUMP"); p != "" {
@@ -267,8 +273,10 @@ func runRecall(tb testing.TB, dialogs []dialog, filler, chatty int, halfLife tim
 		dump = f
 	}
 	textOf := map[string]string{}
-	for _, d := range docs {
-		textOf[d.ID] = d.Text
+	for _, d := range dialogs {
+		for _, doc := range d.docs() {
+			textOf[doc.ID] = doc.Text
+		}
 	}
 	for _, d := range dialogs {
 		for _, q := range d.qa {
@@ -346,7 +354,7 @@ func envInt(name string, def int) int {
 // of them conversational (default 50) and AGENTD_RECALL_HALFLIFE (e.g. 720h, default none),
 // printing the table; without files it uses the synthetic set. For tuning:
 // AGENTD_RECALL_DUMP=FILE writes each question the top 10 missed, with its evidence's rank
-// and the top hits; AGENTD_RECALL_BOOSTS=context,speaker,dates and
+// and the top hits; AGENTD_RECALL_BOOSTS=context,speaker,dates[,mention] and
 // AGENTD_RECALL_CONTEXT_BYTES override the field weights and the context indexed.
 func BenchmarkRecall(b *testing.B) {
 	paths := []string{"testdata/dialog.json"}
@@ -358,9 +366,9 @@ func BenchmarkRecall(b *testing.B) {
 	filler := envInt("AGENTD_RECALL_FILLER", 100_000)
 	chatty := envInt("AGENTD_RECALL_CHATTY", 50)
 	maxContextBytes = envInt("AGENTD_RECALL_CONTEXT_BYTES", maxContextBytes)
-	// AGENTD_RECALL_BOOSTS=context,speaker,dates overrides the field boosts, for tuning.
-	if v := strings.Split(os.Getenv("AGENTD_RECALL_BOOSTS"), ","); len(v) == 3 {
-		for i, p := range []*float64{&contextBoost, &speakerBoost, &datesBoost} {
+	// AGENTD_RECALL_BOOSTS=context,speaker,dates[,mention] overrides the field boosts, for tuning.
+	if v := strings.Split(os.Getenv("AGENTD_RECALL_BOOSTS"), ","); len(v) >= 3 {
+		for i, p := range []*float64{&contextBoost, &speakerBoost, &datesBoost, &mentionBoost}[:min(len(v), 4)] {
 			if f, err := strconv.ParseFloat(v[i], 64); err == nil {
 				*p = f
 			}

@@ -63,9 +63,6 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if len(hits) > k {
 		hits = hits[:k]
 	}
-	if q.Explain {
-		fillMatched(g.an, q, ix.opts.Now(), hits)
-	}
 	return hits, nil
 }
 

@@ -88,7 +88,7 @@ func TestMappingIsExplicitAndBM25(t *testing.T) {
 	}
 	for name, w := range want {
 		fs := got.Default.Properties[name].Fields
-		if len(fs) != 1 || fs[0].Type != w[0] || fs[0].Analyzer != w[1] || fs[0].Store != (name != fieldContext) || fs[0].Index != (name != fieldCreated) ||
+		if len(fs) != 1 || fs[0].Type != w[0] || fs[0].Analyzer != w[1] || fs[0].Store != (name != fieldContext && name != fieldDates) || fs[0].Index != (name != fieldCreated) ||
 			fs[0].IncludeTermVectors || fs[0].IncludeInAll || fs[0].DocValues {
 			t.Errorf("field %s: %+v", name, fs)
 		}

@@ -100,7 +100,8 @@ type MemoryMatch struct {
 	// Words are the memory's own words that matched the query's (stemmed alike:
 	// "planning" matches "plans"), in the order they first appear.
 	Words []string `json:"words,omitempty"`
-	// Fields are where they matched: text, source.
+	// Fields are where they matched: text, source, speaker; or context alone when the
+	// memory was found by the words of the turn before it.
 	Fields []string `json:"fields,omitempty"`
 	// Date is the memory's day, given when the query asks about time ("when", a month, a
 	// year, "last week"…): the day its relative words are read against.
