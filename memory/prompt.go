@@ -349,11 +349,12 @@ func dayHeading(day string) string { return "\n" + day + ":" }
 
 // promptLine renders a shown memory as its line under its day's heading: its kind unless it
 // is a chat turn (most memories of a conversation are) and its source unless the text
-// starts with it or it only names the speaker; then the text, after "Speaker: " when it
-// does not start with the speaker's name, so the model knows who said it. The frame is kept
+// starts with it or it only names the speaker; then the text, after "Speaker: " unless it
+// starts with exactly that, so the model knows who said it. The frame is kept
 // short: at num_ctx 2048 what it saves goes to one more memory.
 func promptLine(s Shown) string {
-	speaker := strings.Join(strings.Fields(s.Speaker), " ")
+	// A colon in a name would let it pass for a line of someone else's ("Ann: Bo").
+	speaker := strings.Join(strings.Fields(strings.ReplaceAll(s.Speaker, ":", " ")), " ")
 	src := strings.Join(strings.Fields(s.Source), " ")
 	if s.Kind == KindChat {
 		// A chat turn's source says where it was said ("slack message from Ana"); older
@@ -375,7 +376,9 @@ func promptLine(s Shown) string {
 	if len(meta) > 0 {
 		b.WriteString("[" + strings.Join(meta, ", ") + "] ")
 	}
-	if speaker != "" && !strings.HasPrefix(strings.TrimLeft(s.Text, "…"), speaker) {
+	// Text that already starts with "Speaker:" (an imported log) is not labelled twice;
+	// anything else is, so "Ann" writing "Anna: …" shows as Ann's.
+	if speaker != "" && !strings.HasPrefix(strings.TrimLeft(s.Text, "…"), speaker+":") {
 		b.WriteString(speaker + ": ")
 	}
 	b.WriteString(s.Text)
