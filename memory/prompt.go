@@ -66,6 +66,12 @@ const (
 	// nearDuplicate is the share of its distinct terms a memory must share with one shown
 	// already to count as a near-duplicate and never be shown.
 	nearDuplicate = 0.8
+	// maxAnalyzed bounds the bytes of a candidate analyzed for its terms and the query's
+	// words (a file chunk, 1,500 bytes, whole; a long message by its start), and
+	// maxMatches the words a snippet is cut around: 30 long memories of repeated query
+	// words cost milliseconds, not tens of them.
+	maxAnalyzed = 1536
+	maxMatches  = 128
 )
 
 // candidate is one hit Fit may show: its folded text and analyzed terms, and its relevance
@@ -90,10 +96,27 @@ type candidate struct {
 // marginal relevance (nextByMMR) among the first PromptCandidates hits; near-copies of a
 // shown memory are never shown; a memory that does not fit gives way to the next.
 func Fit(hits []Hit, o FitOptions) []Shown {
+	return Prepare(hits, o.Query).Fit(o)
+}
+
+// Candidates are the hits a memory section is chosen from, analyzed once for its query
+// (Prepare), so the analysis can be done ahead of the prompt and the same candidates fit
+// any budget.
+type Candidates struct{ cands []candidate }
+
+// Prepare analyzes the first PromptCandidates hits with text (best first) for query: the
+// terms of each, and where the query's words are in it.
+func Prepare(hits []Hit, query string) *Candidates {
+	return &Candidates{cands: candidates(hits, PromptCandidates, analyzedTerms(query))}
+}
+
+// Fit is the package's Fit over prepared candidates (o.Query is the one they were prepared
+// for). c is not changed: it fits again.
+func (c *Candidates) Fit(o FitOptions) []Shown {
 	if o.K <= 0 {
 		o.K = DefaultShown
 	}
-	f := fitter{o: o, cands: candidates(hits, PromptCandidates, analyzedTerms(o.Query)), left: o.Budget, days: map[string]bool{}}
+	f := fitter{o: o, cands: slices.Clone(c.cands), left: o.Budget, days: map[string]bool{}}
 	f.pass(int(tailShare*float64(o.Budget)), min(maxShown, max(2*minSnippet, o.Budget/4)))
 	f.pass(0, tailSnippet)
 	return f.out
@@ -177,9 +200,9 @@ func candidates(hits []Hit, n int, terms map[string]bool) []candidate {
 			rel = h.Score / top
 		}
 		c := candidate{hit: h, text: text, set: map[string]bool{}, rel: rel}
-		for _, t := range analyze(text) {
+		for _, t := range analyze(prefix(text, maxAnalyzed)) {
 			c.set[string(t.Term)] = true
-			if terms[string(t.Term)] {
+			if terms[string(t.Term)] && len(c.at) < maxMatches {
 				c.at = append(c.at, match{at: t.Start, term: string(t.Term)})
 			}
 		}
@@ -230,6 +253,17 @@ func analyze(s string) analysis.TokenStream {
 		return nil // not registered: a build error in effect, which the index reports on Open
 	}
 	return a.text.Analyze([]byte(s))
+}
+
+// prefix is s's first n bytes at most, cut at a rune's start.
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // analyzedTerms are the analyzed terms of a query.

@@ -346,17 +346,26 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 		return nil, nil
 	}
 	q, skip := m.promptQuery(step.AgentID, step.Task, recent)
-	hits, ok := m.ahead.take(ctx, q)
+	cands, ok := m.ahead.take(ctx, q, skip)
 	if !ok {
-		if hits, err = m.ix.Search(ctx, q); err != nil {
+		if cands, err = m.candidates(ctx, q, skip); err != nil {
 			return nil, err
 		}
 	}
-	hits = slices.DeleteFunc(hits, func(h memory.Hit) bool { return skip[h.ID] })
-	if sec := memorySectionOf(hits, q.Text, budget, m.opt.K); sec != "" {
+	if sec := memorySectionOf(cands, budget, m.opt.K); sec != "" {
 		return []string{sec}, nil
 	}
 	return nil, nil
+}
+
+// candidates searches q and prepares the hits but skip for the memory section.
+func (m *memState) candidates(ctx context.Context, q memory.Query, skip map[string]bool) (*memory.Candidates, error) {
+	hits, err := m.ix.Search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	hits = slices.DeleteFunc(hits, func(h memory.Hit) bool { return skip[h.ID] })
+	return memory.Prepare(hits, q.Text), nil
 }
 
 // promptQuery is the memory search a step's prompt makes: the task and what the latest two
@@ -377,10 +386,10 @@ func (m *memState) promptQuery(agentID, task string, recent []store.EpisodeLine)
 // memoryHead opens the memory section.
 const memoryHead = "Relevant memories (from past steps, feedback, notes and files; by day, the most relevant first):"
 
-// memorySectionOf renders the memory section of at most budget characters from hits
-// (best first) for query, showing at most k memories; "" when none fits.
-func memorySectionOf(hits []memory.Hit, query string, budget, k int) string {
-	shown := memory.Fit(hits, memory.FitOptions{Query: query, Budget: budget - len(memoryHead), K: k})
+// memorySectionOf renders the memory section of at most budget characters from the
+// candidates, showing at most k memories; "" when none fits.
+func memorySectionOf(cands *memory.Candidates, budget, k int) string {
+	shown := cands.Fit(memory.FitOptions{Budget: budget - len(memoryHead), K: k})
 	if len(shown) == 0 {
 		return ""
 	}

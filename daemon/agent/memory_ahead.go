@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"maps"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -15,8 +16,9 @@ import (
 // Searching memory ahead (issue 21). With a large index the prompt's memory search is the
 // biggest part of a step's own time, and it depends only on the task and the latest steps.
 // So once a command's result is known, the search the next prompt will make is started on
-// the other core while the result is recorded (its transaction and fsync), and the memory
-// component takes it when its query turns out the same; anything else (another task, a
+// the other core while the result is recorded (its transaction and fsync), its hits
+// analyzed for the section (memory.Prepare), and the memory component takes them when
+// its query turns out the same; anything else (another task, a
 // summary that changed the recent steps, a reload) is a different query and searched as
 // before. A search ahead is used only while fresh (aheadMaxAge, well under the index's own
 // IndexBatchDelay), so the prompt shows what a search made then would have shown.
@@ -33,24 +35,26 @@ type searchAhead struct {
 	used, stale, missed atomic.Int64
 }
 
-// aheadSearch is one search under way or done; done closes when hits, err and ended
-// are set.
+// aheadSearch is one search under way or done, with the memories it leaves out (skip);
+// done closes when cands, err and ended are set.
 type aheadSearch struct {
 	q       memory.Query
+	skip    map[string]bool
 	started time.Time
 	done    chan struct{}
-	hits    []memory.Hit
+	cands   *memory.Candidates // the hits prepared for the memory section
 	err     error
 	ended   time.Time
 }
 
 // start begins q for the agent's next prompt in a goroutine spawn tracks, replacing any
-// search started before for that agent.
-func (a *searchAhead) start(ix *memory.Index, q memory.Query, spawn func(func(context.Context)) bool) {
-	s := &aheadSearch{q: q, started: time.Now(), done: make(chan struct{})}
+// search started before for that agent: the search, and the hits but skip prepared for
+// the memory section (memState.candidates).
+func (a *searchAhead) start(m *memState, q memory.Query, skip map[string]bool, spawn func(func(context.Context)) bool) {
+	s := &aheadSearch{q: q, skip: skip, started: time.Now(), done: make(chan struct{})}
 	if !spawn(func(ctx context.Context) {
 		defer close(s.done)
-		s.hits, s.err = ix.Search(ctx, q)
+		s.cands, s.err = m.candidates(ctx, q, skip)
 		s.ended = time.Now()
 	}) {
 		return
@@ -70,14 +74,16 @@ func (a *searchAhead) start(ix *memory.Index, q memory.Query, spawn func(func(co
 	a.m[q.Agent] = s
 }
 
-// take returns the hits of the search started for q, waiting for it to end, and false
-// when there is none for exactly q, it is too old, or it failed: then the caller searches.
-func (a *searchAhead) take(ctx context.Context, q memory.Query) ([]memory.Hit, bool) {
+// take returns the candidates of the search started for q and skip, waiting for it to
+// end, and false when there is none for exactly those, it is too old, or it failed: then
+// the caller searches.
+func (a *searchAhead) take(ctx context.Context, q memory.Query, skip map[string]bool) (*memory.Candidates, bool) {
 	a.mu.Lock()
 	s := a.m[q.Agent]
 	delete(a.m, q.Agent)
 	a.mu.Unlock()
-	if s == nil || !reflect.DeepEqual(s.q, q) { // every field: a new one must match too
+	// Every field of the query: a field added later must match too.
+	if s == nil || !reflect.DeepEqual(s.q, q) || !maps.Equal(s.skip, skip) {
 		a.missed.Add(1)
 		return nil, false
 	}
@@ -98,7 +104,7 @@ func (a *searchAhead) take(ctx context.Context, q memory.Query) ([]memory.Hit, b
 		return nil, false
 	}
 	a.used.Add(1)
-	return s.hits, true
+	return s.cands, true
 }
 
 // searchAhead starts the memory search of the agent's next prompt, as the memory component
@@ -114,8 +120,8 @@ func (s *memoryService) searchAhead(ctx context.Context, h *episodeHistory, agen
 		return // the prompt reads them itself
 	}
 	recent = append(recent[max(0, len(recent)+1-n):len(recent):len(recent)], lineOf(ep))
-	q, _ := m.promptQuery(agentID, task, recent)
-	m.ahead.start(m.ix, q, s.spawn)
+	q, skip := m.promptQuery(agentID, task, recent)
+	m.ahead.start(m, q, skip, s.spawn)
 }
 
 // lineOf is ep as the store's EpisodeLines reads it back for the prompt: result and

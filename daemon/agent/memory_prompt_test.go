@@ -204,7 +204,7 @@ func TestMemorySectionGolden(t *testing.T) {
 			Text: tu.text, Created: day.Add(time.Duration(i%3) * 26 * time.Hour), Score: 10 - float64(i)})
 	}
 	hits = append(hits, memory.Hit{ID: "m-note", Kind: memory.KindNote, Source: "memory_add", Text: "Caroline's support group meets on Tuesdays at 7 pm in the library.", Created: day, Score: 0.5})
-	sec := memorySectionOf(hits, "When did Caroline go to the LGBTQ support group?", 600, memory.DefaultShown)
+	sec := memorySectionOf(memory.Prepare(hits, "When did Caroline go to the LGBTQ support group?"), 600, memory.DefaultShown)
 	if n := strings.Count(sec, "LGBTQ support group yesterday"); n != 1 {
 		t.Errorf("the near-copy is shown (%d times the same turn)", n)
 	}
