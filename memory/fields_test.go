@@ -20,8 +20,8 @@ func TestDialogFields(t *testing.T) {
 		chat("answer", "Ana", "A beagle. He loves the beach.", "Congrats! What breed is Biscuit?", said.Add(time.Second)),
 		chat("ana-beach", "Ana", "The beach was windy.", "", said.Add(2*time.Second)),
 		chat("ben-beach", "Ben", "The beach was windy.", "", said.Add(3*time.Second)),
-		chat("group-dated", "Cleo", "I went to a support group yesterday, so powerful.", "", said),
-		chat("group-undated", "Cleo", "The support group is so powerful.", "", said),
+		chat("group-dated", "Cleo", "I went to a pottery class yesterday, so calming.", "", said),
+		chat("group-undated", "Cleo", "The pottery class is so calming.", "", said),
 		chat("in-text", "Dee", "My violin is old.", "", said),
 		chat("in-context", "Dee", "My bike is old.", "Is that your violin?", said),
 		chat("both-fields", "Dee", "Violin lessons.", "Violin?", said),
@@ -38,7 +38,7 @@ func TestDialogFields(t *testing.T) {
 		{"previous_turn_finds_short_answer", "What breed is the dog?", "q", nil, []string{"answer"}},
 		{"answer_found_by_its_question", "Which breed is Biscuit, the beagle?", "answer", []string{"q"}, nil},
 		{"speaker_named_in_question", "What did Ana say about the beach?", "ana-beach", []string{"ben-beach"}, nil},
-		{"when_prefers_dated_memory", "When did Cleo go to the support group?", "group-dated", []string{"group-undated"}, nil},
+		{"when_prefers_dated_memory", "When did Cleo go to the pottery class?", "group-dated", []string{"group-undated"}, nil},
 		{"text_outweighs_context", "How old is the violin?", "in-text", []string{"in-context"}, nil},
 		{"word_in_two_fields_counts_once", "violin lessons tuesday", "two-words", []string{"both-fields"}, nil},
 		{"name_said_outweighs_name_mentioned", "What did Eve say about the kiln?", "eve-kiln", []string{"to-eve"}, nil},
@@ -63,7 +63,7 @@ func TestDialogFields(t *testing.T) {
 		})
 	}
 	t.Run("hit_carries_speaker", func(t *testing.T) {
-		hits := find(t, ix, Query{Agent: "a", Text: "support group yesterday", K: 1})
+		hits := find(t, ix, Query{Agent: "a", Text: "pottery class yesterday", K: 1})
 		if len(hits) != 1 || hits[0].Speaker != "Cleo" {
 			t.Fatalf("got %+v, want Cleo's memory", hits)
 		}

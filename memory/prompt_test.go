@@ -82,21 +82,21 @@ func TestSection(t *testing.T) {
 		shown []Shown
 		want  string
 	}{
-		{name: "chat_turn_names_its_speaker_once", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "Caroline", Created: at}, Text: "Caroline: I went to a support group yesterday."}},
-			want: "\n8 May 2023:\n- Caroline: I went to a support group yesterday."},
+		{name: "chat_turn_names_its_speaker_once", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "Rosa", Created: at}, Text: "Rosa: I went to a pottery class yesterday."}},
+			want: "\n8 May 2023:\n- Rosa: I went to a pottery class yesterday."},
 		{name: "file_chunk_names_its_path", shown: []Shown{{Hit: Hit{Kind: KindFile, Source: "notes/a.txt", Created: at}, Text: "…the code is 4711…"}},
 			want: "\n8 May 2023:\n- [file, notes/a.txt] …the code is 4711…"},
 		{name: "no_date_no_source", shown: []Shown{{Hit: Hit{Kind: KindNote}, Text: "x"}}, want: "\n- [note] x"},
-		{name: "imported_turn_starting_with_its_speaker", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "Caroline", Speaker: "Caroline", Created: at}, Text: "Caroline: I went to a support group yesterday."}},
-			want: "\n8 May 2023:\n- Caroline: I went to a support group yesterday."},
+		{name: "imported_turn_starting_with_its_speaker", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "Rosa", Speaker: "Rosa", Created: at}, Text: "Rosa: I went to a pottery class yesterday."}},
+			want: "\n8 May 2023:\n- Rosa: I went to a pottery class yesterday."},
 		{name: "chat_message_gets_its_speaker", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "slack message from Ana Lima", Speaker: "Ana Lima", Created: at}, Text: "the deadline moved to Friday"}},
 			want: "\n8 May 2023:\n- Ana Lima: the deadline moved to Friday"},
 		{name: "snippet_of_a_turn_starting_with_its_speaker", shown: []Shown{{Hit: Hit{Kind: KindChat, Speaker: "Ana"}, Text: "…Ana: the deadline moved", Trimmed: true}},
 			want: "\n- …Ana: the deadline moved"},
 		{name: "note_with_speaker_and_other_source", shown: []Shown{{Hit: Hit{Kind: KindNote, Source: "minutes.txt", Speaker: "Bo"}, Text: "budget approved"}},
 			want: "\n- [note, minutes.txt] Bo: budget approved"},
-		{name: "chat_turn_naming_its_speaker_in_the_source_only", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "Caroline", Created: at}, Text: "I went to a support group."}},
-			want: "\n8 May 2023:\n- Caroline: I went to a support group."},
+		{name: "chat_turn_naming_its_speaker_in_the_source_only", shown: []Shown{{Hit: Hit{Kind: KindChat, Source: "Rosa", Created: at}, Text: "I went to a pottery class."}},
+			want: "\n8 May 2023:\n- Rosa: I went to a pottery class."},
 		{name: "episode_keeps_kind_and_source", shown: []Shown{{Hit: Hit{Kind: KindEpisode, Source: "step 3 write_file", Created: at}, Text: "wrote a.txt"}},
 			want: "\n8 May 2023:\n- [episode, step 3 write_file] wrote a.txt"},
 		{name: "grouped_by_day_most_relevant_day_first_undated_first", shown: []Shown{

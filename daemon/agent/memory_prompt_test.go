@@ -188,24 +188,24 @@ func TestMemoryPromptFitsAt2048With1000Episodes(t *testing.T) {
 func TestMemorySectionGolden(t *testing.T) {
 	day := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
 	turns := []struct{ who, text string }{
-		{"Caroline", "I went to a LGBTQ support group yesterday and it was so powerful."},
-		{"Melanie", "Wow, that's cool, Caroline! What happened at the support group that was so awesome?"},
-		{"Caroline", "The transgender stories were so inspiring! I was so happy and thankful for all the support."},
-		{"Melanie", "I ran a charity race for mental health last Saturday – it was really rewarding and made me think about taking care of our minds."},
-		{"Caroline", "I went to the LGBTQ support group yesterday and it was so powerful!"}, // a near-copy of the first
-		{"Melanie", "We went camping with the kids in the mountains last week; the support of family means everything to me."},
-		{"Caroline", "I'm looking into counseling and mental health jobs, so I can give people the support I got from the group."},
-		{"Melanie", "My kids loved the pottery workshop; we made our own plates and painted them with flowers and suns."},
-		{"Caroline", "The adoption agency said the support group letter helped my application a lot."},
+		{"Rosa", "I went to the night pottery class yesterday and it was so calming."},
+		{"Teo", "Nice one, Rosa! What did you make at the pottery class that was so good?"},
+		{"Rosa", "A tall green vase! The teacher showed us how to trim the base and I was so proud of it."},
+		{"Teo", "I ran a trail race for the animal shelter last Saturday – it was hard but it made me want to train every week."},
+		{"Rosa", "I went to the night pottery class yesterday and it was so calming!"}, // a near-copy of the first
+		{"Teo", "We went sailing with the kids on the lake last week; a day on the water means everything to me."},
+		{"Rosa", "I'm looking into teaching jobs at the art centre, so I can give people the calm I got from the class."},
+		{"Teo", "My kids loved the baking workshop; we made our own bread and shaped it like turtles and stars."},
+		{"Rosa", "The art centre said the pottery class letter helped my application a lot."},
 	}
 	var hits []memory.Hit
 	for i, tu := range turns {
 		hits = append(hits, memory.Hit{ID: fmt.Sprintf("m-%d", i), Kind: memory.KindChat, Speaker: tu.who, Source: "slack message from " + tu.who,
 			Text: tu.text, Created: day.Add(time.Duration(i%3) * 26 * time.Hour), Score: 10 - float64(i)})
 	}
-	hits = append(hits, memory.Hit{ID: "m-note", Kind: memory.KindNote, Source: "memory_add", Text: "Caroline's support group meets on Tuesdays at 7 pm in the library.", Created: day, Score: 0.5})
-	sec := memorySectionOf(memory.Prepare(hits, "When did Caroline go to the LGBTQ support group?"), 600, memory.DefaultShown)
-	if n := strings.Count(sec, "LGBTQ support group yesterday"); n != 1 {
+	hits = append(hits, memory.Hit{ID: "m-note", Kind: memory.KindNote, Source: "memory_add", Text: "Rosa's pottery class meets on Tuesdays at 7 pm in the old mill.", Created: day, Score: 0.5})
+	sec := memorySectionOf(memory.Prepare(hits, "When did Rosa go to the night pottery class?"), 600, memory.DefaultShown)
+	if n := strings.Count(sec, "night pottery class yesterday"); n != 1 {
 		t.Errorf("the near-copy is shown (%d times the same turn)", n)
 	}
 	if len(sec) > 600 {

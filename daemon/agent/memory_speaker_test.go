@@ -122,7 +122,7 @@ func TestExportRecordSpeaker(t *testing.T) {
 		speaker, source string
 	}{
 		{name: "relay_chat_exports_its_speaker", m: store.Memory{Kind: "chat", Source: "slack message from Ana", Speaker: "Ana"}, speaker: "Ana"},
-		{name: "chat_without_speaker_exports_its_source_as_speaker", m: store.Memory{Kind: "chat", Source: "Caroline"}, speaker: "Caroline"},
+		{name: "chat_without_speaker_exports_its_source_as_speaker", m: store.Memory{Kind: "chat", Source: "Rosa"}, speaker: "Rosa"},
 		{name: "note_exports_its_source", m: store.Memory{Kind: "note", Source: "kickoff notes"}, source: "kickoff notes"},
 		{name: "note_with_a_speaker_exports_the_speaker", m: store.Memory{Kind: "note", Source: "minutes", Speaker: "Bo"}, speaker: "Bo"},
 	}

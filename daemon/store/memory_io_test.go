@@ -113,7 +113,7 @@ func TestMigrationFillsChatSpeakers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := db.ExecContext(ctx, `INSERT INTO memories (id, agent_id, kind, text, source, created_at) VALUES
-		('m-1', 'a-1', 'chat', 'Caroline: I went', 'Caroline', 1),
+		('m-1', 'a-1', 'chat', 'Rosa: I went', 'Rosa', 1),
 		('m-2', 'a-1', 'chat', 'ship it friday', 'discord message from Ana Lima', 2),
 		('m-3', 'a-1', 'note', 'a note', 'memory_add', 3)`); err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestMigrationFillsChatSpeakers(t *testing.T) {
 	}
 	defer s.Close()
 	s.View(ctx, func(tx *Tx) error {
-		for id, want := range map[string]string{"m-1": "Caroline", "m-2": "Ana Lima", "m-3": ""} {
+		for id, want := range map[string]string{"m-1": "Rosa", "m-2": "Ana Lima", "m-3": ""} {
 			if m, err := tx.Memory(id); err != nil || m.Speaker != want {
 				t.Errorf("%s's speaker = %q (%v), want %q", id, m.Speaker, err, want)
 			}

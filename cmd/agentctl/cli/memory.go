@@ -42,8 +42,8 @@ memories go into each prompt; agents also search them with memory_search.
 Kinds: episode, result, feedback, note, chat, file.
 
 Import files have one JSON object a line:
-  {"text": "Caroline: I went to the support group yesterday.", "speaker": "Caroline",
-   "time": "2023-05-08T13:56:00Z", "tags": ["support"], "agent": "helper"}
+  {"text": "Rosa: I went to the pottery class yesterday.", "speaker": "Rosa",
+   "time": "2023-05-08T13:56:00Z", "tags": ["pottery"], "agent": "helper"}
   text     what to remember (required; at most 8000 bytes)
   time     when it happened, RFC 3339 (default: now); "yesterday" in the text is read
            against it
