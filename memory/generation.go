@@ -66,6 +66,8 @@ type generation struct {
 	// Persisted in the index's internal store with every batch.
 	tokens, analyzed       atomic.Int64
 	ctxTokens, ctxAnalyzed atomic.Int64
+
+	hits hitCache // stored fields of memories searches returned lately (hitcache.go)
 }
 
 func genName(n int) string { return fmt.Sprintf("%s%06d", genPrefix, n) }

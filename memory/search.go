@@ -130,10 +130,11 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, dates [
 	return ix.runBM25(ctx, g, bq, docs, depth)
 }
 
-// runBM25 runs one Bleve query for the top depth hits.
+// runBM25 runs one Bleve query for the top depth hits. Their stored fields come from the
+// generation's hit cache, and only the ones it lacks from the index.
 func (ix *Index) runBM25(ctx context.Context, g *generation, bq query.Query, docs uint64, depth int) ([]Hit, error) {
+	version := g.hits.begin()
 	req := bleve.NewSearchRequestOptions(bq, depth, 0, false)
-	req.Fields = storedFields
 	if st := g.bm25Stats(docs); st != nil {
 		req.PreSearchData = map[string]any{search.BM25PreSearchDataKey: st}
 	}
@@ -142,10 +143,34 @@ func (ix *Index) runBM25(ctx context.Context, g *generation, bq query.Query, doc
 		return nil, fmt.Errorf("memory: search: %w", err)
 	}
 	hits := make([]Hit, 0, len(res.Hits))
+	var missing []string
 	for _, dm := range res.Hits {
-		hits = append(hits, hitFrom(dm))
+		h, ok := g.hits.get(dm.ID)
+		if !ok {
+			missing = append(missing, dm.ID)
+		}
+		h.ID, h.BM25, h.Score = dm.ID, dm.Score, dm.Score
+		hits = append(hits, h)
 	}
-	return hits, nil
+	if len(missing) == 0 {
+		return hits, nil
+	}
+	loaded, err := ix.load(ctx, g, missing)
+	if err != nil {
+		return nil, err
+	}
+	g.hits.put(loaded, version)
+	out := hits[:0]
+	for _, h := range hits {
+		if l, ok := loaded[h.ID]; ok {
+			l.BM25, l.Score = h.BM25, h.Score
+			h = l
+		} else if h.Kind == "" {
+			continue // deleted since it was found
+		}
+		out = append(out, h)
+	}
+	return out, nil
 }
 
 // embedQuery embeds the query text, or returns nil (BM25 alone) without an Embedder or when

@@ -254,7 +254,9 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 	b.SetInternal([]byte(lengthsKey), g.lengths()) // as of the previous batch; close writes the last
 	texts := make([]*document.TextField, 0, len(ops))
 	var contexts []*document.TextField
+	ids := make([]string, 0, len(ops))
 	for _, o := range ops {
+		ids = append(ids, o.doc.ID)
 		switch o.kind {
 		case opAdd:
 			doc, text, prev, err := g.an.toDocument(o.doc, o.dates)
@@ -273,7 +275,9 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 			b.Delete(o.doc.ID)
 		}
 	}
-	if err := g.idx.Batch(b); err != nil {
+	err = g.idx.Batch(b)
+	g.hits.invalidate(ids) // in the index now, or perhaps partly: either way, load them again
+	if err != nil {
 		return err
 	}
 	var tokens int
