@@ -17,8 +17,9 @@ type hitCache struct {
 	version uint64
 }
 
-// hitCacheSize bounds the memories kept: about the hot memories of a few hundred agents.
-const hitCacheSize = 8192
+// hitCacheSize bounds the memories kept: about the hot memories of a hundred agents (a
+// prompt chooses among 30), with their analyses for Fit (a few KB each at most).
+const hitCacheSize = 4096
 
 // begin returns the version a search starts at.
 func (c *hitCache) begin() uint64 {
@@ -48,6 +49,7 @@ func (c *hitCache) put(hits map[string]Hit, version uint64) {
 	}
 	for id, h := range hits {
 		h.BM25, h.Score, h.Similarity = 0, 0, 0
+		h.an = &fitText{} // made by the first Fit that shows it, then shared
 		c.m[id] = h
 	}
 }

@@ -57,3 +57,23 @@ func TestHitCacheNeverServesAnOldText(t *testing.T) {
 		t.Errorf("a search that began before a batch cached %q", h.Text)
 	}
 }
+
+// A memory's analysis for Fit is made once and shared by the hits the cache gives out; a
+// hit whose text was changed since is analyzed alone, and both fit the same.
+func TestFitTextSharedOnce(t *testing.T) {
+	shared := &fitText{}
+	a := Hit{ID: "m", Text: "The  kiln\tis hot", an: shared, Score: 1}
+	b := a
+	if a.analyzed() != shared || b.analyzed() != shared || shared.text != "The kiln is hot" {
+		t.Fatalf("analysis not shared: %+v", shared)
+	}
+	b.Text = "the kiln is cold"
+	if an := b.analyzed(); an == shared || an.text != "the kiln is cold" || shared.text != "The kiln is hot" {
+		t.Errorf("a changed text used the shared analysis: %q, shared %q", an.text, shared.text)
+	}
+	plain := Hit{ID: "m", Text: "The  kiln\tis hot", Score: 1}
+	o := FitOptions{Query: "kiln", Budget: 200}
+	if got, want := Section(Fit([]Hit{a}, o)), Section(Fit([]Hit{plain}, o)); got != want {
+		t.Errorf("shared analysis fits %q, a fresh one %q", got, want)
+	}
+}

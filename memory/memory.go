@@ -124,6 +124,8 @@ type Hit struct {
 	// Similarity is the cosine similarity to the query; 0 without embeddings. Explain says
 	// why a hit matched.
 	Similarity float64
+
+	an *fitText // the hit cache's analysis of Text for Fit, shared; nil: none yet
 }
 
 // Stats is a snapshot of the index's counters, for metrics and `agentctl memory` output.

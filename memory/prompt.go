@@ -77,9 +77,9 @@ const (
 // candidate is one hit Fit may show: its folded text and analyzed terms, and its relevance
 // (its score over the best hit's).
 type candidate struct {
-	hit  Hit
-	text string
-	set  map[string]bool
+	hit   Hit
+	text  string
+	terms []string // its distinct analyzed terms, sorted
 	// at are where the query's terms are in text, for a snippet around them.
 	at  []match
 	rel float64
@@ -174,7 +174,7 @@ func (f *fitter) pass(keep, per int) {
 		f.days[day(s)] = true
 		f.out = append(f.out, s)
 		for j := range f.cands {
-			f.cands[j].sim = max(f.cands[j].sim, overlap(f.cands[j].set, c.set))
+			f.cands[j].sim = max(f.cands[j].sim, overlap(f.cands[j].terms, c.terms))
 		}
 	}
 }
@@ -188,8 +188,8 @@ func candidates(hits []Hit, n int, terms map[string]bool) []candidate {
 		if len(out) == n {
 			break
 		}
-		text := strings.Join(strings.Fields(h.Text), " ")
-		if text == "" {
+		an := h.analyzed()
+		if an.text == "" {
 			continue
 		}
 		if top == 0 {
@@ -199,11 +199,10 @@ func candidates(hits []Hit, n int, terms map[string]bool) []candidate {
 		if top > 0 {
 			rel = h.Score / top
 		}
-		c := candidate{hit: h, text: text, set: map[string]bool{}, rel: rel}
-		for _, t := range analyze(prefix(text, maxAnalyzed)) {
-			c.set[string(t.Term)] = true
-			if terms[string(t.Term)] && len(c.at) < maxMatches {
-				c.at = append(c.at, match{at: t.Start, term: string(t.Term)})
+		c := candidate{hit: h, text: an.text, terms: an.terms, rel: rel}
+		for _, t := range an.toks {
+			if term := an.terms[t.term]; terms[term] && len(c.at) < maxMatches {
+				c.at = append(c.at, match{at: int(t.at), term: term})
 			}
 		}
 		out = append(out, c)
@@ -227,18 +226,74 @@ func nextByMMR(cands []candidate, skipLong bool) int {
 	return at
 }
 
-// overlap is the share of terms two sets have in common, over the larger of the two.
-func overlap(a, b map[string]bool) float64 {
+// overlap is the share of terms two sorted term lists have in common, over the longer.
+func overlap(a, b []string) float64 {
 	if len(a) == 0 || len(b) == 0 {
 		return 0
 	}
 	common := 0
-	for t := range a {
-		if b[t] {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch c := strings.Compare(a[i], b[j]); {
+		case c == 0:
 			common++
+			i++
+			j++
+		case c < 0:
+			i++
+		default:
+			j++
 		}
 	}
 	return float64(common) / float64(max(len(a), len(b)))
+}
+
+// fitText is a memory's text as Fit reads it: whitespace folded, its distinct terms, and
+// where each term is in its first maxAnalyzed bytes. It is worked out once per memory and
+// shared through the hit cache (hitCache.put gives each memory kept one), since a prompt
+// finds mostly the same memories step after step.
+type fitText struct {
+	once  sync.Once
+	raw   string   // the text it was made from
+	text  string   // raw with its whitespace folded
+	terms []string // distinct, sorted
+	toks  []termAt // the tokens in order
+}
+
+// termAt is one token: its term (an index into terms) and its byte offset in text.
+type termAt struct{ term, at int32 }
+
+// analyzed returns h's analysis, made now if nobody made it yet.
+func (h Hit) analyzed() *fitText {
+	an := h.an
+	if an == nil {
+		an = &fitText{}
+	}
+	an.once.Do(func() { an.make(h.Text) })
+	if an.raw != h.Text { // the caller changed the text since: analyze it alone
+		an = &fitText{}
+		an.make(h.Text)
+	}
+	return an
+}
+
+func (an *fitText) make(raw string) {
+	an.raw, an.text = raw, strings.Join(strings.Fields(raw), " ")
+	toks := analyze(prefix(an.text, maxAnalyzed))
+	index := make(map[string]int32, len(toks))
+	for _, t := range toks {
+		if _, ok := index[string(t.Term)]; !ok {
+			index[string(t.Term)] = 0
+			an.terms = append(an.terms, string(t.Term))
+		}
+	}
+	slices.Sort(an.terms)
+	for i, t := range an.terms {
+		index[t] = int32(i)
+	}
+	an.toks = make([]termAt, len(toks))
+	for i, t := range toks {
+		an.toks[i] = termAt{term: index[string(t.Term)], at: int32(t.Start)}
+	}
 }
 
 // mappingAnalyzers are the analyzers of the index's mapping (newMapping), resolved once
