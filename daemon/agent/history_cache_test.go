@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ollama/ollama/api"
+
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -109,13 +111,7 @@ func TestSummariesStoredWithTheNextResultOnce(t *testing.T) {
 	a := h.create(client.CreateAgentRequest{Name: "sum", Start: new(bool)})
 	seedHistory(t, h.st, a, 20)
 	eh := h.sup.episodeHistory
-	var lines []store.EpisodeLine
-	if err := h.st.View(context.Background(), func(tx *store.Tx) (err error) {
-		lines, err = tx.EpisodeLines(a.ID, 20, 10)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	lines := episodeLines(t, h.st, a.ID, 20)
 	first, second := lines[0].ID, lines[1].ID
 	eh.stashSummaries(a.ID, madeSummaries{lines: map[int64]string{first: "one"}, promptTokens: 10, evalTokens: 1})
 
@@ -160,13 +156,49 @@ func TestSummariesStoredWithTheNextResultOnce(t *testing.T) {
 	if got.PromptTokens != 15 {
 		t.Errorf("tokens after a third result = %d, want 15", got.PromptTokens)
 	}
-	if err := h.st.View(context.Background(), func(tx *store.Tx) (err error) {
-		lines, err = tx.EpisodeLines(a.ID, 20, 10)
+	lines = episodeLines(t, h.st, a.ID, 20)
+	if lines[0].Summary != "one" || lines[1].Summary != "two" {
+		t.Errorf("stored summaries = %q, %q; want one, two", lines[0].Summary, lines[1].Summary)
+	}
+}
+
+// Summaries made beside the steps, and their call's tokens, are stored with the next
+// proposal too, so a step that ends in feedback (or an answer, or a helper's result) does
+// not leave them in memory, where a restart would lose tokens the agent's budget counts.
+func TestSummaryTokensReachTheAgentWithAFeedbackStep(t *testing.T) {
+	h := newHarness(t)
+	h.fake.OnChat(func(*api.ChatRequest) (string, error) {
+		return reply("list_folder", map[string]string{"path": "."}), nil
+	})
+	a := h.create(client.CreateAgentRequest{Name: "fb", Description: "a test agent", Task: "test things"})
+	p := h.pending(a.ID)
+	eh := h.sup.episodeHistory
+	lines := episodeLines(t, h.st, a.ID, 5)
+	stash := madeSummaries{lines: map[int64]string{}, promptTokens: 1_000_000, evalTokens: 1}
+	for _, l := range lines {
+		stash.lines[l.ID] = "summarized"
+	}
+	eh.stashSummaries(a.ID, stash)
+	before := h.waitFor(a.ID, "pending", func(a *client.Agent) bool { return a.Pending != nil })
+	if _, err := h.decide(a.ID, p, "look in the other folder first"); err != nil {
+		t.Fatal(err)
+	}
+	after := h.waitFor(a.ID, "the next proposal", func(a *client.Agent) bool { return a.Pending != nil && a.Pending.ID != p.ID })
+	if got := after.PromptTokens - before.PromptTokens; got < 1_000_000 {
+		t.Errorf("prompt tokens grew by %d over a feedback step: the summary call's 1,000,000 still wait in memory (%+v)",
+			got, eh.madeSummaries(a.ID).promptTokens)
+	}
+}
+
+// episodeLines reads the agent's latest n episodes as the prompt does (results cut short).
+func episodeLines(t *testing.T, st *store.Store, agentID string, n int) []store.EpisodeLine {
+	t.Helper()
+	var lines []store.EpisodeLine
+	if err := st.View(context.Background(), func(tx *store.Tx) (err error) {
+		lines, err = tx.EpisodeLines(agentID, n, 10)
 		return err
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if lines[0].Summary != "one" || lines[1].Summary != "two" {
-		t.Errorf("stored summaries = %q, %q; want one, two", lines[0].Summary, lines[1].Summary)
-	}
+	return lines
 }

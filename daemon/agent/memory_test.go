@@ -463,30 +463,47 @@ func seedMemories(tb testing.TB, st *store.Store, ix *memory.Index, agentID stri
 // The memory search each prompt makes is started while the previous step's result is
 // recorded (memory_ahead.go): every prompt after a result takes it, so the search ahead
 // was made with exactly the query the prompt would have searched (a result longer than the
-// store keeps included), and the finish starts none.
+// store keeps included), and the finish starts none. An agent whose prompt has no memory
+// component starts none at all.
 func TestPromptTakesTheSearchAhead(t *testing.T) {
-	h := newHarness(t, withMemory(t))
-	long := strings.Repeat("é", 450) // a result over resultCut characters, and over 300 bytes
-	replies := []string{
-		reply("write_file", map[string]string{"path": "notes.txt", "contents": long}),
-		reply("read_file", map[string]string{"path": "notes.txt"}),
-		reply("list_folder", map[string]string{"path": "."}),
-		reply("finish", map[string]string{"reason": "done"}),
-	}
-	var n atomic.Int32
-	h.fake.OnChat(func(*api.ChatRequest) (string, error) {
-		return replies[min(int(n.Add(1))-1, len(replies)-1)], nil
-	})
-	a := h.create(client.CreateAgentRequest{Name: "reader", Description: "reads notes", Task: "Read the notes",
-		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
-	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
-	ahead := &h.sup.mem.ahead
-	// The first prompt has no step before it; the other three follow a result. A search
-	// ahead older than aheadMaxAge (a slow machine) is searched again, never used.
-	if got := ahead.missed.Load(); got != 1 {
-		t.Errorf("prompts without a search ahead for their query = %d, want 1 (the first)", got)
-	}
-	if got := ahead.used.Load() + ahead.stale.Load(); got != 3 {
-		t.Errorf("prompts that found their search ahead = %d (used %d), want 3", got, ahead.used.Load())
+	for _, c := range []struct {
+		name                string
+		disabled            []string
+		missed, usedOrStale int64
+	}{
+		{name: "memory_component", missed: 1, usedOrStale: 3}, // the first prompt has no step before it
+		{name: "memory_component_disabled", disabled: []string{memoryName}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, withMemory(t), func(o *Options) { o.DisabledComponents = c.disabled })
+			long := strings.Repeat("é", 450) // a result over resultCut characters, and over 300 bytes
+			replies := []string{
+				reply("write_file", map[string]string{"path": "notes.txt", "contents": long}),
+				reply("read_file", map[string]string{"path": "notes.txt"}),
+				reply("list_folder", map[string]string{"path": "."}),
+				reply("finish", map[string]string{"reason": "done"}),
+			}
+			var n atomic.Int32
+			h.fake.OnChat(func(*api.ChatRequest) (string, error) {
+				return replies[min(int(n.Add(1))-1, len(replies)-1)], nil
+			})
+			a := h.create(client.CreateAgentRequest{Name: "reader", Description: "reads notes", Task: "Read the notes",
+				Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
+			h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+			ahead := &h.sup.mem.ahead
+			if got := ahead.missed.Load(); got != c.missed {
+				t.Errorf("prompts without a search ahead for their query = %d, want %d", got, c.missed)
+			}
+			// A search ahead older than aheadMaxAge (a slow machine) is searched again.
+			if got := ahead.used.Load() + ahead.stale.Load(); got != c.usedOrStale {
+				t.Errorf("prompts that found their search ahead = %d (used %d), want %d", got, ahead.used.Load(), c.usedOrStale)
+			}
+			ahead.mu.Lock()
+			left := ahead.m[a.ID]
+			ahead.mu.Unlock()
+			if left != nil {
+				t.Error("a search ahead is left unused after the run finished")
+			}
+		})
 	}
 }

@@ -12,12 +12,10 @@ import (
 	"github.com/agentd/agentd/daemon/ollamatest"
 )
 
-// TestPoolOneRequestsServerErrorKeepsOtherCalls (review21): Ollama answers 500 for
-// errors of one request too (a runner that crashes on this prompt, "chat prompt error",
-// a format it cannot apply), not only for a model it cannot load. A 500 is taken as
-// "this model cannot run on this host", and the call goes on to every other host, so
-// one agent's poison request takes the model off every host: every other agent's call
-// for that model then fails at once with "no Ollama host can run model".
+// Ollama answers 500 for errors of one request too (a runner that crashes on this prompt,
+// "chat prompt error", a format it cannot apply), not only for a model it cannot load: a
+// request that fails so on two hosts fails alone, and keeps the model off no host, so
+// another agent's call for that model goes on being served.
 func TestPoolOneRequestsServerErrorKeepsOtherCalls(t *testing.T) {
 	const model = ollamatest.TinyModelName
 	a, b := ollamatest.NewFake(t), ollamatest.NewFake(t)
@@ -49,11 +47,9 @@ func TestPoolOneRequestsServerErrorKeepsOtherCalls(t *testing.T) {
 	}
 }
 
-// TestPoolTroubleDueSeesTheSoonestFuture (review21): troubleDue returns the soonest
-// until of every entry, expired ones included (entries are only dropped when a call for
-// the model succeeds on that host), so the prober's wake-up for a backoff that ends
-// later is lost (probeLoop only takes it when it is after now) and calls waiting for
-// that host wait for the next Refresh or another host's release.
+// troubleDue is the soonest backoff still to end: an expired entry (entries are dropped
+// only when a call for the model succeeds there) must not hide it, or the prober would
+// not wake the calls waiting for that host when its backoff ends.
 func TestPoolTroubleDueSeesTheSoonestFuture(t *testing.T) {
 	now := time.Now()
 	p := &Pool{hosts: []*poolHost{
@@ -65,9 +61,8 @@ func TestPoolTroubleDueSeesTheSoonestFuture(t *testing.T) {
 	}
 }
 
-// TestPoolModelMissingOnAConfiguredHost (review21): a 404 "model not found" drops the
-// model from h.models, but a host with a configured list routes by h.fixed, so the
-// host keeps getting the model's calls: each one costs a 404 round trip first.
+// A 404 "model not found" drops the model from a host with a configured model list too:
+// its calls go elsewhere until the host's /api/tags lists it, not each through a 404.
 func TestPoolModelMissingOnAConfiguredHost(t *testing.T) {
 	const model = ollamatest.TinyModelName
 	a, b := ollamatest.NewFake(t), ollamatest.NewFake(t)
