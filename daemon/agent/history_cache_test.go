@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/daemon/testutil"
 )
 
 // The history's line cache reads nothing while the agent's episode generation stands,
@@ -201,4 +203,35 @@ func episodeLines(t *testing.T, st *store.Store, agentID string, n int) []store.
 		t.Fatal(err)
 	}
 	return lines
+}
+
+// Summaries made while the loop ran (the job ended beside a step) whose run then ends
+// without another proposal or result (the person denies the proposal: the agent is idle)
+// stay in memory: their call's tokens never reach the agent's budget, and a restart loses
+// them. The summary job's own check does not help either: after a deny the loop stays
+// parked in actWait with running set, so a job ending while the agent is idle stashes too.
+func TestSummaryTokensReachTheAgentWhenTheRunIsDenied(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
+	a := h.create(client.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	before := h.waitFor(a.ID, "pending", func(a *client.Agent) bool { return a.Pending != nil })
+	// A summary job that ended while the loop was waiting for the decision.
+	h.sup.episodeHistory.stashSummaries(a.ID, madeSummaries{lines: map[int64]string{}, promptTokens: 1_000_000, evalTokens: 1})
+	if _, err := h.decide(a.ID, p, "n"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	var after *client.Agent
+	testutil.Wait(3*time.Second, func() bool {
+		after = h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+		return after.PromptTokens-before.PromptTokens >= 1_000_000
+	})
+	if got := after.PromptTokens - before.PromptTokens; got < 1_000_000 {
+		h.sup.mu.Lock()
+		running := h.sup.runners[a.ID].running
+		h.sup.mu.Unlock()
+		t.Errorf("prompt tokens grew by %d after the run was denied: the summary call's 1,000,000 still wait in memory (%d); the idle agent's loop running = %v",
+			got, h.sup.episodeHistory.madeSummaries(a.ID).promptTokens, running)
+	}
 }
