@@ -151,3 +151,16 @@ func TestSectionShapeHoldsAgainstHostileText(t *testing.T) {
 		t.Errorf("section has %d lines, want 4:\n%s", len(lines), sec)
 	}
 }
+
+// A memory found by words past its first maxAnalyzed bytes (a long note or chat message:
+// the API takes 8,000) is cut to a snippet around them, as before the analysis was
+// bounded (910999c showed "…the kiln password is zebra"); now it is shown by its start,
+// without the words it was found by.
+func TestSnippetOfALongMemoryHoldsTheQuerysWords(t *testing.T) {
+	filler := strings.Repeat("lorem ipsum dolor sit amet consectetur ", 75) // 2,925 bytes
+	hits := []Hit{{ID: "m1", Kind: KindNote, Score: 1, Text: filler + "the vault code is 4417 and the kiln password is zebra"}}
+	sec := Section(Fit(hits, FitOptions{Query: "kiln password", Budget: 400}))
+	if !strings.Contains(sec, "kiln password") {
+		t.Errorf("section %q leaves out the words the memory was found by", sec)
+	}
+}
