@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -93,5 +94,31 @@ func TestRecallSynthetic(t *testing.T) {
 				t.Errorf("counted %d adversarial and %d other questions, want 1 and 8", res.n[5], res.n[0])
 			}
 		})
+	}
+}
+
+// TestNoStarvationByTheTermCap: a query keeps its maxQueryTerms rarest terms by their
+// frequency in the whole index, so words that only other agents' memories hold (each in
+// one or two) push out the word this agent's memories have, and the search, exhaustive
+// fallback included (it keeps the same terms), returns nothing: against the design's
+// "a query never returns nothing while the agent has memories that contain its words".
+// A prompt's query (the task and two steps' command, reasoning, feedback and result) has
+// far more than 16 terms; 24 needed more of them.
+func TestNoStarvationByTheTermCap(t *testing.T) {
+	ix := open(t, Options{})
+	var docs []Doc
+	var words []string
+	for i := range maxQueryTerms {
+		w := fmt.Sprintf("w%cx%c", 'a'+i%26, 'a'+i/26) // distinct, analyzed as themselves
+		words = append(words, w)
+		docs = append(docs, doc(fmt.Sprintf("other-%d", i), "other", KindNote, "the word "+w))
+	}
+	docs = append(docs,
+		doc("mine-1", "me", KindNote, "the kiln is hot"),
+		doc("mine-2", "me", KindNote, "the kiln was lit at noon"))
+	load(t, ix, docs...)
+	hits := find(t, ix, Query{Agent: "me", Text: "kiln " + strings.Join(words, " "), K: 10})
+	if len(hits) == 0 {
+		t.Errorf("the search found nothing, though two of the agent's memories say \"kiln\"")
 	}
 }
