@@ -84,3 +84,37 @@ func TestPoolModelMissingOnAConfiguredHost(t *testing.T) {
 		t.Errorf("host a answered 404 for %s %d times: after the first it should not get the model's calls", model, n)
 	}
 }
+
+// A model that cannot load is kept off its host once two callers' calls failed there in a
+// row; the supervisor's probe between them (/api/show, every minute) reads the manifest
+// only, so its success says nothing about loading, yet withHost's modelOK forgets the
+// first caller's failure (and a past backoff's count): the model is never kept off while
+// the probe keeps landing between the calls.
+func TestPoolProbeSuccessDoesNotClearAModelsServerErrors(t *testing.T) {
+	const model = ollamatest.TinyModelName
+	a := ollamatest.NewFake(t)
+	a.SetModels(model)
+	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 2}},
+		HTTP: &http.Client{}, Backoff: Backoff{Base: 10 * time.Second, Max: 10 * time.Second}, Refresh: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitListed(t, c)
+	a.SetLoadError(model, outOfMemory)
+	ctx := context.Background()
+	if err := chatOnce(WithPriority(ctx, Interactive, "a-1"), c, model); err == nil {
+		t.Fatal("a call for a model that cannot load succeeded")
+	}
+	if _, err := c.Probe(ctx, model); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if err := chatOnce(WithPriority(ctx, Interactive, "a-2"), c, model); err == nil {
+		t.Fatal("a call for a model that cannot load succeeded")
+	}
+	sent := len(a.Requests())
+	_ = chatOnce(WithPriority(ctx, Interactive, "a-3"), c, model)
+	if n := len(a.Requests()) - sent; n != 0 {
+		t.Errorf("two callers failed in a row (a probe between them), yet a third caller's call reached the host: the probe's success forgot the first failure")
+	}
+}
