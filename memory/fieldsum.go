@@ -20,9 +20,6 @@ type fieldsTerm struct {
 
 func (q fieldsTerm) Searcher(ctx context.Context, i index.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
 	boosts := [len(searchedFields)]float64{1, contextBoost, speakerBoost} // searchedFields' order
-	if q.in&(1<<2) != 0 {
-		boosts[0] = mentionBoost // a speaker's name in the text is a mention
-	}
 	f := &fieldSum{}
 	for n, field := range searchedFields {
 		if q.in != 0 && q.in&(1<<n) == 0 {

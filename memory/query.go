@@ -69,13 +69,6 @@ var (
 	datesBoost   = 0.5
 )
 
-// mentionBoost weighs a query word found in a memory's text that is also a speaker's name
-// (in any memory's speaker field): in a chat turn a name is mostly the person spoken to
-// ("Thanks, Ana!"), so "what did Ana say" should find Ana's words, not every reply to her.
-// Chosen leave-one-out on the three LoCoMo dev dialogs (1, 0.5, 0.25: 0.25 in every fold;
-// evidence in the prompt +0.6, +0.6, 0 points on the held-out one, R@25 +0.3, 0, 0).
-var mentionBoost = 0.25
-
 func (q *textQuery) Searcher(ctx context.Context, i index.IndexReader, m mapping.IndexMapping, options search.SearcherOptions) (search.Searcher, error) {
 	var finder query.Query = fieldsQuery(q.rare, q.in)
 	if q.all {

@@ -354,7 +354,7 @@ func envInt(name string, def int) int {
 // of them conversational (default 50) and AGENTD_RECALL_HALFLIFE (e.g. 720h, default none),
 // printing the table; without files it uses the synthetic set. For tuning:
 // AGENTD_RECALL_DUMP=FILE writes each question the top 10 missed, with its evidence's rank
-// and the top hits; AGENTD_RECALL_BOOSTS=context,speaker,dates[,mention] and
+// and the top hits; AGENTD_RECALL_BOOSTS=context,speaker,dates and
 // AGENTD_RECALL_CONTEXT_BYTES override the field weights and the context indexed.
 func BenchmarkRecall(b *testing.B) {
 	paths := []string{"testdata/dialog.json"}
@@ -366,9 +366,9 @@ func BenchmarkRecall(b *testing.B) {
 	filler := envInt("AGENTD_RECALL_FILLER", 100_000)
 	chatty := envInt("AGENTD_RECALL_CHATTY", 50)
 	maxContextBytes = envInt("AGENTD_RECALL_CONTEXT_BYTES", maxContextBytes)
-	// AGENTD_RECALL_BOOSTS=context,speaker,dates[,mention] overrides the field boosts, for tuning.
-	if v := strings.Split(os.Getenv("AGENTD_RECALL_BOOSTS"), ","); len(v) >= 3 {
-		for i, p := range []*float64{&contextBoost, &speakerBoost, &datesBoost, &mentionBoost}[:min(len(v), 4)] {
+	// AGENTD_RECALL_BOOSTS=context,speaker,dates overrides the field boosts, for tuning.
+	if v := strings.Split(os.Getenv("AGENTD_RECALL_BOOSTS"), ","); len(v) == 3 {
+		for i, p := range []*float64{&contextBoost, &speakerBoost, &datesBoost} {
 			if f, err := strconv.ParseFloat(v[i], 64); err == nil {
 				*p = f
 			}
