@@ -12,14 +12,22 @@ import "sync"
 // caches what it loaded only when no batch came in since it began (put with the version
 // it read first), so what it read from an older snapshot is never kept.
 type hitCache struct {
-	mu      sync.Mutex // guards m and version
+	mu      sync.Mutex // guards m, bytes and version
 	m       map[string]Hit
+	bytes   int // what m holds, about (hitBytes)
 	version uint64
 }
 
-// hitCacheSize bounds the memories kept: about the hot memories of a hundred agents (a
-// prompt chooses among 30), with their analyses for Fit (a few KB each at most).
-const hitCacheSize = 4096
+// The cache's bounds: about the hot memories of a hundred agents (a prompt chooses among
+// 30), and the bytes they hold with their analyses for Fit.
+const (
+	hitCacheSize  = 4096
+	hitCacheBytes = 16 << 20
+)
+
+// hitBytes is about what a memory costs the cache: its fields, and once Fit has read it
+// its folded text, terms and token offsets (fitText), each about as long as its text.
+func hitBytes(h Hit) int { return 4*len(h.Text) + len(h.Source) + len(h.Speaker) + 256 }
 
 // begin returns the version a search starts at.
 func (c *hitCache) begin() uint64 {
@@ -44,13 +52,21 @@ func (c *hitCache) put(hits map[string]Hit, version uint64) {
 	if c.version != version {
 		return
 	}
-	if c.m == nil || len(c.m)+len(hits) > hitCacheSize {
-		c.m = make(map[string]Hit, len(hits))
+	add := 0
+	for _, h := range hits {
+		add += hitBytes(h)
+	}
+	if c.m == nil || len(c.m)+len(hits) > hitCacheSize || c.bytes+add > hitCacheBytes {
+		c.m, c.bytes = make(map[string]Hit, len(hits)), 0
 	}
 	for id, h := range hits {
 		h.BM25, h.Score, h.Similarity = 0, 0, 0
 		h.an = &fitText{} // made by the first Fit that shows it, then shared
+		if old, ok := c.m[id]; ok {
+			c.bytes -= hitBytes(old)
+		}
 		c.m[id] = h
+		c.bytes += hitBytes(h)
 	}
 }
 
@@ -60,6 +76,9 @@ func (c *hitCache) invalidate(ids []string) {
 	defer c.mu.Unlock()
 	c.version++
 	for _, id := range ids {
-		delete(c.m, id)
+		if old, ok := c.m[id]; ok {
+			c.bytes -= hitBytes(old)
+			delete(c.m, id)
+		}
 	}
 }

@@ -77,3 +77,14 @@ func TestFitTextSharedOnce(t *testing.T) {
 		t.Errorf("shared analysis fits %q, a fresh one %q", got, want)
 	}
 }
+
+func TestFold(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""}, {"a b", "a b"}, {" a", "a"}, {"a ", "a"}, {"a  b", "a b"}, {"a\tb\nc", "a b c"},
+		{"naïve  café", "naïve café"}, {"a\u2028b", "a b"}, {"café", "café"},
+	} {
+		if got := fold(c.in); got != c.want {
+			t.Errorf("fold(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

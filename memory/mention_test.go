@@ -6,11 +6,9 @@ import (
 	"testing"
 )
 
-// TestAStrangersNameDoesNotBuryAWord: mentionBoost weighs a query word in a memory's text
-// at a quarter when any memory of the whole index, any agent's, has it as a speaker's
-// name. So one chat turn by a workspace member named "Password" (or a teammate named
-// Bill, Mark or Grant) in another agent's thread sinks every agent's memories that say
-// "password" below the ones that share a commoner word with the query.
+// A word is weighed the same whoever has it as a name: one chat turn by a workspace
+// member named "Password" (or a teammate named Bill, Mark or Grant) in another agent's
+// thread does not sink every agent's memories that say "password".
 func TestAStrangersNameDoesNotBuryAWord(t *testing.T) {
 	ix := open(t, Options{})
 	var docs []Doc

@@ -67,10 +67,11 @@ const (
 	// already to count as a near-duplicate and never be shown.
 	nearDuplicate = 0.8
 	// maxAnalyzed bounds the bytes of a candidate analyzed for its terms and the query's
-	// words (a file chunk, 1,500 bytes, whole; a long message by its start), and
-	// maxMatches the words a snippet is cut around: 30 long memories of repeated query
-	// words cost milliseconds, not tens of them.
-	maxAnalyzed = 1536
+	// words: the longest memory the API takes (8,000 bytes) whole, so a snippet holds the
+	// words it was found by; maxMatches bounds the words a snippet is cut around. A
+	// memory is analyzed once and shared through the hit cache (fitText), so 30 long
+	// memories of repeated query words cost milliseconds once, not at every prompt.
+	maxAnalyzed = 8192
 	maxMatches  = 128
 )
 
@@ -277,7 +278,7 @@ func (h Hit) analyzed() *fitText {
 }
 
 func (an *fitText) make(raw string) {
-	an.raw, an.text = raw, strings.Join(strings.Fields(raw), " ")
+	an.raw, an.text = raw, fold(raw)
 	toks := analyze(prefix(an.text, maxAnalyzed))
 	index := make(map[string]int32, len(toks))
 	for _, t := range toks {
@@ -308,6 +309,24 @@ func analyze(s string) analysis.TokenStream {
 		return nil // not registered: a build error in effect, which the index reports on Open
 	}
 	return a.text.Analyze([]byte(s))
+}
+
+// fold is s with its whitespace folded to single spaces, and trimmed: s itself when it is
+// already so (most memories), not a copy.
+func fold(s string) string {
+	space := true // a leading space is not folded yet
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf, c == '\t', c == '\n', c == '\v', c == '\f', c == '\r', c == ' ' && space:
+			return strings.Join(strings.Fields(s), " ")
+		default:
+			space = c == ' '
+		}
+	}
+	if space && s != "" {
+		return strings.Join(strings.Fields(s), " ") // a trailing space
+	}
+	return s
 }
 
 // prefix is s's first n bytes at most, cut at a rune's start.
@@ -442,8 +461,7 @@ func dayHeading(day string) string { return "\n" + day + ":" }
 // starts with exactly that, so the model knows who said it. The frame is kept
 // short: at num_ctx 2048 what it saves goes to one more memory.
 func promptLine(s Shown) string {
-	// A colon in a name would let it pass for a line of someone else's ("Ann: Bo").
-	speaker := strings.Join(strings.Fields(strings.ReplaceAll(s.Speaker, ":", " ")), " ")
+	speaker := strings.Join(strings.Fields(s.Speaker), " ")
 	src := strings.Join(strings.Fields(s.Source), " ")
 	if s.Kind == KindChat {
 		// A chat turn's source says where it was said ("slack message from Ana"); older
@@ -453,6 +471,8 @@ func promptLine(s Shown) string {
 		}
 		src = ""
 	}
+	// A colon in a name would let it pass for a line of someone else's ("Ann: Bo").
+	speaker = strings.Join(strings.Fields(strings.ReplaceAll(speaker, ":", " ")), " ")
 	var meta []string
 	if s.Kind != KindChat && s.Kind != "" {
 		meta = append(meta, string(s.Kind))

@@ -152,10 +152,8 @@ func TestSectionShapeHoldsAgainstHostileText(t *testing.T) {
 	}
 }
 
-// A memory found by words past its first maxAnalyzed bytes (a long note or chat message:
-// the API takes 8,000) is cut to a snippet around them, as before the analysis was
-// bounded (910999c showed "…the kiln password is zebra"); now it is shown by its start,
-// without the words it was found by.
+// A memory found by words far into it (a long note or chat message: the API takes 8,000
+// bytes) is cut to a snippet around them, not shown by its start without them.
 func TestSnippetOfALongMemoryHoldsTheQuerysWords(t *testing.T) {
 	filler := strings.Repeat("lorem ipsum dolor sit amet consectetur ", 75) // 2,925 bytes
 	hits := []Hit{{ID: "m1", Kind: KindNote, Score: 1, Text: filler + "the vault code is 4417 and the kiln password is zebra"}}

@@ -20,6 +20,10 @@ import (
 // LoCoMo's questions rank the same at 16 as at 24 (issue 21).
 const maxQueryTerms = 16
 
+// maxExhaustiveTerms caps the terms of the exhaustive form (see searchBM25), which runs when
+// the fast one found too few and walks only the memories the query may return.
+const maxExhaustiveTerms = 64
+
 // Pruning (a search that finds fewer than wanted runs again without it; see searchBM25):
 // a query term found in more than commonTermFraction of the memories, and in more than
 // commonTermMinDocs, is common: it only adds to the score of memories that match a rarer
@@ -166,18 +170,23 @@ func buildQuery(ctx context.Context, g *generation, q Query, dates []string, doc
 	if err != nil {
 		return nil, false, fmt.Errorf("memory: search: %w", err)
 	}
+	if exhaustive {
+		// Every term finds: with the agent filter in the conjunction this walks only the
+		// memories the query may return. Rarity is index-wide, so words only other agents'
+		// memories hold could crowd the agent's own out of maxQueryTerms: the exhaustive
+		// form keeps more.
+		terms = byRarity(terms, df, maxExhaustiveTerms)
+		if len(terms) == 0 {
+			return nil, false, nil
+		}
+		return &textQuery{filter: filterQuery(q), dates: dates, in: in, rare: terms}, false, nil
+	}
+	all := len(byRarity(terms, df, len(terms))) // the terms any memory holds
 	terms = byRarity(terms, df, maxQueryTerms)
 	if len(terms) == 0 {
 		return nil, false, nil
 	}
 	tq := &textQuery{filter: filterQuery(q), dates: dates, in: in}
-	if exhaustive {
-		// Every term finds: with the agent filter in the conjunction this walks only the
-		// memories the query may return.
-		tq.rare = terms
-		return tq, false, nil
-	}
-	all := len(terms)
 	cutoff := max(commonTermMinDocs, uint64(commonTermFraction*float64(docs)))
 	// A common term in more than half the memories scores next to nothing (its BM25
 	// weight is about zero) yet costs a walk of its postings: it is left out, like a stop

@@ -97,13 +97,10 @@ func TestRecallSynthetic(t *testing.T) {
 	}
 }
 
-// TestNoStarvationByTheTermCap: a query keeps its maxQueryTerms rarest terms by their
-// frequency in the whole index, so words that only other agents' memories hold (each in
-// one or two) push out the word this agent's memories have, and the search, exhaustive
-// fallback included (it keeps the same terms), returns nothing: against the design's
-// "a query never returns nothing while the agent has memories that contain its words".
-// A prompt's query (the task and two steps' command, reasoning, feedback and result) has
-// far more than 16 terms; 24 needed more of them.
+// A query keeps its maxQueryTerms rarest terms by their frequency in the whole index, so
+// words only other agents' memories hold can push out the word this agent's memories
+// have; that cut counts as pruning, and the exhaustive form keeps more terms, so the
+// search still finds the agent's memories (a prompt's query has far more than 16 terms).
 func TestNoStarvationByTheTermCap(t *testing.T) {
 	ix := open(t, Options{})
 	var docs []Doc

@@ -275,8 +275,12 @@ func (ix *Index) writeOps(g *generation, ops []op, reuse *generation) (err error
 			b.Delete(o.doc.ID)
 		}
 	}
+	// Dropped before the batch, so no search that starts while it goes in finds them in
+	// the cache with their old fields, and again after it, for what a search that read
+	// an older snapshot meanwhile put back (the version refuses most of those).
+	g.hits.invalidate(ids)
 	err = g.idx.Batch(b)
-	g.hits.invalidate(ids) // in the index now, or perhaps partly: either way, load them again
+	g.hits.invalidate(ids)
 	if err != nil {
 		return err
 	}

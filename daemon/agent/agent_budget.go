@@ -135,6 +135,7 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 		if err := tx.Audit(a.ID, "agent_budget_exhausted", map[string]string{"run": a.RunID, "budget": budget, "reason": why}); err != nil {
 			return err
 		}
+		r.s.episodeHistory.storeWith(tx, a)
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}

@@ -83,6 +83,7 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 		if err := tx.Audit(a.ID, run.OutcomeBudgetExhausted, map[string]string{"run": runID, "reason": why}); err != nil {
 			return err
 		}
+		r.s.episodeHistory.storeWith(tx, a)
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}

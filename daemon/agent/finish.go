@@ -80,9 +80,7 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, end st
 			}
 		}
 		r.s.audit.keep(tx, r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
-		if err := r.s.episodeHistory.writeSummaries(tx, a); err != nil {
-			return fmt.Errorf("%w: %w", errStaged, err)
-		}
+		r.s.episodeHistory.storeWith(tx, a)
 		a.BusyMS += busy.Milliseconds()
 		if on == nil {
 			return tx.UpdateAgent(a)
@@ -112,12 +110,10 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, end st
 			break
 		}
 		if errors.Is(err, errStaged) {
-			// A component's write (a file's memories) or the summaries must not keep the
-			// result out: it goes without them, as it would had the component failed on
-			// its own (the summaries are made again).
+			// A component's write (a file's memories) must not keep the result out: it
+			// goes without them, as it would had the component failed on its own.
 			r.s.log.Warn("recording result without the components' writes", "agent", r.id, "proposal", p.ID, "err", err)
 			staged = nil
-			r.s.episodeHistory.dropSummaries(r.id)
 			continue
 		}
 		r.s.log.Error("recording result", "agent", r.id, "proposal", p.ID, "attempt", attempt, "err", err)

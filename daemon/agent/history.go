@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
@@ -263,11 +264,11 @@ const summaryPrompt = `You keep the log of an autonomous agent short. For each n
 // without one, when the agent's call budget allows: at most once every summaryEvery steps
 // of its loop, one job at a time. The job runs beside the step, not in it, so a step never
 // waits for a summary call (a person deciding, or the next step's model call, overlaps
-// it). Its summaries and the call's tokens are stored with the agent's next proposal or
-// result (writeSummaries), not in a transaction of their own that a step would wait
-// behind (agentd has one store connection), unless its loop has stopped; they show from
-// the prompt after that. ctx is the loop's: pausing or stopping the agent, or the daemon
-// shutting down, ends the job.
+// it). Its summaries and the call's tokens are stored with the agent's next change
+// (storeWith: a proposal, a result, a decision, a run's end), not in a transaction of
+// their own that a step under way would wait behind (agentd has one store connection);
+// when no step is under way, at once. They show from the prompt after that. ctx is the
+// loop's: pausing or stopping the agent, or the daemon shutting down, ends the job.
 func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
 	r.thinks++
 	if r.thinks-r.summarizedAt < summaryEvery {
@@ -280,18 +281,30 @@ func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
 	r.s.wg.Go(func() {
 		defer r.summarizing.Store(false)
 		r.s.episodeHistory.makeSummaries(ctx, l, a.ID)
-		r.s.mu.Lock()
-		running := r.running
-		r.s.mu.Unlock()
-		if !running {
-			r.s.episodeHistory.storeSummaries(ctx, &r.mu, r.id) // no step of its will store them soon
-		}
+		// Stored now unless a step of its is under way, whose proposal or result will.
+		r.s.episodeHistory.storeSummaries(context.WithoutCancel(ctx), &r.mu, r.id)
 	})
 }
 
+// errStepping leaves the summaries to the step under way.
+var errStepping = errors.New("a step is under way")
+
 // storeSummaries stores the agent's summaries waiting for its next step, and their tokens,
-// in a transaction of their own, holding mu (its runner's, which orders its changes).
+// in a transaction of their own, holding mu (its runner's, which orders its changes) —
+// unless the agent is thinking or executing: that step's transaction stores them.
 func (s *episodeHistory) storeSummaries(ctx context.Context, mu *sync.Mutex, agentID string) {
+	if m := s.madeSummaries(agentID); m.lines == nil && m.promptTokens == 0 && m.evalTokens == 0 {
+		return
+	}
+	stepping := func(a *store.Agent) bool { return a.State == client.StateThinking || a.State == client.StateExecuting }
+	var busy bool // read first, without the write lock a step under way would wait for
+	if err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(agentID)
+		busy = err == nil && stepping(a)
+		return err
+	}); err != nil || busy {
+		return
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	err := s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -299,12 +312,15 @@ func (s *episodeHistory) storeSummaries(ctx context.Context, mu *sync.Mutex, age
 		if err != nil {
 			return err
 		}
+		if stepping(a) {
+			return errStepping
+		}
 		if err := s.writeSummaries(tx, a); err != nil {
 			return err
 		}
 		return tx.UpdateAgent(a)
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
+	if err != nil && !errors.Is(err, errStepping) && !errors.Is(err, store.ErrNotFound) {
 		s.log.Warn("storing history summaries", "agent", agentID, "err", err)
 	}
 }
@@ -436,6 +452,16 @@ func (s *episodeHistory) madeSummaries(agentID string) madeSummaries {
 		return *m
 	}
 	return madeSummaries{}
+}
+
+// storeWith stores the agent's waiting summaries in tx, with a change of a's that the
+// caller then updates: every proposal, result, decision and run end does. A failure drops
+// the summaries (they are made again), keeps their tokens, and lets the change go on.
+func (s *episodeHistory) storeWith(tx *store.Tx, a *store.Agent) {
+	if err := s.writeSummaries(tx, a); err != nil {
+		s.log.Warn("storing history summaries", "agent", a.ID, "err", err)
+		s.dropSummaries(a.ID)
+	}
 }
 
 // writeSummaries stores, in tx, the summaries made for agent a and not stored yet, and

@@ -205,11 +205,10 @@ func episodeLines(t *testing.T, st *store.Store, agentID string, n int) []store.
 	return lines
 }
 
-// Summaries made while the loop ran (the job ended beside a step) whose run then ends
-// without another proposal or result (the person denies the proposal: the agent is idle)
-// stay in memory: their call's tokens never reach the agent's budget, and a restart loses
-// them. The summary job's own check does not help either: after a deny the loop stays
-// parked in actWait with running set, so a job ending while the agent is idle stashes too.
+// Summaries made while the loop ran whose run then ends without another proposal or
+// result (the person denies the proposal: the agent is idle) are stored with that
+// decision, their call's tokens counted: they do not wait in memory, where a restart
+// would lose them.
 func TestSummaryTokensReachTheAgentWhenTheRunIsDenied(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))

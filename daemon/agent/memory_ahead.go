@@ -26,6 +26,13 @@ import (
 // aheadMaxAge is how old a search ahead may be when its prompt takes it.
 const aheadMaxAge = 200 * time.Millisecond
 
+// Searches ahead no prompt took (their agent stopped after its result) are swept once
+// aheadSweepAt agents have one, when older than aheadKept.
+const (
+	aheadSweepAt = 64
+	aheadKept    = time.Minute
+)
+
 // searchAhead holds, per agent, the one search started for its next prompt.
 type searchAhead struct {
 	mu sync.Mutex              // guards m
@@ -64,9 +71,9 @@ func (a *searchAhead) start(m *memState, q memory.Query, skip map[string]bool, s
 	if a.m == nil {
 		a.m = map[string]*aheadSearch{}
 	}
-	if len(a.m) >= 64 { // agents that stopped after their last result left theirs
+	if len(a.m) >= aheadSweepAt {
 		for id, old := range a.m {
-			if time.Since(old.started) > time.Minute {
+			if time.Since(old.started) > aheadKept {
 				delete(a.m, id)
 			}
 		}

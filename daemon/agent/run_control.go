@@ -48,6 +48,7 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 		if err := fn(tx, a, r); err != nil {
 			return err
 		}
+		s.history.storeWith(tx, a)
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}

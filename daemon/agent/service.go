@@ -349,6 +349,7 @@ type runs struct {
 	agentBudgets *agentBudgets
 	helpers      *helpers
 	memory       *memoryService
+	history      *episodeHistory // stores the summaries waiting, with every change (storeWith)
 }
 
 // runHost is what runs need of the supervisor: the agents' runners and settings, their

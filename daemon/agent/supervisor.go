@@ -196,6 +196,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.runs = &runs{
 		host: host{s}, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd,
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
+		history: s.episodeHistory,
 	}
 	s.runBudgets.timeUp, s.agentBudgets.mutateAgent = s.runs.timeUp, s.runs.mutate
 	s.decisions = &decisions{decisionHost: host{s}, st: s.st, live: s.live}

@@ -203,11 +203,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		cur.Strikes = 0
 		cur.PromptTokens += int64(res.PromptTokens)
 		cur.EvalTokens += int64(res.EvalTokens)
-		if err := r.s.episodeHistory.writeSummaries(tx, cur); err != nil {
-			// The proposal must land: the summaries are made again, their tokens kept.
-			r.s.log.Warn("storing history summaries", "agent", a.ID, "err", err)
-			r.s.episodeHistory.dropSummaries(a.ID)
-		}
+		r.s.episodeHistory.storeWith(tx, cur)
 		if w, err = r.watch(tx, l, on, last, p, cmds); err != nil {
 			return err
 		}

@@ -305,7 +305,9 @@ func withHost[T any](ctx context.Context, p *Pool, op, model string, f func(*Cli
 		h.busy--
 		if err == nil {
 			h.checked = time.Now()
-			h.modelOK(model)
+			if op != "show" { // /api/show reads the manifest: it says nothing of loading
+				h.modelOK(model)
+			}
 		} else {
 			p.failed(ctx, h, model, err)
 		}

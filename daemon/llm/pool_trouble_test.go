@@ -86,10 +86,9 @@ func TestPoolModelMissingOnAConfiguredHost(t *testing.T) {
 }
 
 // A model that cannot load is kept off its host once two callers' calls failed there in a
-// row; the supervisor's probe between them (/api/show, every minute) reads the manifest
-// only, so its success says nothing about loading, yet withHost's modelOK forgets the
-// first caller's failure (and a past backoff's count): the model is never kept off while
-// the probe keeps landing between the calls.
+// row, even with the supervisor's probe between them (/api/show, every minute): the probe
+// reads the manifest only, so its success forgets neither the first caller's failure nor a
+// past backoff's count.
 func TestPoolProbeSuccessDoesNotClearAModelsServerErrors(t *testing.T) {
 	const model = ollamatest.TinyModelName
 	a := ollamatest.NewFake(t)
