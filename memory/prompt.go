@@ -461,8 +461,8 @@ func dayHeading(day string) string { return "\n" + day + ":" }
 // starts with exactly that, so the model knows who said it. The frame is kept
 // short: at num_ctx 2048 what it saves goes to one more memory.
 func promptLine(s Shown) string {
-	speaker := strings.Join(strings.Fields(s.Speaker), " ")
-	src := strings.Join(strings.Fields(s.Source), " ")
+	speaker := fold(s.Speaker)
+	src := fold(s.Source)
 	if s.Kind == KindChat {
 		// A chat turn's source says where it was said ("slack message from Ana"); older
 		// ones and imports without a speaker name the speaker there instead.
@@ -472,7 +472,7 @@ func promptLine(s Shown) string {
 		src = ""
 	}
 	// A colon in a name would let it pass for a line of someone else's ("Ann: Bo").
-	speaker = strings.Join(strings.Fields(strings.ReplaceAll(speaker, ":", " ")), " ")
+	speaker = fold(strings.ReplaceAll(speaker, ":", " "))
 	var meta []string
 	if s.Kind != KindChat && s.Kind != "" {
 		meta = append(meta, string(s.Kind))
