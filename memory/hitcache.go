@@ -45,7 +45,7 @@ func (c *hitCache) get(id string) (Hit, bool) {
 }
 
 // put keeps hits that a search which began at version loaded, unless a batch came in
-// since. When full it starts over: what is hot comes back at once.
+// since. When full it drops about half.
 func (c *hitCache) put(hits map[string]Hit, version uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -56,12 +56,24 @@ func (c *hitCache) put(hits map[string]Hit, version uint64) {
 	for _, h := range hits {
 		add += hitBytes(h)
 	}
-	if c.m == nil || len(c.m)+len(hits) > hitCacheSize || c.bytes+add > hitCacheBytes {
-		c.m, c.bytes = make(map[string]Hit, len(hits)), 0
+	if c.m == nil {
+		c.m = make(map[string]Hit, len(hits))
+	}
+	if len(c.m)+len(hits) > hitCacheSize || c.bytes+add > hitCacheBytes {
+		// Full: keep about half, any half (map order), so what is hot mostly stays.
+		for id, h := range c.m {
+			if len(c.m)+len(hits) <= hitCacheSize/2 && c.bytes+add <= hitCacheBytes/2 {
+				break
+			}
+			c.bytes -= hitBytes(h)
+			delete(c.m, id)
+		}
 	}
 	for id, h := range hits {
 		h.BM25, h.Score, h.Similarity = 0, 0, 0
-		h.an = &fitText{} // made by the first Fit that shows it, then shared
+		if h.an == nil {
+			h.an = &fitText{} // made by the first Fit that shows it, then shared
+		}
 		if old, ok := c.m[id]; ok {
 			c.bytes -= hitBytes(old)
 		}

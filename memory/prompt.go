@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"sync"
@@ -461,18 +462,17 @@ func dayHeading(day string) string { return "\n" + day + ":" }
 // starts with exactly that, so the model knows who said it. The frame is kept
 // short: at num_ctx 2048 what it saves goes to one more memory.
 func promptLine(s Shown) string {
-	speaker := fold(s.Speaker)
+	// A colon in a name would let it pass for a line of someone else's ("Ann: Bo").
+	name := func(s string) string { return fold(strings.ReplaceAll(s, ":", " ")) }
+	speaker := name(s.Speaker)
 	src := fold(s.Source)
 	if s.Kind == KindChat {
 		// A chat turn's source says where it was said ("slack message from Ana"); older
-		// ones and imports without a speaker name the speaker there instead.
-		if speaker == "" {
-			speaker = src
-		}
+		// ones and imports without a speaker name the speaker there instead. A turn is
+		// always labelled, so its text never passes for someone else's line.
+		speaker = cmp.Or(speaker, name(src), "someone")
 		src = ""
 	}
-	// A colon in a name would let it pass for a line of someone else's ("Ann: Bo").
-	speaker = fold(strings.ReplaceAll(speaker, ":", " "))
 	var meta []string
 	if s.Kind != KindChat && s.Kind != "" {
 		meta = append(meta, string(s.Kind))

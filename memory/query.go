@@ -20,9 +20,30 @@ import (
 // LoCoMo's questions rank the same at 16 as at 24 (issue 21).
 const maxQueryTerms = 16
 
-// maxExhaustiveTerms caps the terms of the exhaustive form (see searchBM25), which runs when
-// the fast one found too few and walks only the memories the query may return.
-const maxExhaustiveTerms = 64
+// maxWideTerms caps the terms of the wide form, which runs when the fast form found
+// nothing (see searchBM25): rarity is index-wide, so words only other agents' memories
+// hold can crowd an agent's own out of maxQueryTerms.
+const maxWideTerms = 64
+
+// queryForm is how buildQuery builds a search: fast (terms common across the index only
+// add to the scores of memories a rarer term found) or exhaustive (every term finds, in
+// conjunction with the agent filter), keeping the terms rarest terms.
+type queryForm struct {
+	exhaustive bool
+	terms      int
+}
+
+// The forms searchBM25 tries, in order, while a form found fewer than wanted and left out
+// what could hide the agent's memories.
+var (
+	fastForm       = queryForm{terms: maxQueryTerms}
+	wideForm       = queryForm{terms: maxWideTerms}
+	exhaustiveForm = queryForm{exhaustive: true, terms: maxQueryTerms}
+)
+
+// pruning says what a fast form left out: terms past its cap (capped), or common terms
+// that only add to scores or were dropped (common).
+type pruning struct{ capped, common bool }
 
 // Pruning (a search that finds fewer than wanted runs again without it; see searchBM25):
 // a query term found in more than commonTermFraction of the memories, and in more than
@@ -155,38 +176,35 @@ func termQuery(field, term string) *query.TermQuery {
 	return tq
 }
 
-// buildQuery returns the query for q on an index of docs memories, or nil when the text has
-// no term that any memory contains. pruned reports that common terms were left out of the
-// finders (or dropped): the query may miss the agent's memories that only have those, and
-// searchBM25 then runs the exhaustive form, which finds memories by any term. dates are the
+// buildQuery returns the query for q on an index of docs memories in the given form, or
+// nil when the text has no term that any memory contains, and what a fast form left out
+// that may hide the agent's memories (searchBM25 then tries the next form). dates are the
 // dates-field terms the text asks about (see queryDates).
-func buildQuery(ctx context.Context, g *generation, q Query, dates []string, docs uint64, exhaustive bool) (bq query.Query, pruned bool, err error) {
+func buildQuery(ctx context.Context, g *generation, q Query, dates []string, docs uint64, form queryForm) (bq query.Query, p pruning, err error) {
 	terms := queryTerms(g.an.text, q.Text)
 	if len(terms) == 0 {
-		return nil, false, nil
+		return nil, p, nil
 	}
 	in := map[string]fieldSet{}
 	df, err := g.termDocFreqs(ctx, terms, in)
 	if err != nil {
-		return nil, false, fmt.Errorf("memory: search: %w", err)
+		return nil, p, fmt.Errorf("memory: search: %w", err)
 	}
-	if exhaustive {
-		// Every term finds: with the agent filter in the conjunction this walks only the
-		// memories the query may return. Rarity is index-wide, so words only other agents'
-		// memories hold could crowd the agent's own out of maxQueryTerms: the exhaustive
-		// form keeps more.
-		terms = byRarity(terms, df, maxExhaustiveTerms)
-		if len(terms) == 0 {
-			return nil, false, nil
-		}
-		return &textQuery{filter: filterQuery(q), dates: dates, in: in, rare: terms}, false, nil
+	terms = byRarity(terms, df, len(terms))
+	if len(terms) > form.terms {
+		terms, p.capped = terms[:form.terms], true
 	}
-	all := len(byRarity(terms, df, len(terms))) // the terms any memory holds
-	terms = byRarity(terms, df, maxQueryTerms)
 	if len(terms) == 0 {
-		return nil, false, nil
+		return nil, p, nil
 	}
 	tq := &textQuery{filter: filterQuery(q), dates: dates, in: in}
+	if form.exhaustive {
+		// Every term finds: with the agent filter in the conjunction this walks only the
+		// memories the query may return.
+		tq.rare = terms
+		return tq, p, nil
+	}
+	all := len(terms)
 	cutoff := max(commonTermMinDocs, uint64(commonTermFraction*float64(docs)))
 	// A common term in more than half the memories scores next to nothing (its BM25
 	// weight is about zero) yet costs a walk of its postings: it is left out, like a stop
@@ -201,7 +219,8 @@ func buildQuery(ctx context.Context, g *generation, q Query, dates []string, doc
 		// rest add to their scores as usual.
 		n := min(len(terms), allCommonFinders)
 		tq.rare, tq.common, tq.all = terms[:n], terms[n:], true
-		return tq, true, nil
+		p.common = true
+		return tq, p, nil
 	}
 	for i, t := range terms {
 		if i > 0 && df[t] > cutoff {
@@ -210,7 +229,8 @@ func buildQuery(ctx context.Context, g *generation, q Query, dates []string, doc
 			tq.rare = append(tq.rare, t)
 		}
 	}
-	return tq, len(tq.common) > 0 || len(terms) < all, nil
+	p.common = len(tq.common) > 0 || len(terms) < all
+	return tq, p, nil
 }
 
 // byRarity returns the terms found in at least one memory, rarest first, at most n.

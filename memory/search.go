@@ -109,25 +109,45 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, dates [
 	if err != nil {
 		return nil, fmt.Errorf("memory: search: %w", err)
 	}
-	// No starvation (issue 18): the fast form lets terms common across the whole index find
-	// only together with rarer ones (see buildQuery), so other agents' memories could hide
-	// this agent's. When it finds fewer than wanted, the search runs again exhaustively:
+	// No starvation (issue 18): the fast form keeps the query's rarest terms (rarity is
+	// index-wide) and lets terms common across the index find only together with rarer
+	// ones (see buildQuery), so other agents' memories could hide this agent's. When it
+	// finds nothing and left terms out past its cap, the wide form runs with more of them
+	// (slower: a prompt's long query often finds a few and stays on the fast form); when
+	// it finds fewer than wanted and held common terms back, the exhaustive form runs:
 	// every term finds, in conjunction with the agent filter, which bounds the walk to the
-	// memories the search may return. Exhaustive always is 2× slower at 1M memories.
-	bq, pruned, err := buildQuery(ctx, g, q, dates, docs, false)
-	if err != nil || bq == nil {
-		return nil, err
-	}
-	hits, err = ix.runBM25(ctx, g, bq, docs, depth)
-	if err != nil || !pruned || len(hits) >= depth || (q.AllAgents && len(hits) > 0) {
-		// A search of every agent's memories walks the whole index when exhaustive: it
-		// only falls back when it would otherwise come back empty.
+	// memories the search may return. Exhaustive is 2× slower at 1M memories, and far more
+	// with many terms: it keeps the fast form's count. A search of every agent's memories
+	// walks the whole index when exhaustive: it only falls back when it would come back
+	// empty.
+	enough := func(hits []Hit) bool { return len(hits) >= depth || (q.AllAgents && len(hits) > 0) }
+	hits, p, err := ix.searchForm(ctx, g, q, dates, docs, depth, fastForm)
+	if err != nil || enough(hits) {
 		return hits, err
 	}
-	if bq, _, err = buildQuery(ctx, g, q, dates, docs, true); err != nil {
-		return nil, err
+	if p.capped && len(hits) == 0 {
+		if hits, p, err = ix.searchForm(ctx, g, q, dates, docs, depth, wideForm); err != nil || enough(hits) {
+			return hits, err
+		}
 	}
-	return ix.runBM25(ctx, g, bq, docs, depth)
+	if !p.common {
+		return hits, nil
+	}
+	ex, _, err := ix.searchForm(ctx, g, q, dates, docs, depth, exhaustiveForm)
+	if err != nil || len(ex) < len(hits) { // the wide form found more than 16 terms can
+		return hits, err
+	}
+	return ex, nil
+}
+
+// searchForm runs q in one form for the top depth hits.
+func (ix *Index) searchForm(ctx context.Context, g *generation, q Query, dates []string, docs uint64, depth int, form queryForm) ([]Hit, pruning, error) {
+	bq, p, err := buildQuery(ctx, g, q, dates, docs, form)
+	if err != nil || bq == nil {
+		return nil, p, err
+	}
+	hits, err := ix.runBM25(ctx, g, bq, docs, depth)
+	return hits, p, err
 }
 
 // runBM25 runs one Bleve query for the top depth hits. Their stored fields come from the
@@ -158,6 +178,10 @@ func (ix *Index) runBM25(ctx context.Context, g *generation, bq query.Query, doc
 	loaded, err := ix.load(ctx, g, missing)
 	if err != nil {
 		return nil, err
+	}
+	for id, l := range loaded { // the analysis Fit makes of these is the cache's too
+		l.an = &fitText{}
+		loaded[id] = l
 	}
 	g.hits.put(loaded, version)
 	out := hits[:0]

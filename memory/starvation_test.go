@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -117,5 +118,65 @@ func TestNoStarvationByTheTermCap(t *testing.T) {
 	hits := find(t, ix, Query{Agent: "me", Text: "kiln " + strings.Join(words, " "), K: 10})
 	if len(hits) == 0 {
 		t.Errorf("the search found nothing, though two of the agent's memories say \"kiln\"")
+	}
+}
+
+// An ordinary prompt-sized query (the task and two steps' command, reasoning and results:
+// ~100 distinct terms) has more terms than the fast form keeps. When the fast form finds
+// fewer than wanted, the search goes on with the wide form (more terms, still fast), and
+// with the exhaustive form only with the fast form's 16 terms: never an exhaustive walk of
+// 64 terms × 3 fields over every memory of the agent, which a model could force at every
+// step with its reasoning's words (44 ms at 300k memories, about 150 ms at 1M).
+func TestPromptQueryStaysFast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("indexes 100,000 memories")
+	}
+	n := 100_000
+	ix := open(t, Options{})
+	gen := newCorpusGen(1, 100)
+	if err := ix.Rebuild(context.Background(), func(yield func(Doc) error) error {
+		for i := range n {
+			if err := yield(gen.doc(i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	g := ix.live()
+	docs, _ := g.idx.DocCount()
+	q := Query{Agent: "agent-007", K: 32, HalfLife: 720 * time.Hour, Text: newCorpusGen(9, 100).words(200)}
+	bq, pruned, err := buildQuery(ctx, g, q, nil, docs, fastForm)
+	if err != nil || bq == nil {
+		t.Fatal(bq, err)
+	}
+	best := func(f func()) time.Duration {
+		b := time.Duration(1 << 62)
+		for range 5 {
+			s := time.Now()
+			f()
+			b = min(b, time.Since(s))
+		}
+		return b
+	}
+	var fastHits int
+	fast := best(func() {
+		h, err := ix.runBM25(ctx, g, bq, docs, 96)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fastHits = len(h)
+	})
+	full := best(func() {
+		if _, err := ix.Search(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%d memories, %d query terms: fast form %v (%d hits, pruned=%v); Search %v", docs,
+		len(queryTerms(g.an.text, q.Text)), fast, fastHits, pruned, full)
+	if full > 5*fast+2*time.Millisecond {
+		t.Errorf("an ordinary prompt query's search takes %v, %.0fx its fast form (%v)", full, float64(full)/float64(fast), fast)
 	}
 }

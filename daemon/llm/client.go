@@ -221,7 +221,9 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error)
 		}
 		return nil, err
 	}
-	res := ChatResult{PromptTokens: r.PromptEvalCount, EvalTokens: r.EvalCount, DoneReason: r.DoneReason}
+	// Counts from the server are untrusted: a negative one would lower an agent's tokens
+	// under its budget.
+	res := ChatResult{PromptTokens: max(0, r.PromptEvalCount), EvalTokens: max(0, r.EvalCount), DoneReason: r.DoneReason}
 	var content strings.Builder
 	content.WriteString(r.Message.Content)
 	res.Content = content.String()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -358,5 +359,26 @@ func TestErrorMessagesAreShortAndSayWhatHappened(t *testing.T) {
 				t.Errorf("message = %q, want it to name the host and contain %q", msg, tt.want)
 			}
 		})
+	}
+}
+
+// A server's token counts are untrusted: a negative one counts as none, so it cannot lower
+// an agent's tokens under its budget.
+func TestChatNegativeTokenCountsAreNone(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		fmt.Fprint(w, `{"model":"tiny","message":{"role":"assistant","content":"{}"},"done":true,"done_reason":"stop","prompt_eval_count":-1000000,"eval_count":-5}`+"\n")
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Chat(context.Background(), ChatRequest{Model: "tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PromptTokens != 0 || res.EvalTokens != 0 {
+		t.Errorf("tokens = %d prompt, %d eval; want 0 and 0", res.PromptTokens, res.EvalTokens)
 	}
 }
