@@ -138,7 +138,7 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 		testHookCloneStarting()
 	}
 	// From "/", git finds no repository around it whose config it would read; the workspace may be one.
-	res, err := runProgram(ctx, "/", argv, genv, c.opts.OutputCap)
+	res, err := runProgram(ctx, nil, "/", argv, genv, c.opts.OutputCap)
 	if res == nil {
 		return "", fmt.Errorf("clone_repository: cannot start git: %w", err)
 	}

@@ -56,6 +56,11 @@ func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (st
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("%s: not run: %w", e.name, err)
 	}
+	cg, err := e.opts.Boxes.enter(env.AgentID) // the agent's cgroup
+	if err != nil {
+		return "", fmt.Errorf("%s: not run: %w", e.name, err)
+	}
+	defer cg.leave()
 	var b binds
 	if e.box.bwrap != "" {
 		if b, err = e.box.prepare(ws); err != nil {
@@ -66,7 +71,7 @@ func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (st
 	if err != nil {
 		return "", fmt.Errorf("%s: cannot start the sandbox: %w", e.name, err)
 	}
-	res, err := runProgram(ctx, ws, e.box.wrap(ws, b, argv), e.opts.env(ws), e.opts.OutputCap, extra...)
+	res, err := runProgram(ctx, cg, ws, e.box.wrap(ws, b, argv), e.opts.env(ws), e.opts.OutputCap, extra...)
 	if res == nil {
 		return "", fmt.Errorf("%s: cannot start %s: %w", e.name, argv[0], err)
 	}

@@ -26,14 +26,16 @@ type runResult struct {
 	total   int64  // bytes written in all
 	flooded bool   // killed for writing more than cap+drainLimit bytes
 	state   *os.ProcessState
+	box     string // what the agent's box did: memory run out, forks refused
 }
 
 // runProgram starts argv in dir with env, stdin /dev/null and stdout and stderr into one pipe, in
 // a process group of its own, and waits for it. When ctx ends, or the program floods its
 // output, the whole group is killed; so is whatever it left in the background when it exits.
 // It returns a nil result only when the program could not start; a non-nil error otherwise
-// is ctx's. extra are given to it from descriptor 3 on, and closed.
-func runProgram(ctx context.Context, dir string, argv, env []string, limit int, extra ...*os.File) (*runResult, error) {
+// is ctx's. extra are given to it from descriptor 3 on, and closed. The program runs in
+// box, the agent's cgroup, when it is not nil, and is stopped when the box runs out of memory.
+func runProgram(ctx context.Context, box *boxRun, dir string, argv, env []string, limit int, extra ...*os.File) (*runResult, error) {
 	defer closeAll(extra)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -44,7 +46,7 @@ func runProgram(ctx context.Context, dir string, argv, env []string, limit int, 
 	cmd.Stdout, cmd.Stderr = pw, pw // nil Stdin is /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.ExtraFiles = extra
-	err = startTracked(cmd)
+	err = box.start(cmd)
 	pw.Close()
 	closeAll(extra) // the child has its copies
 	if err != nil {
@@ -73,6 +75,7 @@ func runProgram(ctx context.Context, dir string, argv, env []string, limit int, 
 		stopped = ctx.Err()
 	case <-flood:
 		res.flooded = true
+	case <-box.oom():
 	}
 	// The leader is not reaped yet, so its pid still names our group and no other: killing
 	// the group cannot hit a stranger that reused the number.
@@ -80,7 +83,7 @@ func runProgram(ctx context.Context, dir string, argv, env []string, limit int, 
 	<-exited
 	untrack(pid) // before the reap, after which the number may name a stranger
 	cmd.Wait()
-	res.state = cmd.ProcessState
+	res.state, res.box = cmd.ProcessState, box.note()
 
 	t := time.NewTimer(readGrace)
 	select {
@@ -168,6 +171,9 @@ func (r *runResult) text() string {
 		fmt.Fprintf(&b, "[output cut at %d bytes; killed after writing more than %d]\n", len(out), r.total)
 	case cut:
 		fmt.Fprintf(&b, "[output cut at %d of %d bytes]\n", len(out), r.total)
+	}
+	if r.box != "" {
+		b.WriteString(r.box + "\n")
 	}
 	if r.state != nil {
 		b.WriteString(r.state.String())

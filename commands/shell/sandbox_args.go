@@ -20,8 +20,11 @@ func (s *sandbox) wrap(workspace string, b binds, argv []string) []string {
 			"--inh-caps=-all", "--ambient-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
 	}
 	l := s.o.Limits
-	a = append(a, prlimitPath,
-		"--nproc="+strconv.Itoa(l.Procs), "--data="+strconv.FormatInt(l.Memory, 10),
+	a = append(a, prlimitPath)
+	if !s.o.Boxes.has("pids") { // else the agent's box bounds its processes, and a bound per uid would be every agent's
+		a = append(a, "--nproc="+strconv.Itoa(l.Procs))
+	}
+	a = append(a, "--data="+strconv.FormatInt(l.Memory, 10),
 		"--fsize="+strconv.FormatInt(l.FileSize, 10), "--nofile="+strconv.Itoa(l.OpenFiles), "--core=0", "--")
 	return append(a, argv...)
 }

@@ -90,20 +90,29 @@ type Options struct {
 	UID, GID int
 	// Limits bound each sandboxed program; zero fields take the defaults.
 	Limits Limits
+	// Boxes, when set, run each agent's programs in a cgroup of the agent's own (see
+	// NewBoxes), sandboxed or not; the commands built from these options share it.
+	Boxes *Boxes
 	// AllowPrivateNetworks lets clone_repository reach loopback, private and link-local
 	// addresses, for a git server on the local network. Off, a model-chosen URL can only
 	// reach public addresses.
 	AllowPrivateNetworks bool
 }
 
-// Limits are the resource limits of a sandboxed program, set inside its namespaces.
+// Limits are the resource limits of a sandboxed program, set inside its namespaces, and
+// of an agent's box (Boxes).
 type Limits struct {
-	// Procs bounds the processes (RLIMIT_NPROC) of the sandbox's uid; as root all the
-	// sandboxes share DefaultUID and so this bound. Default 256.
+	// Procs bounds the processes and threads of an agent's box (pids.max). Without one it
+	// bounds the processes (RLIMIT_NPROC) of the sandbox's uid, which as root all the
+	// sandboxes share (DefaultUID). Default 256.
 	Procs int
-	// Memory bounds each process's data segment, heap and private mappings (RLIMIT_DATA),
-	// in bytes; default 2 GiB.
+	// Memory bounds, in bytes, the memory of an agent's box, every process of it
+	// together, swap included; and each process's data segment, heap and private
+	// mappings (RLIMIT_DATA). Default 2 GiB.
 	Memory int64
+	// CPUPercent caps the CPU time of an agent's box, in percent of one CPU (150: one
+	// and a half); 0 is no cap beyond an equal share with the other agents' boxes.
+	CPUPercent int
 	// FileSize bounds a file a program writes (RLIMIT_FSIZE), in bytes; default 1 GiB.
 	FileSize int64
 	// OpenFiles bounds each process's open files (RLIMIT_NOFILE); default 1024.
