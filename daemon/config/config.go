@@ -150,6 +150,10 @@ type AgentConfig struct {
 	MaxSteps  int      `toml:"max_steps"`
 	MaxTokens int64    `toml:"max_tokens"`
 	MaxTime   Duration `toml:"max_time"`
+	// MaxDisk bounds each agent's workspace on disk (its helpers' inside it included),
+	// measured after each command that may write; 0 is no bound. An agent over it pauses
+	// until files are removed or `agentctl budget` raises it.
+	MaxDisk Size `toml:"max_disk"`
 }
 
 // SchedulesConfig is the [schedules] section.
@@ -179,11 +183,12 @@ type AgentOverride struct {
 	DisabledComponents []string `toml:"disabled_components"`
 	Allow              []string `toml:"allow"`
 	Deny               []string `toml:"deny"`
-	// MaxSteps, MaxTokens and MaxTime replace [agent]'s budget for this agent; unset
-	// ones keep [agent]'s.
+	// MaxSteps, MaxTokens, MaxTime and MaxDisk replace [agent]'s budget for this agent;
+	// unset ones keep [agent]'s.
 	MaxSteps  *int      `toml:"max_steps"`
 	MaxTokens *int64    `toml:"max_tokens"`
 	MaxTime   *Duration `toml:"max_time"`
+	MaxDisk   *Size     `toml:"max_disk"`
 	// WatchdogFailures and WatchdogIdleSteps replace [agent]'s for this agent.
 	WatchdogFailures  *int `toml:"watchdog_failures"`
 	WatchdogIdleSteps *int `toml:"watchdog_idle_steps"`
@@ -224,6 +229,13 @@ type ShellConfig struct {
 	Env []string `toml:"env"`
 	// Python offers execute_python_file when python3 exists.
 	Python bool `toml:"python"`
+	// Procs, Memory and CPUPercent bound each agent's programs together, in a cgroup of
+	// the agent's own: processes and threads, memory (swap included), and CPU time in
+	// percent of one CPU (0: no cap beyond an equal share). Without cgroups, Procs and
+	// Memory are bounds per process (see agentctl doctor).
+	Procs      int  `toml:"procs"`
+	Memory     Size `toml:"memory"`
+	CPUPercent int  `toml:"cpu_percent"`
 }
 
 // MCPConfig is the [mcp] section.
@@ -323,10 +335,11 @@ func Default() *Config {
 			ComponentOrder:     []string{},
 			MaxHelperDepth:     2,
 			MaxHelpers:         4,
+			MaxDisk:            10 << 30,
 		},
 		Permissions: PermissionsConfig{Allow: []string{}, Deny: []string{}},
 		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
-		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}, UID: 65534, GID: 65534},
+		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}, UID: 65534, GID: 65534, Procs: 256, Memory: 2 << 30},
 		Schedules:   SchedulesConfig{Grace: Duration{time.Minute}, KeepAgents: 10},
 		Memory:      defaultMemory(),
 		Bots:        BotsConfig{ApproveCount: 3},
@@ -411,6 +424,43 @@ func (d *Duration) Ptr() *time.Duration {
 		return nil
 	}
 	v := d.Duration
+	return &v
+}
+
+// Size is a number of bytes, written in the file as a string with a unit: "2GiB",
+// "512MiB", "10GB", "0".
+type Size int64
+
+// UnmarshalText parses a size.
+func (z *Size) UnmarshalText(b []byte) error {
+	n, err := display.ParseSize(string(b))
+	if err != nil {
+		return fmt.Errorf("bad %v", err)
+	}
+	*z = Size(n)
+	return nil
+}
+
+// MarshalText writes the size the way UnmarshalText reads it, exactly: in the largest
+// binary unit that divides it.
+func (z Size) MarshalText() ([]byte, error) {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if z != 0 && int64(z)%(1<<u.shift) == 0 {
+			return fmt.Appendf(nil, "%d%s", int64(z)>>u.shift, u.name), nil
+		}
+	}
+	return fmt.Appendf(nil, "%d", int64(z)), nil
+}
+
+// Ptr returns the size as an *int64, nil for a nil z (an unset optional key).
+func (z *Size) Ptr() *int64 {
+	if z == nil {
+		return nil
+	}
+	v := int64(*z)
 	return &v
 }
 

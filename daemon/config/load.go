@@ -401,7 +401,10 @@ func Keys() []string {
 	return keys
 }
 
-var durationType = reflect.TypeOf(Duration{})
+var (
+	durationType = reflect.TypeOf(Duration{})
+	sizeType     = reflect.TypeOf(Size(0))
+)
 
 // expect describes what a field takes, and the TOML type (as MetaData.Type names it)
 // that carries it.
@@ -412,6 +415,8 @@ func expect(t reflect.Type) (desc, tomlType string) {
 	switch {
 	case t == durationType:
 		return `a duration like "90s"`, "String"
+	case t == sizeType:
+		return `a size like "2GiB"`, "String"
 	case t.Kind() == reflect.String:
 		return "a string", "String"
 	case t.Kind() == reflect.Int, t.Kind() == reflect.Int64:

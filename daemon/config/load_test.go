@@ -56,14 +56,15 @@ func TestLoadSetsEveryKey(t *testing.T) {
 		MaxInvalidReplies: 5, WatchdogFailures: 4, WatchdogIdleSteps: 12, ContinuousLimit: 100, CommandTimeout: Duration{5 * time.Minute},
 		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3,
 		DisabledComponents: []string{"clock"}, ComponentOrder: []string{"history"}, MaxHelperDepth: 1, MaxHelpers: 3,
-		MaxSteps: 500, MaxTokens: 1000000, MaxTime: Duration{8 * time.Hour}}
+		MaxSteps: 500, MaxTokens: 1000000, MaxTime: Duration{8 * time.Hour}, MaxDisk: 20 << 30}
 	want.Permissions = PermissionsConfig{Allow: []string{"read_file(*)", "execute_shell(git status*)"}, Deny: []string{"delete_file(*)"}, AutoRead: true}
 	want.Agents = map[string]AgentOverride{"notes": {Commands: []string{"read_file", "write_file", "ask_user", "finish"},
 		DisabledComponents: []string{"web"}, Allow: []string{"write_file(notes/*)"}, Deny: []string{"write_file(secret*)"},
-		MaxSteps: new(50), MaxTokens: new(int64(20000)), MaxTime: &Duration{30 * time.Minute},
+		MaxSteps: new(50), MaxTokens: new(int64(20000)), MaxTime: &Duration{30 * time.Minute}, MaxDisk: new(Size(512 << 20)),
 		WatchdogFailures: new(2), WatchdogIdleSteps: new(20)}}
 	want.Web = WebConfig{SearxngURL: "http://127.0.0.1:8888", DuckDuckGo: true, AllowPrivate: true, MaxPageBytes: 65536, Timeout: Duration{5 * time.Second}}
-	want.Shell = ShellConfig{Enabled: true, Sandbox: "bwrap", Network: true, UID: 1500, GID: 1501, Env: []string{"GOPATH"}}
+	want.Shell = ShellConfig{Enabled: true, Sandbox: "bwrap", Network: true, UID: 1500, GID: 1501, Env: []string{"GOPATH"},
+		Procs: 128, Memory: 4 << 30, CPUPercent: 150}
 	want.MCP = MCPConfig{Servers: []MCPServer{
 		{Name: "files", Command: []string{"mcp-files", "--root", "/srv"}, Env: map[string]string{"MODE": "ro"}, Timeout: Duration{30 * time.Second}},
 		{Name: "tracker", URL: "http://127.0.0.1:8931/mcp"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/commands/mcp"
 	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // Validate checks every value and returns an *Error listing all problems, or nil.
@@ -300,6 +301,15 @@ func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
 		if id <= 0 || id > 1<<31-1 {
 			bad([]string{"shell.uid", "shell.gid"}[i], "%d is not an unprivileged id: the sandbox runs programs as one, like 65534 (nobody), never 0 (root)", id)
 		}
+	}
+	if p := c.Shell.Procs; p < 16 || p > 1<<22 {
+		bad("shell.procs", "must be between 16 and %d, got %d: each command's sandbox needs a few processes of its own", 1<<22, p)
+	}
+	if m := c.Shell.Memory; m < 64<<20 {
+		bad("shell.memory", "must be at least 64 MiB, got %s: programs need room to start (the sandbox, a shell, python)", display.Size(int64(m)))
+	}
+	if p := c.Shell.CPUPercent; p != 0 && (p < 10 || p > 100*1024) {
+		bad("shell.cpu_percent", "must be 0 (no cap) or between 10 and %d (percent of one CPU: 150 is one and a half), got %d", 100*1024, p)
 	}
 	for i, v := range c.Shell.Env {
 		if !envNameRE.MatchString(v) {
