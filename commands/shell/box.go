@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentd/agentd/daemon/client/display"
 	"golang.org/x/sys/unix"
 )
 
@@ -136,9 +137,9 @@ func (b *Boxes) Describe() (line string, full bool) {
 			"so one agent's fork bomb keeps another's commands from starting", l.Procs))
 	}
 	if b.has("memory") {
-		have = append(have, fmt.Sprintf("%s of memory in all", sizeString(l.Memory)))
+		have = append(have, fmt.Sprintf("%s of memory in all", display.Size(l.Memory)))
 	} else {
-		weaker = append(weaker, fmt.Sprintf("memory: %s is a bound per process, so a command's processes together may use more", sizeString(l.Memory)))
+		weaker = append(weaker, fmt.Sprintf("memory: %s is a bound per process, so a command's processes together may use more", display.Size(l.Memory)))
 	}
 	if b.has("cpu") {
 		cpu := "an equal share of the CPU"
@@ -356,21 +357,4 @@ func killBox(box *agentBox) {
 			}
 		}
 	}
-}
-
-// sizeString is a byte count for people: "2 GiB", "512 MiB", "1500 bytes".
-func sizeString(n int64) string {
-	for _, u := range []struct {
-		shift uint
-		name  string
-	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
-		if n >= 1<<u.shift {
-			v := float64(n) / float64(int64(1)<<u.shift)
-			if v == float64(int64(v)) {
-				return fmt.Sprintf("%d %s", int64(v), u.name)
-			}
-			return fmt.Sprintf("%.1f %s", v, u.name)
-		}
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/testutil"
-
 	"golang.org/x/sys/unix"
 )
 

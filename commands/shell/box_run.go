@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentd/agentd/daemon/client/display"
 	"golang.org/x/sys/unix"
 )
 
@@ -174,7 +175,7 @@ func (r *boxRun) note() string {
 	var notes []string
 	if n := oom - r.oomBefore; n > 0 {
 		notes = append(notes, fmt.Sprintf("[killed: out of memory. The agent's processes together reached their memory limit of %s "+
-			"([shell] memory); the kernel killed %d and agentd stopped the command]", sizeString(r.limits.Memory), n))
+			"([shell] memory); the kernel killed %d and agentd stopped the command]", display.Size(r.limits.Memory), n))
 	}
 	if n := forks - r.forksBefore; n > 0 {
 		notes = append(notes, fmt.Sprintf("[%d forks failed: the agent's processes reached their limit of %d ([shell] procs)]", n, r.limits.Procs))

@@ -223,8 +223,14 @@ func TestStoppingAParentStopsItsHelpers(t *testing.T) {
 	}
 }
 
+// Removing a parent removes its helpers, and the daemon is told of each agent removed
+// (OnAgentRemoved), so that what it keeps per agent (a cgroup) goes with them.
 func TestDeletingAParentRemovesItsHelpers(t *testing.T) {
-	h, b := newHelperHarness(t)
+	var mu sync.Mutex
+	var removed []string
+	h, b := newHelperHarness(t, func(o *Options) {
+		o.OnAgentRemoved = func(id string) { mu.Lock(); removed = append(removed, id); mu.Unlock() }
+	})
 	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
 	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}))
 	boss := h.boss()
@@ -241,6 +247,11 @@ func TestDeletingAParentRemovesItsHelpers(t *testing.T) {
 	}
 	if _, err := os.Stat(boss.Workspace); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("boss's workspace: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Sort(removed); !slices.Equal(removed, slices.Sorted(slices.Values([]string{boss.ID, a.ID}))) {
+		t.Errorf("told of the removal of %v, want boss and its helper %v", removed, []string{boss.ID, a.ID})
 	}
 }
 

@@ -297,6 +297,9 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 				s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
 			}
 		}
+		if s.onRemoved != nil {
+			s.onRemoved(g.id)
+		}
 		s.events.Publish(client.Event{Type: client.EventRemoved, AgentID: g.id})
 	}
 	for i, g := range all {
@@ -344,6 +347,7 @@ type runs struct {
 	log          *slog.Logger
 	events       *run.Broker
 	onRunEnd     func(run.End) // Options.OnRunEnd
+	onRemoved    func(id string) // Options.OnAgentRemoved
 	runBudgets   *runBudgets
 	batchRuns    *batchRuns // runs started by StartTask and CreateRun
 	agentBudgets *agentBudgets

@@ -91,6 +91,9 @@ type Options struct {
 	// budget, or its agent removed), after the end is stored, holding no lock. The
 	// scheduler records its runs' ends through it.
 	OnRunEnd func(run.End)
+	// OnAgentRemoved, if set, is told of every agent removed (its helpers included), once
+	// it is gone from the store: what the server keeps per agent goes with it (its cgroup).
+	OnAgentRemoved func(id string)
 	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
 	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
 	AgentBudget run.Budget
@@ -194,7 +197,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.batchRuns = &batchRuns{}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
 	s.runs = &runs{
-		host: host{s}, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd,
+		host: host{s}, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: opt.OnAgentRemoved,
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory,
 	}

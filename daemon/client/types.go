@@ -521,6 +521,11 @@ type ShellStatus struct {
 	// Confined is false when their programs run unconfined (sandbox "none") or are
 	// refused (no working sandbox).
 	Confined bool `json:"confined"`
+	// Limits says how each agent's programs are bounded together (a cgroup per agent:
+	// processes, memory, CPU), or what is weaker without, and the fix.
+	Limits string `json:"limits,omitempty"`
+	// LimitsPerAgent is true when every one of those bounds is per agent.
+	LimitsPerAgent bool `json:"limits_per_agent"`
 }
 
 // HTTPStatus is the optional TCP listener ([http]) as the daemon bound it.

@@ -19,14 +19,15 @@ import (
 )
 
 // components builds the components config asks for beyond the supervisor's own: web,
-// shell and MCP. The bridge, when there is one, is started by the caller and closed on exit.
-func components(cfg *config.Config, live *liveConfig, lc *llm.Client, log *slog.Logger) ([]commands.Component, *mcp.Bridge, error) {
+// shell (its programs in boxes, nil without [shell]) and MCP. The bridge, when there is
+// one, is started by the caller and closed on exit.
+func components(cfg *config.Config, live *liveConfig, lc *llm.Client, boxes *shell.Boxes, log *slog.Logger) ([]commands.Component, *mcp.Bridge, error) {
 	var out []commands.Component
 	if cmds := webCommands(cfg, live, lc, log); len(cmds) > 0 {
 		out = append(out, commands.CommandList{ID: "web", Cmds: cmds})
 	}
 	if cfg.Shell.Enabled {
-		cmds, err := shellCommands(cfg, log)
+		cmds, err := shellCommands(cfg, boxes, log)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -126,11 +127,31 @@ func askModel(live *liveConfig, lc *llm.Client) web.AskFunc {
 	}
 }
 
-// shellOptions are the shell commands' options from the config.
+// shellOptions are the shell commands' options from the config, without their boxes.
 func shellOptions(cfg *config.Config) shell.Options {
 	return shell.Options{Sandbox: cfg.Shell.Sandbox, PassEnv: cfg.Shell.Env, Network: cfg.Shell.Network,
 		UID: cfg.Shell.UID, GID: cfg.Shell.GID, OutputCap: max(1024, cfg.Agent.OutputCap-1024),
-		HidePaths: tokenFiles(cfg)}
+		HidePaths: tokenFiles(cfg), Limits: shellLimits(cfg)}
+}
+
+// shellLimits are [shell]'s bounds on each agent's programs.
+func shellLimits(cfg *config.Config) shell.Limits {
+	return shell.Limits{Procs: cfg.Shell.Procs, Memory: int64(cfg.Shell.Memory), CPUPercent: cfg.Shell.CPUPercent}
+}
+
+// newBoxes makes the cgroups agents' programs run in when [shell] is on (nil when it is
+// off), and says once in the log what bounds each agent, or what is weaker without them.
+func newBoxes(cfg *config.Config, log *slog.Logger) *shell.Boxes {
+	if !cfg.Shell.Enabled {
+		return nil
+	}
+	b := shell.NewBoxes(shellLimits(cfg))
+	if line, full := b.Describe(); full {
+		log.Info("each agent's programs are bounded together", "limits", line)
+	} else {
+		log.Warn("agents' programs are not bounded per agent", "limits", line)
+	}
+	return b
 }
 
 // tokenFiles are the secret files the config names, hidden inside the sandbox wherever
@@ -150,8 +171,9 @@ const sandboxFix = "apt-get install bubblewrap (as non-root, also allow unprivil
 	"sysctl kernel.apparmor_restrict_unprivileged_userns=0 where AppArmor restricts them), " +
 	"or set [shell] sandbox = \"none\" to run programs unconfined knowingly"
 
-func shellCommands(cfg *config.Config, log *slog.Logger) (commands.Set, error) {
+func shellCommands(cfg *config.Config, boxes *shell.Boxes, log *slog.Logger) (commands.Set, error) {
 	opt := shellOptions(cfg)
+	opt.Boxes = boxes
 	bwrap, err := shell.CheckSandbox(opt)
 	switch line, _ := shell.DescribeSandbox(opt); {
 	case err != nil && errors.Is(err, shell.ErrNoSandbox) && cfg.Shell.Sandbox == shell.SandboxAuto:
@@ -181,13 +203,14 @@ func shellCommands(cfg *config.Config, log *slog.Logger) (commands.Set, error) {
 	return cmds, nil
 }
 
-// shellStatus is the shell commands' sandbox as agentctl status shows it.
-func shellStatus(cfg *config.Config) client.ShellStatus {
+// shellStatus is the shell commands' sandbox and limits as agentctl status shows them.
+func shellStatus(cfg *config.Config, boxes *shell.Boxes) client.ShellStatus {
 	if !cfg.Shell.Enabled {
 		return client.ShellStatus{}
 	}
 	line, ok := shell.DescribeSandbox(shellOptions(cfg))
-	return client.ShellStatus{Enabled: true, Sandbox: line, Confined: ok}
+	limits, perAgent := boxes.Describe()
+	return client.ShellStatus{Enabled: true, Sandbox: line, Confined: ok, Limits: limits, LimitsPerAgent: perAgent}
 }
 
 // sandboxCheck is doctor's check of the sandbox execute_shell runs in: a failure when
@@ -204,12 +227,22 @@ func sandboxCheck(cfg *config.Config) client.Check {
 	return client.Check{Name: "shell", Status: client.CheckFail, Detail: "execute_shell and execute_python_file are " + line, Fix: sandboxFix}
 }
 
+// limitsCheck is doctor's check of how agents' programs are bounded together: a warning,
+// saying what is weaker and the fix, without a cgroup per agent.
+func limitsCheck(boxes *shell.Boxes) client.Check {
+	line, full := boxes.Describe()
+	if full {
+		return client.Check{Name: "limits", Status: client.CheckOK, Detail: line}
+	}
+	return client.Check{Name: "limits", Status: client.CheckWarn, Detail: line, Fix: shell.BoxesFix}
+}
+
 // healthChecks are agentctl doctor's checks of the components built here.
-func healthChecks(cfg *config.Config, bridge *mcp.Bridge) []agent.HealthCheck {
+func healthChecks(cfg *config.Config, bridge *mcp.Bridge, boxes *shell.Boxes) []agent.HealthCheck {
 	var out []agent.HealthCheck
 	if cfg.Shell.Enabled {
 		out = append(out, func(context.Context) []client.Check {
-			return []client.Check{sandboxCheck(cfg)}
+			return []client.Check{sandboxCheck(cfg), limitsCheck(boxes)}
 		})
 	}
 	if tc := tokenFileCheck(cfg); tc != nil {

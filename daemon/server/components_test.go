@@ -44,18 +44,18 @@ func TestSandboxCheck(t *testing.T) {
 			if c.Status != tt.status || !strings.Contains(c.Detail, tt.detail) || !strings.Contains(c.Fix, tt.fix) {
 				t.Errorf("check %+v; want %s, detail with %q, fix with %q", c, tt.status, tt.detail, tt.fix)
 			}
-			st := shellStatus(cfg)
+			st := shellStatus(cfg, nil)
 			if !st.Enabled || st.Confined != tt.confined || !strings.Contains(c.Detail, st.Sandbox) {
 				t.Errorf("status %+v; want enabled, confined %v, the sandbox doctor names", st, tt.confined)
 			}
-			cmds, err := shellCommands(cfg, slog.New(slog.DiscardHandler))
+			cmds, err := shellCommands(cfg, nil, slog.New(slog.DiscardHandler))
 			if err != nil || len(cmds) == 0 {
 				t.Fatalf("shellCommands: %v, %v; want the commands built (refusing when unconfinable)", cmds, err)
 			}
 		})
 	}
 	cfg := config.Default()
-	if st := shellStatus(cfg); st != (client.ShellStatus{}) {
+	if st := shellStatus(cfg, nil); st != (client.ShellStatus{}) {
 		t.Errorf("shell off: status %+v; want the zero value", st)
 	}
 }
@@ -70,5 +70,29 @@ func TestSandboxHidesTokenFiles(t *testing.T) {
 	got := strings.Join(shellOptions(cfg).HidePaths, " ")
 	if want := "/etc/slack-bot-token /srv/secrets/discord /etc/agentd-http-token"; got != want {
 		t.Errorf("hidden paths = %q, want %q", got, want)
+	}
+}
+
+// Doctor and status say how each agent's programs are bounded together: with a cgroup
+// per agent, every bound; without, a warning naming what is weaker and the fix.
+func TestLimitsCheck(t *testing.T) {
+	cfg := config.Default()
+	cfg.Shell.Enabled = true
+	var none *shell.Boxes // what a daemon without [shell] cgroups describes
+	c := limitsCheck(none)
+	if c.Status != client.CheckWarn || !strings.Contains(c.Detail, "fork bomb") || c.Fix != shell.BoxesFix {
+		t.Errorf("without cgroups: %+v; want a warning saying what is weaker, with the fix", c)
+	}
+	if st := shellStatus(cfg, none); st.LimitsPerAgent || st.Limits != c.Detail {
+		t.Errorf("without cgroups: status %+v; want the same line as doctor, not per agent", st)
+	}
+	boxes := shell.NewBoxes(shellLimits(cfg))
+	defer boxes.Close()
+	if !boxes.Active() {
+		t.Skipf("no cgroups here: %s", c.Detail)
+	}
+	c = limitsCheck(boxes)
+	if _, full := boxes.Describe(); full && (c.Status != client.CheckOK || !strings.Contains(c.Detail, "at most 256 processes") || !strings.Contains(c.Detail, "2 GiB of memory in all")) {
+		t.Errorf("with cgroups: %+v; want OK with the bounds", c)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/mcp"
+	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/agentprotocol"
 	"github.com/agentd/agentd/daemon/config"
@@ -47,6 +48,7 @@ type daemon struct {
 	mx     *metrics.Metrics     // llm
 	extra  []commands.Component // components
 	bridge *mcp.Bridge          // components; nil without [[mcp.servers]]
+	boxes  *shell.Boxes         // components: agents' cgroups; nil without [shell]
 	mem    agent.MemoryOptions  // memory
 	httpL  *httpListener        // services; the tcp listener part records what it bound
 	sup    *agent.Supervisor    // services
@@ -120,13 +122,16 @@ func (d *daemon) componentsPart() part {
 	var bg background
 	return part{name: "components",
 		start: func(ctx context.Context) error {
-			extra, bridge, err := components(d.cfg, d.live, d.lc, d.log)
+			boxes := newBoxes(d.cfg, d.log)
+			extra, bridge, err := components(d.cfg, d.live, d.lc, boxes, d.log)
+			if err == nil {
+				err = checkComponents(d.cfg, extra)
+			}
 			if err != nil {
+				closeBoxes(boxes, d.log)
 				return err
 			}
-			if err := checkComponents(d.cfg, extra); err != nil {
-				return err
-			}
+			d.boxes = boxes
 			d.extra, d.bridge = extra, bridge
 			if bridge != nil {
 				ctx := bg.context(ctx)
@@ -139,8 +144,16 @@ func (d *daemon) componentsPart() part {
 			if d.bridge != nil {
 				d.bridge.Close()
 			}
+			closeBoxes(d.boxes, d.log) // after the agents part stopped: no command runs
 			return nil
 		},
+	}
+}
+
+// closeBoxes removes the agents' cgroups; one a program still holds is logged.
+func closeBoxes(b *shell.Boxes, log *slog.Logger) {
+	if err := b.Close(); err != nil {
+		log.Warn("agents' cgroups not all removed", "err", err)
 	}
 }
 

@@ -142,8 +142,8 @@ func (d *daemon) agentOptions() agent.Options {
 		MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
 		WorkspaceRoot: cfg.WorkspaceRoot(),
 		Memory:        d.mem, Log: d.log, Version: d.opt.Version, StateDir: cfg.StateDir,
-		HealthChecks: append(healthChecks(cfg, d.bridge), chatCheck(d.bots), d.httpL.check),
-		OnRunEnd:     d.runEnds.deliver, Metrics: d.mx, AgentBudget: agentBudget(cfg),
+		HealthChecks: append(healthChecks(cfg, d.bridge, d.boxes), chatCheck(d.bots), d.httpL.check),
+		OnRunEnd:     d.runEnds.deliver, Metrics: d.mx, AgentBudget: agentBudget(cfg), OnAgentRemoved: d.boxes.Remove,
 	}.WithSettings(settingsOf(cfg))
 }
 
@@ -162,7 +162,7 @@ type service struct {
 
 // service is the local API over the parts the services part built.
 func (d *daemon) service() service {
-	return service{d.sup.API().Facade(), d.mgr, d.rl, d.teams, d.web, d.bots, d.httpL, shellStatus(d.cfg)}
+	return service{d.sup.API().Facade(), d.mgr, d.rl, d.teams, d.web, d.bots, d.httpL, shellStatus(d.cfg, d.boxes)}
 }
 
 // Status adds the chat bots' connections, the TCP listener and the shell's sandbox to

@@ -98,6 +98,9 @@ func writeStatus(w io.Writer, st *client.Status) {
 		if !sh.Confined {
 			fmt.Fprintf(tw, "\tnot sandboxed: `agentctl doctor` says how to fix it\n")
 		}
+		if sh.Limits != "" {
+			fmt.Fprintf(tw, "limits:\t%s\n", sh.Limits)
+		}
 	}
 	tw.Flush()
 }
