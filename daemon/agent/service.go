@@ -346,7 +346,7 @@ type runs struct {
 	st           *store.Store
 	log          *slog.Logger
 	events       *run.Broker
-	onRunEnd     func(run.End) // Options.OnRunEnd
+	onRunEnd     func(run.End)   // Options.OnRunEnd
 	onRemoved    func(id string) // Options.OnAgentRemoved
 	runBudgets   *runBudgets
 	batchRuns    *batchRuns // runs started by StartTask and CreateRun

@@ -299,6 +299,8 @@ func TestStatusShowsTheSandbox(t *testing.T) {
 			[]string{"shell:         refused: no sandbox works here (bwrap is not installed)\n", "not sandboxed: `agentctl doctor` says how to fix it"}},
 		{"unconfined", client.ShellStatus{Enabled: true, Sandbox: `unconfined ([shell] sandbox = "none")`},
 			[]string{"unconfined", "not sandboxed"}},
+		{"limits_per_agent", client.ShellStatus{Enabled: true, Confined: true, Sandbox: "bubblewrap", LimitsPerAgent: true,
+			Limits: "a cgroup v2 per agent: at most 256 processes"}, []string{"limits:        a cgroup v2 per agent: at most 256 processes\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
