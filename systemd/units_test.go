@@ -53,7 +53,8 @@ func parse(t *testing.T, path string) map[string]map[string][]string {
 func TestUnitSettings(t *testing.T) {
 	common := map[string]map[string]string{
 		"Unit":    {"After": "ollama.service", "Wants": "ollama.service"},
-		"Service": {"Type": "notify", "NotifyAccess": "main", "Restart": "on-failure", "StateDirectory": "agentd", "StateDirectoryMode": "0700", "RuntimeDirectory": "agentd", "NoNewPrivileges": "yes", "UMask": "0077", "ExecReload": "/bin/kill -HUP $MAINPID"},
+		"Service": {"Type": "notify", "NotifyAccess": "main", "Restart": "on-failure", "StateDirectory": "agentd", "StateDirectoryMode": "0700", "RuntimeDirectory": "agentd", "NoNewPrivileges": "yes", "UMask": "0077", "ExecReload": "/bin/kill -HUP $MAINPID",
+			"Delegate": "yes"}, // a cgroup per agent
 	}
 	system := map[string]map[string]string{
 		"Service": {"User": "agentd", "EnvironmentFile": "-/etc/agentd/agentd.env", "ProtectSystem": "strict", "ProtectHome": "yes",
@@ -93,6 +94,10 @@ func TestUnitSettings(t *testing.T) {
 					if _, ok := got["Service"][k]; ok {
 						t.Errorf("the system unit sets %s, which breaks execute_shell's bubblewrap sandbox", k)
 					}
+				}
+				// Agents' cgroups are made in the delegated one, which this would make read-only.
+				if v := got["Service"]["ProtectControlGroups"]; len(v) > 0 && v[0] != "no" {
+					t.Errorf("the system unit sets ProtectControlGroups=%s: agentd could not make agents' cgroups in its delegated one", v[0])
 				}
 			}
 		})

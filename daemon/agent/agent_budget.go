@@ -38,11 +38,14 @@ func (s *agentBudgets) agentBudget(a *store.Agent) run.Budget {
 	if a.Budget.MaxBusy != nil {
 		b.MaxWall = *a.Budget.MaxBusy
 	}
+	if a.Budget.MaxDisk != nil {
+		b.MaxDisk = *a.Budget.MaxDisk
+	}
 	return b
 }
 
-// agentOver returns which of a's own budgets is used up (steps, tokens or time) and
-// why, with the command that raises it; "" when none is.
+// agentOver returns which of a's own budgets is used up (steps, tokens, time or disk)
+// and why, with the command that raises it; "" when none is.
 func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
 	b := s.agentBudget(a)
 	busy := time.Duration(a.BusyMS) * time.Millisecond
@@ -55,6 +58,8 @@ func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
 	case b.MaxWall > 0 && busy >= b.MaxWall:
 		return "time", fmt.Sprintf("it was busy %v over its runs, its time budget is %v: raise it with `agentctl budget %s --max-time D`",
 			busy.Round(time.Millisecond), b.MaxWall, a.Name)
+	case overDisk(a, b.MaxDisk) != "":
+		return "disk", overDisk(a, b.MaxDisk)
 	}
 	return "", ""
 }
@@ -110,7 +115,7 @@ func (s *agentBudgets) budgetView(a *store.Agent) *client.Budget {
 
 // budgetWire is b as the API shows it.
 func budgetWire(b run.Budget) client.Budget {
-	out := client.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}
+	out := client.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens, MaxDisk: b.MaxDisk}
 	if b.MaxWall > 0 {
 		out.MaxTime = b.MaxWall.String()
 	}
@@ -118,8 +123,12 @@ func budgetWire(b run.Budget) client.Budget {
 }
 
 // pauseOverBudget pauses the agent because its own budget ran out. Called by the loop
-// before a step, with no proposal open.
+// before a step, with no proposal open. Over its disk budget, its workspace is measured
+// again first: files may have gone since.
 func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
+	if budget == "disk" {
+		r.s.runs.remeasure(ctx, r.id)
+	}
 	var v *client.Agent
 	var ex *client.BudgetExhausted
 	r.mu.Lock()
@@ -127,6 +136,9 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 		a, err := tx.Agent(r.id)
 		if err != nil || !active(a.State) {
 			return err
+		}
+		if budget, why = r.s.agentBudgets.agentOver(a); why == "" {
+			return nil // under it again: the loop goes on
 		}
 		ex = &client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: budget, RunID: a.RunID, Budget: *r.s.agentBudgets.budgetView(a)}
 		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.AgentBudgetHit, Reason: agentBudgetReason + why}); err != nil {
@@ -162,8 +174,13 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 // SetBudget changes an agent's own budget (fields left nil are kept; Reset first goes
 // back to the config's). An agent paused by its budget resumes when the new one allows.
 func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
+	if s.remeasure != nil {
+		s.remeasure(ctx, ref)
+	}
 	var busy *time.Duration
 	switch {
+	case req.MaxDisk != nil && *req.MaxDisk < 0:
+		return nil, badRequest("max_disk %d: want 0 (no bound) or more bytes", *req.MaxDisk)
 	case req.MaxSteps != nil && *req.MaxSteps < 0:
 		return nil, badRequest("max_steps %d: want 0 (no bound) or more", *req.MaxSteps)
 	case req.MaxTokens != nil && *req.MaxTokens < 0:
@@ -188,6 +205,9 @@ func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req client.Bud
 		}
 		if busy != nil {
 			a.Budget.MaxBusy = busy
+		}
+		if req.MaxDisk != nil {
+			a.Budget.MaxDisk = req.MaxDisk
 		}
 		bv = s.budgetView(a)
 		if err := tx.Audit(a.ID, "budget", bv); err != nil {
@@ -218,4 +238,7 @@ type agentBudgets struct {
 	overrides map[string]AgentOverrides // Options.Agents
 	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
 	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error)
+	// remeasure measures an agent's workspace again when it is over its disk budget
+	// (runs.remeasure), so that a budget raised or files removed count at once.
+	remeasure func(ctx context.Context, ref string)
 }

@@ -24,6 +24,7 @@ type stepEnd struct {
 	ep       *client.Episode
 	out      string // the command's output
 	finished bool
+	disk     int64 // the agent's workspace measured after the command; -1 when it was not
 }
 
 // endOf is the end of p's step, whose command gave out and runErr.
@@ -36,7 +37,7 @@ func endOf(p *client.Proposal, out string, runErr error) stepEnd {
 			result += "\n" + out
 		}
 	}
-	e := stepEnd{ep: episodeOf(p, outcome, result, ""), out: out, finished: p.Command == commands.Finish && runErr == nil}
+	e := stepEnd{ep: episodeOf(p, outcome, result, ""), out: out, finished: p.Command == commands.Finish && runErr == nil, disk: -1}
 	e.ev = cycle.Event{Kind: kind, Result: result, Detail: out}
 	if e.finished {
 		// Only the run's end says "finished": a step's result on the thinking agent's
@@ -82,6 +83,9 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, end st
 		r.s.audit.keep(tx, r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
 		r.s.episodeHistory.storeWith(tx, a)
 		a.BusyMS += busy.Milliseconds()
+		if end.disk >= 0 {
+			a.DiskBytes = end.disk
+		}
 		if on == nil {
 			return tx.UpdateAgent(a)
 		}

@@ -110,6 +110,7 @@ func (s *runs) Resume(ctx context.Context, ref string) (*client.Agent, error) {
 // resume is Resume of the agent alone; with only set, only an agent paused for that
 // reason is resumed.
 func (s *runs) resume(ctx context.Context, ref, only string) (*client.Agent, error) {
+	s.remeasure(ctx, ref) // files removed to get under the disk budget count
 	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if only != "" && (a.State != client.StatePaused || a.StateReason != only) {
 			return conflict("agent %s is %s (%s), not paused with its parent", a.Name, a.State, a.StateReason)
@@ -213,6 +214,7 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 	if task == "" {
 		return nil, badRequest("empty task")
 	}
+	s.remeasure(ctx, ref)
 	if len(task) > client.MaxTextBytes {
 		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(task), client.MaxTextBytes)
 	}

@@ -485,15 +485,22 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 	if st.cmds == nil {
 		st.cmds = r.s.commandsFor(st.execCtx, l, st.a, step)
 	}
+	disk := int64(-1) // not measured
 	if cmd, ok := st.cmds.Get(p.Command); !ok {
 		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
 			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}}
+		stopWatch := r.watchDisk(st.a, st.cancel)
 		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
-		if o.Err != nil && r.busyCut.Load() {
+		diskCut := stopWatch()
+		switch {
+		case o.Err != nil && r.busyCut.Load():
 			o.Err = fmt.Errorf("cut off: the agent's time budget ran out while it ran (%w)", o.Err)
+		case o.Err != nil && diskCut != "":
+			o.Err = fmt.Errorf("cut off: %s (%w)", diskCut, o.Err)
 		}
+		disk = r.s.agentBudgets.diskAfter(st.a, cmd.Spec().Class)
 	}
 	if ctx.Err() != nil {
 		// The daemon is shutting down: leave the proposal started so the next start
@@ -521,7 +528,9 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 	}
 	var staged stagedWrites // the components' store writes, committed with the result
 	pl.Executed(withStagedWrites(ctx, &staged), step, &o)
-	r.finishExecution(ctx, p, endOf(p, o.Output, o.Err), time.Since(began), staged.fns...)
+	end := endOf(p, o.Output, o.Err)
+	end.disk = disk
+	r.finishExecution(ctx, p, end, time.Since(began), staged.fns...)
 }
 
 func questionText(p *client.Proposal) string {

@@ -201,7 +201,7 @@ func wireParts(s *Supervisor, opt Options) {
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory,
 	}
-	s.runBudgets.timeUp, s.agentBudgets.mutateAgent = s.runs.timeUp, s.runs.mutate
+	s.runBudgets.timeUp, s.agentBudgets.mutateAgent, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.mutate, s.runs.remeasure
 	s.decisions = &decisions{decisionHost: host{s}, st: s.st, live: s.live}
 	s.agentViews = &agentViews{
 		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,

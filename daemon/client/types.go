@@ -80,6 +80,9 @@ type Agent struct {
 	// BusyMS is the time in milliseconds the agent spent thinking and executing over
 	// all its runs (not the time it waited for people).
 	BusyMS int64 `json:"busy_ms"`
+	// DiskBytes is the disk its workspace took (its helpers' inside it included) when
+	// last measured: after each command that may write, while its disk budget is set.
+	DiskBytes int64 `json:"disk_bytes"`
 	// Budget bounds the agent over all its runs, from the config or `agentctl budget`;
 	// an agent that reaches one pauses until it is raised. Set by the agent and list
 	// calls; events leave it empty.
@@ -648,6 +651,9 @@ type Budget struct {
 	// MaxTime bounds the run's wall time, or the agent's busy time (thinking and
 	// executing), as a Go duration such as "30m" or "1h30m".
 	MaxTime string `json:"max_time,omitempty"`
+	// MaxDisk bounds the bytes the agent's workspace takes on disk (an agent's budget
+	// only, not a run's).
+	MaxDisk int64 `json:"max_disk,omitempty"`
 }
 
 // BudgetRequest changes an agent's own budget. A nil field is left as it is; 0 sets no
@@ -656,6 +662,7 @@ type BudgetRequest struct {
 	MaxSteps  *int    `json:"max_steps,omitempty"`
 	MaxTokens *int64  `json:"max_tokens,omitempty"`
 	MaxTime   *string `json:"max_time,omitempty"`
+	MaxDisk   *int64  `json:"max_disk,omitempty"` // bytes
 	Reset     bool    `json:"reset,omitempty"`
 }
 

@@ -20,6 +20,9 @@ type Budget struct {
 	MaxSteps  int           // proposals the run may make
 	MaxTokens int64         // model tokens (prompt and reply) over the run
 	MaxWall   time.Duration // wall time from the run's start
+	// MaxDisk bounds, in bytes, the disk an agent's workspace takes: agents' own
+	// budgets only, as a run has no workspace of its own.
+	MaxDisk int64
 }
 
 // IsZero reports whether b bounds nothing.

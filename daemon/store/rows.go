@@ -27,20 +27,21 @@ type AgentBudget struct {
 	MaxSteps  *int
 	MaxTokens *int64
 	MaxBusy   *time.Duration
+	MaxDisk   *int64 // bytes
 }
 
 const agentCols = `id, name, description, goals, directives, task, state, state_reason, policy, run_id, step,
 	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at, parent_id, steps_total, busy_ms,
-	budget_steps, budget_tokens, budget_busy_ms, commands`
+	budget_steps, budget_tokens, budget_busy_ms, commands, disk_bytes, budget_disk`
 
 func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	var a Agent
 	var goals, dirs, policy, cmds string
 	var created, updated int64
-	var bSteps, bTokens, bBusy sql.NullInt64
+	var bSteps, bTokens, bBusy, bDisk sql.NullInt64
 	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
 		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated, &a.ParentID,
-		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds)
+		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds, &a.DiskBytes, &bDisk)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -63,6 +64,9 @@ func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	if bBusy.Valid {
 		a.Budget.MaxBusy = new(time.Duration(bBusy.Int64) * time.Millisecond)
 	}
+	if bDisk.Valid {
+		a.Budget.MaxDisk = new(bDisk.Int64)
+	}
 	return &a, nil
 }
 
@@ -77,10 +81,11 @@ func js(v any) string {
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
-	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands))
+		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands),
+		a.DiskBytes, nullable(a.Budget.MaxDisk))
 	if err != nil {
 		return fmt.Errorf("store: insert agent: %w", err)
 	}
@@ -93,6 +98,14 @@ func commandsCol(names []string) string {
 		return ""
 	}
 	return js(names)
+}
+
+// SetDiskBytes records the disk agent id's workspace takes, measured again.
+func (t *Tx) SetDiskBytes(id string, n int64) error {
+	if _, err := t.exec(`UPDATE agents SET disk_bytes=? WHERE id=?`, n, id); err != nil {
+		return fmt.Errorf("store: set disk usage: %w", err)
+	}
+	return nil
 }
 
 // SetWorkspace changes the workspace path stored for agent id: the supervisor rewrites,
@@ -109,10 +122,10 @@ func (t *Tx) UpdateAgent(a *Agent) error {
 	a.UpdatedAt = t.now
 	_, err := t.exec(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
 		state_reason=?, policy=?, run_id=?, step=?, strikes=?, prompt_tokens=?, eval_tokens=?, updated_at=?,
-		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=? WHERE id=?`,
+		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=?, disk_bytes=?, budget_disk=? WHERE id=?`,
 		a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason, js(a.Policy),
 		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now),
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.ID)
+		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk), a.ID)
 	if err != nil {
 		return fmt.Errorf("store: update agent: %w", err)
 	}
@@ -132,6 +145,14 @@ func (b AgentBudget) tokens() any {
 		return nil
 	}
 	return *b.MaxTokens
+}
+
+// nullable is a column that is NULL when unset.
+func nullable(v *int64) any {
+	if v == nil {
+		return nil
+	}
+	return *v
 }
 
 func (b AgentBudget) busyMS() any {

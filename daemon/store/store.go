@@ -379,6 +379,10 @@ var migrations = []string{
 	// (agent, kind, source) on every step that writes a file; without this index that
 	// scanned all the agent's file memories, a cost growing with every file written.
 	`CREATE INDEX memories_source ON memories(agent_id, kind, source);`,
+	// issue 29: the disk an agent's workspace takes, measured after each command that may
+	// write, and its disk budget set by agentctl budget (NULL follows the config).
+	`ALTER TABLE agents ADD COLUMN disk_bytes INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE agents ADD COLUMN budget_disk INTEGER;`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

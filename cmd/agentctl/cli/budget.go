@@ -9,19 +9,22 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 var budgetCmd = &command{
 	name:  "budget",
-	args:  "AGENT [--max-steps N] [--max-tokens N] [--max-time D] [--reset] [--json]",
+	args:  "AGENT [--max-steps N] [--max-tokens N] [--max-time D] [--max-disk SIZE] [--reset] [--json]",
 	short: "show or change an agent's budget over all its runs",
 	long: `Budget bounds an agent over all its runs: how many steps it may take, how many model
-tokens it may use, and how long it may be busy (thinking and running commands, not
-waiting for you). The config sets defaults ([agent] and [agents.NAME]); values set here
-win over them. 0 means no bound. --reset drops the values set here, back to the config's.
+tokens it may use, how long it may be busy (thinking and running commands, not
+waiting for you), and how much disk its workspace may take. The config sets defaults
+([agent] and [agents.NAME]); values set here win over them. 0 means no bound. --reset
+drops the values set here, back to the config's.
 
 An agent that reaches its budget is paused before its next step, with nothing lost;
-'agentctl show' says which budget. Raising the budget lets it go on by itself.
+'agentctl show' says which budget. Raising the budget lets it go on by itself; so does
+deleting files in its workspace, then 'agentctl resume', for the disk budget.
 
 Without flags, budget shows the budget and what the agent has used.
 
@@ -34,6 +37,7 @@ func (a *app) runBudget(ctx context.Context, args []string) error {
 	steps := fs.Int("max-steps", 0, "at most `N` steps over all runs (0: no bound)")
 	tokens := fs.Int64("max-tokens", 0, "at most `N` model tokens over all runs (0: no bound)")
 	busy := fs.String("max-time", "", "at most this busy `DURATION` over all runs, e.g. 90m (0: no bound)")
+	disk := fs.String("max-disk", "", "at most this `SIZE` on disk for its workspace, e.g. 20GiB (0: no bound)")
 	reset := fs.Bool("reset", false, "drop the values set with agentctl budget: the config's apply")
 	ref, err := a.parseAgent(fs, args)
 	if err != nil {
@@ -48,6 +52,12 @@ func (a *app) runBudget(ctx context.Context, args []string) error {
 			req.MaxTokens = tokens
 		case "max-time":
 			req.MaxTime = busy
+		case "max-disk":
+			n, err := display.ParseSize(*disk)
+			if err != nil {
+				n = -1 // refused below, with the flag's name
+			}
+			req.MaxDisk = &n
 		}
 	})
 	req.Reset = *reset
@@ -56,6 +66,8 @@ func (a *app) runBudget(ctx context.Context, args []string) error {
 		return usagef("--max-steps %d: want 0 (no bound) or more", *steps)
 	case req.MaxTokens != nil && *tokens < 0:
 		return usagef("--max-tokens %d: want 0 (no bound) or more", *tokens)
+	case req.MaxDisk != nil && *req.MaxDisk < 0:
+		return usagef("--max-disk %q: want a size such as 20GiB or 512MiB, or 0 for no bound", *disk)
 	case req.MaxTime != nil:
 		d, err := time.ParseDuration(strings.TrimSpace(*busy))
 		if *busy == "0" {
@@ -102,7 +114,19 @@ func writeBudget(w io.Writer, ag *client.Agent) {
 	fmt.Fprintf(w, "  steps:   %d of %s\n", ag.StepsTotal, bound(int64(b.MaxSteps)))
 	fmt.Fprintf(w, "  tokens:  %d of %s\n", ag.PromptTokens+ag.EvalTokens, bound(b.MaxTokens))
 	fmt.Fprintf(w, "  busy:    %s of %s\n", busyString(ag.BusyMS), maxTime)
+	fmt.Fprintf(w, "  disk:    %s\n", diskString(ag.DiskBytes, b.MaxDisk))
 	fmt.Fprintf(w, "  state:   %s\n", stateString(ag))
+}
+
+// diskString is the disk an agent's workspace takes next to its disk budget.
+func diskString(used, budget int64) string {
+	switch {
+	case budget == 0:
+		return "no bound (not measured)"
+	case used == 0:
+		return "not measured yet, of " + display.Size(budget)
+	}
+	return display.Size(used) + " of " + display.Size(budget)
 }
 
 // busyString is a busy time in ms, rounded for reading.

@@ -362,6 +362,9 @@ func (f *fakeDaemon) budget(_ context.Context, ref string, req client.BudgetRequ
 			nb.MaxTime = *req.MaxTime
 		}
 	}
+	if req.MaxDisk != nil {
+		nb.MaxDisk = *req.MaxDisk
+	}
 	b.Budget = &nb
 	if b.State == client.StatePaused && strings.HasPrefix(b.StateReason, "agent budget exhausted: ") {
 		b.State, b.StateReason = client.StateThinking, ""

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 var showCmd = &command{
@@ -110,6 +111,9 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 	row("Steps", fmt.Sprintf("%d over all runs, busy %s", ag.StepsTotal, busyString(ag.BusyMS)))
 	if b := ag.Budget; b != nil {
 		row("Budget", agentBudgetString(*b))
+		if b.MaxDisk > 0 {
+			row("Disk", diskString(ag.DiskBytes, b.MaxDisk))
+		}
 	}
 	row("Created", formatTime(ag.CreatedAt))
 	row("Updated", formatTime(ag.UpdatedAt))
@@ -163,6 +167,9 @@ func agentBudgetString(b client.Budget) string {
 	}
 	if b.MaxTime != "" {
 		parts = append(parts, b.MaxTime+" busy")
+	}
+	if b.MaxDisk > 0 {
+		parts = append(parts, display.Size(b.MaxDisk)+" on disk")
 	}
 	if len(parts) == 0 {
 		return "none (agentctl budget sets one)"

@@ -1,0 +1,129 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// The disk budget bounds what an agent's workspace takes on disk (its helpers', inside
+// it, included): commands.DiskUsage, measured after each command that may write and
+// stored with its result (client.Agent.DiskBytes). An agent over it pauses before its
+// next step, like any agent budget; a command that takes the workspace over it while
+// it runs is cut (watchDisk). Freeing space and resuming, or raising the budget, lets
+// the agent go on: the usage is measured again first.
+
+// diskWatchEvery is how often a running command's file system is looked at.
+const diskWatchEvery = time.Second
+
+// overDisk returns why a is over its disk budget b (bytes; 0 is none), or "".
+func overDisk(a *store.Agent, b int64) string {
+	if b <= 0 || a.DiskBytes <= b {
+		return ""
+	}
+	return fmt.Sprintf("its workspace takes %s on disk, over its disk budget of %s: delete files in it (%s), "+
+		"or raise the budget with `agentctl budget %s --max-disk SIZE` (or [agent] max_disk)",
+		display.Size(a.DiskBytes), display.Size(b), a.Workspace, a.Name)
+}
+
+// diskAfter measures a's workspace after a command of class ran, when a has a disk
+// budget and the command may have written; -1 when nothing was measured.
+func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
+	if s.agentBudget(a).MaxDisk <= 0 || class == commands.ClassRead || class == commands.ClassMessage {
+		return -1
+	}
+	n, err := commands.DiskUsage(a.Workspace)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// remeasure measures agent ref's workspace again, when it has a disk budget that its
+// stored usage is over: files may have been removed since (by a person, before they
+// resume it). It stores what it found.
+func (s *runs) remeasure(ctx context.Context, ref string) {
+	var id, ws string
+	s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err == nil && overDisk(a, s.agentBudgets.agentBudget(a).MaxDisk) != "" {
+			id, ws = a.ID, a.Workspace
+		}
+		return err
+	})
+	if id == "" {
+		return
+	}
+	n, err := commands.DiskUsage(ws)
+	if err != nil {
+		return
+	}
+	if err := s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetDiskBytes(id, n) }); err != nil {
+		s.log.Warn("agent: recording its disk usage", "agent", id, "err", err)
+	}
+}
+
+// watchDisk bounds a command that runs long by a's disk budget. Every diskWatchEvery it
+// looks at the workspace's file system (statfs: one call); once that grew by more than
+// the budget leaves since the last measurement, it measures the workspace, and cuts the
+// command (cancel) when that is over the budget. stop ends the watch and says why the
+// command was cut, or "".
+func (r *runner) watchDisk(a *store.Agent, cancel func()) (stop func() string) {
+	budget := r.s.agentBudgets.agentBudget(a).MaxDisk
+	if budget <= 0 {
+		return func() string { return "" }
+	}
+	ws := a.Workspace
+	base, known := fsUsed(ws)
+	measured := a.DiskBytes
+	done, exited := make(chan struct{}), make(chan struct{})
+	var why string // set before exited closes
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(diskWatchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			used, ok := fsUsed(ws)
+			if !ok || !known || used-base <= budget-measured {
+				continue
+			}
+			n, err := commands.DiskUsage(ws)
+			if err != nil {
+				continue
+			}
+			if n > budget {
+				why = fmt.Sprintf("its workspace grew to %s while it ran, over its disk budget of %s", display.Size(n), display.Size(budget))
+				cancel()
+				return
+			}
+			base, measured = used, n // others wrote there: look again after as much growth
+		}
+	}()
+	return func() string {
+		close(done)
+		<-exited
+		return why
+	}
+}
+
+// fsUsed is what the file system holding dir has in use, in bytes, each inode in use
+// counting commands.MinEntryBytes as DiskUsage counts it.
+func fsUsed(dir string) (int64, bool) {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return 0, false
+	}
+	blocks := int64(st.Blocks-st.Bfree) * int64(st.Bsize)
+	return blocks + int64(st.Files-st.Ffree)*commands.MinEntryBytes, true
+}
