@@ -52,7 +52,7 @@ func parse(t *testing.T, path string) map[string]map[string][]string {
 // environment file, restart on failure, and the hardening issue 7 asks for.
 func TestUnitSettings(t *testing.T) {
 	common := map[string]map[string]string{
-		"Unit":    {"After": "ollama.service", "Wants": "ollama.service"},
+		"Unit": {"After": "ollama.service", "Wants": "ollama.service"},
 		"Service": {"Type": "notify", "NotifyAccess": "main", "Restart": "on-failure", "StateDirectory": "agentd", "StateDirectoryMode": "0700", "RuntimeDirectory": "agentd", "NoNewPrivileges": "yes", "UMask": "0077", "ExecReload": "/bin/kill -HUP $MAINPID",
 			"Delegate": "yes"}, // a cgroup per agent
 	}
