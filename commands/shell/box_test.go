@@ -187,3 +187,19 @@ func cpuOf(marker string) float64 {
 	}
 	return float64(ticks) / 100 // USER_HZ
 }
+
+// git, which clone_repository runs unsandboxed, runs in the agent's box too: its
+// processes count against the agent's limit (here two, fewer than a clone needs at once,
+// so it fails, saying so).
+func TestCloneRunsInTheAgentsBox(t *testing.T) {
+	base, _, _ := gitServer(t)
+	boxes := boxesHere(t, Limits{Procs: 2}, "pids")
+	c := newClone(t, Options{AllowPrivateNetworks: true, Boxes: boxes})
+	_, err := run(context.Background(), t, c, workspace(t), cloneArgs(base+"/repo.git", "r"), time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "the agent's processes reached their limit of 2") {
+		t.Errorf("clone in a box of one process: %v; want it refused by the box's limit", err)
+	}
+	if _, err := run(context.Background(), t, newClone(t, Options{AllowPrivateNetworks: true}), workspace(t), cloneArgs(base+"/repo.git", "r"), time.Minute); err != nil {
+		t.Errorf("the same clone without the box: %v", err)
+	}
+}

@@ -137,8 +137,13 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 	if testHookCloneStarting != nil {
 		testHookCloneStarting()
 	}
+	cg, err := c.opts.Boxes.enter(env.AgentID) // git's processes and memory count as the agent's
+	if err != nil {
+		return "", fmt.Errorf("clone_repository: not run: %w", err)
+	}
+	defer cg.leave()
 	// From "/", git finds no repository around it whose config it would read; the workspace may be one.
-	res, err := runProgram(ctx, nil, "/", argv, genv, c.opts.OutputCap)
+	res, err := runProgram(ctx, cg, "/", argv, genv, c.opts.OutputCap)
 	if res == nil {
 		return "", fmt.Errorf("clone_repository: cannot start git: %w", err)
 	}

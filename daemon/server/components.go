@@ -23,7 +23,7 @@ import (
 // one, is started by the caller and closed on exit.
 func components(cfg *config.Config, live *liveConfig, lc *llm.Client, boxes *shell.Boxes, log *slog.Logger) ([]commands.Component, *mcp.Bridge, error) {
 	var out []commands.Component
-	if cmds := webCommands(cfg, live, lc, log); len(cmds) > 0 {
+	if cmds := webCommands(cfg, live, lc, boxes, log); len(cmds) > 0 {
 		out = append(out, commands.CommandList{ID: "web", Cmds: cmds})
 	}
 	if cfg.Shell.Enabled {
@@ -61,7 +61,7 @@ func available(cmds []commands.Command) []commands.Command {
 	return out
 }
 
-func webCommands(cfg *config.Config, live *liveConfig, lc *llm.Client, log *slog.Logger) commands.Set {
+func webCommands(cfg *config.Config, live *liveConfig, lc *llm.Client, boxes *shell.Boxes, log *slog.Logger) commands.Set {
 	w := cfg.Web
 	if !w.Enabled {
 		return nil
@@ -82,7 +82,7 @@ func webCommands(cfg *config.Config, live *liveConfig, lc *llm.Client, log *slog
 	f := &web.Fetcher{MaxBytes: int64(w.MaxPageBytes), Timeout: w.Timeout.Duration, AllowPrivate: w.AllowPrivate}
 	cmds = append(cmds, web.NewReadWebpage(f, askModel(live, lc)))
 	if w.Clone {
-		c, err := shell.NewCloneRepository(shell.Options{AllowPrivateNetworks: w.AllowPrivate})
+		c, err := shell.NewCloneRepository(shell.Options{AllowPrivateNetworks: w.AllowPrivate, Boxes: boxes})
 		switch {
 		case errors.Is(err, shell.ErrNoGit):
 			log.Info("clone_repository not offered: git is not installed")
