@@ -379,6 +379,9 @@ var migrations = []string{
 	// (agent, kind, source) on every step that writes a file; without this index that
 	// scanned all the agent's file memories, a cost growing with every file written.
 	`CREATE INDEX memories_source ON memories(agent_id, kind, source);`,
+	// The sandbox profile an automatic approval gave an execute command ('' for a person's
+	// approval, 'bounded' or 'bounded-write' for a pattern's).
+	`ALTER TABLE decisions ADD COLUMN profile TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
