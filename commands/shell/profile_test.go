@@ -18,7 +18,7 @@ import (
 
 // runAs runs a shell line in ws under profile p, as the daemon does for a command that
 // profile's approval let through.
-func runAs(t *testing.T, c commands.Command, ws string, p commands.Profile, line string) (string, error) {
+func runAs(t testing.TB, c commands.Command, ws string, p commands.Profile, line string) (string, error) {
 	t.Helper()
 	args, _ := json.Marshal(shellLine(line))
 	return commands.Run(context.Background(), c, commands.Env{Workspace: ws, AgentID: "a-test", Profile: p}, args, commands.Limits{Timeout: time.Minute})

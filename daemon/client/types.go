@@ -188,8 +188,8 @@ type Decision struct {
 	// Grant is the id of the grant this decision made (y -N, y!) or, for an automatic
 	// approval (Source "grant"), the grant that approved it; GrantLabel names that grant
 	// for people as it stood then: "root's y -3 (2 left)".
-	Grant      string    `json:"grant,omitempty"`
-	GrantLabel string    `json:"grant_label,omitempty"`
+	Grant      string `json:"grant,omitempty"`
+	GrantLabel string `json:"grant_label,omitempty"`
 	// Profile is how an execute command this decision approved runs: "" as a person
 	// approved it (the sandbox as configured), or ProfileBounded / ProfileBoundedWrite
 	// when a pattern or a pattern grant approved it unasked.

@@ -158,7 +158,6 @@ func appendFile(p, text string) {
 	f.WriteString(text)
 }
 
-
 // permGit: the allow rule execute_shell(git status*).
 func permGit(r *attackRig) {
 	r.drive(agentRun{name: "permgit", plant: permRepo, steps: []step{
