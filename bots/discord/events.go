@@ -59,7 +59,12 @@ func (b *Bot) onMessage(base context.Context, m *discordgo.MessageCreate) {
 	actor := MessageActor(m.Message)
 	ctx = context.WithValue(ctx, actorKey{}, actor)
 	ctx = context.WithValue(ctx, replyKey{}, m.ID)
-	text, mentioned := b.stripMention(m.Content, m.Mentions)
+	b.opt.Relay.OnMessage(ctx, b.incoming(w, actor, m.Message))
+}
+
+// incoming is m, a person's message placed at w, as the relay takes it.
+func (b *Bot) incoming(w bots.Where, actor Actor, m *discordgo.Message) bots.Incoming {
+	text, mentioned := b.stripMention(m.Content)
 	in := bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: actor.UserID, Name: actor.Name},
 		Text: text, ID: m.ID, Mention: mentioned}
 	if m.Type == discordgo.MessageTypeReply && m.MessageReference != nil {
@@ -69,19 +74,22 @@ func (b *Bot) onMessage(base context.Context, m *discordgo.MessageCreate) {
 			ch = m.ChannelID
 		}
 		in.ReplyTo = ch + "/" + m.MessageReference.MessageID
+		if w.Thread == "" && ch == m.ChannelID {
+			// A thread started from a message has that message's ID.
+			in.ReplyThread = m.MessageReference.MessageID
+		}
 	}
-	b.opt.Relay.OnMessage(ctx, in)
+	return in
 }
 
 var mentionRE = regexp.MustCompile(`<@!?([0-9]+)>`)
 
-// stripMention removes mentions of the bot and reports whether there was one.
-func (b *Bot) stripMention(text string, mentions []*discordgo.User) (string, bool) {
+// stripMention removes mentions of the bot from text and reports whether there was one.
+// Only the text counts: a reply pings the author of the message it answers (Discord's
+// default), which puts the bot among the message's mentions though nobody named it.
+func (b *Bot) stripMention(text string) (string, bool) {
 	self := b.selfID()
 	found := false
-	for _, u := range mentions {
-		found = found || (u != nil && u.ID == self)
-	}
 	out := mentionRE.ReplaceAllStringFunc(text, func(m string) string {
 		if mentionRE.FindStringSubmatch(m)[1] == self {
 			found = true
