@@ -87,6 +87,8 @@ type Server struct {
 	clockSkew    time.Duration        // added to the wall clock by Advance (thread auto-archive)
 	activeAt     map[string]time.Time // thread → its last activity, for auto-archive
 	noSend       map[string]bool      // channels and threads the bot may not post in (ForbidPosting)
+	// gatewayVersions is the API version each gateway connection asked for (GatewayVersions).
+	gatewayVersions []string
 }
 
 // New starts a fake on a loopback port. Close it when done (Start registers that for tests).
