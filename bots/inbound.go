@@ -30,6 +30,9 @@ type Incoming struct {
 	// Mention is true when the message's text mentions the bot (a reply's ping, which
 	// names the replied-to author nowhere in the text, is no mention).
 	Mention bool
+	// Edited marks an edit of a message sent before (ID is that message's). No edit is
+	// read: the person is told to send a new message.
+	Edited bool
 }
 
 // Click is a button press on a proposal message.
@@ -71,6 +74,10 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 			r.log.Error("bots: reading chat binding", "err", err)
 			return
 		}
+		if in.Edited {
+			r.editNotRead(ctx, ep, in, b != nil || t != nil)
+			return
+		}
 		if in.Where.Thread == "" {
 			// Answering the thread's starting message is speaking in the thread: bound to
 			// what the thread shows by order, like a message there that names none.
@@ -89,6 +96,10 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 			return
 		}
 	}
+	if in.Edited {
+		r.editNotRead(ctx, ep, in, false)
+		return
+	}
 	if !in.Mention && !in.Where.DM || !r.firstDelivery(ctx, ep, in) {
 		return // chatter in a served channel, or a redelivery
 	}
@@ -97,6 +108,23 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 		anchor = in.Where.Thread
 	}
 	r.start(ctx, ep, in.Where, in.User, in.Text, anchor)
+}
+
+// editsNotRead answers an edit of a message the relay reads.
+const editsNotRead = "Edits are not read, so no agent saw that change; send a new message instead."
+
+// editNotRead answers in, an edit, with editsNotRead when the message edited is one the
+// relay reads (in a bound thread, a direct message, a mention of the bot) and its writer
+// may act there: an agent acts on what a message said when it came, and an edit
+// (a decision turned around, a task rewritten) would otherwise look read. Once per
+// message, however often it is edited; chatter's edits are left alone like chatter.
+func (r *Relay) editNotRead(ctx context.Context, ep *endpoint, in Incoming, bound bool) {
+	if !bound && !in.Mention && !in.Where.DM || in.ID == "" || !r.mayCommand(ctx, ep, in.Where, in.User) {
+		return
+	}
+	if r.firstTime(ctx, ep, in.Where, in.User, "edit", in.ID, "edit\x00"+in.Where.Channel+"\x00"+in.ID) {
+		r.ephemeral(ctx, ep, in.Where, in.User, editsNotRead)
+	}
 }
 
 // threadBindings returns what thread is bound to: a run (b) or a team run (t); both nil

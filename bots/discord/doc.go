@@ -4,8 +4,10 @@
 // The Bot (bot.go) keeps one gateway connection (intents: guilds, guild and direct
 // messages, message content) with its own reconnect loop, backoff and a heartbeat-ACK
 // watchdog, and registers /agent at start (per configured guild, else globally). It
-// turns mentions, direct messages, thread replies, button clicks, the feedback modal and
-// /agent into calls on the shared relay (package bots), and renders the relay's messages
+// turns mentions (written in the text: a reply's ping is none), direct messages, thread
+// replies, replies in the channel to a thread's starting message, edits (MESSAGE_UPDATE
+// with edited_timestamp), button clicks, the feedback modal and /agent into calls on the
+// shared relay (package bots), and renders the relay's messages
 // as escaped markdown with buttons; clicks are answered with a deferred update and the
 // proposal message is edited when the daemon's decision comes back.
 //

@@ -41,10 +41,14 @@ func replyTo(ctx context.Context) string {
 const handlerTimeout = 30 * time.Second
 
 // onMessage passes people's messages to the relay: tasks (mentions, direct messages)
-// and replies in bound threads. Bots, this one included, are ignored.
-func (b *Bot) onMessage(base context.Context, m *discordgo.MessageCreate) {
-	if m.Message == nil || m.Author == nil || m.Author.Bot || m.Author.ID == b.selfID() || m.WebhookID != "" {
+// and replies in bound threads; with edited, their edits (MESSAGE_UPDATE), which the
+// relay answers. Bots, this one included, are ignored.
+func (b *Bot) onMessage(base context.Context, m *discordgo.Message, edited bool) {
+	if m == nil || m.Author == nil || m.Author.Bot || m.Author.ID == b.selfID() || m.WebhookID != "" {
 		return
+	}
+	if edited && m.EditedTimestamp == nil {
+		return // an update Discord made (a link's preview, a thread started from it), no edit
 	}
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
 		return // joins, pins, thread announcements
@@ -56,10 +60,12 @@ func (b *Bot) onMessage(base context.Context, m *discordgo.MessageCreate) {
 		b.log.Warn("discord: placing a message", "channel", m.ChannelID, "err", err)
 		return
 	}
-	actor := MessageActor(m.Message)
+	actor := MessageActor(m)
 	ctx = context.WithValue(ctx, actorKey{}, actor)
 	ctx = context.WithValue(ctx, replyKey{}, m.ID)
-	b.opt.Relay.OnMessage(ctx, b.incoming(w, actor, m.Message))
+	in := b.incoming(w, actor, m)
+	in.Edited = edited
+	b.opt.Relay.OnMessage(ctx, in)
 }
 
 // incoming is m, a person's message placed at w, as the relay takes it.
