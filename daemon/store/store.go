@@ -382,6 +382,18 @@ var migrations = []string{
 	// The sandbox profile an automatic approval gave an execute command ('' for a person's
 	// approval, 'bounded' or 'bounded-write' for a pattern's).
 	`ALTER TABLE decisions ADD COLUMN profile TEXT NOT NULL DEFAULT '';`,
+	// The chat messages and clicks the relay handled, by platform and scope (approvers'
+	// apart from everyone else's), so a platform's redelivery is applied once, after a
+	// restart too. Only each scope's latest are kept (FirstDelivery): id orders them.
+	`CREATE TABLE chat_deliveries (
+		id INTEGER PRIMARY KEY,
+		platform TEXT NOT NULL,
+		scope TEXT NOT NULL,
+		key TEXT NOT NULL,
+		at INTEGER NOT NULL,
+		UNIQUE (platform, scope, key)
+	);
+	CREATE INDEX chat_deliveries_order ON chat_deliveries(platform, scope, id);`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
