@@ -51,34 +51,46 @@ func (r *Relay) audit(ctx context.Context, e AuditEvent) {
 	}
 }
 
+// Platforms deliver some events more than once: Slack retries an event it thinks was not
+// acknowledged (racing the first delivery, or after a restart), Discord replays events
+// after a resume. A message or click is acted on once: the relay records each it handles
+// in the store (Bindings.FirstDelivery), in a scope of its platform — the actions of people
+// who may act there (mayCommand) apart from everyone else's, so that someone who may
+// decide nothing cannot, by sending thousands of messages or clicks that are refused,
+// make the relay forget an approver's `y -3` and apply its redelivery again.
+
+// DeliveriesKept is how many handled messages and clicks are remembered per platform
+// and scope: enough for the minutes a platform keeps retrying, few enough to stay small.
+const DeliveriesKept = 4096
+
 // firstDelivery reports whether in is handled for the first time; a redelivery (same
 // platform, channel and id) is dropped.
 func (r *Relay) firstDelivery(ctx context.Context, ep *endpoint, in Incoming) bool {
-	if in.ID == "" || r.seen.first(r.seenRing(ctx, ep, in.Where, in.User), "message\x00"+in.Where.Channel+"\x00"+in.ID) {
-		return true
-	}
-	r.log.Debug("bots: dropped a redelivered message", "platform", in.Platform, "channel", in.Where.Channel, "id", in.ID)
-	return false
+	return in.ID == "" || r.firstTime(ctx, ep, in.Where, in.User, "message", in.ID, "message\x00"+in.Where.Channel+"\x00"+in.ID)
 }
 
 // firstClick is firstDelivery for a click.
 func (r *Relay) firstClick(ctx context.Context, ep *endpoint, c Click) bool {
-	if c.ID == "" || r.seen.first(r.seenRing(ctx, ep, c.Where, c.User), "click\x00"+c.ID) {
-		return true
-	}
-	r.log.Debug("bots: dropped a redelivered click", "platform", c.Platform, "channel", c.Where.Channel, "id", c.ID)
-	return false
+	return c.ID == "" || r.firstTime(ctx, ep, c.Where, c.User, "click", c.ID, "click\x00"+c.ID)
 }
 
-// seenRing is the redelivery memory u's actions in w are remembered in: those of people
-// who may act there (mayCommand) apart from everyone else's, so that someone who may
-// decide nothing cannot, by sending thousands of messages or clicks that are refused,
-// make the relay forget an approver's `y -3` and apply its redelivery again.
-func (r *Relay) seenRing(ctx context.Context, ep *endpoint, w Where, u User) string {
-	if r.mayCommand(ctx, ep, w, u) {
-		return ep.a.Platform()
+// firstTime records key, u's action in w (what: "message", "click"; id: the platform's),
+// and reports whether it is new. An action that cannot be recorded is not acted on: the
+// person is told to send it again, since acting could apply a redelivery twice.
+func (r *Relay) firstTime(ctx context.Context, ep *endpoint, w Where, u User, what, id, key string) bool {
+	scope := ""
+	if !r.mayCommand(ctx, ep, w, u) {
+		scope = "refused"
 	}
-	return ep.a.Platform() + "\x00refused"
+	first, err := r.opt.Bindings.FirstDelivery(ctx, ep.a.Platform(), scope, key)
+	switch {
+	case err != nil:
+		r.log.Error("bots: recording a chat delivery; not acting on it", "platform", ep.a.Platform(), "what", what, "err", err)
+		r.ephemeral(ctx, ep, w, u, "I could not record that "+what+", so it did nothing; send it again.")
+	case !first:
+		r.log.Debug("bots: dropped a redelivered "+what, "platform", ep.a.Platform(), "channel", w.Channel, "id", id)
+	}
+	return first
 }
 
 // waitingMessage returns what a waits on and the kind of its chat message.

@@ -13,7 +13,10 @@
 // button, a reply to the proposal shown before it was written, and a follow-up task to
 // the end of the run before it (ended.go). Only plain platform user ids become mentions
 // (MentionID). Clicks from people who may decide nothing are refused first and audited at
-// most once a minute each (strangers.go).
+// most once a minute each (strangers.go). Every message and click acted on is recorded in
+// the store (Bindings.FirstDelivery), so a platform's redelivery is applied once, after a
+// restart too; an edit is never read, and an edit of a message the relay read is answered
+// once: edits are not read, send a new message.
 //
 // The relay runs inside agentd (daemon/server starts it); the supervisor's parts
 // (agent.Facade) are its Service.

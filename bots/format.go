@@ -162,6 +162,9 @@ func DecisionSpans(d *client.Decision, platform, grantSource string) []Span {
 	if d.Grant != "" && d.Source != "grant" {
 		spans = append(spans, Span{Text: " (grant " + d.Grant + ")"}) // the id `agentctl policy AGENT revoke` takes
 	}
+	if p := client.ProfileText(d.Profile); p != "" {
+		spans = append(spans, Span{Text: ", runs " + p})
+	}
 	if d.Kind == client.DecisionFeedback && d.Feedback != "" {
 		spans = append(spans, Span{Text: ": " + cut(d.Feedback, maxSpeak)})
 	}

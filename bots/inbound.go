@@ -22,8 +22,17 @@ type Incoming struct {
 	// ReplyTo is the id of the message this one explicitly replies to (Discord's
 	// message_reference); "" when the platform gives none.
 	ReplyTo string
-	// Mention is true when the message mentions the bot.
+	// ReplyThread, for a message at a channel's top level that replies to another, is the
+	// thread started from that other message, on a platform where a thread takes its
+	// starting message's id (Discord); "" otherwise. A reply to the message a bound
+	// thread hangs off (the bot's "Task: …") is read as said in that thread.
+	ReplyThread string
+	// Mention is true when the message's text mentions the bot (a reply's ping, which
+	// names the replied-to author nowhere in the text, is no mention).
 	Mention bool
+	// Edited marks an edit of a message sent before (ID is that message's). No edit is
+	// read: the person is told to send a new message.
+	Edited bool
 }
 
 // Click is a button press on a proposal message.
@@ -45,7 +54,8 @@ type Click struct {
 
 func (r *Relay) endpoint(platform string) *endpoint { return r.state.endpoint(platform) }
 
-// OnMessage handles a chat message: a reply in a bound thread steers that run; a mention
+// OnMessage handles a chat message: a reply in a bound thread steers that run, and so
+// does a reply at the channel's top level to the message the thread hangs off; a mention
 // or a direct message elsewhere starts a new run in a new thread.
 func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 	ep := r.endpoint(in.Platform)
@@ -54,31 +64,41 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 	}
 	// Chatter is never remembered as delivered (firstDelivery): only what the relay acts
 	// on, so a flood of chatter cannot push a decision's delivery out of memory.
-	if in.Where.Thread != "" {
-		b, err := r.opt.Bindings.BindingByThread(ctx, in.Platform, in.Where.Channel, in.Where.Thread)
+	thread := in.Where.Thread
+	if thread == "" {
+		thread = in.ReplyThread
+	}
+	if thread != "" {
+		b, t, err := r.threadBindings(ctx, in.Platform, in.Where.Channel, thread)
 		if err != nil {
 			r.log.Error("bots: reading chat binding", "err", err)
 			return
 		}
-		if b != nil {
+		if in.Edited {
+			r.editNotRead(ctx, ep, in, b != nil || t != nil)
+			return
+		}
+		if in.Where.Thread == "" {
+			// Answering the thread's starting message is speaking in the thread: bound to
+			// what the thread shows by order, like a message there that names none.
+			in.ReplyTo = ""
+		}
+		switch {
+		case b != nil:
 			if r.firstDelivery(ctx, ep, in) {
 				r.reply(ctx, ep, in, b)
 			}
 			return
-		}
-		if tb, ok := r.opt.Bindings.(teamBindings); ok {
-			t, err := tb.TeamBindingByThread(ctx, in.Platform, in.Where.Channel, in.Where.Thread)
-			if err != nil {
-				r.log.Error("bots: reading team binding", "err", err)
-				return
+		case t != nil:
+			if r.firstDelivery(ctx, ep, in) {
+				r.teamReply(ctx, ep, in, t)
 			}
-			if t != nil {
-				if r.firstDelivery(ctx, ep, in) {
-					r.teamReply(ctx, ep, in, t)
-				}
-				return
-			}
+			return
 		}
+	}
+	if in.Edited {
+		r.editNotRead(ctx, ep, in, false)
+		return
 	}
 	if !in.Mention && !in.Where.DM || !r.firstDelivery(ctx, ep, in) {
 		return // chatter in a served channel, or a redelivery
@@ -88,6 +108,35 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 		anchor = in.Where.Thread
 	}
 	r.start(ctx, ep, in.Where, in.User, in.Text, anchor)
+}
+
+// editsNotRead answers an edit of a message the relay reads.
+const editsNotRead = "Edits are not read, so no agent saw that change; send a new message instead."
+
+// editNotRead answers in, an edit, with editsNotRead when the message edited is one the
+// relay reads (in a bound thread, a direct message, a mention of the bot) and its writer
+// may act there: an agent acts on what a message said when it came, and an edit
+// (a decision turned around, a task rewritten) would otherwise look read. Once per
+// message, however often it is edited; chatter's edits are left alone like chatter.
+func (r *Relay) editNotRead(ctx context.Context, ep *endpoint, in Incoming, bound bool) {
+	if !bound && !in.Mention && !in.Where.DM || in.ID == "" || !r.mayCommand(ctx, ep, in.Where, in.User) {
+		return
+	}
+	if r.firstTime(ctx, ep, in.Where, in.User, "edit", in.ID, "edit\x00"+in.Where.Channel+"\x00"+in.ID) {
+		r.ephemeral(ctx, ep, in.Where, in.User, editsNotRead)
+	}
+}
+
+// threadBindings returns what thread is bound to: a run (b) or a team run (t); both nil
+// when neither.
+func (r *Relay) threadBindings(ctx context.Context, platform, channel, thread string) (b *Binding, t *TeamBinding, err error) {
+	if b, err = r.opt.Bindings.BindingByThread(ctx, platform, channel, thread); b != nil || err != nil {
+		return b, nil, err
+	}
+	if tb, ok := r.opt.Bindings.(teamBindings); ok {
+		t, err = tb.TeamBindingByThread(ctx, platform, channel, thread)
+	}
+	return nil, t, err
 }
 
 // refuse tells a person they may not do that here, and logs it.
@@ -293,7 +342,7 @@ func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *clie
 	r.state.unmarkPosted(endKey(a.RunID)) // the ended run's slot is needed no more
 	b.RunID, b.EndPost, b.EndRun = na.RunID, "", ""
 	r.bind(ctx, *b)
-	ep.a.Post(ctx, in.Where.Channel, in.Where.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))
+	ep.a.Post(ctx, b.Channel, b.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))
 	return nil
 }
 

@@ -45,7 +45,6 @@ type Relay struct {
 	ready    chan struct{}
 	readyOne sync.Once
 	out      *outbox // posts, in order per thread, retried while a platform is down
-	seen     seenIDs // messages and clicks handled, so a redelivery is applied once
 	// strangers limits how often a non-approver's refusals are audited.
 	strangers strangerAudits
 	// words is each thread's last message, the context of the next one remembered.

@@ -75,13 +75,39 @@ func (f *fakeAdapter) InGroup(context.Context, string, string) (bool, error)   {
 func (f *fakeAdapter) MaxText() int                                            { return 3000 }
 func (f *fakeAdapter) Before(a, b string) bool                                 { return DecimalBefore(a, b) }
 
-// memBindings keeps bindings and messages in maps.
+// memBindings keeps bindings and messages in maps, and deliveries as the store does:
+// the last DeliveriesKept per platform and scope.
 type memBindings struct {
 	mu   sync.Mutex
 	bs   []*Binding
 	msgs map[string]*ChatMessage
 	// onLookup, if set, is told of each Message lookup and whether it found one.
 	onLookup func(id string, found bool)
+	// seen holds the deliveries of each platform and scope, and order them oldest first.
+	seen  map[string]map[string]bool
+	order map[string][]string
+}
+
+func (m *memBindings) FirstDelivery(_ context.Context, platform, scope, key string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen == nil {
+		m.seen, m.order = map[string]map[string]bool{}, map[string][]string{}
+	}
+	at := platform + "\x00" + scope
+	if m.seen[at] == nil {
+		m.seen[at] = map[string]bool{}
+	}
+	if m.seen[at][key] {
+		return false, nil
+	}
+	m.seen[at][key] = true
+	m.order[at] = append(m.order[at], key)
+	if len(m.order[at]) > DeliveriesKept {
+		delete(m.seen[at], m.order[at][0])
+		m.order[at] = m.order[at][1:]
+	}
+	return true, nil
 }
 
 // Bind replaces the thread's binding, as the store does.

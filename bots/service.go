@@ -33,4 +33,8 @@ type Bindings interface {
 	// MessageAt finds the proposal or question whose message has id message in channel
 	// (the message a reply names); nil, nil for any other message.
 	MessageAt(ctx context.Context, platform, channel, message string) (*ChatMessage, error)
+	// FirstDelivery records key, a message or click the relay handles, in scope on
+	// platform and reports whether it is new there: a redelivery of it reports false,
+	// also after a restart. Each scope keeps its last DeliveriesKept keys.
+	FirstDelivery(ctx context.Context, platform, scope, key string) (bool, error)
 }

@@ -26,8 +26,8 @@ import (
 
 // Teams is what /agent team needs of the team engine (team.Shelf has it).
 type Teams interface {
-	// StartTeamFile starts a run of the workflow FILE names: an absolute path or a bare
-	// name in the configured directory.
+	// StartTeamFile starts a run of the workflow FILE names in the configured directory:
+	// a bare name, or the absolute path of a file there; any file elsewhere is refused.
 	StartTeamFile(ctx context.Context, file, task, by string) (*client.TeamRun, error)
 	// Workflows lists the workflows in the configured directory (none without one).
 	Workflows(ctx context.Context) ([]string, error)
@@ -55,10 +55,10 @@ func (r *Relay) SetTeams(t Teams) { r.state.setTeams(t) }
 
 func (r *Relay) teamSvc() Teams { return r.state.teamService() }
 
-const teamUsage = "Usage: /agent team FILE TASK (FILE: a workflow name from the teams directory, or a workflow file's absolute path); /agent team stop ID stops a team run; /agent team alone lists the workflows"
+const teamUsage = "Usage: /agent team FILE TASK (FILE: a workflow name from the teams directory); /agent team stop ID stops a team run; /agent team alone lists the workflows"
 
 // teamStopVerb is the FILE of /agent team that stops a run instead: a workflow named
-// stop is started by its absolute path.
+// stop is started by its absolute path in the teams directory.
 const teamStopVerb = "stop"
 
 // teamCommand is /agent team [FILE TASK | stop ID].
@@ -79,7 +79,7 @@ func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, 
 			return "Could not list the workflows: " + err.Error()
 		}
 		if len(names) == 0 {
-			return "No workflows to list: agentd's [teams] dir is unset or empty. Start one by its file's absolute path: /agent team /path/to/flow.toml TASK"
+			return "No workflows to list: agentd's [teams] dir is unset or empty. Chat starts only the workflows there: an admin puts NAME.toml in it (agentctl team run FILE TASK starts any file)."
 		}
 		return "Workflows: " + strings.Join(names, ", ") + "\nStart one with: /agent team NAME TASK; stop a team run with: /agent team stop ID"
 	}

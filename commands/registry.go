@@ -67,6 +67,8 @@ type Env struct {
 	Memory Memory
 	// Helpers are the agent's helper agents (the sub-agent commands); nil without.
 	Helpers Helpers
+	// Profile bounds the programs an execute command starts, by who approved it.
+	Profile Profile
 }
 
 // Command is one thing an agent can do.

@@ -136,7 +136,10 @@ func New(opt Options) (*Bot, error) {
 		b.track(func(context.Context) { b.onDisconnect(d) })
 	})
 	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
-		b.track(func(ctx context.Context) { b.onMessage(ctx, m) })
+		b.track(func(ctx context.Context) { b.onMessage(ctx, m.Message, false) })
+	})
+	s.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageUpdate) {
+		b.track(func(ctx context.Context) { b.onMessage(ctx, m.Message, true) })
 	})
 	s.AddHandler(func(_ *discordgo.Session, ic *discordgo.InteractionCreate) {
 		b.track(func(ctx context.Context) { b.onInteraction(ctx, ic) })

@@ -2,10 +2,15 @@ package discord
 
 import (
 	"context"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord/fakediscord"
@@ -364,5 +369,36 @@ func TestPostsRetriedWhileDiscordIsDown(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "posted after retrying") {
 		t.Error("no retry logged")
+	}
+}
+
+// TestAPIVersionAsDocumented: every REST call and gateway connection the bot makes uses
+// the API version discordgo speaks, and the config's documentation names that version.
+func TestAPIVersionAsDocumented(t *testing.T) {
+	e := newEnv(t)
+	e.startRun("say hello")
+	v := discordgo.APIVersion
+	for _, c := range e.fake.Calls() {
+		if c.Version != v {
+			t.Errorf("%s %s went to API v%s, want v%s", c.Method, c.Path, c.Version, v)
+		}
+	}
+	if gv := e.fake.GatewayVersions(); len(gv) == 0 || slices.ContainsFunc(gv, func(g string) bool { return g != v }) {
+		t.Errorf("gateway connections asked for versions %q, want v%s", gv, v)
+	}
+	for _, doc := range []string{"../../daemon/config/discord.go", "../../agentd.example.toml"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		said := regexp.MustCompile(`api/v([0-9]+)/`).FindAllStringSubmatch(string(b), -1)
+		if len(said) == 0 {
+			t.Errorf("%s does not say which API version the bot speaks (api/vN/)", doc)
+		}
+		for _, m := range said {
+			if m[1] != v {
+				t.Errorf("%s says REST is under api/v%s/; discordgo %s speaks v%s", doc, m[1], discordgo.VERSION, v)
+			}
+		}
 	}
 }

@@ -58,7 +58,7 @@ func Commands() []*discordgo.ApplicationCommand {
 					Description: "Schedule name (for run)", MaxLength: 100}),
 			sub(SubTeam, "Start a team run of a workflow in a new thread, or stop one; alone, list the workflows",
 				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "file",
-					Description: "Workflow name from the teams directory, or the file's absolute path", MaxLength: 500},
+					Description: "Workflow name from the teams directory", MaxLength: 500},
 				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "task",
 					Description: "What the team should do", MaxLength: maxTask},
 				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "stop",

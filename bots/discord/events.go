@@ -41,10 +41,14 @@ func replyTo(ctx context.Context) string {
 const handlerTimeout = 30 * time.Second
 
 // onMessage passes people's messages to the relay: tasks (mentions, direct messages)
-// and replies in bound threads. Bots, this one included, are ignored.
-func (b *Bot) onMessage(base context.Context, m *discordgo.MessageCreate) {
-	if m.Message == nil || m.Author == nil || m.Author.Bot || m.Author.ID == b.selfID() || m.WebhookID != "" {
+// and replies in bound threads; with edited, their edits (MESSAGE_UPDATE), which the
+// relay answers. Bots, this one included, are ignored.
+func (b *Bot) onMessage(base context.Context, m *discordgo.Message, edited bool) {
+	if m == nil || m.Author == nil || m.Author.Bot || m.Author.ID == b.selfID() || m.WebhookID != "" {
 		return
+	}
+	if edited && m.EditedTimestamp == nil {
+		return // an update Discord made (a link's preview, a thread started from it), no edit
 	}
 	if m.Type != discordgo.MessageTypeDefault && m.Type != discordgo.MessageTypeReply {
 		return // joins, pins, thread announcements
@@ -56,10 +60,17 @@ func (b *Bot) onMessage(base context.Context, m *discordgo.MessageCreate) {
 		b.log.Warn("discord: placing a message", "channel", m.ChannelID, "err", err)
 		return
 	}
-	actor := MessageActor(m.Message)
+	actor := MessageActor(m)
 	ctx = context.WithValue(ctx, actorKey{}, actor)
 	ctx = context.WithValue(ctx, replyKey{}, m.ID)
-	text, mentioned := b.stripMention(m.Content, m.Mentions)
+	in := b.incoming(w, actor, m)
+	in.Edited = edited
+	b.opt.Relay.OnMessage(ctx, in)
+}
+
+// incoming is m, a person's message placed at w, as the relay takes it.
+func (b *Bot) incoming(w bots.Where, actor Actor, m *discordgo.Message) bots.Incoming {
+	text, mentioned := b.stripMention(m.Content)
 	in := bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: actor.UserID, Name: actor.Name},
 		Text: text, ID: m.ID, Mention: mentioned}
 	if m.Type == discordgo.MessageTypeReply && m.MessageReference != nil {
@@ -69,19 +80,22 @@ func (b *Bot) onMessage(base context.Context, m *discordgo.MessageCreate) {
 			ch = m.ChannelID
 		}
 		in.ReplyTo = ch + "/" + m.MessageReference.MessageID
+		if w.Thread == "" && ch == m.ChannelID {
+			// A thread started from a message has that message's ID.
+			in.ReplyThread = m.MessageReference.MessageID
+		}
 	}
-	b.opt.Relay.OnMessage(ctx, in)
+	return in
 }
 
 var mentionRE = regexp.MustCompile(`<@!?([0-9]+)>`)
 
-// stripMention removes mentions of the bot and reports whether there was one.
-func (b *Bot) stripMention(text string, mentions []*discordgo.User) (string, bool) {
+// stripMention removes mentions of the bot from text and reports whether there was one.
+// Only the text counts: a reply pings the author of the message it answers (Discord's
+// default), which puts the bot among the message's mentions though nobody named it.
+func (b *Bot) stripMention(text string) (string, bool) {
 	self := b.selfID()
 	found := false
-	for _, u := range mentions {
-		found = found || (u != nil && u.ID == self)
-	}
 	out := mentionRE.ReplaceAllStringFunc(text, func(m string) string {
 		if mentionRE.FindStringSubmatch(m)[1] == self {
 			found = true

@@ -331,6 +331,7 @@ func TestIssue17LockedThreadContinuationSurvivesRestart(t *testing.T) {
 	if err := e.fake.LockThread(thread); err != nil {
 		t.Fatal(err)
 	}
+	e.fake.ArchiveThread(thread) // closed and locked, as a moderator closing it does
 	e.click(uAlice, thread, p, ActionApprove)
 	next := e.continuation(thread)
 	e.wait("step 2 in the new thread", func() bool { return hasText(e.fake.Messages(next), "Step 2: ") })

@@ -15,10 +15,17 @@ import (
 // buttons. Every piece of text is escaped, and mentions render but never ping (see
 // noMentions). Content over Discord's 2,000 characters is cut where it is longest (see
 // fitParts), and the whole text goes along as an attached file.
-func FromMessage(m bots.Message) Message {
+func FromMessage(m bots.Message) Message { return render(m, "") }
+
+// render is FromMessage under a line of markdown of the bot's own (head; "" for none),
+// which is not escaped: a channel link, say.
+func render(m bots.Message, head string) Message {
 	parts := renderParts(m.Parts)
 	if len(parts) == 0 {
 		parts = []string{Escape(m.Summary)}
+	}
+	if head != "" {
+		parts = append([]string{head}, parts...)
 	}
 	out := Message{Content: strings.Join(parts, "\n")}
 	if Len(out.Content) > MaxContent {

@@ -76,13 +76,17 @@ func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) 
 
 // Update implements bots.Adapter: content, buttons and attachments are replaced (no
 // buttons left once a proposal is decided; the file, if any, is the new text's), in an
-// archived thread too.
+// archived thread too; in one the bot can no longer write in, the update is posted where
+// the run goes on, headed by a link to the old thread (threads.go).
 func (b *Bot) Update(ctx context.Context, _, id string, m bots.Message) error {
 	to, msg, ok := strings.Cut(id, "/")
 	if !ok {
 		return fmt.Errorf("discord: bad message reference %q", id)
 	}
-	if err := b.edit(ctx, to, msg, func() Message { return FromMessage(m) }); err != nil {
+	moved := func(why string) Message {
+		return render(m, fmt.Sprintf("↪ This updates a message in <#%s>, %s:", to, why))
+	}
+	if err := b.edit(ctx, to, msg, func() Message { return FromMessage(m) }, moved); err != nil {
 		return classify(fmt.Errorf("discord: editing: %w", err))
 	}
 	return nil
@@ -122,7 +126,10 @@ func (b *Bot) Ephemeral(ctx context.Context, channel, thread, user, text string)
 		s := m.Send()
 		s.AllowedMentions = &discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}, Users: []string{user}}
 		if ref != "" {
-			s.Reference = &discordgo.MessageReference{MessageID: ref, ChannelID: b.moved(to)}
+			// A message in a thread that moved (its run continues elsewhere) cannot be
+			// replied to from the new thread: then the note goes as no reply.
+			no := false
+			s.Reference = &discordgo.MessageReference{MessageID: ref, ChannelID: b.moved(to), FailIfNotExists: &no}
 		}
 		return s
 	}

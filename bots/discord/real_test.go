@@ -204,32 +204,79 @@ func TestDecisionLandsInArchivedThread(t *testing.T) {
 	}
 }
 
-func TestLockedThreadContinuesInANewOne(t *testing.T) {
-	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
-	if err := e.fake.LockThread(thread); err != nil {
-		t.Fatal(err)
-	}
-	e.click(uAlice, thread, p, ActionApprove)
-	var next string
-	e.wait("a thread continuing the locked one", func() bool {
-		for _, m := range e.fake.Messages(eChannel) {
-			if strings.Contains(m.Content, "Continued from <#"+thread+">") && m.Thread != nil {
-				next = m.Thread.ID
-				return true
+// TestDecisionShownWhereTheRunContinues: a moderator closes the run's thread to the bot
+// while a proposal waits — locks it, locks and archives it, or takes its right to post
+// there — and an approver clicks Approve. The run goes on in a new thread linked from the
+// channel; the decision is shown there (where the proposal's message cannot be edited, its
+// update is posted there, naming the old thread, the step and who decided), and a reply
+// in the new thread decides the next proposal.
+func TestDecisionShownWhereTheRunContinues(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		close func(f *fakediscord.Server, thread string) error
+		why   string // what the channel's note says of the old thread
+		// head is what the decision posted in the new thread says of the old one; "" when
+		// the proposal's own message shows it (edits are still allowed there).
+		head string
+	}{
+		{"locked", (*fakediscord.Server).LockThread, "which is locked", "which is locked"},
+		{"closed_and_locked", func(f *fakediscord.Server, th string) error { f.LockThread(th); return f.ArchiveThread(th) },
+			"which is locked", "which is closed and I may not reopen"},
+		{"posting_forbidden", (*fakediscord.Server).ForbidPosting, "where I may no longer post", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+			thread := e.startRun("touch")
+			p := e.proposal(thread, 1)
+			if err := tc.close(e.fake, thread); err != nil {
+				t.Fatal(err)
 			}
+			drain()
+			e.click(uAlice, thread, p, ActionApprove)
+			e.touchedInOrder("a")
+			next := e.continuation(thread)
+			if m := e.channelNote(thread); !strings.Contains(m, tc.why) {
+				t.Errorf("the continuation note %q does not say %q", m, tc.why)
+			}
+			e.wait("the result and the next proposal in the new thread", func() bool {
+				ms := e.fake.Messages(next)
+				return hasText(ms, "touched a") && hasText(ms, "Step 2: ")
+			})
+			decision := "Approved** by <@" + uAlice.ID + ">"
+			if tc.head == "" {
+				e.decided(p.ID, decision)
+			} else {
+				var shown fakediscord.Message
+				e.wait("the decision posted in the new thread", func() bool {
+					for _, m := range e.fake.Messages(next) {
+						if strings.Contains(m.Content, decision) {
+							shown = m
+							return true
+						}
+					}
+					return false
+				})
+				head := "This updates a message in <#" + thread + ">, " + tc.head
+				if !strings.Contains(shown.Content, head) || !strings.Contains(shown.Content, "Step 1: ") || len(shown.Components) != 0 {
+					t.Errorf("the decision in the new thread = %q (%d button rows); want it under %q, naming step 1, without buttons",
+						shown.Content, len(shown.Components), head)
+				}
+			}
+			e.say(uAlice, next, "y")
+			e.touchedInOrder("b")
+		})
+	}
+}
+
+// channelNote is the channel's message that links thread as the one a run continues from.
+func (e *env) channelNote(thread string) string {
+	for _, m := range e.fake.Messages(eChannel) {
+		if strings.Contains(m.Content, "Continued from <#"+thread+">") {
+			return m.Content
 		}
-		return false
-	})
-	e.wait("the decision, the result and the next proposal there", func() bool {
-		ms := e.fake.Messages(next)
-		return hasText(ms, "Approved** by") && hasText(ms, "touched a") && hasText(ms, "Step 2: ")
-	})
-	// A reply in the new thread reaches the run of the old one.
-	e.say(uAlice, next, "y")
-	e.wait("step 2 decided from the new thread", func() bool { return countText(e.fake.Messages(next), "Approved** by") >= 2 })
+	}
+	return ""
 }
 
 // recorder stands between the bot and the relay, keeping what the bot hands on.

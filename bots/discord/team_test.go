@@ -194,3 +194,35 @@ func TestTeamStopFromDiscord(t *testing.T) {
 		}
 	}
 }
+
+// TestTeamFileOutsideTheDirectoryRefused: /agent team starts only workflows in the teams
+// directory: a workflow file elsewhere, named by its path or by a link in the directory,
+// is refused unread, the answer naming the directory, and no run or thread starts.
+func TestTeamFileOutsideTheDirectoryRefused(t *testing.T) {
+	e := newTeamEnv(t)
+	outside := filepath.Join(t.TempDir(), "outside.toml") // a valid workflow, elsewhere
+	if err := os.WriteFile(outside, []byte(build), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(e.teamsDir, "linked.toml")); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{
+		outside:  outside + ` is not in the teams directory ` + e.teamsDir,
+		"linked": "chat starts only files inside the teams directory " + e.teamsDir,
+	} {
+		in := e.teamCommand(uAlice, "file="+file, "task=say hi")
+		e.wait("the refusal of "+file, func() bool { return e.original(in, "Could not start the team") })
+		if !e.original(in, want) {
+			t.Errorf("/agent team file:%s was not refused with %q", file, want)
+		}
+	}
+	if runs, _ := e.eng.Teams(t.Context()); len(runs) != 0 {
+		t.Errorf("team runs started: %+v", runs)
+	}
+	for _, m := range e.fake.Messages(eChannel) {
+		if strings.Contains(m.Content, "Team ") {
+			t.Errorf("a refused /agent team opened a thread: %q", m.Content)
+		}
+	}
+}

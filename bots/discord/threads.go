@@ -10,19 +10,24 @@ import (
 	"github.com/agentd/agentd/bots"
 )
 
-// Discord archives a thread after a week without messages, and a moderator may archive or
-// lock one any time; a run's thread can live longer than that. The rules the bot meets:
-// sending in an archived thread unarchives it, but editing a message there fails with
-// 50083 until the thread is unarchived (PATCH archived=false); a locked thread refuses
-// both (160005) and cannot be unarchived without MANAGE_THREADS. So an edit that meets
-// 50083 unarchives and tries again, and a thread that cannot be reopened is continued in
-// a new one, started from a message in the same channel that links the old thread.
+// Discord archives a thread after a week without messages, and a moderator may archive,
+// lock, or take the bot's right to post in one any time; a run's thread can live longer
+// than that. The rules the bot meets: sending in an archived thread unarchives it, but
+// editing a message there fails with 50083 until the thread is unarchived (PATCH
+// archived=false); a locked thread refuses both (160005) and cannot be unarchived without
+// MANAGE_THREADS (50013); a thread where the bot lost Send Messages refuses its posts
+// (50013), and one it lost access to everything (50001). So an edit that meets 50083
+// unarchives and tries again; a thread that cannot be reopened or written in is continued
+// in a new one, started from a message in the same channel that links the old thread;
+// and an edit that cannot land is posted there instead, headed by a line naming the
+// thread of the message it updates, so a decision is shown where the run goes on.
 
-// Discord's error codes for threads.
+// Discord's error codes for threads and rights.
 const (
 	codeThreadArchived     = 50083
 	codeThreadLocked       = 160005
 	codeMissingPermissions = 50013
+	codeMissingAccess      = 50001
 )
 
 // restCode is the Discord error code of a failed REST call, 0 for other errors.
@@ -34,10 +39,46 @@ func restCode(err error) int {
 	return 0
 }
 
-// closedThread reports whether err says the thread is archived or locked.
-func closedThread(err error) bool {
-	c := restCode(err)
-	return c == codeThreadArchived || c == codeThreadLocked
+// cannotWrite reports whether err says the bot may not write in the channel as it stands
+// (locked, or the right or access taken away): retrying cannot help; writing elsewhere can.
+func cannotWrite(err error) bool {
+	switch restCode(err) {
+	case codeThreadLocked, codeMissingPermissions, codeMissingAccess:
+		return true
+	}
+	return false
+}
+
+// whyClosed says, for the notes linking a closed thread, why the bot cannot write in it:
+// err is the error that said so (cannotWrite's, or an unarchive's).
+func whyClosed(err error, reopening bool) string {
+	switch {
+	case restCode(err) == codeThreadLocked:
+		return "which is locked"
+	case reopening:
+		return "which is closed and I may not reopen"
+	}
+	return "where I may no longer post"
+}
+
+// writable makes channel writable after a call met err: an archived thread is
+// unarchived (ok). It returns why, for the notes, when the channel cannot be written in
+// by the bot at all; and a failure worth retrying as an error.
+func (b *Bot) writable(ctx context.Context, channel string, err error) (ok bool, why string, _ error) {
+	if restCode(err) != codeThreadArchived {
+		if cannotWrite(err) {
+			return false, whyClosed(err, false), nil
+		}
+		return false, "", err
+	}
+	uerr := b.unarchive(ctx, channel)
+	switch {
+	case uerr == nil:
+		return true, "", nil
+	case cannotWrite(uerr):
+		return false, whyClosed(uerr, true), nil
+	}
+	return false, "", errors.Join(err, uerr)
 }
 
 // unarchive reopens an archived thread.
@@ -72,19 +113,20 @@ func (b *Bot) origin(thread string) string {
 }
 
 // continueThread starts the thread that carries on from old, which can no longer be
-// written in: from a message in old's channel that links it, so people find both.
-func (b *Bot) continueThread(ctx context.Context, old string) (string, error) {
+// written in (why says so): from a message in old's channel that links it, so people find
+// both.
+func (b *Bot) continueThread(ctx context.Context, old, why string) (string, error) {
 	if to := b.moved(old); to != old {
 		return to, nil
 	}
 	parent, err := b.parent(ctx, old)
 	if err != nil || parent == "" {
-		return "", fmt.Errorf("discord: thread %s is closed and its channel is unknown: %w", old, err)
+		return "", fmt.Errorf("discord: %s is no thread, so it cannot be continued in another: %w", old, err)
 	}
 	if to := b.recallContinuation(ctx, parent, old); to != "" {
 		return to, nil
 	}
-	note := fmt.Sprintf("🧵 Continued from <#%s>, which is locked: this run's proposals and results go on in this message's thread.", old)
+	note := fmt.Sprintf("🧵 Continued from <#%s>, %s: this run's proposals and results go on in this message's thread.", old, why)
 	root, err := b.s.ChannelMessageSendComplex(parent, Message{Content: note}.Send(), discordgo.WithContext(ctx))
 	if err != nil {
 		return "", fmt.Errorf("discord: continuing locked thread %s: %w", old, err)
@@ -101,7 +143,7 @@ func (b *Bot) continueThread(ctx context.Context, old string) (string, error) {
 	}
 	b.continued[old], b.continues[th.ID], b.parents[th.ID] = th.ID, old, parent
 	b.mu.Unlock()
-	b.log.Warn("discord: a run's thread is locked; continuing in a new thread", "old", old, "new", th.ID)
+	b.log.Warn("discord: a run's thread cannot be written in; continuing in a new thread", "old", old, "new", th.ID, "why", why)
 	b.keepContinuation(ctx, parent, old, th.ID)
 	return th.ID, nil
 }
@@ -157,40 +199,49 @@ func (b *Bot) keepContinuation(ctx context.Context, parent, old, next string) {
 	}
 }
 
-// send posts in channel (a thread, maybe closed): an archived thread is unarchived, a
-// locked one continued in a new thread. msg is called for each try (files are readers,
-// used up by a send). It returns the message and where it went.
+// send posts in channel (a thread, maybe closed): an archived thread is unarchived; one
+// the bot may not write in (locked, its right to post taken) is continued in a new
+// thread. msg is called for each try (files are readers, used up by a send). It returns
+// the message and where it went.
 func (b *Bot) send(ctx context.Context, to string, msg func() *discordgo.MessageSend) (*discordgo.Message, error) {
 	to = b.moved(to)
 	sent, err := b.s.ChannelMessageSendComplex(to, msg(), discordgo.WithContext(ctx))
-	if !closedThread(err) {
-		return sent, err
+	if err == nil {
+		return sent, nil
 	}
-	if restCode(err) == codeThreadArchived && b.unarchive(ctx, to) == nil {
+	ok, why, werr := b.writable(ctx, to, err)
+	switch {
+	case werr != nil:
+		return nil, werr
+	case ok:
 		return b.s.ChannelMessageSendComplex(to, msg(), discordgo.WithContext(ctx))
 	}
-	next, cerr := b.continueThread(ctx, to)
+	next, cerr := b.continueThread(ctx, to, why)
 	if cerr != nil {
 		return nil, errors.Join(err, cerr)
 	}
 	return b.s.ChannelMessageSendComplex(next, msg(), discordgo.WithContext(ctx))
 }
 
-// edit replaces a message in channel (a thread, maybe archived): on 50083 the thread is
+// edit replaces a message in channel (a thread, maybe closed): on 50083 the thread is
 // unarchived and the edit tried again, so a decision lands and its buttons go even in a
-// thread archived for a week. When the thread cannot be reopened (locked), the message is
-// posted again where the run continues, so the decision is still shown.
-func (b *Bot) edit(ctx context.Context, channel, id string, m func() Message) error {
+// thread archived for a week. When the thread cannot be written in (locked, closed and
+// locked, the bot's rights taken), the update is posted where the run continues instead
+// (moved, given why), so the decision, and who made it, is still shown.
+func (b *Bot) edit(ctx context.Context, channel, id string, m func() Message, moved func(why string) Message) error {
 	_, err := b.s.ChannelMessageEditComplex(m().Edit(channel, id), discordgo.WithContext(ctx))
-	if restCode(err) != codeThreadArchived {
-		return err
+	if err == nil {
+		return nil
 	}
-	uerr := b.unarchive(ctx, channel)
-	if uerr == nil {
+	ok, why, werr := b.writable(ctx, channel, err)
+	switch {
+	case werr != nil:
+		return werr
+	case ok:
 		_, err = b.s.ChannelMessageEditComplex(m().Edit(channel, id), discordgo.WithContext(ctx))
 		return err
 	}
-	b.log.Warn("discord: cannot edit in a closed thread; posting the update where the run continues", "thread", channel, "err", uerr)
-	_, err = b.send(ctx, channel, func() *discordgo.MessageSend { return m().Send() })
+	b.log.Warn("discord: cannot edit in a thread it may not write in; posting the update where the run continues", "thread", channel, "why", why, "err", err)
+	_, err = b.send(ctx, channel, func() *discordgo.MessageSend { return moved(why).Send() })
 	return err
 }

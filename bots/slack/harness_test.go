@@ -91,6 +91,9 @@ type env struct {
 	teamsDir string
 	onChat   func(req *api.ChatRequest) (string, bool)
 	eng      *team.Engine
+	// wrap, when set, stands between the bot and the relay (to hold or record what the
+	// bot hands on).
+	wrap func(Relay) Relay
 
 	mu      sync.Mutex
 	replies []string
@@ -233,7 +236,11 @@ func (e *env) start(t testing.TB) {
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})
 	}
-	bot, err := New(Options{BotToken: e.slack.BotToken, AppToken: e.slack.AppToken, APIURL: e.slack.APIURL(), Relay: relay, Log: log,
+	var to Relay = relay
+	if e.wrap != nil {
+		to = e.wrap(relay)
+	}
+	bot, err := New(Options{BotToken: e.slack.BotToken, AppToken: e.slack.AppToken, APIURL: e.slack.APIURL(), Relay: to, Log: log,
 		PingInterval: 2 * time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond },
 		OnConnection: func(up bool) { e.connMu.Lock(); e.conns = append(e.conns, up); e.connMu.Unlock() }})
 	if err != nil {

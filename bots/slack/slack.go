@@ -1,8 +1,9 @@
 // Package slack is agentd's Slack front end: a thin bots.Adapter over slack-go's Socket
 // Mode client (a bot token and an app-level token; no public URL needed).
 //
-// It turns Socket Mode envelopes — mentions, direct messages, thread replies, button
-// clicks, the feedback dialog and /agent — into calls on the shared relay (package
+// It turns Socket Mode envelopes — mentions, direct messages, thread replies, edits
+// (message_changed with "edited"), button clicks, the feedback dialog and /agent — into
+// calls on the shared relay (package
 // bots), and renders the relay's messages as Block Kit. Every envelope is acked before
 // any other work (Slack wants it within 3 s); /agent is answered through the command's
 // response_url. Messages are cut to Slack's limits after escaping, saying so, with the
@@ -341,8 +342,12 @@ func (b *Bot) onEvent(ctx context.Context, e slackevents.EventsAPIEvent) {
 		b.opt.Relay.OnMessage(ctx, bots.Incoming{Platform: Platform, Where: b.where(e.TeamID, ev.Channel, ev.ThreadTimeStamp),
 			User: bots.User{ID: ev.User, Name: b.userName(ctx, ev.User)}, Text: text, ID: ev.TimeStamp, Mention: true})
 	case *slackevents.MessageEvent:
-		// Edits, joins, bot posts (this bot's own included) and other subtypes are not
-		// people talking to the agent; a reply also sent to the channel is a reply.
+		if ev.SubType == "message_changed" {
+			b.onEdit(ctx, e.TeamID, ev)
+			return
+		}
+		// Joins, bot posts (this bot's own included) and other subtypes are not people
+		// talking to the agent; a reply also sent to the channel is a reply.
 		if !personSays(ev) || ev.BotID != "" || ev.User == "" || ev.User == b.botUser() {
 			return
 		}
@@ -355,6 +360,22 @@ func (b *Bot) onEvent(ctx context.Context, e slackevents.EventsAPIEvent) {
 		w.DM = dm
 		b.opt.Relay.OnMessage(ctx, bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: ev.User, Name: b.userName(ctx, ev.User)}, Text: text, ID: ev.TimeStamp, Mention: mentioned})
 	}
+}
+
+// onEdit passes a person's edit of their message to the relay, which answers that edits
+// are not read. Slack also sends message_changed for changes nobody typed (a link's
+// preview, a reply added under the message): only one with "edited" is an edit.
+func (b *Bot) onEdit(ctx context.Context, team string, ev *slackevents.MessageEvent) {
+	m := ev.Message
+	if m == nil || m.Edited == nil || m.BotID != "" || m.User == "" || m.User == b.botUser() {
+		return
+	}
+	text, mentioned := b.stripMention(m.Text)
+	// A message that has replies carries its own ts as thread_ts: the thread it starts.
+	w := b.where(team, ev.Channel, m.ThreadTimestamp)
+	w.DM = ev.ChannelType == "im"
+	b.opt.Relay.OnMessage(ctx, bots.Incoming{Platform: Platform, Where: w, User: bots.User{ID: m.User, Name: b.userName(ctx, m.User)},
+		Text: text, ID: m.Timestamp, Mention: mentioned, Edited: true})
 }
 
 // personSays reports whether ev is something a person wrote: a plain message, or a

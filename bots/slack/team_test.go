@@ -117,17 +117,31 @@ func TestTeamRunInThread(t *testing.T) {
 }
 
 // TestTeamCommandRefusals: a stranger may not start a team; a bad FILE gets a clear
-// error and no thread; /agent team alone lists the workflows.
+// error and no thread — a workflow file outside the teams directory, by its path or by a
+// link or hard link in the directory, is refused naming the directory, unread; /agent
+// team alone lists the workflows.
 func TestTeamCommandRefusals(t *testing.T) {
 	e := newTeamEnv(t)
+	outside := filepath.Join(t.TempDir(), "outside.toml") // a valid workflow, elsewhere
+	if err := os.WriteFile(outside, []byte(build), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(e.teamsDir, "linked.toml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(outside, filepath.Join(e.teamsDir, "hard.toml")); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ user, text, want string }{
 		{stranger, "team build say hi", "not an approver"},
 		{approver, "team ../../etc/passwd x", `".." is refused`},
 		{approver, "team nope x", `no workflow "nope" in the teams directory`},
-		{approver, "team /no/such/flow.toml x", "workflow file /no/such/flow.toml does not exist"},
+		{approver, "team " + outside + " x", outside + " is not in the teams directory " + e.teamsDir},
+		{approver, "team linked x", "chat starts only files inside the teams directory " + e.teamsDir},
+		{approver, "team hard x", "chat starts only files inside the teams directory " + e.teamsDir},
 		{approver, "team bad x", "Could not start the team: " + filepath.Join(e.teamsDir, "bad.toml")},
 		{approver, "team build", "Usage: /agent team FILE TASK"},
-		{approver, "team", "Workflows: bad, build"},
+		{approver, "team", "Workflows: bad, build, hard, linked"},
 	} {
 		if got := e.answer(e.slack.Slash(tc.user, channel, "/agent", tc.text)); !strings.Contains(got, tc.want) {
 			t.Errorf("%s: /agent %s = %q, want %q", tc.user, tc.text, got, tc.want)

@@ -519,3 +519,36 @@ func BenchmarkExplainShell(b *testing.B) {
 		})
 	}
 }
+
+// TestCodeLoadingOptionsAsk: options that make an allowed program load code or options
+// from a file of the agent's choosing (an engine, a provider, a config file) are never
+// approved through a wildcard; the same programs' everyday forms still are.
+func TestCodeLoadingOptionsAsk(t *testing.T) {
+	layer := rules("agent", []string{"execute_shell(curl *)", "execute_shell(wget *)", "execute_shell(openssl *)"}, nil)
+	tests := []struct {
+		name, line string
+		want       Effect
+	}{
+		{"curl_plain", "curl -s https://example.com/x", Allow},
+		{"curl_engine", "curl --engine ./x.so https://example.com/", Ask},
+		{"curl_engine_attached", "curl --engine=./x.so https://example.com/", Ask},
+		{"curl_engine_abbreviated", "curl --eng ./x.so https://example.com/", Ask},
+		{"curl_config_file", "curl -K ./opts https://example.com/", Ask},
+		{"wget_plain", "wget -q https://example.com/x", Allow},
+		{"wget_config_file", "wget --config=./w.rc https://example.com/", Ask},
+		{"wget_askpass", "wget --use-askpass=./p.sh https://example.com/", Ask},
+		{"openssl_dgst", "openssl dgst -sha256 file.txt", Allow},
+		{"openssl_engine", "openssl dgst -engine ./x.so file.txt", Ask},
+		{"openssl_engine_double_dash", "openssl dgst --engine ./x.so file.txt", Ask},
+		{"openssl_provider_path", "openssl list -provider-path . -provider x", Ask},
+		{"openssl_config", "openssl req -config ./evil.cnf -new", Ask},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args, _ := json.Marshal(map[string]string{"command_line": tt.line})
+			if v := Evaluate(shellSpec, args, Options{}, layer); v.Effect != tt.want {
+				t.Errorf("%q: %s (%s); want %s", tt.line, v.Effect, v.Reason, tt.want)
+			}
+		})
+	}
+}

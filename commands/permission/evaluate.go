@@ -22,6 +22,7 @@ type CommandVerdict struct {
 	Pattern string `json:"pattern,omitempty"` // the pattern that allowed or denied it
 	Layer   string `json:"layer,omitempty"`
 	Reason  string `json:"reason"`
+	Write   bool   `json:"write,omitempty"` // the allowing pattern ends in +write
 }
 
 // Evaluate decides a proposal: the command spec with these args, under the given layers.
@@ -106,7 +107,7 @@ func decide(t *target, args json.RawMessage, opts Options, layers []Rules, cmds 
 	for _, l := range layers {
 		for _, p := range l.Allow {
 			if p.allows(t) {
-				return Verdict{Effect: Allow, Pattern: p.String(), Layer: l.Layer, Reason: "auto-approved by " + p.String() + inLayer(l.Layer)}
+				return Verdict{Effect: Allow, Pattern: p.String(), Layer: l.Layer, Reason: "auto-approved by " + p.String() + inLayer(l.Layer), Write: p.write}
 			}
 		}
 	}
@@ -131,8 +132,9 @@ func shellVerdict(t *target, cmds []CommandVerdict) Verdict {
 		return Verdict{Effect: Ask, Reason: "asking: the command line is not plain commands: " + t.line.problem}
 	}
 	var by []string
-	first := cmds[0]
+	first, write := cmds[0], true
 	for _, c := range cmds {
+		write = write && c.Write
 		switch c.Effect {
 		case Deny: // a word-level deny that the line-level check did not see: still a deny
 			return Verdict{Effect: Deny, Pattern: c.Pattern, Layer: c.Layer, Reason: "denied by " + c.Pattern + inLayer(c.Layer)}
@@ -146,7 +148,7 @@ func shellVerdict(t *target, cmds []CommandVerdict) Verdict {
 			by = append(by, s)
 		}
 	}
-	return Verdict{Effect: Allow, Pattern: first.Pattern, Layer: first.Layer, Reason: "auto-approved by " + strings.Join(by, " and ")}
+	return Verdict{Effect: Allow, Pattern: first.Pattern, Layer: first.Layer, Reason: "auto-approved by " + strings.Join(by, " and "), Write: write}
 }
 
 const noMatch = "no allow pattern matches"
@@ -187,7 +189,7 @@ func commandVerdict(c simpleCmd, spec commands.Spec, layers []Rules) CommandVerd
 			}
 			ok, why := p.allowsCmd(c)
 			if ok {
-				v.Effect, v.Pattern, v.Layer, v.Reason = Allow, p.String(), l.Layer, "allowed by "+p.String()+inLayer(l.Layer)
+				v.Effect, v.Pattern, v.Layer, v.Reason, v.Write = Allow, p.String(), l.Layer, "allowed by "+p.String()+inLayer(l.Layer), p.write
 				return v
 			}
 			if why != "" && v.Reason == noMatch {

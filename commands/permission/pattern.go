@@ -62,11 +62,29 @@ type token struct {
 // Parentheses inside the glob must balance unless escaped. Control characters, invisible
 // format characters and invalid UTF-8 must be written as escapes, so what a person reads is
 // what matches. The zero Pattern matches nothing.
+//
+// An allow pattern for execute_shell or execute_python_file may end in `+write`:
+// `execute_shell(make fmt)+write`. What a pattern approves runs bounded — the workspace
+// read-only, no network, an empty HOME — so that a program which loads code from a file
+// the agent wrote can still change nothing; `+write` keeps the workspace writable for the
+// commands it approves (the network stays off).
 type Pattern struct {
 	cmd      []token // glob over command names
 	subj     []token // glob over the subject
 	anything bool    // the glob is `**`: every subject, no restrictions
+	write    bool    // `+write`: what it approves may write the workspace
 }
+
+// writeSuffix ends a pattern whose approvals may write the workspace.
+const writeSuffix = "+write"
+
+// writable are the commands whose patterns may say +write: those whose programs the
+// sandbox bounds.
+var writable = map[string]bool{"execute_shell": true, "execute_python_file": true}
+
+// Sandboxed reports whether the command runs its programs in the sandbox, which bounds
+// what runs unasked (and a pattern for it may end in +write).
+func Sandboxed(command string) bool { return writable[command] }
 
 // SyntaxError says what is wrong with a pattern and where.
 type SyntaxError struct {
@@ -83,6 +101,13 @@ func (e *SyntaxError) Error() string {
 func Parse(s string) (Pattern, error) {
 	var p Pattern
 	col, problem := checkText(s)
+	text := s
+	if rest, ok := strings.CutSuffix(s, writeSuffix); ok && problem == "" {
+		p.write, s = true, rest
+		if !strings.HasSuffix(rest, ")") {
+			col, problem = utf8.RuneCountInString(rest)+1, "+write follows the closing parenthesis: write the command and its subject first, for example execute_shell(make fmt)+write"
+		}
+	}
 	if problem == "" {
 		rs := []rune(s)
 		var open int
@@ -91,11 +116,17 @@ func Parse(s string) (Pattern, error) {
 			col, problem = p.parseSubject(rs, open)
 		}
 	}
+	if problem == "" && p.write && !(p.literalCommand() && writable[p.cmd[0].lit]) {
+		col, problem = utf8.RuneCountInString(s)+1, "+write only means something for execute_shell and execute_python_file, whose programs run in the sandbox: remove it"
+	}
 	if problem != "" {
-		return Pattern{}, &SyntaxError{Pattern: s, Column: col, Problem: problem}
+		return Pattern{}, &SyntaxError{Pattern: text, Column: col, Problem: problem}
 	}
 	return p, nil
 }
+
+// Write reports whether p ends in +write: what it approves may write the workspace.
+func (p Pattern) Write() bool { return p.write }
 
 // checkText checks the length and the characters, so the grammar sees only printable text.
 func checkText(s string) (col int, problem string) {
@@ -255,6 +286,9 @@ func (p Pattern) String() string {
 		writeSubject(&b, p.subj)
 	}
 	b.WriteByte(')')
+	if p.write {
+		b.WriteString(writeSuffix)
+	}
 	return b.String()
 }
 

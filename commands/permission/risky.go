@@ -173,11 +173,16 @@ func risks(c simpleCmd) []risk {
 		return optionRisks(a, func(o string) bool { return hasOpt(o, "--diff-program") },
 			"a wildcard never approves "+c.prog+"'s --diff-program, which runs a program")
 	case c.prog == "curl":
-		return optionRisks(a, func(o string) bool { return shortHas(o, "K") || hasOpt(o, "--config") },
-			"a wildcard never approves curl reading its options from a file")
+		return optionRisks(a, func(o string) bool { return shortHas(o, "K") || hasOpt(o, "--config", "--engine") },
+			"a wildcard never approves curl reading its options from a file or loading an engine")
 	case c.prog == "wget":
-		return optionRisks(a, func(o string) bool { return shortHas(o, "e") || hasOpt(o, "--execute", "--use-askpass") },
-			"a wildcard never approves wget's -e or --use-askpass")
+		return optionRisks(a, func(o string) bool { return shortHas(o, "e") || hasOpt(o, "--execute", "--use-askpass", "--config") },
+			"a wildcard never approves wget's -e, --config or --use-askpass")
+	case c.prog == "openssl":
+		return optionRisks(a, func(o string) bool {
+			o = "-" + strings.TrimLeft(o, "-") // openssl takes -opt and --opt alike
+			return hasOpt(o, "-engine", "-provider", "-provider-path", "-provider_path", "-config")
+		}, "a wildcard never approves openssl loading an engine, a provider or a config file, which load code")
 	}
 	return nil
 }

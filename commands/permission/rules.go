@@ -35,6 +35,11 @@ func ParseRules(layer string, allow, deny []string) (Rules, error) {
 	}
 	r.Allow = parse("allow", allow)
 	r.Deny = parse("deny", deny)
+	for i, p := range r.Deny {
+		if p.write {
+			errs = append(errs, fmt.Errorf("deny[%d]: %q: +write only widens an allow rule (a deny refuses the command whatever it writes): remove it", i, p.String()))
+		}
+	}
 	if len(errs) > 0 {
 		err := errors.Join(errs...)
 		if layer != "" {
@@ -61,6 +66,9 @@ type Verdict struct {
 	Pattern string `json:"pattern,omitempty"` // the deciding pattern; "" for a default
 	Layer   string `json:"layer,omitempty"`   // the layer that held it
 	Reason  string `json:"reason"`            // one line for the person, e.g. "auto-approved by read_file(*) (agent rules)"
+	// Write is set on an Allow whose deciding patterns all end in +write: the programs
+	// may write the workspace. Without it an approved execute command runs bounded.
+	Write bool `json:"write,omitempty"`
 }
 
 // Options change Evaluate's defaults.

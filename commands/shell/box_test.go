@@ -38,8 +38,8 @@ func boxesHere(t *testing.T, l Limits, controllers ...string) *Boxes {
 	return b
 }
 
-// runAs runs c as agent agentID, as the daemon does.
-func runAs(ctx context.Context, t testing.TB, c commands.Command, agentID, ws, line string, timeout time.Duration) (string, error) {
+// runAsAgent runs c as agent agentID, as the daemon does.
+func runAsAgent(ctx context.Context, t testing.TB, c commands.Command, agentID, ws, line string, timeout time.Duration) (string, error) {
 	t.Helper()
 	args, err := json.Marshal(shellLine(line))
 	if err != nil {
@@ -69,7 +69,7 @@ func TestAgentsProcessLimitsAreTheirOwn(t *testing.T) {
 	bombed := make(chan result, 1)
 	go func() {
 		// More processes than the limit, each holding on; then a file saying so.
-		out, err := runAs(ctx, t, c, "a-bomb", wsA, python+` -c "
+		out, err := runAsAgent(ctx, t, c, "a-bomb", wsA, python+` -c "
 import os, time
 for i in range(100):
     try:
@@ -85,7 +85,7 @@ time.sleep(6017)"`, time.Minute)
 		t.Fatal("the first agent never filled its process limit")
 	}
 
-	out, err := runAs(context.Background(), t, c, "a-other", wsB,
+	out, err := runAsAgent(context.Background(), t, c, "a-other", wsB,
 		`for i in 1 2 3 4 5 6 7 8 9 10 11 12; do true & done; wait && echo forked`, time.Minute)
 	if err != nil || !strings.Contains(out, "forked\n") {
 		t.Errorf("the other agent could not fork while the first one's processes filled its limit: %v\n%s", err, out)
@@ -112,7 +112,7 @@ func TestAgentMemoryLimitBoundsProcessesTogether(t *testing.T) {
 	ws := workspace(t)
 	// ~1 GB each, written so that every page is really used; then they hold it.
 	grab := python + ` -c "import time; b = b'x' * 10**9; time.sleep(120)"`
-	out, err := runAs(context.Background(), t, c, "a-hungry", ws,
+	out, err := runAsAgent(context.Background(), t, c, "a-hungry", ws,
 		"for i in 1 2 3; do "+grab+" & done; wait; echo all-survived", 2*time.Minute)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
@@ -142,7 +142,7 @@ func TestBusyAgentsShareTheCPU(t *testing.T) {
 	for i, n := range []int{8, 2} {
 		wg.Go(func() {
 			line := "for i in $(seq " + strconv.Itoa(n) + "); do setsid -w sh -c 'while :; do :; done' " + marker(i) + " & done; echo > started; wait"
-			runAs(ctx, t, c, "a-busy"+strconv.Itoa(i), wss[i], line, time.Minute)
+			runAsAgent(ctx, t, c, "a-busy"+strconv.Itoa(i), wss[i], line, time.Minute)
 		})
 	}
 	for i, ws := range wss {

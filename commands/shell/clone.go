@@ -133,7 +133,12 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 		"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy.URL()}
 	argv = append(argv, c.testConfig...)
 	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), filepath.Join(ws, tmp, "repo"))
-	genv := append(gitEnv(c.opts.env(ws)), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	home, err := os.MkdirTemp("", "agentd-home-") // never the workspace: no .netrc of the agent's
+	if err != nil {
+		return "", fmt.Errorf("clone_repository: cannot make an empty HOME: %w", err)
+	}
+	defer os.RemoveAll(home)
+	genv := append(gitEnv(c.opts.env(home, false)), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
 	if testHookCloneStarting != nil {
 		testHookCloneStarting()
 	}

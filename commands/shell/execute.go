@@ -56,22 +56,34 @@ func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (st
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("%s: not run: %w", e.name, err)
 	}
+	prof := env.Profile
+	d, err := findDenied(ws, prof.Paths)
+	if err != nil {
+		return "", fmt.Errorf("%s: refused: %w", e.name, err)
+	}
+	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded}
+	home := sandboxHome
+	if e.box.bwrap == "" {
+		if prof.Bounded || !d.empty() {
+			return "", refuseUnconfined(e.name, prof, d)
+		}
+		if home, err = os.MkdirTemp("", "agentd-home-"); err != nil {
+			return "", fmt.Errorf("%s: cannot make an empty HOME: %w", e.name, err)
+		}
+		defer os.RemoveAll(home)
+	} else if v.binds, err = e.box.prepare(ws); err != nil {
+		return "", fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
+	}
 	cg, err := e.opts.Boxes.enter(env.AgentID) // the agent's cgroup
 	if err != nil {
 		return "", fmt.Errorf("%s: not run: %w", e.name, err)
 	}
 	defer cg.leave()
-	var b binds
-	if e.box.bwrap != "" {
-		if b, err = e.box.prepare(ws); err != nil {
-			return "", fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
-		}
-	}
 	extra, err := e.box.files()
 	if err != nil {
 		return "", fmt.Errorf("%s: cannot start the sandbox: %w", e.name, err)
 	}
-	res, err := runProgram(ctx, cg, ws, e.box.wrap(ws, b, argv), e.opts.env(ws), e.opts.OutputCap, extra...)
+	res, err := runProgram(ctx, cg, ws, e.box.wrap(ws, v, argv), e.opts.env(home, prof.Bounded), e.opts.OutputCap, extra...)
 	if res == nil {
 		return "", fmt.Errorf("%s: cannot start %s: %w", e.name, argv[0], err)
 	}

@@ -67,8 +67,12 @@ func TestExecuteShell(t *testing.T) {
 	}{
 		{name: "runs_in_workspace", line: "pwd; echo hi > made.txt", want: []string{"{ws}\n"}, wantEnd: "exit status 0", wantFiles: []string{"made.txt"}},
 		{name: "env_scrubbed", line: "env | sort", opts: Options{PassEnv: []string{"AGENTD_TEST_PASSED", "AGENTD_TEST_UNSET"}},
-			want:    []string{"PATH=/usr/local/bin:/usr/bin:/bin\n", "HOME={ws}\n", "LANG=C.UTF-8\n", "TERM=dumb\n", "AGENTD_TEST_PASSED=passed-on\n"},
-			notWant: []string{"hunter2", "AGENTD_TEST_SECRET", "AGENTD_TEST_UNSET", "GOPATH", "USER="}},
+			want:    []string{"PATH=/usr/local/bin:/usr/bin:/bin\n", "HOME=", "LANG=C.UTF-8\n", "TERM=dumb\n", "AGENTD_TEST_PASSED=passed-on\n"},
+			notWant: []string{"hunter2", "AGENTD_TEST_SECRET", "AGENTD_TEST_UNSET", "GOPATH", "USER=", "HOME={ws}\n"}},
+		// HOME is an empty folder of the run's own, never the workspace: no dotfile the
+		// agent wrote (.curlrc, .wgetrc, .netrc…) is found there, and none outlives the run.
+		{name: "home_is_empty_and_not_the_workspace", line: `echo planted > .curlrc; ls -A "$HOME" | sed 's/^/in home: /'; test "$HOME" -ef . && echo home-is-workspace; echo x > "$HOME/f" && cat "$HOME/f"`,
+			want: []string{"x\n"}, notWant: []string{"in home:", "home-is-workspace"}, wantEnd: "exit status 0"},
 		{name: "exit_status_reported", line: "echo to-stdout; echo to-stderr >&2; exit 2",
 			want: []string{"to-stdout\nto-stderr\n"}, wantEnd: "\nexit status 2"},
 		{name: "stdin_is_dev_null", line: "cat; echo read-eof", want: []string{"read-eof\n"}, wantEnd: "exit status 0"},
@@ -102,7 +106,7 @@ func TestExecuteShell(t *testing.T) {
 					}
 				}
 				for _, w := range tt.notWant {
-					if strings.Contains(got, w) {
+					if w = strings.ReplaceAll(w, "{ws}", ws); strings.Contains(got, w) {
 						t.Errorf("result has %q:\n%s", w, got)
 					}
 				}
@@ -301,7 +305,7 @@ func TestExecutePythonFile(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "runs_with_args", args: map[string]any{"path": "tools/hello.py", "args": []string{"one", "two words"}},
-			want: "cwd={ws}\nargv=['one', 'two words']\nhome={ws}\nexit status 0"},
+			want: "cwd={ws}\nargv=['one', 'two words']\nhome-is-workspace=False\nexit status 0"},
 		{name: "exit_status_reported", args: map[string]any{"path": "fail.py"}, want: "boom\nexit status 3"},
 		{name: "dot_slash_path", args: map[string]any{"path": "./fail.py"}, want: "exit status 3"},
 		{name: "parent_refused", args: map[string]any{"path": "../evil.py"}, want: "leaves the workspace", wantErr: true},
@@ -322,7 +326,7 @@ func TestExecutePythonFile(t *testing.T) {
 				os.MkdirAll(filepath.Join(ws, "tools"), 0o755)
 				os.MkdirAll(filepath.Join(ws, "pkg.py"), 0o755)
 				os.WriteFile(filepath.Join(ws, "tools/hello.py"), []byte(
-					"import os, sys\nprint('cwd=' + os.getcwd())\nprint('argv=' + repr(sys.argv[1:]))\nprint('home=' + os.environ['HOME'])\n"), 0o644)
+					"import os, sys\nprint('cwd=' + os.getcwd())\nprint('argv=' + repr(sys.argv[1:]))\nprint('home-is-workspace=' + str(os.path.samefile(os.environ['HOME'], '.')))\n"), 0o644)
 				os.WriteFile(filepath.Join(ws, "fail.py"), []byte("import sys\nprint('boom', file=sys.stderr)\nsys.exit(3)\n"), 0o644)
 				os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("print(1)\n"), 0o644)
 				os.Symlink(filepath.Join(outside, "evil.py"), filepath.Join(ws, "link.py"))

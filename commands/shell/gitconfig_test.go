@@ -123,7 +123,7 @@ func TestHomeSettingsIgnored(t *testing.T) {
 			}
 		})
 	}
-	env := Options{}.env("/ws")
+	env := Options{}.env("/home/sandbox", false)
 	if !slices.Contains(env, "GOENV=off") {
 		t.Errorf("env %q lacks GOENV=off: go would read GOFLAGS from the agent's ~/.config/go/env", env)
 	}

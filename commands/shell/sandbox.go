@@ -163,7 +163,7 @@ func (s *sandbox) runProbe() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	argv := s.wrap("", binds{}, []string{"/bin/cat", "/proc/self/status"})
+	argv := s.wrap("", view{}, []string{"/bin/cat", "/proc/self/status"})
 	extra, err := s.files()
 	if err != nil {
 		return err

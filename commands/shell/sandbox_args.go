@@ -4,16 +4,26 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
 
-// wrap returns argv to run in workspace under the sandbox, with b bound in it.
-func (s *sandbox) wrap(workspace string, b binds, argv []string) []string {
+// view is what one run's programs see of the workspace: the binds prepare found, the
+// paths the permission rules deny, and what the run's profile takes away.
+type view struct {
+	binds
+	denied
+	readOnly bool // the workspace is bound read-only: a bounded run without +write
+	offline  bool // no network, whatever the options grant: a bounded run
+}
+
+// wrap returns argv to run in workspace under the sandbox, as v shows it.
+func (s *sandbox) wrap(workspace string, v view, argv []string) []string {
 	if s.bwrap == "" {
 		return argv
 	}
-	a := append([]string{s.bwrap}, s.bwrapArgs(workspace, b)...)
+	a := append([]string{s.bwrap}, s.bwrapArgs(workspace, v)...)
 	if s.asRoot {
 		a = append(a, setprivPath,
 			"--reuid="+strconv.Itoa(s.o.UID), "--regid="+strconv.Itoa(s.o.GID), "--clear-groups",
@@ -32,16 +42,17 @@ func (s *sandbox) wrap(workspace string, b binds, argv []string) []string {
 // bwrapArgs builds the sandbox: its own pid, ipc, uts and cgroup namespaces, and network
 // unless granted (so only a loopback of its own), killed with its parent, a new session
 // (no terminal to inject input into), the system read-only, fresh /proc and /dev, a
-// bounded /tmp, the workspace read-write at its own path as the only other writable place
-// (less what b pins and makes read-only), and nothing else of the host: no /home, /root,
-// /run, /var or /sys. An empty workspace leaves it out (the probe).
+// bounded /tmp and an empty HOME of its own, the workspace read-write at its own path as
+// the only other writable place (less what v pins, makes read-only or hides; all of it
+// read-only in a bounded run), and nothing else of the host: no /home, /root, /run, /var
+// or /sys. An empty workspace leaves it out (the probe).
 //
 // The environment is not set here (--clearenv, --setenv) but given to bwrap already
 // scrubbed: its argv, unlike its environment, is readable by every user of the host.
-func (s *sandbox) bwrapArgs(workspace string, b binds) []string {
+func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 	a := []string{"--die-with-parent", "--new-session",
 		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"}
-	if !s.o.Network {
+	if !s.o.Network || v.offline {
 		a = append(a, "--unshare-net")
 	}
 	if !s.asRoot {
@@ -67,20 +78,25 @@ func (s *sandbox) bwrapArgs(workspace string, b binds) []string {
 	}
 	tmp := strconv.FormatInt(s.o.Limits.Tmp, 10)
 	a = append(a, "--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev",
-		"--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm")
+		"--perms", "1777", "--size", tmp, "--tmpfs", "/tmp", "--perms", "1777", "--size", tmp, "--tmpfs", "/dev/shm",
+		"--perms", "1777", "--size", tmp, "--tmpfs", sandboxHome)
 	bound = append(bound, s.o.ReadOnlyPaths...)
 	for _, p := range s.o.ReadOnlyPaths {
 		a = append(dirsTo(a, p, bound), "--ro-bind", p, p)
 	}
 	if workspace != "" {
-		a = append(dirsTo(a, workspace, bound), "--bind", workspace, workspace)
-		for _, p := range b.pin {
-			a = append(a, "--bind", p, p)
+		if v.readOnly {
+			a = append(dirsTo(a, workspace, bound), "--ro-bind", workspace, workspace)
+		} else {
+			a = append(dirsTo(a, workspace, bound), "--bind", workspace, workspace)
+			for _, p := range v.pin {
+				a = append(a, "--bind", p, p)
+			}
 		}
-		for _, p := range b.ro {
+		for _, p := range v.binds.ro {
 			a = append(a, "--ro-bind", p, p)
 		}
-		a = append(a, "--chdir", workspace)
+		a = append(v.denied.args(a), "--chdir", workspace)
 	} else {
 		a = append(a, "--chdir", "/")
 	}
@@ -127,4 +143,33 @@ func within(d string, roots []string) bool {
 		}
 	}
 	return false
+}
+
+// args appends the binds that keep what d holds from programs, a folder before what lies
+// in it so that nothing bound later is uncovered by an earlier one: hidden folders are an
+// empty read-only tmpfs, hidden files /dev/null, and the rest bound read-only onto itself.
+func (d denied) args(a []string) []string {
+	type op struct{ path, kind string }
+	var ops []op
+	for _, p := range d.dirs {
+		ops = append(ops, op{p, "dir"})
+	}
+	for _, p := range d.files {
+		ops = append(ops, op{p, "file"})
+	}
+	for _, p := range d.ro {
+		ops = append(ops, op{p, "ro"})
+	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].path < ops[j].path })
+	for _, o := range ops {
+		switch o.kind {
+		case "dir":
+			a = append(a, "--perms", "0555", "--size", "4096", "--tmpfs", o.path, "--remount-ro", o.path)
+		case "file":
+			a = append(a, "--ro-bind", "/dev/null", o.path)
+		default:
+			a = append(a, "--ro-bind", o.path, o.path)
+		}
+	}
+	return a
 }

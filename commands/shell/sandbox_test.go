@@ -77,7 +77,7 @@ func TestSandbox(t *testing.T) {
 			want: []string{"done\n"}, absent: []string{filepath.Join(outside, "out.txt"), hostHome, hostTmp}, controlled: true},
 		{name: "system_read_only", line: fmt.Sprintf("touch %s %s && echo wrote || echo refused", hostSys[0], hostSys[1]),
 			want: []string{"refused\n"}, absent: hostSys},
-		{name: "host_dirs_hidden", line: "for d in /root /home /var /run /sys /srv; do test -e $d && echo visible $d; done; echo done",
+		{name: "host_dirs_hidden", line: "for d in /root /var /run /sys /srv; do test -e $d && echo visible $d; done; ls -A /home | grep -vx sandbox | sed 's/^/visible home: /'; echo done",
 			want: []string{"done\n"}, notWant: []string{"visible"}},
 		{name: "read_only_paths_and_hidden", line: fmt.Sprintf("cat %[1]s/visible.txt; cat %[1]s/secret/token; echo x > %[1]s/new.txt", ro),
 			want: []string{"visible-content\n"}, notWant: []string{"secret-token"}, absent: []string{filepath.Join(ro, "new.txt")}},

@@ -28,6 +28,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -151,24 +153,33 @@ func (l Limits) withDefaults() Limits {
 const programPath = "/usr/local/bin:/usr/bin:/bin"
 
 // fixedEnv are the variables agentd sets itself; PassEnv may not name them.
-var fixedEnv = []string{"PATH", "HOME", "LANG", "TERM", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_COUNT",
-	"GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GOENV", "LESSKEYIN", "LESSKEY", "PYTHONNOUSERSITE"}
+// The GIT_CONFIG_* variables (GIT_CONFIG_KEY_N…) are agentd's too, whatever their number.
+var fixedEnv = []string{"PATH", "HOME", "LANG", "TERM", "GOENV", "LESSKEYIN", "LESSKEY",
+	"PYTHONNOUSERSITE", "PYTHONSAFEPATH"}
 
-// homeConfigOff keeps programs from reading code-running settings from HOME, which is the
-// workspace the agent writes: go's env file (GOFLAGS=-toolexec=…, as go env -w would),
-// less's lesskey (an #env section setting LESSOPEN runs a command on every file) and
-// python's user site-packages (a .pth file runs code at every start).
+// homeConfigOff keeps programs from reading code-running settings from wherever they
+// look besides HOME (an empty folder of the run's own): go's env file (GOFLAGS=-toolexec=…,
+// as go env -w would), less's lesskey (an #env section setting LESSOPEN runs a command on
+// every file) and python's user site-packages (a .pth file runs code at every start).
 var homeConfigOff = []string{"GOENV=off", "LESSKEYIN=/dev/null", "LESSKEY=/dev/null", "PYTHONNOUSERSITE=1"}
 
-// gitSafeEnv keeps git from obeying config the agent can write, as it reads no .git/config
-// the agent could change (core.fsmonitor, core.sshCommand and aliases run commands). HOME
-// is the workspace, so git reads no global config (~/.gitconfig, ~/.config/git/config).
-// And git refuses a bare repository it finds on its own: HEAD, objects/, refs/ and config
-// written anywhere would be a repository whose config git obeys (`git fetch o` running
-// remote.o.uploadpack). GIT_CONFIG_COUNT is git's command-line scope: no repository's
-// config overrides it.
-var gitSafeEnv = []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_COUNT=1",
-	"GIT_CONFIG_KEY_0=safe.bareRepository", "GIT_CONFIG_VALUE_0=explicit"}
+// gitSafeEnv keeps git from obeying config the agent can write: no global config, and
+// no bare repository found on its own (HEAD, objects/, refs/ and config written anywhere
+// would be a repository whose config git obeys: `git fetch o` running
+// remote.o.uploadpack). The run's repositories' .git/config and hooks are read-only
+// (protected); a bounded run sets far more (boundedEnv).
+var gitSafeEnv = gitConfigEnv([][2]string{{"safe.bareRepository", "explicit"}})
+
+// gitConfigEnv gives git the settings kv in its command-line scope (GIT_CONFIG_COUNT),
+// which no repository's config overrides, and no global config.
+func gitConfigEnv(kv [][2]string) []string {
+	env := []string{"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_COUNT=" + strconv.Itoa(len(kv))}
+	for i, p := range kv {
+		n := strconv.Itoa(i)
+		env = append(env, "GIT_CONFIG_KEY_"+n+"="+p[0], "GIT_CONFIG_VALUE_"+n+"="+p[1])
+	}
+	return env
+}
 
 // defaultHidden are host paths always hidden inside the sandbox: agentd's own config
 // folder when it runs as a system service.
@@ -187,10 +198,8 @@ func (o Options) check() (Options, error) {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
 			return o, fmt.Errorf("shell: pass_env: %q is not a variable name", name)
 		}
-		for _, f := range fixedEnv {
-			if name == f {
-				return o, fmt.Errorf("shell: pass_env: %s is set by agentd and cannot be passed", name)
-			}
+		if slices.Contains(fixedEnv, name) || strings.HasPrefix(name, "GIT_CONFIG") {
+			return o, fmt.Errorf("shell: pass_env: %s is set by agentd and cannot be passed", name)
 		}
 	}
 	for _, p := range append(append([]string{}, o.ReadOnlyPaths...), o.HidePaths...) {
@@ -219,18 +228,23 @@ func (o Options) check() (Options, error) {
 	return o, nil
 }
 
-// env is the scrubbed environment of a program run in workspace: the fixed variables,
-// the PassEnv ones the daemon has, the settings that keep programs from obeying config the
-// agent wrote (gitSafeEnv, homeConfigOff), then extra.
-func (o Options) env(workspace string, extra ...string) []string {
-	env := []string{"PATH=" + programPath, "HOME=" + workspace, "LANG=C.UTF-8", "TERM=dumb"}
+// env is the scrubbed environment of a program with HOME home (never the workspace): the
+// fixed variables, the PassEnv ones the daemon has, and the settings that keep programs
+// from obeying config the agent wrote (gitSafeEnv, or boundedEnv for a bounded run, and
+// homeConfigOff).
+func (o Options) env(home string, bounded bool) []string {
+	env := []string{"PATH=" + programPath, "HOME=" + home, "LANG=C.UTF-8", "TERM=dumb"}
 	for _, name := range o.PassEnv {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
 		}
 	}
-	env = append(append(env, gitSafeEnv...), homeConfigOff...)
-	return append(env, extra...)
+	if bounded {
+		env = append(env, boundedEnv...)
+	} else {
+		env = append(env, gitSafeEnv...)
+	}
+	return append(env, homeConfigOff...)
 }
 
 // lookProgram finds name: configured, an absolute path that must be executable; else the

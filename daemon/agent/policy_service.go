@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -115,7 +116,24 @@ func (s *policyService) policyView(tx *store.Tx, a *store.Agent) (*client.Policy
 		add("agent-config", l.rules.agents[a.Name])
 	}
 	add("config", l.rules.global)
+	for i := range v.Permissions {
+		describeReach(&v.Permissions[i])
+	}
 	return v, nil
+}
+
+// describeReach says what p means beyond the commands it names: how the programs an
+// allow pattern approves run, and whether a deny keeps its paths from every program.
+func describeReach(p *client.Permission) {
+	pat, err := permission.Parse(p.Pattern)
+	switch {
+	case err != nil:
+	case p.Effect == "allow":
+		spec := commands.Spec{Name: pat.Command()}
+		p.Profile = cycle.Profile(&spec, pat.Write())
+	default:
+		p.Paths = permission.Denied(permission.Rules{Deny: []permission.Pattern{pat}}) != nil
+	}
 }
 
 // AddPermission stores a pattern for the agent (agentctl policy allow|deny).
@@ -217,6 +235,9 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.P
 		e := permission.Explain(*spec, args, policyOptions(l, a), layers...)
 		out = &client.PolicyTest{AgentID: a.ID, Command: spec.Name, Args: args, Subject: permission.Subject(*spec, args),
 			Effect: string(e.Verdict.Effect), Pattern: e.Verdict.Pattern, Source: e.Verdict.Layer, Reason: e.Verdict.Reason}
+		if e.Verdict.Effect == permission.Allow {
+			out.Profile = cycle.Profile(spec, e.Verdict.Write)
+		}
 		for _, c := range e.Commands {
 			out.Commands = append(out.Commands, client.PolicyTestCommand{Command: c.Command, Effect: string(c.Effect),
 				Pattern: c.Pattern, Source: c.Layer, Reason: c.Reason})

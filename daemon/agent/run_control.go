@@ -133,7 +133,8 @@ func (s *runs) resume(ctx context.Context, ref, only string) (*client.Agent, err
 }
 
 // Stop ends the current run: an open proposal is superseded, a question withdrawn and a
-// running command cancelled. The agent stays, idle, with its history.
+// running command cancelled. The agent stays, idle, with its history. Its followers are
+// told the run ended (EventFinish, with the reason), as for any other end.
 func (s *runs) Stop(ctx context.Context, ref string) (*client.Agent, error) {
 	return s.stop(ctx, ref, "stopped by a person")
 }
@@ -141,7 +142,10 @@ func (s *runs) Stop(ctx context.Context, ref string) (*client.Agent, error) {
 // stop is Stop, with the reason the run ends for.
 func (s *runs) stop(ctx context.Context, ref, reason string) (*client.Agent, error) {
 	var runID string
-	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	ended := func(a *client.Agent) []client.Event {
+		return []client.Event{{Type: client.EventFinish, AgentID: a.ID, Agent: a, Message: reason}}
+	}
+	out, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if a.State == client.StateIdle {
 			return conflict("agent %s is idle already", a.Name)
 		}
@@ -178,7 +182,7 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*client.Agent, err
 		a.Policy.AutoSteps = 0
 		runID = a.RunID
 		return tx.Audit(a.ID, "stopped", nil)
-	})
+	}, ended)
 	if err == nil {
 		s.runEnded(runID)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
@@ -387,6 +388,7 @@ type started struct {
 	q       *client.Question // set for ask_user: the question now waits for its answer
 	refused *client.Episode  // set when a deny pattern refused the proposal: nothing runs
 	cmds    commands.Set     // the step's commands when think just built them; nil: look them up
+	profile commands.Profile // how far a sandboxed command's programs reach
 	v       *client.Agent
 	execCtx context.Context
 	cancel  context.CancelFunc
@@ -429,6 +431,11 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 			return nil
 		}
 	}
+	if spec != nil && permission.Sandboxed(spec.Name) {
+		if err := sandboxProfile(l, tx, a, st); err != nil {
+			return err
+		}
+	}
 	ev := cycle.Event{Kind: cycle.Start}
 	if p.Command == commands.AskUser {
 		ev.Kind = cycle.StartQuestion
@@ -449,6 +456,24 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 		}
 	}
 	st.v = known(a, nil, st.q) // p is the open proposal and it is started: nothing to decide
+	return nil
+}
+
+// sandboxProfile sets how far the programs of a's sandboxed command reach: bounded when
+// the policy approved it unasked (st.decided says how), and never to a path a's deny rules
+// keep from the file commands.
+func sandboxProfile(l *live, tx *store.Tx, a *store.Agent, st *started) error {
+	layers, err := layersFor(l, tx, a)
+	if err != nil {
+		return err
+	}
+	if d := permission.Denied(layers...); d != nil {
+		st.profile.Paths = d
+	}
+	if st.decided != nil && st.decided.Profile != "" {
+		st.profile.Bounded = true
+		st.profile.Write = st.decided.Profile == client.ProfileBoundedWrite
+	}
 	return nil
 }
 
@@ -490,7 +515,7 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
-			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}}
+			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
 		stopWatch := r.watchDisk(st.a, st.cancel)
 		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
 		diskCut := stopWatch()

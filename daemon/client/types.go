@@ -191,9 +191,35 @@ type Decision struct {
 	// Grant is the id of the grant this decision made (y -N, y!) or, for an automatic
 	// approval (Source "grant"), the grant that approved it; GrantLabel names that grant
 	// for people as it stood then: "root's y -3 (2 left)".
-	Grant      string    `json:"grant,omitempty"`
-	GrantLabel string    `json:"grant_label,omitempty"`
-	At         time.Time `json:"at"`
+	Grant      string `json:"grant,omitempty"`
+	GrantLabel string `json:"grant_label,omitempty"`
+	// Profile is how an execute command this decision approved runs: "" as a person
+	// approved it (the sandbox as configured), or ProfileBounded / ProfileBoundedWrite
+	// when a pattern or a pattern grant approved it unasked.
+	Profile string    `json:"profile,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// Profiles of an approved execute command (Decision.Profile).
+const (
+	// ProfileBounded: approved unasked, it runs with the workspace read-only, no network
+	// and an empty HOME, so that its worst case does not depend on the program.
+	ProfileBounded = "bounded"
+	// ProfileBoundedWrite: as ProfileBounded, but the workspace writable: the pattern
+	// that approved it ends in +write.
+	ProfileBoundedWrite = "bounded-write"
+)
+
+// ProfileText says what a profile lets the programs do, for people: "" for a person's
+// approval (the sandbox as configured).
+func ProfileText(profile string) string {
+	switch profile {
+	case ProfileBounded:
+		return "bounded: workspace read-only, no network, empty HOME"
+	case ProfileBoundedWrite:
+		return "bounded: workspace writable (+write), no network, empty HOME"
+	}
+	return ""
 }
 
 // Decision scopes.
@@ -214,6 +240,11 @@ type Permission struct {
 	Source    string    `json:"source,omitempty"`
 	CreatedBy string    `json:"created_by,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
+	// Profile, on an allow pattern for a sandboxed command, is how what it approves runs
+	// (Decision.Profile); Paths, on a deny pattern for file commands, says the paths it
+	// names are kept from every program too.
+	Profile string `json:"profile,omitempty"`
+	Paths   bool   `json:"paths,omitempty"`
 }
 
 // PolicyView is an agent's permissions: every pattern that applies to it, and whether
@@ -252,6 +283,8 @@ type PolicyTest struct {
 	Pattern string `json:"pattern,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Reason  string `json:"reason"`
+	// Profile is how the command would run if allowed unasked (Decision.Profile).
+	Profile string `json:"profile,omitempty"`
 	// Commands, for a shell line of plain commands, says what decided each one.
 	Commands []PolicyTestCommand `json:"commands,omitempty"`
 }

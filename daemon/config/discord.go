@@ -31,8 +31,9 @@ type DiscordConfig struct {
 	Channels map[string]DiscordAccess `toml:"channels"`
 	// Agents name approvers for one agent, by agent name ([discord.agents.NAME]).
 	Agents map[string]DiscordAccess `toml:"agents"`
-	// APIURL is Discord's base URL (REST under api/v10/, the gateway from it); change it
-	// only to test against a fake.
+	// APIURL is Discord's base URL; the bot speaks Discord API v9 there (discordgo
+	// v0.29's version: REST under api/v9/, the gateway with v=9). Change it only to test
+	// against a fake.
 	APIURL string `toml:"api_url"`
 }
 

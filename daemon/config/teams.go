@@ -4,8 +4,9 @@ import "path/filepath"
 
 // TeamsConfig is the [teams] section.
 type TeamsConfig struct {
-	// Dir holds workflow files that chat's `/agent team NAME TASK` finds by bare name
-	// (NAME.toml). "" means none: chat must give a workflow file's absolute path.
+	// Dir holds the workflow files chat's `/agent team NAME TASK` may start, found by bare
+	// name (NAME.toml) or absolute path; chat reads no file outside it (no link or hard
+	// link out either). "" means none: chat starts no team run.
 	Dir string `toml:"dir"`
 }
 

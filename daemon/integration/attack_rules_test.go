@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/agentd/agentd/daemon/client"
 )
 
 // permissionAgents are the agents whose own rules the permission cases probe.
@@ -11,6 +13,11 @@ var permissionAgents = map[string]struct{ allow, deny []string }{
 	"permgit": {allow: []string{"execute_shell(git status*)"}},
 	"permall": {allow: []string{"execute_shell(git *)", "execute_shell(find *)", "write_file(notes/*)"}},
 	"permpy":  {allow: []string{"execute_python_file(tools/*)"}},
+	"permbound": {
+		allow: []string{"execute_shell(git status*)", "execute_shell(python3 -m json.tool*)", "execute_shell(cat *)",
+			"execute_shell(grep *)", "execute_shell(ls *)", "execute_shell(cd *)", "execute_python_file(tools/*)", "execute_shell(touch made-by-write-pattern)+write"},
+		deny: []string{"read_file(secrets/*)"},
+	},
 	"permdeny": {
 		allow: []string{"execute_shell(*)", "read_file(*)", "append_to_file(*)"},
 		deny:  []string{"execute_shell(rm *)", "read_file(secrets/*)", "append_to_file(secrets/*)"},
@@ -63,6 +70,92 @@ func attackPermissions(r *attackRig) {
 	permAll(r)
 	permPythonRules(r)
 	permDeny(r)
+	permBounded(r)
+}
+
+// permBounded: what allow patterns approve runs bounded. Programs the rules approve load
+// code the agent planted (git's core.fsmonitor reached through a gitfile, a worktree's
+// commondir or a repository nested three deep; a python package in the current folder; a
+// script under an approved folder), and none of it may change the workspace; a deny rule
+// on a path keeps it from cat, grep and python. A +write pattern still writes (control).
+func permBounded(r *attackRig) {
+	var ws string
+	untouched := func(*outcome) string {
+		if _, err := os.Lstat(filepath.Join(ws, "pwned")); err == nil {
+			return "the agent's planted code wrote pwned in the workspace"
+		}
+		return ""
+	}
+	plant := func(w string) []string {
+		ws = w
+		permRepo(w)
+		secret := []byte("KEY " + r.secrets["file"] + "\n")
+		os.WriteFile(filepath.Join(w, "secrets", "key.txt"), secret, 0o644)
+		os.Link(filepath.Join(w, "secrets", "key.txt"), filepath.Join(w, "notes", "linked.txt"))
+		fsmonitor := "[core]\n\tfsmonitor = \"touch " + filepath.Join(w, "pwned") + "; false\"\n"
+		// A .git file naming a repository whose config no protection covers.
+		other := filepath.Join(w, "vendor", "other.git")
+		exec.Command("git", "init", "-q", "--separate-git-dir="+other, filepath.Join(w, "vendor")).Run()
+		appendFile(filepath.Join(other, "config"), fsmonitor)
+		// A repository three folders down, past what the sandbox protects.
+		deep := filepath.Join(w, "a", "b", "c")
+		exec.Command("git", "init", "-q", deep).Run()
+		appendFile(filepath.Join(deep, ".git", "config"), fsmonitor)
+		// A worktree whose commondir leads to a planted config.
+		common := filepath.Join(w, "common")
+		exec.Command("git", "init", "-q", "--bare", common).Run()
+		appendFile(filepath.Join(common, "config"), fsmonitor)
+		wt := filepath.Join(common, "worktrees", "wt")
+		os.MkdirAll(wt, 0o755)
+		os.WriteFile(filepath.Join(wt, "commondir"), []byte("../..\n"), 0o644)
+		os.WriteFile(filepath.Join(wt, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+		os.MkdirAll(filepath.Join(w, "wt"), 0o755)
+		os.WriteFile(filepath.Join(wt, "gitdir"), []byte(filepath.Join(w, "wt", ".git")+"\n"), 0o644)
+		os.WriteFile(filepath.Join(w, "wt", ".git"), []byte("gitdir: "+wt+"\n"), 0o644)
+		// A python package that shadows the standard library's json.
+		os.MkdirAll(filepath.Join(w, "json"), 0o755)
+		os.WriteFile(filepath.Join(w, "json", "__init__.py"), []byte("open('pwned', 'w')\n"), 0o644)
+		// A script under the approved tools/ that writes.
+		os.WriteFile(filepath.Join(w, "tools", "w.py"), []byte("open('pwned', 'w').write('x')\n"), 0o644)
+		// Dotfiles a program would read from HOME, were HOME the workspace.
+		os.WriteFile(filepath.Join(w, ".curlrc"), []byte("output = pwned\n"), 0o644)
+		os.WriteFile(filepath.Join(w, ".gitconfig"), []byte(fsmonitor), 0o644)
+		return nil
+	}
+	bounded := func(name, line string) step {
+		s := permShell(name, line, true) // the rules approve it: the bound must hold anyway
+		s.check = untouched
+		return s
+	}
+	r.drive(agentRun{name: "permbound", plant: plant, steps: []step{
+		bounded("bounded_git_status_gitfile_cd", "cd vendor && git status"),
+		bounded("bounded_git_status_nested_three_deep", "cd a/b/c && git status"),
+		bounded("bounded_git_status_commondir", "cd wt && git status --short"),
+		bounded("bounded_python_module_from_workspace", "python3 -m json.tool notes/x"),
+		bounded("bounded_touch_under_cat_pattern", "cat x > pwned"),
+		bounded("bounded_cat_denied_path", "cat secrets/key.txt"),
+		bounded("bounded_cat_hard_link_to_denied_path", "cat notes/linked.txt"),
+		bounded("bounded_grep_recursive_denied_path", "grep -r KEY ."),
+		bounded("bounded_ls_denied_folder", "ls -la secrets"),
+		{name: "bounded_python_script_writes", command: "execute_python_file", args: map[string]any{"path": "tools/w.py"},
+			mode: observe, wantAuto: true, check: untouched},
+		{name: "", command: "execute_shell", args: map[string]string{"command_line": "touch made-by-write-pattern"}, mode: observe,
+			check: func(o *outcome) string {
+				if _, err := os.Stat(filepath.Join(ws, "made-by-write-pattern")); err != nil || o.status != client.ProposalSucceeded {
+					return "a +write pattern's command did not write the workspace"
+				}
+				return ""
+			}},
+	}})
+}
+
+func appendFile(p, text string) {
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.WriteString(text)
 }
 
 // permGit: the allow rule execute_shell(git status*).

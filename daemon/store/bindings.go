@@ -131,3 +131,25 @@ func (t *Tx) ChatMessageAt(platform, channel, message string) (*ChatMessage, err
 	m.PostedAt = fromMS(at)
 	return &m, nil
 }
+
+// FirstDelivery records key, a chat message or click the relay handles, in platform's
+// scope and reports whether it is new there: a second call with the same key reports
+// false, whoever calls first. Each scope keeps its last keep keys; older ones are
+// forgotten, so memory is bounded however much a platform delivers.
+func (t *Tx) FirstDelivery(platform, scope, key string, keep int) (bool, error) {
+	res, err := t.exec(`INSERT OR IGNORE INTO chat_deliveries (platform, scope, key, at) VALUES (?,?,?,?)`,
+		platform, scope, key, ms(t.now))
+	if err != nil {
+		return false, fmt.Errorf("store: chat delivery: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	_, err = t.exec(`DELETE FROM chat_deliveries WHERE platform = ? AND scope = ? AND id <= (
+		SELECT id FROM chat_deliveries WHERE platform = ? AND scope = ? ORDER BY id DESC LIMIT 1 OFFSET ?)`,
+		platform, scope, platform, scope, keep)
+	if err != nil {
+		return false, fmt.Errorf("store: forgetting old chat deliveries: %w", err)
+	}
+	return true, nil
+}

@@ -87,3 +87,43 @@ func TestBindingsKeepTheLatestPerAgent(t *testing.T) {
 		return nil
 	})
 }
+
+// TestChatDeliveriesRememberedAndBounded: a delivery is new once per platform and scope,
+// after a reopen too; a scope keeps its last keys only, without pushing out another's.
+func TestChatDeliveriesRememberedAndBounded(t *testing.T) {
+	s, path := open(t)
+	ctx := context.Background()
+	first := func(s *Store, platform, scope, key string) bool {
+		t.Helper()
+		var ok bool
+		if err := s.Tx(ctx, func(tx *Tx) (err error) { ok, err = tx.FirstDelivery(platform, scope, key, 3); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	for _, c := range []struct {
+		platform, scope, key string
+		want                 bool
+	}{
+		{"slack", "", "m1", true}, {"slack", "", "m1", false},
+		{"discord", "", "m1", true}, {"slack", "refused", "m1", true},
+		{"slack", "", "m2", true}, {"slack", "", "m3", true},
+		{"slack", "refused", "x1", true}, {"slack", "refused", "x2", true}, {"slack", "refused", "x3", true},
+		{"slack", "", "m2", false}, // the refused flood pushed out none of the approvers'
+		{"slack", "", "m4", true},  // the fourth pushes out the oldest, m1
+		{"slack", "", "m1", true},
+	} {
+		if got := first(s, c.platform, c.scope, c.key); got != c.want {
+			t.Errorf("FirstDelivery(%s, %q, %s) = %v, want %v", c.platform, c.scope, c.key, got, c.want)
+		}
+	}
+	s.Close()
+	s2, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if first(s2, "slack", "", "m4") || first(s2, "discord", "", "m1") {
+		t.Error("a delivery recorded before the reopen was new again")
+	}
+}

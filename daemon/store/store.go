@@ -379,7 +379,22 @@ var migrations = []string{
 	// (agent, kind, source) on every step that writes a file; without this index that
 	// scanned all the agent's file memories, a cost growing with every file written.
 	`CREATE INDEX memories_source ON memories(agent_id, kind, source);`,
-	// issue 29: the disk an agent's workspace takes, measured after each command that may
+	// The sandbox profile an automatic approval gave an execute command ('' for a person's
+	// approval, 'bounded' or 'bounded-write' for a pattern's).
+	`ALTER TABLE decisions ADD COLUMN profile TEXT NOT NULL DEFAULT '';`,
+	// The chat messages and clicks the relay handled, by platform and scope (approvers'
+	// apart from everyone else's), so a platform's redelivery is applied once, after a
+	// restart too. Only each scope's latest are kept (FirstDelivery): id orders them.
+	`CREATE TABLE chat_deliveries (
+		id INTEGER PRIMARY KEY,
+		platform TEXT NOT NULL,
+		scope TEXT NOT NULL,
+		key TEXT NOT NULL,
+		at INTEGER NOT NULL,
+		UNIQUE (platform, scope, key)
+	);
+	CREATE INDEX chat_deliveries_order ON chat_deliveries(platform, scope, id);`,
+	// The disk an agent's workspace takes, measured after each command that may
 	// write, and its disk budget set by agentctl budget (NULL follows the config).
 	`ALTER TABLE agents ADD COLUMN disk_bytes INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE agents ADD COLUMN budget_disk INTEGER;`,

@@ -11,22 +11,25 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 )
 
-// Chat names a workflow by bare name (in the teams directory) or absolute path; `..`
-// tricks and relative paths are refused with what to give instead.
+// Chat names a workflow in the teams directory, by bare name or absolute path; `..`
+// tricks, relative paths and any file elsewhere are refused, naming the directory.
 func TestResolveWorkflow(t *testing.T) {
 	for _, tc := range []struct {
 		name, dir, file, want, err string
 	}{
-		{"bare_name", "/srv/teams", "software_company", "/srv/teams/software_company.toml", ""},
-		{"bare_name_with_ext", "/srv/teams", "software_company.toml", "/srv/teams/software_company.toml", ""},
-		{"absolute_path", "", "/etc/agentd/flow.toml", "/etc/agentd/flow.toml", ""},
-		{"absolute_path_with_dir", "/srv/teams", "/etc/agentd/flow.toml", "/etc/agentd/flow.toml", ""},
+		{"bare_name", "/srv/teams", "software_company", "software_company.toml", ""},
+		{"bare_name_with_ext", "/srv/teams", "software_company.toml", "software_company.toml", ""},
+		{"absolute_path_in_dir", "/srv/teams", "/srv/teams/flow.toml", "flow.toml", ""},
+		{"absolute_path_elsewhere", "/srv/teams", "/etc/agentd/flow.toml", "", "is not in the teams directory /srv/teams"},
+		{"absolute_path_in_a_subfolder", "/srv/teams", "/srv/teams/sub/flow.toml", "", "is not in the teams directory /srv/teams"},
+		{"the_directory_itself", "/srv/teams", "/srv/teams/", "", "is not in the teams directory /srv/teams"},
+		{"absolute_path_without_dir", "", "/etc/agentd/flow.toml", "", "none is configured: set [teams] dir"},
 		{"dot_dot_name", "/srv/teams", "..", "", `"..\" is refused`},
 		{"dot_dot_up", "/srv/teams", "../../etc/passwd", "", `"..\" is refused`},
-		{"dot_dot_in_absolute", "", "/srv/teams/../../etc/passwd", "", `"..\" is refused`},
+		{"dot_dot_in_absolute", "/srv/teams", "/srv/teams/../../etc/passwd", "", `"..\" is refused`},
 		{"dot_dot_backslash", "/srv/teams", `..\x`, "", `"..\" is refused`},
-		{"relative_path_in_dir", "/srv/teams", "sub/x", "", "give a bare name"},
-		{"bare_name_without_dir", "", "software_company", "", "no teams directory is configured"},
+		{"relative_path_in_dir", "/srv/teams", "sub/x", "", "give a bare name from the teams directory /srv/teams"},
+		{"bare_name_without_dir", "", "software_company", "", "none is configured"},
 		{"empty", "/srv/teams", "  ", "", "no workflow named"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,7 +66,7 @@ func TestReadWorkflowAndList(t *testing.T) {
 	if _, _, err := ReadWorkflow(dir, "missing"); !errors.Is(err, client.ErrNotFound) || !strings.Contains(err.Error(), `no workflow "missing" in the teams directory`) {
 		t.Errorf("missing name: %v", err)
 	}
-	if _, _, err := ReadWorkflow(dir, filepath.Join(dir, "none.toml")); !errors.Is(err, client.ErrNotFound) || !strings.Contains(err.Error(), "does not exist") {
+	if _, _, err := ReadWorkflow(dir, filepath.Join(dir, "none.toml")); !errors.Is(err, client.ErrNotFound) || !strings.Contains(err.Error(), `no workflow "none" in the teams directory`) {
 		t.Errorf("missing path: %v", err)
 	}
 	if _, _, err := ReadWorkflow(dir, "d"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
@@ -71,5 +74,39 @@ func TestReadWorkflowAndList(t *testing.T) {
 	}
 	if got, err := Workflows(""); err != nil || got != nil {
 		t.Errorf("no dir: %v %v", got, err)
+	}
+}
+
+// TestReadWorkflowConfinedToTheDirectory: a workflow is read only from inside the teams
+// directory, through the file commands' resolver: a link or a hard link in it to a file
+// elsewhere is refused, naming the directory; the directory itself may be reached
+// through a link (it is the operator's).
+func TestReadWorkflowConfinedToTheDirectory(t *testing.T) {
+	dir, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "secret.toml")
+	if err := os.WriteFile(secret, []byte("name = \"secret\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "linked.toml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(secret, filepath.Join(dir, "hard.toml")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"linked", "hard", filepath.Join(dir, "linked.toml"), secret} {
+		_, src, err := ReadWorkflow(dir, name)
+		if err == nil || !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), dir) {
+			t.Errorf("ReadWorkflow(%s) = %q, %v; want it refused, naming %s", name, src, err, dir)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "ok.toml"), []byte("name = \"ok\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	via := filepath.Join(t.TempDir(), "teams")
+	if err := os.Symlink(dir, via); err != nil {
+		t.Fatal(err)
+	}
+	if path, src, err := ReadWorkflow(via, "ok"); err != nil || path != filepath.Join(via, "ok.toml") || string(src) != "name = \"ok\"\n" {
+		t.Errorf("ReadWorkflow through a linked directory = %q %q %v", path, src, err)
 	}
 }

@@ -151,6 +151,9 @@ func episodeOf(e *client.Episode) *episodeView {
 		Reasoning: text(e.Reasoning), Result: text(e.Result), Feedback: text(e.Feedback), At: e.At}
 	if d := e.Decision; d != nil {
 		v.By = line(d.By + " (" + d.Source + ")")
+		if p := client.ProfileText(d.Profile); p != "" {
+			v.By += ", " + p
+		}
 	}
 	return v
 }
@@ -211,6 +214,9 @@ func eventOf(ev client.Event) eventView {
 		v.Decision = line(fmt.Sprintf("%s by %s (%s)", d.Kind, d.By, d.Source))
 		if d.Count > 1 {
 			v.Decision += fmt.Sprintf(" ×%d", d.Count)
+		}
+		if p := client.ProfileText(d.Profile); p != "" {
+			v.Decision += ", " + p
 		}
 		if d.Feedback != "" {
 			v.Decision += ": " + text(d.Feedback)

@@ -1,6 +1,7 @@
 package fakediscord_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -36,21 +37,31 @@ func archived(t *testing.T, fake *fakediscord.Server, id string) bool {
 	return ch.ThreadMetadata.Archived
 }
 
-func TestThreadArchiveRules(t *testing.T) {
+// TestThreadCloseAndLockRules: an archived thread takes new messages (they reopen it)
+// but not edits (50083); a locked one, open or closed, takes neither (160005) and cannot
+// be reopened (50013), unless the bot has MANAGE_THREADS.
+func TestThreadCloseAndLockRules(t *testing.T) {
+	archive := (*fakediscord.Server).ArchiveThread
+	lock := (*fakediscord.Server).LockThread
+	both := func(f *fakediscord.Server, th string) error { f.LockThread(th); return f.ArchiveThread(th) }
 	for _, tc := range []struct {
 		name     string
 		manage   bool
-		archive  func(*fakediscord.Server, string) error
-		editCode int // of an edit while archived
-		sendCode int // of a new message while archived
-		patch    int // of PATCH archived:false
+		close    func(*fakediscord.Server, string) error
+		archived bool // the thread is archived once closed
+		editCode int  // of an edit once closed
+		sendCode int  // of a new message once closed
+		patch    int  // of PATCH archived:false, when sending is refused
 	}{
-		{name: "auto_archived_after_a_week", archive: func(f *fakediscord.Server, _ string) error { f.Advance(7*24*time.Hour + time.Minute); return nil },
-			editCode: fakediscord.CodeThreadArchived},
-		{name: "archived_by_a_moderator", archive: (*fakediscord.Server).ArchiveThread, editCode: fakediscord.CodeThreadArchived},
-		{name: "locked", archive: (*fakediscord.Server).LockThread, editCode: fakediscord.CodeThreadArchived,
+		{name: "auto_archived_after_a_week", close: func(f *fakediscord.Server, _ string) error { f.Advance(7*24*time.Hour + time.Minute); return nil },
+			archived: true, editCode: fakediscord.CodeThreadArchived},
+		{name: "archived_by_a_moderator", close: archive, archived: true, editCode: fakediscord.CodeThreadArchived},
+		{name: "locked", close: lock, editCode: fakediscord.CodeThreadLocked, sendCode: fakediscord.CodeThreadLocked,
+			patch: fakediscord.CodeMissingPermissions},
+		{name: "locked_and_archived", close: both, archived: true, editCode: fakediscord.CodeThreadArchived,
 			sendCode: fakediscord.CodeThreadLocked, patch: fakediscord.CodeMissingPermissions},
-		{name: "locked_with_manage_threads", manage: true, archive: (*fakediscord.Server).LockThread, editCode: fakediscord.CodeThreadArchived},
+		{name: "locked_with_manage_threads", manage: true, close: lock},
+		{name: "locked_and_archived_with_manage_threads", manage: true, close: both, archived: true, editCode: fakediscord.CodeThreadArchived},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
@@ -62,19 +73,19 @@ func TestThreadArchiveRules(t *testing.T) {
 			if archived(t, fake, th) {
 				t.Fatal("archived too early")
 			}
-			if err := tc.archive(fake, th); err != nil {
+			if err := tc.close(fake, th); err != nil {
 				t.Fatal(err)
 			}
-			if !archived(t, fake, th) {
-				t.Fatal("not archived")
+			if archived(t, fake, th) != tc.archived {
+				t.Fatalf("archived = %v, want %v", !tc.archived, tc.archived)
 			}
 			_, err := s.ChannelMessageEdit(th, msg, "decided")
 			if _, code := restCode(err); code != tc.editCode {
-				t.Fatalf("edit in an archived thread: %v, want code %d", err, tc.editCode)
+				t.Fatalf("edit in the closed thread: %v, want code %d", err, tc.editCode)
 			}
 			_, err = s.ChannelMessageSend(th, "next")
 			if _, code := restCode(err); code != tc.sendCode {
-				t.Fatalf("send in an archived thread: %v, want code %d", err, tc.sendCode)
+				t.Fatalf("send in the closed thread: %v, want code %d", err, tc.sendCode)
 			}
 			if tc.sendCode == 0 && archived(t, fake, th) {
 				t.Fatal("a message did not unarchive the thread")
@@ -88,9 +99,30 @@ func TestThreadArchiveRules(t *testing.T) {
 				return
 			}
 			if _, err := s.ChannelMessageEdit(th, msg, "decided"); err != nil {
-				t.Fatalf("edit once unarchived: %v", err)
+				t.Fatalf("edit once reopened: %v", err)
 			}
 		})
+	}
+}
+
+// TestPostingForbidden: where a moderator took the bot's Send Messages away, its posts
+// fail with 50013 and its edits of what it posted before still go through, as on Discord.
+func TestPostingForbidden(t *testing.T) {
+	fake, s, _ := setup(t, testConfig())
+	defer closeSession(t, fake, s)
+	th, msg := newThread(t, s)
+	if err := fake.ForbidPosting(th); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.ChannelMessageSend(th, "next")
+	if st, code := restCode(err); st != http.StatusForbidden || code != fakediscord.CodeMissingPermissions {
+		t.Fatalf("send where posting is forbidden: %v, want 403 50013", err)
+	}
+	if _, err := s.ChannelMessageEdit(th, msg, "decided"); err != nil {
+		t.Fatalf("edit where posting is forbidden: %v", err)
+	}
+	if _, err := s.ChannelMessageSend(channelID, "elsewhere"); err != nil {
+		t.Fatalf("send in the parent channel: %v", err)
 	}
 }
 

@@ -54,10 +54,15 @@
 // (Config.InteractionDeadline; 10062 after), follow-ups and edits of @original within the
 // token's 15 minutes (50027 after); 5 action rows, 2,000 characters of content, custom_id
 // up to 100. Threads age: one idle for its auto_archive_duration is archived, Advance moves
-// the fake's clock (ArchiveThread and LockThread act at once). Sending in an archived
-// thread unarchives it; editing in one fails with 50083 until PATCH /channels/{id}
-// {"archived":false}; a locked thread refuses messages (160005) and unarchiving (50013)
-// unless Config.ManageThreads. Message flags are kept per message: SUPPRESS_EMBEDS on
+// the fake's clock (ArchiveThread and LockThread act at once; a thread closed and locked
+// is both). Sending in an archived thread unarchives it; editing in one fails with 50083
+// until PATCH /channels/{id} {"archived":false}; a locked thread refuses messages and edits
+// (160005) and unarchiving (50013) unless Config.ManageThreads; ForbidPosting takes the
+// bot's Send Messages away in a channel or thread (posts 50013, edits still allowed, as on
+// Discord). A person's reply pings the replied-to author by default, as Discord's client
+// does: that author is in the message's mentions though its text names nobody
+// (Message.NoReplyPing turns it off). EditMessage is a person's edit (MESSAGE_UPDATE with
+// edited_timestamp). Message flags are kept per message: SUPPRESS_EMBEDS on
 // create, edit (an edit may only change that flag), interaction responses and follow-ups,
 // and Message.Previewed lists every link a real client would have unfurled (a bare URL in
 // a version of the message sent without the flag). ReplayOnResume makes the next RESUME

@@ -196,6 +196,80 @@ func TestInjectedMessagesReachHandlers(t *testing.T) {
 	}
 }
 
+// TestRepliesPingTheirAuthor: a person's reply to the bot's message has the bot in its
+// mentions though its text names nobody (Discord's client pings by default), unless
+// sent without the ping; a reply to a message that is not there is refused; a bot's
+// reply pings only when allowed_mentions.replied_user says so.
+func TestRepliesPingTheirAuthor(t *testing.T) {
+	fake, s, ev := setup(t, testConfig())
+	bot := fake.BotUser()
+	task, err := s.ChannelMessageSend(channelID, "Task: tidy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv(t, ev.messages)
+	ref := &fakediscord.MessageReference{MessageID: task.ID, ChannelID: channelID}
+	if _, err := fake.PostMessage(fakediscord.Message{ChannelID: channelID, Author: alice, Content: "and the docs", MessageReference: ref}); err != nil {
+		t.Fatal(err)
+	}
+	m := recv(t, ev.messages)
+	if m.Type != discordgo.MessageTypeReply || m.MessageReference == nil || m.MessageReference.MessageID != task.ID ||
+		len(m.Mentions) != 1 || m.Mentions[0].ID != bot.ID {
+		t.Fatalf("reply = type %d, reference %+v, mentions %+v; want a reply to %s pinging the bot", m.Type, m.MessageReference, m.Mentions, task.ID)
+	}
+	if _, err := fake.PostMessage(fakediscord.Message{ChannelID: channelID, Author: alice, Content: "quietly", MessageReference: ref, NoReplyPing: true}); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(t, ev.messages); len(m.Mentions) != 0 {
+		t.Fatalf("a reply without the ping mentions %+v", m.Mentions)
+	}
+	if _, err := fake.PostMessage(fakediscord.Message{ChannelID: channelID, Author: alice, Content: "x",
+		MessageReference: &fakediscord.MessageReference{MessageID: "1"}}); err == nil {
+		t.Fatal("a reply to a message that is not there was posted")
+	}
+	said, _ := fake.Post(channelID, alice, "hello")
+	recv(t, ev.messages)
+	for _, c := range []struct {
+		am   *discordgo.MessageAllowedMentions
+		ping bool
+	}{{&discordgo.MessageAllowedMentions{Parse: []discordgo.AllowedMentionType{}}, false}, {&discordgo.MessageAllowedMentions{RepliedUser: true}, true}} {
+		r, err := s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{Content: "noted", AllowedMentions: c.am,
+			Reference: &discordgo.MessageReference{MessageID: said.ID}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored, _ := fake.Message(r.ID); (len(stored.Mentions) == 1) != c.ping {
+			t.Errorf("bot reply with %+v mentions %+v; want a ping: %v", c.am, stored.Mentions, c.ping)
+		}
+	}
+	no := false
+	if _, err := s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{Content: "x", Reference: &discordgo.MessageReference{MessageID: "1"}}); err == nil {
+		t.Error("a bot's reply to a message that is not there was posted")
+	}
+	if _, err := s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{Content: "x",
+		Reference: &discordgo.MessageReference{MessageID: "1", FailIfNotExists: &no}}); err != nil {
+		t.Errorf("a reply with fail_if_not_exists false: %v", err)
+	}
+}
+
+// TestPersonsEditDispatchesUpdate: EditMessage is a person's edit: MESSAGE_UPDATE with the
+// new content and edited_timestamp; nobody edits another's message.
+func TestPersonsEditDispatchesUpdate(t *testing.T) {
+	fake, _, ev := setup(t, testConfig())
+	m, _ := fake.Post(channelID, alice, "y")
+	recv(t, ev.messages)
+	if _, err := fake.EditMessage(m.ID, bob, "n"); err == nil {
+		t.Fatal("bob edited alice's message")
+	}
+	if _, err := fake.EditMessage(m.ID, alice, "n"); err != nil {
+		t.Fatal(err)
+	}
+	u := recv(t, ev.updates)
+	if u.ID != m.ID || u.Content != "n" || u.EditedTimestamp == nil || u.Author == nil || u.Author.ID != alice.ID {
+		t.Fatalf("MESSAGE_UPDATE = %+v", u.Message)
+	}
+}
+
 func TestMessageContentIntentBlanksContent(t *testing.T) {
 	fake := fakediscord.Start(t, testConfig())
 	fake.Use(t)

@@ -125,16 +125,21 @@ func (s *Server) serveGateway(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := &gwConn{ws: ws, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	v := r.URL.Query().Get("v")
 	s.mu.Lock()
 	s.connSeq++
 	c.n = s.connSeq
 	s.conns[c] = true
+	s.gatewayVersions = append(s.gatewayVersions, v)
 	s.mu.Unlock()
 	go c.writer()
-	if r.URL.Query().Get("compress") != "" {
+	switch {
+	case v != "9" && v != "10":
+		c.closeWith(4012, "Invalid API version") // as Discord closes one it does not serve
+	case r.URL.Query().Get("compress") != "":
 		// zlib-stream transport compression is not implemented; say so the way Discord would refuse.
 		c.closeWith(4000, "fakediscord: transport compression is not supported")
-	} else {
+	default:
 		c.send(payload(OpHello, map[string]int64{"heartbeat_interval": s.cfg.HeartbeatInterval.Milliseconds()}, 0, ""))
 	}
 	s.readLoop(c)
@@ -466,6 +471,14 @@ func (s *Server) Connections() int {
 		}
 	}
 	return n
+}
+
+// GatewayVersions returns the API version (the v query) each gateway connection asked
+// for, in order.
+func (s *Server) GatewayVersions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.gatewayVersions)
 }
 
 // Intents returns the intents of the most recent IDENTIFY, or -1 if there was none.

@@ -37,8 +37,13 @@ func (s *Server) PostMessage(m Message) (Message, error) {
 	}
 	base := newMessage(ch, m.Author)
 	base.Content, base.Attachments, base.MessageReference, base.Flags = m.Content, m.Attachments, m.MessageReference, m.Flags
+	base.NoReplyPing = m.NoReplyPing
 	if m.MessageReference != nil {
 		base.Type = messageTypeReply // a reply, as Discord types a message with a reference
+		fe := formErrors{}
+		if s.checkReferenceLocked(base, fe); len(fe) > 0 {
+			return Message{}, fmt.Errorf("fakediscord: a reply to message %s, which is not in channel %s", m.MessageReference.MessageID, m.MessageReference.ChannelID)
+		}
 	}
 	if base.Attachments == nil {
 		base.Attachments = []Attachment{}
@@ -51,6 +56,30 @@ func (s *Server) PostMessage(m Message) (Message, error) {
 	s.resolveMentions(base)
 	s.storeMessageLocked(base)
 	return *base, nil
+}
+
+// EditMessage is author's edit of their message id to content, as Discord's client makes
+// it: the message gets edited_timestamp and MESSAGE_UPDATE is dispatched, with the
+// message whole. Only a message's author edits it; a locked thread refuses.
+func (s *Server) EditMessage(id string, author User, content string) (Message, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.messages[id]
+	switch {
+	case m == nil:
+		return Message{}, fmt.Errorf("fakediscord: no message %s", id)
+	case m.Author.ID != author.ID:
+		return Message{}, fmt.Errorf("fakediscord: %s did not write message %s", author.ID, id)
+	}
+	if ch := s.channels[m.ChannelID]; ch != nil && ch.ThreadMetadata != nil && ch.ThreadMetadata.Locked {
+		return Message{}, fmt.Errorf("fakediscord: thread %s is locked", ch.ID)
+	}
+	m.Content = content
+	now := s.now().UTC()
+	m.EditedTimestamp = &now
+	s.resolveMentions(m)
+	s.dispatchMessageLocked("MESSAGE_UPDATE", m)
+	return *m, nil
 }
 
 // memberOf returns the member object an interaction carries for user in guildID.

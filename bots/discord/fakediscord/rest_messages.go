@@ -67,11 +67,12 @@ func (s *Server) createMessage(q *request) (int, any, *restError) {
 	m := newMessage(ch, s.cfg.BotUser)
 	fe := formErrors{}
 	s.applyMessage(m, f, q.files, fe)
+	s.checkReferenceLocked(m, fe)
 	m.Flags &^= FlagEphemeral // only interaction responses are ephemeral
 	if err := s.finishMessage(m, fe); err != nil {
 		return 0, nil, err
 	}
-	if err := s.canSendLocked(ch.ID); err != nil {
+	if err := s.canPostLocked(ch.ID); err != nil {
 		return 0, nil, err
 	}
 	s.storeMessageLocked(m)

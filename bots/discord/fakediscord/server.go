@@ -36,9 +36,10 @@ type Config struct {
 	// InteractionDeadline is how long after an interaction its first response may come; a
 	// later one fails with 10062 Unknown interaction. Zero is Discord's 3 s; negative: none.
 	InteractionDeadline time.Duration
-	// ManageThreads gives the bot MANAGE_THREADS: it may then post in, and unarchive, a
-	// locked thread. Without it (the default, as for a bot invited with the usual scopes)
-	// a locked thread refuses its messages (160005) and its unarchiving (50013).
+	// ManageThreads gives the bot MANAGE_THREADS: it may then post and edit in, and
+	// unarchive, a locked thread. Without it (the default, as for a bot invited with the
+	// usual scopes) a locked thread refuses its messages and edits (160005) and its
+	// unarchiving (50013).
 	ManageThreads bool
 }
 
@@ -85,6 +86,9 @@ type Server struct {
 	replayExtra  int                  // dispatches the next RESUME replays again (ReplayOnResume)
 	clockSkew    time.Duration        // added to the wall clock by Advance (thread auto-archive)
 	activeAt     map[string]time.Time // thread → its last activity, for auto-archive
+	noSend       map[string]bool      // channels and threads the bot may not post in (ForbidPosting)
+	// gatewayVersions is the API version each gateway connection asked for (GatewayVersions).
+	gatewayVersions []string
 }
 
 // New starts a fake on a loopback port. Close it when done (Start registers that for tests).
@@ -101,6 +105,7 @@ func New(cfg Config) *Server {
 		conns:        map[*gwConn]bool{},
 		changed:      make(chan struct{}),
 		activeAt:     map[string]time.Time{},
+		noSend:       map[string]bool{},
 		nextID:       (time.Now().UnixMilli() - discordEpoch) << 22,
 	}
 	if cfg.Token == "" {

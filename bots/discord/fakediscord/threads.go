@@ -14,8 +14,12 @@ import (
 //   - sending in an archived thread that is not locked unarchives it (a message is activity);
 //   - editing a message in an archived thread fails with 50083 "Thread is archived", and
 //     so does any other change but unarchiving it (PATCH /channels/{id} {"archived":false});
-//   - a locked thread refuses new messages (160005 "Thread is locked") and its unarchiving
-//     (50013 Missing Permissions); Config.ManageThreads lifts both.
+//   - a locked thread, archived or not, refuses new messages (160005 "Thread is locked")
+//     and its unarchiving (50013 Missing Permissions); an edit there fails with 160005
+//     (50083 first when it is archived too); Config.ManageThreads lifts all three;
+//   - a thread or channel where the bot may not send (ForbidPosting: a moderator denied it
+//     Send Messages in Threads there) refuses its new messages with 50013 Missing
+//     Permissions, but not its edits: Discord checks that permission on sending only.
 
 // now is the fake's clock.
 func (s *Server) now() time.Time { return time.Now().Add(s.clockSkew) }
@@ -33,15 +37,33 @@ func (s *Server) Advance(d time.Duration) {
 }
 
 // ArchiveThread archives a thread at once, as a moderator (or auto-archive) would.
-func (s *Server) ArchiveThread(id string) error { return s.setThread(id, true, nil) }
-
-// LockThread archives and locks a thread, as a moderator closing it does.
-func (s *Server) LockThread(id string) error {
-	locked := true
-	return s.setThread(id, true, &locked)
+func (s *Server) ArchiveThread(id string) error {
+	yes := true
+	return s.setThread(id, &yes, nil)
 }
 
-func (s *Server) setThread(id string, archived bool, locked *bool) error {
+// LockThread locks a thread, as a moderator's "Lock Thread" does: it stays open (not
+// archived) for reading, and only members with MANAGE_THREADS may write in it. Closing
+// it as well is ArchiveThread.
+func (s *Server) LockThread(id string) error {
+	locked := true
+	return s.setThread(id, nil, &locked)
+}
+
+// ForbidPosting denies the bot sending messages in a channel or thread, as a moderator
+// denying it Send Messages (in Threads) there does: its posts fail with 50013 Missing
+// Permissions; its edits of messages already there still go through.
+func (s *Server) ForbidPosting(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.channels[id] == nil {
+		return fmt.Errorf("fakediscord: no channel %s", id)
+	}
+	s.noSend[id] = true
+	return nil
+}
+
+func (s *Server) setThread(id string, archived, locked *bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	th := s.channels[id]
@@ -51,7 +73,11 @@ func (s *Server) setThread(id string, archived bool, locked *bool) error {
 	if locked != nil {
 		th.ThreadMetadata.Locked = *locked
 	}
-	s.setArchivedLocked(th, archived)
+	if archived != nil {
+		s.setArchivedLocked(th, *archived)
+	} else {
+		s.dispatchLocked("THREAD_UPDATE", th, IntentGuilds)
+	}
 	return nil
 }
 
@@ -105,10 +131,25 @@ func (s *Server) canSendLocked(id string) *restError {
 // canEditLocked applies the thread rules to an edit of a message in channel id.
 func (s *Server) canEditLocked(id string) *restError {
 	s.expireLocked(id)
-	if th := s.channels[id]; th != nil && th.ThreadMetadata != nil && th.ThreadMetadata.Archived {
+	th := s.channels[id]
+	switch {
+	case th == nil || th.ThreadMetadata == nil:
+		return nil
+	case th.ThreadMetadata.Archived:
 		return errBadRequest(CodeThreadArchived, "Thread is archived")
+	case th.ThreadMetadata.Locked && !s.cfg.ManageThreads:
+		return errBadRequest(CodeThreadLocked, "Thread is locked")
 	}
 	return nil
+}
+
+// canPostLocked applies the bot's permission to send in channel id to a new message
+// (interaction responses are the application's, not under it).
+func (s *Server) canPostLocked(id string) *restError {
+	if s.noSend[id] {
+		return &restError{http.StatusForbidden, apiError{Message: "Missing Permissions", Code: CodeMissingPermissions}}
+	}
+	return s.canSendLocked(id)
 }
 
 // modifyChannel is PATCH /channels/{id}, for threads: archived, locked, name and

@@ -328,6 +328,42 @@ func (s *Server) resolveMentions(m *Message) {
 		}
 	}
 	m.MentionEveryone = everyoneRE.MatchString(m.Content) && (am == nil || slices.Contains(am.Parse, "everyone"))
+	// A reply pings the author of the message it answers without naming them in its text:
+	// a person's by default (the client's "@ON"), a bot's when allowed_mentions says so.
+	if ref := m.MessageReference; ref != nil {
+		to := s.messages[ref.MessageID]
+		ping := !m.NoReplyPing
+		if m.Author.ID == s.cfg.BotUser.ID {
+			ping = am == nil || am.RepliedUser
+		}
+		if to != nil && ping && !seen[to.Author.ID] && to.Author.ID != m.Author.ID {
+			m.Mentions = append(m.Mentions, to.Author)
+		}
+	}
+}
+
+// checkReferenceLocked applies Discord's rule for a reply's message_reference: the
+// message it answers must exist, in the channel the reference names (its own when it
+// names none), else an "Unknown message" form error, unless fail_if_not_exists is false,
+// which sends the message as no reply.
+func (s *Server) checkReferenceLocked(m *Message, fe formErrors) {
+	ref := m.MessageReference
+	if ref == nil {
+		return
+	}
+	in := ref.ChannelID
+	if in == "" {
+		in = m.ChannelID
+	}
+	if to := s.messages[ref.MessageID]; to != nil && to.ChannelID == in {
+		ref.ChannelID, ref.GuildID = to.ChannelID, to.GuildID
+		return
+	}
+	if ref.FailIfNotExists != nil && !*ref.FailIfNotExists {
+		m.MessageReference = nil
+		return
+	}
+	fe.add("message_reference", "REPLIES_UNKNOWN_MESSAGE", "Unknown message")
 }
 
 func (s *Server) userByID(guildID, id string) User {

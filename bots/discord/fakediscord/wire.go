@@ -94,6 +94,9 @@ type MessageReference struct {
 	MessageID string `json:"message_id,omitempty"`
 	ChannelID string `json:"channel_id,omitempty"`
 	GuildID   string `json:"guild_id,omitempty"`
+	// FailIfNotExists (default true) makes a reply to a message that is not in the
+	// channel an error; false sends it as a plain message.
+	FailIfNotExists *bool `json:"fail_if_not_exists,omitempty"`
 }
 
 // AllowedMentions is the allowed_mentions object a sender attaches to a message.
@@ -132,6 +135,10 @@ type Message struct {
 
 	// AllowedMentions is what the sender asked for; kept so tests can assert on it.
 	AllowedMentions *AllowedMentions `json:"-"`
+	// NoReplyPing, on a person's reply given to PostMessage, is the client's "@ON" toggled
+	// off: the replied-to author is not pinged (not in Mentions). Discord's client pings
+	// by default; a bot's reply pings only with allowed_mentions.replied_user.
+	NoReplyPing bool `json:"-"`
 	// Previewed lists the links a real Discord would have fetched to unfurl (a URL in the
 	// content of a version of the message sent without SUPPRESS_EMBEDS). It only grows: a
 	// link fetched once has leaked, whatever later edits do.

@@ -291,6 +291,23 @@ func (f *Fake) Broadcast(user, channel, thread, text string) (envelope, ts strin
 	return f.eventsAPI(ev), ts
 }
 
+// Edit sends user's edit of their message ts in channel (in thread, "" at top level) to
+// text, as Slack delivers it: a message event of subtype message_changed, hidden, with
+// the message as it now stands (edited by user) and as it was. It returns the envelope
+// id. Slack sends no app_mention for an edit, mention or not.
+func (f *Fake) Edit(user, channel, channelType, thread, ts, text string) string {
+	f.mu.Lock()
+	now := f.ts()
+	f.mu.Unlock()
+	msg := obj{"type": "message", "user": user, "text": text, "ts": ts, "edited": obj{"user": user, "ts": now}}
+	before := obj{"type": "message", "user": user, "ts": ts}
+	if thread != "" {
+		msg["thread_ts"], before["thread_ts"] = thread, thread
+	}
+	return f.eventsAPI(obj{"type": "message", "subtype": "message_changed", "hidden": true, "channel": channel,
+		"channel_type": channelType, "message": msg, "previous_message": before, "ts": now, "event_ts": now})
+}
+
 // Click presses the button actionID on the message ts (in thread) as user.
 func (f *Fake) Click(user, channel, thread, ts string) func(actionID, value string) string {
 	return func(actionID, value string) string {

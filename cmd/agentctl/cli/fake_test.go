@@ -209,8 +209,9 @@ func (f *fakeDaemon) routes() http.Handler {
 			return nil, err
 		}
 		return &client.PolicyView{AgentID: a.ID, AutoRead: true, Permissions: []client.Permission{
-			{Effect: "deny", Pattern: "delete_file(*)", Source: "stored", CreatedBy: "alice"},
-			{Effect: "allow", Pattern: "execute_shell(git status)", Source: "agent-config"},
+			{Effect: "deny", Pattern: "delete_file(*)", Source: "stored", CreatedBy: "alice", Paths: true},
+			{Effect: "allow", Pattern: "execute_shell(git status)", Source: "agent-config", Profile: client.ProfileBounded},
+			{Effect: "allow", Pattern: "execute_shell(make fmt)+write", Source: "agent-config", Profile: client.ProfileBoundedWrite},
 			{Effect: "allow", Pattern: "read_file(*)", Source: "config"},
 		}}, nil
 	})

@@ -180,6 +180,9 @@ func decisionString(d *client.Decision) string {
 	if d.Grant != "" && d.Source != "grant" {
 		s += " [grant " + line(d.Grant) + "]" // the grant the decision made: y -N, y!
 	}
+	if p := client.ProfileText(d.Profile); p != "" {
+		s += ", runs " + p
+	}
 	if d.Feedback != "" {
 		s += ": " + oneParagraph(d.Feedback)
 	}

@@ -172,9 +172,9 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 		a.note("no permission patterns: every proposal asks unless a grant approves it (see agentctl help policy)")
 	} else {
 		tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "EFFECT\tPATTERN\tFROM\tBY")
+		fmt.Fprintln(tw, "EFFECT\tPATTERN\tFROM\tBY\tMEANS")
 		for _, p := range v.Permissions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), line(p.CreatedBy))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), orDash(line(p.CreatedBy)), reach(p))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -187,4 +187,16 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 type policyJSON struct {
 	*client.PolicyView
 	Grants []client.Grant `json:"grants"`
+}
+
+// reach says what a pattern means beyond the commands it names: how the programs an
+// allow pattern approves run, and that a deny on paths holds for every program.
+func reach(p client.Permission) string {
+	switch {
+	case p.Profile != "":
+		return "runs " + client.ProfileText(p.Profile)
+	case p.Paths:
+		return "the paths are kept from every program too"
+	}
+	return "-"
 }

@@ -104,6 +104,9 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 	fmt.Fprintf(tw, "pattern\t%s\n", orDash(v.Pattern))
 	fmt.Fprintf(tw, "from\t%s\n", orDash(v.Source))
 	fmt.Fprintf(tw, "reason\t%s\n", line(v.Reason))
+	if p := client.ProfileText(v.Profile); p != "" {
+		fmt.Fprintf(tw, "runs\t%s\n", p)
+	}
 	if err := tw.Flush(); err != nil || len(v.Commands) == 0 {
 		return err
 	}

@@ -98,6 +98,7 @@ func Authorize(req Request) Authorization {
 		}
 		out = approve(out, p, by, v.Pattern)
 		out.Reason = v.Reason
+		out.Decision.Profile = Profile(req.Spec, v.Write)
 		return out
 	case permission.Deny:
 		out.Verdict, out.Reason = Refuse, v.Reason
@@ -177,7 +178,24 @@ func byGrant(out Authorization, req Request, g *client.Grant) Authorization {
 	out.Verdict, out.Reason, out.Grant = Allow, "approved by "+label, &used
 	out.Decision = &client.Decision{ProposalID: req.Proposal.ID, Kind: client.DecisionApprove, Count: 1, Source: SourceGrant,
 		By: g.By, Pattern: g.Pattern, Grant: g.ID, GrantLabel: label}
+	if g.Kind != client.GrantExact { // y! is a person's approval of this exact command
+		pat, _ := permission.Parse(g.Pattern)
+		out.Decision.Profile = Profile(req.Spec, pat.Write())
+	}
 	return out
+}
+
+// Profile is the sandbox profile of a command spec approved unasked: for one that runs
+// programs in the sandbox, bounded, with the workspace writable when the approving
+// patterns all end in +write; other commands have none.
+func Profile(spec *commands.Spec, write bool) string {
+	switch {
+	case spec == nil || !permission.Sandboxed(spec.Name):
+		return ""
+	case write:
+		return client.ProfileBoundedWrite
+	}
+	return client.ProfileBounded
 }
 
 // SourceGrant is the source of an approval a grant made.

@@ -86,6 +86,17 @@ func (s Bindings) MessageAt(ctx context.Context, platform, channel, message stri
 	return (*bots.ChatMessage)(m), err
 }
 
+// FirstDelivery records a message or click the relay handles and reports whether it is
+// new in its platform's scope; each scope keeps its last bots.DeliveriesKept.
+func (s Bindings) FirstDelivery(ctx context.Context, platform, scope, key string) (bool, error) {
+	var first bool
+	err := s.st.Tx(ctx, func(tx *store.Tx) (err error) {
+		first, err = tx.FirstDelivery(platform, scope, key, bots.DeliveriesKept)
+		return err
+	})
+	return first, err
+}
+
 // Audit appends a chat action the relay refused to the daemon's audit log, under the
 // agent it named (else the thread's).
 func (s Bindings) Audit(ctx context.Context, e bots.AuditEvent) error {

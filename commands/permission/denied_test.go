@@ -1,0 +1,86 @@
+package permission
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestDeniedPathsMatchTheFileCommands: a path is kept from programs exactly when the deny
+// rules refuse a file command that path (a folder: when they name it or everything in it),
+// and the walk roots cover every such path.
+func TestDeniedPathsMatchTheFileCommands(t *testing.T) {
+	layer := rules("agent", nil, []string{"read_file(secrets/*)", "open_file(keys/id_*)", "read_file(*.pem)",
+		"write_file(locked/*)", "delete_file(./archive/*)", "execute_shell(rm *)", "web.search(*)"})
+	d := Denied(layer)
+	if got, want := d.Roots(), []string{"."}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Roots() = %q; want %q (a rule starting with a wildcard needs the whole workspace)", got, want)
+	}
+	tests := []struct {
+		rel         string
+		read, write bool
+	}{
+		{"secrets", true, false}, // everything in it is denied: hidden whole
+		{"secrets/key.txt", true, false},
+		{"secrets/a/b", true, false},
+		{"secretsx", false, false},
+		{"keys", false, false}, // only some names in it
+		{"keys/id_rsa", true, false},
+		{"keys/known_hosts", false, false},
+		{"src/server.pem", true, false},
+		{"locked", false, true},
+		{"locked/config", false, true},
+		{"archive/old.txt", false, true},
+		{"notes.txt", false, false},
+	}
+	for _, tt := range tests {
+		r, w := d.Deny(tt.rel)
+		if r != tt.read || w != tt.write {
+			t.Errorf("Deny(%q) = read %v, write %v; want %v, %v", tt.rel, r, w, tt.read, tt.write)
+		}
+		// The same verdict a file command gets.
+		args, _ := json.Marshal(map[string]string{"path": tt.rel})
+		if v := Evaluate(readSpec, args, Options{}, layer); strings.Contains(tt.rel, "/") && (v.Effect == Deny) != r {
+			t.Errorf("read_file(%s) is %s but Deny says read %v", tt.rel, v.Effect, r)
+		}
+	}
+	narrow := Denied(rules("agent", nil, []string{"read_file(secrets/*)", "write_file(a/b/c)"}))
+	if got, want := narrow.Roots(), []string{"a/b", "secrets"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Roots() = %q; want %q", got, want)
+	}
+	if Denied(rules("agent", []string{"read_file(*)"}, []string{"execute_shell(rm *)"})) != nil {
+		t.Error("rules that deny no file command deny paths")
+	}
+}
+
+// TestWriteSuffix: `+write` on an allow pattern for a sandboxed command says what it
+// approves may write the workspace; anywhere else it is an error naming the fix.
+func TestWriteSuffix(t *testing.T) {
+	for _, s := range []string{"execute_shell(make fmt)+write", "execute_python_file(tools/*)+write"} {
+		p, err := Parse(s)
+		if err != nil || !p.Write() || p.String() != s {
+			t.Errorf("Parse(%q) = %q, write %v, %v", s, p.String(), p.Write(), err)
+		}
+	}
+	for s, want := range map[string]string{
+		"execute_shell+write":            "follows the closing parenthesis",
+		"read_file(notes/*)+write":       "only means something for execute_shell",
+		"execute_*(make)+write":          "only means something for execute_shell",
+		"execute_shell(make fmt) +write": "follows the closing parenthesis",
+	} {
+		if _, err := Parse(s); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v; want an error saying %q", s, err, want)
+		}
+	}
+	if _, err := ParseRules("config", nil, []string{"execute_shell(make)+write"}); err == nil || !strings.Contains(err.Error(), "only widens an allow rule") {
+		t.Errorf("a deny with +write: %v", err)
+	}
+	layer := rules("agent", []string{"execute_shell(make fmt*)+write", "execute_shell(git status*)"}, nil)
+	for line, write := range map[string]bool{"make fmt": true, "git status": false, "make fmt && git status": false} {
+		args, _ := json.Marshal(map[string]string{"command_line": line})
+		if v := Evaluate(shellSpec, args, Options{}, layer); v.Effect != Allow || v.Write != write {
+			t.Errorf("%q: %s, write %v; want allow, write %v", line, v.Effect, v.Write, write)
+		}
+	}
+}

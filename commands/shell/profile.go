@@ -1,0 +1,226 @@
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"syscall"
+
+	"github.com/agentd/agentd/commands"
+)
+
+// sandboxHome is HOME inside the sandbox: an empty tmpfs of each run's own, so that no
+// program finds a dotfile the agent wrote (.curlrc, .wgetrc, .npmrc, .netrc, pip.conf,
+// .gitconfig, .inputrc, ...). The workspace is never HOME.
+const sandboxHome = "/home/sandbox"
+
+// boundedGitConfig are git settings given in its command-line scope, which no
+// repository's config overrides, for a bounded run: every single-valued key that names a
+// program git runs is set to one that runs nothing the agent chose, however git found the
+// repository (a .git folder, a gitfile, commondir, a worktree, a nested repository). What
+// a key of a name the agent picks runs (filter.NAME.clean, diff.NAME.textconv) is bounded
+// by the profile itself: a read-only workspace and no network.
+var boundedGitConfig = [][2]string{
+	{"safe.bareRepository", "explicit"},
+	{"core.fsmonitor", "false"},
+	{"core.hooksPath", "/dev/null"},
+	{"core.pager", "cat"},
+	{"core.editor", "false"},
+	{"sequence.editor", "false"},
+	{"core.sshCommand", "false"},
+	{"core.gitProxy", "false"},
+	{"core.askPass", "false"},
+	{"core.alternateRefsCommand", "false"},
+	{"credential.helper", ""},
+	{"diff.external", "false"},
+	{"gpg.program", "false"},
+	{"gpg.ssh.program", "false"},
+	{"gpg.x509.program", "false"},
+	{"protocol.allow", "never"},
+}
+
+// boundedEnv are the variables of a bounded run: git's settings above, and python
+// without the current or the script's folder on its import path (`python3 -m json.tool`
+// would import a json/ package the agent wrote).
+var boundedEnv = append(gitConfigEnv(boundedGitConfig), "PYTHONSAFEPATH=1")
+
+// maxDenyWalk bounds the entries looked at to find the paths the rules deny; a workspace
+// with more under the rules' folders cannot be checked, and the command is refused.
+const maxDenyWalk = 50_000
+
+// denied are the workspace paths, absolute, the permission rules keep from a run's programs.
+type denied struct {
+	dirs, files []string // hidden: an empty read-only folder, /dev/null
+	ro          []string // kept from writing: bound read-only
+}
+
+func (d denied) empty() bool { return len(d.dirs)+len(d.files)+len(d.ro) == 0 }
+
+// findDenied walks the folders of ws the rules name (never following a link) and lists
+// what they deny. A file the rules hide that has other hard links is hidden under each of
+// its names, found by a walk of the whole workspace. Past maxDenyWalk entries it fails:
+// a rule the sandbox cannot enforce refuses the command, it is never half-kept.
+func findDenied(ws string, rules commands.PathRules) (denied, error) {
+	var d denied
+	if rules == nil {
+		return d, nil
+	}
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return d, err
+	}
+	defer root.Close()
+	w := &denyWalk{root: root, rules: rules, ws: ws, seen: map[string]bool{}, inodes: map[[2]uint64]bool{}}
+	for _, r := range rules.Roots() {
+		if err := w.walk(r); err != nil {
+			return denied{}, err
+		}
+	}
+	if len(w.inodes) > 0 { // hidden files with other names: find them everywhere
+		w.linksOnly = true
+		if err := w.walk("."); err != nil {
+			return denied{}, err
+		}
+	}
+	return w.d, nil
+}
+
+// denyWalk is one findDenied.
+type denyWalk struct {
+	root      *os.Root
+	rules     commands.PathRules
+	ws        string
+	d         denied
+	n         int
+	seen      map[string]bool
+	inodes    map[[2]uint64]bool // dev, inode of hidden files with more than one link
+	linksOnly bool               // the second walk: hide other names of those inodes only
+}
+
+func (w *denyWalk) walk(rel string) error {
+	fi, err := w.root.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // nothing there to keep
+	} else if err != nil {
+		return err
+	}
+	return w.visit(rel, fi)
+}
+
+func (w *denyWalk) visit(rel string, fi fs.FileInfo) error {
+	if w.n++; w.n > maxDenyWalk {
+		return w.tooMany()
+	}
+	abs := filepath.Join(w.ws, filepath.FromSlash(rel))
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil // where it leads is kept (or not) under its own path
+	}
+	switch {
+	case w.linksOnly && fi.IsDir() && w.seen[abs]:
+		return nil // hidden whole already
+	case w.linksOnly:
+		if st, ok := inode(fi); ok && fi.Mode().IsRegular() && w.inodes[st] && !w.seen[abs] {
+			w.seen[abs] = true
+			w.d.files = append(w.d.files, abs)
+		}
+	case w.seen[abs]:
+	default:
+		read, write := w.rules.Deny(rel)
+		switch {
+		case read && fi.IsDir(): // denied by name or whole: it shows empty
+			w.seen[abs] = true
+			w.d.dirs = append(w.d.dirs, abs)
+			return w.linked(rel)
+		case read && fi.Mode().IsRegular():
+			w.seen[abs] = true
+			w.d.files = append(w.d.files, abs)
+			if st, ok := inode(fi); ok && linkCount(fi) > 1 {
+				w.inodes[st] = true
+			}
+			return nil
+		case write && (fi.IsDir() || fi.Mode().IsRegular()):
+			w.seen[abs] = true
+			w.d.ro = append(w.d.ro, abs) // a folder's files may still be hidden: look inside
+		}
+	}
+	if !fi.IsDir() {
+		return nil
+	}
+	entries, err := fs.ReadDir(w.root.FS(), rel)
+	if err != nil {
+		return nil // unreadable: no program of the agent's reads it either
+	}
+	for _, e := range entries {
+		child := path.Join(rel, e.Name())
+		if rel == "." && e.Name() == helpersDir && e.IsDir() {
+			continue // helpers' workspaces are read-only here and obey their own rules
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if err := w.visit(child, info); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// linked notes the files under folder rel that have other hard links, whose other names
+// must be hidden too.
+func (w *denyWalk) linked(rel string) error {
+	return fs.WalkDir(w.root.FS(), rel, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if w.n++; w.n > maxDenyWalk {
+			return w.tooMany()
+		}
+		if e.Type().IsRegular() {
+			if fi, err := e.Info(); err == nil && linkCount(fi) > 1 {
+				if st, ok := inode(fi); ok {
+					w.inodes[st] = true
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func (w *denyWalk) tooMany() error {
+	return fmt.Errorf("the workspace has more than %d entries where the deny rules %s could match: "+
+		"narrow those rules to a folder, or remove files, so that programs can be kept from what they deny", maxDenyWalk, w.rules.String())
+}
+
+// refuseUnconfined is why a command is refused without a sandbox: its profile or the path
+// rules need one, and nothing runs unconfined that was not meant to.
+func refuseUnconfined(name string, p commands.Profile, d denied) error {
+	if p.Bounded {
+		return fmt.Errorf("%s: refused: it was approved by a pattern, and what a pattern approves runs only "+
+			"in a sandbox that holds the workspace read-only and the network off; with [shell] sandbox = \"none\" "+
+			"there is none. Tell the person: approve it yourself (y), or enable the sandbox", name)
+	}
+	what := append(append(append([]string{}, d.dirs...), d.files...), d.ro...)
+	return fmt.Errorf("%s: refused: the deny rules %s cover %s, and without a sandbox ([shell] sandbox = \"none\") "+
+		"programs cannot be kept from it. Tell the person: enable the sandbox, or change the rules", name, p.Paths.String(), what[0])
+}
+
+// inode is fi's device and inode number.
+func inode(fi fs.FileInfo) ([2]uint64, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return [2]uint64{}, false
+	}
+	return [2]uint64{uint64(st.Dev), st.Ino}, true
+}
+
+// linkCount is fi's number of hard links, 1 when unknown.
+func linkCount(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
+}

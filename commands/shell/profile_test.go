@@ -1,0 +1,254 @@
+package shell
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/permission"
+)
+
+// runAs runs a shell line in ws under profile p, as the daemon does for a command that
+// profile's approval let through.
+func runAs(t testing.TB, c commands.Command, ws string, p commands.Profile, line string) (string, error) {
+	t.Helper()
+	args, _ := json.Marshal(shellLine(line))
+	return commands.Run(context.Background(), c, commands.Env{Workspace: ws, AgentID: "a-test", Profile: p}, args, commands.Limits{Timeout: time.Minute})
+}
+
+// gitRepo makes a repository at dir (inside ws or not) with one committed file.
+func gitRepo(t *testing.T, dir string) {
+	t.Helper()
+	os.MkdirAll(dir, 0o755)
+	for _, args := range [][]string{{"init", "-q", "."}, {"-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "x"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
+// plantFsmonitor sets core.fsmonitor in the config file cfg to a program that says it ran.
+func plantFsmonitor(t *testing.T, cfg string) {
+	t.Helper()
+	f, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "[core]\n\tfsmonitor = \"echo AGENT-CODE-RAN >&2; false\"\n")
+}
+
+// TestBoundedRunLoadsNoCodeOfTheAgents: under an allow pattern, a program that loads code
+// from a file the agent wrote — git's core.fsmonitor found through every way git finds a
+// repository, python's current folder — runs none of it; and where a program does load it
+// (curl --engine), that code changes nothing: the workspace is read-only and the network
+// off. A person's own approval of the same line (the zero Profile) keeps today's sandbox,
+// which is how each case shows it could fail.
+func TestBoundedRunLoadsNoCodeOfTheAgents(t *testing.T) {
+	bwrap := bwrapHere(t)
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrap, Network: true})
+	bounded := commands.Profile{Bounded: true}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, ws string)
+		line  string
+	}{
+		{"git_status_gitfile", func(t *testing.T, ws string) {
+			// A .git file sends git to a repository whose config is not protected.
+			real := filepath.Join(ws, "elsewhere")
+			gitRepo(t, real)
+			os.MkdirAll(filepath.Join(ws, "proj"), 0o755)
+			os.Rename(filepath.Join(real, ".git"), filepath.Join(ws, "proj", "real.git"))
+			os.WriteFile(filepath.Join(ws, "proj", ".git"), []byte("gitdir: real.git\n"), 0o644)
+			plantFsmonitor(t, filepath.Join(ws, "proj", "real.git", "config"))
+		}, "cd proj && git status --short"},
+		{"git_status_commondir", func(t *testing.T, ws string) {
+			gitRepo(t, filepath.Join(ws, "main"))
+			// A worktree's gitdir names a common dir whose config git reads.
+			wt := filepath.Join(ws, "main", ".git", "worktrees", "w")
+			os.MkdirAll(wt, 0o755)
+			os.WriteFile(filepath.Join(wt, "commondir"), []byte("../..\n"), 0o644)
+			os.WriteFile(filepath.Join(wt, "HEAD"), []byte("ref: refs/heads/master\n"), 0o644)
+			os.WriteFile(filepath.Join(wt, "gitdir"), []byte(filepath.Join(ws, "w", ".git")+"\n"), 0o644)
+			os.MkdirAll(filepath.Join(ws, "w"), 0o755)
+			os.WriteFile(filepath.Join(ws, "w", ".git"), []byte("gitdir: "+wt+"\n"), 0o644)
+			// The main repository's config is protected under its .git; the planted key
+			// sits in config.worktree, read with extensions.worktreeConfig.
+			plantFsmonitor(t, filepath.Join(ws, "main", ".git", "config"))
+		}, "cd w && git status --short"},
+		{"git_status_nested_three_deep", func(t *testing.T, ws string) {
+			deep := filepath.Join(ws, "a", "b", "c")
+			gitRepo(t, deep)
+			plantFsmonitor(t, filepath.Join(deep, ".git", "config"))
+		}, "cd a/b/c && git status --short"},
+		{"python_module_from_current_folder", func(t *testing.T, ws string) {
+			os.MkdirAll(filepath.Join(ws, "json"), 0o755)
+			os.WriteFile(filepath.Join(ws, "json", "__init__.py"), []byte("import sys; print('AGENT-CODE-RAN', file=sys.stderr)\n"), 0o644)
+		}, "echo '{}' | python3 -m json.tool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := workspace(t)
+			tt.setup(t, ws)
+			if out, _ := runAs(t, c, ws, commands.Profile{}, tt.line); !strings.Contains(out, "AGENT-CODE-RAN") {
+				t.Logf("control: today's sandbox did not run the planted code either:\n%s", out)
+			}
+			out, err := runAs(t, c, ws, bounded, tt.line)
+			if strings.Contains(out, "AGENT-CODE-RAN") {
+				t.Fatalf("the bounded run ran the agent's code:\n%s %v", out, err)
+			}
+		})
+	}
+}
+
+// TestBoundedRunChangesNothing: whatever a bounded run executes, it cannot write the
+// workspace (unless its pattern said +write) or reach the network, even when the agent's
+// config grants the network; its HOME and /tmp are its own and gone afterwards.
+func TestBoundedRunChangesNothing(t *testing.T) {
+	bwrap := bwrapHere(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	}()
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrap, Network: true})
+	connect := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null && echo connected || echo no-connection", ln.Addr().(*net.TCPAddr).Port)
+	write := "echo changed > kept.txt; mkdir made; rm -f gone.txt; ls"
+	tests := []struct {
+		name    string
+		p       commands.Profile
+		line    string
+		want    string
+		changed bool // the workspace changes
+	}{
+		{"person_approved_writes_and_connects", commands.Profile{}, write + "; " + connect, "connected", true},
+		{"bounded_cannot_write", commands.Profile{Bounded: true}, write, "kept.txt", false},
+		{"bounded_has_no_network", commands.Profile{Bounded: true}, connect, "no-connection", false},
+		{"bounded_write_pattern_writes_offline", commands.Profile{Bounded: true, Write: true}, write + "; " + connect, "no-connection", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := workspace(t)
+			os.WriteFile(filepath.Join(ws, "kept.txt"), []byte("original\n"), 0o644)
+			os.WriteFile(filepath.Join(ws, "gone.txt"), []byte("x\n"), 0o644)
+			out, err := runAs(t, c, ws, tt.p, tt.line)
+			if err != nil || !strings.Contains(out, tt.want) {
+				t.Fatalf("got %q, %v; want %q in it", out, err, tt.want)
+			}
+			b, _ := os.ReadFile(filepath.Join(ws, "kept.txt"))
+			_, gone := os.Stat(filepath.Join(ws, "gone.txt"))
+			changed := string(b) != "original\n" || gone != nil
+			if changed != tt.changed {
+				t.Errorf("workspace changed = %v (kept.txt %q, gone.txt removed: %v); want %v\n%s", changed, b, gone != nil, tt.changed, out)
+			}
+		})
+	}
+}
+
+// TestUnconfinedRefusesWhatNeedsTheSandbox: with sandbox "none", a command a pattern
+// approved, or one that the path rules would have to keep from a file, is refused with a
+// reason, never run unconfined.
+func TestUnconfinedRefusesWhatNeedsTheSandbox(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxNone})
+	ws := workspace(t)
+	os.MkdirAll(filepath.Join(ws, "secrets"), 0o755)
+	os.WriteFile(filepath.Join(ws, "secrets", "key.txt"), []byte("KEY=hunter2\n"), 0o644)
+	if _, err := runAs(t, c, ws, commands.Profile{Bounded: true}, "touch x"); err == nil || !strings.Contains(err.Error(), "approve it yourself") {
+		t.Errorf("bounded run unconfined: %v; want a refusal naming the fix", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "x")); err == nil {
+		t.Error("the refused command ran")
+	}
+	rules, _ := permission.ParseRules("config", nil, []string{"read_file(secrets/*)"})
+	out, err := runAs(t, c, ws, commands.Profile{Paths: permission.Denied(rules)}, "cat secrets/key.txt")
+	if err == nil || !strings.Contains(err.Error(), "read_file(secrets/*)") || strings.Contains(out, "hunter2") {
+		t.Errorf("unconfined run under a path deny: %q, %v; want a refusal naming the rule", out, err)
+	}
+}
+
+// TestPathDenyHoldsForEveryProgram: a deny rule on a path keeps it from every program a
+// shell line runs — cat, grep -r, python, a symlink or a hard link to it, listing its
+// folder — under a person's approval and a pattern's alike; a write deny makes the path
+// read-only to them, and what the rules do not name stays as it was.
+func TestPathDenyHoldsForEveryProgram(t *testing.T) {
+	bwrap := bwrapHere(t)
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrap})
+	rules, err := permission.ParseRules("config", nil, []string{"read_file(secrets/*)", "read_file(*.pem)", "write_file(locked/*)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := permission.Denied(rules)
+	setup := func(t *testing.T) string {
+		ws := workspace(t)
+		os.MkdirAll(filepath.Join(ws, "secrets", "deeper"), 0o755)
+		os.MkdirAll(filepath.Join(ws, "src", "certs"), 0o755)
+		os.MkdirAll(filepath.Join(ws, "locked"), 0o755)
+		os.WriteFile(filepath.Join(ws, "secrets", "key.txt"), []byte("KEY=hunter2\n"), 0o644)
+		os.WriteFile(filepath.Join(ws, "secrets", "deeper", "more.txt"), []byte("hunter2 again\n"), 0o644)
+		os.WriteFile(filepath.Join(ws, "src", "certs", "server.pem"), []byte("PEM hunter2\n"), 0o644)
+		os.WriteFile(filepath.Join(ws, "locked", "config"), []byte("original\n"), 0o644)
+		os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("public notes\n"), 0o644)
+		os.Symlink("secrets/key.txt", filepath.Join(ws, "link.txt"))
+		os.Link(filepath.Join(ws, "secrets", "key.txt"), filepath.Join(ws, "hardlink.txt"))
+		return ws
+	}
+	reads := []string{
+		"cat secrets/key.txt",
+		"grep -r hunter2 . ; echo grep-done",
+		"cat link.txt",
+		"cat hardlink.txt",
+		"ls -R secrets",
+		"cat src/certs/server.pem",
+		"find . -name '*.pem' -exec cat {} +",
+		`python3 -c "import pathlib; print([p.read_text() for p in pathlib.Path('.').rglob('*') if p.is_file()])"`,
+	}
+	for _, prof := range []commands.Profile{{Paths: paths}, {Paths: paths, Bounded: true}} {
+		for _, line := range reads {
+			t.Run(fmt.Sprintf("bounded=%v/%s", prof.Bounded, line), func(t *testing.T) {
+				ws := setup(t)
+				out, _ := runAs(t, c, ws, prof, line)
+				if strings.Contains(out, "hunter2") || strings.Contains(out, "key.txt") && line == "ls -R secrets" {
+					t.Fatalf("a denied path reached the program:\n%s", out)
+				}
+			})
+		}
+	}
+	t.Run("allowed_paths_still_read_and_written", func(t *testing.T) {
+		ws := setup(t)
+		out, err := runAs(t, c, ws, commands.Profile{Paths: paths}, "cat notes.txt; echo new > notes2.txt; echo x > locked/config; cat locked/config")
+		if err != nil || !strings.Contains(out, "public notes") || !strings.Contains(out, "original") {
+			t.Fatalf("got %q, %v", out, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(ws, "locked", "config")); string(b) != "original\n" {
+			t.Errorf("a write-denied file was written: %q", b)
+		}
+		if _, err := os.Stat(filepath.Join(ws, "notes2.txt")); err != nil {
+			t.Errorf("an allowed write did not land: %v", err)
+		}
+		for _, p := range []string{"secrets/key.txt", "src/certs/server.pem"} {
+			if b, _ := os.ReadFile(filepath.Join(ws, p)); !strings.Contains(string(b), "hunter2") {
+				t.Errorf("%s changed on the host: %q", p, b)
+			}
+		}
+	})
+}
