@@ -379,6 +379,10 @@ var migrations = []string{
 	// (agent, kind, source) on every step that writes a file; without this index that
 	// scanned all the agent's file memories, a cost growing with every file written.
 	`CREATE INDEX memories_source ON memories(agent_id, kind, source);`,
+	// An exact grant of an execute command binds the workspace files its line names and
+	// their contents (client.BoundFile as a JSON array; '' for none). Grants made before
+	// bind none, so a line of theirs that names a workspace file asks again, once.
+	`ALTER TABLE grants ADD COLUMN files TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
