@@ -560,6 +560,12 @@ func (f *fakeDaemon) testPolicy(_ context.Context, ref string, req client.Policy
 		v.Decision = &client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: g.ID, GrantLabel: "root's y! on this exact execute_python_file"}
 		return v, nil
 	}
+	if req.Command == "execute_shell" && req.Subject == "git status" {
+		v.Effect, v.Pattern, v.Source, v.Reason = "allow", "execute_shell(git status*)", "config", "auto-approved by execute_shell(git status*) (config rules)"
+		v.Decision = &client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "allow pattern execute_shell(git status*)",
+			Pattern: "execute_shell(git status*)", Profile: client.ProfileBounded}
+		return v, nil
+	}
 	if req.Command != "execute_shell" {
 		v.Effect, v.Pattern, v.Source, v.Reason = "deny", "read_file(secrets/*)", "stored", "denied by read_file(secrets/*) (stored rules)"
 		v.Decision = &client.Decision{Kind: client.DecisionFeedback, Source: "policy", By: "deny pattern read_file(secrets/*)", Pattern: "read_file(secrets/*)"}
