@@ -153,12 +153,7 @@ func cdDirs(dirs []string, c []string) (next []string, isCd bool, problem string
 	}
 	next = slices.Clone(dirs)
 	for _, d := range dirs {
-		var nd string
-		if home, ok := homeRel(to); ok {
-			nd = path.Join(dirs[0], home) // HOME is the workspace
-		} else {
-			nd = path.Join(d, to) // an absolute DIR replaces d
-		}
+		nd := path.Join(d, fromHome(to)) // an absolute DIR replaces d
 		if !slices.Contains(next, nd) {
 			next = append(next, nd)
 		}
@@ -169,23 +164,24 @@ func cdDirs(dirs []string, c []string) (next []string, isCd bool, problem string
 	return next, true, ""
 }
 
-// homeRel is a word that starts at the home folder (~ or ~/x) as a path from it.
-func homeRel(w string) (string, bool) {
+// runHome stands for a run's HOME: an empty folder of its own, never in the workspace.
+const runHome = "/home/sandbox"
+
+// fromHome is w with a leading ~ (the home folder) spelled out.
+func fromHome(w string) string {
 	if w == "~" || strings.HasPrefix(w, "~/") {
-		return "." + w[1:], true
+		return runHome + w[1:]
 	}
-	return "", false
+	return w
 }
 
 // nameIn is the workspace path (from its top) word w names when read in folder dir, ""
-// when it names nothing in the workspace. HOME is the workspace, so ~/x is x there.
+// when it names nothing in the workspace (~/x is in the run's own HOME, not there).
 func nameIn(wsAbs, dir, w string) (name, problem string) {
 	if w == "" || strings.IndexByte(w, 0) >= 0 {
 		return "", ""
 	}
-	if home, ok := homeRel(w); ok {
-		dir, w = wsAbs, home
-	}
+	w = fromHome(w)
 	if w == "/proc" || strings.HasPrefix(w, "/proc/") {
 		return "", w + " reaches files through /proc, so which file it names is not known"
 	}
