@@ -20,9 +20,10 @@ const maxNesting = 4
 // simpleCmd is one simple command of a shell line: its program and its argv after quote
 // removal. prog is the resolved name (see resolveProgram); raw is the word as unquoted.
 type simpleCmd struct {
-	prog string
-	raw  string
-	args []string
+	prog   string
+	raw    string
+	args   []string
+	inputs []string // the files its input redirections read (sh < build.sh)
 }
 
 // words returns the program's resolved name followed by the arguments.
@@ -122,9 +123,14 @@ func (sl *shellLine) addStmt(st *syntax.Stmt) string {
 	case st.Coprocess || st.Disown:
 		return "it starts a coprocess"
 	}
+	var inputs []string
 	for _, r := range st.Redirs {
 		if p := plainRedirect(r); p != "" {
 			return p
+		}
+		if r.Op == syntax.RdrIn {
+			target, _ := literalWord(r.Word) // plainRedirect found it literal
+			inputs = append(inputs, target)
 		}
 	}
 	switch c := st.Cmd.(type) {
@@ -143,7 +149,7 @@ func (sl *shellLine) addStmt(st *syntax.Stmt) string {
 			}
 			words = append(words, s)
 		}
-		sl.cmds = append(sl.cmds, simpleCmd{prog: resolveProgram(words[0]), raw: words[0], args: words[1:]})
+		sl.cmds = append(sl.cmds, simpleCmd{prog: resolveProgram(words[0]), raw: words[0], args: words[1:], inputs: inputs})
 		return ""
 	case *syntax.BinaryCmd:
 		switch c.Op {
@@ -357,7 +363,14 @@ func quoteWord(w string) string {
 // returns its simple commands, each the program word (as written, after quote removal)
 // then its arguments. When the line is not plain commands (a substitution, a loop, a
 // variable), cmds is nil and problem says why: a preview then shows the line itself.
-func ParseShell(line string) (cmds [][]string, problem string) {
+func ParseShell(line string) (cmds [][]string, problem string) { return shellWords(line, false) }
+
+// ShellFileWords is ParseShell with, after each simple command's words, the files its
+// input redirections read (sh < build.sh gives sh, build.sh): every word of the line that
+// may name a file it runs or reads. An exact grant binds the files they name.
+func ShellFileWords(line string) (cmds [][]string, problem string) { return shellWords(line, true) }
+
+func shellWords(line string, inputs bool) (cmds [][]string, problem string) {
 	sl := parseShell(line)
 	if sl.problem != "" {
 		return nil, sl.problem
@@ -367,7 +380,11 @@ func ParseShell(line string) (cmds [][]string, problem string) {
 			// dash expands an alias on the lines after it: a listed word may run another program.
 			return nil, "it defines an alias (" + a + "), which changes what a later word runs"
 		}
-		cmds = append(cmds, append([]string{c.raw}, c.args...))
+		ws := append([]string{c.raw}, c.args...)
+		if inputs {
+			ws = append(ws, c.inputs...)
+		}
+		cmds = append(cmds, ws)
 	}
 	return cmds, ""
 }

@@ -53,10 +53,11 @@ func storedRules(perms []client.Permission) permission.Rules {
 
 // authorize asks cycle.Authorize how agent a's proposal p is decided now, in tx: by its
 // rule layers, its grants and its top agent's (read fresh, so a revoke holds at once),
-// and the mode it follows (its top agent's for a helper: owner), or by d, a person's
-// decision, when set. The caller records the answer's grant use or new grant with
-// applyGrant. prev is the proposal before p in its run (nil for the first), spec p's
-// command as the agent has it now (nil when it has none by that name).
+// the files its line names as they are now (when a y! binds them), and the mode it
+// follows (its top agent's for a helper: owner), or by d, a person's decision, when
+// set. The caller records the answer's grant use or new grant with applyGrant. prev is
+// the proposal before p in its run (nil for the first), spec p's command as the agent
+// has it now (nil when it has none by that name).
 func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec, d *client.Decision) (au cycle.Authorization, owner *store.Agent, err error) {
 	req := cycle.Request{Proposal: p, Spec: spec, Repeat: prev != nil && prev.Hash == p.Hash, Options: policyOptions(l, a), Decision: d,
 		Approver: true} // the local API's peers may decide; chat front ends refuse non-approvers before
@@ -76,6 +77,9 @@ func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, 
 			return au, nil, err
 		}
 	}
+	if bindsFiles(p.Command) && (approvesAlways(d) || exactGrantOf(req.Grants, p)) {
+		req.Bind = bindFiles(a.Workspace, p) // read only when a y! may bind them or be bound by them
+	}
 	req.Now, req.Run = tx.Now(), owner.RunID
 	req.Policy = cycle.Policy{Mode: owner.Policy.Mode, ContinuousLimit: owner.Policy.ContinuousLimit}
 	if req.Policy.ContinuousLimit <= 0 {
@@ -85,6 +89,21 @@ func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, 
 		req.Policy.Owner = owner.Name
 	}
 	return cycle.Authorize(req), owner, nil
+}
+
+// approvesAlways reports whether d is a y!: an approval that grants the exact command.
+func approvesAlways(d *client.Decision) bool {
+	return d != nil && d.Kind == client.DecisionApprove && d.Scope == client.ScopeAgent
+}
+
+// exactGrantOf reports whether an exact grant among gs names p's command and args.
+func exactGrantOf(gs []client.Grant, p *client.Proposal) bool {
+	for _, g := range gs {
+		if g.Kind == client.GrantExact && g.Command == p.Command && g.Hash == p.Hash {
+			return true
+		}
+	}
+	return false
 }
 
 // grantsFor are the grants that may approve a's proposals: its own, then its top agent's.

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/agentd/agentd/commands"
@@ -204,9 +205,11 @@ func checkPermission(req client.PermissionRequest) (string, error) {
 	return pat.String(), nil
 }
 
-// TestPolicy says how the agent's patterns would decide a proposal of req.Command, and
-// why, without proposing it (agentctl policy AGENT test). It uses the command's spec as the
-// agent has it now, so a command it is not offered asks, as its proposal would.
+// TestPolicy says how the agent's authorization would decide a proposal of req.Command
+// if the agent proposed it next, and why, without proposing it (agentctl policy AGENT
+// test): the one authorize of real proposals decides, with the agent's grants and the
+// files a y! bound as they are now, and the command's spec as the agent has it now (a
+// command it is not offered asks, as its proposal would). Nothing is recorded.
 func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
 	if req.Command == "" {
 		return nil, badRequest("no command: give the command to test, e.g. execute_shell")
@@ -228,17 +231,30 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.P
 		if err != nil {
 			return err
 		}
+		canon, err := commands.CanonicalArgs(args)
+		if err != nil {
+			return badRequest("args: %v", err)
+		}
+		p := &client.Proposal{ID: "test", AgentID: a.ID, RunID: a.RunID, Step: a.Step + 1, Command: spec.Name,
+			Args: canon, Hash: Hash(spec.Name, canon), Status: client.ProposalPending}
+		prev, err := testPrev(tx, a)
+		if err != nil {
+			return err
+		}
+		au, _, err := authorize(l, tx, a, p, prev, spec, nil)
+		if err != nil {
+			return err
+		}
+		out = &client.PolicyTest{AgentID: a.ID, Command: spec.Name, Args: args, Subject: permission.Subject(*spec, args),
+			Effect: effectOf[au.Verdict], Source: au.Layer, Reason: au.Reason, Decision: au.Decision, Grant: au.Grant, Unbound: au.Unbound}
+		if au.Decision != nil {
+			out.Pattern = au.Decision.Pattern
+		}
 		layers, err := layersFor(l, tx, a)
 		if err != nil {
 			return err
 		}
-		e := permission.Explain(*spec, args, policyOptions(l, a), layers...)
-		out = &client.PolicyTest{AgentID: a.ID, Command: spec.Name, Args: args, Subject: permission.Subject(*spec, args),
-			Effect: string(e.Verdict.Effect), Pattern: e.Verdict.Pattern, Source: e.Verdict.Layer, Reason: e.Verdict.Reason}
-		if e.Verdict.Effect == permission.Allow {
-			out.Profile = cycle.Profile(spec, e.Verdict.Write)
-		}
-		for _, c := range e.Commands {
+		for _, c := range permission.Explain(*spec, args, policyOptions(l, a), layers...).Commands {
 			out.Commands = append(out.Commands, client.PolicyTestCommand{Command: c.Command, Effect: string(c.Effect),
 				Pattern: c.Pattern, Source: c.Layer, Reason: c.Reason})
 		}
@@ -246,6 +262,22 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.P
 	})
 	return out, err
 }
+
+// testPrev is the proposal a tested one would follow: the run's latest, or the one
+// before it while the latest waits for a decision (the test then weighs it as that one).
+func testPrev(tx *store.Tx, a *store.Agent) (*client.Proposal, error) {
+	last, err := tx.LastProposal(a.ID, a.RunID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil || !last.Status.Decidable():
+		return last, err
+	}
+	return tx.ProposalBefore(last)
+}
+
+// effectOf names a verdict as the permission rules name their effects.
+var effectOf = map[cycle.Verdict]string{cycle.Allow: string(permission.Allow), cycle.Ask: string(permission.Ask), cycle.Refuse: string(permission.Deny)}
 
 // testArgs returns the args to test: req.Args, or req.Subject as the spec's subject arg.
 func testArgs(spec *commands.Spec, req client.PolicyTestRequest) (json.RawMessage, error) {

@@ -162,3 +162,28 @@ func TestExecuteCommandsAskEvenInContinuousMode(t *testing.T) {
 	}
 	h.waitFor(a.ID, "the literal pattern to run it", func(a *client.Agent) bool { return a.Pending == nil || a.Pending.ID != p.ID })
 }
+
+// agentctl policy AGENT test decides as authorization does: a grant that would approve
+// the proposal says allow and names itself, where the patterns alone would ask.
+func TestPolicyTestWeighsGrants(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
+	a := h.create(client.CreateAgentRequest{})
+	h.pending(a.ID)
+	ctx := context.Background()
+	req := client.PolicyTestRequest{Command: "write_file", Args: []byte(`{"path":"notes/a.txt","contents":"x"}`)}
+	if v, err := h.sup.policyService.TestPolicy(ctx, a.Name, req); err != nil || v.Effect != "ask" {
+		t.Fatalf("before the grant: %+v, %v; want ask", v, err)
+	}
+	pv, err := h.sup.policyService.AddGrant(ctx, a.Name, client.GrantRequest{Pattern: "write_file(notes/*)", By: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := h.sup.policyService.TestPolicy(ctx, a.Name, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Effect != "allow" || !strings.Contains(v.Reason, "write_file(notes/*)") || v.Decision == nil || v.Decision.Grant != pv.Grant.ID {
+		t.Errorf("with grant %s: %+v; want allow, naming the grant", pv.Grant.ID, v)
+	}
+}

@@ -387,6 +387,7 @@ type started struct {
 	decided *client.Decision // the policy's approval, when it made one
 	q       *client.Question // set for ask_user: the question now waits for its answer
 	refused *client.Episode  // set when a deny pattern refused the proposal: nothing runs
+	unbound string           // set when it asks although a y! names it: why the y! does not hold
 	cmds    commands.Set     // the step's commands when think just built them; nil: look them up
 	profile commands.Profile // how far a sandboxed command's programs reach
 	v       *client.Agent
@@ -407,6 +408,7 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 			return err
 		}
 		if au.Verdict == cycle.Ask {
+			st.unbound = au.Unbound
 			return errNotApproved
 		}
 		if changed, err := applyGrant(tx, a, owner, au, au.Decision); err != nil {

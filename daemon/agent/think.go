@@ -234,6 +234,12 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 				}
 				switch err := r.startTx(l, tx, cur, p, last, spec, st); {
 				case errors.Is(err, errNotApproved):
+					if st.unbound != "" {
+						if err := noteUnbound(tx, p, st.unbound); err != nil {
+							return err
+						}
+						shown.Preview = p.Preview
+					}
 					st = nil
 				case err != nil:
 					return err

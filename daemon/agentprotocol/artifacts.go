@@ -64,9 +64,13 @@ func visible(rel string) bool {
 	return true
 }
 
+// artifactOf is the artifact of workspace file rel. Its name and folder are shown to a
+// person as shown shows them (a name the agent chose may hold ESC, U+202E or a
+// line break); its id names the file itself.
 func (h *handler) artifactOf(rel string, uploaded map[string]bool) Artifact {
 	dir, name := path.Split(rel)
-	return Artifact{ArtifactID: artifactID(rel), AgentCreated: !uploaded[rel], FileName: name, RelativePath: strings.TrimSuffix(dir, "/")}
+	return Artifact{ArtifactID: artifactID(rel), AgentCreated: !uploaded[rel], FileName: shown(name),
+		RelativePath: shown(strings.TrimSuffix(dir, "/"))}
 }
 
 // artifacts lists the visible regular files of a's workspace, by path; none for a

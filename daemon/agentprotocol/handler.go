@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/localapi"
 )
 
@@ -140,8 +141,15 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	if status == http.StatusInternalServerError && r.Context().Err() == nil {
 		h.log.Error("agent protocol: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	reply(w, status, map[string]string{"error": err.Error(), "message": err.Error()})
+	msg := shown(err.Error()) // it may quote what the model wrote
+	reply(w, status, map[string]string{"error": msg, "message": msg})
 }
+
+// shown is a string of a reply as a client shows it to a person: on one line, with
+// control, bidi and zero-width characters escaped (display.Escape). Every string field
+// a person reads goes through it — a step's output line by line, names, inputs, reasons,
+// errors; additional_output is data, kept as it is.
+func shown(s string) string { return display.Escape(s, display.Line) }
 
 func reply(w http.ResponseWriter, status int, v any) error {
 	b, err := json.Marshal(v)
@@ -260,7 +268,7 @@ func (h *handler) createTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.log.Info("agent protocol: task created", "task", a.RunID, "agent", a.Name)
-	return reply(w, http.StatusOK, Task{TaskID: a.RunID, Input: a.Task, AdditionalInput: agentInfo(a, nil), Artifacts: []Artifact{}})
+	return reply(w, http.StatusOK, Task{TaskID: a.RunID, Input: shown(a.Task), AdditionalInput: agentInfo(a, nil), Artifacts: []Artifact{}})
 }
 
 // agentInfo is a task's additional_input: who works on it and how it stands.
@@ -271,14 +279,14 @@ func agentInfo(a *client.Agent, run *client.Run) map[string]any {
 		if run == nil || a.RunID == run.ID {
 			m["state"] = string(a.State)
 			if a.StateReason != "" {
-				m["state_reason"] = a.StateReason
+				m["state_reason"] = shown(a.StateReason)
 			}
 		}
 	}
 	if run != nil && run.Outcome != "" {
 		m["outcome"] = run.Outcome
 		if run.Reason != "" {
-			m["reason"] = run.Reason
+			m["reason"] = shown(run.Reason) // a finish message is the model's
 		}
 	}
 	return m
@@ -309,7 +317,7 @@ func (h *handler) listTasks(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		out.Tasks = append(out.Tasks, Task{TaskID: a.RunID, Input: a.Task, AdditionalInput: agentInfo(a, nil), Artifacts: arts})
+		out.Tasks = append(out.Tasks, Task{TaskID: a.RunID, Input: shown(a.Task), AdditionalInput: agentInfo(a, nil), Artifacts: arts})
 	}
 	return reply(w, http.StatusOK, out)
 }
@@ -347,5 +355,5 @@ func (h *handler) getTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return reply(w, http.StatusOK, Task{TaskID: rp.Run.ID, Input: rp.Run.Task, AdditionalInput: agentInfo(a, &rp.Run), Artifacts: arts})
+	return reply(w, http.StatusOK, Task{TaskID: rp.Run.ID, Input: shown(rp.Run.Task), AdditionalInput: agentInfo(a, &rp.Run), Artifacts: arts})
 }

@@ -268,7 +268,7 @@ func (h *handler) mapper(ctx context.Context, rp *client.Replay, a *client.Agent
 func (m *stepMapper) step(i int) Step {
 	rs := m.rp.Steps[i]
 	p := rs.Proposal
-	s := Step{TaskID: m.rp.Run.ID, StepID: p.ID, Name: p.Command, Artifacts: []Artifact{}}
+	s := Step{TaskID: m.rp.Run.ID, StepID: p.ID, Name: shown(p.Command), Artifacts: []Artifact{}}
 	last := i == len(m.rp.Steps)-1
 	s.IsLast = last && m.rp.Run.Outcome != ""
 	action := p.Command + " " + compact(p.Args)
@@ -298,11 +298,11 @@ func (m *stepMapper) step(i int) Step {
 	}
 	for _, d := range rs.Decisions {
 		if d.Kind == client.DecisionFeedback {
-			s.Input = d.Feedback
+			s.Input = shown(d.Feedback)
 		}
 	}
 	if p.Command == "ask_user" && p.Status == client.ProposalSucceeded {
-		s.Input = p.Result
+		s.Input = shown(p.Result)
 	}
 	if !last {
 		n := m.rp.Steps[i+1].Proposal
@@ -319,6 +319,9 @@ func (m *stepMapper) step(i int) Step {
 			end += " — " + m.rp.Run.Reason
 		}
 		out = append(out, end+".")
+	}
+	for i, l := range out {
+		out[i] = shown(l) // each line is the daemon's: model text cannot start one
 	}
 	s.Output = strings.Join(out, "\n")
 	ao := map[string]any{

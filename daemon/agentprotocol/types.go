@@ -24,9 +24,12 @@ type Step struct {
 	// Input is what the person sent when deciding: feedback or an answer; "" approves.
 	Input           string         `json:"input"`
 	AdditionalInput map[string]any `json:"additional_input,omitempty"`
-	// Output says in words what the step did and what the agent proposes next.
+	// Output says in words what the step did and what the agent proposes next, one
+	// statement a line; the model's text and a command's output in it are escaped
+	// (control, bidi and zero-width characters, line breaks), so no line is forged.
 	Output string `json:"output"`
-	// AdditionalOutput has the same as data: command, args, thoughts, result, decisions.
+	// AdditionalOutput has the same as data: command, args, thoughts, result, decisions,
+	// as they are (a client that shows them to a person escapes them).
 	AdditionalOutput map[string]any `json:"additional_output,omitempty"`
 	Artifacts        []Artifact     `json:"artifacts"`
 	IsLast           bool           `json:"is_last"`

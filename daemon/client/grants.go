@@ -27,6 +27,11 @@ type Grant struct {
 	Command string `json:"command,omitempty"`
 	Hash    string `json:"hash,omitempty"`
 	Pattern string `json:"pattern,omitempty"`
+	// Files, on an exact grant of an execute command (execute_shell, execute_python_file),
+	// are the workspace files its line names — a script, a program, a makefile — with
+	// their contents when it was granted: it approves only while the line names the same
+	// files with the same contents, so a rewritten check.py asks again.
+	Files []BoundFile `json:"files,omitempty"`
 	// Its end: Count proposals (0: no count bound; Used of them approved so far), the
 	// time ExpiresAt, or the end of the run RunID — whichever comes first; or revoked.
 	Count     int        `json:"count,omitempty"`
@@ -39,6 +44,13 @@ type Grant struct {
 	// State is the grant's state when it was read: GrantActive, or why it approves
 	// nothing any more.
 	State string `json:"state,omitempty"`
+}
+
+// BoundFile is a workspace file an exact grant binds: its path as the line names it,
+// from the top of the workspace, and the sha256 of its contents.
+type BoundFile struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
 }
 
 // GrantKind is what a grant matches.

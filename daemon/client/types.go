@@ -271,21 +271,31 @@ type PolicyTestRequest struct {
 	Subject string          `json:"subject,omitempty"` // or the value of its subject arg alone
 }
 
-// PolicyTest is how the agent's permission patterns decide the proposal, and why.
+// PolicyTest is how the agent's authorization would decide the proposal if the agent
+// proposed it next, and why: by the same function as a real proposal — patterns, grants
+// (an exact one only while the files it bound are unchanged) and the mode.
 type PolicyTest struct {
 	AgentID string          `json:"agent_id"`
 	Command string          `json:"command"`
 	Args    json.RawMessage `json:"args"`
 	Subject string          `json:"subject"` // what the patterns match
-	Effect  string          `json:"effect"`  // allow, deny or ask
+	Effect  string          `json:"effect"`  // allow (runs unasked), deny (refused) or ask
 	// Pattern is the pattern that decided, and Source the rules that hold it: stored,
 	// agent-config or config (empty when no pattern decided).
 	Pattern string `json:"pattern,omitempty"`
 	Source  string `json:"source,omitempty"`
 	Reason  string `json:"reason"`
-	// Profile is how the command would run if allowed unasked (Decision.Profile).
-	Profile string `json:"profile,omitempty"`
-	// Commands, for a shell line of plain commands, says what decided each one.
+	// Decision is the decision the daemon would record without asking: by a pattern, a
+	// grant or the mode (its By, Pattern, Grant and GrantLabel say which); nil when a
+	// person would be asked.
+	Decision *Decision `json:"decision,omitempty"`
+	// Grant is the grant that would approve it, with that approval counted in Used.
+	Grant *Grant `json:"grant,omitempty"`
+	// Unbound says why an exact grant of this command and args would not approve it: a
+	// file its line names changed since it was granted.
+	Unbound string `json:"unbound,omitempty"`
+	// Commands, for a shell line of plain commands, says what the patterns decide for
+	// each one.
 	Commands []PolicyTestCommand `json:"commands,omitempty"`
 }
 

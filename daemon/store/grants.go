@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -9,16 +10,23 @@ import (
 )
 
 const grantCols = `id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
-	expires_at, run_id, created_at, revoked_at, revoked_by`
+	expires_at, run_id, created_at, revoked_at, revoked_by, files`
 
 func scanGrant(sc interface{ Scan(...any) error }) (*client.Grant, error) {
 	var g client.Grant
 	var created int64
 	var expires, revoked sql.NullInt64
+	var files string
 	err := sc.Scan(&g.ID, &g.AgentID, &g.Kind, &g.By, &g.Source, &g.Label, &g.Command, &g.Hash, &g.Pattern,
-		&g.Count, &g.Used, &expires, &g.RunID, &created, &revoked, &g.RevokedBy)
+		&g.Count, &g.Used, &expires, &g.RunID, &created, &revoked, &g.RevokedBy, &files)
 	if err != nil {
 		return nil, err
+	}
+	if files != "" {
+		if err := json.Unmarshal([]byte(files), &g.Files); err != nil {
+			// Unreadable, it binds a file no line names: the grant then asks rather than approves.
+			g.Files = []client.BoundFile{{Path: "(unreadable binding)", SHA256: "-"}}
+		}
 	}
 	g.CreatedAt = fromMS(created)
 	if expires.Valid {
@@ -39,10 +47,18 @@ func (t *Tx) InsertGrant(g *client.Grant) error {
 	if g.ExpiresAt != nil {
 		expires = ms(*g.ExpiresAt)
 	}
+	files := ""
+	if len(g.Files) > 0 {
+		b, err := json.Marshal(g.Files)
+		if err != nil {
+			return fmt.Errorf("store: insert grant: %w", err)
+		}
+		files = string(b)
+	}
 	_, err := t.exec(`INSERT INTO grants (id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
-		expires_at, run_id, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		expires_at, run_id, created_at, files) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		g.ID, g.AgentID, g.Kind, g.By, g.Source, g.Label, g.Command, g.Hash, g.Pattern, g.Count, g.Used,
-		expires, g.RunID, ms(t.now))
+		expires, g.RunID, ms(t.now), files)
 	if err != nil {
 		return fmt.Errorf("store: insert grant: %w", err)
 	}

@@ -140,3 +140,56 @@ func TestMigrationTurnsAutoStepsIntoGrant(t *testing.T) {
 		return nil
 	})
 }
+
+// An exact grant keeps the files it bound across a restart; one stored before grants
+// bound files reads back binding none.
+func TestGrantFilesSurviveRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "agentd.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "grants ADD COLUMN files") })
+	if last < 0 {
+		t.Fatal("no migration adds the grants' files")
+	}
+	for i, m := range migrations[:last] {
+		if _, err := db.ExecContext(ctx, m); err != nil {
+			t.Fatalf("migration %d: %v", i+1, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(last)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO agents (id, name, state, policy, run_id, workspace, created_at, updated_at)
+		VALUES ('a-1', 'one', 'idle', '{"mode":"ask"}', 'r-1', '/tmp/ws', 1, 1);
+		INSERT INTO grants (id, agent_id, kind, label, command, hash, created_at) VALUES ('g-old', 'a-1', 'exact', 'y!', 'execute_shell', 'h0', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []client.BoundFile{{Path: "build.sh", SHA256: "b1"}, {Path: "check.py", SHA256: "c1"}}
+	if err := s.Tx(ctx, func(tx *Tx) error {
+		return tx.InsertGrant(&client.Grant{ID: "g-new", AgentID: "a-1", Kind: client.GrantExact, Label: "y!", Command: "execute_shell", Hash: "h1", Files: files})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.View(ctx, func(tx *Tx) error {
+		if g, err := tx.Grant("a-1", "g-new"); err != nil || !slices.Equal(g.Files, files) {
+			t.Errorf("g-new: %+v, %v; want the files it bound", g, err)
+		}
+		if g, err := tx.Grant("a-1", "g-old"); err != nil || g.Files != nil {
+			t.Errorf("g-old: %+v, %v; want no files", g, err)
+		}
+		return nil
+	})
+}

@@ -268,6 +268,15 @@ func (t *Tx) InsertProposal(p *client.Proposal) error {
 	return nil
 }
 
+// SetProposalPreview replaces a proposal's preview: the daemon adds to it what the person
+// should know when asked (a file a y! bound changed since).
+func (t *Tx) SetProposalPreview(id string, pv *client.Preview) error {
+	if _, err := t.exec(`UPDATE proposals SET preview=?, updated_at=? WHERE id=?`, previewJSON(pv), ms(t.now), id); err != nil {
+		return fmt.Errorf("store: set proposal preview: %w", err)
+	}
+	return nil
+}
+
 // previewJSON is the preview column's value: empty for none.
 func previewJSON(pv *client.Preview) string {
 	if pv == nil {

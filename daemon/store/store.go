@@ -394,6 +394,10 @@ var migrations = []string{
 		UNIQUE (platform, scope, key)
 	);
 	CREATE INDEX chat_deliveries_order ON chat_deliveries(platform, scope, id);`,
+	// An exact grant of an execute command binds the workspace files its line names and
+	// their contents (client.BoundFile as a JSON array; '' for none). Grants made before
+	// bind none, so a line of theirs that names a workspace file asks again, once.
+	`ALTER TABLE grants ADD COLUMN files TEXT NOT NULL DEFAULT '';`,
 	// The disk an agent's workspace takes, measured after each command that may
 	// write, and its disk budget set by agentctl budget (NULL follows the config).
 	`ALTER TABLE agents ADD COLUMN disk_bytes INTEGER NOT NULL DEFAULT 0;

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display/displaytest"
 )
 
 // hostile is model text that would reorder what the terminal shows (U+202E), clear it
@@ -107,6 +108,32 @@ func TestFollowEscapesAHostileProposal(t *testing.T) {
 			for _, want := range []string{`says: rm -rf /\u202etxt.exe\x1b[2J\u200b`, `→ run_shell\u202e\x0afake(`, `bad\x1b]0;title\x07`, `done\u2066`} {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("follow lacks %q:\n%s", want, r.stdout)
+				}
+			}
+		})
+	}
+}
+
+// Every hostile string (displaytest.Cases) that reaches follow and show — a proposal's
+// words, an error, a finish message, a state's reason — is shown escaped: nothing acts
+// on the terminal and no line is forged.
+func TestFollowAndShowEscapeEveryHostileString(t *testing.T) {
+	for _, c := range displaytest.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			f := newFakeDaemon(t)
+			p := walkerProposal("p-66")
+			p.Thoughts.Speak, p.Thoughts.Plan = c.Text, c.Text
+			p.Args = json.RawMessage(`{"command":` + jsonString(c.Text) + `}`)
+			f.events = func(w *eventWriter, r *http.Request, conn int) {
+				w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: p})
+				w.send(client.Event{Seq: 2, Type: client.EventError, AgentID: "a-4", Message: c.Text})
+				w.send(client.Event{Seq: 3, Type: client.EventFinish, AgentID: "a-4", Message: c.Text})
+			}
+			f.set(func() { f.agents[0].StateReason = c.Text })
+			for _, args := range [][]string{{"follow", "walker"}, {"show", "researcher"}} {
+				r := runCLI(t, "", append([]string{"--socket", f.sock}, args...)...)
+				if leak := displaytest.Leak(r.stdout + r.stderr); leak != "" {
+					t.Errorf("%s shows %s:\n%s%s", args[0], leak, r.stdout, r.stderr)
 				}
 			}
 		})

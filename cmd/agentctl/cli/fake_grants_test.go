@@ -22,6 +22,9 @@ func (f *fakeDaemon) grantRoutes() {
 			return []client.Grant{}
 		}
 		return []client.Grant{
+			{ID: "g-4e", AgentID: a.ID, Kind: client.GrantExact, By: "root", Source: "agentctl", Label: "y!", Command: "execute_python_file",
+				Hash: "5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4", CreatedAt: made, State: client.GrantActive,
+				Files: []client.BoundFile{{Path: "check.py", SHA256: "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809"}}},
 			{ID: "g-3c", AgentID: a.ID, Kind: client.GrantPattern, By: "root", Source: "agentctl", Label: "policy add",
 				Pattern: "write_file(notes/*)", Used: 4, CreatedAt: made, State: client.GrantActive},
 			{ID: "g-2b", AgentID: a.ID, Kind: client.GrantCount, By: "root", Source: "agentctl", Label: "y -3", Count: 2, Used: 1,

@@ -544,7 +544,8 @@ func cannedHistory() []client.Episode {
 }
 
 // testPolicy answers policy AGENT test with canned verdicts: a shell line of two commands,
-// one asking on a risky form; any other command denied by a path pattern.
+// one asking on a risky form; execute_python_file approved by a y! binding check.py; any
+// other command denied by a path pattern.
 func (f *fakeDaemon) testPolicy(_ context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
 	a, err := f.agent(ref)
 	if err != nil {
@@ -555,8 +556,22 @@ func (f *fakeDaemon) testPolicy(_ context.Context, ref string, req client.Policy
 		args, _ = json.Marshal(map[string]string{"subject": req.Subject})
 	}
 	v := &client.PolicyTest{AgentID: a.ID, Command: req.Command, Args: args, Subject: req.Subject}
+	if req.Command == "execute_python_file" {
+		g := &client.Grant{ID: "g-4e", AgentID: a.ID, Kind: client.GrantExact, By: "root", Source: "agentctl", Label: "y!", Command: req.Command,
+			Hash: "5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4", Used: 1, Files: []client.BoundFile{{Path: "check.py", SHA256: "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809"}}}
+		v.Effect, v.Reason, v.Grant = "allow", "approved by root's y! on this exact execute_python_file", g
+		v.Decision = &client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: g.ID, GrantLabel: "root's y! on this exact execute_python_file"}
+		return v, nil
+	}
+	if req.Command == "execute_shell" && req.Subject == "git status" {
+		v.Effect, v.Pattern, v.Source, v.Reason = "allow", "execute_shell(git status*)", "config", "auto-approved by execute_shell(git status*) (config rules)"
+		v.Decision = &client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "allow pattern execute_shell(git status*)",
+			Pattern: "execute_shell(git status*)", Profile: client.ProfileBounded}
+		return v, nil
+	}
 	if req.Command != "execute_shell" {
 		v.Effect, v.Pattern, v.Source, v.Reason = "deny", "read_file(secrets/*)", "stored", "denied by read_file(secrets/*) (stored rules)"
+		v.Decision = &client.Decision{Kind: client.DecisionFeedback, Source: "policy", By: "deny pattern read_file(secrets/*)", Pattern: "read_file(secrets/*)"}
 		return v, nil
 	}
 	v.Effect = "ask"

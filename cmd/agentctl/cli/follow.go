@@ -173,12 +173,12 @@ func (f *follower) intro(ag *client.Agent) error {
 	f.sync(ag, time.Time{})
 	defer f.settle()
 	if f.run != "" && !f.stay && ag.State == client.StateIdle && ag.RunID == f.run {
-		f.printf("finished: %s\n", orDefault(strings.TrimPrefix(ag.StateReason, "finished: "), "the run ended"))
+		f.printf("finished: %s\n", line(orDefault(strings.TrimPrefix(ag.StateReason, "finished: "), "the run ended")))
 		return &endFollow{}
 	}
 	switch {
 	case ag.State == client.StateFailed && !f.stay:
-		return fmt.Errorf("agent %s failed: %s; after fixing the cause, run: agentctl resume %s", refOf(ag), ag.StateReason, refOf(ag))
+		return fmt.Errorf("agent %s failed: %s; after fixing the cause, run: agentctl resume %s", refOf(ag), line(ag.StateReason), refOf(ag))
 	case ag.State == client.StateIdle:
 		f.notef("agent %s is idle: waiting for a task (agentctl task %s \"TASK\")", refOf(ag), refOf(ag))
 	}

@@ -80,7 +80,7 @@ func (f *follower) handle(ev client.Event) error {
 			f.ask(q, ev.Time)
 		}
 	case client.EventFinish:
-		f.printf("%sfinished: %s\n", stamp(ev.Time), orDefault(ev.Message, "the run ended"))
+		f.printf("%sfinished: %s\n", stamp(ev.Time), line(orDefault(ev.Message, "the run ended")))
 		f.pending, f.question = nil, nil
 		if ev.Agent != nil {
 			f.state, f.reason = ev.Agent.State, ev.Agent.StateReason // "finished" says it
@@ -89,7 +89,7 @@ func (f *follower) handle(ev client.Event) error {
 			return &endFollow{}
 		}
 	case client.EventError:
-		f.printf("%serror: %s\n", stamp(ev.Time), ev.Message)
+		f.printf("%serror: %s\n", stamp(ev.Time), line(ev.Message))
 	case client.EventRemoved:
 		f.printf("%sremoved\n", stamp(ev.Time))
 		return &endFollow{fmt.Errorf("agent %s was removed", f.name)}

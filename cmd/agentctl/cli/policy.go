@@ -73,9 +73,11 @@ var policyCmd = &command{
 patterns — those stored for the agent (by "n!" decisions or by this command), those of its
 [agents.NAME] config section, and the global [permissions] ones; a deny always wins — and
 the agent's grants: each "y -N" (the next N-1 proposals of this run), each "y!" (this exact
-command with these args), each pattern added with "add", and a run's auto steps (--auto N,
-a schedule's autonomy), with who made it, where, and how much of it is left. Every
-proposal a grant approves names it, in follow, show, why, replay, the audit log and chat.
+command with these args; on execute_shell and execute_python_file also the workspace files
+its line names, as they were: a rewritten check.py asks again), each pattern added with
+"add", and a run's auto steps (--auto N, a schedule's autonomy), with who made it, where,
+and how much of it is left. Every proposal a grant approves names it, in follow, show,
+why, replay, the audit log and chat.
 
   agentctl policy AGENT                       list the patterns and grants
   agentctl policy AGENT add 'write_file(notes/*)'   preview what the pattern would have
@@ -90,7 +92,9 @@ proposal a grant approves names it, in follow, show, why, replay, the audit log 
   agentctl policy AGENT deny 'delete_file(*)' refuse them (the model is told why)
   agentctl policy AGENT rm allow 'read_file(*)'  remove a stored pattern (allow patterns
                                               stored before grants existed; revoke grants)
-  agentctl policy AGENT test git status -s    how a shell line would be decided, and why
+  agentctl policy AGENT test git status -s    how a shell line would be decided if the agent
+                                              proposed it next — by a pattern, a grant or
+                                              the mode, as a real proposal is — and why
   agentctl policy AGENT test 'read_file(./secrets/k)'   another command, by its subject
   agentctl policy AGENT test --command web.search --args '{"query":"go"}'
 

@@ -109,6 +109,29 @@ func (a *app) printGrants(gs []client.Grant) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", line(g.ID), line(g.Label), grantMatches(&g), line(grantBy(&g)),
 			formatTime(g.CreatedAt), grantEnds(&g), line(g.State))
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return a.printBoundFiles(gs)
+}
+
+// printBoundFiles lists the files exact grants bound, with their contents' sha256 when
+// granted: such a grant approves only while each is unchanged.
+func (a *app) printBoundFiles(gs []client.Grant) error {
+	var tw *tabwriter.Writer
+	for _, g := range gs {
+		for _, f := range g.Files {
+			if tw == nil {
+				fmt.Fprintln(a.stdout, "\nFiles bound by exact grants (a change asks again):")
+				tw = tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+				fmt.Fprintln(tw, "  GRANT\tFILE\tSHA-256 WHEN GRANTED")
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(g.ID), line(f.Path), line(f.SHA256))
+		}
+	}
+	if tw == nil {
+		return nil
+	}
 	return tw.Flush()
 }
 
@@ -116,11 +139,15 @@ func (a *app) printGrants(gs []client.Grant) error {
 func grantMatches(g *client.Grant) string {
 	switch g.Kind {
 	case client.GrantExact:
-		h := g.Hash
-		if len(h) > 12 {
-			h = h[:12]
+		s := line(g.Command) + " with these exact args (" + line(shortHash(g.Hash)) + ")"
+		if len(g.Files) > 0 {
+			names := make([]string, len(g.Files))
+			for i, f := range g.Files {
+				names[i] = f.Path
+			}
+			s += ", " + line(truncate(strings.Join(names, ", "), 60)) + " unchanged"
 		}
-		return line(g.Command) + " with these exact args (" + line(h) + ")"
+		return s
 	case client.GrantPattern:
 		return line(g.Pattern)
 	}

@@ -101,11 +101,21 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 	fmt.Fprintf(tw, "effect\t%s\n", v.Effect)
 	fmt.Fprintf(tw, "command\t%s\n", v.Command)
 	fmt.Fprintf(tw, "subject\t%s\n", line(v.Subject))
+	fmt.Fprintf(tw, "by\t%s\n", decidedBy(v))
+	if g := v.Grant; g != nil && len(g.Files) > 0 {
+		for i, f := range g.Files {
+			label := ""
+			if i == 0 {
+				label = "bound"
+			}
+			fmt.Fprintf(tw, "%s\t%s, unchanged since granted (sha256 %s)\n", label, line(f.Path), line(shortHash(f.SHA256)))
+		}
+	}
 	fmt.Fprintf(tw, "pattern\t%s\n", orDash(v.Pattern))
 	fmt.Fprintf(tw, "from\t%s\n", orDash(v.Source))
 	fmt.Fprintf(tw, "reason\t%s\n", line(v.Reason))
-	if p := client.ProfileText(v.Profile); p != "" {
-		fmt.Fprintf(tw, "runs\t%s\n", p)
+	if d := v.Decision; d != nil && client.ProfileText(d.Profile) != "" {
+		fmt.Fprintf(tw, "runs\t%s\n", client.ProfileText(d.Profile))
 	}
 	if err := tw.Flush(); err != nil || len(v.Commands) == 0 {
 		return err
@@ -117,6 +127,31 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(c.Command), c.Effect, orDash(c.Pattern), orDash(c.Source), line(c.Reason))
 	}
 	return tw.Flush()
+}
+
+// decidedBy says what would decide a tested proposal: a person, a grant, a pattern or
+// the mode, from the decision the daemon would record.
+func decidedBy(v *client.PolicyTest) string {
+	d := v.Decision
+	switch {
+	case d == nil && v.Effect == "ask":
+		return "a person (it asks)"
+	case d == nil:
+		return "-"
+	case d.Grant != "":
+		return "grant " + line(d.Grant) + ": " + line(d.GrantLabel)
+	case d.Pattern != "":
+		return "pattern " + line(d.Pattern)
+	}
+	return line(d.By)
+}
+
+// shortHash is a hash's first 12 characters, as people compare them.
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }
 
 func orDash(s string) string {

@@ -51,6 +51,21 @@ type Request struct {
 	// pass what they found (the local API's peers are approvers by construction).
 	Decision *client.Decision
 	Approver bool
+	// Bind is the workspace files the proposal's line names and their contents now, for
+	// a command that runs files (execute_shell, execute_python_file) when an exact grant
+	// could approve it or a person's y! would grant it; nil otherwise. The daemon works
+	// it out: Authorize reads no file.
+	Bind *Binding
+}
+
+// Binding is what an exact grant of an execute command binds: the workspace files its
+// line names, as they are now.
+type Binding struct {
+	// Files are the regular workspace files the line names, each once, by path.
+	Files []client.BoundFile
+	// Problem says why the files cannot be bound (more than the bound allows, a name
+	// whose file is not known for sure); Files is then empty and nothing may bind them.
+	Problem string
 }
 
 // Authorization is Authorize's answer: the verdict, why, and the decision it makes.
@@ -64,6 +79,12 @@ type Authorization struct {
 	// y!): the caller gives it an id, agent and run, and stores it.
 	Grant    *client.Grant
 	NewGrant *client.Grant
+	// Layer is the rule layer that held the deciding pattern (stored, agent-config,
+	// config); "" when no pattern decided.
+	Layer string
+	// Unbound says why an exact grant of this very command and args did not approve it:
+	// a file its line names changed since it was granted (the person is told when asked).
+	Unbound string
 }
 
 // Authorize decides who may run a proposal: a person's decision decides when there is
@@ -97,20 +118,25 @@ func Authorize(req Request) Authorization {
 			by = "auto_read"
 		}
 		out = approve(out, p, by, v.Pattern)
-		out.Reason = v.Reason
+		out.Reason, out.Layer = v.Reason, v.Layer
 		out.Decision.Profile = Profile(req.Spec, v.Write)
 		return out
 	case permission.Deny:
-		out.Verdict, out.Reason = Refuse, v.Reason
+		out.Verdict, out.Reason, out.Layer = Refuse, v.Reason, v.Layer
 		out.Decision = &client.Decision{ProposalID: p.ID, Kind: client.DecisionFeedback, Source: "policy", By: "deny pattern " + v.Pattern, Pattern: v.Pattern,
 			Feedback: fmt.Sprintf("Not run: %s is refused here by the permission pattern %s. Do not propose it again; choose another way.", p.Command, v.Pattern)}
 		return out
 	}
-	if g := grantFor(req); g != nil {
+	g, unbound := grantFor(req)
+	if g != nil {
 		return byGrant(out, req, g)
 	}
+	out.Unbound = unbound
 	if req.Spec.Class == commands.ClassExecute {
 		out.Reason = "execute commands run unasked only by an explicit allow pattern or grant"
+		if unbound != "" {
+			out.Reason = unbound + ": a person decides"
+		}
 		return out
 	}
 	return byMode(out, req.Policy, p)
@@ -131,21 +157,67 @@ func byMode(out Authorization, pol Policy, p *client.Proposal) Authorization {
 
 // grantFor is the grant that approves req's proposal: one that still holds and matches,
 // the narrowest kind first, so a countdown is not spent on what an exact grant covers.
-func grantFor(req Request) *client.Grant {
+// With none, unbound says why an exact grant of the same command and args did not.
+func grantFor(req Request) (g *client.Grant, unbound string) {
 	for _, kind := range []client.GrantKind{client.GrantExact, client.GrantPattern, client.GrantCount} {
 		for i := range req.Grants {
 			g := &req.Grants[i]
-			if g.Kind == kind && g.StateAt(req.Now, req.Run) == client.GrantActive && Matches(g, req.Proposal, req.Spec, req.Options) {
-				return g
+			if g.Kind != kind || g.StateAt(req.Now, req.Run) != client.GrantActive || !Matches(g, req.Proposal, req.Spec, req.Options) {
+				continue
+			}
+			why := Unbound(g, req.Bind)
+			if why == "" {
+				return g, ""
+			}
+			if unbound == "" {
+				unbound = why
 			}
 		}
 	}
-	return nil
+	return nil, unbound
+}
+
+// Unbound says why grant g no longer covers the files its proposal's line names, as
+// they are now (bind; nil: it names none): a file it bound changed, is gone, or is new
+// among them. "" when g binds no files and the line names none, or the same files hold
+// the same contents. Only exact grants bind files.
+func Unbound(g *client.Grant, bind *Binding) string {
+	if g.Kind != client.GrantExact {
+		return ""
+	}
+	var now []client.BoundFile
+	if bind != nil {
+		if bind.Problem != "" {
+			return fmt.Sprintf("%s (%s) cannot check the files the line names: %s", g.Label, g.ID, bind.Problem)
+		}
+		now = bind.Files
+	}
+	cur := make(map[string]string, len(now))
+	for _, f := range now {
+		cur[f.Path] = f.SHA256
+	}
+	bound := make(map[string]bool, len(g.Files))
+	for _, f := range g.Files {
+		bound[f.Path] = true
+		switch sum, ok := cur[f.Path]; {
+		case !ok:
+			return fmt.Sprintf("%s is no longer a workspace file since %s granted it (%s)", f.Path, g.Label, g.ID)
+		case sum != f.SHA256:
+			return fmt.Sprintf("%s changed since %s granted it (%s)", f.Path, g.Label, g.ID)
+		}
+	}
+	for _, f := range now {
+		if !bound[f.Path] {
+			return fmt.Sprintf("%s is a workspace file %s (%s) did not bind when it was granted", f.Path, g.Label, g.ID)
+		}
+	}
+	return ""
 }
 
 // Matches reports whether grant g covers proposal p of command spec (nil: not offered
-// now, never covered). It is the one test of a grant: authorizing and previewing a
-// pattern grant both use it, so a pattern approves exactly what its preview showed.
+// now, never covered) by its command and args; an exact grant also needs the files it
+// bound unchanged (Unbound). It is the one test of a grant: authorizing and previewing
+// a pattern grant both use it, so a pattern approves exactly what its preview showed.
 func Matches(g *client.Grant, p *client.Proposal, spec *commands.Spec, opts permission.Options) bool {
 	if spec == nil {
 		return false
@@ -209,7 +281,8 @@ func approve(out Authorization, p *client.Proposal, by, pattern string) Authoriz
 
 // decided is a person's decision as a verdict: one who may not decide is refused, and
 // the decision is recorded as made, with the grant it makes: y -N a count grant of the
-// next N-1 for this run, y! an exact grant of this command with these args.
+// next N-1 for this run, y! an exact grant of this command with these args (and the
+// files its line names, with their contents: a y! that cannot bind them is refused).
 func decided(req Request, d *client.Decision) Authorization {
 	out := Authorization{Decision: d}
 	switch {
@@ -220,8 +293,14 @@ func decided(req Request, d *client.Decision) Authorization {
 		out.Verdict, out.Reason = Allow, "approved by "+Who(d)
 		g := &client.Grant{By: d.By, Source: d.Source}
 		switch {
+		case d.Scope == client.ScopeAgent && req.Bind != nil && req.Bind.Problem != "":
+			out.Verdict, out.Decision = Refuse, nil
+			out.Reason = "y! cannot bind the files this line names (" + req.Bind.Problem + "): approve it once with y"
 		case d.Scope == client.ScopeAgent:
 			g.Kind, g.Label, g.Command, g.Hash = client.GrantExact, "y!", req.Proposal.Command, req.Proposal.Hash
+			if req.Bind != nil {
+				g.Files = req.Bind.Files
+			}
 			out.NewGrant = g
 		case d.Count > 1 && req.Policy.Mode != "continuous": // continuous approves them anyway
 			g.Kind, g.Label, g.Count, g.RunID = client.GrantCount, fmt.Sprintf("y -%d", d.Count), d.Count-1, req.Run

@@ -146,3 +146,59 @@ func TestGrantMatching(t *testing.T) {
 		})
 	}
 }
+
+// An exact grant of an execute command approves only while the files its line names are
+// the files it bound, with the same contents; a y! binds them, or is refused when they
+// cannot be bound.
+func TestExactGrantHoldsWhileItsFilesDo(t *testing.T) {
+	shell := &commands.Spec{Name: "execute_shell", Class: commands.ClassExecute, Subject: "command_line"}
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	p := &client.Proposal{ID: "p-2", Command: "execute_shell", Args: json.RawMessage(`{"command_line":"sh build.sh lib.sh"}`), Hash: "h-sh", Step: 2}
+	build, lib := client.BoundFile{Path: "build.sh", SHA256: "b1"}, client.BoundFile{Path: "lib.sh", SHA256: "l1"}
+	grant := client.Grant{ID: "g-x", Kind: client.GrantExact, By: "root", Label: "y!", Command: "execute_shell", Hash: "h-sh", Files: []client.BoundFile{build, lib}}
+	legacy := grant
+	legacy.Files = nil
+	files := func(fs ...client.BoundFile) *Binding { return &Binding{Files: fs} }
+	for _, c := range []struct {
+		name    string
+		grant   client.Grant
+		bind    *Binding
+		unbound string // "" when the grant approves
+	}{
+		{"same_files_same_contents_approve", grant, files(build, lib), ""},
+		{"changed_file_asks", grant, files(client.BoundFile{Path: "build.sh", SHA256: "b2"}, lib), "build.sh changed since y! granted it (g-x)"},
+		{"deleted_file_asks", grant, files(build), "lib.sh is no longer a workspace file since y! granted it (g-x)"},
+		{"new_file_asks", grant, files(build, lib, client.BoundFile{Path: "sh", SHA256: "s1"}), "sh is a workspace file y! (g-x) did not bind when it was granted"},
+		{"unbindable_line_asks", grant, &Binding{Problem: "it names more than 16 workspace files"}, "y! (g-x) cannot check the files the line names: it names more than 16 workspace files"},
+		{"grant_binding_nothing_asks_when_the_line_names_a_file", legacy, files(build), "build.sh is a workspace file y! (g-x) did not bind when it was granted"},
+		{"grant_binding_nothing_approves_a_line_naming_none", legacy, files(), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := Authorize(Request{Proposal: p, Spec: shell, Grants: []client.Grant{c.grant}, Bind: c.bind, Now: t0, Policy: Policy{Mode: "ask"}})
+			if c.unbound == "" {
+				if got.Verdict != Allow || got.Grant == nil || got.Unbound != "" {
+					t.Fatalf("%s (%s), unbound %q: want the grant to approve", got.Verdict, got.Reason, got.Unbound)
+				}
+				return
+			}
+			if got.Verdict != Ask || got.Decision != nil || got.Unbound != c.unbound || got.Reason != c.unbound+": a person decides" {
+				t.Fatalf("%s, reason %q, unbound %q: want ask because %q", got.Verdict, got.Reason, got.Unbound, c.unbound)
+			}
+		})
+	}
+
+	yBang := &client.Decision{Kind: client.DecisionApprove, Count: 1, By: "root", Source: "agentctl", Scope: client.ScopeAgent}
+	got := Authorize(Request{Proposal: p, Approver: true, Decision: yBang, Bind: files(build, lib)})
+	if got.Verdict != Allow || got.NewGrant == nil || !reflect.DeepEqual(got.NewGrant.Files, []client.BoundFile{build, lib}) {
+		t.Fatalf("y!: %s, new grant %+v; want one binding build.sh and lib.sh", got.Verdict, got.NewGrant)
+	}
+	got = Authorize(Request{Proposal: p, Approver: true, Decision: yBang, Bind: &Binding{Problem: "the files the line names hold more than 16 MiB"}})
+	if got.Verdict != Refuse || got.Decision != nil || got.NewGrant != nil ||
+		got.Reason != "y! cannot bind the files this line names (the files the line names hold more than 16 MiB): approve it once with y" {
+		t.Fatalf("y! past the bound: %s %q, decision %+v; want it refused, saying how to approve once", got.Verdict, got.Reason, got.Decision)
+	}
+	once := &client.Decision{Kind: client.DecisionApprove, Count: 1, By: "root", Source: "agentctl"}
+	if got := Authorize(Request{Proposal: p, Approver: true, Decision: once, Bind: &Binding{Problem: "too big"}}); got.Verdict != Allow || got.NewGrant != nil {
+		t.Fatalf("y past the bound: %s %+v; want it run once", got.Verdict, got.NewGrant)
+	}
+}
