@@ -203,3 +203,14 @@ func TestCloneRunsInTheAgentsBox(t *testing.T) {
 		t.Errorf("the same clone without the box: %v", err)
 	}
 }
+
+// Unsandboxed (sandbox "none"), a program that left the command's session would outlive
+// it; in the agent's box it is killed with the command all the same.
+func TestLeftoversOfAnUnsandboxedCommandDieWithIt(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxNone, Boxes: boxesHere(t, Limits{}, "pids")})
+	out, err := runAsAgent(context.Background(), t, c, "a-setsid", workspace(t), `setsid sh -c '> escaped; exec sleep 6019' > /dev/null 2>&1 < /dev/null & while [ ! -e escaped ]; do :; done; echo started`, time.Minute)
+	if err != nil || !strings.Contains(out, "started") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	waitGone(t, "sleep 6019")
+}

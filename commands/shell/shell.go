@@ -14,7 +14,8 @@
 // workspace the only writable place (its repositories' .git/hooks and .git/config and its
 // helpers' agents/ folder excepted), and a pid namespace, so that even a process that left
 // the group (setsid) dies with the command. With no working sandbox they are refused, unless
-// the config says sandbox = "none"; unsandboxed, a setsid process outlives the command.
+// the config says sandbox = "none"; unsandboxed, a setsid process outlives the command,
+// unless the agent's box (Boxes, box.go) holds it: what is left in it is killed then.
 // clone_repository needs the network, so it runs git unsandboxed but hardened: http(s) URLs
 // only, no credentials, no hooks, no user or system git config, no proxy or GIT_*
 // variables, and the network only through a forward proxy on 127.0.0.1 whose one way out
