@@ -74,8 +74,8 @@ func (s *runs) remeasure(ctx context.Context, ref string) {
 // the budget leaves since the last measurement, it measures the workspace, and cuts the
 // command (cancel) when that is over the budget. stop ends the watch and says why the
 // command was cut, or "".
-func (r *runner) watchDisk(a *store.Agent, cancel func()) (stop func() string) {
-	budget := r.s.agentBudgets.agentBudget(a).MaxDisk
+func (s *agentBudgets) watchDisk(a *store.Agent, cancel func()) (stop func() string) {
+	budget := s.agentBudget(a).MaxDisk
 	if budget <= 0 {
 		return func() string { return "" }
 	}

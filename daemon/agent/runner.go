@@ -518,7 +518,7 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 	} else {
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
 			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
-		stopWatch := r.watchDisk(st.a, st.cancel)
+		stopWatch := r.s.agentBudgets.watchDisk(st.a, st.cancel)
 		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
 		diskCut := stopWatch()
 		switch {
