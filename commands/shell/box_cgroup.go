@@ -299,10 +299,18 @@ func removeStale(dir string) (removed int) {
 	return removed
 }
 
-// alive reports whether a process pid exists.
+// alive reports whether a process pid exists and is not a zombie (a daemon killed with
+// -9 is one until its parent reaps it).
 func alive(pid int) bool {
-	err := unix.Kill(pid, 0)
-	return err == nil || errors.Is(err, unix.EPERM)
+	if err := unix.Kill(pid, 0); err != nil && !errors.Is(err, unix.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist) // gone meanwhile, or not ours to read: running
+	}
+	i := bytes.LastIndex(stat, []byte(") "))
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
 // removeCgroupTree removes a cgroup folder and the cgroups beneath it, deepest first; a

@@ -186,8 +186,8 @@ func tasksOf(pid int) []string {
 	return out
 }
 
-// Folders left by a daemon killed with -9 are removed when the next one starts; those
-// of daemons still running are not.
+// Folders left by a daemon killed with -9 (reaped or not yet) are removed when the next
+// one starts; those of daemons still running are not.
 func TestStaleBoxesRemovedAtStart(t *testing.T) {
 	probe := NewBoxes(Limits{})
 	if !probe.Active() {
@@ -199,6 +199,18 @@ func TestStaleBoxesRemovedAtStart(t *testing.T) {
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
+	zombie := exec.Command("/bin/sleep", "60")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer zombie.Wait()
+	zombie.Process.Kill() // and not reaped until the test ends
+	if !testutil.Wait(10*time.Second, func() bool {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", zombie.Process.Pid))
+		return strings.Contains(string(stat), ") Z")
+	}) {
+		t.Fatal("the killed process never became a zombie")
+	}
 	living := exec.Command("/bin/sleep", "60")
 	if err := living.Start(); err != nil {
 		t.Fatal(err)
@@ -208,13 +220,14 @@ func TestStaleBoxesRemovedAtStart(t *testing.T) {
 	for _, h := range probe.hiers {
 		own := filepath.Dir(h.own)
 		s := filepath.Join(own, fmt.Sprintf("agentd.%d.1", gone.Process.Pid))
+		z := filepath.Join(own, fmt.Sprintf("agentd.%d.1", zombie.Process.Pid))
 		k := filepath.Join(own, fmt.Sprintf("agentd.%d.1", living.Process.Pid))
-		for _, d := range []string{s, filepath.Join(s, "agent-a-left"), k} {
+		for _, d := range []string{s, filepath.Join(s, "agent-a-left"), z, k} {
 			if err := os.Mkdir(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
 		}
-		stale, kept = append(stale, s), append(kept, k)
+		stale, kept = append(stale, s, z), append(kept, k)
 	}
 	defer func() {
 		for _, d := range append(stale, kept...) {
