@@ -470,7 +470,7 @@ func cannedAgents() []*client.Agent {
 			CreatedAt: fixedTime,
 		},
 		PromptTokens: 12840, EvalTokens: 1733, CreatedAt: created, UpdatedAt: fixedTime,
-		StepsTotal: 31, BusyMS: 125400, Budget: &client.Budget{MaxTokens: 500000, MaxTime: "2h0m0s"},
+		StepsTotal: 31, BusyMS: 125400, DiskBytes: 3 << 29, Budget: &client.Budget{MaxTokens: 500000, MaxTime: "2h0m0s", MaxDisk: 10 << 30},
 		Runs: []client.Run{
 			{ID: "r-2", AgentID: "a-1", Task: "find three recent papers on grammar-constrained decoding and summarize them", StartedAt: created.Add(30 * time.Minute), Steps: 4, Tokens: 5210,
 				Budget: &client.Budget{MaxSteps: 10, MaxTime: "30m0s"}},

@@ -168,13 +168,17 @@ func agentBudgetString(b client.Budget) string {
 	if b.MaxTime != "" {
 		parts = append(parts, b.MaxTime+" busy")
 	}
-	if b.MaxDisk > 0 {
-		parts = append(parts, display.Size(b.MaxDisk)+" on disk")
+	var s string
+	if len(parts) > 0 {
+		s = strings.Join(parts, ", ") + " over all runs"
 	}
-	if len(parts) == 0 {
+	if b.MaxDisk > 0 {
+		s = strings.TrimPrefix(s+"; "+display.Size(b.MaxDisk)+" on disk", "; ")
+	}
+	if s == "" {
 		return "none (agentctl budget sets one)"
 	}
-	return strings.Join(parts, ", ") + " over all runs"
+	return s
 }
 
 func writeDirectives(w io.Writer, d client.Directives) {
