@@ -39,3 +39,22 @@ func TestDiskUsage(t *testing.T) {
 		t.Errorf("DiskUsage = %d, want about %d: 1 MiB of data counted once, 100 empty files, not the 4 MiB a link points to", got, low)
 	}
 }
+
+// BenchmarkDiskUsage measures a workspace of 10,000 files in 100 folders, as the disk
+// budget does after each command that may write.
+func BenchmarkDiskUsage(b *testing.B) {
+	ws, err := filepath.EvalSymlinks(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 10000 {
+		dir := filepath.Join(ws, "d"+strconv.Itoa(i%100))
+		os.MkdirAll(dir, 0o755)
+		os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(i)), []byte("x"), 0o644)
+	}
+	for b.Loop() {
+		if _, err := DiskUsage(ws); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -241,4 +241,5 @@ type agentBudgets struct {
 	// remeasure measures an agent's workspace again when it is over its disk budget
 	// (runs.remeasure), so that a budget raised or files removed count at once.
 	remeasure func(ctx context.Context, ref string)
+	walks     diskWalks // the last walk of each agent's workspace (disk_budget.go)
 }

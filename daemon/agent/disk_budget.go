@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +23,50 @@ import (
 // diskWatchEvery is how often a running command's file system is looked at.
 const diskWatchEvery = time.Second
 
+// A workspace whose walk costs more than cheapWalk (tens of thousands of files) is walked
+// again after a command only when its file system grew by more than the budget leaves,
+// or diskRewalk after the last walk: the file system's growth bounds what the command
+// wrote, unless another writer freed space meanwhile, which the next walk finds.
+const (
+	cheapWalk  = 5 * time.Millisecond
+	diskRewalk = 30 * time.Second
+)
+
+// diskWalks remembers, per agent, the last walk of its workspace.
+type diskWalks struct {
+	mu   sync.Mutex
+	last map[string]diskWalk
+}
+
+type diskWalk struct {
+	at     time.Time
+	fsUsed int64 // fsUsed of the workspace's file system then
+	took   time.Duration
+}
+
+func (w *diskWalks) get(id string) (diskWalk, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d, ok := w.last[id]
+	return d, ok
+}
+
+func (w *diskWalks) set(id string, d diskWalk) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[string]diskWalk{}
+	}
+	w.last[id] = d
+}
+
+// forget drops what is remembered of a removed agent.
+func (w *diskWalks) forget(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, id)
+}
+
 // overDisk returns why a is over its disk budget b (bytes; 0 is none), or "".
 func overDisk(a *store.Agent, b int64) string {
 	if b <= 0 || a.DiskBytes <= b {
@@ -33,15 +78,23 @@ func overDisk(a *store.Agent, b int64) string {
 }
 
 // diskAfter measures a's workspace after a command of class ran, when a has a disk
-// budget and the command may have written; -1 when nothing was measured.
+// budget and the command may have written; -1 when nothing was measured (see cheapWalk).
 func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
-	if s.agentBudget(a).MaxDisk <= 0 || class == commands.ClassRead || class == commands.ClassMessage {
+	budget := s.agentBudget(a).MaxDisk
+	if budget <= 0 || class == commands.ClassRead || class == commands.ClassMessage {
 		return -1
 	}
+	used, ok := fsUsed(a.Workspace)
+	if last, seen := s.walks.get(a.ID); ok && seen && last.took > cheapWalk &&
+		time.Since(last.at) < diskRewalk && used-last.fsUsed <= budget-a.DiskBytes {
+		return -1
+	}
+	start := time.Now()
 	n, err := commands.DiskUsage(a.Workspace)
 	if err != nil {
 		return -1
 	}
+	s.walks.set(a.ID, diskWalk{at: start, fsUsed: used, took: time.Since(start)})
 	return n
 }
 

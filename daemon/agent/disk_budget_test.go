@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 // withShell offers execute_shell, unsandboxed: these tests are about the disk, and
@@ -131,4 +133,45 @@ func TestStoreKeepsRecordingWhenTheWorkspacesDiskIsFull(t *testing.T) {
 	h.stop()
 	h.start()
 	check("after a restart")
+}
+
+// A workspace whose walk is costly is walked again after a command only when its file
+// system grew by more than the budget leaves, or a while after the last walk; a cheap
+// one after every command.
+func TestCostlyWorkspaceWalkedWhenItMayBeOverItsBudget(t *testing.T) {
+	ws := smallFileSystem(t, "64m") // nothing else writes there
+	s := &agentBudgets{base: run.Budget{MaxDisk: 32 << 20}}
+	a := &store.Agent{}
+	a.ID, a.Workspace = "a-1", ws
+	if n := s.diskAfter(a, commands.ClassWriteWorkspace); n < 0 {
+		t.Fatal("the first command after a start is not measured")
+	}
+	if n := s.diskAfter(a, commands.ClassWriteWorkspace); n < 0 {
+		t.Error("a cheap workspace is not measured after every command")
+	}
+	costly := func() { // the last walk as a workspace of many files would take
+		last, _ := s.walks.get(a.ID)
+		last.took = time.Second
+		s.walks.set(a.ID, last)
+	}
+	costly()
+	a.DiskBytes = 30 << 20 // 2 MiB left
+	os.WriteFile(filepath.Join(ws, "small"), make([]byte, 1<<20), 0o644)
+	if n := s.diskAfter(a, commands.ClassWriteWorkspace); n >= 0 {
+		t.Error("a costly workspace is walked again after a command that grew it by less than the budget leaves")
+	}
+	os.WriteFile(filepath.Join(ws, "big"), make([]byte, 4<<20), 0o644)
+	if n := s.diskAfter(a, commands.ClassWriteWorkspace); n < 5<<20 {
+		t.Errorf("after it grew by more than the budget leaves: measured %d, want it walked (over 5 MiB)", n)
+	}
+	costly()
+	last, _ := s.walks.get(a.ID)
+	last.at = last.at.Add(-diskRewalk)
+	s.walks.set(a.ID, last)
+	if n := s.diskAfter(a, commands.ClassWriteWorkspace); n < 0 {
+		t.Error("a costly workspace is not walked again a while after its last walk")
+	}
+	if n := s.diskAfter(a, commands.ClassRead); n >= 0 {
+		t.Error("a read command is measured")
+	}
 }

@@ -297,6 +297,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 				s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
 			}
 		}
+		s.agentBudgets.walks.forget(g.id)
 		if s.onRemoved != nil {
 			s.onRemoved(g.id)
 		}
