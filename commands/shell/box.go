@@ -230,7 +230,7 @@ func boxName(agentID string) string {
 	return "agent-" + agentID
 }
 
-// open returns agentID's box, making it with its limits the first time. Caller holds b.mu.
+// openLocked returns agentID's box, making it with its limits the first time. Caller holds b.mu.
 func (b *Boxes) openLocked(agentID string) (*agentBox, error) {
 	if box := b.boxes[agentID]; box != nil {
 		return box, nil

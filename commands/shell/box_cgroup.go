@@ -100,6 +100,7 @@ type procCgroups struct {
 	v1 map[string]string
 }
 
+// parseProcCgroup reads a /proc/PID/cgroup.
 func parseProcCgroup(data []byte) procCgroups {
 	pc := procCgroups{v1: map[string]string{}}
 	for _, line := range strings.Split(string(data), "\n") {
@@ -189,6 +190,7 @@ var v2Base struct {
 	err  error
 }
 
+// prepareV2 is v2Base for the v2 hierarchy h.
 func prepareV2(h hierarchy) (string, error) {
 	v2Base.once.Do(func() { v2Base.dir, v2Base.err = enableV2(h.own, h.controllers) })
 	return v2Base.dir, v2Base.err
