@@ -412,6 +412,7 @@ func (p *Pool) probeLoop(ctx context.Context) {
 func (p *Pool) check(ctx context.Context, h *poolHost) {
 	cctx, cancel := context.WithTimeout(ctx, p.opt.CheckTimeout)
 	list, err := h.c.api.List(cctx)
+	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if ctx.Err() != nil {
 		return
@@ -420,7 +421,12 @@ func (p *Pool) check(ctx context.Context, h *poolHost) {
 	defer p.mu.Unlock()
 	h.checked = time.Now()
 	if err != nil {
-		err = h.c.classify(cctx, "tags", "", err)
+		// Classified against the prober's own context, which is live: the probe's
+		// deadline is the host's silence, and the cause (refused, DNS) is in err.
+		if timedOut {
+			err = fmt.Errorf("no answer within %s", p.opt.CheckTimeout)
+		}
+		err = h.c.classify(ctx, "tags", "", err)
 		if h.up {
 			p.markDown(h, err)
 			return
