@@ -119,7 +119,8 @@ func (m *modelState) status() client.OllamaStatus {
 }
 
 // probeLoop probes the model server until it answers, then again every minute so that
-// status stays true and a model pulled later is noticed.
+// status stays true and a model pulled later is noticed. After a failed probe it waits
+// with backoff, or until the pool finds a host that serves the model back.
 func (s *Supervisor) probeLoop(ctx context.Context) {
 	s.model.mu.Lock()
 	s.model.host = s.opt.LLM.Host()
@@ -127,6 +128,8 @@ func (s *Supervisor) probeLoop(ctx context.Context) {
 	attempt := 0
 	for {
 		model := s.live().Model
+		// Watched from before the probe: a host back while it fails is not missed.
+		back, stop := s.opt.LLM.Servable(model)
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		info, err := s.opt.LLM.Probe(pctx, model)
 		cancel()
@@ -138,6 +141,7 @@ func (s *Supervisor) probeLoop(ctx context.Context) {
 		} else {
 			s.model.probedOK(model, info)
 			attempt = 0
+			back = nil // it answered: nothing to wait for
 		}
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("model probe failed", "model", model, "err", err)
@@ -146,10 +150,15 @@ func (s *Supervisor) probeLoop(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-time.After(wait):
+		case <-back:
+			attempt = 0
 		case <-s.reprobe: // a reload changed the model
 			attempt = 0
+		}
+		stop()
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }

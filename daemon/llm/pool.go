@@ -68,6 +68,12 @@ type Pool struct {
 	stats  [numClasses]classStats
 	onWait func(Class, time.Duration)
 
+	// watches are the callers waiting for a host to serve their model (pool_wake.go).
+	watches map[*servableWatch]bool
+	// lastRound is when the prober last looked at the hosts: a model's time off a host
+	// that ended since wakes the callers waiting for it.
+	lastRound time.Time
+
 	wake   chan struct{} // asks the prober to look at the hosts now
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the prober has returned
@@ -389,10 +395,14 @@ func (p *Pool) probeLoop(ctx context.Context) {
 				next = at
 			}
 		}
-		// A model kept off a host may go there again: the queue may have calls for it.
+		// A model kept off a host may go there again: the queue may have calls for it,
+		// and callers may wait for it.
 		if at := p.troubleDue(); at.After(now) && at.Before(next) {
 			next = at
 		}
+		last := p.lastRound
+		p.lastRound = now
+		p.wakeServable(func(model string) bool { return p.troubleEnded(model, last, now) })
 		p.dispatch()
 		p.mu.Unlock()
 		var wg sync.WaitGroup
@@ -441,11 +451,13 @@ func (p *Pool) check(ctx context.Context, h *poolHost) {
 		models[modelKey(m.Name)] = true
 		models[modelKey(m.Model)] = true
 	}
+	wasUp, had := h.up, h.models
 	h.models, h.listed = models, time.Now()
 	if !h.up {
 		p.log.Info("ollama host back up: it takes calls again", "host", h.c.host, "down_probes", h.failures)
 	}
 	h.up, h.failures, h.lastErr = true, 0, nil
+	p.wakeServable(func(model string) bool { return !wasUp || !had[modelKey(model)] })
 	p.dispatch()
 }
 
