@@ -705,7 +705,8 @@ type Schedule struct {
 	Missed      string    `json:"missed"`      // skip, run_once or run_if_within=DURATION
 	Paused      bool      `json:"paused"`
 	CreatedAt   time.Time `json:"created_at"`
-	// LastFired is the last fire time handled (run, skipped or missed).
+	// LastFired is the time of its newest firing (scheduled or run-now; run, skipped or
+	// missed); absent when it never fired.
 	LastFired time.Time `json:"last_fired,omitzero"`
 	// Next is the next fire time; zero when paused or the spec fires no more.
 	Next time.Time `json:"next,omitzero"`
