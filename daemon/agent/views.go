@@ -24,10 +24,18 @@ type agentViews struct {
 	stateDir string
 	started  time.Time
 	mem      *memState // nil: no long-term memory; its size is a gauge
+	// freshen asks the model server again when its last answer is older than fresh
+	// (Supervisor.freshen), before Status reports it.
+	freshen func(ctx context.Context, maxAge time.Duration)
+	fresh   time.Duration
 }
 
-// Status reports the daemon, the model server and the agents by state.
+// Status reports the daemon, the model server and the agents by state. What it says of
+// the model server is at most a few seconds old: older, the server is asked again.
 func (s *agentViews) Status(ctx context.Context) (*client.Status, error) {
+	if s.freshen != nil {
+		s.freshen(ctx, s.fresh)
+	}
 	st := &client.Status{
 		Version: s.version, PID: os.Getpid(), Started: s.started, StateDir: s.stateDir, EventSeq: s.events.Seq(),
 		Ollama: s.model.status(), Agents: map[string]int{},

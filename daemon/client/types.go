@@ -462,6 +462,9 @@ type OllamaHostStatus struct {
 	ModelsConfigured bool     `json:"models_configured,omitempty"`
 	RetryInMS        int64    `json:"retry_in_ms,omitempty"`
 	Error            string   `json:"error,omitempty"`
+	// CheckedAt is when the daemon last heard from it (a probe or a call) or failed to:
+	// Up is as of then. Zero before the first.
+	CheckedAt time.Time `json:"checked_at,omitzero"`
 	// Failing are the models the server, up, cannot run now (it answered HTTP 500, e.g.
 	// too little memory to load one): their calls go to other servers until RetryInMS.
 	Failing []OllamaModelFailing `json:"failing,omitempty"`

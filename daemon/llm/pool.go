@@ -222,7 +222,11 @@ func (p *Pool) noHostError(op, model string) error {
 	var soonest time.Time
 	for _, h := range p.hosts {
 		if !h.up {
-			down = append(down, h.c.host)
+			why := ""
+			if h.lastErr != nil {
+				why = ": " + describe(errors.Unwrap(h.lastErr))
+			}
+			down = append(down, h.c.host+why)
 			if soonest.IsZero() || h.retryAt.Before(soonest) {
 				soonest = h.retryAt
 			}
@@ -233,7 +237,7 @@ func (p *Pool) noHostError(op, model string) error {
 		msg = fmt.Sprintf("no Ollama host can run model %q now: %s. Look at that server's log (a model too big for its memory is a common cause), or pull the model on another host", model, note)
 	} else if len(down) > 0 {
 		msg = fmt.Sprintf("no Ollama host that can serve %q is up (down: %s; next try in %s): start Ollama there (`ollama serve`) or add a host in [[ollama.hosts]]",
-			model, strings.Join(down, ", "), max(0, time.Until(soonest)).Round(100*time.Millisecond))
+			model, strings.Join(down, "; "), max(0, time.Until(soonest)).Round(100*time.Millisecond))
 	}
 	return &UnavailableError{Host: p.hostList(), Op: op, Err: errors.New(msg)}
 }
@@ -459,6 +463,30 @@ func (p *Pool) check(ctx context.Context, h *poolHost) {
 	h.up, h.failures, h.lastErr = true, 0, nil
 	p.wakeServable(func(model string) bool { return !wasUp || !had[modelKey(model)] })
 	p.dispatch()
+}
+
+// Recheck probes now every host of the pool last heard from more than maxAge ago (a
+// probe or a call) and returns once each answered or failed, so that status asked for
+// says what is true now; a host found back wakes its callers as the prober's would. A
+// client made by New has no hosts to recheck.
+func (c *Client) Recheck(ctx context.Context, maxAge time.Duration) {
+	p := c.pool
+	if p == nil {
+		return
+	}
+	var due []*poolHost
+	p.mu.Lock()
+	for _, h := range p.hosts {
+		if time.Since(h.checked) > maxAge {
+			due = append(due, h)
+		}
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, h := range due {
+		wg.Go(func() { p.check(ctx, h) })
+	}
+	wg.Wait()
 }
 
 // HostStatus is one host of a pool as status, doctor and metrics show it.

@@ -1,12 +1,15 @@
 package llm
 
 import (
+	"context"
+	"errors"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
@@ -71,5 +74,23 @@ func TestPoolDownHostShowsTheRealCause(t *testing.T) {
 				t.Errorf("down host's reason = %q, want one saying %q", h.Error, tc.want)
 			}
 		})
+	}
+}
+
+// Recheck asks the hosts again at once: a server that died since the last probe is shown
+// down with its cause, and a call for its model then says why no host can serve it.
+func TestPoolRecheckFindsADeadHostNow(t *testing.T) {
+	a := ollamatest.NewFake(t)
+	c := newTestPool(t, 1, a) // its prober would look again in an hour
+	waitListed(t, c)
+	a.Close()
+	c.Recheck(context.Background(), 0)
+	h := c.PoolStatus().Hosts[0]
+	if h.Up || !strings.Contains(h.Error, "connection refused") || time.Since(h.Checked) > time.Minute {
+		t.Errorf("after a recheck the dead host shows up=%v, error %q, checked %v", h.Up, h.Error, h.Checked)
+	}
+	err := chatOnce(context.Background(), c, ollamatest.TinyModelName)
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("a call with the only host dead: %v, want ErrUnavailable naming the cause", err)
 	}
 }
