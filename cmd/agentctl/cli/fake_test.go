@@ -85,6 +85,9 @@ func (f *fakeDaemon) set(fn func()) {
 func (f *fakeDaemon) routes() http.Handler {
 	mux := http.NewServeMux()
 	fk := &f.api
+	clienttest.Handle(fk, client.WebLogoutRoute, func(context.Context, string, client.None) (*client.WebLogout, error) {
+		return &client.WebLogout{Sessions: 2}, nil
+	})
 	clienttest.Handle(fk, client.WebLoginRoute, func(context.Context, string, client.None) (*client.WebLogin, error) {
 		return &client.WebLogin{URL: "http://127.0.0.1:7077/", LoginURL: "http://127.0.0.1:7077/login?token=0123abcd"}, nil
 	})

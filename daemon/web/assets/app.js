@@ -62,7 +62,16 @@
     var last = 0; // the newest seq shown: a resent event is not shown twice
     var es = new EventSource(src);
     es.onopen = function () { live.textContent = "live"; };
-    es.onerror = function () { live.textContent = "reconnecting…"; };
+    es.onerror = function () {
+      live.textContent = es.readyState === EventSource.CLOSED ? "not live: reload the page" : "reconnecting…";
+    };
+    // The session ended (logged out here or in another tab, expired, or ended by the
+    // daemon): the page stops following; nothing more arrives.
+    es.addEventListener("loggedout", function () {
+      es.close();
+      live.textContent = "logged out: run agentctl web to log in again";
+      document.body.dataset.loggedOut = "true";
+    });
     function fresh(e) {
       var seq = +e.lastEventId;
       if (seq && seq <= last) return false;
