@@ -330,7 +330,7 @@ func (r *runner) modelError(ctx context.Context, model string, err error) {
 	r.s.model.failed(err)
 	r.s.log.Warn("model call failed", "agent", r.id, "attempt", r.waitAttempt, "err", err)
 	r.setState(ctx, cycle.Event{Kind: cycle.ModelDown, Reason: reason})
-	r.sleepUntil(ctx, r.s.opt.Backoff(r.waitAttempt), back)
+	sleepUntil(ctx, r.s.opt.Backoff(r.waitAttempt), r.wake, back)
 	select {
 	case <-back: // its host is back: a new outage starts its backoff over
 		r.waitAttempt = 0
