@@ -91,6 +91,27 @@ type Agent struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// AgentQuery selects what a listing of the agents shows of each.
+type AgentQuery struct {
+	// Brief leaves out what a list does not show: of the pending proposal, its thoughts,
+	// args, preview and result (its id, step, command, hash and status stay).
+	Brief bool
+}
+
+// Brief is what a brief listing (AgentQuery.Brief) shows of a proposal: which it is and
+// its command, without its thoughts, args, preview or result.
+func (p *Proposal) Brief() *Proposal {
+	return &Proposal{ID: p.ID, AgentID: p.AgentID, RunID: p.RunID, Step: p.Step, Command: p.Command, Hash: p.Hash,
+		Status: p.Status, Model: p.Model, PromptTokens: p.PromptTokens, EvalTokens: p.EvalTokens, CreatedAt: p.CreatedAt}
+}
+
+// AgentList is a page of the agents, oldest first.
+type AgentList struct {
+	Agents []Agent `json:"agents"`
+	// Next is the cursor of the page that follows (Page.After); "" when none does.
+	Next string `json:"next,omitempty"`
+}
+
 // Thoughts is the reasoning that came with a proposal.
 type Thoughts struct {
 	Observations  string `json:"observations"`
