@@ -20,7 +20,7 @@ import (
 // over the socket, served in-process.
 type Service interface {
 	Status(ctx context.Context) (*client.Status, error)
-	Agents(ctx context.Context) ([]client.Agent, error)
+	ListAgents(ctx context.Context, q client.AgentQuery, p client.Page) (*client.AgentList, error)
 	Agent(ctx context.Context, ref string) (*client.Agent, error)
 	History(ctx context.Context, ref string) ([]client.Episode, error)
 	Subscribe(ref string, since int64) (events <-chan client.Event, cancel func(), err error)

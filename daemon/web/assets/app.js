@@ -78,13 +78,15 @@
       if (seq) last = seq;
       return true;
     }
+    // A row on this page is replaced; an agent not on it is new, and belongs at the end of
+    // the list, so only the last page adds it.
     es.addEventListener("row", function (e) {
       if (!fresh(e)) return;
       var row = parse(e.data), old = document.getElementById(row.id);
       var body = document.querySelector("#agents tbody");
-      if (old) { old.replaceWith(row); } else if (body) {
+      if (old) { old.replaceWith(row); } else if (body && body.dataset.last) {
         var empty = body.querySelector(".empty"); if (empty) empty.remove();
-        body.prepend(row);
+        body.append(row);
       }
       document.body.dataset.seq = last;
     });
