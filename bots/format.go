@@ -40,7 +40,7 @@ func FormatProposal(v ProposalView, platform string) Message {
 		m.Parts = append(m.Parts, Part{Quote: true, Spans: []Span{{Text: cut(s, maxSpeak)}}})
 	}
 	if plan := shortPlan(p.Thoughts.Plan); plan != "" {
-		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: "Plan: ", Bold: true}, {Text: plan}}})
+		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: "Plan:", Bold: true}}}, Part{Quote: true, Spans: []Span{{Text: plan}}})
 	}
 	m.Parts = append(m.Parts,
 		Part{Spans: []Span{{Text: fmt.Sprintf("Step %d: ", p.Step)}, {Text: p.Command, Bold: true}}},
@@ -228,7 +228,7 @@ func FormatResult(ep *client.Episode, maxText int) (m Message, file string) {
 // FormatQuestion builds the message for an ask_user question.
 func FormatQuestion(q *client.Question, answered string) Message {
 	m := Message{Summary: "Question: " + cut(q.Text, 100)}
-	m.Parts = []Part{{Spans: []Span{{Text: "❓ Question: ", Bold: true}, {Text: q.Text}}}}
+	m.Parts = []Part{{Spans: []Span{{Text: "❓ Question:", Bold: true}}}, {Quote: true, Spans: []Span{{Text: q.Text}}}}
 	if answered != "" {
 		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: answered}}})
 	} else {
@@ -237,9 +237,16 @@ func FormatQuestion(q *client.Question, answered string) Message {
 	return m
 }
 
-// FormatNote is a one-line message.
+// FormatNote is a one-line message. Lines past the first (a model's finish message, a
+// reason quoting it) are shown as a quotation, so no line of theirs can pass for one of
+// the bot's own ("✅ Approved by …").
 func FormatNote(text string) Message {
-	return Message{Summary: cut(text, 100), Parts: []Part{{Spans: []Span{{Text: text}}}}}
+	first, rest, _ := strings.Cut(text, "\n")
+	m := Message{Summary: cut(first, 100), Parts: []Part{{Spans: []Span{{Text: first}}}}}
+	if rest = strings.TrimRight(rest, "\n"); rest != "" {
+		m.Parts = append(m.Parts, Part{Quote: true, Spans: []Span{{Text: rest}}})
+	}
+	return m
 }
 
 // cut shortens s to at most n bytes (display.Cut), saying how much it left out: a chat

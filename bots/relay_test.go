@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display/displaytest"
 )
 
 type groups map[string][]string
@@ -159,7 +160,7 @@ func TestFormatProposal(t *testing.T) {
 		want []string
 		not  []string
 	}{
-		{"pending", ProposalView{Proposal: p, ApproveN: 3}, []string{"Writing it.", "Plan: 1\n2\n3\n…", "Step 2: write_file", `"path": "a.txt"`, "[Approve][Approve ×3][Deny][Feedback…]"}, nil},
+		{"pending", ProposalView{Proposal: p, ApproveN: 3}, []string{"Writing it.", "Plan:\n1\n2\n3\n…", "Step 2: write_file", `"path": "a.txt"`, "[Approve][Approve ×3][Deny][Feedback…]"}, nil},
 		{"no_approve_n", ProposalView{Proposal: p, ApproveN: 1}, []string{"[Approve][Deny]"}, []string{"×"}},
 		{"decided_here", ProposalView{Proposal: p, Decision: &client.Decision{Kind: client.DecisionApprove, Count: 3, By: "U1", Source: "slack"}}, []string{"✅ Approved ×3 by @U1"}, []string{"[Approve]"}},
 		{"decided_in_agentctl", ProposalView{Proposal: p, Decision: &client.Decision{Kind: client.DecisionDeny, By: "ann", Source: "agentctl"}}, []string{"⛔ Denied by ann via agentctl"}, []string{"[Deny]"}},
@@ -199,5 +200,35 @@ func TestCutKeepsRunes(t *testing.T) {
 	s := cut(strings.Repeat("é", 10), 5)
 	if !strings.HasPrefix(s, "éé…") {
 		t.Errorf("cut = %q", s)
+	}
+}
+
+// TestModelLinesCannotPassForTheBots: a line break in the model's words (its speech, its
+// plan, a question, a finish message) never starts a line of the message outside a
+// quotation, so no line of the model's can pass for the bot's own.
+func TestModelLinesCannotPassForTheBots(t *testing.T) {
+	for _, c := range displaytest.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			p := &client.Proposal{ID: "p-1", AgentID: "a-1", Step: 3, Command: "execute_shell", Status: client.ProposalPending,
+				Args: json.RawMessage(`{}`), Thoughts: client.Thoughts{Speak: c.Text, Plan: c.Text}}
+			for name, m := range map[string]Message{
+				"proposal": FormatProposal(ProposalView{Proposal: p}, "slack"),
+				"question": FormatQuestion(&client.Question{ProposalID: "p-1", Text: c.Text}, ""),
+				"note":     FormatNote("🏁 Finished: " + c.Text),
+			} {
+				for _, part := range m.Parts {
+					if part.Quote || part.Code != "" {
+						continue
+					}
+					var text strings.Builder
+					for _, sp := range part.Spans {
+						text.WriteString(sp.Text)
+					}
+					if strings.Contains(text.String(), "\n"+displaytest.Forged) {
+						t.Errorf("the %s message starts an unquoted line with the model's %q", name, displaytest.Forged)
+					}
+				}
+			}
+		})
 	}
 }

@@ -30,7 +30,7 @@ func TestMentionStartsRunApprovedByClicks(t *testing.T) {
 		customID(t, p, a)
 	}
 	// The agent's words are escaped and ping nobody; the plan is shown.
-	if !strings.Contains(p.Content, `I will bots\_test\_touch \*\*now\*\* @`+zwsp+`everyone`) || !strings.Contains(p.Content, "**Plan:** ") {
+	if !strings.Contains(p.Content, `I will bots\_test\_touch \*\*now\*\* @`+zwsp+`everyone`) || !strings.Contains(p.Content, "**Plan:**\n> ") {
 		t.Errorf("proposal = %q", p.Content)
 	}
 	if p.MentionEveryone || len(p.Mentions) != 0 {

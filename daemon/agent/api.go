@@ -36,6 +36,8 @@ type Runs interface {
 // Views are the read-only views, and the state the metrics endpoint samples.
 type Views interface {
 	client.ViewService
+	// Agents lists every agent, whole, for the daemon's own parts.
+	Agents(ctx context.Context) ([]client.Agent, error)
 	MetricsState(ctx context.Context) (metrics.State, error)
 }
 

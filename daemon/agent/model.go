@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -21,6 +22,9 @@ type modelState struct {
 	probed  *llm.ModelInfo
 	lastErr error
 	checked time.Time // when the server last answered or failed to: Reachable's age
+	// asking is held while status asks the server again (freshen): one probe at a time,
+	// the other askers wait for its answer.
+	asking sync.Mutex
 	// cpt is characters per token by model, calibrated from Ollama's prompt_eval_count:
 	// tokenizers differ, so a smart model's ratio must not size the fast model's prompts.
 	cpt map[string]float64
@@ -119,7 +123,8 @@ func (m *modelState) status() client.OllamaStatus {
 }
 
 // probeLoop probes the model server until it answers, then again every minute so that
-// status stays true and a model pulled later is noticed.
+// status stays true and a model pulled later is noticed. After a failed probe it waits
+// with backoff, or until the pool finds a host that serves the model back.
 func (s *Supervisor) probeLoop(ctx context.Context) {
 	s.model.mu.Lock()
 	s.model.host = s.opt.LLM.Host()
@@ -127,6 +132,8 @@ func (s *Supervisor) probeLoop(ctx context.Context) {
 	attempt := 0
 	for {
 		model := s.live().Model
+		// Watched from before the probe: a host back while it fails is not missed.
+		back, stop := s.opt.LLM.Servable(model)
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		info, err := s.opt.LLM.Probe(pctx, model)
 		cancel()
@@ -138,6 +145,7 @@ func (s *Supervisor) probeLoop(ctx context.Context) {
 		} else {
 			s.model.probedOK(model, info)
 			attempt = 0
+			back = nil // it answered: nothing to wait for
 		}
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("model probe failed", "model", model, "err", err)
@@ -146,11 +154,52 @@ func (s *Supervisor) probeLoop(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-time.After(wait):
+		case <-back:
+			attempt = 0
 		case <-s.reprobe: // a reload changed the model
 			attempt = 0
 		}
+		stop()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// statusFresh is how old the daemon's last word from the model server may be when status
+// is asked; an older one is asked again first, so status never calls reachable a server
+// that died since. statusProbeTimeout bounds that probe.
+const (
+	statusFresh        = 2 * time.Second
+	statusProbeTimeout = 3 * time.Second
+)
+
+// freshen asks the model server (every host of a pool) again when the last answer is
+// older than maxAge, and records what it says.
+func (s *Supervisor) freshen(ctx context.Context, maxAge time.Duration) {
+	m := &s.model
+	m.asking.Lock()
+	defer m.asking.Unlock()
+	m.mu.Lock()
+	age := time.Since(m.checked)
+	m.mu.Unlock()
+	if age <= maxAge {
+		return
+	}
+	s.opt.LLM.Recheck(ctx, maxAge) // bounded by the pool's own probe timeout
+	model := s.live().Model
+	pctx, cancel := context.WithTimeout(ctx, statusProbeTimeout)
+	defer cancel()
+	info, err := s.opt.LLM.Probe(pctx, model)
+	switch {
+	case err == nil:
+		m.probedOK(model, info)
+	case ctx.Err() != nil: // the asker left: nothing learned
+	case pctx.Err() != nil:
+		m.failed(&llm.UnavailableError{Host: s.opt.LLM.Host(), Op: "version", Err: fmt.Errorf("no answer within %s", statusProbeTimeout)})
+	default:
+		m.failed(err)
 	}
 }
 

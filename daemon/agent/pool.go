@@ -17,7 +17,7 @@ func poolStatus(ps *llm.PoolStatus) ([]client.OllamaHostStatus, []client.ModelQu
 	hosts := make([]client.OllamaHostStatus, len(ps.Hosts))
 	for i, h := range ps.Hosts {
 		hosts[i] = client.OllamaHostStatus{URL: h.URL, Up: h.Up, Slots: h.Slots, Busy: h.Busy, Served: h.Served,
-			Models: h.Models, ModelsConfigured: h.Configured, RetryInMS: h.RetryIn.Milliseconds(), Error: h.Error}
+			Models: h.Models, ModelsConfigured: h.Configured, RetryInMS: h.RetryIn.Milliseconds(), Error: h.Error, CheckedAt: h.Checked}
 		for _, f := range h.Failing {
 			hosts[i].Failing = append(hosts[i].Failing, client.OllamaModelFailing{Model: f.Model, RetryInMS: f.RetryIn.Milliseconds(), Error: f.Error})
 		}

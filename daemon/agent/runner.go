@@ -168,11 +168,18 @@ func (r *runner) loop(ctx context.Context) {
 
 // sleep waits d, or less when woken; it reports false when ctx ended.
 func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
+	return sleepUntil(ctx, d, r.wake, nil)
+}
+
+// sleepUntil waits d, or less when wake sends or done closes (either may be nil); it
+// reports false when ctx ended.
+func sleepUntil(ctx context.Context, d time.Duration, wake <-chan struct{}, done <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-r.wake:
+	case <-wake:
+	case <-done:
 	case <-ctx.Done():
 		return false
 	}

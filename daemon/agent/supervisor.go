@@ -206,6 +206,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.agentViews = &agentViews{
 		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,
 		version: opt.Version, stateDir: opt.StateDir, started: time.Now(), mem: s.mem,
+		freshen: s.freshen, fresh: statusFresh,
 	}
 }
 

@@ -59,7 +59,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 	if a.Description == "" {
 		if err := r.generateProfile(stepCtx, l, a); err != nil {
 			if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
-				r.modelError(ctx, err) // not a pause or stop
+				r.modelError(ctx, l.Model, err) // not a pause or stop
 			}
 			return
 		}
@@ -70,7 +70,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 		var err error
 		if info, err = r.s.opt.LLM.Probe(stepCtx, l.Model); err != nil {
 			if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
-				r.modelError(ctx, err)
+				r.modelError(ctx, l.Model, err)
 			}
 			return
 		}
@@ -86,7 +86,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 	ld, err := r.s.opt.LLM.LoadFor(stepCtx, model)
 	if err != nil {
 		if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
-			r.modelError(ctx, err)
+			r.modelError(ctx, model, err)
 		}
 		return
 	}
@@ -108,7 +108,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 			r.strike(ctx, l, inv, time.Since(began))
 			return
 		}
-		r.modelError(ctx, err)
+		r.modelError(ctx, model, err)
 		return
 	}
 	pl.AfterParse(stepCtx, step, res.Reply, func(rep *commands.Reply) error {
@@ -318,11 +318,15 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 	}
 }
 
-// modelError handles a failed model call: the agent waits for the model with backoff.
-func (r *runner) modelError(ctx context.Context, err error) {
+// modelError handles a failed call for model: the agent waits for it with backoff, or
+// until the pool finds a host that serves it back.
+func (r *runner) modelError(ctx context.Context, model string, err error) {
 	if ctx.Err() != nil {
 		return
 	}
+	// Before anything else: a host that comes back while the state is written still wakes it.
+	back, stop := r.s.opt.LLM.Servable(model)
+	defer stop()
 	r.waitAttempt++
 	reason := "the model server is unavailable: " + err.Error()
 	var nf *llm.ModelNotFoundError
@@ -332,7 +336,12 @@ func (r *runner) modelError(ctx context.Context, err error) {
 	r.s.model.failed(err)
 	r.s.log.Warn("model call failed", "agent", r.id, "attempt", r.waitAttempt, "err", err)
 	r.setState(ctx, cycle.Event{Kind: cycle.ModelDown, Reason: reason})
-	r.sleep(ctx, r.s.opt.Backoff(r.waitAttempt))
+	sleepUntil(ctx, r.s.opt.Backoff(r.waitAttempt), r.wake, back)
+	select {
+	case <-back: // its host is back: a new outage starts its backoff over
+		r.waitAttempt = 0
+	default:
+	}
 }
 
 // profile is what the model writes about an agent created from a bare task.

@@ -2,11 +2,12 @@ package agent
 
 import (
 	"context"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/run"
 	"os"
+	"strconv"
 	"time"
 
+	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -24,10 +25,18 @@ type agentViews struct {
 	stateDir string
 	started  time.Time
 	mem      *memState // nil: no long-term memory; its size is a gauge
+	// freshen asks the model server again when its last answer is older than fresh
+	// (Supervisor.freshen), before Status reports it.
+	freshen func(ctx context.Context, maxAge time.Duration)
+	fresh   time.Duration
 }
 
-// Status reports the daemon, the model server and the agents by state.
+// Status reports the daemon, the model server and the agents by state. What it says of
+// the model server is at most a few seconds old: older, the server is asked again.
 func (s *agentViews) Status(ctx context.Context) (*client.Status, error) {
+	if s.freshen != nil {
+		s.freshen(ctx, s.fresh)
+	}
 	st := &client.Status{
 		Version: s.version, PID: os.Getpid(), Started: s.started, StateDir: s.stateDir, EventSeq: s.events.Seq(),
 		Ollama: s.model.status(), Agents: map[string]int{},
@@ -42,26 +51,68 @@ func (s *agentViews) Status(ctx context.Context) (*client.Status, error) {
 	return st, err
 }
 
-// Agents lists every agent.
+// Agents lists every agent, whole: what the daemon's own parts (the bots, the Agent
+// Protocol) read in-process.
 func (s *agentViews) Agents(ctx context.Context) ([]client.Agent, error) {
-	out := []client.Agent{}
+	l, err := s.ListAgents(ctx, client.AgentQuery{}, client.Page{})
+	if err != nil {
+		return nil, err
+	}
+	return l.Agents, nil
+}
+
+// ListAgents returns a page of the agents, oldest first, each with its open proposal or
+// question and its budget: at most p.Limit (0: all) after the cursor p.After. Each page
+// is one read: the agents, then the open proposals and questions of those agents only.
+// The cursor is the last agent's position in the store, so a listing goes on right
+// when that agent is removed between two pages.
+func (s *agentViews) ListAgents(ctx context.Context, q client.AgentQuery, p client.Page) (*client.AgentList, error) {
+	var after int64
+	if p.After != "" {
+		n, err := strconv.ParseInt(p.After, 10, 64)
+		if err != nil || n < 1 {
+			return nil, client.Errorf(client.ErrBadRequest, "after %q is not a cursor of this listing: use the next page's URL (the Link "+
+				"header) or its next field, or leave after out to start at the first agent", p.After)
+		}
+		after = n
+	}
+	ask := -1 // all
+	if p.Limit > 0 {
+		ask = p.Limit + 1 // one more than asked: whether another page follows
+	}
+	out := &client.AgentList{Agents: []client.Agent{}}
 	err := s.st.View(ctx, func(tx *store.Tx) error {
-		agents, err := tx.Agents()
+		agents, pos, err := tx.AgentsPage(after, ask)
 		if err != nil {
 			return err
 		}
-		open, err := tx.OpenProposals() // two queries for all agents, not two per agent
+		if p.Limit > 0 && len(agents) > p.Limit {
+			agents, pos = agents[:p.Limit], pos[:p.Limit]
+			out.Next = strconv.FormatInt(pos[len(pos)-1], 10)
+		}
+		var span store.AgentRange // every agent
+		if p.Limit > 0 {
+			span = store.AgentRange{After: after, Through: after}
+			if len(pos) > 0 {
+				span.Through = pos[len(pos)-1]
+			}
+		}
+		open, err := tx.OpenProposals(span, q.Brief) // two queries per page, not two per agent
 		if err != nil {
 			return err
 		}
-		questions, err := tx.Questions()
+		questions, err := tx.Questions(span)
 		if err != nil {
 			return err
 		}
+		out.Agents = make([]client.Agent, 0, len(agents))
 		for _, a := range agents {
 			v := viewOf(a, open[a.ID], questions[a.ID])
 			v.Budget = s.budgets.budgetView(a)
-			out = append(out, *v)
+			if q.Brief && v.Pending != nil {
+				v.Pending = v.Pending.Brief()
+			}
+			out.Agents = append(out.Agents, *v)
 		}
 		return nil
 	})

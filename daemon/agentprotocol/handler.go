@@ -298,11 +298,11 @@ func (h *handler) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	agents, err := h.svc.Agents(r.Context())
+	list, err := h.svc.ListAgents(r.Context(), client.AgentQuery{Brief: true}, client.Page{})
 	if err != nil {
 		return err
 	}
-	agents = slices.DeleteFunc(agents, func(a client.Agent) bool { return a.RunID == "" })
+	agents := slices.DeleteFunc(list.Agents, func(a client.Agent) bool { return a.RunID == "" })
 	slices.SortStableFunc(agents, func(a, b client.Agent) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c

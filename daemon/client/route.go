@@ -36,7 +36,8 @@ type Endpoint interface {
 	// Pattern is the ServeMux pattern, "METHOD /path".
 	Pattern() string
 	// Serve reads the request's input (with decodeBody for a JSON body), calls the
-	// Service and returns the status and value to reply with (nil: no body).
+	// Service and returns the status and value to reply with (nil: no body; a *List:
+	// written with its Write, as it is read).
 	Serve(s Service, r *http.Request, decodeBody func(any) error) (status int, out any, err error)
 }
 
@@ -207,6 +208,11 @@ func (rt StreamRoute) URL(ref string, since int64) string {
 var endpoints []Endpoint
 
 func register[In, Out any](rt Route[In, Out]) Route[In, Out] {
+	endpoints = append(endpoints, rt)
+	return rt
+}
+
+func registerList[Q, T any](rt ListRoute[Q, T]) ListRoute[Q, T] {
 	endpoints = append(endpoints, rt)
 	return rt
 }

@@ -14,8 +14,15 @@ import (
 var (
 	StatusRoute = register(Route[None, *Status]{Method: "GET", Path: "/v0/status",
 		Call: func(ctx context.Context, s Service, _ string, _ None) (*Status, error) { return s.Status(ctx) }})
-	AgentsRoute = register(Route[None, []Agent]{Method: "GET", Path: "/v0/agents",
-		Call: func(ctx context.Context, s Service, _ string, _ None) ([]Agent, error) { return s.Agents(ctx) }})
+	AgentsRoute = registerList(ListRoute[AgentQuery, Agent]{Path: "/v0/agents",
+		Call: func(ctx context.Context, s Service, q AgentQuery, p Page) ([]Agent, string, error) {
+			l, err := s.ListAgents(ctx, q, p)
+			if err != nil {
+				return nil, "", err
+			}
+			return l.Agents, l.Next, nil
+		},
+		toQuery: agentQuery, fromQuery: parseAgentQuery})
 	CreateAgentRoute = register(Route[CreateAgentRequest, *Agent]{Method: "POST", Path: "/v0/agents", Status: 201,
 		Call: func(ctx context.Context, s Service, _ string, in CreateAgentRequest) (*Agent, error) {
 			return s.CreateAgent(ctx, in)
@@ -192,6 +199,30 @@ var (
 // ScheduleHistoryQuery selects a schedule's firing records: the newest Limit (0: all).
 type ScheduleHistoryQuery struct {
 	Limit int
+}
+
+func agentQuery(q AgentQuery) url.Values {
+	if !q.Brief {
+		return nil
+	}
+	return url.Values{"brief": {"true"}}
+}
+
+func parseAgentQuery(v url.Values) (AgentQuery, error) {
+	var q AgentQuery
+	for key := range v {
+		if key != "brief" {
+			return q, Errorf(ErrBadRequest, "unknown query parameter %q (want brief, after, limit)", key)
+		}
+	}
+	if s := v.Get("brief"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return q, Errorf(ErrBadRequest, "brief %q: want true or false", s)
+		}
+		q.Brief = b
+	}
+	return q, nil
 }
 
 func auditQuery(q AuditQuery) url.Values {

@@ -55,7 +55,9 @@ type AgentService interface {
 // ViewService is the read-only views of agents: status, agents, history, proposals, events.
 type ViewService interface {
 	Status(ctx context.Context) (*Status, error)
-	Agents(ctx context.Context) ([]Agent, error)
+	// ListAgents returns a page of the agents, oldest first: at most p.Limit (0: all)
+	// after the cursor p.After, and the cursor to go on from.
+	ListAgents(ctx context.Context, q AgentQuery, p Page) (*AgentList, error)
 	Agent(ctx context.Context, ref string) (*Agent, error)
 	History(ctx context.Context, ref string) ([]Episode, error)
 	Proposals(ctx context.Context, ref string) ([]Proposal, error)

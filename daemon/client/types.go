@@ -94,6 +94,27 @@ type Agent struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// AgentQuery selects what a listing of the agents shows of each.
+type AgentQuery struct {
+	// Brief leaves out what a list does not show: of the pending proposal, its thoughts,
+	// args, preview and result (its id, step, command, hash and status stay).
+	Brief bool
+}
+
+// Brief is what a brief listing (AgentQuery.Brief) shows of a proposal: which it is and
+// its command, without its thoughts, args, preview or result.
+func (p *Proposal) Brief() *Proposal {
+	return &Proposal{ID: p.ID, AgentID: p.AgentID, RunID: p.RunID, Step: p.Step, Command: p.Command, Hash: p.Hash,
+		Status: p.Status, Model: p.Model, PromptTokens: p.PromptTokens, EvalTokens: p.EvalTokens, CreatedAt: p.CreatedAt}
+}
+
+// AgentList is a page of the agents, oldest first.
+type AgentList struct {
+	Agents []Agent `json:"agents"`
+	// Next is the cursor of the page that follows (Page.After); "" when none does.
+	Next string `json:"next,omitempty"`
+}
+
 // Thoughts is the reasoning that came with a proposal.
 type Thoughts struct {
 	Observations  string `json:"observations"`
@@ -508,6 +529,9 @@ type OllamaHostStatus struct {
 	ModelsConfigured bool     `json:"models_configured,omitempty"`
 	RetryInMS        int64    `json:"retry_in_ms,omitempty"`
 	Error            string   `json:"error,omitempty"`
+	// CheckedAt is when the daemon last heard from it (a probe or a call) or failed to:
+	// Up is as of then. Zero before the first.
+	CheckedAt time.Time `json:"checked_at,omitzero"`
 	// Failing are the models the server, up, cannot run now (it answered HTTP 500, e.g.
 	// too little memory to load one): their calls go to other servers until RetryInMS.
 	Failing []OllamaModelFailing `json:"failing,omitempty"`
@@ -760,7 +784,8 @@ type Schedule struct {
 	Missed      string    `json:"missed"`      // skip, run_once or run_if_within=DURATION
 	Paused      bool      `json:"paused"`
 	CreatedAt   time.Time `json:"created_at"`
-	// LastFired is the last fire time handled (run, skipped or missed).
+	// LastFired is the time of its newest firing (scheduled or run-now; run, skipped or
+	// missed); absent when it never fired.
 	LastFired time.Time `json:"last_fired,omitzero"`
 	// Next is the next fire time; zero when paused or the spec fires no more.
 	Next time.Time `json:"next,omitzero"`

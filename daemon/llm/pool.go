@@ -68,6 +68,12 @@ type Pool struct {
 	stats  [numClasses]classStats
 	onWait func(Class, time.Duration)
 
+	// watches are the callers waiting for a host to serve their model (pool_wake.go).
+	watches map[*servableWatch]bool
+	// lastRound is when the prober last looked at the hosts: a model's time off a host
+	// that ended since wakes the callers waiting for it.
+	lastRound time.Time
+
 	wake   chan struct{} // asks the prober to look at the hosts now
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the prober has returned
@@ -216,7 +222,11 @@ func (p *Pool) noHostError(op, model string) error {
 	var soonest time.Time
 	for _, h := range p.hosts {
 		if !h.up {
-			down = append(down, h.c.host)
+			why := ""
+			if h.lastErr != nil {
+				why = ": " + describe(errors.Unwrap(h.lastErr))
+			}
+			down = append(down, h.c.host+why)
 			if soonest.IsZero() || h.retryAt.Before(soonest) {
 				soonest = h.retryAt
 			}
@@ -227,7 +237,7 @@ func (p *Pool) noHostError(op, model string) error {
 		msg = fmt.Sprintf("no Ollama host can run model %q now: %s. Look at that server's log (a model too big for its memory is a common cause), or pull the model on another host", model, note)
 	} else if len(down) > 0 {
 		msg = fmt.Sprintf("no Ollama host that can serve %q is up (down: %s; next try in %s): start Ollama there (`ollama serve`) or add a host in [[ollama.hosts]]",
-			model, strings.Join(down, ", "), max(0, time.Until(soonest)).Round(100*time.Millisecond))
+			model, strings.Join(down, "; "), max(0, time.Until(soonest)).Round(100*time.Millisecond))
 	}
 	return &UnavailableError{Host: p.hostList(), Op: op, Err: errors.New(msg)}
 }
@@ -389,10 +399,14 @@ func (p *Pool) probeLoop(ctx context.Context) {
 				next = at
 			}
 		}
-		// A model kept off a host may go there again: the queue may have calls for it.
+		// A model kept off a host may go there again: the queue may have calls for it,
+		// and callers may wait for it.
 		if at := p.troubleDue(); at.After(now) && at.Before(next) {
 			next = at
 		}
+		last := p.lastRound
+		p.lastRound = now
+		p.wakeServable(func(model string) bool { return p.troubleEnded(model, last, now) })
 		p.dispatch()
 		p.mu.Unlock()
 		var wg sync.WaitGroup
@@ -412,6 +426,7 @@ func (p *Pool) probeLoop(ctx context.Context) {
 func (p *Pool) check(ctx context.Context, h *poolHost) {
 	cctx, cancel := context.WithTimeout(ctx, p.opt.CheckTimeout)
 	list, err := h.c.api.List(cctx)
+	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if ctx.Err() != nil {
 		return
@@ -420,7 +435,12 @@ func (p *Pool) check(ctx context.Context, h *poolHost) {
 	defer p.mu.Unlock()
 	h.checked = time.Now()
 	if err != nil {
-		err = h.c.classify(cctx, "tags", "", err)
+		// Classified against the prober's own context, which is live: the probe's
+		// deadline is the host's silence, and the cause (refused, DNS) is in err.
+		if timedOut {
+			err = fmt.Errorf("no answer within %s", p.opt.CheckTimeout)
+		}
+		err = h.c.classify(ctx, "tags", "", err)
 		if h.up {
 			p.markDown(h, err)
 			return
@@ -435,12 +455,38 @@ func (p *Pool) check(ctx context.Context, h *poolHost) {
 		models[modelKey(m.Name)] = true
 		models[modelKey(m.Model)] = true
 	}
+	wasUp, had := h.up, h.models
 	h.models, h.listed = models, time.Now()
 	if !h.up {
 		p.log.Info("ollama host back up: it takes calls again", "host", h.c.host, "down_probes", h.failures)
 	}
 	h.up, h.failures, h.lastErr = true, 0, nil
+	p.wakeServable(func(model string) bool { return !wasUp || !had[modelKey(model)] })
 	p.dispatch()
+}
+
+// Recheck probes now every host of the pool last heard from more than maxAge ago (a
+// probe or a call) and returns once each answered or failed, so that status asked for
+// says what is true now; a host found back wakes its callers as the prober's would. A
+// client made by New has no hosts to recheck.
+func (c *Client) Recheck(ctx context.Context, maxAge time.Duration) {
+	p := c.pool
+	if p == nil {
+		return
+	}
+	var due []*poolHost
+	p.mu.Lock()
+	for _, h := range p.hosts {
+		if time.Since(h.checked) > maxAge {
+			due = append(due, h)
+		}
+	}
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, h := range due {
+		wg.Go(func() { p.check(ctx, h) })
+	}
+	wg.Wait()
 }
 
 // HostStatus is one host of a pool as status, doctor and metrics show it.

@@ -62,11 +62,15 @@ type waiter struct {
 // fairQueue orders the waiting calls: interactive ones first in arrival order, then batch
 // ones one per key in turn (round-robin), each key's own calls in arrival order. It is
 // guarded by Pool.mu.
+//
+// The batch keys wait in one line of turns: a key is served from the front, and goes to
+// the back when it has more calls waiting; a key that starts waiting (again) joins the
+// back too. So every key waiting gets a turn before any key gets a second one, however
+// often the others come back. A key whose call no free host can take keeps its place.
 type fairQueue struct {
 	interactive []*waiter
 	batch       map[string][]*waiter
-	ring        []string // keys with batch calls waiting, in turn order
-	turn        int      // index in ring of the key whose turn is next
+	turns       []string // the keys with batch calls waiting, the next turn first
 }
 
 func (q *fairQueue) len(c Class) int {
@@ -95,8 +99,11 @@ func (q *fairQueue) push(w *waiter, front bool) {
 		q.batch = map[string][]*waiter{}
 	}
 	ws, ok := q.batch[w.key]
-	if !ok {
-		q.ring = append(q.ring, w.key)
+	switch {
+	case !ok && front:
+		q.turns = slices.Insert(q.turns, 0, w.key)
+	case !ok:
+		q.turns = append(q.turns, w.key)
 	}
 	if front {
 		q.batch[w.key] = slices.Insert(ws, 0, w)
@@ -105,7 +112,7 @@ func (q *fairQueue) push(w *waiter, front bool) {
 	}
 }
 
-// remove takes w out wherever it waits.
+// remove takes w out wherever it waits; its key keeps its turn while it has calls left.
 func (q *fairQueue) remove(w *waiter) {
 	if w.class == Interactive {
 		q.interactive = slices.DeleteFunc(q.interactive, func(x *waiter) bool { return x == w })
@@ -117,14 +124,8 @@ func (q *fairQueue) remove(w *waiter) {
 		return
 	}
 	delete(q.batch, w.key)
-	if i := slices.Index(q.ring, w.key); i >= 0 {
-		q.ring = slices.Delete(q.ring, i, i+1)
-		if i < q.turn {
-			q.turn--
-		}
-		if q.turn >= len(q.ring) {
-			q.turn = 0
-		}
+	if i := slices.Index(q.turns, w.key); i >= 0 {
+		q.turns = slices.Delete(q.turns, i, i+1)
 	}
 }
 
@@ -137,17 +138,20 @@ func (q *fairQueue) next(place func(*waiter) bool) *waiter {
 			return w
 		}
 	}
-	for i := range q.ring {
-		idx := (q.turn + i) % len(q.ring)
-		w := q.batch[q.ring[idx]][0]
-		if place(w) {
-			q.turn = idx + 1 // the next key's turn, even if this one has more
-			q.remove(w)      // moves turn back by one if it drops this key from the ring
-			if q.turn >= len(q.ring) {
-				q.turn = 0
-			}
-			return w
+	for i, key := range q.turns {
+		ws := q.batch[key]
+		if !place(ws[0]) {
+			continue
 		}
+		w := ws[0]
+		q.turns = slices.Delete(q.turns, i, i+1)
+		if len(ws) > 1 {
+			q.batch[key] = ws[1:]
+			q.turns = append(q.turns, key) // its next call waits a round
+		} else {
+			delete(q.batch, key)
+		}
+		return w
 	}
 	return nil
 }

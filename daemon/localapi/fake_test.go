@@ -97,14 +97,14 @@ func (f *fakeService) statusRoute(ctx context.Context, _ string, _ client.None) 
 	return st, nil
 }
 
-func (f *fakeService) agentsRoute(ctx context.Context, _ string, _ client.None) ([]client.Agent, error) {
+func (f *fakeService) agentsRoute(ctx context.Context, q client.AgentQuery, p client.Page) ([]client.Agent, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []client.Agent
 	for _, id := range f.order {
 		out = append(out, *f.agents[id])
 	}
-	return out, nil
+	return clienttest.PageOf(out, func(a client.Agent) string { return a.ID }, p)
 }
 
 func (f *fakeService) createAgentRoute(ctx context.Context, _ string, req client.CreateAgentRequest) (*client.Agent, error) {
@@ -476,7 +476,7 @@ func (f *fakeService) memoryStatsRoute(ctx context.Context, _ string, _ client.N
 func (f *fakeService) handleAll() {
 	fk := &f.Fake
 	clienttest.Handle(fk, client.StatusRoute, f.statusRoute)
-	clienttest.Handle(fk, client.AgentsRoute, f.agentsRoute)
+	clienttest.HandleList(fk, client.AgentsRoute, f.agentsRoute)
 	clienttest.Handle(fk, client.CreateAgentRoute, f.createAgentRoute)
 	clienttest.Handle(fk, client.AgentRoute, f.agentRoute)
 	clienttest.Handle(fk, client.DeleteAgentRoute, f.deleteAgentRoute)

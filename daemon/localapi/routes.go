@@ -41,6 +41,14 @@ func (h *handler) serve(ep client.Endpoint) handlerFunc {
 		if err != nil {
 			return err
 		}
+		if l, ok := out.(*client.List); ok {
+			// Written as it is read; an error once it began cuts it short, and the
+			// client says so.
+			if err := l.Write(w); err != nil && r.Context().Err() == nil {
+				h.log.Warn("api: list cut short", "path", r.URL.Path, "err", err)
+			}
+			return nil
+		}
 		if out == nil {
 			w.WriteHeader(status)
 			return nil

@@ -180,7 +180,7 @@ func (m *Manager) toSchedule(row *store.Schedule) (cron.Schedule, error) {
 		return cron.Schedule{}, err
 	}
 	return cron.Schedule{ID: row.ID, Spec: spec, Paused: row.Paused, Concurrency: cron.Concurrency(row.Concurrency),
-		Missed: missed, LastFired: row.LastFired}, nil
+		Missed: missed, LastFired: row.Cursor}, nil
 }
 
 // start is the Starter: it gives the schedule's goal to its agent, or to a fresh agent

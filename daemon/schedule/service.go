@@ -81,9 +81,6 @@ func (m *Manager) view(row *store.Schedule, n int) client.Schedule {
 	}
 	if st, err := m.sched.Status(row.ID); err == nil {
 		out.Next, out.Running, out.Queued, out.Paused = st.Next, st.Running, st.Queued, st.Paused
-		if !st.LastFired.IsZero() && st.LastFired.After(out.LastFired) {
-			out.LastFired = st.LastFired
-		}
 	}
 	return out
 }
@@ -137,8 +134,8 @@ func (m *Manager) AddSchedule(ctx context.Context, req client.ScheduleRequest) (
 		return nil, err
 	}
 	row.ID = "s-" + randHex(6)
-	row.LastFired = m.clock.Now() // firings before it are none of its business
-	sc.ID, sc.LastFired = row.ID, row.LastFired
+	row.Cursor = m.clock.Now() // firings before it are none of its business
+	sc.ID, sc.LastFired = row.ID, row.Cursor
 	err = m.st.Tx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.ScheduleByName(row.Name); err == nil {
 			return client.Errorf(client.ErrConflict, "a schedule named %q exists already: pick another name, or remove it first", row.Name)

@@ -41,6 +41,14 @@ func (w *webConsole) WebLogin(context.Context) (*client.WebLogin, error) {
 	return &client.WebLogin{URL: base, LoginURL: login}, nil
 }
 
+// WebLogout ends every session of the console: their streams stop at once.
+func (w *webConsole) WebLogout(context.Context) (*client.WebLogout, error) {
+	if w.con == nil {
+		return &client.WebLogout{}, nil
+	}
+	return &client.WebLogout{Sessions: w.con.EndSessions()}, nil
+}
+
 // status is where the console serves, for agentctl status.
 func (w *webConsole) status() client.WebStatus {
 	if w.con == nil {

@@ -90,3 +90,47 @@ func TestWebConsoleEnabled(t *testing.T) {
 		t.Fatalf("no session: %d, want 401", resp.StatusCode)
 	}
 }
+
+// agentctl web logout ends every console session through the socket: the logged-in
+// browser is logged out, and a login URL not used yet no longer works.
+func TestWebLogoutEndsEverySession(t *testing.T) {
+	model := ollamatest.NewFake(t)
+	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
+	cfg.Slack.Enabled = false
+	cfg.WebConsole.Listen = freePort(t)
+	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
+	defer stop()
+	api := &client.Client{Socket: cfg.Socket}
+	used, err := api.WebLogin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	unused, err := api.WebLogin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	get := func(u string) int {
+		resp, err := hc.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(used.LoginURL); code != http.StatusOK {
+		t.Fatalf("login: %d", code)
+	}
+	out, err := api.WebLogout(context.Background())
+	if err != nil || out.Sessions != 1 {
+		t.Fatalf("web logout: %+v, %v; want 1 session ended", out, err)
+	}
+	if code := get(used.URL); code != http.StatusUnauthorized {
+		t.Errorf("the browser's page after web logout: %d, want 401", code)
+	}
+	if code := get(unused.LoginURL); code != http.StatusUnauthorized {
+		t.Errorf("a login URL minted before web logout: %d, want 401", code)
+	}
+}

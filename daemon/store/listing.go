@@ -1,15 +1,69 @@
 package store
 
 import (
+	"database/sql"
 	"fmt"
 
 	"github.com/agentd/agentd/daemon/client"
 )
 
+// AgentRange is a run of agents in the order they were stored (their rowid, which
+// SQLite gives in increasing order): those after position After, up to and including
+// Through. The zero value is every agent. A position stays valid after its agent is
+// removed, so a listing goes on from it.
+type AgentRange struct {
+	After, Through int64
+}
+
+// cond is the SQL condition and arguments that keep the rows of r's agents (agent_id).
+func (r AgentRange) cond() (string, []any) {
+	if r == (AgentRange{}) {
+		return "1", nil
+	}
+	return "agent_id IN (SELECT id FROM agents WHERE rowid > ? AND rowid <= ?)", []any{r.After, r.Through}
+}
+
+// AgentsPage lists at most limit agents (a negative limit: all) stored after position
+// after (0: from the first), oldest first, with their positions.
+func (t *Tx) AgentsPage(after int64, limit int) ([]*Agent, []int64, error) {
+	rows, err := t.query(`SELECT rowid, `+agentCols+` FROM agents WHERE rowid > ? ORDER BY rowid LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: list agents: %w", err)
+	}
+	defer rows.Close()
+	var out []*Agent
+	var pos []int64
+	for rows.Next() {
+		var at int64
+		a, err := scanAgent(positioned{rows, &at})
+		if err != nil {
+			return nil, nil, err
+		}
+		out, pos = append(out, a), append(pos, at)
+	}
+	return out, pos, rows.Err()
+}
+
+// positioned scans a row's rowid into pos, then the rest as its scanner would.
+type positioned struct {
+	rows *sql.Rows
+	pos  *int64
+}
+
+func (p positioned) Scan(dest ...any) error { return p.rows.Scan(append([]any{p.pos}, dest...)...) }
+
 // OpenProposals returns each agent's open proposal, the one OpenProposal would return,
-// keyed by agent id: listing every agent takes one query, not one per agent.
-func (t *Tx) OpenProposals() (map[string]*client.Proposal, error) {
-	ps, err := t.proposals(`status IN ('pending','interrupted','approved','started')`)
+// keyed by agent id, of the agents in r: listing agents takes one query, not one per
+// agent. Brief ones are read without their thoughts, args, result and preview.
+func (t *Tx) OpenProposals(r AgentRange, brief bool) (map[string]*client.Proposal, error) {
+	of, args := r.cond()
+	cols := proposalCols
+	if brief {
+		cols = briefProposalCols
+	}
+	// By the open-proposal index, agent by agent: the status index would walk every
+	// open proposal for each page of a listing.
+	ps, err := t.proposalsBy(cols, "INDEXED BY proposals_open", `status IN ('pending','interrupted','approved','started') AND `+of, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -21,9 +75,10 @@ func (t *Tx) OpenProposals() (map[string]*client.Proposal, error) {
 }
 
 // Questions returns each agent's open question, the one Question would return, keyed by
-// agent id.
-func (t *Tx) Questions() (map[string]*client.Question, error) {
-	rows, err := t.query(`SELECT agent_id, proposal_id, text, asked_at FROM questions ORDER BY asked_at, rowid`)
+// agent id, of the agents in r.
+func (t *Tx) Questions(r AgentRange) (map[string]*client.Question, error) {
+	of, args := r.cond()
+	rows, err := t.query(`SELECT agent_id, proposal_id, text, asked_at FROM questions WHERE `+of+` ORDER BY asked_at, rowid`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading questions: %w", err)
 	}

@@ -45,11 +45,11 @@ func TestOpenProposalsAndQuestionsMatchPerAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.View(ctx, func(tx *Tx) error {
-		open, err := tx.OpenProposals()
+		open, err := tx.OpenProposals(AgentRange{}, false)
 		if err != nil {
 			return err
 		}
-		qs, err := tx.Questions()
+		qs, err := tx.Questions(AgentRange{})
 		if err != nil {
 			return err
 		}

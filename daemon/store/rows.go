@@ -232,6 +232,11 @@ func (t *Tx) EndRun(id, outcome, reason string) error {
 const proposalCols = `id, agent_id, run_id, step, thoughts, command, args, hash, status, result, model,
 	prompt_tokens, eval_tokens, created_at, preview`
 
+// briefProposalCols are proposalCols without the thoughts, args, result and preview a
+// brief listing leaves out (client.Proposal.Brief): scanProposal reads them as empty.
+const briefProposalCols = `id, agent_id, run_id, step, '{}', command, 'null', hash, status, '', model,
+	prompt_tokens, eval_tokens, created_at, ''`
+
 func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) {
 	var p client.Proposal
 	var thoughts, args, preview string
@@ -359,7 +364,13 @@ func (t *Tx) ProposalsWithStatus(status client.ProposalStatus) ([]client.Proposa
 }
 
 func (t *Tx) proposals(where string, args ...any) ([]client.Proposal, error) {
-	rows, err := t.query(`SELECT `+proposalCols+` FROM proposals WHERE `+where+` ORDER BY created_at, rowid`, args...)
+	return t.proposalsBy(proposalCols, "", where, args...)
+}
+
+// proposalsBy is proposals read with its columns cols (proposalCols or
+// briefProposalCols) and an index hint ("INDEXED BY name"; "" leaves the choice to SQLite).
+func (t *Tx) proposalsBy(cols, hint, where string, args ...any) ([]client.Proposal, error) {
+	rows, err := t.query(`SELECT `+cols+` FROM proposals `+hint+` WHERE `+where+` ORDER BY created_at, rowid`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list proposals: %w", err)
 	}

@@ -77,22 +77,33 @@ func (t *Tx) BudgetedRuns() ([]Run, error) {
 	return out, rows.Err()
 }
 
-// Schedule is a schedule row: the wire type plus its wall-time budget as a duration.
+// Schedule is a schedule row: the wire type plus its wall-time budget as a duration and
+// its fire cursor. The wire type's LastFired is its newest firing record.
 type Schedule struct {
 	client.Schedule
 	MaxWall time.Duration
+	// Cursor is where the Scheduler goes on from after a restart (the last_fired column):
+	// the last firing handled, or when the schedule was added or resumed, since firings
+	// before those are none of its business. It is not a firing: LastFired is.
+	Cursor time.Time
 }
 
+// scheduleCols are the columns scanSchedule reads: the last is the newest firing record's
+// time (NULL when it never fired).
 const scheduleCols = `id, name, spec, time_zone, agent_id, template, description, goal, autonomy, auto_steps, allow,
 	max_steps, max_tokens, max_wall_ms, delivery, concurrency, missed, paused, created_at, last_fired`
+
+const scheduleSelect = `SELECT ` + scheduleCols + `,
+	(SELECT MAX(scheduled_at) FROM schedule_runs r WHERE r.schedule_id = schedules.id) FROM schedules`
 
 func scanSchedule(sc interface{ Scan(...any) error }) (*Schedule, error) {
 	var s Schedule
 	var allow string
-	var wall, created, last int64
+	var wall, created, cursor int64
+	var fired sql.NullInt64
 	err := sc.Scan(&s.ID, &s.Name, &s.Spec, &s.TimeZone, &s.Agent, &s.Template, &s.Description, &s.Goal,
 		&s.Autonomy.Mode, &s.Autonomy.Steps, &allow, &s.Budget.MaxSteps, &s.Budget.MaxTokens, &wall,
-		&s.Delivery, &s.Concurrency, &s.Missed, &s.Paused, &created, &last)
+		&s.Delivery, &s.Concurrency, &s.Missed, &s.Paused, &created, &cursor, &fired)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -105,8 +116,11 @@ func scanSchedule(sc interface{ Scan(...any) error }) (*Schedule, error) {
 		s.Budget.MaxTime = s.MaxWall.String()
 	}
 	s.CreatedAt = fromMS(created)
-	if last != 0 {
-		s.LastFired = fromMS(last)
+	if cursor != 0 {
+		s.Cursor = fromMS(cursor)
+	}
+	if fired.Valid {
+		s.LastFired = fromMS(fired.Int64)
 	}
 	return &s, nil
 }
@@ -121,7 +135,7 @@ func (t *Tx) InsertSchedule(s *Schedule) error {
 	_, err := t.exec(`INSERT INTO schedules (`+scheduleCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		s.ID, s.Name, s.Spec, s.TimeZone, s.Agent, s.Template, s.Description, s.Goal, s.Autonomy.Mode, s.Autonomy.Steps,
 		js(allow), s.Budget.MaxSteps, s.Budget.MaxTokens, s.MaxWall.Milliseconds(), s.Delivery, s.Concurrency, s.Missed,
-		s.Paused, ms(t.now), msOrZero(s.LastFired), ms(t.now))
+		s.Paused, ms(t.now), msOrZero(s.Cursor), ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert schedule: %w", err)
 	}
@@ -130,17 +144,17 @@ func (t *Tx) InsertSchedule(s *Schedule) error {
 
 // Schedule reads one schedule by id.
 func (t *Tx) Schedule(id string) (*Schedule, error) {
-	return scanSchedule(t.queryRow(`SELECT `+scheduleCols+` FROM schedules WHERE id=?`, id))
+	return scanSchedule(t.queryRow(scheduleSelect+` WHERE id=?`, id))
 }
 
 // ScheduleByName reads one schedule by its unique name.
 func (t *Tx) ScheduleByName(name string) (*Schedule, error) {
-	return scanSchedule(t.queryRow(`SELECT `+scheduleCols+` FROM schedules WHERE name=?`, name))
+	return scanSchedule(t.queryRow(scheduleSelect+` WHERE name=?`, name))
 }
 
 // Schedules lists every schedule by name.
 func (t *Tx) Schedules() ([]*Schedule, error) {
-	rows, err := t.query(`SELECT ` + scheduleCols + ` FROM schedules ORDER BY name`)
+	rows, err := t.query(scheduleSelect + ` ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list schedules: %w", err)
 	}
@@ -164,7 +178,7 @@ func (t *Tx) DeleteSchedule(id string) error {
 	return nil
 }
 
-// SetSchedulePaused pauses or resumes a schedule. Resuming moves last_fired to now:
+// SetSchedulePaused pauses or resumes a schedule. Resuming moves its cursor to now:
 // firings while it was paused are not missed ones.
 func (t *Tx) SetSchedulePaused(id string, paused bool) error {
 	q := `UPDATE schedules SET paused=?, updated_at=? WHERE id=?`
@@ -179,7 +193,8 @@ func (t *Tx) SetSchedulePaused(id string, paused bool) error {
 	return nil
 }
 
-// SetLastFired moves a schedule's last fire time forward to at (never back).
+// SetLastFired moves a schedule's cursor forward to at (never back): the firing at at
+// is handled.
 func (t *Tx) SetLastFired(id string, at time.Time) error {
 	if _, err := t.exec(`UPDATE schedules SET last_fired=MAX(last_fired, ?) WHERE id=?`, ms(at), id); err != nil {
 		return fmt.Errorf("store: set last fired: %w", err)

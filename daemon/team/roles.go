@@ -178,11 +178,17 @@ func (e *Engine) reflect(ctx context.Context, r *store.TeamRun, wf *Workflow, st
 	return strings.TrimSpace(out.Conclusion), nil
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits d; it reports false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool { return sleepUntil(ctx, d, nil) }
+
+// sleepUntil is sleep that also ends when done closes.
+func sleepUntil(ctx context.Context, d time.Duration, done <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return true
+	case <-done:
 		return true
 	case <-ctx.Done():
 		return false

@@ -107,7 +107,12 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 					return
 				}
 				e.log.Warn("team: model call failed", "team", id, "attempt", failures, "err", me.err)
-				if !sleep(ctx, e.opt.Backoff(failures)) {
+				// Its backoff, cut short when the pool finds a host of the model back.
+				model, _ := e.params()
+				back, stop := e.opt.LLM.Servable(model)
+				ok := sleepUntil(ctx, e.opt.Backoff(failures), back)
+				stop()
+				if !ok {
 					return
 				}
 				continue

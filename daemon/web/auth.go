@@ -24,6 +24,9 @@ type session struct {
 	expires time.Time
 	// flash is a note for the next page this browser loads (why a decision was refused).
 	flash string
+	// ended is closed when the session ends (logged out, expired, ended by the daemon):
+	// its open event streams stop then, not at their next request.
+	ended chan struct{}
 }
 
 // auth holds the login tokens and sessions. Its one mutex guards both maps; tokens and
@@ -74,24 +77,36 @@ func (a *auth) login(tok string) (id string) {
 		return ""
 	}
 	id = randomToken()
-	a.sessions[hashOf(id)] = &session{csrf: randomToken(), expires: a.now().Add(sessionTTL)}
+	a.sessions[hashOf(id)] = &session{csrf: randomToken(), expires: a.now().Add(sessionTTL), ended: make(chan struct{})}
 	return id
 }
 
 // session returns a copy of the live session with this id, extending it, or false.
+// Every request comes here, so every request also ends the sessions that expired.
 func (a *auth) session(id string) (session, bool) {
-	if id == "" {
-		return session{}, false
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.sweepLocked()
 	s, ok := a.sessions[hashOf(id)]
-	if !ok || a.now().After(s.expires) {
-		delete(a.sessions, hashOf(id))
+	if !ok || id == "" {
 		return session{}, false
 	}
 	s.expires = a.now().Add(sessionTTL)
 	return *s, true
+}
+
+// alive reports whether the session with this id is live, without extending it, and
+// until when; it ends the sessions that expired. An event stream asks it when its
+// session's time is up: a stream open is not the browser using the console.
+func (a *auth) alive(id string) (expires time.Time, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.sweepLocked()
+	s, ok := a.sessions[hashOf(id)]
+	if !ok || id == "" {
+		return time.Time{}, false
+	}
+	return s.expires, true
 }
 
 // takeFlash returns the session's note and clears it.
@@ -120,7 +135,29 @@ func (a *auth) setFlash(id, note string) {
 func (a *auth) logout(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.sessions, hashOf(id))
+	a.endLocked(hashOf(id))
+}
+
+// endAll ends every session and spends every login token; it returns how many sessions
+// it ended.
+func (a *auth) endAll() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := len(a.sessions)
+	for h := range a.sessions {
+		a.endLocked(h)
+	}
+	clear(a.logins)
+	return n
+}
+
+// endLocked ends the session with id hash h, if there is one: it is forgotten, and its
+// streams are told. Caller holds a.mu.
+func (a *auth) endLocked(h [32]byte) {
+	if s, ok := a.sessions[h]; ok {
+		delete(a.sessions, h)
+		close(s.ended)
+	}
 }
 
 // csrfOK reports whether sent is the session's CSRF token, in constant time.
@@ -138,7 +175,7 @@ func (a *auth) sweepLocked() {
 	}
 	for h, s := range a.sessions {
 		if now.After(s.expires) {
-			delete(a.sessions, h)
+			a.endLocked(h)
 		}
 	}
 }

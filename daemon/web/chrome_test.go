@@ -59,6 +59,18 @@ func newChrome(t testing.TB) *chrome {
 	return c
 }
 
+// tab opens another tab of the same browser: it shares the cookies, as a person's
+// second tab does.
+func (c *chrome) tab() *chrome {
+	c.t.Helper()
+	ctx, cancel := chromedp.NewContext(c.ctx)
+	c.t.Cleanup(cancel)
+	if err := chromedp.Do(ctx); err != nil {
+		c.t.Fatalf("opening a tab: %v", err)
+	}
+	return &chrome{t: c.t, ctx: ctx}
+}
+
 // do runs the steps within 20s; a failure shows the page as the browser had it.
 func (c *chrome) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	c.t.Helper()

@@ -20,7 +20,7 @@ import (
 // over the socket, served in-process.
 type Service interface {
 	Status(ctx context.Context) (*client.Status, error)
-	Agents(ctx context.Context) ([]client.Agent, error)
+	ListAgents(ctx context.Context, q client.AgentQuery, p client.Page) (*client.AgentList, error)
 	Agent(ctx context.Context, ref string) (*client.Agent, error)
 	History(ctx context.Context, ref string) ([]client.Episode, error)
 	Subscribe(ref string, since int64) (events <-chan client.Event, cancel func(), err error)
@@ -60,6 +60,8 @@ type Console struct {
 	// latest is the newest event seq the console has seen; pages carry it so their event
 	// stream starts right after what they show.
 	latest atomic.Int64
+	// streams counts the event streams open now.
+	streams atomic.Int64
 
 	mu     sync.Mutex // guards the fields below: Listen and Close may race
 	ln     net.Listener
@@ -161,6 +163,17 @@ func (c *Console) LoginURL() (string, error) {
 	}
 	return base + "login?token=" + c.auth.newLogin(), nil
 }
+
+// EndSessions logs every browser out and spends every login URL not used yet: their
+// pages and event streams stop at once. It returns how many sessions it ended.
+func (c *Console) EndSessions() int {
+	n := c.auth.endAll()
+	c.log.Info("web console: every session ended", "sessions", n)
+	return n
+}
+
+// openStreams is how many event streams are open now.
+func (c *Console) openStreams() int { return int(c.streams.Load()) }
 
 // Close stops serving: requests in flight get ctx's time to finish; event streams end.
 func (c *Console) Close(ctx context.Context) error {

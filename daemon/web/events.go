@@ -17,6 +17,7 @@ const keepAlive = 15 * time.Second
 // rows for the agents page, stream entries and the waiting panel for an agent's page.
 // Each carries its seq as the SSE id; a browser that reconnects sends the last one as
 // Last-Event-ID and the stream resumes after it from the events the daemon still holds.
+// A stream ends, with a last "loggedout" message, the moment its session ends.
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	agent := ""
 	if ref := r.FormValue("agent"); ref != "" {
@@ -44,6 +45,8 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer cancel()
+	c.streams.Add(1)
+	defer c.streams.Add(-1)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
@@ -53,6 +56,16 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	// The stream lives as long as its session: it ends when the session is logged out or
+	// ended by the daemon (ended), or when its time is up unused (expiry).
+	id, ended := sessionOf(r), sessionEnded(r)
+	expires, _ := c.auth.alive(id)
+	expiry := time.NewTimer(expires.Sub(c.auth.now()))
+	defer expiry.Stop()
+	loggedOut := func() {
+		writeSSE(w, "loggedout", 0, "")
+		rc.Flush()
+	}
 	next := since + 1 // the seq this stream must see next; 0 until the first when since is 0
 	if since == 0 {
 		next = 0
@@ -61,11 +74,28 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-ended:
+			loggedOut()
+			return
+		case <-expiry.C:
+			exp, ok := c.auth.alive(id) // used meanwhile: it lives on
+			if !ok {
+				loggedOut()
+				return
+			}
+			expiry.Reset(exp.Sub(c.auth.now()))
+			continue
 		case <-tick.C:
 			fmt.Fprint(w, ": keep-alive\n\n")
 		case ev, ok := <-ch:
 			if !ok {
 				return // fell behind: the browser reconnects from its last id
+			}
+			select {
+			case <-ended: // ended while this event waited: it is not sent
+				loggedOut()
+				return
+			default:
 			}
 			if next != 0 && ev.Seq > next {
 				// Events were lost to the daemon's replay window: the page reads it all again.

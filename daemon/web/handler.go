@@ -32,7 +32,10 @@ const cookiePrefix = "agentd_console_"
 type ctxKey struct{}
 
 // reqSession is what ServeHTTP found for a logged-in request.
-type reqSession struct{ id, csrf string }
+type reqSession struct {
+	id, csrf string
+	ended    <-chan struct{} // closed when the session ends
+}
 
 // ServeHTTP guards every request (Host, Origin, session, CSRF) and routes it.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -67,7 +70,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, reqSession{id: id, csrf: s.csrf}))
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, reqSession{id: id, csrf: s.csrf, ended: s.ended}))
 	c.router.ServeHTTP(w, r)
 }
 
@@ -132,6 +135,12 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 func sessionOf(r *http.Request) string {
 	s, _ := r.Context().Value(ctxKey{}).(reqSession)
 	return s.id
+}
+
+// sessionEnded is closed when r's session ends.
+func sessionEnded(r *http.Request) <-chan struct{} {
+	s, _ := r.Context().Value(ctxKey{}).(reqSession)
+	return s.ended
 }
 
 // csrfOf is the CSRF token of r's session, for the forms a page or event carries.

@@ -13,24 +13,40 @@ import (
 	"github.com/agentd/agentd/daemon/client"
 )
 
-// agentsView is the agents page: one row each, kept live by the all-agents stream.
+// agentsPageRows is how many agents the agents page lists at once: a page of thousands
+// of live rows is slow to load and to keep live in a browser.
+const agentsPageRows = 200
+
+// agentsView is the agents page: one row each for a page of the agents, oldest first,
+// kept live by the all-agents stream.
 type agentsView struct {
 	Rows  []agentRow
 	Since int64
+	// Paged is set when the agents do not fit one page; Next is the next page's URL
+	// ("" on the last), and Later is set on a page after the first.
+	Paged, Later bool
+	Next         string
+	// Last is set on the last page: agents created while it is open are added to it.
+	Last bool
 }
 
 func (v agentsView) events() string { return "/events?since=" + strconv.FormatInt(v.Since, 10) }
 
 func (c *Console) agentsPage(w http.ResponseWriter, r *http.Request) {
 	since := c.latest.Load() // before reading: what changes after is streamed
-	as, err := c.svc.Agents(r.Context())
+	after := r.FormValue("after")
+	l, err := c.svc.ListAgents(r.Context(), client.AgentQuery{Brief: true}, client.Page{After: after, Limit: agentsPageRows})
 	if err != nil {
 		c.fail(w, err)
 		return
 	}
-	v := agentsView{Since: since, Rows: make([]agentRow, len(as))}
-	for i := range as {
-		v.Rows[i] = rowOf(&as[i])
+	v := agentsView{Since: since, Rows: make([]agentRow, len(l.Agents)), Later: after != "", Last: l.Next == ""}
+	v.Paged = v.Later || !v.Last
+	if l.Next != "" {
+		v.Next = "/?after=" + url.QueryEscape(l.Next)
+	}
+	for i := range l.Agents {
+		v.Rows[i] = rowOf(&l.Agents[i])
 	}
 	c.render(w, r, "agents", v)
 }

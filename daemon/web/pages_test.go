@@ -2,7 +2,10 @@ package web
 
 import (
 	"context"
+	"html"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,4 +61,36 @@ func TestPages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The agents page lists a page of agents at a time, oldest first, with a link to the
+// next: thousands of live rows would make the browser slow. Following the links shows
+// every agent once; the last page is the one new agents are added to.
+func TestAgentsPageIsPaged(t *testing.T) {
+	e := newEnv(t)
+	ids := e.createIdle(agentsPageRows*2 + 5)
+	b := e.browser()
+	b.login(e)
+	rowRE := regexp.MustCompile(`<tr id="agent-([^"]+)"`)
+	nextRE := regexp.MustCompile(`<a href="([^"]+)" id="next-page"`)
+	var seen []string
+	path, pages := "/", 0
+	for ; path != ""; pages++ {
+		must(t, pages < 5, "more pages than agents")
+		got := b.get(path)
+		must(t, got.StatusCode == 200, "%s: %d", path, got.StatusCode)
+		rows := rowRE.FindAllStringSubmatch(got.Body, -1)
+		must(t, len(rows) <= agentsPageRows, "%s lists %d rows, more than a page", path, len(rows))
+		for _, r := range rows {
+			seen = append(seen, r[1])
+		}
+		path = ""
+		if m := nextRE.FindStringSubmatch(got.Body); m != nil {
+			path = html.UnescapeString(m[1])
+			must(t, !strings.Contains(got.Body, `data-last="true"`), "a page with a next one is marked last")
+		} else {
+			must(t, strings.Contains(got.Body, `data-last="true"`), "the last page is not marked last")
+		}
+	}
+	must(t, pages == 3 && slices.Equal(seen, ids), "%d pages listed %d agents, want 3 pages of the %d in order", pages, len(seen), len(ids))
 }

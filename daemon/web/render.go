@@ -42,8 +42,9 @@ var funcs = template.FuncMap{
 		}
 		return t.In(loc).Format("Mon 2006-01-02 15:04 MST")
 	},
-	"maxText": func() int { return client.MaxTextBytes },
-	"add":     func(a, b int) int { return a + b },
+	"maxText":  func() int { return client.MaxTextBytes },
+	"add":      func(a, b int) int { return a + b },
+	"pageRows": func() int { return agentsPageRows },
 }
 
 // ago is when something happened, in UTC to the second.

@@ -8,6 +8,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -281,6 +282,46 @@ func (a *app) printJSON(v any) error {
 		return err
 	}
 	return a.writeJSON(b)
+}
+
+// jsonArray prints a JSON array an item at a time, as printJSON prints the whole array:
+// a long list shows as it is read, and is never held whole.
+type jsonArray struct {
+	a *app
+	w *bufio.Writer
+	n int
+}
+
+func (a *app) jsonArray() *jsonArray { return &jsonArray{a: a, w: bufio.NewWriter(a.raw)} }
+
+// add prints v as the array's next item.
+func (j *jsonArray) add(v any) error {
+	b, err := json.MarshalIndent(v, "  ", "  ")
+	if err != nil {
+		return err
+	}
+	sep := ",\n  "
+	if j.n == 0 {
+		sep = "[\n  "
+	}
+	j.n++
+	if _, err := j.w.WriteString(sep + display.Escape(string(b), display.JSON)); err != nil {
+		return err
+	}
+	if j.n%client.ListPage == 0 {
+		return j.w.Flush()
+	}
+	return nil
+}
+
+// close ends the array: [] when it had no item.
+func (j *jsonArray) close() error {
+	end := "\n]\n"
+	if j.n == 0 {
+		end = "[]\n"
+	}
+	j.w.WriteString(end)
+	return j.w.Flush()
 }
 
 // writeJSON writes one encoded JSON value and a newline, its invisible characters as JSON

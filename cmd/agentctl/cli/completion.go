@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/daemon/client"
 )
 
 var completionCmd = &command{
@@ -166,13 +168,13 @@ func (a *app) completeArgs(ctx context.Context, name string, typed []string, cur
 func (a *app) agentNames(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	list, err := a.api().Agents(ctx)
+	var names []string
+	err := a.api().EachAgent(ctx, client.AgentQuery{Brief: true}, func(ag client.Agent) error {
+		names = append(names, ag.Name)
+		return nil
+	})
 	if err != nil {
 		return nil
-	}
-	var names []string
-	for _, ag := range list {
-		names = append(names, ag.Name)
 	}
 	slices.Sort(names)
 	return names

@@ -52,13 +52,13 @@ func (f *fakeDaemon) scheduleRoutes() {
 			return nil, client.Errorf(client.ErrBadRequest, `bad schedule spec: "TZ=0" names an unknown time zone "0": use an IANA name such as America/New_York`)
 		}
 		s := cannedSchedule()
-		s.ID, s.Name, s.Spec, s.Goal, s.Autonomy, s.LastFired = "s-2", req.Name, req.Spec, req.Goal, req.Autonomy, fixedTime
+		s.ID, s.Name, s.Spec, s.Goal, s.Autonomy, s.LastFired = "s-2", req.Name, req.Spec, req.Goal, req.Autonomy, time.Time{}
 		return s, nil
 	})
 	clienttest.Handle(fk, client.ScheduleRoute, func(_ context.Context, ref string, _ client.None) (*client.Schedule, error) {
-		if ref == "fresh" { // just added: the daemon stores its creation as the fire cursor
+		if ref == "fresh" { // just added: it never fired
 			s := cannedSchedule()
-			s.ID, s.Name, s.LastFired = "s-3", "fresh", s.CreatedAt
+			s.ID, s.Name, s.LastFired = "s-3", "fresh", time.Time{}
 			return s, nil
 		}
 		s, err := schedule(ref)

@@ -85,6 +85,9 @@ func (f *fakeDaemon) set(fn func()) {
 func (f *fakeDaemon) routes() http.Handler {
 	mux := http.NewServeMux()
 	fk := &f.api
+	clienttest.Handle(fk, client.WebLogoutRoute, func(context.Context, string, client.None) (*client.WebLogout, error) {
+		return &client.WebLogout{Sessions: 2}, nil
+	})
 	clienttest.Handle(fk, client.WebLoginRoute, func(context.Context, string, client.None) (*client.WebLogin, error) {
 		return &client.WebLogin{URL: "http://127.0.0.1:7077/", LoginURL: "http://127.0.0.1:7077/login?token=0123abcd"}, nil
 	})
@@ -94,14 +97,19 @@ func (f *fakeDaemon) routes() http.Handler {
 		st := f.status
 		return &st, nil
 	})
-	clienttest.Handle(fk, client.AgentsRoute, func(context.Context, string, client.None) ([]client.Agent, error) {
+	clienttest.HandleList(fk, client.AgentsRoute, func(_ context.Context, q client.AgentQuery, p client.Page) ([]client.Agent, string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		out := []client.Agent{}
 		for _, a := range f.agents {
+			if q.Brief && a.Pending != nil {
+				b := *a
+				b.Pending = a.Pending.Brief()
+				a = &b
+			}
 			out = append(out, *a)
 		}
-		return out, nil
+		return clienttest.PageOf(out, func(a client.Agent) string { return a.ID }, p)
 	})
 	clienttest.Handle(fk, client.CreateAgentRoute, f.create)
 	agent := func(_ context.Context, ref string, _ client.None) (*client.Agent, error) { return f.agent(ref) }

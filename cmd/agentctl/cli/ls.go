@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -15,7 +16,11 @@ var lsCmd = &command{
 	short: "list agents and what they are doing",
 	long: `Ls lists every agent, oldest first: its id, name, state, how many steps its current run
 has taken, and the start of its task. An agent in state awaiting_decision waits for you:
-see it with 'agentctl show NAME'.`,
+see it with 'agentctl show NAME'.
+
+It prints as it reads: with thousands of agents the first rows show at once, and the
+columns are aligned for each ` + strconv.Itoa(client.ListPage) + ` rows. --json prints every agent
+with everything the API shows of it (its pending proposal whole), as one JSON array.`,
 	run: (*app).runLs,
 }
 
@@ -29,23 +34,23 @@ func (a *app) runLs(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("ls takes no arguments")
 	}
-	agents, err := a.api().Agents(ctx)
-	if err != nil {
-		return err
-	}
 	if a.json {
-		if agents == nil {
-			agents = []client.Agent{}
+		arr := a.jsonArray()
+		if err := a.api().EachAgent(ctx, client.AgentQuery{}, func(ag client.Agent) error { return arr.add(ag) }); err != nil {
+			return err
 		}
-		return a.printJSON(agents)
-	}
-	if len(agents) == 0 {
-		a.note("no agents yet: start one with: agentctl run \"TASK\"")
-		return nil
+		return arr.close()
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSTEP\tTASK")
-	for _, ag := range agents {
+	n := 0
+	err = a.api().EachAgent(ctx, client.AgentQuery{Brief: true}, func(ag client.Agent) error {
+		if n == 0 {
+			fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSTEP\tTASK")
+		}
+		n++
+		if n%client.ListPage == 0 { // these rows show while the daemon reads the next
+			defer tw.Flush()
+		}
 		task := ag.Task
 		if task == client.GoalsTask && len(ag.Goals) > 0 { // made with create: its goals are its task
 			task = "goals: " + strings.Join(ag.Goals, "; ")
@@ -53,7 +58,16 @@ func (a *app) runLs(ctx context.Context, args []string) error {
 		if task == "" {
 			task = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(string(ag.State)), ag.Step, truncate(task, lsTaskMax))
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(string(ag.State)), ag.Step, truncate(task, lsTaskMax))
+		return err
+	})
+	if err != nil {
+		tw.Flush() // what was read shows before the error
+		return err
+	}
+	if n == 0 {
+		a.note("no agents yet: start one with: agentctl run \"TASK\"")
+		return nil
 	}
 	return tw.Flush()
 }

@@ -271,7 +271,7 @@ func (a *app) scheduleShow(ctx context.Context, args []string) error {
 		fmt.Fprintf(w, "  running:     %s\n", strings.Join(s.Running, ", "))
 	}
 	last := "never"
-	if !neverFired(s) {
+	if !s.LastFired.IsZero() {
 		last = s.LastFired.In(zoneOf(s)).Format("Mon 2006-01-02 15:04 MST")
 	}
 	fmt.Fprintf(w, "  last fired:  %s\n", last)
@@ -428,16 +428,4 @@ func (a *app) scheduleRunNow(ctx context.Context, args []string) error {
 		return fmt.Errorf("the run could not start: %s", r.Reason)
 	}
 	return nil
-}
-
-// neverFired tells a schedule that has not fired yet. The daemon stores a new
-// schedule's creation time as its fire cursor (firings before it are none of its
-// business), a moment apart from CreatedAt, so a cursor within a second of creation
-// with no run records is that placeholder, not a firing.
-func neverFired(s *client.Schedule) bool {
-	if s.LastFired.IsZero() {
-		return true
-	}
-	d := s.LastFired.Sub(s.CreatedAt)
-	return s.Runs == 0 && d > -time.Second && d < time.Second
 }

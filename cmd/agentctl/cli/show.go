@@ -43,11 +43,18 @@ func (a *app) runShow(ctx context.Context, args []string) error {
 		return err
 	}
 	writeActiveGrants(a.stdout, gl.Grants)
-	all, err := a.api().Agents(ctx)
+	// Its parent and helpers, read briefly: with thousands of agents, the rest is not kept.
+	var family []client.Agent
+	err = a.api().EachAgent(ctx, client.AgentQuery{Brief: true}, func(o client.Agent) error {
+		if o.ID == ag.ParentID || o.ParentID == ag.ID {
+			family = append(family, o)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	writeFamily(a.stdout, ag, all)
+	writeFamily(a.stdout, ag, family)
 	return nil
 }
 

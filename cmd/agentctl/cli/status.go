@@ -17,8 +17,10 @@ var statusCmd = &command{
 	args:  "[--json]",
 	short: "is agentd up, can it reach Ollama, what are agents doing",
 	long: `Status shows the daemon (version, pid, where it keeps its state), the Ollama server it
-uses (address, whether it answers, version, model and its context length; with more than
-one [[ollama.hosts]], each host: up or down, slots busy, models), the queue of model calls
+uses (address, whether it answers and when the daemon last heard from it, version, model
+and its context length; with more than one [[ollama.hosts]], each host: up or down, slots
+busy, models; when the daemon's last word is over 2s old it asks them again first), the
+queue of model calls
 (waiting now and how long calls waited, for agents a person waits on and for scheduled
 and team work) and how many
 agents are in each state, the chat bots' connections (Slack, Discord) and the TCP

@@ -37,8 +37,9 @@ func writePool(w io.Writer, o client.OllamaStatus) {
 	}
 }
 
-// hostLine renders one host: "http://a:11434 up, 1 of 4 slots busy, 12 calls; models: m1, m2"
-// or "http://b:11434 down, next try in 2s: connection refused".
+// hostLine renders one host: "http://a:11434 up, 1 of 4 slots busy, 12 calls (checked
+// just now); models: m1, m2" or "http://b:11434 down, next try in 2s: connection refused
+// (checked 5s ago)".
 func hostLine(h client.OllamaHostStatus) string {
 	if !h.Up {
 		s := h.URL + " down"
@@ -48,9 +49,9 @@ func hostLine(h client.OllamaHostStatus) string {
 		if h.Error != "" {
 			s += ": " + h.Error
 		}
-		return s
+		return s + checkedAgo(h.CheckedAt, time.Now())
 	}
-	s := fmt.Sprintf("%s up, %d of %d slots busy, %d calls", h.URL, h.Busy, h.Slots, h.Served)
+	s := fmt.Sprintf("%s up, %d of %d slots busy, %d calls%s", h.URL, h.Busy, h.Slots, h.Served, checkedAgo(h.CheckedAt, time.Now()))
 	switch {
 	case len(h.Models) > 0 && h.ModelsConfigured:
 		s += "; models (configured): " + strings.Join(h.Models, ", ")

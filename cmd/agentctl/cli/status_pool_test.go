@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/testutil"
@@ -26,5 +28,21 @@ func TestStatusOneHostSlots(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// Each host of a pool says how old the daemon's word on it is.
+func TestStatusHostsShowCheckAge(t *testing.T) {
+	now := time.Now()
+	var b testutil.SyncBuffer
+	writePool(&b, client.OllamaStatus{Hosts: []client.OllamaHostStatus{
+		{URL: "http://a:11434", Up: true, Slots: 1, CheckedAt: now},
+		{URL: "http://b:11434", Error: "connection refused", CheckedAt: now.Add(-5 * time.Second)},
+	}})
+	for _, want := range []string{"http://a:11434 up, 0 of 1 slots busy, 0 calls (checked just now)\n",
+		"http://b:11434 down: connection refused (checked 5s ago)\n"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("status lacks %q:\n%s", want, b.String())
+		}
 	}
 }

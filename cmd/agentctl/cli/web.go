@@ -9,7 +9,7 @@ import (
 
 var webCmd = addCommand("doctor", &command{
 	name:  "web",
-	args:  "[--no-open] [--json]",
+	args:  "[logout] [--no-open] [--json]",
 	short: "open the web console: every agent, live, with the decision buttons",
 	long: `Web starts agentd's web console on 127.0.0.1 (if it is not serving yet) and prints a
 login URL. The URL holds a one-time token: opening it logs that browser in (a session
@@ -23,7 +23,12 @@ the same decisions as agentctl and chat, bound to the proposal shown.
 With a graphical session (DISPLAY or WAYLAND_DISPLAY set, not under CI) it opens the URL
 with xdg-open; --no-open only prints it. [web_console] in the config file serves it from
 agentd's start and sets its address (default 127.0.0.1:7077). From another machine, use
-an SSH tunnel: ssh -L 7077:127.0.0.1:7077 HOST.`,
+an SSH tunnel: ssh -L 7077:127.0.0.1:7077 HOST.
+
+agentctl web logout logs every browser out at once (their live streams stop too) and
+makes the login URLs not used yet stop working: use it when a URL or a logged-in
+machine may be in someone else's hands. Log out in the console ends that browser's
+session, in every tab; a session unused for 12 hours ends by itself.`,
 	run: (*app).runWeb,
 })
 
@@ -34,8 +39,11 @@ func (a *app) runWeb(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
-		return usagef("web takes no arguments")
+	switch {
+	case len(pos) == 1 && pos[0] == "logout":
+		return a.webLogout(ctx)
+	case len(pos) > 0:
+		return usagef("web takes no arguments but logout, got %q", pos[0])
 	}
 	login, err := a.api().WebLogin(ctx)
 	if err != nil {
@@ -51,6 +59,19 @@ func (a *app) runWeb(ctx context.Context, args []string) error {
 			a.note("could not open a browser (%v): open the URL yourself", err)
 		}
 	}
+	return nil
+}
+
+// webLogout ends every web console session.
+func (a *app) webLogout(ctx context.Context) error {
+	out, err := a.api().WebLogout(ctx)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(out)
+	}
+	fmt.Fprintf(a.stdout, "logged out %d web console session(s); unused login URLs no longer work\n", out.Sessions)
 	return nil
 }
 

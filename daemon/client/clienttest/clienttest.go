@@ -49,6 +49,36 @@ func Handle[In, Out any](f *Fake, rt client.Route[In, Out], fn func(ctx context.
 	f.set(rt.Pattern(), fn)
 }
 
+// HandleList makes f answer the list route rt with fn, which returns one page (p says
+// which; its Limit is never 0) and the cursor of the next ("" when none follows).
+func HandleList[Q, T any](f *Fake, rt client.ListRoute[Q, T], fn func(ctx context.Context, q Q, p client.Page) ([]T, string, error)) {
+	f.set(rt.Pattern(), fn)
+}
+
+// PageOf answers a list route's page the way the daemon does, from a whole list in its
+// order: at most p.Limit items after the cursor p.After (here an item's key), the cursor
+// of the last when more follow, and the daemon's refusal of a cursor it did not give.
+func PageOf[T any](items []T, key func(T) string, p client.Page) ([]T, string, error) {
+	start := 0
+	if p.After != "" {
+		start = -1
+		for i, it := range items {
+			if key(it) == p.After {
+				start = i + 1
+			}
+		}
+		if start < 0 {
+			return nil, "", client.Errorf(client.ErrBadRequest, "after %q is not a cursor of this listing: leave after out to start at the first", p.After)
+		}
+	}
+	end := min(len(items), start+p.Limit)
+	page := append([]T{}, items[start:end]...)
+	if end < len(items) {
+		return page, key(items[end-1]), nil
+	}
+	return page, "", nil
+}
+
 // HandleStream makes f answer the event stream rt with fn.
 func HandleStream(f *Fake, rt client.StreamRoute, fn func(ref string, since int64) (<-chan client.Event, func(), error)) {
 	f.set("GET "+rt.Path, fn)
@@ -72,6 +102,10 @@ func Handler(f *Fake) http.Handler {
 			})
 			if err != nil {
 				status, out = client.StatusOf(err), client.ErrorResponse{Error: err.Error()}
+			}
+			if l, ok := out.(*client.List); ok {
+				l.Write(w)
+				return
 			}
 			if out == nil {
 				w.WriteHeader(status)

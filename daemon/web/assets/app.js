@@ -62,20 +62,31 @@
     var last = 0; // the newest seq shown: a resent event is not shown twice
     var es = new EventSource(src);
     es.onopen = function () { live.textContent = "live"; };
-    es.onerror = function () { live.textContent = "reconnecting…"; };
+    es.onerror = function () {
+      live.textContent = es.readyState === EventSource.CLOSED ? "not live: reload the page" : "reconnecting…";
+    };
+    // The session ended (logged out here or in another tab, expired, or ended by the
+    // daemon): the page stops following; nothing more arrives.
+    es.addEventListener("loggedout", function () {
+      es.close();
+      live.textContent = "logged out: run agentctl web to log in again";
+      document.body.dataset.loggedOut = "true";
+    });
     function fresh(e) {
       var seq = +e.lastEventId;
       if (seq && seq <= last) return false;
       if (seq) last = seq;
       return true;
     }
+    // A row on this page is replaced; an agent not on it is new, and belongs at the end of
+    // the list, so only the last page adds it.
     es.addEventListener("row", function (e) {
       if (!fresh(e)) return;
       var row = parse(e.data), old = document.getElementById(row.id);
       var body = document.querySelector("#agents tbody");
-      if (old) { old.replaceWith(row); } else if (body) {
+      if (old) { old.replaceWith(row); } else if (body && body.dataset.last) {
         var empty = body.querySelector(".empty"); if (empty) empty.remove();
-        body.prepend(row);
+        body.append(row);
       }
       document.body.dataset.seq = last;
     });
