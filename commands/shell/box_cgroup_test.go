@@ -119,7 +119,7 @@ func TestBoxesOfEachDaemonAreApart(t *testing.T) {
 
 // A box goes with its agent: at once when it runs nothing, else when its run ends. And
 // on v1, where agentd forks each program from a thread that joined the box, that thread
-// does not stay in it.
+// leaves it, and lives on.
 func TestRemovedAgentsBoxGoes(t *testing.T) {
 	b := NewBoxes(Limits{})
 	defer b.Close()
@@ -147,7 +147,14 @@ func TestRemovedAgentsBoxGoes(t *testing.T) {
 	if err := running.start(cmd); err != nil {
 		t.Fatal(err)
 	}
-	// The thread that forked it ends.
+	// The thread that forked it (v1) went back where agentd's threads are, alive: were it
+	// to end, the kernel would kill what it forked that asked to die with its parent.
+	if running.forker != 0 {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/cgroup", running.forker))
+		if err != nil || strings.Contains(string(data), "agent-a-running") {
+			t.Errorf("the thread that forked the program: %v, cgroups\n%s\nwant it alive, out of the box", err, data)
+		}
+	}
 	var inBox []string
 	if !testutil.Wait(10*time.Second, func() bool {
 		inBox = slices.DeleteFunc(tasksOf(os.Getpid()), func(task string) bool { return !strings.Contains(task, "agent-a-running") })

@@ -26,6 +26,7 @@ type boxRun struct {
 	oomFile     *os.File
 	oomFired    chan struct{} // v1: closed when the kernel reports the box out of memory
 	v2          bool          // the box is a cgroup v2 one
+	forker      int           // v1: the thread that forked the program
 }
 
 // enter readies a run of agentID's programs in its box, making the box the first time.
@@ -118,10 +119,11 @@ func (r *boxRun) oom() <-chan struct{} {
 
 // start starts cmd in the box, tracked as startTracked does. On v2 the kernel makes the
 // child in the box (CLONE_INTO_CGROUP). On v1, where it cannot, the child is forked by a
-// thread of agentd's that joined the box first, so that it is in the box from its first
-// instruction, before it can fork or allocate; that thread then ends (a locked goroutine
-// that returns takes its thread with it) rather than paying three more migrations to
-// leave. It is never agentd's main thread, whose mm charges v1 memory.
+// thread of agentd's that joins the box first and leaves it after, so that the child is
+// in the box from its first instruction, before it can fork or allocate. That thread is
+// never agentd's main thread, whose mm v1 charges memory to, and it never ends: a
+// thread's end kills the children it forked that asked to die with their parent, as
+// bwrap (--die-with-parent) does.
 func (r *boxRun) start(cmd *exec.Cmd) error {
 	if r == nil {
 		return startTracked(cmd)
@@ -142,10 +144,18 @@ func (r *boxRun) start(cmd *exec.Cmd) error {
 			runtime.UnlockOSThread()
 			return
 		}
-		err := r.moveThread(strconv.Itoa(unix.Gettid()), r.box.dirs)
+		r.forker = unix.Gettid()
+		tid := strconv.Itoa(r.forker)
+		err := r.moveThread(tid, r.box.dirs)
 		if err == nil {
 			err = startTracked(cmd)
 		}
+		if r.moveThread(tid, r.homes()) != nil {
+			// Stuck in the box, the thread may run no more of agentd's code, nor end.
+			done <- err
+			select {}
+		}
+		runtime.UnlockOSThread()
 		done <- err
 	}
 	go fork()
@@ -153,6 +163,15 @@ func (r *boxRun) start(cmd *exec.Cmd) error {
 		return fmt.Errorf("starting it in the agent's cgroup: %w", err)
 	}
 	return nil
+}
+
+// homes are agentd's own folders in the v1 hierarchies, where its threads belong.
+func (r *boxRun) homes() []string {
+	var out []string
+	for _, h := range r.b.hiers {
+		out = append(out, filepath.Dir(h.own))
+	}
+	return out
 }
 
 // moveThread moves the thread tid into each of dirs (v1's tasks file moves one thread).

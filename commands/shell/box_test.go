@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -129,28 +130,31 @@ func TestAgentMemoryLimitBoundsProcessesTogether(t *testing.T) {
 func TestBusyAgentsShareTheCPU(t *testing.T) {
 	bwrap := bwrapHere(t)
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrap, Boxes: boxesHere(t, Limits{}, "cpu")})
-	// The first agent runs 8 busy processes, the second 2 (as many as this machine has
-	// CPUs, so that it can use all of its share). Each process is in a session of its
-	// own: the kernel's autogroups would otherwise share the CPU by session, which a
-	// program can start as many of as it likes.
+	// The first agent runs 8 busy processes, the second 2, all on the first CPU (spread
+	// over several, a group's share is split by where its processes happen to run). Each
+	// process is in a session of its own: the kernel's autogroups would otherwise share
+	// the CPU by session, which a program can start as many of as it likes.
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	marker := func(i int) string { return "busy-agent-" + strconv.Itoa(i) + "-" + strconv.Itoa(os.Getpid()) }
-	wss := []string{workspace(t), workspace(t)}
+	wss, outs := []string{workspace(t), workspace(t)}, make([]string, 2)
 	for i, n := range []int{8, 2} {
 		wg.Go(func() {
-			line := "for i in $(seq " + strconv.Itoa(n) + "); do setsid -w sh -c 'while :; do :; done' " + marker(i) + " & done; echo > started; wait"
-			runAsAgent(ctx, t, c, "a-busy"+strconv.Itoa(i), wss[i], line, time.Minute)
+			line := "for i in $(seq " + strconv.Itoa(n) + "); do taskset -c 0 setsid -w sh -c 'while :; do :; done' " + marker(i) + " & done; echo > started; wait"
+			out, err := runAsAgent(ctx, t, c, "a-busy"+strconv.Itoa(i), wss[i], line, 2*time.Minute)
+			outs[i] = fmt.Sprint(out, err)
 		})
 	}
 	for i, ws := range wss {
-		if !testutil.Wait(30*time.Second, func() bool {
+		if !testutil.Wait(time.Minute, func() bool {
 			_, err := os.Stat(filepath.Join(ws, "started"))
 			return err == nil
 		}) {
-			t.Fatalf("agent %d never started its busy processes", i)
+			cancel()
+			wg.Wait()
+			t.Fatalf("agent %d never started its busy processes: %q", i, outs)
 		}
 	}
 	// The CPU time each agent's processes get while both together get a second of it.
