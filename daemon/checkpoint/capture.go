@@ -137,30 +137,38 @@ func (s *Store) capture(ctx context.Context, ws string, prev *Info) (*capture, e
 			pt, ph = t, &prev.root
 		}
 	}
-	if c.root, err = c.dir(nil, pt, ph); err != nil {
+	t, same, err := c.dir(nil, pt, ph != nil)
+	if err == nil && same {
+		c.root = *ph
+	} else if err == nil {
+		b := encodeTree(t)
+		c.root = sha256.Sum256(b)
+		err = c.put(c.root, b)
+	}
+	if err != nil {
 		c.discard()
 		return nil, err
 	}
 	return c, nil
 }
 
-// dir captures the top folder of the stack and returns its tree's hash. prev is the
-// folder's tree in the previous checkpoint and prevHash its hash (nil: none). A folder
-// that cannot be listed makes e uncaptured; for the root (e nil) it is an error. Errors
-// are the store's or the context's: they end the capture.
-func (c *capture) dir(e *entry, prev tree, prevHash *hash) (hash, error) {
+// dir captures the top folder of the stack and returns its tree; same says it is prev,
+// the folder's tree in the previous checkpoint (hasPrev: there is one). A folder that
+// cannot be listed makes e uncaptured; for the root (e nil) it is an error. Errors are
+// the store's or the context's: they end the capture.
+func (c *capture) dir(e *entry, prev tree, hasPrev bool) (t tree, same bool, err error) {
 	if err := c.ctx.Err(); err != nil {
-		return hash{}, err
+		return nil, false, err
 	}
 	names, err := readNames(c.ds.fd(), c.buf)
 	if err != nil {
 		if e == nil {
-			return hash{}, fmt.Errorf("listing the workspace: %w", err)
+			return nil, false, fmt.Errorf("listing the workspace: %w", err)
 		}
 		c.uncapture(e, "cannot be listed: "+err.Error())
-		return hash{}, nil
+		return nil, false, nil
 	}
-	t := make(tree, 0, len(names))
+	t = make(tree, 0, len(names))
 	j := 0
 	for _, name := range names {
 		for j < len(prev) && prev[j].name < name {
@@ -172,18 +180,13 @@ func (c *capture) dir(e *entry, prev tree, prevHash *hash) (hash, error) {
 		}
 		x, ok, err := c.entry(name, p)
 		if err != nil {
-			return hash{}, err
+			return nil, false, err
 		}
 		if ok {
 			t = append(t, x)
 		}
 	}
-	if prevHash != nil && slices.Equal(t, prev) {
-		return *prevHash, nil
-	}
-	b := encodeTree(t)
-	h := hash(sha256.Sum256(b))
-	return h, c.put(h, b)
+	return t, hasPrev && slices.Equal(t, prev), nil
 }
 
 // entry captures name in the top folder; ok is false when it is gone since listed.
@@ -232,20 +235,27 @@ func (c *capture) folder(e *entry, st *unix.Stat_t, p *entry) error {
 		return nil
 	}
 	var pt tree
-	var ph *hash
+	hasPrev := false
 	if p != nil && p.kind == kindDir && p.captured() {
-		if t, err := c.s.readTree(p.hash); err == nil {
-			pt, ph = t, &p.hash
+		if t, err := c.s.subtree(p); err == nil {
+			pt, hasPrev = t, true
 		}
 	}
-	h, err := c.dir(e, pt, ph)
-	if err := errors.Join(err, c.ds.pop()); err != nil {
+	t, same, err := c.dir(e, pt, hasPrev)
+	if err := errors.Join(err, c.ds.pop()); err != nil || !e.captured() {
 		return err
 	}
-	if e.captured() {
-		e.hash = h
+	if same {
+		e.hash, e.inline, e.flags = p.hash, p.inline, e.flags|p.flags&flagInline
+		return nil
 	}
-	return nil
+	b := encodeTree(t)
+	e.hash = sha256.Sum256(b)
+	if len(b) <= inlineMax {
+		e.inline, e.flags = string(b), e.flags|flagInline
+		return nil
+	}
+	return c.put(e.hash, b)
 }
 
 // file captures the regular file e (stat st), with p its entry in the previous checkpoint.

@@ -112,9 +112,22 @@ func (s *Store) reach(root hash, seen map[hash]bool, found func(h hash, size int
 	if err := found(root, int64(len(b))); err != nil {
 		return err
 	}
+	return s.reachIn(t, seen, found)
+}
+
+// reachIn is reach for the entries of t.
+func (s *Store) reachIn(t tree, seen map[hash]bool, found func(h hash, size int64) error) error {
 	for i := range t {
 		e := &t[i]
 		switch {
+		case e.kind == kindDir && e.flags&flagInline != 0 && e.captured():
+			sub, err := s.subtree(e)
+			if err == nil {
+				err = s.reachIn(sub, seen, found)
+			}
+			if err != nil {
+				return err
+			}
 		case !e.hasHash():
 		case e.kind == kindDir:
 			if err := s.reach(e.hash, seen, found); err != nil {

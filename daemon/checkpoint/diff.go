@@ -221,7 +221,7 @@ func (df *differ) contents(e *entry) (tree, error) {
 	if e == nil || e.kind != kindDir || !e.captured() {
 		return nil, nil
 	}
-	return df.s.readTree(e.hash)
+	return df.s.subtree(e)
 }
 
 // sameContent compares two entries of one kind, other than folders.

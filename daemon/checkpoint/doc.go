@@ -51,11 +51,13 @@
 // A tree object is "agentd-tree 1\n", a uvarint count, then per entry sorted by name:
 // name, kind byte (f file, d folder, l symlink, p fifo, s socket, c device, ? not
 // examinable), flags byte (1 not captured, 2 racy: stat data not to be trusted next
-// time, 4 had several names), mode (st_mode & 07777); for files size, mtime and ctime
-// (ns, varint), inode, device; for captured files and folders the 32-byte SHA-256 of
-// the content or of the folder's tree object; for symlinks and files the target (a
-// symlink's, or for a hard link the path of the file's first name, "" otherwise); for
-// entries not captured the reason.
+// time, 4 had several names, 8 inline), mode (st_mode & 07777); for files size, mtime
+// and ctime (ns, varint), inode, device; for captured files and folders the 32-byte
+// SHA-256 of the content or of the folder's tree object — or, for a folder whose tree
+// object is at most 512 bytes (inline), that tree object itself as a byte string, so a
+// chain of small folders costs a few objects, not one each; for symlinks and files the
+// target (a symlink's, or for a hard link the path of the file's first name, ""
+// otherwise); for entries not captured the reason.
 //
 // A record is "agentd-checkpoint 1\n", id, time (ns, varint), the 32-byte root tree
 // hash, files, bytes, new bytes, a count then per notice path, problem and a lost byte,

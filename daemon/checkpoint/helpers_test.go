@@ -127,18 +127,43 @@ func mustCheckpoint(t testing.TB, s *Store, ws string) Info {
 	return c
 }
 
-// settled checkpoints ws until a checkpoint is the latest one again: no file is still
-// within the racy window, so the next checkpoint reads only what changes.
+// settled checkpoints ws until no file in the checkpoint is within the racy window,
+// so the next checkpoint reads only what changes, and returns that checkpoint.
 func settled(t testing.TB, s *Store, ws string) Info {
 	t.Helper()
-	prev := mustCheckpoint(t, s, ws)
-	testutil.Eventually(t, 30e9, "a checkpoint of an unchanged workspace to write nothing", func() bool {
-		c := mustCheckpoint(t, s, ws)
-		same := c.ID == prev.ID
-		prev = c
-		return same
+	var c Info
+	testutil.Eventually(t, 30e9, "a checkpoint whose files all changed before the racy window", func() bool {
+		c = mustCheckpoint(t, s, ws)
+		return !hasRacy(t, s, c.root)
 	})
-	return prev
+	return c
+}
+
+func hasRacy(t testing.TB, s *Store, root hash) bool {
+	tr, err := s.readTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return treeHasRacy(t, s, tr)
+}
+
+func treeHasRacy(t testing.TB, s *Store, tr tree) bool {
+	for i := range tr {
+		e := &tr[i]
+		if e.flags&flagRacy != 0 {
+			return true
+		}
+		if e.kind == kindDir && e.captured() {
+			sub, err := s.subtree(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if treeHasRacy(t, s, sub) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeFiles writes files (path → content) under dir, making folders as needed.

@@ -306,10 +306,10 @@ func (a *applier) folder(e, c *entry, live kind) error {
 	err = a.writable(st)
 	var t, ct tree
 	if err == nil {
-		t, err = a.s.readTree(e.hash)
+		t, err = a.s.subtree(e)
 	}
 	if c != nil && c.kind == kindDir && c.captured() {
-		ct, _ = a.s.readTree(c.hash)
+		ct, _ = a.s.subtree(c)
 	}
 	if err == nil {
 		err = a.dir(t, ct)

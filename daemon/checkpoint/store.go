@@ -456,6 +456,18 @@ func (s *Store) readTree(h hash) (tree, error) {
 	return t, nil
 }
 
+// subtree returns the tree of the captured folder e, inline or an object.
+func (s *Store) subtree(e *entry) (tree, error) {
+	if e.flags&flagInline != 0 {
+		t, err := decodeTree([]byte(e.inline))
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint store: folder listing %s is damaged: %w", e.hash, err)
+		}
+		return t, nil
+	}
+	return s.readTree(e.hash)
+}
+
 // hasObject reports whether the object h is in the store.
 func (s *Store) hasObject(h hash) bool {
 	var st unix.Stat_t

@@ -54,7 +54,14 @@ const (
 	flagRacy
 	// flagLinked: the file had more than one name when captured (a hard link).
 	flagLinked
+	// flagInline: the folder's tree is small and kept in the entry (inline), not as an
+	// object of its own.
+	flagInline
 )
+
+// inlineMax is the largest tree kept inline in its parent's: a chain of small folders
+// (a deep tree, node_modules) then costs a few objects, not one each.
+const inlineMax = 512
 
 // entry is one name in a folder, as captured.
 type entry struct {
@@ -70,12 +77,15 @@ type entry struct {
 	hash         hash   // a file's content, a folder's tree; set when captured
 	target       string // a symlink's target; a file's first name when it is a hard link of it
 	note         string // why it is not captured
+	inline       string // a small folder's tree object (flagInline); hash is its hash
 }
 
 func (e *entry) captured() bool { return e.flags&flagUncaptured == 0 }
 
 // hasHash says whether the encoding carries a hash.
-func (e *entry) hasHash() bool { return (e.kind == kindFile || e.kind == kindDir) && e.captured() }
+func (e *entry) hasHash() bool {
+	return (e.kind == kindFile || e.kind == kindDir) && e.captured() && e.flags&flagInline == 0
+}
 
 // tree is a folder's entries, sorted by name (bytewise).
 type tree []entry
@@ -103,6 +113,9 @@ func encodeTree(t tree) []byte {
 		}
 		if x.hasHash() {
 			e.b = append(e.b, x.hash[:]...)
+		}
+		if x.flags&flagInline != 0 {
+			e.str(x.inline)
 		}
 		if x.kind == kindSymlink || x.kind == kindFile {
 			e.str(x.target)
@@ -139,6 +152,10 @@ func decodeTree(b []byte) (tree, error) {
 		}
 		if x.hasHash() {
 			copy(x.hash[:], d.take(len(x.hash)))
+		}
+		if x.flags&flagInline != 0 {
+			x.inline = d.str()
+			x.hash = sha256.Sum256([]byte(x.inline))
 		}
 		if x.kind == kindSymlink || x.kind == kindFile {
 			x.target = d.str()
