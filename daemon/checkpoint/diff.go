@@ -322,7 +322,7 @@ func (df *differ) text1(c *Change, e *entry) (string, bool) {
 		c.Note = "not captured: " + e.note
 		return "", false
 	case e.size > maxDiffInput:
-		c.Note = fmt.Sprintf("too large to diff (%d bytes)", e.size)
+		c.Note = fmt.Sprintf("too large to diff: %d bytes", e.size)
 		return "", false
 	}
 	b, err := readAt(df.s.objects, e.hash.String())
@@ -332,7 +332,7 @@ func (df *differ) text1(c *Change, e *entry) (string, bool) {
 	}
 	if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
 		c.Binary = true
-		c.Note = fmt.Sprintf("binary (%d bytes)", len(b))
+		c.Note = fmt.Sprintf("binary: %d bytes", len(b))
 		return "", false
 	}
 	return string(b), true
@@ -402,7 +402,7 @@ func (c *Change) line() string {
 	case c.Kind == ModeChanged:
 		s += fmt.Sprintf(" %04o → %04o", c.OldMode, c.NewMode)
 	case typ == "symlink" && c.Kind == Modified:
-		s += " → " + display.Escape(c.NewTarget, display.Line)
+		s += " (" + display.Escape(c.OldTarget, display.Line) + " → " + display.Escape(c.NewTarget, display.Line) + ")"
 	}
 	if c.Kind != ModeChanged && c.OldType != "" && c.NewType != "" && c.OldMode != c.NewMode {
 		s += fmt.Sprintf(" (mode %04o → %04o)", c.OldMode, c.NewMode)
