@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -168,9 +170,10 @@ func (c *capture) dir(e *entry, prev tree, hasPrev bool) (t tree, same bool, err
 		c.uncapture(e, "cannot be listed: "+err.Error())
 		return nil, false, nil
 	}
+	stats, errs := statAll(c.ds.fd(), names)
 	t = make(tree, 0, len(names))
 	j := 0
-	for _, name := range names {
+	for i, name := range names {
 		for j < len(prev) && prev[j].name < name {
 			j++
 		}
@@ -178,7 +181,7 @@ func (c *capture) dir(e *entry, prev tree, hasPrev bool) (t tree, same bool, err
 		if j < len(prev) && prev[j].name == name {
 			p = &prev[j]
 		}
-		x, ok, err := c.entry(name, p)
+		x, ok, err := c.entry(name, p, &stats[i], errs[i])
 		if err != nil {
 			return nil, false, err
 		}
@@ -190,10 +193,9 @@ func (c *capture) dir(e *entry, prev tree, hasPrev bool) (t tree, same bool, err
 }
 
 // entry captures name in the top folder; ok is false when it is gone since listed.
-func (c *capture) entry(name string, p *entry) (e entry, ok bool, err error) {
+func (c *capture) entry(name string, p *entry, st *unix.Stat_t, err error) (e entry, ok bool, _ error) {
 	e.name = name
-	var st unix.Stat_t
-	if err := unix.Fstatat(c.ds.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err != nil {
 		if err == unix.ENOENT {
 			return e, false, nil
 		}
@@ -207,9 +209,9 @@ func (c *capture) entry(name string, p *entry) (e entry, ok bool, err error) {
 	}
 	switch e.kind {
 	case kindFile:
-		err = c.file(&e, &st, p)
+		err = c.file(&e, st, p)
 	case kindDir:
-		err = c.folder(&e, &st, p)
+		err = c.folder(&e, st, p)
 	case kindSymlink:
 		if e.target, err = readLink(c.ds.fd(), name, st.Size); err != nil {
 			c.uncapture(&e, "cannot be read: "+err.Error())
@@ -224,6 +226,32 @@ func (c *capture) entry(name string, p *entry) (e entry, ok bool, err error) {
 	}
 	return e, true, err
 }
+
+// statAll stats the names in the folder fd, following no symlink. A big folder is
+// statted by one goroutine per CPU: a checkpoint of an unchanged workspace is little
+// else than these calls.
+func statAll(fd int, names []string) ([]unix.Stat_t, []error) {
+	stats, errs := make([]unix.Stat_t, len(names)), make([]error, len(names))
+	statRange := func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			errs[i] = unix.Fstatat(fd, names[i], &stats[i], unix.AT_SYMLINK_NOFOLLOW)
+		}
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(names)/statPerWorker)
+	if workers < 2 {
+		statRange(0, len(names))
+		return stats, errs
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { statRange(w*len(names)/workers, (w+1)*len(names)/workers) })
+	}
+	wg.Wait()
+	return stats, errs
+}
+
+// statPerWorker is the fewest names a goroutine of statAll is started for.
+const statPerWorker = 32
 
 // folder captures the folder e (stat st), with p its entry in the previous checkpoint.
 func (c *capture) folder(e *entry, st *unix.Stat_t, p *entry) error {

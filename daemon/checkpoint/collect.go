@@ -73,7 +73,7 @@ func (s *Store) collect(pin ID) error {
 	if err := unix.Fsync(s.records); err != nil {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
-	names, err := readNames(s.objects, make([]byte, 64<<10))
+	names, err := s.list(s.objects)
 	if err != nil {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}

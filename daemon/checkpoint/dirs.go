@@ -120,11 +120,9 @@ func appendName(path []byte, name string) []byte {
 	return append(path, name...)
 }
 
-// readNames returns the names in the open folder fd (without . and ..), sorted.
+// readNames returns the names in the folder fd (without . and ..), sorted. fd is
+// freshly opened: nothing has read it yet.
 func readNames(fd int, buf []byte) ([]string, error) {
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return nil, err
-	}
 	var names []string
 	for {
 		n, err := unix.Getdents(fd, buf)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -188,7 +187,7 @@ func (s *Store) open() error {
 		}
 	}
 	// Temporary files are what a crash left half-done: nothing refers to them.
-	names, err := readNames(s.tm, make([]byte, 8<<10))
+	names, err := s.list(s.tm)
 	if err != nil {
 		return err
 	}
@@ -227,7 +226,7 @@ func (s *Store) ready(ctx context.Context) error {
 	if s.loaded {
 		return nil
 	}
-	names, err := readNames(s.records, make([]byte, 32<<10))
+	names, err := s.list(s.records)
 	if err != nil {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
@@ -432,15 +431,34 @@ func randomName(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// readAt reads the file name in the folder dir.
+// readAt reads the file name in the folder dir, in as few system calls as it can: a
+// checkpoint reads a folder listing for every folder of the workspace.
 func readAt(dir int, name string) ([]byte, error) {
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	return io.ReadAll(f)
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, st.Size+1) // one more, to see the end in one read
+	for {
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return b, nil
+		}
+		if b = b[:len(b)+n]; len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // it grew since the fstat
+		}
+	}
 }
 
 // readTree reads the tree object h.
@@ -454,6 +472,14 @@ func (s *Store) readTree(h hash) (tree, error) {
 		return nil, fmt.Errorf("checkpoint store: folder listing %s is damaged: %w", h, err)
 	}
 	return t, nil
+}
+
+// list returns the names in one of the store's folders, held open from Open on.
+func (s *Store) list(fd int) ([]string, error) {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return nil, err
+	}
+	return readNames(fd, make([]byte, 32<<10))
 }
 
 // subtree returns the tree of the captured folder e, inline or an object.
