@@ -26,9 +26,9 @@ import (
 // sentence). Fifos, sockets and devices are recorded without content. An error means
 // no checkpoint was taken: the step cannot be rewound.
 func (s *Store) Checkpoint(ctx context.Context, ws string) (Info, error) {
-	s.mu.Lock()
+	err := s.begin(ctx)
 	defer s.mu.Unlock()
-	if err := s.ready(ctx); err != nil {
+	if err != nil {
 		return Info{}, err
 	}
 	return s.checkpoint(ctx, ws, 0)
@@ -54,7 +54,7 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error)
 		return Info{}, fmt.Errorf("checkpoint of %s: %w", ws, err)
 	}
 	info := Info{ID: 1, Time: time.Now(), Files: c.files, Bytes: c.bytes, NewBytes: c.newBytes,
-		Partial: c.partial, Notices: c.notes.list, MoreNotices: c.notes.more, root: c.root}
+		Partial: c.partial, Notices: c.notes.list, MoreNotices: c.notes.more, root: c.root, links: c.linked}
 	if n := len(s.ids); n > 0 {
 		info.ID = s.ids[n-1] + 1
 	}
@@ -62,9 +62,9 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error)
 		return Info{}, err
 	}
 	if len(s.ids) > s.opt.KeepCount || s.bytes > s.opt.MaxStoreBytes {
-		if err := s.collect(pin); err != nil {
-			return info, fmt.Errorf("checkpoint %d is taken, but dropping old checkpoints failed: %w", info.ID, err)
-		}
+		// Retention reads every kept checkpoint's listings: it runs while the step does,
+		// and the next call waits for it.
+		s.collecting.Go(func() { s.collectErr = s.collect(pin) })
 	}
 	return info, nil
 }
@@ -85,6 +85,7 @@ type capture struct {
 	newBytes int64 // objects written
 	newBlobs int64 // content written, against MaxStepBytes
 	partial  bool
+	linked   bool // a file's second name was found
 	notes    notices
 
 	seen    map[hash]bool // objects known to be in the store or pending
@@ -296,7 +297,7 @@ func (c *capture) file(e *entry, st *unix.Stat_t, p *entry) error {
 		e.flags |= flagLinked
 		key := devIno{st.Dev, st.Ino}
 		if first, ok := c.links[key]; ok {
-			e.target = first.path
+			e.target, c.linked = first.path, true
 			if first.e.captured() {
 				e.hash = first.e.hash
 			} else {

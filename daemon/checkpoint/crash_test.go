@@ -54,6 +54,7 @@ func crashChild(spec string) int {
 		case "restore":
 			_, err = s.Restore(ctx, c.WS, c.To)
 		}
+		s.Close() // after the collection a checkpoint may have left running
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -70,9 +70,9 @@ const (
 
 // Diff returns how the workspace changed from checkpoint from to checkpoint to.
 func (s *Store) Diff(ctx context.Context, from, to ID) (*Diff, error) {
-	s.mu.Lock()
+	err := s.begin(ctx)
 	defer s.mu.Unlock()
-	if err := s.ready(ctx); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	a, err := s.readRecord(from)
@@ -95,9 +95,9 @@ func (s *Store) Diff(ctx context.Context, from, to ID) (*Diff, error) {
 // after it did so far, or what a restore to it would undo. It captures ws as a
 // checkpoint does, without keeping a checkpoint.
 func (s *Store) DiffLive(ctx context.Context, ws string, from ID) (*Diff, error) {
-	s.mu.Lock()
+	err := s.begin(ctx)
 	defer s.mu.Unlock()
-	if err := s.ready(ctx); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	a, err := s.readRecord(from)

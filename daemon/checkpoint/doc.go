@@ -61,7 +61,8 @@
 //
 // A record is "agentd-checkpoint 1\n", id, time (ns, varint), the 32-byte root tree
 // hash, files, bytes, new bytes, a count then per notice path, problem and a lost byte,
-// the count of notices left out, and a partial byte.
+// the count of notices left out, a partial byte, and a byte set when some file has
+// several names (a restore then reads every folder to link them again).
 //
 // The journal is "agentd-restore 1\n", the workspace path, the target checkpoint id
 // and the id of the checkpoint taken just before the restore.

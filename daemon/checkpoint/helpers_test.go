@@ -184,9 +184,9 @@ func writeFiles(t testing.TB, dir string, files map[string]string) {
 // the content its name says.
 func verifyStore(t testing.TB, s *Store) {
 	t.Helper()
-	s.mu.Lock()
+	err := s.begin(context.Background())
 	defer s.mu.Unlock()
-	if err := s.ready(context.Background()); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[hash]bool{}

@@ -39,9 +39,9 @@ type Restored struct {
 // started, a restore runs to the end whatever ctx says. If it fails part way, the error
 // says so and Before holds the workspace as it was.
 func (s *Store) Restore(ctx context.Context, ws string, to ID) (*Restored, error) {
-	s.mu.Lock()
+	err := s.begin(ctx)
 	defer s.mu.Unlock()
-	if err := s.ready(ctx); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	target, err := s.readRecord(to)
@@ -63,6 +63,10 @@ func (s *Store) Restore(ctx context.Context, ws string, to ID) (*Restored, error
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	before, err := s.checkpoint(ctx, abs, to)
+	s.collecting.Wait()
+	if err == nil {
+		err, s.collectErr = s.collectErr, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("restore: the workspace could not be checkpointed first, so nothing was changed: %w", err)
 	}
@@ -79,7 +83,7 @@ func (s *Store) Restore(ctx context.Context, ws string, to ID) (*Restored, error
 		return nil, fmt.Errorf("restore: writing its journal, before changing anything: %w", err)
 	}
 	s.pending = j
-	notes, err := s.finish(j)
+	notes, err := s.finish(j, true)
 	r.Notices, r.MoreNotices = notes.list, notes.more
 	return r, err
 }
@@ -130,7 +134,7 @@ func (s *Store) recover(context.Context) error {
 	if j == nil {
 		return nil
 	}
-	if _, err := s.finish(j); err != nil {
+	if _, err := s.finish(j, false); err != nil {
 		return fmt.Errorf("finishing the restore a crash interrupted: %w", err)
 	}
 	return nil
@@ -138,9 +142,10 @@ func (s *Store) recover(context.Context) error {
 
 // finish makes the workspace what the journal's target says, then removes the journal.
 // It removes it after a failure too: the error says what happened, and a store that
-// retried forever could never checkpoint again.
-func (s *Store) finish(j *journal) (notices, error) {
-	notes, err := s.apply(j)
+// retried forever could never checkpoint again. fresh says j.before was captured just
+// now (not before a crash): a folder it shows already as the target is left unread.
+func (s *Store) finish(j *journal, fresh bool) (notices, error) {
+	notes, err := s.apply(j, fresh)
 	if err != nil {
 		err = fmt.Errorf("restore of checkpoint %d failed part way, and the workspace is partly restored (checkpoint %d holds it as it was before): %w",
 			j.to, j.before, err)
@@ -160,12 +165,13 @@ func (s *Store) finish(j *journal) (notices, error) {
 // apply makes the workspace hold exactly the tree of checkpoint j.to, then syncs its
 // filesystem. The tree of j.before (the workspace just before) tells which files are
 // already right: a file whose stat data is unchanged since then has the content it had.
-func (s *Store) apply(j *journal) (notices, error) {
-	a := &applier{s: s, buf: make([]byte, 32<<10), firsts: map[string]devIno{}}
+func (s *Store) apply(j *journal, fresh bool) (notices, error) {
 	target, err := s.readRecord(j.to)
 	if err != nil {
-		return a.notes, err
+		return notices{}, err
 	}
+	// A folder left unread would not have its hard links made again.
+	a := &applier{s: s, buf: make([]byte, 32<<10), firsts: map[string]devIno{}, fresh: fresh && !target.links}
 	t, err := s.readTree(target.root)
 	if err != nil {
 		return a.notes, err
@@ -203,6 +209,7 @@ type applier struct {
 	buf    []byte
 	notes  notices
 	firsts map[string]devIno // the files with several names put back, by path
+	fresh  bool              // the cache was captured just now, not before a crash
 }
 
 // restoreMode is the mode a restore gives: setuid and setgid are not put back (the
@@ -227,23 +234,27 @@ func (a *applier) dir(t, cache tree) error {
 			}
 		}
 	}
+	names = names[:0]
 	for i := range t {
-		if err := a.entry(&t[i], cache.find(t[i].name)); err != nil {
+		names = append(names, t[i].name)
+	}
+	stats, errs := statAll(a.ds.fd(), names)
+	for i := range t {
+		if err := a.entry(&t[i], cache.find(t[i].name), &stats[i], errs[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// entry makes e's name in the top folder what e says; c is its entry just before.
-func (a *applier) entry(e, c *entry) error {
+// entry makes e's name in the top folder what e says; c is its entry just before, and
+// st and err its stat now.
+func (a *applier) entry(e, c *entry, st *unix.Stat_t, err error) error {
 	fd := a.ds.fd()
 	if !e.captured() {
 		a.notes.add(a.ds.pathTo(e.name), "was not captured ("+e.note+"): left as it is", true)
 		return nil
 	}
-	var st unix.Stat_t
-	err := unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	if err != nil && err != unix.ENOENT {
 		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 	}
@@ -256,12 +267,15 @@ func (a *applier) entry(e, c *entry) error {
 	}
 	switch e.kind {
 	case kindDir:
+		if a.fresh && live == kindDir && c != nil && *c == *e {
+			return nil // just captured as the target has it, to the last inode and time
+		}
 		return a.folder(e, c, live)
 	case kindFile:
 		if e.target != "" {
-			return a.link(e, &st, live)
+			return a.link(e, st, live)
 		}
-		return a.file(e, c, &st, live)
+		return a.file(e, c, st, live)
 	case kindSymlink:
 		if live == kindSymlink {
 			if target, err := readLink(fd, e.name, st.Size); err == nil && target == e.target {

@@ -82,7 +82,8 @@ type Info struct {
 	Notices     []Notice
 	MoreNotices int // notices past the ones kept
 
-	root hash
+	root  hash
+	links bool // some file has several names in the workspace
 }
 
 // Notice is something a checkpoint or restore did not do as asked, about one path.
@@ -147,6 +148,11 @@ type Store struct {
 	ids     []ID  // the checkpoints kept, oldest first
 	bytes   int64 // size of the objects on disk
 	pending *journal
+
+	// collecting is a collection running after a checkpoint returned (the next call
+	// waits for it); collectErr is how it failed, told by the next call.
+	collecting sync.WaitGroup
+	collectErr error
 }
 
 // Open opens the store in dir, creating it if needed. It takes the store's lock, so a
@@ -198,10 +204,11 @@ func (s *Store) open() error {
 	return err
 }
 
-// Close releases the store and its lock.
+// Close releases the store and its lock, after a collection still running.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.collecting.Wait()
 	for _, fd := range []*int{&s.root, &s.objects, &s.records, &s.tm} {
 		if *fd >= 0 {
 			unix.Close(*fd)
@@ -213,6 +220,18 @@ func (s *Store) Close() error {
 		s.lock = nil
 	}
 	return nil
+}
+
+// begin starts a call: it locks the store, waits for a collection still running and
+// readies the store. The caller unlocks mu, whatever begin returns.
+func (s *Store) begin(ctx context.Context) error {
+	s.mu.Lock()
+	s.collecting.Wait()
+	if err := s.collectErr; err != nil {
+		s.collectErr = nil
+		return fmt.Errorf("checkpoint store: dropping old checkpoints failed: %w", err)
+	}
+	return s.ready(ctx)
 }
 
 // ready finishes an interrupted restore, then loads what the store keeps. Callers hold mu.
@@ -253,16 +272,16 @@ func (s *Store) ready(ctx context.Context) error {
 // there is none. Every other method calls it first; the daemon calls it at start so an
 // agent never sees a workspace half rewound.
 func (s *Store) Recover(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ready(ctx)
+	err := s.begin(ctx)
+	s.mu.Unlock()
+	return err
 }
 
 // List returns the checkpoints kept, oldest first.
 func (s *Store) List(ctx context.Context) ([]Info, error) {
-	s.mu.Lock()
+	err := s.begin(ctx)
 	defer s.mu.Unlock()
-	if err := s.ready(ctx); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	out := make([]Info, 0, len(s.ids))
@@ -278,9 +297,9 @@ func (s *Store) List(ctx context.Context) ([]Info, error) {
 
 // Get returns the checkpoint id.
 func (s *Store) Get(ctx context.Context, id ID) (Info, error) {
-	s.mu.Lock()
+	err := s.begin(ctx)
 	defer s.mu.Unlock()
-	if err := s.ready(ctx); err != nil {
+	if err != nil {
 		return Info{}, err
 	}
 	return s.readRecord(id)
@@ -307,7 +326,7 @@ func encodeRecord(c Info) []byte {
 		e.b = append(e.b, boolByte(n.Lost))
 	}
 	e.uvarint(uint64(c.MoreNotices))
-	e.b = append(e.b, boolByte(c.Partial))
+	e.b = append(e.b, boolByte(c.Partial), boolByte(c.links))
 	return e.b
 }
 
@@ -329,6 +348,7 @@ func decodeRecord(b []byte) (Info, error) {
 	}
 	c.MoreNotices = int(d.uvarint())
 	c.Partial = d.byte() == 1
+	c.links = d.byte() == 1
 	if d.err == nil && len(d.b) != 0 {
 		d.err = errors.New("trailing bytes")
 	}
