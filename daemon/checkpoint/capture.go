@@ -133,6 +133,9 @@ func (s *Store) capture(ctx context.Context, ws string, prev *Info) (*capture, e
 		return nil, err
 	}
 	c.store = devIno{st.Dev, st.Ino}
+	if root := ds.frames[0]; (devIno{root.dev, root.ino}) == c.store {
+		return nil, errStoreInside
+	}
 	var pt tree
 	var ph *hash
 	if prev != nil {
@@ -254,10 +257,12 @@ func statAll(fd int, names []string) ([]unix.Stat_t, []error) {
 // statPerWorker is the fewest names a goroutine of statAll is started for.
 const statPerWorker = 32
 
+var errStoreInside = errors.New("the checkpoint store is inside the workspace, where the agent could change it: give the store a folder outside every workspace")
+
 // folder captures the folder e (stat st), with p its entry in the previous checkpoint.
 func (c *capture) folder(e *entry, st *unix.Stat_t, p *entry) error {
 	if (devIno{st.Dev, st.Ino}) == c.store {
-		return errors.New("the checkpoint store is inside the workspace, where the agent could change it: give the store a folder outside every workspace")
+		return errStoreInside
 	}
 	if _, err := c.ds.push(e.name); err != nil {
 		c.uncapture(e, "cannot be opened: "+err.Error())

@@ -89,7 +89,7 @@ func runKilled(t *testing.T, spec crashSpec) bool {
 // store is whole, every checkpoint kept restores exactly, and the workspace was never
 // touched.
 func TestKillDuringCheckpointLosesNothing(t *testing.T) {
-	kills := 0
+	kills, inRetention := 0, 0
 	for at := 1; ; at++ {
 		dir, ws := t.TempDir(), t.TempDir()
 		s, err := Open(dir, Options{KeepCount: 2})
@@ -124,6 +124,9 @@ func TestKillDuringCheckpointLosesNothing(t *testing.T) {
 		if len(list) < 2 || list[len(list)-1].ID < 2 {
 			t.Fatalf("kill at step %d: checkpoints %v kept; the two taken before are not both there or replaced by a newer one", at, infoIDs(list))
 		}
+		if list[0].ID == 2 {
+			inRetention++ // checkpoint 1 was dropped: killed while collecting
+		}
 		for _, c := range list {
 			if _, err := s.Restore(ctx, ws, c.ID); err != nil {
 				t.Fatalf("kill at step %d: restore %d: %v", at, c.ID, err)
@@ -132,10 +135,10 @@ func TestKillDuringCheckpointLosesNothing(t *testing.T) {
 		}
 		s.Close()
 	}
-	if kills < 10 {
-		t.Fatalf("a checkpoint was killed at only %d steps; the hook is not reached", kills)
+	if kills < 10 || inRetention == 0 {
+		t.Fatalf("a checkpoint was killed at %d steps, %d of them in retention; the hook is not reached", kills, inRetention)
 	}
-	t.Logf("killed at %d steps", kills)
+	t.Logf("killed at %d steps, %d of them while dropping the oldest checkpoint", kills, inRetention)
 }
 
 // TestKillDuringRestoreLosesNothing kills a restore at every step that touches the

@@ -83,7 +83,8 @@
 // harmless: after a crash, Recover (or the next call) runs it again to the end.
 //
 // Retention keeps the newest KeepCount checkpoints whose objects together fit in
-// MaxStoreBytes (the newest always). Collection removes dropped records, fsyncs, and
-// only then removes objects no kept record reaches, so a crash mid-way leaves garbage
-// for the next collection, never a record without its objects.
+// MaxStoreBytes (the newest always). It runs after Checkpoint returns, while the step
+// does, and the next call waits for it. Collection removes dropped records, fsyncs,
+// and only then removes objects no kept record reaches, so a crash mid-way leaves
+// garbage for the next collection, never a record without its objects.
 package checkpoint
