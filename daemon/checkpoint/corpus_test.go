@@ -128,117 +128,134 @@ func (g *generator) content() []byte {
 // folder) just does nothing, as it would for a shell command.
 func (g *generator) step(t *testing.T) {
 	files, dirs := g.entries(t)
-	at := func(p string) string { return filepath.Join(g.ws, p) }
-	file, dir := g.pick(files), g.pick(dirs)
-	fresh := filepath.Join(dir, g.name())
-	if g.throughLink(fresh) {
+	sp := spot{file: g.pick(files), dir: g.pick(dirs), any: g.pick(append(files, dirs[1:]...))}
+	sp.fresh = filepath.Join(sp.dir, g.name())
+	if len(dirs) > 1 {
+		sp.folder = g.pick(dirs[1:])
+	}
+	if g.throughLink(sp.fresh) {
 		return // the sandbox keeps a command's writes in the workspace; this generator has no sandbox
 	}
-	var op string
-	switch g.rng.IntN(15) {
-	case 0, 1:
-		op = "write " + fresh
-		writeNoBlock(at(fresh), g.content(), 0o644)
-	case 2:
-		if file == "" {
-			return
+	if op := corpusOps[g.rng.IntN(len(corpusOps))](g, sp); op != "" {
+		g.log = append(g.log, op)
+	}
+}
+
+// spot is where a change may happen: an existing file, folder ("" is the root), folder
+// other than the root, file or folder, and a new name in dir ("" where there is none).
+type spot struct{ file, dir, folder, any, fresh string }
+
+func (g *generator) at(p string) string { return filepath.Join(g.ws, p) }
+
+// corpusOps are the changes step picks from, each returning what it did ("" for nothing).
+var corpusOps = []func(g *generator, sp spot) string{
+	func(g *generator, sp spot) string {
+		writeNoBlock(g.at(sp.fresh), g.content(), 0o644)
+		return "write " + sp.fresh
+	},
+	func(g *generator, sp spot) string {
+		if sp.file == "" {
+			return ""
 		}
-		op = "append " + file
-		if f, err := os.OpenFile(at(file), os.O_APPEND|os.O_WRONLY, 0); err == nil {
+		if f, err := os.OpenFile(g.at(sp.file), os.O_APPEND|os.O_WRONLY, 0); err == nil {
 			f.Write(g.content())
 			f.Close()
 		}
-	case 3:
-		if file == "" {
-			return
+		return "append " + sp.file
+	},
+	func(g *generator, sp spot) string { // same size, the old mtime put back: only ctime tells
+		fi, err := os.Stat(g.at(sp.file))
+		if sp.file == "" || err != nil {
+			return ""
 		}
-		// Same size, and the old mtime put back: only ctime tells.
-		op = "rewrite in place " + file
-		fi, err := os.Stat(at(file))
-		if err != nil {
-			return
-		}
-		b, _ := os.ReadFile(at(file))
+		b, _ := os.ReadFile(g.at(sp.file))
 		for i := range b {
 			b[i] ^= 0x20
 		}
-		writeNoBlock(at(file), b, 0)
-		os.Chtimes(at(file), fi.ModTime(), fi.ModTime())
-	case 4:
-		victim := g.pick(append(files, dirs[1:]...))
-		if victim == "" {
-			return
+		writeNoBlock(g.at(sp.file), b, 0)
+		os.Chtimes(g.at(sp.file), fi.ModTime(), fi.ModTime())
+		return "rewrite in place " + sp.file
+	},
+	func(g *generator, sp spot) string {
+		if sp.any == "" {
+			return ""
 		}
-		op = "delete " + victim
-		os.RemoveAll(at(victim))
-	case 5:
-		from := g.pick(append(files, dirs[1:]...))
-		if from == "" {
-			return
+		os.RemoveAll(g.at(sp.any))
+		return "delete " + sp.any
+	},
+	func(g *generator, sp spot) string {
+		if sp.any == "" {
+			return ""
 		}
-		op = "rename " + from + " to " + fresh
-		os.Rename(at(from), at(fresh))
-	case 6:
-		p := g.pick(append(files, dirs[1:]...))
-		if p == "" {
-			return
+		os.Rename(g.at(sp.any), g.at(sp.fresh))
+		return "rename " + sp.any + " to " + sp.fresh
+	},
+	func(g *generator, sp spot) string {
+		if sp.any == "" {
+			return ""
 		}
 		modes := []os.FileMode{0o644, 0o600, 0o755, 0o400, 0o444, 0o700, 0o750, 0o555, 0o1777}
 		m := modes[g.rng.IntN(len(modes))]
-		op = fmt.Sprintf("chmod %o %s", m, p)
-		os.Chmod(at(p), m)
-	case 7:
+		os.Chmod(g.at(sp.any), m)
+		return fmt.Sprintf("chmod %o %s", m, sp.any)
+	},
+	func(g *generator, sp spot) string {
 		targets := []string{"a", "../b.txt", "sub/notes", "nowhere", g.outside, g.outside + "/secret", "../../../../etc/passwd", "."}
 		target := targets[g.rng.IntN(len(targets))]
-		op = "symlink " + fresh + " -> " + target
-		os.Symlink(target, at(fresh))
-	case 8:
-		if file == "" {
-			return
+		os.Symlink(target, g.at(sp.fresh))
+		return "symlink " + sp.fresh + " -> " + target
+	},
+	func(g *generator, sp spot) string {
+		if sp.file == "" {
+			return ""
 		}
-		op = "hard link " + file + " as " + fresh
-		os.Link(at(file), at(fresh))
-	case 9:
-		p := filepath.Join(dir, g.name(), g.name())
+		os.Link(g.at(sp.file), g.at(sp.fresh))
+		return "hard link " + sp.file + " as " + sp.fresh
+	},
+	func(g *generator, sp spot) string {
+		p := filepath.Join(sp.dir, g.name(), g.name())
 		if g.throughLink(p) {
-			return
+			return ""
 		}
-		op = "mkdir -p " + p
-		os.MkdirAll(at(p), 0o755)
+		os.MkdirAll(g.at(p), 0o755)
 		if g.rng.IntN(2) == 0 {
-			writeNoBlock(at(filepath.Join(p, g.name())), g.content(), 0o644)
+			writeNoBlock(g.at(filepath.Join(p, g.name())), g.content(), 0o644)
 		}
-	case 10:
-		op = "mkdir " + fresh
-		os.Mkdir(at(fresh), 0o700)
-	case 11:
-		if file == "" {
-			return
+		return "mkdir -p " + p
+	},
+	func(g *generator, sp spot) string {
+		os.Mkdir(g.at(sp.fresh), 0o700)
+		return "mkdir " + sp.fresh
+	},
+	func(g *generator, sp spot) string {
+		if sp.file == "" {
+			return ""
 		}
-		op = "replace file " + file + " by a folder"
-		os.Remove(at(file))
-		os.Mkdir(at(file), 0o755)
-		writeNoBlock(at(filepath.Join(file, g.name())), g.content(), 0o644)
-	case 12:
-		if len(dirs) < 2 {
-			return
+		os.Remove(g.at(sp.file))
+		os.Mkdir(g.at(sp.file), 0o755)
+		writeNoBlock(g.at(filepath.Join(sp.file, g.name())), g.content(), 0o644)
+		return "replace file " + sp.file + " by a folder"
+	},
+	func(g *generator, sp spot) string {
+		if sp.folder == "" {
+			return ""
 		}
-		d := g.pick(dirs[1:])
-		op = "replace folder " + d + " by a file"
-		os.RemoveAll(at(d))
-		writeNoBlock(at(d), g.content(), 0o600)
-	case 13:
-		if file == "" {
-			return
+		os.RemoveAll(g.at(sp.folder))
+		writeNoBlock(g.at(sp.folder), g.content(), 0o600)
+		return "replace folder " + sp.folder + " by a file"
+	},
+	func(g *generator, sp spot) string {
+		if sp.file == "" {
+			return ""
 		}
-		op = "touch " + file
 		when := time.Unix(int64(g.rng.IntN(2e9)), int64(g.rng.IntN(1e9)))
-		os.Chtimes(at(file), when, when)
-	case 14:
-		op = "mkfifo " + fresh
-		syscall.Mkfifo(at(fresh), 0o640)
-	}
-	g.log = append(g.log, op)
+		os.Chtimes(g.at(sp.file), when, when)
+		return "touch " + sp.file
+	},
+	func(g *generator, sp spot) string {
+		syscall.Mkfifo(g.at(sp.fresh), 0o640)
+		return "mkfifo " + sp.fresh
+	},
 }
 
 // writeNoBlock is os.WriteFile that fails on a fifo instead of waiting for a reader.
