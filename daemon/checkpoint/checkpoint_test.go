@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,6 +187,24 @@ func TestRetentionKeepsTheNewestAndRemovesWhatOnlyDroppedOnesHeld(t *testing.T) 
 	if len(objs) > 3*2 {
 		t.Fatalf("%d objects in the store after retention; the 3 kept checkpoints reach at most 6", len(objs))
 	}
+}
+
+func TestRetentionNeverKeepsMoreThanKeepCountAndDropsATenthAtOnce(t *testing.T) {
+	ws := t.TempDir()
+	s := openStore(t, Options{KeepCount: 20})
+	var kept []int
+	for i := range 25 {
+		writeFiles(t, ws, map[string]string{"f": strings.Repeat("v", 100+i)})
+		mustCheckpoint(t, s, ws)
+		list, _ := s.List(ctx)
+		kept = append(kept, len(list))
+	}
+	// 1…20 as they are taken; the 21st drops the oldest 3 (to 18 with it); then 19, 20.
+	want := []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 18, 19, 20, 18, 19}
+	if fmt.Sprint(kept) != fmt.Sprint(want) {
+		t.Fatalf("checkpoints kept after each: %v\nwant %v", kept, want)
+	}
+	verifyStore(t, s)
 }
 
 func TestRetentionByBytesDropsOldestButNeverTheNewest(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 // collect applies retention and removes the objects no kept checkpoint refers to. It
 // keeps the newest checkpoint and pin (a restore's target) whatever they weigh, then the
-// next newest while there are fewer than KeepCount and their objects together stay
-// under MaxStoreBytes; the rest are dropped.
+// next newest while there are fewer than nine tenths of KeepCount and their objects
+// together stay under nine tenths of MaxStoreBytes; the rest are dropped.
 //
 // A crash at any point leaves a store that is whole: dropped records are removed (and
 // that made durable) before any object, and only objects no kept record reaches are
@@ -26,6 +26,8 @@ func (s *Store) collect(pin ID) error {
 		order = append([]ID{pin}, slices.DeleteFunc(order, func(id ID) bool { return id == pin })...)
 	}
 	full := false
+	keepCount := s.opt.KeepCount - s.opt.KeepCount/10
+	keepBytes := s.opt.MaxStoreBytes - s.opt.MaxStoreBytes/10
 	newest := ID(0)
 	if len(s.ids) > 0 {
 		newest = s.ids[len(s.ids)-1]
@@ -48,7 +50,7 @@ func (s *Store) collect(pin ID) error {
 		if err != nil {
 			return fmt.Errorf("checkpoint %d is damaged: %w; remove %s/checkpoints/%s to drop it", id, err, s.dir, recordName(id))
 		}
-		if id != newest && id != pin && (len(keep) >= s.opt.KeepCount || total+bytes > s.opt.MaxStoreBytes) {
+		if id != newest && id != pin && (len(keep) >= keepCount || total+bytes > keepBytes) {
 			for _, h := range added {
 				delete(marked, h)
 			}
@@ -95,50 +97,48 @@ func (s *Store) collect(pin ID) error {
 }
 
 // reach calls found for every object the tree root reaches that seen lacks (adding it
-// there), with its size: a tree as stored, a file's content as captured.
+// there), with its size: a tree as stored, a file's content as captured. It reads each
+// tree once into a buffer per depth and copies nothing out of it: collection reads
+// every tree of every checkpoint kept.
 func (s *Store) reach(root hash, seen map[hash]bool, found func(h hash, size int64) error) error {
-	if seen[root] {
+	var bufs [][]byte
+	var object func(h hash, depth int) error
+	var scan func(b []byte, depth int) error
+	object = func(h hash, depth int) error {
+		if seen[h] {
+			return nil
+		}
+		if depth == len(bufs) {
+			bufs = append(bufs, make([]byte, 0, 16<<10))
+		}
+		b, err := readInto(s.objects, h.String(), bufs[depth][:0])
+		if err != nil {
+			return fmt.Errorf("folder listing %s: %w", h, err)
+		}
+		bufs[depth] = b
+		seen[h] = true
+		if err := found(h, int64(len(b))); err != nil {
+			return err
+		}
+		if err := scan(b, depth); err != nil {
+			return fmt.Errorf("folder listing %s: %w", h, err)
+		}
 		return nil
 	}
-	b, err := readAt(s.objects, root.String())
-	if err != nil {
-		return fmt.Errorf("folder listing %s: %w", root, err)
-	}
-	t, err := decodeTree(b)
-	if err != nil {
-		return fmt.Errorf("folder listing %s: %w", root, err)
-	}
-	seen[root] = true
-	if err := found(root, int64(len(b))); err != nil {
-		return err
-	}
-	return s.reachIn(t, seen, found)
-}
-
-// reachIn is reach for the entries of t.
-func (s *Store) reachIn(t tree, seen map[hash]bool, found func(h hash, size int64) error) error {
-	for i := range t {
-		e := &t[i]
-		switch {
-		case e.kind == kindDir && e.flags&flagInline != 0 && e.captured():
-			sub, err := s.subtree(e)
-			if err == nil {
-				err = s.reachIn(sub, seen, found)
+	scan = func(b []byte, depth int) error {
+		return scanTree(b, false, func(x *entry, inline []byte) error {
+			switch {
+			case !x.captured():
+			case inline != nil:
+				return scan(inline, depth)
+			case x.kind == kindDir:
+				return object(x.hash, depth+1)
+			case x.kind == kindFile && !seen[x.hash]:
+				seen[x.hash] = true
+				return found(x.hash, x.size)
 			}
-			if err != nil {
-				return err
-			}
-		case !e.hasHash():
-		case e.kind == kindDir:
-			if err := s.reach(e.hash, seen, found); err != nil {
-				return err
-			}
-		case !seen[e.hash]:
-			seen[e.hash] = true
-			if err := found(e.hash, e.size); err != nil {
-				return err
-			}
-		}
+			return nil
+		})
 	}
-	return nil
+	return object(root, 0)
 }

@@ -82,9 +82,10 @@
 // is removed. Each step looks at the workspace as it is, so running it again is
 // harmless: after a crash, Recover (or the next call) runs it again to the end.
 //
-// Retention keeps the newest KeepCount checkpoints whose objects together fit in
-// MaxStoreBytes (the newest always). It runs after Checkpoint returns, while the step
-// does, and the next call waits for it. Collection removes dropped records, fsyncs,
+// Retention keeps at most KeepCount checkpoints whose objects together fit in
+// MaxStoreBytes, the newest always; past a bound it drops the oldest until a tenth of
+// it is free. It runs after Checkpoint returns, while the step does, and the next call
+// waits for it. Collection removes dropped records, fsyncs,
 // and only then removes objects no kept record reaches, so a crash mid-way leaves
 // garbage for the next collection, never a record without its objects.
 package checkpoint

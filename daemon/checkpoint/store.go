@@ -29,11 +29,14 @@ type Options struct {
 	MaxFileBytes int64
 	// MaxStepBytes bounds the new content one checkpoint adds to the store (default 256 MiB).
 	MaxStepBytes int64
-	// MaxStoreBytes bounds the store (default 1 GiB): the oldest checkpoints are dropped
-	// to stay under it, and a workspace whose content alone is larger is captured only
-	// up to it.
+	// MaxStoreBytes bounds the store (default 1 GiB), and a workspace whose content
+	// alone is larger is captured only up to it.
 	MaxStoreBytes int64
-	// KeepCount is how many checkpoints are kept (default 100); the oldest go first.
+	// KeepCount bounds how many checkpoints are kept (default 100).
+	//
+	// Past either bound the oldest checkpoints are dropped until a tenth of the bound is
+	// free, so the work of dropping (reading every kept checkpoint's listings) is done
+	// once every tenth of KeepCount checkpoints, not at each.
 	KeepCount int
 }
 
@@ -451,19 +454,20 @@ func randomName(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// readAt reads the file name in the folder dir, in as few system calls as it can: a
-// checkpoint reads a folder listing for every folder of the workspace.
+// readAt reads the file name in the folder dir.
 func readAt(dir int, name string) ([]byte, error) {
+	return readInto(dir, name, make([]byte, 0, 8<<10))
+}
+
+// readInto reads the file name in the folder dir into b, grown as needed, in as few
+// system calls as it can: a checkpoint reads a folder listing for every folder of the
+// workspace, and a collection every listing of every checkpoint.
+func readInto(dir int, name string, b []byte) ([]byte, error) {
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, st.Size+1) // one more, to see the end in one read
 	for {
 		n, err := unix.Read(fd, b[len(b):cap(b)])
 		if err == unix.EINTR {
@@ -476,7 +480,7 @@ func readAt(dir int, name string) ([]byte, error) {
 			return b, nil
 		}
 		if b = b[:len(b)+n]; len(b) == cap(b) {
-			b = append(b, 0)[:len(b)] // it grew since the fstat
+			b = append(b, 0)[:len(b)] // full: make room and read on
 		}
 	}
 }

@@ -129,18 +129,36 @@ func encodeTree(t tree) []byte {
 
 // decodeTree reads a tree object.
 func decodeTree(b []byte) (tree, error) {
+	var t tree
+	err := scanTree(b, true, func(x *entry, _ []byte) error {
+		if x.name == "" || len(t) > 0 && t[len(t)-1].name >= x.name {
+			return errors.New("names out of order")
+		}
+		t = append(t, *x)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tree object: %w", err)
+	}
+	return t, nil
+}
+
+// scanTree calls fn with each entry of the tree object b, and an inline tree as a part
+// of b. With text false it skips names, symlink targets and notes, and leaves inline
+// trees in bytes: what collection needs to follow references, without copying a byte.
+func scanTree(b []byte, text bool, fn func(x *entry, inline []byte) error) error {
 	if len(b) < len(treeMagic) || string(b[:len(treeMagic)]) != treeMagic {
-		return nil, errors.New("not a tree object")
+		return errors.New("not a tree object")
 	}
 	d := decoder{b: b[len(treeMagic):]}
 	n := d.uvarint()
 	if n > uint64(len(d.b)) { // every entry takes bytes: a count past them is damage
-		return nil, errors.New("tree object: bad entry count")
+		return errors.New("bad entry count")
 	}
-	t := make(tree, n)
-	for i := range t {
-		x := &t[i]
-		x.name = d.str()
+	var x entry // one for all: fn must not keep the pointer
+	for range n {
+		x = entry{}
+		x.name = d.text(text)
 		x.kind, x.flags = kind(d.byte()), d.byte()
 		x.mode = uint32(d.uvarint())
 		if x.kind == kindFile {
@@ -153,27 +171,30 @@ func decodeTree(b []byte) (tree, error) {
 		if x.hasHash() {
 			copy(x.hash[:], d.take(len(x.hash)))
 		}
+		var inline []byte
 		if x.flags&flagInline != 0 {
-			x.inline = d.str()
-			x.hash = sha256.Sum256([]byte(x.inline))
+			inline = d.take(int(min(d.uvarint(), uint64(len(d.b)+1))))
+			if text {
+				x.inline, x.hash = string(inline), sha256.Sum256(inline)
+			}
 		}
 		if x.kind == kindSymlink || x.kind == kindFile {
-			x.target = d.str()
+			x.target = d.text(text)
 		}
 		if !x.captured() {
-			x.note = d.str()
+			x.note = d.text(text)
 		}
-		if d.err == nil && (x.name == "" || i > 0 && t[i-1].name >= x.name) {
-			d.err = errors.New("names out of order")
+		if d.err != nil {
+			return d.err
+		}
+		if err := fn(&x, inline); err != nil {
+			return err
 		}
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.err = errors.New("trailing bytes")
 	}
-	if d.err != nil {
-		return nil, fmt.Errorf("tree object: %w", d.err)
-	}
-	return t, nil
+	return d.err
 }
 
 // find returns the entry named name in t, or nil.
@@ -245,11 +266,18 @@ func (d *decoder) take(n int) []byte {
 
 func (d *decoder) byte() byte { return d.take(1)[0] }
 
-func (d *decoder) str() string {
+func (d *decoder) str() string { return d.text(true) }
+
+// text reads a string, or skips it when keep is false.
+func (d *decoder) text(keep bool) string {
 	n := d.uvarint()
 	if n > uint64(len(d.b)) {
 		d.fail("truncated")
 		return ""
 	}
-	return string(d.take(int(n)))
+	b := d.take(int(n))
+	if !keep {
+		return ""
+	}
+	return string(b)
 }
