@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -231,31 +229,14 @@ func (c *capture) entry(name string, p *entry, st *unix.Stat_t, err error) (e en
 	return e, true, err
 }
 
-// statAll stats the names in the folder fd, following no symlink. A big folder is
-// statted by one goroutine per CPU: a checkpoint of an unchanged workspace is little
-// else than these calls.
+// statAll stats the names in the folder fd, following no symlink.
 func statAll(fd int, names []string) ([]unix.Stat_t, []error) {
 	stats, errs := make([]unix.Stat_t, len(names)), make([]error, len(names))
-	statRange := func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			errs[i] = unix.Fstatat(fd, names[i], &stats[i], unix.AT_SYMLINK_NOFOLLOW)
-		}
+	for i, name := range names {
+		errs[i] = unix.Fstatat(fd, name, &stats[i], unix.AT_SYMLINK_NOFOLLOW)
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(names)/statPerWorker)
-	if workers < 2 {
-		statRange(0, len(names))
-		return stats, errs
-	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() { statRange(w*len(names)/workers, (w+1)*len(names)/workers) })
-	}
-	wg.Wait()
 	return stats, errs
 }
-
-// statPerWorker is the fewest names a goroutine of statAll is started for.
-const statPerWorker = 32
 
 var errStoreInside = errors.New("the checkpoint store is inside the workspace, where the agent could change it: give the store a folder outside every workspace")
 
