@@ -40,9 +40,9 @@ var layers = []layer{
 	{"interfaces", []string{"daemon/localapi", "daemon/config"},
 		"the local API's handler and the config are what services and the server share; " +
 			"they import no service"},
-	{"foundations", []string{"daemon/agent/cycle", "daemon/agent/watchdog", "daemon/run", "daemon/store", "memory", "daemon/llm", "daemon/schedule/cron"},
+	{"foundations", []string{"daemon/agent/cycle", "daemon/agent/watchdog", "daemon/run", "daemon/store", "memory", "daemon/llm", "daemon/schedule/cron", "daemon/checkpoint"},
 		"a foundation (the cycle's state machine, the loop watchdog, runs' shared types, the store, memory, the " +
-			"model client, the firing clock) stands alone: it imports no service and no other foundation"},
+			"model client, the firing clock, the workspace checkpoints) stands alone: it imports no service and no other foundation"},
 	{"command set", []string{"commands/..."},
 		"commands and their guards know nothing of the daemon that runs them"},
 	{"shared", []string{"daemon/client/...", "daemon/statedir", "daemon/metrics", "daemon/ollamatest", "daemon/testutil", "systemd"},

@@ -1,0 +1,144 @@
+package checkpoint
+
+import (
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// collect applies retention and removes the objects no kept checkpoint refers to. It
+// keeps the newest checkpoint and pin (a restore's target) whatever they weigh, then the
+// next newest while there are fewer than nine tenths of KeepCount and their objects
+// together stay under nine tenths of MaxStoreBytes; the rest are dropped.
+//
+// A crash at any point leaves a store that is whole: dropped records are removed (and
+// that made durable) before any object, and only objects no kept record reaches are
+// removed. What a crash leaves behind is garbage the next collection removes.
+func (s *Store) collect(pin ID) error {
+	marked := map[hash]bool{}
+	var total int64
+	keep := map[ID]bool{}
+	order := slices.Clone(s.ids)
+	slices.Reverse(order)
+	if _, ok := slices.BinarySearch(s.ids, pin); ok {
+		order = append([]ID{pin}, slices.DeleteFunc(order, func(id ID) bool { return id == pin })...)
+	}
+	full := false
+	keepCount := s.opt.KeepCount - s.opt.KeepCount/10
+	keepBytes := s.opt.MaxStoreBytes - s.opt.MaxStoreBytes/10
+	newest := ID(0)
+	if len(s.ids) > 0 {
+		newest = s.ids[len(s.ids)-1]
+	}
+	for _, id := range order {
+		if full && id != pin {
+			continue
+		}
+		c, err := s.readRecord(id)
+		if err != nil {
+			return fmt.Errorf("checkpoint store: %w; remove %s/checkpoints/%s to drop it", err, s.dir, recordName(id))
+		}
+		var added []hash
+		var bytes int64
+		err = s.reach(c.root, marked, func(h hash, size int64) error {
+			added = append(added, h)
+			bytes += size
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("checkpoint %d is damaged: %w; remove %s/checkpoints/%s to drop it", id, err, s.dir, recordName(id))
+		}
+		if id != newest && id != pin && (len(keep) >= keepCount || total+bytes > keepBytes) {
+			for _, h := range added {
+				delete(marked, h)
+			}
+			full = true
+			continue
+		}
+		keep[id] = true
+		total += bytes
+	}
+	var kept []ID
+	for _, id := range s.ids {
+		if keep[id] {
+			kept = append(kept, id)
+			continue
+		}
+		if err := unix.Unlinkat(s.records, recordName(id), 0); err != nil && err != unix.ENOENT {
+			return fmt.Errorf("checkpoint store: dropping checkpoint %d: %w", id, err)
+		}
+		step()
+	}
+	s.ids = kept
+	if err := unix.Fsync(s.records); err != nil {
+		return fmt.Errorf("checkpoint store: %w", err)
+	}
+	names, err := s.list(s.objects)
+	if err != nil {
+		return fmt.Errorf("checkpoint store: %w", err)
+	}
+	for _, n := range names {
+		var h hash
+		if b, err := hex.DecodeString(n); err == nil && len(b) == len(h) {
+			copy(h[:], b)
+			if marked[h] {
+				continue
+			}
+		}
+		if err := unix.Unlinkat(s.objects, n, 0); err != nil && err != unix.ENOENT {
+			return fmt.Errorf("checkpoint store: removing object %s: %w", n, err)
+		}
+		step()
+	}
+	s.bytes = total
+	return nil
+}
+
+// reach calls found for every object the tree root reaches that seen lacks (adding it
+// there), with its size: a tree as stored, a file's content as captured. It reads each
+// tree once into a buffer per depth and copies nothing out of it: collection reads
+// every tree of every checkpoint kept.
+func (s *Store) reach(root hash, seen map[hash]bool, found func(h hash, size int64) error) error {
+	var bufs [][]byte
+	var object func(h hash, depth int) error
+	var scan func(b []byte, depth int) error
+	object = func(h hash, depth int) error {
+		if seen[h] {
+			return nil
+		}
+		if depth == len(bufs) {
+			bufs = append(bufs, make([]byte, 0, 16<<10))
+		}
+		b, err := readInto(s.objects, h.String(), bufs[depth][:0])
+		if err != nil {
+			return fmt.Errorf("folder listing %s: %w", h, err)
+		}
+		bufs[depth] = b
+		seen[h] = true
+		if err := found(h, int64(len(b))); err != nil {
+			return err
+		}
+		if err := scan(b, depth); err != nil {
+			return fmt.Errorf("folder listing %s: %w", h, err)
+		}
+		return nil
+	}
+	scan = func(b []byte, depth int) error {
+		return scanTree(b, false, func(x *entry, inline []byte) error {
+			switch {
+			case !x.captured():
+			case inline != nil:
+				return scan(inline, depth)
+			case x.kind == kindDir:
+				return object(x.hash, depth+1)
+			case x.kind == kindFile && !seen[x.hash]:
+				seen[x.hash] = true
+				return found(x.hash, x.size)
+			}
+			return nil
+		})
+	}
+	return object(root, 0)
+}

@@ -1,0 +1,212 @@
+package checkpoint
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/agentd/agentd/daemon/testutil"
+)
+
+// listing describes the tree under dir in one line per entry, in path order: path,
+// type, mode, and for a file its content hash, mtime and the first name it shares an
+// inode with; for a symlink its target. It reads through os and path/filepath, not this
+// package, so a restore is checked against an independent view. Two equal listings
+// are the same tree, byte for byte.
+func listing(t testing.TB, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	first := map[uint64]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "." {
+			return nil
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		fmt.Fprintf(&b, "%q %s %04o", rel, kindOf(st.Mode), st.Mode&0o7777)
+		switch kindOf(st.Mode) {
+		case kindFile:
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, " %x mtime=%d", h.Sum(nil)[:8], st.Mtim.Nano())
+			if st.Nlink > 1 {
+				if f, ok := first[st.Ino]; ok {
+					fmt.Fprintf(&b, " link=%q", f)
+				} else {
+					first[st.Ino] = rel
+				}
+			}
+		case kindSymlink:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, " -> %q", target)
+		}
+		b.WriteByte('\n')
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("listing %s: %v", dir, err)
+	}
+	return b.String()
+}
+
+// sameListing fails the test, showing the lines that differ, unless got equals want.
+func sameListing(t testing.TB, what, got, want string) {
+	t.Helper()
+	if got == want {
+		return
+	}
+	gl, wl := lineSet(got), lineSet(want)
+	var diff strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if !gl[l] {
+			diff.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !wl[l] {
+			diff.WriteString("+ " + l + "\n")
+		}
+	}
+	t.Fatalf("%s: the workspace differs from what it was (- expected, + found):\n%s", what, diff.String())
+}
+
+func lineSet(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, l := range strings.Split(s, "\n") {
+		m[l] = true
+	}
+	return m
+}
+
+// openStore opens a store in a new folder, closed when the test ends.
+func openStore(t testing.TB, opt Options) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir(), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// mustCheckpoint takes a checkpoint that must be whole.
+func mustCheckpoint(t testing.TB, s *Store, ws string) Info {
+	t.Helper()
+	c, err := s.Checkpoint(context.Background(), ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Partial {
+		t.Fatalf("checkpoint %d is partial: %s", c.ID, c.Problem())
+	}
+	return c
+}
+
+// settled checkpoints ws until no file in the checkpoint is within the racy window,
+// so the next checkpoint reads only what changes, and returns that checkpoint.
+func settled(t testing.TB, s *Store, ws string) Info {
+	t.Helper()
+	var c Info
+	testutil.Eventually(t, 30e9, "a checkpoint whose files all changed before the racy window", func() bool {
+		c = mustCheckpoint(t, s, ws)
+		return !hasRacy(t, s, c.root)
+	})
+	return c
+}
+
+func hasRacy(t testing.TB, s *Store, root hash) bool {
+	tr, err := s.readTree(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return treeHasRacy(t, s, tr)
+}
+
+func treeHasRacy(t testing.TB, s *Store, tr tree) bool {
+	for i := range tr {
+		e := &tr[i]
+		if e.flags&flagRacy != 0 {
+			return true
+		}
+		if e.kind == kindDir && e.captured() {
+			sub, err := s.subtree(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if treeHasRacy(t, s, sub) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writeFiles writes files (path → content) under dir, making folders as needed.
+func writeFiles(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for p, content := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// verifyStore checks that every object a kept checkpoint reaches is in the store with
+// the content its name says.
+func verifyStore(t testing.TB, s *Store) {
+	t.Helper()
+	err := s.begin(context.Background())
+	defer s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[hash]bool{}
+	for _, id := range s.ids {
+		c, err := s.readRecord(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.reach(c.root, seen, func(h hash, size int64) error {
+			b, err := readAt(s.objects, h.String())
+			if err != nil {
+				return err
+			}
+			if sha256.Sum256(b) != h || int64(len(b)) != size {
+				return fmt.Errorf("object %s is damaged", h)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("checkpoint %d: %v", id, err)
+		}
+	}
+}
