@@ -541,12 +541,13 @@ type HTTPStatus struct {
 // BotStatus is one chat bot's connection to its platform.
 type BotStatus struct {
 	Platform string `json:"platform"` // slack, discord
-	// State is connecting, connected, reconnecting or stopped.
+	// State is connecting, connected, reconnecting, stopped, or "not started": the bot
+	// is enabled but its secrets are missing (Error names each; doctor says the fix).
 	State string    `json:"state"`
 	Since time.Time `json:"since"` // when State began
 	// Attempt counts reconnect attempts since the connection was last up.
 	Attempt int `json:"attempt,omitempty"`
-	// Error is why the connection is down, when it is.
+	// Error is why the connection is down, or why the bot did not start, when it is.
 	Error string `json:"error,omitempty"`
 }
 

@@ -78,7 +78,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		// Before anything opens: a missing token is a config mistake, said at once.
 		var err error
 		if d.httpTok, err = httpToken(cfg.HTTP); err != nil {
-			return err
+			return &config.Error{Path: opt.ConfigPath, Problems: []config.Problem{{Key: httpSecret(cfg.HTTP).key(), Msg: err.Error()}}}
 		}
 	}
 	life := &lifecycle{log: log}
