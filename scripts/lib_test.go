@@ -99,3 +99,49 @@ func TestQuietlyBeatsWhileItRuns(t *testing.T) {
 }
 
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// TestGoBuildSaysHowFarItGot: a long build's beats count the packages built of those it
+// needs, and its own output (go: downloading, the package list, compiler warnings) goes
+// to the log, not the screen. The build is a stand-in go that builds two of its three
+// packages, then waits until the screen has said so.
+func TestGoBuildSaysHowFarItGot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	screen := filepath.Join(dir, "screen")
+	stub := `#!/bin/sh
+case "$1" in
+list) printf 'example.com/a\nexample.com/b/c\nexample.com/d\n' ;;
+build)
+	echo 'go: downloading example.com/x v1.0.0' >&2
+	printf 'example.com/a\n# example.com/b/c\ncgo-gcc-prolog: warning: noise\nexample.com/b/c\n' >&2
+	until grep -q '2 of 3 packages built' "$SCREEN"; do sleep 0.05; done ;;
+*) exit 2 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(screen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command("bash", "-c", `. ./lib.sh && go_build b.log "building the example" build -o out/ example.com/d`)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "AGENTD_LOGS="+dir, "AGENTD_BEAT_SECONDS=1", "SCREEN="+screen)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go_build: %v; screen:\n%s", err, readFile(t, screen))
+	}
+	out := readFile(t, screen)
+	if !regexp.MustCompile(`==> still running \(\d+s so far\): building the example — 2 of 3 packages built\n`).MatchString(out) {
+		t.Errorf("no beat says 2 of 3 packages built:\n%s", out)
+	}
+	for _, noise := range []string{"go: downloading", "example.com/a\n", "cgo-gcc-prolog"} {
+		if strings.Contains(out, noise) {
+			t.Errorf("the screen shows the build's own output %q:\n%s", noise, out)
+		}
+	}
+	if log := readFile(t, filepath.Join(dir, "b.log")); !strings.Contains(log, "go: downloading example.com/x") || !strings.Contains(log, "$ go build -v -o out/ example.com/d") {
+		t.Errorf("the log lacks the build's output:\n%s", log)
+	}
+}
