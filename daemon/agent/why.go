@@ -70,7 +70,7 @@ func whyReason(w *client.Why) string {
 	}
 	switch {
 	case d.Source == cycle.SourceGrant:
-		return "approved by " + d.GrantLabel + " (grant " + d.Grant + "), without asking"
+		return "approved by " + d.GrantText() + " (grant " + d.Grant + "), without asking"
 	case d.Source == "policy" && d.Kind == client.DecisionApprove && d.Pattern != "":
 		return "auto-approved by the allow pattern " + d.Pattern + in
 	case d.Source == "policy" && d.Kind == client.DecisionApprove && d.By == "auto_read":

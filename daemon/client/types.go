@@ -187,10 +187,25 @@ type Decision struct {
 	Pattern string `json:"pattern,omitempty"`
 	// Grant is the id of the grant this decision made (y -N, y!) or, for an automatic
 	// approval (Source "grant"), the grant that approved it; GrantLabel names that grant
-	// for people as it stood then: "root's y -3 (2 left)".
-	Grant      string    `json:"grant,omitempty"`
-	GrantLabel string    `json:"grant_label,omitempty"`
+	// for people: "root's y -3".
+	Grant      string `json:"grant,omitempty"`
+	GrantLabel string `json:"grant_label,omitempty"`
+	// GrantCount is how many proposals that grant approves without asking, when a count
+	// bounds it, and GrantLeft how many of them were left once this decision was made
+	// (a y -3 makes a grant of the next 2: count 2, 2 left; its first approval leaves 1).
+	// GrantText shows them.
+	GrantCount int       `json:"grant_count,omitempty"`
+	GrantLeft  int       `json:"grant_left,omitempty"`
 	At         time.Time `json:"at"`
+}
+
+// GrantText names the decision's grant with what was left of it then: "root's y -3 (1 of
+// 2 left)" (see LeftOf); "" without a grant.
+func (d *Decision) GrantText() string {
+	if d.GrantLabel == "" || d.GrantCount <= 0 {
+		return d.GrantLabel
+	}
+	return d.GrantLabel + " (" + LeftOf(d.GrantLeft, d.GrantCount) + ")"
 }
 
 // Decision scopes.

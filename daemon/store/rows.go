@@ -348,9 +348,9 @@ func (t *Tx) proposals(where string, args ...any) ([]client.Proposal, error) {
 // InsertDecision records a decision.
 func (t *Tx) InsertDecision(d *client.Decision) error {
 	d.At = t.now
-	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
-		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, d.Scope, d.Pattern, d.Grant, d.GrantLabel, d.ByName, ms(t.now))
+	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, grant_count, grant_left, at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, d.Scope, d.Pattern, d.Grant, d.GrantLabel, d.ByName, d.GrantCount, d.GrantLeft, ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert decision: %w", err)
 	}
@@ -358,12 +358,12 @@ func (t *Tx) InsertDecision(d *client.Decision) error {
 }
 
 // decisionCols are the decisions columns scanDecision reads, as the alias d.
-const decisionCols = `d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.at`
+const decisionCols = `d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.grant_count, d.grant_left, d.at`
 
 func scanDecision(sc interface{ Scan(...any) error }) (*client.Decision, error) {
 	var d client.Decision
 	var at int64
-	if err := sc.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &at); err != nil {
+	if err := sc.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &d.GrantCount, &d.GrantLeft, &at); err != nil {
 		return nil, err
 	}
 	d.At = fromMS(at)

@@ -379,6 +379,11 @@ var migrations = []string{
 	// (agent, kind, source) on every step that writes a file; without this index that
 	// scanned all the agent's file memories, a cost growing with every file written.
 	`CREATE INDEX memories_source ON memories(agent_id, kind, source);`,
+	// A decision's grant count travels as fields, not in its label's text: how many
+	// proposals the grant approves and how many were left once the decision was made.
+	// Labels written before keep their "(2 left)" and show as they are.
+	`ALTER TABLE decisions ADD COLUMN grant_count INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE decisions ADD COLUMN grant_left INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -46,12 +46,12 @@ func TestFollowConfirmsWhatADecisionStored(t *testing.T) {
 		decision client.Decision
 	}{
 		{"y_bang", client.Decision{Kind: client.DecisionApprove, Count: 1, Scope: client.ScopeAgent, Grant: "g-7", GrantLabel: "tester's y! on this exact list_files"}},
-		{"y_5", client.Decision{Kind: client.DecisionApprove, Count: 5, Grant: "g-8", GrantLabel: "tester's y -5 (4 left)"}},
+		{"y_5", client.Decision{Kind: client.DecisionApprove, Count: 5, Grant: "g-8", GrantLabel: "tester's y -5", GrantCount: 4, GrantLeft: 4}},
 		{"n_bang", client.Decision{Kind: client.DecisionDeny, Scope: client.ScopeDeny, Pattern: "list_files(.)"}},
 		{"y_once", client.Decision{Kind: client.DecisionApprove, Count: 1}},
 		// A chat decider shows by display name, not by the id chat knows them by.
 		// A grant's use counts down out of the person's N: theirs was the first.
-		{"grant_use", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "tester", Grant: "g-8", GrantLabel: "tester's y -5 (3 left)"}},
+		{"grant_use", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "tester", Grant: "g-8", GrantLabel: "tester's y -5", GrantCount: 4, GrantLeft: 3}},
 		{"slack_user_by_name", client.Decision{Kind: client.DecisionApprove, Count: 1, By: "U04ABC", ByName: "Ana Lima", Source: "slack"}},
 	}
 	for _, tt := range tests {

@@ -168,8 +168,8 @@ func decisionString(d *client.Decision) string {
 	if by == "" {
 		by = "someone"
 	}
-	if d.Source == "grant" { // an automatic approval names its grant: "by root's y -3 (2 left)"
-		s += " by " + line(d.GrantLabel)
+	if d.Source == "grant" { // an automatic approval names its grant: "by root's y -3 (1 of 2 left)"
+		s += " by " + line(d.GrantText())
 	} else if d.Source == "policy" {
 		s += " by policy (" + line(d.By) + ")"
 	} else if d.Source != "" {
