@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/testutil"
 	"github.com/ollama/ollama/api"
@@ -256,4 +257,20 @@ func freePort(t *testing.T) string {
 	}
 	defer l.Close()
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// TestRunSuggestsTheDaemonsModel: run.sh's default model, the README's and agentd's own
+// (which doctor suggests) are one.
+func TestRunSuggestsTheDaemonsModel(t *testing.T) {
+	run := readFile(t, "run.sh")
+	m := regexp.MustCompile(`MODEL=\$\{AGENTD_MODEL:-([^}]+)\}`).FindStringSubmatch(run)
+	if m == nil || m[1] != config.DefaultModel {
+		t.Errorf("run.sh's default model is %q, agentd's %q", m, config.DefaultModel)
+	}
+	if n := strings.Count(run, "ollama pull "+config.DefaultModel); n == 0 {
+		t.Errorf("run.sh does not suggest ollama pull %s", config.DefaultModel)
+	}
+	if readme := readFile(t, "../README.md"); !strings.Contains(readme, "(`AGENTD_MODEL`, default `"+config.DefaultModel+"`)") {
+		t.Errorf("the README does not say run.sh's default model is %s", config.DefaultModel)
+	}
 }
