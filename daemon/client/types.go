@@ -439,7 +439,10 @@ type TaskRequest struct {
 
 // OllamaStatus is what the daemon knows about the model server.
 type OllamaStatus struct {
-	Host          string   `json:"host"`
+	Host string `json:"host"`
+	// HostFrom says where agentd took Host from: "config" (its config file), "OLLAMA_HOST"
+	// (its environment) or "default", so a hint names what to change.
+	HostFrom      string   `json:"host_from,omitempty"`
 	Reachable     bool     `json:"reachable"`
 	Version       string   `json:"version,omitempty"`
 	Model         string   `json:"model"`

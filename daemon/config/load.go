@@ -88,6 +88,9 @@ func LoadChecked(path string, check Checker) (*Config, []Problem, error) {
 		}
 		probs, lines = c.decode(string(data))
 	}
+	if lines["ollama.host"] > 0 || lines["ollama.hosts"] > 0 {
+		c.Ollama.HostFrom = HostFromConfig
+	}
 	failed := map[string]bool{}
 	for _, p := range probs {
 		failed[p.Key] = true
