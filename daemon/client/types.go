@@ -89,6 +89,9 @@ type Agent struct {
 	Runs      []Run     `json:"runs,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// StateSince is when the agent entered State: for a thinking agent, when its call to
+	// the model began, which every follower's spinner counts from.
+	StateSince time.Time `json:"state_since,omitzero"`
 }
 
 // Thoughts is the reasoning that came with a proposal.

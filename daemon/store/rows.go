@@ -31,16 +31,16 @@ type AgentBudget struct {
 
 const agentCols = `id, name, description, goals, directives, task, state, state_reason, policy, run_id, step,
 	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at, parent_id, steps_total, busy_ms,
-	budget_steps, budget_tokens, budget_busy_ms, commands`
+	budget_steps, budget_tokens, budget_busy_ms, commands, state_since`
 
 func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	var a Agent
 	var goals, dirs, policy, cmds string
-	var created, updated int64
+	var created, updated, since int64
 	var bSteps, bTokens, bBusy sql.NullInt64
 	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
 		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated, &a.ParentID,
-		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds)
+		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds, &since)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -53,7 +53,7 @@ func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	if cmds != "" {
 		json.Unmarshal([]byte(cmds), &a.Commands)
 	}
-	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	a.CreatedAt, a.UpdatedAt, a.StateSince = fromMS(created), fromMS(updated), fromMS(since)
 	if bSteps.Valid {
 		a.Budget.MaxSteps = new(int(bSteps.Int64))
 	}
@@ -77,10 +77,10 @@ func js(v any) string {
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
-	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands))
+		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands), ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert agent: %w", err)
 	}
@@ -107,15 +107,22 @@ func (t *Tx) SetWorkspace(id, ws string) error {
 // UpdateAgent writes every mutable field of a (its commands are fixed at creation).
 func (t *Tx) UpdateAgent(a *Agent) error {
 	a.UpdatedAt = t.now
-	_, err := t.exec(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
+	// state_since moves only when the state does (the right side reads the old row).
+	var since int64
+	err := t.queryRow(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
 		state_reason=?, policy=?, run_id=?, step=?, strikes=?, prompt_tokens=?, eval_tokens=?, updated_at=?,
-		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=? WHERE id=?`,
+		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=?,
+		state_since=CASE WHEN state=? THEN state_since ELSE ? END WHERE id=? RETURNING state_since`,
 		a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason, js(a.Policy),
 		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now),
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.ID)
+		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.State, ms(t.now), a.ID).Scan(&since)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // as an UPDATE of no row: nothing to do
+	}
 	if err != nil {
 		return fmt.Errorf("store: update agent: %w", err)
 	}
+	a.StateSince = fromMS(since)
 	return nil
 }
 

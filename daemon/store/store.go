@@ -384,6 +384,10 @@ var migrations = []string{
 	// Labels written before keep their "(2 left)" and show as they are.
 	`ALTER TABLE decisions ADD COLUMN grant_count INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE decisions ADD COLUMN grant_left INTEGER NOT NULL DEFAULT 0;`,
+	// When an agent entered its state: a thinking agent's model call began then, which
+	// every follower's spinner counts from. Agents from before count from their last change.
+	`ALTER TABLE agents ADD COLUMN state_since INTEGER NOT NULL DEFAULT 0;
+	UPDATE agents SET state_since = updated_at;`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

@@ -75,6 +75,7 @@ type follower struct {
 	mu          sync.Mutex
 	name        string
 	state       client.AgentState
+	stateSince  time.Time // when the agent entered state, as the daemon says; zero: unknown
 	reason      string
 	exhausted   *client.BudgetExhausted // the budget that stopped the agent, from the last state event
 	lastState   string                  // the last state line printed

@@ -163,6 +163,9 @@ func (f *follower) sync(ag *client.Agent, t time.Time) {
 	if q := ag.Question; q != nil {
 		f.ask(q, q.AskedAt)
 	}
+	if !ag.StateSince.IsZero() {
+		f.stateSince = ag.StateSince
+	}
 	if ag.State == f.state && ag.StateReason == f.reason {
 		return
 	}
@@ -258,9 +261,9 @@ func (f *follower) settle() {
 	}
 	switch f.state {
 	case client.StateThinking:
-		f.spin.start(spinThinking)
+		f.spin.start(spinThinking, f.stateSince)
 	case client.StateWaitingForModel:
-		f.spin.start(spinNoModel)
+		f.spin.start(spinNoModel, f.stateSince)
 	default:
 		f.spin.stop()
 	}
