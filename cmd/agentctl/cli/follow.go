@@ -87,6 +87,7 @@ type follower struct {
 	lastSeq     int64
 	stdinOpen   bool
 	promptOpen  bool
+	promptFor   string // the prompt open: answerPrompt or decisionPrompt
 	ended       bool
 	legendShown bool              // the decision legend is shown once, before the first prompt
 	spin        *spinner          // nil unless stderr is a terminal

@@ -202,3 +202,49 @@ func TestFollowSubscribesFromBeforeItsSnapshot(t *testing.T) {
 func stdoutOf(r result) []byte {
 	return []byte(fmt.Sprintf("$ agentctl follow walker\n[exit %d]\n--- stdout\n%s", r.code, r.stdout))
 }
+
+// TestFollowWithdrawsAPromptSettledElsewhere: a question answered, or a proposal decided,
+// in another terminal (or a chat thread, or the web console) closes this follow's open
+// prompt saying so, instead of leaving "Answer:" waiting on the screen for nothing.
+func TestFollowWithdrawsAPromptSettledElsewhere(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, prompt, want string
+		settle             func(w *eventWriter)
+		ask                client.Event
+	}{
+		{"answered_elsewhere", "Answer: ", "Answer: (answered elsewhere)\n", func(w *eventWriter) {
+			w.send(client.Event{Seq: 2, Type: client.EventState, AgentID: "a-4", Agent: &client.Agent{ID: "a-4", Name: "walker", State: client.StateThinking}})
+			w.send(client.Event{Seq: 3, Type: client.EventResult, AgentID: "a-4", Episode: &client.Episode{
+				Step: 2, ProposalID: "p-21", Command: "ask_user", Outcome: "succeeded", Result: "blue"}})
+		}, client.Event{Seq: 1, Type: client.EventQuestion, AgentID: "a-4", Question: &client.Question{ProposalID: "p-21", Text: "Which colour?"}}},
+		{"decided_elsewhere", "Approve? ", "]: (decided elsewhere)\n", func(w *eventWriter) {
+			w.send(client.Event{Seq: 2, Type: client.EventDecision, AgentID: "a-4", Decision: &client.Decision{
+				ProposalID: "p-20", Kind: client.DecisionApprove, Count: 1, By: "ann", Source: "slack"}})
+		}, client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeDaemon(t)
+			prompted := make(chan struct{})
+			f.events = func(w *eventWriter, r *http.Request, conn int) {
+				w.send(tt.ask)
+				if _, ok := wait(t, w, prompted); !ok {
+					return
+				}
+				tt.settle(w)
+				w.send(client.Event{Seq: 9, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+			}
+			s := startFollow(t, "--socket", f.sock, "follow", "walker")
+			waitOutput(t, s.errOut, tt.prompt, 1)
+			close(prompted)
+			if code := s.exit(t); code != 0 {
+				t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
+			}
+			if !strings.Contains(s.errOut.String(), tt.want) {
+				t.Errorf("the prompt was not closed with %q:\n%s", tt.want, s.errOut)
+			}
+		})
+	}
+}

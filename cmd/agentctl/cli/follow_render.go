@@ -60,6 +60,9 @@ func (f *follower) handle(ev client.Event) error {
 		f.sync(beforeDecision(ev.Agent), ev.Time)
 	case client.EventDecision:
 		if d := ev.Decision; d != nil {
+			if f.pending != nil && f.pending.ID == d.ProposalID {
+				f.withdrawPrompt(decisionPrompt, "decided elsewhere")
+			}
 			f.printf("%sdecision: %s\n", stamp(ev.Time), decisionString(d))
 			if note := f.grantNote(d); note != "" {
 				f.printf("  %s\n", note)
@@ -68,6 +71,9 @@ func (f *follower) handle(ev client.Event) error {
 		}
 	case client.EventResult:
 		if ep := ev.Episode; ep != nil {
+			if f.question != nil && f.question.ProposalID == ep.ProposalID {
+				f.withdrawPrompt(answerPrompt, "answered elsewhere")
+			}
 			f.printf("%sresult: %s %s\n", stamp(ev.Time), ep.Outcome, formatCall(ep.Command, ep.Args))
 			if ep.Result != "" || ep.Outcome == "succeeded" || ep.Outcome == "failed" {
 				firstLines(f.out(), ep.Result, "  ", resultLines)
@@ -158,6 +164,9 @@ func (f *follower) sync(ag *client.Agent, t time.Time) {
 			f.showProposal(p, p.CreatedAt)
 		}
 		f.pending = p
+	}
+	if f.question != nil && (ag.Question == nil || questionKey(ag.Question) != questionKey(f.question)) {
+		f.withdrawPrompt(answerPrompt, "answered elsewhere")
 	}
 	f.question = nil
 	if q := ag.Question; q != nil {
@@ -293,7 +302,19 @@ func (f *follower) settle() {
 func (f *follower) prompt(s string) {
 	f.spin.stop()
 	io.WriteString(f.a.stderr, s)
-	f.promptOpen = true
+	f.promptOpen, f.promptFor = true, s
+}
+
+// withdrawPrompt ends an open prompt for what was settled elsewhere (another terminal,
+// a chat thread, the web console): "Answer: (answered elsewhere)", so no prompt is left
+// waiting on the screen for what nobody waits for. A line typed here is on its way
+// (sending) is this terminal's own: its prompt is not withdrawn.
+func (f *follower) withdrawPrompt(prompt, why string) {
+	if f.promptOpen && f.promptFor == prompt && !f.sending {
+		f.spin.clear()
+		io.WriteString(f.a.stderr, "("+why+")\n")
+		f.promptOpen = false
+	}
 }
 
 // closePrompt ends an open prompt's line before other output.
