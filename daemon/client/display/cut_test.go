@@ -56,3 +56,17 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestClosest(t *testing.T) {
+	names := []string{"researcher", "scribe", "walker"}
+	for _, tc := range []struct{ in, want string }{
+		{"walkr", "walker"}, {"scibe", "scribe"}, {"researchr", "researcher"}, {"nobody", ""}, {"x", ""},
+	} {
+		if got := Closest(tc.in, names); got != tc.want {
+			t.Errorf("Closest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := DidYouMean("walkr", names); got != ` (did you mean "walker"?)` {
+		t.Errorf("DidYouMean = %q", got)
+	}
+}
