@@ -165,6 +165,24 @@ func (t *Tx) NameTaken(name string) (bool, error) {
 	return n > 0, err
 }
 
+// AgentNames lists every agent's name, sorted: what a mistyped one is compared with.
+func (t *Tx) AgentNames() ([]string, error) {
+	rows, err := t.query(`SELECT name FROM agents ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list agent names: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
 // Agents lists all agents, oldest first.
 func (t *Tx) Agents() ([]*Agent, error) {
 	rows, err := t.query(`SELECT ` + agentCols + ` FROM agents ORDER BY created_at, id`)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/client/clienttest"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/testutil"
 )
 
@@ -149,6 +150,11 @@ func (f *fakeDaemon) routes() http.Handler {
 			}
 		}
 		slices.Reverse(out)
+		if q.Agent != "" && len(out) == 0 { // as the daemon: an agent it never knew is an error
+			if _, err := f.agent(q.Agent); err != nil {
+				return nil, err
+			}
+		}
 		return out, nil
 	})
 	clienttest.Handle(fk, client.ReplayRoute, func(_ context.Context, ref string, _ client.None) (*client.Replay, error) {
@@ -243,6 +249,17 @@ func cannedCommands(agent bool) []client.CommandInfo {
 	}
 }
 
+// noAgent is the daemon's error for a ref that names no agent, with the closest name.
+// Call with f.mu held.
+func (f *fakeDaemon) noAgent(ref string) error {
+	var names []string
+	for _, a := range f.agents {
+		names = append(names, a.Name)
+	}
+	slices.Sort(names)
+	return client.Errorf(client.ErrNotFound, "no agent %q%s: see `agentctl ls`", ref, display.DidYouMean(ref, names))
+}
+
 func (f *fakeDaemon) agent(ref string) (*client.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -251,7 +268,7 @@ func (f *fakeDaemon) agent(ref string) (*client.Agent, error) {
 			return a, nil
 		}
 	}
-	return nil, client.Errorf(client.ErrNotFound, "no agent %q", ref)
+	return nil, f.noAgent(ref)
 }
 
 func (f *fakeDaemon) create(_ context.Context, _ string, req client.CreateAgentRequest) (*client.Agent, error) {
