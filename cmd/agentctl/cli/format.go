@@ -125,7 +125,7 @@ func policyString(p client.Policy) string {
 		return fmt.Sprintf("auto (next %d run without asking)", p.AutoSteps)
 	case "continuous":
 		if p.ContinuousLimit > 0 {
-			return fmt.Sprintf("continuous (up to %d steps)", p.ContinuousLimit)
+			return "continuous (up to " + display.Count(p.ContinuousLimit, "step", "steps") + ")"
 		}
 		return "continuous"
 	}
@@ -233,4 +233,12 @@ func writeArgs(w io.Writer, args json.RawMessage, indent string, maxLines int) {
 			fmt.Fprintln(w, strings.TrimRight(indent+"  "+l, " \t"))
 		}
 	}
+}
+
+// nextProposals is "proposal" or "N proposals", after "the next".
+func nextProposals(n int) string {
+	if n == 1 {
+		return "proposal"
+	}
+	return display.Count(n, "proposal", "proposals")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // writePool renders the model pool: each host when there is more than one (a single
@@ -50,7 +51,7 @@ func hostLine(h client.OllamaHostStatus) string {
 		}
 		return s
 	}
-	s := fmt.Sprintf("%s up, %d of %d slots busy, %d calls", h.URL, h.Busy, h.Slots, h.Served)
+	s := fmt.Sprintf("%s up, %d of %d slots busy, %s", h.URL, h.Busy, h.Slots, display.Count(h.Served, "call", "calls"))
 	switch {
 	case len(h.Models) > 0 && h.ModelsConfigured:
 		s += "; models (configured): " + strings.Join(h.Models, ", ")

@@ -50,7 +50,7 @@ func TestCount(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
 		want string
-	}{{0, "0 proposals"}, {1, "1 proposal"}, {2, "2 proposals"}, {-1, "-1 proposal"}} {
+	}{{0, "0 proposals"}, {1, "1 proposal"}, {2, "2 proposals"}} {
 		if got := Count(tc.n, "proposal", "proposals"); got != tc.want {
 			t.Errorf("Count(%d) = %q, want %q", tc.n, got, tc.want)
 		}
