@@ -36,8 +36,9 @@ type fakeDaemon struct {
 	history    map[string][]client.Episode
 	decisions  []client.DecideRequest
 	answers    []client.AnswerRequest
-	sinces     []int64      // the since of each events request, in order
-	auditCalls atomic.Int32 // audit listings served
+	schedules  []client.ScheduleRequest // schedules added
+	sinces     []int64                  // the since of each events request, in order
+	auditCalls atomic.Int32             // audit listings served
 
 	// decide, if set, answers a decision instead of the default (accept it).
 	decide func(agent *client.Agent, req client.DecideRequest) (*client.Decision, error)
