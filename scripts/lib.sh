@@ -75,7 +75,9 @@ go_build() {
 	_build_from=$( { [ -f "$_build_log" ] && wc -l <"$_build_log"; } || echo 0)
 	# The packages Go's build cache lacks, standard library included: what -v names as it
 	# builds them (a warm cache leaves only the commands to link).
-	_build_total=$(go list -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "${pkgs[@]}" 2>/dev/null | grep -c .) || _build_total=
+	# (-e and || true: a package go list cannot load still counts; pipefail must not
+	# turn that into no total.)
+	_build_total=$( { go list -e -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "${pkgs[@]}" 2>/dev/null || true; } | grep -c .) || _build_total=
 	label=$label progress=build_progress quietly "$log" go "$sub" -v "$@"
 }
 
