@@ -39,7 +39,7 @@ inc="$cache/include"
 mkdir -p "$inc/miniaudio"
 cp "$malgo/miniaudio.h" "$inc/miniaudio/miniaudio.h"
 
-say "building Ollama v$OLLAMA_VERSION from its Go module: ~12 CPU-minutes, so about 8 minutes on 2 idle cores and more on a busy machine; once (cached in $cache). Output: $AGENTD_LOGS/ollama.log"
+say "building Ollama v$OLLAMA_VERSION from its Go module, once (cached in $cache): about 14 CPU-minutes, some 10 minutes on 2 idle cores and more on a busy machine. Output: $AGENTD_LOGS/ollama.log"
 tmp="$cache/tmp"; mkdir -p "$tmp"
 start=$(date +%s)
 # Go builds cgo with -g -O2 by default: without -g the C++ of llama.cpp and ggml compiles

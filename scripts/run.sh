@@ -11,7 +11,8 @@
 # at the per-user socket. When this terminal is interactive run.sh asks whether to stop it.
 #
 # Environment:
-#   OLLAMA_HOST    use this Ollama server instead of finding or starting one
+#   OLLAMA_HOST    the Ollama server to use; when nothing answers there run.sh starts one
+#                  there if it is this machine, and otherwise stops and says so
 #   AGENTD_MODEL   the model to use (default qwen2.5:3b); pulled when the network allows,
 #                  else the project's tiny offline model is created instead (its answers are noise)
 #   AGENTD_HOME    where state, config, logs and the list of started processes go (default ./.state)
