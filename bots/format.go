@@ -171,13 +171,15 @@ func DecisionSpans(d *client.Decision, platform, grantSource string) []Span {
 	return spans
 }
 
-// grantSpans names the grant that approved d as its label says ("U123's y -3 (2 left)"):
-// when the grant was made on platform by a plain id there, its maker is shown as a
-// mention, so chat shows the person and not a raw id; else the label as text.
+// grantSpans names the grant that approved d as agentctl does ("U123's y -3 (1 of 2
+// left)", Decision.GrantText): when the grant was made on platform by a plain id there,
+// its maker is shown as a mention, so chat shows the person and not a raw id; else the
+// text as it is.
 func grantSpans(d *client.Decision, platform, grantSource string) []Span {
-	rest, ok := strings.CutPrefix(d.GrantLabel, d.By+"'s ")
+	text := d.GrantText()
+	rest, ok := strings.CutPrefix(text, d.By+"'s ")
 	if grantSource != platform || d.By == "" || !ok || !MentionID(platform, d.By) {
-		return []Span{{Text: d.GrantLabel}}
+		return []Span{{Text: text}}
 	}
 	return []Span{{User: d.By}, {Text: "'s " + rest}}
 }

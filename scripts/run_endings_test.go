@@ -54,6 +54,7 @@ func TestRunEndingsLeaveAgentdRunning(t *testing.T) {
 			for _, want := range []string{
 				tt.want,
 				"agentd keeps running, with your agents",
+				"    bin/agentctl follow folder-lister\n",
 				"still running, started by run.sh: agentd; stop them with: scripts/run.sh stop",
 			} {
 				if !strings.Contains(out, want) {

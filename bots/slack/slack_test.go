@@ -143,7 +143,7 @@ func TestTypedApproveN(t *testing.T) {
 	}
 	p3 := e.proposal(thread, 3)
 	// The grant, not a policy; made here by a plain id, so its maker is a mention.
-	e.decided(thread, p3.TS, "Approved* by \\u003c@"+approver+"\\u003e's y -3 (0 left)")
+	e.decided(thread, p3.TS, "Approved* by \\u003c@"+approver+"\\u003e's y -3 (0 of 2 left)")
 	fin := e.proposal(thread, 4)
 	button(t, fin, "approve") // asking again after the three
 }

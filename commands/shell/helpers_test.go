@@ -111,6 +111,20 @@ func processesWith(marker string) []string {
 	return pids
 }
 
+// processesRunning lists the pids of processes whose whole command line, its words
+// joined by spaces, is cmd: a program the shell started, not the shell running the line.
+func processesRunning(cmd string) []string {
+	var pids []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err == nil && strings.Join(strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"), " ") == cmd {
+			pids = append(pids, filepath.Base(d))
+		}
+	}
+	return pids
+}
+
 // waitGone fails the test unless every process with marker in its command line is gone
 // within a few seconds: SIGKILL is immediate, reparenting and reaping are not quite.
 func waitGone(t *testing.T, marker string) {

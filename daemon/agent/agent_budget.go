@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -51,7 +52,7 @@ func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
 	busy := time.Duration(a.BusyMS) * time.Millisecond
 	switch {
 	case b.MaxSteps > 0 && a.StepsTotal >= b.MaxSteps:
-		return "steps", fmt.Sprintf("it made %d steps over its runs, its step budget: raise it with `agentctl budget %s --max-steps N`", a.StepsTotal, a.Name)
+		return "steps", fmt.Sprintf("it made %s over its runs, its step budget: raise it with `agentctl budget %s --max-steps N`", display.Count(a.StepsTotal, "step", "steps"), a.Name)
 	case b.MaxTokens > 0 && a.PromptTokens+a.EvalTokens >= b.MaxTokens:
 		return "tokens", fmt.Sprintf("it used %d model tokens over its runs, its token budget is %d: raise it with `agentctl budget %s --max-tokens N`",
 			a.PromptTokens+a.EvalTokens, b.MaxTokens, a.Name)

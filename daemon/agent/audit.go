@@ -23,19 +23,23 @@ func (s *auditLog) Audit(ctx context.Context, q client.AuditQuery) ([]client.Aud
 	var out []client.AuditEntry
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		f := store.AuditFilter{Kind: q.Kind, Since: q.Since, Limit: q.Limit, Before: q.Before}
+		var unknown error
 		if q.Agent != "" {
 			a, err := resolve(tx, q.Agent)
 			switch {
 			case err == nil:
 				f.AgentID = a.ID
 			case errors.Is(err, client.ErrNotFound):
-				f.AgentID = q.Agent // a removed agent's entries stay, under its id
+				f.AgentID, unknown = q.Agent, err // a removed agent's entries stay, under its id
 			default:
 				return err
 			}
 		}
 		var err error
 		out, err = tx.AuditEntries(f)
+		if err == nil && len(out) == 0 && unknown != nil {
+			return unknown // no agent, and none that was: a typo, said as every command says it
+		}
 		return err
 	})
 	return out, err

@@ -92,3 +92,30 @@ func TestAuditAndReplay(t *testing.T) {
 		t.Errorf("replay of nothing: %v, want not found", err)
 	}
 }
+
+// TestUnknownAgentIsAnErrorEverywhere: the audit log refuses an agent it never had, as
+// every other call does, and a near miss names the agent meant; a removed agent's entries
+// are still found under its id.
+func TestUnknownAgentIsAnErrorEverywhere(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	a := h.create(client.CreateAgentRequest{Name: "walker", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	audit, views, runs := h.sup.auditLog, h.sup.agentViews, h.sup.runs
+	if _, err := audit.Audit(ctx, client.AuditQuery{Agent: "nosuch"}); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("audit of an agent never known: %v, want not found", err)
+	}
+	for _, call := range []func() error{
+		func() error { _, err := audit.Audit(ctx, client.AuditQuery{Agent: "walkr"}); return err },
+		func() error { _, err := views.Agent(ctx, "walkr"); return err },
+	} {
+		if err := call(); !errors.Is(err, client.ErrNotFound) || !strings.Contains(err.Error(), `did you mean "walker"?`) {
+			t.Errorf("a typo of walker: %v, want not found naming walker", err)
+		}
+	}
+	if err := runs.DeleteAgent(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := audit.Audit(ctx, client.AuditQuery{Agent: a.ID}); err != nil || len(got) == 0 {
+		t.Errorf("audit of a removed agent by id: %d entries, %v; want its entries", len(got), err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -36,7 +37,7 @@ func (b *runBudget) overTime(now time.Time) string {
 // proposal, and why; "" when none does.
 func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
 	if b.MaxSteps > 0 && a.Step >= b.MaxSteps {
-		return "steps", fmt.Sprintf("the run made %d steps, its step budget", a.Step)
+		return "steps", fmt.Sprintf("the run made %s, its step budget", display.Count(a.Step, "step", "steps"))
 	}
 	if used := a.PromptTokens + a.EvalTokens - b.tokensBase; b.MaxTokens > 0 && used >= b.MaxTokens {
 		return "tokens", fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)

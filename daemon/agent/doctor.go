@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/statedir"
 	"github.com/agentd/agentd/daemon/store"
@@ -121,7 +122,7 @@ func modelCheck(info *llm.ModelInfo, maxContext int) client.Check {
 	if isTinyModel(info.Model) { // noise matters more than a short context
 		c.Status = client.CheckWarn
 		c.Detail = info.Model + " is the offline test model: random weights, its answers are noise and no agent will get anything done"
-		c.Fix = "set [ollama] model to a chat model (ollama pull qwen3:8b, say) and restart agentd"
+		c.Fix = "set [ollama] model to a chat model (ollama pull " + config.DefaultModel + ", say) and restart agentd"
 	}
 	if len(info.Capabilities) > 0 && !slices.Contains(info.Capabilities, "completion") {
 		c.Status, c.Detail = client.CheckFail, fmt.Sprintf("%s cannot chat (capabilities: %v)", info.Model, info.Capabilities)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/ollamatest"
 )
@@ -38,8 +39,9 @@ func TestModelCheckWarnsOnTinyModel(t *testing.T) {
 			if got := strings.Contains(c.Detail, "noise"); got != tt.noise {
 				t.Errorf("detail %q: mentions noise = %v, want %v", c.Detail, got, tt.noise)
 			}
-			if tt.noise && !strings.Contains(c.Fix, "[ollama] model") {
-				t.Errorf("fix %q does not name [ollama] model", c.Fix)
+			// The model it suggests is the one run.sh and the README use.
+			if tt.noise && (!strings.Contains(c.Fix, "[ollama] model") || !strings.Contains(c.Fix, "ollama pull "+config.DefaultModel)) {
+				t.Errorf("fix %q does not name [ollama] model and ollama pull %s", c.Fix, config.DefaultModel)
 			}
 		})
 	}

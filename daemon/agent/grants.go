@@ -54,7 +54,10 @@ func applyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *
 		if err := tx.Audit(a.ID, "grant", &g); err != nil {
 			return false, err
 		}
-		d.Grant, d.GrantLabel = g.ID, g.Describe()
+		d.Grant, d.GrantLabel = g.ID, g.Name()
+		if g.Count > 0 {
+			d.GrantCount, d.GrantLeft = g.Count, g.Left()
+		}
 	default:
 		return false, nil
 	}

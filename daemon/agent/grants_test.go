@@ -89,7 +89,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 	}
 	decide(`"a"`, "y")
 	count := decide(`"two"`, "y -3")
-	if count.Grant == "" || count.GrantLabel != "root's y -3 (2 left)" {
+	if count.Grant == "" || count.GrantText() != "root's y -3 (2 of 2 left)" {
 		t.Fatalf("y -3 decision %+v, want a count grant of 2 more", count)
 	}
 	p7 := h.pending(a.ID)
@@ -143,14 +143,14 @@ func TestGrantsEndToEnd(t *testing.T) {
 	var got []string
 	for _, s := range rp.Steps {
 		for _, d := range s.Decisions {
-			got = append(got, d.Source+":"+d.GrantLabel)
+			got = append(got, d.Source+":"+d.GrantText())
 		}
 	}
 	day := stored.Grant.CreatedAt.Format("2006-01-02")
 	want := []string{
 		"agentctl:root's y! on this exact write_file", "agentctl:",
-		"grant:root's y! on this exact write_file", "agentctl:root's y -3 (2 left)",
-		"grant:root's y -3 (1 left)", "grant:root's y -3 (0 left)",
+		"grant:root's y! on this exact write_file", "agentctl:root's y -3 (2 of 2 left)",
+		"grant:root's y -3 (1 of 2 left)", "grant:root's y -3 (0 of 2 left)",
 		"agentctl:", "grant:rule write_file(notes.txt) added by root " + day, "grant:rule write_file(notes.txt) added by root " + day,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -163,10 +163,10 @@ func TestGrantsEndToEnd(t *testing.T) {
 	var byGrant []string
 	for _, ep := range hist {
 		if d := ep.Decision; d != nil && d.Source == "grant" {
-			byGrant = append(byGrant, d.GrantLabel)
+			byGrant = append(byGrant, d.GrantText())
 		}
 	}
-	if len(byGrant) != 5 || !slices.Contains(byGrant, "root's y -3 (0 left)") {
+	if len(byGrant) != 5 || !slices.Contains(byGrant, "root's y -3 (0 of 2 left)") {
 		t.Errorf("history's grant approvals %q, want the five, named with their countdown", byGrant)
 	}
 	w, err := c.Why(ctx, a.Name)
@@ -183,6 +183,10 @@ func TestGrantsEndToEnd(t *testing.T) {
 	states := map[string]string{}
 	for _, g := range gl.Grants {
 		states[g.ID] = g.State
+		// One count, one wording: agentctl policy shows the grant as its last approval did.
+		if g.ID == count.Grant && g.Describe() != "root's y -3 (0 of 2 left)" {
+			t.Errorf("policy shows the y -3 grant as %q, history's last approval by it as %q", g.Describe(), "root's y -3 (0 of 2 left)")
+		}
 	}
 	if states[exact.Grant] != client.GrantRevoked || states[count.Grant] != client.GrantUsedUp || states[stored.Grant.ID] != client.GrantActive {
 		t.Errorf("grant states %v", states)
@@ -215,10 +219,10 @@ func TestScheduleAutonomyIsAGrant(t *testing.T) {
 	var got []string
 	for _, s := range rp.Steps {
 		for _, d := range s.Decisions {
-			got = append(got, d.Source+":"+d.GrantLabel)
+			got = append(got, d.Source+":"+d.GrantText())
 		}
 	}
-	if want := "grant:autonomy of schedule nightly (1 left) grant:autonomy of schedule nightly (0 left)"; strings.Join(got, " ") != want {
+	if want := "grant:autonomy of schedule nightly (1 of 2 left) grant:autonomy of schedule nightly (0 of 2 left)"; strings.Join(got, " ") != want {
 		t.Errorf("decisions %q, want %q", strings.Join(got, " "), want)
 	}
 	gl, err := h.sup.policyService.Grants(context.Background(), a.ID)

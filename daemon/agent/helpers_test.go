@@ -474,6 +474,12 @@ func TestStartAgentNotOfferedAtMaxDepth(t *testing.T) {
 	}
 
 	// A direct call, as if the model had proposed it anyway, gets the error that says why.
+	// The proposal is marked started as an execution would: the agent's runner is held
+	// off meanwhile (its lock), or on a slow machine it may still be in its round, find a
+	// started proposal it did not start, and record it interrupted.
+	r := h.sup.runner(one.ID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	err = h.st.Tx(ctx, func(tx *store.Tx) error {
 		_, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalPending)
 		return err

@@ -261,7 +261,7 @@ func (goalComponent) Messages(ctx context.Context, step *commands.Step) ([]strin
 		fmt.Fprintf(&b, "\nYour plan: %s", g.Plan)
 	}
 	if len(g.Done) > 0 {
-		fmt.Fprintf(&b, "\nDone so far (%d steps succeeded", g.DoneCount)
+		fmt.Fprintf(&b, "\nDone so far (%s succeeded", display.Count(g.DoneCount, "step", "steps"))
 		if g.DoneCount > len(g.Done) {
 			fmt.Fprintf(&b, "; the last %d", len(g.Done))
 		}

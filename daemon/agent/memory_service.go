@@ -106,7 +106,12 @@ func (s *memoryService) AddMemory(ctx context.Context, req client.MemoryAddReque
 	return &out, nil
 }
 
-// SearchMemory finds the memories most relevant to a query, with their scores.
+// searchFlushWait bounds how long a search waits for the memories queued before it to
+// be indexed.
+const searchFlushWait = 3 * time.Second
+
+// SearchMemory finds the memories most relevant to a query, with their scores, the
+// memories written before it included (see searchFlushWait).
 func (s *memoryService) SearchMemory(ctx context.Context, req client.MemorySearchRequest) ([]client.Memory, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
@@ -134,6 +139,15 @@ func (s *memoryService) SearchMemory(ctx context.Context, req client.MemorySearc
 	})
 	if err != nil {
 		return nil, err
+	}
+	// A person's own write just before is found: the index batches writes for a while
+	// (IndexBatchDelay), so wait, bounded, for it to take what is queued. When that takes
+	// longer (a big import, a rebuild), agentctl says indexing is still going on.
+	fctx, cancel := context.WithTimeout(ctx, searchFlushWait)
+	err = s.mem.ix.Flush(fctx)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
 	hits, err := s.mem.ix.Search(ctx, q)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 )
 
@@ -47,7 +48,7 @@ func hostChecks(ps *llm.PoolStatus) []client.Check {
 	for _, h := range ps.Hosts {
 		c := client.Check{Name: "ollama host", Status: client.CheckOK}
 		if h.Up {
-			c.Detail = fmt.Sprintf("%s up, %d of %d slots busy, %d calls served", h.URL, h.Busy, h.Slots, h.Served)
+			c.Detail = fmt.Sprintf("%s up, %d of %d slots busy, %s served", h.URL, h.Busy, h.Slots, display.Count(h.Served, "call", "calls"))
 			if len(h.Models) > 0 {
 				c.Detail += "; models: " + strings.Join(h.Models, ", ")
 			} else if h.Configured {

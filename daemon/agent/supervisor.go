@@ -27,6 +27,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
@@ -374,9 +375,19 @@ func resolve(tx *store.Tx, ref string) (*store.Agent, error) {
 		a, err = byTempName(tx, ref)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound("no agent %q: see `agentctl ls`", ref)
+		return nil, noAgent(tx, ref)
 	}
 	return a, err
+}
+
+// noAgent is the error for a ref that names no agent, with the closest name when ref
+// looks like a typo of one.
+func noAgent(tx *store.Tx, ref string) error {
+	names, err := tx.AgentNames()
+	if err != nil {
+		return err
+	}
+	return notFound("no agent %q%s: see `agentctl ls`", ref, display.DidYouMean(ref, names))
 }
 
 // tempNamePrefix starts the name an agent gets until its profile names it.

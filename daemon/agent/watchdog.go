@@ -101,6 +101,9 @@ func grantNote(tx *store.Tx, a *store.Agent) (string, error) {
 	if err != nil || n == 0 {
 		return "", err
 	}
+	if n == 1 {
+		return "; the approval left of its y -N grant is cancelled", nil
+	}
 	return fmt.Sprintf("; the %d approvals left of its y -N grant are cancelled", n), nil
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -70,7 +71,7 @@ func whyReason(w *client.Why) string {
 	}
 	switch {
 	case d.Source == cycle.SourceGrant:
-		return "approved by " + d.GrantLabel + " (grant " + d.Grant + "), without asking"
+		return "approved by " + d.GrantText() + " (grant " + d.Grant + "), without asking"
 	case d.Source == "policy" && d.Kind == client.DecisionApprove && d.Pattern != "":
 		return "auto-approved by the allow pattern " + d.Pattern + in
 	case d.Source == "policy" && d.Kind == client.DecisionApprove && d.By == "auto_read":
@@ -89,9 +90,9 @@ func whyReason(w *client.Why) string {
 		case d.Scope == client.ScopeAgent:
 			return "approved by " + who + ", who also granted this exact command with these args from then on (grant " + d.Grant + ")"
 		case d.Count > 1 && d.Grant != "":
-			return fmt.Sprintf("approved by %s for this and the next %d proposals (y -%d, grant %s)", who, d.Count-1, d.Count, d.Grant)
+			return fmt.Sprintf("approved by %s for this and the next %s (y -%d, grant %s)", who, nextProposals(d.Count-1), d.Count, d.Grant)
 		case d.Count > 1:
-			return fmt.Sprintf("approved by %s for this and the next %d proposals (y -%d)", who, d.Count-1, d.Count)
+			return fmt.Sprintf("approved by %s for this and the next %s (y -%d)", who, nextProposals(d.Count-1), d.Count)
 		}
 		return "approved by " + who
 	case client.DecisionDeny:
@@ -128,4 +129,12 @@ func (s *policyService) grantNow(ctx context.Context, agentID, id string) (*clie
 		return nil
 	})
 	return g, err
+}
+
+// nextProposals is "proposal" or "N proposals", after "the next".
+func nextProposals(n int) string {
+	if n == 1 {
+		return "proposal"
+	}
+	return display.Count(n, "proposal", "proposals")
 }

@@ -98,29 +98,14 @@ func (g *Grant) StateAt(now time.Time, runID string) string {
 // Mark sets State to the grant's state at now on run runID, as the daemon shows it.
 func (g *Grant) Mark(now time.Time, runID string) { g.State = g.StateAt(now, runID) }
 
-// Describe names the grant for people, with what is left of it: "root's y -3 (2 left)",
-// "rule write_file(notes/*) added by root 2026-11-24", "root's y! on write_file".
+// Describe names the grant for people, with what is left of it: "root's y -3 (1 of 2
+// left)", "rule write_file(notes/*) added by root 2026-11-24", "root's y! on this exact
+// write_file".
 func (g *Grant) Describe() string {
-	who := g.By
-	if who == "" {
-		who = g.Source
-	}
-	var s string
-	switch g.Kind {
-	case GrantPattern:
-		s = "rule " + g.Pattern + " added by " + who + " " + g.CreatedAt.UTC().Format(time.DateOnly)
-	case GrantExact:
-		s = who + "'s " + g.Label + " on this exact " + g.Command
-	default:
-		if g.By == "" || strings.HasPrefix(g.Label, "autonomy of ") {
-			s = g.Label
-		} else {
-			s = who + "'s " + g.Label
-		}
-	}
+	s := g.Name()
 	var end []string
-	if n := g.Left(); n >= 0 {
-		end = append(end, fmt.Sprintf("%d left", n))
+	if g.Left() >= 0 {
+		end = append(end, LeftOf(g.Left(), g.Count))
 	}
 	if g.ExpiresAt != nil {
 		end = append(end, "until "+g.ExpiresAt.UTC().Format("2006-01-02 15:04Z"))
@@ -130,6 +115,31 @@ func (g *Grant) Describe() string {
 	}
 	return s
 }
+
+// Name names the grant for people, without what is left of it: "root's y -3". A
+// decision the grant made carries it as GrantLabel, and the count as fields.
+func (g *Grant) Name() string {
+	who := g.By
+	if who == "" {
+		who = g.Source
+	}
+	switch g.Kind {
+	case GrantPattern:
+		return "rule " + g.Pattern + " added by " + who + " " + g.CreatedAt.UTC().Format(time.DateOnly)
+	case GrantExact:
+		return who + "'s " + g.Label + " on this exact " + g.Command
+	}
+	if g.By == "" || strings.HasPrefix(g.Label, "autonomy of ") {
+		return g.Label
+	}
+	return who + "'s " + g.Label
+}
+
+// LeftOf is the one wording of what is left of a count-bound grant, everywhere it is
+// shown (follow, history, policy, chat): "1 of 2 left", where count is how many
+// proposals the grant approves without asking (a y -3 approves the proposal answered
+// and grants the next 2).
+func LeftOf(left, count int) string { return fmt.Sprintf("%d of %d left", left, count) }
 
 // GrantRequest adds a pattern grant to an agent (agentctl policy AGENT add PATTERN).
 // With DryRun it only previews: which of the agent's last Preview proposals the

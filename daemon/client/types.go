@@ -92,6 +92,9 @@ type Agent struct {
 	Runs      []Run     `json:"runs,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// StateSince is when the agent entered State: for a thinking agent, when its call to
+	// the model began, which every follower's spinner counts from.
+	StateSince time.Time `json:"state_since,omitzero"`
 }
 
 // AgentQuery selects what a listing of the agents shows of each.
@@ -211,9 +214,15 @@ type Decision struct {
 	Pattern string `json:"pattern,omitempty"`
 	// Grant is the id of the grant this decision made (y -N, y!) or, for an automatic
 	// approval (Source "grant"), the grant that approved it; GrantLabel names that grant
-	// for people as it stood then: "root's y -3 (2 left)".
+	// for people: "root's y -3".
 	Grant      string `json:"grant,omitempty"`
 	GrantLabel string `json:"grant_label,omitempty"`
+	// GrantCount is how many proposals that grant approves without asking, when a count
+	// bounds it, and GrantLeft how many of them were left once this decision was made
+	// (a y -3 makes a grant of the next 2: count 2, 2 left; its first approval leaves 1).
+	// GrantText shows them.
+	GrantCount int `json:"grant_count,omitempty"`
+	GrantLeft  int `json:"grant_left,omitempty"`
 	// Profile is how an execute command this decision approved runs: "" as a person
 	// approved it (the sandbox as configured), or ProfileBounded / ProfileBoundedWrite
 	// when a pattern or a pattern grant approved it unasked.
@@ -241,6 +250,15 @@ func ProfileText(profile string) string {
 		return "bounded: workspace writable (+write), no network, empty HOME"
 	}
 	return ""
+}
+
+// GrantText names the decision's grant with what was left of it then: "root's y -3 (1 of
+// 2 left)" (see LeftOf); "" without a grant.
+func (d *Decision) GrantText() string {
+	if d.GrantLabel == "" || d.GrantCount <= 0 {
+		return d.GrantLabel
+	}
+	return d.GrantLabel + " (" + LeftOf(d.GrantLeft, d.GrantCount) + ")"
 }
 
 // Decision scopes.
@@ -491,7 +509,10 @@ type TaskRequest struct {
 
 // OllamaStatus is what the daemon knows about the model server.
 type OllamaStatus struct {
-	Host          string   `json:"host"`
+	Host string `json:"host"`
+	// HostFrom says where agentd took Host from: "config" (its config file), "OLLAMA_HOST"
+	// (its environment) or "default", so a hint names what to change.
+	HostFrom      string   `json:"host_from,omitempty"`
 	Reachable     bool     `json:"reachable"`
 	Version       string   `json:"version,omitempty"`
 	Model         string   `json:"model"`
@@ -616,12 +637,13 @@ type HTTPStatus struct {
 // BotStatus is one chat bot's connection to its platform.
 type BotStatus struct {
 	Platform string `json:"platform"` // slack, discord
-	// State is connecting, connected, reconnecting or stopped.
+	// State is connecting, connected, reconnecting, stopped, or "not started": the bot
+	// is enabled but its secrets are missing (Error names each; doctor says the fix).
 	State string    `json:"state"`
 	Since time.Time `json:"since"` // when State began
 	// Attempt counts reconnect attempts since the connection was last up.
 	Attempt int `json:"attempt,omitempty"`
-	// Error is why the connection is down, when it is.
+	// Error is why the connection is down, or why the bot did not start, when it is.
 	Error string `json:"error,omitempty"`
 }
 

@@ -135,14 +135,19 @@ func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
 	restartBots := slices.ContainsFunc(changed, func(k string) bool { return matches(k, botKeys) })
 	if !restartBots {
 		// A token file rotated in place changes no key: compare what the bots run with.
-		// A token that can no longer be read restarts them too, so the build says why.
-		if tokens, err := botTokens(cfg); err != nil || tokens != rl.bots.tokens() {
+		// A token that can no longer be read, or can now, restarts them too.
+		if botTokens(cfg) != rl.bots.tokens() {
 			restartBots = true
 			res.Applied = append(res.Applied, "bot tokens")
 		}
 	}
 	if restartBots {
 		if newBots, err = rl.bots.build(cfg); err != nil {
+			return nil, err
+		}
+		// A bot that runs is never stopped for a token that can no longer be read: the
+		// reload is refused, naming the secret, and the bot keeps the token it has.
+		if err := newBots.wouldStop(rl.bots.running()); err != nil {
 			return nil, err
 		}
 	}
@@ -218,7 +223,20 @@ func (b *liveBots) tokens() string {
 	return b.cur.tokens
 }
 
-// build makes a bot set for cfg, not started; it fails on a missing secret.
+// running are the platforms whose bots run now.
+func (b *liveBots) running() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	if b.cur != nil && b.cur.relay != nil {
+		for _, s := range b.cur.relay.Statuses() {
+			out = append(out, s.Platform)
+		}
+	}
+	return out
+}
+
+// build makes a bot set for cfg, not started; a bot whose secrets are missing is left out.
 func (b *liveBots) build(cfg *config.Config) (*chatBots, error) { return b.svc(cfg) }
 
 // start runs c as the current set under ctx.

@@ -32,16 +32,16 @@ type AgentBudget struct {
 
 const agentCols = `id, name, description, goals, directives, task, state, state_reason, policy, run_id, step,
 	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at, parent_id, steps_total, busy_ms,
-	budget_steps, budget_tokens, budget_busy_ms, commands, disk_bytes, budget_disk`
+	budget_steps, budget_tokens, budget_busy_ms, commands, disk_bytes, budget_disk, state_since`
 
 func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	var a Agent
 	var goals, dirs, policy, cmds string
-	var created, updated int64
+	var created, updated, since int64
 	var bSteps, bTokens, bBusy, bDisk sql.NullInt64
 	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
 		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated, &a.ParentID,
-		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds, &a.DiskBytes, &bDisk)
+		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds, &a.DiskBytes, &bDisk, &since)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -54,7 +54,7 @@ func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	if cmds != "" {
 		json.Unmarshal([]byte(cmds), &a.Commands)
 	}
-	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	a.CreatedAt, a.UpdatedAt, a.StateSince = fromMS(created), fromMS(updated), fromMS(since)
 	if bSteps.Valid {
 		a.Budget.MaxSteps = new(int(bSteps.Int64))
 	}
@@ -81,11 +81,11 @@ func js(v any) string {
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
-	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
 		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands),
-		a.DiskBytes, nullable(a.Budget.MaxDisk))
+		a.DiskBytes, nullable(a.Budget.MaxDisk), ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert agent: %w", err)
 	}
@@ -120,15 +120,23 @@ func (t *Tx) SetWorkspace(id, ws string) error {
 // UpdateAgent writes every mutable field of a (its commands are fixed at creation).
 func (t *Tx) UpdateAgent(a *Agent) error {
 	a.UpdatedAt = t.now
-	_, err := t.exec(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
+	// state_since moves only when the state does (the right side reads the old row).
+	var since int64
+	err := t.queryRow(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
 		state_reason=?, policy=?, run_id=?, step=?, strikes=?, prompt_tokens=?, eval_tokens=?, updated_at=?,
-		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=?, disk_bytes=?, budget_disk=? WHERE id=?`,
+		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=?, disk_bytes=?, budget_disk=?,
+		state_since=CASE WHEN state=? THEN state_since ELSE ? END WHERE id=? RETURNING state_since`,
 		a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason, js(a.Policy),
 		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now),
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk), a.ID)
+		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk),
+		a.State, ms(t.now), a.ID).Scan(&since)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // as an UPDATE of no row: nothing to do
+	}
 	if err != nil {
 		return fmt.Errorf("store: update agent: %w", err)
 	}
+	a.StateSince = fromMS(since)
 	return nil
 }
 
@@ -177,6 +185,24 @@ func (t *Tx) NameTaken(name string) (bool, error) {
 	var n int
 	err := t.queryRow(`SELECT COUNT(*) FROM agents WHERE name=?`, name).Scan(&n)
 	return n > 0, err
+}
+
+// AgentNames lists every agent's name, sorted: what a mistyped one is compared with.
+func (t *Tx) AgentNames() ([]string, error) {
+	rows, err := t.query(`SELECT name FROM agents ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list agent names: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }
 
 // Agents lists all agents, oldest first.
@@ -389,9 +415,9 @@ func (t *Tx) proposalsBy(cols, hint, where string, args ...any) ([]client.Propos
 // InsertDecision records a decision.
 func (t *Tx) InsertDecision(d *client.Decision) error {
 	d.At = t.now
-	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, profile, at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, d.Scope, d.Pattern, d.Grant, d.GrantLabel, d.ByName, d.Profile, ms(t.now))
+	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, profile, grant_count, grant_left, at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, d.Scope, d.Pattern, d.Grant, d.GrantLabel, d.ByName, d.Profile, d.GrantCount, d.GrantLeft, ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert decision: %w", err)
 	}
@@ -399,12 +425,12 @@ func (t *Tx) InsertDecision(d *client.Decision) error {
 }
 
 // decisionCols are the decisions columns scanDecision reads, as the alias d.
-const decisionCols = `d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.profile, d.at`
+const decisionCols = `d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.profile, d.grant_count, d.grant_left, d.at`
 
 func scanDecision(sc interface{ Scan(...any) error }) (*client.Decision, error) {
 	var d client.Decision
 	var at int64
-	if err := sc.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &d.Profile, &at); err != nil {
+	if err := sc.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &d.Profile, &d.GrantCount, &d.GrantLeft, &at); err != nil {
 		return nil, err
 	}
 	d.At = fromMS(at)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/daemon/client"
 )
@@ -215,5 +216,43 @@ func TestCheck(t *testing.T) {
 	defer s2.Close()
 	if err := s2.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "database damaged") {
 		t.Fatalf("Check on a damaged database = %v", err)
+	}
+}
+
+// An agent's StateSince moves when its state changes, and only then: a thinking agent's
+// counters changing mid-call do not restart the spinner of those who follow it.
+func TestStateSinceMovesWithTheStateOnly(t *testing.T) {
+	s, _ := open(t)
+	clock := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return clock }
+	a := seed(t, s)
+	update := func(at time.Time, mod func(*Agent)) *Agent {
+		t.Helper()
+		clock = at
+		var got *Agent
+		err := s.Tx(context.Background(), func(tx *Tx) error {
+			cur, err := tx.Agent(a.ID)
+			if err != nil {
+				return err
+			}
+			mod(cur)
+			if err := tx.UpdateAgent(cur); err != nil {
+				return err
+			}
+			got, err = tx.Agent(a.ID)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	start := clock
+	if got := update(start.Add(time.Second), func(a *Agent) { a.PromptTokens += 10 }); !got.StateSince.Equal(start) {
+		t.Errorf("StateSince %v after a change of counters, want %v (the state began then)", got.StateSince, start)
+	}
+	later := start.Add(time.Minute)
+	if got := update(later, func(a *Agent) { a.State = client.StateExecuting }); !got.StateSince.Equal(later) {
+		t.Errorf("StateSince %v after the state changed at %v", got.StateSince, later)
 	}
 }

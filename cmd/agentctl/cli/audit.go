@@ -177,7 +177,7 @@ func (a *app) runReplay(ctx context.Context, args []string) error {
 			}
 			switch {
 			case d.Source == "grant":
-				line += " by " + oneLine(d.GrantLabel, 120) + " (grant " + oneLine(d.Grant, 40) + ")"
+				line += " by " + oneLine(d.GrantText(), 120) + " (grant " + oneLine(d.Grant, 40) + ")"
 			case d.By != "" || d.Source != "":
 				line += fmt.Sprintf(" by %s via %s", oneLine(d.By, 80), oneLine(d.Source, 40))
 				if d.Grant != "" {

@@ -212,10 +212,11 @@ func (a *app) explain(err error) string {
 
 // agentErr turns "not found" from a call that names an agent into the way to find it.
 func agentErr(ref string, err error) error {
-	if errors.Is(err, client.ErrNotFound) {
-		return fmt.Errorf("no agent %q: see agentctl ls", ref)
+	var e *client.APIError
+	if errors.Is(err, client.ErrNotFound) && !errors.As(err, &e) {
+		return fmt.Errorf("no agent %q: see `agentctl ls`", ref)
 	}
-	return err
+	return err // the daemon's own words: the agent, the closest name to a typo, agentctl ls
 }
 
 // newFlagSet returns the current command's flag set with the global flags on it, so they

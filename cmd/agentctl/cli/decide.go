@@ -48,7 +48,7 @@ func (a *app) decide(ctx context.Context, ref string, req client.DecideRequest) 
 	case client.DecisionApprove:
 		more := ""
 		if req.Count > 1 {
-			more = fmt.Sprintf(" and the next %d proposals", req.Count-1)
+			more = " and the next " + nextProposals(req.Count-1)
 		}
 		fmt.Fprintf(a.stdout, "approved %s%s\n", call, more)
 	case client.DecisionDeny:

@@ -95,9 +95,9 @@ func grantReplay() *client.Replay {
 	return &client.Replay{
 		Run: client.Run{ID: "r-2", AgentID: "a-1", Agent: "researcher", Task: "write notes", StartedAt: at},
 		Steps: []client.ReplayStep{
-			step(1, "notes/a.md", client.Decision{Kind: client.DecisionApprove, Count: 3, By: "root", Source: "agentctl", Grant: "g-2b", GrantLabel: "root's y -3 (2 left)"}),
-			step(2, "notes/b.md", client.Decision{Kind: client.DecisionApprove, Count: 1, By: "root", Source: "grant", Grant: "g-2b", GrantLabel: "root's y -3 (1 left)"}),
-			step(3, "notes/c.md", client.Decision{Kind: client.DecisionApprove, Count: 1, By: "root", Source: "grant", Grant: "g-2b", GrantLabel: "root's y -3 (0 left)"}),
+			step(1, "notes/a.md", client.Decision{Kind: client.DecisionApprove, Count: 3, By: "root", Source: "agentctl", Grant: "g-2b", GrantLabel: "root's y -3", GrantCount: 2, GrantLeft: 2}),
+			step(2, "notes/b.md", client.Decision{Kind: client.DecisionApprove, Count: 1, By: "root", Source: "grant", Grant: "g-2b", GrantLabel: "root's y -3", GrantCount: 2, GrantLeft: 1}),
+			step(3, "notes/c.md", client.Decision{Kind: client.DecisionApprove, Count: 1, By: "root", Source: "grant", Grant: "g-2b", GrantLabel: "root's y -3", GrantCount: 2, GrantLeft: 0}),
 		},
 	}
 }

@@ -42,7 +42,7 @@ func (f *fakeDaemon) memoryAgent(ref string) (*client.Agent, error) {
 			return a, nil
 		}
 	}
-	return nil, client.Errorf(client.ErrNotFound, "no agent %q", ref)
+	return nil, f.noAgent(ref)
 }
 
 // memoryRoutes sets the memory routes of the fake daemon's api.

@@ -51,6 +51,9 @@ func (f *fakeDaemon) scheduleRoutes() {
 		if req.Spec == "TZ=0" {
 			return nil, client.Errorf(client.ErrBadRequest, `bad schedule spec: "TZ=0" names an unknown time zone "0": use an IANA name such as America/New_York`)
 		}
+		f.mu.Lock()
+		f.schedules = append(f.schedules, req)
+		f.mu.Unlock()
 		s := cannedSchedule()
 		s.ID, s.Name, s.Spec, s.Goal, s.Autonomy, s.LastFired = "s-2", req.Name, req.Spec, req.Goal, req.Autonomy, time.Time{}
 		return s, nil

@@ -75,6 +75,7 @@ type follower struct {
 	mu          sync.Mutex
 	name        string
 	state       client.AgentState
+	stateSince  time.Time // when the agent entered state, as the daemon says; zero: unknown
 	reason      string
 	exhausted   *client.BudgetExhausted // the budget that stopped the agent, from the last state event
 	lastState   string                  // the last state line printed
@@ -86,6 +87,7 @@ type follower struct {
 	lastSeq     int64
 	stdinOpen   bool
 	promptOpen  bool
+	promptFor   string // the prompt open: answerPrompt or decisionPrompt
 	ended       bool
 	legendShown bool              // the decision legend is shown once, before the first prompt
 	spin        *spinner          // nil unless stderr is a terminal

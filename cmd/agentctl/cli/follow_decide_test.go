@@ -46,12 +46,12 @@ func TestFollowConfirmsWhatADecisionStored(t *testing.T) {
 		decision client.Decision
 	}{
 		{"y_bang", client.Decision{Kind: client.DecisionApprove, Count: 1, Scope: client.ScopeAgent, Grant: "g-7", GrantLabel: "tester's y! on this exact list_files"}},
-		{"y_5", client.Decision{Kind: client.DecisionApprove, Count: 5, Grant: "g-8", GrantLabel: "tester's y -5 (4 left)"}},
+		{"y_5", client.Decision{Kind: client.DecisionApprove, Count: 5, Grant: "g-8", GrantLabel: "tester's y -5", GrantCount: 4, GrantLeft: 4}},
 		{"n_bang", client.Decision{Kind: client.DecisionDeny, Scope: client.ScopeDeny, Pattern: "list_files(.)"}},
 		{"y_once", client.Decision{Kind: client.DecisionApprove, Count: 1}},
 		// A chat decider shows by display name, not by the id chat knows them by.
 		// A grant's use counts down out of the person's N: theirs was the first.
-		{"grant_use", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "tester", Grant: "g-8", GrantLabel: "tester's y -5 (3 left)"}},
+		{"grant_use", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "tester", Grant: "g-8", GrantLabel: "tester's y -5", GrantCount: 4, GrantLeft: 3}},
 		{"slack_user_by_name", client.Decision{Kind: client.DecisionApprove, Count: 1, By: "U04ABC", ByName: "Ana Lima", Source: "slack"}},
 	}
 	for _, tt := range tests {
@@ -201,4 +201,50 @@ func TestFollowSubscribesFromBeforeItsSnapshot(t *testing.T) {
 // is a race these tests do not judge.
 func stdoutOf(r result) []byte {
 	return []byte(fmt.Sprintf("$ agentctl follow walker\n[exit %d]\n--- stdout\n%s", r.code, r.stdout))
+}
+
+// TestFollowWithdrawsAPromptSettledElsewhere: a question answered, or a proposal decided,
+// in another terminal (or a chat thread, or the web console) closes this follow's open
+// prompt saying so, instead of leaving "Answer:" waiting on the screen for nothing.
+func TestFollowWithdrawsAPromptSettledElsewhere(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, prompt, want string
+		settle             func(w *eventWriter)
+		ask                client.Event
+	}{
+		{"answered_elsewhere", "Answer: ", "Answer: (answered elsewhere)\n", func(w *eventWriter) {
+			w.send(client.Event{Seq: 2, Type: client.EventState, AgentID: "a-4", Agent: &client.Agent{ID: "a-4", Name: "walker", State: client.StateThinking}})
+			w.send(client.Event{Seq: 3, Type: client.EventResult, AgentID: "a-4", Episode: &client.Episode{
+				Step: 2, ProposalID: "p-21", Command: "ask_user", Outcome: "succeeded", Result: "blue"}})
+		}, client.Event{Seq: 1, Type: client.EventQuestion, AgentID: "a-4", Question: &client.Question{ProposalID: "p-21", Text: "Which colour?"}}},
+		{"decided_elsewhere", "Approve? ", "]: (decided elsewhere)\n", func(w *eventWriter) {
+			w.send(client.Event{Seq: 2, Type: client.EventDecision, AgentID: "a-4", Decision: &client.Decision{
+				ProposalID: "p-20", Kind: client.DecisionApprove, Count: 1, By: "ann", Source: "slack"}})
+		}, client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeDaemon(t)
+			prompted := make(chan struct{})
+			f.events = func(w *eventWriter, r *http.Request, conn int) {
+				w.send(tt.ask)
+				if _, ok := wait(t, w, prompted); !ok {
+					return
+				}
+				tt.settle(w)
+				w.send(client.Event{Seq: 9, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+			}
+			s := startFollow(t, "--socket", f.sock, "follow", "walker")
+			waitOutput(t, s.errOut, tt.prompt, 1)
+			close(prompted)
+			if code := s.exit(t); code != 0 {
+				t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
+			}
+			if !strings.Contains(s.errOut.String(), tt.want) {
+				t.Errorf("the prompt was not closed with %q:\n%s", tt.want, s.errOut)
+			}
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
@@ -61,7 +60,10 @@ func (f *follower) handle(ev client.Event) error {
 		f.sync(beforeDecision(ev.Agent), ev.Time)
 	case client.EventDecision:
 		if d := ev.Decision; d != nil {
-			f.printf("%sdecision: %s\n", stamp(ev.Time), ofLeft(decisionString(d)))
+			if f.pending != nil && f.pending.ID == d.ProposalID {
+				f.withdrawPrompt(decisionPrompt, "decided elsewhere")
+			}
+			f.printf("%sdecision: %s\n", stamp(ev.Time), decisionString(d))
 			if note := f.grantNote(d); note != "" {
 				f.printf("  %s\n", note)
 			}
@@ -69,6 +71,9 @@ func (f *follower) handle(ev client.Event) error {
 		}
 	case client.EventResult:
 		if ep := ev.Episode; ep != nil {
+			if f.question != nil && f.question.ProposalID == ep.ProposalID {
+				f.withdrawPrompt(answerPrompt, "answered elsewhere")
+			}
 			f.printf("%sresult: %s %s\n", stamp(ev.Time), ep.Outcome, formatCall(ep.Command, ep.Args))
 			if ep.Result != "" || ep.Outcome == "succeeded" || ep.Outcome == "failed" {
 				firstLines(f.out(), ep.Result, "  ", resultLines)
@@ -109,15 +114,6 @@ func beforeDecision(ag *client.Agent) *client.Agent {
 	return &cp
 }
 
-// yLeftRE finds a y -N grant's count in its label: "root's y -5 (3 left)".
-var yLeftRE = regexp.MustCompile(`\by -(\d+) \((\d+) left\)`)
-
-// ofLeft says of how many a y -N's approvals are left, counting the person's own:
-// "root's y -5 — 3 of 5 left", so the count down reads at a glance while following.
-func ofLeft(s string) string {
-	return yLeftRE.ReplaceAllString(s, "y -$1 — $2 of $1 left")
-}
-
 // grantNote confirms what a person's decision stored beyond this proposal, and how to
 // undo it: y! (an exact grant), n! (a deny pattern) and y -N (a count grant).
 func (f *follower) grantNote(d *client.Decision) string {
@@ -136,8 +132,16 @@ func (f *follower) grantNote(d *client.Decision) string {
 		return fmt.Sprintf("(y! stored grant %s: from now on %s runs without asking, with exactly these args; revoke it with: agentctl policy %s revoke %s)",
 			line(d.Grant), call, ref, line(d.Grant))
 	case d.Kind == client.DecisionApprove && d.Count > 1 && d.Grant != "":
-		return fmt.Sprintf("(the next %d proposals of this run go ahead without asking: %d of %d left; stop early with: agentctl policy %s revoke %s)",
-			d.Count-1, d.Count-1, d.Count, ref, line(d.Grant))
+		count, left := d.GrantCount, d.GrantLeft
+		if count == 0 { // a daemon that sends no count: y -N grants the next N-1
+			count, left = d.Count-1, d.Count-1
+		}
+		next := fmt.Sprintf("the next %d proposals of this run go", count)
+		if count == 1 {
+			next = "the next proposal of this run goes"
+		}
+		return fmt.Sprintf("(%s ahead without asking: %s; stop early with: agentctl policy %s revoke %s)",
+			next, client.LeftOf(left, count), ref, line(d.Grant))
 	case d.Kind == client.DecisionDeny && d.Scope == client.ScopeDeny && d.Pattern != "":
 		return fmt.Sprintf("(n! stored the deny pattern %s: agent %s is refused it from now on; remove it with: agentctl policy %s rm deny '%s')",
 			line(d.Pattern), ref, ref, line(d.Pattern))
@@ -161,9 +165,15 @@ func (f *follower) sync(ag *client.Agent, t time.Time) {
 		}
 		f.pending = p
 	}
+	if f.question != nil && (ag.Question == nil || questionKey(ag.Question) != questionKey(f.question)) {
+		f.withdrawPrompt(answerPrompt, "answered elsewhere")
+	}
 	f.question = nil
 	if q := ag.Question; q != nil {
 		f.ask(q, q.AskedAt)
+	}
+	if !ag.StateSince.IsZero() {
+		f.stateSince = ag.StateSince
 	}
 	if ag.State == f.state && ag.StateReason == f.reason {
 		return
@@ -260,9 +270,9 @@ func (f *follower) settle() {
 	}
 	switch f.state {
 	case client.StateThinking:
-		f.spin.start(spinThinking)
+		f.spin.start(spinThinking, f.stateSince)
 	case client.StateWaitingForModel:
-		f.spin.start(spinNoModel)
+		f.spin.start(spinNoModel, f.stateSince)
 	default:
 		f.spin.stop()
 	}
@@ -292,7 +302,19 @@ func (f *follower) settle() {
 func (f *follower) prompt(s string) {
 	f.spin.stop()
 	io.WriteString(f.a.stderr, s)
-	f.promptOpen = true
+	f.promptOpen, f.promptFor = true, s
+}
+
+// withdrawPrompt ends an open prompt for what was settled elsewhere (another terminal,
+// a chat thread, the web console): "Answer: (answered elsewhere)", so no prompt is left
+// waiting on the screen for what nobody waits for. A line typed here is on its way
+// (sending) is this terminal's own: its prompt is not withdrawn.
+func (f *follower) withdrawPrompt(prompt, why string) {
+	if f.promptOpen && f.promptFor == prompt && !f.sending {
+		f.spin.clear()
+		io.WriteString(f.a.stderr, "("+why+")\n")
+		f.promptOpen = false
+	}
 }
 
 // closePrompt ends an open prompt's line before other output.

@@ -125,7 +125,7 @@ func policyString(p client.Policy) string {
 		return fmt.Sprintf("auto (next %d run without asking)", p.AutoSteps)
 	case "continuous":
 		if p.ContinuousLimit > 0 {
-			return fmt.Sprintf("continuous (up to %d steps)", p.ContinuousLimit)
+			return "continuous (up to " + display.Count(p.ContinuousLimit, "step", "steps") + ")"
 		}
 		return "continuous"
 	}
@@ -168,8 +168,8 @@ func decisionString(d *client.Decision) string {
 	if by == "" {
 		by = "someone"
 	}
-	if d.Source == "grant" { // an automatic approval names its grant: "by root's y -3 (2 left)"
-		s += " by " + line(d.GrantLabel)
+	if d.Source == "grant" { // an automatic approval names its grant: "by root's y -3 (1 of 2 left)"
+		s += " by " + line(d.GrantText())
 	} else if d.Source == "policy" {
 		s += " by policy (" + line(d.By) + ")"
 	} else if d.Source != "" {
@@ -236,4 +236,12 @@ func writeArgs(w io.Writer, args json.RawMessage, indent string, maxLines int) {
 			fmt.Fprintln(w, strings.TrimRight(indent+"  "+l, " \t"))
 		}
 	}
+}
+
+// nextProposals is "proposal" or "N proposals", after "the next".
+func nextProposals(n int) string {
+	if n == 1 {
+		return "proposal"
+	}
+	return display.Count(n, "proposal", "proposals")
 }

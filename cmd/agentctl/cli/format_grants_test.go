@@ -14,7 +14,9 @@ func TestDecisionStringNamesTheGrant(t *testing.T) {
 		d    client.Decision
 		want string
 	}{
-		{"grant_countdown", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-1", GrantLabel: "root's y -3 (1 left)"},
+		{"grant_countdown", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-1", GrantLabel: "root's y -3", GrantCount: 2, GrantLeft: 1},
+			"approved by root's y -3 (1 of 2 left)"},
+		{"label_written_before_count_fields", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-1", GrantLabel: "root's y -3 (1 left)"},
 			"approved by root's y -3 (1 left)"},
 		{"pattern_grant", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-2",
 			GrantLabel: "rule write_file(notes/*) added by root 2026-11-24"}, "approved by rule write_file(notes/*) added by root 2026-11-24"},

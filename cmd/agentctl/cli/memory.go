@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/agentd/agentd/daemon/client"
+
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 var memoryCmd = &command{
@@ -139,6 +141,13 @@ func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) e
 		return a.printJSON(nonNilMemories(hits))
 	}
 	if len(hits) == 0 {
+		// The daemon waited a while for what was queued before the search; more may
+		// still be on its way into the index (a big import, a rebuild).
+		if st, err := a.api().MemoryStats(ctx); err == nil && (st.Queued > 0 || st.Rebuilding) {
+			a.note("no memory matches %q yet: %s still being indexed; search again in a moment (agentctl memory stats shows the queue)",
+				query, display.Count(max(st.Queued, 1), "memory is", "memories are"))
+			return nil
+		}
 		a.note("no memory matches %q", query)
 		return nil
 	}

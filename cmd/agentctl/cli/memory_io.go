@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // agentctl memory import and export: memories as JSONL, one record a line.
@@ -109,7 +110,7 @@ func (a *app) memoryImport(ctx context.Context, f memoryFlags, rest []string) er
 	if a.json {
 		return a.printJSON(client.MemoryImportResult{Imported: imported})
 	}
-	fmt.Fprintf(a.stdout, "imported %d memories from %s\n", imported, path)
+	fmt.Fprintf(a.stdout, "imported %s from %s\n", display.Count(imported, "memory", "memories"), path)
 	return nil
 }
 

@@ -165,7 +165,7 @@ func grantBy(g *client.Grant) string {
 func grantEnds(g *client.Grant) string {
 	var ends []string
 	if n := g.Left(); n >= 0 {
-		ends = append(ends, fmt.Sprintf("%d of %d left", n, g.Count))
+		ends = append(ends, client.LeftOf(n, g.Count))
 	}
 	if g.ExpiresAt != nil {
 		ends = append(ends, "at "+formatTime(*g.ExpiresAt))

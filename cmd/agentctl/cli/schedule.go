@@ -294,6 +294,9 @@ func autonomyString(au client.Autonomy, b client.Budget) string {
 		if n == 0 {
 			n = b.MaxSteps
 		}
+		if n == 1 {
+			return "auto (the first proposal runs without asking)"
+		}
 		return fmt.Sprintf("auto (the first %d proposals run without asking)", n)
 	case client.AutonomyPatterns:
 		return "proposals matching " + strings.Join(au.Allow, " ") + " run without asking; the rest ask"

@@ -65,7 +65,7 @@ func writeStatus(w io.Writer, st *client.Status) {
 			why = ": " + o.Error
 		}
 		fmt.Fprintf(tw, "ollama:\t%s unreachable%s%s\n", o.Host, why, checkedAgo(o.CheckedAt, time.Now()))
-		fmt.Fprintf(tw, "\tstart it with `ollama serve` (or set OLLAMA_HOST for agentd)\n")
+		fmt.Fprintf(tw, "\t%s\n", ollamaHostHint(o.HostFrom))
 	}
 	model := o.Model
 	if o.ContextLength > 0 {
@@ -189,4 +189,16 @@ func checkedAgo(at, now time.Time) string {
 		return " (checked just now)"
 	}
 	return fmt.Sprintf(" (checked %s ago)", age)
+}
+
+// ollamaHostHint says how to reach an Ollama server agentd cannot: start one where agentd
+// looks, or change where it looks, there where agentd took the address from.
+func ollamaHostHint(from string) string {
+	switch from {
+	case "config":
+		return "start it there with `ollama serve`, or fix [ollama] host in agentd's config and restart agentd"
+	case "OLLAMA_HOST":
+		return "start it there with `ollama serve`, or fix agentd's $OLLAMA_HOST (or set [ollama] host in its config) and restart agentd"
+	}
+	return "start it with `ollama serve`, or point agentd at a running one: [ollama] host in its config (or $OLLAMA_HOST), then restart agentd"
 }

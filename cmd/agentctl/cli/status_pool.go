@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/daemon/client/display"
 )
 
 // writePool renders the model pool: each host when there is more than one (a single
@@ -51,7 +52,7 @@ func hostLine(h client.OllamaHostStatus) string {
 		}
 		return s + checkedAgo(h.CheckedAt, time.Now())
 	}
-	s := fmt.Sprintf("%s up, %d of %d slots busy, %d calls%s", h.URL, h.Busy, h.Slots, h.Served, checkedAgo(h.CheckedAt, time.Now()))
+	s := fmt.Sprintf("%s up, %d of %d slots busy, %s%s", h.URL, h.Busy, h.Slots, display.Count(h.Served, "call", "calls"), checkedAgo(h.CheckedAt, time.Now()))
 	switch {
 	case len(h.Models) > 0 && h.ModelsConfigured:
 		s += "; models (configured): " + strings.Join(h.Models, ", ")

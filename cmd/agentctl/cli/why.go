@@ -45,7 +45,7 @@ func (a *app) runWhy(ctx context.Context, args []string) error {
 	fmt.Fprintf(a.stdout, "  decision:  %s at %s\n", line(string(d.Kind)), formatTime(d.At))
 	fmt.Fprintf(a.stdout, "  by:        %s\n", line(cmdWho(d)))
 	if g := w.Grant; g != nil {
-		fmt.Fprintf(a.stdout, "  grant:     %s  %s  (now %s: %s)\n", line(g.ID), line(d.GrantLabel), line(g.State), line(g.Describe()))
+		fmt.Fprintf(a.stdout, "  grant:     %s  %s  (now %s: %s)\n", line(g.ID), line(d.GrantText()), line(g.State), line(g.Describe()))
 	}
 	if d.Pattern != "" {
 		layer := ""

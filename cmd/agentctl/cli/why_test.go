@@ -28,7 +28,7 @@ func TestWhyGolden(t *testing.T) {
 			Proposal: client.Proposal{ID: "p-9", AgentID: "a-5", Step: 6, Command: "write_file",
 				Args: json.RawMessage(`{"path":"notes/b.md"}`), Status: client.ProposalSucceeded},
 			Decision: client.Decision{ProposalID: "p-9", Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root",
-				Grant: "g-2b", GrantLabel: "root's y -3 (1 left)", At: at},
+				Grant: "g-2b", GrantLabel: "root's y -3", GrantCount: 2, GrantLeft: 1, At: at},
 			Grant: &client.Grant{ID: "g-2b", Kind: client.GrantCount, By: "root", Source: "agentctl", Label: "y -3", Count: 2, Used: 2,
 				RunID: "r-1", State: client.GrantUsedUp},
 			Reason: "approved by root's y -3 (1 left) (grant g-2b), without asking"},

@@ -243,17 +243,20 @@ func Matches(g *client.Grant, p *client.Proposal, spec *commands.Spec, opts perm
 func byGrant(out Authorization, req Request, g *client.Grant) Authorization {
 	used := *g
 	used.Used++
-	label := used.Describe()
+	label := used.Name()
 	if req.Policy.Owner != "" {
 		label += ", " + req.Policy.Owner + "'s grant"
 	}
-	out.Verdict, out.Reason, out.Grant = Allow, "approved by "+label, &used
-	out.Decision = &client.Decision{ProposalID: req.Proposal.ID, Kind: client.DecisionApprove, Count: 1, Source: SourceGrant,
+	d := &client.Decision{ProposalID: req.Proposal.ID, Kind: client.DecisionApprove, Count: 1, Source: SourceGrant,
 		By: g.By, Pattern: g.Pattern, Grant: g.ID, GrantLabel: label}
+	if used.Count > 0 {
+		d.GrantCount, d.GrantLeft = used.Count, used.Left()
+	}
 	if g.Kind != client.GrantExact { // y! is a person's approval of this exact command
 		pat, _ := permission.Parse(g.Pattern)
-		out.Decision.Profile = Profile(req.Spec, pat.Write())
+		d.Profile = Profile(req.Spec, pat.Write())
 	}
+	out.Verdict, out.Reason, out.Grant, out.Decision = Allow, "approved by "+d.GrantText(), &used, d
 	return out
 }
 

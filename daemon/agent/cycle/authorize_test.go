@@ -43,8 +43,8 @@ func TestAuthorize(t *testing.T) {
 		{"allow_pattern_approves", Request{Proposal: prop("read_file", map[string]string{"path": "docs/a"}), Spec: read, Rules: []permission.Rules{rules}}, Allow, "allow pattern read_file(docs/*)", "", nil},
 		{"auto_read_approves_reads", Request{Proposal: prop("read_file", map[string]string{"path": "x"}), Spec: read, Options: permission.Options{AutoRead: true}}, Allow, "auto_read", "", nil},
 		{"execute_asks_under_count_grant", Request{Proposal: prop("execute_shell", map[string]string{"command_line": "ls"}), Spec: shell, Grants: count(2), Run: "r-1"}, Ask, "", "", nil},
-		{"count_grant_draws_one", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Grants: count(2), Run: "r-1"}, Allow, "root", "root's y -3 (1 left)", nil},
-		{"last_of_count_grant_approves", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Grants: count(1), Run: "r-1", Policy: Policy{Owner: "lead"}}, Allow, "root", "root's y -3 (0 left)", nil},
+		{"count_grant_draws_one", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Grants: count(2), Run: "r-1"}, Allow, "root", "root's y -3 (1 of 2 left)", nil},
+		{"last_of_count_grant_approves", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Grants: count(1), Run: "r-1", Policy: Policy{Owner: "lead"}}, Allow, "root", "root's y -3 (0 of 2 left)", nil},
 		{"used_up_grant_asks", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Grants: count(0), Run: "r-1"}, Ask, "", "", nil},
 		{"count_grant_of_another_run_asks", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Grants: count(2), Run: "r-2"}, Ask, "", "", nil},
 		{"continuous_within_limit", Request{Proposal: prop("write_file", map[string]string{"path": "a"}), Spec: write, Policy: Policy{Mode: "continuous", ContinuousLimit: 3}}, Allow, "continuous", "", nil},
@@ -83,8 +83,11 @@ func TestAuthorize(t *testing.T) {
 			case c.grant != "" && (got.Grant == nil || got.Grant.Describe() != c.grant || got.Decision.Grant != got.Grant.ID || got.Decision.Source != SourceGrant):
 				t.Errorf("grant %+v, decision %+v; want the grant described %q named in the decision", got.Grant, got.Decision, c.grant)
 			}
-			if c.grant != "" && !strings.HasPrefix(got.Decision.GrantLabel, c.grant) {
-				t.Errorf("decision's label %q, want it to start %q", got.Decision.GrantLabel, c.grant)
+			// The decision names the grant, and carries its count as fields.
+			if c.grant != "" && (!strings.HasPrefix(got.Decision.GrantLabel, got.Grant.Name()) ||
+				got.Decision.GrantCount != got.Grant.Count || got.Decision.GrantLeft != got.Grant.Left()) {
+				t.Errorf("decision's grant %q, %d of %d left; want %q, %d of %d", got.Decision.GrantLabel, got.Decision.GrantLeft, got.Decision.GrantCount,
+					got.Grant.Name(), got.Grant.Left(), got.Grant.Count)
 			}
 			if (c.newGrant == nil) != (got.NewGrant == nil) || (c.newGrant != nil && !reflect.DeepEqual(*c.newGrant, *got.NewGrant)) {
 				t.Errorf("new grant %+v, want %+v", got.NewGrant, c.newGrant)

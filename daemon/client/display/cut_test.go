@@ -45,3 +45,28 @@ func TestCut(t *testing.T) {
 		})
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{{0, "0 proposals"}, {1, "1 proposal"}, {2, "2 proposals"}} {
+		if got := Count(tc.n, "proposal", "proposals"); got != tc.want {
+			t.Errorf("Count(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	names := []string{"researcher", "scribe", "walker"}
+	for _, tc := range []struct{ in, want string }{
+		{"walkr", "walker"}, {"scibe", "scribe"}, {"researchr", "researcher"}, {"nobody", ""}, {"x", ""},
+	} {
+		if got := Closest(tc.in, names); got != tc.want {
+			t.Errorf("Closest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := DidYouMean("walkr", names); got != ` (did you mean "walker"?)` {
+		t.Errorf("DidYouMean = %q", got)
+	}
+}
