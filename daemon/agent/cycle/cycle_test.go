@@ -103,3 +103,23 @@ func TestEffectsCarryEveryChange(t *testing.T) {
 		}
 	}
 }
+
+// The loop's table: every round NextMove tells apart and its move.
+func TestLoopTableGolden(t *testing.T) {
+	testutil.Golden(t, "testdata/loop.golden", []byte(LoopTable()))
+}
+
+// Every event NextMove applies is one the cycle takes in the round's state: the loop
+// never asks the table for a transition it does not have.
+func TestLoopEventsAreLegal(t *testing.T) {
+	for _, r := range Rounds() {
+		m := NextMove(r)
+		if m.Event == NoEvent {
+			continue
+		}
+		from := State{Agent: r.Agent, Proposal: r.Proposal}
+		if _, _, err := Next(from, Event{Kind: m.Event}); err != nil {
+			t.Errorf("round %s: move %s: %v", r, m, err)
+		}
+	}
+}
