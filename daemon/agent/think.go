@@ -43,7 +43,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 		return
 	}
 	if a.State != api.StateThinking {
-		r.setState(ctx, cycle.Event{Kind: cycle.Think})
+		_ = r.setState(ctx, nil, cycle.Think) // the model call below tells what is wrong
 	}
 	stepCtx, cancel := context.WithCancel(ctx)
 	r.mu.Lock()
@@ -335,7 +335,7 @@ func (r *runner) modelError(ctx context.Context, model string, err error) {
 	}
 	r.s.model.failed(err)
 	r.s.log.Warn("model call failed", "agent", r.id, "attempt", r.waitAttempt, "err", err)
-	r.setState(ctx, cycle.Event{Kind: cycle.ModelDown, Reason: reason})
+	_ = r.setState(ctx, nil, cycle.ModelDown, reason) // the wait below goes on regardless
 	sleepUntil(ctx, r.s.opt.Backoff(r.waitAttempt), r.wake, back)
 	select {
 	case <-back: // its host is back: a new outage starts its backoff over
