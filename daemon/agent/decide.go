@@ -84,15 +84,8 @@ func (s *decisions) Decide(ctx context.Context, ref string, req api.DecideReques
 			return conflict("%s", au.Reason)
 		}
 		// y -N and y! make a grant, on the top agent: the next N-1 are the whole family's.
-		if changed, err := applyGrant(tx, a, owner, au, d); err != nil {
-			return err
-		} else if changed && owner != a {
-			if err := tx.UpdateAgent(owner); err != nil {
-				return err
-			}
-		}
 		ev := decisionEvent(p, d)
-		if ep, err = s.decideTx(tx, a, p, d, ev); err != nil {
+		if ep, err = s.decideTx(tx, &change{a: a, p: p, ev: ev, decision: d, auth: &au, owner: owner}); err != nil {
 			return alreadyDecided(tx, p.ID, err)
 		}
 		if d.Pattern != "" {
@@ -193,34 +186,20 @@ func who(d *api.Decision) string { return cycle.Who(d) }
 // errMoved is decideTx's answer when the proposal took another decision meanwhile.
 var errMoved = errors.New("proposal moved on")
 
-// decideTx records decision d on a's open proposal p in tx and moves the cycle on ev:
-// the one path of every decision, a person's (Decide) or the policy's (startTx). It
-// returns the episode the decision ends p with (deny, feedback), else nil. The caller
-// writes a.
-func (s *decisions) decideTx(tx *store.Tx, a *store.Agent, p *api.Proposal, d *api.Decision, ev cycle.Event) (*api.Episode, error) {
-	moved, effects, err := transit(tx, a, p, ev)
+// decideTx records c's decision on its agent's open proposal in tx and moves the cycle
+// on c's event: the one path of every decision, a person's (Decide) or the policy's
+// (startTx). It returns the episode the decision ends the proposal with (deny,
+// feedback), else nil. The caller writes the agent.
+func (s *decisions) decideTx(tx *store.Tx, c *change) (*api.Episode, error) {
+	c.rec, c.count = s, s
+	res, err := apply(tx, c)
 	if err != nil {
 		return nil, err
 	}
-	if !moved {
+	if !res.moved {
 		return nil, errMoved
 	}
-	if err := tx.InsertDecision(d); err != nil {
-		return nil, err
-	}
-	s.countDecision(tx, d)
-	if err := tx.Audit(a.ID, "decision", d); err != nil {
-		return nil, err
-	}
-	if !has(effects, cycle.RecordEpisode) {
-		return nil, nil
-	}
-	outcome := "feedback"
-	if p.Status == api.ProposalDenied {
-		outcome = "denied"
-	}
-	ep := episodeOf(p, outcome, "", d.Feedback)
-	return ep, s.recordEpisode(tx, a.ID, p, ep)
+	return res.episode, nil
 }
 
 // decidable checks that id names a's current proposal and that it still takes a decision.
@@ -317,16 +296,14 @@ func (s *decisions) Answer(ctx context.Context, ref string, req api.AnswerReques
 		if p.Status != api.ProposalStarted {
 			return conflict("question %s was already answered", p.ID)
 		}
-		if ok, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Answer, Result: text}); err != nil {
+		ep = episodeOf(p, "succeeded", "The person answered: "+text, "")
+		res, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.Answer, Result: text}, episode: ep, rec: s})
+		if err != nil {
 			return err
-		} else if !ok {
+		} else if !res.moved {
 			return conflict("question %s was already answered", p.ID)
 		}
 		if err := tx.ClearQuestions(a.ID); err != nil {
-			return err
-		}
-		ep = episodeOf(p, "succeeded", "The person answered: "+text, "")
-		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
 			return err
 		}
 		if err := tx.Audit(a.ID, "answer", answerAudit(p.ID, req)); err != nil {

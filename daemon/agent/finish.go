@@ -67,13 +67,16 @@ func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepE
 		if a.RunID != p.RunID {
 			on = nil // stopped and given a new task while this ran: the agent is the new run's
 		}
-		// Not moved: withdrawn meanwhile (its run's budget ran out); the episode stays.
-		moved, effects, err := transit(tx, on, &cur, ev)
+		res, err := apply(tx, &change{a: on, p: &cur, ev: ev, episode: ep, rec: r.s})
 		if err != nil {
 			return err
 		}
-		if err := r.s.recordEpisode(tx, r.id, p, ep); err != nil {
-			return err
+		if !res.moved {
+			// Withdrawn meanwhile (its run's budget ran out): the command ran all the
+			// same, and what it did is remembered.
+			if err := r.s.recordEpisode(tx, r.id, p, ep); err != nil {
+				return err
+			}
 		}
 		for _, write := range staged {
 			if err := write(tx); err != nil {
@@ -89,7 +92,7 @@ func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepE
 		if on == nil {
 			return tx.UpdateAgent(a)
 		}
-		if moved && has(effects, cycle.EndRun) {
+		if res.moved && has(res.effects, cycle.EndRun) {
 			a.Policy.AutoSteps = 0
 			if a.Policy.Mode == "auto" {
 				a.Policy.Mode = "ask"

@@ -132,9 +132,6 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		ID: newID("a-"), Description: task, Task: prompt, State: cycle.Initial,
 		RunID: newID("r-"), Workspace: ws, ParentID: h.parentID,
 	}}
-	if _, _, err := transit(nil, helper, nil, cycle.Event{Kind: cycle.Task}); err != nil {
-		return err
-	}
 	if helper.Description == "" {
 		helper.Description = "a helper agent"
 	}
@@ -174,7 +171,10 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		if err := tx.InsertAgent(helper); err != nil {
 			return err
 		}
-		if err := tx.StartRun(helper.RunID, helper.ID, helper.Task); err != nil {
+		if _, _, err := transit(tx, helper, nil, cycle.Event{Kind: cycle.Task}); err != nil { // starts its run
+			return err
+		}
+		if err := tx.UpdateAgent(helper); err != nil {
 			return err
 		}
 		if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: helper.ID, HelperRun: helper.RunID}); err != nil {
@@ -354,12 +354,10 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		if a.RunID != p.RunID {
 			on = nil // its run is over: the agent is another run's
 		}
-		if moved, _, err := transit(tx, on, p, ev); err != nil || !moved {
-			return err // withdrawn meanwhile (its run was stopped): the wait just goes
-		}
 		ep = episodeOf(p, epOutcome, result, "")
-		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
-			return err
+		if res, err := apply(tx, &change{a: on, p: p, ev: ev, episode: ep, rec: s}); err != nil || !res.moved {
+			ep = nil
+			return err // withdrawn meanwhile (its run was stopped): the wait just goes
 		}
 		s.audit.keep(tx, a.ID, epOutcome, map[string]string{"proposal": p.ID, "command": p.Command, "helper": w.HelperID})
 		return nil

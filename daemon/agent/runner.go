@@ -213,19 +213,10 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *api.Proposal,
 			st.unbound, st.ask = au.Unbound, true
 			return errNotApproved
 		}
-		if changed, err := applyGrant(tx, a, owner, au, au.Decision); err != nil {
-			return err
-		} else if changed && owner != a {
-			if err := tx.UpdateAgent(owner); err != nil { // a helper drew from its top agent's grant
-				return err
-			}
-		}
 		st.decided = au.Decision
-		ev := cycle.Event{Kind: cycle.PolicyAllow}
-		if au.Verdict == cycle.Refuse {
-			ev.Kind = cycle.PolicyRefuse // not run: the reason goes to the model as feedback
-		}
-		if st.refused, err = r.s.decisions.decideTx(tx, a, p, st.decided, ev); errors.Is(err, errMoved) {
+		ev := cycle.Event{Kind: cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Verdict: au.Verdict}).Event}
+		c := &change{a: a, p: p, ev: ev, decision: au.Decision, auth: &au, owner: owner}
+		if st.refused, err = r.s.decisions.decideTx(tx, c); errors.Is(err, errMoved) {
 			return errNotApproved // a person decided it meanwhile; the next round sees it
 		} else if err != nil {
 			return err
@@ -240,11 +231,8 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *api.Proposal,
 			return err
 		}
 	}
-	ev := cycle.Event{Kind: cycle.Start}
-	if p.Command == commands.AskUser {
-		ev.Kind = cycle.StartQuestion
-	}
-	if moved, _, err := transit(tx, a, p, ev); err != nil || !moved {
+	start := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Question: p.Command == commands.AskUser})
+	if moved, _, err := transit(tx, a, p, cycle.Event{Kind: start.Event}); err != nil || !moved {
 		if err == nil {
 			err = errNotApproved
 		}

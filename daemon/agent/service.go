@@ -114,9 +114,6 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 	}
 	if start {
 		a.RunID = newID("r-")
-		if _, _, err := transit(nil, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
-			return nil, err
-		}
 	} else if opt != nil {
 		return nil, badRequest("a run budget needs a run to bound: give a task or goals and let it start")
 	}
@@ -133,8 +130,11 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		if err := tx.InsertAgent(a); err != nil {
 			return err
 		}
-		if start {
-			if err := tx.StartRun(a.RunID, a.ID, a.Task); err != nil {
+		if start { // the new agent's first run
+			if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
+				return err
+			}
+			if err := tx.UpdateAgent(a); err != nil {
 				return err
 			}
 		}
@@ -330,14 +330,12 @@ func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 	} else if err != nil {
 		return err
 	}
-	if _, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Task}); err != nil {
-		return err
-	}
 	if err := tx.ClearQuestions(a.ID); err != nil {
 		return err
 	}
 	a.RunID, a.Task, a.Step, a.Strikes = newID("r-"), task, 0, 0
-	return tx.StartRun(a.RunID, a.ID, task)
+	_, _, err = transit(tx, a, p, cycle.Event{Kind: cycle.Task}) // starts the run
+	return err
 }
 
 // runs starts, changes and ends agents' runs: creating and removing agents, giving them

@@ -145,8 +145,9 @@ type Event struct {
 // EffectKind names an effect.
 type EffectKind string
 
-// Effects. The applier in daemon/agent persists SetProposal, SetAgent, EndRun and
-// StartRun in the event's transaction; the caller does the rest after it commits.
+// Effects. The applier in daemon/agent (apply) carries out every one, in the event's
+// transaction; a cancel runs once it commits. What the loop does after an event — run
+// the command, wait for a person — is NextMove's, not an effect.
 const (
 	SetProposal    EffectKind = "set_proposal"    // store the proposal's status (insert it when new)
 	SetAgent       EffectKind = "set_agent"       // store the agent's state and reason
@@ -154,11 +155,9 @@ const (
 	StartRun       EffectKind = "start_run"       // the agent begins a new run
 	RecordDecision EffectKind = "record_decision" // store the decision and audit it
 	RecordEpisode  EffectKind = "record_episode"  // remember what happened to the proposal
-	Grant          EffectKind = "grant"           // the next N-1 proposals are approved by a count grant (Authorize's NewGrant)
+	Grant          EffectKind = "grant"           // record what the authorization did to grants: a use, or the grant y -N or y! makes
 	EndGrant       EffectKind = "end_grant"       // what is left of a y -N count grant is cancelled
-	RunCommand     EffectKind = "run_command"     // execute the command
-	AskPerson      EffectKind = "ask_person"      // publish the proposal or question and wait
-	Cancel         EffectKind = "cancel"          // cancel a model call or command in flight
+	Cancel         EffectKind = "cancel"          // cancel a model call in flight (Command: and a running command)
 )
 
 // Effect is one thing the event's outcome calls for.
@@ -170,6 +169,7 @@ type Effect struct {
 	Reason   string         // SetAgent
 	Outcome  string         // EndRun
 	Detail   string         // EndRun
+	Command  bool           // Cancel: the running command too, not only a model call
 }
 
 func (e Effect) String() string {
@@ -183,6 +183,11 @@ func (e Effect) String() string {
 		return "agent=" + string(e.Agent)
 	case EndRun:
 		return "end_run(" + e.Outcome + ")"
+	case Cancel:
+		if e.Command {
+			return "cancel(model,command)"
+		}
+		return "cancel(model)"
 	}
 	return string(e.Kind)
 }

@@ -89,7 +89,7 @@ func (t *transition) control() bool {
 			return false
 		}
 		t.agent(Paused)
-		t.effect(Cancel)
+		t.effects = append(t.effects, Effect{Kind: Cancel})
 	case Resume:
 		if a != Paused && a != Failed {
 			return false
@@ -102,7 +102,7 @@ func (t *transition) control() bool {
 		t.supersede()
 		t.agent(Idle)
 		t.endRun(OutcomeStopped)
-		t.effect(Cancel)
+		t.effects = append(t.effects, Effect{Kind: Cancel, Command: true})
 	case Task:
 		if a != Idle && a != Failed {
 			return false
@@ -137,11 +137,9 @@ func (t *transition) proposed() bool {
 	case ProposedRepeat:
 		t.agent(AwaitingDecision)
 		t.effect(EndGrant)
-		t.effect(AskPerson)
 	case ProposedLoop:
 		t.agent(Paused)
 		t.effect(EndGrant)
-		t.effect(AskPerson)
 	}
 	return true
 }
@@ -157,6 +155,7 @@ func (t *transition) authorized() bool {
 			return false
 		}
 		t.proposal(Approved, false)
+		t.effect(Grant) // first: a grant the decision makes is named in its record
 		t.effect(RecordDecision)
 	case PolicyRefuse:
 		if !act || p != Pending {
@@ -171,16 +170,13 @@ func (t *transition) authorized() bool {
 			return false
 		}
 		t.agent(AwaitingDecision)
-		t.effect(AskPerson)
 	case Approve, ApproveN:
 		if !decidable {
 			return false
 		}
 		t.proposal(Approved, false)
+		t.effect(Grant)
 		t.effect(RecordDecision)
-		if t.ev.Kind == ApproveN {
-			t.effect(Grant)
-		}
 		if act {
 			t.agent(Executing)
 		}
@@ -219,10 +215,8 @@ func (t *transition) executed() bool {
 		t.proposal(Started, false)
 		if t.ev.Kind == Start {
 			t.agent(Executing)
-			t.effect(RunCommand)
 		} else {
 			t.agent(AwaitingDecision)
-			t.effect(AskPerson)
 		}
 		return true
 	case WaitHelper:
@@ -237,7 +231,6 @@ func (t *transition) executed() bool {
 		}
 		t.proposal(Interrupted, false)
 		t.agent(AwaitingDecision)
-		t.effect(AskPerson)
 		return true
 	case RunBudgetHit:
 		if !act {
@@ -292,12 +285,10 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		case !act: // its run was stopped or replaced while it ran: record it, ask no one
 			t.proposal(ProposalFail, true)
 		case t.ev.Kind == RecoveredIdempotent:
-			t.proposal(Approved, false)
-			t.effect(RunCommand)
+			t.proposal(Approved, false) // the loop starts it again (NextMove)
 		default:
 			t.proposal(Interrupted, false)
 			t.agent(AwaitingDecision)
-			t.effect(AskPerson)
 		}
 	case Withdraw:
 		t.proposal(ProposalFail, true)
