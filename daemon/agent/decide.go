@@ -18,55 +18,17 @@ const maxApproveCount = 1000
 // decision wins: a second one, or one naming a superseded proposal, gets ErrConflict with
 // the reason.
 func (s *decisions) Decide(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error) {
-	if req.ProposalID == "" {
-		return nil, badRequest("proposal_id is required: decisions name the proposal they decide")
+	d, err := decisionOf(req)
+	if err != nil {
+		return nil, err
 	}
-	// Each kind carries only its own fields: feedback on a deny would reach the model's
-	// history unbounded, a count on a deny would be recorded as if it meant something.
-	if req.Kind != api.DecisionFeedback && req.Feedback != "" {
-		return nil, badRequest("feedback goes with kind feedback, not %s: send it as its own decision", req.Kind)
-	}
-	if req.Kind != api.DecisionApprove && req.Count != 0 {
-		return nil, badRequest("count goes with kind approve, not %s: drop it", req.Kind)
-	}
-	switch req.Kind {
-	case api.DecisionApprove:
-		if req.Count == 0 {
-			req.Count = 1
-		}
-		if req.Count < 1 || req.Count > maxApproveCount {
-			return nil, badRequest("count %d: want 1 to %d", req.Count, maxApproveCount)
-		}
-	case api.DecisionDeny:
-	case api.DecisionFeedback:
-		req.Feedback = strings.TrimSpace(req.Feedback)
-		if req.Feedback == "" {
-			return nil, badRequest("feedback is empty")
-		}
-		// A front end that forgot to catch "?" must not drop the proposal for it.
-		if api.IsHelp(req.Feedback) {
-			return nil, badRequest("%q asks for help, so it was not sent as feedback and the proposal still waits; answer with one of:\n%s", req.Feedback, api.DecisionHelp)
-		}
-		if len(req.Feedback) > api.MaxTextBytes {
-			return nil, badRequest("feedback is %d bytes: at most %d; shorten it or split it over several decisions", len(req.Feedback), api.MaxTextBytes)
-		}
-	default:
-		return nil, badRequest("kind %q: use approve, deny or feedback", req.Kind)
-	}
-	switch req.Source {
-	case "":
-		req.Source = "api"
-	case "policy", cycle.SourceGrant:
-		return nil, badRequest(`source %q is reserved for the daemon's own approvals`, req.Source)
-	}
-	d := &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, ByName: req.ByName, UID: req.UID, Source: req.Source, Scope: req.Scope}
 	if err := s.widen(ctx, ref, req, d); err != nil {
 		return nil, err
 	}
 	var ep *api.Episode
 	var finished bool
 	var runID string
-	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	_, err = s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		runID = a.RunID
 		r.personNext = true // a person answered the proposal: the next step is theirs to wait on
 		p, err := decidable(tx, a, req.ProposalID)
@@ -121,6 +83,52 @@ func (s *decisions) Decide(ctx context.Context, ref string, req api.DecideReques
 		s.runEnded(runID)
 	}
 	return d, nil
+}
+
+// decisionOf checks a person's decision request and makes the decision it asks for.
+// Each kind carries only its own fields: feedback on a deny would reach the model's
+// history unbounded, a count on a deny would be recorded as if it meant something.
+func decisionOf(req api.DecideRequest) (*api.Decision, error) {
+	if req.ProposalID == "" {
+		return nil, badRequest("proposal_id is required: decisions name the proposal they decide")
+	}
+	if req.Kind != api.DecisionFeedback && req.Feedback != "" {
+		return nil, badRequest("feedback goes with kind feedback, not %s: send it as its own decision", req.Kind)
+	}
+	if req.Kind != api.DecisionApprove && req.Count != 0 {
+		return nil, badRequest("count goes with kind approve, not %s: drop it", req.Kind)
+	}
+	switch req.Kind {
+	case api.DecisionApprove:
+		if req.Count == 0 {
+			req.Count = 1
+		}
+		if req.Count < 1 || req.Count > maxApproveCount {
+			return nil, badRequest("count %d: want 1 to %d", req.Count, maxApproveCount)
+		}
+	case api.DecisionDeny:
+	case api.DecisionFeedback:
+		req.Feedback = strings.TrimSpace(req.Feedback)
+		if req.Feedback == "" {
+			return nil, badRequest("feedback is empty")
+		}
+		// A front end that forgot to catch "?" must not drop the proposal for it.
+		if api.IsHelp(req.Feedback) {
+			return nil, badRequest("%q asks for help, so it was not sent as feedback and the proposal still waits; answer with one of:\n%s", req.Feedback, api.DecisionHelp)
+		}
+		if len(req.Feedback) > api.MaxTextBytes {
+			return nil, badRequest("feedback is %d bytes: at most %d; shorten it or split it over several decisions", len(req.Feedback), api.MaxTextBytes)
+		}
+	default:
+		return nil, badRequest("kind %q: use approve, deny or feedback", req.Kind)
+	}
+	switch req.Source {
+	case "":
+		req.Source = "api"
+	case "policy", cycle.SourceGrant:
+		return nil, badRequest(`source %q is reserved for the daemon's own approvals`, req.Source)
+	}
+	return &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, ByName: req.ByName, UID: req.UID, Source: req.Source, Scope: req.Scope}, nil
 }
 
 // widen checks a decision's scope. Approve always (y!) makes an exact grant (Authorize's

@@ -136,7 +136,7 @@ func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) (waits b
 				return err
 			}
 		}
-		err = r.startTx(l, tx, a, p, prev, r.s.specIn(ctx, l, tx, a, p.Command), &st)
+		err = startTx(r.s, l, tx, a, p, prev, r.s.specIn(ctx, l, tx, a, p.Command), &st)
 		if errors.Is(err, errNotApproved) && st.ask {
 			waits = true
 			if v, err = awaitTx(tx, a, p); err != nil || v == nil {
@@ -201,7 +201,7 @@ type started struct {
 // still pending — and sets a's state to match; the caller writes a. prev is the proposal
 // before p in its run, needed only when p is pending. It fails with errNotApproved when
 // p is neither approved nor approvable by the policy.
-func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *api.Proposal, prev *api.Proposal, spec *commands.Spec, st *started) error {
+func startTx(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p *api.Proposal, prev *api.Proposal, spec *commands.Spec, st *started) error {
 	st.a = a
 	if p.Status == api.ProposalPending {
 		// Decided by policy: the decision and the start land together.
@@ -216,7 +216,7 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *api.Proposal,
 		st.decided = au.Decision
 		ev := cycle.Event{Kind: cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Verdict: au.Verdict}).Event}
 		c := &change{a: a, p: p, ev: ev, decision: au.Decision, auth: &au, owner: owner}
-		if st.refused, err = r.s.decisions.decideTx(tx, c); errors.Is(err, errMoved) {
+		if st.refused, err = s.decisions.decideTx(tx, c); errors.Is(err, errMoved) {
 			return errNotApproved // a person decided it meanwhile; the next round sees it
 		} else if err != nil {
 			return err

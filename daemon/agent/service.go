@@ -54,58 +54,16 @@ func (s *runs) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*ap
 // createAgent is CreateAgent; opt, when set, must start a run and applies to it.
 // batch marks the run's model calls as batch work (priority.go).
 func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt *run.Options, batch bool) (*api.Agent, error) {
-	req.Task = strings.TrimSpace(req.Task)
-	req.Name = strings.TrimSpace(req.Name)
-	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
-		return nil, badRequest("give a task, or a name with goals")
-	}
-	if req.Name != "" && !nameRE.MatchString(req.Name) {
-		return nil, badRequest("name %q: use 1-40 lowercase letters, digits, - or _, starting with a letter or digit", req.Name)
-	}
-	if len(req.Goals) > 5 {
-		return nil, badRequest("%d goals: at most 5", len(req.Goals))
-	}
-	for i, g := range req.Goals {
-		if strings.TrimSpace(g) == "" {
-			return nil, badRequest("goal %d is empty", i+1)
-		}
-	}
-	if len(req.Task) > api.MaxTextBytes {
-		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), api.MaxTextBytes)
+	if err := checkCreate(&req); err != nil {
+		return nil, err
 	}
 	cmds, err := s.checkAgentCommands(ctx, req.Name, req.Commands)
 	if err != nil {
 		return nil, err
 	}
-	pol := api.Policy{Mode: "ask"}
-	if req.Policy != nil {
-		pol = *req.Policy
-		if err := checkPolicy(pol); err != nil {
-			return nil, err
-		}
-	}
-	var pats []string
-	if opt != nil {
-		var err error
-		if pats, err = checkRunOptions(opt); err != nil {
-			return nil, err
-		}
-		if opt.Policy != nil {
-			pol = *opt.Policy
-		}
-	}
-	a := &store.Agent{Agent: api.Agent{
-		ID: newID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
-		Goals: req.Goals, Task: req.Task, Policy: pol, State: cycle.Initial, Commands: cmds,
-	}}
-	if a.Task == "" && len(a.Goals) > 0 {
-		a.Task = api.GoalsTask
-	}
-	if a.Name == "" {
-		a.Name = tempName(a.ID)
-	}
-	if a.Description == "" && req.Task == "" {
-		a.Description = "an autonomous assistant"
+	a, pats, err := newAgentRecord(req, cmds, opt)
+	if err != nil {
+		return nil, err
 	}
 	a.Workspace = s.host.workspace(a.ID)
 	start := a.Task != ""
@@ -172,6 +130,66 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		s.host.kick(a.ID)
 	}
 	return out, nil
+}
+
+// newAgentRecord is the agent req asks for, not yet stored, with the commands cmds and
+// the policy of req or of opt, its run's options (whose patterns it returns, checked).
+func newAgentRecord(req api.CreateAgentRequest, cmds []string, opt *run.Options) (*store.Agent, []string, error) {
+	pol := api.Policy{Mode: "ask"}
+	if req.Policy != nil {
+		pol = *req.Policy
+		if err := checkPolicy(pol); err != nil {
+			return nil, nil, err
+		}
+	}
+	var pats []string
+	if opt != nil {
+		var err error
+		if pats, err = checkRunOptions(opt); err != nil {
+			return nil, nil, err
+		}
+		if opt.Policy != nil {
+			pol = *opt.Policy
+		}
+	}
+	a := &store.Agent{Agent: api.Agent{
+		ID: newID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
+		Goals: req.Goals, Task: req.Task, Policy: pol, State: cycle.Initial, Commands: cmds,
+	}}
+	if a.Task == "" && len(a.Goals) > 0 {
+		a.Task = api.GoalsTask
+	}
+	if a.Name == "" {
+		a.Name = tempName(a.ID)
+	}
+	if a.Description == "" && req.Task == "" {
+		a.Description = "an autonomous assistant"
+	}
+	return a, pats, nil
+}
+
+// checkCreate checks a request for a new agent, trimming its task and name.
+func checkCreate(req *api.CreateAgentRequest) error {
+	req.Task = strings.TrimSpace(req.Task)
+	req.Name = strings.TrimSpace(req.Name)
+	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
+		return badRequest("give a task, or a name with goals")
+	}
+	if req.Name != "" && !nameRE.MatchString(req.Name) {
+		return badRequest("name %q: use 1-40 lowercase letters, digits, - or _, starting with a letter or digit", req.Name)
+	}
+	if len(req.Goals) > 5 {
+		return badRequest("%d goals: at most 5", len(req.Goals))
+	}
+	for i, g := range req.Goals {
+		if strings.TrimSpace(g) == "" {
+			return badRequest("goal %d is empty", i+1)
+		}
+	}
+	if len(req.Task) > api.MaxTextBytes {
+		return badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), api.MaxTextBytes)
+	}
+	return nil
 }
 
 // checkAgentCommands checks a new agent's command list against the commands it would
