@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/bots/discord/fakediscord"
-	"github.com/agentd/agentd/bots/slack/fakeslack"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/fakediscord"
+	"github.com/agentd/agentd/internal/fakeslack"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestInstalledDaemonStartsWithItsFiles: scripts/install.sh --user into a temporary root
@@ -97,8 +97,8 @@ func TestInstalledDaemonStartsWithItsFiles(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGTERM)
 		<-exited
 	})
-	c := &client.Client{Socket: socket}
-	var bots []client.BotStatus
+	c := &api.Client{Socket: socket}
+	var bots []api.BotStatus
 	connected := func() bool {
 		select {
 		case err := <-exited:

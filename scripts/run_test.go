@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
-	"github.com/ollama/ollama/api"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // proposal is a model reply proposing one harmless command.
@@ -32,7 +32,7 @@ const proposal = `{"thoughts":{"observations":"o","text":"t","reasoning":"r","se
 // no $AGENTD_SOCKET, finds that agentd; `scripts/run.sh stop` stops it.
 func TestRunLeavesAgentdRunningAndSaysSo(t *testing.T) {
 	fake := ollamatest.NewFake(t)
-	fake.SetDefault(func(req *api.ChatRequest) string {
+	fake.SetDefault(func(req *ollama.ChatRequest) string {
 		if strings.Contains(string(req.Format), "best_practices") {
 			return `{"name":"Folder Lister","description":"lists folders","best_practices":["look first"],"constraints":["read only"]}`
 		}

@@ -74,7 +74,7 @@ short=(); $quick && short=(-short)
 # go test starts packages in the order named (each waits for the one before it to start),
 # -p at a time: naming the slowest first lets the many short ones run beside them, not after.
 slow=(github.com/agentd/agentd/daemon/integration github.com/agentd/agentd/bots/discord
-	github.com/agentd/agentd/bots/discord/fakediscord github.com/agentd/agentd/daemon/agent
+	github.com/agentd/agentd/internal/fakediscord github.com/agentd/agentd/daemon/agent
 	github.com/agentd/agentd/bots/slack github.com/agentd/agentd/daemon/web)
 mapfile -t rest < <(grep -vxF -f <(printf '%s\n' "${slow[@]}") "$AGENTD_LOGS/packages.txt")
 # Said last before testsum starts: its silence clock starts about here.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -24,23 +24,23 @@ func TestMemorySearchFindsTheWriteBeforeIt(t *testing.T) {
 		t.Cleanup(func() { ix.Close() })
 		o.Memory = MemoryOptions{Index: ix}
 	})
-	h.create(client.CreateAgentRequest{Name: "keeper", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	h.create(api.CreateAgentRequest{Name: "keeper", Description: "d", Goals: []string{"g"}, Start: new(bool)})
 	svc := h.sup.memoryService
-	if _, err := svc.AddMemory(ctx, client.MemoryAddRequest{Agent: "keeper", Text: "the spare key is under the blue flowerpot"}); err != nil {
+	if _, err := svc.AddMemory(ctx, api.MemoryAddRequest{Agent: "keeper", Text: "the spare key is under the blue flowerpot"}); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := svc.SearchMemory(ctx, client.MemorySearchRequest{Agent: "keeper", Query: "flowerpot key"})
+	hits, err := svc.SearchMemory(ctx, api.MemorySearchRequest{Agent: "keeper", Query: "flowerpot key"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(hits) != 1 || !strings.Contains(hits[0].Text, "blue flowerpot") {
 		t.Errorf("the search right after memory add found %+v, want the memory just added", hits)
 	}
-	if _, err := svc.ImportMemory(ctx, client.MemoryImportRequest{Agent: "keeper", Records: []client.MemoryRecord{
+	if _, err := svc.ImportMemory(ctx, api.MemoryImportRequest{Agent: "keeper", Records: []api.MemoryRecord{
 		{Text: "the boiler service is due in March"}, {Text: "the bins go out on Tuesday"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if hits, err = svc.SearchMemory(ctx, client.MemorySearchRequest{Agent: "keeper", Query: "boiler service"}); err != nil || len(hits) != 1 {
+	if hits, err = svc.SearchMemory(ctx, api.MemorySearchRequest{Agent: "keeper", Query: "boiler service"}); err != nil || len(hits) != 1 {
 		t.Errorf("the search right after memory import found %+v, %v; want the memory imported", hits, err)
 	}
 }

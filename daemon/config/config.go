@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // DefaultModel is the model agents use unless the config names another: a 3B instruct
@@ -354,13 +354,13 @@ func Default() *Config {
 		WebConsole: defaultWebConsole(),
 		Log:        LogConfig{Level: "info", Format: "text"},
 		StateDir:   DefaultStateDir(),
-		Socket:     client.DefaultSocketPath(),
+		Socket:     api.DefaultSocketPath(),
 	}
 }
 
 // Directives returns the base directives every agent gets.
-func (c *Config) Directives() client.Directives {
-	return client.Directives{
+func (c *Config) Directives() api.Directives {
+	return api.Directives{
 		Constraints:   c.Agent.Constraints,
 		Resources:     c.Agent.Resources,
 		BestPractices: c.Agent.BestPractices,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentd/agentd/commands/mcp"
 	"github.com/agentd/agentd/commands/permission"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Validate checks every value and returns an *Error listing all problems, or nil.

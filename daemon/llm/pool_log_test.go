@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestPoolSaysWhereCallsGoWhileAHostIsDown: with other hosts, a host down sends its calls

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // testBackoff probes a down host again within tens of milliseconds, so tests do not wait.
@@ -119,7 +119,7 @@ func TestPoolSpreadsByLoad(t *testing.T) {
 	var arrived sync.WaitGroup
 	arrived.Add(8)
 	for _, f := range []*ollamatest.Fake{a, b} {
-		f.OnChat(func(*api.ChatRequest) (string, error) {
+		f.OnChat(func(*ollama.ChatRequest) (string, error) {
 			arrived.Done()
 			arrived.Wait()
 			return "ok", nil
@@ -298,7 +298,7 @@ func TestPoolInteractiveWaitsAtMostOneCall(t *testing.T) {
 	var arrived []string        // the callers, in the order their calls reached the server
 	gate := make(chan struct{}) // each send lets one batch call finish
 	done := make(chan struct{}) // closed at the end: every call finishes
-	a.OnChat(func(req *api.ChatRequest) (string, error) {
+	a.OnChat(func(req *ollama.ChatRequest) (string, error) {
 		who := req.Messages[0].Content
 		mu.Lock()
 		arrived = append(arrived, who)

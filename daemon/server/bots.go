@@ -12,11 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord"
 	"github.com/agentd/agentd/bots/slack"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/schedule"
@@ -311,24 +311,24 @@ func discordRules(d *config.DiscordConfig) (bots.Rules, error) {
 
 // statuses are the bots' connections, for agentctl status, and the bots not started
 // for their missing secrets.
-func (c *chatBots) statuses() []client.BotStatus {
+func (c *chatBots) statuses() []api.BotStatus {
 	if c == nil {
 		return nil
 	}
-	var out []client.BotStatus
+	var out []api.BotStatus
 	if c.relay != nil {
 		for _, s := range c.relay.Statuses() {
-			out = append(out, client.BotStatus{Platform: s.Platform, State: s.State, Since: s.Since, Attempt: s.Attempt, Error: s.Error})
+			out = append(out, api.BotStatus{Platform: s.Platform, State: s.State, Since: s.Since, Attempt: s.Attempt, Error: s.Error})
 		}
 	}
 	for _, m := range c.missing {
-		if i := slices.IndexFunc(out, func(s client.BotStatus) bool { return s.Platform == m.part }); i >= 0 {
+		if i := slices.IndexFunc(out, func(s api.BotStatus) bool { return s.Platform == m.part }); i >= 0 {
 			out[i].Error += "; " + m.err.Error()
 			continue
 		}
-		out = append(out, client.BotStatus{Platform: m.part, State: botNotStarted, Since: c.since, Error: m.err.Error()})
+		out = append(out, api.BotStatus{Platform: m.part, State: botNotStarted, Since: c.since, Error: m.err.Error()})
 	}
-	slices.SortStableFunc(out, func(a, b client.BotStatus) int { return strings.Compare(a.Platform, b.Platform) })
+	slices.SortStableFunc(out, func(a, b api.BotStatus) int { return strings.Compare(a.Platform, b.Platform) })
 	return out
 }
 
@@ -336,14 +336,14 @@ func (c *chatBots) statuses() []client.BotStatus {
 // a bot that did not start lacks, with its fix. A reload replaces the bot set, so the
 // check asks live for the current one; none before the bots start.
 func chatCheck(live *liveBots) agent.HealthCheck {
-	return func(context.Context) []client.Check {
+	return func(context.Context) []api.Check {
 		live.mu.Lock()
 		cur := live.cur
 		live.mu.Unlock()
-		var out []client.Check
+		var out []api.Check
 		if cur != nil {
 			for _, m := range cur.missing {
-				out = append(out, client.Check{Name: m.part, Status: client.CheckFail, Detail: "not started: " + m.err.Error(), Fix: m.fix})
+				out = append(out, api.Check{Name: m.part, Status: api.CheckFail, Detail: "not started: " + m.err.Error(), Fix: m.fix})
 			}
 		}
 		return append(out, botChecks(live.statuses(), time.Now())...)
@@ -352,18 +352,18 @@ func chatCheck(live *liveBots) agent.HealthCheck {
 
 // botChecks judges connections: up is ok, connecting for under 30 s a warning, anything
 // else a failure with what to check. A bot not started for its secrets is chatCheck's.
-func botChecks(sts []client.BotStatus, now time.Time) []client.Check {
-	var out []client.Check
+func botChecks(sts []api.BotStatus, now time.Time) []api.Check {
+	var out []api.Check
 	for _, s := range sts {
 		if s.State == botNotStarted {
 			continue
 		}
-		ch := client.Check{Name: s.Platform, Status: client.CheckOK, Detail: "connected since " + s.Since.Format(time.RFC3339)}
+		ch := api.Check{Name: s.Platform, Status: api.CheckOK, Detail: "connected since " + s.Since.Format(time.RFC3339)}
 		switch {
 		case s.State == bots.StateConnecting && now.Sub(s.Since) < 30*time.Second:
-			ch.Status, ch.Detail = client.CheckWarn, "connecting"
+			ch.Status, ch.Detail = api.CheckWarn, "connecting"
 		case s.State != bots.StateConnected:
-			ch.Status = client.CheckFail
+			ch.Status = api.CheckFail
 			ch.Detail = fmt.Sprintf("%s since %s", s.State, s.Since.Format(time.RFC3339))
 			if s.Attempt > 0 {
 				ch.Detail += fmt.Sprintf(" (attempt %d)", s.Attempt)

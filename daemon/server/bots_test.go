@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/bots/discord/fakediscord"
-	"github.com/agentd/agentd/bots/slack/fakeslack"
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/fakediscord"
+	"github.com/agentd/agentd/internal/fakeslack"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func testConfig(t testing.TB, model *ollamatest.Fake, apiURL string) *config.Config {
@@ -153,7 +153,7 @@ func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
 		t.Fatalf("no run started from Discord: %v; logs:\n%s", err, logs)
 	}
 	// agentctl status and doctor show both connections.
-	c := &client.Client{Socket: cfg.Socket}
+	c := &api.Client{Socket: cfg.Socket}
 	st, err := c.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
 	}
 	found := 0
 	for _, ch := range rep.Checks {
-		if (ch.Name == "discord" || ch.Name == "slack") && ch.Status == client.CheckOK && strings.HasPrefix(ch.Detail, "connected since") {
+		if (ch.Name == "discord" || ch.Name == "slack") && ch.Status == api.CheckOK && strings.HasPrefix(ch.Detail, "connected since") {
 			found++
 		}
 	}
@@ -201,10 +201,10 @@ func TestBotWithoutItsTokensDoesNotStart(t *testing.T) {
 	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, nil)))
 	defer stop()
 
-	c := &client.Client{Socket: cfg.Socket}
+	c := &api.Client{Socket: cfg.Socket}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	var st *client.Status
+	var st *api.Status
 	testutil.Eventually(t, time.Minute, "slack to connect", func() bool {
 		var err error
 		st, err = c.Status(ctx)
@@ -213,7 +213,7 @@ func TestBotWithoutItsTokensDoesNotStart(t *testing.T) {
 	if b := st.Bots[0]; b.Platform != "discord" || b.State != "not started" || !strings.Contains(b.Error, "missing-discord-token") {
 		t.Errorf("status of the discord bot = %+v", b)
 	}
-	if _, err := c.CreateAgent(ctx, client.CreateAgentRequest{Name: "still-works"}); err != nil {
+	if _, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: "still-works"}); err != nil {
 		t.Errorf("the daemon without its discord bot refuses agents: %v", err)
 	}
 	rep, err := c.Doctor(ctx)
@@ -224,7 +224,7 @@ func TestBotWithoutItsTokensDoesNotStart(t *testing.T) {
 	for _, ch := range rep.Checks {
 		if ch.Name == "discord" {
 			found = true
-			if ch.Status != client.CheckFail || !strings.Contains(ch.Detail, "not started: discord bot token") ||
+			if ch.Status != api.CheckFail || !strings.Contains(ch.Detail, "not started: discord bot token") ||
 				!strings.Contains(ch.Fix, "umask 077; cat > "+cfg.Discord.TokenFile) {
 				t.Errorf("doctor's discord check = %+v", ch)
 			}
@@ -240,17 +240,17 @@ func TestBotWithoutItsTokensDoesNotStart(t *testing.T) {
 
 func TestBotChecks(t *testing.T) {
 	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
-	got := botChecks([]client.BotStatus{
+	got := botChecks([]api.BotStatus{
 		{Platform: "discord", State: "reconnecting", Since: now.Add(-time.Minute), Attempt: 3, Error: "no heartbeat ACK for 61s"},
 		{Platform: "slack", State: "connecting", Since: now.Add(-time.Second)},
 		{Platform: "slack", State: "connecting", Since: now.Add(-time.Minute)},
 		{Platform: "slack", State: "connected", Since: now.Add(-time.Hour)},
 	}, now)
-	want := []client.Check{
-		{Name: "discord", Status: client.CheckFail, Detail: "reconnecting since 2026-11-21T08:59:00Z (attempt 3): no heartbeat ACK for 61s", Fix: fixFor("discord")},
-		{Name: "slack", Status: client.CheckWarn, Detail: "connecting"},
-		{Name: "slack", Status: client.CheckFail, Detail: "connecting since 2026-11-21T08:59:00Z", Fix: fixFor("slack")},
-		{Name: "slack", Status: client.CheckOK, Detail: "connected since 2026-11-21T08:00:00Z"},
+	want := []api.Check{
+		{Name: "discord", Status: api.CheckFail, Detail: "reconnecting since 2026-11-21T08:59:00Z (attempt 3): no heartbeat ACK for 61s", Fix: fixFor("discord")},
+		{Name: "slack", Status: api.CheckWarn, Detail: "connecting"},
+		{Name: "slack", Status: api.CheckFail, Detail: "connecting since 2026-11-21T08:59:00Z", Fix: fixFor("slack")},
+		{Name: "slack", Status: api.CheckOK, Detail: "connected since 2026-11-21T08:00:00Z"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("botChecks =\n%+v\nwant\n%+v", got, want)

@@ -10,10 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/schedule"
 )
@@ -62,11 +62,11 @@ type reloader struct {
 
 // Reload re-reads the config and applies it; a bad config is logged problem by problem
 // and refused, and the daemon goes on with the old one.
-func (rl *reloader) Reload(ctx context.Context) (*client.ReloadResult, error) {
+func (rl *reloader) Reload(ctx context.Context) (*api.ReloadResult, error) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	if rl.load == nil {
-		return nil, client.Errorf(client.ErrConflict, "this agentd cannot reload its config (it was started without a way to read it)")
+		return nil, api.Errorf(api.ErrConflict, "this agentd cannot reload its config (it was started without a way to read it)")
 	}
 	// systemd shows the unit as reloading until READY=1 (Type=notify with ExecReload).
 	rl.notify("RELOADING=1")
@@ -83,7 +83,7 @@ func (rl *reloader) Reload(ctx context.Context) (*client.ReloadResult, error) {
 			rl.log.Error("config problem", "config", rl.where(), "err", err)
 		}
 		rl.log.Warn("config reload refused: agentd keeps running on the config it had", "config", rl.where())
-		return nil, client.Errorf(client.ErrConflict, "%v\nagentd keeps running on the config it had", err)
+		return nil, api.Errorf(api.ErrConflict, "%v\nagentd keeps running on the config it had", err)
 	}
 	if len(res.Applied) > 0 {
 		rl.log.Info("config reloaded", "applied", strings.Join(res.Applied, ","), "bots_restarted", res.BotsRestarted)
@@ -108,7 +108,7 @@ func (rl *reloader) where() string {
 
 // apply reads, checks and applies the config. Everything that can fail is done before
 // anything is changed, so a refused reload changes nothing.
-func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
+func (rl *reloader) apply(ctx context.Context) (*api.ReloadResult, error) {
 	cfg, err := rl.load()
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
 	if err := checkComponents(cfg, rl.extra); err != nil {
 		return nil, err
 	}
-	res := &client.ReloadResult{Config: rl.path, Applied: []string{}, NeedsRestart: []string{}}
+	res := &api.ReloadResult{Config: rl.path, Applied: []string{}, NeedsRestart: []string{}}
 	for _, w := range cfg.Warnings() {
 		res.Warnings = append(res.Warnings, w.String())
 	}
@@ -269,7 +269,7 @@ func (b *liveBots) replace(_ context.Context, c *chatBots) {
 }
 
 // statuses are the current bots' connections; none while the daemon starts or stops.
-func (b *liveBots) statuses() []client.BotStatus {
+func (b *liveBots) statuses() []api.BotStatus {
 	if b == nil {
 		return nil
 	}

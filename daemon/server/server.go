@@ -15,10 +15,10 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/schedule"
@@ -157,7 +157,7 @@ type service struct {
 	*webConsole
 	bots  *liveBots
 	http  *httpListener
-	shell client.ShellStatus // [shell] is not reloaded: fixed at start
+	shell api.ShellStatus // [shell] is not reloaded: fixed at start
 	// hostFrom is where [ollama] host came from; it changes only with a restart.
 	hostFrom string
 }
@@ -169,7 +169,7 @@ func (d *daemon) service() service {
 
 // Status adds the chat bots' connections, the TCP listener and the shell's sandbox to
 // the supervisor's status.
-func (s service) Status(ctx context.Context) (*client.Status, error) {
+func (s service) Status(ctx context.Context) (*api.Status, error) {
 	st, err := s.AgentService.Status(ctx)
 	if err != nil {
 		return nil, err

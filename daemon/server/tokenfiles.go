@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 )
 
@@ -29,10 +29,10 @@ func tokenFileCheck(cfg *config.Config) agent.HealthCheck {
 	if len(files) == 0 {
 		return nil
 	}
-	return func(context.Context) []client.Check {
-		var out []client.Check
+	return func(context.Context) []api.Check {
+		var out []api.Check
 		for _, f := range files {
-			c := client.Check{Name: "token file", Status: client.CheckOK}
+			c := api.Check{Name: "token file", Status: api.CheckOK}
 			fi, err := os.Stat(f.path)
 			switch {
 			case err != nil:
@@ -40,7 +40,7 @@ func tokenFileCheck(cfg *config.Config) agent.HealthCheck {
 				// it did not start, which chatCheck reports with the fix.
 				continue
 			case fi.Mode().Perm()&0o077 != 0:
-				c.Status = client.CheckFail
+				c.Status = api.CheckFail
 				c.Detail = fmt.Sprintf("%s (%s) has mode %04o: others on this machine can read the token and act as the bot", f.path, f.key, fi.Mode().Perm())
 				c.Fix = "chmod 600 " + f.path
 			default:

@@ -8,12 +8,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Agent is an agent row plus the daemon-only fields the wire type does not carry.
 type Agent struct {
-	client.Agent
+	api.Agent
 	// Strikes counts invalid model replies in a row.
 	Strikes int
 	// Budget is the agent's own budget, set with agentctl budget; a nil field follows
@@ -259,12 +259,12 @@ const proposalCols = `id, agent_id, run_id, step, thoughts, command, args, hash,
 	prompt_tokens, eval_tokens, created_at, preview`
 
 // briefProposalCols are proposalCols without the thoughts, args, result and preview a
-// brief listing leaves out (client.Proposal.Brief): scanProposal reads them as empty.
+// brief listing leaves out (api.Proposal.Brief): scanProposal reads them as empty.
 const briefProposalCols = `id, agent_id, run_id, step, '{}', command, 'null', hash, status, '', model,
 	prompt_tokens, eval_tokens, created_at, ''`
 
-func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) {
-	var p client.Proposal
+func scanProposal(sc interface{ Scan(...any) error }) (*api.Proposal, error) {
+	var p api.Proposal
 	var thoughts, args, preview string
 	var created int64
 	err := sc.Scan(&p.ID, &p.AgentID, &p.RunID, &p.Step, &thoughts, &p.Command, &args, &p.Hash, &p.Status,
@@ -277,9 +277,9 @@ func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) 
 	}
 	json.Unmarshal([]byte(thoughts), &p.Thoughts)
 	if preview != "" {
-		p.Preview = new(client.Preview)
+		p.Preview = new(api.Preview)
 		if json.Unmarshal([]byte(preview), p.Preview) != nil {
-			p.Preview = &client.Preview{Note: "the stored preview cannot be read; judge the args"}
+			p.Preview = &api.Preview{Note: "the stored preview cannot be read; judge the args"}
 		}
 	}
 	p.Args = json.RawMessage(args)
@@ -288,7 +288,7 @@ func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) 
 }
 
 // InsertProposal stores a proposal; it must be durable before anyone sees it.
-func (t *Tx) InsertProposal(p *client.Proposal) error {
+func (t *Tx) InsertProposal(p *api.Proposal) error {
 	p.CreatedAt = t.now
 	_, err := t.exec(`INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.ID, p.AgentID, p.RunID, p.Step, js(p.Thoughts), p.Command, string(p.Args), p.Hash, p.Status, p.Result,
@@ -301,7 +301,7 @@ func (t *Tx) InsertProposal(p *client.Proposal) error {
 
 // SetProposalPreview replaces a proposal's preview: the daemon adds to it what the person
 // should know when asked (a file a y! bound changed since).
-func (t *Tx) SetProposalPreview(id string, pv *client.Preview) error {
+func (t *Tx) SetProposalPreview(id string, pv *api.Preview) error {
 	if _, err := t.exec(`UPDATE proposals SET preview=?, updated_at=? WHERE id=?`, previewJSON(pv), ms(t.now), id); err != nil {
 		return fmt.Errorf("store: set proposal preview: %w", err)
 	}
@@ -309,7 +309,7 @@ func (t *Tx) SetProposalPreview(id string, pv *client.Preview) error {
 }
 
 // previewJSON is the preview column's value: empty for none.
-func previewJSON(pv *client.Preview) string {
+func previewJSON(pv *api.Preview) string {
 	if pv == nil {
 		return ""
 	}
@@ -319,7 +319,7 @@ func previewJSON(pv *client.Preview) string {
 // SetProposalStatus moves a proposal from one of the from statuses to status, optionally
 // setting its result. It reports whether the move happened: a false means someone else
 // moved it first, which is how "first decision wins" is enforced.
-func (t *Tx) SetProposalStatus(id string, status client.ProposalStatus, result *string, from ...client.ProposalStatus) (bool, error) {
+func (t *Tx) SetProposalStatus(id string, status api.ProposalStatus, result *string, from ...api.ProposalStatus) (bool, error) {
 	q := `UPDATE proposals SET status=?, updated_at=?`
 	args := []any{status, ms(t.now)}
 	if result != nil {
@@ -351,26 +351,26 @@ func repeat(s string, n int) string {
 }
 
 // Proposal reads one proposal.
-func (t *Tx) Proposal(id string) (*client.Proposal, error) {
+func (t *Tx) Proposal(id string) (*api.Proposal, error) {
 	return scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals WHERE id=?`, id))
 }
 
 // OpenProposal returns the agent's proposal that is not yet settled (pending, interrupted,
 // approved or started), or ErrNotFound. The cycle keeps at most one open at a time.
-func (t *Tx) OpenProposal(agentID string) (*client.Proposal, error) {
+func (t *Tx) OpenProposal(agentID string) (*api.Proposal, error) {
 	return scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals
 		WHERE agent_id=? AND status IN ('pending','interrupted','approved','started')
 		ORDER BY created_at DESC, rowid DESC LIMIT 1`, agentID))
 }
 
 // LastProposal returns the agent's most recent proposal in run, or ErrNotFound.
-func (t *Tx) LastProposal(agentID, runID string) (*client.Proposal, error) {
+func (t *Tx) LastProposal(agentID, runID string) (*api.Proposal, error) {
 	return scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals
 		WHERE agent_id=? AND run_id=? ORDER BY step DESC, rowid DESC LIMIT 1`, agentID, runID))
 }
 
 // ProposalBefore returns the proposal made just before p in p's run, or nil.
-func (t *Tx) ProposalBefore(p *client.Proposal) (*client.Proposal, error) {
+func (t *Tx) ProposalBefore(p *api.Proposal) (*api.Proposal, error) {
 	prev, err := scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals
 		WHERE agent_id=? AND run_id=? AND step<? ORDER BY step DESC, rowid DESC LIMIT 1`, p.AgentID, p.RunID, p.Step))
 	if errors.Is(err, ErrNotFound) {
@@ -380,28 +380,28 @@ func (t *Tx) ProposalBefore(p *client.Proposal) (*client.Proposal, error) {
 }
 
 // Proposals lists an agent's proposals, oldest first.
-func (t *Tx) Proposals(agentID string) ([]client.Proposal, error) {
+func (t *Tx) Proposals(agentID string) ([]api.Proposal, error) {
 	return t.proposals(`agent_id=?`, agentID)
 }
 
 // ProposalsWithStatus lists every proposal in a status, across agents (crash recovery).
-func (t *Tx) ProposalsWithStatus(status client.ProposalStatus) ([]client.Proposal, error) {
+func (t *Tx) ProposalsWithStatus(status api.ProposalStatus) ([]api.Proposal, error) {
 	return t.proposals(`status=?`, status)
 }
 
-func (t *Tx) proposals(where string, args ...any) ([]client.Proposal, error) {
+func (t *Tx) proposals(where string, args ...any) ([]api.Proposal, error) {
 	return t.proposalsBy(proposalCols, "", where, args...)
 }
 
 // proposalsBy is proposals read with its columns cols (proposalCols or
 // briefProposalCols) and an index hint ("INDEXED BY name"; "" leaves the choice to SQLite).
-func (t *Tx) proposalsBy(cols, hint, where string, args ...any) ([]client.Proposal, error) {
+func (t *Tx) proposalsBy(cols, hint, where string, args ...any) ([]api.Proposal, error) {
 	rows, err := t.query(`SELECT `+cols+` FROM proposals `+hint+` WHERE `+where+` ORDER BY created_at, rowid`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list proposals: %w", err)
 	}
 	defer rows.Close()
-	var out []client.Proposal
+	var out []api.Proposal
 	for rows.Next() {
 		p, err := scanProposal(rows)
 		if err != nil {
@@ -413,7 +413,7 @@ func (t *Tx) proposalsBy(cols, hint, where string, args ...any) ([]client.Propos
 }
 
 // InsertDecision records a decision.
-func (t *Tx) InsertDecision(d *client.Decision) error {
+func (t *Tx) InsertDecision(d *api.Decision) error {
 	d.At = t.now
 	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, profile, grant_count, grant_left, at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
@@ -427,8 +427,8 @@ func (t *Tx) InsertDecision(d *client.Decision) error {
 // decisionCols are the decisions columns scanDecision reads, as the alias d.
 const decisionCols = `d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.profile, d.grant_count, d.grant_left, d.at`
 
-func scanDecision(sc interface{ Scan(...any) error }) (*client.Decision, error) {
-	var d client.Decision
+func scanDecision(sc interface{ Scan(...any) error }) (*api.Decision, error) {
+	var d api.Decision
 	var at int64
 	if err := sc.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &d.Profile, &d.GrantCount, &d.GrantLeft, &at); err != nil {
 		return nil, err
@@ -438,7 +438,7 @@ func scanDecision(sc interface{ Scan(...any) error }) (*client.Decision, error) 
 }
 
 // LastDecision returns the latest decision on a proposal, or ErrNotFound.
-func (t *Tx) LastDecision(proposalID string) (*client.Decision, error) {
+func (t *Tx) LastDecision(proposalID string) (*api.Decision, error) {
 	d, err := scanDecision(t.queryRow(`SELECT `+decisionCols+` FROM decisions d
 		WHERE d.proposal_id=? ORDER BY d.id DESC LIMIT 1`, proposalID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -458,7 +458,7 @@ func (t *Tx) CountDecisions(proposalID string) (int, error) {
 }
 
 // InsertEpisode records a finished step.
-func (t *Tx) InsertEpisode(agentID string, e *client.Episode) error {
+func (t *Tx) InsertEpisode(agentID string, e *api.Episode) error {
 	e.At = t.now
 	_, err := t.exec(`INSERT INTO episodes (agent_id, run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?)`, agentID, e.RunID, e.Step, e.ProposalID, e.Command, string(e.Args), e.Reasoning,
@@ -470,7 +470,7 @@ func (t *Tx) InsertEpisode(agentID string, e *client.Episode) error {
 }
 
 // Episodes returns the agent's last limit episodes (all when limit <= 0), oldest first.
-func (t *Tx) Episodes(agentID string, limit int) ([]client.Episode, error) {
+func (t *Tx) Episodes(agentID string, limit int) ([]api.Episode, error) {
 	q := `SELECT ` + episodeCols + ` FROM episodes WHERE agent_id=? ORDER BY id DESC`
 	args := []any{agentID}
 	if limit > 0 {
@@ -491,10 +491,10 @@ func (t *Tx) Episodes(agentID string, limit int) ([]client.Episode, error) {
 const episodeCols = `run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at`
 
 // scanEpisodes reads rows of episodeCols.
-func scanEpisodes(rows *sql.Rows) ([]client.Episode, error) {
-	var out []client.Episode
+func scanEpisodes(rows *sql.Rows) ([]api.Episode, error) {
+	var out []api.Episode
 	for rows.Next() {
-		var e client.Episode
+		var e api.Episode
 		var args string
 		var at int64
 		if err := rows.Scan(&e.RunID, &e.Step, &e.ProposalID, &e.Command, &args, &e.Reasoning, &e.Outcome, &e.Result, &e.Feedback, &at); err != nil {
@@ -514,7 +514,7 @@ func (t *Tx) CountEpisodes(agentID string) (int, error) {
 }
 
 // SetQuestion records an ask_user question waiting for an answer.
-func (t *Tx) SetQuestion(agentID string, q *client.Question) error {
+func (t *Tx) SetQuestion(agentID string, q *api.Question) error {
 	q.AskedAt = t.now
 	_, err := t.exec(`INSERT OR REPLACE INTO questions (proposal_id, agent_id, text, asked_at) VALUES (?,?,?,?)`,
 		q.ProposalID, agentID, q.Text, ms(t.now))
@@ -525,8 +525,8 @@ func (t *Tx) SetQuestion(agentID string, q *client.Question) error {
 }
 
 // Question returns the agent's open question, or ErrNotFound.
-func (t *Tx) Question(agentID string) (*client.Question, error) {
-	var q client.Question
+func (t *Tx) Question(agentID string) (*api.Question, error) {
+	var q api.Question
 	var at int64
 	err := t.queryRow(`SELECT proposal_id, text, asked_at FROM questions WHERE agent_id=? ORDER BY asked_at DESC LIMIT 1`, agentID).Scan(&q.ProposalID, &q.Text, &at)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -605,15 +605,15 @@ func (t *Tx) RemovePermission(agentID, effect, pattern string) (bool, error) {
 }
 
 // Permissions lists the agent's stored patterns, oldest first.
-func (t *Tx) Permissions(agentID string) ([]client.Permission, error) {
+func (t *Tx) Permissions(agentID string) ([]api.Permission, error) {
 	rows, err := t.query(`SELECT id, effect, pattern, created_by, created_at FROM permissions WHERE agent_id=? ORDER BY id`, agentID)
 	if err != nil {
 		return nil, fmt.Errorf("store: permissions: %w", err)
 	}
 	defer rows.Close()
-	var out []client.Permission
+	var out []api.Permission
 	for rows.Next() {
-		var p client.Permission
+		var p api.Permission
 		var at int64
 		if err := rows.Scan(&p.ID, &p.Effect, &p.Pattern, &p.CreatedBy, &at); err != nil {
 			return nil, fmt.Errorf("store: permissions: %w", err)

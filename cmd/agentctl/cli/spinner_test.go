@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestSpinnerSaysWhatItWaitsOnAndHowLong: the frame names what the agent waits on and
@@ -45,7 +45,7 @@ func TestSpinnerOfALateFollowCountsFromTheModelCall(t *testing.T) {
 		calls: map[string]string{}, a: &app{stdout: io.Discard, stderr: io.Discard}}
 	began := time.Now().Add(-42 * time.Second).Truncate(time.Millisecond)
 	mu.Lock()
-	f.sync(&client.Agent{ID: "a-1", Name: "walker", State: client.StateThinking, StateSince: began}, time.Time{})
+	f.sync(&api.Agent{ID: "a-1", Name: "walker", State: api.StateThinking, StateSince: began}, time.Time{})
 	f.settle()
 	frame := f.spin.frame(0, began.Add(42*time.Second))
 	f.spin.stop()

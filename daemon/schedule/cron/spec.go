@@ -9,7 +9,7 @@ import (
 
 	robfig "github.com/robfig/cron/v3"
 
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 	_ "time/tzdata" // CRON_TZ= must work on machines without a zoneinfo database
 )
 
