@@ -1,9 +1,11 @@
 // Package cycle is the agent cycle — think → propose → authorize → execute → remember —
 // written down as a pure state machine. Next says what an agent and its open proposal
-// become on an event, and which effects follow; Authorize says who may run a proposal.
-// Neither does I/O, reads a clock or touches the store: daemon/agent carries out the
+// become on an event, and which effects follow; NextMove says which event an agent's
+// loop applies next and what it does after; Authorize says who may run a proposal.
+// None does I/O, reads a clock or touches the store: daemon/agent carries out the
 // effects (its applier is the only code that writes an agent's state or a proposal's
-// status). The table of every state × event is testdata/cycle.golden, drawn in README.md.
+// status). The table of every state × event is testdata/cycle.golden, drawn in README.md;
+// the loop's is testdata/loop.golden.
 package cycle
 
 import (
