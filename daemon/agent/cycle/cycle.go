@@ -212,6 +212,12 @@ const (
 	OutcomeBudget   = "budget_exhausted"
 )
 
+// AgentStates lists the agent states the table covers, RunOver last.
+var AgentStates = []AgentState{Thinking, AwaitingDecision, Executing, WaitingForModel, Paused, Idle, Failed, RunOver}
+
+// OpenStatuses lists the proposal statuses a state can hold: none, or an open proposal.
+var OpenStatuses = []ProposalStatus{None, Pending, Approved, Started, Interrupted}
+
 // Active reports whether an agent in state s has a run going (a loop works for it).
 func Active(s AgentState) bool {
 	switch s {

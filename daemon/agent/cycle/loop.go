@@ -1,10 +1,5 @@
 package cycle
 
-import (
-	"fmt"
-	"strings"
-)
-
 // Round is what an agent's loop reads before each round: the agent's state, its open
 // proposal, and the verdicts of the budgets, the policy and the helpers on them.
 type Round struct {
@@ -48,13 +43,6 @@ const undecided Verdict = ""
 type Move struct {
 	Event Kind
 	Then  Then
-}
-
-func (m Move) String() string {
-	if m.Event == NoEvent {
-		return string(m.Then)
-	}
-	return string(m.Event) + " then " + string(m.Then)
 }
 
 // NextMove is the loop's one decision: from what a round read, the event that moves the
@@ -111,73 +99,4 @@ func awaitPerson(a AgentState) Move {
 		return Move{NoEvent, Wait}
 	}
 	return Move{Await, Wait}
-}
-
-// Rounds lists every round NextMove tells apart.
-func Rounds() []Round {
-	var out []Round
-	for _, a := range AgentStates[:len(AgentStates)-1] { // RunOver is no agent's own state
-		if !Active(a) {
-			out = append(out, Round{Agent: a}) // no loop works for it, whatever else holds
-			continue
-		}
-		for _, p := range OpenStatuses {
-			out = append(out, roundsOf(a, p)...)
-		}
-	}
-	return out
-}
-
-// roundsOf lists the verdicts that matter for an agent in a with its proposal in p.
-func roundsOf(a AgentState, p ProposalStatus) []Round {
-	base := Round{Agent: a, Proposal: p}
-	var out []Round
-	add := func(f func(*Round)) {
-		r := base
-		f(&r)
-		out = append(out, r)
-	}
-	add(func(*Round) {})
-	add(func(r *Round) { r.RunOverTime = true })
-	switch p {
-	case None:
-		add(func(r *Round) { r.RunOverCount = true })
-		add(func(r *Round) { r.AgentOver = true })
-	case Approved:
-		add(func(r *Round) { r.Question = true })
-	case Pending:
-		for _, v := range []Verdict{Allow, Ask, Refuse} {
-			add(func(r *Round) { r.Verdict = v })
-		}
-	case Started:
-		add(func(r *Round) { r.Question = true })
-		add(func(r *Round) { r.Helping = true })
-	}
-	return out
-}
-
-func (r Round) String() string {
-	var flags []string
-	for _, f := range []struct {
-		on   bool
-		name string
-	}{{r.Question, "question"}, {r.Helping, "helping"}, {r.RunOverTime, "run_over_time"}, {r.RunOverCount, "run_over_count"}, {r.AgentOver, "agent_over"}} {
-		if f.on {
-			flags = append(flags, f.name)
-		}
-	}
-	if r.Verdict != undecided {
-		flags = append(flags, "verdict="+string(r.Verdict))
-	}
-	return fmt.Sprintf("%s %s", State{Agent: r.Agent, Proposal: r.Proposal}, strings.Join(flags, ","))
-}
-
-// LoopTable writes every round NextMove tells apart and its move, one line each; every
-// move's event is legal in its round's state (TestLoopEventsAreLegal).
-func LoopTable() string {
-	var b strings.Builder
-	for _, r := range Rounds() {
-		fmt.Fprintf(&b, "%-48s -> %s\n", r, NextMove(r))
-	}
-	return b.String()
 }
