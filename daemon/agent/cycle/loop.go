@@ -33,6 +33,9 @@ const (
 	RunIt    Then = "run"       // start the approved proposal: run its command, or ask its question
 )
 
+// Thens lists what a loop may do next; the runner's loop handles each.
+var Thens = []Then{EndLoop, Wait, Again, AskModel, Weigh, RunIt}
+
 // NoEvent is a move's event when the round changes nothing before what the loop does.
 const NoEvent Kind = ""
 
