@@ -102,9 +102,11 @@ func applyRecorded(t *testing.T, st *store.Store, n int, from cycle.State, k cyc
 		if err := seed(tx, a, run, g, p); err != nil {
 			return err
 		}
-		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail"}, rec: rec, count: rec, r: r}
+		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail"}, rec: rec.recordEpisode, count: rec.countDecision, r: r}
 		if from.Agent == cycle.RunOver {
 			c.a = nil
+		} else {
+			c.owner = a
 		}
 		if k == cycle.Task {
 			a.RunID, a.Task = run+"-task", "the next task" // as newRunTx sets them

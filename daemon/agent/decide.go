@@ -199,7 +199,7 @@ var errMoved = errors.New("proposal moved on")
 // (startTx). It returns the episode the decision ends the proposal with (deny,
 // feedback), else nil. The caller writes the agent.
 func (s *decisions) decideTx(tx *store.Tx, c *change) (*api.Episode, error) {
-	c.rec, c.count = s, s
+	c.rec, c.count = s.recordEpisode, s.countDecision
 	res, err := apply(tx, c)
 	if err != nil {
 		return nil, err
@@ -305,7 +305,7 @@ func (s *decisions) Answer(ctx context.Context, ref string, req api.AnswerReques
 			return conflict("question %s was already answered", p.ID)
 		}
 		ep = episodeOf(p, "succeeded", "The person answered: "+text, "")
-		res, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.Answer, Result: text}, episode: ep, rec: s})
+		res, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.Answer, Result: text}, episode: ep, rec: s.recordEpisode})
 		if err != nil {
 			return err
 		} else if !res.moved {

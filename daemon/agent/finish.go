@@ -107,7 +107,7 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 	if a.RunID != p.RunID {
 		on = nil // stopped and given a new task while this ran: the agent is the new run's
 	}
-	res, err := apply(tx, &change{a: on, p: &cur, ev: end.ev, episode: end.ep, rec: s})
+	res, err := apply(tx, &change{a: on, p: &cur, ev: end.ev, episode: end.ep, rec: s.recordEpisode})
 	if err != nil {
 		return nil, err
 	}

@@ -355,7 +355,7 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 			on = nil // its run is over: the agent is another run's
 		}
 		ep = episodeOf(p, epOutcome, result, "")
-		if res, err := apply(tx, &change{a: on, p: p, ev: ev, episode: ep, rec: s}); err != nil || !res.moved {
+		if res, err := apply(tx, &change{a: on, p: p, ev: ev, episode: ep, rec: s.recordEpisode}); err != nil || !res.moved {
 			ep = nil
 			return err // withdrawn meanwhile (its run was stopped): the wait just goes
 		}

@@ -22,21 +22,12 @@ type change struct {
 	owner    *store.Agent
 	// episode is what record_episode remembers of an event that is no decision's.
 	episode *api.Episode
-	// rec remembers episodes, count counts decisions; r is the agent's runner, whose
-	// model call or command a cancel ends once the change commits.
-	rec   episodeRecorder
-	count decisionCounter
+	// rec remembers an episode (Supervisor.recordEpisode), count reports a decision to
+	// the metrics; r is the agent's runner, whose model call or command a cancel ends
+	// once the change commits.
+	rec   func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+	count func(tx *store.Tx, d *api.Decision)
 	r     *runner
-}
-
-// episodeRecorder remembers a step's episode: the store, the goal state, memory.
-type episodeRecorder interface {
-	recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
-}
-
-// decisionCounter reports a decision to the metrics once it commits.
-type decisionCounter interface {
-	countDecision(tx *store.Tx, d *api.Decision)
 }
 
 // applied is what apply did: whether the proposal moved, the effects, and the episode it
@@ -119,7 +110,7 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 		if err := tx.InsertDecision(c.decision); err != nil {
 			return err
 		}
-		c.count.countDecision(tx, c.decision)
+		c.count(tx, c.decision)
 		return tx.Audit(c.p.AgentID, "decision", c.decision)
 	case cycle.RecordEpisode:
 		return c.recordEpisode(tx, out)
@@ -145,21 +136,17 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 // or the grant a person's decision made. A decision no grant approved or made does not
 // change them.
 func (c *change) grant(tx *store.Tx) error {
-	if c.decision == nil {
+	if c.decision == nil || c.owner == nil {
 		return errMissing
 	}
 	if c.auth == nil {
 		return nil
 	}
-	owner := c.owner
-	if owner == nil {
-		owner = c.a
-	}
-	changed, err := applyGrant(tx, c.a, owner, *c.auth, c.decision)
-	if err != nil || !changed || owner == c.a {
+	changed, err := applyGrant(tx, c.a, c.owner, *c.auth, c.decision)
+	if err != nil || !changed || c.owner == c.a {
 		return err
 	}
-	return tx.UpdateAgent(owner) // a helper drew from its top agent's grant
+	return tx.UpdateAgent(c.owner) // a helper drew from its top agent's grant
 }
 
 // recordEpisode remembers what happened to the proposal: the change's episode, or the
@@ -177,7 +164,7 @@ func (c *change) recordEpisode(tx *store.Tx, out *applied) error {
 		return errMissing
 	}
 	out.episode = ep
-	return c.rec.recordEpisode(tx, c.p.AgentID, c.p, ep)
+	return c.rec(tx, c.p.AgentID, c.p, ep)
 }
 
 // transit is apply of an event whose effects need nothing but the store: the agent's
