@@ -3,8 +3,6 @@ package bots
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -39,18 +37,6 @@ type AuditEvent struct {
 // AuditKind is the audit log's kind for an AuditEvent.
 const AuditKind = "chat_refused"
 
-// audit hands e to Options.Audit; a failure is logged as an error, never dropped.
-func (r *Relay) audit(ctx context.Context, e AuditEvent) {
-	r.log.Warn("bots: refused a chat action", "platform", e.Platform, "user", e.User, "channel", e.Channel,
-		"agent", e.AgentID, "thread_agent", e.ThreadAgent, "proposal", e.ProposalID, "reason", e.Reason, "unaudited", e.Unaudited)
-	if r.opt.Audit == nil {
-		return
-	}
-	if err := r.opt.Audit(ctx, e); err != nil {
-		r.log.Error("bots: audit line of a refused chat action not written", "platform", e.Platform, "user", e.User, "err", err)
-	}
-}
-
 // Platforms deliver some events more than once: Slack retries an event it thinks was not
 // acknowledged (racing the first delivery, or after a restart), Discord replays events
 // after a resume. A message or click is acted on once: the relay records each it handles
@@ -67,30 +53,6 @@ const DeliveriesKept = 4096
 // platform, channel and id) is dropped.
 func (r *Relay) firstDelivery(ctx context.Context, ep *endpoint, in Incoming) bool {
 	return in.ID == "" || r.firstTime(ctx, ep, in.Where, in.User, "message", in.ID, "message\x00"+in.Where.Channel+"\x00"+in.ID)
-}
-
-// firstClick is firstDelivery for a click.
-func (r *Relay) firstClick(ctx context.Context, ep *endpoint, c Click) bool {
-	return c.ID == "" || r.firstTime(ctx, ep, c.Where, c.User, "click", c.ID, "click\x00"+c.ID)
-}
-
-// firstTime records key, u's action in w (what: "message", "click"; id: the platform's),
-// and reports whether it is new. An action that cannot be recorded is not acted on: the
-// person is told to send it again, since acting could apply a redelivery twice.
-func (r *Relay) firstTime(ctx context.Context, ep *endpoint, w Where, u User, what, id, key string) bool {
-	scope := ""
-	if !r.mayCommand(ctx, ep, w, u) {
-		scope = "refused"
-	}
-	first, err := r.opt.Bindings.FirstDelivery(ctx, ep.a.Platform(), scope, key)
-	switch {
-	case err != nil:
-		r.log.Error("bots: recording a chat delivery; not acting on it", "platform", ep.a.Platform(), "what", what, "err", err)
-		r.ephemeral(ctx, ep, w, u, "I could not record that "+what+", so it did nothing; send it again.")
-	case !first:
-		r.log.Debug("bots: dropped a redelivered "+what, "platform", ep.a.Platform(), "channel", w.Channel, "id", id)
-	}
-	return first
 }
 
 // waitingMessage returns what a waits on and the kind of its chat message.
@@ -271,170 +233,6 @@ func (r *Relay) staleNote(ctx context.Context, a *api.Agent, step int) string {
 		now = fmt.Sprintf("step %d: %s", a.Pending.Step, a.Pending.Command)
 	}
 	return fmt.Sprintf("That reply was for %s, so it decided nothing; %s now waits on %s — answer that one.", earlier, who, now)
-}
-
-// clickAgent is the agent a click or feedback dialog in w decides for: the thread's
-// agent, a helper of it, or a role agent of the thread's team run — never simply the one
-// the button names. A button naming any other agent is refused (note) and, when audit
-// is set, audited.
-func (r *Relay) clickAgent(ctx context.Context, platform string, w Where, ref Ref) (agentID, note string, audit bool) {
-	const elsewhere = "This button is not for this thread's agent, so it decided nothing. Decide on the proposal in its own thread."
-	if w.Thread == "" {
-		return "", "This button is in no agent's thread, so it decided nothing.", ref.AgentID != ""
-	}
-	b, err := r.opt.Bindings.BindingByThread(ctx, platform, w.Channel, w.Thread)
-	if err != nil {
-		r.log.Error("bots: reading chat binding", "err", err)
-		return "", "Could not read this thread's agent, so the click decided nothing; try again.", false
-	}
-	if b != nil {
-		switch {
-		case ref.AgentID == "":
-			id, waits := r.waiterIn(ctx, b.AgentID, ref.ProposalID)
-			if !waits && !r.threadsProposal(ctx, append([]string{b.AgentID}, agentIDs(r.helpersOf(ctx, b.AgentID))...), ref.ProposalID) {
-				return "", elsewhere, true
-			}
-			return id, "", false
-		case ref.AgentID == b.AgentID || r.isHelperOf(ctx, ref.AgentID, b.AgentID):
-			return ref.AgentID, "", false
-		}
-		return "", elsewhere, true
-	}
-	roles, ok := r.teamAgents(ctx, platform, w)
-	switch {
-	case !ok:
-		return "", "This proposal's agent is gone.", ref.AgentID != ""
-	case ref.AgentID == "":
-		if !r.threadsProposal(ctx, roles, ref.ProposalID) {
-			return "", elsewhere, true
-		}
-		return r.teamAgentFor(ctx, platform, w, ref.ProposalID), "", false
-	case slices.Contains(roles, ref.AgentID):
-		return ref.AgentID, "", false
-	}
-	return "", elsewhere, true
-}
-
-// clickedShows checks that the message clicked shows the proposal its button names, as
-// far as the relay recorded it; a button whose value was forged or copied onto another
-// proposal's message is refused and audited. A message the relay has no record of (a post
-// in flight) is left to the other checks.
-func (r *Relay) clickedShows(ctx context.Context, ep *endpoint, c Click) bool {
-	if c.Message == "" {
-		return true
-	}
-	platform := ep.a.Platform()
-	m, err := r.opt.Bindings.MessageAt(ctx, platform, c.Where.Channel, c.Message)
-	if err != nil || m == nil || m.ProposalID == c.Ref.ProposalID {
-		return true
-	}
-	ev := AuditEvent{Platform: platform, Channel: c.Where.Channel, Thread: c.Where.Thread, User: c.User.ID, Action: c.Action,
-		AgentID: c.Ref.AgentID, ProposalID: c.Ref.ProposalID, Reason: "the button names another proposal than the message it is on"}
-	// A Discord button names no agent: the row goes under the thread's, so it is found.
-	if b, err := r.opt.Bindings.BindingByThread(ctx, platform, c.Where.Channel, c.Where.Thread); err == nil && b != nil {
-		ev.ThreadAgent = b.AgentID
-	}
-	r.audit(ctx, ev)
-	r.ephemeral(ctx, ep, c.Where, c.User, "This button names another proposal than the one its message shows, so it decided nothing. Decide on the proposal as it is shown.")
-	return false
-}
-
-// countShown checks that an Approve ×N click carries the N the relay shows on that
-// button (Options.ApproveN): a forged value must not approve a thousand steps. An older
-// button made under a larger N is refused too, with a note saying what to do.
-func (r *Relay) countShown(ctx context.Context, ep *endpoint, c Click) bool {
-	if c.Action != ActionApproveN || r.opt.ApproveN >= 2 && c.Ref.Count >= 2 && c.Ref.Count <= r.opt.ApproveN {
-		return true
-	}
-	r.audit(ctx, AuditEvent{Platform: ep.a.Platform(), Channel: c.Where.Channel, Thread: c.Where.Thread, User: c.User.ID, Action: c.Action,
-		AgentID: c.Ref.AgentID, ProposalID: c.Ref.ProposalID, Reason: fmt.Sprintf("the button approves %d steps, not the %d shown", c.Ref.Count, r.opt.ApproveN)})
-	r.ephemeral(ctx, ep, c.Where, c.User, fmt.Sprintf("This button approves %d steps, which is not what agentd shows (×%d), so it decided nothing. Use the proposal's buttons as shown now, or reply y -N.", c.Ref.Count, r.opt.ApproveN))
-	return false
-}
-
-// threadsProposal reports whether proposal id was made by one of agents (a thread's),
-// for a button that names the proposal alone: one naming another thread's proposal is
-// refused and audited like one naming another agent.
-func (r *Relay) threadsProposal(ctx context.Context, agents []string, id string) bool {
-	for _, a := range agents {
-		if r.proposal(ctx, a, id) != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func agentIDs(as []*api.Agent) []string {
-	ids := make([]string, len(as))
-	for i, a := range as {
-		ids[i] = a.ID
-	}
-	return ids
-}
-
-// waiterIn is the agent of bound's thread (bound or one of its helpers) that waits on
-// proposalID, for buttons that name the proposal alone, and true; bound and false when
-// none does.
-func (r *Relay) waiterIn(ctx context.Context, bound, proposalID string) (string, bool) {
-	a, err := r.opt.Service.Agent(ctx, bound)
-	switch {
-	case err != nil:
-		return bound, false
-	case waitingID(a) == proposalID:
-		return bound, true
-	case !r.state.knowsHelpersOf(bound):
-		return bound, false
-	}
-	for _, h := range r.helpersOf(ctx, bound) {
-		if waitingID(h) == proposalID {
-			return h.ID, true
-		}
-	}
-	return bound, false
-}
-
-// isHelperOf reports whether agent id is a helper of parent, at any depth.
-func (r *Relay) isHelperOf(ctx context.Context, id, parent string) bool {
-	for range maxHelperHops {
-		a, err := r.opt.Service.Agent(ctx, id)
-		if err != nil || a.ParentID == "" {
-			return false
-		}
-		if a.ParentID == parent {
-			return true
-		}
-		id = a.ParentID
-	}
-	return false
-}
-
-// teamAgents returns the role agents of the team run bound to w's thread; ok is false
-// when the thread is bound to no team run.
-func (r *Relay) teamAgents(ctx context.Context, platform string, w Where) (ids []string, ok bool) {
-	tb, isTeams := r.opt.Bindings.(teamBindings)
-	teams := r.teamSvc()
-	if !isTeams || teams == nil {
-		return nil, false
-	}
-	b, err := tb.TeamBindingByThread(ctx, platform, w.Channel, w.Thread)
-	if err != nil || b == nil {
-		return nil, false
-	}
-	run, err := teams.Team(ctx, b.TeamRunID)
-	if err != nil {
-		return nil, true
-	}
-	for _, id := range run.Agents {
-		ids = append(ids, id)
-	}
-	return ids, true
-}
-
-// hashMismatch reports whether ref names a's pending proposal with a hash that is not
-// the proposal's: the button was made for a different command than the one waiting.
-func hashMismatch(a *api.Agent, ref Ref) bool {
-	p := a.Pending
-	return p != nil && p.ID == ref.ProposalID && ref.Hash != "" && !strings.HasPrefix(p.Hash, ref.Hash)
 }
 
 // tooLong is the note for a text (what: "feedback", "the task", "the answer") over the

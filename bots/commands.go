@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -89,20 +88,6 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 		return r.teamCommand(ctx, ep, w, u, rest)
 	}
 	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME | team [FILE TASK | stop ID]"
-}
-
-// mayCommand reports whether u is an approver in w: of the channel, or of an agent
-// named in the rules (who may control that agent here).
-func (r *Relay) mayCommand(ctx context.Context, ep *endpoint, w Where, u User) bool {
-	if r.allowed(ctx, ep, w, "", u) {
-		return true
-	}
-	for _, name := range slices.Sorted(maps.Keys(ep.rules.Agents)) {
-		if r.allowed(ctx, ep, w, name, u) {
-			return true
-		}
-	}
-	return false
 }
 
 // channelAgents lists the agents a slash command in w sees: those bound to a thread of

@@ -139,31 +139,6 @@ func (r *Relay) threadBindings(ctx context.Context, platform, channel, thread st
 	return nil, t, err
 }
 
-// refuse tells a person they may not do that here, and logs it.
-func (r *Relay) refuse(ctx context.Context, ep *endpoint, w Where, u User, agent, what string) {
-	r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "agent", agent, "action", what)
-	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, notApproverText); err != nil {
-		r.log.Error("bots: ephemeral note", "err", err)
-	}
-}
-
-// allowed checks the approvers for agent (a name or "") in w.
-func (r *Relay) allowed(ctx context.Context, ep *endpoint, w Where, agent string, u User) bool {
-	// A helper ("deployer/fetcher") is decided on by its top agent's approvers.
-	agent, _, _ = strings.Cut(agent, "/")
-	ok, err := ep.rules.Allowed(ctx, ep.a, w.Channel, agent, u.ID)
-	if err != nil {
-		r.log.Error("bots: checking approvers", "platform", ep.a.Platform(), "err", err)
-	}
-	return ok
-}
-
-func (r *Relay) ephemeral(ctx context.Context, ep *endpoint, w Where, u User, text string) {
-	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, text); err != nil {
-		r.log.Error("bots: ephemeral note", "platform", ep.a.Platform(), "err", err)
-	}
-}
-
 // start creates an agent for task and binds its run to a new thread under anchor.
 func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, anchor string) (*api.Agent, error) {
 	if !r.allowed(ctx, ep, w, "", u) {
@@ -226,44 +201,15 @@ func (r *Relay) bind(ctx context.Context, b Binding) error {
 }
 
 // reply handles a message in a bound thread the way agentctl handles typed input: an
-// answer to a pending question, a decision (y, y -N, n, or feedback), or a follow-up task.
+// answer to a pending question, a decision (y, y -N, n, or feedback), or a follow-up task,
+// once it passed replyGuards.
 func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding) {
-	a, err := r.opt.Service.Agent(ctx, b.AgentID)
-	if err != nil {
-		r.ephemeral(ctx, ep, in.Where, in.User, "This thread's agent is gone: "+err.Error())
+	c := &check{r: r, ep: ep, w: in.Where, u: in.User, action: "reply", in: &in, b: b, text: in.Text}
+	if !c.passes(ctx, replyGuards) {
 		return
 	}
-	if !r.allowed(ctx, ep, in.Where, a.Name, in.User) {
-		r.refuse(ctx, ep, in.Where, in.User, a.Name, "reply")
-		return
-	}
-	text := strings.TrimSpace(in.Text)
-	if text == "" {
-		return
-	}
-	// The thread's helpers post here too: the reply goes to the one it names, or to the
-	// one whose proposal is at the bottom of the thread.
-	a, text, named := r.replyTarget(ctx, a, text, func(w *api.Agent) bool { return r.shownBefore(ctx, ep, in, w) })
-	if named && a.ParentID != "" && waitingID(a) == "" {
-		r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Helper %s has nothing waiting for you: it is %s.", a.Name, a.State))
-		return
-	}
-	if text == "" {
-		r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Say what to tell %s after its name, like: %s: y", a.Name, a.Name[strings.LastIndexByte(a.Name, '/')+1:]))
-		return
-	}
-	// Help first: it decides nothing, whichever proposal the reply was written for.
-	if note := helpNote(a, text); note != "" {
-		r.ephemeral(ctx, ep, in.Where, in.User, note)
-		return
-	}
-	if waitingID(a) != "" {
-		if note := r.bindReply(ctx, ep, in, a); note != "" {
-			r.log.Info("bots: refused a reply written for another proposal", "platform", ep.a.Platform(), "agent", a.ID, "user", in.User.ID, "message", in.ID)
-			r.ephemeral(ctx, ep, in.Where, in.User, note)
-			return
-		}
-	}
+	a, text := c.a, c.text
+	var err error
 	switch {
 	case a.Question != nil:
 		if err = errorIf(tooLong("The answer", text)); err != nil {
@@ -372,111 +318,4 @@ func answeredQuestion(q *api.Question, u User, platform string) Message {
 	msg := FormatQuestion(q, "")
 	msg.Parts[len(msg.Parts)-1] = Part{Spans: []Span{{Text: "✅ Answered by "}, Mention(platform, u.ID)}}
 	return msg
-}
-
-// OnClick handles a button on a proposal message. Only approvers decide; the daemon lets
-// the first valid decision win and refuses the rest, whose clickers get its reason.
-func (r *Relay) OnClick(ctx context.Context, c Click) {
-	ep := r.endpoint(c.Platform)
-	if ep == nil || c.User.Bot || !ep.rules.Serves(c.Where) || !r.firstClick(ctx, ep, c) {
-		return
-	}
-	if !r.approverFirst(ctx, ep, c.Where, c.User, c.Action, c.Ref) {
-		return
-	}
-	if !r.clickedShows(ctx, ep, c) || !r.countShown(ctx, ep, c) {
-		return
-	}
-	a, ok := r.clickTarget(ctx, ep, c.Where, c.User, c.Action, c.Ref)
-	if !ok {
-		return
-	}
-	c.Ref.AgentID = a.ID
-	if p := a.Pending; p != nil && p.ID == c.Ref.ProposalID && r.expired(p) {
-		r.ephemeral(ctx, ep, c.Where, c.User, r.expiredText())
-		return
-	}
-	req := api.DecideRequest{ProposalID: c.Ref.ProposalID, By: c.User.ID, ByName: c.User.Name, Source: c.Platform, Hash: c.Ref.Hash}
-	switch c.Action {
-	case ActionApprove:
-		req.Kind, req.Count = api.DecisionApprove, 1
-	case ActionApproveN:
-		req.Kind, req.Count = api.DecisionApprove, max(c.Ref.Count, 1)
-	case ActionDeny:
-		req.Kind = api.DecisionDeny
-	case ActionFeedback:
-		if a.Pending == nil || a.Pending.ID != c.Ref.ProposalID {
-			r.ephemeral(ctx, ep, c.Where, c.User, "This proposal takes no decision now.")
-			return
-		}
-		prompt := fmt.Sprintf("Step %d: %s", a.Pending.Step, a.Pending.Command)
-		if err := ep.a.OpenFeedback(ctx, c.Trigger, c.Ref, prompt); err != nil {
-			r.log.Error("bots: opening feedback dialog", "platform", c.Platform, "err", err)
-			r.ephemeral(ctx, ep, c.Where, c.User, "Could not open the feedback dialog; reply in the thread with your feedback instead.")
-		}
-		return
-	default:
-		return
-	}
-	if _, err := r.opt.Service.Decide(ctx, c.Ref.AgentID, req); err != nil {
-		r.ephemeral(ctx, ep, c.Where, c.User, err.Error())
-	}
-}
-
-// clickTarget resolves the agent a click or dialog in w decides for (clickAgent) and
-// checks that u may decide for it and that the button shows what waits. Refusals are
-// told to u; ok is false for them.
-func (r *Relay) clickTarget(ctx context.Context, ep *endpoint, w Where, u User, action string, ref Ref) (a *api.Agent, ok bool) {
-	platform := ep.a.Platform()
-	id, note, audit := r.clickAgent(ctx, platform, w, ref)
-	if note != "" {
-		if audit {
-			bound := ""
-			if b, err := r.opt.Bindings.BindingByThread(ctx, platform, w.Channel, w.Thread); err == nil && b != nil {
-				bound = b.AgentID
-			}
-			r.audit(ctx, AuditEvent{Platform: platform, Channel: w.Channel, Thread: w.Thread, User: u.ID, Action: action,
-				AgentID: ref.AgentID, ThreadAgent: bound, ProposalID: ref.ProposalID, Reason: "the button names another agent than its thread's"})
-		}
-		r.ephemeral(ctx, ep, w, u, note)
-		return nil, false
-	}
-	a, err := r.opt.Service.Agent(ctx, id)
-	if err != nil {
-		r.ephemeral(ctx, ep, w, u, "This proposal's agent is gone.")
-		return nil, false
-	}
-	if !r.allowed(ctx, ep, w, a.Name, u) {
-		r.refuse(ctx, ep, w, u, a.Name, action)
-		return nil, false
-	}
-	if hashMismatch(a, ref) {
-		r.audit(ctx, AuditEvent{Platform: platform, Channel: w.Channel, Thread: w.Thread, User: u.ID, Action: action,
-			AgentID: a.ID, ThreadAgent: a.ID, ProposalID: ref.ProposalID, Reason: "the button's hash is not the waiting proposal's"})
-		r.ephemeral(ctx, ep, w, u, fmt.Sprintf("This button was made for another command than the one waiting at step %d (%s), so it decided nothing. Decide on the proposal as it is shown now.", a.Pending.Step, a.Pending.Command))
-		return nil, false
-	}
-	return a, true
-}
-
-// OnFeedback handles a submitted feedback dialog.
-func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User, ref Ref, text string) {
-	ep := r.endpoint(platform)
-	// Where comes back from the dialog (Slack: its private_metadata): checked like a click's.
-	if ep == nil || u.Bot || !ep.rules.Serves(w) || !r.approverFirst(ctx, ep, w, u, ActionFeedback, ref) {
-		return
-	}
-	if note := tooLong("Feedback", text); note != "" {
-		r.ephemeral(ctx, ep, w, u, note)
-		return
-	}
-	a, ok := r.clickTarget(ctx, ep, w, u, ActionFeedback, ref)
-	if !ok {
-		return
-	}
-	_, err := r.opt.Service.Decide(ctx, a.ID, api.DecideRequest{
-		ProposalID: ref.ProposalID, Kind: api.DecisionFeedback, Feedback: text, By: u.ID, ByName: u.Name, Source: platform, Hash: ref.Hash})
-	if err != nil {
-		r.ephemeral(ctx, ep, w, u, err.Error())
-	}
 }
