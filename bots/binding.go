@@ -70,28 +70,28 @@ func waitingMessage(a *api.Agent) (id, kind string) {
 // the message it replies to is that proposal's (or question's), or, when it replies to
 // none of those, that message was shown before the reply was written. It returns "" when
 // so, else the note telling the person what waits instead.
-func (r *Relay) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) string {
+func (c *check) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) string {
 	id, kind := waitingMessage(a)
 	platform := ep.a.Platform()
 	if in.ReplyTo != "" {
-		m, err := r.opt.Bindings.MessageAt(ctx, platform, in.Where.Channel, in.ReplyTo)
+		m, err := c.r.opt.Bindings.MessageAt(ctx, platform, in.Where.Channel, in.ReplyTo)
 		if err != nil {
-			r.log.Error("bots: finding the message a reply answers", "platform", platform, "err", err)
+			c.r.log.Error("bots: finding the message a reply answers", "platform", platform, "err", err)
 			return "Could not check which proposal that reply answers, so it decided nothing; send it again."
 		}
 		if m != nil {
 			if m.ProposalID == id {
 				return ""
 			}
-			return r.staleNote(ctx, a, r.stepOf(ctx, a, m.ProposalID))
+			return c.staleNote(ctx, a, c.stepOf(ctx, a, m.ProposalID))
 		}
 	}
 	if in.ID == "" {
 		return "That message came without an id to tell which proposal it answers, so it decided nothing; use the proposal's buttons."
 	}
-	shown, err := r.shownAs(ctx, id, kind, platform)
+	shown, err := c.shownAs(ctx, id, kind, platform)
 	if err != nil {
-		r.log.Error("bots: reading a proposal's message", "platform", platform, "err", err)
+		c.r.log.Error("bots: reading a proposal's message", "platform", platform, "err", err)
 		return "Could not check which proposal that reply answers, so it decided nothing; send it again."
 	}
 	// Shown strictly before the reply: an id that does not parse is before nothing. A
@@ -109,16 +109,16 @@ func (r *Relay) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *api
 	if shown != "" && !ep.a.Before(in.ID, shown) {
 		return "That message's id cannot be ordered against the proposal's, so it decided nothing; use the proposal's buttons."
 	}
-	return r.staleNote(ctx, a, r.stepShownBefore(ctx, ep, in, a))
+	return c.staleNote(ctx, a, c.stepShownBefore(ctx, ep, in, a))
 }
 
 // shownBefore reports whether what a waits on was shown on in's platform before in was
 // written, as far as is known now (no post in flight is waited for).
-func (r *Relay) shownBefore(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) bool {
+func (c *check) shownBefore(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) bool {
 	id, kind := waitingMessage(a)
-	msg, _, _ := r.state.whenShown(id, ep.a.Platform())
+	msg, _, _ := c.r.board.whenShown(id, ep.a.Platform())
 	if msg == "" {
-		if m, err := r.opt.Bindings.Message(ctx, id, ep.a.Platform(), kind); err == nil && m != nil {
+		if m, err := c.r.opt.Bindings.Message(ctx, id, ep.a.Platform(), kind); err == nil && m != nil {
 			msg = m.Message
 		}
 	}
@@ -132,19 +132,19 @@ const shownWait = 5 * time.Second
 
 // shownAs is the id of the message showing proposal (or question) id on platform; ""
 // when it is not shown. A post in flight is waited for, up to shownWait.
-func (r *Relay) shownAs(ctx context.Context, id, kind, platform string) (string, error) {
-	msg, done, read := r.state.whenShown(id, platform)
+func (c *check) shownAs(ctx context.Context, id, kind, platform string) (string, error) {
+	msg, done, read := c.r.board.whenShown(id, platform)
 	if msg != "" {
 		return msg, nil
 	}
-	m, err := r.opt.Bindings.Message(ctx, id, platform, kind)
+	m, err := c.r.opt.Bindings.Message(ctx, id, platform, kind)
 	if err != nil || m != nil {
 		if m != nil {
 			return m.Message, nil
 		}
 		return "", err
 	}
-	if r.state.postOrder(id) == 0 {
+	if c.r.board.postOrder(id) == 0 {
 		return "", nil // not posted, nor being posted
 	}
 	t := time.NewTimer(shownWait)
@@ -164,8 +164,8 @@ const maxStaleLookback = 8
 
 // stepShownBefore is the step of a's latest proposal shown in chat before in was
 // written; 0 when none is found.
-func (r *Relay) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) int {
-	ps, err := r.opt.Service.Proposals(ctx, a.ID)
+func (c *check) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) int {
+	ps, err := c.r.opt.Service.Proposals(ctx, a.ID)
 	if err != nil {
 		return 0
 	}
@@ -178,7 +178,7 @@ func (r *Relay) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, 
 		if ps[i].Command == "ask_user" {
 			kind = "question"
 		}
-		m, err := r.opt.Bindings.Message(ctx, ps[i].ID, ep.a.Platform(), kind)
+		m, err := c.r.opt.Bindings.Message(ctx, ps[i].ID, ep.a.Platform(), kind)
 		if err == nil && m != nil && ep.a.Before(m.Message, in.ID) {
 			return ps[i].Step
 		}
@@ -189,8 +189,8 @@ func (r *Relay) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, 
 // lastShownAfter is the step of a's last proposal when it was shown on in's platform
 // after in was written (or in's id does not order): a message written while that
 // proposal waited, delivered late, is not a new task. 0 when in is newer.
-func (r *Relay) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) int {
-	ps, err := r.opt.Service.Proposals(ctx, a.ID)
+func (c *check) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) int {
+	ps, err := c.r.opt.Service.Proposals(ctx, a.ID)
 	if err != nil || len(ps) == 0 || in.ID == "" {
 		return 0
 	}
@@ -199,7 +199,7 @@ func (r *Relay) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a
 	if last.Command == "ask_user" {
 		kind = "question"
 	}
-	m, err := r.opt.Bindings.Message(ctx, last.ID, ep.a.Platform(), kind)
+	m, err := c.r.opt.Bindings.Message(ctx, last.ID, ep.a.Platform(), kind)
 	if err != nil || m == nil || ep.a.Before(m.Message, in.ID) {
 		return 0
 	}
@@ -207,8 +207,8 @@ func (r *Relay) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a
 }
 
 // stepOf is the step of a's proposal id; 0 when it is not a's.
-func (r *Relay) stepOf(ctx context.Context, a *api.Agent, id string) int {
-	if p := r.proposal(ctx, a.ID, id); p != nil {
+func (c *check) stepOf(ctx context.Context, a *api.Agent, id string) int {
+	if p := c.r.proposal(ctx, a.ID, id); p != nil {
 		return p.Step
 	}
 	return 0
@@ -216,7 +216,7 @@ func (r *Relay) stepOf(ctx context.Context, a *api.Agent, id string) int {
 
 // staleNote tells the person that a reply was for an earlier proposal (step, when known)
 // and what a waits on now.
-func (r *Relay) staleNote(ctx context.Context, a *api.Agent, step int) string {
+func (c *check) staleNote(ctx context.Context, a *api.Agent, step int) string {
 	earlier := "an earlier proposal"
 	if step > 0 {
 		earlier = fmt.Sprintf("an earlier proposal (step %d)", step)

@@ -453,7 +453,7 @@ func TestSlashCommandsAreScopedToTheChannel(t *testing.T) {
 // An agent's own approvers may use slash commands in a channel whose list they are not on.
 func TestAgentApproversMayCommand(t *testing.T) {
 	w := newBindingWorld(t)
-	w.r.state.endpoint("slack").rules.Agents = map[string]Access{"writer": {Users: []string{"U3"}}}
+	w.r.eps.get("slack").rules.Agents = map[string]Access{"writer": {Users: []string{"U3"}}}
 	got := w.r.OnCommand(context.Background(), "slack", Where{Channel: "C1"}, User{ID: "U3"}, "stop writer")
 	if got != "Agent writer is idle." || fmt.Sprint(w.svc.stopped) != "[a-1]" {
 		t.Errorf("stop by the agent's approver = %q, stopped %q", got, w.svc.stopped)

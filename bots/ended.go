@@ -25,7 +25,7 @@ func (r *Relay) endNote(ctx context.Context, agentID, runID, text string) {
 		platform := t.ep.a.Platform()
 		own := runID != "" && t.label == "" && t.b.AgentID == agentID
 		if own {
-			r.state.markPosted(endKey(runID)) // a reply meanwhile waits for the post (endShown)
+			r.board.markPosted(endKey(runID)) // a reply meanwhile waits for the post (endShown)
 		}
 		r.post(t, "posting the end of run "+runID, func(ctx context.Context) error {
 			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatNote(text), t.label))
@@ -33,7 +33,7 @@ func (r *Relay) endNote(ctx context.Context, agentID, runID, text string) {
 				return err
 			}
 			r.recordEnd(ctx, t, runID, id)
-			r.state.messageShown(endKey(runID), platform, id)
+			r.board.messageShown(endKey(runID), platform, id)
 			return nil
 		})
 	}
@@ -55,14 +55,14 @@ func (r *Relay) recordEnd(ctx context.Context, t target, runID, post string) {
 // failed, was written after the post showing the end of the agent's last run, runID. It returns "" when so,
 // or when that end was never shown on this platform (a stop, or a binding from before
 // ends were recorded: the older checks in followUp decide); else the note to send.
-func (r *Relay) writtenAfterEnd(ctx context.Context, ep *endpoint, in Incoming, runID string, b *Binding) (string, error) {
+func (c *check) writtenAfterEnd(ctx context.Context, ep *endpoint, in Incoming, runID string, b *Binding) (string, error) {
 	end := ""
 	if b.EndRun != "" && b.EndRun == runID {
 		end = b.EndPost
 	}
 	if end == "" && runID != "" {
 		var err error
-		if end, err = r.endShown(ctx, ep.a.Platform(), runID); err != nil {
+		if end, err = c.endShown(ctx, ep.a.Platform(), runID); err != nil {
 			return "", err
 		}
 	}
@@ -77,11 +77,11 @@ var errEndNotShown = errors.New("the end of the agent's last run is still being 
 // endShown is the post showing run's end on platform when the relay made it in this
 // process; "" when it made none. A post in flight is waited for, up to shownWait; one that
 // does not come in time is an error, so nothing starts on a guess.
-func (r *Relay) endShown(ctx context.Context, platform, runID string) (string, error) {
-	if r.state.postOrder(endKey(runID)) == 0 {
+func (c *check) endShown(ctx context.Context, platform, runID string) (string, error) {
+	if c.r.board.postOrder(endKey(runID)) == 0 {
 		return "", nil
 	}
-	msg, done, read := r.state.whenShown(endKey(runID), platform)
+	msg, done, read := c.r.board.whenShown(endKey(runID), platform)
 	if msg != "" {
 		return msg, nil
 	}

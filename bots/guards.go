@@ -27,9 +27,11 @@ type check struct {
 	ref    Ref
 	click  *Click    // the button, for a click
 	in     *Incoming // the message, for a reply
-	b      *Binding  // the thread's binding, for a reply
-	text   string    // feedback or reply text
-	named  bool      // the reply named its helper ("fetcher: y")
+	b      *Binding  // the thread's binding, for a reply in a run's thread
+	team   *TeamBinding
+	run    *api.TeamRun // the thread's team run, for a reply in a team's thread
+	text   string       // feedback or reply text
+	named  bool         // the reply named its helper ("fetcher: y")
 	a      *api.Agent
 }
 
@@ -74,6 +76,17 @@ var replyGuards = []guard{
 	{"written_for_what_waits", writtenForWhatWaits},
 }
 
+// teamReplyGuards are what a typed reply in a team run's thread passes, in order, once it
+// is known to be no redelivery (OnMessage).
+var teamReplyGuards = []guard{
+	{"says_something", saysSomething},
+	{"team_run_exists", teamRun},
+	{"channel_approver", channelApprover},
+	{"role_named_waits", replyRole},
+	{"not_help", notHelp},
+	{"written_for_what_waits", writtenForWhatWaits},
+}
+
 // passes runs guards in order and reports whether c passed all of them.
 func (c *check) passes(ctx context.Context, guards []guard) bool {
 	for _, g := range guards {
@@ -87,7 +100,7 @@ func (c *check) passes(ctx context.Context, guards []guard) bool {
 // OnClick handles a button on a proposal message. Only approvers decide; the daemon lets
 // the first valid decision win and refuses the rest, whose clickers get its reason.
 func (r *Relay) OnClick(ctx context.Context, cl Click) {
-	c := &check{r: r, ep: r.state.endpoint(cl.Platform), w: cl.Where, u: cl.User, action: cl.Action, ref: cl.Ref, click: &cl}
+	c := &check{r: r, ep: r.eps.get(cl.Platform), w: cl.Where, u: cl.User, action: cl.Action, ref: cl.Ref, click: &cl}
 	if !c.passes(ctx, clickGuards) {
 		return
 	}
@@ -126,7 +139,7 @@ func (c *check) openFeedback(ctx context.Context) {
 
 // OnFeedback handles a submitted feedback dialog.
 func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User, ref Ref, text string) {
-	c := &check{r: r, ep: r.state.endpoint(platform), w: w, u: u, action: ActionFeedback, ref: ref, text: text}
+	c := &check{r: r, ep: r.eps.get(platform), w: w, u: u, action: ActionFeedback, ref: ref, text: text}
 	if !c.passes(ctx, dialogGuards) {
 		return
 	}
@@ -199,7 +212,7 @@ func countShown(ctx context.Context, c *check) bool {
 // agent, a helper of it, or a role agent of the thread's team run — never simply the one
 // the button names. A button naming any other agent is refused, and audited.
 func threadAgent(ctx context.Context, c *check) bool {
-	id, note, audit := c.r.clickAgent(ctx, c.ep.a.Platform(), c.w, c.ref)
+	id, note, audit := c.clickAgent(ctx, c.ep.a.Platform(), c.w, c.ref)
 	if note != "" {
 		if audit {
 			c.audit(ctx, c.ref.AgentID, c.threadAgentID(ctx), "the button names another agent than its thread's", 0)
@@ -282,7 +295,7 @@ func saysSomething(_ context.Context, c *check) bool {
 // there too, so a reply goes to the one it names, or to the one whose proposal is at the
 // bottom of the thread. A helper named must wait for something, and be told something.
 func replyHelper(ctx context.Context, c *check) bool {
-	c.a, c.text, c.named = c.r.replyTarget(ctx, c.a, c.text, func(w *api.Agent) bool { return c.r.shownBefore(ctx, c.ep, *c.in, w) })
+	c.a, c.text, c.named = c.replyTarget(ctx, c.a, c.text, func(w *api.Agent) bool { return c.shownBefore(ctx, c.ep, *c.in, w) })
 	a := c.a
 	if c.named && a.ParentID != "" && waitingID(a) == "" {
 		c.tell(ctx, fmt.Sprintf("Helper %s has nothing waiting for you: it is %s.", a.Name, a.State))
@@ -290,6 +303,67 @@ func replyHelper(ctx context.Context, c *check) bool {
 	}
 	if c.text == "" {
 		c.tell(ctx, fmt.Sprintf("Say what to tell %s after its name, like: %s: y", a.Name, a.Name[strings.LastIndexByte(a.Name, '/')+1:]))
+		return false
+	}
+	return true
+}
+
+// teamRun reads the team run of the reply's thread.
+func teamRun(ctx context.Context, c *check) bool {
+	teams := c.r.teams.teamService()
+	if teams == nil {
+		return false
+	}
+	run, err := teams.Team(ctx, c.team.TeamRunID)
+	if err != nil {
+		c.tell(ctx, "This thread's team run is gone: "+err.Error())
+		return false
+	}
+	c.run = run
+	return true
+}
+
+// channelApprover: u may decide for team runs here; they are the channel's approvers'.
+func channelApprover(ctx context.Context, c *check) bool {
+	if c.r.allowed(ctx, c.ep, c.w, "", c.u) {
+		return true
+	}
+	c.r.refuse(ctx, c.ep, c.w, c.u, c.run.ID, c.action)
+	return false
+}
+
+// replyRole picks the role agent a reply in a team's thread is for: the one it names
+// ("ROLE: text"), which must wait for something, else the one whose proposal or question
+// was posted last among those waiting. Something must wait, and be told something.
+func replyRole(ctx context.Context, c *check) bool {
+	agents := c.r.teams.roleAgents(ctx, c.run)
+	if role, after, ok := strings.Cut(c.text, ":"); ok {
+		if id, named := c.run.Agents[strings.TrimSpace(role)]; named {
+			c.text = strings.TrimSpace(after)
+			for _, a := range agents {
+				if a.ID == id {
+					c.a = a
+				}
+			}
+			if c.a == nil || waitingID(c.a) == "" {
+				c.tell(ctx, fmt.Sprintf("Role %s has nothing waiting for you.", strings.TrimSpace(role)))
+				return false
+			}
+		}
+	}
+	if c.a == nil {
+		c.a = c.r.teams.lastPosted(agents)
+	}
+	if c.a == nil {
+		msg := fmt.Sprintf("Nothing in team run %s waits for you now; it is %s.", c.run.ID, c.run.Status)
+		if c.run.Status != api.TeamRunning {
+			msg += " " + orDash(c.run.Reason)
+		}
+		c.tell(ctx, msg)
+		return false
+	}
+	if c.text == "" {
+		c.tell(ctx, "Say what to tell the role after its name, like: ROLE: y")
 		return false
 	}
 	return true
@@ -311,7 +385,7 @@ func writtenForWhatWaits(ctx context.Context, c *check) bool {
 	if waitingID(c.a) == "" {
 		return true
 	}
-	if note := c.r.bindReply(ctx, c.ep, *c.in, c.a); note != "" {
+	if note := c.bindReply(ctx, c.ep, *c.in, c.a); note != "" {
 		c.r.log.Info("bots: refused a reply written for another proposal", "platform", c.ep.a.Platform(), "agent", c.a.ID, "user", c.u.ID, "message", c.in.ID)
 		c.tell(ctx, note)
 		return false
@@ -406,124 +480,4 @@ func (r *Relay) firstTime(ctx context.Context, ep *endpoint, w Where, u User, wh
 		r.log.Debug("bots: dropped a redelivered "+what, "platform", ep.a.Platform(), "channel", w.Channel, "id", id)
 	}
 	return first
-}
-
-// clickAgent is the agent a click or feedback dialog in w decides for: the thread's
-// agent, a helper of it, or a role agent of the thread's team run — never simply the one
-// the button names. A button naming any other agent is refused (note) and, when audit
-// is set, audited.
-func (r *Relay) clickAgent(ctx context.Context, platform string, w Where, ref Ref) (agentID, note string, audit bool) {
-	const elsewhere = "This button is not for this thread's agent, so it decided nothing. Decide on the proposal in its own thread."
-	if w.Thread == "" {
-		return "", "This button is in no agent's thread, so it decided nothing.", ref.AgentID != ""
-	}
-	b, err := r.opt.Bindings.BindingByThread(ctx, platform, w.Channel, w.Thread)
-	if err != nil {
-		r.log.Error("bots: reading chat binding", "err", err)
-		return "", "Could not read this thread's agent, so the click decided nothing; try again.", false
-	}
-	if b != nil {
-		switch {
-		case ref.AgentID == "":
-			id, waits := r.waiterIn(ctx, b.AgentID, ref.ProposalID)
-			if !waits && !r.threadsProposal(ctx, append([]string{b.AgentID}, agentIDs(r.helpersOf(ctx, b.AgentID))...), ref.ProposalID) {
-				return "", elsewhere, true
-			}
-			return id, "", false
-		case ref.AgentID == b.AgentID || r.isHelperOf(ctx, ref.AgentID, b.AgentID):
-			return ref.AgentID, "", false
-		}
-		return "", elsewhere, true
-	}
-	roles, ok := r.teamAgents(ctx, platform, w)
-	switch {
-	case !ok:
-		return "", "This proposal's agent is gone.", ref.AgentID != ""
-	case ref.AgentID == "":
-		if !r.threadsProposal(ctx, roles, ref.ProposalID) {
-			return "", elsewhere, true
-		}
-		return r.teamAgentFor(ctx, platform, w, ref.ProposalID), "", false
-	case slices.Contains(roles, ref.AgentID):
-		return ref.AgentID, "", false
-	}
-	return "", elsewhere, true
-}
-
-// waiterIn is the agent of bound's thread (bound or one of its helpers) that waits on
-// proposalID, for buttons that name the proposal alone, and true; bound and false when
-// none does.
-func (r *Relay) waiterIn(ctx context.Context, bound, proposalID string) (string, bool) {
-	a, err := r.opt.Service.Agent(ctx, bound)
-	switch {
-	case err != nil:
-		return bound, false
-	case waitingID(a) == proposalID:
-		return bound, true
-	case !r.state.knowsHelpersOf(bound):
-		return bound, false
-	}
-	for _, h := range r.helpersOf(ctx, bound) {
-		if waitingID(h) == proposalID {
-			return h.ID, true
-		}
-	}
-	return bound, false
-}
-
-// isHelperOf reports whether agent id is a helper of parent, at any depth.
-func (r *Relay) isHelperOf(ctx context.Context, id, parent string) bool {
-	for range maxHelperHops {
-		a, err := r.opt.Service.Agent(ctx, id)
-		if err != nil || a.ParentID == "" {
-			return false
-		}
-		if a.ParentID == parent {
-			return true
-		}
-		id = a.ParentID
-	}
-	return false
-}
-
-// threadsProposal reports whether proposal id was made by one of agents (a thread's),
-// for a button that names the proposal alone: one naming another thread's proposal is
-// refused and audited like one naming another agent.
-func (r *Relay) threadsProposal(ctx context.Context, agents []string, id string) bool {
-	for _, a := range agents {
-		if r.proposal(ctx, a, id) != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func agentIDs(as []*api.Agent) []string {
-	ids := make([]string, len(as))
-	for i, a := range as {
-		ids[i] = a.ID
-	}
-	return ids
-}
-
-// teamAgents returns the role agents of the team run bound to w's thread; ok is false
-// when the thread is bound to no team run.
-func (r *Relay) teamAgents(ctx context.Context, platform string, w Where) (ids []string, ok bool) {
-	tb, isTeams := r.opt.Bindings.(teamBindings)
-	teams := r.teamSvc()
-	if !isTeams || teams == nil {
-		return nil, false
-	}
-	b, err := tb.TeamBindingByThread(ctx, platform, w.Channel, w.Thread)
-	if err != nil || b == nil {
-		return nil, false
-	}
-	run, err := teams.Team(ctx, b.TeamRunID)
-	if err != nil {
-		return nil, true
-	}
-	for _, id := range run.Agents {
-		ids = append(ids, id)
-	}
-	return ids, true
 }

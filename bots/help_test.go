@@ -136,7 +136,7 @@ func TestHelpInATeamThreadDecidesNothing(t *testing.T) {
 	}
 	b := &TeamBinding{TeamRunID: "t-1a2b3c4d", Platform: "slack", Channel: "C1", Thread: "T-t-1a2b3c4d"}
 	for _, text := range []string{"?", "programmer: help", "H"} {
-		r.teamReply(ctx, r.endpoint("slack"), in(text), b)
+		r.teams.teamReply(ctx, r.eps.get("slack"), in(text), b)
 	}
 	testutil.Eventually(t, 5*time.Second, "three help notes", func() bool {
 		ad.mu.Lock()
@@ -152,7 +152,7 @@ func TestHelpInATeamThreadDecidesNothing(t *testing.T) {
 	if len(svc.decided) != 0 {
 		t.Fatalf("help in a team thread decided: %q", svc.decided)
 	}
-	r.teamReply(ctx, r.endpoint("slack"), in("programmer: y"), b)
+	r.teams.teamReply(ctx, r.eps.get("slack"), in("programmer: y"), b)
 	if want := "a-7 p-7 approve"; len(svc.decided) != 1 || svc.decided[0] != want {
 		t.Fatalf("after the help, y decided %q, want %q", svc.decided, want)
 	}

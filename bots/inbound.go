@@ -52,13 +52,11 @@ type Click struct {
 	Message string
 }
 
-func (r *Relay) endpoint(platform string) *endpoint { return r.state.endpoint(platform) }
-
 // OnMessage handles a chat message: a reply in a bound thread steers that run, and so
 // does a reply at the channel's top level to the message the thread hangs off; a mention
 // or a direct message elsewhere starts a new run in a new thread.
 func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
-	ep := r.endpoint(in.Platform)
+	ep := r.eps.get(in.Platform)
 	if ep == nil || in.User.Bot || !ep.rules.Serves(in.Where) {
 		return
 	}
@@ -91,7 +89,7 @@ func (r *Relay) OnMessage(ctx context.Context, in Incoming) {
 			return
 		case t != nil:
 			if r.firstDelivery(ctx, ep, in) {
-				r.teamReply(ctx, ep, in, t)
+				r.teams.teamReply(ctx, ep, in, t)
 			}
 			return
 		}
@@ -196,44 +194,50 @@ func (r *Relay) bind(ctx context.Context, b Binding) error {
 		r.log.Error("bots: storing chat binding", "err", err)
 		return err
 	}
-	r.state.bind(&b)
+	r.threads.bind(&b)
 	return nil
 }
 
-// reply handles a message in a bound thread the way agentctl handles typed input: an
-// answer to a pending question, a decision (y, y -N, n, or feedback), or a follow-up task,
-// once it passed replyGuards.
+// reply handles a message in a bound thread the way agentctl handles typed input, once
+// it passed replyGuards.
 func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding) {
 	c := &check{r: r, ep: ep, w: in.Where, u: in.User, action: "reply", in: &in, b: b, text: in.Text}
-	if !c.passes(ctx, replyGuards) {
-		return
+	if c.passes(ctx, replyGuards) {
+		c.act(ctx)
 	}
-	a, text := c.a, c.text
+}
+
+// act does what a reply that passed its guards says: an answer to a pending question, a
+// decision (y, y -N, n, or feedback), or, for an idle agent of a run's thread, a
+// follow-up task.
+func (c *check) act(ctx context.Context) {
+	a, text, in := c.a, c.text, *c.in
 	var err error
 	switch {
 	case a.Question != nil:
 		if err = errorIf(tooLong("The answer", text)); err != nil {
 			break
 		}
-		err = r.opt.Service.Answer(ctx, a.ID, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: text, By: in.User.ID, ByName: in.User.Name})
+		err = c.r.opt.Service.Answer(ctx, a.ID, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: text, By: in.User.ID, ByName: in.User.Name})
 		if err == nil {
-			r.answered(ctx, ep, a.ID, a.Question, in.User)
+			c.answered(ctx, c.ep, a.ID, a.Question, in.User)
 		}
 	case a.Pending != nil:
-		err = r.decideReply(ctx, ep, in, a, text)
+		err = c.decideReply(ctx, c.ep, in, a, text)
+	case c.b == nil: // a team run's role agent takes no task from its thread
 	case a.State == api.StateIdle || a.State == api.StateFailed:
-		err = r.followUp(ctx, ep, in, a, b, text)
+		err = c.followUp(ctx, c.ep, in, a, c.b, text)
 	default:
 		err = fmt.Errorf("agent %s is %s; wait for its next proposal, or /agent pause %s", a.Name, a.State, a.Name)
 	}
 	if err != nil {
-		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
+		c.tell(ctx, err.Error())
 	}
-	r.rememberChat(ctx, ep.a.Platform(), a.ID, in.User, text)
+	c.r.rememberChat(ctx, c.ep.a.Platform(), a.ID, in.User, text)
 }
 
 // decideReply decides a's pending proposal, the one in was bound to, as text says.
-func (r *Relay) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent, text string) error {
+func (c *check) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent, text string) error {
 	req, err := api.ParseDecision(text)
 	if err != nil {
 		return err
@@ -243,23 +247,23 @@ func (r *Relay) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *a
 			return err
 		}
 	}
-	if r.expired(a.Pending) {
-		return errors.New(r.expiredText())
+	if c.r.expired(a.Pending) {
+		return errors.New(c.r.expiredText())
 	}
 	req.ProposalID, req.By, req.ByName, req.Source, req.Hash = a.Pending.ID, in.User.ID, in.User.Name, ep.a.Platform(), a.Pending.Hash
-	_, err = r.opt.Service.Decide(ctx, a.ID, req)
+	_, err = c.r.opt.Service.Decide(ctx, a.ID, req)
 	return err
 }
 
 // followUp gives an idle (or failed) agent text as its next task. A bare decision (y, n)
 // or a reply to one of its proposals is not a task: it came after its proposal was
 // decided.
-func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent, b *Binding, text string) error {
+func (c *check) followUp(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent, b *Binding, text string) error {
 	if d, err := api.ParseDecision(text); err == nil && d.Kind != api.DecisionFeedback {
 		return fmt.Errorf("nothing waits for a decision: agent %s is %s, so that decided nothing. Give it a new task in words", a.Name, a.State)
 	}
 	if in.ReplyTo != "" {
-		m, err := r.opt.Bindings.MessageAt(ctx, ep.a.Platform(), in.Where.Channel, in.ReplyTo)
+		m, err := c.r.opt.Bindings.MessageAt(ctx, ep.a.Platform(), in.Where.Channel, in.ReplyTo)
 		if err != nil {
 			return fmt.Errorf("could not check which message that reply answers, so it started nothing; send it again: %w", err)
 		}
@@ -267,27 +271,27 @@ func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *api.
 			return fmt.Errorf("that reply answers a proposal that is decided already, so it started nothing; agent %s is %s. Send the new task as a message of its own", a.Name, a.State)
 		}
 	}
-	note, err := r.writtenAfterEnd(ctx, ep, in, a.RunID, b)
+	note, err := c.writtenAfterEnd(ctx, ep, in, a.RunID, b)
 	if err != nil {
 		return err
 	}
 	if note != "" {
-		r.log.Info("bots: a message written before its run's end started nothing", "platform", ep.a.Platform(), "agent", a.ID, "run", a.RunID, "message", in.ID)
+		c.r.log.Info("bots: a message written before its run's end started nothing", "platform", ep.a.Platform(), "agent", a.ID, "run", a.RunID, "message", in.ID)
 		return errors.New(note)
 	}
-	if step := r.lastShownAfter(ctx, ep, in, a); step > 0 {
+	if step := c.lastShownAfter(ctx, ep, in, a); step > 0 {
 		return fmt.Errorf("that message was written before agent %s's proposal at step %d, which is decided now, so it started nothing; send the new task again if you still want it", a.Name, step)
 	}
 	if err := errorIf(tooLong("The task", text)); err != nil {
 		return err
 	}
-	na, err := r.opt.Service.Task(ctx, a.ID, text)
+	na, err := c.r.opt.Service.Task(ctx, a.ID, text)
 	if err != nil {
 		return err
 	}
-	r.state.unmarkPosted(endKey(a.RunID)) // the ended run's slot is needed no more
+	c.r.board.unmarkPosted(endKey(a.RunID)) // the ended run's slot is needed no more
 	b.RunID, b.EndPost, b.EndRun = na.RunID, "", ""
-	r.bind(ctx, *b)
+	c.r.bind(ctx, *b)
 	ep.a.Post(ctx, b.Channel, b.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))
 	return nil
 }
@@ -301,11 +305,11 @@ func errorIf(note string) error {
 }
 
 // answered marks a question's message as answered.
-func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *api.Question, u User) {
+func (c *check) answered(ctx context.Context, ep *endpoint, agentID string, q *api.Question, u User) {
 	platform := ep.a.Platform()
 	// When its message is not stored yet, its post is in flight: postQuestion marks it.
-	m, err := r.state.answerEarly(q.ProposalID+"|"+platform, u, func() (*ChatMessage, error) {
-		return r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question")
+	m, err := c.r.board.answerEarly(q.ProposalID+"|"+platform, u, func() (*ChatMessage, error) {
+		return c.r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question")
 	})
 	if err != nil || m == nil {
 		return

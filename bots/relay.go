@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -41,19 +42,19 @@ type Options struct {
 type Relay struct {
 	opt      Options
 	log      *slog.Logger
-	state    *relayState // all it remembers between events; see its locking rule
 	ready    chan struct{}
 	readyOne sync.Once
-	out      *outbox // posts, in order per thread, retried while a platform is down
+	// What it keeps beside the store, one owner each (each with its locking rule):
+	eps       adapters       // the platforms, set before Run
+	threads   *threadBook    // where each agent's events go
+	board     *proposalBoard // what waits for a person in chat
+	teams     *teamDesk      // team runs in chat
+	schedules atomic.Pointer[Schedules]
+	out       *outbox // posts, in order per thread, retried while a platform is down
 	// strangers limits how often a non-approver's refusals are audited.
 	strangers strangerAudits
 	// words is each thread's last message, the context of the next one remembered.
 	words lastWords
-}
-
-type endpoint struct {
-	a     Adapter
-	rules Rules
 }
 
 // New returns a relay; Add adapters, then Run it.
@@ -64,15 +65,17 @@ func New(opt Options) *Relay {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Relay{
-		opt: opt, log: opt.Log, state: newRelayState(), ready: make(chan struct{}),
+	r := &Relay{
+		opt: opt, log: opt.Log, ready: make(chan struct{}), threads: newThreadBook(), board: newProposalBoard(),
 		out: newOutbox(opt.Log, opt.OutboxSize, opt.GiveUp, opt.RetryBackoff),
 	}
+	r.teams = newTeamDesk(r)
+	return r
 }
 
 // Add attaches an adapter and the rules it serves under. Call it before Run.
 func (r *Relay) Add(a Adapter, rules Rules) {
-	if !r.state.addAdapter(&endpoint{a: a, rules: rules}) {
+	if !r.eps.add(&endpoint{a: a, rules: rules}) {
 		panic("bots: two adapters for " + a.Platform())
 	}
 }
@@ -86,8 +89,8 @@ func (r *Relay) Ready() <-chan struct{} { return r.ready }
 func (r *Relay) Run(ctx context.Context) error {
 	r.out.start(ctx)
 	defer r.out.wait()
-	r.state.setRunCtx(ctx)
-	defer r.state.waitFollowers() // before the outbox stops: followers post through it
+	r.teams.setRunCtx(ctx)
+	defer r.teams.waitFollowers() // before the outbox stops: followers post through it
 	var since int64
 	first := true
 	for ctx.Err() == nil {
@@ -101,7 +104,7 @@ func (r *Relay) Run(ctx context.Context) error {
 			// After subscribing, so that a proposal made meanwhile is posted once either way.
 			r.loadBindings(ctx)
 			r.resync(ctx)
-			r.loadTeams(ctx)
+			r.teams.loadTeams(ctx)
 			first = false
 			r.readyOne.Do(func() { close(r.ready) })
 		}
@@ -125,7 +128,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		cancel()
 	}
-	r.state.stopTimers()
+	r.board.stopTimers()
 	return nil
 }
 
@@ -144,11 +147,19 @@ func (r *Relay) loadBindings(ctx context.Context) {
 		r.log.Error("bots: reading chat bindings", "err", err)
 		return
 	}
-	r.state.bind(bs...)
+	r.threads.bind(bs...)
 }
 
-// targets returns the adapters and threads an agent's events go to (relayState.targets).
-func (r *Relay) targets(agentID string) []target { return r.state.targets(agentID) }
+// targets returns the adapters and threads an agent's events go to: its own, or for a
+// helper its nearest bound parent's, labelled with the helper's name, or for a team's
+// role agent its team's, labelled with the role.
+func (r *Relay) targets(agentID string) []target {
+	eps := r.eps.all()
+	if ts := r.threads.targets(agentID, eps); ts != nil {
+		return ts
+	}
+	return r.teams.targets(agentID, eps)
+}
 
 type target struct {
 	ep    *endpoint
@@ -165,7 +176,7 @@ func (r *Relay) post(t target, what string, do func(ctx context.Context) error) 
 // resync posts what waits for a person in bound threads but was never posted there (the
 // daemon restarted, or chat was down when it was asked).
 func (r *Relay) resync(ctx context.Context) {
-	for _, id := range r.state.boundAgents() {
+	for _, id := range r.threads.boundAgents() {
 		a, err := r.opt.Service.Agent(ctx, id)
 		if err != nil {
 			continue
@@ -194,7 +205,7 @@ func (r *Relay) handle(ctx context.Context, ev api.Event) {
 		}
 	case api.EventResult:
 		if ev.Episode != nil {
-			r.state.unmarkPosted(ev.Episode.ProposalID)
+			r.board.unmarkPosted(ev.Episode.ProposalID)
 			r.postResult(ctx, ev.AgentID, ev.Episode)
 		}
 	case api.EventQuestion:
@@ -203,7 +214,7 @@ func (r *Relay) handle(ctx context.Context, ev api.Event) {
 		}
 	case api.EventFinish:
 		r.closeOpen(ctx, ev.AgentID, "The run ended before a decision.")
-		if _, ok := r.roleOf(ev.AgentID); !ok { // a role's finish is its team turn, posted as such
+		if _, ok := r.teams.roleOf(ev.AgentID); !ok { // a role's finish is its team turn, posted as such
 			r.endNote(ctx, ev.AgentID, runOf(ev), "🏁 "+finishText(ev))
 		}
 	case api.EventState:
@@ -212,10 +223,11 @@ func (r *Relay) handle(ctx context.Context, ev api.Event) {
 		}
 	case api.EventRemoved:
 		r.closeOpen(ctx, ev.AgentID, "The agent was removed before a decision.")
-		if _, ok := r.roleOf(ev.AgentID); !ok { // role agents go when their team ends
+		if _, ok := r.teams.roleOf(ev.AgentID); !ok { // role agents go when their team ends
 			r.note(ctx, ev.AgentID, "🗑 The agent was removed.")
 		}
-		r.state.removeAgent(ev.AgentID)
+		r.teams.removeRole(ev.AgentID)
+		r.threads.remove(ev.AgentID)
 	}
 }
 
@@ -247,7 +259,7 @@ func (r *Relay) postProposal(ctx context.Context, p *api.Proposal) {
 			if m, err := r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
 				if m != nil && p.Status.Decidable() {
 					r.keepMessage(*m)
-					r.state.messageShown(p.ID, platform, m.Message)
+					r.board.messageShown(p.ID, platform, m.Message)
 				}
 				return err // posted already (or the store is failing: retried, never posted twice)
 			}
@@ -263,7 +275,7 @@ func (r *Relay) postProposal(ctx context.Context, p *api.Proposal) {
 			m := ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
 			if p.Status.Decidable() {
 				r.keepMessage(m)
-				r.state.messageShown(p.ID, platform, id)
+				r.board.messageShown(p.ID, platform, id)
 			}
 			if err := r.opt.Bindings.SetMessage(ctx, m); err != nil {
 				r.log.Error("bots: recording proposal message", "proposal", p.ID, "err", err)
@@ -282,8 +294,8 @@ func (r *Relay) postProposal(ctx context.Context, p *api.Proposal) {
 		}
 	}
 	if p.Status.Decidable() {
-		r.state.openProposal(p)
-		r.state.markPosted(p.ID)
+		r.board.openProposal(p)
+		r.board.markPosted(p.ID)
 		r.armExpiry(ctx, p)
 	}
 }
@@ -309,12 +321,12 @@ func proposalFiles(p *api.Proposal) []proposalFile {
 // for the proposal's decision or closing: the store drops it with its agent, and a team
 // run removes its role agents right after stopping them, before the relay closes their
 // proposals.
-func (r *Relay) keepMessage(m ChatMessage) { r.state.keepMessage(m) }
+func (r *Relay) keepMessage(m ChatMessage) { r.board.keepMessage(m) }
 
 // proposalMessage returns the message of a proposal being decided or closed on platform
 // (nil when there is none), and forgets it.
 func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string) (*ChatMessage, error) {
-	kept, ok := r.state.takeMessage(proposalID, platform)
+	kept, ok := r.board.takeMessage(proposalID, platform)
 	m, err := r.opt.Bindings.Message(ctx, proposalID, platform, "proposal")
 	if m == nil && err == nil && ok {
 		return &kept, nil
@@ -324,7 +336,7 @@ func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string
 
 // decided edits the proposal's messages to show the decision and who made it.
 func (r *Relay) decided(ctx context.Context, agentID string, d *api.Decision) {
-	p := r.state.decided(d.ProposalID)
+	p := r.board.decided(d.ProposalID)
 	ts := r.targets(agentID)
 	if len(ts) == 0 {
 		return
@@ -412,14 +424,14 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *api.Episode)
 }
 
 func (r *Relay) postQuestion(ctx context.Context, agentID string, q *api.Question) {
-	r.state.markPosted(q.ProposalID)
+	r.board.markPosted(q.ProposalID)
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
 		r.words.swap(platform, agentID, q.Text) // the answer's context
 		r.post(t, "posting a question", func(ctx context.Context) error {
 			if m, err := r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
 				if m != nil {
-					r.state.messageShown(q.ProposalID, platform, m.Message)
+					r.board.messageShown(q.ProposalID, platform, m.Message)
 				}
 				return err
 			}
@@ -427,8 +439,8 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *api.Questio
 			if err != nil {
 				return err
 			}
-			r.state.messageShown(q.ProposalID, platform, id)
-			u, answered := r.state.questionPosted(q.ProposalID+"|"+platform, func() {
+			r.board.messageShown(q.ProposalID, platform, id)
+			u, answered := r.board.questionPosted(q.ProposalID+"|"+platform, func() {
 				r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
 			})
 			if answered {
@@ -442,7 +454,7 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *api.Questio
 // stateChanged tells the thread when the agent pauses or fails on its own.
 func (r *Relay) stateChanged(ctx context.Context, a *api.Agent) {
 	key := string(a.State) + "|" + a.StateReason
-	if r.state.showState(a.ID, key) == key {
+	if r.threads.showState(a.ID, key) == key {
 		return
 	}
 	switch a.State {
@@ -487,8 +499,8 @@ func (r *Relay) armExpiry(ctx context.Context, p *api.Proposal) {
 		return
 	}
 	left := r.opt.Expiry - r.opt.Now().Sub(p.CreatedAt)
-	r.state.armTimer(p.ID, max(left, 0), func() {
-		if !r.state.timerFired(p.ID) {
+	r.board.armTimer(p.ID, max(left, 0), func() {
+		if !r.board.timerFired(p.ID) {
 			return
 		}
 		for _, t := range r.targets(p.AgentID) {
@@ -509,7 +521,7 @@ func (r *Relay) armExpiry(ctx context.Context, p *api.Proposal) {
 // closeOpen takes the buttons off an agent's undecided proposals, which no decision can
 // reach any more (the run was stopped, or moved on to a new task).
 func (r *Relay) closeOpen(ctx context.Context, agentID, why string) {
-	for _, p := range r.state.closeOpen(agentID) {
+	for _, p := range r.board.closeOpen(agentID) {
 		for _, t := range r.targets(agentID) {
 			r.post(t, "closing "+p.ID, func(ctx context.Context) error {
 				m, err := r.proposalMessage(ctx, p.ID, t.ep.a.Platform())

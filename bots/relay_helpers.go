@@ -15,31 +15,26 @@ import (
 // maxHelperHops bounds the walk up the parent links.
 const maxHelperHops = 8
 
-// agentInfo is what the relay knows of an agent that has no binding.
-type agentInfo struct {
-	name, parent string
-}
-
 // learn notes the parent of the agent an event is about, asking the daemon when the
 // event does not say and the relay has not seen the agent before.
 func (r *Relay) learn(ctx context.Context, ev api.Event) {
 	if ev.Agent != nil {
-		r.state.learnAgent(ev.AgentID, agentInfo{name: ev.Agent.Name, parent: ev.Agent.ParentID})
-		r.learnRole(ctx, ev.AgentID, ev.Agent.Name)
+		r.threads.learnAgent(ev.AgentID, agentInfo{name: ev.Agent.Name, parent: ev.Agent.ParentID})
+		r.teams.learnRole(ctx, ev.AgentID, ev.Agent.Name)
 		return
 	}
 	if ev.AgentID == "" || ev.Type == api.EventRemoved {
 		return
 	}
-	if r.state.knows(ev.AgentID) {
+	if r.threads.knows(ev.AgentID) {
 		return
 	}
 	a, err := r.opt.Service.Agent(ctx, ev.AgentID)
 	if err != nil {
 		return
 	}
-	r.state.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
-	r.learnRole(ctx, a.ID, a.Name)
+	r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
+	r.teams.learnRole(ctx, a.ID, a.Name)
 }
 
 // waitingID is the proposal a's person is waiting on: its question's or its pending one's.
@@ -83,11 +78,11 @@ func (r *Relay) helpersOf(ctx context.Context, agentID string) []*api.Agent {
 // those waiting for a person and shown before the reply was written (shownBefore) — the
 // one at the bottom of the thread as the person saw it; a itself when none waits. named
 // reports that the reply named its agent.
-func (r *Relay) replyTarget(ctx context.Context, a *api.Agent, text string, shownBefore func(*api.Agent) bool) (target *api.Agent, rest string, named bool) {
-	if waitingID(a) != "" && !r.state.knowsHelpersOf(a.ID) {
+func (c *check) replyTarget(ctx context.Context, a *api.Agent, text string, shownBefore func(*api.Agent) bool) (target *api.Agent, rest string, named bool) {
+	if waitingID(a) != "" && !c.r.threads.knowsHelpersOf(a.ID) {
 		return a, text, false // nothing else can wait in this thread
 	}
-	helpers := r.helpersOf(ctx, a.ID)
+	helpers := c.r.helpersOf(ctx, a.ID)
 	if name, after, ok := strings.Cut(text, ":"); ok {
 		name = strings.TrimSpace(name)
 		for _, h := range helpers {
@@ -98,20 +93,20 @@ func (r *Relay) replyTarget(ctx context.Context, a *api.Agent, text string, show
 	}
 	// Among those shown before the reply, else (the reply is refused for what waits
 	// then) among all.
-	if t, ok := r.bottomWaiting(a, helpers, shownBefore); ok {
+	if t, ok := c.bottomWaiting(a, helpers, shownBefore); ok {
 		return t, text, false
 	}
-	t, _ := r.bottomWaiting(a, helpers, nil)
+	t, _ := c.bottomWaiting(a, helpers, nil)
 	return t, text, false
 }
 
 // bottomWaiting is the one of a and its helpers, among those shown (nil: all), whose
 // proposal or question was posted last; a, and false, when none of them waits.
-func (r *Relay) bottomWaiting(a *api.Agent, helpers []*api.Agent, shown func(*api.Agent) bool) (*api.Agent, bool) {
+func (c *check) bottomWaiting(a *api.Agent, helpers []*api.Agent, shown func(*api.Agent) bool) (*api.Agent, bool) {
 	target, found := a, false
 	var best int64 = -1
 	if id := waitingID(a); id != "" && (shown == nil || shown(a)) {
-		best, found = r.state.postOrder(id), true
+		best, found = c.r.board.postOrder(id), true
 	}
 	for _, h := range helpers {
 		id := waitingID(h)
@@ -119,7 +114,7 @@ func (r *Relay) bottomWaiting(a *api.Agent, helpers []*api.Agent, shown func(*ap
 			continue
 		}
 		// One never seen posted (the relay restarted) counts as older than any seen.
-		if n := r.state.postOrder(id); !found || n > best {
+		if n := c.r.board.postOrder(id); !found || n > best {
 			target, best, found = h, n, true
 		}
 	}
@@ -134,7 +129,7 @@ func (r *Relay) resyncHelpers(ctx context.Context) {
 	}
 	for _, a := range all {
 		if a.ParentID != "" {
-			r.state.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
+			r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
 		}
 	}
 	for i := range all {
