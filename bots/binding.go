@@ -208,7 +208,7 @@ func (c *check) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a
 
 // stepOf is the step of a's proposal id; 0 when it is not a's.
 func (c *check) stepOf(ctx context.Context, a *api.Agent, id string) int {
-	if p := c.r.proposal(ctx, a.ID, id); p != nil {
+	if p := findProposal(ctx, c.r.opt.Service, a.ID, id); p != nil {
 		return p.Step
 	}
 	return 0

@@ -18,39 +18,6 @@ const lateText = "That was written while the agent was still working on its last
 // endKey is the relay's in-memory slot (relayState.shown) for the post showing run's end.
 func endKey(runID string) string { return "end\x00" + runID }
 
-// endNote posts text, the note showing that agentID's run runID ended, to the agent's
-// threads, and records the post on the binding of each thread that is the agent's own.
-func (r *Relay) endNote(ctx context.Context, agentID, runID, text string) {
-	for _, t := range r.targets(agentID) {
-		platform := t.ep.a.Platform()
-		own := runID != "" && t.label == "" && t.b.AgentID == agentID
-		if own {
-			r.board.markPosted(endKey(runID)) // a reply meanwhile waits for the post (endShown)
-		}
-		r.post(t, "posting the end of run "+runID, func(ctx context.Context) error {
-			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatNote(text), t.label))
-			if err != nil || !own {
-				return err
-			}
-			r.recordEnd(ctx, t, runID, id)
-			r.board.messageShown(endKey(runID), platform, id)
-			return nil
-		})
-	}
-}
-
-// recordEnd stores post as the one showing run runID's end on t's binding, read afresh so
-// that what else changed on it (its run) is kept.
-func (r *Relay) recordEnd(ctx context.Context, t target, runID, post string) {
-	b, err := r.opt.Bindings.BindingByThread(ctx, t.ep.a.Platform(), t.b.Channel, t.b.Thread)
-	if err != nil || b == nil {
-		r.log.Error("bots: reading a binding to record its run's end", "platform", t.ep.a.Platform(), "thread", t.b.Thread, "err", err)
-		return
-	}
-	b.EndPost, b.EndRun = post, runID
-	r.bind(ctx, *b)
-}
-
 // writtenAfterEnd checks that in, a message in b's thread while its agent is idle or
 // failed, was written after the post showing the end of the agent's last run, runID. It returns "" when so,
 // or when that end was never shown on this platform (a stop, or a binding from before

@@ -258,8 +258,8 @@ func hashMismatch(a *api.Agent, ref Ref) bool {
 
 // notExpired: chat may still decide the proposal the button names (Options.Expiry).
 func notExpired(ctx context.Context, c *check) bool {
-	if p := c.a.Pending; p != nil && p.ID == c.ref.ProposalID && c.r.expired(p) {
-		c.tell(ctx, c.r.expiredText())
+	if p := c.a.Pending; p != nil && p.ID == c.ref.ProposalID && c.r.expiry.over(p) {
+		c.tell(ctx, c.r.expiry.note())
 		return false
 	}
 	return true

@@ -75,11 +75,11 @@ func TestHelpInAThreadDecidesNothing(t *testing.T) {
 			r := New(Options{Service: svc, Bindings: binds})
 			ad := &fakeAdapter{}
 			r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-			r.loadBindings(ctx)
+			r.posts.loadBindings(ctx)
 			if a := tc.agent; a.Pending != nil {
-				r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
+				r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
 			} else if a.Question != nil {
-				r.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
+				r.posts.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
 			}
 			r.out.flush() // the reply is written after the proposal is shown
 			r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: tc.text, ID: ad.stamp()})
@@ -129,7 +129,7 @@ func TestHelpInATeamThreadDecidesNothing(t *testing.T) {
 	teams := &fakeTeams{runs: map[string]*api.TeamRun{
 		"t-1a2b3c4d": {ID: "t-1a2b3c4d", Status: api.TeamRunning, Agents: map[string]string{"programmer": "a-7"}}}}
 	r, ad := teamRelay(t, svc, teams)
-	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-7", Proposal: p})
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-7", Proposal: p})
 	r.out.flush()
 	in := func(text string) Incoming {
 		return Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T-t-1a2b3c4d"}, User: User{ID: "U1"}, Text: text, ID: ad.stamp()}

@@ -247,8 +247,8 @@ func (c *check) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *a
 			return err
 		}
 	}
-	if c.r.expired(a.Pending) {
-		return errors.New(c.r.expiredText())
+	if c.r.expiry.over(a.Pending) {
+		return errors.New(c.r.expiry.note())
 	}
 	req.ProposalID, req.By, req.ByName, req.Source, req.Hash = a.Pending.ID, in.User.ID, in.User.Name, ep.a.Platform(), a.Pending.Hash
 	_, err = c.r.opt.Service.Decide(ctx, a.ID, req)

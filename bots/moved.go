@@ -52,7 +52,7 @@ func (r *Relay) MovedTo(ctx context.Context, platform, channel, thread string) (
 	if err != nil || b == nil {
 		return "", err
 	}
-	for _, t := range r.targets(b.AgentID) {
+	for _, t := range r.posts.targets(b.AgentID) {
 		if t.ep.a.Platform() == platform && t.b.Channel == channel && t.b.Thread != thread && t.label == "" {
 			return t.b.Thread, nil
 		}

@@ -15,28 +15,6 @@ import (
 // maxHelperHops bounds the walk up the parent links.
 const maxHelperHops = 8
 
-// learn notes the parent of the agent an event is about, asking the daemon when the
-// event does not say and the relay has not seen the agent before.
-func (r *Relay) learn(ctx context.Context, ev api.Event) {
-	if ev.Agent != nil {
-		r.threads.learnAgent(ev.AgentID, agentInfo{name: ev.Agent.Name, parent: ev.Agent.ParentID})
-		r.teams.learnRole(ctx, ev.AgentID, ev.Agent.Name)
-		return
-	}
-	if ev.AgentID == "" || ev.Type == api.EventRemoved {
-		return
-	}
-	if r.threads.knows(ev.AgentID) {
-		return
-	}
-	a, err := r.opt.Service.Agent(ctx, ev.AgentID)
-	if err != nil {
-		return
-	}
-	r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
-	r.teams.learnRole(ctx, a.ID, a.Name)
-}
-
 // waitingID is the proposal a's person is waiting on: its question's or its pending one's.
 func waitingID(a *api.Agent) string {
 	if a.Question != nil {
@@ -49,10 +27,10 @@ func waitingID(a *api.Agent) string {
 }
 
 // helpersOf returns the helpers of agent (at any depth), as the daemon lists them now.
-func (r *Relay) helpersOf(ctx context.Context, agentID string) []*api.Agent {
-	all, err := r.opt.Service.Agents(ctx)
+func (c *check) helpersOf(ctx context.Context, agentID string) []*api.Agent {
+	all, err := c.r.opt.Service.Agents(ctx)
 	if err != nil {
-		r.log.Error("bots: listing agents for a reply", "err", err)
+		c.r.log.Error("bots: listing agents for a reply", "err", err)
 		return nil
 	}
 	parent := map[string]string{}
@@ -82,7 +60,7 @@ func (c *check) replyTarget(ctx context.Context, a *api.Agent, text string, show
 	if waitingID(a) != "" && !c.r.threads.knowsHelpersOf(a.ID) {
 		return a, text, false // nothing else can wait in this thread
 	}
-	helpers := c.r.helpersOf(ctx, a.ID)
+	helpers := c.helpersOf(ctx, a.ID)
 	if name, after, ok := strings.Cut(text, ":"); ok {
 		name = strings.TrimSpace(name)
 		for _, h := range helpers {
@@ -119,31 +97,6 @@ func (c *check) bottomWaiting(a *api.Agent, helpers []*api.Agent, shown func(*ap
 		}
 	}
 	return target, found
-}
-
-// resyncHelpers posts what helpers of bound agents wait for but was never posted.
-func (r *Relay) resyncHelpers(ctx context.Context) {
-	all, err := r.opt.Service.Agents(ctx)
-	if err != nil {
-		return
-	}
-	for _, a := range all {
-		if a.ParentID != "" {
-			r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
-		}
-	}
-	for i := range all {
-		a := &all[i]
-		if a.ParentID == "" {
-			continue
-		}
-		if a.Pending != nil {
-			r.postProposal(ctx, a.Pending)
-		}
-		if a.Question != nil {
-			r.postQuestion(ctx, a.ID, a.Question)
-		}
-	}
 }
 
 // labelled prefixes msg with the helper's name when label is set.

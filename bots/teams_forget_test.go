@@ -104,10 +104,10 @@ func TestEndedTeamRunForgotten(t *testing.T) {
 	if r.remembered("t-2") {
 		t.Error("t-2 ended with no role agents, yet its thread is still in memory")
 	}
-	if !r.remembered("t-1") || len(r.targets("a-2")) != 1 {
+	if !r.remembered("t-1") || len(r.posts.targets("a-2")) != 1 {
 		t.Fatal("t-1's thread was forgotten while its role agent, not yet removed, may still post there")
 	}
-	r.handle(context.Background(), api.Event{Type: api.EventRemoved, AgentID: "a-2"})
+	r.posts.handle(context.Background(), api.Event{Type: api.EventRemoved, AgentID: "a-2"})
 	if r.remembered("t-1") {
 		t.Error("t-1's last role agent is removed, yet its thread is still in memory")
 	}

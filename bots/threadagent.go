@@ -29,7 +29,7 @@ func (c *check) clickAgent(ctx context.Context, platform string, w Where, ref Re
 		switch {
 		case ref.AgentID == "":
 			id, waits := c.waiterIn(ctx, b.AgentID, ref.ProposalID)
-			if !waits && !c.threadsProposal(ctx, append([]string{b.AgentID}, agentIDs(c.r.helpersOf(ctx, b.AgentID))...), ref.ProposalID) {
+			if !waits && !c.threadsProposal(ctx, append([]string{b.AgentID}, agentIDs(c.helpersOf(ctx, b.AgentID))...), ref.ProposalID) {
 				return "", elsewhere, true
 			}
 			return id, "", false
@@ -66,7 +66,7 @@ func (c *check) waiterIn(ctx context.Context, bound, proposalID string) (string,
 	case !c.r.threads.knowsHelpersOf(bound):
 		return bound, false
 	}
-	for _, h := range c.r.helpersOf(ctx, bound) {
+	for _, h := range c.helpersOf(ctx, bound) {
 		if waitingID(h) == proposalID {
 			return h.ID, true
 		}
@@ -94,7 +94,7 @@ func (c *check) isHelperOf(ctx context.Context, id, parent string) bool {
 // refused and audited like one naming another agent.
 func (c *check) threadsProposal(ctx context.Context, agents []string, id string) bool {
 	for _, a := range agents {
-		if c.r.proposal(ctx, a, id) != nil {
+		if findProposal(ctx, c.r.opt.Service, a, id) != nil {
 			return true
 		}
 	}
