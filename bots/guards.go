@@ -2,10 +2,12 @@ package bots
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agentd/agentd/api"
 )
@@ -265,6 +267,23 @@ func notExpired(ctx context.Context, c *check) bool {
 	return true
 }
 
+// expiry closes a proposal to chat decisions this long after it was made
+// (Options.Expiry; never when not positive).
+type expiry struct {
+	after time.Duration
+	now   func() time.Time
+}
+
+// over reports whether chat may no longer decide p.
+func (e expiry) over(p *api.Proposal) bool {
+	return e.after > 0 && e.now().Sub(p.CreatedAt) >= e.after
+}
+
+// note tells a person that chat may no longer decide, and what to do.
+func (e expiry) note() string {
+	return fmt.Sprintf("⌛ Expired after %s: the agent is still waiting; decide with `agentctl approve` or `agentctl deny`.", e.after)
+}
+
 // feedbackFits: the dialog's text is within the daemon's cap.
 func feedbackFits(ctx context.Context, c *check) bool {
 	if note := tooLong("Feedback", c.text); note != "" {
@@ -480,4 +499,54 @@ func (r *Relay) firstTime(ctx context.Context, ep *endpoint, w Where, u User, wh
 		r.log.Debug("bots: dropped a redelivered "+what, "platform", ep.a.Platform(), "channel", w.Channel, "id", id)
 	}
 	return first
+}
+
+// Serves reports whether the bot answers in w at all.
+func (r Rules) Serves(w Where) bool {
+	if w.DM && w.Team == "" {
+		return r.DM // Discord's direct messages belong to no guild
+	}
+	if len(r.Teams) > 0 && !slices.Contains(r.Teams, w.Team) {
+		return false
+	}
+	if w.DM {
+		return r.DM
+	}
+	_, ok := r.Channels[w.Channel]
+	return ok
+}
+
+// access returns the approvers for agent (a name, "" for none yet) in channel: the
+// agent's own, else the channel's, else the platform's.
+func (r Rules) access(channel, agent string) Access {
+	if a, ok := r.Agents[agent]; ok && agent != "" && !a.empty() {
+		return a
+	}
+	if a, ok := r.Channels[channel]; ok && !a.empty() {
+		return a
+	}
+	return r.Approvers
+}
+
+// Allowed reports whether user may decide for agent in channel. Nobody may when no
+// approver is configured: deciding is never open to everyone by accident. A group whose
+// lookup fails lets nobody through (the error says which), but the other groups are
+// still asked: one broken group must not lock out the members of the rest.
+func (r Rules) Allowed(ctx context.Context, g groupChecker, channel, agent, user string) (bool, error) {
+	a := r.access(channel, agent)
+	if slices.Contains(a.Users, user) {
+		return true, nil
+	}
+	var failed error
+	for _, grp := range a.Groups {
+		ok, err := g.InGroup(ctx, user, grp)
+		if err != nil {
+			failed = errors.Join(failed, fmt.Errorf("checking group %s: %w", grp, err))
+			continue
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, failed
 }

@@ -3,7 +3,6 @@ package bots
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/agentd/agentd/api"
 )
@@ -254,20 +253,6 @@ func (po *poster) grantSource(ctx context.Context, agentID string, d *api.Decisi
 	return ""
 }
 
-// findProposal reads one proposal of an agent from the daemon.
-func findProposal(ctx context.Context, svc Service, agentID, id string) *api.Proposal {
-	ps, err := svc.Proposals(ctx, agentID)
-	if err != nil {
-		return nil
-	}
-	for i := len(ps) - 1; i >= 0; i-- {
-		if ps[i].ID == id {
-			return &ps[i]
-		}
-	}
-	return nil
-}
-
 func (po *poster) postResult(ctx context.Context, agentID string, ep *api.Episode) {
 	if ep.Outcome != "succeeded" && ep.Outcome != "failed" {
 		return // denials and feedback show on the proposal message
@@ -349,23 +334,6 @@ func (po *poster) note(ctx context.Context, agentID, text string) {
 			return err
 		})
 	}
-}
-
-// expiry closes a proposal to chat decisions this long after it was made
-// (Options.Expiry; never when not positive).
-type expiry struct {
-	after time.Duration
-	now   func() time.Time
-}
-
-// over reports whether chat may no longer decide p.
-func (e expiry) over(p *api.Proposal) bool {
-	return e.after > 0 && e.now().Sub(p.CreatedAt) >= e.after
-}
-
-// note tells a person that chat may no longer decide, and what to do.
-func (e expiry) note() string {
-	return fmt.Sprintf("⌛ Expired after %s: the agent is still waiting; decide with `agentctl approve` or `agentctl deny`.", e.after)
 }
 
 // armExpiry edits p's messages when it expires undecided.
@@ -487,4 +455,14 @@ func (po *poster) resyncHelpers(ctx context.Context) {
 			po.postQuestion(ctx, a.ID, a.Question)
 		}
 	}
+}
+
+// labelled prefixes msg with the helper's name when label is set.
+func labelled(msg Message, label string) Message {
+	if label == "" {
+		return msg
+	}
+	msg.Summary = "[" + label + "] " + msg.Summary
+	msg.Parts = append([]Part{{Spans: []Span{{Text: "🤖 " + label, Bold: true}}}}, msg.Parts...)
+	return msg
 }

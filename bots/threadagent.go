@@ -3,9 +3,18 @@ package bots
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/agentd/agentd/api"
 )
+
+// Helper agents (start_agent) have no thread of their own: their events go to the thread
+// of the nearest parent that has one, labelled with the helper's name, and decisions on
+// them come from there. The relay learns each agent's parent from its state events, or
+// asks the daemon once for an agent it has not seen.
+
+// maxHelperHops bounds the walk up the parent links.
+const maxHelperHops = 8
 
 // Which agent a click or dialog in a thread decides for: the thread's own agent, a helper
 // of it, or a role agent of the thread's team run, read from the daemon and the store
@@ -129,4 +138,102 @@ func (c *check) teamAgents(ctx context.Context, platform string, w Where) (ids [
 		ids = append(ids, id)
 	}
 	return ids, true
+}
+
+// waitingID is the proposal a's person is waiting on: its question's or its pending one's.
+func waitingID(a *api.Agent) string {
+	if a.Question != nil {
+		return a.Question.ProposalID
+	}
+	if a.Pending != nil {
+		return a.Pending.ID
+	}
+	return ""
+}
+
+// helpersOf returns the helpers of agent (at any depth), as the daemon lists them now.
+func (c *check) helpersOf(ctx context.Context, agentID string) []*api.Agent {
+	all, err := c.r.opt.Service.Agents(ctx)
+	if err != nil {
+		c.r.log.Error("bots: listing agents for a reply", "err", err)
+		return nil
+	}
+	parent := map[string]string{}
+	for _, a := range all {
+		parent[a.ID] = a.ParentID
+	}
+	var out []*api.Agent
+	for i := range all {
+		a := &all[i]
+		for id, hops := a.ParentID, 0; id != "" && hops < maxHelperHops; id, hops = parent[id], hops+1 {
+			if id == agentID {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// replyTarget picks the agent a reply in a's thread is for, and the reply's text for it.
+// "NAME: text", where NAME is a helper's key or full name, is for that helper. Otherwise
+// it is for the one, a or a helper, whose proposal or question was posted last among
+// those waiting for a person and shown before the reply was written (shownBefore) — the
+// one at the bottom of the thread as the person saw it; a itself when none waits. named
+// reports that the reply named its agent.
+func (c *check) replyTarget(ctx context.Context, a *api.Agent, text string, shownBefore func(*api.Agent) bool) (target *api.Agent, rest string, named bool) {
+	if waitingID(a) != "" && !c.r.threads.knowsHelpersOf(a.ID) {
+		return a, text, false // nothing else can wait in this thread
+	}
+	helpers := c.helpersOf(ctx, a.ID)
+	if name, after, ok := strings.Cut(text, ":"); ok {
+		name = strings.TrimSpace(name)
+		for _, h := range helpers {
+			if name != "" && (name == h.Name || name == h.Name[strings.LastIndexByte(h.Name, '/')+1:]) {
+				return h, strings.TrimSpace(after), true
+			}
+		}
+	}
+	// Among those shown before the reply, else (the reply is refused for what waits
+	// then) among all.
+	if t, ok := c.bottomWaiting(a, helpers, shownBefore); ok {
+		return t, text, false
+	}
+	t, _ := c.bottomWaiting(a, helpers, nil)
+	return t, text, false
+}
+
+// bottomWaiting is the one of a and its helpers, among those shown (nil: all), whose
+// proposal or question was posted last; a, and false, when none of them waits.
+func (c *check) bottomWaiting(a *api.Agent, helpers []*api.Agent, shown func(*api.Agent) bool) (*api.Agent, bool) {
+	target, found := a, false
+	var best int64 = -1
+	if id := waitingID(a); id != "" && (shown == nil || shown(a)) {
+		best, found = c.r.board.postOrder(id), true
+	}
+	for _, h := range helpers {
+		id := waitingID(h)
+		if id == "" || shown != nil && !shown(h) {
+			continue
+		}
+		// One never seen posted (the relay restarted) counts as older than any seen.
+		if n := c.r.board.postOrder(id); !found || n > best {
+			target, best, found = h, n, true
+		}
+	}
+	return target, found
+}
+
+// findProposal reads one proposal of an agent from the daemon.
+func findProposal(ctx context.Context, svc Service, agentID, id string) *api.Proposal {
+	ps, err := svc.Proposals(ctx, agentID)
+	if err != nil {
+		return nil
+	}
+	for i := len(ps) - 1; i >= 0; i-- {
+		if ps[i].ID == id {
+			return &ps[i]
+		}
+	}
+	return nil
 }
