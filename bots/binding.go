@@ -133,8 +133,7 @@ const shownWait = 5 * time.Second
 // shownAs is the id of the message showing proposal (or question) id on platform; ""
 // when it is not shown. A post in flight is waited for, up to shownWait.
 func (c *check) shownAs(ctx context.Context, id, kind, platform string) (string, error) {
-	msg, done, read := c.r.board.whenShown(id, platform)
-	if msg != "" {
+	if msg, _, _ := c.r.board.whenShown(id, platform); msg != "" {
 		return msg, nil
 	}
 	m, err := c.r.opt.Bindings.Message(ctx, id, platform, kind)
@@ -147,15 +146,8 @@ func (c *check) shownAs(ctx context.Context, id, kind, platform string) (string,
 	if c.r.board.postOrder(id) == 0 {
 		return "", nil // not posted, nor being posted
 	}
-	t := time.NewTimer(shownWait)
-	defer t.Stop()
-	select {
-	case <-done:
-		return read(), nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return "", nil
+	msg, _ := c.r.board.awaitShown(ctx, id, platform, shownWait)
+	return msg, nil
 }
 
 // maxStaleLookback bounds how many of an agent's proposals are searched for the one a

@@ -1,6 +1,7 @@
 package bots
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -101,6 +102,24 @@ func (s *proposalBoard) whenShown(id, platform string) (message string, done <-c
 		return sl.id
 	}
 	return sl.id, sl.done, read
+}
+
+// awaitShown returns the message showing proposal id on platform, waiting up to wait
+// for a post in flight; ok is false when none came in time (or ctx ended).
+func (s *proposalBoard) awaitShown(ctx context.Context, id, platform string, wait time.Duration) (message string, ok bool) {
+	msg, done, read := s.whenShown(id, platform)
+	if msg != "" {
+		return msg, true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+		return read(), true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return "", false
 }
 
 // postOrder is the order in which proposal id was posted; 0 when not seen.

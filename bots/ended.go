@@ -3,7 +3,6 @@ package bots
 import (
 	"context"
 	"errors"
-	"time"
 )
 
 // A message in a bound thread starts a follow-up task only when it was written after the
@@ -48,17 +47,8 @@ func (c *check) endShown(ctx context.Context, platform, runID string) (string, e
 	if c.r.board.postOrder(endKey(runID)) == 0 {
 		return "", nil
 	}
-	msg, done, read := c.r.board.whenShown(endKey(runID), platform)
-	if msg != "" {
+	if msg, ok := c.r.board.awaitShown(ctx, endKey(runID), platform, shownWait); ok {
 		return msg, nil
-	}
-	t := time.NewTimer(shownWait)
-	defer t.Stop()
-	select {
-	case <-done:
-		return read(), nil
-	case <-t.C:
-	case <-ctx.Done():
 	}
 	return "", errEndNotShown
 }

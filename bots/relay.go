@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentd/agentd/api"
 )
 
 // Options configure a Relay.
@@ -107,23 +109,11 @@ func (r *Relay) Run(ctx context.Context) error {
 			first = false
 			r.readyOne.Do(func() { close(r.ready) })
 		}
-	loop:
-		for {
-			select {
-			case <-ctx.Done():
-				break loop
-			case ev, ok := <-ch:
-				if !ok {
-					r.log.Warn("bots: event stream closed; resubscribing", "since", since)
-					break loop
-				}
-				since = ev.Seq
-				// An event being posted is finished even when the daemon stops meanwhile,
-				// so a message that reached the platform is also recorded.
-				hctx, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-				r.posts.handle(hctx, ev)
-				done()
-			}
+		if each(ctx, ch, func(hctx context.Context, ev api.Event) {
+			since = ev.Seq
+			r.posts.handle(hctx, ev)
+		}) {
+			r.log.Warn("bots: event stream closed; resubscribing", "since", since)
 		}
 		cancel()
 	}
@@ -137,5 +127,24 @@ func sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-t.C:
+	}
+}
+
+// each hands every event of ch to handle until ctx ends or ch closes (closed reports
+// that). An event being handled is finished even when ctx ends meanwhile, within 30
+// seconds, so a message that reached the platform is also recorded.
+func each(ctx context.Context, ch <-chan api.Event, handle func(context.Context, api.Event)) (closed bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case ev, ok := <-ch:
+			if !ok {
+				return true
+			}
+			hctx, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			handle(hctx, ev)
+			done()
+		}
 	}
 }

@@ -256,27 +256,16 @@ func (d *teamDesk) followTeam(teamID string, since int) {
 				continue
 			}
 			ended := false
-		loop:
-			for {
-				select {
-				case <-ctx.Done():
-					break loop
-				case ev, ok := <-ch:
-					if !ok {
-						break loop
-					}
-					if ev.Team == nil {
-						continue
-					}
-					hctx, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-					d.handleTeam(hctx, ev.Team)
-					done()
-					if t := ev.Team.Turn; t != nil {
-						since = max(since, t.Seq)
-						ended = ended || t.Kind == api.TurnEnd
-					}
+			each(ctx, ch, func(hctx context.Context, ev api.Event) {
+				if ev.Team == nil {
+					return
 				}
-			}
+				d.handleTeam(hctx, ev.Team)
+				if t := ev.Team.Turn; t != nil {
+					since = max(since, t.Seq)
+					ended = ended || t.Kind == api.TurnEnd
+				}
+			})
 			cancel()
 			if ended {
 				d.teamRunEnded(teamID)
