@@ -70,11 +70,11 @@ func waitingMessage(a *api.Agent) (id, kind string) {
 // the message it replies to is that proposal's (or question's), or, when it replies to
 // none of those, that message was shown before the reply was written. It returns "" when
 // so, else the note telling the person what waits instead.
-func (c *check) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) string {
+func (c *check) bindReply(ctx context.Context, a *api.Agent) string {
 	id, kind := waitingMessage(a)
-	platform := ep.a.Platform()
-	if in.ReplyTo != "" {
-		m, err := c.r.opt.Bindings.MessageAt(ctx, platform, in.Where.Channel, in.ReplyTo)
+	platform := c.ep.a.Platform()
+	if c.in.ReplyTo != "" {
+		m, err := c.r.opt.Bindings.MessageAt(ctx, platform, c.in.Where.Channel, c.in.ReplyTo)
 		if err != nil {
 			c.r.log.Error("bots: finding the message a reply answers", "platform", platform, "err", err)
 			return "Could not check which proposal that reply answers, so it decided nothing; send it again."
@@ -86,7 +86,7 @@ func (c *check) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *api
 			return c.staleNote(ctx, a, c.stepOf(ctx, a, m.ProposalID))
 		}
 	}
-	if in.ID == "" {
+	if c.in.ID == "" {
 		return "That message came without an id to tell which proposal it answers, so it decided nothing; use the proposal's buttons."
 	}
 	shown, err := c.shownAs(ctx, id, kind, platform)
@@ -98,31 +98,31 @@ func (c *check) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *api
 	// reply to a message the relay has no record of counts only when that message is
 	// older than what waits: a newer one is another proposal (another thread's, or one
 	// whose post is still in flight) or something said after this one.
-	if shown != "" && ep.a.Before(shown, in.ID) {
+	if shown != "" && c.ep.a.Before(shown, c.in.ID) {
 		// (A reply to the waiting proposal's own message, not yet recorded when looked up
 		// above, is the reply it should be.)
-		if in.ReplyTo != "" && in.ReplyTo != shown && !ep.a.Before(in.ReplyTo, shown) {
+		if c.in.ReplyTo != "" && c.in.ReplyTo != shown && !c.ep.a.Before(c.in.ReplyTo, shown) {
 			return "That reply answers a message newer than the proposal waiting, so it decided nothing; reply to the proposal itself, or in the thread without replying to a message."
 		}
 		return ""
 	}
-	if shown != "" && !ep.a.Before(in.ID, shown) {
+	if shown != "" && !c.ep.a.Before(c.in.ID, shown) {
 		return "That message's id cannot be ordered against the proposal's, so it decided nothing; use the proposal's buttons."
 	}
-	return c.staleNote(ctx, a, c.stepShownBefore(ctx, ep, in, a))
+	return c.staleNote(ctx, a, c.stepShownBefore(ctx, a))
 }
 
 // shownBefore reports whether what a waits on was shown on in's platform before in was
 // written, as far as is known now (no post in flight is waited for).
-func (c *check) shownBefore(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) bool {
+func (c *check) shownBefore(ctx context.Context, a *api.Agent) bool {
 	id, kind := waitingMessage(a)
-	msg, _, _ := c.r.board.whenShown(id, ep.a.Platform())
+	msg, _, _ := c.r.board.whenShown(id, c.ep.a.Platform())
 	if msg == "" {
-		if m, err := c.r.opt.Bindings.Message(ctx, id, ep.a.Platform(), kind); err == nil && m != nil {
+		if m, err := c.r.opt.Bindings.Message(ctx, id, c.ep.a.Platform(), kind); err == nil && m != nil {
 			msg = m.Message
 		}
 	}
-	return msg != "" && in.ID != "" && ep.a.Before(msg, in.ID)
+	return msg != "" && c.in.ID != "" && c.ep.a.Before(msg, c.in.ID)
 }
 
 // shownWait bounds how long a reply waits for the message of a proposal whose post is in
@@ -156,7 +156,7 @@ const maxStaleLookback = 8
 
 // stepShownBefore is the step of a's latest proposal shown in chat before in was
 // written; 0 when none is found.
-func (c *check) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) int {
+func (c *check) stepShownBefore(ctx context.Context, a *api.Agent) int {
 	ps, err := c.r.opt.Service.Proposals(ctx, a.ID)
 	if err != nil {
 		return 0
@@ -170,8 +170,8 @@ func (c *check) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, 
 		if ps[i].Command == "ask_user" {
 			kind = "question"
 		}
-		m, err := c.r.opt.Bindings.Message(ctx, ps[i].ID, ep.a.Platform(), kind)
-		if err == nil && m != nil && ep.a.Before(m.Message, in.ID) {
+		m, err := c.r.opt.Bindings.Message(ctx, ps[i].ID, c.ep.a.Platform(), kind)
+		if err == nil && m != nil && c.ep.a.Before(m.Message, c.in.ID) {
 			return ps[i].Step
 		}
 	}
@@ -181,9 +181,9 @@ func (c *check) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, 
 // lastShownAfter is the step of a's last proposal when it was shown on in's platform
 // after in was written (or in's id does not order): a message written while that
 // proposal waited, delivered late, is not a new task. 0 when in is newer.
-func (c *check) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) int {
+func (c *check) lastShownAfter(ctx context.Context, a *api.Agent) int {
 	ps, err := c.r.opt.Service.Proposals(ctx, a.ID)
-	if err != nil || len(ps) == 0 || in.ID == "" {
+	if err != nil || len(ps) == 0 || c.in.ID == "" {
 		return 0
 	}
 	last := ps[len(ps)-1]
@@ -191,8 +191,8 @@ func (c *check) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a
 	if last.Command == "ask_user" {
 		kind = "question"
 	}
-	m, err := c.r.opt.Bindings.Message(ctx, last.ID, ep.a.Platform(), kind)
-	if err != nil || m == nil || ep.a.Before(m.Message, in.ID) {
+	m, err := c.r.opt.Bindings.Message(ctx, last.ID, c.ep.a.Platform(), kind)
+	if err != nil || m == nil || c.ep.a.Before(m.Message, c.in.ID) {
 		return 0
 	}
 	return max(last.Step, 1)

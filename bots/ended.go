@@ -21,18 +21,18 @@ func endKey(runID string) string { return "end\x00" + runID }
 // failed, was written after the post showing the end of the agent's last run, runID. It returns "" when so,
 // or when that end was never shown on this platform (a stop, or a binding from before
 // ends were recorded: the older checks in followUp decide); else the note to send.
-func (c *check) writtenAfterEnd(ctx context.Context, ep *endpoint, in Incoming, runID string, b *Binding) (string, error) {
+func (c *check) writtenAfterEnd(ctx context.Context, runID string, b *Binding) (string, error) {
 	end := ""
 	if b.EndRun != "" && b.EndRun == runID {
 		end = b.EndPost
 	}
 	if end == "" && runID != "" {
 		var err error
-		if end, err = c.endShown(ctx, ep.a.Platform(), runID); err != nil {
+		if end, err = c.endShown(ctx, c.ep.a.Platform(), runID); err != nil {
 			return "", err
 		}
 	}
-	if end == "" || in.ID != "" && ep.a.Before(end, in.ID) {
+	if end == "" || c.in.ID != "" && c.ep.a.Before(end, c.in.ID) {
 		return "", nil
 	}
 	return lateText, nil

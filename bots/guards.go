@@ -314,7 +314,7 @@ func saysSomething(_ context.Context, c *check) bool {
 // there too, so a reply goes to the one it names, or to the one whose proposal is at the
 // bottom of the thread. A helper named must wait for something, and be told something.
 func replyHelper(ctx context.Context, c *check) bool {
-	c.a, c.text, c.named = c.replyTarget(ctx, c.a, c.text, func(w *api.Agent) bool { return c.shownBefore(ctx, c.ep, *c.in, w) })
+	c.a, c.text, c.named = c.replyTarget(ctx, c.a, c.text, func(w *api.Agent) bool { return c.shownBefore(ctx, w) })
 	a := c.a
 	if c.named && a.ParentID != "" && waitingID(a) == "" {
 		c.tell(ctx, fmt.Sprintf("Helper %s has nothing waiting for you: it is %s.", a.Name, a.State))
@@ -404,7 +404,7 @@ func writtenForWhatWaits(ctx context.Context, c *check) bool {
 	if waitingID(c.a) == "" {
 		return true
 	}
-	if note := c.bindReply(ctx, c.ep, *c.in, c.a); note != "" {
+	if note := c.bindReply(ctx, c.a); note != "" {
 		c.r.log.Info("bots: refused a reply written for another proposal", "platform", c.ep.a.Platform(), "agent", c.a.ID, "user", c.u.ID, "message", c.in.ID)
 		c.tell(ctx, note)
 		return false

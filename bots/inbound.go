@@ -220,13 +220,13 @@ func (c *check) act(ctx context.Context) {
 		}
 		err = c.r.opt.Service.Answer(ctx, a.ID, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: text, By: in.User.ID, ByName: in.User.Name})
 		if err == nil {
-			c.answered(ctx, c.ep, a.ID, a.Question, in.User)
+			c.answered(ctx, a.ID, a.Question, in.User)
 		}
 	case a.Pending != nil:
-		err = c.decideReply(ctx, c.ep, in, a, text)
+		err = c.decideReply(ctx, a, text)
 	case c.b == nil: // a team run's role agent takes no task from its thread
 	case a.State == api.StateIdle || a.State == api.StateFailed:
-		err = c.followUp(ctx, c.ep, in, a, c.b, text)
+		err = c.followUp(ctx, a, c.b, text)
 	default:
 		err = fmt.Errorf("agent %s is %s; wait for its next proposal, or /agent pause %s", a.Name, a.State, a.Name)
 	}
@@ -237,7 +237,7 @@ func (c *check) act(ctx context.Context) {
 }
 
 // decideReply decides a's pending proposal, the one in was bound to, as text says.
-func (c *check) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent, text string) error {
+func (c *check) decideReply(ctx context.Context, a *api.Agent, text string) error {
 	req, err := api.ParseDecision(text)
 	if err != nil {
 		return err
@@ -250,7 +250,7 @@ func (c *check) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *a
 	if c.r.expiry.over(a.Pending) {
 		return errors.New(c.r.expiry.note())
 	}
-	req.ProposalID, req.By, req.ByName, req.Source, req.Hash = a.Pending.ID, in.User.ID, in.User.Name, ep.a.Platform(), a.Pending.Hash
+	req.ProposalID, req.By, req.ByName, req.Source, req.Hash = a.Pending.ID, c.in.User.ID, c.in.User.Name, c.ep.a.Platform(), a.Pending.Hash
 	_, err = c.r.opt.Service.Decide(ctx, a.ID, req)
 	return err
 }
@@ -258,12 +258,12 @@ func (c *check) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *a
 // followUp gives an idle (or failed) agent text as its next task. A bare decision (y, n)
 // or a reply to one of its proposals is not a task: it came after its proposal was
 // decided.
-func (c *check) followUp(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent, b *Binding, text string) error {
+func (c *check) followUp(ctx context.Context, a *api.Agent, b *Binding, text string) error {
 	if d, err := api.ParseDecision(text); err == nil && d.Kind != api.DecisionFeedback {
 		return fmt.Errorf("nothing waits for a decision: agent %s is %s, so that decided nothing. Give it a new task in words", a.Name, a.State)
 	}
-	if in.ReplyTo != "" {
-		m, err := c.r.opt.Bindings.MessageAt(ctx, ep.a.Platform(), in.Where.Channel, in.ReplyTo)
+	if c.in.ReplyTo != "" {
+		m, err := c.r.opt.Bindings.MessageAt(ctx, c.ep.a.Platform(), c.in.Where.Channel, c.in.ReplyTo)
 		if err != nil {
 			return fmt.Errorf("could not check which message that reply answers, so it started nothing; send it again: %w", err)
 		}
@@ -271,15 +271,15 @@ func (c *check) followUp(ctx context.Context, ep *endpoint, in Incoming, a *api.
 			return fmt.Errorf("that reply answers a proposal that is decided already, so it started nothing; agent %s is %s. Send the new task as a message of its own", a.Name, a.State)
 		}
 	}
-	note, err := c.writtenAfterEnd(ctx, ep, in, a.RunID, b)
+	note, err := c.writtenAfterEnd(ctx, a.RunID, b)
 	if err != nil {
 		return err
 	}
 	if note != "" {
-		c.r.log.Info("bots: a message written before its run's end started nothing", "platform", ep.a.Platform(), "agent", a.ID, "run", a.RunID, "message", in.ID)
+		c.r.log.Info("bots: a message written before its run's end started nothing", "platform", c.ep.a.Platform(), "agent", a.ID, "run", a.RunID, "message", c.in.ID)
 		return errors.New(note)
 	}
-	if step := c.lastShownAfter(ctx, ep, in, a); step > 0 {
+	if step := c.lastShownAfter(ctx, a); step > 0 {
 		return fmt.Errorf("that message was written before agent %s's proposal at step %d, which is decided now, so it started nothing; send the new task again if you still want it", a.Name, step)
 	}
 	if err := errorIf(tooLong("The task", text)); err != nil {
@@ -292,7 +292,7 @@ func (c *check) followUp(ctx context.Context, ep *endpoint, in Incoming, a *api.
 	c.r.board.unmarkPosted(endKey(a.RunID)) // the ended run's slot is needed no more
 	b.RunID, b.EndPost, b.EndRun = na.RunID, "", ""
 	c.r.bind(ctx, *b)
-	ep.a.Post(ctx, b.Channel, b.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))
+	c.ep.a.Post(ctx, b.Channel, b.Thread, FormatNote("🤖 New task taken: "+cut(text, 200)))
 	return nil
 }
 
@@ -305,8 +305,8 @@ func errorIf(note string) error {
 }
 
 // answered marks a question's message as answered.
-func (c *check) answered(ctx context.Context, ep *endpoint, agentID string, q *api.Question, u User) {
-	platform := ep.a.Platform()
+func (c *check) answered(ctx context.Context, agentID string, q *api.Question, u User) {
+	platform := c.ep.a.Platform()
 	// When its message is not stored yet, its post is in flight: postQuestion marks it.
 	m, err := c.r.board.answerEarly(q.ProposalID+"|"+platform, u, func() (*ChatMessage, error) {
 		return c.r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question")
@@ -314,7 +314,7 @@ func (c *check) answered(ctx context.Context, ep *endpoint, agentID string, q *a
 	if err != nil || m == nil {
 		return
 	}
-	ep.a.Update(ctx, m.Channel, m.Message, answeredQuestion(q, u, platform))
+	c.ep.a.Update(ctx, m.Channel, m.Message, answeredQuestion(q, u, platform))
 }
 
 // answeredQuestion is a question's message once u answered it.
