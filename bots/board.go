@@ -129,6 +129,23 @@ func (s *proposalBoard) postOrder(id string) int64 {
 	return s.posted[id]
 }
 
+// bottomWaiting is the one of agents, among those shown (nil: all), whose proposal or
+// question waiting was posted last: the one at the bottom of the thread. One never seen
+// posted (the relay restarted) counts as older than any seen; of two alike the first
+// wins. nil when none waits.
+func (s *proposalBoard) bottomWaiting(agents []*api.Agent, shown func(*api.Agent) bool) *api.Agent {
+	var bottom *api.Agent
+	var best int64 = -1
+	for _, a := range agents {
+		if id := waitingID(a); id != "" && (shown == nil || shown(a)) {
+			if n := s.postOrder(id); n > best {
+				bottom, best = a, n
+			}
+		}
+	}
+	return bottom
+}
+
 // openProposal remembers p as posted and open to a decision.
 func (s *proposalBoard) openProposal(p *api.Proposal) {
 	s.mu.Lock()

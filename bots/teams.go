@@ -409,21 +409,6 @@ func (d *teamDesk) roleAgents(ctx context.Context, run *api.TeamRun) []*api.Agen
 	return agents
 }
 
-// lastPosted is the one of agents whose proposal or question waiting was posted last;
-// nil when none waits.
-func (d *teamDesk) lastPosted(agents []*api.Agent) *api.Agent {
-	var target *api.Agent
-	var best int64 = -1
-	for _, a := range agents {
-		if id := waitingID(a); id != "" {
-			if n := d.r.board.postOrder(id); n > best {
-				target, best = a, n
-			}
-		}
-	}
-	return target
-}
-
 // teamAgentFor is the role agent of a team thread whose proposal or question id is, for
 // platforms whose buttons name the proposal alone.
 func (d *teamDesk) teamAgentFor(ctx context.Context, platform string, w Where, proposalID string) string {

@@ -196,32 +196,13 @@ func (c *check) replyTarget(ctx context.Context, a *api.Agent, text string, show
 	}
 	// Among those shown before the reply, else (the reply is refused for what waits
 	// then) among all.
-	if t, ok := c.bottomWaiting(a, helpers, shownBefore); ok {
-		return t, text, false
-	}
-	t, _ := c.bottomWaiting(a, helpers, nil)
-	return t, text, false
-}
-
-// bottomWaiting is the one of a and its helpers, among those shown (nil: all), whose
-// proposal or question was posted last; a, and false, when none of them waits.
-func (c *check) bottomWaiting(a *api.Agent, helpers []*api.Agent, shown func(*api.Agent) bool) (*api.Agent, bool) {
-	target, found := a, false
-	var best int64 = -1
-	if id := waitingID(a); id != "" && (shown == nil || shown(a)) {
-		best, found = c.r.board.postOrder(id), true
-	}
-	for _, h := range helpers {
-		id := waitingID(h)
-		if id == "" || shown != nil && !shown(h) {
-			continue
-		}
-		// One never seen posted (the relay restarted) counts as older than any seen.
-		if n := c.r.board.postOrder(id); !found || n > best {
-			target, best, found = h, n, true
+	all := append([]*api.Agent{a}, helpers...)
+	for _, shown := range []func(*api.Agent) bool{shownBefore, nil} {
+		if t := c.r.board.bottomWaiting(all, shown); t != nil {
+			return t, text, false
 		}
 	}
-	return target, found
+	return a, text, false
 }
 
 // findProposal reads one proposal of an agent from the daemon.
