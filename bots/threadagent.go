@@ -72,8 +72,6 @@ func (c *check) waiterIn(ctx context.Context, bound, proposalID string) (string,
 		return bound, false
 	case waitingID(a) == proposalID:
 		return bound, true
-	case !c.r.threads.knowsHelpersOf(bound):
-		return bound, false
 	}
 	for _, h := range c.helpersOf(ctx, bound) {
 		if waitingID(h) == proposalID {
@@ -182,9 +180,6 @@ func (c *check) helpersOf(ctx context.Context, agentID string) []*api.Agent {
 // one at the bottom of the thread as the person saw it; a itself when none waits. named
 // reports that the reply named its agent.
 func (c *check) replyTarget(ctx context.Context, a *api.Agent, text string, shownBefore func(*api.Agent) bool) (target *api.Agent, rest string, named bool) {
-	if waitingID(a) != "" && !c.r.threads.knowsHelpersOf(a.ID) {
-		return a, text, false // nothing else can wait in this thread
-	}
 	helpers := c.helpersOf(ctx, a.ID)
 	if name, after, ok := strings.Cut(text, ":"); ok {
 		name = strings.TrimSpace(name)

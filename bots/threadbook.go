@@ -158,26 +158,6 @@ func (s *threadBook) learnAgent(id string, info agentInfo) {
 	s.agents[id] = info
 }
 
-// knowsHelpersOf reports whether the relay has seen a helper of agentID (at any depth).
-func (s *threadBook) knowsHelpersOf(agentID string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id := range s.agents {
-		cur := id
-		for range maxHelperHops {
-			info, ok := s.agents[cur]
-			if !ok || info.parent == "" {
-				break
-			}
-			if info.parent == agentID {
-				return true
-			}
-			cur = info.parent
-		}
-	}
-	return false
-}
-
 // remove forgets a removed agent.
 func (s *threadBook) remove(agentID string) {
 	s.mu.Lock()
