@@ -46,21 +46,38 @@ func (po *poster) post(t target, what string, do func(ctx context.Context) error
 }
 
 // resync posts what waits for a person in bound threads but was never posted there (the
-// daemon restarted, or chat was down when it was asked).
+// daemon restarted, or chat was down when it was asked): the bound agents' first, then
+// their helpers'.
 func (po *poster) resync(ctx context.Context) {
 	for _, id := range po.r.threads.boundAgents() {
-		a, err := po.r.opt.Service.Agent(ctx, id)
-		if err != nil {
-			continue
-		}
-		if a.Pending != nil {
-			po.postProposal(ctx, a.Pending)
-		}
-		if a.Question != nil {
-			po.postQuestion(ctx, id, a.Question)
+		if a, err := po.r.opt.Service.Agent(ctx, id); err == nil {
+			po.postWaiting(ctx, a)
 		}
 	}
-	po.resyncHelpers(ctx)
+	all, err := po.r.opt.Service.Agents(ctx)
+	if err != nil {
+		return
+	}
+	for _, a := range all {
+		if a.ParentID != "" {
+			po.r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
+		}
+	}
+	for i := range all {
+		if all[i].ParentID != "" {
+			po.postWaiting(ctx, &all[i])
+		}
+	}
+}
+
+// postWaiting posts what a waits for: its proposal or its question.
+func (po *poster) postWaiting(ctx context.Context, a *api.Agent) {
+	if a.Pending != nil {
+		po.postProposal(ctx, a.Pending)
+	}
+	if a.Question != nil {
+		po.postQuestion(ctx, a.ID, a.Question)
+	}
 }
 
 // handle posts one event to the agent's threads.
@@ -430,31 +447,6 @@ func (po *poster) learn(ctx context.Context, ev api.Event) {
 	}
 	po.r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
 	po.r.teams.learnRole(ctx, a.ID, a.Name)
-}
-
-// resyncHelpers posts what helpers of bound agents wait for but was never posted.
-func (po *poster) resyncHelpers(ctx context.Context) {
-	all, err := po.r.opt.Service.Agents(ctx)
-	if err != nil {
-		return
-	}
-	for _, a := range all {
-		if a.ParentID != "" {
-			po.r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
-		}
-	}
-	for i := range all {
-		a := &all[i]
-		if a.ParentID == "" {
-			continue
-		}
-		if a.Pending != nil {
-			po.postProposal(ctx, a.Pending)
-		}
-		if a.Question != nil {
-			po.postQuestion(ctx, a.ID, a.Question)
-		}
-	}
 }
 
 // labelled prefixes msg with the helper's name when label is set.

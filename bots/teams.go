@@ -176,12 +176,7 @@ func (d *teamDesk) loadTeams(ctx context.Context) {
 	for id, seq := range since {
 		for _, agentID := range d.learnTeamAgents(ctx, id) {
 			if a, err := d.r.opt.Service.Agent(ctx, agentID); err == nil {
-				if a.Pending != nil {
-					d.r.posts.postProposal(ctx, a.Pending)
-				}
-				if a.Question != nil {
-					d.r.posts.postQuestion(ctx, a.ID, a.Question)
-				}
+				d.r.posts.postWaiting(ctx, a)
 			}
 		}
 		d.followTeam(id, seq)
