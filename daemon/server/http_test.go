@@ -103,7 +103,8 @@ func TestTCPHandlerRefusesOtherHostsAndOrigins(t *testing.T) {
 	}{
 		{"loopback_ip", "127.0.0.1:7070", "127.0.0.1:7070", "127.0.0.1:7070", "", "", 204},
 		{"localhost", "127.0.0.1:7070", "127.0.0.1:7070", "localhost:7070", "", "", 204},
-		{"localhost_any_case_trailing_dot", "127.0.0.1:7070", "127.0.0.1:7070", "LocalHost.:7070", "", "", 204},
+		{"localhost_any_case", "127.0.0.1:7070", "127.0.0.1:7070", "LocalHost:7070", "", "", 204},
+		{"localhost_trailing_dot", "127.0.0.1:7070", "127.0.0.1:7070", "LocalHost.:7070", "", "", 421},
 		{"ipv6_loopback", "[::1]:7070", "[::1]:7070", "[::1]:7070", "", "", 204},
 		{"configured_name", "127.0.0.1:7070", "metrics.internal:7070", "metrics.internal:7070", "", "", 204},
 		{"any_address_by_ip", "0.0.0.0:7070", "0.0.0.0:7070", "192.168.1.20:7070", "", "", 204},
