@@ -670,6 +670,31 @@ type AuditQuery struct {
 	Before int64
 }
 
+// RunOutcome is how a run ended, and how a schedule's firing went: the one vocabulary
+// the cycle, the supervisor, the scheduler, the store and the wire share.
+type RunOutcome string
+
+// How a run ends.
+const (
+	RunFinished        RunOutcome = "finished"         // the agent called finish
+	RunStopped         RunOutcome = "stopped"          // a person stopped it
+	RunDenied          RunOutcome = "denied"           // a person answered n
+	RunBudgetExhausted RunOutcome = "budget_exhausted" // it hit its step, token or time budget
+	RunRemoved         RunOutcome = "removed"          // its agent was deleted
+	RunFailed          RunOutcome = "failed"           // it failed, or could not start; the reason says why
+)
+
+// How a schedule's firing goes before (or instead of) a run's end.
+const (
+	RunQueued  RunOutcome = "queued"  // waits for the running run (concurrency queue)
+	RunStarted RunOutcome = "started" // a run started; it has not ended
+	RunSkipped RunOutcome = "skipped" // not run: a run was still going, or the schedule was paused or removed
+	RunMissed  RunOutcome = "missed"  // not run: the daemon was down (or asleep) at the time
+)
+
+// Final reports whether o is an end state: no later record of the firing follows.
+func (o RunOutcome) Final() bool { return o != RunQueued && o != RunStarted }
+
 // Run is one task an agent worked on, from its start to its end.
 type Run struct {
 	ID        string    `json:"id"`
@@ -678,8 +703,8 @@ type Run struct {
 	Task      string    `json:"task"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
-	// Outcome is empty while the run goes on; then finished, stopped, failed...
-	Outcome string `json:"outcome,omitempty"`
+	// Outcome is empty while the run goes on.
+	Outcome RunOutcome `json:"outcome,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	// Steps and Tokens are the run's proposals and model tokens (prompt and reply), so
 	// far while it goes on.
@@ -848,7 +873,7 @@ type ScheduleRun struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	Manual    bool      `json:"manual,omitempty"`
 	// Outcome is queued, started, finished, failed, budget_exhausted, skipped or missed.
-	Outcome string `json:"outcome"`
+	Outcome RunOutcome `json:"outcome"`
 	Reason  string `json:"reason,omitempty"`
 	AgentID string `json:"agent_id,omitempty"`
 	RunID   string `json:"run_id,omitempty"`

@@ -6,7 +6,7 @@ import (
 )
 
 // Model text in an SSE fragment cannot end the message or forge an id/event field.
-func TestWriteSSEModelTextCannotForgeFields(t *testing.T) {
+func TestWriteSSECannotForgeFields(t *testing.T) {
 	rec := httptest.NewRecorder()
 	writeSSE(rec, "event", 7, "a\r\nid: 999\revent: reload\n\ndata: x\r\rretry: 1")
 	for _, l := range splitSSE(rec.Body.String()) {
