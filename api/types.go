@@ -705,7 +705,7 @@ type Run struct {
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	// Outcome is empty while the run goes on.
 	Outcome RunOutcome `json:"outcome,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	Reason  string     `json:"reason,omitempty"`
 	// Steps and Tokens are the run's proposals and model tokens (prompt and reply), so
 	// far while it goes on.
 	Steps  int   `json:"steps"`
@@ -874,11 +874,11 @@ type ScheduleRun struct {
 	Manual    bool      `json:"manual,omitempty"`
 	// Outcome is queued, started, finished, failed, budget_exhausted, skipped or missed.
 	Outcome RunOutcome `json:"outcome"`
-	Reason  string `json:"reason,omitempty"`
-	AgentID string `json:"agent_id,omitempty"`
-	RunID   string `json:"run_id,omitempty"`
-	Steps   int    `json:"steps"`
-	Tokens  int64  `json:"tokens"`
+	Reason  string     `json:"reason,omitempty"`
+	AgentID string     `json:"agent_id,omitempty"`
+	RunID   string     `json:"run_id,omitempty"`
+	Steps   int        `json:"steps"`
+	Tokens  int64      `json:"tokens"`
 }
 
 // ReloadResult is what a config reload did (agentctl reload, or SIGHUP to agentd).

@@ -49,8 +49,8 @@ type End struct {
 	// budget_exhausted, or removed (the agent was deleted).
 	Outcome api.RunOutcome
 	Reason  string
-	Steps           int
-	Tokens          int64
+	Steps   int
+	Tokens  int64
 }
 
 // ModelSettings are the model parameters of the supervisor's live settings that other
