@@ -56,29 +56,24 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Load reads the config file at path over Default() and validates the result. Keys the
-// file leaves out keep their defaults; an array given replaces the default array. An empty
-// path means no file: the defaults alone. A file named but missing is an error, as is any
-// unknown key, wrong type or bad value; all of them are reported together in an *Error.
-//
-// cmd/agentd passes its --config flag, or DefaultConfigPath() when that file exists.
-func Load(path string) (*Config, error) { return LoadWith(path, nil) }
-
-// Checker finds problems the config package cannot see by itself, such as command and
-// component names only the daemon knows. Its problems name their Key; LoadWith adds the line.
+// Checker finds problems the config package cannot see by itself, such as command names
+// only the daemon knows. Its problems name their Key; Load adds the line.
 type Checker func(*Config) []Problem
 
-// LoadWith is Load with check's problems reported beside the file's own, each at its
-// key's line; a key that did not decode gets its decoding problem alone. nil checks nothing more.
-func LoadWith(path string, check Checker) (*Config, error) {
-	c, _, err := LoadChecked(path, check)
-	return c, err
-}
-
-// LoadChecked is LoadWith that also returns the warnings: settings that are valid but,
-// as written, do nothing (Config.Warnings), each at its key's line. They never make the
-// config fail, and they come with the problems too, so one --check-config shows both.
-func LoadChecked(path string, check Checker) (*Config, []Problem, error) {
+// Load reads the config file at path over Default() and validates the result: the one
+// loader, for a start, a reload and --check-config alike. Keys the file leaves out keep
+// their defaults; an array given replaces the default array. An empty path means no
+// file: the defaults alone. A file named but missing is an error, as is any unknown key,
+// wrong type or bad value; all of them, and check's problems (nil checks nothing more),
+// are reported together in an *Error, each at its key's line (a key that did not decode
+// gets its decoding problem alone).
+//
+// It also returns the warnings: settings that are valid but, as written, do nothing
+// (Config.Warnings), each at its key's line. They never make the config fail, and they
+// come with the problems too, so one --check-config shows both.
+//
+// cmd/agentd passes its --config flag, or DefaultConfigPath() when that file exists.
+func Load(path string, check Checker) (*Config, []Problem, error) {
 	c := Default()
 	var probs []Problem
 	lines := map[string]int{}

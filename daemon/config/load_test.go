@@ -32,7 +32,7 @@ func TestLoadGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".toml")
 		t.Run(name, func(t *testing.T) {
 			var got string
-			if _, err := Load(file); err != nil {
+			if _, _, err := Load(file, nil); err != nil {
 				got = err.Error() + "\n"
 			}
 			testutil.Golden(t, strings.TrimSuffix(file, ".toml")+".err", []byte(got))
@@ -42,7 +42,7 @@ func TestLoadGolden(t *testing.T) {
 
 func TestLoadSetsEveryKey(t *testing.T) {
 	cleanEnv(t)
-	c, err := Load(filepath.Join("testdata", "config", "valid_every_key.toml"))
+	c, _, err := Load(filepath.Join("testdata", "config", "valid_every_key.toml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 
 func TestLoadWithoutFile(t *testing.T) {
 	cleanEnv(t)
-	c, err := Load("")
+	c, _, err := Load("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestLoadWithoutFile(t *testing.T) {
 
 func TestLoadMissingFileNamed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.toml")
-	_, err := Load(path)
+	_, _, err := Load(path, nil)
 	if err == nil || !strings.Contains(err.Error(), path) || !os.IsNotExist(unwrapAll(err)) {
 		t.Errorf("Load(missing) error = %v, want a not-exist error naming the path", err)
 	}
@@ -130,7 +130,7 @@ func unwrapAll(err error) error {
 func TestExampleFile(t *testing.T) {
 	cleanEnv(t)
 	const path = "../../agentd.example.toml"
-	c, err := Load(path)
+	c, _, err := Load(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestLoadSaysWhereTheOllamaHostCameFrom(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("OLLAMA_HOST", tc.env)
-			c, _, err := LoadChecked(tc.path, nil)
+			c, _, err := Load(tc.path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,7 +3,7 @@ package config
 import "fmt"
 
 // Warnings returns settings that are valid but do nothing as written, without lines
-// (LoadChecked adds them). agentd --check-config prints them and the daemon logs them at
+// (Load adds them). agentd --check-config prints them and the daemon logs them at
 // start; neither refuses the config for them.
 func (c *Config) Warnings() []Problem {
 	var warns []Problem

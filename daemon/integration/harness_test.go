@@ -72,7 +72,7 @@ func allowRealTestsTogether() {
 
 // runTestDaemon is cmd/agentd's main with test_slow registered (by init below).
 func runTestDaemon() int {
-	cfg, err := config.Load(os.Getenv(configEnv))
+	cfg, _, err := config.Load(os.Getenv(configEnv), nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "test daemon: %v\n", err)
 		return 1
@@ -81,7 +81,7 @@ func runTestDaemon() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := cfg.Log.Logger(os.Stderr)
-	if err := server.Run(ctx, cfg, log, "integration-test", nil); err != nil {
+	if err := server.Run(ctx, cfg, log, server.Options{Version: "integration-test"}); err != nil {
 		log.Error("test daemon failed", "err", err)
 		return 1
 	}

@@ -35,7 +35,7 @@ func runDaemon(t testing.TB, cfg *config.Config, log *slog.Logger) func() error 
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, log, "test", func() { close(ready) }) }()
+	go func() { done <- Run(ctx, cfg, log, Options{Version: "test", Ready: func() { close(ready) }}) }()
 	select {
 	case <-ready:
 	case err := <-done:

@@ -13,7 +13,7 @@ import (
 // CheckConfig finds what the config package cannot check alone, without starting
 // anything: command names against the command registry, and component names against the
 // components this config would give agents. agentd --check-config and every reload use it
-// through config.LoadWith, so each problem is reported at its line.
+// through config.Load, so each problem is reported at its line.
 func CheckConfig(cfg *config.Config) []config.Problem {
 	var probs []config.Problem
 	bad := func(key, format string, args ...any) {

@@ -249,7 +249,7 @@ func TestListenerTokenProblems(t *testing.T) {
 			cfg := httpTestConfig(t)
 			cfg.HTTP.TokenFile = tt.file
 			t.Setenv("AGENTD_HTTP_TOKEN", tt.env)
-			err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
+			err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler), Options{Version: "test"})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Run = %v, want an error saying %q", err, tt.want)
 			}
@@ -267,7 +267,7 @@ func TestListenerAddressInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	err = Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
+	err = Run(context.Background(), cfg, slog.New(slog.DiscardHandler), Options{Version: "test"})
 	if err == nil || !strings.Contains(err.Error(), "http listener") {
 		t.Fatalf("Run = %v, want an http listener error", err)
 	}

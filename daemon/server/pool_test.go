@@ -36,7 +36,7 @@ func TestDaemonPoolOfTwoHosts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- RunWith(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{Version: "test", Ready: func() { close(ready) }})
+		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{Version: "test", Ready: func() { close(ready) }})
 	}()
 	select {
 	case <-ready:
