@@ -210,7 +210,9 @@ func startDaemon(t *testing.T) (*apClient, *model) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- server.Run(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{Version: "test", Ready: func() { close(ready) }}) }()
+	go func() {
+		done <- server.Run(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{Version: "test", Ready: func() { close(ready) }})
+	}()
 	select {
 	case <-ready:
 	case err := <-done:
