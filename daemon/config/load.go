@@ -17,7 +17,7 @@ import (
 // Problem is one thing wrong with a config.
 type Problem struct {
 	Line int    // 1-based line in the file; 0 when unknown (a default, a flag)
-	Key  string // the dotted key, like "ollama.host"; "" when Msg names it already
+	Key  string // the dotted key, like "ollama.model"; "" when Msg names it already
 	Msg  string
 }
 
@@ -75,14 +75,14 @@ type Checker func(*Config) []Problem
 // cmd/agentd passes its --config flag, or DefaultConfigPath() when that file exists.
 func Load(path string, check Checker) (*Config, []Problem, error) {
 	c := Default()
-	var probs []Problem
+	var probs, notes []Problem
 	lines := map[string]int{}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("config: %w", err)
 		}
-		probs, lines = c.decode(string(data))
+		probs, notes, lines = c.decode(string(data))
 	}
 	if lines["ollama.host"] > 0 || lines["ollama.hosts"] > 0 {
 		c.Ollama.HostFrom = HostFromConfig
@@ -101,7 +101,7 @@ func Load(path string, check Checker) (*Config, []Problem, error) {
 			probs = append(probs, p)
 		}
 	}
-	var warns []Problem
+	warns := notes
 	for _, w := range c.Warnings() {
 		if !failed[w.Key] {
 			w.Line = lines[w.Key]
@@ -131,26 +131,40 @@ type decoder struct {
 	tables map[string]reflect.Value            // top-level tables of named tables ([agents.NAME])
 	lines  map[string]int                      // dotted key → line
 	probs  []Problem
+	notes  []Problem // warnings: old keys read in their new form
+	old    oldKeys
+	alias  map[string]string // a section's new name → the old one the file uses
 }
 
-// decode sets c's fields from the TOML in data and returns the problems found and the
-// line of each key, for the problems Validate finds later.
-func (c *Config) decode(data string) ([]Problem, map[string]int) {
+// typ is the TOML type of the key at path, as the file spells it.
+func (d *decoder) typ(path ...string) string {
+	if old, ok := d.alias[path[0]]; ok {
+		path = append([]string{old}, path[1:]...)
+	}
+	return d.md.Type(path...)
+}
+
+// decode sets c's fields from the TOML in data and returns the problems found, the
+// warnings (old keys read in their new form) and the line of each key, for the problems
+// Validate finds later.
+func (c *Config) decode(data string) ([]Problem, []Problem, map[string]int) {
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(data, &top)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return []Problem{{Line: pe.Position.Line, Msg: "invalid TOML: " + pe.Message}}, nil
+			return []Problem{{Line: pe.Position.Line, Msg: "invalid TOML: " + pe.Message}}, nil, nil
 		}
-		return []Problem{{Msg: "invalid TOML: " + err.Error()}}, nil
+		return []Problem{{Msg: "invalid TOML: " + err.Error()}}, nil, nil
 	}
 	d := &decoder{md: md, fields: c.fields(), tables: c.tables(), lines: map[string]int{}}
+	d.renameSections(top)
 	for _, name := range sortedKeys(top) {
 		d.section(name, top[name])
 	}
+	d.old.apply(c, d)
 	sort.SliceStable(d.probs, func(i, j int) bool { return d.probs[i].Line < d.probs[j].Line })
-	return d.probs, d.lines
+	return d.probs, d.notes, d.lines
 }
 
 func (d *decoder) section(name string, prim toml.Primitive) {
@@ -159,7 +173,7 @@ func (d *decoder) section(name string, prim toml.Primitive) {
 		d.field([]string{name}, line, f, prim)
 		return
 	}
-	typ := d.md.Type(name)
+	typ := d.typ(name)
 	var table map[string]toml.Primitive
 	if typ == "Hash" || typ == "" { // "": a table made implicitly by dotted keys (a.b = 1)
 		if err := d.md.PrimitiveDecode(prim, &table); err != nil {
@@ -188,7 +202,8 @@ func (d *decoder) section(name string, prim toml.Primitive) {
 		d.lines[full] = line
 		f, ok := keys[key]
 		switch {
-		case !ok && d.md.Type(name, key) == "Hash":
+		case d.old.read(d, full, line, table[key]):
+		case !ok && d.typ(name, key) == "Hash":
 			d.problem(line, "", "unknown section [%s]", full)
 		case !ok:
 			d.problem(line, "", "unknown key %q%s", full, d.suggestKey(name, key))
@@ -202,7 +217,7 @@ func (d *decoder) section(name string, prim toml.Primitive) {
 // map of structs by name ([agents.NAME]) or an array of tables ([[mcp.servers]]).
 func (d *decoder) field(path []string, line int, f reflect.Value, prim toml.Primitive) {
 	full := strings.Join(path, ".")
-	got := d.md.Type(path...)
+	got := d.typ(path...)
 	switch t := f.Type(); {
 	case t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Struct:
 		var table map[string]toml.Primitive
@@ -244,7 +259,7 @@ func (d *decoder) structTable(path []string, v reflect.Value, prim toml.Primitiv
 	full := strings.Join(path, ".")
 	line := d.line(prim)
 	var table map[string]toml.Primitive
-	if got := d.md.Type(path...); (got != "Hash" && got != "") || d.md.PrimitiveDecode(prim, &table) != nil {
+	if got := d.typ(path...); (got != "Hash" && got != "") || d.md.PrimitiveDecode(prim, &table) != nil {
 		d.problem(line, full, "want a table, got %s", typeDesc(got))
 		return false
 	}
@@ -306,7 +321,7 @@ func (d *decoder) fieldIn(path []string, line int, f reflect.Value, prim toml.Pr
 // say what was expected.
 func (d *decoder) value(key string, line int, f reflect.Value, prim toml.Primitive) {
 	want, wantType := expect(f.Type())
-	got := d.md.Type(strings.Split(key, ".")...)
+	got := d.typ(strings.Split(key, ".")...)
 	if got != wantType {
 		d.problem(line, key, "want %s, got %s", want, typeDesc(got))
 		return
@@ -386,18 +401,6 @@ func (c *Config) tables() map[string]reflect.Value {
 		}
 	}
 	return out
-}
-
-// Keys returns every key the file may set, dotted ("ollama.host"), sorted.
-func Keys() []string {
-	var keys []string
-	for sec, fs := range Default().fields() {
-		for k := range fs {
-			keys = append(keys, sec+"."+k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 var (

@@ -174,9 +174,6 @@ func (c *Console) EndSessions() int {
 	return n
 }
 
-// openStreams is how many event streams are open now.
-func (c *Console) openStreams() int { return int(c.streams.Load()) }
-
 // Close stops serving: requests in flight get ctx's time to finish; event streams end.
 func (c *Console) Close(ctx context.Context) error {
 	c.mu.Lock()
