@@ -889,7 +889,7 @@ type ReloadResult struct {
 	// ("ollama.model", "agents.NAME.allow"). Steps under way finish with the old ones.
 	Applied []string `json:"applied"`
 	// NeedsRestart are the keys changed since agentd started that only a restart
-	// applies (state_dir, socket, ollama.host, [memory], [web], [shell], [mcp], …).
+	// applies (state_dir, socket, ollama.hosts, [memory], [web_commands], [shell], [mcp], …).
 	NeedsRestart []string `json:"needs_restart"`
 	// BotsRestarted tells whether the chat bots were restarted with the new settings.
 	BotsRestarted bool `json:"bots_restarted"`

@@ -11,8 +11,5 @@ func (c *Config) Warnings() []Problem {
 		warns = append(warns, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	c.HTTP.warnings(warn)
-	if len(c.Ollama.Hosts) > 0 && c.Ollama.Host != defaultOllamaHost() {
-		warn("ollama.host", "unused: [[ollama.hosts]] is set, so calls go to its hosts only; add %s there, or remove ollama.host", c.Ollama.Host)
-	}
 	return warns
 }

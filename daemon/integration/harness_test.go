@@ -344,7 +344,7 @@ func configText(host string, maxContext int, cmds []string) string {
 		fmt.Fprintf(&b, "commands = [%s]\n", strings.Join(q, ", "))
 	}
 	// Tests talk to 127.0.0.1 only: the tiny model's random URLs must never be fetched.
-	b.WriteString("\n[web]\nenabled = false\n")
+	b.WriteString("\n[web_commands]\nenabled = false\n")
 	return b.String()
 }
 

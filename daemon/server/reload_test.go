@@ -30,7 +30,7 @@ func TestLiveAndRestartKeys(t *testing.T) {
 		"ollama.model": "live", "ollama.keep_alive": "live", "agent.commands": "live", "agent.command_timeout": "live",
 		"permissions.allow": "live", "agents.bob.deny": "live", "agents.bob": "live", "schedules.grace": "live", "log.level": "live",
 		"slack.approvers": "bots", "bots.approve_count": "bots", "discord.guilds": "bots",
-		"ollama.host": "restart", "ollama.hosts": "restart", "ollama.slots": "restart", "ollama.request_timeout": "restart", "memory.k": "restart", "web.enabled": "restart",
+		"ollama.hosts": "restart", "ollama.request_timeout": "restart", "memory.k": "restart", "web_commands.enabled": "restart",
 		"mcp.servers": "restart", "shell.sandbox": "restart", "state_dir": "restart", "socket": "restart",
 		"log.format": "restart", "agent.workspace_root": "restart", "http.listen": "restart", "permissionsx.allow": "restart",
 	} {

@@ -153,7 +153,7 @@ type service struct {
 	bots  *liveBots
 	http  *httpListener
 	shell api.ShellStatus // [shell] is not reloaded: fixed at start
-	// hostFrom is where [ollama] host came from; it changes only with a restart.
+	// hostFrom is where [[ollama.hosts]] came from; it changes only with a restart.
 	hostFrom string
 }
 
@@ -186,7 +186,6 @@ func checkComponents(cfg *config.Config, extra []commands.Component) error {
 		}
 	}
 	check("agent.disabled_components", cfg.Agent.DisabledComponents, true)
-	check("agent.component_order", cfg.Agent.ComponentOrder, false)
 	for name, o := range cfg.Agents {
 		check("agents."+name+".disabled_components", o.DisabledComponents, true)
 	}
