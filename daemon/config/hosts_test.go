@@ -129,3 +129,41 @@ func TestOllamaHostsChanges(t *testing.T) {
 		t.Errorf("Changes = %v, want none", got)
 	}
 }
+
+// TestOldWebSectionAndComponentOrder: [web] is read as [web_commands] and
+// agent.component_order is ignored, each with a warning naming what to write instead;
+// [web] beside [web_commands] is refused.
+func TestOldWebSectionAndComponentOrder(t *testing.T) {
+	cleanEnv(t)
+	path := filepath.Join(t.TempDir(), "agentd.toml")
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[agent]\ncomponent_order = [\"memory\"]\n\n[web]\nenabled = false\ntimeout = \"0s\"\n")
+	if _, _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "line 6: web_commands.timeout: must be more than 0") {
+		t.Fatalf("Load = %v, want [web]'s bad timeout found at its line", err)
+	}
+	write("[agent]\ncomponent_order = [\"memory\"]\n\n[web]\nenabled = false\n")
+	c, warns, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WebCommands.Enabled {
+		t.Error("[web] enabled = false was not read as [web_commands]")
+	}
+	want := []string{"line 2: agent.component_order: no longer read", "line 4: [web] is the old name of [web_commands]: rename the section"}
+	if len(warns) != len(want) {
+		t.Fatalf("warnings %v, want %d", warns, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(warns[i].String(), w) {
+			t.Errorf("warning %q does not say %q", warns[i], w)
+		}
+	}
+	write("[web]\nenabled = false\n\n[web_commands]\nenabled = true\n")
+	if _, _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "move its keys into [web_commands]") {
+		t.Errorf("Load = %v, want [web] beside [web_commands] refused", err)
+	}
+}

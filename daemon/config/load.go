@@ -158,7 +158,7 @@ func (c *Config) decode(data string) ([]Problem, []Problem, map[string]int) {
 		return []Problem{{Msg: "invalid TOML: " + err.Error()}}, nil, nil
 	}
 	d := &decoder{md: md, fields: c.fields(), tables: c.tables(), lines: map[string]int{}}
-	d.renameSections(top)
+	d.renameWeb(top)
 	for _, name := range sortedKeys(top) {
 		d.section(name, top[name])
 	}
