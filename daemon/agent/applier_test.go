@@ -189,7 +189,7 @@ func seed(tx *store.Tx, a *store.Agent, run string, g *api.Grant, p *api.Proposa
 // effects change.
 type observed struct {
 	proposal     api.ProposalStatus // "" when not stored
-	runOutcome   string
+	runOutcome   api.RunOutcome
 	runs         int // the agent's runs
 	grantUsed    int
 	grantRevoked bool

@@ -169,7 +169,7 @@ type Effect struct {
 	Result   *string        // SetProposal: the result to store with it, if any
 	Agent    AgentState     // SetAgent
 	Reason   string         // SetAgent
-	Outcome  string         // EndRun
+	Outcome  api.RunOutcome // EndRun
 	Detail   string         // EndRun
 	Command  bool           // Cancel: the running command too, not only a model call
 }
@@ -184,7 +184,7 @@ func (e Effect) String() string {
 	case SetAgent:
 		return "agent=" + string(e.Agent)
 	case EndRun:
-		return "end_run(" + e.Outcome + ")"
+		return "end_run(" + string(e.Outcome) + ")"
 	case Cancel:
 		if e.Command {
 			return "cancel(model,command)"
@@ -203,14 +203,6 @@ type IllegalError struct {
 func (e *IllegalError) Error() string {
 	return fmt.Sprintf("cycle: %s cannot happen to an agent in state %s", e.Event, e.From)
 }
-
-// Run outcomes, as runs record them.
-const (
-	OutcomeStopped  = "stopped"
-	OutcomeDenied   = "denied"
-	OutcomeFinished = "finished"
-	OutcomeBudget   = "budget_exhausted"
-)
 
 // AgentStates lists the agent states the table covers, RunOver last.
 var AgentStates = []AgentState{Thinking, AwaitingDecision, Executing, WaitingForModel, Paused, Idle, Failed, RunOver}
