@@ -4,10 +4,8 @@ import (
 	"context"
 
 	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/run"
-	"github.com/agentd/agentd/daemon/store"
 )
 
 // API is the supervisor's parts as the local API, the scheduler, team runs and the bots
@@ -47,41 +45,6 @@ func (s *Supervisor) API() API {
 		Runs: s.runs, Views: s.agentViews, Decisions: s.decisions, Policies: s.policyService,
 		Memory: s.memoryService, Audit: s.auditLog, Doctor: s.doctor, Budgets: s.agentBudgets,
 	}
-}
-
-// host is what the parts reach back for, each method served by the supervisor or the
-// part that owns it; the parts see it only through their narrow interfaces.
-type host struct{ s *Supervisor }
-
-func (h host) stepOf(a *store.Agent) *commands.Step { return h.s.stepOf(a) }
-func (h host) commandsFor(ctx context.Context, l *live, a *store.Agent, step *commands.Step) commands.Set {
-	return h.s.commandsFor(ctx, l, a, step)
-}
-func (h host) specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec {
-	return h.s.specIn(ctx, l, tx, a, name)
-}
-func (h host) live() *live                                 { return h.s.live() }
-func (h host) kick(id string)                              { h.s.kick(id) }
-func (h host) runner(id string) *runner                    { return h.s.runner(id) }
-func (h host) dropRunner(id string)                        { h.s.dropRunner(id) }
-func (h host) forgetHistory(id string)                     { h.s.episodeHistory.forgetHistory(id) }
-func (h host) workspace(id string) string                  { return h.s.workspaceDirs.workspace(id) }
-func (h host) runEnded(runID string)                       { h.s.runs.runEnded(runID) }
-func (h host) countDecision(tx *store.Tx, d *api.Decision) { h.s.stepCounters.countDecision(tx, d) }
-func (h host) recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error {
-	return h.s.recordEpisode(tx, agentID, p, ep)
-}
-func (h host) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
-	return h.s.runs.mutateThen(ctx, ref, fn, events)
-}
-func (h host) pause(ctx context.Context, ref, reason string) (*api.Agent, error) {
-	return h.s.runs.pause(ctx, ref, reason)
-}
-func (h host) resume(ctx context.Context, ref, only string) (*api.Agent, error) {
-	return h.s.runs.resume(ctx, ref, only)
-}
-func (h host) stop(ctx context.Context, ref, reason string) (*api.Agent, error) {
-	return h.s.runs.stop(ctx, ref, reason)
 }
 
 // Facade is every part's methods in one value, for what serves all of them: the local

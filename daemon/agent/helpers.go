@@ -572,19 +572,16 @@ func (s *helpers) helperDepthFilter(a *store.Agent, set commands.Set) commands.S
 // end is delivered to the parent waiting on it, and pausing, resuming or stopping an
 // agent does the same to its helpers.
 type helpers struct {
-	helperHost
 	st       *store.Store
 	log      *slog.Logger
 	audit    *auditKeeper
 	maxDepth int // Options.MaxHelperDepth
-}
 
-// helperHost is what the helpers need of the supervisor: changing an agent under its
-// runner's lock and ending a step.
-type helperHost interface {
-	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
-	recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
-	pause(ctx context.Context, ref, reason string) (*api.Agent, error)
-	resume(ctx context.Context, ref, only string) (*api.Agent, error)
-	stop(ctx context.Context, ref, reason string) (*api.Agent, error)
+	// What the helpers need of the runs: changing an agent under its runner's lock,
+	// pausing, resuming and stopping it; and of the episodes: ending a step.
+	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+	pause         func(ctx context.Context, ref, reason string) (*api.Agent, error)
+	resume        func(ctx context.Context, ref, only string) (*api.Agent, error)
+	stop          func(ctx context.Context, ref, reason string) (*api.Agent, error)
 }

@@ -107,7 +107,7 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 	if a.Description == "" && req.Task == "" {
 		a.Description = "an autonomous assistant"
 	}
-	a.Workspace = s.host.workspace(a.ID)
+	a.Workspace = s.workspaces.workspace(a.ID)
 	start := a.Task != ""
 	if req.Start != nil {
 		start = *req.Start && a.Task != ""
@@ -238,7 +238,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		}
 		for _, a := range fam {
 			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
-			s.host.forgetHistory(a.ID)
+			s.history.forgetHistory(a.ID)
 			if r, err := tx.Run(a.RunID); err == nil && r.Ended.IsZero() {
 				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: run.OutcomeRemoved, Reason: "the agent was removed",
 					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - r.TokensBase}
@@ -292,7 +292,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		s.host.dropRunner(g.id)
 		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
 		// goes through the folder above, so a link swapped in goes, never its target.
-		if g.ws != "" && (g.ws == s.host.workspace(g.id) || g.helper) {
+		if g.ws != "" && (g.ws == s.workspaces.workspace(g.id) || g.helper) {
 			if err := removeWorkspace(g.ws); err != nil {
 				s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
 			}
@@ -343,7 +343,8 @@ func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 // runs starts, changes and ends agents' runs: creating and removing agents, giving them
 // tasks, pausing, resuming and stopping them, and what happens when a run ends.
 type runs struct {
-	host         runHost // the supervisor: runners, settings, workspaces
+	host         runHost // the supervisor: runners, settings, pipelines
+	workspaces   *workspaceDirs
 	st           *store.Store
 	log          *slog.Logger
 	events       *run.Broker
@@ -357,14 +358,12 @@ type runs struct {
 	history      *episodeHistory // stores the summaries waiting, with every change (storeWith)
 }
 
-// runHost is what runs need of the supervisor: the agents' runners and settings, their
-// workspaces, the prompt's history caches and the commands agents may use.
+// runHost is what runs need of the supervisor: the agents' runners and settings and the
+// commands agents may use.
 type runHost interface {
 	commandSource
 	live() *live
 	kick(id string)
 	runner(id string) *runner
-	dropRunner(id string)    // forgets a removed agent's runner
-	forgetHistory(id string) // drops a removed agent's cached history
-	workspace(id string) string
+	dropRunner(id string) // forgets a removed agent's runner
 }

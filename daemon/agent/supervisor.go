@@ -193,17 +193,19 @@ func wireParts(s *Supervisor, opt Options) {
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace, checks: opt.HealthChecks}
-	s.helpers = &helpers{helperHost: host{s}, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
+	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
 	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.batchRuns = &batchRuns{}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
 	s.runs = &runs{
-		host: host{s}, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: opt.OnAgentRemoved,
+		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: opt.OnAgentRemoved,
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory,
 	}
 	s.runBudgets.timeUp, s.agentBudgets.mutateAgent, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.mutate, s.runs.remeasure
-	s.decisions = &decisions{decisionHost: host{s}, st: s.st, live: s.live}
+	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = s.runs.mutateThen, s.runs.pause, s.runs.resume, s.runs.stop
+	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode,
+		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
 		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,
 		version: opt.Version, stateDir: opt.StateDir, started: time.Now(), mem: s.mem,
