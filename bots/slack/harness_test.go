@@ -19,6 +19,7 @@ import (
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/server/chatstore"
@@ -203,17 +204,21 @@ func (e *env) start(t testing.TB) {
 		mem.Index = e.ix
 	}
 	var eng *team.Engine
-	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir, Memory: mem,
-		Commands: append([]string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"}, e.commands...),
-		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
-		OnRunEnd: func(end run.End) {
-			if f := e.runEnded.Load(); f != nil {
-				(*f)(end)
-			}
-			if eng != nil {
-				eng.RunEnded(end)
-			}
-		}})
+	sopt := agent.OptionsOf(config.Default())
+	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
+	sopt.Model, sopt.Commands = ollamatest.TinyModelName, append([]string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"}, e.commands...)
+	sopt.Store, sopt.LLM, sopt.StateDir, sopt.Log = st, lc, e.dir, log
+	sopt.Memory = mem
+	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	sopt.OnRunEnd = func(end run.End) {
+		if f := e.runEnded.Load(); f != nil {
+			(*f)(end)
+		}
+		if eng != nil {
+			eng.RunEnded(end)
+		}
+	}
+	sup, err := agent.New(sopt)
 	if err != nil {
 		t.Fatal(err)
 	}

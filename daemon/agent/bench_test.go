@@ -182,10 +182,10 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 		b.Cleanup(func() { ix.Close() })
 		mem.Index = ix
 	}
-	sup, err := New(Options{
-		Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: dir,
-		Directives: config.Default().Directives(), Commands: commands.DefaultNames, Memory: mem, Metrics: cmds,
-	})
+	sup, err := New(testOptions(func(o *Options) {
+		o.Store, o.LLM, o.Model, o.StateDir = st, c, ollamatest.TinyModelName, dir
+		o.Directives, o.Commands, o.Memory, o.Metrics = config.Default().Directives(), commands.DefaultNames, mem, cmds
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,12 +24,6 @@ import (
 // The row goes in the same transaction as the delivery, so an end is delivered once,
 // including after a restart (deliverEnded).
 
-// Defaults of Options.MaxHelperDepth and MaxHelpers.
-const (
-	DefaultMaxHelperDepth = 2
-	DefaultMaxHelpers     = 4
-)
-
 // maxAncestors bounds walks up the parent links (a cycle cannot be made, but a walk
 // must end whatever the database says).
 const maxAncestors = 16

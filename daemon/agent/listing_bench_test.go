@@ -100,8 +100,10 @@ func BenchmarkListAgents10000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sup, err := New(Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: dir, Commands: testCommands,
-		Backoff: func(int) time.Duration { return time.Second }})
+	sup, err := New(testOptions(func(o *Options) {
+		o.Store, o.LLM, o.Model, o.StateDir, o.Commands = st, lc, ollamatest.TinyModelName, dir, testCommands
+		o.Backoff = func(int) time.Duration { return time.Second }
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,73 +8,110 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 )
 
 // Settings are the supervisor's settings that a config reload may change while agents
-// run (SIGHUP, agentctl reload). Everything else in Options is fixed for the daemon's life.
+// run (SIGHUP, agentctl reload); Options carries the first ones. Everything else in
+// Options is fixed for the daemon's life. Every value comes from the config (SettingsOf).
 type Settings struct {
 	Model      string // the fast model
 	SmartModel string // optional; thinks again over a step the watchdog caught looping
-	MaxContext int    // caps num_ctx
+	// MaxContext caps num_ctx; the model's own context length is probed.
+	MaxContext int
 	KeepAlive  *time.Duration
 
-	Directives         api.Directives
-	Commands           []string
-	ComponentOrder     []string
+	// Directives are the base directives every agent gets.
+	Directives api.Directives
+	// Commands are the names of the built-in commands agents may use, in prompt order.
+	Commands []string
+	// ComponentOrder names components to place first, in this order; the rest follow in
+	// their default order.
+	ComponentOrder []string
+	// DisabledComponents are left out of every agent's pipeline.
 	DisabledComponents []string
-	Agents             map[string]AgentOverrides
-	Allow, Deny        []string
-	AutoRead           bool
+	// Agents are per-agent overrides, by agent name.
+	Agents map[string]AgentOverrides
+	// Allow and Deny are the global permission patterns; AutoRead lets read-class
+	// commands run without asking.
+	Allow, Deny []string
+	AutoRead    bool
 
-	MaxInvalidReplies int
-	Watchdog          watchdog.Config
-	ContinuousLimit   int
+	MaxInvalidReplies int             // pause after this many invalid replies in a row
+	Watchdog          watchdog.Config // the loop watchdog's thresholds; zero fields take its defaults
+	ContinuousLimit   int             // steps a continuous-mode run may take without asking
 	Limits            commands.Limits
-	HistoryEpisodes   int
+	HistoryEpisodes   int // most episodes shown verbatim; older ones get one line
 }
 
-// settings returns the reloadable part of o, with the defaults New applies.
-func (o Options) settings() Settings {
-	s := Settings{
-		Model: o.Model, SmartModel: o.SmartModel, MaxContext: o.MaxContext, KeepAlive: o.KeepAlive,
-		Directives: o.Directives, Commands: o.Commands, ComponentOrder: o.ComponentOrder,
-		DisabledComponents: o.DisabledComponents, Agents: o.Agents, Allow: o.Allow, Deny: o.Deny,
-		AutoRead: o.AutoRead, MaxInvalidReplies: o.MaxInvalidReplies, Watchdog: o.Watchdog, ContinuousLimit: o.ContinuousLimit,
-		Limits: o.Limits, HistoryEpisodes: o.HistoryEpisodes,
-	}
-	return s.withDefaults()
+// OptionsOf is the supervisor's part of cfg: its first settings (SettingsOf), the helpers'
+// bounds and each agent's budget. The server adds the parts it built; a test that builds a
+// supervisor starts from OptionsOf(config.Default()), so every default is the config's and
+// the supervisor keeps none of its own.
+func OptionsOf(cfg *config.Config) Options {
+	return Options{Settings: SettingsOf(cfg), MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
+		AgentBudget: agentBudgetOf(cfg)}
 }
 
-// WithSettings returns o with its reloadable part set from s: the daemon builds both its
-// start options and each reload's settings from one Settings, so they cannot differ.
-func (o Options) WithSettings(s Settings) Options {
-	o.Model, o.SmartModel, o.MaxContext, o.KeepAlive = s.Model, s.SmartModel, s.MaxContext, s.KeepAlive
-	o.Directives, o.Commands, o.ComponentOrder, o.DisabledComponents = s.Directives, s.Commands, s.ComponentOrder, s.DisabledComponents
-	o.Agents, o.Allow, o.Deny, o.AutoRead = s.Agents, s.Allow, s.Deny, s.AutoRead
-	o.MaxInvalidReplies, o.Watchdog, o.ContinuousLimit = s.MaxInvalidReplies, s.Watchdog, s.ContinuousLimit
-	o.Limits, o.HistoryEpisodes = s.Limits, s.HistoryEpisodes
-	return o
+// SettingsOf is the reloadable part of cfg, at start (OptionsOf) and on each reload.
+func SettingsOf(cfg *config.Config) Settings {
+	overrides := map[string]AgentOverrides{}
+	for name, o := range cfg.Agents {
+		overrides[name] = AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
+			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o)}
+	}
+	return Settings{
+		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,
+		KeepAlive: cfg.Ollama.KeepAlive.Ptr(), Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
+		ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
+		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
+		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
+		Watchdog:        watchdog.Config{Failures: cfg.Agent.WatchdogFailures, IdleSteps: cfg.Agent.WatchdogIdleSteps},
+		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
+		HistoryEpisodes: cfg.Agent.HistoryEpisodes,
+	}
 }
 
-func (s Settings) withDefaults() Settings {
-	if s.MaxInvalidReplies <= 0 {
-		s.MaxInvalidReplies = 3
+// agentBudgetOf is [agent]'s budget over each agent's runs.
+func agentBudgetOf(cfg *config.Config) run.Budget {
+	return run.Budget{MaxSteps: cfg.Agent.MaxSteps, MaxTokens: cfg.Agent.MaxTokens, MaxWall: cfg.Agent.MaxTime.Duration,
+		MaxDisk: int64(cfg.Agent.MaxDisk)}
+}
+
+// overrideBudget is [agents.NAME]'s budget: [agent]'s with the fields it sets replaced,
+// or nil when it sets none.
+func overrideBudget(cfg *config.Config, o config.AgentOverride) *run.Budget {
+	if o.MaxSteps == nil && o.MaxTokens == nil && o.MaxTime == nil && o.MaxDisk == nil {
+		return nil
 	}
-	if s.ContinuousLimit <= 0 {
-		s.ContinuousLimit = 25
+	b := agentBudgetOf(cfg)
+	if o.MaxSteps != nil {
+		b.MaxSteps = *o.MaxSteps
 	}
-	if s.HistoryEpisodes <= 0 {
-		s.HistoryEpisodes = 4
+	if o.MaxTokens != nil {
+		b.MaxTokens = *o.MaxTokens
 	}
-	if s.MaxContext <= 0 {
-		s.MaxContext = 8192
+	if o.MaxTime != nil {
+		b.MaxWall = o.MaxTime.Duration
 	}
-	if len(s.Commands) == 0 {
-		s.Commands = commands.DefaultNames
+	if o.MaxDisk != nil {
+		b.MaxDisk = int64(*o.MaxDisk)
 	}
-	return s
+	return &b
+}
+
+// overrideWatchdog is an [agents.NAME] table's thresholds; zero fields keep [agent]'s.
+func overrideWatchdog(o config.AgentOverride) watchdog.Config {
+	var w watchdog.Config
+	if o.WatchdogFailures != nil {
+		w.Failures = *o.WatchdogFailures
+	}
+	if o.WatchdogIdleSteps != nil {
+		w.IdleSteps = *o.WatchdogIdleSteps
+	}
+	return w
 }
 
 // live is one generation of settings with what is built from them: the permission rules
@@ -114,7 +151,6 @@ func (s *Supervisor) live() *live { return s.cur.Load() }
 // build makes a settings generation; it fails on a command or component name that does
 // not exist, or a permission pattern that does not parse.
 func (s *Supervisor) build(set Settings) (*live, error) {
-	set = set.withDefaults()
 	if set.Model == "" {
 		return nil, fmt.Errorf("agent: no model configured")
 	}

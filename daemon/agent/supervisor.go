@@ -26,59 +26,33 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
 )
 
-// Options configure a Supervisor. The fields that Settings repeats are only the first
-// settings: read them through Supervisor.live, never from Options, since Reload changes them.
+// Options configure a Supervisor: OptionsOf(cfg) and the parts the server built. Settings
+// are only the first settings: read them through Supervisor.live, never from Options,
+// since Reload changes them.
 type Options struct {
-	Store      *store.Store
-	LLM        *llm.Client
-	Model      string // the fast model
-	SmartModel string // optional; thinks again over a step the watchdog caught looping
-	// MaxContext caps num_ctx; the model's own context length is probed.
-	MaxContext int
-	// Directives are the base directives every agent gets.
-	Directives api.Directives
-	// Commands are the names of the built-in commands agents may use, in prompt order.
-	Commands []string
+	Settings
+	Store *store.Store
+	LLM   *llm.Client
 	// Components are extra components (web, shell, MCP tools) the server built from
 	// config; the supervisor adds its own (directives, profile, commands, context,
 	// history, clock).
 	Components []commands.Component
-	// ComponentOrder names components to place first, in this order; the rest follow in
-	// their default order.
-	ComponentOrder []string
-	// DisabledComponents are left out of every agent's pipeline.
-	DisabledComponents []string
-	// Agents are per-agent overrides, by agent name.
-	Agents map[string]AgentOverrides
-	// Allow and Deny are the global permission patterns; AutoRead lets read-class
-	// commands run without asking.
-	Allow, Deny []string
-	AutoRead    bool
 
 	// MaxHelperDepth bounds how deep helpers (start_agent) nest: 1 lets agents people
-	// started have helpers, 2 (the default) lets those have their own.
+	// started have helpers, 2 lets those have their own.
 	MaxHelperDepth int
-	// MaxHelpers bounds how many helpers one agent keeps at once (default 4).
-	MaxHelpers int
-	// Watchdog holds the loop watchdog's thresholds; zero fields take its defaults.
-	Watchdog watchdog.Config
-
-	MaxInvalidReplies int // pause after this many invalid replies in a row (default 3)
-	ContinuousLimit   int // steps a continuous-mode run may take without asking (default 25)
-	Limits            commands.Limits
-	WorkspaceRoot     string
-	HistoryEpisodes   int // most episodes shown verbatim (default 4); older ones get one line
+	// MaxHelpers bounds how many helpers one agent keeps at once.
+	MaxHelpers    int
+	WorkspaceRoot string
 	// Memory is long-term memory; its zero value (no Index) turns it off.
-	Memory    MemoryOptions
-	KeepAlive *time.Duration
-	Log       *slog.Logger
+	Memory MemoryOptions
+	Log    *slog.Logger
 	// Backoff returns the wait before retry attempt n (n ≥ 1) while the model is unavailable.
 	Backoff  func(n int) time.Duration
 	Version  string
@@ -150,12 +124,6 @@ func New(opt Options) (*Supervisor, error) {
 	if opt.Model == "" {
 		return nil, errors.New("agent: no model configured")
 	}
-	if opt.MaxHelperDepth <= 0 {
-		opt.MaxHelperDepth = DefaultMaxHelperDepth
-	}
-	if opt.MaxHelpers <= 0 {
-		opt.MaxHelpers = DefaultMaxHelpers
-	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
@@ -171,7 +139,7 @@ func New(opt Options) (*Supervisor, error) {
 		s.metrics = noMetrics{}
 	}
 	wireParts(s, opt)
-	l, err := s.build(opt.settings())
+	l, err := s.build(opt.Settings)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/run"
@@ -125,10 +126,13 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.sup, err = agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: h.dir,
-		Commands: []string{"list_folder", "read_file", "write_file", "ask_user", "finish"},
-		Backoff:  func(int) time.Duration { return 20 * time.Millisecond },
-		OnRunEnd: func(e run.End) { h.manager().RunEnded(e) }})
+	sopt := agent.OptionsOf(config.Default())
+	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
+	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"list_folder", "read_file", "write_file", "ask_user", "finish"}
+	sopt.Store, sopt.LLM, sopt.StateDir = st, lc, h.dir
+	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	sopt.OnRunEnd = func(e run.End) { h.manager().RunEnded(e) }
+	h.sup, err = agent.New(sopt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,18 +133,15 @@ func (d *daemon) build(context.Context) error {
 	return nil
 }
 
-// agentOptions are the supervisor's options from the config and the parts started so far;
-// the reloadable part is settingsOf(cfg), as each reload's.
+// agentOptions are the supervisor's options: the config's part (agent.OptionsOf, whose
+// settings each reload sets again) and the parts started so far.
 func (d *daemon) agentOptions() agent.Options {
-	cfg := d.cfg
-	return agent.Options{
-		Store: d.st, LLM: d.lc, Components: d.extra,
-		MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
-		WorkspaceRoot: cfg.WorkspaceRoot(),
-		Memory:        d.mem, Log: d.log, Version: d.opt.Version, StateDir: cfg.StateDir,
-		HealthChecks: append(healthChecks(cfg, d.bridge, d.boxes), chatCheck(d.bots), d.httpL.check),
-		OnRunEnd:     d.runEnds.deliver, Metrics: d.mx, AgentBudget: agentBudget(cfg), OnAgentRemoved: d.boxes.Remove,
-	}.WithSettings(settingsOf(cfg))
+	cfg, opt := d.cfg, agent.OptionsOf(d.cfg)
+	opt.Store, opt.LLM, opt.Components, opt.WorkspaceRoot = d.st, d.lc, d.extra, cfg.WorkspaceRoot()
+	opt.Memory, opt.Log, opt.Version, opt.StateDir = d.mem, d.log, d.opt.Version, cfg.StateDir
+	opt.HealthChecks = append(healthChecks(cfg, d.bridge, d.boxes), chatCheck(d.bots), d.httpL.check)
+	opt.OnRunEnd, opt.Metrics, opt.OnAgentRemoved = d.runEnds.deliver, d.mx, d.boxes.Remove
+	return opt
 }
 
 // service is the local API: the supervisor serves the agents, the manager the

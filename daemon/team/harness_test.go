@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
@@ -70,10 +71,13 @@ var _ Agents = agent.Facade{}
 func (e *env) start() {
 	e.t.Helper()
 	var eng *Engine
-	sup, err := agent.New(agent.Options{Store: e.st, LLM: e.lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
-		Commands: []string{"read_file", "write_file", "ask_user", "finish"},
-		Backoff:  func(int) time.Duration { return 10 * time.Millisecond },
-		OnRunEnd: func(end run.End) { eng.RunEnded(end) }})
+	sopt := agent.OptionsOf(config.Default())
+	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
+	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"read_file", "write_file", "ask_user", "finish"}
+	sopt.Store, sopt.LLM, sopt.StateDir = e.st, e.lc, e.dir
+	sopt.Backoff = func(int) time.Duration { return 10 * time.Millisecond }
+	sopt.OnRunEnd = func(end run.End) { eng.RunEnded(end) }
+	sup, err := agent.New(sopt)
 	if err != nil {
 		e.t.Fatal(err)
 	}

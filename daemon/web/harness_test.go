@@ -19,7 +19,9 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/ollamatest"
@@ -67,10 +69,12 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.sup, err = agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: dir, Log: log,
-		Memory:   agent.MemoryOptions{Index: ix},
-		Commands: []string{"write_file", "read_file", "ask_user", "finish"},
-		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }})
+	sopt := agent.OptionsOf(config.Default())
+	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
+	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"write_file", "read_file", "ask_user", "finish"}
+	sopt.Store, sopt.LLM, sopt.StateDir, sopt.Log, sopt.Memory = st, lc, dir, log, agent.MemoryOptions{Index: ix}
+	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	e.sup, err = agent.New(sopt)
 	if err != nil {
 		t.Fatal(err)
 	}
