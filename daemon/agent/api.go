@@ -39,6 +39,18 @@ type Views interface {
 	MetricsState(ctx context.Context) (metrics.State, error)
 }
 
+// Each part serves its own slice of the local API (api.go).
+var (
+	_ Runs                = (*runs)(nil)
+	_ Views               = (*agentViews)(nil)
+	_ api.DecisionService = (*decisions)(nil)
+	_ api.PolicyService   = (*policyService)(nil)
+	_ api.MemoryService   = (*memoryService)(nil)
+	_ api.AuditService    = (*auditLog)(nil)
+	_ api.DoctorService   = (*doctor)(nil)
+	_ api.BudgetService   = (*agentBudgets)(nil)
+)
+
 // API returns the supervisor's parts.
 func (s *Supervisor) API() API {
 	return API{

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -14,32 +13,6 @@ import (
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
-
-// Each part serves its own slice of the local API (api.go).
-var (
-	_ Runs                = (*runs)(nil)
-	_ Views               = (*agentViews)(nil)
-	_ api.DecisionService = (*decisions)(nil)
-	_ api.PolicyService   = (*policyService)(nil)
-	_ api.MemoryService   = (*memoryService)(nil)
-	_ api.AuditService    = (*auditLog)(nil)
-	_ api.DoctorService   = (*doctor)(nil)
-	_ api.BudgetService   = (*agentBudgets)(nil)
-)
-
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
-
-func badRequest(format string, args ...any) error {
-	return api.Errorf(api.ErrBadRequest, format, args...)
-}
-
-func conflict(format string, args ...any) error {
-	return api.Errorf(api.ErrConflict, format, args...)
-}
-
-func notFound(format string, args ...any) error {
-	return api.Errorf(api.ErrNotFound, format, args...)
-}
 
 // CreateAgent creates an agent from a task (the model writes its profile on its first step)
 // or from a name, description and goals, and starts its run.
@@ -204,18 +177,6 @@ func (s *runs) checkAgentCommands(ctx context.Context, name string, names []stri
 		return nil, badRequest("unknown command %s: see agentctl commands", strings.Join(unknown, ", "))
 	}
 	return out, nil
-}
-
-func checkPolicy(p api.Policy) error {
-	switch p.Mode {
-	case "ask", "auto", "continuous":
-	default:
-		return badRequest("policy mode %q: use ask, auto or continuous", p.Mode)
-	}
-	if p.AutoSteps < 0 || p.ContinuousLimit < 0 {
-		return badRequest("policy step counts cannot be negative")
-	}
-	return nil
 }
 
 // DeleteAgent stops an agent and removes it, its history and its workspace, with its
