@@ -19,5 +19,5 @@
 // once: edits are not read, send a new message.
 //
 // The relay runs inside agentd (daemon/server starts it); the supervisor's parts
-// (agent.Facade) are its Service.
+// (composed by daemon/server) are its Service.
 package bots

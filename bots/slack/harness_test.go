@@ -25,6 +25,7 @@ import (
 	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/fakeslack"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
@@ -223,7 +224,7 @@ func (e *env) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	if e.teamsDir != "" {
-		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup.API().Facade(), Log: log, Settings: sup.ModelSettings,
+		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: agenttest.Of(sup), Log: log, Settings: sup.ModelSettings,
 			Backoff: func(int) time.Duration { return 20 * time.Millisecond }}); err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +234,7 @@ func (e *env) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	opt := e.opt
-	opt.Service, opt.Bindings, opt.Log = sup.API().Facade(), chatstore.New(st), log
+	opt.Service, opt.Bindings, opt.Log = agenttest.Of(sup), chatstore.New(st), log
 	if opt.Audit == nil {
 		opt.Audit = chatstore.New(st).Audit // as the daemon wires it
 	}

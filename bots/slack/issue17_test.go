@@ -78,7 +78,7 @@ func TestIssue17LateReplyForEarlierProposal(t *testing.T) {
 	e.slack.RateLimitNext("apps.connections.open", 3) // holds the reconnect for 3 s
 	e.slack.Drop()
 	_, yts := e.slack.Say(approver2, channel, "channel", thread, "y", false)
-	if _, err := e.sup.API().Facade().Decide(context.Background(), p1.ID, api.DecideRequest{ProposalID: p1.Pending.ID,
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), p1.ID, api.DecideRequest{ProposalID: p1.Pending.ID,
 		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestIssue17LateTextAfterTheRunEnded(t *testing.T) {
 	e.slack.RateLimitNext("apps.connections.open", 4) // holds the reconnect for 4 s
 	e.slack.Drop()
 	e.slack.Say(approver, channel, "channel", thread, "also look at the docs folder", false)
-	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID,
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID,
 		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestIssue17LateTextAfterTheRunEnded(t *testing.T) {
 		t.Errorf("touched %q, want a", got)
 	}
 	e.proposal(thread, 2) // finish, approved too
-	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: e.agentOf(thread).Pending.ID,
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: e.agentOf(thread).Pending.ID,
 		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // API is the supervisor's parts as the local API, the scheduler, team runs and the bots
-// reach them: one field per responsibility, none promoted onto the Supervisor.
+// reach them: one field per responsibility, none promoted onto the Supervisor. Each front
+// end declares the narrow interface it calls; the server composes the parts that meet it.
 type API struct {
 	Runs      Runs
 	Views     Views
@@ -57,23 +58,4 @@ func (s *Supervisor) API() API {
 		Runs: s.runs, Views: s.agentViews, Decisions: s.decisions, Policies: s.policyService,
 		Memory: s.memoryService, Audit: s.auditLog, Doctor: s.doctor, Budgets: s.agentBudgets,
 	}
-}
-
-// Facade is every part's methods in one value, for what serves all of them: the local
-// API, the schedules, team runs and chat bots. It is only the parts' interfaces, each
-// method one part's; it holds no state and declares nothing of its own.
-type Facade struct {
-	Runs
-	Views
-	api.DecisionService
-	api.PolicyService
-	api.MemoryService
-	api.AuditService
-	api.DoctorService
-	api.BudgetService
-}
-
-// Facade gathers the parts into one Facade.
-func (a API) Facade() Facade {
-	return Facade{a.Runs, a.Views, a.Decisions, a.Policies, a.Memory, a.Audit, a.Doctor, a.Budgets}
 }

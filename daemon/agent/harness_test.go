@@ -185,3 +185,21 @@ func testOptions(mod ...func(*Options)) Options {
 	}
 	return o
 }
+
+// parts are a supervisor's parts as one api.AgentService, for the tests that serve them
+// through the local API's handler as the server does.
+type parts struct {
+	Runs
+	Views
+	api.DecisionService
+	api.PolicyService
+	api.MemoryService
+	api.AuditService
+	api.DoctorService
+	api.BudgetService
+}
+
+func partsOf(sup *Supervisor) parts {
+	p := sup.API()
+	return parts{p.Runs, p.Views, p.Decisions, p.Policies, p.Memory, p.Audit, p.Doctor, p.Budgets}
+}

@@ -58,7 +58,7 @@ func seedAwaiting(tb testing.TB, st *store.Store, n int) {
 
 // listingService serves the agents' API alone, as the daemon's socket does.
 type listingService struct {
-	localapi.AgentService
+	parts
 	localapi.ScheduleService
 	localapi.DaemonService
 	localapi.TeamService
@@ -113,7 +113,7 @@ func BenchmarkListAgents10000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := &http.Server{Handler: localapi.NewHandler(listingService{AgentService: sup.API().Facade()}, nil)}
+	srv := &http.Server{Handler: localapi.NewHandler(listingService{parts: partsOf(sup)}, nil)}
 	go srv.Serve(ln)
 	defer srv.Close()
 	var read atomic.Int64

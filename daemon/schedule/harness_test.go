@@ -21,12 +21,13 @@ import (
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
 // The supervisor the daemon passes is the Manager's Agents.
-var _ Agents = agent.Facade{}
+var _ Agents = agenttest.API{}
 
 // fakeClock is a cron.Clock the test moves; timers fire when it passes them.
 type fakeClock struct {
@@ -148,7 +149,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: localapi.NewHandler(service{h.sup.API().Facade(), managerService{h}, noReload{}, nil, nil}, nil)}
+	srv := &http.Server{Handler: localapi.NewHandler(service{agenttest.Of(h.sup), managerService{h}, noReload{}, nil, nil}, nil)}
 	go srv.Serve(ln)
 	h.c = &api.Client{Socket: sock}
 	t.Cleanup(func() {
@@ -197,7 +198,7 @@ func (m managerService) ScheduleHistory(ctx context.Context, ref string, limit i
 }
 
 func (h *harness) startManager() {
-	m := New(Options{Store: h.st, Agents: h.sup.API().Facade(), Clock: h.clock, Local: time.UTC, KeepAgents: h.keep})
+	m := New(Options{Store: h.st, Agents: agenttest.Of(h.sup), Clock: h.clock, Local: time.UTC, KeepAgents: h.keep})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := m.Start(ctx); err != nil {
 		h.t.Fatal(err)

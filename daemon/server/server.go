@@ -107,22 +107,24 @@ func (d *daemon) build(context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The schedules, team runs and bots reach the supervisor's parts through one Facade.
-	agents := sup.API().Facade()
+	// The schedules, team runs and bots reach the supervisor's parts they call.
+	agents := agentsOf(sup)
 	// The team engine reads the supervisor's live settings, so a reload's model reaches it.
 	// It is made before the bots, which start team runs from chat.
-	teams, err := team.New(team.Options{Store: d.st, LLM: d.lc, Agents: agents, Log: log, Settings: sup.ModelSettings})
+	teams, err := team.New(team.Options{Store: d.st, LLM: d.lc, Agents: agents.runAgents, Log: log, Settings: sup.ModelSettings})
 	if err != nil {
 		return err
 	}
-	chat, err := newBots(cfg, agents, teams, d.st, log, d.mx)
+	chat, err := newBots(cfg, agents.chatAgents, teams, d.st, log, d.mx)
 	if err != nil {
 		return err
 	}
 	// The schedules reach the bots through a switch, since a reload replaces the bots.
-	mgr := schedule.New(schedule.Options{Store: d.st, Agents: agents, Log: log, Grace: cfg.Schedules.Grace.Duration,
+	mgr := schedule.New(schedule.Options{Store: d.st, Agents: agents.runAgents, Log: log, Grace: cfg.Schedules.Grace.Duration,
 		Chat: d.bots.sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: d.mx})
-	d.bots.svc = func(c *config.Config) (*chatBots, error) { return newBots(c, agents, teams, d.st, log, d.mx) }
+	d.bots.svc = func(c *config.Config) (*chatBots, error) {
+		return newBots(c, agents.chatAgents, teams, d.st, log, d.mx)
+	}
 	d.bots.mgr = mgr
 	// Before the supervisor starts, which is when runs can end.
 	d.runEnds.add(mgr.RunEnded)
@@ -147,7 +149,7 @@ func (d *daemon) agentOptions() agent.Options {
 // service is the local API: the supervisor serves the agents, the manager the
 // schedules, the reloader reloads, the engine serves the team runs.
 type service struct {
-	localapi.AgentService
+	agentAPI
 	localapi.ScheduleService
 	localapi.DaemonService
 	localapi.TeamService
@@ -161,13 +163,13 @@ type service struct {
 
 // service is the local API over the parts the services part built.
 func (d *daemon) service() service {
-	return service{d.sup.API().Facade(), d.mgr, d.rl, d.teams, d.web, d.bots, d.httpL, shellStatus(d.cfg, d.boxes), d.cfg.Ollama.HostFrom}
+	return service{agentsOf(d.sup), d.mgr, d.rl, d.teams, d.web, d.bots, d.httpL, shellStatus(d.cfg, d.boxes), d.cfg.Ollama.HostFrom}
 }
 
 // Status adds the chat bots' connections, the TCP listener and the shell's sandbox to
 // the supervisor's status.
 func (s service) Status(ctx context.Context) (*api.Status, error) {
-	st, err := s.AgentService.Status(ctx)
+	st, err := s.Views.Status(ctx)
 	if err != nil {
 		return nil, err
 	}

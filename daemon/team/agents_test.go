@@ -14,6 +14,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -268,13 +269,13 @@ func TestRoleLimitedToItsCommands(t *testing.T) {
 // stopOnStart is the supervisor, with a team stop landing just after a role's run has
 // started and before the engine records it.
 type stopOnStart struct {
-	agent.Facade
+	agenttest.API
 	e    *env
 	once sync.Once
 }
 
 func (s *stopOnStart) StartTask(ctx context.Context, ref, task string, opt run.Options) (*api.Agent, error) {
-	a, err := s.Facade.StartTask(ctx, ref, task, opt)
+	a, err := s.API.StartTask(ctx, ref, task, opt)
 	s.once.Do(func() {
 		runs, _ := s.e.eng.Teams(context.Background())
 		if _, err := s.e.eng.StopTeam(context.Background(), runs[0].ID); err != nil {
@@ -290,7 +291,7 @@ func TestStopDuringRoleRunStartStopsIt(t *testing.T) {
 	e := newEnv(t)
 	e.keep = true
 	e.stop()
-	e.wrap = func(sup *agent.Supervisor) Agents { return &stopOnStart{Facade: sup.API().Facade(), e: e} }
+	e.wrap = func(sup *agent.Supervisor) Agents { return &stopOnStart{API: agenttest.Of(sup), e: e} }
 	e.start()
 	e.say("ceo", "Instruction: write hello.txt saying hi.")
 	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))

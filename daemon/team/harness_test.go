@@ -20,6 +20,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -65,7 +66,7 @@ func newEnv(t *testing.T) *env {
 }
 
 // The supervisor the daemon passes is the engine's Agents.
-var _ Agents = agent.Facade{}
+var _ Agents = agenttest.API{}
 
 // start starts a supervisor and an engine on the store, as the daemon does.
 func (e *env) start() {
@@ -81,7 +82,7 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var agents Agents = sup.API().Facade()
+	var agents Agents = agenttest.Of(sup)
 	if e.wrap != nil {
 		agents = e.wrap(sup)
 	}
