@@ -25,7 +25,7 @@ func TestOnlyTransitWritesState(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, line := range strings.Split(string(b), "\n") {
-			if strings.Contains(line, "step.State = ") || strings.Contains(line, "c.Status = client.Check") {
+			if strings.Contains(line, "step.State = ") || strings.Contains(line, "c.Status = api.Check") {
 				continue // a command step's key-value state; a doctor check's status
 			}
 			if writes.MatchString(line) {
