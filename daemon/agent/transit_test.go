@@ -11,7 +11,7 @@ import (
 // Only transit writes an agent's state or a proposal's status: every other change goes
 // through cycle.Next. (A new agent's record starts at cycle.Initial.)
 func TestOnlyTransitWritesState(t *testing.T) {
-	writes := regexp.MustCompile(`SetProposalStatus\(|InsertProposal\(|\b[a-z]+\.Status = |\.State(, [^=]*)? = |StateReason(, [^=]*)? = |State: client\.State`)
+	writes := regexp.MustCompile(`SetProposalStatus\(|InsertProposal\(|\b[a-z]+\.Status = |\.State(, [^=]*)? = |StateReason(, [^=]*)? = |State: api\.State`)
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
