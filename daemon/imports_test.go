@@ -31,7 +31,7 @@ type layer struct {
 var layers = []layer{
 	{"binaries", []string{"cmd/...", "daemon/integration", "scripts/..."},
 		"the binaries (and the test scripts' helpers) wire the daemon; nothing imports them"},
-	{"test doubles", []string{"internal/apitest", "internal/fakediscord", "internal/fakeslack", "internal/netguardtest", "internal/ollamatest", "internal/testutil", "internal/display/displaytest"},
+	{"test doubles", []string{"internal/agenttest", "internal/apitest", "internal/fakediscord", "internal/fakeslack", "internal/netguardtest", "internal/ollamatest", "internal/testutil", "internal/display/displaytest"},
 		"fakes of the services agentd talks to and test helpers: only tests import them, never the product"},
 	{"server", []string{"daemon/server/..."},
 		"the server wires the services together; a service never imports the server"},
@@ -39,6 +39,9 @@ var layers = []layer{
 		"a service reaches another only through an interface it declares and the shared " +
 			"types below it (team runs and schedules start agents' runs with daemon/run's types, " +
 			"never daemon/agent's); the server wires them together"},
+	{"agent parts", []string{"daemon/agent/bind"},
+		"a part of the agent core with a package of its own (binding a grant's files) is handed what it needs " +
+			"by daemon/agent and imports no service"},
 	{"interfaces", []string{"daemon/localapi", "daemon/config"},
 		"the local API's handler and the config are what services and the server share; " +
 			"they import no service"},

@@ -7,6 +7,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/agent/bind"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -77,8 +78,8 @@ func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *api.Proposal, spe
 			return au, nil, err
 		}
 	}
-	if bindsFiles(p.Command) && (approvesAlways(d) || exactGrantOf(req.Grants, p)) {
-		req.Bind = bindFiles(a.Workspace, p) // read only when a y! may bind them or be bound by them
+	if bind.RunsFiles(p.Command) && (approvesAlways(d) || exactGrantOf(req.Grants, p)) {
+		req.Bind = bind.Files(a.Workspace, p) // read only when a y! may bind them or be bound by them
 	}
 	req.Now, req.Run = tx.Now(), owner.RunID
 	req.Policy = cycle.Policy{Mode: owner.Policy.Mode, ContinuousLimit: owner.Policy.ContinuousLimit}

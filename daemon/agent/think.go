@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/bind"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/llm"
@@ -235,7 +236,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 				switch err := r.startTx(l, tx, cur, p, last, spec, st); {
 				case errors.Is(err, errNotApproved):
 					if st.unbound != "" {
-						if err := noteUnbound(tx, p, st.unbound); err != nil {
+						if err := bind.NoteUnbound(tx, p, st.unbound); err != nil {
 							return err
 						}
 						shown.Preview = p.Preview
