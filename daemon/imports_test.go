@@ -39,9 +39,9 @@ var layers = []layer{
 		"a service reaches another only through an interface it declares and the shared " +
 			"types below it (team runs and schedules start agents' runs with daemon/run's types, " +
 			"never daemon/agent's); the server wires them together"},
-	{"agent parts", []string{"daemon/agent/bind"},
-		"a part of the agent core with a package of its own (binding a grant's files) is handed what it needs " +
-			"by daemon/agent and imports no service"},
+	{"agent parts", []string{"daemon/agent/policy/..."},
+		"a part of the agent core with a package of its own (the policy that authorizes proposals, with the " +
+			"binding of a grant's files) is handed what it needs by daemon/agent and imports no service"},
 	{"interfaces", []string{"daemon/localapi", "daemon/config"},
 		"the local API's handler and the config are what services and the server share; " +
 			"they import no service"},

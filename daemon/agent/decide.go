@@ -8,6 +8,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -84,7 +85,7 @@ func (s *decisions) Decide(ctx context.Context, ref string, req api.DecideReques
 			return conflict("%s", au.Reason)
 		}
 		// y -N and y! make a grant, on the top agent: the next N-1 are the whole family's.
-		if changed, err := applyGrant(tx, a, owner, au, d); err != nil {
+		if changed, err := policy.ApplyGrant(tx, a, owner, au, d); err != nil {
 			return err
 		} else if changed && owner != a {
 			if err := tx.UpdateAgent(owner); err != nil {
@@ -165,7 +166,7 @@ func (s *decisions) widen(ctx context.Context, ref string, req api.DecideRequest
 	if err != nil {
 		return err
 	}
-	pat, err := scopePattern(req.Scope, spec, p)
+	pat, err := policy.ScopePattern(req.Scope, spec, p)
 	if err != nil {
 		return badRequest("%v", err)
 	}

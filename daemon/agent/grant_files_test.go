@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/agent/bind"
+	"github.com/agentd/agentd/daemon/agent/policy/bind"
 )
 
 // pythonCmd stands in for execute_python_file: a command whose exact grants bind the

@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
@@ -24,9 +25,8 @@ import (
 // The row goes in the same transaction as the delivery, so an end is delivered once,
 // including after a restart (deliverEnded).
 
-// maxAncestors bounds walks up the parent links (a cycle cannot be made, but a walk
-// must end whatever the database says).
-const maxAncestors = 16
+// maxAncestors bounds walks up the parent links, as the policy bounds its own.
+const maxAncestors = policy.MaxAncestors
 
 // keyOf is a helper's key: its name without its parent's.
 func keyOf(name string) string {

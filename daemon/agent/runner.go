@@ -15,6 +15,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -418,7 +419,7 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *api.Proposal,
 			st.unbound = au.Unbound
 			return errNotApproved
 		}
-		if changed, err := applyGrant(tx, a, owner, au, au.Decision); err != nil {
+		if changed, err := policy.ApplyGrant(tx, a, owner, au, au.Decision); err != nil {
 			return err
 		} else if changed && owner != a {
 			if err := tx.UpdateAgent(owner); err != nil { // a helper drew from its top agent's grant

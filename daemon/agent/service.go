@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -120,7 +121,7 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		if opt != nil {
 			by, source = opt.By, opt.Source
 		}
-		if err := grantAutoSteps(tx, a, by, source); err != nil {
+		if err := policy.GrantAutoSteps(tx, a, by, source); err != nil {
 			return err
 		}
 		if err := tx.Audit(a.ID, "created", map[string]any{"name": a.Name, "task": a.Task, "goals": a.Goals}); err != nil {

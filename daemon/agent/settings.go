@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
@@ -121,7 +122,7 @@ func overrideWatchdog(o config.AgentOverride) watchdog.Config {
 // with and the next step uses the new ones.
 type live struct {
 	Settings
-	rules          rules
+	policy         policy.Settings               // the permission patterns parsed, for every authorization
 	pipeline       *commands.Pipeline            // every agent's, unless overridden
 	agentPipelines map[string]*commands.Pipeline // by agent name
 }
@@ -159,7 +160,7 @@ func (s *Supervisor) build(set Settings) (*live, error) {
 		return nil, err
 	}
 	var err error
-	if l.rules, err = parseRules(set); err != nil {
+	if l.policy, err = parseRules(set); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return l, nil

@@ -1,6 +1,6 @@
 // Package bind binds the workspace files a command line runs to their contents, so an
 // exact grant (y!) of a script asks again once the script is rewritten: what a person
-// approved is what runs. The agent's policy (daemon/agent) asks it when it weighs a y!,
+// approved is what runs. The policy (daemon/agent/policy) asks it when it weighs a y!,
 // and the loop notes on a proposal why a y! did not approve it.
 package bind
 
