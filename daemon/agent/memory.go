@@ -32,23 +32,6 @@ import (
 // searchable this much later, while the history shows the latest steps verbatim anyway.
 const IndexBatchDelay = 500 * time.Millisecond
 
-// MemoryOptions configure long-term memory.
-type MemoryOptions struct {
-	// Index is the open memory index; nil turns long-term memory off (no memory component,
-	// no memory commands, nothing written to the memories table).
-	Index *memory.Index
-	// K is how many relevant memories a prompt shows at most (default memory.DefaultShown,
-	// 25: at num_ctx 2048 most of them as snippets).
-	K int
-	// BudgetTokens caps the tokens they take (default 2,500); on a small context they get
-	// at most two fifths of what the rest of the prompt leaves.
-	BudgetTokens int
-	// HalfLife, when set, makes older memories rank lower: a memory HalfLife old counts half.
-	HalfLife time.Duration
-	// EmbedModel names the embedding model in use, for stats only ("" without one).
-	EmbedModel string
-}
-
 // memState is the supervisor's long-term memory; nil when it is off.
 type memState struct {
 	ix         *memory.Index

@@ -1,7 +1,8 @@
 package agent
 
 import (
-	"fmt"
+	"context"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -12,7 +13,89 @@ import (
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/memory"
 )
+
+// Options configure a Supervisor: OptionsOf(cfg) and the parts the server built. Settings
+// are only the first settings: read them through Supervisor.live, never from Options,
+// since Reload changes them.
+type Options struct {
+	Settings
+	Store *store.Store
+	LLM   *llm.Client
+	// Components are extra components (web, shell, MCP tools) the server built from
+	// config; the supervisor adds its own (directives, profile, commands, context,
+	// history, clock).
+	Components []commands.Component
+
+	// MaxHelperDepth bounds how deep helpers (start_agent) nest: 1 lets agents people
+	// started have helpers, 2 lets those have their own.
+	MaxHelperDepth int
+	// MaxHelpers bounds how many helpers one agent keeps at once.
+	MaxHelpers    int
+	WorkspaceRoot string
+	// Memory is long-term memory; its zero value (no Index) turns it off.
+	Memory MemoryOptions
+	Log    *slog.Logger
+	// Backoff returns the wait before retry attempt n (n ≥ 1) while the model is unavailable.
+	Backoff  func(n int) time.Duration
+	Version  string
+	StateDir string
+	// HealthChecks are agentctl doctor's checks of what the server built around the
+	// supervisor (MCP servers, the shell sandbox, chat bots).
+	HealthChecks []HealthCheck
+	// Now is the clock the prompt shows (tests).
+	Now func() time.Time
+	// OnRunEnd, if set, is told how every run ended (finished, denied, stopped, over
+	// budget, or its agent removed), after the end is stored, holding no lock. The
+	// scheduler records its runs' ends through it.
+	OnRunEnd func(run.End)
+	// OnAgentRemoved, if set, is told of every agent removed (its helpers included), once
+	// it is gone from the store: what the server keeps per agent goes with it (its cgroup).
+	OnAgentRemoved func(id string)
+	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
+	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
+	AgentBudget run.Budget
+	// Metrics, if set, is told of steps, decisions and budget stops.
+	Metrics Metrics
+}
+
+// AgentOverrides are per-agent settings from config, keyed by agent name.
+type AgentOverrides struct {
+	// Commands replaces the built-in command list for this agent (it must keep finish
+	// and ask_user).
+	Commands []string
+	// DisabledComponents are left out of this agent's pipeline, besides the global ones.
+	DisabledComponents []string
+	// Allow and Deny are permission patterns for this agent only.
+	Allow, Deny []string
+	// Budget, when set, replaces Options.AgentBudget for this agent.
+	Budget *run.Budget
+	// Watchdog's non-zero fields replace the global thresholds for this agent.
+	Watchdog watchdog.Config
+}
+
+// MemoryOptions configure long-term memory.
+type MemoryOptions struct {
+	// Index is the open memory index; nil turns long-term memory off (no memory component,
+	// no memory commands, nothing written to the memories table).
+	Index *memory.Index
+	// K is how many relevant memories a prompt shows at most (default memory.DefaultShown,
+	// 25: at num_ctx 2048 most of them as snippets).
+	K int
+	// BudgetTokens caps the tokens they take (default 2,500); on a small context they get
+	// at most two fifths of what the rest of the prompt leaves.
+	BudgetTokens int
+	// HalfLife, when set, makes older memories rank lower: a memory HalfLife old counts half.
+	HalfLife time.Duration
+	// EmbedModel names the embedding model in use, for stats only ("" without one).
+	EmbedModel string
+}
+
+// HealthCheck is one check agentctl doctor runs beyond the supervisor's own (the server
+// adds the MCP servers, the shell sandbox, the chat bots...).
+type HealthCheck func(ctx context.Context) []api.Check
 
 // Settings are the supervisor's settings that a config reload may change while agents
 // run (SIGHUP, agentctl reload); Options carries the first ones. Everything else in
@@ -144,53 +227,4 @@ func (l *live) pipelineFor(name string) *commands.Pipeline {
 // limits are the config's part of every model call's load options (llm.Client.LoadFor).
 func (s Settings) limits() llm.Limits {
 	return llm.Limits{MaxContext: s.MaxContext, KeepAlive: s.KeepAlive}
-}
-
-// live returns the current settings generation.
-func (s *Supervisor) live() *live { return s.cur.Load() }
-
-// build makes a settings generation; it fails on a command or component name that does
-// not exist, or a permission pattern that does not parse.
-func (s *Supervisor) build(set Settings) (*live, error) {
-	if set.Model == "" {
-		return nil, fmt.Errorf("agent: no model configured")
-	}
-	l := &live{Settings: set}
-	if err := s.buildPipelines(l); err != nil {
-		return nil, err
-	}
-	var err error
-	if l.policy, err = parseRules(set); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
-	return l, nil
-}
-
-// Reload swaps in new settings. Agents keep running: a step under way finishes with the
-// old settings, the next one uses the new. Bad settings are refused and the old ones
-// stay. A changed model is probed again before its first prompt.
-func (s *Supervisor) Reload(set Settings) error {
-	l, err := s.build(set)
-	if err != nil {
-		return err
-	}
-	old := s.cur.Swap(l)
-	s.opt.LLM.SetLimits(l.limits()) // a new max_context or keep_alive: each model's Load is chosen again
-	if old == nil || old.Model != l.Model || old.SmartModel != l.SmartModel {
-		s.model.switchTo(l.Model, l.SmartModel)
-		select {
-		case s.reprobe <- struct{}{}:
-		default:
-		}
-	}
-	return nil
-}
-
-// Settings returns the settings in use now.
-func (s *Supervisor) Settings() Settings { return s.live().Settings }
-
-// ModelSettings returns the model settings in use now, for the team engine's own calls.
-func (s *Supervisor) ModelSettings() run.ModelSettings {
-	set := s.live().Settings
-	return run.ModelSettings{Model: set.Model, MaxContext: set.MaxContext, KeepAlive: set.KeepAlive}
 }

@@ -15,6 +15,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -27,50 +28,6 @@ import (
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
-
-// Options configure a Supervisor: OptionsOf(cfg) and the parts the server built. Settings
-// are only the first settings: read them through Supervisor.live, never from Options,
-// since Reload changes them.
-type Options struct {
-	Settings
-	Store *store.Store
-	LLM   *llm.Client
-	// Components are extra components (web, shell, MCP tools) the server built from
-	// config; the supervisor adds its own (directives, profile, commands, context,
-	// history, clock).
-	Components []commands.Component
-
-	// MaxHelperDepth bounds how deep helpers (start_agent) nest: 1 lets agents people
-	// started have helpers, 2 lets those have their own.
-	MaxHelperDepth int
-	// MaxHelpers bounds how many helpers one agent keeps at once.
-	MaxHelpers    int
-	WorkspaceRoot string
-	// Memory is long-term memory; its zero value (no Index) turns it off.
-	Memory MemoryOptions
-	Log    *slog.Logger
-	// Backoff returns the wait before retry attempt n (n ≥ 1) while the model is unavailable.
-	Backoff  func(n int) time.Duration
-	Version  string
-	StateDir string
-	// HealthChecks are agentctl doctor's checks of what the server built around the
-	// supervisor (MCP servers, the shell sandbox, chat bots).
-	HealthChecks []HealthCheck
-	// Now is the clock the prompt shows (tests).
-	Now func() time.Time
-	// OnRunEnd, if set, is told how every run ended (finished, denied, stopped, over
-	// budget, or its agent removed), after the end is stored, holding no lock. The
-	// scheduler records its runs' ends through it.
-	OnRunEnd func(run.End)
-	// OnAgentRemoved, if set, is told of every agent removed (its helpers included), once
-	// it is gone from the store: what the server keeps per agent goes with it (its cgroup).
-	OnAgentRemoved func(id string)
-	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
-	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
-	AgentBudget run.Budget
-	// Metrics, if set, is told of steps, decisions and budget stops.
-	Metrics Metrics
-}
 
 // Supervisor hosts every agent. It owns the agents' runners, the settings and the model's
 // state; the local API's methods are its parts', reached through API().Runs, .Views,
@@ -321,4 +278,53 @@ func (s *Supervisor) runner(id string) *runner {
 		s.runners[id] = r
 	}
 	return r
+}
+
+// live returns the current settings generation.
+func (s *Supervisor) live() *live { return s.cur.Load() }
+
+// build makes a settings generation; it fails on a command or component name that does
+// not exist, or a permission pattern that does not parse.
+func (s *Supervisor) build(set Settings) (*live, error) {
+	if set.Model == "" {
+		return nil, fmt.Errorf("agent: no model configured")
+	}
+	l := &live{Settings: set}
+	if err := s.buildPipelines(l); err != nil {
+		return nil, err
+	}
+	var err error
+	if l.policy, err = parseRules(set); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return l, nil
+}
+
+// Reload swaps in new settings. Agents keep running: a step under way finishes with the
+// old settings, the next one uses the new. Bad settings are refused and the old ones
+// stay. A changed model is probed again before its first prompt.
+func (s *Supervisor) Reload(set Settings) error {
+	l, err := s.build(set)
+	if err != nil {
+		return err
+	}
+	old := s.cur.Swap(l)
+	s.opt.LLM.SetLimits(l.limits()) // a new max_context or keep_alive: each model's Load is chosen again
+	if old == nil || old.Model != l.Model || old.SmartModel != l.SmartModel {
+		s.model.switchTo(l.Model, l.SmartModel)
+		select {
+		case s.reprobe <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Settings returns the settings in use now.
+func (s *Supervisor) Settings() Settings { return s.live().Settings }
+
+// ModelSettings returns the model settings in use now, for the team engine's own calls.
+func (s *Supervisor) ModelSettings() run.ModelSettings {
+	set := s.live().Settings
+	return run.ModelSettings{Model: set.Model, MaxContext: set.MaxContext, KeepAlive: set.KeepAlive}
 }
