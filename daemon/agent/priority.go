@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -87,7 +88,7 @@ func (b *batchRuns) class(runID string, personWaits func(agentID string) bool) l
 	b.mu.Lock()
 	batch := b.ids[runID]
 	var chain []runParent // the parents, nearest first, up to the batch run
-	for run := runID; !batch && len(chain) < maxAncestors; {
+	for run := runID; !batch && len(chain) < policy.MaxAncestors; {
 		p, ok := b.parents[run]
 		if !ok {
 			break
