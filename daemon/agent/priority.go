@@ -51,12 +51,6 @@ func (b *batchRuns) drop(runID string) {
 	delete(b.parents, runID)
 }
 
-func (b *batchRuns) has(runID string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.ids[runID]
-}
-
 // load marks the open runs the store says the daemon started, and links open helper
 // runs to their parents' runs: what was marked before a restart.
 func (b *batchRuns) load(ctx context.Context, st *store.Store) error {
