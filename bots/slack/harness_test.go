@@ -202,7 +202,7 @@ func (e *env) start(t testing.TB) {
 		if e.ix, err = memory.Open(filepath.Join(e.dir, "memory"), memory.Options{}); err != nil {
 			t.Fatal(err)
 		}
-		mem.Index = e.ix
+		mem = agent.MemoryOf(config.Default().Memory, e.ix)
 	}
 	var eng *team.Engine
 	sopt := agent.OptionsOf(config.Default())

@@ -180,7 +180,7 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { ix.Close() })
-		mem.Index = ix
+		mem = MemoryOf(config.Default().Memory, ix)
 	}
 	sup, err := New(testOptions(func(o *Options) {
 		o.Store, o.LLM, o.Model, o.StateDir = st, c, ollamatest.TinyModelName, dir

@@ -44,12 +44,6 @@ func newMemState(o MemoryOptions) *memState {
 	if o.Index == nil {
 		return nil
 	}
-	if o.K <= 0 {
-		o.K = memory.DefaultShown
-	}
-	if o.BudgetTokens <= 0 {
-		o.BudgetTokens = 2500
-	}
 	return &memState{ix: o.Index, opt: o}
 }
 

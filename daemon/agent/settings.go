@@ -76,21 +76,26 @@ type AgentOverrides struct {
 	Watchdog watchdog.Config
 }
 
-// MemoryOptions configure long-term memory.
+// MemoryOptions configure long-term memory: MemoryOf(cfg.Memory, index).
 type MemoryOptions struct {
 	// Index is the open memory index; nil turns long-term memory off (no memory component,
 	// no memory commands, nothing written to the memories table).
 	Index *memory.Index
-	// K is how many relevant memories a prompt shows at most (default memory.DefaultShown,
-	// 25: at num_ctx 2048 most of them as snippets).
+	// K is how many relevant memories a prompt shows at most (at num_ctx 2048 most of
+	// them as snippets).
 	K int
-	// BudgetTokens caps the tokens they take (default 2,500); on a small context they get
-	// at most two fifths of what the rest of the prompt leaves.
+	// BudgetTokens caps the tokens they take; on a small context they get at most two
+	// fifths of what the rest of the prompt leaves.
 	BudgetTokens int
 	// HalfLife, when set, makes older memories rank lower: a memory HalfLife old counts half.
 	HalfLife time.Duration
 	// EmbedModel names the embedding model in use, for stats only ("" without one).
 	EmbedModel string
+}
+
+// MemoryOf is [memory]'s options over the open index ix (nil: memory off).
+func MemoryOf(m config.MemoryConfig, ix *memory.Index) MemoryOptions {
+	return MemoryOptions{Index: ix, K: m.K, BudgetTokens: m.BudgetTokens, HalfLife: m.HalfLifeDuration(), EmbedModel: m.EmbedModel}
 }
 
 // HealthCheck is one check agentctl doctor runs beyond the supervisor's own (the server

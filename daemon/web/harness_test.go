@@ -73,7 +73,7 @@ func newEnv(t testing.TB) *env {
 	sopt := agent.OptionsOf(config.Default())
 	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
 	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"write_file", "read_file", "ask_user", "finish"}
-	sopt.Store, sopt.LLM, sopt.StateDir, sopt.Log, sopt.Memory = st, lc, dir, log, agent.MemoryOptions{Index: ix}
+	sopt.Store, sopt.LLM, sopt.StateDir, sopt.Log, sopt.Memory = st, lc, dir, log, agent.MemoryOf(config.Default().Memory, ix)
 	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
 	e.sup, err = agent.New(sopt)
 	if err != nil {
