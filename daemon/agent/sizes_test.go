@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"fmt"
 	"go/ast"
 	"go/importer"
 	"go/parser"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -110,21 +112,13 @@ func checkMethodSets(t *testing.T, fset *token.FileSet, files []*ast.File) {
 
 // exportDataImporter imports the package's dependencies from the compiler's export data,
 // which `go list -export` finds in the build cache. Type-checking them all from source took
-// 30 s of two shared cores a run; this takes about a second with a warm cache.
+// 30 s of two shared cores a run; this takes about a second with a warm cache. The list is
+// made once per test binary: the size and the file-link tests both read it.
 func exportDataImporter(t *testing.T, fset *token.FileSet) types.Importer {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{if .Export}}{{.ImportPath}}={{.Export}}{{end}}", ".")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	exports, err := exportFiles()
 	if err != nil {
-		t.Fatalf("go list -export (needs the go command on PATH): %v\n%s", err, stderr.Bytes())
-	}
-	exports := map[string]string{}
-	for line := range strings.Lines(string(out)) {
-		if path, file, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
-			exports[path] = file
-		}
+		t.Fatal(err)
 	}
 	return importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
 		file, ok := exports[path]
@@ -134,3 +128,21 @@ func exportDataImporter(t *testing.T, fset *token.FileSet) types.Importer {
 		return os.Open(file)
 	})
 }
+
+// exportFiles maps each dependency of the package to its export data file.
+var exportFiles = sync.OnceValues(func() (map[string]string, error) {
+	cmd := exec.Command("go", "list", "-export", "-deps", "-f", "{{if .Export}}{{.ImportPath}}={{.Export}}{{end}}", ".")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list -export (needs the go command on PATH): %v\n%s", err, stderr.Bytes())
+	}
+	exports := map[string]string{}
+	for line := range strings.Lines(string(out)) {
+		if path, file, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			exports[path] = file
+		}
+	}
+	return exports, nil
+})
