@@ -7,9 +7,11 @@
 // What a transition does is the cycle package's answer (cycle.Next, cycle.Authorize);
 // transit, in transit.go, is the one place that writes it.
 // The Supervisor hosts the agents; its parts, split by responsibility (runs, decisions,
-// helpers, memory, policy, budgets, doctor, views…), serve the local API. Each holds only
-// what it needs and reaches back through a narrow interface it declares; wireParts in
-// supervisor.go builds them, and Supervisor.API (api.go) hands them out by name.
+// helpers, memory, budgets, doctor, views…), serve the local API. Each holds only what it
+// needs, handed to it by wireParts in supervisor.go as values and funcs, and
+// Supervisor.API (api.go) hands them out by name. How a proposal is authorized is the
+// policy package's (daemon/agent/policy), handed the settings in use; what configures
+// the supervisor, every value from the config, is in settings.go.
 package agent
 
 import (
