@@ -154,8 +154,8 @@ func SettingsOf(cfg *config.Config) Settings {
 	return Settings{
 		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,
 		KeepAlive: cfg.Ollama.KeepAlive.Ptr(), Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
-		ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
-		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
+		DisabledComponents: cfg.Agent.DisabledComponents,
+		Agents:             overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
 		Watchdog:        watchdog.Config{Failures: cfg.Agent.WatchdogFailures, IdleSteps: cfg.Agent.WatchdogIdleSteps},
 		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},

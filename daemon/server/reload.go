@@ -23,7 +23,7 @@ import (
 var liveKeys = []string{
 	"ollama.model", "ollama.smart_model", "ollama.keep_alive", "ollama.max_context",
 	"agent.constraints", "agent.resources", "agent.best_practices", "agent.commands",
-	"agent.disabled_components", "agent.component_order", "agent.max_invalid_replies",
+	"agent.disabled_components", "agent.max_invalid_replies",
 	"agent.continuous_limit", "agent.command_timeout", "agent.output_cap", "agent.history_episodes",
 	"agent.watchdog_failures", "agent.watchdog_idle_steps",
 	"permissions.", "agents.", "schedules.", "log.level",
