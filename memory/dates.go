@@ -8,7 +8,7 @@ import (
 	"unicode"
 )
 
-// Dates (issue 18): a memory says "I went there yesterday"; a question asks "when did she go
+// Dates: a memory says "I went there yesterday"; a question asks "when did she go
 // there?" or "what did she do in May?". When a memory is indexed, the time expressions in its
 // text are resolved to absolute dates from the memory's own time and written, with that time,
 // into the dates field as terms a question's date words can match:

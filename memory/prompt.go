@@ -10,7 +10,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 )
 
-// Fitting recalled memories into a prompt (issue 18, items 3 and 5). A small context
+// Fitting recalled memories into a prompt. A small context
 // (num_ctx 2048) leaves a memory section of about two thousand characters: spent on whole
 // memories in rank order it holds seven or eight, often near-copies of each other, while
 // the evidence for a question is among the top 25 hits five times in six. Fit shows the

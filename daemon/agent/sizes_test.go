@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-// The package stays split by responsibility (issue 16): no type declares or, through
+// The package stays split by responsibility: no type declares or, through
 // embedding, promotes more than maxMethods methods and no file, tests included, runs past maxLines lines. A part that grows past
 // either is a sign to split it again, not to raise the number.
 const (

@@ -37,7 +37,7 @@ type Config struct {
 	Web    WebConfig                `toml:"web"`
 	Shell  ShellConfig              `toml:"shell"`
 	MCP    MCPConfig                `toml:"mcp"`
-	// Schedules configures the cron schedules (issue 6); the schedules themselves live in
+	// Schedules configures the cron schedules; the schedules themselves live in
 	// the store and are managed with `agentctl schedule`.
 	Schedules SchedulesConfig `toml:"schedules"`
 	// Teams configures team runs started from chat (/agent team).

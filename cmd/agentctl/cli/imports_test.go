@@ -18,9 +18,9 @@ import (
 func TestImportsOnlyTheClient(t *testing.T) {
 	root, module := moduleRoot(t)
 	allowed := map[string]bool{
-		module + "/cmd/agentctl":          true,
-		module + "/cmd/agentctl/cli":      true,
-		module + "/api":         true,
+		module + "/cmd/agentctl":     true,
+		module + "/cmd/agentctl/cli": true,
+		module + "/api":              true,
 		module + "/internal/display": true,
 	}
 	testOnly := map[string]bool{

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// attackF: encoded and rebinding Host/Origin variants must be refused.
-func TestAttackFHostGuard(t *testing.T) {
+// Encoded and rebinding Host/Origin variants must be refused.
+func TestHostGuardRefusesEncodedAndRebindingForms(t *testing.T) {
 	g := hostGuard{port: "7077"}
 	for _, h := range []string{
 		"localhost.:7077", "LOCALHOST.:7077", "127.0.0.1.:7077", "2130706433:7077", "0x7f000001:7077",
@@ -35,8 +35,8 @@ func TestAttackFHostGuard(t *testing.T) {
 	}
 }
 
-// attackF: model text in an SSE fragment cannot end the message or forge an id/event field.
-func TestAttackFWriteSSEForgery(t *testing.T) {
+// Model text in an SSE fragment cannot end the message or forge an id/event field.
+func TestWriteSSECannotForgeFields(t *testing.T) {
 	rec := httptest.NewRecorder()
 	writeSSE(rec, "event", 7, "a\r\nid: 999\revent: reload\n\ndata: x\r\rretry: 1")
 	for _, l := range splitSSE(rec.Body.String()) {
