@@ -80,7 +80,7 @@ var testDenied = []struct{ from, to, rule string }{
 // rule it breaks, and on a package the table does not place.
 func TestImportsPointOneWay(t *testing.T) {
 	root, module := moduleRoot(t)
-	imports := moduleImports(t, root, module)
+	imports, _ := moduleImports(t, root, module)
 	if len(imports) < 20 {
 		t.Fatalf("found %d packages under %s; the walk is broken", len(imports), root)
 	}
@@ -109,7 +109,7 @@ func TestImportsPointOneWay(t *testing.T) {
 // what that package's unit tests should not build.
 func TestUnitTestsImportBounded(t *testing.T) {
 	root, module := moduleRoot(t)
-	tests := moduleTestImports(t, root, module)
+	_, tests := moduleImports(t, root, module)
 	if len(tests["memory"]) == 0 || len(tests["commands"]) == 0 {
 		t.Fatalf("found no test imports of memory or commands: the walk is broken")
 	}
@@ -224,49 +224,21 @@ func moduleRoot(t *testing.T) (root, module string) {
 }
 
 // moduleImports maps each package of the module (path relative to it) to the module's
-// packages its non-test files import, as the build for this platform sees them.
-func moduleImports(t *testing.T, root, module string) map[string][]string {
+// packages its non-test files import, as the build for this platform sees them; and each
+// package with tests to the module's packages its _test.go files (in-package and
+// external) import.
+func moduleImports(t *testing.T, root, module string) (product, tests map[string][]string) {
 	t.Helper()
-	out := map[string][]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "vendor") {
-			return filepath.SkipDir
-		}
-		p, err := build.Default.ImportDir(path, 0)
-		var none *build.NoGoError
-		if errors.As(err, &none) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
-		}
-		if len(p.GoFiles)+len(p.CgoFiles) == 0 {
-			return nil // tests only (like this one): nothing imports it
-		}
-		rel, _ := filepath.Rel(root, path)
-		from := filepath.ToSlash(rel)
-		out[from] = []string{}
-		for _, imp := range p.Imports {
-			if to, ok := strings.CutPrefix(imp, module+"/"); ok {
-				out[from] = append(out[from], to)
+	product, tests = map[string][]string{}, map[string][]string{}
+	inModule := func(imports []string, skip string) []string {
+		out := []string{}
+		for _, imp := range imports {
+			if to, ok := strings.CutPrefix(imp, module+"/"); ok && to != skip {
+				out = append(out, to)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+		return out
 	}
-	return out
-}
-
-// moduleTestImports maps each package with tests to the module's packages its _test.go
-// files (in-package and external) import.
-func moduleTestImports(t *testing.T, root, module string) map[string][]string {
-	t.Helper()
-	out := map[string][]string{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -284,15 +256,14 @@ func moduleTestImports(t *testing.T, root, module string) map[string][]string {
 		}
 		rel, _ := filepath.Rel(root, path)
 		from := filepath.ToSlash(rel)
-		for _, imp := range append(p.TestImports, p.XTestImports...) {
-			if to, ok := strings.CutPrefix(imp, module+"/"); ok && to != from {
-				out[from] = append(out[from], to)
-			}
+		tests[from] = inModule(append(p.TestImports, p.XTestImports...), from)
+		if len(p.GoFiles)+len(p.CgoFiles) > 0 { // a tests-only package (like this one): nothing imports it
+			product[from] = inModule(p.Imports, "")
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return product, tests
 }
