@@ -61,17 +61,23 @@ func (t *Typed) FileLinks(dir string) *Links {
 			l.To[from] = append(l.To[from], to)
 		}
 		sort.Strings(l.To[from])
-		l.Total += len(tos)
 	}
+	l.count()
+	return l
+}
+
+// count sets Total and Upward from To and Top.
+func (l *Links) count() {
+	l.Total, l.Upward = 0, 0
 	comp := l.components()
 	for from, tos := range l.To {
+		l.Total += len(tos)
 		for _, to := range tos {
 			if to == l.Top || comp[to] == comp[from] {
 				l.Upward++
 			}
 		}
 	}
-	return l
 }
 
 // components numbers the strongly connected components of the links (Tarjan).

@@ -71,23 +71,29 @@ func (t *Typed) walkBody(body ast.Node, target Target, within []string) Walk {
 	entry := w.calls(body)
 	file := t.FileOf(body.Pos())
 	w.step(file, entry)
-	var out Walk
-	for _, f := range w.files {
-		if n := len(out.Files); n == 0 || out.Files[n-1] != f {
-			out.Files = append(out.Files, f)
-		}
-	}
-	left := map[string]bool{}
-	for i, f := range out.Files {
-		if left[f] {
-			out.Returns++
-		}
-		if i > 0 {
-			left[out.Files[i-1]] = true
-		}
-	}
-	out.Reached = w.reached
+	out := Walk{Reached: w.reached}
+	out.Files, out.Returns = returns(w.files)
 	return out
+}
+
+// returns collapses a walk's files (a call within one file stays in it) and counts how
+// often the walk comes back into a file it had left.
+func returns(walk []string) (files []string, n int) {
+	left := map[string]bool{}
+	for _, f := range walk {
+		last := len(files) - 1
+		if last >= 0 && files[last] == f {
+			continue
+		}
+		if last >= 0 {
+			left[files[last]] = true
+		}
+		if left[f] {
+			n++
+		}
+		files = append(files, f)
+	}
+	return files, n
 }
 
 // step walks one body's calls from file; it reports whether the target was reached.
