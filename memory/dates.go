@@ -36,27 +36,6 @@ type mention struct {
 	grain grain
 }
 
-// label is the mention as the text says it: "2023-05-07", "2023-W18", "2023-05" or "2023".
-func (m mention) label() string {
-	switch m.grain {
-	case grainDay:
-		return m.at.Format("2006-01-02")
-	case grainWeek:
-		y, w := m.at.ISOWeek()
-		return strconv.Itoa(y) + "-W" + twoDigits(w)
-	case grainMonth:
-		return m.at.Format("2006-01")
-	}
-	return m.at.Format("2006")
-}
-
-func twoDigits(n int) string {
-	if n < 10 {
-		return "0" + strconv.Itoa(n)
-	}
-	return strconv.Itoa(n)
-}
-
 // terms are the dates-field terms of a time at grain g and coarser.
 func terms(t time.Time, g grain) []string {
 	var out []string
@@ -286,13 +265,6 @@ func shift(now time.Time, n int, unit string) mention {
 		return mention{now.AddDate(0, n, 0), grainMonth}
 	}
 	return mention{now.AddDate(n, 0, 0), grainYear}
-}
-
-func count(s string) int {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n
-	}
-	return counts[s]
 }
 
 // weekday resolves "Friday", "last Friday", "next Friday": the nearest such day before now,
