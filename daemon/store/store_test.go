@@ -268,3 +268,10 @@ func TestStateSinceMovesWithTheStateOnly(t *testing.T) {
 		t.Errorf("StateSince %v after the state changed at %v", got.StateSince, later)
 	}
 }
+
+// CountEpisodes counts an agent's episodes.
+func (t *Tx) CountEpisodes(agentID string) (int, error) {
+	var n int
+	err := t.queryRow(`SELECT COUNT(*) FROM episodes WHERE agent_id=?`, agentID).Scan(&n)
+	return n, err
+}
