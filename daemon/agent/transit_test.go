@@ -11,7 +11,7 @@ import (
 // Only transit writes an agent's state or a proposal's status: every other change goes
 // through cycle.Next. (A new agent's record starts at cycle.Initial.)
 func TestOnlyTransitWritesState(t *testing.T) {
-	writes := regexp.MustCompile(`SetProposalStatus\(|InsertProposal\(|\b[a-z]+\.Status = |\.State(, [^=]*)? = |StateReason(, [^=]*)? = |State: client\.State`)
+	writes := regexp.MustCompile(`SetProposalStatus\(|InsertProposal\(|\b[a-z]+\.Status = |\.State(, [^=]*)? = |StateReason(, [^=]*)? = |State: api\.State`)
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +25,7 @@ func TestOnlyTransitWritesState(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, line := range strings.Split(string(b), "\n") {
-			if strings.Contains(line, "step.State = ") || strings.Contains(line, "c.Status = client.Check") {
+			if strings.Contains(line, "step.State = ") || strings.Contains(line, "c.Status = api.Check") {
 				continue // a command step's key-value state; a doctor check's status
 			}
 			if writes.MatchString(line) {
