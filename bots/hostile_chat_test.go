@@ -133,7 +133,7 @@ func newAttackWorld(t testing.TB) *attackWorld {
 		"t-c2": {ID: "t-c2", Workflow: "merger-talks", Status: api.TeamRunning},
 	}}
 	w.r.SetTeams(w.teams)
-	w.r.loadBindings(context.Background())
+	w.r.posts.loadBindings(context.Background())
 	return w
 }
 
@@ -491,7 +491,7 @@ func TestFailingGroupLookupLetsNobodyThrough(t *testing.T) {
 	w := newBindingWorld(t)
 	r := New(Options{Service: w.svc, Bindings: w.binds})
 	r.Add(failingGroups{w.ad}, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Groups: []string{"S-ops"}}})
-	r.loadBindings(context.Background())
+	r.posts.loadBindings(context.Background())
 	w.r = r
 	w.show(proposal("p-1", "a-1", 1, "read_file"))
 	w.click("T1", "c-1", Ref{AgentID: "a-1", ProposalID: "p-1"})
