@@ -57,8 +57,6 @@ var (
 		"internal/ollamatest.Fake.handleChat":             "Ollama's /api/chat as the fake speaks it: scripted, streamed and failing replies",
 	}
 	wideTypes = map[string]string{
-		"bots.Relay":                  "mirrors the daemon's state for the chat front ends; goes when the relay is a thin adapter",
-		"bots.relayState":             "the relay's 14 maps under one mutex; goes with the mirror",
 		"cmd/agentctl/cli.app":        "one method per agentctl verb; goes with one way to register a verb",
 		"api.Client":                  "the Go client: one method per route of the API, as ollama's api.Client",
 		"internal/fakediscord.Server": "the Discord fake: one handler per REST endpoint and gateway event it serves",
