@@ -121,9 +121,9 @@ func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u Us
 		}
 		r.log.Info("bots: schedule fired from chat", "platform", ep.a.Platform(), "schedule", name, "user", u.ID, "outcome", rec.Outcome)
 		switch rec.Outcome {
-		case "started":
+		case api.RunStarted:
 			return fmt.Sprintf("Schedule %s fired: its run started and goes to the schedule's delivery.", name)
-		case "queued":
+		case api.RunQueued:
 			return fmt.Sprintf("Schedule %s fired: the run waits for the one still going.", name)
 		}
 		return fmt.Sprintf("Schedule %s fired: %s: %s", name, rec.Outcome, orDash(rec.Reason))

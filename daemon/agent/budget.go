@@ -81,7 +81,7 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 		if a.Policy.Mode == "auto" {
 			a.Policy.Mode = "ask"
 		}
-		if err := tx.Audit(a.ID, run.OutcomeBudgetExhausted, map[string]string{"run": runID, "reason": why}); err != nil {
+		if err := tx.Audit(a.ID, string(api.RunBudgetExhausted), map[string]string{"run": runID, "reason": why}); err != nil {
 			return err
 		}
 		r.s.episodeHistory.storeWith(tx, a)

@@ -82,7 +82,7 @@ func (s *doctor) checkModels(ctx context.Context) []api.Check {
 				Detail: fmt.Sprintf("%s is not on the server", model), Fix: "ollama pull " + model})
 		case err != nil:
 			return append(out, api.Check{Name: "ollama", Status: api.CheckFail, Detail: err.Error(),
-				Fix: "start Ollama (`ollama serve`, or `sudo systemctl start ollama`), or point [ollama] host in the config at a running server"})
+				Fix: "start Ollama (`ollama serve`, or `sudo systemctl start ollama`), or point [[ollama.hosts]] url in the config at a running server"})
 		default:
 			if i == 0 {
 				out = append(out, api.Check{Name: "ollama", Status: api.CheckOK, Detail: fmt.Sprintf("version %s at %s", info.ServerVersion, host)})

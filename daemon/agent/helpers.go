@@ -276,16 +276,16 @@ func (h helperEnv) Delete(ctx context.Context, key string) error {
 }
 
 // helperResult is what the parent's command shows of its helper's end.
-func helperResult(key, outcome, reason string) (string, api.ProposalStatus) {
+func helperResult(key string, outcome api.RunOutcome, reason string) (string, api.ProposalStatus) {
 	switch outcome {
-	case "finished":
+	case api.RunFinished:
 		return fmt.Sprintf("helper %s finished: %s", key, reason), api.ProposalSucceeded
-	case run.OutcomeRemoved:
+	case api.RunRemoved:
 		return fmt.Sprintf("Error: helper %s was removed before it finished", key), api.ProposalFailed
 	case "":
 		return fmt.Sprintf("Error: helper %s ended without a report", key), api.ProposalFailed
 	}
-	return fmt.Sprintf("Error: helper %s did not finish (%s): %s", key, strings.ReplaceAll(outcome, "_", " "), reason), api.ProposalFailed
+	return fmt.Sprintf("Error: helper %s did not finish (%s): %s", key, strings.ReplaceAll(string(outcome), "_", " "), reason), api.ProposalFailed
 }
 
 // errDelivered rolls back a delivery that found nothing to deliver.
@@ -296,7 +296,8 @@ var errDelivered = errors.New("delivered already")
 // is gone with its agent (named name), nil to read them.
 func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.End, name string) {
 	var w *store.HelperWait
-	var outcome, reason string
+	var outcome api.RunOutcome
+	var reason string
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		var err error
 		if w, err = tx.WaitOn(runID); err != nil {
@@ -311,7 +312,7 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		}
 		r, err := tx.Run(runID)
 		if errors.Is(err, store.ErrNotFound) {
-			outcome = run.OutcomeRemoved // its agent went while the daemon was down
+			outcome = api.RunRemoved // its agent went while the daemon was down
 			return nil
 		}
 		if err == nil {

@@ -240,7 +240,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
 			s.host.forgetHistory(a.ID)
 			if r, err := tx.Run(a.RunID); err == nil && r.Ended.IsZero() {
-				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: run.OutcomeRemoved, Reason: "the agent was removed",
+				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: api.RunRemoved, Reason: "the agent was removed",
 					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - r.TokensBase}
 			}
 			all = append(all, g)

@@ -166,7 +166,7 @@ func (r *attackRig) config(withHTTP bool) string {
 	for name, rules := range permissionAgents {
 		fmt.Fprintf(&b, "\n[agents.%s]\nallow = %s\ndeny = %s\n", name, tomlList(rules.allow), tomlList(rules.deny))
 	}
-	b.WriteString("\n[web]\nenabled = true\nallow_private = false\nclone = true\ntimeout = \"5s\"\n")
+	b.WriteString("\n[web_commands]\nenabled = true\nallow_private = false\nclone = true\ntimeout = \"5s\"\n")
 	b.WriteString("\n[shell]\nenabled = true\nsandbox = \"auto\"\npython = true\n")
 	b.WriteString("\n[memory]\nenabled = false\n")
 	if withHTTP {

@@ -240,7 +240,7 @@ func (h *harness) waitHistory(ref, what string, cond func([]api.ScheduleRun) boo
 func outcomes(runs []api.ScheduleRun) string {
 	var out []string
 	for i := len(runs) - 1; i >= 0; i-- {
-		out = append(out, runs[i].Outcome)
+		out = append(out, string(runs[i].Outcome))
 	}
 	return strings.Join(out, " ")
 }

@@ -28,7 +28,7 @@ import (
 	"github.com/agentd/agentd/daemon/team"
 )
 
-// daemon is what RunWith's parts share. Each field below the first group is filled by the
+// daemon is what Run's parts share. Each field below the first group is filled by the
 // start of the part named beside it and read only by the parts after that one, which the
 // lifecycle starts only once it is up.
 type daemon struct {

@@ -24,7 +24,7 @@ import (
 var liveKeys = []string{
 	"ollama.model", "ollama.smart_model", "ollama.keep_alive", "ollama.max_context",
 	"agent.constraints", "agent.resources", "agent.best_practices", "agent.commands",
-	"agent.disabled_components", "agent.component_order", "agent.max_invalid_replies",
+	"agent.disabled_components", "agent.max_invalid_replies",
 	"agent.continuous_limit", "agent.command_timeout", "agent.output_cap", "agent.history_episodes",
 	"agent.watchdog_failures", "agent.watchdog_idle_steps",
 	"permissions.", "agents.", "schedules.", "log.level",
@@ -180,8 +180,8 @@ func settingsOf(cfg *config.Config) agent.Settings {
 	return agent.Settings{
 		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,
 		KeepAlive: cfg.Ollama.KeepAlive.Ptr(), Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
-		ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
-		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
+		DisabledComponents: cfg.Agent.DisabledComponents,
+		Agents:             overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit, Watchdog: watchdogOf(cfg),
 		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		HistoryEpisodes: cfg.Agent.HistoryEpisodes,

@@ -26,14 +26,7 @@ import (
 	"github.com/agentd/agentd/daemon/team"
 )
 
-// Run runs the daemon until ctx ends, then shuts down cleanly: model calls in flight are
-// cancelled, event streams closed, and the store left consistent. ready, if not nil, is
-// called once the socket accepts connections. It cannot reload its config: see RunWith.
-func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version string, ready func()) error {
-	return RunWith(ctx, cfg, log, Options{Version: version, Ready: ready})
-}
-
-// Options are what RunWith needs beyond the config.
+// Options are what Run needs beyond the config.
 type Options struct {
 	Version string
 	// Ready, if set, is called once the socket accepts connections.
@@ -56,12 +49,14 @@ type Options struct {
 	IsAgentCommand func(pid int32) bool
 }
 
-// RunWith is Run with reloads: on every value from opt.Reloads and on POST /v0/reload it
-// re-reads the config through opt.Load and applies what can change while agents run.
+// Run runs the daemon until ctx ends, then shuts down cleanly: model calls in flight are
+// cancelled, event streams closed, and the store left consistent. On every value from
+// opt.Reloads and on POST /v0/reload it re-reads the config through opt.Load and applies
+// what can change while agents run (with no opt.Load, reloads are refused).
 //
 // The daemon is a list of parts (daemon.parts) started in order and stopped in reverse,
 // once: on ctx's end, on a server that stops serving, and on a part failing to start.
-func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Options) error {
+func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Options) error {
 	if opt.Notify == nil {
 		opt.Notify = func(string) {}
 	}
@@ -158,7 +153,7 @@ type service struct {
 	bots  *liveBots
 	http  *httpListener
 	shell api.ShellStatus // [shell] is not reloaded: fixed at start
-	// hostFrom is where [ollama] host came from; it changes only with a restart.
+	// hostFrom is where [[ollama.hosts]] came from; it changes only with a restart.
 	hostFrom string
 }
 
@@ -191,7 +186,6 @@ func checkComponents(cfg *config.Config, extra []commands.Component) error {
 		}
 	}
 	check("agent.disabled_components", cfg.Agent.DisabledComponents, true)
-	check("agent.component_order", cfg.Agent.ComponentOrder, false)
 	for name, o := range cfg.Agents {
 		check("agents."+name+".disabled_components", o.DisabledComponents, true)
 	}

@@ -127,3 +127,6 @@ func TestBrowserLogOutStopsOtherTabsStream(t *testing.T) {
 	must(t, !eval[bool](c, `!!document.getElementById("agent-`+a.ID+`")`), "an agent created after logging out showed in the other tab")
 	c.shot("logged-out-tab")
 }
+
+// openStreams is how many event streams are open now.
+func (c *Console) openStreams() int { return int(c.streams.Load()) }

@@ -168,7 +168,7 @@ type Effect struct {
 	Result   *string        // SetProposal: the result to store with it, if any
 	Agent    AgentState     // SetAgent
 	Reason   string         // SetAgent
-	Outcome  string         // EndRun
+	Outcome  api.RunOutcome // EndRun
 	Detail   string         // EndRun
 }
 
@@ -182,7 +182,7 @@ func (e Effect) String() string {
 	case SetAgent:
 		return "agent=" + string(e.Agent)
 	case EndRun:
-		return "end_run(" + e.Outcome + ")"
+		return "end_run(" + string(e.Outcome) + ")"
 	}
 	return string(e.Kind)
 }
@@ -196,14 +196,6 @@ type IllegalError struct {
 func (e *IllegalError) Error() string {
 	return fmt.Sprintf("cycle: %s cannot happen to an agent in state %s", e.Event, e.From)
 }
-
-// Run outcomes, as runs record them.
-const (
-	OutcomeStopped  = "stopped"
-	OutcomeDenied   = "denied"
-	OutcomeFinished = "finished"
-	OutcomeBudget   = "budget_exhausted"
-)
 
 // Active reports whether an agent in state s has a run going (a loop works for it).
 func Active(s AgentState) bool {

@@ -1,5 +1,7 @@
 package cycle
 
+import "github.com/agentd/agentd/api"
+
 // Next is the cycle's transition function: what an agent in state from becomes on ev,
 // and the effects that follow. An event the state does not take is an *IllegalError
 // naming both. Next is pure: the same state and event always give the same answer.
@@ -41,7 +43,7 @@ func (t *transition) agent(a AgentState) {
 
 func (t *transition) effect(k EffectKind) { t.effects = append(t.effects, Effect{Kind: k}) }
 
-func (t *transition) endRun(outcome string) {
+func (t *transition) endRun(outcome api.RunOutcome) {
 	t.effects = append(t.effects, Effect{Kind: EndRun, Outcome: outcome, Detail: t.ev.Detail})
 }
 
@@ -101,7 +103,7 @@ func (t *transition) control() bool {
 		}
 		t.supersede()
 		t.agent(Idle)
-		t.endRun(OutcomeStopped)
+		t.endRun(api.RunStopped)
 		t.effect(Cancel)
 	case Task:
 		if a != Idle && a != Failed {
@@ -192,7 +194,7 @@ func (t *transition) authorized() bool {
 		t.effect(RecordDecision)
 		t.effect(RecordEpisode)
 		t.agent(Idle)
-		t.endRun(OutcomeDenied)
+		t.endRun(api.RunDenied)
 	case GiveFeedback:
 		if !decidable {
 			return false
@@ -248,7 +250,7 @@ func (t *transition) executed() bool {
 		}
 		t.supersede()
 		t.agent(Idle)
-		t.endRun(OutcomeBudget)
+		t.endRun(api.RunBudgetExhausted)
 		return true
 	}
 	if p != Started {
@@ -285,7 +287,7 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		t.effect(RecordEpisode)
 		if a != RunOver {
 			t.agent(Idle)
-			t.endRun(OutcomeFinished)
+			t.endRun(api.RunFinished)
 		}
 	case Recovered, RecoveredIdempotent:
 		switch {
