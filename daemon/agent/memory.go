@@ -20,7 +20,7 @@ import (
 	"github.com/agentd/agentd/memory"
 )
 
-// Long-term memory (issue 4). Every memory is written to the store first, in the same
+// Long-term memory. Every memory is written to the store first, in the same
 // transaction as the episode or decision it comes from, and handed to the Bleve index only
 // once that transaction has committed (store.Tx.AfterCommit): the index can lose things —
 // a full queue, a crash — but never hold something the store does not. Whatever it loses,

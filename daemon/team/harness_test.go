@@ -230,6 +230,14 @@ func outline(r *api.TeamRun) string {
 }
 
 // proposal is a role agent's reply proposing one command.
+// startHello runs a team (workflow src) whose ceo asks for hello.txt saying hi and whose
+// role agent proposes writing it, then gives the replies in more.
+func (e *env) startHello(src string, more ...string) *api.TeamRun {
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", append([]string{proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"})}, more...)...)
+	return e.run(src, "say hi")
+}
+
 func proposal(command string, args any) string {
 	a, _ := json.Marshal(args)
 	return fmt.Sprintf(`{"thoughts":{"observations":"","text":"t","reasoning":"r","self_criticism":"","plan":"","speak":""},"command":{"name":%q,"args":%s}}`, command, a)
