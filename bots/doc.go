@@ -27,5 +27,5 @@
 // the events; Relay routes what people do.
 //
 // The relay runs inside agentd (daemon/server starts it); the supervisor's parts
-// (agent.Facade) are its Service.
+// (composed by daemon/server) are its Service.
 package bots

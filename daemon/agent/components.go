@@ -8,8 +8,6 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/agent/watchdog"
-	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -18,21 +16,6 @@ const (
 	compDirectives = "directives" // the base directives from config
 	compCommands   = "commands"   // the built-in commands config lists
 )
-
-// AgentOverrides are per-agent settings from config, keyed by agent name.
-type AgentOverrides struct {
-	// Commands replaces the built-in command list for this agent (it must keep finish
-	// and ask_user).
-	Commands []string
-	// DisabledComponents are left out of this agent's pipeline, besides the global ones.
-	DisabledComponents []string
-	// Allow and Deny are permission patterns for this agent only.
-	Allow, Deny []string
-	// Budget, when set, replaces Options.AgentBudget for this agent.
-	Budget *run.Budget
-	// Watchdog's non-zero fields replace the global thresholds for this agent.
-	Watchdog watchdog.Config
-}
 
 // defaultOrder is where the supervisor's own components go; extra components from
 // Options.Components go between the command providers and the messages.

@@ -8,6 +8,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -166,7 +167,7 @@ func (s *decisions) widen(ctx context.Context, ref string, req api.DecideRequest
 	if err != nil {
 		return err
 	}
-	pat, err := scopePattern(req.Scope, spec, p)
+	pat, err := policy.ScopePattern(req.Scope, spec, p)
 	if err != nil {
 		return badRequest("%v", err)
 	}
@@ -327,19 +328,17 @@ func (s *decisions) Answer(ctx context.Context, ref string, req api.AnswerReques
 // decisions records people's decisions and answers on proposals: the one path agentctl,
 // chat, schedules and the Agent Protocol share.
 type decisions struct {
-	decisionHost
 	st   *store.Store
 	live func() *live // the settings in use: the patterns a decision is weighed against
-}
 
-// decisionHost is what recording a decision needs of the supervisor: changing an agent
-// under its runner's lock, ending a step or a run, and the specs of commands.
-type decisionHost interface {
-	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
-	recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
-	runEnded(runID string)
-	countDecision(tx *store.Tx, d *api.Decision)
-	specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec
+	// What recording a decision needs of the other parts: changing an agent under its
+	// runner's lock and ending a run (runs), ending a step (recordEpisode), counting
+	// decisions (metrics) and the specs of commands (the pipelines).
+	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+	runEnded      func(runID string)
+	countDecision func(tx *store.Tx, d *api.Decision)
+	specIn        func(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec
 }
 
 // answerAudit is the audit entry of an answer: who answered, by name and, for a local

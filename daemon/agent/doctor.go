@@ -18,10 +18,6 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// HealthCheck is one check agentctl doctor runs beyond the supervisor's own (the server
-// adds the MCP servers, the shell sandbox, the chat bots...).
-type HealthCheck func(ctx context.Context) []api.Check
-
 // doctor runs agentctl doctor's checks: the model server, the store, the state directory
 // and workspaces, and the server's own checks.
 type doctor struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
@@ -24,15 +25,8 @@ import (
 // The row goes in the same transaction as the delivery, so an end is delivered once,
 // including after a restart (deliverEnded).
 
-// Defaults of Options.MaxHelperDepth and MaxHelpers.
-const (
-	DefaultMaxHelperDepth = 2
-	DefaultMaxHelpers     = 4
-)
-
-// maxAncestors bounds walks up the parent links (a cycle cannot be made, but a walk
-// must end whatever the database says).
-const maxAncestors = 16
+// maxAncestors bounds walks up the parent links, as the policy bounds its own.
+const maxAncestors = policy.MaxAncestors
 
 // keyOf is a helper's key: its name without its parent's.
 func keyOf(name string) string {
@@ -571,19 +565,16 @@ func (s *helpers) helperDepthFilter(a *store.Agent, set commands.Set) commands.S
 // end is delivered to the parent waiting on it, and pausing, resuming or stopping an
 // agent does the same to its helpers.
 type helpers struct {
-	helperHost
 	st       *store.Store
 	log      *slog.Logger
 	audit    *auditKeeper
 	maxDepth int // Options.MaxHelperDepth
-}
 
-// helperHost is what the helpers need of the supervisor: changing an agent under its
-// runner's lock and ending a step.
-type helperHost interface {
-	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
-	recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
-	pause(ctx context.Context, ref, reason string) (*api.Agent, error)
-	resume(ctx context.Context, ref, only string) (*api.Agent, error)
-	stop(ctx context.Context, ref, reason string) (*api.Agent, error)
+	// What the helpers need of the runs: changing an agent under its runner's lock,
+	// pausing, resuming and stopping it; and of the episodes: ending a step.
+	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+	pause         func(ctx context.Context, ref, reason string) (*api.Agent, error)
+	resume        func(ctx context.Context, ref, only string) (*api.Agent, error)
+	stop          func(ctx context.Context, ref, reason string) (*api.Agent, error)
 }

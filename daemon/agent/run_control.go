@@ -6,6 +6,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/run"
 	"strings"
 
@@ -243,7 +244,7 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 				return err
 			}
 			if opt.Policy != nil {
-				if err := grantAutoSteps(tx, a, opt.By, opt.Source); err != nil {
+				if err := policy.GrantAutoSteps(tx, a, opt.By, opt.Source); err != nil {
 					return err
 				}
 			}

@@ -5,41 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
-
-// Each part serves its own slice of the local API (api.go).
-var (
-	_ Runs                = (*runs)(nil)
-	_ Views               = (*agentViews)(nil)
-	_ api.DecisionService = (*decisions)(nil)
-	_ api.PolicyService   = (*policyService)(nil)
-	_ api.MemoryService   = (*memoryService)(nil)
-	_ api.AuditService    = (*auditLog)(nil)
-	_ api.DoctorService   = (*doctor)(nil)
-	_ api.BudgetService   = (*agentBudgets)(nil)
-)
-
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
-
-func badRequest(format string, args ...any) error {
-	return api.Errorf(api.ErrBadRequest, format, args...)
-}
-
-func conflict(format string, args ...any) error {
-	return api.Errorf(api.ErrConflict, format, args...)
-}
-
-func notFound(format string, args ...any) error {
-	return api.Errorf(api.ErrNotFound, format, args...)
-}
 
 // CreateAgent creates an agent from a task (the model writes its profile on its first step)
 // or from a name, description and goals, and starts its run.
@@ -65,7 +39,7 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 	if err != nil {
 		return nil, err
 	}
-	a.Workspace = s.host.workspace(a.ID)
+	a.Workspace = s.workspaces.workspace(a.ID)
 	start := a.Task != ""
 	if req.Start != nil {
 		start = *req.Start && a.Task != ""
@@ -105,7 +79,7 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		if opt != nil {
 			by, source = opt.By, opt.Source
 		}
-		if err := grantAutoSteps(tx, a, by, source); err != nil {
+		if err := policy.GrantAutoSteps(tx, a, by, source); err != nil {
 			return err
 		}
 		if err := tx.Audit(a.ID, "created", map[string]any{"name": a.Name, "task": a.Task, "goals": a.Goals}); err != nil {
@@ -224,18 +198,6 @@ func (s *runs) checkAgentCommands(ctx context.Context, name string, names []stri
 	return out, nil
 }
 
-func checkPolicy(p api.Policy) error {
-	switch p.Mode {
-	case "ask", "auto", "continuous":
-	default:
-		return badRequest("policy mode %q: use ask, auto or continuous", p.Mode)
-	}
-	if p.AutoSteps < 0 || p.ContinuousLimit < 0 {
-		return badRequest("policy step counts cannot be negative")
-	}
-	return nil
-}
-
 // DeleteAgent stops an agent and removes it, its history and its workspace, with its
 // helpers (theirs too) in the same transaction.
 func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
@@ -256,7 +218,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		}
 		for _, a := range fam {
 			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
-			s.host.forgetHistory(a.ID)
+			s.history.forgetHistory(a.ID)
 			if r, err := tx.Run(a.RunID); err == nil && r.Ended.IsZero() {
 				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: api.RunRemoved, Reason: "the agent was removed",
 					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - r.TokensBase}
@@ -310,7 +272,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		s.host.dropRunner(g.id)
 		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
 		// goes through the folder above, so a link swapped in goes, never its target.
-		if g.ws != "" && (g.ws == s.host.workspace(g.id) || g.helper) {
+		if g.ws != "" && (g.ws == s.workspaces.workspace(g.id) || g.helper) {
 			if err := removeWorkspace(g.ws); err != nil {
 				s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
 			}
@@ -359,7 +321,8 @@ func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 // runs starts, changes and ends agents' runs: creating and removing agents, giving them
 // tasks, pausing, resuming and stopping them, and what happens when a run ends.
 type runs struct {
-	host         runHost // the supervisor: runners, settings, workspaces
+	host         runHost // the supervisor: runners, settings, pipelines
+	workspaces   *workspaceDirs
 	st           *store.Store
 	log          *slog.Logger
 	events       *run.Broker
@@ -373,14 +336,12 @@ type runs struct {
 	history      *episodeHistory // stores the summaries waiting, with every change (storeWith)
 }
 
-// runHost is what runs need of the supervisor: the agents' runners and settings, their
-// workspaces, the prompt's history caches and the commands agents may use.
+// runHost is what runs need of the supervisor: the agents' runners and settings and the
+// commands agents may use.
 type runHost interface {
 	commandSource
 	live() *live
 	kick(id string)
 	runner(id string) *runner
-	dropRunner(id string)    // forgets a removed agent's runner
-	forgetHistory(id string) // drops a removed agent's cached history
-	workspace(id string) string
+	dropRunner(id string) // forgets a removed agent's runner
 }

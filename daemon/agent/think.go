@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy/bind"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
@@ -281,7 +282,7 @@ func startProposed(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p, last
 		return st, err
 	}
 	if st.unbound != "" {
-		if err := noteUnbound(tx, p, st.unbound); err != nil {
+		if err := bind.NoteUnbound(tx, p, st.unbound); err != nil {
 			return nil, err
 		}
 		shown.Preview = p.Preview

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -142,7 +143,7 @@ func (c *change) grant(tx *store.Tx) error {
 	if c.auth == nil {
 		return nil
 	}
-	changed, err := applyGrant(tx, c.a, c.owner, *c.auth, c.decision)
+	changed, err := policy.ApplyGrant(tx, c.a, c.owner, *c.auth, c.decision)
 	if err != nil || !changed || c.owner == c.a {
 		return err
 	}

@@ -240,7 +240,7 @@ func (d *daemon) httpPart() part {
 			th := newTCPHandler(d.httpTok, d.tcpLn.Addr(), d.cfg.HTTP.Listen, d.log)
 			th.Metrics = metricsHandler(d.mx, d.sup)
 			if d.cfg.HTTP.AgentProtocol {
-				th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: d.sup.API().Facade(), Log: d.log})
+				th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: agentsOf(d.sup).chatAgents, Log: d.log})
 			}
 			s.serve(ctx, &http.Server{Handler: th}, d.tcpLn, d.failed)
 			d.log.Info("http listener ready", "addr", d.tcpLn.Addr().String(), "metrics", th.Metrics != nil, "agent_protocol", th.AgentProtocol != nil)

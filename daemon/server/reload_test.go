@@ -20,6 +20,7 @@ import (
 	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
@@ -323,7 +324,7 @@ func TestWatchdogSettingsReachTheSupervisor(t *testing.T) {
 	cfg.Agent.WatchdogFailures, cfg.Agent.WatchdogIdleSteps = 4, 12
 	idle := 20
 	cfg.Agents = map[string]config.AgentOverride{"poller": {WatchdogIdleSteps: &idle}}
-	s := settingsOf(cfg)
+	s := agent.SettingsOf(cfg)
 	if s.Watchdog.Failures != 4 || s.Watchdog.IdleSteps != 12 {
 		t.Errorf("reloaded thresholds = %+v, want 4 failures, 12 idle steps", s.Watchdog)
 	}
@@ -344,7 +345,7 @@ func TestStartOptionsCarryTheReloadedSettings(t *testing.T) {
 	cfg.Agent.MaxSteps, cfg.Agent.HistoryEpisodes = 30, 6
 	steps, idle := 5, 20
 	cfg.Agents = map[string]config.AgentOverride{"poller": {MaxSteps: &steps, WatchdogIdleSteps: &idle, Allow: []string{"read_file(*)"}}}
-	s := settingsOf(cfg)
+	s := agent.SettingsOf(cfg)
 	o := (&daemon{cfg: cfg}).agentOptions()
 	ov, sv := reflect.ValueOf(o), reflect.ValueOf(s)
 	for i := range sv.NumField() {

@@ -506,13 +506,6 @@ func scanEpisodes(rows *sql.Rows) ([]api.Episode, error) {
 	return out, rows.Err()
 }
 
-// CountEpisodes counts an agent's episodes.
-func (t *Tx) CountEpisodes(agentID string) (int, error) {
-	var n int
-	err := t.queryRow(`SELECT COUNT(*) FROM episodes WHERE agent_id=?`, agentID).Scan(&n)
-	return n, err
-}
-
 // SetQuestion records an ask_user question waiting for an answer.
 func (t *Tx) SetQuestion(agentID string, q *api.Question) error {
 	q.AskedAt = t.now

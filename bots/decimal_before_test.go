@@ -2,9 +2,9 @@ package bots
 
 import "testing"
 
-// finalattack: a reply is bound to the waiting proposal only when the proposal's message
+// A reply is bound to the waiting proposal only when the proposal's message
 // orders strictly before it.
-func TestFinalAttackDecimalBefore(t *testing.T) {
+func TestDecimalBeforeOrdersStrictly(t *testing.T) {
 	cases := []struct {
 		a, b string
 		want bool

@@ -10,8 +10,8 @@ import (
 	"github.com/agentd/agentd/internal/testutil"
 )
 
-// Attacks on the chat decision path through the real adapter and the strict fake
-// (issue 17); the relay's own attack tests are in bots/attack17_test.go.
+// Attacks on the chat decision path through the real adapter and the strict fake;
+// the relay's own cases are in bots/hostile_chat_test.go.
 
 // hostileText is model text that tries every way to ping, link or hide: Slack's special
 // mentions, a user mention, a labelled link and a bare URL with a secret, bidi and
@@ -36,7 +36,7 @@ func markup(s string) string {
 
 // A hostileText model's question and proposal ping, link and preview nothing, anywhere the
 // bot writes: messages, their edits, notes to one person, files' comments and names.
-func TestAttackHostileModelTextPingsAndLinksNothing(t *testing.T) {
+func TestHostileModelTextPingsAndLinksNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(
 		reply("ask_user", map[string]string{"question": hostileText}),
@@ -75,7 +75,7 @@ func TestAttackHostileModelTextPingsAndLinksNothing(t *testing.T) {
 // A reply written while proposal 1 waited, delivered late (queued while the socket was
 // down, behind the click that decided proposal 1), decides nothing after it: proposal 2,
 // which nobody had seen, stays undecided.
-func TestAttackLateReplyAfterTheClickThatDecided(t *testing.T) {
+func TestLateReplyAfterTheDecidingClickDecidesNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(
 		reply("bots_test_touch", map[string]string{"what": "one"}),
@@ -101,7 +101,7 @@ func TestAttackLateReplyAfterTheClickThatDecided(t *testing.T) {
 
 // A button value forged onto a proposal's message — another agent, another proposal,
 // another hash, a count that does not parse or past the one shown — decides nothing.
-func TestAttackForgedButtonValues(t *testing.T) {
+func TestForgedButtonValuesDecideNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "one"}))
 	thread := e.startRun("touch once")

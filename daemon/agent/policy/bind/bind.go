@@ -1,4 +1,8 @@
-package agent
+// Package bind binds the workspace files a command line runs to their contents, so an
+// exact grant (y!) of a script asks again once the script is rewritten: what a person
+// approved is what runs. The policy (daemon/agent/policy) asks it when it weighs a y!,
+// and the loop notes on a proposal why a y! did not approve it.
+package bind
 
 import (
 	"crypto/sha256"
@@ -27,19 +31,19 @@ import (
 // resolver. Binding is bounded: past these bounds y! is refused (approve once instead).
 const (
 	maxBoundFiles = 16       // files one grant binds
-	maxBoundBytes = 16 << 20 // bytes hashed for one grant
+	MaxBoundBytes = 16 << 20 // bytes hashed for one grant
 	maxBindNames  = 512      // names looked up in the workspace for one line
 	maxBindDirs   = 8        // folders a line's cd commands may leave it in
 )
 
-// bindsFiles reports whether command runs files its args name: its exact grants bind them.
-func bindsFiles(command string) bool {
+// RunsFiles reports whether command runs files its args name: its exact grants bind them.
+func RunsFiles(command string) bool {
 	return command == "execute_shell" || command == "execute_python_file"
 }
 
-// bindFiles is what an exact grant of p binds in workspace ws, as the files are now: the
+// Files is what an exact grant of p binds in workspace ws, as the files are now: the
 // regular workspace files p's line names and the sha256 of each.
-func bindFiles(ws string, p *api.Proposal) *cycle.Binding {
+func Files(ws string, p *api.Proposal) *cycle.Binding {
 	wsAbs, err := commands.WorkspaceDir(ws)
 	if err != nil {
 		return &cycle.Binding{Problem: err.Error()}
@@ -213,7 +217,7 @@ func hashFiles(ws string, names []string) (files []api.BoundFile, problem string
 		return nil, err.Error()
 	}
 	defer root.Close()
-	left := int64(maxBoundBytes)
+	left := int64(MaxBoundBytes)
 	for _, name := range names {
 		real, err := commands.ResolveLinks(ws, name)
 		if errors.Is(err, commands.ErrBadPath) {
@@ -257,20 +261,20 @@ func hashFile(root *os.Root, rel string, left int64) (sum string, n int64, probl
 	case !fi.Mode().IsRegular():
 		return "", 0, " is not a regular file, so what it holds is not known"
 	case fi.Size() > left:
-		return "", 0, fmt.Sprintf(": the files the line names hold more than %d MiB", maxBoundBytes>>20)
+		return "", 0, fmt.Sprintf(": the files the line names hold more than %d MiB", MaxBoundBytes>>20)
 	}
 	h := sha256.New()
 	if n, err = io.Copy(h, io.LimitReader(f, left+1)); err != nil {
 		return "", 0, " cannot be read: " + err.Error()
 	} else if n > left {
-		return "", 0, fmt.Sprintf(": the files the line names hold more than %d MiB", maxBoundBytes>>20)
+		return "", 0, fmt.Sprintf(": the files the line names hold more than %d MiB", MaxBoundBytes>>20)
 	}
 	return hex.EncodeToString(h.Sum(nil)), n, ""
 }
 
-// noteUnbound tells the person asked about p why a y! of its command and args did not
+// NoteUnbound tells the person asked about p why a y! of its command and args did not
 // approve it (why): in p's preview, which every front end shows with the proposal.
-func noteUnbound(tx *store.Tx, p *api.Proposal, why string) error {
+func NoteUnbound(tx *store.Tx, p *api.Proposal, why string) error {
 	var pv api.Preview
 	if p.Preview != nil {
 		pv = *p.Preview

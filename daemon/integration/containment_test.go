@@ -24,13 +24,13 @@ import (
 	"github.com/agentd/agentd/internal/testutil"
 )
 
-// TestAttackCorpus runs a corpus of attacks through the real daemon with the sandbox on: a
+// TestContainmentCorpus runs a corpus of attacks through the real daemon with the sandbox on: a
 // scripted model proposes each attack, the test approves it as a person who trusts the
 // proposal would, and then looks from outside whether anything escaped — a canary file
 // outside the workspace read or changed, a hit on a loopback canary server, a secret in a
 // result or in what the model was sent, a process that outlived its command, a permission
 // rule that approved a bypass. Classes are subtests; every case that escaped is named.
-func TestAttackCorpus(t *testing.T) {
+func TestContainmentCorpus(t *testing.T) {
 	begin := time.Now()
 	r := newAttackRig(t)
 	classes := []struct {

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// finalattack: lines that hide a second program; each must either list it or be refused.
-func TestFinalAttackParseShell(t *testing.T) {
+// Lines that hide a second program; each must either list it or be refused.
+func TestParseShellListsOrRefusesSecondProgram(t *testing.T) {
 	lines := []string{
 		"echo a; rm -rf x", "echo a && rm x", "echo a\nrm x", "echo $(rm x)", "echo `rm x`",
 		"cat <(rm x)", "env X=1 rm x", "sh -c 'rm x'", "cat <<EOF\n$(rm x)\nEOF", "cat <<'EOF'\nx\nEOF\nrm x",
@@ -40,7 +40,7 @@ func TestFinalAttackParseShell(t *testing.T) {
 
 // dash expands aliases in `sh -c` and reads each line after the one before ran, so
 // `alias ls=rm` on one line makes the next line's ls run rm; the preview lists ls.
-func TestFinalAttackAliasHidesProgram(t *testing.T) {
+func TestAliasHidingProgramIsListed(t *testing.T) {
 	for _, l := range []string{"alias ls=rm\nls x", "alias ls=rm; ls x", "unalias ls\nls x", "echo a && alias x=rm"} {
 		if cmds, p := ParseShell(l); p == "" {
 			t.Errorf("ParseShell(%q) = %q, plain; want a problem naming the alias", l, cmds)
@@ -49,7 +49,7 @@ func TestFinalAttackAliasHidesProgram(t *testing.T) {
 }
 
 // Keys encoding/json folds onto one struct field (case, ſ for s, K for k) are refused.
-func TestFinalAttackFoldedKeys(t *testing.T) {
+func TestFoldedKeysRefused(t *testing.T) {
 	for _, a := range []string{
 		`{"path":"a","contents":"x","contentſ":"y"}`, `{"path":"a","Path":"b"}`,
 		`{"path":"a","path":"b"}`, `{"url":"a","URL":"b"}`, `{"kind":"a","\u212aind":"b"}`,

@@ -10,8 +10,8 @@ import (
 	"github.com/agentd/agentd/internal/testutil"
 )
 
-// Attacks on the chat decision path through the real adapter and the strict fake
-// (issue 17); the relay's own attack tests are in bots/attack17_test.go.
+// Attacks on the chat decision path through the real adapter and the strict fake;
+// the relay's own cases are in bots/hostile_chat_test.go.
 
 // twoRuns starts two runs, each waiting on its first proposal, in threads a and b.
 func twoRuns(e *env) (a, b string, pa, pb fakediscord.Message) {
@@ -28,7 +28,7 @@ func twoRuns(e *env) (a, b string, pa, pb fakediscord.Message) {
 // message's buttons, a modified client or a replayed payload need not) decide nothing:
 // another thread's proposal, a proposal that does not exist, another hash, a count past
 // the limit.
-func TestAttackForgedCustomIDs(t *testing.T) {
+func TestForgedCustomIDsDecideNothing(t *testing.T) {
 	e := newEnv(t)
 	a, _, pa, pb := twoRuns(e)
 	own, err := ParseCustomID(customID(t, pa, ActionApprove))
@@ -69,7 +69,7 @@ func TestAttackForgedCustomIDs(t *testing.T) {
 
 // A button forged onto proposal 1's message naming proposal 2 (waiting now, with its
 // hash) decides nothing: a click is bound to the proposal its message shows.
-func TestAttackButtonOnOneProposalNamingTheNext(t *testing.T) {
+func TestButtonNamingTheNextProposalDecidesNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	thread := e.startRun("touch twice")
@@ -99,7 +99,7 @@ func TestAttackButtonOnOneProposalNamingTheNext(t *testing.T) {
 
 // A typed reply in one thread that references another thread's proposal message
 // decides neither.
-func TestAttackReplyReferencingAnotherThreadsProposal(t *testing.T) {
+func TestReplyReferencingAnotherThreadsProposalDecidesNothing(t *testing.T) {
 	e := newEnv(t)
 	a, b, pa, pb := twoRuns(e)
 	if _, err := e.fake.PostMessage(fakediscord.Message{ChannelID: a, Author: uAlice, Content: "y",
@@ -144,7 +144,7 @@ func liveMarkup(content string) string {
 
 // A hostile model's question and proposal ping, link and preview nothing: every bot
 // message carries SUPPRESS_EMBEDS and no live mention or masked link.
-func TestAttackHostileModelTextPingsAndLinksNothing(t *testing.T) {
+func TestHostileModelTextPingsAndLinksNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(
 		reply("ask_user", map[string]string{"question": hostileText}),

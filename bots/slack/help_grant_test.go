@@ -7,12 +7,12 @@ import (
 	"github.com/agentd/agentd/internal/fakeslack"
 )
 
-// Issue 23 through a chat fake: `?` in the thread shows the answers to the person alone
+// Help and exact grants in a thread, through a chat fake: `?` in the thread shows the answers to the person alone
 // and leaves the proposal waiting; `y!` grants that exact command only, so the same
 // command with other args asks again, and a later run of the exact one names the grant.
 // (write_file's exact grant against other contents is TestGrantsEndToEnd in daemon/agent;
 // here the same write twice in a row would be the watchdog's repeat, which asks.)
-func TestIssue23HelpAndExactGrantInThread(t *testing.T) {
+func TestHelpAndExactGrantInThread(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}),
 		reply("bots_test_touch", map[string]string{"what": "x"}))
@@ -41,7 +41,7 @@ func TestIssue23HelpAndExactGrantInThread(t *testing.T) {
 	// The exact command again runs under the grant, which the thread names.
 	p3 := e.proposal(thread, 3)
 	m3 := e.decided(thread, p3.TS, "Approved* by ")
-	// Made here by a plain id: its maker is a mention (issue 17).
+	// Made here by a plain id: its maker is a mention.
 	if text := sectionTexts(t, m3); !strings.Contains(text, "<@"+approver+">'s y!") {
 		t.Errorf("the approval does not name the y! grant:\n%s", text)
 	}

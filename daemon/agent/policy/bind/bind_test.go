@@ -1,4 +1,4 @@
-package agent
+package bind
 
 import (
 	"crypto/sha256"
@@ -88,7 +88,7 @@ func TestBindFilesNamesWhatTheLineRuns(t *testing.T) {
 		{"not_plain_commands", shell("sh $(echo build.sh)"), "problem: it is not plain commands"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := bindFiles(ws, c.p)
+			b := Files(ws, c.p)
 			var got string
 			if b.Problem != "" {
 				got = "problem: " + b.Problem
@@ -128,19 +128,19 @@ func TestBindFilesIsBounded(t *testing.T) {
 		b, _ := json.Marshal(map[string]string{"command_line": s})
 		return &api.Proposal{Command: "execute_shell", Args: b}
 	}
-	if b := bindFiles(ws, line("cat "+strings.Join(names[:maxBoundFiles], " "))); b.Problem != "" || len(b.Files) != maxBoundFiles {
+	if b := Files(ws, line("cat "+strings.Join(names[:maxBoundFiles], " "))); b.Problem != "" || len(b.Files) != maxBoundFiles {
 		t.Errorf("%d files: %+v, want them bound", maxBoundFiles, b)
 	}
-	if b := bindFiles(ws, line("cat "+strings.Join(names, " "))); !strings.Contains(b.Problem, fmt.Sprintf("more than %d workspace files", maxBoundFiles)) {
+	if b := Files(ws, line("cat "+strings.Join(names, " "))); !strings.Contains(b.Problem, fmt.Sprintf("more than %d workspace files", maxBoundFiles)) {
 		t.Errorf("%d files: %+v, want the bound named", maxBoundFiles+1, b)
 	}
 	f, err := os.Create(filepath.Join(ws, "big.bin"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Truncate(maxBoundBytes + 1)
+	f.Truncate(MaxBoundBytes + 1)
 	f.Close()
-	if b := bindFiles(ws, line("./big.bin")); !strings.Contains(b.Problem, "big.bin: the files the line names hold more than 16 MiB") {
+	if b := Files(ws, line("./big.bin")); !strings.Contains(b.Problem, "big.bin: the files the line names hold more than 16 MiB") {
 		t.Errorf("a file past the byte bound: %+v, want the bound named", b)
 	}
 }

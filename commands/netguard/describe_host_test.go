@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestFinalAttackDescribeHost(t *testing.T) {
+func TestDescribeHostOfTrickyURLs(t *testing.T) {
 	raws := []string{
 		"http://2130706433/", "http://0177.0.0.1/", "http://0x7f.1/", "http://127.1/", "http://[::ffff:127.0.0.1]/",
 		"http://[fe80::1%25eth0]/", "http://xn--e1afmkfd.xn--p1ai/", "http://пример.рф/", "http://good.com@evil.com/",

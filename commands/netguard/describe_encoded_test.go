@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// attackF: every encoded loopback/private form must be described as the address it is.
-func TestAttackFDescribeEncoded(t *testing.T) {
+// Every encoded loopback/private form must be described as the address it is.
+func TestDescribeEncodedFormsAsTheirAddress(t *testing.T) {
 	for _, raw := range []string{
 		"http://2130706433/", "http://0x7f000001/", "http://0177.0.0.1/", "http://127.1/",
 		"http://[::ffff:127.0.0.1]/", "http://[::ffff:7f00:1]/", "http://user:pw@127.0.0.1/",

@@ -16,7 +16,7 @@ import (
 	"github.com/agentd/agentd/internal/testutil"
 )
 
-// Issue 17 end to end on Discord: the real relay, supervisor and discordgo against the
+// The chat decision path end to end on Discord: the real relay, supervisor and discordgo against the
 // strict fake. Two cases live elsewhere: /agent run under a 429 is
 // TestRunAckedInTimeWhilePostsAreRateLimited, and a decision in a thread the fake
 // archived is TestDecisionLandsInArchivedThread (both assert the ack and the buttons).
@@ -54,7 +54,7 @@ func (e *env) noDecisionHeld(thread, id string) {
 
 // A reply to P1 that arrives once P2 waits (P1 was decided by a click meanwhile) decides
 // nothing: P2 is not run, and the person is told what waits.
-func TestIssue17LateReplyForEarlierProposal(t *testing.T) {
+func TestLateReplyForEarlierProposalDecidesNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	thread := e.startRun("touch twice")
@@ -86,7 +86,7 @@ func TestIssue17LateReplyForEarlierProposal(t *testing.T) {
 
 // `y -3` replayed by a resumed gateway is applied once: P1 approved ×3, three commands
 // run, the fourth proposal asks again and stays undecided.
-func TestIssue17RedeliveredApproveNCountedOnce(t *testing.T) {
+func TestRedeliveredApproveNCountedOnce(t *testing.T) {
 	e := newEnv(t)
 	for _, w := range []string{"a", "b", "c", "d"} {
 		e.script(reply("bots_test_touch", map[string]string{"what": w}))
@@ -160,7 +160,7 @@ func (e *env) originalText(in fakediscord.Interaction) string {
 
 // A non-approver's /agent list and /agent status are refused and reveal nothing: no
 // agent's name, id or task.
-func TestIssue17NonApproverListLearnsNothing(t *testing.T) {
+func TestNonApproverListLearnsNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch the secret-project")
@@ -209,7 +209,7 @@ func (e *env) auditRows(agentID string) []bots.AuditEvent {
 
 // A click in run A's thread carrying the custom id of run B's proposal (forged: Discord
 // only sends a message's own buttons) is refused and decides nothing for either.
-func TestIssue17ClickInThreadANamingBRefused(t *testing.T) {
+func TestClickInThreadANamingBRefused(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	threadA := e.startRun("touch a")
@@ -239,7 +239,7 @@ func TestIssue17ClickInThreadANamingBRefused(t *testing.T) {
 
 // A proposal of 10,000 characters full of & < > and backticks: every post is taken by
 // the strict fake, the message says what it cut, and the full arguments are uploaded.
-func TestIssue17HostileTenThousandCharProposal(t *testing.T) {
+func TestHostileTenThousandCharProposalPostedWhole(t *testing.T) {
 	e := newEnvWith(t, &env{commands: []string{"bots_test_echo"}})
 	args := map[string]string{}
 	for i, n := range echoParams {
@@ -302,7 +302,7 @@ func hostileArg(i int) string {
 
 // A write_file proposal over a file of the agent's workspace shows the diff: the old
 // line removed, the new one added, escaped for Discord.
-func TestIssue17WriteFileDiffShown(t *testing.T) {
+func TestWriteFileDiffShown(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("write_file", map[string]string{"path": "notes.txt", "contents": "keep\nold *bold* line\n"}),
 		reply("write_file", map[string]string{"path": "notes.txt", "contents": "keep\nnew `tick` line\n"}))
@@ -319,10 +319,10 @@ func TestIssue17WriteFileDiffShown(t *testing.T) {
 	}
 }
 
-// TestIssue17LockedThreadContinuationSurvivesRestart: a run whose thread is locked
+// TestLockedThreadContinuationSurvivesRestart: a run whose thread is locked
 // goes on in a new thread; after the daemon restarts, a reply there still decides, and
 // later posts go there without a second continuation.
-func TestIssue17LockedThreadContinuationSurvivesRestart(t *testing.T) {
+func TestLockedThreadContinuationSurvivesRestart(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}),
 		reply("bots_test_touch", map[string]string{"what": "c"}))

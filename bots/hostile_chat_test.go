@@ -13,7 +13,7 @@ import (
 )
 
 // Attacks on the chat decision path, as a hostile workspace member, a replaying
-// platform or a hostile model would try them (issue 17). Each case says what it tries;
+// platform or a hostile model would try them. Each case says what it tries;
 // every one must decide, reveal, start or ping nothing it should not.
 
 // attackWorld is a bindingWorld whose C1 also holds a-3 (reviewer, thread T3), with a
@@ -200,7 +200,7 @@ func runReplyAttacks(t *testing.T, cases []replyAttack) {
 
 // Replies that were not written for what waits now, or that name no proposal the thread
 // shows, decide nothing.
-func TestAttackStaleReplies(t *testing.T) {
+func TestStaleRepliesDecideNothing(t *testing.T) {
 	ctx := context.Background()
 	runReplyAttacks(t, []replyAttack{
 		{"reply_id_that_does_not_parse", func(w *attackWorld) (string, []string) {
@@ -252,7 +252,7 @@ func TestAttackStaleReplies(t *testing.T) {
 
 // A delivery is applied once however much else arrives between, and a late one starts
 // nothing.
-func TestAttackReplayedReplies(t *testing.T) {
+func TestReplayedRepliesAppliedOnce(t *testing.T) {
 	runReplyAttacks(t, []replyAttack{
 		{"follow_up_redelivered_after_a_refused_flood", func(w *attackWorld) (string, []string) {
 			w.idle("a-1")
@@ -323,7 +323,7 @@ func (w *attackWorld) idle(agent string) {
 // Clicks and dialogs decide only for their thread's agents, only the proposal their
 // message shows, only for approvers; anything else is refused, and a forged or misplaced
 // button is audited.
-func TestAttackClicks(t *testing.T) {
+func TestClicksDecideOnlyTheirThreadsShownProposal(t *testing.T) {
 	hash := func(step int) string { return proposal("", "", step, "").Hash[:HashLen] }
 	for _, tc := range []struct {
 		name      string
@@ -411,7 +411,7 @@ func TestAttackClicks(t *testing.T) {
 
 // Clicks from someone who may not decide cannot make the relay forget an approver's
 // click, whose redelivery stays dropped.
-func TestAttackRefusedClicksDoNotEvictApproversClicks(t *testing.T) {
+func TestRefusedClicksDoNotEvictApproversClicks(t *testing.T) {
 	w := newAttackWorld(t)
 	w.show(proposal("p-1", "a-1", 1, "read_file"))
 	w.click("T1", "c-approver", Ref{AgentID: "a-1", ProposalID: "p-1"})
@@ -431,7 +431,7 @@ func TestAttackRefusedClicksDoNotEvictApproversClicks(t *testing.T) {
 
 // Slash commands show and act on what the person may decide on in this channel, and
 // answer anything else as if it did not exist.
-func TestAttackSlashCommandsLeakNothing(t *testing.T) {
+func TestSlashCommandsLeakNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name, user, channel, text string
 		want, not                 []string
@@ -487,7 +487,7 @@ func (failingGroups) InGroup(context.Context, string, string) (bool, error) {
 }
 
 // A group lookup that fails lets nobody decide, list or reply through that group.
-func TestAttackGroupLookupFailing(t *testing.T) {
+func TestFailingGroupLookupLetsNobodyThrough(t *testing.T) {
 	w := newBindingWorld(t)
 	r := New(Options{Service: w.svc, Bindings: w.binds})
 	r.Add(failingGroups{w.ad}, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Groups: []string{"S-ops"}}})
@@ -506,7 +506,7 @@ func TestAttackGroupLookupFailing(t *testing.T) {
 
 // One group whose lookup fails does not lock out the members of another, nor let
 // anyone through itself.
-func TestAttackOneBrokenGroupAmongMany(t *testing.T) {
+func TestOneBrokenGroupLocksOutOnlyItself(t *testing.T) {
 	rules := Rules{Approvers: Access{Groups: []string{"broken", "S1"}}}
 	g := groups{"S1": {"U9"}}
 	if ok, err := rules.Allowed(context.Background(), g, "C1", "", "U9"); !ok || err != nil {
@@ -519,7 +519,7 @@ func TestAttackOneBrokenGroupAmongMany(t *testing.T) {
 
 // A team run's end text names who stopped it; only a plain user id there becomes a
 // mention, never markup that pings a channel.
-func TestAttackTeamEndCannotPing(t *testing.T) {
+func TestTeamEndTextCannotPing(t *testing.T) {
 	end := api.TeamTurn{Kind: api.TurnEnd, Mode: api.TeamStopped}
 	for _, text := range []string{
 		"stopped by slack:U1><!channel>",

@@ -17,7 +17,7 @@ import (
 	"github.com/agentd/agentd/internal/testutil"
 )
 
-// Issue 17 end to end on Slack: the real relay, supervisor and slack-go against the
+// The chat decision path end to end on Slack: the real relay, supervisor and slack-go against the
 // strict fake. /agent run under a 429 is TestSlashRunAckedUnder429. A decision in an
 // archived thread has no Slack case: Slack threads do not archive, and a message in
 // one can be edited as long as the channel exists (Discord's is
@@ -67,7 +67,7 @@ func noCommandRan(t *testing.T) {
 // A `y` written while P1 was shown reaches the bot only once P1 was decided elsewhere
 // (agentctl) and P2 waits: the socket was down and its reconnect rate limited. By its
 // ts it answers P1, so it decides nothing, P2 is not run, and its writer is told.
-func TestIssue17LateReplyForEarlierProposal(t *testing.T) {
+func TestLateReplyForEarlierProposalDecidesNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	thread := e.startRun("touch twice")
@@ -78,7 +78,7 @@ func TestIssue17LateReplyForEarlierProposal(t *testing.T) {
 	e.slack.RateLimitNext("apps.connections.open", 3) // holds the reconnect for 3 s
 	e.slack.Drop()
 	_, yts := e.slack.Say(approver2, channel, "channel", thread, "y", false)
-	if _, err := e.sup.API().Facade().Decide(context.Background(), p1.ID, api.DecideRequest{ProposalID: p1.Pending.ID,
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), p1.ID, api.DecideRequest{ProposalID: p1.Pending.ID,
 		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestIssue17LateReplyForEarlierProposal(t *testing.T) {
 
 // A `y -3` redelivered by Slack (same payload, retry_attempt 1) is applied once: P1
 // approved ×3, three commands run, the fourth proposal asks again and stays undecided.
-func TestIssue17RedeliveredApproveNCountedOnce(t *testing.T) {
+func TestRedeliveredApproveNCountedOnce(t *testing.T) {
 	e := newEnv(t)
 	for _, w := range []string{"a", "b", "c", "d"} {
 		e.script(reply("bots_test_touch", map[string]string{"what": w}))
@@ -151,7 +151,7 @@ func TestIssue17RedeliveredApproveNCountedOnce(t *testing.T) {
 
 // A non-approver's /agent list and /agent status are refused and reveal nothing: no
 // agent's name, id or task.
-func TestIssue17NonApproverListLearnsNothing(t *testing.T) {
+func TestNonApproverListLearnsNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch the secret-project")
@@ -199,7 +199,7 @@ func (e *env) auditRows(agentID string) []bots.AuditEvent {
 // A click in run A's thread whose button value names run B's agent and proposal (a
 // forged value) is refused, written to the audit log, and decides nothing: B still
 // waits.
-func TestIssue17ClickInThreadANamingBRefused(t *testing.T) {
+func TestClickInThreadANamingBRefused(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	threadA := e.startRun("touch a")
@@ -261,7 +261,7 @@ func sectionTexts(t *testing.T, m fakeslack.Message) string {
 // A proposal of 10,000 characters full of & < > and backticks: every post is taken by
 // the strict fake, the message says it was truncated, the full text and the full
 // arguments are uploaded.
-func TestIssue17HostileTenThousandCharProposal(t *testing.T) {
+func TestHostileTenThousandCharProposalPostedWhole(t *testing.T) {
 	e := newEnvWith(t, &env{commands: []string{"bots_test_echo"}})
 	args := map[string]string{}
 	for i, n := range echoParams {
@@ -315,7 +315,7 @@ func hostileArg(i int) string {
 
 // A write_file proposal over a file of the agent's workspace shows the diff: the old
 // line removed, the new one added, escaped for Slack.
-func TestIssue17WriteFileDiffShown(t *testing.T) {
+func TestWriteFileDiffShown(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("write_file", map[string]string{"path": "notes.txt", "contents": "keep\nold & <a> line\n"}),
 		reply("write_file", map[string]string{"path": "notes.txt", "contents": "keep\nnew & <b> line\n"}))
@@ -335,7 +335,7 @@ func TestIssue17WriteFileDiffShown(t *testing.T) {
 
 // A reply also sent to the channel (subtype thread_broadcast) is a reply in its thread
 // like any other: its "y" approves the proposal waiting there.
-func TestIssue17ThreadBroadcastIsAReply(t *testing.T) {
+func TestThreadBroadcastIsAReply(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	thread := e.startRun("touch once")
@@ -351,7 +351,7 @@ func TestIssue17ThreadBroadcastIsAReply(t *testing.T) {
 // Feedback written while the run's proposal waited, delivered late (the socket was down)
 // after it and the finish were approved in agentctl and the run ended, starts no new task: it
 // was written before the finish note. A message written after the note does.
-func TestIssue17LateTextAfterTheRunEnded(t *testing.T) {
+func TestLateTextAfterTheRunEndedStartsNothing(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("bots_test_touch", map[string]string{"what": "a"})) // then finish
 	thread := e.startRun("touch once")
@@ -362,7 +362,7 @@ func TestIssue17LateTextAfterTheRunEnded(t *testing.T) {
 	e.slack.RateLimitNext("apps.connections.open", 4) // holds the reconnect for 4 s
 	e.slack.Drop()
 	e.slack.Say(approver, channel, "channel", thread, "also look at the docs folder", false)
-	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID,
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID,
 		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestIssue17LateTextAfterTheRunEnded(t *testing.T) {
 		t.Errorf("touched %q, want a", got)
 	}
 	e.proposal(thread, 2) // finish, approved too
-	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: e.agentOf(thread).Pending.ID,
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: e.agentOf(thread).Pending.ID,
 		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// attackF: lines whose listed programs hide another program must either fail ParseShell
+// Lines whose listed programs hide another program must either fail ParseShell
 // or name a code runner.
-func TestAttackFHiddenPrograms(t *testing.T) {
+func TestHiddenProgramsFailOrNameCodeRunner(t *testing.T) {
 	for _, line := range []string{
 		"command alias ls=rm\nls -rf x",
 		"command -- alias ls=rm\nls x",

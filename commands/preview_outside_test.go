@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// finalattack: a write_file/delete_file preview never shows a file from outside the workspace.
-func TestFinalAttackPreviewOutside(t *testing.T) {
+// A write_file/delete_file preview never shows a file from outside the workspace.
+func TestPreviewNeverShowsFileOutsideWorkspace(t *testing.T) {
 	dir := t.TempDir()
 	ws, out := filepath.Join(dir, "ws"), filepath.Join(dir, "out")
 	os.MkdirAll(filepath.Join(ws, "sub"), 0o755)
