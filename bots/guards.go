@@ -57,7 +57,8 @@ var clickGuards = []guard{
 }
 
 // dialogGuards are what a submitted feedback dialog passes, in order. Where comes back
-// from the dialog (Slack: its private_metadata), so it is checked like a click's.
+// from the dialog (Slack: its private_metadata), so it is checked like a click's; a
+// dialog opened before its proposal expired is submitted after it, so expiry is too.
 var dialogGuards = []guard{
 	{"served_here", served},
 	{"approver_here", approverHere},
@@ -65,6 +66,7 @@ var dialogGuards = []guard{
 	{"thread_agent", threadAgent},
 	{"agent_approver", agentApprover},
 	{"hash_matches", hashMatches},
+	{"not_expired", notExpired},
 }
 
 // replyGuards are what a typed reply in a bound thread passes, in order, once it is known

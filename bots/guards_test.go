@@ -27,7 +27,7 @@ func TestGuardsRunInTheListedOrder(t *testing.T) {
 		want   string
 	}{
 		{"click", clickGuards, "served_here first_delivery approver_here message_shows_proposal count_shown thread_agent agent_approver hash_matches not_expired"},
-		{"dialog", dialogGuards, "served_here approver_here feedback_fits thread_agent agent_approver hash_matches"},
+		{"dialog", dialogGuards, "served_here approver_here feedback_fits thread_agent agent_approver hash_matches not_expired"},
 		{"reply", replyGuards, "thread_agent_exists agent_approver says_something helper_named_waits not_help written_for_what_waits"},
 		{"team_reply", teamReplyGuards, "says_something team_run_exists channel_approver role_named_waits not_help written_for_what_waits"},
 	} {
