@@ -116,9 +116,6 @@ type Settings struct {
 	Directives api.Directives
 	// Commands are the names of the built-in commands agents may use, in prompt order.
 	Commands []string
-	// ComponentOrder names components to place first, in this order; the rest follow in
-	// their default order.
-	ComponentOrder []string
 	// DisabledComponents are left out of every agent's pipeline.
 	DisabledComponents []string
 	// Agents are per-agent overrides, by agent name.

@@ -42,22 +42,22 @@ func CheckConfig(cfg *config.Config) []config.Problem {
 			}
 		}
 	}
-	checkComps := func(key string, names []string, disabling bool) {
+	checkComps := func(key string, names []string) {
 		for i, n := range names {
 			if strings.TrimSpace(n) == "" {
 				continue // config reports empty items
 			}
-			if err := agent.CheckComponents(extra, []string{n}, disabling); err != nil {
+			if err := agent.CheckComponents(extra, []string{n}); err != nil {
 				bad(key, "item %d: %v", i+1, err)
 			}
 		}
 	}
 	checkCommands("agent.commands", cfg.Agent.Commands, cfg.Agent.DisabledComponents)
-	checkComps("agent.disabled_components", cfg.Agent.DisabledComponents, true)
+	checkComps("agent.disabled_components", cfg.Agent.DisabledComponents)
 	for _, name := range sortedNames(cfg.Agents) {
 		o := cfg.Agents[name]
 		checkCommands("agents."+name+".commands", o.Commands, append(slices.Clone(cfg.Agent.DisabledComponents), o.DisabledComponents...))
-		checkComps("agents."+name+".disabled_components", o.DisabledComponents, true)
+		checkComps("agents."+name+".disabled_components", o.DisabledComponents)
 	}
 	return probs
 }

@@ -179,14 +179,14 @@ func (s service) Status(ctx context.Context) (*api.Status, error) {
 // checkComponents refuses component names in config that name no component.
 func checkComponents(cfg *config.Config, extra []commands.Component) error {
 	var errs []error
-	check := func(key string, names []string, disabling bool) {
-		if err := agent.CheckComponents(extra, names, disabling); err != nil {
+	check := func(key string, names []string) {
+		if err := agent.CheckComponents(extra, names); err != nil {
 			errs = append(errs, fmt.Errorf("config: %s: %w", key, err))
 		}
 	}
-	check("agent.disabled_components", cfg.Agent.DisabledComponents, true)
+	check("agent.disabled_components", cfg.Agent.DisabledComponents)
 	for name, o := range cfg.Agents {
-		check("agents."+name+".disabled_components", o.DisabledComponents, true)
+		check("agents."+name+".disabled_components", o.DisabledComponents)
 	}
 	return errors.Join(errs...)
 }
