@@ -226,3 +226,20 @@ func TestEachGuard(t *testing.T) {
 		}
 	}
 }
+
+// A feedback dialog submitted once chat may no longer decide its proposal (Options.Expiry)
+// decides nothing, as a click or a typed reply then does: the dialog may have been opened
+// before the proposal expired.
+func TestFeedbackDialogOnExpiredProposalDecidesNothing(t *testing.T) {
+	w := newBindingWorld(t)
+	w.show(proposal("p-1", "a-1", 1, "read_file"))
+	w.r.expiry = expiry{time.Minute, time.Now} // p-1 was made long ago (CreatedAt zero)
+	w.r.OnFeedback(context.Background(), "slack", Where{Channel: "C1", Thread: "T1"}, User{ID: "U1"},
+		Ref{AgentID: "a-1", ProposalID: "p-1", Hash: strings.Repeat("1", HashLen)}, "use docs/")
+	if d, _ := w.svc.record(); len(d) != 0 {
+		t.Errorf("an expired proposal took feedback from a dialog: decided %q", d)
+	}
+	if note := w.lastNote(); !strings.Contains(note, "Expired after 1m0s") {
+		t.Errorf("note %q; want one saying the proposal expired", note)
+	}
+}
