@@ -85,11 +85,14 @@ go_build() {
 	label=$label progress=build_progress quietly "$log" go "$sub" -v "$@"
 }
 
+# module_dir MODULE@VERSION downloads the module and prints its folder in the module cache.
+module_dir() { go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'; }
+
 # stale_in_module MODULE@VERSION lists the packages a go install of it would build, in
 # the module's own versions (its go.mod, from the module cache).
 stale_in_module() {
 	local dir
-	dir=$(go mod download -json "$1" 2>/dev/null | sed -n 's/.*"Dir": "\(.*\)".*/\1/p') || return 0
+	dir=$(module_dir "$1" 2>/dev/null) || return 0
 	[ -n "$dir" ] || return 0
 	(cd "$dir" && go list -e -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' . 2>/dev/null) || true
 }
