@@ -6,20 +6,20 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
 
 func TestMentionStartsRunApprovedByClicks(t *testing.T) {
 	e := newEnv(t)
 	for _, w := range []string{"a", "b", "c"} {
-		e.script(reply("bots_test_touch", map[string]string{"what": w}))
+		e.Script(reply("bots_test_touch", map[string]string{"what": w}))
 	}
 	thread := e.startRun("touch three things")
 	if ch, ok := e.fake.Channel(thread); !ok || ch.ParentID != eChannel || ch.Type != fakediscord.ChannelPublicThread {
@@ -36,13 +36,13 @@ func TestMentionStartsRunApprovedByClicks(t *testing.T) {
 	if p.MentionEveryone || len(p.Mentions) != 0 {
 		t.Errorf("a proposal pinged: %+v", p)
 	}
-	drain()
+	chattest.Drain()
 	in := e.click(uAlice, thread, p, ActionApproveN)
 	e.decided(p.ID, "Approved ×3** by <@"+uAlice.ID+">")
 	if r := e.fake.InteractionResponse(in.ID); !r.Responded || r.Type != 6 {
 		t.Errorf("click answered with %+v, want a deferred update (6)", r)
 	}
-	e.touchedInOrder("a", "b", "c")
+	chattest.TouchedInOrder(e.t, "a", "b", "c")
 	e.wait("three results", func() bool {
 		ms := e.fake.Messages(thread)
 		return hasText(ms, "touched a") && hasText(ms, "touched b") && hasText(ms, "touched c")
@@ -52,7 +52,7 @@ func TestMentionStartsRunApprovedByClicks(t *testing.T) {
 	e.decided(fin.ID, "Approved** by <@"+uAlice.ID+">")
 	e.wait("the finish note", func() bool { return hasText(e.fake.Messages(thread), "Finished: all done") })
 
-	if strings.Contains(e.logs.String(), e.fake.Token()) {
+	if strings.Contains(e.Logs.String(), e.fake.Token()) {
 		t.Error("the token is in the logs")
 	}
 	if got := e.fake.Intents(); got != int(Intents) {
@@ -62,14 +62,14 @@ func TestMentionStartsRunApprovedByClicks(t *testing.T) {
 
 func TestTypedDecisions(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}),
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}),
 		reply("bots_test_touch", map[string]string{"what": "c"}), reply("bots_test_touch", map[string]string{"what": "d"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
-	drain()
+	chattest.Drain()
 	e.say(uCarol, thread, "y -2") // an approver by role
 	e.decided(p.ID, "Approved ×2** by <@"+uCarol.ID+">")
-	e.touchedInOrder("a", "b")
+	chattest.TouchedInOrder(e.t, "a", "b")
 	p3 := e.proposal(thread, 3)
 	e.say(uAlice, thread, "touch e instead")
 	e.decided(p3.ID, "Feedback** by <@"+uAlice.ID+">: touch e instead")
@@ -80,23 +80,9 @@ func TestTypedDecisions(t *testing.T) {
 	e.wait("the agent to stop", func() bool { return e.agentOf(thread).Pending == nil })
 }
 
-func TestFeedbackModal(t *testing.T) {
-	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
-	opened := e.click(uAlice, thread, p, ActionFeedback)
-	e.wait("the modal", func() bool { return e.fake.InteractionResponse(opened.ID).Type == 9 })
-	if _, err := e.fake.SubmitModal(opened, uAlice, map[string]string{feedbackInputID: "not that, touch y"}); err != nil {
-		t.Fatal(err)
-	}
-	e.decided(p.ID, "Feedback** by <@"+uAlice.ID+">: not that, touch y")
-	e.modelSaw("not that, touch y")
-}
-
 func TestNonApproverRefused(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch x")
 	p := e.proposal(thread, 1)
 	in := e.click(uBob, thread, p, ActionApprove)
@@ -110,10 +96,10 @@ func TestNonApproverRefused(t *testing.T) {
 	opened := e.click(uBob, thread, p, ActionFeedback)
 	e.wait("a refused dialog", func() bool { return len(e.ephemerals(opened)) == 1 })
 	a := e.agentOf(thread)
-	if a.Pending == nil || e.decisions(a.Pending.ID) != 0 {
+	if a.Pending == nil || e.Decisions(a.Pending.ID) != 0 {
 		t.Fatalf("a refused click changed the agent: %+v", a)
 	}
-	if !strings.Contains(e.logs.String(), "refused a non-approver") {
+	if !strings.Contains(e.Logs.String(), "refused a non-approver") {
 		t.Error("refusal not logged")
 	}
 	// A mention in a channel the bot does not serve starts nothing.
@@ -128,39 +114,9 @@ func TestNonApproverRefused(t *testing.T) {
 	}
 }
 
-func TestDoubleClickMakesOneDecision(t *testing.T) {
-	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "race"}))
-	thread := e.startRun("race")
-	p := e.proposal(thread, 1)
-	var wg sync.WaitGroup
-	ins := make([]fakediscord.Interaction, 4)
-	for i, u := range []fakediscord.User{uAlice, uAlice, uCarol, uCarol} {
-		wg.Add(1)
-		go func() { defer wg.Done(); ins[i] = e.click(u, thread, p, ActionApprove) }()
-	}
-	wg.Wait()
-	e.decided(p.ID, "Approved** by")
-	e.wait("three polite refusals", func() bool {
-		n := 0
-		for _, in := range ins {
-			for _, s := range e.ephemerals(in) {
-				if strings.Contains(s, "already decided") {
-					n++
-				}
-			}
-		}
-		return n == 3
-	})
-	ps, _ := e.sup.API().Views.Proposals(context.Background(), e.agentOf(thread).ID)
-	if e.decisions(ps[0].ID) != 1 {
-		t.Errorf("decisions = %d, want 1", e.decisions(ps[0].ID))
-	}
-}
-
 func TestDirectMessageRun(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "dm"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "dm"}))
 	e.say(uAlice, eDM, "touch dm")
 	e.wait("the run's note in the DM", func() bool { return hasText(e.fake.Messages(eDM), "is on it") })
 	e.wait("the proposal", func() bool { return hasText(e.fake.Messages(eDM), "Step 1: ") })
@@ -170,7 +126,7 @@ func TestDirectMessageRun(t *testing.T) {
 
 func TestGatewayDroppedMidApproval(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
 	resumes := e.resumes()
@@ -215,28 +171,14 @@ func TestWatchdogReopensSilentConnection(t *testing.T) {
 	e.wait("connected again", func() bool { return e.bot.Status().State == bots.StateConnected })
 	e.settle()
 	// Still serving.
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch")
 	e.proposal(thread, 1)
 }
 
-func TestRestartKeepsThreadAndPendingProposal(t *testing.T) {
-	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
-	e.restart()
-	e.click(uCarol, thread, p, ActionApprove)
-	e.decided(p.ID, "Approved** by <@"+uCarol.ID+">")
-	e.wait("the result in the same thread", func() bool { return hasText(e.fake.Messages(thread), "touched x") })
-	if n := countText(e.fake.Messages(thread), "Step 1: "); n != 1 {
-		t.Errorf("step 1 posted %d times", n)
-	}
-}
-
 func TestSlashCommands(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	in, err := e.fake.Command(eChannel, uAlice, "agent", fakediscord.CommandOption{Type: 1, Name: "run",
 		Options: []fakediscord.CommandOption{{Type: 3, Name: "task", Value: "touch from a command"}}})
 	if err != nil {
@@ -268,7 +210,7 @@ func TestSlashCommands(t *testing.T) {
 	if e.original(bls, "touch from a command") {
 		t.Error("a non-approver's /agent list showed an agent's task")
 	}
-	agents, _ := e.sup.API().Views.Agents(context.Background())
+	agents, _ := e.Sup.API().Views.Agents(context.Background())
 	if len(agents) != 1 {
 		t.Fatalf("agents = %+v", agents)
 	}
@@ -292,7 +234,7 @@ func (e *env) original(in fakediscord.Interaction, text string) bool {
 
 func TestLongResultAttached(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "big"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "big"}))
 	thread := e.startRun("touch big")
 	p := e.proposal(thread, 1)
 	// Discord's rate limit on the next post is waited out, not lost.
@@ -328,16 +270,16 @@ func TestLongResultAttached(t *testing.T) {
 // they arrive, in order.
 func TestPostsRetriedWhileDiscordIsDown(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
 	inThread := fakediscord.Route("", "/channels/"+thread+"/messages/*")
 	posts := fakediscord.Route("POST", "/channels/"+thread+"/messages")
 	end := e.fake.FailWith(func(c fakediscord.Call) bool { return inThread(c) || posts(c) }, 503)
 	mark := e.fake.CallCount()
-	drain()
+	chattest.Drain()
 	e.click(uAlice, thread, p, ActionApprove)
-	e.touchedInOrder("a") // deciding does not wait for Discord
+	chattest.TouchedInOrder(e.t, "a") // deciding does not wait for Discord
 	e.wait("posts failing and retried", func() bool {
 		n := 0
 		for _, c := range e.fake.Calls()[mark:] {
@@ -367,7 +309,7 @@ func TestPostsRetriedWhileDiscordIsDown(t *testing.T) {
 	if strings.Join(order, ",") != "result,proposal 2" {
 		t.Errorf("order after the outage = %v", order)
 	}
-	if !strings.Contains(e.logs.String(), "posted after retrying") {
+	if !strings.Contains(e.Logs.String(), "posted after retrying") {
 		t.Error("no retry logged")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
 
@@ -45,7 +46,7 @@ func (e *env) replyTo(u fakediscord.User, m fakediscord.Message, text string) fa
 // approvers. It starts no second run.
 func TestReplyToTheTaskMessageSteersItsRun(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("finish", map[string]string{"reason": "nothing to do"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+	e.Script(reply("finish", map[string]string{"reason": "nothing to do"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	if _, err := e.fake.Command(eChannel, uAlice, "agent", fakediscord.CommandOption{Type: 1, Name: "run",
 		Options: []fakediscord.CommandOption{{Type: 3, Name: "task", Value: "tidy up"}}}); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestReplyToTheTaskMessageSteersItsRun(t *testing.T) {
 	e.decided(p.ID, "Approved** by <@"+uAlice.ID+">")
 	e.wait("the run's end", func() bool { return hasText(e.fake.Messages(thread), "Finished") })
 
-	drain()
+	chattest.Drain()
 	e.replyTo(uAlice, task, "now touch b")
 	e.wait("the follow-up task in the run's thread", func() bool { return hasText(e.fake.Messages(thread), "New task taken: now touch b") })
 	var touch fakediscord.Message
@@ -81,9 +82,9 @@ func TestReplyToTheTaskMessageSteersItsRun(t *testing.T) {
 		return false
 	})
 	e.click(uAlice, thread, touch, ActionApprove)
-	e.touchedInOrder("b")
+	chattest.TouchedInOrder(e.t, "b")
 
-	agents, err := e.sup.API().Views.Agents(context.Background())
+	agents, err := e.Sup.API().Views.Agents(context.Background())
 	if err != nil || len(agents) != 1 {
 		t.Fatalf("agents = %d (%v), want the one the task message started", len(agents), err)
 	}
@@ -122,7 +123,7 @@ func TestStoppedRunEndsForLateMessages(t *testing.T) {
 			close(h.release)
 		}
 	})
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	thread := e.startRun("touch")
 	e.proposal(thread, 1)
 	late := e.say(uAlice, thread, "also look at the docs")
@@ -193,13 +194,13 @@ func (h *handledRelay) handled(t *testing.T, id string, edited bool) {
 func TestEditsAreAnsweredNotRead(t *testing.T) {
 	h := &handledRelay{done: make(chan bots.Incoming, 64)}
 	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { h.Relay = r; return h }})
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
-	drain()
+	chattest.Drain()
 	y := e.say(uAlice, thread, "y")
 	e.decided(p.ID, "Approved** by <@"+uAlice.ID+">")
-	e.touchedInOrder("a")
+	chattest.TouchedInOrder(e.t, "a")
 	e.proposal(thread, 2) // finish, waiting: an edit to "n" must not deny it
 	finish := e.agentOf(thread).Pending.ID
 	chatter := e.say(uCarol, eChannel, "lunch?")
@@ -226,7 +227,7 @@ func TestEditsAreAnsweredNotRead(t *testing.T) {
 	if n := e.notesTo(eChannel, chatter.ID, note); n != 0 {
 		t.Errorf("an edit of chatter was answered %d times", n)
 	}
-	if got, _ := e.fake.Message(p.ID); !strings.Contains(got.Content, "Approved** by") || e.decisions(finish) != 0 {
-		t.Errorf("the edits decided something: step 1 shows %q; the finish has %d decisions", got.Content, e.decisions(finish))
+	if got, _ := e.fake.Message(p.ID); !strings.Contains(got.Content, "Approved** by") || e.Decisions(finish) != 0 {
+		t.Errorf("the edits decided something: step 1 shows %q; the finish has %d decisions", got.Content, e.Decisions(finish))
 	}
 }

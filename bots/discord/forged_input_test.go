@@ -15,10 +15,10 @@ import (
 
 // twoRuns starts two runs, each waiting on its first proposal, in threads a and b.
 func twoRuns(e *env) (a, b string, pa, pb fakediscord.Message) {
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	a = e.startRun("touch a")
 	pa = e.proposal(a, 1)
-	e.script(reply("bots_test_touch", map[string]string{"what": "b"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "b"}))
 	b = e.startRun("touch b")
 	pb = e.proposal(b, 1)
 	return a, b, pa, pb
@@ -60,8 +60,8 @@ func TestForgedCustomIDsDecideNothing(t *testing.T) {
 			}
 		})
 	}
-	if ag := e.agentOf(a); ag.Pending == nil || e.decisions(ag.Pending.ID) != 0 || e.decisions(other.ProposalID) != 0 {
-		t.Errorf("a forged button decided: thread a waits on %+v; thread b's proposal has %d decisions", ag.Pending, e.decisions(other.ProposalID))
+	if ag := e.agentOf(a); ag.Pending == nil || e.Decisions(ag.Pending.ID) != 0 || e.Decisions(other.ProposalID) != 0 {
+		t.Errorf("a forged button decided: thread a waits on %+v; thread b's proposal has %d decisions", ag.Pending, e.Decisions(other.ProposalID))
 	}
 	e.checkNoPreviews()
 	e.checkAcksInTime()
@@ -71,7 +71,7 @@ func TestForgedCustomIDsDecideNothing(t *testing.T) {
 // hash) decides nothing: a click is bound to the proposal its message shows.
 func TestButtonNamingTheNextProposalDecidesNothing(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	thread := e.startRun("touch twice")
 	p1 := e.proposal(thread, 1)
 	e.click(uAlice, thread, p1, ActionApprove)
@@ -91,7 +91,7 @@ func TestButtonNamingTheNextProposalDecidesNothing(t *testing.T) {
 	if got := e.ephemerals(in); !strings.Contains(got[0], "names another proposal than the one its message shows") {
 		t.Errorf("note = %q", got)
 	}
-	if n := e.decisions(next.ProposalID); n != 0 {
+	if n := e.Decisions(next.ProposalID); n != 0 {
 		t.Errorf("proposal 2 was decided from proposal 1's message (%d decisions)", n)
 	}
 	e.checkAcksInTime()
@@ -110,9 +110,9 @@ func TestReplyReferencingAnotherThreadsProposalDecidesNothing(t *testing.T) {
 		pa2, pb2 := e.agentOf(a).Pending, e.agentOf(b).Pending
 		if pa2 == nil || pb2 == nil {
 			ida, _ := ParseCustomID(customID(t, pa, ActionApprove))
-			return fmt.Sprintf("a (%s) waits on %v (its first has %d decisions), b on %v", e.agentOf(a).State, pa2, e.decisions(ida.ProposalID), pb2 != nil)
+			return fmt.Sprintf("a (%s) waits on %v (its first has %d decisions), b on %v", e.agentOf(a).State, pa2, e.Decisions(ida.ProposalID), pb2 != nil)
 		}
-		return fmt.Sprintf("decisions: a %d, b %d", e.decisions(pa2.ID), e.decisions(pb2.ID))
+		return fmt.Sprintf("decisions: a %d, b %d", e.Decisions(pa2.ID), e.Decisions(pb2.ID))
 	}
 	const undecided = "decisions: a 0, b 0"
 	if !testutil.Hold(300*time.Millisecond, func() bool { return state() == undecided }) {
@@ -146,7 +146,7 @@ func liveMarkup(content string) string {
 // message carries SUPPRESS_EMBEDS and no live mention or masked link.
 func TestHostileModelTextPingsAndLinksNothing(t *testing.T) {
 	e := newEnv(t)
-	e.script(
+	e.Script(
 		reply("ask_user", map[string]string{"question": hostileText}),
 		reply("write_file", map[string]string{"path": "notes.txt", "contents": strings.Repeat(hostileText+"\n", 6)}),
 	)

@@ -5,60 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/run"
-	"github.com/agentd/agentd/daemon/server/chatstore"
-	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/team"
-	"github.com/agentd/agentd/internal/agenttest"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
-	"github.com/agentd/agentd/internal/ollamatest"
-	"github.com/agentd/agentd/internal/testutil"
 )
 
 // The end-to-end tests run the real relay, the real supervisor with the fake Ollama,
 // and this bot on the real discordgo against the loopback fake. Not parallel:
 // discordgo's endpoints are process-wide.
-
-// touch is a test command; every start is sent on touched, so tests and the benchmark
-// see the moment a command starts.
-type touch struct{}
-
-var touched = make(chan string, 1024)
-
-func (touch) Spec() commands.Spec {
-	return commands.Spec{Name: "bots_test_touch", Description: "touch something",
-		Params: commands.Object(commands.Prop{Name: "what", Schema: commands.String("what", 40)}), Class: commands.ClassWriteWorkspace}
-}
-
-func (touch) Execute(ctx context.Context, env commands.Env, args json.RawMessage) (string, error) {
-	var a struct{ What string }
-	json.Unmarshal(args, &a)
-	select {
-	case touched <- a.What:
-	default:
-	}
-	if a.What == "big" {
-		return strings.Repeat("a long line of output\n", 400), nil
-	}
-	return "touched " + a.What, nil
-}
-
-func init() { commands.Register(touch{}) }
 
 const (
 	eGuild   = "300000000000000001"
@@ -76,42 +36,23 @@ var (
 )
 
 type env struct {
-	t     testing.TB
-	fake  *fakediscord.Server
-	model *ollamatest.Fake
-	dir   string
-	logs  *testutil.SyncBuffer
-	opt   bots.Options
-
-	st     *store.Store
-	sup    *agent.Supervisor
-	relay  *bots.Relay
-	bot    *Bot
-	cancel context.CancelFunc
-	done   sync.WaitGroup
-
-	// runEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
-	runEnded atomic.Pointer[func(run.End)]
-	// teamsDir, when set, starts a team engine the relay runs /agent team with, finding
-	// workflows there; onChat, when set, answers the model calls it takes (the roles').
-	teamsDir string
-	onChat   func(req *ollama.ChatRequest) (string, bool)
-	eng      *team.Engine
+	chattest.Daemon
+	t    testing.TB
+	fake *fakediscord.Server
+	bot  *Bot
 	// wrap, when set, stands between the bot and the relay (to record what the bot hands on).
 	wrap func(Relay) Relay
-	// commands are added to the supervisor's commands (a test's own, say).
-	commands []string
 
-	mu      sync.Mutex
-	replies []string
-	names   int
+	mu  sync.Mutex
+	ins map[string][]fakediscord.Interaction // each user's clicks, dialogs and commands, for NotesTo
 }
 
 func newEnv(t testing.TB, mod ...func(*bots.Options)) *env { return newEnvWith(t, &env{}, mod...) }
 
 // newEnvWith is newEnv for an env whose teamsDir and onChat are set.
 func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
-	e.t, e.model, e.dir, e.logs = t, ollamatest.NewFake(t), t.TempDir(), &testutil.SyncBuffer{}
+	e.t = t
+	e.Init(t)
 	e.fake = fakediscord.Start(t, fakediscord.Config{
 		HeartbeatInterval: 200 * time.Millisecond,
 		Guilds: []fakediscord.Guild{{
@@ -122,137 +63,42 @@ func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
 	})
 	e.fake.AddChannel(fakediscord.Channel{ID: eDM, Type: fakediscord.ChannelDM, Recipients: []fakediscord.User{uAlice}})
 	e.fake.Use(t)
-	e.model.OnChat(e.chat)
-	e.opt = bots.Options{ApproveN: 3, RetryBackoff: func(int) time.Duration { return 50 * time.Millisecond }}
+	e.Opt = bots.Options{ApproveN: 3, RetryBackoff: func(int) time.Duration { return 50 * time.Millisecond }}
 	for _, m := range mod {
-		m(&e.opt)
+		m(&e.Opt)
 	}
 	e.start()
 	t.Cleanup(e.stop)
 	return e
 }
 
-func (e *env) chat(req *ollama.ChatRequest) (string, error) {
-	if e.onChat != nil {
-		if s, ok := e.onChat(req); ok {
-			return s, nil
-		}
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
-		e.names++
-		return fmt.Sprintf(`{"name":"helper-%d","description":"a helper","best_practices":["be brief"],"constraints":["stay local"]}`, e.names), nil
-	}
-	if len(req.Messages) > 1 && strings.HasPrefix(req.Messages[0].Content, "You keep the log of an autonomous agent short") {
-		// A history summary (long runs, like the benchmark's): one line per numbered step.
-		var lines []string
-		for _, l := range strings.Split(req.Messages[1].Content, "\n") {
-			if n, _, ok := strings.Cut(l, ". "); ok && n != "" && strings.Trim(n, "0123456789") == "" {
-				lines = append(lines, "did step "+n)
-			}
-		}
-		out, _ := json.Marshal(map[string][]string{"lines": lines})
-		return string(out), nil
-	}
-	if len(e.replies) == 0 {
-		return reply("finish", map[string]string{"reason": "all done"}), nil
-	}
-	r := e.replies[0]
-	e.replies = e.replies[1:]
-	return r, nil
-}
-
-func (e *env) script(replies ...string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.replies = append(e.replies, replies...)
-}
-
+// reply is a model reply proposing command name with args; what it says needs escaping.
 func reply(name string, args any) string {
-	b, _ := json.Marshal(map[string]any{
-		"thoughts": map[string]string{"observations": "o", "text": "t", "reasoning": "because", "self_criticism": "s",
-			"plan": "- do " + name + "\n- then finish", "speak": "I will " + name + " **now** @everyone"},
-		"command": map[string]any{"name": name, "args": args},
-	})
-	return string(b)
+	return chattest.Reply(name, args, "I will "+name+" **now** @everyone")
 }
 
 func (e *env) start() {
-	t := e.t
-	st, err := store.Open(context.Background(), filepath.Join(e.dir, "agentd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	lc, err := llm.New(e.model.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var eng *team.Engine
-	sopt := agent.OptionsOf(config.Default())
-	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
-	sopt.Model, sopt.Commands = ollamatest.TinyModelName, append([]string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"}, e.commands...)
-	sopt.Store, sopt.LLM, sopt.StateDir, sopt.Log = st, lc, e.dir, log
-	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
-	sopt.OnRunEnd = func(end run.End) {
-		if f := e.runEnded.Load(); f != nil {
-			(*f)(end)
+	e.Start(func(relay *bots.Relay, log *slog.Logger) func(context.Context) {
+		var to Relay = relay
+		if e.wrap != nil {
+			to = e.wrap(relay)
 		}
-		if eng != nil {
-			eng.RunEnded(end)
+		bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: to, Log: log,
+			Watchdog: time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
+		if err != nil {
+			e.t.Fatal(err)
 		}
-	}
-	sup, err := agent.New(sopt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e.teamsDir != "" {
-		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: agenttest.Of(sup), Log: log, Settings: sup.ModelSettings,
-			Backoff: func(int) time.Duration { return 20 * time.Millisecond }}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := sup.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	opt := e.opt
-	opt.Service, opt.Bindings, opt.Log = agenttest.Of(sup), chatstore.New(st), log
-	if opt.Audit == nil {
-		opt.Audit = chatstore.New(st).Audit // as the daemon wires it
-	}
-	relay := bots.New(opt)
-	if eng != nil {
-		relay.SetTeams(team.Shelf{Engine: eng, Dir: e.teamsDir})
-	}
-	var to Relay = relay
-	if e.wrap != nil {
-		to = e.wrap(relay)
-	}
-	bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: to, Log: log,
-		Watchdog: time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay.Add(bot, bots.Rules{
-		Teams:     []string{eGuild},
-		Channels:  map[string]bots.Access{eChannel: {}},
-		DM:        true,
-		Approvers: bots.Access{Users: []string{uAlice.ID}, Groups: []string{eRole}},
+		relay.Add(bot, bots.Rules{
+			Teams:     []string{eGuild},
+			Channels:  map[string]bots.Access{eChannel: {}},
+			DM:        true,
+			Approvers: bots.Access{Users: []string{uAlice.ID}, Groups: []string{eRole}},
+		})
+		e.bot = bot
+		return func(ctx context.Context) { bot.Run(ctx) }
 	})
-	e.st, e.sup, e.relay, e.bot, e.cancel, e.eng = st, sup, relay, bot, cancel, eng
-	e.done.Add(2)
-	go func() { defer e.done.Done(); relay.Run(ctx) }()
-	go func() { defer e.done.Done(); bot.Run(ctx) }()
-	<-relay.Ready()
-	if eng != nil {
-		if err := eng.Start(ctx); err != nil { // after the supervisor, as the daemon does
-			t.Fatal(err)
-		}
-	}
 	e.wait("the bot to connect and register /agent", func() bool {
-		return bot.Status().State == bots.StateConnected && len(e.fake.Commands(eGuild)) == 1
+		return e.bot.Status().State == bots.StateConnected && len(e.fake.Commands(eGuild)) == 1
 	})
 	e.settle()
 }
@@ -267,20 +113,13 @@ func (e *env) settle() {
 }
 
 func (e *env) stop() {
-	if e.cancel == nil {
+	if !e.Running() {
 		return
 	}
 	e.checkNoPreviews()
 	e.checkAcksInTime()
 	e.settle()
-	e.cancel()
-	e.done.Wait()
-	if e.eng != nil {
-		e.eng.Wait()
-	}
-	e.sup.Wait()
-	e.st.Close()
-	e.cancel = nil
+	e.Stop()
 }
 
 func (e *env) restart() {
@@ -295,7 +134,7 @@ func (e *env) wait(what string, cond func() bool) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, e.logs.String())
+			e.t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, e.Logs.String())
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		e.fake.WaitCallFrom(ctx, e.fake.CallCount(), func(fakediscord.Call) bool { return true })
@@ -430,69 +269,14 @@ func (e *env) ephemerals(in fakediscord.Interaction) []string {
 	return out
 }
 
-func (e *env) agentOf(thread string) *api.Agent {
-	e.t.Helper()
-	var id string
-	e.st.View(context.Background(), func(tx *store.Tx) error {
-		b, err := tx.BindingByThread(Platform, eChannel, thread)
-		if err == nil {
-			id = b.AgentID
-		}
-		return err
-	})
-	a, err := e.sup.API().Views.Agent(context.Background(), id)
-	if err != nil {
-		e.t.Fatalf("agent of thread %s: %v", thread, err)
-	}
-	return a
-}
+func (e *env) agentOf(thread string) *api.Agent { return e.AgentOf(Platform, eChannel, thread) }
 
-func (e *env) decisions(proposalID string) int {
-	var n int
-	e.st.View(context.Background(), func(tx *store.Tx) error {
-		var err error
-		n, err = tx.CountDecisions(proposalID)
-		return err
-	})
-	return n
-}
+// noDecisionHeld checks, for a while, that proposal id waits undecided in thread.
+func (e *env) noDecisionHeld(thread, id string) { e.NoDecisionHeld(Platform, eChannel, thread, id) }
 
 func (e *env) modelSaw(text string) {
 	e.t.Helper()
-	e.wait("the model to see "+text, func() bool {
-		for _, r := range e.model.Requests() {
-			for _, m := range r.Messages {
-				if strings.Contains(m.Content, text) {
-					return true
-				}
-			}
-		}
-		return false
-	})
-}
-
-func drain() {
-	for {
-		select {
-		case <-touched:
-		default:
-			return
-		}
-	}
-}
-
-func (e *env) touchedInOrder(whats ...string) {
-	e.t.Helper()
-	for _, w := range whats {
-		select {
-		case got := <-touched:
-			if got != w {
-				e.t.Errorf("touched %q, want %q", got, w)
-			}
-		case <-time.After(10 * time.Second):
-			e.t.Fatalf("command %s never started\nlogs:\n%s", w, e.logs.String())
-		}
-	}
+	e.wait("the model to see "+text, func() bool { return e.ModelSaw(text) })
 }
 
 // checkNoPreviews fails the test when any message the bot made — posts, edits,

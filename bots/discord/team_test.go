@@ -9,6 +9,7 @@ import (
 	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
 
@@ -40,12 +41,12 @@ func newTeamEnv(t *testing.T) *env {
 	if err := os.WriteFile(filepath.Join(dir, "build.toml"), []byte(build), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return newEnvWith(t, &env{teamsDir: dir, onChat: func(req *ollama.ChatRequest) (string, bool) {
+	return newEnvWith(t, &env{Daemon: chattest.Daemon{TeamsDir: dir, OnChat: func(req *ollama.ChatRequest) (string, bool) {
 		if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You are ceo,") {
 			return "Instruction: touch the page.", true
 		}
 		return "", false
-	}})
+	}}})
 }
 
 // teamCommand runs /agent team with the options given (file, task, id: name=value).
@@ -109,7 +110,7 @@ func contents(ms []fakediscord.Message) string {
 // reasons.
 func TestTeamRunInThread(t *testing.T) {
 	e := newTeamEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "page"}),
+	e.Script(reply("bots_test_touch", map[string]string{"what": "page"}),
 		reply("bots_test_touch", map[string]string{"what": "roof"}),
 		reply("finish", map[string]string{"reason": "<INFO> touched the roof"}))
 	in := e.teamCommand(uAlice, "file=build", "task=say hi")
@@ -158,11 +159,11 @@ func TestTeamRunInThread(t *testing.T) {
 // an approver by role, stops the run, and its end in the thread mentions her.
 func TestTeamStopFromDiscord(t *testing.T) {
 	e := newTeamEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "page"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "page"}))
 	e.teamCommand(uAlice, "file=build", "task=say hi")
 	thread := e.teamThread("build")
 	p := e.roleProposal(thread, "programmer", 1)
-	runs, err := e.eng.Teams(t.Context())
+	runs, err := e.Eng.Teams(t.Context())
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("team runs = %+v, %v", runs, err)
 	}
@@ -175,7 +176,7 @@ func TestTeamStopFromDiscord(t *testing.T) {
 	if r := e.fake.InteractionResponse(both.ID); r.Type != 5 {
 		t.Errorf("/agent team answered with %+v, want deferred (5)", r)
 	}
-	if r, _ := e.eng.Team(t.Context(), id); r.Status != api.TeamRunning {
+	if r, _ := e.Eng.Team(t.Context(), id); r.Status != api.TeamRunning {
 		t.Fatalf("a refused stop stopped the run: %s (%s)", r.Status, r.Reason)
 	}
 	in := e.teamCommand(uCarol, "stop="+id)
@@ -204,12 +205,12 @@ func TestTeamFileOutsideTheDirectoryRefused(t *testing.T) {
 	if err := os.WriteFile(outside, []byte(build), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(e.teamsDir, "linked.toml")); err != nil {
+	if err := os.Symlink(outside, filepath.Join(e.TeamsDir, "linked.toml")); err != nil {
 		t.Fatal(err)
 	}
 	for file, want := range map[string]string{
-		outside:  outside + ` is not in the teams directory ` + e.teamsDir,
-		"linked": "chat starts only files inside the teams directory " + e.teamsDir,
+		outside:  outside + ` is not in the teams directory ` + e.TeamsDir,
+		"linked": "chat starts only files inside the teams directory " + e.TeamsDir,
 	} {
 		in := e.teamCommand(uAlice, "file="+file, "task=say hi")
 		e.wait("the refusal of "+file, func() bool { return e.original(in, "Could not start the team") })
@@ -217,7 +218,7 @@ func TestTeamFileOutsideTheDirectoryRefused(t *testing.T) {
 			t.Errorf("/agent team file:%s was not refused with %q", file, want)
 		}
 	}
-	if runs, _ := e.eng.Teams(t.Context()); len(runs) != 0 {
+	if runs, _ := e.Eng.Teams(t.Context()); len(runs) != 0 {
 		t.Errorf("team runs started: %+v", runs)
 	}
 	for _, m := range e.fake.Messages(eChannel) {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/chattest"
 )
 
 // BenchmarkApprovalRoundTrip measures a button click on the loopback fake until the
@@ -13,7 +15,7 @@ import (
 func BenchmarkApprovalRoundTrip(b *testing.B) {
 	e := newEnv(b)
 	for i := 0; i < b.N; i++ {
-		e.script(reply("bots_test_touch", map[string]string{"what": "bench"}))
+		e.Script(reply("bots_test_touch", map[string]string{"what": "bench"}))
 	}
 	thread := e.startRun("benchmark")
 	lat := make([]time.Duration, 0, b.N)
@@ -21,12 +23,12 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		p := e.proposal(thread, i+1)
-		drain()
+		chattest.Drain()
 		b.StartTimer()
 		start := time.Now()
 		e.click(approver, thread, p, "approve")
 		select {
-		case <-touched:
+		case <-chattest.Touched:
 		case <-time.After(10 * time.Second):
 			b.Fatalf("step %d: the command never started", i+1)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 )
 
@@ -34,7 +35,7 @@ func (e *env) taskRoot(task string) string {
 // run.
 func TestMentionUnderTheTaskMessageSteersItsRun(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("finish", map[string]string{"reason": "nothing to do"}), reply("bots_test_touch", map[string]string{"what": "b"}))
+	e.Script(reply("finish", map[string]string{"reason": "nothing to do"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	e.slack.Slash(approver, channel, "/agent", "run tidy up")
 	root := e.taskRoot("tidy up")
 	p := e.proposal(root, 1)
@@ -42,7 +43,7 @@ func TestMentionUnderTheTaskMessageSteersItsRun(t *testing.T) {
 	e.decided(root, p.TS, "Approved* by \\u003c@"+approver)
 	e.wait("the run's end", func(v fakeslack.View) bool { return hasText(v.Messages(channel, root), "Finished") })
 
-	drain()
+	chattest.Drain()
 	e.slack.Broadcast(approver, channel, root, "now touch b")
 	e.wait("the follow-up task", func(v fakeslack.View) bool { return hasText(v.Messages(channel, root), "New task taken: now touch b") })
 	var touch fakeslack.Message
@@ -56,10 +57,10 @@ func TestMentionUnderTheTaskMessageSteersItsRun(t *testing.T) {
 		return false
 	})
 	e.click(approver, root, touch, "approve")
-	if got := <-touched; got != "b" {
+	if got := <-chattest.Touched; got != "b" {
 		t.Errorf("touched %q, want b", got)
 	}
-	agents, err := e.sup.API().Views.Agents(context.Background())
+	agents, err := e.Sup.API().Views.Agents(context.Background())
 	if err != nil || len(agents) != 1 {
 		t.Fatalf("agents = %d (%v), want the one /agent run started", len(agents), err)
 	}
@@ -93,7 +94,7 @@ func TestStoppedRunEndsForLateMessages(t *testing.T) {
 			close(h.release)
 		}
 	})
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	thread := e.startRun("touch")
 	e.proposal(thread, 1)
 	e.slack.Say(approver, channel, "channel", thread, "also look at the docs", false)
@@ -153,13 +154,13 @@ func (h *handledRelay) handled(t *testing.T, ts string, edited bool) {
 func TestEditsAreAnsweredNotRead(t *testing.T) {
 	h := &handledRelay{done: make(chan bots.Incoming, 64)}
 	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { h.Relay = r; return h }})
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
-	drain()
+	chattest.Drain()
 	_, y := e.slack.Say(approver, channel, "channel", thread, "y", false)
 	e.decided(thread, p.TS, "Approved* by \\u003c@"+approver)
-	if got := <-touched; got != "a" {
+	if got := <-chattest.Touched; got != "a" {
 		t.Fatalf("touched %q, want a", got)
 	}
 	e.proposal(thread, 2) // finish, waiting: an edit to "n" must not deny it
@@ -194,7 +195,7 @@ func TestEditsAreAnsweredNotRead(t *testing.T) {
 	if n := notes(approver2); n != 0 {
 		t.Errorf("an edit of chatter was answered %d times", n)
 	}
-	if n := e.decisions(finish); n != 0 {
+	if n := e.Decisions(finish); n != 0 {
 		t.Errorf("the edits decided the waiting finish (%d decisions)", n)
 	}
 }

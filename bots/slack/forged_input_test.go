@@ -38,7 +38,7 @@ func markup(s string) string {
 // bot writes: messages, their edits, notes to one person, files' comments and names.
 func TestHostileModelTextPingsAndLinksNothing(t *testing.T) {
 	e := newEnv(t)
-	e.script(
+	e.Script(
 		reply("ask_user", map[string]string{"question": hostileText}),
 		reply("write_file", map[string]string{"path": "notes.txt", "contents": strings.Repeat(hostileText+"\n", 6)}),
 	)
@@ -77,7 +77,7 @@ func TestHostileModelTextPingsAndLinksNothing(t *testing.T) {
 // which nobody had seen, stays undecided.
 func TestLateReplyAfterTheDecidingClickDecidesNothing(t *testing.T) {
 	e := newEnv(t)
-	e.script(
+	e.Script(
 		reply("bots_test_touch", map[string]string{"what": "one"}),
 		reply("bots_test_touch", map[string]string{"what": "two"}),
 	)
@@ -90,7 +90,7 @@ func TestLateReplyAfterTheDecidingClickDecidesNothing(t *testing.T) {
 	p2 := e.proposal(thread, 2)
 	if testutil.Hold(300*time.Millisecond, func() bool {
 		a := e.agentOf(thread)
-		return a.Pending != nil && strings.Contains(p2.Text, "Step 2") && e.decisions(a.Pending.ID) == 0
+		return a.Pending != nil && strings.Contains(p2.Text, "Step 2") && e.Decisions(a.Pending.ID) == 0
 	}) {
 		e.checkChatRules()
 		return
@@ -103,7 +103,7 @@ func TestLateReplyAfterTheDecidingClickDecidesNothing(t *testing.T) {
 // another hash, a count that does not parse or past the one shown — decides nothing.
 func TestForgedButtonValuesDecideNothing(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "one"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "one"}))
 	thread := e.startRun("touch once")
 	p := e.proposal(thread, 1)
 	pid := e.agentOf(thread).Pending.ID
@@ -119,8 +119,8 @@ func TestForgedButtonValuesDecideNothing(t *testing.T) {
 	}
 	// Approve ×1000 where the button shows ×3.
 	e.slack.Click(approver, channel, thread, p.TS)("agentd_approve_n", f[0]+" "+f[1]+" 1000 "+f[3])
-	testutil.Hold(300*time.Millisecond, func() bool { return e.decisions(pid) == 0 })
-	if n := e.decisions(pid); n != 0 {
+	testutil.Hold(300*time.Millisecond, func() bool { return e.Decisions(pid) == 0 })
+	if n := e.Decisions(pid); n != 0 {
 		t.Fatalf("a forged button decided the proposal (%d decisions)", n)
 	}
 	e.click(approver, thread, p, "approve")

@@ -14,7 +14,7 @@ import (
 // here the same write twice in a row would be the watchdog's repeat, which asks.)
 func TestHelpAndExactGrantInThread(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}),
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}),
 		reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch things")
 	p1 := e.proposal(thread, 1)

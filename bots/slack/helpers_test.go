@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 )
 
@@ -33,8 +34,8 @@ func (e *env) labelledProposal(thread, key string, step int) fakeslack.Message {
 // approves them (so does "fetcher: y" typed there), and the helper's finish reason is
 // the parent's start_agent result.
 func TestHelperDecidedInParentsThread(t *testing.T) {
-	e := newEnvWith(t, &env{commands: []string{commands.StartAgent, commands.MessageAgent, commands.ListAgents, commands.DeleteAgent}})
-	e.script(
+	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Commands: []string{commands.StartAgent, commands.MessageAgent, commands.ListAgents, commands.DeleteAgent}}})
+	e.Script(
 		reply("start_agent", map[string]string{"name": "fetcher", "task": "fetches", "prompt": "touch the page"}),
 		reply("bots_test_touch", map[string]string{"what": "page"}),
 		reply("finish", map[string]string{"reason": "touched the page"}))
@@ -61,7 +62,7 @@ func TestHelperDecidedInParentsThread(t *testing.T) {
 		return hasText(v.Messages(channel, thread), "helper fetcher finished: touched the page")
 	})
 
-	agents, err := e.sup.API().Views.Agents(context.Background())
+	agents, err := e.Sup.API().Views.Agents(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestHelperDecidedInParentsThread(t *testing.T) {
 			parent = a.ID
 		}
 	}
-	eps, err := e.sup.API().Views.History(context.Background(), parent)
+	eps, err := e.Sup.API().Views.History(context.Background(), parent)
 	if err != nil || len(eps) == 0 {
 		t.Fatalf("parent's history: %v, %v", eps, err)
 	}

@@ -139,7 +139,7 @@ func TestLongResultNothingSilentlyCut(t *testing.T) {
 	if n := slackLen(escapeCode(contents)); n < 10000 {
 		t.Fatalf("escaped contents are %d characters, want over 10,000", n)
 	}
-	e.script(reply("write_file", map[string]string{"path": "big.md", "contents": contents}),
+	e.Script(reply("write_file", map[string]string{"path": "big.md", "contents": contents}),
 		reply("read_file", map[string]string{"path": "big.md"}))
 	thread := e.startRun("write a big file")
 	p := e.proposal(thread, 1)
@@ -178,7 +178,7 @@ func TestLongResultNothingSilentlyCut(t *testing.T) {
 func TestSlashRunAckedUnder429(t *testing.T) {
 	e := newEnv(t)
 	e.slack.RateLimitNext("chat.postMessage", 3)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	env := e.slack.Slash(approver, channel, "/agent", "run touch x")
 	if got := e.answer(env); !strings.HasPrefix(got, "Started agent") {
 		t.Errorf("run = %q", got)
@@ -208,7 +208,7 @@ func TestSlashRunAckedUnder429(t *testing.T) {
 // thread still reads proposal, result, next proposal; the click was acked in time.
 func TestRateLimitedPostKeepsOrder(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "one"}), reply("bots_test_touch", map[string]string{"what": "two"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "one"}), reply("bots_test_touch", map[string]string{"what": "two"}))
 	thread := e.startRun("touch two things")
 	p := e.proposal(thread, 1)
 	e.slack.RateLimitNext("chat.postMessage", 1)

@@ -14,7 +14,7 @@ import (
 func TestATypedDecisionCarriesTheDisplayName(t *testing.T) {
 	e := newEnv(t)
 	e.slack.SetUser(approver, "Ana Lima")
-	e.script(reply("bots_test_touch", map[string]string{"what": "one"}), reply("bots_test_touch", map[string]string{"what": "two"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "one"}), reply("bots_test_touch", map[string]string{"what": "two"}))
 	thread := e.startRun("touch two things")
 	for step := 1; step <= 2; step++ {
 		p := e.proposal(thread, step)
@@ -23,7 +23,7 @@ func TestATypedDecisionCarriesTheDisplayName(t *testing.T) {
 	}
 	id := e.agentOf(thread).ID
 	var by, name []string
-	e.st.View(context.Background(), func(tx *store.Tx) error {
+	e.St.View(context.Background(), func(tx *store.Tx) error {
 		ds, err := tx.LastDecisions(id)
 		for _, d := range ds {
 			by, name = append(by, d.By), append(name, d.ByName)

@@ -14,7 +14,7 @@ import (
 // second agent in the same thread.
 func TestRedeliveryAfterRestartAppliedOnce(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "a"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	env, ts := e.slack.Mention(approver, channel, "", "touch once")
 	e.wait("the run's first note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, ts), "is on it") })
 	e.proposal(ts, 1)
@@ -23,13 +23,13 @@ func TestRedeliveryAfterRestartAppliedOnce(t *testing.T) {
 	again := e.slack.Redeliver(env, "timeout")
 	e.wait("the redelivery acked", func(v fakeslack.View) bool { return v.AckedInTime(again) })
 	e.wait("the redelivery dropped", func(fakeslack.View) bool {
-		return strings.Contains(e.logs.String(), `dropped a redelivered message" platform=slack channel=`+channel+" id="+ts)
+		return strings.Contains(e.Logs.String(), `dropped a redelivered message" platform=slack channel=`+channel+" id="+ts)
 	})
-	agents, err := e.sup.API().Views.Agents(context.Background())
+	agents, err := e.Sup.API().Views.Agents(context.Background())
 	if err != nil || len(agents) != 1 {
 		t.Fatalf("agents = %d (%v), want the one the mention started", len(agents), err)
 	}
-	if n := strings.Count(e.logs.String(), "run started from chat"); n != 1 {
+	if n := strings.Count(e.Logs.String(), "run started from chat"); n != 1 {
 		t.Errorf("%d runs started from chat, want 1", n)
 	}
 }

@@ -15,9 +15,9 @@ import (
 // scheduler runs the schedules' manager over e's supervisor, delivering through e's relay.
 func (e *env) scheduler(keep int) *schedule.Manager {
 	e.t.Helper()
-	m := schedule.New(schedule.Options{Store: e.st, Agents: agenttest.Of(e.sup), Chat: e.relay, Local: time.UTC, KeepAgents: keep})
+	m := schedule.New(schedule.Options{Store: e.St, Agents: agenttest.Of(e.Sup), Chat: e.Relay, Local: time.UTC, KeepAgents: keep})
 	f := m.RunEnded
-	e.runEnded.Store(&f)
+	e.RunEnded.Store(&f)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := m.Start(ctx); err != nil {
 		e.t.Fatal(err)
@@ -79,7 +79,7 @@ func TestScheduledRunDeliveredToThread(t *testing.T) {
 		Goal: "touch the digest", Delivery: "slack:" + channel}); err != nil {
 		t.Fatal(err)
 	}
-	e.script(reply("bots_test_touch", map[string]string{"what": "digest"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "digest"}))
 	rec, err := m.RunSchedule(ctx, "digest")
 	if err != nil || rec.RunID == "" {
 		t.Fatalf("run-now = %+v, %v", rec, err)
@@ -116,7 +116,7 @@ func TestScheduledRunFailurePosted(t *testing.T) {
 	e := newEnv(t)
 	m := e.scheduler(0)
 	ctx := context.Background()
-	a, err := e.sup.API().Runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "ops", Description: "ops", Goals: []string{"x"}, Start: new(bool)})
+	a, err := e.Sup.API().Runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "ops", Description: "ops", Goals: []string{"x"}, Start: new(bool)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestScheduledRunFailurePosted(t *testing.T) {
 		Goal: "check the backup", Delivery: "slack:" + channel}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.sup.API().Runs.DeleteAgent(ctx, a.ID); err != nil {
+	if err := e.Sup.API().Runs.DeleteAgent(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if rec, err := m.RunSchedule(ctx, "backup"); err != nil || rec.Outcome != "failed" {
@@ -141,7 +141,7 @@ func TestSlashScheduleCommands(t *testing.T) {
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "Schedules are not available") {
 		t.Errorf("ls without schedules = %q", got)
 	}
-	e.relay.SetSchedules(m)
+	e.Relay.SetSchedules(m)
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "No schedules") {
 		t.Errorf("ls = %q", got)
 	}
@@ -158,7 +158,7 @@ func TestSlashScheduleCommands(t *testing.T) {
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule run nope")); !strings.Contains(got, `no schedule "nope"`) {
 		t.Errorf("run of an unknown schedule = %q", got)
 	}
-	e.script(reply("bots_test_touch", map[string]string{"what": "digest"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "digest"}))
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule run digest")); !strings.Contains(got, "its run started") {
 		t.Errorf("run = %q", got)
 	}

@@ -2,23 +2,22 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestMentionStartsRunApprovedByClick(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "one"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "one"}))
 	thread := e.startRun("touch one thing")
 	p := e.proposal(thread, 1)
 	for _, b := range []string{"approve", "approve_n", "deny", "feedback"} {
@@ -40,7 +39,7 @@ func TestMentionStartsRunApprovedByClick(t *testing.T) {
 	e.decided(thread, fin.TS, "Approved* by")
 	e.wait("the finish note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished: all done") })
 
-	logs := e.logs.String()
+	logs := e.Logs.String()
 	for _, secret := range []string{e.slack.BotToken, e.slack.AppToken, "fake-bot-token", "fake-app-token"} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("a token is in the logs")
@@ -50,7 +49,7 @@ func TestMentionStartsRunApprovedByClick(t *testing.T) {
 
 func TestNonApproverRefused(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch x")
 	p := e.proposal(thread, 1)
 	e.click(stranger, thread, p, "approve")
@@ -72,12 +71,12 @@ func TestNonApproverRefused(t *testing.T) {
 	var a *api.Agent
 	testutil.Hold(100*time.Millisecond, func() bool {
 		a = e.agentOf(thread)
-		return a.Pending != nil && a.Pending.ID != "" && e.decisions(a.Pending.ID) == 0
+		return a.Pending != nil && a.Pending.ID != "" && e.Decisions(a.Pending.ID) == 0
 	})
-	if a.Pending == nil || a.Pending.ID == "" || e.decisions(a.Pending.ID) != 0 {
+	if a.Pending == nil || a.Pending.ID == "" || e.Decisions(a.Pending.ID) != 0 {
 		t.Fatalf("a refused click changed the agent: %+v", a)
 	}
-	if !strings.Contains(e.logs.String(), "refused a non-approver") {
+	if !strings.Contains(e.Logs.String(), "refused a non-approver") {
 		t.Error("refusal not logged")
 	}
 	// A member of an approver user group may decide.
@@ -85,55 +84,19 @@ func TestNonApproverRefused(t *testing.T) {
 	e.decided(thread, p.TS, "Denied* by \\u003c@"+member)
 }
 
-func TestRacingClicksMakeOneDecision(t *testing.T) {
-	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "race"}))
-	thread := e.startRun("race")
-	p := e.proposal(thread, 1)
-	var wg sync.WaitGroup
-	for _, u := range []string{approver, approver, approver2, member} {
-		wg.Add(1)
-		go func() { defer wg.Done(); e.click(u, thread, p, "approve") }()
-	}
-	wg.Wait()
-	e.decided(thread, p.TS, "Approved* by")
-	e.wait("three polite refusals", func(v fakeslack.View) bool {
-		n := 0
-		for _, u := range []string{approver, approver2, member} {
-			for _, m := range v.Ephemeral(u) {
-				if strings.Contains(m.Text, "already decided") {
-					n++
-				}
-			}
-		}
-		return n == 3
-	})
-	id := e.agentOf(thread)
-	ps, _ := e.sup.API().Views.Proposals(context.Background(), id.ID)
-	if e.decisions(ps[0].ID) != 1 {
-		t.Errorf("decisions = %d, want 1", e.decisions(ps[0].ID))
-	}
-	// A button on an old proposal is refused too.
-	e.proposal(thread, 2)
-	var before int
-	e.slack.Wait(0, func(v fakeslack.View) bool { before = len(v.Ephemeral(approver2)); return true })
-	e.click(approver2, thread, p, "deny")
-	e.wait("refusal of the old button", func(v fakeslack.View) bool { return len(v.Ephemeral(approver2)) == before+1 })
-}
-
 func TestTypedApproveN(t *testing.T) {
 	e := newEnv(t)
 	for _, w := range []string{"a", "b", "c"} {
-		e.script(reply("bots_test_touch", map[string]string{"what": w}))
+		e.Script(reply("bots_test_touch", map[string]string{"what": w}))
 	}
 	thread := e.startRun("touch three")
 	p := e.proposal(thread, 1)
-	drain()
+	chattest.Drain()
 	e.slack.Say(approver, channel, "channel", thread, "y -3", false)
 	e.decided(thread, p.TS, "Approved ×3* by \\u003c@"+approver)
 	for _, w := range []string{"a", "b", "c"} {
 		select {
-		case got := <-touched:
+		case got := <-chattest.Touched:
 			if got != w {
 				t.Errorf("touched %q, want %q", got, w)
 			}
@@ -148,54 +111,21 @@ func TestTypedApproveN(t *testing.T) {
 	button(t, fin, "approve") // asking again after the three
 }
 
-func drain() {
-	for {
-		select {
-		case <-touched:
-		default:
-			return
-		}
-	}
-}
-
-func TestFeedbackTypedAndByDialog(t *testing.T) {
-	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
-	e.slack.Say(approver, channel, "channel", thread, "touch y instead", false)
-	e.decided(thread, p.TS, "Feedback* by \\u003c@"+approver+"\\u003e: touch y instead")
-
-	p2 := e.proposal(thread, 2)
-	e.click(approver, thread, p2, "feedback")
-	var view json.RawMessage
-	e.wait("the feedback dialog", func(v fakeslack.View) bool {
-		if vs := v.Views(); len(vs) == 1 {
-			view = vs[0]
-			return true
-		}
-		return false
-	})
-	e.slack.Submit(approver, view, feedbackBlock, feedbackInput, "not that either")
-	e.decided(thread, p2.TS, "Feedback* by \\u003c@"+approver+"\\u003e: not that either")
-	e.modelSaw("not that either")
-}
-
 // What people write in a run's thread is remembered by its agent (kind chat): the task
 // and feedback are, a bare "y" is not.
 func TestThreadMessagesRemembered(t *testing.T) {
 	e := newEnvFor(t, true)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}), reply("bots_test_touch", map[string]string{"what": "y"}))
 	thread := e.startRun("touch the launch pad")
 	p := e.proposal(thread, 1)
 	e.slack.Say(approver, channel, "channel", thread, "use the blue pad instead", false)
 	e.decided(thread, p.TS, "Feedback* by \\u003c@"+approver+"\\u003e: use the blue pad instead")
 	p2 := e.proposal(thread, 2)
-	drain()
+	chattest.Drain()
 	e.slack.Say(approver, channel, "channel", thread, "y", false)
 	e.decided(thread, p2.TS, "Approved* by \\u003c@"+approver)
 	var chat []string
-	err := e.st.View(context.Background(), func(tx *store.Tx) error {
+	err := e.St.View(context.Background(), func(tx *store.Tx) error {
 		ms, err := tx.Memories(store.MemoryFilter{AllAgents: true, Kind: "chat"})
 		for _, m := range ms {
 			if m.Kind == "chat" {
@@ -218,10 +148,10 @@ func TestThreadMessagesRemembered(t *testing.T) {
 // are left to click.
 func TestRemovedAgentsProposalClosed(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch x")
 	p := e.proposal(thread, 1)
-	if err := e.sup.API().Runs.DeleteAgent(context.Background(), e.agentOf(thread).ID); err != nil {
+	if err := e.Sup.API().Runs.DeleteAgent(context.Background(), e.agentOf(thread).ID); err != nil {
 		t.Fatal(err)
 	}
 	e.decided(thread, p.TS, "removed before a decision")
@@ -229,7 +159,7 @@ func TestRemovedAgentsProposalClosed(t *testing.T) {
 
 func TestAskUserAnsweredInThread(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("ask_user", map[string]string{"question": "Which folder?"}))
+	e.Script(reply("ask_user", map[string]string{"question": "Which folder?"}))
 	thread := e.startRun("ask me")
 	e.wait("the question", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Which folder?") })
 	e.slack.Say(approver, channel, "channel", thread, "the docs folder", false)
@@ -240,7 +170,7 @@ func TestAskUserAnsweredInThread(t *testing.T) {
 
 func TestDroppedSocketReconnectsAndLosesNothing(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
 	e.slack.Drop()
@@ -261,33 +191,9 @@ func TestDroppedSocketReconnectsAndLosesNothing(t *testing.T) {
 	e.wait("the finish", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished") })
 }
 
-func TestRestartKeepsThreadAndPendingProposal(t *testing.T) {
-	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
-	e.restart()
-	e.click(approver, thread, p, "approve")
-	e.decided(thread, p.TS, "Approved* by")
-	e.wait("the result in the same thread", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "touched x") })
-	// The proposal was not posted twice by the restarted relay.
-	e.slack.Wait(0, func(v fakeslack.View) bool {
-		n := 0
-		for _, m := range v.Messages(channel, thread) {
-			if strings.Contains(m.Text, "Step 1:") {
-				n++
-			}
-		}
-		if n != 1 {
-			t.Errorf("step 1 posted %d times", n)
-		}
-		return true
-	})
-}
-
 func TestLongResultUploadedAsFile(t *testing.T) {
 	e := newEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "big"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "big"}))
 	thread := e.startRun("big")
 	p := e.proposal(thread, 1)
 	e.click(approver, thread, p, "approve")
@@ -304,13 +210,13 @@ func TestSlashCommands(t *testing.T) {
 	}
 	e.unanswered(e.slack.Slash(stranger, channel, "/agent", "run something"))
 	e.wait("refusal", func(v fakeslack.View) bool { return len(v.Ephemeral(stranger)) == 1 })
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "run touch x")); !strings.HasPrefix(got, "Started agent") {
 		t.Errorf("run = %q", got)
 	}
 	var a api.Agent
 	e.wait("the agent waiting", func(fakeslack.View) bool {
-		as, _ := e.sup.API().Views.Agents(context.Background())
+		as, _ := e.Sup.API().Views.Agents(context.Background())
 		if len(as) == 1 && as[0].Pending != nil {
 			a = as[0]
 			return true
@@ -356,7 +262,7 @@ func TestDirectMessageStartsRun(t *testing.T) {
 
 func TestExpiredProposalRefusesChatDecisions(t *testing.T) {
 	e := newEnv(t, func(o *bots.Options) { o.Expiry = 300 * time.Millisecond })
-	e.script(reply("bots_test_touch", map[string]string{"what": "x"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "x"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
 	e.wait("the expiry note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Expired after") })

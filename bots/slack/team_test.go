@@ -11,6 +11,7 @@ import (
 	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 )
 
@@ -44,12 +45,12 @@ func newTeamEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	return newEnvWith(t, &env{teamsDir: dir, onChat: func(req *ollama.ChatRequest) (string, bool) {
+	return newEnvWith(t, &env{Daemon: chattest.Daemon{TeamsDir: dir, OnChat: func(req *ollama.ChatRequest) (string, bool) {
 		if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You are ceo,") {
 			return "Instruction: touch the page.", true
 		}
 		return "", false
-	}})
+	}}})
 }
 
 // teamThread waits for the thread of the team run of workflow.
@@ -85,7 +86,7 @@ func count(ms []fakeslack.Message, s string) int {
 // run's end are posted with their reasons. Role agents leave no removal note.
 func TestTeamRunInThread(t *testing.T) {
 	e := newTeamEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "page"}),
+	e.Script(reply("bots_test_touch", map[string]string{"what": "page"}),
 		reply("finish", map[string]string{"reason": "<INFO> touched the page"}))
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "team build say hi")); !strings.Contains(got, "Started team run t-") {
 		t.Fatalf("/agent team = %q", got)
@@ -126,20 +127,20 @@ func TestTeamCommandRefusals(t *testing.T) {
 	if err := os.WriteFile(outside, []byte(build), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(outside, filepath.Join(e.teamsDir, "linked.toml")); err != nil {
+	if err := os.Symlink(outside, filepath.Join(e.TeamsDir, "linked.toml")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Link(outside, filepath.Join(e.teamsDir, "hard.toml")); err != nil {
+	if err := os.Link(outside, filepath.Join(e.TeamsDir, "hard.toml")); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ user, text, want string }{
 		{stranger, "team build say hi", "not an approver"},
 		{approver, "team ../../etc/passwd x", `".." is refused`},
 		{approver, "team nope x", `no workflow "nope" in the teams directory`},
-		{approver, "team " + outside + " x", outside + " is not in the teams directory " + e.teamsDir},
-		{approver, "team linked x", "chat starts only files inside the teams directory " + e.teamsDir},
-		{approver, "team hard x", "chat starts only files inside the teams directory " + e.teamsDir},
-		{approver, "team bad x", "Could not start the team: " + filepath.Join(e.teamsDir, "bad.toml")},
+		{approver, "team " + outside + " x", outside + " is not in the teams directory " + e.TeamsDir},
+		{approver, "team linked x", "chat starts only files inside the teams directory " + e.TeamsDir},
+		{approver, "team hard x", "chat starts only files inside the teams directory " + e.TeamsDir},
+		{approver, "team bad x", "Could not start the team: " + filepath.Join(e.TeamsDir, "bad.toml")},
 		{approver, "team build", "Usage: /agent team FILE TASK"},
 		{approver, "team", "Workflows: bad, build, hard, linked"},
 	} {
@@ -150,7 +151,7 @@ func TestTeamCommandRefusals(t *testing.T) {
 	if ms := e.messagesIn(""); hasText(ms, "Team ") {
 		t.Errorf("a refused /agent team opened a thread:\n%s", texts(ms))
 	}
-	if runs, _ := e.eng.Teams(t.Context()); len(runs) != 0 {
+	if runs, _ := e.Eng.Teams(t.Context()); len(runs) != 0 {
 		t.Errorf("team runs started: %+v", runs)
 	}
 }
@@ -161,7 +162,7 @@ func TestTeamCommandRefusals(t *testing.T) {
 // is posted.
 func TestTeamFollowedAfterRestart(t *testing.T) {
 	e := newTeamEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "page"}),
+	e.Script(reply("bots_test_touch", map[string]string{"what": "page"}),
 		reply("finish", map[string]string{"reason": "<INFO> touched the page"}))
 	e.answer(e.slack.Slash(approver, channel, "/agent", "team build say hi"))
 	thread := e.teamThread("build")
@@ -181,11 +182,11 @@ func TestTeamFollowedAfterRestart(t *testing.T) {
 // end in the thread names who stopped it, and the role's open proposal with it.
 func TestTeamStopFromChat(t *testing.T) {
 	e := newTeamEnv(t)
-	e.script(reply("bots_test_touch", map[string]string{"what": "page"}))
+	e.Script(reply("bots_test_touch", map[string]string{"what": "page"}))
 	e.answer(e.slack.Slash(approver, channel, "/agent", "team build say hi"))
 	thread := e.teamThread("build")
 	p := e.roleProposal(thread, "programmer", 1)
-	runs, err := e.eng.Teams(t.Context())
+	runs, err := e.Eng.Teams(t.Context())
 	if err != nil || len(runs) != 1 {
 		t.Fatalf("team runs = %+v, %v", runs, err)
 	}
@@ -202,7 +203,7 @@ func TestTeamStopFromChat(t *testing.T) {
 			t.Errorf("%s: /agent %s = %q, want %q", tc.user, tc.text, got, tc.want)
 		}
 	}
-	if r, _ := e.eng.Team(t.Context(), id); r.Status != api.TeamRunning {
+	if r, _ := e.Eng.Team(t.Context(), id); r.Status != api.TeamRunning {
 		t.Fatalf("a refused stop stopped the run: %s (%s)", r.Status, r.Reason)
 	}
 	if got := e.answer(e.slack.Slash(member, channel, "/agent", "team stop "+id)); got != "Stopped team run "+id+" (build)." {
@@ -226,13 +227,13 @@ func TestTeamStopFromChat(t *testing.T) {
 		}
 		return false
 	})
-	if r, _ := e.eng.Team(t.Context(), id); r.Status != api.TeamStopped || r.Reason != "stopped by slack:"+member {
+	if r, _ := e.Eng.Team(t.Context(), id); r.Status != api.TeamStopped || r.Reason != "stopped by slack:"+member {
 		t.Errorf("run = %s (%s)", r.Status, r.Reason)
 	}
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "team stop "+id)); !strings.Contains(got, "has ended already") {
 		t.Errorf("stopping twice = %q", got)
 	}
-	if !strings.Contains(e.logs.String(), "team run stopped from chat") {
+	if !strings.Contains(e.Logs.String(), "team run stopped from chat") {
 		t.Error("the stop is not logged")
 	}
 }
@@ -251,7 +252,7 @@ func (e *env) roleProposal(thread, role string, step int) fakeslack.Message {
 		}
 		return false
 	}) {
-		e.t.Fatalf("no %q in the thread:\n%s\nlogs:\n%s", want, texts(e.messagesIn(thread)), e.logs.String())
+		e.t.Fatalf("no %q in the thread:\n%s\nlogs:\n%s", want, texts(e.messagesIn(thread)), e.Logs.String())
 	}
 	return got
 }

@@ -1,0 +1,154 @@
+package discord
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/internal/chattest"
+	"github.com/agentd/agentd/internal/fakediscord"
+)
+
+// TestScenarios runs the scenarios both chat platforms share on Discord.
+func TestScenarios(t *testing.T) {
+	chattest.RunScenarios(t, func(t *testing.T) chattest.Chat { return &discordChat{newEnv(t)} })
+}
+
+// discordChat is the Discord harness as the scenarios drive it.
+type discordChat struct{ *env }
+
+var discordUsers = map[chattest.User]fakediscord.User{chattest.Approver: uAlice, chattest.GroupApprover: uCarol, chattest.Stranger: uBob}
+
+func (c discordChat) Daemon() *chattest.Daemon      { return &c.env.Daemon }
+func (c discordChat) Platform() string              { return Platform }
+func (c discordChat) Channel() string               { return eChannel }
+func (c discordChat) UserID(u chattest.User) string { return discordUsers[u].ID }
+func (c discordChat) StartRun(task string) string   { return c.startRun(task) }
+func (c discordChat) Restart()                      { c.restart() }
+func (c discordChat) Say(u chattest.User, thread, text string) string {
+	return c.say(discordUsers[u], thread, text).ID
+}
+func (c discordChat) Wait(what string, cond func() bool)                 { c.t.Helper(); c.wait(what, cond) }
+func (c discordChat) Decided(thread string, m chattest.Msg, text string) { c.decided(m.ID, text) }
+
+func (c discordChat) Proposal(thread string, step int) chattest.Msg {
+	m := c.proposal(thread, step)
+	return chattest.Msg{ID: m.ID, Raw: m}
+}
+
+// interacted keeps what u did, for NotesTo.
+func (c discordChat) interacted(u chattest.User, in fakediscord.Interaction) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ins == nil {
+		c.ins = map[string][]fakediscord.Interaction{}
+	}
+	c.ins[discordUsers[u].ID] = append(c.ins[discordUsers[u].ID], in)
+}
+
+// Click presses m's button; once the bot took the buttons off (m was decided), it is a
+// click from a client still showing m as it was.
+func (c discordChat) Click(u chattest.User, thread string, m chattest.Msg, action string) {
+	c.t.Helper()
+	msg := m.Raw.(fakediscord.Message)
+	id := customID(c.t, msg, Action(action))
+	in, err := c.fake.Click(thread, m.ID, discordUsers[u], id)
+	if now, _ := c.fake.Message(m.ID); err != nil && len(now.Components) == 0 {
+		in, err = c.fake.Interact(fakediscord.Interaction{Type: fakediscord.InteractionMessageComponent, ChannelID: thread, Message: &msg,
+			Data: fakediscord.ComponentData{CustomID: id, ComponentType: 2}}, discordUsers[u])
+	}
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.interacted(u, in)
+}
+
+func (c discordChat) ForgeClick(u chattest.User, thread string, on, from chattest.Msg) {
+	msg := on.Raw.(fakediscord.Message)
+	in, err := c.fake.Interact(fakediscord.Interaction{Type: fakediscord.InteractionMessageComponent, ChannelID: thread, Message: &msg,
+		Data: fakediscord.ComponentData{CustomID: customID(c.t, from.Raw.(fakediscord.Message), ActionApprove), ComponentType: 2}}, discordUsers[u])
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.interacted(u, in)
+}
+
+// Feedback opens the modal (answered with type 9) and submits it.
+func (c discordChat) Feedback(u chattest.User, thread string, m chattest.Msg, text string) {
+	opened := c.click(discordUsers[u], thread, m.Raw.(fakediscord.Message), ActionFeedback)
+	c.interacted(u, opened)
+	c.wait("the modal", func() bool { return c.fake.InteractionResponse(opened.ID).Type == 9 })
+	in, err := c.fake.SubmitModal(opened, discordUsers[u], map[string]string{feedbackInputID: text})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.interacted(u, in)
+}
+
+// Redeliver has the gateway replay what it sent on the bot's next resume, and drops the
+// connection.
+func (c discordChat) Redeliver(id string) {
+	resumed := c.resumes()
+	c.fake.ReplayOnResume(64)
+	c.settle()
+	c.fake.Drop()
+	c.wait("a resumed connection", func() bool { return c.resumes() > resumed })
+}
+
+// Command runs /agent with text's first word as the subcommand and the rest as its agent.
+func (c discordChat) Command(u chattest.User, text string) string {
+	c.t.Helper()
+	sub, agent, _ := strings.Cut(text, " ")
+	opt := fakediscord.CommandOption{Type: 1, Name: sub}
+	if agent != "" {
+		opt.Options = []fakediscord.CommandOption{{Type: 3, Name: "agent", Value: agent}}
+	}
+	in, err := c.fake.Command(eChannel, discordUsers[u], "agent", opt)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.interacted(u, in)
+	c.wait("the answer to /agent "+text, func() bool { return c.original(in, "") })
+	return c.originalText(in)
+}
+
+// originalText is every text the bot wrote into the interaction's response.
+func (e *env) originalText(in fakediscord.Interaction) string {
+	var b strings.Builder
+	for _, c := range e.fake.Calls() {
+		if strings.Contains(c.Path, in.Token) || strings.Contains(c.Path, in.ID+"/") {
+			b.Write(c.Body)
+		}
+	}
+	return b.String()
+}
+
+func (c discordChat) Posted(thread string) []string {
+	var out []string
+	for _, m := range c.fake.Messages(thread) {
+		out = append(out, m.Content)
+	}
+	return out
+}
+
+func (c discordChat) NotesTo(u chattest.User) []string {
+	c.mu.Lock()
+	ins := append([]fakediscord.Interaction(nil), c.ins[discordUsers[u].ID]...)
+	c.mu.Unlock()
+	var out []string
+	for _, in := range ins {
+		out = append(out, c.ephemerals(in)...)
+	}
+	return out
+}
+
+func (c discordChat) Shown(verb string, by chattest.User) string {
+	if by == chattest.Anyone {
+		return verb + "** by"
+	}
+	return verb + "** by <@" + discordUsers[by].ID + ">"
+}
+
+func (c discordChat) Asks(thread string, m chattest.Msg) bool {
+	now, _ := c.fake.Message(m.ID)
+	return len(now.Components) > 0
+}

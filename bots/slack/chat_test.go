@@ -1,0 +1,130 @@
+package slack
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/internal/chattest"
+	"github.com/agentd/agentd/internal/fakeslack"
+	"github.com/agentd/agentd/internal/testutil"
+)
+
+// TestScenarios runs the scenarios both chat platforms share on Slack.
+func TestScenarios(t *testing.T) {
+	chattest.RunScenarios(t, func(t *testing.T) chattest.Chat { return &slackChat{env: newEnv(t), sent: map[string]string{}} })
+}
+
+// slackChat is the Slack harness as the scenarios drive it.
+type slackChat struct {
+	*env
+	mu   sync.Mutex
+	sent map[string]string // message ts → its envelope, to deliver again
+}
+
+var slackUsers = map[chattest.User]string{chattest.Approver: approver, chattest.GroupApprover: member, chattest.Stranger: stranger}
+
+func (c *slackChat) Daemon() *chattest.Daemon      { return &c.env.Daemon }
+func (c *slackChat) Platform() string              { return "slack" }
+func (c *slackChat) Channel() string               { return channel }
+func (c *slackChat) UserID(u chattest.User) string { return slackUsers[u] }
+func (c *slackChat) StartRun(task string) string   { return c.startRun(task) }
+func (c *slackChat) Restart()                      { c.restart() }
+func (c *slackChat) Command(u chattest.User, text string) string {
+	return c.answer(c.slack.Slash(slackUsers[u], channel, "/agent", text))
+}
+
+func (c *slackChat) Proposal(thread string, step int) chattest.Msg {
+	m := c.proposal(thread, step)
+	return chattest.Msg{ID: m.TS, Raw: m}
+}
+
+func (c *slackChat) Click(u chattest.User, thread string, m chattest.Msg, action string) {
+	c.click(slackUsers[u], thread, m.Raw.(fakeslack.Message), action)
+}
+
+// ForgeClick waits for the click's ack too: the refusal may be posted before the ack
+// lands, which the fake marks in time or late by Slack's own deadline.
+func (c *slackChat) ForgeClick(u chattest.User, thread string, on, from chattest.Msg) {
+	env := c.slack.Click(slackUsers[u], channel, thread, on.ID)("agentd_approve", button(c.t, from.Raw.(fakeslack.Message), "approve"))
+	c.wait("the forged click acked in time", func(v fakeslack.View) bool { return v.AckedInTime(env) })
+}
+
+func (c *slackChat) Feedback(u chattest.User, thread string, m chattest.Msg, text string) {
+	var before int
+	c.slack.Wait(0, func(v fakeslack.View) bool { before = len(v.Views()); return true })
+	c.Click(u, thread, m, "feedback")
+	var view json.RawMessage
+	c.wait("the feedback dialog", func(v fakeslack.View) bool {
+		if vs := v.Views(); len(vs) == before+1 {
+			view = vs[before]
+			return true
+		}
+		return false
+	})
+	c.slack.Submit(slackUsers[u], view, feedbackBlock, feedbackInput, text)
+}
+
+func (c *slackChat) Say(u chattest.User, thread, text string) string {
+	env, ts := c.slack.Say(slackUsers[u], channel, "channel", thread, text, false)
+	c.mu.Lock()
+	c.sent[ts] = env
+	c.mu.Unlock()
+	return ts
+}
+
+// Redeliver retries the message's envelope as Slack does after a timeout.
+func (c *slackChat) Redeliver(id string) {
+	c.mu.Lock()
+	env := c.sent[id]
+	c.mu.Unlock()
+	again := c.slack.Redeliver(env, "timeout")
+	c.wait("the redelivery acked", func(v fakeslack.View) bool { return v.AckedInTime(again) })
+}
+
+func (c *slackChat) Posted(thread string) []string {
+	var out []string
+	c.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, m := range v.Messages(channel, thread) {
+			out = append(out, m.Text+"\n"+string(m.Blocks))
+		}
+		return true
+	})
+	return out
+}
+
+func (c *slackChat) NotesTo(u chattest.User) []string {
+	var out []string
+	c.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, m := range v.Ephemeral(slackUsers[u]) {
+			out = append(out, m.Text)
+		}
+		return true
+	})
+	return out
+}
+
+// Shown is the decision as it stands in the blocks' JSON (mrkdwn bold, a mention).
+func (c *slackChat) Shown(verb string, by chattest.User) string {
+	if by == chattest.Anyone {
+		return verb + "* by"
+	}
+	return verb + "* by \\u003c@" + slackUsers[by] + "\\u003e"
+}
+
+func (c *slackChat) Decided(thread string, m chattest.Msg, text string) {
+	c.decided(thread, m.ID, text)
+}
+
+func (c *slackChat) Asks(thread string, m chattest.Msg) bool {
+	return strings.Contains(string(c.message(thread, m.ID).Blocks), "agentd_approve")
+}
+
+func (c *slackChat) Wait(what string, cond func() bool) {
+	c.t.Helper()
+	if !testutil.Wait(10*time.Second, cond) {
+		c.t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, c.Logs.String())
+	}
+}

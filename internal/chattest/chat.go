@@ -1,0 +1,109 @@
+// Package chattest is test support for the chat front ends: one table of scenarios
+// (Scenarios) that bots/slack's tests run on internal/fakeslack with the real slack-go
+// and bots/discord's on internal/fakediscord with the real discordgo, each through its
+// harness's Chat. Beside it, what both harnesses share: the daemon they run against
+// (Daemon: real store, supervisor, relay, fake Ollama answering from a script), the test
+// commands (touch, echo) and the relays a test puts before the real one.
+package chattest
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// User is a person in the scenarios; each harness maps it to one of its fake's users.
+type User int
+
+const (
+	// Anyone stands for whoever decided, where a scenario does not care.
+	Anyone User = iota - 1
+	// Approver is an approver by user ID.
+	Approver
+	// GroupApprover is an approver through a group (a Slack user group, a Discord role).
+	GroupApprover
+	// Stranger is not an approver.
+	Stranger
+)
+
+// Msg is a proposal message as the harness found it: ID names it on the platform, Raw is
+// the fake's own message (its buttons), for the harness.
+type Msg struct {
+	ID  string
+	Raw any
+}
+
+// Chat is a chat platform's harness, running the real bot against its loopback fake and
+// a Daemon. Methods that wait fail the test when what they wait for does not come.
+type Chat interface {
+	Daemon() *Daemon
+	// Platform names the platform as bindings and the audit log do; Channel is the
+	// channel runs start in; UserID is u's ID on the platform.
+	Platform() string
+	Channel() string
+	UserID(u User) string
+
+	// StartRun mentions the bot with a task and returns the run's thread, once the run's
+	// first note is there.
+	StartRun(task string) (thread string)
+	// Proposal waits for the proposal of step in thread.
+	Proposal(thread string, step int) Msg
+	// Click clicks m's button for action (bots.ActionApprove, …) as u.
+	Click(u User, thread string, m Msg, action string)
+	// ForgeClick clicks, as u, on message on in thread, a button carrying the approve
+	// button's value of message from (another run's): what a forged payload does.
+	ForgeClick(u User, thread string, on, from Msg)
+	// Feedback opens m's feedback dialog by its button as u and submits text.
+	Feedback(u User, thread string, m Msg, text string)
+	// Say writes text into thread (or a channel) as u and returns the message's ID.
+	Say(u User, thread, text string) (id string)
+	// Redeliver has the platform deliver message id again, as it does after a timeout or
+	// a resumed connection, and returns once the bot has taken it.
+	Redeliver(id string)
+	// Command runs the slash command /agent text as u and returns its answer.
+	Command(u User, text string) string
+	// Restart stops the bot and the daemon and starts them again on the same state.
+	Restart()
+
+	// Posted is the text of each message in thread, as shown.
+	Posted(thread string) []string
+	// NotesTo is every note only u was shown (ephemeral answers).
+	NotesTo(u User) []string
+	// Shown is how a decision reads on a decided proposal: verb by u.
+	Shown(verb string, by User) string
+	// Decided waits until m shows text (its decision), and fails when it still has buttons.
+	Decided(thread string, m Msg, text string)
+	// Asks reports whether m has its buttons.
+	Asks(thread string, m Msg) bool
+	// Wait waits until cond holds.
+	Wait(what string, cond func() bool)
+}
+
+// Scenario is a case both platforms run.
+type Scenario struct {
+	Name string
+	Run  func(t *testing.T, c Chat)
+}
+
+// RunScenarios runs every scenario against a fresh harness from newChat.
+func RunScenarios(t *testing.T, newChat func(t *testing.T) Chat) {
+	for _, s := range Scenarios {
+		t.Run(s.Name, func(t *testing.T) { s.Run(t, newChat(t)) })
+	}
+}
+
+// Count is how many of ss contain s.
+func Count(ss []string, s string) int {
+	n := 0
+	for _, x := range ss {
+		if strings.Contains(x, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// Has reports whether one of ss contains s.
+func Has(ss []string, s string) bool {
+	return slices.ContainsFunc(ss, func(x string) bool { return strings.Contains(x, s) })
+}

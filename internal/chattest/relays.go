@@ -1,0 +1,126 @@
+package chattest
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/bots"
+)
+
+// Handler is what a bot hands chat actions to: *bots.Relay, or a test's relay before it
+// (each platform's Relay interface has these methods).
+type Handler interface {
+	OnMessage(ctx context.Context, in bots.Incoming)
+	OnClick(ctx context.Context, c bots.Click)
+	OnFeedback(ctx context.Context, platform string, w bots.Where, u bots.User, ref bots.Ref, text string)
+	OnCommand(ctx context.Context, platform string, w bots.Where, u bots.User, text string) string
+}
+
+// HandledRelay tells of each message the relay before it has finished handling.
+type HandledRelay struct {
+	Handler
+	done chan bots.Incoming
+}
+
+// NewHandled is a HandledRelay; set its Handler before the bot hands it anything.
+func NewHandled() *HandledRelay { return &HandledRelay{done: make(chan bots.Incoming, 64)} }
+
+// OnMessage hands the message on and tells of it once handled.
+func (h *HandledRelay) OnMessage(ctx context.Context, in bots.Incoming) {
+	h.Handler.OnMessage(ctx, in)
+	h.done <- in
+}
+
+// Handled waits until the relay has handled the message (or edit) with id.
+func (h *HandledRelay) Handled(t testing.TB, id string, edited bool) {
+	t.Helper()
+	for {
+		select {
+		case in := <-h.done:
+			if in.ID == id && in.Edited == edited {
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the relay never handled message %s (edited: %v)", id, edited)
+		}
+	}
+}
+
+// SlowRelay holds every call until its context ends, then After longer (a handler
+// finishing its work after the stop), and counts the calls still inside.
+type SlowRelay struct {
+	After   time.Duration
+	Entered chan struct{}
+
+	mu     sync.Mutex
+	inside int
+}
+
+// NewSlow is a SlowRelay that takes after to finish.
+func NewSlow(after time.Duration) *SlowRelay {
+	return &SlowRelay{After: after, Entered: make(chan struct{}, 8)}
+}
+
+func (s *SlowRelay) hold(ctx context.Context) {
+	s.mu.Lock()
+	s.inside++
+	s.mu.Unlock()
+	s.Entered <- struct{}{}
+	<-ctx.Done()
+	time.Sleep(s.After) // the work a handler does after the stop: what Run must wait for
+	s.mu.Lock()
+	s.inside--
+	s.mu.Unlock()
+}
+
+func (s *SlowRelay) OnMessage(ctx context.Context, _ bots.Incoming) { s.hold(ctx) }
+func (s *SlowRelay) OnClick(ctx context.Context, _ bots.Click)      { s.hold(ctx) }
+func (s *SlowRelay) OnFeedback(ctx context.Context, _ string, _ bots.Where, _ bots.User, _ bots.Ref, _ string) {
+	s.hold(ctx)
+}
+func (s *SlowRelay) OnCommand(ctx context.Context, _ string, _ bots.Where, _ bots.User, _ string) string {
+	s.hold(ctx)
+	return "late"
+}
+
+// CheckRunLeavesNoHandlers waits until n calls are inside s, ends the bot's context with
+// cancel, and checks that Run (closing ran) returned with no call inside and no
+// goroutine left running a method of the bot (named by its stack frame prefix, such as
+// "bots/slack.(*Bot).").
+func (s *SlowRelay) CheckRunLeavesNoHandlers(t testing.TB, n int, cancel context.CancelFunc, ran <-chan struct{}, frame string) {
+	t.Helper()
+	for range n {
+		select {
+		case <-s.Entered:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the relay never saw what the bot was sent")
+		}
+	}
+	cancel()
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	s.mu.Lock()
+	inside := s.inside
+	s.mu.Unlock()
+	if inside != 0 {
+		t.Errorf("Run returned with %d relay calls still running", inside)
+	}
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var left []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, frame) {
+			left = append(left, g)
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("goroutines of the bot left after Run returned:\n%s", strings.Join(left, "\n\n"))
+	}
+}

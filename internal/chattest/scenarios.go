@@ -1,0 +1,176 @@
+package chattest
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/bots"
+)
+
+const speak = "I will touch it"
+
+// Scenarios are the cases both chat platforms run, each asserting the same on both.
+var Scenarios = []Scenario{
+	{"redelivered_approve_n_counted_once", redeliveredApproveNCountedOnce},
+	{"non_approver_list_learns_nothing", nonApproverListLearnsNothing},
+	{"click_in_thread_a_naming_b_refused", clickInThreadANamingBRefused},
+	{"racing_clicks_make_one_decision", racingClicksMakeOneDecision},
+	{"restart_keeps_thread_and_pending_proposal", restartKeepsThreadAndPendingProposal},
+	{"feedback_typed_and_by_dialog", feedbackTypedAndByDialog},
+}
+
+func agentOf(c Chat, thread string) *api.Agent {
+	return c.Daemon().AgentOf(c.Platform(), c.Channel(), thread)
+}
+
+func noDecisionHeld(c Chat, thread, id string) {
+	c.Daemon().NoDecisionHeld(c.Platform(), c.Channel(), thread, id)
+}
+
+// A `y -3` the platform delivers again (Slack's retry of the same payload, Discord's
+// replay on a resumed gateway) is applied once: P1 approved ×3, three commands run, the
+// fourth proposal asks again and stays undecided.
+func redeliveredApproveNCountedOnce(t *testing.T, c Chat) {
+	d := c.Daemon()
+	for _, w := range []string{"a", "b", "c", "d"} {
+		d.Script(Touch(w, speak))
+	}
+	thread := c.StartRun("touch four")
+	p1 := c.Proposal(thread, 1)
+	first := agentOf(c, thread).Pending.ID
+	Drain()
+	y := c.Say(Approver, thread, "y -3")
+	c.Decided(thread, p1, c.Shown("Approved ×3", Approver))
+	TouchedInOrder(t, "a", "b", "c")
+	p4 := c.Proposal(thread, 4)
+	if !c.Asks(thread, p4) {
+		t.Error("the fourth proposal does not ask")
+	}
+	fourth := agentOf(c, thread).Pending.ID
+
+	c.Redeliver(y)
+	c.Wait("the redelivery dropped", func() bool {
+		return strings.Contains(d.Logs.String(), `dropped a redelivered message" platform=`+c.Platform()+" channel="+c.Channel()+" id="+y)
+	})
+	noDecisionHeld(c, thread, fourth)
+	if n := d.Decisions(first); n != 1 {
+		t.Errorf("decisions on P1 = %d, want 1", n)
+	}
+	ds := d.DecisionsOf(agentOf(c, thread).ID)
+	if len(ds) != 3 || ds[0].Count != 3 || ds[0].Source != c.Platform() || ds[1].Source != "grant" || ds[2].Source != "grant" ||
+		ds[1].Grant == "" || ds[1].Grant != ds[0].Grant || ds[2].Grant != ds[0].Grant {
+		t.Errorf("decisions = %+v, want P1 ×3 from %s, then two by the grant it made", ds, c.Platform())
+	}
+	NoCommandRan(t)
+}
+
+// A non-approver's /agent list and /agent status are refused and reveal nothing: no
+// agent's name, id or task.
+func nonApproverListLearnsNothing(t *testing.T, c Chat) {
+	c.Daemon().Script(Touch("x", speak))
+	thread := c.StartRun("touch the secret-project")
+	c.Proposal(thread, 1)
+	a := agentOf(c, thread)
+	for _, text := range []string{"list", "status " + a.Name} {
+		got := c.Command(Stranger, text)
+		if !strings.Contains(got, "not an approver") {
+			t.Errorf("/agent %s by a stranger = %q, want a refusal", text, got)
+		}
+		for _, secret := range []string{"secret-project", a.ID, a.Name} {
+			if strings.Contains(got, secret) {
+				t.Errorf("/agent %s by a stranger showed %q: %q", text, secret, got)
+			}
+		}
+	}
+}
+
+// A click in run A's thread whose button names run B's agent and proposal (forged: a
+// platform only sends a message's own buttons) is refused with a note, written to the
+// audit log, and decides nothing for either.
+func clickInThreadANamingBRefused(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("a", speak), Touch("b", speak))
+	threadA := c.StartRun("touch a")
+	pA := c.Proposal(threadA, 1)
+	threadB := c.StartRun("touch b")
+	pB := c.Proposal(threadB, 1)
+	a, b := agentOf(c, threadA), agentOf(c, threadB)
+
+	c.ForgeClick(Approver, threadA, pA, pB)
+	c.Wait("the refusal", func() bool { return Has(c.NotesTo(Approver), "decided nothing") })
+	noDecisionHeld(c, threadB, b.Pending.ID)
+	noDecisionHeld(c, threadA, a.Pending.ID)
+	if notes := c.NotesTo(Approver); len(notes) != 1 {
+		t.Errorf("notes to the clicker = %q, want the one refusal", notes)
+	}
+	// Refused as a button that is not its message's proposal, or as another agent's: either
+	// way one audit row, under the agent the button named, saying where and who.
+	rows := append(d.AuditRows(b.ID), d.AuditRows(a.ID)...)
+	if len(rows) != 1 || rows[0].Platform != c.Platform() || rows[0].Channel != c.Channel() || rows[0].Thread != threadA ||
+		rows[0].User != c.UserID(Approver) || rows[0].ProposalID != b.Pending.ID || rows[0].Reason == "" {
+		t.Errorf("audit rows = %+v, want one refusal of %s by %s in thread %s", rows, b.Pending.ID, c.UserID(Approver), threadA)
+	}
+}
+
+// Four clicks at once (two people, each twice) make one decision; the other three are
+// refused politely; a button on a proposal already decided is refused too.
+func racingClicksMakeOneDecision(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("race", speak))
+	thread := c.StartRun("race")
+	p := c.Proposal(thread, 1)
+	var wg sync.WaitGroup
+	for _, u := range []User{Approver, Approver, GroupApprover, GroupApprover} {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Click(u, thread, p, bots.ActionApprove) }()
+	}
+	wg.Wait()
+	c.Decided(thread, p, c.Shown("Approved", Anyone))
+	refusals := func() int {
+		return Count(c.NotesTo(Approver), "already decided") + Count(c.NotesTo(GroupApprover), "already decided")
+	}
+	c.Wait("three polite refusals", func() bool { return refusals() == 3 })
+	ps, _ := d.Sup.API().Views.Proposals(context.Background(), agentOf(c, thread).ID)
+	if n := d.Decisions(ps[0].ID); n != 1 {
+		t.Errorf("decisions = %d, want 1", n)
+	}
+	c.Proposal(thread, 2)
+	before := len(c.NotesTo(GroupApprover))
+	c.Click(GroupApprover, thread, p, bots.ActionDeny)
+	c.Wait("the refusal of the old button", func() bool { return len(c.NotesTo(GroupApprover)) == before+1 })
+}
+
+// After the daemon restarts, the run's thread and its waiting proposal are the same: a
+// click on the proposal posted before decides it, the result lands in the thread, and
+// the proposal is not posted again.
+func restartKeepsThreadAndPendingProposal(t *testing.T, c Chat) {
+	c.Daemon().Script(Touch("x", speak))
+	thread := c.StartRun("touch")
+	p := c.Proposal(thread, 1)
+	c.Restart()
+	c.Click(GroupApprover, thread, p, bots.ActionApprove)
+	c.Decided(thread, p, c.Shown("Approved", GroupApprover))
+	c.Wait("the result in the same thread", func() bool { return Has(c.Posted(thread), "touched x") })
+	if n := Count(c.Posted(thread), "Step 1: "); n != 1 {
+		t.Errorf("step 1 posted %d times", n)
+	}
+}
+
+// Feedback typed in the thread and feedback written in the dialog behind the button are
+// each recorded as the decision, and reach the model.
+func feedbackTypedAndByDialog(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("x", speak), Touch("y", speak))
+	thread := c.StartRun("touch")
+	p := c.Proposal(thread, 1)
+	c.Say(Approver, thread, "touch y instead")
+	c.Decided(thread, p, c.Shown("Feedback", Approver)+": touch y instead")
+
+	p2 := c.Proposal(thread, 2)
+	c.Feedback(Approver, thread, p2, "not that, touch z")
+	c.Decided(thread, p2, c.Shown("Feedback", Approver)+": not that, touch z")
+	c.Wait("the model to see the feedback", func() bool { return d.ModelSaw("not that, touch z") })
+}
