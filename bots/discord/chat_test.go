@@ -10,11 +10,18 @@ import (
 
 // TestScenarios runs the scenarios both chat platforms share on Discord.
 func TestScenarios(t *testing.T) {
-	chattest.RunScenarios(t, func(t *testing.T) chattest.Chat { return &discordChat{newEnv(t)} })
+	chattest.RunScenarios(t, func(t *testing.T) chattest.Chat {
+		held := &chattest.HoldingRelay{}
+		e := newEnvWith(t, &env{wrap: func(r Relay) Relay { held.Handler = r; return held }})
+		return discordChat{e, held}
+	})
 }
 
 // discordChat is the Discord harness as the scenarios drive it.
-type discordChat struct{ *env }
+type discordChat struct {
+	*env
+	held *chattest.HoldingRelay
+}
 
 var discordUsers = map[chattest.User]fakediscord.User{chattest.Approver: uAlice, chattest.GroupApprover: uCarol, chattest.Stranger: uBob}
 
@@ -141,6 +148,17 @@ func (c discordChat) NotesTo(u chattest.User) []string {
 	return out
 }
 
+// RepliesTo is the bot's replies to the message.
+func (c discordChat) RepliesTo(_ chattest.User, thread, id string) []string {
+	var out []string
+	for _, m := range c.fake.Messages(thread) {
+		if m.Author.ID == c.fake.BotUser().ID && m.MessageReference != nil && m.MessageReference.MessageID == id {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
 func (c discordChat) Shown(verb string, by chattest.User) string {
 	if by == chattest.Anyone {
 		return verb + "** by"
@@ -152,3 +170,5 @@ func (c discordChat) Asks(thread string, m chattest.Msg) bool {
 	now, _ := c.fake.Message(m.ID)
 	return len(now.Components) > 0
 }
+
+func (c discordChat) Hold(text string) func() { return c.held.Hold(text) }

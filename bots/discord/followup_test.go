@@ -4,9 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
@@ -95,62 +93,6 @@ func TestReplyToTheTaskMessageSteersItsRun(t *testing.T) {
 	}
 }
 
-// holdingRelay hands the relay a message whose text has hold only once released: a
-// platform delivering it late, after what the test does meanwhile.
-type holdingRelay struct {
-	Relay
-	hold    string
-	release chan struct{}
-}
-
-func (h *holdingRelay) OnMessage(ctx context.Context, in bots.Incoming) {
-	if strings.Contains(in.Text, h.hold) {
-		<-h.release
-	}
-	h.Relay.OnMessage(ctx, in)
-}
-
-// TestStoppedRunEndsForLateMessages: a run stopped with /agent stop shows its end in its
-// thread, so a message written in the thread before the stop and delivered after it
-// starts no task (the person is told why); one written after the end does.
-func TestStoppedRunEndsForLateMessages(t *testing.T) {
-	h := &holdingRelay{hold: "also look at the docs", release: make(chan struct{})}
-	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { h.Relay = r; return h }})
-	t.Cleanup(func() {
-		select {
-		case <-h.release:
-		default:
-			close(h.release)
-		}
-	})
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
-	thread := e.startRun("touch")
-	e.proposal(thread, 1)
-	late := e.say(uAlice, thread, "also look at the docs")
-	stop, err := e.fake.Command(eChannel, uAlice, "agent", fakediscord.CommandOption{Type: 1, Name: "stop",
-		Options: []fakediscord.CommandOption{{Type: 3, Name: "agent", Value: e.agentOf(thread).ID}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.wait("the stop's answer", func() bool { return e.original(stop, "is idle") })
-	e.wait("the run's end in its thread", func() bool { return hasText(e.fake.Messages(thread), "Finished: stopped by a person") })
-	close(h.release)
-	e.wait("the note to the late message's writer", func() bool {
-		for _, m := range e.fake.Messages(thread) {
-			if m.MessageReference != nil && m.MessageReference.MessageID == late.ID &&
-				strings.Contains(m.Content, "written while the agent was still working on its last run") {
-				return true
-			}
-		}
-		return false
-	})
-	if hasText(e.fake.Messages(thread), "New task taken") {
-		t.Fatal("the message written before the stop started a task")
-	}
-	e.say(uAlice, thread, "now tidy the docs")
-	e.wait("the follow-up task", func() bool { return hasText(e.fake.Messages(thread), "New task taken: now tidy the docs") })
-}
-
 // notesTo counts the bot's messages in channel that reply to message id saying text.
 func (e *env) notesTo(channel, id, text string) int {
 	n := 0
@@ -162,38 +104,12 @@ func (e *env) notesTo(channel, id, text string) int {
 	return n
 }
 
-// handledRelay tells of each message the relay has finished handling.
-type handledRelay struct {
-	Relay
-	done chan bots.Incoming
-}
-
-func (h *handledRelay) OnMessage(ctx context.Context, in bots.Incoming) {
-	h.Relay.OnMessage(ctx, in)
-	h.done <- in
-}
-
-// handled waits until the relay has handled the message (or edit) with id.
-func (h *handledRelay) handled(t *testing.T, id string, edited bool) {
-	t.Helper()
-	for {
-		select {
-		case in := <-h.done:
-			if in.ID == id && in.Edited == edited {
-				return
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the relay never handled message %s (edited: %v)", id, edited)
-		}
-	}
-}
-
 // TestEditsAreAnsweredNotRead: an edit of a message the relay read — a decision in a
 // run's thread, the mention that started the run — changes nothing and is answered, once
 // per message: edits are not read, send a new message. An edit of chatter is left alone.
 func TestEditsAreAnsweredNotRead(t *testing.T) {
-	h := &handledRelay{done: make(chan bots.Incoming, 64)}
-	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { h.Relay = r; return h }})
+	h := chattest.NewHandled()
+	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { h.Handler = r; return h }})
 	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
@@ -210,7 +126,7 @@ func TestEditsAreAnsweredNotRead(t *testing.T) {
 		if _, err := e.fake.EditMessage(id, u, text); err != nil {
 			t.Fatal(err)
 		}
-		h.handled(t, id, true)
+		h.Handled(t, id, true)
 	}
 	edit(uAlice, y.ID, "n")
 	edit(uAlice, y.ID, "n, really")

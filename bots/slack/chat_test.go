@@ -14,12 +14,17 @@ import (
 
 // TestScenarios runs the scenarios both chat platforms share on Slack.
 func TestScenarios(t *testing.T) {
-	chattest.RunScenarios(t, func(t *testing.T) chattest.Chat { return &slackChat{env: newEnv(t), sent: map[string]string{}} })
+	chattest.RunScenarios(t, func(t *testing.T) chattest.Chat {
+		held := &chattest.HoldingRelay{}
+		e := newEnvWith(t, &env{wrap: func(r Relay) Relay { held.Handler = r; return held }})
+		return &slackChat{env: e, held: held, sent: map[string]string{}}
+	})
 }
 
 // slackChat is the Slack harness as the scenarios drive it.
 type slackChat struct {
 	*env
+	held *chattest.HoldingRelay
 	mu   sync.Mutex
 	sent map[string]string // message ts → its envelope, to deliver again
 }
@@ -106,6 +111,21 @@ func (c *slackChat) NotesTo(u chattest.User) []string {
 	return out
 }
 
+// RepliesTo is the notes only u sees in thread: Slack's ephemeral messages do not
+// name the message they answer.
+func (c *slackChat) RepliesTo(u chattest.User, thread, _ string) []string {
+	var out []string
+	c.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, m := range v.Ephemeral(slackUsers[u]) {
+			if m.ThreadTS == thread {
+				out = append(out, m.Text)
+			}
+		}
+		return true
+	})
+	return out
+}
+
 // Shown is the decision as it stands in the blocks' JSON (mrkdwn bold, a mention).
 func (c *slackChat) Shown(verb string, by chattest.User) string {
 	if by == chattest.Anyone {
@@ -128,3 +148,5 @@ func (c *slackChat) Wait(what string, cond func() bool) {
 		c.t.Fatalf("timed out waiting for %s\nlogs:\n%s", what, c.Logs.String())
 	}
 }
+
+func (c *slackChat) Hold(text string) func() { return c.held.Hold(text) }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 )
@@ -66,94 +64,12 @@ func TestMentionUnderTheTaskMessageSteersItsRun(t *testing.T) {
 	}
 }
 
-// holdingRelay hands the relay a message whose text has hold only once released: Slack
-// delivering it late (a retry after the socket came back).
-type holdingRelay struct {
-	Relay
-	hold    string
-	release chan struct{}
-}
-
-func (h *holdingRelay) OnMessage(ctx context.Context, in bots.Incoming) {
-	if strings.Contains(in.Text, h.hold) {
-		<-h.release
-	}
-	h.Relay.OnMessage(ctx, in)
-}
-
-// TestStoppedRunEndsForLateMessages: a run stopped with /agent stop shows its end in its
-// thread, so a message written in the thread before the stop and delivered after it
-// starts no task (the person is told why); one written after the end does.
-func TestStoppedRunEndsForLateMessages(t *testing.T) {
-	h := &holdingRelay{hold: "also look at the docs", release: make(chan struct{})}
-	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { h.Relay = r; return h }})
-	t.Cleanup(func() {
-		select {
-		case <-h.release:
-		default:
-			close(h.release)
-		}
-	})
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
-	thread := e.startRun("touch")
-	e.proposal(thread, 1)
-	e.slack.Say(approver, channel, "channel", thread, "also look at the docs", false)
-	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "stop "+e.agentOf(thread).ID)); !strings.Contains(got, "is idle") {
-		t.Fatalf("/agent stop answered %q", got)
-	}
-	e.wait("the run's end in its thread", func(v fakeslack.View) bool {
-		return hasText(v.Messages(channel, thread), "Finished: stopped by a person")
-	})
-	close(h.release)
-	e.wait("the note to the late message's writer", func(v fakeslack.View) bool {
-		for _, m := range v.Ephemeral(approver) {
-			if strings.Contains(m.Text, "written while the agent was still working on its last run") {
-				return true
-			}
-		}
-		return false
-	})
-	if e.slack.Wait(0, func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "New task taken") }) {
-		t.Fatal("the message written before the stop started a task")
-	}
-	e.slack.Say(approver, channel, "channel", thread, "now tidy the docs", false)
-	e.wait("the follow-up task", func(v fakeslack.View) bool {
-		return hasText(v.Messages(channel, thread), "New task taken: now tidy the docs")
-	})
-}
-
-// handledRelay tells of each message the relay has finished handling.
-type handledRelay struct {
-	Relay
-	done chan bots.Incoming
-}
-
-func (h *handledRelay) OnMessage(ctx context.Context, in bots.Incoming) {
-	h.Relay.OnMessage(ctx, in)
-	h.done <- in
-}
-
-// handled waits until the relay has handled the message (or edit) with ts.
-func (h *handledRelay) handled(t *testing.T, ts string, edited bool) {
-	t.Helper()
-	for {
-		select {
-		case in := <-h.done:
-			if in.ID == ts && in.Edited == edited {
-				return
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the relay never handled message %s (edited: %v)", ts, edited)
-		}
-	}
-}
-
 // TestEditsAreAnsweredNotRead: an edit of a message the relay read — a decision in a
 // run's thread, the mention that started the run — changes nothing and is answered, once
 // per message: edits are not read, send a new message. An edit of chatter is left alone.
 func TestEditsAreAnsweredNotRead(t *testing.T) {
-	h := &handledRelay{done: make(chan bots.Incoming, 64)}
-	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { h.Relay = r; return h }})
+	h := chattest.NewHandled()
+	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { h.Handler = r; return h }})
 	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)
@@ -166,12 +82,12 @@ func TestEditsAreAnsweredNotRead(t *testing.T) {
 	e.proposal(thread, 2) // finish, waiting: an edit to "n" must not deny it
 	finish := e.agentOf(thread).Pending.ID
 	_, chatter := e.slack.Say(approver2, channel, "channel", "", "lunch?", false)
-	h.handled(t, chatter, false)
+	h.Handled(t, chatter, false)
 
 	edit := func(user, thread, ts, text string) {
 		t.Helper()
 		e.slack.Edit(user, channel, "channel", thread, ts, text)
-		h.handled(t, ts, true)
+		h.Handled(t, ts, true)
 	}
 	edit(approver, thread, y, "n")
 	edit(approver, thread, y, "n, really")

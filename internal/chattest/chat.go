@@ -64,11 +64,17 @@ type Chat interface {
 	Command(u User, text string) string
 	// Restart stops the bot and the daemon and starts them again on the same state.
 	Restart()
+	// Hold holds the messages with text in them before the relay until release: the
+	// platform delivers them late.
+	Hold(text string) (release func())
 
 	// Posted is the text of each message in thread, as shown.
 	Posted(thread string) []string
 	// NotesTo is every note only u was shown (ephemeral answers).
 	NotesTo(u User) []string
+	// RepliesTo is what the bot answered u's message id in thread with (Slack: the notes
+	// only u sees in the thread; Discord: the replies to the message).
+	RepliesTo(u User, thread, id string) []string
 	// Shown is how a decision reads on a decided proposal: verb by u.
 	Shown(verb string, by User) string
 	// Decided waits until m shows text (its decision), and fails when it still has buttons.

@@ -124,3 +124,35 @@ func (s *SlowRelay) CheckRunLeavesNoHandlers(t testing.TB, n int, cancel context
 		t.Errorf("goroutines of the bot left after Run returned:\n%s", strings.Join(left, "\n\n"))
 	}
 }
+
+// HoldingRelay hands the relay before it a message whose text has the words Hold was
+// given only once released: a platform delivering it late, after what the test does
+// meanwhile. Other messages, and all of them before Hold, pass straight on.
+type HoldingRelay struct {
+	Handler
+
+	mu      sync.Mutex
+	hold    string
+	release chan struct{}
+}
+
+// Hold holds messages with text in them until release is called (once or more).
+func (h *HoldingRelay) Hold(text string) (release func()) {
+	ch := make(chan struct{})
+	h.mu.Lock()
+	h.hold, h.release = text, ch
+	h.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
+}
+
+// OnMessage hands the message on, once released if it is held.
+func (h *HoldingRelay) OnMessage(ctx context.Context, in bots.Incoming) {
+	h.mu.Lock()
+	hold, release := h.hold, h.release
+	h.mu.Unlock()
+	if hold != "" && strings.Contains(in.Text, hold) {
+		<-release
+	}
+	h.Handler.OnMessage(ctx, in)
+}

@@ -20,6 +20,7 @@ var Scenarios = []Scenario{
 	{"racing_clicks_make_one_decision", racingClicksMakeOneDecision},
 	{"restart_keeps_thread_and_pending_proposal", restartKeepsThreadAndPendingProposal},
 	{"feedback_typed_and_by_dialog", feedbackTypedAndByDialog},
+	{"stopped_run_ends_for_late_messages", stoppedRunEndsForLateMessages},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
@@ -173,4 +174,29 @@ func feedbackTypedAndByDialog(t *testing.T, c Chat) {
 	c.Feedback(Approver, thread, p2, "not that, touch z")
 	c.Decided(thread, p2, c.Shown("Feedback", Approver)+": not that, touch z")
 	c.Wait("the model to see the feedback", func() bool { return d.ModelSaw("not that, touch z") })
+}
+
+// A run stopped with /agent stop shows its end in its thread, so a message written in
+// the thread before the stop and delivered after it starts no task (its writer is told
+// why); one written after the end does.
+func stoppedRunEndsForLateMessages(t *testing.T, c Chat) {
+	release := c.Hold("also look at the docs")
+	t.Cleanup(release)
+	c.Daemon().Script(Touch("a", speak))
+	thread := c.StartRun("touch")
+	c.Proposal(thread, 1)
+	late := c.Say(Approver, thread, "also look at the docs")
+	if got := c.Command(Approver, "stop "+agentOf(c, thread).ID); !strings.Contains(got, "is idle") {
+		t.Fatalf("/agent stop answered %q", got)
+	}
+	c.Wait("the run's end in its thread", func() bool { return Has(c.Posted(thread), "Finished: stopped by a person") })
+	release()
+	c.Wait("the note to the late message's writer", func() bool {
+		return Has(c.RepliesTo(Approver, thread, late), "written while the agent was still working on its last run")
+	})
+	if Has(c.Posted(thread), "New task taken") {
+		t.Fatal("the message written before the stop started a task")
+	}
+	c.Say(Approver, thread, "now tidy the docs")
+	c.Wait("the follow-up task", func() bool { return Has(c.Posted(thread), "New task taken: now tidy the docs") })
 }
