@@ -10,11 +10,14 @@ import (
 
 // TestScenarios runs the scenarios both chat platforms share on Discord.
 func TestScenarios(t *testing.T) {
-	chattest.RunScenarios(t, func(t *testing.T) chattest.Chat {
-		held := &chattest.HoldingRelay{}
-		e := newEnvWith(t, &env{wrap: func(r Relay) Relay { held.Handler = r; return held }})
-		return discordChat{e, held}
-	})
+	chattest.RunScenarios(t, func(t *testing.T) chattest.Chat { return newChat(t) })
+}
+
+// newChat is a harness whose relay can hold messages back.
+func newChat(t testing.TB) discordChat {
+	held := &chattest.HoldingRelay{}
+	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { held.Handler = r; return held }})
+	return discordChat{e, held}
 }
 
 // discordChat is the Discord harness as the scenarios drive it.

@@ -6,47 +6,16 @@ import (
 	"strings"
 	"testing"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
 
-// build is a workflow of two roles: the CEO speaks through the model; the programmer
-// has a command, so it is a real agent whose proposals are decided in the thread.
-const build = `
-name = "build"
-root = "build"
-[roles.ceo]
-description = "the CEO"
-[roles.programmer]
-description = "a programmer"
-commands = ["bots_test_touch"]
-max_steps = 4
-[phases.code]
-instructor = "ceo"
-assistant = "programmer"
-prompt = "Touch the page."
-store = "code"
-max_turns = 4
-[states.build]
-phases = ["code"]
-`
-
-// newTeamEnv is an env with a team engine and a teams directory holding build.toml; the
-// CEO always says the same.
+// newTeamEnv is an env with a team engine and a teams directory holding build.toml.
 func newTeamEnv(t *testing.T) *env {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "build.toml"), []byte(build), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return newEnvWith(t, &env{Daemon: chattest.Daemon{TeamsDir: dir, OnChat: func(req *ollama.ChatRequest) (string, bool) {
-		if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You are ceo,") {
-			return "Instruction: touch the page.", true
-		}
-		return "", false
-	}}})
+	e := &env{}
+	e.WithTeams(t, map[string]string{})
+	return newEnvWith(t, e)
 }
 
 // teamCommand runs /agent team with the options given (file, task, id: name=value).
@@ -202,7 +171,7 @@ func TestTeamStopFromDiscord(t *testing.T) {
 func TestTeamFileOutsideTheDirectoryRefused(t *testing.T) {
 	e := newTeamEnv(t)
 	outside := filepath.Join(t.TempDir(), "outside.toml") // a valid workflow, elsewhere
-	if err := os.WriteFile(outside, []byte(build), 0o644); err != nil {
+	if err := os.WriteFile(outside, []byte(chattest.Build), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(outside, filepath.Join(e.TeamsDir, "linked.toml")); err != nil {

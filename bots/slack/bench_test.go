@@ -1,44 +1,11 @@
 package slack
 
 import (
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/agentd/agentd/internal/chattest"
 )
 
-// BenchmarkApprovalRoundTrip measures a button click on the loopback fake until the
-// approved command starts: Socket Mode envelope → slack-go → relay → Supervisor.Decide →
-// the agent loop → the command. The target is p99 ≤ 50 ms; figures are reported, never
-// checked.
-func BenchmarkApprovalRoundTrip(b *testing.B) {
-	e := newEnv(b)
-	for i := 0; i < b.N; i++ {
-		e.Script(reply("bots_test_touch", map[string]string{"what": "bench"}))
-	}
-	thread := e.startRun("benchmark")
-	lat := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		p := e.proposal(thread, i+1)
-		chattest.Drain()
-		b.StartTimer()
-		start := time.Now()
-		e.click(approver, thread, p, "approve")
-		select {
-		case <-chattest.Touched:
-		case <-time.After(10 * time.Second):
-			b.Fatalf("step %d: the command never started", i+1)
-		}
-		lat = append(lat, time.Since(start))
-	}
-	b.StopTimer()
-	slices.Sort(lat)
-	pct := func(q float64) float64 {
-		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
-}
+// BenchmarkApprovalRoundTrip measures a button click until the approved command starts:
+// Socket Mode envelope → slack-go → relay → Decide → the agent loop → the command.
+func BenchmarkApprovalRoundTrip(b *testing.B) { chattest.BenchApprovalRoundTrip(b, newChat(b)) }

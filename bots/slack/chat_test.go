@@ -14,11 +14,14 @@ import (
 
 // TestScenarios runs the scenarios both chat platforms share on Slack.
 func TestScenarios(t *testing.T) {
-	chattest.RunScenarios(t, func(t *testing.T) chattest.Chat {
-		held := &chattest.HoldingRelay{}
-		e := newEnvWith(t, &env{wrap: func(r Relay) Relay { held.Handler = r; return held }})
-		return &slackChat{env: e, held: held, sent: map[string]string{}}
-	})
+	chattest.RunScenarios(t, func(t *testing.T) chattest.Chat { return newChat(t) })
+}
+
+// newChat is a harness whose relay can hold messages back.
+func newChat(t testing.TB) *slackChat {
+	held := &chattest.HoldingRelay{}
+	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { held.Handler = r; return held }})
+	return &slackChat{env: e, held: held, sent: map[string]string{}}
 }
 
 // slackChat is the Slack harness as the scenarios drive it.

@@ -8,49 +8,17 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 )
 
-// build is a workflow of two roles: the CEO speaks through the model; the programmer
-// has a command, so it is a real agent whose proposals are decided in the thread.
-const build = `
-name = "build"
-root = "build"
-[roles.ceo]
-description = "the CEO"
-[roles.programmer]
-description = "a programmer"
-commands = ["bots_test_touch"]
-max_steps = 4
-[phases.code]
-instructor = "ceo"
-assistant = "programmer"
-prompt = "Touch the page."
-store = "code"
-max_turns = 4
-[states.build]
-phases = ["code"]
-`
-
 // newTeamEnv is an env with a team engine and a teams directory holding build.toml and
-// a broken bad.toml; the CEO always says the same.
+// a broken bad.toml.
 func newTeamEnv(t *testing.T) *env {
-	dir := t.TempDir()
-	for name, src := range map[string]string{"build.toml": build, "bad.toml": "name = \"bad\"\nroot = \"nowhere\"\n"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return newEnvWith(t, &env{Daemon: chattest.Daemon{TeamsDir: dir, OnChat: func(req *ollama.ChatRequest) (string, bool) {
-		if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You are ceo,") {
-			return "Instruction: touch the page.", true
-		}
-		return "", false
-	}}})
+	e := &env{}
+	e.WithTeams(t, map[string]string{"bad.toml": "name = \"bad\"\nroot = \"nowhere\"\n"})
+	return newEnvWith(t, e)
 }
 
 // teamThread waits for the thread of the team run of workflow.
@@ -124,7 +92,7 @@ func TestTeamRunInThread(t *testing.T) {
 func TestTeamCommandRefusals(t *testing.T) {
 	e := newTeamEnv(t)
 	outside := filepath.Join(t.TempDir(), "outside.toml") // a valid workflow, elsewhere
-	if err := os.WriteFile(outside, []byte(build), 0o644); err != nil {
+	if err := os.WriteFile(outside, []byte(chattest.Build), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(outside, filepath.Join(e.TeamsDir, "linked.toml")); err != nil {

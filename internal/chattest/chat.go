@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentd/agentd/bots"
 )
 
 // User is a person in the scenarios; each harness maps it to one of its fake's users.
@@ -112,4 +115,39 @@ func Count(ss []string, s string) int {
 // Has reports whether one of ss contains s.
 func Has(ss []string, s string) bool {
 	return slices.ContainsFunc(ss, func(x string) bool { return strings.Contains(x, s) })
+}
+
+// BenchApprovalRoundTrip measures an Approve click on the platform's loopback fake until
+// the approved command starts: the platform's delivery → its client library → the relay
+// → Decide → the agent loop → the command. The target is p99 ≤ 50 ms; figures are
+// reported (p50-ms, p99-ms), never checked.
+func BenchApprovalRoundTrip(b *testing.B, c Chat) {
+	for i := 0; i < b.N; i++ {
+		c.Daemon().Script(Touch("bench", speak))
+	}
+	thread := c.StartRun("benchmark")
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		p := c.Proposal(thread, i+1)
+		Drain()
+		b.StartTimer()
+		start := time.Now()
+		c.Click(Approver, thread, p, bots.ActionApprove)
+		select {
+		case <-Touched:
+		case <-time.After(10 * time.Second):
+			logs := c.Daemon().Logs.String()
+			b.Fatalf("step %d: the command never started\n%s", i+1, logs[max(0, len(logs)-6000):])
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(q float64) float64 {
+		return float64(lat[min(len(lat)-1, int(q*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
 }
