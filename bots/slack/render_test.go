@@ -45,26 +45,7 @@ func TestBlocksGolden(t *testing.T) {
 // the encoded blocks js or in extra. (Zero-width spaces are the renderer's own: they break
 // runs of backticks.)
 func invisibleIn(js []byte, extra string) string {
-	var v any
-	json.Unmarshal(js, &v)
-	var texts []string
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			texts = append(texts, x)
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	walk(v)
-	all := strings.Join(append(texts, extra), "\n")
+	all := strings.Join(append(blockStrings(js), extra), "\n")
 	for _, bad := range []string{"\u202e", "\u2066", "\u2069", "\x1b", "\x07"} {
 		if strings.Contains(all, bad) {
 			return bad
