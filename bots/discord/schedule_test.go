@@ -4,31 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/daemon/schedule"
-	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
 
-// scheduler runs the schedules' manager over e's supervisor, delivering through e's relay.
-func (e *env) scheduler() *schedule.Manager {
-	e.t.Helper()
-	m := schedule.New(schedule.Options{Store: e.St, Agents: agenttest.Of(e.Sup), Chat: e.Relay, Local: time.UTC})
-	f := m.RunEnded
-	e.RunEnded.Store(&f)
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := m.Start(ctx); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { m.Stop(); cancel() })
-	return m
-}
-
 func TestScheduleDeliveryToDiscord(t *testing.T) {
 	e := newEnv(t)
-	m := e.scheduler()
+	m := e.Scheduler(0)
 	e.Relay.SetSchedules(m)
 	ctx := context.Background()
 	req := api.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest", Goal: "touch the digest"}

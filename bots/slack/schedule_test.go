@@ -4,27 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/daemon/schedule"
-	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/fakeslack"
 )
-
-// scheduler runs the schedules' manager over e's supervisor, delivering through e's relay.
-func (e *env) scheduler(keep int) *schedule.Manager {
-	e.t.Helper()
-	m := schedule.New(schedule.Options{Store: e.St, Agents: agenttest.Of(e.Sup), Chat: e.Relay, Local: time.UTC, KeepAgents: keep})
-	f := m.RunEnded
-	e.RunEnded.Store(&f)
-	ctx, cancel := context.WithCancel(context.Background())
-	if err := m.Start(ctx); err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() { m.Stop(); cancel() })
-	return m
-}
 
 // runThread waits for the root message of schedule name's next run and returns it.
 func (e *env) runThread(name string, n int) string {
@@ -47,7 +30,7 @@ func (e *env) runThread(name string, n int) string {
 
 func TestScheduleDeliveryChecked(t *testing.T) {
 	e := newEnv(t)
-	m := e.scheduler(0)
+	m := e.Scheduler(0)
 	req := api.ScheduleRequest{Name: "digest", Spec: "@daily", Template: "digest", Goal: "touch the digest"}
 	for delivery, want := range map[string]string{
 		"slack:C9":      "does not serve channel C9",
@@ -73,7 +56,7 @@ func TestScheduleDeliveryChecked(t *testing.T) {
 // end is posted there. A firing skipped meanwhile says why in the channel.
 func TestScheduledRunDeliveredToThread(t *testing.T) {
 	e := newEnv(t)
-	m := e.scheduler(0)
+	m := e.Scheduler(0)
 	ctx := context.Background()
 	if _, err := m.AddSchedule(ctx, api.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest",
 		Goal: "touch the digest", Delivery: "slack:" + channel}); err != nil {
@@ -114,7 +97,7 @@ func TestScheduledRunDeliveredToThread(t *testing.T) {
 // A run that cannot start says why in the channel.
 func TestScheduledRunFailurePosted(t *testing.T) {
 	e := newEnv(t)
-	m := e.scheduler(0)
+	m := e.Scheduler(0)
 	ctx := context.Background()
 	a, err := e.Sup.API().Runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "ops", Description: "ops", Goals: []string{"x"}, Start: new(bool)})
 	if err != nil {
@@ -137,7 +120,7 @@ func TestScheduledRunFailurePosted(t *testing.T) {
 
 func TestSlashScheduleCommands(t *testing.T) {
 	e := newEnv(t)
-	m := e.scheduler(0)
+	m := e.Scheduler(0)
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "Schedules are not available") {
 		t.Errorf("ls without schedules = %q", got)
 	}

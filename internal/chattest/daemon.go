@@ -20,6 +20,7 @@ import (
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
@@ -219,4 +220,19 @@ func (d *Daemon) Stop() {
 		d.Ix.Close()
 	}
 	d.cancel = nil
+}
+
+// Scheduler runs the schedules' manager over the supervisor, delivering through the
+// relay and keeping keep agents of each schedule, until the test ends.
+func (d *Daemon) Scheduler(keep int) *schedule.Manager {
+	d.T.Helper()
+	m := schedule.New(schedule.Options{Store: d.St, Agents: agenttest.Of(d.Sup), Chat: d.Relay, Local: time.UTC, KeepAgents: keep})
+	f := m.RunEnded
+	d.RunEnded.Store(&f)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := m.Start(ctx); err != nil {
+		d.T.Fatal(err)
+	}
+	d.T.Cleanup(func() { m.Stop(); cancel() })
+	return m
 }
