@@ -142,31 +142,18 @@ func liveMarkup(content string) string {
 	return ""
 }
 
-// A hostile model's question and proposal ping, link and preview nothing: every bot
-// message carries SUPPRESS_EMBEDS and no live mention or masked link.
-func TestHostileModelTextPingsAndLinksNothing(t *testing.T) {
-	e := newEnv(t)
-	e.Script(
-		reply("ask_user", map[string]string{"question": hostileText}),
-		reply("write_file", map[string]string{"path": "notes.txt", "contents": strings.Repeat(hostileText+"\n", 6)}),
-	)
-	thread := e.startRun("write the notes")
-	e.wait("the question", func() bool { return hasText(e.fake.Messages(thread), "Question") })
-	e.say(uAlice, thread, "fine")
-	p := e.proposal(thread, 2)
-	if !strings.Contains(p.Content, `write\_file`) {
-		t.Fatalf("step 2 is not the hostile write_file: %.300q", p.Content)
-	}
-	e.click(uAlice, thread, p, ActionDeny)
-	e.decided(p.ID, "Denied")
-	for _, m := range e.fake.AllMessages() {
-		if m.Author.ID != e.fake.BotUser().ID {
+func (c discordChat) HostileText() string { return hostileText }
+
+// LiveMarkup is the live markup in every message the bot wrote.
+func (c discordChat) LiveMarkup() []string {
+	var out []string
+	for _, m := range c.fake.AllMessages() {
+		if m.Author.ID != c.fake.BotUser().ID {
 			continue
 		}
 		if bad := liveMarkup(m.Content); bad != "" {
-			t.Errorf("bot message %s holds live markup %q: %.200q", m.ID, bad, m.Content)
+			out = append(out, fmt.Sprintf("bot message %s holds %q: %.200q", m.ID, bad, m.Content))
 		}
 	}
-	e.checkNoPreviews()
-	e.checkAcksInTime()
+	return out
 }

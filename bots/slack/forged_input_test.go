@@ -2,6 +2,7 @@ package slack
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -34,42 +35,31 @@ func markup(s string) string {
 	return ""
 }
 
-// A hostileText model's question and proposal ping, link and preview nothing, anywhere the
-// bot writes: messages, their edits, notes to one person, files' comments and names.
-func TestHostileModelTextPingsAndLinksNothing(t *testing.T) {
-	e := newEnv(t)
-	e.Script(
-		reply("ask_user", map[string]string{"question": hostileText}),
-		reply("write_file", map[string]string{"path": "notes.txt", "contents": strings.Repeat(hostileText+"\n", 6)}),
-	)
-	thread := e.startRun("write the notes")
-	e.wait("the question", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Question") })
-	e.slack.Say(approver, channel, "channel", thread, "fine", false)
-	p := e.proposal(thread, 2)
-	if !strings.Contains(p.Text, "write_file") {
-		t.Fatalf("step 2 is not the hostile write_file: %s", p.Text)
-	}
-	e.click(approver, thread, p, "deny")
-	e.decided(thread, p.TS, "Denied* by")
-	e.checkChatRules()
-	e.slack.Wait(0, func(v fakeslack.View) bool {
+func (c *slackChat) HostileText() string { return hostileText }
+
+// LiveMarkup is the live markup in every message (and edit), note to the approver, and
+// file's name and comment.
+func (c *slackChat) LiveMarkup() []string {
+	var out []string
+	c.slack.Wait(0, func(v fakeslack.View) bool {
 		for _, m := range v.AllMessages() {
 			if bad := markup(m.Text + string(m.Blocks)); bad != "" {
-				t.Errorf("message %s holds live markup %q: %s", m.TS, bad, raw.Replace(string(m.Blocks)))
+				out = append(out, fmt.Sprintf("message %s holds %q: %s", m.TS, bad, raw.Replace(string(m.Blocks))))
 			}
 		}
 		for _, m := range v.Ephemeral(approver) {
 			if bad := markup(m.Text); bad != "" {
-				t.Errorf("note holds live markup %q: %s", bad, m.Text)
+				out = append(out, fmt.Sprintf("a note holds %q: %s", bad, m.Text))
 			}
 		}
 		for _, f := range v.Files() {
 			if bad := markup(f.Name + f.Comment); bad != "" {
-				t.Errorf("file %q holds live markup %q in its name or comment", f.Name, bad)
+				out = append(out, fmt.Sprintf("file %q holds %q in its name or comment", f.Name, bad))
 			}
 		}
 		return true
 	})
+	return out
 }
 
 // A reply written while proposal 1 waited, delivered late (queued while the socket was

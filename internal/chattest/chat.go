@@ -82,6 +82,11 @@ type Chat interface {
 	Shown(verb string, by User) string
 	// Decided waits until m shows text (its decision), and fails when it still has buttons.
 	Decided(thread string, m Msg, text string)
+	// HostileText is model text that tries every way the platform has to ping, link or
+	// hide; LiveMarkup lists what of it stands live anywhere the bot wrote (messages, their
+	// edits, notes to one person, files).
+	HostileText() string
+	LiveMarkup() []string
 	// Asks reports whether m has its buttons.
 	Asks(thread string, m Msg) bool
 	// Wait waits until cond holds.

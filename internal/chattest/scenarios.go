@@ -21,6 +21,7 @@ var Scenarios = []Scenario{
 	{"restart_keeps_thread_and_pending_proposal", restartKeepsThreadAndPendingProposal},
 	{"feedback_typed_and_by_dialog", feedbackTypedAndByDialog},
 	{"stopped_run_ends_for_late_messages", stoppedRunEndsForLateMessages},
+	{"hostile_model_text_pings_and_links_nothing", hostileModelTextPingsAndLinksNothing},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
@@ -199,4 +200,27 @@ func stoppedRunEndsForLateMessages(t *testing.T, c Chat) {
 	}
 	c.Say(Approver, thread, "now tidy the docs")
 	c.Wait("the follow-up task", func() bool { return Has(c.Posted(thread), "New task taken: now tidy the docs") })
+}
+
+// A hostile model's question and proposal ping, link and hide nothing anywhere the bot
+// writes. (Every harness checks at its end that nothing the bot wrote has previews on
+// and that every delivery was acked in time.)
+func hostileModelTextPingsAndLinksNothing(t *testing.T, c Chat) {
+	hostile := c.HostileText()
+	c.Daemon().Script(
+		Reply("ask_user", map[string]string{"question": hostile}, speak),
+		Reply("write_file", map[string]string{"path": "notes.txt", "contents": strings.Repeat(hostile+"\n", 6)}, speak),
+	)
+	thread := c.StartRun("write the notes")
+	c.Wait("the question", func() bool { return Has(c.Posted(thread), "Question") })
+	c.Say(Approver, thread, "fine")
+	p := c.Proposal(thread, 2)
+	if a := agentOf(c, thread); a.Pending == nil || a.Pending.Command != "write_file" {
+		t.Fatalf("step 2 is not the hostile write_file: %+v", a.Pending)
+	}
+	c.Click(Approver, thread, p, bots.ActionDeny)
+	c.Decided(thread, p, c.Shown("Denied", Anyone))
+	for _, bad := range c.LiveMarkup() {
+		t.Errorf("the bot wrote live markup: %s", bad)
+	}
 }
