@@ -172,6 +172,6 @@ func (o *outbox) try(ctx context.Context, p op) {
 			return
 		}
 		o.log.Warn("bots: "+p.what+" failed; retrying", "attempt", attempt, "err", err)
-		sleep(ctx, o.backoff(attempt))
+		backoff.Sleep(ctx, o.backoff(attempt))
 	}
 }

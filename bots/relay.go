@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 // Options configure a Relay.
@@ -98,7 +99,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		ch, cancel, err := r.opt.Service.Subscribe("", since)
 		if err != nil {
 			r.log.Error("bots: subscribing to agent events", "err", err)
-			sleep(ctx, time.Second)
+			backoff.Sleep(ctx, time.Second)
 			continue
 		}
 		if first {
@@ -119,15 +120,6 @@ func (r *Relay) Run(ctx context.Context) error {
 	}
 	r.board.stopTimers()
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // each hands every event of ch to handle until ctx ends or ch closes (closed reports

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 // Team runs in chat (/agent team FILE TASK). A team run started from chat is bound to a
@@ -247,7 +248,7 @@ func (d *teamDesk) followTeam(teamID string, since int) {
 			}
 			if err != nil {
 				d.r.log.Error("bots: following a team run", "team", teamID, "err", err)
-				sleep(ctx, time.Second)
+				backoff.Sleep(ctx, time.Second)
 				continue
 			}
 			ended := false

@@ -190,7 +190,7 @@ func (b *Bot) Run(ctx context.Context) error {
 			attempt++
 			b.setState(bots.StateReconnecting, attempt, err)
 			b.log.Warn("discord: gateway connection failed; retrying", "attempt", attempt, "err", err)
-			sleep(ctx, b.opt.Backoff(attempt))
+			backoff.Sleep(ctx, b.opt.Backoff(attempt))
 			continue
 		}
 		attempt = 0
@@ -208,7 +208,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		// Not 1000/1001, which would end the session: the next Open resumes it, and
 		// Discord replays what was dispatched meanwhile.
 		b.s.CloseWithCode(4000)
-		sleep(ctx, b.opt.Backoff(attempt))
+		backoff.Sleep(ctx, b.opt.Backoff(attempt))
 	}
 	b.s.Close()
 	b.hmu.Lock() // no handler is counted in once hctx is gone, so the wait ends
@@ -254,15 +254,6 @@ func (b *Bot) watch(ctx context.Context) error {
 				return fmt.Errorf("no heartbeat ACK for %s", silent.Round(time.Second))
 			}
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
 	}
 }
 

@@ -16,7 +16,7 @@ func TestScenarios(t *testing.T) {
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) discordChat {
 	held := &chattest.HoldingRelay{}
-	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { held.Handler = r; return held }})
+	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r chattest.Handler) chattest.Handler { held.Handler = r; return held }}})
 	return discordChat{e, held}
 }
 

@@ -40,8 +40,6 @@ type env struct {
 	t    testing.TB
 	fake *fakediscord.Server
 	bot  *Bot
-	// wrap, when set, stands between the bot and the relay (to record what the bot hands on).
-	wrap func(Relay) Relay
 
 	mu  sync.Mutex
 	ins map[string][]fakediscord.Interaction // each user's clicks, dialogs and commands, for NotesTo
@@ -78,11 +76,7 @@ func reply(name string, args any) string {
 }
 
 func (e *env) start() {
-	e.Start(func(relay *bots.Relay, log *slog.Logger) func(context.Context) {
-		var to Relay = relay
-		if e.wrap != nil {
-			to = e.wrap(relay)
-		}
+	e.Start(func(relay *bots.Relay, to chattest.Handler, log *slog.Logger) func(context.Context) {
 		bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: to, Log: log,
 			Watchdog: time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
 		if err != nil {

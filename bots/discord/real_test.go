@@ -304,7 +304,7 @@ func (r *recorder) OnMessage(ctx context.Context, in bots.Incoming) {
 
 func TestContractFieldsAndRedelivery(t *testing.T) {
 	rec := &recorder{}
-	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { rec.Relay = r; return rec }})
+	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r chattest.Handler) chattest.Handler { rec.Relay = r; return rec }}})
 	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)

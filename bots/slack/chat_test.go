@@ -20,7 +20,7 @@ func TestScenarios(t *testing.T) {
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) *slackChat {
 	held := &chattest.HoldingRelay{}
-	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { held.Handler = r; return held }})
+	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r chattest.Handler) chattest.Handler { held.Handler = r; return held }}})
 	return &slackChat{env: e, held: held, sent: map[string]string{}}
 }
 

@@ -69,7 +69,7 @@ func TestMentionUnderTheTaskMessageSteersItsRun(t *testing.T) {
 // per message: edits are not read, send a new message. An edit of chatter is left alone.
 func TestEditsAreAnsweredNotRead(t *testing.T) {
 	h := chattest.NewHandled()
-	e := newEnvWith(t, &env{wrap: func(r Relay) Relay { h.Handler = r; return h }})
+	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r chattest.Handler) chattest.Handler { h.Handler = r; return h }}})
 	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)

@@ -32,9 +32,6 @@ type env struct {
 	t     testing.TB
 	slack *fakeslack.Fake
 	bot   *Bot
-	// wrap, when set, stands between the bot and the relay (to hold or record what the
-	// bot hands on).
-	wrap func(Relay) Relay
 
 	connMu sync.Mutex
 	conns  []bool // what Options.OnConnection was told, in order
@@ -77,11 +74,7 @@ func reply(name string, args any) string {
 }
 
 func (e *env) start() {
-	e.Start(func(relay *bots.Relay, log *slog.Logger) func(context.Context) {
-		var to Relay = relay
-		if e.wrap != nil {
-			to = e.wrap(relay)
-		}
+	e.Start(func(relay *bots.Relay, to chattest.Handler, log *slog.Logger) func(context.Context) {
 		bot, err := New(Options{BotToken: e.slack.BotToken, AppToken: e.slack.AppToken, APIURL: e.slack.APIURL(), Relay: to, Log: log,
 			PingInterval: 2 * time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond },
 			OnConnection: func(up bool) { e.connMu.Lock(); e.conns = append(e.conns, up); e.connMu.Unlock() }})

@@ -170,7 +170,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		if err != nil {
 			b.log.Error("slack: auth.test failed; retrying", "attempt", n, "err", err)
 			b.setState(bots.StateReconnecting, n, err)
-			sleep(ctx, b.opt.Backoff(n))
+			backoff.Sleep(ctx, b.opt.Backoff(n))
 			continue
 		}
 		b.self.Store(self)
@@ -182,19 +182,10 @@ func (b *Bot) Run(ctx context.Context) error {
 		}
 		b.log.Warn("slack: socket mode stopped; reconnecting", "attempt", n, "err", err)
 		b.setState(bots.StateReconnecting, n, err)
-		sleep(ctx, b.opt.Backoff(n))
+		backoff.Sleep(ctx, b.opt.Backoff(n))
 	}
 	b.setState(bots.StateStopped, 0, nil)
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // runSocket runs one Socket Mode client until it gives up (bad auth) or ctx ends; the

@@ -5,6 +5,7 @@
 package backoff
 
 import (
+	"context"
 	"math/rand/v2"
 	"time"
 )
@@ -36,4 +37,14 @@ func (p Policy) Next(attempt int) time.Duration {
 		r = p.Rand
 	}
 	return time.Duration(float64(d) * (1 + p.Jitter*(2*r()-1)))
+}
+
+// Sleep waits d, or until ctx ends, whichever comes first.
+func Sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

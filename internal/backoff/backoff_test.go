@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -51,4 +52,19 @@ func TestPolicyWithoutJitterIsExact(t *testing.T) {
 			t.Errorf("Next(%d) = %v, want %v", i+1, got, w)
 		}
 	}
+}
+
+// TestSleepEndsWithItsContext: a wait of an hour ends as soon as its context does, and
+// a short wait ends by itself.
+func TestSleepEndsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); Sleep(ctx, time.Hour) }()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Sleep went on after its context ended")
+	}
+	Sleep(context.Background(), time.Millisecond)
 }

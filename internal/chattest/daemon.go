@@ -44,6 +44,9 @@ type Daemon struct {
 	// workflows there; OnChat, when set, answers the model calls it takes (the roles').
 	TeamsDir string
 	OnChat   func(req *ollama.ChatRequest) (string, bool)
+	// Wrap, when set, stands between the bot and the relay (to hold or record what the
+	// bot hands on).
+	Wrap func(Handler) Handler
 	// RunEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
 	RunEnded atomic.Pointer[func(run.End)]
 
@@ -128,9 +131,10 @@ func Touch(what, speak string) string {
 	return Reply(TouchCommand, map[string]string{"what": what}, speak)
 }
 
-// Attach makes the platform's bot over to (the relay, or what a test put before it),
-// adds it to relay with its rules, and returns what runs it until ctx ends.
-type Attach func(relay *bots.Relay, log *slog.Logger) (run func(ctx context.Context))
+// Attach makes the platform's bot handing chat actions to to (the relay, or what Wrap
+// put before it), adds it to relay with its rules, and returns what runs it until ctx
+// ends.
+type Attach func(relay *bots.Relay, to Handler, log *slog.Logger) (run func(ctx context.Context))
 
 // Start opens the store, starts the supervisor, the relay, the bot attach makes and the
 // team engine, as the daemon does; it returns once the relay is ready.
@@ -188,7 +192,11 @@ func (d *Daemon) Start(attach Attach) {
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: d.TeamsDir})
 	}
-	runBot := attach(relay, log)
+	var to Handler = relay
+	if d.Wrap != nil {
+		to = d.Wrap(relay)
+	}
+	runBot := attach(relay, to, log)
 	d.St, d.Sup, d.Relay, d.Eng, d.cancel = st, sup, relay, eng, cancel
 	d.done.Add(2)
 	go func() { defer d.done.Done(); relay.Run(ctx) }()
