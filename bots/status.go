@@ -3,6 +3,7 @@ package bots
 import (
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,6 +25,40 @@ type Status struct {
 	Attempt int
 	// Error is why the connection is down, when it is.
 	Error string
+}
+
+// Connection keeps a bot's connection Status, one per bot; safe for concurrent use.
+type Connection struct {
+	mu sync.Mutex
+	st Status
+}
+
+// NewConnection is platform's connection, connecting from now.
+func NewConnection(platform string) *Connection {
+	return &Connection{st: Status{Platform: platform, State: StateConnecting, Since: time.Now()}}
+}
+
+// Status reports the connection's state.
+func (c *Connection) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st
+}
+
+// Set records state (since now, when it changed), the reconnect attempt and why the
+// connection is down (err, or nil); it returns the state before.
+func (c *Connection) Set(state string, attempt int, err error) (was string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was = c.st.State
+	if was != state {
+		c.st.Since = time.Now()
+	}
+	c.st.State, c.st.Attempt, c.st.Error = state, attempt, ""
+	if err != nil {
+		c.st.Error = err.Error()
+	}
+	return was
 }
 
 // StatusReporter is an adapter that reports its connection.

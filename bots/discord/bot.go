@@ -73,7 +73,7 @@ type Bot struct {
 	// continued maps a locked thread to the one its run goes on in; continues, back.
 	continued, continues map[string]string
 	members              map[string]memberEntry
-	state                bots.Status
+	conn                 *bots.Connection
 	cmdsOK               bool
 
 	// discordgo runs each gateway handler in a goroutine of its own; track counts them in
@@ -129,7 +129,7 @@ func New(opt Options) (*Bot, error) {
 	b := &Bot{opt: opt, s: s, log: opt.Log, disconnected: make(chan struct{}, 1), app: opt.ApplicationID,
 		parents: map[string]string{}, members: map[string]memberEntry{},
 		continued: map[string]string{}, continues: map[string]string{},
-		state: bots.Status{Platform: Platform, State: bots.StateConnecting, Since: time.Now()}}
+		conn: bots.NewConnection(Platform)}
 	s.AddHandler(func(_ *discordgo.Session, d *discordgo.Disconnect) {
 		b.track(func(context.Context) { b.onDisconnect(d) })
 	})
@@ -152,23 +152,10 @@ func New(opt Options) (*Bot, error) {
 func (b *Bot) Platform() string { return Platform }
 
 // Status reports the gateway connection's state, for agentctl status.
-func (b *Bot) Status() bots.Status {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state
-}
+func (b *Bot) Status() bots.Status { return b.conn.Status() }
 
 func (b *Bot) setState(state string, attempt int, err error) {
-	b.mu.Lock()
-	was := b.state.State
-	if was != state {
-		b.state.Since = time.Now()
-	}
-	b.state.State, b.state.Attempt, b.state.Error = state, attempt, ""
-	if err != nil {
-		b.state.Error = err.Error()
-	}
-	b.mu.Unlock()
+	was := b.conn.Set(state, attempt, err)
 	if up := state == bots.StateConnected; (was == bots.StateConnected) != up && b.opt.OnConnection != nil {
 		b.opt.OnConnection(up)
 	}

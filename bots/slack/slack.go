@@ -82,8 +82,7 @@ type Bot struct {
 	namesMu sync.Mutex
 	names   map[string]nameEntry // user id → display name (names.go)
 
-	stateMu sync.Mutex
-	state   bots.Status
+	conn *bots.Connection
 
 	// handlers are the goroutines dispatch starts, one per envelope; runSocket waits for
 	// them after canceling their context, so none outlives Run.
@@ -125,7 +124,7 @@ func New(opt Options) (*Bot, error) {
 		o = append(o, slack.OptionAPIURL(opt.APIURL))
 	}
 	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, groups: map[string]groupEntry{}, http: &http.Client{Timeout: 30 * time.Second},
-		state: bots.Status{Platform: Platform, State: bots.StateConnecting, Since: time.Now()}}, nil
+		conn: bots.NewConnection(Platform)}, nil
 }
 
 // Platform implements bots.Adapter.
@@ -144,23 +143,9 @@ func (b *Bot) setConnected(up bool) {
 }
 
 // Status reports the connection's state, for agentctl status.
-func (b *Bot) Status() bots.Status {
-	b.stateMu.Lock()
-	defer b.stateMu.Unlock()
-	return b.state
-}
+func (b *Bot) Status() bots.Status { return b.conn.Status() }
 
-func (b *Bot) setState(state string, attempt int, err error) {
-	b.stateMu.Lock()
-	defer b.stateMu.Unlock()
-	if b.state.State != state {
-		b.state.Since = time.Now()
-	}
-	b.state.State, b.state.Attempt, b.state.Error = state, attempt, ""
-	if err != nil {
-		b.state.Error = err.Error()
-	}
-}
+func (b *Bot) setState(state string, attempt int, err error) { b.conn.Set(state, attempt, err) }
 
 // Run keeps the bot connected until ctx ends: auth.test, then Socket Mode, reopened
 // with backoff whenever it drops. It returns only when ctx ends.
