@@ -2,6 +2,10 @@ package bots
 
 import (
 	"context"
+	"log/slog"
+	"time"
+
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 // Adapter is one chat platform as the relay sees it. The relay calls it to post; the
@@ -117,4 +121,21 @@ type Where struct {
 	Thread string
 	// DM is true for a direct message channel with the bot.
 	DM bool
+}
+
+// LogOr is log, or a logger that discards when log is nil.
+func LogOr(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return log
+}
+
+// BackoffOr is next, or when nil the wait before a bot's reconnect attempt: from a
+// second, doubling, to two minutes.
+func BackoffOr(next func(attempt int) time.Duration) func(attempt int) time.Duration {
+	if next == nil {
+		return backoff.Policy{Base: time.Second, Max: 2 * time.Minute}.Next
+	}
+	return next
 }

@@ -61,9 +61,7 @@ type Relay struct {
 
 // New returns a relay; Add adapters, then Run it.
 func New(opt Options) *Relay {
-	if opt.Log == nil {
-		opt.Log = slog.New(slog.DiscardHandler)
-	}
+	opt.Log = LogOr(opt.Log)
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}

@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,18 +100,8 @@ func New(opt Options) (*Bot, error) {
 	if opt.Relay == nil {
 		return nil, errors.New("discord: no relay")
 	}
-	if opt.Log == nil {
-		opt.Log = slog.New(slog.DiscardHandler)
-	}
-	if opt.Watchdog == 0 {
-		opt.Watchdog = 60 * time.Second
-	}
-	if opt.MaxText == 0 {
-		opt.MaxText = 1500
-	}
-	if opt.Backoff == nil {
-		opt.Backoff = backoff.Policy{Base: time.Second, Max: 2 * time.Minute}.Next
-	}
+	opt.Log, opt.Backoff = bots.LogOr(opt.Log), bots.BackoffOr(opt.Backoff)
+	opt.Watchdog, opt.MaxText = cmp.Or(opt.Watchdog, 60*time.Second), cmp.Or(opt.MaxText, 1500)
 	if opt.APIURL != "" && opt.APIURL != "https://discord.com/" {
 		endpoint.Point(opt.APIURL)
 	}

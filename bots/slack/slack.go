@@ -13,6 +13,7 @@
 package slack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,18 +105,8 @@ func New(opt Options) (*Bot, error) {
 	if !strings.HasPrefix(opt.AppToken, "xapp-") {
 		return nil, errors.New("slack: the app token must be an app-level token (xapp-…) with connections:write")
 	}
-	if opt.Log == nil {
-		opt.Log = slog.New(slog.DiscardHandler)
-	}
-	if opt.PingInterval == 0 {
-		opt.PingInterval = 30 * time.Second
-	}
-	if opt.MaxText == 0 {
-		opt.MaxText = 2500
-	}
-	if opt.Backoff == nil {
-		opt.Backoff = backoff.Policy{Base: time.Second, Max: 2 * time.Minute}.Next
-	}
+	opt.Log, opt.Backoff = bots.LogOr(opt.Log), bots.BackoffOr(opt.Backoff)
+	opt.PingInterval, opt.MaxText = cmp.Or(opt.PingInterval, 30*time.Second), cmp.Or(opt.MaxText, 2500)
 	// OptionRetry waits out a 429's Retry-After and tries again, up to 3 times, inside
 	// the call: the relay's outbox (one queue per thread) keeps posts in order meanwhile,
 	// and acks never wait on it (they go over the socket).
