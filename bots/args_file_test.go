@@ -14,12 +14,7 @@ import (
 // arguments shown whole are not uploaded.
 func TestProposalArgsAttachedWhenCut(t *testing.T) {
 	ctx := context.Background()
-	binds := &memBindings{msgs: map[string]*ChatMessage{},
-		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
-	r := New(Options{Service: &helperService{}, Bindings: binds})
-	ad := &fakeAdapter{}
-	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.posts.loadBindings(ctx)
+	r, ad := threadRelay(ctx, &helperService{})
 
 	hostile := strings.Repeat("&<>`", 2500) // 10,000 bytes
 	long := longDiffProposal()

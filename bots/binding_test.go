@@ -549,11 +549,7 @@ func TestReplyGoesToTheHelperShownBeforeIt(t *testing.T) {
 		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-2", "a-2")},
 		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
 	}}
-	binds := &memBindings{msgs: map[string]*ChatMessage{}, bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
-	r := New(Options{Service: svc, Bindings: binds})
-	ad := &fakeAdapter{}
-	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.posts.loadBindings(ctx)
+	r, ad := threadRelay(ctx, svc)
 	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
 	r.out.flush()
 	written := ad.stamp() // after fetcher's proposal, before writer's

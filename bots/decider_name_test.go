@@ -42,12 +42,7 @@ func TestChatDecidersCarryTheirDisplayName(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			svc := &nameService{helperService: helperService{agents: []api.Agent{tt.agent}}}
-			binds := &memBindings{msgs: map[string]*ChatMessage{},
-				bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
-			r := New(Options{Service: svc, Bindings: binds})
-			ad := &fakeAdapter{}
-			r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-			r.posts.loadBindings(ctx)
+			r, ad := threadRelay(ctx, svc)
 			if a := tt.agent; a.Pending != nil {
 				r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
 			} else {

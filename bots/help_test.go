@@ -70,12 +70,7 @@ func TestHelpInAThreadDecidesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			svc := &helpService{helperService: helperService{agents: []api.Agent{tc.agent}}}
-			binds := &memBindings{msgs: map[string]*ChatMessage{},
-				bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
-			r := New(Options{Service: svc, Bindings: binds})
-			ad := &fakeAdapter{}
-			r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-			r.posts.loadBindings(ctx)
+			r, ad := threadRelay(ctx, svc)
 			if a := tc.agent; a.Pending != nil {
 				r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
 			} else if a.Question != nil {

@@ -53,12 +53,7 @@ func TestFormatProposalPreviewGolden(t *testing.T) {
 // after the proposal message, once, even when the proposal is seen again; a short one is not.
 func TestProposalDiffAttachedWhenCut(t *testing.T) {
 	ctx := context.Background()
-	binds := &memBindings{msgs: map[string]*ChatMessage{},
-		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
-	r := New(Options{Service: &helperService{}, Bindings: binds})
-	ad := &fakeAdapter{}
-	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.posts.loadBindings(ctx)
+	r, ad := threadRelay(ctx, &helperService{})
 
 	long := longDiffProposal()
 	short := apitest.PreviewProposals()[0]

@@ -190,12 +190,7 @@ func TestHelpersPostInTheirParentsThread(t *testing.T) {
 		{ID: "a-3", Name: "boss/fetcher/deep", ParentID: "a-2", State: api.StateThinking},
 		{ID: "a-9", Name: "loner", State: api.StateThinking},
 	}}
-	binds := &memBindings{msgs: map[string]*ChatMessage{},
-		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
-	r := New(Options{Service: svc, Bindings: binds})
-	ad := &fakeAdapter{}
-	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.posts.loadBindings(ctx)
+	r, ad := threadRelay(ctx, svc)
 
 	// The helper's state event says who its parent is; the deeper helper is looked up.
 	r.posts.handle(ctx, api.Event{Type: api.EventState, AgentID: "a-2", Agent: &svc.agents[1], Message: "created"})
@@ -235,12 +230,7 @@ func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
 		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
 		{ID: "a-4", Name: "boss/idler", ParentID: "a-1", State: api.StateThinking},
 	}}
-	binds := &memBindings{msgs: map[string]*ChatMessage{},
-		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
-	r := New(Options{Service: svc, Bindings: binds})
-	ad := &fakeAdapter{}
-	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.posts.loadBindings(ctx)
+	r, ad := threadRelay(ctx, svc)
 	// writer's proposal is posted last; fetcher's seen again (a resync) keeps its place.
 	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
 	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
@@ -277,4 +267,16 @@ func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
 		defer ad.mu.Unlock()
 		return len(ad.posts) > 0 && strings.Contains(ad.posts[len(ad.posts)-1], "Helper boss/idler has nothing waiting for you: it is thinking")
 	})
+}
+
+// threadRelay is a relay over svc with a fake adapter serving channel C1 (approver U1),
+// its thread T1 bound to agent a-1 and the bindings loaded.
+func threadRelay(ctx context.Context, svc Service) (*Relay, *fakeAdapter) {
+	binds := &memBindings{msgs: map[string]*ChatMessage{},
+		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
+	r := New(Options{Service: svc, Bindings: binds})
+	ad := &fakeAdapter{}
+	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
+	r.posts.loadBindings(ctx)
+	return r, ad
 }
