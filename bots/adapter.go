@@ -123,6 +123,17 @@ type Where struct {
 	DM bool
 }
 
+// Handler is what a bot hands the chat actions it receives to: *Relay, or what a test
+// puts before it.
+type Handler interface {
+	OnMessage(ctx context.Context, in Incoming)
+	OnClick(ctx context.Context, c Click)
+	OnFeedback(ctx context.Context, platform string, w Where, u User, ref Ref, text string)
+	OnCommand(ctx context.Context, platform string, w Where, u User, text string) string
+}
+
+var _ Handler = (*Relay)(nil)
+
 // LogOr is log, or a logger that discards when log is nil.
 func LogOr(log *slog.Logger) *slog.Logger {
 	if log == nil {

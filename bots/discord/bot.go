@@ -33,7 +33,7 @@ type Options struct {
 	// Guilds register /agent per guild (instant) instead of globally (up to an hour to
 	// show). They are also the only guilds served when the relay's rules say so.
 	Guilds []string
-	Relay  Relay
+	Relay  bots.Handler
 	Log    *slog.Logger
 	// APIURL is Discord's base URL ("https://discord.com/"; "" is that too). Another one
 	// points discordgo, process-wide, at it: a fake, in tests.
@@ -49,14 +49,6 @@ type Options struct {
 	// MaxText is the longest result posted inline; 0 is 1,500 characters (Discord's
 	// limit is 2,000 for the whole message).
 	MaxText int
-}
-
-// Relay is what the bot hands chat actions to (*bots.Relay has it).
-type Relay interface {
-	OnMessage(ctx context.Context, in bots.Incoming)
-	OnClick(ctx context.Context, c bots.Click)
-	OnFeedback(ctx context.Context, platform string, w bots.Where, u bots.User, ref bots.Ref, text string)
-	OnCommand(ctx context.Context, platform string, w bots.Where, u bots.User, text string) string
 }
 
 // Bot is the Discord adapter. Create it with New, add it to the relay, then Run it.

@@ -76,7 +76,7 @@ func reply(name string, args any) string {
 }
 
 func (e *env) start() {
-	e.Start(func(relay *bots.Relay, to chattest.Handler, log *slog.Logger) func(context.Context) {
+	e.Start(func(relay *bots.Relay, to bots.Handler, log *slog.Logger) func(context.Context) {
 		bot, err := New(Options{Token: e.fake.Token(), Guilds: []string{eGuild}, Relay: to, Log: log,
 			Watchdog: time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
 		if err != nil {

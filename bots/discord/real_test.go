@@ -282,7 +282,7 @@ func (e *env) channelNote(thread string) string {
 
 // recorder stands between the bot and the relay, keeping what the bot hands on.
 type recorder struct {
-	Relay
+	bots.Handler
 	mu     sync.Mutex
 	clicks []bots.Click
 	msgs   []bots.Incoming
@@ -292,19 +292,19 @@ func (r *recorder) OnClick(ctx context.Context, c bots.Click) {
 	r.mu.Lock()
 	r.clicks = append(r.clicks, c)
 	r.mu.Unlock()
-	r.Relay.OnClick(ctx, c)
+	r.Handler.OnClick(ctx, c)
 }
 
 func (r *recorder) OnMessage(ctx context.Context, in bots.Incoming) {
 	r.mu.Lock()
 	r.msgs = append(r.msgs, in)
 	r.mu.Unlock()
-	r.Relay.OnMessage(ctx, in)
+	r.Handler.OnMessage(ctx, in)
 }
 
 func TestContractFieldsAndRedelivery(t *testing.T) {
 	rec := &recorder{}
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r chattest.Handler) chattest.Handler { rec.Relay = r; return rec }}})
+	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { rec.Handler = r; return rec }}})
 	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)

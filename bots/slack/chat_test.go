@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 	"github.com/agentd/agentd/internal/testutil"
@@ -20,7 +21,7 @@ func TestScenarios(t *testing.T) {
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) *slackChat {
 	held := &chattest.HoldingRelay{}
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r chattest.Handler) chattest.Handler { held.Handler = r; return held }}})
+	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { held.Handler = r; return held }}})
 	return &slackChat{env: e, held: held, sent: map[string]string{}}
 }
 

@@ -46,7 +46,7 @@ func (r *recorder) got() ([]bots.Incoming, []bots.Click) {
 }
 
 // runBot runs a Bot handing what it gets to rec, against f, until the test ends.
-func runBot(t *testing.T, f *fakeslack.Fake, rec Relay) *Bot {
+func runBot(t *testing.T, f *fakeslack.Fake, rec bots.Handler) *Bot {
 	b, err := New(Options{BotToken: f.BotToken, AppToken: f.AppToken, APIURL: f.APIURL(), Relay: rec,
 		Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
 	if err != nil {

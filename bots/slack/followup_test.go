@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 )
@@ -69,7 +70,7 @@ func TestMentionUnderTheTaskMessageSteersItsRun(t *testing.T) {
 // per message: edits are not read, send a new message. An edit of chatter is left alone.
 func TestEditsAreAnsweredNotRead(t *testing.T) {
 	h := chattest.NewHandled()
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r chattest.Handler) chattest.Handler { h.Handler = r; return h }}})
+	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { h.Handler = r; return h }}})
 	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
 	thread := e.startRun("touch")
 	p := e.proposal(thread, 1)

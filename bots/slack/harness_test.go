@@ -74,7 +74,7 @@ func reply(name string, args any) string {
 }
 
 func (e *env) start() {
-	e.Start(func(relay *bots.Relay, to chattest.Handler, log *slog.Logger) func(context.Context) {
+	e.Start(func(relay *bots.Relay, to bots.Handler, log *slog.Logger) func(context.Context) {
 		bot, err := New(Options{BotToken: e.slack.BotToken, AppToken: e.slack.AppToken, APIURL: e.slack.APIURL(), Relay: to, Log: log,
 			PingInterval: 2 * time.Second, Backoff: func(int) time.Duration { return 50 * time.Millisecond },
 			OnConnection: func(up bool) { e.connMu.Lock(); e.conns = append(e.conns, up); e.connMu.Unlock() }})

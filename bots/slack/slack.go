@@ -44,7 +44,7 @@ type Options struct {
 	AppToken string
 	// APIURL is the Web API's base URL, ending in /; "" is Slack's.
 	APIURL string
-	Relay  Relay
+	Relay  bots.Handler
 	Log    *slog.Logger
 	// PingInterval is how long the connection may go without a ping from Slack before
 	// it counts as dead and is reopened; 0 is 30s.
@@ -56,14 +56,6 @@ type Options struct {
 	// OnConnection, if set, is told each time the Socket Mode connection goes up or
 	// down (metrics).
 	OnConnection func(up bool)
-}
-
-// Relay is what the bot hands chat actions to (*bots.Relay has it).
-type Relay interface {
-	OnMessage(ctx context.Context, in bots.Incoming)
-	OnClick(ctx context.Context, c bots.Click)
-	OnFeedback(ctx context.Context, platform string, w bots.Where, u bots.User, ref bots.Ref, text string)
-	OnCommand(ctx context.Context, platform string, w bots.Where, u bots.User, text string) string
 }
 
 // Bot is the Slack adapter. Create it with New, add it to the relay, then Run it.

@@ -46,7 +46,7 @@ type Daemon struct {
 	OnChat   func(req *ollama.ChatRequest) (string, bool)
 	// Wrap, when set, stands between the bot and the relay (to hold or record what the
 	// bot hands on).
-	Wrap func(Handler) Handler
+	Wrap func(bots.Handler) bots.Handler
 	// RunEnded, when set, is the supervisor's OnRunEnd (the schedules' manager).
 	RunEnded atomic.Pointer[func(run.End)]
 
@@ -134,7 +134,7 @@ func Touch(what, speak string) string {
 // Attach makes the platform's bot handing chat actions to to (the relay, or what Wrap
 // put before it), adds it to relay with its rules, and returns what runs it until ctx
 // ends.
-type Attach func(relay *bots.Relay, to Handler, log *slog.Logger) (run func(ctx context.Context))
+type Attach func(relay *bots.Relay, to bots.Handler, log *slog.Logger) (run func(ctx context.Context))
 
 // Start opens the store, starts the supervisor, the relay, the bot attach makes and the
 // team engine, as the daemon does; it returns once the relay is ready.
@@ -192,7 +192,7 @@ func (d *Daemon) Start(attach Attach) {
 	if eng != nil {
 		relay.SetTeams(team.Shelf{Engine: eng, Dir: d.TeamsDir})
 	}
-	var to Handler = relay
+	var to bots.Handler = relay
 	if d.Wrap != nil {
 		to = d.Wrap(relay)
 	}

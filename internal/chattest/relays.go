@@ -11,18 +11,9 @@ import (
 	"github.com/agentd/agentd/bots"
 )
 
-// Handler is what a bot hands chat actions to: *bots.Relay, or a test's relay before it
-// (each platform's Relay interface has these methods).
-type Handler interface {
-	OnMessage(ctx context.Context, in bots.Incoming)
-	OnClick(ctx context.Context, c bots.Click)
-	OnFeedback(ctx context.Context, platform string, w bots.Where, u bots.User, ref bots.Ref, text string)
-	OnCommand(ctx context.Context, platform string, w bots.Where, u bots.User, text string) string
-}
-
 // HandledRelay tells of each message the relay before it has finished handling.
 type HandledRelay struct {
-	Handler
+	bots.Handler
 	done chan bots.Incoming
 }
 
@@ -129,7 +120,7 @@ func (s *SlowRelay) CheckRunLeavesNoHandlers(t testing.TB, n int, cancel context
 // given only once released: a platform delivering it late, after what the test does
 // meanwhile. Other messages, and all of them before Hold, pass straight on.
 type HoldingRelay struct {
-	Handler
+	bots.Handler
 
 	mu      sync.Mutex
 	hold    string
