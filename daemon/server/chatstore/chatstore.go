@@ -22,8 +22,7 @@ func New(st *store.Store) Bindings { return Bindings{st} }
 
 // Bind stores b, replacing the thread's earlier binding.
 func (s Bindings) Bind(ctx context.Context, b bots.Binding) error {
-	row := store.Binding(b)
-	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.Bind(&row) })
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.Bind(&b) })
 }
 
 // BindingByThread returns the thread's binding, or nil, nil when there is none.
@@ -37,7 +36,7 @@ func (s Bindings) BindingByThread(ctx context.Context, platform, channel, thread
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
-	return (*bots.Binding)(b), err
+	return b, err
 }
 
 // Bindings returns every binding.
@@ -48,13 +47,12 @@ func (s Bindings) Bindings(ctx context.Context) ([]*bots.Binding, error) {
 		rows, err = tx.Bindings()
 		return err
 	})
-	return bindings(rows), err
+	return rows, err
 }
 
 // SetMessage stores m, replacing the earlier message of its proposal, platform and kind.
 func (s Bindings) SetMessage(ctx context.Context, m bots.ChatMessage) error {
-	row := store.ChatMessage(m)
-	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetChatMessage(&row) })
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetChatMessage(&m) })
 }
 
 // Message returns the message posted for a proposal, or nil, nil when there is none.
@@ -68,7 +66,7 @@ func (s Bindings) Message(ctx context.Context, proposalID, platform, kind string
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
-	return (*bots.ChatMessage)(m), err
+	return m, err
 }
 
 // MessageAt returns the proposal's or question's message with id message in channel, or
@@ -83,7 +81,7 @@ func (s Bindings) MessageAt(ctx context.Context, platform, channel, message stri
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
-	return (*bots.ChatMessage)(m), err
+	return m, err
 }
 
 // FirstDelivery records a message or click the relay handles and reports whether it is
@@ -109,8 +107,7 @@ func (s Bindings) Audit(ctx context.Context, e bots.AuditEvent) error {
 
 // BindTeam stores b, a team run's thread on one platform.
 func (s Bindings) BindTeam(ctx context.Context, b bots.TeamBinding) error {
-	row := store.TeamBinding(b)
-	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.BindTeam(&row) })
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.BindTeam(&b) })
 }
 
 // TeamBindingByThread returns the thread's team binding, or nil, nil when there is none.
@@ -124,7 +121,7 @@ func (s Bindings) TeamBindingByThread(ctx context.Context, platform, channel, th
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
-	return (*bots.TeamBinding)(b), err
+	return b, err
 }
 
 // TeamBindings returns every team binding.
@@ -135,27 +132,10 @@ func (s Bindings) TeamBindings(ctx context.Context) ([]*bots.TeamBinding, error)
 		rows, err = tx.TeamBindings()
 		return err
 	})
-	return teamBindings(rows), err
+	return rows, err
 }
 
 // SetTeamSeq records the last transcript entry posted in a team run's thread.
 func (s Bindings) SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error {
 	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetTeamSeq(teamID, platform, seq) })
-}
-
-// bindings and teamBindings turn store rows into the relay's records of the same shape.
-func bindings(rows []*store.Binding) []*bots.Binding {
-	var out []*bots.Binding
-	for _, r := range rows {
-		out = append(out, (*bots.Binding)(r))
-	}
-	return out
-}
-
-func teamBindings(rows []*store.TeamBinding) []*bots.TeamBinding {
-	var out []*bots.TeamBinding
-	for _, r := range rows {
-		out = append(out, (*bots.TeamBinding)(r))
-	}
-	return out
 }
