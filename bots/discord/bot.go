@@ -65,7 +65,7 @@ type Bot struct {
 	parents map[string]string // channel → parent for threads, "" for channels that are not
 	// continued maps a locked thread to the one its run goes on in; continues, back.
 	continued, continues map[string]string
-	members              map[string]memberEntry
+	members              bots.Cache[[]string] // user → roles across the guilds
 	conn                 *bots.Connection
 	cmdsOK               bool
 
@@ -74,11 +74,6 @@ type Bot struct {
 	hmu      sync.Mutex
 	hctx     context.Context // nil outside Run
 	handlers sync.WaitGroup
-}
-
-type memberEntry struct {
-	roles []string
-	at    time.Time
 }
 
 var _ bots.Adapter = (*Bot)(nil)
@@ -110,7 +105,7 @@ func New(opt Options) (*Bot, error) {
 	// Disconnect events, logged through slog.
 	s.LogLevel = -1
 	b := &Bot{opt: opt, s: s, log: opt.Log, disconnected: make(chan struct{}, 1), app: opt.ApplicationID,
-		parents: map[string]string{}, members: map[string]memberEntry{},
+		parents:   map[string]string{},
 		continued: map[string]string{}, continues: map[string]string{},
 		conn: bots.NewConnection(Platform)}
 	s.AddHandler(func(_ *discordgo.Session, d *discordgo.Disconnect) {

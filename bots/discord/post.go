@@ -158,11 +158,9 @@ func (b *Bot) InGroup(ctx context.Context, user, group string) (bool, error) {
 	if a, ok := ctx.Value(actorKey{}).(Actor); ok && a.UserID == user {
 		return slices.Contains(a.Roles, group), nil
 	}
-	b.mu.Lock()
-	e, ok := b.members[user]
-	b.mu.Unlock()
-	if !ok || time.Since(e.at) > memberTTL {
-		e = memberEntry{at: time.Now()}
+	roles, ok := b.members.Get(user, bots.For[[]string](memberTTL))
+	if !ok {
+		roles = nil
 		for _, g := range b.opt.Guilds {
 			m, err := b.s.GuildMember(g, user, discordgo.WithContext(ctx))
 			var re *discordgo.RESTError
@@ -172,11 +170,9 @@ func (b *Bot) InGroup(ctx context.Context, user, group string) (bool, error) {
 			if err != nil {
 				return false, fmt.Errorf("discord: reading member %s: %w", user, err)
 			}
-			e.roles = append(e.roles, m.Roles...)
+			roles = append(roles, m.Roles...)
 		}
-		b.mu.Lock()
-		b.members[user] = e
-		b.mu.Unlock()
+		b.members.Put(user, roles)
 	}
-	return slices.Contains(e.roles, group), nil
+	return slices.Contains(roles, group), nil
 }

@@ -9,12 +9,6 @@ import (
 // also carry the author's display name (users.info), so agentctl follow, history and the
 // audit log say "Ana Lima" where they said U04ABC. A click carries the name already.
 
-// nameEntry is a cached name; "" when Slack did not say (no users:read scope, an error).
-type nameEntry struct {
-	name string
-	at   time.Time
-}
-
 const (
 	nameTTL     = time.Hour        // display names change rarely
 	nameMissTTL = 10 * time.Minute // after a failure, ask again only this much later
@@ -24,11 +18,8 @@ const (
 // userName returns the Slack display name of user id (else the real name, else the
 // handle), or "" when Slack does not say: the decision then shows the id, as before.
 func (b *Bot) userName(ctx context.Context, id string) string {
-	b.namesMu.Lock()
-	e, ok := b.names[id]
-	b.namesMu.Unlock()
-	if ok && (time.Since(e.at) < nameTTL && e.name != "" || time.Since(e.at) < nameMissTTL) {
-		return e.name
+	if name, ok := b.names.Get(id, nameKept); ok {
+		return name
 	}
 	ctx, cancel := context.WithTimeout(ctx, nameTimeout)
 	defer cancel()
@@ -43,11 +34,15 @@ func (b *Bot) userName(ctx context.Context, id string) string {
 			}
 		}
 	}
-	b.namesMu.Lock()
-	defer b.namesMu.Unlock()
-	if b.names == nil {
-		b.names = map[string]nameEntry{}
-	}
-	b.names[id] = nameEntry{name: name, at: time.Now()}
+	b.names.Put(id, name)
 	return name
+}
+
+// nameKept is how long a name is kept: "" (Slack did not say: no users:read scope, an
+// error) only for nameMissTTL.
+func nameKept(name string) time.Duration {
+	if name == "" {
+		return nameMissTTL
+	}
+	return nameTTL
 }

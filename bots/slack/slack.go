@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,22 +70,14 @@ type Bot struct {
 	self      atomic.Pointer[slack.AuthTestResponse]
 	connected atomic.Bool
 
-	groupMu sync.Mutex
-	groups  map[string]groupEntry
-
-	namesMu sync.Mutex
-	names   map[string]nameEntry // user id → display name (names.go)
+	groups bots.Cache[[]string] // user group → its members
+	names  bots.Cache[string]   // user id → display name (names.go)
 
 	conn *bots.Connection
 
 	// handlers are the goroutines dispatch starts, one per envelope; runSocket waits for
 	// them after canceling their context, so none outlives Run.
 	handlers sync.WaitGroup
-}
-
-type groupEntry struct {
-	users []string
-	at    time.Time
 }
 
 var _ bots.Adapter = (*Bot)(nil)
@@ -106,7 +99,7 @@ func New(opt Options) (*Bot, error) {
 	if opt.APIURL != "" {
 		o = append(o, slack.OptionAPIURL(opt.APIURL))
 	}
-	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, groups: map[string]groupEntry{}, http: &http.Client{Timeout: 30 * time.Second},
+	return &Bot{opt: opt, api: slack.New(opt.BotToken, o...), log: opt.Log, http: &http.Client{Timeout: 30 * time.Second},
 		conn: bots.NewConnection(Platform)}, nil
 }
 
@@ -517,25 +510,15 @@ const groupTTL = time.Minute
 
 // InGroup implements bots.Adapter with usergroups.users.list, cached for a minute.
 func (b *Bot) InGroup(ctx context.Context, user, group string) (bool, error) {
-	b.groupMu.Lock()
-	e, ok := b.groups[group]
-	b.groupMu.Unlock()
-	if !ok || time.Since(e.at) > groupTTL {
-		users, err := b.api.GetUserGroupMembersContext(ctx, group)
-		if err != nil {
+	users, ok := b.groups.Get(group, bots.For[[]string](groupTTL))
+	if !ok {
+		var err error
+		if users, err = b.api.GetUserGroupMembersContext(ctx, group); err != nil {
 			return false, fmt.Errorf("slack: usergroups.users.list: %w", err)
 		}
-		e = groupEntry{users: users, at: time.Now()}
-		b.groupMu.Lock()
-		b.groups[group] = e
-		b.groupMu.Unlock()
+		b.groups.Put(group, users)
 	}
-	for _, u := range e.users {
-		if u == user {
-			return true, nil
-		}
-	}
-	return false, nil
+	return slices.Contains(users, user), nil
 }
 
 // MaxText implements bots.Adapter.
