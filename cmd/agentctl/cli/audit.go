@@ -26,10 +26,10 @@ permission patterns stored or removed). Entries of removed agents stay, under th
                   (2026-11-21, 2026-11-21T09:00, or RFC 3339)
   --limit N       the newest N entries (default 100); past 10,000 they are fetched
                   in pages of 10,000, newest first, and printed oldest first`,
-	run: (*app).runAudit,
+	run: verb(daemonVerbs.runAudit),
 }
 
-func (a *app) runAudit(ctx context.Context, args []string) error {
+func (a daemonVerbs) runAudit(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	agent := fs.String("agent", "", "only this agent's entries")
 	kind := fs.String("kind", "", "only entries of this `KIND` (decision, executed, … as the KIND column shows)")
@@ -134,7 +134,7 @@ const auditPage = 10_000
 
 // auditPages fetches q.Limit entries, asking the daemon in pages of at most auditPage
 // (each one back from the oldest entry of the last), and returns them oldest first.
-func (a *app) auditPages(ctx context.Context, q api.AuditQuery) ([]api.AuditEntry, error) {
+func (a daemonVerbs) auditPages(ctx context.Context, q api.AuditQuery) ([]api.AuditEntry, error) {
 	want := q.Limit
 	if want <= auditPage {
 		return a.api().Audit(ctx, q)

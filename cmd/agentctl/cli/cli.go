@@ -3,8 +3,9 @@
 // a chat bot or a test can do the same way.
 //
 // Each subcommand is one file holding its help text, its flags and a runX(ctx, args)
-// method; Run parses the global flags, dispatches, and turns errors into exit codes and
-// messages that say how to fix the problem.
+// method on the type of its verb group (verbs.go); the commands list in init is the one
+// place a verb is registered. Run parses the global flags, dispatches, and turns errors
+// into exit codes and messages that say how to fix the problem.
 package cli
 
 import (
@@ -34,10 +35,10 @@ const (
 // command is one subcommand.
 type command struct {
 	name  string
-	args  string // what follows the name in the usage line
-	short string // one line for the command list
-	long  string // the help text, for a newcomer
-	run   func(a *app, ctx context.Context, args []string) error
+	args  string                                                 // what follows the name in the usage line
+	short string                                                 // one line for the command list
+	long  string                                                 // the help text, for a newcomer
+	run   func(a *app, ctx context.Context, args []string) error // verb(group.runX)
 }
 
 func (c *command) usageLine() string {
@@ -63,7 +64,7 @@ func init() {
 		commandsCmd, policyCmd, scheduleCmd, teamCmd, memoryCmd, auditCmd, replayCmd,
 		completionCmd, helpCmd,
 	}
-	completeCmd = &command{name: "__complete", run: (*app).runComplete}
+	completeCmd = &command{name: "__complete", run: verb(helpVerbs.runComplete)}
 }
 
 // lookup finds a subcommand by name, including the hidden __complete.

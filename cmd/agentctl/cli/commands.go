@@ -21,10 +21,10 @@ asking (deny ones first; whether one matches depends on the proposal's args). Ex
 commands always ask unless an allow pattern names them; see agentctl policy.
 
 Without AGENT it lists what a new agent gets from the config file.`,
-	run: (*app).runCommands,
+	run: verb(agentVerbs.runCommands),
 }
 
-func (a *app) runCommands(ctx context.Context, args []string) error {
+func (a agentVerbs) runCommands(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err

@@ -29,13 +29,13 @@ Each finding is ok, warn or fail; a problem comes with the command or setting th
 fixes it: a file or directory others may read fails, with its mode and the chmod.
 
 The exit code is 1 when any check fails, so scripts and monitoring can use it.`,
-	run: (*app).runDoctor,
+	run: verb(daemonVerbs.runDoctor),
 }
 
 // errChecksFailed makes the exit code 1 after the report was printed.
 var errChecksFailed = errors.New("some checks failed")
 
-func (a *app) runDoctor(ctx context.Context, args []string) error {
+func (a daemonVerbs) runDoctor(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err

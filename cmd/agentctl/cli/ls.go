@@ -21,12 +21,12 @@ see it with 'agentctl show NAME'.
 It prints as it reads: with thousands of agents the first rows show at once, and the
 columns are aligned for each ` + strconv.Itoa(api.ListPage) + ` rows. --json prints every agent
 with everything the API shows of it (its pending proposal whole), as one JSON array.`,
-	run: (*app).runLs,
+	run: verb(agentVerbs.runLs),
 }
 
 const lsTaskMax = 50
 
-func (a *app) runLs(ctx context.Context, args []string) error {
+func (a agentVerbs) runLs(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err

@@ -60,7 +60,7 @@ of up to 1000 lines, each stored whole or not at all; should agentd refuse one, 
 says up to which line the file was imported. Importing a file again replaces its
 memories instead of doubling them, so export > a.jsonl, then import a.jsonl into
 another agentd, gives the same memories (create its agents first).`,
-	run: (*app).runMemory,
+	run: verb(memoryVerbs.runMemory),
 }
 
 // memoryFlags are the flags of agentctl memory's subcommands.
@@ -69,7 +69,7 @@ type memoryFlags struct {
 	k, limit                     int
 }
 
-func (a *app) runMemory(ctx context.Context, args []string) error {
+func (a memoryVerbs) runMemory(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	var f memoryFlags
 	fs.StringVar(&f.agent, "agent", "", "the `AGENT` (name or id) whose memories; none: all (shared for add and import)")
@@ -108,7 +108,7 @@ func (a *app) runMemory(ctx context.Context, args []string) error {
 	return usagef("unknown memory command %q: want add, search, ls, rm, import, export, reindex or stats", verb)
 }
 
-func (a *app) memoryAdd(ctx context.Context, f memoryFlags, words []string) error {
+func (a memoryVerbs) memoryAdd(ctx context.Context, f memoryFlags, words []string) error {
 	text := strings.TrimSpace(strings.Join(words, " "))
 	if text == "" {
 		return usagef("missing TEXT: what to remember")
@@ -124,7 +124,7 @@ func (a *app) memoryAdd(ctx context.Context, f memoryFlags, words []string) erro
 	return nil
 }
 
-func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) error {
+func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []string) error {
 	query := strings.TrimSpace(strings.Join(words, " "))
 	if query == "" {
 		return usagef("missing WORDS to search for")
@@ -160,7 +160,7 @@ func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) e
 	return tw.Flush()
 }
 
-func (a *app) memoryList(ctx context.Context, f memoryFlags, rest []string) error {
+func (a memoryVerbs) memoryList(ctx context.Context, f memoryFlags, rest []string) error {
 	if len(rest) > 0 {
 		return usagef("memory ls takes no arguments, got %q (filter with --agent and --kind)", rest)
 	}
@@ -184,7 +184,7 @@ func (a *app) memoryList(ctx context.Context, f memoryFlags, rest []string) erro
 	return tw.Flush()
 }
 
-func (a *app) memoryRemove(ctx context.Context, ids []string) error {
+func (a memoryVerbs) memoryRemove(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return usagef("missing ID: which memory to forget (see agentctl memory ls)")
 	}
@@ -199,7 +199,7 @@ func (a *app) memoryRemove(ctx context.Context, ids []string) error {
 	return nil
 }
 
-func (a *app) memoryStats(ctx context.Context, f memoryFlags, reindex bool) error {
+func (a memoryVerbs) memoryStats(ctx context.Context, f memoryFlags, reindex bool) error {
 	var st *api.MemoryStats
 	var err error
 	if reindex {

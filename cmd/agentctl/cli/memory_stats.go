@@ -14,7 +14,7 @@ import (
 // The per-agent part of agentctl memory stats, and the WHY column of memory search.
 
 // agentStats keeps the stats of one agent (a name or id), after checking it exists.
-func (a *app) agentStats(ctx context.Context, ref string, all []api.MemoryAgentStats) ([]api.MemoryAgentStats, error) {
+func (a memoryVerbs) agentStats(ctx context.Context, ref string, all []api.MemoryAgentStats) ([]api.MemoryAgentStats, error) {
 	ag, err := a.api().Agent(ctx, ref)
 	if err != nil {
 		return nil, agentErr(ref, err)
@@ -29,7 +29,7 @@ func (a *app) agentStats(ctx context.Context, ref string, all []api.MemoryAgentS
 }
 
 // printAgentStats shows each agent's memories: count, size, time span and kinds.
-func (a *app) printAgentStats(agents []api.MemoryAgentStats) error {
+func (a memoryVerbs) printAgentStats(agents []api.MemoryAgentStats) error {
 	if len(agents) == 0 {
 		return nil
 	}

@@ -50,19 +50,19 @@ first argument status, any more), never 'git status-x', 'git -c k=v status' or
 always asks, and a wildcard never approves sh, env, xargs, sudo, find -exec, git -c and
 other forms that run something else. Path patterns match the cleaned workspace path.
 Patterns from the config file are changed there.`,
-	run: (*app).runPolicy,
+	run: verb(policyVerbs.runPolicy),
 }
 
-func (a *app) runPolicy(ctx context.Context, args []string) error {
+func (a policyVerbs) runPolicy(ctx context.Context, args []string) error {
 	var test policyTestFlags
 	// A shell line after "test" is taken verbatim, so its own -flags stay its own.
-	pos, err := a.parse(test.flagSet(a), args, 2)
+	pos, err := a.parse(test.flagSet(a.app), args, 2)
 	if err != nil {
 		return err
 	}
 	if len(pos) < 2 || pos[1] != "test" {
 		test = policyTestFlags{}
-		if pos, err = a.parse(test.flagSet(a), args, -1); err != nil {
+		if pos, err = a.parse(test.flagSet(a.app), args, -1); err != nil {
 			return err
 		}
 	}

@@ -32,7 +32,7 @@ func (g *grantFlags) add(fs *flag.FlagSet) {
 
 // runGrantAdd widens what runs unasked: it shows which of the agent's last proposals
 // the pattern would have approved, and stores it as a grant only when told to.
-func (a *app) runGrantAdd(ctx context.Context, ref, pattern string, f grantFlags) error {
+func (a policyVerbs) runGrantAdd(ctx context.Context, ref, pattern string, f grantFlags) error {
 	req := api.GrantRequest{Pattern: pattern, By: user(), Source: "agentctl", Count: f.count, Expires: f.expires,
 		Run: f.run, Preview: f.preview, DryRun: true}
 	pv, err := a.api().AddGrant(ctx, ref, req)
@@ -69,7 +69,7 @@ func (a *app) runGrantAdd(ctx context.Context, ref, pattern string, f grantFlags
 }
 
 // printPreview lists what a pattern grant would have approved.
-func (a *app) printPreview(ref string, pv *api.GrantPreview) {
+func (a policyVerbs) printPreview(ref string, pv *api.GrantPreview) {
 	if len(pv.Matches) == 0 {
 		fmt.Fprintf(a.stdout, "%s would have approved none of the %d latest proposals of %s.\n", line(pv.Pattern), pv.Looked, line(ref))
 		return
@@ -84,7 +84,7 @@ func (a *app) printPreview(ref string, pv *api.GrantPreview) {
 }
 
 // runGrantRevoke revokes one of the agent's grants.
-func (a *app) runGrantRevoke(ctx context.Context, ref, id string) error {
+func (a policyVerbs) runGrantRevoke(ctx context.Context, ref, id string) error {
 	g, err := a.api().RevokeGrant(ctx, ref, api.RevokeRequest{ID: id, By: user()})
 	if err != nil {
 		return err // the daemon names the agent or the grant it did not find
@@ -97,7 +97,7 @@ func (a *app) runGrantRevoke(ctx context.Context, ref, id string) error {
 }
 
 // printGrants lists an agent's grants, active ones first as the daemon orders them.
-func (a *app) printGrants(gs []api.Grant) error {
+func (a policyVerbs) printGrants(gs []api.Grant) error {
 	if len(gs) == 0 {
 		a.note("no grants: y -N, y! and policy AGENT add make them")
 		return nil
@@ -117,7 +117,7 @@ func (a *app) printGrants(gs []api.Grant) error {
 
 // printBoundFiles lists the files exact grants bound, with their contents' sha256 when
 // granted: such a grant approves only while each is unchanged.
-func (a *app) printBoundFiles(gs []api.Grant) error {
+func (a policyVerbs) printBoundFiles(gs []api.Grant) error {
 	var tw *tabwriter.Writer
 	for _, g := range gs {
 		for _, f := range g.Files {

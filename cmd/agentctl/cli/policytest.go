@@ -65,8 +65,8 @@ var subjectForm = regexp.MustCompile(`^([a-z0-9_.-]+)\((.*)\)$`)
 
 // runPolicyTest shows how the agent's patterns decide one proposal: a shell line by
 // default, `name(subject)`, or --command NAME with --args JSON or a subject.
-func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, words []string) error {
-	words, err := f.leading(a, words)
+func (a policyVerbs) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, words []string) error {
+	words, err := f.leading(a.app, words)
 	if err != nil {
 		return err
 	}

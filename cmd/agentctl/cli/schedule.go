@@ -63,29 +63,18 @@ Results and pending approvals are seen with agentctl (ls, show, follow). With
 --delivery slack:CHANNEL_ID or discord:CHANNEL_ID each run gets a thread in that channel
 (served by the Slack or Discord bot): its proposals are decided there, its end and
 skipped or missed firings are posted.`,
-	run: (*app).runSchedule,
+	run: verb(scheduleVerbs.runSchedule),
 }
 
 // scheduleActions are schedule's sub-commands.
-var scheduleActions = map[string]func(a *app, ctx context.Context, args []string) error{
-	"add": (*app).scheduleAdd, "ls": (*app).scheduleLs, "show": (*app).scheduleShow, "rm": (*app).scheduleRm,
-	"pause": (*app).schedulePause, "resume": (*app).scheduleResume, "run-now": (*app).scheduleRunNow,
-	"history": (*app).scheduleHistory,
+var scheduleActions = map[string]func(scheduleVerbs, context.Context, []string) error{
+	"add": scheduleVerbs.scheduleAdd, "ls": scheduleVerbs.scheduleLs, "show": scheduleVerbs.scheduleShow, "rm": scheduleVerbs.scheduleRm,
+	"pause": scheduleVerbs.schedulePause, "resume": scheduleVerbs.scheduleResume, "run-now": scheduleVerbs.scheduleRunNow,
+	"history": scheduleVerbs.scheduleHistory,
 }
 
-func (a *app) runSchedule(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("missing what to do: add, ls, show, rm, pause, resume, run-now or history")
-	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		a.printHelp(a.stdout, a.cmd, nil)
-		return errHelpShown
-	}
-	fn := scheduleActions[args[0]]
-	if fn == nil {
-		return usagef("unknown schedule action %q: use add, ls, show, rm, pause, resume, run-now or history", args[0])
-	}
-	return fn(a, ctx, args[1:])
+func (a scheduleVerbs) runSchedule(ctx context.Context, args []string) error {
+	return subcommand(a, ctx, args, "schedule", scheduleActions, "add, ls, show, rm, pause, resume, run-now or history")
 }
 
 // scheduleErr passes the daemon's error on: its messages name the schedule and how to
@@ -93,7 +82,7 @@ func (a *app) runSchedule(ctx context.Context, args []string) error {
 func scheduleErr(_ string, err error) error { return err }
 
 // parseSchedule parses an action that takes exactly one schedule NAME.
-func (a *app) parseSchedule(fs *flag.FlagSet, args []string) (string, error) {
+func (a scheduleVerbs) parseSchedule(fs *flag.FlagSet, args []string) (string, error) {
 	pos, err := a.parse(fs, args, -1)
 	if err != nil {
 		return "", err
@@ -113,7 +102,7 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
-func (a *app) scheduleAdd(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	var req api.ScheduleRequest
 	var allow listFlag
@@ -210,7 +199,7 @@ func scheduleState(s *api.Schedule) string {
 	return strings.Join(parts, ", ")
 }
 
-func (a *app) scheduleLs(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleLs(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err
@@ -245,7 +234,7 @@ func (a *app) scheduleLs(ctx context.Context, args []string) error {
 	return tw.Flush()
 }
 
-func (a *app) scheduleShow(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err
@@ -338,7 +327,7 @@ func writeRuns(w io.Writer, runs []api.ScheduleRun) {
 	tw.Flush()
 }
 
-func (a *app) scheduleHistory(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	limit := fs.Int("n", 0, "show only the newest `N` records")
 	ref, err := a.parseSchedule(fs, args)
@@ -366,7 +355,7 @@ func (a *app) scheduleHistory(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (a *app) scheduleRm(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err
@@ -381,15 +370,15 @@ func (a *app) scheduleRm(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (a *app) schedulePause(ctx context.Context, args []string) error {
+func (a scheduleVerbs) schedulePause(ctx context.Context, args []string) error {
 	return a.scheduleChange(ctx, args, (*api.Client).PauseSchedule)
 }
 
-func (a *app) scheduleResume(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleResume(ctx context.Context, args []string) error {
 	return a.scheduleChange(ctx, args, (*api.Client).ResumeSchedule)
 }
 
-func (a *app) scheduleChange(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Schedule, error)) error {
+func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Schedule, error)) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err
@@ -406,7 +395,7 @@ func (a *app) scheduleChange(ctx context.Context, args []string, fn func(*api.Cl
 	return nil
 }
 
-func (a *app) scheduleRunNow(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleRunNow(ctx context.Context, args []string) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err

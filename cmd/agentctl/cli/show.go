@@ -22,10 +22,10 @@ question waiting for your answer, how many tokens it has used, and its helper ag
 (named PARENT/NAME; they were started by the agent with start_agent).
 
 AGENT is the agent's name or id.`,
-	run: (*app).runShow,
+	run: verb(agentVerbs.runShow),
 }
 
-func (a *app) runShow(ctx context.Context, args []string) error {
+func (a agentVerbs) runShow(ctx context.Context, args []string) error {
 	ref, err := a.parseAgent(a.newFlagSet(), args)
 	if err != nil {
 		return err

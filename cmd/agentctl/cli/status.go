@@ -27,10 +27,10 @@ agents are in each state, the chat bots' connections (Slack, Discord) and the TC
 listener ([http]: the address bound, and whether it serves metrics and the Agent
 Protocol, or off) and the sandbox execute_shell runs in ([shell], or off). When something
 is wrong it says how to fix it.`,
-	run: (*app).runStatus,
+	run: verb(daemonVerbs.runStatus),
 }
 
-func (a *app) runStatus(ctx context.Context, args []string) error {
+func (a daemonVerbs) runStatus(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err

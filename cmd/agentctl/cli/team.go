@@ -41,33 +41,22 @@ failure of the role-play (role flipping, a repeated instruction, a flake reply, 
 loop of thanks or of the same message).
 
   agentctl team run examples/teams/software_company.toml "a CLI that counts words" --follow`,
-	run: (*app).runTeam,
+	run: verb(teamVerbs.runTeam),
 }
 
 // teamActions are team's sub-commands.
-var teamActions = map[string]func(a *app, ctx context.Context, args []string) error{
-	"run": (*app).teamRun, "plan": (*app).teamPlan, "ls": (*app).teamLs, "show": (*app).teamShow, "stop": (*app).teamStop,
+var teamActions = map[string]func(teamVerbs, context.Context, []string) error{
+	"run": teamVerbs.teamRun, "plan": teamVerbs.teamPlan, "ls": teamVerbs.teamLs, "show": teamVerbs.teamShow, "stop": teamVerbs.teamStop,
 }
 
-func (a *app) runTeam(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("missing what to do: run, plan, ls, show or stop")
-	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		a.printHelp(a.stdout, a.cmd, nil)
-		return errHelpShown
-	}
-	fn := teamActions[args[0]]
-	if fn == nil {
-		return usagef("unknown team action %q: use run, plan, ls, show or stop", args[0])
-	}
-	return fn(a, ctx, args[1:])
+func (a teamVerbs) runTeam(ctx context.Context, args []string) error {
+	return subcommand(a, ctx, args, "team", teamActions, "run, plan, ls, show or stop")
 }
 
 // maxWorkflow bounds a workflow file; the daemon refuses larger ones too.
 const maxWorkflow = 256 << 10
 
-func (a *app) teamRun(ctx context.Context, args []string) error {
+func (a teamVerbs) teamRun(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	follow := fs.Bool("follow", false, "stay and show each turn as it happens, until the run ends")
 	keep := fs.Bool("keep-agents", false, "keep the role agents and their workspaces after the run ends")
@@ -108,7 +97,7 @@ func (a *app) teamRun(ctx context.Context, args []string) error {
 	return a.followTeam(ctx, r.ID)
 }
 
-func (a *app) teamPlan(ctx context.Context, args []string) error {
+func (a teamVerbs) teamPlan(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	out := fs.String("o", "", "write the workflow to `FILE` (refused if it exists) instead of stdout")
 	pos, err := a.parse(fs, args, -1)
@@ -153,7 +142,7 @@ func (a *app) teamPlan(ctx context.Context, args []string) error {
 // daemon's team event stream (which starts with the transcript so far). A stream that
 // breaks off before the end (the daemon restarted, this follower fell behind) is
 // resumed after the last entry printed, so nothing is missed or printed twice.
-func (a *app) followTeam(ctx context.Context, id string) error {
+func (a teamVerbs) followTeam(ctx context.Context, id string) error {
 	seen, waiting := 0, ""
 	var prev *api.TeamTurn
 	for {
@@ -198,7 +187,7 @@ func (a *app) followTeam(ctx context.Context, id string) error {
 }
 
 // parseTeam parses an action that takes exactly one team run ID.
-func (a *app) parseTeam(args []string) (string, error) {
+func (a teamVerbs) parseTeam(args []string) (string, error) {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return "", err
@@ -212,7 +201,7 @@ func (a *app) parseTeam(args []string) (string, error) {
 	return "", usagef("too many arguments: want one team run ID, got %q", pos)
 }
 
-func (a *app) teamLs(ctx context.Context, args []string) error {
+func (a teamVerbs) teamLs(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err
@@ -242,7 +231,7 @@ func (a *app) teamLs(ctx context.Context, args []string) error {
 	return tw.Flush()
 }
 
-func (a *app) teamShow(ctx context.Context, args []string) error {
+func (a teamVerbs) teamShow(ctx context.Context, args []string) error {
 	id, err := a.parseTeam(args)
 	if err != nil {
 		return err
@@ -296,7 +285,7 @@ func (a *app) teamShow(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (a *app) teamStop(ctx context.Context, args []string) error {
+func (a teamVerbs) teamStop(ctx context.Context, args []string) error {
 	id, err := a.parseTeam(args)
 	if err != nil {
 		return err
