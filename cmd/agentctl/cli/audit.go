@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -56,17 +55,13 @@ func (a daemonVerbs) runAudit(ctx context.Context, args []string) error {
 		return err
 	}
 	if a.json {
-		if list == nil {
-			list = []api.AuditEntry{}
-		}
 		return a.printJSON(list)
 	}
 	if len(list) == 0 {
 		a.note("no audit entries")
 		return nil
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tAGENT\tKIND\tDETAIL")
+	tw := table(a.stdout, "TIME\tAGENT\tKIND\tDETAIL")
 	for _, e := range list {
 		who := e.Agent
 		if who == "" {

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	osuser "os/user"
+	"reflect"
 	"syscall"
 
 	"github.com/agentd/agentd/api"
@@ -261,8 +262,12 @@ func (a *app) parseAgent(fs *flag.FlagSet, args []string) (string, error) {
 	return "", usagef("too many arguments: want one AGENT, got %q", pos)
 }
 
-// printJSON writes v to stdout as indented JSON; --json output is the client's stable types.
+// printJSON writes v to stdout as indented JSON; --json output is the client's stable types,
+// an empty list as [] rather than null.
 func (a *app) printJSON(v any) error {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
+		v = []any{}
+	}
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
-
-	"github.com/agentd/agentd/api"
 )
 
 var commandsCmd = &command{
@@ -44,13 +41,9 @@ func (a agentVerbs) runCommands(ctx context.Context, args []string) error {
 		return agentErr(ref, err)
 	}
 	if a.json {
-		if list == nil {
-			list = []api.CommandInfo{}
-		}
 		return a.printJSON(list)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMMAND\tCLASS\tFROM\tPOLICY\tPATTERNS\tDESCRIPTION")
+	tw := table(a.stdout, "COMMAND\tCLASS\tFROM\tPOLICY\tPATTERNS\tDESCRIPTION")
 	for _, c := range list {
 		pats := make([]string, len(c.Patterns))
 		for i, p := range c.Patterns {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -80,7 +79,7 @@ func (a daemonVerbs) runDoctor(ctx context.Context, args []string) error {
 }
 
 func writeChecks(w io.Writer, checks []api.Check) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := table(w)
 	for _, c := range checks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Status, c.Name, c.Detail)
 		if c.Fix != "" {

@@ -29,9 +29,6 @@ func (a agentVerbs) runHistory(ctx context.Context, args []string) error {
 		return agentErr(ref, err)
 	}
 	if a.json {
-		if eps == nil {
-			eps = []api.Episode{}
-		}
 		return a.printJSON(eps)
 	}
 	if len(eps) == 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 )
@@ -41,7 +40,7 @@ func (a agentVerbs) runLs(ctx context.Context, args []string) error {
 		}
 		return arr.close()
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	tw := table(a.stdout)
 	n := 0
 	err = a.api().EachAgent(ctx, api.AgentQuery{Brief: true}, func(ag api.Agent) error {
 		if n == 0 {

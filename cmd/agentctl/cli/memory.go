@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 
@@ -138,7 +137,7 @@ func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []st
 		return memoryErr(f.agent, err)
 	}
 	if a.json {
-		return a.printJSON(nonNilMemories(hits))
+		return a.printJSON(hits)
 	}
 	if len(hits) == 0 {
 		// The daemon waited a while for what was queued before the search; more may
@@ -151,8 +150,7 @@ func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []st
 		a.note("no memory matches %q", query)
 		return nil
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCORE\tBM25\tSIM\tKIND\tAGENT\tSOURCE\tID\tWHY\tTEXT")
+	tw := table(a.stdout, "SCORE\tBM25\tSIM\tKIND\tAGENT\tSOURCE\tID\tWHY\tTEXT")
 	for _, m := range hits {
 		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Score, m.BM25, m.Similarity, line(m.Kind), line(owner(&m)),
 			truncate(m.Source, 30), line(m.ID), truncate(why(m.Why), 40), truncate(oneParagraph(m.Text), 70))
@@ -169,14 +167,13 @@ func (a memoryVerbs) memoryList(ctx context.Context, f memoryFlags, rest []strin
 		return memoryErr(f.agent, err)
 	}
 	if a.json {
-		return a.printJSON(nonNilMemories(list))
+		return a.printJSON(list)
 	}
 	if len(list) == 0 {
 		a.note("no memories yet")
 		return nil
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT")
+	tw := table(a.stdout, "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT")
 	for _, m := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(m.ID), line(m.Kind), line(owner(&m)), truncate(m.Source, 30),
 			formatTime(m.CreatedAt), truncate(oneParagraph(m.Text), 70))
@@ -219,7 +216,7 @@ func (a memoryVerbs) memoryStats(ctx context.Context, f memoryFlags, reindex boo
 	if a.json {
 		return a.printJSON(st)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	tw := table(a.stdout)
 	fmt.Fprintf(tw, "memories\t%d\n", st.Memories)
 	fmt.Fprintf(tw, "indexed\t%d (%s)\n", st.Indexed, st.Generation)
 	fmt.Fprintf(tw, "queued\t%d\n", st.Queued)
@@ -247,13 +244,6 @@ func owner(m *api.Memory) string {
 		return m.AgentID
 	}
 	return "(shared)"
-}
-
-func nonNilMemories(ms []api.Memory) []api.Memory {
-	if ms == nil {
-		return []api.Memory{}
-	}
-	return ms
 }
 
 // memoryErr explains a not-found from a call that named an agent.

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 )
@@ -34,8 +33,7 @@ func (a memoryVerbs) printAgentStats(agents []api.MemoryAgentStats) error {
 		return nil
 	}
 	fmt.Fprintln(a.stdout)
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tMEMORIES\tSIZE\tOLDEST\tNEWEST\tKINDS")
+	tw := table(a.stdout, "AGENT\tMEMORIES\tSIZE\tOLDEST\tNEWEST\tKINDS")
 	for _, s := range agents {
 		name := cmpName(s)
 		var kinds []string

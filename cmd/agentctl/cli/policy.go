@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 )
@@ -119,8 +118,7 @@ func (a policyVerbs) runPolicy(ctx context.Context, args []string) error {
 	if len(v.Permissions) == 0 {
 		a.note("no permission patterns: every proposal asks unless a grant approves it (see agentctl help policy)")
 	} else {
-		tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "EFFECT\tPATTERN\tFROM\tBY\tMEANS")
+		tw := table(a.stdout, "EFFECT\tPATTERN\tFROM\tBY\tMEANS")
 		for _, p := range v.Permissions {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), orDash(line(p.CreatedBy)), reach(p))
 		}

@@ -75,8 +75,7 @@ func (a policyVerbs) printPreview(ref string, pv *api.GrantPreview) {
 		return
 	}
 	fmt.Fprintf(a.stdout, "%s would have approved %d of the %d latest proposals of %s:\n", line(pv.Pattern), len(pv.Matches), pv.Looked, line(ref))
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  STEP\tPROPOSAL\tCOMMAND\tSUBJECT")
+	tw := table(a.stdout, "  STEP\tPROPOSAL\tCOMMAND\tSUBJECT")
 	for _, m := range pv.Matches {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", m.Step, line(m.ProposalID), line(m.Command), truncate(m.Subject, 80))
 	}
@@ -103,8 +102,7 @@ func (a policyVerbs) printGrants(gs []api.Grant) error {
 		return nil
 	}
 	fmt.Fprintln(a.stdout)
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "GRANT\tMADE AS\tMATCHES\tBY\tMADE\tENDS\tSTATE")
+	tw := table(a.stdout, "GRANT\tMADE AS\tMATCHES\tBY\tMADE\tENDS\tSTATE")
 	for _, g := range gs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", line(g.ID), line(g.Label), grantMatches(&g), line(grantBy(&g)),
 			formatTime(g.CreatedAt), grantEnds(&g), line(g.State))
@@ -123,8 +121,7 @@ func (a policyVerbs) printBoundFiles(gs []api.Grant) error {
 		for _, f := range g.Files {
 			if tw == nil {
 				fmt.Fprintln(a.stdout, "\nFiles bound by exact grants (a change asks again):")
-				tw = tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-				fmt.Fprintln(tw, "  GRANT\tFILE\tSHA-256 WHEN GRANTED")
+				tw = table(a.stdout, "  GRANT\tFILE\tSHA-256 WHEN GRANTED")
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(g.ID), line(f.Path), line(f.SHA256))
 		}
@@ -195,7 +192,7 @@ func writeActiveGrants(w io.Writer, gs []api.Grant) {
 		return
 	}
 	fmt.Fprintln(w, "\nGrants (run unasked; revoke with agentctl policy AGENT revoke ID):")
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := table(w)
 	for _, g := range active {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(g.ID), line(g.Describe()), grantMatches(&g))
 	}

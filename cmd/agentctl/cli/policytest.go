@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 )
@@ -97,7 +96,7 @@ func (a policyVerbs) runPolicyTest(ctx context.Context, ref string, f policyTest
 	if a.json {
 		return a.printJSON(v)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	tw := table(a.stdout)
 	fmt.Fprintf(tw, "effect\t%s\n", v.Effect)
 	fmt.Fprintf(tw, "command\t%s\n", v.Command)
 	fmt.Fprintf(tw, "subject\t%s\n", line(v.Subject))
@@ -121,8 +120,7 @@ func (a policyVerbs) runPolicyTest(ctx context.Context, ref string, f policyTest
 		return err
 	}
 	fmt.Fprintln(a.stdout)
-	tw = tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMMAND\tEFFECT\tPATTERN\tFROM\tREASON")
+	tw = table(a.stdout, "COMMAND\tEFFECT\tPATTERN\tFROM\tREASON")
 	for _, c := range v.Commands {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(c.Command), c.Effect, orDash(c.Pattern), orDash(c.Source), line(c.Reason))
 	}

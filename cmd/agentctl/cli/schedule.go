@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -212,17 +211,13 @@ func (a scheduleVerbs) scheduleLs(ctx context.Context, args []string) error {
 		return err
 	}
 	if a.json {
-		if list == nil {
-			list = []api.Schedule{}
-		}
 		return a.printJSON(list)
 	}
 	if len(list) == 0 {
 		a.note("no schedules: add one with agentctl schedule add (see agentctl help schedule)")
 		return nil
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSPEC\tZONE\tTARGET\tNEXT\tSTATE")
+	tw := table(a.stdout, "NAME\tSPEC\tZONE\tTARGET\tNEXT\tSTATE")
 	for i := range list {
 		s := &list[i]
 		next := "-"
@@ -311,8 +306,7 @@ func budgetString(b api.Budget) string {
 }
 
 func writeRuns(w io.Writer, runs []api.ScheduleRun) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  SCHEDULED\tOUTCOME\tSTEPS\tTOKENS\tAGENT\tREASON")
+	tw := table(w, "  SCHEDULED\tOUTCOME\tSTEPS\tTOKENS\tAGENT\tREASON")
 	for _, r := range runs {
 		when := formatTime(r.Scheduled)
 		if r.Manual {
@@ -342,9 +336,6 @@ func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error
 		return scheduleErr(ref, err)
 	}
 	if a.json {
-		if runs == nil {
-			runs = []api.ScheduleRun{}
-		}
 		return a.printJSON(runs)
 	}
 	if len(runs) == 0 {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/display"
@@ -80,7 +79,7 @@ func writeFamily(w io.Writer, ag *api.Agent, all []api.Agent) {
 		return
 	}
 	fmt.Fprintln(w, "\nHelpers:")
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := table(w)
 	for _, h := range helpers {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(h.Name), stateString(&h), truncate(oneParagraph(h.Task), lsTaskMax))
 	}
@@ -88,7 +87,7 @@ func writeFamily(w io.Writer, ag *api.Agent, all []api.Agent) {
 }
 
 func writeAgent(w io.Writer, ag *api.Agent) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := table(w)
 	row := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, line(v))
@@ -135,8 +134,7 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 	writeDirectives(w, ag.Directives)
 	if len(ag.Runs) > 0 {
 		fmt.Fprintln(w, "\nRuns (latest first):")
-		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
+		tw := table(w, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
 		for _, r := range ag.Runs {
 			outcome := string(r.Outcome)
 			if outcome == "" {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -50,7 +49,7 @@ func (a daemonVerbs) runStatus(ctx context.Context, args []string) error {
 }
 
 func writeStatus(w io.Writer, st *api.Status) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := table(w)
 	fmt.Fprintf(tw, "agentd:\t%s, pid %d, started %s\n", st.Version, st.PID, formatTime(st.Started))
 	fmt.Fprintf(tw, "state:\t%s\n", st.StateDir)
 	o := st.Ollama

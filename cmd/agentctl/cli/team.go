@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -214,17 +213,13 @@ func (a teamVerbs) teamLs(ctx context.Context, args []string) error {
 		return err
 	}
 	if a.json {
-		if list == nil {
-			list = []api.TeamRun{}
-		}
 		return a.printJSON(list)
 	}
 	if len(list) == 0 {
 		a.note("no team runs: start one with agentctl team run FILE TASK (see agentctl help team)")
 		return nil
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTATE\tTURNS\tTASK")
+	tw := table(a.stdout, "ID\tWORKFLOW\tSTATUS\tSTATE\tTURNS\tTASK")
 	for _, r := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.ID, r.Workflow, r.Status, r.State, r.Turns, r.MaxTurns, oneLine(r.Task, 50))
 	}
