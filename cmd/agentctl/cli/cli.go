@@ -249,17 +249,32 @@ func (a *app) parse(fs *flag.FlagSet, args []string, verbatimAfter int) ([]strin
 
 // parseAgent parses a command that takes exactly one AGENT.
 func (a *app) parseAgent(fs *flag.FlagSet, args []string) (string, error) {
+	return a.parseOne(fs, args, "AGENT (an agent's name or id; see agentctl ls)", "AGENT")
+}
+
+// parseOne parses a command that takes exactly one argument: missing names it and where
+// to find one when it is not there, want names it when there are more.
+func (a *app) parseOne(fs *flag.FlagSet, args []string, missing, want string) (string, error) {
 	pos, err := a.parse(fs, args, -1)
 	if err != nil {
 		return "", err
 	}
 	switch len(pos) {
 	case 0:
-		return "", usagef("missing AGENT (an agent's name or id; see agentctl ls)")
+		return "", usagef("missing %s", missing)
 	case 1:
 		return pos[0], nil
 	}
-	return "", usagef("too many arguments: want one AGENT, got %q", pos)
+	return "", usagef("too many arguments: want one %s, got %q", want, pos)
+}
+
+// parseNone parses a command that takes flags and no arguments.
+func (a *app) parseNone(args []string) error {
+	pos, err := a.parse(a.newFlagSet(), args, -1)
+	if err == nil && len(pos) > 0 {
+		err = usagef("%s takes no arguments", a.cmd.name)
+	}
+	return err
 }
 
 // printJSON writes v to stdout as indented JSON; --json output is the client's stable types,

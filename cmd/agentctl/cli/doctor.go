@@ -35,12 +35,8 @@ The exit code is 1 when any check fails, so scripts and monitoring can use it.`,
 var errChecksFailed = errors.New("some checks failed")
 
 func (a daemonVerbs) runDoctor(ctx context.Context, args []string) error {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
-	if err != nil {
+	if err := a.parseNone(args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("doctor takes no arguments")
 	}
 	checks := []api.Check{checkSocket(a.socket)}
 	if checks[0].Status != api.CheckFail {

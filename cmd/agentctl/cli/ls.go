@@ -26,12 +26,8 @@ with everything the API shows of it (its pending proposal whole), as one JSON ar
 const lsTaskMax = 50
 
 func (a agentVerbs) runLs(ctx context.Context, args []string) error {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
-	if err != nil {
+	if err := a.parseNone(args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("ls takes no arguments")
 	}
 	if a.json {
 		arr := a.jsonArray()
@@ -42,7 +38,7 @@ func (a agentVerbs) runLs(ctx context.Context, args []string) error {
 	}
 	tw := table(a.stdout)
 	n := 0
-	err = a.api().EachAgent(ctx, api.AgentQuery{Brief: true}, func(ag api.Agent) error {
+	err := a.api().EachAgent(ctx, api.AgentQuery{Brief: true}, func(ag api.Agent) error {
 		if n == 0 {
 			fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSTEP\tTASK")
 		}

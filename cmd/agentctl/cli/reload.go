@@ -22,12 +22,8 @@ ollama.hosts, [memory], [web_commands], [shell], [mcp], …) is listed as needin
 }
 
 func (a daemonVerbs) runReload(ctx context.Context, args []string) error {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
-	if err != nil {
+	if err := a.parseNone(args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("reload takes no arguments")
 	}
 	res, err := a.api().Reload(ctx)
 	if err != nil {

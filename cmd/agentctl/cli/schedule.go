@@ -76,35 +76,16 @@ func (a scheduleVerbs) runSchedule(ctx context.Context, args []string) error {
 	return subcommand(a, ctx, args, "schedule", scheduleActions, "add, ls, show, rm, pause, resume, run-now or history")
 }
 
-// scheduleErr passes the daemon's error on: its messages name the schedule and how to
-// find one (see agentctl schedule ls).
-func scheduleErr(_ string, err error) error { return err }
-
-// parseSchedule parses an action that takes exactly one schedule NAME.
+// parseSchedule parses an action that takes exactly one schedule NAME. The daemon's
+// errors about a NAME say which schedule and how to find one, so they pass on as they are.
 func (a scheduleVerbs) parseSchedule(fs *flag.FlagSet, args []string) (string, error) {
-	pos, err := a.parse(fs, args, -1)
-	if err != nil {
-		return "", err
-	}
-	switch len(pos) {
-	case 0:
-		return "", usagef("missing NAME (a schedule's name or id; see agentctl schedule ls)")
-	case 1:
-		return pos[0], nil
-	}
-	return "", usagef("too many arguments: want one schedule NAME, got %q", pos)
+	return a.parseOne(fs, args, "NAME (a schedule's name or id; see agentctl schedule ls)", "schedule NAME")
 }
-
-// listFlag collects a repeatable string flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	var req api.ScheduleRequest
-	var allow listFlag
+	var allow stringList
 	fs.StringVar(&req.Goal, "goal", "", "`TEXT`: what each run should do (required)")
 	fs.StringVar(&req.Agent, "agent", "", "give the goal to this existing `AGENT` each time")
 	fs.StringVar(&req.Template, "template", "", "create a fresh agent named `PREFIX`-xxxxxx for each run")
@@ -236,7 +217,7 @@ func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
 	}
 	s, err := a.api().Schedule(ctx, ref)
 	if err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
 		return a.printJSON(s)
@@ -333,7 +314,7 @@ func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error
 	}
 	runs, err := a.api().ScheduleHistory(ctx, ref, *limit)
 	if err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
 		return a.printJSON(runs)
@@ -352,7 +333,7 @@ func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := a.api().RemoveSchedule(ctx, ref); err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
 		return a.printJSON(map[string]string{"removed": ref})
@@ -376,7 +357,7 @@ func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, fn fun
 	}
 	s, err := fn(a.api(), ctx, ref)
 	if err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
 		return a.printJSON(s)
@@ -393,7 +374,7 @@ func (a scheduleVerbs) scheduleRunNow(ctx context.Context, args []string) error 
 	}
 	r, err := a.api().RunSchedule(ctx, ref)
 	if err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
 		return a.printJSON(r)

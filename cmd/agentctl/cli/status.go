@@ -30,12 +30,8 @@ is wrong it says how to fix it.`,
 }
 
 func (a daemonVerbs) runStatus(ctx context.Context, args []string) error {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
-	if err != nil {
+	if err := a.parseNone(args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("status takes no arguments")
 	}
 	st, err := a.api().Status(ctx)
 	if err != nil {

@@ -187,17 +187,7 @@ func (a teamVerbs) followTeam(ctx context.Context, id string) error {
 
 // parseTeam parses an action that takes exactly one team run ID.
 func (a teamVerbs) parseTeam(args []string) (string, error) {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
-	if err != nil {
-		return "", err
-	}
-	switch len(pos) {
-	case 0:
-		return "", usagef("missing ID (a team run's id; see agentctl team ls)")
-	case 1:
-		return pos[0], nil
-	}
-	return "", usagef("too many arguments: want one team run ID, got %q", pos)
+	return a.parseOne(a.newFlagSet(), args, "ID (a team run's id; see agentctl team ls)", "team run ID")
 }
 
 func (a teamVerbs) teamLs(ctx context.Context, args []string) error {
