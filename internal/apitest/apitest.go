@@ -172,3 +172,10 @@ func Handler(f *Fake) http.Handler {
 	}
 	return mux
 }
+
+// Agents lists every agent of the daemon c reaches, oldest first, for a test to look at.
+func Agents(ctx context.Context, c *api.Client) ([]api.Agent, error) {
+	out := []api.Agent{}
+	err := c.EachAgent(ctx, api.AgentQuery{}, func(a api.Agent) error { out = append(out, a); return nil })
+	return out, err
+}
