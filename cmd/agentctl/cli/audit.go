@@ -54,22 +54,9 @@ func (a daemonVerbs) runAudit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return a.printJSON(list)
-	}
-	if len(list) == 0 {
-		a.note("no audit entries")
-		return nil
-	}
-	tw := table(a.stdout, "TIME\tAGENT\tKIND\tDETAIL")
-	for _, e := range list {
-		who := e.Agent
-		if who == "" {
-			who = e.AgentID
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", formatTime(e.At), line(who), line(e.Kind), truncate(detailText(e.Detail), 120))
-	}
-	return tw.Flush()
+	return printList(a.app, list, "no audit entries", "TIME\tAGENT\tKIND\tDETAIL", func(e *api.AuditEntry) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s", formatTime(e.At), line(orDefault(e.Agent, e.AgentID)), line(e.Kind), truncate(detailText(e.Detail), 120))
+	})
 }
 
 // parseSince reads a duration back from now (with d for days) or a time.

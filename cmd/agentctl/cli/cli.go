@@ -290,6 +290,23 @@ func (a *app) printJSON(v any) error {
 	return a.writeJSON(b)
 }
 
+// printList prints a listing: list as JSON with --json; else the note empty when it has
+// no item; else a table under header, with a line of tab-separated cells (row) per item.
+func printList[T any](a *app, list []T, empty, header string, row func(*T) string) error {
+	if a.json {
+		return a.printJSON(list)
+	}
+	if len(list) == 0 {
+		a.note("%s", empty)
+		return nil
+	}
+	tw := table(a.stdout, header)
+	for i := range list {
+		fmt.Fprintln(tw, row(&list[i]))
+	}
+	return tw.Flush()
+}
+
 // jsonArray prints a JSON array an item at a time, as printJSON prints the whole array:
 // a long list shows as it is read, and is never held whole.
 type jsonArray struct {

@@ -166,19 +166,10 @@ func (a memoryVerbs) memoryList(ctx context.Context, f memoryFlags, rest []strin
 	if err != nil {
 		return memoryErr(f.agent, err)
 	}
-	if a.json {
-		return a.printJSON(list)
-	}
-	if len(list) == 0 {
-		a.note("no memories yet")
-		return nil
-	}
-	tw := table(a.stdout, "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT")
-	for _, m := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(m.ID), line(m.Kind), line(owner(&m)), truncate(m.Source, 30),
+	return printList(a.app, list, "no memories yet", "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT", func(m *api.Memory) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", line(m.ID), line(m.Kind), line(owner(m)), truncate(m.Source, 30),
 			formatTime(m.CreatedAt), truncate(oneParagraph(m.Text), 70))
-	}
-	return tw.Flush()
+	})
 }
 
 func (a memoryVerbs) memoryRemove(ctx context.Context, ids []string) error {

@@ -47,8 +47,9 @@ func (f *runBudgetFlags) budget() (*api.Budget, error) {
 	return &b, nil
 }
 
-// runBudgetString is a run's own budget in one line.
-func runBudgetString(b api.Budget) string {
+// budgetLine is a budget's steps, tokens and time in one line, the time followed by
+// timeIs (" wall time" for a run, " busy" for an agent); "" when it sets none of them.
+func budgetLine(b api.Budget, timeIs string) string {
 	var parts []string
 	if b.MaxSteps > 0 {
 		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))
@@ -57,7 +58,7 @@ func runBudgetString(b api.Budget) string {
 		parts = append(parts, fmt.Sprintf("%d tokens", b.MaxTokens))
 	}
 	if b.MaxTime != "" {
-		parts = append(parts, b.MaxTime+" wall time")
+		parts = append(parts, b.MaxTime+timeIs)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -191,23 +191,14 @@ func (a scheduleVerbs) scheduleLs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return a.printJSON(list)
-	}
-	if len(list) == 0 {
-		a.note("no schedules: add one with agentctl schedule add (see agentctl help schedule)")
-		return nil
-	}
-	tw := table(a.stdout, "NAME\tSPEC\tZONE\tTARGET\tNEXT\tSTATE")
-	for i := range list {
-		s := &list[i]
-		next := "-"
-		if !s.Next.IsZero() {
-			next = s.Next.In(zoneOf(s)).Format("Mon 2006-01-02 15:04")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Spec, s.TimeZone, target(s), next, scheduleState(s))
-	}
-	return tw.Flush()
+	return printList(a.app, list, "no schedules: add one with agentctl schedule add (see agentctl help schedule)",
+		"NAME\tSPEC\tZONE\tTARGET\tNEXT\tSTATE", func(s *api.Schedule) string {
+			next := "-"
+			if !s.Next.IsZero() {
+				next = s.Next.In(zoneOf(s)).Format("Mon 2006-01-02 15:04")
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", s.Name, s.Spec, s.TimeZone, target(s), next, scheduleState(s))
+		})
 }
 
 func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
@@ -270,20 +261,10 @@ func autonomyString(au api.Autonomy, b api.Budget) string {
 }
 
 func budgetString(b api.Budget) string {
-	var parts []string
-	if b.MaxSteps > 0 {
-		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))
+	if s := budgetLine(b, ""); s != "" {
+		return s + " per run"
 	}
-	if b.MaxTokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d tokens", b.MaxTokens))
-	}
-	if b.MaxTime != "" {
-		parts = append(parts, b.MaxTime)
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ") + " per run"
+	return "none"
 }
 
 func writeRuns(w io.Writer, runs []api.ScheduleRun) {

@@ -106,7 +106,7 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 		run := fmt.Sprintf("%s, step %d", ag.RunID, ag.Step)
 		for _, r := range ag.Runs {
 			if r.ID == ag.RunID && r.Budget != nil {
-				run += ", run budget " + runBudgetString(*r.Budget)
+				run += ", run budget " + budgetLine(*r.Budget, " wall time")
 			}
 		}
 		row("Run", run)
@@ -163,19 +163,9 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 
 // agentBudgetString is an agent's budget over all its runs, in one line.
 func agentBudgetString(b api.Budget) string {
-	var parts []string
-	if b.MaxSteps > 0 {
-		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))
-	}
-	if b.MaxTokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d tokens", b.MaxTokens))
-	}
-	if b.MaxTime != "" {
-		parts = append(parts, b.MaxTime+" busy")
-	}
-	var s string
-	if len(parts) > 0 {
-		s = strings.Join(parts, ", ") + " over all runs"
+	s := budgetLine(b, " busy")
+	if s != "" {
+		s += " over all runs"
 	}
 	if b.MaxDisk > 0 {
 		s = strings.TrimPrefix(s+"; "+display.Size(b.MaxDisk)+" on disk", "; ")

@@ -202,18 +202,10 @@ func (a teamVerbs) teamLs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if a.json {
-		return a.printJSON(list)
-	}
-	if len(list) == 0 {
-		a.note("no team runs: start one with agentctl team run FILE TASK (see agentctl help team)")
-		return nil
-	}
-	tw := table(a.stdout, "ID\tWORKFLOW\tSTATUS\tSTATE\tTURNS\tTASK")
-	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.ID, r.Workflow, r.Status, r.State, r.Turns, r.MaxTurns, oneLine(r.Task, 50))
-	}
-	return tw.Flush()
+	return printList(a.app, list, "no team runs: start one with agentctl team run FILE TASK (see agentctl help team)",
+		"ID\tWORKFLOW\tSTATUS\tSTATE\tTURNS\tTASK", func(r *api.TeamRun) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d/%d\t%s", r.ID, r.Workflow, r.Status, r.State, r.Turns, r.MaxTurns, oneLine(r.Task, 50))
+		})
 }
 
 func (a teamVerbs) teamShow(ctx context.Context, args []string) error {
