@@ -49,11 +49,7 @@ func (a agentVerbs) runCommands(ctx context.Context, args []string) error {
 		for i, p := range c.Patterns {
 			pats[i] = p.Effect + " " + line(p.Pattern)
 		}
-		shown := strings.Join(pats, ", ")
-		if shown == "" {
-			shown = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(c.Name), line(c.Class), line(c.Provider), line(c.Policy), shown, line(c.Description))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(c.Name), line(c.Class), line(c.Provider), line(c.Policy), orDefault(strings.Join(pats, ", "), "-"), line(c.Description))
 	}
 	return tw.Flush()
 }

@@ -256,3 +256,11 @@ func table(w io.Writer, header ...string) *tabwriter.Writer {
 	}
 	return tw
 }
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

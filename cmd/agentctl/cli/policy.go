@@ -120,7 +120,7 @@ func (a policyVerbs) runPolicy(ctx context.Context, args []string) error {
 	} else {
 		tw := table(a.stdout, "EFFECT\tPATTERN\tFROM\tBY\tMEANS")
 		for _, p := range v.Permissions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), orDash(line(p.CreatedBy)), reach(p))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), orDefault(line(p.CreatedBy), "-"), reach(p))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -110,8 +110,8 @@ func (a policyVerbs) runPolicyTest(ctx context.Context, ref string, f policyTest
 			fmt.Fprintf(tw, "%s\t%s, unchanged since granted (sha256 %s)\n", label, line(f.Path), line(shortHash(f.SHA256)))
 		}
 	}
-	fmt.Fprintf(tw, "pattern\t%s\n", orDash(v.Pattern))
-	fmt.Fprintf(tw, "from\t%s\n", orDash(v.Source))
+	fmt.Fprintf(tw, "pattern\t%s\n", orDefault(v.Pattern, "-"))
+	fmt.Fprintf(tw, "from\t%s\n", orDefault(v.Source, "-"))
 	fmt.Fprintf(tw, "reason\t%s\n", line(v.Reason))
 	if d := v.Decision; d != nil && api.ProfileText(d.Profile) != "" {
 		fmt.Fprintf(tw, "runs\t%s\n", api.ProfileText(d.Profile))
@@ -122,7 +122,7 @@ func (a policyVerbs) runPolicyTest(ctx context.Context, ref string, f policyTest
 	fmt.Fprintln(a.stdout)
 	tw = table(a.stdout, "COMMAND\tEFFECT\tPATTERN\tFROM\tREASON")
 	for _, c := range v.Commands {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(c.Command), c.Effect, orDash(c.Pattern), orDash(c.Source), line(c.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(c.Command), c.Effect, orDefault(c.Pattern, "-"), orDefault(c.Source, "-"), line(c.Reason))
 	}
 	return tw.Flush()
 }
@@ -150,11 +150,4 @@ func shortHash(h string) string {
 		return h[:12]
 	}
 	return h
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
