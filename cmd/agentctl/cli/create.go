@@ -41,12 +41,7 @@ func (a agentVerbs) runCreate(ctx context.Context, args []string) error {
 	fs.Var(&goals, "goal", "a `GOAL` for the agent; repeat for up to 5")
 	start := fs.Bool("start", false, "start working on the goals at once")
 	var rb runBudgetFlags
-	rb.register(fs)
-	pos, err := a.parse(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	budget, err := rb.budget()
+	pos, budget, err := rb.parse(a.app, fs, args)
 	if err != nil {
 		return err
 	}

@@ -31,12 +31,7 @@ func (a agentVerbs) runRun(ctx context.Context, args []string) error {
 	follow := fs.Bool("follow", false, "stay and follow the agent, deciding on its proposals here")
 	auto := fs.Int("auto", 0, "run the first `N` commands without asking")
 	var rb runBudgetFlags
-	rb.register(fs)
-	pos, err := a.parse(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	budget, err := rb.budget()
+	pos, budget, err := rb.parse(a.app, fs, args)
 	if err != nil {
 		return err
 	}

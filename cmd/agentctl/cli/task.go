@@ -27,12 +27,7 @@ func (a agentVerbs) runTask(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	follow := fs.Bool("follow", false, "stay and follow the run, deciding on its proposals here")
 	var rb runBudgetFlags
-	rb.register(fs)
-	pos, err := a.parse(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	budget, err := rb.budget()
+	pos, budget, err := rb.parse(a.app, fs, args)
 	if err != nil {
 		return err
 	}
