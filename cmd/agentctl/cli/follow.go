@@ -46,7 +46,8 @@ func (a decisionVerbs) runFollow(ctx context.Context, args []string) error {
 	return a.follow(ctx, ref, *stay, "")
 }
 
-// streamBackoff spaces reconnects after the event stream drops: 500ms doubling to 5s.
+// streamBackoff spaces reconnects after an event stream (an agent's, a team run's) drops:
+// 500ms doubling to 5s.
 var streamBackoff = backoff.Policy{Base: 500 * time.Millisecond, Max: 5 * time.Second}
 
 // endFollow, returned from an event handler, ends follow with err (nil: success).

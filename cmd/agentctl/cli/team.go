@@ -142,11 +142,12 @@ func (a teamVerbs) teamPlan(ctx context.Context, args []string) error {
 // breaks off before the end (the daemon restarted, this follower fell behind) is
 // resumed after the last entry printed, so nothing is missed or printed twice.
 func (a teamVerbs) followTeam(ctx context.Context, id string) error {
-	seen, waiting := 0, ""
+	seen, waiting, attempt := 0, "", 1
 	var prev *api.TeamTurn
 	for {
 		ended := false
 		err := a.api().TeamEvents(ctx, id, seen, func(ev api.Event) error {
+			attempt = 1
 			if ev.Team == nil {
 				return nil
 			}
@@ -180,8 +181,9 @@ func (a teamVerbs) followTeam(ctx context.Context, id string) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(streamBackoff.Next(attempt)):
 		}
+		attempt++
 	}
 }
 
