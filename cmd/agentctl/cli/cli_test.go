@@ -123,22 +123,6 @@ func TestUsageErrorsExit2(t *testing.T) {
 	}
 }
 
-func TestHelpForEveryCommand(t *testing.T) {
-	for _, name := range []string{"status", "run", "create", "ls", "show", "follow", "approve", "deny",
-		"feedback", "answer", "task", "pause", "resume", "stop", "rm", "history", "schedule", "help"} {
-		t.Run(name, func(t *testing.T) {
-			h := runCLI(t, "", "help", name)
-			dash := runCLI(t, "", name, "-h")
-			if h.code != 0 || !strings.HasPrefix(h.stdout, "usage: agentctl "+name) || h.stderr != "" {
-				t.Errorf("help %s: %v", name, h)
-			}
-			if dash.String() != h.String() {
-				t.Errorf("%s -h differs from help %s:\n%v\n%v", name, name, dash, h)
-			}
-		})
-	}
-}
-
 // waitOutput waits until s holds substr n times, or fails the test after 10s showing s.
 func waitOutput(t *testing.T, s *testutil.SyncBuffer, substr string, n int) {
 	t.Helper()
