@@ -160,7 +160,7 @@ func (a memoryVerbs) checkImportAgents(ctx context.Context, path string, agents 
 	for _, n := range slices.Sorted(maps.Keys(agents)) {
 		if _, err := a.api().Agent(ctx, n); err != nil {
 			if errors.Is(err, api.ErrNotFound) {
-				return fmt.Errorf("%s:%d: no agent %q: nothing imported; create it first (agentctl new %s) or fix the agent", path, agents[n], n, n)
+				return fmt.Errorf("%s:%d: no agent %q: nothing imported; create it first (agentctl create --name %s --role ROLE) or fix the agent", path, agents[n], n, n)
 			}
 			return err
 		}
