@@ -50,9 +50,10 @@ func (c *command) usageLine() string {
 }
 
 // commands lists the subcommands in the order help shows them: the one place a verb
-// is registered (its file holds the rest: help text, flags, runX). completeCmd is the
-// hidden one the completion scripts call. Both are set in init because help's and
-// completion's runs refer back to them.
+// is registered. A new verb is a file of its own holding `var xCmd = &command{...,
+// run: verb(groupVerbs.runX)}` and runX on its group's type (verbs.go), plus its name
+// here. completeCmd is the hidden one the completion scripts call. Both are set in init
+// because help's and completion's runs refer back to them.
 var commands []*command
 
 var completeCmd *command
