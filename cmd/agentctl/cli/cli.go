@@ -374,21 +374,3 @@ func user() string {
 	}
 	return fmt.Sprintf("uid %d", os.Getuid())
 }
-
-// agentAction runs a command that takes one AGENT, calls fn on it and prints the agent it
-// returns: its JSON with --json, else "NAME: STATE".
-func (a *app) agentAction(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Agent, error)) (*api.Agent, error) {
-	ref, err := a.parseAgent(a.newFlagSet(), args)
-	if err != nil {
-		return nil, err
-	}
-	ag, err := fn(a.api(), ctx, ref)
-	if err != nil {
-		return nil, agentErr(ref, err)
-	}
-	if a.json {
-		return ag, a.printJSON(ag)
-	}
-	fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
-	return ag, nil
-}

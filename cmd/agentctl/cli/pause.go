@@ -17,6 +17,5 @@ where it stopped.`,
 }
 
 func (a agentVerbs) runPause(ctx context.Context, args []string) error {
-	_, err := a.agentAction(ctx, args, (*api.Client).Pause)
-	return err
+	return a.agentAction(ctx, args, (*api.Client).Pause)
 }

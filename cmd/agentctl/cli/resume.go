@@ -17,6 +17,5 @@ failed one carry on with its current run. To give an idle agent new work, use
 }
 
 func (a agentVerbs) runResume(ctx context.Context, args []string) error {
-	_, err := a.agentAction(ctx, args, (*api.Client).Resume)
-	return err
+	return a.agentAction(ctx, args, (*api.Client).Resume)
 }

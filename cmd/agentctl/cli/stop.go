@@ -17,6 +17,5 @@ give it a new task with 'agentctl task AGENT "TASK"'. To delete it, use 'agentct
 }
 
 func (a agentVerbs) runStop(ctx context.Context, args []string) error {
-	_, err := a.agentAction(ctx, args, (*api.Client).Stop)
-	return err
+	return a.agentAction(ctx, args, (*api.Client).Stop)
 }

@@ -1,6 +1,11 @@
 package cli
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentd/agentd/api"
+)
 
 // The verbs, grouped by what they act on. Each group is a type over the one app (its
 // client, flags and output), so a verb's file reads `a.api()`, `a.parse`, `a.stdout` as
@@ -37,4 +42,22 @@ func subcommand[V ~struct{ *app }](v V, ctx context.Context, args []string, name
 		return usagef("unknown %s action %q: use %s", name, args[0], names)
 	}
 	return fn(v, ctx, args[1:])
+}
+
+// agentAction runs a command that takes one AGENT, calls fn on it and prints the agent it
+// returns: its JSON with --json, else "NAME: STATE".
+func (a agentVerbs) agentAction(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Agent, error)) error {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	ag, err := fn(a.api(), ctx, ref)
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(ag)
+	}
+	fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
+	return nil
 }
