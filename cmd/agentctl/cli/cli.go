@@ -250,8 +250,11 @@ func (a *app) parse(fs *flag.FlagSet, args []string, verbatimAfter int) ([]strin
 
 // parseAgent parses a command that takes exactly one AGENT.
 func (a *app) parseAgent(fs *flag.FlagSet, args []string) (string, error) {
-	return a.parseOne(fs, args, "AGENT (an agent's name or id; see agentctl ls)", "AGENT")
+	return a.parseOne(fs, args, agentArg, "AGENT")
 }
+
+// agentArg is an AGENT argument, as the error for a missing one names it.
+const agentArg = "AGENT (an agent's name or id; see agentctl ls)"
 
 // parseOne parses a command that takes exactly one argument: missing names it and where
 // to find one when it is not there, want names it when there are more.

@@ -66,7 +66,7 @@ func (a policyVerbs) runPolicy(ctx context.Context, args []string) error {
 		}
 	}
 	if len(pos) == 0 {
-		return usagef("missing AGENT (an agent's name or id; see agentctl ls)")
+		return usagef("missing %s", agentArg)
 	}
 	ref, rest := pos[0], pos[1:]
 	if len(rest) > 0 && rest[0] == "test" {
@@ -112,6 +112,11 @@ func (a policyVerbs) runPolicy(ctx context.Context, args []string) error {
 	if a.json {
 		return a.printJSON(policyJSON{v, gl.Grants})
 	}
+	return a.printPolicy(v, gl.Grants)
+}
+
+// printPolicy shows an agent's permission patterns, then its grants.
+func (a policyVerbs) printPolicy(v *api.PolicyView, grants []api.Grant) error {
 	if v.AutoRead {
 		fmt.Fprintln(a.stdout, "read commands run without asking (auto_read)")
 	}
@@ -126,7 +131,7 @@ func (a policyVerbs) runPolicy(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	return a.printGrants(gl.Grants)
+	return a.printGrants(grants)
 }
 
 // policyJSON is policy AGENT --json: the patterns' view with the grants beside them.
