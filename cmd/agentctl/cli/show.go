@@ -86,7 +86,44 @@ func writeFamily(w io.Writer, ag *api.Agent, all []api.Agent) {
 	tw.Flush()
 }
 
+// writeAgent shows the agent's profile, then its goals, directives, runs and what waits
+// on a person.
 func writeAgent(w io.Writer, ag *api.Agent) {
+	writeProfile(w, ag)
+	if len(ag.Goals) > 0 {
+		fmt.Fprintln(w, "\nGoals:")
+		for i, g := range ag.Goals {
+			fmt.Fprintf(w, "  %d. %s\n", i+1, oneParagraph(g))
+		}
+	}
+	writeDirectives(w, ag.Directives)
+	if len(ag.Runs) > 0 {
+		fmt.Fprintln(w, "\nRuns (latest first):")
+		tw := table(w, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
+		for _, r := range ag.Runs {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(orDefault(string(r.Outcome), "running")), r.Steps, r.Tokens, truncate(oneParagraph(r.Task), 60))
+		}
+		tw.Flush()
+	}
+	if p := ag.Pending; p != nil {
+		fmt.Fprintf(w, "\nPending proposal %s (step %d, %s):\n", p.ID, p.Step, p.Status)
+		writeThoughts(w, p.Thoughts, "  ", true)
+		fmt.Fprintf(w, "  → %s\n", formatCall(p.Command, p.Args))
+		if longArgs(p.Args) {
+			fmt.Fprintln(w, "  arguments:")
+			writeArgs(w, p.Args, "    ", 0)
+		}
+		writePreview(w, p.Preview, "  ", 0)
+		fmt.Fprintf(w, "  decide with: agentctl approve %[1]s [-n N] | agentctl deny %[1]s | agentctl feedback %[1]s TEXT\n", refOf(ag))
+	}
+	if q := ag.Question; q != nil {
+		fmt.Fprintf(w, "\nQuestion (asked %s):\n  ? %s\n", formatTime(q.AskedAt), oneParagraph(q.Text))
+		fmt.Fprintf(w, "  answer with: agentctl answer %s TEXT\n", refOf(ag))
+	}
+}
+
+// writeProfile shows the agent's fields a line each: who it is, its run, tokens and budget.
+func writeProfile(w io.Writer, ag *api.Agent) {
 	tw := table(w)
 	row := func(k, v string) {
 		if v != "" {
@@ -124,41 +161,6 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 	row("Created", formatTime(ag.CreatedAt))
 	row("Updated", formatTime(ag.UpdatedAt))
 	tw.Flush()
-
-	if len(ag.Goals) > 0 {
-		fmt.Fprintln(w, "\nGoals:")
-		for i, g := range ag.Goals {
-			fmt.Fprintf(w, "  %d. %s\n", i+1, oneParagraph(g))
-		}
-	}
-	writeDirectives(w, ag.Directives)
-	if len(ag.Runs) > 0 {
-		fmt.Fprintln(w, "\nRuns (latest first):")
-		tw := table(w, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
-		for _, r := range ag.Runs {
-			outcome := string(r.Outcome)
-			if outcome == "" {
-				outcome = "running"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(outcome), r.Steps, r.Tokens, truncate(oneParagraph(r.Task), 60))
-		}
-		tw.Flush()
-	}
-	if p := ag.Pending; p != nil {
-		fmt.Fprintf(w, "\nPending proposal %s (step %d, %s):\n", p.ID, p.Step, p.Status)
-		writeThoughts(w, p.Thoughts, "  ", true)
-		fmt.Fprintf(w, "  → %s\n", formatCall(p.Command, p.Args))
-		if longArgs(p.Args) {
-			fmt.Fprintln(w, "  arguments:")
-			writeArgs(w, p.Args, "    ", 0)
-		}
-		writePreview(w, p.Preview, "  ", 0)
-		fmt.Fprintf(w, "  decide with: agentctl approve %[1]s [-n N] | agentctl deny %[1]s | agentctl feedback %[1]s TEXT\n", refOf(ag))
-	}
-	if q := ag.Question; q != nil {
-		fmt.Fprintf(w, "\nQuestion (asked %s):\n  ? %s\n", formatTime(q.AskedAt), oneParagraph(q.Text))
-		fmt.Fprintf(w, "  answer with: agentctl answer %s TEXT\n", refOf(ag))
-	}
 }
 
 // agentBudgetString is an agent's budget over all its runs, in one line.
