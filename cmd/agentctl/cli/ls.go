@@ -50,10 +50,7 @@ func (a agentVerbs) runLs(ctx context.Context, args []string) error {
 		if task == api.GoalsTask && len(ag.Goals) > 0 { // made with create: its goals are its task
 			task = "goals: " + strings.Join(ag.Goals, "; ")
 		}
-		if task == "" {
-			task = "-"
-		}
-		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(string(ag.State)), ag.Step, truncate(task, lsTaskMax))
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(string(ag.State)), ag.Step, truncate(orDefault(task, "-"), lsTaskMax))
 		return err
 	})
 	if err != nil {
