@@ -19,7 +19,7 @@ type HelperWait struct {
 
 const waitCols = `proposal_id, agent_id, helper_id, helper_run, created_at`
 
-func scanWait(sc interface{ Scan(...any) error }) (*HelperWait, error) {
+func scanWait(sc scanner) (*HelperWait, error) {
 	var w HelperWait
 	var at int64
 	err := sc.Scan(&w.ProposalID, &w.AgentID, &w.HelperID, &w.HelperRun, &at)
@@ -35,31 +35,14 @@ func scanWait(sc interface{ Scan(...any) error }) (*HelperWait, error) {
 
 // Helpers lists the agents whose parent is parentID, oldest first.
 func (t *Tx) Helpers(parentID string) ([]*Agent, error) {
-	rows, err := t.query(`SELECT `+agentCols+` FROM agents WHERE parent_id=? AND parent_id<>'' ORDER BY created_at, id`, parentID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list helpers: %w", err)
-	}
-	defer rows.Close()
-	var out []*Agent
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "list helpers", scanAgent, `SELECT `+agentCols+` FROM agents WHERE parent_id=? AND parent_id<>'' ORDER BY created_at, id`, parentID)
 }
 
 // InsertWait records that w.ProposalID waits for the end of w.HelperRun.
 func (t *Tx) InsertWait(w *HelperWait) error {
 	w.CreatedAt = t.now
-	_, err := t.exec(`INSERT INTO helper_waits (`+waitCols+`) VALUES (?,?,?,?,?)`,
+	return t.write("insert helper wait", `INSERT INTO helper_waits (`+waitCols+`) VALUES (?,?,?,?,?)`,
 		w.ProposalID, w.AgentID, w.HelperID, w.HelperRun, ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: insert helper wait: %w", err)
-	}
-	return nil
 }
 
 // WaitFor returns the wait of a proposal, or ErrNotFound.
@@ -74,20 +57,7 @@ func (t *Tx) WaitOn(helperRun string) (*HelperWait, error) {
 
 // Waits lists every wait, oldest first (the supervisor checks them at start).
 func (t *Tx) Waits() ([]HelperWait, error) {
-	rows, err := t.query(`SELECT ` + waitCols + ` FROM helper_waits ORDER BY created_at`)
-	if err != nil {
-		return nil, fmt.Errorf("store: list helper waits: %w", err)
-	}
-	defer rows.Close()
-	var out []HelperWait
-	for rows.Next() {
-		w, err := scanWait(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *w)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "list helper waits", value(scanWait), `SELECT `+waitCols+` FROM helper_waits ORDER BY created_at`)
 }
 
 // DeleteWait removes a proposal's wait; it reports whether there was one, which is how
