@@ -562,6 +562,16 @@ func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 	return fn(tx)
 }
 
+// Read is View for one value: what fn returns from its snapshot.
+func Read[T any](ctx context.Context, s *Store, fn func(*Tx) (T, error)) (T, error) {
+	var v T
+	err := s.View(ctx, func(tx *Tx) (err error) {
+		v, err = fn(tx)
+		return err
+	})
+	return v, err
+}
+
 // Tx is a transaction; its methods are the store's queries.
 type Tx struct {
 	tx     *sql.Tx
