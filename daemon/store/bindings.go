@@ -4,36 +4,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/agentd/agentd/api"
 )
 
-// Binding ties an agent's runs to a chat thread: its events are posted there and replies
-// there steer it. An agent has at most one binding per platform that counts, its latest.
-type Binding struct {
-	Platform  string // slack, discord
-	Team      string // workspace or guild
-	Channel   string
-	Thread    string // the thread's id (Slack: the root message's ts)
-	AgentID   string
-	RunID     string
-	CreatedBy string
-	CreatedAt time.Time
-	// EndPost is the id of the relay's post in the thread that showed the end of run
-	// EndRun (its finish or failure note); "" until a run's end is shown there.
-	EndPost string
-	EndRun  string
-}
-
-// ChatMessage is a message posted for a proposal (kind "proposal") or a question
-// (kind "question"), kept so the message can be edited when the decision comes.
-type ChatMessage struct {
-	ProposalID string
-	Platform   string
-	Kind       string
-	Channel    string
-	Message    string
-	PostedAt   time.Time
-}
+// Binding and ChatMessage are the chat relay's records (api.ChatBinding, api.ChatMessage).
+type (
+	Binding     = api.ChatBinding
+	ChatMessage = api.ChatMessage
+)
 
 const bindingCols = `platform, team, channel, thread, agent_id, run_id, created_by, created_at, end_post, end_run`
 

@@ -4,20 +4,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/agentd/agentd/api"
 )
 
-// TeamBinding ties a team run to a chat thread: its turns are posted there, labelled
-// with their roles, and its role agents' proposals are decided there.
-type TeamBinding struct {
-	TeamRunID string
-	Platform  string
-	Team      string // workspace or guild
-	Channel   string
-	Thread    string
-	// Seq is the last transcript entry posted in the thread.
-	Seq       int
-	CreatedBy string
-}
+// TeamBinding is a team run's chat thread (api.TeamBinding).
+type TeamBinding = api.TeamBinding
 
 const teamBindingCols = `team_run_id, platform, team, channel, thread, seq, created_by`
 

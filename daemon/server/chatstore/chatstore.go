@@ -22,39 +22,36 @@ func New(st *store.Store) Bindings { return Bindings{st} }
 
 // Bind stores b, replacing the thread's earlier binding.
 func (s Bindings) Bind(ctx context.Context, b bots.Binding) error {
-	row := store.Binding(b)
-	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.Bind(&row) })
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.Bind(&b) })
 }
 
 // BindingByThread returns the thread's binding, or nil, nil when there is none.
 func (s Bindings) BindingByThread(ctx context.Context, platform, channel, thread string) (*bots.Binding, error) {
 	b, err := store.Read(ctx, s.st, func(tx *store.Tx) (*store.Binding, error) { return tx.BindingByThread(platform, channel, thread) })
-	return (*bots.Binding)(b), absent(err)
+	return b, absent(err)
 }
 
 // Bindings returns every binding.
 func (s Bindings) Bindings(ctx context.Context) ([]*bots.Binding, error) {
-	rows, err := store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.Binding, error) { return tx.Bindings() })
-	return bindings(rows), err
+	return store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.Binding, error) { return tx.Bindings() })
 }
 
 // SetMessage stores m, replacing the earlier message of its proposal, platform and kind.
 func (s Bindings) SetMessage(ctx context.Context, m bots.ChatMessage) error {
-	row := store.ChatMessage(m)
-	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetChatMessage(&row) })
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetChatMessage(&m) })
 }
 
 // Message returns the message posted for a proposal, or nil, nil when there is none.
 func (s Bindings) Message(ctx context.Context, proposalID, platform, kind string) (*bots.ChatMessage, error) {
 	m, err := store.Read(ctx, s.st, func(tx *store.Tx) (*store.ChatMessage, error) { return tx.ChatMessage(proposalID, platform, kind) })
-	return (*bots.ChatMessage)(m), absent(err)
+	return m, absent(err)
 }
 
 // MessageAt returns the proposal's or question's message with id message in channel, or
 // nil, nil when the message is none of those.
 func (s Bindings) MessageAt(ctx context.Context, platform, channel, message string) (*bots.ChatMessage, error) {
 	m, err := store.Read(ctx, s.st, func(tx *store.Tx) (*store.ChatMessage, error) { return tx.ChatMessageAt(platform, channel, message) })
-	return (*bots.ChatMessage)(m), absent(err)
+	return m, absent(err)
 }
 
 // FirstDelivery records a message or click the relay handles and reports whether it is
@@ -88,8 +85,7 @@ func (s Bindings) Audit(ctx context.Context, e bots.AuditEvent) error {
 
 // BindTeam stores b, a team run's thread on one platform.
 func (s Bindings) BindTeam(ctx context.Context, b bots.TeamBinding) error {
-	row := store.TeamBinding(b)
-	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.BindTeam(&row) })
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.BindTeam(&b) })
 }
 
 // TeamBindingByThread returns the thread's team binding, or nil, nil when there is none.
@@ -97,33 +93,15 @@ func (s Bindings) TeamBindingByThread(ctx context.Context, platform, channel, th
 	b, err := store.Read(ctx, s.st, func(tx *store.Tx) (*store.TeamBinding, error) {
 		return tx.TeamBindingByThread(platform, channel, thread)
 	})
-	return (*bots.TeamBinding)(b), absent(err)
+	return b, absent(err)
 }
 
 // TeamBindings returns every team binding.
 func (s Bindings) TeamBindings(ctx context.Context) ([]*bots.TeamBinding, error) {
-	rows, err := store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.TeamBinding, error) { return tx.TeamBindings() })
-	return teamBindings(rows), err
+	return store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.TeamBinding, error) { return tx.TeamBindings() })
 }
 
 // SetTeamSeq records the last transcript entry posted in a team run's thread.
 func (s Bindings) SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error {
 	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetTeamSeq(teamID, platform, seq) })
-}
-
-// bindings and teamBindings turn store rows into the relay's records of the same shape.
-func bindings(rows []*store.Binding) []*bots.Binding {
-	var out []*bots.Binding
-	for _, r := range rows {
-		out = append(out, (*bots.Binding)(r))
-	}
-	return out
-}
-
-func teamBindings(rows []*store.TeamBinding) []*bots.TeamBinding {
-	var out []*bots.TeamBinding
-	for _, r := range rows {
-		out = append(out, (*bots.TeamBinding)(r))
-	}
-	return out
 }
