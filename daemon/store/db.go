@@ -223,7 +223,7 @@ func (t *Tx) queryRow(q string, args ...any) *sql.Row {
 }
 
 // scanner is one row to read: a *sql.Row or the current row of *sql.Rows.
-type scanner interface{ Scan(...any) error }
+type scanner = interface{ Scan(...any) error }
 
 // queryAll runs q and appends every row, as scan reads it, to out: nil or empty is how
 // the caller shows no rows. what names the list in the error.

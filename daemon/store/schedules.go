@@ -80,7 +80,7 @@ const scheduleCols = `id, name, spec, time_zone, agent_id, template, description
 const scheduleSelect = `SELECT ` + scheduleCols + `,
 	(SELECT MAX(scheduled_at) FROM schedule_runs r WHERE r.schedule_id = schedules.id) FROM schedules`
 
-func scanSchedule(sc scanner) (*Schedule, error) {
+func scanSchedule(sc interface{ Scan(...any) error }) (*Schedule, error) {
 	var s Schedule
 	var allow string
 	var wall, created, cursor int64
@@ -116,10 +116,14 @@ func (t *Tx) InsertSchedule(s *Schedule) error {
 	if allow == nil {
 		allow = []string{}
 	}
-	return t.write("insert schedule", `INSERT INTO schedules (`+scheduleCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO schedules (`+scheduleCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		s.ID, s.Name, s.Spec, s.TimeZone, s.Agent, s.Template, s.Description, s.Goal, s.Autonomy.Mode, s.Autonomy.Steps,
 		js(allow), s.Budget.MaxSteps, s.Budget.MaxTokens, s.MaxWall.Milliseconds(), s.Delivery, s.Concurrency, s.Missed,
 		s.Paused, ms(t.now), msOrZero(s.Cursor), ms(t.now))
+	if err != nil {
+		return fmt.Errorf("store: insert schedule: %w", err)
+	}
+	return nil
 }
 
 // Schedule reads one schedule by id.
