@@ -208,6 +208,17 @@ func (t *Tx) write(what, q string, args ...any) error {
 	return nil
 }
 
+// affected runs a statement that changes at most one row and reports whether it did;
+// what names it in the error.
+func (t *Tx) affected(what, q string, args ...any) (bool, error) {
+	res, err := t.exec(q, args...)
+	if err != nil {
+		return false, fmt.Errorf("store: %s: %w", what, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
 func (t *Tx) query(q string, args ...any) (*sql.Rows, error) {
 	if st := t.stmt(q); st != nil {
 		return st.Query(args...)

@@ -99,12 +99,7 @@ func (t *Tx) UseGrant(id string) error {
 
 // RevokeGrant revokes the grant now; it reports false when it was revoked already.
 func (t *Tx) RevokeGrant(id, by string) (bool, error) {
-	res, err := t.exec(`UPDATE grants SET revoked_at=?, revoked_by=? WHERE id=? AND revoked_at IS NULL`, ms(t.now), by, id)
-	if err != nil {
-		return false, fmt.Errorf("store: revoke grant: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return t.affected("revoke grant", `UPDATE grants SET revoked_at=?, revoked_by=? WHERE id=? AND revoked_at IS NULL`, ms(t.now), by, id)
 }
 
 // LatestProposals lists the agent's n latest proposals, newest first (a grant's preview).

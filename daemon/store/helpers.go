@@ -63,12 +63,7 @@ func (t *Tx) Waits() ([]HelperWait, error) {
 // DeleteWait removes a proposal's wait; it reports whether there was one, which is how
 // a helper's end is delivered once.
 func (t *Tx) DeleteWait(proposalID string) (bool, error) {
-	res, err := t.exec(`DELETE FROM helper_waits WHERE proposal_id=?`, proposalID)
-	if err != nil {
-		return false, fmt.Errorf("store: delete helper wait: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return t.affected("delete helper wait", `DELETE FROM helper_waits WHERE proposal_id=?`, proposalID)
 }
 
 // LastRunEnd is when the agent's latest ended run ended; zero when none has ended.

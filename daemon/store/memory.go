@@ -133,12 +133,7 @@ func (t *Tx) CountMemories() (int, error) {
 
 // DeleteMemory removes one memory; it reports whether there was one.
 func (t *Tx) DeleteMemory(id string) (bool, error) {
-	res, err := t.exec(`DELETE FROM memories WHERE id=?`, id)
-	if err != nil {
-		return false, fmt.Errorf("store: delete memory: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
+	return t.affected("delete memory", `DELETE FROM memories WHERE id=?`, id)
 }
 
 // DeleteMemories removes the agent's own memories (all of them, or those of one kind and

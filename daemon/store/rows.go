@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -275,25 +276,12 @@ func (t *Tx) SetProposalStatus(id string, status api.ProposalStatus, result *str
 	q += ` WHERE id=?`
 	args = append(args, id)
 	if len(from) > 0 {
-		q += ` AND status IN (?` + repeat(",?", len(from)-1) + `)`
+		q += ` AND status IN (?` + strings.Repeat(",?", len(from)-1) + `)`
 		for _, f := range from {
 			args = append(args, f)
 		}
 	}
-	res, err := t.exec(q, args...)
-	if err != nil {
-		return false, fmt.Errorf("store: update proposal: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
-}
-
-func repeat(s string, n int) string {
-	out := ""
-	for i := 0; i < n; i++ {
-		out += s
-	}
-	return out
+	return t.affected("update proposal", q, args...)
 }
 
 // Proposal reads one proposal.
@@ -486,23 +474,13 @@ func (t *Tx) SetStateValue(agentID, key string, value []byte) error {
 // AddPermission stores a pattern for the agent; storing one it has is not an error.
 // It reports whether the pattern is new.
 func (t *Tx) AddPermission(agentID, effect, pattern, by string) (bool, error) {
-	res, err := t.exec(`INSERT INTO permissions (agent_id, effect, pattern, created_by, created_at) VALUES (?,?,?,?,?)
+	return t.affected("add permission", `INSERT INTO permissions (agent_id, effect, pattern, created_by, created_at) VALUES (?,?,?,?,?)
 		ON CONFLICT (agent_id, effect, pattern) DO NOTHING`, agentID, effect, pattern, by, ms(t.now))
-	if err != nil {
-		return false, fmt.Errorf("store: add permission: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
 }
 
 // RemovePermission deletes the agent's pattern with that effect; it reports whether one was there.
 func (t *Tx) RemovePermission(agentID, effect, pattern string) (bool, error) {
-	res, err := t.exec(`DELETE FROM permissions WHERE agent_id=? AND effect=? AND pattern=?`, agentID, effect, pattern)
-	if err != nil {
-		return false, fmt.Errorf("store: remove permission: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
+	return t.affected("remove permission", `DELETE FROM permissions WHERE agent_id=? AND effect=? AND pattern=?`, agentID, effect, pattern)
 }
 
 // Permissions lists the agent's stored patterns, oldest first.

@@ -188,13 +188,8 @@ func (t *Tx) RecordScheduleRun(r *api.ScheduleRun) error {
 // EndScheduleRun records the end of the scheduled run runID if its record still says
 // started (after a restart the scheduler no longer tracks it). It reports whether one did.
 func (t *Tx) EndScheduleRun(runID string, outcome api.RunOutcome, reason string, steps int, tokens int64) (bool, error) {
-	res, err := t.exec(`UPDATE schedule_runs SET outcome=?, reason=?, steps=?, tokens=?, ended_at=?
+	return t.affected("end schedule run", `UPDATE schedule_runs SET outcome=?, reason=?, steps=?, tokens=?, ended_at=?
 		WHERE run_id=? AND outcome='started'`, outcome, reason, steps, tokens, ms(t.now), runID)
-	if err != nil {
-		return false, fmt.Errorf("store: end schedule run: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
 }
 
 // ScheduleTotals counts a schedule's firings that started a run, with their steps and
