@@ -3,7 +3,6 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -62,11 +61,8 @@ func (t *Tx) Replay(runID string) (*api.Replay, error) {
 	err := t.queryRow(`SELECT r.id, r.agent_id, COALESCE(g.name, ''), r.task, r.started_at, r.ended_at, r.outcome, r.reason
 		FROM runs r LEFT JOIN agents g ON g.id = r.agent_id WHERE r.id = ?`, runID).
 		Scan(&r.Run.ID, &r.Run.AgentID, &r.Run.Agent, &r.Run.Task, &started, &ended, &r.Run.Outcome, &r.Run.Reason)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading run: %w", err)
+		return nil, rowError("reading run", err)
 	}
 	r.Run.StartedAt = fromMS(started)
 	if ended.Valid {

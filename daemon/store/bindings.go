@@ -1,8 +1,6 @@
 package store
 
 import (
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -20,11 +18,8 @@ func scanBinding(sc scanner) (*Binding, error) {
 	var b Binding
 	var at int64
 	err := sc.Scan(&b.Platform, &b.Team, &b.Channel, &b.Thread, &b.AgentID, &b.RunID, &b.CreatedBy, &at, &b.EndPost, &b.EndRun)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading chat binding: %w", err)
+		return nil, rowError("reading chat binding", err)
 	}
 	b.CreatedAt = fromMS(at)
 	return &b, nil
@@ -63,11 +58,8 @@ func (t *Tx) ChatMessage(proposalID, platform, kind string) (*ChatMessage, error
 	var at int64
 	err := t.queryRow(`SELECT channel, message, posted_at FROM chat_messages WHERE proposal_id = ? AND platform = ? AND kind = ?`,
 		proposalID, platform, kind).Scan(&m.Channel, &m.Message, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: chat message: %w", err)
+		return nil, rowError("chat message", err)
 	}
 	m.PostedAt = fromMS(at)
 	return &m, nil
@@ -80,11 +72,8 @@ func (t *Tx) ChatMessageAt(platform, channel, message string) (*ChatMessage, err
 	var at int64
 	err := t.queryRow(`SELECT proposal_id, kind, posted_at FROM chat_messages WHERE platform = ? AND channel = ? AND message = ? ORDER BY posted_at DESC LIMIT 1`,
 		platform, channel, message).Scan(&m.ProposalID, &m.Kind, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: chat message: %w", err)
+		return nil, rowError("chat message", err)
 	}
 	m.PostedAt = fromMS(at)
 	return &m, nil

@@ -279,6 +279,15 @@ func (t *Tx) Now() time.Time { return t.now }
 // ErrNotFound is returned when a row does not exist.
 var ErrNotFound = errors.New("not found")
 
+// rowError is a single-row read's error: ErrNotFound when there is no row, else err
+// wrapped with what was read.
+func rowError(what string, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return fmt.Errorf("store: %s: %w", what, err)
+}
+
 func ms(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }

@@ -3,7 +3,6 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -83,11 +82,8 @@ func (t *Tx) grants(q string, args ...any) ([]api.Grant, error) {
 // Grant returns one of the agent's grants, or ErrNotFound.
 func (t *Tx) Grant(agentID, id string) (*api.Grant, error) {
 	g, err := scanGrant(t.queryRow(`SELECT `+grantCols+` FROM grants WHERE agent_id=? AND id=?`, agentID, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: grant: %w", err)
+		return nil, rowError("grant", err)
 	}
 	return g, nil
 }

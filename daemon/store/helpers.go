@@ -1,8 +1,6 @@
 package store
 
 import (
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -23,11 +21,8 @@ func scanWait(sc scanner) (*HelperWait, error) {
 	var w HelperWait
 	var at int64
 	err := sc.Scan(&w.ProposalID, &w.AgentID, &w.HelperID, &w.HelperRun, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading helper wait: %w", err)
+		return nil, rowError("reading helper wait", err)
 	}
 	w.CreatedAt = fromMS(at)
 	return &w, nil

@@ -1,9 +1,7 @@
 package store
 
 import (
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,11 +43,8 @@ func scanMemory(sc scanner) (Memory, error) {
 	var tags string
 	err := sc.Scan(&m.ID, &m.AgentID, &m.Kind, &m.Text, &m.Source, &created, &tags, &m.Speaker, &m.Context)
 	m.Tags = decodeTags(tags)
-	if errors.Is(err, sql.ErrNoRows) {
-		return m, ErrNotFound
-	}
 	if err != nil {
-		return m, fmt.Errorf("store: reading memory: %w", err)
+		return m, rowError("reading memory", err)
 	}
 	m.Created = fromMS(created)
 	return m, nil

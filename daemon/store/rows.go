@@ -43,11 +43,8 @@ func scanAgent(sc scanner) (*Agent, error) {
 	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
 		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated, &a.ParentID,
 		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds, &a.DiskBytes, &bDisk, &since)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading agent: %w", err)
+		return nil, rowError("reading agent", err)
 	}
 	json.Unmarshal([]byte(goals), &a.Goals)
 	json.Unmarshal([]byte(dirs), &a.Directives)
@@ -223,11 +220,8 @@ func scanProposal(sc scanner) (*api.Proposal, error) {
 	var created int64
 	err := sc.Scan(&p.ID, &p.AgentID, &p.RunID, &p.Step, &thoughts, &p.Command, &args, &p.Hash, &p.Status,
 		&p.Result, &p.Model, &p.PromptTokens, &p.EvalTokens, &created, &preview)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading proposal: %w", err)
+		return nil, rowError("reading proposal", err)
 	}
 	json.Unmarshal([]byte(thoughts), &p.Thoughts)
 	if preview != "" {
@@ -358,11 +352,8 @@ func scanDecision(sc scanner) (*api.Decision, error) {
 func (t *Tx) LastDecision(proposalID string) (*api.Decision, error) {
 	d, err := scanDecision(t.queryRow(`SELECT `+decisionCols+` FROM decisions d
 		WHERE d.proposal_id=? ORDER BY d.id DESC LIMIT 1`, proposalID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading decision: %w", err)
+		return nil, rowError("reading decision", err)
 	}
 	return d, nil
 }
@@ -422,11 +413,8 @@ func (t *Tx) Question(agentID string) (*api.Question, error) {
 	var q api.Question
 	var at int64
 	err := t.queryRow(`SELECT proposal_id, text, asked_at FROM questions WHERE agent_id=? ORDER BY asked_at DESC LIMIT 1`, agentID).Scan(&q.ProposalID, &q.Text, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading question: %w", err)
+		return nil, rowError("reading question", err)
 	}
 	q.AskedAt = fromMS(at)
 	return &q, nil

@@ -32,11 +32,8 @@ func scanRun(sc scanner) (*Run, error) {
 	var started, ended, wall int64
 	err := sc.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason, &r.MaxSteps, &r.MaxTokens,
 		&wall, &r.TokensBase, &r.Steps, &r.Tokens)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading run: %w", err)
+		return nil, rowError("reading run", err)
 	}
 	r.Started, r.MaxWall = fromMS(started), time.Duration(wall)*time.Millisecond
 	if ended != 0 {
@@ -234,11 +231,8 @@ func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]api.ScheduleRun, erro
 func (t *Tx) ScheduleOfRun(runID string) (string, error) {
 	var id string
 	err := t.queryRow(`SELECT schedule_id FROM schedule_runs WHERE run_id = ? AND run_id <> '' LIMIT 1`, runID).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
-	}
 	if err != nil {
-		return "", fmt.Errorf("store: schedule of run: %w", err)
+		return "", rowError("schedule of run", err)
 	}
 	return id, nil
 }

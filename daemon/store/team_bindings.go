@@ -1,12 +1,6 @@
 package store
 
-import (
-	"database/sql"
-	"errors"
-	"fmt"
-
-	"github.com/agentd/agentd/api"
-)
+import "github.com/agentd/agentd/api"
 
 // TeamBinding is a team run's chat thread (api.TeamBinding).
 type TeamBinding = api.TeamBinding
@@ -16,11 +10,8 @@ const teamBindingCols = `team_run_id, platform, team, channel, thread, seq, crea
 func scanTeamBinding(sc scanner) (*TeamBinding, error) {
 	var b TeamBinding
 	err := sc.Scan(&b.TeamRunID, &b.Platform, &b.Team, &b.Channel, &b.Thread, &b.Seq, &b.CreatedBy)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading team binding: %w", err)
+		return nil, rowError("reading team binding", err)
 	}
 	return &b, nil
 }

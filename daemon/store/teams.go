@@ -1,9 +1,7 @@
 package store
 
 import (
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -37,11 +35,8 @@ func scanTeamRun(sc scanner) (*TeamRun, error) {
 	var created, updated, ended int64
 	err := sc.Scan(&r.ID, &r.Workflow, &r.File, &r.Source, &r.Task, &r.Status, &r.Reason, &r.State, &r.Phase,
 		&vars, &agents, &cursor, &r.Turns, &r.MaxTurns, &r.Waiting, &r.WaitRun, &r.CreatedBy, &created, &updated, &ended, &r.KeepAgents)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading team run: %w", err)
+		return nil, rowError("reading team run", err)
 	}
 	if err := json.Unmarshal([]byte(vars), &r.Vars); err != nil {
 		return nil, fmt.Errorf("store: team run %s: vars: %w", r.ID, err)
