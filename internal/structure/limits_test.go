@@ -49,7 +49,6 @@ var (
 		"internal/ollamatest.Fake.handleChat":             "Ollama's /api/chat as the fake speaks it: scripted, streamed and failing replies",
 	}
 	wideTypes = map[string]string{
-		"cmd/agentctl/cli.app":        "one method per agentctl verb; goes with one way to register a verb",
 		"api.Client":                  "the Go client: one method per route of the API, as ollama's api.Client",
 		"internal/fakediscord.Server": "the Discord fake: one handler per REST endpoint and gateway event it serves",
 	}
