@@ -25,8 +25,6 @@ const (
 var (
 	bigFiles = map[string]string{
 		"api/types.go":                      "the domain and wire model's types in one file; splits by concept (agents, proposals, memory)",
-		"daemon/store/rows.go":              "the store's row scanners, one per table; splits by table",
-		"daemon/store/store.go":             "the migrations list grows one entry per schema change; moves to its own file",
 		"cmd/agentctl/cli/fake_test.go":     "agentctl's fake daemon: one handler per endpoint",
 		"internal/fakediscord/fake_test.go": "the Discord fake's own tests, one per endpoint it fakes",
 	}
