@@ -2,10 +2,12 @@ package api
 
 import "time"
 
-// ChatBinding ties an agent's runs to a chat thread: its proposals, questions and notes
-// are posted there and replies there steer it. An agent has at most one binding per
-// platform that counts, its latest. The store keeps them; the chat relay reads and
-// writes them through its Bindings.
+// The chat relay's records: bots keeps them through its Bindings, the daemon stores them
+// (daemon/store), one type each for both.
+
+// ChatBinding ties an agent's runs to a chat thread: its events are posted there and
+// replies there steer it. An agent has at most one binding per platform that counts,
+// its latest.
 type ChatBinding struct {
 	Platform  string // slack, discord
 	Team      string // workspace or guild
@@ -32,9 +34,8 @@ type ChatMessage struct {
 	PostedAt   time.Time
 }
 
-// TeamBinding ties a team run to a chat thread (one per platform): its turns are
-// posted there, labelled with their roles, and its role agents' proposals are decided
-// there.
+// TeamBinding ties a team run to a chat thread (one per platform): its turns are posted
+// there, labelled with their roles, and its role agents' proposals are decided there.
 type TeamBinding struct {
 	TeamRunID string
 	Platform  string
