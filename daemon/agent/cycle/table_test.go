@@ -17,10 +17,14 @@ func Table() string {
 	for _, a := range AgentStates {
 		for _, p := range OpenStatuses {
 			from := State{Agent: a, Proposal: p}
-			for _, k := range Kinds {
-				to, effects, err := Next(from, Event{Kind: k})
+			for _, ev := range tableEvents() {
+				label := string(ev.Kind)
+				if ev.Writes {
+					label += "+writes"
+				}
+				to, effects, err := Next(from, ev)
 				if err != nil {
-					fmt.Fprintf(&b, "%-30s %-22s illegal\n", from, k)
+					fmt.Fprintf(&b, "%-30s %-22s illegal\n", from, label)
 					continue
 				}
 				legal++
@@ -28,13 +32,30 @@ func Table() string {
 				for i, e := range effects {
 					names[i] = e.String()
 				}
-				fmt.Fprintf(&b, "%-30s %-22s -> %-30s %s\n", from, k, to, strings.Join(names, " "))
+				fmt.Fprintf(&b, "%-30s %-22s -> %-30s %s\n", from, label, to, strings.Join(names, " "))
 			}
 		}
 	}
+	n := len(tableEvents())
 	fmt.Fprintf(&b, "# %d states x %d events = %d pairs, %d legal\n",
-		len(AgentStates)*len(OpenStatuses), len(Kinds), len(AgentStates)*len(OpenStatuses)*len(Kinds), legal)
+		len(AgentStates)*len(OpenStatuses), n, len(AgentStates)*len(OpenStatuses)*n, legal)
 	return b.String()
+}
+
+// tableEvents is every event kind, and after each kind a step's Writes changes (start,
+// succeeded, failed) that kind again with Writes set: a step that may change the
+// workspace is checkpointed before it runs and its change recorded when it ends; a
+// read-only one (a read, the bounded profile's read-only workspace) is not.
+func tableEvents() []Event {
+	var evs []Event
+	for _, k := range Kinds {
+		evs = append(evs, Event{Kind: k})
+		switch k {
+		case Start, Succeed, Fail:
+			evs = append(evs, Event{Kind: k, Writes: true})
+		}
+	}
+	return evs
 }
 
 // Mermaid draws the legal transitions as two Mermaid state diagrams: the agent's states,
