@@ -49,6 +49,7 @@ type Supervisor struct {
 	workspaceDirs  *workspaceDirs  // where agents' workspaces are (workspaces.go)
 	stepCounters   *stepCounters   // steps and decisions counted for metrics (metrics.go)
 	episodeHistory *episodeHistory // the prompt's view of each agent's episodes (history.go)
+	checkpoints    *checkpoints    // each agent's workspace checkpoints, diff and rewind (checkpoints.go)
 
 	opt    Options
 	st     *store.Store
@@ -116,12 +117,13 @@ func wireParts(s *Supervisor, opt Options) {
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace, checks: opt.HealthChecks}
-	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
+	s.checkpoints = &checkpoints{opt: opt.Checkpoints}
+	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth, checkpoints: s.checkpoints}
 	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.batchRuns = &batchRuns{}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
 	s.runs = &runs{
-		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: opt.OnAgentRemoved,
+		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: s.removed,
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory,
 	}
@@ -133,6 +135,15 @@ func wireParts(s *Supervisor, opt Options) {
 		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,
 		version: opt.Version, stateDir: opt.StateDir, started: time.Now(), mem: s.mem,
 		freshen: s.freshen, fresh: statusFresh,
+	}
+}
+
+// removed lets go of what is kept per agent once agent id is gone from the store: its
+// checkpoints, and what the server keeps (Options.OnAgentRemoved).
+func (s *Supervisor) removed(id string) {
+	s.checkpoints.remove(id)
+	if s.opt.OnAgentRemoved != nil {
+		s.opt.OnAgentRemoved(id)
 	}
 }
 
@@ -194,7 +205,10 @@ func (s *Supervisor) Start(ctx context.Context) error {
 }
 
 // Wait blocks until every agent loop has returned (after the Start context ended).
-func (s *Supervisor) Wait() { s.wg.Wait() }
+func (s *Supervisor) Wait() {
+	s.wg.Wait()
+	s.checkpoints.closeAll()
+}
 
 // recover finds commands that were running when the daemon died.
 func (s *Supervisor) recover(ctx context.Context) error {

@@ -136,6 +136,22 @@ var Kinds = []Kind{
 	Pause, Resume, Stop, Task, Rewind,
 }
 
+// Events lists every event the table tells apart: each kind in Kinds' order, and after
+// start, succeeded and failed that kind again with Writes set (a step that may change the
+// workspace is checkpointed before it runs and its change recorded when it ends; a
+// read-only one, a read or the bounded profile's read-only workspace, is not).
+func Events() []Event {
+	var evs []Event
+	for _, k := range Kinds {
+		evs = append(evs, Event{Kind: k})
+		switch k {
+		case Start, Succeed, Fail:
+			evs = append(evs, Event{Kind: k, Writes: true})
+		}
+	}
+	return evs
+}
+
 // Event is something that happened to an agent or its proposal.
 type Event struct {
 	Kind Kind

@@ -17,7 +17,7 @@ func Table() string {
 	for _, a := range AgentStates {
 		for _, p := range OpenStatuses {
 			from := State{Agent: a, Proposal: p}
-			for _, ev := range tableEvents() {
+			for _, ev := range Events() {
 				label := string(ev.Kind)
 				if ev.Writes {
 					label += "+writes"
@@ -36,26 +36,10 @@ func Table() string {
 			}
 		}
 	}
-	n := len(tableEvents())
+	n := len(Events())
 	fmt.Fprintf(&b, "# %d states x %d events = %d pairs, %d legal\n",
 		len(AgentStates)*len(OpenStatuses), n, len(AgentStates)*len(OpenStatuses)*n, legal)
 	return b.String()
-}
-
-// tableEvents is every event kind, and after each kind a step's Writes changes (start,
-// succeeded, failed) that kind again with Writes set: a step that may change the
-// workspace is checkpointed before it runs and its change recorded when it ends; a
-// read-only one (a read, the bounded profile's read-only workspace) is not.
-func tableEvents() []Event {
-	var evs []Event
-	for _, k := range Kinds {
-		evs = append(evs, Event{Kind: k})
-		switch k {
-		case Start, Succeed, Fail:
-			evs = append(evs, Event{Kind: k, Writes: true})
-		}
-	}
-	return evs
 }
 
 // Mermaid draws the legal transitions as two Mermaid state diagrams: the agent's states,
