@@ -19,11 +19,14 @@ import (
 )
 
 // CheckpointOptions configure the workspace checkpoints ([checkpoints]): one
-// daemon/checkpoint store per agent in <Dir>/<agent id>/, inside the state directory and
-// outside every workspace, so no sandboxed program sees it. An empty Dir takes none.
+// daemon/checkpoint store per agent in <StateDir>/checkpoints/<agent id>/, inside the
+// state directory and outside every workspace, so no sandboxed program sees it. The zero
+// value takes none.
 type CheckpointOptions struct {
-	Dir   string
+	On    bool
 	Store checkpoint.Options
+	// Dir is where they are kept: set by New from Options.StateDir.
+	Dir string
 }
 
 // checkpoints keeps each agent's checkpoint store open and carries out the cycle's
@@ -207,6 +210,7 @@ func withChange(result, line string) string {
 type rewindTo struct {
 	target *store.StepCheckpoint
 	by     string
+	what   string // "before step 3", "before rewind rw-12"
 	done   *checkpoint.Restored
 }
 
@@ -231,12 +235,12 @@ func (k *checkpoints) restore(tx *store.Tx, a *store.Agent, rw *rewindTo, rec fu
 	}
 	ep := &api.Episode{RunID: a.RunID, Step: a.Step, ProposalID: row.ID, Command: "rewind",
 		Args: fmt.Appendf(nil, `{"to_step":%d}`, rw.target.Step), Outcome: "rewound",
-		Result: fmt.Sprintf("%s put the workspace back as it was before step %d (%s). Files written since are as they were then: read them again before relying on them.",
-			rw.by, rw.target.Step, d.Summary())}
+		Result: fmt.Sprintf("%s put the workspace back as it was %s (%s). Files are as they were then: read them again before relying on them.",
+			rw.by, rw.what, d.Summary())}
 	if err := rec(tx, a.ID, &api.Proposal{ID: row.ID, AgentID: a.ID, RunID: a.RunID, Step: a.Step}, ep); err != nil {
 		return nil, err
 	}
-	return ep, tx.Audit(a.ID, "rewound", map[string]string{"to_step": fmt.Sprint(rw.target.Step), "by": rw.by, "undo": row.ID})
+	return ep, tx.Audit(a.ID, "rewound", map[string]string{"to": rw.what, "by": rw.by, "undo": row.ID})
 }
 
 // workspace carries out the cycle's workspace effects: a checkpoint before a step, the
@@ -269,12 +273,9 @@ func (c *change) workspace(tx *store.Tx, k cycle.EffectKind, out *applied) error
 	return err
 }
 
-// checkpointOptionsOf is [checkpoints]: off, or each agent's store under the state dir.
+// checkpointOptionsOf is [checkpoints].
 func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 	c := cfg.Checkpoints
-	if !c.Enabled || cfg.StateDir == "" {
-		return CheckpointOptions{}
-	}
-	return CheckpointOptions{Dir: filepath.Join(cfg.StateDir, "checkpoints"),
+	return CheckpointOptions{On: c.Enabled,
 		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes)}}
 }

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +50,8 @@ type Supervisor struct {
 	workspaceDirs  *workspaceDirs  // where agents' workspaces are (workspaces.go)
 	stepCounters   *stepCounters   // steps and decisions counted for metrics (metrics.go)
 	episodeHistory *episodeHistory // the prompt's view of each agent's episodes (history.go)
-	checkpoints    *checkpoints    // each agent's workspace checkpoints, diff and rewind (checkpoints.go)
+	checkpoints    *checkpoints    // each agent's workspace checkpoints (checkpoints.go)
+	rewinds        *rewinds        // agentctl diff and rewind (rewind.go)
 
 	opt    Options
 	st     *store.Store
@@ -118,6 +120,9 @@ func wireParts(s *Supervisor, opt Options) {
 	s.auditLog = &auditLog{st: s.st}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace, checks: opt.HealthChecks}
 	s.checkpoints = &checkpoints{opt: opt.Checkpoints}
+	if s.checkpoints.opt.Dir = ""; opt.Checkpoints.On && opt.StateDir != "" {
+		s.checkpoints.opt.Dir = filepath.Join(opt.StateDir, "checkpoints")
+	}
 	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth, checkpoints: s.checkpoints}
 	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.batchRuns = &batchRuns{}
@@ -129,6 +134,7 @@ func wireParts(s *Supervisor, opt Options) {
 	}
 	s.runBudgets.timeUp, s.agentBudgets.mutateAgent, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.mutate, s.runs.remeasure
 	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = s.runs.mutateThen, s.runs.pause, s.runs.resume, s.runs.stop
+	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode}
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
