@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/agentd/agentd/daemon/checkpoint"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // CheckpointOptions configure the workspace checkpoints ([checkpoints]): one
@@ -278,4 +280,26 @@ func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 	c := cfg.Checkpoints
 	return CheckpointOptions{On: c.Enabled,
 		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes)}}
+}
+
+// doctorCheck is agentctl doctor's line on the checkpoints: on or off, and the disk they
+// take against their bound.
+func (k *checkpoints) doctorCheck(context.Context) []api.Check {
+	if !k.on() {
+		return []api.Check{{Name: "checkpoints", Status: api.CheckWarn, Detail: "off: steps are not checkpointed and cannot be rewound",
+			Fix: "set [checkpoints] enabled = true in the config"}}
+	}
+	entries, err := os.ReadDir(k.opt.Dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return []api.Check{{Name: "checkpoints", Status: api.CheckFail, Detail: err.Error(), Fix: "check that agentd can read " + k.opt.Dir}}
+	}
+	used := int64(0)
+	for _, e := range entries {
+		n, _ := commands.DiskUsage(filepath.Join(k.opt.Dir, e.Name()))
+		used += n
+	}
+	o := k.opt.Store
+	o.KeepCount, o.MaxStoreBytes = cmp.Or(o.KeepCount, checkpoint.DefaultKeepCount), cmp.Or(o.MaxStoreBytes, checkpoint.DefaultMaxStoreBytes)
+	return []api.Check{{Name: "checkpoints", Status: api.CheckOK, Detail: fmt.Sprintf("%s for %s in %s (each keeps at most %d checkpoints and %s)",
+		display.Size(used), display.Count(len(entries), "agent", "agents"), k.opt.Dir, o.KeepCount, display.Size(o.MaxStoreBytes))}}
 }

@@ -75,6 +75,9 @@ func TestWriteStepIsCheckpointedShownRewoundAndUndone(t *testing.T) {
 	if b, err := os.ReadFile(file); err != nil || string(b) != "hello\nworld\n" {
 		t.Fatalf("undoing the rewind did not bring notes/a.txt back: %q, %v", b, err)
 	}
+	if c := h.sup.checkpoints.doctorCheck(ctx)[0]; c.Status != api.CheckOK || !strings.Contains(c.Detail, "for 1 agent in") || strings.HasPrefix(c.Detail, "0 B") {
+		t.Errorf("doctor's checkpoints line = %+v", c)
+	}
 }
 
 // A read takes no checkpoint (the table's writes flag is off for it), and a diff of it

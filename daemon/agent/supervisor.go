@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,11 +119,12 @@ func wireParts(s *Supervisor, opt Options) {
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
-	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace, checks: opt.HealthChecks}
 	s.checkpoints = &checkpoints{opt: opt.Checkpoints}
 	if s.checkpoints.opt.Dir = ""; opt.Checkpoints.On && opt.StateDir != "" {
 		s.checkpoints.opt.Dir = filepath.Join(opt.StateDir, "checkpoints")
 	}
+	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace,
+		checks: append(slices.Clip(opt.HealthChecks), s.checkpoints.doctorCheck)}
 	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth, checkpoints: s.checkpoints}
 	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.batchRuns = &batchRuns{}
