@@ -2,8 +2,6 @@ package store
 
 import (
 	"database/sql"
-	"errors"
-	"fmt"
 	"time"
 )
 
@@ -37,12 +35,8 @@ const stepCheckpointCols = `id, agent_id, run_id, step, kind, before_id, after_i
 // InsertStepCheckpoint records c (again, when a retried transaction took it twice).
 func (t *Tx) InsertStepCheckpoint(c *StepCheckpoint) error {
 	c.At = t.now
-	_, err := t.exec(`INSERT OR REPLACE INTO step_checkpoints (`+stepCheckpointCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+	return t.write("insert step checkpoint", `INSERT OR REPLACE INTO step_checkpoints (`+stepCheckpointCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
 		c.ID, c.AgentID, c.RunID, c.Step, c.Kind, int64(c.Before), int64(c.After), c.Files, c.Added, c.Removed, c.Notice, ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: insert step checkpoint: %w", err)
-	}
-	return nil
 }
 
 // StepCheckpointOf returns the checkpoint of step (or rewind) id, or ErrNotFound.
@@ -64,12 +58,8 @@ func (t *Tx) StepCheckpointAt(agentID string, step int) (*StepCheckpoint, error)
 func scanStepCheckpoint(row *sql.Row) (*StepCheckpoint, error) {
 	var c StepCheckpoint
 	var before, after, at int64
-	err := row.Scan(&c.ID, &c.AgentID, &c.RunID, &c.Step, &c.Kind, &before, &after, &c.Files, &c.Added, &c.Removed, &c.Notice, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("store: reading step checkpoint: %w", err)
+	if err := row.Scan(&c.ID, &c.AgentID, &c.RunID, &c.Step, &c.Kind, &before, &after, &c.Files, &c.Added, &c.Removed, &c.Notice, &at); err != nil {
+		return nil, rowError("reading step checkpoint", err)
 	}
 	c.Before, c.After, c.At = uint64(before), uint64(after), fromMS(at)
 	return &c, nil

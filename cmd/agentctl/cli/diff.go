@@ -24,10 +24,10 @@ deletes, shell and python runs, clones; not reads). 'agentctl rewind' puts the
 workspace back as it was before a step.
 
   agentctl diff researcher 3`,
-	run: (*app).runDiff,
+	run: verb(agentVerbs.runDiff),
 }
 
-func (a *app) runDiff(ctx context.Context, args []string) error {
+func (a agentVerbs) runDiff(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err

@@ -25,10 +25,10 @@ told on its next step. A rewind can be undone: it prints its id, which
 'agentctl rewind AGENT --undo ID' takes.
 
   agentctl rewind researcher --to 3`,
-	run: (*app).runRewind,
+	run: verb(agentVerbs.runRewind),
 }
 
-func (a *app) runRewind(ctx context.Context, args []string) error {
+func (a agentVerbs) runRewind(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	to := fs.Int("to", 0, "put the workspace back as before step `STEP`")
 	undo := fs.String("undo", "", "undo the rewind `ID` (rw-…, printed by the rewind)")
@@ -78,7 +78,7 @@ var errNotConfirmed = errors.New("not rewound: nothing was changed")
 
 // confirm asks question on stderr and reads the answer from stdin: yes goes on; no
 // answer (no stdin, </dev/null) refuses with the fix.
-func (a *app) confirm(question string) error {
+func (a agentVerbs) confirm(question string) error {
 	fmt.Fprint(a.stderr, question)
 	if a.stdin == nil {
 		return errors.New("no answer: pass --yes to rewind without asking")
