@@ -82,6 +82,17 @@ func (k *checkpoints) remove(id string) {
 	os.RemoveAll(filepath.Join(k.opt.Dir, id))
 }
 
+// removed is what happens once an agent is gone from the store: its checkpoints go, then
+// what the server keeps of it (Options.OnAgentRemoved, if set).
+func (k *checkpoints) removed(then func(id string)) func(id string) {
+	return func(id string) {
+		k.remove(id)
+		if then != nil {
+			then(id)
+		}
+	}
+}
+
 // closeAll closes every open store (the daemon stops).
 func (k *checkpoints) closeAll() {
 	if k == nil {

@@ -78,6 +78,15 @@ func TestWriteStepIsCheckpointedShownRewoundAndUndone(t *testing.T) {
 	if c := h.sup.checkpoints.doctorCheck(ctx)[0]; c.Status != api.CheckOK || !strings.Contains(c.Detail, "for 1 agent in") || strings.HasPrefix(c.Detail, "0 B") {
 		t.Errorf("doctor's checkpoints line = %+v", c)
 	}
+	if _, err := h.sup.runs.Stop(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sup.runs.DeleteAgent(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "checkpoints", a.ID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a removed agent's checkpoints stay: %v", err)
+	}
 }
 
 // A read takes no checkpoint (the table's writes flag is off for it), and a diff of it

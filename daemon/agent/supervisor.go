@@ -130,7 +130,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.batchRuns = &batchRuns{}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
 	s.runs = &runs{
-		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: s.removed,
+		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: s.checkpoints.removed(opt.OnAgentRemoved),
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory,
 	}
@@ -143,15 +143,6 @@ func wireParts(s *Supervisor, opt Options) {
 		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,
 		version: opt.Version, stateDir: opt.StateDir, started: time.Now(), mem: s.mem,
 		freshen: s.freshen, fresh: statusFresh,
-	}
-}
-
-// removed lets go of what is kept per agent once agent id is gone from the store: its
-// checkpoints, and what the server keeps (Options.OnAgentRemoved).
-func (s *Supervisor) removed(id string) {
-	s.checkpoints.remove(id)
-	if s.opt.OnAgentRemoved != nil {
-		s.opt.OnAgentRemoved(id)
 	}
 }
 
