@@ -402,6 +402,18 @@ var migrations = []string{
 	// write, and its disk budget set by agentctl budget (NULL follows the config).
 	`ALTER TABLE agents ADD COLUMN disk_bytes INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE agents ADD COLUMN budget_disk INTEGER;`,
+	// What a schedule's wake conditions saw (daemon/schedule/wake): seen is, per
+	// condition, what the last run that started saw (content hashes, a page's
+	// validators), written only when a run starts so that a firing whose run never
+	// started swallows no change; failures counts the firings in a row whose check failed.
+	`CREATE TABLE schedule_wake (
+		schedule_id TEXT PRIMARY KEY REFERENCES schedules(id) ON DELETE CASCADE,
+		seen TEXT NOT NULL DEFAULT '{}',
+		seen_at INTEGER NOT NULL DEFAULT 0,
+		failures INTEGER NOT NULL DEFAULT 0,
+		last_error TEXT NOT NULL DEFAULT '',
+		failed_at INTEGER NOT NULL DEFAULT 0
+	) WITHOUT ROWID;`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.
