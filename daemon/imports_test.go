@@ -33,7 +33,7 @@ var layers = []layer{
 		"the binaries (and the test scripts' helpers) wire the daemon; nothing imports them"},
 	{"server", []string{"daemon/server/..."},
 		"the server wires the services together; a service never imports the server"},
-	{"services", []string{"bots/...", "daemon/agent", "daemon/team", "daemon/schedule", "daemon/agentprotocol", "daemon/web"},
+	{"services", []string{"bots/...", "daemon/agent", "daemon/team", "daemon/schedule/...", "daemon/agentprotocol", "daemon/web"},
 		"a service reaches another only through an interface it declares and the shared " +
 			"types below it (team runs and schedules start agents' runs with daemon/run's types, " +
 			"never daemon/agent's); the server wires them together"},

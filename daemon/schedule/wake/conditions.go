@@ -1,0 +1,250 @@
+package wake
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentd/agentd/commands"
+)
+
+// Conditions are a schedule's wake conditions, as the config file's [[schedules]], the
+// API and the schedules table keep them (JSON). The zero value has none: every firing
+// wakes the model, as before conditions existed.
+type Conditions struct {
+	// Changed is one condition: a file or folder among these changed since the last run
+	// that started. A relative path is in the agent's workspace; an absolute one must lie
+	// under one of the agent's configured read-only paths.
+	Changed []string `json:"changed,omitempty"`
+	// URLs are one condition each: the page's content changed since the last run that
+	// started, as read_webpage's fetcher reads it.
+	URLs []string `json:"urls,omitempty"`
+	// Commands are one condition each: a shell line run as execute_shell runs it, with the
+	// workspace read-only; exit 0 wakes the model, exit 1 is nothing to do, anything else
+	// is a failed check.
+	Commands []string `json:"commands,omitempty"`
+	// All wakes the model only when every condition says wake; the default is any.
+	All bool `json:"all,omitempty"`
+	// OnFailure is what a firing does once FailAfter checks in a row have failed: "skip"
+	// (the default) or "wake". Before that a failed check skips.
+	OnFailure string `json:"on_failure,omitempty"`
+	// FailAfter is how many failed checks in a row are surfaced to the schedule's
+	// delivery channel and then follow OnFailure; default DefaultFailAfter.
+	FailAfter int `json:"fail_after,omitempty"`
+}
+
+// The values of Conditions.OnFailure.
+const (
+	OnFailureSkip = "skip"
+	OnFailureWake = "wake"
+)
+
+// Bounds on conditions.
+const (
+	DefaultFailAfter = 3
+	maxFailAfter     = 1000
+	maxConditions    = 8  // conditions of one schedule
+	maxPaths         = 32 // paths of a changed condition
+	maxURLBytes      = 2048
+	maxCommandBytes  = 2000 // execute_shell's own bound on a command line
+)
+
+// Flags are the conditions as agentctl's schedule add/edit flags and chat's
+// /agent schedule give them: --when-changed PATH (repeated), --when-url URL (repeated),
+// --when 'LINE' (repeated), --when-any or --when-all, --when-failed skip|wake and
+// --when-failed-after N.
+type Flags struct {
+	Changed, URLs, Commands []string
+	Any, All                bool
+	OnFailure               string
+	FailAfter               int
+}
+
+// Parse reads the flags into checked Conditions (see Conditions.Check).
+func Parse(f Flags) (Conditions, error) {
+	if f.Any && f.All {
+		return Conditions{}, errors.New("--when-any and --when-all: give one (any wakes the model when one condition says so, all when every one does)")
+	}
+	c := Conditions{Changed: f.Changed, URLs: f.URLs, Commands: f.Commands, All: f.All, OnFailure: f.OnFailure, FailAfter: f.FailAfter}
+	if f.Any && c.Empty() {
+		return Conditions{}, errors.New("--when-any combines conditions, and none is given: add --when-changed PATH, --when-url URL or --when 'COMMAND'")
+	}
+	return c.Check()
+}
+
+// Empty reports whether there are no conditions: every firing wakes the model.
+func (c Conditions) Empty() bool {
+	return len(c.Changed)+len(c.URLs)+len(c.Commands) == 0
+}
+
+// count is the number of conditions: the changed paths are one.
+func (c Conditions) count() int {
+	n := len(c.URLs) + len(c.Commands)
+	if len(c.Changed) > 0 {
+		n++
+	}
+	return n
+}
+
+// Check returns c with its paths cleaned and its defaults filled in, or the first
+// problem, naming the fix. It checks the form only: whether a path exists and stays in
+// its folder, or a URL's host may be reached, is the Engine's Validate.
+func (c Conditions) Check() (Conditions, error) {
+	if c.Empty() {
+		switch {
+		case c.All:
+			return c, errors.New("--when-all combines conditions, and none is given: add --when-changed PATH, --when-url URL or --when 'COMMAND'")
+		case c.OnFailure != "" || c.FailAfter != 0:
+			return c, errors.New("--when-failed says what a failed check does, and no check is given: add --when-changed, --when-url or --when, or drop it")
+		}
+		return Conditions{}, nil
+	}
+	if n := c.count(); n > maxConditions {
+		return c, fmt.Errorf("%d conditions: at most %d (all the --when-changed paths count as one)", n, maxConditions)
+	}
+	if len(c.Changed) > maxPaths {
+		return c, fmt.Errorf("--when-changed names %d paths: at most %d; name the folder that holds them instead", len(c.Changed), maxPaths)
+	}
+	out := Conditions{All: c.All, OnFailure: c.OnFailure, FailAfter: c.FailAfter}
+	for _, p := range c.Changed {
+		clean, err := cleanWatchPath(p)
+		if err != nil {
+			return c, err
+		}
+		if !slices.Contains(out.Changed, clean) {
+			out.Changed = append(out.Changed, clean)
+		}
+	}
+	for _, u := range c.URLs {
+		clean, err := checkURL(u)
+		if err != nil {
+			return c, err
+		}
+		if !slices.Contains(out.URLs, clean) {
+			out.URLs = append(out.URLs, clean)
+		}
+	}
+	for _, line := range c.Commands {
+		if err := checkCommand(line); err != nil {
+			return c, err
+		}
+		if !slices.Contains(out.Commands, line) {
+			out.Commands = append(out.Commands, line)
+		}
+	}
+	switch out.OnFailure {
+	case "":
+		out.OnFailure = OnFailureSkip
+	case OnFailureSkip, OnFailureWake:
+	default:
+		return c, fmt.Errorf("--when-failed %q: use skip (a failed check wakes nothing) or wake (it wakes the model, which is told why)", c.OnFailure)
+	}
+	switch {
+	case out.FailAfter == 0:
+		out.FailAfter = DefaultFailAfter
+	case out.FailAfter < 0 || out.FailAfter > maxFailAfter:
+		return c, fmt.Errorf("--when-failed-after %d: give how many failed checks in a row are surfaced, 1 to %d", c.FailAfter, maxFailAfter)
+	}
+	return out, nil
+}
+
+// cleanWatchPath checks a --when-changed path's form and cleans it: relative as the file
+// commands clean it (commands.CleanPath: no "..", no NUL), or absolute and clean.
+func cleanWatchPath(p string) (string, error) {
+	switch {
+	case strings.HasPrefix(p, "~"):
+		return "", fmt.Errorf("--when-changed %q: ~ is not expanded here; give the absolute path (e.g. /home/me/inbox) or one relative to the agent's workspace", p)
+	case filepath.IsAbs(p):
+		if len(p) > 4096 || strings.IndexByte(p, 0) >= 0 {
+			return "", fmt.Errorf("--when-changed: the path %.80q is too long or contains a NUL byte", p)
+		}
+		clean := filepath.Clean(p)
+		if clean == "/" {
+			return "", errors.New("--when-changed /: name a folder under one of the agent's read-only paths, not the whole file system")
+		}
+		return clean, nil
+	}
+	clean, err := commands.CleanPath(p)
+	if err != nil {
+		return "", fmt.Errorf("--when-changed: %w", err)
+	}
+	return clean, nil
+}
+
+// checkURL checks a --when-url URL's form: http(s), a host, no credentials (they would be
+// stored and shown with the schedule); it returns it trimmed.
+func checkURL(raw string) (string, error) {
+	s := strings.TrimSpace(raw)
+	if len(s) > maxURLBytes {
+		return "", fmt.Errorf("--when-url: the URL is %d bytes: at most %d", len(s), maxURLBytes)
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("--when-url %q: not a URL: %v", raw, err)
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http", "https":
+	case "":
+		return "", fmt.Errorf("--when-url %q: no scheme: write https://%s", raw, s)
+	default:
+		return "", fmt.Errorf("--when-url %q: only http and https pages can be watched, not %s", raw, u.Scheme)
+	}
+	if u.Hostname() == "" {
+		return "", fmt.Errorf("--when-url %q: no host in the URL", raw)
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("--when-url %s: the URL carries credentials, which would be stored and shown with the schedule: remove them", u.Redacted())
+	}
+	return s, nil
+}
+
+// checkCommand checks a --when line as execute_shell checks a command line.
+func checkCommand(line string) error {
+	switch {
+	case strings.TrimSpace(line) == "":
+		return errors.New("--when: the command line is empty: give a shell line whose exit status says whether to wake the model (0 wakes it, 1 is nothing to do)")
+	case strings.IndexByte(line, 0) >= 0:
+		return errors.New("--when: the command line contains a NUL byte")
+	case len(line) > maxCommandBytes:
+		return fmt.Errorf("--when: the command line is %d bytes: at most %d; put a longer check in a script in the workspace and run that", len(line), maxCommandBytes)
+	}
+	return nil
+}
+
+// String is the conditions in the flags' words, for schedule show and logs.
+func (c Conditions) String() string {
+	if c.Empty() {
+		return "none: every firing wakes the model"
+	}
+	var parts []string
+	for _, p := range c.Changed {
+		parts = append(parts, "--when-changed "+quote(p))
+	}
+	for _, u := range c.URLs {
+		parts = append(parts, "--when-url "+quote(u))
+	}
+	for _, line := range c.Commands {
+		parts = append(parts, "--when "+quote(line))
+	}
+	if c.All {
+		parts = append(parts, "--when-all")
+	}
+	if c.OnFailure == OnFailureWake {
+		parts = append(parts, "--when-failed wake")
+	}
+	if c.FailAfter != 0 && c.FailAfter != DefaultFailAfter {
+		parts = append(parts, fmt.Sprintf("--when-failed-after %d", c.FailAfter))
+	}
+	return strings.Join(parts, " ")
+}
+
+// quote is s as a shell word: as it is when that is safe, else in single quotes.
+func quote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
