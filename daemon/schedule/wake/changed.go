@@ -56,10 +56,12 @@ func locate(p string, t Target) (watch, error) {
 	return watch{folder: filepath.Dir(abs), name: filepath.Base(abs)}, nil
 }
 
-// pathSeen is what a changed path's check saw: the checkpoint of its folder.
+// pathSeen is what a changed path's check saw: the checkpoint of its folder, and when it
+// was taken (a store made anew numbers its checkpoints from 1 again).
 type pathSeen struct {
 	Folder     string `json:"folder"`
 	Checkpoint uint64 `json:"checkpoint"`
+	Taken      int64  `json:"taken"` // ns
 }
 
 // checkChanged checks the changed condition: every path is looked at (so the run is told
@@ -118,20 +120,26 @@ func (e *Engine) changedPath(ctx context.Context, scheduleID, p string, t Target
 		return nil, "", err
 	}
 	key := changedKey(p)
-	r.pend(key, pathSeen{Folder: w.folder, Checkpoint: uint64(info.ID)})
+	r.pend(key, pathSeen{Folder: w.folder, Checkpoint: uint64(info.ID), Taken: info.Time.UnixNano()})
 	var was pathSeen
 	raw, ok := prev[key]
+	const lost = "what the last run saw of it is no longer kept: looked at anew"
 	switch {
 	case !ok || json.Unmarshal(raw, &was) != nil:
 		return nil, "first look: no earlier state to compare with", nil
 	case was.Folder != w.folder:
 		return nil, "it is not the folder the last run saw (moved, removed or replaced): looked at anew", nil
-	case checkpoint.ID(was.Checkpoint) == info.ID:
+	case checkpoint.ID(was.Checkpoint) == info.ID && was.Taken == info.Time.UnixNano():
 		return nil, "", nil
+	case checkpoint.ID(was.Checkpoint) == info.ID:
+		return nil, lost, nil
+	}
+	if before, err := cs.Get(ctx, checkpoint.ID(was.Checkpoint)); errors.Is(err, checkpoint.ErrNotFound) || err == nil && before.Time.UnixNano() != was.Taken {
+		return nil, lost, nil
 	}
 	full, err := cs.Diff(ctx, checkpoint.ID(was.Checkpoint), info.ID)
 	if errors.Is(err, checkpoint.ErrNotFound) {
-		return nil, "what the last run saw of it is no longer kept: looked at anew", nil
+		return nil, lost, nil
 	}
 	if err != nil {
 		return nil, "", err

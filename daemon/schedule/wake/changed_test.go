@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -185,5 +186,63 @@ func TestChangedReadOnlyPath(t *testing.T) {
 	}
 	if err := r.e.Validate(Conditions{Changed: []string{filepath.Join(ro, "nope")}}, tg); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("missing path: %v", err)
+	}
+}
+
+// TestChangedHostileEntries: a fifo is never opened (no hang), a 2 GB sparse file is not
+// read past the store's bound but still watched by its size and times, and neither is
+// reported as a change while it stays as it is.
+func TestChangedHostileEntries(t *testing.T) {
+	r := newRig(t, false)
+	id := r.schedule("s-hostile")
+	ws := workspace(t)
+	write(t, filepath.Join(ws, "box", "a.txt"), "a\n")
+	if err := syscall.Mkfifo(filepath.Join(ws, "box", "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(ws, "box", "sparse.img")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 2<<30); err != nil {
+		t.Fatal(err)
+	}
+	c := Conditions{Changed: []string{"box"}}
+	tg := Target{Workspace: ws}
+	if v := r.fire(id, c, tg); v.Outcome != Wake {
+		t.Fatalf("first look: %+v", v)
+	}
+	if v := r.fire(id, c, tg); v.Outcome != NothingToDo {
+		t.Fatalf("unchanged: %+v", v)
+	}
+	if err := os.Truncate(big, 3<<30); err != nil {
+		t.Fatal(err)
+	}
+	if v := r.fire(id, c, tg); v.Outcome != Wake || !strings.Contains(v.Observation, "modified file box/sparse.img") {
+		t.Fatalf("the sparse file grew: %+v", v)
+	}
+}
+
+// TestForget: a removed schedule's checkpoint stores go; a store made anew (its
+// checkpoints numbered from 1 again) is not mistaken for what the last run saw.
+func TestForget(t *testing.T) {
+	r := newRig(t, false)
+	id := r.schedule("s-forget")
+	ws := workspace(t)
+	write(t, filepath.Join(ws, "notes", "a"), "a\n")
+	c := Conditions{Changed: []string{"notes"}}
+	r.fire(id, c, Target{Workspace: ws})
+	if err := r.e.Forget(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, id)); !os.IsNotExist(err) {
+		t.Fatalf("the schedule's checkpoints are still there: %v", err)
+	}
+	v := r.fire(id, c, Target{Workspace: ws}) // its row is still there: the store is new
+	if v.Outcome != Wake || !strings.Contains(v.Reason, "no longer kept") {
+		t.Fatalf("after Forget: %+v", v)
+	}
+	if err := r.e.Forget("../etc"); err == nil {
+		t.Fatal("Forget took a path for a schedule id")
 	}
 }

@@ -52,8 +52,6 @@ func TestCommandVerdicts(t *testing.T) {
 func TestCommandIsBounded(t *testing.T) {
 	sh := sandboxShell(t)
 	st := newRig(t, false)
-	st.timeout = 2 * time.Second
-	st.restart()
 
 	ws := workspace(t)
 	write(t, filepath.Join(ws, "kept.txt"), "original\n")
@@ -61,16 +59,19 @@ func TestCommandIsBounded(t *testing.T) {
 	tests := []struct {
 		name    string
 		line    string
+		timeout time.Duration
 		outcome Outcome
 		reason  []string // one of these is in the reason
 	}{
-		{"hang", "sleep 600 # wake-hang-marker", CheckFailed, []string{"ran longer than 2s"}},
-		{"flood", "yes wake-flood", CheckFailed, []string{"bytes of output"}},
-		{"writes_workspace", "echo changed > kept.txt && rm -f kept.txt && touch new.txt", CheckFailed, []string{"Read-only file system"}},
-		{"fork_storm", "for i in $(seq 2000); do sleep 600 & done; wait # wake-fork-marker", CheckFailed, []string{"Cannot fork", "ran longer than 2s"}},
+		{"hang", "sleep 600 # wake-hang-marker", time.Second, CheckFailed, []string{"ran longer than 1s"}},
+		{"flood", "yes wake-flood", time.Minute, CheckFailed, []string{"bytes of output"}},
+		{"writes_workspace", "echo changed > kept.txt && rm -f kept.txt && touch new.txt", time.Minute, CheckFailed, []string{"Read-only file system"}},
+		{"fork_storm", "for i in $(seq 2000); do sleep 600 & done; wait # wake-fork-marker", 5 * time.Second, CheckFailed, []string{"Cannot fork", "ran longer than 5s"}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			st.timeout = tt.timeout
+			st.restart()
 			id := st.schedule("s-bound" + string(rune('a'+i)))
 			v := st.fire(id, Conditions{Commands: []string{tt.line}}, tg)
 			if v.Outcome != tt.outcome || v.Wake || !slices.ContainsFunc(tt.reason, func(s string) bool { return strings.Contains(v.Reason, s) }) {

@@ -51,20 +51,20 @@
 //
 // # How the scheduler calls it
 //
-// In daemon/schedule, the Starter (Manager.start, called by the firing loop's launch in
-// daemon/schedule/cron/fire.go) is where a firing becomes a run:
+// In daemon/schedule the Starter (Manager.start, called by launch in
+// daemon/schedule/cron/fire.go) is where a firing becomes a run; the check goes first:
 //
 //	v := engine.Check(ctx, row.ID, conds, target) // before any model call
 //	if !v.Wake {
-//		return "", NotStarted{Outcome: v.Outcome, Reason: v.Reason} // recorded as nothing_to_do or check_failed
+//		// no run: record the firing as v.Outcome (nothing_to_do or check_failed) with
+//		// v.Reason; post to chat only when v.Surface
 //	}
-//	runID, err := start the run, with v.Observation as its first observation
-//	if err == nil {
-//		engine.Started(ctx, v) // only now: what the run starts from
-//	}
+//	// start the run with v.Observation as its first observation; once it has started:
+//	engine.Started(ctx, v)
 //
-// launch runs Starters one after another on the firing loop, so with conditions the
-// Manager should check off the loop (or launch should start firings concurrently): a
-// command or a slow page holds a firing up to Options.Timeout per condition. See
-// docs/schedule-conditions.md for the rest of the wiring (records, chat, metrics).
+// The Starter today can only start a run or fail, so the firing loop needs a way to hear
+// "not started, and why" (an error type the loop records with its outcome). launch calls
+// Starters one after another on the firing loop: with conditions they should be checked
+// off it, since a command or a slow page holds a firing up to Options.Timeout per
+// condition. docs/schedule-conditions.md has the rest of the wiring.
 package wake
