@@ -42,14 +42,17 @@ const (
 	OnFailureWake = "wake"
 )
 
+// DefaultFailAfter is how many failed checks in a row are surfaced and then follow
+// OnFailure, unless the schedule says.
+const DefaultFailAfter = 3
+
 // Bounds on conditions.
 const (
-	DefaultFailAfter = 3
-	maxFailAfter     = 1000
-	maxConditions    = 8  // conditions of one schedule
-	maxPaths         = 32 // paths of a changed condition
-	maxURLBytes      = 2048
-	maxCommandBytes  = 2000 // execute_shell's own bound on a command line
+	maxFailAfter    = 1000
+	maxConditions   = 8  // conditions of one schedule
+	maxPaths        = 32 // paths of a changed condition
+	maxURLBytes     = 2048
+	maxCommandBytes = 2000 // execute_shell's own bound on a command line
 )
 
 // Flags are the conditions as agentctl's schedule add/edit flags and chat's

@@ -173,7 +173,7 @@ func failedLine(failed []result, n int) string {
 func errorLines(failed []result) string {
 	var b strings.Builder
 	for _, r := range failed {
-		fmt.Fprintf(&b, "%s: %s\n", r.cond, display.Escape(r.err.Error(), display.Line))
+		fmt.Fprintf(&b, "%s: %s\n", display.Escape(r.cond, display.Line), display.Escape(r.err.Error(), display.Line))
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
