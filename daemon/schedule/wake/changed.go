@@ -137,6 +137,10 @@ func (e *Engine) changedPath(ctx context.Context, scheduleID, p string, t Target
 	if before, err := cs.Get(ctx, checkpoint.ID(was.Checkpoint)); errors.Is(err, checkpoint.ErrNotFound) || err == nil && before.Time.UnixNano() != was.Taken {
 		return nil, lost, nil
 	}
+	memo := diffMemo{from: was, to: info.ID}
+	if d, ok := e.diffs.Load(scheduleID + "\x00" + p); ok && d.(diffMemo).from == memo.from && d.(diffMemo).to == memo.to {
+		return d.(diffMemo).d, "", nil
+	}
 	full, err := cs.Diff(ctx, checkpoint.ID(was.Checkpoint), info.ID)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		return nil, lost, nil
@@ -145,9 +149,20 @@ func (e *Engine) changedPath(ctx context.Context, scheduleID, p string, t Target
 		return nil, "", err
 	}
 	if d = narrow(full, w, p); len(d.Changes)+d.Omitted == 0 {
-		return nil, "", nil
+		d = nil
 	}
+	memo.d = d
+	e.diffs.Store(scheduleID+"\x00"+p, memo)
 	return d, "", nil
+}
+
+// diffMemo is the last diff of a schedule's watched path: the firings after a change the
+// run has not yet started from (or, for a file, after a change to its folder's others)
+// would diff the same two checkpoints again each time.
+type diffMemo struct {
+	from pathSeen
+	to   checkpoint.ID
+	d    *checkpoint.Diff // nil: no change to the path
 }
 
 // narrow keeps the changes of a diff of w's folder that are to the watched path, named as

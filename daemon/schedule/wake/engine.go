@@ -87,6 +87,7 @@ type Engine struct {
 	mu     sync.Mutex
 	stores map[string]*checkpoint.Store // open checkpoint stores by folder
 	closed bool
+	diffs  sync.Map // schedule id + "\x00" + path: diffMemo
 }
 
 // New returns an Engine; Close it to release the checkpoint stores it opened.
@@ -155,6 +156,12 @@ func (e *Engine) Forget(scheduleID string) error {
 		}
 	}
 	e.mu.Unlock()
+	e.diffs.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), scheduleID+"\x00") {
+			e.diffs.Delete(k)
+		}
+		return true
+	})
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("wake: removing the checkpoints of schedule %s: %w", scheduleID, err)
 	}
