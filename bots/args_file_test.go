@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestProposalArgsAttachedWhenCut: arguments longer than the message shows are said to
@@ -24,10 +24,10 @@ func TestProposalArgsAttachedWhenCut(t *testing.T) {
 	hostile := strings.Repeat("&<>`", 2500) // 10,000 bytes
 	long := longDiffProposal()
 	long.Args, _ = json.Marshal(map[string]string{"path": "list.txt", "contents": hostile})
-	short := &client.Proposal{ID: "p-1", AgentID: "a-1", Step: 1, Command: "read_file", Status: client.ProposalPending,
+	short := &api.Proposal{ID: "p-1", AgentID: "a-1", Step: 1, Command: "read_file", Status: api.ProposalPending,
 		Args: []byte(`{"path":"list.txt"}`)}
-	for _, p := range []*client.Proposal{short, long, long} { // the second long one is a resync
-		r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-1", Proposal: p})
+	for _, p := range []*api.Proposal{short, long, long} { // the second long one is a resync
+		r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
 	}
 	r.out.flush()
 
@@ -51,7 +51,7 @@ func TestProposalArgsAttachedWhenCut(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		p    *client.Proposal
+		p    *api.Proposal
 		note bool
 	}{
 		{"cut_arguments_say_attached", long, true},

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Attacks on the chat decision path, as a hostile workspace member, a replaying
@@ -45,52 +45,52 @@ func (b attackBindings) SetTeamSeq(context.Context, string, string, int) error {
 // attackSchedules serves schedules and records the ones fired.
 type attackSchedules struct {
 	mu    sync.Mutex
-	all   []client.Schedule
+	all   []api.Schedule
 	fired []string
 }
 
-func (s *attackSchedules) Schedules(context.Context) ([]client.Schedule, error) {
+func (s *attackSchedules) Schedules(context.Context) ([]api.Schedule, error) {
 	return slices.Clone(s.all), nil
 }
 
-func (s *attackSchedules) RunSchedule(_ context.Context, ref string) (*client.ScheduleRun, error) {
+func (s *attackSchedules) RunSchedule(_ context.Context, ref string) (*api.ScheduleRun, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, sc := range s.all {
 		if sc.ID == ref || sc.Name == ref {
 			s.fired = append(s.fired, sc.Name)
-			return &client.ScheduleRun{Outcome: "started"}, nil
+			return &api.ScheduleRun{Outcome: "started"}, nil
 		}
 	}
-	return nil, client.Errorf(client.ErrNotFound, "no schedule %q", ref)
+	return nil, api.Errorf(api.ErrNotFound, "no schedule %q", ref)
 }
 
 // attackTeams serves team runs and records the ones stopped.
 type attackTeams struct {
 	unusedTeams // the methods not needed here
-	runs        map[string]*client.TeamRun
+	runs        map[string]*api.TeamRun
 	stopped     []string
 }
 
-func (f *attackTeams) Team(_ context.Context, ref string) (*client.TeamRun, error) {
+func (f *attackTeams) Team(_ context.Context, ref string) (*api.TeamRun, error) {
 	if r, ok := f.runs[ref]; ok {
 		return r, nil
 	}
-	return nil, client.Errorf(client.ErrNotFound, "no team run %q", ref)
+	return nil, api.Errorf(api.ErrNotFound, "no team run %q", ref)
 }
 
-func (f *attackTeams) Teams(context.Context) ([]client.TeamRun, error) {
-	var out []client.TeamRun
+func (f *attackTeams) Teams(context.Context) ([]api.TeamRun, error) {
+	var out []api.TeamRun
 	for _, r := range f.runs {
 		out = append(out, *r)
 	}
 	return out, nil
 }
 
-func (f *attackTeams) StopTeamBy(_ context.Context, ref, by string) (*client.TeamRun, error) {
+func (f *attackTeams) StopTeamBy(_ context.Context, ref, by string) (*api.TeamRun, error) {
 	r, ok := f.runs[ref]
 	if !ok {
-		return nil, client.Errorf(client.ErrNotFound, "no team run %q", ref)
+		return nil, api.Errorf(api.ErrNotFound, "no team run %q", ref)
 	}
 	f.stopped = append(f.stopped, ref)
 	return r, nil
@@ -98,11 +98,11 @@ func (f *attackTeams) StopTeamBy(_ context.Context, ref, by string) (*client.Tea
 
 func newAttackWorld(t testing.TB) *attackWorld {
 	t.Helper()
-	svc := &daemonFake{props: map[string][]client.Proposal{}, agents: []client.Agent{
-		{ID: "a-1", Name: "writer", State: client.StateThinking, Task: "write the notes"},
-		{ID: "a-2", Name: "deployer", State: client.StateThinking, Task: "deploy the secret service"},
-		{ID: "a-3", Name: "reviewer", State: client.StateThinking, Task: "review the layoffs memo"},
-		{ID: "a-9", Name: "loner", State: client.StateThinking, Task: "private work"},
+	svc := &daemonFake{props: map[string][]api.Proposal{}, agents: []api.Agent{
+		{ID: "a-1", Name: "writer", State: api.StateThinking, Task: "write the notes"},
+		{ID: "a-2", Name: "deployer", State: api.StateThinking, Task: "deploy the secret service"},
+		{ID: "a-3", Name: "reviewer", State: api.StateThinking, Task: "review the layoffs memo"},
+		{ID: "a-9", Name: "loner", State: api.StateThinking, Task: "private work"},
 	}}
 	binds := attackBindings{memBindings: &memBindings{msgs: map[string]*ChatMessage{}, bs: []*Binding{
 		{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"},
@@ -122,15 +122,15 @@ func newAttackWorld(t testing.TB) *attackWorld {
 	}})
 	w.r.Add(w.ad, Rules{Channels: map[string]Access{"C1": {}, "C2": {}}, Approvers: Access{Users: []string{"U1"}},
 		Agents: map[string]Access{"writer": {Users: []string{"U1", "U3"}}}})
-	w.sched = &attackSchedules{all: []client.Schedule{
+	w.sched = &attackSchedules{all: []api.Schedule{
 		{ID: "s-1", Name: "digest", Spec: "0 9 * * *", Delivery: "slack:C1", Goal: "summarize the notes"},
 		{ID: "s-2", Name: "payroll", Spec: "0 1 * * *", Delivery: "slack:C2", Goal: "pay the salaries from the secret account"},
 		{ID: "s-3", Name: "local", Spec: "@daily", Delivery: "agentctl", Goal: "tidy the private disk"},
 	}}
 	w.r.SetSchedules(w.sched)
-	w.teams = &attackTeams{runs: map[string]*client.TeamRun{
-		"t-c1": {ID: "t-c1", Workflow: "review", Status: client.TeamRunning},
-		"t-c2": {ID: "t-c2", Workflow: "merger-talks", Status: client.TeamRunning},
+	w.teams = &attackTeams{runs: map[string]*api.TeamRun{
+		"t-c1": {ID: "t-c1", Workflow: "review", Status: api.TeamRunning},
+		"t-c2": {ID: "t-c2", Workflow: "merger-talks", Status: api.TeamRunning},
 	}}
 	w.r.SetTeams(w.teams)
 	w.r.loadBindings(context.Background())
@@ -275,9 +275,9 @@ func TestAttackReplayedReplies(t *testing.T) {
 		{"feedback_for_an_earlier_proposal_delivered_late_to_an_idle_agent", func(w *attackWorld) (string, []string) {
 			w.show(proposal("p-1", "a-1", 1, "delete_file"))
 			late := w.ad.stamp() // "keep the backups" written for p-1
-			w.svc.Decide(context.Background(), "a-1", client.DecideRequest{ProposalID: "p-1", Kind: client.DecisionApprove})
+			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionApprove})
 			w.show(proposal("p-2", "a-1", 2, "delete_file"))
-			w.svc.Decide(context.Background(), "a-1", client.DecideRequest{ProposalID: "p-2", Kind: client.DecisionDeny})
+			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-2", Kind: api.DecisionDeny})
 			w.svc.mu.Lock()
 			w.svc.decided = nil
 			w.svc.mu.Unlock()
@@ -287,7 +287,7 @@ func TestAttackReplayedReplies(t *testing.T) {
 		}, "written before agent writer's proposal at step 2", 1},
 		{"new_task_after_the_last_proposal", func(w *attackWorld) (string, []string) {
 			w.show(proposal("p-1", "a-1", 1, "delete_file"))
-			w.svc.Decide(context.Background(), "a-1", client.DecideRequest{ProposalID: "p-1", Kind: client.DecisionDeny})
+			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionDeny})
 			w.svc.mu.Lock()
 			w.svc.decided = nil
 			w.svc.mu.Unlock()
@@ -317,7 +317,7 @@ func (w *attackWorld) press(user, channel, thread, action string, ref Ref, id st
 func (w *attackWorld) idle(agent string) {
 	w.svc.mu.Lock()
 	defer w.svc.mu.Unlock()
-	w.svc.find(agent).State = client.StateIdle
+	w.svc.find(agent).State = api.StateIdle
 }
 
 // Clicks and dialogs decide only for their thread's agents, only the proposal their
@@ -341,7 +341,7 @@ func TestAttackClicks(t *testing.T) {
 		}, "a-1 p-1 approve 1 " + hash(1), "", ""},
 		{"button_on_p1_message_naming_p2", func(w *attackWorld) {
 			m1 := w.message("p-1")
-			w.svc.Decide(context.Background(), "a-1", client.DecideRequest{ProposalID: "p-1", Kind: client.DecisionApprove, Count: 1})
+			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1})
 			w.show(proposal("p-2", "a-1", 2, "delete_file"))
 			w.svc.mu.Lock()
 			w.svc.decided = nil
@@ -520,7 +520,7 @@ func TestAttackOneBrokenGroupAmongMany(t *testing.T) {
 // A team run's end text names who stopped it; only a plain user id there becomes a
 // mention, never markup that pings a channel.
 func TestAttackTeamEndCannotPing(t *testing.T) {
-	end := client.TeamTurn{Kind: client.TurnEnd, Mode: client.TeamStopped}
+	end := api.TeamTurn{Kind: api.TurnEnd, Mode: api.TeamStopped}
 	for _, text := range []string{
 		"stopped by slack:U1><!channel>",
 		"stopped by slack:<!here>",

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // A decision from chat names the proposal it answers. A button carries it (Ref, with the
@@ -94,7 +94,7 @@ func (r *Relay) firstTime(ctx context.Context, ep *endpoint, w Where, u User, wh
 }
 
 // waitingMessage returns what a waits on and the kind of its chat message.
-func waitingMessage(a *client.Agent) (id, kind string) {
+func waitingMessage(a *api.Agent) (id, kind string) {
 	if a.Question != nil {
 		return a.Question.ProposalID, "question"
 	}
@@ -108,7 +108,7 @@ func waitingMessage(a *client.Agent) (id, kind string) {
 // the message it replies to is that proposal's (or question's), or, when it replies to
 // none of those, that message was shown before the reply was written. It returns "" when
 // so, else the note telling the person what waits instead.
-func (r *Relay) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent) string {
+func (r *Relay) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) string {
 	id, kind := waitingMessage(a)
 	platform := ep.a.Platform()
 	if in.ReplyTo != "" {
@@ -152,7 +152,7 @@ func (r *Relay) bindReply(ctx context.Context, ep *endpoint, in Incoming, a *cli
 
 // shownBefore reports whether what a waits on was shown on in's platform before in was
 // written, as far as is known now (no post in flight is waited for).
-func (r *Relay) shownBefore(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent) bool {
+func (r *Relay) shownBefore(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) bool {
 	id, kind := waitingMessage(a)
 	msg, _, _ := r.state.whenShown(id, ep.a.Platform())
 	if msg == "" {
@@ -202,7 +202,7 @@ const maxStaleLookback = 8
 
 // stepShownBefore is the step of a's latest proposal shown in chat before in was
 // written; 0 when none is found.
-func (r *Relay) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent) int {
+func (r *Relay) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) int {
 	ps, err := r.opt.Service.Proposals(ctx, a.ID)
 	if err != nil {
 		return 0
@@ -227,7 +227,7 @@ func (r *Relay) stepShownBefore(ctx context.Context, ep *endpoint, in Incoming, 
 // lastShownAfter is the step of a's last proposal when it was shown on in's platform
 // after in was written (or in's id does not order): a message written while that
 // proposal waited, delivered late, is not a new task. 0 when in is newer.
-func (r *Relay) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent) int {
+func (r *Relay) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent) int {
 	ps, err := r.opt.Service.Proposals(ctx, a.ID)
 	if err != nil || len(ps) == 0 || in.ID == "" {
 		return 0
@@ -245,7 +245,7 @@ func (r *Relay) lastShownAfter(ctx context.Context, ep *endpoint, in Incoming, a
 }
 
 // stepOf is the step of a's proposal id; 0 when it is not a's.
-func (r *Relay) stepOf(ctx context.Context, a *client.Agent, id string) int {
+func (r *Relay) stepOf(ctx context.Context, a *api.Agent, id string) int {
 	if p := r.proposal(ctx, a.ID, id); p != nil {
 		return p.Step
 	}
@@ -254,7 +254,7 @@ func (r *Relay) stepOf(ctx context.Context, a *client.Agent, id string) int {
 
 // staleNote tells the person that a reply was for an earlier proposal (step, when known)
 // and what a waits on now.
-func (r *Relay) staleNote(ctx context.Context, a *client.Agent, step int) string {
+func (r *Relay) staleNote(ctx context.Context, a *api.Agent, step int) string {
 	earlier := "an earlier proposal"
 	if step > 0 {
 		earlier = fmt.Sprintf("an earlier proposal (step %d)", step)
@@ -364,7 +364,7 @@ func (r *Relay) threadsProposal(ctx context.Context, agents []string, id string)
 	return false
 }
 
-func agentIDs(as []*client.Agent) []string {
+func agentIDs(as []*api.Agent) []string {
 	ids := make([]string, len(as))
 	for i, a := range as {
 		ids[i] = a.ID
@@ -432,7 +432,7 @@ func (r *Relay) teamAgents(ctx context.Context, platform string, w Where) (ids [
 
 // hashMismatch reports whether ref names a's pending proposal with a hash that is not
 // the proposal's: the button was made for a different command than the one waiting.
-func hashMismatch(a *client.Agent, ref Ref) bool {
+func hashMismatch(a *api.Agent, ref Ref) bool {
 	p := a.Pending
 	return p != nil && p.ID == ref.ProposalID && ref.Hash != "" && !strings.HasPrefix(p.Hash, ref.Hash)
 }
@@ -440,8 +440,8 @@ func hashMismatch(a *client.Agent, ref Ref) bool {
 // tooLong is the note for a text (what: "feedback", "the task", "the answer") over the
 // daemon's cap; "" when it fits.
 func tooLong(what, text string) string {
-	if len(text) <= client.MaxTextBytes {
+	if len(text) <= api.MaxTextBytes {
 		return ""
 	}
-	return fmt.Sprintf("%s is %d bytes; the limit is %d — shorten it (nothing was sent).", what, len(text), client.MaxTextBytes)
+	return fmt.Sprintf("%s is %d bytes; the limit is %d — shorten it (nothing was sent).", what, len(text), api.MaxTextBytes)
 }

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // daemonFake decides the way the daemon does: only the proposal waiting now, and only
@@ -16,15 +16,15 @@ import (
 type daemonFake struct {
 	Service
 	mu      sync.Mutex
-	agents  []client.Agent
-	props   map[string][]client.Proposal // agent → its proposals, oldest first
-	decided []string                     // "agent proposal kind count hash"
+	agents  []api.Agent
+	props   map[string][]api.Proposal // agent → its proposals, oldest first
+	decided []string                  // "agent proposal kind count hash"
 	tasks   []string
 	answers []string
 	stopped []string
 }
 
-func (s *daemonFake) find(ref string) *client.Agent {
+func (s *daemonFake) find(ref string) *api.Agent {
 	for i := range s.agents {
 		if s.agents[i].ID == ref || s.agents[i].Name == ref {
 			return &s.agents[i]
@@ -33,79 +33,79 @@ func (s *daemonFake) find(ref string) *client.Agent {
 	return nil
 }
 
-func (s *daemonFake) Agents(context.Context) ([]client.Agent, error) {
+func (s *daemonFake) Agents(context.Context) ([]api.Agent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.agents), nil
 }
 
-func (s *daemonFake) Agent(_ context.Context, ref string) (*client.Agent, error) {
+func (s *daemonFake) Agent(_ context.Context, ref string) (*api.Agent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a := s.find(ref); a != nil {
 		c := *a
 		return &c, nil
 	}
-	return nil, client.Errorf(client.ErrNotFound, "no agent %q", ref)
+	return nil, api.Errorf(api.ErrNotFound, "no agent %q", ref)
 }
 
-func (s *daemonFake) Proposals(_ context.Context, ref string) ([]client.Proposal, error) {
+func (s *daemonFake) Proposals(_ context.Context, ref string) ([]api.Proposal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.props[ref]), nil
 }
 
-func (s *daemonFake) Decide(_ context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+func (s *daemonFake) Decide(_ context.Context, ref string, req api.DecideRequest) (*api.Decision, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.find(ref)
 	switch {
 	case a == nil:
-		return nil, client.Errorf(client.ErrNotFound, "no agent %q", ref)
+		return nil, api.Errorf(api.ErrNotFound, "no agent %q", ref)
 	case a.Pending == nil || a.Pending.ID != req.ProposalID:
-		return nil, client.Errorf(client.ErrConflict, "proposal %s is not waiting for a decision", req.ProposalID)
+		return nil, api.Errorf(api.ErrConflict, "proposal %s is not waiting for a decision", req.ProposalID)
 	case req.Hash != "" && (len(req.Hash) < HashLen || !strings.HasPrefix(a.Pending.Hash, req.Hash)):
-		return nil, client.Errorf(client.ErrConflict, "proposal %s is not the one shown", req.ProposalID)
+		return nil, api.Errorf(api.ErrConflict, "proposal %s is not the one shown", req.ProposalID)
 	}
 	s.decided = append(s.decided, fmt.Sprintf("%s %s %s %d %s", a.ID, req.ProposalID, req.Kind, req.Count, req.Hash))
-	a.Pending, a.State = nil, client.StateExecuting
-	return &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count}, nil
+	a.Pending, a.State = nil, api.StateExecuting
+	return &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count}, nil
 }
 
-func (s *daemonFake) Answer(_ context.Context, ref string, req client.AnswerRequest) error {
+func (s *daemonFake) Answer(_ context.Context, ref string, req api.AnswerRequest) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answers = append(s.answers, ref+" "+req.ProposalID+" "+req.Text)
 	return nil
 }
 
-func (s *daemonFake) Task(_ context.Context, ref, task string) (*client.Agent, error) {
+func (s *daemonFake) Task(_ context.Context, ref, task string) (*api.Agent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.tasks = append(s.tasks, ref+" "+task)
 	a := s.find(ref)
-	a.State, a.RunID = client.StateThinking, fmt.Sprint("r-", len(s.tasks))
+	a.State, a.RunID = api.StateThinking, fmt.Sprint("r-", len(s.tasks))
 	c := *a
 	return &c, nil
 }
 
-func (s *daemonFake) Stop(_ context.Context, ref string) (*client.Agent, error) {
+func (s *daemonFake) Stop(_ context.Context, ref string) (*api.Agent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopped = append(s.stopped, ref)
 	a := s.find(ref)
-	a.State = client.StateIdle
+	a.State = api.StateIdle
 	c := *a
 	return &c, nil
 }
 
 // wait makes p the proposal agent waits on.
-func (s *daemonFake) wait(agent string, p *client.Proposal) {
+func (s *daemonFake) wait(agent string, p *api.Proposal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.props[agent] = append(s.props[agent], *p)
 	a := s.find(agent)
-	a.Pending, a.State = p, client.StateAwaitingDecision
+	a.Pending, a.State = p, api.StateAwaitingDecision
 }
 
 func (s *daemonFake) record() (decided, tasks []string) {
@@ -114,8 +114,8 @@ func (s *daemonFake) record() (decided, tasks []string) {
 	return slices.Clone(s.decided), slices.Clone(s.tasks)
 }
 
-func proposal(id, agent string, step int, command string) *client.Proposal {
-	return &client.Proposal{ID: id, AgentID: agent, Step: step, Command: command, Status: client.ProposalPending,
+func proposal(id, agent string, step int, command string) *api.Proposal {
+	return &api.Proposal{ID: id, AgentID: agent, Step: step, Command: command, Status: api.ProposalPending,
 		Args: []byte(`{}`), Hash: strings.Repeat(fmt.Sprintf("%x", step%16), 64)}
 }
 
@@ -132,10 +132,10 @@ type bindingWorld struct {
 
 func newBindingWorld(t testing.TB) *bindingWorld {
 	t.Helper()
-	w := &bindingWorld{ad: &fakeAdapter{}, svc: &daemonFake{props: map[string][]client.Proposal{}, agents: []client.Agent{
-		{ID: "a-1", Name: "writer", State: client.StateThinking, Task: "write the notes"},
-		{ID: "a-2", Name: "deployer", State: client.StateThinking, Task: "deploy the secret service"},
-		{ID: "a-9", Name: "loner", State: client.StateThinking, Task: "private work"},
+	w := &bindingWorld{ad: &fakeAdapter{}, svc: &daemonFake{props: map[string][]api.Proposal{}, agents: []api.Agent{
+		{ID: "a-1", Name: "writer", State: api.StateThinking, Task: "write the notes"},
+		{ID: "a-2", Name: "deployer", State: api.StateThinking, Task: "deploy the secret service"},
+		{ID: "a-9", Name: "loner", State: api.StateThinking, Task: "private work"},
 	}}}
 	w.binds = &memBindings{msgs: map[string]*ChatMessage{}, bs: []*Binding{
 		{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"},
@@ -153,9 +153,9 @@ func newBindingWorld(t testing.TB) *bindingWorld {
 }
 
 // show makes p wait and posts it in its agent's thread, as the relay does on its event.
-func (w *bindingWorld) show(p *client.Proposal) {
+func (w *bindingWorld) show(p *api.Proposal) {
 	w.svc.wait(p.AgentID, p)
-	w.r.handle(context.Background(), client.Event{Type: client.EventProposal, AgentID: p.AgentID, Proposal: p})
+	w.r.handle(context.Background(), api.Event{Type: api.EventProposal, AgentID: p.AgentID, Proposal: p})
 	w.r.out.flush()
 }
 
@@ -196,7 +196,7 @@ func TestTypedRepliesAreBoundToTheProposalShown(t *testing.T) {
 		{"late_y_for_p1_while_p2_waits", func(w *bindingWorld) string {
 			w.show(proposal("p-1", "a-1", 1, "read_file"))
 			late := w.ad.stamp() // written for p-1, delivered after p-1 was decided and p-2 shown
-			w.svc.Decide(context.Background(), "a-1", client.DecideRequest{ProposalID: "p-1", Kind: client.DecisionApprove, Count: 1})
+			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1})
 			w.show(proposal("p-2", "a-1", 2, "write_file"))
 			w.svc.mu.Lock()
 			w.svc.decided = nil
@@ -217,7 +217,7 @@ func TestTypedRepliesAreBoundToTheProposalShown(t *testing.T) {
 		{"reply_to_p1_message_while_p2_waits", func(w *bindingWorld) string {
 			w.show(proposal("p-1", "a-1", 1, "read_file"))
 			p1 := w.message("p-1")
-			w.svc.Decide(context.Background(), "a-1", client.DecideRequest{ProposalID: "p-1", Kind: client.DecisionApprove, Count: 1})
+			w.svc.Decide(context.Background(), "a-1", api.DecideRequest{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1})
 			w.show(proposal("p-2", "a-1", 2, "write_file"))
 			w.svc.mu.Lock()
 			w.svc.decided = nil
@@ -237,9 +237,9 @@ func TestTypedRepliesAreBoundToTheProposalShown(t *testing.T) {
 		}, "came without an id"},
 		{"feedback_over_the_cap", func(w *bindingWorld) string {
 			w.show(proposal("p-2", "a-1", 2, "write_file"))
-			w.say(w.ad.stamp(), "", strings.Repeat("é", client.MaxTextBytes/2+1))
+			w.say(w.ad.stamp(), "", strings.Repeat("é", api.MaxTextBytes/2+1))
 			return ""
-		}, fmt.Sprintf("Feedback is %d bytes; the limit is 8000 — shorten it", client.MaxTextBytes+2)},
+		}, fmt.Sprintf("Feedback is %d bytes; the limit is 8000 — shorten it", api.MaxTextBytes+2)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newBindingWorld(t)
@@ -261,10 +261,10 @@ func TestAnswersAreBoundToTheQuestionShown(t *testing.T) {
 	early := w.ad.stamp()
 	w.svc.mu.Lock()
 	a := w.svc.find("a-1")
-	a.Question, a.State = &client.Question{ProposalID: "p-q", Text: "Which folder?"}, client.StateAwaitingDecision
+	a.Question, a.State = &api.Question{ProposalID: "p-q", Text: "Which folder?"}, api.StateAwaitingDecision
 	q := *a.Question
 	w.svc.mu.Unlock()
-	w.r.handle(context.Background(), client.Event{Type: client.EventQuestion, AgentID: "a-1", Question: &q})
+	w.r.handle(context.Background(), api.Event{Type: api.EventQuestion, AgentID: "a-1", Question: &q})
 	w.r.out.flush()
 	w.say(early, "", "docs")
 	if len(w.svc.answers) != 0 || !strings.Contains(w.lastNote(), "now waits on its question: Which folder?") {
@@ -305,7 +305,7 @@ func TestRedeliveredReplyIsAppliedOnce(t *testing.T) {
 func TestFollowUpTasksAreTakenOnce(t *testing.T) {
 	w := newBindingWorld(t)
 	w.svc.mu.Lock()
-	w.svc.find("a-1").State = client.StateIdle
+	w.svc.find("a-1").State = api.StateIdle
 	w.svc.mu.Unlock()
 	w.say(w.ad.stamp(), "", "y")
 	if _, tasks := w.svc.record(); len(tasks) != 0 || !strings.Contains(w.lastNote(), "nothing waits for a decision") {
@@ -314,7 +314,7 @@ func TestFollowUpTasksAreTakenOnce(t *testing.T) {
 	id := w.ad.stamp()
 	w.say(id, "", "now tidy the docs")
 	w.svc.mu.Lock()
-	w.svc.find("a-1").State = client.StateIdle // its run ended before the redelivery
+	w.svc.find("a-1").State = api.StateIdle // its run ended before the redelivery
 	w.svc.mu.Unlock()
 	w.say(id, "", "now tidy the docs")
 	if _, tasks := w.svc.record(); fmt.Sprint(tasks) != "[a-1 now tidy the docs]" {
@@ -399,7 +399,7 @@ func TestFeedbackDialogs(t *testing.T) {
 	feedback := func(ref Ref, text string) {
 		w.r.OnFeedback(context.Background(), "slack", Where{Channel: "C1", Thread: "T1"}, User{ID: "U1"}, ref, text)
 	}
-	feedback(Ref{AgentID: "a-1", ProposalID: "p-1"}, strings.Repeat("x", client.MaxTextBytes+1))
+	feedback(Ref{AgentID: "a-1", ProposalID: "p-1"}, strings.Repeat("x", api.MaxTextBytes+1))
 	if d, _ := w.svc.record(); len(d) != 0 || !strings.Contains(w.lastNote(), "Feedback is 8001 bytes; the limit is 8000") {
 		t.Fatalf("long feedback: decided %q, note %q", d, w.lastNote())
 	}
@@ -541,23 +541,23 @@ func TestNonApproverRunRefused(t *testing.T) {
 // the thread as it was when the reply was written, not to one shown after it.
 func TestReplyGoesToTheHelperShownBeforeIt(t *testing.T) {
 	ctx := context.Background()
-	prop := func(id, agent string) *client.Proposal {
-		return &client.Proposal{ID: id, AgentID: agent, Step: 1, Command: "write_file", Status: client.ProposalPending, Args: []byte(`{}`)}
+	prop := func(id, agent string) *api.Proposal {
+		return &api.Proposal{ID: id, AgentID: agent, Step: 1, Command: "write_file", Status: api.ProposalPending, Args: []byte(`{}`)}
 	}
-	svc := &helperService{agents: []client.Agent{
-		{ID: "a-1", Name: "boss", State: client.StateExecuting},
-		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: prop("p-2", "a-2")},
-		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
+	svc := &helperService{agents: []api.Agent{
+		{ID: "a-1", Name: "boss", State: api.StateExecuting},
+		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-2", "a-2")},
+		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
 	}}
 	binds := &memBindings{msgs: map[string]*ChatMessage{}, bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
 	r := New(Options{Service: svc, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
 	r.loadBindings(ctx)
-	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
+	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
 	r.out.flush()
 	written := ad.stamp() // after fetcher's proposal, before writer's
-	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
+	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
 	r.out.flush()
 	r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: "y", ID: written})
 	if fmt.Sprint(svc.decided) != "[a-2 p-2 approve]" {

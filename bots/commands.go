@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Slash commands (/agent …) answer approvers only, and show and act on the agents of the
@@ -77,7 +77,7 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 		if err != nil {
 			return err.Error()
 		}
-		call := map[string]func(context.Context, string) (*client.Agent, error){
+		call := map[string]func(context.Context, string) (*api.Agent, error){
 			"stop": r.opt.Service.Stop, "pause": r.opt.Service.Pause, "resume": r.opt.Service.Resume}[verb]
 		if a, err = call(ctx, a.ID); err != nil {
 			return err.Error()
@@ -108,7 +108,7 @@ func (r *Relay) mayCommand(ctx context.Context, ep *endpoint, w Where, u User) b
 // channelAgents lists the agents a slash command in w sees: those bound to a thread of
 // w's channel on platform, their helpers, and the role agents of team runs bound there.
 // Every other agent is not there for it.
-func (r *Relay) channelAgents(ctx context.Context, platform string, w Where) ([]client.Agent, error) {
+func (r *Relay) channelAgents(ctx context.Context, platform string, w Where) ([]api.Agent, error) {
 	all, err := r.opt.Service.Agents(ctx)
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (r *Relay) channelAgents(ctx context.Context, platform string, w Where) ([]
 	for _, a := range all {
 		parent[a.ID] = a.ParentID
 	}
-	var out []client.Agent
+	var out []api.Agent
 	for _, a := range all {
 		for id, hops := a.ID, 0; id != "" && hops <= maxHelperHops; id, hops = parent[id], hops+1 {
 			if here[id] {
@@ -150,17 +150,17 @@ func (r *Relay) channelAgents(ctx context.Context, platform string, w Where) ([]
 
 // visibleAgents are the channelAgents u may decide for: who may not decide for an agent
 // (its own approvers replace the channel's) does not see its task either.
-func (r *Relay) visibleAgents(ctx context.Context, ep *endpoint, w Where, u User) ([]client.Agent, error) {
+func (r *Relay) visibleAgents(ctx context.Context, ep *endpoint, w Where, u User) ([]api.Agent, error) {
 	agents, err := r.channelAgents(ctx, ep.a.Platform(), w)
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(agents, func(a client.Agent) bool { return !r.allowed(ctx, ep, w, a.Name, u) }), nil
+	return slices.DeleteFunc(agents, func(a api.Agent) bool { return !r.allowed(ctx, ep, w, a.Name, u) }), nil
 }
 
 // channelAgent finds the agent ref (a name or id) among visibleAgents; any other is
 // answered as if it did not exist.
-func (r *Relay) channelAgent(ctx context.Context, ep *endpoint, w Where, u User, ref string) (*client.Agent, error) {
+func (r *Relay) channelAgent(ctx context.Context, ep *endpoint, w Where, u User, ref string) (*api.Agent, error) {
 	agents, err := r.visibleAgents(ctx, ep, w, u)
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (r *Relay) channelTeamRuns(ctx context.Context, platform, channel string) m
 	return out
 }
 
-func listText(agents []client.Agent) string {
+func listText(agents []api.Agent) string {
 	if len(agents) == 0 {
 		return "No agents."
 	}
@@ -204,7 +204,7 @@ func listText(agents []client.Agent) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func statusText(agents []client.Agent) string {
+func statusText(agents []api.Agent) string {
 	by := map[string]int{}
 	for _, a := range agents {
 		by[string(a.State)]++
@@ -223,14 +223,14 @@ func statusText(agents []client.Agent) string {
 
 // taskText is what a works on: its task, or for an agent created with goals and no
 // task, its goals rather than the stand-in task the daemon gives its run.
-func taskText(a *client.Agent) string {
-	if a.Task == client.GoalsTask && len(a.Goals) > 0 {
+func taskText(a *api.Agent) string {
+	if a.Task == api.GoalsTask && len(a.Goals) > 0 {
 		return "its goals: " + strings.Join(a.Goals, "; ")
 	}
 	return a.Task
 }
 
-func agentText(a *client.Agent) string {
+func agentText(a *api.Agent) string {
 	s := fmt.Sprintf("%s: %s", a.Name, a.State)
 	if a.StateReason != "" {
 		s += " (" + a.StateReason + ")"

@@ -4,22 +4,22 @@ import (
 	"context"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // nameService records the requests a relay sends, whole.
 type nameService struct {
 	helperService
-	decides []client.DecideRequest
-	answers []client.AnswerRequest
+	decides []api.DecideRequest
+	answers []api.AnswerRequest
 }
 
-func (s *nameService) Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+func (s *nameService) Decide(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error) {
 	s.decides = append(s.decides, req)
 	return s.helperService.Decide(ctx, ref, req)
 }
 
-func (s *nameService) Answer(_ context.Context, ref string, req client.AnswerRequest) error {
+func (s *nameService) Answer(_ context.Context, ref string, req api.AnswerRequest) error {
 	s.answers = append(s.answers, req)
 	return nil
 }
@@ -28,20 +28,20 @@ func (s *nameService) Answer(_ context.Context, ref string, req client.AnswerReq
 // chat user's id (By, for approver checks and mentions) and display name (ByName, for
 // agentctl follow, history and the audit log, where an id means nothing).
 func TestChatDecidersCarryTheirDisplayName(t *testing.T) {
-	pending := &client.Proposal{ID: "p-1", AgentID: "a-1", Step: 4, Command: "write_file", Status: client.ProposalPending, Args: []byte(`{}`)}
-	question := &client.Question{ProposalID: "p-2", Text: "Which colour?"}
+	pending := &api.Proposal{ID: "p-1", AgentID: "a-1", Step: 4, Command: "write_file", Status: api.ProposalPending, Args: []byte(`{}`)}
+	question := &api.Question{ProposalID: "p-2", Text: "Which colour?"}
 	tests := []struct {
 		name  string
-		agent client.Agent
+		agent api.Agent
 		text  string
 	}{
-		{"decision", client.Agent{ID: "a-1", Name: "boss", State: client.StateAwaitingDecision, Pending: pending}, "y"},
-		{"answer", client.Agent{ID: "a-1", Name: "boss", State: client.StateAwaitingDecision, Question: question}, "blue"},
+		{"decision", api.Agent{ID: "a-1", Name: "boss", State: api.StateAwaitingDecision, Pending: pending}, "y"},
+		{"answer", api.Agent{ID: "a-1", Name: "boss", State: api.StateAwaitingDecision, Question: question}, "blue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			svc := &nameService{helperService: helperService{agents: []client.Agent{tt.agent}}}
+			svc := &nameService{helperService: helperService{agents: []api.Agent{tt.agent}}}
 			binds := &memBindings{msgs: map[string]*ChatMessage{},
 				bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
 			r := New(Options{Service: svc, Bindings: binds})
@@ -49,9 +49,9 @@ func TestChatDecidersCarryTheirDisplayName(t *testing.T) {
 			r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
 			r.loadBindings(ctx)
 			if a := tt.agent; a.Pending != nil {
-				r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: a.ID, Proposal: a.Pending})
+				r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
 			} else {
-				r.handle(ctx, client.Event{Type: client.EventQuestion, AgentID: a.ID, Question: a.Question})
+				r.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
 			}
 			r.out.flush()
 			r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1", Name: "Ana Lima"}, Text: tt.text, ID: ad.stamp()})

@@ -6,21 +6,21 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // endRun decides a-1's waiting proposal and ends its run r-0 as the daemon does: the agent
 // goes idle (or failed) and the relay posts the run's end.
-func (w *bindingWorld) endRun(how client.AgentState) {
+func (w *bindingWorld) endRun(how api.AgentState) {
 	w.svc.mu.Lock()
 	a := w.svc.find("a-1")
 	a.Pending, a.State, a.RunID, a.StateReason = nil, how, "r-0", "done"
 	c := *a
 	w.svc.mu.Unlock()
-	if how == client.StateFailed {
-		w.r.handle(context.Background(), client.Event{Type: client.EventState, AgentID: "a-1", Agent: &c})
+	if how == api.StateFailed {
+		w.r.handle(context.Background(), api.Event{Type: api.EventState, AgentID: "a-1", Agent: &c})
 	} else {
-		w.r.handle(context.Background(), client.Event{Type: client.EventFinish, AgentID: "a-1", Agent: &c, Message: "done"})
+		w.r.handle(context.Background(), api.Event{Type: api.EventFinish, AgentID: "a-1", Agent: &c, Message: "done"})
 	}
 }
 
@@ -31,12 +31,12 @@ func (w *bindingWorld) endRun(how client.AgentState) {
 func TestLateTextStartsNoTask(t *testing.T) {
 	for _, c := range []struct {
 		name    string
-		how     client.AgentState
+		how     api.AgentState
 		restart bool
 	}{
-		{"finished", client.StateIdle, false},
-		{"failed", client.StateFailed, false},
-		{"finished_then_restart", client.StateIdle, true},
+		{"finished", api.StateIdle, false},
+		{"failed", api.StateFailed, false},
+		{"finished_then_restart", api.StateIdle, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := newBindingWorld(t)
@@ -90,7 +90,7 @@ func TestLateTextWaitsForTheEndInFlight(t *testing.T) {
 				wg.Add(1)
 				go func() { defer wg.Done(); w.say(id, "", "also look at the docs folder") }()
 			}
-			w.endRun(client.StateIdle)
+			w.endRun(api.StateIdle)
 			w.r.out.flush()
 			wg.Wait()
 			if _, tasks := w.svc.record(); len(tasks) != c.wantTasks {

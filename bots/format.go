@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Limits of what a message shows inline; chat platforms cap message sizes well above.
@@ -20,8 +20,8 @@ const (
 // ProposalView is what a proposal message shows: the proposal, and once known, its
 // decision or why it can no longer be decided.
 type ProposalView struct {
-	Proposal *client.Proposal
-	Decision *client.Decision
+	Proposal *api.Proposal
+	Decision *api.Decision
 	// Closed says why the buttons are gone without a decision ("expired…", "superseded").
 	Closed string
 	// ApproveN is N on the Approve ×N button (0 or 1 leaves that button out).
@@ -75,10 +75,10 @@ func FormatProposal(v ProposalView, platform string) Message {
 	return m
 }
 
-// PreviewParts shows what the proposal would do (client.Preview.Render, the rendering
-// agentctl shows too): its lines, then the first client.PreviewDiffLines lines of a diff
+// PreviewParts shows what the proposal would do (api.Preview.Render, the rendering
+// agentctl shows too): its lines, then the first api.PreviewDiffLines lines of a diff
 // as code; when more is left out, a note that the full diff is attached (PreviewFile).
-func PreviewParts(p *client.Proposal) []Part {
+func PreviewParts(p *api.Proposal) []Part {
 	lines, diff := p.Preview.Render()
 	if len(lines) == 0 && diff == "" {
 		return nil
@@ -87,10 +87,10 @@ func PreviewParts(p *client.Proposal) []Part {
 	if diff == "" {
 		return parts
 	}
-	head, cut := client.HeadLines(diff, client.PreviewDiffLines)
+	head, cut := api.HeadLines(diff, api.PreviewDiffLines)
 	parts = append(parts, Part{Code: head})
 	if cut {
-		more := strings.Count(diff, "\n") + 1 - client.PreviewDiffLines
+		more := strings.Count(diff, "\n") + 1 - api.PreviewDiffLines
 		parts = append(parts, Part{Spans: []Span{{Text: fmt.Sprintf("… %d more diff lines: full diff attached.", more)}}})
 	}
 	return parts
@@ -98,9 +98,9 @@ func PreviewParts(p *client.Proposal) []Part {
 
 // PreviewFile returns the file to attach to a proposal message whose diff PreviewParts
 // cut, and its name (step-3-write_file.diff); "" when the whole diff is shown inline.
-func PreviewFile(p *client.Proposal) (name, content string) {
+func PreviewFile(p *api.Proposal) (name, content string) {
 	_, diff := p.Preview.Render()
-	if _, cut := client.HeadLines(diff, client.PreviewDiffLines); !cut {
+	if _, cut := api.HeadLines(diff, api.PreviewDiffLines); !cut {
 		return "", ""
 	}
 	return fmt.Sprintf("step-%d-%s.diff", p.Step, p.Command), diff + "\n"
@@ -109,7 +109,7 @@ func PreviewFile(p *client.Proposal) (name, content string) {
 // ArgsFile returns the file to attach to a proposal message whose arguments
 // FormatProposal cut, and its name (step-3-write_file-args.json); "" when they are shown
 // whole. A person approves the whole command, so the whole of it must be one click away.
-func ArgsFile(p *client.Proposal) (name, content string) {
+func ArgsFile(p *api.Proposal) (name, content string) {
 	full := prettyArgs(p.Args)
 	if len(full) <= maxArgsShown {
 		return "", ""
@@ -119,26 +119,26 @@ func ArgsFile(p *client.Proposal) (name, content string) {
 
 // DecisionSpans says what was decided and by whom on platform; grantSource is where the
 // grant that made an automatic approval was made ("" when unknown).
-func DecisionSpans(d *client.Decision, platform, grantSource string) []Span {
+func DecisionSpans(d *api.Decision, platform, grantSource string) []Span {
 	var what string
 	switch d.Kind {
-	case client.DecisionApprove:
+	case api.DecisionApprove:
 		what = "✅ Approved"
 		if d.Count > 1 {
 			what += fmt.Sprintf(" ×%d", d.Count)
 		}
 		switch {
-		case d.Scope == client.ScopeAgent && d.Pattern != "": // decided before grants: y! kept a pattern
+		case d.Scope == api.ScopeAgent && d.Pattern != "": // decided before grants: y! kept a pattern
 			what += " always (" + d.Pattern + ")"
-		case d.Scope == client.ScopeAgent:
+		case d.Scope == api.ScopeAgent:
 			what += " always (this exact command)"
 		}
-	case client.DecisionDeny:
+	case api.DecisionDeny:
 		what = "⛔ Denied"
-		if d.Scope == client.ScopeDeny {
+		if d.Scope == api.ScopeDeny {
 			what += " always (" + d.Pattern + ")"
 		}
-	case client.DecisionFeedback:
+	case api.DecisionFeedback:
 		what = "💬 Feedback"
 	default:
 		what = string(d.Kind)
@@ -162,22 +162,24 @@ func DecisionSpans(d *client.Decision, platform, grantSource string) []Span {
 	if d.Grant != "" && d.Source != "grant" {
 		spans = append(spans, Span{Text: " (grant " + d.Grant + ")"}) // the id `agentctl policy AGENT revoke` takes
 	}
-	if p := client.ProfileText(d.Profile); p != "" {
+	if p := api.ProfileText(d.Profile); p != "" {
 		spans = append(spans, Span{Text: ", runs " + p})
 	}
-	if d.Kind == client.DecisionFeedback && d.Feedback != "" {
+	if d.Kind == api.DecisionFeedback && d.Feedback != "" {
 		spans = append(spans, Span{Text: ": " + cut(d.Feedback, maxSpeak)})
 	}
 	return spans
 }
 
-// grantSpans names the grant that approved d as its label says ("U123's y -3 (2 left)"):
-// when the grant was made on platform by a plain id there, its maker is shown as a
-// mention, so chat shows the person and not a raw id; else the label as text.
-func grantSpans(d *client.Decision, platform, grantSource string) []Span {
-	rest, ok := strings.CutPrefix(d.GrantLabel, d.By+"'s ")
+// grantSpans names the grant that approved d as agentctl does ("U123's y -3 (1 of 2
+// left)", Decision.GrantText): when the grant was made on platform by a plain id there,
+// its maker is shown as a mention, so chat shows the person and not a raw id; else the
+// text as it is.
+func grantSpans(d *api.Decision, platform, grantSource string) []Span {
+	text := d.GrantText()
+	rest, ok := strings.CutPrefix(text, d.By+"'s ")
 	if grantSource != platform || d.By == "" || !ok || !MentionID(platform, d.By) {
-		return []Span{{Text: d.GrantLabel}}
+		return []Span{{Text: text}}
 	}
 	return []Span{{User: d.By}, {Text: "'s " + rest}}
 }
@@ -206,7 +208,7 @@ func shortPlan(plan string) string {
 
 // FormatResult builds a result message; the full output goes as a file when it is longer
 // than maxText (file is then non-empty).
-func FormatResult(ep *client.Episode, maxText int) (m Message, file string) {
+func FormatResult(ep *api.Episode, maxText int) (m Message, file string) {
 	mark := "✅"
 	if ep.Outcome == "failed" {
 		mark = "❌"
@@ -226,7 +228,7 @@ func FormatResult(ep *client.Episode, maxText int) (m Message, file string) {
 }
 
 // FormatQuestion builds the message for an ask_user question.
-func FormatQuestion(q *client.Question, answered string) Message {
+func FormatQuestion(q *api.Question, answered string) Message {
 	m := Message{Summary: "Question: " + cut(q.Text, 100)}
 	m.Parts = []Part{{Spans: []Span{{Text: "❓ Question:", Bold: true}}}, {Quote: true, Spans: []Span{{Text: q.Text}}}}
 	if answered != "" {

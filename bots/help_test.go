@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // helpService is one agent's daemon: it records decisions, answers and tasks, and, like
@@ -17,22 +17,22 @@ type helpService struct {
 	answered, tasks, created []string
 }
 
-func (s *helpService) CreateAgent(_ context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
+func (s *helpService) CreateAgent(_ context.Context, req api.CreateAgentRequest) (*api.Agent, error) {
 	s.created = append(s.created, req.Task)
-	return &client.Agent{ID: "a-9", Name: "new"}, nil
+	return &api.Agent{ID: "a-9", Name: "new"}, nil
 }
 
-func (s *helpService) Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
-	if req.Kind == client.DecisionFeedback && client.IsHelp(req.Feedback) {
-		return nil, client.Errorf(client.ErrBadRequest, "%q asks for help, so it was not sent as feedback", req.Feedback)
+func (s *helpService) Decide(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error) {
+	if req.Kind == api.DecisionFeedback && api.IsHelp(req.Feedback) {
+		return nil, api.Errorf(api.ErrBadRequest, "%q asks for help, so it was not sent as feedback", req.Feedback)
 	}
 	return s.helperService.Decide(ctx, ref, req)
 }
-func (s *helpService) Answer(_ context.Context, ref string, req client.AnswerRequest) error {
+func (s *helpService) Answer(_ context.Context, ref string, req api.AnswerRequest) error {
 	s.answered = append(s.answered, ref+" "+req.ProposalID+" "+req.Text)
 	return nil
 }
-func (s *helpService) Task(_ context.Context, ref, task string) (*client.Agent, error) {
+func (s *helpService) Task(_ context.Context, ref, task string) (*api.Agent, error) {
 	s.tasks = append(s.tasks, ref+" "+task)
 	return &s.agents[0], nil
 }
@@ -42,15 +42,15 @@ func (s *helpService) Task(_ context.Context, ref, task string) (*client.Agent, 
 // look-alikes are feedback. At a question only "?" is help; elsewhere help says what
 // the thread takes.
 func TestHelpInAThreadDecidesNothing(t *testing.T) {
-	pending := &client.Proposal{ID: "p-1", AgentID: "a-1", Step: 4, Command: "write_file", Status: client.ProposalPending, Args: []byte(`{}`)}
-	question := &client.Question{ProposalID: "p-2", Text: "Which colour?"}
-	waiting := client.Agent{ID: "a-1", Name: "boss", State: client.StateAwaitingDecision, Pending: pending}
-	asking := client.Agent{ID: "a-1", Name: "boss", State: client.StateAwaitingDecision, Question: question}
-	idle := client.Agent{ID: "a-1", Name: "boss", State: client.StateIdle}
-	thinking := client.Agent{ID: "a-1", Name: "boss", State: client.StateThinking}
+	pending := &api.Proposal{ID: "p-1", AgentID: "a-1", Step: 4, Command: "write_file", Status: api.ProposalPending, Args: []byte(`{}`)}
+	question := &api.Question{ProposalID: "p-2", Text: "Which colour?"}
+	waiting := api.Agent{ID: "a-1", Name: "boss", State: api.StateAwaitingDecision, Pending: pending}
+	asking := api.Agent{ID: "a-1", Name: "boss", State: api.StateAwaitingDecision, Question: question}
+	idle := api.Agent{ID: "a-1", Name: "boss", State: api.StateIdle}
+	thinking := api.Agent{ID: "a-1", Name: "boss", State: api.StateThinking}
 	for _, tc := range []struct {
 		name  string
-		agent client.Agent
+		agent api.Agent
 		text  string
 		note  string // in the ephemeral note; "" when none is wanted
 		sent  string // what reached the daemon: "decide …", "answer …", "task …"; "" nothing
@@ -69,7 +69,7 @@ func TestHelpInAThreadDecidesNothing(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			svc := &helpService{helperService: helperService{agents: []client.Agent{tc.agent}}}
+			svc := &helpService{helperService: helperService{agents: []api.Agent{tc.agent}}}
 			binds := &memBindings{msgs: map[string]*ChatMessage{},
 				bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
 			r := New(Options{Service: svc, Bindings: binds})
@@ -77,9 +77,9 @@ func TestHelpInAThreadDecidesNothing(t *testing.T) {
 			r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
 			r.loadBindings(ctx)
 			if a := tc.agent; a.Pending != nil {
-				r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: a.ID, Proposal: a.Pending})
+				r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
 			} else if a.Question != nil {
-				r.handle(ctx, client.Event{Type: client.EventQuestion, AgentID: a.ID, Question: a.Question})
+				r.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
 			}
 			r.out.flush() // the reply is written after the proposal is shown
 			r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: tc.text, ID: ad.stamp()})
@@ -123,13 +123,13 @@ func TestHelpInAThreadDecidesNothing(t *testing.T) {
 // role agent whose proposal waits.
 func TestHelpInATeamThreadDecidesNothing(t *testing.T) {
 	ctx := context.Background()
-	p := &client.Proposal{ID: "p-7", AgentID: "a-7", Step: 2, Command: "run_shell", Status: client.ProposalPending, Args: []byte(`{}`)}
-	svc := &helpService{helperService: helperService{agents: []client.Agent{
-		{ID: "a-7", Name: "t1a2b3c4d-programmer", State: client.StateAwaitingDecision, Pending: p}}}}
-	teams := &fakeTeams{runs: map[string]*client.TeamRun{
-		"t-1a2b3c4d": {ID: "t-1a2b3c4d", Status: client.TeamRunning, Agents: map[string]string{"programmer": "a-7"}}}}
+	p := &api.Proposal{ID: "p-7", AgentID: "a-7", Step: 2, Command: "run_shell", Status: api.ProposalPending, Args: []byte(`{}`)}
+	svc := &helpService{helperService: helperService{agents: []api.Agent{
+		{ID: "a-7", Name: "t1a2b3c4d-programmer", State: api.StateAwaitingDecision, Pending: p}}}}
+	teams := &fakeTeams{runs: map[string]*api.TeamRun{
+		"t-1a2b3c4d": {ID: "t-1a2b3c4d", Status: api.TeamRunning, Agents: map[string]string{"programmer": "a-7"}}}}
 	r, ad := teamRelay(t, svc, teams)
-	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-7", Proposal: p})
+	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-7", Proposal: p})
 	r.out.flush()
 	in := func(text string) Incoming {
 		return Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T-t-1a2b3c4d"}, User: User{ID: "U1"}, Text: text, ID: ad.stamp()}
@@ -184,14 +184,14 @@ func TestHelpWhereARunWouldStartStartsNone(t *testing.T) {
 func TestTaskTextShowsGoals(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		a    client.Agent
+		a    api.Agent
 		want string
 	}{
-		{"task", client.Agent{Task: "tidy notes.md", Goals: []string{"keep notes"}}, "tidy notes.md"},
-		{"goals", client.Agent{Task: client.GoalsTask, Goals: []string{"keep notes.md up to date", "never delete a note"}},
+		{"task", api.Agent{Task: "tidy notes.md", Goals: []string{"keep notes"}}, "tidy notes.md"},
+		{"goals", api.Agent{Task: api.GoalsTask, Goals: []string{"keep notes.md up to date", "never delete a note"}},
 			"its goals: keep notes.md up to date; never delete a note"},
-		{"stand_in_without_goals", client.Agent{Task: client.GoalsTask}, client.GoalsTask},
-		{"idle", client.Agent{}, ""},
+		{"stand_in_without_goals", api.Agent{Task: api.GoalsTask}, api.GoalsTask},
+		{"idle", api.Agent{}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := taskText(&tc.a); got != tc.want {

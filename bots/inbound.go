@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Incoming is a chat message the adapter passes on.
@@ -165,7 +165,7 @@ func (r *Relay) ephemeral(ctx context.Context, ep *endpoint, w Where, u User, te
 }
 
 // start creates an agent for task and binds its run to a new thread under anchor.
-func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, anchor string) (*client.Agent, error) {
+func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, anchor string) (*api.Agent, error) {
 	if !r.allowed(ctx, ep, w, "", u) {
 		r.refuse(ctx, ep, w, u, "", "start")
 		return nil, errNotApprover
@@ -175,7 +175,7 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 		r.ephemeral(ctx, ep, w, u, "Tell me the task, like: @agentd summarize the notes in my workspace")
 		return nil, errors.New("empty task")
 	}
-	if client.IsHelp(task) { // asking how this works is no task for an agent
+	if api.IsHelp(task) { // asking how this works is no task for an agent
 		r.ephemeral(ctx, ep, w, u, startHelp)
 		return nil, errors.New("help asked")
 	}
@@ -191,7 +191,7 @@ func (r *Relay) start(ctx context.Context, ep *endpoint, w Where, u User, task, 
 	w.Thread = thread
 	// Created idle and bound before its run starts, so its first event finds the thread.
 	no := false
-	a, err := r.opt.Service.CreateAgent(ctx, client.CreateAgentRequest{Task: task, Start: &no})
+	a, err := r.opt.Service.CreateAgent(ctx, api.CreateAgentRequest{Task: task, Start: &no})
 	if err != nil {
 		r.ephemeral(ctx, ep, w, u, "Could not create the agent: "+err.Error())
 		return nil, err
@@ -243,7 +243,7 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 	}
 	// The thread's helpers post here too: the reply goes to the one it names, or to the
 	// one whose proposal is at the bottom of the thread.
-	a, text, named := r.replyTarget(ctx, a, text, func(w *client.Agent) bool { return r.shownBefore(ctx, ep, in, w) })
+	a, text, named := r.replyTarget(ctx, a, text, func(w *api.Agent) bool { return r.shownBefore(ctx, ep, in, w) })
 	if named && a.ParentID != "" && waitingID(a) == "" {
 		r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Helper %s has nothing waiting for you: it is %s.", a.Name, a.State))
 		return
@@ -269,13 +269,13 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 		if err = errorIf(tooLong("The answer", text)); err != nil {
 			break
 		}
-		err = r.opt.Service.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: text, By: in.User.ID, ByName: in.User.Name})
+		err = r.opt.Service.Answer(ctx, a.ID, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: text, By: in.User.ID, ByName: in.User.Name})
 		if err == nil {
 			r.answered(ctx, ep, a.ID, a.Question, in.User)
 		}
 	case a.Pending != nil:
 		err = r.decideReply(ctx, ep, in, a, text)
-	case a.State == client.StateIdle || a.State == client.StateFailed:
+	case a.State == api.StateIdle || a.State == api.StateFailed:
 		err = r.followUp(ctx, ep, in, a, b, text)
 	default:
 		err = fmt.Errorf("agent %s is %s; wait for its next proposal, or /agent pause %s", a.Name, a.State, a.Name)
@@ -287,12 +287,12 @@ func (r *Relay) reply(ctx context.Context, ep *endpoint, in Incoming, b *Binding
 }
 
 // decideReply decides a's pending proposal, the one in was bound to, as text says.
-func (r *Relay) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent, text string) error {
-	req, err := client.ParseDecision(text)
+func (r *Relay) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent, text string) error {
+	req, err := api.ParseDecision(text)
 	if err != nil {
 		return err
 	}
-	if req.Kind == client.DecisionFeedback {
+	if req.Kind == api.DecisionFeedback {
 		if err := errorIf(tooLong("Feedback", req.Feedback)); err != nil {
 			return err
 		}
@@ -308,8 +308,8 @@ func (r *Relay) decideReply(ctx context.Context, ep *endpoint, in Incoming, a *c
 // followUp gives an idle (or failed) agent text as its next task. A bare decision (y, n)
 // or a reply to one of its proposals is not a task: it came after its proposal was
 // decided.
-func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *client.Agent, b *Binding, text string) error {
-	if d, err := client.ParseDecision(text); err == nil && d.Kind != client.DecisionFeedback {
+func (r *Relay) followUp(ctx context.Context, ep *endpoint, in Incoming, a *api.Agent, b *Binding, text string) error {
+	if d, err := api.ParseDecision(text); err == nil && d.Kind != api.DecisionFeedback {
 		return fmt.Errorf("nothing waits for a decision: agent %s is %s, so that decided nothing. Give it a new task in words", a.Name, a.State)
 	}
 	if in.ReplyTo != "" {
@@ -355,7 +355,7 @@ func errorIf(note string) error {
 }
 
 // answered marks a question's message as answered.
-func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *client.Question, u User) {
+func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *api.Question, u User) {
 	platform := ep.a.Platform()
 	// When its message is not stored yet, its post is in flight: postQuestion marks it.
 	m, err := r.state.answerEarly(q.ProposalID+"|"+platform, u, func() (*ChatMessage, error) {
@@ -368,7 +368,7 @@ func (r *Relay) answered(ctx context.Context, ep *endpoint, agentID string, q *c
 }
 
 // answeredQuestion is a question's message once u answered it.
-func answeredQuestion(q *client.Question, u User, platform string) Message {
+func answeredQuestion(q *api.Question, u User, platform string) Message {
 	msg := FormatQuestion(q, "")
 	msg.Parts[len(msg.Parts)-1] = Part{Spans: []Span{{Text: "✅ Answered by "}, Mention(platform, u.ID)}}
 	return msg
@@ -396,14 +396,14 @@ func (r *Relay) OnClick(ctx context.Context, c Click) {
 		r.ephemeral(ctx, ep, c.Where, c.User, r.expiredText())
 		return
 	}
-	req := client.DecideRequest{ProposalID: c.Ref.ProposalID, By: c.User.ID, ByName: c.User.Name, Source: c.Platform, Hash: c.Ref.Hash}
+	req := api.DecideRequest{ProposalID: c.Ref.ProposalID, By: c.User.ID, ByName: c.User.Name, Source: c.Platform, Hash: c.Ref.Hash}
 	switch c.Action {
 	case ActionApprove:
-		req.Kind, req.Count = client.DecisionApprove, 1
+		req.Kind, req.Count = api.DecisionApprove, 1
 	case ActionApproveN:
-		req.Kind, req.Count = client.DecisionApprove, max(c.Ref.Count, 1)
+		req.Kind, req.Count = api.DecisionApprove, max(c.Ref.Count, 1)
 	case ActionDeny:
-		req.Kind = client.DecisionDeny
+		req.Kind = api.DecisionDeny
 	case ActionFeedback:
 		if a.Pending == nil || a.Pending.ID != c.Ref.ProposalID {
 			r.ephemeral(ctx, ep, c.Where, c.User, "This proposal takes no decision now.")
@@ -426,7 +426,7 @@ func (r *Relay) OnClick(ctx context.Context, c Click) {
 // clickTarget resolves the agent a click or dialog in w decides for (clickAgent) and
 // checks that u may decide for it and that the button shows what waits. Refusals are
 // told to u; ok is false for them.
-func (r *Relay) clickTarget(ctx context.Context, ep *endpoint, w Where, u User, action string, ref Ref) (a *client.Agent, ok bool) {
+func (r *Relay) clickTarget(ctx context.Context, ep *endpoint, w Where, u User, action string, ref Ref) (a *api.Agent, ok bool) {
 	platform := ep.a.Platform()
 	id, note, audit := r.clickAgent(ctx, platform, w, ref)
 	if note != "" {
@@ -474,8 +474,8 @@ func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User
 	if !ok {
 		return
 	}
-	_, err := r.opt.Service.Decide(ctx, a.ID, client.DecideRequest{
-		ProposalID: ref.ProposalID, Kind: client.DecisionFeedback, Feedback: text, By: u.ID, ByName: u.Name, Source: platform, Hash: ref.Hash})
+	_, err := r.opt.Service.Decide(ctx, a.ID, api.DecideRequest{
+		ProposalID: ref.ProposalID, Kind: api.DecisionFeedback, Feedback: text, By: u.ID, ByName: u.Name, Source: platform, Hash: ref.Hash})
 	if err != nil {
 		r.ephemeral(ctx, ep, w, u, err.Error())
 	}

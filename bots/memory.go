@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // chatMemory is what the relay needs of the daemon's long-term memory: what people write
@@ -13,7 +13,7 @@ import (
 // even when it was said while the agent was busy. The supervisor has it; a service without
 // it is not asked.
 type chatMemory interface {
-	AddMemory(ctx context.Context, req client.MemoryAddRequest) (*client.Memory, error)
+	AddMemory(ctx context.Context, req api.MemoryAddRequest) (*api.Memory, error)
 }
 
 // maxChatMemory is the most of one chat message that is remembered, in bytes.
@@ -28,7 +28,7 @@ func (r *Relay) rememberChat(ctx context.Context, platform, agentID string, u Us
 	if !ok {
 		return
 	}
-	if d, err := client.ParseDecision(text); err != nil || d.Kind != client.DecisionFeedback {
+	if d, err := api.ParseDecision(text); err != nil || d.Kind != api.DecisionFeedback {
 		return
 	}
 	who := u.Name
@@ -37,7 +37,7 @@ func (r *Relay) rememberChat(ctx context.Context, platform, agentID string, u Us
 	}
 	text = cut(text, maxChatMemory)
 	prev := r.words.swap(platform, agentID, text)
-	_, err := mem.AddMemory(ctx, client.MemoryAddRequest{Agent: agentID, Kind: "chat", Text: text,
+	_, err := mem.AddMemory(ctx, api.MemoryAddRequest{Agent: agentID, Kind: "chat", Text: text,
 		Source: fmt.Sprintf("%s message from %s", platform, who), Speaker: who, Context: prev})
 	if err != nil {
 		r.log.Debug("bots: chat message not remembered", "platform", platform, "agent", agentID, "err", err)

@@ -6,18 +6,18 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // memService records the memories the relay adds.
 type memService struct {
 	Service
-	added []client.MemoryAddRequest
+	added []api.MemoryAddRequest
 }
 
-func (s *memService) AddMemory(_ context.Context, req client.MemoryAddRequest) (*client.Memory, error) {
+func (s *memService) AddMemory(_ context.Context, req api.MemoryAddRequest) (*api.Memory, error) {
 	s.added = append(s.added, req)
-	return &client.Memory{ID: "m-x"}, nil
+	return &api.Memory{ID: "m-x"}, nil
 }
 
 // A chat memory names its speaker and carries the thread's previous words (a person's
@@ -33,7 +33,7 @@ func TestRememberChatKeepsSpeakerAndContext(t *testing.T) {
 	r.rememberChat(ctx, "slack", "a-2", User{ID: "U3"}, "other thread")
 	r.words.swap("slack", "a-1", "which branch?")
 	r.rememberChat(ctx, "slack", "a-1", User{ID: "U1", Name: "Bo"}, "main")
-	want := []client.MemoryAddRequest{
+	want := []api.MemoryAddRequest{
 		{Agent: "a-1", Kind: "chat", Text: "when is the deadline?", Source: "slack message from Bo", Speaker: "Bo"},
 		{Agent: "a-1", Kind: "chat", Text: "Friday, not Monday", Source: "slack message from Ana", Speaker: "Ana", Context: "when is the deadline?"},
 		{Agent: "a-2", Kind: "chat", Text: "other thread", Source: "slack message from U3", Speaker: "U3"},
@@ -64,14 +64,14 @@ func TestLastWordsKeepsTheEnd(t *testing.T) {
 type relayMem struct {
 	*daemonFake
 	mu    sync.Mutex
-	added []client.MemoryAddRequest
+	added []api.MemoryAddRequest
 }
 
-func (s *relayMem) AddMemory(_ context.Context, req client.MemoryAddRequest) (*client.Memory, error) {
+func (s *relayMem) AddMemory(_ context.Context, req api.MemoryAddRequest) (*api.Memory, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.added = append(s.added, req)
-	return &client.Memory{ID: "m-x"}, nil
+	return &api.Memory{ID: "m-x"}, nil
 }
 
 // Through the relay: an answer to the agent's question is remembered with the question as
@@ -84,15 +84,15 @@ func TestAnswerRememberedWithItsQuestion(t *testing.T) {
 	w.r.loadBindings(context.Background())
 	w.svc.mu.Lock()
 	a := w.svc.find("a-1")
-	a.Question, a.State = &client.Question{ProposalID: "p-q", Text: "Which folder holds the minutes?"}, client.StateAwaitingDecision
+	a.Question, a.State = &api.Question{ProposalID: "p-q", Text: "Which folder holds the minutes?"}, api.StateAwaitingDecision
 	q := *a.Question
 	w.svc.mu.Unlock()
-	w.r.handle(context.Background(), client.Event{Type: client.EventQuestion, AgentID: "a-1", Question: &q})
+	w.r.handle(context.Background(), api.Event{Type: api.EventQuestion, AgentID: "a-1", Question: &q})
 	w.r.out.flush()
 	w.say(w.ad.stamp(), "", "docs/minutes")
 	mem.mu.Lock()
 	defer mem.mu.Unlock()
-	want := client.MemoryAddRequest{Agent: "a-1", Kind: "chat", Text: "docs/minutes", Source: "slack message from U1", Speaker: "U1",
+	want := api.MemoryAddRequest{Agent: "a-1", Kind: "chat", Text: "docs/minutes", Source: "slack message from U1", Speaker: "U1",
 		Context: "Which folder holds the minutes?"}
 	if len(mem.added) != 1 || mem.added[0] != want {
 		t.Errorf("remembered %+v, want %+v", mem.added, want)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // flaky is a platform that fails every post while down.

@@ -6,27 +6,27 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/clienttest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // longDiffProposal is a write_file proposal whose diff is longer than the lines shown inline.
-func longDiffProposal() *client.Proposal {
+func longDiffProposal() *api.Proposal {
 	var diff strings.Builder
 	diff.WriteString("--- /dev/null\n+++ b/list.txt\n@@ -0,0 +1,40 @@\n")
 	for i := 1; i <= 40; i++ {
 		fmt.Fprintf(&diff, "+item %d\n", i)
 	}
-	return &client.Proposal{ID: "p-40", AgentID: "a-1", Step: 3, Command: "write_file", Status: client.ProposalPending,
+	return &api.Proposal{ID: "p-40", AgentID: "a-1", Step: 3, Command: "write_file", Status: api.ProposalPending,
 		Args:    []byte(`{"contents":"item 1\n…","path":"list.txt"}`),
-		Preview: &client.Preview{Kind: client.PreviewDiff, Path: "list.txt", Diff: diff.String()}}
+		Preview: &api.Preview{Kind: api.PreviewDiff, Path: "list.txt", Diff: diff.String()}}
 }
 
 // TestFormatProposalPreviewGolden: the platform-neutral proposal message of each kind of
 // preview (a diff, programs, a host, a diff too long to show whole), as JSON goldens.
 func TestFormatProposalPreviewGolden(t *testing.T) {
-	for _, p := range append(clienttest.PreviewProposals(), longDiffProposal()) {
+	for _, p := range append(apitest.PreviewProposals(), longDiffProposal()) {
 		name := p.Command
 		if p.ID == "p-40" {
 			name = "write_file_long"
@@ -61,9 +61,9 @@ func TestProposalDiffAttachedWhenCut(t *testing.T) {
 	r.loadBindings(ctx)
 
 	long := longDiffProposal()
-	short := clienttest.PreviewProposals()[0]
-	for _, p := range []*client.Proposal{short, long, long} { // the second long one is a resync
-		r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-1", Proposal: p})
+	short := apitest.PreviewProposals()[0]
+	for _, p := range []*api.Proposal{short, long, long} { // the second long one is a resync
+		r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
 	}
 	r.out.flush()
 

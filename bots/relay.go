@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Options configure a Relay.
@@ -181,36 +181,36 @@ func (r *Relay) resync(ctx context.Context) {
 }
 
 // handle posts one event to the agent's threads.
-func (r *Relay) handle(ctx context.Context, ev client.Event) {
+func (r *Relay) handle(ctx context.Context, ev api.Event) {
 	r.learn(ctx, ev)
 	switch ev.Type {
-	case client.EventProposal:
+	case api.EventProposal:
 		if ev.Proposal != nil {
 			r.postProposal(ctx, ev.Proposal)
 		}
-	case client.EventDecision:
+	case api.EventDecision:
 		if ev.Decision != nil {
 			r.decided(ctx, ev.AgentID, ev.Decision)
 		}
-	case client.EventResult:
+	case api.EventResult:
 		if ev.Episode != nil {
 			r.state.unmarkPosted(ev.Episode.ProposalID)
 			r.postResult(ctx, ev.AgentID, ev.Episode)
 		}
-	case client.EventQuestion:
+	case api.EventQuestion:
 		if ev.Question != nil {
 			r.postQuestion(ctx, ev.AgentID, ev.Question)
 		}
-	case client.EventFinish:
+	case api.EventFinish:
 		r.closeOpen(ctx, ev.AgentID, "The run ended before a decision.")
 		if _, ok := r.roleOf(ev.AgentID); !ok { // a role's finish is its team turn, posted as such
 			r.endNote(ctx, ev.AgentID, runOf(ev), "🏁 "+finishText(ev))
 		}
-	case client.EventState:
+	case api.EventState:
 		if ev.Agent != nil {
 			r.stateChanged(ctx, ev.Agent)
 		}
-	case client.EventRemoved:
+	case api.EventRemoved:
 		r.closeOpen(ctx, ev.AgentID, "The agent was removed before a decision.")
 		if _, ok := r.roleOf(ev.AgentID); !ok { // role agents go when their team ends
 			r.note(ctx, ev.AgentID, "🗑 The agent was removed.")
@@ -220,14 +220,14 @@ func (r *Relay) handle(ctx context.Context, ev client.Event) {
 }
 
 // runOf is the run an event's agent was on; "" when the event does not say.
-func runOf(ev client.Event) string {
+func runOf(ev api.Event) string {
 	if ev.Agent != nil {
 		return ev.Agent.RunID
 	}
 	return ""
 }
 
-func finishText(ev client.Event) string {
+func finishText(ev api.Event) string {
 	if ev.Message != "" {
 		return "Finished: " + ev.Message
 	}
@@ -235,7 +235,7 @@ func finishText(ev client.Event) string {
 }
 
 // postProposal posts a proposal with its buttons, once per platform.
-func (r *Relay) postProposal(ctx context.Context, p *client.Proposal) {
+func (r *Relay) postProposal(ctx context.Context, p *api.Proposal) {
 	if p.Command == "ask_user" {
 		return // the question is posted instead
 	}
@@ -294,7 +294,7 @@ type proposalFile struct{ what, name, content, comment string }
 
 // proposalFiles are the files a proposal's message says are attached: its arguments
 // when they were cut (ArgsFile), then its diff when it was (PreviewFile).
-func proposalFiles(p *client.Proposal) []proposalFile {
+func proposalFiles(p *api.Proposal) []proposalFile {
 	var out []proposalFile
 	if name, args := ArgsFile(p); name != "" {
 		out = append(out, proposalFile{"arguments", name, args, fmt.Sprintf("Full arguments of step %d (%s)", p.Step, p.Command)})
@@ -323,7 +323,7 @@ func (r *Relay) proposalMessage(ctx context.Context, proposalID, platform string
 }
 
 // decided edits the proposal's messages to show the decision and who made it.
-func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision) {
+func (r *Relay) decided(ctx context.Context, agentID string, d *api.Decision) {
 	p := r.state.decided(d.ProposalID)
 	ts := r.targets(agentID)
 	if len(ts) == 0 {
@@ -352,12 +352,12 @@ func (r *Relay) decided(ctx context.Context, agentID string, d *client.Decision)
 // grantLister is the part of the daemon's service that lists an agent's grants; the
 // relay's Service need not have it (then grant makers show as text).
 type grantLister interface {
-	Grants(ctx context.Context, ref string) (*client.GrantList, error)
+	Grants(ctx context.Context, ref string) (*api.GrantList, error)
 }
 
 // grantSource is where the grant that made the automatic approval d was made (slack,
 // agentctl…); "" when d is no grant's or the grant cannot be read.
-func (r *Relay) grantSource(ctx context.Context, agentID string, d *client.Decision) string {
+func (r *Relay) grantSource(ctx context.Context, agentID string, d *api.Decision) string {
 	gl, ok := r.opt.Service.(grantLister)
 	if d.Source != "grant" || d.Grant == "" || !ok {
 		return ""
@@ -376,7 +376,7 @@ func (r *Relay) grantSource(ctx context.Context, agentID string, d *client.Decis
 }
 
 // proposal reads one proposal of an agent from the daemon.
-func (r *Relay) proposal(ctx context.Context, agentID, id string) *client.Proposal {
+func (r *Relay) proposal(ctx context.Context, agentID, id string) *api.Proposal {
 	ps, err := r.opt.Service.Proposals(ctx, agentID)
 	if err != nil {
 		return nil
@@ -389,7 +389,7 @@ func (r *Relay) proposal(ctx context.Context, agentID, id string) *client.Propos
 	return nil
 }
 
-func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episode) {
+func (r *Relay) postResult(ctx context.Context, agentID string, ep *api.Episode) {
 	if ep.Outcome != "succeeded" && ep.Outcome != "failed" {
 		return // denials and feedback show on the proposal message
 	}
@@ -411,7 +411,7 @@ func (r *Relay) postResult(ctx context.Context, agentID string, ep *client.Episo
 	}
 }
 
-func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Question) {
+func (r *Relay) postQuestion(ctx context.Context, agentID string, q *api.Question) {
 	r.state.markPosted(q.ProposalID)
 	for _, t := range r.targets(agentID) {
 		platform := t.ep.a.Platform()
@@ -440,17 +440,17 @@ func (r *Relay) postQuestion(ctx context.Context, agentID string, q *client.Ques
 }
 
 // stateChanged tells the thread when the agent pauses or fails on its own.
-func (r *Relay) stateChanged(ctx context.Context, a *client.Agent) {
+func (r *Relay) stateChanged(ctx context.Context, a *api.Agent) {
 	key := string(a.State) + "|" + a.StateReason
 	if r.state.showState(a.ID, key) == key {
 		return
 	}
 	switch a.State {
-	case client.StateIdle:
+	case api.StateIdle:
 		r.closeOpen(ctx, a.ID, "The run ended before a decision: "+orDash(a.StateReason))
-	case client.StatePaused:
+	case api.StatePaused:
 		r.note(ctx, a.ID, "⏸ Paused: "+orDash(a.StateReason))
-	case client.StateFailed:
+	case api.StateFailed:
 		r.endNote(ctx, a.ID, a.RunID, "⚠️ Failed: "+orDash(a.StateReason))
 	}
 }
@@ -473,7 +473,7 @@ func (r *Relay) note(ctx context.Context, agentID, text string) {
 }
 
 // expired reports whether chat may no longer decide p.
-func (r *Relay) expired(p *client.Proposal) bool {
+func (r *Relay) expired(p *api.Proposal) bool {
 	return r.opt.Expiry > 0 && r.opt.Now().Sub(p.CreatedAt) >= r.opt.Expiry
 }
 
@@ -482,7 +482,7 @@ func (r *Relay) expiredText() string {
 }
 
 // armExpiry edits p's messages when it expires undecided.
-func (r *Relay) armExpiry(ctx context.Context, p *client.Proposal) {
+func (r *Relay) armExpiry(ctx context.Context, p *api.Proposal) {
 	if r.opt.Expiry <= 0 {
 		return
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Helper agents (start_agent) have no thread of their own: their events go to the thread
@@ -22,13 +22,13 @@ type agentInfo struct {
 
 // learn notes the parent of the agent an event is about, asking the daemon when the
 // event does not say and the relay has not seen the agent before.
-func (r *Relay) learn(ctx context.Context, ev client.Event) {
+func (r *Relay) learn(ctx context.Context, ev api.Event) {
 	if ev.Agent != nil {
 		r.state.learnAgent(ev.AgentID, agentInfo{name: ev.Agent.Name, parent: ev.Agent.ParentID})
 		r.learnRole(ctx, ev.AgentID, ev.Agent.Name)
 		return
 	}
-	if ev.AgentID == "" || ev.Type == client.EventRemoved {
+	if ev.AgentID == "" || ev.Type == api.EventRemoved {
 		return
 	}
 	if r.state.knows(ev.AgentID) {
@@ -43,7 +43,7 @@ func (r *Relay) learn(ctx context.Context, ev client.Event) {
 }
 
 // waitingID is the proposal a's person is waiting on: its question's or its pending one's.
-func waitingID(a *client.Agent) string {
+func waitingID(a *api.Agent) string {
 	if a.Question != nil {
 		return a.Question.ProposalID
 	}
@@ -54,7 +54,7 @@ func waitingID(a *client.Agent) string {
 }
 
 // helpersOf returns the helpers of agent (at any depth), as the daemon lists them now.
-func (r *Relay) helpersOf(ctx context.Context, agentID string) []*client.Agent {
+func (r *Relay) helpersOf(ctx context.Context, agentID string) []*api.Agent {
 	all, err := r.opt.Service.Agents(ctx)
 	if err != nil {
 		r.log.Error("bots: listing agents for a reply", "err", err)
@@ -64,7 +64,7 @@ func (r *Relay) helpersOf(ctx context.Context, agentID string) []*client.Agent {
 	for _, a := range all {
 		parent[a.ID] = a.ParentID
 	}
-	var out []*client.Agent
+	var out []*api.Agent
 	for i := range all {
 		a := &all[i]
 		for id, hops := a.ParentID, 0; id != "" && hops < maxHelperHops; id, hops = parent[id], hops+1 {
@@ -83,7 +83,7 @@ func (r *Relay) helpersOf(ctx context.Context, agentID string) []*client.Agent {
 // those waiting for a person and shown before the reply was written (shownBefore) — the
 // one at the bottom of the thread as the person saw it; a itself when none waits. named
 // reports that the reply named its agent.
-func (r *Relay) replyTarget(ctx context.Context, a *client.Agent, text string, shownBefore func(*client.Agent) bool) (target *client.Agent, rest string, named bool) {
+func (r *Relay) replyTarget(ctx context.Context, a *api.Agent, text string, shownBefore func(*api.Agent) bool) (target *api.Agent, rest string, named bool) {
 	if waitingID(a) != "" && !r.state.knowsHelpersOf(a.ID) {
 		return a, text, false // nothing else can wait in this thread
 	}
@@ -107,7 +107,7 @@ func (r *Relay) replyTarget(ctx context.Context, a *client.Agent, text string, s
 
 // bottomWaiting is the one of a and its helpers, among those shown (nil: all), whose
 // proposal or question was posted last; a, and false, when none of them waits.
-func (r *Relay) bottomWaiting(a *client.Agent, helpers []*client.Agent, shown func(*client.Agent) bool) (*client.Agent, bool) {
+func (r *Relay) bottomWaiting(a *api.Agent, helpers []*api.Agent, shown func(*api.Agent) bool) (*api.Agent, bool) {
 	target, found := a, false
 	var best int64 = -1
 	if id := waitingID(a); id != "" && (shown == nil || shown(a)) {

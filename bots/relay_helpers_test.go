@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // fakeAdapter records posts. Like the platforms, it hands out message ids in the order
@@ -163,32 +163,32 @@ func (m *memBindings) MessageAt(_ context.Context, platform, channel, message st
 // helperService knows a parent, its helper and the helper's helper.
 type helperService struct {
 	Service
-	agents  []client.Agent
+	agents  []api.Agent
 	decided []string
 }
 
-func (s *helperService) Agents(context.Context) ([]client.Agent, error) { return s.agents, nil }
-func (s *helperService) Agent(_ context.Context, ref string) (*client.Agent, error) {
+func (s *helperService) Agents(context.Context) ([]api.Agent, error) { return s.agents, nil }
+func (s *helperService) Agent(_ context.Context, ref string) (*api.Agent, error) {
 	for i := range s.agents {
 		if s.agents[i].ID == ref || s.agents[i].Name == ref {
 			return &s.agents[i], nil
 		}
 	}
-	return nil, client.Errorf(client.ErrNotFound, "no agent %q", ref)
+	return nil, api.Errorf(api.ErrNotFound, "no agent %q", ref)
 }
-func (s *helperService) Decide(_ context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+func (s *helperService) Decide(_ context.Context, ref string, req api.DecideRequest) (*api.Decision, error) {
 	s.decided = append(s.decided, ref+" "+req.ProposalID+" "+string(req.Kind))
-	return &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind}, nil
+	return &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind}, nil
 }
 
 func TestHelpersPostInTheirParentsThread(t *testing.T) {
 	ctx := context.Background()
-	pending := &client.Proposal{ID: "p-2", AgentID: "a-2", Step: 1, Command: "write_file", Status: client.ProposalPending, Args: []byte(`{}`)}
-	svc := &helperService{agents: []client.Agent{
-		{ID: "a-1", Name: "boss", State: client.StateExecuting},
-		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: pending},
-		{ID: "a-3", Name: "boss/fetcher/deep", ParentID: "a-2", State: client.StateThinking},
-		{ID: "a-9", Name: "loner", State: client.StateThinking},
+	pending := &api.Proposal{ID: "p-2", AgentID: "a-2", Step: 1, Command: "write_file", Status: api.ProposalPending, Args: []byte(`{}`)}
+	svc := &helperService{agents: []api.Agent{
+		{ID: "a-1", Name: "boss", State: api.StateExecuting},
+		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: pending},
+		{ID: "a-3", Name: "boss/fetcher/deep", ParentID: "a-2", State: api.StateThinking},
+		{ID: "a-9", Name: "loner", State: api.StateThinking},
 	}}
 	binds := &memBindings{msgs: map[string]*ChatMessage{},
 		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
@@ -198,10 +198,10 @@ func TestHelpersPostInTheirParentsThread(t *testing.T) {
 	r.loadBindings(ctx)
 
 	// The helper's state event says who its parent is; the deeper helper is looked up.
-	r.handle(ctx, client.Event{Type: client.EventState, AgentID: "a-2", Agent: &svc.agents[1], Message: "created"})
-	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: pending})
-	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-3", Proposal: &client.Proposal{ID: "p-3", AgentID: "a-3", Step: 1, Command: "read_file", Status: client.ProposalPending, Args: []byte(`{}`)}})
-	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-9", Proposal: &client.Proposal{ID: "p-9", AgentID: "a-9", Step: 1, Command: "read_file", Status: client.ProposalPending, Args: []byte(`{}`)}})
+	r.handle(ctx, api.Event{Type: api.EventState, AgentID: "a-2", Agent: &svc.agents[1], Message: "created"})
+	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: pending})
+	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-3", Proposal: &api.Proposal{ID: "p-3", AgentID: "a-3", Step: 1, Command: "read_file", Status: api.ProposalPending, Args: []byte(`{}`)}})
+	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-9", Proposal: &api.Proposal{ID: "p-9", AgentID: "a-9", Step: 1, Command: "read_file", Status: api.ProposalPending, Args: []byte(`{}`)}})
 	r.out.flush() // posts go through the outbox
 
 	want := []string{
@@ -226,14 +226,14 @@ func TestHelpersPostInTheirParentsThread(t *testing.T) {
 // plain reply decides the proposal posted last; "NAME: …" picks a helper by name.
 func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
 	ctx := context.Background()
-	prop := func(id, agent string) *client.Proposal {
-		return &client.Proposal{ID: id, AgentID: agent, Step: 1, Command: "write_file", Status: client.ProposalPending, Args: []byte(`{}`)}
+	prop := func(id, agent string) *api.Proposal {
+		return &api.Proposal{ID: id, AgentID: agent, Step: 1, Command: "write_file", Status: api.ProposalPending, Args: []byte(`{}`)}
 	}
-	svc := &helperService{agents: []client.Agent{
-		{ID: "a-1", Name: "boss", State: client.StateExecuting},
-		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: prop("p-2", "a-2")},
-		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: client.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
-		{ID: "a-4", Name: "boss/idler", ParentID: "a-1", State: client.StateThinking},
+	svc := &helperService{agents: []api.Agent{
+		{ID: "a-1", Name: "boss", State: api.StateExecuting},
+		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-2", "a-2")},
+		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
+		{ID: "a-4", Name: "boss/idler", ParentID: "a-1", State: api.StateThinking},
 	}}
 	binds := &memBindings{msgs: map[string]*ChatMessage{},
 		bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1"}}}
@@ -242,9 +242,9 @@ func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
 	r.loadBindings(ctx)
 	// writer's proposal is posted last; fetcher's seen again (a resync) keeps its place.
-	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
-	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
-	r.handle(ctx, client.Event{Type: client.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
+	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
+	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
+	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
 	r.out.flush() // the replies below are written after the proposals are shown
 
 	say := func(text string) {

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display/displaytest"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display/displaytest"
 )
 
 type groups map[string][]string
@@ -107,27 +107,27 @@ func TestRefRoundTrip(t *testing.T) {
 }
 
 // TestTypedReplies keeps the chat grammar the terminal's: the relay hands typed text to
-// client.ParseDecision.
+// api.ParseDecision.
 func TestTypedReplies(t *testing.T) {
 	for _, tc := range []struct {
 		name, text string
-		kind       client.DecisionKind
+		kind       api.DecisionKind
 		count      int
 	}{
-		{"y", "y", client.DecisionApprove, 1},
-		{"yes", "Yes", client.DecisionApprove, 1},
-		{"y_minus_n", "y -3", client.DecisionApprove, 3},
-		{"n", "n", client.DecisionDeny, 0},
-		{"feedback", "use the docs folder instead", client.DecisionFeedback, 0},
+		{"y", "y", api.DecisionApprove, 1},
+		{"yes", "Yes", api.DecisionApprove, 1},
+		{"y_minus_n", "y -3", api.DecisionApprove, 3},
+		{"n", "n", api.DecisionDeny, 0},
+		{"feedback", "use the docs folder instead", api.DecisionFeedback, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := client.ParseDecision(tc.text)
+			req, err := api.ParseDecision(tc.text)
 			if err != nil || req.Kind != tc.kind || req.Count != tc.count {
 				t.Errorf("ParseDecision(%q) = %+v, %v", tc.text, req, err)
 			}
 		})
 	}
-	if _, err := client.ParseDecision("y -0"); err == nil {
+	if _, err := api.ParseDecision("y -0"); err == nil {
 		t.Error("y -0 accepted")
 	}
 }
@@ -152,8 +152,8 @@ func text(m Message) string {
 }
 
 func TestFormatProposal(t *testing.T) {
-	p := &client.Proposal{ID: "p-1", AgentID: "a-1", Step: 2, Command: "write_file", Args: json.RawMessage(`{"path":"a.txt"}`),
-		Status: client.ProposalPending, Thoughts: client.Thoughts{Speak: "Writing it.", Plan: "1\n2\n3\n4\n5"}}
+	p := &api.Proposal{ID: "p-1", AgentID: "a-1", Step: 2, Command: "write_file", Args: json.RawMessage(`{"path":"a.txt"}`),
+		Status: api.ProposalPending, Thoughts: api.Thoughts{Speak: "Writing it.", Plan: "1\n2\n3\n4\n5"}}
 	for _, tc := range []struct {
 		name string
 		v    ProposalView
@@ -162,10 +162,10 @@ func TestFormatProposal(t *testing.T) {
 	}{
 		{"pending", ProposalView{Proposal: p, ApproveN: 3}, []string{"Writing it.", "Plan:\n1\n2\n3\n…", "Step 2: write_file", `"path": "a.txt"`, "[Approve][Approve ×3][Deny][Feedback…]"}, nil},
 		{"no_approve_n", ProposalView{Proposal: p, ApproveN: 1}, []string{"[Approve][Deny]"}, []string{"×"}},
-		{"decided_here", ProposalView{Proposal: p, Decision: &client.Decision{Kind: client.DecisionApprove, Count: 3, By: "U1", Source: "slack"}}, []string{"✅ Approved ×3 by @U1"}, []string{"[Approve]"}},
-		{"decided_in_agentctl", ProposalView{Proposal: p, Decision: &client.Decision{Kind: client.DecisionDeny, By: "ann", Source: "agentctl"}}, []string{"⛔ Denied by ann via agentctl"}, []string{"[Deny]"}},
-		{"feedback", ProposalView{Proposal: p, Decision: &client.Decision{Kind: client.DecisionFeedback, Feedback: "no", By: "U1", Source: "slack"}}, []string{"💬 Feedback by @U1: no"}, nil},
-		{"policy", ProposalView{Proposal: p, Decision: &client.Decision{Kind: client.DecisionApprove, Source: "policy", Pattern: "write_file(*)"}}, []string{"by policy (write_file(*))"}, nil},
+		{"decided_here", ProposalView{Proposal: p, Decision: &api.Decision{Kind: api.DecisionApprove, Count: 3, By: "U1", Source: "slack"}}, []string{"✅ Approved ×3 by @U1"}, []string{"[Approve]"}},
+		{"decided_in_agentctl", ProposalView{Proposal: p, Decision: &api.Decision{Kind: api.DecisionDeny, By: "ann", Source: "agentctl"}}, []string{"⛔ Denied by ann via agentctl"}, []string{"[Deny]"}},
+		{"feedback", ProposalView{Proposal: p, Decision: &api.Decision{Kind: api.DecisionFeedback, Feedback: "no", By: "U1", Source: "slack"}}, []string{"💬 Feedback by @U1: no"}, nil},
+		{"policy", ProposalView{Proposal: p, Decision: &api.Decision{Kind: api.DecisionApprove, Source: "policy", Pattern: "write_file(*)"}}, []string{"by policy (write_file(*))"}, nil},
 		{"expired", ProposalView{Proposal: p, Closed: "⌛ Expired"}, []string{"⌛ Expired"}, []string{"[Approve]"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,11 +186,11 @@ func TestFormatProposal(t *testing.T) {
 
 func TestFormatResultLongOutputIsAFile(t *testing.T) {
 	long := strings.Repeat("line\n", 1000)
-	m, file := FormatResult(&client.Episode{Command: "read_file", Outcome: "succeeded", Result: long}, 2000)
+	m, file := FormatResult(&api.Episode{Command: "read_file", Outcome: "succeeded", Result: long}, 2000)
 	if file == "" || !strings.Contains(text(m), "attached") {
 		t.Errorf("long output not attached: %q", text(m))
 	}
-	m, file = FormatResult(&client.Episode{Command: "read_file", Outcome: "failed", Result: "no such file"}, 2000)
+	m, file = FormatResult(&api.Episode{Command: "read_file", Outcome: "failed", Result: "no such file"}, 2000)
 	if file != "" || !strings.Contains(text(m), "❌ read_file failed\nno such file") {
 		t.Errorf("short output = %q, file %q", text(m), file)
 	}
@@ -209,11 +209,11 @@ func TestCutKeepsRunes(t *testing.T) {
 func TestModelLinesCannotPassForTheBots(t *testing.T) {
 	for _, c := range displaytest.Cases {
 		t.Run(c.Name, func(t *testing.T) {
-			p := &client.Proposal{ID: "p-1", AgentID: "a-1", Step: 3, Command: "execute_shell", Status: client.ProposalPending,
-				Args: json.RawMessage(`{}`), Thoughts: client.Thoughts{Speak: c.Text, Plan: c.Text}}
+			p := &api.Proposal{ID: "p-1", AgentID: "a-1", Step: 3, Command: "execute_shell", Status: api.ProposalPending,
+				Args: json.RawMessage(`{}`), Thoughts: api.Thoughts{Speak: c.Text, Plan: c.Text}}
 			for name, m := range map[string]Message{
 				"proposal": FormatProposal(ProposalView{Proposal: p}, "slack"),
-				"question": FormatQuestion(&client.Question{ProposalID: "p-1", Text: c.Text}, ""),
+				"question": FormatQuestion(&api.Question{ProposalID: "p-1", Text: c.Text}, ""),
 				"note":     FormatNote("🏁 Finished: " + c.Text),
 			} {
 				for _, part := range m.Parts {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // The relay delivers scheduled runs (schedule.Chat): a schedule whose delivery is
@@ -67,8 +67,8 @@ func (r *Relay) RunThread(platform, runID string) (channel, thread string, ok bo
 
 // Schedules is the part of the schedules' manager the /agent schedule command uses.
 type Schedules interface {
-	Schedules(ctx context.Context) ([]client.Schedule, error)
-	RunSchedule(ctx context.Context, ref string) (*client.ScheduleRun, error)
+	Schedules(ctx context.Context) ([]api.Schedule, error)
+	RunSchedule(ctx context.Context, ref string) (*api.ScheduleRun, error)
 }
 
 // SetSchedules lets /agent schedule list and fire schedules. Call it before Run (the
@@ -106,7 +106,7 @@ func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u Us
 		if err != nil {
 			return err.Error()
 		}
-		i := slices.IndexFunc(here, func(sc client.Schedule) bool { return sc.Name == name || sc.ID == name })
+		i := slices.IndexFunc(here, func(sc api.Schedule) bool { return sc.Name == name || sc.ID == name })
 		if i < 0 {
 			// One delivering elsewhere is answered as if it did not exist.
 			return fmt.Sprintf("There is no schedule %q in this channel; /agent schedule ls lists the ones delivering here.", cut(name, 80))
@@ -131,12 +131,12 @@ func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u Us
 // channelSchedules are the schedules whose runs are delivered to w's channel on
 // platform: a channel sees and fires those, nothing else (a schedule's goal and spec can
 // be as private as an agent's task).
-func (r *Relay) channelSchedules(ctx context.Context, s Schedules, platform string, w Where) ([]client.Schedule, error) {
+func (r *Relay) channelSchedules(ctx context.Context, s Schedules, platform string, w Where) ([]api.Schedule, error) {
 	all, err := s.Schedules(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var here []client.Schedule
+	var here []api.Schedule
 	for _, sc := range all {
 		p, ch, ok := strings.Cut(strings.TrimSpace(sc.Delivery), ":")
 		if ok && strings.EqualFold(strings.TrimSpace(p), platform) && strings.TrimSpace(ch) == w.Channel && w.Channel != "" {
@@ -146,7 +146,7 @@ func (r *Relay) channelSchedules(ctx context.Context, s Schedules, platform stri
 	return here, nil
 }
 
-func schedulesText(all []client.Schedule) string {
+func schedulesText(all []api.Schedule) string {
 	if len(all) == 0 {
 		return "No schedules deliver to this channel. Add one with `agentctl schedule add --delivery PLATFORM:CHANNEL`."
 	}

@@ -3,23 +3,23 @@ package bots
 import (
 	"context"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Service is the part of the daemon's localapi.Service the relay uses; the agent Supervisor's
 // parts (agent.Facade) satisfy it in-process.
 type Service interface {
-	Agents(ctx context.Context) ([]client.Agent, error)
-	Agent(ctx context.Context, ref string) (*client.Agent, error)
-	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
-	Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error)
-	Answer(ctx context.Context, ref string, req client.AnswerRequest) error
-	Task(ctx context.Context, ref string, task string) (*client.Agent, error)
-	Pause(ctx context.Context, ref string) (*client.Agent, error)
-	Resume(ctx context.Context, ref string) (*client.Agent, error)
-	Stop(ctx context.Context, ref string) (*client.Agent, error)
-	Proposals(ctx context.Context, ref string) ([]client.Proposal, error)
-	Subscribe(ref string, since int64) (events <-chan client.Event, cancel func(), err error)
+	Agents(ctx context.Context) ([]api.Agent, error)
+	Agent(ctx context.Context, ref string) (*api.Agent, error)
+	CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error)
+	Decide(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error)
+	Answer(ctx context.Context, ref string, req api.AnswerRequest) error
+	Task(ctx context.Context, ref string, task string) (*api.Agent, error)
+	Pause(ctx context.Context, ref string) (*api.Agent, error)
+	Resume(ctx context.Context, ref string) (*api.Agent, error)
+	Stop(ctx context.Context, ref string) (*api.Agent, error)
+	Proposals(ctx context.Context, ref string) ([]api.Proposal, error)
+	Subscribe(ref string, since int64) (events <-chan api.Event, cancel func(), err error)
 }
 
 // Bindings stores which thread each run is bound to, and the messages posted for

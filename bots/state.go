@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // relayState is everything the relay remembers between events, and its methods are the
@@ -23,7 +23,7 @@ type relayState struct {
 	mu        sync.Mutex
 	adapters  map[string]*endpoint                // platform → adapter and its rules
 	bound     map[string]map[string]*Binding      // agent → platform → binding
-	props     map[string]*client.Proposal         // proposals posted and not yet decided
+	props     map[string]*api.Proposal            // proposals posted and not yet decided
 	states    map[string]string                   // agent → last state shown
 	agents    map[string]agentInfo                // unbound agents' names and parents (helpers)
 	posted    map[string]int64                    // proposal → order of its post (or its question's), while it waits
@@ -44,7 +44,7 @@ type relayState struct {
 
 func newRelayState() *relayState {
 	return &relayState{
-		adapters: map[string]*endpoint{}, bound: map[string]map[string]*Binding{}, props: map[string]*client.Proposal{},
+		adapters: map[string]*endpoint{}, bound: map[string]map[string]*Binding{}, props: map[string]*api.Proposal{},
 		states: map[string]string{}, agents: map[string]agentInfo{}, posted: map[string]int64{}, timers: map[string]*time.Timer{},
 		teamBound: map[string]map[string]*TeamBinding{}, roles: map[string]teamRole{}, following: map[string]bool{},
 		teamEnded: map[string]bool{}, propMsgs: map[string]ChatMessage{}, early: map[string]User{},
@@ -335,7 +335,7 @@ func (s *relayState) postOrder(id string) int64 {
 }
 
 // openProposal remembers p as posted and open to a decision.
-func (s *relayState) openProposal(p *client.Proposal) {
+func (s *relayState) openProposal(p *api.Proposal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.props[p.ID] = p
@@ -343,7 +343,7 @@ func (s *relayState) openProposal(p *client.Proposal) {
 
 // decided forgets an open proposal and stops its expiry; it returns the proposal as
 // posted (nil when the relay did not post it).
-func (s *relayState) decided(id string) *client.Proposal {
+func (s *relayState) decided(id string) *api.Proposal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.props[id]
@@ -358,10 +358,10 @@ func (s *relayState) decided(id string) *client.Proposal {
 }
 
 // closeOpen forgets an agent's open proposals and returns them.
-func (s *relayState) closeOpen(agentID string) []*client.Proposal {
+func (s *relayState) closeOpen(agentID string) []*api.Proposal {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var open []*client.Proposal
+	var open []*api.Proposal
 	for id, p := range s.props {
 		if p.AgentID == agentID {
 			open = append(open, p)
@@ -498,10 +498,10 @@ func (s *relayState) forgetTeam(teamID string) {
 
 // learnTeam notes the role agents of run, the team run teamID as read from the engine,
 // and returns their ids; none once the run ended, as its role agents are going.
-func (s *relayState) learnTeam(teamID string, run *client.TeamRun) []string {
+func (s *relayState) learnTeam(teamID string, run *api.TeamRun) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.teamEnded[teamID] || run.Status != client.TeamRunning {
+	if s.teamEnded[teamID] || run.Status != api.TeamRunning {
 		return nil // learning them again would keep it in memory
 	}
 	var ids []string

@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Team runs in chat (/agent team FILE TASK). A team run started from chat is bound to a
@@ -28,14 +28,14 @@ import (
 type Teams interface {
 	// StartTeamFile starts a run of the workflow FILE names in the configured directory:
 	// a bare name, or the absolute path of a file there; any file elsewhere is refused.
-	StartTeamFile(ctx context.Context, file, task, by string) (*client.TeamRun, error)
+	StartTeamFile(ctx context.Context, file, task, by string) (*api.TeamRun, error)
 	// Workflows lists the workflows in the configured directory (none without one).
 	Workflows(ctx context.Context) ([]string, error)
-	Teams(ctx context.Context) ([]client.TeamRun, error)
-	Team(ctx context.Context, ref string) (*client.TeamRun, error)
-	SubscribeTeam(ref string, since int64) (<-chan client.Event, func(), error)
+	Teams(ctx context.Context) ([]api.TeamRun, error)
+	Team(ctx context.Context, ref string) (*api.TeamRun, error)
+	SubscribeTeam(ref string, since int64) (<-chan api.Event, func(), error)
 	// StopTeamBy stops a running team run; by ("PLATFORM:USER") is named in its end.
-	StopTeamBy(ctx context.Context, ref, by string) (*client.TeamRun, error)
+	StopTeamBy(ctx context.Context, ref, by string) (*api.TeamRun, error)
 }
 
 // teamBindings stores team runs' threads; the daemon's store (daemon/server/chatstore) has it. A relay whose Bindings
@@ -132,7 +132,7 @@ func (r *Relay) teamStop(ctx context.Context, ep *endpoint, w Where, u User, id 
 	// it did not exist. (An ended one is left to the engine, which says it has ended.)
 	teams := r.teamSvc()
 	run, err := teams.Team(ctx, id)
-	if err != nil || run.Status == client.TeamRunning && !r.channelTeamRuns(ctx, ep.a.Platform(), w.Channel)[run.ID] {
+	if err != nil || run.Status == api.TeamRunning && !r.channelTeamRuns(ctx, ep.a.Platform(), w.Channel)[run.ID] {
 		return fmt.Sprintf("Could not stop the team run: there is no team run %q in this channel; /agent status lists the ones running here.", cut(id, 80))
 	}
 	run, err = teams.StopTeamBy(ctx, run.ID, ep.a.Platform()+":"+u.ID)
@@ -145,11 +145,11 @@ func (r *Relay) teamStop(ctx context.Context, ep *endpoint, w Where, u User, id 
 
 // stoppedBy names, as a mention, the person a team run's end says stopped it, when they
 // acted on platform ("stopped by PLATFORM:USER", see teamStop).
-func stoppedBy(m *Message, t client.TeamTurn, text, platform string) {
+func stoppedBy(m *Message, t api.TeamTurn, text, platform string) {
 	user, ok := strings.CutPrefix(strings.TrimSpace(text), "stopped by "+platform+":")
 	// Only a plain id becomes a mention: the text is the run's, and anything else in it
 	// (a ">", "!channel") would be rendered as markup that pings or links.
-	if t.Kind != client.TurnEnd || !ok || !MentionID(platform, user) || len(m.Parts) != 1 {
+	if t.Kind != api.TurnEnd || !ok || !MentionID(platform, user) || len(m.Parts) != 1 {
 		return
 	}
 	spans := m.Parts[0].Spans
@@ -252,7 +252,7 @@ func (r *Relay) followTeam(teamID string, since int) {
 		defer r.state.followEnded(teamID)
 		for ctx.Err() == nil {
 			ch, cancel, err := teams.SubscribeTeam(teamID, int64(since))
-			if errors.Is(err, client.ErrNotFound) {
+			if errors.Is(err, api.ErrNotFound) {
 				return
 			}
 			if err != nil {
@@ -278,7 +278,7 @@ func (r *Relay) followTeam(teamID string, since int) {
 					done()
 					if t := ev.Team.Turn; t != nil {
 						since = max(since, t.Seq)
-						ended = ended || t.Kind == client.TurnEnd
+						ended = ended || t.Kind == api.TurnEnd
 					}
 				}
 			}
@@ -292,7 +292,7 @@ func (r *Relay) followTeam(teamID string, since int) {
 }
 
 // handleTeam posts one team event in the run's threads.
-func (r *Relay) handleTeam(ctx context.Context, te *client.TeamEvent) {
+func (r *Relay) handleTeam(ctx context.Context, te *api.TeamEvent) {
 	if te.Waiting != "" {
 		if _, ok := r.roleOf(te.Waiting); !ok {
 			r.learnTeamAgents(ctx, te.TeamID)
@@ -302,7 +302,7 @@ func (r *Relay) handleTeam(ctx context.Context, te *client.TeamEvent) {
 	if t == nil {
 		return
 	}
-	if t.Kind == client.TurnMessage && t.AgentID != "" {
+	if t.Kind == api.TurnMessage && t.AgentID != "" {
 		if _, ok := r.roleOf(t.AgentID); !ok {
 			r.learnTeamAgents(ctx, te.TeamID)
 		}
@@ -363,7 +363,7 @@ func (r *Relay) fullTurnText(ctx context.Context, teamID string, seq int, short 
 // text: a role's message labelled [role], a conclusion, a phase's end or a transition
 // with its reason, the run's end with its status and reason. A text longer than maxText
 // is shown cut, and returned whole as file.
-func FormatTeamTurn(t client.TeamTurn, text string, maxText int) (m Message, file string) {
+func FormatTeamTurn(t api.TeamTurn, text string, maxText int) (m Message, file string) {
 	text = strings.TrimSpace(text)
 	body := func(head []Span, summary string) {
 		m.Summary = summary + cut(text, 100)
@@ -380,19 +380,19 @@ func FormatTeamTurn(t client.TeamTurn, text string, maxText int) (m Message, fil
 		where = t.State
 	}
 	switch t.Kind {
-	case client.TurnMessage:
+	case api.TurnMessage:
 		label := "[" + t.Role + "] "
 		body([]Span{{Text: label, Bold: true}}, label)
-	case client.TurnConclusion:
+	case api.TurnConclusion:
 		head := fmt.Sprintf("📌 %s concluded → %s: ", where, t.Mode)
 		body([]Span{{Text: head, Bold: true}}, head)
-	case client.TurnPhaseEnd:
+	case api.TurnPhaseEnd:
 		head := fmt.Sprintf("⏹ Phase %s ended (%s): ", where, t.Mode)
 		body([]Span{{Text: head, Bold: true}}, head)
-	case client.TurnTransition:
+	case api.TurnTransition:
 		head := "➡️ "
 		body([]Span{{Text: head}}, head)
-	case client.TurnEnd:
+	case api.TurnEnd:
 		head := fmt.Sprintf("🏁 Team run %s: ", t.Mode)
 		body([]Span{{Text: head, Bold: true}}, head)
 	default:
@@ -424,7 +424,7 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		return
 	}
 	agents := r.roleAgents(ctx, run)
-	var target *client.Agent
+	var target *api.Agent
 	if role, after, ok := strings.Cut(text, ":"); ok {
 		if id, named := run.Agents[strings.TrimSpace(role)]; named {
 			text = strings.TrimSpace(after)
@@ -444,7 +444,7 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 	}
 	if target == nil {
 		msg := fmt.Sprintf("Nothing in team run %s waits for you now; it is %s.", run.ID, run.Status)
-		if run.Status != client.TeamRunning {
+		if run.Status != api.TeamRunning {
 			msg += " " + orDash(run.Reason)
 		}
 		r.ephemeral(ctx, ep, in.Where, in.User, msg)
@@ -467,7 +467,7 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 		if err = errorIf(tooLong("The answer", text)); err != nil {
 			break
 		}
-		err = r.opt.Service.Answer(ctx, target.ID, client.AnswerRequest{ProposalID: target.Question.ProposalID, Text: text, By: in.User.ID, ByName: in.User.Name})
+		err = r.opt.Service.Answer(ctx, target.ID, api.AnswerRequest{ProposalID: target.Question.ProposalID, Text: text, By: in.User.ID, ByName: in.User.Name})
 		if err == nil {
 			r.answered(ctx, ep, target.ID, target.Question, in.User)
 		}
@@ -482,8 +482,8 @@ func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *Tea
 
 // roleAgents are run's role agents as the daemon has them now, by role, each placed in
 // its team and role.
-func (r *Relay) roleAgents(ctx context.Context, run *client.TeamRun) []*client.Agent {
-	var agents []*client.Agent
+func (r *Relay) roleAgents(ctx context.Context, run *api.TeamRun) []*api.Agent {
+	var agents []*api.Agent
 	for _, role := range slices.Sorted(maps.Keys(run.Agents)) {
 		if a, err := r.opt.Service.Agent(ctx, run.Agents[role]); err == nil {
 			agents = append(agents, a)
@@ -495,8 +495,8 @@ func (r *Relay) roleAgents(ctx context.Context, run *client.TeamRun) []*client.A
 
 // lastPosted is the one of agents whose proposal or question waiting was posted last;
 // nil when none waits.
-func (r *Relay) lastPosted(agents []*client.Agent) *client.Agent {
-	var target *client.Agent
+func (r *Relay) lastPosted(agents []*api.Agent) *api.Agent {
+	var target *api.Agent
 	var best int64 = -1
 	for _, a := range agents {
 		if id := waitingID(a); id != "" {
@@ -546,7 +546,7 @@ func (r *Relay) runningTeamsText(ctx context.Context, platform string, w Where) 
 	here := r.channelTeamRuns(ctx, platform, w.Channel)
 	var parts []string
 	for _, t := range all {
-		if t.Status == client.TeamRunning && here[t.ID] {
+		if t.Status == api.TeamRunning && here[t.ID] {
 			p := fmt.Sprintf("%s (%s, state %s, %d/%d turns)", t.ID, t.Workflow, t.State, t.Turns, t.MaxTurns)
 			if t.Waiting != "" {
 				p += " waiting for " + t.Waiting

@@ -7,30 +7,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // fakeTeams serves team runs whose transcripts are given up front; each subscription
 // gets them all, then its channel closes, as the engine's does after a run's end.
 type fakeTeams struct {
 	unusedTeams // the methods not needed here
-	runs        map[string]*client.TeamRun
-	turns       map[string][]client.TeamTurn
+	runs        map[string]*api.TeamRun
+	turns       map[string][]api.TeamTurn
 }
 
-func (f *fakeTeams) Team(_ context.Context, ref string) (*client.TeamRun, error) {
+func (f *fakeTeams) Team(_ context.Context, ref string) (*api.TeamRun, error) {
 	if r, ok := f.runs[ref]; ok {
 		return r, nil
 	}
-	return nil, client.Errorf(client.ErrNotFound, "no team run %q", ref)
+	return nil, api.Errorf(api.ErrNotFound, "no team run %q", ref)
 }
 
-func (f *fakeTeams) SubscribeTeam(ref string, since int64) (<-chan client.Event, func(), error) {
-	ch := make(chan client.Event, len(f.turns[ref]))
+func (f *fakeTeams) SubscribeTeam(ref string, since int64) (<-chan api.Event, func(), error) {
+	ch := make(chan api.Event, len(f.turns[ref]))
 	for _, t := range f.turns[ref] {
 		if int64(t.Seq) > since {
-			ch <- client.Event{Type: client.EventTeam, Team: &client.TeamEvent{TeamID: ref, Turn: &t}}
+			ch <- api.Event{Type: api.EventTeam, Team: &api.TeamEvent{TeamID: ref, Turn: &t}}
 		}
 	}
 	close(ch)
@@ -85,17 +85,17 @@ func (r *Relay) followed(t *testing.T, ids ...string) {
 // memory: at once when no role agent of it is known, else when its last role agent is
 // removed, whose last events still reach the thread until then.
 func TestEndedTeamRunForgotten(t *testing.T) {
-	end := func(seq int) client.TeamTurn {
-		return client.TeamTurn{Seq: seq, Kind: client.TurnEnd, Mode: client.TeamFinished, Text: "no next state"}
+	end := func(seq int) api.TeamTurn {
+		return api.TeamTurn{Seq: seq, Kind: api.TurnEnd, Mode: api.TeamFinished, Text: "no next state"}
 	}
-	svc := &helperService{agents: []client.Agent{{ID: "a-2", Name: "t1-programmer", State: client.StateThinking}}}
+	svc := &helperService{agents: []api.Agent{{ID: "a-2", Name: "t1-programmer", State: api.StateThinking}}}
 	teams := &fakeTeams{
-		runs: map[string]*client.TeamRun{
-			"t-1": {ID: "t-1", Status: client.TeamRunning, Agents: map[string]string{"programmer": "a-2"}},
-			"t-2": {ID: "t-2", Status: client.TeamRunning},
+		runs: map[string]*api.TeamRun{
+			"t-1": {ID: "t-1", Status: api.TeamRunning, Agents: map[string]string{"programmer": "a-2"}},
+			"t-2": {ID: "t-2", Status: api.TeamRunning},
 		},
-		turns: map[string][]client.TeamTurn{
-			"t-1": {{Seq: 1, Kind: client.TurnMessage, Role: "programmer", AgentID: "a-2", Text: "done"}, end(2)},
+		turns: map[string][]api.TeamTurn{
+			"t-1": {{Seq: 1, Kind: api.TurnMessage, Role: "programmer", AgentID: "a-2", Text: "done"}, end(2)},
 			"t-2": {end(1)},
 		},
 	}
@@ -107,7 +107,7 @@ func TestEndedTeamRunForgotten(t *testing.T) {
 	if !r.remembered("t-1") || len(r.targets("a-2")) != 1 {
 		t.Fatal("t-1's thread was forgotten while its role agent, not yet removed, may still post there")
 	}
-	r.handle(context.Background(), client.Event{Type: client.EventRemoved, AgentID: "a-2"})
+	r.handle(context.Background(), api.Event{Type: api.EventRemoved, AgentID: "a-2"})
 	if r.remembered("t-1") {
 		t.Error("t-1's last role agent is removed, yet its thread is still in memory")
 	}
@@ -124,10 +124,10 @@ func TestEndedTeamRunForgotten(t *testing.T) {
 func TestEndedTeamRunForgottenLater(t *testing.T) {
 	defer func(d time.Duration) { teamForgetAfter = d }(teamForgetAfter)
 	teamForgetAfter = 20 * time.Millisecond
-	svc := &helperService{agents: []client.Agent{{ID: "a-3", Name: "t3-writer"}}}
+	svc := &helperService{agents: []api.Agent{{ID: "a-3", Name: "t3-writer"}}}
 	teams := &fakeTeams{
-		runs:  map[string]*client.TeamRun{"t-3": {ID: "t-3", Status: client.TeamRunning, Agents: map[string]string{"writer": "a-3"}}},
-		turns: map[string][]client.TeamTurn{"t-3": {{Seq: 1, Kind: client.TurnEnd, Mode: client.TeamStopped, Text: "stopped"}}},
+		runs:  map[string]*api.TeamRun{"t-3": {ID: "t-3", Status: api.TeamRunning, Agents: map[string]string{"writer": "a-3"}}},
+		turns: map[string][]api.TeamTurn{"t-3": {{Seq: 1, Kind: api.TurnEnd, Mode: api.TeamStopped, Text: "stopped"}}},
 	}
 	r, _ := teamRelay(t, svc, teams)
 	r.followed(t, "t-3")

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/team"
 )
 
@@ -14,17 +14,17 @@ func TestFormatTeamTurn(t *testing.T) {
 	long := strings.Repeat("word ", 200)
 	for _, tc := range []struct {
 		name    string
-		turn    client.TeamTurn
+		turn    api.TeamTurn
 		text    string
 		summary string
 		file    bool
 	}{
-		{"message", client.TeamTurn{Kind: client.TurnMessage, Role: "programmer"}, "done it", "[programmer] done it", false},
-		{"long_message", client.TeamTurn{Kind: client.TurnMessage, Role: "ceo"}, long, "[ceo] word word", true},
-		{"conclusion", client.TeamTurn{Kind: client.TurnConclusion, Phase: "code", Mode: "code"}, "main.go", "📌 code concluded → code: main.go", false},
-		{"phase_end", client.TeamTurn{Kind: client.TurnPhaseEnd, Phase: "code", Mode: "role_flip"}, "the assistant gave instructions", "⏹ Phase code ended (role_flip): the assistant gave instructions", false},
-		{"transition", client.TeamTurn{Kind: client.TurnTransition, State: "test"}, "code → test: rule", "➡️ code → test: rule", false},
-		{"end", client.TeamTurn{Kind: client.TurnEnd, Mode: client.TeamTurnLimit}, "the run used its 40 turns", "🏁 Team run turn_limit: the run used its 40 turns", false},
+		{"message", api.TeamTurn{Kind: api.TurnMessage, Role: "programmer"}, "done it", "[programmer] done it", false},
+		{"long_message", api.TeamTurn{Kind: api.TurnMessage, Role: "ceo"}, long, "[ceo] word word", true},
+		{"conclusion", api.TeamTurn{Kind: api.TurnConclusion, Phase: "code", Mode: "code"}, "main.go", "📌 code concluded → code: main.go", false},
+		{"phase_end", api.TeamTurn{Kind: api.TurnPhaseEnd, Phase: "code", Mode: "role_flip"}, "the assistant gave instructions", "⏹ Phase code ended (role_flip): the assistant gave instructions", false},
+		{"transition", api.TeamTurn{Kind: api.TurnTransition, State: "test"}, "code → test: rule", "➡️ code → test: rule", false},
+		{"end", api.TeamTurn{Kind: api.TurnEnd, Mode: api.TeamTurnLimit}, "the run used its 40 turns", "🏁 Team run turn_limit: the run used its 40 turns", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, file := FormatTeamTurn(tc.turn, tc.text, 300)
@@ -55,10 +55,10 @@ func TestTeamAgentPrefix(t *testing.T) {
 // A team run's end names who stopped it as a mention on the platform they acted on;
 // elsewhere, and for any other end, the text stays as recorded.
 func TestStoppedBy(t *testing.T) {
-	end := client.TeamTurn{Kind: client.TurnEnd, Mode: client.TeamStopped}
+	end := api.TeamTurn{Kind: api.TurnEnd, Mode: api.TeamStopped}
 	for _, tc := range []struct {
 		name     string
-		turn     client.TeamTurn
+		turn     api.TeamTurn
 		text     string
 		platform string
 		user     string
@@ -66,7 +66,7 @@ func TestStoppedBy(t *testing.T) {
 		{"same_platform", end, "stopped by slack:U1", "slack", "U1"},
 		{"other_platform", end, "stopped by slack:U1", "discord", ""},
 		{"by_agentctl", end, "stopped by a person", "slack", ""},
-		{"not_an_end", client.TeamTurn{Kind: client.TurnMessage, Role: "ceo"}, "stopped by slack:U1", "slack", ""},
+		{"not_an_end", api.TeamTurn{Kind: api.TurnMessage, Role: "ceo"}, "stopped by slack:U1", "slack", ""},
 		{"spaces_in_user", end, "stopped by slack:U1 and more", "slack", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

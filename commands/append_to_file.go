@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // appendToFile adds text at the end of a workspace file, creating it (and its folders) if
@@ -105,7 +105,7 @@ func (appendToFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (
 }
 
 // Preview implements Previewer: the diff of the file against it with the text added.
-func (appendToFile) Preview(_ context.Context, env Env, raw json.RawMessage) *client.Preview {
+func (appendToFile) Preview(_ context.Context, env Env, raw json.RawMessage) *api.Preview {
 	var a appendToFileArgs
 	if json.Unmarshal(raw, &a) != nil || a.Path == "" {
 		return nil

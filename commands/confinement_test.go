@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // fileCommands are the workspace file commands and how each takes a path; every one runs
@@ -168,8 +168,8 @@ func TestSearchFilesNeverFollowsSymlinks(t *testing.T) {
 		name, pattern, text, want string
 	}{
 		{name: "everything", pattern: "**", want: "docs/\ndocs/readme.txt"},
-		{name: "everything_text", pattern: "**", text: "secret", want: `no line contains "secret" in the 1 text files matching "**"`},
-		{name: "passwd_text", pattern: "**/*", text: "nologin", want: `no line contains "nologin" in the 1 text files matching "**/*"`},
+		{name: "everything_text", pattern: "**", text: "secret", want: `no line contains "secret" in the 1 text file matching "**"`},
+		{name: "passwd_text", pattern: "**/*", text: "nologin", want: `no line contains "nologin" in the 1 text file matching "**/*"`},
 		{name: "through_any_link", pattern: "*/*", want: "docs/readme.txt"},
 		{name: "under_up_link", pattern: "*/up/**", want: `no files match "*/up/**"`},
 		{name: "link_names", pattern: "*", want: "docs/"},
@@ -319,7 +319,7 @@ func TestHardLinksNeverReadOrWrittenThrough(t *testing.T) {
 		{name: "delete_file_removes_the_name", cmd: "delete_file", args: map[string]any{"path": "hard"},
 			want: "deleted hard", after: "-"},
 		{name: "search_files_text", cmd: "search_files", args: map[string]any{"pattern": "**", "text": "top"},
-			want: "no line contains \"top\" in the 1 text files matching \"**\"\n[2 files with more than one hard link were not read]", after: secret},
+			want: "no line contains \"top\" in the 1 text file matching \"**\"\n[2 files with more than one hard link were not read]", after: secret},
 		{name: "search_files_names", cmd: "search_files", args: map[string]any{"pattern": "hard"}, want: "hard", after: secret},
 	}
 	for _, tt := range tests {

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // ContextItems is the context component (AutoGPT 0.5's): open_file and open_folder keep

@@ -8,7 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // deleteFile removes one file from the workspace. Folders are refused: one wrong path
@@ -83,12 +83,12 @@ func (deleteFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (st
 
 // Preview implements Previewer: every line of the file removed. A link is deleted itself,
 // not what it points to, so it gets a note and nothing of its target.
-func (deleteFile) Preview(_ context.Context, env Env, raw json.RawMessage) *client.Preview {
+func (deleteFile) Preview(_ context.Context, env Env, raw json.RawMessage) *api.Preview {
 	var a deleteFileArgs
 	if json.Unmarshal(raw, &a) != nil || a.Path == "" {
 		return nil
 	}
-	pv := &client.Preview{Kind: client.PreviewDiff, Path: a.Path}
+	pv := &api.Preview{Kind: api.PreviewDiff, Path: a.Path}
 	clean := filepath.Clean(a.Path)
 	root, _, dir, err := openIn(env.Workspace, filepath.Dir(clean))
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 const (

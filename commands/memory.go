@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentd/agentd/internal/display"
 	"strings"
 	"time"
 )
@@ -108,7 +109,7 @@ func (memorySearch) Execute(ctx context.Context, env Env, raw json.RawMessage) (
 		return "nothing in memory matches " + fmt.Sprintf("%q", a.Query), nil
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d memories for %q, most relevant first:", len(hits), a.Query)
+	fmt.Fprintf(&b, "%s for %q, most relevant first:", display.Count(len(hits), "memory", "memories"), a.Query)
 	for i, h := range hits {
 		fmt.Fprintf(&b, "\n%d. [%s", i+1, h.Kind)
 		if h.Source != "" {

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Previewer is a command that can say what it would do before it runs: the daemon asks
@@ -17,19 +17,19 @@ import (
 // would do, and returns nil when it has nothing to add. Args are the proposal's canonical
 // args, not yet checked against the schema.
 type Previewer interface {
-	Preview(ctx context.Context, env Env, args json.RawMessage) *client.Preview
+	Preview(ctx context.Context, env Env, args json.RawMessage) *api.Preview
 }
 
 // Preview returns c's preview of args, or nil when c has none. A panicking previewer
 // gives a note instead of taking the proposal down: the preview is help, not a gate.
-func Preview(ctx context.Context, c Command, env Env, args json.RawMessage) (p *client.Preview) {
+func Preview(ctx context.Context, c Command, env Env, args json.RawMessage) (p *api.Preview) {
 	pv, ok := c.(Previewer)
 	if !ok {
 		return nil
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			p = &client.Preview{Kind: "", Note: fmt.Sprintf("no preview: working it out failed (%v); judge the args", r)}
+			p = &api.Preview{Kind: "", Note: fmt.Sprintf("no preview: working it out failed (%v); judge the args", r)}
 		}
 	}()
 	return pv.Preview(ctx, env, args)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/sergi/go-diff/diffmatchpatch"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // maxDiffInput bounds the file a preview reads and diffs: a bigger one gets a note, so a
@@ -26,8 +26,8 @@ const diffContext = 3
 // through the workspace's one resolver, after computes what the file would become from
 // it (exists is false for a new file).
 // removes says the file itself goes (delete_file), not only its contents.
-func filePreview(env Env, path string, removes bool, after func(before string, exists bool) string) *client.Preview {
-	pv := &client.Preview{Kind: client.PreviewDiff, Path: path}
+func filePreview(env Env, path string, removes bool, after func(before string, exists bool) string) *api.Preview {
+	pv := &api.Preview{Kind: api.PreviewDiff, Path: path}
 	before, exists, note := readForDiff(env.Workspace, path)
 	if note != "" {
 		pv.Note = note
@@ -56,7 +56,7 @@ func filePreview(env Env, path string, removes bool, after func(before string, e
 	case pv.Diff == "":
 		pv.Note = "no change: the file already holds exactly this"
 	}
-	pv.Diff, pv.DiffCut = cutDiff(pv.Diff, client.MaxPreviewDiff)
+	pv.Diff, pv.DiffCut = cutDiff(pv.Diff, api.MaxPreviewDiff)
 	return pv
 }
 

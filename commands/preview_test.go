@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // previewOf asks the registered command name for its preview of args in workspace ws.
-func previewOf(t *testing.T, name, ws string, args any) *client.Preview {
+func previewOf(t *testing.T, name, ws string, args any) *api.Preview {
 	t.Helper()
 	c, ok := Lookup(name)
 	if !ok {
@@ -77,7 +77,7 @@ func TestFilePreviews(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pv := previewOf(t, tt.command, s.ws, tt.args)
-			if pv == nil || pv.Kind != client.PreviewDiff || pv.Path != tt.args["path"] {
+			if pv == nil || pv.Kind != api.PreviewDiff || pv.Path != tt.args["path"] {
 				t.Fatalf("preview = %+v, want a diff of %s", pv, tt.args["path"])
 			}
 			if pv.Diff != tt.diff {
@@ -131,8 +131,8 @@ func TestFilePreviewCapsHugeDiffs(t *testing.T) {
 	ws := t.TempDir()
 	line := strings.Repeat("x", 99) + "\n"
 	pv := previewOf(t, "write_file", ws, map[string]string{"path": "big.txt", "contents": strings.Repeat(line, 1000)})
-	if !pv.DiffCut || len(pv.Diff) > client.MaxPreviewDiff || !strings.HasSuffix(pv.Diff, "\n") {
-		t.Errorf("diff of %d bytes, cut %v: want cut on a line under %d", len(pv.Diff), pv.DiffCut, client.MaxPreviewDiff)
+	if !pv.DiffCut || len(pv.Diff) > api.MaxPreviewDiff || !strings.HasSuffix(pv.Diff, "\n") {
+		t.Errorf("diff of %d bytes, cut %v: want cut on a line under %d", len(pv.Diff), pv.DiffCut, api.MaxPreviewDiff)
 	}
 	if err := os.WriteFile(filepath.Join(ws, "huge.txt"), []byte(strings.Repeat(line, 11000)), 0o644); err != nil {
 		t.Fatal(err)
@@ -180,7 +180,7 @@ func BenchmarkFilePreview(b *testing.B) {
 // panicky is a command whose preview panics.
 type panicky struct{ finish }
 
-func (panicky) Preview(context.Context, Env, json.RawMessage) *client.Preview { panic("boom") }
+func (panicky) Preview(context.Context, Env, json.RawMessage) *api.Preview { panic("boom") }
 
 // TestPreviewPanicIsANote: a previewer that panics gives a note, not a dead proposal; a
 // command without a previewer gives nil.

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Budgets of one search; each one reached is named in the result so the model can narrow it.
@@ -364,19 +364,19 @@ func (s *search) report(a searchFilesArgs) string {
 	case s.needle == "" || s.textFiles+s.binary == 0:
 		fmt.Fprintf(&b, "no files match %s", shortQuote(a.Pattern))
 	default:
-		fmt.Fprintf(&b, "no line contains %q in the %d text files matching %s", a.Text, s.textFiles, shortQuote(a.Pattern))
+		fmt.Fprintf(&b, "no line contains %q in the %s matching %s", a.Text, display.Count(s.textFiles, "text file", "text files"), shortQuote(a.Pattern))
 		if s.binary > 0 {
-			fmt.Fprintf(&b, " (%d binary files skipped)", s.binary)
+			fmt.Fprintf(&b, " (%s skipped)", display.Count(s.binary, "binary file", "binary files"))
 		}
 	}
 	if s.cut != "" {
 		fmt.Fprintf(&b, "\n[%s]", s.cut)
 	}
 	if s.hardLinked > 0 {
-		fmt.Fprintf(&b, "\n[%d files with more than one hard link were not read]", s.hardLinked)
+		fmt.Fprintf(&b, "\n[%s not read]", display.Count(s.hardLinked, "file with more than one hard link was", "files with more than one hard link were"))
 	}
 	if s.partial > 0 {
-		fmt.Fprintf(&b, "\n[%d large files were searched only in their first %d MiB]", s.partial, maxSearchFileBytes>>20)
+		fmt.Fprintf(&b, "\n[%s searched only in the first %d MiB]", display.Count(s.partial, "large file was", "large files were"), maxSearchFileBytes>>20)
 	}
 	return b.String()
 }

@@ -92,9 +92,9 @@ func TestSearchFiles(t *testing.T) {
 		{name: "text_not_found", args: map[string]any{"pattern": "notes/*.txt", "text": "zebra"},
 			want: `no line contains "zebra" in the 2 text files matching "notes/*.txt"`},
 		{name: "text_binary_skipped", args: map[string]any{"pattern": "bin/*", "text": "todo"},
-			want: `no line contains "todo" in the 0 text files matching "bin/*" (1 binary files skipped)`},
+			want: `no line contains "todo" in the 0 text files matching "bin/*" (1 binary file skipped)`},
 		{name: "text_not_utf8_skipped", args: map[string]any{"pattern": "latin1.txt", "text": "todo"},
-			want: `no line contains "todo" in the 0 text files matching "latin1.txt" (1 binary files skipped)`},
+			want: `no line contains "todo" in the 0 text files matching "latin1.txt" (1 binary file skipped)`},
 		{name: "text_no_files", args: map[string]any{"pattern": "*.rs", "text": "x"}, want: `no files match "*.rs"`},
 		{name: "text_on_two_lines", args: map[string]any{"pattern": "**", "text": "a\nb"}, wantErr: "text must be on one line"},
 		{name: "malformed_class", args: map[string]any{"pattern": "notes/[a"}, wantErr: `pattern "notes/[a" has a malformed part "[a"`},
@@ -148,7 +148,7 @@ func TestSearchFilesBudgets(t *testing.T) {
 		{name: "lines_capped", pattern: "many/*", text: "hit", lines: maxSearchMatches,
 			note: "[showing the first 100 matches; narrow the pattern or the text to see others]"},
 		{name: "big_file_read_in_part", pattern: "big.txt", text: "hit", lines: 1,
-			note: "[1 large files were searched only in their first 1 MiB]"},
+			note: "[1 large file was searched only in the first 1 MiB]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

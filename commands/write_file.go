@@ -10,7 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // writeFile creates or replaces a text file in the workspace, atomically: a reader sees the
@@ -118,7 +118,7 @@ func writeAtomic(ctx context.Context, root *os.Root, rel string, data []byte, pe
 }
 
 // Preview implements Previewer: the diff of the file against the new contents.
-func (writeFile) Preview(_ context.Context, env Env, raw json.RawMessage) *client.Preview {
+func (writeFile) Preview(_ context.Context, env Env, raw json.RawMessage) *api.Preview {
 	var a writeFileArgs
 	if json.Unmarshal(raw, &a) != nil || a.Path == "" {
 		return nil

@@ -31,6 +31,8 @@ type layer struct {
 var layers = []layer{
 	{"binaries", []string{"cmd/...", "daemon/integration", "scripts/..."},
 		"the binaries (and the test scripts' helpers) wire the daemon; nothing imports them"},
+	{"test doubles", []string{"internal/apitest", "internal/fakediscord", "internal/fakeslack", "internal/netguardtest", "internal/ollamatest", "internal/testutil", "internal/display/displaytest"},
+		"fakes of the services agentd talks to and test helpers: only tests import them, never the product"},
 	{"server", []string{"daemon/server/..."},
 		"the server wires the services together; a service never imports the server"},
 	{"services", []string{"bots/...", "daemon/agent", "daemon/team", "daemon/schedule/...", "daemon/agentprotocol", "daemon/web"},
@@ -45,8 +47,10 @@ var layers = []layer{
 			"model client, the firing clock, the workspace checkpoints) stands alone: it imports no service and no other foundation"},
 	{"command set", []string{"commands/..."},
 		"commands and their guards know nothing of the daemon that runs them"},
-	{"shared", []string{"daemon/client/...", "daemon/statedir", "daemon/metrics", "daemon/ollamatest", "daemon/testutil", "systemd"},
-		"wire types and small helpers everything may use; they import nothing of the repository"},
+	{"shared", []string{"api/...", "daemon/statedir", "daemon/metrics", "systemd"},
+		"the wire and domain model (api) and small helpers every tier may use; they import nothing of the repository above them"},
+	{"text", []string{"internal/display"},
+		"how text is shown to people (escaping, counts, sizes): a leaf that imports nothing of the repository"},
 }
 
 // denied are arrows the tiers would allow but the design forbids, with the reason.

@@ -52,8 +52,11 @@ type Index struct {
 
 	health health
 
-	indexed       atomic.Uint64
-	dropped       atomic.Uint64
+	indexed atomic.Uint64
+	dropped atomic.Uint64
+	// slowForms counts the searches that ran past the fast form: the wide form and the
+	// exhaustive one (searchBM25). A prompt's ordinary query must not.
+	slowForms     atomic.Uint64
 	embedFailures atomic.Uint64
 	lastWarn      atomic.Int64 // unix nanos of the last embedding warning
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // ready opens an index and runs the first (empty) rebuild a fresh directory asks for.

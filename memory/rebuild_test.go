@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func corpus(prefix string, n int) []Doc {

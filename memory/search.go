@@ -142,6 +142,9 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, dates [
 
 // searchForm runs q in one form for the top depth hits.
 func (ix *Index) searchForm(ctx context.Context, g *generation, q Query, dates []string, docs uint64, depth int, form queryForm) ([]Hit, pruning, error) {
+	if form != fastForm {
+		ix.slowForms.Add(1)
+	}
 	bq, p, err := buildQuery(ctx, g, q, dates, docs, form)
 	if err != nil || bq == nil {
 		return nil, p, err

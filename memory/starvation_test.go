@@ -169,6 +169,7 @@ func TestPromptQueryStaysFast(t *testing.T) {
 		}
 		fastHits = len(h)
 	})
+	slow := ix.slowForms.Load()
 	full := best(func() {
 		if _, err := ix.Search(ctx, q); err != nil {
 			t.Fatal(err)
@@ -176,7 +177,10 @@ func TestPromptQueryStaysFast(t *testing.T) {
 	})
 	t.Logf("%d memories, %d query terms: fast form %v (%d hits, pruned=%v); Search %v", docs,
 		len(queryTerms(g.an.text, q.Text)), fast, fastHits, pruned, full)
-	if full > 5*fast+2*time.Millisecond {
-		t.Errorf("an ordinary prompt query's search takes %v, %.0fx its fast form (%v)", full, float64(full)/float64(fast), fast)
+	// What keeps it fast, counted rather than timed (a loaded machine skews the times):
+	// the search stays on the fast form, never the wide or exhaustive one.
+	if n := ix.slowForms.Load() - slow; n != 0 {
+		t.Errorf("an ordinary prompt query's search ran a slower form %d times in 5 searches (it takes %v, %.0fx its fast form's %v)",
+			n, full, float64(full)/float64(fast), fast)
 	}
 }

@@ -42,9 +42,9 @@ fi
 ensure_go
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
-say "building agentd and agentctl"
-version=$(git describe --always --dirty 2>/dev/null || echo dev)
-go build -trimpath -ldflags "-X main.version=$version" -o "$build/" ./cmd/agentd ./cmd/agentctl
+# The same flags as run.sh and test.sh: what they compiled is reused, not compiled again.
+say "building agentd and agentctl (a first build compiles for minutes; output: $AGENTD_LOGS/build.log)"
+build_agentd "$build" ./cmd/agentd ./cmd/agentctl
 
 if [ "$mode" = user ]; then
 	bindir="$dest$HOME/.local/bin"
@@ -83,10 +83,18 @@ else
 	install -m 0640 "${owner[@]}" agentd.example.toml "$confdir/agentd.toml"
 fi
 if [ ! -e "$confdir/agentd.env" ]; then
-	# Secrets for the chat bots go here, never in the config file the unit can show.
-	printf '%s\n' "# Secrets for agentd, one VAR=value per line (mode 0600), e.g.:" \
-		"# AGENTD_SLACK_BOT_TOKEN=xoxb-..." "# AGENTD_SLACK_APP_TOKEN=xapp-..." \
-		"# AGENTD_DISCORD_TOKEN=..." >"$build/agentd.env"
+	# Secrets for the chat bots and the HTTP listener go here, never in the config file
+	# the unit can show. Their names are the ones the config in force reads (its
+	# *token_env keys), so they cannot drift from what agentd looks for.
+	{
+		echo "# Secrets for agentd, one VAR=value per line (mode 0600); the unit reads them at start"
+		echo "# (systemctl restart agentd after a change). Set those of what agentd.toml enables:"
+		awk '/^\[/ { sec = $0 }
+			/^(bot_token_env|app_token_env|token_env) *= *"/ {
+				split($0, q, "\""); key = $1
+				ex = "..."; if (key == "bot_token_env") ex = "xoxb-..."; else if (key == "app_token_env") ex = "xapp-..."
+				printf "# for %s %s:\n# %s=%s\n", sec, key, q[2], ex }' "$confdir/agentd.toml"
+	} >"$build/agentd.env"
 	install -m 0600 "${owner[@]}" "$build/agentd.env" "$confdir/agentd.env"
 fi
 

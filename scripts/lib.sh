@@ -1,4 +1,4 @@
-# scripts/lib.sh — shared set-up for scripts/run.sh and scripts/test.sh. Source it.
+# scripts/lib.sh — shared set-up for scripts/run.sh, test.sh, install.sh and ollama.sh. Source it.
 #
 # ensure_go: a Go toolchain new enough for go.mod, installing one when missing. Debian's own
 # golang package is too old, so the toolchain comes from the Go module proxy, where Go
@@ -14,6 +14,7 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # quietly LOG CMD...: runs CMD with its output appended to $AGENTD_LOGS/LOG; on failure prints
 # that output (its last 200 lines) so the person sees why, and returns CMD's status.
+# Its beats name CMD, or $label when set.
 # Installs are noisy (apt, debconf, downloads) and only their failures are worth reading.
 quietly() {
 	local log="$AGENTD_LOGS/$1" rc=0 pid; shift
@@ -21,7 +22,7 @@ quietly() {
 	printf '\n$ %s\n' "$*" >>"$log"
 	"$@" >>"$log" 2>&1 </dev/null &
 	pid=$!
-	beat_until "$pid" "$*"
+	beat_until "$pid" "${label:-$*}"
 	wait "$pid" || rc=$?
 	if [ "$rc" != 0 ]; then
 		printf 'error: `%s` failed (exit %d); its output, from %s:\n' "$*" "$rc" "$log" >&2
@@ -32,12 +33,14 @@ quietly() {
 
 # beat_until PID LABEL: until process PID ends, says that LABEL still runs whenever nothing
 # was said for 25 s (AGENTD_BEAT_SECONDS): a slow step (apt, a download, vet on a busy
-# machine), or a row of them, never leaves the screen silent for 30 s.
+# machine), or a row of them, never leaves the screen silent for 30 s. When $progress
+# names a function, each beat ends with what it prints (how much is done, what is left).
 beat_until() {
-	local pid=$1 label=$2 every=${AGENTD_BEAT_SECONDS:-25} start=$SECONDS
+	local pid=$1 label=$2 every=${AGENTD_BEAT_SECONDS:-25} start=$SECONDS more
 	while kill -0 "$pid" 2>/dev/null; do
 		if [ $((SECONDS - ${_said:-0})) -ge "$every" ]; then
-			say "still running ($((SECONDS - start))s so far): $label"
+			more=; [ -z "${progress:-}" ] || more=$("$progress" 2>/dev/null) || more=
+			say "still running ($((SECONDS - start))s so far): $label${more:+ — $more}"
 		fi
 		sleep 0.2
 	done
@@ -51,6 +54,54 @@ beating() {
 	beat_until "$pid" "$label"
 	wait "$pid" || rc=$?
 	return "$rc"
+}
+
+# go_build LOG LABEL SUBCOMMAND ARGS... PKG...: `go build -v` (or install), quietly into
+# $AGENTD_LOGS/LOG, with beats that say LABEL and count the packages built of those the
+# build needs: a cold build of agentd compiles ~400 packages for minutes (SQLite in Go
+# alone is one of the slowest), and the person sees how far it got and what is left.
+# The arguments after SUBCOMMAND that do not start with - and follow no flag taking a
+# value are the packages (go list counts their dependencies, in this module's versions:
+# pkg@version is listed as pkg).
+go_build() {
+	local log=$1 label=$2 sub=$3; shift 3
+	local pkgs=() a skip=false
+	for a in "$@"; do
+		if $skip; then skip=false; continue; fi
+		case "$a" in -o | -ldflags | -tags | -gcflags) skip=true ;; -*) ;; *) pkgs+=("${a%@*}") ;; esac
+	done
+	mkdir -p "$AGENTD_LOGS"
+	_build_log="$AGENTD_LOGS/$log"
+	_build_from=$( { [ -f "$_build_log" ] && wc -l <"$_build_log"; } || echo 0)
+	# The packages Go's build cache lacks, standard library included: what -v names as it
+	# builds them (a warm cache leaves only the commands to link).
+	# (-e and || true: a package go list cannot load still counts; pipefail must not
+	# turn that into no total.)
+	_build_total=$( { go list -e -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "${pkgs[@]}" 2>/dev/null || true; } | grep -c .) || _build_total=
+	label=$label progress=build_progress quietly "$log" go "$sub" -v "$@"
+}
+
+# build_progress says how many packages go_build's build has named so far, of how many.
+build_progress() {
+	local n
+	n=$(tail -n "+$((_build_from + 1))" "$_build_log" | grep -cE '^[[:alnum:]_.~-]+(/[[:alnum:]_.~+-]+)*$') || n=0
+	if [ -n "${_build_total:-}" ]; then echo "$n of $_build_total packages built"; else echo "$n packages built"; fi
+}
+
+# agentd_ldflags stamp the version into agentd at link time. Every script builds with
+# these flags and no others, the same as go test and go vet use: a flag that changes
+# how packages compile (-trimpath, -race, another CGO_CFLAGS) makes Go's build cache
+# miss and compiles all ~400 packages again, minutes on 2 cores. -X changes the link only.
+agentd_ldflags() {
+	echo "-X main.version=$(git describe --always --dirty 2>/dev/null || echo dev)"
+}
+
+# build_agentd DIR PKG...: builds agentd's commands PKG into DIR (bin/ for run.sh, a
+# staging folder for install.sh), quietly, with progress.
+build_agentd() {
+	local out=$1; shift
+	quietly install.log go mod download || die "could not download Go modules (above); check the network or GOPROXY"
+	go_build build.log "go build $*" build -ldflags "$(agentd_ldflags)" -o "$out/" "$@" || die "go build failed (its output is above)"
 }
 
 as_root() {

@@ -2,9 +2,12 @@ package scripts_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -12,47 +15,77 @@ import (
 // TestQuietlyBeatsWhileItRuns: a quiet step keeps its output in its log, says it still runs
 // while it takes long (so the screen is never silent for a beat), and shows its output and
 // status when it fails.
+//
+// A slow step runs until the screen shows the beats it waits for (it reads the screen,
+// $SCREEN), not for a time; a step that must say nothing gets a beat longer than any test.
 func TestQuietlyBeatsWhileItRuns(t *testing.T) {
 	t.Parallel()
+	// untilBeats is a step that echoes what, runs until the screen shows n beats, and
+	// exits with rc.
+	untilBeats := func(what string, n, rc int) string {
+		return fmt.Sprintf(`sh -c 'echo %s; until [ "$(grep -c "still running" "$SCREEN")" -ge %d ]; do sleep 0.05; done; exit %d'`, what, n, rc)
+	}
 	tests := []struct {
 		name    string
 		cmd     string
+		beat    string // AGENTD_BEAT_SECONDS
 		wantRC  int
 		want    []string // each must be on the screen
+		wantRE  string   // and this must match it
 		notWant []string
 		inLog   string
 	}{
-		{"slow_step_says_it_still_runs", `quietly t.log sh -c 'echo noise; sleep 2.5'`, 0,
-			[]string{"==> still running (1s so far): sh -c echo noise; sleep 2.5\n", "==> still running (2s so far)"}, []string{"noise\n"}, "noise"},
-		{"quick_step_says_nothing", `quietly t.log echo noise`, 0, nil, []string{"noise", "still running"}, "noise"},
-		{"failing_step_shows_its_output_and_status", `quietly t.log sh -c 'echo why; exit 3'`, 3,
-			[]string{"error: `sh -c echo why; exit 3` failed (exit 3)", "why"}, []string{"still running"}, "why"},
-		{"beating_shows_the_output_and_keeps_the_status", `beating "a slow step" sh -c 'echo shown; sleep 1.5; exit 4'`, 4,
-			[]string{"shown\n", "==> still running (1s so far): a slow step\n"}, nil, ""},
+		{"slow_step_says_it_still_runs", "quietly t.log " + untilBeats("noise", 2, 0), "1", 0,
+			nil, `==> still running \((\d+)s so far\): sh -c echo noise; until .*\n(.*\n)*==> still running \((\d+)s so far\)`, []string{"noise\n"}, "noise"},
+		{"quick_step_says_nothing", `quietly t.log echo noise`, "3600", 0, nil, "", []string{"noise", "still running"}, "noise"},
+		{"failing_step_shows_its_output_and_status", `quietly t.log sh -c 'echo why; exit 3'`, "3600", 3,
+			[]string{"error: `sh -c echo why; exit 3` failed (exit 3)", "why"}, "", []string{"still running"}, "why"},
+		{"beating_shows_the_output_and_keeps_the_status", `beating "a slow step" ` + untilBeats("shown", 1, 4), "1", 4,
+			[]string{"shown\n", "==> still running ("}, `still running \(\d+s so far\): a slow step\n`, nil, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			logs := t.TempDir()
+			screen := filepath.Join(logs, "screen")
+			f, err := os.Create(screen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
 			cmd := exec.Command("bash", "-c", ". ./lib.sh && "+tt.cmd)
-			cmd.Env = append(os.Environ(), "AGENTD_LOGS="+logs, "AGENTD_BEAT_SECONDS=1")
-			out, err := cmd.CombinedOutput()
+			cmd.Env = append(os.Environ(), "AGENTD_LOGS="+logs, "AGENTD_BEAT_SECONDS="+tt.beat, "SCREEN="+screen)
+			cmd.Stdout, cmd.Stderr = f, f
+			err = cmd.Run()
 			rc := 0
 			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				rc = ee.ExitCode()
 			} else if err != nil {
 				t.Fatal(err)
 			}
+			b, err := os.ReadFile(screen)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := string(b)
 			if rc != tt.wantRC {
 				t.Errorf("exit %d, want %d; output:\n%s", rc, tt.wantRC, out)
 			}
 			for _, w := range tt.want {
-				if !strings.Contains(string(out), w) {
+				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q:\n%s", w, out)
 				}
 			}
+			if tt.wantRE != "" {
+				m := regexp.MustCompile(tt.wantRE).FindStringSubmatch(out)
+				if m == nil {
+					t.Errorf("output does not match %q:\n%s", tt.wantRE, out)
+				} else if len(m) == 4 && atoi(m[1]) >= atoi(m[3]) {
+					t.Errorf("the beats do not count up (%ss, then %ss):\n%s", m[1], m[3], out)
+				}
+			}
 			for _, w := range tt.notWant {
-				if strings.Contains(string(out), w) {
+				if strings.Contains(out, w) {
 					t.Errorf("output has %q:\n%s", w, out)
 				}
 			}
@@ -62,5 +95,53 @@ func TestQuietlyBeatsWhileItRuns(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// TestGoBuildSaysHowFarItGot: a long build's beats count the packages built of those it
+// needs, and its own output (go: downloading, the package list, compiler warnings) goes
+// to the log, not the screen. The build is a stand-in go that builds two of its three
+// packages, then waits until the screen has said so.
+func TestGoBuildSaysHowFarItGot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	screen := filepath.Join(dir, "screen")
+	stub := `#!/bin/sh
+case "$1" in
+list) printf 'example.com/a\nexample.com/b/c\nexample.com/d\n' ;;
+build)
+	echo 'go: downloading example.com/x v1.0.0' >&2
+	printf 'example.com/a\n# example.com/b/c\ncgo-gcc-prolog: warning: noise\nexample.com/b/c\n' >&2
+	until grep -q '2 of 3 packages built' "$SCREEN"; do sleep 0.05; done ;;
+*) exit 2 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(screen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command("bash", "-c", `. ./lib.sh && go_build b.log "building the example" build -o out/ example.com/d`)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "AGENTD_LOGS="+dir, "AGENTD_BEAT_SECONDS=1", "SCREEN="+screen)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go_build: %v; screen:\n%s", err, readFile(t, screen))
+	}
+	out := readFile(t, screen)
+	if !regexp.MustCompile(`==> still running \(\d+s so far\): building the example — 2 of 3 packages built\n`).MatchString(out) {
+		t.Errorf("no beat says 2 of 3 packages built:\n%s", out)
+	}
+	for _, noise := range []string{"go: downloading", "example.com/a\n", "cgo-gcc-prolog"} {
+		if strings.Contains(out, noise) {
+			t.Errorf("the screen shows the build's own output %q:\n%s", noise, out)
+		}
+	}
+	if log := readFile(t, filepath.Join(dir, "b.log")); !strings.Contains(log, "go: downloading example.com/x") || !strings.Contains(log, "$ go build -v -o out/ example.com/d") {
+		t.Errorf("the log lacks the build's output:\n%s", log)
 	}
 }

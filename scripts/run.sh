@@ -11,7 +11,8 @@
 # at the per-user socket. When this terminal is interactive run.sh asks whether to stop it.
 #
 # Environment:
-#   OLLAMA_HOST    use this Ollama server instead of finding or starting one
+#   OLLAMA_HOST    the Ollama server to use; when nothing answers there run.sh starts one
+#                  there if it is this machine, and otherwise stops and says so
 #   AGENTD_MODEL   the model to use (default qwen2.5:3b); pulled when the network allows,
 #                  else the project's tiny offline model is created instead (its answers are noise)
 #   AGENTD_HOME    where state, config, logs and the list of started processes go (default ./.state)
@@ -66,10 +67,6 @@ prune >/dev/null # forget what an earlier run.sh started that has stopped since
 ensure_go
 ensure_build_deps
 
-say "building agentd and agentctl"
-mkdir -p bin
-go build -o bin/ ./cmd/agentd ./cmd/agentctl ./cmd/tinymodel
-
 # started NAME PID records a process run.sh started, for `scripts/run.sh stop`.
 started() { echo "$1 $2" >>"$PIDS"; }
 
@@ -90,7 +87,8 @@ on_exit() {
 	case " $running" in *" agentd "*)
 		say "agentd keeps running, with your agents (log: $HOME_DIR/agentd.log); from any shell of yours:"
 		say "    bin/agentctl ls"
-		say "    bin/agentctl follow NAME";;
+		local name; name=$(demo_agent)
+		[ -z "$name" ] || say "    bin/agentctl follow $name";;
 	esac
 	say "still running, started by run.sh: ${running% }; stop them with: scripts/run.sh stop"
 	exit "$rc"
@@ -100,24 +98,55 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 reachable() { curl -fsS -m 3 "$1/api/version" >/dev/null 2>&1; }
-normalize() { local h=$1; case "$h" in http://*|https://*) ;; *) h="http://$h";; esac; echo "${h%/}"; }
+# normalize turns OLLAMA_HOST as Ollama reads it (host, host:port, a URL) into a URL with
+# a port: 11434 unless it says another.
+normalize() {
+	local h=${1%/} scheme=http://
+	case "$h" in http://*) h=${h#http://};; https://*) h=${h#https://}; scheme=https://;; esac
+	case "$h" in *:[0-9]*) ;; "") h=127.0.0.1:11434;; *) h="$h:11434";; esac
+	case "$h" in :*) h="127.0.0.1$h";; esac
+	echo "$scheme$h"
+}
 
-# 1. An Ollama server.
-if [ -n "${OLLAMA_HOST:-}" ] && reachable "$(normalize "$OLLAMA_HOST")"; then
-	HOST=$(normalize "$OLLAMA_HOST"); say "using the Ollama server at $HOST (OLLAMA_HOST)"
+# is_local URL: the server would run on this machine, where run.sh can start one.
+is_local() { case "$1" in http://127.*|https://127.*|http://localhost[:/]*|http://localhost|http://\[::1\]*|http://0.0.0.0*) return 0;; esac; return 1; }
+
+# start_ollama HOST: starts the project's (or PATH's) ollama serve at HOST, and waits for it.
+start_ollama() {
+	local bin; bin=$(bash scripts/ollama.sh) || die "no Ollama server binary (scripts/ollama.sh failed, above)"
+	say "starting $bin serve on $1 (log: $HOME_DIR/ollama.log)"
+	OLLAMA_HOST=${1#http://} setsid "$bin" serve >"$HOME_DIR/ollama.log" 2>&1 &
+	started ollama $!
+	for _ in $(seq 1 240); do reachable "$1" && return 0; alive ollama "$!" || break; sleep 0.5; done
+	reachable "$1" || die "Ollama did not start on $1; its log, $HOME_DIR/ollama.log, says why"
+}
+
+# 1. An Ollama server: the one OLLAMA_HOST names (started here when it is this machine's
+# and does not answer), else one on 127.0.0.1:11434, else one started here.
+if [ -n "${OLLAMA_HOST:-}" ]; then
+	HOST=$(normalize "$OLLAMA_HOST")
+	if reachable "$HOST"; then
+		say "using the Ollama server at $HOST (OLLAMA_HOST)"
+	elif is_local "$HOST"; then
+		say "no Ollama server answers at $HOST (OLLAMA_HOST=$OLLAMA_HOST): starting one there"
+		start_ollama "$HOST"
+	else
+		die "no Ollama server answers at $HOST (OLLAMA_HOST=$OLLAMA_HOST; $(curl -sS -m 3 "$HOST/api/version" 2>&1 >/dev/null | head -n 1)): start it there, fix OLLAMA_HOST, or unset it and run.sh finds or starts one on this machine"
+	fi
 elif reachable http://127.0.0.1:11434; then
 	HOST=http://127.0.0.1:11434; say "using the Ollama server already running at $HOST"
 else
-	OLLAMA_BIN=$(bash scripts/ollama.sh)
 	HOST=http://127.0.0.1:11434
-	say "starting $OLLAMA_BIN serve on $HOST (log: $HOME_DIR/ollama.log)"
-	OLLAMA_HOST=127.0.0.1:11434 setsid "$OLLAMA_BIN" serve >"$HOME_DIR/ollama.log" 2>&1 &
-	started ollama $!
-	for _ in $(seq 1 120); do reachable "$HOST" && break; sleep 0.5; done
-	reachable "$HOST" || die "Ollama did not start; see $HOME_DIR/ollama.log"
+	start_ollama "$HOST"
 fi
 export OLLAMA_HOST=$HOST
-OLLAMA_CLI=$(command -v ollama || bash scripts/ollama.sh)
+# ollama_cli is the ollama command, for pull and create: only a missing model needs it,
+# so a server already running spares the build.
+ollama_cli() { command -v ollama || bash scripts/ollama.sh; }
+
+say "building agentd and agentctl into bin/ (a first build compiles for minutes; output: $AGENTD_LOGS/build.log)"
+mkdir -p bin
+build_agentd bin ./cmd/agentd ./cmd/agentctl ./cmd/tinymodel
 
 # 2. The model: pull it, or fall back to the tiny offline model.
 has_model() { curl -fsS -m 10 "$HOST/api/show" -d "{\"model\":\"$1\"}" >/dev/null 2>&1; }
@@ -125,6 +154,7 @@ if has_model "$MODEL"; then
 	say "model $MODEL is present"
 else
 	say "pulling $MODEL (this can take a while)"
+	OLLAMA_CLI=$(ollama_cli) || die "no ollama command to pull $MODEL with (scripts/ollama.sh failed, above)"
 	if ! "$OLLAMA_CLI" pull "$MODEL" >&2; then
 		MODEL=agentd-tiny
 		bar='!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'
@@ -161,7 +191,19 @@ fi
 bin/agentctl status >&2 || die "agentd did not start; see $HOME_DIR/agentd.log"
 say "from a second shell here: bin/agentctl ls   and   bin/agentctl follow NAME   (the name run prints below)"
 
+# agents lists the top agents agentd has, one "ID NAME" a line (helpers, NAME/HELPER, left out).
+agents() { bin/agentctl ls 2>/dev/null | awk 'NR > 1 && $2 !~ /\// { print $1, $2 }'; }
+# demo_agent is the name, as it is now, of the agent run.sh created: the model may have
+# renamed it since `run` printed it.
+demo_agent() {
+	[ -n "${AGENTS_BEFORE+set}" ] || return 0
+	agents | while read -r id name; do
+		grep -qx "$id .*" <<<"$AGENTS_BEFORE" || { echo "$name"; break; }
+	done
+}
+
 # 4. A demo agent, followed live: answer y, y -N, n, or type feedback.
 say "creating an agent for: $TASK"
 say "answer each proposal with y, y -N (this and the next N-1), n (stop), or feedback text. Ctrl-C quits; agentd keeps running."
+AGENTS_BEFORE=$(agents)
 bin/agentctl run --follow "$TASK"

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
-	"github.com/ollama/ollama/api"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // finishReply is a model reply that ends the run at once.
@@ -31,7 +31,7 @@ func TestRunEndingsLeaveAgentdRunning(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fake := ollamatest.NewFake(t)
-			fake.SetDefault(func(req *api.ChatRequest) string {
+			fake.SetDefault(func(req *ollama.ChatRequest) string {
 				if strings.Contains(string(req.Format), "best_practices") {
 					return `{"name":"Folder Lister","description":"lists folders","best_practices":["look first"],"constraints":["read only"]}`
 				}
@@ -54,6 +54,7 @@ func TestRunEndingsLeaveAgentdRunning(t *testing.T) {
 			for _, want := range []string{
 				tt.want,
 				"agentd keeps running, with your agents",
+				"    bin/agentctl follow folder-lister\n",
 				"still running, started by run.sh: agentd; stop them with: scripts/run.sh stop",
 			} {
 				if !strings.Contains(out, want) {

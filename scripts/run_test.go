@@ -6,6 +6,7 @@ package scripts_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
-	"github.com/ollama/ollama/api"
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // proposal is a model reply proposing one harmless command.
@@ -30,7 +32,7 @@ const proposal = `{"thoughts":{"observations":"o","text":"t","reasoning":"r","se
 // no $AGENTD_SOCKET, finds that agentd; `scripts/run.sh stop` stops it.
 func TestRunLeavesAgentdRunningAndSaysSo(t *testing.T) {
 	fake := ollamatest.NewFake(t)
-	fake.SetDefault(func(req *api.ChatRequest) string {
+	fake.SetDefault(func(req *ollama.ChatRequest) string {
 		if strings.Contains(string(req.Format), "best_practices") {
 			return `{"name":"Folder Lister","description":"lists folders","best_practices":["look first"],"constraints":["read only"]}`
 		}
@@ -54,7 +56,7 @@ func TestRunLeavesAgentdRunningAndSaysSo(t *testing.T) {
 		"from a second shell here: bin/agentctl ls   and   bin/agentctl follow NAME",
 		"agentd keeps running, with your agents",
 		"    bin/agentctl ls\n",
-		"    bin/agentctl follow NAME\n",
+		"    bin/agentctl follow folder-lister\n", // the agent's name, as the model renamed it
 		"still running, started by run.sh: agentd; stop them with: scripts/run.sh stop",
 	} {
 		if !strings.Contains(out, want) {
@@ -187,4 +189,88 @@ func running(pid int) bool {
 	}
 	_, rest, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(rest, "Z")
+}
+
+// TestRunHonoursOllamaHost: OLLAMA_HOST naming a server that does not answer is never
+// passed over for another one: on another machine run.sh stops and says so, naming it;
+// on this machine it starts the server there.
+func TestRunHonoursOllamaHost(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An Ollama server binary that fails at once: no test here should start a real one.
+	bin := filepath.Join(t.TempDir(), "fake-ollama")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 'fake ollama: cannot serve' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	free := freePort(t)
+	tests := []struct {
+		name, host string
+		want       []string
+	}{
+		{"elsewhere_stops_naming_it", "http://agentd-test.invalid:11500", []string{
+			"error: no Ollama server answers at http://agentd-test.invalid:11500 (OLLAMA_HOST=http://agentd-test.invalid:11500;",
+			"fix OLLAMA_HOST, or unset it"}},
+		{"here_starts_one_there", "127.0.0.1:" + free, []string{
+			"no Ollama server answers at http://127.0.0.1:" + free + " (OLLAMA_HOST=127.0.0.1:" + free + "): starting one there",
+			"error: Ollama did not start on http://127.0.0.1:" + free}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := testutil.ShortTempDir(t)
+			env := append(cleanEnv(), "OLLAMA_HOST="+tt.host, "AGENTD_OLLAMA_BIN="+bin,
+				"AGENTD_HOME="+filepath.Join(home, "state"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"), "TMPDIR="+home)
+			out, err := shFails(t, root, env, "scripts/run.sh", "list the folder")
+			if err == nil {
+				t.Fatalf("run.sh succeeded without the Ollama server OLLAMA_HOST names:\n%s", out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("run.sh did not say %q; it said:\n%s", w, out)
+				}
+			}
+			if strings.Contains(out, "11434") {
+				t.Errorf("run.sh went to the default Ollama server instead of OLLAMA_HOST's:\n%s", out)
+			}
+		})
+	}
+}
+
+// shFails runs a command that is expected to fail, and returns its output and error.
+func shFails(t *testing.T, root string, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env = root, env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// freePort is a TCP port on 127.0.0.1 nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+// TestRunSuggestsTheDaemonsModel: run.sh's default model, the README's and agentd's own
+// (which doctor suggests) are one.
+func TestRunSuggestsTheDaemonsModel(t *testing.T) {
+	run := readFile(t, "run.sh")
+	m := regexp.MustCompile(`MODEL=\$\{AGENTD_MODEL:-([^}]+)\}`).FindStringSubmatch(run)
+	if m == nil || m[1] != config.DefaultModel {
+		t.Errorf("run.sh's default model is %q, agentd's %q", m, config.DefaultModel)
+	}
+	if n := strings.Count(run, "ollama pull "+config.DefaultModel); n == 0 {
+		t.Errorf("run.sh does not suggest ollama pull %s", config.DefaultModel)
+	}
+	if readme := readFile(t, "../README.md"); !strings.Contains(readme, "(`AGENTD_MODEL`, default `"+config.DefaultModel+"`)") {
+		t.Errorf("the README does not say run.sh's default model is %s", config.DefaultModel)
+	}
 }

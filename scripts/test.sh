@@ -50,13 +50,11 @@ if $quick; then
 	say "--quick: no real Ollama; its tests skip"
 	export AGENTD_OLLAMA_BIN="/nonexistent/ollama-off-for-test.sh--quick"
 else
-	say "making sure the Ollama server binary exists (build output: $AGENTD_LOGS/ollama.log)"
-	# ollama.sh's progress lines (building, still building, built) stay on screen; the
-	# compiler's and apt's output goes to the log, shown if the build fails.
-	if AGENTD_OLLAMA_BIN=$(bash scripts/ollama.sh 2> >(tee "$AGENTD_LOGS/ollama.log" | grep --line-buffered '^ollama.sh:' >&2)); then
+	# ollama.sh says how its build goes; the compiler's and apt's output goes to
+	# $AGENTD_LOGS/ollama.log, and its end is shown if the build fails.
+	if AGENTD_OLLAMA_BIN=$(bash scripts/ollama.sh); then
 		export AGENTD_OLLAMA_BIN
 	else
-		tail -n 200 "$AGENTD_LOGS/ollama.log" >&2
 		[ "${CI:-}" = true ] && die "could not build Ollama (its output is above); the integration tests cannot run"
 		say "no Ollama binary (its build output is above): integration tests will skip"
 		export AGENTD_OLLAMA_BIN=
@@ -76,7 +74,7 @@ short=(); $quick && short=(-short)
 # go test starts packages in the order named (each waits for the one before it to start),
 # -p at a time: naming the slowest first lets the many short ones run beside them, not after.
 slow=(github.com/agentd/agentd/daemon/integration github.com/agentd/agentd/bots/discord
-	github.com/agentd/agentd/bots/discord/fakediscord github.com/agentd/agentd/daemon/agent
+	github.com/agentd/agentd/internal/fakediscord github.com/agentd/agentd/daemon/agent
 	github.com/agentd/agentd/bots/slack github.com/agentd/agentd/daemon/web)
 mapfile -t rest < <(grep -vxF -f <(printf '%s\n' "${slow[@]}") "$AGENTD_LOGS/packages.txt")
 # Said last before testsum starts: its silence clock starts about here.

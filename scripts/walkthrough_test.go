@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
-	"github.com/ollama/ollama/api"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // The walk-through's model: it lists the folder, then proposes to write a file, which the
@@ -36,7 +36,7 @@ func TestNewcomerWalkthrough(t *testing.T) {
 	}
 	var chats atomic.Int32
 	fake := ollamatest.NewFake(t)
-	fake.SetDefault(func(req *api.ChatRequest) string {
+	fake.SetDefault(func(req *ollama.ChatRequest) string {
 		if strings.Contains(string(req.Format), "best_practices") {
 			return `{"name":"Note Taker","description":"keeps notes","best_practices":["look first"],"constraints":["stay in the workspace"]}`
 		}

@@ -53,7 +53,7 @@ func parse(t *testing.T, path string) map[string]map[string][]string {
 func TestUnitSettings(t *testing.T) {
 	common := map[string]map[string]string{
 		"Unit": {"After": "ollama.service", "Wants": "ollama.service"},
-		"Service": {"Type": "notify", "NotifyAccess": "main", "Restart": "on-failure", "StateDirectory": "agentd", "StateDirectoryMode": "0700", "RuntimeDirectory": "agentd", "NoNewPrivileges": "yes", "UMask": "0077", "ExecReload": "/bin/kill -HUP $MAINPID",
+		"Service": {"Type": "notify", "NotifyAccess": "main", "Restart": "on-failure", "RestartPreventExitStatus": "78", "StateDirectory": "agentd", "StateDirectoryMode": "0700", "RuntimeDirectory": "agentd", "NoNewPrivileges": "yes", "UMask": "0077", "ExecReload": "/bin/kill -HUP $MAINPID",
 			"Delegate": "yes"}, // a cgroup per agent
 	}
 	system := map[string]map[string]string{

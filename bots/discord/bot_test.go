@@ -13,7 +13,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/discord/fakediscord"
+	"github.com/agentd/agentd/internal/fakediscord"
 )
 
 func TestMentionStartsRunApprovedByClicks(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Action is what a component or modal on a proposal message asks for.
@@ -138,17 +138,17 @@ func ParseCustomID(s string) (CustomID, error) {
 
 // DecideRequest turns a button press into the decision agentctl would send. Feedback has no
 // decision yet (the modal collects the text), so ok is false for it and for the modal ID.
-func (c CustomID) DecideRequest(by string) (req client.DecideRequest, ok bool) {
-	req = client.DecideRequest{ProposalID: c.ProposalID, Hash: c.Hash, By: by, Source: "discord"}
+func (c CustomID) DecideRequest(by string) (req api.DecideRequest, ok bool) {
+	req = api.DecideRequest{ProposalID: c.ProposalID, Hash: c.Hash, By: by, Source: "discord"}
 	switch c.Action {
 	case ActionApprove:
-		req.Kind, req.Count = client.DecisionApprove, 1
+		req.Kind, req.Count = api.DecisionApprove, 1
 	case ActionApproveN:
-		req.Kind, req.Count = client.DecisionApprove, c.N
+		req.Kind, req.Count = api.DecisionApprove, c.N
 	case ActionDeny:
-		req.Kind = client.DecisionDeny
+		req.Kind = api.DecisionDeny
 	default:
-		return client.DecideRequest{}, false
+		return api.DecideRequest{}, false
 	}
 	return req, true
 }

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 func TestCustomIDRoundTrip(t *testing.T) {
@@ -71,12 +71,12 @@ func TestDecideRequest(t *testing.T) {
 		name  string
 		id    CustomID
 		ok    bool
-		kind  client.DecisionKind
+		kind  api.DecisionKind
 		count int
 	}{
-		{"approve", CustomID{Action: ActionApprove, ProposalID: "p-abcdef", Hash: "00112233445566ff"}, true, client.DecisionApprove, 1},
-		{"approve_n", CustomID{Action: ActionApproveN, ProposalID: "p-abcdef", N: 4}, true, client.DecisionApprove, 4},
-		{"deny", CustomID{Action: ActionDeny, ProposalID: "p-abcdef"}, true, client.DecisionDeny, 0},
+		{"approve", CustomID{Action: ActionApprove, ProposalID: "p-abcdef", Hash: "00112233445566ff"}, true, api.DecisionApprove, 1},
+		{"approve_n", CustomID{Action: ActionApproveN, ProposalID: "p-abcdef", N: 4}, true, api.DecisionApprove, 4},
+		{"deny", CustomID{Action: ActionDeny, ProposalID: "p-abcdef"}, true, api.DecisionDeny, 0},
 		{"feedback_needs_modal", CustomID{Action: ActionFeedback, ProposalID: "p-abcdef"}, false, "", 0},
 	}
 	for _, c := range cases {

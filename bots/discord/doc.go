@@ -30,5 +30,5 @@
 // the feedback modal, the rule that sends text over Discord's 2,000-character limit as
 // an attachment, the /agent slash command, and the approver check by user or role ID.
 // Tests run the real discordgo client against the loopback fake in
-// bots/discord/fakediscord.
+// internal/fakediscord.
 package discord

@@ -7,7 +7,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // MaxContent is Discord's limit on a message's content.

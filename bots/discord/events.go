@@ -16,7 +16,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Context keys: the person acting (their roles decide group approvals) and, for an

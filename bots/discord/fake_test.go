@@ -10,10 +10,10 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord"
-	"github.com/agentd/agentd/bots/discord/fakediscord"
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/internal/fakediscord"
 )
 
 // These tests send what the package renders through the real discordgo client to the
@@ -82,9 +82,9 @@ func (w *world) next(t *testing.T) *discordgo.InteractionCreate {
 
 func TestProposalApprovedFromButton(t *testing.T) {
 	w := newWorld(t)
-	p := &client.Proposal{ID: "p-00000000beef", Step: 2, Status: client.ProposalPending, Command: "execute_shell",
+	p := &api.Proposal{ID: "p-00000000beef", Step: 2, Status: api.ProposalPending, Command: "execute_shell",
 		Args:     json.RawMessage(`{"command": "echo @everyone <@200000000000000002> ` + "```" + `"}`),
-		Thoughts: client.Thoughts{Speak: "@here pinging <@&100000000000000003>"}}
+		Thoughts: api.Thoughts{Speak: "@here pinging <@&100000000000000003>"}}
 	sent, err := w.s.ChannelMessageSendComplex(channelID, discord.FromMessage(bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 3}, discord.Platform)).Send())
 	if err != nil {
 		t.Fatal(err)
@@ -125,10 +125,10 @@ func TestProposalApprovedFromButton(t *testing.T) {
 		t.Fatal(err)
 	}
 	req, ok := id.DecideRequest(actor.UserID)
-	if !ok || req.Kind != client.DecisionApprove || req.Count != 3 || req.ProposalID != p.ID {
+	if !ok || req.Kind != api.DecisionApprove || req.Count != 3 || req.ProposalID != p.ID {
 		t.Fatalf("decision = %+v", req)
 	}
-	d := &client.Decision{ProposalID: p.ID, Kind: req.Kind, Count: req.Count, By: req.By, Source: req.Source}
+	d := &api.Decision{ProposalID: p.ID, Kind: req.Kind, Count: req.Count, By: req.By, Source: req.Source}
 	if err := w.s.InteractionRespond(i.Interaction, discord.FromMessage(bots.FormatProposal(bots.ProposalView{Proposal: p, Decision: d}, discord.Platform)).Update()); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestProposalApprovedFromButton(t *testing.T) {
 
 func TestFeedbackThroughModal(t *testing.T) {
 	w := newWorld(t)
-	p := &client.Proposal{ID: "p-0123456789ab", Step: 7, Status: client.ProposalPending, Command: "a_command_with_a_really_long_name_for_titles", Args: json.RawMessage(`{}`)}
+	p := &api.Proposal{ID: "p-0123456789ab", Step: 7, Status: api.ProposalPending, Command: "a_command_with_a_really_long_name_for_titles", Args: json.RawMessage(`{}`)}
 	sent, err := w.s.ChannelMessageSendComplex(channelID, discord.FromMessage(bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 0}, discord.Platform)).Send())
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +174,7 @@ func TestFeedbackThroughModal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.Kind != client.DecisionFeedback || req.Feedback != "look in ./logs first" || req.ProposalID != p.ID || req.By != alice.ID {
+	if req.Kind != api.DecisionFeedback || req.Feedback != "look in ./logs first" || req.ProposalID != p.ID || req.By != alice.ID {
 		t.Fatalf("feedback decision = %+v", req)
 	}
 }
@@ -204,7 +204,7 @@ func TestLongTextGoesAsAttachment(t *testing.T) {
 // attached: the relay uploads them (bots.ArgsFile) after the post.
 func TestLongProposalFitsAndSaysAttached(t *testing.T) {
 	w := newWorld(t)
-	p := &client.Proposal{ID: "p-0000000000aa", Command: "write_file", Status: client.ProposalPending,
+	p := &api.Proposal{ID: "p-0000000000aa", Command: "write_file", Status: api.ProposalPending,
 		Args: json.RawMessage(`{"text": "` + strings.Repeat("x", 5000) + `"}`)}
 	m := discord.FromMessage(bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 2}, discord.Platform))
 	sent, err := w.s.ChannelMessageSendComplex(channelID, m.Send())

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/discord/fakediscord"
+	"github.com/agentd/agentd/internal/fakediscord"
 )
 
 // taskMessage waits for the bot's "Task: …" message in the channel that task's thread

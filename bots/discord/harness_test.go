@@ -12,20 +12,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/discord/fakediscord"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/fakediscord"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // The end-to-end tests run the real relay, the real supervisor with the fake Ollama,
@@ -93,7 +93,7 @@ type env struct {
 	// teamsDir, when set, starts a team engine the relay runs /agent team with, finding
 	// workflows there; onChat, when set, answers the model calls it takes (the roles').
 	teamsDir string
-	onChat   func(req *api.ChatRequest) (string, bool)
+	onChat   func(req *ollama.ChatRequest) (string, bool)
 	eng      *team.Engine
 	// wrap, when set, stands between the bot and the relay (to record what the bot hands on).
 	wrap func(Relay) Relay
@@ -130,7 +130,7 @@ func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
 	return e
 }
 
-func (e *env) chat(req *api.ChatRequest) (string, error) {
+func (e *env) chat(req *ollama.ChatRequest) (string, error) {
 	if e.onChat != nil {
 		if s, ok := e.onChat(req); ok {
 			return s, nil
@@ -425,7 +425,7 @@ func (e *env) ephemerals(in fakediscord.Interaction) []string {
 	return out
 }
 
-func (e *env) agentOf(thread string) *client.Agent {
+func (e *env) agentOf(thread string) *api.Agent {
 	e.t.Helper()
 	var id string
 	e.st.View(context.Background(), func(tx *store.Tx) error {

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/discord/fakediscord"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/fakediscord"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // Issue 17 end to end on Discord: the real relay, supervisor and discordgo against the
@@ -126,13 +126,13 @@ func TestIssue17RedeliveredApproveNCountedOnce(t *testing.T) {
 }
 
 // decisionsOf lists an agent's decisions, oldest first.
-func (e *env) decisionsOf(agentID string) []client.Decision {
+func (e *env) decisionsOf(agentID string) []api.Decision {
 	e.t.Helper()
 	ps, err := e.sup.API().Views.Proposals(context.Background(), agentID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var out []client.Decision
+	var out []api.Decision
 	e.st.View(context.Background(), func(tx *store.Tx) error {
 		for _, p := range ps {
 			if n, _ := tx.CountDecisions(p.ID); n > 1 {

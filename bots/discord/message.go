@@ -8,7 +8,7 @@ import (
 	"github.com/bwmarrin/discordgo"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // FromMessage renders the relay's platform-neutral message as Discord markdown and

@@ -4,24 +4,24 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // The bot renders the relay's messages; these goldens are what discordgo sends for them.
 func TestFromMessageGolden(t *testing.T) {
 	p := proposal("p-0123456789ab", "write_file", `{"path": "notes/<@&1>.md", "text": "@everyone `+"```"+`rm -rf"}`, "Writing **notes** @here")
-	p.AgentID, p.Status, p.Thoughts.Plan = "a-1", client.ProposalPending, "- write\n- finish"
+	p.AgentID, p.Status, p.Thoughts.Plan = "a-1", api.ProposalPending, "- write\n- finish"
 	cases := []struct {
 		name string
 		m    bots.Message
 	}{
 		{"pending", bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 3}, Platform)},
-		{"decided", bots.FormatProposal(bots.ProposalView{Proposal: p, Decision: &client.Decision{ProposalID: p.ID,
-			Kind: client.DecisionFeedback, Feedback: "use <@1> _less_", By: "400000000000000001", Source: Platform}}, Platform)},
+		{"decided", bots.FormatProposal(bots.ProposalView{Proposal: p, Decision: &api.Decision{ProposalID: p.ID,
+			Kind: api.DecisionFeedback, Feedback: "use <@1> _less_", By: "400000000000000001", Source: Platform}}, Platform)},
 		{"long_result", func() bots.Message {
-			m, _ := bots.FormatResult(&client.Episode{Step: 3, Command: "read_file", Outcome: "succeeded", Result: strings.Repeat("line of text\n", 200)}, 5000)
+			m, _ := bots.FormatResult(&api.Episode{Step: 3, Command: "read_file", Outcome: "succeeded", Result: strings.Repeat("line of text\n", 200)}, 5000)
 			return m
 		}()},
 	}

@@ -7,36 +7,36 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // feedbackInputID is the custom_id of the modal's one text input.
 const feedbackInputID = "feedback"
 
 // maxFeedback is the feedback input's max_length, in characters: Discord counts
-// characters (at most 4,000) and the daemon takes client.MaxTextBytes bytes, so a limit
+// characters (at most 4,000) and the daemon takes api.MaxTextBytes bytes, so a limit
 // of MaxTextBytes/4 characters (a character is at most 4 bytes in UTF-8) can never let
 // through more than the daemon accepts.
-const maxFeedback = min(maxTextInput, client.MaxTextBytes/utf8.UTFMax)
+const maxFeedback = min(maxTextInput, api.MaxTextBytes/utf8.UTFMax)
 
 // maxTextInput is Discord's limit on a text input's max_length.
 const maxTextInput = 4000
 
 // FeedbackModal is the response to a Feedback… click: a modal asking what the agent should
 // do instead. Its submit comes back as a modal interaction that ParseFeedback reads.
-func FeedbackModal(p *client.Proposal) *discordgo.InteractionResponse {
+func FeedbackModal(p *api.Proposal) *discordgo.InteractionResponse {
 	return feedbackModalFor(bots.Ref{ProposalID: p.ID, Hash: p.Hash}, fmt.Sprintf("step %d: %s", p.Step, p.Command))
 }
 
 // ParseFeedback reads a feedback modal's submit into the decision it stands for.
-func ParseFeedback(d discordgo.ModalSubmitInteractionData, by string) (client.DecideRequest, error) {
+func ParseFeedback(d discordgo.ModalSubmitInteractionData, by string) (api.DecideRequest, error) {
 	id, err := ParseCustomID(d.CustomID)
 	if err != nil {
-		return client.DecideRequest{}, err
+		return api.DecideRequest{}, err
 	}
 	if id.Action != ActionFeedbackModal {
-		return client.DecideRequest{}, &CustomIDError{ID: d.CustomID, Reason: "not a feedback modal"}
+		return api.DecideRequest{}, &CustomIDError{ID: d.CustomID, Reason: "not a feedback modal"}
 	}
 	var text string
 	found := false
@@ -52,13 +52,13 @@ func ParseFeedback(d discordgo.ModalSubmitInteractionData, by string) (client.De
 		}
 	}
 	if !found {
-		return client.DecideRequest{}, fmt.Errorf("discord: feedback modal %s: no %q input in the submit", id.ProposalID, feedbackInputID)
+		return api.DecideRequest{}, fmt.Errorf("discord: feedback modal %s: no %q input in the submit", id.ProposalID, feedbackInputID)
 	}
 	if strings.TrimSpace(text) == "" {
-		return client.DecideRequest{}, fmt.Errorf("discord: feedback modal %s: the feedback is empty", id.ProposalID)
+		return api.DecideRequest{}, fmt.Errorf("discord: feedback modal %s: the feedback is empty", id.ProposalID)
 	}
-	if len(text) > client.MaxTextBytes {
-		return client.DecideRequest{}, fmt.Errorf("discord: feedback modal %s: the feedback is %d bytes, over the %d the agent takes; shorten it and send it again", id.ProposalID, len(text), client.MaxTextBytes)
+	if len(text) > api.MaxTextBytes {
+		return api.DecideRequest{}, fmt.Errorf("discord: feedback modal %s: the feedback is %d bytes, over the %d the agent takes; shorten it and send it again", id.ProposalID, len(text), api.MaxTextBytes)
 	}
-	return client.DecideRequest{ProposalID: id.ProposalID, Hash: id.Hash, Kind: client.DecisionFeedback, Feedback: text, By: by, Source: "discord"}, nil
+	return api.DecideRequest{ProposalID: id.ProposalID, Hash: id.Hash, Kind: api.DecisionFeedback, Feedback: text, By: by, Source: "discord"}, nil
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/discord/fakediscord"
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/internal/fakediscord"
 )
 
 // These tests hold the adapter to what real Discord does: link previews, the 3 s
@@ -355,10 +355,10 @@ func TestContractFieldsAndRedelivery(t *testing.T) {
 }
 
 func TestFeedbackLimitWithinDaemonCap(t *testing.T) {
-	if maxFeedback*utf8.UTFMax > client.MaxTextBytes || maxFeedback > 4000 || maxFeedback < 1000 {
-		t.Fatalf("feedback max_length %d characters: up to %d bytes, the daemon takes %d", maxFeedback, maxFeedback*utf8.UTFMax, client.MaxTextBytes)
+	if maxFeedback*utf8.UTFMax > api.MaxTextBytes || maxFeedback > 4000 || maxFeedback < 1000 {
+		t.Fatalf("feedback max_length %d characters: up to %d bytes, the daemon takes %d", maxFeedback, maxFeedback*utf8.UTFMax, api.MaxTextBytes)
 	}
-	_, err := ParseFeedback(feedbackSubmit(strings.Repeat("é", client.MaxTextBytes/2+1)), "u")
+	_, err := ParseFeedback(feedbackSubmit(strings.Repeat("é", api.MaxTextBytes/2+1)), "u")
 	if err == nil || !strings.Contains(err.Error(), "shorten it") {
 		t.Fatalf("an over-long feedback: %v", err)
 	}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/bwmarrin/discordgo"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // wire is what discordgo sends for a message: the JSON payload, plus the files.
@@ -43,14 +43,14 @@ func wire(t *testing.T, payload any, files []*discordgo.File) []byte {
 
 // hostile is a proposal whose text would reorder (U+202E, U+2066), hide (U+200B) or
 // drive the terminal (ESC, BEL) if shown raw.
-func hostile() *client.Proposal {
+func hostile() *api.Proposal {
 	p := proposal("p-0000000066aa", "run_shell\u202e", "{\"command\":\"rm -rf /\u202etxt.exe\",\"note\":\"\\u001b[2J\u200b\"}",
 		"harmless\u202e\x1b]0;t\x07 \u2066x\u2069")
 	return p
 }
 
-func proposal(id, command, args, speak string) *client.Proposal {
-	return &client.Proposal{ID: id, Step: 3, Status: client.ProposalPending, Command: command, Args: json.RawMessage(args), Thoughts: client.Thoughts{Speak: speak}}
+func proposal(id, command, args, speak string) *api.Proposal {
+	return &api.Proposal{ID: id, Step: 3, Status: api.ProposalPending, Command: command, Args: json.RawMessage(args), Thoughts: api.Thoughts{Speak: speak}}
 }
 
 func TestRenderProposalGolden(t *testing.T) {
@@ -58,7 +58,7 @@ func TestRenderProposalGolden(t *testing.T) {
 	cases := []struct {
 		name  string
 		agent string
-		p     *client.Proposal
+		p     *api.Proposal
 		n     int // ApproveN
 	}{
 		{"simple", "walker", proposal("p-0123456789ab", "read_file", `{"path": "notes.md"}`, "Reading the notes first."), 3},
@@ -100,12 +100,12 @@ func TestRenderDecidedGolden(t *testing.T) {
 	p := proposal("p-0123456789ab", "execute_shell", `{"command": "make test"}`, "Running the tests.")
 	cases := []struct {
 		name string
-		d    client.Decision
+		d    api.Decision
 	}{
-		{"approve_n_by_discord_user", client.Decision{Kind: client.DecisionApprove, Count: 3, By: "200000000000000001"}},
-		{"deny_by_local_user", client.Decision{Kind: client.DecisionDeny, By: "alice_*"}},
-		{"feedback", client.Decision{Kind: client.DecisionFeedback, By: "200000000000000001", Feedback: "use `go test ./...` instead\n@everyone"}},
-		{"policy", client.Decision{Kind: client.DecisionApprove, Count: 1}},
+		{"approve_n_by_discord_user", api.Decision{Kind: api.DecisionApprove, Count: 3, By: "200000000000000001"}},
+		{"deny_by_local_user", api.Decision{Kind: api.DecisionDeny, By: "alice_*"}},
+		{"feedback", api.Decision{Kind: api.DecisionFeedback, By: "200000000000000001", Feedback: "use `go test ./...` instead\n@everyone"}},
+		{"policy", api.Decision{Kind: api.DecisionApprove, Count: 1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/bots/discord/fakediscord"
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/internal/fakediscord"
 )
 
 // scheduler runs the schedules' manager over e's supervisor, delivering through e's relay.
@@ -30,7 +30,7 @@ func TestScheduleDeliveryToDiscord(t *testing.T) {
 	m := e.scheduler()
 	e.relay.SetSchedules(m)
 	ctx := context.Background()
-	req := client.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest", Goal: "touch the digest"}
+	req := api.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest", Goal: "touch the digest"}
 	for delivery, want := range map[string]string{
 		"discord:" + eOther: "does not serve channel " + eOther,
 		"slack:C1":          "no slack bot is enabled",

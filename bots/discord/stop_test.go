@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/discord/fakediscord"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/fakediscord"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // slowRelay holds every call until its context ends, then a little longer, and counts the

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/bots/discord/fakediscord"
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/fakediscord"
 )
 
 // build is a workflow of two roles: the CEO speaks through the model; the programmer
@@ -40,7 +40,7 @@ func newTeamEnv(t *testing.T) *env {
 	if err := os.WriteFile(filepath.Join(dir, "build.toml"), []byte(build), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return newEnvWith(t, &env{teamsDir: dir, onChat: func(req *api.ChatRequest) (string, bool) {
+	return newEnvWith(t, &env{teamsDir: dir, onChat: func(req *ollama.ChatRequest) (string, bool) {
 		if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You are ceo,") {
 			return "Instruction: touch the page.", true
 		}
@@ -175,7 +175,7 @@ func TestTeamStopFromDiscord(t *testing.T) {
 	if r := e.fake.InteractionResponse(both.ID); r.Type != 5 {
 		t.Errorf("/agent team answered with %+v, want deferred (5)", r)
 	}
-	if r, _ := e.eng.Team(t.Context(), id); r.Status != client.TeamRunning {
+	if r, _ := e.eng.Team(t.Context(), id); r.Status != api.TeamRunning {
 		t.Fatalf("a refused stop stopped the run: %s (%s)", r.Status, r.Reason)
 	}
 	in := e.teamCommand(uCarol, "stop="+id)

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/bots/slack/fakeslack"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/fakeslack"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // Attacks on the chat decision path through the real adapter and the strict fake

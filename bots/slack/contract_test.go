@@ -9,10 +9,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/slack/fakeslack"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/fakeslack"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // recorder is a Relay that keeps what the bot hands it.
@@ -110,8 +110,8 @@ func TestContractIDs(t *testing.T) {
 // through that the daemon's byte cap would refuse, and Slack's client holds a person
 // to it.
 func TestFeedbackDialogWithinDaemonCap(t *testing.T) {
-	if feedbackMaxLength*utf8.UTFMax > client.MaxTextBytes || feedbackMaxLength > fakeslack.MaxInputLength {
-		t.Fatalf("max_length %d: %d bytes at worst, the daemon takes %d", feedbackMaxLength, feedbackMaxLength*utf8.UTFMax, client.MaxTextBytes)
+	if feedbackMaxLength*utf8.UTFMax > api.MaxTextBytes || feedbackMaxLength > fakeslack.MaxInputLength {
+		t.Fatalf("max_length %d: %d bytes at worst, the daemon takes %d", feedbackMaxLength, feedbackMaxLength*utf8.UTFMax, api.MaxTextBytes)
 	}
 	f := fakeslack.NewFake(t)
 	b := runBot(t, f, &recorder{})
@@ -130,7 +130,7 @@ func TestFeedbackDialogWithinDaemonCap(t *testing.T) {
 	if f.Submit(approver, view, feedbackBlock, feedbackInput, longest+"x") != "" {
 		t.Error("feedback over max_length was sent")
 	}
-	if len(longest) > client.MaxTextBytes {
-		t.Errorf("the longest feedback is %d bytes, over the daemon's %d", len(longest), client.MaxTextBytes)
+	if len(longest) > api.MaxTextBytes {
+		t.Errorf("the longest feedback is %d bytes, over the daemon's %d", len(longest), api.MaxTextBytes)
 	}
 }

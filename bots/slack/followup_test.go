@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/internal/fakeslack"
 )
 
 // taskRoot waits for the bot's top-level "Task: …" message a run started by /agent run

@@ -13,20 +13,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/slack/fakeslack"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/fakeslack"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -89,7 +89,7 @@ type env struct {
 	// teamsDir, when set, starts a team engine the relay runs /agent team with, finding
 	// workflows there; onChat, when set, answers the model calls it takes (the roles').
 	teamsDir string
-	onChat   func(req *api.ChatRequest) (string, bool)
+	onChat   func(req *ollama.ChatRequest) (string, bool)
 	eng      *team.Engine
 	// wrap, when set, stands between the bot and the relay (to hold or record what the
 	// bot hands on).
@@ -137,7 +137,7 @@ func newEnvWith(t testing.TB, e *env, mod ...func(*bots.Options)) *env {
 
 // chat answers the agent's model calls: profiles on their own, steps from e.replies,
 // and finish when the script is empty.
-func (e *env) chat(req *api.ChatRequest) (string, error) {
+func (e *env) chat(req *ollama.ChatRequest) (string, error) {
 	if e.onChat != nil {
 		if s, ok := e.onChat(req); ok {
 			return s, nil
@@ -387,7 +387,7 @@ func (e *env) decided(thread, ts, text string) fakeslack.Message {
 	return got
 }
 
-func (e *env) agentOf(thread string) *client.Agent {
+func (e *env) agentOf(thread string) *api.Agent {
 	e.t.Helper()
 	var id string
 	e.st.View(context.Background(), func(tx *store.Tx) error {

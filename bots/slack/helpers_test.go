@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/bots/slack/fakeslack"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/fakeslack"
 )
 
 // labelledProposal waits for the proposal message of helper key's step in thread: it is

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/slack/fakeslack"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/fakeslack"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // Issue 17 end to end on Slack: the real relay, supervisor and slack-go against the
@@ -78,8 +78,8 @@ func TestIssue17LateReplyForEarlierProposal(t *testing.T) {
 	e.slack.RateLimitNext("apps.connections.open", 3) // holds the reconnect for 3 s
 	e.slack.Drop()
 	_, yts := e.slack.Say(approver2, channel, "channel", thread, "y", false)
-	if _, err := e.sup.API().Facade().Decide(context.Background(), p1.ID, client.DecideRequest{ProposalID: p1.Pending.ID,
-		Kind: client.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
+	if _, err := e.sup.API().Facade().Decide(context.Background(), p1.ID, api.DecideRequest{ProposalID: p1.Pending.ID,
+		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
 	p2 := e.proposal(thread, 2)
@@ -137,7 +137,7 @@ func TestIssue17RedeliveredApproveNCountedOnce(t *testing.T) {
 	if n := e.decisions(first); n != 1 {
 		t.Errorf("decisions on P1 = %d, want 1", n)
 	}
-	var d *client.Decision
+	var d *api.Decision
 	e.st.View(context.Background(), func(tx *store.Tx) error {
 		var err error
 		d, err = tx.LastDecision(first)
@@ -362,16 +362,16 @@ func TestIssue17LateTextAfterTheRunEnded(t *testing.T) {
 	e.slack.RateLimitNext("apps.connections.open", 4) // holds the reconnect for 4 s
 	e.slack.Drop()
 	e.slack.Say(approver, channel, "channel", thread, "also look at the docs folder", false)
-	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID,
-		Kind: client.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
+	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID,
+		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := <-touched; got != "a" {
 		t.Errorf("touched %q, want a", got)
 	}
 	e.proposal(thread, 2) // finish, approved too
-	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: e.agentOf(thread).Pending.ID,
-		Kind: client.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
+	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: e.agentOf(thread).Pending.ID,
+		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
 	e.wait("the finish note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished") })

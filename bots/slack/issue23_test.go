@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/internal/fakeslack"
 )
 
 // Issue 23 through a chat fake: `?` in the thread shows the answers to the person alone

@@ -10,7 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/internal/fakeslack"
 )
 
 // hostile is text that grows when escaped and breaks naive cuts: entities, fences,

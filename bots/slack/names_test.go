@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/agentd/agentd/bots/slack/fakeslack"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/fakeslack"
 )
 
 // TestATypedDecisionCarriesTheDisplayName: a "y" typed in the thread names its author by

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/internal/fakeslack"
 )
 
 // TestRedeliveryAfterRestartAppliedOnce: Slack retries a mention it thinks was not

@@ -7,7 +7,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Slack's limits, in characters (counted by slackLen). A message over one is refused

@@ -6,25 +6,25 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestBlocksGolden fixes the Block Kit the bot posts: escaping, code blocks, buttons.
 func TestBlocksGolden(t *testing.T) {
-	p := &client.Proposal{ID: "p-1", AgentID: "a-1", Step: 3, Command: "write_file", Status: client.ProposalPending,
+	p := &api.Proposal{ID: "p-1", AgentID: "a-1", Step: 3, Command: "write_file", Status: api.ProposalPending,
 		Args:     json.RawMessage(`{"path":"notes/<a>.md","contents":"x ` + "```" + ` & y"}`),
-		Thoughts: client.Thoughts{Speak: "I'll write <b> & save", Plan: "- write\n- finish"}}
-	hostile := &client.Proposal{ID: "p-2", AgentID: "a-1", Step: 4, Command: "run_shell\u202e", Status: client.ProposalPending,
+		Thoughts: api.Thoughts{Speak: "I'll write <b> & save", Plan: "- write\n- finish"}}
+	hostile := &api.Proposal{ID: "p-2", AgentID: "a-1", Step: 4, Command: "run_shell\u202e", Status: api.ProposalPending,
 		Args:     json.RawMessage("{\"command\":\"rm -rf /\u202etxt.exe\",\"note\":\"\\u001b[2J\u200b\"}"),
-		Thoughts: client.Thoughts{Speak: "harmless\u202e\x1b]0;t\x07 \u2066x\u2069", Plan: "- a\u200b\n- b\x1b[31m"}}
+		Thoughts: api.Thoughts{Speak: "harmless\u202e\x1b]0;t\x07 \u2066x\u2069", Plan: "- a\u200b\n- b\x1b[31m"}}
 	for name, m := range map[string]bots.Message{
 		"proposal_pending": bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 3}, Platform),
-		"proposal_decided": bots.FormatProposal(bots.ProposalView{Proposal: p, Decision: &client.Decision{Kind: client.DecisionApprove, Count: 3, By: "U1", Source: Platform}}, Platform),
+		"proposal_decided": bots.FormatProposal(bots.ProposalView{Proposal: p, Decision: &api.Decision{Kind: api.DecisionApprove, Count: 3, By: "U1", Source: Platform}}, Platform),
 		"proposal_hostile": bots.FormatProposal(bots.ProposalView{Proposal: hostile, ApproveN: 3}, Platform),
 		"result_failed": func() bots.Message {
-			m, _ := bots.FormatResult(&client.Episode{Command: "read_file", Outcome: "failed", Result: "no such file: <x>"}, 2500)
+			m, _ := bots.FormatResult(&api.Episode{Command: "read_file", Outcome: "failed", Result: "no such file: <x>"}, 2500)
 			return m
 		}(),
 	} {

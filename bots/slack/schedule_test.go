@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/bots/slack/fakeslack"
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/internal/fakeslack"
 )
 
 // scheduler runs the schedules' manager over e's supervisor, delivering through e's relay.
@@ -47,7 +47,7 @@ func (e *env) runThread(name string, n int) string {
 func TestScheduleDeliveryChecked(t *testing.T) {
 	e := newEnv(t)
 	m := e.scheduler(0)
-	req := client.ScheduleRequest{Name: "digest", Spec: "@daily", Template: "digest", Goal: "touch the digest"}
+	req := api.ScheduleRequest{Name: "digest", Spec: "@daily", Template: "digest", Goal: "touch the digest"}
 	for delivery, want := range map[string]string{
 		"slack:C9":      "does not serve channel C9",
 		"discord:C1":    "no discord bot is enabled",
@@ -74,7 +74,7 @@ func TestScheduledRunDeliveredToThread(t *testing.T) {
 	e := newEnv(t)
 	m := e.scheduler(0)
 	ctx := context.Background()
-	if _, err := m.AddSchedule(ctx, client.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest",
+	if _, err := m.AddSchedule(ctx, api.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest",
 		Goal: "touch the digest", Delivery: "slack:" + channel}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,11 +115,11 @@ func TestScheduledRunFailurePosted(t *testing.T) {
 	e := newEnv(t)
 	m := e.scheduler(0)
 	ctx := context.Background()
-	a, err := e.sup.API().Runs.CreateAgent(ctx, client.CreateAgentRequest{Name: "ops", Description: "ops", Goals: []string{"x"}, Start: new(bool)})
+	a, err := e.sup.API().Runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "ops", Description: "ops", Goals: []string{"x"}, Start: new(bool)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.AddSchedule(ctx, client.ScheduleRequest{Name: "backup", Spec: "@daily", Agent: a.Name,
+	if _, err := m.AddSchedule(ctx, api.ScheduleRequest{Name: "backup", Spec: "@daily", Agent: a.Name,
 		Goal: "check the backup", Delivery: "slack:" + channel}); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestSlashScheduleCommands(t *testing.T) {
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "No schedules") {
 		t.Errorf("ls = %q", got)
 	}
-	if _, err := m.AddSchedule(context.Background(), client.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest",
+	if _, err := m.AddSchedule(context.Background(), api.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest",
 		Goal: "touch the digest", Delivery: "slack:" + channel}); err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,8 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // Platform is the name decisions made in Slack carry as their source.
@@ -553,7 +553,7 @@ func (b *Bot) OpenFeedback(ctx context.Context, trigger string, ref bots.Ref, pr
 // feedbackMaxLength is the feedback input's max_length, in characters: at most 4 bytes
 // each in UTF-8, so no feedback Slack lets through exceeds the daemon's byte cap; and
 // within Slack's own maximum for a plain_text_input (3000).
-const feedbackMaxLength = min(client.MaxTextBytes/utf8.UTFMax, 3000)
+const feedbackMaxLength = min(api.MaxTextBytes/utf8.UTFMax, 3000)
 
 // groupTTL is how long a user group's members are trusted before asking Slack again.
 const groupTTL = time.Minute

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/slack/fakeslack"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/fakeslack"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestMentionStartsRunApprovedByClick(t *testing.T) {
@@ -69,7 +69,7 @@ func TestNonApproverRefused(t *testing.T) {
 		return true
 	})
 	// Nothing the refusals or the other bot sent may reach the agent meanwhile.
-	var a *client.Agent
+	var a *api.Agent
 	testutil.Hold(100*time.Millisecond, func() bool {
 		a = e.agentOf(thread)
 		return a.Pending != nil && a.Pending.ID != "" && e.decisions(a.Pending.ID) == 0
@@ -143,7 +143,7 @@ func TestTypedApproveN(t *testing.T) {
 	}
 	p3 := e.proposal(thread, 3)
 	// The grant, not a policy; made here by a plain id, so its maker is a mention.
-	e.decided(thread, p3.TS, "Approved* by \\u003c@"+approver+"\\u003e's y -3 (0 left)")
+	e.decided(thread, p3.TS, "Approved* by \\u003c@"+approver+"\\u003e's y -3 (0 of 2 left)")
 	fin := e.proposal(thread, 4)
 	button(t, fin, "approve") // asking again after the three
 }
@@ -308,7 +308,7 @@ func TestSlashCommands(t *testing.T) {
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "run touch x")); !strings.HasPrefix(got, "Started agent") {
 		t.Errorf("run = %q", got)
 	}
-	var a client.Agent
+	var a api.Agent
 	e.wait("the agent waiting", func(fakeslack.View) bool {
 		as, _ := e.sup.API().Views.Agents(context.Background())
 		if len(as) == 1 && as[0].Pending != nil {
@@ -362,7 +362,7 @@ func TestExpiredProposalRefusesChatDecisions(t *testing.T) {
 	e.wait("the expiry note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Expired after") })
 	e.slack.Say(approver, channel, "channel", thread, "y", false)
 	e.wait("refusal", func(v fakeslack.View) bool { return len(v.Ephemeral(approver)) == 1 })
-	if a := e.agentOf(thread); a.Pending == nil || a.State != client.StateAwaitingDecision {
+	if a := e.agentOf(thread); a.Pending == nil || a.State != api.StateAwaitingDecision {
 		t.Errorf("agent after expiry = %+v", a)
 	}
 	_ = p

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/bots/slack/fakeslack"
+	"github.com/agentd/agentd/internal/fakeslack"
 )
 
 // slowRelay holds every call until its context ends, then a little longer, and counts the

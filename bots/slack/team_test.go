@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/bots/slack/fakeslack"
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/fakeslack"
 )
 
 // build is a workflow of two roles: the CEO speaks through the model; the programmer
@@ -44,7 +44,7 @@ func newTeamEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	return newEnvWith(t, &env{teamsDir: dir, onChat: func(req *api.ChatRequest) (string, bool) {
+	return newEnvWith(t, &env{teamsDir: dir, onChat: func(req *ollama.ChatRequest) (string, bool) {
 		if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You are ceo,") {
 			return "Instruction: touch the page.", true
 		}
@@ -202,7 +202,7 @@ func TestTeamStopFromChat(t *testing.T) {
 			t.Errorf("%s: /agent %s = %q, want %q", tc.user, tc.text, got, tc.want)
 		}
 	}
-	if r, _ := e.eng.Team(t.Context(), id); r.Status != client.TeamRunning {
+	if r, _ := e.eng.Team(t.Context(), id); r.Status != api.TeamRunning {
 		t.Fatalf("a refused stop stopped the run: %s (%s)", r.Status, r.Reason)
 	}
 	if got := e.answer(e.slack.Slash(member, channel, "/agent", "team stop "+id)); got != "Stopped team run "+id+" (build)." {
@@ -226,7 +226,7 @@ func TestTeamStopFromChat(t *testing.T) {
 		}
 		return false
 	})
-	if r, _ := e.eng.Team(t.Context(), id); r.Status != client.TeamStopped || r.Reason != "stopped by slack:"+member {
+	if r, _ := e.eng.Team(t.Context(), id); r.Status != api.TeamStopped || r.Reason != "stopped by slack:"+member {
 		t.Errorf("run = %s (%s)", r.Status, r.Reason)
 	}
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "team stop "+id)); !strings.Contains(got, "has ended already") {

@@ -18,6 +18,12 @@ func TestHarden(t *testing.T) {
 	if os.Getenv("AGENTD_HARDEN_CHILD") != "" {
 		t.Skip("run as the child of TestHardenEnviron")
 	}
+	// The flag is the process's: another test that started the daemon in this process
+	// (or this one, run again with -count) cleared it. Set it, and put it back after.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0) })
 	before, err := dumpable()
 	if err != nil || !before {
 		t.Fatalf("dumpable before harden: %v, %v; want true", before, err)

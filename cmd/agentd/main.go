@@ -8,9 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	sd "github.com/coreos/go-systemd/v22/daemon"
@@ -22,6 +25,11 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
+// exitConfig is agentd's status when its config or a secret it cannot run without is
+// wrong (EX_CONFIG, sysexits.h): the units' RestartPreventExitStatus names it, so systemd
+// does not restart agentd every 2 s over a file only a person can fix.
+const exitConfig = 78
+
 const usage = `agentd hosts autonomous agents on a local Ollama model.
 
 Each agent repeats one cycle: think, propose exactly one command, wait for a person to
@@ -30,6 +38,11 @@ approve it (or for its policy to), run it, remember the result. Steer agents wit
 Usage:
   agentd [--config FILE] [--state-dir DIR] [--socket PATH]
   agentd --check-config [--config FILE]
+
+--check-config reads the config as a start would, and also checks every secret it needs
+(chat bot tokens, the HTTP token): each problem is listed with its line and its fix. A
+start with a bad config or HTTP token exits with status 78, which the systemd units do
+not restart; an enabled bot whose token is missing does not start, and the rest runs.
 
 Flags:
 `
@@ -50,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 	cfgPath := fs.String("config", "", "config file (default "+config.DefaultConfigPath()+" if it exists)")
 	stateDir := fs.String("state-dir", "", "state directory (default "+config.DefaultStateDir()+")")
 	socket := fs.String("socket", "", "unix socket for the local API (default $AGENTD_SOCKET or under $XDG_RUNTIME_DIR)")
-	check := fs.Bool("check-config", false, "check the config file, print every problem, and exit")
+	checkOnly := fs.Bool("check-config", false, "check the config file and the secrets it names, print every problem, and exit")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -81,10 +94,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 	// load reads the file and applies the flags over it: at start and on every reload.
 	// warns are the last load's warnings: settings that do nothing as written.
 	var warns []config.Problem
+	check := server.CheckConfig
+	if *checkOnly {
+		// --check-config also finds every secret the config needs and agentd cannot
+		// read: a start would run without those bots (or refuse the HTTP listener).
+		getenv := serviceEnv(path, stderr)
+		check = func(c *config.Config) []config.Problem {
+			return append(server.CheckConfig(c), server.CheckSecrets(c, getenv)...)
+		}
+	}
 	load := func() (*config.Config, error) {
 		// With the daemon's own checks (command and component names), so that
 		// --check-config and a reload find what a start would refuse.
-		cfg, w, err := config.LoadChecked(path, server.CheckConfig)
+		cfg, w, err := config.LoadChecked(path, check)
 		warns = w
 		if err != nil {
 			return nil, err
@@ -101,9 +123,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 	if err != nil {
 		fmt.Fprintf(stderr, "agentd: %v\n", err)
 		printWarnings(stderr, warns)
-		return 1
+		if *checkOnly {
+			return 1
+		}
+		return exitConfig
 	}
-	if *check {
+	if *checkOnly {
 		where := path
 		if where == "" {
 			where = "(defaults, no config file)"
@@ -138,6 +163,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 	sd.SdNotify(false, sd.SdNotifyStopping)
 	if err != nil {
 		log.Error("agentd failed", "err", err)
+		if cfgErr := (*config.Error)(nil); errors.As(err, &cfgErr) {
+			return exitConfig
+		}
 		return 1
 	}
 	return 0
@@ -147,5 +175,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 func printWarnings(w io.Writer, warns []config.Problem) {
 	for _, p := range warns {
 		fmt.Fprintf(w, "agentd: warning: %s\n", p)
+	}
+}
+
+// serviceEnv is the environment agentd would start with as a service: this one, and the
+// secrets file beside the config (agentd.env, the units' EnvironmentFile), so that
+// --check-config, run from a shell, finds the tokens the service will have. A secrets
+// file that exists but cannot be read is said on w.
+func serviceEnv(cfgPath string, w io.Writer) func(string) (string, bool) {
+	if cfgPath == "" {
+		cfgPath = config.DefaultConfigPath()
+	}
+	file := filepath.Join(filepath.Dir(cfgPath), "agentd.env")
+	vars := map[string]string{}
+	b, err := os.ReadFile(file)
+	switch {
+	case err == nil:
+		for _, line := range strings.Split(string(b), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || line[0] == '#' || line[0] == ';' {
+				continue
+			}
+			if k, v, ok := strings.Cut(line, "="); ok {
+				vars[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"'`)
+			}
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(w, "agentd: warning: %v: the secrets it gives the service are not checked (run --check-config as the service's user)\n", err)
+	}
+	return func(k string) (string, bool) {
+		if v, ok := os.LookupEnv(k); ok && v != "" {
+			return v, true
+		}
+		v, ok := vars[k]
+		return v, ok
 	}
 }

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestSIGHUPToTheBinary builds agentd, runs it on a config file against a fake Ollama
@@ -34,7 +34,7 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	var n atomic.Int64
 	// Every step writes a file not written before: no repeat and progress at each step, so
 	// continuous mode never stops to ask and the watchdog sees no loop.
-	model.OnChat(func(*api.ChatRequest) (string, error) {
+	model.OnChat(func(*ollama.ChatRequest) (string, error) {
 		return `{"thoughts":{"observations":"o","text":"t","reasoning":"r","self_criticism":"s","plan":"p","speak":"k"},` +
 			fmt.Sprintf(`"command":{"name":"write_file","args":{"path":"d%d","contents":"x"}}}`, n.Add(1)), nil
 	})
@@ -85,7 +85,7 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 		}
 	}
 
-	c := &client.Client{Socket: sock}
+	c := &api.Client{Socket: sock}
 	ctx := context.Background()
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
@@ -95,14 +95,14 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 
 	var ids []string
 	for i := range 2 {
-		a, err := c.CreateAgent(ctx, client.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders",
-			Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
+		a, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders",
+			Policy: &api.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, a.ID)
 	}
-	proposals := func(id string) []client.Proposal {
+	proposals := func(id string) []api.Proposal {
 		t.Helper()
 		ps, err := c.Proposals(ctx, id)
 		if err != nil {
@@ -131,7 +131,7 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 		ps := proposals(id)
 		// A step begun before the SIGHUP may end after it; the ones after that are new.
 		for _, p := range ps[before[id]+1 : before[id]+3] {
-			if p.Model != "m2" || p.Status != client.ProposalFeedback {
+			if p.Model != "m2" || p.Status != api.ProposalFeedback {
 				t.Errorf("agent %s step %d after the reload: model %q, status %s; want m2 and refused by the deny pattern",
 					id, p.Step, p.Model, p.Status)
 			}
@@ -167,7 +167,7 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 		if err != nil {
 			t.Fatalf("agent %s lost: %v", id, err)
 		}
-		if a.State != client.StateThinking && a.State != client.StateExecuting {
+		if a.State != api.StateThinking && a.State != api.StateExecuting {
 			t.Errorf("agent %s is %s (%s), want it still stepping", a.Name, a.State, a.StateReason)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 func main() {

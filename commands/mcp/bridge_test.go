@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestConvertSchemaGolden converts each testdata/schemas/NAME.in.json and compares the

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/commands/netguard/netguardtest"
+	"github.com/agentd/agentd/internal/netguardtest"
 )
 
 // fakeDNS answers from netguardtest.Names; nothing here asks a real resolver.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 	"golang.org/x/sys/unix"
 )
 

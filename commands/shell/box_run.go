@@ -10,7 +10,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 	"golang.org/x/sys/unix"
 )
 

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // boxesHere returns Boxes with l that bound the controllers named, closed when the test

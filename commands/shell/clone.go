@@ -18,7 +18,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/netguard"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // ErrURLRefused marks a clone_repository URL refused before git ran.

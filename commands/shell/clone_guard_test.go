@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands/netguard"
-	"github.com/agentd/agentd/commands/netguard/netguardtest"
+	"github.com/agentd/agentd/internal/netguardtest"
 )
 
 // TestCloneGoesThroughTheGuard shows that git reaches the network only through the guard:

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/commands/netguard/netguardtest"
+	"github.com/agentd/agentd/internal/netguardtest"
 )
 
 // newClone returns clone_repository with a fake resolver (nothing here asks real DNS) and

@@ -3,6 +3,7 @@ package shell
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // bwrapHere returns the bwrap binary when it can build a sandbox on this machine.
@@ -110,6 +111,20 @@ func processesWith(marker string) []string {
 	return pids
 }
 
+// processesRunning lists the pids of processes whose whole command line, its words
+// joined by spaces, is cmd: a program the shell started, not the shell running the line.
+func processesRunning(cmd string) []string {
+	var pids []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err == nil && strings.Join(strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"), " ") == cmd {
+			pids = append(pids, filepath.Base(d))
+		}
+	}
+	return pids
+}
+
 // waitGone fails the test unless every process with marker in its command line is gone
 // within a few seconds: SIGKILL is immediate, reparenting and reaping are not quite.
 func waitGone(t *testing.T, marker string) {
@@ -124,4 +139,25 @@ func waitGone(t *testing.T, marker string) {
 		}
 	}
 	t.Fatalf("processes %v running %q survived the command", left, marker)
+}
+
+// acceptingPort listens on a loopback port that accepts and closes every connection, for
+// the tests that check whether a program can reach the host's loopback; it returns the port.
+func acceptingPort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -6,16 +6,16 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/netguard"
 	"github.com/agentd/agentd/commands/permission"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // preview says where and how the executor would run programs: the workspace it starts
 // in, and the sandbox and network of the options this command was built with.
-func (e *executor) preview(env commands.Env) *client.Preview {
-	pv := &client.Preview{Kind: client.PreviewProgram, Network: "host (unsandboxed: agentd's own network)"}
+func (e *executor) preview(env commands.Env) *api.Preview {
+	pv := &api.Preview{Kind: api.PreviewProgram, Network: "host (unsandboxed: agentd's own network)"}
 	if ws, err := commands.ResolvePath(env.Workspace, "."); err == nil {
 		pv.Dir = ws
 	} else {
@@ -39,7 +39,7 @@ func (e *executor) preview(env commands.Env) *client.Preview {
 
 // Preview implements commands.Previewer: the programs and arguments of the line, read by
 // the parser the permission rules use, and where and how they would run.
-func (c *executeShell) Preview(_ context.Context, env commands.Env, raw json.RawMessage) *client.Preview {
+func (c *executeShell) Preview(_ context.Context, env commands.Env, raw json.RawMessage) *api.Preview {
 	var a executeShellArgs
 	if json.Unmarshal(raw, &a) != nil {
 		return nil
@@ -59,7 +59,7 @@ func (c *executeShell) Preview(_ context.Context, env commands.Env, raw json.Raw
 }
 
 // Preview implements commands.Previewer: python3 with the script and its arguments.
-func (c *executePythonFile) Preview(_ context.Context, env commands.Env, raw json.RawMessage) *client.Preview {
+func (c *executePythonFile) Preview(_ context.Context, env commands.Env, raw json.RawMessage) *api.Preview {
 	var a executePythonFileArgs
 	if json.Unmarshal(raw, &a) != nil {
 		return nil
@@ -75,12 +75,12 @@ func (c *executePythonFile) Preview(_ context.Context, env commands.Env, raw jso
 // Preview implements commands.Previewer: the host git would reach, as the network guard
 // reads it (user info dropped, an international name in ASCII, a numeric host as its
 // address), and whether the guard would refuse it.
-func (c *cloneRepository) Preview(_ context.Context, _ commands.Env, raw json.RawMessage) *client.Preview {
+func (c *cloneRepository) Preview(_ context.Context, _ commands.Env, raw json.RawMessage) *api.Preview {
 	var a cloneRepositoryArgs
 	if json.Unmarshal(raw, &a) != nil {
 		return nil
 	}
-	pv := &client.Preview{Kind: client.PreviewHost}
+	pv := &api.Preview{Kind: api.PreviewHost}
 	u, perr := url.Parse(a.URL)
 	if perr != nil || u.Host == "" {
 		pv.Note = "it will be refused: the url is not an http(s) URL with a host"

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // preview asks c for its preview of args in workspace ws.
-func preview(t *testing.T, c commands.Command, ws string, args any) *client.Preview {
+func preview(t *testing.T, c commands.Command, ws string, args any) *api.Preview {
 	t.Helper()
 	b, err := json.Marshal(args)
 	if err != nil {
@@ -53,7 +53,7 @@ func TestShellPreviewParsesTheLine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pv := preview(t, c, ws, map[string]string{"command_line": tt.line})
-			if pv.Kind != client.PreviewProgram || !reflect.DeepEqual(pv.Programs, tt.programs) {
+			if pv.Kind != api.PreviewProgram || !reflect.DeepEqual(pv.Programs, tt.programs) {
 				t.Errorf("programs = %q, want %q", pv.Programs, tt.programs)
 			}
 			if tt.note == "" && pv.Note != "" || !strings.Contains(pv.Note, tt.note) {
@@ -134,7 +134,7 @@ func TestClonePreviewShowsTheHostGitWouldReach(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pv := preview(t, c, t.TempDir(), map[string]string{"url": tt.url, "path": "repo"})
-			if pv.Kind != client.PreviewHost || pv.Host != tt.host {
+			if pv.Kind != api.PreviewHost || pv.Host != tt.host {
 				t.Errorf("host = %q, want %q", pv.Host, tt.host)
 			}
 			if tt.note == "" && pv.Note != "" || !strings.Contains(pv.Note, tt.note) {

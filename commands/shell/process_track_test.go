@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestCommandAncestor checks the control plane's question about a peer: a command's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,22 +116,9 @@ func TestBoundedRunLoadsNoCodeOfTheAgents(t *testing.T) {
 // config grants the network; its HOME and /tmp are its own and gone afterwards.
 func TestBoundedRunChangesNothing(t *testing.T) {
 	bwrap := bwrapHere(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
+	port := acceptingPort(t)
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrap, Network: true})
-	connect := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null && echo connected || echo no-connection", ln.Addr().(*net.TCPAddr).Port)
+	connect := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null && echo connected || echo no-connection", port)
 	write := "echo changed > kept.txt; mkdir made; rm -f gone.txt; ls"
 	tests := []struct {
 		name    string

@@ -23,21 +23,7 @@ import (
 func TestSandboxProbes(t *testing.T) {
 	bwrap := bwrapHere(t)
 	t.Setenv("AGENTD_TEST_TOKEN", "xoxb-do-not-leak")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := acceptingPort(t)
 	root := os.Geteuid() == 0
 	o := Options{Sandbox: SandboxBwrap, Bwrap: bwrap, Limits: Limits{Procs: 24, FileSize: 1 << 20, Tmp: 8 << 20}}
 	c := mustShell(t, o)

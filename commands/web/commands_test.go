@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestSpecs(t *testing.T) {

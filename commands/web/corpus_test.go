@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentd/agentd/commands/netguard/netguardtest"
+	"github.com/agentd/agentd/internal/netguardtest"
 )
 
 // TestCorpusReadWebpage runs the shared address corpus through read_webpage: every row is

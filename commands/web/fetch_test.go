@@ -222,7 +222,8 @@ func TestFetchTimeCap(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "gave up after 150ms") {
 				t.Fatalf("err = %v, want a timeout after 150ms", err)
 			}
-			if d := time.Since(start); d > 2*time.Second {
+			// A hang bound, not a speed bound: the server never answers on its own.
+			if d := time.Since(start); d > 30*time.Second {
 				t.Errorf("took %s", d)
 			}
 		})
@@ -272,13 +273,15 @@ func TestFetchRefusesTypeBeforeBody(t *testing.T) {
 		}
 	})
 	f := guarded(t, nil, srv)
-	f.Timeout = 10 * time.Second
+	f.Timeout = time.Minute
 	start := time.Now()
 	_, err := f.Fetch(context.Background(), srv.siteURL("/stream"))
 	if !errors.Is(err, ErrContentType) || !strings.Contains(err.Error(), "video/mp4") {
 		t.Fatalf("err = %v, want ErrContentType naming video/mp4", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	// The body never ends: reading it would last the whole minute's timeout, which a
+	// refusal on the headers is far from, however loaded the machine.
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("refusal took %s: the body was read", d)
 	}
 }

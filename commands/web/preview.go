@@ -7,17 +7,17 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/netguard"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // Preview implements commands.Previewer: the search backends the query goes to, in the
 // order they are tried. They are the operator's, not the model's; the point is where the
 // query's words are sent.
-func (w *WebSearch) Preview(_ context.Context, _ commands.Env, _ json.RawMessage) *client.Preview {
+func (w *WebSearch) Preview(_ context.Context, _ commands.Env, _ json.RawMessage) *api.Preview {
 	hosts := backendHosts(w.Searcher)
-	pv := &client.Preview{Kind: client.PreviewHost, Host: strings.Join(hosts, ", then ")}
+	pv := &api.Preview{Kind: api.PreviewHost, Host: strings.Join(hosts, ", then ")}
 	if len(hosts) == 0 {
 		pv.Note = "no search backend is configured: it will fail"
 	}
@@ -58,12 +58,12 @@ func backendHosts(s Searcher) []string {
 
 // Preview implements commands.Previewer: the host the fetch would connect to first, as
 // the network guard reads it, and whether the guard or the URL check would refuse it.
-func (r *ReadWebpage) Preview(_ context.Context, _ commands.Env, raw json.RawMessage) *client.Preview {
+func (r *ReadWebpage) Preview(_ context.Context, _ commands.Env, raw json.RawMessage) *api.Preview {
 	var a readWebpageArgs
 	if json.Unmarshal(raw, &a) != nil {
 		return nil
 	}
-	pv := &client.Preview{Kind: client.PreviewHost}
+	pv := &api.Preview{Kind: api.PreviewHost}
 	u, err := checkURL(a.URL) // Fetch's own reading of the URL
 	if err != nil {
 		pv.Note = "it will be refused: " + err.Error()

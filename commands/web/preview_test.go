@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // TestReadWebpagePreview: the host the fetch connects to, as the network guard reads it,
@@ -29,7 +29,7 @@ func TestReadWebpagePreview(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			raw, _ := json.Marshal(map[string]string{"url": tt.url})
 			pv := commands.Preview(context.Background(), c, commands.Env{}, raw)
-			if pv == nil || pv.Kind != client.PreviewHost || pv.Host != tt.host {
+			if pv == nil || pv.Kind != api.PreviewHost || pv.Host != tt.host {
 				t.Fatalf("preview = %+v, want host %q", pv, tt.host)
 			}
 			if tt.note == "" && pv.Note != "" || !strings.Contains(pv.Note, tt.note) {

@@ -17,7 +17,7 @@ package web
 import (
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // cutText cuts s to at most limit bytes on a UTF-8 boundary (display.Cut) and reports

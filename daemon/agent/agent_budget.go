@@ -7,10 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // An agent's own budget bounds it over all its runs: steps (proposals), model tokens,
@@ -51,7 +52,7 @@ func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
 	busy := time.Duration(a.BusyMS) * time.Millisecond
 	switch {
 	case b.MaxSteps > 0 && a.StepsTotal >= b.MaxSteps:
-		return "steps", fmt.Sprintf("it made %d steps over its runs, its step budget: raise it with `agentctl budget %s --max-steps N`", a.StepsTotal, a.Name)
+		return "steps", fmt.Sprintf("it made %s over its runs, its step budget: raise it with `agentctl budget %s --max-steps N`", display.Count(a.StepsTotal, "step", "steps"), a.Name)
 	case b.MaxTokens > 0 && a.PromptTokens+a.EvalTokens >= b.MaxTokens:
 		return "tokens", fmt.Sprintf("it used %d model tokens over its runs, its token budget is %d: raise it with `agentctl budget %s --max-tokens N`",
 			a.PromptTokens+a.EvalTokens, b.MaxTokens, a.Name)
@@ -108,14 +109,14 @@ func (r *runner) chargeCut(ctx context.Context) {
 }
 
 // budgetView is a's budget as the API shows it.
-func (s *agentBudgets) budgetView(a *store.Agent) *client.Budget {
+func (s *agentBudgets) budgetView(a *store.Agent) *api.Budget {
 	out := budgetWire(s.agentBudget(a))
 	return &out
 }
 
 // budgetWire is b as the API shows it.
-func budgetWire(b run.Budget) client.Budget {
-	out := client.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens, MaxDisk: b.MaxDisk}
+func budgetWire(b run.Budget) api.Budget {
+	out := api.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens, MaxDisk: b.MaxDisk}
 	if b.MaxWall > 0 {
 		out.MaxTime = b.MaxWall.String()
 	}
@@ -129,8 +130,8 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 	if budget == "disk" {
 		r.s.runs.remeasure(ctx, r.id)
 	}
-	var v *client.Agent
-	var ex *client.BudgetExhausted
+	var v *api.Agent
+	var ex *api.BudgetExhausted
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(r.id)
@@ -140,7 +141,7 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 		if budget, why = r.s.agentBudgets.agentOver(a); why == "" {
 			return nil // under it again: the loop goes on
 		}
-		ex = &client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: budget, RunID: a.RunID, Budget: *r.s.agentBudgets.budgetView(a)}
+		ex = &api.BudgetExhausted{Scope: api.BudgetScopeAgent, Kind: budget, RunID: a.RunID, Budget: *r.s.agentBudgets.budgetView(a)}
 		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.AgentBudgetHit, Reason: agentBudgetReason + why}); err != nil {
 			return err
 		}
@@ -155,7 +156,7 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 		return err
 	})
 	if err == nil && v != nil {
-		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v, Message: v.StateReason, Exhausted: ex})
+		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v, Message: v.StateReason, Exhausted: ex})
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -173,7 +174,7 @@ func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
 
 // SetBudget changes an agent's own budget (fields left nil are kept; Reset first goes
 // back to the config's). An agent paused by its budget resumes when the new one allows.
-func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
+func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req api.BudgetRequest) (*api.Agent, error) {
 	if s.remeasure != nil {
 		s.remeasure(ctx, ref)
 	}
@@ -192,7 +193,7 @@ func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req client.Bud
 		}
 		busy = &d
 	}
-	var bv *client.Budget
+	var bv *api.Budget
 	out, err := s.mutateAgent(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if req.Reset {
 			a.Budget = store.AgentBudget{}
@@ -213,7 +214,7 @@ func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req client.Bud
 		if err := tx.Audit(a.ID, "budget", bv); err != nil {
 			return err
 		}
-		if a.State == client.StatePaused && strings.HasPrefix(a.StateReason, agentBudgetReason) {
+		if a.State == api.StatePaused && strings.HasPrefix(a.StateReason, agentBudgetReason) {
 			if b, _ := s.agentOver(a); b == "" {
 				if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.BudgetRaised}); err != nil {
 					return err
@@ -237,7 +238,7 @@ type agentBudgets struct {
 	base      run.Budget                // Options.AgentBudget
 	overrides map[string]AgentOverrides // Options.Agents
 	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
-	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error)
+	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*api.Agent, error)
 	// remeasure measures an agent's workspace again when it is over its disk budget
 	// (runs.remeasure), so that a budget raised or files removed count at once.
 	remeasure func(ctx context.Context, ref string)

@@ -9,25 +9,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // autoAgent creates an agent whose next n proposals run without asking.
-func autoAgent(h *harness, n int) *client.Agent {
-	return h.create(client.CreateAgentRequest{Name: "tester", Description: "a test agent", Goals: []string{"look around"},
-		Policy: &client.Policy{Mode: "auto", AutoSteps: n}})
+func autoAgent(h *harness, n int) *api.Agent {
+	return h.create(api.CreateAgentRequest{Name: "tester", Description: "a test agent", Goals: []string{"look around"},
+		Policy: &api.Policy{Mode: "auto", AutoSteps: n}})
 }
 
-func pausedByBudget(h *harness, id string) *client.Agent {
+func pausedByBudget(h *harness, id string) *api.Agent {
 	h.t.Helper()
-	return h.waitFor(id, "a pause by the agent's budget", func(a *client.Agent) bool {
-		return a.State == client.StatePaused && strings.HasPrefix(a.StateReason, agentBudgetReason)
+	return h.waitFor(id, "a pause by the agent's budget", func(a *api.Agent) bool {
+		return a.State == api.StatePaused && strings.HasPrefix(a.StateReason, agentBudgetReason)
 	})
 }
 
@@ -49,19 +49,19 @@ func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
 	if got.RunID != a.RunID || got.Policy.Mode != "auto" || len(h.history(a.ID)) != 2 {
 		t.Errorf("after the pause: run %s (was %s), policy %+v, %d episodes", got.RunID, a.RunID, got.Policy, len(h.history(a.ID)))
 	}
-	if _, err := h.sup.runs.Resume(context.Background(), a.ID); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "over its budget") {
+	if _, err := h.sup.runs.Resume(context.Background(), a.ID); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "over its budget") {
 		t.Errorf("resume over budget: err = %v, want a conflict naming the budget", err)
 	}
-	entries, _ := h.sup.auditLog.Audit(context.Background(), client.AuditQuery{Agent: a.ID})
+	entries, _ := h.sup.auditLog.Audit(context.Background(), api.AuditQuery{Agent: a.ID})
 	if !hasAuditKind(entries, "agent_budget_exhausted") {
 		t.Error("no agent_budget_exhausted audit entry")
 	}
 
-	raised, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxSteps: new(4)})
+	raised, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{MaxSteps: new(4)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if raised.Budget.MaxSteps != 4 || raised.State == client.StatePaused {
+	if raised.Budget.MaxSteps != 4 || raised.State == api.StatePaused {
 		t.Errorf("after raising: budget %+v, state %s; want 4 steps and going on", raised.Budget, raised.State)
 	}
 	again := pausedByBudget(h, a.ID)
@@ -72,7 +72,7 @@ func TestAgentStepBudgetPausesAndRaisedBudgetGoesOn(t *testing.T) {
 	h.stop()
 	h.start()
 	after, err := h.sup.agentViews.Agent(context.Background(), a.ID)
-	if err != nil || after.Budget.MaxSteps != 4 || after.State != client.StatePaused {
+	if err != nil || after.Budget.MaxSteps != 4 || after.State != api.StatePaused {
 		t.Errorf("after a restart: %+v, %v", after, err)
 	}
 }
@@ -89,7 +89,7 @@ func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 		t.Errorf("agent = %q after %d steps; want the token budget after 1", got.StateReason, got.StepsTotal)
 	}
 	// 0 lifts the bound.
-	if _, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxTokens: new(int64(0)), MaxSteps: new(3)}); err != nil {
+	if _, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{MaxTokens: new(int64(0)), MaxSteps: new(3)}); err != nil {
 		t.Fatal(err)
 	}
 	got = pausedByBudget(h, a.ID)
@@ -97,8 +97,8 @@ func TestAgentTokenBudgetFromPerAgentConfig(t *testing.T) {
 		t.Errorf("after lifting the token bound: %q after %d steps", got.StateReason, got.StepsTotal)
 	}
 	// Reset goes back to the config's token budget of 1.
-	reset, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, client.BudgetRequest{Reset: true})
-	if err != nil || reset.Budget.MaxTokens != 1 || reset.Budget.MaxSteps != 0 || reset.State != client.StatePaused {
+	reset, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{Reset: true})
+	if err != nil || reset.Budget.MaxTokens != 1 || reset.Budget.MaxSteps != 0 || reset.State != api.StatePaused {
 		t.Errorf("reset: %+v, %v; want the config's budget, still paused", reset, err)
 	}
 }
@@ -108,20 +108,27 @@ func TestAgentTimeBudgetCountsBusyTime(t *testing.T) {
 	listForever(h)
 	h.fake.SetDelay(time.Minute) // the first step thinks longer than the whole budget
 	a := autoAgent(h, 10)
-	// The model call is cut when the budget runs out, as a run's wall time cuts it.
+	// The model call is cut when the budget runs out, as a run's wall time cuts it: well
+	// before the minute the model would take, however slow the machine.
 	got := pausedByBudget(h, a.ID)
-	if got.StepsTotal != 0 || got.BusyMS < 50 || got.BusyMS > 5000 || !strings.Contains(got.StateReason, "time budget is 50ms") {
+	if got.StepsTotal != 0 || got.BusyMS < 50 || got.BusyMS > 30000 || !strings.Contains(got.StateReason, "time budget is 50ms") {
 		t.Errorf("agent = %d steps, busy %d ms, %q; want the first step cut at 50ms", got.StepsTotal, got.BusyMS, got.StateReason)
 	}
 	// Waiting for people is not busy time.
 	h.fake.SetDelay(0)
-	if _, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, client.BudgetRequest{MaxTime: new("1h")}); err != nil {
+	if _, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, api.BudgetRequest{MaxTime: new("1h")}); err != nil {
 		t.Fatal(err)
 	}
 	h.sup.runs.Pause(context.Background(), a.ID)
-	h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return a.State == client.StatePaused })
-	time.Sleep(50 * time.Millisecond) // a step in flight at the pause lands its busy time
-	before := h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return true }).BusyMS
+	h.waitFor(a.ID, "paused", func(a *api.Agent) bool { return a.State == api.StatePaused })
+	// A step in flight at the pause lands its busy time before the agent's loop stops.
+	testutil.Eventually(t, time.Minute, "the paused agent's loop to stop", func() bool {
+		h.sup.mu.Lock()
+		defer h.sup.mu.Unlock()
+		r := h.sup.runners[a.ID]
+		return r == nil || !r.running
+	})
+	before := h.waitFor(a.ID, "paused", func(a *api.Agent) bool { return true }).BusyMS
 	busy := func() int64 { now, _ := h.sup.agentViews.Agent(context.Background(), a.ID); return now.BusyMS }
 	testutil.Hold(100*time.Millisecond, func() bool { return busy() == before })
 	if now, _ := h.sup.agentViews.Agent(context.Background(), a.ID); now.BusyMS != before {
@@ -131,20 +138,20 @@ func TestAgentTimeBudgetCountsBusyTime(t *testing.T) {
 
 func TestSetBudgetRefusesBadValues(t *testing.T) {
 	h := newHarness(t)
-	a := h.create(client.CreateAgentRequest{Name: "tester", Description: "d", Start: new(bool)})
+	a := h.create(api.CreateAgentRequest{Name: "tester", Description: "d", Start: new(bool)})
 	for _, c := range []struct {
 		name string
-		req  client.BudgetRequest
+		req  api.BudgetRequest
 		want string
 	}{
-		{"negative_steps", client.BudgetRequest{MaxSteps: new(-1)}, "max_steps -1"},
-		{"negative_tokens", client.BudgetRequest{MaxTokens: new(int64(-5))}, "max_tokens -5"},
-		{"bad_duration", client.BudgetRequest{MaxTime: new("soon")}, `max_time "soon"`},
-		{"negative_duration", client.BudgetRequest{MaxTime: new("-1h")}, `max_time "-1h"`},
+		{"negative_steps", api.BudgetRequest{MaxSteps: new(-1)}, "max_steps -1"},
+		{"negative_tokens", api.BudgetRequest{MaxTokens: new(int64(-5))}, "max_tokens -5"},
+		{"bad_duration", api.BudgetRequest{MaxTime: new("soon")}, `max_time "soon"`},
+		{"negative_duration", api.BudgetRequest{MaxTime: new("-1h")}, `max_time "-1h"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := h.sup.agentBudgets.SetBudget(context.Background(), a.ID, c.req)
-			if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want a bad request naming %s", err, c.want)
 			}
 		})
@@ -156,7 +163,7 @@ func TestSetBudgetRefusesBadValues(t *testing.T) {
 	}
 }
 
-func hasAuditKind(entries []client.AuditEntry, kind string) bool {
+func hasAuditKind(entries []api.AuditEntry, kind string) bool {
 	for _, e := range entries {
 		if e.Kind == kind {
 			return true
@@ -191,7 +198,7 @@ func TestAgentTimeBudgetCutsALongCommand(t *testing.T) {
 		o.AgentBudget = run.Budget{MaxWall: 300 * time.Millisecond}
 		o.Commands = append(slices.Clone(o.Commands), "test_block")
 	})
-	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_block", map[string]string{"what": "x"}) })
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("test_block", map[string]string{"what": "x"}) })
 	a := autoAgent(h, 10)
 	got := pausedByBudget(h, a.ID)
 	if got.StepsTotal != 1 || got.BusyMS < 300 || got.BusyMS > 10000 || !strings.Contains(got.StateReason, "time budget is 300ms") {
@@ -214,23 +221,23 @@ func TestTaskOverAgentBudgetRefused(t *testing.T) {
 	if _, err := h.sup.runs.Stop(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	for _, call := range []func() (*client.Agent, error){
-		func() (*client.Agent, error) { return h.sup.runs.Task(ctx, a.ID, "more") },
-		func() (*client.Agent, error) {
-			return h.sup.runs.TaskRun(ctx, a.ID, client.TaskRequest{Task: "more", Budget: &client.Budget{MaxSteps: 5}})
+	for _, call := range []func() (*api.Agent, error){
+		func() (*api.Agent, error) { return h.sup.runs.Task(ctx, a.ID, "more") },
+		func() (*api.Agent, error) {
+			return h.sup.runs.TaskRun(ctx, a.ID, api.TaskRequest{Task: "more", Budget: &api.Budget{MaxSteps: 5}})
 		},
 	} {
 		_, err := call()
-		if !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "over its budget") || !strings.Contains(err.Error(), "agentctl budget tester --max-steps N") {
+		if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "over its budget") || !strings.Contains(err.Error(), "agentctl budget tester --max-steps N") {
 			t.Errorf("task over budget: err = %v, want a conflict naming the budget and its fix", err)
 		}
 	}
 	got, _ := h.sup.agentViews.Agent(ctx, a.ID)
-	if got.State != client.StateIdle || got.RunID != a.RunID {
+	if got.State != api.StateIdle || got.RunID != a.RunID {
 		t.Errorf("a refused task changed the agent: state %s, run %s (was %s)", got.State, got.RunID, a.RunID)
 	}
 	// Raised, the task is taken.
-	if _, err := h.sup.agentBudgets.SetBudget(ctx, a.ID, client.BudgetRequest{MaxSteps: new(10)}); err != nil {
+	if _, err := h.sup.agentBudgets.SetBudget(ctx, a.ID, api.BudgetRequest{MaxSteps: new(10)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.sup.runs.Task(ctx, a.ID, "more"); err != nil {

@@ -11,17 +11,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestApproveRunsAndFinishes(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("write_file", map[string]string{"path": "notes/a.txt", "contents": "hello"}), reply("finish", map[string]string{"reason": "done"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	if p.Command != "write_file" || p.Step != 1 || p.Hash == "" {
 		t.Fatalf("proposal = %+v", p)
@@ -38,7 +38,7 @@ func TestApproveRunsAndFinishes(t *testing.T) {
 		t.Fatalf("file = %q, %v", b, err)
 	}
 	h.decide(a.ID, p2, "yes")
-	done := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	done := h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	if !strings.Contains(done.StateReason, "done") {
 		t.Errorf("reason = %q", done.StateReason)
 	}
@@ -54,7 +54,7 @@ func TestApproveRunsAndFinishes(t *testing.T) {
 	}
 }
 
-func joinContent(msgs []api.Message) string {
+func joinContent(msgs []ollama.Message) string {
 	var b strings.Builder
 	for _, m := range msgs {
 		b.WriteString(m.Content)
@@ -69,7 +69,7 @@ func TestApproveCountRunsNextWithoutAsking(t *testing.T) {
 		// Four different calls: "./." would be the same folder, a loop the watchdog stops.
 		h.fake.Script(reply("write_file", map[string]string{"path": fmt.Sprintf("n%d.txt", i), "contents": "x"}))
 	}
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	if _, err := h.decide(a.ID, p, "y -3"); err != nil {
 		t.Fatal(err)
@@ -90,12 +90,12 @@ func TestApproveCountRunsNextWithoutAsking(t *testing.T) {
 func TestDenyStopsRun(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	if _, err := h.decide(a.ID, p, "n"); err != nil {
 		t.Fatal(err)
 	}
-	got := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	got := h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	if got.Pending != nil || !strings.Contains(got.StateReason, "denied") {
 		t.Errorf("agent = %+v", got)
 	}
@@ -104,7 +104,7 @@ func TestDenyStopsRun(t *testing.T) {
 		t.Fatalf("history = %+v", eps)
 	}
 	// A second decision on the same proposal is refused.
-	if _, err := h.decide(a.ID, p, "y"); !errors.Is(err, client.ErrConflict) {
+	if _, err := h.decide(a.ID, p, "y"); !errors.Is(err, api.ErrConflict) {
 		t.Fatalf("second decision err = %v, want conflict", err)
 	}
 }
@@ -115,7 +115,7 @@ func TestFeedbackGoesToModel(t *testing.T) {
 	sideEffectMu.Lock()
 	before := sideEffectRuns
 	sideEffectMu.Unlock()
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	if _, err := h.decide(a.ID, p, "please look around first"); err != nil {
 		t.Fatal(err)
@@ -137,9 +137,9 @@ func TestFeedbackGoesToModel(t *testing.T) {
 
 func TestInvalidRepliesPauseAfterThreeStrikes(t *testing.T) {
 	h := newHarness(t)
-	h.fake.SetDefault(func(*api.ChatRequest) string { return `{"thoughts": {}, "command": {"name": "rm_rf"}}` })
-	a := h.create(client.CreateAgentRequest{})
-	got := h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return a.State == client.StatePaused })
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return `{"thoughts": {}, "command": {"name": "rm_rf"}}` })
+	a := h.create(api.CreateAgentRequest{})
+	got := h.waitFor(a.ID, "paused", func(a *api.Agent) bool { return a.State == api.StatePaused })
 	if !strings.Contains(got.StateReason, "3 invalid replies") {
 		t.Errorf("reason = %q", got.StateReason)
 	}
@@ -151,7 +151,7 @@ func TestInvalidRepliesPauseAfterThreeStrikes(t *testing.T) {
 func TestRepairedReplyAccepted(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script("Sure! ```json\n" + reply("list_folder", map[string]string{"path": "."}) + "\n```")
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	if p := h.pending(a.ID); p.Command != "list_folder" {
 		t.Fatalf("proposal = %+v", p)
 	}
@@ -161,7 +161,7 @@ func TestRepeatRethinksWithSmartModel(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.SmartModel = "smart" })
 	same := reply("list_folder", map[string]string{"path": "."})
 	h.fake.Script(same, same, reply("read_file", map[string]string{"path": "a"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	h.decide(a.ID, h.pending(a.ID), "y")
 	p := h.pending(a.ID)
 	if p.Command != "read_file" || p.Model != "smart" {
@@ -177,9 +177,9 @@ func TestRepeatWithoutSmartModelAsks(t *testing.T) {
 	h := newHarness(t, func(o *Options) {})
 	same := reply("list_folder", map[string]string{"path": "."})
 	h.fake.Script(same, same)
-	a := h.create(client.CreateAgentRequest{Policy: &client.Policy{Mode: "continuous"}})
-	got := h.waitFor(a.ID, "a question about the repeat", func(a *client.Agent) bool {
-		return a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.Step == 2
+	a := h.create(api.CreateAgentRequest{Policy: &api.Policy{Mode: "continuous"}})
+	got := h.waitFor(a.ID, "a question about the repeat", func(a *api.Agent) bool {
+		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Step == 2
 	})
 	if !strings.Contains(got.StateReason, "twice in a row") {
 		t.Errorf("reason = %q", got.StateReason)
@@ -189,16 +189,16 @@ func TestRepeatWithoutSmartModelAsks(t *testing.T) {
 func TestAskUserAnswerBecomesResult(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("ask_user", map[string]string{"question": "which colour?"}), reply("finish", map[string]string{"reason": "ok"}))
-	a := h.create(client.CreateAgentRequest{})
-	got := h.waitFor(a.ID, "a question", func(a *client.Agent) bool { return a.Question != nil })
-	if got.Question.Text != "which colour?" || got.State != client.StateAwaitingDecision {
+	a := h.create(api.CreateAgentRequest{})
+	got := h.waitFor(a.ID, "a question", func(a *api.Agent) bool { return a.Question != nil })
+	if got.Question.Text != "which colour?" || got.State != api.StateAwaitingDecision {
 		t.Fatalf("agent = %+v", got)
 	}
 	// A lone "?" asks how to answer: refused, and the question still waits.
-	if err := h.sup.decisions.Answer(context.Background(), a.ID, client.AnswerRequest{Text: " ? "}); !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "still waits") {
+	if err := h.sup.decisions.Answer(context.Background(), a.ID, api.AnswerRequest{Text: " ? "}); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "still waits") {
 		t.Fatalf("answer \"?\": err = %v, want a bad request saying the question waits", err)
 	}
-	if err := h.sup.decisions.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "blue"}); err != nil {
+	if err := h.sup.decisions.Answer(context.Background(), a.ID, api.AnswerRequest{Text: "blue"}); err != nil {
 		t.Fatal(err)
 	}
 	if p := h.pending(a.ID); p.Command != "finish" {
@@ -208,7 +208,7 @@ func TestAskUserAnswerBecomesResult(t *testing.T) {
 	if len(eps) != 1 || !strings.Contains(eps[0].Result, "blue") {
 		t.Fatalf("history = %+v", eps)
 	}
-	if err := h.sup.decisions.Answer(context.Background(), a.ID, client.AnswerRequest{Text: "red"}); !errors.Is(err, client.ErrConflict) {
+	if err := h.sup.decisions.Answer(context.Background(), a.ID, api.AnswerRequest{Text: "red"}); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("second answer err = %v", err)
 	}
 }
@@ -216,9 +216,9 @@ func TestAskUserAnswerBecomesResult(t *testing.T) {
 func TestFollowUpTaskKeepsHistory(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("finish", map[string]string{"reason": "first done"}), reply("list_folder", map[string]string{"path": "."}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	h.decide(a.ID, h.pending(a.ID), "y")
-	first := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	first := h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	next, err := h.sup.runs.Task(context.Background(), a.ID, "now the second thing")
 	if err != nil {
 		t.Fatal(err)
@@ -235,7 +235,7 @@ func TestFollowUpTaskKeepsHistory(t *testing.T) {
 	if !strings.Contains(prompt, "now the second thing") || !strings.Contains(prompt, "finish") {
 		t.Errorf("follow-up prompt lacks task or history:\n%s", prompt)
 	}
-	if _, err := h.sup.runs.Task(context.Background(), a.ID, "third"); !errors.Is(err, client.ErrConflict) {
+	if _, err := h.sup.runs.Task(context.Background(), a.ID, "third"); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("task while busy err = %v", err)
 	}
 }
@@ -243,9 +243,9 @@ func TestFollowUpTaskKeepsHistory(t *testing.T) {
 func TestWorkspaceEscapeFails(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("write_file", map[string]string{"path": "../../escape.txt", "contents": "x"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	h.decide(a.ID, h.pending(a.ID), "y")
-	h.waitFor(a.ID, "an episode", func(*client.Agent) bool { return len(h.history(a.ID)) == 1 })
+	h.waitFor(a.ID, "an episode", func(*api.Agent) bool { return len(h.history(a.ID)) == 1 })
 	ep := h.history(a.ID)[0]
 	if ep.Outcome != "failed" || !strings.Contains(ep.Result, "workspace") {
 		t.Fatalf("episode = %+v", ep)
@@ -258,22 +258,22 @@ func TestWorkspaceEscapeFails(t *testing.T) {
 func TestCrashDuringNonIdempotentCommandAsksAgain(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	h.stop()
 	// What a kill -9 between "started" and the result leaves behind.
 	h.st.Tx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil)
+		_, err := tx.SetProposalStatus(p.ID, api.ProposalStarted, nil)
 		return err
 	})
 	sideEffectMu.Lock()
 	before := sideEffectRuns
 	sideEffectMu.Unlock()
 	h.start()
-	got := h.waitFor(a.ID, "the interrupted proposal", func(a *client.Agent) bool {
-		return a.Pending != nil && a.Pending.Status == client.ProposalInterrupted
+	got := h.waitFor(a.ID, "the interrupted proposal", func(a *api.Agent) bool {
+		return a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
 	})
-	if got.State != client.StateAwaitingDecision || !strings.Contains(got.StateReason, "decide again") {
+	if got.State != api.StateAwaitingDecision || !strings.Contains(got.StateReason, "decide again") {
 		t.Fatalf("agent = %+v", got)
 	}
 	sideEffectMu.Lock()
@@ -283,7 +283,7 @@ func TestCrashDuringNonIdempotentCommandAsksAgain(t *testing.T) {
 	sideEffectMu.Unlock()
 	h.fake.Script(reply("finish", map[string]string{"reason": "ok"}))
 	h.decide(a.ID, got.Pending, "y")
-	h.waitFor(a.ID, "re-run", func(*client.Agent) bool { return len(h.history(a.ID)) == 1 })
+	h.waitFor(a.ID, "re-run", func(*api.Agent) bool { return len(h.history(a.ID)) == 1 })
 	sideEffectMu.Lock()
 	defer sideEffectMu.Unlock()
 	if sideEffectRuns != before+1 {
@@ -294,15 +294,15 @@ func TestCrashDuringNonIdempotentCommandAsksAgain(t *testing.T) {
 func TestCrashDuringIdempotentCommandReruns(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("write_file", map[string]string{"path": "a.txt", "contents": "x"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	h.stop()
 	h.st.Tx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil)
+		_, err := tx.SetProposalStatus(p.ID, api.ProposalStarted, nil)
 		return err
 	})
 	h.start()
-	h.waitFor(a.ID, "the re-run", func(*client.Agent) bool { return len(h.history(a.ID)) == 1 })
+	h.waitFor(a.ID, "the re-run", func(*api.Agent) bool { return len(h.history(a.ID)) == 1 })
 	if _, err := os.Stat(filepath.Join(a.Workspace, "a.txt")); err != nil {
 		t.Fatal(err)
 	}
@@ -311,8 +311,8 @@ func TestCrashDuringIdempotentCommandReruns(t *testing.T) {
 func TestModelDownWaitsThenContinues(t *testing.T) {
 	h := newHarness(t)
 	h.fake.SetDown(true)
-	a := h.create(client.CreateAgentRequest{})
-	got := h.waitFor(a.ID, "waiting_for_model", func(a *client.Agent) bool { return a.State == client.StateWaitingForModel })
+	a := h.create(api.CreateAgentRequest{})
+	got := h.waitFor(a.ID, "waiting_for_model", func(a *api.Agent) bool { return a.State == api.StateWaitingForModel })
 	if got.StateReason == "" {
 		t.Error("no reason shown while waiting for the model")
 	}
@@ -326,8 +326,8 @@ func TestModelDownWaitsThenContinues(t *testing.T) {
 
 func TestMissingModelSaysPull(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.Model = "nope" })
-	a := h.create(client.CreateAgentRequest{})
-	got := h.waitFor(a.ID, "waiting_for_model", func(a *client.Agent) bool { return a.State == client.StateWaitingForModel })
+	a := h.create(api.CreateAgentRequest{})
+	got := h.waitFor(a.ID, "waiting_for_model", func(a *api.Agent) bool { return a.State == api.StateWaitingForModel })
 	if !strings.Contains(got.StateReason, "ollama pull nope") {
 		t.Errorf("reason = %q", got.StateReason)
 	}
@@ -340,7 +340,7 @@ func TestProfileGeneratedFromTask(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(`{"name": "Haiku Writer", "description": "writes haiku", "best_practices": ["count syllables"], "constraints": ["stay short"]}`,
 		reply("finish", map[string]string{"reason": "ok"}))
-	a := h.create(client.CreateAgentRequest{Task: "write a haiku"})
+	a := h.create(api.CreateAgentRequest{Task: "write a haiku"})
 	p := h.pending(a.ID)
 	got, _ := h.sup.agentViews.Agent(context.Background(), a.ID)
 	if got.Name != "haiku-writer" || got.Description != "writes haiku" || len(got.Directives.Constraints) != 1 {
@@ -361,26 +361,26 @@ func TestProfileGeneratedFromTask(t *testing.T) {
 func TestDecisionErrors(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	ctx := context.Background()
 	cases := []struct {
 		name string
 		ref  string
-		req  client.DecideRequest
+		req  api.DecideRequest
 		want error
 	}{
-		{"unknown_agent", "ghost", client.DecideRequest{ProposalID: p.ID, Kind: "approve"}, client.ErrNotFound},
-		{"unknown_proposal", a.ID, client.DecideRequest{ProposalID: "p-nope", Kind: "approve"}, client.ErrNotFound},
-		{"no_proposal_id", a.ID, client.DecideRequest{Kind: "approve"}, client.ErrBadRequest},
-		{"bad_kind", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "maybe"}, client.ErrBadRequest},
-		{"empty_feedback", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "feedback"}, client.ErrBadRequest},
-		{"negative_count", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "approve", Count: -2}, client.ErrBadRequest},
-		{"spoofed_policy", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "approve", Source: "policy"}, client.ErrBadRequest},
+		{"unknown_agent", "ghost", api.DecideRequest{ProposalID: p.ID, Kind: "approve"}, api.ErrNotFound},
+		{"unknown_proposal", a.ID, api.DecideRequest{ProposalID: "p-nope", Kind: "approve"}, api.ErrNotFound},
+		{"no_proposal_id", a.ID, api.DecideRequest{Kind: "approve"}, api.ErrBadRequest},
+		{"bad_kind", a.ID, api.DecideRequest{ProposalID: p.ID, Kind: "maybe"}, api.ErrBadRequest},
+		{"empty_feedback", a.ID, api.DecideRequest{ProposalID: p.ID, Kind: "feedback"}, api.ErrBadRequest},
+		{"negative_count", a.ID, api.DecideRequest{ProposalID: p.ID, Kind: "approve", Count: -2}, api.ErrBadRequest},
+		{"spoofed_policy", a.ID, api.DecideRequest{ProposalID: p.ID, Kind: "approve", Source: "policy"}, api.ErrBadRequest},
 		// A front end that sent "?" as feedback must not drop the proposal.
-		{"help_mark_as_feedback", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "feedback", Feedback: "?"}, client.ErrBadRequest},
-		{"help_word_as_feedback", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "feedback", Feedback: " Help "}, client.ErrBadRequest},
-		{"help_letter_as_feedback", a.ID, client.DecideRequest{ProposalID: p.ID, Kind: "feedback", Feedback: "h"}, client.ErrBadRequest},
+		{"help_mark_as_feedback", a.ID, api.DecideRequest{ProposalID: p.ID, Kind: "feedback", Feedback: "?"}, api.ErrBadRequest},
+		{"help_word_as_feedback", a.ID, api.DecideRequest{ProposalID: p.ID, Kind: "feedback", Feedback: " Help "}, api.ErrBadRequest},
+		{"help_letter_as_feedback", a.ID, api.DecideRequest{ProposalID: p.ID, Kind: "feedback", Feedback: "h"}, api.ErrBadRequest},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -401,7 +401,7 @@ func TestDecisionErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := h.decide(a.ID, p, "y")
-	if !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "superseded") {
+	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "superseded") {
 		t.Fatalf("decision on a superseded proposal: %v", err)
 	}
 }
@@ -409,8 +409,8 @@ func TestDecisionErrors(t *testing.T) {
 func TestRacingApprovalsOneWins(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
-	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("ask_user", map[string]string{"question": "next?"}) })
-	a := h.create(client.CreateAgentRequest{})
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("ask_user", map[string]string{"question": "next?"}) })
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -435,19 +435,19 @@ func TestRacingApprovalsOneWins(t *testing.T) {
 func TestPauseResume(t *testing.T) {
 	h := newHarness(t)
 	h.fake.SetDelay(200 * time.Millisecond)
-	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("list_folder", map[string]string{"path": "."}) })
-	a := h.create(client.CreateAgentRequest{})
-	h.waitFor(a.ID, "thinking", func(a *client.Agent) bool { return a.State == client.StateThinking })
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("list_folder", map[string]string{"path": "."}) })
+	a := h.create(api.CreateAgentRequest{})
+	h.waitFor(a.ID, "thinking", func(a *api.Agent) bool { return a.State == api.StateThinking })
 	if _, err := h.sup.runs.Pause(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
 	// The cut model call ends meanwhile; it must not bring back a proposal.
-	var got *client.Agent
+	var got *api.Agent
 	testutil.Hold(300*time.Millisecond, func() bool {
 		got, _ = h.sup.agentViews.Agent(context.Background(), a.ID)
-		return got.State == client.StatePaused && got.Pending == nil
+		return got.State == api.StatePaused && got.Pending == nil
 	})
-	if got.State != client.StatePaused || got.Pending != nil {
+	if got.State != api.StatePaused || got.Pending != nil {
 		t.Fatalf("paused agent = %+v", got)
 	}
 	h.fake.SetDelay(0)
@@ -460,12 +460,12 @@ func TestPauseResume(t *testing.T) {
 func TestDeleteRemovesAgent(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	h.pending(a.ID)
 	if err := h.sup.runs.DeleteAgent(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sup.agentViews.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.agentViews.Agent(context.Background(), a.ID); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("after delete: %v", err)
 	}
 	if _, err := os.Stat(a.Workspace); !os.IsNotExist(err) {
@@ -477,26 +477,26 @@ func TestCreateValidation(t *testing.T) {
 	h := newHarness(t)
 	cases := []struct {
 		name string
-		req  client.CreateAgentRequest
+		req  api.CreateAgentRequest
 	}{
-		{"nothing", client.CreateAgentRequest{}},
-		{"bad_name", client.CreateAgentRequest{Name: "Bad Name!", Goals: []string{"x"}}},
-		{"six_goals", client.CreateAgentRequest{Name: "six", Goals: []string{"1", "2", "3", "4", "5", "6"}}},
-		{"empty_goal", client.CreateAgentRequest{Name: "eg", Goals: []string{" "}}},
-		{"bad_policy", client.CreateAgentRequest{Task: "x", Policy: &client.Policy{Mode: "yolo"}}},
-		{"unknown_command", client.CreateAgentRequest{Name: "uc", Goals: []string{"x"}, Commands: []string{"read_file", "rm_rf"}}},
+		{"nothing", api.CreateAgentRequest{}},
+		{"bad_name", api.CreateAgentRequest{Name: "Bad Name!", Goals: []string{"x"}}},
+		{"six_goals", api.CreateAgentRequest{Name: "six", Goals: []string{"1", "2", "3", "4", "5", "6"}}},
+		{"empty_goal", api.CreateAgentRequest{Name: "eg", Goals: []string{" "}}},
+		{"bad_policy", api.CreateAgentRequest{Task: "x", Policy: &api.Policy{Mode: "yolo"}}},
+		{"unknown_command", api.CreateAgentRequest{Name: "uc", Goals: []string{"x"}, Commands: []string{"read_file", "rm_rf"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := h.sup.runs.CreateAgent(context.Background(), c.req)
-			if !errors.Is(err, client.ErrBadRequest) {
+			if !errors.Is(err, api.ErrBadRequest) {
 				t.Fatalf("err = %v, want bad request", err)
 			}
 		})
 	}
-	h.create(client.CreateAgentRequest{Name: "dup", Goals: []string{"x"}, Start: new(bool)})
-	_, err := h.sup.runs.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "dup", Goals: []string{"x"}})
-	if !errors.Is(err, client.ErrConflict) {
+	h.create(api.CreateAgentRequest{Name: "dup", Goals: []string{"x"}, Start: new(bool)})
+	_, err := h.sup.runs.CreateAgent(context.Background(), api.CreateAgentRequest{Name: "dup", Goals: []string{"x"}})
+	if !errors.Is(err, api.ErrConflict) {
 		t.Fatalf("duplicate name err = %v", err)
 	}
 }
@@ -508,7 +508,7 @@ func TestCommandListLimitsAgent(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("write_file", map[string]string{"path": "x.txt", "contents": "no"}),
 		reply("write_file", map[string]string{"path": "x.txt", "contents": "no"}))
-	a := h.create(client.CreateAgentRequest{Name: "reader", Goals: []string{"read"}, Commands: []string{"read_file", "read_file"}, Start: new(bool)})
+	a := h.create(api.CreateAgentRequest{Name: "reader", Goals: []string{"read"}, Commands: []string{"read_file", "read_file"}, Start: new(bool)})
 	if strings.Join(a.Commands, ",") != "read_file" {
 		t.Fatalf("commands = %v", a.Commands)
 	}
@@ -528,7 +528,7 @@ func TestCommandListLimitsAgent(t *testing.T) {
 	if _, err := h.sup.runs.Task(context.Background(), a.ID, "write x.txt"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(a.ID, "a strike", func(*client.Agent) bool { return len(h.fake.Requests()) >= 2 })
+	h.waitFor(a.ID, "a strike", func(*api.Agent) bool { return len(h.fake.Requests()) >= 2 })
 	reqs := h.fake.Requests()
 	if strings.Contains(string(reqs[0].Format), "write_file") {
 		t.Error("the reply schema offers write_file")
@@ -552,7 +552,7 @@ func TestTempNameKeepsWorkingAfterRename(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(`{"name": "Haiku Writer", "description": "writes haiku", "best_practices": ["count syllables"], "constraints": ["stay short"]}`,
 		reply("finish", map[string]string{"reason": "ok"}))
-	a := h.create(client.CreateAgentRequest{Task: "write a haiku"})
+	a := h.create(api.CreateAgentRequest{Task: "write a haiku"})
 	first := "agent-" + a.ID[2:8]
 	if a.Name != first {
 		t.Fatalf("created with name %q, want %q", a.Name, first)
@@ -563,11 +563,11 @@ func TestTempNameKeepsWorkingAfterRename(t *testing.T) {
 	if err != nil || got.ID != a.ID || got.Name != "haiku-writer" {
 		t.Fatalf("by first name %q after the rename: %+v, %v", first, got, err)
 	}
-	if _, err := h.sup.decisions.Decide(ctx, first, client.DecideRequest{ProposalID: p.ID, Kind: "deny"}); err != nil {
+	if _, err := h.sup.decisions.Decide(ctx, first, api.DecideRequest{ProposalID: p.ID, Kind: "deny"}); err != nil {
 		t.Fatalf("deciding through the first name: %v", err)
 	}
 	for _, ref := range []string{"agent-ffffff", "agent-" + a.ID[2:7], "my" + first} {
-		if _, err := h.sup.agentViews.Agent(ctx, ref); !errors.Is(err, client.ErrNotFound) {
+		if _, err := h.sup.agentViews.Agent(ctx, ref); !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("%q found an agent (err %v), want not found", ref, err)
 		}
 	}

@@ -3,8 +3,8 @@ package agent
 import (
 	"context"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
@@ -15,29 +15,29 @@ import (
 type API struct {
 	Runs      Runs
 	Views     Views
-	Decisions client.DecisionService
-	Policies  client.PolicyService
-	Memory    client.MemoryService
-	Audit     client.AuditService
-	Doctor    client.DoctorService
-	Budgets   client.BudgetService
+	Decisions api.DecisionService
+	Policies  api.PolicyService
+	Memory    api.MemoryService
+	Audit     api.AuditService
+	Doctor    api.DoctorService
+	Budgets   api.BudgetService
 }
 
 // Runs starts, changes and ends runs: the local API's and those of schedules and teams.
 type Runs interface {
-	client.RunService
+	api.RunService
 	// Task gives an idle agent a follow-up task without a budget.
-	Task(ctx context.Context, ref string, task string) (*client.Agent, error)
+	Task(ctx context.Context, ref string, task string) (*api.Agent, error)
 	// StartTask and CreateRun start a run bounded by opt (schedules, team turns).
-	StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error)
-	CreateRun(ctx context.Context, req client.CreateAgentRequest, opt run.Options) (*client.Agent, error)
+	StartTask(ctx context.Context, ref, task string, opt run.Options) (*api.Agent, error)
+	CreateRun(ctx context.Context, req api.CreateAgentRequest, opt run.Options) (*api.Agent, error)
 }
 
 // Views are the read-only views, and the state the metrics endpoint samples.
 type Views interface {
-	client.ViewService
+	api.ViewService
 	// Agents lists every agent, whole, for the daemon's own parts.
-	Agents(ctx context.Context) ([]client.Agent, error)
+	Agents(ctx context.Context) ([]api.Agent, error)
 	MetricsState(ctx context.Context) (metrics.State, error)
 }
 
@@ -60,27 +60,27 @@ func (h host) commandsFor(ctx context.Context, l *live, a *store.Agent, step *co
 func (h host) specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec {
 	return h.s.specIn(ctx, l, tx, a, name)
 }
-func (h host) live() *live                                    { return h.s.live() }
-func (h host) kick(id string)                                 { h.s.kick(id) }
-func (h host) runner(id string) *runner                       { return h.s.runner(id) }
-func (h host) dropRunner(id string)                           { h.s.dropRunner(id) }
-func (h host) forgetHistory(id string)                        { h.s.episodeHistory.forgetHistory(id) }
-func (h host) workspace(id string) string                     { return h.s.workspaceDirs.workspace(id) }
-func (h host) runEnded(runID string)                          { h.s.runs.runEnded(runID) }
-func (h host) countDecision(tx *store.Tx, d *client.Decision) { h.s.stepCounters.countDecision(tx, d) }
-func (h host) recordEpisode(tx *store.Tx, agentID string, p *client.Proposal, ep *client.Episode) error {
+func (h host) live() *live                                 { return h.s.live() }
+func (h host) kick(id string)                              { h.s.kick(id) }
+func (h host) runner(id string) *runner                    { return h.s.runner(id) }
+func (h host) dropRunner(id string)                        { h.s.dropRunner(id) }
+func (h host) forgetHistory(id string)                     { h.s.episodeHistory.forgetHistory(id) }
+func (h host) workspace(id string) string                  { return h.s.workspaceDirs.workspace(id) }
+func (h host) runEnded(runID string)                       { h.s.runs.runEnded(runID) }
+func (h host) countDecision(tx *store.Tx, d *api.Decision) { h.s.stepCounters.countDecision(tx, d) }
+func (h host) recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error {
 	return h.s.recordEpisode(tx, agentID, p, ep)
 }
-func (h host) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*client.Agent) []client.Event) (*client.Agent, error) {
+func (h host) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
 	return h.s.runs.mutateThen(ctx, ref, fn, events)
 }
-func (h host) pause(ctx context.Context, ref, reason string) (*client.Agent, error) {
+func (h host) pause(ctx context.Context, ref, reason string) (*api.Agent, error) {
 	return h.s.runs.pause(ctx, ref, reason)
 }
-func (h host) resume(ctx context.Context, ref, only string) (*client.Agent, error) {
+func (h host) resume(ctx context.Context, ref, only string) (*api.Agent, error) {
 	return h.s.runs.resume(ctx, ref, only)
 }
-func (h host) stop(ctx context.Context, ref, reason string) (*client.Agent, error) {
+func (h host) stop(ctx context.Context, ref, reason string) (*api.Agent, error) {
 	return h.s.runs.stop(ctx, ref, reason)
 }
 
@@ -90,12 +90,12 @@ func (h host) stop(ctx context.Context, ref, reason string) (*client.Agent, erro
 type Facade struct {
 	Runs
 	Views
-	client.DecisionService
-	client.PolicyService
-	client.MemoryService
-	client.AuditService
-	client.DoctorService
-	client.BudgetService
+	api.DecisionService
+	api.PolicyService
+	api.MemoryService
+	api.AuditService
+	api.DoctorService
+	api.BudgetService
 }
 
 // Facade gathers the parts into one Facade.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -28,10 +28,10 @@ func failAudit(t *testing.T, path string) {
 
 func TestAuditFailureFailsTheChange(t *testing.T) {
 	h := newHarness(t)
-	a := h.create(client.CreateAgentRequest{Name: "audited", Task: "wait"})
+	a := h.create(api.CreateAgentRequest{Name: "audited", Task: "wait"})
 	failAudit(t, filepath.Join(h.dir, "agentd.db"))
 	ctx := context.Background()
-	_, err := h.sup.policyService.AddPermission(ctx, a.Name, client.PermissionRequest{Effect: "allow", Pattern: "read_file(*)", By: "tester"})
+	_, err := h.sup.policyService.AddPermission(ctx, a.Name, api.PermissionRequest{Effect: "allow", Pattern: "read_file(*)", By: "tester"})
 	if err == nil || !strings.Contains(err.Error(), "audit") {
 		t.Fatalf("AddPermission with a failing audit log = %v, want the audit error", err)
 	}
@@ -48,7 +48,7 @@ func TestAuditFailureFailsTheChange(t *testing.T) {
 
 func TestAuditKeeperLogsAndCounts(t *testing.T) {
 	h := newHarness(t)
-	a := h.create(client.CreateAgentRequest{Name: "audited", Task: "wait"})
+	a := h.create(api.CreateAgentRequest{Name: "audited", Task: "wait"})
 	failAudit(t, filepath.Join(h.dir, "agentd.db"))
 	st := h.st
 	var logged bytes.Buffer

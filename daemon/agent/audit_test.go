@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 func TestAuditAndReplay(t *testing.T) {
@@ -17,7 +17,7 @@ func TestAuditAndReplay(t *testing.T) {
 		reply("write_file", map[string]string{"path": "b.txt", "contents": "two"}),
 		reply("write_file", map[string]string{"path": "c.txt", "contents": "two"}),
 	)
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestAuditAndReplay(t *testing.T) {
 	h.pending(a.ID) // the step after the feedback
 	ctx := context.Background()
 
-	list, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Agent: a.Name})
+	list, err := h.sup.auditLog.Audit(ctx, api.AuditQuery{Agent: a.Name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,26 +47,26 @@ func TestAuditAndReplay(t *testing.T) {
 		}
 	}
 	// A kind filter is applied before the limit: the one decision is found behind newer entries.
-	if ds, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Kind: "decision", Limit: 1}); err != nil || len(ds) != 1 || ds[0].Kind != "decision" {
+	if ds, err := h.sup.auditLog.Audit(ctx, api.AuditQuery{Kind: "decision", Limit: 1}); err != nil || len(ds) != 1 || ds[0].Kind != "decision" {
 		t.Errorf("kind decision, limit 1 = %+v, %v; want the newest decision", ds, err)
 	}
-	if last, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: 2}); err != nil || len(last) != 2 || last[1].ID != list[len(list)-1].ID {
+	if last, err := h.sup.auditLog.Audit(ctx, api.AuditQuery{Limit: 2}); err != nil || len(last) != 2 || last[1].ID != list[len(list)-1].ID {
 		t.Errorf("limit 2 = %+v, %v; want the newest two, oldest first", last, err)
 	}
 	// The page before: the two entries older than that listing's oldest, oldest first.
-	if last, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: 2}); err == nil && len(last) == 2 {
-		prev, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: 2, Before: last[0].ID})
+	if last, err := h.sup.auditLog.Audit(ctx, api.AuditQuery{Limit: 2}); err == nil && len(last) == 2 {
+		prev, err := h.sup.auditLog.Audit(ctx, api.AuditQuery{Limit: 2, Before: last[0].ID})
 		if err != nil || len(prev) != 2 || prev[1].ID >= last[0].ID || prev[0].ID >= prev[1].ID {
 			t.Errorf("limit 2 before %d = %+v, %v; want the two entries before it, oldest first", last[0].ID, prev, err)
 		}
 	}
-	if _, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: 10_001}); !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "before") {
+	if _, err := h.sup.auditLog.Audit(ctx, api.AuditQuery{Limit: 10_001}); !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "before") {
 		t.Errorf("limit 10001: %v, want a bad request that names paging with before", err)
 	}
-	if none, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Since: time.Now().Add(time.Hour)}); err != nil || len(none) != 0 {
+	if none, err := h.sup.auditLog.Audit(ctx, api.AuditQuery{Since: time.Now().Add(time.Hour)}); err != nil || len(none) != 0 {
 		t.Errorf("since an hour ahead = %d entries, %v", len(none), err)
 	}
-	if _, err := h.sup.auditLog.Audit(ctx, client.AuditQuery{Limit: -1}); !errors.Is(err, client.ErrBadRequest) {
+	if _, err := h.sup.auditLog.Audit(ctx, api.AuditQuery{Limit: -1}); !errors.Is(err, api.ErrBadRequest) {
 		t.Errorf("limit -1: %v, want a bad request", err)
 	}
 
@@ -78,7 +78,7 @@ func TestAuditAndReplay(t *testing.T) {
 		t.Fatalf("replay = %+v", r)
 	}
 	s1, s2 := r.Steps[0], r.Steps[1]
-	if s1.Proposal.ID != p.ID || len(s1.Decisions) != 1 || s1.Decisions[0].Kind != client.DecisionApprove || s1.Episode == nil || s1.Episode.Outcome != "succeeded" {
+	if s1.Proposal.ID != p.ID || len(s1.Decisions) != 1 || s1.Decisions[0].Kind != api.DecisionApprove || s1.Episode == nil || s1.Episode.Outcome != "succeeded" {
 		t.Errorf("step 1 = %+v", s1)
 	}
 	if s2.Proposal.ID != p2.ID || len(s2.Decisions) != 1 || s2.Decisions[0].Feedback != "not b, c" || s2.Episode == nil || s2.Episode.Outcome != "feedback" {
@@ -88,7 +88,34 @@ func TestAuditAndReplay(t *testing.T) {
 	if err != nil || len(byID.Steps) != len(r.Steps) {
 		t.Errorf("replay by run id = %+v, %v", byID, err)
 	}
-	if _, err := h.sup.auditLog.Replay(ctx, "nope"); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.auditLog.Replay(ctx, "nope"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("replay of nothing: %v, want not found", err)
+	}
+}
+
+// TestUnknownAgentIsAnErrorEverywhere: the audit log refuses an agent it never had, as
+// every other call does, and a near miss names the agent meant; a removed agent's entries
+// are still found under its id.
+func TestUnknownAgentIsAnErrorEverywhere(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t)
+	a := h.create(api.CreateAgentRequest{Name: "walker", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	audit, views, runs := h.sup.auditLog, h.sup.agentViews, h.sup.runs
+	if _, err := audit.Audit(ctx, api.AuditQuery{Agent: "nosuch"}); !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("audit of an agent never known: %v, want not found", err)
+	}
+	for _, call := range []func() error{
+		func() error { _, err := audit.Audit(ctx, api.AuditQuery{Agent: "walkr"}); return err },
+		func() error { _, err := views.Agent(ctx, "walkr"); return err },
+	} {
+		if err := call(); !errors.Is(err, api.ErrNotFound) || !strings.Contains(err.Error(), `did you mean "walker"?`) {
+			t.Errorf("a typo of walker: %v, want not found naming walker", err)
+		}
+	}
+	if err := runs.DeleteAgent(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := audit.Audit(ctx, api.AuditQuery{Agent: a.ID}); err != nil || len(got) == 0 {
+		t.Errorf("audit of a removed agent by id: %d entries, %v; want its entries", len(got), err)
 	}
 }

@@ -11,20 +11,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // BenchmarkStepVsBareChat compares, on the real Ollama server with the tiny model, one
 // agentd step — from CreateAgent kicking the first think to the persisted proposal's event,
-// retries included — with one bare api.Client.Chat carrying the messages, format and
+// retries included — with one bare ollama.Client.Chat carrying the messages, format and
 // options the daemon builds for that step. The two alternate (a b, b a, …) so that drift and
 // Ollama's prompt cache treat them alike; one op is one pair.
 //
@@ -64,14 +64,14 @@ type pairResult struct {
 	valid      bool
 }
 
-// stepVsBare holds one sub-benchmark's supervisor and bare client.
+// stepVsBare holds one sub-benchmark's supervisor and bare api.
 type stepVsBare struct {
 	b      *testing.B
 	ctx    context.Context
 	sup    *Supervisor
 	rec    *chatRecorder // the daemon's calls
-	events <-chan client.Event
-	bare   *api.Client
+	events <-chan api.Event
+	bare   *ollama.Client
 	in     PromptInput // the first step's input; Name varies
 	format json.RawMessage
 }
@@ -112,7 +112,7 @@ func benchStepVsBare(b *testing.B, srv *ollamatest.Real, fresh bool) {
 	}
 	// The bare client goes through the same recording transport, so both sides pay for it.
 	u, _ := url.Parse(srv.URL())
-	x.bare = api.NewClient(u, &http.Client{Transport: newChatRecorder()})
+	x.bare = ollama.NewClient(u, &http.Client{Transport: newChatRecorder()})
 	if x.format, err = json.Marshal(commands.ReplySchema(x.in.Commands)); err != nil {
 		b.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func benchStepVsBare(b *testing.B, srv *ollamatest.Real, fresh bool) {
 func (x *stepVsBare) step(name string) pairResult {
 	from := x.rec.len()
 	start := time.Now()
-	a, err := x.sup.runs.CreateAgent(x.ctx, client.CreateAgentRequest{Name: name, Description: x.in.Description, Goals: x.in.Goals})
+	a, err := x.sup.runs.CreateAgent(x.ctx, api.CreateAgentRequest{Name: name, Description: x.in.Description, Goals: x.in.Goals})
 	if err != nil {
 		x.b.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func (x *stepVsBare) step(name string) pairResult {
 			if !ok {
 				x.b.Fatal("subscription dropped")
 			}
-			done = ev.AgentID == a.ID && ev.Type == client.EventProposal
+			done = ev.AgentID == a.ID && ev.Type == api.EventProposal
 		case <-timeout:
 			x.b.Fatalf("no proposal from %s in 5 minutes", name)
 		}
@@ -184,7 +184,7 @@ func (x *stepVsBare) step(name string) pairResult {
 }
 
 // request builds the step's request for an agent called name the way think.go does.
-func (x *stepVsBare) request(name string) *api.ChatRequest {
+func (x *stepVsBare) request(name string) *ollama.ChatRequest {
 	in := x.in
 	in.Name = name
 	msgs := BuildPrompt(in)
@@ -193,12 +193,12 @@ func (x *stepVsBare) request(name string) *api.ChatRequest {
 		numCtx = info.ContextLength
 	}
 	numPredict := max(512, numCtx-int(float64(PromptChars(msgs))/x.sup.model.charsPerToken(ollamatest.TinyModelName))-64)
-	req := &api.ChatRequest{
+	req := &ollama.ChatRequest{
 		Model: ollamatest.TinyModelName, Stream: new(bool), Format: x.format,
 		Options: map[string]any{"num_ctx": numCtx, "num_predict": numPredict},
 	}
 	for _, m := range msgs {
-		req.Messages = append(req.Messages, api.Message{Role: m.Role, Content: m.Content})
+		req.Messages = append(req.Messages, ollama.Message{Role: m.Role, Content: m.Content})
 	}
 	return req
 }
@@ -219,13 +219,13 @@ func (x *stepVsBare) checkRequest(name string) {
 		len(want.Messages), promptChars(want.Messages), len(want.Format), mustJSON(want.Options))
 }
 
-// bareCall sends the step's request once with api.Client.Chat, and checks the reply the
+// bareCall sends the step's request once with ollama.Client.Chat, and checks the reply the
 // way the daemon would (parse, else repair and parse) without asking again.
 func (x *stepVsBare) bareCall(name string) pairResult {
 	req := x.request(name)
-	var resp api.ChatResponse
+	var resp ollama.ChatResponse
 	start := time.Now()
-	err := x.bare.Chat(x.ctx, req, func(r api.ChatResponse) error { resp = r; return nil })
+	err := x.bare.Chat(x.ctx, req, func(r ollama.ChatResponse) error { resp = r; return nil })
 	wall := time.Since(start)
 	if err != nil {
 		x.b.Fatal(err)
@@ -293,7 +293,7 @@ func reportPairs(b *testing.B, as, bs []pairResult) {
 // sameRequest compares what reaches the model: messages, format and num_ctx. num_predict
 // follows the chars-per-token calibration, which the step just made may have moved; it
 // only caps a reply that the schema ends long before.
-func sameRequest(x, y api.ChatRequest) bool {
+func sameRequest(x, y ollama.ChatRequest) bool {
 	var fx, fy bytes.Buffer
 	json.Compact(&fx, x.Format)
 	json.Compact(&fy, y.Format)
@@ -301,7 +301,7 @@ func sameRequest(x, y api.ChatRequest) bool {
 		mustJSON(x.Options["num_ctx"]) == mustJSON(y.Options["num_ctx"]) && x.Model == y.Model
 }
 
-func promptChars(msgs []api.Message) int {
+func promptChars(msgs []ollama.Message) int {
 	n := 0
 	for _, m := range msgs {
 		n += len(m.Content)

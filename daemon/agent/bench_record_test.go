@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // chatCall is one POST /api/chat as the client saw it. The bodies are kept raw and decoded
@@ -27,18 +27,18 @@ type chatCall struct {
 func (c *chatCall) dur() time.Duration { return c.end.Sub(c.start) }
 
 // request decodes the request as sent.
-func (c *chatCall) request() (api.ChatRequest, error) {
-	var r api.ChatRequest
+func (c *chatCall) request() (ollama.ChatRequest, error) {
+	var r ollama.ChatRequest
 	err := json.Unmarshal(c.reqBody, &r)
 	return r, err
 }
 
 // final decodes the reply's last (done) record, which carries the server's counters.
-func (c *chatCall) final() api.ChatResponse {
-	var last api.ChatResponse
+func (c *chatCall) final() ollama.ChatResponse {
+	var last ollama.ChatResponse
 	dec := json.NewDecoder(bytes.NewReader(c.respBody.Bytes()))
 	for {
-		var r api.ChatResponse
+		var r ollama.ChatResponse
 		if dec.Decode(&r) != nil {
 			return last
 		}

@@ -21,20 +21,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/memory"
 )
 
 // drainJSON consumes a subscription the way the local API's event stream does: it encodes
 // every event as JSON. It returns when the subscription is closed.
-func drainJSON(ch <-chan client.Event, dropped *atomic.Bool) {
+func drainJSON(ch <-chan api.Event, dropped *atomic.Bool) {
 	enc := json.NewEncoder(io.Discard)
 	for ev := range ch {
 		enc.Encode(ev)
@@ -108,10 +108,10 @@ func benchStepOverhead(b *testing.B, episodes, memories int) {
 					b.Fatal("the benchmark's subscription was dropped: it fell behind")
 				}
 				switch ev.Type {
-				case client.EventProposal:
+				case api.EventProposal:
 					at = append(at, ev.Time)
 					return
-				case client.EventError:
+				case api.EventError:
 					b.Fatalf("agent error: %s", ev.Message)
 				}
 			case <-timeout.C:
@@ -153,9 +153,9 @@ func stepCalls(calls []*chatCall) []*chatCall {
 // newOverheadSupervisor returns a supervisor on a fresh store and a fake model that
 // always proposes a cheap write_file, with one continuous agent that has the given number
 // of finished steps behind it. The agent's loop starts with the supervisor.
-func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *client.Agent, *chatRecorder, *commandTimes) {
+func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *api.Agent, *chatRecorder, *commandTimes) {
 	fake := ollamatest.NewFake(b)
-	fake.SetDefault(func(*api.ChatRequest) string { return nextWrite() })
+	fake.SetDefault(func(*ollama.ChatRequest) string { return nextWrite() })
 	// History summaries are asked for beside the steps: they get their own answers, so
 	// the steps' replies keep alternating.
 	var summaries atomic.Int64
@@ -190,9 +190,9 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 		b.Fatal(err)
 	}
 	// Created before Start, so its loop only begins once the history is in place.
-	a, err := sup.runs.CreateAgent(context.Background(), client.CreateAgentRequest{
+	a, err := sup.runs.CreateAgent(context.Background(), api.CreateAgentRequest{
 		Name: "bench", Description: benchDescription, Goals: benchGoals,
-		Policy: &client.Policy{Mode: "continuous", ContinuousLimit: math.MaxInt32},
+		Policy: &api.Policy{Mode: "continuous", ContinuousLimit: math.MaxInt32},
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -255,22 +255,22 @@ func reportSteps(b *testing.B, at []time.Time, all []*chatCall, cmds []time.Dura
 
 // seedHistory gives the agent n finished steps, with the rows a real run leaves behind:
 // a proposal, a decision, an episode and four audit entries each.
-func seedHistory(tb testing.TB, st *store.Store, a *client.Agent, n int) {
+func seedHistory(tb testing.TB, st *store.Store, a *api.Agent, n int) {
 	tb.Helper()
 	err := st.Tx(context.Background(), func(tx *store.Tx) error {
 		for i := 1; i <= n; i++ {
 			args := json.RawMessage(fmt.Sprintf(`{"path":"notes/%04d.txt"}`, i))
-			p := &client.Proposal{
+			p := &api.Proposal{
 				ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Step: i, Command: "read_file", Args: args,
-				Hash: Hash("read_file", args), Status: client.ProposalSucceeded, Model: ollamatest.TinyModelName,
-				Thoughts: client.Thoughts{Observations: "a note", Text: "read the next note", Reasoning: "notes hold the facts I need",
+				Hash: Hash("read_file", args), Status: api.ProposalSucceeded, Model: ollamatest.TinyModelName,
+				Thoughts: api.Thoughts{Observations: "a note", Text: "read the next note", Reasoning: "notes hold the facts I need",
 					SelfCriticism: "slow", Plan: "read, then summarize", Speak: "Reading the next note."},
 				Result: fmt.Sprintf("note %d: nothing new here, just a line of text to make the row realistic", i),
 			}
 			if err := tx.InsertProposal(p); err != nil {
 				return err
 			}
-			if err := tx.InsertDecision(&client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "continuous"}); err != nil {
+			if err := tx.InsertDecision(&api.Decision{ProposalID: p.ID, Kind: api.DecisionApprove, Count: 1, Source: "policy", By: "continuous"}); err != nil {
 				return err
 			}
 			if err := tx.InsertEpisode(a.ID, episodeOf(p, "succeeded", p.Result, "")); err != nil {
@@ -375,10 +375,10 @@ func BenchmarkPromptSize(b *testing.B) {
 				for {
 					select {
 					case ev := <-events:
-						if ev.Type == client.EventProposal {
+						if ev.Type == api.EventProposal {
 							return
 						}
-						if ev.Type == client.EventError {
+						if ev.Type == api.EventError {
 							b.Fatalf("agent error: %s", ev.Message)
 						}
 					case <-timeout:
@@ -428,8 +428,8 @@ func BenchmarkContextAssembly(b *testing.B) {
 		b.StopTimer()
 		step++
 		args := json.RawMessage(fmt.Sprintf(`{"path":"notes/%04d.txt"}`, step))
-		p := &client.Proposal{ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Step: step, Command: "read_file", Args: args,
-			Thoughts: client.Thoughts{Reasoning: "notes hold the facts I need", Plan: "read, then summarize"}}
+		p := &api.Proposal{ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Step: step, Command: "read_file", Args: args,
+			Thoughts: api.Thoughts{Reasoning: "notes hold the facts I need", Plan: "read, then summarize"}}
 		err := sup.st.Tx(ctx, func(tx *store.Tx) error {
 			return sup.recordEpisode(tx, a.ID, p, episodeOf(p, "succeeded", fmt.Sprintf("note %d: a line of text", step), ""))
 		})

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -39,14 +39,14 @@ func bindsFiles(command string) bool {
 
 // bindFiles is what an exact grant of p binds in workspace ws, as the files are now: the
 // regular workspace files p's line names and the sha256 of each.
-func bindFiles(ws string, p *client.Proposal) *cycle.Binding {
+func bindFiles(ws string, p *api.Proposal) *cycle.Binding {
 	wsAbs, err := commands.WorkspaceDir(ws)
 	if err != nil {
 		return &cycle.Binding{Problem: err.Error()}
 	}
 	names, problem := fileNames(wsAbs, p)
 	if problem == "" && len(names) > 0 {
-		var files []client.BoundFile
+		var files []api.BoundFile
 		if files, problem = hashFiles(ws, names); problem == "" {
 			return &cycle.Binding{Files: files}
 		}
@@ -59,7 +59,7 @@ func bindFiles(ws string, p *client.Proposal) *cycle.Binding {
 // command and each file an input redirection reads, an option's value (--file=build.mk)
 // too, from every folder its cd commands may leave it in. A name that leads outside the
 // workspace is left out; a word whose file cannot be known for sure is a problem.
-func fileNames(wsAbs string, p *client.Proposal) (names []string, problem string) {
+func fileNames(wsAbs string, p *api.Proposal) (names []string, problem string) {
 	var cmds [][]string
 	shell := p.Command == "execute_shell"
 	switch p.Command {
@@ -207,7 +207,7 @@ func nameIn(wsAbs, dir, w string) (name, problem string) {
 // hashFiles hashes the regular files among names in workspace ws, each resolved through
 // the workspace's links as the file commands resolve them; a name that leads outside the
 // workspace, or to nothing or a folder, is left out.
-func hashFiles(ws string, names []string) (files []client.BoundFile, problem string) {
+func hashFiles(ws string, names []string) (files []api.BoundFile, problem string) {
 	root, err := commands.OpenWorkspace(ws)
 	if err != nil {
 		return nil, err.Error()
@@ -231,9 +231,9 @@ func hashFiles(ws string, names []string) (files []client.BoundFile, problem str
 			return nil, fmt.Sprintf("it names more than %d workspace files", maxBoundFiles)
 		}
 		left -= n
-		files = append(files, client.BoundFile{Path: name, SHA256: sum})
+		files = append(files, api.BoundFile{Path: name, SHA256: sum})
 	}
-	slices.SortFunc(files, func(a, b client.BoundFile) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(files, func(a, b api.BoundFile) int { return strings.Compare(a.Path, b.Path) })
 	return files, ""
 }
 
@@ -270,8 +270,8 @@ func hashFile(root *os.Root, rel string, left int64) (sum string, n int64, probl
 
 // noteUnbound tells the person asked about p why a y! of its command and args did not
 // approve it (why): in p's preview, which every front end shows with the proposal.
-func noteUnbound(tx *store.Tx, p *client.Proposal, why string) error {
-	var pv client.Preview
+func noteUnbound(tx *store.Tx, p *api.Proposal, why string) error {
+	var pv api.Preview
 	if p.Preview != nil {
 		pv = *p.Preview
 	}

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // An exact grant binds every regular workspace file its line names, however it names
@@ -48,17 +48,17 @@ func TestBindFilesNamesWhatTheLineRuns(t *testing.T) {
 	if err := os.Link(filepath.Join(ws, "data.csv"), filepath.Join(ws, "hard.csv")); err != nil {
 		t.Fatal(err)
 	}
-	shell := func(line string) *client.Proposal {
+	shell := func(line string) *api.Proposal {
 		b, _ := json.Marshal(map[string]string{"command_line": line})
-		return &client.Proposal{Command: "execute_shell", Args: b}
+		return &api.Proposal{Command: "execute_shell", Args: b}
 	}
-	python := func(path string, args ...string) *client.Proposal {
+	python := func(path string, args ...string) *api.Proposal {
 		b, _ := json.Marshal(map[string]any{"path": path, "args": args})
-		return &client.Proposal{Command: "execute_python_file", Args: b}
+		return &api.Proposal{Command: "execute_python_file", Args: b}
 	}
 	for _, c := range []struct {
 		name string
-		p    *client.Proposal
+		p    *api.Proposal
 		want string // the bound paths, or "problem: " and a part of it
 	}{
 		{"interpreter_and_script", shell("python3 check.py"), "check.py"},
@@ -124,9 +124,9 @@ func TestBindFilesIsBounded(t *testing.T) {
 		os.WriteFile(filepath.Join(ws, n), []byte(n), 0o600)
 		names = append(names, n)
 	}
-	line := func(s string) *client.Proposal {
+	line := func(s string) *api.Proposal {
 		b, _ := json.Marshal(map[string]string{"command_line": s})
-		return &client.Proposal{Command: "execute_shell", Args: b}
+		return &api.Proposal{Command: "execute_shell", Args: b}
 	}
 	if b := bindFiles(ws, line("cat "+strings.Join(names[:maxBoundFiles], " "))); b.Problem != "" || len(b.Files) != maxBoundFiles {
 		t.Errorf("%d files: %+v, want them bound", maxBoundFiles, b)

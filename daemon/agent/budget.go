@@ -7,11 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // runBudget is a budget cached for a run in progress, so the step path checks it
@@ -36,7 +37,7 @@ func (b *runBudget) overTime(now time.Time) string {
 // proposal, and why; "" when none does.
 func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
 	if b.MaxSteps > 0 && a.Step >= b.MaxSteps {
-		return "steps", fmt.Sprintf("the run made %d steps, its step budget", a.Step)
+		return "steps", fmt.Sprintf("the run made %s, its step budget", display.Count(a.Step, "step", "steps"))
 	}
 	if used := a.PromptTokens + a.EvalTokens - b.tokensBase; b.MaxTokens > 0 && used >= b.MaxTokens {
 		return "tokens", fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)
@@ -48,8 +49,8 @@ func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
 // out. Like Stop, an open proposal is superseded and a question withdrawn; the agent
 // goes idle.
 func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
-	var v *client.Agent
-	ex := &client.BudgetExhausted{Scope: client.BudgetScopeRun, Kind: budget, RunID: runID}
+	var v *api.Agent
+	ex := &api.BudgetExhausted{Scope: api.BudgetScopeRun, Kind: budget, RunID: runID}
 	if rb := r.s.runBudgets.budgetOf(runID); rb != nil { // dropped only once the end is published
 		ex.Budget = budgetWire(rb.Budget)
 	}
@@ -91,8 +92,8 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 		return nil
 	})
 	if err == nil && v != nil {
-		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v, Exhausted: ex})
-		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: r.id, Agent: v, Message: v.StateReason, Exhausted: ex})
+		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v, Exhausted: ex})
+		r.s.events.Publish(api.Event{Type: api.EventFinish, AgentID: r.id, Agent: v, Message: v.StateReason, Exhausted: ex})
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -132,8 +133,8 @@ func checkRunOptions(opt *run.Options) ([]string, error) {
 }
 
 // requestOptions are the run options of an API request's budget: nil when it sets none.
-func requestOptions(b *client.Budget) (*run.Options, error) {
-	if b == nil || *b == (client.Budget{}) {
+func requestOptions(b *api.Budget) (*run.Options, error) {
+	if b == nil || *b == (api.Budget{}) {
 		return nil, nil
 	}
 	switch {

@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/run"
 )
 
 // exhaustedEvent reads events until the agent's event of type typ that says a budget
 // stopped it, and returns it; any other event of that type for the agent first fails.
-func exhaustedEvent(t *testing.T, events <-chan client.Event, agentID string, typ client.EventType, state client.AgentState) client.Event {
+func exhaustedEvent(t *testing.T, events <-chan api.Event, agentID string, typ api.EventType, state api.AgentState) api.Event {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
@@ -26,7 +26,7 @@ func exhaustedEvent(t *testing.T, events <-chan client.Event, agentID string, ty
 			return e
 		case <-timeout:
 			t.Fatalf("no %s event for %s", typ, state)
-			return client.Event{}
+			return api.Event{}
 		}
 	}
 }
@@ -42,9 +42,9 @@ func TestAgentBudgetPauseEvent(t *testing.T) {
 	}
 	defer cancel()
 	a := autoAgent(h, 10)
-	e := exhaustedEvent(t, events, a.ID, client.EventState, client.StatePaused)
-	want := client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: "tokens", RunID: a.RunID,
-		Budget: client.Budget{MaxTokens: 1, MaxTime: "1h0m0s"}}
+	e := exhaustedEvent(t, events, a.ID, api.EventState, api.StatePaused)
+	want := api.BudgetExhausted{Scope: api.BudgetScopeAgent, Kind: "tokens", RunID: a.RunID,
+		Budget: api.Budget{MaxTokens: 1, MaxTime: "1h0m0s"}}
 	if *e.Exhausted != want {
 		t.Errorf("budget_exhausted = %+v, want %+v", *e.Exhausted, want)
 	}
@@ -63,15 +63,15 @@ func TestRunBudgetEndEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cancel()
-	a, err := h.sup.runs.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "capped", Description: "d", Task: "look around",
-		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}, Budget: &client.Budget{MaxSteps: 2, MaxTime: "1h"}})
+	a, err := h.sup.runs.CreateAgent(context.Background(), api.CreateAgentRequest{Name: "capped", Description: "d", Task: "look around",
+		Policy: &api.Policy{Mode: "auto", AutoSteps: 10}, Budget: &api.Budget{MaxSteps: 2, MaxTime: "1h"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := client.BudgetExhausted{Scope: client.BudgetScopeRun, Kind: "steps", RunID: a.RunID,
-		Budget: client.Budget{MaxSteps: 2, MaxTime: "1h0m0s"}}
-	for _, typ := range []client.EventType{client.EventState, client.EventFinish} {
-		e := exhaustedEvent(t, events, a.ID, typ, client.StateIdle)
+	want := api.BudgetExhausted{Scope: api.BudgetScopeRun, Kind: "steps", RunID: a.RunID,
+		Budget: api.Budget{MaxSteps: 2, MaxTime: "1h0m0s"}}
+	for _, typ := range []api.EventType{api.EventState, api.EventFinish} {
+		e := exhaustedEvent(t, events, a.ID, typ, api.StateIdle)
 		if *e.Exhausted != want {
 			t.Errorf("%s: budget_exhausted = %+v, want %+v", typ, *e.Exhausted, want)
 		}

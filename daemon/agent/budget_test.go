@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/run"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // runEnds collects what Options.OnRunEnd is told.
@@ -54,7 +54,7 @@ func (e *runEnds) wait(t *testing.T, runID string) run.End {
 func listForever(h *harness) {
 	var mu sync.Mutex
 	n := 0
-	h.fake.SetDefault(func(*api.ChatRequest) string {
+	h.fake.SetDefault(func(*ollama.ChatRequest) string {
 		mu.Lock()
 		defer mu.Unlock()
 		n++
@@ -67,8 +67,8 @@ func TestStepBudgetEndsRun(t *testing.T) {
 	h := newHarness(t, ends.hook)
 	listForever(h)
 	a, err := h.sup.runs.CreateRun(context.Background(),
-		client.CreateAgentRequest{Name: "nightly", Description: "a test agent", Task: "look around"},
-		run.Options{Budget: run.Budget{MaxSteps: 3}, Policy: &client.Policy{Mode: "auto", AutoSteps: 3}, By: "test"})
+		api.CreateAgentRequest{Name: "nightly", Description: "a test agent", Task: "look around"},
+		run.Options{Budget: run.Budget{MaxSteps: 3}, Policy: &api.Policy{Mode: "auto", AutoSteps: 3}, By: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestStepBudgetEndsRun(t *testing.T) {
 	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 3 || end.Tokens <= 0 || !strings.Contains(end.Reason, "3 steps") {
 		t.Errorf("run end = %+v, want budget_exhausted after 3 steps with tokens counted", end)
 	}
-	got := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	got := h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	if !strings.HasPrefix(got.StateReason, "budget exhausted: ") || got.Policy.Mode != "ask" || got.Pending != nil {
 		t.Errorf("agent after the budget ran out = %+v", got)
 	}
@@ -93,8 +93,8 @@ func TestTokenBudgetEndsRun(t *testing.T) {
 	h := newHarness(t, ends.hook)
 	listForever(h)
 	a, err := h.sup.runs.CreateRun(context.Background(),
-		client.CreateAgentRequest{Name: "thrifty", Description: "a test agent", Task: "look around"},
-		run.Options{Budget: run.Budget{MaxTokens: 1}, Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
+		api.CreateAgentRequest{Name: "thrifty", Description: "a test agent", Task: "look around"},
+		run.Options{Budget: run.Budget{MaxTokens: 1}, Policy: &api.Policy{Mode: "auto", AutoSteps: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestWallBudgetCancelsModelCall(t *testing.T) {
 	h := newHarness(t, ends.hook)
 	h.fake.SetDelay(time.Minute) // the model never answers in time
 	a, err := h.sup.runs.CreateRun(context.Background(),
-		client.CreateAgentRequest{Name: "slow", Description: "a test agent", Task: "look around"},
+		api.CreateAgentRequest{Name: "slow", Description: "a test agent", Task: "look around"},
 		run.Options{Budget: run.Budget{MaxWall: 150 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -118,19 +118,19 @@ func TestWallBudgetCancelsModelCall(t *testing.T) {
 	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 0 || !strings.Contains(end.Reason, "time budget of 150ms") {
 		t.Errorf("run end = %+v", end)
 	}
-	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 }
 
 func TestStartTaskBudgetAndPatterns(t *testing.T) {
 	var ends runEnds
 	h := newHarness(t, ends.hook)
-	a := h.create(client.CreateAgentRequest{Name: "keeper", Description: "d", Start: new(bool)})
+	a := h.create(api.CreateAgentRequest{Name: "keeper", Description: "d", Start: new(bool)})
 	ctx := context.Background()
 	_, err := h.sup.runs.StartTask(ctx, "keeper", "go", run.Options{Allow: []string{"read_file(unclosed"}})
-	if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "allow pattern") {
+	if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "allow pattern") {
 		t.Fatalf("bad pattern: err = %v", err)
 	}
-	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("read_file", map[string]string{"path": "x"}) })
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("read_file", map[string]string{"path": "x"}) })
 	got, err := h.sup.runs.StartTask(ctx, "keeper", "read x", run.Options{Budget: run.Budget{MaxSteps: 1}, Allow: []string{"read_file(*)"}, By: "schedule s"})
 	if err != nil {
 		t.Fatal(err)
@@ -144,13 +144,13 @@ func TestStartTaskBudgetAndPatterns(t *testing.T) {
 		t.Errorf("run end = %+v, want budget_exhausted at 1 step (read_file ran by the pattern)", end)
 	}
 	// A busy agent refuses a new run, saying why.
-	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
 	if _, err := h.sup.runs.StartTask(ctx, "keeper", "again", run.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	h.pending(a.ID)
 	_, err = h.sup.runs.StartTask(ctx, "keeper", "third", run.Options{})
-	if !errors.Is(err, client.ErrConflict) {
+	if !errors.Is(err, api.ErrConflict) {
 		t.Errorf("task for a busy agent: err = %v, want conflict", err)
 	}
 }
@@ -158,10 +158,10 @@ func TestStartTaskBudgetAndPatterns(t *testing.T) {
 func TestStopAndRemoveReportRunEnd(t *testing.T) {
 	var ends runEnds
 	h := newHarness(t, ends.hook)
-	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
 	ctx := context.Background()
 	for _, name := range []string{"stopped", "removed"} {
-		a, err := h.sup.runs.CreateRun(ctx, client.CreateAgentRequest{Name: name, Description: "d", Task: "t"}, run.Options{Budget: run.Budget{MaxSteps: 5}})
+		a, err := h.sup.runs.CreateRun(ctx, api.CreateAgentRequest{Name: name, Description: "d", Task: "t"}, run.Options{Budget: run.Budget{MaxSteps: 5}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,8 +188,8 @@ func TestStopAndRemoveReportRunEnd(t *testing.T) {
 func TestBudgetSurvivesRestart(t *testing.T) {
 	var ends runEnds
 	h := newHarness(t, ends.hook)
-	h.fake.SetDefault(func(*api.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
-	a, err := h.sup.runs.CreateRun(context.Background(), client.CreateAgentRequest{Name: "durable", Description: "d", Task: "t"},
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return reply("test_side_effect", map[string]string{"what": "x"}) })
+	a, err := h.sup.runs.CreateRun(context.Background(), api.CreateAgentRequest{Name: "durable", Description: "d", Task: "t"},
 		run.Options{Budget: run.Budget{MaxSteps: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -218,8 +218,8 @@ func TestRequestBudgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cancel()
-	a, err := h.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Name: "capped", Description: "d", Task: "look around",
-		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}, Budget: &client.Budget{MaxSteps: 2}})
+	a, err := h.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "capped", Description: "d", Task: "look around",
+		Policy: &api.Policy{Mode: "auto", AutoSteps: 10}, Budget: &api.Budget{MaxSteps: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestRequestBudgets(t *testing.T) {
 	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 2 || !strings.Contains(end.Reason, "2 steps") {
 		t.Errorf("run end = %+v, want budget_exhausted after 2 steps", end)
 	}
-	got := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	got := h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	if !strings.Contains(got.StateReason, "budget exhausted: the run made 2 steps") {
 		t.Errorf("state reason = %q, want the budget named", got.StateReason)
 	}
@@ -241,7 +241,7 @@ func TestRequestBudgets(t *testing.T) {
 	for finish := false; !finish; {
 		select {
 		case e := <-events:
-			finish = e.Type == client.EventFinish && e.AgentID == a.ID
+			finish = e.Type == api.EventFinish && e.AgentID == a.ID
 			if finish && !strings.Contains(e.Message, "budget exhausted") {
 				t.Errorf("finish event message = %q, want the budget named", e.Message)
 			}
@@ -251,7 +251,7 @@ func TestRequestBudgets(t *testing.T) {
 	}
 
 	// A follow-up task with its own budget: tokens this time, and a wall time that stays.
-	next, err := h.sup.runs.TaskRun(ctx, "capped", client.TaskRequest{Task: "again", Budget: &client.Budget{MaxTokens: 1, MaxTime: "1h"}})
+	next, err := h.sup.runs.TaskRun(ctx, "capped", api.TaskRequest{Task: "again", Budget: &api.Budget{MaxTokens: 1, MaxTime: "1h"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestRequestBudgets(t *testing.T) {
 func TestRequestBudgetsRefused(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	h.create(client.CreateAgentRequest{Name: "idle", Description: "d", Start: new(bool)})
+	h.create(api.CreateAgentRequest{Name: "idle", Description: "d", Start: new(bool)})
 	no := false
 	tests := []struct {
 		name string
@@ -286,35 +286,35 @@ func TestRequestBudgetsRefused(t *testing.T) {
 		want string
 	}{
 		{"negative_steps", func() error {
-			_, err := h.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Task: "t", Budget: &client.Budget{MaxSteps: -1}})
+			_, err := h.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Task: "t", Budget: &api.Budget{MaxSteps: -1}})
 			return err
 		}, "max_steps -1"},
 		{"negative_tokens", func() error {
-			_, err := h.sup.runs.TaskRun(ctx, "idle", client.TaskRequest{Task: "t", Budget: &client.Budget{MaxTokens: -5}})
+			_, err := h.sup.runs.TaskRun(ctx, "idle", api.TaskRequest{Task: "t", Budget: &api.Budget{MaxTokens: -5}})
 			return err
 		}, "max_tokens -5"},
 		{"bad_time", func() error {
-			_, err := h.sup.runs.TaskRun(ctx, "idle", client.TaskRequest{Task: "t", Budget: &client.Budget{MaxTime: "soon"}})
+			_, err := h.sup.runs.TaskRun(ctx, "idle", api.TaskRequest{Task: "t", Budget: &api.Budget{MaxTime: "soon"}})
 			return err
 		}, `max_time "soon"`},
 		{"tiny_time", func() error {
-			_, err := h.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Task: "t", Budget: &client.Budget{MaxTime: "10ms"}})
+			_, err := h.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Task: "t", Budget: &api.Budget{MaxTime: "10ms"}})
 			return err
 		}, `max_time "10ms"`},
 		{"no_run_to_bound", func() error {
-			_, err := h.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Name: "x", Description: "d", Start: &no, Budget: &client.Budget{MaxSteps: 3}})
+			_, err := h.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "x", Description: "d", Start: &no, Budget: &api.Budget{MaxSteps: 3}})
 			return err
 		}, "needs a run"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.call()
-			if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), tt.want) {
+			if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want a bad request naming %q", err, tt.want)
 			}
 		})
 	}
-	if got, _ := h.sup.agentViews.Agent(ctx, "idle"); got.State != client.StateIdle || got.RunID != "" {
+	if got, _ := h.sup.agentViews.Agent(ctx, "idle"); got.State != api.StateIdle || got.RunID != "" {
 		t.Errorf("a refused task changed the agent: %+v", got)
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -153,7 +153,7 @@ func CheckComponents(extra []commands.Component, names []string, disabling bool)
 // goes on without it.
 func (s *Supervisor) reportComponent(step *commands.Step, component, hook string, err error) {
 	s.log.Warn("component failed; skipped for this step", "agent", step.AgentID, "component", component, "hook", hook, "err", err)
-	s.events.Publish(client.Event{Type: client.EventError, AgentID: step.AgentID,
+	s.events.Publish(api.Event{Type: api.EventError, AgentID: step.AgentID,
 		Message: fmt.Sprintf("component %s failed in %s and was skipped for this step: %v", component, hook, err)})
 }
 
@@ -212,7 +212,7 @@ func (k txState) Put(context.Context, string, []byte) error {
 	return errors.New("agent state is read-only here")
 }
 
-func toDirectives(d client.Directives) commands.Directives {
+func toDirectives(d api.Directives) commands.Directives {
 	return commands.Directives{Constraints: d.Constraints, Resources: d.Resources, BestPractices: d.BestPractices}
 }
 

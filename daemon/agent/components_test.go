@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // explodingComponent panics in every protocol method it implements.
@@ -34,7 +34,7 @@ func TestPanickingComponentIsSkipped(t *testing.T) {
 	events, unsub := h.sup.Events().Subscribe("", 0)
 	defer unsub()
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}), reply("finish", map[string]string{"reason": "done"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestPanickingComponentIsSkipped(t *testing.T) {
 	hooks := map[string]bool{}
 	for len(events) > 0 {
 		ev := <-events
-		if ev.Type == client.EventError && strings.Contains(ev.Message, "component exploding failed in") {
+		if ev.Type == api.EventError && strings.Contains(ev.Message, "component exploding failed in") {
 			hooks[strings.Fields(strings.SplitAfter(ev.Message, "failed in ")[1])[0]] = true
 		}
 	}
@@ -68,13 +68,13 @@ func TestContextComponentShowsOpenFiles(t *testing.T) {
 		reply("open_file", map[string]string{"path": "plan.md"}),
 		reply("list_folder", map[string]string{"path": "."}),
 	)
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	for i := 0; i < 2; i++ {
 		p := h.pending(a.ID)
 		if _, err := h.decide(a.ID, p, "y"); err != nil {
 			t.Fatal(err)
 		}
-		h.waitFor(a.ID, "the next proposal", func(a *client.Agent) bool { return a.Pending != nil && a.Pending.ID != p.ID })
+		h.waitFor(a.ID, "the next proposal", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.ID != p.ID })
 	}
 	reqs := h.fake.Requests()
 	last := joinContent(reqs[len(reqs)-1].Messages)

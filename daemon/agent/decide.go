@@ -5,9 +5,9 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -17,38 +17,38 @@ const maxApproveCount = 1000
 // Decide records a person's decision on the agent's current proposal. The first valid
 // decision wins: a second one, or one naming a superseded proposal, gets ErrConflict with
 // the reason.
-func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+func (s *decisions) Decide(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error) {
 	if req.ProposalID == "" {
 		return nil, badRequest("proposal_id is required: decisions name the proposal they decide")
 	}
 	// Each kind carries only its own fields: feedback on a deny would reach the model's
 	// history unbounded, a count on a deny would be recorded as if it meant something.
-	if req.Kind != client.DecisionFeedback && req.Feedback != "" {
+	if req.Kind != api.DecisionFeedback && req.Feedback != "" {
 		return nil, badRequest("feedback goes with kind feedback, not %s: send it as its own decision", req.Kind)
 	}
-	if req.Kind != client.DecisionApprove && req.Count != 0 {
+	if req.Kind != api.DecisionApprove && req.Count != 0 {
 		return nil, badRequest("count goes with kind approve, not %s: drop it", req.Kind)
 	}
 	switch req.Kind {
-	case client.DecisionApprove:
+	case api.DecisionApprove:
 		if req.Count == 0 {
 			req.Count = 1
 		}
 		if req.Count < 1 || req.Count > maxApproveCount {
 			return nil, badRequest("count %d: want 1 to %d", req.Count, maxApproveCount)
 		}
-	case client.DecisionDeny:
-	case client.DecisionFeedback:
+	case api.DecisionDeny:
+	case api.DecisionFeedback:
 		req.Feedback = strings.TrimSpace(req.Feedback)
 		if req.Feedback == "" {
 			return nil, badRequest("feedback is empty")
 		}
 		// A front end that forgot to catch "?" must not drop the proposal for it.
-		if client.IsHelp(req.Feedback) {
-			return nil, badRequest("%q asks for help, so it was not sent as feedback and the proposal still waits; answer with one of:\n%s", req.Feedback, client.DecisionHelp)
+		if api.IsHelp(req.Feedback) {
+			return nil, badRequest("%q asks for help, so it was not sent as feedback and the proposal still waits; answer with one of:\n%s", req.Feedback, api.DecisionHelp)
 		}
-		if len(req.Feedback) > client.MaxTextBytes {
-			return nil, badRequest("feedback is %d bytes: at most %d; shorten it or split it over several decisions", len(req.Feedback), client.MaxTextBytes)
+		if len(req.Feedback) > api.MaxTextBytes {
+			return nil, badRequest("feedback is %d bytes: at most %d; shorten it or split it over several decisions", len(req.Feedback), api.MaxTextBytes)
 		}
 	default:
 		return nil, badRequest("kind %q: use approve, deny or feedback", req.Kind)
@@ -59,11 +59,11 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 	case "policy", cycle.SourceGrant:
 		return nil, badRequest(`source %q is reserved for the daemon's own approvals`, req.Source)
 	}
-	d := &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, ByName: req.ByName, UID: req.UID, Source: req.Source, Scope: req.Scope}
+	d := &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, ByName: req.ByName, UID: req.UID, Source: req.Source, Scope: req.Scope}
 	if err := s.widen(ctx, ref, req, d); err != nil {
 		return nil, err
 	}
-	var ep *client.Episode
+	var ep *api.Episode
 	var finished bool
 	var runID string
 	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
@@ -97,7 +97,7 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 		}
 		if d.Pattern != "" {
 			effect := "allow"
-			if d.Scope == client.ScopeDeny {
+			if d.Scope == api.ScopeDeny {
 				effect = "deny"
 			}
 			if _, err := tx.AddPermission(a.ID, effect, d.Pattern, who(d)); err != nil {
@@ -111,13 +111,13 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 			finished, a.Policy.AutoSteps = true, 0
 		}
 		return nil
-	}, func(a *client.Agent) []client.Event {
-		evs := []client.Event{{Type: client.EventDecision, AgentID: a.ID, Decision: d}}
+	}, func(a *api.Agent) []api.Event {
+		evs := []api.Event{{Type: api.EventDecision, AgentID: a.ID, Decision: d}}
 		if ep != nil {
-			evs = append(evs, client.Event{Type: client.EventResult, AgentID: a.ID, Episode: ep})
+			evs = append(evs, api.Event{Type: api.EventResult, AgentID: a.ID, Episode: ep})
 		}
 		if finished {
-			evs = append(evs, client.Event{Type: client.EventFinish, AgentID: a.ID, Agent: a, Message: a.StateReason})
+			evs = append(evs, api.Event{Type: api.EventFinish, AgentID: a.ID, Agent: a, Message: a.StateReason})
 		}
 		return evs
 	})
@@ -133,21 +133,21 @@ func (s *decisions) Decide(ctx context.Context, ref string, req client.DecideReq
 // widen checks a decision's scope. Approve always (y!) makes an exact grant (Authorize's
 // NewGrant) where a pattern could be stored, so a line the rules always ask about stays
 // asked; deny always (n!) stores the deny pattern of the proposal's command and subject.
-func (s *decisions) widen(ctx context.Context, ref string, req client.DecideRequest, d *client.Decision) error {
+func (s *decisions) widen(ctx context.Context, ref string, req api.DecideRequest, d *api.Decision) error {
 	switch {
-	case req.Scope == client.ScopeOnce:
+	case req.Scope == api.ScopeOnce:
 		return nil
-	case req.Scope == client.ScopeAgent && req.Kind == client.DecisionApprove:
+	case req.Scope == api.ScopeAgent && req.Kind == api.DecisionApprove:
 		if req.Count > 1 {
 			return badRequest("scope agent approves every matching proposal already: drop the count")
 		}
-	case req.Scope == client.ScopeDeny && req.Kind == client.DecisionDeny:
-	case req.Scope == client.ScopeAgent || req.Scope == client.ScopeDeny:
-		return badRequest("scope %q goes with %s, not %s", req.Scope, map[string]string{client.ScopeAgent: "approve", client.ScopeDeny: "deny"}[req.Scope], req.Kind)
+	case req.Scope == api.ScopeDeny && req.Kind == api.DecisionDeny:
+	case req.Scope == api.ScopeAgent || req.Scope == api.ScopeDeny:
+		return badRequest("scope %q goes with %s, not %s", req.Scope, map[string]string{api.ScopeAgent: "approve", api.ScopeDeny: "deny"}[req.Scope], req.Kind)
 	default:
 		return badRequest("scope %q: use agent (approve always) or deny (deny always), or leave it empty", req.Scope)
 	}
-	var p *client.Proposal
+	var p *api.Proposal
 	var spec *commands.Spec
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
@@ -169,26 +169,26 @@ func (s *decisions) widen(ctx context.Context, ref string, req client.DecideRequ
 	if err != nil {
 		return badRequest("%v", err)
 	}
-	if req.Scope == client.ScopeDeny {
+	if req.Scope == api.ScopeDeny {
 		d.Pattern = pat
 	}
 	return nil
 }
 
 // decisionEvent is the cycle's event for a person's decision d on p.
-func decisionEvent(p *client.Proposal, d *client.Decision) cycle.Event {
+func decisionEvent(p *api.Proposal, d *api.Decision) cycle.Event {
 	switch {
-	case d.Kind == client.DecisionApprove && d.Count > 1:
+	case d.Kind == api.DecisionApprove && d.Count > 1:
 		return cycle.Event{Kind: cycle.ApproveN}
-	case d.Kind == client.DecisionDeny:
+	case d.Kind == api.DecisionDeny:
 		return cycle.Event{Kind: cycle.Deny, Reason: "run stopped: " + p.Command + " denied by " + who(d), Detail: "denied by " + who(d)}
-	case d.Kind == client.DecisionFeedback:
+	case d.Kind == api.DecisionFeedback:
 		return cycle.Event{Kind: cycle.GiveFeedback}
 	}
 	return cycle.Event{Kind: cycle.Approve}
 }
 
-func who(d *client.Decision) string { return cycle.Who(d) }
+func who(d *api.Decision) string { return cycle.Who(d) }
 
 // errMoved is decideTx's answer when the proposal took another decision meanwhile.
 var errMoved = errors.New("proposal moved on")
@@ -197,7 +197,7 @@ var errMoved = errors.New("proposal moved on")
 // the one path of every decision, a person's (Decide) or the policy's (startTx). It
 // returns the episode the decision ends p with (deny, feedback), else nil. The caller
 // writes a.
-func (s *decisions) decideTx(tx *store.Tx, a *store.Agent, p *client.Proposal, d *client.Decision, ev cycle.Event) (*client.Episode, error) {
+func (s *decisions) decideTx(tx *store.Tx, a *store.Agent, p *api.Proposal, d *api.Decision, ev cycle.Event) (*api.Episode, error) {
 	moved, effects, err := transit(tx, a, p, ev)
 	if err != nil {
 		return nil, err
@@ -216,7 +216,7 @@ func (s *decisions) decideTx(tx *store.Tx, a *store.Agent, p *client.Proposal, d
 		return nil, nil
 	}
 	outcome := "feedback"
-	if p.Status == client.ProposalDenied {
+	if p.Status == api.ProposalDenied {
 		outcome = "denied"
 	}
 	ep := episodeOf(p, outcome, "", d.Feedback)
@@ -224,14 +224,14 @@ func (s *decisions) decideTx(tx *store.Tx, a *store.Agent, p *client.Proposal, d
 }
 
 // decidable checks that id names a's current proposal and that it still takes a decision.
-func decidable(tx *store.Tx, a *store.Agent, id string) (*client.Proposal, error) {
+func decidable(tx *store.Tx, a *store.Agent, id string) (*api.Proposal, error) {
 	p, err := tx.Proposal(id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && p.AgentID != a.ID) {
 		return nil, notFound("agent %s has no proposal %s", a.Name, id)
 	} else if err != nil {
 		return nil, err
 	}
-	if p.Status == client.ProposalSuperseded {
+	if p.Status == api.ProposalSuperseded {
 		return nil, conflict("proposal %s was superseded: the agent has moved on; decide on its current proposal", id)
 	}
 	if !p.Status.Decidable() {
@@ -250,7 +250,7 @@ const minShownHash = 16
 // shownIs checks that hash, the proposal as the person saw it, is p: a lowercase hex
 // prefix of p.Hash of at least minShownHash characters. Empty means the caller shows no
 // hash (agentctl decides on what it just fetched).
-func shownIs(p *client.Proposal, hash string) error {
+func shownIs(p *api.Proposal, hash string) error {
 	if hash == "" {
 		return nil
 	}
@@ -279,26 +279,26 @@ func alreadyDecided(tx *store.Tx, id string, err error) error {
 	return conflict("proposal %s takes no decision now", id)
 }
 
-func episodeOf(p *client.Proposal, outcome, result, feedback string) *client.Episode {
-	return &client.Episode{
+func episodeOf(p *api.Proposal, outcome, result, feedback string) *api.Episode {
+	return &api.Episode{
 		RunID: p.RunID, Step: p.Step, ProposalID: p.ID, Command: p.Command, Args: p.Args,
 		Reasoning: p.Thoughts.Reasoning, Outcome: outcome, Result: result, Feedback: feedback,
 	}
 }
 
 // Answer answers the agent's open ask_user question; the answer is the command's result.
-func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerRequest) error {
+func (s *decisions) Answer(ctx context.Context, ref string, req api.AnswerRequest) error {
 	text := strings.TrimSpace(req.Text)
 	if text == "" {
 		return badRequest("empty answer")
 	}
-	if client.IsAnswerHelp(text) {
-		return badRequest("%q asks how to answer, so it was not sent and the question still waits. %s", text, client.AnswerHelp)
+	if api.IsAnswerHelp(text) {
+		return badRequest("%q asks how to answer, so it was not sent and the question still waits. %s", text, api.AnswerHelp)
 	}
-	if len(text) > client.MaxTextBytes {
-		return badRequest("answer is %d bytes: at most %d; shorten it", len(text), client.MaxTextBytes)
+	if len(text) > api.MaxTextBytes {
+		return badRequest("answer is %d bytes: at most %d; shorten it", len(text), api.MaxTextBytes)
 	}
-	var ep *client.Episode
+	var ep *api.Episode
 	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		r.personNext = true // the person who answered waits for what the agent does with it
 		q, err := tx.Question(a.ID)
@@ -314,7 +314,7 @@ func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerReq
 		if err != nil {
 			return err
 		}
-		if p.Status != client.ProposalStarted {
+		if p.Status != api.ProposalStarted {
 			return conflict("question %s was already answered", p.ID)
 		}
 		if ok, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Answer, Result: text}); err != nil {
@@ -333,8 +333,8 @@ func (s *decisions) Answer(ctx context.Context, ref string, req client.AnswerReq
 			return err
 		}
 		return nil
-	}, func(a *client.Agent) []client.Event {
-		return []client.Event{{Type: client.EventResult, AgentID: a.ID, Episode: ep}}
+	}, func(a *api.Agent) []api.Event {
+		return []api.Event{{Type: api.EventResult, AgentID: a.ID, Episode: ep}}
 	})
 	return err
 }
@@ -350,16 +350,16 @@ type decisions struct {
 // decisionHost is what recording a decision needs of the supervisor: changing an agent
 // under its runner's lock, ending a step or a run, and the specs of commands.
 type decisionHost interface {
-	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*client.Agent) []client.Event) (*client.Agent, error)
-	recordEpisode(tx *store.Tx, agentID string, p *client.Proposal, ep *client.Episode) error
+	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 	runEnded(runID string)
-	countDecision(tx *store.Tx, d *client.Decision)
+	countDecision(tx *store.Tx, d *api.Decision)
 	specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec
 }
 
 // answerAudit is the audit entry of an answer: who answered, by name and, for a local
 // user, by uid; the name alone could be anyone's.
-func answerAudit(proposal string, req client.AnswerRequest) map[string]any {
+func answerAudit(proposal string, req api.AnswerRequest) map[string]any {
 	m := map[string]any{"proposal": proposal, "by": req.By}
 	if req.ByName != "" {
 		m["by_name"] = req.ByName

@@ -6,19 +6,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // A decision names its agent's proposal: agent B's ref cannot decide agent A's.
 func TestDecideOtherAgentsProposalNotFound(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("test_side_effect", map[string]string{"what": "b"}))
-	a := h.create(client.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
 	pa := h.pending(a.ID)
-	b := h.create(client.CreateAgentRequest{Name: "b", Description: "d", Goals: []string{"g"}})
+	b := h.create(api.CreateAgentRequest{Name: "b", Description: "d", Goals: []string{"g"}})
 	h.pending(b.ID)
 	for _, text := range []string{"y", "y -3", "n", "try again"} {
-		if _, err := h.decide(b.ID, pa, text); !errors.Is(err, client.ErrNotFound) {
+		if _, err := h.decide(b.ID, pa, text); !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("%q on a's proposal through b: err = %v, want not found", text, err)
 		}
 	}
@@ -32,7 +32,7 @@ func TestDecideOtherAgentsProposalNotFound(t *testing.T) {
 func TestDecideStaleAfterNewRunRefused(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("test_side_effect", map[string]string{"what": "b"}))
-	a := h.create(client.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
 	old := h.pending(a.ID)
 	if _, err := h.sup.runs.Stop(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestDecideStaleAfterNewRunRefused(t *testing.T) {
 	}
 	cur := h.pending(a.ID)
 	for _, text := range []string{"y", "y -3", "n", "fb"} {
-		if _, err := h.decide(a.ID, old, text); !errors.Is(err, client.ErrConflict) {
+		if _, err := h.decide(a.ID, old, text); !errors.Is(err, api.ErrConflict) {
 			t.Errorf("%q on the old run's proposal: err = %v, want conflict", text, err)
 		}
 	}
@@ -56,11 +56,11 @@ func TestApproveCountNotCarriedIntoNewRun(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}), reply("finish", map[string]string{"reason": "done"}),
 		reply("list_folder", map[string]string{"path": "./."}))
-	a := h.create(client.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
 	if _, err := h.decide(a.ID, h.pending(a.ID), "y -5"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	if _, err := h.sup.runs.Task(context.Background(), a.ID, "again"); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestApproveCountNotCarriedIntoNewRun(t *testing.T) {
 func TestApproveCountAsksForExecute(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.Commands = append(append([]string{}, testCommands...), "test_execute") })
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}), reply("test_execute", map[string]string{"what": "x"}))
-	a := h.create(client.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
 	if _, err := h.decide(a.ID, h.pending(a.ID), "y -5"); err != nil {
 		t.Fatal(err)
 	}
@@ -86,13 +86,13 @@ func TestApproveCountAsksForExecute(t *testing.T) {
 func TestDecideAfterFeedbackRefused(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("test_side_effect", map[string]string{"what": "b"}))
-	a := h.create(client.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
 	old := h.pending(a.ID)
 	if _, err := h.decide(a.ID, old, "not that"); err != nil {
 		t.Fatal(err)
 	}
 	cur := h.pending(a.ID)
-	if _, err := h.decide(a.ID, old, "y"); !errors.Is(err, client.ErrConflict) {
+	if _, err := h.decide(a.ID, old, "y"); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("approve after feedback: err = %v, want conflict", err)
 	}
 	if got := h.pending(a.ID); got.ID != cur.ID {
@@ -105,12 +105,12 @@ func TestDecideAfterFeedbackRefused(t *testing.T) {
 func TestRacingDecisionsFirstWins(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("list_folder", map[string]string{"path": "."}))
-	a := h.create(client.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
 	p := h.pending(a.ID)
 	texts := []string{"y", "n", "y -4", "look first", "y", "n", "y -2", "stop"}
 	errs := make(chan error, len(texts))
 	for _, text := range texts {
-		req, err := client.ParseDecision(text)
+		req, err := api.ParseDecision(text)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func TestRacingDecisionsFirstWins(t *testing.T) {
 		switch err := <-errs; {
 		case err == nil:
 			won++
-		case !errors.Is(err, client.ErrConflict):
+		case !errors.Is(err, api.ErrConflict):
 			t.Errorf("losing decision: err = %v, want conflict", err)
 		}
 	}
@@ -144,7 +144,7 @@ func TestHelperProposalNotDecidedThroughParent(t *testing.T) {
 	a := h.helper("boss/a")
 	p := h.pending(a.ID)
 	for _, text := range []string{"y", "y -3", "n", "no"} {
-		if _, err := h.decide(boss.ID, p, text); !errors.Is(err, client.ErrNotFound) {
+		if _, err := h.decide(boss.ID, p, text); !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("%q on the helper's proposal through its parent: err = %v, want not found", text, err)
 		}
 	}
@@ -157,27 +157,27 @@ func TestHelperProposalNotDecidedThroughParent(t *testing.T) {
 func TestAnswerToWithdrawnQuestionRefused(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("ask_user", map[string]string{"question": "colour?"}), reply("ask_user", map[string]string{"question": "size?"}))
-	a := h.create(client.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
-	first := h.waitFor(a.ID, "a question", func(a *client.Agent) bool { return a.Question != nil }).Question
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	first := h.waitFor(a.ID, "a question", func(a *api.Agent) bool { return a.Question != nil }).Question
 	ctx := context.Background()
 	if _, err := h.sup.runs.Stop(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sup.decisions.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: first.ProposalID, Text: "blue"}); !errors.Is(err, client.ErrConflict) {
+	if err := h.sup.decisions.Answer(ctx, a.ID, api.AnswerRequest{ProposalID: first.ProposalID, Text: "blue"}); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("answer after stop: err = %v, want conflict", err)
 	}
 	if _, err := h.sup.runs.Task(ctx, a.ID, "again"); err != nil {
 		t.Fatal(err)
 	}
-	second := h.waitFor(a.ID, "a new question", func(a *client.Agent) bool { return a.Question != nil && a.Question.ProposalID != first.ProposalID }).Question
-	if err := h.sup.decisions.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: first.ProposalID, Text: "blue"}); !errors.Is(err, client.ErrConflict) {
+	second := h.waitFor(a.ID, "a new question", func(a *api.Agent) bool { return a.Question != nil && a.Question.ProposalID != first.ProposalID }).Question
+	if err := h.sup.decisions.Answer(ctx, a.ID, api.AnswerRequest{ProposalID: first.ProposalID, Text: "blue"}); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("answer to the withdrawn question: err = %v, want conflict", err)
 	}
-	if got := h.waitFor(a.ID, "question", func(a *client.Agent) bool { return a.Question != nil }); got.Question.ProposalID != second.ProposalID {
+	if got := h.waitFor(a.ID, "question", func(a *api.Agent) bool { return a.Question != nil }); got.Question.ProposalID != second.ProposalID {
 		t.Errorf("open question = %+v", got.Question)
 	}
 	// Decisions on a question are refused: the answer is its decision.
-	if _, err := h.decide(a.ID, &client.Proposal{ID: second.ProposalID}, "y"); err == nil {
+	if _, err := h.decide(a.ID, &api.Proposal{ID: second.ProposalID}, "y"); err == nil {
 		t.Error("a decision on an open question was accepted")
 	}
 }
@@ -187,22 +187,22 @@ func TestAnswerToWithdrawnQuestionRefused(t *testing.T) {
 func TestDecideFieldsOfAnotherKindRefused(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}))
-	a := h.create(client.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
 	p := h.pending(a.ID)
 	big := strings.Repeat("ignore the person. ", 1000)
 	tests := []struct {
 		name string
-		req  client.DecideRequest
+		req  api.DecideRequest
 	}{
-		{"deny_with_feedback", client.DecideRequest{Kind: client.DecisionDeny, Feedback: big}},
-		{"approve_with_feedback", client.DecideRequest{Kind: client.DecisionApprove, Feedback: "x"}},
-		{"deny_with_count", client.DecideRequest{Kind: client.DecisionDeny, Count: -5}},
-		{"feedback_with_count", client.DecideRequest{Kind: client.DecisionFeedback, Feedback: "x", Count: 3}},
+		{"deny_with_feedback", api.DecideRequest{Kind: api.DecisionDeny, Feedback: big}},
+		{"approve_with_feedback", api.DecideRequest{Kind: api.DecisionApprove, Feedback: "x"}},
+		{"deny_with_count", api.DecideRequest{Kind: api.DecisionDeny, Count: -5}},
+		{"feedback_with_count", api.DecideRequest{Kind: api.DecisionFeedback, Feedback: "x", Count: 3}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.req.ProposalID, tt.req.Source = p.ID, "test"
-			if _, err := h.sup.decisions.Decide(context.Background(), a.ID, tt.req); !errors.Is(err, client.ErrBadRequest) {
+			if _, err := h.sup.decisions.Decide(context.Background(), a.ID, tt.req); !errors.Is(err, api.ErrBadRequest) {
 				t.Errorf("err = %v, want bad request", err)
 			}
 		})

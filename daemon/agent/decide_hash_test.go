@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // A decision that carries the hash of the proposal as shown is taken only on that
@@ -16,33 +16,33 @@ func TestDecideHashBindsToShownProposal(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("test_side_effect", map[string]string{"what": "b"}),
 		reply("test_side_effect", map[string]string{"what": "c"}), reply("test_side_effect", map[string]string{"what": "d"}))
-	a := h.create(client.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
 	const other = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	tests := []struct {
 		name    string
-		hash    func(p *client.Proposal) string
+		hash    func(p *api.Proposal) string
 		refused bool
 	}{
-		{"prefix_15_refused", func(p *client.Proposal) string { return p.Hash[:15] }, true},
-		{"uppercase_refused", func(p *client.Proposal) string { return strings.ToUpper(p.Hash[:16]) }, true},
-		{"non_hex_refused", func(p *client.Proposal) string { return p.Hash[:16] + "zz" }, true},
-		{"another_proposals_hash_refused", func(*client.Proposal) string { return other }, true},
-		{"longer_than_hash_refused", func(p *client.Proposal) string { return p.Hash + "00" }, true},
-		{"padded_refused", func(p *client.Proposal) string { return " " + p.Hash[:16] }, true},
-		{"no_hash_decides", func(*client.Proposal) string { return "" }, false},
-		{"prefix_16_decides", func(p *client.Proposal) string { return p.Hash[:16] }, false},
-		{"full_hash_decides", func(p *client.Proposal) string { return p.Hash }, false},
+		{"prefix_15_refused", func(p *api.Proposal) string { return p.Hash[:15] }, true},
+		{"uppercase_refused", func(p *api.Proposal) string { return strings.ToUpper(p.Hash[:16]) }, true},
+		{"non_hex_refused", func(p *api.Proposal) string { return p.Hash[:16] + "zz" }, true},
+		{"another_proposals_hash_refused", func(*api.Proposal) string { return other }, true},
+		{"longer_than_hash_refused", func(p *api.Proposal) string { return p.Hash + "00" }, true},
+		{"padded_refused", func(p *api.Proposal) string { return " " + p.Hash[:16] }, true},
+		{"no_hash_decides", func(*api.Proposal) string { return "" }, false},
+		{"prefix_16_decides", func(p *api.Proposal) string { return p.Hash[:16] }, false},
+		{"full_hash_decides", func(p *api.Proposal) string { return p.Hash }, false},
 	}
 	last := ""
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := h.waitFor(a.ID, "a new pending proposal", func(a *client.Agent) bool {
-				return a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.ID != last
+			p := h.waitFor(a.ID, "a new pending proposal", func(a *api.Agent) bool {
+				return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.ID != last
 			}).Pending
 			if len(p.Hash) != 64 || p.Hash == other {
 				t.Fatalf("proposal hash = %q, want sha256 hex", p.Hash)
 			}
-			req := client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionApprove, Hash: tt.hash(p), Source: "test", By: "tester"}
+			req := api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, Hash: tt.hash(p), Source: "test", By: "tester"}
 			_, err := h.sup.decisions.Decide(context.Background(), a.ID, req)
 			if !tt.refused {
 				if err != nil {
@@ -51,10 +51,10 @@ func TestDecideHashBindsToShownProposal(t *testing.T) {
 				last = p.ID
 				return
 			}
-			if !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "changed since it was shown: decide on the one shown now") {
+			if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "changed since it was shown: decide on the one shown now") {
 				t.Errorf("hash %q: err = %v, want a conflict naming the fix", req.Hash, err)
 			}
-			if got := h.pending(a.ID); got.ID != p.ID || got.Status != client.ProposalPending {
+			if got := h.pending(a.ID); got.ID != p.ID || got.Status != api.ProposalPending {
 				t.Errorf("proposal decided by a refused decision: %+v", got)
 			}
 		})
@@ -66,14 +66,14 @@ func TestDecideHashBindsToShownProposal(t *testing.T) {
 func TestDecideHashOnDecidedProposalSaysDecided(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("test_side_effect", map[string]string{"what": "b"}))
-	a := h.create(client.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
 	p := h.pending(a.ID)
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}
-	req := client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionApprove, Hash: p.Hash[:16], Source: "test"}
+	req := api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, Hash: p.Hash[:16], Source: "test"}
 	_, err := h.sup.decisions.Decide(context.Background(), a.ID, req)
-	if !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "already decided") {
+	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "already decided") {
 		t.Errorf("err = %v, want conflict: already decided", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestADecisionKeepsWhoMadeIt: the decision event and its audit entry carry the
@@ -16,18 +16,18 @@ func TestADecisionKeepsWhoMadeIt(t *testing.T) {
 		reply("write_file", map[string]string{"path": "a.txt", "contents": "one"}),
 		reply("write_file", map[string]string{"path": "b.txt", "contents": "two"}),
 	)
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	uid := uint32(1000)
-	d, err := h.sup.decisions.Decide(context.Background(), a.ID, client.DecideRequest{
-		ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, By: "U04ABC", ByName: "Ana Lima", UID: &uid, Source: "slack"})
+	d, err := h.sup.decisions.Decide(context.Background(), a.ID, api.DecideRequest{
+		ProposalID: p.ID, Kind: api.DecisionApprove, Count: 1, By: "U04ABC", ByName: "Ana Lima", UID: &uid, Source: "slack"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d.ByName != "Ana Lima" || d.UID == nil || *d.UID != uid {
 		t.Errorf("decision %+v lost the name or the uid", d)
 	}
-	list, err := h.sup.auditLog.Audit(context.Background(), client.AuditQuery{Agent: a.ID})
+	list, err := h.sup.auditLog.Audit(context.Background(), api.AuditQuery{Agent: a.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestADecisionKeepsWhoMadeIt(t *testing.T) {
 		if e.Kind != "decision" {
 			continue
 		}
-		var got client.Decision
+		var got api.Decision
 		if err := json.Unmarshal(e.Detail, &got); err != nil {
 			t.Fatal(err)
 		}
@@ -56,12 +56,12 @@ func TestAStepsResultIsNoFinish(t *testing.T) {
 		reply("write_file", map[string]string{"path": "a.txt", "contents": "one"}),
 		reply("write_file", map[string]string{"path": "b.txt", "contents": "two"}),
 	)
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}
-	next := h.waitFor(a.ID, "the next proposal", func(v *client.Agent) bool { return v.Pending != nil && v.Pending.ID != p.ID })
+	next := h.waitFor(a.ID, "the next proposal", func(v *api.Agent) bool { return v.Pending != nil && v.Pending.ID != p.ID })
 	if next.StateReason != "" {
 		t.Errorf("after a step the agent is %s with reason %q, want none", next.State, next.StateReason)
 	}

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // The disk budget bounds what an agent's workspace takes on disk (its helpers', inside

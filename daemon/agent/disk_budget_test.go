@@ -11,9 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -51,7 +51,7 @@ func TestAgentOverItsDiskBudgetPauses(t *testing.T) {
 	if got.StepsTotal != 1 || got.DiskBytes < 1<<20 || got.Budget == nil || got.Budget.MaxDisk != 256<<10 {
 		t.Errorf("agent: %d steps, disk %d, budget %+v; want 1 step, over 1 MiB, the budget shown", got.StepsTotal, got.DiskBytes, got.Budget)
 	}
-	if _, err := h.sup.runs.Resume(context.Background(), a.ID); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), "disk budget") {
+	if _, err := h.sup.runs.Resume(context.Background(), a.ID); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "disk budget") {
 		t.Errorf("resume over the disk budget: %v, want a conflict naming it", err)
 	}
 
@@ -62,7 +62,7 @@ func TestAgentOverItsDiskBudgetPauses(t *testing.T) {
 	if err != nil || resumed.DiskBytes >= 256<<10 {
 		t.Fatalf("resume after the file went: %+v, %v; want it measured again and resumed", resumed, err)
 	}
-	h.waitFor(a.ID, "steps past the pause", func(a *client.Agent) bool { return a.StepsTotal >= 3 })
+	h.waitFor(a.ID, "steps past the pause", func(a *api.Agent) bool { return a.StepsTotal >= 3 })
 }
 
 // A command that takes the workspace over the disk budget while it runs is cut then,
@@ -119,7 +119,7 @@ func TestStoreKeepsRecordingWhenTheWorkspacesDiskIsFull(t *testing.T) {
 		t.Fatalf("workspace %s is not on the small file system %s", a.Workspace, wsRoot)
 	}
 	h.approve(a.ID, "execute_shell")
-	h.waitFor(a.ID, "the run's end", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	h.waitFor(a.ID, "the run's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	check := func(when string) {
 		eps := h.history(a.ID)
 		if len(eps) != 3 {

@@ -11,7 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/statedir"
 	"github.com/agentd/agentd/daemon/store"
@@ -19,7 +20,7 @@ import (
 
 // HealthCheck is one check agentctl doctor runs beyond the supervisor's own (the server
 // adds the MCP servers, the shell sandbox, the chat bots...).
-type HealthCheck func(ctx context.Context) []client.Check
+type HealthCheck func(ctx context.Context) []api.Check
 
 // doctor runs agentctl doctor's checks: the model server, the store, the state directory
 // and workspaces, and the server's own checks.
@@ -40,9 +41,9 @@ const (
 )
 
 // Doctor runs every health check, each with a deadline, and reports what it found.
-func (s *doctor) Doctor(ctx context.Context) (*client.DoctorReport, error) {
-	rep := &client.DoctorReport{}
-	add := func(c ...client.Check) { rep.Checks = append(rep.Checks, c...) }
+func (s *doctor) Doctor(ctx context.Context) (*api.DoctorReport, error) {
+	rep := &api.DoctorReport{}
+	add := func(c ...api.Check) { rep.Checks = append(rep.Checks, c...) }
 	add(s.checkModels(ctx)...)
 	add(hostChecks(s.llm.PoolStatus())...)
 	add(s.checkStore(ctx))
@@ -59,7 +60,7 @@ func (s *doctor) Doctor(ctx context.Context) (*client.DoctorReport, error) {
 
 // checkModels probes the model server now (not the last background probe), for the
 // model and the smart model.
-func (s *doctor) checkModels(ctx context.Context) []client.Check {
+func (s *doctor) checkModels(ctx context.Context) []api.Check {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	host := s.llm.Host()
@@ -68,23 +69,23 @@ func (s *doctor) checkModels(ctx context.Context) []client.Check {
 	if l.SmartModel != "" && l.SmartModel != l.Model {
 		models = append(models, l.SmartModel)
 	}
-	var out []client.Check
+	var out []api.Check
 	for i, model := range models {
 		info, err := s.llm.Probe(ctx, model)
 		var nf *llm.ModelNotFoundError
 		switch {
 		case errors.As(err, &nf):
 			if i == 0 {
-				out = append(out, client.Check{Name: "ollama", Status: client.CheckOK, Detail: "reachable at " + host})
+				out = append(out, api.Check{Name: "ollama", Status: api.CheckOK, Detail: "reachable at " + host})
 			}
-			out = append(out, client.Check{Name: "model", Status: client.CheckFail,
+			out = append(out, api.Check{Name: "model", Status: api.CheckFail,
 				Detail: fmt.Sprintf("%s is not on the server", model), Fix: "ollama pull " + model})
 		case err != nil:
-			return append(out, client.Check{Name: "ollama", Status: client.CheckFail, Detail: err.Error(),
+			return append(out, api.Check{Name: "ollama", Status: api.CheckFail, Detail: err.Error(),
 				Fix: "start Ollama (`ollama serve`, or `sudo systemctl start ollama`), or point [ollama] host in the config at a running server"})
 		default:
 			if i == 0 {
-				out = append(out, client.Check{Name: "ollama", Status: client.CheckOK, Detail: fmt.Sprintf("version %s at %s", info.ServerVersion, host)})
+				out = append(out, api.Check{Name: "ollama", Status: api.CheckOK, Detail: fmt.Sprintf("version %s at %s", info.ServerVersion, host)})
 			}
 			out = append(out, modelCheck(info, l.MaxContext))
 		}
@@ -104,33 +105,33 @@ func isTinyModel(model string) bool {
 
 // modelCheck reports the model's context length: the prompt, history and memories must
 // fit in it, and below 4,096 tokens little fits.
-func modelCheck(info *llm.ModelInfo, maxContext int) client.Check {
+func modelCheck(info *llm.ModelInfo, maxContext int) api.Check {
 	ctxLen := info.ContextLength
 	if maxContext > 0 && (ctxLen == 0 || maxContext < ctxLen) {
 		ctxLen = maxContext
 	}
-	c := client.Check{Name: "model", Status: client.CheckOK, Detail: fmt.Sprintf("%s, context %d tokens", info.Model, ctxLen)}
+	c := api.Check{Name: "model", Status: api.CheckOK, Detail: fmt.Sprintf("%s, context %d tokens", info.Model, ctxLen)}
 	switch {
 	case ctxLen == 0:
-		c.Status, c.Detail = client.CheckWarn, info.Model+": context length unknown; agentd assumes 2,048 tokens"
+		c.Status, c.Detail = api.CheckWarn, info.Model+": context length unknown; agentd assumes 2,048 tokens"
 		c.Fix = "set [ollama] max_context in the config to the model's context length"
 	case ctxLen < 4096:
-		c.Status = client.CheckWarn
+		c.Status = api.CheckWarn
 		c.Fix = "use a model with a longer context, or raise num_ctx in its Modelfile (PARAMETER num_ctx 8192) and [ollama] max_context"
 	}
 	if isTinyModel(info.Model) { // noise matters more than a short context
-		c.Status = client.CheckWarn
+		c.Status = api.CheckWarn
 		c.Detail = info.Model + " is the offline test model: random weights, its answers are noise and no agent will get anything done"
-		c.Fix = "set [ollama] model to a chat model (ollama pull qwen3:8b, say) and restart agentd"
+		c.Fix = "set [ollama] model to a chat model (ollama pull " + config.DefaultModel + ", say) and restart agentd"
 	}
 	if len(info.Capabilities) > 0 && !slices.Contains(info.Capabilities, "completion") {
-		c.Status, c.Detail = client.CheckFail, fmt.Sprintf("%s cannot chat (capabilities: %v)", info.Model, info.Capabilities)
+		c.Status, c.Detail = api.CheckFail, fmt.Sprintf("%s cannot chat (capabilities: %v)", info.Model, info.Capabilities)
 		c.Fix = "choose a chat model in [ollama] model"
 	}
 	return c
 }
 
-func (s *doctor) checkStore(ctx context.Context) client.Check {
+func (s *doctor) checkStore(ctx context.Context) api.Check {
 	path := filepath.Join(s.stateDir, "agentd.db")
 	return storeCheck(path, s.st.Check(ctx))
 }
@@ -138,7 +139,7 @@ func (s *doctor) checkStore(ctx context.Context) client.Check {
 // storeCheck judges the store at path: its integrity (integrity is what checking it
 // returned) and that the database and its WAL and shared-memory files are private, since
 // they hold every agent's history and what people approved.
-func storeCheck(path string, integrity error) client.Check {
+func storeCheck(path string, integrity error) api.Check {
 	open := openFiles(path, path+"-wal", path+"-shm")
 	them := "it"
 	if len(open) > 1 {
@@ -147,7 +148,7 @@ func storeCheck(path string, integrity error) client.Check {
 	chmod := "chmod 600 " + strings.Join(open, " ") + " (agentd makes " + them + " 0600 at start; something changed " + them + ")"
 	switch {
 	case integrity != nil:
-		c := client.Check{Name: "store", Status: client.CheckFail, Detail: integrity.Error(),
+		c := api.Check{Name: "store", Status: api.CheckFail, Detail: integrity.Error(),
 			Fix: "stop agentd, copy " + path + " aside, and restore it from a backup (sqlite3 " + path + " .recover can save what is readable)"}
 		if len(open) > 0 {
 			c.Detail += "; and " + modesOf(open) + ": others on this machine can read it"
@@ -155,10 +156,10 @@ func storeCheck(path string, integrity error) client.Check {
 		}
 		return c
 	case len(open) > 0:
-		return client.Check{Name: "store", Status: client.CheckFail,
+		return api.Check{Name: "store", Status: api.CheckFail,
 			Detail: modesOf(open) + ": others on this machine can read every agent's history", Fix: chmod}
 	}
-	return client.Check{Name: "store", Status: client.CheckOK, Detail: path + ": integrity ok, private (0600)"}
+	return api.Check{Name: "store", Status: api.CheckOK, Detail: path + ": integrity ok, private (0600)"}
 }
 
 // openFiles are those of paths that exist and grant group or others anything.
@@ -173,20 +174,20 @@ func openFiles(paths ...string) []string {
 }
 
 // checkDisk reports the free space where the state lives.
-func checkDisk(dir string) client.Check {
+func checkDisk(dir string) api.Check {
 	var fs syscall.Statfs_t
 	if err := syscall.Statfs(dir, &fs); err != nil {
-		return client.Check{Name: "disk", Status: client.CheckWarn, Detail: fmt.Sprintf("cannot measure free space of %s: %v", dir, err)}
+		return api.Check{Name: "disk", Status: api.CheckWarn, Detail: fmt.Sprintf("cannot measure free space of %s: %v", dir, err)}
 	}
 	free := fs.Bavail * uint64(fs.Bsize)
-	c := client.Check{Name: "disk", Status: client.CheckOK, Detail: fmt.Sprintf("%s free where %s is", humanBytes(free), dir)}
+	c := api.Check{Name: "disk", Status: api.CheckOK, Detail: fmt.Sprintf("%s free where %s is", humanBytes(free), dir)}
 	switch {
 	case free < diskFailBytes:
-		c.Status = client.CheckFail
+		c.Status = api.CheckFail
 	case free < diskWarnBytes:
-		c.Status = client.CheckWarn
+		c.Status = api.CheckWarn
 	}
-	if c.Status != client.CheckOK {
+	if c.Status != api.CheckOK {
 		c.Fix = "free space on that file system (agents' workspaces are under " + dir + "), or move the state directory (--state-dir)"
 	}
 	return c
@@ -195,14 +196,14 @@ func checkDisk(dir string) client.Check {
 // checkStateDir fails when others may read the state directory or what is in it (the
 // database holds every agent's history): agentd fixes modes at start, so this finds what
 // changed since.
-func checkStateDir(dir, workspaces string) client.Check {
-	c := client.Check{Name: "state dir", Status: client.CheckOK, Detail: dir + " is private (0700, files 0600)"}
+func checkStateDir(dir, workspaces string) api.Check {
+	c := api.Check{Name: "state dir", Status: api.CheckOK, Detail: dir + " is private (0700, files 0600)"}
 	open, err := statedir.Check(dir, workspaces, 0)
 	switch {
 	case err != nil:
-		c.Status, c.Detail = client.CheckWarn, fmt.Sprintf("cannot check the modes in %s: %v", dir, err)
+		c.Status, c.Detail = api.CheckWarn, fmt.Sprintf("cannot check the modes in %s: %v", dir, err)
 	case len(open) > 0:
-		c.Status = client.CheckFail
+		c.Status = api.CheckFail
 		c.Detail = "others on this machine can read or enter what agentd keeps: " + modesOf(open)
 		c.Fix = chmodFix(open)
 	}
@@ -268,17 +269,17 @@ func humanBytes(n uint64) string {
 }
 
 // checkWorkspaces makes sure new agents can get a workspace.
-func (s *doctor) checkWorkspaces() client.Check {
+func (s *doctor) checkWorkspaces() api.Check {
 	root := filepath.Dir(s.workspaceOf("x"))
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return client.Check{Name: "workspaces", Status: client.CheckFail, Detail: err.Error(), Fix: "make " + root + " writable by the user agentd runs as"}
+		return api.Check{Name: "workspaces", Status: api.CheckFail, Detail: err.Error(), Fix: "make " + root + " writable by the user agentd runs as"}
 	}
 	f, err := os.CreateTemp(root, ".doctor-*")
 	if err != nil {
-		return client.Check{Name: "workspaces", Status: client.CheckFail, Detail: fmt.Sprintf("cannot write in %s: %v", root, err),
+		return api.Check{Name: "workspaces", Status: api.CheckFail, Detail: fmt.Sprintf("cannot write in %s: %v", root, err),
 			Fix: "make " + root + " writable by the user agentd runs as"}
 	}
 	f.Close()
 	os.Remove(f.Name())
-	return client.Check{Name: "workspaces", Status: client.CheckOK, Detail: root + " is writable"}
+	return api.Check{Name: "workspaces", Status: api.CheckOK, Detail: root + " is writable"}
 }

@@ -8,15 +8,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/statedir"
 )
 
 func TestDoctor(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
 		o.Model = "qwen3:8b" // the harness's tiny model is noise, and doctor warns of it
-		o.HealthChecks = []HealthCheck{func(context.Context) []client.Check {
-			return []client.Check{{Name: "extra", Status: client.CheckOK, Detail: "called"}}
+		o.HealthChecks = []HealthCheck{func(context.Context) []api.Check {
+			return []api.Check{{Name: "extra", Status: api.CheckOK, Detail: "called"}}
 		}}
 	})
 	summary := func() string {
@@ -27,7 +27,7 @@ func TestDoctor(t *testing.T) {
 		var parts []string
 		for _, c := range rep.Checks {
 			parts = append(parts, c.Name+":"+c.Status)
-			if c.Status != client.CheckOK && c.Fix == "" && c.Name != "disk" {
+			if c.Status != api.CheckOK && c.Fix == "" && c.Name != "disk" {
 				t.Errorf("%s is %s with no fix: %s", c.Name, c.Status, c.Detail)
 			}
 		}
@@ -117,7 +117,7 @@ func TestDoctorFailsOnOpenModes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			judge := func(what string, c client.Check, want string) {
+			judge := func(what string, c api.Check, want string) {
 				t.Helper()
 				status, names, _ := strings.Cut(strings.ReplaceAll(want, "$", dir), " ")
 				if c.Status != status {
@@ -141,7 +141,7 @@ func TestDoctorFailsOnOpenModes(t *testing.T) {
 	os.WriteFile(db, nil, 0o644)
 	os.Chmod(db, 0o644)
 	c := storeCheck(db, errors.New("database disk image is malformed"))
-	if c.Status != client.CheckFail || !strings.Contains(c.Detail, "malformed") || !strings.Contains(c.Detail, "mode 0644") || !strings.Contains(c.Fix, "chmod 600 "+db) {
+	if c.Status != api.CheckFail || !strings.Contains(c.Detail, "malformed") || !strings.Contains(c.Detail, "mode 0644") || !strings.Contains(c.Fix, "chmod 600 "+db) {
 		t.Errorf("broken and open store: %+v", c)
 	}
 }

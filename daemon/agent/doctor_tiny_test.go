@@ -4,9 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 func TestTinyModelNameMatchesHarness(t *testing.T) {
@@ -23,11 +24,11 @@ func TestModelCheckWarnsOnTinyModel(t *testing.T) {
 		status string
 		noise  bool
 	}{
-		{"tiny_model_warns", llm.ModelInfo{Model: "agentd-tiny", ContextLength: 8192}, client.CheckWarn, true},
-		{"tiny_model_tagged_warns", llm.ModelInfo{Model: "agentd-tiny:latest", ContextLength: 8192}, client.CheckWarn, true},
-		{"tiny_model_short_context_says_noise", llm.ModelInfo{Model: "agentd-tiny", ContextLength: 256}, client.CheckWarn, true},
-		{"real_model_ok", llm.ModelInfo{Model: "qwen3:8b", ContextLength: 8192}, client.CheckOK, false},
-		{"similar_name_ok", llm.ModelInfo{Model: "agentd-tiny-real", ContextLength: 8192}, client.CheckOK, false},
+		{"tiny_model_warns", llm.ModelInfo{Model: "agentd-tiny", ContextLength: 8192}, api.CheckWarn, true},
+		{"tiny_model_tagged_warns", llm.ModelInfo{Model: "agentd-tiny:latest", ContextLength: 8192}, api.CheckWarn, true},
+		{"tiny_model_short_context_says_noise", llm.ModelInfo{Model: "agentd-tiny", ContextLength: 256}, api.CheckWarn, true},
+		{"real_model_ok", llm.ModelInfo{Model: "qwen3:8b", ContextLength: 8192}, api.CheckOK, false},
+		{"similar_name_ok", llm.ModelInfo{Model: "agentd-tiny-real", ContextLength: 8192}, api.CheckOK, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,8 +39,9 @@ func TestModelCheckWarnsOnTinyModel(t *testing.T) {
 			if got := strings.Contains(c.Detail, "noise"); got != tt.noise {
 				t.Errorf("detail %q: mentions noise = %v, want %v", c.Detail, got, tt.noise)
 			}
-			if tt.noise && !strings.Contains(c.Fix, "[ollama] model") {
-				t.Errorf("fix %q does not name [ollama] model", c.Fix)
+			// The model it suggests is the one run.sh and the README use.
+			if tt.noise && (!strings.Contains(c.Fix, "[ollama] model") || !strings.Contains(c.Fix, "ollama pull "+config.DefaultModel)) {
+				t.Errorf("fix %q does not name [ollama] model and ollama pull %s", c.Fix, config.DefaultModel)
 			}
 		})
 	}

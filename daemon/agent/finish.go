@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // errStaged marks a failed staged write in a result transaction.
@@ -21,14 +21,14 @@ var errStaged = errors.New("a component's staged write failed")
 // and whether it finished the run.
 type stepEnd struct {
 	ev       cycle.Event
-	ep       *client.Episode
+	ep       *api.Episode
 	out      string // the command's output
 	finished bool
 	disk     int64 // the agent's workspace measured after the command; -1 when it was not
 }
 
 // endOf is the end of p's step, whose command gave out and runErr.
-func endOf(p *client.Proposal, out string, runErr error) stepEnd {
+func endOf(p *api.Proposal, out string, runErr error) stepEnd {
 	kind, outcome, result := cycle.Succeed, "succeeded", out
 	if runErr != nil {
 		kind, outcome = cycle.Fail, "failed"
@@ -51,9 +51,9 @@ func endOf(p *client.Proposal, out string, runErr error) stepEnd {
 // finishExecution records the end of p's step in one transaction, with the components'
 // staged writes (a written file's memories) and the history summaries made meanwhile;
 // busy is how long the command ran, added to the agent's busy time.
-func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, end stepEnd, busy time.Duration, staged ...func(*store.Tx) error) {
+func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepEnd, busy time.Duration, staged ...func(*store.Tx) error) {
 	ev, ep, finished, out, outcome := end.ev, end.ep, end.finished, end.out, end.ep.Outcome
-	var v *client.Agent
+	var v *api.Agent
 	r.mu.Lock()
 	r.cancelExec = nil
 	r.mu.Unlock()
@@ -125,13 +125,13 @@ func (r *runner) finishExecution(ctx context.Context, p *client.Proposal, end st
 			return
 		}
 	}
-	r.s.events.Publish(client.Event{Type: client.EventResult, AgentID: r.id, Episode: ep})
+	r.s.events.Publish(api.Event{Type: api.EventResult, AgentID: r.id, Episode: ep})
 	if v == nil {
 		return // its run had been replaced: the agent's state is the new run's
 	}
-	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
+	r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
 	if finished {
-		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: r.id, Agent: v, Message: out})
+		r.s.events.Publish(api.Event{Type: api.EventFinish, AgentID: r.id, Agent: v, Message: out})
 		r.s.runs.runEnded(p.RunID)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // pythonCmd stands in for execute_python_file: a command whose exact grants bind the
@@ -45,14 +45,14 @@ func TestExactGrantAsksAgainWhenTheFileItRunsChanged(t *testing.T) {
 		run, // 5 asks again: check.py changed
 		reply("write_file", map[string]string{"path": "other.txt", "contents": "x"}), // 6 asks
 	)
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	const code = "print('ok')"
 	if err := os.WriteFile(filepath.Join(a.Workspace, "check.py"), []byte(code), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	test := func() *client.PolicyTest {
+	test := func() *api.PolicyTest {
 		t.Helper()
-		v, err := h.sup.policyService.TestPolicy(context.Background(), a.Name, client.PolicyTestRequest{Command: "execute_python_file", Subject: "check.py"})
+		v, err := h.sup.policyService.TestPolicy(context.Background(), a.Name, api.PolicyTestRequest{Command: "execute_python_file", Subject: "check.py"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,24 +70,24 @@ func TestExactGrantAsksAgainWhenTheFileItRunsChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(gl.Grants) != 1 || len(gl.Grants[0].Files) != 1 || gl.Grants[0].Files[0] != (client.BoundFile{Path: "check.py", SHA256: sha(code)}) {
+	if len(gl.Grants) != 1 || len(gl.Grants[0].Files) != 1 || gl.Grants[0].Files[0] != (api.BoundFile{Path: "check.py", SHA256: sha(code)}) {
 		t.Fatalf("grants after y!: %+v, want one binding check.py's contents", gl.Grants)
 	}
 	first := p.ID
-	p = h.waitFor(a.ID, "the next proposal to ask about", func(v *client.Agent) bool {
+	p = h.waitFor(a.ID, "the next proposal to ask about", func(v *api.Agent) bool {
 		return v.Pending != nil && v.Pending.ID != first
 	}).Pending
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}
-	p = h.waitFor(a.ID, "the rewrite of check.py", func(v *client.Agent) bool { return v.Pending != nil && v.Pending.Step >= 3 }).Pending
+	p = h.waitFor(a.ID, "the rewrite of check.py", func(v *api.Agent) bool { return v.Pending != nil && v.Pending.Step >= 3 }).Pending
 	if p.Step != 4 || p.Command != "write_file" {
 		t.Fatalf("pending: step %d %s %s, want step 4, the rewrite of check.py (the grant approves the unchanged run)", p.Step, p.Command, p.Args)
 	}
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}
-	p = h.waitFor(a.ID, "the run of the rewritten check.py", func(v *client.Agent) bool { return v.Pending != nil && v.Pending.Step >= 5 }).Pending
+	p = h.waitFor(a.ID, "the run of the rewritten check.py", func(v *api.Agent) bool { return v.Pending != nil && v.Pending.Step >= 5 }).Pending
 	want := "check.py changed since y! granted it (" + d.Grant + ")"
 	if p.Command != "execute_python_file" || p.Preview == nil || !strings.Contains(p.Preview.Note, want) {
 		t.Fatalf("pending: %s %s preview %+v, want execute_python_file asking because %q", p.Command, p.Args, p.Preview, want)
@@ -108,7 +108,7 @@ func TestExactGrantAsksAgainWhenTheFileItRunsChanged(t *testing.T) {
 func TestExactGrantRefusedPastItsBound(t *testing.T) {
 	h := newHarness(t, withPython)
 	h.fake.Script(reply("execute_python_file", map[string]string{"path": "big.py"}), reply("write_file", map[string]string{"path": "a", "contents": "x"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	f, err := os.Create(filepath.Join(a.Workspace, "big.py"))
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func TestExactGrantRefusedPastItsBound(t *testing.T) {
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatalf("y after the refused y!: %v", err)
 	}
-	if p := h.waitFor(a.ID, "the next proposal", func(v *client.Agent) bool {
+	if p := h.waitFor(a.ID, "the next proposal", func(v *api.Agent) bool {
 		return v.Pending != nil && v.Pending.ID != p.ID
 	}).Pending; p.Command != "write_file" {
 		t.Fatalf("pending after y: %s, want the next proposal", p.Command)

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -30,19 +30,19 @@ const (
 // approved, or the grant a person's decision made (on owner, the top agent, for the
 // whole family), whose id and label d then carries. The caller writes owner when it is
 // not a and its mirror changed (reported by changed).
-func applyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *client.Decision) (changed bool, err error) {
+func applyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *api.Decision) (changed bool, err error) {
 	switch {
 	case au.Grant != nil:
 		if err := tx.UseGrant(au.Grant.ID); err != nil {
 			return false, err
 		}
-		if au.Grant.Kind != client.GrantCount {
+		if au.Grant.Kind != api.GrantCount {
 			return false, nil
 		}
 	case au.NewGrant != nil:
 		g := *au.NewGrant
 		g.ID, g.AgentID = newID("g-"), owner.ID
-		if g.Kind == client.GrantCount {
+		if g.Kind == api.GrantCount {
 			// A new y -N replaces the count still running, as it always did.
 			if err := endCountGrants(tx, owner, "replaced by "+g.ID); err != nil {
 				return false, err
@@ -54,7 +54,10 @@ func applyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *
 		if err := tx.Audit(a.ID, "grant", &g); err != nil {
 			return false, err
 		}
-		d.Grant, d.GrantLabel = g.ID, g.Describe()
+		d.Grant, d.GrantLabel = g.ID, g.Name()
+		if g.Count > 0 {
+			d.GrantCount, d.GrantLeft = g.Count, g.Left()
+		}
 	default:
 		return false, nil
 	}
@@ -68,7 +71,7 @@ func endCountGrants(tx *store.Tx, owner *store.Agent, why string) error {
 		return err
 	}
 	for _, g := range live {
-		if g.Kind == client.GrantCount {
+		if g.Kind == api.GrantCount {
 			if _, err := tx.RevokeGrant(g.ID, why); err != nil {
 				return err
 			}
@@ -86,7 +89,7 @@ func syncPolicy(tx *store.Tx, owner *store.Agent) (bool, error) {
 	}
 	left := 0
 	for _, g := range live {
-		if g.Kind == client.GrantCount && g.StateAt(tx.Now(), owner.RunID) == client.GrantActive {
+		if g.Kind == api.GrantCount && g.StateAt(tx.Now(), owner.RunID) == api.GrantActive {
 			left += g.Left()
 		}
 	}
@@ -113,7 +116,7 @@ func grantAutoSteps(tx *store.Tx, a *store.Agent, by, source string) error {
 	if err := endCountGrants(tx, a, "a new run's policy"); err != nil {
 		return err
 	}
-	g := &client.Grant{ID: newID("g-"), AgentID: a.ID, Kind: client.GrantCount, By: by, Source: source,
+	g := &api.Grant{ID: newID("g-"), AgentID: a.ID, Kind: api.GrantCount, By: by, Source: source,
 		Label: fmt.Sprintf("auto mode for %d steps", a.Policy.AutoSteps), Count: a.Policy.AutoSteps, RunID: a.RunID}
 	if name, ok := strings.CutPrefix(by, "schedule "); ok {
 		g.Label = "autonomy of schedule " + name
@@ -128,8 +131,8 @@ func grantAutoSteps(tx *store.Tx, a *store.Agent, by, source string) error {
 }
 
 // Grants lists the agent's grants, newest first, each with its state now.
-func (s *policyService) Grants(ctx context.Context, ref string) (*client.GrantList, error) {
-	var out *client.GrantList
+func (s *policyService) Grants(ctx context.Context, ref string) (*api.GrantList, error) {
+	var out *api.GrantList
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
@@ -146,7 +149,7 @@ func (s *policyService) Grants(ctx context.Context, ref string) (*client.GrantLi
 		for i := range gs {
 			gs[i].Mark(tx.Now(), owner.RunID)
 		}
-		out = &client.GrantList{AgentID: a.ID, Agent: a.Name, Grants: gs}
+		out = &api.GrantList{AgentID: a.ID, Agent: a.Name, Grants: gs}
 		return nil
 	})
 	return out, err
@@ -154,12 +157,12 @@ func (s *policyService) Grants(ctx context.Context, ref string) (*client.GrantLi
 
 // RevokeGrant revokes one of the agent's grants. The next authorization reads grants
 // afresh, so it approves nothing from the agent's next proposal on.
-func (s *policyService) RevokeGrant(ctx context.Context, ref string, req client.RevokeRequest) (*client.Grant, error) {
+func (s *policyService) RevokeGrant(ctx context.Context, ref string, req api.RevokeRequest) (*api.Grant, error) {
 	req.ID = strings.TrimSpace(req.ID)
 	if req.ID == "" {
 		return nil, badRequest("no grant id: `agentctl policy AGENT` lists them")
 	}
-	var g *client.Grant
+	var g *api.Grant
 	err := s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
@@ -194,7 +197,7 @@ func (s *policyService) RevokeGrant(ctx context.Context, ref string, req client.
 // AddGrant previews a pattern grant — which of the agent's latest proposals it would
 // have approved — and stores it unless req.DryRun. The preview and the authorization
 // test proposals with the same cycle.Matches, so it approves exactly what it showed.
-func (s *policyService) AddGrant(ctx context.Context, ref string, req client.GrantRequest) (*client.GrantPreview, error) {
+func (s *policyService) AddGrant(ctx context.Context, ref string, req api.GrantRequest) (*api.GrantPreview, error) {
 	g, err := checkGrantRequest(req)
 	if err != nil {
 		return nil, err
@@ -205,7 +208,7 @@ func (s *policyService) AddGrant(ctx context.Context, ref string, req client.Gra
 	}
 	n = min(n, maxPreview)
 	l := s.live()
-	var out *client.GrantPreview
+	var out *api.GrantPreview
 	var agentID string
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
@@ -252,12 +255,12 @@ func (s *policyService) AddGrant(ctx context.Context, ref string, req client.Gra
 
 // newGrant is a pattern grant being added, with its time bound still relative.
 type newGrant struct {
-	client.Grant
+	api.Grant
 	Expires time.Duration
 }
 
 // checkGrantRequest checks req and returns the grant it asks for, without id or agent.
-func checkGrantRequest(req client.GrantRequest) (newGrant, error) {
+func checkGrantRequest(req api.GrantRequest) (newGrant, error) {
 	var g newGrant
 	pat, err := permission.Parse(strings.TrimSpace(req.Pattern))
 	if err != nil {
@@ -274,7 +277,7 @@ func checkGrantRequest(req client.GrantRequest) (newGrant, error) {
 			return g, badRequest("expires %q: want a duration such as 30m or 8h", req.Expires)
 		}
 	}
-	g.Kind, g.Pattern, g.Count, g.By, g.Source, g.Label = client.GrantPattern, pat.String(), req.Count, req.By, req.Source, "policy add"
+	g.Kind, g.Pattern, g.Count, g.By, g.Source, g.Label = api.GrantPattern, pat.String(), req.Count, req.By, req.Source, "policy add"
 	if g.Source == "" {
 		g.Source = "api"
 	}
@@ -283,12 +286,12 @@ func checkGrantRequest(req client.GrantRequest) (newGrant, error) {
 
 // preview weighs a's n latest proposals against grant g, with each command's spec as the
 // agent has it now (as the authorization would).
-func (s *policyService) preview(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, g newGrant, n int) (*client.GrantPreview, error) {
+func (s *policyService) preview(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, g newGrant, n int) (*api.GrantPreview, error) {
 	ps, err := tx.LatestProposals(a.ID, n)
 	if err != nil {
 		return nil, err
 	}
-	out := &client.GrantPreview{AgentID: a.ID, Pattern: g.Pattern, Looked: len(ps), Matches: []client.GrantMatch{}}
+	out := &api.GrantPreview{AgentID: a.ID, Pattern: g.Pattern, Looked: len(ps), Matches: []api.GrantMatch{}}
 	opts := policyOptions(l, a)
 	for i := range ps {
 		p := &ps[i]
@@ -300,7 +303,7 @@ func (s *policyService) preview(ctx context.Context, l *live, tx *store.Tx, a *s
 		if subject == "" {
 			subject = compactJSON(p.Args)
 		}
-		out.Matches = append(out.Matches, client.GrantMatch{ProposalID: p.ID, Step: p.Step, Command: p.Command, Subject: subject})
+		out.Matches = append(out.Matches, api.GrantMatch{ProposalID: p.ID, Step: p.Step, Command: p.Command, Subject: subject})
 	}
 	return out, nil
 }

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/run"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // apiService is the local API over the harness's supervisor: the agents' half only.
@@ -24,7 +24,7 @@ type apiService struct {
 }
 
 // serveAPI serves the harness's supervisor on a unix socket and returns agentctl's client for it.
-func (h *harness) serveAPI() *client.Client {
+func (h *harness) serveAPI() *api.Client {
 	h.t.Helper()
 	sock := filepath.Join(testutil.ShortTempDir(h.t), "s")
 	ln, err := localapi.Listen(sock)
@@ -34,7 +34,7 @@ func (h *harness) serveAPI() *client.Client {
 	srv := &http.Server{Handler: localapi.NewHandler(apiService{AgentService: h.sup.API().Facade()}, nil)}
 	go srv.Serve(ln)
 	h.t.Cleanup(func() { srv.Close() })
-	return &client.Client{Socket: sock}
+	return &api.Client{Socket: sock}
 }
 
 // TestGrantsEndToEnd drives grants as agentctl does, through the local API: y! grants
@@ -61,17 +61,17 @@ func TestGrantsEndToEnd(t *testing.T) {
 	)
 	c := h.serveAPI()
 	ctx := context.Background()
-	a, err := c.CreateAgent(ctx, client.CreateAgentRequest{Name: "tester", Description: "a test agent", Goals: []string{"test things"}})
+	a, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: "tester", Description: "a test agent", Goals: []string{"test things"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	decide := func(want, text string) *client.Decision {
+	decide := func(want, text string) *api.Decision {
 		t.Helper()
 		p := h.pending(a.ID)
 		if got := p.Command + string(p.Args); !strings.Contains(got, want) {
 			t.Fatalf("pending proposal %s, want one with %s", got, want)
 		}
-		req, err := client.ParseDecision(text)
+		req, err := api.ParseDecision(text)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("decide %q on %s: %v", text, p.ID, err)
 		}
-		h.waitFor(a.ID, "the decision to take", func(v *client.Agent) bool { return v.Pending == nil || v.Pending.ID != p.ID })
+		h.waitFor(a.ID, "the decision to take", func(v *api.Agent) bool { return v.Pending == nil || v.Pending.ID != p.ID })
 		return d
 	}
 	exact := decide(`"one"`, "y!")
@@ -89,7 +89,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 	}
 	decide(`"a"`, "y")
 	count := decide(`"two"`, "y -3")
-	if count.Grant == "" || count.GrantLabel != "root's y -3 (2 left)" {
+	if count.Grant == "" || count.GrantText() != "root's y -3 (2 of 2 left)" {
 		t.Fatalf("y -3 decision %+v, want a count grant of 2 more", count)
 	}
 	p7 := h.pending(a.ID)
@@ -99,11 +99,11 @@ func TestGrantsEndToEnd(t *testing.T) {
 	if v, _ := c.Agent(ctx, a.Name); v.Policy.Mode != "ask" || v.Policy.AutoSteps != 0 {
 		t.Errorf("policy after the count grant ran out: %+v, want ask", v.Policy)
 	}
-	revoked, err := c.RevokeGrant(ctx, a.Name, client.RevokeRequest{ID: exact.Grant, By: "root"})
-	if err != nil || revoked.State != client.GrantRevoked || revoked.RevokedBy != "root" {
+	revoked, err := c.RevokeGrant(ctx, a.Name, api.RevokeRequest{ID: exact.Grant, By: "root"})
+	if err != nil || revoked.State != api.GrantRevoked || revoked.RevokedBy != "root" {
 		t.Fatalf("revoke: %+v, %v", revoked, err)
 	}
-	if _, err := c.RevokeGrant(ctx, a.Name, client.RevokeRequest{ID: exact.Grant}); err == nil {
+	if _, err := c.RevokeGrant(ctx, a.Name, api.RevokeRequest{ID: exact.Grant}); err == nil {
 		t.Error("revoking twice succeeded")
 	}
 	decide("other.txt", "y")
@@ -113,7 +113,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 	}
 
 	// Widening: the preview lists what the pattern would have approved, before it is stored.
-	pv, err := c.AddGrant(ctx, a.Name, client.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl", DryRun: true})
+	pv, err := c.AddGrant(ctx, a.Name, api.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl", DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +127,11 @@ func TestGrantsEndToEnd(t *testing.T) {
 	if gl, _ := c.Grants(ctx, a.Name); len(gl.Grants) != 2 {
 		t.Fatalf("grants after a dry run: %+v, want the two made by decisions", gl.Grants)
 	}
-	stored, err := c.AddGrant(ctx, a.Name, client.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl"})
+	stored, err := c.AddGrant(ctx, a.Name, api.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl"})
 	if err != nil || stored.Grant == nil || len(stored.Matches) != len(shown) {
 		t.Fatalf("add grant: %+v, %v", stored, err)
 	}
-	p10 := h.waitFor(a.ID, "the write of other.txt", func(v *client.Agent) bool {
+	p10 := h.waitFor(a.ID, "the write of other.txt", func(v *api.Agent) bool {
 		return v.Pending != nil && strings.Contains(string(v.Pending.Args), `"y"`)
 	}).Pending
 
@@ -143,14 +143,14 @@ func TestGrantsEndToEnd(t *testing.T) {
 	var got []string
 	for _, s := range rp.Steps {
 		for _, d := range s.Decisions {
-			got = append(got, d.Source+":"+d.GrantLabel)
+			got = append(got, d.Source+":"+d.GrantText())
 		}
 	}
 	day := stored.Grant.CreatedAt.Format("2006-01-02")
 	want := []string{
 		"agentctl:root's y! on this exact write_file", "agentctl:",
-		"grant:root's y! on this exact write_file", "agentctl:root's y -3 (2 left)",
-		"grant:root's y -3 (1 left)", "grant:root's y -3 (0 left)",
+		"grant:root's y! on this exact write_file", "agentctl:root's y -3 (2 of 2 left)",
+		"grant:root's y -3 (1 of 2 left)", "grant:root's y -3 (0 of 2 left)",
 		"agentctl:", "grant:rule write_file(notes.txt) added by root " + day, "grant:rule write_file(notes.txt) added by root " + day,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -163,10 +163,10 @@ func TestGrantsEndToEnd(t *testing.T) {
 	var byGrant []string
 	for _, ep := range hist {
 		if d := ep.Decision; d != nil && d.Source == "grant" {
-			byGrant = append(byGrant, d.GrantLabel)
+			byGrant = append(byGrant, d.GrantText())
 		}
 	}
-	if len(byGrant) != 5 || !slices.Contains(byGrant, "root's y -3 (0 left)") {
+	if len(byGrant) != 5 || !slices.Contains(byGrant, "root's y -3 (0 of 2 left)") {
 		t.Errorf("history's grant approvals %q, want the five, named with their countdown", byGrant)
 	}
 	w, err := c.Why(ctx, a.Name)
@@ -183,8 +183,12 @@ func TestGrantsEndToEnd(t *testing.T) {
 	states := map[string]string{}
 	for _, g := range gl.Grants {
 		states[g.ID] = g.State
+		// One count, one wording: agentctl policy shows the grant as its last approval did.
+		if g.ID == count.Grant && g.Describe() != "root's y -3 (0 of 2 left)" {
+			t.Errorf("policy shows the y -3 grant as %q, history's last approval by it as %q", g.Describe(), "root's y -3 (0 of 2 left)")
+		}
 	}
-	if states[exact.Grant] != client.GrantRevoked || states[count.Grant] != client.GrantUsedUp || states[stored.Grant.ID] != client.GrantActive {
+	if states[exact.Grant] != api.GrantRevoked || states[count.Grant] != api.GrantUsedUp || states[stored.Grant.ID] != api.GrantActive {
 		t.Errorf("grant states %v", states)
 	}
 	if p10.Command != "write_file" {
@@ -199,8 +203,8 @@ func TestScheduleAutonomyIsAGrant(t *testing.T) {
 	side := func(what string) string { return reply("test_side_effect", map[string]string{"what": what}) }
 	h.fake.Script(side("a"), side("b"), side("c"))
 	a, err := h.sup.runs.CreateRun(context.Background(),
-		client.CreateAgentRequest{Name: "nightly", Description: "a test agent", Task: "touch things"},
-		run.Options{Policy: &client.Policy{Mode: "auto", AutoSteps: 2}, By: "schedule nightly", Source: "schedule"})
+		api.CreateAgentRequest{Name: "nightly", Description: "a test agent", Task: "touch things"},
+		run.Options{Policy: &api.Policy{Mode: "auto", AutoSteps: 2}, By: "schedule nightly", Source: "schedule"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,14 +219,14 @@ func TestScheduleAutonomyIsAGrant(t *testing.T) {
 	var got []string
 	for _, s := range rp.Steps {
 		for _, d := range s.Decisions {
-			got = append(got, d.Source+":"+d.GrantLabel)
+			got = append(got, d.Source+":"+d.GrantText())
 		}
 	}
-	if want := "grant:autonomy of schedule nightly (1 left) grant:autonomy of schedule nightly (0 left)"; strings.Join(got, " ") != want {
+	if want := "grant:autonomy of schedule nightly (1 of 2 left) grant:autonomy of schedule nightly (0 of 2 left)"; strings.Join(got, " ") != want {
 		t.Errorf("decisions %q, want %q", strings.Join(got, " "), want)
 	}
 	gl, err := h.sup.policyService.Grants(context.Background(), a.ID)
-	if err != nil || len(gl.Grants) != 1 || gl.Grants[0].Source != "schedule" || gl.Grants[0].RunID != a.RunID || gl.Grants[0].State != client.GrantUsedUp {
+	if err != nil || len(gl.Grants) != 1 || gl.Grants[0].Source != "schedule" || gl.Grants[0].RunID != a.RunID || gl.Grants[0].State != api.GrantUsedUp {
 		t.Errorf("grants %+v, %v: want the schedule's, used up, bound to its run", gl, err)
 	}
 }
@@ -232,12 +236,12 @@ func TestGrantSurvivesRestart(t *testing.T) {
 	h := newHarness(t)
 	write := reply("write_file", map[string]string{"path": "notes.txt", "contents": "one"})
 	h.fake.Script(write, reply("test_side_effect", map[string]string{"what": "a"}), write, reply("test_side_effect", map[string]string{"what": "b"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	d, err := h.decide(a.ID, h.pending(a.ID), "y!")
 	if err != nil || d.Grant == "" {
 		t.Fatalf("y!: %+v, %v", d, err)
 	}
-	p := h.waitFor(a.ID, "the next proposal", func(v *client.Agent) bool {
+	p := h.waitFor(a.ID, "the next proposal", func(v *api.Agent) bool {
 		return v.Pending != nil && v.Pending.Command == "test_side_effect"
 	}).Pending
 	h.stop()
@@ -245,7 +249,7 @@ func TestGrantSurvivesRestart(t *testing.T) {
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}
-	last := h.waitFor(a.ID, "the last proposal", func(v *client.Agent) bool {
+	last := h.waitFor(a.ID, "the last proposal", func(v *api.Agent) bool {
 		return v.Pending != nil && strings.Contains(string(v.Pending.Args), `"b"`)
 	})
 	w, err := h.sup.policyService.Why(context.Background(), a.ID)

@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // The harness every supervisor test starts from: a fake model, a store in a temp folder,
@@ -120,7 +120,7 @@ func reply(name string, args any) string {
 	return string(b)
 }
 
-func (h *harness) create(req client.CreateAgentRequest) *client.Agent {
+func (h *harness) create(req api.CreateAgentRequest) *api.Agent {
 	h.t.Helper()
 	if req.Name == "" && req.Task == "" {
 		req.Name, req.Description, req.Goals = "tester", "a test agent", []string{"test things"}
@@ -134,9 +134,9 @@ func (h *harness) create(req client.CreateAgentRequest) *client.Agent {
 
 // waitFor polls the agent until cond holds. The bound is generous: a 64-step run under
 // -race on a loaded 2-core machine takes well over 10 s, and a wait costs nothing when met.
-func (h *harness) waitFor(id string, what string, cond func(a *client.Agent) bool) *client.Agent {
+func (h *harness) waitFor(id string, what string, cond func(a *api.Agent) bool) *api.Agent {
 	h.t.Helper()
-	var a *client.Agent
+	var a *api.Agent
 	var err error
 	if !testutil.Wait(30*time.Second, func() bool {
 		a, err = h.sup.agentViews.Agent(context.Background(), id)
@@ -147,16 +147,16 @@ func (h *harness) waitFor(id string, what string, cond func(a *client.Agent) boo
 	return a
 }
 
-func (h *harness) pending(id string) *client.Proposal {
+func (h *harness) pending(id string) *api.Proposal {
 	h.t.Helper()
-	a := h.waitFor(id, "a pending proposal", func(a *client.Agent) bool {
-		return a.State == client.StateAwaitingDecision && a.Pending != nil
+	a := h.waitFor(id, "a pending proposal", func(a *api.Agent) bool {
+		return a.State == api.StateAwaitingDecision && a.Pending != nil
 	})
 	return a.Pending
 }
 
-func (h *harness) decide(id string, p *client.Proposal, text string) (*client.Decision, error) {
-	req, err := client.ParseDecision(text)
+func (h *harness) decide(id string, p *api.Proposal, text string) (*api.Decision, error) {
+	req, err := api.ParseDecision(text)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func (h *harness) decide(id string, p *client.Proposal, text string) (*client.De
 	return h.sup.decisions.Decide(context.Background(), id, req)
 }
 
-func (h *harness) history(id string) []client.Episode {
+func (h *harness) history(id string) []api.Episode {
 	eps, err := h.sup.agentViews.History(context.Background(), id)
 	if err != nil {
 		h.t.Fatal(err)

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Sub-agents. A helper is a real agent of this daemon — its own runs, history, memory
@@ -60,7 +60,7 @@ func (h helperEnv) waitingTx(tx *store.Tx, cmd string) (*store.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.Status != client.ProposalStarted || p.RunID != parent.RunID || !active(parent.State) {
+	if p.Status != api.ProposalStarted || p.RunID != parent.RunID || !active(parent.State) {
 		return nil, fmt.Errorf("%s: not run: your run was stopped", cmd)
 	}
 	return parent, nil
@@ -103,8 +103,8 @@ func helperByKey(tx *store.Tx, parentID, key, cmd string) (*store.Agent, error) 
 // helperPolicy is a helper's own policy: ask. It is never used for its proposals —
 // they follow its top agent's policy as it is at each step (policyOwner) — but it keeps
 // a copied count of approvals from being spent twice, or shown as if it were.
-func helperPolicy(client.Policy) client.Policy {
-	return client.Policy{Mode: "ask"}
+func helperPolicy(api.Policy) api.Policy {
+	return api.Policy{Mode: "ask"}
 }
 
 // Start implements commands.Helpers.
@@ -128,7 +128,7 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	helper := &store.Agent{Agent: client.Agent{
+	helper := &store.Agent{Agent: api.Agent{
 		ID: newID("a-"), Description: task, Task: prompt, State: cycle.Initial,
 		RunID: newID("r-"), Workspace: ws, ParentID: h.parentID,
 	}}
@@ -138,7 +138,7 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 	if helper.Description == "" {
 		helper.Description = "a helper agent"
 	}
-	var out *client.Agent
+	var out *api.Agent
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		parent, err := h.waitingTx(tx, cmd)
 		if err != nil {
@@ -197,7 +197,7 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		}
 		return err
 	}
-	s.events.Publish(client.Event{Type: client.EventState, AgentID: helper.ID, Agent: out, Message: "created"})
+	s.events.Publish(api.Event{Type: api.EventState, AgentID: helper.ID, Agent: out, Message: "created"})
 	s.kick(helper.ID)
 	return nil
 }
@@ -222,7 +222,7 @@ func (h helperEnv) Message(ctx context.Context, key, message string) error {
 		if err != nil {
 			return err
 		}
-		if a.State != client.StateIdle && a.State != client.StateFailed {
+		if a.State != api.StateIdle && a.State != api.StateFailed {
 			return fmt.Errorf("%s: helper %s is %s, not done with its last task: wait, or remove it with delete_agent", cmd, key, a.State)
 		}
 		if err := newRunTx(tx, a, message); err != nil {
@@ -276,16 +276,16 @@ func (h helperEnv) Delete(ctx context.Context, key string) error {
 }
 
 // helperResult is what the parent's command shows of its helper's end.
-func helperResult(key, outcome, reason string) (string, client.ProposalStatus) {
+func helperResult(key, outcome, reason string) (string, api.ProposalStatus) {
 	switch outcome {
 	case "finished":
-		return fmt.Sprintf("helper %s finished: %s", key, reason), client.ProposalSucceeded
+		return fmt.Sprintf("helper %s finished: %s", key, reason), api.ProposalSucceeded
 	case run.OutcomeRemoved:
-		return fmt.Sprintf("Error: helper %s was removed before it finished", key), client.ProposalFailed
+		return fmt.Sprintf("Error: helper %s was removed before it finished", key), api.ProposalFailed
 	case "":
-		return fmt.Sprintf("Error: helper %s ended without a report", key), client.ProposalFailed
+		return fmt.Sprintf("Error: helper %s ended without a report", key), api.ProposalFailed
 	}
-	return fmt.Sprintf("Error: helper %s did not finish (%s): %s", key, strings.ReplaceAll(outcome, "_", " "), reason), client.ProposalFailed
+	return fmt.Sprintf("Error: helper %s did not finish (%s): %s", key, strings.ReplaceAll(outcome, "_", " "), reason), api.ProposalFailed
 }
 
 // errDelivered rolls back a delivery that found nothing to deliver.
@@ -331,7 +331,7 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		key = w.HelperID
 	}
 	result, status := helperResult(key, outcome, reason)
-	var ep *client.Episode
+	var ep *api.Episode
 	_, err = s.mutateThen(ctx, w.AgentID, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if ok, err := tx.DeleteWait(w.ProposalID); err != nil {
 			return err
@@ -344,10 +344,10 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		}
 		ev := cycle.Event{Kind: cycle.Succeed, Result: result}
 		epOutcome := "succeeded"
-		if status == client.ProposalFailed {
+		if status == api.ProposalFailed {
 			ev.Kind, epOutcome = cycle.Fail, "failed"
 		}
-		if p.Status != client.ProposalStarted {
+		if p.Status != api.ProposalStarted {
 			return nil // withdrawn meanwhile (its run was stopped): the wait just goes
 		}
 		on := a
@@ -363,13 +363,13 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		}
 		s.audit.keep(tx, a.ID, epOutcome, map[string]string{"proposal": p.ID, "command": p.Command, "helper": w.HelperID})
 		return nil
-	}, func(a *client.Agent) []client.Event {
+	}, func(a *api.Agent) []api.Event {
 		if ep == nil {
 			return nil
 		}
-		return []client.Event{{Type: client.EventResult, AgentID: a.ID, Episode: ep}}
+		return []api.Event{{Type: api.EventResult, AgentID: a.ID, Episode: ep}}
 	})
-	if err != nil && !errors.Is(err, errDelivered) && !errors.Is(err, client.ErrNotFound) {
+	if err != nil && !errors.Is(err, errDelivered) && !errors.Is(err, api.ErrNotFound) {
 		s.log.Error("delivering a helper's end", "run", runID, "proposal", w.ProposalID, "err", err)
 	}
 }
@@ -406,7 +406,7 @@ func (s *helpers) stopHelpers(ctx context.Context, parentID string) {
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		hs, err := tx.Helpers(parentID)
 		for _, h := range hs {
-			if h.State != client.StateIdle {
+			if h.State != api.StateIdle {
 				ids = append(ids, h.ID)
 			}
 		}
@@ -416,7 +416,7 @@ func (s *helpers) stopHelpers(ctx context.Context, parentID string) {
 		s.log.Error("listing helpers to stop", "agent", parentID, "err", err)
 	}
 	for _, id := range ids {
-		if _, err := s.stop(ctx, id, "stopped: its parent's run ended"); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+		if _, err := s.stop(ctx, id, "stopped: its parent's run ended"); err != nil && !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrNotFound) {
 			s.log.Error("stopping a helper", "agent", id, "err", err)
 		}
 	}
@@ -470,7 +470,7 @@ func (s *helpers) pauseHelpers(ctx context.Context, id, name string) {
 		if !active(h.State) {
 			continue
 		}
-		if _, err := s.pause(ctx, h.ID, pausedWith(name)); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+		if _, err := s.pause(ctx, h.ID, pausedWith(name)); err != nil && !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrNotFound) {
 			s.log.Error("pausing a helper", "agent", h.ID, "err", err)
 		}
 	}
@@ -485,10 +485,10 @@ func (s *helpers) resumeHelpers(ctx context.Context, id, name string) {
 	}
 	why := pausedWith(name)
 	for _, h := range hs {
-		if h.State != client.StatePaused || h.StateReason != why {
+		if h.State != api.StatePaused || h.StateReason != why {
 			continue
 		}
-		if _, err := s.resume(ctx, h.ID, why); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+		if _, err := s.resume(ctx, h.ID, why); err != nil && !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrNotFound) {
 			s.log.Error("resuming a helper", "agent", h.ID, "err", err)
 		}
 	}
@@ -514,7 +514,7 @@ func (s *helpers) stopStrays(ctx context.Context) error {
 			return err
 		}
 		for _, a := range agents {
-			if a.ParentID == "" || a.State == client.StateIdle {
+			if a.ParentID == "" || a.State == api.StateIdle {
 				continue
 			}
 			if _, err := tx.Agent(a.ParentID); errors.Is(err, store.ErrNotFound) {
@@ -544,7 +544,7 @@ func (s *helpers) stopStrays(ctx context.Context) error {
 	}
 	for _, x := range strays {
 		s.log.Warn("stopping a helper its parent left running", "agent", x.id, "reason", x.why)
-		if _, err := s.stop(ctx, x.id, x.why); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+		if _, err := s.stop(ctx, x.id, x.why); err != nil && !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrNotFound) {
 			return err
 		}
 	}
@@ -582,9 +582,9 @@ type helpers struct {
 // helperHost is what the helpers need of the supervisor: changing an agent under its
 // runner's lock and ending a step.
 type helperHost interface {
-	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*client.Agent) []client.Event) (*client.Agent, error)
-	recordEpisode(tx *store.Tx, agentID string, p *client.Proposal, ep *client.Episode) error
-	pause(ctx context.Context, ref, reason string) (*client.Agent, error)
-	resume(ctx context.Context, ref, only string) (*client.Agent, error)
-	stop(ctx context.Context, ref, reason string) (*client.Agent, error)
+	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+	pause(ctx context.Context, ref, reason string) (*api.Agent, error)
+	resume(ctx context.Context, ref, only string) (*api.Agent, error)
+	stop(ctx context.Context, ref, reason string) (*api.Agent, error)
 }

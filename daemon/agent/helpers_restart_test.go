@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -25,7 +25,7 @@ func TestHelperWaitSurvivesRestart(t *testing.T) {
 	h.stop()
 	h.start()
 	h.fake.OnChat(b.reply)
-	if got, _ := h.sup.agentViews.Agent(context.Background(), boss.ID); got.State != client.StateExecuting {
+	if got, _ := h.sup.agentViews.Agent(context.Background(), boss.ID); got.State != api.StateExecuting {
 		t.Fatalf("boss after restart: %s (%s), want executing", got.State, got.StateReason)
 	}
 	if _, err := h.decide(a.ID, hp, "y"); err != nil {
@@ -51,7 +51,7 @@ func TestHelperEndWhileDownIsDeliveredOnce(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		ha.State, ha.StateReason = client.StateIdle, "finished: ended offline"
+		ha.State, ha.StateReason = api.StateIdle, "finished: ended offline"
 		if err := tx.UpdateAgent(ha); err != nil {
 			return err
 		}
@@ -80,19 +80,19 @@ func TestStartAgentWithoutWaitIsInterruptedOnRestart(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		a.State, a.Step = client.StateExecuting, 1
+		a.State, a.Step = api.StateExecuting, 1
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}
-		return tx.InsertProposal(&client.Proposal{ID: "p-x", AgentID: a.ID, RunID: a.RunID, Step: 1, Command: commands.StartAgent,
-			Args: []byte(`{"name":"a","task":"t","prompt":"go"}`), Hash: "h", Status: client.ProposalStarted})
+		return tx.InsertProposal(&api.Proposal{ID: "p-x", AgentID: a.ID, RunID: a.RunID, Step: 1, Command: commands.StartAgent,
+			Args: []byte(`{"name":"a","task":"t","prompt":"go"}`), Hash: "h", Status: api.ProposalStarted})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.start()
-	got := h.waitFor(boss.ID, "interrupted", func(a *client.Agent) bool { return a.Pending != nil })
-	if got.Pending.Status != client.ProposalInterrupted || got.State != client.StateAwaitingDecision {
+	got := h.waitFor(boss.ID, "interrupted", func(a *api.Agent) bool { return a.Pending != nil })
+	if got.Pending.Status != api.ProposalInterrupted || got.State != api.StateAwaitingDecision {
 		t.Fatalf("boss = %s, pending %+v", got.State, got.Pending)
 	}
 }
@@ -123,14 +123,14 @@ func TestRestartStopsHelpersOfEndedRuns(t *testing.T) {
 			return err
 		}
 		msg := "withdrawn: the run was stopped"
-		if _, err := tx.SetProposalStatus(second.ID, client.ProposalFailed, &msg, client.ProposalStarted); err != nil {
+		if _, err := tx.SetProposalStatus(second.ID, api.ProposalFailed, &msg, api.ProposalStarted); err != nil {
 			return err
 		}
 		pa, err := tx.Agent(boss.ID)
 		if err != nil {
 			return err
 		}
-		pa.State, pa.StateReason = client.StateIdle, "stopped by a person"
+		pa.State, pa.StateReason = api.StateIdle, "stopped by a person"
 		if err := tx.UpdateAgent(pa); err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func TestRestartStopsHelpersOfEndedRuns(t *testing.T) {
 	h.start()
 	h.fake.OnChat(b.reply)
 	got, _ := h.sup.agentViews.Agent(ctx, bh.ID)
-	if got.State != client.StateIdle || got.StateReason != strayParentEnded {
+	if got.State != api.StateIdle || got.StateReason != strayParentEnded {
 		t.Fatalf("helper of an ended run after restart: %s (%s), want idle (%s)", got.State, got.StateReason, strayParentEnded)
 	}
 	if len(got.Runs) == 0 || got.Runs[0].Outcome != "stopped" || got.Runs[0].Reason != strayParentEnded {
@@ -187,7 +187,7 @@ func TestRestartStopsHelpersWhoseParentIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != client.StateIdle || got.StateReason != strayParentGone || got.Pending != nil {
+	if got.State != api.StateIdle || got.StateReason != strayParentGone || got.Pending != nil {
 		t.Fatalf("helper of a removed parent after restart: %s (%s), pending %v", got.State, got.StateReason, got.Pending)
 	}
 }

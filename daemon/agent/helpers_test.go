@@ -10,10 +10,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -31,7 +31,7 @@ func (b *byAgent) script(name string, replies ...string) {
 	b.q[name] = append(b.q[name], replies...)
 }
 
-func (b *byAgent) reply(req *api.ChatRequest) (string, error) {
+func (b *byAgent) reply(req *ollama.ChatRequest) (string, error) {
 	if len(req.Messages) == 0 {
 		return "", errors.New("no messages")
 	}
@@ -55,12 +55,12 @@ func newHelperHarness(t *testing.T, mod ...func(*Options)) (*harness, *byAgent) 
 	return h, b
 }
 
-func (h *harness) boss() *client.Agent {
-	return h.create(client.CreateAgentRequest{Name: "boss", Description: "a lead", Goals: []string{"get things done"}})
+func (h *harness) boss() *api.Agent {
+	return h.create(api.CreateAgentRequest{Name: "boss", Description: "a lead", Goals: []string{"get things done"}})
 }
 
 // approve approves the agent's next proposal, which must be command.
-func (h *harness) approve(id, command string) *client.Proposal {
+func (h *harness) approve(id, command string) *api.Proposal {
 	h.t.Helper()
 	p := h.pending(id)
 	if p.Command != command {
@@ -73,16 +73,16 @@ func (h *harness) approve(id, command string) *client.Proposal {
 }
 
 // helper waits for the agent named name to exist.
-func (h *harness) helper(name string) *client.Agent {
+func (h *harness) helper(name string) *api.Agent {
 	h.t.Helper()
-	return h.waitFor(name, "helper "+name, func(*client.Agent) bool { return true })
+	return h.waitFor(name, "helper "+name, func(*api.Agent) bool { return true })
 }
 
 // episode waits for the agent's episode of proposal p.
-func (h *harness) episode(id string, p *client.Proposal) client.Episode {
+func (h *harness) episode(id string, p *api.Proposal) api.Episode {
 	h.t.Helper()
-	var found []client.Episode
-	h.waitFor(id, "the episode of "+p.ID, func(*client.Agent) bool {
+	var found []api.Episode
+	h.waitFor(id, "the episode of "+p.ID, func(*api.Agent) bool {
 		found = nil
 		for _, e := range h.history(id) {
 			if e.ProposalID == p.ID {
@@ -120,7 +120,7 @@ func TestHelperLifecycle(t *testing.T) {
 		t.Fatalf("helper workspace = %s, want %s", helper.Workspace, want)
 	}
 	h.approve(helper.ID, "write_file")
-	if a, _ := h.sup.agentViews.Agent(context.Background(), boss.ID); a.State != client.StateExecuting || a.Pending != nil {
+	if a, _ := h.sup.agentViews.Agent(context.Background(), boss.ID); a.State != api.StateExecuting || a.Pending != nil {
 		t.Fatalf("boss while its helper works: state %s, pending %v; want executing with nothing to decide", a.State, a.Pending)
 	}
 	h.approve(helper.ID, "finish")
@@ -147,14 +147,14 @@ func TestHelperLifecycle(t *testing.T) {
 	if ep := h.episode(boss.ID, del); ep.Result != "deleted helper fetcher" {
 		t.Fatalf("delete_agent episode = %+v", ep)
 	}
-	if _, err := h.sup.agentViews.Agent(context.Background(), helper.ID); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.agentViews.Agent(context.Background(), helper.ID); !errors.Is(err, api.ErrNotFound) {
 		t.Fatalf("deleted helper: %v", err)
 	}
 	if _, err := os.Stat(helper.Workspace); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("deleted helper's workspace: %v", err)
 	}
 	h.approve(boss.ID, "finish")
-	h.waitFor(boss.ID, "boss idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	h.waitFor(boss.ID, "boss idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 }
 
 func TestHelperLimits(t *testing.T) {
@@ -212,13 +212,13 @@ func TestStoppingAParentStopsItsHelpers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{a.ID, ab.ID} {
-		got := h.waitFor(id, "helper stopped", func(a *client.Agent) bool { return a.State == client.StateIdle })
+		got := h.waitFor(id, "helper stopped", func(a *api.Agent) bool { return a.State == api.StateIdle })
 		if got.StateReason != "stopped: its parent's run ended" {
 			t.Errorf("%s: reason %q", got.Name, got.StateReason)
 		}
 	}
 	ps, _ := h.sup.agentViews.Proposals(context.Background(), boss.ID)
-	if p := ps[len(ps)-1]; p.ID != start.ID || p.Status != client.ProposalFailed || !strings.Contains(p.Result, "withdrawn") {
+	if p := ps[len(ps)-1]; p.ID != start.ID || p.Status != api.ProposalFailed || !strings.Contains(p.Result, "withdrawn") {
 		t.Fatalf("boss's start_agent after stop = %+v", p)
 	}
 }
@@ -241,7 +241,7 @@ func TestDeletingAParentRemovesItsHelpers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{boss.ID, a.ID} {
-		if _, err := h.sup.agentViews.Agent(context.Background(), id); !errors.Is(err, client.ErrNotFound) {
+		if _, err := h.sup.agentViews.Agent(context.Background(), id); !errors.Is(err, api.ErrNotFound) {
 			t.Errorf("agent %s after its parent's removal: %v", id, err)
 		}
 	}
@@ -275,7 +275,7 @@ func TestHelperFollowsParentPolicy(t *testing.T) {
 	b.script("boss", reply("start_agent", map[string]string{"name": "a", "task": "t", "prompt": "go"}))
 	b.script("boss/a", reply("write_file", map[string]string{"path": "x", "contents": "x"}), reply("finish", map[string]string{"reason": "wrote x"}))
 	boss := h.boss()
-	if _, err := h.sup.policyService.AddPermission(context.Background(), boss.ID, client.PermissionRequest{Effect: "allow", Pattern: "write_file(*)"}); err != nil {
+	if _, err := h.sup.policyService.AddPermission(context.Background(), boss.ID, api.PermissionRequest{Effect: "allow", Pattern: "write_file(*)"}); err != nil {
 		t.Fatal(err)
 	}
 	h.approve(boss.ID, "start_agent")
@@ -306,7 +306,7 @@ func TestPausingAParentPausesItsHelpers(t *testing.T) {
 	}
 	for _, id := range []string{a.ID, ab.ID} {
 		got, _ := h.sup.agentViews.Agent(ctx, id)
-		if got.State != client.StatePaused || got.StateReason != "paused: boss was paused" {
+		if got.State != api.StatePaused || got.StateReason != "paused: boss was paused" {
 			t.Fatalf("%s after its top agent paused: %s (%s)", got.Name, got.State, got.StateReason)
 		}
 	}
@@ -314,7 +314,7 @@ func TestPausingAParentPausesItsHelpers(t *testing.T) {
 	if _, err := h.decide(ab.ID, write, "y"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := h.sup.agentViews.Agent(ctx, ab.ID); got.State != client.StatePaused {
+	if got, _ := h.sup.agentViews.Agent(ctx, ab.ID); got.State != api.StatePaused {
 		t.Fatalf("paused helper after an approval: %s", got.State)
 	}
 	if _, err := os.Stat(filepath.Join(ab.Workspace, "x")); !errors.Is(err, os.ErrNotExist) {
@@ -325,7 +325,7 @@ func TestPausingAParentPausesItsHelpers(t *testing.T) {
 	if _, err := h.sup.runs.Resume(ctx, boss.ID); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(ab.ID, "resumed helper asks to finish", func(x *client.Agent) bool { return x.Pending != nil && x.Pending.Command == "finish" })
+	h.waitFor(ab.ID, "resumed helper asks to finish", func(x *api.Agent) bool { return x.Pending != nil && x.Pending.Command == "finish" })
 	if _, err := os.Stat(filepath.Join(ab.Workspace, "x")); err != nil {
 		t.Fatalf("resumed helper's file: %v", err)
 	}
@@ -338,8 +338,8 @@ func TestPausingAParentPausesItsHelpers(t *testing.T) {
 	if _, err := h.sup.runs.Resume(ctx, boss.ID); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(a.ID, "a resumed, waiting for b", func(x *client.Agent) bool { return x.State == client.StateExecuting })
-	if got, _ := h.sup.agentViews.Agent(ctx, ab.ID); got.State != client.StatePaused || got.StateReason != "paused by a person" {
+	h.waitFor(a.ID, "a resumed, waiting for b", func(x *api.Agent) bool { return x.State == api.StateExecuting })
+	if got, _ := h.sup.agentViews.Agent(ctx, ab.ID); got.State != api.StatePaused || got.StateReason != "paused by a person" {
 		t.Fatalf("helper a person paused, after its parent resumed: %s (%s)", got.State, got.StateReason)
 	}
 	if _, err := h.sup.runs.Resume(ctx, ab.ID); err != nil {
@@ -409,8 +409,8 @@ func TestHelperFollowsParentsContinuousMode(t *testing.T) {
 		reply("write_file", map[string]string{"path": "y", "contents": "y"}),
 		reply("finish", map[string]string{"reason": "done"}))
 	ctx := context.Background()
-	boss := h.create(client.CreateAgentRequest{Name: "boss", Description: "a lead", Goals: []string{"g"},
-		Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 2}})
+	boss := h.create(api.CreateAgentRequest{Name: "boss", Description: "a lead", Goals: []string{"g"},
+		Policy: &api.Policy{Mode: "continuous", ContinuousLimit: 2}})
 	h.approve(boss.ID, "start_agent") // execute-class: asks even in continuous mode
 	a := h.helper("boss/a")
 	// Steps 1 and 2 are within boss's continuous limit; step 3 asks.
@@ -421,7 +421,7 @@ func TestHelperFollowsParentsContinuousMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ds[0].Status != client.ProposalSucceeded {
+	if ds[0].Status != api.ProposalSucceeded {
 		t.Fatalf("helper's first proposal = %s", ds[0].Status)
 	}
 }
@@ -433,7 +433,7 @@ func TestStartAgentNotOfferedAtMaxDepth(t *testing.T) {
 	h, b := newHelperHarness(t, func(o *Options) { o.MaxHelperDepth = 1 })
 	var mu sync.Mutex
 	prompts := map[string]string{} // agent name → its last request, prompt and schema
-	h.fake.OnChat(func(req *api.ChatRequest) (string, error) {
+	h.fake.OnChat(func(req *ollama.ChatRequest) (string, error) {
 		first, _, _ := strings.Cut(req.Messages[0].Content, "\n")
 		name, _, _ := strings.Cut(strings.TrimPrefix(first, "You are "), ",")
 		mu.Lock()
@@ -474,8 +474,14 @@ func TestStartAgentNotOfferedAtMaxDepth(t *testing.T) {
 	}
 
 	// A direct call, as if the model had proposed it anyway, gets the error that says why.
+	// The proposal is marked started as an execution would: the agent's runner is held
+	// off meanwhile (its lock), or on a slow machine it may still be in its round, find a
+	// started proposal it did not start, and record it interrupted.
+	r := h.sup.runner(one.ID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	err = h.st.Tx(ctx, func(tx *store.Tx) error {
-		_, err := tx.SetProposalStatus(p.ID, client.ProposalStarted, nil, client.ProposalPending)
+		_, err := tx.SetProposalStatus(p.ID, api.ProposalStarted, nil, api.ProposalPending)
 		return err
 	})
 	if err != nil {

@@ -11,11 +11,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // The prompt's history (issue 4): the last Options.HistoryEpisodes episodes verbatim, and
@@ -296,7 +296,7 @@ func (s *episodeHistory) storeSummaries(ctx context.Context, mu *sync.Mutex, age
 	if m := s.madeSummaries(agentID); m.lines == nil && m.promptTokens == 0 && m.evalTokens == 0 {
 		return
 	}
-	stepping := func(a *store.Agent) bool { return a.State == client.StateThinking || a.State == client.StateExecuting }
+	stepping := func(a *store.Agent) bool { return a.State == api.StateThinking || a.State == api.StateExecuting }
 	var busy bool // read first, without the write lock a step under way would wait for
 	if err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(agentID)

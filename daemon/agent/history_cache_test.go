@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // The history's line cache reads nothing while the agent's episode generation stands,
@@ -25,7 +25,7 @@ func TestOlderCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	a := &store.Agent{Agent: client.Agent{ID: "a-1", Name: "one", State: client.StateIdle, Workspace: t.TempDir()}}
+	a := &store.Agent{Agent: api.Agent{ID: "a-1", Name: "one", State: api.StateIdle, Workspace: t.TempDir()}}
 	add := func(from, to int) {
 		t.Helper()
 		err := st.Tx(context.Background(), func(tx *store.Tx) error {
@@ -35,7 +35,7 @@ func TestOlderCache(t *testing.T) {
 				}
 			}
 			for i := from; i <= to; i++ {
-				if err := tx.InsertEpisode(a.ID, &client.Episode{RunID: "r", Step: i, ProposalID: fmt.Sprint("p-", i), Command: "read_file",
+				if err := tx.InsertEpisode(a.ID, &api.Episode{RunID: "r", Step: i, ProposalID: fmt.Sprint("p-", i), Command: "read_file",
 					Args: json.RawMessage(fmt.Sprintf(`{"path":"n%d"}`, i)), Outcome: "succeeded"}); err != nil {
 					return err
 				}
@@ -110,7 +110,7 @@ func TestOlderCache(t *testing.T) {
 // its own summaries for the result after, and nothing is counted twice.
 func TestSummariesStoredWithTheNextResultOnce(t *testing.T) {
 	h := newHarness(t)
-	a := h.create(client.CreateAgentRequest{Name: "sum", Start: new(bool)})
+	a := h.create(api.CreateAgentRequest{Name: "sum", Start: new(bool)})
 	seedHistory(t, h.st, a, 20)
 	eh := h.sup.episodeHistory
 	lines := episodeLines(t, h.st, a.ID, 20)
@@ -169,10 +169,10 @@ func TestSummariesStoredWithTheNextResultOnce(t *testing.T) {
 // not leave them in memory, where a restart would lose tokens the agent's budget counts.
 func TestSummaryTokensReachTheAgentWithAFeedbackStep(t *testing.T) {
 	h := newHarness(t)
-	h.fake.OnChat(func(*api.ChatRequest) (string, error) {
+	h.fake.OnChat(func(*ollama.ChatRequest) (string, error) {
 		return reply("list_folder", map[string]string{"path": "."}), nil
 	})
-	a := h.create(client.CreateAgentRequest{Name: "fb", Description: "a test agent", Task: "test things"})
+	a := h.create(api.CreateAgentRequest{Name: "fb", Description: "a test agent", Task: "test things"})
 	p := h.pending(a.ID)
 	eh := h.sup.episodeHistory
 	lines := episodeLines(t, h.st, a.ID, 5)
@@ -181,11 +181,11 @@ func TestSummaryTokensReachTheAgentWithAFeedbackStep(t *testing.T) {
 		stash.lines[l.ID] = "summarized"
 	}
 	eh.stashSummaries(a.ID, stash)
-	before := h.waitFor(a.ID, "pending", func(a *client.Agent) bool { return a.Pending != nil })
+	before := h.waitFor(a.ID, "pending", func(a *api.Agent) bool { return a.Pending != nil })
 	if _, err := h.decide(a.ID, p, "look in the other folder first"); err != nil {
 		t.Fatal(err)
 	}
-	after := h.waitFor(a.ID, "the next proposal", func(a *client.Agent) bool { return a.Pending != nil && a.Pending.ID != p.ID })
+	after := h.waitFor(a.ID, "the next proposal", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.ID != p.ID })
 	if got := after.PromptTokens - before.PromptTokens; got < 1_000_000 {
 		t.Errorf("prompt tokens grew by %d over a feedback step: the summary call's 1,000,000 still wait in memory (%+v)",
 			got, eh.madeSummaries(a.ID).promptTokens)
@@ -212,18 +212,18 @@ func episodeLines(t *testing.T, st *store.Store, agentID string, n int) []store.
 func TestSummaryTokensReachTheAgentWhenTheRunIsDenied(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
-	before := h.waitFor(a.ID, "pending", func(a *client.Agent) bool { return a.Pending != nil })
+	before := h.waitFor(a.ID, "pending", func(a *api.Agent) bool { return a.Pending != nil })
 	// A summary job that ended while the loop was waiting for the decision.
 	h.sup.episodeHistory.stashSummaries(a.ID, madeSummaries{lines: map[int64]string{}, promptTokens: 1_000_000, evalTokens: 1})
 	if _, err := h.decide(a.ID, p, "n"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
-	var after *client.Agent
+	h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
+	var after *api.Agent
 	testutil.Wait(3*time.Second, func() bool {
-		after = h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+		after = h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 		return after.PromptTokens-before.PromptTokens >= 1_000_000
 	})
 	if got := after.PromptTokens - before.PromptTokens; got < 1_000_000 {

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/localapi"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // seedAwaiting stores n agents, each awaiting a decision on a write_file proposal with
@@ -27,9 +27,9 @@ func seedAwaiting(tb testing.TB, st *store.Store, n int) {
 	tb.Helper()
 	err := st.Tx(context.Background(), func(tx *store.Tx) error {
 		for i := range n {
-			a := &store.Agent{Agent: client.Agent{ID: newID("a-"), Name: fmt.Sprintf("pending-%05d", i), Description: "waits for a person",
-				Task: "keep the notes tidy", State: client.StateAwaitingDecision, RunID: newID("r-"), Step: 1, Workspace: "/tmp/none",
-				Policy: client.Policy{Mode: "ask"}}}
+			a := &store.Agent{Agent: api.Agent{ID: newID("a-"), Name: fmt.Sprintf("pending-%05d", i), Description: "waits for a person",
+				Task: "keep the notes tidy", State: api.StateAwaitingDecision, RunID: newID("r-"), Step: 1, Workspace: "/tmp/none",
+				Policy: api.Policy{Mode: "ask"}}}
 			if err := tx.InsertAgent(a); err != nil {
 				return err
 			}
@@ -38,13 +38,13 @@ func seedAwaiting(tb testing.TB, st *store.Store, n int) {
 			}
 			args := json.RawMessage(fmt.Sprintf(`{"path":"notes/%05d.md","contents":"# Notes\n\n- one\n- two\n"}`, i))
 			diff := fmt.Sprintf("--- notes/%05d.md\n+++ notes/%05d.md\n@@ -0,0 +1,4 @@\n+# Notes\n+\n+- one\n+- two\n", i, i)
-			p := &client.Proposal{ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Step: 1, Command: "write_file", Args: args,
-				Hash: Hash("write_file", args), Status: client.ProposalPending, Model: ollamatest.TinyModelName,
-				Thoughts: client.Thoughts{Observations: "the notes folder has no index yet, and three notes repeat each other",
+			p := &api.Proposal{ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Step: 1, Command: "write_file", Args: args,
+				Hash: Hash("write_file", args), Status: api.ProposalPending, Model: ollamatest.TinyModelName,
+				Thoughts: api.Thoughts{Observations: "the notes folder has no index yet, and three notes repeat each other",
 					Text: "write a first notes file", Reasoning: "a file people can read is the first step to tidy notes; the rest follows",
 					SelfCriticism: "I have not read every note yet", Plan: "- write the index\n- merge the repeats\n- finish",
 					Speak: "I will write notes/index.md with a list of the notes."},
-				Preview: &client.Preview{Kind: client.PreviewDiff, Path: fmt.Sprintf("notes/%05d.md", i), Diff: diff}}
+				Preview: &api.Preview{Kind: api.PreviewDiff, Path: fmt.Sprintf("notes/%05d.md", i), Diff: diff}}
 			if err := tx.InsertProposal(p); err != nil {
 				return err
 			}
@@ -115,16 +115,16 @@ func BenchmarkListAgents10000(b *testing.B) {
 	go srv.Serve(ln)
 	defer srv.Close()
 	var read atomic.Int64
-	c := &client.Client{HTTP: &http.Client{Transport: &http.Transport{
+	c := &api.Client{HTTP: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			conn, err := d.DialContext(ctx, "unix", sock)
 			return countingConn{conn, &read}, err
 		}}}}
-	list := func(q client.AgentQuery) (count int, first, all time.Duration, bytes int64) {
+	list := func(q api.AgentQuery) (count int, first, all time.Duration, bytes int64) {
 		read.Store(0)
 		start := time.Now()
-		err := c.EachAgent(ctx, q, func(client.Agent) error {
+		err := c.EachAgent(ctx, q, func(api.Agent) error {
 			if count++; count == 1 {
 				first = time.Since(start)
 			}
@@ -140,11 +140,11 @@ func BenchmarkListAgents10000(b *testing.B) {
 	for b.Loop() {
 		var got int
 		cpu0 := cpuTime()
-		if got, first, whole, bytes = list(client.AgentQuery{}); got != n {
+		if got, first, whole, bytes = list(api.AgentQuery{}); got != n {
 			b.Fatalf("listed %d agents, want %d", got, n)
 		}
 		cpu = cpuTime() - cpu0
-		if got, _, brief, briefBytes = list(client.AgentQuery{Brief: true}); got != n {
+		if got, _, brief, briefBytes = list(api.AgentQuery{Brief: true}); got != n {
 			b.Fatalf("listed %d agents briefly, want %d", got, n)
 		}
 	}

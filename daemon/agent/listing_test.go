@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -18,11 +18,11 @@ func TestListAgentsPages(t *testing.T) {
 	seedAwaiting(t, h.st, 7)
 	views := h.sup.agentViews
 	ctx := context.Background()
-	all, err := views.ListAgents(ctx, client.AgentQuery{}, client.Page{})
+	all, err := views.ListAgents(ctx, api.AgentQuery{}, api.Page{})
 	if err != nil || len(all.Agents) != 7 || all.Next != "" {
 		t.Fatalf("the whole listing: %d agents, next %q, %v", len(all.Agents), all.Next, err)
 	}
-	ids := func(as []client.Agent) (out []string) {
+	ids := func(as []api.Agent) (out []string) {
 		for _, a := range as {
 			out = append(out, a.ID)
 		}
@@ -30,9 +30,9 @@ func TestListAgentsPages(t *testing.T) {
 	}
 	for _, limit := range []int{1, 2, 3, 7, 8} {
 		var got []string
-		p := client.Page{Limit: limit}
+		p := api.Page{Limit: limit}
 		for pages := 0; ; pages++ {
-			l, err := views.ListAgents(ctx, client.AgentQuery{}, p)
+			l, err := views.ListAgents(ctx, api.AgentQuery{}, p)
 			if err != nil || pages > 10 {
 				t.Fatalf("limit %d, page %d: %v", limit, pages, err)
 			}
@@ -47,32 +47,32 @@ func TestListAgentsPages(t *testing.T) {
 		}
 	}
 
-	first, err := views.ListAgents(ctx, client.AgentQuery{}, client.Page{Limit: 3})
+	first, err := views.ListAgents(ctx, api.AgentQuery{}, api.Page{Limit: 3})
 	if err != nil || len(first.Agents) != 3 || first.Next == "" {
 		t.Fatalf("first page: %+v, %v", first, err)
 	}
 	if err := h.st.Tx(ctx, func(tx *store.Tx) error { return tx.DeleteAgent(first.Agents[2].ID) }); err != nil {
 		t.Fatal(err)
 	}
-	rest, err := views.ListAgents(ctx, client.AgentQuery{}, client.Page{After: first.Next, Limit: 10})
+	rest, err := views.ListAgents(ctx, api.AgentQuery{}, api.Page{After: first.Next, Limit: 10})
 	if err != nil || len(rest.Agents) != 4 || rest.Agents[0].ID != all.Agents[3].ID {
 		t.Errorf("the page after a removed agent: %v, %v; want the 4 agents after it", ids(rest.Agents), err)
 	}
 
 	for _, bad := range []string{"a-0123", "-4", "x"} {
-		_, err := views.ListAgents(ctx, client.AgentQuery{}, client.Page{After: bad, Limit: 2})
-		if !errors.Is(err, client.ErrBadRequest) {
+		_, err := views.ListAgents(ctx, api.AgentQuery{}, api.Page{After: bad, Limit: 2})
+		if !errors.Is(err, api.ErrBadRequest) {
 			t.Errorf("after=%q: %v, want a bad request", bad, err)
 		}
 	}
 
-	brief, err := views.ListAgents(ctx, client.AgentQuery{Brief: true}, client.Page{Limit: 1})
+	brief, err := views.ListAgents(ctx, api.AgentQuery{Brief: true}, api.Page{Limit: 1})
 	if err != nil || len(brief.Agents) != 1 {
 		t.Fatalf("brief: %v", err)
 	}
 	full, bp := all.Agents[0].Pending, brief.Agents[0].Pending
 	if bp == nil || bp.ID != full.ID || bp.Command != full.Command || bp.Hash != full.Hash ||
-		bp.Thoughts != (client.Thoughts{}) || bp.Preview != nil || (bp.Args != nil && string(bp.Args) != "null") {
+		bp.Thoughts != (api.Thoughts{}) || bp.Preview != nil || (bp.Args != nil && string(bp.Args) != "null") {
 		t.Errorf("brief pending proposal %+v, want %s's id, command and hash only", bp, full.ID)
 	}
 }

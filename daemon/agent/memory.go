@@ -13,10 +13,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -72,8 +72,8 @@ func newMemState(o MemoryOptions) *memState {
 
 // Bounds on what one memory holds.
 const (
-	maxMemoryText   = client.MaxTextBytes // bytes of a memory added through the API or memory_add's caller
-	fileChunkBytes  = 1500                // a file the agent writes is remembered in chunks of about this size
+	maxMemoryText   = api.MaxTextBytes // bytes of a memory added through the API or memory_add's caller
+	fileChunkBytes  = 1500             // a file the agent writes is remembered in chunks of about this size
 	maxFileChunks   = 64
 	episodeResultIn = 1500 // bytes of a command's result an episode memory keeps
 )
@@ -93,7 +93,7 @@ func cleanText(s string) string {
 
 // recordEpisode stores a finished step: the episode, the goal state it advances and its
 // memory, all in tx. Every place that ends a step goes through here.
-func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *client.Proposal, ep *client.Episode) error {
+func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error {
 	if err := tx.InsertEpisode(agentID, ep); err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *client.Propo
 
 // episodeMemory is what an episode leaves in memory: the action, the reasoning and the
 // result's start (or the person's feedback or answer, then of kind feedback).
-func episodeMemory(agentID string, e *client.Episode) store.Memory {
+func episodeMemory(agentID string, e *api.Episode) store.Memory {
 	kind := memory.KindEpisode
 	if e.Outcome == "feedback" || e.Command == commands.AskUser {
 		kind = memory.KindFeedback
@@ -212,7 +212,7 @@ type goalState struct {
 
 // updateGoal advances the goal state with a finished step: the plan the model stated with
 // its proposal, and the step when it succeeded.
-func updateGoal(tx *store.Tx, agentID string, p *client.Proposal, ep *client.Episode) error {
+func updateGoal(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error {
 	var g goalState
 	raw, err := tx.StateValue(agentID, goalKey)
 	if err != nil {
@@ -261,7 +261,7 @@ func (goalComponent) Messages(ctx context.Context, step *commands.Step) ([]strin
 		fmt.Fprintf(&b, "\nYour plan: %s", g.Plan)
 	}
 	if len(g.Done) > 0 {
-		fmt.Fprintf(&b, "\nDone so far (%d steps succeeded", g.DoneCount)
+		fmt.Fprintf(&b, "\nDone so far (%s succeeded", display.Count(g.DoneCount, "step", "steps"))
 		if g.DoneCount > len(g.Done) {
 			fmt.Fprintf(&b, "; the last %d", len(g.Done))
 		}

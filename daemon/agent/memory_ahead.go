@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/memory"
 )
@@ -117,7 +117,7 @@ func (a *searchAhead) take(ctx context.Context, q memory.Query, skip map[string]
 // searchAhead starts the memory search of the agent's next prompt, as the memory component
 // will make it once ep is recorded: its latest n episodes are then the ones read now and
 // ep. Without long-term memory it does nothing.
-func (s *memoryService) searchAhead(ctx context.Context, h *episodeHistory, agentID, task string, n int, ep *client.Episode) {
+func (s *memoryService) searchAhead(ctx context.Context, h *episodeHistory, agentID, task string, n int, ep *api.Episode) {
 	m := s.mem
 	if m == nil || n <= 0 {
 		return
@@ -133,7 +133,7 @@ func (s *memoryService) searchAhead(ctx context.Context, h *episodeHistory, agen
 
 // lineOf is ep as the store's EpisodeLines reads it back for the prompt: result and
 // feedback cut to their first resultCut+1 characters.
-func lineOf(ep *client.Episode) store.EpisodeLine {
+func lineOf(ep *api.Episode) store.EpisodeLine {
 	e := *ep
 	e.Result, e.Feedback = firstChars(e.Result, resultCut+1), firstChars(e.Feedback, resultCut+1)
 	return store.EpisodeLine{Episode: e}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/memory"
 )
@@ -26,15 +26,15 @@ const importQueueHigh = 16 << 10
 
 // ImportMemory stores a batch of records in one transaction: every record is checked and
 // its agent resolved first, and one bad record refuses the whole batch, naming its line.
-func (s *memoryService) ImportMemory(ctx context.Context, req client.MemoryImportRequest) (*client.MemoryImportResult, error) {
+func (s *memoryService) ImportMemory(ctx context.Context, req api.MemoryImportRequest) (*api.MemoryImportResult, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
 	switch n := len(req.Records); {
 	case n == 0:
 		return nil, badRequest("no records to import: give one JSON object a line")
-	case n > client.MemoryImportBatchMax:
-		return nil, badRequest("%d records in one request, over %d: send the file in batches (agentctl memory import does)", n, client.MemoryImportBatchMax)
+	case n > api.MemoryImportBatchMax:
+		return nil, badRequest("%d records in one request, over %d: send the file in batches (agentctl memory import does)", n, api.MemoryImportBatchMax)
 	}
 	if len(req.Lines) != 0 && len(req.Lines) != len(req.Records) {
 		return nil, badRequest("%d lines for %d records: give each record's line, or none", len(req.Lines), len(req.Records))
@@ -82,16 +82,16 @@ func (s *memoryService) ImportMemory(ctx context.Context, req client.MemoryImpor
 	if err != nil {
 		return nil, err
 	}
-	return &client.MemoryImportResult{Imported: len(req.Records)}, nil
+	return &api.MemoryImportResult{Imported: len(req.Records)}, nil
 }
 
 // importedMemory is record r as a stored memory; defaultAgent owns it when r names none.
-func importedMemory(tx *store.Tx, r client.MemoryRecord, defaultAgent string, resolveAgent func(string) (string, error)) (store.Memory, error) {
+func importedMemory(tx *store.Tx, r api.MemoryRecord, defaultAgent string, resolveAgent func(string) (string, error)) (store.Memory, error) {
 	ref := cmp.Or(strings.TrimSpace(r.Agent), strings.TrimSpace(defaultAgent))
 	agentID, err := resolveAgent(ref)
 	if err != nil {
-		if errors.Is(err, client.ErrNotFound) {
-			return store.Memory{}, &client.RecordError{Field: "agent", Msg: "no agent " + strconv.Quote(ref) + ": create it first (agentctl new " + ref + ") or fix the name"}
+		if errors.Is(err, api.ErrNotFound) {
+			return store.Memory{}, &api.RecordError{Field: "agent", Msg: "no agent " + strconv.Quote(ref) + ": create it first (agentctl new " + ref + ") or fix the name"}
 		}
 		return store.Memory{}, err
 	}
@@ -109,7 +109,7 @@ func importedMemory(tx *store.Tx, r client.MemoryRecord, defaultAgent string, re
 	case err != nil:
 		return m, err
 	case old.AgentID != agentID:
-		return m, &client.RecordError{Field: "id", Msg: strconv.Quote(m.ID) + " is another owner's memory: leave the id out to import it as a new memory"}
+		return m, &api.RecordError{Field: "id", Msg: strconv.Quote(m.ID) + " is another owner's memory: leave the id out to import it as a new memory"}
 	case when.IsZero():
 		m.Created = old.Created // a record without a time keeps the one it got first
 	}
@@ -123,7 +123,7 @@ const (
 )
 
 // ExportMemory returns one page of memories, in id order, as import reads them back.
-func (s *memoryService) ExportMemory(ctx context.Context, req client.MemoryExportRequest) (*client.MemoryExportPage, error) {
+func (s *memoryService) ExportMemory(ctx context.Context, req api.MemoryExportRequest) (*api.MemoryExportPage, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
@@ -131,7 +131,7 @@ func (s *memoryService) ExportMemory(ctx context.Context, req client.MemoryExpor
 		return nil, badRequest("limit = %d: want 1 to %d (0 means %d)", req.Limit, exportPageMax, exportPageDefault)
 	}
 	limit := cmp.Or(req.Limit, exportPageDefault)
-	out := &client.MemoryExportPage{Records: []client.MemoryRecord{}}
+	out := &api.MemoryExportPage{Records: []api.MemoryRecord{}}
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		id, err := agentRef(tx, req.Agent)
 		if err != nil {
@@ -168,8 +168,8 @@ func (s *memoryService) ExportMemory(ctx context.Context, req client.MemoryExpor
 // speaker (a record has a speaker or a source, so a speaker's memory leaves its source
 // out: "slack message from Ana" is exported as speaker "Ana"), a chat memory without one
 // giving its source as the speaker, as older exports did.
-func exportRecord(m store.Memory, names map[string]string) client.MemoryRecord {
-	r := client.MemoryRecord{ID: m.ID, Agent: cmp.Or(names[m.AgentID], m.AgentID), Kind: m.Kind, Text: m.Text,
+func exportRecord(m store.Memory, names map[string]string) api.MemoryRecord {
+	r := api.MemoryRecord{ID: m.ID, Agent: cmp.Or(names[m.AgentID], m.AgentID), Kind: m.Kind, Text: m.Text,
 		Time: m.Created.UTC().Format(time.RFC3339Nano), Tags: m.Tags, Context: m.Context}
 	switch {
 	case m.Speaker != "":
@@ -183,7 +183,7 @@ func exportRecord(m store.Memory, names map[string]string) client.MemoryRecord {
 }
 
 // agentMemoryStats describes each agent's memories, most first.
-func agentMemoryStats(tx *store.Tx) ([]client.MemoryAgentStats, error) {
+func agentMemoryStats(tx *store.Tx) ([]api.MemoryAgentStats, error) {
 	st, err := tx.MemoryStatsByAgent()
 	if err != nil {
 		return nil, err
@@ -192,20 +192,20 @@ func agentMemoryStats(tx *store.Tx) ([]client.MemoryAgentStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]client.MemoryAgentStats, 0, len(st))
+	out := make([]api.MemoryAgentStats, 0, len(st))
 	for _, a := range st {
-		out = append(out, client.MemoryAgentStats{AgentID: a.AgentID, Agent: names[a.AgentID], Count: a.Count, Bytes: a.Bytes,
+		out = append(out, api.MemoryAgentStats{AgentID: a.AgentID, Agent: names[a.AgentID], Count: a.Count, Bytes: a.Bytes,
 			Oldest: a.Oldest, Newest: a.Newest, Kinds: a.Kinds})
 	}
-	slices.SortStableFunc(out, func(a, b client.MemoryAgentStats) int {
+	slices.SortStableFunc(out, func(a, b api.MemoryAgentStats) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.AgentID, b.AgentID))
 	})
 	return out, nil
 }
 
 // whyMatched is a search result's explanation on the wire.
-func whyMatched(m memory.Match) *client.MemoryMatch {
-	w := &client.MemoryMatch{Words: m.Words, Fields: m.Fields, Similar: m.Similar}
+func whyMatched(m memory.Match) *api.MemoryMatch {
+	w := &api.MemoryMatch{Words: m.Words, Fields: m.Fields, Similar: m.Similar}
 	if !m.Date.IsZero() {
 		w.Date = m.Date.Format("2006-01-02")
 	}

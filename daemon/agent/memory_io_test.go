@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // exportAll pages through the whole export, as agentctl memory export does.
-func exportAll(t *testing.T, s *memoryService, agent string) []client.MemoryRecord {
+func exportAll(t *testing.T, s *memoryService, agent string) []api.MemoryRecord {
 	t.Helper()
-	var out []client.MemoryRecord
-	req := client.MemoryExportRequest{Agent: agent, Limit: 2}
+	var out []api.MemoryRecord
+	req := api.MemoryExportRequest{Agent: agent, Limit: 2}
 	for {
 		page, err := s.ExportMemory(context.Background(), req)
 		if err != nil {
@@ -29,7 +29,7 @@ func exportAll(t *testing.T, s *memoryService, agent string) []client.MemoryReco
 	}
 }
 
-var importRecords = []client.MemoryRecord{
+var importRecords = []api.MemoryRecord{
 	{Text: "Rosa: I went to the pottery class yesterday.", Speaker: "Rosa", Time: "2023-05-08T13:56:00Z", Tags: []string{"pottery", "class"},
 		Context: "Teo: how was your week?"},
 	{Text: "The launch is planned for March.", Source: "kickoff notes", Time: "2023-05-09T10:00:00+02:00"},
@@ -44,11 +44,11 @@ func TestMemoryImportExportRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	first := newHarness(t, withMemory(t))
 	for _, n := range []string{"ann", "bob"} {
-		first.create(client.CreateAgentRequest{Name: n, Description: "d", Goals: []string{"g"}, Start: new(bool)})
+		first.create(api.CreateAgentRequest{Name: n, Description: "d", Goals: []string{"g"}, Start: new(bool)})
 	}
 	recs := importRecords
 	recs[2].Agent = "" // shared; the others go to --agent ann unless they name bob
-	res, err := first.sup.memoryService.ImportMemory(ctx, client.MemoryImportRequest{Agent: "ann", Records: recs})
+	res, err := first.sup.memoryService.ImportMemory(ctx, api.MemoryImportRequest{Agent: "ann", Records: recs})
 	if err != nil || res.Imported != len(recs) {
 		t.Fatalf("import = %+v, %v", res, err)
 	}
@@ -56,13 +56,13 @@ func TestMemoryImportExportRoundTrip(t *testing.T) {
 	if len(exported) != len(recs) {
 		t.Fatalf("exported %d records, want %d: %+v", len(exported), len(recs), exported)
 	}
-	if _, err := first.sup.memoryService.ImportMemory(ctx, client.MemoryImportRequest{Agent: "ann", Records: recs}); err != nil {
+	if _, err := first.sup.memoryService.ImportMemory(ctx, api.MemoryImportRequest{Agent: "ann", Records: recs}); err != nil {
 		t.Fatal(err)
 	}
 	if again := exportAll(t, first.sup.memoryService, ""); !reflect.DeepEqual(again, exported) {
 		t.Errorf("importing the same file again changed the memories:\n%+v\nwant\n%+v", again, exported)
 	}
-	byText := map[string]client.MemoryRecord{}
+	byText := map[string]api.MemoryRecord{}
 	for _, r := range exported {
 		byText[r.Text] = r
 	}
@@ -88,16 +88,16 @@ func TestMemoryImportExportRoundTrip(t *testing.T) {
 
 	fresh := newHarness(t, withMemory(t))
 	for _, n := range []string{"bob", "ann"} { // other ids than in the first daemon
-		fresh.create(client.CreateAgentRequest{Name: n, Description: "d", Goals: []string{"g"}, Start: new(bool)})
+		fresh.create(api.CreateAgentRequest{Name: n, Description: "d", Goals: []string{"g"}, Start: new(bool)})
 	}
-	if _, err := fresh.sup.memoryService.ImportMemory(ctx, client.MemoryImportRequest{Records: exported}); err != nil {
+	if _, err := fresh.sup.memoryService.ImportMemory(ctx, api.MemoryImportRequest{Records: exported}); err != nil {
 		t.Fatal(err)
 	}
 	if got := exportAll(t, fresh.sup.memoryService, ""); !reflect.DeepEqual(got, exported) {
 		t.Errorf("round trip changed the memories:\n%+v\nwant\n%+v", got, exported)
 	}
 	flush(t, fresh.opt.Memory.Index)
-	hits, err := fresh.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{Agent: "ann", Query: "when did Rosa go to the pottery class"})
+	hits, err := fresh.sup.memoryService.SearchMemory(ctx, api.MemorySearchRequest{Agent: "ann", Query: "when did Rosa go to the pottery class"})
 	if err != nil || len(hits) == 0 {
 		t.Fatalf("search after import = %+v, %v", hits, err)
 	}
@@ -123,35 +123,35 @@ func TestMemoryImportExportRoundTrip(t *testing.T) {
 func TestMemoryImportAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, withMemory(t))
-	h.create(client.CreateAgentRequest{Name: "ann", Description: "d", Goals: []string{"g"}, Start: new(bool)})
-	h.create(client.CreateAgentRequest{Name: "bob", Description: "d", Goals: []string{"g"}, Start: new(bool)})
-	if _, err := h.sup.memoryService.ImportMemory(ctx, client.MemoryImportRequest{Agent: "bob", Records: []client.MemoryRecord{{ID: "m-bobs", Text: "bob's"}}}); err != nil {
+	h.create(api.CreateAgentRequest{Name: "ann", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	h.create(api.CreateAgentRequest{Name: "bob", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	if _, err := h.sup.memoryService.ImportMemory(ctx, api.MemoryImportRequest{Agent: "bob", Records: []api.MemoryRecord{{ID: "m-bobs", Text: "bob's"}}}); err != nil {
 		t.Fatal(err)
 	}
-	good := client.MemoryRecord{Text: "fine"}
+	good := api.MemoryRecord{Text: "fine"}
 	cases := []struct {
 		name string
-		req  client.MemoryImportRequest
+		req  api.MemoryImportRequest
 		want string
 	}{
-		{"bad_time", client.MemoryImportRequest{Records: []client.MemoryRecord{good, {Text: "x", Time: "May 8"}}, Lines: []int{3, 7}},
+		{"bad_time", api.MemoryImportRequest{Records: []api.MemoryRecord{good, {Text: "x", Time: "May 8"}}, Lines: []int{3, 7}},
 			`line 7: field "time": "May 8" is not an RFC 3339 time: write it like 2023-05-08T13:56:00Z`},
-		{"unknown_agent", client.MemoryImportRequest{Agent: "ann", Records: []client.MemoryRecord{good, {Text: "x", Agent: "nobody"}}},
+		{"unknown_agent", api.MemoryImportRequest{Agent: "ann", Records: []api.MemoryRecord{good, {Text: "x", Agent: "nobody"}}},
 			`line 2: field "agent": no agent "nobody": create it first (agentctl new nobody) or fix the name`},
-		{"another_owners_id", client.MemoryImportRequest{Agent: "ann", Records: []client.MemoryRecord{good, {ID: "m-bobs", Text: "mine now"}}},
+		{"another_owners_id", api.MemoryImportRequest{Agent: "ann", Records: []api.MemoryRecord{good, {ID: "m-bobs", Text: "mine now"}}},
 			`line 2: field "id": "m-bobs" is another owner's memory: leave the id out to import it as a new memory`},
-		{"huge_text", client.MemoryImportRequest{Records: []client.MemoryRecord{{Text: strings.Repeat("x", client.MaxTextBytes+1)}}},
+		{"huge_text", api.MemoryImportRequest{Records: []api.MemoryRecord{{Text: strings.Repeat("x", api.MaxTextBytes+1)}}},
 			`line 1: field "text": 8001 bytes, over 8000: split it into several records`},
-		{"too_many", client.MemoryImportRequest{Records: make([]client.MemoryRecord, client.MemoryImportBatchMax+1)},
+		{"too_many", api.MemoryImportRequest{Records: make([]api.MemoryRecord, api.MemoryImportBatchMax+1)},
 			"1001 records in one request, over 1000: send the file in batches"},
-		{"lines_mismatch", client.MemoryImportRequest{Records: []client.MemoryRecord{good}, Lines: []int{1, 2}},
+		{"lines_mismatch", api.MemoryImportRequest{Records: []api.MemoryRecord{good}, Lines: []int{1, 2}},
 			"2 lines for 1 records"},
-		{"empty", client.MemoryImportRequest{}, "no records to import"},
+		{"empty", api.MemoryImportRequest{}, "no records to import"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := h.sup.memoryService.ImportMemory(ctx, c.req)
-			if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("import: %v; want a bad request saying %q", err, c.want)
 			}
 		})
@@ -160,13 +160,13 @@ func TestMemoryImportAllOrNothing(t *testing.T) {
 		t.Errorf("refused batches stored something: %+v", got)
 	}
 	off := newHarness(t)
-	if _, err := off.sup.memoryService.ImportMemory(ctx, client.MemoryImportRequest{Records: []client.MemoryRecord{good}}); !errors.Is(err, client.ErrConflict) {
+	if _, err := off.sup.memoryService.ImportMemory(ctx, api.MemoryImportRequest{Records: []api.MemoryRecord{good}}); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("import with memory off: %v, want a conflict naming the config", err)
 	}
-	if _, err := h.sup.memoryService.ExportMemory(ctx, client.MemoryExportRequest{Limit: 5001}); err == nil {
+	if _, err := h.sup.memoryService.ExportMemory(ctx, api.MemoryExportRequest{Limit: 5001}); err == nil {
 		t.Error("export with limit 5001 accepted")
 	}
-	if _, err := h.sup.memoryService.ExportMemory(ctx, client.MemoryExportRequest{Agent: "nobody"}); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.memoryService.ExportMemory(ctx, api.MemoryExportRequest{Agent: "nobody"}); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("export of an unknown agent: %v, want not found", err)
 	}
 }
@@ -178,13 +178,13 @@ func TestMemoryImportLargeKeepsTheIndex(t *testing.T) {
 	}
 	ctx := context.Background()
 	h := newHarness(t, withMemory(t))
-	h.create(client.CreateAgentRequest{Name: "ann", Description: "d", Goals: []string{"g"}, Start: new(bool)})
-	recs := make([]client.MemoryRecord, client.MemoryImportBatchMax)
+	h.create(api.CreateAgentRequest{Name: "ann", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	recs := make([]api.MemoryRecord, api.MemoryImportBatchMax)
 	for b := range 20 {
 		for i := range recs {
-			recs[i] = client.MemoryRecord{Text: fmt.Sprintf("fact %d of batch %d about the garden", i, b), Time: "2023-05-08T13:56:00Z"}
+			recs[i] = api.MemoryRecord{Text: fmt.Sprintf("fact %d of batch %d about the garden", i, b), Time: "2023-05-08T13:56:00Z"}
 		}
-		if _, err := h.sup.memoryService.ImportMemory(ctx, client.MemoryImportRequest{Agent: "ann", Records: recs}); err != nil {
+		if _, err := h.sup.memoryService.ImportMemory(ctx, api.MemoryImportRequest{Agent: "ann", Records: recs}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -45,7 +45,7 @@ func TestMemoryPromptAtSmallContext(t *testing.T) {
 	t.Cleanup(func() { ix.Close() })
 	f := newPromptFixture(t, Options{Directives: config.Default().Directives(), Memory: MemoryOptions{Index: ix}})
 	ctx := context.Background()
-	a, err := f.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Name: "keeper", Description: benchDescription,
+	a, err := f.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: benchDescription,
 		Task: "When is the invoice for the garden shed due?", Start: new(bool)})
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +124,7 @@ func TestMemoryPromptFitsAt2048With1000Episodes(t *testing.T) {
 	t.Cleanup(func() { ix.Close() })
 	f := newPromptFixture(t, Options{Directives: config.Default().Directives(), Memory: MemoryOptions{Index: ix}})
 	ctx := context.Background()
-	a, err := f.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Name: "keeper", Description: benchDescription,
+	a, err := f.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: benchDescription,
 		Task: "Which supplier sent the garden shed invoice, and when is it due?", Start: new(bool)})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestMemoryPromptFitsAt2048With1000Episodes(t *testing.T) {
 		Text: "The garden shed invoice from Oakworks is due on 3 March."})
 	err = f.st.Tx(ctx, func(tx *store.Tx) error {
 		for i := range 1000 {
-			ep := client.Episode{Step: i + 1, Command: "read_file", Args: json.RawMessage(fmt.Sprintf(`{"path":"invoices/%d.txt"}`, i)),
+			ep := api.Episode{Step: i + 1, Command: "read_file", Args: json.RawMessage(fmt.Sprintf(`{"path":"invoices/%d.txt"}`, i)),
 				Reasoning: "check the next invoice for the garden shed", Outcome: "succeeded",
 				Result: strings.Repeat(fmt.Sprintf("line %d of invoice %d for the garden shed. ", i, i), 20)}
 			if err := tx.InsertEpisode(a.ID, &ep); err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/memory"
 )
@@ -41,20 +41,20 @@ func agentNames(tx *store.Tx) (map[string]string, error) {
 	return names, err
 }
 
-func wireMemory(m store.Memory, names map[string]string) client.Memory {
-	return client.Memory{ID: m.ID, AgentID: m.AgentID, Agent: names[m.AgentID], Kind: m.Kind, Text: m.Text,
+func wireMemory(m store.Memory, names map[string]string) api.Memory {
+	return api.Memory{ID: m.ID, AgentID: m.AgentID, Agent: names[m.AgentID], Kind: m.Kind, Text: m.Text,
 		Source: m.Source, Speaker: m.Speaker, CreatedAt: m.Created, Tags: m.Tags}
 }
 
 func checkKind(kind string) error {
 	if !memory.Kind(kind).Valid() {
-		return badRequest("memory kind %q: use one of %s", kind, strings.Join(client.MemoryKinds, ", "))
+		return badRequest("memory kind %q: use one of %s", kind, strings.Join(api.MemoryKinds, ", "))
 	}
 	return nil
 }
 
 // AddMemory saves a memory for an agent, or a shared one.
-func (s *memoryService) AddMemory(ctx context.Context, req client.MemoryAddRequest) (*client.Memory, error) {
+func (s *memoryService) AddMemory(ctx context.Context, req api.MemoryAddRequest) (*api.Memory, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
@@ -77,7 +77,7 @@ func (s *memoryService) AddMemory(ctx context.Context, req client.MemoryAddReque
 	if err := checkKind(req.Kind); err != nil {
 		return nil, err
 	}
-	var out client.Memory
+	var out api.Memory
 	err := s.st.Tx(ctx, func(tx *store.Tx) error {
 		id, err := agentRef(tx, req.Agent)
 		if err != nil {
@@ -106,8 +106,13 @@ func (s *memoryService) AddMemory(ctx context.Context, req client.MemoryAddReque
 	return &out, nil
 }
 
-// SearchMemory finds the memories most relevant to a query, with their scores.
-func (s *memoryService) SearchMemory(ctx context.Context, req client.MemorySearchRequest) ([]client.Memory, error) {
+// searchFlushWait bounds how long a search waits for the memories queued before it to
+// be indexed.
+const searchFlushWait = 3 * time.Second
+
+// SearchMemory finds the memories most relevant to a query, with their scores, the
+// memories written before it included (see searchFlushWait).
+func (s *memoryService) SearchMemory(ctx context.Context, req api.MemorySearchRequest) ([]api.Memory, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
@@ -135,6 +140,15 @@ func (s *memoryService) SearchMemory(ctx context.Context, req client.MemorySearc
 	if err != nil {
 		return nil, err
 	}
+	// A person's own write just before is found: the index batches writes for a while
+	// (IndexBatchDelay), so wait, bounded, for it to take what is queued. When that takes
+	// longer (a big import, a rebuild), agentctl says indexing is still going on.
+	fctx, cancel := context.WithTimeout(ctx, searchFlushWait)
+	err = s.mem.ix.Flush(fctx)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	hits, err := s.mem.ix.Search(ctx, q)
 	if err != nil {
 		return nil, err
@@ -147,9 +161,9 @@ func (s *memoryService) SearchMemory(ctx context.Context, req client.MemorySearc
 	if err := s.st.View(ctx, func(tx *store.Tx) (err error) { tags, err = tx.MemoryTags(ids); return err }); err != nil {
 		return nil, err
 	}
-	out := make([]client.Memory, len(hits))
+	out := make([]api.Memory, len(hits))
 	for i, h := range hits {
-		out[i] = client.Memory{ID: h.ID, AgentID: h.Agent, Agent: names[h.Agent], Kind: string(h.Kind), Text: h.Text,
+		out[i] = api.Memory{ID: h.ID, AgentID: h.Agent, Agent: names[h.Agent], Kind: string(h.Kind), Text: h.Text,
 			Source: h.Source, Speaker: h.Speaker, CreatedAt: h.Created, Score: h.Score, BM25: h.BM25, Similarity: h.Similarity,
 			Tags: tags[h.ID], Why: whyMatched(memory.Explain(req.Query, h))}
 	}
@@ -157,7 +171,7 @@ func (s *memoryService) SearchMemory(ctx context.Context, req client.MemorySearc
 }
 
 // Memories lists memories, newest first: an agent's own and the shared ones, or all.
-func (s *memoryService) Memories(ctx context.Context, req client.MemoryListRequest) ([]client.Memory, error) {
+func (s *memoryService) Memories(ctx context.Context, req api.MemoryListRequest) ([]api.Memory, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
@@ -172,7 +186,7 @@ func (s *memoryService) Memories(ctx context.Context, req client.MemoryListReque
 	if req.Limit == 0 {
 		req.Limit = 50
 	}
-	out := []client.Memory{}
+	out := []api.Memory{}
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		id, err := agentRef(tx, req.Agent)
 		if err != nil {
@@ -214,7 +228,7 @@ func (s *memoryService) DeleteMemory(ctx context.Context, id string) error {
 
 // ReindexMemory rebuilds the index from the store into a new generation and swaps it in;
 // searches go on meanwhile. It returns when the new index is live.
-func (s *memoryService) ReindexMemory(ctx context.Context) (*client.MemoryStats, error) {
+func (s *memoryService) ReindexMemory(ctx context.Context) (*api.MemoryStats, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
@@ -233,12 +247,12 @@ func (s *memoryService) ReindexMemory(ctx context.Context) (*client.MemoryStats,
 }
 
 // MemoryStats describes the index and the store's memories.
-func (s *memoryService) MemoryStats(ctx context.Context) (*client.MemoryStats, error) {
+func (s *memoryService) MemoryStats(ctx context.Context) (*api.MemoryStats, error) {
 	if s.mem == nil {
 		return nil, errMemoryOff()
 	}
 	ix := s.mem.ix.Stats()
-	out := &client.MemoryStats{
+	out := &api.MemoryStats{
 		Indexed: ix.Docs, Vectors: ix.Vectors, Queued: ix.Queued, Generation: ix.Generation,
 		EmbedModel: s.mem.opt.EmbedModel, EmbedFailures: ix.EmbedFailures, Dropped: ix.Dropped,
 		NeedsRebuild: ix.NeedsRebuild, RebuildReason: ix.RebuildReason, Rebuilding: s.mem.rebuilding.Load(),

@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // speakerChat is a thread as the chat relay remembers it: each message with its speaker
 // and the thread's previous words as context. Only Ana's first message and her short
 // answer say what the questions below ask about; the others talk about the same deadline.
-var speakerChat = []client.MemoryAddRequest{
+var speakerChat = []api.MemoryAddRequest{
 	{Kind: "chat", Text: "the deadline for the report is Monday", Source: "slack message from Bo", Speaker: "Bo"},
 	{Kind: "chat", Text: "the deadline moved to Friday", Source: "slack message from Ana", Speaker: "Ana",
 		Context: "the deadline for the report is Monday"},
@@ -36,7 +36,7 @@ var speakerChat = []client.MemoryAddRequest{
 func TestMemorySpeakerAndContextFoundAndKeptByReindex(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, withMemory(t))
-	a := h.create(client.CreateAgentRequest{Name: "keeper", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	a := h.create(api.CreateAgentRequest{Name: "keeper", Description: "d", Goals: []string{"g"}, Start: new(bool)})
 	svc := h.sup.memoryService
 	for _, req := range speakerChat {
 		req.Agent = "keeper"
@@ -46,7 +46,7 @@ func TestMemorySpeakerAndContextFoundAndKeptByReindex(t *testing.T) {
 	}
 	check := func(when string) {
 		t.Helper()
-		hits, err := svc.SearchMemory(ctx, client.MemorySearchRequest{Agent: "keeper", Query: "what did Ana say about the deadline?"})
+		hits, err := svc.SearchMemory(ctx, api.MemorySearchRequest{Agent: "keeper", Query: "what did Ana say about the deadline?"})
 		if err != nil || len(hits) == 0 {
 			t.Fatalf("%s: search = %+v, %v", when, hits, err)
 		}
@@ -57,7 +57,7 @@ func TestMemorySpeakerAndContextFoundAndKeptByReindex(t *testing.T) {
 		if top.Why == nil || !slices.Contains(top.Why.Fields, "speaker") || !slices.Contains(top.Why.Fields, "text") {
 			t.Errorf("%s: top hit says why %+v; want the text and speaker fields", when, top.Why)
 		}
-		hits, err = svc.SearchMemory(ctx, client.MemorySearchRequest{Agent: "keeper", Query: "which colour did the customer pick?", K: 3})
+		hits, err = svc.SearchMemory(ctx, api.MemorySearchRequest{Agent: "keeper", Query: "which colour did the customer pick?", K: 3})
 		if err != nil || len(hits) == 0 || hits[0].Text != "the green one" {
 			t.Errorf("%s: the short answer is not found by its question's words (its context): %+v, %v", when, hits, err)
 		}
@@ -87,7 +87,7 @@ func TestMemoryPromptNamesTheSpeaker(t *testing.T) {
 	t.Cleanup(func() { ix.Close() })
 	f := newPromptFixture(t, Options{Directives: config.Default().Directives(), Memory: MemoryOptions{Index: ix}})
 	ctx := context.Background()
-	a, err := f.sup.runs.CreateAgent(ctx, client.CreateAgentRequest{Name: "keeper", Description: benchDescription,
+	a, err := f.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: benchDescription,
 		Task: "What did Ana say about the deadline?", Start: new(bool)})
 	if err != nil {
 		t.Fatal(err)

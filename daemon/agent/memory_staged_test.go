@@ -5,10 +5,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -18,15 +18,15 @@ import (
 func TestFileMemoriesCommitWithTheResult(t *testing.T) {
 	h := newHarness(t, withMemory(t))
 	var n atomic.Int32
-	h.fake.OnChat(func(*api.ChatRequest) (string, error) {
+	h.fake.OnChat(func(*ollama.ChatRequest) (string, error) {
 		if n.Add(1) == 1 {
 			return reply("write_file", map[string]string{"path": "notes/a.txt", "contents": "alpha file"}), nil
 		}
 		return reply("finish", map[string]string{"reason": "done"}), nil
 	})
-	a := h.create(client.CreateAgentRequest{Name: "writer", Description: "writes", Task: "write a file",
-		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
-	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	a := h.create(api.CreateAgentRequest{Name: "writer", Description: "writes", Task: "write a file",
+		Policy: &api.Policy{Mode: "auto", AutoSteps: 10}})
+	h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	var file, episode *store.Memory
 	ms := storedMemories(t, h.st, a.ID)
 	for i, m := range ms {

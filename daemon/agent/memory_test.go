@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -75,7 +75,7 @@ func TestMemoryRemembersStepsNotesAndFiles(t *testing.T) {
 		reply("finish", map[string]string{"reason": "done"}),
 	}
 	var n atomic.Int32
-	h.fake.OnChat(func(*api.ChatRequest) (string, error) {
+	h.fake.OnChat(func(*ollama.ChatRequest) (string, error) {
 		i := int(n.Add(1)) - 1
 		if i == 1 {
 			// Indexing is asynchronous: let the file written in step 1 reach the index
@@ -87,9 +87,9 @@ func TestMemoryRemembersStepsNotesAndFiles(t *testing.T) {
 		}
 		return replies[i], nil
 	})
-	a := h.create(client.CreateAgentRequest{Name: "keeper", Description: "keeps codes", Task: "Write down the launch code",
-		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
-	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	a := h.create(api.CreateAgentRequest{Name: "keeper", Description: "keeps codes", Task: "Write down the launch code",
+		Policy: &api.Policy{Mode: "auto", AutoSteps: 10}})
+	h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	ix := h.opt.Memory.Index
 	flush(t, ix)
 
@@ -134,13 +134,13 @@ func TestMemoryForgetsDeletedFiles(t *testing.T) {
 		reply("finish", map[string]string{"reason": "done"}),
 	}
 	var n atomic.Int32
-	h.fake.OnChat(func(*api.ChatRequest) (string, error) {
+	h.fake.OnChat(func(*ollama.ChatRequest) (string, error) {
 		i := min(int(n.Add(1))-1, len(replies)-1)
 		return replies[i], nil
 	})
-	a := h.create(client.CreateAgentRequest{Name: "tidy", Description: "tidies", Task: "Tidy the notes",
-		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
-	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	a := h.create(api.CreateAgentRequest{Name: "tidy", Description: "tidies", Task: "Tidy the notes",
+		Policy: &api.Policy{Mode: "auto", AutoSteps: 10}})
+	h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	ix := h.opt.Memory.Index
 	flush(t, ix)
 	var files []string
@@ -160,19 +160,19 @@ func TestMemoryForgetsDeletedFiles(t *testing.T) {
 
 func TestMemoryForgottenWithItsAgent(t *testing.T) {
 	h := newHarness(t, withMemory(t))
-	a := h.create(client.CreateAgentRequest{Name: "gone", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	a := h.create(api.CreateAgentRequest{Name: "gone", Description: "d", Goals: []string{"g"}, Start: new(bool)})
 	ctx := context.Background()
-	if _, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Agent: "gone", Text: "zebra crossing"}); err != nil {
+	if _, err := h.sup.memoryService.AddMemory(ctx, api.MemoryAddRequest{Agent: "gone", Text: "zebra crossing"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Text: "zebra stripes are shared"}); err != nil {
+	if _, err := h.sup.memoryService.AddMemory(ctx, api.MemoryAddRequest{Text: "zebra stripes are shared"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.sup.runs.DeleteAgent(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, h.opt.Memory.Index)
-	hits, _ := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{Query: "zebra"})
+	hits, _ := h.sup.memoryService.SearchMemory(ctx, api.MemorySearchRequest{Query: "zebra"})
 	if len(hits) != 1 || hits[0].AgentID != "" {
 		t.Errorf("after rm, search = %+v; want only the shared memory", hits)
 	}
@@ -184,9 +184,9 @@ func TestMemoryForgottenWithItsAgent(t *testing.T) {
 func TestMemoryRebuiltAfterIndexLoss(t *testing.T) {
 	h := newHarness(t, withMemory(t))
 	ctx := context.Background()
-	h.create(client.CreateAgentRequest{Name: "mind", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	h.create(api.CreateAgentRequest{Name: "mind", Description: "d", Goals: []string{"g"}, Start: new(bool)})
 	for i := range 50 {
-		if _, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Agent: "mind", Text: fmt.Sprintf("fact %d about the aurora", i)}); err != nil {
+		if _, err := h.sup.memoryService.AddMemory(ctx, api.MemoryAddRequest{Agent: "mind", Text: fmt.Sprintf("fact %d about the aurora", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +209,7 @@ func TestMemoryRebuiltAfterIndexLoss(t *testing.T) {
 	}) {
 		t.Fatalf("not rebuilt: %+v", ix.Stats())
 	}
-	hits, err := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{Agent: "mind", Query: "aurora", K: 100})
+	hits, err := h.sup.memoryService.SearchMemory(ctx, api.MemorySearchRequest{Agent: "mind", Query: "aurora", K: 100})
 	if err != nil || len(hits) != 50 {
 		t.Fatalf("search after rebuild = %d hits, %v; want 50", len(hits), err)
 	}
@@ -223,7 +223,7 @@ func TestMemoryServiceRefusesBadInput(t *testing.T) {
 	h := newHarness(t, withMemory(t))
 	off := newHarness(t)
 	ctx := context.Background()
-	h.create(client.CreateAgentRequest{Name: "ann", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	h.create(api.CreateAgentRequest{Name: "ann", Description: "d", Goals: []string{"g"}, Start: new(bool)})
 	tests := []struct {
 		name string
 		call func() error
@@ -231,47 +231,47 @@ func TestMemoryServiceRefusesBadInput(t *testing.T) {
 		msg  string
 	}{
 		{"empty_text", func() error {
-			_, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Text: "  "})
+			_, err := h.sup.memoryService.AddMemory(ctx, api.MemoryAddRequest{Text: "  "})
 			return err
 		},
-			client.ErrBadRequest, "empty memory text"},
+			api.ErrBadRequest, "empty memory text"},
 		{"bad_kind", func() error {
-			_, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Text: "x", Kind: "gossip"})
+			_, err := h.sup.memoryService.AddMemory(ctx, api.MemoryAddRequest{Text: "x", Kind: "gossip"})
 			return err
-		}, client.ErrBadRequest, `memory kind "gossip": use one of episode, result, feedback, note, chat, file`},
+		}, api.ErrBadRequest, `memory kind "gossip": use one of episode, result, feedback, note, chat, file`},
 		{"huge_text", func() error {
-			_, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Text: strings.Repeat("x", 9000)})
+			_, err := h.sup.memoryService.AddMemory(ctx, api.MemoryAddRequest{Text: strings.Repeat("x", 9000)})
 			return err
-		}, client.ErrBadRequest, "memory text is 9000 bytes: at most 8000"},
+		}, api.ErrBadRequest, "memory text is 9000 bytes: at most 8000"},
 		{"unknown_agent", func() error {
-			_, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Agent: "bob", Text: "x"})
+			_, err := h.sup.memoryService.AddMemory(ctx, api.MemoryAddRequest{Agent: "bob", Text: "x"})
 			return err
-		}, client.ErrNotFound, `no agent "bob"`},
+		}, api.ErrNotFound, `no agent "bob"`},
 		{"empty_query", func() error {
-			_, err := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{})
+			_, err := h.sup.memoryService.SearchMemory(ctx, api.MemorySearchRequest{})
 			return err
 		},
-			client.ErrBadRequest, "empty query"},
+			api.ErrBadRequest, "empty query"},
 		{"search_bad_kind", func() error {
-			_, err := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{Query: "x", Kinds: []string{"episode", "dream"}})
+			_, err := h.sup.memoryService.SearchMemory(ctx, api.MemorySearchRequest{Query: "x", Kinds: []string{"episode", "dream"}})
 			return err
-		}, client.ErrBadRequest, `memory kind "dream"`},
+		}, api.ErrBadRequest, `memory kind "dream"`},
 		{"k_too_big", func() error {
-			_, err := h.sup.memoryService.SearchMemory(ctx, client.MemorySearchRequest{Query: "x", K: 1000})
+			_, err := h.sup.memoryService.SearchMemory(ctx, api.MemorySearchRequest{Query: "x", K: 1000})
 			return err
-		}, client.ErrBadRequest, "k = 1000"},
+		}, api.ErrBadRequest, "k = 1000"},
 		{"ls_bad_limit", func() error {
-			_, err := h.sup.memoryService.Memories(ctx, client.MemoryListRequest{Limit: -1})
+			_, err := h.sup.memoryService.Memories(ctx, api.MemoryListRequest{Limit: -1})
 			return err
 		},
-			client.ErrBadRequest, "limit = -1"},
-		{"rm_unknown", func() error { return h.sup.memoryService.DeleteMemory(ctx, "m-nope") }, client.ErrNotFound, `no memory "m-nope"`},
-		{"memory_off", func() error { _, err := off.sup.memoryService.MemoryStats(ctx); return err }, client.ErrConflict, "long-term memory is off"},
+			api.ErrBadRequest, "limit = -1"},
+		{"rm_unknown", func() error { return h.sup.memoryService.DeleteMemory(ctx, "m-nope") }, api.ErrNotFound, `no memory "m-nope"`},
+		{"memory_off", func() error { _, err := off.sup.memoryService.MemoryStats(ctx); return err }, api.ErrConflict, "long-term memory is off"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.call()
-			var ce *client.Error
+			var ce *api.Error
 			if !errors.As(err, &ce) || ce.Kind != tt.kind || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("err = %v; want a %v error containing %q", err, tt.kind, tt.msg)
 			}
@@ -279,11 +279,11 @@ func TestMemoryServiceRefusesBadInput(t *testing.T) {
 	}
 	// A shared note added twice is one memory; a bad byte in it is replaced, not refused.
 	for range 2 {
-		if _, err := h.sup.memoryService.AddMemory(ctx, client.MemoryAddRequest{Text: "bad \xff byte"}); err != nil {
+		if _, err := h.sup.memoryService.AddMemory(ctx, api.MemoryAddRequest{Text: "bad \xff byte"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	list, err := h.sup.memoryService.Memories(ctx, client.MemoryListRequest{})
+	list, err := h.sup.memoryService.Memories(ctx, api.MemoryListRequest{})
 	if err != nil || len(list) != 1 || list[0].Text != "bad \uFFFD byte" {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
@@ -313,8 +313,8 @@ func TestChunkText(t *testing.T) {
 
 // summaryOrStep answers summary requests with one line per step, and proposes a new
 // write_file (so the watchdog never sees a loop) otherwise.
-func summaryOrStep(summaries *atomic.Int64) func(*api.ChatRequest) (string, error) {
-	return func(req *api.ChatRequest) (string, error) {
+func summaryOrStep(summaries *atomic.Int64) func(*ollama.ChatRequest) (string, error) {
+	return func(req *ollama.ChatRequest) (string, error) {
 		var schema commands.Schema
 		if json.Unmarshal(req.Format, &schema) == nil {
 			if p := schema.Properties.Get("lines"); p != nil {
@@ -342,7 +342,7 @@ func nextWrite() string {
 
 // fakePromptTokens counts a request's prompt the way the fake does, without its cap at
 // num_ctx: the assembled prompt itself must fit.
-func fakePromptTokens(msgs []api.Message) int {
+func fakePromptTokens(msgs []ollama.Message) int {
 	n := 1
 	for _, m := range msgs {
 		n += 4
@@ -365,8 +365,8 @@ func TestLongLivedAgentStaysInContext(t *testing.T) {
 	h.stop()
 	h.fake.SetContextLength(2048)
 	h.fake.OnChat(summaryOrStep(&summaries))
-	a := h.create(client.CreateAgentRequest{Name: "old", Description: benchDescription, Goals: benchGoals, Start: new(bool),
-		Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
+	a := h.create(api.CreateAgentRequest{Name: "old", Description: benchDescription, Goals: benchGoals, Start: new(bool),
+		Policy: &api.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
 	seedHistory(t, h.st, a, 1000)
 	seedMemories(t, h.st, h.opt.Memory.Index, a.ID, 5000)
 	if _, err := h.sup.runs.Task(context.Background(), a.ID, "Keep the notes folder tidy and summarize every note"); err != nil {
@@ -374,7 +374,7 @@ func TestLongLivedAgentStaysInContext(t *testing.T) {
 	}
 	h.start()
 	const steps = 64
-	h.waitFor(a.ID, fmt.Sprintf("%d steps", steps), func(a *client.Agent) bool { return a.Step >= steps })
+	h.waitFor(a.ID, fmt.Sprintf("%d steps", steps), func(a *api.Agent) bool { return a.Step >= steps })
 	h.stop()
 
 	reqs := h.fake.Requests()
@@ -484,12 +484,12 @@ func TestPromptTakesTheSearchAhead(t *testing.T) {
 				reply("finish", map[string]string{"reason": "done"}),
 			}
 			var n atomic.Int32
-			h.fake.OnChat(func(*api.ChatRequest) (string, error) {
+			h.fake.OnChat(func(*ollama.ChatRequest) (string, error) {
 				return replies[min(int(n.Add(1))-1, len(replies)-1)], nil
 			})
-			a := h.create(client.CreateAgentRequest{Name: "reader", Description: "reads notes", Task: "Read the notes",
-				Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
-			h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+			a := h.create(api.CreateAgentRequest{Name: "reader", Description: "reads notes", Task: "Read the notes",
+				Policy: &api.Policy{Mode: "auto", AutoSteps: 10}})
+			h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 			ahead := &h.sup.mem.ahead
 			if got := ahead.missed.Load(); got != c.missed {
 				t.Errorf("prompts without a search ahead for their query = %d, want %d", got, c.missed)

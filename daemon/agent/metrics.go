@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -35,7 +35,7 @@ func (noMetrics) Command(string, string, time.Duration) {}
 type stepCounters struct{ metrics Metrics }
 
 // countDecision reports d once tx commits.
-func (s *stepCounters) countDecision(tx *store.Tx, d *client.Decision) {
+func (s *stepCounters) countDecision(tx *store.Tx, d *api.Decision) {
 	tx.AfterCommit(func() { s.metrics.Decision(string(d.Kind), d.Source, d.By) })
 }
 

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/metrics"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 // BenchmarkMetricsScrape is one /metrics scrape of a daemon hosting 1,000 agents with
@@ -25,12 +25,12 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	states := []client.AgentState{client.StateAwaitingDecision, client.StateIdle, client.StateThinking, client.StatePaused}
+	states := []api.AgentState{api.StateAwaitingDecision, api.StateIdle, api.StateThinking, api.StatePaused}
 	err = st.Tx(context.Background(), func(tx *store.Tx) error {
 		for i := range agents {
-			a := &store.Agent{Agent: client.Agent{ID: fmt.Sprintf("a-%04d", i), Name: fmt.Sprintf("agent-%04d", i), Description: "d",
+			a := &store.Agent{Agent: api.Agent{ID: fmt.Sprintf("a-%04d", i), Name: fmt.Sprintf("agent-%04d", i), Description: "d",
 				Task: "t", State: states[i%len(states)], RunID: fmt.Sprintf("r-%04d", i), Step: proposals,
-				PromptTokens: int64(1000 * i), EvalTokens: int64(100 * i), Policy: client.Policy{Mode: "ask"}}}
+				PromptTokens: int64(1000 * i), EvalTokens: int64(100 * i), Policy: api.Policy{Mode: "ask"}}}
 			if err := tx.InsertAgent(a); err != nil {
 				return err
 			}
@@ -38,11 +38,11 @@ func BenchmarkMetricsScrape(b *testing.B) {
 				return err
 			}
 			for s := 1; s <= proposals; s++ {
-				status := client.ProposalSucceeded
+				status := api.ProposalSucceeded
 				if s == proposals {
-					status = client.ProposalPending
+					status = api.ProposalPending
 				}
-				p := &client.Proposal{ID: fmt.Sprintf("p-%04d-%02d", i, s), AgentID: a.ID, RunID: a.RunID, Step: s,
+				p := &api.Proposal{ID: fmt.Sprintf("p-%04d-%02d", i, s), AgentID: a.ID, RunID: a.RunID, Step: s,
 					Command: "list_folder", Args: []byte(`{"path":"."}`), Hash: "h", Status: status, Model: ollamatest.TinyModelName}
 				if err := tx.InsertProposal(p); err != nil {
 					return err

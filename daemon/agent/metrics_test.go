@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/metrics"
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 // scrape fetches srv's /metrics and parses the text exposition.
@@ -100,11 +100,11 @@ func TestMetricsCountStepsDecisionsAndTokens(t *testing.T) {
 		reply("read_file", map[string]string{"path": "a.txt"}),
 		reply("finish", map[string]string{"reason": "done"}),
 	)
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	decide := func(text string) {
 		t.Helper()
 		p := h.pending(a.ID)
-		req, err := client.ParseDecision(text)
+		req, err := api.ParseDecision(text)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func TestMetricsCountStepsDecisionsAndTokens(t *testing.T) {
 	decide("look around first") // test_side_effect: feedback
 	decide("y -2")              // list_folder, and read_file runs unasked
 	decide("n")                 // finish
-	h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 
 	fams = scrape(t, srv)
 	got, _ := h.sup.agentViews.Agent(context.Background(), a.ID)

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/llm"
 )
 
@@ -96,10 +96,10 @@ func (m *modelState) calibrate(model string, chars, tokens int) {
 	}
 }
 
-func (m *modelState) status() client.OllamaStatus {
+func (m *modelState) status() api.OllamaStatus {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	st := client.OllamaStatus{Host: m.host, Model: m.model, SmartModel: m.smart, CheckedAt: m.checked}
+	st := api.OllamaStatus{Host: m.host, Model: m.model, SmartModel: m.smart, CheckedAt: m.checked}
 	if m.pool != nil {
 		st.Hosts, st.Queue = poolStatus(m.pool())
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/llm"
 )
 
@@ -22,8 +22,8 @@ func TestAgentResumesWhenItsModelsHostComesBack(t *testing.T) {
 		o.Backoff = func(int) time.Duration { return time.Hour }
 	})
 	h.fake.SetDown(true)
-	a := h.create(client.CreateAgentRequest{})
-	h.waitFor(a.ID, "waiting_for_model", func(a *client.Agent) bool { return a.State == client.StateWaitingForModel })
+	a := h.create(api.CreateAgentRequest{})
+	h.waitFor(a.ID, "waiting_for_model", func(a *api.Agent) bool { return a.State == api.StateWaitingForModel })
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
 	h.fake.SetDown(false)
 	p := h.pending(a.ID)

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -35,7 +35,7 @@ func parseRules(opt Settings) (rules, error) {
 
 // storedRules turns an agent's stored patterns into a rules layer; a pattern that no
 // longer parses is skipped (it was checked when stored).
-func storedRules(perms []client.Permission) permission.Rules {
+func storedRules(perms []api.Permission) permission.Rules {
 	r := permission.Rules{Layer: "stored"}
 	for _, p := range perms {
 		pat, err := permission.Parse(p.Pattern)
@@ -58,10 +58,10 @@ func storedRules(perms []client.Permission) permission.Rules {
 // set. The caller records the answer's grant use or new grant with applyGrant. prev is
 // the proposal before p in its run (nil for the first), spec p's command as the agent
 // has it now (nil when it has none by that name).
-func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, spec *commands.Spec, d *client.Decision) (au cycle.Authorization, owner *store.Agent, err error) {
+func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *api.Proposal, spec *commands.Spec, d *api.Decision) (au cycle.Authorization, owner *store.Agent, err error) {
 	req := cycle.Request{Proposal: p, Spec: spec, Repeat: prev != nil && prev.Hash == p.Hash, Options: policyOptions(l, a), Decision: d,
 		Approver: true} // the local API's peers may decide; chat front ends refuse non-approvers before
-	if !req.Repeat && d == nil && p.Status == client.ProposalPending {
+	if !req.Repeat && d == nil && p.Status == api.ProposalPending {
 		if req.Repeat, err = wasCaught(tx, a, p); err != nil { // a loop the watchdog asked about
 			return au, nil, err
 		}
@@ -92,14 +92,14 @@ func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *client.Proposal, 
 }
 
 // approvesAlways reports whether d is a y!: an approval that grants the exact command.
-func approvesAlways(d *client.Decision) bool {
-	return d != nil && d.Kind == client.DecisionApprove && d.Scope == client.ScopeAgent
+func approvesAlways(d *api.Decision) bool {
+	return d != nil && d.Kind == api.DecisionApprove && d.Scope == api.ScopeAgent
 }
 
 // exactGrantOf reports whether an exact grant among gs names p's command and args.
-func exactGrantOf(gs []client.Grant, p *client.Proposal) bool {
+func exactGrantOf(gs []api.Grant, p *api.Proposal) bool {
 	for _, g := range gs {
-		if g.Kind == client.GrantExact && g.Command == p.Command && g.Hash == p.Hash {
+		if g.Kind == api.GrantExact && g.Command == p.Command && g.Hash == p.Hash {
 			return true
 		}
 	}
@@ -107,7 +107,7 @@ func exactGrantOf(gs []client.Grant, p *client.Proposal) bool {
 }
 
 // grantsFor are the grants that may approve a's proposals: its own, then its top agent's.
-func grantsFor(tx *store.Tx, a, owner *store.Agent) ([]client.Grant, error) {
+func grantsFor(tx *store.Tx, a, owner *store.Agent) ([]api.Grant, error) {
 	gs, err := tx.LiveGrants(a.ID, owner.RunID) // a helper's own --run grants end with its top agent's run
 	if err != nil || owner == a {
 		return gs, err
@@ -153,19 +153,19 @@ func layersFor(l *live, tx *store.Tx, a *store.Agent) ([]permission.Rules, error
 // scopePattern is the pattern of the proposal's exact command and subject: what n!
 // stores, and for y! the check that rules could name it at all (a shell line that is
 // not plain commands always asks, so y! may not grant it).
-func scopePattern(scope string, spec *commands.Spec, p *client.Proposal) (string, error) {
+func scopePattern(scope string, spec *commands.Spec, p *api.Proposal) (string, error) {
 	if spec == nil {
 		return "", fmt.Errorf("%s is not available to this agent now: decide on this proposal only", p.Command)
 	}
 	var pat permission.Pattern
 	var err error
-	if scope == client.ScopeDeny {
+	if scope == api.ScopeDeny {
 		pat, err = permission.DenyPattern(*spec, p.Args)
 	} else {
 		pat, err = permission.AlwaysPattern(*spec, p.Args)
 	}
 	if err != nil {
-		if scope == client.ScopeAgent {
+		if scope == api.ScopeAgent {
 			return "", fmt.Errorf("y! cannot grant this proposal (%v): decide on it alone", err)
 		}
 		return "", fmt.Errorf("no pattern can be stored for this proposal (%v): decide on it alone", err)

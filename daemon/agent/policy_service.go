@@ -6,19 +6,19 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
 // Commands lists the commands the agent may use now, in prompt order, with the policy
 // that applies when no pattern matches and the patterns that can decide them. With ref ""
 // it lists what a new agent without an [agents.NAME] section gets, under the global patterns.
-func (s *policyService) Commands(ctx context.Context, ref string) ([]client.CommandInfo, error) {
+func (s *policyService) Commands(ctx context.Context, ref string) ([]api.CommandInfo, error) {
 	a := &store.Agent{}
-	var view *client.PolicyView
+	var view *api.PolicyView
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
 		if ref != "" {
 			if a, err = resolve(tx, ref); err != nil {
@@ -47,7 +47,7 @@ func (s *policyService) Commands(ctx context.Context, ref string) ([]client.Comm
 		pat, _ := permission.Parse(p.Pattern) // stored and config patterns were checked when saved
 		parsed = append(parsed, pat)
 	}
-	out := []client.CommandInfo{}
+	out := []api.CommandInfo{}
 	for _, c := range s.commandsFor(ctx, l, a, step) {
 		spec := c.Spec()
 		params, _ := json.Marshal(spec.Params)
@@ -60,9 +60,9 @@ func (s *policyService) Commands(ctx context.Context, ref string) ([]client.Comm
 		case spec.Class == commands.ClassExecute:
 			policy = "ask (always, unless an allow pattern names it)"
 		}
-		info := client.CommandInfo{Name: spec.Name, Description: spec.Description, Class: string(spec.Class),
+		info := api.CommandInfo{Name: spec.Name, Description: spec.Description, Class: string(spec.Class),
 			Idempotent: spec.Idempotent, Params: params, Policy: policy, Provider: provider[spec.Name],
-			Patterns: []client.Permission{}}
+			Patterns: []api.Permission{}}
 		for _, effect := range []string{"deny", "allow"} {
 			for i, p := range view.Permissions {
 				if p.Effect == effect && parsed[i].AppliesTo(spec, effect == "allow") {
@@ -77,8 +77,8 @@ func (s *policyService) Commands(ctx context.Context, ref string) ([]client.Comm
 
 // Policy shows every pattern that applies to the agent: stored ones first (they are the
 // agent's own), then its config section's, then the global ones.
-func (s *policyService) Policy(ctx context.Context, ref string) (*client.PolicyView, error) {
-	var v *client.PolicyView
+func (s *policyService) Policy(ctx context.Context, ref string) (*api.PolicyView, error) {
+	var v *api.PolicyView
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
@@ -91,8 +91,8 @@ func (s *policyService) Policy(ctx context.Context, ref string) (*client.PolicyV
 }
 
 // policyView lists the patterns for agent a; the zero Agent (no agent) gets the global ones.
-func (s *policyService) policyView(tx *store.Tx, a *store.Agent) (*client.PolicyView, error) {
-	var stored []client.Permission
+func (s *policyService) policyView(tx *store.Tx, a *store.Agent) (*api.PolicyView, error) {
+	var stored []api.Permission
 	if a.ID != "" {
 		var err error
 		if stored, err = tx.Permissions(a.ID); err != nil {
@@ -100,17 +100,17 @@ func (s *policyService) policyView(tx *store.Tx, a *store.Agent) (*client.Policy
 		}
 	}
 	l := s.live()
-	v := &client.PolicyView{AgentID: a.ID, AutoRead: l.AutoRead, Permissions: []client.Permission{}}
+	v := &api.PolicyView{AgentID: a.ID, AutoRead: l.AutoRead, Permissions: []api.Permission{}}
 	for _, p := range stored {
 		p.Source = "stored"
 		v.Permissions = append(v.Permissions, p)
 	}
 	add := func(src string, r permission.Rules) {
 		for _, p := range r.Deny {
-			v.Permissions = append(v.Permissions, client.Permission{Effect: "deny", Pattern: p.String(), Source: src})
+			v.Permissions = append(v.Permissions, api.Permission{Effect: "deny", Pattern: p.String(), Source: src})
 		}
 		for _, p := range r.Allow {
-			v.Permissions = append(v.Permissions, client.Permission{Effect: "allow", Pattern: p.String(), Source: src})
+			v.Permissions = append(v.Permissions, api.Permission{Effect: "allow", Pattern: p.String(), Source: src})
 		}
 	}
 	if a.Name != "" {
@@ -125,7 +125,7 @@ func (s *policyService) policyView(tx *store.Tx, a *store.Agent) (*client.Policy
 
 // describeReach says what p means beyond the commands it names: how the programs an
 // allow pattern approves run, and whether a deny keeps its paths from every program.
-func describeReach(p *client.Permission) {
+func describeReach(p *api.Permission) {
 	pat, err := permission.Parse(p.Pattern)
 	switch {
 	case err != nil:
@@ -138,12 +138,12 @@ func describeReach(p *client.Permission) {
 }
 
 // AddPermission stores a pattern for the agent (agentctl policy allow|deny).
-func (s *policyService) AddPermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
+func (s *policyService) AddPermission(ctx context.Context, ref string, req api.PermissionRequest) (*api.PolicyView, error) {
 	pat, err := checkPermission(req)
 	if err != nil {
 		return nil, err
 	}
-	var v *client.PolicyView
+	var v *api.PolicyView
 	var id string
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
@@ -167,12 +167,12 @@ func (s *policyService) AddPermission(ctx context.Context, ref string, req clien
 }
 
 // RemovePermission deletes a stored pattern of the agent.
-func (s *policyService) RemovePermission(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
+func (s *policyService) RemovePermission(ctx context.Context, ref string, req api.PermissionRequest) (*api.PolicyView, error) {
 	pat, err := checkPermission(req)
 	if err != nil {
 		return nil, err
 	}
-	var v *client.PolicyView
+	var v *api.PolicyView
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
@@ -194,7 +194,7 @@ func (s *policyService) RemovePermission(ctx context.Context, ref string, req cl
 	return v, err
 }
 
-func checkPermission(req client.PermissionRequest) (string, error) {
+func checkPermission(req api.PermissionRequest) (string, error) {
 	if req.Effect != "allow" && req.Effect != "deny" {
 		return "", badRequest("effect %q: use allow or deny", req.Effect)
 	}
@@ -210,12 +210,12 @@ func checkPermission(req client.PermissionRequest) (string, error) {
 // test): the one authorize of real proposals decides, with the agent's grants and the
 // files a y! bound as they are now, and the command's spec as the agent has it now (a
 // command it is not offered asks, as its proposal would). Nothing is recorded.
-func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
+func (s *policyService) TestPolicy(ctx context.Context, ref string, req api.PolicyTestRequest) (*api.PolicyTest, error) {
 	if req.Command == "" {
 		return nil, badRequest("no command: give the command to test, e.g. execute_shell")
 	}
 	l := s.live()
-	var out *client.PolicyTest
+	var out *api.PolicyTest
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
@@ -223,7 +223,7 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.P
 		}
 		spec := s.specIn(ctx, l, tx, a, req.Command)
 		if spec == nil {
-			out = &client.PolicyTest{AgentID: a.ID, Command: req.Command, Args: req.Args, Subject: req.Subject, Effect: string(permission.Ask),
+			out = &api.PolicyTest{AgentID: a.ID, Command: req.Command, Args: req.Args, Subject: req.Subject, Effect: string(permission.Ask),
 				Reason: "asking: " + req.Command + " is not available to agent " + a.Name + " now (see agentctl commands " + a.Name + ")"}
 			return nil
 		}
@@ -235,8 +235,8 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.P
 		if err != nil {
 			return badRequest("args: %v", err)
 		}
-		p := &client.Proposal{ID: "test", AgentID: a.ID, RunID: a.RunID, Step: a.Step + 1, Command: spec.Name,
-			Args: canon, Hash: Hash(spec.Name, canon), Status: client.ProposalPending}
+		p := &api.Proposal{ID: "test", AgentID: a.ID, RunID: a.RunID, Step: a.Step + 1, Command: spec.Name,
+			Args: canon, Hash: Hash(spec.Name, canon), Status: api.ProposalPending}
 		prev, err := testPrev(tx, a)
 		if err != nil {
 			return err
@@ -245,7 +245,7 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.P
 		if err != nil {
 			return err
 		}
-		out = &client.PolicyTest{AgentID: a.ID, Command: spec.Name, Args: args, Subject: permission.Subject(*spec, args),
+		out = &api.PolicyTest{AgentID: a.ID, Command: spec.Name, Args: args, Subject: permission.Subject(*spec, args),
 			Effect: effectOf[au.Verdict], Source: au.Layer, Reason: au.Reason, Decision: au.Decision, Grant: au.Grant, Unbound: au.Unbound}
 		if au.Decision != nil {
 			out.Pattern = au.Decision.Pattern
@@ -255,7 +255,7 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.P
 			return err
 		}
 		for _, c := range permission.Explain(*spec, args, policyOptions(l, a), layers...).Commands {
-			out.Commands = append(out.Commands, client.PolicyTestCommand{Command: c.Command, Effect: string(c.Effect),
+			out.Commands = append(out.Commands, api.PolicyTestCommand{Command: c.Command, Effect: string(c.Effect),
 				Pattern: c.Pattern, Source: c.Layer, Reason: c.Reason})
 		}
 		return nil
@@ -265,7 +265,7 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req client.P
 
 // testPrev is the proposal a tested one would follow: the run's latest, or the one
 // before it while the latest waits for a decision (the test then weighs it as that one).
-func testPrev(tx *store.Tx, a *store.Agent) (*client.Proposal, error) {
+func testPrev(tx *store.Tx, a *store.Agent) (*api.Proposal, error) {
 	last, err := tx.LastProposal(a.ID, a.RunID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -280,7 +280,7 @@ func testPrev(tx *store.Tx, a *store.Agent) (*client.Proposal, error) {
 var effectOf = map[cycle.Verdict]string{cycle.Allow: string(permission.Allow), cycle.Ask: string(permission.Ask), cycle.Refuse: string(permission.Deny)}
 
 // testArgs returns the args to test: req.Args, or req.Subject as the spec's subject arg.
-func testArgs(spec *commands.Spec, req client.PolicyTestRequest) (json.RawMessage, error) {
+func testArgs(spec *commands.Spec, req api.PolicyTestRequest) (json.RawMessage, error) {
 	switch {
 	case len(req.Args) > 0 && req.Subject != "":
 		return nil, badRequest("give the args or the subject, not both")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 func TestPermissionPatterns(t *testing.T) {
@@ -24,7 +24,7 @@ func TestPermissionPatterns(t *testing.T) {
 		reply("write_file", map[string]string{"path": "notes.txt", "contents": "two"}), // other contents: asks, until a pattern is stored
 		reply("write_file", map[string]string{"path": "other.txt", "contents": "x"}),   // asks
 	)
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	if p.Command != "write_file" || !strings.Contains(string(p.Args), "notes.txt") {
 		t.Fatalf("first proposal to ask about = %s %s, want write_file notes.txt", p.Command, p.Args)
@@ -33,7 +33,7 @@ func TestPermissionPatterns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Scope != client.ScopeAgent || d.Pattern != "" || d.Grant == "" {
+	if d.Scope != api.ScopeAgent || d.Pattern != "" || d.Grant == "" {
 		t.Fatalf("decision = %+v, want scope agent with an exact grant and no pattern", d)
 	}
 	p = h.pending(a.ID)
@@ -41,12 +41,12 @@ func TestPermissionPatterns(t *testing.T) {
 		t.Fatalf("next proposal to ask about = %s %s, want the write of notes.txt with other contents", p.Command, p.Args)
 	}
 	// Widening is a separate choice: a stored pattern approves the pending write.
-	if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, client.PermissionRequest{Effect: "allow", Pattern: "write_file(notes.txt)", By: "tester"}); err != nil {
+	if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, api.PermissionRequest{Effect: "allow", Pattern: "write_file(notes.txt)", By: "tester"}); err != nil {
 		t.Fatal(err)
 	}
 	two := p.ID
-	p = h.waitFor(a.ID, "the next proposal", func(a *client.Agent) bool {
-		return a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.ID != two
+	p = h.waitFor(a.ID, "the next proposal", func(a *api.Agent) bool {
+		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.ID != two
 	}).Pending
 	if !strings.Contains(string(p.Args), "other.txt") {
 		t.Fatalf("next proposal to ask about = %s %s, want write_file other.txt", p.Command, p.Args)
@@ -111,15 +111,15 @@ func TestPermissionPatterns(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		req  client.PolicyTestRequest
+		req  api.PolicyTestRequest
 		want string // effect pattern source
 	}{
-		{client.PolicyTestRequest{Command: "write_file", Subject: "./secret.txt"}, "deny write_file(secret*) config"},
-		{client.PolicyTestRequest{Command: "write_file", Subject: "notes.txt"}, "allow write_file(notes.txt) stored"},
-		{client.PolicyTestRequest{Command: "write_file", Subject: "notes-link"}, "deny write_file(secret*) config"},
-		{client.PolicyTestRequest{Command: "list_folder", Args: []byte(`{"path":"./."}`)}, "allow list_folder(*) config"},
-		{client.PolicyTestRequest{Command: "write_file", Subject: "../x"}, "ask  "},
-		{client.PolicyTestRequest{Command: "execute_shell", Subject: "ls"}, "ask  "},
+		{api.PolicyTestRequest{Command: "write_file", Subject: "./secret.txt"}, "deny write_file(secret*) config"},
+		{api.PolicyTestRequest{Command: "write_file", Subject: "notes.txt"}, "allow write_file(notes.txt) stored"},
+		{api.PolicyTestRequest{Command: "write_file", Subject: "notes-link"}, "deny write_file(secret*) config"},
+		{api.PolicyTestRequest{Command: "list_folder", Args: []byte(`{"path":"./."}`)}, "allow list_folder(*) config"},
+		{api.PolicyTestRequest{Command: "write_file", Subject: "../x"}, "ask  "},
+		{api.PolicyTestRequest{Command: "execute_shell", Subject: "ls"}, "ask  "},
 	} {
 		v, err := h.sup.policyService.TestPolicy(context.Background(), a.Name, tt.req)
 		if err != nil {
@@ -129,7 +129,7 @@ func TestPermissionPatterns(t *testing.T) {
 			t.Errorf("TestPolicy(%+v) = %q (%s), want %q", tt.req, got, v.Reason, tt.want)
 		}
 	}
-	for _, bad := range []client.PolicyTestRequest{{}, {Command: "ask_user", Subject: "x"}, {Command: "write_file", Subject: "a", Args: []byte(`{}`)}} {
+	for _, bad := range []api.PolicyTestRequest{{}, {Command: "ask_user", Subject: "x"}, {Command: "write_file", Subject: "a", Args: []byte(`{}`)}} {
 		if _, err := h.sup.policyService.TestPolicy(context.Background(), a.Name, bad); err == nil {
 			t.Errorf("TestPolicy(%+v) succeeded", bad)
 		}
@@ -141,26 +141,26 @@ func TestExecuteCommandsAskEvenInContinuousMode(t *testing.T) {
 		o.Commands = append(append([]string{}, testCommands...), "test_execute")
 	})
 	h.fake.Script(reply("test_execute", map[string]string{"what": "x"}))
-	a := h.create(client.CreateAgentRequest{Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 50}})
+	a := h.create(api.CreateAgentRequest{Policy: &api.Policy{Mode: "continuous", ContinuousLimit: 50}})
 	p := h.pending(a.ID)
 	if p.Command != "test_execute" {
 		t.Fatalf("pending = %+v", p)
 	}
-	if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, client.PermissionRequest{Effect: "allow", Pattern: "*(*)"}); err != nil {
+	if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, api.PermissionRequest{Effect: "allow", Pattern: "*(*)"}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := h.sup.agentViews.Agent(context.Background(), a.ID); got.Pending == nil {
 		t.Fatal("a wildcard pattern approved an execute command")
 	}
-	for _, bad := range []client.PermissionRequest{{Effect: "allow", Pattern: "x("}, {Effect: "maybe", Pattern: "x"}} {
+	for _, bad := range []api.PermissionRequest{{Effect: "allow", Pattern: "x("}, {Effect: "maybe", Pattern: "x"}} {
 		if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, bad); err == nil {
 			t.Errorf("AddPermission(%+v) succeeded", bad)
 		}
 	}
-	if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, client.PermissionRequest{Effect: "allow", Pattern: "test_execute(x)"}); err != nil {
+	if _, err := h.sup.policyService.AddPermission(context.Background(), a.ID, api.PermissionRequest{Effect: "allow", Pattern: "test_execute(x)"}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(a.ID, "the literal pattern to run it", func(a *client.Agent) bool { return a.Pending == nil || a.Pending.ID != p.ID })
+	h.waitFor(a.ID, "the literal pattern to run it", func(a *api.Agent) bool { return a.Pending == nil || a.Pending.ID != p.ID })
 }
 
 // agentctl policy AGENT test decides as authorization does: a grant that would approve
@@ -168,14 +168,14 @@ func TestExecuteCommandsAskEvenInContinuousMode(t *testing.T) {
 func TestPolicyTestWeighsGrants(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	h.pending(a.ID)
 	ctx := context.Background()
-	req := client.PolicyTestRequest{Command: "write_file", Args: []byte(`{"path":"notes/a.txt","contents":"x"}`)}
+	req := api.PolicyTestRequest{Command: "write_file", Args: []byte(`{"path":"notes/a.txt","contents":"x"}`)}
 	if v, err := h.sup.policyService.TestPolicy(ctx, a.Name, req); err != nil || v.Effect != "ask" {
 		t.Fatalf("before the grant: %+v, %v; want ask", v, err)
 	}
-	pv, err := h.sup.policyService.AddGrant(ctx, a.Name, client.GrantRequest{Pattern: "write_file(notes/*)", By: "root"})
+	pv, err := h.sup.policyService.AddGrant(ctx, a.Name, api.GrantRequest{Pattern: "write_file(notes/*)", By: "root"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/llm"
 )
 
@@ -19,14 +19,14 @@ func TestHostChecks(t *testing.T) {
 		parts []string // each must be in some check's detail or fix
 	}{
 		{"one_host_says_nothing_more", []llm.HostStatus{up}, nil, nil},
-		{"all_up", []llm.HostStatus{up, {URL: "http://c:11434", Up: true, Slots: 1}}, []string{client.CheckOK, client.CheckOK},
+		{"all_up", []llm.HostStatus{up, {URL: "http://c:11434", Up: true, Slots: 1}}, []string{api.CheckOK, api.CheckOK},
 			[]string{"http://a:11434 up, 1 of 4 slots busy, 9 calls served; models: m:latest"}},
-		{"one_down_warns", []llm.HostStatus{up, down}, []string{client.CheckOK, client.CheckWarn},
+		{"one_down_warns", []llm.HostStatus{up, down}, []string{api.CheckOK, api.CheckWarn},
 			[]string{"http://b:11434 down (next try in 3s): connection refused", "ollama serve", "[[ollama.hosts]]"}},
-		{"all_down_fails", []llm.HostStatus{down, down}, []string{client.CheckFail, client.CheckFail}, nil},
+		{"all_down_fails", []llm.HostStatus{down, down}, []string{api.CheckFail, api.CheckFail}, nil},
 		{"model_it_cannot_run_warns", []llm.HostStatus{up, {URL: "http://c:11434", Up: true, Slots: 1,
 			Failing: []llm.ModelFailing{{Model: "big:70b", RetryIn: 2 * time.Second, Error: "HTTP 500: out of memory"}}}},
-			[]string{client.CheckOK, client.CheckWarn},
+			[]string{api.CheckOK, api.CheckWarn},
 			[]string{"cannot run big:70b now (next try in 2s): HTTP 500: out of memory", "server's log"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,7 +59,7 @@ func TestPoolStatusConverts(t *testing.T) {
 	if h := hosts[0]; h.URL != "u" || h.Up || h.Slots != 2 || h.RetryInMS != 1500 || h.Error != "e" || !h.ModelsConfigured || len(h.Models) != 1 {
 		t.Errorf("host %+v", h)
 	}
-	if f := hosts[0].Failing; len(f) != 1 || f[0] != (client.OllamaModelFailing{Model: "m", RetryInMS: 1000, Error: "oom"}) {
+	if f := hosts[0].Failing; len(f) != 1 || f[0] != (api.OllamaModelFailing{Model: "m", RetryInMS: 1000, Error: "oom"}) {
 		t.Errorf("failing models %+v", f)
 	}
 	if q := queue[0]; q.Class != "batch" || q.Queued != 3 || q.Served != 7 || q.WaitP50MS != 2 || q.WaitP99MS != 1.5 {

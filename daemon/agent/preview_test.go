@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestProposalCarriesItsPreview: the diff is worked out against the workspace as it is
@@ -15,10 +15,10 @@ import (
 func TestProposalCarriesItsPreview(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("write_file", map[string]string{"path": "notes.txt", "contents": "one\nTWO\n"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	want := "--- /dev/null\n+++ b/notes.txt\n@@ -0,0 +1,2 @@\n+one\n+TWO\n"
-	if p.Preview == nil || p.Preview.Kind != client.PreviewDiff || p.Preview.Diff != want {
+	if p.Preview == nil || p.Preview.Kind != api.PreviewDiff || p.Preview.Diff != want {
 		t.Fatalf("preview = %+v, want the diff\n%s", p.Preview, want)
 	}
 	if err := os.WriteFile(filepath.Join(a.Workspace, "notes.txt"), []byte("changed since\n"), 0o644); err != nil {
@@ -40,7 +40,7 @@ func TestProposalCarriesItsPreview(t *testing.T) {
 func TestCommandWithoutPreviewHasNone(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("finish", map[string]string{"reason": "done"}))
-	a := h.create(client.CreateAgentRequest{})
+	a := h.create(api.CreateAgentRequest{})
 	if p := h.pending(a.ID); p.Preview != nil {
 		t.Fatalf("finish has a preview: %+v", p.Preview)
 	}

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestHelperTakesItsParentsClass checks a helper's model calls queue in the class of the
@@ -19,15 +19,15 @@ import (
 func TestHelperTakesItsParentsClass(t *testing.T) {
 	for _, tc := range []struct {
 		name                   string
-		policy                 client.Policy
+		policy                 api.Policy
 		allow                  []string
 		wantBatch, wantPersons int
 	}{
 		// boss: start_agent, finish; helper: finish — all batch.
-		{"scheduled_parent_allowed", client.Policy{Mode: "auto", AutoSteps: 5}, []string{"start_agent(*)"}, 3, 0},
+		{"scheduled_parent_allowed", api.Policy{Mode: "auto", AutoSteps: 5}, []string{"start_agent(*)"}, 3, 0},
 		// boss's start_agent (batch) is approved by a person: the helper's step and the
 		// boss's next step are theirs.
-		{"person_approved_start_agent", client.Policy{Mode: "ask"}, nil, 1, 2},
+		{"person_approved_start_agent", api.Policy{Mode: "ask"}, nil, 1, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cc := classCounter{m: metrics.New()}
@@ -36,7 +36,7 @@ func TestHelperTakesItsParentsClass(t *testing.T) {
 				reply("finish", map[string]string{"reason": "all done"}))
 			b.script("boss/a", reply("finish", map[string]string{"reason": "helped"}))
 			boss, err := h.sup.runs.CreateRun(context.Background(),
-				client.CreateAgentRequest{Name: "boss", Description: "a lead", Task: "get things done"},
+				api.CreateAgentRequest{Name: "boss", Description: "a lead", Task: "get things done"},
 				run.Options{Policy: &tc.policy, Allow: tc.allow, By: "schedule s", Source: "schedule"})
 			if err != nil {
 				t.Fatal(err)
@@ -46,7 +46,7 @@ func TestHelperTakesItsParentsClass(t *testing.T) {
 				h.approve(h.helper("boss/a").ID, "finish")
 				h.approve(boss.ID, "finish")
 			}
-			h.waitFor(boss.ID, "the boss's run's end", func(a *client.Agent) bool { return a.State == client.StateIdle })
+			h.waitFor(boss.ID, "the boss's run's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
 			if bt, in := cc.get(llm.Batch), cc.get(llm.Interactive); bt != tc.wantBatch || in != tc.wantPersons {
 				t.Errorf("%d batch and %d interactive calls, want %d and %d", bt, in, tc.wantBatch, tc.wantPersons)
 			}
@@ -63,7 +63,7 @@ func TestBatchClassSurvivesRestart(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		// record stores what the starter (scheduler, team engine) records of the run.
-		record func(tx *store.Tx, a *client.Agent) error
+		record func(tx *store.Tx, a *api.Agent) error
 		helper bool // the run awaiting the decision is a helper's of the run started
 		want   llm.Class
 	}{
@@ -83,11 +83,11 @@ func TestBatchClassSurvivesRestart(t *testing.T) {
 				b.q["boss"] = nil
 				b.script("boss", reply(first, map[string]string{"path": "."}))
 			}
-			opt := run.Options{Policy: &client.Policy{Mode: "ask"}, Allow: []string{"start_agent(*)"}, By: "schedule s", Source: "schedule"}
+			opt := run.Options{Policy: &api.Policy{Mode: "ask"}, Allow: []string{"start_agent(*)"}, By: "schedule s", Source: "schedule"}
 			if tc.record == nil {
-				opt = run.Options{Policy: &client.Policy{Mode: "ask"}, By: "ana", Source: "api"}
+				opt = run.Options{Policy: &api.Policy{Mode: "ask"}, By: "ana", Source: "api"}
 			}
-			boss, err := h.sup.runs.CreateRun(ctx, client.CreateAgentRequest{Name: "boss", Description: "a lead", Task: "t"}, opt)
+			boss, err := h.sup.runs.CreateRun(ctx, api.CreateAgentRequest{Name: "boss", Description: "a lead", Task: "t"}, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,8 +107,8 @@ func TestBatchClassSurvivesRestart(t *testing.T) {
 			h.opt.Allow = []string{first + "(*)"}
 			h.start()
 			h.fake.OnChat(b.reply)
-			h.waitFor(waiter.ID, "its step after the rule ran "+first, func(a *client.Agent) bool {
-				return a.State == client.StateAwaitingDecision && a.Question != nil
+			h.waitFor(waiter.ID, "its step after the rule ran "+first, func(a *api.Agent) bool {
+				return a.State == api.StateAwaitingDecision && a.Question != nil
 			})
 			testutil.Eventually(t, 5*time.Second, "the step's call counted", func() bool { return cc.get(tc.want) == before+1 })
 			shownByClass(t, h, &cc)
@@ -116,18 +116,18 @@ func TestBatchClassSurvivesRestart(t *testing.T) {
 	}
 }
 
-func recordScheduleRun(tx *store.Tx, a *client.Agent) error {
-	if err := tx.InsertSchedule(&store.Schedule{Schedule: client.Schedule{ID: "s-1", Name: "s", Spec: "@daily", Agent: a.ID,
-		Goal: "t", Autonomy: client.Autonomy{Mode: "auto"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
+func recordScheduleRun(tx *store.Tx, a *api.Agent) error {
+	if err := tx.InsertSchedule(&store.Schedule{Schedule: api.Schedule{ID: "s-1", Name: "s", Spec: "@daily", Agent: a.ID,
+		Goal: "t", Autonomy: api.Autonomy{Mode: "auto"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
 		return err
 	}
 	now := tx.Now()
-	return tx.RecordScheduleRun(&client.ScheduleRun{ID: "f-1", ScheduleID: "s-1", Scheduled: now, Started: now,
+	return tx.RecordScheduleRun(&api.ScheduleRun{ID: "f-1", ScheduleID: "s-1", Scheduled: now, Started: now,
 		Outcome: "started", AgentID: a.ID, RunID: a.RunID})
 }
 
-func recordTeamTurn(tx *store.Tx, a *client.Agent) error {
-	return tx.InsertTeamRun(&store.TeamRun{TeamRun: client.TeamRun{ID: "t-1", Workflow: "w", Task: "t", Status: "running",
+func recordTeamTurn(tx *store.Tx, a *api.Agent) error {
+	return tx.InsertTeamRun(&store.TeamRun{TeamRun: api.TeamRun{ID: "t-1", Workflow: "w", Task: "t", Status: "running",
 		Waiting: a.ID}, Source: "name: w", WaitRun: a.RunID})
 }
 

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/run"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // classCounter counts the model calls of each class the pool let through, and passes
@@ -57,12 +57,12 @@ func TestModelPriorityFollowsWhoWaits(t *testing.T) {
 	ctx := context.Background()
 
 	// A run the daemon started (a schedule, a team turn) queues as batch work.
-	a, err := h.sup.runs.CreateRun(ctx, client.CreateAgentRequest{Name: "nightly", Description: "d", Task: "look around"},
-		run.Options{Budget: run.Budget{MaxSteps: 2}, Policy: &client.Policy{Mode: "auto", AutoSteps: 2}, By: "schedule s", Source: "schedule"})
+	a, err := h.sup.runs.CreateRun(ctx, api.CreateAgentRequest{Name: "nightly", Description: "d", Task: "look around"},
+		run.Options{Budget: run.Budget{MaxSteps: 2}, Policy: &api.Policy{Mode: "auto", AutoSteps: 2}, By: "schedule s", Source: "schedule"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(a.ID, "the run's end", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	h.waitFor(a.ID, "the run's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	if b, i := cc.get(llm.Batch), cc.get(llm.Interactive); b != 2 || i != 0 {
 		t.Errorf("scheduled run: %d batch and %d interactive calls, want 2 and 0", b, i)
 	}
@@ -70,14 +70,14 @@ func TestModelPriorityFollowsWhoWaits(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "the ended run forgotten as batch work", func() bool { return !h.sup.batchRuns.has(a.RunID) })
 
 	// A person's run is interactive.
-	p := h.create(client.CreateAgentRequest{Name: "mine", Description: "d", Task: "look around"})
+	p := h.create(api.CreateAgentRequest{Name: "mine", Description: "d", Task: "look around"})
 	h.pending(p.ID)
 	if i := cc.get(llm.Interactive); i != 1 {
 		t.Errorf("a person's run: %d interactive calls, want 1", i)
 	}
 
 	// A scheduled run a person answers: the step after their feedback is theirs.
-	s, err := h.sup.runs.StartTask(ctx, "nightly", "again", run.Options{Policy: &client.Policy{Mode: "ask"}, By: "schedule s", Source: "schedule"})
+	s, err := h.sup.runs.StartTask(ctx, "nightly", "again", run.Options{Policy: &api.Policy{Mode: "ask"}, By: "schedule s", Source: "schedule"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,8 +88,8 @@ func TestModelPriorityFollowsWhoWaits(t *testing.T) {
 	if _, err := h.decide(s.ID, prop, "try another folder"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(s.ID, "the step after feedback", func(a *client.Agent) bool {
-		return a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.ID != prop.ID
+	h.waitFor(s.ID, "the step after feedback", func(a *api.Agent) bool {
+		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.ID != prop.ID
 	})
 	if i, b := cc.get(llm.Interactive), cc.get(llm.Batch); i != 2 || b != 3 {
 		t.Errorf("after feedback: %d interactive and %d batch calls, want 2 and 3", i, b)

@@ -6,11 +6,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // PromptInput is everything one step's prompt is made of: the agent's identity and task,
@@ -97,7 +97,7 @@ func CommandLine(s commands.Spec) string {
 }
 
 // Progress renders episodes for the prompt, oldest first.
-func Progress(eps []client.Episode) string {
+func Progress(eps []api.Episode) string {
 	var b strings.Builder
 	b.WriteString("Progress so far:")
 	for _, e := range eps {
@@ -111,7 +111,7 @@ func Progress(eps []client.Episode) string {
 const resultCut = 400
 
 // EpisodeText renders one episode in a few lines.
-func EpisodeText(e client.Episode) string {
+func EpisodeText(e api.Episode) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Step %d: %s → %s", e.Step, CallText(e.Command, e.Args), e.Outcome)
 	if r := strings.TrimSpace(e.Reasoning); r != "" {

@@ -10,17 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/web"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // baseDirectives mirror the config defaults' shape; the golden files pin the rendering.
-var baseDirectives = client.Directives{
+var baseDirectives = api.Directives{
 	Constraints:   []string{"Work only inside your workspace.", "Ask the user when a decision is theirs to make."},
 	Resources:     []string{"Files in your workspace."},
 	BestPractices: []string{"Check your work before you finish."},
@@ -71,7 +71,7 @@ func newPromptFixture(t testing.TB, opt Options) *promptFixture {
 }
 
 // prompt creates the agent, gives it the episodes and renders its next step's prompt.
-func (f *promptFixture) prompt(req client.CreateAgentRequest, eps []client.Episode, numCtx int, notes ...string) (PromptInput, []llm.Message) {
+func (f *promptFixture) prompt(req api.CreateAgentRequest, eps []api.Episode, numCtx int, notes ...string) (PromptInput, []llm.Message) {
 	f.t.Helper()
 	ctx := context.Background()
 	ca, err := f.sup.runs.CreateAgent(ctx, req)
@@ -97,16 +97,16 @@ func (f *promptFixture) prompt(req client.CreateAgentRequest, eps []client.Episo
 func TestPromptGolden(t *testing.T) {
 	cases := []struct {
 		name  string
-		req   client.CreateAgentRequest
-		eps   []client.Episode
+		req   api.CreateAgentRequest
+		eps   []api.Episode
 		notes []string
 	}{
-		{name: "prompt_first_step.golden", req: client.CreateAgentRequest{
+		{name: "prompt_first_step.golden", req: api.CreateAgentRequest{
 			Name: "haiku-writer", Description: "an agent that writes short poems", Task: "Write a haiku about autumn into haiku.txt.",
 		}},
-		{name: "prompt_goals_history.golden", req: client.CreateAgentRequest{
+		{name: "prompt_goals_history.golden", req: api.CreateAgentRequest{
 			Name: "tester", Description: "a test agent", Goals: []string{"List the files", "Summarize them"},
-		}, eps: []client.Episode{
+		}, eps: []api.Episode{
 			{Step: 1, Command: "list_folder", Args: json.RawMessage(`{"path":"."}`), Reasoning: "see what is there", Outcome: "succeeded", Result: "a.txt\nb/"},
 			{Step: 2, Command: "write_file", Args: json.RawMessage(`{"path":"x","contents":"y"}`), Reasoning: "note", Outcome: "feedback", Feedback: "read a.txt first"},
 			{Step: 3, Command: "read_file", Args: json.RawMessage(`{"path":"../etc"}`), Reasoning: "look", Outcome: "failed", Result: "Error: path leaves the workspace"},
@@ -131,7 +131,7 @@ func TestFirstStepPromptSize(t *testing.T) {
 		Directives: config.Default().Directives(),
 		Components: []commands.Component{commands.CommandList{ID: "web", Cmds: commands.Set{web.NewWebSearch(nil, 0), web.NewReadWebpage(nil, nil)}}},
 	})
-	in, msgs := f.prompt(client.CreateAgentRequest{
+	in, msgs := f.prompt(api.CreateAgentRequest{
 		Name: "haiku-writer", Description: "an agent that writes short poems", Task: "Write a haiku about autumn into haiku.txt.",
 	}, nil, 8192)
 	want := []string{"list_folder", "open_file", "open_folder", "read_file", "write_file", "ask_user", "web_search", "read_webpage", "finish"}
@@ -153,13 +153,13 @@ func TestFirstStepPromptSize(t *testing.T) {
 }
 
 func TestHistoryStaysInBudget(t *testing.T) {
-	var eps []client.Episode
+	var eps []api.Episode
 	for i := 1; i <= 1000; i++ {
-		eps = append(eps, client.Episode{Step: i, Command: "read_file", Args: json.RawMessage(`{"path":"f"}`), Outcome: "succeeded", Result: strings.Repeat("r", 2000)})
+		eps = append(eps, api.Episode{Step: i, Command: "read_file", Args: json.RawMessage(`{"path":"f"}`), Outcome: "succeeded", Result: strings.Repeat("r", 2000)})
 	}
 	f := newPromptFixture(t, Options{HistoryEpisodes: 1000})
 	for i, numCtx := range []int{2048, 4096, 8192} {
-		_, msgs := f.prompt(client.CreateAgentRequest{Name: fmt.Sprintf("x%d", i), Description: "y", Task: "z"}, eps, numCtx)
+		_, msgs := f.prompt(api.CreateAgentRequest{Name: fmt.Sprintf("x%d", i), Description: "y", Task: "z"}, eps, numCtx)
 		chars := PromptChars(msgs)
 		if float64(chars) > float64(numCtx-replyReserve(numCtx))*defaultCharsPerToken {
 			t.Errorf("num_ctx %d: prompt %d chars exceeds the budget", numCtx, chars)
@@ -194,7 +194,7 @@ func TestLongTaskIsCutToFit(t *testing.T) {
 // TestSubAgentCommandsPromptCost pins the prompt with the sub-agent commands enabled and
 // bounds what the four cost: they are offered only where config lists them.
 func TestSubAgentCommandsPromptCost(t *testing.T) {
-	req := client.CreateAgentRequest{Name: "lead", Description: "an agent that delegates", Task: "Collect three facts about autumn into facts.txt."}
+	req := api.CreateAgentRequest{Name: "lead", Description: "an agent that delegates", Task: "Collect three facts about autumn into facts.txt."}
 	base := newPromptFixture(t, Options{Directives: config.Default().Directives()})
 	_, msgs := base.prompt(req, nil, 8192)
 	without := PromptChars(msgs)

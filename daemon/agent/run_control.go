@@ -9,22 +9,22 @@ import (
 	"github.com/agentd/agentd/daemon/run"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
 // mutate runs fn on the agent under its runner's lock in one transaction, then publishes
 // the agent's new state and wakes its loop.
-func (s *runs) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*client.Agent, error) {
+func (s *runs) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*api.Agent, error) {
 	return s.mutateThen(ctx, ref, fn, nil)
 }
 
 // mutateThen is mutate that also publishes events(agent) before the state event. Events
 // are published under the agent's lock, so followers see them in the order of the commits,
 // and before the loop is woken, so a decision is never shown after its result.
-func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*client.Agent) []client.Event) (*client.Agent, error) {
+func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
 	var id string
 	if err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
@@ -37,7 +37,7 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 	}
 	r := s.host.runner(id)
 	r.mu.Lock()
-	var out *client.Agent
+	var out *api.Agent
 	err := s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(id)
 		if errors.Is(err, store.ErrNotFound) {
@@ -61,7 +61,7 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 				s.events.Publish(ev)
 			}
 		}
-		s.events.Publish(client.Event{Type: client.EventState, AgentID: id, Agent: out})
+		s.events.Publish(api.Event{Type: api.EventState, AgentID: id, Agent: out})
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -75,7 +75,7 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 
 // Pause stops an agent after its current command; a model call in flight is cancelled.
 // Its helpers (theirs too) pause with it: they work for the run that paused.
-func (s *runs) Pause(ctx context.Context, ref string) (*client.Agent, error) {
+func (s *runs) Pause(ctx context.Context, ref string) (*api.Agent, error) {
 	out, err := s.pause(ctx, ref, "paused by a person")
 	if err == nil {
 		s.helpers.pauseHelpers(ctx, out.ID, out.Name)
@@ -84,7 +84,7 @@ func (s *runs) Pause(ctx context.Context, ref string) (*client.Agent, error) {
 }
 
 // pause is Pause of the agent alone, with the reason it shows.
-func (s *runs) pause(ctx context.Context, ref, reason string) (*client.Agent, error) {
+func (s *runs) pause(ctx context.Context, ref, reason string) (*api.Agent, error) {
 	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if !active(a.State) {
 			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
@@ -99,7 +99,7 @@ func (s *runs) pause(ctx context.Context, ref, reason string) (*client.Agent, er
 
 // Resume continues a paused or failed agent where it stopped, with the helpers that
 // were paused because it was.
-func (s *runs) Resume(ctx context.Context, ref string) (*client.Agent, error) {
+func (s *runs) Resume(ctx context.Context, ref string) (*api.Agent, error) {
 	out, err := s.resume(ctx, ref, "")
 	if err == nil {
 		s.helpers.resumeHelpers(ctx, out.ID, out.Name)
@@ -109,13 +109,13 @@ func (s *runs) Resume(ctx context.Context, ref string) (*client.Agent, error) {
 
 // resume is Resume of the agent alone; with only set, only an agent paused for that
 // reason is resumed.
-func (s *runs) resume(ctx context.Context, ref, only string) (*client.Agent, error) {
+func (s *runs) resume(ctx context.Context, ref, only string) (*api.Agent, error) {
 	s.remeasure(ctx, ref) // files removed to get under the disk budget count
 	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
-		if only != "" && (a.State != client.StatePaused || a.StateReason != only) {
+		if only != "" && (a.State != api.StatePaused || a.StateReason != only) {
 			return conflict("agent %s is %s (%s), not paused with its parent", a.Name, a.State, a.StateReason)
 		}
-		if a.State != client.StatePaused && a.State != client.StateFailed {
+		if a.State != api.StatePaused && a.State != api.StateFailed {
 			return conflict("agent %s is %s, not paused", a.Name, a.State)
 		}
 		if a.RunID == "" || a.Task == "" {
@@ -135,18 +135,18 @@ func (s *runs) resume(ctx context.Context, ref, only string) (*client.Agent, err
 // Stop ends the current run: an open proposal is superseded, a question withdrawn and a
 // running command cancelled. The agent stays, idle, with its history. Its followers are
 // told the run ended (EventFinish, with the reason), as for any other end.
-func (s *runs) Stop(ctx context.Context, ref string) (*client.Agent, error) {
+func (s *runs) Stop(ctx context.Context, ref string) (*api.Agent, error) {
 	return s.stop(ctx, ref, "stopped by a person")
 }
 
 // stop is Stop, with the reason the run ends for.
-func (s *runs) stop(ctx context.Context, ref, reason string) (*client.Agent, error) {
+func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error) {
 	var runID string
-	ended := func(a *client.Agent) []client.Event {
-		return []client.Event{{Type: client.EventFinish, AgentID: a.ID, Agent: a, Message: reason}}
+	ended := func(a *api.Agent) []api.Event {
+		return []api.Event{{Type: api.EventFinish, AgentID: a.ID, Agent: a, Message: reason}}
 	}
 	out, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
-		if a.State == client.StateIdle {
+		if a.State == api.StateIdle {
 			return conflict("agent %s is idle already", a.Name)
 		}
 		r.cancelAll()
@@ -157,11 +157,11 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*client.Agent, err
 			return err
 		}
 		withdraw := cycle.Event{Kind: cycle.Withdraw, Result: "withdrawn: the run was stopped"}
-		if p != nil && p.Status == client.ProposalStarted && p.Command == commands.AskUser {
+		if p != nil && p.Status == api.ProposalStarted && p.Command == commands.AskUser {
 			if _, _, err := transit(tx, a, p, withdraw); err != nil {
 				return err
 			}
-		} else if p != nil && p.Status == client.ProposalStarted {
+		} else if p != nil && p.Status == api.ProposalStarted {
 			// A proposal waiting for a helper has no execution to cancel: withdraw it
 			// (the helper is stopped once this run's end is recorded).
 			if waiting, err := tx.DeleteWait(p.ID); err != nil {
@@ -190,12 +190,12 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*client.Agent, err
 }
 
 // Task gives an idle agent a follow-up task; its history carries over into the new run.
-func (s *runs) Task(ctx context.Context, ref string, task string) (*client.Agent, error) {
+func (s *runs) Task(ctx context.Context, ref string, task string) (*api.Agent, error) {
 	return s.task(ctx, ref, task, nil, false)
 }
 
 // TaskRun is Task as the API asks for it: with a budget, when set, for the new run.
-func (s *runs) TaskRun(ctx context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
+func (s *runs) TaskRun(ctx context.Context, ref string, req api.TaskRequest) (*api.Agent, error) {
 	opt, err := requestOptions(req.Budget)
 	if err != nil {
 		return nil, err
@@ -205,7 +205,7 @@ func (s *runs) TaskRun(ctx context.Context, ref string, req client.TaskRequest) 
 
 // task is Task; opt, when set, applies to the new run; batch marks its model calls as
 // batch work (priority.go).
-func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Options, batch bool) (*client.Agent, error) {
+func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Options, batch bool) (*api.Agent, error) {
 	var pats []string
 	if opt != nil {
 		var err error
@@ -219,11 +219,11 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 		return nil, badRequest("empty task")
 	}
 	s.remeasure(ctx, ref)
-	if len(task) > client.MaxTextBytes {
-		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(task), client.MaxTextBytes)
+	if len(task) > api.MaxTextBytes {
+		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(task), api.MaxTextBytes)
 	}
 	out, err := s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
-		if a.State != client.StateIdle && a.State != client.StateFailed {
+		if a.State != api.StateIdle && a.State != api.StateFailed {
 			return conflict("agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
 		}
 		// Refused now rather than accepted and paused before its first step.
@@ -304,12 +304,12 @@ func (s *runs) runEnded(runID string) {
 
 // StartTask gives an idle agent a task, like Task, with a budget, a policy and patterns
 // for the run. It returns the agent with its new RunID.
-func (s *runs) StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error) {
+func (s *runs) StartTask(ctx context.Context, ref, task string, opt run.Options) (*api.Agent, error) {
 	return s.task(ctx, ref, task, &opt, true)
 }
 
 // CreateRun creates an agent, like CreateAgent, and starts its run with opt. req must
 // start a run (a task or goals, Start not false).
-func (s *runs) CreateRun(ctx context.Context, req client.CreateAgentRequest, opt run.Options) (*client.Agent, error) {
+func (s *runs) CreateRun(ctx context.Context, req api.CreateAgentRequest, opt run.Options) (*api.Agent, error) {
 	return s.createAgent(ctx, req, &opt, true)
 }

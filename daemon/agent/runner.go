@@ -11,10 +11,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -189,11 +189,11 @@ func sleepUntil(ctx context.Context, d time.Duration, wake <-chan struct{}, done
 // next decides the loop's next action from the stored state. It only reads, except to
 // show awaiting_decision; a policy's approval is recorded by execute, in the same
 // transaction that starts the command.
-func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, error) {
+func (r *runner) next(ctx context.Context, l *live) (action, *api.Proposal, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var act action
-	var prop *client.Proposal
+	var prop *api.Proposal
 	var a *store.Agent
 	lost, helping := false, false
 	err := r.s.st.View(ctx, func(tx *store.Tx) error {
@@ -228,9 +228,9 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 		}
 		prop, act = p, actWait
 		switch p.Status {
-		case client.ProposalApproved:
+		case api.ProposalApproved:
 			act = actExecute
-		case client.ProposalPending:
+		case api.ProposalPending:
 			prev, err := tx.ProposalBefore(p)
 			if err != nil {
 				return err
@@ -241,7 +241,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 			} else if au.Verdict != cycle.Ask {
 				act = actExecute // execute records the verdict with the start
 			}
-		case client.ProposalStarted:
+		case api.ProposalStarted:
 			// With one loop per agent nothing else executes: a started command here lost
 			// its result (the store refused the write); an ask_user question waits, and
 			// so does a command waiting for a helper — with no loop: the helper's end
@@ -250,7 +250,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 				break
 			}
 			if _, err := tx.WaitFor(p.ID); err == nil {
-				act, helping = actStop, a.State != client.StateExecuting
+				act, helping = actStop, a.State != api.StateExecuting
 				return nil
 			} else if !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -267,15 +267,15 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 			r.busyLeft = max(b.MaxWall-time.Duration(a.BusyMS)*time.Millisecond, 0)
 		}
 	}
-	want := client.StateAwaitingDecision
+	want := api.StateAwaitingDecision
 	if helping {
 		// Resumed while its helper works: it is still executing that command.
-		act, want = actWait, client.StateExecuting
+		act, want = actWait, api.StateExecuting
 	}
 	if err != nil || act != actWait || (a.State == want && !lost) {
 		return act, prop, err
 	}
-	var v *client.Agent
+	var v *api.Agent
 	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Agent(r.id)
 		if err != nil || cur.State != a.State {
@@ -301,7 +301,7 @@ func (r *runner) next(ctx context.Context, l *live) (action, *client.Proposal, e
 		return err
 	})
 	if err == nil && v != nil {
-		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
+		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
 	}
 	if helping {
 		act = actStop
@@ -322,7 +322,7 @@ func Hash(command string, canonicalArgs []byte) string {
 // changes it, and publishes the change.
 func (r *runner) setState(ctx context.Context, ev cycle.Event) {
 	r.mu.Lock()
-	var v *client.Agent
+	var v *api.Agent
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(r.id)
 		if err != nil {
@@ -341,7 +341,7 @@ func (r *runner) setState(ctx context.Context, ev cycle.Event) {
 		return err
 	})
 	if err == nil && v != nil {
-		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
+		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
 	}
 	r.mu.Unlock()
 }
@@ -351,7 +351,7 @@ var errNotApproved = errors.New("proposal not approved")
 
 // execute runs an approved proposal with a write-ahead record: approved → started →
 // succeeded|failed. ask_user stops at started: the question waits for its answer.
-func (r *runner) execute(ctx context.Context, l *live, p *client.Proposal) {
+func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) {
 	var st started
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -362,8 +362,8 @@ func (r *runner) execute(ctx context.Context, l *live, p *client.Proposal) {
 		if !active(a.State) {
 			return errNotApproved // paused or stopped since next() looked
 		}
-		var prev *client.Proposal
-		if p.Status == client.ProposalPending {
+		var prev *api.Proposal
+		if p.Status == api.ProposalPending {
 			if prev, err = tx.ProposalBefore(p); err != nil {
 				return err
 			}
@@ -391,13 +391,13 @@ func (r *runner) execute(ctx context.Context, l *live, p *client.Proposal) {
 // started is what startTx recorded, for the events and the execution that follow it.
 type started struct {
 	a       *store.Agent
-	decided *client.Decision // the policy's approval, when it made one
-	q       *client.Question // set for ask_user: the question now waits for its answer
-	refused *client.Episode  // set when a deny pattern refused the proposal: nothing runs
+	decided *api.Decision    // the policy's approval, when it made one
+	q       *api.Question    // set for ask_user: the question now waits for its answer
+	refused *api.Episode     // set when a deny pattern refused the proposal: nothing runs
 	unbound string           // set when it asks although a y! names it: why the y! does not hold
 	cmds    commands.Set     // the step's commands when think just built them; nil: look them up
 	profile commands.Profile // how far a sandboxed command's programs reach
-	v       *client.Agent
+	v       *api.Agent
 	execCtx context.Context
 	cancel  context.CancelFunc
 }
@@ -406,9 +406,9 @@ type started struct {
 // still pending — and sets a's state to match; the caller writes a. prev is the proposal
 // before p in its run, needed only when p is pending. It fails with errNotApproved when
 // p is neither approved nor approvable by the policy.
-func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Proposal, prev *client.Proposal, spec *commands.Spec, st *started) error {
+func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *api.Proposal, prev *api.Proposal, spec *commands.Spec, st *started) error {
 	st.a = a
-	if p.Status == client.ProposalPending {
+	if p.Status == api.ProposalPending {
 		// Decided by policy: the decision and the start land together.
 		au, owner, err := authorize(l, tx, a, p, prev, spec, nil)
 		if err != nil {
@@ -459,7 +459,7 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *client.Propos
 		return err
 	}
 	if p.Command == commands.AskUser {
-		st.q = &client.Question{ProposalID: p.ID, Text: questionText(p)}
+		st.q = &api.Question{ProposalID: p.ID, Text: questionText(p)}
 		if err := tx.SetQuestion(a.ID, st.q); err != nil {
 			return err
 		}
@@ -481,7 +481,7 @@ func sandboxProfile(l *live, tx *store.Tx, a *store.Agent, st *started) error {
 	}
 	if st.decided != nil && st.decided.Profile != "" {
 		st.profile.Bounded = true
-		st.profile.Write = st.decided.Profile == client.ProfileBoundedWrite
+		st.profile.Write = st.decided.Profile == api.ProfileBoundedWrite
 	}
 	return nil
 }
@@ -496,19 +496,19 @@ func (r *runner) armExec(ctx context.Context, st *started) {
 
 // run publishes a start that startTx recorded, then runs the command and records its
 // outcome. An ask_user question only gets published: its answer comes from a person.
-func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *started) {
+func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started) {
 	if st.decided != nil {
-		r.s.events.Publish(client.Event{Type: client.EventDecision, AgentID: r.id, Decision: st.decided})
+		r.s.events.Publish(api.Event{Type: api.EventDecision, AgentID: r.id, Decision: st.decided})
 	}
 	if st.refused != nil {
-		r.s.events.Publish(client.Event{Type: client.EventResult, AgentID: r.id, Episode: st.refused})
+		r.s.events.Publish(api.Event{Type: api.EventResult, AgentID: r.id, Episode: st.refused})
 	}
-	r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: st.v})
+	r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: st.v})
 	if st.refused != nil {
 		return
 	}
 	if st.q != nil {
-		r.s.events.Publish(client.Event{Type: client.EventQuestion, AgentID: r.id, Question: st.q})
+		r.s.events.Publish(api.Event{Type: api.EventQuestion, AgentID: r.id, Question: st.q})
 		return
 	}
 	defer st.cancel()
@@ -567,7 +567,7 @@ func (r *runner) run(ctx context.Context, l *live, p *client.Proposal, st *start
 	r.finishExecution(ctx, p, end, time.Since(began), staged.fns...)
 }
 
-func questionText(p *client.Proposal) string {
+func questionText(p *api.Proposal) string {
 	var args struct {
 		Question string `json:"question"`
 	}

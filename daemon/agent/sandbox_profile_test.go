@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -53,8 +53,8 @@ func TestUnaskedShellRunsBounded(t *testing.T) {
 		line("cat secrets/key.txt"),    // 4 asks: y, yet the deny rule keeps the file away
 		reply("finish", map[string]string{"reason": "done"}),
 	)
-	a := h.create(client.CreateAgentRequest{})
-	ws := h.waitFor(a.ID, "a workspace", func(a *client.Agent) bool { return a.Workspace != "" }).Workspace
+	a := h.create(api.CreateAgentRequest{})
+	ws := h.waitFor(a.ID, "a workspace", func(a *api.Agent) bool { return a.Workspace != "" }).Workspace
 	os.MkdirAll(filepath.Join(ws, "secrets"), 0o755)
 	os.WriteFile(filepath.Join(ws, "secrets", "key.txt"), []byte("KEY=hunter2\n"), 0o644)
 	for _, answer := range []string{"y", "y", "y"} { // by-person, cat, finish
@@ -63,7 +63,7 @@ func TestUnaskedShellRunsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.waitFor(a.ID, "the run to end", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	h.waitFor(a.ID, "the run to end", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	for name, want := range map[string]bool{"by-pattern": false, "by-write-pattern": true, "by-person": true} {
 		if _, err := os.Stat(filepath.Join(ws, name)); (err == nil) != want {
 			t.Errorf("%s created = %v; want %v", name, err == nil, want)
@@ -79,7 +79,7 @@ func TestUnaskedShellRunsBounded(t *testing.T) {
 	if strings.Contains(eps[3].Result, "hunter2") {
 		t.Errorf("a path the deny rule covers reached the program: %q", eps[3].Result)
 	}
-	var decisions []client.Decision
+	var decisions []api.Decision
 	if err := h.st.View(t.Context(), func(tx *store.Tx) error {
 		for _, e := range eps[:3] {
 			d, err := tx.LastDecision(e.ProposalID)
@@ -92,7 +92,7 @@ func TestUnaskedShellRunsBounded(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{client.ProfileBounded, client.ProfileBoundedWrite, ""} {
+	for i, want := range []string{api.ProfileBounded, api.ProfileBoundedWrite, ""} {
 		if decisions[i].Profile != want {
 			t.Errorf("step %d's decision (%s by %s) has profile %q; want %q", i+1, decisions[i].Source, decisions[i].By, decisions[i].Profile, want)
 		}

@@ -9,41 +9,41 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
 // Each part serves its own slice of the local API (api.go).
 var (
-	_ Runs                   = (*runs)(nil)
-	_ Views                  = (*agentViews)(nil)
-	_ client.DecisionService = (*decisions)(nil)
-	_ client.PolicyService   = (*policyService)(nil)
-	_ client.MemoryService   = (*memoryService)(nil)
-	_ client.AuditService    = (*auditLog)(nil)
-	_ client.DoctorService   = (*doctor)(nil)
-	_ client.BudgetService   = (*agentBudgets)(nil)
+	_ Runs                = (*runs)(nil)
+	_ Views               = (*agentViews)(nil)
+	_ api.DecisionService = (*decisions)(nil)
+	_ api.PolicyService   = (*policyService)(nil)
+	_ api.MemoryService   = (*memoryService)(nil)
+	_ api.AuditService    = (*auditLog)(nil)
+	_ api.DoctorService   = (*doctor)(nil)
+	_ api.BudgetService   = (*agentBudgets)(nil)
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 
 func badRequest(format string, args ...any) error {
-	return client.Errorf(client.ErrBadRequest, format, args...)
+	return api.Errorf(api.ErrBadRequest, format, args...)
 }
 
 func conflict(format string, args ...any) error {
-	return client.Errorf(client.ErrConflict, format, args...)
+	return api.Errorf(api.ErrConflict, format, args...)
 }
 
 func notFound(format string, args ...any) error {
-	return client.Errorf(client.ErrNotFound, format, args...)
+	return api.Errorf(api.ErrNotFound, format, args...)
 }
 
 // CreateAgent creates an agent from a task (the model writes its profile on its first step)
 // or from a name, description and goals, and starts its run.
-func (s *runs) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
+func (s *runs) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error) {
 	opt, err := requestOptions(req.Budget)
 	if err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func (s *runs) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (
 
 // createAgent is CreateAgent; opt, when set, must start a run and applies to it.
 // batch marks the run's model calls as batch work (priority.go).
-func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, opt *run.Options, batch bool) (*client.Agent, error) {
+func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt *run.Options, batch bool) (*api.Agent, error) {
 	req.Task = strings.TrimSpace(req.Task)
 	req.Name = strings.TrimSpace(req.Name)
 	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
@@ -70,14 +70,14 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 			return nil, badRequest("goal %d is empty", i+1)
 		}
 	}
-	if len(req.Task) > client.MaxTextBytes {
-		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), client.MaxTextBytes)
+	if len(req.Task) > api.MaxTextBytes {
+		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), api.MaxTextBytes)
 	}
 	cmds, err := s.checkAgentCommands(ctx, req.Name, req.Commands)
 	if err != nil {
 		return nil, err
 	}
-	pol := client.Policy{Mode: "ask"}
+	pol := api.Policy{Mode: "ask"}
 	if req.Policy != nil {
 		pol = *req.Policy
 		if err := checkPolicy(pol); err != nil {
@@ -94,12 +94,12 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 			pol = *opt.Policy
 		}
 	}
-	a := &store.Agent{Agent: client.Agent{
+	a := &store.Agent{Agent: api.Agent{
 		ID: newID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
 		Goals: req.Goals, Task: req.Task, Policy: pol, State: cycle.Initial, Commands: cmds,
 	}}
 	if a.Task == "" && len(a.Goals) > 0 {
-		a.Task = client.GoalsTask
+		a.Task = api.GoalsTask
 	}
 	if a.Name == "" {
 		a.Name = tempName(a.ID)
@@ -123,7 +123,7 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 	if err := makeWorkspace(a.Workspace); err != nil {
 		return nil, err
 	}
-	var out *client.Agent
+	var out *api.Agent
 	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		if taken, err := tx.NameTaken(a.Name); err != nil {
 			return err
@@ -161,7 +161,7 @@ func (s *runs) createAgent(ctx context.Context, req client.CreateAgentRequest, o
 		removeWorkspace(a.Workspace)
 		return nil, err
 	}
-	s.events.Publish(client.Event{Type: client.EventState, AgentID: a.ID, Agent: out, Message: "created"})
+	s.events.Publish(api.Event{Type: api.EventState, AgentID: a.ID, Agent: out, Message: "created"})
 	if opt != nil {
 		s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, out.CreatedAt, 0)
 	}
@@ -184,7 +184,7 @@ func (s *runs) checkAgentCommands(ctx context.Context, name string, names []stri
 	if len(names) > 64 {
 		return nil, badRequest("%d commands: at most 64", len(names))
 	}
-	a := &store.Agent{Agent: client.Agent{Name: name}}
+	a := &store.Agent{Agent: api.Agent{Name: name}}
 	have := map[string]bool{}
 	for _, c := range s.host.commandsFor(ctx, s.host.live(), a, s.host.stepOf(a)) {
 		have[c.Spec().Name] = true
@@ -206,7 +206,7 @@ func (s *runs) checkAgentCommands(ctx context.Context, name string, names []stri
 	return out, nil
 }
 
-func checkPolicy(p client.Policy) error {
+func checkPolicy(p api.Policy) error {
 	switch p.Mode {
 	case "ask", "auto", "continuous":
 	default:
@@ -301,7 +301,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		if s.onRemoved != nil {
 			s.onRemoved(g.id)
 		}
-		s.events.Publish(client.Event{Type: client.EventRemoved, AgentID: g.id})
+		s.events.Publish(api.Event{Type: api.EventRemoved, AgentID: g.id})
 	}
 	for i, g := range all {
 		if g.open == nil {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 )
@@ -20,7 +20,7 @@ type Settings struct {
 	MaxContext int    // caps num_ctx
 	KeepAlive  *time.Duration
 
-	Directives         client.Directives
+	Directives         api.Directives
 	Commands           []string
 	ComponentOrder     []string
 	DisabledComponents []string

@@ -10,26 +10,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/ollama/ollama/api"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/ollamatest"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // stepForever makes every agent write a file it has not written before, so no step is a
 // loop and continuous mode never stops to ask.
 func stepForever(h *harness) {
 	var n atomic.Int64
-	h.fake.OnChat(func(*api.ChatRequest) (string, error) {
+	h.fake.OnChat(func(*ollama.ChatRequest) (string, error) {
 		i := n.Add(1)
 		return reply("write_file", map[string]string{"path": fmt.Sprintf("d%d.txt", i), "contents": fmt.Sprint(i)}), nil
 	})
 }
 
-func continuous() *client.Policy { return &client.Policy{Mode: "continuous", ContinuousLimit: 1 << 30} }
+func continuous() *api.Policy { return &api.Policy{Mode: "continuous", ContinuousLimit: 1 << 30} }
 
 // proposalsOf returns the agent's proposals by step, checking that no step is missing or
 // there twice.
-func proposalsOf(t *testing.T, h *harness, id string) []client.Proposal {
+func proposalsOf(t *testing.T, h *harness, id string) []api.Proposal {
 	t.Helper()
 	ps, err := h.sup.agentViews.Proposals(context.Background(), id)
 	if err != nil {
@@ -54,7 +54,7 @@ func TestReloadWhileStepping(t *testing.T) {
 	h.fake.SetDelay(2 * time.Millisecond) // steps in flight while the settings change
 	var ids []string
 	for i := range 3 {
-		a := h.create(client.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders", Policy: continuous()})
+		a := h.create(api.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders", Policy: continuous()})
 		ids = append(ids, a.ID)
 	}
 	base := h.sup.Settings()
@@ -85,7 +85,7 @@ func TestReloadWhileStepping(t *testing.T) {
 		// Let every agent take a few steps under the previous settings first.
 		for _, id := range ids {
 			n := len(proposalsOf(t, h, id))
-			h.waitFor(id, "more steps", func(*client.Agent) bool { return len(proposalsOf(t, h, id)) >= n+2 })
+			h.waitFor(id, "more steps", func(*api.Agent) bool { return len(proposalsOf(t, h, id)) >= n+2 })
 		}
 		before := map[string]int{}
 		if err := h.sup.Reload(set); err != nil {
@@ -96,14 +96,14 @@ func TestReloadWhileStepping(t *testing.T) {
 		}
 		for _, id := range ids {
 			// A step begun before the reload may end after it; the ones after that are new.
-			h.waitFor(id, "steps on the new settings", func(*client.Agent) bool { return len(proposalsOf(t, h, id)) >= before[id]+4 })
+			h.waitFor(id, "steps on the new settings", func(*api.Agent) bool { return len(proposalsOf(t, h, id)) >= before[id]+4 })
 			ps := proposalsOf(t, h, id)
 			for _, p := range ps[before[id]+1 : before[id]+4] {
 				if p.Model != set.Model {
 					t.Errorf("round %d, agent %s, step %d: model %q, want %q", round, id, p.Step, p.Model, set.Model)
 				}
-				refused := p.Status == client.ProposalFeedback
-				if denied := len(set.Deny) > 0; refused != denied && p.Status != client.ProposalStarted && p.Status != client.ProposalApproved {
+				refused := p.Status == api.ProposalFeedback
+				if denied := len(set.Deny) > 0; refused != denied && p.Status != api.ProposalStarted && p.Status != api.ProposalApproved {
 					t.Errorf("round %d, agent %s, step %d: status %s with deny patterns %v", round, id, p.Step, p.Status, set.Deny)
 				}
 			}
@@ -124,7 +124,7 @@ func TestReloadWhileStepping(t *testing.T) {
 		eps := h.history(id)
 		settled := 0
 		for _, p := range ps {
-			if p.Status == client.ProposalSucceeded || p.Status == client.ProposalFailed || p.Status == client.ProposalFeedback {
+			if p.Status == api.ProposalSucceeded || p.Status == api.ProposalFailed || p.Status == api.ProposalFeedback {
 				settled++
 			}
 		}
@@ -159,8 +159,8 @@ func TestReloadRefusesBadSettingsAndKeepsTheOld(t *testing.T) {
 
 func TestReloadChangesWhatPolicyAndCommandsShow(t *testing.T) {
 	h := newHarness(t)
-	a := h.create(client.CreateAgentRequest{Name: "bob", Description: "d", Start: new(bool)})
-	if cmds, _ := h.sup.policyService.Commands(context.Background(), a.ID); len(cmds) == 0 || !slices.ContainsFunc(cmds, func(c client.CommandInfo) bool { return c.Name == "write_file" }) {
+	a := h.create(api.CreateAgentRequest{Name: "bob", Description: "d", Start: new(bool)})
+	if cmds, _ := h.sup.policyService.Commands(context.Background(), a.ID); len(cmds) == 0 || !slices.ContainsFunc(cmds, func(c api.CommandInfo) bool { return c.Name == "write_file" }) {
 		t.Fatalf("bob has no write_file before the reload: %v", cmds)
 	}
 	set := h.sup.Settings()

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // Status asked after the model server died says so at once, with the cause and when it

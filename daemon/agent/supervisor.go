@@ -23,13 +23,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Options configure a Supervisor. The fields that Settings repeats are only the first
@@ -42,7 +43,7 @@ type Options struct {
 	// MaxContext caps num_ctx; the model's own context length is probed.
 	MaxContext int
 	// Directives are the base directives every agent gets.
-	Directives client.Directives
+	Directives api.Directives
 	// Commands are the names of the built-in commands agents may use, in prompt order.
 	Commands []string
 	// Components are extra components (web, shell, MCP tools) the server built from
@@ -257,7 +258,7 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	var awaiting []string // their loops would only wait: started after the others, paced
 	for _, a := range agents {
 		switch {
-		case a.State == client.StateAwaitingDecision:
+		case a.State == api.StateAwaitingDecision:
 			awaiting = append(awaiting, a.ID)
 		case active(a.State):
 			s.kick(a.ID)
@@ -273,7 +274,7 @@ func (s *Supervisor) Wait() { s.wg.Wait() }
 // recover finds commands that were running when the daemon died.
 func (s *Supervisor) recover(ctx context.Context) error {
 	return s.st.Tx(ctx, func(tx *store.Tx) error {
-		started, err := tx.ProposalsWithStatus(client.ProposalStarted)
+		started, err := tx.ProposalsWithStatus(api.ProposalStarted)
 		if err != nil {
 			return err
 		}
@@ -374,9 +375,19 @@ func resolve(tx *store.Tx, ref string) (*store.Agent, error) {
 		a, err = byTempName(tx, ref)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound("no agent %q: see `agentctl ls`", ref)
+		return nil, noAgent(tx, ref)
 	}
 	return a, err
+}
+
+// noAgent is the error for a ref that names no agent, with the closest name when ref
+// looks like a typo of one.
+func noAgent(tx *store.Tx, ref string) error {
+	names, err := tx.AgentNames()
+	if err != nil {
+		return err
+	}
+	return notFound("no agent %q%s: see `agentctl ls`", ref, display.DidYouMean(ref, names))
 }
 
 // tempNamePrefix starts the name an agent gets until its profile names it.
@@ -414,14 +425,14 @@ func byTempName(tx *store.Tx, ref string) (*store.Agent, error) {
 
 // known is view for a caller that knows the agent's pending proposal and question
 // already, saving the two reads on the agent cycle's hot path.
-func known(a *store.Agent, pending *client.Proposal, q *client.Question) *client.Agent {
+func known(a *store.Agent, pending *api.Proposal, q *api.Question) *api.Agent {
 	out := a.Agent
 	out.Pending, out.Question = pending, q
 	return &out
 }
 
 // view loads the agent with its pending proposal and question, as the API shows it.
-func view(tx *store.Tx, a *store.Agent) (*client.Agent, error) {
+func view(tx *store.Tx, a *store.Agent) (*api.Agent, error) {
 	p, err := tx.OpenProposal(a.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		p = nil
@@ -438,7 +449,7 @@ func view(tx *store.Tx, a *store.Agent) (*client.Agent, error) {
 }
 
 // viewOf is a's API view given its open proposal and question (nil when none).
-func viewOf(a *store.Agent, open *client.Proposal, q *client.Question) *client.Agent {
+func viewOf(a *store.Agent, open *api.Proposal, q *api.Question) *api.Agent {
 	out := a.Agent
 	if open != nil && open.Status.Decidable() {
 		out.Pending = open

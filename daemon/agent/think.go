@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // replyReserve is the part of the context kept free for the model's reply: a quarter,
@@ -26,7 +26,7 @@ func replyReserve(numCtx int) int { return max(640, numCtx/4) }
 func (r *runner) think(ctx context.Context, l *live) {
 	began := time.Now() // the step's model time counts toward the agent's busy time
 	var a *store.Agent
-	var last *client.Proposal
+	var last *api.Proposal
 	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
 		if a, err = tx.Agent(r.id); err != nil {
 			return err
@@ -42,7 +42,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 		r.sleep(ctx, 1e9)
 		return
 	}
-	if a.State != client.StateThinking {
+	if a.State != api.StateThinking {
 		r.setState(ctx, cycle.Event{Kind: cycle.Think})
 	}
 	stepCtx, cancel := context.WithCancel(ctx)
@@ -166,14 +166,14 @@ func (m *modelState) messageBudget(in PromptInput, model string, numCtx int) int
 
 // propose persists the model's proposal before anything else happens, and has the
 // watchdog look for a loop (watch). busy is the time the step took to think.
-func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *client.Proposal, model string, res *llm.Proposal, cmds commands.Set, busy time.Duration) {
+func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api.Proposal, model string, res *llm.Proposal, cmds commands.Set, busy time.Duration) {
 	canon, err := commands.CanonicalArgs(res.Reply.Command.Args)
 	if err != nil {
 		canon = res.Reply.Command.Args
 	}
 	hash := Hash(res.Reply.Command.Name, canon)
-	p := &client.Proposal{
-		ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Thoughts: client.Thoughts(res.Reply.Thoughts),
+	p := &api.Proposal{
+		ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Thoughts: api.Thoughts(res.Reply.Thoughts),
 		Command: res.Reply.Command.Name, Args: canon, Hash: hash,
 		Model: model, PromptTokens: res.PromptTokens, EvalTokens: res.EvalTokens,
 	}
@@ -182,9 +182,9 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		p.Preview = commands.Preview(ctx, c, commands.Env{Workspace: a.Workspace, AgentID: a.ID}, canon)
 	}
 	var w watched
-	var v *client.Agent
-	var shown client.Proposal // p as proposed: the policy may start it in the same transaction
-	var st *started           // set when the policy approved p and it started in the same transaction
+	var v *api.Agent
+	var shown api.Proposal // p as proposed: the policy may start it in the same transaction
+	var st *started        // set when the policy approved p and it started in the same transaction
 	r.mu.Lock()
 	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		st = nil // a retried transaction starts over
@@ -220,8 +220,8 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 		if err := tx.Audit(a.ID, "proposal", map[string]any{"proposal": p.ID, "command": p.Command, "hash": p.Hash, "model": model}); err != nil {
 			return err
 		}
-		var pending *client.Proposal // think runs only when no proposal is open
-		if p.Status == client.ProposalPending {
+		var pending *api.Proposal // think runs only when no proposal is open
+		if p.Status == api.ProposalPending {
 			pending = &shown
 			if w.ev.Kind == cycle.Proposed {
 				// When the policy approves it, the approval and the start commit with the
@@ -264,13 +264,13 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 	}
 	r.smartNext, r.smartNote = w.ev.Kind == cycle.ProposedRethink, w.note
 	if w.stop {
-		r.s.events.Publish(client.Event{Type: client.EventFinish, AgentID: a.ID, Agent: v, Message: v.StateReason})
+		r.s.events.Publish(api.Event{Type: api.EventFinish, AgentID: a.ID, Agent: v, Message: v.StateReason})
 		r.s.runs.runEnded(a.RunID)
 	}
-	if shown.Status == client.ProposalSuperseded {
+	if shown.Status == api.ProposalSuperseded {
 		return
 	}
-	r.s.events.Publish(client.Event{Type: client.EventProposal, AgentID: a.ID, Proposal: &shown, Agent: v})
+	r.s.events.Publish(api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: &shown, Agent: v})
 	if st != nil {
 		r.run(ctx, l, p, st)
 	}
@@ -279,7 +279,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *cli
 // strike counts an invalid reply; after MaxInvalidReplies in a row the agent pauses.
 // busy is the time the model took.
 func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError, busy time.Duration) {
-	var v *client.Agent
+	var v *api.Agent
 	paused := false
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
@@ -312,9 +312,9 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 		r.s.log.Error("recording invalid reply", "agent", r.id, "err", err)
 		return
 	}
-	r.s.events.Publish(client.Event{Type: client.EventError, AgentID: r.id, Message: "invalid model reply: " + strings.Join(inv.Problems, "; ")})
+	r.s.events.Publish(api.Event{Type: api.EventError, AgentID: r.id, Message: "invalid model reply: " + strings.Join(inv.Problems, "; ")})
 	if paused {
-		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: r.id, Agent: v})
+		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
 	}
 }
 
@@ -395,7 +395,7 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var v *client.Agent
+	var v *api.Agent
 	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Agent(a.ID)
 		if err != nil {
@@ -428,7 +428,7 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 		return err
 	})
 	if err == nil {
-		r.s.events.Publish(client.Event{Type: client.EventState, AgentID: a.ID, Agent: v, Message: "profile written"})
+		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: a.ID, Agent: v, Message: "profile written"})
 	}
 	return err
 }

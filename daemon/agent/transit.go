@@ -3,8 +3,8 @@ package agent
 import (
 	"fmt"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -15,7 +15,7 @@ import (
 // effects. a nil means p's run is over (the agent is on another), p nil that the agent
 // has no open proposal. moved is false when the store found p no longer in the status
 // the caller read (decided or withdrawn meanwhile): then nothing else was written.
-func transit(tx *store.Tx, a *store.Agent, p *client.Proposal, ev cycle.Event) (moved bool, effects []cycle.Effect, err error) {
+func transit(tx *store.Tx, a *store.Agent, p *api.Proposal, ev cycle.Event) (moved bool, effects []cycle.Effect, err error) {
 	from := cycle.State{Agent: cycle.RunOver}
 	if a != nil {
 		from.Agent = a.State
@@ -72,11 +72,11 @@ func has(effects []cycle.Effect, k cycle.EffectKind) bool {
 	return false
 }
 
-func agentID(a *store.Agent, p *client.Proposal) string {
+func agentID(a *store.Agent, p *api.Proposal) string {
 	if a != nil {
 		return a.ID
 	}
 	return p.AgentID
 }
 
-func active(st client.AgentState) bool { return cycle.Active(st) }
+func active(st api.AgentState) bool { return cycle.Active(st) }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -33,11 +33,11 @@ type agentViews struct {
 
 // Status reports the daemon, the model server and the agents by state. What it says of
 // the model server is at most a few seconds old: older, the server is asked again.
-func (s *agentViews) Status(ctx context.Context) (*client.Status, error) {
+func (s *agentViews) Status(ctx context.Context) (*api.Status, error) {
 	if s.freshen != nil {
 		s.freshen(ctx, s.fresh)
 	}
-	st := &client.Status{
+	st := &api.Status{
 		Version: s.version, PID: os.Getpid(), Started: s.started, StateDir: s.stateDir, EventSeq: s.events.Seq(),
 		Ollama: s.model.status(), Agents: map[string]int{},
 	}
@@ -53,8 +53,8 @@ func (s *agentViews) Status(ctx context.Context) (*client.Status, error) {
 
 // Agents lists every agent, whole: what the daemon's own parts (the bots, the Agent
 // Protocol) read in-process.
-func (s *agentViews) Agents(ctx context.Context) ([]client.Agent, error) {
-	l, err := s.ListAgents(ctx, client.AgentQuery{}, client.Page{})
+func (s *agentViews) Agents(ctx context.Context) ([]api.Agent, error) {
+	l, err := s.ListAgents(ctx, api.AgentQuery{}, api.Page{})
 	if err != nil {
 		return nil, err
 	}
@@ -66,12 +66,12 @@ func (s *agentViews) Agents(ctx context.Context) ([]client.Agent, error) {
 // is one read: the agents, then the open proposals and questions of those agents only.
 // The cursor is the last agent's position in the store, so a listing goes on right
 // when that agent is removed between two pages.
-func (s *agentViews) ListAgents(ctx context.Context, q client.AgentQuery, p client.Page) (*client.AgentList, error) {
+func (s *agentViews) ListAgents(ctx context.Context, q api.AgentQuery, p api.Page) (*api.AgentList, error) {
 	var after int64
 	if p.After != "" {
 		n, err := strconv.ParseInt(p.After, 10, 64)
 		if err != nil || n < 1 {
-			return nil, client.Errorf(client.ErrBadRequest, "after %q is not a cursor of this listing: use the next page's URL (the Link "+
+			return nil, api.Errorf(api.ErrBadRequest, "after %q is not a cursor of this listing: use the next page's URL (the Link "+
 				"header) or its next field, or leave after out to start at the first agent", p.After)
 		}
 		after = n
@@ -80,7 +80,7 @@ func (s *agentViews) ListAgents(ctx context.Context, q client.AgentQuery, p clie
 	if p.Limit > 0 {
 		ask = p.Limit + 1 // one more than asked: whether another page follows
 	}
-	out := &client.AgentList{Agents: []client.Agent{}}
+	out := &api.AgentList{Agents: []api.Agent{}}
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		agents, pos, err := tx.AgentsPage(after, ask)
 		if err != nil {
@@ -105,7 +105,7 @@ func (s *agentViews) ListAgents(ctx context.Context, q client.AgentQuery, p clie
 		if err != nil {
 			return err
 		}
-		out.Agents = make([]client.Agent, 0, len(agents))
+		out.Agents = make([]api.Agent, 0, len(agents))
 		for _, a := range agents {
 			v := viewOf(a, open[a.ID], questions[a.ID])
 			v.Budget = s.budgets.budgetView(a)
@@ -120,8 +120,8 @@ func (s *agentViews) ListAgents(ctx context.Context, q client.AgentQuery, p clie
 }
 
 // Agent returns one agent with its budget and latest runs.
-func (s *agentViews) Agent(ctx context.Context, ref string) (*client.Agent, error) {
-	var out *client.Agent
+func (s *agentViews) Agent(ctx context.Context, ref string) (*api.Agent, error) {
+	var out *api.Agent
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
@@ -138,8 +138,8 @@ func (s *agentViews) Agent(ctx context.Context, ref string) (*client.Agent, erro
 }
 
 // History returns an agent's episodes.
-func (s *agentViews) History(ctx context.Context, ref string) ([]client.Episode, error) {
-	out := []client.Episode{}
+func (s *agentViews) History(ctx context.Context, ref string) ([]api.Episode, error) {
+	out := []api.Episode{}
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
@@ -165,8 +165,8 @@ func (s *agentViews) History(ctx context.Context, ref string) ([]client.Episode,
 }
 
 // Proposals returns an agent's proposals.
-func (s *agentViews) Proposals(ctx context.Context, ref string) ([]client.Proposal, error) {
-	out := []client.Proposal{}
+func (s *agentViews) Proposals(ctx context.Context, ref string) ([]api.Proposal, error) {
+	out := []api.Proposal{}
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
@@ -182,7 +182,7 @@ func (s *agentViews) Proposals(ctx context.Context, ref string) ([]client.Propos
 }
 
 // Subscribe streams events.
-func (s *agentViews) Subscribe(ref string, since int64) (<-chan client.Event, func(), error) {
+func (s *agentViews) Subscribe(ref string, since int64) (<-chan api.Event, func(), error) {
 	id := ""
 	if ref != "" {
 		a, err := s.Agent(context.Background(), ref)

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -32,9 +32,9 @@ type watched struct {
 // the agent for any other loop — and what is left of a `y -N` grant ends (the cycle's
 // EndGrant). A schedule's run has nobody to ask: it is stopped. The decision is audited,
 // and counted once tx commits.
-func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *client.Proposal, cmds commands.Set) (watched, error) {
+func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *api.Proposal, cmds commands.Set) (watched, error) {
 	w := watched{ev: cycle.Event{Kind: cycle.Proposed}}
-	if a == nil || a.State != client.StateThinking {
+	if a == nil || a.State != api.StateThinking {
 		return w, nil // kept for the record only
 	}
 	v, err := loopIn(tx, l, a, last, p, cmds, &r.observed)
@@ -101,6 +101,9 @@ func grantNote(tx *store.Tx, a *store.Agent) (string, error) {
 	if err != nil || n == 0 {
 		return "", err
 	}
+	if n == 1 {
+		return "; the approval left of its y -N grant is cancelled", nil
+	}
 	return fmt.Sprintf("; the %d approvals left of its y -N grant are cancelled", n), nil
 }
 
@@ -110,7 +113,7 @@ func grantLeft(tx *store.Tx, a *store.Agent) (int, error) {
 	live, err := tx.LiveGrants(a.ID, a.RunID)
 	left := 0
 	for _, g := range live {
-		if g.Kind == client.GrantCount && g.StateAt(tx.Now(), a.RunID) == client.GrantActive {
+		if g.Kind == api.GrantCount && g.StateAt(tx.Now(), a.RunID) == api.GrantActive {
 			left += g.Left()
 		}
 	}
@@ -132,7 +135,7 @@ func endGrant(tx *store.Tx, a *store.Agent) error {
 // episodes, and last, the proposal before p in the run — a call repeated from a proposal
 // that never ran (refused, rethought) is a repeat too. seen keeps the observations of the
 // episodes in the window from one proposal to the next (an episode never changes).
-func loopIn(tx *store.Tx, l *live, a *store.Agent, last, p *client.Proposal, cmds commands.Set, seen *observedSteps) (watchdog.Verdict, error) {
+func loopIn(tx *store.Tx, l *live, a *store.Agent, last, p *api.Proposal, cmds commands.Set, seen *observedSteps) (watchdog.Verdict, error) {
 	cfg := l.watchdogFor(a.Name)
 	eps, err := tx.Episodes(a.ID, cfg.Window())
 	if err != nil {
@@ -167,7 +170,7 @@ func loopIn(tx *store.Tx, l *live, a *store.Agent, last, p *client.Proposal, cmd
 }
 
 // wasCaught reports whether the watchdog asked a person about p: the policy leaves it to them.
-func wasCaught(tx *store.Tx, a *store.Agent, p *client.Proposal) (bool, error) {
+func wasCaught(tx *store.Tx, a *store.Agent, p *api.Proposal) (bool, error) {
 	v, err := tx.StateValue(a.ID, caughtKey)
 	return err == nil && string(v) == p.ID, err
 }

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // loopMetrics records the loops the supervisor reports.
@@ -50,7 +50,7 @@ func (m *loopMetrics) wait(t *testing.T, want string) {
 // its n-th unscripted reply (from 0).
 func loopForever(h *harness, step func(n int) string) {
 	var n atomic.Int64
-	h.fake.SetDefault(func(*api.ChatRequest) string { return step(int(n.Add(1) - 1)) })
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return step(int(n.Add(1) - 1)) })
 }
 
 func withCommands(extra ...string) func(*Options) {
@@ -117,11 +117,11 @@ func TestWatchdogStopsEveryLoopShape(t *testing.T) {
 			h.fake.Script(tt.script...)
 			loopForever(h, tt.loop)
 			a := autoAgent(h, 20)
-			want := client.StatePaused
+			want := api.StatePaused
 			if tt.kind == watchdog.Repeat {
-				want = client.StateAwaitingDecision // asks on the proposal, as ever
+				want = api.StateAwaitingDecision // asks on the proposal, as ever
 			}
-			got := h.waitFor(a.ID, "the watchdog's question", func(a *client.Agent) bool { return a.State == want && a.Pending != nil })
+			got := h.waitFor(a.ID, "the watchdog's question", func(a *api.Agent) bool { return a.State == want && a.Pending != nil })
 			if got.Pending.Step != tt.caught {
 				t.Fatalf("asked at step %d (%s), want step %d", got.Pending.Step, got.StateReason, tt.caught)
 			}
@@ -144,7 +144,7 @@ func TestWatchdogStopsEveryLoopShape(t *testing.T) {
 				t.Errorf("policy after the watchdog = %+v, want the grant cancelled", got.Policy)
 			}
 			noCountGrant(t, h, a.ID)
-			entries, err := h.sup.auditLog.Audit(context.Background(), client.AuditQuery{Agent: a.Name})
+			entries, err := h.sup.auditLog.Audit(context.Background(), api.AuditQuery{Agent: a.Name})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -164,7 +164,7 @@ func TestWatchdogStopsEveryLoopShape(t *testing.T) {
 // answers with smart(), when set.
 func flipFlop(h *harness, smart func() string) {
 	var n atomic.Int64
-	h.fake.SetDefault(func(req *api.ChatRequest) string {
+	h.fake.SetDefault(func(req *ollama.ChatRequest) string {
 		if req.Model == "smart" && smart != nil {
 			return smart()
 		}
@@ -183,12 +183,12 @@ func TestWatchdogRethinksWithTheSmartModelFirst(t *testing.T) {
 		h := newHarness(t, func(o *Options) { o.SmartModel, o.Metrics = "smart", &m })
 		flipFlop(h, func() string { return reply("read_file", map[string]string{"path": "./missing.txt"}) })
 		a := autoAgent(h, 20)
-		got := h.waitFor(a.ID, "a pause", func(a *client.Agent) bool { return a.State == client.StatePaused && a.Pending != nil })
+		got := h.waitFor(a.ID, "a pause", func(a *api.Agent) bool { return a.State == api.StatePaused && a.Pending != nil })
 		if got.Pending.Step != 5 || got.Pending.Model != "smart" || !strings.Contains(got.StateReason, "(cycle)") {
 			t.Fatalf("paused on step %d by %s: %s; want step 5, the smart model's", got.Pending.Step, got.Pending.Model, got.StateReason)
 		}
 		ps := proposalsOf(t, h, a.ID)
-		if ps[3].Status != client.ProposalSuperseded || ps[3].Model == "smart" {
+		if ps[3].Status != api.ProposalSuperseded || ps[3].Model == "smart" {
 			t.Errorf("step 4 = %s by %s, want the fast model's, superseded by the rethink", ps[3].Status, ps[3].Model)
 		}
 		var note bool
@@ -205,7 +205,7 @@ func TestWatchdogRethinksWithTheSmartModelFirst(t *testing.T) {
 		h := newHarness(t, func(o *Options) { o.SmartModel, o.Metrics = "smart", &m })
 		flipFlop(h, func() string { return reply("finish", map[string]string{"reason": "nothing to read"}) })
 		a := autoAgent(h, 20)
-		got := h.waitFor(a.ID, "the end", func(a *client.Agent) bool { return a.State == client.StateIdle })
+		got := h.waitFor(a.ID, "the end", func(a *api.Agent) bool { return a.State == api.StateIdle })
 		if !strings.Contains(got.StateReason, "nothing to read") {
 			t.Errorf("reason = %q, want the smart model's finish", got.StateReason)
 		}
@@ -218,22 +218,22 @@ func TestWatchdogRethinksWithTheSmartModelFirst(t *testing.T) {
 func TestWatchdogResumeStillAsks(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.AutoRead = true })
 	flipFlop(h, nil)
-	a := h.create(client.CreateAgentRequest{})
-	got := h.waitFor(a.ID, "a pause", func(a *client.Agent) bool { return a.State == client.StatePaused && a.Pending != nil })
+	a := h.create(api.CreateAgentRequest{})
+	got := h.waitFor(a.ID, "a pause", func(a *api.Agent) bool { return a.State == api.StatePaused && a.Pending != nil })
 	if got.Pending.Step != 4 || len(h.history(a.ID)) != 3 {
 		t.Fatalf("paused at step %d after %d steps; want step 4 after 3", got.Pending.Step, len(h.history(a.ID)))
 	}
 	if _, err := h.sup.runs.Resume(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
-	got = h.waitFor(a.ID, "a question", func(a *client.Agent) bool { return a.State == client.StateAwaitingDecision })
+	got = h.waitFor(a.ID, "a question", func(a *api.Agent) bool { return a.State == api.StateAwaitingDecision })
 	if got.Pending == nil || got.Pending.Step != 4 || len(h.history(a.ID)) != 3 {
 		t.Fatalf("after resume: pending %+v, %d steps ran; want step 4 asked about, not run", got.Pending, len(h.history(a.ID)))
 	}
 	if _, err := h.decide(a.ID, got.Pending, "the file is gone: stop reading it"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(a.ID, "a prompt with the feedback", func(*client.Agent) bool {
+	h.waitFor(a.ID, "a prompt with the feedback", func(*api.Agent) bool {
 		reqs := h.fake.Requests()
 		return strings.Contains(joinContent(reqs[len(reqs)-1].Messages), "the file is gone")
 	})
@@ -246,18 +246,18 @@ func TestWatchdogStopsAScheduledRun(t *testing.T) {
 	h := newHarness(t, ends.hook)
 	var once sync.Once
 	var n atomic.Int64
-	h.fake.SetDefault(func(*api.ChatRequest) string {
+	h.fake.SetDefault(func(*ollama.ChatRequest) string {
 		once.Do(func() { // the firing's record, as the scheduler writes it when the run starts
 			err := h.st.Tx(context.Background(), func(tx *store.Tx) error {
 				ag, err := tx.AgentByName("nightly")
 				if err != nil {
 					return err
 				}
-				if err := tx.InsertSchedule(&store.Schedule{Schedule: client.Schedule{ID: "s-1", Name: "nightly", Spec: "@daily",
-					Agent: ag.ID, Goal: "look", Autonomy: client.Autonomy{Mode: "auto", Steps: 20}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
+				if err := tx.InsertSchedule(&store.Schedule{Schedule: api.Schedule{ID: "s-1", Name: "nightly", Spec: "@daily",
+					Agent: ag.ID, Goal: "look", Autonomy: api.Autonomy{Mode: "auto", Steps: 20}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
 					return err
 				}
-				return tx.RecordScheduleRun(&client.ScheduleRun{ID: "f-1", ScheduleID: "s-1", Scheduled: time.Now(), RunID: ag.RunID, Outcome: "started"})
+				return tx.RecordScheduleRun(&api.ScheduleRun{ID: "f-1", ScheduleID: "s-1", Scheduled: time.Now(), RunID: ag.RunID, Outcome: "started"})
 			})
 			if err != nil {
 				t.Error(err)
@@ -268,8 +268,8 @@ func TestWatchdogStopsAScheduledRun(t *testing.T) {
 		}
 		return reply("read_file", map[string]string{"path": "missing.txt"})
 	})
-	a, err := h.sup.runs.CreateRun(context.Background(), client.CreateAgentRequest{Name: "nightly", Description: "d", Task: "look"},
-		run.Options{Policy: &client.Policy{Mode: "auto", AutoSteps: 20}, By: "schedule nightly"})
+	a, err := h.sup.runs.CreateRun(context.Background(), api.CreateAgentRequest{Name: "nightly", Description: "d", Task: "look"},
+		run.Options{Policy: &api.Policy{Mode: "auto", AutoSteps: 20}, By: "schedule nightly"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +277,7 @@ func TestWatchdogStopsAScheduledRun(t *testing.T) {
 	if end.Outcome != "stopped" || !strings.Contains(end.Reason, "stopped by the watchdog") || !strings.Contains(end.Reason, "(cycle)") || end.Steps != 3 {
 		t.Errorf("run end = %+v, want stopped by the watchdog after 3 steps", end)
 	}
-	got := h.waitFor(a.ID, "idle", func(a *client.Agent) bool { return a.State == client.StateIdle })
+	got := h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
 	if got.Pending != nil || len(h.history(a.ID)) != 3 {
 		t.Errorf("agent = %+v with %d steps run, want idle after 3", got, len(h.history(a.ID)))
 	}
@@ -295,7 +295,7 @@ func TestWatchdogCancelsTheFamilysGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := h.helper("boss/a")
-	got := h.waitFor(a.ID, "the helper paused", func(a *client.Agent) bool { return a.State == client.StatePaused && a.Pending != nil })
+	got := h.waitFor(a.ID, "the helper paused", func(a *api.Agent) bool { return a.State == api.StatePaused && a.Pending != nil })
 	if got.Pending.Step != 4 || !strings.Contains(got.StateReason, "(cycle)") || !strings.Contains(got.StateReason, "6 approvals left") {
 		t.Errorf("helper paused at step %d: %s; want step 4, a cycle, boss's 6 approvals left cancelled", got.Pending.Step, got.StateReason)
 	}
@@ -310,9 +310,9 @@ func TestWatchdogCancelsTheFamilysGrant(t *testing.T) {
 func TestInvalidRepliesCountAsALoop(t *testing.T) {
 	var m loopMetrics
 	h := newHarness(t, func(o *Options) { o.Metrics = &m })
-	h.fake.SetDefault(func(*api.ChatRequest) string { return "Sure! I will look around the folder first." })
-	a := h.create(client.CreateAgentRequest{})
-	h.waitFor(a.ID, "paused", func(a *client.Agent) bool { return a.State == client.StatePaused })
+	h.fake.SetDefault(func(*ollama.ChatRequest) string { return "Sure! I will look around the folder first." })
+	a := h.create(api.CreateAgentRequest{})
+	h.waitFor(a.ID, "paused", func(a *api.Agent) bool { return a.State == api.StatePaused })
 	m.wait(t, "invalid_replies:pause")
 }
 
@@ -325,10 +325,10 @@ func noCountGrant(t *testing.T, h *harness, id string) {
 	}
 	revoked := 0
 	for _, g := range gl.Grants {
-		if g.Kind != client.GrantCount {
+		if g.Kind != api.GrantCount {
 			continue
 		}
-		if g.State != client.GrantRevoked {
+		if g.State != api.GrantRevoked {
 			t.Errorf("count grant %s is %s after the watchdog, want revoked", g.Describe(), g.State)
 		}
 		revoked++

@@ -5,16 +5,17 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Why explains the decision on the agent's last decided proposal, from the stored
 // decision: a person's (who, from where) or the policy's (the pattern and its layer, or
 // the mode that approved).
-func (s *policyService) Why(ctx context.Context, ref string) (*client.Why, error) {
-	var w *client.Why
+func (s *policyService) Why(ctx context.Context, ref string) (*api.Why, error) {
+	var w *api.Why
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
 		if err != nil {
@@ -32,7 +33,7 @@ func (s *policyService) Why(ctx context.Context, ref string) (*client.Why, error
 			if err != nil {
 				return err
 			}
-			w = &client.Why{AgentID: a.ID, Agent: a.Name, Proposal: ps[i], Decision: *d}
+			w = &api.Why{AgentID: a.ID, Agent: a.Name, Proposal: ps[i], Decision: *d}
 			return nil
 		}
 		return notFound("agent %s has no decided proposal yet: `agentctl show %s` shows what it waits for", a.Name, a.Name)
@@ -62,7 +63,7 @@ func (s *policyService) Why(ctx context.Context, ref string) (*client.Why, error
 }
 
 // whyReason says in one sentence who or what decided w's proposal.
-func whyReason(w *client.Why) string {
+func whyReason(w *api.Why) string {
 	d := &w.Decision
 	in := ""
 	if w.Layer != "" {
@@ -70,32 +71,32 @@ func whyReason(w *client.Why) string {
 	}
 	switch {
 	case d.Source == cycle.SourceGrant:
-		return "approved by " + d.GrantLabel + " (grant " + d.Grant + "), without asking"
-	case d.Source == "policy" && d.Kind == client.DecisionApprove && d.Pattern != "":
+		return "approved by " + d.GrantText() + " (grant " + d.Grant + "), without asking"
+	case d.Source == "policy" && d.Kind == api.DecisionApprove && d.Pattern != "":
 		return "auto-approved by the allow pattern " + d.Pattern + in
-	case d.Source == "policy" && d.Kind == client.DecisionApprove && d.By == "auto_read":
+	case d.Source == "policy" && d.Kind == api.DecisionApprove && d.By == "auto_read":
 		return "auto-approved: a read command, and the agent's policy runs reads unasked (auto_read)"
-	case d.Source == "policy" && d.Kind == client.DecisionApprove:
+	case d.Source == "policy" && d.Kind == api.DecisionApprove:
 		return "approved by the policy mode " + d.By
 	case d.Source == "policy":
 		return "refused by the deny pattern " + d.Pattern + in + ": the model was told to choose another way"
 	}
 	who := cycle.Who(d)
 	switch d.Kind {
-	case client.DecisionApprove:
+	case api.DecisionApprove:
 		switch {
-		case d.Scope == client.ScopeAgent && d.Pattern != "": // stored before grants: y! kept a pattern
+		case d.Scope == api.ScopeAgent && d.Pattern != "": // stored before grants: y! kept a pattern
 			return "approved by " + who + ", who also allowed " + d.Pattern + " for the agent from then on"
-		case d.Scope == client.ScopeAgent:
+		case d.Scope == api.ScopeAgent:
 			return "approved by " + who + ", who also granted this exact command with these args from then on (grant " + d.Grant + ")"
 		case d.Count > 1 && d.Grant != "":
-			return fmt.Sprintf("approved by %s for this and the next %d proposals (y -%d, grant %s)", who, d.Count-1, d.Count, d.Grant)
+			return fmt.Sprintf("approved by %s for this and the next %s (y -%d, grant %s)", who, nextProposals(d.Count-1), d.Count, d.Grant)
 		case d.Count > 1:
-			return fmt.Sprintf("approved by %s for this and the next %d proposals (y -%d)", who, d.Count-1, d.Count)
+			return fmt.Sprintf("approved by %s for this and the next %s (y -%d)", who, nextProposals(d.Count-1), d.Count)
 		}
 		return "approved by " + who
-	case client.DecisionDeny:
-		if d.Scope == client.ScopeDeny {
+	case api.DecisionDeny:
+		if d.Scope == api.ScopeDeny {
 			return "denied by " + who + ", who also denied " + d.Pattern + " for the agent from then on"
 		}
 		return "denied by " + who + "; the run stopped"
@@ -105,8 +106,8 @@ func whyReason(w *client.Why) string {
 
 // grantNow is grant id of agent agentID (or of its top agent, which holds a family's
 // y -N and y! grants) as it stands now; nil when neither has it any more.
-func (s *policyService) grantNow(ctx context.Context, agentID, id string) (*client.Grant, error) {
-	var g *client.Grant
+func (s *policyService) grantNow(ctx context.Context, agentID, id string) (*api.Grant, error) {
+	var g *api.Grant
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(agentID)
 		if err != nil {
@@ -128,4 +129,12 @@ func (s *policyService) grantNow(ctx context.Context, agentID, id string) (*clie
 		return nil
 	})
 	return g, err
+}
+
+// nextProposals is "proposal" or "N proposals", after "the next".
+func nextProposals(n int) string {
+	if n == 1 {
+		return "proposal"
+	}
+	return display.Count(n, "proposal", "proposals")
 }

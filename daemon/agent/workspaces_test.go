@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -262,7 +262,7 @@ func TestStartAgentRefusesLinkedAgentsFolder(t *testing.T) {
 	if ep.Outcome == "succeeded" || !strings.Contains(ep.Result, "agents is a symlink in your workspace; remove it (rm agents) and try again") {
 		t.Fatalf("start_agent episode = %+v", ep)
 	}
-	if _, err := h.sup.agentViews.Agent(context.Background(), "boss/fetcher"); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.sup.agentViews.Agent(context.Background(), "boss/fetcher"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("a helper was created: %v", err)
 	}
 	checkOutside(t, outside)
@@ -283,7 +283,7 @@ func TestStoredWorkspaceThroughRootLinkResolvedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, func(o *Options) { o.WorkspaceRoot = link })
-	a := h.create(client.CreateAgentRequest{Name: "old"})
+	a := h.create(api.CreateAgentRequest{Name: "old"})
 	if a.Workspace != filepath.Join(real, a.ID) {
 		t.Fatalf("new agent's workspace = %q, want the real path under %q", a.Workspace, real)
 	}

@@ -18,8 +18,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // uploadsFile lists, in the workspace, the files that came in through the protocol, so
@@ -75,7 +75,7 @@ func (h *handler) artifactOf(rel string, uploaded map[string]bool) Artifact {
 
 // artifacts lists the visible regular files of a's workspace, by path; none for a
 // deleted agent or a workspace not made yet.
-func (h *handler) artifacts(a *client.Agent) ([]Artifact, error) {
+func (h *handler) artifacts(a *api.Agent) ([]Artifact, error) {
 	out := []Artifact{}
 	if a == nil {
 		return out, nil
@@ -113,7 +113,7 @@ func (h *handler) artifacts(a *client.Agent) ([]Artifact, error) {
 }
 
 // artifactAt is the artifact for a file in a's workspace, nil when it is not one.
-func (h *handler) artifactAt(a *client.Agent, rel string) *Artifact {
+func (h *handler) artifactAt(a *api.Agent, rel string) *Artifact {
 	if a == nil || !visible(rel) {
 		return nil
 	}

@@ -6,8 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display/displaytest"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display/displaytest"
 )
 
 // Everything a reply shows a person goes through the one escaping: a step's output (the
@@ -20,13 +20,13 @@ func TestRepliesShowHostileTextEscaped(t *testing.T) {
 	for _, c := range displaytest.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			args, _ := json.Marshal(map[string]string{"path": "notes.txt", "contents": c.Text})
-			thoughts := client.Thoughts{Speak: c.Text}
-			rp := &client.Replay{Run: client.Run{ID: "r-1", Task: c.Text, Outcome: "finished", Reason: c.Text}, Steps: []client.ReplayStep{
-				{Proposal: client.Proposal{ID: "p-1", Command: "write_file", Args: args, Thoughts: thoughts, Status: client.ProposalSucceeded, Result: c.Text}},
-				{Proposal: client.Proposal{ID: "p-2", Command: "tool" + c.Text, Args: args, Thoughts: thoughts, Status: client.ProposalFeedback},
-					Decisions: []client.Decision{{Kind: client.DecisionFeedback, Feedback: c.Text}}},
-				{Proposal: client.Proposal{ID: "p-3", Command: "ask_user", Args: args, Thoughts: thoughts, Status: client.ProposalSucceeded, Result: c.Text}},
-				{Proposal: client.Proposal{ID: "p-4", Command: "write_file", Args: args, Thoughts: thoughts, Status: client.ProposalPending}},
+			thoughts := api.Thoughts{Speak: c.Text}
+			rp := &api.Replay{Run: api.Run{ID: "r-1", Task: c.Text, Outcome: "finished", Reason: c.Text}, Steps: []api.ReplayStep{
+				{Proposal: api.Proposal{ID: "p-1", Command: "write_file", Args: args, Thoughts: thoughts, Status: api.ProposalSucceeded, Result: c.Text}},
+				{Proposal: api.Proposal{ID: "p-2", Command: "tool" + c.Text, Args: args, Thoughts: thoughts, Status: api.ProposalFeedback},
+					Decisions: []api.Decision{{Kind: api.DecisionFeedback, Feedback: c.Text}}},
+				{Proposal: api.Proposal{ID: "p-3", Command: "ask_user", Args: args, Thoughts: thoughts, Status: api.ProposalSucceeded, Result: c.Text}},
+				{Proposal: api.Proposal{ID: "p-4", Command: "write_file", Args: args, Thoughts: thoughts, Status: api.ProposalPending}},
 			}}
 			m := &stepMapper{h: h, rp: rp, writers: map[string]bool{}}
 			for i := range rp.Steps {
@@ -49,7 +49,7 @@ func TestRepliesShowHostileTextEscaped(t *testing.T) {
 			if got, _ := artifactPath(a.ArtifactID); got != "dir"+c.Text+"/name"+c.Text {
 				t.Errorf("the artifact's id names %q, want the file itself", got)
 			}
-			info := agentInfo(&client.Agent{Name: "a", State: client.StatePaused, StateReason: c.Text, RunID: "r-1"}, &rp.Run)
+			info := agentInfo(&api.Agent{Name: "a", State: api.StatePaused, StateReason: c.Text, RunID: "r-1"}, &rp.Run)
 			for _, k := range []string{"state_reason", "reason"} {
 				if leak := displaytest.Leak(info[k].(string)); leak != "" {
 					t.Errorf("a task's %s shows %s: %q", k, leak, info[k])

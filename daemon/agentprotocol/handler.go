@@ -15,9 +15,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/localapi"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Options configure the handler.
@@ -124,13 +124,13 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &e):
 		return e.Status
-	case errors.Is(err, client.ErrNotFound):
+	case errors.Is(err, api.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, client.ErrConflict):
+	case errors.Is(err, api.ErrConflict):
 		return http.StatusConflict
-	case errors.Is(err, client.ErrBadRequest):
+	case errors.Is(err, api.ErrBadRequest):
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, client.ErrForbidden):
+	case errors.Is(err, api.ErrForbidden):
 		return http.StatusForbidden
 	}
 	return http.StatusInternalServerError
@@ -248,7 +248,7 @@ func (h *handler) createTask(w http.ResponseWriter, r *http.Request) error {
 	if req.Input == nil || strings.TrimSpace(*req.Input) == "" {
 		return errorf(http.StatusUnprocessableEntity, "input is empty: say what the agent should do")
 	}
-	cr := client.CreateAgentRequest{Task: *req.Input}
+	cr := api.CreateAgentRequest{Task: *req.Input}
 	if v, ok := req.AdditionalInput["name"]; ok {
 		s, ok := v.(string)
 		if !ok {
@@ -261,7 +261,7 @@ func (h *handler) createTask(w http.ResponseWriter, r *http.Request) error {
 		if !ok {
 			return errorf(http.StatusUnprocessableEntity, "additional_input.policy: want ask, auto or continuous, got %v", v)
 		}
-		cr.Policy = &client.Policy{Mode: s}
+		cr.Policy = &api.Policy{Mode: s}
 	}
 	a, err := h.svc.CreateAgent(r.Context(), cr)
 	if err != nil {
@@ -272,7 +272,7 @@ func (h *handler) createTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 // agentInfo is a task's additional_input: who works on it and how it stands.
-func agentInfo(a *client.Agent, run *client.Run) map[string]any {
+func agentInfo(a *api.Agent, run *api.Run) map[string]any {
 	m := map[string]any{}
 	if a != nil {
 		m["agent"], m["agent_id"] = a.Name, a.ID
@@ -298,12 +298,12 @@ func (h *handler) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, err := h.svc.ListAgents(r.Context(), client.AgentQuery{Brief: true}, client.Page{})
+	list, err := h.svc.ListAgents(r.Context(), api.AgentQuery{Brief: true}, api.Page{})
 	if err != nil {
 		return err
 	}
-	agents := slices.DeleteFunc(list.Agents, func(a client.Agent) bool { return a.RunID == "" })
-	slices.SortStableFunc(agents, func(a, b client.Agent) int {
+	agents := slices.DeleteFunc(list.Agents, func(a api.Agent) bool { return a.RunID == "" })
+	slices.SortStableFunc(agents, func(a, b api.Agent) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
@@ -323,13 +323,13 @@ func (h *handler) listTasks(w http.ResponseWriter, r *http.Request) error {
 }
 
 // task finds a task by id: the run's replay and its agent (nil when deleted).
-func (h *handler) task(ctx context.Context, id string) (*client.Replay, *client.Agent, error) {
+func (h *handler) task(ctx context.Context, id string) (*api.Replay, *api.Agent, error) {
 	notFound := errorf(http.StatusNotFound, "no task %q (task ids are run ids, like r-0123456789ab)", id)
 	if !strings.HasPrefix(id, "r-") {
 		return nil, nil, notFound
 	}
 	rp, err := h.svc.Replay(ctx, id)
-	if errors.Is(err, client.ErrNotFound) {
+	if errors.Is(err, api.ErrNotFound) {
 		return nil, nil, notFound
 	} else if err != nil {
 		return nil, nil, err
@@ -338,7 +338,7 @@ func (h *handler) task(ctx context.Context, id string) (*client.Replay, *client.
 		return nil, nil, notFound
 	}
 	a, err := h.svc.Agent(ctx, rp.Run.AgentID)
-	if errors.Is(err, client.ErrNotFound) {
+	if errors.Is(err, api.ErrNotFound) {
 		return rp, nil, nil
 	} else if err != nil {
 		return nil, nil, err

@@ -20,12 +20,12 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/server"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 const token = "ap-test-token-0123456789"
@@ -172,7 +172,7 @@ func (m *model) push(replies ...string) {
 	m.queue = append(m.queue, replies...)
 }
 
-func (m *model) chat(req *api.ChatRequest) (string, error) {
+func (m *model) chat(req *ollama.ChatRequest) (string, error) {
 	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
 		return `{"name": "note-writer", "description": "writes notes", "best_practices": ["be brief"], "constraints": ["stay in the workspace"]}`, nil
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 func (h *handler) listSteps(w http.ResponseWriter, r *http.Request) error {
@@ -74,7 +74,7 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 	if a, err = h.settle(ctx, a.ID, id, ""); err != nil {
 		return err
 	}
-	if a.RunID != id || a.State == client.StateIdle {
+	if a.RunID != id || a.State == api.StateIdle {
 		if rp, _, err = h.task(ctx, id); err != nil { // for the run's outcome, set meanwhile
 			return err
 		}
@@ -91,7 +91,7 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 		if wantStep != "" && wantStep != a.Question.ProposalID {
 			return errorf(http.StatusConflict, "step %s is not the pending step (%s is)", wantStep, a.Question.ProposalID)
 		}
-		if err := h.svc.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: input, By: By}); err != nil {
+		if err := h.svc.Answer(ctx, a.ID, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: input, By: By}); err != nil {
 			return err
 		}
 		decided = a.Question.ProposalID
@@ -99,27 +99,27 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 		if wantStep != "" && wantStep != a.Pending.ID {
 			return errorf(http.StatusConflict, "step %s is not the pending step (%s is)", wantStep, a.Pending.ID)
 		}
-		if kind == client.DecisionApprove && wantStep == "" && !h.wasShown(a.Pending.ID) {
+		if kind == api.DecisionApprove && wantStep == "" && !h.wasShown(a.Pending.ID) {
 			// Never approve what the client has not seen (AutoGPT's first step only
 			// proposes): show it; the next step approves it.
 			return h.replyStep(w, r, id, a.Pending.ID)
 		}
-		d := client.DecideRequest{ProposalID: a.Pending.ID, Kind: kind, Count: count, By: By, Source: By}
-		if kind == client.DecisionFeedback {
+		d := api.DecideRequest{ProposalID: a.Pending.ID, Kind: kind, Count: count, By: By, Source: By}
+		if kind == api.DecisionFeedback {
 			d.Feedback = input
 		}
 		if _, err := h.svc.Decide(ctx, a.ID, d); err != nil {
 			return err
 		}
 		decided = a.Pending.ID
-	case a.State == client.StatePaused:
+	case a.State == api.StatePaused:
 		if input != "" {
 			return errorf(http.StatusConflict, "the agent is paused (%s): send an empty input to resume it", a.StateReason)
 		}
 		if _, err := h.svc.Resume(ctx, a.ID); err != nil {
 			return err
 		}
-	case a.State == client.StateFailed:
+	case a.State == api.StateFailed:
 		return errorf(http.StatusConflict, "task %s: the agent failed: %s", id, a.StateReason)
 	default:
 		return errorf(http.StatusConflict, "the agent is still %s after %s: send the step again to wait longer", a.State, h.stepWait)
@@ -155,21 +155,21 @@ func (h *handler) wasShown(proposalID string) bool {
 }
 
 // stepOptions reads a step's additional_input.
-func stepOptions(ai map[string]any, input string) (kind client.DecisionKind, count int, step string, err error) {
-	kind = client.DecisionApprove
+func stepOptions(ai map[string]any, input string) (kind api.DecisionKind, count int, step string, err error) {
+	kind = api.DecisionApprove
 	if input != "" {
-		kind = client.DecisionFeedback
+		kind = api.DecisionFeedback
 	}
 	if v, ok := ai["decision"]; ok {
 		s, _ := v.(string)
-		switch client.DecisionKind(s) {
-		case client.DecisionApprove, client.DecisionDeny:
-			kind = client.DecisionKind(s)
-		case client.DecisionFeedback:
+		switch api.DecisionKind(s) {
+		case api.DecisionApprove, api.DecisionDeny:
+			kind = api.DecisionKind(s)
+		case api.DecisionFeedback:
 			if input == "" {
 				return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.decision is feedback but input is empty: put the feedback in input")
 			}
-			kind = client.DecisionFeedback
+			kind = api.DecisionFeedback
 		default:
 			return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.decision %v: want approve, deny or feedback", v)
 		}
@@ -179,7 +179,7 @@ func stepOptions(ai map[string]any, input string) (kind client.DecisionKind, cou
 		if !ok || f != float64(int(f)) || f < 1 {
 			return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.count %v: want a whole number of at least 1", v)
 		}
-		if kind != client.DecisionApprove {
+		if kind != api.DecisionApprove {
 			return "", 0, "", errorf(http.StatusUnprocessableEntity, "additional_input.count goes with an approval, not %s", kind)
 		}
 		count = int(f)
@@ -193,8 +193,8 @@ func stepOptions(ai map[string]any, input string) (kind client.DecisionKind, cou
 }
 
 // ended refuses a step on a task whose run is over.
-func ended(a *client.Agent, id string, rp *client.Replay) error {
-	if a.RunID == id && a.State != client.StateIdle {
+func ended(a *api.Agent, id string, rp *api.Replay) error {
+	if a.RunID == id && a.State != api.StateIdle {
 		return nil
 	}
 	why := rp.Run.Outcome
@@ -208,19 +208,19 @@ func ended(a *client.Agent, id string, rp *client.Replay) error {
 }
 
 // busy states change by themselves; the others wait for a person or are final.
-func busy(s client.AgentState) bool {
-	return s == client.StateThinking || s == client.StateExecuting || s == client.StateWaitingForModel
+func busy(s api.AgentState) bool {
+	return s == api.StateThinking || s == api.StateExecuting || s == api.StateWaitingForModel
 }
 
 // settle polls the agent until it waits for a person on something other than decided,
 // or has left the run, or stepWait passes; it returns the agent as last seen.
-func (h *handler) settle(ctx context.Context, agentID, runID, decided string) (*client.Agent, error) {
+func (h *handler) settle(ctx context.Context, agentID, runID, decided string) (*api.Agent, error) {
 	deadline := time.Now().Add(h.stepWait)
 	delay := 5 * time.Millisecond
 	for {
 		a, err := h.svc.Agent(ctx, agentID)
 		if err != nil {
-			if errors.Is(err, client.ErrNotFound) {
+			if errors.Is(err, api.ErrNotFound) {
 				return nil, errorf(http.StatusConflict, "task %s: its agent was deleted", runID)
 			}
 			return nil, err
@@ -246,12 +246,12 @@ func (h *handler) settle(ctx context.Context, agentID, runID, decided string) (*
 // stepMapper turns a run's replay into protocol steps.
 type stepMapper struct {
 	h       *handler
-	rp      *client.Replay
-	a       *client.Agent
+	rp      *api.Replay
+	a       *api.Agent
 	writers map[string]bool // commands that write the workspace
 }
 
-func (h *handler) mapper(ctx context.Context, rp *client.Replay, a *client.Agent) *stepMapper {
+func (h *handler) mapper(ctx context.Context, rp *api.Replay, a *api.Agent) *stepMapper {
 	m := &stepMapper{h: h, rp: rp, a: a, writers: map[string]bool{}}
 	if a != nil {
 		if cmds, err := h.svc.Commands(ctx, a.ID); err == nil {
@@ -276,7 +276,7 @@ func (m *stepMapper) step(i int) Step {
 	if p.Thoughts.Speak != "" {
 		out = append(out, p.Thoughts.Speak)
 	}
-	asking := p.Command == "ask_user" && p.Status == client.ProposalStarted
+	asking := p.Command == "ask_user" && p.Status == api.ProposalStarted
 	switch {
 	case asking:
 		s.Status = StatusCreated
@@ -285,11 +285,11 @@ func (m *stepMapper) step(i int) Step {
 		s.Status = StatusCreated
 		m.h.shown.Store(p.ID, true)
 		verb := "Proposes"
-		if p.Status == client.ProposalInterrupted {
+		if p.Status == api.ProposalInterrupted {
 			verb = "Was running when the daemon stopped; proposes again"
 		}
 		out = append(out, fmt.Sprintf("%s %s — awaiting a decision: send an empty input to approve it, or text as feedback.", verb, action))
-	case p.Status == client.ProposalApproved || p.Status == client.ProposalStarted:
+	case p.Status == api.ProposalApproved || p.Status == api.ProposalStarted:
 		s.Status = StatusRunning
 		out = append(out, "Running "+action+".")
 	default:
@@ -297,11 +297,11 @@ func (m *stepMapper) step(i int) Step {
 		out = append(out, outcome(p, action))
 	}
 	for _, d := range rs.Decisions {
-		if d.Kind == client.DecisionFeedback {
+		if d.Kind == api.DecisionFeedback {
 			s.Input = shown(d.Feedback)
 		}
 	}
-	if p.Command == "ask_user" && p.Status == client.ProposalSucceeded {
+	if p.Command == "ask_user" && p.Status == api.ProposalSucceeded {
 		s.Input = shown(p.Result)
 	}
 	if !last {
@@ -338,7 +338,7 @@ func (m *stepMapper) step(i int) Step {
 		ao["task_outcome"] = m.rp.Run.Outcome
 	}
 	s.AdditionalOutput = ao
-	if p.Status == client.ProposalSucceeded && m.writers[p.Command] {
+	if p.Status == api.ProposalSucceeded && m.writers[p.Command] {
 		if a := m.h.artifactAt(m.a, argPath(p.Args)); a != nil {
 			s.Artifacts = append(s.Artifacts, *a)
 		}
@@ -347,23 +347,23 @@ func (m *stepMapper) step(i int) Step {
 }
 
 // outcome says in words how a settled proposal ended.
-func outcome(p client.Proposal, action string) string {
+func outcome(p api.Proposal, action string) string {
 	switch p.Status {
-	case client.ProposalSucceeded:
+	case api.ProposalSucceeded:
 		return "Ran " + action + ": " + display.Cut(p.Result, 1000, display.Ellipsis)
-	case client.ProposalFailed:
+	case api.ProposalFailed:
 		return "Ran " + action + "; it failed: " + display.Cut(p.Result, 1000, display.Ellipsis)
-	case client.ProposalDenied:
+	case api.ProposalDenied:
 		return "Not run: " + action + " was denied."
-	case client.ProposalFeedback:
+	case api.ProposalFeedback:
 		return "Not run: " + action + "; the feedback went to the agent."
-	case client.ProposalSuperseded:
+	case api.ProposalSuperseded:
 		return "Not run: " + action + " was left undecided when the run moved on."
 	}
 	return action + ": " + string(p.Status)
 }
 
-func questionOf(p client.Proposal) string {
+func questionOf(p api.Proposal) string {
 	var q struct {
 		Question string `json:"question"`
 	}

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // ChangeKind is how one path differs between two states of a workspace.

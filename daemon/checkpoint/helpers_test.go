@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // listing describes the tree under dir in one line per entry, in path order: path,

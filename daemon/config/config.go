@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // DefaultModel is the model agents use unless the config names another: a 3B instruct
@@ -63,6 +63,9 @@ type OllamaConfig struct {
 	// Host is Ollama's base URL. Default: $OLLAMA_HOST (in any form Ollama accepts), else
 	// DefaultOllamaHost.
 	Host string `toml:"host"`
+	// HostFrom says where Host came from, for the hints people get when it does not
+	// answer: HostFromConfig, HostFromEnv ($OLLAMA_HOST) or HostFromDefault.
+	HostFrom string `toml:"-"`
 	// Model is the model every step uses.
 	Model string `toml:"model"`
 	// SmartModel, when set, thinks again over a step the watchdog caught going round a
@@ -303,6 +306,7 @@ func Default() *Config {
 	return &Config{
 		Ollama: OllamaConfig{
 			Host:           defaultOllamaHost(),
+			HostFrom:       defaultHostFrom(),
 			Model:          DefaultModel,
 			RequestTimeout: Duration{10 * time.Minute},
 			MaxContext:     8192,
@@ -350,13 +354,13 @@ func Default() *Config {
 		WebConsole: defaultWebConsole(),
 		Log:        LogConfig{Level: "info", Format: "text"},
 		StateDir:   DefaultStateDir(),
-		Socket:     client.DefaultSocketPath(),
+		Socket:     api.DefaultSocketPath(),
 	}
 }
 
 // Directives returns the base directives every agent gets.
-func (c *Config) Directives() client.Directives {
-	return client.Directives{
+func (c *Config) Directives() api.Directives {
+	return api.Directives{
 		Constraints:   c.Agent.Constraints,
 		Resources:     c.Agent.Resources,
 		BestPractices: c.Agent.BestPractices,
@@ -462,6 +466,21 @@ func (z *Size) Ptr() *int64 {
 	}
 	v := int64(*z)
 	return &v
+}
+
+// Where OllamaConfig.Host came from.
+const (
+	HostFromConfig  = "config"      // [ollama] host or [[ollama.hosts]] in the file
+	HostFromEnv     = "OLLAMA_HOST" // agentd's $OLLAMA_HOST
+	HostFromDefault = "default"     // neither: DefaultOllamaHost
+)
+
+// defaultHostFrom says where defaultOllamaHost's answer comes from.
+func defaultHostFrom() string {
+	if os.Getenv("OLLAMA_HOST") == "" {
+		return HostFromDefault
+	}
+	return HostFromEnv
 }
 
 // defaultOllamaHost reads $OLLAMA_HOST the way Ollama's own client does: a missing scheme

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Problem is one thing wrong with a config.
@@ -87,6 +88,9 @@ func LoadChecked(path string, check Checker) (*Config, []Problem, error) {
 			return nil, nil, fmt.Errorf("config: %w", err)
 		}
 		probs, lines = c.decode(string(data))
+	}
+	if lines["ollama.host"] > 0 || lines["ollama.hosts"] > 0 {
+		c.Ollama.HostFrom = HostFromConfig
 	}
 	failed := map[string]bool{}
 	for _, p := range probs {
@@ -274,7 +278,7 @@ func (d *decoder) structFields(path []string, v reflect.Value, table map[string]
 		f, ok := fields[key]
 		if !ok {
 			hint := ""
-			if best := closest(key, names); best != "" {
+			if best := display.Closest(key, names); best != "" {
 				hint = fmt.Sprintf(" (did you mean %q?)", strings.Join(path, ".")+"."+best)
 			}
 			d.problem(kl, "", "unknown key %q%s", full, hint)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // cleanEnv unsets what Default reads, so results do not depend on the machine.
@@ -48,7 +48,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 	}
 	keep := Duration{-time.Second}
 	want := Default()
-	want.Ollama = OllamaConfig{Host: "https://gpu.example:443/ollama", Model: "llama3.2:3b",
+	want.Ollama = OllamaConfig{Host: "https://gpu.example:443/ollama", HostFrom: HostFromConfig, Model: "llama3.2:3b",
 		SmartModel: "qwen2.5:14b", RequestTimeout: Duration{2 * time.Minute}, MaxContext: 4096, KeepAlive: &keep,
 		Slots: 3, Hosts: []OllamaHost{{URL: "http://127.0.0.1:11434", Slots: 2}, {URL: "gpu-box:11434", Models: []string{"llama3.2:3b", "qwen2.5:14b"}}}}
 	want.Agent = AgentConfig{Constraints: []string{}, Resources: []string{"The web."},
@@ -239,6 +239,38 @@ func TestLogLevel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := (LogConfig{Level: tt.level}).SlogLevel().String(); got != tt.want {
 				t.Errorf("SlogLevel(%q) = %s, want %s", tt.level, got, tt.want)
+			}
+		})
+	}
+}
+
+// HostFrom says where the Ollama host came from: the file, $OLLAMA_HOST, or neither.
+func TestLoadSaysWhereTheOllamaHostCameFrom(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	withHost := write("host.toml", "[ollama]\nhost = \"http://box:11434\"\n")
+	withPool := write("pool.toml", "[[ollama.hosts]]\nurl = \"http://box:11434\"\n")
+	without := write("none.toml", "[ollama]\nmodel = \"m\"\n")
+	for _, tc := range []struct{ name, env, path, want string }{
+		{"file_host", "http://env:11434", withHost, HostFromConfig},
+		{"file_pool", "", withPool, HostFromConfig},
+		{"env", "http://env:11434", without, HostFromEnv},
+		{"default", "", without, HostFromDefault},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("OLLAMA_HOST", tc.env)
+			c, _, err := LoadChecked(tc.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Ollama.HostFrom != tc.want {
+				t.Errorf("HostFrom = %q, want %q", c.Ollama.HostFrom, tc.want)
 			}
 		})
 	}

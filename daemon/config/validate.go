@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentd/agentd/commands/mcp"
 	"github.com/agentd/agentd/commands/permission"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Validate checks every value and returns an *Error listing all problems, or nil.
@@ -185,53 +185,17 @@ func (d *decoder) suggestKey(sec, key string) string {
 			return fmt.Sprintf(" (did you mean %q?)", s+"."+key)
 		}
 	}
-	if best := closest(key, sortedKeys(d.fields[sec])); best != "" {
+	if best := display.Closest(key, sortedKeys(d.fields[sec])); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", sec+"."+best)
 	}
 	return ""
 }
 
 func (d *decoder) suggestSection(name string) string {
-	if best := closest(name, sortedKeys(d.fields)); best != "" {
+	if best := display.Closest(name, sortedKeys(d.fields)); best != "" {
 		return fmt.Sprintf(" (did you mean [%s]?)", best)
 	}
 	return ""
-}
-
-// closest returns the candidate nearest to s by edit distance, if it is near enough to be
-// a typo (two edits, or a third of the word).
-func closest(s string, candidates []string) string {
-	best, bestDist := "", 0
-	for _, c := range candidates {
-		if d := editDistance(s, c); best == "" || d < bestDist {
-			best, bestDist = c, d
-		}
-	}
-	if best == "" || (bestDist > 2 && bestDist*3 > len(s)) {
-		return ""
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // agentNameRE is what an agent name may be (the daemon's own rule).

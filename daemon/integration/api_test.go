@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 // rawHTTP is a plain HTTP client over the daemon's unix socket, for requests the typed
@@ -40,8 +40,8 @@ func TestBadAPIInput(t *testing.T) {
 	// kilo's first proposal gets feedback (so it is decided), its second is superseded by a stop.
 	kilo := create(t, c, "kilo")
 	p1 := waitAgent(t, c, kilo.ID, "kilo's first proposal", 10*time.Second, awaiting).Pending
-	decide(t, c, kilo.ID, p1, client.DecisionFeedback, "try again")
-	p2 := waitAgent(t, c, kilo.ID, "kilo's second proposal", 10*time.Second, func(a *client.Agent) bool {
+	decide(t, c, kilo.ID, p1, api.DecisionFeedback, "try again")
+	p2 := waitAgent(t, c, kilo.ID, "kilo's second proposal", 10*time.Second, func(a *api.Agent) bool {
 		return awaiting(a) && a.Pending.ID != p1.ID
 	}).Pending
 	if _, err := c.Stop(ctx, kilo.ID); err != nil {
@@ -101,7 +101,7 @@ func TestBadAPIInput(t *testing.T) {
 			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 				t.Errorf("Content-Type %q, want application/json", ct)
 			}
-			var e client.ErrorResponse
+			var e api.ErrorResponse
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&e); err != nil || e.Error == "" {
@@ -132,7 +132,7 @@ func TestBadAPIInput(t *testing.T) {
 	}
 	after := snapshot(t, c, map[string]string{"kilo": kilo.ID})
 	sameAs(t, "kilo", before["kilo"], after["kilo"])
-	if ps := after["kilo"].proposals; len(ps) != 2 || ps[0].Status != client.ProposalFeedback || ps[1].Status != client.ProposalSuperseded {
+	if ps := after["kilo"].proposals; len(ps) != 2 || ps[0].Status != api.ProposalFeedback || ps[1].Status != api.ProposalSuperseded {
 		t.Errorf("kilo's proposals: %s", jsonString(ps))
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // attackDisplay: what a person is shown of a proposal and of a result is escaped:
@@ -22,7 +22,7 @@ func attackDisplay(r *attackRig) {
 	r.class = "display"
 	const hostile = "invoice\u202etxt.exe\u200b\x1b[2J\x1b]0;pwned\x07"
 	var shown string
-	show := func(*client.Proposal) {
+	show := func(*api.Proposal) {
 		shown = r.agentctlOut("show", "shower")
 	}
 	r.drive(agentRun{name: "shower", plant: func(ws string) []string {
@@ -87,7 +87,7 @@ func attackDisplayHelper(r *attackRig, hostile string) {
 	r.scripts["asker"] = []string{attackReply("ask", "ask_user", map[string]string{"question": "Approve " + hostile + "?"})}
 	r.mu.Unlock()
 	a := create(r.t, r.c, "asker")
-	waitAgent(r.t, r.c, a.ID, "asker's question", 20*time.Second, func(a *client.Agent) bool { return a.Question != nil })
+	waitAgent(r.t, r.c, a.ID, "asker's question", 20*time.Second, func(a *api.Agent) bool { return a.Question != nil })
 	r.drive(agentRun{name: "lister", helpers: true, steps: []step{
 		{command: "start_agent", mode: approve, args: map[string]string{"name": "hx", "task": hostile, "prompt": hostile}},
 		{command: "list_agents", mode: approve, args: map[string]string{}},

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // attackFiles: every file command through absolute and relative symlinks, symlinked

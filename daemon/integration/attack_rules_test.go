@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // permissionAgents are the agents whose own rules the permission cases probe.
@@ -141,7 +141,7 @@ func permBounded(r *attackRig) {
 			mode: observe, wantAuto: true, check: untouched},
 		{name: "", command: "execute_shell", args: map[string]string{"command_line": "touch made-by-write-pattern"}, mode: observe,
 			check: func(o *outcome) string {
-				if _, err := os.Stat(filepath.Join(ws, "made-by-write-pattern")); err != nil || o.status != client.ProposalSucceeded {
+				if _, err := os.Stat(filepath.Join(ws, "made-by-write-pattern")); err != nil || o.status != api.ProposalSucceeded {
 					return "a +write pattern's command did not write the workspace"
 				}
 				return ""

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // shellStep is an approved execute_shell proposal.
@@ -160,7 +161,7 @@ func (r *attackRig) sandboxSteps(sbx, sleepArg, etcMark string) []step {
 		shellStep("sandbox_setsid_survivor", "setsid sh -c 'sleep 3; touch setsid-canary' >/dev/null 2>&1 </dev/null &", nil),
 		shellStep("sandbox_background_survivor", "(sleep 3; touch bg-canary) >/dev/null 2>&1 </dev/null &", nil),
 		shellStep("sandbox_nohup_sleep_survivor", "nohup setsid sleep "+sleepArg+" >/dev/null 2>&1 </dev/null &", nil),
-		shellStep("sandbox_rlimits", "cat /proc/self/limits; echo CGROUP=$(cat /proc/self/cgroup)", rlimits),
+		shellStep("sandbox_rlimits", "cat /proc/self/limits; echo CGROUP=$(cat /proc/self/cgroup)", rlimits(pid)),
 		shellStep("sandbox_git_hook_write", "echo 'touch /tmp/agentd-attack-pwned' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; ls -la .git/hooks/pre-commit", nil),
 		shellStep("sandbox_git_dir_swap", "mv .git .git-old && mkdir -p .git/hooks && cp -r .git-old/objects .git-old/refs .git-old/HEAD .git/; "+
 			"printf '[core]\\n\\thooksPath = /tmp\\n' > .git/config; echo 'touch /tmp/agentd-attack-pwned' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; ls -la .git/hooks", nil),
@@ -212,45 +213,77 @@ func capabilities(o *outcome) string {
 }
 
 // rlimits: the command must run under limits on processes and memory, as rlimits or
-// as its cgroup's pids.max and memory.max (cgroup v2).
-func rlimits(o *outcome) string {
-	if !strings.Contains(o.result, "Max processes") {
-		return "" // it did not run
-	}
-	procs, mem := false, false
-	sc := bufio.NewScanner(strings.NewReader(o.result))
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "CGROUP=0::"); ok {
-			dir := filepath.Join("/sys/fs/cgroup", strings.TrimSpace(rest))
-			procs = procs || bounded(filepath.Join(dir, "pids.max"), 1<<16)
-			mem = mem || bounded(filepath.Join(dir, "memory.max"), 1<<62)
-			continue
+// as a cgroup's pids and memory bounds: its own as it sees it (cgroup v2 without a
+// namespace of its own), or, since the sandbox has its own cgroup namespace and no
+// /sys, the agent boxes the daemon (pid) made for its agents, read from the host.
+func rlimits(pid int) func(o *outcome) string {
+	return func(o *outcome) string {
+		if !strings.Contains(o.result, "Max processes") {
+			return "" // it did not run
 		}
-		for _, l := range []struct {
-			name  string
-			max   uint64
-			limit *bool
-		}{{"Max processes", 1 << 16, &procs}, {"Max address space", 1 << 62, &mem}, {"Max data size", 1 << 62, &mem}, {"Max resident set", 1 << 62, &mem}} {
-			if rest, ok := strings.CutPrefix(line, l.name); ok {
-				f := strings.Fields(rest)
-				if len(f) == 0 {
-					continue
-				}
-				if v, err := strconv.ParseUint(f[0], 10, 64); err == nil && v <= l.max {
-					*l.limit = true
+		procs, mem := false, false
+		for _, box := range agentBoxes(pid) {
+			procs = procs || bounded(filepath.Join(box, "pids.max"), 1<<16)
+			mem = mem || bounded(filepath.Join(box, "memory.max"), 1<<62) || bounded(filepath.Join(box, "memory.limit_in_bytes"), 1<<62)
+		}
+		sc := bufio.NewScanner(strings.NewReader(o.result))
+		for sc.Scan() {
+			line := sc.Text()
+			if rest, ok := strings.CutPrefix(line, "CGROUP=0::"); ok {
+				dir := filepath.Join("/sys/fs/cgroup", strings.TrimSpace(rest))
+				procs = procs || bounded(filepath.Join(dir, "pids.max"), 1<<16)
+				mem = mem || bounded(filepath.Join(dir, "memory.max"), 1<<62)
+				continue
+			}
+			for _, l := range []struct {
+				name  string
+				max   uint64
+				limit *bool
+			}{{"Max processes", 1 << 16, &procs}, {"Max address space", 1 << 62, &mem}, {"Max data size", 1 << 62, &mem}, {"Max resident set", 1 << 62, &mem}} {
+				if rest, ok := strings.CutPrefix(line, l.name); ok {
+					f := strings.Fields(rest)
+					if len(f) == 0 {
+						continue
+					}
+					if v, err := strconv.ParseUint(f[0], 10, 64); err == nil && v <= l.max {
+						*l.limit = true
+					}
 				}
 			}
 		}
+		var why []string
+		if !procs {
+			why = append(why, "the command may start processes without limit")
+		}
+		if !mem {
+			why = append(why, "the command may use memory without limit")
+		}
+		return strings.Join(why, "; ")
 	}
-	var why []string
-	if !procs {
-		why = append(why, "the command may start processes without limit")
-	}
-	if !mem {
-		why = append(why, "the command may use memory without limit")
-	}
-	return strings.Join(why, "; ")
+}
+
+// agentBoxes lists the agents' cgroup folders of the daemon with this pid, in every
+// cgroup hierarchy mounted under /sys/fs/cgroup (its instance folders are named
+// agentd.PID.N, their agents' folders agent-ID).
+func agentBoxes(pid int) []string {
+	var boxes []string
+	prefix := "agentd." + strconv.Itoa(pid) + "."
+	root := "/sys/fs/cgroup"
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.Count(strings.TrimPrefix(p, root), "/") > 8 {
+			return filepath.SkipDir
+		}
+		if strings.HasPrefix(d.Name(), prefix) {
+			agents, _ := filepath.Glob(filepath.Join(p, "agent-*"))
+			boxes = append(boxes, agents...)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return boxes
 }
 
 // bounded reports whether the cgroup file holds a number no greater than max.

@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestAttackCorpus runs a corpus of attacks through the real daemon with the sandbox on: a
@@ -75,7 +75,7 @@ type attackRig struct {
 	t        *testing.T
 	fake     *ollamatest.Fake
 	d        *daemon
-	c        *client.Client
+	c        *api.Client
 	agentctl string
 	canary   *canaryServer
 	router   *router
@@ -232,7 +232,7 @@ type step struct {
 	// (secrets, canaries outside, loopback hits) run on every step besides.
 	check func(o *outcome) string
 	// pending runs while the proposal waits for the person, before they approve.
-	pending func(p *client.Proposal)
+	pending func(p *api.Proposal)
 	// argsFor, when set, makes the args once the agent's workspace is known (the step must
 	// not be among the first few, whose replies may be made before).
 	argsFor func(ws string) any
@@ -243,7 +243,7 @@ type step struct {
 // worked is a control step's check: it ran and its result holds want.
 func worked(want string) func(o *outcome) string {
 	return func(o *outcome) string {
-		if o.status != client.ProposalSucceeded || !strings.Contains(o.result, want) {
+		if o.status != api.ProposalSucceeded || !strings.Contains(o.result, want) {
 			return "want it to succeed with " + want
 		}
 		return ""
@@ -254,7 +254,7 @@ func worked(want string) func(o *outcome) string {
 type outcome struct {
 	proposed bool
 	how      string // person, asked, policy_approved, policy_denied, superseded, not_proposed
-	status   client.ProposalStatus
+	status   api.ProposalStatus
 	result   string
 	conns    int // connections the loopback canary accepted meanwhile
 }
@@ -400,41 +400,41 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 			t.Fatalf("%s: %v", run.name, err)
 		}
 		if p == nil {
-			if later || a.State == client.StatePaused || a.State == client.StateIdle || a.State == client.StateFailed {
+			if later || a.State == api.StatePaused || a.State == api.StateIdle || a.State == api.StateFailed {
 				return true // the daemon never turned the reply into a proposal
 			}
 			return false
 		}
 		o.proposed, o.status, o.result = true, p.Status, p.Result
 		switch p.Status {
-		case client.ProposalPending, client.ProposalInterrupted:
+		case api.ProposalPending, api.ProposalInterrupted:
 			if !decided && awaiting(a) && a.Pending.ID == p.ID {
 				if s.pending != nil && !shown {
 					shown = true
 					s.pending(p)
 				}
 				// A decision carries only its kind's fields: feedback text only with feedback.
-				req, how := client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionApprove, By: "attacker-trusting-person", Source: "integration"}, "person"
+				req, how := api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "attacker-trusting-person", Source: "integration"}, "person"
 				if s.mode == observe {
-					req.Kind, req.Feedback, how = client.DecisionFeedback, "not this one", "asked"
+					req.Kind, req.Feedback, how = api.DecisionFeedback, "not this one", "asked"
 				}
 				_, err := r.c.Decide(ctx, id, req)
 				switch {
 				case err == nil:
 					decided, o.how = true, how
-				case errors.Is(err, client.ErrBadRequest):
+				case errors.Is(err, api.ErrBadRequest):
 					// Refused for what it is, it would be refused forever: say so now
 					// rather than poll 40 s for a decision that never comes.
 					t.Errorf("%s: step %d (%s): the decision was refused: %v", run.name, i, s.command, err)
 					return true
 				}
 			}
-		case client.ProposalSucceeded, client.ProposalFailed, client.ProposalFeedback, client.ProposalDenied, client.ProposalSuperseded:
+		case api.ProposalSucceeded, api.ProposalFailed, api.ProposalFeedback, api.ProposalDenied, api.ProposalSuperseded:
 			if !decided {
 				switch p.Status {
-				case client.ProposalFeedback, client.ProposalDenied:
+				case api.ProposalFeedback, api.ProposalDenied:
 					o.how = "policy_denied"
-				case client.ProposalSuperseded:
+				case api.ProposalSuperseded:
 					o.how = "superseded"
 				default:
 					o.how = "policy_approved"
@@ -452,7 +452,7 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 }
 
 // findTagged is the proposal carrying tag, and whether a later step's proposal exists.
-func findTagged(ps []client.Proposal, agent, tag string, i int) (*client.Proposal, bool) {
+func findTagged(ps []api.Proposal, agent, tag string, i int) (*api.Proposal, bool) {
 	later := false
 	for k := range ps {
 		if ps[k].Thoughts.Reasoning == tag {
@@ -476,7 +476,7 @@ func (r *attackRig) approveHelpers(parent string) {
 	}
 	for _, h := range all {
 		if h.ParentID == parent && awaiting(&h) {
-			r.c.Decide(ctx, h.ID, client.DecideRequest{ProposalID: h.Pending.ID, Kind: client.DecisionApprove,
+			r.c.Decide(ctx, h.ID, api.DecideRequest{ProposalID: h.Pending.ID, Kind: api.DecisionApprove,
 				By: "attacker-trusting-person", Source: "integration"})
 		}
 	}
@@ -518,7 +518,7 @@ func (r *attackRig) finalChecks() {
 	r.record("loopback_canary_never_reached", escape)
 }
 
-func agentOfReq(req *api.ChatRequest) string {
+func agentOfReq(req *ollama.ChatRequest) string {
 	if a := agentOf(req); a != "" {
 		return a
 	}

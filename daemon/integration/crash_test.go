@@ -11,20 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // snap is what the API shows of one agent.
 type snap struct {
-	agent     *client.Agent
-	proposals []client.Proposal
-	episodes  []client.Episode
+	agent     *api.Agent
+	proposals []api.Proposal
+	episodes  []api.Episode
 }
 
-func snapshot(t *testing.T, c *client.Client, ids map[string]string) map[string]snap {
+func snapshot(t *testing.T, c *api.Client, ids map[string]string) map[string]snap {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]snap{}
@@ -58,13 +58,13 @@ func sameAs(t *testing.T, name string, before, after snap) {
 	if (a.Pending == nil) != (b.Pending == nil) || (a.Pending != nil && (a.Pending.ID != b.Pending.ID || a.Pending.Status != b.Pending.Status)) {
 		t.Errorf("%s: pending proposal %s before the restart, %s after", name, jsonString(b.Pending), jsonString(a.Pending))
 	}
-	key := func(p client.Proposal) string {
+	key := func(p api.Proposal) string {
 		return strings.Join([]string{p.ID, string(p.Status), p.Hash, p.Command, string(p.Args)}, " ")
 	}
 	if !slices.Equal(mapSlice(before.proposals, key), mapSlice(after.proposals, key)) {
 		t.Errorf("%s: proposals changed across the restart:\nbefore %s\nafter  %s", name, jsonString(before.proposals), jsonString(after.proposals))
 	}
-	ekey := func(e client.Episode) string {
+	ekey := func(e api.Episode) string {
 		return e.ProposalID + " " + e.Outcome + " " + e.Result + " " + e.Feedback
 	}
 	if !slices.Equal(mapSlice(before.episodes, ekey), mapSlice(after.episodes, ekey)) {
@@ -101,14 +101,14 @@ type crashRig struct {
 	fake    *ollamatest.Fake
 	models  *router
 	d       *daemon
-	c       *client.Client
+	c       *api.Client
 	slowDir string
-	ids     map[string]string           // name → agent id
-	first   map[string]*client.Proposal // name → its first proposal
+	ids     map[string]string        // name → agent id
+	first   map[string]*api.Proposal // name → its first proposal
 }
 
 func newCrashRig(t *testing.T) *crashRig {
-	r := &crashRig{t: t, fake: ollamatest.NewFake(t), slowDir: t.TempDir(), ids: map[string]string{}, first: map[string]*client.Proposal{}}
+	r := &crashRig{t: t, fake: ollamatest.NewFake(t), slowDir: t.TempDir(), ids: map[string]string{}, first: map[string]*api.Proposal{}}
 	r.models = route(r.fake, func(agent string, n int) string {
 		switch {
 		case agent == "charlie" && n == 0:
@@ -138,7 +138,7 @@ func newCrashRig(t *testing.T) *crashRig {
 
 // crash kills the daemon, checks that the decision just acknowledged on proposal p is
 // stored, and starts the daemon again; it returns the snapshot taken after the restart.
-func (r *crashRig) crash(what string, p *client.Proposal) map[string]snap {
+func (r *crashRig) crash(what string, p *api.Proposal) map[string]snap {
 	t := r.t
 	t.Helper()
 	r.d.kill()
@@ -160,18 +160,18 @@ func (r *crashRig) killThinkingAndDenied() {
 	r.fake.SetDelay(time.Hour)
 	r.ids["alpha"] = create(t, c, "alpha").ID
 	testutil.Eventually(t, 10*time.Second, "alpha's model call", func() bool { return r.models.requested("alpha") == 1 })
-	waitAgent(t, c, r.ids["alpha"], "alpha thinking", 5*time.Second, func(a *client.Agent) bool { return a.State == client.StateThinking })
+	waitAgent(t, c, r.ids["alpha"], "alpha thinking", 5*time.Second, func(a *api.Agent) bool { return a.State == api.StateThinking })
 	before := r.snapshot()
-	decide(t, c, r.ids["echo"], r.first["echo"], client.DecisionDeny, "")
+	decide(t, c, r.ids["echo"], r.first["echo"], api.DecisionDeny, "")
 	after := r.crash("alpha thinking, bravo/charlie/delta awaiting, echo just denied", r.first["echo"])
 	for _, name := range []string{"bravo", "charlie", "delta"} {
 		sameAs(t, name, before[name], after[name])
 	}
 	echo := after["echo"]
-	if echo.agent.State != client.StateIdle || !strings.Contains(echo.agent.StateReason, "denied") || echo.agent.Pending != nil {
+	if echo.agent.State != api.StateIdle || !strings.Contains(echo.agent.StateReason, "denied") || echo.agent.Pending != nil {
 		t.Errorf("echo after the restart: %s; want idle, denied", jsonString(echo.agent))
 	}
-	if len(echo.proposals) != 1 || echo.proposals[0].Status != client.ProposalDenied ||
+	if len(echo.proposals) != 1 || echo.proposals[0].Status != api.ProposalDenied ||
 		len(echo.episodes) != 1 || echo.episodes[0].Outcome != "denied" {
 		t.Errorf("echo lost its deny: proposals %s, history %s", jsonString(echo.proposals), jsonString(echo.episodes))
 	}
@@ -189,20 +189,20 @@ func (r *crashRig) killThinkingAndDenied() {
 // restart it is interrupted, shown again for a decision with a reason, and not re-run.
 func (r *crashRig) killMidCommand() {
 	t, slow := r.t, r.first["charlie"]
-	decide(t, r.c, r.ids["charlie"], slow, client.DecisionApprove, "")
+	decide(t, r.c, r.ids["charlie"], slow, api.DecisionApprove, "")
 	testutil.Eventually(t, 10*time.Second, "test_slow to start", func() bool { return slowStarts(r.slowDir) == 1 })
-	waitAgent(t, r.c, r.ids["charlie"], "charlie executing", 5*time.Second, func(a *client.Agent) bool { return a.State == client.StateExecuting })
+	waitAgent(t, r.c, r.ids["charlie"], "charlie executing", 5*time.Second, func(a *api.Agent) bool { return a.State == api.StateExecuting })
 	before := r.snapshot()
 	after := r.crash("test_slow between started and its result", slow)
 	for _, name := range []string{"alpha", "bravo", "delta", "echo"} {
 		sameAs(t, name, before[name], after[name])
 	}
 	ch := after["charlie"].agent
-	if ch.State != client.StateAwaitingDecision || !strings.Contains(ch.StateReason, "test_slow") ||
-		ch.Pending == nil || ch.Pending.ID != slow.ID || ch.Pending.Status != client.ProposalInterrupted {
+	if ch.State != api.StateAwaitingDecision || !strings.Contains(ch.StateReason, "test_slow") ||
+		ch.Pending == nil || ch.Pending.ID != slow.ID || ch.Pending.Status != api.ProposalInterrupted {
 		t.Errorf("charlie after a kill mid-command: %s; want awaiting_decision on the interrupted test_slow with a reason", jsonString(ch))
 	}
-	if ps := after["charlie"].proposals; len(ps) != 1 || ps[0].Status != client.ProposalInterrupted {
+	if ps := after["charlie"].proposals; len(ps) != 1 || ps[0].Status != api.ProposalInterrupted {
 		t.Errorf("charlie's proposals: %s; want the one test_slow, interrupted", jsonString(ps))
 	}
 	if eps := after["charlie"].episodes; len(eps) != 0 {
@@ -219,17 +219,17 @@ func (r *crashRig) killMidCommand() {
 func (r *crashRig) killAfterFeedback() {
 	t, p := r.t, r.first["delta"]
 	before := r.snapshot()
-	decide(t, r.c, r.ids["delta"], p, client.DecisionFeedback, "look somewhere else")
+	decide(t, r.c, r.ids["delta"], p, api.DecisionFeedback, "look somewhere else")
 	after := r.crash("right after a feedback", p)
 	for _, name := range []string{"alpha", "bravo", "charlie", "echo"} {
 		sameAs(t, name, before[name], after[name])
 	}
 	ps, eps := after["delta"].proposals, after["delta"].episodes
-	if len(ps) == 0 || ps[0].ID != p.ID || ps[0].Status != client.ProposalFeedback ||
+	if len(ps) == 0 || ps[0].ID != p.ID || ps[0].Status != api.ProposalFeedback ||
 		len(eps) != 1 || eps[0].Outcome != "feedback" || eps[0].Feedback != "look somewhere else" {
 		t.Errorf("delta lost its feedback: proposals %s, history %s", jsonString(ps), jsonString(eps))
 	}
-	delta := waitAgent(t, r.c, r.ids["delta"], "delta's next proposal", 10*time.Second, func(a *client.Agent) bool {
+	delta := waitAgent(t, r.c, r.ids["delta"], "delta's next proposal", 10*time.Second, func(a *api.Agent) bool {
 		return awaiting(a) && a.Pending.ID != p.ID
 	})
 	if delta.Step != 2 {
@@ -241,15 +241,15 @@ func (r *crashRig) killAfterFeedback() {
 // stop, and every decision made is in the store, once.
 func (r *crashRig) reapprove() {
 	t, slow := r.t, r.first["charlie"]
-	decide(t, r.c, r.ids["charlie"], slow, client.DecisionApprove, "")
-	if _, err := r.c.Decide(context.Background(), r.ids["charlie"], client.DecideRequest{ProposalID: slow.ID, Kind: client.DecisionApprove}); !errors.Is(err, client.ErrConflict) {
+	decide(t, r.c, r.ids["charlie"], slow, api.DecisionApprove, "")
+	if _, err := r.c.Decide(context.Background(), r.ids["charlie"], api.DecideRequest{ProposalID: slow.ID, Kind: api.DecisionApprove}); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("a second approval of the interrupted proposal: err = %v, want a conflict", err)
 	}
 	testutil.Eventually(t, 10*time.Second, "test_slow to start again", func() bool { return slowStarts(r.slowDir) == 2 })
 	if err := os.WriteFile(filepath.Join(r.slowDir, "release"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	charlie := waitAgent(t, r.c, r.ids["charlie"], "charlie's next proposal", 10*time.Second, func(a *client.Agent) bool {
+	charlie := waitAgent(t, r.c, r.ids["charlie"], "charlie's next proposal", 10*time.Second, func(a *api.Agent) bool {
 		return awaiting(a) && a.Pending.ID != slow.ID
 	})
 	eps, err := r.c.History(context.Background(), r.ids["charlie"])
@@ -286,7 +286,7 @@ func TestSIGTERMGraceful(t *testing.T) {
 	fake.SetDelay(time.Hour)
 	a := create(t, c, "sierra")
 	testutil.Eventually(t, 10*time.Second, "sierra's model call", func() bool { return models.requested("sierra") == 1 })
-	waitAgent(t, c, a.ID, "sierra thinking", 5*time.Second, func(a *client.Agent) bool { return a.State == client.StateThinking })
+	waitAgent(t, c, a.ID, "sierra thinking", 5*time.Second, func(a *api.Agent) bool { return a.State == api.StateThinking })
 
 	code, took := d.term(10 * time.Second)
 	t.Logf("SIGTERM with a model call in flight: exit %d after %v", code, took.Round(time.Millisecond))
@@ -299,7 +299,7 @@ func TestSIGTERMGraceful(t *testing.T) {
 	if _, err := os.Lstat(d.socket); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("socket %s left behind after a clean shutdown (err = %v)", d.socket, err)
 	}
-	if st := storedAgent(t, d.stateDir, a.ID); st.State != client.StateThinking || st.Step != 0 {
+	if st := storedAgent(t, d.stateDir, a.ID); st.State != api.StateThinking || st.Step != 0 {
 		t.Errorf("stored agent after SIGTERM: state %s, step %d; want thinking, 0", st.State, st.Step)
 	}
 

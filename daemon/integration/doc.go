@@ -1,9 +1,9 @@
 // Package integration tests agentd as its users run it: the real agentd and agentctl
 // binaries, built once per test run, a daemon started as a separate process on a temporary
-// unix socket and driven through daemon/client, agentctl and raw HTTP.
+// unix socket and driven through api, agentctl and raw HTTP.
 //
 // The model is either the real Ollama server serving the project's tiny random-weight model
-// (assert structure and counters, never content) or daemon/ollamatest's in-process fake for
+// (assert structure and counters, never content) or internal/ollamatest's in-process fake for
 // scripted, deterministic runs: crash recovery after kill -9, SIGTERM, bad API input.
 // Crash tests need a slow command that is not idempotent, so the test binary can re-exec
 // itself as the daemon (see TestMain) with a test-only command registered.

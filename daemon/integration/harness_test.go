@@ -19,15 +19,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/server"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // The environment of this test binary re-executed as a daemon (see TestMain).
@@ -191,7 +191,7 @@ type daemon struct {
 
 	cmd  *exec.Cmd
 	done chan struct{} // closed once cmd has been waited for
-	c    *client.Client
+	c    *api.Client
 }
 
 type daemonOpts struct {
@@ -265,7 +265,7 @@ func (d *daemon) start() time.Duration {
 	go func() { cmd.Wait(); close(done) }()
 	d.cmd, d.done = cmd, done
 	// A fresh client: the old one's pooled connections went with the old process.
-	d.c = &client.Client{Socket: d.socket}
+	d.c = &api.Client{Socket: d.socket}
 	if !testutil.Wait(30*time.Second, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err = d.c.Status(ctx)
@@ -286,7 +286,7 @@ func (d *daemon) start() time.Duration {
 	return time.Since(begin)
 }
 
-func (d *daemon) client() *client.Client { return d.c }
+func (d *daemon) client() *api.Client { return d.c }
 
 // running reports whether the process is still alive.
 func (d *daemon) running() bool {
@@ -349,9 +349,9 @@ func configText(host string, maxContext int, cmds []string) string {
 }
 
 // create makes a named agent (no profile step) and starts its run.
-func create(t *testing.T, c *client.Client, name string) *client.Agent {
+func create(t *testing.T, c *api.Client, name string) *api.Agent {
 	t.Helper()
-	a, err := c.CreateAgent(context.Background(), client.CreateAgentRequest{
+	a, err := c.CreateAgent(context.Background(), api.CreateAgentRequest{
 		Name: name, Description: "a test agent named " + name, Goals: []string{"look around the workspace"},
 	})
 	if err != nil {
@@ -361,9 +361,9 @@ func create(t *testing.T, c *client.Client, name string) *client.Agent {
 }
 
 // waitAgent polls the agent until cond holds, failing the test after timeout.
-func waitAgent(t *testing.T, c *client.Client, id, what string, timeout time.Duration, cond func(*client.Agent) bool) *client.Agent {
+func waitAgent(t *testing.T, c *api.Client, id, what string, timeout time.Duration, cond func(*api.Agent) bool) *api.Agent {
 	t.Helper()
-	var a *client.Agent
+	var a *api.Agent
 	var err error
 	if !testutil.Wait(timeout, func() bool {
 		a, err = c.Agent(context.Background(), id)
@@ -375,13 +375,13 @@ func waitAgent(t *testing.T, c *client.Client, id, what string, timeout time.Dur
 	return a
 }
 
-func awaiting(a *client.Agent) bool {
-	return a.State == client.StateAwaitingDecision && a.Pending != nil
+func awaiting(a *api.Agent) bool {
+	return a.State == api.StateAwaitingDecision && a.Pending != nil
 }
 
-func decide(t *testing.T, c *client.Client, id string, p *client.Proposal, kind client.DecisionKind, feedback string) *client.Decision {
+func decide(t *testing.T, c *api.Client, id string, p *api.Proposal, kind api.DecisionKind, feedback string) *api.Decision {
 	t.Helper()
-	d, err := c.Decide(context.Background(), id, client.DecideRequest{
+	d, err := c.Decide(context.Background(), id, api.DecideRequest{
 		ProposalID: p.ID, Kind: kind, Feedback: feedback, By: "tester", Source: "integration",
 	})
 	if err != nil {
@@ -399,7 +399,7 @@ type router struct {
 
 func route(f *ollamatest.Fake, reply func(agent string, n int) string) *router {
 	r := &router{fake: f, n: map[string]int{}}
-	f.OnChat(func(req *api.ChatRequest) (string, error) {
+	f.OnChat(func(req *ollama.ChatRequest) (string, error) {
 		name := agentOf(req)
 		r.mu.Lock()
 		n := r.n[name]
@@ -421,7 +421,7 @@ func (r *router) requested(agent string) int {
 	return n
 }
 
-func agentOf(req *api.ChatRequest) string {
+func agentOf(req *ollama.ChatRequest) string {
 	if len(req.Messages) == 0 {
 		return ""
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 type noteIn struct {
@@ -52,13 +52,13 @@ func TestMCPToolStep(t *testing.T) {
 	ctx := context.Background()
 
 	// The bridge connects in the background; the tool is offered once it is listed.
-	var tool *client.CommandInfo
+	var tool *api.CommandInfo
 	testutil.Eventually(t, 20*time.Second, "tools.note to be offered", func() bool {
 		infos, err := c.Commands(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		i := slices.IndexFunc(infos, func(ci client.CommandInfo) bool { return ci.Name == "tools.note" })
+		i := slices.IndexFunc(infos, func(ci api.CommandInfo) bool { return ci.Name == "tools.note" })
 		if i >= 0 {
 			tool = &infos[i]
 		}
@@ -68,8 +68,8 @@ func TestMCPToolStep(t *testing.T) {
 		t.Errorf("tools.note = provider %q class %q policy %q; want mcp, execute, ask", tool.Provider, tool.Class, tool.Policy)
 	}
 
-	a, err := c.CreateAgent(ctx, client.CreateAgentRequest{Name: "noter", Goals: []string{"keep notes"},
-		Policy: &client.Policy{Mode: "auto", AutoSteps: 10}})
+	a, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: "noter", Goals: []string{"keep notes"},
+		Policy: &api.Policy{Mode: "auto", AutoSteps: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +78,8 @@ func TestMCPToolStep(t *testing.T) {
 	if p.Command != "tools.note" {
 		t.Fatalf("pending = %s %s, want tools.note", p.Command, p.Args)
 	}
-	decide(t, c, a.ID, p, client.DecisionApprove, "")
-	p2 := waitAgent(t, c, a.ID, "the second tool call", 20*time.Second, func(a *client.Agent) bool {
+	decide(t, c, a.ID, p, api.DecisionApprove, "")
+	p2 := waitAgent(t, c, a.ID, "the second tool call", 20*time.Second, func(a *api.Agent) bool {
 		return awaiting(a) && a.Pending.ID != p.ID
 	}).Pending
 	h, err := c.History(ctx, a.ID)
@@ -96,7 +96,7 @@ func TestMCPToolStep(t *testing.T) {
 	// The server goes away: the approved call fails and says why; nothing is retried.
 	ts.CloseClientConnections()
 	ts.Close()
-	decide(t, c, a.ID, p2, client.DecisionApprove, "")
+	decide(t, c, a.ID, p2, api.DecisionApprove, "")
 	testutil.Eventually(t, 30*time.Second, "the failed tool call's episode", func() bool {
 		h, err = c.History(ctx, a.ID)
 		return err == nil && len(h) >= 2

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestSystemdNotify runs the real agentd as a Type=notify unit would: with NOTIFY_SOCKET

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // poolConfig is configText with the model pool's hosts instead of one [ollama] host.
@@ -27,7 +27,7 @@ func poolConfig(urls ...string) string {
 // keepMoving answers every agent's proposal with feedback, so that each step is one model
 // call and nothing runs; questions are answered, paused agents resumed, idle ones given a
 // task. It returns when ctx ends.
-func keepMoving(ctx context.Context, t *testing.T, c *client.Client, ids []string) {
+func keepMoving(ctx context.Context, t *testing.T, c *api.Client, ids []string) {
 	for ctx.Err() == nil {
 		for _, id := range ids {
 			a, err := c.Agent(ctx, id)
@@ -36,15 +36,15 @@ func keepMoving(ctx context.Context, t *testing.T, c *client.Client, ids []strin
 			}
 			switch {
 			case a.Question != nil:
-				err = c.Answer(ctx, id, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
-			case a.State == client.StateAwaitingDecision && a.Pending != nil:
-				_, err = c.Decide(ctx, id, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionFeedback,
+				err = c.Answer(ctx, id, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
+			case a.State == api.StateAwaitingDecision && a.Pending != nil:
+				_, err = c.Decide(ctx, id, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionFeedback,
 					Feedback: "Try something else.", By: "tester", Source: "integration"})
-			case a.State == client.StatePaused:
+			case a.State == api.StatePaused:
 				_, err = c.Resume(ctx, id)
-			case a.State == client.StateIdle:
+			case a.State == api.StateIdle:
 				_, err = c.Task(ctx, id, "Look around the workspace once more.")
-			case a.State == client.StateFailed:
+			case a.State == api.StateFailed:
 				t.Errorf("agent %s failed: %s", a.Name, a.StateReason)
 				return
 			}
@@ -60,7 +60,7 @@ func keepMoving(ctx context.Context, t *testing.T, c *client.Client, ids []strin
 }
 
 // hostsOf returns the pool's hosts from the daemon's status.
-func hostsOf(t *testing.T, c *client.Client) []client.OllamaHostStatus {
+func hostsOf(t *testing.T, c *api.Client) []api.OllamaHostStatus {
 	t.Helper()
 	st, err := c.Status(context.Background())
 	if err != nil {
@@ -114,7 +114,7 @@ func TestPoolFailover(t *testing.T) {
 	killed := time.Now()
 	a.Kill()
 	// Within 2 s the call in flight on the dead host is back in the queue or on the other.
-	var hs []client.OllamaHostStatus
+	var hs []api.OllamaHostStatus
 	if !testutil.Wait(2*time.Second, func() bool {
 		hs = hostsOf(t, c)
 		return !hs[0].Up && hs[0].Busy == 0 && hs[1].Busy > 0
@@ -125,7 +125,7 @@ func TestPoolFailover(t *testing.T) {
 
 	// None stuck: every agent takes another step, all on the host that is left.
 	for _, id := range ids {
-		waitAgent(t, c, id, "a step on the host left", phase, func(ag *client.Agent) bool { return ag.Step > steps[id] })
+		waitAgent(t, c, id, "a step on the host left", phase, func(ag *api.Agent) bool { return ag.Step > steps[id] })
 	}
 	hs = hostsOf(t, c)
 	if hs[1].Served < servedB+int64(len(ids)) {
@@ -133,7 +133,7 @@ func TestPoolFailover(t *testing.T) {
 	}
 	events.mu.Lock()
 	for _, ev := range events.events[seen:] {
-		if ev.Agent != nil && ev.Agent.State == client.StateWaitingForModel {
+		if ev.Agent != nil && ev.Agent.State == api.StateWaitingForModel {
 			t.Errorf("agent %s waited for the model while a host was up: %s", ev.Agent.Name, ev.Agent.StateReason)
 		}
 	}

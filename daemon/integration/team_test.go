@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestRealOllamaTeam runs the shipped software-company workflow on the real Ollama server
@@ -56,7 +56,7 @@ func TestRealOllamaTeam(t *testing.T) {
 	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var r client.TeamRun
+	var r api.TeamRun
 	if err := json.Unmarshal(ctl(t, d.socket, "--json", "team", "run", "--keep-agents", file, "a CLI that counts words"), &r); err != nil || r.ID == "" {
 		t.Fatalf("agentctl --json team run: %v (%s)", err, jsonString(r))
 	}
@@ -71,7 +71,7 @@ func TestRealOllamaTeam(t *testing.T) {
 			t.Fatal(err)
 		}
 		r = *cur
-		if r.Status != client.TeamRunning {
+		if r.Status != api.TeamRunning {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -80,18 +80,18 @@ func TestRealOllamaTeam(t *testing.T) {
 		if r.Waiting != "" {
 			if a, err := c.Agent(ctx, r.Waiting); err == nil {
 				switch {
-				case a.State == client.StateAwaitingDecision && a.Pending != nil && !decided[a.Pending.ID]:
-					kind := client.DecisionDeny
+				case a.State == api.StateAwaitingDecision && a.Pending != nil && !decided[a.Pending.ID]:
+					kind := api.DecisionDeny
 					if len(decided) == 0 {
-						kind = client.DecisionApprove
+						kind = api.DecisionApprove
 					}
-					if _, err := c.Decide(ctx, a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: kind, By: "tester", Source: "integration"}); err != nil {
+					if _, err := c.Decide(ctx, a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: kind, By: "tester", Source: "integration"}); err != nil {
 						t.Logf("deciding %s: %v", a.Pending.ID, err)
 					}
 					decided[a.Pending.ID] = true
 				case a.Question != nil:
-					c.Answer(ctx, a.ID, client.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
-				case a.State == client.StatePaused:
+					c.Answer(ctx, a.ID, api.AnswerRequest{ProposalID: a.Question.ProposalID, Text: "Do what you think is best.", By: "tester"})
+				case a.State == api.StatePaused:
 					c.Resume(ctx, a.ID)
 				}
 			}
@@ -100,7 +100,7 @@ func TestRealOllamaTeam(t *testing.T) {
 	}
 	t.Logf("team run %s ended %s after %d turns in %v: %s", r.ID, r.Status, r.Turns, time.Since(begin).Round(time.Millisecond), r.Reason)
 
-	if r.Status != client.TeamFinished && r.Status != client.TeamTurnLimit {
+	if r.Status != api.TeamFinished && r.Status != api.TeamTurnLimit {
 		t.Errorf("status %s (%s), want finished or turn_limit", r.Status, r.Reason)
 	}
 	if r.Reason == "" || r.Turns > maxTurns || r.EndedAt.IsZero() {
@@ -111,7 +111,7 @@ func TestRealOllamaTeam(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := full.Transcript
-	if len(tr) == 0 || tr[len(tr)-1].Kind != client.TurnEnd || tr[len(tr)-1].Mode != r.Status {
+	if len(tr) == 0 || tr[len(tr)-1].Kind != api.TurnEnd || tr[len(tr)-1].Mode != r.Status {
 		t.Fatalf("transcript does not end with the run's end: %s", jsonString(tr))
 	}
 	messages := 0
@@ -120,12 +120,12 @@ func TestRealOllamaTeam(t *testing.T) {
 			t.Errorf("turn %d has seq %d", i+1, turn.Seq)
 		}
 		switch turn.Kind {
-		case client.TurnMessage:
+		case api.TurnMessage:
 			messages++
 			if turn.Role == "" || turn.Phase == "" {
 				t.Errorf("unlabelled message: %s", jsonString(turn))
 			}
-		case client.TurnPhaseEnd:
+		case api.TurnPhaseEnd:
 			if turn.Mode == "" || turn.Text == "" {
 				t.Errorf("phase end without a reason: %s", jsonString(turn))
 			}
@@ -147,12 +147,12 @@ func TestRealOllamaTeam(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, p := range ps {
-			if p.Status == client.ProposalSucceeded && p.Command == "write_file" && !decided[p.ID] {
+			if p.Status == api.ProposalSucceeded && p.Command == "write_file" && !decided[p.ID] {
 				t.Errorf("role %s: write_file %s ran without a person's decision", role, p.ID)
 			}
 		}
 	}
-	var list []client.TeamRun
+	var list []api.TeamRun
 	if err := json.Unmarshal(ctl(t, d.socket, "--json", "team", "ls"), &list); err != nil || len(list) != 1 || list[0].ID != r.ID {
 		t.Errorf("agentctl --json team ls: %v, %s", err, jsonString(list))
 	}

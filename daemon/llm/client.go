@@ -35,7 +35,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // DefaultHost is where Ollama listens unless OLLAMA_HOST says otherwise.
@@ -46,7 +46,7 @@ const DefaultHost = "http://127.0.0.1:11434"
 type Client struct {
 	pool    *Pool // set by NewPool: calls are routed over its hosts (pool.go)
 	host    string
-	api     *api.Client
+	api     *ollama.Client
 	hc      *http.Client
 	observe func(Call)
 	loads   loads // each model's load-affecting options, chosen once (load.go)
@@ -84,7 +84,7 @@ func New(host string, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Client{host: base.String(), api: api.NewClient(base, hc), hc: hc}, nil
+	return &Client{host: base.String(), api: ollama.NewClient(base, hc), hc: hc}, nil
 }
 
 // Host returns the normalized base URL of the server, e.g. "http://127.0.0.1:11434"; for a
@@ -187,15 +187,15 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error)
 		return c.pool.chat(ctx, req)
 	}
 	start := time.Now()
-	areq := &api.ChatRequest{
+	areq := &ollama.ChatRequest{
 		Model:    req.Model,
-		Messages: make([]api.Message, len(req.Messages)),
+		Messages: make([]ollama.Message, len(req.Messages)),
 		Stream:   new(bool),
 		Format:   req.Format,
 		Options:  map[string]any{},
 	}
 	for i, m := range req.Messages {
-		areq.Messages[i] = api.Message{Role: m.Role, Content: m.Content}
+		areq.Messages[i] = ollama.Message{Role: m.Role, Content: m.Content}
 	}
 	if req.NumCtx > 0 {
 		areq.Options["num_ctx"] = req.NumCtx
@@ -207,7 +207,7 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error)
 		areq.Options["temperature"] = *req.Temperature
 	}
 	if req.KeepAlive != nil {
-		areq.KeepAlive = &api.Duration{Duration: *req.KeepAlive}
+		areq.KeepAlive = &ollama.Duration{Duration: *req.KeepAlive}
 	}
 	r, err := c.postChat(ctx, areq)
 	if err == nil && !r.Done {
@@ -234,10 +234,10 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error)
 	return &res, nil
 }
 
-// postChat sends one non-streamed /api/chat request. It does what api.Client.Chat does
+// postChat sends one non-streamed /api/chat request. It does what ollama.Client.Chat does
 // for stream=false, without the 8 MiB line buffer that client allocates for every call,
-// and returns the same error types (api.StatusError) so classify treats both alike.
-func (c *Client) postChat(ctx context.Context, areq *api.ChatRequest) (*api.ChatResponse, error) {
+// and returns the same error types (ollama.StatusError) so classify treats both alike.
+func (c *Client) postChat(ctx context.Context, areq *ollama.ChatRequest) (*ollama.ChatResponse, error) {
 	body, err := json.Marshal(areq)
 	if err != nil {
 		return nil, err
@@ -262,10 +262,10 @@ func (c *Client) postChat(ctx context.Context, areq *api.ChatRequest) (*api.Chat
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			msg = e.Error
 		}
-		return nil, api.StatusError{StatusCode: resp.StatusCode, Status: resp.Status, ErrorMessage: msg}
+		return nil, ollama.StatusError{StatusCode: resp.StatusCode, Status: resp.Status, ErrorMessage: msg}
 	}
 	var r struct {
-		api.ChatResponse
+		ollama.ChatResponse
 		Error string `json:"error"`
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
@@ -279,7 +279,7 @@ func (c *Client) postChat(ctx context.Context, areq *api.ChatRequest) (*api.Chat
 		return nil, errors.New(string(b)) // not Ollama: show what came, cut short
 	}
 	if r.Error != "" { // an error record inside a 200
-		return nil, api.StatusError{StatusCode: http.StatusInternalServerError, ErrorMessage: r.Error}
+		return nil, ollama.StatusError{StatusCode: http.StatusInternalServerError, ErrorMessage: r.Error}
 	}
 	return &r.ChatResponse, nil
 }

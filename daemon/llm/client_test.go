@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/types/model"
 )
 
@@ -264,9 +264,9 @@ func TestProbe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake(t)
-			f.show = api.ShowResponse{
+			f.show = ollama.ShowResponse{
 				ModelInfo: tt.modelInfo, Parameters: tt.parameters,
-				Details:      api.ModelDetails{Family: "llama"},
+				Details:      ollama.ModelDetails{Family: "llama"},
 				Capabilities: []model.Capability{model.CapabilityCompletion, model.CapabilityTools},
 			}
 			info, err := f.client(t).Probe(context.Background(), "tiny")

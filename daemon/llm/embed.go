@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // Embed returns one vector per text, computed by model through Ollama's /api/embed.
@@ -13,7 +13,7 @@ func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]f
 	if len(texts) == 0 {
 		return nil, nil
 	}
-	req := &api.EmbedRequest{Model: model, Input: texts}
+	req := &ollama.EmbedRequest{Model: model, Input: texts}
 	// The model's one Load, as for chat: an embedding never reloads it.
 	if ld, managed, err := c.requestLoad(ctx, model); err != nil {
 		return nil, err
@@ -22,7 +22,7 @@ func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]f
 			req.Options = map[string]any{"num_ctx": ld.NumCtx}
 		}
 		if ld.KeepAlive != nil {
-			req.KeepAlive = &api.Duration{Duration: *ld.KeepAlive}
+			req.KeepAlive = &ollama.Duration{Duration: *ld.KeepAlive}
 		}
 	}
 	if c.pool != nil { // not queued: embeddings are short and use their own model
@@ -32,7 +32,7 @@ func (c *Client) Embed(ctx context.Context, model string, texts []string) ([][]f
 }
 
 // embed sends req (n texts, its Load already chosen) to this client's server.
-func (c *Client) embed(ctx context.Context, req *api.EmbedRequest, n int) ([][]float32, error) {
+func (c *Client) embed(ctx context.Context, req *ollama.EmbedRequest, n int) ([][]float32, error) {
 	resp, err := c.api.Embed(ctx, req)
 	if err != nil {
 		return nil, c.classify(ctx, "embed", req.Model, err)

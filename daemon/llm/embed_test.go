@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 func TestEmbed(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // ErrUnavailable matches (with errors.Is) every error meaning the model server is down, busy
@@ -21,7 +21,7 @@ type UnavailableError struct {
 	Host   string // the server's base URL
 	Op     string // chat, version or show
 	Status int    // the HTTP status, or 0 when no response arrived
-	Err    error  // the underlying transport or api.StatusError
+	Err    error  // the underlying transport or ollama.StatusError
 }
 
 func (e *UnavailableError) Error() string {
@@ -54,7 +54,7 @@ type StatusError struct {
 	Op      string
 	Status  int
 	Message string // Ollama's error text
-	Err     error  // the api.StatusError or api.AuthorizationError
+	Err     error  // the ollama.StatusError or ollama.AuthorizationError
 }
 
 func (e *StatusError) Error() string {
@@ -73,7 +73,7 @@ func (c *Client) classify(ctx context.Context, op, model string, err error) erro
 	if cerr := ctx.Err(); cerr != nil {
 		return fmt.Errorf("ollama %s: %w", op, cerr)
 	}
-	var se api.StatusError
+	var se ollama.StatusError
 	if errors.As(err, &se) {
 		switch {
 		case se.StatusCode == http.StatusNotFound && isModelNotFound(se.ErrorMessage):
@@ -85,7 +85,7 @@ func (c *Client) classify(ctx context.Context, op, model string, err error) erro
 			return &StatusError{Host: c.host, Op: op, Status: se.StatusCode, Message: se.ErrorMessage, Err: err}
 		}
 	}
-	var ae api.AuthorizationError
+	var ae ollama.AuthorizationError
 	if errors.As(err, &ae) {
 		return &StatusError{Host: c.host, Op: op, Status: ae.StatusCode, Message: "unauthorized", Err: err}
 	}
@@ -106,7 +106,7 @@ func isModelNotFound(msg string) bool {
 // server that is not Ollama sent cut to a readable length.
 func describe(err error) string {
 	var msg string
-	var se api.StatusError
+	var se ollama.StatusError
 	var ue *url.Error
 	switch {
 	case err == nil:

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/commands"
 )
@@ -31,7 +31,7 @@ type fakeOllama struct {
 	steps     []chatStep // consumed in order; the last one repeats
 	chats     []map[string]any
 	version   string
-	show      api.ShowResponse
+	show      ollama.ShowResponse
 	showCode  int    // non-zero: /api/show answers this status with showError
 	showError string // Ollama's error text
 	srv       *httptest.Server
@@ -116,10 +116,10 @@ func (f *fakeOllama) chat(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, st.status, map[string]string{"error": msg})
 	default:
 		model, _ := req["model"].(string)
-		writeJSON(w, 200, api.ChatResponse{
+		writeJSON(w, 200, ollama.ChatResponse{
 			Model: model, CreatedAt: time.Now(), Done: true, DoneReason: cmp.Or(st.doneReason, "stop"),
-			Message: api.Message{Role: "assistant", Content: st.content},
-			Metrics: api.Metrics{PromptEvalCount: 100, EvalCount: 20, TotalDuration: time.Millisecond},
+			Message: ollama.Message{Role: "assistant", Content: st.content},
+			Metrics: ollama.Metrics{PromptEvalCount: 100, EvalCount: 20, TotalDuration: time.Millisecond},
 		})
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 // TestLoadForCapsAndProbes checks the choice: the probed context length, capped by

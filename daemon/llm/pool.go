@@ -276,9 +276,19 @@ func (p *Pool) markDown(h *poolHost, err error) {
 	}
 	h.up, h.failures = false, 1
 	h.retryAt = time.Now().Add(p.opt.Backoff.Next(1))
-	p.log.Warn("ollama host down: its calls go to the other hosts", "host", h.c.host, "err", err)
+	p.log.Warn("ollama host down: "+p.meanwhile("its calls"), "host", h.c.host, "err", err)
 	p.failUnservable()
 	p.poke()
+}
+
+// meanwhile says where calls go while a host cannot take them: to the other hosts, or,
+// with one host, nowhere: agents wait for the model (waiting_for_model) while it is
+// probed again with backoff.
+func (p *Pool) meanwhile(calls string) string {
+	if len(p.hosts) > 1 {
+		return calls + " go to the other hosts"
+	}
+	return calls + " wait for it (agents show waiting_for_model); it is tried again with backoff"
 }
 
 // poke wakes the prober.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 // benchCall is how long one fake model call takes: long against the daemon's own cost,

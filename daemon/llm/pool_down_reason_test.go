@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // A host found down by the prober shows why in status: the transport's own error

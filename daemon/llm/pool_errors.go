@@ -178,7 +178,7 @@ func (p *Pool) markModelTrouble(h *poolHost, model string, err error) {
 	hm.fails++
 	hm.err = err
 	hm.until = time.Now().Add(p.opt.Backoff.Next(hm.fails))
-	p.log.Warn("ollama host cannot run a model now: its calls for it go to other hosts", "host", h.c.host, "model", model,
+	p.log.Warn("ollama host cannot run a model now: "+p.meanwhile("its calls for it"), "host", h.c.host, "model", model,
 		"retry_in", time.Until(hm.until).Round(time.Millisecond), "err", err)
 	p.failUnservable()
 	p.poke() // the prober wakes the queue when the backoff is over

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // outOfMemory is how Ollama 0.17.4 (llm/server.go) refuses to load a model too big for
@@ -55,11 +55,11 @@ func TestPoolTellsHostFailuresFromModelAndRequestFailures(t *testing.T) {
 		{name: "model_gone_404_keeps_host_up", breakA: func(a, _ *ollamatest.Fake) { a.SetModels("other") },
 			wantUp: true, wantOnA: 1, wantOnB: 1},
 		{name: "bad_request_400_fails_the_call_once", breakA: func(a, b *ollamatest.Fake) {
-			refuse := func(r *api.ChatRequest) (string, error) {
+			refuse := func(r *ollama.ChatRequest) (string, error) {
 				if r.Model != model {
 					return "ok", nil
 				}
-				return "", api.StatusError{StatusCode: 400, ErrorMessage: `"` + model + `" does not support chat`}
+				return "", ollama.StatusError{StatusCode: 400, ErrorMessage: `"` + model + `" does not support chat`}
 			}
 			a.OnChat(refuse)
 			b.OnChat(refuse)
@@ -169,7 +169,7 @@ func TestPoolModelTroubleOnTheOnlyHost(t *testing.T) {
 	testutil.Eventually(t, 5*time.Second, "the model tried on the host again after its backoff", func() bool {
 		return chatOnce(ctx, c, model) == nil
 	})
-	if !slices.ContainsFunc(a.Requests()[sent:], func(r api.ChatRequest) bool { return r.Model == model }) {
+	if !slices.ContainsFunc(a.Requests()[sent:], func(r ollama.ChatRequest) bool { return r.Model == model }) {
 		t.Error("no call for the model reached the host after the backoff")
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 // Ollama answers 500 for errors of one request too (a runner that crashes on this prompt,
@@ -19,10 +19,10 @@ import (
 func TestPoolOneRequestsServerErrorKeepsOtherCalls(t *testing.T) {
 	const model = ollamatest.TinyModelName
 	a, b := ollamatest.NewFake(t), ollamatest.NewFake(t)
-	poison := func(r *api.ChatRequest) (string, error) {
+	poison := func(r *ollama.ChatRequest) (string, error) {
 		for _, m := range r.Messages {
 			if strings.Contains(m.Content, "POISON") {
-				return "", api.StatusError{StatusCode: 500, ErrorMessage: "llama runner process has terminated: exit status 2"}
+				return "", ollama.StatusError{StatusCode: 500, ErrorMessage: "llama runner process has terminated: exit status 2"}
 			}
 		}
 		return `{"ok":true}`, nil

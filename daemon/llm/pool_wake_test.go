@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 // A caller waiting out ErrUnavailable is woken when a host that serves its model comes

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // ModelInfo is what the daemon learns about the server and the model at start.
@@ -54,7 +54,7 @@ func (c *Client) probeAt(ctx context.Context, h *Client, model string) (*ModelIn
 	if err != nil {
 		return nil, h.classify(ctx, "version", model, err)
 	}
-	show, err := h.api.Show(ctx, &api.ShowRequest{Model: model})
+	show, err := h.api.Show(ctx, &ollama.ShowRequest{Model: model})
 	if err != nil {
 		return nil, h.classify(ctx, "show", model, err)
 	}
@@ -63,7 +63,7 @@ func (c *Client) probeAt(ctx context.Context, h *Client, model string) (*ModelIn
 	return info, nil
 }
 
-func modelInfo(version, model string, show *api.ShowResponse) *ModelInfo {
+func modelInfo(version, model string, show *ollama.ShowResponse) *ModelInfo {
 	info := &ModelInfo{ServerVersion: version, Model: model, Family: show.Details.Family}
 	for _, c := range show.Capabilities {
 		info.Capabilities = append(info.Capabilities, string(c))

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // stampDecider records who sent a decision or an answer, as the kernel says: the socket
@@ -29,9 +29,9 @@ func stampDecider(ctx context.Context, v any) {
 		}
 	}
 	switch req := v.(type) {
-	case *client.DecideRequest:
+	case *api.DecideRequest:
 		fill(&req.By, &req.UID)
-	case *client.AnswerRequest:
+	case *api.AnswerRequest:
 		fill(&req.By, &req.UID)
 	}
 }

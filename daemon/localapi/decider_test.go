@@ -10,9 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/clienttest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestDecidersAreNamedByTheKernel: behind the peer guard, a decision or answer carries
@@ -25,21 +25,21 @@ func TestDecidersAreNamedByTheKernel(t *testing.T) {
 	}
 	var (
 		mu        sync.Mutex
-		decisions []client.DecideRequest
-		answers   []client.AnswerRequest
+		decisions []api.DecideRequest
+		answers   []api.AnswerRequest
 	)
-	fk := &clienttest.Fake{}
-	clienttest.Handle(fk, client.DecideRoute, func(_ context.Context, _ string, req client.DecideRequest) (*client.Decision, error) {
+	fk := &apitest.Fake{}
+	apitest.Handle(fk, api.DecideRoute, func(_ context.Context, _ string, req api.DecideRequest) (*api.Decision, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		decisions = append(decisions, req)
-		return &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, By: req.By, UID: req.UID}, nil
+		return &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind, By: req.By, UID: req.UID}, nil
 	})
-	clienttest.Handle(fk, client.AnswerRoute, func(_ context.Context, _ string, req client.AnswerRequest) (client.None, error) {
+	apitest.Handle(fk, api.AnswerRoute, func(_ context.Context, _ string, req api.AnswerRequest) (api.None, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		answers = append(answers, req)
-		return client.None{}, nil
+		return api.None{}, nil
 	})
 	sock := filepath.Join(testutil.ShortTempDir(t), "s.sock")
 	ln, err := Listen(sock)
@@ -50,7 +50,7 @@ func TestDecidersAreNamedByTheKernel(t *testing.T) {
 	GuardPeers(srv, nil, nil)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	c := &client.Client{Socket: sock}
+	c := &api.Client{Socket: sock}
 	ctx := context.Background()
 
 	forged := uint32(4242)
@@ -63,10 +63,10 @@ func TestDecidersAreNamedByTheKernel(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := c.Decide(ctx, "a1", client.DecideRequest{ProposalID: "p1", Kind: client.DecisionApprove, By: tt.by, UID: &forged}); err != nil {
+			if _, err := c.Decide(ctx, "a1", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionApprove, By: tt.by, UID: &forged}); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Answer(ctx, "a1", client.AnswerRequest{ProposalID: "p1", Text: "blue", By: tt.by, UID: &forged}); err != nil {
+			if err := c.Answer(ctx, "a1", api.AnswerRequest{ProposalID: "p1", Text: "blue", By: tt.by, UID: &forged}); err != nil {
 				t.Fatal(err)
 			}
 			mu.Lock()

@@ -10,23 +10,23 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/clienttest"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
 )
 
-// fakeService is a map-backed Service: the one test fake (clienttest.Fake) with every
+// fakeService is a map-backed Service: the one test fake (apitest.Fake) with every
 // route set to a method below. It keeps just enough rules (names unique, one
 // pending proposal per agent, a task only when idle) to return each kind of error.
 type fakeService struct {
-	clienttest.Fake
+	apitest.Fake
 
 	mu        sync.Mutex
-	agents    map[string]*client.Agent // by id
+	agents    map[string]*api.Agent // by id
 	order     []string
-	history   map[string][]client.Episode
-	proposals map[string][]client.Proposal
-	events    []client.Event // held for replay
-	memories  []client.Memory
+	history   map[string][]api.Episode
+	proposals map[string][]api.Proposal
+	events    []api.Event // held for replay
+	memories  []api.Memory
 	subs      map[*fakeSub]struct{}
 	// subscribed and unsubscribed tell a test a stream has begun or ended.
 	subscribed   chan struct{}
@@ -35,7 +35,7 @@ type fakeService struct {
 
 type fakeSub struct {
 	agent string
-	ch    chan client.Event
+	ch    chan api.Event
 }
 
 var t0 = time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
@@ -44,35 +44,35 @@ var t0 = time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 // and asked a question, with one episode and three events held.
 func newFake() *fakeService {
 	f := &fakeService{
-		agents: map[string]*client.Agent{}, history: map[string][]client.Episode{},
-		proposals: map[string][]client.Proposal{}, subs: map[*fakeSub]struct{}{},
+		agents: map[string]*api.Agent{}, history: map[string][]api.Episode{},
+		proposals: map[string][]api.Proposal{}, subs: map[*fakeSub]struct{}{},
 		subscribed: make(chan struct{}, 16), unsubscribed: make(chan struct{}, 16),
 	}
-	p := client.Proposal{
+	p := api.Proposal{
 		ID: "p1", AgentID: "a1", RunID: "r1", Step: 2, Command: "write_file",
 		Args: json.RawMessage(`{"path":"a.txt","content":"hi"}`), Hash: "h1",
-		Status: client.ProposalPending, Model: "m", CreatedAt: t0,
+		Status: api.ProposalPending, Model: "m", CreatedAt: t0,
 	}
-	f.agents["a1"] = &client.Agent{
+	f.agents["a1"] = &api.Agent{
 		ID: "a1", Name: "writer", Description: "writes", Task: "write a.txt",
-		State: client.StateAwaitingDecision, Policy: client.Policy{Mode: "ask"}, RunID: "r1",
+		State: api.StateAwaitingDecision, Policy: api.Policy{Mode: "ask"}, RunID: "r1",
 		Step: 2, Workspace: "/w/a1", Pending: &p, CreatedAt: t0, UpdatedAt: t0,
-		Question: &client.Question{ProposalID: "p0", Text: "which file?", AskedAt: t0},
+		Question: &api.Question{ProposalID: "p0", Text: "which file?", AskedAt: t0},
 	}
 	f.order = []string{"a1"}
-	f.proposals["a1"] = []client.Proposal{p}
-	f.history["a1"] = []client.Episode{{
+	f.proposals["a1"] = []api.Proposal{p}
+	f.history["a1"] = []api.Episode{{
 		RunID: "r1", Step: 1, ProposalID: "p0", Command: "list_folder",
 		Args: json.RawMessage(`{"path":"."}`), Outcome: "succeeded", Result: "a.txt", At: t0,
 	}}
 	for i := 1; i <= 3; i++ {
-		f.events = append(f.events, client.Event{Seq: int64(i), Type: client.EventState, AgentID: "a1", Time: t0})
+		f.events = append(f.events, api.Event{Seq: int64(i), Type: api.EventState, AgentID: "a1", Time: t0})
 	}
 	f.handleAll()
 	return f
 }
 
-func (f *fakeService) resolve(ref string) (*client.Agent, error) {
+func (f *fakeService) resolve(ref string) (*api.Agent, error) {
 	if ref == "boom" {
 		return nil, errors.New("database is on fire")
 	}
@@ -84,41 +84,41 @@ func (f *fakeService) resolve(ref string) (*client.Agent, error) {
 			return a, nil
 		}
 	}
-	return nil, fmt.Errorf("no agent %q: %w", ref, client.ErrNotFound)
+	return nil, fmt.Errorf("no agent %q: %w", ref, api.ErrNotFound)
 }
 
-func (f *fakeService) statusRoute(ctx context.Context, _ string, _ client.None) (*client.Status, error) {
+func (f *fakeService) statusRoute(ctx context.Context, _ string, _ api.None) (*api.Status, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	st := &client.Status{Version: "test", PID: 1, Started: t0, StateDir: "/s", Agents: map[string]int{}}
+	st := &api.Status{Version: "test", PID: 1, Started: t0, StateDir: "/s", Agents: map[string]int{}}
 	for _, a := range f.agents {
 		st.Agents[string(a.State)]++
 	}
 	return st, nil
 }
 
-func (f *fakeService) agentsRoute(ctx context.Context, q client.AgentQuery, p client.Page) ([]client.Agent, string, error) {
+func (f *fakeService) agentsRoute(ctx context.Context, q api.AgentQuery, p api.Page) ([]api.Agent, string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []client.Agent
+	var out []api.Agent
 	for _, id := range f.order {
 		out = append(out, *f.agents[id])
 	}
-	return clienttest.PageOf(out, func(a client.Agent) string { return a.ID }, p)
+	return apitest.PageOf(out, func(a api.Agent) string { return a.ID }, p)
 }
 
-func (f *fakeService) createAgentRoute(ctx context.Context, _ string, req client.CreateAgentRequest) (*client.Agent, error) {
+func (f *fakeService) createAgentRoute(ctx context.Context, _ string, req api.CreateAgentRequest) (*api.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if req.Name == "" && req.Task == "" {
-		return nil, fmt.Errorf("give a task or a name: %w", client.ErrBadRequest)
+		return nil, fmt.Errorf("give a task or a name: %w", api.ErrBadRequest)
 	}
 	if _, err := f.resolve(req.Name); err == nil {
-		return nil, fmt.Errorf("an agent named %q exists: %w", req.Name, client.ErrConflict)
+		return nil, fmt.Errorf("an agent named %q exists: %w", req.Name, api.ErrConflict)
 	}
 	id := fmt.Sprintf("a%d", len(f.order)+1)
-	a := &client.Agent{ID: id, Name: req.Name, Description: req.Description, Goals: req.Goals,
-		Task: req.Task, State: client.StateThinking, Policy: client.Policy{Mode: "ask"}, CreatedAt: t0, UpdatedAt: t0}
+	a := &api.Agent{ID: id, Name: req.Name, Description: req.Description, Goals: req.Goals,
+		Task: req.Task, State: api.StateThinking, Policy: api.Policy{Mode: "ask"}, CreatedAt: t0, UpdatedAt: t0}
 	if req.Policy != nil {
 		a.Policy = *req.Policy
 	}
@@ -127,18 +127,18 @@ func (f *fakeService) createAgentRoute(ctx context.Context, _ string, req client
 	return a, nil
 }
 
-func (f *fakeService) agentRoute(ctx context.Context, ref string, _ client.None) (*client.Agent, error) {
+func (f *fakeService) agentRoute(ctx context.Context, ref string, _ api.None) (*api.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.resolve(ref)
 }
 
-func (f *fakeService) deleteAgentRoute(ctx context.Context, ref string, _ client.None) (client.None, error) {
+func (f *fakeService) deleteAgentRoute(ctx context.Context, ref string, _ api.None) (api.None, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
 	if err != nil {
-		return client.None{}, err
+		return api.None{}, err
 	}
 	delete(f.agents, a.ID)
 	for i, id := range f.order {
@@ -147,10 +147,10 @@ func (f *fakeService) deleteAgentRoute(ctx context.Context, ref string, _ client
 			break
 		}
 	}
-	return client.None{}, nil
+	return api.None{}, nil
 }
 
-func (f *fakeService) decideRoute(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+func (f *fakeService) decideRoute(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -158,32 +158,32 @@ func (f *fakeService) decideRoute(ctx context.Context, ref string, req client.De
 		return nil, err
 	}
 	if req.By == "mallory" {
-		return nil, fmt.Errorf("%s is not an approver: %w", req.By, client.ErrForbidden)
+		return nil, fmt.Errorf("%s is not an approver: %w", req.By, api.ErrForbidden)
 	}
 	if a.Pending == nil || a.Pending.ID != req.ProposalID {
-		return nil, fmt.Errorf("proposal %s was already decided: %w", req.ProposalID, client.ErrConflict)
+		return nil, fmt.Errorf("proposal %s was already decided: %w", req.ProposalID, api.ErrConflict)
 	}
 	a.Pending = nil
-	a.State = client.StateExecuting
-	return &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count,
+	a.State = api.StateExecuting
+	return &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count,
 		Feedback: req.Feedback, By: req.By, Source: req.Source, At: t0}, nil
 }
 
-func (f *fakeService) answerRoute(ctx context.Context, ref string, req client.AnswerRequest) (client.None, error) {
+func (f *fakeService) answerRoute(ctx context.Context, ref string, req api.AnswerRequest) (api.None, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
 	if err != nil {
-		return client.None{}, err
+		return api.None{}, err
 	}
 	if a.Question == nil {
-		return client.None{}, fmt.Errorf("agent %s asked nothing: %w", a.Name, client.ErrConflict)
+		return api.None{}, fmt.Errorf("agent %s asked nothing: %w", a.Name, api.ErrConflict)
 	}
 	a.Question = nil
-	return client.None{}, nil
+	return api.None{}, nil
 }
 
-func (f *fakeService) taskRunRoute(ctx context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
+func (f *fakeService) taskRunRoute(ctx context.Context, ref string, req api.TaskRequest) (*api.Agent, error) {
 	task := req.Task
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -192,17 +192,17 @@ func (f *fakeService) taskRunRoute(ctx context.Context, ref string, req client.T
 		return nil, err
 	}
 	if task == "" {
-		return nil, fmt.Errorf("empty task: %w", client.ErrBadRequest)
+		return nil, fmt.Errorf("empty task: %w", api.ErrBadRequest)
 	}
-	if a.State != client.StateIdle {
-		return nil, fmt.Errorf("agent %s is %s, not idle: %w", a.Name, a.State, client.ErrConflict)
+	if a.State != api.StateIdle {
+		return nil, fmt.Errorf("agent %s is %s, not idle: %w", a.Name, a.State, api.ErrConflict)
 	}
-	a.Task, a.State = task, client.StateThinking
-	a.Runs = append([]client.Run{{ID: fmt.Sprintf("r-%d", len(a.Runs)+1), AgentID: a.ID, Task: task, Budget: req.Budget}}, a.Runs...)
+	a.Task, a.State = task, api.StateThinking
+	a.Runs = append([]api.Run{{ID: fmt.Sprintf("r-%d", len(a.Runs)+1), AgentID: a.ID, Task: task, Budget: req.Budget}}, a.Runs...)
 	return a, nil
 }
 
-func (f *fakeService) setState(ref string, s client.AgentState) (*client.Agent, error) {
+func (f *fakeService) setState(ref string, s api.AgentState) (*api.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -213,15 +213,15 @@ func (f *fakeService) setState(ref string, s client.AgentState) (*client.Agent, 
 	return a, nil
 }
 
-func (f *fakeService) pauseRoute(ctx context.Context, ref string, _ client.None) (*client.Agent, error) {
-	return f.setState(ref, client.StatePaused)
+func (f *fakeService) pauseRoute(ctx context.Context, ref string, _ api.None) (*api.Agent, error) {
+	return f.setState(ref, api.StatePaused)
 }
 
-func (f *fakeService) resumeRoute(ctx context.Context, ref string, _ client.None) (*client.Agent, error) {
-	return f.setState(ref, client.StateThinking)
+func (f *fakeService) resumeRoute(ctx context.Context, ref string, _ api.None) (*api.Agent, error) {
+	return f.setState(ref, api.StateThinking)
 }
 
-func (f *fakeService) setBudgetRoute(ctx context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
+func (f *fakeService) setBudgetRoute(ctx context.Context, ref string, req api.BudgetRequest) (*api.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -229,10 +229,10 @@ func (f *fakeService) setBudgetRoute(ctx context.Context, ref string, req client
 		return nil, err
 	}
 	if req.MaxSteps != nil && *req.MaxSteps < 0 {
-		return nil, client.Errorf(client.ErrBadRequest, "max_steps %d: want 0 (no bound) or more", *req.MaxSteps)
+		return nil, api.Errorf(api.ErrBadRequest, "max_steps %d: want 0 (no bound) or more", *req.MaxSteps)
 	}
 	if a.Budget == nil || req.Reset {
-		a.Budget = &client.Budget{}
+		a.Budget = &api.Budget{}
 	}
 	if req.MaxSteps != nil {
 		a.Budget.MaxSteps = *req.MaxSteps
@@ -246,11 +246,11 @@ func (f *fakeService) setBudgetRoute(ctx context.Context, ref string, req client
 	return a, nil
 }
 
-func (f *fakeService) stopRoute(ctx context.Context, ref string, _ client.None) (*client.Agent, error) {
-	return f.setState(ref, client.StateIdle)
+func (f *fakeService) stopRoute(ctx context.Context, ref string, _ api.None) (*api.Agent, error) {
+	return f.setState(ref, api.StateIdle)
 }
 
-func (f *fakeService) historyRoute(ctx context.Context, ref string, _ client.None) ([]client.Episode, error) {
+func (f *fakeService) historyRoute(ctx context.Context, ref string, _ api.None) ([]api.Episode, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -260,7 +260,7 @@ func (f *fakeService) historyRoute(ctx context.Context, ref string, _ client.Non
 	return f.history[a.ID], nil
 }
 
-func (f *fakeService) proposalsRoute(ctx context.Context, ref string, _ client.None) ([]client.Proposal, error) {
+func (f *fakeService) proposalsRoute(ctx context.Context, ref string, _ api.None) ([]api.Proposal, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
@@ -270,7 +270,7 @@ func (f *fakeService) proposalsRoute(ctx context.Context, ref string, _ client.N
 	return f.proposals[a.ID], nil
 }
 
-func (f *fakeService) Subscribe(ref string, since int64) (<-chan client.Event, func(), error) {
+func (f *fakeService) Subscribe(ref string, since int64) (<-chan api.Event, func(), error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := ""
@@ -281,7 +281,7 @@ func (f *fakeService) Subscribe(ref string, since int64) (<-chan client.Event, f
 		}
 		id = a.ID
 	}
-	s := &fakeSub{agent: id, ch: make(chan client.Event, 64)}
+	s := &fakeSub{agent: id, ch: make(chan api.Event, 64)}
 	for _, ev := range f.events {
 		if since > 0 && ev.Seq > since && (id == "" || ev.AgentID == id) {
 			s.ch <- ev
@@ -304,7 +304,7 @@ func (f *fakeService) Subscribe(ref string, since int64) (<-chan client.Event, f
 }
 
 // publish delivers ev to the subscribers it concerns.
-func (f *fakeService) publish(ev client.Event) {
+func (f *fakeService) publish(ev api.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.events = append(f.events, ev)
@@ -325,69 +325,69 @@ func (f *fakeService) closeAll() {
 	}
 }
 
-func (f *fakeService) auditRoute(_ context.Context, _ string, q client.AuditQuery) ([]client.AuditEntry, error) {
-	return []client.AuditEntry{{ID: 1, AgentID: "a-1", Kind: "created", Detail: []byte(`{"limit":` + fmt.Sprint(q.Limit) + `}`)}}, nil
+func (f *fakeService) auditRoute(_ context.Context, _ string, q api.AuditQuery) ([]api.AuditEntry, error) {
+	return []api.AuditEntry{{ID: 1, AgentID: "a-1", Kind: "created", Detail: []byte(`{"limit":` + fmt.Sprint(q.Limit) + `}`)}}, nil
 }
 
-func (f *fakeService) replayRoute(_ context.Context, ref string, _ client.None) (*client.Replay, error) {
+func (f *fakeService) replayRoute(_ context.Context, ref string, _ api.None) (*api.Replay, error) {
 	if ref != "r-1" {
-		return nil, client.Errorf(client.ErrNotFound, "no run or agent %q", ref)
+		return nil, api.Errorf(api.ErrNotFound, "no run or agent %q", ref)
 	}
-	return &client.Replay{Run: client.Run{ID: "r-1"}, Steps: []client.ReplayStep{}}, nil
+	return &api.Replay{Run: api.Run{ID: "r-1"}, Steps: []api.ReplayStep{}}, nil
 }
 
-func (f *fakeService) doctorRoute(_ context.Context, _ string, _ client.None) (*client.DoctorReport, error) {
-	return &client.DoctorReport{Checks: []client.Check{{Name: "store", Status: client.CheckOK, Detail: "quick_check ok"}}}, nil
+func (f *fakeService) doctorRoute(_ context.Context, _ string, _ api.None) (*api.DoctorReport, error) {
+	return &api.DoctorReport{Checks: []api.Check{{Name: "store", Status: api.CheckOK, Detail: "quick_check ok"}}}, nil
 }
 
-func (f *fakeService) reloadRoute(_ context.Context, _ string, _ client.None) (*client.ReloadResult, error) {
-	return &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}, nil
+func (f *fakeService) reloadRoute(_ context.Context, _ string, _ api.None) (*api.ReloadResult, error) {
+	return &api.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}, nil
 }
 
-func (f *fakeService) commandsRoute(ctx context.Context, ref string, _ client.None) ([]client.CommandInfo, error) {
+func (f *fakeService) commandsRoute(ctx context.Context, ref string, _ api.None) ([]api.CommandInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, err := f.resolve(ref); err != nil {
 		return nil, err
 	}
-	return []client.CommandInfo{{Name: "finish", Class: "message", Policy: "ask", Provider: "commands"}}, nil
+	return []api.CommandInfo{{Name: "finish", Class: "message", Policy: "ask", Provider: "commands"}}, nil
 }
 
-func (f *fakeService) policyRoute(ctx context.Context, ref string, _ client.None) (*client.PolicyView, error) {
+func (f *fakeService) policyRoute(ctx context.Context, ref string, _ api.None) (*api.PolicyView, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, err := f.resolve(ref)
 	if err != nil {
 		return nil, err
 	}
-	return &client.PolicyView{AgentID: a.ID, Permissions: []client.Permission{}}, nil
+	return &api.PolicyView{AgentID: a.ID, Permissions: []api.Permission{}}, nil
 }
 
-func (f *fakeService) addPermissionRoute(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
-	v, err := f.policyRoute(ctx, ref, client.None{})
+func (f *fakeService) addPermissionRoute(ctx context.Context, ref string, req api.PermissionRequest) (*api.PolicyView, error) {
+	v, err := f.policyRoute(ctx, ref, api.None{})
 	if err == nil {
-		v.Permissions = append(v.Permissions, client.Permission{Effect: req.Effect, Pattern: req.Pattern, Source: "stored"})
+		v.Permissions = append(v.Permissions, api.Permission{Effect: req.Effect, Pattern: req.Pattern, Source: "stored"})
 	}
 	return v, err
 }
 
-func (f *fakeService) removePermissionRoute(ctx context.Context, ref string, req client.PermissionRequest) (*client.PolicyView, error) {
-	return f.policyRoute(ctx, ref, client.None{})
+func (f *fakeService) removePermissionRoute(ctx context.Context, ref string, req api.PermissionRequest) (*api.PolicyView, error) {
+	return f.policyRoute(ctx, ref, api.None{})
 }
 
-func (f *fakeService) testPolicyRoute(ctx context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
-	v, err := f.policyRoute(ctx, ref, client.None{})
+func (f *fakeService) testPolicyRoute(ctx context.Context, ref string, req api.PolicyTestRequest) (*api.PolicyTest, error) {
+	v, err := f.policyRoute(ctx, ref, api.None{})
 	if err != nil {
 		return nil, err
 	}
-	return &client.PolicyTest{AgentID: v.AgentID, Command: req.Command, Args: req.Args, Subject: req.Subject,
+	return &api.PolicyTest{AgentID: v.AgentID, Command: req.Command, Args: req.Args, Subject: req.Subject,
 		Effect: "ask", Reason: "asking: no allow pattern matches"}, nil
 }
 
 // The memory methods keep memories in a slice; search is a substring match, scored by
 // position so the order is fixed.
 
-func (f *fakeService) memoriesRoute(ctx context.Context, _ string, req client.MemoryListRequest) ([]client.Memory, error) {
+func (f *fakeService) memoriesRoute(ctx context.Context, _ string, req api.MemoryListRequest) ([]api.Memory, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := ""
@@ -398,7 +398,7 @@ func (f *fakeService) memoriesRoute(ctx context.Context, _ string, req client.Me
 		}
 		id = a.ID
 	}
-	out := []client.Memory{}
+	out := []api.Memory{}
 	for i := len(f.memories) - 1; i >= 0; i-- {
 		m := f.memories[i]
 		if (id == "" || m.AgentID == id || m.AgentID == "") && (req.Kind == "" || m.Kind == req.Kind) {
@@ -408,19 +408,19 @@ func (f *fakeService) memoriesRoute(ctx context.Context, _ string, req client.Me
 	return out, nil
 }
 
-func (f *fakeService) addMemoryRoute(ctx context.Context, _ string, req client.MemoryAddRequest) (*client.Memory, error) {
+func (f *fakeService) addMemoryRoute(ctx context.Context, _ string, req api.MemoryAddRequest) (*api.Memory, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if strings.TrimSpace(req.Text) == "" {
-		return nil, client.Errorf(client.ErrBadRequest, "empty memory text: give the text to remember")
+		return nil, api.Errorf(api.ErrBadRequest, "empty memory text: give the text to remember")
 	}
 	if req.Kind == "" {
 		req.Kind = "note"
 	}
-	if !slices.Contains(client.MemoryKinds, req.Kind) {
-		return nil, client.Errorf(client.ErrBadRequest, "memory kind %q: use one of %s", req.Kind, strings.Join(client.MemoryKinds, ", "))
+	if !slices.Contains(api.MemoryKinds, req.Kind) {
+		return nil, api.Errorf(api.ErrBadRequest, "memory kind %q: use one of %s", req.Kind, strings.Join(api.MemoryKinds, ", "))
 	}
-	m := client.Memory{ID: fmt.Sprintf("m%d", len(f.memories)+1), Kind: req.Kind, Text: req.Text, Source: req.Source, CreatedAt: t0}
+	m := api.Memory{ID: fmt.Sprintf("m%d", len(f.memories)+1), Kind: req.Kind, Text: req.Text, Source: req.Source, CreatedAt: t0}
 	if req.Agent != "" {
 		a, err := f.resolve(req.Agent)
 		if err != nil {
@@ -432,15 +432,15 @@ func (f *fakeService) addMemoryRoute(ctx context.Context, _ string, req client.M
 	return &m, nil
 }
 
-func (f *fakeService) searchMemoryRoute(ctx context.Context, _ string, req client.MemorySearchRequest) ([]client.Memory, error) {
+func (f *fakeService) searchMemoryRoute(ctx context.Context, _ string, req api.MemorySearchRequest) ([]api.Memory, error) {
 	if strings.TrimSpace(req.Query) == "" {
-		return nil, client.Errorf(client.ErrBadRequest, "empty query: give the words to search for")
+		return nil, api.Errorf(api.ErrBadRequest, "empty query: give the words to search for")
 	}
-	all, err := f.memoriesRoute(ctx, "", client.MemoryListRequest{Agent: req.Agent})
+	all, err := f.memoriesRoute(ctx, "", api.MemoryListRequest{Agent: req.Agent})
 	if err != nil {
 		return nil, err
 	}
-	out := []client.Memory{}
+	out := []api.Memory{}
 	for _, m := range all {
 		if i := strings.Index(m.Text, req.Query); i >= 0 {
 			m.Score, m.BM25 = 1/float64(i+1), 1/float64(i+1)
@@ -450,77 +450,77 @@ func (f *fakeService) searchMemoryRoute(ctx context.Context, _ string, req clien
 	return out, nil
 }
 
-func (f *fakeService) deleteMemoryRoute(ctx context.Context, id string, _ client.None) (client.None, error) {
+func (f *fakeService) deleteMemoryRoute(ctx context.Context, id string, _ api.None) (api.None, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, m := range f.memories {
 		if m.ID == id {
 			f.memories = slices.Delete(f.memories, i, i+1)
-			return client.None{}, nil
+			return api.None{}, nil
 		}
 	}
-	return client.None{}, client.Errorf(client.ErrNotFound, "no memory %q: see agentctl memory ls", id)
+	return api.None{}, api.Errorf(api.ErrNotFound, "no memory %q: see agentctl memory ls", id)
 }
 
-func (f *fakeService) reindexMemoryRoute(ctx context.Context, _ string, _ client.None) (*client.MemoryStats, error) {
-	return f.memoryStatsRoute(ctx, "", client.None{})
+func (f *fakeService) reindexMemoryRoute(ctx context.Context, _ string, _ api.None) (*api.MemoryStats, error) {
+	return f.memoryStatsRoute(ctx, "", api.None{})
 }
 
-func (f *fakeService) memoryStatsRoute(ctx context.Context, _ string, _ client.None) (*client.MemoryStats, error) {
+func (f *fakeService) memoryStatsRoute(ctx context.Context, _ string, _ api.None) (*api.MemoryStats, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &client.MemoryStats{Memories: len(f.memories), Indexed: uint64(len(f.memories)), Generation: "gen-000001"}, nil
+	return &api.MemoryStats{Memories: len(f.memories), Indexed: uint64(len(f.memories)), Generation: "gen-000001"}, nil
 }
 
 // handleAll sets every route of f.Fake to the map-backed method that answers it.
 func (f *fakeService) handleAll() {
 	fk := &f.Fake
-	clienttest.Handle(fk, client.StatusRoute, f.statusRoute)
-	clienttest.HandleList(fk, client.AgentsRoute, f.agentsRoute)
-	clienttest.Handle(fk, client.CreateAgentRoute, f.createAgentRoute)
-	clienttest.Handle(fk, client.AgentRoute, f.agentRoute)
-	clienttest.Handle(fk, client.DeleteAgentRoute, f.deleteAgentRoute)
-	clienttest.Handle(fk, client.DecideRoute, f.decideRoute)
-	clienttest.Handle(fk, client.AnswerRoute, f.answerRoute)
-	clienttest.Handle(fk, client.TaskRoute, f.taskRunRoute)
-	clienttest.Handle(fk, client.PauseRoute, f.pauseRoute)
-	clienttest.Handle(fk, client.ResumeRoute, f.resumeRoute)
-	clienttest.Handle(fk, client.BudgetRoute, f.setBudgetRoute)
-	clienttest.Handle(fk, client.StopRoute, f.stopRoute)
-	clienttest.Handle(fk, client.HistoryRoute, f.historyRoute)
-	clienttest.Handle(fk, client.ProposalsRoute, f.proposalsRoute)
-	clienttest.Handle(fk, client.AuditRoute, f.auditRoute)
-	clienttest.Handle(fk, client.ReplayRoute, f.replayRoute)
-	clienttest.Handle(fk, client.DoctorRoute, f.doctorRoute)
-	clienttest.Handle(fk, client.ReloadRoute, f.reloadRoute)
-	clienttest.Handle(fk, client.PolicyRoute, f.policyRoute)
-	clienttest.Handle(fk, client.AddPermissionRoute, f.addPermissionRoute)
-	clienttest.Handle(fk, client.RemovePermissionRoute, f.removePermissionRoute)
-	clienttest.Handle(fk, client.TestPolicyRoute, f.testPolicyRoute)
-	clienttest.Handle(fk, client.MemoriesRoute, f.memoriesRoute)
-	clienttest.Handle(fk, client.AddMemoryRoute, f.addMemoryRoute)
-	clienttest.Handle(fk, client.SearchMemoryRoute, f.searchMemoryRoute)
-	clienttest.Handle(fk, client.DeleteMemoryRoute, f.deleteMemoryRoute)
-	clienttest.Handle(fk, client.ReindexMemoryRoute, f.reindexMemoryRoute)
-	clienttest.Handle(fk, client.MemoryStatsRoute, f.memoryStatsRoute)
-	clienttest.Handle(fk, client.ImportMemoryRoute, f.importMemoryRoute)
-	clienttest.Handle(fk, client.ExportMemoryRoute, f.exportMemoryRoute)
-	clienttest.Handle(fk, client.SchedulesRoute, f.schedulesRoute)
-	clienttest.Handle(fk, client.ScheduleRoute, f.scheduleRoute)
-	clienttest.Handle(fk, client.AddScheduleRoute, f.addScheduleRoute)
-	clienttest.Handle(fk, client.RemoveScheduleRoute, f.removeScheduleRoute)
-	clienttest.Handle(fk, client.PauseScheduleRoute, f.pauseScheduleRoute)
-	clienttest.Handle(fk, client.ResumeScheduleRoute, f.resumeScheduleRoute)
-	clienttest.Handle(fk, client.RunScheduleRoute, f.runScheduleRoute)
-	clienttest.Handle(fk, client.ScheduleHistoryRoute, f.scheduleHistoryRoute)
-	clienttest.Handle(fk, client.TeamsRoute, f.teamsRoute)
-	clienttest.Handle(fk, client.StartTeamRoute, f.startTeamRoute)
-	clienttest.Handle(fk, client.TeamRoute, f.teamRoute)
-	clienttest.Handle(fk, client.StopTeamRoute, f.stopTeamRoute)
-	clienttest.Handle(fk, client.PlanTeamRoute, f.planTeamRoute)
-	clienttest.Handle(fk, client.CommandsRoute, f.commandsRoute)
-	clienttest.Handle(fk, client.AgentCommandsRoute, f.commandsRoute)
-	clienttest.HandleStream(fk, client.EventsRoute, f.Subscribe)
-	clienttest.HandleStream(fk, client.AgentEventsRoute, f.Subscribe)
-	clienttest.HandleStream(fk, client.TeamEventsRoute, f.SubscribeTeam)
+	apitest.Handle(fk, api.StatusRoute, f.statusRoute)
+	apitest.HandleList(fk, api.AgentsRoute, f.agentsRoute)
+	apitest.Handle(fk, api.CreateAgentRoute, f.createAgentRoute)
+	apitest.Handle(fk, api.AgentRoute, f.agentRoute)
+	apitest.Handle(fk, api.DeleteAgentRoute, f.deleteAgentRoute)
+	apitest.Handle(fk, api.DecideRoute, f.decideRoute)
+	apitest.Handle(fk, api.AnswerRoute, f.answerRoute)
+	apitest.Handle(fk, api.TaskRoute, f.taskRunRoute)
+	apitest.Handle(fk, api.PauseRoute, f.pauseRoute)
+	apitest.Handle(fk, api.ResumeRoute, f.resumeRoute)
+	apitest.Handle(fk, api.BudgetRoute, f.setBudgetRoute)
+	apitest.Handle(fk, api.StopRoute, f.stopRoute)
+	apitest.Handle(fk, api.HistoryRoute, f.historyRoute)
+	apitest.Handle(fk, api.ProposalsRoute, f.proposalsRoute)
+	apitest.Handle(fk, api.AuditRoute, f.auditRoute)
+	apitest.Handle(fk, api.ReplayRoute, f.replayRoute)
+	apitest.Handle(fk, api.DoctorRoute, f.doctorRoute)
+	apitest.Handle(fk, api.ReloadRoute, f.reloadRoute)
+	apitest.Handle(fk, api.PolicyRoute, f.policyRoute)
+	apitest.Handle(fk, api.AddPermissionRoute, f.addPermissionRoute)
+	apitest.Handle(fk, api.RemovePermissionRoute, f.removePermissionRoute)
+	apitest.Handle(fk, api.TestPolicyRoute, f.testPolicyRoute)
+	apitest.Handle(fk, api.MemoriesRoute, f.memoriesRoute)
+	apitest.Handle(fk, api.AddMemoryRoute, f.addMemoryRoute)
+	apitest.Handle(fk, api.SearchMemoryRoute, f.searchMemoryRoute)
+	apitest.Handle(fk, api.DeleteMemoryRoute, f.deleteMemoryRoute)
+	apitest.Handle(fk, api.ReindexMemoryRoute, f.reindexMemoryRoute)
+	apitest.Handle(fk, api.MemoryStatsRoute, f.memoryStatsRoute)
+	apitest.Handle(fk, api.ImportMemoryRoute, f.importMemoryRoute)
+	apitest.Handle(fk, api.ExportMemoryRoute, f.exportMemoryRoute)
+	apitest.Handle(fk, api.SchedulesRoute, f.schedulesRoute)
+	apitest.Handle(fk, api.ScheduleRoute, f.scheduleRoute)
+	apitest.Handle(fk, api.AddScheduleRoute, f.addScheduleRoute)
+	apitest.Handle(fk, api.RemoveScheduleRoute, f.removeScheduleRoute)
+	apitest.Handle(fk, api.PauseScheduleRoute, f.pauseScheduleRoute)
+	apitest.Handle(fk, api.ResumeScheduleRoute, f.resumeScheduleRoute)
+	apitest.Handle(fk, api.RunScheduleRoute, f.runScheduleRoute)
+	apitest.Handle(fk, api.ScheduleHistoryRoute, f.scheduleHistoryRoute)
+	apitest.Handle(fk, api.TeamsRoute, f.teamsRoute)
+	apitest.Handle(fk, api.StartTeamRoute, f.startTeamRoute)
+	apitest.Handle(fk, api.TeamRoute, f.teamRoute)
+	apitest.Handle(fk, api.StopTeamRoute, f.stopTeamRoute)
+	apitest.Handle(fk, api.PlanTeamRoute, f.planTeamRoute)
+	apitest.Handle(fk, api.CommandsRoute, f.commandsRoute)
+	apitest.Handle(fk, api.AgentCommandsRoute, f.commandsRoute)
+	apitest.HandleStream(fk, api.EventsRoute, f.Subscribe)
+	apitest.HandleStream(fk, api.AgentEventsRoute, f.Subscribe)
+	apitest.HandleStream(fk, api.TeamEventsRoute, f.SubscribeTeam)
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Error is an error the API layer makes itself (a bad body, an unknown path), carrying the
@@ -115,7 +115,7 @@ func statusOf(err error) int {
 	if ae := (*Error)(nil); errors.As(err, &ae) {
 		return ae.Status
 	}
-	return client.StatusOf(err)
+	return api.StatusOf(err)
 }
 
 // writeError replies {"error": "..."} with the error's status. 500s are logged, unless the
@@ -133,7 +133,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		}
 		h.log.Log(r.Context(), lvl, "api: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	reply(w, status, client.ErrorResponse{Error: err.Error()})
+	reply(w, status, api.ErrorResponse{Error: err.Error()})
 }
 
 // reply writes v as a JSON reply. A value that will not encode (a stored proposal's args

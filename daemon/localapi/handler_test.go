@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // tempSocket returns a socket path short enough for sun_path, in a fresh directory.
@@ -47,7 +47,7 @@ func jsonText(t *testing.T, v any) string {
 // routeCase calls one Client method against a fresh fake.
 type routeCase struct {
 	name    string
-	call    func(ctx context.Context, c *client.Client) (any, error)
+	call    func(ctx context.Context, c *api.Client) (any, error)
 	want    any    // compared as JSON
 	wantErr error  // a client sentinel, or errAny for a 500
 	errText string // the error's text, when wantErr is set
@@ -58,104 +58,104 @@ func routeCases() []routeCase {
 	seeded := newFake()
 	writer := *seeded.agents["a1"]
 	return []routeCase{
-		{name: "status", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Status(ctx) },
-			want: &client.Status{Version: "test", PID: 1, Started: t0, StateDir: "/s", Agents: map[string]int{"awaiting_decision": 1}}},
-		{name: "reload", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Reload(ctx) },
-			want: &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}},
-		{name: "agents", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agents(ctx) },
-			want: []client.Agent{writer}},
-		{name: "create_agent", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.CreateAgent(ctx, client.CreateAgentRequest{Name: "reader", Task: "read", Policy: &client.Policy{Mode: "auto", AutoSteps: 2}})
-		}, want: &client.Agent{ID: "a2", Name: "reader", Task: "read", State: client.StateThinking,
-			Policy: client.Policy{Mode: "auto", AutoSteps: 2}, CreatedAt: t0, UpdatedAt: t0}},
-		{name: "create_agent_duplicate_name_conflict", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.CreateAgent(ctx, client.CreateAgentRequest{Name: "writer", Task: "x"})
-		}, wantErr: client.ErrConflict, errText: `an agent named "writer" exists: conflict`},
-		{name: "create_agent_empty_bad_request", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.CreateAgent(ctx, client.CreateAgentRequest{})
-		}, wantErr: client.ErrBadRequest, errText: "give a task or a name: bad request"},
-		{name: "agent_by_name", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agent(ctx, "writer") },
+		{name: "status", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Status(ctx) },
+			want: &api.Status{Version: "test", PID: 1, Started: t0, StateDir: "/s", Agents: map[string]int{"awaiting_decision": 1}}},
+		{name: "reload", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Reload(ctx) },
+			want: &api.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}},
+		{name: "agents", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agents(ctx) },
+			want: []api.Agent{writer}},
+		{name: "create_agent", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.CreateAgent(ctx, api.CreateAgentRequest{Name: "reader", Task: "read", Policy: &api.Policy{Mode: "auto", AutoSteps: 2}})
+		}, want: &api.Agent{ID: "a2", Name: "reader", Task: "read", State: api.StateThinking,
+			Policy: api.Policy{Mode: "auto", AutoSteps: 2}, CreatedAt: t0, UpdatedAt: t0}},
+		{name: "create_agent_duplicate_name_conflict", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.CreateAgent(ctx, api.CreateAgentRequest{Name: "writer", Task: "x"})
+		}, wantErr: api.ErrConflict, errText: `an agent named "writer" exists: conflict`},
+		{name: "create_agent_empty_bad_request", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.CreateAgent(ctx, api.CreateAgentRequest{})
+		}, wantErr: api.ErrBadRequest, errText: "give a task or a name: bad request"},
+		{name: "agent_by_name", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agent(ctx, "writer") },
 			want: &writer},
-		{name: "agent_by_id", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agent(ctx, "a1") },
+		{name: "agent_by_id", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agent(ctx, "a1") },
 			want: &writer},
-		{name: "agent_unknown_not_found", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agent(ctx, "nobody") },
-			wantErr: client.ErrNotFound, errText: `no agent "nobody": not found`},
-		{name: "agent_ref_is_unescaped", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agent(ctx, "a b/c?d") },
-			wantErr: client.ErrNotFound, errText: `no agent "a b/c?d": not found`},
-		{name: "service_failure_is_500", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Agent(ctx, "boom") },
+		{name: "agent_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agent(ctx, "nobody") },
+			wantErr: api.ErrNotFound, errText: `no agent "nobody": not found`},
+		{name: "agent_ref_is_unescaped", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agent(ctx, "a b/c?d") },
+			wantErr: api.ErrNotFound, errText: `no agent "a b/c?d": not found`},
+		{name: "service_failure_is_500", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agent(ctx, "boom") },
 			wantErr: errAny, errText: "database is on fire"},
-		{name: "delete_agent", call: func(ctx context.Context, c *client.Client) (any, error) { return nil, c.DeleteAgent(ctx, "writer") }},
-		{name: "delete_unknown_not_found", call: func(ctx context.Context, c *client.Client) (any, error) { return nil, c.DeleteAgent(ctx, "x") },
-			wantErr: client.ErrNotFound, errText: `no agent "x": not found`},
-		{name: "decide_approve", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.Decide(ctx, "writer", client.DecideRequest{ProposalID: "p1", Kind: client.DecisionApprove, Count: 3, By: "ann", Source: "agentctl"})
-		}, want: &client.Decision{ProposalID: "p1", Kind: client.DecisionApprove, Count: 3, By: "ann", Source: "agentctl", At: t0}},
-		{name: "decide_superseded_conflict", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.Decide(ctx, "writer", client.DecideRequest{ProposalID: "p0", Kind: client.DecisionDeny})
-		}, wantErr: client.ErrConflict, errText: "proposal p0 was already decided: conflict"},
-		{name: "decide_not_approver_forbidden", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.Decide(ctx, "writer", client.DecideRequest{ProposalID: "p1", Kind: client.DecisionApprove, By: "mallory"})
-		}, wantErr: client.ErrForbidden, errText: "mallory is not an approver: forbidden"},
-		{name: "answer", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return nil, c.Answer(ctx, "writer", client.AnswerRequest{Text: "a.txt", By: "ann"})
+		{name: "delete_agent", call: func(ctx context.Context, c *api.Client) (any, error) { return nil, c.DeleteAgent(ctx, "writer") }},
+		{name: "delete_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) { return nil, c.DeleteAgent(ctx, "x") },
+			wantErr: api.ErrNotFound, errText: `no agent "x": not found`},
+		{name: "decide_approve", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.Decide(ctx, "writer", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionApprove, Count: 3, By: "ann", Source: "agentctl"})
+		}, want: &api.Decision{ProposalID: "p1", Kind: api.DecisionApprove, Count: 3, By: "ann", Source: "agentctl", At: t0}},
+		{name: "decide_superseded_conflict", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.Decide(ctx, "writer", api.DecideRequest{ProposalID: "p0", Kind: api.DecisionDeny})
+		}, wantErr: api.ErrConflict, errText: "proposal p0 was already decided: conflict"},
+		{name: "decide_not_approver_forbidden", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.Decide(ctx, "writer", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionApprove, By: "mallory"})
+		}, wantErr: api.ErrForbidden, errText: "mallory is not an approver: forbidden"},
+		{name: "answer", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return nil, c.Answer(ctx, "writer", api.AnswerRequest{Text: "a.txt", By: "ann"})
 		}},
-		{name: "task_not_idle_conflict", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Task(ctx, "writer", "more") },
-			wantErr: client.ErrConflict, errText: "agent writer is awaiting_decision, not idle: conflict"},
-		{name: "task_empty_bad_request", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Task(ctx, "writer", "") },
-			wantErr: client.ErrBadRequest, errText: "empty task: bad request"},
-		{name: "pause", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Pause(ctx, "writer") },
-			want: withState(writer, client.StatePaused)},
-		{name: "resume", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Resume(ctx, "a1") },
-			want: withState(writer, client.StateThinking)},
-		{name: "stop", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Stop(ctx, "writer") },
-			want: withState(writer, client.StateIdle)},
-		{name: "stop_unknown_not_found", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Stop(ctx, "x") },
-			wantErr: client.ErrNotFound, errText: `no agent "x": not found`},
-		{name: "history", call: func(ctx context.Context, c *client.Client) (any, error) { return c.History(ctx, "writer") },
+		{name: "task_not_idle_conflict", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Task(ctx, "writer", "more") },
+			wantErr: api.ErrConflict, errText: "agent writer is awaiting_decision, not idle: conflict"},
+		{name: "task_empty_bad_request", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Task(ctx, "writer", "") },
+			wantErr: api.ErrBadRequest, errText: "empty task: bad request"},
+		{name: "pause", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Pause(ctx, "writer") },
+			want: withState(writer, api.StatePaused)},
+		{name: "resume", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Resume(ctx, "a1") },
+			want: withState(writer, api.StateThinking)},
+		{name: "stop", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Stop(ctx, "writer") },
+			want: withState(writer, api.StateIdle)},
+		{name: "stop_unknown_not_found", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Stop(ctx, "x") },
+			wantErr: api.ErrNotFound, errText: `no agent "x": not found`},
+		{name: "history", call: func(ctx context.Context, c *api.Client) (any, error) { return c.History(ctx, "writer") },
 			want: seeded.history["a1"]},
-		{name: "proposals", call: func(ctx context.Context, c *client.Client) (any, error) { return c.Proposals(ctx, "writer") },
+		{name: "proposals", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Proposals(ctx, "writer") },
 			want: seeded.proposals["a1"]},
-		{name: "policy_test", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.TestPolicy(ctx, "writer", client.PolicyTestRequest{Command: "execute_shell", Subject: "git status"})
-		}, want: &client.PolicyTest{AgentID: "a1", Command: "execute_shell", Subject: "git status", Effect: "ask",
+		{name: "policy_test", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.TestPolicy(ctx, "writer", api.PolicyTestRequest{Command: "execute_shell", Subject: "git status"})
+		}, want: &api.PolicyTest{AgentID: "a1", Command: "execute_shell", Subject: "git status", Effect: "ask",
 			Reason: "asking: no allow pattern matches"}},
-		{name: "policy_test_unknown_agent", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.TestPolicy(ctx, "nobody", client.PolicyTestRequest{Command: "execute_shell", Subject: "ls"})
-		}, wantErr: client.ErrNotFound, errText: `no agent "nobody": not found`},
-		{name: "memory_add", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.AddMemory(ctx, client.MemoryAddRequest{Agent: "writer", Text: "the key is in vault", Source: "ann"})
-		}, want: &client.Memory{ID: "m1", AgentID: "a1", Agent: "writer", Kind: "note", Text: "the key is in vault", Source: "ann", CreatedAt: t0}},
-		{name: "memory_add_bad_kind", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.AddMemory(ctx, client.MemoryAddRequest{Kind: "gossip", Text: "x"})
-		}, wantErr: client.ErrBadRequest, errText: `memory kind "gossip": use one of episode, result, feedback, note, chat, file`},
-		{name: "memory_add_unknown_agent", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.AddMemory(ctx, client.MemoryAddRequest{Agent: "nobody", Text: "x"})
-		}, wantErr: client.ErrNotFound, errText: `no agent "nobody": not found`},
-		{name: "memory_list_empty", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.Memories(ctx, client.MemoryListRequest{Agent: "writer", Kind: "note", Limit: 5})
-		}, want: []client.Memory{}},
-		{name: "memory_search_empty_query", call: func(ctx context.Context, c *client.Client) (any, error) {
-			return c.SearchMemory(ctx, client.MemorySearchRequest{Query: " "})
-		}, wantErr: client.ErrBadRequest, errText: "empty query: give the words to search for"},
-		{name: "memory_rm_unknown", call: func(ctx context.Context, c *client.Client) (any, error) { return nil, c.DeleteMemory(ctx, "m/9") },
-			wantErr: client.ErrNotFound, errText: `no memory "m/9": see agentctl memory ls`},
-		{name: "memory_stats", call: func(ctx context.Context, c *client.Client) (any, error) { return c.MemoryStats(ctx) },
-			want: &client.MemoryStats{Generation: "gen-000001"}},
-		{name: "memory_reindex", call: func(ctx context.Context, c *client.Client) (any, error) { return c.ReindexMemory(ctx) },
-			want: &client.MemoryStats{Generation: "gen-000001"}},
+		{name: "policy_test_unknown_agent", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.TestPolicy(ctx, "nobody", api.PolicyTestRequest{Command: "execute_shell", Subject: "ls"})
+		}, wantErr: api.ErrNotFound, errText: `no agent "nobody": not found`},
+		{name: "memory_add", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.AddMemory(ctx, api.MemoryAddRequest{Agent: "writer", Text: "the key is in vault", Source: "ann"})
+		}, want: &api.Memory{ID: "m1", AgentID: "a1", Agent: "writer", Kind: "note", Text: "the key is in vault", Source: "ann", CreatedAt: t0}},
+		{name: "memory_add_bad_kind", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.AddMemory(ctx, api.MemoryAddRequest{Kind: "gossip", Text: "x"})
+		}, wantErr: api.ErrBadRequest, errText: `memory kind "gossip": use one of episode, result, feedback, note, chat, file`},
+		{name: "memory_add_unknown_agent", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.AddMemory(ctx, api.MemoryAddRequest{Agent: "nobody", Text: "x"})
+		}, wantErr: api.ErrNotFound, errText: `no agent "nobody": not found`},
+		{name: "memory_list_empty", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.Memories(ctx, api.MemoryListRequest{Agent: "writer", Kind: "note", Limit: 5})
+		}, want: []api.Memory{}},
+		{name: "memory_search_empty_query", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.SearchMemory(ctx, api.MemorySearchRequest{Query: " "})
+		}, wantErr: api.ErrBadRequest, errText: "empty query: give the words to search for"},
+		{name: "memory_rm_unknown", call: func(ctx context.Context, c *api.Client) (any, error) { return nil, c.DeleteMemory(ctx, "m/9") },
+			wantErr: api.ErrNotFound, errText: `no memory "m/9": see agentctl memory ls`},
+		{name: "memory_stats", call: func(ctx context.Context, c *api.Client) (any, error) { return c.MemoryStats(ctx) },
+			want: &api.MemoryStats{Generation: "gen-000001"}},
+		{name: "memory_reindex", call: func(ctx context.Context, c *api.Client) (any, error) { return c.ReindexMemory(ctx) },
+			want: &api.MemoryStats{Generation: "gen-000001"}},
 	}
 }
 
 // TestTaskRunCarriesBudget: a task request's budget reaches the service whole.
 func TestTaskRunCarriesBudget(t *testing.T) {
 	sock, _ := serve(t, newFake())
-	c := &client.Client{Socket: sock}
+	c := &api.Client{Socket: sock}
 	ctx := t.Context()
 	if _, err := c.Stop(ctx, "writer"); err != nil {
 		t.Fatal(err)
 	}
-	want := client.Budget{MaxSteps: 3, MaxTokens: 9000, MaxTime: "15m"}
-	a, err := c.TaskRun(ctx, "writer", client.TaskRequest{Task: "more", Budget: &want})
+	want := api.Budget{MaxSteps: 3, MaxTokens: 9000, MaxTime: "15m"}
+	a, err := c.TaskRun(ctx, "writer", api.TaskRequest{Task: "more", Budget: &want})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,23 +164,23 @@ func TestTaskRunCarriesBudget(t *testing.T) {
 	}
 }
 
-// TestMemoryRoundTrip adds, finds, lists and removes a memory through the client.
+// TestMemoryRoundTrip adds, finds, lists and removes a memory through the api.
 func TestMemoryRoundTrip(t *testing.T) {
 	sock, _ := serve(t, newFake())
-	c := &client.Client{Socket: sock}
+	c := &api.Client{Socket: sock}
 	ctx := t.Context()
-	m, err := c.AddMemory(ctx, client.MemoryAddRequest{Agent: "writer", Kind: "feedback", Text: "use tabs, not spaces"})
+	m, err := c.AddMemory(ctx, api.MemoryAddRequest{Agent: "writer", Kind: "feedback", Text: "use tabs, not spaces"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hits, err := c.SearchMemory(ctx, client.MemorySearchRequest{Agent: "writer", Query: "tabs"})
+	hits, err := c.SearchMemory(ctx, api.MemorySearchRequest{Agent: "writer", Query: "tabs"})
 	if err != nil || len(hits) != 1 || hits[0].ID != m.ID || hits[0].Score == 0 {
 		t.Fatalf("search = %+v, %v; want the memory with a score", hits, err)
 	}
 	if err := c.DeleteMemory(ctx, m.ID); err != nil {
 		t.Fatal(err)
 	}
-	list, err := c.Memories(ctx, client.MemoryListRequest{})
+	list, err := c.Memories(ctx, api.MemoryListRequest{})
 	if err != nil || len(list) != 0 {
 		t.Fatalf("list after rm = %+v, %v", list, err)
 	}
@@ -207,7 +207,7 @@ func runRouteCases(t *testing.T, cases []routeCase) {
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
 			sock, _ := serve(t, newFake())
-			c := &client.Client{Socket: sock}
+			c := &api.Client{Socket: sock}
 			got, err := tt.call(t.Context(), c)
 			if tt.wantErr != nil {
 				checkAPIError(t, err, tt.wantErr, tt.errText)
@@ -228,9 +228,9 @@ var errAny = errors.New("internal")
 
 func checkAPIError(t *testing.T, err, want error, text string) {
 	t.Helper()
-	var ae *client.APIError
+	var ae *api.APIError
 	if !errors.As(err, &ae) {
-		t.Fatalf("error = %v (%T), want *client.APIError", err, err)
+		t.Fatalf("error = %v (%T), want *api.APIError", err, err)
 	}
 	if want == errAny {
 		if ae.Status != http.StatusInternalServerError {
@@ -244,14 +244,14 @@ func checkAPIError(t *testing.T, err, want error, text string) {
 	}
 }
 
-func withState(a client.Agent, s client.AgentState) *client.Agent {
+func withState(a api.Agent, s api.AgentState) *api.Agent {
 	a.State = s
 	return &a
 }
 
 func TestEmptyListsAreArrays(t *testing.T) {
 	f := newFake()
-	f.agents, f.order, f.history = map[string]*client.Agent{"a1": f.agents["a1"]}, []string{}, map[string][]client.Episode{}
+	f.agents, f.order, f.history = map[string]*api.Agent{"a1": f.agents["a1"]}, []string{}, map[string][]api.Episode{}
 	sock, _ := serve(t, f)
 	for _, path := range []string{"/v0/agents", "/v0/agents/a1/history"} {
 		status, _, body := rawDo(t, sock, "GET", path, nil, "")
@@ -263,8 +263,8 @@ func TestEmptyListsAreArrays(t *testing.T) {
 
 func TestRequestLogHasNoBody(t *testing.T) {
 	sock, logs := serve(t, newFake())
-	c := &client.Client{Socket: sock}
-	_, err := c.Decide(t.Context(), "writer", client.DecideRequest{ProposalID: "p1", Kind: client.DecisionFeedback, Feedback: "secret-feedback-text"})
+	c := &api.Client{Socket: sock}
+	_, err := c.Decide(t.Context(), "writer", api.DecideRequest{ProposalID: "p1", Kind: api.DecisionFeedback, Feedback: "secret-feedback-text"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,22 +7,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // The fake's import and export, like the daemon's: a batch is checked whole and stored
 // all or none; export pages in id order.
 
-func (f *fakeService) importMemoryRoute(ctx context.Context, _ string, req client.MemoryImportRequest) (*client.MemoryImportResult, error) {
+func (f *fakeService) importMemoryRoute(ctx context.Context, _ string, req api.MemoryImportRequest) (*api.MemoryImportResult, error) {
 	if len(req.Records) == 0 {
-		return nil, client.Errorf(client.ErrBadRequest, "no records to import: give one JSON object a line")
+		return nil, api.Errorf(api.ErrBadRequest, "no records to import: give one JSON object a line")
 	}
-	var add []client.Memory
+	var add []api.Memory
 	for i, r := range req.Records {
 		if err := r.Check(); err != nil {
-			return nil, client.Errorf(client.ErrBadRequest, "line %d: %v", i+1, err)
+			return nil, api.Errorf(api.ErrBadRequest, "line %d: %v", i+1, err)
 		}
-		m := client.Memory{ID: r.ID, Kind: r.MemoryKind(), Text: r.Text, Source: r.From(), Tags: r.Tags, CreatedAt: t0}
+		m := api.Memory{ID: r.ID, Kind: r.MemoryKind(), Text: r.Text, Source: r.From(), Tags: r.Tags, CreatedAt: t0}
 		if ref := r.Agent; ref != "" || req.Agent != "" {
 			if ref == "" {
 				ref = req.Agent
@@ -31,7 +31,7 @@ func (f *fakeService) importMemoryRoute(ctx context.Context, _ string, req clien
 			a, err := f.resolve(ref)
 			f.mu.Unlock()
 			if err != nil {
-				return nil, client.Errorf(client.ErrBadRequest, "line %d: field \"agent\": no agent %q", i+1, ref)
+				return nil, api.Errorf(api.ErrBadRequest, "line %d: field \"agent\": no agent %q", i+1, ref)
 			}
 			m.AgentID, m.Agent = a.ID, a.Name
 		}
@@ -40,16 +40,16 @@ func (f *fakeService) importMemoryRoute(ctx context.Context, _ string, req clien
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.memories = append(f.memories, add...)
-	return &client.MemoryImportResult{Imported: len(add)}, nil
+	return &api.MemoryImportResult{Imported: len(add)}, nil
 }
 
-func (f *fakeService) exportMemoryRoute(ctx context.Context, _ string, req client.MemoryExportRequest) (*client.MemoryExportPage, error) {
+func (f *fakeService) exportMemoryRoute(ctx context.Context, _ string, req api.MemoryExportRequest) (*api.MemoryExportPage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if req.Limit <= 0 {
 		req.Limit = 1000
 	}
-	page := &client.MemoryExportPage{Records: []client.MemoryRecord{}}
+	page := &api.MemoryExportPage{Records: []api.MemoryRecord{}}
 	for _, m := range f.memories { // ids are imported in order in these tests
 		if m.ID <= req.After || (req.Agent != "" && m.Agent != req.Agent) {
 			continue
@@ -57,7 +57,7 @@ func (f *fakeService) exportMemoryRoute(ctx context.Context, _ string, req clien
 		if len(page.Records) == req.Limit {
 			break
 		}
-		page.Records = append(page.Records, client.MemoryRecord{ID: m.ID, Agent: m.Agent, Kind: m.Kind, Text: m.Text, Source: m.Source, Tags: m.Tags})
+		page.Records = append(page.Records, api.MemoryRecord{ID: m.ID, Agent: m.Agent, Kind: m.Kind, Text: m.Text, Source: m.Source, Tags: m.Tags})
 	}
 	if len(page.Records) == req.Limit {
 		page.Next = page.Records[len(page.Records)-1].ID
@@ -69,27 +69,27 @@ func (f *fakeService) exportMemoryRoute(ctx context.Context, _ string, req clien
 // agent, cursor and page size in the query string.
 func TestMemoryImportExportRoutes(t *testing.T) {
 	sock, _ := serve(t, newFake())
-	c := &client.Client{Socket: sock}
+	c := &api.Client{Socket: sock}
 	ctx := t.Context()
-	recs := []client.MemoryRecord{
+	recs := []api.MemoryRecord{
 		{ID: "m-a", Text: "one", Speaker: "Ann", Tags: []string{"x"}},
 		{ID: "m-b", Text: "two", Agent: "writer"},
 		{ID: "m-c", Text: "three", Source: "notes"},
 	}
-	res, err := c.ImportMemory(ctx, client.MemoryImportRequest{Agent: "writer", Records: recs, Lines: []int{1, 2, 4}})
+	res, err := c.ImportMemory(ctx, api.MemoryImportRequest{Agent: "writer", Records: recs, Lines: []int{1, 2, 4}})
 	if err != nil || res.Imported != 3 {
 		t.Fatalf("import = %+v, %v", res, err)
 	}
-	_, err = c.ImportMemory(ctx, client.MemoryImportRequest{Records: []client.MemoryRecord{{Text: "ok"}, {Text: "x", Time: "May"}}})
+	_, err = c.ImportMemory(ctx, api.MemoryImportRequest{Records: []api.MemoryRecord{{Text: "ok"}, {Text: "x", Time: "May"}}})
 	if err == nil || !strings.Contains(err.Error(), `line 2: field "time"`) {
 		t.Errorf("bad batch: %v, want the line and field named", err)
 	}
-	page, err := c.ExportMemory(ctx, client.MemoryExportRequest{Agent: "writer", Limit: 2})
+	page, err := c.ExportMemory(ctx, api.MemoryExportRequest{Agent: "writer", Limit: 2})
 	if err != nil || len(page.Records) != 2 || page.Next != "m-b" {
 		t.Fatalf("first page = %+v, %v", page, err)
 	}
-	page, err = c.ExportMemory(ctx, client.MemoryExportRequest{Agent: "writer", After: page.Next, Limit: 2})
-	want := []client.MemoryRecord{{ID: "m-c", Agent: "writer", Kind: "note", Text: "three", Source: "notes"}}
+	page, err = c.ExportMemory(ctx, api.MemoryExportRequest{Agent: "writer", After: page.Next, Limit: 2})
+	want := []api.MemoryRecord{{ID: "m-c", Agent: "writer", Kind: "note", Text: "three", Source: "notes"}}
 	if err != nil || !reflect.DeepEqual(page.Records, want) || page.Next != "" {
 		t.Fatalf("last page = %+v, %v; want %+v", page, err, want)
 	}

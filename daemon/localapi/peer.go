@@ -10,7 +10,7 @@ import (
 	"os"
 	"sync"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // MsgAgentCommandPeer is the error a command an agent runs gets from the socket.
@@ -91,7 +91,7 @@ func (g *PeerGuard) Wrap(h http.Handler) http.Handler {
 		}
 		if refusal != "" {
 			g.log().Warn("api: peer refused", "method", r.Method, "path", r.URL.Path, "why", refusal)
-			reply(w, http.StatusForbidden, client.ErrorResponse{Error: refusal})
+			reply(w, http.StatusForbidden, api.ErrorResponse{Error: refusal})
 			return
 		}
 		if cp.known {

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestPeerRefusal(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestBadRequests sends what Client never would and checks each gets a JSON error with
@@ -78,7 +78,7 @@ func TestBadRequests(t *testing.T) {
 			if ct := hdr.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type = %q, want application/json", ct)
 			}
-			var e client.ErrorResponse
+			var e api.ErrorResponse
 			if err := json.Unmarshal([]byte(body), &e); err != nil {
 				t.Fatalf("body is not JSON: %q", body)
 			}

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // maxBody bounds a request body; the largest real one is a feedback text.
@@ -18,18 +18,18 @@ const maxBody = 1 << 20
 // served by the one generic handler of its kind.
 func (h *handler) routes() []Route {
 	var out []Route
-	for _, ep := range client.Endpoints() {
+	for _, ep := range api.Endpoints() {
 		method, path, _ := strings.Cut(ep.Pattern(), " ")
 		out = append(out, Route{method, path, h.serve(ep)})
 	}
-	for _, st := range client.Streams() {
+	for _, st := range api.Streams() {
 		out = append(out, Route{"GET", st.Path, h.events(st)})
 	}
 	return out
 }
 
 // serve decodes the request for ep, calls the Service and encodes the reply.
-func (h *handler) serve(ep client.Endpoint) handlerFunc {
+func (h *handler) serve(ep api.Endpoint) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		status, out, err := ep.Serve(h.svc, r, func(v any) error {
 			if err := decodeBody(w, r, v); err != nil {
@@ -41,7 +41,7 @@ func (h *handler) serve(ep client.Endpoint) handlerFunc {
 		if err != nil {
 			return err
 		}
-		if l, ok := out.(*client.List); ok {
+		if l, ok := out.(*api.List); ok {
 			// Written as it is read; an error once it began cuts it short, and the
 			// client says so.
 			if err := l.Write(w); err != nil && r.Context().Err() == nil {

@@ -1,14 +1,14 @@
 package localapi
 
-import "github.com/agentd/agentd/daemon/client"
+import "github.com/agentd/agentd/api"
 
 // Service is what the local API serves, declared beside the route table in the wire
-// package (daemon/client); these aliases keep the daemon's parts naming it from here.
+// package (api); these aliases keep the daemon's parts naming it from here.
 type (
-	Service         = client.Service
-	AgentService    = client.AgentService
-	ScheduleService = client.ScheduleService
-	DaemonService   = client.DaemonService
-	TeamService     = client.TeamService
-	WebService      = client.WebService
+	Service         = api.Service
+	AgentService    = api.AgentService
+	ScheduleService = api.ScheduleService
+	DaemonService   = api.DaemonService
+	TeamService     = api.TeamService
+	WebService      = api.WebService
 )

@@ -4,15 +4,15 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
-// events streams client.Events as NDJSON, one flushed line each: an agent's
+// events streams api.Events as NDJSON, one flushed line each: an agent's
 // (/v0/agents/{agent}/events), every agent's (/v0/events) or a team run's transcript
 // (/v0/teams/{team}/events). ?since=N replays held events after seq N first. The stream
 // ends when the client goes away or the Service closes the channel (the agent was
 // removed, the team run ended, or the follower fell too far behind and must reconnect).
-func (h *handler) events(rt client.StreamRoute) handlerFunc {
+func (h *handler) events(rt api.StreamRoute) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		ch, cancel, err := rt.Open(h.svc, r)
 		if err != nil {
@@ -24,7 +24,7 @@ func (h *handler) events(rt client.StreamRoute) handlerFunc {
 }
 
 // stream writes the events of ch until it closes or the client goes away.
-func (h *handler) stream(w http.ResponseWriter, r *http.Request, ch <-chan client.Event) error {
+func (h *handler) stream(w http.ResponseWriter, r *http.Request, ch <-chan api.Event) error {
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

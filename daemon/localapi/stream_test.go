@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // wait fails the test if ch does not deliver within a few seconds.
@@ -26,29 +26,29 @@ func TestEventStream(t *testing.T) {
 		name     string
 		agent    string
 		since    int64
-		publish  []client.Event
+		publish  []api.Event
 		wantSeqs []int64
 	}{
 		{"agent_replays_after_since_then_live", "writer", 1,
-			[]client.Event{{Seq: 4, Type: client.EventProposal, AgentID: "a1"}}, []int64{2, 3, 4}},
+			[]api.Event{{Seq: 4, Type: api.EventProposal, AgentID: "a1"}}, []int64{2, 3, 4}},
 		{"agent_since_zero_is_live_only", "writer", 0,
-			[]client.Event{{Seq: 4, Type: client.EventState, AgentID: "a1"}}, []int64{4}},
+			[]api.Event{{Seq: 4, Type: api.EventState, AgentID: "a1"}}, []int64{4}},
 		{"agent_skips_other_agents", "a1", 0,
-			[]client.Event{{Seq: 4, AgentID: "a2"}, {Seq: 5, AgentID: "a1"}}, []int64{5}},
+			[]api.Event{{Seq: 4, AgentID: "a2"}, {Seq: 5, AgentID: "a1"}}, []int64{5}},
 		{"all_agents", "", 2,
-			[]client.Event{{Seq: 4, AgentID: "a2"}, {Seq: 5, AgentID: "a1"}}, []int64{3, 4, 5}},
+			[]api.Event{{Seq: 4, AgentID: "a2"}, {Seq: 5, AgentID: "a1"}}, []int64{3, 4, 5}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake()
 			sock, _ := serve(t, f)
-			c := &client.Client{Socket: sock}
+			c := &api.Client{Socket: sock}
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			got := make(chan client.Event, 16)
+			got := make(chan api.Event, 16)
 			done := make(chan error, 1)
 			go func() {
-				done <- c.Events(ctx, tt.agent, tt.since, func(ev client.Event) error { got <- ev; return nil })
+				done <- c.Events(ctx, tt.agent, tt.since, func(ev api.Event) error { got <- ev; return nil })
 			}()
 			wait(t, f.subscribed, "the subscription")
 			for _, ev := range tt.publish {
@@ -76,10 +76,10 @@ func TestEventStream(t *testing.T) {
 func TestEventStreamEndsWhenChannelCloses(t *testing.T) {
 	f := newFake()
 	sock, _ := serve(t, f)
-	c := &client.Client{Socket: sock}
+	c := &api.Client{Socket: sock}
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Events(t.Context(), "", 0, func(client.Event) error { return nil })
+		done <- c.Events(t.Context(), "", 0, func(api.Event) error { return nil })
 	}()
 	wait(t, f.subscribed, "the subscription")
 	f.closeAll()

@@ -6,19 +6,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/clienttest"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
 )
 
 // TestEveryRouteServed sends each route of the wire package's table to a fake with no
 // funcs set: the handler must reach the fake (500 naming the route), never 404 or 405.
 func TestEveryRouteServed(t *testing.T) {
-	h := NewHandler(&clienttest.Fake{}, nil)
+	h := NewHandler(&apitest.Fake{}, nil)
 	patterns := map[string]bool{}
-	for _, ep := range client.Endpoints() {
+	for _, ep := range api.Endpoints() {
 		patterns[ep.Pattern()] = true
 	}
-	for _, st := range client.Streams() {
+	for _, st := range api.Streams() {
 		patterns["GET "+st.Path] = true
 	}
 	for p := range patterns {

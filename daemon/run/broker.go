@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Broker fans events out to subscribers and keeps the last few for replay, so a follower
@@ -14,7 +14,7 @@ import (
 type Broker struct {
 	mu   sync.Mutex
 	seq  int64
-	ring []client.Event
+	ring []api.Event
 	next int // ring write position once full
 	subs map[*subscriber]struct{}
 	now  func() time.Time
@@ -22,7 +22,7 @@ type Broker struct {
 
 type subscriber struct {
 	agent string // "" = all agents
-	ch    chan client.Event
+	ch    chan api.Event
 }
 
 const (
@@ -45,7 +45,7 @@ func NewBroker() *Broker {
 
 // Publish stamps ev with the next seq and the time and delivers it. A subscriber whose
 // buffer is full is dropped (its channel closed) rather than slowing the agent down.
-func (b *Broker) Publish(ev client.Event) client.Event {
+func (b *Broker) Publish(ev api.Event) api.Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.seq++
@@ -63,7 +63,7 @@ func (b *Broker) Publish(ev client.Event) client.Event {
 		}
 		select {
 		case s.ch <- ev:
-			if ev.Type == client.EventRemoved && s.agent != "" {
+			if ev.Type == api.EventRemoved && s.agent != "" {
 				close(s.ch) // nothing more will come for a deleted agent
 				delete(b.subs, s)
 			}
@@ -77,10 +77,10 @@ func (b *Broker) Publish(ev client.Event) client.Event {
 
 // Subscribe returns a channel of events for agentID ("" for all), first replaying held
 // events with Seq > since (when since > 0).
-func (b *Broker) Subscribe(agentID string, since int64) (<-chan client.Event, func()) {
+func (b *Broker) Subscribe(agentID string, since int64) (<-chan api.Event, func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var replay []client.Event
+	var replay []api.Event
 	if since > 0 {
 		for i := 0; i < len(b.ring); i++ {
 			ev := b.ring[(b.next+i)%len(b.ring)]
@@ -89,7 +89,7 @@ func (b *Broker) Subscribe(agentID string, since int64) (<-chan client.Event, fu
 			}
 		}
 	}
-	s := &subscriber{agent: agentID, ch: make(chan client.Event, subBuffer+len(replay))}
+	s := &subscriber{agent: agentID, ch: make(chan api.Event, subBuffer+len(replay))}
 	for _, ev := range replay {
 		s.ch <- ev
 	}

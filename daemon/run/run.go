@@ -2,7 +2,7 @@
 // Options, how it ended (End, with its outcome), the model settings team turns follow
 // (ModelSettings), and the event Broker that fans events out to followers.
 //
-// It is a leaf: it imports only daemon/client. The agent supervisor (daemon/agent) runs
+// It is a leaf: it imports only daemon/api. The agent supervisor (daemon/agent) runs
 // runs; team runs (daemon/team) and schedules (daemon/schedule) start them and hear how
 // they ended through these types, so neither imports the supervisor's package.
 package run
@@ -10,7 +10,7 @@ package run
 import (
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Budget bounds one run; a zero field sets no bound. A run that reaches one stops
@@ -33,7 +33,7 @@ func (b Budget) IsZero() bool { return b == Budget{} }
 type Options struct {
 	Budget Budget
 	// Policy, when set, replaces the agent's policy for the run.
-	Policy *client.Policy
+	Policy *api.Policy
 	// Allow are permission patterns stored for the agent (like `agentctl policy allow`).
 	Allow []string
 	// By names who started the run, for the audit log and stored patterns; Source is

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -26,25 +26,25 @@ type instantAgents struct {
 	started chan struct{}
 }
 
-func (a *instantAgents) Agent(ctx context.Context, ref string) (*client.Agent, error) {
-	return &client.Agent{ID: ref, Name: ref}, nil
+func (a *instantAgents) Agent(ctx context.Context, ref string) (*api.Agent, error) {
+	return &api.Agent{ID: ref, Name: ref}, nil
 }
 
-func (a *instantAgents) StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error) {
+func (a *instantAgents) StartTask(ctx context.Context, ref, task string, opt run.Options) (*api.Agent, error) {
 	n := a.starts.Add(1)
 	select {
 	case a.started <- struct{}{}:
 	default:
 	}
-	return &client.Agent{ID: ref, RunID: fmt.Sprint("r-", n)}, nil
+	return &api.Agent{ID: ref, RunID: fmt.Sprint("r-", n)}, nil
 }
 
-func (a *instantAgents) CreateRun(ctx context.Context, req client.CreateAgentRequest, opt run.Options) (*client.Agent, error) {
+func (a *instantAgents) CreateRun(ctx context.Context, req api.CreateAgentRequest, opt run.Options) (*api.Agent, error) {
 	return a.StartTask(ctx, req.Name, req.Task, opt)
 }
 
-func (a *instantAgents) CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error) {
-	return &client.Agent{ID: req.Name, Name: req.Name}, nil
+func (a *instantAgents) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error) {
+	return &api.Agent{ID: req.Name, Name: req.Name}, nil
 }
 
 func (a *instantAgents) DeleteAgent(ctx context.Context, ref string) error { return nil }
@@ -60,9 +60,9 @@ func seedSchedules(b *testing.B, n int, lastFired time.Time) *store.Store {
 	zones := []string{"UTC", "America/New_York", "Europe/Berlin", "Asia/Tokyo"}
 	err = st.Tx(context.Background(), func(tx *store.Tx) error {
 		for i := range n {
-			row := &store.Schedule{Schedule: client.Schedule{ID: fmt.Sprintf("s-%05d", i), Name: fmt.Sprintf("s%05d", i),
+			row := &store.Schedule{Schedule: api.Schedule{ID: fmt.Sprintf("s-%05d", i), Name: fmt.Sprintf("s%05d", i),
 				Spec: fmt.Sprintf("%d * * * *", i%60), TimeZone: zones[i%len(zones)], Template: "bench", Goal: "g",
-				Autonomy: client.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "parallel", Missed: "skip",
+				Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "parallel", Missed: "skip",
 				LastFired: lastFired}}
 			if err := tx.InsertSchedule(row); err != nil {
 				return err

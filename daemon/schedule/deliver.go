@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Chat posts scheduled runs to chat channels. The bots' relay implements it; the
@@ -37,7 +37,7 @@ type delivery struct{ platform, channel string }
 // parseDelivery reads "agentctl" (or "") and PLATFORM:CHANNEL_ID.
 func parseDelivery(s string) (delivery, error) {
 	s = strings.TrimSpace(s)
-	if s == "" || strings.EqualFold(s, client.DeliveryAgentctl) {
+	if s == "" || strings.EqualFold(s, api.DeliveryAgentctl) {
 		return delivery{}, nil
 	}
 	platform, channel, ok := strings.Cut(s, ":")
@@ -50,7 +50,7 @@ func parseDelivery(s string) (delivery, error) {
 
 func (d delivery) String() string {
 	if d.platform == "" {
-		return client.DeliveryAgentctl
+		return api.DeliveryAgentctl
 	}
 	return d.platform + ":" + d.channel
 }

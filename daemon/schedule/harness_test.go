@@ -13,15 +13,15 @@ import (
 
 	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/localapi"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // The supervisor the daemon passes is the Manager's Agents.
@@ -91,7 +91,7 @@ type harness struct {
 	sup    *agent.Supervisor
 	mgr    *Manager
 	clock  *fakeClock
-	c      *client.Client
+	c      *api.Client
 	cancel context.CancelFunc
 	mgrCtx context.CancelFunc
 	keep   int // KeepAgents of the next Manager started
@@ -108,8 +108,8 @@ type service struct {
 // noReload is the API's reload in these tests: there is no config file to re-read.
 type noReload struct{}
 
-func (noReload) Reload(context.Context) (*client.ReloadResult, error) {
-	return nil, client.Errorf(client.ErrConflict, "no config to reload in this test")
+func (noReload) Reload(context.Context) (*api.ReloadResult, error) {
+	return nil, api.Errorf(api.ErrConflict, "no config to reload in this test")
 }
 
 func newHarness(t *testing.T, now time.Time) *harness {
@@ -146,7 +146,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	}
 	srv := &http.Server{Handler: localapi.NewHandler(service{h.sup.API().Facade(), managerService{h}, noReload{}, nil, nil}, nil)}
 	go srv.Serve(ln)
-	h.c = &client.Client{Socket: sock}
+	h.c = &api.Client{Socket: sock}
 	t.Cleanup(func() {
 		srv.Close()
 		h.stopManager()
@@ -167,28 +167,28 @@ func (h *harness) manager() *Manager {
 // managerService serves the API through whichever Manager runs now (they restart).
 type managerService struct{ h *harness }
 
-func (m managerService) Schedules(ctx context.Context) ([]client.Schedule, error) {
+func (m managerService) Schedules(ctx context.Context) ([]api.Schedule, error) {
 	return m.h.manager().Schedules(ctx)
 }
-func (m managerService) Schedule(ctx context.Context, ref string) (*client.Schedule, error) {
+func (m managerService) Schedule(ctx context.Context, ref string) (*api.Schedule, error) {
 	return m.h.manager().Schedule(ctx, ref)
 }
-func (m managerService) AddSchedule(ctx context.Context, req client.ScheduleRequest) (*client.Schedule, error) {
+func (m managerService) AddSchedule(ctx context.Context, req api.ScheduleRequest) (*api.Schedule, error) {
 	return m.h.manager().AddSchedule(ctx, req)
 }
 func (m managerService) RemoveSchedule(ctx context.Context, ref string) error {
 	return m.h.manager().RemoveSchedule(ctx, ref)
 }
-func (m managerService) PauseSchedule(ctx context.Context, ref string) (*client.Schedule, error) {
+func (m managerService) PauseSchedule(ctx context.Context, ref string) (*api.Schedule, error) {
 	return m.h.manager().PauseSchedule(ctx, ref)
 }
-func (m managerService) ResumeSchedule(ctx context.Context, ref string) (*client.Schedule, error) {
+func (m managerService) ResumeSchedule(ctx context.Context, ref string) (*api.Schedule, error) {
 	return m.h.manager().ResumeSchedule(ctx, ref)
 }
-func (m managerService) RunSchedule(ctx context.Context, ref string) (*client.ScheduleRun, error) {
+func (m managerService) RunSchedule(ctx context.Context, ref string) (*api.ScheduleRun, error) {
 	return m.h.manager().RunSchedule(ctx, ref)
 }
-func (m managerService) ScheduleHistory(ctx context.Context, ref string, limit int) ([]client.ScheduleRun, error) {
+func (m managerService) ScheduleHistory(ctx context.Context, ref string, limit int) ([]api.ScheduleRun, error) {
 	return m.h.manager().ScheduleHistory(ctx, ref, limit)
 }
 
@@ -213,7 +213,7 @@ func (h *harness) stopManager() {
 }
 
 // add adds a schedule through the API.
-func (h *harness) add(req client.ScheduleRequest) *client.Schedule {
+func (h *harness) add(req api.ScheduleRequest) *api.Schedule {
 	h.t.Helper()
 	s, err := h.c.AddSchedule(context.Background(), req)
 	if err != nil {
@@ -223,9 +223,9 @@ func (h *harness) add(req client.ScheduleRequest) *client.Schedule {
 }
 
 // waitHistory polls a schedule's records until cond holds.
-func (h *harness) waitHistory(ref, what string, cond func([]client.ScheduleRun) bool) []client.ScheduleRun {
+func (h *harness) waitHistory(ref, what string, cond func([]api.ScheduleRun) bool) []api.ScheduleRun {
 	h.t.Helper()
-	var runs []client.ScheduleRun
+	var runs []api.ScheduleRun
 	var err error
 	if !testutil.Wait(10*time.Second, func() bool {
 		runs, err = h.c.ScheduleHistory(context.Background(), ref, 0)
@@ -237,7 +237,7 @@ func (h *harness) waitHistory(ref, what string, cond func([]client.ScheduleRun) 
 }
 
 // outcomes returns the records' outcomes, oldest first.
-func outcomes(runs []client.ScheduleRun) string {
+func outcomes(runs []api.ScheduleRun) string {
 	var out []string
 	for i := len(runs) - 1; i >= 0; i-- {
 		out = append(out, runs[i].Outcome)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // A schedule's last fire time is the newest firing it made (scheduled or run-now, run,
@@ -16,8 +16,8 @@ func TestLastFiredIsTheNewestFiring(t *testing.T) {
 	h := newHarness(t, at(12, 0))
 	h.finishAtOnce()
 	ctx := context.Background()
-	h.add(client.ScheduleRequest{Name: "nightly", Spec: "0 3 * * *", Template: "night", Goal: "tidy up"})
-	lastFired := func(when string) (single, listed client.Schedule) {
+	h.add(api.ScheduleRequest{Name: "nightly", Spec: "0 3 * * *", Template: "night", Goal: "tidy up"})
+	lastFired := func(when string) (single, listed api.Schedule) {
 		t.Helper()
 		s, err := h.c.Schedule(ctx, "nightly")
 		if err != nil {
@@ -63,7 +63,7 @@ func TestLastFiredIsTheNewestFiring(t *testing.T) {
 	}
 
 	h.clock.set(at(3, 0).AddDate(0, 0, 1)) // its first scheduled firing
-	h.waitHistory("nightly", "the 03:00 firing", func(rs []client.ScheduleRun) bool { return len(rs) == 2 && !rs[0].Manual })
+	h.waitHistory("nightly", "the 03:00 firing", func(rs []api.ScheduleRun) bool { return len(rs) == 2 && !rs[0].Manual })
 	if s, _ := lastFired("after the 03:00 firing"); !s.LastFired.Equal(at(3, 0).AddDate(0, 0, 1)) {
 		t.Errorf("after the 03:00 firing last_fired is %v", s.LastFired)
 	}

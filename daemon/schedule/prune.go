@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -49,7 +49,7 @@ func (m *Manager) prune(ctx context.Context, runID, endedAgent string) {
 			kept++
 			continue
 		}
-		if err := m.agents.DeleteAgent(ctx, id); err != nil && !errors.Is(err, client.ErrNotFound) {
+		if err := m.agents.DeleteAgent(ctx, id); err != nil && !errors.Is(err, api.ErrNotFound) {
 			m.log.Warn("schedules: removing an old template agent", "schedule", row.Name, "agent", a.Name, "err", err)
 			continue
 		}
@@ -59,6 +59,6 @@ func (m *Manager) prune(ctx context.Context, runID, endedAgent string) {
 
 // finished reports (the agent whose run just ended counts as finished: its state may
 // not say so yet) whether an agent's run is over and nothing waits for a person.
-func finished(a *client.Agent) bool {
-	return (a.State == client.StateIdle || a.State == client.StateFailed) && a.Pending == nil && a.Question == nil
+func finished(a *api.Agent) bool {
+	return (a.State == api.StateIdle || a.State == api.StateFailed) && a.Pending == nil && a.Question == nil
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // Template agents beyond the newest keep finished ones are removed with their
@@ -20,29 +20,29 @@ func TestTemplateAgentsPruned(t *testing.T) {
 	h.startManager()
 	h.finishAtOnce()
 	ctx := context.Background()
-	h.add(client.ScheduleRequest{Name: "tidy", Spec: "@daily", Template: "tidy", Goal: "tidy up", Concurrency: "parallel"})
+	h.add(api.ScheduleRequest{Name: "tidy", Spec: "@daily", Template: "tidy", Goal: "tidy up", Concurrency: "parallel"})
 
-	var agents []*client.Agent
+	var agents []*api.Agent
 	for i := range 5 {
 		rec, err := h.c.RunSchedule(ctx, "tidy")
 		if err != nil || rec.AgentID == "" {
 			t.Fatalf("run-now %d = %+v, %v", i, rec, err)
 		}
-		a := h.waitAgent(rec.AgentID, func(a *client.Agent) bool { return a.Pending != nil })
+		a := h.waitAgent(rec.AgentID, func(a *api.Agent) bool { return a.Pending != nil })
 		agents = append(agents, a)
 		if i == 0 {
 			continue // the oldest waits for a decision throughout
 		}
-		if _, err := h.sup.API().Decisions.Decide(ctx, a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, By: "test", Source: "test"}); err != nil {
+		if _, err := h.sup.API().Decisions.Decide(ctx, a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionApprove, By: "test", Source: "test"}); err != nil {
 			t.Fatal(err)
 		}
-		h.waitHistory("tidy", "run end", func(r []client.ScheduleRun) bool { return r[0].Outcome == "finished" })
+		h.waitHistory("tidy", "run end", func(r []api.ScheduleRun) bool { return r[0].Outcome == "finished" })
 	}
 	want := []string{agents[0].ID, agents[3].ID, agents[4].ID}
 	var got []string
 	// Wait on what the prunes leave, not on m.pruning: a run's end is recorded before its
 	// prune is counted, so a pruning.Wait here could race that Add.
-	gone := func(a *client.Agent) bool { _, err := os.Stat(a.Workspace); return os.IsNotExist(err) }
+	gone := func(a *api.Agent) bool { _, err := os.Stat(a.Workspace); return os.IsNotExist(err) }
 	testutil.Wait(10*time.Second, func() bool {
 		all, err := h.sup.API().Views.Agents(ctx)
 		if err != nil {
@@ -70,9 +70,9 @@ func TestTemplateAgentsPruned(t *testing.T) {
 }
 
 // waitAgent polls an agent until cond holds.
-func (h *harness) waitAgent(id string, cond func(*client.Agent) bool) *client.Agent {
+func (h *harness) waitAgent(id string, cond func(*api.Agent) bool) *api.Agent {
 	h.t.Helper()
-	var a *client.Agent
+	var a *api.Agent
 	testutil.Eventually(h.t, 10*time.Second, "agent "+id, func() bool {
 		var err error
 		a, err = h.sup.API().Views.Agent(context.Background(), id)

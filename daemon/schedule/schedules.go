@@ -23,7 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
@@ -32,12 +32,12 @@ import (
 
 // Agents is what the Manager needs of the agent supervisor.
 type Agents interface {
-	Agent(ctx context.Context, ref string) (*client.Agent, error)
-	StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error)
-	CreateRun(ctx context.Context, req client.CreateAgentRequest, opt run.Options) (*client.Agent, error)
+	Agent(ctx context.Context, ref string) (*api.Agent, error)
+	StartTask(ctx context.Context, ref, task string, opt run.Options) (*api.Agent, error)
+	CreateRun(ctx context.Context, req api.CreateAgentRequest, opt run.Options) (*api.Agent, error)
 	// CreateAgent with Start false makes an idle agent (bound to a chat thread before its
 	// run starts); DeleteAgent removes an old template agent and its workspace.
-	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
+	CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error)
 	DeleteAgent(ctx context.Context, ref string) error
 }
 
@@ -194,7 +194,7 @@ func (m *Manager) start(ctx context.Context, f cron.Firing) (string, error) {
 	if d, ok := m.chatOf(row); ok {
 		return m.startInThread(ctx, d, row, f, opt)
 	}
-	var a *client.Agent
+	var a *api.Agent
 	var err error
 	if row.Agent != "" {
 		a, err = m.agents.StartTask(ctx, row.Agent, row.Goal, opt)
@@ -245,19 +245,19 @@ func (m *Manager) startInThread(ctx context.Context, d delivery, row *store.Sche
 }
 
 func agentGone(err error, row *store.Schedule) error {
-	if errors.Is(err, client.ErrNotFound) {
+	if errors.Is(err, api.ErrNotFound) {
 		return fmt.Errorf("its agent %s no longer exists: remove the schedule (agentctl schedule rm %s)", row.Agent, row.Name)
 	}
 	return err
 }
 
 // templateRequest is the fresh agent of a template schedule's run.
-func (m *Manager) templateRequest(row *store.Schedule, start bool) client.CreateAgentRequest {
+func (m *Manager) templateRequest(row *store.Schedule, start bool) api.CreateAgentRequest {
 	desc := row.Description
 	if desc == "" {
 		desc = "an autonomous assistant working on the recurring goal of schedule " + row.Name
 	}
-	req := client.CreateAgentRequest{Name: row.Template + "-" + randHex(3), Description: desc, Task: row.Goal}
+	req := api.CreateAgentRequest{Name: row.Template + "-" + randHex(3), Description: desc, Task: row.Goal}
 	if !start {
 		req.Start = &start
 	}
@@ -268,18 +268,18 @@ func (m *Manager) templateRequest(row *store.Schedule, start bool) client.Create
 func runOptions(row *store.Schedule) run.Options {
 	opt := run.Options{
 		Budget: run.Budget{MaxSteps: row.Budget.MaxSteps, MaxTokens: row.Budget.MaxTokens, MaxWall: row.MaxWall},
-		Policy: &client.Policy{Mode: "ask"},
+		Policy: &api.Policy{Mode: "ask"},
 		By:     "schedule " + row.Name,
 		Source: "schedule",
 	}
 	switch row.Autonomy.Mode {
-	case client.AutonomyAuto:
+	case api.AutonomyAuto:
 		steps := row.Autonomy.Steps
 		if steps == 0 {
 			steps = row.Budget.MaxSteps
 		}
-		opt.Policy = &client.Policy{Mode: "auto", AutoSteps: steps}
-	case client.AutonomyPatterns:
+		opt.Policy = &api.Policy{Mode: "auto", AutoSteps: steps}
+	case api.AutonomyPatterns:
 		opt.Allow = row.Autonomy.Allow
 	}
 	return opt
@@ -318,8 +318,8 @@ func (m *Manager) record(ctx context.Context, r cron.Record) error {
 	})
 }
 
-func wireRun(r cron.Record) *client.ScheduleRun {
-	return &client.ScheduleRun{ID: r.ID, ScheduleID: r.ScheduleID, Scheduled: r.Scheduled, Started: r.Started, Ended: r.Ended,
+func wireRun(r cron.Record) *api.ScheduleRun {
+	return &api.ScheduleRun{ID: r.ID, ScheduleID: r.ScheduleID, Scheduled: r.Scheduled, Started: r.Started, Ended: r.Ended,
 		Manual: r.Manual, Outcome: string(r.Outcome), Reason: r.Reason, RunID: r.RunID, Steps: r.Steps, Tokens: int64(r.Tokens)}
 }
 

@@ -10,7 +10,7 @@ import (
 
 	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -20,13 +20,13 @@ import (
 func TestFiringRunsWithinBudget(t *testing.T) {
 	h := newHarness(t, at(8, 59))
 	h.listForever()
-	s := h.add(client.ScheduleRequest{Name: "digest", Spec: "0 9 * * 1-5", Template: "digest", Goal: "summarize what changed",
-		Autonomy: client.Autonomy{Mode: "auto"}, Budget: client.Budget{MaxSteps: 3}})
+	s := h.add(api.ScheduleRequest{Name: "digest", Spec: "0 9 * * 1-5", Template: "digest", Goal: "summarize what changed",
+		Autonomy: api.Autonomy{Mode: "auto"}, Budget: api.Budget{MaxSteps: 3}})
 	if len(s.NextTimes) != 5 || !s.NextTimes[0].Equal(at(9, 0)) || !s.NextTimes[1].Equal(at(9, 0).AddDate(0, 0, 1)) {
 		t.Fatalf("next fire times = %v, want 5 weekdays at 09:00 from today", s.NextTimes)
 	}
 	h.clock.set(at(9, 0))
-	runs := h.waitHistory("digest", "a budget_exhausted run", func(r []client.ScheduleRun) bool {
+	runs := h.waitHistory("digest", "a budget_exhausted run", func(r []api.ScheduleRun) bool {
 		return len(r) == 1 && r[0].Outcome == "budget_exhausted"
 	})
 	r := runs[0]
@@ -38,7 +38,7 @@ func TestFiringRunsWithinBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(a.Name, "digest-") || a.State != client.StateIdle || !strings.Contains(a.StateReason, "budget exhausted") {
+	if !strings.HasPrefix(a.Name, "digest-") || a.State != api.StateIdle || !strings.Contains(a.StateReason, "budget exhausted") {
 		t.Errorf("the run's agent = %s %s (%s)", a.Name, a.State, a.StateReason)
 	}
 	if eps, _ := h.c.History(context.Background(), a.ID); len(eps) != 3 {
@@ -66,10 +66,10 @@ func TestRunNowExistingAgentSkipsWhileRunning(t *testing.T) {
 		return reply("write_file", map[string]string{"path": "a", "contents": "b"})
 	})
 	ctx := context.Background()
-	if _, err := h.c.CreateAgent(ctx, client.CreateAgentRequest{Name: "keeper", Description: "keeps notes", Start: new(bool)}); err != nil {
+	if _, err := h.c.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: "keeps notes", Start: new(bool)}); err != nil {
 		t.Fatal(err)
 	}
-	h.add(client.ScheduleRequest{Name: "keep", Spec: "@daily", Agent: "keeper", Goal: "write a", Budget: client.Budget{MaxTime: "1h"}})
+	h.add(api.ScheduleRequest{Name: "keep", Spec: "@daily", Agent: "keeper", Goal: "write a", Budget: api.Budget{MaxTime: "1h"}})
 	first, err := h.c.RunSchedule(ctx, "keep")
 	if err != nil || first.Outcome != "started" || first.RunID == "" || !first.Manual {
 		t.Fatalf("run-now = %+v, %v", first, err)
@@ -90,7 +90,7 @@ func TestRunNowExistingAgentSkipsWhileRunning(t *testing.T) {
 	if _, err := h.c.Stop(ctx, "keeper"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitHistory("keep", "the stopped run's end", func(r []client.ScheduleRun) bool {
+	h.waitHistory("keep", "the stopped run's end", func(r []api.ScheduleRun) bool {
 		for _, x := range r {
 			if x.ID == first.ID {
 				return x.Outcome == "failed" && strings.Contains(x.Reason, "stopped")
@@ -106,8 +106,8 @@ func TestRestartHandlesMissedFiringsPerPolicy(t *testing.T) {
 	h := newHarness(t, at(8, 30))
 	h.finishAtOnce()
 	for _, p := range []string{"skip", "run_once", "run_if_within=2h", "run_if_within=10m"} {
-		h.add(client.ScheduleRequest{Name: "m-" + strings.NewReplacer("=", "-").Replace(p), Spec: "0 * * * *", Template: "hourly",
-			Goal: "check", Missed: p, Autonomy: client.Autonomy{Mode: "auto", Steps: 1}})
+		h.add(api.ScheduleRequest{Name: "m-" + strings.NewReplacer("=", "-").Replace(p), Spec: "0 * * * *", Template: "hourly",
+			Goal: "check", Missed: p, Autonomy: api.Autonomy{Mode: "auto", Steps: 1}})
 	}
 	h.stopManager() // the daemon goes down at 08:30…
 	h.clock.set(at(12, 30))
@@ -119,7 +119,7 @@ func TestRestartHandlesMissedFiringsPerPolicy(t *testing.T) {
 		"m-run_if_within-10m": "missed missed missed missed",
 	}
 	for name, w := range want {
-		runs := h.waitHistory(name, w, func(r []client.ScheduleRun) bool { return outcomes(r) == w })
+		runs := h.waitHistory(name, w, func(r []api.ScheduleRun) bool { return outcomes(r) == w })
 		if !runs[len(runs)-1].Scheduled.Equal(at(9, 0)) || !runs[0].Scheduled.Equal(at(12, 0)) {
 			t.Errorf("%s: records from %v to %v, want 09:00 to 12:00", name, runs[len(runs)-1].Scheduled, runs[0].Scheduled)
 		}
@@ -141,7 +141,7 @@ func TestRunEndAfterRestartIsRecorded(t *testing.T) {
 	h.fake.SetDefault(func(*ollama.ChatRequest) string {
 		return reply("write_file", map[string]string{"path": "a", "contents": "b"})
 	})
-	h.add(client.ScheduleRequest{Name: "slow", Spec: "@daily", Template: "slow", Goal: "write"})
+	h.add(api.ScheduleRequest{Name: "slow", Spec: "@daily", Template: "slow", Goal: "write"})
 	rec, err := h.c.RunSchedule(context.Background(), "slow")
 	if err != nil || rec.Outcome != "started" {
 		t.Fatalf("run-now = %+v, %v", rec, err)
@@ -151,7 +151,7 @@ func TestRunEndAfterRestartIsRecorded(t *testing.T) {
 	if _, err := h.c.Stop(context.Background(), rec.AgentID); err != nil {
 		t.Fatal(err)
 	}
-	h.waitHistory("slow", "the end of the run started before the restart", func(r []client.ScheduleRun) bool {
+	h.waitHistory("slow", "the end of the run started before the restart", func(r []api.ScheduleRun) bool {
 		return len(r) == 1 && r[0].Outcome == "failed" && !r[0].Ended.IsZero()
 	})
 }
@@ -191,8 +191,8 @@ func TestBadSpecsThroughAPI(t *testing.T) {
 		strings.Repeat("1,", 150) + "1 * * * *": "too long",
 	}
 	for spec, want := range corpus {
-		_, err := h.c.AddSchedule(ctx, client.ScheduleRequest{Name: "bad", Spec: spec, Template: "t", Goal: "g"})
-		var ae *client.APIError
+		_, err := h.c.AddSchedule(ctx, api.ScheduleRequest{Name: "bad", Spec: spec, Template: "t", Goal: "g"})
+		var ae *api.APIError
 		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, want) ||
 			!strings.HasPrefix(ae.Message, "bad schedule spec") {
 			t.Errorf("spec %q: err = %v, want a 400 saying %q", spec, err, want)
@@ -210,52 +210,52 @@ func TestBadSpecsThroughAPI(t *testing.T) {
 func TestBadScheduleRequests(t *testing.T) {
 	h := newHarness(t, at(10, 0))
 	ctx := context.Background()
-	h.c.CreateAgent(ctx, client.CreateAgentRequest{Name: "keeper", Description: "d", Start: new(bool)})
-	ok := client.ScheduleRequest{Name: "ok", Spec: "@daily", Template: "t", Goal: "g"}
+	h.c.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: "d", Start: new(bool)})
+	ok := api.ScheduleRequest{Name: "ok", Spec: "@daily", Template: "t", Goal: "g"}
 	tests := []struct {
 		name string
-		edit func(r *client.ScheduleRequest)
+		edit func(r *api.ScheduleRequest)
 		want string
 	}{
-		{"no_name", func(r *client.ScheduleRequest) { r.Name = "" }, "name is required"},
-		{"bad_name", func(r *client.ScheduleRequest) { r.Name = "Nightly Digest" }, `name "Nightly Digest"`},
-		{"no_target", func(r *client.ScheduleRequest) { r.Template = "" }, "no target"},
-		{"both_targets", func(r *client.ScheduleRequest) { r.Agent = "keeper" }, "not both"},
-		{"unknown_agent", func(r *client.ScheduleRequest) { r.Template, r.Agent = "", "ghost" }, `no agent "ghost"`},
-		{"bad_template", func(r *client.ScheduleRequest) { r.Template = "Has Space" }, `template "Has Space"`},
-		{"empty_goal", func(r *client.ScheduleRequest) { r.Goal = " " }, "goal is empty"},
-		{"slack_channel_name", func(r *client.ScheduleRequest) { r.Delivery = "slack:#general" }, "PLATFORM:CHANNEL_ID"},
-		{"delivery_without_channel", func(r *client.ScheduleRequest) { r.Delivery = "slack" }, "PLATFORM:CHANNEL_ID"},
-		{"discord_delivery_without_bot", func(r *client.ScheduleRequest) { r.Delivery = "discord:123" }, "no chat bot is enabled"},
-		{"bad_concurrency", func(r *client.ScheduleRequest) { r.Concurrency = "sometimes" }, "unknown concurrency policy"},
-		{"bad_missed", func(r *client.ScheduleRequest) { r.Missed = "run_if_within" }, "needs a positive window"},
-		{"bad_missed_window", func(r *client.ScheduleRequest) { r.Missed = "run_if_within=soon" }, `"soon" is not a duration`},
-		{"bad_zone", func(r *client.ScheduleRequest) { r.TimeZone = "Europe/Atlantis" }, "unknown time zone"},
-		{"two_zones", func(r *client.ScheduleRequest) { r.Spec, r.TimeZone = "CRON_TZ=Asia/Tokyo @daily", "Europe/Berlin" }, "give one"},
-		{"auto_without_steps", func(r *client.ScheduleRequest) { r.Autonomy.Mode = "auto" }, "needs a number of steps"},
-		{"patterns_without_any", func(r *client.ScheduleRequest) { r.Autonomy.Mode = "patterns" }, "at least one allow pattern"},
-		{"bad_pattern", func(r *client.ScheduleRequest) {
-			r.Autonomy = client.Autonomy{Mode: "patterns", Allow: []string{"read_file(unclosed"}}
+		{"no_name", func(r *api.ScheduleRequest) { r.Name = "" }, "name is required"},
+		{"bad_name", func(r *api.ScheduleRequest) { r.Name = "Nightly Digest" }, `name "Nightly Digest"`},
+		{"no_target", func(r *api.ScheduleRequest) { r.Template = "" }, "no target"},
+		{"both_targets", func(r *api.ScheduleRequest) { r.Agent = "keeper" }, "not both"},
+		{"unknown_agent", func(r *api.ScheduleRequest) { r.Template, r.Agent = "", "ghost" }, `no agent "ghost"`},
+		{"bad_template", func(r *api.ScheduleRequest) { r.Template = "Has Space" }, `template "Has Space"`},
+		{"empty_goal", func(r *api.ScheduleRequest) { r.Goal = " " }, "goal is empty"},
+		{"slack_channel_name", func(r *api.ScheduleRequest) { r.Delivery = "slack:#general" }, "PLATFORM:CHANNEL_ID"},
+		{"delivery_without_channel", func(r *api.ScheduleRequest) { r.Delivery = "slack" }, "PLATFORM:CHANNEL_ID"},
+		{"discord_delivery_without_bot", func(r *api.ScheduleRequest) { r.Delivery = "discord:123" }, "no chat bot is enabled"},
+		{"bad_concurrency", func(r *api.ScheduleRequest) { r.Concurrency = "sometimes" }, "unknown concurrency policy"},
+		{"bad_missed", func(r *api.ScheduleRequest) { r.Missed = "run_if_within" }, "needs a positive window"},
+		{"bad_missed_window", func(r *api.ScheduleRequest) { r.Missed = "run_if_within=soon" }, `"soon" is not a duration`},
+		{"bad_zone", func(r *api.ScheduleRequest) { r.TimeZone = "Europe/Atlantis" }, "unknown time zone"},
+		{"two_zones", func(r *api.ScheduleRequest) { r.Spec, r.TimeZone = "CRON_TZ=Asia/Tokyo @daily", "Europe/Berlin" }, "give one"},
+		{"auto_without_steps", func(r *api.ScheduleRequest) { r.Autonomy.Mode = "auto" }, "needs a number of steps"},
+		{"patterns_without_any", func(r *api.ScheduleRequest) { r.Autonomy.Mode = "patterns" }, "at least one allow pattern"},
+		{"bad_pattern", func(r *api.ScheduleRequest) {
+			r.Autonomy = api.Autonomy{Mode: "patterns", Allow: []string{"read_file(unclosed"}}
 		}, "allow pattern"},
-		{"allow_without_patterns", func(r *client.ScheduleRequest) { r.Autonomy.Allow = []string{"read_file(*)"} }, "go with autonomy mode patterns"},
-		{"bad_mode", func(r *client.ScheduleRequest) { r.Autonomy.Mode = "yolo" }, `autonomy mode "yolo"`},
-		{"negative_steps", func(r *client.ScheduleRequest) { r.Budget.MaxSteps = -1 }, "max_steps -1"},
-		{"bad_max_time", func(r *client.ScheduleRequest) { r.Budget.MaxTime = "an hour" }, `max_time "an hour"`},
-		{"tiny_max_time", func(r *client.ScheduleRequest) { r.Budget.MaxTime = "1ms" }, "at least 1s"},
+		{"allow_without_patterns", func(r *api.ScheduleRequest) { r.Autonomy.Allow = []string{"read_file(*)"} }, "go with autonomy mode patterns"},
+		{"bad_mode", func(r *api.ScheduleRequest) { r.Autonomy.Mode = "yolo" }, `autonomy mode "yolo"`},
+		{"negative_steps", func(r *api.ScheduleRequest) { r.Budget.MaxSteps = -1 }, "max_steps -1"},
+		{"bad_max_time", func(r *api.ScheduleRequest) { r.Budget.MaxTime = "an hour" }, `max_time "an hour"`},
+		{"tiny_max_time", func(r *api.ScheduleRequest) { r.Budget.MaxTime = "1ms" }, "at least 1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := ok
 			tt.edit(&req)
 			_, err := h.c.AddSchedule(ctx, req)
-			var ae *client.APIError
+			var ae *api.APIError
 			if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, tt.want) {
 				t.Errorf("err = %v, want a 400 saying %q", err, tt.want)
 			}
 		})
 	}
 	h.add(ok)
-	if _, err := h.c.AddSchedule(ctx, ok); !errors.Is(err, client.ErrConflict) {
+	if _, err := h.c.AddSchedule(ctx, ok); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("a second schedule named ok: err = %v, want conflict", err)
 	}
 	if list, _ := h.c.Schedules(ctx); len(list) != 1 {
@@ -266,12 +266,12 @@ func TestBadScheduleRequests(t *testing.T) {
 func TestPauseResumeRemove(t *testing.T) {
 	h := newHarness(t, at(8, 0))
 	ctx := context.Background()
-	h.add(client.ScheduleRequest{Name: "p", Spec: "CRON_TZ=Europe/Berlin 30 2 * * *", Template: "p", Goal: "g"})
+	h.add(api.ScheduleRequest{Name: "p", Spec: "CRON_TZ=Europe/Berlin 30 2 * * *", Template: "p", Goal: "g"})
 	s, err := h.c.PauseSchedule(ctx, "p")
 	if err != nil || !s.Paused || !s.Next.IsZero() {
 		t.Fatalf("pause = %+v, %v", s, err)
 	}
-	if _, err := h.c.PauseSchedule(ctx, "p"); !errors.Is(err, client.ErrConflict) {
+	if _, err := h.c.PauseSchedule(ctx, "p"); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("pausing twice: err = %v, want conflict", err)
 	}
 	h.clock.set(at(12, 0))
@@ -286,7 +286,7 @@ func TestPauseResumeRemove(t *testing.T) {
 	if err := h.c.RemoveSchedule(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.c.Schedule(ctx, "p"); !errors.Is(err, client.ErrNotFound) {
+	if _, err := h.c.Schedule(ctx, "p"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("removed schedule: err = %v, want not found", err)
 	}
 }
@@ -294,14 +294,14 @@ func TestPauseResumeRemove(t *testing.T) {
 // panicky is an Agents whose every run start panics.
 type panicky struct{ Agents }
 
-func (panicky) CreateRun(context.Context, client.CreateAgentRequest, run.Options) (*client.Agent, error) {
+func (panicky) CreateRun(context.Context, api.CreateAgentRequest, run.Options) (*api.Agent, error) {
 	panic("boom")
 }
 
 // A panic in a run's start is recovered and recorded as a failed firing.
 func TestPanicInStartIsRecorded(t *testing.T) {
 	h := newHarness(t, at(10, 0))
-	h.add(client.ScheduleRequest{Name: "boom", Spec: "@daily", Template: "boom", Goal: "g"})
+	h.add(api.ScheduleRequest{Name: "boom", Spec: "@daily", Template: "boom", Goal: "g"})
 	h.stopManager()
 	m := New(Options{Store: h.st, Agents: panicky{h.sup.API().Facade()}, Clock: h.clock, Local: time.UTC})
 	if err := m.Start(context.Background()); err != nil {
@@ -312,7 +312,7 @@ func TestPanicInStartIsRecorded(t *testing.T) {
 	if err != nil || rec.Outcome != "failed" || !strings.Contains(rec.Reason, "panicked: boom") {
 		t.Fatalf("run-now = %+v, %v; want failed with the panic", rec, err)
 	}
-	var runs []client.ScheduleRun
+	var runs []api.ScheduleRun
 	h.st.View(context.Background(), func(tx *store.Tx) (err error) { runs, err = tx.ScheduleRuns(rec.ScheduleID, 0); return err })
 	if len(runs) != 1 || runs[0].Outcome != "failed" {
 		t.Errorf("stored records = %+v", runs)
@@ -324,10 +324,10 @@ func TestPanicInStartIsRecorded(t *testing.T) {
 func TestWatchdogStopsALoopingFiring(t *testing.T) {
 	h := newHarness(t, at(8, 59))
 	h.loopForever()
-	h.add(client.ScheduleRequest{Name: "tidy", Spec: "0 9 * * *", Template: "tidy", Goal: "tidy the notes",
-		Autonomy: client.Autonomy{Mode: "auto", Steps: 20}})
+	h.add(api.ScheduleRequest{Name: "tidy", Spec: "0 9 * * *", Template: "tidy", Goal: "tidy the notes",
+		Autonomy: api.Autonomy{Mode: "auto", Steps: 20}})
 	h.clock.set(at(9, 0))
-	runs := h.waitHistory("tidy", "a run stopped by the watchdog", func(r []client.ScheduleRun) bool {
+	runs := h.waitHistory("tidy", "a run stopped by the watchdog", func(r []api.ScheduleRun) bool {
 		return len(r) == 1 && !r[0].Ended.IsZero()
 	})
 	r := runs[0]

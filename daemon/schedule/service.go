@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands/permission"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -28,7 +28,7 @@ var (
 )
 
 func badRequest(format string, args ...any) error {
-	return client.Errorf(client.ErrBadRequest, format, args...)
+	return api.Errorf(api.ErrBadRequest, format, args...)
 }
 
 // apiErr gives the Scheduler's errors their API kinds.
@@ -37,9 +37,9 @@ func apiErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, cron.ErrNotFound):
-		return client.Errorf(client.ErrNotFound, "%v", err)
+		return api.Errorf(api.ErrNotFound, "%v", err)
 	case errors.Is(err, cron.ErrStopped):
-		return client.Errorf(client.ErrConflict, "the scheduler is stopped: agentd is shutting down")
+		return api.Errorf(api.ErrConflict, "the scheduler is stopped: agentd is shutting down")
 	}
 	return err
 }
@@ -60,14 +60,14 @@ func resolve(tx *store.Tx, ref string) (*store.Schedule, error) {
 		s, err = tx.ScheduleByName(ref)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, client.Errorf(client.ErrNotFound, "no schedule %q: see `agentctl schedule ls`", ref)
+		return nil, api.Errorf(api.ErrNotFound, "no schedule %q: see `agentctl schedule ls`", ref)
 	}
 	return s, err
 }
 
 // view is a stored schedule as the API shows it, with the Scheduler's status; next
 // fire times are listed when n > 0.
-func (m *Manager) view(row *store.Schedule, n int) client.Schedule {
+func (m *Manager) view(row *store.Schedule, n int) api.Schedule {
 	out := row.Schedule
 	out.Autonomy.Allow = append([]string(nil), row.Autonomy.Allow...)
 	out.TimeZone = "Local"
@@ -86,7 +86,7 @@ func (m *Manager) view(row *store.Schedule, n int) client.Schedule {
 }
 
 // Schedules lists every schedule by name.
-func (m *Manager) Schedules(ctx context.Context) ([]client.Schedule, error) {
+func (m *Manager) Schedules(ctx context.Context) ([]api.Schedule, error) {
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (m *Manager) Schedules(ctx context.Context) ([]client.Schedule, error) {
 	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { rows, err = tx.Schedules(); return err }); err != nil {
 		return nil, err
 	}
-	out := make([]client.Schedule, 0, len(rows))
+	out := make([]api.Schedule, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, m.view(r, 0))
 	}
@@ -102,7 +102,7 @@ func (m *Manager) Schedules(ctx context.Context) ([]client.Schedule, error) {
 }
 
 // Schedule returns one schedule with its status and next fire times.
-func (m *Manager) Schedule(ctx context.Context, ref string) (*client.Schedule, error) {
+func (m *Manager) Schedule(ctx context.Context, ref string) (*api.Schedule, error) {
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (m *Manager) Schedule(ctx context.Context, ref string) (*client.Schedule, e
 
 // AddSchedule checks req, stores the schedule and starts firing it. Every problem with
 // the request is a bad request naming the field.
-func (m *Manager) AddSchedule(ctx context.Context, req client.ScheduleRequest) (*client.Schedule, error) {
+func (m *Manager) AddSchedule(ctx context.Context, req api.ScheduleRequest) (*api.Schedule, error) {
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (m *Manager) AddSchedule(ctx context.Context, req client.ScheduleRequest) (
 	sc.ID, sc.LastFired = row.ID, row.Cursor
 	err = m.st.Tx(ctx, func(tx *store.Tx) error {
 		if _, err := tx.ScheduleByName(row.Name); err == nil {
-			return client.Errorf(client.ErrConflict, "a schedule named %q exists already: pick another name, or remove it first", row.Name)
+			return api.Errorf(api.ErrConflict, "a schedule named %q exists already: pick another name, or remove it first", row.Name)
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
@@ -157,7 +157,7 @@ func (m *Manager) AddSchedule(ctx context.Context, req client.ScheduleRequest) (
 }
 
 // check validates req and returns the row to store and the Scheduler's schedule.
-func (m *Manager) check(ctx context.Context, req client.ScheduleRequest) (*store.Schedule, cron.Schedule, error) {
+func (m *Manager) check(ctx context.Context, req api.ScheduleRequest) (*store.Schedule, cron.Schedule, error) {
 	var sc cron.Schedule
 	row := &store.Schedule{}
 	name := strings.TrimSpace(req.Name)
@@ -189,7 +189,7 @@ func (m *Manager) check(ctx context.Context, req client.ScheduleRequest) (*store
 	case agentRef != "":
 		a, err := m.agents.Agent(ctx, agentRef)
 		if err != nil {
-			if errors.Is(err, client.ErrNotFound) {
+			if errors.Is(err, api.ErrNotFound) {
 				return nil, sc, badRequest("agent: no agent %q: see `agentctl ls`, or use a template to create one per run", agentRef)
 			}
 			return nil, sc, err
@@ -242,14 +242,14 @@ func (m *Manager) check(ctx context.Context, req client.ScheduleRequest) (*store
 	return row, sc, nil
 }
 
-func checkBudget(b client.Budget, row *store.Schedule) error {
+func checkBudget(b api.Budget, row *store.Schedule) error {
 	if b.MaxSteps < 0 {
 		return badRequest("budget max_steps %d: want 0 (no bound) or more", b.MaxSteps)
 	}
 	if b.MaxTokens < 0 {
 		return badRequest("budget max_tokens %d: want 0 (no bound) or more", b.MaxTokens)
 	}
-	row.Budget = client.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}
+	row.Budget = api.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}
 	if t := strings.TrimSpace(b.MaxTime); t != "" {
 		d, err := time.ParseDuration(t)
 		if err != nil {
@@ -263,28 +263,28 @@ func checkBudget(b client.Budget, row *store.Schedule) error {
 	return nil
 }
 
-func checkAutonomy(au client.Autonomy, row *store.Schedule) error {
+func checkAutonomy(au api.Autonomy, row *store.Schedule) error {
 	mode := strings.TrimSpace(au.Mode)
 	if mode == "" {
-		mode = client.AutonomyAsk
+		mode = api.AutonomyAsk
 	}
 	if au.Steps < 0 {
 		return badRequest("autonomy steps %d: want 0 or more", au.Steps)
 	}
-	if au.Steps > 0 && mode != client.AutonomyAuto {
+	if au.Steps > 0 && mode != api.AutonomyAuto {
 		return badRequest("autonomy steps go with mode auto, not %s", mode)
 	}
-	if len(au.Allow) > 0 && mode != client.AutonomyPatterns {
+	if len(au.Allow) > 0 && mode != api.AutonomyPatterns {
 		return badRequest("allow patterns go with autonomy mode patterns, not %s", mode)
 	}
-	row.Autonomy = client.Autonomy{Mode: mode, Steps: au.Steps}
+	row.Autonomy = api.Autonomy{Mode: mode, Steps: au.Steps}
 	switch mode {
-	case client.AutonomyAsk:
-	case client.AutonomyAuto:
+	case api.AutonomyAsk:
+	case api.AutonomyAuto:
 		if au.Steps == 0 && row.Budget.MaxSteps == 0 {
 			return badRequest("autonomy auto needs a number of steps: give steps, or a max_steps budget (the run goes on unasked up to it)")
 		}
-	case client.AutonomyPatterns:
+	case api.AutonomyPatterns:
 		if len(au.Allow) == 0 {
 			return badRequest("autonomy patterns needs at least one allow pattern, e.g. read_file(*)")
 		}
@@ -330,16 +330,16 @@ func (m *Manager) RemoveSchedule(ctx context.Context, ref string) error {
 }
 
 // PauseSchedule stops a schedule firing until ResumeSchedule.
-func (m *Manager) PauseSchedule(ctx context.Context, ref string) (*client.Schedule, error) {
+func (m *Manager) PauseSchedule(ctx context.Context, ref string) (*api.Schedule, error) {
 	return m.setPaused(ctx, ref, true)
 }
 
 // ResumeSchedule lets a paused schedule fire again, from now on.
-func (m *Manager) ResumeSchedule(ctx context.Context, ref string) (*client.Schedule, error) {
+func (m *Manager) ResumeSchedule(ctx context.Context, ref string) (*api.Schedule, error) {
 	return m.setPaused(ctx, ref, false)
 }
 
-func (m *Manager) setPaused(ctx context.Context, ref string, paused bool) (*client.Schedule, error) {
+func (m *Manager) setPaused(ctx context.Context, ref string, paused bool) (*api.Schedule, error) {
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -349,7 +349,7 @@ func (m *Manager) setPaused(ctx context.Context, ref string, paused bool) (*clie
 			return err
 		}
 		if row.Paused == paused {
-			return client.Errorf(client.ErrConflict, "schedule %s is %s already", row.Name, map[bool]string{true: "paused", false: "not paused"}[paused])
+			return api.Errorf(api.ErrConflict, "schedule %s is %s already", row.Name, map[bool]string{true: "paused", false: "not paused"}[paused])
 		}
 		row.Paused = paused
 		return tx.SetSchedulePaused(row.ID, paused)
@@ -371,7 +371,7 @@ func (m *Manager) setPaused(ctx context.Context, ref string, paused bool) (*clie
 
 // RunSchedule fires a schedule now, paused or not, under its concurrency policy, and
 // returns the firing's record (started with its run, queued, skipped or failed).
-func (m *Manager) RunSchedule(ctx context.Context, ref string) (*client.ScheduleRun, error) {
+func (m *Manager) RunSchedule(ctx context.Context, ref string) (*api.ScheduleRun, error) {
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -397,11 +397,11 @@ func (m *Manager) RunSchedule(ctx context.Context, ref string) (*client.Schedule
 
 // ScheduleHistory returns a schedule's firing records, newest first (at most limit when
 // limit > 0).
-func (m *Manager) ScheduleHistory(ctx context.Context, ref string, limit int) ([]client.ScheduleRun, error) {
+func (m *Manager) ScheduleHistory(ctx context.Context, ref string, limit int) ([]api.ScheduleRun, error) {
 	if limit < 0 {
 		return nil, badRequest("limit %d: want 0 (all) or more", limit)
 	}
-	out := []client.ScheduleRun{}
+	out := []api.ScheduleRun{}
 	err := m.st.View(ctx, func(tx *store.Tx) error {
 		row, err := resolve(tx, ref)
 		if err != nil {

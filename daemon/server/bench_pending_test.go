@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // BenchmarkRestartPending measures DESIGN §7's restart figure black-box, for issue 21's
@@ -41,12 +41,12 @@ func BenchmarkRestartPending(b *testing.B) {
 	}
 	bin := buildAgentd(b)
 	model := ollamatest.NewFake(b)
-	model.SetDefault(func(*api.ChatRequest) string { return proposal("list_folder", `{"path":"."}`) })
+	model.SetDefault(func(*ollama.ChatRequest) string { return proposal("list_folder", `{"path":"."}`) })
 	cfg := testConfig(b, model, "")
 	cfg.Slack.Enabled = false
 	cfg.Socket = filepath.Join(testutil.ShortTempDir(b), "s.sock")
 	stop := runDaemon(b, cfg, slog.New(slog.DiscardHandler))
-	c := &client.Client{Socket: cfg.Socket}
+	c := &api.Client{Socket: cfg.Socket}
 	seedPending(b, c, n)
 	if err := stop(); err != nil {
 		b.Fatal(err)
@@ -69,7 +69,7 @@ func BenchmarkRestartPending(b *testing.B) {
 }
 
 // seedPending creates n agents through the API and waits until each awaits a decision.
-func seedPending(b *testing.B, c *client.Client, n int) {
+func seedPending(b *testing.B, c *api.Client, n int) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	work := make(chan int)
@@ -77,7 +77,7 @@ func seedPending(b *testing.B, c *client.Client, n int) {
 	for range 16 {
 		wg.Go(func() {
 			for i := range work {
-				_, err := c.CreateAgent(ctx, client.CreateAgentRequest{Name: fmt.Sprintf("pending-%05d", i),
+				_, err := c.CreateAgent(ctx, api.CreateAgentRequest{Name: fmt.Sprintf("pending-%05d", i),
 					Description: "waits for a person", Task: "list the workspace"})
 				if err != nil {
 					select {
@@ -104,7 +104,7 @@ func seedPending(b *testing.B, c *client.Client, n int) {
 }
 
 // awaiting counts the agents awaiting a decision on a pending proposal, as listed.
-func awaiting(c *client.Client) int {
+func awaiting(c *api.Client) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	as, err := c.Agents(ctx)
@@ -113,7 +113,7 @@ func awaiting(c *client.Client) int {
 	}
 	k := 0
 	for _, a := range as {
-		if a.State == client.StateAwaitingDecision && a.Pending != nil {
+		if a.State == api.StateAwaitingDecision && a.Pending != nil {
 			k++
 		}
 	}
@@ -142,7 +142,7 @@ func restartUntilListed(b *testing.B, bin, cfgPath, stateDir, socket string, n i
 		cmd.Wait()
 	}()
 	var r restarted
-	c := &client.Client{Socket: socket}
+	c := &api.Client{Socket: socket}
 	if !testutil.Wait(time.Minute, func() bool { _, err := c.Status(context.Background()); return err == nil }) {
 		b.Fatal("the restarted daemon did not answer on its socket")
 	}

@@ -4,19 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord"
 	"github.com/agentd/agentd/bots/slack"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/schedule"
@@ -28,7 +28,7 @@ import (
 // chatBots are the relay and the enabled chat bots, made before the schedules' manager
 // (which delivers runs through the relay) and started after the supervisor.
 type chatBots struct {
-	relay   *bots.Relay // nil when no bot is enabled
+	relay   *bots.Relay // nil when no bot runs
 	runs    []func(ctx context.Context)
 	log     *slog.Logger
 	slack   *config.SlackConfig
@@ -36,65 +36,103 @@ type chatBots struct {
 	// tokens fingerprints the secrets the bots were built with (botTokens), so a reload
 	// sees a rotated token file even when no config key changed.
 	tokens string
+	// missing are the secrets of enabled bots that could not be read: those bots did not
+	// start, and status and doctor say so, each secret with its fix.
+	missing []missingSecret
+	since   time.Time // when they were found missing
 }
 
 var _ schedule.Chat = (*bots.Relay)(nil)
 
+// chatBot is a bot the relay posts through, run until its context ends.
+type chatBot interface {
+	bots.Adapter
+	Run(ctx context.Context) error
+}
+
 // newBots makes the relay and the enabled bots; Slack and Discord share the relay, which
 // starts team runs from chat with teams (nil: none) and the workflows in [teams] dir.
-// Secrets missing are an error.
+// A bot whose secrets are missing is not started, and logged once with every secret it
+// lacks; the rest of agentd runs without it (a service does not restart in a loop over
+// a token to be written), and a reload that finds the secrets starts it.
 func newBots(cfg *config.Config, svc bots.Service, teams *team.Engine, st *store.Store, log *slog.Logger, mx *metrics.Metrics) (*chatBots, error) {
-	tok, tokens, err := readBotTokens(cfg)
-	if err != nil {
-		return nil, err
-	}
-	c := &chatBots{log: log, tokens: tokens}
-	if !cfg.Slack.Enabled && !cfg.Discord.Enabled {
-		return c, nil
-	}
-	relay := bots.New(bots.Options{Service: svc, Bindings: chatstore.New(st), Log: log,
-		ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration, OnExpired: mx.DecisionExpired,
-		Audit: chatstore.New(st).Audit})
-	if teams != nil {
-		relay.SetTeams(team.Shelf{Engine: teams, Dir: cfg.Teams.Dir})
+	sec := readBotTokens(cfg)
+	c := &chatBots{log: log, tokens: sec.fp, missing: sec.missing, since: time.Now()}
+	var relay *bots.Relay
+	add := func(platform string, make func(*bots.Relay) (chatBot, bots.Rules, error)) error {
+		if sec.lacks(platform) != nil {
+			return nil // start says so
+		}
+		if relay == nil {
+			relay = bots.New(bots.Options{Service: svc, Bindings: chatstore.New(st), Log: log,
+				ApproveN: cfg.Bots.ApproveCount, Expiry: cfg.Bots.DecisionExpiry.Duration, OnExpired: mx.DecisionExpired,
+				Audit: chatstore.New(st).Audit})
+			if teams != nil {
+				relay.SetTeams(team.Shelf{Engine: teams, Dir: cfg.Teams.Dir})
+			}
+		}
+		bot, rules, err := make(relay)
+		if err != nil {
+			return err
+		}
+		relay.Add(bot, rules)
+		c.runs = append(c.runs, func(ctx context.Context) { bot.Run(ctx) })
+		return nil
 	}
 	if cfg.Slack.Enabled {
 		s := &cfg.Slack
-		botToken, appToken := tok[slackBotToken], tok[slackAppToken]
 		mx.SetBotConnected(slack.Platform, false)
-		bot, err := slack.New(slack.Options{BotToken: botToken, AppToken: appToken, APIURL: s.APIURL, Relay: relay, Log: log,
-			OnConnection: func(up bool) { mx.SetBotConnected(slack.Platform, up) }})
+		err := add(slack.Platform, func(relay *bots.Relay) (chatBot, bots.Rules, error) {
+			bot, err := slack.New(slack.Options{BotToken: sec.tokens[slackBotToken], AppToken: sec.tokens[slackAppToken], APIURL: s.APIURL, Relay: relay, Log: log,
+				OnConnection: func(up bool) { mx.SetBotConnected(slack.Platform, up) }})
+			if err != nil {
+				return nil, bots.Rules{}, err
+			}
+			rules, err := slackRules(s)
+			c.slack = s
+			return bot, rules, err
+		})
 		if err != nil {
 			return nil, err
 		}
-		rules, err := slackRules(s)
-		if err != nil {
-			return nil, err
-		}
-		relay.Add(bot, rules)
-		c.slack = s
-		c.runs = append(c.runs, func(ctx context.Context) { bot.Run(ctx) })
 	}
 	if cfg.Discord.Enabled {
 		d := &cfg.Discord
-		token := tok[discordToken]
 		mx.SetBotConnected(discord.Platform, false)
-		bot, err := discord.New(discord.Options{Token: token, ApplicationID: d.ApplicationID, Guilds: d.Guilds,
-			APIURL: d.APIURL, Relay: relay, Log: log, OnConnection: func(up bool) { mx.SetBotConnected(discord.Platform, up) }})
+		err := add(discord.Platform, func(relay *bots.Relay) (chatBot, bots.Rules, error) {
+			bot, err := discord.New(discord.Options{Token: sec.tokens[discordToken], ApplicationID: d.ApplicationID, Guilds: d.Guilds,
+				APIURL: d.APIURL, Relay: relay, Log: log, OnConnection: func(up bool) { mx.SetBotConnected(discord.Platform, up) }})
+			if err != nil {
+				return nil, bots.Rules{}, err
+			}
+			rules, err := discordRules(d)
+			c.discord = d
+			return bot, rules, err
+		})
 		if err != nil {
 			return nil, err
 		}
-		rules, err := discordRules(d)
-		if err != nil {
-			return nil, err
-		}
-		relay.Add(bot, rules)
-		c.discord = d
-		c.runs = append(c.runs, func(ctx context.Context) { bot.Run(ctx) })
 	}
-	c.relay = relay
-	c.runs = append(c.runs, func(ctx context.Context) { relay.Run(ctx) })
+	if relay != nil {
+		c.relay = relay
+		c.runs = append(c.runs, func(ctx context.Context) { relay.Run(ctx) })
+	}
 	return c, nil
+}
+
+// wouldStop is why c cannot replace a set running the bots of platforms: the secrets
+// of those it leaves out, each with its fix; nil when it runs them all.
+func (c *chatBots) wouldStop(platforms []string) error {
+	var errs []error
+	for _, m := range c.missing {
+		if slices.Contains(platforms, m.part) {
+			errs = append(errs, fmt.Errorf("%w: %s", m.err, m.fix))
+		}
+	}
+	if len(errs) > 0 {
+		errs = append([]error{errors.New("the running bots keep their tokens; fix these and reload again")}, errs...)
+	}
+	return errors.Join(errs...)
 }
 
 // chat is where schedules deliver runs: nil without bots.
@@ -106,8 +144,14 @@ func (c *chatBots) chat() schedule.Chat {
 }
 
 // start runs the relay and the bots until ctx ends; wait returns once they have. A
-// platform being down never stops the daemon: the bots reconnect with backoff.
+// platform being down never stops the daemon: the bots reconnect with backoff. A bot
+// left out for its missing secrets is logged here, once for the set.
 func (c *chatBots) start(ctx context.Context) (wait func()) {
+	for _, part := range []string{"discord", "slack"} {
+		if err := (botSecrets{missing: c.missing}).lacks(part); err != nil {
+			c.log.Error(part+" bot not started: its secrets are missing; everything else runs (agentctl doctor says how to fix it)", "err", err)
+		}
+	}
 	var wg sync.WaitGroup
 	for _, run := range c.runs {
 		wg.Go(func() { run(ctx) })
@@ -128,58 +172,64 @@ const (
 	discordToken  = "discord bot token"
 )
 
-// readBotTokens reads the enabled bots' tokens, each once, and a fingerprint of them (a
-// hash, so a reload can see a rotated token file without keeping the tokens). "" without
-// bots.
-func readBotTokens(cfg *config.Config) (map[string]string, string, error) {
-	type where struct{ what, env, file string }
-	var secrets []where
-	if s := &cfg.Slack; s.Enabled {
-		secrets = append(secrets, where{slackBotToken, s.BotTokenEnv, s.BotTokenFile}, where{slackAppToken, s.AppTokenEnv, s.AppTokenFile})
-	}
-	if d := &cfg.Discord; d.Enabled {
-		secrets = append(secrets, where{discordToken, d.TokenEnv, d.TokenFile})
-	}
-	if len(secrets) == 0 {
-		return nil, "", nil
-	}
-	tokens := map[string]string{}
+// botNotStarted is the state status shows for an enabled bot whose secrets are missing.
+const botNotStarted = "not started"
+
+// missingSecret is a secret a bot lacks: why it cannot be read, and the fix.
+type missingSecret struct {
+	part string // slack, discord
+	err  error
+	fix  string
+}
+
+// botSecrets are the enabled bots' tokens, each read once: the tokens by what they are,
+// a fingerprint (a hash, so a reload sees a rotated or newly written token file without
+// keeping the tokens; what could not be read counts too), and every secret a bot lacks.
+type botSecrets struct {
+	tokens  map[string]string
+	fp      string
+	missing []missingSecret
+}
+
+// readBotTokens reads the enabled bots' secrets ("" fingerprint without bots).
+func readBotTokens(cfg *config.Config) botSecrets {
+	var out botSecrets
 	h := sha256.New()
-	for _, t := range secrets {
-		v, err := secret(t.what, t.env, t.file)
-		if err != nil {
-			return nil, "", err
+	for _, s := range neededSecrets(cfg) {
+		if s.part == "http" {
+			continue // the listener's, read at start (httpToken)
 		}
-		tokens[t.what] = v
-		fmt.Fprintf(h, "%s\x00%s\x00", t.what, v)
+		if out.tokens == nil {
+			out.tokens = map[string]string{}
+		}
+		v, err := s.read()
+		if err != nil {
+			out.missing = append(out.missing, missingSecret{part: s.part, err: err, fix: s.fix()})
+			fmt.Fprintf(h, "%s\x00missing: %v\x00", s.what, err)
+			continue
+		}
+		out.tokens[s.what] = v
+		fmt.Fprintf(h, "%s\x00%s\x00", s.what, v)
 	}
-	return tokens, hex.EncodeToString(h.Sum(nil)), nil
+	if out.tokens != nil {
+		out.fp = hex.EncodeToString(h.Sum(nil))
+	}
+	return out
+}
+
+// lacks is why the bot of part cannot start, every secret it lacks; nil when none.
+func (b botSecrets) lacks(part string) error {
+	var errs []error
+	for _, m := range b.missing {
+		if m.part == part {
+			errs = append(errs, m.err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // botTokens is the fingerprint of the enabled bots' tokens (readBotTokens).
-func botTokens(cfg *config.Config) (string, error) {
-	_, fp, err := readBotTokens(cfg)
-	return fp, err
-}
-
-// secret reads a token from a file (which wins) or an environment variable. Errors name
-// where it was looked for, never what was found.
-func secret(what, env, file string) (string, error) {
-	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", what, err)
-		}
-		if v := strings.TrimSpace(string(b)); v != "" {
-			return v, nil
-		}
-		return "", fmt.Errorf("%s: %s is empty", what, file)
-	}
-	if v := strings.TrimSpace(os.Getenv(env)); v != "" {
-		return v, nil
-	}
-	return "", fmt.Errorf("%s: $%s is not set (or set a file in the config)", what, env)
-}
+func botTokens(cfg *config.Config) string { return readBotTokens(cfg).fp }
 
 // slackRules turns [slack] into the relay's rules: ids starting with S are user groups.
 // Mentions pasted from Slack (<@U123>, <!subteam^S123|@team>) are read as the ids they
@@ -259,35 +309,61 @@ func discordRules(d *config.DiscordConfig) (bots.Rules, error) {
 	return r, nil
 }
 
-// statuses are the bots' connections, for agentctl status.
-func (c *chatBots) statuses() []client.BotStatus {
-	if c == nil || c.relay == nil {
+// statuses are the bots' connections, for agentctl status, and the bots not started
+// for their missing secrets.
+func (c *chatBots) statuses() []api.BotStatus {
+	if c == nil {
 		return nil
 	}
-	var out []client.BotStatus
-	for _, s := range c.relay.Statuses() {
-		out = append(out, client.BotStatus{Platform: s.Platform, State: s.State, Since: s.Since, Attempt: s.Attempt, Error: s.Error})
+	var out []api.BotStatus
+	if c.relay != nil {
+		for _, s := range c.relay.Statuses() {
+			out = append(out, api.BotStatus{Platform: s.Platform, State: s.State, Since: s.Since, Attempt: s.Attempt, Error: s.Error})
+		}
 	}
+	for _, m := range c.missing {
+		if i := slices.IndexFunc(out, func(s api.BotStatus) bool { return s.Platform == m.part }); i >= 0 {
+			out[i].Error += "; " + m.err.Error()
+			continue
+		}
+		out = append(out, api.BotStatus{Platform: m.part, State: botNotStarted, Since: c.since, Error: m.err.Error()})
+	}
+	slices.SortStableFunc(out, func(a, b api.BotStatus) int { return strings.Compare(a.Platform, b.Platform) })
 	return out
 }
 
-// chatCheck is agentctl doctor's check of the bots' connections. A reload replaces the
-// bot set, so the check asks live for the current one; none before the bots start.
+// chatCheck is agentctl doctor's check of the bots: their connections, and each secret
+// a bot that did not start lacks, with its fix. A reload replaces the bot set, so the
+// check asks live for the current one; none before the bots start.
 func chatCheck(live *liveBots) agent.HealthCheck {
-	return func(context.Context) []client.Check { return botChecks(live.statuses(), time.Now()) }
+	return func(context.Context) []api.Check {
+		live.mu.Lock()
+		cur := live.cur
+		live.mu.Unlock()
+		var out []api.Check
+		if cur != nil {
+			for _, m := range cur.missing {
+				out = append(out, api.Check{Name: m.part, Status: api.CheckFail, Detail: "not started: " + m.err.Error(), Fix: m.fix})
+			}
+		}
+		return append(out, botChecks(live.statuses(), time.Now())...)
+	}
 }
 
 // botChecks judges connections: up is ok, connecting for under 30 s a warning, anything
-// else a failure with what to check.
-func botChecks(sts []client.BotStatus, now time.Time) []client.Check {
-	var out []client.Check
+// else a failure with what to check. A bot not started for its secrets is chatCheck's.
+func botChecks(sts []api.BotStatus, now time.Time) []api.Check {
+	var out []api.Check
 	for _, s := range sts {
-		ch := client.Check{Name: s.Platform, Status: client.CheckOK, Detail: "connected since " + s.Since.Format(time.RFC3339)}
+		if s.State == botNotStarted {
+			continue
+		}
+		ch := api.Check{Name: s.Platform, Status: api.CheckOK, Detail: "connected since " + s.Since.Format(time.RFC3339)}
 		switch {
 		case s.State == bots.StateConnecting && now.Sub(s.Since) < 30*time.Second:
-			ch.Status, ch.Detail = client.CheckWarn, "connecting"
+			ch.Status, ch.Detail = api.CheckWarn, "connecting"
 		case s.State != bots.StateConnected:
-			ch.Status = client.CheckFail
+			ch.Status = api.CheckFail
 			ch.Detail = fmt.Sprintf("%s since %s", s.State, s.Since.Format(time.RFC3339))
 			if s.Attempt > 0 {
 				ch.Detail += fmt.Sprintf(" (attempt %d)", s.Attempt)

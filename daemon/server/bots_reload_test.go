@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/bots/slack/fakeslack"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/fakeslack"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestReloadRestartsTheSlackBot: a reload that changes a [slack] key restarts the bot (it
@@ -53,7 +53,7 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 	if !testutil.Wait(10*time.Second, func() bool {
 		list, _ := d.c.Agents(ctx)
 		for _, a := range list {
-			if a.Pending != nil && a.Pending.Status == client.ProposalPending {
+			if a.Pending != nil && a.Pending.Status == api.ProposalPending {
 				agentID = a.ID
 			}
 		}
@@ -66,7 +66,7 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 		return slices.ContainsFunc(v.Messages(channel, thread), func(m fakeslack.Message) bool { return strings.Contains(m.Text, "write_file") })
 	})
 
-	reload := func() *client.ReloadResult {
+	reload := func() *api.ReloadResult {
 		t.Helper()
 		res, err := d.c.Reload(ctx)
 		if err != nil {
@@ -93,14 +93,14 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 	}
 	wait("the restarted bot to connect", func(v fakeslack.View) bool { return v.Connected() && v.Connections() == 2 })
 	fs.Say(approver, channel, "channel", thread, "y", false)
-	var ps []client.Proposal
+	var ps []api.Proposal
 	if !testutil.Wait(10*time.Second, func() bool {
 		var err error
 		if ps, err = d.c.Proposals(ctx, agentID); err != nil {
 			t.Fatal(err)
 		}
 		// Run, so decided: the folder does not exist, which fails the command itself.
-		return len(ps) > 0 && (ps[0].Status == client.ProposalSucceeded || ps[0].Status == client.ProposalFailed)
+		return len(ps) > 0 && (ps[0].Status == api.ProposalSucceeded || ps[0].Status == api.ProposalFailed)
 	}) {
 		t.Fatalf("the proposal posted before the restart was not decided from its thread: %+v; log:\n%s", ps, d.log)
 	}

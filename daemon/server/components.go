@@ -7,15 +7,15 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/mcp"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/commands/web"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // components builds the components config asks for beyond the supervisor's own: web,
@@ -204,57 +204,57 @@ func shellCommands(cfg *config.Config, boxes *shell.Boxes, log *slog.Logger) (co
 }
 
 // shellStatus is the shell commands' sandbox and limits as agentctl status shows them.
-func shellStatus(cfg *config.Config, boxes *shell.Boxes) client.ShellStatus {
+func shellStatus(cfg *config.Config, boxes *shell.Boxes) api.ShellStatus {
 	if !cfg.Shell.Enabled {
-		return client.ShellStatus{}
+		return api.ShellStatus{}
 	}
 	line, ok := shell.DescribeSandbox(shellOptions(cfg))
 	limits, perAgent := boxes.Describe()
-	return client.ShellStatus{Enabled: true, Sandbox: line, Confined: ok, Limits: limits, LimitsPerAgent: perAgent}
+	return api.ShellStatus{Enabled: true, Sandbox: line, Confined: ok, Limits: limits, LimitsPerAgent: perAgent}
 }
 
 // sandboxCheck is doctor's check of the sandbox execute_shell runs in: a failure when
 // the commands are refused, a warning when they run unconfined.
-func sandboxCheck(cfg *config.Config) client.Check {
+func sandboxCheck(cfg *config.Config) api.Check {
 	line, ok := shell.DescribeSandbox(shellOptions(cfg))
 	switch {
 	case ok:
-		return client.Check{Name: "shell", Status: client.CheckOK, Detail: "execute_shell runs in " + line}
+		return api.Check{Name: "shell", Status: api.CheckOK, Detail: "execute_shell runs in " + line}
 	case cfg.Shell.Sandbox == shell.SandboxNone:
-		return client.Check{Name: "shell", Status: client.CheckWarn, Detail: "execute_shell runs " + line,
+		return api.Check{Name: "shell", Status: api.CheckWarn, Detail: "execute_shell runs " + line,
 			Fix: "apt-get install bubblewrap and set [shell] sandbox = \"auto\" to confine it"}
 	}
-	return client.Check{Name: "shell", Status: client.CheckFail, Detail: "execute_shell and execute_python_file are " + line, Fix: sandboxFix}
+	return api.Check{Name: "shell", Status: api.CheckFail, Detail: "execute_shell and execute_python_file are " + line, Fix: sandboxFix}
 }
 
 // limitsCheck is doctor's check of how agents' programs are bounded together: a warning,
 // saying what is weaker and the fix, without a cgroup per agent.
-func limitsCheck(boxes *shell.Boxes) client.Check {
+func limitsCheck(boxes *shell.Boxes) api.Check {
 	line, full := boxes.Describe()
 	if full {
-		return client.Check{Name: "limits", Status: client.CheckOK, Detail: line}
+		return api.Check{Name: "limits", Status: api.CheckOK, Detail: line}
 	}
-	return client.Check{Name: "limits", Status: client.CheckWarn, Detail: line, Fix: shell.BoxesFix}
+	return api.Check{Name: "limits", Status: api.CheckWarn, Detail: line, Fix: shell.BoxesFix}
 }
 
 // healthChecks are agentctl doctor's checks of the components built here.
 func healthChecks(cfg *config.Config, bridge *mcp.Bridge, boxes *shell.Boxes) []agent.HealthCheck {
 	var out []agent.HealthCheck
 	if cfg.Shell.Enabled {
-		out = append(out, func(context.Context) []client.Check {
-			return []client.Check{sandboxCheck(cfg), limitsCheck(boxes)}
+		out = append(out, func(context.Context) []api.Check {
+			return []api.Check{sandboxCheck(cfg), limitsCheck(boxes)}
 		})
 	}
 	if tc := tokenFileCheck(cfg); tc != nil {
 		out = append(out, tc)
 	}
 	if bridge != nil {
-		out = append(out, func(context.Context) []client.Check {
-			var checks []client.Check
+		out = append(out, func(context.Context) []api.Check {
+			var checks []api.Check
 			for _, st := range bridge.Status() {
-				c := client.Check{Name: "mcp " + st.Name, Status: client.CheckOK, Detail: fmt.Sprintf("up, %d tools", st.Tools)}
+				c := api.Check{Name: "mcp " + st.Name, Status: api.CheckOK, Detail: fmt.Sprintf("up, %d tools", st.Tools)}
 				if !st.Up {
-					c.Status, c.Detail = client.CheckFail, "down: "+st.Error
+					c.Status, c.Detail = api.CheckFail, "down: "+st.Error
 					c.Fix = "check the server's command or url in [[mcp.servers]]; agentd restarts it with backoff and logs why it stopped"
 				}
 				checks = append(checks, c)

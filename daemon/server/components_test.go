@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands/shell"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 )
 
@@ -25,10 +25,10 @@ func TestSandboxCheck(t *testing.T) {
 		confined bool
 		needs    bool // a working bwrap on this machine
 	}{
-		{name: "auto_without_bwrap", sandbox: "auto", path: t.TempDir(), status: client.CheckFail,
+		{name: "auto_without_bwrap", sandbox: "auto", path: t.TempDir(), status: api.CheckFail,
 			detail: "are refused: no sandbox works here (bwrap is not installed", fix: "apt-get install bubblewrap"},
-		{name: "none", sandbox: "none", status: client.CheckWarn, detail: `runs unconfined ([shell] sandbox = "none")`, fix: `sandbox = "auto"`},
-		{name: "auto_with_bwrap", sandbox: "auto", status: client.CheckOK, detail: "runs in bubblewrap (", confined: true, needs: true},
+		{name: "none", sandbox: "none", status: api.CheckWarn, detail: `runs unconfined ([shell] sandbox = "none")`, fix: `sandbox = "auto"`},
+		{name: "auto_with_bwrap", sandbox: "auto", status: api.CheckOK, detail: "runs in bubblewrap (", confined: true, needs: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,7 +55,7 @@ func TestSandboxCheck(t *testing.T) {
 		})
 	}
 	cfg := config.Default()
-	if st := shellStatus(cfg, nil); st != (client.ShellStatus{}) {
+	if st := shellStatus(cfg, nil); st != (api.ShellStatus{}) {
 		t.Errorf("shell off: status %+v; want the zero value", st)
 	}
 }
@@ -80,7 +80,7 @@ func TestLimitsCheck(t *testing.T) {
 	cfg.Shell.Enabled = true
 	var none *shell.Boxes // what a daemon without [shell] cgroups describes
 	c := limitsCheck(none)
-	if c.Status != client.CheckWarn || !strings.Contains(c.Detail, "fork bomb") || c.Fix != shell.BoxesFix {
+	if c.Status != api.CheckWarn || !strings.Contains(c.Detail, "fork bomb") || c.Fix != shell.BoxesFix {
 		t.Errorf("without cgroups: %+v; want a warning saying what is weaker, with the fix", c)
 	}
 	if st := shellStatus(cfg, none); st.LimitsPerAgent || st.Limits != c.Detail {
@@ -92,7 +92,7 @@ func TestLimitsCheck(t *testing.T) {
 		t.Skipf("no cgroups here: %s", c.Detail)
 	}
 	c = limitsCheck(boxes)
-	if _, full := boxes.Describe(); full && (c.Status != client.CheckOK || !strings.Contains(c.Detail, "at most 256 processes") || !strings.Contains(c.Detail, "2 GiB of memory in all")) {
+	if _, full := boxes.Describe(); full && (c.Status != api.CheckOK || !strings.Contains(c.Detail, "at most 256 processes") || !strings.Contains(c.Detail, "2 GiB of memory in all")) {
 		t.Errorf("with cgroups: %+v; want OK with the bounds", c)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 // TestStartMakesTheStateDirPrivate: a state dir an older agentd left 0755, with a 0644
@@ -82,8 +82,8 @@ func TestSocketRefusesAgentCommands(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("the daemon did not start: %v", err)
 	}
-	_, err := (&client.Client{Socket: cfg.Socket}).Status(ctx)
-	if !errors.Is(err, client.ErrForbidden) || !strings.Contains(err.Error(), "requests from commands an agent runs are refused") {
+	_, err := (&api.Client{Socket: cfg.Socket}).Status(ctx)
+	if !errors.Is(err, api.ErrForbidden) || !strings.Contains(err.Error(), "requests from commands an agent runs are refused") {
 		t.Fatalf("Status = %v, want 403 refusing an agent's command", err)
 	}
 	if pid := <-asked; pid != int32(os.Getpid()) {

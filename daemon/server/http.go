@@ -100,14 +100,23 @@ func tcpError(w http.ResponseWriter, status int, msg string) {
 // httpToken reads the listener's bearer token. Errors say where it was looked for,
 // never what was found.
 func httpToken(h config.HTTPConfig) (string, error) {
-	tok, err := secret("http token", h.TokenEnv, h.TokenFile)
-	if err != nil {
-		return "", err
+	sec := httpSecret(h)
+	tok, err := sec.read()
+	if err == nil {
+		err = checkHTTPToken(tok)
 	}
-	if len(tok) < minTokenLen {
-		return "", fmt.Errorf("http token: %d characters is too short to guard agent control: use at least %d (e.g. `openssl rand -hex 32`)", len(tok), minTokenLen)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", err, sec.fix())
 	}
 	return tok, nil
+}
+
+// checkHTTPToken refuses a token too short to guard agent control.
+func checkHTTPToken(tok string) error {
+	if len(tok) < minTokenLen {
+		return fmt.Errorf("http token: %d characters is too short to guard agent control: use at least %d", len(tok), minTokenLen)
+	}
+	return nil
 }
 
 // listenTCP binds [http] listen, or returns nil when the listener is off. Config

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestStatusShowsTheListener asks a running daemon for its status over the socket: the
@@ -31,13 +31,13 @@ func TestStatusShowsTheListener(t *testing.T) {
 			cfg.HTTP.Listen, cfg.HTTP.AgentProtocol = tt.listen, tt.agentProtocol
 			stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 			defer stop()
-			st, err := (&client.Client{Socket: cfg.Socket}).Status(context.Background())
+			st, err := (&api.Client{Socket: cfg.Socket}).Status(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
 			h := st.HTTP
 			if tt.listen == "" {
-				if h != (client.HTTPStatus{}) {
+				if h != (api.HTTPStatus{}) {
 					t.Fatalf("listener off, status %+v", h)
 				}
 				return
@@ -59,10 +59,10 @@ func TestStatusShowsTheListener(t *testing.T) {
 }
 
 func TestHTTPServes(t *testing.T) {
-	if got := httpServes(client.HTTPStatus{Metrics: true, AgentProtocol: true}); got != "metrics, agent protocol" {
+	if got := httpServes(api.HTTPStatus{Metrics: true, AgentProtocol: true}); got != "metrics, agent protocol" {
 		t.Errorf("httpServes = %q", got)
 	}
-	if got := httpServes(client.HTTPStatus{Metrics: true}); !strings.Contains(got, "metrics") || strings.Contains(got, "agent") {
+	if got := httpServes(api.HTTPStatus{Metrics: true}); !strings.Contains(got, "metrics") || strings.Contains(got, "agent") {
 		t.Errorf("httpServes = %q", got)
 	}
 }
@@ -92,13 +92,13 @@ func TestDoctorChecksTheListener(t *testing.T) {
 		status, detail string
 		fix            string
 	}{
-		{"loopback_answers", nil, client.CheckOK, "listening on 127.0.0.1:", ""},
+		{"loopback_answers", nil, api.CheckOK, "listening on 127.0.0.1:", ""},
 		{"stopped_answering", func(t *testing.T, l *httpListener, ln net.Listener) { ln.Close() },
-			client.CheckFail, "does not answer", "restart agentd"},
+			api.CheckFail, "does not answer", "restart agentd"},
 		{"every_interface", func(t *testing.T, l *httpListener, ln net.Listener) {
 			// Shown as bound on 0.0.0.0 without binding it: the check dials loopback.
 			l.addr = &net.TCPAddr{IP: net.IPv4zero, Port: l.addr.Port}
-		}, client.CheckWarn, "reachable from other machines", "TLS proxy"},
+		}, api.CheckWarn, "reachable from other machines", "TLS proxy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,17 +127,17 @@ func TestDoctorChecksTheToken(t *testing.T) {
 		detail    string
 		fix       string
 	}{
-		{"file_private", longToken, "", 0o600, client.CheckOK, "(mode 0600)", ""},
-		{"file_read_only", longToken, "", 0o400, client.CheckOK, "(mode 0400)", ""},
-		{"file_group_readable", longToken, "", 0o640, client.CheckFail, "mode 0640", "chmod 600 "},
-		{"file_world_readable", longToken, "", 0o644, client.CheckFail, "mode 0644", "chmod 600 "},
-		{"file_short", longToken[:20], "", 0o600, client.CheckWarn, "20 characters: use at least 32", "openssl rand -hex 32 > "},
-		{"file_too_short", longToken[:10], "", 0o600, client.CheckFail, "10 characters", "openssl rand"},
-		{"file_rewritten", strings.ToUpper(longToken), "", 0o600, client.CheckWarn, "changed since agentd started", "restart agentd"},
-		{"file_empty", "\n", "", 0o600, client.CheckFail, "is empty", "openssl rand"},
-		{"env_long", "", longToken, 0, client.CheckOK, "$AGENTD_HTTP_TOKEN", ""},
-		{"env_short", "", longToken[:20], 0, client.CheckWarn, "$AGENTD_HTTP_TOKEN is 20 characters", "set AGENTD_HTTP_TOKEN"},
-		{"env_unset", "", "", 0, client.CheckFail, "$AGENTD_HTTP_TOKEN is not set", "set AGENTD_HTTP_TOKEN"},
+		{"file_private", longToken, "", 0o600, api.CheckOK, "(mode 0600)", ""},
+		{"file_read_only", longToken, "", 0o400, api.CheckOK, "(mode 0400)", ""},
+		{"file_group_readable", longToken, "", 0o640, api.CheckFail, "mode 0640", "chmod 600 "},
+		{"file_world_readable", longToken, "", 0o644, api.CheckFail, "mode 0644", "chmod 600 "},
+		{"file_short", longToken[:20], "", 0o600, api.CheckWarn, "20 characters: use at least 32", "openssl rand -hex 32 > "},
+		{"file_too_short", longToken[:10], "", 0o600, api.CheckFail, "10 characters", "openssl rand"},
+		{"file_rewritten", strings.ToUpper(longToken), "", 0o600, api.CheckWarn, "changed since agentd started", "restart agentd"},
+		{"file_empty", "\n", "", 0o600, api.CheckFail, "is empty", "openssl rand"},
+		{"env_long", "", longToken, 0, api.CheckOK, "$AGENTD_HTTP_TOKEN", ""},
+		{"env_short", "", longToken[:20], 0, api.CheckWarn, "$AGENTD_HTTP_TOKEN is 20 characters", "set AGENTD_HTTP_TOKEN"},
+		{"env_unset", "", "", 0, api.CheckFail, "$AGENTD_HTTP_TOKEN is not set", "set AGENTD_HTTP_TOKEN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,7 +182,7 @@ func TestDoctorWithTheListenerOff(t *testing.T) {
 	}
 	l.cfg.AgentProtocol = true
 	got := l.check(context.Background())
-	if len(got) != 1 || got[0].Status != client.CheckWarn || !strings.Contains(got[0].Fix, "listen") {
+	if len(got) != 1 || got[0].Status != api.CheckWarn || !strings.Contains(got[0].Fix, "listen") {
 		t.Errorf("agent_protocol without listen: checks %+v, want one warning naming listen", got)
 	}
 }
@@ -196,18 +196,18 @@ func TestDoctorOverTheSocket(t *testing.T) {
 	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 	defer stop()
 	os.Chmod(cfg.HTTP.TokenFile, 0o644) // someone loosened it after the start
-	rep, err := (&client.Client{Socket: cfg.Socket}).Doctor(context.Background())
+	rep, err := (&api.Client{Socket: cfg.Socket}).Doctor(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := map[string]client.Check{}
+	found := map[string]api.Check{}
 	for _, c := range rep.Checks {
 		found[c.Name] = c
 	}
-	if c := found["http"]; c.Status != client.CheckOK || !strings.Contains(c.Detail, "127.0.0.1:") {
+	if c := found["http"]; c.Status != api.CheckOK || !strings.Contains(c.Detail, "127.0.0.1:") {
 		t.Errorf("http check %+v, want ok naming the address", c)
 	}
-	if c := found["http token"]; c.Status != client.CheckFail || c.Fix != "chmod 600 "+cfg.HTTP.TokenFile {
+	if c := found["http token"]; c.Status != api.CheckFail || c.Fix != "chmod 600 "+cfg.HTTP.TokenFile {
 		t.Errorf("http token check %+v, want a failure fixed by chmod 600", c)
 	}
 }

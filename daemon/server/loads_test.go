@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // oneRoundWorkflow is the smallest team run: two roles talk once and the phase is reflected on.
@@ -54,7 +54,7 @@ type mixedWorkload struct {
 
 var numberedLineRE = regexp.MustCompile(`(?m)^\d+\. `)
 
-func (w *mixedWorkload) reply(req *api.ChatRequest) (string, error) {
+func (w *mixedWorkload) reply(req *ollama.ChatRequest) (string, error) {
 	system := ""
 	if len(req.Messages) > 0 && req.Messages[0].Role == "system" {
 		system = req.Messages[0].Content
@@ -136,22 +136,22 @@ func TestMixedWorkloadNeverReloadsTheModel(t *testing.T) {
 			}
 			cfg.Web.Enabled, cfg.Web.AllowPrivate = true, true
 			stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
-			c := &client.Client{Socket: cfg.Socket}
+			c := &api.Client{Socket: cfg.Socket}
 			ctx := context.Background()
 
-			a, err := c.CreateAgent(ctx, client.CreateAgentRequest{Task: "read the page, then keep notes in files",
-				Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
+			a, err := c.CreateAgent(ctx, api.CreateAgentRequest{Task: "read the page, then keep notes in files",
+				Policy: &api.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr, err := c.StartTeam(ctx, client.TeamRunRequest{Workflow: oneRoundWorkflow, File: "round.toml", Task: "plan a release"})
+			tr, err := c.StartTeam(ctx, api.TeamRunRequest{Workflow: oneRoundWorkflow, File: "round.toml", Task: "plan a release"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !testutil.Wait(60*time.Second, func() bool {
 				r, err := c.Team(ctx, tr.ID)
 				return work.count("profile") > 0 && work.count("web") > 0 && work.count("summary") > 0 &&
-					err == nil && r.Status != client.TeamRunning
+					err == nil && r.Status != api.TeamRunning
 			}) {
 				t.Fatalf("the workload did not complete: calls %v", work.seen)
 			}

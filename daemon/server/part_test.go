@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/run"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/memory"
 )
 

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestDaemonPoolOfTwoHosts starts the daemon on two fake Ollama servers listed in
@@ -46,16 +46,16 @@ func TestDaemonPoolOfTwoHosts(t *testing.T) {
 		t.Fatal("the daemon did not start")
 	}
 	defer func() { cancel(); <-done }()
-	c := &client.Client{Socket: cfg.Socket}
+	c := &api.Client{Socket: cfg.Socket}
 
 	a.SetDown(true)
-	ag, err := c.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "pooled", Description: "d", Task: "t"})
+	ag, err := c.CreateAgent(context.Background(), api.CreateAgentRequest{Name: "pooled", Description: "d", Task: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 10*time.Second, "a step on the host that is up", func() bool {
 		got, err := c.Agent(context.Background(), ag.ID)
-		return err == nil && got.State == client.StateAwaitingDecision
+		return err == nil && got.State == api.StateAwaitingDecision
 	})
 	st, err := c.Status(context.Background())
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/schedule"
 )
@@ -62,11 +62,11 @@ type reloader struct {
 
 // Reload re-reads the config and applies it; a bad config is logged problem by problem
 // and refused, and the daemon goes on with the old one.
-func (rl *reloader) Reload(ctx context.Context) (*client.ReloadResult, error) {
+func (rl *reloader) Reload(ctx context.Context) (*api.ReloadResult, error) {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	if rl.load == nil {
-		return nil, client.Errorf(client.ErrConflict, "this agentd cannot reload its config (it was started without a way to read it)")
+		return nil, api.Errorf(api.ErrConflict, "this agentd cannot reload its config (it was started without a way to read it)")
 	}
 	// systemd shows the unit as reloading until READY=1 (Type=notify with ExecReload).
 	rl.notify("RELOADING=1")
@@ -83,7 +83,7 @@ func (rl *reloader) Reload(ctx context.Context) (*client.ReloadResult, error) {
 			rl.log.Error("config problem", "config", rl.where(), "err", err)
 		}
 		rl.log.Warn("config reload refused: agentd keeps running on the config it had", "config", rl.where())
-		return nil, client.Errorf(client.ErrConflict, "%v\nagentd keeps running on the config it had", err)
+		return nil, api.Errorf(api.ErrConflict, "%v\nagentd keeps running on the config it had", err)
 	}
 	if len(res.Applied) > 0 {
 		rl.log.Info("config reloaded", "applied", strings.Join(res.Applied, ","), "bots_restarted", res.BotsRestarted)
@@ -108,7 +108,7 @@ func (rl *reloader) where() string {
 
 // apply reads, checks and applies the config. Everything that can fail is done before
 // anything is changed, so a refused reload changes nothing.
-func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
+func (rl *reloader) apply(ctx context.Context) (*api.ReloadResult, error) {
 	cfg, err := rl.load()
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
 	if err := checkComponents(cfg, rl.extra); err != nil {
 		return nil, err
 	}
-	res := &client.ReloadResult{Config: rl.path, Applied: []string{}, NeedsRestart: []string{}}
+	res := &api.ReloadResult{Config: rl.path, Applied: []string{}, NeedsRestart: []string{}}
 	for _, w := range cfg.Warnings() {
 		res.Warnings = append(res.Warnings, w.String())
 	}
@@ -135,14 +135,19 @@ func (rl *reloader) apply(ctx context.Context) (*client.ReloadResult, error) {
 	restartBots := slices.ContainsFunc(changed, func(k string) bool { return matches(k, botKeys) })
 	if !restartBots {
 		// A token file rotated in place changes no key: compare what the bots run with.
-		// A token that can no longer be read restarts them too, so the build says why.
-		if tokens, err := botTokens(cfg); err != nil || tokens != rl.bots.tokens() {
+		// A token that can no longer be read, or can now, restarts them too.
+		if botTokens(cfg) != rl.bots.tokens() {
 			restartBots = true
 			res.Applied = append(res.Applied, "bot tokens")
 		}
 	}
 	if restartBots {
 		if newBots, err = rl.bots.build(cfg); err != nil {
+			return nil, err
+		}
+		// A bot that runs is never stopped for a token that can no longer be read: the
+		// reload is refused, naming the secret, and the bot keeps the token it has.
+		if err := newBots.wouldStop(rl.bots.running()); err != nil {
 			return nil, err
 		}
 	}
@@ -218,7 +223,20 @@ func (b *liveBots) tokens() string {
 	return b.cur.tokens
 }
 
-// build makes a bot set for cfg, not started; it fails on a missing secret.
+// running are the platforms whose bots run now.
+func (b *liveBots) running() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	if b.cur != nil && b.cur.relay != nil {
+		for _, s := range b.cur.relay.Statuses() {
+			out = append(out, s.Platform)
+		}
+	}
+	return out
+}
+
+// build makes a bot set for cfg, not started; a bot whose secrets are missing is left out.
 func (b *liveBots) build(cfg *config.Config) (*chatBots, error) { return b.svc(cfg) }
 
 // start runs c as the current set under ctx.
@@ -251,7 +269,7 @@ func (b *liveBots) replace(_ context.Context, c *chatBots) {
 }
 
 // statuses are the current bots' connections; none while the daemon starts or stops.
-func (b *liveBots) statuses() []client.BotStatus {
+func (b *liveBots) statuses() []api.BotStatus {
 	if b == nil {
 		return nil
 	}

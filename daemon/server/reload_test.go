@@ -17,12 +17,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/ollamatest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestLiveAndRestartKeys(t *testing.T) {
@@ -52,7 +52,7 @@ type reloadDaemon struct {
 	t      *testing.T
 	file   string
 	model  *ollamatest.Fake
-	c      *client.Client
+	c      *api.Client
 	hup    chan os.Signal
 	log    *testutil.SyncBuffer
 	stop   func() error
@@ -67,7 +67,7 @@ func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 	var n atomic.Int64
 	// Every step writes a file not written before: no repeats and progress at each step,
 	// so continuous mode never asks and the watchdog sees no loop.
-	d.model.OnChat(func(*api.ChatRequest) (string, error) {
+	d.model.OnChat(func(*ollama.ChatRequest) (string, error) {
 		return proposal("write_file", fmt.Sprintf(`{"path":"d%d","contents":"x"}`, n.Add(1))), nil
 	})
 	d.model.SetDelay(3 * time.Millisecond) // steps in flight while the config changes
@@ -116,7 +116,7 @@ func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 		return stopped
 	})
 	t.Cleanup(func() { d.stop() })
-	d.c = &client.Client{Socket: sock}
+	d.c = &api.Client{Socket: sock}
 	d.notes = func() []string { notesMu.Lock(); defer notesMu.Unlock(); return slices.Clone(notes) }
 	return d
 }
@@ -135,7 +135,7 @@ func (d *reloadDaemon) write(body string) {
 
 // proposals returns the agent's proposals by step, failing the test when a step is
 // missing or there twice.
-func (d *reloadDaemon) proposals(id string) []client.Proposal {
+func (d *reloadDaemon) proposals(id string) []api.Proposal {
 	d.t.Helper()
 	ps, err := d.c.Proposals(context.Background(), id)
 	if err != nil {
@@ -150,9 +150,9 @@ func (d *reloadDaemon) proposals(id string) []client.Proposal {
 	return ps
 }
 
-func (d *reloadDaemon) waitSteps(id string, n int) []client.Proposal {
+func (d *reloadDaemon) waitSteps(id string, n int) []api.Proposal {
 	d.t.Helper()
-	var ps []client.Proposal
+	var ps []api.Proposal
 	if !testutil.Wait(20*time.Second, func() bool { ps = d.proposals(id); return len(ps) >= n }) {
 		d.t.Fatalf("agent %s did not reach %d steps", id, n)
 	}
@@ -168,8 +168,8 @@ func TestReloadUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for i := range 4 {
-		a, err := d.c.CreateAgent(ctx, client.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders",
-			Policy: &client.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
+		a, err := d.c.CreateAgent(ctx, api.CreateAgentRequest{Name: fmt.Sprintf("busy-%d", i), Description: "d", Task: "list folders",
+			Policy: &api.Policy{Mode: "continuous", ContinuousLimit: 1 << 30}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +220,7 @@ func TestReloadUnderLoad(t *testing.T) {
 				if p.Model != r.model {
 					t.Errorf("round %d, agent %s, step %d: model %q, want %q", i, id, p.Step, p.Model, r.model)
 				}
-				if refused := p.Status == client.ProposalFeedback; refused != (r.deny != "") {
+				if refused := p.Status == api.ProposalFeedback; refused != (r.deny != "") {
 					t.Errorf("round %d, agent %s, step %d: status %s, deny patterns [%s]", i, id, p.Step, p.Status, r.deny)
 				}
 			}
@@ -232,7 +232,7 @@ func TestReloadUnderLoad(t *testing.T) {
 			t.Fatalf("agent %s lost: %v", id, err)
 		}
 		switch a.State {
-		case client.StateThinking, client.StateExecuting:
+		case api.StateThinking, api.StateExecuting:
 		default:
 			t.Errorf("agent %s is %s (%s), want it still stepping", a.Name, a.State, a.StateReason)
 		}
@@ -252,7 +252,7 @@ func TestReloadRefusesABadFile(t *testing.T) {
 	ctx := context.Background()
 	d.write("model = \"m2\"\nmax_context = 10\n[agent]\ncommands = [\"finish\", \"ask_user\", \"no_such\"]\ndisabled_components = [\"nope\"]\n[permissions]\nallow = [\"read_file(\"]\n")
 	_, err := d.c.Reload(ctx)
-	if !errors.Is(err, client.ErrConflict) {
+	if !errors.Is(err, api.ErrConflict) {
 		t.Fatalf("Reload of a bad file: %v, want a conflict", err)
 	}
 	for _, want := range []string{"ollama.max_context", "read_file(", "keeps running on the config it had"} {
@@ -272,7 +272,7 @@ func TestReloadRefusesABadFile(t *testing.T) {
 
 	// Unknown commands and components are refused too (checked after the file loads).
 	d.write("model = \"m1\"\n[agent]\ndisabled_components = [\"nope\"]\n")
-	if _, err := d.c.Reload(ctx); !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), `"nope"`) {
+	if _, err := d.c.Reload(ctx); !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("Reload with an unknown component: %v", err)
 	}
 

@@ -15,10 +15,10 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/schedule"
@@ -78,7 +78,7 @@ func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Opti
 		// Before anything opens: a missing token is a config mistake, said at once.
 		var err error
 		if d.httpTok, err = httpToken(cfg.HTTP); err != nil {
-			return err
+			return &config.Error{Path: opt.ConfigPath, Problems: []config.Problem{{Key: httpSecret(cfg.HTTP).key(), Msg: err.Error()}}}
 		}
 	}
 	life := &lifecycle{log: log}
@@ -157,21 +157,24 @@ type service struct {
 	*webConsole
 	bots  *liveBots
 	http  *httpListener
-	shell client.ShellStatus // [shell] is not reloaded: fixed at start
+	shell api.ShellStatus // [shell] is not reloaded: fixed at start
+	// hostFrom is where [ollama] host came from; it changes only with a restart.
+	hostFrom string
 }
 
 // service is the local API over the parts the services part built.
 func (d *daemon) service() service {
-	return service{d.sup.API().Facade(), d.mgr, d.rl, d.teams, d.web, d.bots, d.httpL, shellStatus(d.cfg, d.boxes)}
+	return service{d.sup.API().Facade(), d.mgr, d.rl, d.teams, d.web, d.bots, d.httpL, shellStatus(d.cfg, d.boxes), d.cfg.Ollama.HostFrom}
 }
 
 // Status adds the chat bots' connections, the TCP listener and the shell's sandbox to
 // the supervisor's status.
-func (s service) Status(ctx context.Context) (*client.Status, error) {
+func (s service) Status(ctx context.Context) (*api.Status, error) {
 	st, err := s.AgentService.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
+	st.Ollama.HostFrom = s.hostFrom
 	st.Bots = s.bots.statuses()
 	st.HTTP = s.http.status()
 	st.Shell = s.shell

@@ -5,25 +5,22 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/config"
 )
 
 // tokenFileCheck is doctor's check of the chat bots' token files: one that group or
-// others may read or write fails, since whoever reads it acts as the bot. The HTTP
-// listener's token file has its own check (httpListener.tokenCheck). nil when the config
-// names no such file.
+// others may read or write fails, since whoever reads it acts as the bot; one missing is
+// chatCheck's (the bot did not start). The HTTP listener's token file has its own check
+// (httpListener.tokenCheck). nil when the config names no such file.
 func tokenFileCheck(cfg *config.Config) agent.HealthCheck {
-	type tokenFile struct {
-		key, path string
-		enabled   bool
-	}
+	type tokenFile struct{ key, path string }
 	var files []tokenFile
 	for _, f := range []tokenFile{
-		{"slack.bot_token_file", cfg.Slack.BotTokenFile, cfg.Slack.Enabled},
-		{"slack.app_token_file", cfg.Slack.AppTokenFile, cfg.Slack.Enabled},
-		{"discord.token_file", cfg.Discord.TokenFile, cfg.Discord.Enabled},
+		{"slack.bot_token_file", cfg.Slack.BotTokenFile},
+		{"slack.app_token_file", cfg.Slack.AppTokenFile},
+		{"discord.token_file", cfg.Discord.TokenFile},
 	} {
 		if f.path != "" {
 			files = append(files, f)
@@ -32,19 +29,18 @@ func tokenFileCheck(cfg *config.Config) agent.HealthCheck {
 	if len(files) == 0 {
 		return nil
 	}
-	return func(context.Context) []client.Check {
-		var out []client.Check
+	return func(context.Context) []api.Check {
+		var out []api.Check
 		for _, f := range files {
-			c := client.Check{Name: "token file", Status: client.CheckOK}
+			c := api.Check{Name: "token file", Status: api.CheckOK}
 			fi, err := os.Stat(f.path)
 			switch {
-			case err != nil && !f.enabled:
-				continue // a bot that is off reads no token
 			case err != nil:
-				c.Status, c.Detail = client.CheckFail, fmt.Sprintf("%s (%s): %v", f.path, f.key, err)
-				c.Fix = "write the token to " + f.path + " with (umask 077; cat > " + f.path + "), or fix " + f.key + " in the config"
+				// A bot that is off reads no token; one that is on and could not read
+				// it did not start, which chatCheck reports with the fix.
+				continue
 			case fi.Mode().Perm()&0o077 != 0:
-				c.Status = client.CheckFail
+				c.Status = api.CheckFail
 				c.Detail = fmt.Sprintf("%s (%s) has mode %04o: others on this machine can read the token and act as the bot", f.path, f.key, fi.Mode().Perm())
 				c.Fix = "chmod 600 " + f.path
 			default:

@@ -5,7 +5,7 @@ import (
 	"os/user"
 	"sync"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/web"
 )
@@ -20,41 +20,41 @@ type webConsole struct {
 	ctx context.Context // the part's context while it runs; nil before and after
 }
 
-var _ client.WebService = (*webConsole)(nil)
+var _ api.WebService = (*webConsole)(nil)
 
 // WebLogin serves the console if it is not serving yet and mints a one-time login URL.
-func (w *webConsole) WebLogin(context.Context) (*client.WebLogin, error) {
+func (w *webConsole) WebLogin(context.Context) (*api.WebLogin, error) {
 	w.mu.Lock()
 	ctx := w.ctx
 	w.mu.Unlock()
 	if ctx == nil || w.con == nil {
-		return nil, client.Errorf(client.ErrConflict, "the daemon is starting or stopping: try `agentctl web` again in a moment")
+		return nil, api.Errorf(api.ErrConflict, "the daemon is starting or stopping: try `agentctl web` again in a moment")
 	}
 	base, err := w.con.Listen(ctx, w.cfg.Listen)
 	if err != nil {
-		return nil, client.Errorf(client.ErrConflict, "%v", err)
+		return nil, api.Errorf(api.ErrConflict, "%v", err)
 	}
 	login, err := w.con.LoginURL()
 	if err != nil {
 		return nil, err
 	}
-	return &client.WebLogin{URL: base, LoginURL: login}, nil
+	return &api.WebLogin{URL: base, LoginURL: login}, nil
 }
 
 // WebLogout ends every session of the console: their streams stop at once.
-func (w *webConsole) WebLogout(context.Context) (*client.WebLogout, error) {
+func (w *webConsole) WebLogout(context.Context) (*api.WebLogout, error) {
 	if w.con == nil {
-		return &client.WebLogout{}, nil
+		return &api.WebLogout{}, nil
 	}
-	return &client.WebLogout{Sessions: w.con.EndSessions()}, nil
+	return &api.WebLogout{Sessions: w.con.EndSessions()}, nil
 }
 
 // status is where the console serves, for agentctl status.
-func (w *webConsole) status() client.WebStatus {
+func (w *webConsole) status() api.WebStatus {
 	if w.con == nil {
-		return client.WebStatus{}
+		return api.WebStatus{}
 	}
-	return client.WebStatus{URL: w.con.URL()}
+	return api.WebStatus{URL: w.con.URL()}
 }
 
 // webPart serves the console when [web_console] enabled; `agentctl web` may start it

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 // freePort returns a loopback address nothing listens on now.
@@ -40,15 +40,15 @@ func TestWebConsoleOffUntilAsked(t *testing.T) {
 		c.Close()
 		t.Fatalf("the console listens on %s though [web_console] is off", cfg.WebConsole.Listen)
 	}
-	api := &client.Client{Socket: cfg.Socket}
-	if st, err := api.Status(context.Background()); err != nil || st.Web.URL != "" {
+	c := &api.Client{Socket: cfg.Socket}
+	if st, err := c.Status(context.Background()); err != nil || st.Web.URL != "" {
 		t.Fatalf("status says the console serves before agentctl web: %+v, %v", st, err)
 	}
-	login, err := api.WebLogin(context.Background())
+	login, err := c.WebLogin(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err := api.Status(context.Background()); err != nil || st.Web.URL != login.URL {
+	if st, err := c.Status(context.Background()); err != nil || st.Web.URL != login.URL {
 		t.Fatalf("status: %+v, %v; want the console at %s", st, err, login.URL)
 	}
 	if login.URL != "http://"+cfg.WebConsole.Listen+"/" || !strings.HasPrefix(login.LoginURL, login.URL+"login?token=") {
@@ -67,7 +67,7 @@ func TestWebConsoleOffUntilAsked(t *testing.T) {
 			t.Fatalf("login %d: status %d, want %d:\n%s", i, resp.StatusCode, want, body)
 		}
 	}
-	again, err := (&client.Client{Socket: cfg.Socket}).WebLogin(context.Background())
+	again, err := (&api.Client{Socket: cfg.Socket}).WebLogin(context.Background())
 	if err != nil || again.URL != login.URL || again.LoginURL == login.LoginURL {
 		t.Fatalf("a second agentctl web: %+v, %v; want the same console and a new token", again, err)
 	}
@@ -100,12 +100,12 @@ func TestWebLogoutEndsEverySession(t *testing.T) {
 	cfg.WebConsole.Listen = freePort(t)
 	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 	defer stop()
-	api := &client.Client{Socket: cfg.Socket}
-	used, err := api.WebLogin(context.Background())
+	c := &api.Client{Socket: cfg.Socket}
+	used, err := c.WebLogin(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	unused, err := api.WebLogin(context.Background())
+	unused, err := c.WebLogin(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestWebLogoutEndsEverySession(t *testing.T) {
 	if code := get(used.LoginURL); code != http.StatusOK {
 		t.Fatalf("login: %d", code)
 	}
-	out, err := api.WebLogout(context.Background())
+	out, err := c.WebLogout(context.Background())
 	if err != nil || out.Sessions != 1 {
 		t.Fatalf("web logout: %+v, %v; want 1 session ended", out, err)
 	}

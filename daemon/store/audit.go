@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // AuditFilter selects audit entries: of one agent ("" for all), at or after Since,
@@ -22,7 +22,7 @@ type AuditFilter struct {
 
 // AuditEntries lists audit entries; an entry keeps its agent id after the agent is
 // removed, and the agent's name while it exists.
-func (t *Tx) AuditEntries(f AuditFilter) ([]client.AuditEntry, error) {
+func (t *Tx) AuditEntries(f AuditFilter) ([]api.AuditEntry, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -38,9 +38,9 @@ func (t *Tx) AuditEntries(f AuditFilter) ([]client.AuditEntry, error) {
 		return nil, fmt.Errorf("store: audit: %w", err)
 	}
 	defer rows.Close()
-	out := []client.AuditEntry{}
+	out := []api.AuditEntry{}
 	for rows.Next() {
-		var e client.AuditEntry
+		var e api.AuditEntry
 		var at int64
 		var detail string
 		if err := rows.Scan(&e.ID, &at, &e.AgentID, &e.Agent, &e.Kind, &detail); err != nil {
@@ -62,8 +62,8 @@ func (t *Tx) AuditEntries(f AuditFilter) ([]client.AuditEntry, error) {
 
 // Replay returns one run step by step: each proposal with its thoughts, every decision
 // on it, and the episode it produced.
-func (t *Tx) Replay(runID string) (*client.Replay, error) {
-	var r client.Replay
+func (t *Tx) Replay(runID string) (*api.Replay, error) {
+	var r api.Replay
 	var started int64
 	var ended sql.NullInt64
 	err := t.queryRow(`SELECT r.id, r.agent_id, COALESCE(g.name, ''), r.task, r.started_at, r.ended_at, r.outcome, r.reason
@@ -86,7 +86,7 @@ func (t *Tx) Replay(runID string) (*client.Replay, error) {
 	byID := map[string]int{}
 	for _, p := range props {
 		byID[p.ID] = len(r.Steps)
-		r.Steps = append(r.Steps, client.ReplayStep{Proposal: p, Decisions: []client.Decision{}})
+		r.Steps = append(r.Steps, api.ReplayStep{Proposal: p, Decisions: []api.Decision{}})
 	}
 	drows, err := t.query(`SELECT `+decisionCols+`
 		FROM decisions d JOIN proposals p ON p.id = d.proposal_id WHERE p.run_id = ? ORDER BY d.id`, runID)
@@ -121,13 +121,13 @@ func (t *Tx) Replay(runID string) (*client.Replay, error) {
 		}
 	}
 	if r.Steps == nil {
-		r.Steps = []client.ReplayStep{}
+		r.Steps = []api.ReplayStep{}
 	}
 	return &r, nil
 }
 
 // Runs lists an agent's runs, newest first, at most limit (0: all).
-func (t *Tx) Runs(agentID string, limit int) ([]client.Run, error) {
+func (t *Tx) Runs(agentID string, limit int) ([]api.Run, error) {
 	// A run still going has its counts on the agent's row, not yet on its own.
 	q := `SELECT r.id, r.agent_id, r.task, r.started_at, r.ended_at, r.outcome, r.reason,
 		CASE WHEN r.ended_at IS NULL AND a.run_id = r.id THEN a.step ELSE r.steps END,
@@ -144,12 +144,12 @@ func (t *Tx) Runs(agentID string, limit int) ([]client.Run, error) {
 		return nil, fmt.Errorf("store: list runs: %w", err)
 	}
 	defer rows.Close()
-	out := []client.Run{}
+	out := []api.Run{}
 	for rows.Next() {
-		var r client.Run
+		var r api.Run
 		var started int64
 		var ended sql.NullInt64
-		var b client.Budget
+		var b api.Budget
 		var wall int64
 		if err := rows.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason, &r.Steps, &r.Tokens,
 			&b.MaxSteps, &b.MaxTokens, &wall); err != nil {
@@ -158,7 +158,7 @@ func (t *Tx) Runs(agentID string, limit int) ([]client.Run, error) {
 		if wall > 0 {
 			b.MaxTime = (time.Duration(wall) * time.Millisecond).String()
 		}
-		if b != (client.Budget{}) {
+		if b != (api.Budget{}) {
 			r.Budget = &b
 		}
 		r.StartedAt = fromMS(started)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestDecisionKeepsTheChatDecidersName: a chat decision's display name (by_name) is
@@ -14,7 +14,7 @@ func TestDecisionKeepsTheChatDecidersName(t *testing.T) {
 	seed(t, s)
 	ctx := context.Background()
 	err := s.Tx(ctx, func(tx *Tx) error {
-		return tx.InsertDecision(&client.Decision{ProposalID: "p-1", Kind: client.DecisionApprove, Count: 1, Source: "slack", By: "U04ABC", ByName: "Ana Lima"})
+		return tx.InsertDecision(&api.Decision{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1, Source: "slack", By: "U04ABC", ByName: "Ana Lima"})
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 const grantCols = `id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
 	expires_at, run_id, created_at, revoked_at, revoked_by, files`
 
-func scanGrant(sc interface{ Scan(...any) error }) (*client.Grant, error) {
-	var g client.Grant
+func scanGrant(sc interface{ Scan(...any) error }) (*api.Grant, error) {
+	var g api.Grant
 	var created int64
 	var expires, revoked sql.NullInt64
 	var files string
@@ -25,7 +25,7 @@ func scanGrant(sc interface{ Scan(...any) error }) (*client.Grant, error) {
 	if files != "" {
 		if err := json.Unmarshal([]byte(files), &g.Files); err != nil {
 			// Unreadable, it binds a file no line names: the grant then asks rather than approves.
-			g.Files = []client.BoundFile{{Path: "(unreadable binding)", SHA256: "-"}}
+			g.Files = []api.BoundFile{{Path: "(unreadable binding)", SHA256: "-"}}
 		}
 	}
 	g.CreatedAt = fromMS(created)
@@ -41,7 +41,7 @@ func scanGrant(sc interface{ Scan(...any) error }) (*client.Grant, error) {
 }
 
 // InsertGrant stores a new grant; its CreatedAt is the transaction's time.
-func (t *Tx) InsertGrant(g *client.Grant) error {
+func (t *Tx) InsertGrant(g *api.Grant) error {
 	g.CreatedAt = t.now
 	var expires any
 	if g.ExpiresAt != nil {
@@ -66,7 +66,7 @@ func (t *Tx) InsertGrant(g *client.Grant) error {
 }
 
 // Grants lists the agent's grants, newest first: active and ended ones alike.
-func (t *Tx) Grants(agentID string) ([]client.Grant, error) {
+func (t *Tx) Grants(agentID string) ([]api.Grant, error) {
 	return t.grants(`SELECT `+grantCols+` FROM grants WHERE agent_id=? ORDER BY created_at DESC, rowid DESC`, agentID)
 }
 
@@ -74,19 +74,19 @@ func (t *Tx) Grants(agentID string) ([]client.Grant, error) {
 // the agent, or of its top agent for a helper), newest first: not revoked, used up,
 // expired by the transaction's time, or bound to another run. Those that ended stay
 // in the table (Grants lists them) but cost the cycle nothing.
-func (t *Tx) LiveGrants(agentID, runID string) ([]client.Grant, error) {
+func (t *Tx) LiveGrants(agentID, runID string) ([]api.Grant, error) {
 	return t.grants(`SELECT `+grantCols+` FROM grants WHERE agent_id=? AND revoked_at IS NULL
 		AND (count = 0 OR used < count) AND (expires_at IS NULL OR expires_at > ?) AND run_id IN ('', ?)
 		ORDER BY created_at DESC, rowid DESC`, agentID, ms(t.now), runID)
 }
 
-func (t *Tx) grants(q string, args ...any) ([]client.Grant, error) {
+func (t *Tx) grants(q string, args ...any) ([]api.Grant, error) {
 	rows, err := t.query(q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: grants: %w", err)
 	}
 	defer rows.Close()
-	out := []client.Grant{}
+	out := []api.Grant{}
 	for rows.Next() {
 		g, err := scanGrant(rows)
 		if err != nil {
@@ -98,7 +98,7 @@ func (t *Tx) grants(q string, args ...any) ([]client.Grant, error) {
 }
 
 // Grant returns one of the agent's grants, or ErrNotFound.
-func (t *Tx) Grant(agentID, id string) (*client.Grant, error) {
+func (t *Tx) Grant(agentID, id string) (*api.Grant, error) {
 	g, err := scanGrant(t.queryRow(`SELECT `+grantCols+` FROM grants WHERE agent_id=? AND id=?`, agentID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
@@ -128,13 +128,13 @@ func (t *Tx) RevokeGrant(id, by string) (bool, error) {
 }
 
 // LatestProposals lists the agent's n latest proposals, newest first (a grant's preview).
-func (t *Tx) LatestProposals(agentID string, n int) ([]client.Proposal, error) {
+func (t *Tx) LatestProposals(agentID string, n int) ([]api.Proposal, error) {
 	rows, err := t.query(`SELECT `+proposalCols+` FROM proposals WHERE agent_id=? ORDER BY created_at DESC, rowid DESC LIMIT ?`, agentID, n)
 	if err != nil {
 		return nil, fmt.Errorf("store: latest proposals: %w", err)
 	}
 	defer rows.Close()
-	out := []client.Proposal{}
+	out := []api.Proposal{}
 	for rows.Next() {
 		p, err := scanProposal(rows)
 		if err != nil {
@@ -147,14 +147,14 @@ func (t *Tx) LatestProposals(agentID string, n int) ([]client.Proposal, error) {
 
 // LastDecisions maps each of the agent's decided proposals to its latest decision (an
 // agent's history shows who or which grant let each step run).
-func (t *Tx) LastDecisions(agentID string) (map[string]*client.Decision, error) {
+func (t *Tx) LastDecisions(agentID string) (map[string]*api.Decision, error) {
 	rows, err := t.query(`SELECT `+decisionCols+`
 		FROM decisions d JOIN proposals p ON p.id = d.proposal_id WHERE p.agent_id = ? ORDER BY d.id`, agentID)
 	if err != nil {
 		return nil, fmt.Errorf("store: decisions: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]*client.Decision{}
+	out := map[string]*api.Decision{}
 	for rows.Next() {
 		d, err := scanDecision(rows)
 		if err != nil {

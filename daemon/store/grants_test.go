@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 func TestGrantsSurviveRestart(t *testing.T) {
@@ -21,12 +21,12 @@ func TestGrantsSurviveRestart(t *testing.T) {
 	exp := time.Now().Add(24 * time.Hour).Truncate(time.Millisecond).UTC()
 	past := time.Now().Add(-time.Minute)
 	err := s.Tx(ctx, func(tx *Tx) error {
-		for _, g := range []*client.Grant{
-			{ID: "g-count", AgentID: a.ID, Kind: client.GrantCount, By: "root", Source: "agentctl", Label: "y -3", Count: 2, RunID: "r-1"},
-			{ID: "g-exact", AgentID: a.ID, Kind: client.GrantExact, By: "ana", Source: "slack", Label: "y!", Command: "write_file", Hash: "abc"},
-			{ID: "g-pat", AgentID: a.ID, Kind: client.GrantPattern, By: "root", Source: "agentctl", Label: "policy add", Pattern: "write_file(notes/*)", ExpiresAt: &exp},
-			{ID: "g-old", AgentID: a.ID, Kind: client.GrantPattern, By: "root", Source: "agentctl", Label: "policy add", Pattern: "read_file(*)", ExpiresAt: &past},
-			{ID: "g-run0", AgentID: a.ID, Kind: client.GrantCount, By: "root", Source: "agentctl", Label: "y -5", Count: 4, RunID: "r-0"},
+		for _, g := range []*api.Grant{
+			{ID: "g-count", AgentID: a.ID, Kind: api.GrantCount, By: "root", Source: "agentctl", Label: "y -3", Count: 2, RunID: "r-1"},
+			{ID: "g-exact", AgentID: a.ID, Kind: api.GrantExact, By: "ana", Source: "slack", Label: "y!", Command: "write_file", Hash: "abc"},
+			{ID: "g-pat", AgentID: a.ID, Kind: api.GrantPattern, By: "root", Source: "agentctl", Label: "policy add", Pattern: "write_file(notes/*)", ExpiresAt: &exp},
+			{ID: "g-old", AgentID: a.ID, Kind: api.GrantPattern, By: "root", Source: "agentctl", Label: "policy add", Pattern: "read_file(*)", ExpiresAt: &past},
+			{ID: "g-run0", AgentID: a.ID, Kind: api.GrantCount, By: "root", Source: "agentctl", Label: "y -5", Count: 4, RunID: "r-0"},
 		} {
 			if err := tx.InsertGrant(g); err != nil {
 				return err
@@ -41,7 +41,7 @@ func TestGrantsSurviveRestart(t *testing.T) {
 		if ok, _ := tx.RevokeGrant("g-exact", "root"); ok {
 			t.Error("revoked twice")
 		}
-		return tx.InsertDecision(&client.Decision{ProposalID: "p-1", Kind: client.DecisionApprove, Count: 1, Source: "grant",
+		return tx.InsertDecision(&api.Decision{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1, Source: "grant",
 			By: "root", Grant: "g-count", GrantLabel: "root's y -3 (1 left)"})
 	})
 	if err != nil {
@@ -131,7 +131,7 @@ func TestMigrationTurnsAutoStepsIntoGrant(t *testing.T) {
 	defer s.Close()
 	s.View(ctx, func(tx *Tx) error {
 		gs, err := tx.LiveGrants("a-1", "r-1")
-		if err != nil || len(gs) != 1 || gs[0].Kind != client.GrantCount || gs[0].Count != 4 || gs[0].RunID != "r-1" {
+		if err != nil || len(gs) != 1 || gs[0].Kind != api.GrantCount || gs[0].Count != 4 || gs[0].RunID != "r-1" {
 			t.Errorf("a-1's grants: %+v, %v; want one count grant of 4 for run r-1", gs, err)
 		}
 		if gs, _ := tx.LiveGrants("a-2", "r-2"); len(gs) != 0 {
@@ -172,9 +172,9 @@ func TestGrantFilesSurviveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := []client.BoundFile{{Path: "build.sh", SHA256: "b1"}, {Path: "check.py", SHA256: "c1"}}
+	files := []api.BoundFile{{Path: "build.sh", SHA256: "b1"}, {Path: "check.py", SHA256: "c1"}}
 	if err := s.Tx(ctx, func(tx *Tx) error {
-		return tx.InsertGrant(&client.Grant{ID: "g-new", AgentID: "a-1", Kind: client.GrantExact, Label: "y!", Command: "execute_shell", Hash: "h1", Files: files})
+		return tx.InsertGrant(&api.Grant{ID: "g-new", AgentID: "a-1", Kind: api.GrantExact, Label: "y!", Command: "execute_shell", Hash: "h1", Files: files})
 	}); err != nil {
 		t.Fatal(err)
 	}

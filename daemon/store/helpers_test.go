@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 func TestHelpersAndWaits(t *testing.T) {
@@ -13,8 +13,8 @@ func TestHelpersAndWaits(t *testing.T) {
 	seed(t, s)
 	ctx := context.Background()
 	err := s.Tx(ctx, func(tx *Tx) error {
-		h := &Agent{Agent: client.Agent{ID: "a-2", Name: "one/helper", State: client.StateThinking, Workspace: "/tmp/ws/agents/helper",
-			RunID: "r-2", ParentID: "a-1", Policy: client.Policy{Mode: "ask"}}}
+		h := &Agent{Agent: api.Agent{ID: "a-2", Name: "one/helper", State: api.StateThinking, Workspace: "/tmp/ws/agents/helper",
+			RunID: "r-2", ParentID: "a-1", Policy: api.Policy{Mode: "ask"}}}
 		if err := tx.InsertAgent(h); err != nil {
 			return err
 		}

@@ -4,7 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // AgentRange is a run of agents in the order they were stored (their rowid, which
@@ -55,7 +55,7 @@ func (p positioned) Scan(dest ...any) error { return p.rows.Scan(append([]any{p.
 // OpenProposals returns each agent's open proposal, the one OpenProposal would return,
 // keyed by agent id, of the agents in r: listing agents takes one query, not one per
 // agent. Brief ones are read without their thoughts, args, result and preview.
-func (t *Tx) OpenProposals(r AgentRange, brief bool) (map[string]*client.Proposal, error) {
+func (t *Tx) OpenProposals(r AgentRange, brief bool) (map[string]*api.Proposal, error) {
 	of, args := r.cond()
 	cols := proposalCols
 	if brief {
@@ -67,7 +67,7 @@ func (t *Tx) OpenProposals(r AgentRange, brief bool) (map[string]*client.Proposa
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*client.Proposal, len(ps))
+	out := make(map[string]*api.Proposal, len(ps))
 	for i := range ps { // oldest first, so each agent's newest wins
 		out[ps[i].AgentID] = &ps[i]
 	}
@@ -76,17 +76,17 @@ func (t *Tx) OpenProposals(r AgentRange, brief bool) (map[string]*client.Proposa
 
 // Questions returns each agent's open question, the one Question would return, keyed by
 // agent id, of the agents in r.
-func (t *Tx) Questions(r AgentRange) (map[string]*client.Question, error) {
+func (t *Tx) Questions(r AgentRange) (map[string]*api.Question, error) {
 	of, args := r.cond()
 	rows, err := t.query(`SELECT agent_id, proposal_id, text, asked_at FROM questions WHERE `+of+` ORDER BY asked_at, rowid`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: reading questions: %w", err)
 	}
 	defer rows.Close()
-	out := map[string]*client.Question{}
+	out := map[string]*api.Question{}
 	for rows.Next() {
 		var agent string
-		var q client.Question
+		var q api.Question
 		var at int64
 		if err := rows.Scan(&agent, &q.ProposalID, &q.Text, &at); err != nil {
 			return nil, fmt.Errorf("store: reading question: %w", err)

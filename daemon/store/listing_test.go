@@ -8,18 +8,18 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // The batch lookups that list every agent agree with the per-agent ones, agent by agent.
 func TestOpenProposalsAndQuestionsMatchPerAgent(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
-	statuses := []client.ProposalStatus{client.ProposalSucceeded, client.ProposalPending, client.ProposalApproved, client.ProposalFailed}
+	statuses := []api.ProposalStatus{api.ProposalSucceeded, api.ProposalPending, api.ProposalApproved, api.ProposalFailed}
 	err := s.Tx(ctx, func(tx *Tx) error {
 		for i := range 5 {
-			a := &Agent{Agent: client.Agent{ID: fmt.Sprintf("a-%d", i), Name: fmt.Sprintf("n%d", i), State: client.StateThinking,
-				Workspace: "/tmp/ws", RunID: fmt.Sprintf("r-%d", i), Policy: client.Policy{Mode: "ask"}}}
+			a := &Agent{Agent: api.Agent{ID: fmt.Sprintf("a-%d", i), Name: fmt.Sprintf("n%d", i), State: api.StateThinking,
+				Workspace: "/tmp/ws", RunID: fmt.Sprintf("r-%d", i), Policy: api.Policy{Mode: "ask"}}}
 			if err := tx.InsertAgent(a); err != nil {
 				return err
 			}
@@ -27,13 +27,13 @@ func TestOpenProposalsAndQuestionsMatchPerAgent(t *testing.T) {
 				return err
 			}
 			for j := range i { // agent i has i proposals; its statuses cycle
-				p := &client.Proposal{ID: fmt.Sprintf("p-%d-%d", i, j), AgentID: a.ID, RunID: a.RunID, Step: j + 1,
+				p := &api.Proposal{ID: fmt.Sprintf("p-%d-%d", i, j), AgentID: a.ID, RunID: a.RunID, Step: j + 1,
 					Command: "read_file", Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: statuses[(i+j)%len(statuses)]}
 				if err := tx.InsertProposal(p); err != nil {
 					return err
 				}
 				if j == 1 {
-					if err := tx.SetQuestion(a.ID, &client.Question{ProposalID: p.ID, Text: "which? " + p.ID}); err != nil {
+					if err := tx.SetQuestion(a.ID, &api.Question{ProposalID: p.ID, Text: "which? " + p.ID}); err != nil {
 						return err
 					}
 				}

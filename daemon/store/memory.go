@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Memory is one row of memories: what an agent did, was told, saved or wrote, kept here
@@ -187,7 +187,7 @@ func (t *Tx) DeleteMemories(agentID, kind, source string) ([]string, error) {
 // (its result cut to resultChars) and the model's one-line summary, "" until made.
 type EpisodeLine struct {
 	ID int64
-	client.Episode
+	api.Episode
 	Summary string
 }
 

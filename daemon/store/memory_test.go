@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 func TestMemoriesRoundTrip(t *testing.T) {
@@ -116,7 +116,7 @@ func TestEpisodeLinesWithSummaries(t *testing.T) {
 	ctx := context.Background()
 	err := s.Tx(ctx, func(tx *Tx) error {
 		for i := 1; i <= 5; i++ {
-			e := &client.Episode{RunID: "r-1", Step: i, ProposalID: fmt.Sprint("p-", i), Command: "read_file",
+			e := &api.Episode{RunID: "r-1", Step: i, ProposalID: fmt.Sprint("p-", i), Command: "read_file",
 				Args: []byte(`{"path":"x"}`), Outcome: "succeeded", Result: strings.Repeat("é", 50)}
 			if err := tx.InsertEpisode(a.ID, e); err != nil {
 				return err

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestProposalPreviewSurvivesReopen: a proposal's preview is stored with it and read back
@@ -14,11 +14,11 @@ import (
 func TestProposalPreviewSurvivesReopen(t *testing.T) {
 	s, path := open(t)
 	seed(t, s) // p-1: no preview
-	pv := &client.Preview{Kind: client.PreviewProgram, Programs: [][]string{{"ls", "-l"}, {"wc"}},
+	pv := &api.Preview{Kind: api.PreviewProgram, Programs: [][]string{{"ls", "-l"}, {"wc"}},
 		Dir: "/ws", Sandbox: "bwrap", Network: "none", Note: "n\u202e"}
 	err := s.Tx(context.Background(), func(tx *Tx) error {
-		return tx.InsertProposal(&client.Proposal{ID: "p-2", AgentID: "a-1", RunID: "r-1", Step: 2, Command: "execute_shell",
-			Args: json.RawMessage(`{"command_line":"ls -l | wc"}`), Hash: "h2", Status: client.ProposalSuperseded, Preview: pv})
+		return tx.InsertProposal(&api.Proposal{ID: "p-2", AgentID: "a-1", RunID: "r-1", Step: 2, Command: "execute_shell",
+			Args: json.RawMessage(`{"command_line":"ls -l | wc"}`), Hash: "h2", Status: api.ProposalSuperseded, Preview: pv})
 	})
 	if err != nil {
 		t.Fatal(err)

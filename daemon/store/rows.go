@@ -8,12 +8,12 @@ import (
 	"slices"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Agent is an agent row plus the daemon-only fields the wire type does not carry.
 type Agent struct {
-	client.Agent
+	api.Agent
 	// Strikes counts invalid model replies in a row.
 	Strikes int
 	// Budget is the agent's own budget, set with agentctl budget; a nil field follows
@@ -32,16 +32,16 @@ type AgentBudget struct {
 
 const agentCols = `id, name, description, goals, directives, task, state, state_reason, policy, run_id, step,
 	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at, parent_id, steps_total, busy_ms,
-	budget_steps, budget_tokens, budget_busy_ms, commands, disk_bytes, budget_disk`
+	budget_steps, budget_tokens, budget_busy_ms, commands, disk_bytes, budget_disk, state_since`
 
 func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	var a Agent
 	var goals, dirs, policy, cmds string
-	var created, updated int64
+	var created, updated, since int64
 	var bSteps, bTokens, bBusy, bDisk sql.NullInt64
 	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
 		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated, &a.ParentID,
-		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds, &a.DiskBytes, &bDisk)
+		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds, &a.DiskBytes, &bDisk, &since)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -54,7 +54,7 @@ func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	if cmds != "" {
 		json.Unmarshal([]byte(cmds), &a.Commands)
 	}
-	a.CreatedAt, a.UpdatedAt = fromMS(created), fromMS(updated)
+	a.CreatedAt, a.UpdatedAt, a.StateSince = fromMS(created), fromMS(updated), fromMS(since)
 	if bSteps.Valid {
 		a.Budget.MaxSteps = new(int(bSteps.Int64))
 	}
@@ -81,11 +81,11 @@ func js(v any) string {
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
-	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
 		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands),
-		a.DiskBytes, nullable(a.Budget.MaxDisk))
+		a.DiskBytes, nullable(a.Budget.MaxDisk), ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert agent: %w", err)
 	}
@@ -120,15 +120,23 @@ func (t *Tx) SetWorkspace(id, ws string) error {
 // UpdateAgent writes every mutable field of a (its commands are fixed at creation).
 func (t *Tx) UpdateAgent(a *Agent) error {
 	a.UpdatedAt = t.now
-	_, err := t.exec(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
+	// state_since moves only when the state does (the right side reads the old row).
+	var since int64
+	err := t.queryRow(`UPDATE agents SET name=?, description=?, goals=?, directives=?, task=?, state=?,
 		state_reason=?, policy=?, run_id=?, step=?, strikes=?, prompt_tokens=?, eval_tokens=?, updated_at=?,
-		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=?, disk_bytes=?, budget_disk=? WHERE id=?`,
+		steps_total=?, busy_ms=?, budget_steps=?, budget_tokens=?, budget_busy_ms=?, disk_bytes=?, budget_disk=?,
+		state_since=CASE WHEN state=? THEN state_since ELSE ? END WHERE id=? RETURNING state_since`,
 		a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason, js(a.Policy),
 		a.RunID, a.Step, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now),
-		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk), a.ID)
+		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), a.DiskBytes, nullable(a.Budget.MaxDisk),
+		a.State, ms(t.now), a.ID).Scan(&since)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // as an UPDATE of no row: nothing to do
+	}
 	if err != nil {
 		return fmt.Errorf("store: update agent: %w", err)
 	}
+	a.StateSince = fromMS(since)
 	return nil
 }
 
@@ -177,6 +185,24 @@ func (t *Tx) NameTaken(name string) (bool, error) {
 	var n int
 	err := t.queryRow(`SELECT COUNT(*) FROM agents WHERE name=?`, name).Scan(&n)
 	return n > 0, err
+}
+
+// AgentNames lists every agent's name, sorted: what a mistyped one is compared with.
+func (t *Tx) AgentNames() ([]string, error) {
+	rows, err := t.query(`SELECT name FROM agents ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list agent names: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }
 
 // Agents lists all agents, oldest first.
@@ -233,12 +259,12 @@ const proposalCols = `id, agent_id, run_id, step, thoughts, command, args, hash,
 	prompt_tokens, eval_tokens, created_at, preview`
 
 // briefProposalCols are proposalCols without the thoughts, args, result and preview a
-// brief listing leaves out (client.Proposal.Brief): scanProposal reads them as empty.
+// brief listing leaves out (api.Proposal.Brief): scanProposal reads them as empty.
 const briefProposalCols = `id, agent_id, run_id, step, '{}', command, 'null', hash, status, '', model,
 	prompt_tokens, eval_tokens, created_at, ''`
 
-func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) {
-	var p client.Proposal
+func scanProposal(sc interface{ Scan(...any) error }) (*api.Proposal, error) {
+	var p api.Proposal
 	var thoughts, args, preview string
 	var created int64
 	err := sc.Scan(&p.ID, &p.AgentID, &p.RunID, &p.Step, &thoughts, &p.Command, &args, &p.Hash, &p.Status,
@@ -251,9 +277,9 @@ func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) 
 	}
 	json.Unmarshal([]byte(thoughts), &p.Thoughts)
 	if preview != "" {
-		p.Preview = new(client.Preview)
+		p.Preview = new(api.Preview)
 		if json.Unmarshal([]byte(preview), p.Preview) != nil {
-			p.Preview = &client.Preview{Note: "the stored preview cannot be read; judge the args"}
+			p.Preview = &api.Preview{Note: "the stored preview cannot be read; judge the args"}
 		}
 	}
 	p.Args = json.RawMessage(args)
@@ -262,7 +288,7 @@ func scanProposal(sc interface{ Scan(...any) error }) (*client.Proposal, error) 
 }
 
 // InsertProposal stores a proposal; it must be durable before anyone sees it.
-func (t *Tx) InsertProposal(p *client.Proposal) error {
+func (t *Tx) InsertProposal(p *api.Proposal) error {
 	p.CreatedAt = t.now
 	_, err := t.exec(`INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.ID, p.AgentID, p.RunID, p.Step, js(p.Thoughts), p.Command, string(p.Args), p.Hash, p.Status, p.Result,
@@ -275,7 +301,7 @@ func (t *Tx) InsertProposal(p *client.Proposal) error {
 
 // SetProposalPreview replaces a proposal's preview: the daemon adds to it what the person
 // should know when asked (a file a y! bound changed since).
-func (t *Tx) SetProposalPreview(id string, pv *client.Preview) error {
+func (t *Tx) SetProposalPreview(id string, pv *api.Preview) error {
 	if _, err := t.exec(`UPDATE proposals SET preview=?, updated_at=? WHERE id=?`, previewJSON(pv), ms(t.now), id); err != nil {
 		return fmt.Errorf("store: set proposal preview: %w", err)
 	}
@@ -283,7 +309,7 @@ func (t *Tx) SetProposalPreview(id string, pv *client.Preview) error {
 }
 
 // previewJSON is the preview column's value: empty for none.
-func previewJSON(pv *client.Preview) string {
+func previewJSON(pv *api.Preview) string {
 	if pv == nil {
 		return ""
 	}
@@ -293,7 +319,7 @@ func previewJSON(pv *client.Preview) string {
 // SetProposalStatus moves a proposal from one of the from statuses to status, optionally
 // setting its result. It reports whether the move happened: a false means someone else
 // moved it first, which is how "first decision wins" is enforced.
-func (t *Tx) SetProposalStatus(id string, status client.ProposalStatus, result *string, from ...client.ProposalStatus) (bool, error) {
+func (t *Tx) SetProposalStatus(id string, status api.ProposalStatus, result *string, from ...api.ProposalStatus) (bool, error) {
 	q := `UPDATE proposals SET status=?, updated_at=?`
 	args := []any{status, ms(t.now)}
 	if result != nil {
@@ -325,26 +351,26 @@ func repeat(s string, n int) string {
 }
 
 // Proposal reads one proposal.
-func (t *Tx) Proposal(id string) (*client.Proposal, error) {
+func (t *Tx) Proposal(id string) (*api.Proposal, error) {
 	return scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals WHERE id=?`, id))
 }
 
 // OpenProposal returns the agent's proposal that is not yet settled (pending, interrupted,
 // approved or started), or ErrNotFound. The cycle keeps at most one open at a time.
-func (t *Tx) OpenProposal(agentID string) (*client.Proposal, error) {
+func (t *Tx) OpenProposal(agentID string) (*api.Proposal, error) {
 	return scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals
 		WHERE agent_id=? AND status IN ('pending','interrupted','approved','started')
 		ORDER BY created_at DESC, rowid DESC LIMIT 1`, agentID))
 }
 
 // LastProposal returns the agent's most recent proposal in run, or ErrNotFound.
-func (t *Tx) LastProposal(agentID, runID string) (*client.Proposal, error) {
+func (t *Tx) LastProposal(agentID, runID string) (*api.Proposal, error) {
 	return scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals
 		WHERE agent_id=? AND run_id=? ORDER BY step DESC, rowid DESC LIMIT 1`, agentID, runID))
 }
 
 // ProposalBefore returns the proposal made just before p in p's run, or nil.
-func (t *Tx) ProposalBefore(p *client.Proposal) (*client.Proposal, error) {
+func (t *Tx) ProposalBefore(p *api.Proposal) (*api.Proposal, error) {
 	prev, err := scanProposal(t.queryRow(`SELECT `+proposalCols+` FROM proposals
 		WHERE agent_id=? AND run_id=? AND step<? ORDER BY step DESC, rowid DESC LIMIT 1`, p.AgentID, p.RunID, p.Step))
 	if errors.Is(err, ErrNotFound) {
@@ -354,28 +380,28 @@ func (t *Tx) ProposalBefore(p *client.Proposal) (*client.Proposal, error) {
 }
 
 // Proposals lists an agent's proposals, oldest first.
-func (t *Tx) Proposals(agentID string) ([]client.Proposal, error) {
+func (t *Tx) Proposals(agentID string) ([]api.Proposal, error) {
 	return t.proposals(`agent_id=?`, agentID)
 }
 
 // ProposalsWithStatus lists every proposal in a status, across agents (crash recovery).
-func (t *Tx) ProposalsWithStatus(status client.ProposalStatus) ([]client.Proposal, error) {
+func (t *Tx) ProposalsWithStatus(status api.ProposalStatus) ([]api.Proposal, error) {
 	return t.proposals(`status=?`, status)
 }
 
-func (t *Tx) proposals(where string, args ...any) ([]client.Proposal, error) {
+func (t *Tx) proposals(where string, args ...any) ([]api.Proposal, error) {
 	return t.proposalsBy(proposalCols, "", where, args...)
 }
 
 // proposalsBy is proposals read with its columns cols (proposalCols or
 // briefProposalCols) and an index hint ("INDEXED BY name"; "" leaves the choice to SQLite).
-func (t *Tx) proposalsBy(cols, hint, where string, args ...any) ([]client.Proposal, error) {
+func (t *Tx) proposalsBy(cols, hint, where string, args ...any) ([]api.Proposal, error) {
 	rows, err := t.query(`SELECT `+cols+` FROM proposals `+hint+` WHERE `+where+` ORDER BY created_at, rowid`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list proposals: %w", err)
 	}
 	defer rows.Close()
-	var out []client.Proposal
+	var out []api.Proposal
 	for rows.Next() {
 		p, err := scanProposal(rows)
 		if err != nil {
@@ -387,11 +413,11 @@ func (t *Tx) proposalsBy(cols, hint, where string, args ...any) ([]client.Propos
 }
 
 // InsertDecision records a decision.
-func (t *Tx) InsertDecision(d *client.Decision) error {
+func (t *Tx) InsertDecision(d *api.Decision) error {
 	d.At = t.now
-	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, profile, at)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, d.Scope, d.Pattern, d.Grant, d.GrantLabel, d.ByName, d.Profile, ms(t.now))
+	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, profile, grant_count, grant_left, at)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, d.Scope, d.Pattern, d.Grant, d.GrantLabel, d.ByName, d.Profile, d.GrantCount, d.GrantLeft, ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert decision: %w", err)
 	}
@@ -399,12 +425,12 @@ func (t *Tx) InsertDecision(d *client.Decision) error {
 }
 
 // decisionCols are the decisions columns scanDecision reads, as the alias d.
-const decisionCols = `d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.profile, d.at`
+const decisionCols = `d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.profile, d.grant_count, d.grant_left, d.at`
 
-func scanDecision(sc interface{ Scan(...any) error }) (*client.Decision, error) {
-	var d client.Decision
+func scanDecision(sc interface{ Scan(...any) error }) (*api.Decision, error) {
+	var d api.Decision
 	var at int64
-	if err := sc.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &d.Profile, &at); err != nil {
+	if err := sc.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &d.Profile, &d.GrantCount, &d.GrantLeft, &at); err != nil {
 		return nil, err
 	}
 	d.At = fromMS(at)
@@ -412,7 +438,7 @@ func scanDecision(sc interface{ Scan(...any) error }) (*client.Decision, error) 
 }
 
 // LastDecision returns the latest decision on a proposal, or ErrNotFound.
-func (t *Tx) LastDecision(proposalID string) (*client.Decision, error) {
+func (t *Tx) LastDecision(proposalID string) (*api.Decision, error) {
 	d, err := scanDecision(t.queryRow(`SELECT `+decisionCols+` FROM decisions d
 		WHERE d.proposal_id=? ORDER BY d.id DESC LIMIT 1`, proposalID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -432,7 +458,7 @@ func (t *Tx) CountDecisions(proposalID string) (int, error) {
 }
 
 // InsertEpisode records a finished step.
-func (t *Tx) InsertEpisode(agentID string, e *client.Episode) error {
+func (t *Tx) InsertEpisode(agentID string, e *api.Episode) error {
 	e.At = t.now
 	_, err := t.exec(`INSERT INTO episodes (agent_id, run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?)`, agentID, e.RunID, e.Step, e.ProposalID, e.Command, string(e.Args), e.Reasoning,
@@ -444,7 +470,7 @@ func (t *Tx) InsertEpisode(agentID string, e *client.Episode) error {
 }
 
 // Episodes returns the agent's last limit episodes (all when limit <= 0), oldest first.
-func (t *Tx) Episodes(agentID string, limit int) ([]client.Episode, error) {
+func (t *Tx) Episodes(agentID string, limit int) ([]api.Episode, error) {
 	q := `SELECT ` + episodeCols + ` FROM episodes WHERE agent_id=? ORDER BY id DESC`
 	args := []any{agentID}
 	if limit > 0 {
@@ -465,10 +491,10 @@ func (t *Tx) Episodes(agentID string, limit int) ([]client.Episode, error) {
 const episodeCols = `run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at`
 
 // scanEpisodes reads rows of episodeCols.
-func scanEpisodes(rows *sql.Rows) ([]client.Episode, error) {
-	var out []client.Episode
+func scanEpisodes(rows *sql.Rows) ([]api.Episode, error) {
+	var out []api.Episode
 	for rows.Next() {
-		var e client.Episode
+		var e api.Episode
 		var args string
 		var at int64
 		if err := rows.Scan(&e.RunID, &e.Step, &e.ProposalID, &e.Command, &args, &e.Reasoning, &e.Outcome, &e.Result, &e.Feedback, &at); err != nil {
@@ -488,7 +514,7 @@ func (t *Tx) CountEpisodes(agentID string) (int, error) {
 }
 
 // SetQuestion records an ask_user question waiting for an answer.
-func (t *Tx) SetQuestion(agentID string, q *client.Question) error {
+func (t *Tx) SetQuestion(agentID string, q *api.Question) error {
 	q.AskedAt = t.now
 	_, err := t.exec(`INSERT OR REPLACE INTO questions (proposal_id, agent_id, text, asked_at) VALUES (?,?,?,?)`,
 		q.ProposalID, agentID, q.Text, ms(t.now))
@@ -499,8 +525,8 @@ func (t *Tx) SetQuestion(agentID string, q *client.Question) error {
 }
 
 // Question returns the agent's open question, or ErrNotFound.
-func (t *Tx) Question(agentID string) (*client.Question, error) {
-	var q client.Question
+func (t *Tx) Question(agentID string) (*api.Question, error) {
+	var q api.Question
 	var at int64
 	err := t.queryRow(`SELECT proposal_id, text, asked_at FROM questions WHERE agent_id=? ORDER BY asked_at DESC LIMIT 1`, agentID).Scan(&q.ProposalID, &q.Text, &at)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -579,15 +605,15 @@ func (t *Tx) RemovePermission(agentID, effect, pattern string) (bool, error) {
 }
 
 // Permissions lists the agent's stored patterns, oldest first.
-func (t *Tx) Permissions(agentID string) ([]client.Permission, error) {
+func (t *Tx) Permissions(agentID string) ([]api.Permission, error) {
 	rows, err := t.query(`SELECT id, effect, pattern, created_by, created_at FROM permissions WHERE agent_id=? ORDER BY id`, agentID)
 	if err != nil {
 		return nil, fmt.Errorf("store: permissions: %w", err)
 	}
 	defer rows.Close()
-	var out []client.Permission
+	var out []api.Permission
 	for rows.Next() {
-		var p client.Permission
+		var p api.Permission
 		var at int64
 		if err := rows.Scan(&p.ID, &p.Effect, &p.Pattern, &p.CreatedBy, &at); err != nil {
 			return nil, fmt.Errorf("store: permissions: %w", err)

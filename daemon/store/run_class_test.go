@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestDaemonStartedRunsAndHelperLinks checks what a restart reads to queue runs as batch
@@ -17,14 +17,14 @@ func TestDaemonStartedRunsAndHelperLinks(t *testing.T) {
 	seed(t, s) // agent a-1, run r-1, proposal p-1 of r-1
 	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	err := s.Tx(ctx, func(tx *Tx) error {
-		if err := tx.InsertSchedule(&Schedule{Schedule: client.Schedule{ID: "s-1", Name: "n", Spec: "@daily", Agent: "a-1",
-			Goal: "g", Autonomy: client.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
+		if err := tx.InsertSchedule(&Schedule{Schedule: api.Schedule{ID: "s-1", Name: "n", Spec: "@daily", Agent: "a-1",
+			Goal: "g", Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
 			return err
 		}
-		if err := tx.RecordScheduleRun(&client.ScheduleRun{ID: "f-1", ScheduleID: "s-1", Scheduled: t0, Started: t0, Outcome: "started", RunID: "r-1"}); err != nil {
+		if err := tx.RecordScheduleRun(&api.ScheduleRun{ID: "f-1", ScheduleID: "s-1", Scheduled: t0, Started: t0, Outcome: "started", RunID: "r-1"}); err != nil {
 			return err
 		}
-		h := &Agent{Agent: client.Agent{ID: "a-2", Name: "one/h", State: client.StateThinking, Workspace: "/tmp/ws/h", RunID: "r-2", ParentID: "a-1"}}
+		h := &Agent{Agent: api.Agent{ID: "a-2", Name: "one/h", State: api.StateThinking, Workspace: "/tmp/ws/h", RunID: "r-2", ParentID: "a-1"}}
 		if err := tx.InsertAgent(h); err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Run is a run row: the run's budgets and, once it ended, its outcome and counts.
@@ -80,7 +80,7 @@ func (t *Tx) BudgetedRuns() ([]Run, error) {
 // Schedule is a schedule row: the wire type plus its wall-time budget as a duration and
 // its fire cursor. The wire type's LastFired is its newest firing record.
 type Schedule struct {
-	client.Schedule
+	api.Schedule
 	MaxWall time.Duration
 	// Cursor is where the Scheduler goes on from after a restart (the last_fired column):
 	// the last firing handled, or when the schedule was added or resumed, since firings
@@ -212,7 +212,7 @@ func msOrZero(t time.Time) int64 {
 // RecordScheduleRun inserts a firing's record the first time its id is seen and updates it
 // after. The agent is taken from the run when the record names one. A record for a
 // schedule that was removed meanwhile is dropped.
-func (t *Tx) RecordScheduleRun(r *client.ScheduleRun) error {
+func (t *Tx) RecordScheduleRun(r *api.ScheduleRun) error {
 	_, err := t.exec(`INSERT INTO schedule_runs (id, schedule_id, scheduled_at, started_at, ended_at, manual, outcome,
 			reason, agent_id, run_id, steps, tokens)
 		SELECT ?,?,?,?,?,?,?,?, COALESCE((SELECT agent_id FROM runs WHERE id=?), ?),?,?,? WHERE EXISTS (SELECT 1 FROM schedules WHERE id=?)
@@ -251,7 +251,7 @@ func (t *Tx) ScheduleTotals(scheduleID string) (runs, steps int, tokens int64, e
 }
 
 // ScheduleRuns lists a schedule's firing records, newest first; limit <= 0 is all.
-func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]client.ScheduleRun, error) {
+func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]api.ScheduleRun, error) {
 	q := `SELECT id, schedule_id, scheduled_at, started_at, ended_at, manual, outcome, reason, agent_id, run_id, steps, tokens
 		FROM schedule_runs WHERE schedule_id=? ORDER BY scheduled_at DESC, rowid DESC`
 	args := []any{scheduleID}
@@ -264,9 +264,9 @@ func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]client.ScheduleRun, e
 		return nil, fmt.Errorf("store: schedule runs: %w", err)
 	}
 	defer rows.Close()
-	var out []client.ScheduleRun
+	var out []api.ScheduleRun
 	for rows.Next() {
-		var r client.ScheduleRun
+		var r api.ScheduleRun
 		var sched, started, ended int64
 		if err := rows.Scan(&r.ID, &r.ScheduleID, &sched, &started, &ended, &r.Manual, &r.Outcome, &r.Reason,
 			&r.AgentID, &r.RunID, &r.Steps, &r.Tokens); err != nil {

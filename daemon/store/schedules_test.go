@@ -6,15 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 func TestScheduleRoundTrip(t *testing.T) {
 	s, path := open(t)
 	ctx := context.Background()
-	in := &Schedule{Schedule: client.Schedule{ID: "s-1", Name: "notes", Spec: "0 9 * * 1-5", TimeZone: "Europe/Berlin",
-		Template: "notes", Goal: "summarize ~/notes", Autonomy: client.Autonomy{Mode: "patterns", Allow: []string{"read_file(*)"}},
-		Budget: client.Budget{MaxSteps: 3, MaxTokens: 5000}, Delivery: "agentctl", Concurrency: "queue", Missed: "run_once"},
+	in := &Schedule{Schedule: api.Schedule{ID: "s-1", Name: "notes", Spec: "0 9 * * 1-5", TimeZone: "Europe/Berlin",
+		Template: "notes", Goal: "summarize ~/notes", Autonomy: api.Autonomy{Mode: "patterns", Allow: []string{"read_file(*)"}},
+		Budget: api.Budget{MaxSteps: 3, MaxTokens: 5000}, Delivery: "agentctl", Concurrency: "queue", Missed: "run_once"},
 		MaxWall: 90 * time.Minute}
 	if err := s.Tx(ctx, func(tx *Tx) error { return tx.InsertSchedule(in) }); err != nil {
 		t.Fatal(err)
@@ -67,19 +67,19 @@ func TestScheduleRunsRecordAndEnd(t *testing.T) {
 	seed(t, s) // agent a-1 with run r-1
 	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	err := s.Tx(ctx, func(tx *Tx) error {
-		if err := tx.InsertSchedule(&Schedule{Schedule: client.Schedule{ID: "s-1", Name: "n", Spec: "@daily", Agent: "a-1",
-			Goal: "g", Autonomy: client.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
+		if err := tx.InsertSchedule(&Schedule{Schedule: api.Schedule{ID: "s-1", Name: "n", Spec: "@daily", Agent: "a-1",
+			Goal: "g", Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
 			return err
 		}
-		if err := tx.RecordScheduleRun(&client.ScheduleRun{ID: "f-1", ScheduleID: "s-1", Scheduled: t0, Outcome: "missed", Reason: "down"}); err != nil {
+		if err := tx.RecordScheduleRun(&api.ScheduleRun{ID: "f-1", ScheduleID: "s-1", Scheduled: t0, Outcome: "missed", Reason: "down"}); err != nil {
 			return err
 		}
-		r := &client.ScheduleRun{ID: "f-2", ScheduleID: "s-1", Scheduled: t0.Add(time.Hour), Started: t0.Add(time.Hour), Outcome: "started", RunID: "r-1"}
+		r := &api.ScheduleRun{ID: "f-2", ScheduleID: "s-1", Scheduled: t0.Add(time.Hour), Started: t0.Add(time.Hour), Outcome: "started", RunID: "r-1"}
 		if err := tx.RecordScheduleRun(r); err != nil {
 			return err
 		}
 		// A record for a removed schedule is dropped, not an error.
-		return tx.RecordScheduleRun(&client.ScheduleRun{ID: "f-3", ScheduleID: "gone", Scheduled: t0, Outcome: "missed"})
+		return tx.RecordScheduleRun(&api.ScheduleRun{ID: "f-3", ScheduleID: "gone", Scheduled: t0, Outcome: "missed"})
 	})
 	if err != nil {
 		t.Fatal(err)

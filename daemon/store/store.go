@@ -402,6 +402,15 @@ var migrations = []string{
 	// write, and its disk budget set by agentctl budget (NULL follows the config).
 	`ALTER TABLE agents ADD COLUMN disk_bytes INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE agents ADD COLUMN budget_disk INTEGER;`,
+	// A decision's grant count travels as fields, not in its label's text: how many
+	// proposals the grant approves and how many were left once the decision was made.
+	// Labels written before keep their "(2 left)" and show as they are.
+	`ALTER TABLE decisions ADD COLUMN grant_count INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE decisions ADD COLUMN grant_left INTEGER NOT NULL DEFAULT 0;`,
+	// When an agent entered its state: a thinking agent's model call began then, which
+	// every follower's spinner counts from. Agents from before count from their last change.
+	`ALTER TABLE agents ADD COLUMN state_since INTEGER NOT NULL DEFAULT 0;
+	UPDATE agents SET state_since = updated_at;`,
 	// What a schedule's wake conditions saw (daemon/schedule/wake): seen is, per
 	// condition, what the last run that started saw (content hashes, a page's
 	// validators), written only when a run starts so that a firing whose run never

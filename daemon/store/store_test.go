@@ -9,8 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 func open(t *testing.T) (*Store, string) {
@@ -26,8 +27,8 @@ func open(t *testing.T) (*Store, string) {
 
 func seed(t *testing.T, s *Store) *Agent {
 	t.Helper()
-	a := &Agent{Agent: client.Agent{ID: "a-1", Name: "one", State: client.StateThinking, Workspace: "/tmp/ws", RunID: "r-1",
-		Goals: []string{"g"}, Policy: client.Policy{Mode: "ask"}}}
+	a := &Agent{Agent: api.Agent{ID: "a-1", Name: "one", State: api.StateThinking, Workspace: "/tmp/ws", RunID: "r-1",
+		Goals: []string{"g"}, Policy: api.Policy{Mode: "ask"}}}
 	err := s.Tx(context.Background(), func(tx *Tx) error {
 		if err := tx.InsertAgent(a); err != nil {
 			return err
@@ -35,8 +36,8 @@ func seed(t *testing.T, s *Store) *Agent {
 		if err := tx.StartRun("r-1", a.ID, "task"); err != nil {
 			return err
 		}
-		return tx.InsertProposal(&client.Proposal{ID: "p-1", AgentID: a.ID, RunID: "r-1", Step: 1, Command: "read_file",
-			Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: client.ProposalPending})
+		return tx.InsertProposal(&api.Proposal{ID: "p-1", AgentID: a.ID, RunID: "r-1", Step: 1, Command: "read_file",
+			Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: api.ProposalPending})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func TestFirstDecisionWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			s.Tx(context.Background(), func(tx *Tx) error {
-				ok, err := tx.SetProposalStatus("p-1", client.ProposalApproved, nil, client.ProposalPending, client.ProposalInterrupted)
+				ok, err := tx.SetProposalStatus("p-1", api.ProposalApproved, nil, api.ProposalPending, api.ProposalInterrupted)
 				if err != nil {
 					return err
 				}
@@ -94,7 +95,7 @@ func TestFirstDecisionWins(t *testing.T) {
 					mu.Lock()
 					wins++
 					mu.Unlock()
-					return tx.InsertDecision(&client.Decision{ProposalID: "p-1", Kind: client.DecisionApprove, Count: 1})
+					return tx.InsertDecision(&api.Decision{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1})
 				}
 				return nil
 			})
@@ -118,8 +119,8 @@ func TestFailedTxLeavesNothing(t *testing.T) {
 	seed(t, s)
 	boom := errors.New("boom")
 	err := s.Tx(context.Background(), func(tx *Tx) error {
-		tx.InsertEpisode("a-1", &client.Episode{RunID: "r-1", Step: 1, ProposalID: "p-1", Command: "read_file", Args: json.RawMessage(`{}`), Outcome: "succeeded"})
-		tx.SetProposalStatus("p-1", client.ProposalSucceeded, nil)
+		tx.InsertEpisode("a-1", &api.Episode{RunID: "r-1", Step: 1, ProposalID: "p-1", Command: "read_file", Args: json.RawMessage(`{}`), Outcome: "succeeded"})
+		tx.SetProposalStatus("p-1", api.ProposalSucceeded, nil)
 		return boom
 	})
 	if !errors.Is(err, boom) {
@@ -128,7 +129,7 @@ func TestFailedTxLeavesNothing(t *testing.T) {
 	s.View(context.Background(), func(tx *Tx) error {
 		n, _ := tx.CountEpisodes("a-1")
 		p, _ := tx.Proposal("p-1")
-		if n != 0 || p.Status != client.ProposalPending {
+		if n != 0 || p.Status != api.ProposalPending {
 			t.Errorf("after rollback: %d episodes, proposal %s", n, p.Status)
 		}
 		return nil
@@ -140,7 +141,7 @@ func TestEpisodesNewestLimitOldestFirst(t *testing.T) {
 	seed(t, s)
 	s.Tx(context.Background(), func(tx *Tx) error {
 		for i := 1; i <= 5; i++ {
-			tx.InsertEpisode("a-1", &client.Episode{RunID: "r-1", Step: i, ProposalID: "p-1", Command: "c", Args: json.RawMessage(`{}`), Outcome: "succeeded"})
+			tx.InsertEpisode("a-1", &api.Episode{RunID: "r-1", Step: i, ProposalID: "p-1", Command: "c", Args: json.RawMessage(`{}`), Outcome: "succeeded"})
 		}
 		return nil
 	})
@@ -215,5 +216,43 @@ func TestCheck(t *testing.T) {
 	defer s2.Close()
 	if err := s2.Check(context.Background()); err == nil || !strings.Contains(err.Error(), "database damaged") {
 		t.Fatalf("Check on a damaged database = %v", err)
+	}
+}
+
+// An agent's StateSince moves when its state changes, and only then: a thinking agent's
+// counters changing mid-call do not restart the spinner of those who follow it.
+func TestStateSinceMovesWithTheStateOnly(t *testing.T) {
+	s, _ := open(t)
+	clock := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
+	s.now = func() time.Time { return clock }
+	a := seed(t, s)
+	update := func(at time.Time, mod func(*Agent)) *Agent {
+		t.Helper()
+		clock = at
+		var got *Agent
+		err := s.Tx(context.Background(), func(tx *Tx) error {
+			cur, err := tx.Agent(a.ID)
+			if err != nil {
+				return err
+			}
+			mod(cur)
+			if err := tx.UpdateAgent(cur); err != nil {
+				return err
+			}
+			got, err = tx.Agent(a.ID)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	start := clock
+	if got := update(start.Add(time.Second), func(a *Agent) { a.PromptTokens += 10 }); !got.StateSince.Equal(start) {
+		t.Errorf("StateSince %v after a change of counters, want %v (the state began then)", got.StateSince, start)
+	}
+	later := start.Add(time.Minute)
+	if got := update(later, func(a *Agent) { a.State = api.StateExecuting }); !got.StateSince.Equal(later) {
+		t.Errorf("StateSince %v after the state changed at %v", got.StateSince, later)
 	}
 }

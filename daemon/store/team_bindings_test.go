@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // A team run's thread survives a reopen; its seq only moves forward; an ended run's
@@ -15,7 +15,7 @@ func TestTeamBindings(t *testing.T) {
 	ctx := context.Background()
 	err := s.Tx(ctx, func(tx *Tx) error {
 		for _, id := range []string{"t-1", "t-2"} {
-			if err := tx.InsertTeamRun(&TeamRun{TeamRun: client.TeamRun{ID: id, Workflow: "w", Task: "x", Status: client.TeamRunning, State: "a"}, Source: "s"}); err != nil {
+			if err := tx.InsertTeamRun(&TeamRun{TeamRun: api.TeamRun{ID: id, Workflow: "w", Task: "x", Status: api.TeamRunning, State: "a"}, Source: "s"}); err != nil {
 				return err
 			}
 		}
@@ -35,7 +35,7 @@ func TestTeamBindings(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		r.Status = client.TeamFinished
+		r.Status = api.TeamFinished
 		return tx.UpdateTeamRun(r)
 	})
 	if err != nil {

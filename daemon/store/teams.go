@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TeamRun is a team_runs row: the wire type plus what only the engine reads.
 type TeamRun struct {
-	client.TeamRun
+	api.TeamRun
 	Source string // the workflow file's text
 	// Cursor is the engine's position in the workflow (daemon/team decodes it).
 	Cursor json.RawMessage
@@ -23,7 +23,7 @@ type TeamRun struct {
 
 // TeamTurn is a team_turns row.
 type TeamTurn struct {
-	client.TeamTurn
+	api.TeamTurn
 	TeamRunID string
 	PhaseSeq  int // which phase instance of the run the turn belongs to
 }
@@ -103,7 +103,7 @@ func (t *Tx) UpdateTeamRun(r *TeamRun) error {
 		return fmt.Errorf("store: update team run: %w", err)
 	}
 	r.UpdatedAt = t.now
-	if r.Status != client.TeamRunning && r.EndedAt.IsZero() {
+	if r.Status != api.TeamRunning && r.EndedAt.IsZero() {
 		r.EndedAt = t.now
 	}
 	var ended int64

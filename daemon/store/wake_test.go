@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestWakeState: what a run saw and the failed checks in a row survive a reopen, are
@@ -14,8 +14,8 @@ import (
 func TestWakeState(t *testing.T) {
 	s, path := open(t)
 	ctx := context.Background()
-	sched := &Schedule{Schedule: client.Schedule{ID: "s-1", Name: "inbox", Spec: "* * * * *", Template: "inbox", Goal: "triage",
-		Autonomy: client.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}
+	sched := &Schedule{Schedule: api.Schedule{ID: "s-1", Name: "inbox", Spec: "* * * * *", Template: "inbox", Goal: "triage",
+		Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}
 	if err := s.Tx(ctx, func(tx *Tx) error { return tx.InsertSchedule(sched) }); err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 const withCommands = `
@@ -38,16 +38,16 @@ phases = ["code"]
 
 // awaiting waits for the role agent of a team run to wait for a decision on command, and
 // returns the agent.
-func (e *env) awaiting(teamID, role, command string) *client.Agent {
+func (e *env) awaiting(teamID, role, command string) *api.Agent {
 	e.t.Helper()
-	r := e.until(teamID, role+"'s agent", func(r *client.TeamRun) bool { return r.Agents[role] != "" })
-	var a *client.Agent
+	r := e.until(teamID, role+"'s agent", func(r *api.TeamRun) bool { return r.Agents[role] != "" })
+	var a *api.Agent
 	if !testutil.Wait(10*time.Second, func() bool {
 		var err error
 		if a, err = e.sup.API().Views.Agent(context.Background(), r.Agents[role]); err != nil {
 			e.t.Fatal(err)
 		}
-		return a.State == client.StateAwaitingDecision && a.Pending != nil && a.Pending.Command == command
+		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Command == command
 	}) {
 		e.t.Fatalf("agent %s is %s (%s), not awaiting a decision on %s", a.Name, a.State, a.StateReason, command)
 	}
@@ -56,9 +56,9 @@ func (e *env) awaiting(teamID, role, command string) *client.Agent {
 
 // checkRanOnce checks that the role agent wrote hello.txt once, through one approved
 // proposal, and that the team ended with its reply as the conclusion.
-func (e *env) checkRanOnce(r *client.TeamRun, agentID string) {
+func (e *env) checkRanOnce(r *api.TeamRun, agentID string) {
 	e.t.Helper()
-	if r.Status != client.TeamFinished || r.Vars["code"] != "wrote hello.txt" {
+	if r.Status != api.TeamFinished || r.Vars["code"] != "wrote hello.txt" {
 		e.t.Fatalf("run: %s", dump(r))
 	}
 	ps, err := e.sup.API().Views.Proposals(context.Background(), agentID)
@@ -78,7 +78,7 @@ func (e *env) checkRanOnce(r *client.TeamRun, agentID string) {
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "hello.txt")); err != nil || string(b) != "hi" {
 		e.t.Errorf("hello.txt = %q, %v", b, err)
 	}
-	var msg *client.TeamTurn
+	var msg *api.TeamTurn
 	for i := range r.Transcript {
 		if r.Transcript[i].Role == "programmer" {
 			msg = &r.Transcript[i]
@@ -102,10 +102,10 @@ func TestRoleCommandGoesThroughTheDecisionPath(t *testing.T) {
 	if a.Name != AgentName(team.ID, "programmer") {
 		t.Errorf("agent name %q, want %q", a.Name, AgentName(team.ID, "programmer"))
 	}
-	if r, _ := e.eng.Team(context.Background(), team.ID); r.Waiting != a.ID || r.Status != client.TeamRunning || r.State != "build" || r.Phase != "code" {
+	if r, _ := e.eng.Team(context.Background(), team.ID); r.Waiting != a.ID || r.Status != api.TeamRunning || r.State != "build" || r.Phase != "code" {
 		t.Errorf("team while waiting: %s", dump(r))
 	}
-	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl", By: "test"}); err != nil {
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionApprove, Source: "agentctl", By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	r := e.ended(team.ID)
@@ -125,7 +125,7 @@ func TestRestartResumesWithoutRunningTwice(t *testing.T) {
 	e.stop()
 	e.start()
 	a = e.awaiting(team.ID, "programmer", "write_file")
-	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl"}); err != nil {
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionApprove, Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
 	e.checkRanOnce(e.ended(team.ID), a.ID)
@@ -142,11 +142,11 @@ func TestDeniedRoleCommandEndsThePhase(t *testing.T) {
 	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
 	team := e.run(withCommands, "say hi")
 	a := e.awaiting(team.ID, "programmer", "write_file")
-	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionDeny, Source: "agentctl"}); err != nil {
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionDeny, Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
 	r := e.ended(team.ID)
-	if !strings.Contains(outline(r), "phase_end code (no_reply)") || r.Status != client.TeamFinished {
+	if !strings.Contains(outline(r), "phase_end code (no_reply)") || r.Status != api.TeamFinished {
 		t.Errorf("transcript:\n%s", outline(r))
 	}
 	if _, err := os.Stat(filepath.Join(a.Workspace, "hello.txt")); err == nil {
@@ -162,10 +162,10 @@ func TestStopTeamStopsTheRoleRun(t *testing.T) {
 	team := e.run(withCommands, "say hi")
 	a := e.awaiting(team.ID, "programmer", "write_file")
 	r, err := e.eng.StopTeam(context.Background(), team.ID)
-	if err != nil || r.Status != client.TeamStopped {
+	if err != nil || r.Status != api.TeamStopped {
 		t.Fatalf("StopTeam = %+v, %v", r, err)
 	}
-	if _, err := e.sup.API().Views.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
+	if _, err := e.sup.API().Views.Agent(context.Background(), a.ID); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("role agent after the team stopped: %v, want it removed", err)
 	}
 	if _, err := os.Stat(a.Workspace); !os.IsNotExist(err) {
@@ -191,7 +191,7 @@ func TestStopTeamByNamesWho(t *testing.T) {
 		t.Fatal(err)
 	}
 	last := r.Transcript[len(r.Transcript)-1]
-	if r.Status != client.TeamStopped || r.Reason != "stopped by slack:U1" || last.Kind != client.TurnEnd || last.Text != r.Reason {
+	if r.Status != api.TeamStopped || r.Reason != "stopped by slack:U1" || last.Kind != api.TurnEnd || last.Text != r.Reason {
 		t.Errorf("run %s (%s), last entry %+v", r.Status, r.Reason, last)
 	}
 }
@@ -202,15 +202,15 @@ func TestUnparsableStoredRunFails(t *testing.T) {
 	e := newEnv(t)
 	e.stop()
 	err := e.st.Tx(context.Background(), func(tx *store.Tx) error {
-		return tx.InsertTeamRun(&store.TeamRun{TeamRun: client.TeamRun{ID: "t-old", Workflow: "old", Task: "x",
-			Status: client.TeamRunning, State: "a"}, Source: "name = \"old\"\n[states.a]\nphases = 3\n"})
+		return tx.InsertTeamRun(&store.TeamRun{TeamRun: api.TeamRun{ID: "t-old", Workflow: "old", Task: "x",
+			Status: api.TeamRunning, State: "a"}, Source: "name = \"old\"\n[states.a]\nphases = 3\n"})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.start()
 	r := e.ended("t-old")
-	if r.Status != client.TeamFailed || !strings.Contains(r.Reason, "no longer parses") {
+	if r.Status != api.TeamFailed || !strings.Contains(r.Reason, "no longer parses") {
 		t.Errorf("run: %s", dump(r))
 	}
 }
@@ -219,8 +219,8 @@ func TestUnparsableStoredRunFails(t *testing.T) {
 func TestUnknownRoleCommandRefused(t *testing.T) {
 	e := newEnv(t)
 	src := strings.Replace(withCommands, `commands = ["write_file"]`, `commands = ["write_file", "web_search"]`, 1)
-	_, err := e.eng.StartTeam(context.Background(), client.TeamRunRequest{Workflow: src, File: "build.toml", Task: "x"})
-	if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), "build.toml: role programmer uses web_search, which this daemon does not offer") {
+	_, err := e.eng.StartTeam(context.Background(), api.TeamRunRequest{Workflow: src, File: "build.toml", Task: "x"})
+	if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), "build.toml: role programmer uses web_search, which this daemon does not offer") {
 		t.Errorf("err = %v", err)
 	}
 	if runs, _ := e.eng.Teams(context.Background()); len(runs) != 0 {
@@ -273,7 +273,7 @@ type stopOnStart struct {
 	once sync.Once
 }
 
-func (s *stopOnStart) StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error) {
+func (s *stopOnStart) StartTask(ctx context.Context, ref, task string, opt run.Options) (*api.Agent, error) {
 	a, err := s.Facade.StartTask(ctx, ref, task, opt)
 	s.once.Do(func() {
 		runs, _ := s.e.eng.Teams(context.Background())
@@ -296,17 +296,17 @@ func TestStopDuringRoleRunStartStopsIt(t *testing.T) {
 	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
 	team := e.run(withCommands, "say hi")
 	r := e.ended(team.ID)
-	if r.Status != client.TeamStopped {
+	if r.Status != api.TeamStopped {
 		t.Fatalf("run: %s", dump(r))
 	}
 	id := AgentName(team.ID, "programmer")
-	var a *client.Agent
+	var a *api.Agent
 	if !testutil.Wait(10*time.Second, func() bool {
 		var err error
 		if a, err = e.sup.API().Views.Agent(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		return a.State == client.StateIdle && a.RunID != ""
+		return a.State == api.StateIdle && a.RunID != ""
 	}) {
 		t.Fatalf("role agent is %s (%s) after the team stopped", a.State, a.StateReason)
 	}
@@ -324,11 +324,11 @@ func TestRoleAgentsRemovedAtEnd(t *testing.T) {
 				proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
 			team := e.run(withCommands, "say hi")
 			a := e.awaiting(team.ID, "programmer", "write_file")
-			if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, Source: "agentctl"}); err != nil {
+			if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionApprove, Source: "agentctl"}); err != nil {
 				t.Fatal(err)
 			}
 			r := e.ended(team.ID)
-			if r.Status != client.TeamFinished || r.KeepAgents != keep || r.Agents["programmer"] != a.ID {
+			if r.Status != api.TeamFinished || r.KeepAgents != keep || r.Agents["programmer"] != a.ID {
 				t.Fatalf("run: %s", dump(r))
 			}
 			var said bool
@@ -356,19 +356,19 @@ func TestRoleAgentsRemovedAtEnd(t *testing.T) {
 func TestEndedRunsAgentsSweptAtStart(t *testing.T) {
 	e := newEnv(t)
 	e.stop()
-	a, err := e.sup.API().Runs.CreateAgent(context.Background(), client.CreateAgentRequest{Name: "tdeadbeef-programmer", Goals: []string{"x"}, Start: new(bool)})
+	a, err := e.sup.API().Runs.CreateAgent(context.Background(), api.CreateAgentRequest{Name: "tdeadbeef-programmer", Goals: []string{"x"}, Start: new(bool)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = e.st.Tx(context.Background(), func(tx *store.Tx) error {
-		return tx.InsertTeamRun(&store.TeamRun{TeamRun: client.TeamRun{ID: "t-deadbeef", Workflow: "old", Task: "x",
-			Status: client.TeamFinished, State: "a", Agents: map[string]string{"programmer": a.ID}}, Source: withCommands})
+		return tx.InsertTeamRun(&store.TeamRun{TeamRun: api.TeamRun{ID: "t-deadbeef", Workflow: "old", Task: "x",
+			Status: api.TeamFinished, State: "a", Agents: map[string]string{"programmer": a.ID}}, Source: withCommands})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.start()
-	if _, err := e.sup.API().Views.Agent(context.Background(), a.ID); !errors.Is(err, client.ErrNotFound) {
+	if _, err := e.sup.API().Views.Agent(context.Background(), a.ID); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("the ended run's agent after a start: %v, want it removed", err)
 	}
 }

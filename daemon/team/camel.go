@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // The CAMEL failure modes (Li et al., 2023, §4) a two-role phase watches for. Each ends

@@ -14,24 +14,24 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Agents is what the engine needs of the agent supervisor: role agents are created idle
 // and given one task per turn.
 type Agents interface {
-	Agent(ctx context.Context, ref string) (*client.Agent, error)
-	CreateAgent(ctx context.Context, req client.CreateAgentRequest) (*client.Agent, error)
-	StartTask(ctx context.Context, ref, task string, opt run.Options) (*client.Agent, error)
-	Stop(ctx context.Context, ref string) (*client.Agent, error)
+	Agent(ctx context.Context, ref string) (*api.Agent, error)
+	CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error)
+	StartTask(ctx context.Context, ref, task string, opt run.Options) (*api.Agent, error)
+	Stop(ctx context.Context, ref string) (*api.Agent, error)
 	// DeleteAgent removes a role agent and its workspace when its team run ended.
 	DeleteAgent(ctx context.Context, ref string) error
 	// Commands with ref "" lists the commands a new agent gets.
-	Commands(ctx context.Context, ref string) ([]client.CommandInfo, error)
+	Commands(ctx context.Context, ref string) ([]api.CommandInfo, error)
 }
 
 // Options configure an Engine.
@@ -192,12 +192,12 @@ func (e *Engine) cleanup(ctx context.Context, id string, extra ...string) {
 	if err := e.st.View(ctx, func(tx *store.Tx) (err error) { r, err = tx.TeamRun(id); return }); err != nil {
 		return
 	}
-	if r.Status == client.TeamRunning || r.KeepAgents {
+	if r.Status == api.TeamRunning || r.KeepAgents {
 		return
 	}
 	ids := append(slices.Sorted(maps.Values(r.Agents)), extra...)
 	for _, a := range ids {
-		if err := e.opt.Agents.DeleteAgent(ctx, a); err != nil && !errors.Is(err, client.ErrNotFound) {
+		if err := e.opt.Agents.DeleteAgent(ctx, a); err != nil && !errors.Is(err, api.ErrNotFound) {
 			e.log.Warn("team: removing a role agent", "team", id, "agent", a, "err", err)
 		}
 	}
@@ -211,7 +211,7 @@ func (e *Engine) sweep(ctx context.Context) {
 		return
 	}
 	for _, r := range runs {
-		if r.Status == client.TeamRunning || r.KeepAgents {
+		if r.Status == api.TeamRunning || r.KeepAgents {
 			continue
 		}
 		for _, a := range r.Agents {
@@ -294,17 +294,17 @@ func AgentName(runID, role string) string {
 }
 
 func badRequest(format string, args ...any) error {
-	return client.Errorf(client.ErrBadRequest, format, args...)
+	return api.Errorf(api.ErrBadRequest, format, args...)
 }
 
 // StartTeam checks the workflow and starts a run of it.
-func (e *Engine) StartTeam(ctx context.Context, req client.TeamRunRequest) (*client.TeamRun, error) {
+func (e *Engine) StartTeam(ctx context.Context, req api.TeamRunRequest) (*api.TeamRun, error) {
 	req.Task = strings.TrimSpace(req.Task)
 	if req.Task == "" {
 		return nil, badRequest("empty task: say what the team should do")
 	}
-	if len(req.Task) > client.MaxTextBytes {
-		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), client.MaxTextBytes)
+	if len(req.Task) > api.MaxTextBytes {
+		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), api.MaxTextBytes)
 	}
 	if strings.TrimSpace(req.Workflow) == "" {
 		return nil, badRequest("empty workflow: send the workflow file's content")
@@ -324,8 +324,8 @@ func (e *Engine) StartTeam(ctx context.Context, req client.TeamRunRequest) (*cli
 		return nil, err
 	}
 	r := &store.TeamRun{
-		TeamRun: client.TeamRun{
-			ID: newID(), Workflow: wf.Name, File: req.File, Task: req.Task, Status: client.TeamRunning,
+		TeamRun: api.TeamRun{
+			ID: newID(), Workflow: wf.Name, File: req.File, Task: req.Task, Status: api.TeamRunning,
 			State: wf.Root, Vars: map[string]string{}, Agents: map[string]string{}, MaxTurns: wf.MaxTurns,
 		},
 		Source: req.Workflow, CreatedBy: req.By,
@@ -352,8 +352,8 @@ func (e *Engine) StartTeam(ctx context.Context, req client.TeamRunRequest) (*cli
 }
 
 // Teams lists team runs, newest first.
-func (e *Engine) Teams(ctx context.Context) ([]client.TeamRun, error) {
-	out := []client.TeamRun{}
+func (e *Engine) Teams(ctx context.Context) ([]api.TeamRun, error) {
+	out := []api.TeamRun{}
 	err := e.st.View(ctx, func(tx *store.Tx) error {
 		runs, err := tx.TeamRuns(false)
 		for _, r := range runs {
@@ -365,12 +365,12 @@ func (e *Engine) Teams(ctx context.Context) ([]client.TeamRun, error) {
 }
 
 // Team returns one team run with its transcript.
-func (e *Engine) Team(ctx context.Context, ref string) (*client.TeamRun, error) {
-	var out *client.TeamRun
+func (e *Engine) Team(ctx context.Context, ref string) (*api.TeamRun, error) {
+	var out *api.TeamRun
 	err := e.st.View(ctx, func(tx *store.Tx) error {
 		r, err := tx.TeamRun(ref)
 		if errors.Is(err, store.ErrNotFound) {
-			return client.Errorf(client.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
+			return api.Errorf(api.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
 		} else if err != nil {
 			return err
 		}
@@ -379,7 +379,7 @@ func (e *Engine) Team(ctx context.Context, ref string) (*client.TeamRun, error) 
 			return err
 		}
 		out = &r.TeamRun
-		out.Transcript = []client.TeamTurn{}
+		out.Transcript = []api.TeamTurn{}
 		for _, t := range turns {
 			out.Transcript = append(out.Transcript, t.TeamTurn)
 		}
@@ -390,33 +390,33 @@ func (e *Engine) Team(ctx context.Context, ref string) (*client.TeamRun, error) 
 
 // StopTeam stops a running team run; the run of the role agent it waits for is stopped
 // too (an open proposal superseded, a running command cancelled).
-func (e *Engine) StopTeam(ctx context.Context, ref string) (*client.TeamRun, error) {
+func (e *Engine) StopTeam(ctx context.Context, ref string) (*api.TeamRun, error) {
 	return e.StopTeamBy(ctx, ref, "")
 }
 
 // StopTeamBy is StopTeam for a known person (chat's "PLATFORM:USER"), whom the run's
 // reason and its last transcript entry name, so the record says who stopped it.
-func (e *Engine) StopTeamBy(ctx context.Context, ref, by string) (*client.TeamRun, error) {
+func (e *Engine) StopTeamBy(ctx context.Context, ref, by string) (*api.TeamRun, error) {
 	reason := "stopped by a person"
 	if by = strings.TrimSpace(by); by != "" {
 		reason = "stopped by " + by
 	}
-	var out *client.TeamRun
+	var out *api.TeamRun
 	var waiting string
-	var end client.TeamTurn
+	var end api.TeamTurn
 	var ended *store.TeamRun
 	err := e.st.Tx(ctx, func(tx *store.Tx) error {
 		r, err := tx.TeamRun(ref)
 		if errors.Is(err, store.ErrNotFound) {
-			return client.Errorf(client.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
+			return api.Errorf(api.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
 		} else if err != nil {
 			return err
 		}
-		if r.Status != client.TeamRunning {
-			return client.Errorf(client.ErrConflict, "team run %s has ended already (%s)", r.ID, r.Status)
+		if r.Status != api.TeamRunning {
+			return api.Errorf(api.ErrConflict, "team run %s has ended already (%s)", r.ID, r.Status)
 		}
 		waiting = r.Waiting
-		if end, err = endTx(tx, r, client.TeamStopped, reason); err != nil {
+		if end, err = endTx(tx, r, api.TeamStopped, reason); err != nil {
 			return err
 		}
 		out, ended = &r.TeamRun, r
@@ -425,14 +425,14 @@ func (e *Engine) StopTeamBy(ctx context.Context, ref, by string) (*client.TeamRu
 	if err != nil {
 		return nil, err
 	}
-	e.publish(ended, []client.TeamTurn{end}, "")
+	e.publish(ended, []api.TeamTurn{end}, "")
 	e.mu.Lock()
 	if l := e.live[out.ID]; l != nil {
 		l.cancel()
 	}
 	e.mu.Unlock()
 	if waiting != "" {
-		if _, err := e.opt.Agents.Stop(ctx, waiting); err != nil && !errors.Is(err, client.ErrConflict) && !errors.Is(err, client.ErrNotFound) {
+		if _, err := e.opt.Agents.Stop(ctx, waiting); err != nil && !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrNotFound) {
 			e.log.Warn("team: stopping the role agent", "team", out.ID, "agent", waiting, "err", err)
 		}
 	}
@@ -442,19 +442,19 @@ func (e *Engine) StopTeamBy(ctx context.Context, ref, by string) (*client.TeamRu
 
 // endTx ends r with status and reason and records the end in its transcript, which
 // it returns.
-func endTx(tx *store.Tx, r *store.TeamRun, status, reason string) (client.TeamTurn, error) {
+func endTx(tx *store.Tx, r *store.TeamRun, status, reason string) (api.TeamTurn, error) {
 	var c cursor
 	_ = json.Unmarshal(r.Cursor, &c)
 	c.Seq++
 	r.Cursor, _ = json.Marshal(c)
 	r.Status, r.Reason, r.Waiting, r.WaitRun = status, reason, "", ""
-	end := &store.TeamTurn{TeamRunID: r.ID, TeamTurn: client.TeamTurn{
-		Seq: c.Seq, Kind: client.TurnEnd, State: r.State, Phase: r.Phase, Text: reason, Mode: status}}
+	end := &store.TeamTurn{TeamRunID: r.ID, TeamTurn: api.TeamTurn{
+		Seq: c.Seq, Kind: api.TurnEnd, State: r.State, Phase: r.Phase, Text: reason, Mode: status}}
 	if err := tx.InsertTeamTurn(end); err != nil {
-		return client.TeamTurn{}, err
+		return api.TeamTurn{}, err
 	}
 	if err := tx.UpdateTeamRun(r); err != nil {
-		return client.TeamTurn{}, err
+		return api.TeamTurn{}, err
 	}
 	return end.TeamTurn, tx.Audit("", "team_ended", map[string]string{"team": r.ID, "status": status, "reason": reason})
 }

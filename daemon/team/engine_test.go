@@ -8,8 +8,8 @@ import (
 
 	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/ollamatest"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/ollamatest"
 )
 
 // The two phases of pair.toml: <INFO> ends each; language being set takes the rule
@@ -34,7 +34,7 @@ end  (finished)
 	if got := outline(r); got != want {
 		t.Errorf("transcript:\n%s\nwant:\n%s", got, want)
 	}
-	if r.Status != client.TeamFinished || r.Vars["language"] != "Go" || r.Vars["code"] != "main.go counts words" || r.Vars["task"] != "a word counter" {
+	if r.Status != api.TeamFinished || r.Vars["language"] != "Go" || r.Vars["code"] != "main.go counts words" || r.Vars["task"] != "a word counter" {
 		t.Errorf("run: %s", dump(r))
 	}
 	if !strings.Contains(r.Reason, "state code led to the end") || r.Turns != 5 {
@@ -62,7 +62,7 @@ func TestRuleSkipsUnheldCondition(t *testing.T) {
 	e.say("cto", "Solution: it depends on the platforms.", "Solution: we should ask the customer first.")
 	e.say("reflect", `{"conclusion":""}`)
 	r := e.ended(e.run("pair.toml", "x").ID)
-	if r.Status != client.TeamFinished || !strings.Contains(r.Reason, "state design led to the end") {
+	if r.Status != api.TeamFinished || !strings.Contains(r.Reason, "state design led to the end") {
 		t.Errorf("run: %s", dump(r))
 	}
 	if strings.Contains(outline(r), "write_code") {
@@ -109,12 +109,12 @@ func TestModelChoosesNextState(t *testing.T) {
 	e.say("dev", "<INFO> bug", "<INFO> fixed")
 	e.say("choose", `{"next":"bugfix","reason":"it is a bug"}`)
 	r := e.ended(e.run(modelChoice, "the login fails").ID)
-	if r.Status != client.TeamFinished {
+	if r.Status != api.TeamFinished {
 		t.Fatalf("run: %s", dump(r))
 	}
-	var tr *client.TeamTurn
+	var tr *api.TeamTurn
 	for i := range r.Transcript {
-		if r.Transcript[i].Kind == client.TurnTransition {
+		if r.Transcript[i].Kind == api.TurnTransition {
 			tr = &r.Transcript[i]
 		}
 	}
@@ -164,7 +164,7 @@ end write_code (turn_limit)
 	if got := outline(r); got != want {
 		t.Errorf("transcript:\n%s\nwant:\n%s", got, want)
 	}
-	if r.Status != client.TeamTurnLimit || r.Vars["language"] != "Go" || r.Turns != 5 || r.Reason != "the run used its 5 turns" {
+	if r.Status != api.TeamTurnLimit || r.Vars["language"] != "Go" || r.Turns != 5 || r.Reason != "the run used its 5 turns" {
 		t.Errorf("run: %s", dump(r))
 	}
 }
@@ -263,9 +263,9 @@ func TestFailureModesEndThePhase(t *testing.T) {
 			e.say("cto", c.cto...)
 			e.say("reflect", `{"conclusion":""}`)
 			r := e.ended(e.run("pair.toml", "x").ID)
-			var end *client.TeamTurn
+			var end *api.TeamTurn
 			for i := range r.Transcript {
-				if r.Transcript[i].Kind == client.TurnPhaseEnd {
+				if r.Transcript[i].Kind == api.TurnPhaseEnd {
 					end = &r.Transcript[i]
 					break
 				}
@@ -273,7 +273,7 @@ func TestFailureModesEndThePhase(t *testing.T) {
 			if end == nil || end.Mode != c.mode || end.Text == "" {
 				t.Fatalf("phase end %+v, want mode %s\n%s", end, c.mode, outline(r))
 			}
-			if r.Status != client.TeamFinished {
+			if r.Status != api.TeamFinished {
 				t.Errorf("run: %s", dump(r))
 			}
 			if len(e.left()) > 0 {
@@ -294,23 +294,23 @@ func TestStartTeamRefusesBadInput(t *testing.T) {
 	good, _ := readTestdata("pair.toml")
 	cases := []struct {
 		name string
-		req  client.TeamRunRequest
+		req  api.TeamRunRequest
 		want string
 	}{
-		{"empty_task", client.TeamRunRequest{Workflow: good, Task: "  "}, "empty task"},
-		{"empty_workflow", client.TeamRunRequest{Task: "x"}, "empty workflow"},
-		{"bad_file", client.TeamRunRequest{Workflow: strings.Replace(good, `root = "design"`, `root = "nowhere"`, 1), File: "pair.toml", Task: "x"},
+		{"empty_task", api.TeamRunRequest{Workflow: good, Task: "  "}, "empty task"},
+		{"empty_workflow", api.TeamRunRequest{Task: "x"}, "empty workflow"},
+		{"bad_file", api.TeamRunRequest{Workflow: strings.Replace(good, `root = "design"`, `root = "nowhere"`, 1), File: "pair.toml", Task: "x"},
 			`pair.toml:4: root "nowhere" is not a state`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := e.eng.StartTeam(t.Context(), c.req)
-			if !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
+			if !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), c.want) {
 				t.Errorf("err = %v, want a bad request with %q", err, c.want)
 			}
 		})
 	}
-	if _, err := e.eng.Team(t.Context(), "t-nope"); !errors.Is(err, client.ErrNotFound) {
+	if _, err := e.eng.Team(t.Context(), "t-nope"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("Team(t-nope) = %v", err)
 	}
 	if runs, _ := e.eng.Teams(t.Context()); len(runs) != 0 {
@@ -340,7 +340,7 @@ func TestModelDownFailsTheRun(t *testing.T) {
 	e := newEnv(t)
 	e.fake.SetDown(true)
 	r := e.ended(e.run("pair.toml", "x").ID)
-	if r.Status != client.TeamFailed || !strings.Contains(r.Reason, "the model failed 3 times in a row") {
+	if r.Status != api.TeamFailed || !strings.Contains(r.Reason, "the model failed 3 times in a row") {
 		t.Errorf("run: %s", dump(r))
 	}
 }
@@ -366,7 +366,7 @@ func TestReloadedModelUsedNextTurn(t *testing.T) {
 	e.say("ceo", "Instruction: pick a language.", "<INFO> main.go")
 	e.say("cto", "<INFO> Go")
 	r := e.ended(e.run("pair.toml", "a word counter").ID)
-	if r.Status != client.TeamFinished || r.Vars["code"] != "main.go" {
+	if r.Status != api.TeamFinished || r.Vars["code"] != "main.go" {
 		t.Fatalf("run: %s", dump(r))
 	}
 	var models []string
@@ -392,9 +392,9 @@ func TestReflectionFailureRecorded(t *testing.T) {
 			e.say("cto", "Solution: it depends on the platforms.", "Solution: we should ask the customer first.")
 			e.say("reflect", reflect...)
 			r := e.ended(e.run("pair.toml", "x").ID)
-			var end *client.TeamTurn
+			var end *api.TeamTurn
 			for i, turn := range r.Transcript {
-				if turn.Kind == client.TurnPhaseEnd && turn.Phase == "choose_language" {
+				if turn.Kind == api.TurnPhaseEnd && turn.Phase == "choose_language" {
 					end = &r.Transcript[i]
 				}
 			}

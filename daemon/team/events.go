@@ -5,9 +5,9 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Team runs' events. The engine has its own broker (run.Broker, keyed by the team
@@ -20,36 +20,36 @@ import (
 const eventText = 1000
 
 // publish reports committed transcript entries of run r (and the wait it started).
-func (e *Engine) publish(r *store.TeamRun, turns []client.TeamTurn, waiting string) {
+func (e *Engine) publish(r *store.TeamRun, turns []api.TeamTurn, waiting string) {
 	if waiting != "" {
-		e.events.Publish(client.Event{Type: client.EventTeam, AgentID: r.ID,
-			Team: &client.TeamEvent{TeamID: r.ID, Status: r.Status, Waiting: waiting}})
+		e.events.Publish(api.Event{Type: api.EventTeam, AgentID: r.ID,
+			Team: &api.TeamEvent{TeamID: r.ID, Status: r.Status, Waiting: waiting}})
 	}
 	for i := range turns {
 		e.events.Publish(turnEvent(r, turns[i]))
 	}
 }
 
-func turnEvent(r *store.TeamRun, t client.TeamTurn) client.Event {
+func turnEvent(r *store.TeamRun, t api.TeamTurn) api.Event {
 	t.Text = display.Cut(t.Text, eventText, display.Ellipsis)
-	ev := &client.TeamEvent{TeamID: r.ID, Status: r.Status, Turn: &t}
-	if t.Kind == client.TurnEnd {
+	ev := &api.TeamEvent{TeamID: r.ID, Status: r.Status, Turn: &t}
+	if t.Kind == api.TurnEnd {
 		ev.Reason = r.Reason
 	}
-	return client.Event{Type: client.EventTeam, AgentID: r.ID, Time: t.At, Team: ev}
+	return api.Event{Type: api.EventTeam, AgentID: r.ID, Time: t.At, Team: ev}
 }
 
 // SubscribeTeam streams a team run's transcript: the entries after seq since, then each
 // new one, until the run's end entry (the channel closes after it). Stored entries
 // (and the wait the run is in, if any) carry Seq 0; live ones the broker's seq. A follower that falls behind sees the channel
 // close before the end and comes back with the last transcript seq it saw.
-func (e *Engine) SubscribeTeam(ref string, since int64) (<-chan client.Event, func(), error) {
+func (e *Engine) SubscribeTeam(ref string, since int64) (<-chan api.Event, func(), error) {
 	ctx := context.Background()
 	var id string
 	err := e.st.View(ctx, func(tx *store.Tx) error {
 		r, err := tx.TeamRun(ref)
 		if errors.Is(err, store.ErrNotFound) {
-			return client.Errorf(client.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
+			return api.Errorf(api.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
 		}
 		if err == nil {
 			id = r.ID
@@ -75,7 +75,7 @@ func (e *Engine) SubscribeTeam(ref string, since int64) (<-chan client.Event, fu
 		unsubscribe()
 		return nil, nil, err
 	}
-	out := make(chan client.Event, len(stored)+16)
+	out := make(chan api.Event, len(stored)+16)
 	done := make(chan struct{})
 	last := int(since)
 	ended := false
@@ -83,11 +83,11 @@ func (e *Engine) SubscribeTeam(ref string, since int64) (<-chan client.Event, fu
 		if t.Seq > last {
 			out <- turnEvent(r, t.TeamTurn)
 			last = t.Seq
-			ended = ended || t.Kind == client.TurnEnd
+			ended = ended || t.Kind == api.TurnEnd
 		}
 	}
 	if !ended && r.Waiting != "" {
-		out <- client.Event{Type: client.EventTeam, AgentID: r.ID, Team: &client.TeamEvent{TeamID: r.ID, Status: r.Status, Waiting: r.Waiting}}
+		out <- api.Event{Type: api.EventTeam, AgentID: r.ID, Team: &api.TeamEvent{TeamID: r.ID, Status: r.Status, Waiting: r.Waiting}}
 	}
 	go func() {
 		defer close(out)
@@ -114,7 +114,7 @@ func (e *Engine) SubscribeTeam(ref string, since int64) (<-chan client.Event, fu
 				case <-done:
 					return
 				}
-				if t := ev.Team.Turn; t != nil && t.Kind == client.TurnEnd {
+				if t := ev.Team.Turn; t != nil && t.Kind == api.TurnEnd {
 					return
 				}
 			}

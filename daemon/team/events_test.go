@@ -8,13 +8,13 @@ import (
 
 	ollama "github.com/ollama/ollama/api"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // collect reads a team stream until it closes.
-func collect(t *testing.T, ch <-chan client.Event) []client.Event {
+func collect(t *testing.T, ch <-chan api.Event) []api.Event {
 	t.Helper()
-	var out []client.Event
+	var out []api.Event
 	timeout := time.After(10 * time.Second)
 	for {
 		select {
@@ -57,7 +57,7 @@ func TestTeamEventsFollowTheTranscript(t *testing.T) {
 	for i, ev := range evs {
 		want := r.Transcript[i]
 		got := ev.Team.Turn
-		if ev.Type != client.EventTeam || ev.AgentID != team.ID || ev.Team.TeamID != team.ID || got == nil ||
+		if ev.Type != api.EventTeam || ev.AgentID != team.ID || ev.Team.TeamID != team.ID || got == nil ||
 			got.Seq != want.Seq || got.Kind != want.Kind || got.Role != want.Role || got.State != want.State ||
 			got.Phase != want.Phase || got.Text != want.Text || got.Mode != want.Mode {
 			t.Errorf("event %d: %+v %+v, want turn %+v", i, ev, got, want)
@@ -70,7 +70,7 @@ func TestTeamEventsFollowTheTranscript(t *testing.T) {
 		t.Error("no event was published live: the stream only replayed the store")
 	}
 	end := evs[len(evs)-1].Team
-	if end.Turn.Kind != client.TurnEnd || end.Status != client.TeamFinished || !strings.Contains(end.Reason, "state code led to the end") {
+	if end.Turn.Kind != api.TurnEnd || end.Status != api.TeamFinished || !strings.Contains(end.Reason, "state code led to the end") {
 		t.Errorf("end event: %+v", end)
 	}
 	// After the end, a new stream replays from since and closes.
@@ -113,7 +113,7 @@ func TestTeamEventsWaitAndStop(t *testing.T) {
 		t.Errorf("waiting = %q, want %s", waiting, a.ID)
 	}
 	end := evs[len(evs)-1].Team
-	if end.Turn == nil || end.Turn.Kind != client.TurnEnd || end.Status != client.TeamStopped || end.Reason != "stopped by a person" {
+	if end.Turn == nil || end.Turn.Kind != api.TurnEnd || end.Status != api.TeamStopped || end.Reason != "stopped by a person" {
 		t.Errorf("end event: %+v", end)
 	}
 }

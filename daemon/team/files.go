@@ -11,8 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // Workflow files named from chat (/agent team FILE TASK). Chat has no file to upload, so
@@ -70,7 +70,7 @@ func ReadWorkflow(dir, name string) (path string, src []byte, err error) {
 	f, err := commands.OpenRead(root, rel)
 	switch {
 	case err != nil && errors.Is(err, fs.ErrNotExist):
-		return "", nil, client.Errorf(client.ErrNotFound, "no workflow %q in the teams directory %s: `/agent team` lists them", strings.TrimSuffix(rel, ".toml"), dir)
+		return "", nil, api.Errorf(api.ErrNotFound, "no workflow %q in the teams directory %s: `/agent team` lists them", strings.TrimSuffix(rel, ".toml"), dir)
 	case err != nil && errors.Is(err, commands.ErrBadPath):
 		return "", nil, badRequest("workflow file %s is refused: chat starts only files inside the teams directory %s, and this one is not (%v)", path, dir, err)
 	case err != nil:
@@ -122,12 +122,12 @@ type Shelf struct {
 
 // StartTeamFile starts a run of the workflow file FILE names in the directory
 // (ResolveWorkflow) for task.
-func (l Shelf) StartTeamFile(ctx context.Context, file, task, by string) (*client.TeamRun, error) {
+func (l Shelf) StartTeamFile(ctx context.Context, file, task, by string) (*api.TeamRun, error) {
 	path, src, err := ReadWorkflow(l.Dir, file)
 	if err != nil {
 		return nil, err
 	}
-	return l.StartTeam(ctx, client.TeamRunRequest{Workflow: string(src), File: path, Task: task, By: by})
+	return l.StartTeam(ctx, api.TeamRunRequest{Workflow: string(src), File: path, Task: task, By: by})
 }
 
 // Workflows lists the workflows in the directory.

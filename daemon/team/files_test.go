@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Chat names a workflow in the teams directory, by bare name or absolute path; `..`
@@ -35,7 +35,7 @@ func TestResolveWorkflow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ResolveWorkflow(tc.dir, tc.file)
 			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), strings.ReplaceAll(tc.err, `\"`, `"`)) || !errors.Is(err, client.ErrBadRequest) {
+				if err == nil || !strings.Contains(err.Error(), strings.ReplaceAll(tc.err, `\"`, `"`)) || !errors.Is(err, api.ErrBadRequest) {
 					t.Fatalf("ResolveWorkflow(%q, %q) = %q, %v; want an error with %q", tc.dir, tc.file, got, err, tc.err)
 				}
 				return
@@ -63,10 +63,10 @@ func TestReadWorkflowAndList(t *testing.T) {
 	if err != nil || path != filepath.Join(dir, "a.toml") || string(src) != "name = \"x\"\n" {
 		t.Fatalf("ReadWorkflow(a) = %q %q %v", path, src, err)
 	}
-	if _, _, err := ReadWorkflow(dir, "missing"); !errors.Is(err, client.ErrNotFound) || !strings.Contains(err.Error(), `no workflow "missing" in the teams directory`) {
+	if _, _, err := ReadWorkflow(dir, "missing"); !errors.Is(err, api.ErrNotFound) || !strings.Contains(err.Error(), `no workflow "missing" in the teams directory`) {
 		t.Errorf("missing name: %v", err)
 	}
-	if _, _, err := ReadWorkflow(dir, filepath.Join(dir, "none.toml")); !errors.Is(err, client.ErrNotFound) || !strings.Contains(err.Error(), `no workflow "none" in the teams directory`) {
+	if _, _, err := ReadWorkflow(dir, filepath.Join(dir, "none.toml")); !errors.Is(err, api.ErrNotFound) || !strings.Contains(err.Error(), `no workflow "none" in the teams directory`) {
 		t.Errorf("missing path: %v", err)
 	}
 	if _, _, err := ReadWorkflow(dir, "d"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
@@ -95,7 +95,7 @@ func TestReadWorkflowConfinedToTheDirectory(t *testing.T) {
 	}
 	for _, name := range []string{"linked", "hard", filepath.Join(dir, "linked.toml"), secret} {
 		_, src, err := ReadWorkflow(dir, name)
-		if err == nil || !errors.Is(err, client.ErrBadRequest) || !strings.Contains(err.Error(), dir) {
+		if err == nil || !errors.Is(err, api.ErrBadRequest) || !strings.Contains(err.Error(), dir) {
 			t.Errorf("ReadWorkflow(%s) = %q, %v; want it refused, naming %s", name, src, err, dir)
 		}
 	}

@@ -14,13 +14,13 @@ import (
 
 	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // env is a team engine over the real supervisor and store, against the fake Ollama,
@@ -162,7 +162,7 @@ func (e *env) left() map[string][]string {
 }
 
 // run starts a team run of the workflow file (testdata/NAME or a literal source).
-func (e *env) run(src, task string) *client.TeamRun {
+func (e *env) run(src, task string) *api.TeamRun {
 	e.t.Helper()
 	if !strings.Contains(src, "\n") {
 		b, err := os.ReadFile(filepath.Join("testdata", src))
@@ -171,7 +171,7 @@ func (e *env) run(src, task string) *client.TeamRun {
 		}
 		src = string(b)
 	}
-	r, err := e.eng.StartTeam(context.Background(), client.TeamRunRequest{Workflow: src, File: "test.toml", Task: task, KeepAgents: e.keep})
+	r, err := e.eng.StartTeam(context.Background(), api.TeamRunRequest{Workflow: src, File: "test.toml", Task: task, KeepAgents: e.keep})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -179,9 +179,9 @@ func (e *env) run(src, task string) *client.TeamRun {
 }
 
 // until waits for the team run to satisfy ok and returns it.
-func (e *env) until(id string, what string, ok func(*client.TeamRun) bool) *client.TeamRun {
+func (e *env) until(id string, what string, ok func(*api.TeamRun) bool) *api.TeamRun {
 	e.t.Helper()
-	var r *client.TeamRun
+	var r *api.TeamRun
 	if !testutil.Wait(10*time.Second, func() bool {
 		var err error
 		if r, err = e.eng.Team(context.Background(), id); err != nil {
@@ -195,18 +195,18 @@ func (e *env) until(id string, what string, ok func(*client.TeamRun) bool) *clie
 }
 
 // ended waits for the run to end.
-func (e *env) ended(id string) *client.TeamRun {
+func (e *env) ended(id string) *api.TeamRun {
 	e.t.Helper()
-	return e.until(id, "the run to end", func(r *client.TeamRun) bool { return r.Status != client.TeamRunning })
+	return e.until(id, "the run to end", func(r *api.TeamRun) bool { return r.Status != api.TeamRunning })
 }
 
-func dump(r *client.TeamRun) string {
+func dump(r *api.TeamRun) string {
 	b, _ := json.MarshalIndent(r, "", "  ")
 	return string(b)
 }
 
 // outline is the transcript as kind/phase/role/mode lines, what most tests compare.
-func outline(r *client.TeamRun) string {
+func outline(r *api.TeamRun) string {
 	var b strings.Builder
 	for _, t := range r.Transcript {
 		fmt.Fprintf(&b, "%s %s", t.Kind, t.Phase)

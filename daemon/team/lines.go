@@ -1,7 +1,6 @@
 package team
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 )
@@ -79,39 +78,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// suggest returns `: did you mean "x"?` for the closest of names, or "".
-func suggest(s string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := distance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

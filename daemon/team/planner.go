@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // The planner (AutoAgents, Chen et al. 2023): from a task the model proposes the roles —
@@ -152,12 +152,12 @@ func Observe(p Plan, offered []string) []string {
 }
 
 // PlanTeam is the planner as the API serves it.
-func (e *Engine) PlanTeam(ctx context.Context, req client.TeamPlanRequest) (*client.TeamPlan, error) {
+func (e *Engine) PlanTeam(ctx context.Context, req api.TeamPlanRequest) (*api.TeamPlan, error) {
 	p, err := e.Plan(ctx, req.Task)
 	if err != nil {
 		return nil, err
 	}
-	return &client.TeamPlan{Workflow: p.Workflow, Revised: p.Revised, Problems: p.Problems}, nil
+	return &api.TeamPlan{Workflow: p.Workflow, Revised: p.Revised, Problems: p.Problems}, nil
 }
 
 // Plan asks the model for roles and a plan for task, has them observed and revised once,
@@ -167,8 +167,8 @@ func (e *Engine) Plan(ctx context.Context, task string) (*Planned, error) {
 	if task == "" {
 		return nil, badRequest("empty task: say what the team should do")
 	}
-	if len(task) > client.MaxTextBytes {
-		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(task), client.MaxTextBytes)
+	if len(task) > api.MaxTextBytes {
+		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(task), api.MaxTextBytes)
 	}
 	infos, err := e.opt.Agents.Commands(ctx, "")
 	if err != nil {
@@ -199,7 +199,7 @@ func (e *Engine) Plan(ctx context.Context, task string) (*Planned, error) {
 		}
 		out.Plan, out.Revised = revised, true
 		if left := Observe(revised, offered); len(left) > 0 {
-			return nil, client.Errorf(client.ErrConflict, "the model's plan still has problems after one revision: %s", strings.Join(left, "; "))
+			return nil, api.Errorf(api.ErrConflict, "the model's plan still has problems after one revision: %s", strings.Join(left, "; "))
 		}
 	}
 	out.Workflow = planWorkflow(task, out.Plan)
@@ -213,7 +213,7 @@ func (e *Engine) generate(ctx context.Context, msgs []llm.Message, schema *comma
 	_, err := llm.Generate(ctx, e.opt.LLM, e.request(ctx, msgs, 2048), schema, out)
 	var inv *llm.InvalidReplyError
 	if errors.As(err, &inv) {
-		return client.Errorf(client.ErrConflict, "the model gave no valid plan: %s", strings.Join(inv.Problems, "; "))
+		return api.Errorf(api.ErrConflict, "the model gave no valid plan: %s", strings.Join(inv.Problems, "; "))
 	}
 	if err != nil {
 		return fmt.Errorf("team: planning: %w", err)

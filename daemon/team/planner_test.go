@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func goodPlan() Plan {
@@ -94,7 +94,7 @@ func TestPlanTeamRevisesOnceAndRuns(t *testing.T) {
 	e.say("agent", proposal("finish", map[string]string{"reason": "<INFO> WAL appends to a log."}))
 	e.say("summarizer", "<INFO> WAL mode logs writes first.")
 	r := e.ended(e.run(p.Workflow, "a note on SQLite's WAL").ID)
-	if r.Status != client.TeamFinished || r.Vars["summary"] != "WAL mode logs writes first." || r.Vars["facts"] != "WAL appends to a log." {
+	if r.Status != api.TeamFinished || r.Vars["summary"] != "WAL mode logs writes first." || r.Vars["facts"] != "WAL appends to a log." {
 		t.Errorf("run: %s", dump(r))
 	}
 }
@@ -106,7 +106,7 @@ func TestPlanTeamGivesUpAfterOneRevision(t *testing.T) {
 	b, _ := json.Marshal(bad)
 	e.say("planner", string(b), string(b))
 	_, err := e.eng.Plan(context.Background(), "x")
-	if !errors.Is(err, client.ErrConflict) || !strings.Contains(err.Error(), `step 1 names role "ghost"`) {
+	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), `step 1 names role "ghost"`) {
 		t.Errorf("err = %v", err)
 	}
 }

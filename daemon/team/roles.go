@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Bounds on what a role sees and says, so prompts stay within small models' contexts.
@@ -23,7 +23,7 @@ const (
 )
 
 // taskBytes bounds an agent role's turn task: under the supervisor's cap, with room to spare.
-const taskBytes = client.MaxTextBytes - 100
+const taskBytes = api.MaxTextBytes - 100
 
 // system is a role's system prompt for a turn: who it is, the state's and the phase's
 // prompts, and the CAMEL rules of its side.
@@ -47,7 +47,7 @@ func system(r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, o
 }
 
 // chatTurn asks the model for a chat role's next message.
-func (e *Engine) chatTurn(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string, hist []client.TeamTurn) (string, error) {
+func (e *Engine) chatTurn(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string, hist []api.TeamTurn) (string, error) {
 	ctx = batchWork(ctx, r)
 	msgs := []llm.Message{{Role: "system", Content: system(r, wf, st, cur, role, other)}}
 	if len(hist) > historyTurns {
@@ -76,7 +76,7 @@ func modelErr(err error) error { return &modelError{err: err} }
 
 // agentTask is a command role's turn, as its agent's task: the role, the phase, the
 // conversation so far, and how to reply.
-func agentTask(r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string, hist []client.TeamTurn) string {
+func agentTask(r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string, hist []api.TeamTurn) string {
 	head := system(r, wf, st, cur, role, other) +
 		fmt.Sprintf("\n\nUse your commands (%s) for the work. Then call finish with your reply to %s as its reason (at most 300 characters).",
 			strings.Join(role.Commands, ", "), other)
@@ -157,7 +157,7 @@ type reflection struct {
 }
 
 // reflect asks the model for a phase's conclusion from its transcript.
-func (e *Engine) reflect(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, hist []client.TeamTurn) (string, error) {
+func (e *Engine) reflect(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, hist []api.TeamTurn) (string, error) {
 	ctx = batchWork(ctx, r)
 	schema := commands.Object(commands.Prop{Name: "conclusion", Schema: commands.String("the phase's conclusion, as its result", 1000)})
 	var b strings.Builder

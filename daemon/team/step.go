@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // cursor is where a team run is in its workflow. It is stored with the run and moved in
@@ -32,7 +32,7 @@ var errEnded = errors.New("team run ended")
 // step is one unit of progress: what the loop computed (model calls, an agent's run),
 // applied to the run in one transaction.
 type step struct {
-	turns []client.TeamTurn // appended to the transcript in order; Seq is set on commit
+	turns []api.TeamTurn    // appended to the transcript in order; Seq is set on commit
 	vars  map[string]string // variables set
 	c     cursor            // the new cursor
 	// end, when set, ends the run with this status and the reason.
@@ -70,7 +70,7 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 			}
 			return
 		}
-		if r.Status != client.TeamRunning {
+		if r.Status != api.TeamRunning {
 			return
 		}
 		wf, err := Parse(r.File, []byte(r.Source))
@@ -129,7 +129,7 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 		if err := e.apply(actx, id, s); err != nil {
 			if errors.Is(err, errEnded) && started {
 				// Stopped while the role's run started: that run is the team's to stop.
-				if _, err := e.opt.Agents.Stop(context.WithoutCancel(ctx), s.waitAgent); err != nil && !errors.Is(err, client.ErrConflict) {
+				if _, err := e.opt.Agents.Stop(context.WithoutCancel(ctx), s.waitAgent); err != nil && !errors.Is(err, api.ErrConflict) {
 					e.log.Warn("team: stopping the role agent's run", "team", id, "agent", s.waitAgent, "err", err)
 				}
 			}
@@ -158,7 +158,7 @@ func (m *modelError) Error() string { return "model: " + m.err.Error() }
 // fail ends the run as failed (unless it ended meanwhile).
 func (e *Engine) fail(ctx context.Context, r *store.TeamRun, reason string) {
 	e.log.Warn("team run failed", "team", r.ID, "reason", reason)
-	err := e.apply(ctx, r.ID, &step{end: client.TeamFailed, reason: reason})
+	err := e.apply(ctx, r.ID, &step{end: api.TeamFailed, reason: reason})
 	if err != nil && !errors.Is(err, errEnded) && ctx.Err() == nil {
 		e.log.Error("team: recording the failure", "team", r.ID, "err", err)
 	}
@@ -168,14 +168,14 @@ func (e *Engine) fail(ctx context.Context, r *store.TeamRun, reason string) {
 // what it wrote.
 func (e *Engine) apply(ctx context.Context, id string, s *step) error {
 	var r *store.TeamRun
-	var turns []client.TeamTurn
+	var turns []api.TeamTurn
 	err := e.st.Tx(ctx, func(tx *store.Tx) (err error) {
 		turns = nil
 		r, err = tx.TeamRun(id)
 		if err != nil {
 			return err
 		}
-		if r.Status != client.TeamRunning {
+		if r.Status != api.TeamRunning {
 			return errEnded // stopped while the step was computed: drop it
 		}
 		var old cursor
@@ -233,7 +233,7 @@ func (e *Engine) apply(ctx context.Context, id string, s *step) error {
 // run to end (RunEnded wakes it).
 func (e *Engine) next(ctx context.Context, l *live, r *store.TeamRun, wf *Workflow, c cursor) (s *step, wait bool, err error) {
 	if r.Turns >= wf.MaxTurns && r.WaitRun == "" {
-		return &step{end: client.TeamTurnLimit, reason: fmt.Sprintf("the run used its %d turns", wf.MaxTurns)}, false, nil
+		return &step{end: api.TeamTurnLimit, reason: fmt.Sprintf("the run used its %d turns", wf.MaxTurns)}, false, nil
 	}
 	st, ok := wf.States[c.State]
 	if !ok {
@@ -280,10 +280,10 @@ func (e *Engine) endPhase(r *store.TeamRun, wf *Workflow, st *State, ph, cur *Ph
 		}
 		s.vars[cur.Store] = conclusion
 		vars[cur.Store] = conclusion
-		s.turns = append(s.turns, client.TeamTurn{Kind: client.TurnConclusion, State: st.Name, Phase: cur.Name,
+		s.turns = append(s.turns, api.TeamTurn{Kind: api.TurnConclusion, State: st.Name, Phase: cur.Name,
 			Cycle: c.Cycle, Text: conclusion, Mode: cur.Store})
 	}
-	s.turns = append(s.turns, client.TeamTurn{Kind: client.TurnPhaseEnd, State: st.Name, Phase: cur.Name, Cycle: c.Cycle, Text: reason, Mode: mode})
+	s.turns = append(s.turns, api.TeamTurn{Kind: api.TurnPhaseEnd, State: st.Name, Phase: cur.Name, Cycle: c.Cycle, Text: reason, Mode: mode})
 	c.PhaseSeq, c.Turn = 0, 0
 	switch {
 	case mode == "state_turn_limit":
@@ -291,7 +291,7 @@ func (e *Engine) endPhase(r *store.TeamRun, wf *Workflow, st *State, ph, cur *Ph
 	case !ph.Composed():
 		c.Index++
 	case ph.Until != nil && ph.Until.Eval(vars):
-		s.turns = append(s.turns, client.TeamTurn{Kind: client.TurnPhaseEnd, State: st.Name, Phase: ph.Name, Cycle: c.Cycle,
+		s.turns = append(s.turns, api.TeamTurn{Kind: api.TurnPhaseEnd, State: st.Name, Phase: ph.Name, Cycle: c.Cycle,
 			Text: fmt.Sprintf("its break condition %q holds", ph.Until), Mode: "break"})
 		c.Index, c.Sub, c.Cycle = c.Index+1, 0, 0
 	case c.Sub+1 < len(ph.Phases):
@@ -299,7 +299,7 @@ func (e *Engine) endPhase(r *store.TeamRun, wf *Workflow, st *State, ph, cur *Ph
 	case c.Cycle < ph.Cycles:
 		c.Sub, c.Cycle = 0, c.Cycle+1
 	default:
-		s.turns = append(s.turns, client.TeamTurn{Kind: client.TurnPhaseEnd, State: st.Name, Phase: ph.Name, Cycle: c.Cycle,
+		s.turns = append(s.turns, api.TeamTurn{Kind: api.TurnPhaseEnd, State: st.Name, Phase: ph.Name, Cycle: c.Cycle,
 			Text: fmt.Sprintf("ran its %d cycles", ph.Cycles), Mode: "cycle_limit"})
 		c.Index, c.Sub, c.Cycle = c.Index+1, 0, 0
 	}
@@ -309,11 +309,11 @@ func (e *Engine) endPhase(r *store.TeamRun, wf *Workflow, st *State, ph, cur *Ph
 
 // turn takes the next turn of a two-role phase, or ends the phase.
 func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workflow, st *State, ph, cur *Phase, c cursor) (*step, bool, error) {
-	var hist []client.TeamTurn
+	var hist []api.TeamTurn
 	err := e.st.View(ctx, func(tx *store.Tx) error {
 		turns, err := tx.TeamTurns(r.ID, c.PhaseSeq)
 		for _, t := range turns {
-			if t.Kind == client.TurnMessage {
+			if t.Kind == api.TurnMessage {
 				hist = append(hist, t.TeamTurn)
 			}
 		}
@@ -335,7 +335,7 @@ func (e *Engine) turn(ctx context.Context, l *live, r *store.TeamRun, wf *Workfl
 		speaker, other = other, speaker
 	}
 	role := wf.Roles[speaker]
-	msg := client.TeamTurn{Kind: client.TurnMessage, State: st.Name, Phase: cur.Name, Cycle: c.Cycle, Role: speaker}
+	msg := api.TeamTurn{Kind: api.TurnMessage, State: st.Name, Phase: cur.Name, Cycle: c.Cycle, Role: speaker}
 	s := &step{}
 	if len(role.Commands) > 0 {
 		text, ok, wait, err := e.agentTurn(ctx, l, r, wf, st, cur, role, other, hist, c, s)
@@ -406,7 +406,7 @@ func (e *Engine) transition(ctx context.Context, r *store.TeamRun, wf *Workflow,
 		}
 	}
 	if len(options) == 0 {
-		return &step{end: client.TeamFinished, reason: fmt.Sprintf("state %s has no next state whose condition holds", st.Name)}, nil
+		return &step{end: api.TeamFinished, reason: fmt.Sprintf("state %s has no next state whose condition holds", st.Name)}, nil
 	}
 	next, why := options[0], "the first next state whose condition holds"
 	if st.Choose == "model" && len(options) > 1 {
@@ -416,17 +416,17 @@ func (e *Engine) transition(ctx context.Context, r *store.TeamRun, wf *Workflow,
 		}
 	}
 	if next == End {
-		return &step{end: client.TeamFinished, reason: fmt.Sprintf("state %s led to the end: %s", st.Name, why)}, nil
+		return &step{end: api.TeamFinished, reason: fmt.Sprintf("state %s led to the end: %s", st.Name, why)}, nil
 	}
 	s := &step{c: cursor{State: next, Phases: c.Phases, Seq: c.Seq}}
-	s.turns = []client.TeamTurn{{Kind: client.TurnTransition, State: next, Text: fmt.Sprintf("%s → %s: %s", st.Name, next, why), Mode: st.Choose}}
+	s.turns = []api.TeamTurn{{Kind: api.TurnTransition, State: next, Text: fmt.Sprintf("%s → %s: %s", st.Name, next, why), Mode: st.Choose}}
 	return s, nil
 }
 
 // endReflected ends a phase that reached no <INFO>. With reflect set, the model writes
 // the conclusion from the transcript; a reflection that fails or gives none is said in
 // the phase end's reason, never left as a silent lack of conclusion.
-func (e *Engine) endReflected(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, ph, cur *Phase, c cursor, s *step, mode, reason string, hist []client.TeamTurn) *step {
+func (e *Engine) endReflected(ctx context.Context, r *store.TeamRun, wf *Workflow, st *State, ph, cur *Phase, c cursor, s *step, mode, reason string, hist []api.TeamTurn) *step {
 	var conclusion string
 	switch {
 	case !cur.Reflect:
@@ -450,7 +450,7 @@ func (e *Engine) endReflected(ctx context.Context, r *store.TeamRun, wf *Workflo
 // agentTurn runs a turn of a role with commands as a run of its agent. It returns the
 // agent's finish reason (ok) or why there is none; with s.waitRun or s.agents set, the
 // caller commits s first (the agent was created or its run started).
-func (e *Engine) agentTurn(ctx context.Context, l *live, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string, hist []client.TeamTurn, c cursor, s *step) (text string, ok, wait bool, err error) {
+func (e *Engine) agentTurn(ctx context.Context, l *live, r *store.TeamRun, wf *Workflow, st *State, cur *Phase, role *Role, other string, hist []api.TeamTurn, c cursor, s *step) (text string, ok, wait bool, err error) {
 	if r.WaitRun != "" {
 		e.waitFor(l, r.Waiting)
 		var run *store.Run
@@ -482,13 +482,13 @@ func (e *Engine) agentTurn(ctx context.Context, l *live, r *store.TeamRun, wf *W
 	task := agentTask(r, wf, st, cur, role, other, hist)
 	opt := agentRunOptions(r, role)
 	a, err := e.opt.Agents.StartTask(ctx, id, task, opt)
-	if errors.Is(err, client.ErrConflict) {
+	if errors.Is(err, api.ErrConflict) {
 		// A restart between starting the run and recording it: adopt the agent's run.
 		if a, err = e.opt.Agents.Agent(ctx, id); err == nil && a.RunID == "" {
 			err = fmt.Errorf("role agent %s is busy without a run", id)
 		}
 	}
-	if errors.Is(err, client.ErrNotFound) {
+	if errors.Is(err, api.ErrNotFound) {
 		return "", false, false, fmt.Errorf("the agent of role %s (%s) was removed", role.Name, id)
 	}
 	if err != nil {
@@ -500,14 +500,14 @@ func (e *Engine) agentTurn(ctx context.Context, l *live, r *store.TeamRun, wf *W
 
 // roleAgent creates the idle agent of a role (or finds it, when a restart came between
 // creating and recording it).
-func (e *Engine) roleAgent(ctx context.Context, r *store.TeamRun, role *Role) (*client.Agent, error) {
+func (e *Engine) roleAgent(ctx context.Context, r *store.TeamRun, role *Role) (*api.Agent, error) {
 	name := AgentName(r.ID, role.Name)
 	start := false
-	a, err := e.opt.Agents.CreateAgent(ctx, client.CreateAgentRequest{
+	a, err := e.opt.Agents.CreateAgent(ctx, api.CreateAgentRequest{
 		Name: name, Description: fmt.Sprintf("the %s of team run %s (%s): %s", role.Name, r.ID, r.Workflow, role.Description),
 		Start: &start, Commands: role.Commands,
 	})
-	if errors.Is(err, client.ErrConflict) {
+	if errors.Is(err, api.ErrConflict) {
 		return e.opt.Agents.Agent(ctx, name)
 	}
 	return a, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // End is the state name a transition takes to end the run.
@@ -252,7 +253,7 @@ func (v *validator) workflow(f *file) *Workflow {
 	case w.Root == "":
 		v.add("root", "root is missing: name the state the run starts in")
 	case !ok:
-		v.add("root", "root %q is not a state%s", w.Root, suggest(w.Root, sortedKeys(f.States)))
+		v.add("root", "root %q is not a state%s", w.Root, display.DidYouMean(w.Root, sortedKeys(f.States)))
 	}
 	v.reachable(w)
 	return w
@@ -319,7 +320,7 @@ func (v *validator) phase(name string, fp filePhase, f *file, w *Workflow) *Phas
 			sp, ok := f.Phases[sub]
 			switch {
 			case !ok:
-				v.add(key+".phases", "phase %s: sub-phase %q is not a phase%s", name, sub, suggest(sub, sortedKeys(f.Phases)))
+				v.add(key+".phases", "phase %s: sub-phase %q is not a phase%s", name, sub, display.DidYouMean(sub, sortedKeys(f.Phases)))
 			case len(sp.Phases) > 0:
 				v.add(key+".phases", "phase %s: sub-phase %s is composed itself: composed phases repeat two-role phases only", name, sub)
 			}
@@ -344,7 +345,7 @@ func (v *validator) phase(name string, fp filePhase, f *file, w *Workflow) *Phas
 		if r.role == "" {
 			v.add(key, "phase %s has no %s: a two-role phase names an instructor and an assistant", name, r.field)
 		} else if _, ok := f.Roles[r.role]; !ok {
-			v.add(key+"."+r.field, "phase %s: %s %q is not a role%s", name, r.field, r.role, suggest(r.role, sortedKeys(f.Roles)))
+			v.add(key+"."+r.field, "phase %s: %s %q is not a role%s", name, r.field, r.role, display.DidYouMean(r.role, sortedKeys(f.Roles)))
 		}
 	}
 	if fp.Instructor != "" && fp.Instructor == fp.Assistant {
@@ -386,7 +387,7 @@ func (v *validator) state(name string, fs fileState, f *file, w *Workflow) *Stat
 	for _, ph := range fs.Phases {
 		fp, ok := f.Phases[ph]
 		if !ok {
-			v.add(key+".phases", "state %s: phase %q is not a phase%s", name, ph, suggest(ph, sortedKeys(f.Phases)))
+			v.add(key+".phases", "state %s: phase %q is not a phase%s", name, ph, display.DidYouMean(ph, sortedKeys(f.Phases)))
 			continue
 		}
 		used = append(used, fp.Instructor, fp.Assistant)
@@ -398,7 +399,7 @@ func (v *validator) state(name string, fs fileState, f *file, w *Workflow) *Stat
 	}
 	for _, r := range fs.Roles {
 		if _, ok := f.Roles[r]; !ok {
-			v.add(key+".roles", "state %s: role %q is not a role%s", name, r, suggest(r, sortedKeys(f.Roles)))
+			v.add(key+".roles", "state %s: role %q is not a role%s", name, r, display.DidYouMean(r, sortedKeys(f.Roles)))
 		}
 	}
 	if len(fs.Roles) > 0 {
@@ -446,7 +447,7 @@ func (v *validator) state(name string, fs fileState, f *file, w *Workflow) *Stat
 			continue
 		}
 		if _, ok := f.States[nx.State]; !ok && nx.State != End {
-			v.add(key+".next", "state %s: next %q is not a state (nor %q)%s", name, nx.State, End, suggest(nx.State, sortedKeys(f.States)))
+			v.add(key+".next", "state %s: next %q is not a state (nor %q)%s", name, nx.State, End, display.DidYouMean(nx.State, sortedKeys(f.States)))
 		}
 		s.Next = append(s.Next, nx)
 	}
@@ -465,7 +466,7 @@ func (v *validator) cond(key, src string, w *Workflow) *Cond {
 	}
 	for _, name := range c.Vars() {
 		if _, ok := w.Vars[name]; !ok {
-			v.add(key, "condition %q reads variable %q, which is neither declared in [vars] nor stored by a phase%s", src, name, suggest(name, sortedKeys(w.Vars)))
+			v.add(key, "condition %q reads variable %q, which is neither declared in [vars] nor stored by a phase%s", src, name, display.DidYouMean(name, sortedKeys(w.Vars)))
 		}
 	}
 	return c
@@ -475,7 +476,7 @@ func (v *validator) cond(key, src string, w *Workflow) *Cond {
 func (v *validator) template(key, text string, w *Workflow) {
 	for _, m := range placeholderRE.FindAllStringSubmatch(text, -1) {
 		if _, ok := w.Vars[m[1]]; !ok {
-			v.add(key, "{{%s}} is not a variable: declare it in [vars] or store it from a phase%s", m[1], suggest(m[1], sortedKeys(w.Vars)))
+			v.add(key, "{{%s}} is not a variable: declare it in [vars] or store it from a phase%s", m[1], display.DidYouMean(m[1], sortedKeys(w.Vars)))
 		}
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
-// maxForm bounds a form body: the largest is a feedback text of client.MaxTextBytes.
+// maxForm bounds a form body: the largest is a feedback text of api.MaxTextBytes.
 const maxForm = 64 << 10
 
 // decide records a person's decision on the proposal the page showed: the form carries
@@ -18,11 +18,11 @@ const maxForm = 64 << 10
 func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	agent := r.PathValue("agent")
 	to := "/agents/" + agent
-	req := client.DecideRequest{ProposalID: r.PostFormValue("proposal_id"), Hash: r.PostFormValue("hash"),
+	req := api.DecideRequest{ProposalID: r.PostFormValue("proposal_id"), Hash: r.PostFormValue("hash"),
 		By: c.user, Source: "web"}
 	switch r.PostFormValue("kind") {
 	case "approve":
-		req.Kind = client.DecisionApprove
+		req.Kind = api.DecisionApprove
 		if n := r.PostFormValue("count"); n != "" {
 			count, err := strconv.Atoi(n)
 			if err != nil || count < 1 {
@@ -32,14 +32,14 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 			req.Count = count
 		}
 	case "deny":
-		req.Kind = client.DecisionDeny
+		req.Kind = api.DecisionDeny
 	case "feedback":
-		req.Kind, req.Feedback = client.DecisionFeedback, strings.TrimSpace(r.PostFormValue("feedback"))
+		req.Kind, req.Feedback = api.DecisionFeedback, strings.TrimSpace(r.PostFormValue("feedback"))
 		if req.Feedback == "" {
 			c.back(w, r, to, "feedback needs some text: say what the agent should do instead")
 			return
 		}
-		if len(req.Feedback) > client.MaxTextBytes {
+		if len(req.Feedback) > api.MaxTextBytes {
 			c.back(w, r, to, tooLong("feedback", req.Feedback))
 			return
 		}
@@ -62,12 +62,12 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 	agent := r.PathValue("agent")
 	to := "/agents/" + agent
-	req := client.AnswerRequest{ProposalID: r.PostFormValue("proposal_id"), Text: strings.TrimSpace(r.PostFormValue("text")), By: c.user}
+	req := api.AnswerRequest{ProposalID: r.PostFormValue("proposal_id"), Text: strings.TrimSpace(r.PostFormValue("text")), By: c.user}
 	switch {
 	case req.Text == "":
 		c.back(w, r, to, "an answer needs some text")
 		return
-	case len(req.Text) > client.MaxTextBytes:
+	case len(req.Text) > api.MaxTextBytes:
 		c.back(w, r, to, tooLong("answer", req.Text))
 		return
 	}
@@ -80,5 +80,5 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request) {
 
 func tooLong(what, s string) string {
 	return fmt.Sprintf("your %s is %d bytes; the limit is %d bytes (characters outside ASCII take 2–4): shorten it and send again",
-		what, len(s), client.MaxTextBytes)
+		what, len(s), api.MaxTextBytes)
 }

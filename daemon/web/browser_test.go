@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestBrowserDecides drives the console in Chromium: log in with the token, see a
@@ -56,7 +56,7 @@ func TestBrowserDecides(t *testing.T) {
 	hist, _ = e.sup.API().Facade().History(context.Background(), a.ID)
 	must(t, len(hist) == 4 && hist[2].Outcome == "feedback" && strings.Contains(hist[3].Result, "docs/"), "feedback and answer: %+v", hist)
 
-	s, err := e.mgr.AddSchedule(context.Background(), client.ScheduleRequest{Name: "nightly", Spec: "0 3 * * *", TimeZone: "Europe/Paris",
+	s, err := e.mgr.AddSchedule(context.Background(), api.ScheduleRequest{Name: "nightly", Spec: "0 3 * * *", TimeZone: "Europe/Paris",
 		Agent: a.ID, Goal: "tidy up"})
 	must(t, err == nil, "%v", err)
 	c.do("open schedules", chromedp.Navigate(e.base+"schedules"), chromedp.WaitVisible(chromedp.CSS("#schedule-"+s.ID+" button.pause")))

@@ -13,29 +13,29 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // Service is the part of the daemon's API the console uses: the same one agentctl calls
 // over the socket, served in-process.
 type Service interface {
-	Status(ctx context.Context) (*client.Status, error)
-	ListAgents(ctx context.Context, q client.AgentQuery, p client.Page) (*client.AgentList, error)
-	Agent(ctx context.Context, ref string) (*client.Agent, error)
-	History(ctx context.Context, ref string) ([]client.Episode, error)
-	Subscribe(ref string, since int64) (events <-chan client.Event, cancel func(), err error)
-	Decide(ctx context.Context, ref string, req client.DecideRequest) (*client.Decision, error)
-	Answer(ctx context.Context, ref string, req client.AnswerRequest) error
-	Schedules(ctx context.Context) ([]client.Schedule, error)
-	Schedule(ctx context.Context, ref string) (*client.Schedule, error)
-	AddSchedule(ctx context.Context, req client.ScheduleRequest) (*client.Schedule, error)
-	PauseSchedule(ctx context.Context, ref string) (*client.Schedule, error)
-	ResumeSchedule(ctx context.Context, ref string) (*client.Schedule, error)
-	SearchMemory(ctx context.Context, req client.MemorySearchRequest) ([]client.Memory, error)
-	Teams(ctx context.Context) ([]client.TeamRun, error)
-	Audit(ctx context.Context, q client.AuditQuery) ([]client.AuditEntry, error)
-	Replay(ctx context.Context, ref string) (*client.Replay, error)
-	Doctor(ctx context.Context) (*client.DoctorReport, error)
+	Status(ctx context.Context) (*api.Status, error)
+	ListAgents(ctx context.Context, q api.AgentQuery, p api.Page) (*api.AgentList, error)
+	Agent(ctx context.Context, ref string) (*api.Agent, error)
+	History(ctx context.Context, ref string) ([]api.Episode, error)
+	Subscribe(ref string, since int64) (events <-chan api.Event, cancel func(), err error)
+	Decide(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error)
+	Answer(ctx context.Context, ref string, req api.AnswerRequest) error
+	Schedules(ctx context.Context) ([]api.Schedule, error)
+	Schedule(ctx context.Context, ref string) (*api.Schedule, error)
+	AddSchedule(ctx context.Context, req api.ScheduleRequest) (*api.Schedule, error)
+	PauseSchedule(ctx context.Context, ref string) (*api.Schedule, error)
+	ResumeSchedule(ctx context.Context, ref string) (*api.Schedule, error)
+	SearchMemory(ctx context.Context, req api.MemorySearchRequest) ([]api.Memory, error)
+	Teams(ctx context.Context) ([]api.TeamRun, error)
+	Audit(ctx context.Context, q api.AuditQuery) ([]api.AuditEntry, error)
+	Replay(ctx context.Context, ref string) (*api.Replay, error)
+	Doctor(ctx context.Context) (*api.DoctorReport, error)
 }
 
 // Options configure a Console.

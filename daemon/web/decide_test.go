@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 var (
@@ -38,7 +38,7 @@ func TestDecideFromTheConsole(t *testing.T) {
 		reply("write_file", map[string]string{"path": "c.txt", "contents": "three\n"}, nil),
 		reply("ask_user", map[string]string{"question": "Which folder?"}, nil))
 	a := e.create("writer")
-	e.waitState(a.ID, client.StateAwaitingDecision)
+	e.waitState(a.ID, api.StateAwaitingDecision)
 	b := e.browser()
 	b.login(e)
 	csrf := b.csrf()
@@ -56,7 +56,7 @@ func TestDecideFromTheConsole(t *testing.T) {
 
 	// Approve ×2: this write and the next run.
 	b.post("/agents/"+a.ID+"/decide", url.Values{"csrf": {csrf}, "proposal_id": {id}, "hash": {hash}, "kind": {"approve"}, "count": {"2"}})
-	e.waitState(a.ID, client.StateAwaitingDecision)
+	e.waitState(a.ID, api.StateAwaitingDecision)
 	id3, hash3, body := b.shown(a.ID)
 	must(t, id3 != id && strings.Contains(body, "c.txt"), "after approve ×2 the third write should wait:\n%s", body)
 	hist, _ := e.sup.API().Facade().History(context.Background(), a.ID)
@@ -65,13 +65,13 @@ func TestDecideFromTheConsole(t *testing.T) {
 
 	// Feedback: not run, the text goes to the model.
 	b.post("/agents/"+a.ID+"/decide", url.Values{"csrf": {csrf}, "proposal_id": {id3}, "hash": {hash3}, "kind": {"feedback"}, "feedback": {"use the docs folder"}})
-	e.waitState(a.ID, client.StateAwaitingDecision)
+	e.waitState(a.ID, api.StateAwaitingDecision)
 	_, _, body = b.shown(a.ID)
 	must(t, strings.Contains(body, "Which folder?"), "the question should wait:\n%s", body)
 	must(t, strings.Contains(body, "use the docs folder"), "the feedback should show in the history")
 
 	// Too long an answer (in bytes, not characters) is refused with the limit named.
-	long := strings.Repeat("é", client.MaxTextBytes/2+1)
+	long := strings.Repeat("é", api.MaxTextBytes/2+1)
 	qid := proposalRE.FindStringSubmatch(body)[1]
 	got = b.post("/agents/"+a.ID+"/answer", url.Values{"csrf": {csrf}, "proposal_id": {qid}, "text": {long}})
 	must(t, strings.Contains(got.Body, "the limit is 8000 bytes"), "a long answer was not refused by its bytes:\n%s", got.Body)

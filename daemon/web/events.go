@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // keepAlive is how often an idle stream sends a comment, so a dead connection is noticed.
@@ -118,16 +118,16 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // sendEvent writes what ev changes on the page that follows agent ("" the agents page).
-func (c *Console) sendEvent(w http.ResponseWriter, r *http.Request, agent, csrf string, ev client.Event) error {
-	var a *client.Agent
-	if ev.Type != client.EventThoughts && ev.Type != client.EventError && ev.Type != client.EventRemoved {
+func (c *Console) sendEvent(w http.ResponseWriter, r *http.Request, agent, csrf string, ev api.Event) error {
+	var a *api.Agent
+	if ev.Type != api.EventThoughts && ev.Type != api.EventError && ev.Type != api.EventRemoved {
 		var err error
 		if a, err = c.svc.Agent(r.Context(), ev.AgentID); err != nil {
 			a = nil // removed since: the event still shows
 		}
 	}
 	if agent == "" {
-		if ev.Type == client.EventRemoved {
+		if ev.Type == api.EventRemoved {
 			return writeSSE(w, "removed", ev.Seq, "agent-"+ev.AgentID)
 		}
 		if a == nil {

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/clienttest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestGoldenFragments renders the fragments the pages and the stream are made of for the
@@ -18,9 +18,9 @@ func TestGoldenFragments(t *testing.T) {
 	con, err := New(Options{Service: service{}})
 	must(t, err == nil, "%v", err)
 	at := time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
-	for _, p := range clienttest.PreviewProposals() {
-		a := &client.Agent{ID: p.AgentID, Name: "researcher", State: client.StateAwaitingDecision, Pending: p, UpdatedAt: at,
-			StepsTotal: p.Step, PromptTokens: 1200, EvalTokens: 300, BusyMS: 4200, Budget: &client.Budget{MaxSteps: 50}}
+	for _, p := range apitest.PreviewProposals() {
+		a := &api.Agent{ID: p.AgentID, Name: "researcher", State: api.StateAwaitingDecision, Pending: p, UpdatedAt: at,
+			StepsTotal: p.Step, PromptTokens: 1200, EvalTokens: 300, BusyMS: 4200, Budget: &api.Budget{MaxSteps: 50}}
 		t.Run(p.Command, func(t *testing.T) {
 			var b strings.Builder
 			for _, f := range []struct {
@@ -29,7 +29,7 @@ func TestGoldenFragments(t *testing.T) {
 			}{
 				{"row", rowOf(a)},
 				{"waiting", waitingOf(a, "CSRF")},
-				{"event", eventOf(client.Event{Seq: 7, Type: client.EventProposal, AgentID: a.ID, Time: at, Proposal: p})},
+				{"event", eventOf(api.Event{Seq: 7, Type: api.EventProposal, AgentID: a.ID, Time: at, Proposal: p})},
 			} {
 				html, err := con.fragment(f.name, f.data)
 				must(t, err == nil, "%s: %v", f.name, err)
@@ -38,8 +38,8 @@ func TestGoldenFragments(t *testing.T) {
 			testutil.Golden(t, "testdata/"+p.Command+".html", []byte(b.String()))
 		})
 	}
-	q := &client.Agent{ID: "a-2", Name: "asker", State: client.StateAwaitingDecision, UpdatedAt: at,
-		Question: &client.Question{ProposalID: "p-9", Text: "Which folder\u202e? <b>docs</b>", AskedAt: at}}
+	q := &api.Agent{ID: "a-2", Name: "asker", State: api.StateAwaitingDecision, UpdatedAt: at,
+		Question: &api.Question{ProposalID: "p-9", Text: "Which folder\u202e? <b>docs</b>", AskedAt: at}}
 	html, err := con.fragment("waiting", waitingOf(q, "CSRF"))
 	must(t, err == nil, "%v", err)
 	testutil.Golden(t, "testdata/question.html", []byte(html+"\n"))

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 //go:embed assets
@@ -151,7 +151,7 @@ func csrfOf(r *http.Request) string {
 
 // fail answers a request the Service refused, with its message and status.
 func (c *Console) fail(w http.ResponseWriter, err error) {
-	status := client.StatusOf(err)
+	status := api.StatusOf(err)
 	if errors.Is(err, context.Canceled) {
 		return
 	}

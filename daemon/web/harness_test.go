@@ -15,15 +15,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ollama/ollama/api"
+	ollama "github.com/ollama/ollama/api"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/daemon/ollamatest"
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -48,7 +48,7 @@ type service struct {
 	*schedule.Manager
 }
 
-func (service) Teams(context.Context) ([]client.TeamRun, error) { return nil, nil }
+func (service) Teams(context.Context) ([]api.TeamRun, error) { return nil, nil }
 
 func newEnv(t testing.TB) *env {
 	e := &env{t: t, model: ollamatest.NewFake(t), logs: &testutil.SyncBuffer{}}
@@ -104,7 +104,7 @@ func newEnv(t testing.TB) *env {
 
 // chat answers the model calls: profiles on their own, steps from the script, and
 // finish when it is empty.
-func (e *env) chat(req *api.ChatRequest) (string, error) {
+func (e *env) chat(req *ollama.ChatRequest) (string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(req.Messages) > 0 && strings.HasPrefix(req.Messages[0].Content, "You create autonomous agents") {
@@ -140,9 +140,9 @@ func reply(name string, args any, thought *string) string {
 }
 
 // create makes an agent with goals and starts its run.
-func (e *env) create(name string) *client.Agent {
+func (e *env) create(name string) *api.Agent {
 	e.t.Helper()
-	a, err := e.sup.API().Facade().CreateAgent(context.Background(), client.CreateAgentRequest{Name: name, Description: "test agent",
+	a, err := e.sup.API().Facade().CreateAgent(context.Background(), api.CreateAgentRequest{Name: name, Description: "test agent",
 		Goals: []string{"write files"}})
 	if err != nil {
 		e.t.Fatal(err)
@@ -151,9 +151,9 @@ func (e *env) create(name string) *client.Agent {
 }
 
 // waitState waits until the agent is in state.
-func (e *env) waitState(id string, state client.AgentState) *client.Agent {
+func (e *env) waitState(id string, state api.AgentState) *api.Agent {
 	e.t.Helper()
-	var a *client.Agent
+	var a *api.Agent
 	if !testutil.Wait(10*time.Second, func() bool {
 		var err error
 		a, err = e.sup.API().Facade().Agent(context.Background(), id)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // overflowJS lists what is wider than the page lets it be: the document wider than the
@@ -38,13 +38,13 @@ func TestBrowserLongUnbrokenTextWraps(t *testing.T) {
 	e.script(reply("write_file", map[string]string{"path": path, "contents": strings.Repeat("c", 300) + "\n"}, &thought),
 		reply("read_file", map[string]string{"path": path}, &thought))
 	a := e.create("long")
-	p := e.waitState(a.ID, client.StateAwaitingDecision).Pending
+	p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
 	must(t, len(p.Thoughts.Text) == 195 && len(path) == 244, "the script is not what the test means")
 	b := e.browser()
 	b.login(e)
 	form := map[string][]string{"csrf": {b.csrf()}, "proposal_id": {p.ID}, "hash": {p.Hash}, "kind": {"approve"}}
 	must(t, b.post("/agents/"+a.ID+"/decide", form).StatusCode == 200, "approving the write failed")
-	e.waitState(a.ID, client.StateAwaitingDecision) // the read waits, with the same thought
+	e.waitState(a.ID, api.StateAwaitingDecision) // the read waits, with the same thought
 	login, _ := e.con.LoginURL()
 	c.do("log in", chromedp.Navigate(login), chromedp.WaitVisible(chromedp.ID("agents")))
 	for _, size := range []struct {

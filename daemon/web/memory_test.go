@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestMemorySearchPage(t *testing.T) {
 	e := newEnv(t)
 	b := e.browser()
 	b.login(e)
-	for _, m := range []client.MemoryAddRequest{
+	for _, m := range []api.MemoryAddRequest{
 		{Text: "The backup runs nightly at 03:00 from the NAS.", Source: "ops-notes.md"},
 		{Text: "Lunch is at noon <b>sharp</b>.", Source: "a person"},
 	} {
@@ -24,7 +24,7 @@ func TestMemorySearchPage(t *testing.T) {
 	}
 	// The index takes new memories in the background.
 	must(t, testutil.Wait(10*time.Second, func() bool {
-		ms, _ := e.sup.API().Facade().SearchMemory(context.Background(), client.MemorySearchRequest{Query: "lunch backup"})
+		ms, _ := e.sup.API().Facade().SearchMemory(context.Background(), api.MemorySearchRequest{Query: "lunch backup"})
 		return len(ms) == 2
 	}), "the memories never reached the index")
 	tests := []struct {

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // agentsPageRows is how many agents the agents page lists at once: a page of thousands
@@ -35,7 +35,7 @@ func (v agentsView) events() string { return "/events?since=" + strconv.FormatIn
 func (c *Console) agentsPage(w http.ResponseWriter, r *http.Request) {
 	since := c.latest.Load() // before reading: what changes after is streamed
 	after := r.FormValue("after")
-	l, err := c.svc.ListAgents(r.Context(), client.AgentQuery{Brief: true}, client.Page{After: after, Limit: agentsPageRows})
+	l, err := c.svc.ListAgents(r.Context(), api.AgentQuery{Brief: true}, api.Page{After: after, Limit: agentsPageRows})
 	if err != nil {
 		c.fail(w, err)
 		return
@@ -114,7 +114,7 @@ type memoryRow struct {
 }
 
 // matched describes a search result's match, like `words "backup", "nightly" in text`.
-func matched(m *client.MemoryMatch) string {
+func matched(m *api.MemoryMatch) string {
 	if m == nil {
 		return ""
 	}
@@ -137,8 +137,8 @@ func matched(m *client.MemoryMatch) string {
 func (c *Console) memoryPage(w http.ResponseWriter, r *http.Request) {
 	v := memoryView{Query: r.FormValue("q"), Agent: r.FormValue("agent")}
 	if v.Query != "" {
-		ms, err := c.svc.SearchMemory(r.Context(), client.MemorySearchRequest{Query: v.Query, Agent: v.Agent, K: 25})
-		if err != nil && client.StatusOf(err) == http.StatusInternalServerError {
+		ms, err := c.svc.SearchMemory(r.Context(), api.MemorySearchRequest{Query: v.Query, Agent: v.Agent, K: 25})
+		if err != nil && api.StatusOf(err) == http.StatusInternalServerError {
 			c.fail(w, err)
 			return
 		}
@@ -188,14 +188,14 @@ type auditView struct {
 }
 
 type auditRow struct {
-	client.AuditEntry
+	api.AuditEntry
 	Agent, Detail string
 }
 
 func (c *Console) auditPage(w http.ResponseWriter, r *http.Request) {
 	v := auditView{Agent: r.FormValue("agent"), Kind: r.FormValue("kind")}
-	es, err := c.svc.Audit(r.Context(), client.AuditQuery{Agent: v.Agent, Kind: v.Kind, Limit: 200})
-	if err != nil && client.StatusOf(err) == http.StatusInternalServerError {
+	es, err := c.svc.Audit(r.Context(), api.AuditQuery{Agent: v.Agent, Kind: v.Kind, Limit: 200})
+	if err != nil && api.StatusOf(err) == http.StatusInternalServerError {
 		c.fail(w, err)
 		return
 	}
@@ -219,9 +219,9 @@ func compact(raw json.RawMessage) string {
 }
 
 type doctorView struct {
-	Status *client.Status
+	Status *api.Status
 	States []stateCount
-	Checks []client.Check
+	Checks []api.Check
 }
 
 type stateCount struct {

@@ -9,24 +9,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // teamsService adds a team run waiting for its coder to the real service.
 type teamsService struct{ service }
 
-func (teamsService) Teams(context.Context) ([]client.TeamRun, error) {
-	return []client.TeamRun{{ID: "t-1", Workflow: "software<script>", Task: "build it", Status: "running", State: "design",
+func (teamsService) Teams(context.Context) ([]api.TeamRun, error) {
+	return []api.TeamRun{{ID: "t-1", Workflow: "software<script>", Task: "build it", Status: "running", State: "design",
 		Phase: "review", Waiting: "coder", Agents: map[string]string{"coder": "a-7", "architect": "a-6"}, Turns: 3, MaxTurns: 20}}, nil
 }
 
 func TestPages(t *testing.T) {
 	e := newEnv(t)
 	a := e.create("audited")
-	p := e.waitState(a.ID, client.StateAwaitingDecision).Pending
-	_, err := e.sup.API().Facade().Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionDeny, By: "pat", Source: "agentctl"})
+	p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
+	_, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionDeny, By: "pat", Source: "agentctl"})
 	must(t, err == nil, "%v", err)
-	e.waitState(a.ID, client.StateIdle)
+	e.waitState(a.ID, api.StateIdle)
 	con, err := New(Options{Service: teamsService{service{e.sup.API().Facade(), e.mgr}}})
 	must(t, err == nil, "%v", err)
 	base, err := con.Listen(context.Background(), "127.0.0.1:0")

@@ -6,8 +6,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestBrowserPhoneAndKeyboard reads an agent's page on a phone-sized screen (nothing
@@ -17,7 +17,7 @@ func TestBrowserPhoneAndKeyboard(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("write_file", map[string]string{"path": "notes/a-rather-long-file-name-for-a-small-screen.md", "contents": "# Notes\n"}, nil))
 	a := e.create("phone")
-	e.waitState(a.ID, client.StateAwaitingDecision)
+	e.waitState(a.ID, api.StateAwaitingDecision)
 	login, _ := e.con.LoginURL()
 	c.do("log in on a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulateScale(2)),
 		chromedp.Navigate(login), chromedp.WaitVisible(chromedp.ID("agents")))

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 //go:embed templates
@@ -42,7 +42,7 @@ var funcs = template.FuncMap{
 		}
 		return t.In(loc).Format("Mon 2006-01-02 15:04 MST")
 	},
-	"maxText":  func() int { return client.MaxTextBytes },
+	"maxText":  func() int { return api.MaxTextBytes },
 	"add":      func(a, b int) int { return a + b },
 	"pageRows": func() int { return agentsPageRows },
 }

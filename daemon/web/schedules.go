@@ -5,13 +5,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 )
 
 // scheduleRow is one schedule with its next fire times in its own zone.
 type scheduleRow struct {
-	client.Schedule
+	api.Schedule
 	Name, Goal string
 }
 
@@ -64,7 +64,7 @@ func (c *Console) scheduleAction(w http.ResponseWriter, r *http.Request) {
 
 // addSchedule creates a schedule from the form; the daemon checks it all again.
 func (c *Console) addSchedule(w http.ResponseWriter, r *http.Request) {
-	req := client.ScheduleRequest{Name: r.PostFormValue("name"), Spec: r.PostFormValue("spec"), TimeZone: strings.TrimSpace(r.PostFormValue("time_zone")),
+	req := api.ScheduleRequest{Name: r.PostFormValue("name"), Spec: r.PostFormValue("spec"), TimeZone: strings.TrimSpace(r.PostFormValue("time_zone")),
 		Agent: strings.TrimSpace(r.PostFormValue("agent")), Template: strings.TrimSpace(r.PostFormValue("template")),
 		Goal: strings.TrimSpace(r.PostFormValue("goal"))}
 	s, err := c.svc.AddSchedule(r.Context(), req)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 func TestSpecCheck(t *testing.T) {
@@ -51,10 +51,10 @@ func TestAddScheduleAndReplay(t *testing.T) {
 	must(t, len(ss) == 1 && ss[0].TimeZone == "Europe/Paris", "schedules: %+v", ss)
 
 	// Its run proposes finish; approved, the run ends and has a replay.
-	p := e.waitState(a.ID, client.StateAwaitingDecision).Pending
-	_, err := e.sup.API().Facade().Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionApprove, By: "t", Source: "agentctl"})
+	p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
+	_, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "t", Source: "agentctl"})
 	must(t, err == nil, "%v", err)
-	e.waitState(a.ID, client.StateIdle)
+	e.waitState(a.ID, api.StateIdle)
 	got = b.get("/agents/" + a.ID)
 	must(t, strings.Contains(got.Body, `href="/runs/`), "the agent page links no run:\n%s", got.Body)
 	rp := b.get("/runs/" + a.ID)

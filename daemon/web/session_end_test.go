@@ -10,8 +10,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // ended waits until the stream ends, reading what it sends; it returns the event types
@@ -123,7 +123,7 @@ func TestBrowserLogOutStopsOtherTabsStream(t *testing.T) {
 	c.wait("the first tab to say it is logged out", `document.body.dataset.loggedOut === "true"`)
 	testutil.Eventually(t, 10*time.Second, "every stream closed", func() bool { return e.con.openStreams() == 0 })
 	a := e.create("after-logout")
-	e.waitState(a.ID, client.StateAwaitingDecision)
+	e.waitState(a.ID, api.StateAwaitingDecision)
 	must(t, !eval[bool](c, `!!document.getElementById("agent-`+a.ID+`")`), "an agent created after logging out showed in the other tab")
 	c.shot("logged-out-tab")
 }

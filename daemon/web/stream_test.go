@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // sse is one Server-Sent Events message.
@@ -110,8 +110,8 @@ func TestStreamResumesWithoutLossOrDuplicates(t *testing.T) {
 	svc := e.sup.API().Facade()
 	decide := func() {
 		t.Helper()
-		a := e.waitState(a.ID, client.StateAwaitingDecision)
-		if _, err := svc.Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: a.Pending.ID, Kind: client.DecisionApprove, By: "t", Source: "agentctl"}); err != nil {
+		a := e.waitState(a.ID, api.StateAwaitingDecision)
+		if _, err := svc.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionApprove, By: "t", Source: "agentctl"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -128,11 +128,11 @@ func TestStreamResumesWithoutLossOrDuplicates(t *testing.T) {
 	// While no one follows: more steps.
 	decide()
 	decide()
-	e.waitState(a.ID, client.StateAwaitingDecision)
+	e.waitState(a.ID, api.StateAwaitingDecision)
 	s = b.stream(path, seen[len(seen)-1])
 	defer s.close()
 	decide()
-	e.waitState(a.ID, client.StateAwaitingDecision)
+	e.waitState(a.ID, api.StateAwaitingDecision)
 	want := e.con.latest.Load()
 	for seen[len(seen)-1] < want {
 		seen = append(seen, s.next().ID)
@@ -148,17 +148,17 @@ func TestStreamResumesWithoutLossOrDuplicates(t *testing.T) {
 func TestAgentStreamRendersEveryField(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("write_file", map[string]string{"path": "a.txt", "contents": "hello\n"}, nil))
-	a := &client.Agent{ID: e.createIdle(1)[0]} // its run starts once the page follows it
+	a := &api.Agent{ID: e.createIdle(1)[0]} // its run starts once the page follows it
 	b := e.browser()
 	b.login(e)
 	path := strings.ReplaceAll(eventsRE.FindStringSubmatch(b.get("/agents/" + a.ID).Body)[1], "&amp;", "&")
 	must(t, strings.Contains(path, "agent="+a.ID), "the agent page follows %s", path)
 	s := b.stream(path, 0)
 	defer s.close()
-	_, err := e.sup.API().Facade().TaskRun(context.Background(), a.ID, client.TaskRequest{Task: "write a.txt"})
+	_, err := e.sup.API().Facade().TaskRun(context.Background(), a.ID, api.TaskRequest{Task: "write a.txt"})
 	must(t, err == nil, "%v", err)
-	p := e.waitState(a.ID, client.StateAwaitingDecision).Pending
-	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionApprove, By: "pat", Source: "agentctl"}); err != nil {
+	p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
+	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "pat", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
 	var all strings.Builder
@@ -187,9 +187,9 @@ type gapService struct {
 	service
 }
 
-func (g gapService) Subscribe(ref string, since int64) (<-chan client.Event, func(), error) {
-	ch := make(chan client.Event, 2)
-	ch <- client.Event{Seq: since + 3, Type: client.EventError, AgentID: "a-1", Message: "later"}
+func (g gapService) Subscribe(ref string, since int64) (<-chan api.Event, func(), error) {
+	ch := make(chan api.Event, 2)
+	ch <- api.Event{Seq: since + 3, Type: api.EventError, AgentID: "a-1", Message: "later"}
 	return ch, func() {}, nil
 }
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Every string a model, a command or a workspace made goes through text or line before
@@ -33,7 +33,7 @@ type agentRow struct {
 	Last string
 }
 
-func rowOf(a *client.Agent) agentRow {
+func rowOf(a *api.Agent) agentRow {
 	r := agentRow{ID: a.ID, Name: line(a.Name), State: string(a.State), Reason: line(a.StateReason), Last: ago(a.UpdatedAt), Budget: budgetOf(a)}
 	switch {
 	case a.Question != nil:
@@ -46,8 +46,8 @@ func rowOf(a *client.Agent) agentRow {
 
 // budgetOf is "steps 3/50 · tokens 1200 · busy 2s": what the agent used over its runs,
 // out of its budget where one bounds it.
-func budgetOf(a *client.Agent) string {
-	var b client.Budget
+func budgetOf(a *api.Agent) string {
+	var b api.Budget
 	if a.Budget != nil {
 		b = *a.Budget
 	}
@@ -87,7 +87,7 @@ type proposalView struct {
 	Decidable bool
 }
 
-func proposalOf(p *client.Proposal) *proposalView {
+func proposalOf(p *api.Proposal) *proposalView {
 	if p == nil {
 		return nil
 	}
@@ -146,12 +146,12 @@ type episodeView struct {
 	At        time.Time
 }
 
-func episodeOf(e *client.Episode) *episodeView {
+func episodeOf(e *api.Episode) *episodeView {
 	v := &episodeView{Step: e.Step, Command: line(e.Command), Args: text(indent(e.Args)), Outcome: e.Outcome,
 		Reasoning: text(e.Reasoning), Result: text(e.Result), Feedback: text(e.Feedback), At: e.At}
 	if d := e.Decision; d != nil {
 		v.By = line(d.By + " (" + d.Source + ")")
-		if p := client.ProfileText(d.Profile); p != "" {
+		if p := api.ProfileText(d.Profile); p != "" {
 			v.By += ", " + p
 		}
 	}
@@ -177,7 +177,7 @@ type waitingView struct {
 	Key string
 }
 
-func waitingOf(a *client.Agent, csrf string) waitingView {
+func waitingOf(a *api.Agent, csrf string) waitingView {
 	v := waitingView{AgentID: a.ID, CSRF: csrf, Key: "none"}
 	if a.Question != nil {
 		v.Question = &questionView{AgentID: a.ID, ProposalID: a.Question.ProposalID, Text: text(a.Question.Text)}
@@ -202,7 +202,7 @@ type eventView struct {
 	State    string
 }
 
-func eventOf(ev client.Event) eventView {
+func eventOf(ev api.Event) eventView {
 	v := eventView{Seq: ev.Seq, Type: string(ev.Type), Time: ev.Time, Message: text(ev.Message)}
 	if ev.Proposal != nil {
 		v.Proposal = proposalOf(ev.Proposal)
@@ -215,7 +215,7 @@ func eventOf(ev client.Event) eventView {
 		if d.Count > 1 {
 			v.Decision += fmt.Sprintf(" ×%d", d.Count)
 		}
-		if p := client.ProfileText(d.Profile); p != "" {
+		if p := api.ProfileText(d.Profile); p != "" {
 			v.Decision += ", " + p
 		}
 		if d.Feedback != "" {

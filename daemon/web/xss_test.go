@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // hostile is the XSS corpus: script tags, event-handler attributes, attribute and
@@ -62,7 +62,7 @@ func TestBrowserXSS(t *testing.T) {
 		reply("ask_user", map[string]string{"question": all}, &all),
 		reply("finish", map[string]string{"reason": all}, &all))
 	a := e.create("xss")
-	e.waitState(a.ID, client.StateAwaitingDecision)
+	e.waitState(a.ID, api.StateAwaitingDecision)
 
 	login, _ := e.con.LoginURL()
 	c.do("log in", chromedp.Navigate(login), chromedp.WaitVisible(chromedp.ID("agents")))
@@ -72,8 +72,8 @@ func TestBrowserXSS(t *testing.T) {
 	c.shot("xss")
 
 	decide := func() {
-		p := e.waitState(a.ID, client.StateAwaitingDecision).Pending
-		if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, client.DecideRequest{ProposalID: p.ID, Kind: client.DecisionApprove, By: "t", Source: "agentctl"}); err != nil {
+		p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
+		if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "t", Source: "agentctl"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestBrowserXSS(t *testing.T) {
 	decide()
 	c.wait("the question to be shown live", `document.querySelector("#waiting .question") !== null`)
 	c.inert("a hostile result and question, live")
-	if err := e.sup.API().Facade().Answer(context.Background(), a.ID, client.AnswerRequest{Text: "ok", By: "t"}); err != nil {
+	if err := e.sup.API().Facade().Answer(context.Background(), a.ID, api.AnswerRequest{Text: "ok", By: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	decide() // finish, with a hostile reason

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var answerCmd = &command{
@@ -38,7 +38,7 @@ func (a *app) runAnswer(ctx context.Context, args []string) error {
 	if q == nil {
 		return fmt.Errorf("agent %s asks no question right now (it is %s)", refOf(ag), stateString(ag))
 	}
-	req := client.AnswerRequest{ProposalID: q.ProposalID, Text: text, By: user()}
+	req := api.AnswerRequest{ProposalID: q.ProposalID, Text: text, By: user()}
 	if err := a.api().Answer(ctx, ag.ID, req); err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var approveCmd = &command{
@@ -29,5 +29,5 @@ func (a *app) runApprove(ctx context.Context, args []string) error {
 	if *n < 1 {
 		return usagef("-n %d: N must be at least 1", *n)
 	}
-	return a.decide(ctx, ref, client.DecideRequest{Kind: client.DecisionApprove, Count: *n})
+	return a.decide(ctx, ref, api.DecideRequest{Kind: api.DecisionApprove, Count: *n})
 }

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var auditCmd = &command{
@@ -42,7 +42,7 @@ func (a *app) runAudit(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("unexpected argument %q (name the agent with --agent)", pos[0])
 	}
-	q := client.AuditQuery{Agent: *agent, Kind: *kind, Limit: *limit}
+	q := api.AuditQuery{Agent: *agent, Kind: *kind, Limit: *limit}
 	if *since != "" {
 		if q.Since, err = parseSince(*since, time.Now()); err != nil {
 			return usagef("--since: %v", err)
@@ -57,7 +57,7 @@ func (a *app) runAudit(ctx context.Context, args []string) error {
 	}
 	if a.json {
 		if list == nil {
-			list = []client.AuditEntry{}
+			list = []api.AuditEntry{}
 		}
 		return a.printJSON(list)
 	}
@@ -177,7 +177,7 @@ func (a *app) runReplay(ctx context.Context, args []string) error {
 			}
 			switch {
 			case d.Source == "grant":
-				line += " by " + oneLine(d.GrantLabel, 120) + " (grant " + oneLine(d.Grant, 40) + ")"
+				line += " by " + oneLine(d.GrantText(), 120) + " (grant " + oneLine(d.Grant, 40) + ")"
 			case d.By != "" || d.Source != "":
 				line += fmt.Sprintf(" by %s via %s", oneLine(d.By, 80), oneLine(d.Source, 40))
 				if d.Grant != "" {
@@ -216,12 +216,12 @@ const auditPage = 10_000
 
 // auditPages fetches q.Limit entries, asking the daemon in pages of at most auditPage
 // (each one back from the oldest entry of the last), and returns them oldest first.
-func (a *app) auditPages(ctx context.Context, q client.AuditQuery) ([]client.AuditEntry, error) {
+func (a *app) auditPages(ctx context.Context, q api.AuditQuery) ([]api.AuditEntry, error) {
 	want := q.Limit
 	if want <= auditPage {
 		return a.api().Audit(ctx, q)
 	}
-	var pages [][]client.AuditEntry
+	var pages [][]api.AuditEntry
 	for got := 0; got < want; {
 		q.Limit = min(want-got, auditPage)
 		page, err := a.api().Audit(ctx, q)
@@ -237,7 +237,7 @@ func (a *app) auditPages(ctx context.Context, q client.AuditQuery) ([]client.Aud
 			break // the log holds no more
 		}
 	}
-	var out []client.AuditEntry
+	var out []api.AuditEntry
 	for i := len(pages) - 1; i >= 0; i-- {
 		out = append(out, pages[i]...)
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // busyAuditEntries is how long the fake daemon's audit log of agent "busy" is.
@@ -30,7 +30,7 @@ func TestAuditLimitPastOneListingPages(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit %d: %s", r.code, r.stderr)
 			}
-			var list []client.AuditEntry
+			var list []api.AuditEntry
 			if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 				t.Fatal(err)
 			}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 var budgetCmd = &command{
@@ -43,7 +43,7 @@ func (a *app) runBudget(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var req client.BudgetRequest
+	var req api.BudgetRequest
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "max-steps":
@@ -78,8 +78,8 @@ func (a *app) runBudget(ctx context.Context, args []string) error {
 		}
 		req.MaxTime = new(d.String())
 	}
-	var ag *client.Agent
-	if req == (client.BudgetRequest{}) {
+	var ag *api.Agent
+	if req == (api.BudgetRequest{}) {
 		ag, err = a.api().Agent(ctx, ref)
 	} else {
 		ag, err = a.api().SetBudget(ctx, ref, req)
@@ -95,8 +95,8 @@ func (a *app) runBudget(ctx context.Context, args []string) error {
 }
 
 // writeBudget shows an agent's budget next to what it has used.
-func writeBudget(w io.Writer, ag *client.Agent) {
-	b := client.Budget{}
+func writeBudget(w io.Writer, ag *api.Agent) {
+	b := api.Budget{}
 	if ag.Budget != nil {
 		b = *ag.Budget
 	}

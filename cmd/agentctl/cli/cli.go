@@ -1,5 +1,5 @@
 // Package cli is agentctl, the terminal front end to agentd. It reaches the daemon only
-// through daemon/client over the local unix socket, so anything agentctl does a script,
+// through api over the local unix socket, so anything agentctl does a script,
 // a chat bot or a test can do the same way.
 //
 // Each subcommand is one file holding its help text, its flags and a runX(ctx, args)
@@ -21,8 +21,8 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Exit codes.
@@ -107,14 +107,14 @@ type app struct {
 
 	cmd *command      // the subcommand being run
 	fs  *flag.FlagSet // its flags, for usage messages
-	c   *client.Client
+	c   *api.Client
 }
 
 // Run runs agentctl with args (without the program name) and returns the exit code:
 // 0 on success, 1 on errors, 2 on usage errors.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := display.NewWriter(stdout, display.Text)
-	a := &app{stdin: stdin, stdout: out, stderr: stderr, raw: stdout, socket: client.DefaultSocketPath()}
+	a := &app{stdin: stdin, stdout: out, stderr: stderr, raw: stdout, socket: api.DefaultSocketPath()}
 	code := a.exit(a.run(ctx, args))
 	out.Flush()
 	return code
@@ -150,9 +150,9 @@ func (a *app) globalFlags(fs *flag.FlagSet) {
 }
 
 // api returns the client for the daemon at --socket.
-func (a *app) api() *client.Client {
+func (a *app) api() *api.Client {
 	if a.c == nil {
-		a.c = &client.Client{Socket: a.socket}
+		a.c = &api.Client{Socket: a.socket}
 	}
 	return a.c
 }
@@ -197,7 +197,7 @@ func (a *app) exit(err error) int {
 
 // explain turns an error into a message that says what to do about it.
 func (a *app) explain(err error) string {
-	var dnr *client.DaemonNotRunningError
+	var dnr *api.DaemonNotRunningError
 	var ue *url.Error
 	switch {
 	case errors.As(err, &dnr):
@@ -212,10 +212,11 @@ func (a *app) explain(err error) string {
 
 // agentErr turns "not found" from a call that names an agent into the way to find it.
 func agentErr(ref string, err error) error {
-	if errors.Is(err, client.ErrNotFound) {
-		return fmt.Errorf("no agent %q: see agentctl ls", ref)
+	var e *api.APIError
+	if errors.Is(err, api.ErrNotFound) && !errors.As(err, &e) {
+		return fmt.Errorf("no agent %q: see `agentctl ls`", ref)
 	}
-	return err
+	return err // the daemon's own words: the agent, the closest name to a typo, agentctl ls
 }
 
 // newFlagSet returns the current command's flag set with the global flags on it, so they
@@ -308,7 +309,7 @@ func (j *jsonArray) add(v any) error {
 	if _, err := j.w.WriteString(sep + display.Escape(string(b), display.JSON)); err != nil {
 		return err
 	}
-	if j.n%client.ListPage == 0 {
+	if j.n%api.ListPage == 0 {
 		return j.w.Flush()
 	}
 	return nil
@@ -353,7 +354,7 @@ func user() string {
 
 // agentAction runs a command that takes one AGENT, calls fn on it and prints the agent it
 // returns: its JSON with --json, else "NAME: STATE".
-func (a *app) agentAction(ctx context.Context, args []string, fn func(*client.Client, context.Context, string) (*client.Agent, error)) (*client.Agent, error) {
+func (a *app) agentAction(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Agent, error)) (*api.Agent, error) {
 	ref, err := a.parseAgent(a.newFlagSet(), args)
 	if err != nil {
 		return nil, err

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/cmd/agentctl/cli"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
@@ -47,7 +47,7 @@ func runCLI(t *testing.T, stdin string, args ...string) result {
 func TestGolden(t *testing.T) {
 	f := newFakeDaemon(t)
 	f.decide = conflictOnP9
-	t.Setenv(client.SocketEnv, f.sock)
+	t.Setenv(api.SocketEnv, f.sock)
 	tmp := testutil.ShortTempDir(t)
 
 	runGoldens(t, f, tmp, "testdata/*.golden")
@@ -84,13 +84,13 @@ func TestDecisionCommandsSendTheProposalID(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want client.DecideRequest
+		want api.DecideRequest
 	}{
-		{"approve", []string{"approve", "researcher"}, client.DecideRequest{Kind: client.DecisionApprove, Count: 1}},
-		{"approve_n_after_agent", []string{"approve", "researcher", "-n", "4"}, client.DecideRequest{Kind: client.DecisionApprove, Count: 4}},
-		{"deny", []string{"deny", "a-1"}, client.DecideRequest{Kind: client.DecisionDeny}},
+		{"approve", []string{"approve", "researcher"}, api.DecideRequest{Kind: api.DecisionApprove, Count: 1}},
+		{"approve_n_after_agent", []string{"approve", "researcher", "-n", "4"}, api.DecideRequest{Kind: api.DecisionApprove, Count: 4}},
+		{"deny", []string{"deny", "a-1"}, api.DecideRequest{Kind: api.DecisionDeny}},
 		{"feedback_unquoted", []string{"feedback", "researcher", "use", "ls", "-la", "instead"},
-			client.DecideRequest{Kind: client.DecisionFeedback, Feedback: "use ls -la instead"}},
+			api.DecideRequest{Kind: api.DecisionFeedback, Feedback: "use ls -la instead"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var completionCmd = &command{
@@ -169,7 +169,7 @@ func (a *app) agentNames(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var names []string
-	err := a.api().EachAgent(ctx, client.AgentQuery{Brief: true}, func(ag client.Agent) error {
+	err := a.api().EachAgent(ctx, api.AgentQuery{Brief: true}, func(ag api.Agent) error {
 		names = append(names, ag.Name)
 		return nil
 	})

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 func TestComplete(t *testing.T) {
 	f := newFakeDaemon(t)
-	t.Setenv(client.SocketEnv, f.sock)
+	t.Setenv(api.SocketEnv, f.sock)
 	tests := []struct {
 		name  string
 		words []string
@@ -45,7 +45,7 @@ func TestComplete(t *testing.T) {
 		})
 	}
 	// With no daemon, agent names are simply not offered.
-	t.Setenv(client.SocketEnv, filepath.Join(t.TempDir(), "none.sock"))
+	t.Setenv(api.SocketEnv, filepath.Join(t.TempDir(), "none.sock"))
 	if r := runCLI(t, "", "__complete", "show", ""); r.code != 0 || r.stdout != "" {
 		t.Errorf("with no daemon: %v", r)
 	}
@@ -97,7 +97,7 @@ COMP_WORDS=(agentctl approve re); COMP_CWORD=2; _agentctl; echo "${COMPREPLY[*]}
 COMP_WORDS=(agentctl pol); COMP_CWORD=1; _agentctl; echo "${COMPREPLY[*]}"
 `
 	cmd := exec.Command(bash, "--norc", "-c", prog)
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), client.SocketEnv+"="+f.sock)
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), api.SocketEnv+"="+f.sock)
 	out, err := cmd.CombinedOutput()
 	if got, want := string(out), "researcher\npolicy\n"; err != nil || got != want {
 		t.Errorf("bash completion printed %q (%v), want %q", got, err, want)

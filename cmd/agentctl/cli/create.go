@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var createCmd = &command{
@@ -64,7 +64,7 @@ func (a *app) runCreate(ctx context.Context, args []string) error {
 	case budget != nil && !*start:
 		return usagef("--max-steps, --max-tokens and --max-time bound a run: add --start (or give them to agentctl task)")
 	}
-	ag, err := a.api().CreateAgent(ctx, client.CreateAgentRequest{
+	ag, err := a.api().CreateAgent(ctx, api.CreateAgentRequest{
 		Name: *name, Description: *role, Goals: goals, Start: start, Budget: budget,
 	})
 	if err != nil {

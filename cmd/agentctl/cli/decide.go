@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // The decision commands (approve, deny, feedback) share this: each fetches the agent,
@@ -12,7 +12,7 @@ import (
 // one proposal never lands on the next.
 
 // pendingProposal returns the agent and its proposal waiting for a decision.
-func (a *app) pendingProposal(ctx context.Context, ref string) (*client.Agent, *client.Proposal, error) {
+func (a *app) pendingProposal(ctx context.Context, ref string) (*api.Agent, *api.Proposal, error) {
 	ag, err := a.api().Agent(ctx, ref)
 	if err != nil {
 		return nil, nil, agentErr(ref, err)
@@ -28,7 +28,7 @@ func (a *app) pendingProposal(ctx context.Context, ref string) (*client.Agent, *
 }
 
 // decide sends req for the agent's pending proposal and prints what was decided.
-func (a *app) decide(ctx context.Context, ref string, req client.DecideRequest) error {
+func (a *app) decide(ctx context.Context, ref string, req api.DecideRequest) error {
 	ag, p, err := a.pendingProposal(ctx, ref)
 	if err != nil {
 		return err
@@ -45,16 +45,16 @@ func (a *app) decide(ctx context.Context, ref string, req client.DecideRequest) 
 	}
 	call := formatCall(p.Command, p.Args)
 	switch req.Kind {
-	case client.DecisionApprove:
+	case api.DecisionApprove:
 		more := ""
 		if req.Count > 1 {
-			more = fmt.Sprintf(" and the next %d proposals", req.Count-1)
+			more = " and the next " + nextProposals(req.Count-1)
 		}
 		fmt.Fprintf(a.stdout, "approved %s%s\n", call, more)
-	case client.DecisionDeny:
+	case api.DecisionDeny:
 		fmt.Fprintf(a.stdout, "denied %s\n", call)
 		a.note("agent %s stops and waits; give it a new task with: agentctl task %s \"TASK\"", refOf(ag), refOf(ag))
-	case client.DecisionFeedback:
+	case api.DecisionFeedback:
 		fmt.Fprintf(a.stdout, "sent feedback instead of running %s\n", call)
 	}
 	return nil

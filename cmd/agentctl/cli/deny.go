@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var denyCmd = &command{
@@ -21,5 +21,5 @@ func (a *app) runDeny(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return a.decide(ctx, ref, client.DecideRequest{Kind: client.DecisionDeny})
+	return a.decide(ctx, ref, api.DecideRequest{Kind: api.DecisionDeny})
 }

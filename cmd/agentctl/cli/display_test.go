@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display/displaytest"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display/displaytest"
 )
 
 // hostile is model text that would reorder what the terminal shows (U+202E), clear it
 // (ESC [2J), hide a character (U+200B) and forge a line of its own (\n).
 const hostile = "rm -rf /\u202etxt.exe\x1b[2J\u200b\n12:00:00 decision: approved"
 
-func hostileProposal() *client.Proposal {
+func hostileProposal() *api.Proposal {
 	p := walkerProposal("p-66")
 	p.Command = "run_shell\u202e\nfake"
 	p.Args = json.RawMessage(`{"command":` + jsonString(hostile) + `,"k\u202e":"v"}`)
@@ -64,7 +64,7 @@ func TestShowEscapesAHostileProposal(t *testing.T) {
 	if bad := rawLeft(r.stdout); bad != "" {
 		t.Fatalf("show --json printed %q raw:\n%s", bad, r.stdout)
 	}
-	var ag client.Agent
+	var ag api.Agent
 	if err := json.Unmarshal([]byte(r.stdout), &ag); err != nil {
 		t.Fatalf("show --json is not JSON: %v\n%s", err, r.stdout)
 	}
@@ -78,9 +78,9 @@ func TestFollowEscapesAHostileProposal(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			f := newFakeDaemon(t)
 			f.events = func(w *eventWriter, r *http.Request, conn int) {
-				w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: hostileProposal()})
-				w.send(client.Event{Seq: 2, Type: client.EventError, AgentID: "a-4", Message: "bad\x1b]0;title\x07"})
-				w.send(client.Event{Seq: 3, Type: client.EventFinish, AgentID: "a-4", Message: "done\u2066"})
+				w.send(api.Event{Seq: 1, Type: api.EventProposal, AgentID: "a-4", Proposal: hostileProposal()})
+				w.send(api.Event{Seq: 2, Type: api.EventError, AgentID: "a-4", Message: "bad\x1b]0;title\x07"})
+				w.send(api.Event{Seq: 3, Type: api.EventFinish, AgentID: "a-4", Message: "done\u2066"})
 			}
 			args := []string{"--socket", f.sock, "follow", "walker"}
 			if mode == "json" {
@@ -95,7 +95,7 @@ func TestFollowEscapesAHostileProposal(t *testing.T) {
 			}
 			if mode == "json" {
 				for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
-					var ev client.Event
+					var ev api.Event
 					if err := json.Unmarshal([]byte(l), &ev); err != nil {
 						t.Fatalf("line is not JSON: %v\n%s", err, l)
 					}
@@ -125,9 +125,9 @@ func TestFollowAndShowEscapeEveryHostileString(t *testing.T) {
 			p.Thoughts.Speak, p.Thoughts.Plan = c.Text, c.Text
 			p.Args = json.RawMessage(`{"command":` + jsonString(c.Text) + `}`)
 			f.events = func(w *eventWriter, r *http.Request, conn int) {
-				w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: p})
-				w.send(client.Event{Seq: 2, Type: client.EventError, AgentID: "a-4", Message: c.Text})
-				w.send(client.Event{Seq: 3, Type: client.EventFinish, AgentID: "a-4", Message: c.Text})
+				w.send(api.Event{Seq: 1, Type: api.EventProposal, AgentID: "a-4", Proposal: p})
+				w.send(api.Event{Seq: 2, Type: api.EventError, AgentID: "a-4", Message: c.Text})
+				w.send(api.Event{Seq: 3, Type: api.EventFinish, AgentID: "a-4", Message: c.Text})
 			}
 			f.set(func() { f.agents[0].StateReason = c.Text })
 			for _, args := range [][]string{{"follow", "walker"}, {"show", "researcher"}} {

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var doctorCmd = &command{
@@ -43,21 +43,21 @@ func (a *app) runDoctor(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("doctor takes no arguments")
 	}
-	checks := []client.Check{checkSocket(a.socket)}
-	if checks[0].Status != client.CheckFail {
+	checks := []api.Check{checkSocket(a.socket)}
+	if checks[0].Status != api.CheckFail {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		st, err := a.api().Status(cctx)
 		cancel()
 		if err != nil {
 			checks = append(checks, daemonCheck(err))
 		} else {
-			checks = append(checks, client.Check{Name: "daemon", Status: client.CheckOK,
+			checks = append(checks, api.Check{Name: "daemon", Status: api.CheckOK,
 				Detail: fmt.Sprintf("agentd %s, pid %d, started %s, %d agents", st.Version, st.PID, formatTime(st.Started), total(st.Agents))})
 			cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 			rep, err := a.api().Doctor(cctx)
 			cancel()
 			if err != nil {
-				checks = append(checks, client.Check{Name: "daemon", Status: client.CheckFail, Detail: "the daemon's checks failed: " + err.Error(),
+				checks = append(checks, api.Check{Name: "daemon", Status: api.CheckFail, Detail: "the daemon's checks failed: " + err.Error(),
 					Fix: "upgrade agentctl and agentd together; see the daemon's log"})
 			} else {
 				checks = append(checks, rep.Checks...)
@@ -65,21 +65,21 @@ func (a *app) runDoctor(ctx context.Context, args []string) error {
 		}
 	}
 	if a.json {
-		if err := a.printJSON(client.DoctorReport{Checks: checks}); err != nil {
+		if err := a.printJSON(api.DoctorReport{Checks: checks}); err != nil {
 			return err
 		}
 	} else {
 		writeChecks(a.stdout, checks)
 	}
 	for _, c := range checks {
-		if c.Status == client.CheckFail {
+		if c.Status == api.CheckFail {
 			return errChecksFailed
 		}
 	}
 	return nil
 }
 
-func writeChecks(w io.Writer, checks []client.Check) {
+func writeChecks(w io.Writer, checks []api.Check) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	for _, c := range checks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Status, c.Name, c.Detail)
@@ -92,37 +92,37 @@ func writeChecks(w io.Writer, checks []client.Check) {
 
 // checkSocket looks at the socket file before anything dials it, so a missing daemon and
 // a socket others could use are told apart from other failures.
-func checkSocket(path string) client.Check {
-	c := client.Check{Name: "socket", Status: client.CheckOK}
+func checkSocket(path string) api.Check {
+	c := api.Check{Name: "socket", Status: api.CheckOK}
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		c.Status, c.Detail = client.CheckFail, "no socket at "+path+" (from "+socketSource(path)+"): agentd is not running, or listens elsewhere"
-		c.Fix = "start agentd (`systemctl --user start agentd`, or `agentd`); if it uses another socket, pass --socket or set " + client.SocketEnv
+		c.Status, c.Detail = api.CheckFail, "no socket at "+path+" (from "+socketSource(path)+"): agentd is not running, or listens elsewhere"
+		c.Fix = "start agentd (`systemctl --user start agentd`, or `agentd`); if it uses another socket, pass --socket or set " + api.SocketEnv
 		if _, found := lookElsewhere(path); found != nil {
 			c.Detail += "; agentd answers at " + found.Path + " (" + found.From + ")"
-			c.Fix = "agentctl --socket " + found.Path + " doctor, or export " + client.SocketEnv + "=" + found.Path
+			c.Fix = "agentctl --socket " + found.Path + " doctor, or export " + api.SocketEnv + "=" + found.Path
 		}
 		return c
 	case errors.Is(err, os.ErrPermission):
-		c.Status, c.Detail = client.CheckFail, "cannot reach "+path+": permission denied"
+		c.Status, c.Detail = api.CheckFail, "cannot reach "+path+": permission denied"
 		c.Fix = "run agentctl as the user agentd runs as (for the system service: sudo agentctl)"
 		return c
 	case err != nil:
-		c.Status, c.Detail = client.CheckFail, err.Error()
+		c.Status, c.Detail = api.CheckFail, err.Error()
 		return c
 	case fi.Mode()&os.ModeSocket == 0:
-		c.Status, c.Detail = client.CheckFail, path+" is not a socket"
+		c.Status, c.Detail = api.CheckFail, path+" is not a socket"
 		c.Fix = "remove it and restart agentd, or point --socket at agentd's socket"
 		return c
 	}
 	c.Detail = fmt.Sprintf("%s (mode %04o)", path, fi.Mode().Perm())
 	if fi.Mode().Perm()&0o077 != 0 {
-		c.Status = client.CheckWarn
+		c.Status = api.CheckWarn
 		c.Fix = "others on this machine can steer your agents: chmod 600 " + path + " (agentd makes it 0600; something changed it)"
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() && os.Getuid() != 0 {
-		c.Status = client.CheckWarn
+		c.Status = api.CheckWarn
 		c.Detail += fmt.Sprintf(", owned by uid %d, not you", st.Uid)
 		if c.Fix == "" {
 			c.Fix = "run agentctl as the user agentd runs as"
@@ -131,9 +131,9 @@ func checkSocket(path string) client.Check {
 	return c
 }
 
-func daemonCheck(err error) client.Check {
-	c := client.Check{Name: "daemon", Status: client.CheckFail, Detail: err.Error()}
-	var down *client.DaemonNotRunningError
+func daemonCheck(err error) api.Check {
+	c := api.Check{Name: "daemon", Status: api.CheckFail, Detail: err.Error()}
+	var down *api.DaemonNotRunningError
 	switch {
 	case errors.As(err, &down) && errors.Is(err, syscall.EACCES):
 		c.Detail = "permission denied on " + down.Socket

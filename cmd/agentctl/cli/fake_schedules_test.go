@@ -4,17 +4,17 @@ import (
 	"context"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/clienttest"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
 )
 
 // The fake daemon's schedules: "digest" (id s-1), weekdays at 9 in Europe/Berlin, with
 // two records.
-func cannedSchedule() *client.Schedule {
+func cannedSchedule() *api.Schedule {
 	berlin, _ := time.LoadLocation("Europe/Berlin")
-	s := &client.Schedule{ID: "s-1", Name: "digest", Spec: "0 9 * * 1-5", TimeZone: "Europe/Berlin", Template: "digest",
-		Goal: "summarize what changed in ~/notes", Autonomy: client.Autonomy{Mode: "auto"},
-		Budget: client.Budget{MaxSteps: 3, MaxTime: "15m0s"}, Delivery: "agentctl", Concurrency: "skip", Missed: "run_once",
+	s := &api.Schedule{ID: "s-1", Name: "digest", Spec: "0 9 * * 1-5", TimeZone: "Europe/Berlin", Template: "digest",
+		Goal: "summarize what changed in ~/notes", Autonomy: api.Autonomy{Mode: "auto"},
+		Budget: api.Budget{MaxSteps: 3, MaxTime: "15m0s"}, Delivery: "agentctl", Concurrency: "skip", Missed: "run_once",
 		CreatedAt: fixedTime, LastFired: time.Date(2026, 11, 20, 9, 0, 0, 0, berlin)}
 	for d := 23; d <= 27; d++ {
 		s.NextTimes = append(s.NextTimes, time.Date(2026, 11, d, 9, 0, 0, 0, berlin))
@@ -23,8 +23,8 @@ func cannedSchedule() *client.Schedule {
 	return s
 }
 
-func cannedScheduleRuns() []client.ScheduleRun {
-	return []client.ScheduleRun{
+func cannedScheduleRuns() []api.ScheduleRun {
+	return []api.ScheduleRun{
 		{ID: "f-2", ScheduleID: "s-1", Scheduled: time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC), Started: fixedTime, Ended: fixedTime,
 			Outcome: "budget_exhausted", Reason: "the run made 3 steps, its step budget", AgentID: "a-7", RunID: "r-7", Steps: 3, Tokens: 1234},
 		{ID: "f-1", ScheduleID: "s-1", Scheduled: time.Date(2026, 11, 19, 8, 0, 0, 0, time.UTC), Outcome: "missed",
@@ -33,10 +33,10 @@ func cannedScheduleRuns() []client.ScheduleRun {
 }
 
 // schedule finds the canned schedule by id or name.
-func schedule(ref string) (*client.Schedule, error) {
+func schedule(ref string) (*api.Schedule, error) {
 	s := cannedSchedule()
 	if ref != s.ID && ref != s.Name {
-		return nil, client.Errorf(client.ErrNotFound, "no schedule %q: see `agentctl schedule ls`", ref)
+		return nil, api.Errorf(api.ErrNotFound, "no schedule %q: see `agentctl schedule ls`", ref)
 	}
 	return s, nil
 }
@@ -44,18 +44,21 @@ func schedule(ref string) (*client.Schedule, error) {
 // scheduleRoutes sets the schedule routes of the fake daemon's api.
 func (f *fakeDaemon) scheduleRoutes() {
 	fk := &f.api
-	clienttest.Handle(fk, client.SchedulesRoute, func(context.Context, string, client.None) ([]client.Schedule, error) {
-		return []client.Schedule{*cannedSchedule()}, nil
+	apitest.Handle(fk, api.SchedulesRoute, func(context.Context, string, api.None) ([]api.Schedule, error) {
+		return []api.Schedule{*cannedSchedule()}, nil
 	})
-	clienttest.Handle(fk, client.AddScheduleRoute, func(_ context.Context, _ string, req client.ScheduleRequest) (*client.Schedule, error) {
+	apitest.Handle(fk, api.AddScheduleRoute, func(_ context.Context, _ string, req api.ScheduleRequest) (*api.Schedule, error) {
 		if req.Spec == "TZ=0" {
-			return nil, client.Errorf(client.ErrBadRequest, `bad schedule spec: "TZ=0" names an unknown time zone "0": use an IANA name such as America/New_York`)
+			return nil, api.Errorf(api.ErrBadRequest, `bad schedule spec: "TZ=0" names an unknown time zone "0": use an IANA name such as America/New_York`)
 		}
+		f.mu.Lock()
+		f.schedules = append(f.schedules, req)
+		f.mu.Unlock()
 		s := cannedSchedule()
 		s.ID, s.Name, s.Spec, s.Goal, s.Autonomy, s.LastFired = "s-2", req.Name, req.Spec, req.Goal, req.Autonomy, time.Time{}
 		return s, nil
 	})
-	clienttest.Handle(fk, client.ScheduleRoute, func(_ context.Context, ref string, _ client.None) (*client.Schedule, error) {
+	apitest.Handle(fk, api.ScheduleRoute, func(_ context.Context, ref string, _ api.None) (*api.Schedule, error) {
 		if ref == "fresh" { // just added: it never fired
 			s := cannedSchedule()
 			s.ID, s.Name, s.LastFired = "s-3", "fresh", time.Time{}
@@ -67,28 +70,28 @@ func (f *fakeDaemon) scheduleRoutes() {
 		}
 		return s, err
 	})
-	clienttest.Handle(fk, client.RemoveScheduleRoute, func(_ context.Context, ref string, _ client.None) (client.None, error) {
+	apitest.Handle(fk, api.RemoveScheduleRoute, func(_ context.Context, ref string, _ api.None) (api.None, error) {
 		_, err := schedule(ref)
-		return client.None{}, err
+		return api.None{}, err
 	})
-	clienttest.Handle(fk, client.PauseScheduleRoute, func(_ context.Context, ref string, _ client.None) (*client.Schedule, error) {
+	apitest.Handle(fk, api.PauseScheduleRoute, func(_ context.Context, ref string, _ api.None) (*api.Schedule, error) {
 		s, err := schedule(ref)
 		if s != nil {
 			s.Paused, s.Next, s.NextTimes = true, time.Time{}, nil
 		}
 		return s, err
 	})
-	clienttest.Handle(fk, client.ResumeScheduleRoute, func(_ context.Context, ref string, _ client.None) (*client.Schedule, error) {
+	apitest.Handle(fk, api.ResumeScheduleRoute, func(_ context.Context, ref string, _ api.None) (*api.Schedule, error) {
 		return schedule(ref)
 	})
-	clienttest.Handle(fk, client.RunScheduleRoute, func(_ context.Context, ref string, _ client.None) (*client.ScheduleRun, error) {
+	apitest.Handle(fk, api.RunScheduleRoute, func(_ context.Context, ref string, _ api.None) (*api.ScheduleRun, error) {
 		if _, err := schedule(ref); err != nil {
 			return nil, err
 		}
-		return &client.ScheduleRun{ID: "f-3", ScheduleID: "s-1", Scheduled: fixedTime, Started: fixedTime, Manual: true,
+		return &api.ScheduleRun{ID: "f-3", ScheduleID: "s-1", Scheduled: fixedTime, Started: fixedTime, Manual: true,
 			Outcome: "started", RunID: "r-8", AgentID: "a-8"}, nil
 	})
-	clienttest.Handle(fk, client.ScheduleHistoryRoute, func(_ context.Context, ref string, q client.ScheduleHistoryQuery) ([]client.ScheduleRun, error) {
+	apitest.Handle(fk, api.ScheduleHistoryRoute, func(_ context.Context, ref string, q api.ScheduleHistoryQuery) ([]api.ScheduleRun, error) {
 		if ref == "s-3" {
 			return nil, nil
 		}

@@ -15,39 +15,41 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/clienttest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
+	"github.com/agentd/agentd/internal/display"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
-// fakeDaemon serves the /v0 routes daemon/client calls, on a unix socket, with canned
-// client types: the API's one test fake (clienttest.Fake) with its routes set to canned
+// fakeDaemon serves the /v0 routes api calls, on a unix socket, with canned
+// client types: the API's one test fake (apitest.Fake) with its routes set to canned
 // answers, and a test may set more. Tests script the event streams and how decisions
 // are answered.
 type fakeDaemon struct {
 	sock string
-	api  clienttest.Fake // every route but the event streams
+	api  apitest.Fake // every route but the event streams
 
 	mu         sync.Mutex
-	status     client.Status
-	agents     []*client.Agent
-	imported   []client.MemoryImportRequest // batches the memory import route took
-	history    map[string][]client.Episode
-	decisions  []client.DecideRequest
-	answers    []client.AnswerRequest
-	sinces     []int64      // the since of each events request, in order
-	auditCalls atomic.Int32 // audit listings served
+	status     api.Status
+	agents     []*api.Agent
+	imported   []api.MemoryImportRequest // batches the memory import route took
+	history    map[string][]api.Episode
+	decisions  []api.DecideRequest
+	answers    []api.AnswerRequest
+	schedules  []api.ScheduleRequest // schedules added
+	sinces     []int64               // the since of each events request, in order
+	auditCalls atomic.Int32          // audit listings served
 
 	// decide, if set, answers a decision instead of the default (accept it).
-	decide func(agent *client.Agent, req client.DecideRequest) (*client.Decision, error)
+	decide func(agent *api.Agent, req api.DecideRequest) (*api.Decision, error)
 	// events, if set, serves an agent's event stream; conn counts connections from 1.
 	events func(w *eventWriter, r *http.Request, conn int)
 	// subscribing, if set, runs as an events request subscribes, before the headers go
 	// out: what happens there reaches the follower only by reading the agent again.
 	subscribing func()
 
-	decided  chan client.DecideRequest // every decision received
-	answered chan client.AnswerRequest // every answer received
+	decided  chan api.DecideRequest // every decision received
+	answered chan api.AnswerRequest // every answer received
 	// answerGate, if set, holds each answer's reply until it is closed, as the daemon
 	// publishes the answer's events before it replies.
 	answerGate chan struct{}
@@ -60,9 +62,9 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 		sock:     filepath.Join(dir, "agentd.sock"),
 		status:   cannedStatus(),
 		agents:   cannedAgents(),
-		history:  map[string][]client.Episode{"a-1": cannedHistory()},
-		decided:  make(chan client.DecideRequest, 16),
-		answered: make(chan client.AnswerRequest, 16),
+		history:  map[string][]api.Episode{"a-1": cannedHistory()},
+		decided:  make(chan api.DecideRequest, 16),
+		answered: make(chan api.AnswerRequest, 16),
 	}
 	ln, err := net.Listen("unix", f.sock)
 	if err != nil {
@@ -85,22 +87,22 @@ func (f *fakeDaemon) set(fn func()) {
 func (f *fakeDaemon) routes() http.Handler {
 	mux := http.NewServeMux()
 	fk := &f.api
-	clienttest.Handle(fk, client.WebLogoutRoute, func(context.Context, string, client.None) (*client.WebLogout, error) {
-		return &client.WebLogout{Sessions: 2}, nil
+	apitest.Handle(fk, api.WebLogoutRoute, func(context.Context, string, api.None) (*api.WebLogout, error) {
+		return &api.WebLogout{Sessions: 2}, nil
 	})
-	clienttest.Handle(fk, client.WebLoginRoute, func(context.Context, string, client.None) (*client.WebLogin, error) {
-		return &client.WebLogin{URL: "http://127.0.0.1:7077/", LoginURL: "http://127.0.0.1:7077/login?token=0123abcd"}, nil
+	apitest.Handle(fk, api.WebLoginRoute, func(context.Context, string, api.None) (*api.WebLogin, error) {
+		return &api.WebLogin{URL: "http://127.0.0.1:7077/", LoginURL: "http://127.0.0.1:7077/login?token=0123abcd"}, nil
 	})
-	clienttest.Handle(fk, client.StatusRoute, func(context.Context, string, client.None) (*client.Status, error) {
+	apitest.Handle(fk, api.StatusRoute, func(context.Context, string, api.None) (*api.Status, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		st := f.status
 		return &st, nil
 	})
-	clienttest.HandleList(fk, client.AgentsRoute, func(_ context.Context, q client.AgentQuery, p client.Page) ([]client.Agent, string, error) {
+	apitest.HandleList(fk, api.AgentsRoute, func(_ context.Context, q api.AgentQuery, p api.Page) ([]api.Agent, string, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		out := []client.Agent{}
+		out := []api.Agent{}
 		for _, a := range f.agents {
 			if q.Brief && a.Pending != nil {
 				b := *a
@@ -109,26 +111,26 @@ func (f *fakeDaemon) routes() http.Handler {
 			}
 			out = append(out, *a)
 		}
-		return clienttest.PageOf(out, func(a client.Agent) string { return a.ID }, p)
+		return apitest.PageOf(out, func(a api.Agent) string { return a.ID }, p)
 	})
-	clienttest.Handle(fk, client.CreateAgentRoute, f.create)
-	agent := func(_ context.Context, ref string, _ client.None) (*client.Agent, error) { return f.agent(ref) }
-	clienttest.Handle(fk, client.AgentRoute, agent)
-	clienttest.Handle(fk, client.DeleteAgentRoute, func(_ context.Context, ref string, _ client.None) (client.None, error) {
+	apitest.Handle(fk, api.CreateAgentRoute, f.create)
+	agent := func(_ context.Context, ref string, _ api.None) (*api.Agent, error) { return f.agent(ref) }
+	apitest.Handle(fk, api.AgentRoute, agent)
+	apitest.Handle(fk, api.DeleteAgentRoute, func(_ context.Context, ref string, _ api.None) (api.None, error) {
 		_, err := f.agent(ref)
-		return client.None{}, err
+		return api.None{}, err
 	})
-	clienttest.Handle(fk, client.HistoryRoute, f.historyOf)
-	clienttest.Handle(fk, client.DecideRoute, f.decision)
-	clienttest.Handle(fk, client.AnswerRoute, f.answer)
-	clienttest.Handle(fk, client.TaskRoute, f.task)
-	clienttest.Handle(fk, client.PauseRoute, agent)
-	clienttest.Handle(fk, client.ResumeRoute, agent)
-	clienttest.Handle(fk, client.StopRoute, agent)
-	clienttest.Handle(fk, client.BudgetRoute, f.budget)
-	clienttest.Handle(fk, client.AuditRoute, func(_ context.Context, _ string, q client.AuditQuery) ([]client.AuditEntry, error) {
+	apitest.Handle(fk, api.HistoryRoute, f.historyOf)
+	apitest.Handle(fk, api.DecideRoute, f.decision)
+	apitest.Handle(fk, api.AnswerRoute, f.answer)
+	apitest.Handle(fk, api.TaskRoute, f.task)
+	apitest.Handle(fk, api.PauseRoute, agent)
+	apitest.Handle(fk, api.ResumeRoute, agent)
+	apitest.Handle(fk, api.StopRoute, agent)
+	apitest.Handle(fk, api.BudgetRoute, f.budget)
+	apitest.Handle(fk, api.AuditRoute, func(_ context.Context, _ string, q api.AuditQuery) ([]api.AuditEntry, error) {
 		at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
-		all := []client.AuditEntry{
+		all := []api.AuditEntry{
 			{ID: 1, At: at, AgentID: "a-1", Agent: "researcher", Kind: "created", Detail: json.RawMessage(`{"name":"researcher"}`)},
 			{ID: 2, At: at.Add(time.Minute), AgentID: "a-1", Agent: "researcher", Kind: "proposal", Detail: json.RawMessage(`{"command":"read_file","proposal":"p-1"}`)},
 			{ID: 3, At: at.Add(2 * time.Minute), AgentID: "a-1", Agent: "researcher", Kind: "decision", Detail: json.RawMessage(`{"by":"alice","kind":"approve","proposal_id":"p-1","source":"slack"}`)},
@@ -137,19 +139,19 @@ func (f *fakeDaemon) routes() http.Handler {
 		if q.Agent == "busy" { // a long log, past one listing's 10,000 entries
 			all = nil
 			for id := int64(1); id <= busyAuditEntries; id++ {
-				all = append(all, client.AuditEntry{ID: id, At: at, AgentID: "a-7", Agent: "busy", Kind: "proposal", Detail: json.RawMessage(`{}`)})
+				all = append(all, api.AuditEntry{ID: id, At: at, AgentID: "a-7", Agent: "busy", Kind: "proposal", Detail: json.RawMessage(`{}`)})
 			}
 		}
 		// As the daemon: 0 means 100, at most 10,000, the newest below Before, oldest first.
 		limit := q.Limit
 		if limit < 0 || limit > 10_000 {
-			return nil, client.Errorf(client.ErrBadRequest, "limit %d: want 1 to 10000 (0 for 100)", limit)
+			return nil, api.Errorf(api.ErrBadRequest, "limit %d: want 1 to 10000 (0 for 100)", limit)
 		}
 		if limit == 0 {
 			limit = 100
 		}
 		f.auditCalls.Add(1)
-		var out []client.AuditEntry
+		var out []api.AuditEntry
 		for i := len(all) - 1; i >= 0 && len(out) < limit; i-- {
 			e := all[i]
 			if a := q.Agent; (a == "" || a == e.AgentID || a == e.Agent) && (q.Before == 0 || e.ID < q.Before) {
@@ -157,102 +159,118 @@ func (f *fakeDaemon) routes() http.Handler {
 			}
 		}
 		slices.Reverse(out)
+		if q.Agent != "" && len(out) == 0 { // as the daemon: an agent it never knew is an error
+			if _, err := f.agent(q.Agent); err != nil {
+				return nil, err
+			}
+		}
 		return out, nil
 	})
-	clienttest.Handle(fk, client.ReplayRoute, func(_ context.Context, ref string, _ client.None) (*client.Replay, error) {
+	apitest.Handle(fk, api.ReplayRoute, func(_ context.Context, ref string, _ api.None) (*api.Replay, error) {
 		if ref == "r-2" {
 			return grantReplay(), nil
 		}
 		if ref != "r-1" && ref != "researcher" {
-			return nil, client.Errorf(client.ErrNotFound, "no run or agent %q (run ids are in agentctl history and agentctl show)", ref)
+			return nil, api.Errorf(api.ErrNotFound, "no run or agent %q (run ids are in agentctl history and agentctl show)", ref)
 		}
 		at := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
-		return &client.Replay{
-			Run: client.Run{ID: "r-1", AgentID: "a-1", Agent: "researcher", Task: "summarize notes.md", StartedAt: at,
+		return &api.Replay{
+			Run: api.Run{ID: "r-1", AgentID: "a-1", Agent: "researcher", Task: "summarize notes.md", StartedAt: at,
 				EndedAt: at.Add(5 * time.Minute), Outcome: "finished", Reason: "summary written"},
-			Steps: []client.ReplayStep{
-				{Proposal: client.Proposal{ID: "p-1", Step: 1, Command: "read_file", Args: json.RawMessage(`{"path":"notes.md"}`), CreatedAt: at.Add(time.Minute),
-					Status: client.ProposalSucceeded, Thoughts: client.Thoughts{Observations: "a notes file exists", Plan: "read it, then summarize", Speak: "Reading notes.md"}},
-					Decisions: []client.Decision{{ProposalID: "p-1", Kind: client.DecisionApprove, By: "alice", Source: "slack", At: at.Add(2 * time.Minute)}},
-					Episode:   &client.Episode{Step: 1, Command: "read_file", Outcome: "succeeded", Result: "line one\nline two"}},
-				{Proposal: client.Proposal{ID: "p-2", Step: 2, Command: "write_file", Args: json.RawMessage(`{"path":"summary.md","contents":"x"}`), CreatedAt: at.Add(3 * time.Minute),
-					Status: client.ProposalPending, Thoughts: client.Thoughts{Text: "write the summary"}},
-					Decisions: []client.Decision{{ProposalID: "p-2", Kind: client.DecisionFeedback, Feedback: "shorter, please", By: "bob", Source: "agentctl", At: at.Add(4 * time.Minute)}}},
+			Steps: []api.ReplayStep{
+				{Proposal: api.Proposal{ID: "p-1", Step: 1, Command: "read_file", Args: json.RawMessage(`{"path":"notes.md"}`), CreatedAt: at.Add(time.Minute),
+					Status: api.ProposalSucceeded, Thoughts: api.Thoughts{Observations: "a notes file exists", Plan: "read it, then summarize", Speak: "Reading notes.md"}},
+					Decisions: []api.Decision{{ProposalID: "p-1", Kind: api.DecisionApprove, By: "alice", Source: "slack", At: at.Add(2 * time.Minute)}},
+					Episode:   &api.Episode{Step: 1, Command: "read_file", Outcome: "succeeded", Result: "line one\nline two"}},
+				{Proposal: api.Proposal{ID: "p-2", Step: 2, Command: "write_file", Args: json.RawMessage(`{"path":"summary.md","contents":"x"}`), CreatedAt: at.Add(3 * time.Minute),
+					Status: api.ProposalPending, Thoughts: api.Thoughts{Text: "write the summary"}},
+					Decisions: []api.Decision{{ProposalID: "p-2", Kind: api.DecisionFeedback, Feedback: "shorter, please", By: "bob", Source: "agentctl", At: at.Add(4 * time.Minute)}}},
 			},
 		}, nil
 	})
-	clienttest.Handle(fk, client.DoctorRoute, func(context.Context, string, client.None) (*client.DoctorReport, error) {
-		return &client.DoctorReport{Checks: []client.Check{
-			{Name: "ollama", Status: client.CheckOK, Detail: "version 0.17.4 at http://127.0.0.1:11434"},
-			{Name: "model", Status: client.CheckFail, Detail: "qwen2.5:3b is not on the server", Fix: "ollama pull qwen2.5:3b"},
-			{Name: "ollama host", Status: client.CheckOK, Detail: "http://127.0.0.1:11434 up, 1 of 2 slots busy, 340 calls served; models: qwen3:4b"},
-			{Name: "ollama host", Status: client.CheckWarn, Detail: "http://gpu-box:11434 down (next try in 4.2s): ollama at http://gpu-box:11434: tags: connection refused",
+	apitest.Handle(fk, api.DoctorRoute, func(context.Context, string, api.None) (*api.DoctorReport, error) {
+		return &api.DoctorReport{Checks: []api.Check{
+			{Name: "ollama", Status: api.CheckOK, Detail: "version 0.17.4 at http://127.0.0.1:11434"},
+			{Name: "model", Status: api.CheckFail, Detail: "qwen2.5:3b is not on the server", Fix: "ollama pull qwen2.5:3b"},
+			{Name: "ollama host", Status: api.CheckOK, Detail: "http://127.0.0.1:11434 up, 1 of 2 slots busy, 340 calls served; models: qwen3:4b"},
+			{Name: "ollama host", Status: api.CheckWarn, Detail: "http://gpu-box:11434 down (next try in 4.2s): ollama at http://gpu-box:11434: tags: connection refused",
 				Fix: "start Ollama there (`ollama serve`), or remove it from [[ollama.hosts]] in the config"},
-			{Name: "store", Status: client.CheckFail, Detail: "/var/lib/agentd/agentd.db has mode 0644: others on this machine can read every agent's history",
+			{Name: "store", Status: api.CheckFail, Detail: "/var/lib/agentd/agentd.db has mode 0644: others on this machine can read every agent's history",
 				Fix: "chmod 600 /var/lib/agentd/agentd.db (agentd makes it 0600 at start; something changed it)"},
-			{Name: "disk", Status: client.CheckWarn, Detail: "812.0 MiB free where /var/lib/agentd is", Fix: "free space on that file system"},
-			{Name: "state dir", Status: client.CheckFail, Detail: "others on this machine can read or enter what agentd keeps: /var/lib/agentd has mode 0755, /var/lib/agentd/agentd.db 0644",
+			{Name: "disk", Status: api.CheckWarn, Detail: "812.0 MiB free where /var/lib/agentd is", Fix: "free space on that file system"},
+			{Name: "state dir", Status: api.CheckFail, Detail: "others on this machine can read or enter what agentd keeps: /var/lib/agentd has mode 0755, /var/lib/agentd/agentd.db 0644",
 				Fix: "chmod 700 /var/lib/agentd; chmod 600 /var/lib/agentd/agentd.db (or restart agentd: it makes its state dir private at start)"},
-			{Name: "token file", Status: client.CheckOK, Detail: "/etc/agentd/slack-bot.token (slack.bot_token_file) is private (mode 0600)"},
-			{Name: "http", Status: client.CheckOK, Detail: "listening on 127.0.0.1:7070 (metrics, agent protocol)"},
-			{Name: "http token", Status: client.CheckFail, Detail: "/etc/agentd/http.token has mode 0644: others on this machine can read the token that steers your agents",
+			{Name: "token file", Status: api.CheckOK, Detail: "/etc/agentd/slack-bot.token (slack.bot_token_file) is private (mode 0600)"},
+			{Name: "http", Status: api.CheckOK, Detail: "listening on 127.0.0.1:7070 (metrics, agent protocol)"},
+			{Name: "http token", Status: api.CheckFail, Detail: "/etc/agentd/http.token has mode 0644: others on this machine can read the token that steers your agents",
 				Fix: "chmod 600 /etc/agentd/http.token"},
 		}}, nil
 	})
-	clienttest.Handle(fk, client.ReloadRoute, func(context.Context, string, client.None) (*client.ReloadResult, error) {
-		return &client.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model", "permissions.allow"},
+	apitest.Handle(fk, api.ReloadRoute, func(context.Context, string, api.None) (*api.ReloadResult, error) {
+		return &api.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model", "permissions.allow"},
 			NeedsRestart: []string{"memory.k"}, BotsRestarted: true,
 			Warnings: []string{"http.agent_protocol: is on but http.listen is empty: nothing serves it"}}, nil
 	})
-	clienttest.Handle(fk, client.CommandsRoute, func(context.Context, string, client.None) ([]client.CommandInfo, error) {
+	apitest.Handle(fk, api.CommandsRoute, func(context.Context, string, api.None) ([]api.CommandInfo, error) {
 		return cannedCommands(false), nil
 	})
-	clienttest.Handle(fk, client.AgentCommandsRoute, func(_ context.Context, ref string, _ client.None) ([]client.CommandInfo, error) {
+	apitest.Handle(fk, api.AgentCommandsRoute, func(_ context.Context, ref string, _ api.None) ([]api.CommandInfo, error) {
 		_, err := f.agent(ref)
 		return cannedCommands(true), err
 	})
-	clienttest.Handle(fk, client.PolicyRoute, func(_ context.Context, ref string, _ client.None) (*client.PolicyView, error) {
+	apitest.Handle(fk, api.PolicyRoute, func(_ context.Context, ref string, _ api.None) (*api.PolicyView, error) {
 		a, err := f.agent(ref)
 		if err != nil {
 			return nil, err
 		}
-		return &client.PolicyView{AgentID: a.ID, AutoRead: true, Permissions: []client.Permission{
+		return &api.PolicyView{AgentID: a.ID, AutoRead: true, Permissions: []api.Permission{
 			{Effect: "deny", Pattern: "delete_file(*)", Source: "stored", CreatedBy: "alice", Paths: true},
-			{Effect: "allow", Pattern: "execute_shell(git status)", Source: "agent-config", Profile: client.ProfileBounded},
-			{Effect: "allow", Pattern: "execute_shell(make fmt)+write", Source: "agent-config", Profile: client.ProfileBoundedWrite},
+			{Effect: "allow", Pattern: "execute_shell(git status)", Source: "agent-config", Profile: api.ProfileBounded},
+			{Effect: "allow", Pattern: "execute_shell(make fmt)+write", Source: "agent-config", Profile: api.ProfileBoundedWrite},
 			{Effect: "allow", Pattern: "read_file(*)", Source: "config"},
 		}}, nil
 	})
-	clienttest.Handle(fk, client.TestPolicyRoute, f.testPolicy)
+	apitest.Handle(fk, api.TestPolicyRoute, f.testPolicy)
 	f.grantRoutes()
 	mux.HandleFunc("GET /v0/agents/{ref}/events", f.eventStream)
 	f.scheduleRoutes()
 	f.teamRoutes()
 	f.memoryRoutes()
 	mux.HandleFunc("GET /v0/teams/{ref}/events", f.teamEventStream)
-	mux.Handle("/", clienttest.Handler(&f.api))
+	mux.Handle("/", apitest.Handler(&f.api))
 	return mux
 }
 
 // cannedCommands is a command list as the daemon reports it; an agent's adds its own patterns.
-func cannedCommands(agent bool) []client.CommandInfo {
-	read := []client.Permission{{Effect: "allow", Pattern: "read_file(*)", Source: "config"}}
-	shell := []client.Permission{}
+func cannedCommands(agent bool) []api.CommandInfo {
+	read := []api.Permission{{Effect: "allow", Pattern: "read_file(*)", Source: "config"}}
+	shell := []api.Permission{}
 	if agent {
-		read = append([]client.Permission{{Effect: "deny", Pattern: "read_file(secrets/*)", Source: "stored"}}, read...)
-		shell = append(shell, client.Permission{Effect: "allow", Pattern: "execute_shell(git status)", Source: "agent-config"})
+		read = append([]api.Permission{{Effect: "deny", Pattern: "read_file(secrets/*)", Source: "stored"}}, read...)
+		shell = append(shell, api.Permission{Effect: "allow", Pattern: "execute_shell(git status)", Source: "agent-config"})
 	}
-	return []client.CommandInfo{
+	return []api.CommandInfo{
 		{Name: "read_file", Description: "Read a text file from the workspace", Class: "read", Idempotent: true,
 			Params: json.RawMessage(`{"type":"object"}`), Policy: "allow (auto_read)", Provider: "commands", Patterns: read},
 		{Name: "execute_shell", Description: "Run a shell command in the workspace", Class: "execute",
 			Params: json.RawMessage(`{"type":"object"}`), Policy: "ask (always, unless an allow pattern names it)", Provider: "shell", Patterns: shell},
 		{Name: "finish", Description: "End the task: done, or impossible", Class: "message",
-			Params: json.RawMessage(`{"type":"object"}`), Policy: "ask", Provider: "commands", Patterns: []client.Permission{}},
+			Params: json.RawMessage(`{"type":"object"}`), Policy: "ask", Provider: "commands", Patterns: []api.Permission{}},
 	}
 }
 
-func (f *fakeDaemon) agent(ref string) (*client.Agent, error) {
+// noAgent is the daemon's error for a ref that names no agent, with the closest name.
+// Call with f.mu held.
+func (f *fakeDaemon) noAgent(ref string) error {
+	var names []string
+	for _, a := range f.agents {
+		names = append(names, a.Name)
+	}
+	slices.Sort(names)
+	return api.Errorf(api.ErrNotFound, "no agent %q%s: see `agentctl ls`", ref, display.DidYouMean(ref, names))
+}
+
+func (f *fakeDaemon) agent(ref string) (*api.Agent, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, a := range f.agents {
@@ -260,14 +278,14 @@ func (f *fakeDaemon) agent(ref string) (*client.Agent, error) {
 			return a, nil
 		}
 	}
-	return nil, client.Errorf(client.ErrNotFound, "no agent %q", ref)
+	return nil, f.noAgent(ref)
 }
 
-func (f *fakeDaemon) create(_ context.Context, _ string, req client.CreateAgentRequest) (*client.Agent, error) {
-	a := &client.Agent{ID: "a-9", Name: req.Name, Description: req.Description, Goals: req.Goals,
-		Task: req.Task, State: client.StateThinking, Policy: client.Policy{Mode: "ask"}}
+func (f *fakeDaemon) create(_ context.Context, _ string, req api.CreateAgentRequest) (*api.Agent, error) {
+	a := &api.Agent{ID: "a-9", Name: req.Name, Description: req.Description, Goals: req.Goals,
+		Task: req.Task, State: api.StateThinking, Policy: api.Policy{Mode: "ask"}}
 	if a.Task == "" && len(a.Goals) > 0 {
-		a.Task = client.GoalsTask // as the daemon does: the run works on the goals
+		a.Task = api.GoalsTask // as the daemon does: the run works on the goals
 	}
 	if req.Name == "" {
 		a.Name = "new-agent"
@@ -276,16 +294,16 @@ func (f *fakeDaemon) create(_ context.Context, _ string, req client.CreateAgentR
 		a.Policy = *req.Policy
 	}
 	if req.Start != nil && !*req.Start {
-		a.State = client.StateIdle
+		a.State = api.StateIdle
 	} else {
 		// The run it starts, with its budget, as the daemon shows it.
 		a.RunID = "r-9"
-		a.Runs = []client.Run{{ID: "r-9", AgentID: a.ID, Task: a.Task, Budget: req.Budget}}
+		a.Runs = []api.Run{{ID: "r-9", AgentID: a.ID, Task: a.Task, Budget: req.Budget}}
 	}
 	return a, nil
 }
 
-func (f *fakeDaemon) historyOf(_ context.Context, ref string, _ client.None) ([]client.Episode, error) {
+func (f *fakeDaemon) historyOf(_ context.Context, ref string, _ api.None) ([]api.Episode, error) {
 	a, err := f.agent(ref)
 	if err != nil {
 		return nil, err
@@ -295,7 +313,7 @@ func (f *fakeDaemon) historyOf(_ context.Context, ref string, _ client.None) ([]
 	return f.history[a.ID], nil
 }
 
-func (f *fakeDaemon) decision(_ context.Context, ref string, req client.DecideRequest) (*client.Decision, error) {
+func (f *fakeDaemon) decision(_ context.Context, ref string, req api.DecideRequest) (*api.Decision, error) {
 	a, err := f.agent(ref)
 	if err != nil {
 		return nil, err
@@ -305,19 +323,19 @@ func (f *fakeDaemon) decision(_ context.Context, ref string, req client.DecideRe
 	decide := f.decide
 	f.mu.Unlock()
 	f.decided <- req
-	if req.Kind == client.DecisionFeedback && client.IsHelp(req.Feedback) { // as the daemon refuses it
-		return nil, client.Errorf(client.ErrBadRequest, "%q asks for help, so it was not sent as feedback and the proposal still waits", req.Feedback)
+	if req.Kind == api.DecisionFeedback && api.IsHelp(req.Feedback) { // as the daemon refuses it
+		return nil, api.Errorf(api.ErrBadRequest, "%q asks for help, so it was not sent as feedback and the proposal still waits", req.Feedback)
 	}
 	if decide != nil {
 		return decide(a, req)
 	}
-	return &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count,
+	return &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count,
 		Feedback: req.Feedback, By: req.By, Source: req.Source, At: fixedTime}, nil
 }
 
-func (f *fakeDaemon) answer(_ context.Context, ref string, req client.AnswerRequest) (client.None, error) {
+func (f *fakeDaemon) answer(_ context.Context, ref string, req api.AnswerRequest) (api.None, error) {
 	if _, err := f.agent(ref); err != nil {
-		return client.None{}, err
+		return api.None{}, err
 	}
 	f.mu.Lock()
 	f.answers = append(f.answers, req)
@@ -327,34 +345,34 @@ func (f *fakeDaemon) answer(_ context.Context, ref string, req client.AnswerRequ
 	if gate != nil {
 		<-gate
 	}
-	if client.IsAnswerHelp(req.Text) { // as the daemon refuses it
-		return client.None{}, client.Errorf(client.ErrBadRequest, "%q asks how to answer, so it was not sent and the question still waits", req.Text)
+	if api.IsAnswerHelp(req.Text) { // as the daemon refuses it
+		return api.None{}, api.Errorf(api.ErrBadRequest, "%q asks how to answer, so it was not sent and the question still waits", req.Text)
 	}
-	return client.None{}, nil
+	return api.None{}, nil
 }
 
-func (f *fakeDaemon) task(_ context.Context, ref string, req client.TaskRequest) (*client.Agent, error) {
+func (f *fakeDaemon) task(_ context.Context, ref string, req api.TaskRequest) (*api.Agent, error) {
 	a, err := f.agent(ref)
 	if err != nil {
 		return nil, err
 	}
-	if a.State != client.StateIdle {
-		return nil, client.Errorf(client.ErrConflict, "agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
+	if a.State != api.StateIdle {
+		return nil, api.Errorf(api.ErrConflict, "agent %s is %s: stop it first (`agentctl stop %s`) or wait until it is idle", a.Name, a.State, a.Name)
 	}
 	b := *a
-	b.Task, b.State, b.StateReason, b.RunID, b.Step = req.Task, client.StateThinking, "", "r-new", 0
-	b.Runs = append([]client.Run{{ID: "r-new", AgentID: a.ID, Task: req.Task, Budget: req.Budget}}, a.Runs...)
+	b.Task, b.State, b.StateReason, b.RunID, b.Step = req.Task, api.StateThinking, "", "r-new", 0
+	b.Runs = append([]api.Run{{ID: "r-new", AgentID: a.ID, Task: req.Task, Budget: req.Budget}}, a.Runs...)
 	return &b, nil
 }
 
 // budget applies a budget request to a copy of the agent, as the daemon would.
-func (f *fakeDaemon) budget(_ context.Context, ref string, req client.BudgetRequest) (*client.Agent, error) {
+func (f *fakeDaemon) budget(_ context.Context, ref string, req api.BudgetRequest) (*api.Agent, error) {
 	a, err := f.agent(ref)
 	if err != nil {
 		return nil, err
 	}
 	b := *a
-	nb := client.Budget{}
+	nb := api.Budget{}
 	if a.Budget != nil && !req.Reset {
 		nb = *a.Budget
 	}
@@ -375,8 +393,8 @@ func (f *fakeDaemon) budget(_ context.Context, ref string, req client.BudgetRequ
 		nb.MaxDisk = *req.MaxDisk
 	}
 	b.Budget = &nb
-	if b.State == client.StatePaused && strings.HasPrefix(b.StateReason, "agent budget exhausted: ") {
-		b.State, b.StateReason = client.StateThinking, ""
+	if b.State == api.StatePaused && strings.HasPrefix(b.StateReason, "agent budget exhausted: ") {
+		b.State, b.StateReason = api.StateThinking, ""
 	}
 	return &b, nil
 }
@@ -384,7 +402,7 @@ func (f *fakeDaemon) budget(_ context.Context, ref string, req client.BudgetRequ
 func (f *fakeDaemon) eventStream(w http.ResponseWriter, r *http.Request) {
 	if _, err := f.agent(r.PathValue("ref")); err != nil {
 		w.WriteHeader(http.StatusNotFound)
-		json.NewEncoder(w).Encode(client.ErrorResponse{Error: err.Error()})
+		json.NewEncoder(w).Encode(api.ErrorResponse{Error: err.Error()})
 		return
 	}
 	since, _ := strconv.ParseInt(r.URL.Query().Get("since"), 10, 64)
@@ -412,7 +430,7 @@ type eventWriter struct {
 	r *http.Request
 }
 
-func (e *eventWriter) send(ev client.Event) {
+func (e *eventWriter) send(ev api.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = fixedTime
 	}
@@ -437,39 +455,39 @@ func wait[T any](t *testing.T, e *eventWriter, ch <-chan T) (T, bool) {
 
 var fixedTime = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
 
-func cannedStatus() client.Status {
-	return client.Status{
+func cannedStatus() api.Status {
+	return api.Status{
 		Version: "0.1.0", PID: 4242, Started: fixedTime.Add(-2 * time.Hour), StateDir: "/var/lib/agentd",
-		Ollama: client.OllamaStatus{
+		Ollama: api.OllamaStatus{
 			Host: "http://127.0.0.1:11434", Reachable: true, Version: "0.17.4", Model: "qwen3:4b",
 			ModelPresent: true, ContextLength: 8192, Capabilities: []string{"completion", "tools"},
 		},
 		Agents: map[string]int{"awaiting_decision": 1, "idle": 1, "failed": 1, "thinking": 1},
-		Bots: []client.BotStatus{
+		Bots: []api.BotStatus{
 			{Platform: "discord", State: "reconnecting", Since: fixedTime.Add(-time.Minute), Attempt: 3, Error: "no heartbeat ACK for 1m2s"},
 			{Platform: "slack", State: "connected", Since: fixedTime.Add(-time.Hour)},
 		},
-		HTTP:  client.HTTPStatus{Listening: true, Addr: "127.0.0.1:7070", Metrics: true, AgentProtocol: true},
-		Shell: client.ShellStatus{Enabled: true, Confined: true, Sandbox: "bubblewrap (/usr/bin/bwrap), uid 65534, no capabilities, no network"},
+		HTTP:  api.HTTPStatus{Listening: true, Addr: "127.0.0.1:7070", Metrics: true, AgentProtocol: true},
+		Shell: api.ShellStatus{Enabled: true, Confined: true, Sandbox: "bubblewrap (/usr/bin/bwrap), uid 65534, no capabilities, no network"},
 	}
 }
 
-func cannedAgents() []*client.Agent {
+func cannedAgents() []*api.Agent {
 	created := fixedTime.Add(-time.Hour)
-	return []*client.Agent{{
+	return []*api.Agent{{
 		ID: "a-1", Name: "researcher", Description: "a careful researcher who cites sources",
 		Goals: []string{"find three recent papers on grammar-constrained decoding", "summarize each in notes.md"},
-		Directives: client.Directives{
+		Directives: api.Directives{
 			Constraints:   []string{"stay inside the workspace"},
 			Resources:     []string{"web search", "files in the workspace"},
 			BestPractices: []string{"check the result of each command"},
 		},
 		Task: "find three recent papers on grammar-constrained decoding and summarize them", RunID: "r-2", Step: 4,
-		State: client.StateAwaitingDecision, Policy: client.Policy{Mode: "ask"}, Workspace: "/var/lib/agentd/work/a-1",
-		Pending: &client.Proposal{
-			ID: "p-7", AgentID: "a-1", RunID: "r-2", Step: 4, Command: "write_file", Status: client.ProposalPending,
+		State: api.StateAwaitingDecision, Policy: api.Policy{Mode: "ask"}, Workspace: "/var/lib/agentd/work/a-1",
+		Pending: &api.Proposal{
+			ID: "p-7", AgentID: "a-1", RunID: "r-2", Step: 4, Command: "write_file", Status: api.ProposalPending,
 			Args: json.RawMessage(`{"path":"notes.md","content":"# Notes\n\n1. Outlines (2023)\n2. XGrammar (2024)\n"}`),
-			Thoughts: client.Thoughts{
+			Thoughts: api.Thoughts{
 				Observations: "Two papers found so far.", Text: "I should save what I have.",
 				Reasoning:     "Writing notes now means nothing is lost if the run stops.",
 				SelfCriticism: "I have only two papers.", Plan: "- save notes\n- search for a third paper",
@@ -478,70 +496,70 @@ func cannedAgents() []*client.Agent {
 			CreatedAt: fixedTime,
 		},
 		PromptTokens: 12840, EvalTokens: 1733, CreatedAt: created, UpdatedAt: fixedTime,
-		StepsTotal: 31, BusyMS: 125400, DiskBytes: 3 << 29, Budget: &client.Budget{MaxTokens: 500000, MaxTime: "2h0m0s", MaxDisk: 10 << 30},
-		Runs: []client.Run{
+		StepsTotal: 31, BusyMS: 125400, DiskBytes: 3 << 29, Budget: &api.Budget{MaxTokens: 500000, MaxTime: "2h0m0s", MaxDisk: 10 << 30},
+		Runs: []api.Run{
 			{ID: "r-2", AgentID: "a-1", Task: "find three recent papers on grammar-constrained decoding and summarize them", StartedAt: created.Add(30 * time.Minute), Steps: 4, Tokens: 5210,
-				Budget: &client.Budget{MaxSteps: 10, MaxTime: "30m0s"}},
+				Budget: &api.Budget{MaxSteps: 10, MaxTime: "30m0s"}},
 			{ID: "r-1", AgentID: "a-1", Task: "list what is in the workspace", StartedAt: created, EndedAt: created.Add(20 * time.Minute),
 				Outcome: "finished", Reason: "listed", Steps: 27, Tokens: 9363},
 		},
 	}, {
-		ID: "a-2", Name: "scribe", Description: "a meticulous note taker", State: client.StateIdle,
+		ID: "a-2", Name: "scribe", Description: "a meticulous note taker", State: api.StateIdle,
 		Task:  "keep the meeting notes in notes.md tidy, merge duplicate action items and flag anything without an owner",
-		RunID: "r-1", Step: 12, Policy: client.Policy{Mode: "auto", AutoSteps: 3}, CreatedAt: created, UpdatedAt: created,
+		RunID: "r-1", Step: 12, Policy: api.Policy{Mode: "auto", AutoSteps: 3}, CreatedAt: created, UpdatedAt: created,
 		StateReason: "budget exhausted: the run made 12 steps, its step budget",
-		Runs: []client.Run{{ID: "r-1", AgentID: "a-2", Task: "keep the meeting notes in notes.md tidy", StartedAt: created, EndedAt: created.Add(10 * time.Minute),
-			Outcome: "budget_exhausted", Reason: "the run made 12 steps, its step budget", Steps: 12, Tokens: 4100, Budget: &client.Budget{MaxSteps: 12}}},
+		Runs: []api.Run{{ID: "r-1", AgentID: "a-2", Task: "keep the meeting notes in notes.md tidy", StartedAt: created, EndedAt: created.Add(10 * time.Minute),
+			Outcome: "budget_exhausted", Reason: "the run made 12 steps, its step budget", Steps: 12, Tokens: 4100, Budget: &api.Budget{MaxSteps: 12}}},
 	}, {
-		ID: "a-3", Name: "builder", Description: "builds the project", State: client.StateFailed,
+		ID: "a-3", Name: "builder", Description: "builds the project", State: api.StateFailed,
 		StateReason: "the model server returned 500 three times", Task: "build and test the project",
-		RunID: "r-3", Step: 2, Policy: client.Policy{Mode: "ask"}, CreatedAt: created, UpdatedAt: created,
+		RunID: "r-3", Step: 2, Policy: api.Policy{Mode: "ask"}, CreatedAt: created, UpdatedAt: created,
 	}, {
-		ID: "a-4", Name: "walker", Description: "walks the file tree", State: client.StateThinking,
-		Task: "list the largest files", RunID: "r-4", Step: 0, Policy: client.Policy{Mode: "ask"},
-		Pending:   &client.Proposal{ID: "p-old", Command: "list_files", Status: client.ProposalSuperseded},
+		ID: "a-4", Name: "walker", Description: "walks the file tree", State: api.StateThinking,
+		Task: "list the largest files", RunID: "r-4", Step: 0, Policy: api.Policy{Mode: "ask"},
+		Pending:   &api.Proposal{ID: "p-old", Command: "list_files", Status: api.ProposalSuperseded},
 		CreatedAt: created, UpdatedAt: created,
 	}, {
-		ID: "a-5", Name: "stale", Description: "proposes what was already decided", State: client.StateAwaitingDecision,
-		Task: "tidy the workspace", RunID: "r-5", Step: 1, Policy: client.Policy{Mode: "ask"},
-		Pending: &client.Proposal{ID: "p-9", Step: 1, Command: "delete_file", Status: client.ProposalPending,
+		ID: "a-5", Name: "stale", Description: "proposes what was already decided", State: api.StateAwaitingDecision,
+		Task: "tidy the workspace", RunID: "r-5", Step: 1, Policy: api.Policy{Mode: "ask"},
+		Pending: &api.Proposal{ID: "p-9", Step: 1, Command: "delete_file", Status: api.ProposalPending,
 			Args: json.RawMessage(`{"path":"tmp.txt"}`)},
 		CreatedAt: created, UpdatedAt: created,
 	}, {
-		ID: "a-6", Name: "scribe/filer", Description: "files action items", State: client.StateIdle, ParentID: "a-2",
+		ID: "a-6", Name: "scribe/filer", Description: "files action items", State: api.StateIdle, ParentID: "a-2",
 		StateReason: "finished: filed 4 action items", Task: "file the action items of notes.md",
-		RunID: "r-6", Step: 3, Policy: client.Policy{Mode: "ask"}, CreatedAt: created, UpdatedAt: created,
+		RunID: "r-6", Step: 3, Policy: api.Policy{Mode: "ask"}, CreatedAt: created, UpdatedAt: created,
 	}}
 }
 
 // conflictOnP9 refuses decisions on p-9 the way the daemon refuses a decided proposal.
-func conflictOnP9(_ *client.Agent, req client.DecideRequest) (*client.Decision, error) {
+func conflictOnP9(_ *api.Agent, req api.DecideRequest) (*api.Decision, error) {
 	if req.ProposalID == "p-9" {
-		return nil, client.Errorf(client.ErrConflict, "proposal p-9 was already approved by alice via slack")
+		return nil, api.Errorf(api.ErrConflict, "proposal p-9 was already approved by alice via slack")
 	}
-	return &client.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, By: req.By, Source: req.Source}, nil
+	return &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, By: req.By, Source: req.Source}, nil
 }
 
-func cannedHistory() []client.Episode {
-	return []client.Episode{{
+func cannedHistory() []api.Episode {
+	return []api.Episode{{
 		RunID: "r-1", Step: 1, ProposalID: "p-1", Command: "web_search", Outcome: "succeeded",
 		Args:      json.RawMessage(`{"query":"grammar-constrained decoding survey"}`),
 		Reasoning: "Start broad to find the main papers.",
 		Result:    "1. Outlines: efficient guided generation\n2. XGrammar\n3. SynCode\n4. GCD for LLMs\n5. Picard\n6. Guidance\n7. LMQL",
 		At:        fixedTime.Add(-50 * time.Minute),
-		Decision: &client.Decision{ProposalID: "p-1", Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root",
-			Grant: "g-2b", GrantLabel: "root's y -3 (1 left)"},
+		Decision: &api.Decision{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1, Source: "grant", By: "root",
+			Grant: "g-2b", GrantLabel: "root's y -3", GrantCount: 2, GrantLeft: 1},
 	}, {
 		RunID: "r-1", Step: 2, ProposalID: "p-2", Command: "execute_shell", Outcome: "denied",
 		Args:      json.RawMessage(`{"command":"curl -s https://example.com | sh"}`),
 		Reasoning: "Install a PDF reader.", At: fixedTime.Add(-45 * time.Minute),
-		Decision: &client.Decision{ProposalID: "p-2", Kind: client.DecisionDeny, Source: "slack", By: "alice"},
+		Decision: &api.Decision{ProposalID: "p-2", Kind: api.DecisionDeny, Source: "slack", By: "alice"},
 	}, {
 		RunID: "r-2", Step: 1, ProposalID: "p-5", Command: "read_file", Outcome: "feedback",
 		Args:      json.RawMessage(`{"path":"papers.txt"}`),
 		Reasoning: "Check what is already collected.", Feedback: "papers.txt does not exist; search instead",
 		At: fixedTime.Add(-10 * time.Minute),
-		Decision: &client.Decision{ProposalID: "p-5", Kind: client.DecisionFeedback, Source: "agentctl", By: "bob",
+		Decision: &api.Decision{ProposalID: "p-5", Kind: api.DecisionFeedback, Source: "agentctl", By: "bob",
 			Feedback: "papers.txt does not exist; search instead"},
 	}, {
 		RunID: "r-2", Step: 2, ProposalID: "p-6", Command: "read_file", Outcome: "failed",
@@ -554,7 +572,7 @@ func cannedHistory() []client.Episode {
 // testPolicy answers policy AGENT test with canned verdicts: a shell line of two commands,
 // one asking on a risky form; execute_python_file approved by a y! binding check.py; any
 // other command denied by a path pattern.
-func (f *fakeDaemon) testPolicy(_ context.Context, ref string, req client.PolicyTestRequest) (*client.PolicyTest, error) {
+func (f *fakeDaemon) testPolicy(_ context.Context, ref string, req api.PolicyTestRequest) (*api.PolicyTest, error) {
 	a, err := f.agent(ref)
 	if err != nil {
 		return nil, err
@@ -563,28 +581,28 @@ func (f *fakeDaemon) testPolicy(_ context.Context, ref string, req client.Policy
 	if args == nil {
 		args, _ = json.Marshal(map[string]string{"subject": req.Subject})
 	}
-	v := &client.PolicyTest{AgentID: a.ID, Command: req.Command, Args: args, Subject: req.Subject}
+	v := &api.PolicyTest{AgentID: a.ID, Command: req.Command, Args: args, Subject: req.Subject}
 	if req.Command == "execute_python_file" {
-		g := &client.Grant{ID: "g-4e", AgentID: a.ID, Kind: client.GrantExact, By: "root", Source: "agentctl", Label: "y!", Command: req.Command,
-			Hash: "5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4", Used: 1, Files: []client.BoundFile{{Path: "check.py", SHA256: "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809"}}}
+		g := &api.Grant{ID: "g-4e", AgentID: a.ID, Kind: api.GrantExact, By: "root", Source: "agentctl", Label: "y!", Command: req.Command,
+			Hash: "5be0c1d2e3f4a5b6c7d8e9f0a1b2c3d4", Used: 1, Files: []api.BoundFile{{Path: "check.py", SHA256: "1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809"}}}
 		v.Effect, v.Reason, v.Grant = "allow", "approved by root's y! on this exact execute_python_file", g
-		v.Decision = &client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: g.ID, GrantLabel: "root's y! on this exact execute_python_file"}
+		v.Decision = &api.Decision{Kind: api.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: g.ID, GrantLabel: "root's y! on this exact execute_python_file"}
 		return v, nil
 	}
 	if req.Command == "execute_shell" && req.Subject == "git status" {
 		v.Effect, v.Pattern, v.Source, v.Reason = "allow", "execute_shell(git status*)", "config", "auto-approved by execute_shell(git status*) (config rules)"
-		v.Decision = &client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "allow pattern execute_shell(git status*)",
-			Pattern: "execute_shell(git status*)", Profile: client.ProfileBounded}
+		v.Decision = &api.Decision{Kind: api.DecisionApprove, Count: 1, Source: "policy", By: "allow pattern execute_shell(git status*)",
+			Pattern: "execute_shell(git status*)", Profile: api.ProfileBounded}
 		return v, nil
 	}
 	if req.Command != "execute_shell" {
 		v.Effect, v.Pattern, v.Source, v.Reason = "deny", "read_file(secrets/*)", "stored", "denied by read_file(secrets/*) (stored rules)"
-		v.Decision = &client.Decision{Kind: client.DecisionFeedback, Source: "policy", By: "deny pattern read_file(secrets/*)", Pattern: "read_file(secrets/*)"}
+		v.Decision = &api.Decision{Kind: api.DecisionFeedback, Source: "policy", By: "deny pattern read_file(secrets/*)", Pattern: "read_file(secrets/*)"}
 		return v, nil
 	}
 	v.Effect = "ask"
 	v.Reason = "asking: git -c core.pager=sh status: a wildcard never approves git's global option -c"
-	v.Commands = []client.PolicyTestCommand{
+	v.Commands = []api.PolicyTestCommand{
 		{Command: "git -c core.pager=sh status", Effect: "ask", Reason: "a wildcard never approves git's global option -c"},
 		{Command: "git log -n 1", Effect: "allow", Pattern: "execute_shell(git *)", Source: "config", Reason: "allowed by execute_shell(git *) (config rules)"},
 		{Command: "echo \u202ex", Effect: "allow", Pattern: "execute_shell(echo *)", Source: "config", Reason: "allowed by execute_shell(echo *) (config rules)"},

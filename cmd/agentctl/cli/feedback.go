@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var feedbackCmd = &command{
@@ -31,8 +31,8 @@ func (a *app) runFeedback(ctx context.Context, args []string) error {
 	if text == "" {
 		return usagef("missing TEXT: what should agent %s do instead?", pos[0])
 	}
-	if client.IsHelp(text) {
+	if api.IsHelp(text) {
 		return usagef("%q asks for help, so it was not sent as feedback: write what agent %s should do instead, in words", text, pos[0])
 	}
-	return a.decide(ctx, pos[0], client.DecideRequest{Kind: client.DecisionFeedback, Feedback: text})
+	return a.decide(ctx, pos[0], api.DecideRequest{Kind: api.DecisionFeedback, Feedback: text})
 }

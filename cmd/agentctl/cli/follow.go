@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var followCmd = &command{
@@ -20,7 +20,7 @@ var followCmd = &command{
 the command it proposes, who decided, the result, and its questions.
 
 When a proposal waits, type your decision and press Enter:
-` + client.DecisionHelp + `
+` + api.DecisionHelp + `
 After y!, n! or y -N, follow says what was stored and the command that undoes it.
 When the agent asks a question, the line you type is the answer ("?" alone shows how
 to answer instead). Lines piped in (echo y | agentctl run --follow TASK) each decide
@@ -74,18 +74,20 @@ type follower struct {
 
 	mu          sync.Mutex
 	name        string
-	state       client.AgentState
+	state       api.AgentState
+	stateSince  time.Time // when the agent entered state, as the daemon says; zero: unknown
 	reason      string
-	exhausted   *client.BudgetExhausted // the budget that stopped the agent, from the last state event
-	lastState   string                  // the last state line printed
-	pending     *client.Proposal        // the proposal a line from stdin decides on
-	question    *client.Question        // the question a line from stdin answers
-	shown       map[string]bool         // proposals rendered
-	closed      map[string]bool         // proposals decided or done
-	asked       map[string]bool         // questions rendered
+	exhausted   *api.BudgetExhausted // the budget that stopped the agent, from the last state event
+	lastState   string               // the last state line printed
+	pending     *api.Proposal        // the proposal a line from stdin decides on
+	question    *api.Question        // the question a line from stdin answers
+	shown       map[string]bool      // proposals rendered
+	closed      map[string]bool      // proposals decided or done
+	asked       map[string]bool      // questions rendered
 	lastSeq     int64
 	stdinOpen   bool
 	promptOpen  bool
+	promptFor   string // the prompt open: answerPrompt or decisionPrompt
 	ended       bool
 	legendShown bool              // the decision legend is shown once, before the first prompt
 	spin        *spinner          // nil unless stderr is a terminal
@@ -158,9 +160,9 @@ func (a *app) follow(ctx context.Context, ref string, stay bool, run string) err
 }
 
 // intro shows where the agent is now. Call with mu held.
-func (f *follower) intro(ag *client.Agent) error {
+func (f *follower) intro(ag *api.Agent) error {
 	f.printf("following %s (%s)\n", refOf(ag), ag.ID)
-	if ag.Task != "" && ag.Task != client.GoalsTask {
+	if ag.Task != "" && ag.Task != api.GoalsTask {
 		f.printf("task: %s\n", truncate(ag.Task, 200))
 	}
 	// An agent made with create works on its goals: show them, not the stand-in task.
@@ -172,14 +174,14 @@ func (f *follower) intro(ag *client.Agent) error {
 	}
 	f.sync(ag, time.Time{})
 	defer f.settle()
-	if f.run != "" && !f.stay && ag.State == client.StateIdle && ag.RunID == f.run {
+	if f.run != "" && !f.stay && ag.State == api.StateIdle && ag.RunID == f.run {
 		f.printf("finished: %s\n", line(orDefault(strings.TrimPrefix(ag.StateReason, "finished: "), "the run ended")))
 		return &endFollow{}
 	}
 	switch {
-	case ag.State == client.StateFailed && !f.stay:
+	case ag.State == api.StateFailed && !f.stay:
 		return fmt.Errorf("agent %s failed: %s; after fixing the cause, run: agentctl resume %s", refOf(ag), line(ag.StateReason), refOf(ag))
-	case ag.State == client.StateIdle:
+	case ag.State == api.StateIdle:
 		f.notef("agent %s is idle: waiting for a task (agentctl task %s \"TASK\")", refOf(ag), refOf(ag))
 	}
 	return nil
@@ -200,7 +202,7 @@ func (f *follower) stream(ctx context.Context) error {
 			}
 			return f.resync(ctx)
 		}
-		err := f.a.api().EventsOpened(ctx, f.id, since, opened, func(ev client.Event) error {
+		err := f.a.api().EventsOpened(ctx, f.id, since, opened, func(ev api.Event) error {
 			backoff = minBackoff
 			return f.handle(ev)
 		})
@@ -210,11 +212,11 @@ func (f *follower) stream(ctx context.Context) error {
 			return nil
 		case errors.As(err, &end):
 			return end.err
-		case errors.Is(err, client.ErrNotFound):
+		case errors.Is(err, api.ErrNotFound):
 			return fmt.Errorf("agent %s is gone: it was removed", f.ref())
 		}
 		msg := "the daemon closed it"
-		var dnr *client.DaemonNotRunningError
+		var dnr *api.DaemonNotRunningError
 		switch {
 		case errors.As(err, &dnr):
 			// Most often a restart: the short form, not where else agentd might be.
@@ -233,7 +235,7 @@ func (f *follower) stream(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, maxBackoff)
 		if err := f.resync(ctx); err != nil {
-			if errors.Is(err, client.ErrNotFound) {
+			if errors.Is(err, api.ErrNotFound) {
 				return fmt.Errorf("agent %s is gone: it was removed", f.ref())
 			}
 			continue // still down; the next Events call reports it
@@ -359,10 +361,10 @@ func (f *follower) apply(ctx context.Context, text string) {
 	q, p := f.question, f.pending
 	switch {
 	case text == "":
-	case q != nil && client.IsAnswerHelp(text):
-		f.notef("%s", client.AnswerHelp)
+	case q != nil && api.IsAnswerHelp(text):
+		f.notef("%s", api.AnswerHelp)
 	case q != nil:
-		req := client.AnswerRequest{ProposalID: q.ProposalID, Text: text, By: user()}
+		req := api.AnswerRequest{ProposalID: q.ProposalID, Text: text, By: user()}
 		err := f.send(func() error { return f.a.api().Answer(ctx, f.id, req) })
 		if err == nil {
 			f.notef("(answer sent)")
@@ -374,7 +376,7 @@ func (f *follower) apply(ctx context.Context, text string) {
 			}
 		}
 	case p != nil:
-		req, err := client.ParseDecision(text)
+		req, err := api.ParseDecision(text)
 		if err != nil { // ErrHelp among them: the help is shown and the proposal waits
 			f.notef("%v", err)
 			return
@@ -433,10 +435,10 @@ func (f *follower) refused(ctx context.Context, err error) bool {
 	switch {
 	case err == nil || ctx.Err() != nil:
 		return false
-	case errors.Is(err, client.ErrConflict):
+	case errors.Is(err, api.ErrConflict):
 		f.notef("note: %s", f.a.explain(err))
 		return true
-	case errors.Is(err, client.ErrForbidden):
+	case errors.Is(err, api.ErrForbidden):
 		f.notef("not allowed: %s", f.a.explain(err))
 		return true
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestFollowPrintsTheDecisionBeforeExecuting: a proposal a rule approves arrives with
@@ -19,14 +19,14 @@ func TestFollowPrintsTheDecisionBeforeExecuting(t *testing.T) {
 	f := newFakeDaemon(t)
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
 		p := walkerProposal("p-20")
-		executing := &client.Agent{ID: "a-4", Name: "walker", State: client.StateExecuting}
-		w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: p, Agent: executing})
-		w.send(client.Event{Seq: 2, Type: client.EventDecision, AgentID: "a-4", Decision: &client.Decision{
-			ProposalID: "p-20", Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "list_files(*)", Pattern: "list_files(*)"}})
-		w.send(client.Event{Seq: 3, Type: client.EventState, AgentID: "a-4", Agent: executing})
-		w.send(client.Event{Seq: 4, Type: client.EventResult, AgentID: "a-4", Episode: &client.Episode{
+		executing := &api.Agent{ID: "a-4", Name: "walker", State: api.StateExecuting}
+		w.send(api.Event{Seq: 1, Type: api.EventProposal, AgentID: "a-4", Proposal: p, Agent: executing})
+		w.send(api.Event{Seq: 2, Type: api.EventDecision, AgentID: "a-4", Decision: &api.Decision{
+			ProposalID: "p-20", Kind: api.DecisionApprove, Count: 1, Source: "policy", By: "list_files(*)", Pattern: "list_files(*)"}})
+		w.send(api.Event{Seq: 3, Type: api.EventState, AgentID: "a-4", Agent: executing})
+		w.send(api.Event{Seq: 4, Type: api.EventResult, AgentID: "a-4", Episode: &api.Episode{
 			Step: 1, ProposalID: "p-20", Command: "list_files", Args: json.RawMessage(`{"path":"."}`), Outcome: "succeeded", Result: "a.txt"}})
-		w.send(client.Event{Seq: 5, Type: client.EventFinish, AgentID: "a-4", Message: "listed"})
+		w.send(api.Event{Seq: 5, Type: api.EventFinish, AgentID: "a-4", Message: "listed"})
 	}
 	r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
 	testutil.Golden(t, "testdata/follow/decision_before_executing.golden", stdoutOf(r))
@@ -43,30 +43,30 @@ func TestFollowConfirmsWhatADecisionStored(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
-		decision client.Decision
+		decision api.Decision
 	}{
-		{"y_bang", client.Decision{Kind: client.DecisionApprove, Count: 1, Scope: client.ScopeAgent, Grant: "g-7", GrantLabel: "tester's y! on this exact list_files"}},
-		{"y_5", client.Decision{Kind: client.DecisionApprove, Count: 5, Grant: "g-8", GrantLabel: "tester's y -5 (4 left)"}},
-		{"n_bang", client.Decision{Kind: client.DecisionDeny, Scope: client.ScopeDeny, Pattern: "list_files(.)"}},
-		{"y_once", client.Decision{Kind: client.DecisionApprove, Count: 1}},
+		{"y_bang", api.Decision{Kind: api.DecisionApprove, Count: 1, Scope: api.ScopeAgent, Grant: "g-7", GrantLabel: "tester's y! on this exact list_files"}},
+		{"y_5", api.Decision{Kind: api.DecisionApprove, Count: 5, Grant: "g-8", GrantLabel: "tester's y -5", GrantCount: 4, GrantLeft: 4}},
+		{"n_bang", api.Decision{Kind: api.DecisionDeny, Scope: api.ScopeDeny, Pattern: "list_files(.)"}},
+		{"y_once", api.Decision{Kind: api.DecisionApprove, Count: 1}},
 		// A chat decider shows by display name, not by the id chat knows them by.
 		// A grant's use counts down out of the person's N: theirs was the first.
-		{"grant_use", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "tester", Grant: "g-8", GrantLabel: "tester's y -5 (3 left)"}},
-		{"slack_user_by_name", client.Decision{Kind: client.DecisionApprove, Count: 1, By: "U04ABC", ByName: "Ana Lima", Source: "slack"}},
+		{"grant_use", api.Decision{Kind: api.DecisionApprove, Count: 1, Source: "grant", By: "tester", Grant: "g-8", GrantLabel: "tester's y -5", GrantCount: 4, GrantLeft: 3}},
+		{"slack_user_by_name", api.Decision{Kind: api.DecisionApprove, Count: 1, By: "U04ABC", ByName: "Ana Lima", Source: "slack"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFakeDaemon(t)
 			f.events = func(w *eventWriter, r *http.Request, conn int) {
-				w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
+				w.send(api.Event{Seq: 1, Type: api.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
 				d := tt.decision
 				d.ProposalID = "p-20"
 				if d.By == "" {
 					d.By, d.Source = "tester", "agentctl"
 				}
-				w.send(client.Event{Seq: 2, Type: client.EventDecision, AgentID: "a-4", Decision: &d})
-				w.send(client.Event{Seq: 3, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+				w.send(api.Event{Seq: 2, Type: api.EventDecision, AgentID: "a-4", Decision: &d})
+				w.send(api.Event{Seq: 3, Type: api.EventFinish, AgentID: "a-4", Message: "done"})
 			}
 			r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
 			testutil.Golden(t, "testdata/follow/stored_"+tt.name+".golden", stdoutOf(r))
@@ -82,16 +82,16 @@ func TestFollowPromptsOnceForAQuestion(t *testing.T) {
 	f.answerGate = make(chan struct{})
 	resultShown := make(chan struct{})
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
-		w.send(client.Event{Seq: 1, Type: client.EventQuestion, AgentID: "a-4", Question: &client.Question{ProposalID: "p-21", Text: "Which colour?"}})
+		w.send(api.Event{Seq: 1, Type: api.EventQuestion, AgentID: "a-4", Question: &api.Question{ProposalID: "p-21", Text: "Which colour?"}})
 		if _, ok := wait(t, w, f.answered); !ok {
 			return
 		}
-		w.send(client.Event{Seq: 2, Type: client.EventResult, AgentID: "a-4", Episode: &client.Episode{
+		w.send(api.Event{Seq: 2, Type: api.EventResult, AgentID: "a-4", Episode: &api.Episode{
 			Step: 2, ProposalID: "p-21", Command: "ask_user", Outcome: "succeeded", Result: "blue"}})
-		w.send(client.Event{Seq: 3, Type: client.EventState, AgentID: "a-4", Agent: &client.Agent{ID: "a-4", Name: "walker", State: client.StateThinking}})
+		w.send(api.Event{Seq: 3, Type: api.EventState, AgentID: "a-4", Agent: &api.Agent{ID: "a-4", Name: "walker", State: api.StateThinking}})
 		<-resultShown
 		close(f.answerGate)
-		w.send(client.Event{Seq: 4, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+		w.send(api.Event{Seq: 4, Type: api.EventFinish, AgentID: "a-4", Message: "done"})
 	}
 	s := startFollow(t, "--socket", f.sock, "follow", "walker")
 	waitOutput(t, s.errOut, "Answer: ", 1)
@@ -113,13 +113,13 @@ func TestFollowUsesPipedLines(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, stdin string
-		want        []client.DecisionKind
+		want        []api.DecisionKind
 		note        string // in the output
 	}{
 		// Most often the n is read before the proposal comes ("(from input: n)"), but
 		// either order must deny it and end.
-		{"n_ends_the_run", "n\n", []client.DecisionKind{client.DecisionDeny}, "finished: denied by tester via agentctl"},
-		{"eof_while_waiting", "y\n", []client.DecisionKind{client.DecisionApprove},
+		{"n_ends_the_run", "n\n", []api.DecisionKind{api.DecisionDeny}, "finished: denied by tester via agentctl"},
+		{"eof_while_waiting", "y\n", []api.DecisionKind{api.DecisionApprove},
 			"(input closed while agent walker waits for a decision on its proposal; it keeps waiting: decide with agentctl approve|deny|feedback walker)"},
 	}
 	for _, tt := range tests {
@@ -127,21 +127,21 @@ func TestFollowUsesPipedLines(t *testing.T) {
 			t.Parallel()
 			f := newFakeDaemon(t)
 			f.events = func(w *eventWriter, r *http.Request, conn int) {
-				w.send(client.Event{Seq: 1, Type: client.EventState, AgentID: "a-4", Agent: &client.Agent{ID: "a-4", Name: "walker", State: client.StateThinking}})
+				w.send(api.Event{Seq: 1, Type: api.EventState, AgentID: "a-4", Agent: &api.Agent{ID: "a-4", Name: "walker", State: api.StateThinking}})
 				// The piped line is most often read before this proposal exists.
-				w.send(client.Event{Seq: 2, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
+				w.send(api.Event{Seq: 2, Type: api.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
 				d, ok := wait(t, w, f.decided)
 				if !ok {
 					return
 				}
-				w.send(client.Event{Seq: 3, Type: client.EventDecision, AgentID: "a-4", Decision: &client.Decision{ProposalID: "p-20", Kind: d.Kind, Count: d.Count, By: d.By, Source: d.Source}})
-				if d.Kind == client.DecisionDeny {
-					w.send(client.Event{Seq: 4, Type: client.EventFinish, AgentID: "a-4", Message: "denied by tester via agentctl"})
+				w.send(api.Event{Seq: 3, Type: api.EventDecision, AgentID: "a-4", Decision: &api.Decision{ProposalID: "p-20", Kind: d.Kind, Count: d.Count, By: d.By, Source: d.Source}})
+				if d.Kind == api.DecisionDeny {
+					w.send(api.Event{Seq: 4, Type: api.EventFinish, AgentID: "a-4", Message: "denied by tester via agentctl"})
 					return
 				}
 				p := walkerProposal("p-22")
 				p.Step = 2
-				w.send(client.Event{Seq: 4, Type: client.EventProposal, AgentID: "a-4", Proposal: p})
+				w.send(api.Event{Seq: 4, Type: api.EventProposal, AgentID: "a-4", Proposal: p})
 				<-r.Context().Done() // the agent waits; only follow can end this
 			}
 			r := runCLI(t, tt.stdin, "--socket", f.sock, "follow", "walker")
@@ -150,7 +150,7 @@ func TestFollowUsesPipedLines(t *testing.T) {
 			}
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			var got []client.DecisionKind
+			var got []api.DecisionKind
 			for _, d := range f.decisions {
 				got = append(got, d.Kind)
 			}
@@ -168,7 +168,7 @@ func TestRunFollowEndsWhenTheRunIsAlreadyOver(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	f.set(func() {
-		f.agents = append(f.agents, &client.Agent{ID: "a-9", Name: "new-agent", State: client.StateIdle,
+		f.agents = append(f.agents, &api.Agent{ID: "a-9", Name: "new-agent", State: api.StateIdle,
 			StateReason: "finished: nothing to do", Task: "count files", RunID: "r-9"})
 		// no f.events: the stream stays open and silent, as the daemon's after a run ended
 	})
@@ -186,7 +186,7 @@ func TestFollowSubscribesFromBeforeItsSnapshot(t *testing.T) {
 	f := newFakeDaemon(t)
 	f.set(func() { f.status.EventSeq = 77 })
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
-		w.send(client.Event{Seq: 78, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+		w.send(api.Event{Seq: 78, Type: api.EventFinish, AgentID: "a-4", Message: "done"})
 	}
 	r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
 	f.mu.Lock()
@@ -201,4 +201,50 @@ func TestFollowSubscribesFromBeforeItsSnapshot(t *testing.T) {
 // is a race these tests do not judge.
 func stdoutOf(r result) []byte {
 	return []byte(fmt.Sprintf("$ agentctl follow walker\n[exit %d]\n--- stdout\n%s", r.code, r.stdout))
+}
+
+// TestFollowWithdrawsAPromptSettledElsewhere: a question answered, or a proposal decided,
+// in another terminal (or a chat thread, or the web console) closes this follow's open
+// prompt saying so, instead of leaving "Answer:" waiting on the screen for nothing.
+func TestFollowWithdrawsAPromptSettledElsewhere(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, prompt, want string
+		settle             func(w *eventWriter)
+		ask                api.Event
+	}{
+		{"answered_elsewhere", "Answer: ", "Answer: (answered elsewhere)\n", func(w *eventWriter) {
+			w.send(api.Event{Seq: 2, Type: api.EventState, AgentID: "a-4", Agent: &api.Agent{ID: "a-4", Name: "walker", State: api.StateThinking}})
+			w.send(api.Event{Seq: 3, Type: api.EventResult, AgentID: "a-4", Episode: &api.Episode{
+				Step: 2, ProposalID: "p-21", Command: "ask_user", Outcome: "succeeded", Result: "blue"}})
+		}, api.Event{Seq: 1, Type: api.EventQuestion, AgentID: "a-4", Question: &api.Question{ProposalID: "p-21", Text: "Which colour?"}}},
+		{"decided_elsewhere", "Approve? ", "]: (decided elsewhere)\n", func(w *eventWriter) {
+			w.send(api.Event{Seq: 2, Type: api.EventDecision, AgentID: "a-4", Decision: &api.Decision{
+				ProposalID: "p-20", Kind: api.DecisionApprove, Count: 1, By: "ann", Source: "slack"}})
+		}, api.Event{Seq: 1, Type: api.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeDaemon(t)
+			prompted := make(chan struct{})
+			f.events = func(w *eventWriter, r *http.Request, conn int) {
+				w.send(tt.ask)
+				if _, ok := wait(t, w, prompted); !ok {
+					return
+				}
+				tt.settle(w)
+				w.send(api.Event{Seq: 9, Type: api.EventFinish, AgentID: "a-4", Message: "done"})
+			}
+			s := startFollow(t, "--socket", f.sock, "follow", "walker")
+			waitOutput(t, s.errOut, tt.prompt, 1)
+			close(prompted)
+			if code := s.exit(t); code != 0 {
+				t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
+			}
+			if !strings.Contains(s.errOut.String(), tt.want) {
+				t.Errorf("the prompt was not closed with %q:\n%s", tt.want, s.errOut)
+			}
+		})
+	}
 }

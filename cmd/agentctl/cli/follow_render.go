@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // What follow prints at each prompt.
@@ -32,7 +31,7 @@ const argLinesInFollow = 20
 
 // handle renders one event and updates what stdin decides on. It returns *endFollow when
 // following should stop.
-func (f *follower) handle(ev client.Event) error {
+func (f *follower) handle(ev api.Event) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if ev.Seq > f.lastSeq {
@@ -44,42 +43,48 @@ func (f *follower) handle(ev client.Event) error {
 		f.a.writeJSON(b)
 	}
 	defer f.settle()
-	if ev.Type != client.EventState {
+	if ev.Type != api.EventState {
 		f.lastState = "" // something happened: the next state line is news again
 	}
 	switch ev.Type {
-	case client.EventState:
+	case api.EventState:
 		f.exhausted = ev.Exhausted
 		f.sync(ev.Agent, ev.Time)
-		if f.state == client.StateFailed && !f.stay {
+		if f.state == api.StateFailed && !f.stay {
 			return &endFollow{fmt.Errorf("agent %s failed: %s", f.name, f.reason)}
 		}
-	case client.EventThoughts, client.EventProposal:
+	case api.EventThoughts, api.EventProposal:
 		if p := ev.Proposal; p != nil && !f.shown[p.ID] {
 			f.showProposal(p, ev.Time)
 		}
 		f.sync(beforeDecision(ev.Agent), ev.Time)
-	case client.EventDecision:
+	case api.EventDecision:
 		if d := ev.Decision; d != nil {
-			f.printf("%sdecision: %s\n", stamp(ev.Time), ofLeft(decisionString(d)))
+			if f.pending != nil && f.pending.ID == d.ProposalID {
+				f.withdrawPrompt(decisionPrompt, "decided elsewhere")
+			}
+			f.printf("%sdecision: %s\n", stamp(ev.Time), decisionString(d))
 			if note := f.grantNote(d); note != "" {
 				f.printf("  %s\n", note)
 			}
 			f.close(d.ProposalID)
 		}
-	case client.EventResult:
+	case api.EventResult:
 		if ep := ev.Episode; ep != nil {
+			if f.question != nil && f.question.ProposalID == ep.ProposalID {
+				f.withdrawPrompt(answerPrompt, "answered elsewhere")
+			}
 			f.printf("%sresult: %s %s\n", stamp(ev.Time), ep.Outcome, formatCall(ep.Command, ep.Args))
 			if ep.Result != "" || ep.Outcome == "succeeded" || ep.Outcome == "failed" {
 				firstLines(f.out(), ep.Result, "  ", resultLines)
 			}
 			f.close(ep.ProposalID)
 		}
-	case client.EventQuestion:
+	case api.EventQuestion:
 		if q := ev.Question; q != nil {
 			f.ask(q, ev.Time)
 		}
-	case client.EventFinish:
+	case api.EventFinish:
 		f.printf("%sfinished: %s\n", stamp(ev.Time), line(orDefault(ev.Message, "the run ended")))
 		f.pending, f.question = nil, nil
 		if ev.Agent != nil {
@@ -88,9 +93,9 @@ func (f *follower) handle(ev client.Event) error {
 		if !f.stay {
 			return &endFollow{}
 		}
-	case client.EventError:
+	case api.EventError:
 		f.printf("%serror: %s\n", stamp(ev.Time), line(ev.Message))
-	case client.EventRemoved:
+	case api.EventRemoved:
 		f.printf("%sremoved\n", stamp(ev.Time))
 		return &endFollow{fmt.Errorf("agent %s was removed", f.name)}
 	}
@@ -100,27 +105,18 @@ func (f *follower) handle(ev client.Event) error {
 // beforeDecision is the agent of a proposal event as it stood before the decision: a
 // proposal a rule approves arrives with the agent already executing, and its decision
 // event comes next, so "executing" waits for the state event after the decision line.
-func beforeDecision(ag *client.Agent) *client.Agent {
-	if ag == nil || ag.State != client.StateExecuting || ag.Pending != nil {
+func beforeDecision(ag *api.Agent) *api.Agent {
+	if ag == nil || ag.State != api.StateExecuting || ag.Pending != nil {
 		return ag
 	}
 	cp := *ag
-	cp.State, cp.StateReason = client.StateThinking, ""
+	cp.State, cp.StateReason = api.StateThinking, ""
 	return &cp
-}
-
-// yLeftRE finds a y -N grant's count in its label: "root's y -5 (3 left)".
-var yLeftRE = regexp.MustCompile(`\by -(\d+) \((\d+) left\)`)
-
-// ofLeft says of how many a y -N's approvals are left, counting the person's own:
-// "root's y -5 — 3 of 5 left", so the count down reads at a glance while following.
-func ofLeft(s string) string {
-	return yLeftRE.ReplaceAllString(s, "y -$1 — $2 of $1 left")
 }
 
 // grantNote confirms what a person's decision stored beyond this proposal, and how to
 // undo it: y! (an exact grant), n! (a deny pattern) and y -N (a count grant).
-func (f *follower) grantNote(d *client.Decision) string {
+func (f *follower) grantNote(d *api.Decision) string {
 	ref := f.name
 	if ref == "" {
 		ref = f.id
@@ -132,13 +128,21 @@ func (f *follower) grantNote(d *client.Decision) string {
 	switch {
 	case d.Source == "grant" || d.Source == "policy":
 		return "" // an automatic approval names its grant or rule on the decision line
-	case d.Kind == client.DecisionApprove && d.Scope == client.ScopeAgent && d.Grant != "":
+	case d.Kind == api.DecisionApprove && d.Scope == api.ScopeAgent && d.Grant != "":
 		return fmt.Sprintf("(y! stored grant %s: from now on %s runs without asking, with exactly these args; revoke it with: agentctl policy %s revoke %s)",
 			line(d.Grant), call, ref, line(d.Grant))
-	case d.Kind == client.DecisionApprove && d.Count > 1 && d.Grant != "":
-		return fmt.Sprintf("(the next %d proposals of this run go ahead without asking: %d of %d left; stop early with: agentctl policy %s revoke %s)",
-			d.Count-1, d.Count-1, d.Count, ref, line(d.Grant))
-	case d.Kind == client.DecisionDeny && d.Scope == client.ScopeDeny && d.Pattern != "":
+	case d.Kind == api.DecisionApprove && d.Count > 1 && d.Grant != "":
+		count, left := d.GrantCount, d.GrantLeft
+		if count == 0 { // a daemon that sends no count: y -N grants the next N-1
+			count, left = d.Count-1, d.Count-1
+		}
+		next := fmt.Sprintf("the next %d proposals of this run go", count)
+		if count == 1 {
+			next = "the next proposal of this run goes"
+		}
+		return fmt.Sprintf("(%s ahead without asking: %s; stop early with: agentctl policy %s revoke %s)",
+			next, api.LeftOf(left, count), ref, line(d.Grant))
+	case d.Kind == api.DecisionDeny && d.Scope == api.ScopeDeny && d.Pattern != "":
 		return fmt.Sprintf("(n! stored the deny pattern %s: agent %s is refused it from now on; remove it with: agentctl policy %s rm deny '%s')",
 			line(d.Pattern), ref, ref, line(d.Pattern))
 	}
@@ -147,7 +151,7 @@ func (f *follower) grantNote(d *client.Decision) string {
 
 // sync takes the agent's state, pending proposal and question from a snapshot, rendering
 // whatever was not shown yet (a snapshot may carry a proposal whose event was missed).
-func (f *follower) sync(ag *client.Agent, t time.Time) {
+func (f *follower) sync(ag *api.Agent, t time.Time) {
 	if ag == nil {
 		return
 	}
@@ -161,26 +165,32 @@ func (f *follower) sync(ag *client.Agent, t time.Time) {
 		}
 		f.pending = p
 	}
+	if f.question != nil && (ag.Question == nil || questionKey(ag.Question) != questionKey(f.question)) {
+		f.withdrawPrompt(answerPrompt, "answered elsewhere")
+	}
 	f.question = nil
 	if q := ag.Question; q != nil {
 		f.ask(q, q.AskedAt)
 	}
+	if !ag.StateSince.IsZero() {
+		f.stateSince = ag.StateSince
+	}
 	if ag.State == f.state && ag.StateReason == f.reason {
 		return
 	}
-	retry := f.state == client.StateWaitingForModel && ag.State == client.StateThinking
+	retry := f.state == api.StateWaitingForModel && ag.State == api.StateThinking
 	f.state, f.reason = ag.State, ag.StateReason
 	line := stateString(ag)
 	switch {
-	case ag.State == client.StateAwaitingDecision && ag.StateReason == "" && (f.pending != nil || f.question != nil):
+	case ag.State == api.StateAwaitingDecision && ag.StateReason == "" && (f.pending != nil || f.question != nil):
 		return // the proposal or question just shown says so
 	case retry, line == f.lastState:
 		return // the agent retrying the model: one line for the whole outage
 	}
 	f.lastState = line
 	f.printf("%sstate: %s\n", stamp(t), line)
-	if ag.State == client.StatePaused {
-		if ex := f.exhausted; ex != nil && ex.Scope == client.BudgetScopeAgent {
+	if ag.State == api.StatePaused {
+		if ex := f.exhausted; ex != nil && ex.Scope == api.BudgetScopeAgent {
 			// resume refuses an agent over its budget: raising the budget resumes it.
 			f.notef("(over its %s budget: raise it with agentctl budget %s %s, and it goes on)", budgetNoun(ex.Kind), refOf(ag), budgetFlag(ex.Kind))
 		} else {
@@ -213,7 +223,7 @@ func budgetFlag(kind string) string {
 	return "--max-steps N | --max-tokens N | --max-time D"
 }
 
-func (f *follower) showProposal(p *client.Proposal, t time.Time) {
+func (f *follower) showProposal(p *api.Proposal, t time.Time) {
 	f.shown[p.ID] = true
 	f.calls[p.ID] = formatCall(p.Command, p.Args)
 	f.printf("%sproposal (step %d):\n", stamp(t), p.Step)
@@ -226,13 +236,13 @@ func (f *follower) showProposal(p *client.Proposal, t time.Time) {
 	switch {
 	case p.Status.Decidable():
 		f.pending = p
-	case p.Status == client.ProposalApproved:
+	case p.Status == api.ProposalApproved:
 		f.printf("  (runs without asking: its decision line names the rule or grant)\n")
 	}
 }
 
 // ask shows a question once and makes it the one stdin answers, unless it was answered.
-func (f *follower) ask(q *client.Question, t time.Time) {
+func (f *follower) ask(q *api.Question, t time.Time) {
 	key := questionKey(q)
 	if f.closed[key] {
 		return
@@ -259,10 +269,10 @@ func (f *follower) settle() {
 		return
 	}
 	switch f.state {
-	case client.StateThinking:
-		f.spin.start(spinThinking)
-	case client.StateWaitingForModel:
-		f.spin.start(spinNoModel)
+	case api.StateThinking:
+		f.spin.start(spinThinking, f.stateSince)
+	case api.StateWaitingForModel:
+		f.spin.start(spinNoModel, f.stateSince)
 	default:
 		f.spin.stop()
 	}
@@ -292,7 +302,19 @@ func (f *follower) settle() {
 func (f *follower) prompt(s string) {
 	f.spin.stop()
 	io.WriteString(f.a.stderr, s)
-	f.promptOpen = true
+	f.promptOpen, f.promptFor = true, s
+}
+
+// withdrawPrompt ends an open prompt for what was settled elsewhere (another terminal,
+// a chat thread, the web console): "Answer: (answered elsewhere)", so no prompt is left
+// waiting on the screen for what nobody waits for. A line typed here is on its way
+// (sending) is this terminal's own: its prompt is not withdrawn.
+func (f *follower) withdrawPrompt(prompt, why string) {
+	if f.promptOpen && f.promptFor == prompt && !f.sending {
+		f.spin.clear()
+		io.WriteString(f.a.stderr, "("+why+")\n")
+		f.promptOpen = false
+	}
 }
 
 // closePrompt ends an open prompt's line before other output.
@@ -337,7 +359,7 @@ func stamp(t time.Time) string {
 }
 
 // questionKey names a question in follower's sets; it cannot collide with a proposal id.
-func questionKey(q *client.Question) string { return "?" + q.ProposalID + "\x00" + q.Text }
+func questionKey(q *api.Question) string { return "?" + q.ProposalID + "\x00" + q.Text }
 
 func orDefault(s, def string) string {
 	if s == "" {

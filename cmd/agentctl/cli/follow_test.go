@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/cmd/agentctl/cli"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // session runs `agentctl follow` in the background with a pipe for stdin.
@@ -51,11 +51,11 @@ func (s *session) exit(t *testing.T) int {
 	return -1
 }
 
-func walkerProposal(id string) *client.Proposal {
-	return &client.Proposal{
-		ID: id, AgentID: "a-4", Step: 1, Command: "list_files", Status: client.ProposalPending,
+func walkerProposal(id string) *api.Proposal {
+	return &api.Proposal{
+		ID: id, AgentID: "a-4", Step: 1, Command: "list_files", Status: api.ProposalPending,
 		Args: json.RawMessage(`{"path":"."}`),
-		Thoughts: client.Thoughts{Observations: "The folder is new.", Text: "I know nothing yet.",
+		Thoughts: api.Thoughts{Observations: "The folder is new.", Text: "I know nothing yet.",
 			Speak: "Let me look around.", Reasoning: "Listing comes first.", SelfCriticism: "Do not list twice.",
 			Plan: "- list the files\n- sort by size"},
 	}
@@ -65,24 +65,24 @@ func TestFollowDecidesAndAnswersFromStdin(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
-		w.send(client.Event{Seq: 1, Type: client.EventState, AgentID: "a-4",
-			Agent: &client.Agent{ID: "a-4", Name: "walker", State: client.StateThinking}})
-		w.send(client.Event{Seq: 2, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
+		w.send(api.Event{Seq: 1, Type: api.EventState, AgentID: "a-4",
+			Agent: &api.Agent{ID: "a-4", Name: "walker", State: api.StateThinking}})
+		w.send(api.Event{Seq: 2, Type: api.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
 		d, ok := wait(t, w, f.decided)
 		if !ok {
 			return
 		}
-		w.send(client.Event{Seq: 3, Type: client.EventDecision, AgentID: "a-4", Decision: &client.Decision{
+		w.send(api.Event{Seq: 3, Type: api.EventDecision, AgentID: "a-4", Decision: &api.Decision{
 			ProposalID: d.ProposalID, Kind: d.Kind, Count: d.Count, By: d.By, Source: d.Source}})
-		w.send(client.Event{Seq: 4, Type: client.EventResult, AgentID: "a-4", Episode: &client.Episode{
+		w.send(api.Event{Seq: 4, Type: api.EventResult, AgentID: "a-4", Episode: &api.Episode{
 			Step: 1, ProposalID: "p-20", Command: "list_files", Args: json.RawMessage(`{"path":"."}`),
 			Outcome: "succeeded", Result: "a.txt\nb.txt\n"}})
-		w.send(client.Event{Seq: 5, Type: client.EventQuestion, AgentID: "a-4",
-			Question: &client.Question{ProposalID: "p-21", Text: "Which colour?"}})
+		w.send(api.Event{Seq: 5, Type: api.EventQuestion, AgentID: "a-4",
+			Question: &api.Question{ProposalID: "p-21", Text: "Which colour?"}})
 		if _, ok := wait(t, w, f.answered); !ok {
 			return
 		}
-		w.send(client.Event{Seq: 6, Type: client.EventFinish, AgentID: "a-4", Message: "listed the files"})
+		w.send(api.Event{Seq: 6, Type: api.EventFinish, AgentID: "a-4", Message: "listed the files"})
 	}
 
 	s := startFollow(t, "--socket", f.sock, "follow", "walker")
@@ -96,11 +96,11 @@ func TestFollowDecidesAndAnswersFromStdin(t *testing.T) {
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	wantDecision := client.DecideRequest{ProposalID: "p-20", Kind: client.DecisionApprove, Count: 3, By: "tester", Source: "agentctl"}
+	wantDecision := api.DecideRequest{ProposalID: "p-20", Kind: api.DecisionApprove, Count: 3, By: "tester", Source: "agentctl"}
 	if len(f.decisions) != 1 || f.decisions[0] != wantDecision {
 		t.Errorf("decisions = %+v, want [%+v]", f.decisions, wantDecision)
 	}
-	wantAnswer := client.AnswerRequest{ProposalID: "p-21", Text: "blue", By: "tester"}
+	wantAnswer := api.AnswerRequest{ProposalID: "p-21", Text: "blue", By: "tester"}
 	if len(f.answers) != 1 || f.answers[0] != wantAnswer {
 		t.Errorf("answers = %+v, want [%+v]", f.answers, wantAnswer)
 	}
@@ -140,12 +140,12 @@ func TestFollowShowsAProposalMadeBeforeItSubscribed(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	f.set(func() {
-		f.agents = append(f.agents, &client.Agent{ID: "a-7", Name: "racer", State: client.StateThinking, Task: "look around"})
+		f.agents = append(f.agents, &api.Agent{ID: "a-7", Name: "racer", State: api.StateThinking, Task: "look around"})
 		f.subscribing = func() {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			a := f.agents[len(f.agents)-1]
-			a.State, a.Pending = client.StateAwaitingDecision, walkerProposal("p-70")
+			a.State, a.Pending = api.StateAwaitingDecision, walkerProposal("p-70")
 		}
 	})
 	s := startFollow(t, "--socket", f.sock, "follow", "racer")
@@ -153,7 +153,7 @@ func TestFollowShowsAProposalMadeBeforeItSubscribed(t *testing.T) {
 	s.typeLine(t, "y")
 	select {
 	case d := <-f.decided:
-		if d.ProposalID != "p-70" || d.Kind != client.DecisionApprove {
+		if d.ProposalID != "p-70" || d.Kind != api.DecisionApprove {
 			t.Errorf("decided %+v, want an approval of p-70", d)
 		}
 	case <-time.After(10 * time.Second):
@@ -167,17 +167,17 @@ func TestFollowShowsAProposalMadeBeforeItSubscribed(t *testing.T) {
 func TestFollowReconnectsAndNotesARefusedDecision(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
-	f.decide = func(_ *client.Agent, req client.DecideRequest) (*client.Decision, error) {
-		return nil, client.Errorf(client.ErrConflict, "proposal %s was superseded: the run moved on", req.ProposalID)
+	f.decide = func(_ *api.Agent, req api.DecideRequest) (*api.Decision, error) {
+		return nil, api.Errorf(api.ErrConflict, "proposal %s was superseded: the run moved on", req.ProposalID)
 	}
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
 		switch conn {
 		case 1:
-			w.send(client.Event{Seq: 41, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-30")})
+			w.send(api.Event{Seq: 41, Type: api.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-30")})
 			wait(t, w, f.decided)
 			// return: the stream drops
 		case 2:
-			w.send(client.Event{Seq: 42, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+			w.send(api.Event{Seq: 42, Type: api.EventFinish, AgentID: "a-4", Message: "done"})
 		}
 	}
 
@@ -207,10 +207,10 @@ func TestFollowReconnectsAndNotesARefusedDecision(t *testing.T) {
 func TestFollowJSONPrintsEventsAndReadsNoInput(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
-	sent := []client.Event{
-		{Seq: 7, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-40")},
-		{Seq: 8, Type: client.EventError, AgentID: "a-4", Message: "model is slow"},
-		{Seq: 9, Type: client.EventFinish, AgentID: "a-4", Message: "done"},
+	sent := []api.Event{
+		{Seq: 7, Type: api.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-40")},
+		{Seq: 8, Type: api.EventError, AgentID: "a-4", Message: "model is slow"},
+		{Seq: 9, Type: api.EventFinish, AgentID: "a-4", Message: "done"},
 	}
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
 		for _, ev := range sent {
@@ -226,7 +226,7 @@ func TestFollowJSONPrintsEventsAndReadsNoInput(t *testing.T) {
 		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(sent), r.stdout)
 	}
 	for i, l := range lines {
-		var ev client.Event
+		var ev api.Event
 		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.Seq != sent[i].Seq || ev.Type != sent[i].Type {
 			t.Errorf("line %d = %s (%v), want event seq %d", i, l, err, sent[i].Seq)
 		}
@@ -241,8 +241,8 @@ func TestFollowEndsWhenTheAgentFails(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
-		w.send(client.Event{Seq: 1, Type: client.EventState, AgentID: "a-4", Agent: &client.Agent{
-			ID: "a-4", Name: "walker", State: client.StateFailed, StateReason: "workspace is read-only"}})
+		w.send(api.Event{Seq: 1, Type: api.EventState, AgentID: "a-4", Agent: &api.Agent{
+			ID: "a-4", Name: "walker", State: api.StateFailed, StateReason: "workspace is read-only"}})
 		<-r.Context().Done()
 	}
 	r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
@@ -258,12 +258,12 @@ func TestRunFollowFollowsTheNewAgent(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	f.set(func() {
-		f.agents = append(f.agents, &client.Agent{ID: "a-9", Name: "new-agent", State: client.StateThinking, Task: "count files"})
+		f.agents = append(f.agents, &api.Agent{ID: "a-9", Name: "new-agent", State: api.StateThinking, Task: "count files"})
 		f.events = func(w *eventWriter, r *http.Request, conn int) {
 			if id := r.PathValue("ref"); id != "a-9" {
 				t.Errorf("followed %q, want the new agent a-9", id)
 			}
-			w.send(client.Event{Seq: 1, Type: client.EventFinish, AgentID: "a-9", Message: "42 files"})
+			w.send(api.Event{Seq: 1, Type: api.EventFinish, AgentID: "a-9", Message: "42 files"})
 		}
 	})
 	r := runCLI(t, "", "--socket", f.sock, "run", "count files", "--follow")
@@ -291,15 +291,15 @@ func TestStatusShowsTheSandbox(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		shell client.ShellStatus
+		shell api.ShellStatus
 		want  []string
 	}{
-		{"off", client.ShellStatus{}, []string{"shell:         off\n"}},
-		{"refused", client.ShellStatus{Enabled: true, Sandbox: "refused: no sandbox works here (bwrap is not installed)"},
+		{"off", api.ShellStatus{}, []string{"shell:         off\n"}},
+		{"refused", api.ShellStatus{Enabled: true, Sandbox: "refused: no sandbox works here (bwrap is not installed)"},
 			[]string{"shell:         refused: no sandbox works here (bwrap is not installed)\n", "not sandboxed: `agentctl doctor` says how to fix it"}},
-		{"unconfined", client.ShellStatus{Enabled: true, Sandbox: `unconfined ([shell] sandbox = "none")`},
+		{"unconfined", api.ShellStatus{Enabled: true, Sandbox: `unconfined ([shell] sandbox = "none")`},
 			[]string{"unconfined", "not sandboxed"}},
-		{"limits_per_agent", client.ShellStatus{Enabled: true, Confined: true, Sandbox: "bubblewrap", LimitsPerAgent: true,
+		{"limits_per_agent", api.ShellStatus{Enabled: true, Confined: true, Sandbox: "bubblewrap", LimitsPerAgent: true,
 			Limits: "a cgroup v2 per agent: at most 256 processes"}, []string{"limits:        a cgroup v2 per agent: at most 256 processes\n"}},
 	}
 	for _, tt := range tests {
@@ -322,12 +322,12 @@ func TestFollowSaysHowToRaiseABudget(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		exhausted *client.BudgetExhausted
+		exhausted *api.BudgetExhausted
 		want      string
 	}{
-		{"agent_tokens", &client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: "tokens", Budget: client.Budget{MaxTokens: 5000}},
+		{"agent_tokens", &api.BudgetExhausted{Scope: api.BudgetScopeAgent, Kind: "tokens", Budget: api.Budget{MaxTokens: 5000}},
 			"(over its token budget: raise it with agentctl budget walker --max-tokens N, and it goes on)"},
-		{"agent_time", &client.BudgetExhausted{Scope: client.BudgetScopeAgent, Kind: "time", Budget: client.Budget{MaxTime: "1h0m0s"}},
+		{"agent_time", &api.BudgetExhausted{Scope: api.BudgetScopeAgent, Kind: "time", Budget: api.Budget{MaxTime: "1h0m0s"}},
 			"(over its time budget: raise it with agentctl budget walker --max-time D, and it goes on)"},
 		{"paused_by_a_person", nil, "(resume it with: agentctl resume walker)"},
 	}
@@ -335,9 +335,9 @@ func TestFollowSaysHowToRaiseABudget(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeDaemon(t)
 			f.events = func(w *eventWriter, r *http.Request, conn int) {
-				w.send(client.Event{Seq: 1, Type: client.EventState, AgentID: "a-4", Exhausted: tt.exhausted, Agent: &client.Agent{
-					ID: "a-4", Name: "walker", State: client.StatePaused, StateReason: "agent budget exhausted: it used 5012 model tokens"}})
-				w.send(client.Event{Seq: 2, Type: client.EventFinish, AgentID: "a-4", Message: "stopped by a person"})
+				w.send(api.Event{Seq: 1, Type: api.EventState, AgentID: "a-4", Exhausted: tt.exhausted, Agent: &api.Agent{
+					ID: "a-4", Name: "walker", State: api.StatePaused, StateReason: "agent budget exhausted: it used 5012 model tokens"}})
+				w.send(api.Event{Seq: 2, Type: api.EventFinish, AgentID: "a-4", Message: "stopped by a person"})
 			}
 			r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
 			if r.code != 0 || !strings.Contains(r.stderr, tt.want) {
@@ -358,11 +358,11 @@ func TestFollowShowsTheWatchdogsPause(t *testing.T) {
 		"the 14 approvals left of its y -N grant are cancelled. Decide on step 6 (approve runs it once more, feedback steers the agent), then resume: `agentctl resume walker`"
 	f := newFakeDaemon(t)
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
-		p := &client.Proposal{ID: "p-6", AgentID: "a-4", Step: 6, Command: "read_file", Args: []byte(`{"path":"notes.txt"}`), Status: client.ProposalPending}
-		ag := &client.Agent{ID: "a-4", Name: "walker", State: client.StatePaused, StateReason: reason, Pending: p}
-		w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: p, Agent: ag})
-		w.send(client.Event{Seq: 2, Type: client.EventState, AgentID: "a-4", Agent: ag})
-		w.send(client.Event{Seq: 3, Type: client.EventFinish, AgentID: "a-4", Message: "stopped by a person"})
+		p := &api.Proposal{ID: "p-6", AgentID: "a-4", Step: 6, Command: "read_file", Args: []byte(`{"path":"notes.txt"}`), Status: api.ProposalPending}
+		ag := &api.Agent{ID: "a-4", Name: "walker", State: api.StatePaused, StateReason: reason, Pending: p}
+		w.send(api.Event{Seq: 1, Type: api.EventProposal, AgentID: "a-4", Proposal: p, Agent: ag})
+		w.send(api.Event{Seq: 2, Type: api.EventState, AgentID: "a-4", Agent: ag})
+		w.send(api.Event{Seq: 3, Type: api.EventFinish, AgentID: "a-4", Message: "stopped by a person"})
 	}
 	r := runCLI(t, "", "--socket", f.sock, "follow", "walker")
 	for _, want := range []string{"read_file", "notes.txt", "paused: the watchdog caught a loop (cycle)", "steps 3-6: list_folder ., read_file notes.txt", "agentctl resume walker"} {
@@ -379,19 +379,19 @@ func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
-		w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
+		w.send(api.Event{Seq: 1, Type: api.EventProposal, AgentID: "a-4", Proposal: walkerProposal("p-20")})
 		d, ok := wait(t, w, f.decided)
 		if !ok {
 			return
 		}
-		w.send(client.Event{Seq: 2, Type: client.EventDecision, AgentID: "a-4", Decision: &client.Decision{
+		w.send(api.Event{Seq: 2, Type: api.EventDecision, AgentID: "a-4", Decision: &api.Decision{
 			ProposalID: d.ProposalID, Kind: d.Kind, Count: d.Count, By: d.By, Source: d.Source}})
-		w.send(client.Event{Seq: 3, Type: client.EventQuestion, AgentID: "a-4",
-			Question: &client.Question{ProposalID: "p-21", Text: "Which colour?"}})
+		w.send(api.Event{Seq: 3, Type: api.EventQuestion, AgentID: "a-4",
+			Question: &api.Question{ProposalID: "p-21", Text: "Which colour?"}})
 		if _, ok := wait(t, w, f.answered); !ok {
 			return
 		}
-		w.send(client.Event{Seq: 4, Type: client.EventFinish, AgentID: "a-4", Message: "done"})
+		w.send(api.Event{Seq: 4, Type: api.EventFinish, AgentID: "a-4", Message: "done"})
 	}
 
 	s := startFollow(t, "--socket", f.sock, "follow", "walker")
@@ -427,11 +427,11 @@ func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	want := client.DecideRequest{ProposalID: "p-20", Kind: client.DecisionApprove, Count: 1, By: "tester", Source: "agentctl"}
+	want := api.DecideRequest{ProposalID: "p-20", Kind: api.DecisionApprove, Count: 1, By: "tester", Source: "agentctl"}
 	if len(f.decisions) != 1 || f.decisions[0] != want {
 		t.Errorf("decisions = %+v, want [%+v]", f.decisions, want)
 	}
-	wantAnswer := client.AnswerRequest{ProposalID: "p-21", Text: "help", By: "tester"}
+	wantAnswer := api.AnswerRequest{ProposalID: "p-21", Text: "help", By: "tester"}
 	if len(f.answers) != 1 || f.answers[0] != wantAnswer {
 		t.Errorf("answers = %+v, want [%+v]: at a question the word help is an answer", f.answers, wantAnswer)
 	}
@@ -443,18 +443,18 @@ func TestFollowShowsTheGoalsOfACreatedAgent(t *testing.T) {
 	t.Parallel()
 	f := newFakeDaemon(t)
 	no := false
-	created, err := f.create(context.Background(), "", client.CreateAgentRequest{Name: "scribe2", Description: "a note taker",
+	created, err := f.create(context.Background(), "", api.CreateAgentRequest{Name: "scribe2", Description: "a note taker",
 		Goals: []string{"keep notes.md up to date", "never delete\na note"}, Start: &no})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created.Task != client.GoalsTask {
-		t.Fatalf("the fake gives a created agent the task %q; the daemon gives %q", created.Task, client.GoalsTask)
+	if created.Task != api.GoalsTask {
+		t.Fatalf("the fake gives a created agent the task %q; the daemon gives %q", created.Task, api.GoalsTask)
 	}
-	created.State, created.RunID = client.StateThinking, "r-9"
+	created.State, created.RunID = api.StateThinking, "r-9"
 	f.set(func() { f.agents = append(f.agents, created) })
 	f.events = func(w *eventWriter, r *http.Request, conn int) {
-		w.send(client.Event{Seq: 1, Type: client.EventFinish, AgentID: created.ID, Message: "notes are tidy"})
+		w.send(api.Event{Seq: 1, Type: api.EventFinish, AgentID: created.ID, Message: "notes are tidy"})
 	}
 	r := runCLI(t, "", "--socket", f.sock, "follow", "scribe2")
 	// stdout only: whether the empty stdin's "input closed" note comes before the finish

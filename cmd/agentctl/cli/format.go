@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Limits on what one line of terminal output shows.
@@ -83,7 +83,7 @@ func firstLines(w io.Writer, text, indent string, n int) {
 }
 
 // writeThoughts writes the parts of a proposal's reasoning that are present.
-func writeThoughts(w io.Writer, t client.Thoughts, indent string, full bool) {
+func writeThoughts(w io.Writer, t api.Thoughts, indent string, full bool) {
 	field := func(label, v string) {
 		if v = strings.TrimSpace(v); v != "" {
 			fmt.Fprintf(w, "%s%s %s\n", indent, label, oneParagraph(v))
@@ -114,7 +114,7 @@ func oneParagraph(s string) string { return strings.Join(strings.Fields(s), " ")
 // label must not start a line of its own (the writer on stdout escapes everything else).
 func line(s string) string { return display.Escape(s, display.Line) }
 
-func policyString(p client.Policy) string {
+func policyString(p api.Policy) string {
 	switch p.Mode {
 	case "", "ask":
 		if p.AutoSteps > 0 {
@@ -125,14 +125,14 @@ func policyString(p client.Policy) string {
 		return fmt.Sprintf("auto (next %d run without asking)", p.AutoSteps)
 	case "continuous":
 		if p.ContinuousLimit > 0 {
-			return fmt.Sprintf("continuous (up to %d steps)", p.ContinuousLimit)
+			return "continuous (up to " + display.Count(p.ContinuousLimit, "step", "steps") + ")"
 		}
 		return "continuous"
 	}
 	return p.Mode
 }
 
-func stateString(a *client.Agent) string {
+func stateString(a *api.Agent) string {
 	if a.StateReason != "" {
 		return fmt.Sprintf("%s: %s", line(string(a.State)), line(a.StateReason))
 	}
@@ -146,17 +146,17 @@ func formatTime(t time.Time) string {
 	return t.Local().Format("2006-01-02 15:04:05")
 }
 
-func decisionString(d *client.Decision) string {
+func decisionString(d *api.Decision) string {
 	var s string
 	switch d.Kind {
-	case client.DecisionApprove:
+	case api.DecisionApprove:
 		s = "approved"
 		if d.Count > 1 {
 			s += fmt.Sprintf(" (and the next %d)", d.Count-1)
 		}
-	case client.DecisionDeny:
+	case api.DecisionDeny:
 		s = "denied"
-	case client.DecisionFeedback:
+	case api.DecisionFeedback:
 		s = "feedback"
 	default:
 		s = string(d.Kind)
@@ -168,8 +168,8 @@ func decisionString(d *client.Decision) string {
 	if by == "" {
 		by = "someone"
 	}
-	if d.Source == "grant" { // an automatic approval names its grant: "by root's y -3 (2 left)"
-		s += " by " + line(d.GrantLabel)
+	if d.Source == "grant" { // an automatic approval names its grant: "by root's y -3 (1 of 2 left)"
+		s += " by " + line(d.GrantText())
 	} else if d.Source == "policy" {
 		s += " by policy (" + line(d.By) + ")"
 	} else if d.Source != "" {
@@ -180,7 +180,7 @@ func decisionString(d *client.Decision) string {
 	if d.Grant != "" && d.Source != "grant" {
 		s += " [grant " + line(d.Grant) + "]" // the grant the decision made: y -N, y!
 	}
-	if p := client.ProfileText(d.Profile); p != "" {
+	if p := api.ProfileText(d.Profile); p != "" {
 		s += ", runs " + p
 	}
 	if d.Feedback != "" {
@@ -236,4 +236,12 @@ func writeArgs(w io.Writer, args json.RawMessage, indent string, maxLines int) {
 			fmt.Fprintln(w, strings.TrimRight(indent+"  "+l, " \t"))
 		}
 	}
+}
+
+// nextProposals is "proposal" or "N proposals", after "the next".
+func nextProposals(n int) string {
+	if n == 1 {
+		return "proposal"
+	}
+	return display.Count(n, "proposal", "proposals")
 }

@@ -3,7 +3,7 @@ package cli
 import (
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // TestDecisionStringNamesTheGrant: follow shows an automatic approval by its grant, with
@@ -11,18 +11,20 @@ import (
 func TestDecisionStringNamesTheGrant(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		d    client.Decision
+		d    api.Decision
 		want string
 	}{
-		{"grant_countdown", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-1", GrantLabel: "root's y -3 (1 left)"},
+		{"grant_countdown", api.Decision{Kind: api.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-1", GrantLabel: "root's y -3", GrantCount: 2, GrantLeft: 1},
+			"approved by root's y -3 (1 of 2 left)"},
+		{"label_written_before_count_fields", api.Decision{Kind: api.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-1", GrantLabel: "root's y -3 (1 left)"},
 			"approved by root's y -3 (1 left)"},
-		{"pattern_grant", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-2",
+		{"pattern_grant", api.Decision{Kind: api.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-2",
 			GrantLabel: "rule write_file(notes/*) added by root 2026-11-24"}, "approved by rule write_file(notes/*) added by root 2026-11-24"},
-		{"person_y_n_makes_grant", client.Decision{Kind: client.DecisionApprove, Count: 3, Source: "agentctl", By: "root", Grant: "g-3"},
+		{"person_y_n_makes_grant", api.Decision{Kind: api.DecisionApprove, Count: 3, Source: "agentctl", By: "root", Grant: "g-3"},
 			"approved (and the next 2) by root via agentctl [grant g-3]"},
-		{"policy_pattern", client.Decision{Kind: client.DecisionApprove, Count: 1, Source: "policy", By: "allow pattern read_file(*)", Pattern: "read_file(*)"},
+		{"policy_pattern", api.Decision{Kind: api.DecisionApprove, Count: 1, Source: "policy", By: "allow pattern read_file(*)", Pattern: "read_file(*)"},
 			"approved by policy (allow pattern read_file(*))"},
-		{"person", client.Decision{Kind: client.DecisionDeny, Source: "slack", By: "ann"}, "denied by ann via slack"},
+		{"person", api.Decision{Kind: api.DecisionDeny, Source: "slack", By: "ann"}, "denied by ann via slack"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := decisionString(&c.d); got != c.want {

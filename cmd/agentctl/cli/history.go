@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var historyCmd = &command{
@@ -30,7 +30,7 @@ func (a *app) runHistory(ctx context.Context, args []string) error {
 	}
 	if a.json {
 		if eps == nil {
-			eps = []client.Episode{}
+			eps = []api.Episode{}
 		}
 		return a.printJSON(eps)
 	}
@@ -53,7 +53,7 @@ func (a *app) runHistory(ctx context.Context, args []string) error {
 	return nil
 }
 
-func writeEpisode(w io.Writer, ep *client.Episode) {
+func writeEpisode(w io.Writer, ep *api.Episode) {
 	fmt.Fprintf(w, "\nstep %d  %s  %s  %s\n", ep.Step, line(ep.Outcome), formatTime(ep.At), formatCall(ep.Command, ep.Args))
 	if ep.Decision != nil {
 		d := *ep.Decision

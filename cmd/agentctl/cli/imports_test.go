@@ -11,7 +11,7 @@ import (
 )
 
 // TestImportsOnlyTheClient checks that agentctl (its main, this package and everything they
-// pull in from this module) uses nothing from the repo but daemon/client and the display
+// pull in from this module) uses nothing from the repo but api and the display
 // leaf, and nothing from outside but the standard library and golang.org/x/term: agentctl
 // must work against any agentd through the public API alone. Its tests may also use the
 // shared test support, which is never linked into the binary.
@@ -20,15 +20,15 @@ func TestImportsOnlyTheClient(t *testing.T) {
 	allowed := map[string]bool{
 		module + "/cmd/agentctl":          true,
 		module + "/cmd/agentctl/cli":      true,
-		module + "/daemon/client":         true,
-		module + "/daemon/client/display": true,
+		module + "/api":         true,
+		module + "/internal/display": true,
 	}
 	testOnly := map[string]bool{
-		module + "/daemon/testutil": true,
-		// the API's one test fake, built on daemon/client's route table
-		module + "/daemon/client/clienttest": true,
+		module + "/internal/testutil": true,
+		// the API's one test fake, built on api's route table
+		module + "/internal/apitest": true,
 		// the hostile strings every front end's tests show
-		module + "/daemon/client/display/displaytest": true,
+		module + "/internal/display/displaytest": true,
 	}
 	type use struct {
 		pkg  string
@@ -44,7 +44,7 @@ func TestImportsOnlyTheClient(t *testing.T) {
 		}
 		seen[u] = true
 		if !allowed[u.pkg] && !(u.test && testOnly[u.pkg]) {
-			t.Errorf("agentctl depends on %s; it may use only daemon/client and display from this module", u.pkg)
+			t.Errorf("agentctl depends on %s; it may use only api and display from this module", u.pkg)
 			continue
 		}
 		for _, imp := range imports(t, filepath.Join(root, strings.TrimPrefix(u.pkg, module))) {
@@ -53,7 +53,7 @@ func TestImportsOnlyTheClient(t *testing.T) {
 				queue = append(queue, use{imp.path, u.test || imp.test})
 			case imp.path == "golang.org/x/term":
 			case strings.Contains(strings.SplitN(imp.path, "/", 2)[0], "."):
-				t.Errorf("%s imports %s: agentctl uses the standard library, daemon/client and golang.org/x/term only", u.pkg, imp.path)
+				t.Errorf("%s imports %s: agentctl uses the standard library, api and golang.org/x/term only", u.pkg, imp.path)
 			}
 		}
 	}

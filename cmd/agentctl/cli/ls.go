@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var lsCmd = &command{
@@ -19,7 +19,7 @@ has taken, and the start of its task. An agent in state awaiting_decision waits 
 see it with 'agentctl show NAME'.
 
 It prints as it reads: with thousands of agents the first rows show at once, and the
-columns are aligned for each ` + strconv.Itoa(client.ListPage) + ` rows. --json prints every agent
+columns are aligned for each ` + strconv.Itoa(api.ListPage) + ` rows. --json prints every agent
 with everything the API shows of it (its pending proposal whole), as one JSON array.`,
 	run: (*app).runLs,
 }
@@ -36,23 +36,23 @@ func (a *app) runLs(ctx context.Context, args []string) error {
 	}
 	if a.json {
 		arr := a.jsonArray()
-		if err := a.api().EachAgent(ctx, client.AgentQuery{}, func(ag client.Agent) error { return arr.add(ag) }); err != nil {
+		if err := a.api().EachAgent(ctx, api.AgentQuery{}, func(ag api.Agent) error { return arr.add(ag) }); err != nil {
 			return err
 		}
 		return arr.close()
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
 	n := 0
-	err = a.api().EachAgent(ctx, client.AgentQuery{Brief: true}, func(ag client.Agent) error {
+	err = a.api().EachAgent(ctx, api.AgentQuery{Brief: true}, func(ag api.Agent) error {
 		if n == 0 {
 			fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSTEP\tTASK")
 		}
 		n++
-		if n%client.ListPage == 0 { // these rows show while the daemon reads the next
+		if n%api.ListPage == 0 { // these rows show while the daemon reads the next
 			defer tw.Flush()
 		}
 		task := ag.Task
-		if task == client.GoalsTask && len(ag.Goals) > 0 { // made with create: its goals are its task
+		if task == api.GoalsTask && len(ag.Goals) > 0 { // made with create: its goals are its task
 			task = "goals: " + strings.Join(ag.Goals, "; ")
 		}
 		if task == "" {

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/cmd/agentctl/cli"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/clienttest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/apitest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // ls prints as it reads: with more agents than a page, the first page's rows are on the
@@ -20,20 +20,20 @@ import (
 // every agent is printed once. It asks for the brief listing.
 func TestLsPrintsAsItReads(t *testing.T) {
 	f := newFakeDaemon(t)
-	all := make([]client.Agent, client.ListPage+3)
+	all := make([]api.Agent, api.ListPage+3)
 	for i := range all {
-		all[i] = client.Agent{ID: fmt.Sprintf("a-%05d", i), Name: fmt.Sprintf("agent-%05d", i), State: client.StateIdle, Task: "wait"}
+		all[i] = api.Agent{ID: fmt.Sprintf("a-%05d", i), Name: fmt.Sprintf("agent-%05d", i), State: api.StateIdle, Task: "wait"}
 	}
 	var out, errb testutil.SyncBuffer
 	var full atomic.Int32 // listings asked for whole
-	clienttest.HandleList(&f.api, client.AgentsRoute, func(_ context.Context, q client.AgentQuery, p client.Page) ([]client.Agent, string, error) {
+	apitest.HandleList(&f.api, api.AgentsRoute, func(_ context.Context, q api.AgentQuery, p api.Page) ([]api.Agent, string, error) {
 		if !q.Brief {
 			full.Add(1)
 		}
-		if p.After != "" && !testutil.Wait(10*time.Second, func() bool { return strings.Contains(out.String(), all[client.ListPage-1].Name) }) {
+		if p.After != "" && !testutil.Wait(10*time.Second, func() bool { return strings.Contains(out.String(), all[api.ListPage-1].Name) }) {
 			return nil, "", errors.New("ls had not printed the first page 10s after the daemon wrote it")
 		}
-		return clienttest.PageOf(all, func(a client.Agent) string { return a.ID }, p)
+		return apitest.PageOf(all, func(a api.Agent) string { return a.ID }, p)
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

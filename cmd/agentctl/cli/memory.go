@@ -6,7 +6,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
+
+	"github.com/agentd/agentd/internal/display"
 )
 
 var memoryCmd = &command{
@@ -111,7 +113,7 @@ func (a *app) memoryAdd(ctx context.Context, f memoryFlags, words []string) erro
 	if text == "" {
 		return usagef("missing TEXT: what to remember")
 	}
-	m, err := a.api().AddMemory(ctx, client.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source, Speaker: f.speaker})
+	m, err := a.api().AddMemory(ctx, api.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source, Speaker: f.speaker})
 	if err != nil {
 		return memoryErr(f.agent, err)
 	}
@@ -127,7 +129,7 @@ func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) e
 	if query == "" {
 		return usagef("missing WORDS to search for")
 	}
-	req := client.MemorySearchRequest{Agent: f.agent, Query: query, K: f.k}
+	req := api.MemorySearchRequest{Agent: f.agent, Query: query, K: f.k}
 	if f.kind != "" {
 		req.Kinds = []string{f.kind}
 	}
@@ -139,6 +141,13 @@ func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) e
 		return a.printJSON(nonNilMemories(hits))
 	}
 	if len(hits) == 0 {
+		// The daemon waited a while for what was queued before the search; more may
+		// still be on its way into the index (a big import, a rebuild).
+		if st, err := a.api().MemoryStats(ctx); err == nil && (st.Queued > 0 || st.Rebuilding) {
+			a.note("no memory matches %q yet: %s still being indexed; search again in a moment (agentctl memory stats shows the queue)",
+				query, display.Count(max(st.Queued, 1), "memory is", "memories are"))
+			return nil
+		}
 		a.note("no memory matches %q", query)
 		return nil
 	}
@@ -155,7 +164,7 @@ func (a *app) memoryList(ctx context.Context, f memoryFlags, rest []string) erro
 	if len(rest) > 0 {
 		return usagef("memory ls takes no arguments, got %q (filter with --agent and --kind)", rest)
 	}
-	list, err := a.api().Memories(ctx, client.MemoryListRequest{Agent: f.agent, Kind: f.kind, Limit: f.limit})
+	list, err := a.api().Memories(ctx, api.MemoryListRequest{Agent: f.agent, Kind: f.kind, Limit: f.limit})
 	if err != nil {
 		return memoryErr(f.agent, err)
 	}
@@ -191,7 +200,7 @@ func (a *app) memoryRemove(ctx context.Context, ids []string) error {
 }
 
 func (a *app) memoryStats(ctx context.Context, f memoryFlags, reindex bool) error {
-	var st *client.MemoryStats
+	var st *api.MemoryStats
 	var err error
 	if reindex {
 		a.note("rebuilding the memory index from the database…")
@@ -230,7 +239,7 @@ func (a *app) memoryStats(ctx context.Context, f memoryFlags, reindex bool) erro
 }
 
 // owner names a memory's agent, or says it is shared.
-func owner(m *client.Memory) string {
+func owner(m *api.Memory) string {
 	switch {
 	case m.Agent != "":
 		return m.Agent
@@ -240,9 +249,9 @@ func owner(m *client.Memory) string {
 	return "(shared)"
 }
 
-func nonNilMemories(ms []client.Memory) []client.Memory {
+func nonNilMemories(ms []api.Memory) []api.Memory {
 	if ms == nil {
-		return []client.Memory{}
+		return []api.Memory{}
 	}
 	return ms
 }

@@ -15,14 +15,15 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // agentctl memory import and export: memories as JSONL, one record a line.
 
 // maxImportLine bounds one line of an import file: a record's text is at most
-// client.MaxTextBytes bytes, which JSON escaping can grow a few times.
-const maxImportLine = 8 * client.MaxTextBytes
+// api.MaxTextBytes bytes, which JSON escaping can grow a few times.
+const maxImportLine = 8 * api.MaxTextBytes
 
 // maxBadLines is how many bad lines an import names before it counts the rest.
 const maxBadLines = 5
@@ -30,7 +31,7 @@ const maxBadLines = 5
 // importLine is one record of an import file and the line it is on.
 type importLine struct {
 	line int
-	rec  client.MemoryRecord
+	rec  api.MemoryRecord
 	size int
 }
 
@@ -52,13 +53,13 @@ func scanImport(r io.Reader, fn func(l importLine, err error) error) error {
 		}
 	}
 	if errors.Is(sc.Err(), bufio.ErrTooLong) {
-		return fmt.Errorf("%d: the line is over %d bytes: a record's text is at most %d bytes; split it into several records", n+1, maxImportLine, client.MaxTextBytes)
+		return fmt.Errorf("%d: the line is over %d bytes: a record's text is at most %d bytes; split it into several records", n+1, maxImportLine, api.MaxTextBytes)
 	}
 	return sc.Err()
 }
 
 // decodeRecord reads one line into rec, saying what is wrong and how to fix it.
-func decodeRecord(b []byte, rec *client.MemoryRecord) error {
+func decodeRecord(b []byte, rec *api.MemoryRecord) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(rec)
@@ -70,10 +71,10 @@ func decodeRecord(b []byte, rec *client.MemoryRecord) error {
 	case err == nil:
 		return rec.Check()
 	case errors.As(err, &typeErr):
-		return &client.RecordError{Field: typeErr.Field, Msg: fmt.Sprintf("a JSON %s where %s belongs: see agentctl memory --help for the fields", typeErr.Value, jsonType(typeErr.Field))}
+		return &api.RecordError{Field: typeErr.Field, Msg: fmt.Sprintf("a JSON %s where %s belongs: see agentctl memory --help for the fields", typeErr.Value, jsonType(typeErr.Field))}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return &client.RecordError{Field: field, Msg: "not a record field: the fields are id, agent, kind, text, time, speaker, source, context and tags"}
+		return &api.RecordError{Field: field, Msg: "not a record field: the fields are id, agent, kind, text, time, speaker, source, context and tags"}
 	}
 	return fmt.Errorf("not one JSON object (%v): write one object a line, like {\"text\": \"…\", \"time\": \"2023-05-08T13:56:00Z\"}", err)
 }
@@ -107,9 +108,9 @@ func (a *app) memoryImport(ctx context.Context, f memoryFlags, rest []string) er
 		return err
 	}
 	if a.json {
-		return a.printJSON(client.MemoryImportResult{Imported: imported})
+		return a.printJSON(api.MemoryImportResult{Imported: imported})
 	}
-	fmt.Fprintf(a.stdout, "imported %d memories from %s\n", imported, path)
+	fmt.Fprintf(a.stdout, "imported %s from %s\n", display.Count(imported, "memory", "memories"), path)
 	return nil
 }
 
@@ -158,7 +159,7 @@ func checkImportFile(path, defaultAgent string) (map[string]int, int, error) {
 func (a *app) checkImportAgents(ctx context.Context, path string, agents map[string]int) error {
 	for _, n := range slices.Sorted(maps.Keys(agents)) {
 		if _, err := a.api().Agent(ctx, n); err != nil {
-			if errors.Is(err, client.ErrNotFound) {
+			if errors.Is(err, api.ErrNotFound) {
 				return fmt.Errorf("%s:%d: no agent %q: nothing imported; create it first (agentctl new %s) or fix the agent", path, agents[n], n, n)
 			}
 			return err
@@ -177,7 +178,7 @@ func (a *app) sendImport(ctx context.Context, path, agent string) (int, error) {
 	}
 	defer fh.Close()
 	imported, lastLine := 0, 0
-	req := client.MemoryImportRequest{Agent: agent}
+	req := api.MemoryImportRequest{Agent: agent}
 	size := 0
 	flush := func() error {
 		if len(req.Records) == 0 {
@@ -199,7 +200,7 @@ func (a *app) sendImport(ctx context.Context, path, agent string) (int, error) {
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w (the file changed during the import)", path, l.line, err)
 		}
-		if len(req.Records) == client.MemoryImportBatchMax || size+l.size > client.MemoryImportBatchBytes {
+		if len(req.Records) == api.MemoryImportBatchMax || size+l.size > api.MemoryImportBatchBytes {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -223,7 +224,7 @@ func (a *app) memoryExport(ctx context.Context, f memoryFlags, rest []string) er
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	n := 0
-	req := client.MemoryExportRequest{Agent: f.agent}
+	req := api.MemoryExportRequest{Agent: f.agent}
 	for {
 		page, err := a.api().ExportMemory(ctx, req)
 		if err != nil {

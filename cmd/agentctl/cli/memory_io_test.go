@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // writeJSONL writes n records to a file, line bad (1-based; 0 for none) broken.
@@ -38,7 +38,7 @@ func writeJSONL(t *testing.T, n, bad int) string {
 // API's bounds, every record once, each with its own line number.
 func TestMemoryImportLargeFile(t *testing.T) {
 	f := newFakeDaemon(t)
-	t.Setenv(client.SocketEnv, f.sock)
+	t.Setenv(api.SocketEnv, f.sock)
 	const n = 100_000
 	path := writeJSONL(t, n, 0)
 	res := runCLI(t, "", "memory", "import", "--agent", "researcher", path)
@@ -47,7 +47,7 @@ func TestMemoryImportLargeFile(t *testing.T) {
 	}
 	next := 1
 	for _, b := range f.imported {
-		if len(b.Records) > client.MemoryImportBatchMax || b.Agent != "researcher" {
+		if len(b.Records) > api.MemoryImportBatchMax || b.Agent != "researcher" {
 			t.Fatalf("batch of %d records for %q", len(b.Records), b.Agent)
 		}
 		size := 0
@@ -70,7 +70,7 @@ func TestMemoryImportLargeFile(t *testing.T) {
 // A bad line near the end of a large file stops the import before anything is sent.
 func TestMemoryImportBadLineSendsNothing(t *testing.T) {
 	f := newFakeDaemon(t)
-	t.Setenv(client.SocketEnv, f.sock)
+	t.Setenv(api.SocketEnv, f.sock)
 	path := writeJSONL(t, 20_000, 19_999)
 	res := runCLI(t, "", "memory", "import", path)
 	want := fmt.Sprintf("%s:19999: field \"time\": \"yesterday\" is not an RFC 3339 time", path)
@@ -84,7 +84,7 @@ func TestMemoryImportBadLineSendsNothing(t *testing.T) {
 
 func TestMemoryImportLineErrors(t *testing.T) {
 	f := newFakeDaemon(t)
-	t.Setenv(client.SocketEnv, f.sock)
+	t.Setenv(api.SocketEnv, f.sock)
 	cases := []struct {
 		name, line, want string
 	}{

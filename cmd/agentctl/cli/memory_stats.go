@@ -8,18 +8,18 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // The per-agent part of agentctl memory stats, and the WHY column of memory search.
 
 // agentStats keeps the stats of one agent (a name or id), after checking it exists.
-func (a *app) agentStats(ctx context.Context, ref string, all []client.MemoryAgentStats) ([]client.MemoryAgentStats, error) {
+func (a *app) agentStats(ctx context.Context, ref string, all []api.MemoryAgentStats) ([]api.MemoryAgentStats, error) {
 	ag, err := a.api().Agent(ctx, ref)
 	if err != nil {
 		return nil, agentErr(ref, err)
 	}
-	out := []client.MemoryAgentStats{}
+	out := []api.MemoryAgentStats{}
 	for _, s := range all {
 		if s.AgentID == ag.ID {
 			out = append(out, s)
@@ -29,7 +29,7 @@ func (a *app) agentStats(ctx context.Context, ref string, all []client.MemoryAge
 }
 
 // printAgentStats shows each agent's memories: count, size, time span and kinds.
-func (a *app) printAgentStats(agents []client.MemoryAgentStats) error {
+func (a *app) printAgentStats(agents []api.MemoryAgentStats) error {
 	if len(agents) == 0 {
 		return nil
 	}
@@ -48,8 +48,8 @@ func (a *app) printAgentStats(agents []client.MemoryAgentStats) error {
 	return tw.Flush()
 }
 
-func cmpName(s client.MemoryAgentStats) string {
-	m := client.Memory{AgentID: s.AgentID, Agent: s.Agent}
+func cmpName(s api.MemoryAgentStats) string {
+	m := api.Memory{AgentID: s.AgentID, Agent: s.Agent}
 	return owner(&m)
 }
 
@@ -65,7 +65,7 @@ func byteSize(n int64) string {
 }
 
 // why says in a few words why a search result matched.
-func why(m *client.MemoryMatch) string {
+func why(m *api.MemoryMatch) string {
 	if m == nil {
 		return "-"
 	}

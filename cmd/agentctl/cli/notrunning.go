@@ -9,12 +9,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // socketPlaces lists where agentd may listen on this machine; tests replace it so that
 // what they print does not depend on the machine they run on.
-var socketPlaces = client.SocketPlaces
+var socketPlaces = api.SocketPlaces
 
 // probeTimeout bounds asking one socket whether agentd answers there.
 const probeTimeout = 2 * time.Second
@@ -34,7 +34,7 @@ func probe(path string) (state string, answers bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	st, err := (&client.Client{Socket: path}).Status(ctx)
+	st, err := (&api.Client{Socket: path}).Status(ctx)
 	switch {
 	case err == nil:
 		return fmt.Sprintf("agentd %s answers (pid %d)", st.Version, st.PID), true
@@ -48,7 +48,7 @@ func probe(path string) (state string, answers bool) {
 
 // lookElsewhere probes every place agentd may listen but tried, and returns a line for
 // each and the first where agentd answers (nil: none).
-func lookElsewhere(tried string) (lines []string, found *client.SocketPlace) {
+func lookElsewhere(tried string) (lines []string, found *api.SocketPlace) {
 	for _, p := range socketPlaces() {
 		if p.Path == tried {
 			continue
@@ -72,7 +72,7 @@ func socketSource(tried string) string {
 
 // notRunning explains that nothing answered at the socket agentctl tried: where that
 // socket came from, what is at the other places agentd may listen, and what to do.
-func (a *app) notRunning(dnr *client.DaemonNotRunningError) string {
+func (a *app) notRunning(dnr *api.DaemonNotRunningError) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "agentd is not running at %s (from %s): ", dnr.Socket, socketSource(dnr.Socket))
 	stale := errors.Is(dnr.Err, syscall.ECONNREFUSED)
@@ -91,13 +91,13 @@ func (a *app) notRunning(dnr *client.DaemonNotRunningError) string {
 	}
 	if found != nil {
 		fmt.Fprintf(&b, "\nagentd runs at %s: use it with `agentctl --socket %s %s ...`, or `export %s=%s` for this shell",
-			found.Path, found.Path, cmd, client.SocketEnv, found.Path)
+			found.Path, found.Path, cmd, api.SocketEnv, found.Path)
 	} else {
 		b.WriteString("\nstart it with `agentd` (or `systemctl --user start agentd`, or `scripts/run.sh` in the agentd source folder, which leaves it running where plain agentctl looks)")
 		if stale {
 			b.WriteString(", which replaces the stale socket")
 		}
-		fmt.Fprintf(&b, "; if it listens elsewhere, point --socket or %s at its socket (agentd --socket PATH sets it)", client.SocketEnv)
+		fmt.Fprintf(&b, "; if it listens elsewhere, point --socket or %s at its socket (agentd --socket PATH sets it)", api.SocketEnv)
 	}
 	return b.String()
 }

@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/cmd/agentctl/cli"
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestNotRunningGolden: when nothing answers at its socket, agentctl names that socket
@@ -25,9 +25,9 @@ func TestNotRunningGolden(t *testing.T) {
 	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	l.Close() // the socket file stays, as an agentd killed with SIGKILL leaves it
 	// Without --socket agentctl tries $AGENTD_SOCKET, the first place.
-	t.Setenv(client.SocketEnv, filepath.Join(tmp, "env.sock"))
-	places := []client.SocketPlace{
-		{Path: filepath.Join(tmp, "env.sock"), From: "$" + client.SocketEnv},
+	t.Setenv(api.SocketEnv, filepath.Join(tmp, "env.sock"))
+	places := []api.SocketPlace{
+		{Path: filepath.Join(tmp, "env.sock"), From: "$" + api.SocketEnv},
 		{Path: filepath.Join(tmp, "xdg", "agentd", "agentd.sock"), From: "$XDG_RUNTIME_DIR"},
 		{Path: stale, From: "the default without $XDG_RUNTIME_DIR"},
 	}
@@ -36,7 +36,7 @@ func TestNotRunningGolden(t *testing.T) {
 		runGoldens(t, f, tmp, "testdata/notrunning/nowhere/*.golden")
 	})
 	t.Run("elsewhere", func(t *testing.T) {
-		cli.SetSocketPlaces(t, append(places, client.SocketPlace{Path: f.sock, From: "the system service, agentd.service"}))
+		cli.SetSocketPlaces(t, append(places, api.SocketPlace{Path: f.sock, From: "the system service, agentd.service"}))
 		runGoldens(t, f, tmp, "testdata/notrunning/elsewhere/*.golden")
 	})
 }

@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var pauseCmd = &command{
@@ -17,6 +17,6 @@ where it stopped.`,
 }
 
 func (a *app) runPause(ctx context.Context, args []string) error {
-	_, err := a.agentAction(ctx, args, (*client.Client).Pause)
+	_, err := a.agentAction(ctx, args, (*api.Client).Pause)
 	return err
 }

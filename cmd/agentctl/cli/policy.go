@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var commandsCmd = &command{
@@ -45,7 +45,7 @@ func (a *app) runCommands(ctx context.Context, args []string) error {
 	}
 	if a.json {
 		if list == nil {
-			list = []client.CommandInfo{}
+			list = []api.CommandInfo{}
 		}
 		return a.printJSON(list)
 	}
@@ -148,14 +148,14 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 		}
 		return a.runGrantRevoke(ctx, ref, rest[1])
 	}
-	var v *client.PolicyView
+	var v *api.PolicyView
 	switch {
 	case len(rest) == 0:
 		v, err = a.api().Policy(ctx, ref)
 	case len(rest) == 2 && rest[0] == "deny":
-		v, err = a.api().AddPermission(ctx, ref, client.PermissionRequest{Effect: rest[0], Pattern: rest[1], By: user()})
+		v, err = a.api().AddPermission(ctx, ref, api.PermissionRequest{Effect: rest[0], Pattern: rest[1], By: user()})
 	case len(rest) == 3 && rest[0] == "rm" && (rest[1] == "allow" || rest[1] == "deny"):
-		v, err = a.api().RemovePermission(ctx, ref, client.PermissionRequest{Effect: rest[1], Pattern: rest[2], By: user()})
+		v, err = a.api().RemovePermission(ctx, ref, api.PermissionRequest{Effect: rest[1], Pattern: rest[2], By: user()})
 	default:
 		return usagef("want: policy AGENT, policy AGENT add PATTERN, policy AGENT revoke GRANT, policy AGENT allow|deny PATTERN, policy AGENT rm allow|deny PATTERN or policy AGENT test COMMAND; got %q", strings.Join(rest, " "))
 	}
@@ -189,16 +189,16 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 
 // policyJSON is policy AGENT --json: the patterns' view with the grants beside them.
 type policyJSON struct {
-	*client.PolicyView
-	Grants []client.Grant `json:"grants"`
+	*api.PolicyView
+	Grants []api.Grant `json:"grants"`
 }
 
 // reach says what a pattern means beyond the commands it names: how the programs an
 // allow pattern approves run, and that a deny on paths holds for every program.
-func reach(p client.Permission) string {
+func reach(p api.Permission) string {
 	switch {
 	case p.Profile != "":
-		return "runs " + client.ProfileText(p.Profile)
+		return "runs " + api.ProfileText(p.Profile)
 	case p.Paths:
 		return "the paths are kept from every program too"
 	}

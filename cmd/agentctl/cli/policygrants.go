@@ -10,7 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // grantFlags are the flags of policy AGENT add.
@@ -33,7 +33,7 @@ func (g *grantFlags) add(fs *flag.FlagSet) {
 // runGrantAdd widens what runs unasked: it shows which of the agent's last proposals
 // the pattern would have approved, and stores it as a grant only when told to.
 func (a *app) runGrantAdd(ctx context.Context, ref, pattern string, f grantFlags) error {
-	req := client.GrantRequest{Pattern: pattern, By: user(), Source: "agentctl", Count: f.count, Expires: f.expires,
+	req := api.GrantRequest{Pattern: pattern, By: user(), Source: "agentctl", Count: f.count, Expires: f.expires,
 		Run: f.run, Preview: f.preview, DryRun: true}
 	pv, err := a.api().AddGrant(ctx, ref, req)
 	if err != nil {
@@ -69,7 +69,7 @@ func (a *app) runGrantAdd(ctx context.Context, ref, pattern string, f grantFlags
 }
 
 // printPreview lists what a pattern grant would have approved.
-func (a *app) printPreview(ref string, pv *client.GrantPreview) {
+func (a *app) printPreview(ref string, pv *api.GrantPreview) {
 	if len(pv.Matches) == 0 {
 		fmt.Fprintf(a.stdout, "%s would have approved none of the %d latest proposals of %s.\n", line(pv.Pattern), pv.Looked, line(ref))
 		return
@@ -85,7 +85,7 @@ func (a *app) printPreview(ref string, pv *client.GrantPreview) {
 
 // runGrantRevoke revokes one of the agent's grants.
 func (a *app) runGrantRevoke(ctx context.Context, ref, id string) error {
-	g, err := a.api().RevokeGrant(ctx, ref, client.RevokeRequest{ID: id, By: user()})
+	g, err := a.api().RevokeGrant(ctx, ref, api.RevokeRequest{ID: id, By: user()})
 	if err != nil {
 		return err // the daemon names the agent or the grant it did not find
 	}
@@ -97,7 +97,7 @@ func (a *app) runGrantRevoke(ctx context.Context, ref, id string) error {
 }
 
 // printGrants lists an agent's grants, active ones first as the daemon orders them.
-func (a *app) printGrants(gs []client.Grant) error {
+func (a *app) printGrants(gs []api.Grant) error {
 	if len(gs) == 0 {
 		a.note("no grants: y -N, y! and policy AGENT add make them")
 		return nil
@@ -117,7 +117,7 @@ func (a *app) printGrants(gs []client.Grant) error {
 
 // printBoundFiles lists the files exact grants bound, with their contents' sha256 when
 // granted: such a grant approves only while each is unchanged.
-func (a *app) printBoundFiles(gs []client.Grant) error {
+func (a *app) printBoundFiles(gs []api.Grant) error {
 	var tw *tabwriter.Writer
 	for _, g := range gs {
 		for _, f := range g.Files {
@@ -136,9 +136,9 @@ func (a *app) printBoundFiles(gs []client.Grant) error {
 }
 
 // grantMatches says what a grant approves.
-func grantMatches(g *client.Grant) string {
+func grantMatches(g *api.Grant) string {
 	switch g.Kind {
-	case client.GrantExact:
+	case api.GrantExact:
 		s := line(g.Command) + " with these exact args (" + line(shortHash(g.Hash)) + ")"
 		if len(g.Files) > 0 {
 			names := make([]string, len(g.Files))
@@ -148,13 +148,13 @@ func grantMatches(g *client.Grant) string {
 			s += ", " + line(truncate(strings.Join(names, ", "), 60)) + " unchanged"
 		}
 		return s
-	case client.GrantPattern:
+	case api.GrantPattern:
 		return line(g.Pattern)
 	}
 	return "any proposal but execute commands"
 }
 
-func grantBy(g *client.Grant) string {
+func grantBy(g *api.Grant) string {
 	if g.By == "" {
 		return g.Source
 	}
@@ -162,10 +162,10 @@ func grantBy(g *client.Grant) string {
 }
 
 // grantEnds says when a grant ends: its count left, its expiry, its run.
-func grantEnds(g *client.Grant) string {
+func grantEnds(g *api.Grant) string {
 	var ends []string
 	if n := g.Left(); n >= 0 {
-		ends = append(ends, fmt.Sprintf("%d of %d left", n, g.Count))
+		ends = append(ends, api.LeftOf(n, g.Count))
 	}
 	if g.ExpiresAt != nil {
 		ends = append(ends, "at "+formatTime(*g.ExpiresAt))
@@ -184,10 +184,10 @@ func grantEnds(g *client.Grant) string {
 
 // writeActiveGrants shows, under agentctl show, the grants that still approve the
 // agent's proposals without asking; agentctl policy AGENT lists all of them.
-func writeActiveGrants(w io.Writer, gs []client.Grant) {
-	var active []client.Grant
+func writeActiveGrants(w io.Writer, gs []api.Grant) {
+	var active []api.Grant
 	for _, g := range gs {
-		if g.State == client.GrantActive {
+		if g.State == api.GrantActive {
 			active = append(active, g)
 		}
 	}

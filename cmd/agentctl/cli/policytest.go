@@ -9,7 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // policyTestFlags are the flags of policy AGENT test.
@@ -70,7 +70,7 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 	if err != nil {
 		return err
 	}
-	req := client.PolicyTestRequest{Command: f.command, Subject: strings.Join(words, " ")}
+	req := api.PolicyTestRequest{Command: f.command, Subject: strings.Join(words, " ")}
 	switch {
 	case f.args != "":
 		if len(words) > 0 {
@@ -114,8 +114,8 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 	fmt.Fprintf(tw, "pattern\t%s\n", orDash(v.Pattern))
 	fmt.Fprintf(tw, "from\t%s\n", orDash(v.Source))
 	fmt.Fprintf(tw, "reason\t%s\n", line(v.Reason))
-	if d := v.Decision; d != nil && client.ProfileText(d.Profile) != "" {
-		fmt.Fprintf(tw, "runs\t%s\n", client.ProfileText(d.Profile))
+	if d := v.Decision; d != nil && api.ProfileText(d.Profile) != "" {
+		fmt.Fprintf(tw, "runs\t%s\n", api.ProfileText(d.Profile))
 	}
 	if err := tw.Flush(); err != nil || len(v.Commands) == 0 {
 		return err
@@ -131,7 +131,7 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 
 // decidedBy says what would decide a tested proposal: a person, a grant, a pattern or
 // the mode, from the decision the daemon would record.
-func decidedBy(v *client.PolicyTest) string {
+func decidedBy(v *api.PolicyTest) string {
 	d := v.Decision
 	switch {
 	case d == nil && v.Effect == "ask":

@@ -5,15 +5,15 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // diffLinesInFollow bounds the diff follow shows; show prints all of it.
 const diffLinesInFollow = 40
 
-// writePreview writes what a proposal would do (client.Preview.Render, the rendering the
+// writePreview writes what a proposal would do (api.Preview.Render, the rendering the
 // chat bots use too) under indent, at most maxLines lines of diff (0: all).
-func writePreview(w io.Writer, pv *client.Preview, indent string, maxLines int) {
+func writePreview(w io.Writer, pv *api.Preview, indent string, maxLines int) {
 	lines, diff := pv.Render()
 	if len(lines) == 0 && diff == "" {
 		return
@@ -27,7 +27,7 @@ func writePreview(w io.Writer, pv *client.Preview, indent string, maxLines int) 
 	}
 	head, cut := diff, false
 	if maxLines > 0 {
-		head, cut = client.HeadLines(diff, maxLines)
+		head, cut = api.HeadLines(diff, maxLines)
 	}
 	for _, l := range strings.Split(head, "\n") {
 		fmt.Fprintln(w, indent+"  "+l) // not trimmed: a change of trailing blanks must show

@@ -5,25 +5,25 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/clienttest"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestPreviewGolden shows a write_file, an execute_shell and a clone_repository proposal
 // with the daemon's previews through `agentctl show` and `agentctl follow`: the diff, the
 // programs with their sandbox and network, the host, all escaped.
 func TestPreviewGolden(t *testing.T) {
-	for _, p := range clienttest.PreviewProposals() {
+	for _, p := range apitest.PreviewProposals() {
 		t.Run(p.Command, func(t *testing.T) {
 			f := newFakeDaemon(t)
-			ag := &client.Agent{ID: p.AgentID, Name: "previewer", State: client.StateAwaitingDecision, Task: "keep notes",
-				RunID: p.RunID, Step: p.Step, Policy: client.Policy{Mode: "ask"}, Pending: p, CreatedAt: p.CreatedAt, UpdatedAt: p.CreatedAt}
+			ag := &api.Agent{ID: p.AgentID, Name: "previewer", State: api.StateAwaitingDecision, Task: "keep notes",
+				RunID: p.RunID, Step: p.Step, Policy: api.Policy{Mode: "ask"}, Pending: p, CreatedAt: p.CreatedAt, UpdatedAt: p.CreatedAt}
 			f.set(func() {
-				f.agents = []*client.Agent{ag}
+				f.agents = []*api.Agent{ag}
 				f.events = func(w *eventWriter, r *http.Request, conn int) {
-					w.send(client.Event{Seq: 1, Type: client.EventProposal, AgentID: p.AgentID, Proposal: p})
-					w.send(client.Event{Seq: 2, Type: client.EventFinish, AgentID: p.AgentID, Message: "done"})
+					w.send(api.Event{Seq: 1, Type: api.EventProposal, AgentID: p.AgentID, Proposal: p})
+					w.send(api.Event{Seq: 2, Type: api.EventFinish, AgentID: p.AgentID, Message: "done"})
 				}
 			})
 			for _, verb := range []string{"show", "follow"} {

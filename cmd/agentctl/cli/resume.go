@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var resumeCmd = &command{
@@ -17,6 +17,6 @@ failed one carry on with its current run. To give an idle agent new work, use
 }
 
 func (a *app) runResume(ctx context.Context, args []string) error {
-	_, err := a.agentAction(ctx, args, (*client.Client).Resume)
+	_, err := a.agentAction(ctx, args, (*api.Client).Resume)
 	return err
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var runCmd = &command{
@@ -47,9 +47,9 @@ func (a *app) runRun(ctx context.Context, args []string) error {
 	if *auto < 0 {
 		return usagef("--auto %d: N must be 0 or more", *auto)
 	}
-	req := client.CreateAgentRequest{Task: task, Budget: budget}
+	req := api.CreateAgentRequest{Task: task, Budget: budget}
 	if *auto > 0 {
-		req.Policy = &client.Policy{Mode: "auto", AutoSteps: *auto}
+		req.Policy = &api.Policy{Mode: "auto", AutoSteps: *auto}
 	}
 	ag, err := a.api().CreateAgent(ctx, req)
 	if err != nil {
@@ -59,7 +59,7 @@ func (a *app) runRun(ctx context.Context, args []string) error {
 }
 
 // started reports an agent that just began a run, then follows it if asked.
-func (a *app) started(ctx context.Context, ag *client.Agent, follow bool) error {
+func (a *app) started(ctx context.Context, ag *api.Agent, follow bool) error {
 	switch {
 	case a.json && follow:
 		// stdout carries only the event stream

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // runBudgetFlags are the --max-steps, --max-tokens and --max-time flags of the commands
@@ -26,8 +26,8 @@ func (f *runBudgetFlags) register(fs *flag.FlagSet) {
 
 // budget is the run budget the flags ask for, nil when they set none; bad values are
 // usage errors naming the flag.
-func (f *runBudgetFlags) budget() (*client.Budget, error) {
-	b := client.Budget{MaxSteps: f.steps, MaxTokens: f.tokens}
+func (f *runBudgetFlags) budget() (*api.Budget, error) {
+	b := api.Budget{MaxSteps: f.steps, MaxTokens: f.tokens}
 	switch {
 	case f.steps < 0:
 		return nil, usagef("--max-steps %d: want a number of steps, 1 or more", f.steps)
@@ -41,14 +41,14 @@ func (f *runBudgetFlags) budget() (*client.Budget, error) {
 		}
 		b.MaxTime = d.String()
 	}
-	if b == (client.Budget{}) {
+	if b == (api.Budget{}) {
 		return nil, nil
 	}
 	return &b, nil
 }
 
 // runBudgetString is a run's own budget in one line.
-func runBudgetString(b client.Budget) string {
+func runBudgetString(b api.Budget) string {
 	var parts []string
 	if b.MaxSteps > 0 {
 		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))

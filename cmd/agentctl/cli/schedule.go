@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var scheduleCmd = &command{
@@ -115,7 +115,7 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 func (a *app) scheduleAdd(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
-	var req client.ScheduleRequest
+	var req api.ScheduleRequest
 	var allow listFlag
 	fs.StringVar(&req.Goal, "goal", "", "`TEXT`: what each run should do (required)")
 	fs.StringVar(&req.Agent, "agent", "", "give the goal to this existing `AGENT` each time")
@@ -147,9 +147,9 @@ func (a *app) scheduleAdd(ctx context.Context, args []string) error {
 	if req.Autonomy.Mode == "" {
 		switch {
 		case len(allow) > 0:
-			req.Autonomy.Mode = client.AutonomyPatterns
+			req.Autonomy.Mode = api.AutonomyPatterns
 		case req.Autonomy.Steps > 0:
-			req.Autonomy.Mode = client.AutonomyAuto
+			req.Autonomy.Mode = api.AutonomyAuto
 		}
 	}
 	s, err := a.api().AddSchedule(ctx, req)
@@ -165,14 +165,14 @@ func (a *app) scheduleAdd(ctx context.Context, args []string) error {
 }
 
 // zoneOf is the schedule's zone, for showing its times as its owner reads them.
-func zoneOf(s *client.Schedule) *time.Location {
+func zoneOf(s *api.Schedule) *time.Location {
 	if loc, err := time.LoadLocation(s.TimeZone); err == nil && s.TimeZone != "" {
 		return loc
 	}
 	return time.Local
 }
 
-func writeNextTimes(w io.Writer, s *client.Schedule) {
+func writeNextTimes(w io.Writer, s *api.Schedule) {
 	switch {
 	case s.Paused:
 		fmt.Fprintln(w, "paused: it fires again after agentctl schedule resume "+s.Name)
@@ -186,14 +186,14 @@ func writeNextTimes(w io.Writer, s *client.Schedule) {
 	}
 }
 
-func target(s *client.Schedule) string {
+func target(s *api.Schedule) string {
 	if s.Template != "" {
 		return "new agent " + s.Template + "-…"
 	}
 	return "agent " + s.Agent
 }
 
-func scheduleState(s *client.Schedule) string {
+func scheduleState(s *api.Schedule) string {
 	var parts []string
 	if s.Paused {
 		parts = append(parts, "paused")
@@ -224,7 +224,7 @@ func (a *app) scheduleLs(ctx context.Context, args []string) error {
 	}
 	if a.json {
 		if list == nil {
-			list = []client.Schedule{}
+			list = []api.Schedule{}
 		}
 		return a.printJSON(list)
 	}
@@ -287,21 +287,24 @@ func (a *app) scheduleShow(ctx context.Context, args []string) error {
 	return nil
 }
 
-func autonomyString(au client.Autonomy, b client.Budget) string {
+func autonomyString(au api.Autonomy, b api.Budget) string {
 	switch au.Mode {
-	case client.AutonomyAuto:
+	case api.AutonomyAuto:
 		n := au.Steps
 		if n == 0 {
 			n = b.MaxSteps
 		}
+		if n == 1 {
+			return "auto (the first proposal runs without asking)"
+		}
 		return fmt.Sprintf("auto (the first %d proposals run without asking)", n)
-	case client.AutonomyPatterns:
+	case api.AutonomyPatterns:
 		return "proposals matching " + strings.Join(au.Allow, " ") + " run without asking; the rest ask"
 	}
 	return "ask before every command"
 }
 
-func budgetString(b client.Budget) string {
+func budgetString(b api.Budget) string {
 	var parts []string
 	if b.MaxSteps > 0 {
 		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))
@@ -318,7 +321,7 @@ func budgetString(b client.Budget) string {
 	return strings.Join(parts, ", ") + " per run"
 }
 
-func writeRuns(w io.Writer, runs []client.ScheduleRun) {
+func writeRuns(w io.Writer, runs []api.ScheduleRun) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  SCHEDULED\tOUTCOME\tSTEPS\tTOKENS\tAGENT\tREASON")
 	for _, r := range runs {
@@ -351,7 +354,7 @@ func (a *app) scheduleHistory(ctx context.Context, args []string) error {
 	}
 	if a.json {
 		if runs == nil {
-			runs = []client.ScheduleRun{}
+			runs = []api.ScheduleRun{}
 		}
 		return a.printJSON(runs)
 	}
@@ -379,14 +382,14 @@ func (a *app) scheduleRm(ctx context.Context, args []string) error {
 }
 
 func (a *app) schedulePause(ctx context.Context, args []string) error {
-	return a.scheduleChange(ctx, args, (*client.Client).PauseSchedule)
+	return a.scheduleChange(ctx, args, (*api.Client).PauseSchedule)
 }
 
 func (a *app) scheduleResume(ctx context.Context, args []string) error {
-	return a.scheduleChange(ctx, args, (*client.Client).ResumeSchedule)
+	return a.scheduleChange(ctx, args, (*api.Client).ResumeSchedule)
 }
 
-func (a *app) scheduleChange(ctx context.Context, args []string, fn func(*client.Client, context.Context, string) (*client.Schedule, error)) error {
+func (a *app) scheduleChange(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Schedule, error)) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 var showCmd = &command{
@@ -44,8 +44,8 @@ func (a *app) runShow(ctx context.Context, args []string) error {
 	}
 	writeActiveGrants(a.stdout, gl.Grants)
 	// Its parent and helpers, read briefly: with thousands of agents, the rest is not kept.
-	var family []client.Agent
-	err = a.api().EachAgent(ctx, client.AgentQuery{Brief: true}, func(o client.Agent) error {
+	var family []api.Agent
+	err = a.api().EachAgent(ctx, api.AgentQuery{Brief: true}, func(o api.Agent) error {
 		if o.ID == ag.ParentID || o.ParentID == ag.ID {
 			family = append(family, o)
 		}
@@ -60,7 +60,7 @@ func (a *app) runShow(ctx context.Context, args []string) error {
 
 // writeFamily shows the agent's parent and its helpers (agents it started with
 // start_agent), which work under it and appear in its chat thread.
-func writeFamily(w io.Writer, ag *client.Agent, all []client.Agent) {
+func writeFamily(w io.Writer, ag *api.Agent, all []api.Agent) {
 	if ag.ParentID != "" {
 		parent := ag.ParentID
 		for _, p := range all {
@@ -70,7 +70,7 @@ func writeFamily(w io.Writer, ag *client.Agent, all []client.Agent) {
 		}
 		fmt.Fprintf(w, "\nHelper of %s: its proposals follow %[1]s's policy and show in %[1]s's chat thread.\n", line(parent))
 	}
-	var helpers []client.Agent
+	var helpers []api.Agent
 	for _, h := range all {
 		if h.ParentID == ag.ID {
 			helpers = append(helpers, h)
@@ -87,7 +87,7 @@ func writeFamily(w io.Writer, ag *client.Agent, all []client.Agent) {
 	tw.Flush()
 }
 
-func writeAgent(w io.Writer, ag *client.Agent) {
+func writeAgent(w io.Writer, ag *api.Agent) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -99,7 +99,7 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 	row("Description", ag.Description)
 	row("State", stateString(ag))
 	task := oneParagraph(ag.Task)
-	if ag.Task == client.GoalsTask && len(ag.Goals) > 0 {
+	if ag.Task == api.GoalsTask && len(ag.Goals) > 0 {
 		task = "its goals (below)" // made with create: the stand-in task says nothing
 	}
 	row("Task", task)
@@ -164,7 +164,7 @@ func writeAgent(w io.Writer, ag *client.Agent) {
 }
 
 // agentBudgetString is an agent's budget over all its runs, in one line.
-func agentBudgetString(b client.Budget) string {
+func agentBudgetString(b api.Budget) string {
 	var parts []string
 	if b.MaxSteps > 0 {
 		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))
@@ -188,7 +188,7 @@ func agentBudgetString(b client.Budget) string {
 	return s
 }
 
-func writeDirectives(w io.Writer, d client.Directives) {
+func writeDirectives(w io.Writer, d api.Directives) {
 	if len(d.Constraints)+len(d.Resources)+len(d.BestPractices) == 0 {
 		return
 	}
@@ -208,7 +208,7 @@ func writeDirectives(w io.Writer, d client.Directives) {
 }
 
 // refOf is how to name an agent on the command line: its name, else its id.
-func refOf(ag *client.Agent) string {
+func refOf(ag *api.Agent) string {
 	if ag.Name != "" && !strings.ContainsAny(ag.Name, " \t\"'") {
 		return line(ag.Name)
 	}

@@ -29,13 +29,25 @@ const spinInterval = 120 * time.Millisecond
 
 var spinFrames = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
 
-// start shows label with an animation, replacing any other label. Call with mu held.
-func (s *spinner) start(label string) {
-	if s == nil || (s.running && s.label == label) {
+// start shows label with an animation, replacing any other label, counting from since:
+// when the wait began at the daemon (the agent's StateSince), so a follow that attaches
+// late shows how long the model has really been working; zero counts from now. Call with
+// mu held.
+func (s *spinner) start(label string, since time.Time) {
+	if s == nil {
+		return
+	}
+	if since.IsZero() {
+		since = time.Now()
+	}
+	if s.running && s.label == label {
+		if since.Before(s.since) {
+			s.since = since // the daemon says this wait began earlier
+		}
 		return
 	}
 	s.gen++
-	s.label, s.running, s.since = label, true, time.Now()
+	s.label, s.running, s.since = label, true, since
 	go s.draw(s.gen)
 }
 

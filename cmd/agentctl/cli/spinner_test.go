@@ -1,8 +1,14 @@
 package cli
 
 import (
+	"bytes"
+	"io"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/api"
 )
 
 // TestSpinnerSaysWhatItWaitsOnAndHowLong: the frame names what the agent waits on and
@@ -27,5 +33,24 @@ func TestSpinnerSaysWhatItWaitsOnAndHowLong(t *testing.T) {
 				t.Errorf("frame = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestSpinnerOfALateFollowCountsFromTheModelCall: a follow that attaches while the agent
+// thinks counts from when the daemon says the model call began, not from attaching.
+func TestSpinnerOfALateFollowCountsFromTheModelCall(t *testing.T) {
+	var mu sync.Mutex
+	var out bytes.Buffer
+	f := &follower{spin: &spinner{w: &out, mu: &mu}, shown: map[string]bool{}, closed: map[string]bool{}, asked: map[string]bool{},
+		calls: map[string]string{}, a: &app{stdout: io.Discard, stderr: io.Discard}}
+	began := time.Now().Add(-42 * time.Second).Truncate(time.Millisecond)
+	mu.Lock()
+	f.sync(&api.Agent{ID: "a-1", Name: "walker", State: api.StateThinking, StateSince: began}, time.Time{})
+	f.settle()
+	frame := f.spin.frame(0, began.Add(42*time.Second))
+	f.spin.stop()
+	mu.Unlock()
+	if !strings.Contains(frame, "thinking: waiting for the model (42 s)") {
+		t.Errorf("the spinner of a follow that attached 42 s into the call says %q", frame)
 	}
 }

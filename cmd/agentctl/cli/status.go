@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var statusCmd = &command{
@@ -49,7 +49,7 @@ func (a *app) runStatus(ctx context.Context, args []string) error {
 	return nil
 }
 
-func writeStatus(w io.Writer, st *client.Status) {
+func writeStatus(w io.Writer, st *api.Status) {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "agentd:\t%s, pid %d, started %s\n", st.Version, st.PID, formatTime(st.Started))
 	fmt.Fprintf(tw, "state:\t%s\n", st.StateDir)
@@ -65,7 +65,7 @@ func writeStatus(w io.Writer, st *client.Status) {
 			why = ": " + o.Error
 		}
 		fmt.Fprintf(tw, "ollama:\t%s unreachable%s%s\n", o.Host, why, checkedAgo(o.CheckedAt, time.Now()))
-		fmt.Fprintf(tw, "\tstart it with `ollama serve` (or set OLLAMA_HOST for agentd)\n")
+		fmt.Fprintf(tw, "\t%s\n", ollamaHostHint(o.HostFrom))
 	}
 	model := o.Model
 	if o.ContextLength > 0 {
@@ -108,7 +108,7 @@ func writeStatus(w io.Writer, st *client.Status) {
 }
 
 // httpState renders the TCP listener: "127.0.0.1:7070 (metrics, agent protocol)" or "off".
-func httpState(h client.HTTPStatus) string {
+func httpState(h api.HTTPStatus) string {
 	if !h.Listening {
 		return "off"
 	}
@@ -130,7 +130,7 @@ func httpState(h client.HTTPStatus) string {
 }
 
 // botState renders a bot's connection: "connected since …", "reconnecting (attempt 3): err".
-func botState(b client.BotStatus) string {
+func botState(b api.BotStatus) string {
 	s := b.State
 	if b.Attempt > 0 {
 		s += fmt.Sprintf(" (attempt %d)", b.Attempt)
@@ -156,9 +156,9 @@ func agentCounts(m map[string]int) string {
 		return "none yet (start one with: agentctl run \"TASK\")"
 	}
 	rank := map[string]int{
-		string(client.StateAwaitingDecision): 0, string(client.StateFailed): 1,
-		string(client.StateWaitingForModel): 2, string(client.StateThinking): 3,
-		string(client.StateExecuting): 4, string(client.StatePaused): 5, string(client.StateIdle): 6,
+		string(api.StateAwaitingDecision): 0, string(api.StateFailed): 1,
+		string(api.StateWaitingForModel): 2, string(api.StateThinking): 3,
+		string(api.StateExecuting): 4, string(api.StatePaused): 5, string(api.StateIdle): 6,
 	}
 	sort.Slice(states, func(i, j int) bool {
 		ri, oki := rank[states[i]]
@@ -189,4 +189,16 @@ func checkedAgo(at, now time.Time) string {
 		return " (checked just now)"
 	}
 	return fmt.Sprintf(" (checked %s ago)", age)
+}
+
+// ollamaHostHint says how to reach an Ollama server agentd cannot: start one where agentd
+// looks, or change where it looks, there where agentd took the address from.
+func ollamaHostHint(from string) string {
+	switch from {
+	case "config":
+		return "start it there with `ollama serve`, or fix [ollama] host in agentd's config and restart agentd"
+	case "OLLAMA_HOST":
+		return "start it there with `ollama serve`, or fix agentd's $OLLAMA_HOST (or set [ollama] host in its config) and restart agentd"
+	}
+	return "start it with `ollama serve`, or point agentd at a running one: [ollama] host in its config (or $OLLAMA_HOST), then restart agentd"
 }

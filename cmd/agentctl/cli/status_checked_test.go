@@ -35,3 +35,25 @@ func TestStatusShowsOllamaCheckAge(t *testing.T) {
 		})
 	}
 }
+
+// An unreachable Ollama's hint names what to change where agentd took its address from:
+// the config file's [ollama] host is not fixed by setting $OLLAMA_HOST.
+func TestStatusHintNamesWhereTheOllamaHostCameFrom(t *testing.T) {
+	tests := []struct{ from, want, notWant string }{
+		{"config", "fix [ollama] host in agentd's config", "OLLAMA_HOST"},
+		{"OLLAMA_HOST", "fix agentd's $OLLAMA_HOST", "fix [ollama] host"},
+		{"default", "point agentd at a running one: [ollama] host in its config", "fix "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.from, func(t *testing.T) {
+			f := newFakeDaemon(t)
+			f.mu.Lock()
+			f.status.Ollama.Reachable, f.status.Ollama.Error, f.status.Ollama.HostFrom = false, "connection refused", tt.from
+			f.mu.Unlock()
+			r := runCLI(t, "", "--socket", f.sock, "status")
+			if !strings.Contains(r.stdout, tt.want) || strings.Contains(r.stdout, tt.notWant) {
+				t.Errorf("status says, want %q and not %q:\n%s", tt.want, tt.notWant, r.stdout)
+			}
+		})
+	}
+}

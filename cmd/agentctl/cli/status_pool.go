@@ -6,12 +6,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // writePool renders the model pool: each host when there is more than one (a single
 // host is the ollama line already) and the queue of model calls.
-func writePool(w io.Writer, o client.OllamaStatus) {
+func writePool(w io.Writer, o api.OllamaStatus) {
 	if len(o.Hosts) > 1 {
 		for i, h := range o.Hosts {
 			label := ""
@@ -40,7 +41,7 @@ func writePool(w io.Writer, o client.OllamaStatus) {
 // hostLine renders one host: "http://a:11434 up, 1 of 4 slots busy, 12 calls (checked
 // just now); models: m1, m2" or "http://b:11434 down, next try in 2s: connection refused
 // (checked 5s ago)".
-func hostLine(h client.OllamaHostStatus) string {
+func hostLine(h api.OllamaHostStatus) string {
 	if !h.Up {
 		s := h.URL + " down"
 		if h.RetryInMS > 0 {
@@ -51,7 +52,7 @@ func hostLine(h client.OllamaHostStatus) string {
 		}
 		return s + checkedAgo(h.CheckedAt, time.Now())
 	}
-	s := fmt.Sprintf("%s up, %d of %d slots busy, %d calls%s", h.URL, h.Busy, h.Slots, h.Served, checkedAgo(h.CheckedAt, time.Now()))
+	s := fmt.Sprintf("%s up, %d of %d slots busy, %s%s", h.URL, h.Busy, h.Slots, display.Count(h.Served, "call", "calls"), checkedAgo(h.CheckedAt, time.Now()))
 	switch {
 	case len(h.Models) > 0 && h.ModelsConfigured:
 		s += "; models (configured): " + strings.Join(h.Models, ", ")
@@ -66,12 +67,12 @@ func hostLine(h client.OllamaHostStatus) string {
 
 // failingLine renders a model the host cannot run now: "cannot run qwen3:8b, next try in
 // 2s: ollama at …: HTTP 500 …".
-func failingLine(f client.OllamaModelFailing) string {
+func failingLine(f api.OllamaModelFailing) string {
 	return fmt.Sprintf("cannot run %s, next try in %s: %s", f.Model, (time.Duration(f.RetryInMS) * time.Millisecond).Round(time.Second), f.Error)
 }
 
 // queueLine renders one class: "interactive 0 waiting, p99 wait 12ms over 40 calls".
-func queueLine(q client.ModelQueueStatus) string {
+func queueLine(q api.ModelQueueStatus) string {
 	s := fmt.Sprintf("%s %d waiting", q.Class, q.Queued)
 	if q.Served > 0 {
 		s += fmt.Sprintf(", wait p50 %s p99 %s", msDuration(q.WaitP50MS), msDuration(q.WaitP99MS))

@@ -5,25 +5,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestStatusOneHostSlots(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		hosts []client.OllamaHostStatus
+		hosts []api.OllamaHostStatus
 		want  string
 	}{
-		{"one_slot_adds_nothing", []client.OllamaHostStatus{{URL: "u", Up: true, Slots: 1}}, ""},
-		{"more_slots_show_busy", []client.OllamaHostStatus{{URL: "u", Up: true, Slots: 4, Busy: 2}}, "slots:\t2 of 4 busy\n"},
-		{"failing_model_shows", []client.OllamaHostStatus{{URL: "u", Up: true, Slots: 1,
-			Failing: []client.OllamaModelFailing{{Model: "big:70b", RetryInMS: 2400, Error: "HTTP 500: out of memory"}}}},
+		{"one_slot_adds_nothing", []api.OllamaHostStatus{{URL: "u", Up: true, Slots: 1}}, ""},
+		{"more_slots_show_busy", []api.OllamaHostStatus{{URL: "u", Up: true, Slots: 4, Busy: 2}}, "slots:\t2 of 4 busy\n"},
+		{"failing_model_shows", []api.OllamaHostStatus{{URL: "u", Up: true, Slots: 1,
+			Failing: []api.OllamaModelFailing{{Model: "big:70b", RetryInMS: 2400, Error: "HTTP 500: out of memory"}}}},
 			"failing:\tcannot run big:70b, next try in 2s: HTTP 500: out of memory\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b testutil.SyncBuffer
-			writePool(&b, client.OllamaStatus{Hosts: tc.hosts})
+			writePool(&b, api.OllamaStatus{Hosts: tc.hosts})
 			if got := b.String(); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
@@ -35,7 +35,7 @@ func TestStatusOneHostSlots(t *testing.T) {
 func TestStatusHostsShowCheckAge(t *testing.T) {
 	now := time.Now()
 	var b testutil.SyncBuffer
-	writePool(&b, client.OllamaStatus{Hosts: []client.OllamaHostStatus{
+	writePool(&b, api.OllamaStatus{Hosts: []api.OllamaHostStatus{
 		{URL: "http://a:11434", Up: true, Slots: 1, CheckedAt: now},
 		{URL: "http://b:11434", Error: "connection refused", CheckedAt: now.Add(-5 * time.Second)},
 	}})

@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var stopCmd = &command{
@@ -17,6 +17,6 @@ give it a new task with 'agentctl task AGENT "TASK"'. To delete it, use 'agentct
 }
 
 func (a *app) runStop(ctx context.Context, args []string) error {
-	_, err := a.agentAction(ctx, args, (*client.Client).Stop)
+	_, err := a.agentAction(ctx, args, (*api.Client).Stop)
 	return err
 }

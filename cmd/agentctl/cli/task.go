@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var taskCmd = &command{
@@ -43,7 +43,7 @@ func (a *app) runTask(ctx context.Context, args []string) error {
 	if task == "" {
 		return usagef("missing FOLLOW-UP: what should agent %s do next?", ref)
 	}
-	ag, err := a.api().TaskRun(ctx, ref, client.TaskRequest{Task: task, Budget: budget})
+	ag, err := a.api().TaskRun(ctx, ref, api.TaskRequest{Task: task, Budget: budget})
 	if err != nil {
 		return agentErr(ref, err)
 	}

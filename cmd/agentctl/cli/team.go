@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var teamCmd = &command{
@@ -91,7 +91,7 @@ func (a *app) teamRun(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("workflow file: %w", err)
 	}
-	r, err := a.api().StartTeam(ctx, client.TeamRunRequest{Workflow: string(src), File: filepath.Base(file), Task: task, By: os.Getenv("USER"), KeepAgents: *keep})
+	r, err := a.api().StartTeam(ctx, api.TeamRunRequest{Workflow: string(src), File: filepath.Base(file), Task: task, By: os.Getenv("USER"), KeepAgents: *keep})
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (a *app) teamPlan(ctx context.Context, args []string) error {
 	if task == "" {
 		return usagef(`missing TASK, e.g. agentctl team plan "a report on SQLite's WAL mode" -o report.toml`)
 	}
-	p, err := a.api().PlanTeam(ctx, client.TeamPlanRequest{Task: task})
+	p, err := a.api().PlanTeam(ctx, api.TeamPlanRequest{Task: task})
 	if err != nil {
 		return err
 	}
@@ -155,10 +155,10 @@ func (a *app) teamPlan(ctx context.Context, args []string) error {
 // resumed after the last entry printed, so nothing is missed or printed twice.
 func (a *app) followTeam(ctx context.Context, id string) error {
 	seen, waiting := 0, ""
-	var prev *client.TeamTurn
+	var prev *api.TeamTurn
 	for {
 		ended := false
-		err := a.api().TeamEvents(ctx, id, seen, func(ev client.Event) error {
+		err := a.api().TeamEvents(ctx, id, seen, func(ev api.Event) error {
 			if ev.Team == nil {
 				return nil
 			}
@@ -178,7 +178,7 @@ func (a *app) followTeam(ctx context.Context, id string) error {
 				writeTurn(a.stdout, t, prev)
 			}
 			seen, prev = t.Seq, t
-			ended = t.Kind == client.TurnEnd
+			ended = t.Kind == api.TurnEnd
 			return nil
 		})
 		switch {
@@ -226,7 +226,7 @@ func (a *app) teamLs(ctx context.Context, args []string) error {
 	}
 	if a.json {
 		if list == nil {
-			list = []client.TeamRun{}
+			list = []api.TeamRun{}
 		}
 		return a.printJSON(list)
 	}
@@ -287,7 +287,7 @@ func (a *app) teamShow(ctx context.Context, args []string) error {
 	}
 	if len(r.Transcript) > 0 {
 		fmt.Fprintln(w, "transcript:")
-		var prev *client.TeamTurn
+		var prev *api.TeamTurn
 		for i := range r.Transcript {
 			writeTurn(w, &r.Transcript[i], prev)
 			prev = &r.Transcript[i]
@@ -314,8 +314,8 @@ func (a *app) teamStop(ctx context.Context, args []string) error {
 
 // writeTurn prints one transcript entry, each message labelled with its role; a header
 // line (state / phase) comes before the first message of each phase.
-func writeTurn(w io.Writer, t, prev *client.TeamTurn) {
-	if t.Kind == client.TurnMessage && (prev == nil || prev.Kind != client.TurnMessage || prev.Phase != t.Phase || prev.Cycle != t.Cycle) {
+func writeTurn(w io.Writer, t, prev *api.TeamTurn) {
+	if t.Kind == api.TurnMessage && (prev == nil || prev.Kind != api.TurnMessage || prev.Phase != t.Phase || prev.Cycle != t.Cycle) {
 		fmt.Fprintf(w, "  %s / %s", t.State, t.Phase)
 		if t.Cycle > 0 {
 			fmt.Fprintf(w, " (cycle %d)", t.Cycle)
@@ -323,20 +323,20 @@ func writeTurn(w io.Writer, t, prev *client.TeamTurn) {
 		fmt.Fprintln(w)
 	}
 	switch t.Kind {
-	case client.TurnMessage:
+	case api.TurnMessage:
 		label := "[" + t.Role + "] "
 		lines := strings.Split(strings.TrimRight(t.Text, "\n"), "\n")
 		fmt.Fprintf(w, "    %s%s\n", label, lines[0])
 		for _, l := range lines[1:] {
 			fmt.Fprintf(w, "    %s%s\n", strings.Repeat(" ", len(label)), l)
 		}
-	case client.TurnConclusion:
+	case api.TurnConclusion:
 		fmt.Fprintf(w, "    %s = %s\n", t.Mode, oneLine(t.Text, 100))
-	case client.TurnPhaseEnd:
+	case api.TurnPhaseEnd:
 		fmt.Fprintf(w, "    phase %s ended (%s): %s\n", t.Phase, t.Mode, t.Text)
-	case client.TurnTransition:
+	case api.TurnTransition:
 		fmt.Fprintf(w, "  -> %s\n", t.Text)
-	case client.TurnEnd:
+	case api.TurnEnd:
 		fmt.Fprintf(w, "  run %s: %s\n", t.Mode, t.Text)
 	default:
 		fmt.Fprintf(w, "    (%s) %s\n", t.Kind, t.Text)

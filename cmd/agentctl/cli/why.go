@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 var whyCmd = addCommand("history", &command{
@@ -28,7 +28,7 @@ func (a *app) runWhy(ctx context.Context, args []string) error {
 		return err
 	}
 	w, err := a.api().Why(ctx, ref)
-	if errors.Is(err, client.ErrNotFound) {
+	if errors.Is(err, api.ErrNotFound) {
 		if _, aerr := a.api().Agent(ctx, ref); aerr != nil {
 			return agentErr(ref, aerr) // no such agent, rather than no decision yet
 		}
@@ -45,7 +45,7 @@ func (a *app) runWhy(ctx context.Context, args []string) error {
 	fmt.Fprintf(a.stdout, "  decision:  %s at %s\n", line(string(d.Kind)), formatTime(d.At))
 	fmt.Fprintf(a.stdout, "  by:        %s\n", line(cmdWho(d)))
 	if g := w.Grant; g != nil {
-		fmt.Fprintf(a.stdout, "  grant:     %s  %s  (now %s: %s)\n", line(g.ID), line(d.GrantLabel), line(g.State), line(g.Describe()))
+		fmt.Fprintf(a.stdout, "  grant:     %s  %s  (now %s: %s)\n", line(g.ID), line(d.GrantText()), line(g.State), line(g.Describe()))
 	}
 	if d.Pattern != "" {
 		layer := ""
@@ -63,7 +63,7 @@ func (a *app) runWhy(ctx context.Context, args []string) error {
 
 // cmdWho names who decided: a person and where from, a grant and its maker, or the
 // policy and what in it.
-func cmdWho(d *client.Decision) string {
+func cmdWho(d *api.Decision) string {
 	if d.Source == "grant" {
 		return "grant " + d.Grant + " made by " + d.By
 	}

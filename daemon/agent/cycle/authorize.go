@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
-	"github.com/agentd/agentd/daemon/client"
 )
 
 // Verdict is Authorize's answer.
@@ -29,7 +29,7 @@ type Policy struct {
 
 // Request is everything Authorize weighs.
 type Request struct {
-	Proposal *client.Proposal
+	Proposal *api.Proposal
 	// Spec is the proposal's command as the agent has it now; nil when it has none by
 	// that name (a person must decide).
 	Spec *commands.Spec
@@ -42,14 +42,14 @@ type Request struct {
 	Policy  Policy
 	// Grants are the standing decisions of the agent (its top agent's for a helper) not
 	// revoked or used up; Now and Run (that agent's current run) tell which still hold.
-	Grants []client.Grant
+	Grants []api.Grant
 	Now    time.Time
 	Run    string
 	// Decision is a person's decision from a front end (agentctl, chat, a schedule, a
 	// team or the Agent Protocol); nil when the daemon's policy decides. Approver says
 	// whether its maker may decide there: front ends check their approver lists and
 	// pass what they found (the local API's peers are approvers by construction).
-	Decision *client.Decision
+	Decision *api.Decision
 	Approver bool
 	// Bind is the workspace files the proposal's line names and their contents now, for
 	// a command that runs files (execute_shell, execute_python_file) when an exact grant
@@ -62,7 +62,7 @@ type Request struct {
 // line names, as they are now.
 type Binding struct {
 	// Files are the regular workspace files the line names, each once, by path.
-	Files []client.BoundFile
+	Files []api.BoundFile
 	// Problem says why the files cannot be bound (more than the bound allows, a name
 	// whose file is not known for sure); Files is then empty and nothing may bind them.
 	Problem string
@@ -73,12 +73,12 @@ type Authorization struct {
 	Verdict Verdict
 	Reason  string
 	// Decision is the decision to record: the person's, or the policy's (nil for Ask).
-	Decision *client.Decision
+	Decision *api.Decision
 	// Grant is the grant that approved the proposal, with this approval counted in Used:
 	// the caller records the use. NewGrant is the grant a person's decision makes (y -N,
 	// y!): the caller gives it an id, agent and run, and stores it.
-	Grant    *client.Grant
-	NewGrant *client.Grant
+	Grant    *api.Grant
+	NewGrant *api.Grant
 	// Layer is the rule layer that held the deciding pattern (stored, agent-config,
 	// config); "" when no pattern decided.
 	Layer string
@@ -123,7 +123,7 @@ func Authorize(req Request) Authorization {
 		return out
 	case permission.Deny:
 		out.Verdict, out.Reason, out.Layer = Refuse, v.Reason, v.Layer
-		out.Decision = &client.Decision{ProposalID: p.ID, Kind: client.DecisionFeedback, Source: "policy", By: "deny pattern " + v.Pattern, Pattern: v.Pattern,
+		out.Decision = &api.Decision{ProposalID: p.ID, Kind: api.DecisionFeedback, Source: "policy", By: "deny pattern " + v.Pattern, Pattern: v.Pattern,
 			Feedback: fmt.Sprintf("Not run: %s is refused here by the permission pattern %s. Do not propose it again; choose another way.", p.Command, v.Pattern)}
 		return out
 	}
@@ -143,7 +143,7 @@ func Authorize(req Request) Authorization {
 }
 
 // byMode applies the policy's mode when no pattern or grant decided.
-func byMode(out Authorization, pol Policy, p *client.Proposal) Authorization {
+func byMode(out Authorization, pol Policy, p *api.Proposal) Authorization {
 	by := ""
 	if pol.Owner != "" {
 		by = " (" + pol.Owner + "'s)"
@@ -158,11 +158,11 @@ func byMode(out Authorization, pol Policy, p *client.Proposal) Authorization {
 // grantFor is the grant that approves req's proposal: one that still holds and matches,
 // the narrowest kind first, so a countdown is not spent on what an exact grant covers.
 // With none, unbound says why an exact grant of the same command and args did not.
-func grantFor(req Request) (g *client.Grant, unbound string) {
-	for _, kind := range []client.GrantKind{client.GrantExact, client.GrantPattern, client.GrantCount} {
+func grantFor(req Request) (g *api.Grant, unbound string) {
+	for _, kind := range []api.GrantKind{api.GrantExact, api.GrantPattern, api.GrantCount} {
 		for i := range req.Grants {
 			g := &req.Grants[i]
-			if g.Kind != kind || g.StateAt(req.Now, req.Run) != client.GrantActive || !Matches(g, req.Proposal, req.Spec, req.Options) {
+			if g.Kind != kind || g.StateAt(req.Now, req.Run) != api.GrantActive || !Matches(g, req.Proposal, req.Spec, req.Options) {
 				continue
 			}
 			why := Unbound(g, req.Bind)
@@ -181,11 +181,11 @@ func grantFor(req Request) (g *client.Grant, unbound string) {
 // they are now (bind; nil: it names none): a file it bound changed, is gone, or is new
 // among them. "" when g binds no files and the line names none, or the same files hold
 // the same contents. Only exact grants bind files.
-func Unbound(g *client.Grant, bind *Binding) string {
-	if g.Kind != client.GrantExact {
+func Unbound(g *api.Grant, bind *Binding) string {
+	if g.Kind != api.GrantExact {
 		return ""
 	}
-	var now []client.BoundFile
+	var now []api.BoundFile
 	if bind != nil {
 		if bind.Problem != "" {
 			return fmt.Sprintf("%s (%s) cannot check the files the line names: %s", g.Label, g.ID, bind.Problem)
@@ -218,14 +218,14 @@ func Unbound(g *client.Grant, bind *Binding) string {
 // now, never covered) by its command and args; an exact grant also needs the files it
 // bound unchanged (Unbound). It is the one test of a grant: authorizing and previewing
 // a pattern grant both use it, so a pattern approves exactly what its preview showed.
-func Matches(g *client.Grant, p *client.Proposal, spec *commands.Spec, opts permission.Options) bool {
+func Matches(g *api.Grant, p *api.Proposal, spec *commands.Spec, opts permission.Options) bool {
 	if spec == nil {
 		return false
 	}
 	switch g.Kind {
-	case client.GrantExact:
+	case api.GrantExact:
 		return g.Hash != "" && p.Command == g.Command && p.Hash == g.Hash
-	case client.GrantPattern:
+	case api.GrantPattern:
 		pat, err := permission.Parse(g.Pattern)
 		if err != nil {
 			return false // checked when stored; one that no longer parses approves nothing
@@ -233,27 +233,30 @@ func Matches(g *client.Grant, p *client.Proposal, spec *commands.Spec, opts perm
 		opts.AutoRead = false // the pattern alone must allow it
 		v := permission.Evaluate(*spec, p.Args, opts, permission.Rules{Layer: "grant", Allow: []permission.Pattern{pat}})
 		return v.Effect == permission.Allow && v.Pattern != ""
-	case client.GrantCount:
+	case api.GrantCount:
 		return spec.Class != commands.ClassExecute
 	}
 	return false
 }
 
 // byGrant approves p by grant g, counting this use, and names g in the decision.
-func byGrant(out Authorization, req Request, g *client.Grant) Authorization {
+func byGrant(out Authorization, req Request, g *api.Grant) Authorization {
 	used := *g
 	used.Used++
-	label := used.Describe()
+	label := used.Name()
 	if req.Policy.Owner != "" {
 		label += ", " + req.Policy.Owner + "'s grant"
 	}
-	out.Verdict, out.Reason, out.Grant = Allow, "approved by "+label, &used
-	out.Decision = &client.Decision{ProposalID: req.Proposal.ID, Kind: client.DecisionApprove, Count: 1, Source: SourceGrant,
+	d := &api.Decision{ProposalID: req.Proposal.ID, Kind: api.DecisionApprove, Count: 1, Source: SourceGrant,
 		By: g.By, Pattern: g.Pattern, Grant: g.ID, GrantLabel: label}
-	if g.Kind != client.GrantExact { // y! is a person's approval of this exact command
-		pat, _ := permission.Parse(g.Pattern)
-		out.Decision.Profile = Profile(req.Spec, pat.Write())
+	if used.Count > 0 {
+		d.GrantCount, d.GrantLeft = used.Count, used.Left()
 	}
+	if g.Kind != api.GrantExact { // y! is a person's approval of this exact command
+		pat, _ := permission.Parse(g.Pattern)
+		d.Profile = Profile(req.Spec, pat.Write())
+	}
+	out.Verdict, out.Reason, out.Grant, out.Decision = Allow, "approved by "+d.GrantText(), &used, d
 	return out
 }
 
@@ -265,17 +268,17 @@ func Profile(spec *commands.Spec, write bool) string {
 	case spec == nil || !permission.Sandboxed(spec.Name):
 		return ""
 	case write:
-		return client.ProfileBoundedWrite
+		return api.ProfileBoundedWrite
 	}
-	return client.ProfileBounded
+	return api.ProfileBounded
 }
 
 // SourceGrant is the source of an approval a grant made.
 const SourceGrant = "grant"
 
-func approve(out Authorization, p *client.Proposal, by, pattern string) Authorization {
+func approve(out Authorization, p *api.Proposal, by, pattern string) Authorization {
 	out.Verdict, out.Reason = Allow, "approved by "+by
-	out.Decision = &client.Decision{ProposalID: p.ID, Kind: client.DecisionApprove, Count: 1, Source: "policy", By: by, Pattern: pattern}
+	out.Decision = &api.Decision{ProposalID: p.ID, Kind: api.DecisionApprove, Count: 1, Source: "policy", By: by, Pattern: pattern}
 	return out
 }
 
@@ -283,30 +286,30 @@ func approve(out Authorization, p *client.Proposal, by, pattern string) Authoriz
 // the decision is recorded as made, with the grant it makes: y -N a count grant of the
 // next N-1 for this run, y! an exact grant of this command with these args (and the
 // files its line names, with their contents: a y! that cannot bind them is refused).
-func decided(req Request, d *client.Decision) Authorization {
+func decided(req Request, d *api.Decision) Authorization {
 	out := Authorization{Decision: d}
 	switch {
 	case !req.Approver:
 		out.Verdict, out.Decision = Refuse, nil
 		out.Reason = "not an approver here: the decision changes nothing"
-	case d.Kind == client.DecisionApprove:
+	case d.Kind == api.DecisionApprove:
 		out.Verdict, out.Reason = Allow, "approved by "+Who(d)
-		g := &client.Grant{By: d.By, Source: d.Source}
+		g := &api.Grant{By: d.By, Source: d.Source}
 		switch {
-		case d.Scope == client.ScopeAgent && req.Bind != nil && req.Bind.Problem != "":
+		case d.Scope == api.ScopeAgent && req.Bind != nil && req.Bind.Problem != "":
 			out.Verdict, out.Decision = Refuse, nil
 			out.Reason = "y! cannot bind the files this line names (" + req.Bind.Problem + "): approve it once with y"
-		case d.Scope == client.ScopeAgent:
-			g.Kind, g.Label, g.Command, g.Hash = client.GrantExact, "y!", req.Proposal.Command, req.Proposal.Hash
+		case d.Scope == api.ScopeAgent:
+			g.Kind, g.Label, g.Command, g.Hash = api.GrantExact, "y!", req.Proposal.Command, req.Proposal.Hash
 			if req.Bind != nil {
 				g.Files = req.Bind.Files
 			}
 			out.NewGrant = g
 		case d.Count > 1 && req.Policy.Mode != "continuous": // continuous approves them anyway
-			g.Kind, g.Label, g.Count, g.RunID = client.GrantCount, fmt.Sprintf("y -%d", d.Count), d.Count-1, req.Run
+			g.Kind, g.Label, g.Count, g.RunID = api.GrantCount, fmt.Sprintf("y -%d", d.Count), d.Count-1, req.Run
 			out.NewGrant = g
 		}
-	case d.Kind == client.DecisionDeny:
+	case d.Kind == api.DecisionDeny:
 		out.Verdict, out.Reason = Refuse, "denied by "+Who(d)
 	default:
 		out.Verdict, out.Reason = Refuse, "feedback from "+Who(d)
@@ -315,7 +318,7 @@ func decided(req Request, d *client.Decision) Authorization {
 }
 
 // Who names a decision's maker for people: "ana via slack", or the source alone.
-func Who(d *client.Decision) string {
+func Who(d *api.Decision) string {
 	switch {
 	case d.ByName != "": // a chat user's display name says more than their id
 		return d.ByName + " via " + d.Source

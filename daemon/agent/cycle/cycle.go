@@ -9,24 +9,24 @@ package cycle
 import (
 	"fmt"
 
-	"github.com/agentd/agentd/daemon/client"
+	"github.com/agentd/agentd/api"
 )
 
 // AgentState and ProposalStatus are the wire types: the cycle's states are what the API shows.
 type (
-	AgentState     = client.AgentState
-	ProposalStatus = client.ProposalStatus
+	AgentState     = api.AgentState
+	ProposalStatus = api.ProposalStatus
 )
 
 // Agent states, as client defines them, plus RunOver.
 const (
-	Thinking         = client.StateThinking
-	AwaitingDecision = client.StateAwaitingDecision
-	Executing        = client.StateExecuting
-	WaitingForModel  = client.StateWaitingForModel
-	Paused           = client.StatePaused
-	Idle             = client.StateIdle
-	Failed           = client.StateFailed
+	Thinking         = api.StateThinking
+	AwaitingDecision = api.StateAwaitingDecision
+	Executing        = api.StateExecuting
+	WaitingForModel  = api.StateWaitingForModel
+	Paused           = api.StatePaused
+	Idle             = api.StateIdle
+	Failed           = api.StateFailed
 	// RunOver stands for the agent when the proposal's run is no longer the agent's
 	// current run: an event then moves the proposal only, never the agent.
 	RunOver AgentState = "run_over"
@@ -38,15 +38,15 @@ const Initial = Idle
 // Proposal statuses, as client defines them, plus None.
 const (
 	None         ProposalStatus = "" // no open proposal (or one not yet stored)
-	Pending                     = client.ProposalPending
-	Approved                    = client.ProposalApproved
-	Started                     = client.ProposalStarted
-	Interrupted                 = client.ProposalInterrupted
-	Succeeded                   = client.ProposalSucceeded
-	ProposalFail                = client.ProposalFailed
-	Denied                      = client.ProposalDenied
-	Feedback                    = client.ProposalFeedback
-	Superseded                  = client.ProposalSuperseded
+	Pending                     = api.ProposalPending
+	Approved                    = api.ProposalApproved
+	Started                     = api.ProposalStarted
+	Interrupted                 = api.ProposalInterrupted
+	Succeeded                   = api.ProposalSucceeded
+	ProposalFail                = api.ProposalFailed
+	Denied                      = api.ProposalDenied
+	Feedback                    = api.ProposalFeedback
+	Superseded                  = api.ProposalSuperseded
 )
 
 // State is an agent's state with its open proposal's status (None when it has none).

@@ -9,6 +9,7 @@ import (
 
 	robfig "github.com/robfig/cron/v3"
 
+	"github.com/agentd/agentd/internal/display"
 	_ "time/tzdata" // CRON_TZ= must work on machines without a zoneinfo database
 )
 
@@ -159,7 +160,7 @@ var fieldDefs = []field{
 
 func (s *Spec) parseFields(fs []string) error {
 	if len(fs) != 5 && len(fs) != 6 {
-		return fmt.Errorf("has %d fields: want 5 (minute hour day-of-month month day-of-week), or 6 with seconds first", len(fs))
+		return fmt.Errorf("has %s: want 5 (minute hour day-of-month month day-of-week), or 6 with seconds first", display.Count(len(fs), "field", "fields"))
 	}
 	rest := fs
 	if len(fs) == 6 {

@@ -75,6 +75,7 @@ func TestParseErrors(t *testing.T) {
 		{"zone_path", "CRON_TZ=../../etc/passwd 0 9 * * *", "unknown time zone"},
 		{"unknown_prefix", "FOO=bar 0 9 * * *", `unknown "FOO="`},
 		{"lower_case_prefix", "cron_tz=UTC 0 9 * * *", `unknown "cron_tz="`},
+		{"one_field", "daily", "has 1 field: want 5"},
 		{"four_fields", "0 9 * *", "has 4 fields: want 5"},
 		{"seven_fields", "0 0 9 * * * *", "has 7 fields"},
 		{"minute_60", "60 9 * * *", `minute field "60": 60 is out of range 0-59`},

@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/checkpoint"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // watch is where a changed path is watched: folder is the checkpoint store's root (no

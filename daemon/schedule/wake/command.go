@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // checkProfile is how a check command runs: as a pattern-approved execute_shell runs

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/testutil"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestCommandVerdicts: exit 0 wakes with the output as what the run starts from, exit 1

@@ -18,8 +18,8 @@ import (
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/commands/web"
 	"github.com/agentd/agentd/daemon/checkpoint"
-	"github.com/agentd/agentd/daemon/client/display"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Options configure an Engine.

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/commands/web"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -69,8 +69,8 @@ func (r *rig) restart() {
 // schedule stores a schedule row (the state's foreign key) and returns its id.
 func (r *rig) schedule(id string) string {
 	r.t.Helper()
-	row := &store.Schedule{Schedule: client.Schedule{ID: id, Name: strings.ToLower(id), Spec: "* * * * *", Template: "t", Goal: "g",
-		Autonomy: client.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}
+	row := &store.Schedule{Schedule: api.Schedule{ID: id, Name: strings.ToLower(id), Spec: "* * * * *", Template: "t", Goal: "g",
+		Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}
 	if err := r.st.Tx(context.Background(), func(tx *store.Tx) error { return tx.InsertSchedule(row) }); err != nil {
 		r.t.Fatal(err)
 	}

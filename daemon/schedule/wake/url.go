@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/web"
-	"github.com/agentd/agentd/daemon/client/display"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // pageSeen is what a url check saw: the page's validators, the hash of its text, and the

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
-	"github.com/agentd/agentd/daemon/client"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -20,8 +20,8 @@ func open(t *testing.T) Bindings {
 	t.Cleanup(func() { st.Close() })
 	// Messages belong to proposals, which belong to an agent's run.
 	err = st.Tx(context.Background(), func(tx *store.Tx) error {
-		a := &store.Agent{Agent: client.Agent{ID: "a-1", Name: "one", State: client.StateThinking, Workspace: t.TempDir(), RunID: "r-1",
-			Policy: client.Policy{Mode: "ask"}}}
+		a := &store.Agent{Agent: api.Agent{ID: "a-1", Name: "one", State: api.StateThinking, Workspace: t.TempDir(), RunID: "r-1",
+			Policy: api.Policy{Mode: "ask"}}}
 		if err := tx.InsertAgent(a); err != nil {
 			return err
 		}
@@ -29,8 +29,8 @@ func open(t *testing.T) Bindings {
 			return err
 		}
 		for i, id := range []string{"p-1", "p-2"} {
-			if err := tx.InsertProposal(&client.Proposal{ID: id, AgentID: a.ID, RunID: "r-1", Step: i + 1, Command: "read_file",
-				Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: client.ProposalPending}); err != nil {
+			if err := tx.InsertProposal(&api.Proposal{ID: id, AgentID: a.ID, RunID: "r-1", Step: i + 1, Command: "read_file",
+				Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: api.ProposalPending}); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,463 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// SocketEnv names the environment variable that overrides the default socket path.
+const SocketEnv = "AGENTD_SOCKET"
+
+// DefaultSocketPath is where agentd listens unless told otherwise:
+// $AGENTD_SOCKET, else $RUNTIME_DIRECTORY/agentd.sock (systemd's RuntimeDirectory=agentd,
+// which is /run/agentd or $XDG_RUNTIME_DIR/agentd, where agentctl looks too), else
+// $XDG_RUNTIME_DIR/agentd/agentd.sock, else /run/agentd/agentd.sock for root, else
+// $TMPDIR/agentd-UID/agentd.sock: the first of SocketPlaces.
+func DefaultSocketPath() string { return SocketPlaces()[0].Path }
+
+// Client talks to agentd over its unix socket. The zero value uses DefaultSocketPath.
+type Client struct {
+	// Socket overrides the socket path.
+	Socket string
+	// HTTP overrides the transport (tests); when set, Socket is ignored.
+	HTTP *http.Client
+
+	once sync.Once
+	hc   *http.Client
+}
+
+func (c *Client) socket() string {
+	if c.Socket != "" {
+		return c.Socket
+	}
+	return DefaultSocketPath()
+}
+
+func (c *Client) http() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	c.once.Do(func() {
+		sock := c.socket()
+		c.hc = &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			},
+		}}
+	})
+	return c.hc
+}
+
+// APIError is a non-2xx reply from the daemon.
+type APIError struct {
+	Status  int    // HTTP status code
+	Message string // the daemon's explanation
+}
+
+func (e *APIError) Error() string { return e.Message }
+
+// Is lets errors.Is match the sentinel errors below by status code.
+func (e *APIError) Is(target error) bool {
+	switch target {
+	case ErrNotFound:
+		return e.Status == http.StatusNotFound
+	case ErrConflict:
+		return e.Status == http.StatusConflict
+	case ErrBadRequest:
+		return e.Status == http.StatusBadRequest
+	case ErrForbidden:
+		return e.Status == http.StatusForbidden
+	}
+	return false
+}
+
+// Sentinel errors matched by *APIError's status code.
+var (
+	ErrNotFound   = errors.New("not found")
+	ErrConflict   = errors.New("conflict")
+	ErrBadRequest = errors.New("bad request")
+	ErrForbidden  = errors.New("forbidden")
+)
+
+// StatusOf is the HTTP status the daemon replies with for err: the status of an error of
+// a kind above (the inverse of APIError.Is), else 500.
+func StatusOf(err error) int {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, ErrConflict):
+		return http.StatusConflict
+	case errors.Is(err, ErrBadRequest):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrForbidden):
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
+}
+
+// Error is an error of one of the kinds above (ErrNotFound, ErrConflict, ...) whose
+// message is meant for people as it is. The daemon returns these; the API maps Kind to
+// the status code.
+type Error struct {
+	Kind error
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+// Unwrap returns the kind, so errors.Is(err, ErrConflict) works.
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Errorf returns an *Error of the given kind.
+func Errorf(kind error, format string, args ...any) error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// DaemonNotRunningError says the socket could not be reached.
+type DaemonNotRunningError struct {
+	Socket string
+	Err    error
+}
+
+func (e *DaemonNotRunningError) Error() string {
+	return fmt.Sprintf("agentd is not running (no daemon at %s): start it with `agentd` or `systemctl --user start agentd`", e.Socket)
+}
+
+func (e *DaemonNotRunningError) Unwrap() error { return e.Err }
+
+func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://local"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		if c.HTTP == nil && (errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED)) {
+			return nil, &DaemonNotRunningError{Socket: c.socket(), Err: err}
+		}
+		return nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		var e ErrorResponse
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(b, &e) != nil || e.Error == "" {
+			e.Error = strings.TrimSpace(string(b))
+			if e.Error == "" {
+				e.Error = resp.Status
+			}
+		}
+		return nil, &APIError{Status: resp.StatusCode, Message: e.Error}
+	}
+	return resp, nil
+}
+
+// Audit lists audit log entries, oldest first.
+func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
+	return call(ctx, c, AuditRoute, "", q)
+}
+
+// Replay returns a run step by step; ref is a run id, or an agent for its latest run.
+func (c *Client) Replay(ctx context.Context, ref string) (*Replay, error) {
+	return call(ctx, c, ReplayRoute, ref, None{})
+}
+
+// Doctor runs the daemon's health checks: the model server and model, the store, disk
+// space, and every configured integration.
+func (c *Client) Doctor(ctx context.Context) (*DoctorReport, error) {
+	return call(ctx, c, DoctorRoute, "", None{})
+}
+
+// Reload makes agentd re-read its config file and apply what can change while it runs.
+// A bad file is refused (ErrConflict, every problem listed) and the old config stays.
+func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
+	return call(ctx, c, ReloadRoute, "", None{})
+}
+
+// Status returns the daemon's status.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	return call(ctx, c, StatusRoute, "", None{})
+}
+
+// Agents lists all agents, oldest first, with everything a listing shows of each.
+func (c *Client) Agents(ctx context.Context) ([]Agent, error) {
+	out := []Agent{}
+	err := c.EachAgent(ctx, AgentQuery{}, func(a Agent) error { out = append(out, a); return nil })
+	return out, err
+}
+
+// EachAgent calls fn with each agent, oldest first, as the daemon's reply is read: a long
+// list is never held whole. It stops at fn's first error and returns it.
+func (c *Client) EachAgent(ctx context.Context, q AgentQuery, fn func(Agent) error) error {
+	_, err := list(ctx, c, AgentsRoute, q, Page{}, fn)
+	return err
+}
+
+// ListAgents returns one page of the agents, oldest first: at most p.Limit after the
+// cursor p.After, with the cursor of the next page.
+func (c *Client) ListAgents(ctx context.Context, q AgentQuery, p Page) (*AgentList, error) {
+	if p.Limit <= 0 {
+		return nil, fmt.Errorf("client: ListAgents wants a limit from 1 to %d: EachAgent reads them all", MaxListLimit)
+	}
+	l := &AgentList{Agents: []Agent{}}
+	next, err := list(ctx, c, AgentsRoute, q, p, func(a Agent) error { l.Agents = append(l.Agents, a); return nil })
+	l.Next = next
+	return l, err
+}
+
+// CreateAgent creates an agent (and starts its run unless req.Start is false).
+func (c *Client) CreateAgent(ctx context.Context, req CreateAgentRequest) (*Agent, error) {
+	return call(ctx, c, CreateAgentRoute, "", req)
+}
+
+// Agent returns one agent by id or unique name.
+func (c *Client) Agent(ctx context.Context, agent string) (*Agent, error) {
+	return call(ctx, c, AgentRoute, agent, None{})
+}
+
+// DeleteAgent stops and removes an agent and its history.
+func (c *Client) DeleteAgent(ctx context.Context, agent string) error {
+	_, err := call(ctx, c, DeleteAgentRoute, agent, None{})
+	return err
+}
+
+// Decide records a decision on the agent's current proposal.
+func (c *Client) Decide(ctx context.Context, agent string, req DecideRequest) (*Decision, error) {
+	return call(ctx, c, DecideRoute, agent, req)
+}
+
+// Answer answers the agent's pending question.
+func (c *Client) Answer(ctx context.Context, agent string, req AnswerRequest) error {
+	_, err := call(ctx, c, AnswerRoute, agent, req)
+	return err
+}
+
+// Task gives an idle agent a follow-up task.
+func (c *Client) Task(ctx context.Context, agent string, task string) (*Agent, error) {
+	return c.TaskRun(ctx, agent, TaskRequest{Task: task})
+}
+
+// TaskRun gives an idle agent a follow-up task, with a budget for the run it starts.
+func (c *Client) TaskRun(ctx context.Context, agent string, req TaskRequest) (*Agent, error) {
+	return call(ctx, c, TaskRoute, agent, req)
+}
+
+// SetBudget changes an agent's own budget over all its runs; an agent paused by its
+// budget goes on when the new one allows.
+func (c *Client) SetBudget(ctx context.Context, agent string, req BudgetRequest) (*Agent, error) {
+	return call(ctx, c, BudgetRoute, agent, req)
+}
+
+// Pause pauses an agent after its current step.
+func (c *Client) Pause(ctx context.Context, agent string) (*Agent, error) {
+	return call(ctx, c, PauseRoute, agent, None{})
+}
+
+// Resume resumes a paused (or failed) agent.
+func (c *Client) Resume(ctx context.Context, agent string) (*Agent, error) {
+	return call(ctx, c, ResumeRoute, agent, None{})
+}
+
+// Stop ends the agent's current run; the agent stays, idle.
+func (c *Client) Stop(ctx context.Context, agent string) (*Agent, error) {
+	return call(ctx, c, StopRoute, agent, None{})
+}
+
+// History returns the agent's episodes, oldest first.
+func (c *Client) History(ctx context.Context, agent string) ([]Episode, error) {
+	return call(ctx, c, HistoryRoute, agent, None{})
+}
+
+// Commands lists the commands the agent may use now, with class, effective policy and the
+// patterns that can decide them. With agent "" it lists what a new agent gets.
+func (c *Client) Commands(ctx context.Context, agent string) ([]CommandInfo, error) {
+	if agent == "" {
+		return call(ctx, c, CommandsRoute, "", None{})
+	}
+	return call(ctx, c, AgentCommandsRoute, agent, None{})
+}
+
+// Policy returns every permission pattern that applies to the agent.
+func (c *Client) Policy(ctx context.Context, agent string) (*PolicyView, error) {
+	return call(ctx, c, PolicyRoute, agent, None{})
+}
+
+// AddPermission stores an allow or deny pattern for the agent.
+func (c *Client) AddPermission(ctx context.Context, agent string, req PermissionRequest) (*PolicyView, error) {
+	return call(ctx, c, AddPermissionRoute, agent, req)
+}
+
+// RemovePermission deletes a stored pattern of the agent.
+func (c *Client) RemovePermission(ctx context.Context, agent string, req PermissionRequest) (*PolicyView, error) {
+	return call(ctx, c, RemovePermissionRoute, agent, req)
+}
+
+// TestPolicy says how the agent's permission patterns would decide a proposal, and why.
+func (c *Client) TestPolicy(ctx context.Context, agent string, req PolicyTestRequest) (*PolicyTest, error) {
+	return call(ctx, c, TestPolicyRoute, agent, req)
+}
+
+// Grants lists the agent's grants, newest first.
+func (c *Client) Grants(ctx context.Context, agent string) (*GrantList, error) {
+	return call(ctx, c, GrantsRoute, agent, None{})
+}
+
+// AddGrant previews a pattern grant for the agent and, unless req.DryRun, stores it.
+func (c *Client) AddGrant(ctx context.Context, agent string, req GrantRequest) (*GrantPreview, error) {
+	return call(ctx, c, AddGrantRoute, agent, req)
+}
+
+// RevokeGrant revokes one of the agent's grants: it approves nothing from then on.
+func (c *Client) RevokeGrant(ctx context.Context, agent string, req RevokeRequest) (*Grant, error) {
+	return call(ctx, c, RevokeGrantRoute, agent, req)
+}
+
+// Proposals returns the agent's proposals, oldest first.
+func (c *Client) Proposals(ctx context.Context, agent string) ([]Proposal, error) {
+	return call(ctx, c, ProposalsRoute, agent, None{})
+}
+
+// Events streams events for one agent (or all agents when agent is "") to fn until ctx ends,
+// the stream ends, or fn returns an error. Events after seq since are replayed first when the
+// daemon still has them; since 0 replays nothing.
+func (c *Client) Events(ctx context.Context, agent string, since int64, fn func(Event) error) error {
+	return c.EventsOpened(ctx, agent, since, nil, fn)
+}
+
+// EventsOpened is Events calling opened (when not nil) once the daemon has subscribed,
+// before the first event. With since 0 nothing is replayed, so a caller that read the
+// agent before subscribing reads it again in opened, or misses what happened in between.
+func (c *Client) EventsOpened(ctx context.Context, agent string, since int64, opened func() error, fn func(Event) error) error {
+	if agent == "" {
+		return c.stream(ctx, EventsRoute.URL("", since), opened, fn)
+	}
+	return c.stream(ctx, AgentEventsRoute.URL(agent, since), opened, fn)
+}
+
+// stream reads the NDJSON event stream at path into fn, after opened (may be nil): the
+// daemon sends the headers once it has subscribed.
+func (c *Client) stream(ctx context.Context, path string, opened func() error, fn func(Event) error) error {
+	resp, err := c.send(ctx, "GET", path, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if opened != nil {
+		if err := opened(); err != nil {
+			return err
+		}
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var ev Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("client: bad event line: %w", err)
+		}
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// ParseDecision turns what a person typed into a decision, the same way in every front end:
+// "y" approves, "y -N" approves this and the next N-1, "n" denies, anything else is feedback.
+// Empty text is an error; "?", "help" and "h" are ErrHelp (never feedback: see IsHelp).
+func ParseDecision(text string) (DecideRequest, error) {
+	t := strings.TrimSpace(text)
+	if IsHelp(t) {
+		return DecideRequest{}, ErrHelp
+	}
+	switch strings.ToLower(t) {
+	case "":
+		return DecideRequest{}, errors.New("empty reply: type y, y -N, y!, n, n! or feedback (? for help)")
+	case "y", "yes":
+		return DecideRequest{Kind: DecisionApprove, Count: 1}, nil
+	case "n", "no":
+		return DecideRequest{Kind: DecisionDeny}, nil
+	case "y!", "a", "always":
+		return DecideRequest{Kind: DecisionApprove, Count: 1, Scope: ScopeAgent}, nil
+	case "n!", "never":
+		return DecideRequest{Kind: DecisionDeny, Scope: ScopeDeny}, nil
+	}
+	if f := strings.Fields(t); len(f) == 2 && strings.EqualFold(f[0], "y") && strings.HasPrefix(f[1], "-") {
+		n, err := strconv.Atoi(f[1][1:])
+		if err != nil || n < 1 {
+			return DecideRequest{}, fmt.Errorf("%q: want y -N with N a whole number of at least 1", t)
+		}
+		return DecideRequest{Kind: DecisionApprove, Count: n}, nil
+	}
+	return DecideRequest{Kind: DecisionFeedback, Feedback: t}, nil
+}
+
+// Schedules lists every schedule by name.
+func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
+	return call(ctx, c, SchedulesRoute, "", None{})
+}
+
+// AddSchedule adds a schedule; the reply lists its next fire times.
+func (c *Client) AddSchedule(ctx context.Context, req ScheduleRequest) (*Schedule, error) {
+	return call(ctx, c, AddScheduleRoute, "", req)
+}
+
+// Schedule returns one schedule (by id or name) with its status and next fire times.
+func (c *Client) Schedule(ctx context.Context, schedule string) (*Schedule, error) {
+	return call(ctx, c, ScheduleRoute, schedule, None{})
+}
+
+// RemoveSchedule removes a schedule and its run records; runs in progress go on.
+func (c *Client) RemoveSchedule(ctx context.Context, schedule string) error {
+	_, err := call(ctx, c, RemoveScheduleRoute, schedule, None{})
+	return err
+}
+
+// PauseSchedule stops a schedule firing until ResumeSchedule.
+func (c *Client) PauseSchedule(ctx context.Context, schedule string) (*Schedule, error) {
+	return call(ctx, c, PauseScheduleRoute, schedule, None{})
+}
+
+// ResumeSchedule lets a paused schedule fire again, from now on.
+func (c *Client) ResumeSchedule(ctx context.Context, schedule string) (*Schedule, error) {
+	return call(ctx, c, ResumeScheduleRoute, schedule, None{})
+}
+
+// RunSchedule fires a schedule now and returns the firing's record.
+func (c *Client) RunSchedule(ctx context.Context, schedule string) (*ScheduleRun, error) {
+	return call(ctx, c, RunScheduleRoute, schedule, None{})
+}
+
+// ScheduleHistory returns a schedule's firing records, newest first; limit 0 is all.
+func (c *Client) ScheduleHistory(ctx context.Context, schedule string, limit int) ([]ScheduleRun, error) {
+	return call(ctx, c, ScheduleHistoryRoute, schedule, ScheduleHistoryQuery{Limit: limit})
+}

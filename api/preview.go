@@ -1,0 +1,125 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/agentd/agentd/internal/display"
+)
+
+// PreviewKind says which fields of a Preview are set.
+type PreviewKind string
+
+// The kinds of preview.
+const (
+	// PreviewDiff: a file command's change to one workspace file (Path, Diff).
+	PreviewDiff PreviewKind = "diff"
+	// PreviewProgram: a program run (Programs, Dir, Sandbox, Network).
+	PreviewProgram PreviewKind = "program"
+	// PreviewHost: a command that connects out (URL's Host, as the network guard reads it).
+	PreviewHost PreviewKind = "host"
+)
+
+// MaxPreviewDiff bounds the diff a preview stores, in bytes; a longer one is cut on a
+// line and DiffCut set.
+const MaxPreviewDiff = 64 << 10
+
+// Preview is what a proposal would do, worked out by the daemon when the proposal is
+// made and stored with it, so a person judges the effect rather than the model's args.
+// Every string in it may come from the model or the workspace: show it through Render.
+type Preview struct {
+	Kind PreviewKind `json:"kind"`
+	// Path is the workspace file a file command would change (PreviewDiff).
+	Path string `json:"path,omitempty"`
+	// Diff is a unified diff (3 lines of context) of Path as it is now against what it
+	// would become: all "+" for a new file, all "-" for a delete. Empty when Note says
+	// why there is none (a binary or huge file, a path the workspace refuses).
+	Diff string `json:"diff,omitempty"`
+	// DiffCut says Diff was cut at MaxPreviewDiff bytes.
+	DiffCut bool `json:"diff_cut,omitempty"`
+	// Programs are the simple commands a shell line runs, each its program then its
+	// arguments after quote removal, as the permission rules read them (PreviewProgram).
+	Programs [][]string `json:"programs,omitempty"`
+	// Dir is the working directory the program starts in.
+	Dir string `json:"dir,omitempty"`
+	// Sandbox is how the program is confined: "bwrap", "none (runs as agentd)", or why
+	// it would be refused.
+	Sandbox string `json:"sandbox,omitempty"`
+	// Network is the network the program has: "none (own namespace)" or "host".
+	Network string `json:"network,omitempty"`
+	// Host is the host a network command would connect to, after the network guard's
+	// normalisation (IDN to ASCII, numeric forms to the address), with its port.
+	Host string `json:"host,omitempty"`
+	// Note is anything else the person should know: why there is no diff, why the line
+	// is not plain commands, that the guard would refuse the host.
+	Note string `json:"note,omitempty"`
+}
+
+// PreviewDiffLines is how many lines of a diff the chat messages show inline.
+const PreviewDiffLines = 15
+
+// Render returns the preview as escaped text for a person, the same in agentctl and chat:
+// Lines describe it (one line each, escaped with display.Line), Diff is the whole diff
+// escaped with display.Text ("" when there is none).
+func (p *Preview) Render() (lines []string, diff string) {
+	if p == nil {
+		return nil, ""
+	}
+	esc := func(s string) string { return display.Escape(s, display.Line) }
+	switch p.Kind {
+	case PreviewDiff:
+		lines = append(lines, "File: "+esc(p.Path))
+	case PreviewProgram:
+		for i, argv := range p.Programs {
+			ws := make([]string, len(argv))
+			for j, w := range argv {
+				ws[j] = esc(quoteArg(w))
+			}
+			label := "Runs: "
+			if len(p.Programs) > 1 {
+				label = fmt.Sprintf("Runs (%d/%d): ", i+1, len(p.Programs))
+			}
+			lines = append(lines, label+strings.Join(ws, " "))
+		}
+		lines = append(lines, "In: "+esc(p.Dir), "Sandbox: "+esc(p.Sandbox), "Network: "+esc(p.Network))
+	case PreviewHost:
+		lines = append(lines, "Connects to: "+esc(p.Host))
+	}
+	if p.Note != "" {
+		lines = append(lines, "Note: "+esc(p.Note))
+	}
+	if p.Diff != "" {
+		diff = display.Escape(strings.TrimSuffix(p.Diff, "\n"), display.Text)
+		if p.DiffCut {
+			diff += fmt.Sprintf("\n… diff cut at %d KiB", MaxPreviewDiff>>10)
+		}
+	}
+	return lines, diff
+}
+
+// HeadLines returns the first n lines of text and whether any were left out.
+func HeadLines(text string, n int) (string, bool) {
+	i := 0
+	for k := 0; k < n; k++ {
+		j := strings.IndexByte(text[i:], '\n')
+		if j < 0 {
+			return text, false
+		}
+		i += j + 1
+	}
+	if i >= len(text) {
+		return text, false
+	}
+	return strings.TrimSuffix(text[:i], "\n"), true
+}
+
+// quoteArg writes an argument so a person reads one word: bare when it is plain, else in
+// single quotes (the shell's own quoting, so the line can be read back as it runs).
+func quoteArg(w string) string {
+	if w != "" && strings.IndexFunc(w, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%^", r))
+	}) < 0 {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}

@@ -1,0 +1,54 @@
+package api
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestPreviewRender(t *testing.T) {
+	tests := []struct {
+		name  string
+		pv    *Preview
+		lines []string
+		diff  string
+	}{
+		{"none", nil, nil, ""},
+		{"diff_escaped", &Preview{Kind: PreviewDiff, Path: "a\u202e.txt", Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\x1b[2J\n+b\u200b\n"},
+			[]string{`File: a\u202e.txt`}, "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\\x1b[2J\n+b\\u200b"},
+		{"diff_cut", &Preview{Kind: PreviewDiff, Path: "x", Diff: "--- a/x\n", DiffCut: true},
+			[]string{"File: x"}, "--- a/x\n… diff cut at 64 KiB"},
+		{"programs_quoted", &Preview{Kind: PreviewProgram, Programs: [][]string{{"echo", "two words", "it's"}, {"wc", "-l"}},
+			Dir: "/ws", Sandbox: "bwrap", Network: "none", Note: "line\nbreak"},
+			[]string{`Runs (1/2): echo 'two words' 'it'\''s'`, "Runs (2/2): wc -l", "In: /ws", "Sandbox: bwrap", "Network: none", `Note: line\x0abreak`}, ""},
+		{"host", &Preview{Kind: PreviewHost, Host: "example.com:443"}, []string{"Connects to: example.com:443"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lines, diff := tt.pv.Render()
+			if !reflect.DeepEqual(lines, tt.lines) || diff != tt.diff {
+				t.Errorf("Render() =\n%q\n%q\nwant\n%q\n%q", lines, diff, tt.lines, tt.diff)
+			}
+		})
+	}
+}
+
+func TestHeadLines(t *testing.T) {
+	tests := []struct {
+		name, text string
+		n          int
+		want       string
+		cut        bool
+	}{
+		{"shorter", "a\nb", 3, "a\nb", false},
+		{"exact", "a\nb\nc", 3, "a\nb\nc", false},
+		{"exact_trailing_newline", "a\nb\nc\n", 3, "a\nb\nc\n", false},
+		{"longer", "a\nb\nc\nd", 2, "a\nb", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, cut := HeadLines(tt.text, tt.n); got != tt.want || cut != tt.cut {
+				t.Errorf("HeadLines(%q, %d) = %q, %v; want %q, %v", tt.text, tt.n, got, cut, tt.want, tt.cut)
+			}
+		})
+	}
+}

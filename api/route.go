@@ -1,0 +1,224 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// None is the request or reply of a route that has no body.
+type None struct{}
+
+// Route is one row of the local API, declared once for both sides: the client builds its
+// request from it and the daemon (daemon/localapi) serves it by calling Call on its Service.
+// In travels as the JSON body, or in the query string when the route has a query codec;
+// Out is the JSON reply (None: no body). A route has at most one path value, given to Call
+// as ref ("" when the path has none).
+type Route[In, Out any] struct {
+	Method string
+	Path   string // a ServeMux pattern, e.g. /v0/agents/{agent}/why
+	Status int    // on success; 0 means 200
+	Call   func(ctx context.Context, s Service, ref string, in In) (Out, error)
+
+	// toQuery and fromQuery carry In in the query string instead of the body (GETs).
+	toQuery   func(In) url.Values
+	fromQuery func(url.Values) (In, error)
+}
+
+// Endpoint is a Route with its types hidden, as the server lists them.
+type Endpoint interface {
+	// Pattern is the ServeMux pattern, "METHOD /path".
+	Pattern() string
+	// Serve reads the request's input (with decodeBody for a JSON body), calls the
+	// Service and returns the status and value to reply with (nil: no body; a *List:
+	// written with its Write, as it is read).
+	Serve(s Service, r *http.Request, decodeBody func(any) error) (status int, out any, err error)
+}
+
+// Pattern implements Endpoint.
+func (rt Route[In, Out]) Pattern() string { return rt.Method + " " + rt.Path }
+
+// Serve implements Endpoint.
+func (rt Route[In, Out]) Serve(s Service, r *http.Request, decodeBody func(any) error) (int, any, error) {
+	var in In
+	switch {
+	case rt.fromQuery != nil:
+		v, err := rt.fromQuery(r.URL.Query())
+		if err != nil {
+			return 0, nil, err
+		}
+		in = v
+	case !isNone[In]():
+		if err := decodeBody(&in); err != nil {
+			return 0, nil, err
+		}
+	}
+	call := rt.Call
+	if f, ok := s.(RouteFuncs); ok {
+		fn, err := routeFunc[func(context.Context, string, In) (Out, error)](f, rt.Pattern())
+		if err != nil {
+			return 0, nil, err
+		}
+		call = func(ctx context.Context, _ Service, ref string, in In) (Out, error) { return fn(ctx, ref, in) }
+	}
+	out, err := call(r.Context(), s, pathValue(r, rt.Path), in)
+	if err != nil {
+		return 0, nil, err
+	}
+	status := rt.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if isNone[Out]() {
+		return status, nil, nil
+	}
+	return status, nonNil(out), nil
+}
+
+// URL is the route's path with ref in its one path value, and query when it has one.
+func (rt Route[In, Out]) URL(ref string, in In) string {
+	p := rt.Path
+	if i := strings.IndexByte(p, '{'); i >= 0 {
+		j := strings.IndexByte(p[i:], '}')
+		p = p[:i] + url.PathEscape(ref) + p[i+j+1:]
+	}
+	if rt.toQuery != nil {
+		if q := rt.toQuery(in); len(q) > 0 {
+			p += "?" + q.Encode()
+		}
+	}
+	return p
+}
+
+// call makes one request of rt for ref and in, decoding the reply into Out.
+func call[In, Out any](ctx context.Context, c *Client, rt Route[In, Out], ref string, in In) (Out, error) {
+	var out Out
+	var body any
+	if rt.toQuery == nil && !isNone[In]() {
+		body = in
+	}
+	path := rt.URL(ref, in)
+	resp, err := c.send(ctx, rt.Method, path, body)
+	if err != nil {
+		return out, err
+	}
+	defer resp.Body.Close()
+	if isNone[Out]() {
+		io.Copy(io.Discard, resp.Body)
+		return out, nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return out, fmt.Errorf("client: decoding %s %s: %w", rt.Method, path, err)
+	}
+	return out, nil
+}
+
+// pathValue is the request's one path value, named by the pattern's {name}.
+func pathValue(r *http.Request, pattern string) string {
+	i := strings.IndexByte(pattern, '{')
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexByte(pattern[i:], '}')
+	return r.PathValue(pattern[i+1 : i+j])
+}
+
+func isNone[T any]() bool {
+	var v T
+	_, ok := any(v).(None)
+	return ok
+}
+
+// nonNil makes an empty list encode as [] rather than null, so --json output is stable.
+func nonNil(v any) any {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Slice && rv.IsNil() {
+		return reflect.MakeSlice(rv.Type(), 0, 0).Interface()
+	}
+	return v
+}
+
+// StreamRoute is a route whose reply is an NDJSON stream of Events, resumed after ?since=N.
+type StreamRoute struct {
+	Path  string // a ServeMux pattern, served for GET
+	Since string // what since counts, for the error on a bad one
+	// Subscribe starts the stream for ref (the path value, "" when there is none).
+	Subscribe func(s Service, ref string, since int64) (<-chan Event, func(), error)
+}
+
+// Open reads the request's since and subscribes.
+func (rt StreamRoute) Open(s Service, r *http.Request) (<-chan Event, func(), error) {
+	since := int64(0)
+	if v := r.URL.Query().Get("since"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, nil, Errorf(ErrBadRequest, "invalid since %q: want %s, a whole number ≥ 0", v, rt.Since)
+		}
+		since = n
+	}
+	if f, ok := s.(RouteFuncs); ok {
+		fn, err := routeFunc[func(string, int64) (<-chan Event, func(), error)](f, "GET "+rt.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		return fn(pathValue(r, rt.Path), since)
+	}
+	return rt.Subscribe(s, pathValue(r, rt.Path), since)
+}
+
+// RouteFuncs is a Service that answers each route with a func of its own instead of its
+// methods: the one test fake (internal/apitest) is one, so a test sets only the
+// routes it uses. RouteFunc returns the func set for a pattern ("METHOD /path"): for a
+// Route[In, Out] a func(ctx, ref string, in In) (Out, error), for a stream a
+// func(ref string, since int64) (<-chan Event, func(), error).
+type RouteFuncs interface {
+	RouteFunc(pattern string) (fn any, ok bool)
+}
+
+// routeFunc finds the func f has for pattern, of type F.
+func routeFunc[F any](f RouteFuncs, pattern string) (F, error) {
+	var zero F
+	v, ok := f.RouteFunc(pattern)
+	if !ok {
+		return zero, fmt.Errorf("%s is not set in this fake: set it with apitest.Handle", pattern)
+	}
+	fn, ok := v.(F)
+	if !ok {
+		return zero, fmt.Errorf("%s is set to a %T, want a %T", pattern, v, zero)
+	}
+	return fn, nil
+}
+
+// URL is the stream's path for ref, resuming after since when it is > 0.
+func (rt StreamRoute) URL(ref string, since int64) string {
+	p := Route[None, None]{Path: rt.Path}.URL(ref, None{})
+	if since > 0 {
+		p += "?since=" + strconv.FormatInt(since, 10)
+	}
+	return p
+}
+
+// endpoints is every Route, in the order declared; register adds one.
+var endpoints []Endpoint
+
+func register[In, Out any](rt Route[In, Out]) Route[In, Out] {
+	endpoints = append(endpoints, rt)
+	return rt
+}
+
+func registerList[Q, T any](rt ListRoute[Q, T]) ListRoute[Q, T] {
+	endpoints = append(endpoints, rt)
+	return rt
+}
+
+// Endpoints lists every Route of the API, for the server; streams are in Streams.
+func Endpoints() []Endpoint { return endpoints }
+
+// Streams lists the API's event streams.
+func Streams() []StreamRoute { return []StreamRoute{EventsRoute, AgentEventsRoute, TeamEventsRoute} }

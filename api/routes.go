@@ -1,0 +1,328 @@
+package api
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// The API's routes: each method of Service once, with its method, path and status; the
+// daemon serves them all (daemon/localapi) and the Client methods call them. A new verb
+// is one file here (its types, its Route and its Client method, as why.go) and a line
+// in the Service interface.
+var (
+	StatusRoute = register(Route[None, *Status]{Method: "GET", Path: "/v0/status",
+		Call: func(ctx context.Context, s Service, _ string, _ None) (*Status, error) { return s.Status(ctx) }})
+	AgentsRoute = registerList(ListRoute[AgentQuery, Agent]{Path: "/v0/agents",
+		Call: func(ctx context.Context, s Service, q AgentQuery, p Page) ([]Agent, string, error) {
+			l, err := s.ListAgents(ctx, q, p)
+			if err != nil {
+				return nil, "", err
+			}
+			return l.Agents, l.Next, nil
+		},
+		toQuery: agentQuery, fromQuery: parseAgentQuery})
+	CreateAgentRoute = register(Route[CreateAgentRequest, *Agent]{Method: "POST", Path: "/v0/agents", Status: 201,
+		Call: func(ctx context.Context, s Service, _ string, in CreateAgentRequest) (*Agent, error) {
+			return s.CreateAgent(ctx, in)
+		}})
+	AgentRoute = register(Route[None, *Agent]{Method: "GET", Path: "/v0/agents/{agent}",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*Agent, error) { return s.Agent(ctx, ref) }})
+	DeleteAgentRoute = register(Route[None, None]{Method: "DELETE", Path: "/v0/agents/{agent}", Status: 204,
+		Call: func(ctx context.Context, s Service, ref string, _ None) (None, error) {
+			return None{}, s.DeleteAgent(ctx, ref)
+		}})
+	DecideRoute = register(Route[DecideRequest, *Decision]{Method: "POST", Path: "/v0/agents/{agent}/decision",
+		Call: func(ctx context.Context, s Service, ref string, in DecideRequest) (*Decision, error) {
+			return s.Decide(ctx, ref, in)
+		}})
+	AnswerRoute = register(Route[AnswerRequest, None]{Method: "POST", Path: "/v0/agents/{agent}/answer", Status: 204,
+		Call: func(ctx context.Context, s Service, ref string, in AnswerRequest) (None, error) {
+			return None{}, s.Answer(ctx, ref, in)
+		}})
+	TaskRoute = register(Route[TaskRequest, *Agent]{Method: "POST", Path: "/v0/agents/{agent}/task",
+		Call: func(ctx context.Context, s Service, ref string, in TaskRequest) (*Agent, error) {
+			return s.TaskRun(ctx, ref, in)
+		}})
+	PauseRoute = register(Route[None, *Agent]{Method: "POST", Path: "/v0/agents/{agent}/pause",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*Agent, error) { return s.Pause(ctx, ref) }})
+	ResumeRoute = register(Route[None, *Agent]{Method: "POST", Path: "/v0/agents/{agent}/resume",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*Agent, error) { return s.Resume(ctx, ref) }})
+	StopRoute = register(Route[None, *Agent]{Method: "POST", Path: "/v0/agents/{agent}/stop",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*Agent, error) { return s.Stop(ctx, ref) }})
+	BudgetRoute = register(Route[BudgetRequest, *Agent]{Method: "POST", Path: "/v0/agents/{agent}/budget",
+		Call: func(ctx context.Context, s Service, ref string, in BudgetRequest) (*Agent, error) {
+			return s.SetBudget(ctx, ref, in)
+		}})
+	HistoryRoute = register(Route[None, []Episode]{Method: "GET", Path: "/v0/agents/{agent}/history",
+		Call: func(ctx context.Context, s Service, ref string, _ None) ([]Episode, error) {
+			return s.History(ctx, ref)
+		}})
+	ProposalsRoute = register(Route[None, []Proposal]{Method: "GET", Path: "/v0/agents/{agent}/proposals",
+		Call: func(ctx context.Context, s Service, ref string, _ None) ([]Proposal, error) {
+			return s.Proposals(ctx, ref)
+		}})
+	DoctorRoute = register(Route[None, *DoctorReport]{Method: "GET", Path: "/v0/doctor",
+		Call: func(ctx context.Context, s Service, _ string, _ None) (*DoctorReport, error) { return s.Doctor(ctx) }})
+	ReloadRoute = register(Route[None, *ReloadResult]{Method: "POST", Path: "/v0/reload",
+		Call: func(ctx context.Context, s Service, _ string, _ None) (*ReloadResult, error) { return s.Reload(ctx) }})
+	AuditRoute = register(Route[AuditQuery, []AuditEntry]{Method: "GET", Path: "/v0/audit",
+		Call: func(ctx context.Context, s Service, _ string, q AuditQuery) ([]AuditEntry, error) {
+			return s.Audit(ctx, q)
+		},
+		toQuery: auditQuery, fromQuery: parseAuditQuery})
+	ReplayRoute = register(Route[None, *Replay]{Method: "GET", Path: "/v0/runs/{run}/replay",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*Replay, error) { return s.Replay(ctx, ref) }})
+	CommandsRoute = register(Route[None, []CommandInfo]{Method: "GET", Path: "/v0/commands",
+		Call: func(ctx context.Context, s Service, _ string, _ None) ([]CommandInfo, error) {
+			return s.Commands(ctx, "")
+		}})
+	AgentCommandsRoute = register(Route[None, []CommandInfo]{Method: "GET", Path: "/v0/agents/{agent}/commands",
+		Call: func(ctx context.Context, s Service, ref string, _ None) ([]CommandInfo, error) {
+			return s.Commands(ctx, ref)
+		}})
+	PolicyRoute = register(Route[None, *PolicyView]{Method: "GET", Path: "/v0/agents/{agent}/policy",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*PolicyView, error) {
+			return s.Policy(ctx, ref)
+		}})
+	AddPermissionRoute = register(Route[PermissionRequest, *PolicyView]{Method: "POST", Path: "/v0/agents/{agent}/policy",
+		Call: func(ctx context.Context, s Service, ref string, in PermissionRequest) (*PolicyView, error) {
+			return s.AddPermission(ctx, ref, in)
+		}})
+	RemovePermissionRoute = register(Route[PermissionRequest, *PolicyView]{Method: "DELETE", Path: "/v0/agents/{agent}/policy",
+		Call: func(ctx context.Context, s Service, ref string, in PermissionRequest) (*PolicyView, error) {
+			return s.RemovePermission(ctx, ref, in)
+		}})
+	TestPolicyRoute = register(Route[PolicyTestRequest, *PolicyTest]{Method: "POST", Path: "/v0/agents/{agent}/policy/test",
+		Call: func(ctx context.Context, s Service, ref string, in PolicyTestRequest) (*PolicyTest, error) {
+			return s.TestPolicy(ctx, ref, in)
+		}})
+	GrantsRoute = register(Route[None, *GrantList]{Method: "GET", Path: "/v0/agents/{agent}/grants",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*GrantList, error) {
+			return s.Grants(ctx, ref)
+		}})
+	AddGrantRoute = register(Route[GrantRequest, *GrantPreview]{Method: "POST", Path: "/v0/agents/{agent}/grants",
+		Call: func(ctx context.Context, s Service, ref string, in GrantRequest) (*GrantPreview, error) {
+			return s.AddGrant(ctx, ref, in)
+		}})
+	RevokeGrantRoute = register(Route[RevokeRequest, *Grant]{Method: "POST", Path: "/v0/agents/{agent}/grants/revoke",
+		Call: func(ctx context.Context, s Service, ref string, in RevokeRequest) (*Grant, error) {
+			return s.RevokeGrant(ctx, ref, in)
+		}})
+	MemoriesRoute = register(Route[MemoryListRequest, []Memory]{Method: "GET", Path: "/v0/memories",
+		Call: func(ctx context.Context, s Service, _ string, in MemoryListRequest) ([]Memory, error) {
+			return s.Memories(ctx, in)
+		},
+		toQuery: memoryListQuery, fromQuery: parseMemoryListQuery})
+	AddMemoryRoute = register(Route[MemoryAddRequest, *Memory]{Method: "POST", Path: "/v0/memories", Status: 201,
+		Call: func(ctx context.Context, s Service, _ string, in MemoryAddRequest) (*Memory, error) {
+			return s.AddMemory(ctx, in)
+		}})
+	DeleteMemoryRoute = register(Route[None, None]{Method: "DELETE", Path: "/v0/memories/{id}", Status: 204,
+		Call: func(ctx context.Context, s Service, id string, _ None) (None, error) {
+			return None{}, s.DeleteMemory(ctx, id)
+		}})
+	SearchMemoryRoute = register(Route[MemorySearchRequest, []Memory]{Method: "POST", Path: "/v0/memory/search",
+		Call: func(ctx context.Context, s Service, _ string, in MemorySearchRequest) ([]Memory, error) {
+			return s.SearchMemory(ctx, in)
+		}})
+	ReindexMemoryRoute = register(Route[None, *MemoryStats]{Method: "POST", Path: "/v0/memory/reindex",
+		Call: func(ctx context.Context, s Service, _ string, _ None) (*MemoryStats, error) {
+			return s.ReindexMemory(ctx)
+		}})
+	MemoryStatsRoute = register(Route[None, *MemoryStats]{Method: "GET", Path: "/v0/memory/stats",
+		Call: func(ctx context.Context, s Service, _ string, _ None) (*MemoryStats, error) {
+			return s.MemoryStats(ctx)
+		}})
+	SchedulesRoute = register(Route[None, []Schedule]{Method: "GET", Path: "/v0/schedules",
+		Call: func(ctx context.Context, s Service, _ string, _ None) ([]Schedule, error) { return s.Schedules(ctx) }})
+	AddScheduleRoute = register(Route[ScheduleRequest, *Schedule]{Method: "POST", Path: "/v0/schedules", Status: 201,
+		Call: func(ctx context.Context, s Service, _ string, in ScheduleRequest) (*Schedule, error) {
+			return s.AddSchedule(ctx, in)
+		}})
+	ScheduleRoute = register(Route[None, *Schedule]{Method: "GET", Path: "/v0/schedules/{schedule}",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*Schedule, error) {
+			return s.Schedule(ctx, ref)
+		}})
+	RemoveScheduleRoute = register(Route[None, None]{Method: "DELETE", Path: "/v0/schedules/{schedule}", Status: 204,
+		Call: func(ctx context.Context, s Service, ref string, _ None) (None, error) {
+			return None{}, s.RemoveSchedule(ctx, ref)
+		}})
+	PauseScheduleRoute = register(Route[None, *Schedule]{Method: "POST", Path: "/v0/schedules/{schedule}/pause",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*Schedule, error) {
+			return s.PauseSchedule(ctx, ref)
+		}})
+	ResumeScheduleRoute = register(Route[None, *Schedule]{Method: "POST", Path: "/v0/schedules/{schedule}/resume",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*Schedule, error) {
+			return s.ResumeSchedule(ctx, ref)
+		}})
+	RunScheduleRoute = register(Route[None, *ScheduleRun]{Method: "POST", Path: "/v0/schedules/{schedule}/run",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*ScheduleRun, error) {
+			return s.RunSchedule(ctx, ref)
+		}})
+	ScheduleHistoryRoute = register(Route[ScheduleHistoryQuery, []ScheduleRun]{Method: "GET", Path: "/v0/schedules/{schedule}/history",
+		Call: func(ctx context.Context, s Service, ref string, q ScheduleHistoryQuery) ([]ScheduleRun, error) {
+			return s.ScheduleHistory(ctx, ref, q.Limit)
+		},
+		toQuery: scheduleHistoryQuery, fromQuery: parseScheduleHistoryQuery})
+	TeamsRoute = register(Route[None, []TeamRun]{Method: "GET", Path: "/v0/teams",
+		Call: func(ctx context.Context, s Service, _ string, _ None) ([]TeamRun, error) { return s.Teams(ctx) }})
+	StartTeamRoute = register(Route[TeamRunRequest, *TeamRun]{Method: "POST", Path: "/v0/teams", Status: 201,
+		Call: func(ctx context.Context, s Service, _ string, in TeamRunRequest) (*TeamRun, error) {
+			return s.StartTeam(ctx, in)
+		}})
+	PlanTeamRoute = register(Route[TeamPlanRequest, *TeamPlan]{Method: "POST", Path: "/v0/team-plans",
+		Call: func(ctx context.Context, s Service, _ string, in TeamPlanRequest) (*TeamPlan, error) {
+			return s.PlanTeam(ctx, in)
+		}})
+	TeamRoute = register(Route[None, *TeamRun]{Method: "GET", Path: "/v0/teams/{team}",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*TeamRun, error) { return s.Team(ctx, ref) }})
+	StopTeamRoute = register(Route[None, *TeamRun]{Method: "POST", Path: "/v0/teams/{team}/stop",
+		Call: func(ctx context.Context, s Service, ref string, _ None) (*TeamRun, error) {
+			return s.StopTeam(ctx, ref)
+		}})
+)
+
+// The API's event streams.
+var (
+	EventsRoute = StreamRoute{Path: "/v0/events", Since: "the seq of the last event seen",
+		Subscribe: func(s Service, _ string, since int64) (<-chan Event, func(), error) { return s.Subscribe("", since) }}
+	AgentEventsRoute = StreamRoute{Path: "/v0/agents/{agent}/events", Since: "the seq of the last event seen",
+		Subscribe: func(s Service, ref string, since int64) (<-chan Event, func(), error) { return s.Subscribe(ref, since) }}
+	TeamEventsRoute = StreamRoute{Path: "/v0/teams/{team}/events", Since: "the seq of the last transcript entry seen",
+		Subscribe: func(s Service, ref string, since int64) (<-chan Event, func(), error) {
+			return s.SubscribeTeam(ref, since)
+		}}
+)
+
+// ScheduleHistoryQuery selects a schedule's firing records: the newest Limit (0: all).
+type ScheduleHistoryQuery struct {
+	Limit int
+}
+
+func agentQuery(q AgentQuery) url.Values {
+	if !q.Brief {
+		return nil
+	}
+	return url.Values{"brief": {"true"}}
+}
+
+func parseAgentQuery(v url.Values) (AgentQuery, error) {
+	var q AgentQuery
+	for key := range v {
+		if key != "brief" {
+			return q, Errorf(ErrBadRequest, "unknown query parameter %q (want brief, after, limit)", key)
+		}
+	}
+	if s := v.Get("brief"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return q, Errorf(ErrBadRequest, "brief %q: want true or false", s)
+		}
+		q.Brief = b
+	}
+	return q, nil
+}
+
+func auditQuery(q AuditQuery) url.Values {
+	v := withLimit(queryOf("agent", q.Agent, "kind", q.Kind), q.Limit)
+	if !q.Since.IsZero() {
+		v.Set("since", q.Since.UTC().Format(time.RFC3339Nano))
+	}
+	if q.Before != 0 {
+		v.Set("before", strconv.FormatInt(q.Before, 10))
+	}
+	return v
+}
+
+func parseAuditQuery(v url.Values) (AuditQuery, error) {
+	q := AuditQuery{Agent: v.Get("agent"), Kind: v.Get("kind")}
+	for key := range v {
+		if key != "agent" && key != "kind" && key != "since" && key != "limit" && key != "before" {
+			return q, Errorf(ErrBadRequest, "unknown query parameter %q (want agent, kind, since, limit, before)", key)
+		}
+	}
+	if s := v.Get("since"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return q, Errorf(ErrBadRequest, "since %q: want an RFC 3339 time like 2026-11-21T09:00:00Z", s)
+		}
+		q.Since = t
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return q, Errorf(ErrBadRequest, "limit %q: want a whole number", s)
+		}
+		q.Limit = n
+	}
+	if s := v.Get("before"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return q, Errorf(ErrBadRequest, "before %q: want an audit entry id (a whole number)", s)
+		}
+		q.Before = n
+	}
+	return q, nil
+}
+
+func memoryListQuery(req MemoryListRequest) url.Values {
+	return withLimit(queryOf("agent", req.Agent, "kind", req.Kind), req.Limit)
+}
+
+func parseMemoryListQuery(q url.Values) (MemoryListRequest, error) {
+	n, err := parseLimit(q)
+	return MemoryListRequest{Agent: q.Get("agent"), Kind: q.Get("kind"), Limit: n}, err
+}
+
+// queryOf is a query of the key/value pairs kv whose value is not empty.
+func queryOf(kv ...string) url.Values {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	return q
+}
+
+// withLimit adds limit to q when it is set.
+func withLimit(q url.Values, limit int) url.Values {
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	return q
+}
+
+// parseLimit reads the query parameter limit (0 when absent).
+func parseLimit(q url.Values) (int, error) {
+	s := q.Get("limit")
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, Errorf(ErrBadRequest, "query parameter limit=%q: want a whole number", s)
+	}
+	return n, nil
+}
+
+func scheduleHistoryQuery(q ScheduleHistoryQuery) url.Values {
+	if q.Limit <= 0 {
+		return nil
+	}
+	return url.Values{"limit": {strconv.Itoa(q.Limit)}}
+}
+
+func parseScheduleHistoryQuery(v url.Values) (ScheduleHistoryQuery, error) {
+	var q ScheduleHistoryQuery
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			return q, Errorf(ErrBadRequest, "limit %q: want a whole number, 0 or more", s)
+		}
+		q.Limit = n
+	}
+	return q, nil
+}
