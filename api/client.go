@@ -340,16 +340,11 @@ func (c *Client) Proposals(ctx context.Context, agent string) ([]Proposal, error
 	return call(ctx, c, ProposalsRoute, agent, None{})
 }
 
-// Events streams events for one agent (or all agents when agent is "") to fn until ctx ends,
-// the stream ends, or fn returns an error. Events after seq since are replayed first when the
-// daemon still has them; since 0 replays nothing.
-func (c *Client) Events(ctx context.Context, agent string, since int64, fn func(Event) error) error {
-	return c.EventsOpened(ctx, agent, since, nil, fn)
-}
-
-// EventsOpened is Events calling opened (when not nil) once the daemon has subscribed,
-// before the first event. With since 0 nothing is replayed, so a caller that read the
-// agent before subscribing reads it again in opened, or misses what happened in between.
+// EventsOpened streams events for one agent (or all agents when agent is "") to fn until
+// ctx ends, the stream ends, or fn returns an error, calling opened (when not nil) once
+// the daemon has subscribed, before the first event. Events after seq since are replayed
+// first when the daemon still has them; since 0 replays nothing, so a caller that read
+// the agent before subscribing reads it again in opened, or misses what happened in between.
 func (c *Client) EventsOpened(ctx context.Context, agent string, since int64, opened func() error, fn func(Event) error) error {
 	if agent == "" {
 		return c.stream(ctx, EventsRoute.URL("", since), opened, fn)

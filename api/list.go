@@ -59,21 +59,13 @@ func (rt ListRoute[Q, T]) Serve(s Service, r *http.Request, _ func(any) error) (
 	if err != nil {
 		return 0, nil, err
 	}
-	call := rt.Call
-	if f, ok := s.(RouteFuncs); ok {
-		fn, err := routeFunc[func(context.Context, Q, Page) ([]T, string, error)](f, rt.Pattern())
-		if err != nil {
-			return 0, nil, err
-		}
-		call = func(ctx context.Context, _ Service, q Q, p Page) ([]T, string, error) { return fn(ctx, q, p) }
-	}
 	ctx := r.Context()
 	whole := p.Limit == 0
 	if whole {
 		p.Limit = ListPage
 	}
 	// The first page is read before anything is written, so a refusal gets its status.
-	items, next, err := call(ctx, s, q, p)
+	items, next, err := rt.Call(ctx, s, q, p)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -95,7 +87,7 @@ func (rt ListRoute[Q, T]) Serve(s Service, r *http.Request, _ func(any) error) (
 				return nil
 			}
 			p.After = next
-			if items, next, err = call(ctx, s, q, p); err != nil {
+			if items, next, err = rt.Call(ctx, s, q, p); err != nil {
 				return err
 			}
 		}

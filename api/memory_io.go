@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Bulk import and export of memories (issue 18): `agentctl memory import FILE.jsonl` and
+// Bulk import and export of memories: `agentctl memory import FILE.jsonl` and
 // `agentctl memory export > FILE.jsonl`, one MemoryRecord a line. What export writes,
 // import reads back unchanged, ids included, so importing an export twice changes nothing.
 

@@ -59,15 +59,7 @@ func (rt Route[In, Out]) Serve(s Service, r *http.Request, decodeBody func(any) 
 			return 0, nil, err
 		}
 	}
-	call := rt.Call
-	if f, ok := s.(RouteFuncs); ok {
-		fn, err := routeFunc[func(context.Context, string, In) (Out, error)](f, rt.Pattern())
-		if err != nil {
-			return 0, nil, err
-		}
-		call = func(ctx context.Context, _ Service, ref string, in In) (Out, error) { return fn(ctx, ref, in) }
-	}
-	out, err := call(r.Context(), s, pathValue(r, rt.Path), in)
+	out, err := rt.Call(r.Context(), s, pathValue(r, rt.Path), in)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -162,37 +154,7 @@ func (rt StreamRoute) Open(s Service, r *http.Request) (<-chan Event, func(), er
 		}
 		since = n
 	}
-	if f, ok := s.(RouteFuncs); ok {
-		fn, err := routeFunc[func(string, int64) (<-chan Event, func(), error)](f, "GET "+rt.Path)
-		if err != nil {
-			return nil, nil, err
-		}
-		return fn(pathValue(r, rt.Path), since)
-	}
 	return rt.Subscribe(s, pathValue(r, rt.Path), since)
-}
-
-// RouteFuncs is a Service that answers each route with a func of its own instead of its
-// methods: the one test fake (internal/apitest) is one, so a test sets only the
-// routes it uses. RouteFunc returns the func set for a pattern ("METHOD /path"): for a
-// Route[In, Out] a func(ctx, ref string, in In) (Out, error), for a stream a
-// func(ref string, since int64) (<-chan Event, func(), error).
-type RouteFuncs interface {
-	RouteFunc(pattern string) (fn any, ok bool)
-}
-
-// routeFunc finds the func f has for pattern, of type F.
-func routeFunc[F any](f RouteFuncs, pattern string) (F, error) {
-	var zero F
-	v, ok := f.RouteFunc(pattern)
-	if !ok {
-		return zero, fmt.Errorf("%s is not set in this fake: set it with apitest.Handle", pattern)
-	}
-	fn, ok := v.(F)
-	if !ok {
-		return zero, fmt.Errorf("%s is set to a %T, want a %T", pattern, v, zero)
-	}
-	return fn, nil
 }
 
 // URL is the stream's path for ref, resuming after since when it is > 0.

@@ -678,9 +678,9 @@ type Run struct {
 	Task      string    `json:"task"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
-	// Outcome is empty while the run goes on; then finished, stopped, failed...
-	Outcome string `json:"outcome,omitempty"`
-	Reason  string `json:"reason,omitempty"`
+	// Outcome is empty while the run goes on.
+	Outcome RunOutcome `json:"outcome,omitempty"`
+	Reason  string     `json:"reason,omitempty"`
 	// Steps and Tokens are the run's proposals and model tokens (prompt and reply), so
 	// far while it goes on.
 	Steps  int   `json:"steps"`
@@ -848,12 +848,12 @@ type ScheduleRun struct {
 	Ended     time.Time `json:"ended,omitzero"`
 	Manual    bool      `json:"manual,omitempty"`
 	// Outcome is queued, started, finished, failed, budget_exhausted, skipped or missed.
-	Outcome string `json:"outcome"`
-	Reason  string `json:"reason,omitempty"`
-	AgentID string `json:"agent_id,omitempty"`
-	RunID   string `json:"run_id,omitempty"`
-	Steps   int    `json:"steps"`
-	Tokens  int64  `json:"tokens"`
+	Outcome RunOutcome `json:"outcome"`
+	Reason  string     `json:"reason,omitempty"`
+	AgentID string     `json:"agent_id,omitempty"`
+	RunID   string     `json:"run_id,omitempty"`
+	Steps   int        `json:"steps"`
+	Tokens  int64      `json:"tokens"`
 }
 
 // ReloadResult is what a config reload did (agentctl reload, or SIGHUP to agentd).
@@ -864,7 +864,7 @@ type ReloadResult struct {
 	// ("ollama.model", "agents.NAME.allow"). Steps under way finish with the old ones.
 	Applied []string `json:"applied"`
 	// NeedsRestart are the keys changed since agentd started that only a restart
-	// applies (state_dir, socket, ollama.host, [memory], [web], [shell], [mcp], …).
+	// applies (state_dir, socket, ollama.hosts, [memory], [web_commands], [shell], [mcp], …).
 	NeedsRestart []string `json:"needs_restart"`
 	// BotsRestarted tells whether the chat bots were restarted with the new settings.
 	BotsRestarted bool `json:"bots_restarted"`

@@ -19,7 +19,7 @@ func TestProposalArgsAttachedWhenCut(t *testing.T) {
 	r := New(Options{Service: &helperService{}, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.loadBindings(ctx)
+	r.posts.loadBindings(ctx)
 
 	hostile := strings.Repeat("&<>`", 2500) // 10,000 bytes
 	long := longDiffProposal()
@@ -27,7 +27,7 @@ func TestProposalArgsAttachedWhenCut(t *testing.T) {
 	short := &api.Proposal{ID: "p-1", AgentID: "a-1", Step: 1, Command: "read_file", Status: api.ProposalPending,
 		Args: []byte(`{"path":"list.txt"}`)}
 	for _, p := range []*api.Proposal{short, long, long} { // the second long one is a resync
-		r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
+		r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
 	}
 	r.out.flush()
 

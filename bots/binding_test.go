@@ -148,14 +148,14 @@ func newBindingWorld(t testing.TB) *bindingWorld {
 		return nil
 	}})
 	w.r.Add(w.ad, Rules{Channels: map[string]Access{"C1": {}, "C2": {}}, Approvers: Access{Users: []string{"U1"}}})
-	w.r.loadBindings(context.Background())
+	w.r.posts.loadBindings(context.Background())
 	return w
 }
 
 // show makes p wait and posts it in its agent's thread, as the relay does on its event.
 func (w *bindingWorld) show(p *api.Proposal) {
 	w.svc.wait(p.AgentID, p)
-	w.r.handle(context.Background(), api.Event{Type: api.EventProposal, AgentID: p.AgentID, Proposal: p})
+	w.r.posts.handle(context.Background(), api.Event{Type: api.EventProposal, AgentID: p.AgentID, Proposal: p})
 	w.r.out.flush()
 }
 
@@ -264,7 +264,7 @@ func TestAnswersAreBoundToTheQuestionShown(t *testing.T) {
 	a.Question, a.State = &api.Question{ProposalID: "p-q", Text: "Which folder?"}, api.StateAwaitingDecision
 	q := *a.Question
 	w.svc.mu.Unlock()
-	w.r.handle(context.Background(), api.Event{Type: api.EventQuestion, AgentID: "a-1", Question: &q})
+	w.r.posts.handle(context.Background(), api.Event{Type: api.EventQuestion, AgentID: "a-1", Question: &q})
 	w.r.out.flush()
 	w.say(early, "", "docs")
 	if len(w.svc.answers) != 0 || !strings.Contains(w.lastNote(), "now waits on its question: Which folder?") {
@@ -453,7 +453,7 @@ func TestSlashCommandsAreScopedToTheChannel(t *testing.T) {
 // An agent's own approvers may use slash commands in a channel whose list they are not on.
 func TestAgentApproversMayCommand(t *testing.T) {
 	w := newBindingWorld(t)
-	w.r.state.endpoint("slack").rules.Agents = map[string]Access{"writer": {Users: []string{"U3"}}}
+	w.r.eps.get("slack").rules.Agents = map[string]Access{"writer": {Users: []string{"U3"}}}
 	got := w.r.OnCommand(context.Background(), "slack", Where{Channel: "C1"}, User{ID: "U3"}, "stop writer")
 	if got != "Agent writer is idle." || fmt.Sprint(w.svc.stopped) != "[a-1]" {
 		t.Errorf("stop by the agent's approver = %q, stopped %q", got, w.svc.stopped)
@@ -553,11 +553,11 @@ func TestReplyGoesToTheHelperShownBeforeIt(t *testing.T) {
 	r := New(Options{Service: svc, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.loadBindings(ctx)
-	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
+	r.posts.loadBindings(ctx)
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
 	r.out.flush()
 	written := ad.stamp() // after fetcher's proposal, before writer's
-	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
 	r.out.flush()
 	r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: "y", ID: written})
 	if fmt.Sprint(svc.decided) != "[a-2 p-2 approve]" {

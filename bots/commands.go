@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -18,7 +17,7 @@ import (
 // OnCommand runs a slash command (/agent run|status|list|stop|pause|resume|schedule|team) and returns
 // the text shown to the person who typed it.
 func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User, text string) string {
-	ep := r.endpoint(platform)
+	ep := r.eps.get(platform)
 	if ep == nil || u.Bot {
 		return ""
 	}
@@ -60,7 +59,7 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 			}
 			teams := ""
 			if r.allowed(ctx, ep, w, "", u) { // team runs are decided by the channel's approvers
-				teams = r.runningTeamsText(ctx, platform, w)
+				teams = r.teams.runningTeamsText(ctx, platform, w)
 			}
 			return statusText(agents) + teams
 		}
@@ -86,23 +85,9 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 	case "schedule", "schedules":
 		return r.scheduleCommand(ctx, ep, w, u, rest)
 	case "team":
-		return r.teamCommand(ctx, ep, w, u, rest)
+		return r.teams.teamCommand(ctx, ep, w, u, rest)
 	}
 	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME | team [FILE TASK | stop ID]"
-}
-
-// mayCommand reports whether u is an approver in w: of the channel, or of an agent
-// named in the rules (who may control that agent here).
-func (r *Relay) mayCommand(ctx context.Context, ep *endpoint, w Where, u User) bool {
-	if r.allowed(ctx, ep, w, "", u) {
-		return true
-	}
-	for _, name := range slices.Sorted(maps.Keys(ep.rules.Agents)) {
-		if r.allowed(ctx, ep, w, name, u) {
-			return true
-		}
-	}
-	return false
 }
 
 // channelAgents lists the agents a slash command in w sees: those bound to a thread of
@@ -123,7 +108,7 @@ func (r *Relay) channelAgents(ctx context.Context, platform string, w Where) ([]
 			here[b.AgentID] = true
 		}
 	}
-	if teams := r.teamSvc(); teams != nil {
+	if teams := r.teams.teamService(); teams != nil {
 		for id := range r.channelTeamRuns(ctx, platform, w.Channel) {
 			if run, err := teams.Team(ctx, id); err == nil {
 				for _, a := range run.Agents {

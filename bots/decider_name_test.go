@@ -47,11 +47,11 @@ func TestChatDecidersCarryTheirDisplayName(t *testing.T) {
 			r := New(Options{Service: svc, Bindings: binds})
 			ad := &fakeAdapter{}
 			r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-			r.loadBindings(ctx)
+			r.posts.loadBindings(ctx)
 			if a := tt.agent; a.Pending != nil {
-				r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
+				r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
 			} else {
-				r.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
+				r.posts.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
 			}
 			r.out.flush()
 			r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1", Name: "Ana Lima"}, Text: tt.text, ID: ad.stamp()})

@@ -9,15 +9,23 @@
 // replies, who may decide, the formatting model, thread bindings. An Adapter only speaks
 // its platform's protocol.
 //
-// A chat action is bound to what it was shown (binding.go): a click to the hash on its
-// button, a reply to the proposal shown before it was written, and a follow-up task to
-// the end of the run before it (ended.go). Only plain platform user ids become mentions
-// (MentionID). Clicks from people who may decide nothing are refused first and audited at
-// most once a minute each (strangers.go). Every message and click acted on is recorded in
+// The checks a click, a feedback dialog or a typed reply passes are listed once, in the
+// order they run, in guards.go; each refuses with a note to the person. A chat action is
+// bound to what it was shown: a click to the hash on its button, a reply to the proposal
+// shown before it was written (binding.go), and a follow-up task to the end of the run
+// before it (ended.go). Only plain platform user ids become mentions (MentionID). Clicks
+// from people who may decide nothing are refused first and audited at most once a minute
+// each (strangers.go). Every message and click acted on is recorded in
 // the store (Bindings.FirstDelivery), so a platform's redelivery is applied once, after a
 // restart too; an edit is never read, and an edit of a message the relay read is answered
 // once: edits are not read, send a new message.
 //
+// The relay reads what it shows from the daemon (its event stream and the queries of
+// Service) and keeps beside the store only what is its own, one owner each: where each
+// agent's events go (threadBook), what waits for a person in chat (proposalBoard), team
+// runs followed (teamDesk) and the posts waiting for a platform (outbox). A poster posts
+// the events; Relay routes what people do.
+//
 // The relay runs inside agentd (daemon/server starts it); the supervisor's parts
-// (agent.Facade) are its Service.
+// (composed by daemon/server) are its Service.
 package bots

@@ -3,7 +3,6 @@ package bots
 import (
 	"context"
 	"errors"
-	"time"
 )
 
 // A message in a bound thread starts a follow-up task only when it was written after the
@@ -18,55 +17,22 @@ const lateText = "That was written while the agent was still working on its last
 // endKey is the relay's in-memory slot (relayState.shown) for the post showing run's end.
 func endKey(runID string) string { return "end\x00" + runID }
 
-// endNote posts text, the note showing that agentID's run runID ended, to the agent's
-// threads, and records the post on the binding of each thread that is the agent's own.
-func (r *Relay) endNote(ctx context.Context, agentID, runID, text string) {
-	for _, t := range r.targets(agentID) {
-		platform := t.ep.a.Platform()
-		own := runID != "" && t.label == "" && t.b.AgentID == agentID
-		if own {
-			r.state.markPosted(endKey(runID)) // a reply meanwhile waits for the post (endShown)
-		}
-		r.post(t, "posting the end of run "+runID, func(ctx context.Context) error {
-			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatNote(text), t.label))
-			if err != nil || !own {
-				return err
-			}
-			r.recordEnd(ctx, t, runID, id)
-			r.state.messageShown(endKey(runID), platform, id)
-			return nil
-		})
-	}
-}
-
-// recordEnd stores post as the one showing run runID's end on t's binding, read afresh so
-// that what else changed on it (its run) is kept.
-func (r *Relay) recordEnd(ctx context.Context, t target, runID, post string) {
-	b, err := r.opt.Bindings.BindingByThread(ctx, t.ep.a.Platform(), t.b.Channel, t.b.Thread)
-	if err != nil || b == nil {
-		r.log.Error("bots: reading a binding to record its run's end", "platform", t.ep.a.Platform(), "thread", t.b.Thread, "err", err)
-		return
-	}
-	b.EndPost, b.EndRun = post, runID
-	r.bind(ctx, *b)
-}
-
 // writtenAfterEnd checks that in, a message in b's thread while its agent is idle or
 // failed, was written after the post showing the end of the agent's last run, runID. It returns "" when so,
 // or when that end was never shown on this platform (a stop, or a binding from before
 // ends were recorded: the older checks in followUp decide); else the note to send.
-func (r *Relay) writtenAfterEnd(ctx context.Context, ep *endpoint, in Incoming, runID string, b *Binding) (string, error) {
+func (c *check) writtenAfterEnd(ctx context.Context, runID string, b *Binding) (string, error) {
 	end := ""
 	if b.EndRun != "" && b.EndRun == runID {
 		end = b.EndPost
 	}
 	if end == "" && runID != "" {
 		var err error
-		if end, err = r.endShown(ctx, ep.a.Platform(), runID); err != nil {
+		if end, err = c.endShown(ctx, c.ep.a.Platform(), runID); err != nil {
 			return "", err
 		}
 	}
-	if end == "" || in.ID != "" && ep.a.Before(end, in.ID) {
+	if end == "" || c.in.ID != "" && c.ep.a.Before(end, c.in.ID) {
 		return "", nil
 	}
 	return lateText, nil
@@ -77,21 +43,12 @@ var errEndNotShown = errors.New("the end of the agent's last run is still being 
 // endShown is the post showing run's end on platform when the relay made it in this
 // process; "" when it made none. A post in flight is waited for, up to shownWait; one that
 // does not come in time is an error, so nothing starts on a guess.
-func (r *Relay) endShown(ctx context.Context, platform, runID string) (string, error) {
-	if r.state.postOrder(endKey(runID)) == 0 {
+func (c *check) endShown(ctx context.Context, platform, runID string) (string, error) {
+	if c.r.board.postOrder(endKey(runID)) == 0 {
 		return "", nil
 	}
-	msg, done, read := r.state.whenShown(endKey(runID), platform)
-	if msg != "" {
+	if msg, ok := c.r.board.awaitShown(ctx, endKey(runID), platform, shownWait); ok {
 		return msg, nil
-	}
-	t := time.NewTimer(shownWait)
-	defer t.Stop()
-	select {
-	case <-done:
-		return read(), nil
-	case <-t.C:
-	case <-ctx.Done():
 	}
 	return "", errEndNotShown
 }

@@ -18,9 +18,9 @@ func (w *bindingWorld) endRun(how api.AgentState) {
 	c := *a
 	w.svc.mu.Unlock()
 	if how == api.StateFailed {
-		w.r.handle(context.Background(), api.Event{Type: api.EventState, AgentID: "a-1", Agent: &c})
+		w.r.posts.handle(context.Background(), api.Event{Type: api.EventState, AgentID: "a-1", Agent: &c})
 	} else {
-		w.r.handle(context.Background(), api.Event{Type: api.EventFinish, AgentID: "a-1", Agent: &c, Message: "done"})
+		w.r.posts.handle(context.Background(), api.Event{Type: api.EventFinish, AgentID: "a-1", Agent: &c, Message: "done"})
 	}
 }
 
@@ -47,7 +47,7 @@ func TestLateTextStartsNoTask(t *testing.T) {
 			if c.restart {
 				w.r = New(Options{Service: w.svc, Bindings: w.binds})
 				w.r.Add(w.ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-				w.r.loadBindings(context.Background())
+				w.r.posts.loadBindings(context.Background())
 			}
 			w.say(late, "", "also look at the docs folder")
 			if _, tasks := w.svc.record(); len(tasks) != 0 || w.lastNote() != "U1 "+lateText {

@@ -75,11 +75,11 @@ func TestHelpInAThreadDecidesNothing(t *testing.T) {
 			r := New(Options{Service: svc, Bindings: binds})
 			ad := &fakeAdapter{}
 			r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-			r.loadBindings(ctx)
+			r.posts.loadBindings(ctx)
 			if a := tc.agent; a.Pending != nil {
-				r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
+				r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: a.Pending})
 			} else if a.Question != nil {
-				r.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
+				r.posts.handle(ctx, api.Event{Type: api.EventQuestion, AgentID: a.ID, Question: a.Question})
 			}
 			r.out.flush() // the reply is written after the proposal is shown
 			r.OnMessage(ctx, Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"}, User: User{ID: "U1"}, Text: tc.text, ID: ad.stamp()})
@@ -129,14 +129,14 @@ func TestHelpInATeamThreadDecidesNothing(t *testing.T) {
 	teams := &fakeTeams{runs: map[string]*api.TeamRun{
 		"t-1a2b3c4d": {ID: "t-1a2b3c4d", Status: api.TeamRunning, Agents: map[string]string{"programmer": "a-7"}}}}
 	r, ad := teamRelay(t, svc, teams)
-	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-7", Proposal: p})
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-7", Proposal: p})
 	r.out.flush()
 	in := func(text string) Incoming {
 		return Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T-t-1a2b3c4d"}, User: User{ID: "U1"}, Text: text, ID: ad.stamp()}
 	}
 	b := &TeamBinding{TeamRunID: "t-1a2b3c4d", Platform: "slack", Channel: "C1", Thread: "T-t-1a2b3c4d"}
 	for _, text := range []string{"?", "programmer: help", "H"} {
-		r.teamReply(ctx, r.endpoint("slack"), in(text), b)
+		r.teams.teamReply(ctx, r.eps.get("slack"), in(text), b)
 	}
 	testutil.Eventually(t, 5*time.Second, "three help notes", func() bool {
 		ad.mu.Lock()
@@ -152,7 +152,7 @@ func TestHelpInATeamThreadDecidesNothing(t *testing.T) {
 	if len(svc.decided) != 0 {
 		t.Fatalf("help in a team thread decided: %q", svc.decided)
 	}
-	r.teamReply(ctx, r.endpoint("slack"), in("programmer: y"), b)
+	r.teams.teamReply(ctx, r.eps.get("slack"), in("programmer: y"), b)
 	if want := "a-7 p-7 approve"; len(svc.decided) != 1 || svc.decided[0] != want {
 		t.Fatalf("after the help, y decided %q, want %q", svc.decided, want)
 	}

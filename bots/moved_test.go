@@ -24,13 +24,13 @@ func TestThreadMoved(t *testing.T) {
 				bs: []*Binding{{Platform: "slack", Channel: "C1", Thread: "T1", AgentID: "a-1", RunID: "r-1"}}}
 			r := New(Options{Service: &helperService{}, Bindings: binds})
 			r.Add(&fakeAdapter{}, Rules{Channels: map[string]Access{"C1": {}}})
-			r.loadBindings(ctx)
+			r.posts.loadBindings(ctx)
 
 			moved, err := r.ThreadMoved(ctx, "slack", "C1", tc.from, "T2")
 			if err != nil || moved != tc.wantMoved {
 				t.Fatalf("moved = %v, %v; want %v", moved, err, tc.wantMoved)
 			}
-			ts := r.targets("a-1")
+			ts := r.posts.targets("a-1")
 			if len(ts) != 1 || ts[0].b.Thread != tc.wantPost {
 				t.Fatalf("targets = %+v, want thread %s", ts, tc.wantPost)
 			}

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 // The relay's posts go through an outbox: one queue per thread, worked in order, where a
@@ -60,17 +62,17 @@ type op struct {
 	since time.Time
 }
 
-func newOutbox(log *slog.Logger, size int, giveUp time.Duration, backoff func(int) time.Duration) *outbox {
+func newOutbox(log *slog.Logger, size int, giveUp time.Duration, retry func(int) time.Duration) *outbox {
 	if size <= 0 {
 		size = defaultOutboxSize
 	}
 	if giveUp <= 0 {
 		giveUp = defaultGiveUp
 	}
-	if backoff == nil {
-		backoff = func(n int) time.Duration { return min(time.Second<<min(n-1, 6), time.Minute) }
+	if retry == nil {
+		retry = backoff.Policy{Base: time.Second, Max: time.Minute}.Next
 	}
-	o := &outbox{log: log, max: size, giveUp: giveUp, backoff: backoff, queues: map[string][]op{}, ctx: context.Background()}
+	o := &outbox{log: log, max: size, giveUp: giveUp, backoff: retry, queues: map[string][]op{}, ctx: context.Background()}
 	o.empty = sync.NewCond(&o.mu)
 	return o
 }

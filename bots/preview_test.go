@@ -58,12 +58,12 @@ func TestProposalDiffAttachedWhenCut(t *testing.T) {
 	r := New(Options{Service: &helperService{}, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.loadBindings(ctx)
+	r.posts.loadBindings(ctx)
 
 	long := longDiffProposal()
 	short := apitest.PreviewProposals()[0]
 	for _, p := range []*api.Proposal{short, long, long} { // the second long one is a resync
-		r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
+		r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
 	}
 	r.out.flush()
 

@@ -195,13 +195,13 @@ func TestHelpersPostInTheirParentsThread(t *testing.T) {
 	r := New(Options{Service: svc, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.loadBindings(ctx)
+	r.posts.loadBindings(ctx)
 
 	// The helper's state event says who its parent is; the deeper helper is looked up.
-	r.handle(ctx, api.Event{Type: api.EventState, AgentID: "a-2", Agent: &svc.agents[1], Message: "created"})
-	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: pending})
-	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-3", Proposal: &api.Proposal{ID: "p-3", AgentID: "a-3", Step: 1, Command: "read_file", Status: api.ProposalPending, Args: []byte(`{}`)}})
-	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-9", Proposal: &api.Proposal{ID: "p-9", AgentID: "a-9", Step: 1, Command: "read_file", Status: api.ProposalPending, Args: []byte(`{}`)}})
+	r.posts.handle(ctx, api.Event{Type: api.EventState, AgentID: "a-2", Agent: &svc.agents[1], Message: "created"})
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: pending})
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-3", Proposal: &api.Proposal{ID: "p-3", AgentID: "a-3", Step: 1, Command: "read_file", Status: api.ProposalPending, Args: []byte(`{}`)}})
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-9", Proposal: &api.Proposal{ID: "p-9", AgentID: "a-9", Step: 1, Command: "read_file", Status: api.ProposalPending, Args: []byte(`{}`)}})
 	r.out.flush() // posts go through the outbox
 
 	want := []string{
@@ -240,11 +240,11 @@ func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
 	r := New(Options{Service: svc, Bindings: binds})
 	ad := &fakeAdapter{}
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
-	r.loadBindings(ctx)
+	r.posts.loadBindings(ctx)
 	// writer's proposal is posted last; fetcher's seen again (a resync) keeps its place.
-	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
-	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
-	r.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-3", Proposal: svc.agents[2].Pending})
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
 	r.out.flush() // the replies below are written after the proposals are shown
 
 	say := func(text string) {

@@ -16,7 +16,7 @@ import (
 
 // CheckChannel says why platform's channel cannot take a schedule's runs, or nil.
 func (r *Relay) CheckChannel(platform, channel string) error {
-	ep := r.endpoint(platform)
+	ep := r.eps.get(platform)
 	if ep == nil {
 		return fmt.Errorf("no %s bot is enabled in this agentd: enable [%s] in the config and restart agentd", platform, platform)
 	}
@@ -29,7 +29,7 @@ func (r *Relay) CheckChannel(platform, channel string) error {
 // StartRunThread starts a thread in channel under a new message with header, and posts
 // details in it.
 func (r *Relay) StartRunThread(ctx context.Context, platform, channel, header, details string) (string, error) {
-	ep := r.endpoint(platform)
+	ep := r.eps.get(platform)
 	if ep == nil {
 		return "", fmt.Errorf("no %s bot", platform)
 	}
@@ -52,7 +52,7 @@ func (r *Relay) BindRun(ctx context.Context, platform, channel, thread, agentID,
 
 // Note posts a line in a thread ("" at the channel's top level).
 func (r *Relay) Note(ctx context.Context, platform, channel, thread, text string) error {
-	ep := r.endpoint(platform)
+	ep := r.eps.get(platform)
 	if ep == nil {
 		return fmt.Errorf("no %s bot", platform)
 	}
@@ -62,7 +62,7 @@ func (r *Relay) Note(ctx context.Context, platform, channel, thread, text string
 
 // RunThread returns the channel and thread runID is bound to on platform.
 func (r *Relay) RunThread(platform, runID string) (channel, thread string, ok bool) {
-	return r.state.runThread(platform, runID)
+	return r.threads.runThread(platform, runID)
 }
 
 // Schedules is the part of the schedules' manager the /agent schedule command uses.
@@ -74,14 +74,17 @@ type Schedules interface {
 // SetSchedules lets /agent schedule list and fire schedules. Call it before Run (the
 // schedules' manager is made after the relay, since it delivers through it).
 func (r *Relay) SetSchedules(s Schedules) {
-	r.state.setSchedules(s)
+	r.schedules.Store(&s)
 }
 
 const scheduleUsage = "Usage: /agent schedule ls | run NAME"
 
 // scheduleCommand is /agent schedule ls|run NAME.
 func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
-	s := r.state.scheduleService()
+	var s Schedules
+	if p := r.schedules.Load(); p != nil {
+		s = *p
+	}
 	if s == nil {
 		return "Schedules are not available in this agentd."
 	}
@@ -118,9 +121,9 @@ func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u Us
 		}
 		r.log.Info("bots: schedule fired from chat", "platform", ep.a.Platform(), "schedule", name, "user", u.ID, "outcome", rec.Outcome)
 		switch rec.Outcome {
-		case "started":
+		case api.RunStarted:
 			return fmt.Sprintf("Schedule %s fired: its run started and goes to the schedule's delivery.", name)
-		case "queued":
+		case api.RunQueued:
 			return fmt.Sprintf("Schedule %s fired: the run waits for the one still going.", name)
 		}
 		return fmt.Sprintf("Schedule %s fired: %s: %s", name, rec.Outcome, orDash(rec.Reason))

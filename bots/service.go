@@ -7,7 +7,7 @@ import (
 )
 
 // Service is the part of the daemon's localapi.Service the relay uses; the agent Supervisor's
-// parts (agent.Facade) satisfy it in-process.
+// parts satisfy it in-process, composed by daemon/server.
 type Service interface {
 	Agents(ctx context.Context) ([]api.Agent, error)
 	Agent(ctx context.Context, ref string) (*api.Agent, error)

@@ -4,14 +4,13 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // remembered reports whether team run id's threads are still in memory (tests).
-func (s *relayState) remembered(id string) bool {
+func (s *teamDesk) remembered(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.teamBound[id]
@@ -19,23 +18,32 @@ func (s *relayState) remembered(id string) bool {
 }
 
 // followers counts the team runs being followed (tests).
-func (s *relayState) followers() int {
+func (s *teamDesk) followers() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.following)
 }
 
 // teamSizes counts the role agents, team threads and ended team runs in memory (tests).
-func (s *relayState) teamSizes() (roles, bound, ended int) {
+func (s *teamDesk) teamSizes() (roles, bound, ended int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.roles), len(s.teamBound), len(s.teamEnded)
 }
 
-// TestOnlyRelayStateTouchesItsFields: the relay's state is reached only through
-// relayState's methods — no file but state.go (and this one) names one of its fields or
-// its locks — and the Relay itself holds no map.
-func TestOnlyRelayStateTouchesItsFields(t *testing.T) {
+// stateOwners are the relay's holders of state, each with the one file whose methods
+// alone touch the fields its mutex guards.
+var stateOwners = map[string]string{
+	"adapters":      "threadbook.go",
+	"threadBook":    "threadbook.go",
+	"proposalBoard": "board.go",
+	"teamDesk":      "teamstate.go",
+}
+
+// TestStateOwnersKeepTheirFields: what the relay keeps is reached only through its
+// owner's methods — no file but the owner's (and this one) names a field its mutex
+// guards — and the Relay itself holds no map.
+func TestStateOwnersKeepTheirFields(t *testing.T) {
 	fset := token.NewFileSet()
 	files := map[string]*ast.File{}
 	paths, _ := filepath.Glob("*.go")
@@ -46,38 +54,45 @@ func TestOnlyRelayStateTouchesItsFields(t *testing.T) {
 		}
 		files[p] = f
 	}
-	fields, methods := map[string]bool{}, map[string]bool{}
+	guarded := map[string]string{} // field → its owner's file
 	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.TypeSpec:
-				if st, ok := n.Type.(*ast.StructType); ok && n.Name.Name == "relayState" {
-					for _, fl := range st.Fields.List {
-						for _, name := range fl.Names {
-							fields[name.Name] = true
-						}
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			if ts.Name.Name == "Relay" {
+				for _, fl := range st.Fields.List {
+					if _, isMap := fl.Type.(*ast.MapType); isMap {
+						t.Errorf("Relay holds a map (%s): what the relay keeps belongs to one owner", fl.Names[0].Name)
 					}
 				}
-				if st, ok := n.Type.(*ast.StructType); ok && n.Name.Name == "Relay" {
-					for _, fl := range st.Fields.List {
-						if _, isMap := fl.Type.(*ast.MapType); isMap {
-							t.Errorf("Relay holds a map (%s): relay state belongs in relayState", fl.Names[0].Name)
-						}
+			}
+			file, owner := stateOwners[ts.Name.Name]
+			if !owner {
+				return true
+			}
+			locked := false
+			for _, fl := range st.Fields.List {
+				for _, name := range fl.Names {
+					if locked {
+						guarded[name.Name] = file
 					}
-				}
-			case *ast.FuncDecl:
-				if n.Recv != nil && strings.Contains(types(n.Recv), "relayState") {
-					methods[n.Name.Name] = true
+					locked = locked || name.Name == "mu"
 				}
 			}
 			return true
 		})
 	}
-	if len(fields) < 10 {
-		t.Fatalf("found %d fields of relayState; did it move?", len(fields))
+	if len(guarded) < 15 {
+		t.Fatalf("found %d guarded fields; did the owners move?", len(guarded))
 	}
 	for p, f := range files {
-		if p == "state.go" || p == "state_test.go" {
+		if p == "state_test.go" {
 			continue
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
@@ -85,34 +100,10 @@ func TestOnlyRelayStateTouchesItsFields(t *testing.T) {
 			if !ok {
 				return true
 			}
-			inner, ok := sel.X.(*ast.SelectorExpr)
-			if ok && inner.Sel.Name == "state" && !methods[sel.Sel.Name] {
-				t.Errorf("%s: %s.state.%s reaches into the relay's state; add a relayState method", fset.Position(sel.Pos()), exprName(inner.X), sel.Sel.Name)
+			if file, ok := guarded[sel.Sel.Name]; ok && file != p && !strings.HasSuffix(p, "_test.go") {
+				t.Errorf("%s: .%s reaches into state %s owns; add a method there", fset.Position(sel.Pos()), sel.Sel.Name, file)
 			}
 			return true
 		})
 	}
-	if _, err := os.Stat("state.go"); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func types(fl *ast.FieldList) string {
-	var b strings.Builder
-	for _, f := range fl.List {
-		ast.Inspect(f.Type, func(n ast.Node) bool {
-			if id, ok := n.(*ast.Ident); ok {
-				b.WriteString(id.Name)
-			}
-			return true
-		})
-	}
-	return b.String()
-}
-
-func exprName(e ast.Expr) string {
-	if id, ok := e.(*ast.Ident); ok {
-		return id.Name
-	}
-	return "…"
 }

@@ -34,7 +34,7 @@ type StatusReporter interface {
 // Statuses returns the connection of every adapter that reports one, by platform name.
 func (r *Relay) Statuses() []Status {
 	var out []Status
-	for _, ep := range r.state.endpoints() {
+	for _, ep := range r.eps.all() {
 		if sr, ok := ep.a.(StatusReporter); ok {
 			out = append(out, sr.Status())
 		}

@@ -1,7 +1,6 @@
 package bots
 
 import (
-	"context"
 	"sync"
 	"time"
 )
@@ -56,22 +55,4 @@ func (s *strangerAudits) allow(platform, user string, now time.Time) (unaudited 
 	}
 	s.users[key] = &strangerWindowState{since: now}
 	return unaudited, true
-}
-
-// approverFirst checks, before anything else about a click or feedback dialog, that u may
-// decide something in w (mayCommand). A refusal is told to u and audited within the
-// limit above. ok is false for it.
-func (r *Relay) approverFirst(ctx context.Context, ep *endpoint, w Where, u User, action string, ref Ref) (ok bool) {
-	if r.mayCommand(ctx, ep, w, u) {
-		return true
-	}
-	platform := ep.a.Platform()
-	if n, audit := r.strangers.allow(platform, u.ID, r.opt.Now()); audit {
-		r.audit(ctx, AuditEvent{Platform: platform, Channel: w.Channel, Thread: w.Thread, User: u.ID, Action: action,
-			AgentID: ref.AgentID, ProposalID: ref.ProposalID, Reason: "not an approver here", Unaudited: n})
-	} else {
-		r.log.Debug("bots: a non-approver's refused action not audited again this minute", "platform", platform, "user", u.ID, "unaudited", n)
-	}
-	r.ephemeral(ctx, ep, w, u, notApproverText)
-	return false
 }

@@ -51,9 +51,7 @@ type teamBindings interface {
 type teamRole struct{ team, role string }
 
 // SetTeams lets /agent team start team runs and the relay follow them. Call it before Run.
-func (r *Relay) SetTeams(t Teams) { r.state.setTeams(t) }
-
-func (r *Relay) teamSvc() Teams { return r.state.teamService() }
+func (r *Relay) SetTeams(t Teams) { r.teams.setTeams(t) }
 
 const teamUsage = "Usage: /agent team FILE TASK (FILE: a workflow name from the teams directory); /agent team stop ID stops a team run; /agent team alone lists the workflows"
 
@@ -62,16 +60,16 @@ const teamUsage = "Usage: /agent team FILE TASK (FILE: a workflow name from the 
 const teamStopVerb = "stop"
 
 // teamCommand is /agent team [FILE TASK | stop ID].
-func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
-	teams := r.teamSvc()
-	tb, ok := r.opt.Bindings.(teamBindings)
+func (d *teamDesk) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
+	teams := d.teamService()
+	tb, ok := d.r.opt.Bindings.(teamBindings)
 	if teams == nil || !ok {
 		return "Team runs are not available in this agentd."
 	}
 	file, task, _ := strings.Cut(strings.TrimSpace(text), " ")
 	task = strings.TrimSpace(task)
 	if file == teamStopVerb {
-		return r.teamStop(ctx, ep, w, u, task)
+		return d.teamStop(ctx, ep, w, u, task)
 	}
 	if file == "" {
 		names, err := teams.Workflows(ctx)
@@ -86,8 +84,8 @@ func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, 
 	if task == "" {
 		return teamUsage
 	}
-	if !r.allowed(ctx, ep, w, "", u) {
-		r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "action", "team")
+	if !d.r.allowed(ctx, ep, w, "", u) {
+		d.r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "action", "team")
 		return "You are not an approver here, so this changed nothing."
 	}
 	// The run is started before its thread: a bad file is told to the person alone, and
@@ -98,48 +96,48 @@ func (r *Relay) teamCommand(ctx context.Context, ep *endpoint, w Where, u User, 
 	}
 	thread, err := ep.a.StartThread(ctx, w.Channel, "", fmt.Sprintf("Team %s: %s", run.Workflow, cut(task, 200)))
 	if err != nil {
-		r.log.Error("bots: starting a team thread", "platform", ep.a.Platform(), "team", run.ID, "err", err)
+		d.r.log.Error("bots: starting a team thread", "platform", ep.a.Platform(), "team", run.ID, "err", err)
 		return fmt.Sprintf("Team run %s started, but its thread could not be opened: %v. Follow it with `agentctl team show %s`.", run.ID, err, run.ID)
 	}
 	b := TeamBinding{TeamRunID: run.ID, Platform: ep.a.Platform(), Team: w.Team, Channel: w.Channel, Thread: thread, CreatedBy: u.ID}
 	if err := tb.BindTeam(ctx, b); err != nil {
-		r.log.Error("bots: storing team binding", "team", run.ID, "err", err)
+		d.r.log.Error("bots: storing team binding", "team", run.ID, "err", err)
 		return fmt.Sprintf("Team run %s started, but its thread could not be recorded: %v", run.ID, err)
 	}
-	r.state.bindTeam(&b)
-	r.log.Info("bots: team run started from chat", "platform", ep.a.Platform(), "team", run.ID, "workflow", run.Workflow, "user", u.ID, "channel", w.Channel)
+	d.bindTeam(&b)
+	d.r.log.Info("bots: team run started from chat", "platform", ep.a.Platform(), "team", run.ID, "workflow", run.Workflow, "user", u.ID, "channel", w.Channel)
 	note := fmt.Sprintf("👥 Team run %s (%s) is on it. Each role's messages appear here labelled [role]; proposals of roles that use commands are decided here. Reply ROLE: text to pick one. Stop it with /agent team stop %s.",
 		run.ID, run.Workflow, run.ID)
-	r.post(target{ep: ep, b: &Binding{Platform: b.Platform, Channel: b.Channel, Thread: thread}}, "posting a team note", func(ctx context.Context) error {
+	d.r.posts.post(target{ep: ep, b: &Binding{Platform: b.Platform, Channel: b.Channel, Thread: thread}}, "posting a team note", func(ctx context.Context) error {
 		_, err := ep.a.Post(ctx, w.Channel, thread, FormatNote(note))
 		return err
 	})
-	r.followTeam(run.ID, 0)
+	d.followTeam(run.ID, 0)
 	return fmt.Sprintf("Started team run %s (%s) in a new thread.", run.ID, run.Workflow)
 }
 
 // teamStop is /agent team stop ID: an approver stops a team run; its end, posted in its
 // threads, names who.
-func (r *Relay) teamStop(ctx context.Context, ep *endpoint, w Where, u User, id string) string {
+func (d *teamDesk) teamStop(ctx context.Context, ep *endpoint, w Where, u User, id string) string {
 	if id == "" || strings.ContainsAny(id, " \t\n") {
 		return "Usage: /agent team stop ID (the team run's id, like t-1a2b3c4d5e6f; /agent status lists the running ones)"
 	}
-	if !r.allowed(ctx, ep, w, "", u) {
-		r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "action", "team stop", "team", id)
+	if !d.r.allowed(ctx, ep, w, "", u) {
+		d.r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "action", "team stop", "team", id)
 		return "You are not an approver here, so this changed nothing."
 	}
 	// Only a running run bound to this channel: one running elsewhere is answered as if
 	// it did not exist. (An ended one is left to the engine, which says it has ended.)
-	teams := r.teamSvc()
+	teams := d.teamService()
 	run, err := teams.Team(ctx, id)
-	if err != nil || run.Status == api.TeamRunning && !r.channelTeamRuns(ctx, ep.a.Platform(), w.Channel)[run.ID] {
+	if err != nil || run.Status == api.TeamRunning && !d.r.channelTeamRuns(ctx, ep.a.Platform(), w.Channel)[run.ID] {
 		return fmt.Sprintf("Could not stop the team run: there is no team run %q in this channel; /agent status lists the ones running here.", cut(id, 80))
 	}
 	run, err = teams.StopTeamBy(ctx, run.ID, ep.a.Platform()+":"+u.ID)
 	if err != nil {
 		return "Could not stop the team run: " + err.Error()
 	}
-	r.log.Info("bots: team run stopped from chat", "platform", ep.a.Platform(), "team", run.ID, "user", u.ID)
+	d.r.log.Info("bots: team run stopped from chat", "platform", ep.a.Platform(), "team", run.ID, "user", u.ID)
 	return fmt.Sprintf("Stopped team run %s (%s).", run.ID, run.Workflow)
 }
 
@@ -158,14 +156,14 @@ func stoppedBy(m *Message, t api.TeamTurn, text, platform string) {
 
 // loadTeams reads the running team runs' threads, learns their role agents, posts what
 // those wait for, and follows each run from the last entry posted.
-func (r *Relay) loadTeams(ctx context.Context) {
-	tb, ok := r.opt.Bindings.(teamBindings)
-	if !ok || r.teamSvc() == nil {
+func (d *teamDesk) loadTeams(ctx context.Context) {
+	tb, ok := d.r.opt.Bindings.(teamBindings)
+	if !ok || d.teamService() == nil {
 		return
 	}
 	bs, err := tb.TeamBindings(ctx)
 	if err != nil {
-		r.log.Error("bots: reading team bindings", "err", err)
+		d.r.log.Error("bots: reading team bindings", "err", err)
 		return
 	}
 	since := map[string]int{}
@@ -174,19 +172,14 @@ func (r *Relay) loadTeams(ctx context.Context) {
 			since[b.TeamRunID] = b.Seq
 		}
 	}
-	r.state.bindTeam(bs...)
+	d.bindTeam(bs...)
 	for id, seq := range since {
-		for _, agentID := range r.learnTeamAgents(ctx, id) {
-			if a, err := r.opt.Service.Agent(ctx, agentID); err == nil {
-				if a.Pending != nil {
-					r.postProposal(ctx, a.Pending)
-				}
-				if a.Question != nil {
-					r.postQuestion(ctx, a.ID, a.Question)
-				}
+		for _, agentID := range d.learnTeamAgents(ctx, id) {
+			if a, err := d.r.opt.Service.Agent(ctx, agentID); err == nil {
+				d.r.posts.postWaiting(ctx, a)
 			}
 		}
-		r.followTeam(id, seq)
+		d.followTeam(id, seq)
 	}
 }
 
@@ -198,31 +191,31 @@ var teamForgetAfter = time.Minute
 // the relay knows of are removed, since their last events (a proposal closed as the run
 // stopped) still belong in the thread. The stored binding stays, for the record and for
 // replies in the thread.
-func (r *Relay) teamRunEnded(teamID string) {
-	r.state.teamRunEnded(teamID)
-	time.AfterFunc(teamForgetAfter, func() { r.state.forgetEndedTeam(teamID) })
+func (d *teamDesk) teamRunEnded(teamID string) {
+	d.markEnded(teamID)
+	time.AfterFunc(teamForgetAfter, func() { d.forgetEndedTeam(teamID) })
 }
 
 // learnTeamAgents asks the engine for a team run's role agents and notes them; it
 // returns their ids.
-func (r *Relay) learnTeamAgents(ctx context.Context, teamID string) []string {
-	teams := r.teamSvc()
+func (d *teamDesk) learnTeamAgents(ctx context.Context, teamID string) []string {
+	teams := d.teamService()
 	if teams == nil {
 		return nil
 	}
 	run, err := teams.Team(ctx, teamID)
 	if err != nil {
-		r.log.Debug("bots: reading a team run", "team", teamID, "err", err)
+		d.r.log.Debug("bots: reading a team run", "team", teamID, "err", err)
 		return nil
 	}
-	return r.state.learnTeam(teamID, run)
+	return d.learnTeam(teamID, run)
 }
 
 // learnRole notes the team of an agent the relay has not placed yet, when its name has
 // the prefix of a bound team run's role agents (tXXXXXXXX-ROLE).
-func (r *Relay) learnRole(ctx context.Context, agentID, name string) {
-	if team := r.state.teamOfName(agentID, name); team != "" {
-		r.learnTeamAgents(ctx, team)
+func (d *teamDesk) learnRole(ctx context.Context, agentID, name string) {
+	if team := d.teamOfName(agentID, name); team != "" {
+		d.learnTeamAgents(ctx, team)
 	}
 }
 
@@ -238,53 +231,39 @@ func teamAgentPrefix(teamID string) string {
 	return "t" + short + "-"
 }
 
-// roleOf returns the team and role of a role agent bound through its team.
-func (r *Relay) roleOf(agentID string) (teamRole, bool) { return r.state.roleOf(agentID) }
-
 // followTeam posts a team run's transcript after entry since in its threads, until the
 // run ends or the relay stops; once per run.
-func (r *Relay) followTeam(teamID string, since int) {
-	ctx, teams, ok := r.state.startFollowing(teamID)
+func (d *teamDesk) followTeam(teamID string, since int) {
+	ctx, teams, ok := d.startFollowing(teamID)
 	if !ok {
 		return // Run follows every bound running team when it starts
 	}
 	go func() {
-		defer r.state.followEnded(teamID)
+		defer d.followEnded(teamID)
 		for ctx.Err() == nil {
 			ch, cancel, err := teams.SubscribeTeam(teamID, int64(since))
 			if errors.Is(err, api.ErrNotFound) {
 				return
 			}
 			if err != nil {
-				r.log.Error("bots: following a team run", "team", teamID, "err", err)
+				d.r.log.Error("bots: following a team run", "team", teamID, "err", err)
 				sleep(ctx, time.Second)
 				continue
 			}
 			ended := false
-		loop:
-			for {
-				select {
-				case <-ctx.Done():
-					break loop
-				case ev, ok := <-ch:
-					if !ok {
-						break loop
-					}
-					if ev.Team == nil {
-						continue
-					}
-					hctx, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-					r.handleTeam(hctx, ev.Team)
-					done()
-					if t := ev.Team.Turn; t != nil {
-						since = max(since, t.Seq)
-						ended = ended || t.Kind == api.TurnEnd
-					}
+			each(ctx, ch, func(hctx context.Context, ev api.Event) {
+				if ev.Team == nil {
+					return
 				}
-			}
+				d.handleTeam(hctx, ev.Team)
+				if t := ev.Team.Turn; t != nil {
+					since = max(since, t.Seq)
+					ended = ended || t.Kind == api.TurnEnd
+				}
+			})
 			cancel()
 			if ended {
-				r.teamRunEnded(teamID)
+				d.teamRunEnded(teamID)
 				return
 			}
 		}
@@ -292,10 +271,10 @@ func (r *Relay) followTeam(teamID string, since int) {
 }
 
 // handleTeam posts one team event in the run's threads.
-func (r *Relay) handleTeam(ctx context.Context, te *api.TeamEvent) {
+func (d *teamDesk) handleTeam(ctx context.Context, te *api.TeamEvent) {
 	if te.Waiting != "" {
-		if _, ok := r.roleOf(te.Waiting); !ok {
-			r.learnTeamAgents(ctx, te.TeamID)
+		if _, ok := d.roleOf(te.Waiting); !ok {
+			d.learnTeamAgents(ctx, te.TeamID)
 		}
 	}
 	t := te.Turn
@@ -303,38 +282,38 @@ func (r *Relay) handleTeam(ctx context.Context, te *api.TeamEvent) {
 		return
 	}
 	if t.Kind == api.TurnMessage && t.AgentID != "" {
-		if _, ok := r.roleOf(t.AgentID); !ok {
-			r.learnTeamAgents(ctx, te.TeamID)
+		if _, ok := d.roleOf(t.AgentID); !ok {
+			d.learnTeamAgents(ctx, te.TeamID)
 		}
 	}
 	text := t.Text
 	if strings.HasSuffix(text, "…") && utf8.RuneCountInString(text) >= 1000 {
-		text = r.fullTurnText(ctx, te.TeamID, t.Seq, text) // events carry the first 1000 characters
+		text = d.fullTurnText(ctx, te.TeamID, t.Seq, text) // events carry the first 1000 characters
 	}
-	tb, _ := r.opt.Bindings.(teamBindings)
-	targets, seqs := r.state.teamTurnTargets(te.TeamID, t.Seq)
+	tb, _ := d.r.opt.Bindings.(teamBindings)
+	targets, seqs := d.turnTargets(te.TeamID, t.Seq, d.r.eps.all())
 	for i, tg := range targets {
 		msg, file := FormatTeamTurn(*t, text, tg.ep.a.MaxText())
 		stoppedBy(&msg, *t, text, tg.ep.a.Platform())
 		b := seqs[i]
-		r.post(tg, "posting a team turn", func(ctx context.Context) error {
+		d.r.posts.post(tg, "posting a team turn", func(ctx context.Context) error {
 			_, err := tg.ep.a.Post(ctx, tg.b.Channel, tg.b.Thread, msg)
 			return err
 		})
 		if file != "" {
 			name := fmt.Sprintf("%s-turn-%d.txt", te.TeamID, t.Seq)
-			r.post(tg, "uploading a team turn", func(ctx context.Context) error {
+			d.r.posts.post(tg, "uploading a team turn", func(ctx context.Context) error {
 				return tg.ep.a.PostFile(ctx, tg.b.Channel, tg.b.Thread, name, file, "Turn "+fmt.Sprint(t.Seq)+" in full")
 			})
 		}
 		seq := t.Seq
-		r.post(tg, "recording a team turn posted", func(ctx context.Context) error {
-			r.state.teamSeqPosted(b, seq)
+		d.r.posts.post(tg, "recording a team turn posted", func(ctx context.Context) error {
+			d.seqPosted(b, seq)
 			if tb == nil {
 				return nil
 			}
 			if err := tb.SetTeamSeq(ctx, te.TeamID, b.Platform, seq); err != nil {
-				r.log.Error("bots: recording a team turn posted", "team", te.TeamID, "err", err)
+				d.r.log.Error("bots: recording a team turn posted", "team", te.TeamID, "err", err)
 			}
 			return nil
 		})
@@ -342,8 +321,8 @@ func (r *Relay) handleTeam(ctx context.Context, te *api.TeamEvent) {
 }
 
 // fullTurnText reads a transcript entry whole from the run, or keeps short.
-func (r *Relay) fullTurnText(ctx context.Context, teamID string, seq int, short string) string {
-	teams := r.teamSvc()
+func (d *teamDesk) fullTurnText(ctx context.Context, teamID string, seq int, short string) string {
+	teams := d.teamService()
 	if teams == nil {
 		return short
 	}
@@ -404,115 +383,32 @@ func FormatTeamTurn(t api.TeamTurn, text string, maxText int) (m Message, file s
 
 // teamReply handles a message in a team run's thread: an answer or a decision for the
 // role agent it names ("ROLE: text"), else for the one whose proposal or question was
-// posted last among those waiting.
-func (r *Relay) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *TeamBinding) {
-	text := strings.TrimSpace(in.Text)
-	if text == "" {
-		return
+// posted last among those waiting, once it passed teamReplyGuards.
+func (d *teamDesk) teamReply(ctx context.Context, ep *endpoint, in Incoming, b *TeamBinding) {
+	c := &check{r: d.r, ep: ep, w: in.Where, u: in.User, action: "reply", in: &in, team: b, text: in.Text}
+	if c.passes(ctx, teamReplyGuards) {
+		c.act(ctx)
 	}
-	teams := r.teamSvc()
-	if teams == nil {
-		return
-	}
-	run, err := teams.Team(ctx, b.TeamRunID)
-	if err != nil {
-		r.ephemeral(ctx, ep, in.Where, in.User, "This thread's team run is gone: "+err.Error())
-		return
-	}
-	if !r.allowed(ctx, ep, in.Where, "", in.User) {
-		r.refuse(ctx, ep, in.Where, in.User, run.ID, "reply")
-		return
-	}
-	agents := r.roleAgents(ctx, run)
-	var target *api.Agent
-	if role, after, ok := strings.Cut(text, ":"); ok {
-		if id, named := run.Agents[strings.TrimSpace(role)]; named {
-			text = strings.TrimSpace(after)
-			for _, a := range agents {
-				if a.ID == id {
-					target = a
-				}
-			}
-			if target == nil || waitingID(target) == "" {
-				r.ephemeral(ctx, ep, in.Where, in.User, fmt.Sprintf("Role %s has nothing waiting for you.", strings.TrimSpace(role)))
-				return
-			}
-		}
-	}
-	if target == nil {
-		target = r.lastPosted(agents)
-	}
-	if target == nil {
-		msg := fmt.Sprintf("Nothing in team run %s waits for you now; it is %s.", run.ID, run.Status)
-		if run.Status != api.TeamRunning {
-			msg += " " + orDash(run.Reason)
-		}
-		r.ephemeral(ctx, ep, in.Where, in.User, msg)
-		return
-	}
-	if text == "" {
-		r.ephemeral(ctx, ep, in.Where, in.User, "Say what to tell the role after its name, like: ROLE: y")
-		return
-	}
-	note := helpNote(target, text) // help decides nothing, whichever proposal it was written for
-	if note == "" {
-		note = r.bindReply(ctx, ep, in, target)
-	}
-	if note != "" {
-		r.ephemeral(ctx, ep, in.Where, in.User, note)
-		return
-	}
-	switch {
-	case target.Question != nil:
-		if err = errorIf(tooLong("The answer", text)); err != nil {
-			break
-		}
-		err = r.opt.Service.Answer(ctx, target.ID, api.AnswerRequest{ProposalID: target.Question.ProposalID, Text: text, By: in.User.ID, ByName: in.User.Name})
-		if err == nil {
-			r.answered(ctx, ep, target.ID, target.Question, in.User)
-		}
-	case target.Pending != nil:
-		err = r.decideReply(ctx, ep, in, target, text)
-	}
-	if err != nil {
-		r.ephemeral(ctx, ep, in.Where, in.User, err.Error())
-	}
-	r.rememberChat(ctx, ep.a.Platform(), target.ID, in.User, text)
 }
 
 // roleAgents are run's role agents as the daemon has them now, by role, each placed in
 // its team and role.
-func (r *Relay) roleAgents(ctx context.Context, run *api.TeamRun) []*api.Agent {
+func (d *teamDesk) roleAgents(ctx context.Context, run *api.TeamRun) []*api.Agent {
 	var agents []*api.Agent
 	for _, role := range slices.Sorted(maps.Keys(run.Agents)) {
-		if a, err := r.opt.Service.Agent(ctx, run.Agents[role]); err == nil {
+		if a, err := d.r.opt.Service.Agent(ctx, run.Agents[role]); err == nil {
 			agents = append(agents, a)
-			r.state.placeRole(a.ID, teamRole{team: run.ID, role: role})
+			d.placeRole(a.ID, teamRole{team: run.ID, role: role})
 		}
 	}
 	return agents
 }
 
-// lastPosted is the one of agents whose proposal or question waiting was posted last;
-// nil when none waits.
-func (r *Relay) lastPosted(agents []*api.Agent) *api.Agent {
-	var target *api.Agent
-	var best int64 = -1
-	for _, a := range agents {
-		if id := waitingID(a); id != "" {
-			if n := r.state.postOrder(id); n > best {
-				target, best = a, n
-			}
-		}
-	}
-	return target
-}
-
 // teamAgentFor is the role agent of a team thread whose proposal or question id is, for
 // platforms whose buttons name the proposal alone.
-func (r *Relay) teamAgentFor(ctx context.Context, platform string, w Where, proposalID string) string {
-	tb, ok := r.opt.Bindings.(teamBindings)
-	teams := r.teamSvc()
+func (d *teamDesk) teamAgentFor(ctx context.Context, platform string, w Where, proposalID string) string {
+	tb, ok := d.r.opt.Bindings.(teamBindings)
+	teams := d.teamService()
 	if !ok || teams == nil || w.Thread == "" {
 		return ""
 	}
@@ -525,7 +421,7 @@ func (r *Relay) teamAgentFor(ctx context.Context, platform string, w Where, prop
 		return ""
 	}
 	for _, id := range run.Agents {
-		if a, err := r.opt.Service.Agent(ctx, id); err == nil && waitingID(a) == proposalID {
+		if a, err := d.r.opt.Service.Agent(ctx, id); err == nil && waitingID(a) == proposalID {
 			return a.ID
 		}
 	}
@@ -534,8 +430,8 @@ func (r *Relay) teamAgentFor(ctx context.Context, platform string, w Where, prop
 
 // runningTeamsText is the line /agent status in w adds for the running team runs bound to
 // its channel ("" for none).
-func (r *Relay) runningTeamsText(ctx context.Context, platform string, w Where) string {
-	teams := r.teamSvc()
+func (d *teamDesk) runningTeamsText(ctx context.Context, platform string, w Where) string {
+	teams := d.teamService()
 	if teams == nil {
 		return ""
 	}
@@ -543,7 +439,7 @@ func (r *Relay) runningTeamsText(ctx context.Context, platform string, w Where) 
 	if err != nil {
 		return ""
 	}
-	here := r.channelTeamRuns(ctx, platform, w.Channel)
+	here := d.r.channelTeamRuns(ctx, platform, w.Channel)
 	var parts []string
 	for _, t := range all {
 		if t.Status == api.TeamRunning && here[t.ID] {

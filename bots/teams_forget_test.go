@@ -59,25 +59,25 @@ func teamRelay(t *testing.T, svc Service, teams *fakeTeams) (*Relay, *fakeAdapte
 	r.Add(ad, Rules{Channels: map[string]Access{"C1": {}}, Approvers: Access{Users: []string{"U1"}}})
 	r.SetTeams(teams)
 	r.out.start(ctx)
-	r.state.setRunCtx(ctx)
+	r.teams.setRunCtx(ctx)
 	for id := range teams.runs {
-		r.state.bindTeam(&TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
+		r.teams.bindTeam(&TeamBinding{TeamRunID: id, Platform: "slack", Channel: "C1", Thread: "T-" + id})
 	}
 	for id := range teams.runs {
-		r.learnTeamAgents(ctx, id)
+		r.teams.learnTeamAgents(ctx, id)
 	}
 	return r, ad
 }
 
 // remembered reports whether the relay still holds team run id's threads in memory.
-func (r *Relay) remembered(id string) bool { return r.state.remembered(id) }
+func (r *Relay) remembered(id string) bool { return r.teams.remembered(id) }
 
 // followed follows the team runs and waits until their followers have seen them end.
 func (r *Relay) followed(t *testing.T, ids ...string) {
 	for _, id := range ids {
-		r.followTeam(id, 0)
+		r.teams.followTeam(id, 0)
 	}
-	testutil.Eventually(t, 5*time.Second, "the followers to end", func() bool { return r.state.followers() == 0 })
+	testutil.Eventually(t, 5*time.Second, "the followers to end", func() bool { return r.teams.followers() == 0 })
 	r.out.flush()
 }
 
@@ -104,14 +104,14 @@ func TestEndedTeamRunForgotten(t *testing.T) {
 	if r.remembered("t-2") {
 		t.Error("t-2 ended with no role agents, yet its thread is still in memory")
 	}
-	if !r.remembered("t-1") || len(r.targets("a-2")) != 1 {
+	if !r.remembered("t-1") || len(r.posts.targets("a-2")) != 1 {
 		t.Fatal("t-1's thread was forgotten while its role agent, not yet removed, may still post there")
 	}
-	r.handle(context.Background(), api.Event{Type: api.EventRemoved, AgentID: "a-2"})
+	r.posts.handle(context.Background(), api.Event{Type: api.EventRemoved, AgentID: "a-2"})
 	if r.remembered("t-1") {
 		t.Error("t-1's last role agent is removed, yet its thread is still in memory")
 	}
-	roles, _, _ := r.state.teamSizes()
+	roles, _, _ := r.teams.teamSizes()
 	r.out.flush()
 	posts := strings.Join(ad.posts, "\n")
 	if roles != 0 || strings.Contains(posts, "was removed") || strings.Count(posts, "🏁 Team run finished") != 2 {
@@ -132,10 +132,10 @@ func TestEndedTeamRunForgottenLater(t *testing.T) {
 	r, _ := teamRelay(t, svc, teams)
 	r.followed(t, "t-3")
 	testutil.Eventually(t, 5*time.Second, "t-3 forgotten", func() bool { return !r.remembered("t-3") })
-	if _, ok := r.roleOf("a-3"); ok {
+	if _, ok := r.teams.roleOf("a-3"); ok {
 		t.Error("the role agent of a forgotten team run is still placed in its thread")
 	}
-	roles, bound, ended := r.state.teamSizes()
+	roles, bound, ended := r.teams.teamSizes()
 	if n := fmt.Sprint(roles, bound, ended); n != "0 0 0" {
 		t.Errorf("roles, team threads, ended teams in memory: %s", n)
 	}

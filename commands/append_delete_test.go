@@ -24,15 +24,7 @@ func TestAppendToFile(t *testing.T) {
 	}
 	long := strings.Repeat("n", 255)
 	// The cases run in order and build on each other, as a model's appends would.
-	tests := []struct {
-		name     string
-		args     any
-		want     string
-		wantErr  string
-		file     string // relative to the workspace: holds contents afterwards
-		contents string
-		mode     fs.FileMode
-	}{
+	tests := []fileCase{
 		{name: "new_file", args: map[string]any{"path": "log.txt", "text": "one\n"},
 			want: "appended 4 bytes to log.txt (now 4 bytes)", file: "log.txt", contents: "one\n", mode: 0o644},
 		{name: "appends_at_the_end", args: map[string]any{"path": "log.txt", "text": "two\n"},
@@ -64,22 +56,10 @@ func TestAppendToFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := run(t, "append_to_file", s.ws, tt.args, Limits{})
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got %q, %v; want error containing %q", out, err, tt.wantErr)
-				}
+			if !checkOutput(t, out, err, tt.want, tt.wantErr) {
 				return
 			}
-			if err != nil || out != tt.want {
-				t.Fatalf("got %q, %v; want %q", out, err, tt.want)
-			}
-			p := filepath.Join(s.ws, tt.file)
-			if b, err := os.ReadFile(p); err != nil || string(b) != tt.contents {
-				t.Errorf("%s holds %q, %v; want %q", tt.file, b, err, tt.contents)
-			}
-			if fi, err := os.Lstat(p); err == nil && tt.mode != 0 && fi.Mode() != tt.mode {
-				t.Errorf("%s has mode %v, want %v", tt.file, fi.Mode(), tt.mode)
-			}
+			checkFileHolds(t, s.ws, tt.file, tt.contents, tt.mode)
 		})
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.ws, "log.txt")); string(b) != "one\ntwo\ntwo\n" {

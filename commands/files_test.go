@@ -104,14 +104,8 @@ func TestReadFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := run(t, "read_file", s.ws, tt.args, tt.lim)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got %q, %v; want error containing %q", out, err, tt.wantErr)
-				}
+			if !checkOutput(t, out, err, tt.want, tt.wantErr) {
 				return
-			}
-			if err != nil || out != tt.want {
-				t.Fatalf("got %q, %v; want %q", out, err, tt.want)
 			}
 		})
 	}
@@ -124,15 +118,7 @@ func TestWriteFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("n", 255)
-	tests := []struct {
-		name     string
-		args     any
-		want     string
-		wantErr  string
-		file     string // relative to the workspace: holds contents afterwards
-		contents string
-		mode     fs.FileMode
-	}{
+	tests := []fileCase{
 		{name: "new_file", args: map[string]any{"path": "notes.txt", "contents": "hello"},
 			want: "wrote 5 bytes to notes.txt", file: "notes.txt", contents: "hello", mode: 0o644},
 		{name: "creates_parent_folders", args: map[string]any{"path": "a/b/c.txt", "contents": "x"},
@@ -158,26 +144,55 @@ func TestWriteFile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := run(t, "write_file", s.ws, tt.args, Limits{})
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got %q, %v; want error containing %q", out, err, tt.wantErr)
-				}
+			if !checkOutput(t, out, err, tt.want, tt.wantErr) {
 				return
 			}
-			if err != nil || out != tt.want {
-				t.Fatalf("got %q, %v; want %q", out, err, tt.want)
-			}
-			p := filepath.Join(s.ws, tt.file)
-			b, err := os.ReadFile(p)
-			if err != nil || string(b) != tt.contents {
-				t.Errorf("%s holds %q, %v; want %q", tt.file, b, err, tt.contents)
-			}
-			if fi, err := os.Lstat(p); err == nil && tt.mode != 0 && fi.Mode() != tt.mode {
-				t.Errorf("%s has mode %v, want %v", tt.file, fi.Mode(), tt.mode)
-			}
+			checkFileHolds(t, s.ws, tt.file, tt.contents, tt.mode)
 		})
 	}
 	checkNoTempFiles(t, s.ws)
+}
+
+// fileCase is one call of a file command, the cases of a table running in order: the
+// output it gives (or the error), and what a file holds afterwards.
+type fileCase struct {
+	name     string
+	args     any
+	want     string
+	wantErr  string
+	file     string // relative to the workspace: holds contents afterwards
+	contents string
+	mode     fs.FileMode // 0: not checked
+}
+
+// checkOutput fails t unless a command gave want (when wantErr is empty) or an error
+// containing wantErr; it reports whether the command succeeded, so the caller goes on to
+// check what it did.
+func checkOutput(t *testing.T, out string, err error, want, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("got %q, %v; want error containing %q", out, err, wantErr)
+		}
+		return false
+	}
+	if err != nil || out != want {
+		t.Fatalf("got %q, %v; want %q", out, err, want)
+	}
+	return true
+}
+
+// checkFileHolds fails t unless file (relative to ws) holds contents, with mode if it is
+// not 0.
+func checkFileHolds(t *testing.T, ws, file, contents string, mode fs.FileMode) {
+	t.Helper()
+	p := filepath.Join(ws, file)
+	if b, err := os.ReadFile(p); err != nil || string(b) != contents {
+		t.Errorf("%s holds %q, %v; want %q", file, b, err, contents)
+	}
+	if fi, err := os.Lstat(p); err == nil && mode != 0 && fi.Mode() != mode {
+		t.Errorf("%s has mode %v, want %v", file, fi.Mode(), mode)
+	}
 }
 
 // checkNoTempFiles fails if an atomic write left its temporary file behind.
@@ -251,14 +266,8 @@ func TestListFolder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := run(t, "list_folder", s.ws, tt.args, Limits{})
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got %q, %v; want error containing %q", out, err, tt.wantErr)
-				}
+			if !checkOutput(t, out, err, tt.want, tt.wantErr) {
 				return
-			}
-			if err != nil || out != tt.want {
-				t.Fatalf("got %q, %v; want %q", out, err, tt.want)
 			}
 		})
 	}

@@ -109,14 +109,8 @@ func TestSearchFiles(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := run(t, "search_files", s.ws, tt.args, Limits{})
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("got %q, %v; want error containing %q", out, err, tt.wantErr)
-				}
+			if !checkOutput(t, out, err, tt.want, tt.wantErr) {
 				return
-			}
-			if err != nil || out != tt.want {
-				t.Fatalf("got %q, %v;\nwant %q", out, err, tt.want)
 			}
 			checkNoLeak(t, out, err)
 		})

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,35 +68,7 @@ func newSandbox(t testing.TB) *sandbox {
 // snapshot records everything under the sandbox except the workspace: names, modes,
 // contents and link targets.
 func (s *sandbox) snapshot(t *testing.T) map[string]string {
-	t.Helper()
-	snap := map[string]string{}
-	err := filepath.WalkDir(s.dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if path == s.ws {
-			return filepath.SkipDir
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		v := fi.Mode().String()
-		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			target, _ := os.Readlink(path)
-			v += " -> " + target
-		case fi.Mode().IsRegular():
-			b, _ := os.ReadFile(path)
-			v += " " + string(b)
-		}
-		snap[path] = v
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return snap
+	return treeSnapshot(t, s.dir, s.ws)
 }
 
 // checkUntouched fails if anything outside the workspace differs from before.

@@ -1,6 +1,8 @@
 // Package daemon_test holds the repository's imports test: the table of which package may
-// import which, so dependencies point one way (cmd → daemon/server → the services →
-// their foundations → the shared types) and a new arrow against them fails here.
+// import which, so dependencies point one way (test tools → test doubles → the binaries →
+// daemon/server → the services → the local API and config → the foundations → the command
+// set → the shared model → text), with the arrows the design forbids inside that order, and
+// the test imports of the packages whose unit tests must not build the daemon.
 package daemon_test
 
 import (
@@ -29,16 +31,21 @@ type layer struct {
 // layers, top to bottom. The most specific entry names a package's tier
 // (daemon/agent/cycle is a foundation though daemon/agent is a service).
 var layers = []layer{
-	{"binaries", []string{"cmd/...", "daemon/integration", "scripts/..."},
-		"the binaries (and the test scripts' helpers) wire the daemon; nothing imports them"},
-	{"test doubles", []string{"internal/apitest", "internal/fakediscord", "internal/fakeslack", "internal/netguardtest", "internal/ollamatest", "internal/testutil", "internal/display/displaytest"},
-		"fakes of the services agentd talks to and test helpers: only tests import them, never the product"},
+	{"test tools", []string{"daemon/integration", "scripts/...", "cmd/tinymodel", "internal/cmd/..."},
+		"end-to-end tests, the test scripts' helpers, the tiny model's generator and the structure figures: nothing imports them"},
+	{"test doubles", []string{"internal/agenttest", "internal/apitest", "internal/fakediscord", "internal/fakeslack", "internal/netguardtest", "internal/ollamatest", "internal/testutil", "internal/display/displaytest", "internal/structure"},
+		"fakes of the services agentd talks to, test helpers and the structure measures: only tests and test tools import them, never the product"},
+	{"binaries", []string{"cmd/agentd/...", "cmd/agentctl/..."},
+		"the binaries wire the daemon and the CLI; nothing imports them"},
 	{"server", []string{"daemon/server/..."},
 		"the server wires the services together; a service never imports the server"},
 	{"services", []string{"bots/...", "daemon/agent", "daemon/team", "daemon/schedule/...", "daemon/agentprotocol", "daemon/web"},
 		"a service reaches another only through an interface it declares and the shared " +
 			"types below it (team runs and schedules start agents' runs with daemon/run's types, " +
 			"never daemon/agent's); the server wires them together"},
+	{"agent parts", []string{"daemon/agent/policy/..."},
+		"a part of the agent core with a package of its own (the policy that authorizes proposals, with the " +
+			"binding of a grant's files) is handed what it needs by daemon/agent and imports no service"},
 	{"interfaces", []string{"daemon/localapi", "daemon/config"},
 		"the local API's handler and the config are what services and the server share; " +
 			"they import no service"},
@@ -49,21 +56,34 @@ var layers = []layer{
 		"commands and their guards know nothing of the daemon that runs them"},
 	{"shared", []string{"api/...", "daemon/statedir", "daemon/metrics", "systemd"},
 		"the wire and domain model (api) and small helpers every tier may use; they import nothing of the repository above them"},
-	{"text", []string{"internal/display"},
-		"how text is shown to people (escaping, counts, sizes): a leaf that imports nothing of the repository"},
+	{"leaves", []string{"internal/display", "internal/backoff"},
+		"how text is shown to people (escaping, counts, sizes) and how retries are spaced: leaves that import nothing of the repository"},
 }
 
 // denied are arrows the tiers would allow but the design forbids, with the reason.
 var denied = []struct{ from, to, rule string }{
 	{"bots/...", "daemon/store",
 		"the chat relay keeps its records through bots.Bindings; the server gives it daemon/server/chatstore"},
+	{"commands/...", "daemon/...",
+		"the floor: commands import nothing of the daemon (not even its shared helpers), so they build and test alone"},
+	{"memory", "daemon/...",
+		"the floor: memory imports nothing of the daemon, which hands it what it needs (an Embedder) through Options"},
+}
+
+// testDenied are arrows a package's unit tests may not take: these packages' tests build
+// nothing of the daemon or the chat front ends, so they stay fast and test the package alone.
+var testDenied = []struct{ from, to, rule string }{
+	{"commands/...", "daemon/...", "commands are tested through commands.Env and the test doubles, not a daemon"},
+	{"commands/...", "bots/...", "commands are tested through commands.Env and the test doubles, not a chat front end"},
+	{"memory", "daemon/...", "memory is tested through its own Options; a test of the daemon's wiring lives with the daemon"},
+	{"memory", "bots/...", "memory is tested through its own Options, not a chat front end"},
 }
 
 // TestImportsPointOneWay fails on an import against the table, naming the arrow and the
 // rule it breaks, and on a package the table does not place.
 func TestImportsPointOneWay(t *testing.T) {
 	root, module := moduleRoot(t)
-	imports := moduleImports(t, root, module)
+	imports, _ := moduleImports(t, root, module)
 	if len(imports) < 20 {
 		t.Fatalf("found %d packages under %s; the walk is broken", len(imports), root)
 	}
@@ -88,6 +108,25 @@ func TestImportsPointOneWay(t *testing.T) {
 	}
 }
 
+// TestUnitTestsImportBounded fails when the tests of a package testDenied names import
+// what that package's unit tests should not build.
+func TestUnitTestsImportBounded(t *testing.T) {
+	root, module := moduleRoot(t)
+	_, tests := moduleImports(t, root, module)
+	if len(tests["memory"]) == 0 || len(tests["commands"]) == 0 {
+		t.Fatalf("found no test imports of memory or commands: the walk is broken")
+	}
+	for from, imports := range tests {
+		for _, to := range imports {
+			for _, d := range testDenied {
+				if matches(d.from, from) && matches(d.to, to) {
+					t.Errorf("the tests of %s import %s: %s", from, to, d.rule)
+				}
+			}
+		}
+	}
+}
+
 // TestImportsTableCatchesArrows checks the table itself on arrows it must refuse.
 func TestImportsTableCatchesArrows(t *testing.T) {
 	tests := []struct {
@@ -105,6 +144,12 @@ func TestImportsTableCatchesArrows(t *testing.T) {
 		{"agent_imports_cycle", "daemon/agent", "daemon/agent/cycle", true},
 		{"slack_imports_bots", "bots/slack", "bots", true},
 		{"server_imports_agent", "daemon/server", "daemon/agent", true},
+		{"agentd_imports_fake", "cmd/agentd", "internal/ollamatest", false},
+		{"agentctl_imports_fake", "cmd/agentctl/cli", "internal/apitest", false},
+		{"tinymodel_imports_fake", "cmd/tinymodel", "internal/ollamatest", true},
+		{"commands_import_statedir", "commands/shell", "daemon/statedir", false},
+		{"memory_imports_metrics", "memory", "daemon/metrics", false},
+		{"commands_import_api", "commands", "api", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,10 +227,21 @@ func moduleRoot(t *testing.T) (root, module string) {
 }
 
 // moduleImports maps each package of the module (path relative to it) to the module's
-// packages its non-test files import, as the build for this platform sees them.
-func moduleImports(t *testing.T, root, module string) map[string][]string {
+// packages its non-test files import, as the build for this platform sees them; and each
+// package with tests to the module's packages its _test.go files (in-package and
+// external) import.
+func moduleImports(t *testing.T, root, module string) (product, tests map[string][]string) {
 	t.Helper()
-	out := map[string][]string{}
+	product, tests = map[string][]string{}, map[string][]string{}
+	inModule := func(imports []string, skip string) []string {
+		out := []string{}
+		for _, imp := range imports {
+			if to, ok := strings.CutPrefix(imp, module+"/"); ok && to != skip {
+				out = append(out, to)
+			}
+		}
+		return out
+	}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -201,21 +257,16 @@ func moduleImports(t *testing.T, root, module string) map[string][]string {
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
-		if len(p.GoFiles)+len(p.CgoFiles) == 0 {
-			return nil // tests only (like this one): nothing imports it
-		}
 		rel, _ := filepath.Rel(root, path)
 		from := filepath.ToSlash(rel)
-		out[from] = []string{}
-		for _, imp := range p.Imports {
-			if to, ok := strings.CutPrefix(imp, module+"/"); ok {
-				out[from] = append(out[from], to)
-			}
+		tests[from] = inModule(append(p.TestImports, p.XTestImports...), from)
+		if len(p.GoFiles)+len(p.CgoFiles) > 0 { // a tests-only package (like this one): nothing imports it
+			product[from] = inModule(p.Imports, "")
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
+	return product, tests
 }

@@ -8,7 +8,7 @@ import (
 	"unicode"
 )
 
-// Dates (issue 18): a memory says "I went there yesterday"; a question asks "when did she go
+// Dates: a memory says "I went there yesterday"; a question asks "when did she go
 // there?" or "what did she do in May?". When a memory is indexed, the time expressions in its
 // text are resolved to absolute dates from the memory's own time and written, with that time,
 // into the dates field as terms a question's date words can match:
@@ -34,27 +34,6 @@ const (
 type mention struct {
 	at    time.Time
 	grain grain
-}
-
-// label is the mention as the text says it: "2023-05-07", "2023-W18", "2023-05" or "2023".
-func (m mention) label() string {
-	switch m.grain {
-	case grainDay:
-		return m.at.Format("2006-01-02")
-	case grainWeek:
-		y, w := m.at.ISOWeek()
-		return strconv.Itoa(y) + "-W" + twoDigits(w)
-	case grainMonth:
-		return m.at.Format("2006-01")
-	}
-	return m.at.Format("2006")
-}
-
-func twoDigits(n int) string {
-	if n < 10 {
-		return "0" + strconv.Itoa(n)
-	}
-	return strconv.Itoa(n)
 }
 
 // terms are the dates-field terms of a time at grain g and coarser.
@@ -286,13 +265,6 @@ func shift(now time.Time, n int, unit string) mention {
 		return mention{now.AddDate(0, n, 0), grainMonth}
 	}
 	return mention{now.AddDate(n, 0, 0), grainYear}
-}
-
-func count(s string) int {
-	if n, err := strconv.Atoi(s); err == nil {
-		return n
-	}
-	return counts[s]
 }
 
 // weekday resolves "Friday", "last Friday", "next Friday": the nearest such day before now,

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -111,4 +112,25 @@ func TestQueryDates(t *testing.T) {
 			}
 		})
 	}
+}
+
+// label is the mention as the text says it: "2023-05-07", "2023-W18", "2023-05" or "2023".
+func (m mention) label() string {
+	switch m.grain {
+	case grainDay:
+		return m.at.Format("2006-01-02")
+	case grainWeek:
+		y, w := m.at.ISOWeek()
+		return strconv.Itoa(y) + "-W" + twoDigits(w)
+	case grainMonth:
+		return m.at.Format("2006-01")
+	}
+	return m.at.Format("2006")
+}
+
+func twoDigits(n int) string {
+	if n < 10 {
+		return "0" + strconv.Itoa(n)
+	}
+	return strconv.Itoa(n)
 }

@@ -12,7 +12,7 @@ func chat(id, speaker, text, context string, at time.Time) Doc {
 	return Doc{ID: id, Agent: "a", Kind: KindChat, Text: text, Speaker: speaker, Context: context, Created: at}
 }
 
-// The speaker, the previous turn and the dates are fields a question's words find (issue 18).
+// The speaker, the previous turn and the dates are fields a question's words find.
 func TestDialogFields(t *testing.T) {
 	ix := open(t, Options{Now: func() time.Time { return said.AddDate(0, 1, 0) }})
 	load(t, ix,

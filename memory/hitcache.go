@@ -3,7 +3,7 @@ package memory
 import "sync"
 
 // hitCache keeps the stored fields of the memories searches returned lately, by id, so a
-// search loads from the index only those it has not seen (issue 21): an agent's prompt
+// search loads from the index only those it has not seen: an agent's prompt
 // finds mostly the same memories step after step, and loading a memory's stored fields
 // was a fifth of a prompt's search and most of its garbage. Each generation has its own.
 //

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/daemon/llm"
-	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -207,39 +205,5 @@ func TestTopHitsKeepsBest(t *testing.T) {
 				t.Errorf("got %v, want %v", got, want)
 			}
 		})
-	}
-}
-
-// The hybrid path as the daemon wires it with embed_model set: llm.Embedder over Ollama's
-// /api/embed (the fake, which embeds a bag of words). Fusion must take part when the model
-// answers, and the search must go on with BM25 alone when it does not.
-func TestHybridWithOllamaEmbed(t *testing.T) {
-	fake := ollamatest.NewFake(t)
-	fake.SetModels("embedder")
-	c, err := llm.New(fake.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix := open(t, Options{Embedder: llm.Embedder{Client: c, Model: "embedder"}, QueryEmbedTimeout: 5 * time.Second})
-	load(t, ix,
-		chat("answer", "Ana", "A beagle. He loves the beach.", "What breed is Biscuit?", said),
-		chat("other", "Ben", "The pottery class was fun.", "", said),
-		chat("third", "Ben", "Biscuit ran along the beach all day.", "", said))
-	if s := ix.Stats(); s.Vectors != 3 || s.EmbedFailures != 0 {
-		t.Fatalf("stats %+v, want 3 vectors and no failures", s)
-	}
-	hits := find(t, ix, Query{Agent: "a", Text: "What breed is Biscuit, the beagle at the beach?", K: 3})
-	if len(hits) == 0 || hits[0].ID != "answer" {
-		t.Fatalf("got %v, want answer first", ids(hits))
-	}
-	for _, h := range hits {
-		if h.Similarity == 0 || h.Score >= 1 { // fused scores are sums of 1/(60+rank)
-			t.Errorf("hit %s: similarity %v score %v, want a fused hit", h.ID, h.Similarity, h.Score)
-		}
-	}
-	fake.SetDown(true)
-	hits = find(t, ix, Query{Agent: "a", Text: "What breed is Biscuit, the beagle at the beach?", K: 3})
-	if len(hits) == 0 || hits[0].ID != "answer" || hits[0].Similarity != 0 || hits[0].BM25 != hits[0].Score {
-		t.Fatalf("with the model down got %+v, want BM25 alone with answer first", hits)
 	}
 }

@@ -138,30 +138,6 @@ func (a analyzers) toDocument(d Doc, dates string) (doc *document.Document, text
 	return doc, text, prev, nil
 }
 
-// mappingValue is d as the mapping would index it through bleve.Index.Index (used by tests to
-// check toDocument against the mapping).
-func mappingValue(d Doc) map[string]any {
-	v := map[string]any{
-		fieldText:    d.Text,
-		fieldAgent:   agentTerm(d.Agent),
-		fieldKind:    string(d.Kind),
-		fieldCreated: d.Created.Format(time.RFC3339Nano),
-	}
-	if d.Source != "" {
-		v[fieldSource] = d.Source
-	}
-	if d.Speaker != "" {
-		v[fieldSpeaker] = d.Speaker
-	}
-	if d.Context != "" {
-		v[fieldContext] = d.Context
-	}
-	if dates := dateTerms(d.Text, d.Created); dates != "" {
-		v[fieldDates] = dates
-	}
-	return v
-}
-
 func agentTerm(agent string) string {
 	if agent == "" {
 		return sharedTerm

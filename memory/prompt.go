@@ -10,7 +10,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 )
 
-// Fitting recalled memories into a prompt (issue 18, items 3 and 5). A small context
+// Fitting recalled memories into a prompt. A small context
 // (num_ctx 2048) leaves a memory section of about two thousand characters: spent on whole
 // memories in rank order it holds seven or eight, often near-copies of each other, while
 // the evidence for a question is among the top 25 hits five times in six. Fit shows the
@@ -91,16 +91,6 @@ type candidate struct {
 	long bool
 }
 
-// Fit chooses and trims hits (best first) into a memory section of at most o.Budget
-// characters, in two passes: the best memories whole (or cut to a quarter of the budget,
-// around the query's words) while the tail's share of the budget is left, then the next
-// ones as short snippets until the budget ends. Each next memory is chosen by maximal
-// marginal relevance (nextByMMR) among the first PromptCandidates hits; near-copies of a
-// shown memory are never shown; a memory that does not fit gives way to the next.
-func Fit(hits []Hit, o FitOptions) []Shown {
-	return Prepare(hits, o.Query).Fit(o)
-}
-
 // Candidates are the hits a memory section is chosen from, analyzed once for its query
 // (Prepare), so the analysis can be done ahead of the prompt and the same candidates fit
 // any budget.
@@ -112,8 +102,13 @@ func Prepare(hits []Hit, query string) *Candidates {
 	return &Candidates{cands: candidates(hits, PromptCandidates, analyzedTerms(query))}
 }
 
-// Fit is the package's Fit over prepared candidates (o.Query is the one they were prepared
-// for). c is not changed: it fits again.
+// Fit chooses and trims the candidates (best first) into a memory section of at most o.Budget
+// characters, in two passes: the best memories whole (or cut to a quarter of the budget,
+// around the query's words) while the tail's share of the budget is left, then the next
+// ones as short snippets until the budget ends. Each next memory is chosen by maximal
+// marginal relevance (nextByMMR) among the first PromptCandidates hits; near-copies of a
+// shown memory are never shown; a memory that does not fit gives way to the next.
+// o.Query is the one the candidates were prepared for; c is not changed: it fits again.
 func (c *Candidates) Fit(o FitOptions) []Shown {
 	if o.K <= 0 {
 		o.K = DefaultShown

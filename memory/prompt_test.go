@@ -192,3 +192,8 @@ func TestFoldEqualsFields(t *testing.T) {
 		}
 	}
 }
+
+// Fit prepares hits for o.Query and fits them: one call for the tests that fit once.
+func Fit(hits []Hit, o FitOptions) []Shown {
+	return Prepare(hits, o.Query).Fit(o)
+}

@@ -17,7 +17,7 @@ import (
 // maxQueryTerms caps the terms of one search; a longer query keeps its rarest terms, the
 // ones that discriminate (and are cheap to search). Each is looked for in three fields, so
 // a prompt's long query (the task and the latest steps) costs 48 term searches, not 72;
-// LoCoMo's questions rank the same at 16 as at 24 (issue 21).
+// LoCoMo's questions rank the same at 16 as at 24.
 const maxQueryTerms = 16
 
 // maxWideTerms caps the terms of the wide form, which runs when the fast form found
@@ -86,7 +86,7 @@ type textQuery struct {
 
 // Weights of a query word found in the other fields than the text: a word of the previous
 // turn is weaker evidence than one of the memory itself; the speaker counts like the text
-// ("what did Ana say" is about Ana's own words). Chosen on the LoCoMo dev split (issue 18):
+// ("what did Ana say" is about Ana's own words). Chosen on the LoCoMo dev split:
 // context 0.2–1 moves R@10 by about a point around 0.5; speaker 0.5 cost 1.5 points, 0 cost 8.
 var (
 	contextBoost = 0.5

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The prompt mode of the recall benchmark (issue 18, item 5): for every question it builds
+// The prompt mode of the recall benchmark: for every question it builds
 // the memory section the agent's prompt would carry at a context of RECALL_PROMPT_CTX tokens
 // (Search, then Fit into SectionBudget, rendered by Section, as daemon/agent does) and
 // counts the evidence turns that reach it:

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// The recall benchmark (issue 18): dialogs in the LoCoMo format are ingested as one agent's
+// The recall benchmark: dialogs in the LoCoMo format are ingested as one agent's
 // memories each, through Index.Add like the daemon, mixed with other agents' memories, and
 // every question is searched with its own text. Recall@k is the share of a question's
 // evidence turns among the top k hits. scripts/bench.sh memory-recall runs it on real data:

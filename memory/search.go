@@ -67,7 +67,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 }
 
 // recencyTieWeight bounds what recency can add to a score: 1%. Decay by age only breaks
-// near-ties; a fact that still matches better is never buried by being old (issue 18: a
+// near-ties; a fact that still matches better is never buried by being old (a
 // 720h half-life used to cut LoCoMo R@10 from 65 to 39).
 const recencyTieWeight = 0.01
 
@@ -109,7 +109,7 @@ func (ix *Index) searchBM25(ctx context.Context, g *generation, q Query, dates [
 	if err != nil {
 		return nil, fmt.Errorf("memory: search: %w", err)
 	}
-	// No starvation (issue 18): the fast form keeps the query's rarest terms (rarity is
+	// No starvation: the fast form keeps the query's rarest terms (rarity is
 	// index-wide) and lets terms common across the index find only together with rarer
 	// ones (see buildQuery), so other agents' memories could hide this agent's. When it
 	// finds nothing and left terms out past its cap, the wide form runs with more of them

@@ -14,7 +14,7 @@
 #                                # LoCoMo-format dialogs, zero-hit count, ingest rate, search p50/p99
 #   scripts/bench.sh pool        # llm.BenchmarkPoolBusy: model-busy %, 8 agents on 2 fake hosts × 4 slots;
 #                                # llm.BenchmarkPoolInteractiveWait: a person's queue wait under batch load
-#   scripts/bench.sh tier        # issue 21's figures in one run: pool, overhead-memory and pending
+#   scripts/bench.sh tier        # the 10,000-agent tier figures in one run: pool, overhead-memory and pending
 #
 # Benchmarks report figures and never fail on them. Machine noise is large on 2 busy cores:
 # compare runs made back to back, and prefer the medians over several counts.

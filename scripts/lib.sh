@@ -61,14 +61,15 @@ beating() {
 # build needs: a cold build of agentd compiles ~400 packages for minutes (SQLite in Go
 # alone is one of the slowest), and the person sees how far it got and what is left.
 # The arguments after SUBCOMMAND that do not start with - and follow no flag taking a
-# value are the packages (go list counts their dependencies, in this module's versions:
-# pkg@version is listed as pkg).
+# value are the packages. go list counts their dependencies: a package of this module's
+# in this module's versions, a module's pkg@version (go install's form) in that module's
+# own, as go install builds it (in this module's it came out a quarter short).
 go_build() {
 	local log=$1 label=$2 sub=$3; shift 3
-	local pkgs=() a skip=false
+	local pkgs=() versioned=() a skip=false
 	for a in "$@"; do
 		if $skip; then skip=false; continue; fi
-		case "$a" in -o | -ldflags | -tags | -gcflags) skip=true ;; -*) ;; *) pkgs+=("${a%@*}") ;; esac
+		case "$a" in -o | -ldflags | -tags | -gcflags) skip=true ;; -*) ;; *@*) versioned+=("$a") ;; *) pkgs+=("$a") ;; esac
 	done
 	mkdir -p "$AGENTD_LOGS"
 	_build_log="$AGENTD_LOGS/$log"
@@ -77,8 +78,23 @@ go_build() {
 	# builds them (a warm cache leaves only the commands to link).
 	# (-e and || true: a package go list cannot load still counts; pipefail must not
 	# turn that into no total.)
-	_build_total=$( { go list -e -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "${pkgs[@]}" 2>/dev/null || true; } | grep -c .) || _build_total=
+	_build_total=$( {
+		[ ${#pkgs[@]} -eq 0 ] || go list -e -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' "${pkgs[@]}" 2>/dev/null || true
+		for a in ${versioned[@]+"${versioned[@]}"}; do stale_in_module "$a"; done
+	} | sort -u | grep -c .) || _build_total=
 	label=$label progress=build_progress quietly "$log" go "$sub" -v "$@"
+}
+
+# module_dir MODULE@VERSION downloads the module and prints its folder in the module cache.
+module_dir() { go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'; }
+
+# stale_in_module MODULE@VERSION lists the packages a go install of it would build, in
+# the module's own versions (its go.mod, from the module cache).
+stale_in_module() {
+	local dir
+	dir=$(module_dir "$1" 2>/dev/null) || return 0
+	[ -n "$dir" ] || return 0
+	(cd "$dir" && go list -e -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' . 2>/dev/null) || true
 }
 
 # build_progress says how many packages go_build's build has named so far, of how many.

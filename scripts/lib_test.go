@@ -145,3 +145,44 @@ esac
 		t.Errorf("the log lacks the build's output:\n%s", log)
 	}
 }
+
+// TestGoInstallCountsInTheModulesOwnVersions: go install MODULE@VERSION builds with that
+// module's go.mod, not this one's, so its total is listed there (in this module's
+// versions the Ollama build's total came out a quarter short: "503 of 402 built").
+func TestGoInstallCountsInTheModulesOwnVersions(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mod := filepath.Join(dir, "mod")
+	if err := os.Mkdir(mod, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	screen := filepath.Join(dir, "screen")
+	stub := `#!/bin/sh
+case "$1" in
+mod) printf '{\n\t"Path": "example.com/m",\n\t"Dir": "%s"\n}\n' "$MODDIR" ;;
+list) if [ "$PWD" = "$MODDIR" ]; then printf 'm/a\nm/b\nm/c\nm/d\n'; else printf 'example.com/a\n'; fi ;;
+install)
+	printf 'm/a\nm/b\n' >&2
+	i=0
+	until grep -q 'packages built' "$SCREEN" || [ $i -gt 600 ]; do sleep 0.05; i=$((i+1)); done ;;
+*) exit 2 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(stub), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(screen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cmd := exec.Command("bash", "-c", `. ./lib.sh && go_build m.log "building m" install -ldflags "-X=a.b=c" example.com/m@v1.2.3`)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "AGENTD_LOGS="+dir, "AGENTD_BEAT_SECONDS=1", "SCREEN="+screen, "MODDIR="+mod)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go_build: %v; screen:\n%s", err, readFile(t, screen))
+	}
+	if out := readFile(t, screen); !strings.Contains(out, "2 of 4 packages built") {
+		t.Errorf("the beats do not count the module's own 4 packages:\n%s", out)
+	}
+}

@@ -33,7 +33,7 @@ command -v gcc >/dev/null 2>&1 && command -v g++ >/dev/null 2>&1 || need+=(build
 [ ${#need[@]} -eq 0 ] || apt_install "${need[@]}" || die "could not install ${need[*]}, which the Ollama build needs"
 
 quietly ollama.log go mod download "github.com/gen2brain/malgo@$MALGO_VERSION" || die "could not download github.com/gen2brain/malgo@$MALGO_VERSION (for miniaudio.h)"
-malgo=$(go mod download -json "github.com/gen2brain/malgo@$MALGO_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+malgo=$(module_dir "github.com/gen2brain/malgo@$MALGO_VERSION")
 [ -f "$malgo/miniaudio.h" ] || die "miniaudio.h not found in $malgo"
 inc="$cache/include"
 mkdir -p "$inc/miniaudio"

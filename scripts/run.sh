@@ -175,8 +175,10 @@ CONFIG="$HOME_DIR/agentd.toml"
 cat >"$CONFIG" <<TOML
 # Written by scripts/run.sh; see agentd.example.toml for every setting.
 [ollama]
-host = "$HOST"
 model = "$MODEL"
+
+[[ollama.hosts]]
+url = "$HOST"
 TOML
 if bin/agentctl status >/dev/null 2>&1; then
 	say "agentd already runs (bin/agentctl status): using it; its own config stays in force"

@@ -1,14 +1,9 @@
 package scripts_test
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/agentd/agentd/internal/ollamatest"
-	"github.com/agentd/agentd/internal/testutil"
-	ollama "github.com/ollama/ollama/api"
 )
 
 // finishReply is a model reply that ends the run at once.
@@ -30,25 +25,7 @@ func TestRunEndingsLeaveAgentdRunning(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fake := ollamatest.NewFake(t)
-			fake.SetDefault(func(req *ollama.ChatRequest) string {
-				if strings.Contains(string(req.Format), "best_practices") {
-					return `{"name":"Folder Lister","description":"lists folders","best_practices":["look first"],"constraints":["read only"]}`
-				}
-				return tt.reply
-			})
-			home := testutil.ShortTempDir(t)
-			env := append(cleanEnv(),
-				"OLLAMA_HOST="+fake.Addr(), "AGENTD_MODEL="+ollamatest.TinyModelName,
-				"AGENTD_HOME="+filepath.Join(home, "state"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"), "TMPDIR="+home)
-			if err := os.MkdirAll(filepath.Join(home, "run"), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			root, err := filepath.Abs("..")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { sh(t, root, env, "", "scripts/run.sh", "stop") })
+			root, home, env := runShWorld(t, tt.reply)
 
 			out := sh(t, root, env, tt.stdin, "scripts/run.sh", "list the folder")
 			for _, want := range []string{

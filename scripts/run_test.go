@@ -31,25 +31,7 @@ const proposal = `{"thoughts":{"observations":"o","text":"t","reasoning":"r","se
 // names the commands for a second shell and `scripts/run.sh stop`; plain agentctl, with
 // no $AGENTD_SOCKET, finds that agentd; `scripts/run.sh stop` stops it.
 func TestRunLeavesAgentdRunningAndSaysSo(t *testing.T) {
-	fake := ollamatest.NewFake(t)
-	fake.SetDefault(func(req *ollama.ChatRequest) string {
-		if strings.Contains(string(req.Format), "best_practices") {
-			return `{"name":"Folder Lister","description":"lists folders","best_practices":["look first"],"constraints":["read only"]}`
-		}
-		return proposal
-	})
-	home := testutil.ShortTempDir(t)
-	env := append(cleanEnv(),
-		"OLLAMA_HOST="+fake.Addr(), "AGENTD_MODEL="+ollamatest.TinyModelName,
-		"AGENTD_HOME="+filepath.Join(home, "state"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"), "TMPDIR="+home)
-	if err := os.MkdirAll(filepath.Join(home, "run"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sh(t, root, env, "", "scripts/run.sh", "stop") })
+	root, home, env := runShWorld(t, proposal)
 
 	out := ctrlC(t, root, env, "list_folder", "scripts/run.sh", "list the folder")
 	for _, want := range []string{
@@ -273,4 +255,32 @@ func TestRunSuggestsTheDaemonsModel(t *testing.T) {
 	if readme := readFile(t, "../README.md"); !strings.Contains(readme, "(`AGENTD_MODEL`, default `"+config.DefaultModel+"`)") {
 		t.Errorf("the README does not say run.sh's default model is %s", config.DefaultModel)
 	}
+}
+
+// runShWorld is what a run.sh test starts from: a fake Ollama whose agent-naming call
+// names the agent "Folder Lister" and whose every other reply is reply, a short home with
+// agentd's state and runtime folders under it, the environment pointing there, and the
+// repository root; agentd is stopped with `scripts/run.sh stop` when the test ends.
+func runShWorld(t *testing.T, reply string) (root, home string, env []string) {
+	t.Helper()
+	fake := ollamatest.NewFake(t)
+	fake.SetDefault(func(req *ollama.ChatRequest) string {
+		if strings.Contains(string(req.Format), "best_practices") {
+			return `{"name":"Folder Lister","description":"lists folders","best_practices":["look first"],"constraints":["read only"]}`
+		}
+		return reply
+	})
+	home = testutil.ShortTempDir(t)
+	env = append(cleanEnv(),
+		"OLLAMA_HOST="+fake.Addr(), "AGENTD_MODEL="+ollamatest.TinyModelName,
+		"AGENTD_HOME="+filepath.Join(home, "state"), "XDG_RUNTIME_DIR="+filepath.Join(home, "run"), "TMPDIR="+home)
+	if err := os.MkdirAll(filepath.Join(home, "run"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh(t, root, env, "", "scripts/run.sh", "stop") })
+	return root, home, env
 }

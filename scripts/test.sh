@@ -7,7 +7,7 @@
 #                              model-reply parser. With CI=true the real-Ollama tests must run.
 #   scripts/test.sh --quick    the inner loop: no real Ollama (no build, its tests skip), go
 #                              test -short, no fuzz run. Not allowed with CI=true.
-#   scripts/test.sh [--quick] GO-TEST-FLAGS...   e.g. -run TestAttack: passed to go test.
+#   scripts/test.sh [--quick] GO-TEST-FLAGS...   e.g. -run TestContainmentCorpus: passed to go test.
 #
 # The web console's browser tests save screenshots of each page in $AGENTD_LOGS/web-screenshots.
 #

@@ -49,7 +49,7 @@ func parse(t *testing.T, path string) map[string]map[string][]string {
 
 // The settings agentd relies on: readiness by sd_notify, systemd-made private state and
 // runtime directories (where agentd and agentctl look by default), secrets from an
-// environment file, restart on failure, and the hardening issue 7 asks for.
+// environment file, restart on failure, and the sandboxing hardening of the unit.
 func TestUnitSettings(t *testing.T) {
 	common := map[string]map[string]string{
 		"Unit": {"After": "ollama.service", "Wants": "ollama.service"},

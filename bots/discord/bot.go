@@ -9,10 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/bwmarrin/discordgo"
-
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/bots/discord/endpoint"
+	"github.com/agentd/agentd/internal/backoff"
+	"github.com/bwmarrin/discordgo"
 )
 
 // Platform is the name decisions made in Discord carry as their source.
@@ -109,9 +109,7 @@ func New(opt Options) (*Bot, error) {
 		opt.MaxText = 1500
 	}
 	if opt.Backoff == nil {
-		opt.Backoff = func(n int) time.Duration {
-			return min(time.Second<<min(n-1, 7), 2*time.Minute)
-		}
+		opt.Backoff = backoff.Policy{Base: time.Second, Max: 2 * time.Minute}.Next
 	}
 	if opt.APIURL != "" && opt.APIURL != "https://discord.com/" {
 		endpoint.Point(opt.APIURL)

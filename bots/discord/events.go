@@ -173,39 +173,44 @@ func (b *Bot) ackFirst(ctx context.Context, r *responder, i *discordgo.Interacti
 }
 
 func (b *Bot) onClick(ctx context.Context, r *responder, w bots.Where, u bots.User, i *discordgo.Interaction) {
-	d := i.MessageComponentData()
-	id, err := ParseCustomID(d.CustomID)
-	if err != nil {
-		var ce *CustomIDError
-		if errors.As(err, &ce) {
-			b.log.Warn("discord: refused a button", "user", u.ID, "err", err)
+	id, err := ParseCustomID(i.MessageComponentData().CustomID)
+	switch {
+	case err == nil && (id.Action == ActionApprove || id.Action == ActionApproveN || id.Action == ActionDeny || id.Action == ActionFeedback):
+		c := bots.Click{Platform: Platform, Where: w, User: u, Action: string(id.Action),
+			Ref: bots.Ref{ProposalID: id.ProposalID, Count: id.N, Hash: id.Hash}, ID: i.ID}
+		if i.Message != nil {
+			// In the form Post returns ids in (CHANNEL/MESSAGE), which the relay stored, so
+			// it can check the button names the proposal its message shows.
+			c.Message = i.ChannelID + "/" + i.Message.ID
 		}
-		note := "This button is not one I can act on. Reply in the thread instead: y, n, or feedback."
-		if strings.Contains(err.Error(), "older agentd") {
-			note = "This button is from an older version of agentd and decides nothing now. Use the buttons on the newest proposal in this thread, or reply y, n, or feedback."
+		// A decision was acknowledged already (ackFirst); its message is edited when the
+		// decision event comes back from the daemon. A feedback click's modal must be its
+		// first answer, so nothing was deferred for it: that is done once the relay is.
+		b.opt.Relay.OnClick(ctx, c)
+		if id.Action == ActionFeedback {
+			r.deferUpdate(ctx)
 		}
-		r.ephemeral(ctx, note)
+	default:
+		b.refuseButton(ctx, r, u, err)
+	}
+}
+
+// refuseButton answers a click on a button that is no proposal's: its custom id does not
+// parse (err), or names no action on a proposal.
+func (b *Bot) refuseButton(ctx context.Context, r *responder, u bots.User, err error) {
+	if err == nil {
+		r.ephemeral(ctx, "That is not a button on a proposal.")
 		return
 	}
-	c := bots.Click{Platform: Platform, Where: w, User: u, Action: string(id.Action),
-		Ref: bots.Ref{ProposalID: id.ProposalID, Count: id.N, Hash: id.Hash}, ID: i.ID}
-	if i.Message != nil {
-		// In the form Post returns ids in (CHANNEL/MESSAGE), which the relay stored, so it
-		// can check the button names the proposal its message shows.
-		c.Message = i.ChannelID + "/" + i.Message.ID
+	var ce *CustomIDError
+	if errors.As(err, &ce) {
+		b.log.Warn("discord: refused a button", "user", u.ID, "err", err)
 	}
-	switch id.Action {
-	case ActionFeedback:
-		// The modal must be the click's first answer, so nothing was deferred.
-		b.opt.Relay.OnClick(ctx, c)
-		r.deferUpdate(ctx)
-	case ActionApprove, ActionApproveN, ActionDeny:
-		// Acknowledged already (ackFirst); the message is edited when the decision event
-		// comes back from the daemon.
-		b.opt.Relay.OnClick(ctx, c)
-	default:
-		r.ephemeral(ctx, "That is not a button on a proposal.")
+	note := "This button is not one I can act on. Reply in the thread instead: y, n, or feedback."
+	if strings.Contains(err.Error(), "older agentd") {
+		note = "This button is from an older version of agentd and decides nothing now. Use the buttons on the newest proposal in this thread, or reply y, n, or feedback."
 	}
+	r.ephemeral(ctx, note)
 }
 
 func (b *Bot) onCommand(ctx context.Context, r *responder, w bots.Where, u bots.User, d discordgo.ApplicationCommandInteractionData) {

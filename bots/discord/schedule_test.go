@@ -8,13 +8,14 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
 
 // scheduler runs the schedules' manager over e's supervisor, delivering through e's relay.
 func (e *env) scheduler() *schedule.Manager {
 	e.t.Helper()
-	m := schedule.New(schedule.Options{Store: e.st, Agents: e.sup.API().Facade(), Chat: e.relay, Local: time.UTC})
+	m := schedule.New(schedule.Options{Store: e.st, Agents: agenttest.Of(e.sup), Chat: e.relay, Local: time.UTC})
 	f := m.RunEnded
 	e.runEnded.Store(&f)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -19,11 +19,13 @@ import (
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/server/chatstore"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/daemon/team"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/fakeslack"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
@@ -200,25 +202,29 @@ func (e *env) start(t testing.TB) {
 		if e.ix, err = memory.Open(filepath.Join(e.dir, "memory"), memory.Options{}); err != nil {
 			t.Fatal(err)
 		}
-		mem.Index = e.ix
+		mem = agent.MemoryOf(config.Default().Memory, e.ix)
 	}
 	var eng *team.Engine
-	sup, err := agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: e.dir, Memory: mem,
-		Commands: append([]string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"}, e.commands...),
-		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }, Log: log,
-		OnRunEnd: func(end run.End) {
-			if f := e.runEnded.Load(); f != nil {
-				(*f)(end)
-			}
-			if eng != nil {
-				eng.RunEnded(end)
-			}
-		}})
+	sopt := agent.OptionsOf(config.Default())
+	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
+	sopt.Model, sopt.Commands = ollamatest.TinyModelName, append([]string{"write_file", "read_file", "ask_user", "finish", "bots_test_touch"}, e.commands...)
+	sopt.Store, sopt.LLM, sopt.StateDir, sopt.Log = st, lc, e.dir, log
+	sopt.Memory = mem
+	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	sopt.OnRunEnd = func(end run.End) {
+		if f := e.runEnded.Load(); f != nil {
+			(*f)(end)
+		}
+		if eng != nil {
+			eng.RunEnded(end)
+		}
+	}
+	sup, err := agent.New(sopt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.teamsDir != "" {
-		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: sup.API().Facade(), Log: log, Settings: sup.ModelSettings,
+		if eng, err = team.New(team.Options{Store: st, LLM: lc, Agents: agenttest.Of(sup), Log: log, Settings: sup.ModelSettings,
 			Backoff: func(int) time.Duration { return 20 * time.Millisecond }}); err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +234,7 @@ func (e *env) start(t testing.TB) {
 		t.Fatal(err)
 	}
 	opt := e.opt
-	opt.Service, opt.Bindings, opt.Log = sup.API().Facade(), chatstore.New(st), log
+	opt.Service, opt.Bindings, opt.Log = agenttest.Of(sup), chatstore.New(st), log
 	if opt.Audit == nil {
 		opt.Audit = chatstore.New(st).Audit // as the daemon wires it
 	}

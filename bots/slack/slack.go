@@ -25,12 +25,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/internal/backoff"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
-
-	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/bots"
 )
 
 // Platform is the name decisions made in Slack carry as their source.
@@ -115,9 +115,7 @@ func New(opt Options) (*Bot, error) {
 		opt.MaxText = 2500
 	}
 	if opt.Backoff == nil {
-		opt.Backoff = func(n int) time.Duration {
-			return min(time.Second<<min(n-1, 7), 2*time.Minute)
-		}
+		opt.Backoff = backoff.Policy{Base: time.Second, Max: 2 * time.Minute}.Next
 	}
 	// OptionRetry waits out a 429's Retry-After and tries again, up to 3 times, inside
 	// the call: the relay's outbox (one queue per thread) keeps posts in order meanwhile,

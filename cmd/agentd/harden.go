@@ -19,9 +19,3 @@ func harden() error {
 	}
 	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 }
-
-// dumpable reports the flag harden clears.
-func dumpable() (bool, error) {
-	v, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
-	return v != 0, err
-}

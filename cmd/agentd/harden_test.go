@@ -122,3 +122,9 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// dumpable reports the flag harden clears.
+func dumpable() (bool, error) {
+	v, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
+	return v != 0, err
+}

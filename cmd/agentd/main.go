@@ -106,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 	load := func() (*config.Config, error) {
 		// With the daemon's own checks (command and component names), so that
 		// --check-config and a reload find what a start would refuse.
-		cfg, w, err := config.LoadChecked(path, check)
+		cfg, w, err := config.Load(path, check)
 		warns = w
 		if err != nil {
 			return nil, err
@@ -156,7 +156,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 	// Under systemd (Type=notify) the unit is active once the socket accepts connections,
 	// so units ordered after agentd can use agentctl at once. Outside systemd these are no-ops.
 	notify := func(state string) { sd.SdNotify(false, state) }
-	err = server.RunWith(ctx, cfg, log, server.Options{
+	err = server.Run(ctx, cfg, log, server.Options{
 		Version: version, Ready: func() { notify(sd.SdNotifyReady) },
 		Load: load, ConfigPath: path, Reloads: reloads, LogLevel: level, Notify: notify,
 	})

@@ -14,14 +14,13 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/backoff"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// backoff is the wait between restarts of a server: min, doubling up to max. A server
-// that stayed up at least max starts again from min.
-type backoff struct{ min, max time.Duration }
-
-var defaultBackoff = backoff{min: time.Second, max: time.Minute}
+// defaultBackoff is the wait between restarts of a server: 1s, doubling up to 1m. A
+// server that stayed up at least the longest wait starts again from the first.
+var defaultBackoff = backoff.Policy{Base: time.Second, Max: time.Minute}
 
 // pingTimeout bounds the liveness check made after a call failed in transport.
 const pingTimeout = 5 * time.Second
@@ -34,7 +33,7 @@ const pingTimeout = 5 * time.Second
 type Bridge struct {
 	servers []*server
 	log     *slog.Logger
-	backoff backoff
+	backoff backoff.Policy
 	// dial makes the transport for one connection attempt; tests swap in in-memory ones.
 	dial func(cfg ServerConfig, stderr io.Writer) (mcp.Transport, error)
 
@@ -184,7 +183,7 @@ func (b *Bridge) Status() []ServerStatus {
 // supervise keeps one server connected until ctx ends, restarting it with backoff.
 func (b *Bridge) supervise(ctx context.Context, s *server, ready chan<- struct{}) {
 	log := b.log.With("mcp_server", s.cfg.Name)
-	delay := b.backoff.min
+	attempt := 1
 	for first := true; ; first = false {
 		s.stderr.reset()
 		sess, tools, err := b.connect(ctx, s, log)
@@ -205,6 +204,7 @@ func (b *Bridge) supervise(ctx context.Context, s *server, ready chan<- struct{}
 			}
 			return
 		}
+		delay := b.backoff.Next(attempt)
 		if err != nil {
 			log.Warn("mcp server did not start; retrying", "in", delay, "error", err, "stderr", s.stderr.tail())
 		} else {
@@ -217,8 +217,8 @@ func (b *Bridge) supervise(ctx context.Context, s *server, ready chan<- struct{}
 			if ctx.Err() != nil {
 				return
 			}
-			if time.Since(up) >= b.backoff.max {
-				delay = b.backoff.min
+			if time.Since(up) >= b.backoff.Max {
+				attempt, delay = 1, b.backoff.Next(1)
 			}
 			log.Warn("mcp server stopped; restarting", "in", delay, "error", why, "stderr", s.stderr.tail())
 		}
@@ -229,7 +229,7 @@ func (b *Bridge) supervise(ctx context.Context, s *server, ready chan<- struct{}
 			return
 		case <-t.C:
 		}
-		delay = min(2*delay, b.backoff.max)
+		attempt++
 	}
 }
 

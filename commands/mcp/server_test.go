@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/backoff"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -142,7 +143,7 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-var fastBackoff = backoff{min: 10 * time.Millisecond, max: 80 * time.Millisecond}
+var fastBackoff = backoff.Policy{Base: 10 * time.Millisecond, Max: 80 * time.Millisecond}
 
 // startMem starts a bridge on one in-memory server named "mem".
 func startMem(t *testing.T, cfg ServerConfig) (*Bridge, *memServer) {

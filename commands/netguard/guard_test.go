@@ -89,7 +89,7 @@ func TestBlockedErrorText(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.err.Error()
-			if !strings.HasPrefix(got, tc.want) || !strings.HasSuffix(got, "allow_private = true in agentd's [web] config)") {
+			if !strings.HasPrefix(got, tc.want) || !strings.HasSuffix(got, "allow_private = true in agentd's [web_commands] config)") {
 				t.Errorf("got %q, want %q and the fix", got, tc.want)
 			}
 		})

@@ -9,7 +9,7 @@
 // mixed DNS answer cannot be raced. The connection then goes to the checked address, and
 // the dialer's Control checks the socket address once more just before connect(2).
 // Programs that do their own networking (git) are pointed at a Proxy whose only way out
-// is the guard's dialer. AllowPrivate (config [web] allow_private) lifts the check.
+// is the guard's dialer. AllowPrivate (config [web_commands] allow_private) lifts the check.
 package netguard
 
 import (
@@ -41,7 +41,7 @@ func (e *BlockedError) Error() string {
 	} else if ip, _, err := ParseHost(e.Host); err == nil && ip.IsValid() {
 		what = fmt.Sprintf("%s is %s, a %s address", e.Host, e.Addr, e.Kind)
 	}
-	return what + "; only public addresses may be reached (private ones need allow_private = true in agentd's [web] config)"
+	return what + "; only public addresses may be reached (private ones need allow_private = true in agentd's [web_commands] config)"
 }
 
 // Unwrap makes errors.Is(err, ErrBlocked) true.

@@ -552,3 +552,12 @@ func TestCodeLoadingOptionsAsk(t *testing.T) {
 		})
 	}
 }
+
+// MustParse is Parse for patterns known when the test is written; it panics on an error.
+func MustParse(s string) Pattern {
+	p, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}

@@ -234,15 +234,6 @@ scan:
 	return 0, ""
 }
 
-// MustParse is Parse for patterns known at compile time; it panics on an error.
-func MustParse(s string) Pattern {
-	p, err := Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return p
-}
-
 // Exact returns the pattern that matches command with exactly subject and nothing else.
 // It fails when command is not a plain name or the pattern would exceed MaxPatternLen.
 func Exact(command, subject string) (Pattern, error) {
@@ -330,14 +321,6 @@ func (p Pattern) wild() bool {
 		}
 	}
 	return false
-}
-
-// Escape returns s written as glob text that matches exactly s: wildcards, backslashes and
-// parentheses escaped, control and invisible characters and invalid UTF-8 as \n, \r, \t or \xHH.
-func Escape(s string) string {
-	var b strings.Builder
-	writeLiteral(&b, s, nil)
-	return b.String()
 }
 
 // writeSubject writes subject tokens, escaping only the parentheses that do not pair up, so

@@ -212,3 +212,11 @@ func TestEscape(t *testing.T) {
 		t.Errorf("Escape = %q, want %q", got, want)
 	}
 }
+
+// Escape returns s written as glob text that matches exactly s: wildcards, backslashes and
+// parentheses escaped, control and invisible characters and invalid UTF-8 as \n, \r, \t or \xHH.
+func Escape(s string) string {
+	var b strings.Builder
+	writeLiteral(&b, s, nil)
+	return b.String()
+}

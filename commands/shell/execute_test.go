@@ -98,16 +98,7 @@ func TestExecuteShell(t *testing.T) {
 				if err != nil {
 					t.Fatalf("error %v; output:\n%s", err, got)
 				}
-				for _, w := range tt.want {
-					if w = strings.ReplaceAll(w, "{ws}", ws); !strings.Contains(got, w) {
-						t.Errorf("result lacks %q:\n%s", w, got)
-					}
-				}
-				for _, w := range tt.notWant {
-					if w = strings.ReplaceAll(w, "{ws}", ws); strings.Contains(got, w) {
-						t.Errorf("result has %q:\n%s", w, got)
-					}
-				}
+				checkResult(t, got, ws, tt.want, tt.notWant)
 				if !strings.HasSuffix(got, tt.wantEnd) {
 					t.Errorf("result does not end with %q:\n%s", tt.wantEnd, got)
 				}

@@ -161,3 +161,19 @@ func acceptingPort(t testing.TB) int {
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// checkResult fails t unless got holds every want and none of notWant; "{ws}" in either
+// stands for the workspace ws.
+func checkResult(t *testing.T, got, ws string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if w = strings.ReplaceAll(w, "{ws}", ws); !strings.Contains(got, w) {
+			t.Errorf("result lacks %q:\n%s", w, got)
+		}
+	}
+	for _, w := range notWant {
+		if w = strings.ReplaceAll(w, "{ws}", ws); strings.Contains(got, w) {
+			t.Errorf("result has %q:\n%s", w, got)
+		}
+	}
+}

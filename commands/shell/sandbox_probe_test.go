@@ -88,16 +88,7 @@ print("keyring usable" if r >= 0 else "keyring refused")`, unix.SYS_ADD_KEY)
 			if err != nil {
 				t.Fatalf("error %v; output:\n%s", err, got)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("result lacks %q:\n%s", w, got)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(got, w) {
-					t.Errorf("result has %q:\n%s", w, got)
-				}
-			}
+			checkResult(t, got, "", tt.want, tt.notWant)
 			if tt.rootCtl && root {
 				ctl, _ := run(context.Background(), t, mustShell(t, Options{Sandbox: SandboxNone}), workspace(t), shellLine(tt.line), 30*time.Second)
 				if !slices.ContainsFunc(tt.want, func(w string) bool { return !strings.Contains(ctl, w) }) {

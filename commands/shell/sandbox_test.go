@@ -98,16 +98,7 @@ func TestSandbox(t *testing.T) {
 			if err != nil {
 				t.Fatalf("error %v; output:\n%s", err, got)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("result lacks %q:\n%s", w, got)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(got, w) {
-					t.Errorf("result has %q:\n%s", w, got)
-				}
-			}
+			checkResult(t, got, "", tt.want, tt.notWant)
 			for _, p := range tt.absent {
 				if _, err := os.Lstat(p); err == nil {
 					t.Errorf("the sandbox wrote %s on the host", p)

@@ -59,7 +59,7 @@ func (w *WebSearch) Execute(ctx context.Context, _ commands.Env, raw json.RawMes
 		return "", fmt.Errorf("web_search: empty query: give the words to search for")
 	}
 	if w.Searcher == nil {
-		return "", fmt.Errorf("web_search: %w: set a SearxNG URL or enable DuckDuckGo in agentd's [web] config", ErrNoSearcher)
+		return "", fmt.Errorf("web_search: %w: set a SearxNG URL or enable DuckDuckGo in agentd's [web_commands] config", ErrNoSearcher)
 	}
 	n := w.MaxResults
 	if n <= 0 {

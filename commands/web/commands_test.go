@@ -83,14 +83,8 @@ func TestWebSearchCommand(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			gotN = 0
 			out, err := run(t, NewWebSearch(tc.s, tc.max), tc.args)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if !wantError(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if tc.want != "" && out != tc.want {
 				t.Errorf("output:\n%s\nwant:\n%s", out, tc.want)
@@ -195,14 +189,8 @@ func TestReadWebpageCommand(t *testing.T) {
 				rw.Ask = a.ask
 			}
 			out, err := run(t, &rw, tc.args)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if !wantError(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			switch {
 			case tc.want == "":

@@ -91,3 +91,20 @@ func tripwire(t *testing.T) func(netip.AddrPort) error {
 		return fmt.Errorf("tripwire: %s is not loopback", ap)
 	}
 }
+
+// wantError checks err against wantErr: with wantErr set, t fails unless err contains it;
+// without, t fails on any error. It reports whether the call succeeded as wanted, so the
+// case goes on to check the result.
+func wantError(t *testing.T, err error, wantErr string) (ok bool) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err = %v, want %q", err, wantErr)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}

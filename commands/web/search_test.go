@@ -163,14 +163,8 @@ func TestDuckDuckGoHTML(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := (&DuckDuckGoHTML{BaseURL: tc.base}).Search(context.Background(), "ollama structured outputs", tc.n)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
+			if !wantError(t, err, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
 				g, _ := json.MarshalIndent(got, "", " ")

@@ -29,6 +29,3 @@ func (k *auditKeeper) keep(tx *store.Tx, agentID, kind string, detail any) {
 		k.log.Error("audit line not written; the change it records is kept", "agent", agentID, "kind", kind, "err", err, "audit_failures", n)
 	}
 }
-
-// failures is how many audit lines could not be written since the daemon started.
-func (k *auditKeeper) failures() int64 { return k.dropped.Load() }

@@ -74,3 +74,6 @@ func TestAuditKeeperLogsAndCounts(t *testing.T) {
 		t.Errorf("state value = %q, want the change kept", got)
 	}
 }
+
+// failures is how many audit lines could not be written since the daemon started.
+func (k *auditKeeper) failures() int64 { return k.dropped.Load() }

@@ -90,13 +90,13 @@ func benchStepVsBare(b *testing.B, srv *ollamatest.Real, fresh bool) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	x.sup, err = New(Options{
-		Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: dir,
-		Directives: config.Default().Directives(), Commands: commands.DefaultNames,
+	x.sup, err = New(testOptions(func(o *Options) {
+		o.Store, o.LLM, o.Model, o.StateDir = st, c, ollamatest.TinyModelName, dir
+		o.Directives, o.Commands = config.Default().Directives(), commands.DefaultNames
 		// The tiny model's noise must not pause the agent: a step lasts until a proposal.
-		MaxInvalidReplies: 1 << 20,
-		Now:               func() time.Time { return firstStepNow },
-	})
+		o.MaxInvalidReplies = 1 << 20
+		o.Now = func() time.Time { return firstStepNow }
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}

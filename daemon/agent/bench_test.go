@@ -64,7 +64,7 @@ const benchDescription = "an agent that keeps its workspace tidy"
 // "episodes=0" ends a -benchtime=2000x run with 2,000 steps of history: queries that scan
 // an agent's history show up as figures that rise with -benchtime.
 //
-// With memories > 0 long-term memory is on (issue 4's figure: a 1,000-episode agent with
+// With memories > 0 long-term memory is on (DESIGN §7's figure: a 1,000-episode agent with
 // 100k memories in the index): each step also searches the index for the prompt's relevant
 // memories, stores the episode's memory and indexes it, and every eighth step or so asks
 // the model for history summaries (summary-calls/step reports them). Summaries are made
@@ -180,12 +180,12 @@ func newOverheadSupervisor(b *testing.B, episodes, memories int) (*Supervisor, *
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { ix.Close() })
-		mem.Index = ix
+		mem = MemoryOf(config.Default().Memory, ix)
 	}
-	sup, err := New(Options{
-		Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: dir,
-		Directives: config.Default().Directives(), Commands: commands.DefaultNames, Memory: mem, Metrics: cmds,
-	})
+	sup, err := New(testOptions(func(o *Options) {
+		o.Store, o.LLM, o.Model, o.StateDir = st, c, ollamatest.TinyModelName, dir
+		o.Directives, o.Commands, o.Memory, o.Metrics = config.Default().Directives(), commands.DefaultNames, mem, cmds
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func BenchmarkPromptSize(b *testing.B) {
 	}
 }
 
-// BenchmarkContextAssembly measures issue 4's context assembly: the prompt for the next
+// BenchmarkContextAssembly measures the context assembly: the prompt for the next
 // step of an agent with 1,000 episodes behind it and 100,000 memories in the index
 // (directives, commands, goal state, the relevant memories searched in Bleve, the history
 // with its one-line entries), as each step builds it. Between two assemblies the agent

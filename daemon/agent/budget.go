@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -12,38 +11,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/internal/display"
 )
-
-// runBudget is a budget cached for a run in progress, so the step path checks it
-// without a query: the agent row it reads anyway has the step and token counts.
-type runBudget struct {
-	run.Budget
-	agentID    string
-	start      time.Time
-	tokensBase int64 // the agent's token total when the run started
-	timer      *time.Timer
-}
-
-// overTime returns why the run is out of wall time, or "".
-func (b *runBudget) overTime(now time.Time) string {
-	if b.MaxWall > 0 && now.Sub(b.start) >= b.MaxWall {
-		return fmt.Sprintf("the run used its time budget of %v", b.MaxWall)
-	}
-	return ""
-}
-
-// overCount returns which budget (steps or tokens) keeps the run from making another
-// proposal, and why; "" when none does.
-func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
-	if b.MaxSteps > 0 && a.Step >= b.MaxSteps {
-		return "steps", fmt.Sprintf("the run made %s, its step budget", display.Count(a.Step, "step", "steps"))
-	}
-	if used := a.PromptTokens + a.EvalTokens - b.tokensBase; b.MaxTokens > 0 && used >= b.MaxTokens {
-		return "tokens", fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)
-	}
-	return "", ""
-}
 
 // exhaust ends the agent's run runID because its budget (steps, tokens or time) ran
 // out. Like Stop, an open proposal is superseded and a question withdrawn; the agent
@@ -81,7 +49,7 @@ func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
 		if a.Policy.Mode == "auto" {
 			a.Policy.Mode = "ask"
 		}
-		if err := tx.Audit(a.ID, run.OutcomeBudgetExhausted, map[string]string{"run": runID, "reason": why}); err != nil {
+		if err := tx.Audit(a.ID, string(api.RunBudgetExhausted), map[string]string{"run": runID, "reason": why}); err != nil {
 			return err
 		}
 		r.s.episodeHistory.storeWith(tx, a)

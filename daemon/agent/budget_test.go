@@ -73,7 +73,7 @@ func TestStepBudgetEndsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := ends.wait(t, a.RunID)
-	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 3 || end.Tokens <= 0 || !strings.Contains(end.Reason, "3 steps") {
+	if end.Outcome != api.RunBudgetExhausted || end.Steps != 3 || end.Tokens <= 0 || !strings.Contains(end.Reason, "3 steps") {
 		t.Errorf("run end = %+v, want budget_exhausted after 3 steps with tokens counted", end)
 	}
 	got := h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
@@ -99,7 +99,7 @@ func TestTokenBudgetEndsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := ends.wait(t, a.RunID)
-	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
+	if end.Outcome != api.RunBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
 		t.Errorf("run end = %+v, want budget_exhausted after 1 step", end)
 	}
 }
@@ -115,7 +115,7 @@ func TestWallBudgetCancelsModelCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := ends.wait(t, a.RunID)
-	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 0 || !strings.Contains(end.Reason, "time budget of 150ms") {
+	if end.Outcome != api.RunBudgetExhausted || end.Steps != 0 || !strings.Contains(end.Reason, "time budget of 150ms") {
 		t.Errorf("run end = %+v", end)
 	}
 	h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
@@ -140,7 +140,7 @@ func TestStartTaskBudgetAndPatterns(t *testing.T) {
 		t.Errorf("stored patterns = %+v", pv.Permissions)
 	}
 	end := ends.wait(t, got.RunID)
-	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 1 {
+	if end.Outcome != api.RunBudgetExhausted || end.Steps != 1 {
 		t.Errorf("run end = %+v, want budget_exhausted at 1 step (read_file ran by the pattern)", end)
 	}
 	// A busy agent refuses a new run, saying why.
@@ -175,7 +175,7 @@ func TestStopAndRemoveReportRunEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		end := ends.wait(t, a.RunID)
-		want := map[string]string{"stopped": "stopped", "removed": run.OutcomeRemoved}[name]
+		want := map[string]api.RunOutcome{"stopped": api.RunStopped, "removed": api.RunRemoved}[name]
 		if end.Outcome != want || end.Steps != 1 {
 			t.Errorf("%s: run end = %+v, want %s at step 1", name, end, want)
 		}
@@ -201,7 +201,7 @@ func TestBudgetSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := ends.wait(t, a.RunID)
-	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 1 {
+	if end.Outcome != api.RunBudgetExhausted || end.Steps != 1 {
 		t.Errorf("run end after a restart = %+v", end)
 	}
 }
@@ -224,7 +224,7 @@ func TestRequestBudgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := ends.wait(t, a.RunID)
-	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 2 || !strings.Contains(end.Reason, "2 steps") {
+	if end.Outcome != api.RunBudgetExhausted || end.Steps != 2 || !strings.Contains(end.Reason, "2 steps") {
 		t.Errorf("run end = %+v, want budget_exhausted after 2 steps", end)
 	}
 	got := h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
@@ -235,7 +235,7 @@ func TestRequestBudgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := shown.Runs[0]; r.Outcome != run.OutcomeBudgetExhausted || r.Budget == nil || r.Budget.MaxSteps != 2 || !strings.Contains(r.Reason, "2 steps") {
+	if r := shown.Runs[0]; r.Outcome != api.RunBudgetExhausted || r.Budget == nil || r.Budget.MaxSteps != 2 || !strings.Contains(r.Reason, "2 steps") {
 		t.Errorf("shown run = %+v, want its budget and budget_exhausted with the reason", r)
 	}
 	for finish := false; !finish; {
@@ -263,7 +263,7 @@ func TestRequestBudgets(t *testing.T) {
 		t.Fatal(err)
 	}
 	end = ends.wait(t, next.RunID)
-	if end.Outcome != run.OutcomeBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
+	if end.Outcome != api.RunBudgetExhausted || end.Steps != 1 || !strings.Contains(end.Reason, "token budget of 1") {
 		t.Errorf("task run end = %+v, want budget_exhausted after 1 step", end)
 	}
 	shown, _ = h.sup.agentViews.Agent(ctx, a.ID)

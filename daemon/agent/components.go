@@ -8,8 +8,6 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/agent/watchdog"
-	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -18,21 +16,6 @@ const (
 	compDirectives = "directives" // the base directives from config
 	compCommands   = "commands"   // the built-in commands config lists
 )
-
-// AgentOverrides are per-agent settings from config, keyed by agent name.
-type AgentOverrides struct {
-	// Commands replaces the built-in command list for this agent (it must keep finish
-	// and ask_user).
-	Commands []string
-	// DisabledComponents are left out of this agent's pipeline, besides the global ones.
-	DisabledComponents []string
-	// Allow and Deny are permission patterns for this agent only.
-	Allow, Deny []string
-	// Budget, when set, replaces Options.AgentBudget for this agent.
-	Budget *run.Budget
-	// Watchdog's non-zero fields replace the global thresholds for this agent.
-	Watchdog watchdog.Config
-}
 
 // defaultOrder is where the supervisor's own components go; extra components from
 // Options.Components go between the command providers and the messages.
@@ -50,6 +33,9 @@ func (s *Supervisor) buildPipelines(l *live) error {
 	if err != nil {
 		return err
 	}
+	if err := CheckComponents(s.opt.Components, l.DisabledComponents); err != nil {
+		return err
+	}
 	base, err := s.assemble(l, builtin)
 	if err != nil {
 		return err
@@ -57,6 +43,9 @@ func (s *Supervisor) buildPipelines(l *live) error {
 	l.pipeline = base.Without(l.DisabledComponents)
 	l.agentPipelines = map[string]*commands.Pipeline{}
 	for name, o := range l.Agents {
+		if err := CheckComponents(s.opt.Components, o.DisabledComponents); err != nil {
+			return fmt.Errorf("agent %s: %w", name, err)
+		}
 		p := base
 		if len(o.Commands) > 0 {
 			set, err := builtinCommands(o.Commands)
@@ -99,8 +88,7 @@ func builtinCommands(names []string) (commands.Set, error) {
 	return set, nil
 }
 
-// assemble orders the components: first those config's ComponentOrder names, in that
-// order, then the rest in their default order.
+// assemble puts the components in their default order.
 func (s *Supervisor) assemble(l *live, builtin commands.Set) (*commands.Pipeline, error) {
 	all := map[string]commands.Component{
 		compDirectives: commands.StaticDirectives{ID: compDirectives, D: toDirectives(l.Directives)},
@@ -119,27 +107,19 @@ func (s *Supervisor) assemble(l *live, builtin commands.Set) (*commands.Pipeline
 		all[c.Name()] = c
 	}
 	var comps []commands.Component
-	placed := map[string]bool{}
-	for _, n := range append(slices.Clone(l.ComponentOrder), defaultOrder(s.opt.Components)...) {
-		c, ok := all[n]
-		if !ok {
-			return nil, fmt.Errorf("agent: component order names %q, which does not exist; components: %v", n, defaultOrder(s.opt.Components))
-		}
-		if !placed[n] {
-			placed[n] = true
-			comps = append(comps, c)
-		}
+	for _, n := range defaultOrder(s.opt.Components) {
+		comps = append(comps, all[n])
 	}
 	return commands.NewPipeline(comps, s.reportComponent)
 }
 
-// CheckComponents checks names against the components a supervisor with opt would have;
-// config uses it to refuse a bad disabled or order list.
-// Disabling is stricter than ordering: the commands component cannot be left out.
-func CheckComponents(extra []commands.Component, names []string, disabling bool) error {
+// CheckComponents checks a list of components to disable against those a supervisor
+// with the extra components would have: each must exist, and the commands component
+// cannot be left out. The config check and Reload use it.
+func CheckComponents(extra []commands.Component, names []string) error {
 	known := defaultOrder(extra)
 	for _, n := range names {
-		if n == compCommands && disabling {
+		if n == compCommands {
 			return fmt.Errorf("component %q cannot be disabled: it offers finish and ask_user", n)
 		}
 		if !slices.Contains(known, n) {

@@ -8,6 +8,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -18,55 +19,17 @@ const maxApproveCount = 1000
 // decision wins: a second one, or one naming a superseded proposal, gets ErrConflict with
 // the reason.
 func (s *decisions) Decide(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error) {
-	if req.ProposalID == "" {
-		return nil, badRequest("proposal_id is required: decisions name the proposal they decide")
+	d, err := decisionOf(req)
+	if err != nil {
+		return nil, err
 	}
-	// Each kind carries only its own fields: feedback on a deny would reach the model's
-	// history unbounded, a count on a deny would be recorded as if it meant something.
-	if req.Kind != api.DecisionFeedback && req.Feedback != "" {
-		return nil, badRequest("feedback goes with kind feedback, not %s: send it as its own decision", req.Kind)
-	}
-	if req.Kind != api.DecisionApprove && req.Count != 0 {
-		return nil, badRequest("count goes with kind approve, not %s: drop it", req.Kind)
-	}
-	switch req.Kind {
-	case api.DecisionApprove:
-		if req.Count == 0 {
-			req.Count = 1
-		}
-		if req.Count < 1 || req.Count > maxApproveCount {
-			return nil, badRequest("count %d: want 1 to %d", req.Count, maxApproveCount)
-		}
-	case api.DecisionDeny:
-	case api.DecisionFeedback:
-		req.Feedback = strings.TrimSpace(req.Feedback)
-		if req.Feedback == "" {
-			return nil, badRequest("feedback is empty")
-		}
-		// A front end that forgot to catch "?" must not drop the proposal for it.
-		if api.IsHelp(req.Feedback) {
-			return nil, badRequest("%q asks for help, so it was not sent as feedback and the proposal still waits; answer with one of:\n%s", req.Feedback, api.DecisionHelp)
-		}
-		if len(req.Feedback) > api.MaxTextBytes {
-			return nil, badRequest("feedback is %d bytes: at most %d; shorten it or split it over several decisions", len(req.Feedback), api.MaxTextBytes)
-		}
-	default:
-		return nil, badRequest("kind %q: use approve, deny or feedback", req.Kind)
-	}
-	switch req.Source {
-	case "":
-		req.Source = "api"
-	case "policy", cycle.SourceGrant:
-		return nil, badRequest(`source %q is reserved for the daemon's own approvals`, req.Source)
-	}
-	d := &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, ByName: req.ByName, UID: req.UID, Source: req.Source, Scope: req.Scope}
 	if err := s.widen(ctx, ref, req, d); err != nil {
 		return nil, err
 	}
 	var ep *api.Episode
 	var finished bool
 	var runID string
-	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	_, err = s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		runID = a.RunID
 		r.personNext = true // a person answered the proposal: the next step is theirs to wait on
 		p, err := decidable(tx, a, req.ProposalID)
@@ -84,15 +47,8 @@ func (s *decisions) Decide(ctx context.Context, ref string, req api.DecideReques
 			return conflict("%s", au.Reason)
 		}
 		// y -N and y! make a grant, on the top agent: the next N-1 are the whole family's.
-		if changed, err := applyGrant(tx, a, owner, au, d); err != nil {
-			return err
-		} else if changed && owner != a {
-			if err := tx.UpdateAgent(owner); err != nil {
-				return err
-			}
-		}
 		ev := decisionEvent(p, d)
-		if ep, err = s.decideTx(tx, a, p, d, ev); err != nil {
+		if ep, err = s.decideTx(tx, &change{a: a, p: p, ev: ev, decision: d, auth: &au, owner: owner}); err != nil {
 			return alreadyDecided(tx, p.ID, err)
 		}
 		if d.Pattern != "" {
@@ -130,6 +86,52 @@ func (s *decisions) Decide(ctx context.Context, ref string, req api.DecideReques
 	return d, nil
 }
 
+// decisionOf checks a person's decision request and makes the decision it asks for.
+// Each kind carries only its own fields: feedback on a deny would reach the model's
+// history unbounded, a count on a deny would be recorded as if it meant something.
+func decisionOf(req api.DecideRequest) (*api.Decision, error) {
+	if req.ProposalID == "" {
+		return nil, badRequest("proposal_id is required: decisions name the proposal they decide")
+	}
+	if req.Kind != api.DecisionFeedback && req.Feedback != "" {
+		return nil, badRequest("feedback goes with kind feedback, not %s: send it as its own decision", req.Kind)
+	}
+	if req.Kind != api.DecisionApprove && req.Count != 0 {
+		return nil, badRequest("count goes with kind approve, not %s: drop it", req.Kind)
+	}
+	switch req.Kind {
+	case api.DecisionApprove:
+		if req.Count == 0 {
+			req.Count = 1
+		}
+		if req.Count < 1 || req.Count > maxApproveCount {
+			return nil, badRequest("count %d: want 1 to %d", req.Count, maxApproveCount)
+		}
+	case api.DecisionDeny:
+	case api.DecisionFeedback:
+		req.Feedback = strings.TrimSpace(req.Feedback)
+		if req.Feedback == "" {
+			return nil, badRequest("feedback is empty")
+		}
+		// A front end that forgot to catch "?" must not drop the proposal for it.
+		if api.IsHelp(req.Feedback) {
+			return nil, badRequest("%q asks for help, so it was not sent as feedback and the proposal still waits; answer with one of:\n%s", req.Feedback, api.DecisionHelp)
+		}
+		if len(req.Feedback) > api.MaxTextBytes {
+			return nil, badRequest("feedback is %d bytes: at most %d; shorten it or split it over several decisions", len(req.Feedback), api.MaxTextBytes)
+		}
+	default:
+		return nil, badRequest("kind %q: use approve, deny or feedback", req.Kind)
+	}
+	switch req.Source {
+	case "":
+		req.Source = "api"
+	case "policy", cycle.SourceGrant:
+		return nil, badRequest(`source %q is reserved for the daemon's own approvals`, req.Source)
+	}
+	return &api.Decision{ProposalID: req.ProposalID, Kind: req.Kind, Count: req.Count, Feedback: req.Feedback, By: req.By, ByName: req.ByName, UID: req.UID, Source: req.Source, Scope: req.Scope}, nil
+}
+
 // widen checks a decision's scope. Approve always (y!) makes an exact grant (Authorize's
 // NewGrant) where a pattern could be stored, so a line the rules always ask about stays
 // asked; deny always (n!) stores the deny pattern of the proposal's command and subject.
@@ -165,7 +167,7 @@ func (s *decisions) widen(ctx context.Context, ref string, req api.DecideRequest
 	if err != nil {
 		return err
 	}
-	pat, err := scopePattern(req.Scope, spec, p)
+	pat, err := policy.ScopePattern(req.Scope, spec, p)
 	if err != nil {
 		return badRequest("%v", err)
 	}
@@ -193,34 +195,20 @@ func who(d *api.Decision) string { return cycle.Who(d) }
 // errMoved is decideTx's answer when the proposal took another decision meanwhile.
 var errMoved = errors.New("proposal moved on")
 
-// decideTx records decision d on a's open proposal p in tx and moves the cycle on ev:
-// the one path of every decision, a person's (Decide) or the policy's (startTx). It
-// returns the episode the decision ends p with (deny, feedback), else nil. The caller
-// writes a.
-func (s *decisions) decideTx(tx *store.Tx, a *store.Agent, p *api.Proposal, d *api.Decision, ev cycle.Event) (*api.Episode, error) {
-	moved, effects, err := transit(tx, a, p, ev)
+// decideTx records c's decision on its agent's open proposal in tx and moves the cycle
+// on c's event: the one path of every decision, a person's (Decide) or the policy's
+// (startTx). It returns the episode the decision ends the proposal with (deny,
+// feedback), else nil. The caller writes the agent.
+func (s *decisions) decideTx(tx *store.Tx, c *change) (*api.Episode, error) {
+	c.rec, c.count = s.recordEpisode, s.countDecision
+	res, err := apply(tx, c)
 	if err != nil {
 		return nil, err
 	}
-	if !moved {
+	if !res.moved {
 		return nil, errMoved
 	}
-	if err := tx.InsertDecision(d); err != nil {
-		return nil, err
-	}
-	s.countDecision(tx, d)
-	if err := tx.Audit(a.ID, "decision", d); err != nil {
-		return nil, err
-	}
-	if !has(effects, cycle.RecordEpisode) {
-		return nil, nil
-	}
-	outcome := "feedback"
-	if p.Status == api.ProposalDenied {
-		outcome = "denied"
-	}
-	ep := episodeOf(p, outcome, "", d.Feedback)
-	return ep, s.recordEpisode(tx, a.ID, p, ep)
+	return res.episode, nil
 }
 
 // decidable checks that id names a's current proposal and that it still takes a decision.
@@ -317,16 +305,14 @@ func (s *decisions) Answer(ctx context.Context, ref string, req api.AnswerReques
 		if p.Status != api.ProposalStarted {
 			return conflict("question %s was already answered", p.ID)
 		}
-		if ok, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Answer, Result: text}); err != nil {
+		ep = episodeOf(p, "succeeded", "The person answered: "+text, "")
+		res, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.Answer, Result: text}, episode: ep, rec: s.recordEpisode})
+		if err != nil {
 			return err
-		} else if !ok {
+		} else if !res.moved {
 			return conflict("question %s was already answered", p.ID)
 		}
 		if err := tx.ClearQuestions(a.ID); err != nil {
-			return err
-		}
-		ep = episodeOf(p, "succeeded", "The person answered: "+text, "")
-		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
 			return err
 		}
 		if err := tx.Audit(a.ID, "answer", answerAudit(p.ID, req)); err != nil {
@@ -342,19 +328,17 @@ func (s *decisions) Answer(ctx context.Context, ref string, req api.AnswerReques
 // decisions records people's decisions and answers on proposals: the one path agentctl,
 // chat, schedules and the Agent Protocol share.
 type decisions struct {
-	decisionHost
 	st   *store.Store
 	live func() *live // the settings in use: the patterns a decision is weighed against
-}
 
-// decisionHost is what recording a decision needs of the supervisor: changing an agent
-// under its runner's lock, ending a step or a run, and the specs of commands.
-type decisionHost interface {
-	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
-	recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
-	runEnded(runID string)
-	countDecision(tx *store.Tx, d *api.Decision)
-	specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec
+	// What recording a decision needs of the other parts: changing an agent under its
+	// runner's lock and ending a run (runs), ending a step (recordEpisode), counting
+	// decisions (metrics) and the specs of commands (the pipelines).
+	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+	runEnded      func(runID string)
+	countDecision func(tx *store.Tx, d *api.Decision)
+	specIn        func(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec
 }
 
 // answerAudit is the audit entry of an answer: who answered, by name and, for a local

@@ -18,10 +18,6 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// HealthCheck is one check agentctl doctor runs beyond the supervisor's own (the server
-// adds the MCP servers, the shell sandbox, the chat bots...).
-type HealthCheck func(ctx context.Context) []api.Check
-
 // doctor runs agentctl doctor's checks: the model server, the store, the state directory
 // and workspaces, and the server's own checks.
 type doctor struct {
@@ -82,7 +78,7 @@ func (s *doctor) checkModels(ctx context.Context) []api.Check {
 				Detail: fmt.Sprintf("%s is not on the server", model), Fix: "ollama pull " + model})
 		case err != nil:
 			return append(out, api.Check{Name: "ollama", Status: api.CheckFail, Detail: err.Error(),
-				Fix: "start Ollama (`ollama serve`, or `sudo systemctl start ollama`), or point [ollama] host in the config at a running server"})
+				Fix: "start Ollama (`ollama serve`, or `sudo systemctl start ollama`), or point [[ollama.hosts]] url in the config at a running server"})
 		default:
 			if i == 0 {
 				out = append(out, api.Check{Name: "ollama", Status: api.CheckOK, Detail: fmt.Sprintf("version %s at %s", info.ServerVersion, host)})

@@ -52,60 +52,19 @@ func endOf(p *api.Proposal, out string, runErr error) stepEnd {
 // staged writes (a written file's memories) and the history summaries made meanwhile;
 // busy is how long the command ran, added to the agent's busy time.
 func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepEnd, busy time.Duration, staged ...func(*store.Tx) error) {
-	ev, ep, finished, out, outcome := end.ev, end.ep, end.finished, end.out, end.ep.Outcome
+	ep, finished, out := end.ep, end.finished, end.out
 	var v *api.Agent
 	r.mu.Lock()
 	r.cancelExec = nil
 	r.mu.Unlock()
-	record := func(tx *store.Tx) error {
-		a, err := tx.Agent(r.id)
-		if err != nil {
-			return err
-		}
-		cur := *p // a retried transaction starts from the proposal as it was
-		on := a
-		if a.RunID != p.RunID {
-			on = nil // stopped and given a new task while this ran: the agent is the new run's
-		}
-		// Not moved: withdrawn meanwhile (its run's budget ran out); the episode stays.
-		moved, effects, err := transit(tx, on, &cur, ev)
-		if err != nil {
-			return err
-		}
-		if err := r.s.recordEpisode(tx, r.id, p, ep); err != nil {
-			return err
-		}
-		for _, write := range staged {
-			if err := write(tx); err != nil {
-				return fmt.Errorf("%w: %w", errStaged, err)
-			}
-		}
-		r.s.audit.keep(tx, r.id, outcome, map[string]string{"proposal": p.ID, "command": p.Command})
-		r.s.episodeHistory.storeWith(tx, a)
-		a.BusyMS += busy.Milliseconds()
-		if end.disk >= 0 {
-			a.DiskBytes = end.disk
-		}
-		if on == nil {
-			return tx.UpdateAgent(a)
-		}
-		if moved && has(effects, cycle.EndRun) {
-			a.Policy.AutoSteps = 0
-			if a.Policy.Mode == "auto" {
-				a.Policy.Mode = "ask"
-			}
-		}
-		if err := tx.UpdateAgent(a); err != nil {
-			return err
-		}
-		v = known(a, nil, nil) // p, the only open proposal, just settled
-		return nil
-	}
 	// The command ran: its result must land. Retry while the store refuses (busy, disk
 	// full); if the daemon stops first, the restart shows it as interrupted.
 	for attempt := 1; ; attempt++ {
 		r.mu.Lock()
-		err := r.s.st.Tx(ctx, record)
+		err := r.s.st.Tx(ctx, func(tx *store.Tx) (err error) {
+			v, err = resultTx(r.s, tx, r.id, p, end, busy, staged)
+			return err
+		})
 		r.mu.Unlock()
 		if errors.Is(err, store.ErrNotFound) {
 			return // the agent was deleted
@@ -134,4 +93,53 @@ func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepE
 		r.s.events.Publish(api.Event{Type: api.EventFinish, AgentID: r.id, Agent: v, Message: out})
 		r.s.runs.runEnded(p.RunID)
 	}
+}
+
+// resultTx records the end of agent id's step p in tx, with the components' staged
+// writes; it returns the agent's view, or nil when p's run was replaced meanwhile.
+func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepEnd, busy time.Duration, staged []func(*store.Tx) error) (*api.Agent, error) {
+	a, err := tx.Agent(id)
+	if err != nil {
+		return nil, err
+	}
+	cur := *p // a retried transaction starts from the proposal as it was
+	on := a
+	if a.RunID != p.RunID {
+		on = nil // stopped and given a new task while this ran: the agent is the new run's
+	}
+	res, err := apply(tx, &change{a: on, p: &cur, ev: end.ev, episode: end.ep, rec: s.recordEpisode})
+	if err != nil {
+		return nil, err
+	}
+	if !res.moved {
+		// Withdrawn meanwhile (its run's budget ran out): the command ran all the
+		// same, and what it did is remembered.
+		if err := s.recordEpisode(tx, id, p, end.ep); err != nil {
+			return nil, err
+		}
+	}
+	for _, write := range staged {
+		if err := write(tx); err != nil {
+			return nil, fmt.Errorf("%w: %w", errStaged, err)
+		}
+	}
+	s.audit.keep(tx, id, end.ep.Outcome, map[string]string{"proposal": p.ID, "command": p.Command})
+	s.episodeHistory.storeWith(tx, a)
+	a.BusyMS += busy.Milliseconds()
+	if end.disk >= 0 {
+		a.DiskBytes = end.disk
+	}
+	if on == nil {
+		return nil, tx.UpdateAgent(a) // its run had been replaced: the agent's state is the new run's
+	}
+	if res.moved && has(res.effects, cycle.EndRun) {
+		a.Policy.AutoSteps = 0
+		if a.Policy.Mode == "auto" {
+			a.Policy.Mode = "ask"
+		}
+	}
+	if err := tx.UpdateAgent(a); err != nil {
+		return nil, err
+	}
+	return known(a, nil, nil), nil // p, the only open proposal, just settled
 }

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/policy/bind"
 )
 
 // pythonCmd stands in for execute_python_file: a command whose exact grants bind the
@@ -113,14 +116,14 @@ func TestExactGrantRefusedPastItsBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(maxBoundBytes + 1); err != nil { // sparse: nothing is written
+	if err := f.Truncate(bind.MaxBoundBytes + 1); err != nil { // sparse: nothing is written
 		t.Fatal(err)
 	}
 	f.Close()
 	p := h.pending(a.ID)
 	_, err = h.decide(a.ID, p, "y!")
 	if err == nil || !strings.Contains(err.Error(), "y! cannot bind the files this line names") || !strings.Contains(err.Error(), "approve it once with y") {
-		t.Fatalf("y! on a line naming a %d MiB file: %v, want a refusal naming the fix", maxBoundBytes>>20, err)
+		t.Fatalf("y! on a line naming a %d MiB file: %v, want a refusal naming the fix", bind.MaxBoundBytes>>20, err)
 	}
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatalf("y after the refused y!: %v", err)
@@ -130,4 +133,9 @@ func TestExactGrantRefusedPastItsBound(t *testing.T) {
 	}).Pending; p.Command != "write_file" {
 		t.Fatalf("pending after y: %s, want the next proposal", p.Command)
 	}
+}
+
+func sha(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
 }

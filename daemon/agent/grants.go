@@ -4,131 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
-
-// Grants are the standing decisions that approve more than one proposal: y -N (a count
-// grant of the next N-1, for the run), y! (this exact command and args), a pattern added
-// with `agentctl policy AGENT add`, and a run's auto steps (--auto N, a schedule's
-// autonomy). They live in the store, so they survive a restart; cycle.Authorize weighs
-// them with the rules, read fresh in each authorization, so a revoke holds from the next
-// proposal on. The agent's Policy.Mode "auto" and AutoSteps only mirror its count grants.
 
 const (
 	defaultPreview = 20  // proposals a pattern grant's preview looks back over
 	maxPreview     = 200 // and at most
 )
-
-// applyGrant records what authorization au did to grants in tx: a use of the grant that
-// approved, or the grant a person's decision made (on owner, the top agent, for the
-// whole family), whose id and label d then carries. The caller writes owner when it is
-// not a and its mirror changed (reported by changed).
-func applyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *api.Decision) (changed bool, err error) {
-	switch {
-	case au.Grant != nil:
-		if err := tx.UseGrant(au.Grant.ID); err != nil {
-			return false, err
-		}
-		if au.Grant.Kind != api.GrantCount {
-			return false, nil
-		}
-	case au.NewGrant != nil:
-		g := *au.NewGrant
-		g.ID, g.AgentID = newID("g-"), owner.ID
-		if g.Kind == api.GrantCount {
-			// A new y -N replaces the count still running, as it always did.
-			if err := endCountGrants(tx, owner, "replaced by "+g.ID); err != nil {
-				return false, err
-			}
-		}
-		if err := tx.InsertGrant(&g); err != nil {
-			return false, err
-		}
-		if err := tx.Audit(a.ID, "grant", &g); err != nil {
-			return false, err
-		}
-		d.Grant, d.GrantLabel = g.ID, g.Name()
-		if g.Count > 0 {
-			d.GrantCount, d.GrantLeft = g.Count, g.Left()
-		}
-	default:
-		return false, nil
-	}
-	return syncPolicy(tx, owner)
-}
-
-// endCountGrants revokes owner's count grants still running, saying why.
-func endCountGrants(tx *store.Tx, owner *store.Agent, why string) error {
-	live, err := tx.LiveGrants(owner.ID, owner.RunID)
-	if err != nil {
-		return err
-	}
-	for _, g := range live {
-		if g.Kind == api.GrantCount {
-			if _, err := tx.RevokeGrant(g.ID, why); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// syncPolicy sets owner's mode to mirror its count grants: auto with what is left of
-// them on its current run, else back to ask. It reports whether that changed owner.
-func syncPolicy(tx *store.Tx, owner *store.Agent) (bool, error) {
-	live, err := tx.LiveGrants(owner.ID, owner.RunID)
-	if err != nil {
-		return false, err
-	}
-	left := 0
-	for _, g := range live {
-		if g.Kind == api.GrantCount && g.StateAt(tx.Now(), owner.RunID) == api.GrantActive {
-			left += g.Left()
-		}
-	}
-	mode := owner.Policy.Mode
-	switch {
-	case left > 0 && mode != "continuous":
-		mode = "auto"
-	case left == 0 && mode == "auto":
-		mode = "ask"
-	}
-	if mode == owner.Policy.Mode && left == owner.Policy.AutoSteps {
-		return false, nil
-	}
-	owner.Policy.Mode, owner.Policy.AutoSteps = mode, left
-	return true, nil
-}
-
-// grantAutoSteps turns the auto steps a run starts with (--auto N, a schedule's
-// autonomy) into a count grant of that run; a was just given opt's policy.
-func grantAutoSteps(tx *store.Tx, a *store.Agent, by, source string) error {
-	if a.Policy.Mode != "auto" || a.Policy.AutoSteps <= 0 {
-		return nil
-	}
-	if err := endCountGrants(tx, a, "a new run's policy"); err != nil {
-		return err
-	}
-	g := &api.Grant{ID: newID("g-"), AgentID: a.ID, Kind: api.GrantCount, By: by, Source: source,
-		Label: fmt.Sprintf("auto mode for %d steps", a.Policy.AutoSteps), Count: a.Policy.AutoSteps, RunID: a.RunID}
-	if name, ok := strings.CutPrefix(by, "schedule "); ok {
-		g.Label = "autonomy of schedule " + name
-	}
-	if g.Source == "" {
-		g.Source = "api"
-	}
-	if err := tx.InsertGrant(g); err != nil {
-		return err
-	}
-	return tx.Audit(a.ID, "grant", g)
-}
 
 // Grants lists the agent's grants, newest first, each with its state now.
 func (s *policyService) Grants(ctx context.Context, ref string) (*api.GrantList, error) {
@@ -138,7 +27,7 @@ func (s *policyService) Grants(ctx context.Context, ref string) (*api.GrantList,
 		if err != nil {
 			return err
 		}
-		owner, err := policyOwner(tx, a)
+		owner, err := policy.Owner(tx, a)
 		if err != nil {
 			return err
 		}
@@ -186,7 +75,7 @@ func (s *policyService) RevokeGrant(ctx context.Context, ref string, req api.Rev
 		if err := tx.Audit(a.ID, "grant_revoked", map[string]string{"grant": g.ID, "by": req.By, "was": g.Describe()}); err != nil {
 			return err
 		}
-		if changed, err := syncPolicy(tx, a); err != nil || !changed {
+		if changed, err := policy.SyncPolicy(tx, a); err != nil || !changed {
 			return err
 		}
 		return tx.UpdateAgent(a)
@@ -220,7 +109,7 @@ func (s *policyService) AddGrant(ctx context.Context, ref string, req api.GrantR
 			return err
 		}
 		if req.Run {
-			owner, err := policyOwner(tx, a) // a helper's run ends with its top agent's
+			owner, err := policy.Owner(tx, a) // a helper's run ends with its top agent's
 			if err != nil {
 				return err
 			}
@@ -292,7 +181,7 @@ func (s *policyService) preview(ctx context.Context, l *live, tx *store.Tx, a *s
 		return nil, err
 	}
 	out := &api.GrantPreview{AgentID: a.ID, Pattern: g.Pattern, Looked: len(ps), Matches: []api.GrantMatch{}}
-	opts := policyOptions(l, a)
+	opts := policy.Options(l.policy, a)
 	for i := range ps {
 		p := &ps[i]
 		spec := s.specIn(ctx, l, tx, a, p.Command)
@@ -315,22 +204,4 @@ func compactJSON(b json.RawMessage) string {
 	}
 	out, _ := json.Marshal(v)
 	return string(out)
-}
-
-// policyOwner is the agent whose mode (ask, auto for N steps, continuous) a's proposals
-// follow: a itself, or for a helper its top agent, the one people started and set the
-// policy on. `y -N` given on any agent of the family sets it there, and every agent of
-// the family draws from the same N. The result is a itself or a fresh copy from tx.
-func policyOwner(tx *store.Tx, a *store.Agent) (*store.Agent, error) {
-	owner := a
-	for hops := 0; owner.ParentID != "" && hops < maxAncestors; hops++ {
-		p, err := tx.Agent(owner.ParentID)
-		if errors.Is(err, store.ErrNotFound) {
-			break // a parent gone: the nearest one left decides
-		} else if err != nil {
-			return nil, err
-		}
-		owner = p
-	}
-	return owner, nil
 }

@@ -16,7 +16,7 @@ import (
 
 // apiService is the local API over the harness's supervisor: the agents' half only.
 type apiService struct {
-	localapi.AgentService
+	parts
 	localapi.ScheduleService // not served here
 	localapi.DaemonService   // not served here
 	localapi.TeamService     // not served here
@@ -31,7 +31,7 @@ func (h *harness) serveAPI() *api.Client {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	srv := &http.Server{Handler: localapi.NewHandler(apiService{AgentService: h.sup.API().Facade()}, nil)}
+	srv := &http.Server{Handler: localapi.NewHandler(apiService{parts: partsOf(h.sup)}, nil)}
 	go srv.Serve(ln)
 	h.t.Cleanup(func() { srv.Close() })
 	return &api.Client{Socket: sock}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
@@ -78,11 +80,11 @@ func newHarness(t *testing.T, mod ...func(*Options)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.opt = Options{
-		Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: h.dir, Commands: testCommands,
-		Backoff: func(int) time.Duration { return 20 * time.Millisecond },
-		Now:     func() time.Time { return time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC) },
-	}
+	h.opt = testOptions(func(o *Options) {
+		o.Store, o.LLM, o.Model, o.StateDir, o.Commands = st, c, ollamatest.TinyModelName, h.dir, testCommands
+		o.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+		o.Now = func() time.Time { return time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC) }
+	})
 	for _, m := range mod {
 		m(&h.opt)
 	}
@@ -170,4 +172,34 @@ func (h *harness) history(id string) []api.Episode {
 		h.t.Fatal(err)
 	}
 	return eps
+}
+
+// testOptions are a test supervisor's options: the config's defaults
+// (OptionsOf(config.Default())), less what this package's tests were written without —
+// directives and a budget over every agent — and then what mod sets.
+func testOptions(mod ...func(*Options)) Options {
+	o := OptionsOf(config.Default())
+	o.Directives, o.AgentBudget = api.Directives{}, run.Budget{}
+	for _, m := range mod {
+		m(&o)
+	}
+	return o
+}
+
+// parts are a supervisor's parts as one api.AgentService, for the tests that serve them
+// through the local API's handler as the server does.
+type parts struct {
+	Runs
+	Views
+	api.DecisionService
+	api.PolicyService
+	api.MemoryService
+	api.AuditService
+	api.DoctorService
+	api.BudgetService
+}
+
+func partsOf(sup *Supervisor) parts {
+	p := sup.API()
+	return parts{p.Runs, p.Views, p.Decisions, p.Policies, p.Memory, p.Audit, p.Doctor, p.Budgets}
 }

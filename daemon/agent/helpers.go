@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
@@ -24,15 +25,8 @@ import (
 // The row goes in the same transaction as the delivery, so an end is delivered once,
 // including after a restart (deliverEnded).
 
-// Defaults of Options.MaxHelperDepth and MaxHelpers.
-const (
-	DefaultMaxHelperDepth = 2
-	DefaultMaxHelpers     = 4
-)
-
-// maxAncestors bounds walks up the parent links (a cycle cannot be made, but a walk
-// must end whatever the database says).
-const maxAncestors = 16
+// maxAncestors bounds walks up the parent links, as the policy bounds its own.
+const maxAncestors = policy.MaxAncestors
 
 // keyOf is a helper's key: its name without its parent's.
 func keyOf(name string) string {
@@ -132,9 +126,6 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		ID: newID("a-"), Description: task, Task: prompt, State: cycle.Initial,
 		RunID: newID("r-"), Workspace: ws, ParentID: h.parentID,
 	}}
-	if _, _, err := transit(nil, helper, nil, cycle.Event{Kind: cycle.Task}); err != nil {
-		return err
-	}
 	if helper.Description == "" {
 		helper.Description = "a helper agent"
 	}
@@ -174,7 +165,10 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		if err := tx.InsertAgent(helper); err != nil {
 			return err
 		}
-		if err := tx.StartRun(helper.RunID, helper.ID, helper.Task); err != nil {
+		if _, _, err := transit(tx, helper, nil, cycle.Event{Kind: cycle.Task}); err != nil { // starts its run
+			return err
+		}
+		if err := tx.UpdateAgent(helper); err != nil {
 			return err
 		}
 		if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: helper.ID, HelperRun: helper.RunID}); err != nil {
@@ -276,16 +270,16 @@ func (h helperEnv) Delete(ctx context.Context, key string) error {
 }
 
 // helperResult is what the parent's command shows of its helper's end.
-func helperResult(key, outcome, reason string) (string, api.ProposalStatus) {
+func helperResult(key string, outcome api.RunOutcome, reason string) (string, api.ProposalStatus) {
 	switch outcome {
-	case "finished":
+	case api.RunFinished:
 		return fmt.Sprintf("helper %s finished: %s", key, reason), api.ProposalSucceeded
-	case run.OutcomeRemoved:
+	case api.RunRemoved:
 		return fmt.Sprintf("Error: helper %s was removed before it finished", key), api.ProposalFailed
 	case "":
 		return fmt.Sprintf("Error: helper %s ended without a report", key), api.ProposalFailed
 	}
-	return fmt.Sprintf("Error: helper %s did not finish (%s): %s", key, strings.ReplaceAll(outcome, "_", " "), reason), api.ProposalFailed
+	return fmt.Sprintf("Error: helper %s did not finish (%s): %s", key, strings.ReplaceAll(string(outcome), "_", " "), reason), api.ProposalFailed
 }
 
 // errDelivered rolls back a delivery that found nothing to deliver.
@@ -296,7 +290,8 @@ var errDelivered = errors.New("delivered already")
 // is gone with its agent (named name), nil to read them.
 func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.End, name string) {
 	var w *store.HelperWait
-	var outcome, reason string
+	var outcome api.RunOutcome
+	var reason string
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		var err error
 		if w, err = tx.WaitOn(runID); err != nil {
@@ -311,7 +306,7 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		}
 		r, err := tx.Run(runID)
 		if errors.Is(err, store.ErrNotFound) {
-			outcome = run.OutcomeRemoved // its agent went while the daemon was down
+			outcome = api.RunRemoved // its agent went while the daemon was down
 			return nil
 		}
 		if err == nil {
@@ -354,12 +349,10 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		if a.RunID != p.RunID {
 			on = nil // its run is over: the agent is another run's
 		}
-		if moved, _, err := transit(tx, on, p, ev); err != nil || !moved {
-			return err // withdrawn meanwhile (its run was stopped): the wait just goes
-		}
 		ep = episodeOf(p, epOutcome, result, "")
-		if err := s.recordEpisode(tx, a.ID, p, ep); err != nil {
-			return err
+		if res, err := apply(tx, &change{a: on, p: p, ev: ev, episode: ep, rec: s.recordEpisode}); err != nil || !res.moved {
+			ep = nil
+			return err // withdrawn meanwhile (its run was stopped): the wait just goes
 		}
 		s.audit.keep(tx, a.ID, epOutcome, map[string]string{"proposal": p.ID, "command": p.Command, "helper": w.HelperID})
 		return nil
@@ -572,19 +565,16 @@ func (s *helpers) helperDepthFilter(a *store.Agent, set commands.Set) commands.S
 // end is delivered to the parent waiting on it, and pausing, resuming or stopping an
 // agent does the same to its helpers.
 type helpers struct {
-	helperHost
 	st       *store.Store
 	log      *slog.Logger
 	audit    *auditKeeper
 	maxDepth int // Options.MaxHelperDepth
-}
 
-// helperHost is what the helpers need of the supervisor: changing an agent under its
-// runner's lock and ending a step.
-type helperHost interface {
-	mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
-	recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
-	pause(ctx context.Context, ref, reason string) (*api.Agent, error)
-	resume(ctx context.Context, ref, only string) (*api.Agent, error)
-	stop(ctx context.Context, ref, reason string) (*api.Agent, error)
+	// What the helpers need of the runs: changing an agent under its runner's lock,
+	// pausing, resuming and stopping it; and of the episodes: ending a step.
+	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+	pause         func(ctx context.Context, ref, reason string) (*api.Agent, error)
+	resume        func(ctx context.Context, ref, only string) (*api.Agent, error)
+	stop          func(ctx context.Context, ref, reason string) (*api.Agent, error)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/agentd/agentd/internal/display"
 )
 
-// The prompt's history (issue 4): the last Options.HistoryEpisodes episodes verbatim, and
+// The prompt's history: the last Options.HistoryEpisodes episodes verbatim, and
 // before them older ones as one line each — the model's summary once it is made, a plain
 // "command → outcome" line until then — newest first until the budget ends. However long
 // the agent lives, the history costs one bounded read and never outgrows the budget.

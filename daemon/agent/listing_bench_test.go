@@ -58,7 +58,7 @@ func seedAwaiting(tb testing.TB, st *store.Store, n int) {
 
 // listingService serves the agents' API alone, as the daemon's socket does.
 type listingService struct {
-	localapi.AgentService
+	parts
 	localapi.ScheduleService
 	localapi.DaemonService
 	localapi.TeamService
@@ -100,8 +100,10 @@ func BenchmarkListAgents10000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sup, err := New(Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: dir, Commands: testCommands,
-		Backoff: func(int) time.Duration { return time.Second }})
+	sup, err := New(testOptions(func(o *Options) {
+		o.Store, o.LLM, o.Model, o.StateDir, o.Commands = st, lc, ollamatest.TinyModelName, dir, testCommands
+		o.Backoff = func(int) time.Duration { return time.Second }
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func BenchmarkListAgents10000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := &http.Server{Handler: localapi.NewHandler(listingService{AgentService: sup.API().Facade()}, nil)}
+	srv := &http.Server{Handler: localapi.NewHandler(listingService{parts: partsOf(sup)}, nil)}
 	go srv.Serve(ln)
 	defer srv.Close()
 	var read atomic.Int64

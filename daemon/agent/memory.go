@@ -20,7 +20,7 @@ import (
 	"github.com/agentd/agentd/memory"
 )
 
-// Long-term memory (issue 4). Every memory is written to the store first, in the same
+// Long-term memory. Every memory is written to the store first, in the same
 // transaction as the episode or decision it comes from, and handed to the Bleve index only
 // once that transaction has committed (store.Tx.AfterCommit): the index can lose things —
 // a full queue, a crash — but never hold something the store does not. Whatever it loses,
@@ -31,23 +31,6 @@ import (
 // whatever its size, so batches coalesce the memories of many steps and agents; a memory is
 // searchable this much later, while the history shows the latest steps verbatim anyway.
 const IndexBatchDelay = 500 * time.Millisecond
-
-// MemoryOptions configure long-term memory.
-type MemoryOptions struct {
-	// Index is the open memory index; nil turns long-term memory off (no memory component,
-	// no memory commands, nothing written to the memories table).
-	Index *memory.Index
-	// K is how many relevant memories a prompt shows at most (default memory.DefaultShown,
-	// 25: at num_ctx 2048 most of them as snippets).
-	K int
-	// BudgetTokens caps the tokens they take (default 2,500); on a small context they get
-	// at most two fifths of what the rest of the prompt leaves.
-	BudgetTokens int
-	// HalfLife, when set, makes older memories rank lower: a memory HalfLife old counts half.
-	HalfLife time.Duration
-	// EmbedModel names the embedding model in use, for stats only ("" without one).
-	EmbedModel string
-}
 
 // memState is the supervisor's long-term memory; nil when it is off.
 type memState struct {
@@ -60,12 +43,6 @@ type memState struct {
 func newMemState(o MemoryOptions) *memState {
 	if o.Index == nil {
 		return nil
-	}
-	if o.K <= 0 {
-		o.K = memory.DefaultShown
-	}
-	if o.BudgetTokens <= 0 {
-		o.BudgetTokens = 2500
 	}
 	return &memState{ix: o.Index, opt: o}
 }

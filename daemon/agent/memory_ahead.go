@@ -13,7 +13,7 @@ import (
 	"github.com/agentd/agentd/memory"
 )
 
-// Searching memory ahead (issue 21). With a large index the prompt's memory search is the
+// Searching memory ahead. With a large index the prompt's memory search is the
 // biggest part of a step's own time, and it depends only on the task and the latest steps.
 // So once a command's result is known, the search the next prompt will make is started on
 // the other core while the result is recorded (its transaction and fsync), its hits

@@ -16,7 +16,7 @@ import (
 	"github.com/agentd/agentd/memory"
 )
 
-// The local API's bulk memory endpoints (issue 18): agentctl memory import and export, and
+// The local API's bulk memory endpoints: agentctl memory import and export, and
 // the per-agent part of memory stats.
 
 // importQueueHigh is how many memories may wait for the index before an import waits for

@@ -43,7 +43,9 @@ func TestMemoryPromptAtSmallContext(t *testing.T) {
 	dir := t.TempDir()
 	ix := openIndex(t, dir)
 	t.Cleanup(func() { ix.Close() })
-	f := newPromptFixture(t, Options{Directives: config.Default().Directives(), Memory: MemoryOptions{Index: ix}})
+	f := newPromptFixture(t, func(o *Options) {
+		o.Directives, o.Memory = config.Default().Directives(), MemoryOf(config.Default().Memory, ix)
+	})
 	ctx := context.Background()
 	a, err := f.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: benchDescription,
 		Task: "When is the invoice for the garden shed due?", Start: new(bool)})
@@ -122,7 +124,9 @@ func TestMemoryBudget(t *testing.T) {
 func TestMemoryPromptFitsAt2048With1000Episodes(t *testing.T) {
 	ix := openIndex(t, t.TempDir())
 	t.Cleanup(func() { ix.Close() })
-	f := newPromptFixture(t, Options{Directives: config.Default().Directives(), Memory: MemoryOptions{Index: ix}})
+	f := newPromptFixture(t, func(o *Options) {
+		o.Directives, o.Memory = config.Default().Directives(), MemoryOf(config.Default().Memory, ix)
+	})
 	ctx := context.Background()
 	a, err := f.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: benchDescription,
 		Task: "Which supplier sent the garden shed invoice, and when is it due?", Start: new(bool)})

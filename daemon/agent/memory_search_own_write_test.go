@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -22,7 +23,7 @@ func TestMemorySearchFindsTheWriteBeforeIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { ix.Close() })
-		o.Memory = MemoryOptions{Index: ix}
+		o.Memory = MemoryOf(config.Default().Memory, ix)
 	})
 	h.create(api.CreateAgentRequest{Name: "keeper", Description: "d", Goals: []string{"g"}, Start: new(bool)})
 	svc := h.sup.memoryService

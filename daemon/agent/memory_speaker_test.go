@@ -85,7 +85,9 @@ func TestMemorySpeakerAndContextFoundAndKeptByReindex(t *testing.T) {
 func TestMemoryPromptNamesTheSpeaker(t *testing.T) {
 	ix := openIndex(t, t.TempDir())
 	t.Cleanup(func() { ix.Close() })
-	f := newPromptFixture(t, Options{Directives: config.Default().Directives(), Memory: MemoryOptions{Index: ix}})
+	f := newPromptFixture(t, func(o *Options) {
+		o.Directives, o.Memory = config.Default().Directives(), MemoryOf(config.Default().Memory, ix)
+	})
 	ctx := context.Background()
 	a, err := f.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: benchDescription,
 		Task: "What did Ana say about the deadline?", Start: new(bool)})

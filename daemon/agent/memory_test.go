@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/memory"
@@ -40,7 +41,7 @@ func withMemory(t *testing.T) func(*Options) {
 	return func(o *Options) {
 		ix := openIndex(t, filepath.Join(o.StateDir, "memory"))
 		t.Cleanup(func() { ix.Close() })
-		o.Memory = MemoryOptions{Index: ix}
+		o.Memory = MemoryOf(config.Default().Memory, ix)
 	}
 }
 
@@ -201,7 +202,7 @@ func TestMemoryRebuiltAfterIndexLoss(t *testing.T) {
 	if !ix.NeedsRebuild() {
 		t.Fatal("a deleted index does not ask for a rebuild")
 	}
-	h.opt.Memory.Index = ix
+	h.opt.Memory = MemoryOf(config.Default().Memory, ix)
 	h.start() // rebuilds in the background
 	// Done when the background rebuild has let go too, or the reindex below finds it busy.
 	if !testutil.Wait(10*time.Second, func() bool {

@@ -58,7 +58,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sup, err := New(Options{Store: st, LLM: c, Model: ollamatest.TinyModelName, StateDir: b.TempDir()})
+	sup, err := New(testOptions(func(o *Options) { o.Store, o.LLM, o.Model, o.StateDir = st, c, ollamatest.TinyModelName, b.TempDir() }))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 // An agent waiting for the model resumes when the pool finds its host back, not when its
@@ -13,7 +14,7 @@ import (
 func TestAgentResumesWhenItsModelsHostComesBack(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
 		pc, err := llm.NewPool(llm.PoolOptions{Hosts: []llm.HostConfig{{URL: o.LLM.Host()}},
-			Backoff: llm.Backoff{Base: 20 * time.Millisecond, Max: 50 * time.Millisecond}, Refresh: time.Hour})
+			Backoff: backoff.Policy{Base: 20 * time.Millisecond, Max: 50 * time.Millisecond}, Refresh: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}

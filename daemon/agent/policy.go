@@ -1,174 +1,30 @@
 package agent
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// rules are the parsed permission patterns from config: global, and per agent name.
-type rules struct {
-	global permission.Rules
-	agents map[string]permission.Rules
+// authorize is policy.Authorize under the settings generation l.
+func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *api.Proposal, spec *commands.Spec, d *api.Decision) (cycle.Authorization, *store.Agent, error) {
+	return policy.Authorize(l.policy, tx, a, p, prev, spec, d)
 }
 
-func parseRules(opt Settings) (rules, error) {
-	var r rules
-	var errs []error
-	var err error
-	if r.global, err = permission.ParseRules("config", opt.Allow, opt.Deny); err != nil {
-		errs = append(errs, fmt.Errorf("permissions: %w", err))
-	}
-	r.agents = map[string]permission.Rules{}
-	for name, o := range opt.Agents {
-		if r.agents[name], err = permission.ParseRules("agent-config", o.Allow, o.Deny); err != nil {
-			errs = append(errs, fmt.Errorf("agents.%s: %w", name, err))
-		}
-	}
-	return r, errors.Join(errs...)
-}
-
-// storedRules turns an agent's stored patterns into a rules layer; a pattern that no
-// longer parses is skipped (it was checked when stored).
-func storedRules(perms []api.Permission) permission.Rules {
-	r := permission.Rules{Layer: "stored"}
-	for _, p := range perms {
-		pat, err := permission.Parse(p.Pattern)
-		if err != nil {
-			continue
-		}
-		if p.Effect == "deny" {
-			r.Deny = append(r.Deny, pat)
-		} else {
-			r.Allow = append(r.Allow, pat)
-		}
-	}
-	return r
-}
-
-// authorize asks cycle.Authorize how agent a's proposal p is decided now, in tx: by its
-// rule layers, its grants and its top agent's (read fresh, so a revoke holds at once),
-// the files its line names as they are now (when a y! binds them), and the mode it
-// follows (its top agent's for a helper: owner), or by d, a person's decision, when
-// set. The caller records the answer's grant use or new grant with applyGrant. prev is
-// the proposal before p in its run (nil for the first), spec p's command as the agent
-// has it now (nil when it has none by that name).
-func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *api.Proposal, spec *commands.Spec, d *api.Decision) (au cycle.Authorization, owner *store.Agent, err error) {
-	req := cycle.Request{Proposal: p, Spec: spec, Repeat: prev != nil && prev.Hash == p.Hash, Options: policyOptions(l, a), Decision: d,
-		Approver: true} // the local API's peers may decide; chat front ends refuse non-approvers before
-	if !req.Repeat && d == nil && p.Status == api.ProposalPending {
-		if req.Repeat, err = wasCaught(tx, a, p); err != nil { // a loop the watchdog asked about
-			return au, nil, err
-		}
-	}
-	if owner, err = policyOwner(tx, a); err != nil {
-		return au, nil, err
-	}
-	if d == nil && p.Command != commands.AskUser && !req.Repeat && spec != nil {
-		if req.Rules, err = layersFor(l, tx, a); err != nil {
-			return au, nil, err
-		}
-		if req.Grants, err = grantsFor(tx, a, owner); err != nil {
-			return au, nil, err
-		}
-	}
-	if bindsFiles(p.Command) && (approvesAlways(d) || exactGrantOf(req.Grants, p)) {
-		req.Bind = bindFiles(a.Workspace, p) // read only when a y! may bind them or be bound by them
-	}
-	req.Now, req.Run = tx.Now(), owner.RunID
-	req.Policy = cycle.Policy{Mode: owner.Policy.Mode, ContinuousLimit: owner.Policy.ContinuousLimit}
-	if req.Policy.ContinuousLimit <= 0 {
-		req.Policy.ContinuousLimit = l.ContinuousLimit
-	}
-	if owner != a {
-		req.Policy.Owner = owner.Name
-	}
-	return cycle.Authorize(req), owner, nil
-}
-
-// approvesAlways reports whether d is a y!: an approval that grants the exact command.
-func approvesAlways(d *api.Decision) bool {
-	return d != nil && d.Kind == api.DecisionApprove && d.Scope == api.ScopeAgent
-}
-
-// exactGrantOf reports whether an exact grant among gs names p's command and args.
-func exactGrantOf(gs []api.Grant, p *api.Proposal) bool {
-	for _, g := range gs {
-		if g.Kind == api.GrantExact && g.Command == p.Command && g.Hash == p.Hash {
-			return true
-		}
-	}
-	return false
-}
-
-// grantsFor are the grants that may approve a's proposals: its own, then its top agent's.
-func grantsFor(tx *store.Tx, a, owner *store.Agent) ([]api.Grant, error) {
-	gs, err := tx.LiveGrants(a.ID, owner.RunID) // a helper's own --run grants end with its top agent's run
-	if err != nil || owner == a {
-		return gs, err
-	}
-	more, err := tx.LiveGrants(owner.ID, owner.RunID)
-	return append(gs, more...), err
-}
-
-// policyOptions are the evaluation options for agent a under settings l: its file
-// commands' paths are matched as written and as resolved through its workspace's links.
-func policyOptions(l *live, a *store.Agent) permission.Options {
-	ws := a.Workspace
-	return permission.Options{AutoRead: l.AutoRead, Resolve: func(p string) (string, error) {
-		return commands.ResolveLinks(ws, p)
-	}}
-}
-
-// layersFor returns the rule layers that decide agent a's proposals, in order: its stored
-// patterns and config table, then its parents' (a helper follows its parents' policy too,
-// nearest parent first; a deny anywhere wins, as everywhere), then the global patterns.
+// layersFor is policy.Layers under the settings generation l.
 func layersFor(l *live, tx *store.Tx, a *store.Agent) ([]permission.Rules, error) {
-	perms, err := tx.Permissions(a.ID)
-	if err != nil {
-		return nil, err
-	}
-	layers := []permission.Rules{storedRules(perms), l.rules.agents[a.Name]}
-	for pid, hops := a.ParentID, 0; pid != "" && hops < maxAncestors; hops++ {
-		parent, err := tx.Agent(pid)
-		if errors.Is(err, store.ErrNotFound) {
-			break
-		} else if err != nil {
-			return nil, err
-		}
-		if perms, err = tx.Permissions(parent.ID); err != nil {
-			return nil, err
-		}
-		layers = append(layers, storedRules(perms), l.rules.agents[parent.Name])
-		pid = parent.ParentID
-	}
-	return append(layers, l.rules.global), nil
+	return policy.Layers(l.policy, tx, a)
 }
 
-// scopePattern is the pattern of the proposal's exact command and subject: what n!
-// stores, and for y! the check that rules could name it at all (a shell line that is
-// not plain commands always asks, so y! may not grant it).
-func scopePattern(scope string, spec *commands.Spec, p *api.Proposal) (string, error) {
-	if spec == nil {
-		return "", fmt.Errorf("%s is not available to this agent now: decide on this proposal only", p.Command)
+// parseRules reads set's permission patterns into the policy's settings.
+func parseRules(set Settings) (policy.Settings, error) {
+	agents := map[string]policy.Patterns{}
+	for name, o := range set.Agents {
+		agents[name] = policy.Patterns{Allow: o.Allow, Deny: o.Deny}
 	}
-	var pat permission.Pattern
-	var err error
-	if scope == api.ScopeDeny {
-		pat, err = permission.DenyPattern(*spec, p.Args)
-	} else {
-		pat, err = permission.AlwaysPattern(*spec, p.Args)
-	}
-	if err != nil {
-		if scope == api.ScopeAgent {
-			return "", fmt.Errorf("y! cannot grant this proposal (%v): decide on it alone", err)
-		}
-		return "", fmt.Errorf("no pattern can be stored for this proposal (%v): decide on it alone", err)
-	}
-	return pat.String(), nil
+	g, byAgent, err := policy.ParseRules(policy.Patterns{Allow: set.Allow, Deny: set.Deny}, agents)
+	return policy.Settings{Global: g, Agents: byAgent, AutoRead: set.AutoRead, ContinuousLimit: set.ContinuousLimit}, err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -114,9 +115,9 @@ func (s *policyService) policyView(tx *store.Tx, a *store.Agent) (*api.PolicyVie
 		}
 	}
 	if a.Name != "" {
-		add("agent-config", l.rules.agents[a.Name])
+		add("agent-config", l.policy.Agents[a.Name])
 	}
-	add("config", l.rules.global)
+	add("config", l.policy.Global)
 	for i := range v.Permissions {
 		describeReach(&v.Permissions[i])
 	}
@@ -254,7 +255,7 @@ func (s *policyService) TestPolicy(ctx context.Context, ref string, req api.Poli
 		if err != nil {
 			return err
 		}
-		for _, c := range permission.Explain(*spec, args, policyOptions(l, a), layers...).Commands {
+		for _, c := range permission.Explain(*spec, args, policy.Options(l.policy, a), layers...).Commands {
 			out.Commands = append(out.Commands, api.PolicyTestCommand{Command: c.Command, Effect: string(c.Effect),
 				Pattern: c.Pattern, Source: c.Layer, Reason: c.Reason})
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -50,12 +51,6 @@ func (b *batchRuns) drop(runID string) {
 	delete(b.parents, runID)
 }
 
-func (b *batchRuns) has(runID string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.ids[runID]
-}
-
 // load marks the open runs the store says the daemon started, and links open helper
 // runs to their parents' runs: what was marked before a restart.
 func (b *batchRuns) load(ctx context.Context, st *store.Store) error {
@@ -87,7 +82,7 @@ func (b *batchRuns) class(runID string, personWaits func(agentID string) bool) l
 	b.mu.Lock()
 	batch := b.ids[runID]
 	var chain []runParent // the parents, nearest first, up to the batch run
-	for run := runID; !batch && len(chain) < maxAncestors; {
+	for run := runID; !batch && len(chain) < policy.MaxAncestors; {
 		p, ok := b.parents[run]
 		if !ok {
 			break

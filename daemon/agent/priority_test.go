@@ -138,3 +138,10 @@ func TestCommandModelCallsLeaveThePersonsTurn(t *testing.T) {
 		t.Errorf("the step after that: class %s, want batch", class)
 	}
 }
+
+// has reports whether runID is marked as batch work.
+func (b *batchRuns) has(runID string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.ids[runID]
+}

@@ -96,17 +96,6 @@ func CommandLine(s commands.Spec) string {
 	return fmt.Sprintf("- %s(%s): %s", s.Name, strings.Join(params, ", "), s.Description)
 }
 
-// Progress renders episodes for the prompt, oldest first.
-func Progress(eps []api.Episode) string {
-	var b strings.Builder
-	b.WriteString("Progress so far:")
-	for _, e := range eps {
-		b.WriteByte('\n')
-		b.WriteString(EpisodeText(e))
-	}
-	return b.String()
-}
-
 // resultCut bounds how much of one result goes into the prompt.
 const resultCut = 400
 

@@ -46,7 +46,7 @@ type promptFixture struct {
 
 var promptNow = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
 
-func newPromptFixture(t testing.TB, opt Options) *promptFixture {
+func newPromptFixture(t testing.TB, mod ...func(*Options)) *promptFixture {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := store.Open(context.Background(), filepath.Join(dir, "agentd.db"))
@@ -58,11 +58,12 @@ func newPromptFixture(t testing.TB, opt Options) *promptFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	opt := testOptions(func(o *Options) { o.Directives = baseDirectives })
+	for _, m := range mod {
+		m(&opt)
+	}
 	opt.Store, opt.LLM, opt.Model, opt.StateDir = st, lc, "m", dir
 	opt.Now = func() time.Time { return promptNow }
-	if opt.Directives.Constraints == nil {
-		opt.Directives = baseDirectives
-	}
 	sup, err := New(opt)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +116,7 @@ func TestPromptGolden(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(strings.TrimSuffix(c.name, ".golden"), func(t *testing.T) {
-			f := newPromptFixture(t, Options{})
+			f := newPromptFixture(t)
 			_, msgs := f.prompt(c.req, c.eps, 8192, c.notes...)
 			testutil.Golden(t, filepath.Join("testdata", c.name), []byte(render(msgs)))
 		})
@@ -127,9 +128,9 @@ func TestPromptGolden(t *testing.T) {
 // ask_user, web_search, read_webpage, finish) — target ≤ 2,600 characters; AutoGPT's
 // is about 5,150 — and pins it in a golden file.
 func TestFirstStepPromptSize(t *testing.T) {
-	f := newPromptFixture(t, Options{
-		Directives: config.Default().Directives(),
-		Components: []commands.Component{commands.CommandList{ID: "web", Cmds: commands.Set{web.NewWebSearch(nil, 0), web.NewReadWebpage(nil, nil)}}},
+	f := newPromptFixture(t, func(o *Options) {
+		o.Directives = config.Default().Directives()
+		o.Components = []commands.Component{commands.CommandList{ID: "web", Cmds: commands.Set{web.NewWebSearch(nil, 0), web.NewReadWebpage(nil, nil)}}}
 	})
 	in, msgs := f.prompt(api.CreateAgentRequest{
 		Name: "haiku-writer", Description: "an agent that writes short poems", Task: "Write a haiku about autumn into haiku.txt.",
@@ -157,7 +158,7 @@ func TestHistoryStaysInBudget(t *testing.T) {
 	for i := 1; i <= 1000; i++ {
 		eps = append(eps, api.Episode{Step: i, Command: "read_file", Args: json.RawMessage(`{"path":"f"}`), Outcome: "succeeded", Result: strings.Repeat("r", 2000)})
 	}
-	f := newPromptFixture(t, Options{HistoryEpisodes: 1000})
+	f := newPromptFixture(t, func(o *Options) { o.HistoryEpisodes = 1000 })
 	for i, numCtx := range []int{2048, 4096, 8192} {
 		_, msgs := f.prompt(api.CreateAgentRequest{Name: fmt.Sprintf("x%d", i), Description: "y", Task: "z"}, eps, numCtx)
 		chars := PromptChars(msgs)
@@ -195,11 +196,11 @@ func TestLongTaskIsCutToFit(t *testing.T) {
 // bounds what the four cost: they are offered only where config lists them.
 func TestSubAgentCommandsPromptCost(t *testing.T) {
 	req := api.CreateAgentRequest{Name: "lead", Description: "an agent that delegates", Task: "Collect three facts about autumn into facts.txt."}
-	base := newPromptFixture(t, Options{Directives: config.Default().Directives()})
+	base := newPromptFixture(t, func(o *Options) { o.Directives = config.Default().Directives() })
 	_, msgs := base.prompt(req, nil, 8192)
 	without := PromptChars(msgs)
 	names := append(slices.Clone(commands.DefaultNames), commands.StartAgent, commands.MessageAgent, commands.ListAgents, commands.DeleteAgent)
-	f := newPromptFixture(t, Options{Directives: config.Default().Directives(), Commands: names})
+	f := newPromptFixture(t, func(o *Options) { o.Directives, o.Commands = config.Default().Directives(), names })
 	in, msgs := f.prompt(req, nil, 8192)
 	for _, n := range names {
 		if _, ok := in.Commands.Get(n); !ok {

@@ -2,12 +2,44 @@ package agent
 
 import (
 	"context"
-	"github.com/agentd/agentd/daemon/run"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
+
+// runBudget is a budget cached for a run in progress, so the step path checks it
+// without a query: the agent row it reads anyway has the step and token counts.
+type runBudget struct {
+	run.Budget
+	agentID    string
+	start      time.Time
+	tokensBase int64 // the agent's token total when the run started
+	timer      *time.Timer
+}
+
+// overTime returns why the run is out of wall time, or "".
+func (b *runBudget) overTime(now time.Time) string {
+	if b.MaxWall > 0 && now.Sub(b.start) >= b.MaxWall {
+		return fmt.Sprintf("the run used its time budget of %v", b.MaxWall)
+	}
+	return ""
+}
+
+// overCount returns which budget (steps or tokens) keeps the run from making another
+// proposal, and why; "" when none does.
+func (b *runBudget) overCount(a *store.Agent) (budget, why string) {
+	if b.MaxSteps > 0 && a.Step >= b.MaxSteps {
+		return "steps", fmt.Sprintf("the run made %s, its step budget", display.Count(a.Step, "step", "steps"))
+	}
+	if used := a.PromptTokens + a.EvalTokens - b.tokensBase; b.MaxTokens > 0 && used >= b.MaxTokens {
+		return "tokens", fmt.Sprintf("the run used %d model tokens, over its token budget of %d", used, b.MaxTokens)
+	}
+	return "", ""
+}
 
 // runBudgets holds the budgets of the runs in progress that have one, with the timer that
 // ends each run when its time is up. mu guards byRun only and is never held while calling

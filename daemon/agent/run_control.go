@@ -6,6 +6,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/run"
 	"strings"
 
@@ -89,10 +90,9 @@ func (s *runs) pause(ctx context.Context, ref, reason string) (*api.Agent, error
 		if !active(a.State) {
 			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
 		}
-		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Pause, Reason: reason}); err != nil {
+		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Pause, Reason: reason}, r: r}); err != nil {
 			return err
 		}
-		r.cancelThinking()
 		return tx.Audit(a.ID, "paused", map[string]string{"reason": reason})
 	})
 }
@@ -149,7 +149,6 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error)
 		if a.State == api.StateIdle {
 			return conflict("agent %s is idle already", a.Name)
 		}
-		r.cancelAll()
 		p, err := tx.OpenProposal(a.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			p, err = nil, nil
@@ -175,8 +174,8 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error)
 		if err := tx.ClearQuestions(a.ID); err != nil {
 			return err
 		}
-		// An open proposal not started is superseded; the run ends.
-		if _, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Stop, Reason: reason, Detail: reason}); err != nil {
+		// An open proposal not started is superseded; the run ends; what runs is cancelled.
+		if _, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: reason, Detail: reason}, r: r}); err != nil {
 			return err
 		}
 		a.Policy.AutoSteps = 0
@@ -245,7 +244,7 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 				return err
 			}
 			if opt.Policy != nil {
-				if err := grantAutoSteps(tx, a, opt.By, opt.Source); err != nil {
+				if err := policy.GrantAutoSteps(tx, a, opt.By, opt.Source); err != nil {
 					return err
 				}
 			}

@@ -41,9 +41,6 @@ type runner struct {
 	smartNote string
 	// waitAttempt counts retries while the model server is unavailable.
 	waitAttempt int
-	// overRun, overBudget and overWhy are the run whose budget next() found used up
-	// (or, for actAgentBudget, the agent's), which budget, and why.
-	overRun, overBudget, overWhy string
 	// thinks counts this loop's model steps; summarizedAt is the count at the last
 	// summary call (history.go spaces them out).
 	thinks, summarizedAt int
@@ -84,88 +81,6 @@ func (r *runner) cancelAll() {
 	}
 }
 
-type action int
-
-const (
-	actStop action = iota
-	actWait
-	actThink
-	actExecute
-	actExhaust     // a budget of the run ran out: end it
-	actAgentBudget // the agent's own budget ran out: pause it
-)
-
-func (r *runner) loop(ctx context.Context) {
-	stopped := false     // running was cleared under s.mu on the way out: a new loop may own it now
-	rounded := r.rounded // set before this loop started; no other loop runs until it ends
-	r.rounded = nil
-	defer func() {
-		if rounded != nil {
-			rounded()
-		}
-		if !stopped {
-			r.s.mu.Lock()
-			r.running = false
-			r.s.mu.Unlock()
-		}
-	}()
-	for ctx.Err() == nil {
-		// One settings generation per round: a reload meanwhile applies from the next round.
-		l := r.s.live()
-		act, p, err := r.next(ctx, l)
-		if rounded != nil {
-			rounded()
-			rounded = nil
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			if errors.Is(err, store.ErrNotFound) {
-				return // deleted
-			}
-			r.s.log.Error("agent loop", "agent", r.id, "err", err)
-			if !r.sleep(ctx, time.Second) {
-				return
-			}
-			continue
-		}
-		switch act {
-		case actStop:
-			// kick wakes us under s.mu; checking for a wake-up under it too means a task
-			// given just as this loop decided to stop is never left without a loop.
-			r.s.mu.Lock()
-			select {
-			case <-r.wake:
-				r.s.mu.Unlock()
-				continue
-			default:
-			}
-			r.running, stopped = false, true
-			r.s.mu.Unlock()
-			return
-		case actWait:
-			select {
-			case <-r.wake:
-			case <-ctx.Done():
-				return
-			}
-		case actThink:
-			done := r.armBusyBudget(ctx)
-			r.think(r.modelPriority(ctx), l)
-			done()
-		case actExecute:
-			done := r.armBusyBudget(ctx)
-			r.execute(r.priority(ctx, false), l, p) // model calls of commands (web summaries)
-			done()
-		case actExhaust:
-			r.exhaust(ctx, r.overRun, r.overBudget, r.overWhy)
-		case actAgentBudget:
-			r.pauseOverBudget(ctx, r.overBudget, r.overWhy)
-		}
-	}
-}
-
 // sleep waits d, or less when woken; it reports false when ctx ended.
 func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
 	return sleepUntil(ctx, d, r.wake, nil)
@@ -186,129 +101,6 @@ func sleepUntil(ctx context.Context, d time.Duration, wake <-chan struct{}, done
 	return true
 }
 
-// next decides the loop's next action from the stored state. It only reads, except to
-// show awaiting_decision; a policy's approval is recorded by execute, in the same
-// transaction that starts the command.
-func (r *runner) next(ctx context.Context, l *live) (action, *api.Proposal, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var act action
-	var prop *api.Proposal
-	var a *store.Agent
-	lost, helping := false, false
-	err := r.s.st.View(ctx, func(tx *store.Tx) error {
-		act, prop = actStop, nil
-		var err error
-		if a, err = tx.Agent(r.id); err != nil || !active(a.State) {
-			return err
-		}
-		r.runID = a.RunID
-		b := r.s.runBudgets.budgetOf(a.RunID)
-		if b != nil {
-			if r.overWhy = b.overTime(time.Now()); r.overWhy != "" {
-				act, r.overRun, r.overBudget = actExhaust, a.RunID, "time"
-				return nil
-			}
-		}
-		p, err := tx.OpenProposal(a.ID)
-		if errors.Is(err, store.ErrNotFound) {
-			act = actThink
-			if b != nil {
-				if r.overBudget, r.overWhy = b.overCount(a); r.overWhy != "" {
-					act, r.overRun = actExhaust, a.RunID
-					return nil
-				}
-			}
-			if r.overBudget, r.overWhy = r.s.agentBudgets.agentOver(a); r.overWhy != "" {
-				act = actAgentBudget
-			}
-			return nil
-		} else if err != nil {
-			return err
-		}
-		prop, act = p, actWait
-		switch p.Status {
-		case api.ProposalApproved:
-			act = actExecute
-		case api.ProposalPending:
-			prev, err := tx.ProposalBefore(p)
-			if err != nil {
-				return err
-			}
-			spec := r.s.specIn(ctx, l, tx, a, p.Command)
-			if au, _, err := authorize(l, tx, a, p, prev, spec, nil); err != nil {
-				return err
-			} else if au.Verdict != cycle.Ask {
-				act = actExecute // execute records the verdict with the start
-			}
-		case api.ProposalStarted:
-			// With one loop per agent nothing else executes: a started command here lost
-			// its result (the store refused the write); an ask_user question waits, and
-			// so does a command waiting for a helper — with no loop: the helper's end
-			// kicks it.
-			if p.Command == commands.AskUser {
-				break
-			}
-			if _, err := tx.WaitFor(p.ID); err == nil {
-				act, helping = actStop, a.State != api.StateExecuting
-				return nil
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-			lost = true
-		}
-		return nil
-	})
-	r.busyLeft = 0
-	if err == nil && (act == actThink || act == actExecute) {
-		// A step that begins over the budget (only an approved command can: a model
-		// step is checked before) is not cut; the agent pauses after it.
-		if b := r.s.agentBudgets.agentBudget(a); b.MaxWall > 0 {
-			r.busyLeft = max(b.MaxWall-time.Duration(a.BusyMS)*time.Millisecond, 0)
-		}
-	}
-	want := api.StateAwaitingDecision
-	if helping {
-		// Resumed while its helper works: it is still executing that command.
-		act, want = actWait, api.StateExecuting
-	}
-	if err != nil || act != actWait || (a.State == want && !lost) {
-		return act, prop, err
-	}
-	var v *api.Agent
-	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Agent(r.id)
-		if err != nil || cur.State != a.State {
-			return err // changed meanwhile: the next round sees it
-		}
-		ev := cycle.Event{Kind: cycle.Await, Reason: cur.StateReason}
-		switch {
-		case lost:
-			ev = cycle.Event{Kind: cycle.ResultLost, Reason: "the result of " + prop.Command + " could not be recorded; it may or may not have run: decide again"}
-		case helping:
-			ev = cycle.Event{Kind: cycle.WaitHelper, Reason: "waiting for a helper agent"}
-		}
-		if moved, _, err := transit(tx, cur, prop, ev); err != nil || !moved {
-			return err
-		}
-		if lost {
-			r.s.audit.keep(tx, cur.ID, "interrupted", map[string]string{"proposal": prop.ID, "command": prop.Command})
-		}
-		if err := tx.UpdateAgent(cur); err != nil {
-			return err
-		}
-		v, err = view(tx, cur)
-		return err
-	})
-	if err == nil && v != nil {
-		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
-	}
-	if helping {
-		act = actStop
-	}
-	return act, prop, err
-}
-
 // Hash is the proposal hash: sha256 over the command name and its canonical args.
 func Hash(command string, canonicalArgs []byte) string {
 	h := sha256.New()
@@ -318,43 +110,19 @@ func Hash(command string, canonicalArgs []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// setState moves the agent on ev (think, model_down) if it is still active and that
-// changes it, and publishes the change.
-func (r *runner) setState(ctx context.Context, ev cycle.Event) {
-	r.mu.Lock()
-	var v *api.Agent
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		a, err := tx.Agent(r.id)
-		if err != nil {
-			return err
-		}
-		if !active(a.State) || !settles(a, ev) {
-			return nil
-		}
-		if _, _, err := transit(tx, a, nil, ev); err != nil {
-			return err
-		}
-		if err := tx.UpdateAgent(a); err != nil {
-			return err
-		}
-		v, err = view(tx, a)
-		return err
-	})
-	if err == nil && v != nil {
-		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
-	}
-	r.mu.Unlock()
-}
-
 // errNotApproved stops an execution whose proposal is no longer approved or approvable.
 var errNotApproved = errors.New("proposal not approved")
 
 // execute runs an approved proposal with a write-ahead record: approved → started →
-// succeeded|failed. ask_user stops at started: the question waits for its answer.
-func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) {
+// succeeded|failed. ask_user stops at started: the question waits for its answer. A
+// pending proposal is weighed first, in the same transaction; it reports true when the
+// policy leaves it to a person, and the loop waits.
+func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) (waits bool) {
 	var st started
+	var v *api.Agent
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		st, v, waits = started{}, nil, false // a retried transaction starts over
 		a, err := tx.Agent(r.id)
 		if err != nil {
 			return err
@@ -368,24 +136,50 @@ func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) {
 				return err
 			}
 		}
-		if err := r.startTx(l, tx, a, p, prev, r.s.specIn(ctx, l, tx, a, p.Command), &st); err != nil {
+		err = startTx(r.s, l, tx, a, p, prev, r.s.specIn(ctx, l, tx, a, p.Command), &st)
+		if errors.Is(err, errNotApproved) && st.ask {
+			waits = true
+			if v, err = awaitTx(tx, a, p); err != nil || v == nil {
+				return err
+			}
+		} else if err != nil {
 			return err
 		}
 		return tx.UpdateAgent(a)
 	})
-	if err == nil {
+	if err == nil && !waits {
 		r.armExec(ctx, &st)
 	}
 	r.mu.Unlock()
-	if errors.Is(err, errNotApproved) {
-		return // decided otherwise meanwhile; the next round sees it
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, errNotApproved):
+		return false // decided otherwise meanwhile; the next round sees it
+	case err != nil:
 		r.s.log.Error("starting command", "agent", r.id, "proposal", p.ID, "err", err)
 		r.sleep(ctx, time.Second)
-		return
+		return false
+	case waits:
+		if v != nil {
+			r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
+		}
+		return true
 	}
 	r.run(ctx, l, p, &st)
+	return false
+}
+
+// awaitTx moves a, whose pending proposal p the policy leaves to a person, to await the
+// decision when it does not yet (cycle.NextMove's await); it returns a's new view, or
+// nil when nothing changed.
+func awaitTx(tx *store.Tx, a *store.Agent, p *api.Proposal) (*api.Agent, error) {
+	m := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Verdict: cycle.Ask})
+	if m.Event == cycle.NoEvent {
+		return nil, nil
+	}
+	if _, _, err := transit(tx, a, p, cycle.Event{Kind: m.Event, Reason: a.StateReason}); err != nil {
+		return nil, err
+	}
+	return known(a, p, nil), nil
 }
 
 // started is what startTx recorded, for the events and the execution that follow it.
@@ -395,6 +189,7 @@ type started struct {
 	q       *api.Question    // set for ask_user: the question now waits for its answer
 	refused *api.Episode     // set when a deny pattern refused the proposal: nothing runs
 	unbound string           // set when it asks although a y! names it: why the y! does not hold
+	ask     bool             // set when the policy leaves the pending proposal to a person
 	cmds    commands.Set     // the step's commands when think just built them; nil: look them up
 	profile commands.Profile // how far a sandboxed command's programs reach
 	v       *api.Agent
@@ -406,7 +201,7 @@ type started struct {
 // still pending — and sets a's state to match; the caller writes a. prev is the proposal
 // before p in its run, needed only when p is pending. It fails with errNotApproved when
 // p is neither approved nor approvable by the policy.
-func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *api.Proposal, prev *api.Proposal, spec *commands.Spec, st *started) error {
+func startTx(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p *api.Proposal, prev *api.Proposal, spec *commands.Spec, st *started) error {
 	st.a = a
 	if p.Status == api.ProposalPending {
 		// Decided by policy: the decision and the start land together.
@@ -415,22 +210,13 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *api.Proposal,
 			return err
 		}
 		if au.Verdict == cycle.Ask {
-			st.unbound = au.Unbound
+			st.unbound, st.ask = au.Unbound, true
 			return errNotApproved
 		}
-		if changed, err := applyGrant(tx, a, owner, au, au.Decision); err != nil {
-			return err
-		} else if changed && owner != a {
-			if err := tx.UpdateAgent(owner); err != nil { // a helper drew from its top agent's grant
-				return err
-			}
-		}
 		st.decided = au.Decision
-		ev := cycle.Event{Kind: cycle.PolicyAllow}
-		if au.Verdict == cycle.Refuse {
-			ev.Kind = cycle.PolicyRefuse // not run: the reason goes to the model as feedback
-		}
-		if st.refused, err = r.s.decisions.decideTx(tx, a, p, st.decided, ev); errors.Is(err, errMoved) {
+		ev := cycle.Event{Kind: cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Verdict: au.Verdict}).Event}
+		c := &change{a: a, p: p, ev: ev, decision: au.Decision, auth: &au, owner: owner}
+		if st.refused, err = s.decisions.decideTx(tx, c); errors.Is(err, errMoved) {
 			return errNotApproved // a person decided it meanwhile; the next round sees it
 		} else if err != nil {
 			return err
@@ -445,11 +231,8 @@ func (r *runner) startTx(l *live, tx *store.Tx, a *store.Agent, p *api.Proposal,
 			return err
 		}
 	}
-	ev := cycle.Event{Kind: cycle.Start}
-	if p.Command == commands.AskUser {
-		ev.Kind = cycle.StartQuestion
-	}
-	if moved, _, err := transit(tx, a, p, ev); err != nil || !moved {
+	start := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Question: p.Command == commands.AskUser})
+	if moved, _, err := transit(tx, a, p, cycle.Event{Kind: start.Event}); err != nil || !moved {
 		if err == nil {
 			err = errNotApproved
 		}

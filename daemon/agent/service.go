@@ -5,41 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
-
-// Each part serves its own slice of the local API (api.go).
-var (
-	_ Runs                = (*runs)(nil)
-	_ Views               = (*agentViews)(nil)
-	_ api.DecisionService = (*decisions)(nil)
-	_ api.PolicyService   = (*policyService)(nil)
-	_ api.MemoryService   = (*memoryService)(nil)
-	_ api.AuditService    = (*auditLog)(nil)
-	_ api.DoctorService   = (*doctor)(nil)
-	_ api.BudgetService   = (*agentBudgets)(nil)
-)
-
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
-
-func badRequest(format string, args ...any) error {
-	return api.Errorf(api.ErrBadRequest, format, args...)
-}
-
-func conflict(format string, args ...any) error {
-	return api.Errorf(api.ErrConflict, format, args...)
-}
-
-func notFound(format string, args ...any) error {
-	return api.Errorf(api.ErrNotFound, format, args...)
-}
 
 // CreateAgent creates an agent from a task (the model writes its profile on its first step)
 // or from a name, description and goals, and starts its run.
@@ -54,69 +28,24 @@ func (s *runs) CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*ap
 // createAgent is CreateAgent; opt, when set, must start a run and applies to it.
 // batch marks the run's model calls as batch work (priority.go).
 func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt *run.Options, batch bool) (*api.Agent, error) {
-	req.Task = strings.TrimSpace(req.Task)
-	req.Name = strings.TrimSpace(req.Name)
-	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
-		return nil, badRequest("give a task, or a name with goals")
-	}
-	if req.Name != "" && !nameRE.MatchString(req.Name) {
-		return nil, badRequest("name %q: use 1-40 lowercase letters, digits, - or _, starting with a letter or digit", req.Name)
-	}
-	if len(req.Goals) > 5 {
-		return nil, badRequest("%d goals: at most 5", len(req.Goals))
-	}
-	for i, g := range req.Goals {
-		if strings.TrimSpace(g) == "" {
-			return nil, badRequest("goal %d is empty", i+1)
-		}
-	}
-	if len(req.Task) > api.MaxTextBytes {
-		return nil, badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), api.MaxTextBytes)
+	if err := checkCreate(&req); err != nil {
+		return nil, err
 	}
 	cmds, err := s.checkAgentCommands(ctx, req.Name, req.Commands)
 	if err != nil {
 		return nil, err
 	}
-	pol := api.Policy{Mode: "ask"}
-	if req.Policy != nil {
-		pol = *req.Policy
-		if err := checkPolicy(pol); err != nil {
-			return nil, err
-		}
+	a, pats, err := newAgentRecord(req, cmds, opt)
+	if err != nil {
+		return nil, err
 	}
-	var pats []string
-	if opt != nil {
-		var err error
-		if pats, err = checkRunOptions(opt); err != nil {
-			return nil, err
-		}
-		if opt.Policy != nil {
-			pol = *opt.Policy
-		}
-	}
-	a := &store.Agent{Agent: api.Agent{
-		ID: newID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
-		Goals: req.Goals, Task: req.Task, Policy: pol, State: cycle.Initial, Commands: cmds,
-	}}
-	if a.Task == "" && len(a.Goals) > 0 {
-		a.Task = api.GoalsTask
-	}
-	if a.Name == "" {
-		a.Name = tempName(a.ID)
-	}
-	if a.Description == "" && req.Task == "" {
-		a.Description = "an autonomous assistant"
-	}
-	a.Workspace = s.host.workspace(a.ID)
+	a.Workspace = s.workspaces.workspace(a.ID)
 	start := a.Task != ""
 	if req.Start != nil {
 		start = *req.Start && a.Task != ""
 	}
 	if start {
 		a.RunID = newID("r-")
-		if _, _, err := transit(nil, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
-			return nil, err
-		}
 	} else if opt != nil {
 		return nil, badRequest("a run budget needs a run to bound: give a task or goals and let it start")
 	}
@@ -133,8 +62,11 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		if err := tx.InsertAgent(a); err != nil {
 			return err
 		}
-		if start {
-			if err := tx.StartRun(a.RunID, a.ID, a.Task); err != nil {
+		if start { // the new agent's first run
+			if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Task}); err != nil {
+				return err
+			}
+			if err := tx.UpdateAgent(a); err != nil {
 				return err
 			}
 		}
@@ -147,7 +79,7 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		if opt != nil {
 			by, source = opt.By, opt.Source
 		}
-		if err := grantAutoSteps(tx, a, by, source); err != nil {
+		if err := policy.GrantAutoSteps(tx, a, by, source); err != nil {
 			return err
 		}
 		if err := tx.Audit(a.ID, "created", map[string]any{"name": a.Name, "task": a.Task, "goals": a.Goals}); err != nil {
@@ -172,6 +104,66 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		s.host.kick(a.ID)
 	}
 	return out, nil
+}
+
+// newAgentRecord is the agent req asks for, not yet stored, with the commands cmds and
+// the policy of req or of opt, its run's options (whose patterns it returns, checked).
+func newAgentRecord(req api.CreateAgentRequest, cmds []string, opt *run.Options) (*store.Agent, []string, error) {
+	pol := api.Policy{Mode: "ask"}
+	if req.Policy != nil {
+		pol = *req.Policy
+		if err := checkPolicy(pol); err != nil {
+			return nil, nil, err
+		}
+	}
+	var pats []string
+	if opt != nil {
+		var err error
+		if pats, err = checkRunOptions(opt); err != nil {
+			return nil, nil, err
+		}
+		if opt.Policy != nil {
+			pol = *opt.Policy
+		}
+	}
+	a := &store.Agent{Agent: api.Agent{
+		ID: newID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
+		Goals: req.Goals, Task: req.Task, Policy: pol, State: cycle.Initial, Commands: cmds,
+	}}
+	if a.Task == "" && len(a.Goals) > 0 {
+		a.Task = api.GoalsTask
+	}
+	if a.Name == "" {
+		a.Name = tempName(a.ID)
+	}
+	if a.Description == "" && req.Task == "" {
+		a.Description = "an autonomous assistant"
+	}
+	return a, pats, nil
+}
+
+// checkCreate checks a request for a new agent, trimming its task and name.
+func checkCreate(req *api.CreateAgentRequest) error {
+	req.Task = strings.TrimSpace(req.Task)
+	req.Name = strings.TrimSpace(req.Name)
+	if req.Task == "" && len(req.Goals) == 0 && req.Name == "" {
+		return badRequest("give a task, or a name with goals")
+	}
+	if req.Name != "" && !nameRE.MatchString(req.Name) {
+		return badRequest("name %q: use 1-40 lowercase letters, digits, - or _, starting with a letter or digit", req.Name)
+	}
+	if len(req.Goals) > 5 {
+		return badRequest("%d goals: at most 5", len(req.Goals))
+	}
+	for i, g := range req.Goals {
+		if strings.TrimSpace(g) == "" {
+			return badRequest("goal %d is empty", i+1)
+		}
+	}
+	if len(req.Task) > api.MaxTextBytes {
+		return badRequest("task is %d bytes: at most %d; shorten it, or put the details in a file in the workspace", len(req.Task), api.MaxTextBytes)
+	}
+	return nil
 }
 
 // checkAgentCommands checks a new agent's command list against the commands it would
@@ -206,18 +198,6 @@ func (s *runs) checkAgentCommands(ctx context.Context, name string, names []stri
 	return out, nil
 }
 
-func checkPolicy(p api.Policy) error {
-	switch p.Mode {
-	case "ask", "auto", "continuous":
-	default:
-		return badRequest("policy mode %q: use ask, auto or continuous", p.Mode)
-	}
-	if p.AutoSteps < 0 || p.ContinuousLimit < 0 {
-		return badRequest("policy step counts cannot be negative")
-	}
-	return nil
-}
-
 // DeleteAgent stops an agent and removes it, its history and its workspace, with its
 // helpers (theirs too) in the same transaction.
 func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
@@ -238,9 +218,9 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		}
 		for _, a := range fam {
 			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
-			s.host.forgetHistory(a.ID)
+			s.history.forgetHistory(a.ID)
 			if r, err := tx.Run(a.RunID); err == nil && r.Ended.IsZero() {
-				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: run.OutcomeRemoved, Reason: "the agent was removed",
+				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: api.RunRemoved, Reason: "the agent was removed",
 					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - r.TokensBase}
 			}
 			all = append(all, g)
@@ -292,7 +272,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		s.host.dropRunner(g.id)
 		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
 		// goes through the folder above, so a link swapped in goes, never its target.
-		if g.ws != "" && (g.ws == s.host.workspace(g.id) || g.helper) {
+		if g.ws != "" && (g.ws == s.workspaces.workspace(g.id) || g.helper) {
 			if err := removeWorkspace(g.ws); err != nil {
 				s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
 			}
@@ -330,20 +310,19 @@ func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 	} else if err != nil {
 		return err
 	}
-	if _, _, err := transit(tx, a, p, cycle.Event{Kind: cycle.Task}); err != nil {
-		return err
-	}
 	if err := tx.ClearQuestions(a.ID); err != nil {
 		return err
 	}
 	a.RunID, a.Task, a.Step, a.Strikes = newID("r-"), task, 0, 0
-	return tx.StartRun(a.RunID, a.ID, task)
+	_, _, err = transit(tx, a, p, cycle.Event{Kind: cycle.Task}) // starts the run
+	return err
 }
 
 // runs starts, changes and ends agents' runs: creating and removing agents, giving them
 // tasks, pausing, resuming and stopping them, and what happens when a run ends.
 type runs struct {
-	host         runHost // the supervisor: runners, settings, workspaces
+	host         runHost // the supervisor: runners, settings, pipelines
+	workspaces   *workspaceDirs
 	st           *store.Store
 	log          *slog.Logger
 	events       *run.Broker
@@ -357,14 +336,12 @@ type runs struct {
 	history      *episodeHistory // stores the summaries waiting, with every change (storeWith)
 }
 
-// runHost is what runs need of the supervisor: the agents' runners and settings, their
-// workspaces, the prompt's history caches and the commands agents may use.
+// runHost is what runs need of the supervisor: the agents' runners and settings and the
+// commands agents may use.
 type runHost interface {
 	commandSource
 	live() *live
 	kick(id string)
 	runner(id string) *runner
-	dropRunner(id string)    // forgets a removed agent's runner
-	forgetHistory(id string) // drops a removed agent's cached history
-	workspace(id string) string
+	dropRunner(id string) // forgets a removed agent's runner
 }

@@ -1,80 +1,203 @@
 package agent
 
 import (
-	"fmt"
+	"context"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/memory"
 )
 
+// Options configure a Supervisor: OptionsOf(cfg) and the parts the server built. Settings
+// are only the first settings: read them through Supervisor.live, never from Options,
+// since Reload changes them.
+type Options struct {
+	Settings
+	Store *store.Store
+	LLM   *llm.Client
+	// Components are extra components (web, shell, MCP tools) the server built from
+	// config; the supervisor adds its own (directives, profile, commands, context,
+	// history, clock).
+	Components []commands.Component
+
+	// MaxHelperDepth bounds how deep helpers (start_agent) nest: 1 lets agents people
+	// started have helpers, 2 lets those have their own.
+	MaxHelperDepth int
+	// MaxHelpers bounds how many helpers one agent keeps at once.
+	MaxHelpers    int
+	WorkspaceRoot string
+	// Memory is long-term memory; its zero value (no Index) turns it off.
+	Memory MemoryOptions
+	Log    *slog.Logger
+	// Backoff returns the wait before retry attempt n (n ≥ 1) while the model is unavailable.
+	Backoff  func(n int) time.Duration
+	Version  string
+	StateDir string
+	// HealthChecks are agentctl doctor's checks of what the server built around the
+	// supervisor (MCP servers, the shell sandbox, chat bots).
+	HealthChecks []HealthCheck
+	// Now is the clock the prompt shows (tests).
+	Now func() time.Time
+	// OnRunEnd, if set, is told how every run ended (finished, denied, stopped, over
+	// budget, or its agent removed), after the end is stored, holding no lock. The
+	// scheduler records its runs' ends through it.
+	OnRunEnd func(run.End)
+	// OnAgentRemoved, if set, is told of every agent removed (its helpers included), once
+	// it is gone from the store: what the server keeps per agent goes with it (its cgroup).
+	OnAgentRemoved func(id string)
+	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
+	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
+	AgentBudget run.Budget
+	// Metrics, if set, is told of steps, decisions and budget stops.
+	Metrics Metrics
+}
+
+// AgentOverrides are per-agent settings from config, keyed by agent name.
+type AgentOverrides struct {
+	// Commands replaces the built-in command list for this agent (it must keep finish
+	// and ask_user).
+	Commands []string
+	// DisabledComponents are left out of this agent's pipeline, besides the global ones.
+	DisabledComponents []string
+	// Allow and Deny are permission patterns for this agent only.
+	Allow, Deny []string
+	// Budget, when set, replaces Options.AgentBudget for this agent.
+	Budget *run.Budget
+	// Watchdog's non-zero fields replace the global thresholds for this agent.
+	Watchdog watchdog.Config
+}
+
+// MemoryOptions configure long-term memory: MemoryOf(cfg.Memory, index).
+type MemoryOptions struct {
+	// Index is the open memory index; nil turns long-term memory off (no memory component,
+	// no memory commands, nothing written to the memories table).
+	Index *memory.Index
+	// K is how many relevant memories a prompt shows at most (at num_ctx 2048 most of
+	// them as snippets).
+	K int
+	// BudgetTokens caps the tokens they take; on a small context they get at most two
+	// fifths of what the rest of the prompt leaves.
+	BudgetTokens int
+	// HalfLife, when set, makes older memories rank lower: a memory HalfLife old counts half.
+	HalfLife time.Duration
+	// EmbedModel names the embedding model in use, for stats only ("" without one).
+	EmbedModel string
+}
+
+// MemoryOf is [memory]'s options over the open index ix (nil: memory off).
+func MemoryOf(m config.MemoryConfig, ix *memory.Index) MemoryOptions {
+	return MemoryOptions{Index: ix, K: m.K, BudgetTokens: m.BudgetTokens, HalfLife: m.HalfLifeDuration(), EmbedModel: m.EmbedModel}
+}
+
+// HealthCheck is one check agentctl doctor runs beyond the supervisor's own (the server
+// adds the MCP servers, the shell sandbox, the chat bots...).
+type HealthCheck func(ctx context.Context) []api.Check
+
 // Settings are the supervisor's settings that a config reload may change while agents
-// run (SIGHUP, agentctl reload). Everything else in Options is fixed for the daemon's life.
+// run (SIGHUP, agentctl reload); Options carries the first ones. Everything else in
+// Options is fixed for the daemon's life. Every value comes from the config (SettingsOf).
 type Settings struct {
 	Model      string // the fast model
 	SmartModel string // optional; thinks again over a step the watchdog caught looping
-	MaxContext int    // caps num_ctx
+	// MaxContext caps num_ctx; the model's own context length is probed.
+	MaxContext int
 	KeepAlive  *time.Duration
 
-	Directives         api.Directives
-	Commands           []string
-	ComponentOrder     []string
+	// Directives are the base directives every agent gets.
+	Directives api.Directives
+	// Commands are the names of the built-in commands agents may use, in prompt order.
+	Commands []string
+	// DisabledComponents are left out of every agent's pipeline.
 	DisabledComponents []string
-	Agents             map[string]AgentOverrides
-	Allow, Deny        []string
-	AutoRead           bool
+	// Agents are per-agent overrides, by agent name.
+	Agents map[string]AgentOverrides
+	// Allow and Deny are the global permission patterns; AutoRead lets read-class
+	// commands run without asking.
+	Allow, Deny []string
+	AutoRead    bool
 
-	MaxInvalidReplies int
-	Watchdog          watchdog.Config
-	ContinuousLimit   int
+	MaxInvalidReplies int             // pause after this many invalid replies in a row
+	Watchdog          watchdog.Config // the loop watchdog's thresholds; zero fields take its defaults
+	ContinuousLimit   int             // steps a continuous-mode run may take without asking
 	Limits            commands.Limits
-	HistoryEpisodes   int
+	HistoryEpisodes   int // most episodes shown verbatim; older ones get one line
 }
 
-// settings returns the reloadable part of o, with the defaults New applies.
-func (o Options) settings() Settings {
-	s := Settings{
-		Model: o.Model, SmartModel: o.SmartModel, MaxContext: o.MaxContext, KeepAlive: o.KeepAlive,
-		Directives: o.Directives, Commands: o.Commands, ComponentOrder: o.ComponentOrder,
-		DisabledComponents: o.DisabledComponents, Agents: o.Agents, Allow: o.Allow, Deny: o.Deny,
-		AutoRead: o.AutoRead, MaxInvalidReplies: o.MaxInvalidReplies, Watchdog: o.Watchdog, ContinuousLimit: o.ContinuousLimit,
-		Limits: o.Limits, HistoryEpisodes: o.HistoryEpisodes,
-	}
-	return s.withDefaults()
+// OptionsOf is the supervisor's part of cfg: its first settings (SettingsOf), the helpers'
+// bounds and each agent's budget. The server adds the parts it built; a test that builds a
+// supervisor starts from OptionsOf(config.Default()), so every default is the config's and
+// the supervisor keeps none of its own.
+func OptionsOf(cfg *config.Config) Options {
+	return Options{Settings: SettingsOf(cfg), MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
+		AgentBudget: agentBudgetOf(cfg)}
 }
 
-// WithSettings returns o with its reloadable part set from s: the daemon builds both its
-// start options and each reload's settings from one Settings, so they cannot differ.
-func (o Options) WithSettings(s Settings) Options {
-	o.Model, o.SmartModel, o.MaxContext, o.KeepAlive = s.Model, s.SmartModel, s.MaxContext, s.KeepAlive
-	o.Directives, o.Commands, o.ComponentOrder, o.DisabledComponents = s.Directives, s.Commands, s.ComponentOrder, s.DisabledComponents
-	o.Agents, o.Allow, o.Deny, o.AutoRead = s.Agents, s.Allow, s.Deny, s.AutoRead
-	o.MaxInvalidReplies, o.Watchdog, o.ContinuousLimit = s.MaxInvalidReplies, s.Watchdog, s.ContinuousLimit
-	o.Limits, o.HistoryEpisodes = s.Limits, s.HistoryEpisodes
-	return o
+// SettingsOf is the reloadable part of cfg, at start (OptionsOf) and on each reload.
+func SettingsOf(cfg *config.Config) Settings {
+	overrides := map[string]AgentOverrides{}
+	for name, o := range cfg.Agents {
+		overrides[name] = AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
+			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o)}
+	}
+	return Settings{
+		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,
+		KeepAlive: cfg.Ollama.KeepAlive.Ptr(), Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
+		DisabledComponents: cfg.Agent.DisabledComponents,
+		Agents:             overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
+		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
+		Watchdog:        watchdog.Config{Failures: cfg.Agent.WatchdogFailures, IdleSteps: cfg.Agent.WatchdogIdleSteps},
+		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
+		HistoryEpisodes: cfg.Agent.HistoryEpisodes,
+	}
 }
 
-func (s Settings) withDefaults() Settings {
-	if s.MaxInvalidReplies <= 0 {
-		s.MaxInvalidReplies = 3
+// agentBudgetOf is [agent]'s budget over each agent's runs.
+func agentBudgetOf(cfg *config.Config) run.Budget {
+	return run.Budget{MaxSteps: cfg.Agent.MaxSteps, MaxTokens: cfg.Agent.MaxTokens, MaxWall: cfg.Agent.MaxTime.Duration,
+		MaxDisk: int64(cfg.Agent.MaxDisk)}
+}
+
+// overrideBudget is [agents.NAME]'s budget: [agent]'s with the fields it sets replaced,
+// or nil when it sets none.
+func overrideBudget(cfg *config.Config, o config.AgentOverride) *run.Budget {
+	if o.MaxSteps == nil && o.MaxTokens == nil && o.MaxTime == nil && o.MaxDisk == nil {
+		return nil
 	}
-	if s.ContinuousLimit <= 0 {
-		s.ContinuousLimit = 25
+	b := agentBudgetOf(cfg)
+	if o.MaxSteps != nil {
+		b.MaxSteps = *o.MaxSteps
 	}
-	if s.HistoryEpisodes <= 0 {
-		s.HistoryEpisodes = 4
+	if o.MaxTokens != nil {
+		b.MaxTokens = *o.MaxTokens
 	}
-	if s.MaxContext <= 0 {
-		s.MaxContext = 8192
+	if o.MaxTime != nil {
+		b.MaxWall = o.MaxTime.Duration
 	}
-	if len(s.Commands) == 0 {
-		s.Commands = commands.DefaultNames
+	if o.MaxDisk != nil {
+		b.MaxDisk = int64(*o.MaxDisk)
 	}
-	return s
+	return &b
+}
+
+// overrideWatchdog is an [agents.NAME] table's thresholds; zero fields keep [agent]'s.
+func overrideWatchdog(o config.AgentOverride) watchdog.Config {
+	var w watchdog.Config
+	if o.WatchdogFailures != nil {
+		w.Failures = *o.WatchdogFailures
+	}
+	if o.WatchdogIdleSteps != nil {
+		w.IdleSteps = *o.WatchdogIdleSteps
+	}
+	return w
 }
 
 // live is one generation of settings with what is built from them: the permission rules
@@ -84,7 +207,7 @@ func (s Settings) withDefaults() Settings {
 // with and the next step uses the new ones.
 type live struct {
 	Settings
-	rules          rules
+	policy         policy.Settings               // the permission patterns parsed, for every authorization
 	pipeline       *commands.Pipeline            // every agent's, unless overridden
 	agentPipelines map[string]*commands.Pipeline // by agent name
 }
@@ -106,54 +229,4 @@ func (l *live) pipelineFor(name string) *commands.Pipeline {
 // limits are the config's part of every model call's load options (llm.Client.LoadFor).
 func (s Settings) limits() llm.Limits {
 	return llm.Limits{MaxContext: s.MaxContext, KeepAlive: s.KeepAlive}
-}
-
-// live returns the current settings generation.
-func (s *Supervisor) live() *live { return s.cur.Load() }
-
-// build makes a settings generation; it fails on a command or component name that does
-// not exist, or a permission pattern that does not parse.
-func (s *Supervisor) build(set Settings) (*live, error) {
-	set = set.withDefaults()
-	if set.Model == "" {
-		return nil, fmt.Errorf("agent: no model configured")
-	}
-	l := &live{Settings: set}
-	if err := s.buildPipelines(l); err != nil {
-		return nil, err
-	}
-	var err error
-	if l.rules, err = parseRules(set); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
-	return l, nil
-}
-
-// Reload swaps in new settings. Agents keep running: a step under way finishes with the
-// old settings, the next one uses the new. Bad settings are refused and the old ones
-// stay. A changed model is probed again before its first prompt.
-func (s *Supervisor) Reload(set Settings) error {
-	l, err := s.build(set)
-	if err != nil {
-		return err
-	}
-	old := s.cur.Swap(l)
-	s.opt.LLM.SetLimits(l.limits()) // a new max_context or keep_alive: each model's Load is chosen again
-	if old == nil || old.Model != l.Model || old.SmartModel != l.SmartModel {
-		s.model.switchTo(l.Model, l.SmartModel)
-		select {
-		case s.reprobe <- struct{}{}:
-		default:
-		}
-	}
-	return nil
-}
-
-// Settings returns the settings in use now.
-func (s *Supervisor) Settings() Settings { return s.live().Settings }
-
-// ModelSettings returns the model settings in use now, for the team engine's own calls.
-func (s *Supervisor) ModelSettings() run.ModelSettings {
-	set := s.live().Settings
-	return run.ModelSettings{Model: set.Model, MaxContext: set.MaxContext, KeepAlive: set.KeepAlive}
 }

@@ -140,7 +140,7 @@ func TestReloadRefusesBadSettingsAndKeepsTheOld(t *testing.T) {
 	for name, mod := range map[string]func(*Settings){
 		"unknown_command":      func(s *Settings) { s.Commands = []string{"finish", "ask_user", "no_such_command"} },
 		"bad_pattern":          func(s *Settings) { s.Allow = []string{"read_file("} },
-		"unknown_component":    func(s *Settings) { s.ComponentOrder = []string{"nope"} },
+		"unknown_component":    func(s *Settings) { s.DisabledComponents = []string{"nope"} },
 		"agent_without_finish": func(s *Settings) { s.Agents = map[string]AgentOverrides{"bob": {Commands: []string{"read_file"}}} },
 		"no_model":             func(s *Settings) { s.Model = "" },
 	} {

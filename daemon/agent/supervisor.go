@@ -7,18 +7,18 @@
 // What a transition does is the cycle package's answer (cycle.Next, cycle.Authorize);
 // transit, in transit.go, is the one place that writes it.
 // The Supervisor hosts the agents; its parts, split by responsibility (runs, decisions,
-// helpers, memory, policy, budgets, doctor, views…), serve the local API. Each holds only
-// what it needs and reaches back through a narrow interface it declares; wireParts in
-// supervisor.go builds them, and Supervisor.API (api.go) hands them out by name.
+// helpers, memory, budgets, doctor, views…), serve the local API. Each holds only what it
+// needs, handed to it by wireParts in supervisor.go as values and funcs, and
+// Supervisor.API (api.go) hands them out by name. How a proposal is authorized is the
+// policy package's (daemon/agent/policy), handed the settings in use; what configures
+// the supervisor, every value from the config, is in settings.go.
 package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,81 +26,10 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
-	"github.com/agentd/agentd/internal/display"
 )
-
-// Options configure a Supervisor. The fields that Settings repeats are only the first
-// settings: read them through Supervisor.live, never from Options, since Reload changes them.
-type Options struct {
-	Store      *store.Store
-	LLM        *llm.Client
-	Model      string // the fast model
-	SmartModel string // optional; thinks again over a step the watchdog caught looping
-	// MaxContext caps num_ctx; the model's own context length is probed.
-	MaxContext int
-	// Directives are the base directives every agent gets.
-	Directives api.Directives
-	// Commands are the names of the built-in commands agents may use, in prompt order.
-	Commands []string
-	// Components are extra components (web, shell, MCP tools) the server built from
-	// config; the supervisor adds its own (directives, profile, commands, context,
-	// history, clock).
-	Components []commands.Component
-	// ComponentOrder names components to place first, in this order; the rest follow in
-	// their default order.
-	ComponentOrder []string
-	// DisabledComponents are left out of every agent's pipeline.
-	DisabledComponents []string
-	// Agents are per-agent overrides, by agent name.
-	Agents map[string]AgentOverrides
-	// Allow and Deny are the global permission patterns; AutoRead lets read-class
-	// commands run without asking.
-	Allow, Deny []string
-	AutoRead    bool
-
-	// MaxHelperDepth bounds how deep helpers (start_agent) nest: 1 lets agents people
-	// started have helpers, 2 (the default) lets those have their own.
-	MaxHelperDepth int
-	// MaxHelpers bounds how many helpers one agent keeps at once (default 4).
-	MaxHelpers int
-	// Watchdog holds the loop watchdog's thresholds; zero fields take its defaults.
-	Watchdog watchdog.Config
-
-	MaxInvalidReplies int // pause after this many invalid replies in a row (default 3)
-	ContinuousLimit   int // steps a continuous-mode run may take without asking (default 25)
-	Limits            commands.Limits
-	WorkspaceRoot     string
-	HistoryEpisodes   int // most episodes shown verbatim (default 4); older ones get one line
-	// Memory is long-term memory; its zero value (no Index) turns it off.
-	Memory    MemoryOptions
-	KeepAlive *time.Duration
-	Log       *slog.Logger
-	// Backoff returns the wait before retry attempt n (n ≥ 1) while the model is unavailable.
-	Backoff  func(n int) time.Duration
-	Version  string
-	StateDir string
-	// HealthChecks are agentctl doctor's checks of what the server built around the
-	// supervisor (MCP servers, the shell sandbox, chat bots).
-	HealthChecks []HealthCheck
-	// Now is the clock the prompt shows (tests).
-	Now func() time.Time
-	// OnRunEnd, if set, is told how every run ended (finished, denied, stopped, over
-	// budget, or its agent removed), after the end is stored, holding no lock. The
-	// scheduler records its runs' ends through it.
-	OnRunEnd func(run.End)
-	// OnAgentRemoved, if set, is told of every agent removed (its helpers included), once
-	// it is gone from the store: what the server keeps per agent goes with it (its cgroup).
-	OnAgentRemoved func(id string)
-	// AgentBudget bounds each agent over all its runs (MaxWall: its busy time), unless
-	// its AgentOverrides or `agentctl budget` say otherwise; zero bounds nothing.
-	AgentBudget run.Budget
-	// Metrics, if set, is told of steps, decisions and budget stops.
-	Metrics Metrics
-}
 
 // Supervisor hosts every agent. It owns the agents' runners, the settings and the model's
 // state; the local API's methods are its parts', reached through API().Runs, .Views,
@@ -150,12 +79,6 @@ func New(opt Options) (*Supervisor, error) {
 	if opt.Model == "" {
 		return nil, errors.New("agent: no model configured")
 	}
-	if opt.MaxHelperDepth <= 0 {
-		opt.MaxHelperDepth = DefaultMaxHelperDepth
-	}
-	if opt.MaxHelpers <= 0 {
-		opt.MaxHelpers = DefaultMaxHelpers
-	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
@@ -171,7 +94,7 @@ func New(opt Options) (*Supervisor, error) {
 		s.metrics = noMetrics{}
 	}
 	wireParts(s, opt)
-	l, err := s.build(opt.settings())
+	l, err := s.build(opt.Settings)
 	if err != nil {
 		return nil, err
 	}
@@ -193,17 +116,19 @@ func wireParts(s *Supervisor, opt Options) {
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace, checks: opt.HealthChecks}
-	s.helpers = &helpers{helperHost: host{s}, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
+	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
 	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.batchRuns = &batchRuns{}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
 	s.runs = &runs{
-		host: host{s}, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: opt.OnAgentRemoved,
+		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: opt.OnAgentRemoved,
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory,
 	}
 	s.runBudgets.timeUp, s.agentBudgets.mutateAgent, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.mutate, s.runs.remeasure
-	s.decisions = &decisions{decisionHost: host{s}, st: s.st, live: s.live}
+	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = s.runs.mutateThen, s.runs.pause, s.runs.resume, s.runs.stop
+	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode,
+		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
 		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,
 		version: opt.Version, stateDir: opt.StateDir, started: time.Now(), mem: s.mem,
@@ -357,103 +282,51 @@ func (s *Supervisor) runner(id string) *runner {
 	return r
 }
 
-func newID(prefix string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
+// live returns the current settings generation.
+func (s *Supervisor) live() *live { return s.cur.Load() }
+
+// build makes a settings generation; it fails on a command or component name that does
+// not exist, or a permission pattern that does not parse.
+func (s *Supervisor) build(set Settings) (*live, error) {
+	if set.Model == "" {
+		return nil, fmt.Errorf("agent: no model configured")
+	}
+	l := &live{Settings: set}
+	if err := s.buildPipelines(l); err != nil {
+		return nil, err
+	}
+	var err error
+	if l.policy, err = parseRules(set); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return l, nil
 }
 
-// resolve finds an agent by id, unique name, or the temporary name it was created
-// with (see tempName): `agentctl run` prints that name before the model renames the
-// agent, and a name a person has been shown must keep working.
-func resolve(tx *store.Tx, ref string) (*store.Agent, error) {
-	a, err := tx.Agent(ref)
-	if errors.Is(err, store.ErrNotFound) {
-		a, err = tx.AgentByName(ref)
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		a, err = byTempName(tx, ref)
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, noAgent(tx, ref)
-	}
-	return a, err
-}
-
-// noAgent is the error for a ref that names no agent, with the closest name when ref
-// looks like a typo of one.
-func noAgent(tx *store.Tx, ref string) error {
-	names, err := tx.AgentNames()
+// Reload swaps in new settings. Agents keep running: a step under way finishes with the
+// old settings, the next one uses the new. Bad settings are refused and the old ones
+// stay. A changed model is probed again before its first prompt.
+func (s *Supervisor) Reload(set Settings) error {
+	l, err := s.build(set)
 	if err != nil {
 		return err
 	}
-	return notFound("no agent %q%s: see `agentctl ls`", ref, display.DidYouMean(ref, names))
-}
-
-// tempNamePrefix starts the name an agent gets until its profile names it.
-const tempNamePrefix = "agent-"
-
-// tempName is the name an agent has until the model names it: "agent-" and the first
-// six hex digits of its id, so the id alone recovers it after a rename.
-func tempName(id string) string { return tempNamePrefix + id[2:8] }
-
-// byTempName finds the agent whose temporary name was ref, though it has been renamed.
-func byTempName(tx *store.Tx, ref string) (*store.Agent, error) {
-	digits, ok := strings.CutPrefix(ref, tempNamePrefix)
-	if !ok || len(digits) != 6 || strings.Trim(digits, "0123456789abcdef") != "" {
-		return nil, store.ErrNotFound
-	}
-	all, err := tx.Agents()
-	if err != nil {
-		return nil, err
-	}
-	var found *store.Agent
-	for _, a := range all {
-		if len(a.ID) < 8 || tempName(a.ID) != ref {
-			continue
+	old := s.cur.Swap(l)
+	s.opt.LLM.SetLimits(l.limits()) // a new max_context or keep_alive: each model's Load is chosen again
+	if old == nil || old.Model != l.Model || old.SmartModel != l.SmartModel {
+		s.model.switchTo(l.Model, l.SmartModel)
+		select {
+		case s.reprobe <- struct{}{}:
+		default:
 		}
-		if found != nil {
-			return nil, conflict("%q was the first name of both %s and %s: use the id or the current name", ref, found.ID, a.ID)
-		}
-		found = a
 	}
-	if found == nil {
-		return nil, store.ErrNotFound
-	}
-	return found, nil
+	return nil
 }
 
-// known is view for a caller that knows the agent's pending proposal and question
-// already, saving the two reads on the agent cycle's hot path.
-func known(a *store.Agent, pending *api.Proposal, q *api.Question) *api.Agent {
-	out := a.Agent
-	out.Pending, out.Question = pending, q
-	return &out
-}
+// Settings returns the settings in use now.
+func (s *Supervisor) Settings() Settings { return s.live().Settings }
 
-// view loads the agent with its pending proposal and question, as the API shows it.
-func view(tx *store.Tx, a *store.Agent) (*api.Agent, error) {
-	p, err := tx.OpenProposal(a.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		p = nil
-	} else if err != nil {
-		return nil, err
-	}
-	q, err := tx.Question(a.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		q = nil
-	} else if err != nil {
-		return nil, err
-	}
-	return viewOf(a, p, q), nil
-}
-
-// viewOf is a's API view given its open proposal and question (nil when none).
-func viewOf(a *store.Agent, open *api.Proposal, q *api.Question) *api.Agent {
-	out := a.Agent
-	if open != nil && open.Status.Decidable() {
-		out.Pending = open
-	}
-	out.Question = q
-	return &out
+// ModelSettings returns the model settings in use now, for the team engine's own calls.
+func (s *Supervisor) ModelSettings() run.ModelSettings {
+	set := s.live().Settings
+	return run.ModelSettings{Model: set.Model, MaxContext: set.MaxContext, KeepAlive: set.KeepAlive}
 }

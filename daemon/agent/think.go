@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy/bind"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
@@ -25,25 +26,14 @@ func replyReserve(numCtx int) int { return max(640, numCtx/4) }
 // think asks the model for the next proposal and persists it.
 func (r *runner) think(ctx context.Context, l *live) {
 	began := time.Now() // the step's model time counts toward the agent's busy time
-	var a *store.Agent
-	var last *api.Proposal
-	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
-		if a, err = tx.Agent(r.id); err != nil {
-			return err
-		}
-		last, err = tx.LastProposal(r.id, a.RunID)
-		if errors.Is(err, store.ErrNotFound) {
-			last, err = nil, nil
-		}
-		return err
-	})
+	a, last, err := readStep(ctx, r.s.st, r.id)
 	if err != nil {
 		r.s.log.Error("think: reading state", "agent", r.id, "err", err)
 		r.sleep(ctx, 1e9)
 		return
 	}
 	if a.State != api.StateThinking {
-		r.setState(ctx, cycle.Event{Kind: cycle.Think})
+		_ = r.setState(ctx, nil, cycle.Think) // the model call below tells what is wrong
 	}
 	stepCtx, cancel := context.WithCancel(ctx)
 	r.mu.Lock()
@@ -58,20 +48,15 @@ func (r *runner) think(ctx context.Context, l *live) {
 
 	if a.Description == "" {
 		if err := r.generateProfile(stepCtx, l, a); err != nil {
-			if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
-				r.modelError(ctx, l.Model, err) // not a pause or stop
-			}
+			r.modelError(ctx, l.Model, err)
 			return
 		}
 	}
-	info := r.s.model.info()
-	if info == nil {
+	if r.s.model.info() == nil {
 		// No probe has answered yet: learn the context length before the first prompt.
-		var err error
-		if info, err = r.s.opt.LLM.Probe(stepCtx, l.Model); err != nil {
-			if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
-				r.modelError(ctx, l.Model, err)
-			}
+		info, err := r.s.opt.LLM.Probe(stepCtx, l.Model)
+		if err != nil {
+			r.modelError(ctx, l.Model, err)
 			return
 		}
 		r.s.model.probedOK(l.Model, info)
@@ -85,9 +70,7 @@ func (r *runner) think(ctx context.Context, l *live) {
 	// The model's one num_ctx, which every call to it uses (a change reloads the model).
 	ld, err := r.s.opt.LLM.LoadFor(stepCtx, model)
 	if err != nil {
-		if !(errors.Is(err, context.Canceled) && ctx.Err() == nil) {
-			r.modelError(ctx, model, err)
-		}
+		r.modelError(ctx, model, err)
 		return
 	}
 	numCtx := ld.NumCtx
@@ -100,15 +83,12 @@ func (r *runner) think(ctx context.Context, l *live) {
 	req := llm.ChatRequest{Model: model, Messages: msgs, NumCtx: numCtx, NumPredict: numPredict, KeepAlive: ld.KeepAlive}
 	res, err := llm.Propose(stepCtx, r.s.opt.LLM, req, in.Commands)
 	if err != nil {
-		if errors.Is(err, context.Canceled) && ctx.Err() == nil {
-			return // paused or stopped while thinking
-		}
 		var inv *llm.InvalidReplyError
 		if errors.As(err, &inv) {
 			r.strike(ctx, l, inv, time.Since(began))
-			return
+		} else {
+			r.modelError(ctx, model, err)
 		}
-		r.modelError(ctx, model, err)
 		return
 	}
 	pl.AfterParse(stepCtx, step, res.Reply, func(rep *commands.Reply) error {
@@ -123,6 +103,22 @@ func (r *runner) think(ctx context.Context, l *live) {
 		r.s.model.calibrate(model, PromptChars(msgs), res.PromptTokens)
 	}
 	r.propose(ctx, l, a, last, model, res, in.Commands, time.Since(began))
+}
+
+// readStep reads what a step starts from: agent id, and the last proposal of its run
+// (nil for none), which the watchdog compares the next one with.
+func readStep(ctx context.Context, st *store.Store, id string) (a *store.Agent, last *api.Proposal, err error) {
+	err = st.View(ctx, func(tx *store.Tx) (err error) {
+		if a, err = tx.Agent(id); err != nil {
+			return err
+		}
+		last, err = tx.LastProposal(id, a.RunID)
+		if errors.Is(err, store.ErrNotFound) {
+			last, err = nil, nil
+		}
+		return err
+	})
+	return a, last, err
 }
 
 // fitTask cuts a task too long for the context, keeping its start, so that the prompt
@@ -167,26 +163,13 @@ func (m *modelState) messageBudget(in PromptInput, model string, numCtx int) int
 // propose persists the model's proposal before anything else happens, and has the
 // watchdog look for a loop (watch). busy is the time the step took to think.
 func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api.Proposal, model string, res *llm.Proposal, cmds commands.Set, busy time.Duration) {
-	canon, err := commands.CanonicalArgs(res.Reply.Command.Args)
-	if err != nil {
-		canon = res.Reply.Command.Args
-	}
-	hash := Hash(res.Reply.Command.Name, canon)
-	p := &api.Proposal{
-		ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Thoughts: api.Thoughts(res.Reply.Thoughts),
-		Command: res.Reply.Command.Name, Args: canon, Hash: hash,
-		Model: model, PromptTokens: res.PromptTokens, EvalTokens: res.EvalTokens,
-	}
-	if c, ok := cmds.Get(p.Command); ok {
-		// Before the proposal is stored or shown: what the person judges is the state now.
-		p.Preview = commands.Preview(ctx, c, commands.Env{Workspace: a.Workspace, AgentID: a.ID}, canon)
-	}
+	p := newProposal(ctx, a, model, res, cmds)
 	var w watched
 	var v *api.Agent
 	var shown api.Proposal // p as proposed: the policy may start it in the same transaction
 	var st *started        // set when the policy approved p and it started in the same transaction
 	r.mu.Lock()
-	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
+	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		st = nil // a retried transaction starts over
 		cur, err := tx.Agent(a.ID)
 		if err != nil {
@@ -196,13 +179,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		if cur.RunID != a.RunID {
 			on = nil // stopped and given a new task meanwhile: keep it for the record only
 		}
-		cur.Step++
-		cur.StepsTotal++
-		cur.BusyMS += busy.Milliseconds()
-		p.Step = cur.Step
-		cur.Strikes = 0
-		cur.PromptTokens += int64(res.PromptTokens)
-		cur.EvalTokens += int64(res.EvalTokens)
+		stepTaken(cur, p, res, busy)
 		r.s.episodeHistory.storeWith(tx, cur)
 		if w, err = r.watch(tx, l, on, last, p, cmds); err != nil {
 			return err
@@ -212,7 +189,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		}
 		if w.stop { // a schedule's run: nobody to ask
 			why := w.stopReason()
-			if _, _, err := transit(tx, on, p, cycle.Event{Kind: cycle.Stop, Reason: why, Detail: why}); err != nil {
+			if _, err := apply(tx, &change{a: on, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: why, Detail: why}, r: r}); err != nil {
 				return err
 			}
 		}
@@ -223,29 +200,12 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		var pending *api.Proposal // think runs only when no proposal is open
 		if p.Status == api.ProposalPending {
 			pending = &shown
-			if w.ev.Kind == cycle.Proposed {
-				// When the policy approves it, the approval and the start commit with the
-				// proposal: one durable write instead of three before the command runs.
-				st = &started{cmds: cmds}
-				var spec *commands.Spec
-				if c, ok := cmds.Get(p.Command); ok {
-					sp := c.Spec()
-					spec = &sp
-				}
-				switch err := r.startTx(l, tx, cur, p, last, spec, st); {
-				case errors.Is(err, errNotApproved):
-					if st.unbound != "" {
-						if err := noteUnbound(tx, p, st.unbound); err != nil {
-							return err
-						}
-						shown.Preview = p.Preview
-					}
-					st = nil
-				case err != nil:
-					return err
-				default:
-					pending = nil
-				}
+		}
+		if p.Status == api.ProposalPending && w.ev.Kind == cycle.Proposed {
+			if st, err = startProposed(r.s, l, tx, cur, p, last, cmds, &shown); err != nil {
+				return err
+			} else if st != nil {
+				pending = nil
 			}
 		}
 		if err := tx.UpdateAgent(cur); err != nil {
@@ -274,6 +234,60 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 	if st != nil {
 		r.run(ctx, l, p, st)
 	}
+}
+
+// newProposal is the model's reply res as a proposal of a's, not yet stored.
+func newProposal(ctx context.Context, a *store.Agent, model string, res *llm.Proposal, cmds commands.Set) *api.Proposal {
+	canon, err := commands.CanonicalArgs(res.Reply.Command.Args)
+	if err != nil {
+		canon = res.Reply.Command.Args
+	}
+	p := &api.Proposal{
+		ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Thoughts: api.Thoughts(res.Reply.Thoughts),
+		Command: res.Reply.Command.Name, Args: canon, Hash: Hash(res.Reply.Command.Name, canon),
+		Model: model, PromptTokens: res.PromptTokens, EvalTokens: res.EvalTokens,
+	}
+	if c, ok := cmds.Get(p.Command); ok {
+		// Before the proposal is stored or shown: what the person judges is the state now.
+		p.Preview = commands.Preview(ctx, c, commands.Env{Workspace: a.Workspace, AgentID: a.ID}, canon)
+	}
+	return p
+}
+
+// stepTaken counts the step that proposed p on a: its number, its model time busy and
+// its tokens; a valid reply ends a run of invalid ones.
+func stepTaken(a *store.Agent, p *api.Proposal, res *llm.Proposal, busy time.Duration) {
+	a.Step++
+	a.StepsTotal++
+	a.BusyMS += busy.Milliseconds()
+	p.Step = a.Step
+	a.Strikes = 0
+	a.PromptTokens += int64(res.PromptTokens)
+	a.EvalTokens += int64(res.EvalTokens)
+}
+
+// startProposed weighs the new pending proposal p in the transaction that stores it:
+// when the policy approves it, the approval and the start commit with the proposal, one
+// durable write instead of three before the command runs. It returns what started, or
+// nil when a person decides (then shown carries a note of a y! that does not hold).
+func startProposed(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p, last *api.Proposal, cmds commands.Set, shown *api.Proposal) (*started, error) {
+	st := &started{cmds: cmds}
+	var spec *commands.Spec
+	if c, ok := cmds.Get(p.Command); ok {
+		sp := c.Spec()
+		spec = &sp
+	}
+	err := startTx(s, l, tx, a, p, last, spec, st)
+	if !errors.Is(err, errNotApproved) {
+		return st, err
+	}
+	if st.unbound != "" {
+		if err := bind.NoteUnbound(tx, p, st.unbound); err != nil {
+			return nil, err
+		}
+		shown.Preview = p.Preview
+	}
+	return nil, nil
 }
 
 // strike counts an invalid reply; after MaxInvalidReplies in a row the agent pauses.
@@ -319,10 +333,11 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 }
 
 // modelError handles a failed call for model: the agent waits for it with backoff, or
-// until the pool finds a host that serves it back.
+// until the pool finds a host that serves it back. A call cancelled by a pause or a stop
+// is no failure.
 func (r *runner) modelError(ctx context.Context, model string, err error) {
-	if ctx.Err() != nil {
-		return
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return // ending, or the step was paused or stopped while it thought
 	}
 	// Before anything else: a host that comes back while the state is written still wakes it.
 	back, stop := r.s.opt.LLM.Servable(model)
@@ -335,7 +350,7 @@ func (r *runner) modelError(ctx context.Context, model string, err error) {
 	}
 	r.s.model.failed(err)
 	r.s.log.Warn("model call failed", "agent", r.id, "attempt", r.waitAttempt, "err", err)
-	r.setState(ctx, cycle.Event{Kind: cycle.ModelDown, Reason: reason})
+	_ = r.setState(ctx, nil, cycle.ModelDown, reason) // the wait below goes on regardless
 	sleepUntil(ctx, r.s.opt.Backoff(r.waitAttempt), r.wake, back)
 	select {
 	case <-back: // its host is back: a new outage starts its backoff over

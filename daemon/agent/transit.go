@@ -1,59 +1,178 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// transit applies ev to agent a and its proposal p in tx: cycle.Next says what they
-// become, and this is the only code that writes an agent's state or a proposal's status.
-// It persists the proposal (inserting one not stored yet), ends the run when the cycle
-// says so, and sets a's state for the caller to write; the caller carries out the other
-// effects. a nil means p's run is over (the agent is on another), p nil that the agent
-// has no open proposal. moved is false when the store found p no longer in the status
-// the caller read (decided or withdrawn meanwhile): then nothing else was written.
-func transit(tx *store.Tx, a *store.Agent, p *api.Proposal, ev cycle.Event) (moved bool, effects []cycle.Effect, err error) {
+// change is one event for the applier, with what its effects need beyond the event.
+type change struct {
+	a  *store.Agent  // nil: the proposal's run is over (the agent is on another)
+	p  *api.Proposal // nil: the agent has no open proposal
+	ev cycle.Event
+	// decision is what record_decision stores; auth, when set, is the authorization that
+	// made it, and owner the agent whose grants it used or made (a, or its top agent):
+	// grant records what it did to them.
+	decision *api.Decision
+	auth     *cycle.Authorization
+	owner    *store.Agent
+	// episode is what record_episode remembers of an event that is no decision's.
+	episode *api.Episode
+	// rec remembers an episode (Supervisor.recordEpisode), count reports a decision to
+	// the metrics; r is the agent's runner, whose model call or command a cancel ends
+	// once the change commits.
+	rec   func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+	count func(tx *store.Tx, d *api.Decision)
+	r     *runner
+}
+
+// applied is what apply did: whether the proposal moved, the effects, and the episode it
+// recorded (nil for none).
+type applied struct {
+	moved   bool
+	effects []cycle.Effect
+	episode *api.Episode
+}
+
+// errMissing is apply's answer to an effect whose input the change lacks: the caller
+// computed an effect it would have dropped.
+var errMissing = errors.New("the change lacks what an effect needs")
+
+// apply carries out c.ev on c.a and c.p in tx: cycle.Next says what they become and which
+// effects follow, and this is the only code that carries them out — the only writer of an
+// agent's state or a proposal's status. Every effect kind the table lists is done here,
+// in tx; a cancel runs once tx commits. The caller writes c.a. moved is false when the
+// store found c.p no longer in the status the caller read (decided or withdrawn
+// meanwhile): then nothing else was written.
+func apply(tx *store.Tx, c *change) (applied, error) {
 	from := cycle.State{Agent: cycle.RunOver}
-	if a != nil {
-		from.Agent = a.State
+	if c.a != nil {
+		from.Agent = c.a.State
 	}
-	if p != nil {
-		from.Proposal = p.Status
+	if c.p != nil {
+		from.Proposal = c.p.Status
 	}
-	_, effects, err = cycle.Next(from, ev)
+	_, effects, err := cycle.Next(from, c.ev)
 	if err != nil {
-		return false, nil, fmt.Errorf("agent %s: %w", agentID(a, p), err)
+		return applied{}, fmt.Errorf("agent %s: %w", agentID(c.a, c.p), err)
 	}
+	out := applied{effects: effects}
 	for _, e := range effects {
-		switch e.Kind {
-		case cycle.SetProposal:
-			if from.Proposal == cycle.None {
-				p.Status = e.Proposal
-				if err := tx.InsertProposal(p); err != nil {
-					return false, nil, err
-				}
-				continue
+		if e.Kind == cycle.SetProposal {
+			if ok, err := setProposal(tx, c.p, from.Proposal, e); err != nil || !ok {
+				return applied{effects: effects}, err
 			}
-			if ok, err := tx.SetProposalStatus(p.ID, e.Proposal, e.Result, from.Proposal); err != nil || !ok {
-				return false, nil, err
-			}
-			p.Status = e.Proposal
-		case cycle.SetAgent:
-			a.State, a.StateReason = e.Agent, e.Reason
-		case cycle.EndGrant:
-			if err := endGrant(tx, a); err != nil {
-				return false, nil, err
-			}
-		case cycle.EndRun:
-			if err := tx.EndRun(a.RunID, e.Outcome, e.Detail); err != nil {
-				return false, nil, err
-			}
+			continue
+		}
+		if err := c.effect(tx, e, &out); err != nil {
+			return applied{}, fmt.Errorf("agent %s: %s: %w", agentID(c.a, c.p), e.Kind, err)
 		}
 	}
-	return true, effects, nil
+	out.moved = true
+	return out, nil
+}
+
+// setProposal stores p's new status (inserting p when it was not stored yet); false when
+// the store found it no longer in status from.
+func setProposal(tx *store.Tx, p *api.Proposal, from api.ProposalStatus, e cycle.Effect) (bool, error) {
+	if from == cycle.None {
+		p.Status = e.Proposal
+		return true, tx.InsertProposal(p)
+	}
+	if ok, err := tx.SetProposalStatus(p.ID, e.Proposal, e.Result, from); err != nil || !ok {
+		return false, err
+	}
+	p.Status = e.Proposal
+	return true, nil
+}
+
+// effect carries out e, one effect of c other than set_proposal.
+func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
+	switch e.Kind {
+	case cycle.SetAgent:
+		c.a.State, c.a.StateReason = e.Agent, e.Reason
+	case cycle.EndRun:
+		return tx.EndRun(c.a.RunID, e.Outcome, e.Detail)
+	case cycle.StartRun:
+		return tx.StartRun(c.a.RunID, c.a.ID, c.a.Task)
+	case cycle.EndGrant:
+		return endGrant(tx, c.a)
+	case cycle.Grant:
+		return c.grant(tx)
+	case cycle.RecordDecision:
+		if c.decision == nil || c.count == nil {
+			return errMissing
+		}
+		if err := tx.InsertDecision(c.decision); err != nil {
+			return err
+		}
+		c.count(tx, c.decision)
+		return tx.Audit(c.p.AgentID, "decision", c.decision)
+	case cycle.RecordEpisode:
+		return c.recordEpisode(tx, out)
+	case cycle.Cancel:
+		if c.r == nil {
+			return errMissing
+		}
+		r, command := c.r, e.Command
+		tx.AfterCommit(func() { // under r.mu, as every change of the agent is
+			if command {
+				r.cancelAll()
+			} else {
+				r.cancelThinking()
+			}
+		})
+	default:
+		return fmt.Errorf("no applier for effect %s", e.Kind)
+	}
+	return nil
+}
+
+// grant records what the authorization did to grants: a use of the grant that approved,
+// or the grant a person's decision made. A decision no grant approved or made does not
+// change them.
+func (c *change) grant(tx *store.Tx) error {
+	if c.decision == nil || c.owner == nil {
+		return errMissing
+	}
+	if c.auth == nil {
+		return nil
+	}
+	changed, err := policy.ApplyGrant(tx, c.a, c.owner, *c.auth, c.decision)
+	if err != nil || !changed || c.owner == c.a {
+		return err
+	}
+	return tx.UpdateAgent(c.owner) // a helper drew from its top agent's grant
+}
+
+// recordEpisode remembers what happened to the proposal: the change's episode, or the
+// decision's (denied, or feedback to the model).
+func (c *change) recordEpisode(tx *store.Tx, out *applied) error {
+	ep := c.episode
+	if ep == nil && c.decision != nil {
+		outcome := "feedback"
+		if c.p.Status == api.ProposalDenied {
+			outcome = "denied"
+		}
+		ep = episodeOf(c.p, outcome, "", c.decision.Feedback)
+	}
+	if ep == nil || c.rec == nil {
+		return errMissing
+	}
+	out.episode = ep
+	return c.rec(tx, c.p.AgentID, c.p, ep)
+}
+
+// transit is apply of an event whose effects need nothing but the store: the agent's
+// state, the proposal's status, a run's start or end, a count grant's end.
+func transit(tx *store.Tx, a *store.Agent, p *api.Proposal, ev cycle.Event) (moved bool, effects []cycle.Effect, err error) {
+	res, err := apply(tx, &change{a: a, p: p, ev: ev})
+	return res.moved, res.effects, err
 }
 
 // settles reports whether ev would change a's state or reason (with no open proposal).

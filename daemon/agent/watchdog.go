@@ -8,13 +8,10 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/store"
 )
-
-// caughtKey is the agent state key naming the proposal the watchdog last asked about:
-// the policy never approves it unasked, not even after a resume.
-const caughtKey = "watchdog.caught"
 
 // watched is what the watchdog made of a proposal: the event that stores it, and for a
 // loop the verdict, what followed (rethink or ask) and the note for the smart model.
@@ -42,7 +39,7 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *api.Propo
 		return w, err
 	}
 	w.verdict, w.action = v, "ask"
-	owner, err := policyOwner(tx, a) // a helper draws on its top agent's grant
+	owner, err := policy.Owner(tx, a) // a helper draws on its top agent's grant
 	if err != nil {
 		return w, err
 	}
@@ -63,7 +60,7 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *api.Propo
 	default:
 		w.ev = cycle.Event{Kind: cycle.ProposedLoop, Reason: fmt.Sprintf("the watchdog caught a loop (%s): %s%s. Decide on step %d (approve runs it once more, feedback steers the agent), then resume: `agentctl resume %s`",
 			v.Kind, v, grant, p.Step, a.Name)}
-		if err := tx.SetStateValue(a.ID, caughtKey, []byte(p.ID)); err != nil {
+		if err := tx.SetStateValue(a.ID, policy.CaughtKey, []byte(p.ID)); err != nil {
 			return w, err
 		}
 	}
@@ -124,10 +121,10 @@ func grantLeft(tx *store.Tx, a *store.Agent) (int, error) {
 // its mode that mirrors them; the caller writes a. Exact and pattern grants stay: they
 // approve one call or one pattern a person chose, not a number of steps.
 func endGrant(tx *store.Tx, a *store.Agent) error {
-	if err := endCountGrants(tx, a, "the watchdog"); err != nil {
+	if err := policy.EndCountGrants(tx, a, "the watchdog"); err != nil {
 		return err
 	}
-	_, err := syncPolicy(tx, a)
+	_, err := policy.SyncPolicy(tx, a)
 	return err
 }
 
@@ -167,12 +164,6 @@ func loopIn(tx *store.Tx, l *live, a *store.Agent, last, p *api.Proposal, cmds c
 		v = watchdog.Verdict{Kind: watchdog.Repeat, Period: 1, Steps: []int{last.Step, p.Step}, Calls: []string{next.Label}}
 	}
 	return v, nil
-}
-
-// wasCaught reports whether the watchdog asked a person about p: the policy leaves it to them.
-func wasCaught(tx *store.Tx, a *store.Agent, p *api.Proposal) (bool, error) {
-	v, err := tx.StateValue(a.ID, caughtKey)
-	return err == nil && string(v) == p.ID, err
 }
 
 // observedSteps are the watchdog's observations of an agent's latest episodes, by the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
 )
@@ -113,7 +114,7 @@ func (s *policyService) grantNow(ctx context.Context, agentID, id string) (*api.
 		if err != nil {
 			return err
 		}
-		owner, err := policyOwner(tx, a)
+		owner, err := policy.Owner(tx, a)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,6 @@
 // Package agentprotocol serves Agent Protocol v1 (the AI Engineer Foundation's REST API
 // for driving an agent: tasks, steps, artifacts) over the same daemon service agentctl
-// uses, localapi.AgentService. The daemon mounts it under /ap/v1/ on the optional TCP listener
+// uses, through the slice of api.AgentService it calls (Agents). The daemon mounts it under /ap/v1/ on the optional TCP listener
 // ([http] agent_protocol = true), behind the listener's bearer token.
 //
 // The mapping follows AutoGPT's `serve`:

@@ -20,10 +20,24 @@ import (
 	"github.com/agentd/agentd/internal/display"
 )
 
+// Agents is what the Agent Protocol calls of the daemon's agent service: a task is a run
+// of a new agent, a step a decision on its proposal, an artifact a file of its replay.
+type Agents interface {
+	ListAgents(ctx context.Context, q api.AgentQuery, p api.Page) (*api.AgentList, error)
+	Agent(ctx context.Context, ref string) (*api.Agent, error)
+	CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error)
+	Resume(ctx context.Context, ref string) (*api.Agent, error)
+	Decide(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error)
+	Answer(ctx context.Context, ref string, req api.AnswerRequest) error
+	Commands(ctx context.Context, ref string) ([]api.CommandInfo, error)
+	Replay(ctx context.Context, ref string) (*api.Replay, error)
+}
+
 // Options configure the handler.
 type Options struct {
-	// Agents is the daemon's agent service (daemon/agent's Supervisor's parts, agent.Facade). Required.
-	Agents localapi.AgentService
+	// Agents is the part of the daemon's agent service (api.AgentService) a task's steps
+	// call. Required.
+	Agents Agents
 	// Log gets 500s and refused uploads; nil discards.
 	Log *slog.Logger
 	// StepWait bounds how long executing a step waits for the agent to settle, before
@@ -44,7 +58,7 @@ const (
 )
 
 type handler struct {
-	svc       localapi.AgentService
+	svc       Agents
 	log       *slog.Logger
 	stepWait  time.Duration
 	maxUpload int64

@@ -196,7 +196,7 @@ func startDaemon(t *testing.T) (*apClient, *model) {
 	cfg := config.Default()
 	cfg.StateDir = t.TempDir()
 	cfg.Socket = filepath.Join(testutil.ShortTempDir(t), "s.sock")
-	cfg.Ollama.Host, cfg.Ollama.Model = fake.URL(), ollamatest.TinyModelName
+	cfg.Ollama.Hosts, cfg.Ollama.Model = []config.OllamaHost{{URL: fake.URL(), Slots: 1}}, ollamatest.TinyModelName
 	cfg.Memory.Enabled = false
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -210,7 +210,9 @@ func startDaemon(t *testing.T) (*apClient, *model) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- server.Run(ctx, cfg, slog.New(slog.DiscardHandler), "test", func() { close(ready) }) }()
+	go func() {
+		done <- server.Run(ctx, cfg, slog.New(slog.DiscardHandler), server.Options{Version: "test", Ready: func() { close(ready) }})
+	}()
 	select {
 	case <-ready:
 	case err := <-done:

@@ -197,7 +197,7 @@ func ended(a *api.Agent, id string, rp *api.Replay) error {
 	if a.RunID == id && a.State != api.StateIdle {
 		return nil
 	}
-	why := rp.Run.Outcome
+	why := string(rp.Run.Outcome)
 	if rp.Run.Reason != "" {
 		why += ": " + rp.Run.Reason
 	}
@@ -314,7 +314,7 @@ func (m *stepMapper) step(i int) Step {
 		out = append(out, next)
 	}
 	if s.IsLast {
-		end := "The task ended: " + m.rp.Run.Outcome
+		end := "The task ended: " + string(m.rp.Run.Outcome)
 		if m.rp.Run.Reason != "" {
 			end += " — " + m.rp.Run.Reason
 		}

@@ -34,10 +34,11 @@ type Config struct {
 	Permissions PermissionsConfig `toml:"permissions"`
 	// Agents are per-agent settings, [agents.NAME], applied to the agent with that name.
 	Agents map[string]AgentOverride `toml:"agents"`
-	Web    WebConfig                `toml:"web"`
-	Shell  ShellConfig              `toml:"shell"`
-	MCP    MCPConfig                `toml:"mcp"`
-	// Schedules configures the cron schedules (issue 6); the schedules themselves live in
+	// WebCommands are the agents' web commands; [web_console] is the browser console.
+	WebCommands WebCommandsConfig `toml:"web_commands"`
+	Shell       ShellConfig       `toml:"shell"`
+	MCP         MCPConfig         `toml:"mcp"`
+	// Schedules configures the cron schedules; the schedules themselves live in
 	// the store and are managed with `agentctl schedule`.
 	Schedules SchedulesConfig `toml:"schedules"`
 	// Teams configures team runs started from chat (/agent team).
@@ -48,7 +49,7 @@ type Config struct {
 	Discord DiscordConfig `toml:"discord"`
 	// HTTP is the optional TCP listener: metrics and the Agent Protocol.
 	HTTP HTTPConfig `toml:"http"`
-	// WebConsole is the browser console on 127.0.0.1 (daemon/web); [web] is the agents' web tools.
+	// WebConsole is the browser console on 127.0.0.1 (daemon/web).
 	WebConsole WebConsoleConfig `toml:"web_console"`
 	Log        LogConfig        `toml:"log"`
 
@@ -60,10 +61,7 @@ type Config struct {
 
 // OllamaConfig is the [ollama] section: the model server and the models.
 type OllamaConfig struct {
-	// Host is Ollama's base URL. Default: $OLLAMA_HOST (in any form Ollama accepts), else
-	// DefaultOllamaHost.
-	Host string `toml:"host"`
-	// HostFrom says where Host came from, for the hints people get when it does not
+	// HostFrom says where Hosts came from, for the hints people get when they do not
 	// answer: HostFromConfig, HostFromEnv ($OLLAMA_HOST) or HostFromDefault.
 	HostFrom string `toml:"-"`
 	// Model is the model every step uses.
@@ -78,11 +76,9 @@ type OllamaConfig struct {
 	// KeepAlive is how long Ollama keeps the model loaded after a call; nil leaves it to
 	// Ollama (5m), negative keeps it loaded, 0 unloads at once.
 	KeepAlive *Duration `toml:"keep_alive"`
-	// Slots is how many calls Host serves at once (its OLLAMA_NUM_PARALLEL); the daemon
-	// queues the rest itself, people's agents first. Unused when Hosts is set.
-	Slots int `toml:"slots"`
-	// Hosts, when set, replace Host and Slots with a pool of Ollama servers: each call
-	// goes to one that is up and has the model, the least busy first.
+	// Hosts are the Ollama servers: each call goes to one that is up and has the model,
+	// the least busy first; the daemon queues the rest itself, people's agents first.
+	// Default: one, $OLLAMA_HOST (in any form Ollama accepts), else DefaultOllamaHost.
 	Hosts []OllamaHost `toml:"hosts"`
 }
 
@@ -97,12 +93,8 @@ type OllamaHost struct {
 	Slots int `toml:"slots"`
 }
 
-// PoolHosts returns the Ollama servers calls go to: Hosts, or Host alone with Slots.
-// A host's Slots left at 0 is 1.
+// PoolHosts returns the Ollama servers calls go to: a host's Slots left at 0 is 1.
 func (o *OllamaConfig) PoolHosts() []OllamaHost {
-	if len(o.Hosts) == 0 {
-		return []OllamaHost{{URL: o.Host, Slots: max(1, o.Slots)}}
-	}
 	out := make([]OllamaHost, len(o.Hosts))
 	for i, h := range o.Hosts {
 		out[i] = h
@@ -140,8 +132,6 @@ type AgentConfig struct {
 	HistoryEpisodes int `toml:"history_episodes"`
 	// DisabledComponents leaves components out of every agent (e.g. "clock", "context").
 	DisabledComponents []string `toml:"disabled_components"`
-	// ComponentOrder names components to place first, in this order.
-	ComponentOrder []string `toml:"component_order"`
 	// MaxHelperDepth bounds how deep helper agents (start_agent) nest: 1 lets the agents
 	// people start have helpers, 2 lets those helpers have their own.
 	MaxHelperDepth int `toml:"max_helper_depth"`
@@ -197,8 +187,9 @@ type AgentOverride struct {
 	WatchdogIdleSteps *int `toml:"watchdog_idle_steps"`
 }
 
-// WebConfig is the [web] section: web_search, read_webpage and clone_repository.
-type WebConfig struct {
+// WebCommandsConfig is the [web_commands] section: web_search, read_webpage and
+// clone_repository.
+type WebCommandsConfig struct {
 	// Enabled offers the web commands; false leaves them out of every prompt.
 	Enabled bool `toml:"enabled"`
 	// SearxngURL is a SearxNG instance's base URL (its JSON API must be enabled): the
@@ -305,12 +296,11 @@ type LogConfig struct {
 func Default() *Config {
 	return &Config{
 		Ollama: OllamaConfig{
-			Host:           defaultOllamaHost(),
+			Hosts:          []OllamaHost{{URL: defaultOllamaHost(), Slots: 1}},
 			HostFrom:       defaultHostFrom(),
 			Model:          DefaultModel,
 			RequestTimeout: Duration{10 * time.Minute},
 			MaxContext:     8192,
-			Slots:          1,
 		},
 		Agent: AgentConfig{
 			Constraints: []string{
@@ -336,13 +326,12 @@ func Default() *Config {
 			OutputCap:          16 << 10,
 			HistoryEpisodes:    4,
 			DisabledComponents: []string{},
-			ComponentOrder:     []string{},
 			MaxHelperDepth:     2,
 			MaxHelpers:         4,
 			MaxDisk:            10 << 30,
 		},
 		Permissions: PermissionsConfig{Allow: []string{}, Deny: []string{}},
-		Web:         WebConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
+		WebCommands: WebCommandsConfig{Enabled: true, Timeout: Duration{20 * time.Second}, MaxPageBytes: 2 << 20, Clone: true},
 		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}, UID: 65534, GID: 65534, Procs: 256, Memory: 2 << 30},
 		Schedules:   SchedulesConfig{Grace: Duration{time.Minute}, KeepAgents: 10},
 		Memory:      defaultMemory(),
@@ -470,7 +459,7 @@ func (z *Size) Ptr() *int64 {
 
 // Where OllamaConfig.Host came from.
 const (
-	HostFromConfig  = "config"      // [ollama] host or [[ollama.hosts]] in the file
+	HostFromConfig  = "config"      // [[ollama.hosts]] (or the old [ollama] host) in the file
 	HostFromEnv     = "OLLAMA_HOST" // agentd's $OLLAMA_HOST
 	HostFromDefault = "default"     // neither: DefaultOllamaHost
 )

@@ -16,7 +16,7 @@ func TestChanges(t *testing.T) {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c, err := Load(path)
+		c, _, err := Load(path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -17,7 +19,6 @@ func TestOllamaHostsValidate(t *testing.T) {
 		{"two_hosts", func(o *OllamaConfig) {
 			o.Hosts = []OllamaHost{{URL: "127.0.0.1:11434", Slots: 2}, {URL: "http://gpu:11434", Models: []string{"qwen2.5:3b"}}}
 		}, nil},
-		{"slots_zero", func(o *OllamaConfig) { o.Slots = 0 }, []string{"ollama.slots: must be between 1 and 64"}},
 		{"bad_url", func(o *OllamaConfig) { o.Hosts = []OllamaHost{{URL: "ftp://x"}} }, []string{`ollama.hosts.1: url "ftp://x" is not a URL`}},
 		{"missing_url", func(o *OllamaConfig) { o.Hosts = []OllamaHost{{Slots: 2}} }, []string{`ollama.hosts.1: url "" is not a URL`}},
 		{"same_server_twice", func(o *OllamaConfig) {
@@ -55,8 +56,7 @@ func TestOllamaHostsValidate(t *testing.T) {
 func TestPoolHosts(t *testing.T) {
 	cleanEnv(t)
 	o := Default().Ollama
-	o.Slots = 4
-	if got, want := o.PoolHosts(), []OllamaHost{{URL: DefaultOllamaHost, Slots: 4}}; !reflect.DeepEqual(got, want) {
+	if got, want := o.PoolHosts(), []OllamaHost{{URL: DefaultOllamaHost, Slots: 1}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("without [[ollama.hosts]]: %+v, want %+v", got, want)
 	}
 	o.Hosts = []OllamaHost{{URL: "a:1"}, {URL: "b:1", Slots: 3, Models: []string{"m"}}}
@@ -66,33 +66,104 @@ func TestPoolHosts(t *testing.T) {
 	}
 }
 
-func TestOllamaHostUnusedWarns(t *testing.T) {
+// TestOldOllamaHostKeys: [ollama] host and slots, the old form, are read as the one
+// [[ollama.hosts]] table they meant, checked as strictly as before, with a warning naming
+// the new form; beside [[ollama.hosts]] they are unused, and said so.
+func TestOldOllamaHostKeys(t *testing.T) {
 	cleanEnv(t)
-	c := Default()
-	c.Ollama.Host = "http://other:11434"
-	c.Ollama.Hosts = []OllamaHost{{URL: "a:1"}}
-	w := c.Warnings()
-	if len(w) != 1 || w[0].Key != "ollama.host" || !strings.Contains(w[0].Msg, "unused") {
-		t.Errorf("warnings %+v, want one saying ollama.host is unused", w)
-	}
-	c.Ollama.Hosts = nil
-	if w := c.Warnings(); len(w) != 0 {
-		t.Errorf("without hosts: warnings %+v", w)
+	for _, tc := range []struct {
+		name, file string
+		hosts      []OllamaHost
+		warn, err  string
+	}{
+		{"host_and_slots", "[ollama]\nhost = \"http://box:11434\"\nslots = 4\n", []OllamaHost{{URL: "http://box:11434", Slots: 4}},
+			`line 2: ollama.host: [ollama] host and slots are the old form of one [[ollama.hosts]] table: write an [[ollama.hosts]] table with url = "http://box:11434" and slots = 4 instead`, ""},
+		{"slots_alone", "[ollama]\nslots = 2\n", []OllamaHost{{URL: DefaultOllamaHost, Slots: 2}}, "[[ollama.hosts]] table", ""},
+		{"slots_zero", "[ollama]\nslots = 0\n", nil, "", "line 2: ollama.slots: must be between 1 and 64"},
+		{"host_not_a_string", "[ollama]\nhost = 3\n", nil, "", "line 2: ollama.host: want a string, got a whole number"},
+		{"unused_beside_hosts", "[ollama]\nhost = \"http://other:11434\"\n\n[[ollama.hosts]]\nurl = \"a:1\"\n", []OllamaHost{{URL: "a:1"}},
+			"line 2: ollama.host: unused: [[ollama.hosts]] is set, so calls go to its hosts only; add http://other:11434 there", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "agentd.toml")
+			if err := os.WriteFile(path, []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, warns, err := Load(path, nil)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Load = %v, want an error saying %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(c.Ollama.Hosts, tc.hosts) {
+				t.Errorf("hosts %+v, want %+v", c.Ollama.Hosts, tc.hosts)
+			}
+			if tc.warn == "" {
+				if len(warns) != 0 {
+					t.Errorf("warnings %v, want none", warns)
+				}
+				return
+			}
+			if len(warns) != 1 || !strings.Contains(warns[0].String(), tc.warn) {
+				t.Errorf("warnings %v, want one saying %q", warns, tc.warn)
+			}
+		})
 	}
 }
 
 func TestOllamaHostsChanges(t *testing.T) {
 	cleanEnv(t)
 	old, cur := Default(), Default()
-	cur.Ollama.Slots = 2
 	cur.Ollama.Hosts = []OllamaHost{{URL: "a:1", Slots: 2}}
 	got := Changes(old, cur)
-	if !reflect.DeepEqual(got, []string{"ollama.hosts", "ollama.slots"}) {
-		t.Errorf("Changes = %v, want ollama.hosts and ollama.slots (both need a restart)", got)
+	if !reflect.DeepEqual(got, []string{"ollama.hosts"}) {
+		t.Errorf("Changes = %v, want ollama.hosts (it needs a restart)", got)
 	}
 	// An [[ollama.hosts]] list with the same tables is no change.
-	old.Ollama.Hosts, old.Ollama.Slots = []OllamaHost{{URL: "a:1", Slots: 2}}, 2
+	old.Ollama.Hosts = []OllamaHost{{URL: "a:1", Slots: 2}}
 	if got := Changes(old, cur); len(got) != 0 {
 		t.Errorf("Changes = %v, want none", got)
+	}
+}
+
+// TestOldWebSectionAndComponentOrder: [web] is read as [web_commands] and
+// agent.component_order is ignored, each with a warning naming what to write instead;
+// [web] beside [web_commands] is refused.
+func TestOldWebSectionAndComponentOrder(t *testing.T) {
+	cleanEnv(t)
+	path := filepath.Join(t.TempDir(), "agentd.toml")
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[agent]\ncomponent_order = [\"memory\"]\n\n[web]\nenabled = false\ntimeout = \"0s\"\n")
+	if _, _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "line 6: web_commands.timeout: must be more than 0") {
+		t.Fatalf("Load = %v, want [web]'s bad timeout found at its line", err)
+	}
+	write("[agent]\ncomponent_order = [\"memory\"]\n\n[web]\nenabled = false\n")
+	c, warns, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.WebCommands.Enabled {
+		t.Error("[web] enabled = false was not read as [web_commands]")
+	}
+	want := []string{"line 2: agent.component_order: no longer read", "line 4: [web] is the old name of [web_commands]: rename the section"}
+	if len(warns) != len(want) {
+		t.Fatalf("warnings %v, want %d", warns, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(warns[i].String(), w) {
+			t.Errorf("warning %q does not say %q", warns[i], w)
+		}
+	}
+	write("[web]\nenabled = false\n\n[web_commands]\nenabled = true\n")
+	if _, _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "move its keys into [web_commands]") {
+		t.Errorf("Load = %v, want [web] beside [web_commands] refused", err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // HTTPConfig is the [http] section: the optional TCP listener for Prometheus metrics and
-// the Agent Protocol (issue 7). The local API stays on the unix socket; this listener is
+// the Agent Protocol. The local API stays on the unix socket; this listener is
 // off unless Listen is set, binds loopback unless AllowRemote, and wants a bearer token
 // for everything but /metrics.
 type HTTPConfig struct {

@@ -17,7 +17,7 @@ import (
 // Problem is one thing wrong with a config.
 type Problem struct {
 	Line int    // 1-based line in the file; 0 when unknown (a default, a flag)
-	Key  string // the dotted key, like "ollama.host"; "" when Msg names it already
+	Key  string // the dotted key, like "ollama.model"; "" when Msg names it already
 	Msg  string
 }
 
@@ -56,38 +56,33 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Load reads the config file at path over Default() and validates the result. Keys the
-// file leaves out keep their defaults; an array given replaces the default array. An empty
-// path means no file: the defaults alone. A file named but missing is an error, as is any
-// unknown key, wrong type or bad value; all of them are reported together in an *Error.
-//
-// cmd/agentd passes its --config flag, or DefaultConfigPath() when that file exists.
-func Load(path string) (*Config, error) { return LoadWith(path, nil) }
-
-// Checker finds problems the config package cannot see by itself, such as command and
-// component names only the daemon knows. Its problems name their Key; LoadWith adds the line.
+// Checker finds problems the config package cannot see by itself, such as command names
+// only the daemon knows. Its problems name their Key; Load adds the line.
 type Checker func(*Config) []Problem
 
-// LoadWith is Load with check's problems reported beside the file's own, each at its
-// key's line; a key that did not decode gets its decoding problem alone. nil checks nothing more.
-func LoadWith(path string, check Checker) (*Config, error) {
-	c, _, err := LoadChecked(path, check)
-	return c, err
-}
-
-// LoadChecked is LoadWith that also returns the warnings: settings that are valid but,
-// as written, do nothing (Config.Warnings), each at its key's line. They never make the
-// config fail, and they come with the problems too, so one --check-config shows both.
-func LoadChecked(path string, check Checker) (*Config, []Problem, error) {
+// Load reads the config file at path over Default() and validates the result: the one
+// loader, for a start, a reload and --check-config alike. Keys the file leaves out keep
+// their defaults; an array given replaces the default array. An empty path means no
+// file: the defaults alone. A file named but missing is an error, as is any unknown key,
+// wrong type or bad value; all of them, and check's problems (nil checks nothing more),
+// are reported together in an *Error, each at its key's line (a key that did not decode
+// gets its decoding problem alone).
+//
+// It also returns the warnings: settings that are valid but, as written, do nothing
+// (Config.Warnings), each at its key's line. They never make the config fail, and they
+// come with the problems too, so one --check-config shows both.
+//
+// cmd/agentd passes its --config flag, or DefaultConfigPath() when that file exists.
+func Load(path string, check Checker) (*Config, []Problem, error) {
 	c := Default()
-	var probs []Problem
+	var probs, notes []Problem
 	lines := map[string]int{}
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, nil, fmt.Errorf("config: %w", err)
 		}
-		probs, lines = c.decode(string(data))
+		probs, notes, lines = c.decode(string(data))
 	}
 	if lines["ollama.host"] > 0 || lines["ollama.hosts"] > 0 {
 		c.Ollama.HostFrom = HostFromConfig
@@ -106,7 +101,7 @@ func LoadChecked(path string, check Checker) (*Config, []Problem, error) {
 			probs = append(probs, p)
 		}
 	}
-	var warns []Problem
+	warns := notes
 	for _, w := range c.Warnings() {
 		if !failed[w.Key] {
 			w.Line = lines[w.Key]
@@ -136,26 +131,40 @@ type decoder struct {
 	tables map[string]reflect.Value            // top-level tables of named tables ([agents.NAME])
 	lines  map[string]int                      // dotted key → line
 	probs  []Problem
+	notes  []Problem // warnings: old keys read in their new form
+	old    oldKeys
+	alias  map[string]string // a section's new name → the old one the file uses
 }
 
-// decode sets c's fields from the TOML in data and returns the problems found and the
-// line of each key, for the problems Validate finds later.
-func (c *Config) decode(data string) ([]Problem, map[string]int) {
+// typ is the TOML type of the key at path, as the file spells it.
+func (d *decoder) typ(path ...string) string {
+	if old, ok := d.alias[path[0]]; ok {
+		path = append([]string{old}, path[1:]...)
+	}
+	return d.md.Type(path...)
+}
+
+// decode sets c's fields from the TOML in data and returns the problems found, the
+// warnings (old keys read in their new form) and the line of each key, for the problems
+// Validate finds later.
+func (c *Config) decode(data string) ([]Problem, []Problem, map[string]int) {
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(data, &top)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return []Problem{{Line: pe.Position.Line, Msg: "invalid TOML: " + pe.Message}}, nil
+			return []Problem{{Line: pe.Position.Line, Msg: "invalid TOML: " + pe.Message}}, nil, nil
 		}
-		return []Problem{{Msg: "invalid TOML: " + err.Error()}}, nil
+		return []Problem{{Msg: "invalid TOML: " + err.Error()}}, nil, nil
 	}
 	d := &decoder{md: md, fields: c.fields(), tables: c.tables(), lines: map[string]int{}}
+	d.renameWeb(top)
 	for _, name := range sortedKeys(top) {
 		d.section(name, top[name])
 	}
+	d.old.apply(c, d)
 	sort.SliceStable(d.probs, func(i, j int) bool { return d.probs[i].Line < d.probs[j].Line })
-	return d.probs, d.lines
+	return d.probs, d.notes, d.lines
 }
 
 func (d *decoder) section(name string, prim toml.Primitive) {
@@ -164,7 +173,7 @@ func (d *decoder) section(name string, prim toml.Primitive) {
 		d.field([]string{name}, line, f, prim)
 		return
 	}
-	typ := d.md.Type(name)
+	typ := d.typ(name)
 	var table map[string]toml.Primitive
 	if typ == "Hash" || typ == "" { // "": a table made implicitly by dotted keys (a.b = 1)
 		if err := d.md.PrimitiveDecode(prim, &table); err != nil {
@@ -193,7 +202,8 @@ func (d *decoder) section(name string, prim toml.Primitive) {
 		d.lines[full] = line
 		f, ok := keys[key]
 		switch {
-		case !ok && d.md.Type(name, key) == "Hash":
+		case d.old.read(d, full, line, table[key]):
+		case !ok && d.typ(name, key) == "Hash":
 			d.problem(line, "", "unknown section [%s]", full)
 		case !ok:
 			d.problem(line, "", "unknown key %q%s", full, d.suggestKey(name, key))
@@ -207,7 +217,7 @@ func (d *decoder) section(name string, prim toml.Primitive) {
 // map of structs by name ([agents.NAME]) or an array of tables ([[mcp.servers]]).
 func (d *decoder) field(path []string, line int, f reflect.Value, prim toml.Primitive) {
 	full := strings.Join(path, ".")
-	got := d.md.Type(path...)
+	got := d.typ(path...)
 	switch t := f.Type(); {
 	case t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Struct:
 		var table map[string]toml.Primitive
@@ -249,7 +259,7 @@ func (d *decoder) structTable(path []string, v reflect.Value, prim toml.Primitiv
 	full := strings.Join(path, ".")
 	line := d.line(prim)
 	var table map[string]toml.Primitive
-	if got := d.md.Type(path...); (got != "Hash" && got != "") || d.md.PrimitiveDecode(prim, &table) != nil {
+	if got := d.typ(path...); (got != "Hash" && got != "") || d.md.PrimitiveDecode(prim, &table) != nil {
 		d.problem(line, full, "want a table, got %s", typeDesc(got))
 		return false
 	}
@@ -311,7 +321,7 @@ func (d *decoder) fieldIn(path []string, line int, f reflect.Value, prim toml.Pr
 // say what was expected.
 func (d *decoder) value(key string, line int, f reflect.Value, prim toml.Primitive) {
 	want, wantType := expect(f.Type())
-	got := d.md.Type(strings.Split(key, ".")...)
+	got := d.typ(strings.Split(key, ".")...)
 	if got != wantType {
 		d.problem(line, key, "want %s, got %s", want, typeDesc(got))
 		return
@@ -391,18 +401,6 @@ func (c *Config) tables() map[string]reflect.Value {
 		}
 	}
 	return out
-}
-
-// Keys returns every key the file may set, dotted ("ollama.host"), sorted.
-func Keys() []string {
-	var keys []string
-	for sec, fs := range Default().fields() {
-		for k := range fs {
-			keys = append(keys, sec+"."+k)
-		}
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 var (

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestLoadGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".toml")
 		t.Run(name, func(t *testing.T) {
 			var got string
-			if _, err := Load(file); err != nil {
+			if _, _, err := Load(file, nil); err != nil {
 				got = err.Error() + "\n"
 			}
 			testutil.Golden(t, strings.TrimSuffix(file, ".toml")+".err", []byte(got))
@@ -42,27 +43,27 @@ func TestLoadGolden(t *testing.T) {
 
 func TestLoadSetsEveryKey(t *testing.T) {
 	cleanEnv(t)
-	c, err := Load(filepath.Join("testdata", "config", "valid_every_key.toml"))
+	c, _, err := Load(filepath.Join("testdata", "config", "valid_every_key.toml"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keep := Duration{-time.Second}
 	want := Default()
-	want.Ollama = OllamaConfig{Host: "https://gpu.example:443/ollama", HostFrom: HostFromConfig, Model: "llama3.2:3b",
+	want.Ollama = OllamaConfig{HostFrom: HostFromConfig, Model: "llama3.2:3b",
 		SmartModel: "qwen2.5:14b", RequestTimeout: Duration{2 * time.Minute}, MaxContext: 4096, KeepAlive: &keep,
-		Slots: 3, Hosts: []OllamaHost{{URL: "http://127.0.0.1:11434", Slots: 2}, {URL: "gpu-box:11434", Models: []string{"llama3.2:3b", "qwen2.5:14b"}}}}
+		Hosts: []OllamaHost{{URL: "http://127.0.0.1:11434", Slots: 2}, {URL: "gpu-box:11434", Models: []string{"llama3.2:3b", "qwen2.5:14b"}}}}
 	want.Agent = AgentConfig{Constraints: []string{}, Resources: []string{"The web."},
 		BestPractices: []string{"Be brief."}, Commands: []string{"read_file", "ask_user", "finish"},
 		MaxInvalidReplies: 5, WatchdogFailures: 4, WatchdogIdleSteps: 12, ContinuousLimit: 100, CommandTimeout: Duration{5 * time.Minute},
 		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3,
-		DisabledComponents: []string{"clock"}, ComponentOrder: []string{"history"}, MaxHelperDepth: 1, MaxHelpers: 3,
+		DisabledComponents: []string{"clock"}, MaxHelperDepth: 1, MaxHelpers: 3,
 		MaxSteps: 500, MaxTokens: 1000000, MaxTime: Duration{8 * time.Hour}, MaxDisk: 20 << 30}
 	want.Permissions = PermissionsConfig{Allow: []string{"read_file(*)", "execute_shell(git status*)"}, Deny: []string{"delete_file(*)"}, AutoRead: true}
 	want.Agents = map[string]AgentOverride{"notes": {Commands: []string{"read_file", "write_file", "ask_user", "finish"},
 		DisabledComponents: []string{"web"}, Allow: []string{"write_file(notes/*)"}, Deny: []string{"write_file(secret*)"},
 		MaxSteps: new(50), MaxTokens: new(int64(20000)), MaxTime: &Duration{30 * time.Minute}, MaxDisk: new(Size(512 << 20)),
 		WatchdogFailures: new(2), WatchdogIdleSteps: new(20)}}
-	want.Web = WebConfig{SearxngURL: "http://127.0.0.1:8888", DuckDuckGo: true, AllowPrivate: true, MaxPageBytes: 65536, Timeout: Duration{5 * time.Second}}
+	want.WebCommands = WebCommandsConfig{SearxngURL: "http://127.0.0.1:8888", DuckDuckGo: true, AllowPrivate: true, MaxPageBytes: 65536, Timeout: Duration{5 * time.Second}}
 	want.Shell = ShellConfig{Enabled: true, Sandbox: "bwrap", Network: true, UID: 1500, GID: 1501, Env: []string{"GOPATH"},
 		Procs: 128, Memory: 4 << 30, CPUPercent: 150}
 	want.MCP = MCPConfig{Servers: []MCPServer{
@@ -98,7 +99,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 
 func TestLoadWithoutFile(t *testing.T) {
 	cleanEnv(t)
-	c, err := Load("")
+	c, _, err := Load("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestLoadWithoutFile(t *testing.T) {
 
 func TestLoadMissingFileNamed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "nope.toml")
-	_, err := Load(path)
+	_, _, err := Load(path, nil)
 	if err == nil || !strings.Contains(err.Error(), path) || !os.IsNotExist(unwrapAll(err)) {
 		t.Errorf("Load(missing) error = %v, want a not-exist error naming the path", err)
 	}
@@ -130,7 +131,7 @@ func unwrapAll(err error) error {
 func TestExampleFile(t *testing.T) {
 	cleanEnv(t)
 	const path = "../../agentd.example.toml"
-	c, err := Load(path)
+	c, _, err := Load(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func TestOllamaHostFromEnv(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("OLLAMA_HOST", tt.env)
-			if got := Default().Ollama.Host; got != tt.want {
+			if got := Default().Ollama.Hosts[0].URL; got != tt.want {
 				t.Errorf("host = %q, want %q", got, tt.want)
 			}
 		})
@@ -265,7 +266,7 @@ func TestLoadSaysWhereTheOllamaHostCameFrom(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("OLLAMA_HOST", tc.env)
-			c, _, err := LoadChecked(tc.path, nil)
+			c, _, err := Load(tc.path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -274,4 +275,16 @@ func TestLoadSaysWhereTheOllamaHostCameFrom(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Keys returns every key the file may set, dotted ("ollama.model"), sorted.
+func Keys() []string {
+	var keys []string
+	for sec, fs := range Default().fields() {
+		for k := range fs {
+			keys = append(keys, sec+"."+k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// MemoryConfig is the [memory] section: long-term memory (issue 4).
+// MemoryConfig is the [memory] section: long-term memory.
 type MemoryConfig struct {
 	// Enabled keeps long-term memory: what agents did, were told, saved and wrote goes to
 	// the database and a search index under the state directory, and the most relevant of

@@ -32,9 +32,6 @@ func (c *Config) problems() []Problem {
 	}
 	o, a := &c.Ollama, &c.Agent
 
-	if msg := checkURL(o.Host); msg != "" {
-		bad("ollama.host", "%s", msg)
-	}
 	if o.Model == "" {
 		bad("ollama.model", "empty; name the model to use, like %q", DefaultModel)
 	} else if strings.ContainsAny(o.Model, " \t\n") {
@@ -128,11 +125,8 @@ func checkURL(s string) string {
 // maxSlots bounds a host's slots: Ollama's own OLLAMA_NUM_PARALLEL rarely goes past 16.
 const maxSlots = 64
 
-// hostProblems checks slots and the [[ollama.hosts]] tables.
+// hostProblems checks the [[ollama.hosts]] tables.
 func (o *OllamaConfig) hostProblems(bad func(key, format string, args ...any)) {
-	if o.Slots < 1 || o.Slots > maxSlots {
-		bad("ollama.slots", "must be between 1 and %d (the server's OLLAMA_NUM_PARALLEL), got %d", maxSlots, o.Slots)
-	}
 	seen := map[string]int{}
 	servesModel := len(o.Hosts) == 0
 	for i, h := range o.Hosts {
@@ -220,7 +214,6 @@ func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
 		}
 	}
 	checkNames("agent.disabled_components", c.Agent.DisabledComponents)
-	checkNames("agent.component_order", c.Agent.ComponentOrder)
 	for _, name := range sortedKeys(c.Agents) {
 		o := c.Agents[name]
 		key := "agents." + name
@@ -245,17 +238,17 @@ func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
 		checkWatchdog(key, o.WatchdogFailures, o.WatchdogIdleSteps, bad)
 	}
 
-	w := &c.Web
+	w := &c.WebCommands
 	if w.SearxngURL != "" {
 		if u, err := url.Parse(w.SearxngURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("web.searxng_url", "%q is not a URL like %q", w.SearxngURL, "http://127.0.0.1:8888")
+			bad("web_commands.searxng_url", "%q is not a URL like %q", w.SearxngURL, "http://127.0.0.1:8888")
 		}
 	}
 	if w.MaxPageBytes < 1024 {
-		bad("web.max_page_bytes", "must be at least 1024, got %d", w.MaxPageBytes)
+		bad("web_commands.max_page_bytes", "must be at least 1024, got %d", w.MaxPageBytes)
 	}
 	if w.Timeout.Duration <= 0 {
-		bad("web.timeout", "must be more than 0, got %s", w.Timeout)
+		bad("web_commands.timeout", "must be more than 0, got %s", w.Timeout)
 	}
 
 	if !slices.Contains([]string{"auto", "bwrap", "none"}, c.Shell.Sandbox) {

@@ -3,7 +3,7 @@ package config
 import "fmt"
 
 // Warnings returns settings that are valid but do nothing as written, without lines
-// (LoadChecked adds them). agentd --check-config prints them and the daemon logs them at
+// (Load adds them). agentd --check-config prints them and the daemon logs them at
 // start; neither refuses the config for them.
 func (c *Config) Warnings() []Problem {
 	var warns []Problem
@@ -11,8 +11,5 @@ func (c *Config) Warnings() []Problem {
 		warns = append(warns, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	c.HTTP.warnings(warn)
-	if len(c.Ollama.Hosts) > 0 && c.Ollama.Host != defaultOllamaHost() {
-		warn("ollama.host", "unused: [[ollama.hosts]] is set, so calls go to its hosts only; add %s there, or remove ollama.host", c.Ollama.Host)
-	}
 	return warns
 }

@@ -30,7 +30,7 @@ func TestHTTPWarnings(t *testing.T) {
 			cleanEnv(t)
 			path := filepath.Join(t.TempDir(), "agentd.toml")
 			os.WriteFile(path, []byte(tt.toml), 0o600)
-			cfg, warns, err := LoadChecked(path, nil)
+			cfg, warns, err := Load(path, nil)
 			if err != nil || cfg == nil {
 				t.Fatalf("a warning must not fail the config: %v", err)
 			}
@@ -54,14 +54,14 @@ func TestWarningsBesideProblems(t *testing.T) {
 	cleanEnv(t)
 	path := filepath.Join(t.TempDir(), "agentd.toml")
 	os.WriteFile(path, []byte("[http]\nagent_protocol = true\ntoken_file = \"relative\"\n"), 0o600)
-	cfg, warns, err := LoadChecked(path, nil)
+	cfg, warns, err := Load(path, nil)
 	if err == nil || cfg != nil || !strings.Contains(err.Error(), "http.token_file") {
-		t.Fatalf("LoadChecked = %v, want the token_file problem", err)
+		t.Fatalf("Load = %v, want the token_file problem", err)
 	}
 	if len(warns) != 1 || warns[0].Key != "http.agent_protocol" || warns[0].Line != 2 {
 		t.Fatalf("warnings %+v, want http.agent_protocol at line 2", warns)
 	}
-	if _, err := LoadWith(path, nil); err == nil || strings.Contains(err.Error(), "agent_protocol") {
-		t.Fatalf("LoadWith = %v, want the problem alone, no warning in it", err)
+	if _, _, err := Load(path, nil); err == nil || strings.Contains(err.Error(), "agent_protocol") {
+		t.Fatalf("Load = %v, want the problem alone, no warning in it", err)
 	}
 }

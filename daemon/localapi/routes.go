@@ -16,13 +16,13 @@ const maxBody = 1 << 20
 
 // routes is the whole API: every Route and stream of the wire package's table, each
 // served by the one generic handler of its kind.
-func (h *handler) routes() []Route {
+func (h *handler) routes(eps []api.Endpoint, streams []api.StreamRoute) []Route {
 	var out []Route
-	for _, ep := range api.Endpoints() {
+	for _, ep := range eps {
 		method, path, _ := strings.Cut(ep.Pattern(), " ")
 		out = append(out, Route{method, path, h.serve(ep)})
 	}
-	for _, st := range api.Streams() {
+	for _, st := range streams {
 		out = append(out, Route{"GET", st.Path, h.events(st)})
 	}
 	return out

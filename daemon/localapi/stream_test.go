@@ -48,7 +48,7 @@ func TestEventStream(t *testing.T) {
 			got := make(chan api.Event, 16)
 			done := make(chan error, 1)
 			go func() {
-				done <- c.Events(ctx, tt.agent, tt.since, func(ev api.Event) error { got <- ev; return nil })
+				done <- c.EventsOpened(ctx, tt.agent, tt.since, nil, func(ev api.Event) error { got <- ev; return nil })
 			}()
 			wait(t, f.subscribed, "the subscription")
 			for _, ev := range tt.publish {
@@ -79,7 +79,7 @@ func TestEventStreamEndsWhenChannelCloses(t *testing.T) {
 	c := &api.Client{Socket: sock}
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Events(t.Context(), "", 0, func(api.Event) error { return nil })
+		done <- c.EventsOpened(t.Context(), "", 0, nil, func(api.Event) error { return nil })
 	}()
 	wait(t, f.subscribed, "the subscription")
 	f.closeAll()

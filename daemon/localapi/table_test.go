@@ -13,7 +13,8 @@ import (
 // TestEveryRouteServed sends each route of the wire package's table to a fake with no
 // funcs set: the handler must reach the fake (500 naming the route), never 404 or 405.
 func TestEveryRouteServed(t *testing.T) {
-	h := NewHandler(&apitest.Fake{}, nil)
+	fk := &apitest.Fake{}
+	h := newHandler(nil, fk.Endpoints(), fk.Streams(), nil)
 	patterns := map[string]bool{}
 	for _, ep := range api.Endpoints() {
 		patterns[ep.Pattern()] = true

@@ -47,16 +47,11 @@ type End struct {
 	RunID, AgentID string
 	// Outcome is the run's outcome as stored: finished, denied, stopped,
 	// budget_exhausted, or removed (the agent was deleted).
-	Outcome, Reason string
-	Steps           int
-	Tokens          int64
+	Outcome api.RunOutcome
+	Reason  string
+	Steps   int
+	Tokens  int64
 }
-
-// Outcomes of runs the supervisor records; the others are set where runs end.
-const (
-	OutcomeBudgetExhausted = "budget_exhausted"
-	OutcomeRemoved         = "removed"
-)
 
 // ModelSettings are the model parameters of the supervisor's live settings that other
 // model callers (team turns) follow, read at each call so a config reload reaches them.

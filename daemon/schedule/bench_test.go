@@ -1,6 +1,6 @@
 package schedule
 
-// Benchmarks for issue 6's figures, with 10,000 stored schedules. They report figures
+// Benchmarks for the schedules' figures, with 10,000 stored schedules. They report figures
 // (b.ReportMetric) and never fail on them.
 //
 //	BenchmarkStart10000    loading the schedules from SQLite into a started scheduler

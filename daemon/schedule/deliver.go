@@ -121,7 +121,7 @@ func (m *Manager) runThread(row *store.Schedule, runID string) (delivery, string
 // announce posts, for a chat-delivered schedule, what became of a firing that started
 // no run (skipped, missed, failed to start) and how a run ended. Chat errors are logged.
 func (m *Manager) announce(ctx context.Context, r cron.Record) {
-	if r.Outcome == cron.OutcomeStarted || r.Outcome == cron.OutcomeQueued || m.chat == nil {
+	if r.Outcome == api.RunStarted || r.Outcome == api.RunQueued || m.chat == nil {
 		return
 	}
 	var row *store.Schedule
@@ -148,9 +148,9 @@ func (m *Manager) announce(ctx context.Context, r cron.Record) {
 func endText(name string, r cron.Record) string {
 	var s string
 	switch r.Outcome {
-	case cron.OutcomeFinished:
+	case api.RunFinished:
 		s = "✅ Scheduled run of " + name + " finished"
-	case cron.OutcomeBudgetExhausted:
+	case api.RunBudgetExhausted:
 		s = "⛽ Scheduled run of " + name + " stopped: budget exhausted"
 	default:
 		s = "❌ Scheduled run of " + name + " failed"
@@ -166,9 +166,9 @@ func endText(name string, r cron.Record) string {
 func firingText(name string, r cron.Record) string {
 	when := r.Scheduled.Format("Mon 2006-01-02 15:04 MST")
 	switch r.Outcome {
-	case cron.OutcomeSkipped:
+	case api.RunSkipped:
 		return fmt.Sprintf("⏭ Schedule %s skipped its firing of %s: %s", name, when, orDash(r.Reason))
-	case cron.OutcomeMissed:
+	case api.RunMissed:
 		return fmt.Sprintf("⏰ Schedule %s missed its firing of %s: %s", name, when, orDash(r.Reason))
 	}
 	return fmt.Sprintf("❌ Schedule %s could not start its run of %s: %s", name, when, orDash(r.Reason))

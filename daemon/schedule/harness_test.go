@@ -15,17 +15,19 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
 // The supervisor the daemon passes is the Manager's Agents.
-var _ Agents = agent.Facade{}
+var _ Agents = agenttest.API{}
 
 // fakeClock is a cron.Clock the test moves; timers fire when it passes them.
 type fakeClock struct {
@@ -125,10 +127,13 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.sup, err = agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: h.dir,
-		Commands: []string{"list_folder", "read_file", "write_file", "ask_user", "finish"},
-		Backoff:  func(int) time.Duration { return 20 * time.Millisecond },
-		OnRunEnd: func(e run.End) { h.manager().RunEnded(e) }})
+	sopt := agent.OptionsOf(config.Default())
+	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
+	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"list_folder", "read_file", "write_file", "ask_user", "finish"}
+	sopt.Store, sopt.LLM, sopt.StateDir = st, lc, h.dir
+	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	sopt.OnRunEnd = func(e run.End) { h.manager().RunEnded(e) }
+	h.sup, err = agent.New(sopt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +149,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: localapi.NewHandler(service{h.sup.API().Facade(), managerService{h}, noReload{}, nil, nil}, nil)}
+	srv := &http.Server{Handler: localapi.NewHandler(service{agenttest.Of(h.sup), managerService{h}, noReload{}, nil, nil}, nil)}
 	go srv.Serve(ln)
 	h.c = &api.Client{Socket: sock}
 	t.Cleanup(func() {
@@ -193,7 +198,7 @@ func (m managerService) ScheduleHistory(ctx context.Context, ref string, limit i
 }
 
 func (h *harness) startManager() {
-	m := New(Options{Store: h.st, Agents: h.sup.API().Facade(), Clock: h.clock, Local: time.UTC, KeepAgents: h.keep})
+	m := New(Options{Store: h.st, Agents: agenttest.Of(h.sup), Clock: h.clock, Local: time.UTC, KeepAgents: h.keep})
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := m.Start(ctx); err != nil {
 		h.t.Fatal(err)
@@ -240,7 +245,7 @@ func (h *harness) waitHistory(ref, what string, cond func([]api.ScheduleRun) boo
 func outcomes(runs []api.ScheduleRun) string {
 	var out []string
 	for i := len(runs) - 1; i >= 0; i-- {
-		out = append(out, runs[i].Outcome)
+		out = append(out, string(runs[i].Outcome))
 	}
 	return strings.Join(out, " ")
 }

@@ -320,7 +320,7 @@ func (m *Manager) record(ctx context.Context, r cron.Record) error {
 
 func wireRun(r cron.Record) *api.ScheduleRun {
 	return &api.ScheduleRun{ID: r.ID, ScheduleID: r.ScheduleID, Scheduled: r.Scheduled, Started: r.Started, Ended: r.Ended,
-		Manual: r.Manual, Outcome: string(r.Outcome), Reason: r.Reason, RunID: r.RunID, Steps: r.Steps, Tokens: int64(r.Tokens)}
+		Manual: r.Manual, Outcome: r.Outcome, Reason: r.Reason, RunID: r.RunID, Steps: r.Steps, Tokens: int64(r.Tokens)}
 }
 
 // RunEnded is the supervisor's OnRunEnd: it tells the Scheduler how a run ended (a queued
@@ -331,7 +331,7 @@ func (m *Manager) RunEnded(end run.End) {
 	ctx := context.Background()
 	m.sched.RunEnded(ctx, end.RunID, res)
 	err := m.st.Tx(ctx, func(tx *store.Tx) error {
-		ended, err := tx.EndScheduleRun(end.RunID, string(res.Outcome), res.Reason, res.Steps, int64(res.Tokens))
+		ended, err := tx.EndScheduleRun(end.RunID, res.Outcome, res.Reason, res.Steps, int64(res.Tokens))
 		if ended {
 			tx.AfterCommit(func() { m.countRun(string(res.Outcome)) })
 		}
@@ -340,7 +340,7 @@ func (m *Manager) RunEnded(end run.End) {
 	if err != nil {
 		m.log.Warn("schedules: recording a run's end", "run", end.RunID, "err", err)
 	}
-	if m.keep.Load() > 0 && end.Outcome != run.OutcomeRemoved {
+	if m.keep.Load() > 0 && end.Outcome != api.RunRemoved {
 		// Off the supervisor's path: removing agents takes their runners' locks.
 		m.pruning.Add(1)
 		go func() { defer m.pruning.Done(); m.prune(ctx, end.RunID, end.AgentID) }()
@@ -356,23 +356,23 @@ func (m *Manager) countRun(result string) {
 
 // result maps a run's stored outcome onto the schedule's outcomes.
 func result(end run.End) cron.Result {
-	res := cron.Result{Outcome: cron.OutcomeFailed, Reason: end.Reason, Steps: end.Steps, Tokens: int(end.Tokens)}
+	res := cron.Result{Outcome: api.RunFailed, Reason: end.Reason, Steps: end.Steps, Tokens: int(end.Tokens)}
 	switch end.Outcome {
-	case "finished":
-		res.Outcome = cron.OutcomeFinished
-	case run.OutcomeBudgetExhausted:
-		res.Outcome = cron.OutcomeBudgetExhausted
-	case "denied":
+	case api.RunFinished:
+		res.Outcome = api.RunFinished
+	case api.RunBudgetExhausted:
+		res.Outcome = api.RunBudgetExhausted
+	case api.RunDenied:
 		res.Reason = "the run was denied: " + end.Reason
-	case "stopped":
+	case api.RunStopped:
 		res.Reason = "the run was stopped: " + end.Reason
 		if strings.HasPrefix(end.Reason, "stopped by ") { // the watchdog says who stopped it
 			res.Reason = "the run was " + end.Reason
 		}
-	case run.OutcomeRemoved:
+	case api.RunRemoved:
 		res.Reason = "the run's agent was removed"
 	default:
-		res.Reason = end.Outcome + ": " + end.Reason
+		res.Reason = string(end.Outcome) + ": " + end.Reason
 	}
 	return res
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/agenttest"
 )
 
 // A schedule fires on the injected clock; its run, in auto mode against the fake Ollama,
@@ -303,7 +304,7 @@ func TestPanicInStartIsRecorded(t *testing.T) {
 	h := newHarness(t, at(10, 0))
 	h.add(api.ScheduleRequest{Name: "boom", Spec: "@daily", Template: "boom", Goal: "g"})
 	h.stopManager()
-	m := New(Options{Store: h.st, Agents: panicky{h.sup.API().Facade()}, Clock: h.clock, Local: time.UTC})
+	m := New(Options{Store: h.st, Agents: panicky{agenttest.Of(h.sup)}, Clock: h.clock, Local: time.UTC})
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/agentd/agentd/internal/testutil"
 )
 
-// BenchmarkRestartPending measures DESIGN §7's restart figure black-box, for issue 21's
+// BenchmarkRestartPending measures DESIGN §7's restart figure black-box, for the raised target's
 // 10,000 agents: that many agents, each awaiting a decision on its first proposal, are
 // made through the API of a daemon run in this process; then the real agentd binary is
 // started on the same state and timed until `agentctl list` would show every agent

@@ -22,7 +22,7 @@ func testConfig(t testing.TB, model *ollamatest.Fake, apiURL string) *config.Con
 	cfg := config.Default()
 	cfg.StateDir = t.TempDir()
 	cfg.Socket = filepath.Join(testutil.ShortTempDir(t), "s.sock")
-	cfg.Ollama.Host, cfg.Ollama.Model = model.URL(), ollamatest.TinyModelName
+	cfg.Ollama.Hosts, cfg.Ollama.Model = []config.OllamaHost{{URL: model.URL(), Slots: 1}}, ollamatest.TinyModelName
 	cfg.Slack.Enabled = true
 	cfg.Slack.APIURL = apiURL
 	cfg.Slack.Approvers = []string{"UAPPROVER"}
@@ -35,7 +35,7 @@ func runDaemon(t testing.TB, cfg *config.Config, log *slog.Logger) func() error 
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, log, "test", func() { close(ready) }) }()
+	go func() { done <- Run(ctx, cfg, log, Options{Version: "test", Ready: func() { close(ready) }}) }()
 	select {
 	case <-ready:
 	case err := <-done:

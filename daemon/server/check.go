@@ -13,7 +13,7 @@ import (
 // CheckConfig finds what the config package cannot check alone, without starting
 // anything: command names against the command registry, and component names against the
 // components this config would give agents. agentd --check-config and every reload use it
-// through config.LoadWith, so each problem is reported at its line.
+// through config.Load, so each problem is reported at its line.
 func CheckConfig(cfg *config.Config) []config.Problem {
 	var probs []config.Problem
 	bad := func(key, format string, args ...any) {
@@ -24,8 +24,8 @@ func CheckConfig(cfg *config.Config) []config.Problem {
 		for i, n := range names {
 			if comp := agent.ComponentCommands[n]; comp != "" {
 				msg := componentCommandProblem(n, comp, extra, disabled)
-				if msg == "" && n == "web_search" && cfg.Web.SearxngURL == "" && !cfg.Web.DuckDuckGo {
-					msg = `"web_search" needs a search engine: set searxng_url or duckduckgo = true in [web], or drop "web_search" from the list`
+				if msg == "" && n == "web_search" && cfg.WebCommands.SearxngURL == "" && !cfg.WebCommands.DuckDuckGo {
+					msg = `"web_search" needs a search engine: set searxng_url or duckduckgo = true in [web_commands], or drop "web_search" from the list`
 				}
 				if msg != "" {
 					bad(key, "item %d: %s", i+1, msg)
@@ -42,23 +42,22 @@ func CheckConfig(cfg *config.Config) []config.Problem {
 			}
 		}
 	}
-	checkComps := func(key string, names []string, disabling bool) {
+	checkComps := func(key string, names []string) {
 		for i, n := range names {
 			if strings.TrimSpace(n) == "" {
 				continue // config reports empty items
 			}
-			if err := agent.CheckComponents(extra, []string{n}, disabling); err != nil {
+			if err := agent.CheckComponents(extra, []string{n}); err != nil {
 				bad(key, "item %d: %v", i+1, err)
 			}
 		}
 	}
 	checkCommands("agent.commands", cfg.Agent.Commands, cfg.Agent.DisabledComponents)
-	checkComps("agent.disabled_components", cfg.Agent.DisabledComponents, true)
-	checkComps("agent.component_order", cfg.Agent.ComponentOrder, false)
+	checkComps("agent.disabled_components", cfg.Agent.DisabledComponents)
 	for _, name := range sortedNames(cfg.Agents) {
 		o := cfg.Agents[name]
 		checkCommands("agents."+name+".commands", o.Commands, append(slices.Clone(cfg.Agent.DisabledComponents), o.DisabledComponents...))
-		checkComps("agents."+name+".disabled_components", o.DisabledComponents, true)
+		checkComps("agents."+name+".disabled_components", o.DisabledComponents)
 	}
 	return probs
 }
@@ -67,7 +66,7 @@ func CheckConfig(cfg *config.Config) []config.Problem {
 // only: checking needs no network, sandbox or MCP server.
 func componentsOf(cfg *config.Config) []commands.Component {
 	var out []commands.Component
-	if cfg.Web.Enabled {
+	if cfg.WebCommands.Enabled {
 		out = append(out, commands.CommandList{ID: "web"})
 	}
 	if cfg.Shell.Enabled {
@@ -85,7 +84,11 @@ func componentCommandProblem(n, comp string, extra []commands.Component, disable
 	on := comp == "context" || slices.ContainsFunc(extra, func(c commands.Component) bool { return c.Name() == comp })
 	switch {
 	case !on:
-		return fmt.Sprintf("%q is offered by [%s] when it is on: set enabled = true in [%s], or drop %q from the list", n, comp, comp, n)
+		section := comp
+		if comp == "web" {
+			section = "web_commands" // the web component's section
+		}
+		return fmt.Sprintf("%q is offered by [%s] when it is on: set enabled = true in [%s], or drop %q from the list", n, section, section, n)
 	case slices.Contains(disabled, comp):
 		return fmt.Sprintf("%q is offered by the %s component, which disabled_components turns off: remove %q from disabled_components, or drop %q from the list", n, comp, comp, n)
 	}

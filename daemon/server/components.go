@@ -62,7 +62,7 @@ func available(cmds []commands.Command) []commands.Command {
 }
 
 func webCommands(cfg *config.Config, live *liveConfig, lc *llm.Client, boxes *shell.Boxes, log *slog.Logger) commands.Set {
-	w := cfg.Web
+	w := cfg.WebCommands
 	if !w.Enabled {
 		return nil
 	}
@@ -77,7 +77,7 @@ func webCommands(cfg *config.Config, live *liveConfig, lc *llm.Client, boxes *sh
 	if len(searchers) > 0 {
 		cmds = append(cmds, web.NewWebSearch(searchers, 0))
 	} else {
-		log.Info("web_search not offered: set [web] searxng_url or duckduckgo = true")
+		log.Info("web_search not offered: set [web_commands] searxng_url or duckduckgo = true")
 	}
 	f := &web.Fetcher{MaxBytes: int64(w.MaxPageBytes), Timeout: w.Timeout.Duration, AllowPrivate: w.AllowPrivate}
 	cmds = append(cmds, web.NewReadWebpage(f, askModel(live, lc)))

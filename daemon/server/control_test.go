@@ -73,7 +73,7 @@ func TestSocketRefusesAgentCommands(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- RunWith(ctx, cfg, slog.New(slog.DiscardHandler), Options{Version: "test", Ready: func() { close(ready) },
+		done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Version: "test", Ready: func() { close(ready) },
 			IsAgentCommand: func(pid int32) bool { asked <- pid; return true }})
 	}()
 	defer func() { cancel(); <-done }()

@@ -28,7 +28,7 @@ import (
 	"github.com/agentd/agentd/daemon/team"
 )
 
-// daemon is what RunWith's parts share. Each field below the first group is filled by the
+// daemon is what Run's parts share. Each field below the first group is filled by the
 // start of the part named beside it and read only by the parts after that one, which the
 // lifecycle starts only once it is up.
 type daemon struct {
@@ -240,7 +240,7 @@ func (d *daemon) httpPart() part {
 			th := newTCPHandler(d.httpTok, d.tcpLn.Addr(), d.cfg.HTTP.Listen, d.log)
 			th.Metrics = metricsHandler(d.mx, d.sup)
 			if d.cfg.HTTP.AgentProtocol {
-				th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: d.sup.API().Facade(), Log: d.log})
+				th.AgentProtocol = agentprotocol.New(agentprotocol.Options{Agents: agentsOf(d.sup).chatAgents, Log: d.log})
 			}
 			s.serve(ctx, &http.Server{Handler: th}, d.tcpLn, d.failed)
 			d.log.Info("http listener ready", "addr", d.tcpLn.Addr().String(), "metrics", th.Metrics != nil, "agent_protocol", th.AgentProtocol != nil)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/localapi"
 )
 
 // minTokenLen keeps guessable tokens off a listener that can approve commands.
@@ -28,22 +29,21 @@ type tcpHandler struct {
 	// tokenHash is compared, not the token: equal-length hashes make the comparison
 	// constant time whatever the length of what was sent.
 	tokenHash [sha256.Size]byte
-	hosts     hostCheck
+	hosts     localapi.HostGuard
 	log       *slog.Logger
 }
 
 // newTCPHandler makes the handler for the listener bound at addr, configured as listen.
 func newTCPHandler(token string, addr net.Addr, listen string, log *slog.Logger) *tcpHandler {
-	return &tcpHandler{tokenHash: sha256.Sum256([]byte(token)), hosts: newHostCheck(addr, listen), log: log}
+	hosts := localapi.NewHostGuard(addr, listen)
+	hosts.Name = "this listener (for Prometheus and Agent Protocol clients, not browsers)"
+	hosts.Reach = "127.0.0.1:" + hosts.Port() + " or localhost:" + hosts.Port()
+	return &tcpHandler{tokenHash: sha256.Sum256([]byte(token)), hosts: hosts, log: log}
 }
 
 func (h *tcpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if msg := h.hosts.refuse(r); msg != "" {
+	if status, msg := h.hosts.Refuse(r); status != 0 {
 		h.log.Debug("http: refused", "method", r.Method, "host", r.Host, "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr, "why", msg)
-		status := http.StatusForbidden
-		if !h.hosts.allowed(r.Host) {
-			status = http.StatusMisdirectedRequest
-		}
 		tcpError(w, status, msg)
 		return
 	}

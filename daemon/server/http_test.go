@@ -103,7 +103,8 @@ func TestTCPHandlerRefusesOtherHostsAndOrigins(t *testing.T) {
 	}{
 		{"loopback_ip", "127.0.0.1:7070", "127.0.0.1:7070", "127.0.0.1:7070", "", "", 204},
 		{"localhost", "127.0.0.1:7070", "127.0.0.1:7070", "localhost:7070", "", "", 204},
-		{"localhost_any_case_trailing_dot", "127.0.0.1:7070", "127.0.0.1:7070", "LocalHost.:7070", "", "", 204},
+		{"localhost_any_case", "127.0.0.1:7070", "127.0.0.1:7070", "LocalHost:7070", "", "", 204},
+		{"localhost_trailing_dot", "127.0.0.1:7070", "127.0.0.1:7070", "LocalHost.:7070", "", "", 421},
 		{"ipv6_loopback", "[::1]:7070", "[::1]:7070", "[::1]:7070", "", "", 204},
 		{"configured_name", "127.0.0.1:7070", "metrics.internal:7070", "metrics.internal:7070", "", "", 204},
 		{"any_address_by_ip", "0.0.0.0:7070", "0.0.0.0:7070", "192.168.1.20:7070", "", "", 204},
@@ -248,7 +249,7 @@ func TestListenerTokenProblems(t *testing.T) {
 			cfg := httpTestConfig(t)
 			cfg.HTTP.TokenFile = tt.file
 			t.Setenv("AGENTD_HTTP_TOKEN", tt.env)
-			err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
+			err := Run(context.Background(), cfg, slog.New(slog.DiscardHandler), Options{Version: "test"})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Run = %v, want an error saying %q", err, tt.want)
 			}
@@ -266,7 +267,7 @@ func TestListenerAddressInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	err = Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
+	err = Run(context.Background(), cfg, slog.New(slog.DiscardHandler), Options{Version: "test"})
 	if err == nil || !strings.Contains(err.Error(), "http listener") {
 		t.Fatalf("Run = %v, want an http listener error", err)
 	}

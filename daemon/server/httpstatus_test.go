@@ -71,7 +71,7 @@ func TestHTTPServes(t *testing.T) {
 const longToken = "0123456789abcdef0123456789abcdef-long"
 
 // boundListener is an httpListener bound to a fresh loopback listener with token, as
-// RunWith fills it; the listener closes with the test.
+// Run fills it; the listener closes with the test.
 func boundListener(t *testing.T, token string) (*httpListener, net.Listener) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -134,7 +134,7 @@ func TestMixedWorkloadNeverReloadsTheModel(t *testing.T) {
 			if tc.maxContext > 0 {
 				cfg.Ollama.MaxContext = tc.maxContext
 			}
-			cfg.Web.Enabled, cfg.Web.AllowPrivate = true, true
+			cfg.WebCommands.Enabled, cfg.WebCommands.AllowPrivate = true, true
 			stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 			c := &api.Client{Socket: cfg.Socket}
 			ctx := context.Background()

@@ -29,5 +29,5 @@ func openMemory(cfg *config.Config, lc *llm.Client, log *slog.Logger) (agent.Mem
 	if err != nil {
 		return agent.MemoryOptions{}, fmt.Errorf("memory: %w", err)
 	}
-	return agent.MemoryOptions{Index: ix, K: m.K, BudgetTokens: m.BudgetTokens, HalfLife: m.HalfLifeDuration(), EmbedModel: m.EmbedModel}, nil
+	return agent.MemoryOf(m, ix), nil
 }

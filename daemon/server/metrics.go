@@ -46,8 +46,8 @@ func metricsHandler(m *metrics.Metrics, sup *agent.Supervisor) http.Handler {
 	return m.Handler()
 }
 
-// poolOptions are the model pool's hosts from the config: [[ollama.hosts]], or the one
-// [ollama] host with its slots.
+// poolOptions are the model pool's hosts from the config, [[ollama.hosts]]
+// (one by default: $OLLAMA_HOST or the default address).
 func poolOptions(cfg *config.Config, log *slog.Logger) llm.PoolOptions {
 	opt := llm.PoolOptions{HTTP: &http.Client{Timeout: cfg.Ollama.RequestTimeout.Duration}, Log: log}
 	for _, h := range cfg.Ollama.PoolHosts() {

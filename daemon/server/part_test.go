@@ -220,7 +220,7 @@ func TestFailedStartLeavesNothingRunning(t *testing.T) {
 	}
 	defer ln.Close()
 	before := daemonGoroutines()
-	err = Run(context.Background(), cfg, slog.New(slog.DiscardHandler), "test", nil)
+	err = Run(context.Background(), cfg, slog.New(slog.DiscardHandler), Options{Version: "test"})
 	if err == nil || !strings.Contains(err.Error(), "http listener") {
 		t.Fatalf("Run = %v, want an http listener error", err)
 	}
@@ -237,7 +237,7 @@ func TestFailedStartLeavesNothingRunning(t *testing.T) {
 
 // TestStopLeavesNoGoroutine: every goroutine the daemon starts, the servers, the reload
 // loop and an MCP server's supervisor (retrying a refused address) included, has ended
-// when RunWith returns.
+// when Run returns.
 func TestStopLeavesNoGoroutine(t *testing.T) {
 	cfg := httpTestConfig(t)
 	cfg.HTTP.AgentProtocol = true
@@ -247,7 +247,7 @@ func TestStopLeavesNoGoroutine(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- RunWith(ctx, cfg, slog.New(slog.DiscardHandler), Options{Version: "test", Ready: func() { close(ready) },
+		done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Version: "test", Ready: func() { close(ready) },
 			Reloads: hup, Load: func() (*config.Config, error) { return cfg, nil }})
 	}()
 	select {
@@ -258,7 +258,7 @@ func TestStopLeavesNoGoroutine(t *testing.T) {
 	hup <- syscall.SIGHUP
 	cancel()
 	if err := <-done; err != nil {
-		t.Fatalf("RunWith = %v", err)
+		t.Fatalf("Run = %v", err)
 	}
 	noGoroutinesLeft(t, before)
 }

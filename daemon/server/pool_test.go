@@ -28,7 +28,7 @@ func TestDaemonPoolOfTwoHosts(t *testing.T) {
 	cfg := config.Default()
 	cfg.Ollama.Model = ollamatest.TinyModelName
 	cfg.Ollama.Hosts = []config.OllamaHost{{URL: a.URL(), Slots: 2}, {URL: b.URL(), Models: []string{ollamatest.TinyModelName}}}
-	cfg.Web.Enabled = false
+	cfg.WebCommands.Enabled = false
 	cfg.StateDir, cfg.Socket = t.TempDir(), filepath.Join(testutil.ShortTempDir(t), "s.sock")
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestDaemonPoolOfTwoHosts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- RunWith(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{Version: "test", Ready: func() { close(ready) }})
+		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{Version: "test", Ready: func() { close(ready) }})
 	}()
 	select {
 	case <-ready:

@@ -13,7 +13,6 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/agent/watchdog"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/schedule"
 )
@@ -24,7 +23,7 @@ import (
 var liveKeys = []string{
 	"ollama.model", "ollama.smart_model", "ollama.keep_alive", "ollama.max_context",
 	"agent.constraints", "agent.resources", "agent.best_practices", "agent.commands",
-	"agent.disabled_components", "agent.component_order", "agent.max_invalid_replies",
+	"agent.disabled_components", "agent.max_invalid_replies",
 	"agent.continuous_limit", "agent.command_timeout", "agent.output_cap", "agent.history_episodes",
 	"agent.watchdog_failures", "agent.watchdog_idle_steps",
 	"permissions.", "agents.", "schedules.", "log.level",
@@ -153,7 +152,7 @@ func (rl *reloader) apply(ctx context.Context) (*api.ReloadResult, error) {
 	}
 	// Restart-only settings keep their running values: a reload must not half-apply them
 	// (the web component's model, say, reads the live config).
-	if err := rl.sup.Reload(settingsOf(cfg)); err != nil {
+	if err := rl.sup.Reload(agent.SettingsOf(cfg)); err != nil {
 		return nil, err
 	}
 	rl.mgr.SetSettings(cfg.Schedules.Grace.Duration, cfg.Schedules.KeepAgents)
@@ -167,25 +166,6 @@ func (rl *reloader) apply(ctx context.Context) (*api.ReloadResult, error) {
 	rl.cur = cfg
 	rl.live.store(cfg)
 	return res, nil
-}
-
-// settingsOf is the supervisor's reloadable part of cfg, at start (agentOptions) and on
-// each reload.
-func settingsOf(cfg *config.Config) agent.Settings {
-	overrides := map[string]agent.AgentOverrides{}
-	for name, o := range cfg.Agents {
-		overrides[name] = agent.AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
-			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o)}
-	}
-	return agent.Settings{
-		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,
-		KeepAlive: cfg.Ollama.KeepAlive.Ptr(), Directives: cfg.Directives(), Commands: cfg.Agent.Commands,
-		ComponentOrder: cfg.Agent.ComponentOrder, DisabledComponents: cfg.Agent.DisabledComponents,
-		Agents: overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
-		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit, Watchdog: watchdogOf(cfg),
-		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
-		HistoryEpisodes: cfg.Agent.HistoryEpisodes,
-	}
 }
 
 // liveConfig is the config in use, for the few parts built at start that read a
@@ -355,21 +335,4 @@ func (s *chatSwitch) RunThread(platform, runID string) (string, string, bool) {
 		return "", "", false
 	}
 	return c.RunThread(platform, runID)
-}
-
-// watchdogOf is [agent]'s loop watchdog thresholds.
-func watchdogOf(cfg *config.Config) watchdog.Config {
-	return watchdog.Config{Failures: cfg.Agent.WatchdogFailures, IdleSteps: cfg.Agent.WatchdogIdleSteps}
-}
-
-// overrideWatchdog is an [agents.NAME] table's thresholds; zero fields keep [agent]'s.
-func overrideWatchdog(o config.AgentOverride) watchdog.Config {
-	var w watchdog.Config
-	if o.WatchdogFailures != nil {
-		w.Failures = *o.WatchdogFailures
-	}
-	if o.WatchdogIdleSteps != nil {
-		w.IdleSteps = *o.WatchdogIdleSteps
-	}
-	return w
 }

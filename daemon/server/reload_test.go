@@ -20,6 +20,7 @@ import (
 	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
@@ -30,7 +31,7 @@ func TestLiveAndRestartKeys(t *testing.T) {
 		"ollama.model": "live", "ollama.keep_alive": "live", "agent.commands": "live", "agent.command_timeout": "live",
 		"permissions.allow": "live", "agents.bob.deny": "live", "agents.bob": "live", "schedules.grace": "live", "log.level": "live",
 		"slack.approvers": "bots", "bots.approve_count": "bots", "discord.guilds": "bots",
-		"ollama.host": "restart", "ollama.hosts": "restart", "ollama.slots": "restart", "ollama.request_timeout": "restart", "memory.k": "restart", "web.enabled": "restart",
+		"ollama.hosts": "restart", "ollama.request_timeout": "restart", "memory.k": "restart", "web_commands.enabled": "restart",
 		"mcp.servers": "restart", "shell.sandbox": "restart", "state_dir": "restart", "socket": "restart",
 		"log.format": "restart", "agent.workspace_root": "restart", "http.listen": "restart", "permissionsx.allow": "restart",
 	} {
@@ -47,7 +48,7 @@ func TestLiveAndRestartKeys(t *testing.T) {
 	}
 }
 
-// reloadDaemon is a daemon started with RunWith over a config file the test rewrites.
+// reloadDaemon is a daemon started with Run over a config file the test rewrites.
 type reloadDaemon struct {
 	t      *testing.T
 	file   string
@@ -76,7 +77,7 @@ func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 	d.header = fmt.Sprintf("[ollama]\nhost = %q\n", d.model.URL())
 	d.write(body)
 	load := func() (*config.Config, error) {
-		cfg, err := config.Load(d.file)
+		cfg, _, err := config.Load(d.file, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -95,7 +96,7 @@ func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() {
-		done <- RunWith(ctx, cfg, log, Options{Version: "test", Ready: func() { close(ready) }, Load: load, ConfigPath: d.file,
+		done <- Run(ctx, cfg, log, Options{Version: "test", Ready: func() { close(ready) }, Load: load, ConfigPath: d.file,
 			Reloads: d.hup, LogLevel: level, Notify: func(s string) { notesMu.Lock(); notes = append(notes, s); notesMu.Unlock() }})
 	}()
 	select {
@@ -323,7 +324,7 @@ func TestWatchdogSettingsReachTheSupervisor(t *testing.T) {
 	cfg.Agent.WatchdogFailures, cfg.Agent.WatchdogIdleSteps = 4, 12
 	idle := 20
 	cfg.Agents = map[string]config.AgentOverride{"poller": {WatchdogIdleSteps: &idle}}
-	s := settingsOf(cfg)
+	s := agent.SettingsOf(cfg)
 	if s.Watchdog.Failures != 4 || s.Watchdog.IdleSteps != 12 {
 		t.Errorf("reloaded thresholds = %+v, want 4 failures, 12 idle steps", s.Watchdog)
 	}
@@ -344,7 +345,7 @@ func TestStartOptionsCarryTheReloadedSettings(t *testing.T) {
 	cfg.Agent.MaxSteps, cfg.Agent.HistoryEpisodes = 30, 6
 	steps, idle := 5, 20
 	cfg.Agents = map[string]config.AgentOverride{"poller": {MaxSteps: &steps, WatchdogIdleSteps: &idle, Allow: []string{"read_file(*)"}}}
-	s := settingsOf(cfg)
+	s := agent.SettingsOf(cfg)
 	o := (&daemon{cfg: cfg}).agentOptions()
 	ov, sv := reflect.ValueOf(o), reflect.ValueOf(s)
 	for i := range sv.NumField() {

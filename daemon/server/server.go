@@ -26,14 +26,7 @@ import (
 	"github.com/agentd/agentd/daemon/team"
 )
 
-// Run runs the daemon until ctx ends, then shuts down cleanly: model calls in flight are
-// cancelled, event streams closed, and the store left consistent. ready, if not nil, is
-// called once the socket accepts connections. It cannot reload its config: see RunWith.
-func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, version string, ready func()) error {
-	return RunWith(ctx, cfg, log, Options{Version: version, Ready: ready})
-}
-
-// Options are what RunWith needs beyond the config.
+// Options are what Run needs beyond the config.
 type Options struct {
 	Version string
 	// Ready, if set, is called once the socket accepts connections.
@@ -56,12 +49,14 @@ type Options struct {
 	IsAgentCommand func(pid int32) bool
 }
 
-// RunWith is Run with reloads: on every value from opt.Reloads and on POST /v0/reload it
-// re-reads the config through opt.Load and applies what can change while agents run.
+// Run runs the daemon until ctx ends, then shuts down cleanly: model calls in flight are
+// cancelled, event streams closed, and the store left consistent. On every value from
+// opt.Reloads and on POST /v0/reload it re-reads the config through opt.Load and applies
+// what can change while agents run (with no opt.Load, reloads are refused).
 //
 // The daemon is a list of parts (daemon.parts) started in order and stopped in reverse,
 // once: on ctx's end, on a server that stops serving, and on a part failing to start.
-func RunWith(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Options) error {
+func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, opt Options) error {
 	if opt.Notify == nil {
 		opt.Notify = func(string) {}
 	}
@@ -107,22 +102,24 @@ func (d *daemon) build(context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The schedules, team runs and bots reach the supervisor's parts through one Facade.
-	agents := sup.API().Facade()
+	// The schedules, team runs and bots reach the supervisor's parts they call.
+	agents := agentsOf(sup)
 	// The team engine reads the supervisor's live settings, so a reload's model reaches it.
 	// It is made before the bots, which start team runs from chat.
-	teams, err := team.New(team.Options{Store: d.st, LLM: d.lc, Agents: agents, Log: log, Settings: sup.ModelSettings})
+	teams, err := team.New(team.Options{Store: d.st, LLM: d.lc, Agents: agents.runAgents, Log: log, Settings: sup.ModelSettings})
 	if err != nil {
 		return err
 	}
-	chat, err := newBots(cfg, agents, teams, d.st, log, d.mx)
+	chat, err := newBots(cfg, agents.chatAgents, teams, d.st, log, d.mx)
 	if err != nil {
 		return err
 	}
 	// The schedules reach the bots through a switch, since a reload replaces the bots.
-	mgr := schedule.New(schedule.Options{Store: d.st, Agents: agents, Log: log, Grace: cfg.Schedules.Grace.Duration,
+	mgr := schedule.New(schedule.Options{Store: d.st, Agents: agents.runAgents, Log: log, Grace: cfg.Schedules.Grace.Duration,
 		Chat: d.bots.sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: d.mx})
-	d.bots.svc = func(c *config.Config) (*chatBots, error) { return newBots(c, agents, teams, d.st, log, d.mx) }
+	d.bots.svc = func(c *config.Config) (*chatBots, error) {
+		return newBots(c, agents.chatAgents, teams, d.st, log, d.mx)
+	}
 	d.bots.mgr = mgr
 	// Before the supervisor starts, which is when runs can end.
 	d.runEnds.add(mgr.RunEnded)
@@ -133,24 +130,21 @@ func (d *daemon) build(context.Context) error {
 	return nil
 }
 
-// agentOptions are the supervisor's options from the config and the parts started so far;
-// the reloadable part is settingsOf(cfg), as each reload's.
+// agentOptions are the supervisor's options: the config's part (agent.OptionsOf, whose
+// settings each reload sets again) and the parts started so far.
 func (d *daemon) agentOptions() agent.Options {
-	cfg := d.cfg
-	return agent.Options{
-		Store: d.st, LLM: d.lc, Components: d.extra,
-		MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
-		WorkspaceRoot: cfg.WorkspaceRoot(),
-		Memory:        d.mem, Log: d.log, Version: d.opt.Version, StateDir: cfg.StateDir,
-		HealthChecks: append(healthChecks(cfg, d.bridge, d.boxes), chatCheck(d.bots), d.httpL.check),
-		OnRunEnd:     d.runEnds.deliver, Metrics: d.mx, AgentBudget: agentBudget(cfg), OnAgentRemoved: d.boxes.Remove,
-	}.WithSettings(settingsOf(cfg))
+	cfg, opt := d.cfg, agent.OptionsOf(d.cfg)
+	opt.Store, opt.LLM, opt.Components, opt.WorkspaceRoot = d.st, d.lc, d.extra, cfg.WorkspaceRoot()
+	opt.Memory, opt.Log, opt.Version, opt.StateDir = d.mem, d.log, d.opt.Version, cfg.StateDir
+	opt.HealthChecks = append(healthChecks(cfg, d.bridge, d.boxes), chatCheck(d.bots), d.httpL.check)
+	opt.OnRunEnd, opt.Metrics, opt.OnAgentRemoved = d.runEnds.deliver, d.mx, d.boxes.Remove
+	return opt
 }
 
 // service is the local API: the supervisor serves the agents, the manager the
 // schedules, the reloader reloads, the engine serves the team runs.
 type service struct {
-	localapi.AgentService
+	agentAPI
 	localapi.ScheduleService
 	localapi.DaemonService
 	localapi.TeamService
@@ -158,19 +152,19 @@ type service struct {
 	bots  *liveBots
 	http  *httpListener
 	shell api.ShellStatus // [shell] is not reloaded: fixed at start
-	// hostFrom is where [ollama] host came from; it changes only with a restart.
+	// hostFrom is where [[ollama.hosts]] came from; it changes only with a restart.
 	hostFrom string
 }
 
 // service is the local API over the parts the services part built.
 func (d *daemon) service() service {
-	return service{d.sup.API().Facade(), d.mgr, d.rl, d.teams, d.web, d.bots, d.httpL, shellStatus(d.cfg, d.boxes), d.cfg.Ollama.HostFrom}
+	return service{agentsOf(d.sup), d.mgr, d.rl, d.teams, d.web, d.bots, d.httpL, shellStatus(d.cfg, d.boxes), d.cfg.Ollama.HostFrom}
 }
 
 // Status adds the chat bots' connections, the TCP listener and the shell's sandbox to
 // the supervisor's status.
 func (s service) Status(ctx context.Context) (*api.Status, error) {
-	st, err := s.AgentService.Status(ctx)
+	st, err := s.Views.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -185,15 +179,14 @@ func (s service) Status(ctx context.Context) (*api.Status, error) {
 // checkComponents refuses component names in config that name no component.
 func checkComponents(cfg *config.Config, extra []commands.Component) error {
 	var errs []error
-	check := func(key string, names []string, disabling bool) {
-		if err := agent.CheckComponents(extra, names, disabling); err != nil {
+	check := func(key string, names []string) {
+		if err := agent.CheckComponents(extra, names); err != nil {
 			errs = append(errs, fmt.Errorf("config: %s: %w", key, err))
 		}
 	}
-	check("agent.disabled_components", cfg.Agent.DisabledComponents, true)
-	check("agent.component_order", cfg.Agent.ComponentOrder, false)
+	check("agent.disabled_components", cfg.Agent.DisabledComponents)
 	for name, o := range cfg.Agents {
-		check("agents."+name+".disabled_components", o.DisabledComponents, true)
+		check("agents."+name+".disabled_components", o.DisabledComponents)
 	}
 	return errors.Join(errs...)
 }

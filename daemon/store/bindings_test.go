@@ -20,12 +20,7 @@ func TestBindingsSurviveReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	s2, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, s, path)
 	err = s2.View(ctx, func(tx *Tx) error {
 		b, err := tx.BindingByThread("slack", "C1", "100.1")
 		if err != nil {
@@ -117,12 +112,7 @@ func TestChatDeliveriesRememberedAndBounded(t *testing.T) {
 			t.Errorf("FirstDelivery(%s, %q, %s) = %v, want %v", c.platform, c.scope, c.key, got, c.want)
 		}
 	}
-	s.Close()
-	s2, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, s, path)
 	if first(s2, "slack", "", "m4") || first(s2, "discord", "", "m1") {
 		t.Error("a delivery recorded before the reopen was new again")
 	}

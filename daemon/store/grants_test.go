@@ -47,12 +47,7 @@ func TestGrantsSurviveRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	s2, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, s, path)
 	err = s2.View(ctx, func(tx *Tx) error {
 		all, err := tx.Grants(a.ID)
 		if err != nil {
@@ -101,29 +96,9 @@ func TestGrantsSurviveRestart(t *testing.T) {
 // An agent left in auto mode by an older agentd keeps its steps as a count grant.
 func TestMigrationTurnsAutoStepsIntoGrant(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "agentd.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "CREATE TABLE grants") })
-	if last < 0 {
-		t.Fatal("no migration creates the grants table")
-	}
-	for i, m := range migrations[:last] {
-		if _, err := db.ExecContext(ctx, m); err != nil {
-			t.Fatalf("migration %d: %v", i+1, err)
-		}
-	}
-	if _, err := db.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(last)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO agents (id, name, state, policy, run_id, workspace, created_at, updated_at)
+	path, _ := migratedUpTo(t, "CREATE TABLE grants", `INSERT INTO agents (id, name, state, policy, run_id, workspace, created_at, updated_at)
 		VALUES ('a-1', 'one', 'thinking', '{"mode":"auto","auto_steps":4}', 'r-1', '/tmp/ws', 1, 1),
-		       ('a-2', 'two', 'thinking', '{"mode":"ask"}', 'r-2', '/tmp/ws2', 1, 1)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+		       ('a-2', 'two', 'thinking', '{"mode":"ask"}', 'r-2', '/tmp/ws2', 1, 1)`)
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -145,29 +120,9 @@ func TestMigrationTurnsAutoStepsIntoGrant(t *testing.T) {
 // bound files reads back binding none.
 func TestGrantFilesSurviveRestart(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "agentd.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "grants ADD COLUMN files") })
-	if last < 0 {
-		t.Fatal("no migration adds the grants' files")
-	}
-	for i, m := range migrations[:last] {
-		if _, err := db.ExecContext(ctx, m); err != nil {
-			t.Fatalf("migration %d: %v", i+1, err)
-		}
-	}
-	if _, err := db.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(last)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO agents (id, name, state, policy, run_id, workspace, created_at, updated_at)
+	path, _ := migratedUpTo(t, "grants ADD COLUMN files", `INSERT INTO agents (id, name, state, policy, run_id, workspace, created_at, updated_at)
 		VALUES ('a-1', 'one', 'idle', '{"mode":"ask"}', 'r-1', '/tmp/ws', 1, 1);
-		INSERT INTO grants (id, agent_id, kind, label, command, hash, created_at) VALUES ('g-old', 'a-1', 'exact', 'y!', 'execute_shell', 'h0', 1)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+		INSERT INTO grants (id, agent_id, kind, label, command, hash, created_at) VALUES ('g-old', 'a-1', 'exact', 'y!', 'execute_shell', 'h0', 1)`)
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -192,4 +147,33 @@ func TestGrantFilesSurviveRestart(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// migratedUpTo makes a database as an older agentd left it: the migrations before the
+// first one containing marker, then seed. It returns the file and that migration's index.
+func migratedUpTo(t *testing.T, marker, seed string) (path string, last int) {
+	t.Helper()
+	ctx := context.Background()
+	path = filepath.Join(t.TempDir(), "agentd.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	last = slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, marker) })
+	if last < 0 {
+		t.Fatalf("no migration contains %q", marker)
+	}
+	for i, m := range migrations[:last] {
+		if _, err := db.ExecContext(ctx, m); err != nil {
+			t.Fatalf("migration %d: %v", i+1, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(last)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	return path, last
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Reads behind agentctl memory export and stats (issue 18).
+// Reads behind agentctl memory export and stats.
 
 // MemoryPageOf is MemoryPage for one agent's own memories (shared ones have agentID "").
 func (t *Tx) MemoryPageOf(agentID, after string, limit int) ([]Memory, error) {

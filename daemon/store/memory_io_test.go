@@ -2,12 +2,7 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"reflect"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -95,30 +90,13 @@ func TestMemorySpeakerAndContextRoundTrip(t *testing.T) {
 // an import's bare name, or the name at the end of the relay's "slack message from Ana".
 func TestMigrationFillsChatSpeakers(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "agentd.db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	last := slices.IndexFunc(migrations, func(m string) bool { return strings.Contains(m, "ADD COLUMN speaker") })
+	path, last := migratedUpTo(t, "ADD COLUMN speaker", `INSERT INTO memories (id, agent_id, kind, text, source, created_at) VALUES
+		('m-1', 'a-1', 'chat', 'Rosa: I went', 'Rosa', 1),
+		('m-2', 'a-1', 'chat', 'ship it friday', 'discord message from Ana Lima', 2),
+		('m-3', 'a-1', 'note', 'a note', 'memory_add', 3)`)
 	if last != 18 {
 		t.Fatalf("the speaker migration is number %d: it shipped as number 19, keep it there", last+1)
 	}
-	for i, m := range migrations[:last] {
-		if _, err := db.ExecContext(ctx, m); err != nil {
-			t.Fatalf("migration %d: %v", i+1, err)
-		}
-	}
-	if _, err := db.ExecContext(ctx, `PRAGMA user_version = `+strconv.Itoa(last)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO memories (id, agent_id, kind, text, source, created_at) VALUES
-		('m-1', 'a-1', 'chat', 'Rosa: I went', 'Rosa', 1),
-		('m-2', 'a-1', 'chat', 'ship it friday', 'discord message from Ana Lima', 2),
-		('m-3', 'a-1', 'note', 'a note', 'memory_add', 3)`); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)

@@ -155,7 +155,7 @@ func ids(ms []Memory) string {
 
 // The queries every step runs must find their rows through an index, never by scanning an
 // agent's memories or episodes: a cost that grows with every step would end up dominating
-// the step (issue 21: replacing a written file's memories scanned all its file memories).
+// the step (replacing a written file's memories scanned all its file memories).
 func TestStepQueriesUseAnIndex(t *testing.T) {
 	s, _ := open(t)
 	for _, c := range []struct{ name, query, want string }{

@@ -23,12 +23,7 @@ func TestProposalPreviewSurvivesReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	s2, err := Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, s, path)
 	err = s2.View(context.Background(), func(tx *Tx) error {
 		p1, err := tx.Proposal("p-1")
 		if err != nil {

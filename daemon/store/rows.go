@@ -244,7 +244,7 @@ func (t *Tx) StartRun(id, agentID, task string) error {
 
 // EndRun records how a run ended, with its steps and tokens as the agent's row has them;
 // a run already ended keeps its first outcome.
-func (t *Tx) EndRun(id, outcome, reason string) error {
+func (t *Tx) EndRun(id string, outcome api.RunOutcome, reason string) error {
 	_, err := t.exec(`UPDATE runs SET ended_at=?, outcome=?, reason=?,
 		steps=COALESCE((SELECT step FROM agents WHERE agents.id=runs.agent_id), 0),
 		tokens=COALESCE((SELECT prompt_tokens+eval_tokens FROM agents WHERE agents.id=runs.agent_id), 0)-tokens_base
@@ -504,13 +504,6 @@ func scanEpisodes(rows *sql.Rows) ([]api.Episode, error) {
 		out = append(out, e)
 	}
 	return out, rows.Err()
-}
-
-// CountEpisodes counts an agent's episodes.
-func (t *Tx) CountEpisodes(agentID string) (int, error) {
-	var n int
-	err := t.queryRow(`SELECT COUNT(*) FROM episodes WHERE agent_id=?`, agentID).Scan(&n)
-	return n, err
 }
 
 // SetQuestion records an ask_user question waiting for an answer.

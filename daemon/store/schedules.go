@@ -14,7 +14,8 @@ import (
 type Run struct {
 	ID, AgentID, Task string
 	Started, Ended    time.Time // Ended is zero while the run goes on
-	Outcome, Reason   string
+	Outcome           api.RunOutcome
+	Reason            string
 	MaxSteps          int
 	MaxTokens         int64
 	MaxWall           time.Duration
@@ -229,7 +230,7 @@ func (t *Tx) RecordScheduleRun(r *api.ScheduleRun) error {
 
 // EndScheduleRun records the end of the scheduled run runID if its record still says
 // started (after a restart the scheduler no longer tracks it). It reports whether one did.
-func (t *Tx) EndScheduleRun(runID, outcome, reason string, steps int, tokens int64) (bool, error) {
+func (t *Tx) EndScheduleRun(runID string, outcome api.RunOutcome, reason string, steps int, tokens int64) (bool, error) {
 	res, err := t.exec(`UPDATE schedule_runs SET outcome=?, reason=?, steps=?, tokens=?, ended_at=?
 		WHERE run_id=? AND outcome='started'`, outcome, reason, steps, tokens, ms(t.now), runID)
 	if err != nil {

@@ -148,7 +148,7 @@ var migrations = []string{
 	);
 	ALTER TABLE decisions ADD COLUMN scope TEXT NOT NULL DEFAULT '';
 	ALTER TABLE decisions ADD COLUMN pattern TEXT NOT NULL DEFAULT '';`,
-	// issue 6: schedules. A schedule targets an existing agent (agent_id) or makes a fresh
+	// Schedules. A schedule targets an existing agent (agent_id) or makes a fresh
 	// one per run from a template; schedule_runs has one row per firing. Runs get budgets
 	// (0 = none) and their step and token counts, written when they end.
 	`CREATE TABLE schedules (
@@ -197,7 +197,7 @@ var migrations = []string{
 	ALTER TABLE runs ADD COLUMN tokens_base INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE runs ADD COLUMN steps INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE runs ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0;`,
-	// issue 4: memory. memories is the source of truth the Bleve index is rebuilt from
+	// Memory. memories is the source of truth the Bleve index is rebuilt from
 	// (agent_id '' is a shared memory, so it cannot reference agents; DeleteAgent removes an
 	// agent's memories itself). episode_summaries holds the model's one-line summary of an
 	// episode, made once; goal state lives in agent_state.
@@ -215,7 +215,7 @@ var migrations = []string{
 		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
 		line TEXT NOT NULL
 	);`,
-	// issue 5: chat bindings. A run started from chat is bound to a thread there; the
+	// Chat bindings. A run started from chat is bound to a thread there; the
 	// messages posted for its proposals and questions are recorded so they can be edited.
 	`CREATE TABLE chat_bindings (
 		platform TEXT NOT NULL,
@@ -238,7 +238,7 @@ var migrations = []string{
 		posted_at INTEGER NOT NULL,
 		PRIMARY KEY (proposal_id, platform, kind)
 	) WITHOUT ROWID;`,
-	// issue 8: sub-agents. A helper agent names its parent; a parent's start_agent or
+	// Sub-agents. A helper agent names its parent; a parent's start_agent or
 	// message_agent proposal stays started while a helper_waits row ties it to the helper's
 	// run, and the run's end completes it (once: the row goes with the completion). No
 	// foreign key on helper_id: a removed helper's end is still delivered.
@@ -252,7 +252,7 @@ var migrations = []string{
 		created_at INTEGER NOT NULL
 	);
 	CREATE INDEX helper_waits_run ON helper_waits(helper_run);`,
-	// issue 7: per-agent budgets. steps_total counts the agent's proposals over all its
+	// Per-agent budgets. steps_total counts the agent's proposals over all its
 	// runs (back-filled from the proposals kept), busy_ms the time it spent thinking and
 	// executing. budget_* are set by agentctl budget; NULL follows the config.
 	`ALTER TABLE agents ADD COLUMN steps_total INTEGER NOT NULL DEFAULT 0;
@@ -261,7 +261,7 @@ var migrations = []string{
 	ALTER TABLE agents ADD COLUMN budget_tokens INTEGER;
 	ALTER TABLE agents ADD COLUMN budget_busy_ms INTEGER;
 	UPDATE agents SET steps_total = (SELECT COUNT(*) FROM proposals WHERE proposals.agent_id = agents.id);`,
-	// issue 8: SOP team runs. A team run keeps its workflow's source (a restart must not
+	// SOP team runs. A team run keeps its workflow's source (a restart must not
 	// depend on the file), its variables and a cursor; team_turns is its transcript. The
 	// cursor and the turn that moves it are written together.
 	`CREATE TABLE team_runs (
@@ -303,12 +303,12 @@ var migrations = []string{
 		at INTEGER NOT NULL,
 		PRIMARY KEY (team_run_id, seq)
 	) WITHOUT ROWID;`,
-	// issue 8: an agent limited to some commands (a team role's agent): a JSON list of
+	// An agent limited to some commands (a team role's agent): a JSON list of
 	// names; '' offers every command the daemon has. A team run's role agents are
 	// removed when it ends unless keep_agents.
 	`ALTER TABLE agents ADD COLUMN commands TEXT NOT NULL DEFAULT '';
 	ALTER TABLE team_runs ADD COLUMN keep_agents INTEGER NOT NULL DEFAULT 0;`,
-	// issue 8: team runs started from chat (/agent team) are bound to a thread there, one
+	// Team runs started from chat (/agent team) are bound to a thread there, one
 	// per platform. seq is the last transcript entry posted in the thread, so a restarted
 	// relay goes on from there without posting a turn twice.
 	`CREATE TABLE team_bindings (
@@ -323,10 +323,10 @@ var migrations = []string{
 		PRIMARY KEY (team_run_id, platform)
 	) WITHOUT ROWID;
 	CREATE UNIQUE INDEX team_bindings_thread ON team_bindings(platform, channel, thread);`,
-	// issue 17: what a proposal would do (client.Preview as JSON: a file's diff, a shell
+	// What a proposal would do (client.Preview as JSON: a file's diff, a shell
 	// line's programs, a clone's host), worked out when it was made; '' for none.
 	`ALTER TABLE proposals ADD COLUMN preview TEXT NOT NULL DEFAULT '';`,
-	// issue 23: grants, the standing decisions that approve more than one proposal (y -N,
+	// Grants, the standing decisions that approve more than one proposal (y -N,
 	// y!, agentctl policy add, a schedule's autonomy), and on each decision the grant it
 	// made or that approved it. A policy's auto steps left from before become count grants
 	// of the agent's current run, made by "policy"; the agent's mode then only mirrors them.
@@ -355,19 +355,19 @@ var migrations = []string{
 		SELECT 'g-' || lower(hex(randomblob(6))), id, 'count', 'policy', 'config',
 			'auto mode', json_extract(policy, '$.auto_steps'), run_id, updated_at
 		FROM agents WHERE json_extract(policy, '$.mode') = 'auto' AND json_extract(policy, '$.auto_steps') > 0;`,
-	// issue 17: a chat reply or click is bound to the proposal whose message it names;
+	// A chat reply or click is bound to the proposal whose message it names;
 	// that lookup (ChatMessageAt) runs on every reply and click.
 	`CREATE INDEX chat_messages_at ON chat_messages(platform, channel, message);`,
-	// issue 17: the relay's post that showed a bound run's end (end_post, of run end_run):
+	// The relay's post that showed a bound run's end (end_post, of run end_run):
 	// a reply written before it was written while that run went on and starts no new task.
 	`ALTER TABLE chat_bindings ADD COLUMN end_post TEXT NOT NULL DEFAULT '';
 	ALTER TABLE chat_bindings ADD COLUMN end_run TEXT NOT NULL DEFAULT '';`,
-	// issue 18: tags on memories (a JSON array; '' for none), set by agentctl memory import.
+	// Tags on memories (a JSON array; '' for none), set by agentctl memory import.
 	`ALTER TABLE memories ADD COLUMN tags TEXT NOT NULL DEFAULT '';`,
-	// issue 19: a chat decider's display name beside their id (by), so follow, history
+	// A chat decider's display name beside their id (by), so follow, history
 	// and replay show "Ana" rather than U04ABC.
 	`ALTER TABLE decisions ADD COLUMN by_name TEXT NOT NULL DEFAULT '';`,
-	// issue 18: who said a memory (speaker) and the turn before it (context), indexed as
+	// Who said a memory (speaker) and the turn before it (context), indexed as
 	// fields of their own. Chat memories written before have the speaker in their source:
 	// an import's "Ana", or the relay's "slack message from Ana".
 	`ALTER TABLE memories ADD COLUMN speaker TEXT NOT NULL DEFAULT '';
@@ -375,7 +375,7 @@ var migrations = []string{
 	UPDATE memories SET speaker = CASE WHEN instr(source, ' message from ') > 0
 		THEN substr(source, instr(source, ' message from ') + 14) ELSE source END
 		WHERE kind = 'chat';`,
-	// issue 21: write_file and delete_file replace or forget a file's memories by
+	// File memories: write_file and delete_file replace or forget a file's memories by
 	// (agent, kind, source) on every step that writes a file; without this index that
 	// scanned all the agent's file memories, a cost growing with every file written.
 	`CREATE INDEX memories_source ON memories(agent_id, kind, source);`,

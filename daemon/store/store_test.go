@@ -25,6 +25,18 @@ func open(t *testing.T) (*Store, string) {
 	return s, path
 }
 
+// reopen closes s and opens the store at path again, as a restarted daemon does.
+func reopen(t *testing.T, s *Store, path string) *Store {
+	t.Helper()
+	s.Close()
+	s2, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	return s2
+}
+
 func seed(t *testing.T, s *Store) *Agent {
 	t.Helper()
 	a := &Agent{Agent: api.Agent{ID: "a-1", Name: "one", State: api.StateThinking, Workspace: "/tmp/ws", RunID: "r-1",
@@ -255,4 +267,11 @@ func TestStateSinceMovesWithTheStateOnly(t *testing.T) {
 	if got := update(later, func(a *Agent) { a.State = api.StateExecuting }); !got.StateSince.Equal(later) {
 		t.Errorf("StateSince %v after the state changed at %v", got.StateSince, later)
 	}
+}
+
+// CountEpisodes counts an agent's episodes.
+func (t *Tx) CountEpisodes(agentID string) (int, error) {
+	var n int
+	err := t.queryRow(`SELECT COUNT(*) FROM episodes WHERE agent_id=?`, agentID).Scan(&n)
+	return n, err
 }

@@ -41,12 +41,7 @@ func TestTeamBindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
-	s2, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, s, path)
 	err = s2.View(ctx, func(tx *Tx) error {
 		all, err := tx.TeamBindings()
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -94,10 +95,7 @@ func (e *env) checkRanOnce(r *api.TeamRun, agentID string) {
 func TestRoleCommandGoesThroughTheDecisionPath(t *testing.T) {
 	e := newEnv(t)
 	e.keep = true
-	e.say("ceo", "Instruction: write hello.txt saying hi.")
-	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
-		proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
-	team := e.run(withCommands, "say hi")
+	team := e.startHello(withCommands, proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
 	a := e.awaiting(team.ID, "programmer", "write_file")
 	if a.Name != AgentName(team.ID, "programmer") {
 		t.Errorf("agent name %q, want %q", a.Name, AgentName(team.ID, "programmer"))
@@ -117,10 +115,7 @@ func TestRoleCommandGoesThroughTheDecisionPath(t *testing.T) {
 func TestRestartResumesWithoutRunningTwice(t *testing.T) {
 	e := newEnv(t)
 	e.keep = true
-	e.say("ceo", "Instruction: write hello.txt saying hi.")
-	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
-		proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
-	team := e.run(withCommands, "say hi")
+	team := e.startHello(withCommands, proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
 	a := e.awaiting(team.ID, "programmer", "write_file")
 	e.stop()
 	e.start()
@@ -138,9 +133,7 @@ func TestRestartResumesWithoutRunningTwice(t *testing.T) {
 func TestDeniedRoleCommandEndsThePhase(t *testing.T) {
 	e := newEnv(t)
 	e.keep = true
-	e.say("ceo", "Instruction: write hello.txt saying hi.")
-	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
-	team := e.run(withCommands, "say hi")
+	team := e.startHello(withCommands)
 	a := e.awaiting(team.ID, "programmer", "write_file")
 	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionDeny, Source: "agentctl"}); err != nil {
 		t.Fatal(err)
@@ -157,9 +150,7 @@ func TestDeniedRoleCommandEndsThePhase(t *testing.T) {
 // Stopping a team stops the role agent's run it waits for, and removes the agent.
 func TestStopTeamStopsTheRoleRun(t *testing.T) {
 	e := newEnv(t)
-	e.say("ceo", "Instruction: write hello.txt saying hi.")
-	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
-	team := e.run(withCommands, "say hi")
+	team := e.startHello(withCommands)
 	a := e.awaiting(team.ID, "programmer", "write_file")
 	r, err := e.eng.StopTeam(context.Background(), team.ID)
 	if err != nil || r.Status != api.TeamStopped {
@@ -179,9 +170,7 @@ func TestStopTeamStopsTheRoleRun(t *testing.T) {
 // A team stopped by a known person says who: in its reason and its last entry.
 func TestStopTeamByNamesWho(t *testing.T) {
 	e := newEnv(t)
-	e.say("ceo", "Instruction: write hello.txt saying hi.")
-	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
-	team := e.run(withCommands, "say hi")
+	team := e.startHello(withCommands)
 	e.awaiting(team.ID, "programmer", "write_file")
 	if _, err := e.eng.StopTeamBy(context.Background(), team.ID, " slack:U1 "); err != nil {
 		t.Fatal(err)
@@ -234,10 +223,7 @@ func TestRoleLimitedToItsCommands(t *testing.T) {
 	e := newEnv(t)
 	e.keep = true
 	src := strings.Replace(withCommands, `commands = ["write_file"]`, `commands = ["read_file"]`, 1)
-	e.say("ceo", "Instruction: write hello.txt saying hi.")
-	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
-		proposal("finish", map[string]string{"reason": "<INFO> I may only read files"}))
-	team := e.run(src, "say hi")
+	team := e.startHello(src, proposal("finish", map[string]string{"reason": "<INFO> I may only read files"}))
 	r := e.ended(team.ID)
 	if r.Vars["code"] != "I may only read files" {
 		t.Fatalf("run: %s", dump(r))
@@ -268,13 +254,13 @@ func TestRoleLimitedToItsCommands(t *testing.T) {
 // stopOnStart is the supervisor, with a team stop landing just after a role's run has
 // started and before the engine records it.
 type stopOnStart struct {
-	agent.Facade
+	agenttest.API
 	e    *env
 	once sync.Once
 }
 
 func (s *stopOnStart) StartTask(ctx context.Context, ref, task string, opt run.Options) (*api.Agent, error) {
-	a, err := s.Facade.StartTask(ctx, ref, task, opt)
+	a, err := s.API.StartTask(ctx, ref, task, opt)
 	s.once.Do(func() {
 		runs, _ := s.e.eng.Teams(context.Background())
 		if _, err := s.e.eng.StopTeam(context.Background(), runs[0].ID); err != nil {
@@ -290,11 +276,9 @@ func TestStopDuringRoleRunStartStopsIt(t *testing.T) {
 	e := newEnv(t)
 	e.keep = true
 	e.stop()
-	e.wrap = func(sup *agent.Supervisor) Agents { return &stopOnStart{Facade: sup.API().Facade(), e: e} }
+	e.wrap = func(sup *agent.Supervisor) Agents { return &stopOnStart{API: agenttest.Of(sup), e: e} }
 	e.start()
-	e.say("ceo", "Instruction: write hello.txt saying hi.")
-	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
-	team := e.run(withCommands, "say hi")
+	team := e.startHello(withCommands)
 	r := e.ended(team.ID)
 	if r.Status != api.TeamStopped {
 		t.Fatalf("run: %s", dump(r))
@@ -319,10 +303,7 @@ func TestRoleAgentsRemovedAtEnd(t *testing.T) {
 		t.Run(map[bool]string{false: "removed", true: "kept"}[keep], func(t *testing.T) {
 			e := newEnv(t)
 			e.keep = keep
-			e.say("ceo", "Instruction: write hello.txt saying hi.")
-			e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}),
-				proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
-			team := e.run(withCommands, "say hi")
+			team := e.startHello(withCommands, proposal("finish", map[string]string{"reason": "<INFO> wrote hello.txt"}))
 			a := e.awaiting(team.ID, "programmer", "write_file")
 			if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID, Kind: api.DecisionApprove, Source: "agentctl"}); err != nil {
 				t.Fatal(err)

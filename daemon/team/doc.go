@@ -1,4 +1,4 @@
-// Package team runs SOP workflows of several agents (issue 8, after aiwaves Agents,
+// Package team runs SOP workflows of several agents (after aiwaves Agents,
 // ChatDev and CAMEL): a workflow file names roles, two-role phases and states; a team run
 // walks the states from the root, runs each state's phases, and picks the next state by a
 // rule on the shared variables or by the model's schema-constrained choice.

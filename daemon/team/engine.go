@@ -479,7 +479,7 @@ func (e *Engine) checkCommands(ctx context.Context, file string, wf *Workflow) e
 			}
 		}
 		if len(missing) > 0 {
-			probs = append(probs, fmt.Sprintf("%s: role %s uses %s, which this daemon does not offer (see agentctl commands; web commands need [web] in the config)",
+			probs = append(probs, fmt.Sprintf("%s: role %s uses %s, which this daemon does not offer (see agentctl commands; web commands need [web_commands] in the config)",
 				file, name, strings.Join(missing, ", ")))
 		}
 	}

@@ -90,9 +90,7 @@ func TestTeamEventsFollowTheTranscript(t *testing.T) {
 // The stream says which role agent the team waits for, and a stop ends it with its reason.
 func TestTeamEventsWaitAndStop(t *testing.T) {
 	e := newEnv(t)
-	e.say("ceo", "Instruction: write hello.txt saying hi.")
-	e.say("agent", proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"}))
-	team := e.run(withCommands, "say hi")
+	team := e.startHello(withCommands)
 	ch, cancel, err := e.eng.SubscribeTeam(team.ID, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -16,9 +16,11 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -64,20 +66,23 @@ func newEnv(t *testing.T) *env {
 }
 
 // The supervisor the daemon passes is the engine's Agents.
-var _ Agents = agent.Facade{}
+var _ Agents = agenttest.API{}
 
 // start starts a supervisor and an engine on the store, as the daemon does.
 func (e *env) start() {
 	e.t.Helper()
 	var eng *Engine
-	sup, err := agent.New(agent.Options{Store: e.st, LLM: e.lc, Model: ollamatest.TinyModelName, StateDir: e.dir,
-		Commands: []string{"read_file", "write_file", "ask_user", "finish"},
-		Backoff:  func(int) time.Duration { return 10 * time.Millisecond },
-		OnRunEnd: func(end run.End) { eng.RunEnded(end) }})
+	sopt := agent.OptionsOf(config.Default())
+	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
+	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"read_file", "write_file", "ask_user", "finish"}
+	sopt.Store, sopt.LLM, sopt.StateDir = e.st, e.lc, e.dir
+	sopt.Backoff = func(int) time.Duration { return 10 * time.Millisecond }
+	sopt.OnRunEnd = func(end run.End) { eng.RunEnded(end) }
+	sup, err := agent.New(sopt)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	var agents Agents = sup.API().Facade()
+	var agents Agents = agenttest.Of(sup)
 	if e.wrap != nil {
 		agents = e.wrap(sup)
 	}
@@ -225,6 +230,14 @@ func outline(r *api.TeamRun) string {
 }
 
 // proposal is a role agent's reply proposing one command.
+// startHello runs a team (workflow src) whose ceo asks for hello.txt saying hi and whose
+// role agent proposes writing it, then gives the replies in more.
+func (e *env) startHello(src string, more ...string) *api.TeamRun {
+	e.say("ceo", "Instruction: write hello.txt saying hi.")
+	e.say("agent", append([]string{proposal("write_file", map[string]string{"path": "hello.txt", "contents": "hi"})}, more...)...)
+	return e.run(src, "say hi")
+}
+
 func proposal(command string, args any) string {
 	a, _ := json.Marshal(args)
 	return fmt.Sprintf(`{"thoughts":{"observations":"","text":"t","reasoning":"r","self_criticism":"","plan":"","speak":""},"command":{"name":%q,"args":%s}}`, command, a)

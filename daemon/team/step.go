@@ -463,7 +463,7 @@ func (e *Engine) agentTurn(ctx context.Context, l *live, r *store.TeamRun, wf *W
 		if run.Ended.IsZero() {
 			return "", false, true, nil
 		}
-		if run.Outcome != "finished" {
+		if run.Outcome != api.RunFinished {
 			return fmt.Sprintf("%s's agent run ended %s: %s", role.Name, run.Outcome, run.Reason), false, false, nil
 		}
 		return run.Reason, true, false, nil

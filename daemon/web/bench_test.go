@@ -20,7 +20,7 @@ func (e *env) createIdle(n int) []string {
 	no := false
 	ids := make([]string, n)
 	for i := range n {
-		a, err := e.sup.API().Facade().CreateAgent(context.Background(), api.CreateAgentRequest{Name: fmt.Sprintf("agent-%04d", i),
+		a, err := e.sup.API().Runs.CreateAgent(context.Background(), api.CreateAgentRequest{Name: fmt.Sprintf("agent-%04d", i),
 			Description: "bench", Goals: []string{"wait"}, Start: &no})
 		if err != nil {
 			e.t.Fatal(err)
@@ -76,7 +76,7 @@ func BenchmarkEventToDOM(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		start := time.Now()
-		a, err := e.sup.API().Facade().CreateAgent(context.Background(), api.CreateAgentRequest{Name: fmt.Sprintf("bench-%05d", i),
+		a, err := e.sup.API().Runs.CreateAgent(context.Background(), api.CreateAgentRequest{Name: fmt.Sprintf("bench-%05d", i),
 			Description: "bench", Goals: []string{"wait"}, Start: &no})
 		if err != nil {
 			b.Fatal(err)

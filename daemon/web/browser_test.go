@@ -37,7 +37,7 @@ func TestBrowserDecides(t *testing.T) {
 
 	c.do("approve ×2", chromedp.SetValue(chromedp.ID("count"), "2"), chromedp.Click(chromedp.ID("approve-n")))
 	c.wait("the third write to wait", `document.getElementById("waiting")?.textContent.includes("c.txt")`)
-	hist, _ := e.sup.API().Facade().History(context.Background(), a.ID)
+	hist, _ := e.sup.API().Views.History(context.Background(), a.ID)
 	must(t, len(hist) == 2 && hist[0].Outcome == "succeeded" && hist[1].Outcome == "succeeded", "approve ×2 did not run both: %+v", hist)
 	c.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("history")))
 	must(t, eval[int](c, `document.querySelectorAll("#history .outcome-succeeded").length`) == 2, "the page does not show both executions")
@@ -53,7 +53,7 @@ func TestBrowserDecides(t *testing.T) {
 
 	c.do("answer", chromedp.SendKeys(chromedp.ID("answer-text"), "docs/"), chromedp.Click(chromedp.ID("send-answer")))
 	c.wait("finish to wait", `document.querySelector("#waiting .command")?.textContent === "finish"`)
-	hist, _ = e.sup.API().Facade().History(context.Background(), a.ID)
+	hist, _ = e.sup.API().Views.History(context.Background(), a.ID)
 	must(t, len(hist) == 4 && hist[2].Outcome == "feedback" && strings.Contains(hist[3].Result, "docs/"), "feedback and answer: %+v", hist)
 
 	s, err := e.mgr.AddSchedule(context.Background(), api.ScheduleRequest{Name: "nightly", Spec: "0 3 * * *", TimeZone: "Europe/Paris",

@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/localapi"
 )
 
 // Service is the part of the daemon's API the console uses: the same one agentctl calls
@@ -66,7 +66,7 @@ type Console struct {
 	mu     sync.Mutex // guards the fields below: Listen and Close may race
 	ln     net.Listener
 	srv    *http.Server
-	guard  hostGuard
+	guard  localapi.HostGuard
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
@@ -109,7 +109,9 @@ func (c *Console) Listen(ctx context.Context, addr string) (string, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	c.ln, c.cancel = ln, cancel
-	c.guard = hostGuard{port: strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}
+	c.guard = localapi.NewHostGuard(ln.Addr(), addr)
+	c.guard.Name = "the web console"
+	c.guard.Reach = "http://127.0.0.1:" + c.guard.Port() + "/ (the URL `agentctl web` prints)"
 	srv := &http.Server{Handler: c, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	c.srv = srv
@@ -171,9 +173,6 @@ func (c *Console) EndSessions() int {
 	c.log.Info("web console: every session ended", "sessions", n)
 	return n
 }
-
-// openStreams is how many event streams are open now.
-func (c *Console) openStreams() int { return int(c.streams.Load()) }
 
 // Close stops serving: requests in flight get ctx's time to finish; event streams end.
 func (c *Console) Close(ctx context.Context) error {

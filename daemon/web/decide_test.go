@@ -59,7 +59,7 @@ func TestDecideFromTheConsole(t *testing.T) {
 	e.waitState(a.ID, api.StateAwaitingDecision)
 	id3, hash3, body := b.shown(a.ID)
 	must(t, id3 != id && strings.Contains(body, "c.txt"), "after approve ×2 the third write should wait:\n%s", body)
-	hist, _ := e.sup.API().Facade().History(context.Background(), a.ID)
+	hist, _ := e.sup.API().Views.History(context.Background(), a.ID)
 	must(t, len(hist) == 2 && hist[0].Outcome == "succeeded" && hist[1].Outcome == "succeeded", "both writes should have run: %+v", hist)
 	must(t, hist[0].Decision != nil && hist[0].Decision.By == "tester" && hist[0].Decision.Source == "web", "decision not recorded as the console's: %+v", hist[0].Decision)
 
@@ -77,10 +77,10 @@ func TestDecideFromTheConsole(t *testing.T) {
 	must(t, strings.Contains(got.Body, "the limit is 8000 bytes"), "a long answer was not refused by its bytes:\n%s", got.Body)
 	b.post("/agents/"+a.ID+"/answer", url.Values{"csrf": {csrf}, "proposal_id": {qid}, "text": {"docs/"}})
 	must(t, testutil.Wait(10*time.Second, func() bool {
-		a, err := e.sup.API().Facade().Agent(context.Background(), a.ID)
+		a, err := e.sup.API().Views.Agent(context.Background(), a.ID)
 		return err == nil && a.Pending != nil && a.Pending.Command == "finish"
 	}), "after the answer the agent should propose finish")
-	hist, _ = e.sup.API().Facade().History(context.Background(), a.ID)
+	hist, _ = e.sup.API().Views.History(context.Background(), a.ID)
 	must(t, len(hist) == 4 && hist[2].Outcome == "feedback" && hist[3].Command == "ask_user" && strings.Contains(hist[3].Result, "docs/"),
 		"history after feedback and answer: %+v", hist)
 }

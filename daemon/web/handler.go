@@ -43,7 +43,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	guard := c.guard
 	c.mu.Unlock()
-	if status, msg := guard.refuse(r); status != 0 {
+	if status, msg := guard.Refuse(r); status != 0 {
 		c.log.Debug("web console: refused", "method", r.Method, "host", r.Host, "origin", r.Header.Get("Origin"), "why", msg)
 		http.Error(w, msg, status)
 		return
@@ -74,7 +74,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.router.ServeHTTP(w, r)
 }
 
-func (c *Console) cookieName() string { return cookiePrefix + c.guard.port }
+func (c *Console) cookieName() string { return cookiePrefix + c.guard.Port() }
 
 func (c *Console) sessionID(r *http.Request) string {
 	ck, err := r.Cookie(c.cookieName())

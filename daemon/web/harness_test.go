@@ -19,9 +19,12 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/llm"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/memory"
@@ -44,7 +47,7 @@ type env struct {
 
 // service is what the daemon hands the console: the supervisor's parts and the schedules.
 type service struct {
-	agent.Facade
+	agenttest.API
 	*schedule.Manager
 }
 
@@ -67,10 +70,12 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.sup, err = agent.New(agent.Options{Store: st, LLM: lc, Model: ollamatest.TinyModelName, StateDir: dir, Log: log,
-		Memory:   agent.MemoryOptions{Index: ix},
-		Commands: []string{"write_file", "read_file", "ask_user", "finish"},
-		Backoff:  func(int) time.Duration { return 20 * time.Millisecond }})
+	sopt := agent.OptionsOf(config.Default())
+	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
+	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"write_file", "read_file", "ask_user", "finish"}
+	sopt.Store, sopt.LLM, sopt.StateDir, sopt.Log, sopt.Memory = st, lc, dir, log, agent.MemoryOf(config.Default().Memory, ix)
+	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	e.sup, err = agent.New(sopt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +83,11 @@ func newEnv(t testing.TB) *env {
 	if err := e.sup.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.mgr = schedule.New(schedule.Options{Store: st, Agents: e.sup.API().Facade(), Log: log, Local: time.UTC})
+	e.mgr = schedule.New(schedule.Options{Store: st, Agents: agenttest.Of(e.sup), Log: log, Local: time.UTC})
 	if err := e.mgr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.con, err = New(Options{Service: service{e.sup.API().Facade(), e.mgr}, Log: log, User: "tester"})
+	e.con, err = New(Options{Service: service{agenttest.Of(e.sup), e.mgr}, Log: log, User: "tester"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +147,7 @@ func reply(name string, args any, thought *string) string {
 // create makes an agent with goals and starts its run.
 func (e *env) create(name string) *api.Agent {
 	e.t.Helper()
-	a, err := e.sup.API().Facade().CreateAgent(context.Background(), api.CreateAgentRequest{Name: name, Description: "test agent",
+	a, err := e.sup.API().Runs.CreateAgent(context.Background(), api.CreateAgentRequest{Name: name, Description: "test agent",
 		Goals: []string{"write files"}})
 	if err != nil {
 		e.t.Fatal(err)
@@ -156,7 +161,7 @@ func (e *env) waitState(id string, state api.AgentState) *api.Agent {
 	var a *api.Agent
 	if !testutil.Wait(10*time.Second, func() bool {
 		var err error
-		a, err = e.sup.API().Facade().Agent(context.Background(), id)
+		a, err = e.sup.API().Views.Agent(context.Background(), id)
 		return err == nil && a.State == state
 	}) {
 		e.t.Fatalf("agent %s never reached %s (last %+v)\nlogs:\n%s", id, state, a, e.logs.String())

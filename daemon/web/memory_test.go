@@ -19,12 +19,12 @@ func TestMemorySearchPage(t *testing.T) {
 		{Text: "The backup runs nightly at 03:00 from the NAS.", Source: "ops-notes.md"},
 		{Text: "Lunch is at noon <b>sharp</b>.", Source: "a person"},
 	} {
-		_, err := e.sup.API().Facade().AddMemory(context.Background(), m)
+		_, err := e.sup.API().Memory.AddMemory(context.Background(), m)
 		must(t, err == nil, "%v", err)
 	}
 	// The index takes new memories in the background.
 	must(t, testutil.Wait(10*time.Second, func() bool {
-		ms, _ := e.sup.API().Facade().SearchMemory(context.Background(), api.MemorySearchRequest{Query: "lunch backup"})
+		ms, _ := e.sup.API().Memory.SearchMemory(context.Background(), api.MemorySearchRequest{Query: "lunch backup"})
 		return len(ms) == 2
 	}), "the memories never reached the index")
 	tests := []struct {

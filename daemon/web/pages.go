@@ -89,7 +89,7 @@ func (c *Console) agentPage(w http.ResponseWriter, r *http.Request) {
 		v.Goals = append(v.Goals, text(g))
 	}
 	for _, run := range a.Runs {
-		v.Runs = append(v.Runs, runLink{ID: run.ID, Task: line(run.Task), Started: ago(run.StartedAt), Outcome: line(run.Outcome), Steps: run.Steps})
+		v.Runs = append(v.Runs, runLink{ID: run.ID, Task: line(run.Task), Started: ago(run.StartedAt), Outcome: line(string(run.Outcome)), Steps: run.Steps})
 	}
 	for i := len(hist) - 1; i >= 0; i-- { // newest first
 		v.History = append(v.History, episodeOf(&hist[i]))

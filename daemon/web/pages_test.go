@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/agenttest"
 )
 
 // teamsService adds a team run waiting for its coder to the real service.
@@ -24,10 +25,10 @@ func TestPages(t *testing.T) {
 	e := newEnv(t)
 	a := e.create("audited")
 	p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
-	_, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionDeny, By: "pat", Source: "agentctl"})
+	_, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionDeny, By: "pat", Source: "agentctl"})
 	must(t, err == nil, "%v", err)
 	e.waitState(a.ID, api.StateIdle)
-	con, err := New(Options{Service: teamsService{service{e.sup.API().Facade(), e.mgr}}})
+	con, err := New(Options{Service: teamsService{service{agenttest.Of(e.sup), e.mgr}}})
 	must(t, err == nil, "%v", err)
 	base, err := con.Listen(context.Background(), "127.0.0.1:0")
 	must(t, err == nil, "%v", err)

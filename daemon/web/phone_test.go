@@ -35,7 +35,7 @@ func TestBrowserPhoneAndKeyboard(t *testing.T) {
 	must(t, eval[string](c, `document.activeElement?.id ?? ""`) == "approve", "Tab never reached Approve")
 	c.do("enter", chromedp.KeyEvent("\r"))
 	must(t, testutil.Wait(10e9, func() bool {
-		h, _ := e.sup.API().Facade().History(context.Background(), a.ID)
+		h, _ := e.sup.API().Views.History(context.Background(), a.ID)
 		return len(h) == 1 && h[0].Outcome == "succeeded"
 	}), "Enter on Approve did not run the write")
 }

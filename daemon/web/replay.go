@@ -26,7 +26,7 @@ func (c *Console) replayPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := replayView{RunID: rp.Run.ID, AgentID: rp.Run.AgentID, Agent: line(rp.Run.Agent), Task: text(rp.Run.Task),
-		Outcome: line(rp.Run.Outcome), Started: ago(rp.Run.StartedAt), Ended: ago(rp.Run.EndedAt)}
+		Outcome: line(string(rp.Run.Outcome)), Started: ago(rp.Run.StartedAt), Ended: ago(rp.Run.EndedAt)}
 	for _, st := range rp.Steps {
 		s := replayStep{Proposal: proposalOf(&st.Proposal)}
 		for _, d := range st.Decisions {

@@ -52,7 +52,7 @@ func TestAddScheduleAndReplay(t *testing.T) {
 
 	// Its run proposes finish; approved, the run ends and has a replay.
 	p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
-	_, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "t", Source: "agentctl"})
+	_, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "t", Source: "agentctl"})
 	must(t, err == nil, "%v", err)
 	e.waitState(a.ID, api.StateIdle)
 	got = b.get("/agents/" + a.ID)

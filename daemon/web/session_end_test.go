@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -52,7 +53,7 @@ func (c *syncClock) add(d time.Duration) {
 func TestSessionEndClosesItsStreams(t *testing.T) {
 	e := newEnv(t)
 	clk := &syncClock{t: time.Date(2026, 11, 25, 3, 0, 0, 0, time.UTC)}
-	con, err := New(Options{Service: service{e.sup.API().Facade(), e.mgr}, Now: clk.now})
+	con, err := New(Options{Service: service{agenttest.Of(e.sup), e.mgr}, Now: clk.now})
 	must(t, err == nil, "%v", err)
 	base, err := con.Listen(context.Background(), "127.0.0.1:0")
 	must(t, err == nil, "%v", err)
@@ -127,3 +128,6 @@ func TestBrowserLogOutStopsOtherTabsStream(t *testing.T) {
 	must(t, !eval[bool](c, `!!document.getElementById("agent-`+a.ID+`")`), "an agent created after logging out showed in the other tab")
 	c.shot("logged-out-tab")
 }
+
+// openStreams is how many event streams are open now.
+func (c *Console) openStreams() int { return int(c.streams.Load()) }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/agenttest"
 )
 
 // sse is one Server-Sent Events message.
@@ -107,7 +108,7 @@ func TestStreamResumesWithoutLossOrDuplicates(t *testing.T) {
 
 	s := b.stream(path, 0)
 	a := e.create("streamer")
-	svc := e.sup.API().Facade()
+	svc := agenttest.Of(e.sup)
 	decide := func() {
 		t.Helper()
 		a := e.waitState(a.ID, api.StateAwaitingDecision)
@@ -155,10 +156,10 @@ func TestAgentStreamRendersEveryField(t *testing.T) {
 	must(t, strings.Contains(path, "agent="+a.ID), "the agent page follows %s", path)
 	s := b.stream(path, 0)
 	defer s.close()
-	_, err := e.sup.API().Facade().TaskRun(context.Background(), a.ID, api.TaskRequest{Task: "write a.txt"})
+	_, err := e.sup.API().Runs.TaskRun(context.Background(), a.ID, api.TaskRequest{Task: "write a.txt"})
 	must(t, err == nil, "%v", err)
 	p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
-	if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "pat", Source: "agentctl"}); err != nil {
+	if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "pat", Source: "agentctl"}); err != nil {
 		t.Fatal(err)
 	}
 	var all strings.Builder
@@ -197,7 +198,7 @@ func (g gapService) Subscribe(ref string, since int64) (<-chan api.Event, func()
 // page to read everything again, rather than going on as if nothing was missed.
 func TestStreamGapAsksForReload(t *testing.T) {
 	e := newEnv(t)
-	con, err := New(Options{Service: gapService{service{e.sup.API().Facade(), e.mgr}}})
+	con, err := New(Options{Service: gapService{service{agenttest.Of(e.sup), e.mgr}}})
 	must(t, err == nil, "%v", err)
 	base, err := con.Listen(context.Background(), "127.0.0.1:0")
 	must(t, err == nil, "%v", err)

@@ -73,7 +73,7 @@ func TestBrowserXSS(t *testing.T) {
 
 	decide := func() {
 		p := e.waitState(a.ID, api.StateAwaitingDecision).Pending
-		if _, err := e.sup.API().Facade().Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "t", Source: "agentctl"}); err != nil {
+		if _, err := e.sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: p.ID, Kind: api.DecisionApprove, By: "t", Source: "agentctl"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestBrowserXSS(t *testing.T) {
 	decide()
 	c.wait("the question to be shown live", `document.querySelector("#waiting .question") !== null`)
 	c.inert("a hostile result and question, live")
-	if err := e.sup.API().Facade().Answer(context.Background(), a.ID, api.AnswerRequest{Text: "ok", By: "t"}); err != nil {
+	if err := e.sup.API().Decisions.Answer(context.Background(), a.ID, api.AnswerRequest{Text: "ok", By: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	decide() // finish, with a hostile reason

@@ -183,16 +183,9 @@ func TestSuppressEmbedsAndPreviews(t *testing.T) {
 func TestInteractionDeadlineIsDiscords(t *testing.T) {
 	fake, s, ev := setup(t, testConfig())
 	defer closeSession(t, fake, s)
-	m, err := s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{Content: "p", Components: buttons("agentd:v2:approve:p-abc123:-")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fake.Click(channelID, m.ID, alice, "agentd:v2:approve:p-abc123:-"); err != nil {
-		t.Fatal(err)
-	}
-	ic := recv(t, ev.inter)
+	ic := clickedProposal(t, fake, s, ev)
 	fake.Advance(3100 * time.Millisecond) // past Discord's 3 s
-	err = s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
+	err := s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
 	if _, code := restCode(err); code != fakediscord.CodeUnknownInteraction {
 		t.Fatalf("a response after 3 s: %v, want 10062", err)
 	}
@@ -219,14 +212,7 @@ func TestResumeReplaysHandledEvents(t *testing.T) {
 func TestInteractionTokenLastsFifteenMinutes(t *testing.T) {
 	fake, s, ev := setup(t, testConfig())
 	defer closeSession(t, fake, s)
-	m, err := s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{Content: "p", Components: buttons("agentd:v2:approve:p-abc123:-")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fake.Click(channelID, m.ID, alice, "agentd:v2:approve:p-abc123:-"); err != nil {
-		t.Fatal(err)
-	}
-	ic := recv(t, ev.inter)
+	ic := clickedProposal(t, fake, s, ev)
 	if err := s.InteractionRespond(ic.Interaction, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate}); err != nil {
 		t.Fatal(err)
 	}
@@ -236,8 +222,22 @@ func TestInteractionTokenLastsFifteenMinutes(t *testing.T) {
 		t.Fatalf("a follow-up within 15 minutes: %v", err)
 	}
 	fake.Advance(2 * time.Minute)
-	_, err = s.FollowupMessageCreate(ic.Interaction, true, note)
+	_, err := s.FollowupMessageCreate(ic.Interaction, true, note)
 	if _, code := restCode(err); code != fakediscord.CodeInvalidWebhookToken {
 		t.Fatalf("a follow-up after 16 minutes: %v, want 50027", err)
 	}
+}
+
+// clickedProposal posts a proposal with an approve button, has alice click it, and
+// returns the interaction the session received.
+func clickedProposal(t *testing.T, fake *fakediscord.Server, s *discordgo.Session, ev *events) *discordgo.InteractionCreate {
+	t.Helper()
+	m, err := s.ChannelMessageSendComplex(channelID, &discordgo.MessageSend{Content: "p", Components: buttons("agentd:v2:approve:p-abc123:-")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fake.Click(channelID, m.ID, alice, "agentd:v2:approve:p-abc123:-"); err != nil {
+		t.Fatal(err)
+	}
+	return recv(t, ev.inter)
 }

@@ -18,7 +18,6 @@ import (
 	"net/url"
 	"os"
 	osuser "os/user"
-	"slices"
 	"syscall"
 
 	"github.com/agentd/agentd/api"
@@ -48,38 +47,23 @@ func (c *command) usageLine() string {
 	return "agentctl " + c.name + " " + c.args
 }
 
-// commands lists the subcommands in the order help shows them. It is filled in init
-// because help's run refers back to it.
+// commands lists the subcommands in the order help shows them: the one place a verb
+// is registered (its file holds the rest: help text, flags, runX). completeCmd is the
+// hidden one the completion scripts call. Both are set in init because help's and
+// completion's runs refer back to them.
 var commands []*command
+
+var completeCmd *command
 
 func init() {
 	commands = []*command{
-		runCmd, followCmd, lsCmd, showCmd, statusCmd, doctorCmd, reloadCmd,
+		runCmd, followCmd, lsCmd, showCmd, statusCmd, doctorCmd, webCmd, reloadCmd,
 		approveCmd, denyCmd, feedbackCmd, answerCmd,
-		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, budgetCmd, rmCmd, historyCmd,
+		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, budgetCmd, rmCmd, historyCmd, whyCmd,
 		commandsCmd, policyCmd, scheduleCmd, teamCmd, memoryCmd, auditCmd, replayCmd,
 		completionCmd, helpCmd,
 	}
-	for _, x := range added {
-		i := slices.IndexFunc(commands, func(c *command) bool { return c.name == x.after })
-		commands = slices.Insert(commands, i+1, x.c)
-	}
-}
-
-// added are the subcommands whose own file lists them, each after the command named.
-var added []struct {
-	after string
-	c     *command
-}
-
-// addCommand lists c after the command named after, from c's own file: call it in a
-// package-level var, which Go runs before the init that builds the list.
-func addCommand(after string, c *command) *command {
-	added = append(added, struct {
-		after string
-		c     *command
-	}{after, c})
-	return c
+	completeCmd = &command{name: "__complete", run: (*app).runComplete}
 }
 
 // lookup finds a subcommand by name, including the hidden __complete.

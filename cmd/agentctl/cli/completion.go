@@ -75,16 +75,11 @@ func (a *app) runCompletion(_ context.Context, args []string) error {
 	return err
 }
 
-// completeCmd is the hidden command the completion scripts call: given the words typed
-// after "agentctl", the last one possibly partial, it prints the candidates for that
-// last word, one per line. It never fails loudly: a shell shows nothing instead.
-// It is set in init: it looks commands up, as lookup finds it.
-var completeCmd *command
-
-func init() { completeCmd = &command{name: "__complete", run: (*app).runComplete} }
-
 var flagInArgs = regexp.MustCompile(`--[a-z][a-z-]*`)
 
+// runComplete is the hidden __complete: given the words typed after "agentctl", the
+// last one possibly partial, it prints the candidates for that last word, one per
+// line. It never fails loudly: a shell shows nothing instead.
 func (a *app) runComplete(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		args = []string{""}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/backoff"
 )
 
 var followCmd = &command{
@@ -45,11 +46,8 @@ func (a *app) runFollow(ctx context.Context, args []string) error {
 	return a.follow(ctx, ref, *stay, "")
 }
 
-// Reconnect backoff after the event stream drops.
-const (
-	minBackoff = 500 * time.Millisecond
-	maxBackoff = 5 * time.Second
-)
+// streamBackoff spaces reconnects after the event stream drops: 500ms doubling to 5s.
+var streamBackoff = backoff.Policy{Base: 500 * time.Millisecond, Max: 5 * time.Second}
 
 // endFollow, returned from an event handler, ends follow with err (nil: success).
 type endFollow struct{ err error }
@@ -189,7 +187,7 @@ func (f *follower) intro(ag *api.Agent) error {
 
 // stream follows the agent's events, reconnecting with backoff when the stream drops.
 func (f *follower) stream(ctx context.Context) error {
-	backoff := minBackoff
+	attempt := 1
 	lastMsg := ""
 	for {
 		since := f.seq()
@@ -203,7 +201,7 @@ func (f *follower) stream(ctx context.Context) error {
 			return f.resync(ctx)
 		}
 		err := f.a.api().EventsOpened(ctx, f.id, since, opened, func(ev api.Event) error {
-			backoff = minBackoff
+			attempt = 1
 			return f.handle(ev)
 		})
 		var end *endFollow
@@ -231,9 +229,9 @@ func (f *follower) stream(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(streamBackoff.Next(attempt)):
 		}
-		backoff = min(2*backoff, maxBackoff)
+		attempt++
 		if err := f.resync(ctx); err != nil {
 			if errors.Is(err, api.ErrNotFound) {
 				return fmt.Errorf("agent %s is gone: it was removed", f.ref())

@@ -12,16 +12,17 @@ import (
 
 // TestImportsOnlyTheClient checks that agentctl (its main, this package and everything they
 // pull in from this module) uses nothing from the repo but api and the display
-// leaf, and nothing from outside but the standard library and golang.org/x/term: agentctl
+// and backoff leaves, and nothing from outside but the standard library and golang.org/x/term: agentctl
 // must work against any agentd through the public API alone. Its tests may also use the
 // shared test support, which is never linked into the binary.
 func TestImportsOnlyTheClient(t *testing.T) {
 	root, module := moduleRoot(t)
 	allowed := map[string]bool{
-		module + "/cmd/agentctl":          true,
-		module + "/cmd/agentctl/cli":      true,
-		module + "/api":         true,
+		module + "/cmd/agentctl":     true,
+		module + "/cmd/agentctl/cli": true,
+		module + "/api":              true,
 		module + "/internal/display": true,
+		module + "/internal/backoff": true,
 	}
 	testOnly := map[string]bool{
 		module + "/internal/testutil": true,

@@ -17,7 +17,7 @@ Applied at once: models, directives, command and component lists, permission pat
 [agents.NAME] tables, limits, [schedules], the log level, and the chat bots (restarted
 when their settings changed). Agents keep running: a step under way finishes with the old
 settings, the next step uses the new ones. Everything else (state directory, socket,
-ollama.host, [memory], [web], [shell], [mcp], …) is listed as needing a restart.`,
+ollama.hosts, [memory], [web_commands], [shell], [mcp], …) is listed as needing a restart.`,
 	run: (*app).runReload,
 }
 

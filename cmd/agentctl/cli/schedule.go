@@ -423,11 +423,11 @@ func (a *app) scheduleRunNow(ctx context.Context, args []string) error {
 		fmt.Fprintf(a.stdout, "schedule %s fired: run %s on agent %s\n", ref, r.RunID, r.AgentID)
 		a.note("watch it with: agentctl follow %s", r.AgentID)
 	case r.Reason != "":
-		fmt.Fprintf(a.stdout, "schedule %s fired: %s: %s\n", ref, line(r.Outcome), oneParagraph(r.Reason))
+		fmt.Fprintf(a.stdout, "schedule %s fired: %s: %s\n", ref, line(string(r.Outcome)), oneParagraph(r.Reason))
 	default:
 		fmt.Fprintf(a.stdout, "schedule %s fired: %s\n", ref, r.Outcome)
 	}
-	if r.Outcome == "failed" {
+	if r.Outcome == api.RunFailed {
 		return fmt.Errorf("the run could not start: %s", r.Reason)
 	}
 	return nil

@@ -138,7 +138,7 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
 		for _, r := range ag.Runs {
-			outcome := r.Outcome
+			outcome := string(r.Outcome)
 			if outcome == "" {
 				outcome = "running"
 			}

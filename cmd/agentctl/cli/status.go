@@ -196,9 +196,9 @@ func checkedAgo(at, now time.Time) string {
 func ollamaHostHint(from string) string {
 	switch from {
 	case "config":
-		return "start it there with `ollama serve`, or fix [ollama] host in agentd's config and restart agentd"
+		return "start it there with `ollama serve`, or fix [[ollama.hosts]] url in agentd's config and restart agentd"
 	case "OLLAMA_HOST":
-		return "start it there with `ollama serve`, or fix agentd's $OLLAMA_HOST (or set [ollama] host in its config) and restart agentd"
+		return "start it there with `ollama serve`, or fix agentd's $OLLAMA_HOST (or set [[ollama.hosts]] url in its config) and restart agentd"
 	}
-	return "start it with `ollama serve`, or point agentd at a running one: [ollama] host in its config (or $OLLAMA_HOST), then restart agentd"
+	return "start it with `ollama serve`, or point agentd at a running one: [[ollama.hosts]] url in its config (or $OLLAMA_HOST), then restart agentd"
 }

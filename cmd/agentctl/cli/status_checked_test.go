@@ -37,12 +37,12 @@ func TestStatusShowsOllamaCheckAge(t *testing.T) {
 }
 
 // An unreachable Ollama's hint names what to change where agentd took its address from:
-// the config file's [ollama] host is not fixed by setting $OLLAMA_HOST.
+// the config file's [[ollama.hosts]] url is not fixed by setting $OLLAMA_HOST.
 func TestStatusHintNamesWhereTheOllamaHostCameFrom(t *testing.T) {
 	tests := []struct{ from, want, notWant string }{
-		{"config", "fix [ollama] host in agentd's config", "OLLAMA_HOST"},
-		{"OLLAMA_HOST", "fix agentd's $OLLAMA_HOST", "fix [ollama] host"},
-		{"default", "point agentd at a running one: [ollama] host in its config", "fix "},
+		{"config", "fix [[ollama.hosts]] url in agentd's config", "OLLAMA_HOST"},
+		{"OLLAMA_HOST", "fix agentd's $OLLAMA_HOST", "fix [[ollama.hosts]] url"},
+		{"default", "point agentd at a running one: [[ollama.hosts]] url in its config", "fix "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.from, func(t *testing.T) {

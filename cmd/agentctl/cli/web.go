@@ -7,7 +7,7 @@ import (
 	"os/exec"
 )
 
-var webCmd = addCommand("doctor", &command{
+var webCmd = &command{
 	name:  "web",
 	args:  "[logout] [--no-open] [--json]",
 	short: "open the web console: every agent, live, with the decision buttons",
@@ -30,7 +30,7 @@ makes the login URLs not used yet stop working: use it when a URL or a logged-in
 machine may be in someone else's hands. Log out in the console ends that browser's
 session, in every tab; a session unused for 12 hours ends by itself.`,
 	run: (*app).runWeb,
-})
+}
 
 func (a *app) runWeb(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()

@@ -8,7 +8,7 @@ import (
 	"github.com/agentd/agentd/api"
 )
 
-var whyCmd = addCommand("history", &command{
+var whyCmd = &command{
 	name:  "why",
 	args:  "AGENT [--json]",
 	short: "who or which rule decided the agent's last proposal, and why",
@@ -20,7 +20,7 @@ policy made names the allow or deny pattern that matched and the layer holding i
 pattern added with agentctl policy add, a schedule's autonomy) names the grant, who made
 it, what was left of it then and what is left now.`,
 	run: (*app).runWhy,
-})
+}
 
 func (a *app) runWhy(ctx context.Context, args []string) error {
 	ref, err := a.parseAgent(a.newFlagSet(), args)

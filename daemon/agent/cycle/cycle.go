@@ -1,9 +1,11 @@
 // Package cycle is the agent cycle — think → propose → authorize → execute → remember —
 // written down as a pure state machine. Next says what an agent and its open proposal
-// become on an event, and which effects follow; Authorize says who may run a proposal.
-// Neither does I/O, reads a clock or touches the store: daemon/agent carries out the
+// become on an event, and which effects follow; NextMove says which event an agent's
+// loop applies next and what it does after; Authorize says who may run a proposal.
+// None does I/O, reads a clock or touches the store: daemon/agent carries out the
 // effects (its applier is the only code that writes an agent's state or a proposal's
-// status). The table of every state × event is testdata/cycle.golden, drawn in README.md.
+// status). The table of every state × event is testdata/cycle.golden, drawn in README.md;
+// the loop's is testdata/loop.golden.
 package cycle
 
 import (
@@ -145,8 +147,9 @@ type Event struct {
 // EffectKind names an effect.
 type EffectKind string
 
-// Effects. The applier in daemon/agent persists SetProposal, SetAgent, EndRun and
-// StartRun in the event's transaction; the caller does the rest after it commits.
+// Effects. The applier in daemon/agent (apply) carries out every one, in the event's
+// transaction; a cancel runs once it commits. What the loop does after an event — run
+// the command, wait for a person — is NextMove's, not an effect.
 const (
 	SetProposal    EffectKind = "set_proposal"    // store the proposal's status (insert it when new)
 	SetAgent       EffectKind = "set_agent"       // store the agent's state and reason
@@ -154,11 +157,9 @@ const (
 	StartRun       EffectKind = "start_run"       // the agent begins a new run
 	RecordDecision EffectKind = "record_decision" // store the decision and audit it
 	RecordEpisode  EffectKind = "record_episode"  // remember what happened to the proposal
-	Grant          EffectKind = "grant"           // the next N-1 proposals are approved by a count grant (Authorize's NewGrant)
+	Grant          EffectKind = "grant"           // record what the authorization did to grants: a use, or the grant y -N or y! makes
 	EndGrant       EffectKind = "end_grant"       // what is left of a y -N count grant is cancelled
-	RunCommand     EffectKind = "run_command"     // execute the command
-	AskPerson      EffectKind = "ask_person"      // publish the proposal or question and wait
-	Cancel         EffectKind = "cancel"          // cancel a model call or command in flight
+	Cancel         EffectKind = "cancel"          // cancel a model call in flight (Command: and a running command)
 )
 
 // Effect is one thing the event's outcome calls for.
@@ -168,8 +169,9 @@ type Effect struct {
 	Result   *string        // SetProposal: the result to store with it, if any
 	Agent    AgentState     // SetAgent
 	Reason   string         // SetAgent
-	Outcome  string         // EndRun
+	Outcome  api.RunOutcome // EndRun
 	Detail   string         // EndRun
+	Command  bool           // Cancel: the running command too, not only a model call
 }
 
 func (e Effect) String() string {
@@ -182,7 +184,12 @@ func (e Effect) String() string {
 	case SetAgent:
 		return "agent=" + string(e.Agent)
 	case EndRun:
-		return "end_run(" + e.Outcome + ")"
+		return "end_run(" + string(e.Outcome) + ")"
+	case Cancel:
+		if e.Command {
+			return "cancel(model,command)"
+		}
+		return "cancel(model)"
 	}
 	return string(e.Kind)
 }
@@ -197,13 +204,11 @@ func (e *IllegalError) Error() string {
 	return fmt.Sprintf("cycle: %s cannot happen to an agent in state %s", e.Event, e.From)
 }
 
-// Run outcomes, as runs record them.
-const (
-	OutcomeStopped  = "stopped"
-	OutcomeDenied   = "denied"
-	OutcomeFinished = "finished"
-	OutcomeBudget   = "budget_exhausted"
-)
+// AgentStates lists the agent states the table covers, RunOver last.
+var AgentStates = []AgentState{Thinking, AwaitingDecision, Executing, WaitingForModel, Paused, Idle, Failed, RunOver}
+
+// OpenStatuses lists the proposal statuses a state can hold: none, or an open proposal.
+var OpenStatuses = []ProposalStatus{None, Pending, Approved, Started, Interrupted}
 
 // Active reports whether an agent in state s has a run going (a loop works for it).
 func Active(s AgentState) bool {

@@ -32,28 +32,31 @@ func TestNext(t *testing.T) {
 		ev     Event
 		want   State
 		effect EffectKind
+		// then, when set, is what the loop does next in want (a person's wait, a run):
+		// NextMove's, as the verdict in want leaves it to a person.
+		then Then
 	}{
-		{"approve_runs_awaiting_agent", State{AwaitingDecision, Pending}, Event{Kind: Approve}, State{Executing, Approved}, RecordDecision},
-		{"approve_keeps_paused_agent_paused", State{Paused, Pending}, Event{Kind: Approve}, State{Paused, Approved}, RecordDecision},
-		{"approve_n_grants", State{AwaitingDecision, Interrupted}, Event{Kind: ApproveN}, State{Executing, Approved}, Grant},
-		{"deny_ends_run", State{AwaitingDecision, Pending}, Event{Kind: Deny}, State{Idle, Denied}, EndRun},
-		{"feedback_thinks_again", State{AwaitingDecision, Pending}, Event{Kind: GiveFeedback}, State{Thinking, Feedback}, RecordEpisode},
-		{"policy_refusal_is_feedback", State{Thinking, Pending}, Event{Kind: PolicyRefuse}, State{Thinking, Feedback}, RecordEpisode},
-		{"proposal_while_paused_is_superseded", State{Paused, None}, Event{Kind: Proposed}, State{Paused, Superseded}, SetProposal},
-		{"repeat_asks", State{Thinking, None}, Event{Kind: ProposedRepeat}, State{AwaitingDecision, Pending}, AskPerson},
-		{"repeat_ends_grant", State{Thinking, None}, Event{Kind: ProposedRepeat}, State{AwaitingDecision, Pending}, EndGrant},
-		{"loop_pauses_and_asks", State{Thinking, None}, Event{Kind: ProposedLoop}, State{Paused, Pending}, AskPerson},
-		{"loop_ends_grant", State{Thinking, None}, Event{Kind: ProposedLoop}, State{Paused, Pending}, EndGrant},
-		{"loop_after_stop_is_superseded", State{Idle, None}, Event{Kind: ProposedLoop}, State{Idle, Superseded}, SetProposal},
-		{"question_waits_for_answer", State{Executing, Approved}, Event{Kind: StartQuestion}, State{AwaitingDecision, Started}, AskPerson},
-		{"crash_interrupts_started", State{Executing, Started}, Event{Kind: Recovered}, State{AwaitingDecision, Interrupted}, AskPerson},
-		{"crash_after_run_ended_fails_it", State{RunOver, Started}, Event{Kind: Recovered}, State{RunOver, ProposalFail}, SetProposal},
-		{"idempotent_reruns", State{Executing, Started}, Event{Kind: RecoveredIdempotent}, State{Executing, Approved}, RunCommand},
-		{"result_of_old_run_moves_proposal_only", State{RunOver, Started}, Event{Kind: Finish}, State{RunOver, Succeeded}, RecordEpisode},
-		{"stop_supersedes_pending", State{AwaitingDecision, Pending}, Event{Kind: Stop}, State{Idle, Superseded}, Cancel},
-		{"stop_leaves_running_command", State{Executing, Started}, Event{Kind: Stop}, State{Idle, Started}, EndRun},
-		{"run_budget_withdraws_started", State{Executing, Started}, Event{Kind: RunBudgetHit}, State{Idle, ProposalFail}, EndRun},
-		{"task_supersedes_interrupted", State{Failed, Interrupted}, Event{Kind: Task}, State{Thinking, Superseded}, StartRun},
+		{"approve_runs_awaiting_agent", State{AwaitingDecision, Pending}, Event{Kind: Approve}, State{Executing, Approved}, RecordDecision, ""},
+		{"approve_keeps_paused_agent_paused", State{Paused, Pending}, Event{Kind: Approve}, State{Paused, Approved}, RecordDecision, ""},
+		{"approve_n_grants", State{AwaitingDecision, Interrupted}, Event{Kind: ApproveN}, State{Executing, Approved}, Grant, ""},
+		{"deny_ends_run", State{AwaitingDecision, Pending}, Event{Kind: Deny}, State{Idle, Denied}, EndRun, ""},
+		{"feedback_thinks_again", State{AwaitingDecision, Pending}, Event{Kind: GiveFeedback}, State{Thinking, Feedback}, RecordEpisode, ""},
+		{"policy_refusal_is_feedback", State{Thinking, Pending}, Event{Kind: PolicyRefuse}, State{Thinking, Feedback}, RecordEpisode, ""},
+		{"proposal_while_paused_is_superseded", State{Paused, None}, Event{Kind: Proposed}, State{Paused, Superseded}, SetProposal, ""},
+		{"repeat_asks", State{Thinking, None}, Event{Kind: ProposedRepeat}, State{AwaitingDecision, Pending}, SetAgent, Wait},
+		{"repeat_ends_grant", State{Thinking, None}, Event{Kind: ProposedRepeat}, State{AwaitingDecision, Pending}, EndGrant, ""},
+		{"loop_pauses_and_asks", State{Thinking, None}, Event{Kind: ProposedLoop}, State{Paused, Pending}, SetAgent, EndLoop},
+		{"loop_ends_grant", State{Thinking, None}, Event{Kind: ProposedLoop}, State{Paused, Pending}, EndGrant, ""},
+		{"loop_after_stop_is_superseded", State{Idle, None}, Event{Kind: ProposedLoop}, State{Idle, Superseded}, SetProposal, ""},
+		{"question_waits_for_answer", State{Executing, Approved}, Event{Kind: StartQuestion}, State{AwaitingDecision, Started}, SetAgent, Wait},
+		{"crash_interrupts_started", State{Executing, Started}, Event{Kind: Recovered}, State{AwaitingDecision, Interrupted}, SetAgent, Wait},
+		{"crash_after_run_ended_fails_it", State{RunOver, Started}, Event{Kind: Recovered}, State{RunOver, ProposalFail}, SetProposal, ""},
+		{"idempotent_reruns", State{Executing, Started}, Event{Kind: RecoveredIdempotent}, State{Executing, Approved}, SetProposal, RunIt},
+		{"result_of_old_run_moves_proposal_only", State{RunOver, Started}, Event{Kind: Finish}, State{RunOver, Succeeded}, RecordEpisode, ""},
+		{"stop_supersedes_pending", State{AwaitingDecision, Pending}, Event{Kind: Stop}, State{Idle, Superseded}, Cancel, ""},
+		{"stop_leaves_running_command", State{Executing, Started}, Event{Kind: Stop}, State{Idle, Started}, EndRun, ""},
+		{"run_budget_withdraws_started", State{Executing, Started}, Event{Kind: RunBudgetHit}, State{Idle, ProposalFail}, EndRun, ""},
+		{"task_supersedes_interrupted", State{Failed, Interrupted}, Event{Kind: Task}, State{Thinking, Superseded}, StartRun, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, effects, err := Next(c.from, c.ev)
@@ -69,6 +72,13 @@ func TestNext(t *testing.T) {
 			}
 			if !found {
 				t.Errorf("Next(%s, %s) effects %v lack %s", c.from, c.ev.Kind, effects, c.effect)
+			}
+			if c.then == "" {
+				return
+			}
+			r := Round{Agent: got.Agent, Proposal: got.Proposal, Question: c.ev.Kind == StartQuestion, Verdict: Ask}
+			if m := NextMove(r); m.Then != c.then {
+				t.Errorf("after Next(%s, %s): NextMove(%s) = %s, want %s", c.from, c.ev.Kind, r, m, c.then)
 			}
 		})
 	}
@@ -100,6 +110,26 @@ func TestEffectsCarryEveryChange(t *testing.T) {
 					t.Errorf("%s + %s moves an agent on another run", from, k)
 				}
 			}
+		}
+	}
+}
+
+// The loop's table: every round NextMove tells apart and its move.
+func TestLoopTableGolden(t *testing.T) {
+	testutil.Golden(t, "testdata/loop.golden", []byte(LoopTable()))
+}
+
+// Every event NextMove applies is one the cycle takes in the round's state: the loop
+// never asks the table for a transition it does not have.
+func TestLoopEventsAreLegal(t *testing.T) {
+	for _, r := range Rounds() {
+		m := NextMove(r)
+		if m.Event == NoEvent {
+			continue
+		}
+		from := State{Agent: r.Agent, Proposal: r.Proposal}
+		if _, _, err := Next(from, Event{Kind: m.Event}); err != nil {
+			t.Errorf("round %s: move %s: %v", r, m, err)
 		}
 	}
 }

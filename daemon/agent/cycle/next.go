@@ -1,5 +1,7 @@
 package cycle
 
+import "github.com/agentd/agentd/api"
+
 // Next is the cycle's transition function: what an agent in state from becomes on ev,
 // and the effects that follow. An event the state does not take is an *IllegalError
 // naming both. Next is pure: the same state and event always give the same answer.
@@ -41,7 +43,7 @@ func (t *transition) agent(a AgentState) {
 
 func (t *transition) effect(k EffectKind) { t.effects = append(t.effects, Effect{Kind: k}) }
 
-func (t *transition) endRun(outcome string) {
+func (t *transition) endRun(outcome api.RunOutcome) {
 	t.effects = append(t.effects, Effect{Kind: EndRun, Outcome: outcome, Detail: t.ev.Detail})
 }
 
@@ -89,7 +91,7 @@ func (t *transition) control() bool {
 			return false
 		}
 		t.agent(Paused)
-		t.effect(Cancel)
+		t.effects = append(t.effects, Effect{Kind: Cancel})
 	case Resume:
 		if a != Paused && a != Failed {
 			return false
@@ -101,8 +103,8 @@ func (t *transition) control() bool {
 		}
 		t.supersede()
 		t.agent(Idle)
-		t.endRun(OutcomeStopped)
-		t.effect(Cancel)
+		t.endRun(api.RunStopped)
+		t.effects = append(t.effects, Effect{Kind: Cancel, Command: true})
 	case Task:
 		if a != Idle && a != Failed {
 			return false
@@ -137,11 +139,9 @@ func (t *transition) proposed() bool {
 	case ProposedRepeat:
 		t.agent(AwaitingDecision)
 		t.effect(EndGrant)
-		t.effect(AskPerson)
 	case ProposedLoop:
 		t.agent(Paused)
 		t.effect(EndGrant)
-		t.effect(AskPerson)
 	}
 	return true
 }
@@ -157,6 +157,7 @@ func (t *transition) authorized() bool {
 			return false
 		}
 		t.proposal(Approved, false)
+		t.effect(Grant) // first: a grant the decision makes is named in its record
 		t.effect(RecordDecision)
 	case PolicyRefuse:
 		if !act || p != Pending {
@@ -171,16 +172,13 @@ func (t *transition) authorized() bool {
 			return false
 		}
 		t.agent(AwaitingDecision)
-		t.effect(AskPerson)
 	case Approve, ApproveN:
 		if !decidable {
 			return false
 		}
 		t.proposal(Approved, false)
+		t.effect(Grant)
 		t.effect(RecordDecision)
-		if t.ev.Kind == ApproveN {
-			t.effect(Grant)
-		}
 		if act {
 			t.agent(Executing)
 		}
@@ -192,7 +190,7 @@ func (t *transition) authorized() bool {
 		t.effect(RecordDecision)
 		t.effect(RecordEpisode)
 		t.agent(Idle)
-		t.endRun(OutcomeDenied)
+		t.endRun(api.RunDenied)
 	case GiveFeedback:
 		if !decidable {
 			return false
@@ -219,10 +217,8 @@ func (t *transition) executed() bool {
 		t.proposal(Started, false)
 		if t.ev.Kind == Start {
 			t.agent(Executing)
-			t.effect(RunCommand)
 		} else {
 			t.agent(AwaitingDecision)
-			t.effect(AskPerson)
 		}
 		return true
 	case WaitHelper:
@@ -237,7 +233,6 @@ func (t *transition) executed() bool {
 		}
 		t.proposal(Interrupted, false)
 		t.agent(AwaitingDecision)
-		t.effect(AskPerson)
 		return true
 	case RunBudgetHit:
 		if !act {
@@ -248,7 +243,7 @@ func (t *transition) executed() bool {
 		}
 		t.supersede()
 		t.agent(Idle)
-		t.endRun(OutcomeBudget)
+		t.endRun(api.RunBudgetExhausted)
 		return true
 	}
 	if p != Started {
@@ -285,19 +280,17 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		t.effect(RecordEpisode)
 		if a != RunOver {
 			t.agent(Idle)
-			t.endRun(OutcomeFinished)
+			t.endRun(api.RunFinished)
 		}
 	case Recovered, RecoveredIdempotent:
 		switch {
 		case !act: // its run was stopped or replaced while it ran: record it, ask no one
 			t.proposal(ProposalFail, true)
 		case t.ev.Kind == RecoveredIdempotent:
-			t.proposal(Approved, false)
-			t.effect(RunCommand)
+			t.proposal(Approved, false) // the loop starts it again (NextMove)
 		default:
 			t.proposal(Interrupted, false)
 			t.agent(AwaitingDecision)
-			t.effect(AskPerson)
 		}
 	case Withdraw:
 		t.proposal(ProposalFail, true)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/api"
 )
 
 // fakeClock is a Clock whose time moves only when the test sets it.
@@ -151,7 +153,7 @@ func (h *harness) at(now time.Time) {
 	h.settle()
 }
 
-func (h *harness) end(runID string, o Outcome) {
+func (h *harness) end(runID string, o api.RunOutcome) {
 	h.s.RunEnded(context.Background(), runID, Result{Outcome: o, Steps: 3, Tokens: 120})
 	h.settle()
 }
@@ -188,7 +190,7 @@ func (h *harness) nstarts() int {
 }
 
 // find returns the first record with outcome o.
-func (h *harness) find(o Outcome) Record {
+func (h *harness) find(o api.RunOutcome) Record {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, r := range h.records {

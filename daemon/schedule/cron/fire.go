@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"slices"
 	"time"
+
+	"github.com/agentd/agentd/api"
 )
 
 // maxMissedRecords bounds the missed firings recorded one by one per catch-up; after a long
@@ -131,7 +133,7 @@ func (s *Scheduler) fire(e *entry, now time.Time) []admitted {
 	}
 	for i, t := range missed {
 		r := s.newRecord(e, t, false)
-		r.Outcome, r.Reason = OutcomeMissed, why
+		r.Outcome, r.Reason = api.RunMissed, why
 		if i == 0 && more {
 			r.Reason += "; earlier firings were missed too and are not recorded one by one"
 		}
@@ -198,13 +200,13 @@ func (s *Scheduler) admit(e *entry, r *Record) bool {
 		return true
 	}
 	if e.sched.Concurrency == ConcurrencyQueue && e.queued == nil {
-		r.Outcome, r.Reason = OutcomeQueued, "waiting for the running run to end"
+		r.Outcome, r.Reason = api.RunQueued, "waiting for the running run to end"
 		q := *r
 		e.queued = &q
 		s.note(q)
 		return false
 	}
-	r.Outcome, r.Reason = OutcomeSkipped, "the previous run was still running"
+	r.Outcome, r.Reason = api.RunSkipped, "the previous run was still running"
 	if e.queued != nil {
 		r.Reason = "the previous run was still running and another firing was already queued"
 	}
@@ -215,7 +217,7 @@ func (s *Scheduler) admit(e *entry, r *Record) bool {
 // launch calls the Starter for an admitted firing and records the result.
 func (s *Scheduler) launch(ctx context.Context, e *entry, r Record) Record {
 	r.Started = s.clock.Now()
-	if r.Outcome == OutcomeQueued {
+	if r.Outcome == api.RunQueued {
 		r.Reason = ""
 	}
 	runID, err := s.callStart(ctx, r.Firing)
@@ -224,10 +226,10 @@ func (s *Scheduler) launch(ctx context.Context, e *entry, r Record) Record {
 	s.starting--
 	over := err != nil
 	if over {
-		r.Outcome, r.Reason, r.Ended = OutcomeFailed, "could not start: "+err.Error(), s.clock.Now()
+		r.Outcome, r.Reason, r.Ended = api.RunFailed, "could not start: "+err.Error(), s.clock.Now()
 		s.note(r)
 	} else {
-		r.RunID, r.Outcome = runID, OutcomeStarted
+		r.RunID, r.Outcome = runID, api.RunStarted
 		s.note(r)
 		var res Result
 		if res, over = s.early[runID]; over {
@@ -269,10 +271,10 @@ func (s *Scheduler) callStart(ctx context.Context, f Firing) (runID string, err 
 // ended returns r updated with the run's result.
 func ended(r Record, res Result, now time.Time) Record {
 	switch res.Outcome {
-	case OutcomeFinished, OutcomeFailed, OutcomeBudgetExhausted:
+	case api.RunFinished, api.RunFailed, api.RunBudgetExhausted:
 	default:
 		res.Reason = fmt.Sprintf("run ended with unknown outcome %q: %s", res.Outcome, res.Reason)
-		res.Outcome = OutcomeFailed
+		res.Outcome = api.RunFailed
 	}
 	r.Outcome, r.Reason, r.Steps, r.Tokens, r.Ended = res.Outcome, res.Reason, res.Steps, res.Tokens, now
 	return r
@@ -285,7 +287,7 @@ func (s *Scheduler) dropQueued(e *entry, why string) {
 	}
 	r := *e.queued
 	e.queued = nil
-	r.Outcome, r.Reason = OutcomeSkipped, why
+	r.Outcome, r.Reason = api.RunSkipped, why
 	s.note(r)
 }
 

@@ -100,21 +100,3 @@ func (p MissedPolicy) String() string {
 	}
 	return string(p.Mode)
 }
-
-// Outcome is the state of a firing in its Record.
-type Outcome string
-
-const (
-	OutcomeQueued          Outcome = "queued"           // waits for the running run (ConcurrencyQueue)
-	OutcomeStarted         Outcome = "started"          // the Starter started a run; it has not ended
-	OutcomeFinished        Outcome = "finished"         // the run ended well
-	OutcomeFailed          Outcome = "failed"           // the run failed, or could not start; Reason says why
-	OutcomeBudgetExhausted Outcome = "budget_exhausted" // the run hit its step, token or time budget
-	OutcomeSkipped         Outcome = "skipped"          // not run: a run was still going, or the schedule was paused or removed
-	OutcomeMissed          Outcome = "missed"           // not run: the daemon was down (or asleep) at the time
-)
-
-// Final reports whether o is an end state: no later Record of the firing follows.
-func (o Outcome) Final() bool {
-	return o != OutcomeQueued && o != OutcomeStarted
-}

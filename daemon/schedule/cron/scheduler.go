@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/agentd/agentd/api"
 )
 
 // Errors the Scheduler's methods wrap; the API maps them to 404, 409 and 503.
@@ -68,18 +70,18 @@ type Firing struct {
 // is recorded as started and again when it ends, a queued one also when it is queued.
 type Record struct {
 	Firing
-	RunID   string    // the run the Starter started; empty if none
-	Started time.Time // when Start was called; zero if it never was
-	Ended   time.Time // when the run ended (or failed to start); zero until then
-	Outcome Outcome   // queued, started, then an end state
-	Reason  string    // why it was skipped, missed or failed, or what the run said
-	Steps   int       // from RunEnded
-	Tokens  int       // from RunEnded
+	RunID   string         // the run the Starter started; empty if none
+	Started time.Time      // when Start was called; zero if it never was
+	Ended   time.Time      // when the run ended (or failed to start); zero until then
+	Outcome api.RunOutcome // queued, started, then an end state
+	Reason  string         // why it was skipped, missed or failed, or what the run said
+	Steps   int            // from RunEnded
+	Tokens  int            // from RunEnded
 }
 
 // Result is how a run ended, as reported to RunEnded.
 type Result struct {
-	Outcome Outcome // OutcomeFinished, OutcomeFailed or OutcomeBudgetExhausted
+	Outcome api.RunOutcome // api.RunFinished, api.RunFailed or api.RunBudgetExhausted
 	Reason  string
 	Steps   int
 	Tokens  int

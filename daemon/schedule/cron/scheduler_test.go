@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/api"
 )
 
 func every10(t *testing.T, c Concurrency) Schedule {
@@ -22,11 +24,11 @@ func TestFiresOnTime(t *testing.T) {
 		t.Fatalf("%d starts before 09:10", n)
 	}
 	h.at(day(9, 10))
-	h.end("run1", OutcomeFinished)
+	h.end("run1", api.RunFinished)
 	h.at(day(9, 20))
 	h.wantHistory("09:10 finished run1", "09:20 started run2")
 
-	r := h.find(OutcomeFinished)
+	r := h.find(api.RunFinished)
 	if !r.Started.Equal(day(9, 10)) || !r.Ended.Equal(day(9, 10)) || r.Steps != 3 || r.Tokens != 120 || r.Manual {
 		t.Errorf("finished record = %+v", r)
 	}
@@ -73,10 +75,10 @@ func TestConcurrencyPolicies(t *testing.T) {
 			h.at(day(9, 20))
 			h.at(day(9, 30))
 			h.clk.set(day(9, 35))
-			h.end("run1", OutcomeFinished)
+			h.end("run1", api.RunFinished)
 			h.wantHistory(tt.want...)
 			if tt.policy == ConcurrencyQueue {
-				if r := h.find(OutcomeQueued); !r.Scheduled.Equal(day(9, 20)) {
+				if r := h.find(api.RunQueued); !r.Scheduled.Equal(day(9, 20)) {
 					t.Errorf("queued record = %+v", r)
 				}
 				h.mu.Lock()
@@ -120,7 +122,7 @@ func TestMissedRuns(t *testing.T) {
 			h.run(Schedule{ID: "s1", Spec: mustParse(t, "CRON_TZ=UTC 0 * * * *"), Missed: tt.policy, LastFired: tt.last})
 			h.wantHistory(tt.want...)
 			if tt.reason != "" {
-				if r := h.find(OutcomeMissed); !strings.Contains(r.Reason, tt.reason) {
+				if r := h.find(api.RunMissed); !strings.Contains(r.Reason, tt.reason) {
 					t.Errorf("missed reason %q, want %q", r.Reason, tt.reason)
 				}
 			}
@@ -135,7 +137,7 @@ func TestCatchUpRunReason(t *testing.T) {
 	h := newHarness(t, day(9, 30))
 	h.run(Schedule{ID: "s1", Spec: mustParse(t, "CRON_TZ=UTC 0 * * * *"), Missed: MissedPolicy{Mode: MissedRunOnce},
 		LastFired: day(8, 0)})
-	if r := h.find(OutcomeStarted); r.Reason != "catch-up run, 30m0s late (the daemon was not running (or the machine slept) at the scheduled time)" {
+	if r := h.find(api.RunStarted); r.Reason != "catch-up run, 30m0s late (the daemon was not running (or the machine slept) at the scheduled time)" {
 		t.Errorf("catch-up reason = %q", r.Reason)
 	}
 }
@@ -148,7 +150,7 @@ func TestMissedAfterLongDowntime(t *testing.T) {
 	if len(got) != maxMissedRecords || got[0] != "07:51 missed" || got[len(got)-1] != "09:30 started run1" {
 		t.Fatalf("%d records, first %q, last %q", len(got), got[0], got[len(got)-1])
 	}
-	if r := h.find(OutcomeMissed); !strings.Contains(r.Reason, "earlier firings were missed too") {
+	if r := h.find(api.RunMissed); !strings.Contains(r.Reason, "earlier firings were missed too") {
 		t.Errorf("first missed record's reason %q does not mention the earlier ones", r.Reason)
 	}
 }
@@ -181,7 +183,7 @@ func TestStartFailuresRecorded(t *testing.T) {
 			h.start = tt.start
 			h.run(every10(t, ConcurrencySkip))
 			h.at(day(9, 10))
-			r := h.find(OutcomeFailed)
+			r := h.find(api.RunFailed)
 			if r.Reason != tt.reason || !r.Ended.Equal(day(9, 10)) || r.RunID != "" {
 				t.Errorf("failed record = %+v; want reason %q", r, tt.reason)
 			}
@@ -196,7 +198,7 @@ func TestRunEndedBeforeStartReturns(t *testing.T) {
 	h := newHarness(t, day(9, 0))
 	h.start = func(ctx context.Context, f Firing) (string, error) {
 		id := "fast-" + f.Scheduled.Format("1504")
-		h.s.RunEnded(ctx, id, Result{Outcome: OutcomeBudgetExhausted, Reason: "3 steps", Steps: 3})
+		h.s.RunEnded(ctx, id, Result{Outcome: api.RunBudgetExhausted, Reason: "3 steps", Steps: 3})
 		return id, nil
 	}
 	h.run(every10(t, ConcurrencySkip))
@@ -205,7 +207,7 @@ func TestRunEndedBeforeStartReturns(t *testing.T) {
 	h.wantHistory("09:10 budget_exhausted fast-0910", "09:20 budget_exhausted fast-0920")
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.records) != 4 || h.records[0].Outcome != OutcomeStarted || h.records[1].Outcome != OutcomeBudgetExhausted {
+	if len(h.records) != 4 || h.records[0].Outcome != api.RunStarted || h.records[1].Outcome != api.RunBudgetExhausted {
 		t.Errorf("records out of order: %+v", h.records)
 	}
 }
@@ -215,8 +217,8 @@ func TestUnknownOutcomeRecordedFailed(t *testing.T) {
 	h.run(every10(t, ""))
 	h.at(day(9, 10))
 	h.s.RunEnded(context.Background(), "run1", Result{Outcome: "done", Reason: "ok"})
-	h.s.RunEnded(context.Background(), "not-ours", Result{Outcome: OutcomeFinished})
-	if r := h.find(OutcomeFailed); r.Reason != `run ended with unknown outcome "done": ok` {
+	h.s.RunEnded(context.Background(), "not-ours", Result{Outcome: api.RunFinished})
+	if r := h.find(api.RunFailed); r.Reason != `run ended with unknown outcome "done": ok` {
 		t.Errorf("reason = %q", r.Reason)
 	}
 }
@@ -251,9 +253,9 @@ func TestPauseDropsQueued(t *testing.T) {
 	if err := h.s.Pause(context.Background(), "s1"); err != nil {
 		t.Fatal(err)
 	}
-	h.end("run1", OutcomeFinished)
+	h.end("run1", api.RunFinished)
 	h.wantHistory("09:10 finished run1", "09:20 skipped")
-	if r := h.find(OutcomeSkipped); r.Reason != "the schedule was paused" {
+	if r := h.find(api.RunSkipped); r.Reason != "the schedule was paused" {
 		t.Errorf("reason = %q", r.Reason)
 	}
 }
@@ -270,11 +272,11 @@ func TestRunNow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Outcome != OutcomeStarted || r.RunID != "run1" || !r.Manual || !r.Scheduled.Equal(day(9, 3)) {
+	if r.Outcome != api.RunStarted || r.RunID != "run1" || !r.Manual || !r.Scheduled.Equal(day(9, 3)) {
 		t.Errorf("RunNow on a paused schedule = %+v", r)
 	}
 	r, err = h.s.RunNow(ctx, "s1")
-	if err != nil || r.Outcome != OutcomeSkipped || r.Reason != "the previous run was still running" {
+	if err != nil || r.Outcome != api.RunSkipped || r.Reason != "the previous run was still running" {
 		t.Errorf("RunNow while running = %+v, %v; want skipped", r, err)
 	}
 	if _, err := h.s.RunNow(ctx, "nope"); !errors.Is(err, ErrNotFound) {
@@ -293,10 +295,10 @@ func TestRemoveWhileRunning(t *testing.T) {
 	if err := h.s.Remove(context.Background(), "s1"); err != nil {
 		t.Fatal(err)
 	}
-	h.end("run1", OutcomeFinished) // the run outlives its schedule; its end is recorded
+	h.end("run1", api.RunFinished) // the run outlives its schedule; its end is recorded
 	h.at(day(9, 30))
 	h.wantHistory("09:10 finished run1", "09:20 skipped")
-	if r := h.find(OutcomeSkipped); r.Reason != "the schedule was removed" {
+	if r := h.find(api.RunSkipped); r.Reason != "the schedule was removed" {
 		t.Errorf("reason = %q", r.Reason)
 	}
 	if _, err := h.s.Status("s1"); !errors.Is(err, ErrNotFound) {
@@ -382,7 +384,7 @@ func TestConcurrentUse(t *testing.T) {
 			}
 			for i := range 20 {
 				r, _ := h.s.RunNow(ctx, id)
-				h.s.RunEnded(ctx, r.RunID, Result{Outcome: OutcomeFinished})
+				h.s.RunEnded(ctx, r.RunID, Result{Outcome: api.RunFinished})
 				_ = h.s.Pause(ctx, id)
 				_ = h.s.Resume(ctx, id)
 				_ = h.s.Update(ctx, sc)
@@ -399,7 +401,7 @@ func TestConcurrentUse(t *testing.T) {
 		h.settle()
 		for _, st := range h.s.List() {
 			for _, id := range st.Running {
-				h.s.RunEnded(ctx, id, Result{Outcome: OutcomeFinished})
+				h.s.RunEnded(ctx, id, Result{Outcome: api.RunFinished})
 			}
 		}
 	}

@@ -1,0 +1,554 @@
+package bots
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/api"
+)
+
+// The checks a chat action passes before it reaches the daemon, listed once, in the order
+// they run: clickGuards for a button, dialogGuards for a submitted feedback dialog,
+// replyGuards for a typed reply in a bound thread. A guard that refuses has told the
+// person why (and audited what must be); the walk stops there. What passes every guard is
+// the decision the daemon gets, and the daemon still refuses a stale or second one.
+
+// check is one chat action on its way through the guards: what they read, and what they
+// find on the way (the agent it is for, and for a reply its text for that agent).
+type check struct {
+	r      *Relay
+	ep     *endpoint // nil when no adapter serves the platform
+	w      Where
+	u      User
+	action string
+	ref    Ref
+	click  *Click    // the button, for a click
+	in     *Incoming // the message, for a reply
+	b      *Binding  // the thread's binding, for a reply in a run's thread
+	team   *TeamBinding
+	run    *api.TeamRun // the thread's team run, for a reply in a team's thread
+	text   string       // feedback or reply text
+	named  bool         // the reply named its helper ("fetcher: y")
+	a      *api.Agent
+}
+
+// guard is one named check; pass reports whether the action goes on.
+type guard struct {
+	name string
+	pass func(ctx context.Context, c *check) bool
+}
+
+// clickGuards are what a button press passes, in order.
+var clickGuards = []guard{
+	{"served_here", served},
+	{"first_delivery", firstClickDelivery},
+	{"approver_here", approverHere},
+	{"message_shows_proposal", messageShowsProposal},
+	{"count_shown", countShown},
+	{"thread_agent", threadAgent},
+	{"agent_approver", agentApprover},
+	{"hash_matches", hashMatches},
+	{"not_expired", notExpired},
+}
+
+// dialogGuards are what a submitted feedback dialog passes, in order. Where comes back
+// from the dialog (Slack: its private_metadata), so it is checked like a click's; a
+// dialog opened before its proposal expired is submitted after it, so expiry is too.
+var dialogGuards = []guard{
+	{"served_here", served},
+	{"approver_here", approverHere},
+	{"feedback_fits", feedbackFits},
+	{"thread_agent", threadAgent},
+	{"agent_approver", agentApprover},
+	{"hash_matches", hashMatches},
+	{"not_expired", notExpired},
+}
+
+// replyGuards are what a typed reply in a bound thread passes, in order, once it is known
+// to be no redelivery (OnMessage).
+var replyGuards = []guard{
+	{"thread_agent_exists", replyAgent},
+	{"agent_approver", agentApprover},
+	{"says_something", saysSomething},
+	{"helper_named_waits", replyHelper},
+	{"not_help", notHelp},
+	{"written_for_what_waits", writtenForWhatWaits},
+}
+
+// teamReplyGuards are what a typed reply in a team run's thread passes, in order, once it
+// is known to be no redelivery (OnMessage).
+var teamReplyGuards = []guard{
+	{"says_something", saysSomething},
+	{"team_run_exists", teamRun},
+	{"channel_approver", channelApprover},
+	{"role_named_waits", replyRole},
+	{"not_help", notHelp},
+	{"written_for_what_waits", writtenForWhatWaits},
+}
+
+// passes runs guards in order and reports whether c passed all of them.
+func (c *check) passes(ctx context.Context, guards []guard) bool {
+	for _, g := range guards {
+		if !g.pass(ctx, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// OnClick handles a button on a proposal message. Only approvers decide; the daemon lets
+// the first valid decision win and refuses the rest, whose clickers get its reason.
+func (r *Relay) OnClick(ctx context.Context, cl Click) {
+	c := &check{r: r, ep: r.eps.get(cl.Platform), w: cl.Where, u: cl.User, action: cl.Action, ref: cl.Ref, click: &cl}
+	if !c.passes(ctx, clickGuards) {
+		return
+	}
+	req := api.DecideRequest{ProposalID: c.ref.ProposalID, By: c.u.ID, ByName: c.u.Name, Source: cl.Platform, Hash: c.ref.Hash}
+	switch c.action {
+	case ActionApprove:
+		req.Kind, req.Count = api.DecisionApprove, 1
+	case ActionApproveN:
+		req.Kind, req.Count = api.DecisionApprove, max(c.ref.Count, 1)
+	case ActionDeny:
+		req.Kind = api.DecisionDeny
+	case ActionFeedback:
+		c.openFeedback(ctx)
+		return
+	default:
+		return
+	}
+	if _, err := r.opt.Service.Decide(ctx, c.a.ID, req); err != nil {
+		c.tell(ctx, err.Error())
+	}
+}
+
+// openFeedback opens the feedback dialog for the proposal waiting; its submission comes
+// back as OnFeedback.
+func (c *check) openFeedback(ctx context.Context) {
+	p := c.a.Pending
+	if p == nil || p.ID != c.ref.ProposalID {
+		c.tell(ctx, "This proposal takes no decision now.")
+		return
+	}
+	if err := c.ep.a.OpenFeedback(ctx, c.click.Trigger, c.ref, fmt.Sprintf("Step %d: %s", p.Step, p.Command)); err != nil {
+		c.r.log.Error("bots: opening feedback dialog", "platform", c.ep.a.Platform(), "err", err)
+		c.tell(ctx, "Could not open the feedback dialog; reply in the thread with your feedback instead.")
+	}
+}
+
+// OnFeedback handles a submitted feedback dialog.
+func (r *Relay) OnFeedback(ctx context.Context, platform string, w Where, u User, ref Ref, text string) {
+	c := &check{r: r, ep: r.eps.get(platform), w: w, u: u, action: ActionFeedback, ref: ref, text: text}
+	if !c.passes(ctx, dialogGuards) {
+		return
+	}
+	_, err := r.opt.Service.Decide(ctx, c.a.ID, api.DecideRequest{
+		ProposalID: ref.ProposalID, Kind: api.DecisionFeedback, Feedback: text, By: u.ID, ByName: u.Name, Source: platform, Hash: ref.Hash})
+	if err != nil {
+		c.tell(ctx, err.Error())
+	}
+}
+
+// served: an adapter serves the platform, the action is a person's, and the bot serves
+// the channel. Anything else is ignored without a word.
+func served(_ context.Context, c *check) bool {
+	return c.ep != nil && !c.u.Bot && c.ep.rules.Serves(c.w)
+}
+
+// firstClickDelivery: the click is no redelivery of one handled already (firstTime).
+func firstClickDelivery(ctx context.Context, c *check) bool {
+	return c.click.ID == "" || c.r.firstTime(ctx, c.ep, c.w, c.u, "click", c.click.ID, "click\x00"+c.click.ID)
+}
+
+// approverHere, before anything else about the action is read: u may decide something in
+// w (mayCommand). A refusal is audited at most once a minute per person (strangers.go).
+func approverHere(ctx context.Context, c *check) bool {
+	if c.r.mayCommand(ctx, c.ep, c.w, c.u) {
+		return true
+	}
+	platform := c.ep.a.Platform()
+	if n, audit := c.r.strangers.allow(platform, c.u.ID, c.r.opt.Now()); audit {
+		c.audit(ctx, c.ref.AgentID, "", "not an approver here", n)
+	} else {
+		c.r.log.Debug("bots: a non-approver's refused action not audited again this minute", "platform", platform, "user", c.u.ID, "unaudited", n)
+	}
+	c.tell(ctx, notApproverText)
+	return false
+}
+
+// messageShowsProposal: the message clicked shows the proposal its button names, as far
+// as the relay recorded it; a button whose value was forged or copied onto another
+// proposal's message is refused and audited. A message the relay has no record of (a
+// post in flight) is left to the guards after it.
+func messageShowsProposal(ctx context.Context, c *check) bool {
+	if c.click.Message == "" {
+		return true
+	}
+	m, err := c.r.opt.Bindings.MessageAt(ctx, c.ep.a.Platform(), c.w.Channel, c.click.Message)
+	if err != nil || m == nil || m.ProposalID == c.ref.ProposalID {
+		return true
+	}
+	// A Discord button names no agent: the audit row goes under the thread's agent.
+	c.audit(ctx, c.ref.AgentID, c.threadAgentID(ctx), "the button names another proposal than the message it is on", 0)
+	c.tell(ctx, "This button names another proposal than the one its message shows, so it decided nothing. Decide on the proposal as it is shown.")
+	return false
+}
+
+// countShown: an Approve ×N click carries the N the relay shows on that button
+// (Options.ApproveN): a forged value must not approve a thousand steps. An older button
+// made under a larger N is refused too, with a note saying what to do.
+func countShown(ctx context.Context, c *check) bool {
+	n := c.r.opt.ApproveN
+	if c.action != ActionApproveN || n >= 2 && c.ref.Count >= 2 && c.ref.Count <= n {
+		return true
+	}
+	c.audit(ctx, c.ref.AgentID, "", fmt.Sprintf("the button approves %d steps, not the %d shown", c.ref.Count, n), 0)
+	c.tell(ctx, fmt.Sprintf("This button approves %d steps, which is not what agentd shows (×%d), so it decided nothing. Use the proposal's buttons as shown now, or reply y -N.", c.ref.Count, n))
+	return false
+}
+
+// threadAgent finds the agent the click or dialog decides for (clickAgent): the thread's
+// agent, a helper of it, or a role agent of the thread's team run — never simply the one
+// the button names. A button naming any other agent is refused, and audited.
+func threadAgent(ctx context.Context, c *check) bool {
+	id, note, audit := c.clickAgent(ctx, c.ep.a.Platform(), c.w, c.ref)
+	if note != "" {
+		if audit {
+			c.audit(ctx, c.ref.AgentID, c.threadAgentID(ctx), "the button names another agent than its thread's", 0)
+		}
+		c.tell(ctx, note)
+		return false
+	}
+	a, err := c.r.opt.Service.Agent(ctx, id)
+	if err != nil {
+		c.tell(ctx, "This proposal's agent is gone.")
+		return false
+	}
+	c.a, c.ref.AgentID = a, a.ID
+	return true
+}
+
+// agentApprover: u may decide for the agent found (its own approvers, else the channel's).
+func agentApprover(ctx context.Context, c *check) bool {
+	if c.r.allowed(ctx, c.ep, c.w, c.a.Name, c.u) {
+		return true
+	}
+	c.r.refuse(ctx, c.ep, c.w, c.u, c.a.Name, c.action)
+	return false
+}
+
+// hashMatches: a button naming the waiting proposal was made for the command that waits
+// (its hash is a prefix of the proposal's); one made for another is refused and audited.
+func hashMatches(ctx context.Context, c *check) bool {
+	if !hashMismatch(c.a, c.ref) {
+		return true
+	}
+	c.audit(ctx, c.a.ID, c.a.ID, "the button's hash is not the waiting proposal's", 0)
+	c.tell(ctx, fmt.Sprintf("This button was made for another command than the one waiting at step %d (%s), so it decided nothing. Decide on the proposal as it is shown now.", c.a.Pending.Step, c.a.Pending.Command))
+	return false
+}
+
+// hashMismatch reports whether ref names a's pending proposal with a hash that is not
+// the proposal's: the button was made for a different command than the one waiting.
+func hashMismatch(a *api.Agent, ref Ref) bool {
+	p := a.Pending
+	return p != nil && p.ID == ref.ProposalID && ref.Hash != "" && !strings.HasPrefix(p.Hash, ref.Hash)
+}
+
+// notExpired: chat may still decide the proposal the button names (Options.Expiry).
+func notExpired(ctx context.Context, c *check) bool {
+	if p := c.a.Pending; p != nil && p.ID == c.ref.ProposalID && c.r.expiry.over(p) {
+		c.tell(ctx, c.r.expiry.note())
+		return false
+	}
+	return true
+}
+
+// expiry closes a proposal to chat decisions this long after it was made
+// (Options.Expiry; never when not positive).
+type expiry struct {
+	after time.Duration
+	now   func() time.Time
+}
+
+// over reports whether chat may no longer decide p.
+func (e expiry) over(p *api.Proposal) bool {
+	return e.after > 0 && e.now().Sub(p.CreatedAt) >= e.after
+}
+
+// note tells a person that chat may no longer decide, and what to do.
+func (e expiry) note() string {
+	return fmt.Sprintf("⌛ Expired after %s: the agent is still waiting; decide with `agentctl approve` or `agentctl deny`.", e.after)
+}
+
+// feedbackFits: the dialog's text is within the daemon's cap.
+func feedbackFits(ctx context.Context, c *check) bool {
+	if note := tooLong("Feedback", c.text); note != "" {
+		c.tell(ctx, note)
+		return false
+	}
+	return true
+}
+
+// replyAgent reads the agent of the reply's thread.
+func replyAgent(ctx context.Context, c *check) bool {
+	a, err := c.r.opt.Service.Agent(ctx, c.b.AgentID)
+	if err != nil {
+		c.tell(ctx, "This thread's agent is gone: "+err.Error())
+		return false
+	}
+	c.a = a
+	return true
+}
+
+// saysSomething: an empty reply is ignored.
+func saysSomething(_ context.Context, c *check) bool {
+	c.text = strings.TrimSpace(c.text)
+	return c.text != ""
+}
+
+// replyHelper picks the agent the reply is for (replyTarget): the thread's helpers post
+// there too, so a reply goes to the one it names, or to the one whose proposal is at the
+// bottom of the thread. A helper named must wait for something, and be told something.
+func replyHelper(ctx context.Context, c *check) bool {
+	c.a, c.text, c.named = c.replyTarget(ctx, c.a, c.text, func(w *api.Agent) bool { return c.shownBefore(ctx, w) })
+	a := c.a
+	if c.named && a.ParentID != "" && waitingID(a) == "" {
+		c.tell(ctx, fmt.Sprintf("Helper %s has nothing waiting for you: it is %s.", a.Name, a.State))
+		return false
+	}
+	if c.text == "" {
+		c.tell(ctx, fmt.Sprintf("Say what to tell %s after its name, like: %s: y", a.Name, a.Name[strings.LastIndexByte(a.Name, '/')+1:]))
+		return false
+	}
+	return true
+}
+
+// teamRun reads the team run of the reply's thread.
+func teamRun(ctx context.Context, c *check) bool {
+	teams := c.r.teams.teamService()
+	if teams == nil {
+		return false
+	}
+	run, err := teams.Team(ctx, c.team.TeamRunID)
+	if err != nil {
+		c.tell(ctx, "This thread's team run is gone: "+err.Error())
+		return false
+	}
+	c.run = run
+	return true
+}
+
+// channelApprover: u may decide for team runs here; they are the channel's approvers'.
+func channelApprover(ctx context.Context, c *check) bool {
+	if c.r.allowed(ctx, c.ep, c.w, "", c.u) {
+		return true
+	}
+	c.r.refuse(ctx, c.ep, c.w, c.u, c.run.ID, c.action)
+	return false
+}
+
+// replyRole picks the role agent a reply in a team's thread is for: the one it names
+// ("ROLE: text"), which must wait for something, else the one whose proposal or question
+// was posted last among those waiting. Something must wait, and be told something.
+func replyRole(ctx context.Context, c *check) bool {
+	agents := c.r.teams.roleAgents(ctx, c.run)
+	if role, after, ok := strings.Cut(c.text, ":"); ok {
+		if id, named := c.run.Agents[strings.TrimSpace(role)]; named {
+			c.text = strings.TrimSpace(after)
+			for _, a := range agents {
+				if a.ID == id {
+					c.a = a
+				}
+			}
+			if c.a == nil || waitingID(c.a) == "" {
+				c.tell(ctx, fmt.Sprintf("Role %s has nothing waiting for you.", strings.TrimSpace(role)))
+				return false
+			}
+		}
+	}
+	if c.a == nil {
+		c.a = c.r.board.bottomWaiting(agents, nil)
+	}
+	if c.a == nil {
+		msg := fmt.Sprintf("Nothing in team run %s waits for you now; it is %s.", c.run.ID, c.run.Status)
+		if c.run.Status != api.TeamRunning {
+			msg += " " + orDash(c.run.Reason)
+		}
+		c.tell(ctx, msg)
+		return false
+	}
+	if c.text == "" {
+		c.tell(ctx, "Say what to tell the role after its name, like: ROLE: y")
+		return false
+	}
+	return true
+}
+
+// notHelp: a question about how to reply decides nothing, whichever proposal it was
+// written for; it gets the help.
+func notHelp(ctx context.Context, c *check) bool {
+	if note := helpNote(c.a, c.text); note != "" {
+		c.tell(ctx, note)
+		return false
+	}
+	return true
+}
+
+// writtenForWhatWaits: a reply to an agent that waits was written for what it waits on
+// now (bindReply); one written for an earlier proposal decides nothing.
+func writtenForWhatWaits(ctx context.Context, c *check) bool {
+	if waitingID(c.a) == "" {
+		return true
+	}
+	if note := c.bindReply(ctx, c.a); note != "" {
+		c.r.log.Info("bots: refused a reply written for another proposal", "platform", c.ep.a.Platform(), "agent", c.a.ID, "user", c.u.ID, "message", c.in.ID)
+		c.tell(ctx, note)
+		return false
+	}
+	return true
+}
+
+// tell shows text to the person acting, alone.
+func (c *check) tell(ctx context.Context, text string) { c.r.ephemeral(ctx, c.ep, c.w, c.u, text) }
+
+// threadAgentID is the agent c's thread is bound to; "" when none (or unreadable).
+func (c *check) threadAgentID(ctx context.Context) string {
+	if b, err := c.r.opt.Bindings.BindingByThread(ctx, c.ep.a.Platform(), c.w.Channel, c.w.Thread); err == nil && b != nil {
+		return b.AgentID
+	}
+	return ""
+}
+
+// audit records c refused for reason: agent is the one the action named, threadAgent the
+// thread's, unaudited how many refusals of this person were not audited before it.
+func (c *check) audit(ctx context.Context, agent, threadAgent, reason string, unaudited int) {
+	c.r.audit(ctx, AuditEvent{Platform: c.ep.a.Platform(), Channel: c.w.Channel, Thread: c.w.Thread, User: c.u.ID, Action: c.action,
+		AgentID: agent, ThreadAgent: threadAgent, ProposalID: c.ref.ProposalID, Reason: reason, Unaudited: unaudited})
+}
+
+// mayCommand reports whether u is an approver in w: of the channel, or of an agent
+// named in the rules (who may control that agent here).
+func (r *Relay) mayCommand(ctx context.Context, ep *endpoint, w Where, u User) bool {
+	if r.allowed(ctx, ep, w, "", u) {
+		return true
+	}
+	for _, name := range slices.Sorted(maps.Keys(ep.rules.Agents)) {
+		if r.allowed(ctx, ep, w, name, u) {
+			return true
+		}
+	}
+	return false
+}
+
+// allowed checks the approvers for agent (a name or "") in w.
+func (r *Relay) allowed(ctx context.Context, ep *endpoint, w Where, agent string, u User) bool {
+	// A helper ("deployer/fetcher") is decided on by its top agent's approvers.
+	agent, _, _ = strings.Cut(agent, "/")
+	ok, err := ep.rules.Allowed(ctx, ep.a, w.Channel, agent, u.ID)
+	if err != nil {
+		r.log.Error("bots: checking approvers", "platform", ep.a.Platform(), "err", err)
+	}
+	return ok
+}
+
+// refuse tells a person they may not do that here, and logs it.
+func (r *Relay) refuse(ctx context.Context, ep *endpoint, w Where, u User, agent, what string) {
+	r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "channel", w.Channel, "agent", agent, "action", what)
+	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, notApproverText); err != nil {
+		r.log.Error("bots: ephemeral note", "err", err)
+	}
+}
+
+func (r *Relay) ephemeral(ctx context.Context, ep *endpoint, w Where, u User, text string) {
+	if err := ep.a.Ephemeral(ctx, w.Channel, w.Thread, u.ID, text); err != nil {
+		r.log.Error("bots: ephemeral note", "platform", ep.a.Platform(), "err", err)
+	}
+}
+
+// audit hands e to Options.Audit; a failure is logged as an error, never dropped.
+func (r *Relay) audit(ctx context.Context, e AuditEvent) {
+	r.log.Warn("bots: refused a chat action", "platform", e.Platform, "user", e.User, "channel", e.Channel,
+		"agent", e.AgentID, "thread_agent", e.ThreadAgent, "proposal", e.ProposalID, "reason", e.Reason, "unaudited", e.Unaudited)
+	if r.opt.Audit == nil {
+		return
+	}
+	if err := r.opt.Audit(ctx, e); err != nil {
+		r.log.Error("bots: audit line of a refused chat action not written", "platform", e.Platform, "user", e.User, "err", err)
+	}
+}
+
+// firstTime records key, u's action in w (what: "message", "click"; id: the platform's),
+// and reports whether it is new (Bindings.FirstDelivery), in the scope of those who may
+// act in w or of everyone else. An action that cannot be recorded is not acted on: the
+// person is told to send it again, since acting could apply a redelivery twice.
+func (r *Relay) firstTime(ctx context.Context, ep *endpoint, w Where, u User, what, id, key string) bool {
+	scope := ""
+	if !r.mayCommand(ctx, ep, w, u) {
+		scope = "refused"
+	}
+	first, err := r.opt.Bindings.FirstDelivery(ctx, ep.a.Platform(), scope, key)
+	switch {
+	case err != nil:
+		r.log.Error("bots: recording a chat delivery; not acting on it", "platform", ep.a.Platform(), "what", what, "err", err)
+		r.ephemeral(ctx, ep, w, u, "I could not record that "+what+", so it did nothing; send it again.")
+	case !first:
+		r.log.Debug("bots: dropped a redelivered "+what, "platform", ep.a.Platform(), "channel", w.Channel, "id", id)
+	}
+	return first
+}
+
+// Serves reports whether the bot answers in w at all.
+func (r Rules) Serves(w Where) bool {
+	if w.DM && w.Team == "" {
+		return r.DM // Discord's direct messages belong to no guild
+	}
+	if len(r.Teams) > 0 && !slices.Contains(r.Teams, w.Team) {
+		return false
+	}
+	if w.DM {
+		return r.DM
+	}
+	_, ok := r.Channels[w.Channel]
+	return ok
+}
+
+// access returns the approvers for agent (a name, "" for none yet) in channel: the
+// agent's own, else the channel's, else the platform's.
+func (r Rules) access(channel, agent string) Access {
+	if a, ok := r.Agents[agent]; ok && agent != "" && !a.empty() {
+		return a
+	}
+	if a, ok := r.Channels[channel]; ok && !a.empty() {
+		return a
+	}
+	return r.Approvers
+}
+
+// Allowed reports whether user may decide for agent in channel. Nobody may when no
+// approver is configured: deciding is never open to everyone by accident. A group whose
+// lookup fails lets nobody through (the error says which), but the other groups are
+// still asked: one broken group must not lock out the members of the rest.
+func (r Rules) Allowed(ctx context.Context, g groupChecker, channel, agent, user string) (bool, error) {
+	a := r.access(channel, agent)
+	if slices.Contains(a.Users, user) {
+		return true, nil
+	}
+	var failed error
+	for _, grp := range a.Groups {
+		ok, err := g.InGroup(ctx, user, grp)
+		if err != nil {
+			failed = errors.Join(failed, fmt.Errorf("checking group %s: %w", grp, err))
+			continue
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, failed
+}

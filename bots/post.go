@@ -1,0 +1,460 @@
+package bots
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentd/agentd/api"
+)
+
+// poster posts the daemon's agent events to the threads they belong in, through the
+// outbox: proposals with their buttons (and their files), decisions, results,
+// questions, state notes and ends of runs; and closes what no decision can reach any
+// more.
+type poster struct{ r *Relay }
+
+func (po *poster) loadBindings(ctx context.Context) {
+	bs, err := po.r.opt.Bindings.Bindings(ctx)
+	if err != nil {
+		po.r.log.Error("bots: reading chat bindings", "err", err)
+		return
+	}
+	po.r.threads.bind(bs...)
+}
+
+// targets returns the adapters and threads an agent's events go to: its own, or for a
+// helper its nearest bound parent's, labelled with the helper's name, or for a team's
+// role agent its team's, labelled with the role.
+func (po *poster) targets(agentID string) []target {
+	eps := po.r.eps.all()
+	if ts := po.r.threads.targets(agentID, eps); ts != nil {
+		return ts
+	}
+	return po.r.teams.targets(agentID, eps)
+}
+
+type target struct {
+	ep    *endpoint
+	b     *Binding
+	label string // the helper's name when the thread is its parent's
+}
+
+// post queues a post for t's thread in the outbox: in order with the thread's other
+// posts, retried while the platform is down.
+func (po *poster) post(t target, what string, do func(ctx context.Context) error) {
+	po.r.out.add(t.ep.a.Platform()+"\x00"+t.b.Channel+"\x00"+t.b.Thread, what, do)
+}
+
+// resync posts what waits for a person in bound threads but was never posted there (the
+// daemon restarted, or chat was down when it was asked): the bound agents' first, then
+// their helpers'.
+func (po *poster) resync(ctx context.Context) {
+	for _, id := range po.r.threads.boundAgents() {
+		if a, err := po.r.opt.Service.Agent(ctx, id); err == nil {
+			po.postWaiting(ctx, a)
+		}
+	}
+	all, err := po.r.opt.Service.Agents(ctx)
+	if err != nil {
+		return
+	}
+	for _, a := range all {
+		if a.ParentID != "" {
+			po.r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
+		}
+	}
+	for i := range all {
+		if all[i].ParentID != "" {
+			po.postWaiting(ctx, &all[i])
+		}
+	}
+}
+
+// postWaiting posts what a waits for: its proposal or its question.
+func (po *poster) postWaiting(ctx context.Context, a *api.Agent) {
+	if a.Pending != nil {
+		po.postProposal(ctx, a.Pending)
+	}
+	if a.Question != nil {
+		po.postQuestion(ctx, a.ID, a.Question)
+	}
+}
+
+// handle posts one event to the agent's threads.
+func (po *poster) handle(ctx context.Context, ev api.Event) {
+	po.learn(ctx, ev)
+	switch ev.Type {
+	case api.EventProposal:
+		if ev.Proposal != nil {
+			po.postProposal(ctx, ev.Proposal)
+		}
+	case api.EventDecision:
+		if ev.Decision != nil {
+			po.decided(ctx, ev.AgentID, ev.Decision)
+		}
+	case api.EventResult:
+		if ev.Episode != nil {
+			po.r.board.unmarkPosted(ev.Episode.ProposalID)
+			po.postResult(ctx, ev.AgentID, ev.Episode)
+		}
+	case api.EventQuestion:
+		if ev.Question != nil {
+			po.postQuestion(ctx, ev.AgentID, ev.Question)
+		}
+	case api.EventFinish:
+		po.closeOpen(ctx, ev.AgentID, "The run ended before a decision.")
+		if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // a role's finish is its team turn, posted as such
+			po.endNote(ctx, ev.AgentID, runOf(ev), "🏁 "+finishText(ev))
+		}
+	case api.EventState:
+		if ev.Agent != nil {
+			po.stateChanged(ctx, ev.Agent)
+		}
+	case api.EventRemoved:
+		po.closeOpen(ctx, ev.AgentID, "The agent was removed before a decision.")
+		if _, ok := po.r.teams.roleOf(ev.AgentID); !ok { // role agents go when their team ends
+			po.note(ctx, ev.AgentID, "🗑 The agent was removed.")
+		}
+		po.r.teams.removeRole(ev.AgentID)
+		po.r.threads.remove(ev.AgentID)
+	}
+}
+
+// runOf is the run an event's agent was on; "" when the event does not say.
+func runOf(ev api.Event) string {
+	if ev.Agent != nil {
+		return ev.Agent.RunID
+	}
+	return ""
+}
+
+func finishText(ev api.Event) string {
+	if ev.Message != "" {
+		return "Finished: " + ev.Message
+	}
+	return "Finished."
+}
+
+// postProposal posts a proposal with its buttons, once per platform.
+func (po *poster) postProposal(ctx context.Context, p *api.Proposal) {
+	if p.Command == "ask_user" {
+		return // the question is posted instead
+	}
+	files := proposalFiles(p)
+	for _, t := range po.targets(p.AgentID) {
+		platform := t.ep.a.Platform()
+		posted := false // set when this post made the message: only then are its files uploaded
+		po.post(t, "posting proposal "+p.ID, func(ctx context.Context) error {
+			if m, err := po.r.opt.Bindings.Message(ctx, p.ID, platform, "proposal"); err != nil || m != nil {
+				if m != nil && p.Status.Decidable() {
+					po.r.board.keepMessage(*m)
+					po.r.board.messageShown(p.ID, platform, m.Message)
+				}
+				return err // posted already (or the store is failing: retried, never posted twice)
+			}
+			view := ProposalView{Proposal: p, ApproveN: po.r.opt.ApproveN}
+			if po.r.expiry.over(p) {
+				view.Closed = po.r.expiry.note()
+			}
+			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatProposal(view, platform), t.label))
+			if err != nil {
+				return err
+			}
+			posted = true
+			m := ChatMessage{ProposalID: p.ID, Platform: platform, Kind: "proposal", Channel: t.b.Channel, Message: id}
+			if p.Status.Decidable() {
+				po.r.board.keepMessage(m)
+				po.r.board.messageShown(p.ID, platform, id)
+			}
+			if err := po.r.opt.Bindings.SetMessage(ctx, m); err != nil {
+				po.r.log.Error("bots: recording proposal message", "proposal", p.ID, "err", err)
+			}
+			return nil
+		})
+		for _, f := range files {
+			// The next ops of the thread's queue: they run once the message is up, and a
+			// retried upload does not post the message again.
+			po.post(t, "uploading the "+f.what+" of proposal "+p.ID, func(ctx context.Context) error {
+				if !posted {
+					return nil
+				}
+				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, f.name, f.content, f.comment)
+			})
+		}
+	}
+	if p.Status.Decidable() {
+		po.r.board.openProposal(p)
+		po.r.board.markPosted(p.ID)
+		po.armExpiry(ctx, p)
+	}
+}
+
+// proposalFile is a file uploaded after a proposal's message: what FormatProposal cut
+// from it, whole.
+type proposalFile struct{ what, name, content, comment string }
+
+// proposalFiles are the files a proposal's message says are attached: its arguments
+// when they were cut (ArgsFile), then its diff when it was (PreviewFile).
+func proposalFiles(p *api.Proposal) []proposalFile {
+	var out []proposalFile
+	if name, args := ArgsFile(p); name != "" {
+		out = append(out, proposalFile{"arguments", name, args, fmt.Sprintf("Full arguments of step %d (%s)", p.Step, p.Command)})
+	}
+	if name, diff := PreviewFile(p); name != "" {
+		out = append(out, proposalFile{"diff", name, diff, fmt.Sprintf("Full diff of step %d (%s)", p.Step, p.Command)})
+	}
+	return out
+}
+
+// proposalMessage returns the message of a proposal being decided or closed on platform
+// (nil when there is none), and forgets it.
+func (po *poster) proposalMessage(ctx context.Context, proposalID, platform string) (*ChatMessage, error) {
+	kept, ok := po.r.board.takeMessage(proposalID, platform)
+	m, err := po.r.opt.Bindings.Message(ctx, proposalID, platform, "proposal")
+	if m == nil && err == nil && ok {
+		return &kept, nil
+	}
+	return m, err
+}
+
+// decided edits the proposal's messages to show the decision and who made it.
+func (po *poster) decided(ctx context.Context, agentID string, d *api.Decision) {
+	p := po.r.board.decided(d.ProposalID)
+	ts := po.targets(agentID)
+	if len(ts) == 0 {
+		return
+	}
+	grantSource := po.grantSource(ctx, agentID, d) // once, not per thread and retry
+	for _, t := range ts {
+		platform := t.ep.a.Platform()
+		po.post(t, "showing the decision on "+d.ProposalID, func(ctx context.Context) error {
+			m, err := po.proposalMessage(ctx, d.ProposalID, platform)
+			if err != nil || m == nil {
+				return err
+			}
+			shown := p
+			if shown == nil {
+				if shown = findProposal(ctx, po.r.opt.Service, agentID, d.ProposalID); shown == nil {
+					return nil
+				}
+			}
+			view := ProposalView{Proposal: shown, Decision: d, GrantSource: grantSource}
+			return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(view, platform), t.label))
+		})
+	}
+}
+
+// grantLister is the part of the daemon's service that lists an agent's grants; the
+// relay's Service need not have it (then grant makers show as text).
+type grantLister interface {
+	Grants(ctx context.Context, ref string) (*api.GrantList, error)
+}
+
+// grantSource is where the grant that made the automatic approval d was made (slack,
+// agentctl…); "" when d is no grant's or the grant cannot be read.
+func (po *poster) grantSource(ctx context.Context, agentID string, d *api.Decision) string {
+	gl, ok := po.r.opt.Service.(grantLister)
+	if d.Source != "grant" || d.Grant == "" || !ok {
+		return ""
+	}
+	list, err := gl.Grants(ctx, agentID)
+	if err != nil {
+		po.r.log.Warn("bots: reading grants to name a grant's maker", "agent", agentID, "err", err)
+		return ""
+	}
+	for _, g := range list.Grants {
+		if g.ID == d.Grant {
+			return g.Source
+		}
+	}
+	return ""
+}
+
+func (po *poster) postResult(ctx context.Context, agentID string, ep *api.Episode) {
+	if ep.Outcome != "succeeded" && ep.Outcome != "failed" {
+		return // denials and feedback show on the proposal message
+	}
+	if ep.Command == "ask_user" || ep.Command == "finish" {
+		return // the answer is in the thread already; finish has its own message
+	}
+	for _, t := range po.targets(agentID) {
+		msg, file := FormatResult(ep, t.ep.a.MaxText())
+		po.post(t, "posting a result", func(ctx context.Context) error {
+			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(msg, t.label))
+			return err
+		})
+		if file != "" {
+			name := fmt.Sprintf("step-%d-%s.txt", ep.Step, ep.Command)
+			po.post(t, "uploading a result", func(ctx context.Context) error {
+				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, name, file, "Output of step "+fmt.Sprint(ep.Step))
+			})
+		}
+	}
+}
+
+func (po *poster) postQuestion(ctx context.Context, agentID string, q *api.Question) {
+	po.r.board.markPosted(q.ProposalID)
+	for _, t := range po.targets(agentID) {
+		platform := t.ep.a.Platform()
+		po.r.words.swap(platform, agentID, q.Text) // the answer's context
+		po.post(t, "posting a question", func(ctx context.Context) error {
+			if m, err := po.r.opt.Bindings.Message(ctx, q.ProposalID, platform, "question"); err != nil || m != nil {
+				if m != nil {
+					po.r.board.messageShown(q.ProposalID, platform, m.Message)
+				}
+				return err
+			}
+			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatQuestion(q, ""), t.label))
+			if err != nil {
+				return err
+			}
+			po.r.board.messageShown(q.ProposalID, platform, id)
+			u, answered := po.r.board.questionPosted(q.ProposalID+"|"+platform, func() {
+				po.r.opt.Bindings.SetMessage(ctx, ChatMessage{ProposalID: q.ProposalID, Platform: platform, Kind: "question", Channel: t.b.Channel, Message: id})
+			})
+			if answered {
+				t.ep.a.Update(ctx, t.b.Channel, id, labelled(answeredQuestion(q, u, platform), t.label))
+			}
+			return nil
+		})
+	}
+}
+
+// stateChanged tells the thread when the agent pauses or fails on its own.
+func (po *poster) stateChanged(ctx context.Context, a *api.Agent) {
+	key := string(a.State) + "|" + a.StateReason
+	if po.r.threads.showState(a.ID, key) == key {
+		return
+	}
+	switch a.State {
+	case api.StateIdle:
+		po.closeOpen(ctx, a.ID, "The run ended before a decision: "+orDash(a.StateReason))
+	case api.StatePaused:
+		po.note(ctx, a.ID, "⏸ Paused: "+orDash(a.StateReason))
+	case api.StateFailed:
+		po.endNote(ctx, a.ID, a.RunID, "⚠️ Failed: "+orDash(a.StateReason))
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// note posts a line in every thread the agent is bound to.
+func (po *poster) note(ctx context.Context, agentID, text string) {
+	for _, t := range po.targets(agentID) {
+		po.post(t, "posting a note", func(ctx context.Context) error {
+			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatNote(text), t.label))
+			return err
+		})
+	}
+}
+
+// armExpiry edits p's messages when it expires undecided.
+func (po *poster) armExpiry(ctx context.Context, p *api.Proposal) {
+	if po.r.opt.Expiry <= 0 {
+		return
+	}
+	left := po.r.opt.Expiry - po.r.opt.Now().Sub(p.CreatedAt)
+	po.r.board.armTimer(p.ID, max(left, 0), func() {
+		if !po.r.board.timerFired(p.ID) {
+			return
+		}
+		for _, t := range po.targets(p.AgentID) {
+			po.post(t, "showing expiry of "+p.ID, func(ctx context.Context) error {
+				m, err := po.r.opt.Bindings.Message(ctx, p.ID, t.ep.a.Platform(), "proposal")
+				if err != nil || m == nil {
+					return err
+				}
+				if po.r.opt.OnExpired != nil {
+					po.r.opt.OnExpired(t.ep.a.Platform())
+				}
+				return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, Closed: po.r.expiry.note()}, t.ep.a.Platform()), t.label))
+			})
+		}
+	})
+}
+
+// closeOpen takes the buttons off an agent's undecided proposals, which no decision can
+// reach any more (the run was stopped, or moved on to a new task).
+func (po *poster) closeOpen(ctx context.Context, agentID, why string) {
+	for _, p := range po.r.board.closeOpen(agentID) {
+		for _, t := range po.targets(agentID) {
+			po.post(t, "closing "+p.ID, func(ctx context.Context) error {
+				m, err := po.proposalMessage(ctx, p.ID, t.ep.a.Platform())
+				if err != nil || m == nil {
+					return err
+				}
+				return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, Closed: why}, t.ep.a.Platform()), t.label))
+			})
+		}
+	}
+}
+
+// endNote posts text, the note showing that agentID's run runID ended, to the agent's
+// threads, and records the post on the binding of each thread that is the agent's own.
+func (po *poster) endNote(ctx context.Context, agentID, runID, text string) {
+	for _, t := range po.targets(agentID) {
+		platform := t.ep.a.Platform()
+		own := runID != "" && t.label == "" && t.b.AgentID == agentID
+		if own {
+			po.r.board.markPosted(endKey(runID)) // a reply meanwhile waits for the post (endShown)
+		}
+		po.post(t, "posting the end of run "+runID, func(ctx context.Context) error {
+			id, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(FormatNote(text), t.label))
+			if err != nil || !own {
+				return err
+			}
+			po.recordEnd(ctx, t, runID, id)
+			po.r.board.messageShown(endKey(runID), platform, id)
+			return nil
+		})
+	}
+}
+
+// recordEnd stores post as the one showing run runID's end on t's binding, read afresh so
+// that what else changed on it (its run) is kept.
+func (po *poster) recordEnd(ctx context.Context, t target, runID, post string) {
+	b, err := po.r.opt.Bindings.BindingByThread(ctx, t.ep.a.Platform(), t.b.Channel, t.b.Thread)
+	if err != nil || b == nil {
+		po.r.log.Error("bots: reading a binding to record its run's end", "platform", t.ep.a.Platform(), "thread", t.b.Thread, "err", err)
+		return
+	}
+	b.EndPost, b.EndRun = post, runID
+	po.r.bind(ctx, *b)
+}
+
+// learn notes the parent of the agent an event is about, asking the daemon when the
+// event does not say and the relay has not seen the agent before.
+func (po *poster) learn(ctx context.Context, ev api.Event) {
+	if ev.Agent != nil {
+		po.r.threads.learnAgent(ev.AgentID, agentInfo{name: ev.Agent.Name, parent: ev.Agent.ParentID})
+		po.r.teams.learnRole(ctx, ev.AgentID, ev.Agent.Name)
+		return
+	}
+	if ev.AgentID == "" || ev.Type == api.EventRemoved {
+		return
+	}
+	if po.r.threads.knows(ev.AgentID) {
+		return
+	}
+	a, err := po.r.opt.Service.Agent(ctx, ev.AgentID)
+	if err != nil {
+		return
+	}
+	po.r.threads.learnAgent(a.ID, agentInfo{name: a.Name, parent: a.ParentID})
+	po.r.teams.learnRole(ctx, a.ID, a.Name)
+}
+
+// labelled prefixes msg with the helper's name when label is set.
+func labelled(msg Message, label string) Message {
+	if label == "" {
+		return msg
+	}
+	msg.Summary = "[" + label + "] " + msg.Summary
+	msg.Parts = append([]Part{{Spans: []Span{{Text: "🤖 " + label, Bold: true}}}}, msg.Parts...)
+	return msg
+}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+)
+
+var replayCmd = &command{
+	name:  "replay",
+	args:  "RUN|AGENT [--json]",
+	short: "a run step by step: thoughts, proposal, decisions, result",
+	long: `Replay shows one run as it happened, step by step: what the agent observed and planned,
+the command it proposed, every decision on it (who, from where, when), and what running
+it returned. Give a run id (from agentctl history) or an agent, for its latest run.`,
+	run: (*app).runReplay,
+}
+
+func (a *app) runReplay(ctx context.Context, args []string) error {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	r, err := a.api().Replay(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(r)
+	}
+	run := r.Run
+	name := run.Agent
+	if name == "" {
+		name = run.AgentID
+	}
+	fmt.Fprintf(a.stdout, "run %s of %s, started %s\n", run.ID, name, formatTime(run.StartedAt))
+	fmt.Fprintf(a.stdout, "task: %s\n", oneParagraph(run.Task))
+	for _, s := range r.Steps {
+		p := s.Proposal
+		fmt.Fprintf(a.stdout, "\nstep %d  %s  %s\n", p.Step, formatTime(p.CreatedAt), formatCall(p.Command, p.Args))
+		th := p.Thoughts
+		for _, f := range []struct{ label, text string }{
+			{"observed", th.Observations}, {"thought", th.Text}, {"reasoning", th.Reasoning},
+			{"criticism", th.SelfCriticism}, {"plan", th.Plan}, {"said", th.Speak},
+		} {
+			if f.text != "" {
+				fmt.Fprintf(a.stdout, "  %-10s %s\n", f.label+":", truncate(oneParagraph(f.text), 200))
+			}
+		}
+		for _, d := range s.Decisions {
+			line := string(d.Kind)
+			if d.Count > 1 {
+				line += fmt.Sprintf(" ×%d", d.Count)
+			}
+			switch {
+			case d.Source == "grant":
+				line += " by " + oneLine(d.GrantText(), 120) + " (grant " + oneLine(d.Grant, 40) + ")"
+			case d.By != "" || d.Source != "":
+				line += fmt.Sprintf(" by %s via %s", oneLine(d.By, 80), oneLine(d.Source, 40))
+				if d.Grant != "" {
+					line += " (made grant " + oneLine(d.Grant, 40) + ")"
+				}
+			}
+			if d.Pattern != "" {
+				line += " (pattern " + oneParagraph(d.Pattern) + ")"
+			}
+			if d.Feedback != "" {
+				line += ": " + truncate(oneParagraph(d.Feedback), 160)
+			}
+			fmt.Fprintf(a.stdout, "  %-10s %s at %s\n", "decision:", line, formatTime(d.At))
+		}
+		if e := s.Episode; e != nil {
+			fmt.Fprintf(a.stdout, "  %-10s %s\n", "outcome:", e.Outcome)
+			if e.Result != "" {
+				firstLines(a.stdout, e.Result, "    ", resultLines)
+			}
+		} else {
+			fmt.Fprintf(a.stdout, "  %-10s %s\n", "status:", p.Status)
+		}
+	}
+	if !run.EndedAt.IsZero() {
+		fmt.Fprintf(a.stdout, "\nended %s: %s", formatTime(run.EndedAt), run.Outcome)
+		if run.Reason != "" {
+			fmt.Fprintf(a.stdout, " (%s)", oneParagraph(run.Reason))
+		}
+		fmt.Fprintln(a.stdout)
+	}
+	return nil
+}

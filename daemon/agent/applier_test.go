@@ -1,0 +1,248 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// The table is what runs: every legal (state, event) pair of the cycle's golden table goes
+// through the applier against the real store, with every input an effect could use, and
+// what it wrote — read back from the store and from recorders of the episodes, the
+// decisions counted and the cancels — is exactly the effects the table lists.
+func TestApplierDoesWhatTheTableSays(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "agentd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	n := 0
+	for _, as := range cycle.AgentStates {
+		for _, ps := range cycle.OpenStatuses {
+			for _, k := range cycle.Kinds {
+				from := cycle.State{Agent: as, Proposal: ps}
+				_, effects, err := cycle.Next(from, cycle.Event{Kind: k})
+				if err != nil {
+					continue
+				}
+				n++
+				want := make([]string, len(effects))
+				for i, e := range effects {
+					want[i] = effectName(e)
+				}
+				slices.Sort(want)
+				got := applyRecorded(t, st, n, from, k)
+				if !slices.Equal(got, want) {
+					t.Errorf("%s + %s: the applier did %v, the table lists %v", from, k, got, want)
+				}
+			}
+		}
+	}
+	if n < 100 {
+		t.Fatalf("only %d legal pairs: the table shrank or the loop above lost its way", n)
+	}
+}
+
+// effectName names an effect as the applier's observable write: its kind, and for a
+// cancel what it cancels.
+func effectName(e cycle.Effect) string {
+	if e.Kind == cycle.Cancel {
+		return e.String()
+	}
+	return string(e.Kind)
+}
+
+// effectRecorder records the episodes remembered, decisions counted and cancels made.
+type effectRecorder struct {
+	episodes, decisions, stepCancels, execCancels int
+}
+
+func (e *effectRecorder) recordEpisode(*store.Tx, string, *api.Proposal, *api.Episode) error {
+	e.episodes++
+	return nil
+}
+
+func (e *effectRecorder) countDecision(*store.Tx, *api.Decision) { e.decisions++ }
+
+// decisionKinds are the events a decision makes, and the decision each records.
+var decisionKinds = map[cycle.Kind]api.DecisionKind{
+	cycle.PolicyAllow: api.DecisionApprove, cycle.PolicyRefuse: api.DecisionFeedback,
+	cycle.Approve: api.DecisionApprove, cycle.ApproveN: api.DecisionApprove,
+	cycle.Deny: api.DecisionDeny, cycle.GiveFeedback: api.DecisionFeedback,
+}
+
+// applyRecorded stores agent n in from (on another run than its proposal's for RunOver),
+// with a run and a count grant, applies k to it with every input an effect could use in
+// one transaction, and returns the effects it observed, sorted.
+func applyRecorded(t *testing.T, st *store.Store, n int, from cycle.State, k cycle.Kind) []string {
+	t.Helper()
+	ctx := context.Background()
+	rec := &effectRecorder{}
+	r := &runner{cancelStep: func() { rec.stepCancels++ }, cancelExec: func() { rec.execCancels++ }}
+	id, run := fmt.Sprintf("a-%04d", n), fmt.Sprintf("r-%04d", n)
+	a := &store.Agent{Agent: api.Agent{ID: id, Name: fmt.Sprintf("t%04d", n), State: from.Agent, StateReason: "before",
+		RunID: run, Task: "a task", Policy: api.Policy{Mode: "ask"}}}
+	if from.Agent == cycle.RunOver {
+		a.State, a.RunID = cycle.Idle, run+"-next"
+	}
+	g := &api.Grant{ID: "g-" + id, AgentID: id, Kind: api.GrantCount, Count: 5, RunID: run, Label: "y -5"}
+	var p *api.Proposal
+	if from.Proposal != cycle.None || isProposed(k) {
+		p = &api.Proposal{ID: "p-" + id, AgentID: id, RunID: run, Command: "read_file", Args: []byte(`{}`), Hash: "h" + id, Status: from.Proposal}
+	}
+	var got []string
+	err := st.Tx(ctx, func(tx *store.Tx) error {
+		got = nil
+		if err := seed(tx, a, run, g, p); err != nil {
+			return err
+		}
+		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail"}, rec: rec.recordEpisode, count: rec.countDecision, r: r}
+		if from.Agent == cycle.RunOver {
+			c.a = nil
+		} else {
+			c.owner = a
+		}
+		if k == cycle.Task {
+			a.RunID, a.Task = run+"-task", "the next task" // as newRunTx sets them
+		}
+		if p != nil {
+			c.decision = &api.Decision{ProposalID: p.ID, Kind: decisionKinds[k], By: "tester", Source: "api"}
+			c.auth = &cycle.Authorization{Grant: g}
+			if k == cycle.Approve || k == cycle.ApproveN {
+				c.auth = &cycle.Authorization{NewGrant: &api.Grant{Kind: api.GrantExact, Command: p.Command, Hash: p.Hash, Label: "y!"}}
+			}
+			if _, ok := decisionKinds[k]; !ok {
+				c.episode = episodeOf(p, "succeeded", "result", "")
+			}
+		}
+		before, err := observe(tx, id, run, g.ID, p)
+		if err != nil {
+			return err
+		}
+		state, reason := a.State, a.StateReason
+		if _, err := apply(tx, c); err != nil {
+			return err
+		}
+		after, err := observe(tx, id, run, g.ID, p)
+		if err != nil {
+			return err
+		}
+		got = before.diff(after)
+		if c.a != nil && (a.State != state || a.StateReason != reason) {
+			got = append(got, string(cycle.SetAgent))
+		}
+		if rec.episodes > 0 {
+			got = append(got, string(cycle.RecordEpisode))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s + %s: %v", from, k, err)
+	}
+	switch {
+	case rec.execCancels > 0:
+		got = append(got, effectName(cycle.Effect{Kind: cycle.Cancel, Command: true}))
+	case rec.stepCancels > 0:
+		got = append(got, effectName(cycle.Effect{Kind: cycle.Cancel}))
+	}
+	if counted := rec.decisions > 0; counted != slices.Contains(got, string(cycle.RecordDecision)) {
+		t.Errorf("%s + %s: a decision was counted %v, recorded %v: the metrics and the store disagree", from, k, counted, !counted)
+	}
+	slices.Sort(got)
+	return got
+}
+
+func isProposed(k cycle.Kind) bool {
+	return k == cycle.Proposed || k == cycle.ProposedRepeat || k == cycle.ProposedRethink || k == cycle.ProposedLoop
+}
+
+// seed stores a, its run (and the one it moved on to, for a proposal of an old run), the
+// count grant g and p, unless p is the model's new proposal, which the event stores.
+func seed(tx *store.Tx, a *store.Agent, run string, g *api.Grant, p *api.Proposal) error {
+	if err := tx.InsertAgent(a); err != nil {
+		return err
+	}
+	if err := tx.StartRun(run, a.ID, a.Task); err != nil {
+		return err
+	}
+	if a.RunID != run {
+		if err := tx.StartRun(a.RunID, a.ID, a.Task); err != nil {
+			return err
+		}
+	}
+	if err := tx.InsertGrant(g); err != nil {
+		return err
+	}
+	if p != nil && p.Status != cycle.None {
+		return tx.InsertProposal(p)
+	}
+	return nil
+}
+
+// observed is what the store holds of an agent's cycle: what the applier's store
+// effects change.
+type observed struct {
+	proposal     api.ProposalStatus // "" when not stored
+	runOutcome   api.RunOutcome
+	runs         int // the agent's runs
+	grantUsed    int
+	grantRevoked bool
+	grants       int
+	decided      bool
+}
+
+func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal) (observed, error) {
+	var o observed
+	if p != nil {
+		if q, err := tx.Proposal(p.ID); err == nil {
+			o.proposal = q.Status
+		}
+		_, err := tx.LastDecision(p.ID)
+		o.decided = err == nil
+	}
+	r, err := tx.Run(run)
+	if err != nil {
+		return o, err
+	}
+	o.runOutcome = r.Outcome
+	runs, err := tx.Runs(agentID, 100)
+	if err != nil {
+		return o, err
+	}
+	o.runs = len(runs)
+	g, err := tx.Grant(agentID, grantID)
+	if err != nil {
+		return o, err
+	}
+	o.grantUsed, o.grantRevoked = g.Used, g.RevokedAt != nil
+	gs, err := tx.Grants(agentID)
+	o.grants = len(gs)
+	return o, err
+}
+
+// diff names the store effects that tell o from after.
+func (o observed) diff(after observed) []string {
+	var out []string
+	for _, d := range []struct {
+		changed bool
+		effect  cycle.EffectKind
+	}{
+		{o.proposal != after.proposal, cycle.SetProposal},
+		{o.runOutcome != after.runOutcome, cycle.EndRun},
+		{o.runs != after.runs, cycle.StartRun},
+		{o.grantUsed != after.grantUsed || o.grants != after.grants, cycle.Grant},
+		{!o.grantRevoked && after.grantRevoked, cycle.EndGrant},
+		{!o.decided && after.decided, cycle.RecordDecision},
+	} {
+		if d.changed {
+			out = append(out, string(d.effect))
+		}
+	}
+	return out
+}

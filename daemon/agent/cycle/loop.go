@@ -1,0 +1,105 @@
+package cycle
+
+// Round is what an agent's loop reads before each round: the agent's state, its open
+// proposal, and the verdicts of the budgets, the policy and the helpers on them.
+type Round struct {
+	Agent    AgentState
+	Proposal ProposalStatus // None: no open proposal
+	// Question: the open proposal is ask_user's, whose answer comes from a person.
+	Question bool
+	// Helping: the started proposal waits for a helper agent, whose end delivers its
+	// result; a started proposal neither a question nor helped lost its result.
+	Helping bool
+	// RunOverTime: the run's wall-time budget ran out; RunOverCount: its step or
+	// token budget, which keeps it only from another proposal.
+	RunOverTime, RunOverCount bool
+	// AgentOver: the agent's own budget ran out (it pauses before another proposal).
+	AgentOver bool
+	// Verdict is Authorize's on a pending proposal; "" until it is weighed, which
+	// happens in the transaction that records it.
+	Verdict Verdict
+}
+
+// Then is what the loop does once a round's event is applied.
+type Then string
+
+// What the loop does next.
+const (
+	EndLoop  Then = "end_loop"  // no loop works for the agent now: the loop ends
+	Wait     Then = "wait"      // wait for a wake-up: a person, a helper, a task
+	Again    Then = "again"     // go round again at once
+	AskModel Then = "ask_model" // ask the model for the next proposal
+	Weigh    Then = "weigh"     // weigh the pending proposal against the policy, in a write
+	RunIt    Then = "run"       // start the approved proposal: run its command, or ask its question
+)
+
+// Thens lists what a loop may do next; the runner's loop handles each.
+var Thens = []Then{EndLoop, Wait, Again, AskModel, Weigh, RunIt}
+
+// NoEvent is a move's event when the round changes nothing before what the loop does.
+const NoEvent Kind = ""
+
+// undecided is a pending proposal's verdict before it is weighed.
+const undecided Verdict = ""
+
+// Move is a round's answer: the event to apply (NoEvent for none), then what the loop does.
+type Move struct {
+	Event Kind
+	Then  Then
+}
+
+// NextMove is the loop's one decision: from what a round read, the event that moves the
+// agent on and what the loop does after it. It is pure, like Next; the runner applies
+// the event through the cycle and does what Then says, nothing else.
+func NextMove(r Round) Move {
+	if !Active(r.Agent) {
+		return Move{NoEvent, EndLoop}
+	}
+	if r.RunOverTime {
+		return Move{RunBudgetHit, Again}
+	}
+	switch r.Proposal {
+	case None:
+		switch {
+		case r.RunOverCount:
+			return Move{RunBudgetHit, Again}
+		case r.AgentOver:
+			return Move{AgentBudgetHit, Again}
+		}
+		return Move{Think, AskModel}
+	case Approved:
+		if r.Question {
+			return Move{StartQuestion, RunIt}
+		}
+		return Move{Start, RunIt}
+	case Pending:
+		switch r.Verdict {
+		case undecided:
+			return Move{NoEvent, Weigh}
+		case Allow:
+			return Move{PolicyAllow, RunIt}
+		case Refuse:
+			return Move{PolicyRefuse, Again}
+		}
+		return awaitPerson(r.Agent)
+	case Started:
+		switch {
+		case r.Question:
+			return awaitPerson(r.Agent)
+		case r.Helping && r.Agent == Executing:
+			return Move{NoEvent, EndLoop} // the helper's end wakes it
+		case r.Helping:
+			return Move{WaitHelper, EndLoop} // resumed while its helper works: still executing
+		}
+		return Move{ResultLost, Wait}
+	}
+	return awaitPerson(r.Agent) // interrupted: a person decides again
+}
+
+// awaitPerson is the move of an agent whose proposal waits for a person.
+func awaitPerson(a AgentState) Move {
+	if a == AwaitingDecision {
+		return Move{NoEvent, Wait}
+	}
+	return Move{Await, Wait}
+}

@@ -1,0 +1,130 @@
+package policy
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// Grants are the standing decisions that approve more than one proposal: y -N (a count
+// grant of the next N-1, for the run), y! (this exact command and args), a pattern added
+// with `agentctl policy AGENT add`, and a run's auto steps (--auto N, a schedule's
+// autonomy). They live in the store, so they survive a restart; cycle.Authorize weighs
+// them with the rules, read fresh in each authorization, so a revoke holds from the next
+// proposal on. The agent's Policy.Mode "auto" and AutoSteps only mirror its count grants.
+
+// ApplyGrant records what authorization au did to grants in tx: a use of the grant that
+// approved, or the grant a person's decision made (on owner, the top agent, for the
+// whole family), whose id and label d then carries. The caller writes owner when it is
+// not a and its mirror changed (reported by changed).
+func ApplyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *api.Decision) (changed bool, err error) {
+	switch {
+	case au.Grant != nil:
+		if err := tx.UseGrant(au.Grant.ID); err != nil {
+			return false, err
+		}
+		if au.Grant.Kind != api.GrantCount {
+			return false, nil
+		}
+	case au.NewGrant != nil:
+		g := *au.NewGrant
+		g.ID, g.AgentID = newID("g-"), owner.ID
+		if g.Kind == api.GrantCount {
+			// A new y -N replaces the count still running, as it always did.
+			if err := EndCountGrants(tx, owner, "replaced by "+g.ID); err != nil {
+				return false, err
+			}
+		}
+		if err := tx.InsertGrant(&g); err != nil {
+			return false, err
+		}
+		if err := tx.Audit(a.ID, "grant", &g); err != nil {
+			return false, err
+		}
+		d.Grant, d.GrantLabel = g.ID, g.Name()
+		if g.Count > 0 {
+			d.GrantCount, d.GrantLeft = g.Count, g.Left()
+		}
+	default:
+		return false, nil
+	}
+	return SyncPolicy(tx, owner)
+}
+
+// EndCountGrants revokes owner's count grants still running, saying why.
+func EndCountGrants(tx *store.Tx, owner *store.Agent, why string) error {
+	live, err := tx.LiveGrants(owner.ID, owner.RunID)
+	if err != nil {
+		return err
+	}
+	for _, g := range live {
+		if g.Kind == api.GrantCount {
+			if _, err := tx.RevokeGrant(g.ID, why); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SyncPolicy sets owner's mode to mirror its count grants: auto with what is left of
+// them on its current run, else back to ask. It reports whether that changed owner.
+func SyncPolicy(tx *store.Tx, owner *store.Agent) (bool, error) {
+	live, err := tx.LiveGrants(owner.ID, owner.RunID)
+	if err != nil {
+		return false, err
+	}
+	left := 0
+	for _, g := range live {
+		if g.Kind == api.GrantCount && g.StateAt(tx.Now(), owner.RunID) == api.GrantActive {
+			left += g.Left()
+		}
+	}
+	mode := owner.Policy.Mode
+	switch {
+	case left > 0 && mode != "continuous":
+		mode = "auto"
+	case left == 0 && mode == "auto":
+		mode = "ask"
+	}
+	if mode == owner.Policy.Mode && left == owner.Policy.AutoSteps {
+		return false, nil
+	}
+	owner.Policy.Mode, owner.Policy.AutoSteps = mode, left
+	return true, nil
+}
+
+// GrantAutoSteps turns the auto steps a run starts with (--auto N, a schedule's
+// autonomy) into a count grant of that run; a was just given opt's policy.
+func GrantAutoSteps(tx *store.Tx, a *store.Agent, by, source string) error {
+	if a.Policy.Mode != "auto" || a.Policy.AutoSteps <= 0 {
+		return nil
+	}
+	if err := EndCountGrants(tx, a, "a new run's policy"); err != nil {
+		return err
+	}
+	g := &api.Grant{ID: newID("g-"), AgentID: a.ID, Kind: api.GrantCount, By: by, Source: source,
+		Label: fmt.Sprintf("auto mode for %d steps", a.Policy.AutoSteps), Count: a.Policy.AutoSteps, RunID: a.RunID}
+	if name, ok := strings.CutPrefix(by, "schedule "); ok {
+		g.Label = "autonomy of schedule " + name
+	}
+	if g.Source == "" {
+		g.Source = "api"
+	}
+	if err := tx.InsertGrant(g); err != nil {
+		return err
+	}
+	return tx.Audit(a.ID, "grant", g)
+}
+
+// newID is a new grant's id: prefix and twelve random hex digits.
+func newID(prefix string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

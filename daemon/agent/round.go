@@ -1,0 +1,234 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// loop goes round the agent's cycle until no loop works for it: each round reads what
+// holds, asks cycle.NextMove what comes next, and does that.
+func (r *runner) loop(ctx context.Context) {
+	stopped := false     // running was cleared under s.mu on the way out: a new loop may own it now
+	rounded := r.rounded // set before this loop started; no other loop runs until it ends
+	r.rounded = nil
+	defer func() {
+		if rounded != nil {
+			rounded()
+		}
+		if !stopped {
+			r.s.mu.Lock()
+			r.running = false
+			r.s.mu.Unlock()
+		}
+	}()
+	for ctx.Err() == nil {
+		// One settings generation per round: a reload meanwhile applies from the next round.
+		l := r.s.live()
+		m, f, err := r.next(ctx)
+		if rounded != nil {
+			rounded()
+			rounded = nil
+		}
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, store.ErrNotFound) {
+				return // ending, or deleted
+			}
+			r.s.log.Error("agent loop", "agent", r.id, "err", err)
+			if !r.sleep(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		switch m.Then {
+		case cycle.EndLoop:
+			// kick wakes us under s.mu; checking for a wake-up under it too means a task
+			// given just as this loop decided to stop is never left without a loop.
+			r.s.mu.Lock()
+			select {
+			case <-r.wake:
+				r.s.mu.Unlock()
+				continue
+			default:
+			}
+			r.running, stopped = false, true
+			r.s.mu.Unlock()
+			return
+		case cycle.AskModel:
+			done := r.armBusyBudget(ctx)
+			r.think(r.modelPriority(ctx), l)
+			done()
+		case cycle.Weigh, cycle.RunIt:
+			done := r.armBusyBudget(ctx)
+			if r.execute(r.priority(ctx, false), l, f.p) { // model calls of commands (web summaries)
+				m.Then = cycle.Wait // the policy left it to a person
+			}
+			done()
+		case cycle.Again:
+			if m.Event == cycle.RunBudgetHit {
+				r.exhaust(ctx, f.a.RunID, f.overBudget, f.overWhy)
+			} else if m.Event == cycle.AgentBudgetHit {
+				r.pauseOverBudget(ctx, f.overBudget, f.overWhy)
+			}
+		}
+		if m.Then == cycle.Wait {
+			select {
+			case <-r.wake:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// facts is what a round read: the cycle's Round, and what the runner needs to act on it.
+type facts struct {
+	cycle.Round
+	a *store.Agent
+	p *api.Proposal // the open proposal; nil for none
+	// overBudget and overWhy are the budget a budget event names, and why it ran out.
+	overBudget, overWhy string
+}
+
+// next reads the round's facts and asks cycle.NextMove what comes next. It only reads,
+// except to apply an event that changes no more than the agent's state (await,
+// result_lost, wait_helper); weighing a pending proposal and starting an approved one
+// are writes execute makes, with the policy's verdict computed there once.
+func (r *runner) next(ctx context.Context) (cycle.Move, *facts, error) {
+	r.mu.Lock()
+	var f *facts
+	err := r.s.st.View(ctx, func(tx *store.Tx) (err error) {
+		f, err = readRound(r.s, tx, r.id)
+		return err
+	})
+	if err != nil {
+		r.mu.Unlock()
+		return cycle.Move{}, nil, err
+	}
+	if active(f.a.State) {
+		r.runID = f.a.RunID
+	}
+	m := cycle.NextMove(f.Round)
+	r.busyLeft = 0
+	switch m.Then {
+	case cycle.AskModel, cycle.Weigh, cycle.RunIt:
+		// A step that begins over the budget (only an approved command can: a model
+		// step is checked before) is not cut; the agent pauses after it.
+		if b := r.s.agentBudgets.agentBudget(f.a); b.MaxWall > 0 {
+			r.busyLeft = max(b.MaxWall-time.Duration(f.a.BusyMS)*time.Millisecond, 0)
+		}
+	}
+	r.mu.Unlock()
+	switch m.Event {
+	case cycle.Await, cycle.ResultLost, cycle.WaitHelper:
+		err = r.setState(ctx, f, m.Event) // it checks that nothing moved since f was read
+	}
+	return m, f, err
+}
+
+// readRound reads the round's facts of agent id in tx: the agent, its open proposal, and
+// the verdicts of its budgets and helpers. A pending proposal is left unweighed.
+func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
+	a, err := tx.Agent(id)
+	if err != nil {
+		return nil, err
+	}
+	f := &facts{Round: cycle.Round{Agent: a.State}, a: a}
+	if !active(a.State) {
+		return f, nil
+	}
+	b := s.runBudgets.budgetOf(a.RunID)
+	if b != nil {
+		if f.overWhy = b.overTime(time.Now()); f.overWhy != "" {
+			f.RunOverTime, f.overBudget = true, "time"
+			return f, nil
+		}
+	}
+	p, err := tx.OpenProposal(a.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		if b != nil {
+			if f.overBudget, f.overWhy = b.overCount(a); f.overWhy != "" {
+				f.RunOverCount = true
+				return f, nil
+			}
+		}
+		f.overBudget, f.overWhy = s.agentBudgets.agentOver(a)
+		f.AgentOver = f.overWhy != ""
+		return f, nil
+	} else if err != nil {
+		return nil, err
+	}
+	f.p, f.Proposal, f.Question = p, p.Status, p.Command == commands.AskUser
+	if p.Status == api.ProposalStarted && !f.Question {
+		// With one loop per agent nothing else executes: a started command here waits
+		// for a helper (whose end kicks it), or lost its result (the store refused it).
+		if _, err := tx.WaitFor(p.ID); err == nil {
+			f.Helping = true
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// setState applies ev, an event that moves only the agent's state (and a lost result's
+// proposal), and publishes the agent's new state. With f, the round that chose ev, it
+// does nothing when the agent changed since; without, when the agent is not active or
+// ev would not change it.
+func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ...string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var v *api.Agent
+	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := tx.Agent(r.id)
+		if err != nil {
+			return err
+		}
+		ev := cycle.Event{Kind: k, Reason: strings.Join(reason, "")}
+		var p *api.Proposal
+		switch {
+		case f == nil && (!active(cur.State) || !settles(cur, ev)):
+			return nil
+		case f != nil:
+			if p, err = tx.OpenProposal(cur.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if cur.State != f.a.State || p == nil || p.ID != f.p.ID || p.Status != f.p.Status {
+				return nil // changed meanwhile: the next round sees it
+			}
+			ev = settleEvent(cur, p, k)
+		}
+		if moved, _, err := transit(tx, cur, p, ev); err != nil || !moved {
+			return err
+		}
+		if k == cycle.ResultLost {
+			r.s.audit.keep(tx, cur.ID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command})
+		}
+		if err := tx.UpdateAgent(cur); err != nil {
+			return err
+		}
+		v, err = view(tx, cur)
+		return err
+	})
+	if err == nil && v != nil {
+		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
+	}
+	return err
+}
+
+// settleEvent is the event a round's state-only move k makes, with the reason a shows.
+func settleEvent(a *store.Agent, p *api.Proposal, k cycle.Kind) cycle.Event {
+	switch k {
+	case cycle.ResultLost:
+		return cycle.Event{Kind: k, Reason: "the result of " + p.Command + " could not be recorded; it may or may not have run: decide again"}
+	case cycle.WaitHelper:
+		return cycle.Event{Kind: k, Reason: "waiting for a helper agent"}
+	}
+	return cycle.Event{Kind: k, Reason: a.StateReason}
+}
