@@ -196,6 +196,9 @@ func (m managerService) RunSchedule(ctx context.Context, ref string) (*api.Sched
 func (m managerService) ScheduleHistory(ctx context.Context, ref string, limit int) ([]api.ScheduleRun, error) {
 	return m.h.manager().ScheduleHistory(ctx, ref, limit)
 }
+func (m managerService) SetScheduleWhen(ctx context.Context, ref string, when api.WakeConditions) (*api.Schedule, error) {
+	return m.h.manager().SetScheduleWhen(ctx, ref, when)
+}
 
 func (h *harness) startManager() {
 	m := New(Options{Store: h.st, Agents: agenttest.Of(h.sup), Clock: h.clock, Local: time.UTC, KeepAgents: h.keep})

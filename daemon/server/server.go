@@ -114,9 +114,13 @@ func (d *daemon) build(context.Context) error {
 	if err != nil {
 		return err
 	}
+	wk, err := scheduleWake(cfg, d.st, d.extra, log)
+	if err != nil {
+		return err
+	}
 	// The schedules reach the bots through a switch, since a reload replaces the bots.
 	mgr := schedule.New(schedule.Options{Store: d.st, Agents: agents.runAgents, Log: log, Grace: cfg.Schedules.Grace.Duration,
-		Chat: d.bots.sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: d.mx})
+		Chat: d.bots.sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: d.mx, Wake: wk})
 	d.bots.svc = func(c *config.Config) (*chatBots, error) {
 		return newBots(c, agents.chatAgents, teams, d.st, log, d.mx)
 	}

@@ -411,7 +411,8 @@ var migrations = []string{
 	// every follower's spinner counts from. Agents from before count from their last change.
 	`ALTER TABLE agents ADD COLUMN state_since INTEGER NOT NULL DEFAULT 0;
 	UPDATE agents SET state_since = updated_at;`,
-	// What a schedule's wake conditions saw (daemon/schedule/wake): seen is, per
+	// A schedule's wake conditions (api.WakeConditions as JSON, '' for none), and what
+	// they saw (daemon/schedule/wake): seen is, per
 	// condition, what the last run that started saw (content hashes, a page's
 	// validators), written only when a run starts so that a firing whose run never
 	// started swallows no change; failures counts the firings in a row whose check failed.
@@ -422,7 +423,8 @@ var migrations = []string{
 		failures INTEGER NOT NULL DEFAULT 0,
 		last_error TEXT NOT NULL DEFAULT '',
 		failed_at INTEGER NOT NULL DEFAULT 0
-	) WITHOUT ROWID;`,
+	) WITHOUT ROWID;
+	ALTER TABLE schedules ADD COLUMN conditions TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database at path and applies pending migrations.

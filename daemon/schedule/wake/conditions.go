@@ -8,33 +8,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 )
 
-// Conditions are a schedule's wake conditions, as the config file's [[schedules]], the
-// API and the schedules table keep them (JSON). The zero value has none: every firing
-// wakes the model, as before conditions existed.
-type Conditions struct {
-	// Changed is one condition: a file or folder among these changed since the last run
-	// that started. A relative path is in the agent's workspace; an absolute one must lie
-	// under one of the agent's configured read-only paths.
-	Changed []string `json:"changed,omitempty"`
-	// URLs are one condition each: the page's content changed since the last run that
-	// started, as read_webpage's fetcher reads it.
-	URLs []string `json:"urls,omitempty"`
-	// Commands are one condition each: a shell line run as execute_shell runs it, with the
-	// workspace read-only; exit 0 wakes the model, exit 1 is nothing to do, anything else
-	// is a failed check.
-	Commands []string `json:"commands,omitempty"`
-	// All wakes the model only when every condition says wake; the default is any.
-	All bool `json:"all,omitempty"`
-	// OnFailure is what a firing does once FailAfter checks in a row have failed: "skip"
-	// (the default) or "wake". Before that a failed check skips.
-	OnFailure string `json:"on_failure,omitempty"`
-	// FailAfter is how many failed checks in a row are surfaced to the schedule's
-	// delivery channel and then follow OnFailure; default DefaultFailAfter.
-	FailAfter int `json:"fail_after,omitempty"`
-}
+// Conditions are a schedule's wake conditions: api.WakeConditions (its fields are
+// documented there), as the config file's [[schedules]], the API and the schedules
+// table keep them. The zero value has none: every firing wakes the model, as before
+// conditions existed.
+type Conditions api.WakeConditions
 
 // The values of Conditions.OnFailure.
 const (
