@@ -97,6 +97,10 @@ type harness struct {
 	cancel context.CancelFunc
 	mgrCtx context.CancelFunc
 	keep   int // KeepAgents of the next Manager started
+	// wake makes the next Manager started check wake conditions (newWake), chat
+	// deliver to a fake chat.
+	wake func() Wake
+	chat Chat
 }
 
 type service struct {
@@ -201,7 +205,11 @@ func (m managerService) SetScheduleWhen(ctx context.Context, ref string, when ap
 }
 
 func (h *harness) startManager() {
-	m := New(Options{Store: h.st, Agents: agenttest.Of(h.sup), Clock: h.clock, Local: time.UTC, KeepAgents: h.keep})
+	opt := Options{Store: h.st, Agents: agenttest.Of(h.sup), Clock: h.clock, Local: time.UTC, KeepAgents: h.keep, Chat: h.chat}
+	if h.wake != nil {
+		opt.Wake = h.wake()
+	}
+	m := New(opt)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := m.Start(ctx); err != nil {
 		h.t.Fatal(err)
@@ -215,6 +223,7 @@ func (h *harness) startManager() {
 func (h *harness) stopManager() {
 	if m := h.manager(); m != nil && h.mgrCtx != nil {
 		m.Stop()
+		m.Close()
 		h.mgrCtx()
 		h.mgrCtx = nil
 	}
