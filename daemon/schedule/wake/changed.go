@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentd/agentd/api"
 	"os"
 	"path"
 	"path/filepath"
@@ -69,7 +70,7 @@ type pathSeen struct {
 func (e *Engine) checkChanged(ctx context.Context, scheduleID string, paths []string, t Target, prev seen, since string) result {
 	words := make([]string, len(paths))
 	for i, p := range paths {
-		words[i] = quote(p)
+		words[i] = api.QuoteWord(p)
 	}
 	r := result{cond: "--when-changed " + strings.Join(words, " ")}
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)

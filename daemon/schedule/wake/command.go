@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentd/agentd/api"
 	"strings"
 
 	"github.com/agentd/agentd/commands"
@@ -19,7 +20,7 @@ var checkProfile = commands.Profile{Bounded: true, Network: true}
 // output as what it found; exit 1 is nothing to do; anything else, or a program stopped
 // for its time or its output, is a failed check.
 func (e *Engine) checkCommand(ctx context.Context, line string, t Target) result {
-	r := result{cond: "--when " + quote(line)}
+	r := result{cond: "--when " + api.QuoteWord(line)}
 	shown := display.Escape(line, display.Line)
 	switch {
 	case t.Workspace == "":

@@ -26,7 +26,7 @@ const (
 
 // DefaultFailAfter is how many failed checks in a row are surfaced and then follow
 // OnFailure, unless the schedule says.
-const DefaultFailAfter = 3
+const DefaultFailAfter = api.DefaultWakeFailAfter
 
 // Bounds on conditions.
 const (
@@ -37,27 +37,17 @@ const (
 	maxCommandBytes = 2000 // execute_shell's own bound on a command line
 )
 
-// Flags are the conditions as agentctl's schedule add/edit flags and chat's
-// /agent schedule give them: --when-changed PATH (repeated), --when-url URL (repeated),
-// --when 'LINE' (repeated), --when-any or --when-all, --when-failed skip|wake and
-// --when-failed-after N.
-type Flags struct {
-	Changed, URLs, Commands []string
-	Any, All                bool
-	OnFailure               string
-	FailAfter               int
-}
+// Flags are the conditions as agentctl's schedule add/when flags and chat's
+// /agent schedule when give them.
+type Flags = api.WhenFlags
 
 // Parse reads the flags into checked Conditions (see Conditions.Check).
 func Parse(f Flags) (Conditions, error) {
-	if f.Any && f.All {
-		return Conditions{}, errors.New("--when-any and --when-all: give one (any wakes the model when one condition says so, all when every one does)")
+	c, err := f.Conditions()
+	if err != nil || c == nil {
+		return Conditions{}, err
 	}
-	c := Conditions{Changed: f.Changed, URLs: f.URLs, Commands: f.Commands, All: f.All, OnFailure: f.OnFailure, FailAfter: f.FailAfter}
-	if f.Any && c.Empty() {
-		return Conditions{}, errors.New("--when-any combines conditions, and none is given: add --when-changed PATH, --when-url URL or --when 'COMMAND'")
-	}
-	return c.Check()
+	return Conditions(*c).Check()
 }
 
 // Empty reports whether there are no conditions: every firing wakes the model.
@@ -200,36 +190,4 @@ func checkCommand(line string) error {
 }
 
 // String is the conditions in the flags' words, for schedule show and logs.
-func (c Conditions) String() string {
-	if c.Empty() {
-		return "none: every firing wakes the model"
-	}
-	var parts []string
-	for _, p := range c.Changed {
-		parts = append(parts, "--when-changed "+quote(p))
-	}
-	for _, u := range c.URLs {
-		parts = append(parts, "--when-url "+quote(u))
-	}
-	for _, line := range c.Commands {
-		parts = append(parts, "--when "+quote(line))
-	}
-	if c.All {
-		parts = append(parts, "--when-all")
-	}
-	if c.OnFailure == OnFailureWake {
-		parts = append(parts, "--when-failed wake")
-	}
-	if c.FailAfter != 0 && c.FailAfter != DefaultFailAfter {
-		parts = append(parts, fmt.Sprintf("--when-failed-after %d", c.FailAfter))
-	}
-	return strings.Join(parts, " ")
-}
-
-// quote is s as a shell word: as it is when that is safe, else in single quotes.
-func quote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func (c Conditions) String() string { return api.WakeConditions(c).String() }

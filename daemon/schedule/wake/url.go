@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/agentd/agentd/api"
 	"strings"
 
 	"github.com/agentd/agentd/commands"
@@ -30,7 +31,7 @@ const maxPageText = 32 << 10
 // an unchanged page costs a 304 where the server keeps validators.
 func (e *Engine) checkURL(ctx context.Context, u string, prev seen, since string) result {
 	shown := display.Escape(u, display.Line)
-	r := result{cond: "--when-url " + quote(u)}
+	r := result{cond: "--when-url " + api.QuoteWord(u)}
 	var was pageSeen
 	raw, known := prev[urlKey(u)]
 	known = known && json.Unmarshal(raw, &was) == nil
