@@ -34,7 +34,9 @@ func (c *recordingChat) Note(ctx context.Context, platform, channel, thread, tex
 	c.post(text)
 	return nil
 }
-func (c *recordingChat) RunThread(platform, runID string) (string, string, bool) { return "", "", false }
+func (c *recordingChat) RunThread(platform, runID string) (string, string, bool) {
+	return "", "", false
+}
 
 func (c *recordingChat) post(s string) {
 	c.mu.Lock()

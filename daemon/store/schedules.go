@@ -149,7 +149,7 @@ func (t *Tx) InsertSchedule(s *Schedule) error {
 	return nil
 }
 
-// conditionsJSON is the conditions column: '' for none.
+// conditionsJSON is the conditions column: ” for none.
 func conditionsJSON(c *api.WakeConditions) string {
 	if c == nil || len(c.Changed)+len(c.URLs)+len(c.Commands) == 0 {
 		return ""
