@@ -191,3 +191,40 @@ func (m *Manager) SetScheduleWhen(ctx context.Context, ref string, when api.Wake
 	m.log.Info("schedule conditions set", "schedule", row.Name, "when", wake.Conditions(when).String())
 	return m.Schedule(ctx, row.ID)
 }
+
+// WakeChecks are agentctl doctor's lines about schedules' wake checks: one failing line
+// per schedule whose checks failed fail_after times in a row, or one ok line when every
+// schedule with conditions checks fine (none without such schedules).
+func (m *Manager) WakeChecks(ctx context.Context) []api.Check {
+	var out []api.Check
+	var with int
+	err := m.st.View(ctx, func(tx *store.Tx) error {
+		rows, err := tx.Schedules()
+		if err != nil {
+			return err
+		}
+		for _, row := range rows {
+			w, err := wakeStatus(tx, row)
+			if err != nil {
+				return err
+			}
+			if w == nil {
+				continue
+			}
+			with++
+			if w.Failing {
+				out = append(out, api.Check{Name: "schedule " + row.Name, Status: api.CheckFail,
+					Detail: fmt.Sprintf("its wake check failed %d times in a row: %s", w.Failures, w.LastError),
+					Fix:    "see agentctl schedule show " + row.Name + "; fix the path, URL or command, or change them with agentctl schedule edit " + row.Name + " --when…"})
+			}
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return []api.Check{{Name: "schedules", Status: api.CheckWarn, Detail: "reading the schedules' wake checks: " + err.Error()}}
+	case len(out) == 0 && with > 0:
+		return []api.Check{{Name: "schedules", Status: api.CheckOK, Detail: fmt.Sprintf("%d schedules' wake checks run", with)}}
+	}
+	return out
+}

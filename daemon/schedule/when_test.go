@@ -166,7 +166,7 @@ func TestQuietScheduleCostsNoModelCallUntilItsFolderChanges(t *testing.T) {
 }
 
 // A check that keeps failing (its folder swapped for a link out of the workspace) is recorded as check_failed each time, and the
-// fail_after-th in a row is surfaced: in schedule show and, once, in the schedule's chat.
+// fail_after-th in a row is surfaced: in schedule show, doctor and, once, the schedule's chat.
 func TestFailingCheckSurfacesAfterFailAfterInARow(t *testing.T) {
 	h := newHarness(t, at(12, 0))
 	chat := h.withWake(nil)
@@ -211,6 +211,10 @@ func TestFailingCheckSurfacesAfterFailAfterInARow(t *testing.T) {
 	}
 	if h.chatCalls() != 0 {
 		t.Errorf("failed checks (--when-failed skip) made %d model calls", h.chatCalls())
+	}
+	checks := h.manager().WakeChecks(ctx)
+	if len(checks) != 1 || checks[0].Status != api.CheckFail || checks[0].Name != "schedule notes" || !strings.Contains(checks[0].Fix, "schedule show notes") {
+		t.Errorf("doctor's lines = %+v, want schedule notes failing with the fix", checks)
 	}
 }
 

@@ -140,7 +140,7 @@ func (d *daemon) agentOptions() agent.Options {
 	cfg, opt := d.cfg, agent.OptionsOf(d.cfg)
 	opt.Store, opt.LLM, opt.Components, opt.WorkspaceRoot = d.st, d.lc, d.extra, cfg.WorkspaceRoot()
 	opt.Memory, opt.Log, opt.Version, opt.StateDir = d.mem, d.log, d.opt.Version, cfg.StateDir
-	opt.HealthChecks = append(healthChecks(cfg, d.bridge, d.boxes), chatCheck(d.bots), d.httpL.check)
+	opt.HealthChecks = append(healthChecks(cfg, d.bridge, d.boxes), chatCheck(d.bots), d.httpL.check, d.scheduleChecks)
 	opt.OnRunEnd, opt.Metrics, opt.OnAgentRemoved = d.runEnds.deliver, d.mx, d.boxes.Remove
 	return opt
 }

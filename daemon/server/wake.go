@@ -1,9 +1,11 @@
 package server
 
 import (
+	"context"
 	"log/slog"
 	"path/filepath"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/commands/web"
@@ -39,4 +41,13 @@ func scheduleWake(cfg *config.Config, st *store.Store, extra []commands.Componen
 func pageFetcher(cfg *config.Config) *web.Fetcher {
 	w := cfg.WebCommands
 	return &web.Fetcher{MaxBytes: int64(w.MaxPageBytes), Timeout: w.Timeout.Duration, AllowPrivate: w.AllowPrivate}
+}
+
+// scheduleChecks are doctor's lines on the schedules' wake checks (the manager is made
+// after the supervisor, whose doctor asks).
+func (d *daemon) scheduleChecks(ctx context.Context) []api.Check {
+	if d.mgr == nil {
+		return nil
+	}
+	return d.mgr.WakeChecks(ctx)
 }
