@@ -77,9 +77,9 @@ func (r *Relay) SetSchedules(s Schedules) {
 	r.schedules.Store(&s)
 }
 
-const scheduleUsage = "Usage: /agent schedule ls | run NAME"
+const scheduleUsage = "Usage: /agent schedule ls | run NAME | when NAME --when-changed PATH… (or --when-none)"
 
-// scheduleCommand is /agent schedule ls|run NAME.
+// scheduleCommand is /agent schedule ls|run NAME|when NAME FLAGS.
 func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
 	var s Schedules
 	if p := r.schedules.Load(); p != nil {
@@ -91,6 +91,8 @@ func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u Us
 	verb, name, _ := strings.Cut(strings.TrimSpace(text), " ")
 	name = strings.TrimSpace(name)
 	switch verb {
+	case "when":
+		return r.scheduleWhen(ctx, s, ep, w, u, name)
 	case "ls", "list":
 		here, err := r.channelSchedules(ctx, s, ep.a.Platform(), w)
 		if err != nil {
@@ -166,6 +168,9 @@ func schedulesText(all []api.Schedule) string {
 			state += fmt.Sprintf(", %d running", len(s.Running))
 		}
 		fmt.Fprintf(&b, "• %s `%s` → %s (%s): %s\n", s.Name, s.Spec, s.Delivery, state, cut(s.Goal, 80))
+		if s.When != nil {
+			fmt.Fprintf(&b, "  wakes the model %s\n", cut(whenText(s.When), 200))
+		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
