@@ -326,3 +326,24 @@ func sandboxShell(t *testing.T) shell.Checker {
 	}
 	return c.(shell.Checker)
 }
+
+// A missed firing's catch-up (missed run_once) is checked like any firing: after a
+// restart with nothing changed it records nothing_to_do, not a run.
+func TestCatchUpFiringIsChecked(t *testing.T) {
+	h := newHarness(t, at(12, 0))
+	h.withWake(nil)
+	h.finishAtOnce()
+	h.watcher("watcher")
+	h.add(api.ScheduleRequest{Name: "notes", Spec: "0 * * * *", Agent: "watcher", Goal: "summarize", Missed: "run_once",
+		Autonomy: api.Autonomy{Mode: "auto", Steps: 1}, When: &api.WakeConditions{Changed: []string{"notes"}}})
+	h.clock.set(at(13, 0))
+	h.waitHistory("notes", "the first look", func(r []api.ScheduleRun) bool { return outcomes(r) == "finished" })
+	calls := h.chatCalls()
+	h.stopManager() // the daemon goes down at 13:00…
+	h.clock.set(at(15, 30))
+	h.startManager() // …and comes back at 15:30: 14:00 was missed, 15:00 is caught up
+	h.waitHistory("notes", "the checked catch-up", func(r []api.ScheduleRun) bool { return outcomes(r) == "finished missed nothing_to_do" })
+	if h.chatCalls() != calls {
+		t.Errorf("the quiet catch-up made %d model calls", h.chatCalls()-calls)
+	}
+}

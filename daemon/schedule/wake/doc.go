@@ -51,20 +51,17 @@
 //
 // # How the scheduler calls it
 //
-// In daemon/schedule the Starter (Manager.start, called by launch in
-// daemon/schedule/cron/fire.go) is where a firing becomes a run; the check goes first:
+// daemon/schedule's Starter (Manager.start, called off the firing loop by launch in
+// daemon/schedule/cron/fire.go, one goroutine per firing) checks first:
 //
 //	v := engine.Check(ctx, row.ID, conds, target) // before any model call
 //	if !v.Wake {
-//		// no run: record the firing as v.Outcome (nothing_to_do or check_failed) with
-//		// v.Reason; post to chat only when v.Surface
+//		return &cron.NotStarted{Outcome: nothing_to_do or check_failed, Reason: v.Reason}
 //	}
-//	// start the run with v.Observation as its first observation; once it has started:
+//	// start the run from the goal and v.Observation; once it has started:
 //	engine.Started(ctx, v)
 //
-// The Starter today can only start a run or fail, so the firing loop needs a way to hear
-// "not started, and why" (an error type the loop records with its outcome). launch calls
-// Starters one after another on the firing loop: with conditions they should be checked
-// off it, since a command or a slow page holds a firing up to Options.Timeout per
-// condition. docs/schedule-conditions.md has the rest of the wiring.
+// The firing is recorded with NotStarted's outcome and reason; chat hears of a failed
+// check only when v.Surface. A run-now (a person asked) starts whatever the check says.
+// docs/schedule-conditions.md has the rest: the API, agentctl, chat, the web form.
 package wake
