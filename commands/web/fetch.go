@@ -160,24 +160,11 @@ func (f *Fetcher) FetchIfChanged(ctx context.Context, rawURL string, since Valid
 		return nil
 	})
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, fmt.Errorf("fetch: %v", err)
-	}
-	ua := f.UserAgent
-	if ua == "" {
-		ua = DefaultUserAgent
-	}
-	req.Header.Set("User-Agent", ua)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,text/markdown;q=0.9,application/json;q=0.8,*/*;q=0.1")
 	since = Validators{ETag: sendable(since.ETag), LastModified: sendable(since.LastModified)}
-	if since.ETag != "" {
-		req.Header.Set("If-None-Match", since.ETag)
+	req, err := f.request(ctx, u, since)
+	if err != nil {
+		return nil, err
 	}
-	if since.LastModified != "" {
-		req.Header.Set("If-Modified-Since", since.LastModified)
-	}
-
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fetchError(ctx, u, at, err, timeout)
@@ -215,6 +202,27 @@ func (f *Fetcher) FetchIfChanged(ctx context.Context, rawURL string, since Valid
 		page.Validators = validatorsOf(resp.Header)
 	}
 	return page, err
+}
+
+// request is the GET of u, conditional on since's validators when it has them.
+func (f *Fetcher) request(ctx context.Context, u *url.URL, since Validators) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("fetch: %v", err)
+	}
+	ua := f.UserAgent
+	if ua == "" {
+		ua = DefaultUserAgent
+	}
+	req.Header.Set("User-Agent", ua)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,text/markdown;q=0.9,application/json;q=0.8,*/*;q=0.1")
+	if since.ETag != "" {
+		req.Header.Set("If-None-Match", since.ETag)
+	}
+	if since.LastModified != "" {
+		req.Header.Set("If-Modified-Since", since.LastModified)
+	}
+	return req, nil
 }
 
 // CheckURL returns the refusal a fetch of rawURL would end with before it connects: a URL
