@@ -9,7 +9,7 @@ import (
 )
 
 // scheduleEdit is schedule edit NAME: it changes a schedule's wake conditions.
-func (a *app) scheduleEdit(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleEdit(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	var when api.WhenFlags
 	when.Register(fs, true)
@@ -26,7 +26,7 @@ func (a *app) scheduleEdit(ctx context.Context, args []string) error {
 	}
 	s, err := a.api().SetScheduleWhen(ctx, ref, *c)
 	if err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
 		return a.printJSON(s)
