@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/api"
@@ -54,15 +53,11 @@ func (r *Relay) scheduleWhen(ctx context.Context, s Schedules, ep *endpoint, w W
 	if c == nil {
 		return scheduleWhenUsage
 	}
-	here, err := r.channelSchedules(ctx, s, ep.a.Platform(), w)
-	if err != nil {
-		return err.Error()
+	found, problem := r.channelSchedule(ctx, s, ep, w, name)
+	if found == nil {
+		return problem
 	}
-	i := slices.IndexFunc(here, func(sc api.Schedule) bool { return sc.Name == name || sc.ID == name })
-	if i < 0 {
-		return fmt.Sprintf("There is no schedule %q in this channel; /agent schedule ls lists the ones delivering here.", cut(name, 80))
-	}
-	sc, err := set.SetScheduleWhen(ctx, here[i].ID, *c)
+	sc, err := set.SetScheduleWhen(ctx, found.ID, *c)
 	if err != nil {
 		return err.Error()
 	}

@@ -33,7 +33,7 @@ type layer struct {
 var layers = []layer{
 	{"test tools", []string{"daemon/integration", "scripts/...", "cmd/tinymodel", "internal/cmd/..."},
 		"end-to-end tests, the test scripts' helpers, the tiny model's generator and the structure figures: nothing imports them"},
-	{"test doubles", []string{"internal/agenttest", "internal/apitest", "internal/fakediscord", "internal/fakeslack", "internal/netguardtest", "internal/ollamatest", "internal/testutil", "internal/display/displaytest", "internal/structure"},
+	{"test doubles", []string{"internal/agenttest", "internal/apitest", "internal/fakediscord", "internal/fakeslack", "internal/netguardtest", "internal/ollamatest", "internal/shelltest", "internal/testutil", "internal/display/displaytest", "internal/structure"},
 		"fakes of the services agentd talks to, test helpers and the structure measures: only tests and test tools import them, never the product"},
 	{"binaries", []string{"cmd/agentd/...", "cmd/agentctl/..."},
 		"the binaries wire the daemon and the CLI; nothing imports them"},

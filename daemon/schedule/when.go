@@ -228,3 +228,14 @@ func (m *Manager) WakeChecks(ctx context.Context) []api.Check {
 	}
 	return out
 }
+
+// CheckWhenForm checks the form of wake conditions (no I/O: whether a path exists is
+// AddSchedule's check) and returns them in agentctl's words, for a form checked as it
+// is typed (the web console's).
+func CheckWhenForm(when api.WakeConditions) (string, error) {
+	c, err := wake.Conditions(when).Check()
+	if err != nil {
+		return "", err
+	}
+	return c.String(), nil
+}

@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/schedule/wake"
+	"github.com/agentd/agentd/internal/shelltest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -309,23 +309,8 @@ func TestCheckCommandWakesWithItsOutput(t *testing.T) {
 	}
 }
 
-// sandboxShell returns an execute_shell under bwrap, or skips where bwrap cannot build a
-// sandbox (AGENTD_REQUIRE_SANDBOX=1 fails instead).
-func sandboxShell(t *testing.T) shell.Checker {
-	t.Helper()
-	path, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Skip("bwrap is not installed (Debian package bubblewrap): check commands not tested")
-	}
-	c, err := shell.NewExecuteShell(shell.Options{Sandbox: shell.SandboxBwrap, Bwrap: path})
-	if err != nil {
-		if os.Getenv("AGENTD_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("AGENTD_REQUIRE_SANDBOX=1 but %v", err)
-		}
-		t.Skipf("sandbox not available, check commands not tested: %v", err)
-	}
-	return c.(shell.Checker)
-}
+// sandboxShell returns an execute_shell under bwrap, or skips the test.
+func sandboxShell(t testing.TB) shell.Checker { return shelltest.Sandboxed(t) }
 
 // A missed firing's catch-up (missed run_once) is checked like any firing: after a
 // restart with nothing changed it records nothing_to_do, not a run.

@@ -92,7 +92,7 @@ func newEnv(t testing.TB) *env {
 	if err := e.mgr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.con, err = New(Options{Service: service{agenttest.Of(e.sup), e.mgr}, Log: log, User: "tester"})
+	e.con, err = New(Options{Service: service{agenttest.Of(e.sup), e.mgr}, Log: log, User: "tester", CheckWhen: schedule.CheckWhenForm})
 	if err != nil {
 		t.Fatal(err)
 	}

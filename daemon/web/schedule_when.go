@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/daemon/schedule/wake"
 )
 
 // whenOf reads the schedule form's wake conditions (paths and URLs one per line, one
@@ -38,12 +37,7 @@ func whenOf(form url.Values) (*api.WakeConditions, error) {
 		}
 		f.FailAfter = v
 	}
-	c, err := f.Conditions()
-	if err != nil || c == nil || !wake.Conditions(*c).Empty() {
-		return c, err
-	}
-	_, err = wake.Conditions(*c).Check() // a policy without conditions: says what is missing
-	return nil, err
+	return f.Conditions() // the daemon checks the rest, as it checks agentctl's
 }
 
 // whenView is what the conditions check shows under the fields as the person types.
@@ -52,15 +46,15 @@ type whenView struct {
 	Error, When string
 }
 
-// checkWhen checks the form's wake conditions as the daemon checks their form (the
-// wake package's Check: no I/O; whether a path exists is checked when the form is sent).
+// checkWhen checks the form's wake conditions as the daemon checks their form
+// (Options.CheckWhen: no I/O; whether a path exists is checked when the form is sent).
 func (c *Console) checkWhen(w http.ResponseWriter, r *http.Request) {
 	v := whenView{}
 	when, err := whenOf(r.Form)
-	if err == nil && when != nil {
-		var checked wake.Conditions
-		if checked, err = wake.Conditions(*when).Check(); err == nil {
-			v.When = line(checked.String())
+	if err == nil && when != nil && c.checkWhenForm != nil {
+		var words string
+		if words, err = c.checkWhenForm(*when); err == nil {
+			v.When = line(words)
 		}
 	}
 	switch {

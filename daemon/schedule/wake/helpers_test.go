@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/commands/web"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/shelltest"
 )
 
 // rig is an engine over a store in a temp folder, as the daemon would have them.
@@ -127,23 +127,8 @@ func write(t testing.TB, path, content string) {
 	}
 }
 
-// sandboxShell returns an execute_shell under bwrap, or skips the test where bwrap cannot
-// build a sandbox (as the shell package's tests do; AGENTD_REQUIRE_SANDBOX=1 fails instead).
-func sandboxShell(t testing.TB) shell.Checker {
-	t.Helper()
-	path, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Skip("bwrap is not installed (Debian package bubblewrap): check commands not tested")
-	}
-	c, err := shell.NewExecuteShell(shell.Options{Sandbox: shell.SandboxBwrap, Bwrap: path})
-	if err != nil {
-		if os.Getenv("AGENTD_REQUIRE_SANDBOX") == "1" {
-			t.Fatalf("AGENTD_REQUIRE_SANDBOX=1 but %v", err)
-		}
-		t.Skipf("sandbox not available, check commands not tested: %v", err)
-	}
-	return c.(shell.Checker)
-}
+// sandboxShell returns an execute_shell under bwrap, or skips the test.
+func sandboxShell(t testing.TB) shell.Checker { return shelltest.Sandboxed(t) }
 
 // processesWith lists the pids of live (not zombie) processes whose command line
 // contains marker.
