@@ -20,18 +20,18 @@ import (
 func TestSlashScheduleWhenSetsConditions(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	eng, err := wake.New(wake.Options{Store: e.st, Dir: filepath.Join(t.TempDir(), "wake")})
+	eng, err := wake.New(wake.Options{Store: e.St, Dir: filepath.Join(t.TempDir(), "wake")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := schedule.New(schedule.Options{Store: e.st, Agents: agenttest.Of(e.sup), Chat: e.relay, Local: time.UTC, Wake: schedule.Wake{Engine: eng}})
+	m := schedule.New(schedule.Options{Store: e.St, Agents: agenttest.Of(e.Sup), Chat: e.Relay, Local: time.UTC, Wake: schedule.Wake{Engine: eng}})
 	mctx, cancel := context.WithCancel(ctx)
 	if err := m.Start(mctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Stop(); cancel(); m.Close() })
-	e.relay.SetSchedules(m)
-	a, err := e.sup.API().Runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: "keeps notes", Start: new(bool)})
+	e.Relay.SetSchedules(m)
+	a, err := e.Sup.API().Runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: "keeps notes", Start: new(bool)})
 	if err != nil {
 		t.Fatal(err)
 	}
