@@ -123,55 +123,6 @@ func budgetWire(b run.Budget) api.Budget {
 	return out
 }
 
-// pauseOverBudget pauses the agent because its own budget ran out. Called by the loop
-// before a step, with no proposal open. Over its disk budget, its workspace is measured
-// again first: files may have gone since.
-func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
-	if budget == "disk" {
-		r.s.runs.remeasure(ctx, r.id)
-	}
-	var v *api.Agent
-	var ex *api.BudgetExhausted
-	r.mu.Lock()
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		a, err := tx.Agent(r.id)
-		if err != nil || !active(a.State) {
-			return err
-		}
-		if budget, why = r.s.agentBudgets.agentOver(a); why == "" {
-			return nil // under it again: the loop goes on
-		}
-		ex = &api.BudgetExhausted{Scope: api.BudgetScopeAgent, Kind: budget, RunID: a.RunID, Budget: *r.s.agentBudgets.budgetView(a)}
-		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.AgentBudgetHit, Reason: agentBudgetReason + why}); err != nil {
-			return err
-		}
-		if err := tx.Audit(a.ID, "agent_budget_exhausted", map[string]string{"run": a.RunID, "budget": budget, "reason": why}); err != nil {
-			return err
-		}
-		r.s.episodeHistory.storeWith(tx, a)
-		if err := tx.UpdateAgent(a); err != nil {
-			return err
-		}
-		v, err = view(tx, a)
-		return err
-	})
-	if err == nil && v != nil {
-		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v, Message: v.StateReason, Exhausted: ex})
-	}
-	r.mu.Unlock()
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			r.s.log.Error("pausing an agent over budget", "agent", r.id, "err", err)
-			r.sleep(ctx, time.Second)
-		}
-		return
-	}
-	if v != nil {
-		r.s.metrics.BudgetExhausted("agent", budget)
-		r.s.log.Info("agent paused: its budget ran out", "agent", r.id, "budget", budget, "reason", why)
-	}
-}
-
 // SetBudget changes an agent's own budget (fields left nil are kept; Reset first goes
 // back to the config's). An agent paused by its budget resumes when the new one allows.
 func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req api.BudgetRequest) (*api.Agent, error) {

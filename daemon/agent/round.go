@@ -71,10 +71,8 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			done()
 		case cycle.Again:
-			if m.Event == cycle.RunBudgetHit {
-				r.exhaust(ctx, f.a.RunID, f.overBudget, f.overWhy)
-			} else if m.Event == cycle.AgentBudgetHit {
-				r.pauseOverBudget(ctx, f.overBudget, f.overWhy)
+			if f.Over != nil && m.Event == f.Over.Event() {
+				r.endOverBudget(ctx, f.a.RunID, f.Over)
 			}
 		}
 		if m.Then == cycle.Wait {
@@ -92,8 +90,6 @@ type facts struct {
 	cycle.Round
 	a *store.Agent
 	p *api.Proposal // the open proposal; nil for none
-	// overBudget and overWhy are the budget a budget event names, and why it ran out.
-	overBudget, overWhy string
 }
 
 // next reads the round's facts and asks cycle.NextMove what comes next. It only reads,
@@ -133,7 +129,7 @@ func (r *runner) next(ctx context.Context) (cycle.Move, *facts, error) {
 }
 
 // readRound reads the round's facts of agent id in tx: the agent, its open proposal, and
-// the verdicts of its budgets and helpers. A pending proposal is left unweighed.
+// the verdicts of its budgets (one, overBudget's) and helpers. A pending proposal is left unweighed.
 func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 	a, err := tx.Agent(id)
 	if err != nil {
@@ -143,23 +139,9 @@ func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 	if !active(a.State) {
 		return f, nil
 	}
-	b := s.runBudgets.budgetOf(a.RunID)
-	if b != nil {
-		if f.overWhy = b.overTime(time.Now()); f.overWhy != "" {
-			f.RunOverTime, f.overBudget = true, "time"
-			return f, nil
-		}
-	}
+	f.Over = overBudget(s, a)
 	p, err := tx.OpenProposal(a.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		if b != nil {
-			if f.overBudget, f.overWhy = b.overCount(a); f.overWhy != "" {
-				f.RunOverCount = true
-				return f, nil
-			}
-		}
-		f.overBudget, f.overWhy = s.agentBudgets.agentOver(a)
-		f.AgentOver = f.overWhy != ""
 		return f, nil
 	} else if err != nil {
 		return nil, err
@@ -178,14 +160,13 @@ func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 }
 
 // setState applies ev, an event that moves only the agent's state (and a lost result's
-// proposal), and publishes the agent's new state. With f, the round that chose ev, it
+// proposal); the applier publishes the agent's new state. With f, the round that chose ev, it
 // does nothing when the agent changed since; without, when the agent is not active or
 // ev would not change it.
 func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ...string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var v *api.Agent
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+	return r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Agent(r.id)
 		if err != nil {
 			return err
@@ -204,7 +185,8 @@ func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ..
 			}
 			ev = settleEvent(cur, p, k)
 		}
-		if moved, _, err := transit(tx, cur, p, ev); err != nil || !moved {
+		c := &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish}
+		if res, err := apply(tx, c); err != nil || !res.moved {
 			return err
 		}
 		if k == cycle.ResultLost {
@@ -213,13 +195,9 @@ func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ..
 		if err := tx.UpdateAgent(cur); err != nil {
 			return err
 		}
-		v, err = view(tx, cur)
+		c.shown, err = view(tx, cur) // the applier publishes the new state once this commits
 		return err
 	})
-	if err == nil && v != nil {
-		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
-	}
-	return err
 }
 
 // settleEvent is the event a round's state-only move k makes, with the reason a shows.

@@ -29,6 +29,12 @@ type change struct {
 	rec   func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 	count func(tx *store.Tx, d *api.Decision)
 	r     *runner
+	// exhausted is what record_budget records.
+	exhausted *exhausted
+	// pub, when set, publishes the events of the effects once the change commits
+	// (publish.go); shown is the agent as they show it, when the caller sets it.
+	pub   func(api.Event) api.Event
+	shown *api.Agent
 }
 
 // applied is what apply did: whether the proposal moved, the effects, and the episode it
@@ -46,7 +52,8 @@ var errMissing = errors.New("the change lacks what an effect needs")
 // apply carries out c.ev on c.a and c.p in tx: cycle.Next says what they become and which
 // effects follow, and this is the only code that carries them out — the only writer of an
 // agent's state or a proposal's status. Every effect kind the table lists is done here,
-// in tx; a cancel runs once tx commits. The caller writes c.a. moved is false when the
+// in tx; a cancel runs once tx commits, and so does publishing their events (publish.go).
+// The caller writes c.a. moved is false when the
 // store found c.p no longer in the status the caller read (decided or withdrawn
 // meanwhile): then nothing else was written.
 func apply(tx *store.Tx, c *change) (applied, error) {
@@ -74,6 +81,7 @@ func apply(tx *store.Tx, c *change) (applied, error) {
 		}
 	}
 	out.moved = true
+	c.publish(tx, out)
 	return out, nil
 }
 
@@ -115,6 +123,8 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 		return tx.Audit(c.p.AgentID, "decision", c.decision)
 	case cycle.RecordEpisode:
 		return c.recordEpisode(tx, out)
+	case cycle.RecordBudget:
+		return c.recordBudget(tx)
 	case cycle.Cancel:
 		if c.r == nil {
 			return errMissing

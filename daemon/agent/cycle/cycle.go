@@ -110,7 +110,8 @@ const (
 	// Withdraw ends a started proposal that nothing runs (a question, a helper wait).
 	Withdraw Kind = "withdraw"
 	// Budgets: the run's ran out (it ends: reason, Detail, Result); the agent's ran out
-	// (it pauses: reason); the agent's was raised (it goes on).
+	// (it pauses: reason); the agent's was raised (it goes on). Over.Event picks the
+	// first two from the budgets' one verdict.
 	RunBudgetHit   Kind = "run_budget_hit"
 	AgentBudgetHit Kind = "agent_budget_hit"
 	BudgetRaised   Kind = "budget_raised"
@@ -160,6 +161,9 @@ const (
 	Grant          EffectKind = "grant"           // record what the authorization did to grants: a use, or the grant y -N or y! makes
 	EndGrant       EffectKind = "end_grant"       // what is left of a y -N count grant is cancelled
 	Cancel         EffectKind = "cancel"          // cancel a model call in flight (Command: and a running command)
+	// RecordBudget records the budget that ran out and audits it; a run's also ends the
+	// run's auto-approval and clears its open question.
+	RecordBudget EffectKind = "record_budget"
 )
 
 // Effect is one thing the event's outcome calls for.
