@@ -124,7 +124,7 @@ func applyRecorded(t *testing.T, st *store.Store, n int, from cycle.State, k cyc
 		published = nil
 		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail"}, rec: rec.recordEpisode, count: rec.countDecision, r: r,
 			exhausted: &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: api.BudgetScopeRun, Kind: "steps", RunID: run}, why: "why"},
-			pub: func(ev api.Event) api.Event { published = append(published, ev.Type); return ev }}
+			pub:       func(ev api.Event) api.Event { published = append(published, ev.Type); return ev }}
 		if k == cycle.AgentBudgetHit {
 			c.exhausted.Scope = api.BudgetScopeAgent
 		}
