@@ -58,11 +58,14 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 	if ev.Agent == nil {
 		ev.Agent = viewOf(c.a, c.p, nil)
 	}
+	switch {
+	case t == api.EventFinish && c.finishMessage != nil:
+		ev.Message = *c.finishMessage
+	case t == api.EventFinish, c.exhausted != nil && c.exhausted.Scope == api.BudgetScopeAgent:
+		ev.Message = ev.Agent.StateReason
+	}
 	if c.exhausted != nil {
 		ev.Exhausted = &c.exhausted.BudgetExhausted
-		if t == api.EventFinish || c.exhausted.Scope == api.BudgetScopeAgent {
-			ev.Message = ev.Agent.StateReason
-		}
 	}
 	return ev
 }

@@ -35,6 +35,9 @@ type change struct {
 	// (publish.go); shown is the agent as they show it, when the caller sets it.
 	pub   func(api.Event) api.Event
 	shown *api.Agent
+	// finishMessage, when set, is the message of the run's end: the finish command's
+	// output. Without it the end says the agent's state reason.
+	finishMessage *string
 }
 
 // applied is what apply did: whether the proposal moved, the effects, and the episode it
