@@ -36,8 +36,6 @@ var (
 		"commands/permission.splitWords":                  "a shell-word scanner: one state machine",
 		"commands.Schema.validate":                        "JSON Schema keywords, a case each",
 		"commands/shell.cloneRepository.Execute":          "clone's guard, sandbox and checks in order; splits into guard and run",
-		"daemon/agent.helperEnv.Start":                    "a hand-written read-transit-write-publish of the cycle; goes with the applier",
-		"daemon/agent.runs.DeleteAgent":                   "removes an agent's rows, workspace and memories in order; splits by what it removes",
 		"daemon/agentprotocol.handler.executeStep":        "the Agent Protocol's step: decide, wait and answer in one handler",
 		"daemon/config.Config.problems":                   "one check per config key; goes with one config loader",
 		"daemon/config.Config.extraProblems":              "one check per config key; goes with one config loader",
