@@ -122,7 +122,7 @@ func applyRecorded(t *testing.T, st *store.Store, n int, from cycle.State, k cyc
 			return err
 		}
 		published = nil
-		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail"}, rec: rec.recordEpisode, count: rec.countDecision, r: r,
+		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail"}, rec: rec.recordEpisode, count: rec.countDecision, cancel: r.cancel,
 			exhausted: &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: api.BudgetScopeRun, Kind: "steps", RunID: run}, why: "why"},
 			pub:       func(ev api.Event) api.Event { published = append(published, ev.Type); return ev }}
 		if k == cycle.AgentBudgetHit {

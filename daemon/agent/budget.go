@@ -36,13 +36,6 @@ func overBudget(s *Supervisor, a *store.Agent) *cycle.Over {
 	return nil
 }
 
-// exhausted is what record_budget records: the budget that ran out as the API shows it,
-// and why.
-type exhausted struct {
-	api.BudgetExhausted
-	why string
-}
-
 // overEvent is the event verdict o makes on a, and what it records.
 func overEvent(s *Supervisor, a *store.Agent, o *cycle.Over) (cycle.Event, *exhausted) {
 	ex := &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: string(o.Scope), Kind: o.Budget, RunID: a.RunID}, why: o.Why}
@@ -54,26 +47,6 @@ func overEvent(s *Supervisor, a *store.Agent, o *cycle.Over) (cycle.Event, *exha
 		ex.Budget = budgetWire(rb.Budget)
 	}
 	return cycle.Event{Kind: o.Event(), Reason: "budget exhausted: " + o.Why, Detail: o.Why, Result: "withdrawn: the run's budget ran out"}, ex
-}
-
-// recordBudget carries out record_budget: the budget that ran out is audited; a run's
-// also ends the run's auto-approval and withdraws its open question.
-func (c *change) recordBudget(tx *store.Tx) error {
-	ex := c.exhausted
-	if ex == nil || c.a == nil {
-		return errMissing
-	}
-	if ex.Scope == api.BudgetScopeAgent {
-		return tx.Audit(c.a.ID, "agent_budget_exhausted", map[string]string{"run": ex.RunID, "budget": ex.Kind, "reason": ex.why})
-	}
-	if err := tx.ClearQuestions(c.a.ID); err != nil {
-		return err
-	}
-	c.a.Policy.AutoSteps = 0
-	if c.a.Policy.Mode == "auto" {
-		c.a.Policy.Mode = "ask"
-	}
-	return tx.Audit(c.a.ID, string(api.RunBudgetExhausted), map[string]string{"run": ex.RunID, "reason": ex.why})
 }
 
 // endOverBudget carries out a round's budget verdict on the agent of run runID: a run's

@@ -267,13 +267,6 @@ func alreadyDecided(tx *store.Tx, id string, err error) error {
 	return conflict("proposal %s takes no decision now", id)
 }
 
-func episodeOf(p *api.Proposal, outcome, result, feedback string) *api.Episode {
-	return &api.Episode{
-		RunID: p.RunID, Step: p.Step, ProposalID: p.ID, Command: p.Command, Args: p.Args,
-		Reasoning: p.Thoughts.Reasoning, Outcome: outcome, Result: result, Feedback: feedback,
-	}
-}
-
 // Answer answers the agent's open ask_user question; the answer is the command's result.
 func (s *decisions) Answer(ctx context.Context, ref string, req api.AnswerRequest) error {
 	text := strings.TrimSpace(req.Text)

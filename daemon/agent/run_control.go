@@ -90,7 +90,7 @@ func (s *runs) pause(ctx context.Context, ref, reason string) (*api.Agent, error
 		if !active(a.State) {
 			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
 		}
-		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Pause, Reason: reason}, r: r}); err != nil {
+		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Pause, Reason: reason}, cancel: r.cancel}); err != nil {
 			return err
 		}
 		return tx.Audit(a.ID, "paused", map[string]string{"reason": reason})
@@ -175,7 +175,7 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error)
 			return err
 		}
 		// An open proposal not started is superseded; the run ends; what runs is cancelled.
-		if _, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: reason, Detail: reason}, r: r}); err != nil {
+		if _, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: reason, Detail: reason}, cancel: r.cancel}); err != nil {
 			return err
 		}
 		a.Policy.AutoSteps = 0

@@ -81,6 +81,16 @@ func (r *runner) cancelAll() {
 	}
 }
 
+// cancel cancels a model call in flight and, with command, a running command: the
+// applier's cancel effect. Caller holds r.mu.
+func (r *runner) cancel(command bool) {
+	if command {
+		r.cancelAll()
+		return
+	}
+	r.cancelThinking()
+}
+
 // sleep waits d, or less when woken; it reports false when ctx ended.
 func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
 	return sleepUntil(ctx, d, r.wake, nil)

@@ -189,7 +189,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		}
 		if w.stop { // a schedule's run: nobody to ask
 			why := w.stopReason()
-			if _, err := apply(tx, &change{a: on, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: why, Detail: why}, r: r}); err != nil {
+			if _, err := apply(tx, &change{a: on, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: why, Detail: why}, cancel: r.cancel}); err != nil {
 				return err
 			}
 		}

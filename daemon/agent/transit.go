@@ -24,11 +24,11 @@ type change struct {
 	// episode is what record_episode remembers of an event that is no decision's.
 	episode *api.Episode
 	// rec remembers an episode (Supervisor.recordEpisode), count reports a decision to
-	// the metrics; r is the agent's runner, whose model call or command a cancel ends
-	// once the change commits.
-	rec   func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
-	count func(tx *store.Tx, d *api.Decision)
-	r     *runner
+	// the metrics; cancel ends the agent's model call (with command, and its command)
+	// once the change commits (runner.cancel, called under the runner's lock).
+	rec    func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+	count  func(tx *store.Tx, d *api.Decision)
+	cancel func(command bool)
 	// exhausted is what record_budget records.
 	exhausted *exhausted
 	// pub, when set, publishes the events of the effects once the change commits
@@ -129,17 +129,11 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 	case cycle.RecordBudget:
 		return c.recordBudget(tx)
 	case cycle.Cancel:
-		if c.r == nil {
+		if c.cancel == nil {
 			return errMissing
 		}
-		r, command := c.r, e.Command
-		tx.AfterCommit(func() { // under r.mu, as every change of the agent is
-			if command {
-				r.cancelAll()
-			} else {
-				r.cancelThinking()
-			}
-		})
+		cancel, command := c.cancel, e.Command
+		tx.AfterCommit(func() { cancel(command) }) // under the runner's lock, as every change of the agent is
 	default:
 		return fmt.Errorf("no applier for effect %s", e.Kind)
 	}

@@ -117,17 +117,6 @@ func grantLeft(tx *store.Tx, a *store.Agent) (int, error) {
 	return left, err
 }
 
-// endGrant cancels what is left of a's count grants (the cycle's EndGrant) in tx, and
-// its mode that mirrors them; the caller writes a. Exact and pattern grants stay: they
-// approve one call or one pattern a person chose, not a number of steps.
-func endGrant(tx *store.Tx, a *store.Agent) error {
-	if err := policy.EndCountGrants(tx, a, "the watchdog"); err != nil {
-		return err
-	}
-	_, err := policy.SyncPolicy(tx, a)
-	return err
-}
-
 // loopIn is the watchdog's verdict on p, proposed by a: its run's latest steps from the
 // episodes, and last, the proposal before p in the run — a call repeated from a proposal
 // that never ran (refused, rethought) is a repeat too. seen keeps the observations of the
