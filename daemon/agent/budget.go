@@ -169,3 +169,46 @@ func applyRunOptions(tx *store.Tx, a *store.Agent, opt *run.Options, pats []stri
 	}
 	return nil
 }
+
+// armBusyBudget bounds the step the loop is about to take by what the agent's time
+// budget leaves, as a run's wall-time budget bounds it: when that runs out, a model call
+// or a command in flight is cancelled. done ends the bound and, when it cut the step,
+// charges the budget as used up (the step ran until the budget's end; the time between
+// steps is not counted otherwise), so the loop pauses the agent next.
+func (r *runner) armBusyBudget(ctx context.Context) (done func()) {
+	if r.busyLeft <= 0 {
+		return func() {}
+	}
+	r.busyCut.Store(false)
+	t := time.AfterFunc(r.busyLeft, func() {
+		r.busyCut.Store(true)
+		r.mu.Lock()
+		r.cancelAll()
+		r.mu.Unlock()
+	})
+	return func() {
+		t.Stop()
+		if r.busyCut.Swap(false) && ctx.Err() == nil {
+			r.chargeCut(ctx)
+		}
+	}
+}
+
+// chargeCut raises the agent's busy time to its time budget after a step it cut.
+func (r *runner) chargeCut(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(r.id)
+		if err != nil {
+			return err
+		}
+		if b := r.s.agentBudgets.agentBudget(a); b.MaxWall > 0 {
+			a.BusyMS = max(a.BusyMS, b.MaxWall.Milliseconds())
+		}
+		return tx.UpdateAgent(a)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		r.s.log.Error("charging a step cut by the time budget", "agent", r.id, "err", err)
+	}
+}

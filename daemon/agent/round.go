@@ -9,6 +9,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -209,4 +210,66 @@ func settleEvent(a *store.Agent, p *api.Proposal, k cycle.Kind) cycle.Event {
 		return cycle.Event{Kind: k, Reason: "waiting for a helper agent"}
 	}
 	return cycle.Event{Kind: k, Reason: a.StateReason}
+}
+
+// modelPriority puts the class of the agent's next step's model calls in ctx: batch for
+// a run the daemon started (or a helper of one), unless a person has just decided,
+// answered or given feedback — then they are waiting for that step, which goes first.
+// The agent is the key batch calls take turns by.
+func (r *runner) modelPriority(ctx context.Context) context.Context { return r.priority(ctx, true) }
+
+// priority is modelPriority; consume false leaves a person's turn for the next step (a
+// command's own model calls, such as a web page's summary, run before it).
+func (r *runner) priority(ctx context.Context, consume bool) context.Context {
+	r.mu.Lock()
+	runID, person := r.runID, r.personNext
+	if consume {
+		r.personNext = false
+	}
+	r.mu.Unlock()
+	class := llm.Interactive
+	if !person {
+		class = r.s.batchRuns.class(runID, func(id string) bool { return personWaits(r.s, id) })
+	}
+	return llm.WithPriority(ctx, class, r.id)
+}
+
+// personWaits reports whether a person has just decided, answered or given feedback to
+// agent id and waits for its next step: a helper it started then works for that person.
+func personWaits(s *Supervisor, id string) bool {
+	s.mu.Lock()
+	r := s.runners[id]
+	s.mu.Unlock()
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.personNext
+}
+
+// summarize starts making one-line summaries of older episodes that the prompt shows
+// without one, when the agent's call budget allows: at most once every summaryEvery steps
+// of its loop, one job at a time. The job runs beside the step, not in it, so a step never
+// waits for a summary call (a person deciding, or the next step's model call, overlaps
+// it). Its summaries and the call's tokens are stored with the agent's next change
+// (storeWith: a proposal, a result, a decision, a run's end), not in a transaction of
+// their own that a step under way would wait behind (agentd has one store connection);
+// when no step is under way, at once. They show from the prompt after that. ctx is the
+// loop's: pausing or stopping the agent, or the daemon shutting down, ends the job.
+func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
+	r.thinks++
+	if r.thinks-r.summarizedAt < summaryEvery {
+		return
+	}
+	r.summarizedAt = r.thinks // checked again summaryEvery steps from now, whatever comes of it
+	if !r.summarizing.CompareAndSwap(false, true) {
+		return
+	}
+	r.s.wg.Go(func() {
+		defer r.summarizing.Store(false)
+		r.s.episodeHistory.makeSummaries(ctx, l, a.ID)
+		// Stored now unless a step of its is under way, whose proposal or result will.
+		r.s.episodeHistory.storeSummaries(context.WithoutCancel(ctx), &r.mu, r.id)
+	})
 }

@@ -312,3 +312,27 @@ func (s *runs) StartTask(ctx context.Context, ref, task string, opt run.Options)
 func (s *runs) CreateRun(ctx context.Context, req api.CreateAgentRequest, opt run.Options) (*api.Agent, error) {
 	return s.createAgent(ctx, req, &opt, true)
 }
+
+// remeasure measures agent ref's workspace again, when it has a disk budget that its
+// stored usage is over: files may have been removed since (by a person, before they
+// resume it). It stores what it found.
+func (s *runs) remeasure(ctx context.Context, ref string) {
+	var id, ws string
+	s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err == nil && overDisk(a, s.agentBudgets.agentBudget(a).MaxDisk) != "" {
+			id, ws = a.ID, a.Workspace
+		}
+		return err
+	})
+	if id == "" {
+		return
+	}
+	n, err := commands.DiskUsage(ws)
+	if err != nil {
+		return
+	}
+	if err := s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetDiskBytes(id, n) }); err != nil {
+		s.log.Warn("agent: recording its disk usage", "agent", id, "err", err)
+	}
+}

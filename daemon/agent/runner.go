@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -109,15 +107,6 @@ func sleepUntil(ctx context.Context, d time.Duration, wake <-chan struct{}, done
 		return false
 	}
 	return true
-}
-
-// Hash is the proposal hash: sha256 over the command name and its canonical args.
-func Hash(command string, canonicalArgs []byte) string {
-	h := sha256.New()
-	h.Write([]byte(command))
-	h.Write([]byte{0})
-	h.Write(canonicalArgs)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // errNotApproved stops an execution whose proposal is no longer approved or approvable.

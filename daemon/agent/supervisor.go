@@ -49,6 +49,8 @@ type Supervisor struct {
 	workspaceDirs  *workspaceDirs  // where agents' workspaces are (workspaces.go)
 	stepCounters   *stepCounters   // steps and decisions counted for metrics (metrics.go)
 	episodeHistory *episodeHistory // the prompt's view of each agent's episodes (history.go)
+	// recordEpisode remembers a finished step, in the transaction that ends it (remember.go).
+	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 
 	opt    Options
 	st     *store.Store
@@ -113,6 +115,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.stepCounters = &stepCounters{metrics: s.metrics}
 	s.episodeHistory = &episodeHistory{st: s.st, log: s.log, llm: opt.LLM}
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
+	s.recordEpisode = episodeRecorder{history: s.episodeHistory, counters: s.stepCounters, memory: s.memoryService}.record
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace, checks: opt.HealthChecks}
@@ -125,9 +128,19 @@ func wireParts(s *Supervisor, opt Options) {
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory,
 	}
-	s.runBudgets.timeUp, s.agentBudgets.mutateAgent, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.mutate, s.runs.remeasure
+	s.runBudgets.timeUp, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.remeasure
+	s.agentBudgets.mutateAgent = func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error) (*api.Agent, error) {
+		return s.runs.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) })
+	}
 	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = s.runs.mutateThen, s.runs.pause, s.runs.resume, s.runs.stop
-	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode,
+	// A person decides or answers: the agent's next step is theirs to wait on (personNext).
+	personAnswers := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
+		return s.runs.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+			r.personNext = true
+			return fn(tx, a)
+		}, events)
+	}
+	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
 		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,

@@ -181,7 +181,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		}
 		stepTaken(cur, p, res, busy)
 		r.s.episodeHistory.storeWith(tx, cur)
-		if w, err = r.watch(tx, l, on, last, p, cmds); err != nil {
+		if w, err = watch(tx, l, on, last, p, cmds, &r.observed, r.smartNext, r.s.metrics); err != nil {
 			return err
 		}
 		if _, _, err := transit(tx, on, p, w.ev); err != nil { // inserts p: pending, or superseded
