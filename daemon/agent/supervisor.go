@@ -4,8 +4,12 @@
 //
 // Every transition is a store transaction, and the loop decides what to do next from the
 // stored state alone, so an agent picks up where it was after a restart or a kill -9.
-// What a transition does is the cycle package's answer (cycle.Next, cycle.Authorize);
-// transit, in transit.go, is the one place that writes it.
+// What a transition does is the cycle package's answer (cycle.Next, cycle.NextMove,
+// cycle.Authorize); apply, in transit.go, is the one place that carries it out, and it
+// publishes the events its effects make once the transaction commits (publish.go). The
+// applier (transit.go, effects.go, publish.go) needs nothing above the store, so every
+// part sits on it. Budgets of both scopes, a run's and an agent's, give one verdict per
+// round (budget.go) that the cycle turns into its scope's event.
 // The Supervisor hosts the agents; its parts, split by responsibility (runs, decisions,
 // helpers, memory, budgets, doctor, views…), serve the local API. Each holds only what it
 // needs, handed to it by wireParts in supervisor.go as values and funcs, and
