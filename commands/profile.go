@@ -13,6 +13,10 @@ type Profile struct {
 	Bounded bool
 	// Write keeps the workspace writable in a bounded run: the pattern said +write.
 	Write bool
+	// Network keeps, in a bounded run, the network the config grants the agent: a
+	// schedule's check command, which the person who made the schedule wrote. Patterns
+	// never set it.
+	Network bool
 	// Paths are the workspace paths the permission rules deny to the file commands; the
 	// sandbox keeps them from programs too. Nil denies nothing.
 	Paths PathRules

@@ -60,21 +60,6 @@ func (h helperEnv) waitingTx(tx *store.Tx, cmd string) (*store.Agent, error) {
 	return parent, nil
 }
 
-// depthTx is how many parents a has (0 for an agent people started).
-func depthTx(tx *store.Tx, a *store.Agent) (int, error) {
-	d := 0
-	for pid := a.ParentID; pid != "" && d < maxAncestors; d++ {
-		p, err := tx.Agent(pid)
-		if errors.Is(err, store.ErrNotFound) {
-			return d + 1, nil
-		} else if err != nil {
-			return 0, err
-		}
-		pid = p.ParentID
-	}
-	return d, nil
-}
-
 // helperByKey finds the parent's helper named key.
 func helperByKey(tx *store.Tx, parentID, key, cmd string) (*store.Agent, error) {
 	hs, err := tx.Helpers(parentID)
@@ -185,33 +170,6 @@ func (h helperEnv) insertHelperTx(tx *store.Tx, key string, helper *store.Agent)
 		return nil, err
 	}
 	return view(tx, helper)
-}
-
-// roomForHelper refuses another helper of parent named key: one nested too deep, one
-// too many, or a name its helpers have already.
-func roomForHelper(tx *store.Tx, parent *store.Agent, key string, maxDepth, maxHelpers int) error {
-	const cmd = commands.StartAgent
-	depth, err := depthTx(tx, parent)
-	if err != nil {
-		return err
-	}
-	if depth+1 > maxDepth {
-		return fmt.Errorf("%s: helpers may be nested %d deep at most, and you are a helper %d deep: do this sub-task yourself",
-			cmd, maxDepth, depth)
-	}
-	hs, err := tx.Helpers(parent.ID)
-	if err != nil {
-		return err
-	}
-	for _, x := range hs {
-		if keyOf(x.Name) == key {
-			return fmt.Errorf("%s: you have a helper named %s already (%s): give it the task with message_agent, or pick another name", cmd, key, x.State)
-		}
-	}
-	if len(hs) >= maxHelpers {
-		return fmt.Errorf("%s: you have %d helpers, the most allowed: remove one with delete_agent first (see list_agents)", cmd, len(hs))
-	}
-	return nil
 }
 
 // Message implements commands.Helpers.
@@ -368,7 +326,8 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 			on = nil // its run is over: the agent is another run's
 		}
 		ep = episodeOf(p, epOutcome, result, "")
-		if res, err := apply(tx, &change{a: on, p: p, ev: ev, episode: ep, rec: s.recordEpisode}); err != nil || !res.moved {
+		ev.Writes = s.checkpoints.took(tx, p) // the helper's end is the step's: its change is recorded
+		if res, err := apply(tx, &change{a: on, p: p, ev: ev, episode: ep, rec: s.recordEpisode, ckpt: s.checkpoints}); err != nil || !res.moved {
 			ep = nil
 			return err // withdrawn meanwhile (its run was stopped): the wait just goes
 		}
@@ -587,6 +546,8 @@ type helpers struct {
 	log      *slog.Logger
 	audit    *auditKeeper
 	maxDepth int // Options.MaxHelperDepth
+	// checkpoints records what a helper's step changed in its parent's workspace.
+	checkpoints *checkpoints
 
 	// What the helpers need of the runs: changing an agent under its runner's lock,
 	// pausing, resuming and stopping it; and of the episodes: ending a step.

@@ -231,7 +231,8 @@ func startTx(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p *api.Propos
 		}
 	}
 	start := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Question: p.Command == commands.AskUser})
-	if moved, _, err := transit(tx, a, p, cycle.Event{Kind: start.Event}); err != nil || !moved {
+	ev := cycle.Event{Kind: start.Event, Writes: s.checkpoints.writes(spec, st.profile)}
+	if res, err := apply(tx, &change{a: a, p: p, ev: ev, ckpt: s.checkpoints}); err != nil || !res.moved {
 		if err == nil {
 			err = errNotApproved
 		}

@@ -23,6 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +55,8 @@ type Supervisor struct {
 	workspaceDirs  *workspaceDirs  // where agents' workspaces are (workspaces.go)
 	stepCounters   *stepCounters   // steps and decisions counted for metrics (metrics.go)
 	episodeHistory *episodeHistory // the prompt's view of each agent's episodes (history.go)
+	checkpoints    *checkpoints    // each agent's workspace checkpoints (checkpoints.go)
+	rewinds        *rewinds        // agentctl diff and rewind (rewind.go)
 	// recordEpisode remembers a finished step, in the transaction that ends it (remember.go).
 	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 
@@ -122,13 +126,18 @@ func wireParts(s *Supervisor, opt Options) {
 	s.recordEpisode = episodeRecorder{history: s.episodeHistory, counters: s.stepCounters, memory: s.memoryService}.record
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
-	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace, checks: opt.HealthChecks}
-	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
+	s.checkpoints = &checkpoints{opt: opt.Checkpoints}
+	if s.checkpoints.opt.Dir = ""; opt.Checkpoints.On && opt.StateDir != "" {
+		s.checkpoints.opt.Dir = filepath.Join(opt.StateDir, "checkpoints")
+	}
+	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace,
+		checks: append(slices.Clip(opt.HealthChecks), s.checkpoints.doctorCheck)}
+	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth, checkpoints: s.checkpoints}
 	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.batchRuns = &batchRuns{}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
 	s.runs = &runs{
-		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: opt.OnAgentRemoved,
+		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: s.checkpoints.removed(opt.OnAgentRemoved),
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory,
 	}
@@ -144,6 +153,7 @@ func wireParts(s *Supervisor, opt Options) {
 			return fn(tx, a)
 		}, events)
 	}
+	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode}
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
@@ -211,7 +221,10 @@ func (s *Supervisor) Start(ctx context.Context) error {
 }
 
 // Wait blocks until every agent loop has returned (after the Start context ended).
-func (s *Supervisor) Wait() { s.wg.Wait() }
+func (s *Supervisor) Wait() {
+	s.wg.Wait()
+	s.checkpoints.closeAll()
+}
 
 // recover finds commands that were running when the daemon died.
 func (s *Supervisor) recover(ctx context.Context) error {

@@ -38,6 +38,10 @@ type change struct {
 	// finishMessage, when set, is the message of the run's end: the finish command's
 	// output. Without it the end says the agent's state reason.
 	finishMessage *string
+	// ckpt takes the workspace checkpoints (checkpoints.go); rewind is what a rewind
+	// restores, and who asked.
+	ckpt   *checkpoints
+	rewind *rewindTo
 }
 
 // applied is what apply did: whether the proposal moved, the effects, and the episode it
@@ -128,6 +132,8 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 		return c.recordEpisode(tx, out)
 	case cycle.RecordBudget:
 		return c.recordBudget(tx)
+	case cycle.Checkpoint, cycle.RecordChange, cycle.Restore:
+		return c.workspace(tx, e.Kind, out)
 	case cycle.Cancel:
 		if c.cancel == nil {
 			return errMissing

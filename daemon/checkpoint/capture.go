@@ -40,12 +40,18 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error)
 			latest = &c
 		}
 	}
+	if latest != nil && s.watch.unchanged(ws, latest.ID) {
+		return *latest, nil // no event since it was taken: no walk
+	}
+	s.watch.begin(ws)
+	s.walks++
 	c, err := s.capture(ctx, ws, latest)
 	if err != nil {
 		return Info{}, fmt.Errorf("checkpoint of %s: %w", ws, err)
 	}
 	if latest != nil && c.root == latest.root {
 		c.discard()
+		s.watch.end(latest.ID, c.manyNames)
 		return *latest, nil
 	}
 	if err := c.flush(); err != nil {
@@ -59,6 +65,7 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error)
 	if err := s.writeRecord(info); err != nil {
 		return Info{}, err
 	}
+	s.watch.end(info.ID, c.manyNames)
 	if len(s.ids) > s.opt.KeepCount || s.bytes > s.opt.MaxStoreBytes {
 		// Retention reads every kept checkpoint's listings: it runs while the step does,
 		// and the next call waits for it.
@@ -84,7 +91,9 @@ type capture struct {
 	newBlobs int64 // content written, against MaxStepBytes
 	partial  bool
 	linked   bool // a file's second name was found
-	notes    notices
+	// manyNames: some file has several names, maybe outside the folders watched
+	manyNames bool
+	notes     notices
 
 	seen    map[hash]bool // objects known to be in the store or pending
 	pending []pendingObject
@@ -124,6 +133,7 @@ func (s *Store) capture(ctx context.Context, ws string, prev *Info) (*capture, e
 		return nil, err
 	}
 	defer ds.close()
+	s.watch.add(ds.fd())
 	c := &capture{s: s, ctx: ctx, ds: ds, buf: make([]byte, 32<<10), start: time.Now().UnixNano(),
 		seen: map[hash]bool{}, links: map[devIno]firstName{}}
 	var st unix.Stat_t
@@ -249,6 +259,7 @@ func (c *capture) folder(e *entry, st *unix.Stat_t, p *entry) error {
 		c.uncapture(e, "cannot be opened: "+err.Error())
 		return nil
 	}
+	c.s.watch.add(c.ds.fd()) // before listing it: a change from now on queues an event
 	var pt tree
 	hasPrev := false
 	if p != nil && p.kind == kindDir && p.captured() {
@@ -280,6 +291,7 @@ func (c *capture) file(e *entry, st *unix.Stat_t, p *entry) error {
 		e.flags |= flagRacy
 	}
 	if st.Nlink > 1 {
+		c.manyNames = true
 		e.flags |= flagLinked
 		key := devIno{st.Dev, st.Ino}
 		if first, ok := c.links[key]; ok {

@@ -403,4 +403,36 @@ var migrations = []string{
 	// every follower's spinner counts from. Agents from before count from their last change.
 	`ALTER TABLE agents ADD COLUMN state_since INTEGER NOT NULL DEFAULT 0;
 	UPDATE agents SET state_since = updated_at;`,
+	// The workspace checkpoint taken before each step that may change it (id: the
+	// proposal's), and once it ended what it changed; a rewind's row (id rw-…) holds the
+	// checkpoint taken before the rewind, so the rewind can be undone.
+	`CREATE TABLE step_checkpoints (
+		id TEXT PRIMARY KEY,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		run_id TEXT NOT NULL,
+		step INTEGER NOT NULL,
+		kind TEXT NOT NULL,
+		before_id INTEGER NOT NULL,
+		after_id INTEGER NOT NULL DEFAULT 0,
+		files INTEGER NOT NULL DEFAULT 0,
+		added INTEGER NOT NULL DEFAULT 0,
+		removed INTEGER NOT NULL DEFAULT 0,
+		notice TEXT NOT NULL DEFAULT '',
+		at INTEGER NOT NULL
+	);
+	CREATE INDEX step_checkpoints_step ON step_checkpoints(agent_id, step, at);`,
+	// A schedule's wake conditions (api.WakeConditions as JSON, '' for none), and what
+	// they saw (daemon/schedule/wake): seen is, per condition, what the last run that
+	// started saw (content hashes, a page's validators), written only when a run starts
+	// so that a firing whose run never started swallows no change; failures counts the
+	// firings in a row whose check failed.
+	`CREATE TABLE schedule_wake (
+		schedule_id TEXT PRIMARY KEY REFERENCES schedules(id) ON DELETE CASCADE,
+		seen TEXT NOT NULL DEFAULT '{}',
+		seen_at INTEGER NOT NULL DEFAULT 0,
+		failures INTEGER NOT NULL DEFAULT 0,
+		last_error TEXT NOT NULL DEFAULT '',
+		failed_at INTEGER NOT NULL DEFAULT 0
+	) WITHOUT ROWID;
+	ALTER TABLE schedules ADD COLUMN conditions TEXT NOT NULL DEFAULT '';`,
 }
