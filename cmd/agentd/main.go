@@ -129,21 +129,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 		return exitConfig
 	}
 	if *checkOnly {
-		where := path
-		if where == "" {
-			where = "(defaults, no config file)"
-		}
-		switch len(warns) {
-		case 0:
-			fmt.Fprintf(stdout, "%s: ok\n", where)
-		case 1:
-			fmt.Fprintf(stdout, "%s: ok, 1 warning\n", where)
-		default:
-			fmt.Fprintf(stdout, "%s: ok, %d warnings\n", where, len(warns))
-		}
-		printWarnings(stderr, warns)
-		return 0
+		return reportCheck(stdout, stderr, path, warns)
 	}
+	return serve(ctx, cfg, stderr, path, warns, server.Options{Load: load, ConfigPath: path, Reloads: reloads})
+}
+
+// reportCheck says what --check-config found in a config that loads: ok, with its warnings.
+func reportCheck(stdout, stderr io.Writer, path string, warns []config.Problem) int {
+	where := path
+	if where == "" {
+		where = "(defaults, no config file)"
+	}
+	switch len(warns) {
+	case 0:
+		fmt.Fprintf(stdout, "%s: ok\n", where)
+	case 1:
+		fmt.Fprintf(stdout, "%s: ok, 1 warning\n", where)
+	default:
+		fmt.Fprintf(stdout, "%s: ok, %d warnings\n", where, len(warns))
+	}
+	printWarnings(stderr, warns)
+	return 0
+}
+
+// serve runs the daemon with cfg, loaded from path with warns, until ctx ends; opt
+// says how to load the config again. It returns the exit code.
+func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, path string, warns []config.Problem, opt server.Options) int {
 	level := new(slog.LevelVar)
 	level.Set(cfg.Log.SlogLevel())
 	log := cfg.Log.LoggerWithLevel(stderr, level)
@@ -156,10 +167,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, reloads <
 	// Under systemd (Type=notify) the unit is active once the socket accepts connections,
 	// so units ordered after agentd can use agentctl at once. Outside systemd these are no-ops.
 	notify := func(state string) { sd.SdNotify(false, state) }
-	err = server.Run(ctx, cfg, log, server.Options{
-		Version: version, Ready: func() { notify(sd.SdNotifyReady) },
-		Load: load, ConfigPath: path, Reloads: reloads, LogLevel: level, Notify: notify,
-	})
+	opt.Version, opt.Ready, opt.LogLevel, opt.Notify = version, func() { notify(sd.SdNotifyReady) }, level, notify
+	err := server.Run(ctx, cfg, log, opt)
 	sd.SdNotify(false, sd.SdNotifyStopping)
 	if err != nil {
 		log.Error("agentd failed", "err", err)

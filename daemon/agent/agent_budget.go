@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -65,49 +64,6 @@ func (s *agentBudgets) agentOver(a *store.Agent) (budget, why string) {
 	return "", ""
 }
 
-// armBusyBudget bounds the step the loop is about to take by what the agent's time
-// budget leaves, as a run's wall-time budget bounds it: when that runs out, a model call
-// or a command in flight is cancelled. done ends the bound and, when it cut the step,
-// charges the budget as used up (the step ran until the budget's end; the time between
-// steps is not counted otherwise), so the loop pauses the agent next.
-func (r *runner) armBusyBudget(ctx context.Context) (done func()) {
-	if r.busyLeft <= 0 {
-		return func() {}
-	}
-	r.busyCut.Store(false)
-	t := time.AfterFunc(r.busyLeft, func() {
-		r.busyCut.Store(true)
-		r.mu.Lock()
-		r.cancelAll()
-		r.mu.Unlock()
-	})
-	return func() {
-		t.Stop()
-		if r.busyCut.Swap(false) && ctx.Err() == nil {
-			r.chargeCut(ctx)
-		}
-	}
-}
-
-// chargeCut raises the agent's busy time to its time budget after a step it cut.
-func (r *runner) chargeCut(ctx context.Context) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		a, err := tx.Agent(r.id)
-		if err != nil {
-			return err
-		}
-		if b := r.s.agentBudgets.agentBudget(a); b.MaxWall > 0 {
-			a.BusyMS = max(a.BusyMS, b.MaxWall.Milliseconds())
-		}
-		return tx.UpdateAgent(a)
-	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		r.s.log.Error("charging a step cut by the time budget", "agent", r.id, "err", err)
-	}
-}
-
 // budgetView is a's budget as the API shows it.
 func (s *agentBudgets) budgetView(a *store.Agent) *api.Budget {
 	out := budgetWire(s.agentBudget(a))
@@ -121,55 +77,6 @@ func budgetWire(b run.Budget) api.Budget {
 		out.MaxTime = b.MaxWall.String()
 	}
 	return out
-}
-
-// pauseOverBudget pauses the agent because its own budget ran out. Called by the loop
-// before a step, with no proposal open. Over its disk budget, its workspace is measured
-// again first: files may have gone since.
-func (r *runner) pauseOverBudget(ctx context.Context, budget, why string) {
-	if budget == "disk" {
-		r.s.runs.remeasure(ctx, r.id)
-	}
-	var v *api.Agent
-	var ex *api.BudgetExhausted
-	r.mu.Lock()
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		a, err := tx.Agent(r.id)
-		if err != nil || !active(a.State) {
-			return err
-		}
-		if budget, why = r.s.agentBudgets.agentOver(a); why == "" {
-			return nil // under it again: the loop goes on
-		}
-		ex = &api.BudgetExhausted{Scope: api.BudgetScopeAgent, Kind: budget, RunID: a.RunID, Budget: *r.s.agentBudgets.budgetView(a)}
-		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.AgentBudgetHit, Reason: agentBudgetReason + why}); err != nil {
-			return err
-		}
-		if err := tx.Audit(a.ID, "agent_budget_exhausted", map[string]string{"run": a.RunID, "budget": budget, "reason": why}); err != nil {
-			return err
-		}
-		r.s.episodeHistory.storeWith(tx, a)
-		if err := tx.UpdateAgent(a); err != nil {
-			return err
-		}
-		v, err = view(tx, a)
-		return err
-	})
-	if err == nil && v != nil {
-		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v, Message: v.StateReason, Exhausted: ex})
-	}
-	r.mu.Unlock()
-	if err != nil {
-		if !errors.Is(err, store.ErrNotFound) {
-			r.s.log.Error("pausing an agent over budget", "agent", r.id, "err", err)
-			r.sleep(ctx, time.Second)
-		}
-		return
-	}
-	if v != nil {
-		r.s.metrics.BudgetExhausted("agent", budget)
-		r.s.log.Info("agent paused: its budget ran out", "agent", r.id, "budget", budget, "reason", why)
-	}
 }
 
 // SetBudget changes an agent's own budget (fields left nil are kept; Reset first goes
@@ -194,7 +101,7 @@ func (s *agentBudgets) SetBudget(ctx context.Context, ref string, req api.Budget
 		busy = &d
 	}
 	var bv *api.Budget
-	out, err := s.mutateAgent(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	out, err := s.mutateAgent(ctx, ref, func(tx *store.Tx, a *store.Agent) error {
 		if req.Reset {
 			a.Budget = store.AgentBudget{}
 		}
@@ -238,7 +145,7 @@ type agentBudgets struct {
 	base      run.Budget                // Options.AgentBudget
 	overrides map[string]AgentOverrides // Options.Agents
 	// mutateAgent changes an agent under its runner's lock (Supervisor.mutate).
-	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*api.Agent, error)
+	mutateAgent func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent) error) (*api.Agent, error)
 	// remeasure measures an agent's workspace again when it is over its disk budget
 	// (runs.remeasure), so that a budget raised or files removed count at once.
 	remeasure func(ctx context.Context, ref string)

@@ -17,7 +17,8 @@ import (
 // The table is what runs: every legal (state, event) pair of the cycle's golden table goes
 // through the applier against the real store, with every input an effect could use, and
 // what it wrote — read back from the store and from recorders of the episodes, the
-// decisions counted and the cancels — is exactly the effects the table lists.
+// decisions counted and the cancels — is exactly the effects the table lists; what it
+// published, nothing before the commit, is exactly the events those effects make.
 func TestApplierDoesWhatTheTableSays(t *testing.T) {
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "agentd.db"))
 	if err != nil {
@@ -41,9 +42,12 @@ func TestApplierDoesWhatTheTableSays(t *testing.T) {
 					want[i] = effectName(e)
 				}
 				slices.Sort(want)
-				got := applyRecorded(t, st, ck, n, from, ev)
+				got, published := applyRecorded(t, st, ck, n, from, ev)
 				if !slices.Equal(got, want) {
 					t.Errorf("%s + %s (writes %v): the applier did %v, the table lists %v", from, ev.Kind, ev.Writes, got, want)
+				}
+				if wantEvents := eventsFollowing(effects); !slices.Equal(published, wantEvents) {
+					t.Errorf("%s + %s: the applier published %v once it committed, the table's effects make %v", from, ev.Kind, published, wantEvents)
 				}
 			}
 		}
@@ -60,6 +64,21 @@ func effectName(e cycle.Effect) string {
 		return e.String()
 	}
 	return string(e.Kind)
+}
+
+// eventsFollowing are the events a follower sees for effects, in the order it reads them:
+// the decision recorded, the result remembered, the agent's new state, its run's end.
+func eventsFollowing(effects []cycle.Effect) []api.EventType {
+	var out []api.EventType
+	for _, t := range []struct {
+		effect cycle.EffectKind
+		event  api.EventType
+	}{{cycle.RecordDecision, api.EventDecision}, {cycle.RecordEpisode, api.EventResult}, {cycle.SetAgent, api.EventState}, {cycle.EndRun, api.EventFinish}} {
+		if has(effects, t.effect) {
+			out = append(out, t.event)
+		}
+	}
+	return out
 }
 
 // effectRecorder records the episodes remembered, decisions counted and cancels made.
@@ -84,7 +103,7 @@ var decisionKinds = map[cycle.Kind]api.DecisionKind{
 // applyRecorded stores agent n in from (on another run than its proposal's for RunOver),
 // with a run and a count grant, applies k to it with every input an effect could use in
 // one transaction, and returns the effects it observed, sorted.
-func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from cycle.State, event cycle.Event) []string {
+func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from cycle.State, event cycle.Event) (effects []string, published []api.EventType) {
 	t.Helper()
 	ctx := context.Background()
 	k := event.Kind
@@ -122,8 +141,14 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 				return err
 			}
 		}
+		published = nil
 		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail", Writes: event.Writes},
-			rec: rec.recordEpisode, count: rec.countDecision, r: r, ckpt: ck, rewind: &rewindTo{target: &store.StepCheckpoint{Step: 1, Before: uint64(target.ID)}, by: "tester"}}
+			rec: rec.recordEpisode, count: rec.countDecision, cancel: r.cancel, ckpt: ck, rewind: &rewindTo{target: &store.StepCheckpoint{Step: 1, Before: uint64(target.ID)}, by: "tester"},
+			exhausted: &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: api.BudgetScopeRun, Kind: "steps", RunID: run}, why: "why"},
+			pub:       func(ev api.Event) api.Event { published = append(published, ev.Type); return ev }}
+		if k == cycle.AgentBudgetHit {
+			c.exhausted.Scope = api.BudgetScopeAgent
+		}
 		if from.Agent == cycle.RunOver {
 			c.a = nil
 		} else {
@@ -149,6 +174,9 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		state, reason := a.State, a.StateReason
 		if _, err := apply(tx, c); err != nil {
 			return err
+		}
+		if len(published) > 0 {
+			t.Errorf("%s + %s: the applier published %v before its transaction committed", from, k, published)
 		}
 		after, err := observe(tx, id, run, g.ID, p, ws)
 		if err != nil {
@@ -176,7 +204,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		t.Errorf("%s + %s: a decision was counted %v, recorded %v: the metrics and the store disagree", from, k, counted, !counted)
 	}
 	slices.Sort(got)
-	return got
+	return got, published
 }
 
 func isProposed(k cycle.Kind) bool {
@@ -216,6 +244,7 @@ type observed struct {
 	grantRevoked bool
 	grants       int
 	decided      bool
+	budgetAudits int // audit entries of a budget that ran out
 	// checkpointed and changeRecorded: the step's checkpoint row, before and after;
 	// content: the workspace file a rewind puts back.
 	checkpointed, changeRecorded bool
@@ -256,7 +285,17 @@ func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal, ws str
 	o.grantUsed, o.grantRevoked = g.Used, g.RevokedAt != nil
 	gs, err := tx.Grants(agentID)
 	o.grants = len(gs)
-	return o, err
+	if err != nil {
+		return o, err
+	}
+	for _, kind := range []string{"agent_budget_exhausted", string(api.RunBudgetExhausted)} {
+		entries, err := tx.AuditEntries(store.AuditFilter{AgentID: agentID, Kind: kind})
+		if err != nil {
+			return o, err
+		}
+		o.budgetAudits += len(entries)
+	}
+	return o, nil
 }
 
 // diff names the store effects that tell o from after.
@@ -272,6 +311,7 @@ func (o observed) diff(after observed) []string {
 		{o.grantUsed != after.grantUsed || o.grants != after.grants, cycle.Grant},
 		{!o.grantRevoked && after.grantRevoked, cycle.EndGrant},
 		{!o.decided && after.decided, cycle.RecordDecision},
+		{o.budgetAudits != after.budgetAudits, cycle.RecordBudget},
 		{!o.checkpointed && after.checkpointed, cycle.Checkpoint},
 		{!o.changeRecorded && after.changeRecorded, cycle.RecordChange},
 		{o.content != after.content, cycle.Restore},

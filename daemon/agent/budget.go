@@ -13,69 +13,102 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// exhaust ends the agent's run runID because its budget (steps, tokens or time) ran
-// out. Like Stop, an open proposal is superseded and a question withdrawn; the agent
-// goes idle.
-func (r *runner) exhaust(ctx context.Context, runID, budget, why string) {
-	var v *api.Agent
-	ex := &api.BudgetExhausted{Scope: api.BudgetScopeRun, Kind: budget, RunID: runID}
-	if rb := r.s.runBudgets.budgetOf(runID); rb != nil { // dropped only once the end is published
+// Budgets bound a run (steps, tokens, wall time: run_budgets.go) and an agent over all
+// its runs (steps, tokens, busy time, disk: agent_budget.go). Whatever spends them — a
+// step, the model's tokens, a run's timer, a step cut by the agent's time — the loop
+// reads their one verdict with each round (overBudget), cycle.NextMove turns it into
+// its scope's event, and endOverBudget carries that out through the applier.
+
+// overBudget is the budgets' one verdict on a: the first of its run's wall time, its
+// run's steps and tokens, and its own budgets that ran out; nil while all hold.
+func overBudget(s *Supervisor, a *store.Agent) *cycle.Over {
+	if b := s.runBudgets.budgetOf(a.RunID); b != nil {
+		if why := b.overTime(time.Now()); why != "" {
+			return &cycle.Over{Scope: cycle.RunScope, Budget: cycle.TimeBudget, Why: why}
+		}
+		if budget, why := b.overCount(a); why != "" {
+			return &cycle.Over{Scope: cycle.RunScope, Budget: budget, Why: why}
+		}
+	}
+	if budget, why := s.agentBudgets.agentOver(a); why != "" {
+		return &cycle.Over{Scope: cycle.AgentScope, Budget: budget, Why: why}
+	}
+	return nil
+}
+
+// overEvent is the event verdict o makes on a, and what it records.
+func overEvent(s *Supervisor, a *store.Agent, o *cycle.Over) (cycle.Event, *exhausted) {
+	ex := &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: string(o.Scope), Kind: o.Budget, RunID: a.RunID}, why: o.Why}
+	if o.Scope == cycle.AgentScope {
+		ex.Budget = *s.agentBudgets.budgetView(a)
+		return cycle.Event{Kind: o.Event(), Reason: agentBudgetReason + o.Why}, ex
+	}
+	if rb := s.runBudgets.budgetOf(a.RunID); rb != nil { // dropped only once the end is published
 		ex.Budget = budgetWire(rb.Budget)
 	}
+	return cycle.Event{Kind: o.Event(), Reason: "budget exhausted: " + o.Why, Detail: o.Why, Result: "withdrawn: the run's budget ran out"}, ex
+}
+
+// endOverBudget carries out a round's budget verdict on the agent of run runID: a run's
+// ends the run (like stop: an open proposal is superseded, a started one withdrawn), the
+// agent's pauses it with nothing lost. The verdict is read again in the transaction and
+// weighed by the cycle once more: a budget raised or a run replaced meanwhile moves
+// nothing. Over the disk budget, the workspace is measured again first.
+func (r *runner) endOverBudget(ctx context.Context, runID string, o *cycle.Over) {
+	if o.Scope == cycle.AgentScope && o.Budget == "disk" {
+		r.s.runs.remeasure(ctx, r.id)
+	}
+	var v *api.Agent
+	var ex *exhausted
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		v, ex = nil, nil // a retried transaction starts over
 		a, err := tx.Agent(r.id)
-		if err != nil {
-			return err
+		if err != nil || a.RunID != runID || !active(a.State) {
+			return err // ended or replaced meanwhile
 		}
-		if a.RunID != runID || !active(a.State) {
-			return nil // ended or replaced meanwhile
-		}
-		// Like Stop: an open proposal is superseded, a started one withdrawn.
 		p, err := tx.OpenProposal(a.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			p, err = nil, nil
 		} else if err != nil {
 			return err
 		}
-		if err := tx.ClearQuestions(a.ID); err != nil {
-			return err
+		round := cycle.Round{Agent: a.State, Over: overBudget(r.s, a)}
+		if p != nil {
+			round.Proposal = p.Status
 		}
-		ev := cycle.Event{Kind: cycle.RunBudgetHit, Reason: "budget exhausted: " + why, Detail: why, Result: "withdrawn: the run's budget ran out"}
-		if _, _, err := transit(tx, a, p, ev); err != nil {
-			return err
+		if round.Over == nil || cycle.NextMove(round).Event != round.Over.Event() {
+			return nil // under it again, or it waits for the open proposal: the loop goes on
 		}
-		a.Policy.AutoSteps = 0
-		if a.Policy.Mode == "auto" {
-			a.Policy.Mode = "ask"
-		}
-		if err := tx.Audit(a.ID, string(api.RunBudgetExhausted), map[string]string{"run": runID, "reason": why}); err != nil {
+		ev, x := overEvent(r.s, a, round.Over)
+		if _, err := apply(tx, &change{a: a, p: p, ev: ev, exhausted: x, pub: r.s.events.Publish}); err != nil {
 			return err
 		}
 		r.s.episodeHistory.storeWith(tx, a)
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}
-		v = known(a, nil, nil)
+		v, ex = known(a, nil, nil), x // the applier publishes it once this commits
 		return nil
 	})
-	if err == nil && v != nil {
-		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v, Exhausted: ex})
-		r.s.events.Publish(api.Event{Type: api.EventFinish, AgentID: r.id, Agent: v, Message: v.StateReason, Exhausted: ex})
-	}
 	r.mu.Unlock()
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
-			r.s.log.Error("ending a run over budget", "agent", r.id, "run", runID, "err", err)
+			r.s.log.Error("carrying out a budget's end", "agent", r.id, "run", runID, "err", err)
 			r.sleep(ctx, time.Second)
 		}
 		return
 	}
-	if v != nil {
-		r.s.metrics.BudgetExhausted("run", budget)
-		r.s.log.Info("run stopped: budget exhausted", "agent", r.id, "run", runID, "reason", why)
-		r.s.runs.runEnded(runID)
+	if v == nil {
+		return
 	}
+	r.s.metrics.BudgetExhausted(ex.Scope, ex.Kind)
+	if ex.Scope == api.BudgetScopeAgent {
+		r.s.log.Info("agent paused: its budget ran out", "agent", r.id, "budget", ex.Kind, "reason", ex.why)
+		return
+	}
+	r.s.log.Info("run stopped: budget exhausted", "agent", r.id, "run", runID, "reason", ex.why)
+	r.s.runs.runEnded(runID)
 }
 
 // checkRunOptions validates opt and returns its patterns in canonical form.
@@ -135,4 +168,47 @@ func applyRunOptions(tx *store.Tx, a *store.Agent, opt *run.Options, pats []stri
 		}
 	}
 	return nil
+}
+
+// armBusyBudget bounds the step the loop is about to take by what the agent's time
+// budget leaves, as a run's wall-time budget bounds it: when that runs out, a model call
+// or a command in flight is cancelled. done ends the bound and, when it cut the step,
+// charges the budget as used up (the step ran until the budget's end; the time between
+// steps is not counted otherwise), so the loop pauses the agent next.
+func (r *runner) armBusyBudget(ctx context.Context) (done func()) {
+	if r.busyLeft <= 0 {
+		return func() {}
+	}
+	r.busyCut.Store(false)
+	t := time.AfterFunc(r.busyLeft, func() {
+		r.busyCut.Store(true)
+		r.mu.Lock()
+		r.cancelAll()
+		r.mu.Unlock()
+	})
+	return func() {
+		t.Stop()
+		if r.busyCut.Swap(false) && ctx.Err() == nil {
+			r.chargeCut(ctx)
+		}
+	}
+}
+
+// chargeCut raises the agent's busy time to its time budget after a step it cut.
+func (r *runner) chargeCut(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.Agent(r.id)
+		if err != nil {
+			return err
+		}
+		if b := r.s.agentBudgets.agentBudget(a); b.MaxWall > 0 {
+			a.BusyMS = max(a.BusyMS, b.MaxWall.Milliseconds())
+		}
+		return tx.UpdateAgent(a)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		r.s.log.Error("charging a step cut by the time budget", "agent", r.id, "err", err)
+	}
 }

@@ -96,7 +96,7 @@ func (s *Supervisor) assemble(l *live, builtin commands.Set) (*commands.Pipeline
 		compCommands:   commands.CommandList{ID: compCommands, Cmds: builtin},
 		"context":      commands.ContextItems{},
 		"goal":         goalComponent{},
-		memoryName:     memoryComponent{s: s, l: l, offered: offered(builtin)},
+		memoryName:     memoryComponent{mem: s.mem, st: s.st, memory: s.memoryService, history: s.episodeHistory, model: &s.model, l: l, offered: offered(builtin)},
 		"history":      historyComponent{s, l},
 		"clock":        commands.Clock{},
 	}

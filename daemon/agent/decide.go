@@ -29,9 +29,8 @@ func (s *decisions) Decide(ctx context.Context, ref string, req api.DecideReques
 	var ep *api.Episode
 	var finished bool
 	var runID string
-	_, err = s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	_, err = s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent) error {
 		runID = a.RunID
-		r.personNext = true // a person answered the proposal: the next step is theirs to wait on
 		p, err := decidable(tx, a, req.ProposalID)
 		if err != nil {
 			return err
@@ -267,13 +266,6 @@ func alreadyDecided(tx *store.Tx, id string, err error) error {
 	return conflict("proposal %s takes no decision now", id)
 }
 
-func episodeOf(p *api.Proposal, outcome, result, feedback string) *api.Episode {
-	return &api.Episode{
-		RunID: p.RunID, Step: p.Step, ProposalID: p.ID, Command: p.Command, Args: p.Args,
-		Reasoning: p.Thoughts.Reasoning, Outcome: outcome, Result: result, Feedback: feedback,
-	}
-}
-
 // Answer answers the agent's open ask_user question; the answer is the command's result.
 func (s *decisions) Answer(ctx context.Context, ref string, req api.AnswerRequest) error {
 	text := strings.TrimSpace(req.Text)
@@ -287,8 +279,7 @@ func (s *decisions) Answer(ctx context.Context, ref string, req api.AnswerReques
 		return badRequest("answer is %d bytes: at most %d; shorten it", len(text), api.MaxTextBytes)
 	}
 	var ep *api.Episode
-	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
-		r.personNext = true // the person who answered waits for what the agent does with it
+	_, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent) error {
 		q, err := tx.Question(a.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			return conflict("agent %s has no open question", a.Name)
@@ -334,7 +325,7 @@ type decisions struct {
 	// What recording a decision needs of the other parts: changing an agent under its
 	// runner's lock and ending a run (runs), ending a step (recordEpisode), counting
 	// decisions (metrics) and the specs of commands (the pipelines).
-	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
 	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 	runEnded      func(runID string)
 	countDecision func(tx *store.Tx, d *api.Decision)

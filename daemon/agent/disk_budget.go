@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -96,30 +95,6 @@ func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
 	}
 	s.walks.set(a.ID, diskWalk{at: start, fsUsed: used, took: time.Since(start)})
 	return n
-}
-
-// remeasure measures agent ref's workspace again, when it has a disk budget that its
-// stored usage is over: files may have been removed since (by a person, before they
-// resume it). It stores what it found.
-func (s *runs) remeasure(ctx context.Context, ref string) {
-	var id, ws string
-	s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err == nil && overDisk(a, s.agentBudgets.agentBudget(a).MaxDisk) != "" {
-			id, ws = a.ID, a.Workspace
-		}
-		return err
-	})
-	if id == "" {
-		return
-	}
-	n, err := commands.DiskUsage(ws)
-	if err != nil {
-		return
-	}
-	if err := s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetDiskBytes(id, n) }); err != nil {
-		s.log.Warn("agent: recording its disk usage", "agent", id, "err", err)
-	}
 }
 
 // watchDisk bounds a command that runs long by a's disk budget. Every diskWatchEvery it

@@ -52,8 +52,8 @@ func endOf(p *api.Proposal, out string, runErr error) stepEnd {
 // staged writes (a written file's memories) and the history summaries made meanwhile;
 // busy is how long the command ran, added to the agent's busy time.
 func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepEnd, busy time.Duration, staged ...func(*store.Tx) error) {
-	ep, finished, out := end.ep, end.finished, end.out
-	var v *api.Agent
+	var withdrawn *api.Agent // set when p was withdrawn meanwhile: the agent as it is now
+	var ended bool           // the applier ended p's run
 	r.mu.Lock()
 	r.cancelExec = nil
 	r.mu.Unlock()
@@ -62,7 +62,7 @@ func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepE
 	for attempt := 1; ; attempt++ {
 		r.mu.Lock()
 		err := r.s.st.Tx(ctx, func(tx *store.Tx) (err error) {
-			v, err = resultTx(r.s, tx, r.id, p, end, busy, staged)
+			withdrawn, ended, err = resultTx(r.s, tx, r.id, p, end, busy, staged)
 			return err
 		})
 		r.mu.Unlock()
@@ -84,23 +84,23 @@ func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepE
 			return
 		}
 	}
-	r.s.events.Publish(api.Event{Type: api.EventResult, AgentID: r.id, Episode: ep})
-	if v == nil {
-		return // its run had been replaced: the agent's state is the new run's
+	if withdrawn != nil { // the applier published nothing: the result comes after the run's end
+		r.s.events.Publish(api.Event{Type: api.EventResult, AgentID: r.id, Episode: end.ep})
+		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: withdrawn})
 	}
-	r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
-	if finished {
-		r.s.events.Publish(api.Event{Type: api.EventFinish, AgentID: r.id, Agent: v, Message: out})
+	if end.finished && ended {
 		r.s.runs.runEnded(p.RunID)
 	}
 }
 
 // resultTx records the end of agent id's step p in tx, with the components' staged
-// writes; it returns the agent's view, or nil when p's run was replaced meanwhile.
-func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepEnd, busy time.Duration, staged []func(*store.Tx) error) (*api.Agent, error) {
+// writes; the applier publishes the events. withdrawn is the agent's view when p was
+// no longer started (its run's budget ran out), whose result is only remembered; ended
+// is true when the step ended p's run.
+func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepEnd, busy time.Duration, staged []func(*store.Tx) error) (withdrawn *api.Agent, ended bool, err error) {
 	a, err := tx.Agent(id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	cur := *p // a retried transaction starts from the proposal as it was
 	on := a
@@ -109,20 +109,21 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 	}
 	ev := end.ev
 	ev.Writes = s.checkpoints.took(tx, &cur) // checkpointed at its start: record its change
-	res, err := apply(tx, &change{a: on, p: &cur, ev: ev, episode: end.ep, rec: s.recordEpisode, ckpt: s.checkpoints})
+	c := &change{a: on, p: &cur, ev: ev, episode: end.ep, rec: s.recordEpisode, ckpt: s.checkpoints, pub: s.events.Publish, finishMessage: &end.out}
+	res, err := apply(tx, c)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !res.moved {
 		// Withdrawn meanwhile (its run's budget ran out): the command ran all the
 		// same, and what it did is remembered.
 		if err := s.recordEpisode(tx, id, p, end.ep); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	for _, write := range staged {
 		if err := write(tx); err != nil {
-			return nil, fmt.Errorf("%w: %w", errStaged, err)
+			return nil, false, fmt.Errorf("%w: %w", errStaged, err)
 		}
 	}
 	s.audit.keep(tx, id, end.ep.Outcome, map[string]string{"proposal": p.ID, "command": p.Command})
@@ -132,16 +133,18 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 		a.DiskBytes = end.disk
 	}
 	if on == nil {
-		return nil, tx.UpdateAgent(a) // its run had been replaced: the agent's state is the new run's
+		return nil, false, tx.UpdateAgent(a) // its run had been replaced: the agent's state is the new run's
 	}
-	if res.moved && has(res.effects, cycle.EndRun) {
+	ended = res.moved && has(res.effects, cycle.EndRun)
+	if ended {
 		a.Policy.AutoSteps = 0
 		if a.Policy.Mode == "auto" {
 			a.Policy.Mode = "ask"
 		}
 	}
-	if err := tx.UpdateAgent(a); err != nil {
-		return nil, err
+	c.shown = known(a, nil, nil) // p, the only open proposal, just settled
+	if !res.moved {
+		withdrawn = c.shown
 	}
-	return known(a, nil, nil), nil // p, the only open proposal, just settled
+	return withdrawn, ended, tx.UpdateAgent(a)
 }

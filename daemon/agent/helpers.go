@@ -60,21 +60,6 @@ func (h helperEnv) waitingTx(tx *store.Tx, cmd string) (*store.Agent, error) {
 	return parent, nil
 }
 
-// depthTx is how many parents a has (0 for an agent people started).
-func depthTx(tx *store.Tx, a *store.Agent) (int, error) {
-	d := 0
-	for pid := a.ParentID; pid != "" && d < maxAncestors; d++ {
-		p, err := tx.Agent(pid)
-		if errors.Is(err, store.ErrNotFound) {
-			return d + 1, nil
-		} else if err != nil {
-			return 0, err
-		}
-		pid = p.ParentID
-	}
-	return d, nil
-}
-
 // helperByKey finds the parent's helper named key.
 func helperByKey(tx *store.Tx, parentID, key, cmd string) (*store.Agent, error) {
 	hs, err := tx.Helpers(parentID)
@@ -130,58 +115,8 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		helper.Description = "a helper agent"
 	}
 	var out *api.Agent
-	err = s.st.Tx(ctx, func(tx *store.Tx) error {
-		parent, err := h.waitingTx(tx, cmd)
-		if err != nil {
-			return err
-		}
-		depth, err := depthTx(tx, parent)
-		if err != nil {
-			return err
-		}
-		if depth+1 > s.helpers.maxDepth {
-			return fmt.Errorf("%s: helpers may be nested %d deep at most, and you are a helper %d deep: do this sub-task yourself",
-				cmd, s.helpers.maxDepth, depth)
-		}
-		hs, err := tx.Helpers(parent.ID)
-		if err != nil {
-			return err
-		}
-		for _, x := range hs {
-			if keyOf(x.Name) == key {
-				return fmt.Errorf("%s: you have a helper named %s already (%s): give it the task with message_agent, or pick another name", cmd, key, x.State)
-			}
-		}
-		if len(hs) >= s.opt.MaxHelpers {
-			return fmt.Errorf("%s: you have %d helpers, the most allowed: remove one with delete_agent first (see list_agents)", cmd, len(hs))
-		}
-		helper.Name = parent.Name + "/" + key
-		if taken, err := tx.NameTaken(helper.Name); err != nil {
-			return err
-		} else if taken {
-			return fmt.Errorf("%s: an agent named %s exists already: pick another name", cmd, helper.Name)
-		}
-		helper.Policy = helperPolicy(parent.Policy)
-		if err := tx.InsertAgent(helper); err != nil {
-			return err
-		}
-		if _, _, err := transit(tx, helper, nil, cycle.Event{Kind: cycle.Task}); err != nil { // starts its run
-			return err
-		}
-		if err := tx.UpdateAgent(helper); err != nil {
-			return err
-		}
-		if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: helper.ID, HelperRun: helper.RunID}); err != nil {
-			return err
-		}
-		s.batchRuns.link(helper.RunID, parent.ID, parent.RunID) // before the helper's first step
-		if err := tx.Audit(helper.ID, "created", map[string]any{"name": helper.Name, "task": helper.Task, "parent": parent.ID}); err != nil {
-			return err
-		}
-		if err := tx.Audit(parent.ID, "helper", map[string]string{"helper": helper.ID, "name": helper.Name, "proposal": h.proposalID, "run": helper.RunID}); err != nil {
-			return err
-		}
-		out, err = view(tx, helper)
+	err = s.st.Tx(ctx, func(tx *store.Tx) (err error) {
+		out, err = h.insertHelperTx(tx, key, helper)
 		return err
 	})
 	if err != nil {
@@ -194,6 +129,47 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 	s.events.Publish(api.Event{Type: api.EventState, AgentID: helper.ID, Agent: out, Message: "created"})
 	s.kick(helper.ID)
 	return nil
+}
+
+// insertHelperTx stores helper, the parent's new helper named key, with its run started
+// and the parent's proposal waiting for it; it returns the helper's view.
+func (h helperEnv) insertHelperTx(tx *store.Tx, key string, helper *store.Agent) (*api.Agent, error) {
+	s := h.s
+	const cmd = commands.StartAgent
+	parent, err := h.waitingTx(tx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := roomForHelper(tx, parent, key, s.helpers.maxDepth, s.opt.MaxHelpers); err != nil {
+		return nil, err
+	}
+	helper.Name = parent.Name + "/" + key
+	if taken, err := tx.NameTaken(helper.Name); err != nil {
+		return nil, err
+	} else if taken {
+		return nil, fmt.Errorf("%s: an agent named %s exists already: pick another name", cmd, helper.Name)
+	}
+	helper.Policy = helperPolicy(parent.Policy)
+	if err := tx.InsertAgent(helper); err != nil {
+		return nil, err
+	}
+	if _, _, err := transit(tx, helper, nil, cycle.Event{Kind: cycle.Task}); err != nil { // starts its run
+		return nil, err
+	}
+	if err := tx.UpdateAgent(helper); err != nil {
+		return nil, err
+	}
+	if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: helper.ID, HelperRun: helper.RunID}); err != nil {
+		return nil, err
+	}
+	s.batchRuns.link(helper.RunID, parent.ID, parent.RunID) // before the helper's first step
+	if err := tx.Audit(helper.ID, "created", map[string]any{"name": helper.Name, "task": helper.Task, "parent": parent.ID}); err != nil {
+		return nil, err
+	}
+	if err := tx.Audit(parent.ID, "helper", map[string]string{"helper": helper.ID, "name": helper.Name, "proposal": h.proposalID, "run": helper.RunID}); err != nil {
+		return nil, err
+	}
+	return view(tx, helper)
 }
 
 // Message implements commands.Helpers.

@@ -260,32 +260,6 @@ const summaryPrompt = `You keep the log of an autonomous agent short. For each n
 	`line of at most 20 words: what the agent did and what came of it (facts, names, numbers that matter later). ` +
 	`Reply with one JSON object: "lines", one line per step, in the order given.`
 
-// summarize starts making one-line summaries of older episodes that the prompt shows
-// without one, when the agent's call budget allows: at most once every summaryEvery steps
-// of its loop, one job at a time. The job runs beside the step, not in it, so a step never
-// waits for a summary call (a person deciding, or the next step's model call, overlaps
-// it). Its summaries and the call's tokens are stored with the agent's next change
-// (storeWith: a proposal, a result, a decision, a run's end), not in a transaction of
-// their own that a step under way would wait behind (agentd has one store connection);
-// when no step is under way, at once. They show from the prompt after that. ctx is the
-// loop's: pausing or stopping the agent, or the daemon shutting down, ends the job.
-func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
-	r.thinks++
-	if r.thinks-r.summarizedAt < summaryEvery {
-		return
-	}
-	r.summarizedAt = r.thinks // checked again summaryEvery steps from now, whatever comes of it
-	if !r.summarizing.CompareAndSwap(false, true) {
-		return
-	}
-	r.s.wg.Go(func() {
-		defer r.summarizing.Store(false)
-		r.s.episodeHistory.makeSummaries(ctx, l, a.ID)
-		// Stored now unless a step of its is under way, whose proposal or result will.
-		r.s.episodeHistory.storeSummaries(context.WithoutCancel(ctx), &r.mu, r.id)
-	})
-}
-
 // errStepping leaves the summaries to the step under way.
 var errStepping = errors.New("a step is under way")
 

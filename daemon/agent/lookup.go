@@ -2,6 +2,7 @@ package agent
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"regexp"
@@ -142,4 +143,13 @@ func checkPolicy(p api.Policy) error {
 		return badRequest("policy step counts cannot be negative")
 	}
 	return nil
+}
+
+// Hash is the proposal hash: sha256 over the command name and its canonical args.
+func Hash(command string, canonicalArgs []byte) string {
+	h := sha256.New()
+	h.Write([]byte(command))
+	h.Write([]byte{0})
+	h.Write(canonicalArgs)
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -68,20 +68,6 @@ func cleanText(s string) string {
 	return strings.ReplaceAll(s, "\x00", " ")
 }
 
-// recordEpisode stores a finished step: the episode, the goal state it advances and its
-// memory, all in tx. Every place that ends a step goes through here.
-func (s *Supervisor) recordEpisode(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error {
-	if err := tx.InsertEpisode(agentID, ep); err != nil {
-		return err
-	}
-	tx.AfterCommit(func() { s.episodeHistory.gens.bump(agentID) })
-	s.stepCounters.countStep(tx, ep.Outcome)
-	if err := updateGoal(tx, agentID, p, ep); err != nil {
-		return err
-	}
-	return s.memoryService.remember(tx, episodeMemory(agentID, ep))
-}
-
 // episodeMemory is what an episode leaves in memory: the action, the reasoning and the
 // result's start (or the person's feedback or answer, then of kind feedback).
 func episodeMemory(agentID string, e *api.Episode) store.Memory {
@@ -254,8 +240,12 @@ func (goalComponent) Messages(ctx context.Context, step *commands.Step) ([]strin
 // task and the latest steps (budgeted, before history), the memory_add and memory_search
 // commands, and the files the agent writes, remembered in chunks.
 type memoryComponent struct {
-	s *Supervisor
-	l *live // the settings generation whose pipeline holds it
+	mem     *memState // nil: no long-term memory
+	st      *store.Store
+	memory  *memoryService
+	history *episodeHistory // the latest steps, shared with the history component
+	model   *modelState     // how many characters a token holds, for the budget
+	l       *live           // the settings generation whose pipeline holds it
 	// offered are memory commands the agent's command list has already (not offered twice).
 	offered map[string]bool
 }
@@ -268,7 +258,7 @@ func (memoryComponent) Budgeted()    {}
 
 // Commands implements CommandProvider.
 func (c memoryComponent) Commands(context.Context, *commands.Step) ([]commands.Command, error) {
-	if c.s.mem == nil {
+	if c.mem == nil {
 		return nil, nil
 	}
 	var out []commands.Command
@@ -310,15 +300,15 @@ func memoryBudget(step *commands.Step, budgetTokens int, cpt float64, history bo
 // steps, within the memory budget, leaving out the steps history shows in full anyway.
 // memory.Fit chooses and trims them (snippets around the query's words, no near-copies).
 func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]string, error) {
-	m := c.s.mem
+	m := c.mem
 	if m == nil {
 		return nil, nil
 	}
-	recent, err := c.s.episodeHistory.recentEpisodes(ctx, step.AgentID, c.l.HistoryEpisodes) // shared with the history
+	recent, err := c.history.recentEpisodes(ctx, step.AgentID, c.l.HistoryEpisodes) // shared with the history
 	if err != nil {
 		return nil, err
 	}
-	budget := memoryBudget(step, m.opt.BudgetTokens, c.s.model.charsPerToken(c.l.Model), len(recent) > 0)
+	budget := memoryBudget(step, m.opt.BudgetTokens, c.model.charsPerToken(c.l.Model), len(recent) > 0)
 	if budget < len(memoryHead)+200 {
 		return nil, nil
 	}
@@ -377,7 +367,7 @@ func memorySectionOf(cands *memory.Candidates, budget, k int) string {
 // chunks (write_file replaces what was remembered of that file; append_to_file adds), and
 // a file it deleted is forgotten.
 func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, o *commands.Outcome) error {
-	if c.s.mem == nil {
+	if c.mem == nil {
 		return nil
 	}
 	var args struct {
@@ -395,9 +385,9 @@ func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, 
 	}
 	args.Path = filepath.Clean(args.Path) // "./a.txt" and "a.txt" are one file's memories
 	if o.Command == "delete_file" {
-		return writeWithStep(ctx, c.s.st, func(tx *store.Tx) error {
+		return writeWithStep(ctx, c.st, func(tx *store.Tx) error {
 			ids, err := tx.DeleteMemories(step.AgentID, string(memory.KindFile), args.Path)
-			c.s.memoryService.forget(tx, ids)
+			c.memory.forget(tx, ids)
 			return err
 		})
 	}
@@ -406,19 +396,19 @@ func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, 
 		text = args.Text
 	}
 	chunks := chunkText(cleanText(text), fileChunkBytes, maxFileChunks)
-	return writeWithStep(ctx, c.s.st, func(tx *store.Tx) error {
+	return writeWithStep(ctx, c.st, func(tx *store.Tx) error {
 		if replace {
 			ids, err := tx.DeleteMemories(step.AgentID, string(memory.KindFile), args.Path)
 			if err != nil {
 				return err
 			}
-			c.s.memoryService.forget(tx, ids)
+			c.memory.forget(tx, ids)
 		}
 		ms := make([]store.Memory, len(chunks))
 		for i, ch := range chunks {
 			ms[i] = store.Memory{ID: newID("m-f-"), AgentID: step.AgentID, Kind: string(memory.KindFile), Text: ch, Source: args.Path}
 		}
-		return c.s.memoryService.remember(tx, ms...)
+		return c.memory.remember(tx, ms...)
 	})
 }
 

@@ -45,7 +45,7 @@ func TestFileMemoriesCommitWithTheResult(t *testing.T) {
 	}
 
 	// The component itself only stages the write when the runner gives it a place.
-	comp := memoryComponent{s: h.sup}
+	comp := memoryComponent{mem: h.sup.mem, st: h.sup.st, memory: h.sup.memoryService, history: h.sup.episodeHistory, model: &h.sup.model}
 	var staged stagedWrites
 	o := &commands.Outcome{Command: "write_file", Args: []byte(`{"path":"b.txt","contents":"bravo"}`)}
 	step := &commands.Step{AgentID: a.ID}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -42,24 +41,4 @@ func (s *stepCounters) countDecision(tx *store.Tx, d *api.Decision) {
 // countStep reports a step's outcome once tx commits.
 func (s *stepCounters) countStep(tx *store.Tx, outcome string) {
 	tx.AfterCommit(func() { s.metrics.Step(outcome) })
-}
-
-// MetricsState reads the store-backed gauges for a metrics scrape.
-func (s *agentViews) MetricsState(ctx context.Context) (metrics.State, error) {
-	var g *store.Gauges
-	err := s.st.View(ctx, func(tx *store.Tx) (err error) { g, err = tx.Gauges(); return err })
-	if err != nil {
-		return metrics.State{}, err
-	}
-	out := metrics.State{AgentsByState: g.AgentsByState, DecisionsPending: g.DecisionsPending, MemoryDocuments: -1}
-	if s.mem != nil {
-		out.MemoryDocuments = int(s.mem.ix.Stats().Docs)
-	}
-	for _, a := range g.AgentTokens {
-		out.AgentTokens = append(out.AgentTokens, metrics.AgentTokens{Agent: a.Name, PromptTokens: a.Prompt, EvalTokens: a.Eval})
-	}
-	for _, sc := range g.ScheduleTokens {
-		out.ScheduleTokens = append(out.ScheduleTokens, metrics.ScheduleTokens{Schedule: sc.Name, Tokens: sc.Prompt})
-	}
-	return out, nil
 }

@@ -109,39 +109,3 @@ type modelTurn struct {
 	runID      string
 	personNext bool
 }
-
-// modelPriority puts the class of the agent's next step's model calls in ctx: batch for
-// a run the daemon started (or a helper of one), unless a person has just decided,
-// answered or given feedback — then they are waiting for that step, which goes first.
-// The agent is the key batch calls take turns by.
-func (r *runner) modelPriority(ctx context.Context) context.Context { return r.priority(ctx, true) }
-
-// priority is modelPriority; consume false leaves a person's turn for the next step (a
-// command's own model calls, such as a web page's summary, run before it).
-func (r *runner) priority(ctx context.Context, consume bool) context.Context {
-	r.mu.Lock()
-	runID, person := r.runID, r.personNext
-	if consume {
-		r.personNext = false
-	}
-	r.mu.Unlock()
-	class := llm.Interactive
-	if !person {
-		class = r.s.batchRuns.class(runID, func(id string) bool { return personWaits(r.s, id) })
-	}
-	return llm.WithPriority(ctx, class, r.id)
-}
-
-// personWaits reports whether a person has just decided, answered or given feedback to
-// agent id and waits for its next step: a helper it started then works for that person.
-func personWaits(s *Supervisor, id string) bool {
-	s.mu.Lock()
-	r := s.runners[id]
-	s.mu.Unlock()
-	if r == nil {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.personNext
-}

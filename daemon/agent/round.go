@@ -9,6 +9,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -71,10 +72,8 @@ func (r *runner) loop(ctx context.Context) {
 			}
 			done()
 		case cycle.Again:
-			if m.Event == cycle.RunBudgetHit {
-				r.exhaust(ctx, f.a.RunID, f.overBudget, f.overWhy)
-			} else if m.Event == cycle.AgentBudgetHit {
-				r.pauseOverBudget(ctx, f.overBudget, f.overWhy)
+			if f.Over != nil && m.Event == f.Over.Event() {
+				r.endOverBudget(ctx, f.a.RunID, f.Over)
 			}
 		}
 		if m.Then == cycle.Wait {
@@ -92,8 +91,6 @@ type facts struct {
 	cycle.Round
 	a *store.Agent
 	p *api.Proposal // the open proposal; nil for none
-	// overBudget and overWhy are the budget a budget event names, and why it ran out.
-	overBudget, overWhy string
 }
 
 // next reads the round's facts and asks cycle.NextMove what comes next. It only reads,
@@ -133,7 +130,7 @@ func (r *runner) next(ctx context.Context) (cycle.Move, *facts, error) {
 }
 
 // readRound reads the round's facts of agent id in tx: the agent, its open proposal, and
-// the verdicts of its budgets and helpers. A pending proposal is left unweighed.
+// the verdicts of its budgets (one, overBudget's) and helpers. A pending proposal is left unweighed.
 func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 	a, err := tx.Agent(id)
 	if err != nil {
@@ -143,23 +140,9 @@ func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 	if !active(a.State) {
 		return f, nil
 	}
-	b := s.runBudgets.budgetOf(a.RunID)
-	if b != nil {
-		if f.overWhy = b.overTime(time.Now()); f.overWhy != "" {
-			f.RunOverTime, f.overBudget = true, "time"
-			return f, nil
-		}
-	}
+	f.Over = overBudget(s, a)
 	p, err := tx.OpenProposal(a.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		if b != nil {
-			if f.overBudget, f.overWhy = b.overCount(a); f.overWhy != "" {
-				f.RunOverCount = true
-				return f, nil
-			}
-		}
-		f.overBudget, f.overWhy = s.agentBudgets.agentOver(a)
-		f.AgentOver = f.overWhy != ""
 		return f, nil
 	} else if err != nil {
 		return nil, err
@@ -178,14 +161,13 @@ func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 }
 
 // setState applies ev, an event that moves only the agent's state (and a lost result's
-// proposal), and publishes the agent's new state. With f, the round that chose ev, it
+// proposal); the applier publishes the agent's new state. With f, the round that chose ev, it
 // does nothing when the agent changed since; without, when the agent is not active or
 // ev would not change it.
 func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ...string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var v *api.Agent
-	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
+	return r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Agent(r.id)
 		if err != nil {
 			return err
@@ -204,7 +186,8 @@ func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ..
 			}
 			ev = settleEvent(cur, p, k)
 		}
-		if moved, _, err := transit(tx, cur, p, ev); err != nil || !moved {
+		c := &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish}
+		if res, err := apply(tx, c); err != nil || !res.moved {
 			return err
 		}
 		if k == cycle.ResultLost {
@@ -213,13 +196,9 @@ func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ..
 		if err := tx.UpdateAgent(cur); err != nil {
 			return err
 		}
-		v, err = view(tx, cur)
+		c.shown, err = view(tx, cur) // the applier publishes the new state once this commits
 		return err
 	})
-	if err == nil && v != nil {
-		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
-	}
-	return err
 }
 
 // settleEvent is the event a round's state-only move k makes, with the reason a shows.
@@ -231,4 +210,66 @@ func settleEvent(a *store.Agent, p *api.Proposal, k cycle.Kind) cycle.Event {
 		return cycle.Event{Kind: k, Reason: "waiting for a helper agent"}
 	}
 	return cycle.Event{Kind: k, Reason: a.StateReason}
+}
+
+// modelPriority puts the class of the agent's next step's model calls in ctx: batch for
+// a run the daemon started (or a helper of one), unless a person has just decided,
+// answered or given feedback — then they are waiting for that step, which goes first.
+// The agent is the key batch calls take turns by.
+func (r *runner) modelPriority(ctx context.Context) context.Context { return r.priority(ctx, true) }
+
+// priority is modelPriority; consume false leaves a person's turn for the next step (a
+// command's own model calls, such as a web page's summary, run before it).
+func (r *runner) priority(ctx context.Context, consume bool) context.Context {
+	r.mu.Lock()
+	runID, person := r.runID, r.personNext
+	if consume {
+		r.personNext = false
+	}
+	r.mu.Unlock()
+	class := llm.Interactive
+	if !person {
+		class = r.s.batchRuns.class(runID, func(id string) bool { return personWaits(r.s, id) })
+	}
+	return llm.WithPriority(ctx, class, r.id)
+}
+
+// personWaits reports whether a person has just decided, answered or given feedback to
+// agent id and waits for its next step: a helper it started then works for that person.
+func personWaits(s *Supervisor, id string) bool {
+	s.mu.Lock()
+	r := s.runners[id]
+	s.mu.Unlock()
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.personNext
+}
+
+// summarize starts making one-line summaries of older episodes that the prompt shows
+// without one, when the agent's call budget allows: at most once every summaryEvery steps
+// of its loop, one job at a time. The job runs beside the step, not in it, so a step never
+// waits for a summary call (a person deciding, or the next step's model call, overlaps
+// it). Its summaries and the call's tokens are stored with the agent's next change
+// (storeWith: a proposal, a result, a decision, a run's end), not in a transaction of
+// their own that a step under way would wait behind (agentd has one store connection);
+// when no step is under way, at once. They show from the prompt after that. ctx is the
+// loop's: pausing or stopping the agent, or the daemon shutting down, ends the job.
+func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
+	r.thinks++
+	if r.thinks-r.summarizedAt < summaryEvery {
+		return
+	}
+	r.summarizedAt = r.thinks // checked again summaryEvery steps from now, whatever comes of it
+	if !r.summarizing.CompareAndSwap(false, true) {
+		return
+	}
+	r.s.wg.Go(func() {
+		defer r.summarizing.Store(false)
+		r.s.episodeHistory.makeSummaries(ctx, l, a.ID)
+		// Stored now unless a step of its is under way, whose proposal or result will.
+		r.s.episodeHistory.storeSummaries(context.WithoutCancel(ctx), &r.mu, r.id)
+	})
 }

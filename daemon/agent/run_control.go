@@ -90,7 +90,7 @@ func (s *runs) pause(ctx context.Context, ref, reason string) (*api.Agent, error
 		if !active(a.State) {
 			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
 		}
-		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Pause, Reason: reason}, r: r}); err != nil {
+		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Pause, Reason: reason}, cancel: r.cancel}); err != nil {
 			return err
 		}
 		return tx.Audit(a.ID, "paused", map[string]string{"reason": reason})
@@ -175,7 +175,7 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error)
 			return err
 		}
 		// An open proposal not started is superseded; the run ends; what runs is cancelled.
-		if _, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: reason, Detail: reason}, r: r}); err != nil {
+		if _, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: reason, Detail: reason}, cancel: r.cancel}); err != nil {
 			return err
 		}
 		a.Policy.AutoSteps = 0
@@ -311,4 +311,28 @@ func (s *runs) StartTask(ctx context.Context, ref, task string, opt run.Options)
 // start a run (a task or goals, Start not false).
 func (s *runs) CreateRun(ctx context.Context, req api.CreateAgentRequest, opt run.Options) (*api.Agent, error) {
 	return s.createAgent(ctx, req, &opt, true)
+}
+
+// remeasure measures agent ref's workspace again, when it has a disk budget that its
+// stored usage is over: files may have been removed since (by a person, before they
+// resume it). It stores what it found.
+func (s *runs) remeasure(ctx context.Context, ref string) {
+	var id, ws string
+	s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err == nil && overDisk(a, s.agentBudgets.agentBudget(a).MaxDisk) != "" {
+			id, ws = a.ID, a.Workspace
+		}
+		return err
+	})
+	if id == "" {
+		return
+	}
+	n, err := commands.DiskUsage(ws)
+	if err != nil {
+		return
+	}
+	if err := s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetDiskBytes(id, n) }); err != nil {
+		s.log.Warn("agent: recording its disk usage", "agent", id, "err", err)
+	}
 }

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,6 +79,16 @@ func (r *runner) cancelAll() {
 	}
 }
 
+// cancel cancels a model call in flight and, with command, a running command: the
+// applier's cancel effect. Caller holds r.mu.
+func (r *runner) cancel(command bool) {
+	if command {
+		r.cancelAll()
+		return
+	}
+	r.cancelThinking()
+}
+
 // sleep waits d, or less when woken; it reports false when ctx ended.
 func (r *runner) sleep(ctx context.Context, d time.Duration) bool {
 	return sleepUntil(ctx, d, r.wake, nil)
@@ -99,15 +107,6 @@ func sleepUntil(ctx context.Context, d time.Duration, wake <-chan struct{}, done
 		return false
 	}
 	return true
-}
-
-// Hash is the proposal hash: sha256 over the command name and its canonical args.
-func Hash(command string, canonicalArgs []byte) string {
-	h := sha256.New()
-	h.Write([]byte(command))
-	h.Write([]byte{0})
-	h.Write(canonicalArgs)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // errNotApproved stops an execution whose proposal is no longer approved or approvable.

@@ -201,32 +201,7 @@ func (s *runs) checkAgentCommands(ctx context.Context, name string, names []stri
 // DeleteAgent stops an agent and removes it, its history and its workspace, with its
 // helpers (theirs too) in the same transaction.
 func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
-	type gone struct {
-		id, ws, name string
-		helper       bool
-		open         *run.End // the run the removal ends, if one was going
-	}
-	var all []gone
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
-		fam, err := family(tx, a)
-		if err != nil {
-			return err
-		}
-		for _, a := range fam {
-			g := gone{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
-			s.history.forgetHistory(a.ID)
-			if r, err := tx.Run(a.RunID); err == nil && r.Ended.IsZero() {
-				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: api.RunRemoved, Reason: "the agent was removed",
-					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - r.TokensBase}
-			}
-			all = append(all, g)
-		}
-		return nil
-	})
+	all, err := s.removals(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -241,25 +216,7 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		r.mu.Lock()
 		r.cancelAll()
 	}
-	err = s.st.Tx(ctx, func(tx *store.Tx) error {
-		for _, g := range all {
-			if err := tx.Audit(g.id, "removed", nil); err != nil {
-				return err
-			}
-			ids, err := tx.DeleteMemories(g.id, "", "")
-			if err != nil {
-				return err
-			}
-			s.memory.forget(tx, ids)
-		}
-		// Helpers first: nothing is left pointing at a removed parent.
-		for i := len(all) - 1; i >= 0; i-- {
-			if err := tx.DeleteAgent(all[i].id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err = s.st.Tx(ctx, func(tx *store.Tx) error { return s.removeTx(tx, all) })
 	for _, r := range order {
 		r.mu.Unlock()
 	}
@@ -267,22 +224,87 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 		return err
 	}
 	for i := len(all) - 1; i >= 0; i-- {
-		g := all[i]
 		locked[i].wakeUp()
-		s.host.dropRunner(g.id)
-		// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
-		// goes through the folder above, so a link swapped in goes, never its target.
-		if g.ws != "" && (g.ws == s.workspaces.workspace(g.id) || g.helper) {
-			if err := removeWorkspace(g.ws); err != nil {
-				s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
-			}
-		}
-		s.agentBudgets.walks.forget(g.id)
-		if s.onRemoved != nil {
-			s.onRemoved(g.id)
-		}
-		s.events.Publish(api.Event{Type: api.EventRemoved, AgentID: g.id})
+		s.removed(all[i])
 	}
+	s.endRemovedRuns(ctx, all)
+	return nil
+}
+
+// removal is one agent DeleteAgent removes.
+type removal struct {
+	id, ws, name string
+	helper       bool
+	open         *run.End // the run the removal ends, if one was going
+}
+
+// removals are the agents removing ref removes: it, then its helpers (theirs too).
+func (s *runs) removals(ctx context.Context, ref string) ([]removal, error) {
+	var all []removal
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		fam, err := family(tx, a)
+		if err != nil {
+			return err
+		}
+		for _, a := range fam {
+			g := removal{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
+			s.history.forgetHistory(a.ID)
+			if r, err := tx.Run(a.RunID); err == nil && r.Ended.IsZero() {
+				g.open = &run.End{RunID: r.ID, AgentID: a.ID, Outcome: api.RunRemoved, Reason: "the agent was removed",
+					Steps: a.Step, Tokens: a.PromptTokens + a.EvalTokens - r.TokensBase}
+			}
+			all = append(all, g)
+		}
+		return nil
+	})
+	return all, err
+}
+
+// removeTx deletes the agents in all, with their memories, in tx.
+func (s *runs) removeTx(tx *store.Tx, all []removal) error {
+	for _, g := range all {
+		if err := tx.Audit(g.id, "removed", nil); err != nil {
+			return err
+		}
+		ids, err := tx.DeleteMemories(g.id, "", "")
+		if err != nil {
+			return err
+		}
+		s.memory.forget(tx, ids)
+	}
+	// Helpers first: nothing is left pointing at a removed parent.
+	for i := len(all) - 1; i >= 0; i-- {
+		if err := tx.DeleteAgent(all[i].id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removed forgets g, whose removal committed: its runner, workspace and walks, and tells
+// who follows it.
+func (s *runs) removed(g removal) {
+	s.host.dropRunner(g.id)
+	// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
+	// goes through the folder above, so a link swapped in goes, never its target.
+	if g.ws != "" && (g.ws == s.workspaces.workspace(g.id) || g.helper) {
+		if err := removeWorkspace(g.ws); err != nil {
+			s.log.Warn("agent: workspace not removed", "agent", g.id, "dir", g.ws, "err", err)
+		}
+	}
+	s.agentBudgets.walks.forget(g.id)
+	if s.onRemoved != nil {
+		s.onRemoved(g.id)
+	}
+	s.events.Publish(api.Event{Type: api.EventRemoved, AgentID: g.id})
+}
+
+// endRemovedRuns ends the runs the removal of all ended.
+func (s *runs) endRemovedRuns(ctx context.Context, all []removal) {
 	for i, g := range all {
 		if g.open == nil {
 			continue
@@ -298,7 +320,6 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 			s.onRunEnd(*g.open)
 		}
 	}
-	return nil
 }
 
 // newRunTx starts a new run of the idle agent a with task; the caller writes a.

@@ -4,8 +4,12 @@
 //
 // Every transition is a store transaction, and the loop decides what to do next from the
 // stored state alone, so an agent picks up where it was after a restart or a kill -9.
-// What a transition does is the cycle package's answer (cycle.Next, cycle.Authorize);
-// transit, in transit.go, is the one place that writes it.
+// What a transition does is the cycle package's answer (cycle.Next, cycle.NextMove,
+// cycle.Authorize); apply, in transit.go, is the one place that carries it out, and it
+// publishes the events its effects make once the transaction commits (publish.go). The
+// applier (transit.go, effects.go, publish.go) needs nothing above the store, so every
+// part sits on it. Budgets of both scopes, a run's and an agent's, give one verdict per
+// round (budget.go) that the cycle turns into its scope's event.
 // The Supervisor hosts the agents; its parts, split by responsibility (runs, decisions,
 // helpers, memory, budgets, doctor, views…), serve the local API. Each holds only what it
 // needs, handed to it by wireParts in supervisor.go as values and funcs, and
@@ -53,6 +57,8 @@ type Supervisor struct {
 	episodeHistory *episodeHistory // the prompt's view of each agent's episodes (history.go)
 	checkpoints    *checkpoints    // each agent's workspace checkpoints (checkpoints.go)
 	rewinds        *rewinds        // agentctl diff and rewind (rewind.go)
+	// recordEpisode remembers a finished step, in the transaction that ends it (remember.go).
+	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 
 	opt    Options
 	st     *store.Store
@@ -117,6 +123,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.stepCounters = &stepCounters{metrics: s.metrics}
 	s.episodeHistory = &episodeHistory{st: s.st, log: s.log, llm: opt.LLM}
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
+	s.recordEpisode = episodeRecorder{history: s.episodeHistory, counters: s.stepCounters, memory: s.memoryService}.record
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
 	s.checkpoints = &checkpoints{opt: opt.Checkpoints}
@@ -134,10 +141,20 @@ func wireParts(s *Supervisor, opt Options) {
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory,
 	}
-	s.runBudgets.timeUp, s.agentBudgets.mutateAgent, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.mutate, s.runs.remeasure
+	s.runBudgets.timeUp, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.remeasure
+	s.agentBudgets.mutateAgent = func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error) (*api.Agent, error) {
+		return s.runs.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) })
+	}
 	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = s.runs.mutateThen, s.runs.pause, s.runs.resume, s.runs.stop
+	// A person decides or answers: the agent's next step is theirs to wait on (personNext).
+	personAnswers := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
+		return s.runs.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+			r.personNext = true
+			return fn(tx, a)
+		}, events)
+	}
 	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode}
-	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode,
+	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
 		st: s.st, events: s.events, budgets: s.agentBudgets, model: &s.model,

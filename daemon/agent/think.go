@@ -181,7 +181,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		}
 		stepTaken(cur, p, res, busy)
 		r.s.episodeHistory.storeWith(tx, cur)
-		if w, err = r.watch(tx, l, on, last, p, cmds); err != nil {
+		if w, err = watch(tx, l, on, last, p, cmds, &r.observed, r.smartNext, r.s.metrics); err != nil {
 			return err
 		}
 		if _, _, err := transit(tx, on, p, w.ev); err != nil { // inserts p: pending, or superseded
@@ -189,7 +189,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		}
 		if w.stop { // a schedule's run: nobody to ask
 			why := w.stopReason()
-			if _, err := apply(tx, &change{a: on, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: why, Detail: why}, r: r}); err != nil {
+			if _, err := apply(tx, &change{a: on, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: why, Detail: why}, cancel: r.cancel}); err != nil {
 				return err
 			}
 		}

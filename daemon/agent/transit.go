@@ -24,11 +24,20 @@ type change struct {
 	// episode is what record_episode remembers of an event that is no decision's.
 	episode *api.Episode
 	// rec remembers an episode (Supervisor.recordEpisode), count reports a decision to
-	// the metrics; r is the agent's runner, whose model call or command a cancel ends
-	// once the change commits.
-	rec   func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
-	count func(tx *store.Tx, d *api.Decision)
-	r     *runner
+	// the metrics; cancel ends the agent's model call (with command, and its command)
+	// once the change commits (runner.cancel, called under the runner's lock).
+	rec    func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+	count  func(tx *store.Tx, d *api.Decision)
+	cancel func(command bool)
+	// exhausted is what record_budget records.
+	exhausted *exhausted
+	// pub, when set, publishes the events of the effects once the change commits
+	// (publish.go); shown is the agent as they show it, when the caller sets it.
+	pub   func(api.Event) api.Event
+	shown *api.Agent
+	// finishMessage, when set, is the message of the run's end: the finish command's
+	// output. Without it the end says the agent's state reason.
+	finishMessage *string
 	// ckpt takes the workspace checkpoints (checkpoints.go); rewind is what a rewind
 	// restores, and who asked.
 	ckpt   *checkpoints
@@ -50,7 +59,8 @@ var errMissing = errors.New("the change lacks what an effect needs")
 // apply carries out c.ev on c.a and c.p in tx: cycle.Next says what they become and which
 // effects follow, and this is the only code that carries them out — the only writer of an
 // agent's state or a proposal's status. Every effect kind the table lists is done here,
-// in tx; a cancel runs once tx commits. The caller writes c.a. moved is false when the
+// in tx; a cancel runs once tx commits, and so does publishing their events (publish.go).
+// The caller writes c.a. moved is false when the
 // store found c.p no longer in the status the caller read (decided or withdrawn
 // meanwhile): then nothing else was written.
 func apply(tx *store.Tx, c *change) (applied, error) {
@@ -78,6 +88,7 @@ func apply(tx *store.Tx, c *change) (applied, error) {
 		}
 	}
 	out.moved = true
+	c.publish(tx, out)
 	return out, nil
 }
 
@@ -119,20 +130,16 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 		return tx.Audit(c.p.AgentID, "decision", c.decision)
 	case cycle.RecordEpisode:
 		return c.recordEpisode(tx, out)
+	case cycle.RecordBudget:
+		return c.recordBudget(tx)
 	case cycle.Checkpoint, cycle.RecordChange, cycle.Restore:
 		return c.workspace(tx, e.Kind, out)
 	case cycle.Cancel:
-		if c.r == nil {
+		if c.cancel == nil {
 			return errMissing
 		}
-		r, command := c.r, e.Command
-		tx.AfterCommit(func() { // under r.mu, as every change of the agent is
-			if command {
-				r.cancelAll()
-			} else {
-				r.cancelThinking()
-			}
-		})
+		cancel, command := c.cancel, e.Command
+		tx.AfterCommit(func() { cancel(command) }) // under the runner's lock, as every change of the agent is
 	default:
 		return fmt.Errorf("no applier for effect %s", e.Kind)
 	}

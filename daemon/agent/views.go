@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -193,4 +194,24 @@ func (s *agentViews) Subscribe(ref string, since int64) (<-chan api.Event, func(
 	}
 	ch, cancel := s.events.Subscribe(id, since)
 	return ch, cancel, nil
+}
+
+// MetricsState reads the store-backed gauges for a metrics scrape.
+func (s *agentViews) MetricsState(ctx context.Context) (metrics.State, error) {
+	var g *store.Gauges
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) { g, err = tx.Gauges(); return err })
+	if err != nil {
+		return metrics.State{}, err
+	}
+	out := metrics.State{AgentsByState: g.AgentsByState, DecisionsPending: g.DecisionsPending, MemoryDocuments: -1}
+	if s.mem != nil {
+		out.MemoryDocuments = int(s.mem.ix.Stats().Docs)
+	}
+	for _, a := range g.AgentTokens {
+		out.AgentTokens = append(out.AgentTokens, metrics.AgentTokens{Agent: a.Name, PromptTokens: a.Prompt, EvalTokens: a.Eval})
+	}
+	for _, sc := range g.ScheduleTokens {
+		out.ScheduleTokens = append(out.ScheduleTokens, metrics.ScheduleTokens{Schedule: sc.Name, Tokens: sc.Prompt})
+	}
+	return out, nil
 }

@@ -29,12 +29,14 @@ type watched struct {
 // the agent for any other loop — and what is left of a `y -N` grant ends (the cycle's
 // EndGrant). A schedule's run has nobody to ask: it is stopped. The decision is audited,
 // and counted once tx commits.
-func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *api.Proposal, cmds commands.Set) (watched, error) {
+// seen keeps the observations of the episodes (the runner's); smartNext is set when
+// this proposal already came from the smart model.
+func watch(tx *store.Tx, l *live, a *store.Agent, last, p *api.Proposal, cmds commands.Set, seen *observedSteps, smartNext bool, m Metrics) (watched, error) {
 	w := watched{ev: cycle.Event{Kind: cycle.Proposed}}
 	if a == nil || a.State != api.StateThinking {
 		return w, nil // kept for the record only
 	}
-	v, err := loopIn(tx, l, a, last, p, cmds, &r.observed)
+	v, err := loopIn(tx, l, a, last, p, cmds, seen)
 	if err != nil || !v.Caught() {
 		return w, err
 	}
@@ -48,7 +50,7 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *api.Propo
 		return w, err
 	}
 	switch {
-	case !r.smartNext && l.SmartModel != "":
+	case !smartNext && l.SmartModel != "":
 		w.action, w.ev.Kind = "rethink", cycle.ProposedRethink
 		w.note = "The watchdog saw you go round a loop: " + v.String() + ". It did not help: choose a different command or different arguments."
 		if v.Kind == watchdog.Repeat {
@@ -82,7 +84,7 @@ func (r *runner) watch(tx *store.Tx, l *live, a *store.Agent, last, p *api.Propo
 	err = tx.Audit(a.ID, "watchdog", map[string]any{"proposal": p.ID, "step": p.Step, "kind": string(v.Kind), "period": v.Period,
 		"steps": v.Steps, "loop": v.String(), "action": w.action, "grant_cancelled": grant != "" && w.action != "rethink"})
 	kind, action := string(v.Kind), w.action
-	tx.AfterCommit(func() { r.s.metrics.Loop(kind, action) })
+	tx.AfterCommit(func() { m.Loop(kind, action) })
 	return w, err
 }
 
@@ -115,17 +117,6 @@ func grantLeft(tx *store.Tx, a *store.Agent) (int, error) {
 		}
 	}
 	return left, err
-}
-
-// endGrant cancels what is left of a's count grants (the cycle's EndGrant) in tx, and
-// its mode that mirrors them; the caller writes a. Exact and pattern grants stay: they
-// approve one call or one pattern a person chose, not a number of steps.
-func endGrant(tx *store.Tx, a *store.Agent) error {
-	if err := policy.EndCountGrants(tx, a, "the watchdog"); err != nil {
-		return err
-	}
-	_, err := policy.SyncPolicy(tx, a)
-	return err
 }
 
 // loopIn is the watchdog's verdict on p, proposed by a: its run's latest steps from the

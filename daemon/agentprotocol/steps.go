@@ -64,23 +64,8 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("task_id")
-	rp, a, err := h.task(ctx, id)
+	a, err := h.settledTask(ctx, id)
 	if err != nil {
-		return err
-	}
-	if a == nil {
-		return errorf(http.StatusConflict, "task %s: its agent was deleted", id)
-	}
-	// First the agent must stop thinking: only then is there something to decide.
-	if a, err = h.settle(ctx, a.ID, id, ""); err != nil {
-		return err
-	}
-	if a.RunID != id || a.State == api.StateIdle {
-		if rp, _, err = h.task(ctx, id); err != nil { // for the run's outcome, set meanwhile
-			return err
-		}
-	}
-	if err := ended(a, id, rp); err != nil {
 		return err
 	}
 	decided := ""
@@ -129,6 +114,27 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return h.replyStep(w, r, id, decided)
+}
+
+// settledTask waits until the agent of task id has stopped thinking — only then is there
+// something to decide — and returns it; an error when the task has ended meanwhile.
+func (h *handler) settledTask(ctx context.Context, id string) (*api.Agent, error) {
+	rp, a, err := h.task(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if a == nil {
+		return nil, errorf(http.StatusConflict, "task %s: its agent was deleted", id)
+	}
+	if a, err = h.settle(ctx, a.ID, id, ""); err != nil {
+		return nil, err
+	}
+	if a.RunID != id || a.State == api.StateIdle {
+		if rp, _, err = h.task(ctx, id); err != nil { // for the run's outcome, set meanwhile
+			return nil, err
+		}
+	}
+	return a, ended(a, id, rp)
 }
 
 // replyStep replies with the task's step stepID; "" is its latest.

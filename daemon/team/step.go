@@ -62,25 +62,8 @@ func phaseAt(wf *Workflow, c cursor) string {
 func (e *Engine) loop(ctx context.Context, id string, l *live) {
 	failures := 0
 	for ctx.Err() == nil {
-		var r *store.TeamRun
-		err := e.st.View(ctx, func(tx *store.Tx) (err error) { r, err = tx.TeamRun(id); return })
-		if err != nil {
-			if ctx.Err() == nil {
-				e.log.Error("team: reading run", "team", id, "err", err)
-			}
-			return
-		}
-		if r.Status != api.TeamRunning {
-			return
-		}
-		wf, err := Parse(r.File, []byte(r.Source))
-		if err != nil {
-			e.fail(ctx, r, "the workflow no longer parses: "+err.Error())
-			return
-		}
-		var c cursor
-		if err := json.Unmarshal(r.Cursor, &c); err != nil {
-			e.fail(ctx, r, "the stored cursor is unreadable: "+err.Error())
+		r, wf, c, ok := e.read(ctx, id)
+		if !ok {
 			return
 		}
 		s, wait, err := e.next(ctx, l, r, wf, c)
@@ -100,54 +83,94 @@ func (e *Engine) loop(ctx context.Context, id string, l *live) {
 			continue
 		case err != nil:
 			var me *modelError
-			if errors.As(err, &me) {
-				failures++
-				if failures >= e.opt.ModelAttempts {
-					e.fail(ctx, r, fmt.Sprintf("the model failed %d times in a row: %v", failures, me.err))
-					return
-				}
-				e.log.Warn("team: model call failed", "team", id, "attempt", failures, "err", me.err)
-				// Its backoff, cut short when the pool finds a host of the model back.
-				model, _ := e.params()
-				back, stop := e.opt.LLM.Servable(model)
-				ok := sleepUntil(ctx, e.opt.Backoff(failures), back)
-				stop()
-				if !ok {
-					return
-				}
-				continue
+			if !errors.As(err, &me) {
+				e.fail(ctx, r, err.Error())
+				return
 			}
-			e.fail(ctx, r, err.Error())
-			return
+			failures++
+			if !e.retryModel(ctx, r, failures, me) {
+				return
+			}
+			continue
 		}
 		failures = 0
 		s.phase = phaseAt(wf, s.c)
-		actx := ctx
-		if started {
-			actx = context.WithoutCancel(ctx)
-		}
-		if err := e.apply(actx, id, s); err != nil {
-			if errors.Is(err, errEnded) && started {
-				// Stopped while the role's run started: that run is the team's to stop.
-				if _, err := e.opt.Agents.Stop(context.WithoutCancel(ctx), s.waitAgent); err != nil && !errors.Is(err, api.ErrConflict) {
-					e.log.Warn("team: stopping the role agent's run", "team", id, "agent", s.waitAgent, "err", err)
-				}
-			}
-			if errors.Is(err, errEnded) {
-				for _, a := range s.agents {
-					l.orphans = append(l.orphans, a)
-				}
-				return
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			e.log.Error("team: recording a step", "team", id, "err", err)
-			if !sleep(ctx, e.opt.Backoff(1)) {
-				return
-			}
+		if !e.record(ctx, id, l, s, started) {
+			return
 		}
 	}
+}
+
+// read reads team run id with its workflow and cursor; false ends the loop: the run
+// is gone or over, or what it stored no longer reads (the run fails).
+func (e *Engine) read(ctx context.Context, id string) (*store.TeamRun, *Workflow, cursor, bool) {
+	var r *store.TeamRun
+	var c cursor
+	err := e.st.View(ctx, func(tx *store.Tx) (err error) { r, err = tx.TeamRun(id); return })
+	if err != nil {
+		if ctx.Err() == nil {
+			e.log.Error("team: reading run", "team", id, "err", err)
+		}
+		return nil, nil, c, false
+	}
+	if r.Status != api.TeamRunning {
+		return nil, nil, c, false
+	}
+	wf, err := Parse(r.File, []byte(r.Source))
+	if err != nil {
+		e.fail(ctx, r, "the workflow no longer parses: "+err.Error())
+		return nil, nil, c, false
+	}
+	if err := json.Unmarshal(r.Cursor, &c); err != nil {
+		e.fail(ctx, r, "the stored cursor is unreadable: "+err.Error())
+		return nil, nil, c, false
+	}
+	return r, wf, c, true
+}
+
+// retryModel waits out a failed model call, the failures-th in a row, with backoff cut
+// short when the pool finds a host of the model back; false ends the loop (the run
+// fails after too many, or ctx ended).
+func (e *Engine) retryModel(ctx context.Context, r *store.TeamRun, failures int, me *modelError) bool {
+	if failures >= e.opt.ModelAttempts {
+		e.fail(ctx, r, fmt.Sprintf("the model failed %d times in a row: %v", failures, me.err))
+		return false
+	}
+	e.log.Warn("team: model call failed", "team", r.ID, "attempt", failures, "err", me.err)
+	model, _ := e.params()
+	back, stop := e.opt.LLM.Servable(model)
+	defer stop()
+	return sleepUntil(ctx, e.opt.Backoff(failures), back)
+}
+
+// record applies step s to team run id; false ends the loop (the team ended, or ctx
+// did). A role run s started is the team's to stop when the team ended meanwhile.
+func (e *Engine) record(ctx context.Context, id string, l *live, s *step, started bool) bool {
+	actx := ctx
+	if started {
+		actx = context.WithoutCancel(ctx)
+	}
+	err := e.apply(actx, id, s)
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, errEnded) && started {
+		// Stopped while the role's run started: that run is the team's to stop.
+		if _, err := e.opt.Agents.Stop(context.WithoutCancel(ctx), s.waitAgent); err != nil && !errors.Is(err, api.ErrConflict) {
+			e.log.Warn("team: stopping the role agent's run", "team", id, "agent", s.waitAgent, "err", err)
+		}
+	}
+	if errors.Is(err, errEnded) {
+		for _, a := range s.agents {
+			l.orphans = append(l.orphans, a)
+		}
+		return false
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	e.log.Error("team: recording a step", "team", id, "err", err)
+	return sleep(ctx, e.opt.Backoff(1))
 }
 
 // modelError marks a failed model call, which the loop retries with backoff.

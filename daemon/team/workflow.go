@@ -427,35 +427,43 @@ func (v *validator) state(name string, fs fileState, f *file, w *Workflow) *Stat
 		v.add(key+".choose", "state %s: choose %q: use rule (the first next whose when holds) or model", name, fs.Choose)
 	}
 	for i, n := range fs.Next {
-		var nx Next
-		switch t := n.(type) {
-		case string:
-			nx.State = t
-		case map[string]any:
-			for k := range t {
-				if k != "state" && k != "when" {
-					v.add(key+".next", "state %s: next %d: unknown key %q (want state and when)", name, i+1, k)
-				}
-			}
-			nx.State, _ = t["state"].(string)
-			if when, ok := t["when"].(string); ok {
-				nx.When = v.cond(key+".next", when, w)
-			} else if t["when"] != nil {
-				v.add(key+".next", "state %s: next %d: when must be a string", name, i+1)
-			}
-		default:
-			v.add(key+".next", "state %s: next %d: want a state name or { state = \"...\", when = \"...\" }", name, i+1)
-			continue
+		if nx, ok := v.next(key, name, i, n, f, w); ok {
+			s.Next = append(s.Next, nx)
 		}
-		if _, ok := f.States[nx.State]; !ok && nx.State != End {
-			v.add(key+".next", "state %s: next %q is not a state (nor %q)%s", name, nx.State, End, display.DidYouMean(nx.State, sortedKeys(f.States)))
-		}
-		s.Next = append(s.Next, nx)
 	}
 	if s.Choose == "model" && len(s.Next) < 2 {
 		v.add(key+".choose", "state %s: choose = \"model\" needs at least two next states to choose from", name)
 	}
 	return s
+}
+
+// next checks the i-th next of state name, as the file wrote it (a state's name, or a
+// table of state and when); false when it is neither.
+func (v *validator) next(key, name string, i int, n any, f *file, w *Workflow) (Next, bool) {
+	var nx Next
+	switch t := n.(type) {
+	case string:
+		nx.State = t
+	case map[string]any:
+		for k := range t {
+			if k != "state" && k != "when" {
+				v.add(key+".next", "state %s: next %d: unknown key %q (want state and when)", name, i+1, k)
+			}
+		}
+		nx.State, _ = t["state"].(string)
+		if when, ok := t["when"].(string); ok {
+			nx.When = v.cond(key+".next", when, w)
+		} else if t["when"] != nil {
+			v.add(key+".next", "state %s: next %d: when must be a string", name, i+1)
+		}
+	default:
+		v.add(key+".next", "state %s: next %d: want a state name or { state = \"...\", when = \"...\" }", name, i+1)
+		return nx, false
+	}
+	if _, ok := f.States[nx.State]; !ok && nx.State != End {
+		v.add(key+".next", "state %s: next %q is not a state (nor %q)%s", name, nx.State, End, display.DidYouMean(nx.State, sortedKeys(f.States)))
+	}
+	return nx, true
 }
 
 // cond parses a condition and checks that its variables exist.

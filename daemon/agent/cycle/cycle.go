@@ -110,7 +110,8 @@ const (
 	// Withdraw ends a started proposal that nothing runs (a question, a helper wait).
 	Withdraw Kind = "withdraw"
 	// Budgets: the run's ran out (it ends: reason, Detail, Result); the agent's ran out
-	// (it pauses: reason); the agent's was raised (it goes on).
+	// (it pauses: reason); the agent's was raised (it goes on). Over.Event picks the
+	// first two from the budgets' one verdict.
 	RunBudgetHit   Kind = "run_budget_hit"
 	AgentBudgetHit Kind = "agent_budget_hit"
 	BudgetRaised   Kind = "budget_raised"
@@ -186,6 +187,9 @@ const (
 	Checkpoint     EffectKind = "checkpoint"      // checkpoint the workspace, durably, before the step runs
 	RecordChange   EffectKind = "record_change"   // record what the step changed since its checkpoint
 	Restore        EffectKind = "restore"         // put the workspace back as before a step, and tell the model
+	// RecordBudget records the budget that ran out and audits it; a run's also ends the
+	// run's auto-approval and clears its open question.
+	RecordBudget EffectKind = "record_budget"
 )
 
 // Effect is one thing the event's outcome calls for.

@@ -1,5 +1,7 @@
 package cycle
 
+import "github.com/agentd/agentd/api"
+
 // Round is what an agent's loop reads before each round: the agent's state, its open
 // proposal, and the verdicts of the budgets, the policy and the helpers on them.
 type Round struct {
@@ -10,15 +12,45 @@ type Round struct {
 	// Helping: the started proposal waits for a helper agent, whose end delivers its
 	// result; a started proposal neither a question nor helped lost its result.
 	Helping bool
-	// RunOverTime: the run's wall-time budget ran out; RunOverCount: its step or
-	// token budget, which keeps it only from another proposal.
-	RunOverTime, RunOverCount bool
-	// AgentOver: the agent's own budget ran out (it pauses before another proposal).
-	AgentOver bool
+	// Over is the budgets' one verdict: the budget that ran out, in its scope; nil
+	// while every budget holds.
+	Over *Over
 	// Verdict is Authorize's on a pending proposal; "" until it is weighed, which
 	// happens in the transaction that records it.
 	Verdict Verdict
 }
+
+// Scope is what a budget bounds.
+type Scope string
+
+// The budgets' scopes.
+const (
+	RunScope   Scope = api.BudgetScopeRun   // one run: it ends, the agent goes idle
+	AgentScope Scope = api.BudgetScopeAgent // the agent over all its runs: it pauses
+)
+
+// TimeBudget is the budget of wall time, the one that ends a run whatever it is doing.
+const TimeBudget = "time"
+
+// Over is the verdict of the budgets on a round: which budget ran out (steps, tokens,
+// time or disk), in which scope, and why (with the command that raises it).
+type Over struct {
+	Scope  Scope
+	Budget string
+	Why    string
+}
+
+// Event is the event the verdict makes: the run ends, or the agent pauses.
+func (o *Over) Event() Kind {
+	if o.Scope == RunScope {
+		return RunBudgetHit
+	}
+	return AgentBudgetHit
+}
+
+// cuts reports whether the verdict stops the agent whatever it is doing: a run's wall
+// time. Every other budget keeps it only from another proposal.
+func (o *Over) cuts() bool { return o.Scope == RunScope && o.Budget == TimeBudget }
 
 // Then is what the loop does once a round's event is applied.
 type Then string
@@ -55,17 +87,11 @@ func NextMove(r Round) Move {
 	if !Active(r.Agent) {
 		return Move{NoEvent, EndLoop}
 	}
-	if r.RunOverTime {
-		return Move{RunBudgetHit, Again}
+	if r.Over != nil && (r.Over.cuts() || r.Proposal == None) {
+		return Move{r.Over.Event(), Again}
 	}
 	switch r.Proposal {
 	case None:
-		switch {
-		case r.RunOverCount:
-			return Move{RunBudgetHit, Again}
-		case r.AgentOver:
-			return Move{AgentBudgetHit, Again}
-		}
 		return Move{Think, AskModel}
 	case Approved:
 		if r.Question {

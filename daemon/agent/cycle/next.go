@@ -78,11 +78,17 @@ func (t *transition) control() bool {
 			return false
 		}
 		t.agent(WaitingForModel)
-	case InvalidReplies, AgentBudgetHit:
+	case InvalidReplies:
 		if !act || p != None {
 			return false
 		}
 		t.agent(Paused)
+	case AgentBudgetHit:
+		if !act || p != None {
+			return false
+		}
+		t.agent(Paused)
+		t.effect(RecordBudget)
 	case BudgetRaised:
 		if a != Paused {
 			return false
@@ -249,6 +255,7 @@ func (t *transition) executed() bool {
 		t.supersede()
 		t.agent(Idle)
 		t.endRun(api.RunBudgetExhausted)
+		t.effect(RecordBudget)
 		return true
 	}
 	if p != Started {

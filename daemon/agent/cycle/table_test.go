@@ -135,11 +135,15 @@ func roundsOf(a AgentState, p ProposalStatus) []Round {
 		out = append(out, r)
 	}
 	add(func(*Round) {})
-	add(func(r *Round) { r.RunOverTime = true })
+	add(func(r *Round) { r.Over = &Over{Scope: RunScope, Budget: TimeBudget} })
+	if p != None {
+		// any budget but the run's time waits for the open proposal's end
+		add(func(r *Round) { r.Over = &Over{Scope: AgentScope, Budget: TimeBudget} })
+	}
 	switch p {
 	case None:
-		add(func(r *Round) { r.RunOverCount = true })
-		add(func(r *Round) { r.AgentOver = true })
+		add(func(r *Round) { r.Over = &Over{Scope: RunScope, Budget: "steps"} })
+		add(func(r *Round) { r.Over = &Over{Scope: AgentScope, Budget: "steps"} })
 	case Approved:
 		add(func(r *Round) { r.Question = true })
 	case Pending:
@@ -158,10 +162,13 @@ func (r Round) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{r.Question, "question"}, {r.Helping, "helping"}, {r.RunOverTime, "run_over_time"}, {r.RunOverCount, "run_over_count"}, {r.AgentOver, "agent_over"}} {
+	}{{r.Question, "question"}, {r.Helping, "helping"}} {
 		if f.on {
 			flags = append(flags, f.name)
 		}
+	}
+	if r.Over != nil {
+		flags = append(flags, "over="+string(r.Over.Scope)+":"+r.Over.Budget)
 	}
 	if r.Verdict != undecided {
 		flags = append(flags, "verdict="+string(r.Verdict))
