@@ -240,7 +240,7 @@ func (s *runs) task(ctx context.Context, ref string, task string, opt *run.Optio
 			if opt.Policy != nil {
 				a.Policy = *opt.Policy
 			}
-			if err := applyRunOptions(tx, a, opt, pats); err != nil {
+			if err := s.applyRunOptions(tx, a, opt, pats); err != nil {
 				return err
 			}
 			if opt.Policy != nil {

@@ -71,7 +71,7 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 			}
 		}
 		if opt != nil {
-			if err := applyRunOptions(tx, a, opt, pats); err != nil {
+			if err := s.applyRunOptions(tx, a, opt, pats); err != nil {
 				return err
 			}
 		}

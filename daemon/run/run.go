@@ -40,6 +40,10 @@ type Options struct {
 	// where from (schedule, team, api), for the grant its Policy's auto steps make.
 	By     string
 	Source string
+	// Observation is what a check found before the run started (a schedule's wake
+	// check): the run's first step records it, so the model starts from it as from a
+	// command it ran.
+	Observation string
 }
 
 // End is how a run ended, as the supervisor's OnRunEnd reports it.

@@ -198,8 +198,11 @@ func (m *Manager) start(ctx context.Context, f cron.Firing) (string, error) {
 		return "", err
 	}
 	opt := runOptions(row)
+	if v != nil {
+		opt.Observation = v.Observation // the run's first step: what the check found
+	}
 	if d, ok := m.chatOf(row); ok {
-		runID, err := m.startInThread(ctx, d, row, f, opt, taskOf(row, v))
+		runID, err := m.startInThread(ctx, d, row, f, opt, row.Goal)
 		if err == nil {
 			m.started(ctx, v)
 		}
@@ -207,11 +210,11 @@ func (m *Manager) start(ctx context.Context, f cron.Firing) (string, error) {
 	}
 	var a *api.Agent
 	if row.Agent != "" {
-		a, err = m.agents.StartTask(ctx, row.Agent, taskOf(row, v), opt)
+		a, err = m.agents.StartTask(ctx, row.Agent, row.Goal, opt)
 		err = agentGone(err, row)
 	} else {
 		req := m.templateRequest(row, true)
-		req.Task = taskOf(row, v)
+		req.Task = row.Goal
 		a, err = m.agents.CreateRun(ctx, req, opt)
 	}
 	if err != nil {

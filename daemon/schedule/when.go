@@ -111,15 +111,6 @@ func (m *Manager) started(ctx context.Context, v *wake.Verdict) {
 	}
 }
 
-// taskOf is the task a firing's run gets: the goal, and what the check found, so the
-// model starts from it.
-func taskOf(row *store.Schedule, v *wake.Verdict) string {
-	if v == nil || v.Observation == "" {
-		return row.Goal
-	}
-	return row.Goal + "\n\nThe schedule's check found, before this run started (start from it; do not look for it again):\n" + v.Observation
-}
-
 // surface tells a schedule's delivery channel, once, that its check has failed
 // fail_after times in a row (schedule show and doctor read it from the store).
 func (m *Manager) surface(ctx context.Context, row *store.Schedule, v *wake.Verdict) {

@@ -11,7 +11,9 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/schedule/wake"
+	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/shelltest"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -162,6 +164,29 @@ func TestQuietScheduleCostsNoModelCallUntilItsFolderChanges(t *testing.T) {
 	}
 	if !strings.Contains(prompt.String(), "modified") || !strings.Contains(prompt.String(), "notes/a.txt") {
 		t.Errorf("the woken run's first prompt does not say what changed:\n%s", prompt.String())
+	}
+	// What the check found is the run's first step, not part of its task.
+	var eps []api.Episode
+	var task string
+	if err := h.st.View(ctx, func(tx *store.Tx) (err error) {
+		a, err := tx.AgentByName("watcher")
+		if err != nil {
+			return err
+		}
+		task = a.Task
+		eps, err = tx.Episodes(a.ID, 0)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var check []api.Episode
+	for _, ep := range eps {
+		if ep.Command == agent.CheckCommand {
+			check = append(check, ep)
+		}
+	}
+	if task != "summarize the notes" || len(check) == 0 || check[len(check)-1].Step != 0 || !strings.Contains(check[len(check)-1].Result, "notes/a.txt") {
+		t.Errorf("woken run: task %q, check steps %+v; want the goal alone and a step 0 naming notes/a.txt", task, check)
 	}
 }
 
