@@ -155,34 +155,6 @@ func requestOptions(b *api.Budget) (*run.Options, error) {
 	return opt, nil
 }
 
-// applyRunOptions stores the run's budget, the agent's patterns and what a check found
-// before the run (its first step) in tx.
-func (s *runs) applyRunOptions(tx *store.Tx, a *store.Agent, opt *run.Options, pats []string) error {
-	if !opt.Budget.IsZero() {
-		if err := tx.SetRunBudget(a.RunID, opt.Budget.MaxSteps, opt.Budget.MaxTokens, opt.Budget.MaxWall); err != nil {
-			return err
-		}
-	}
-	for _, p := range pats {
-		if _, err := tx.AddPermission(a.ID, "allow", p, opt.By); err != nil {
-			return err
-		}
-	}
-	if opt.Observation == "" || a.RunID == "" {
-		return nil
-	}
-	ep := &api.Episode{RunID: a.RunID, Command: CheckCommand, Args: []byte("{}"), Outcome: "succeeded", Result: opt.Observation}
-	if err := tx.InsertEpisode(a.ID, ep); err != nil {
-		return err
-	}
-	tx.AfterCommit(func() { s.history.gens.bump(a.ID) })
-	return nil
-}
-
-// CheckCommand names the step that holds what a schedule's check found before its run
-// started, in the run's history and the model's prompt.
-const CheckCommand = "schedule_check"
-
 // armBusyBudget bounds the step the loop is about to take by what the agent's time
 // budget leaves, as a run's wall-time budget bounds it: when that runs out, a model call
 // or a command in flight is cancelled. done ends the bound and, when it cut the step,

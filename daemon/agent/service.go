@@ -357,6 +357,34 @@ type runs struct {
 	history      *episodeHistory // stores the summaries waiting, with every change (storeWith)
 }
 
+// applyRunOptions stores the run's budget, the agent's patterns and what a check found
+// before the run (its first step) in tx.
+func (s *runs) applyRunOptions(tx *store.Tx, a *store.Agent, opt *run.Options, pats []string) error {
+	if !opt.Budget.IsZero() {
+		if err := tx.SetRunBudget(a.RunID, opt.Budget.MaxSteps, opt.Budget.MaxTokens, opt.Budget.MaxWall); err != nil {
+			return err
+		}
+	}
+	for _, p := range pats {
+		if _, err := tx.AddPermission(a.ID, "allow", p, opt.By); err != nil {
+			return err
+		}
+	}
+	if opt.Observation == "" || a.RunID == "" {
+		return nil
+	}
+	ep := &api.Episode{RunID: a.RunID, Command: CheckCommand, Args: []byte("{}"), Outcome: "succeeded", Result: opt.Observation}
+	if err := tx.InsertEpisode(a.ID, ep); err != nil {
+		return err
+	}
+	tx.AfterCommit(func() { s.history.gens.bump(a.ID) })
+	return nil
+}
+
+// CheckCommand names the step that holds what a schedule's check found before its run
+// started, in the run's history and the model's prompt.
+const CheckCommand = "schedule_check"
+
 // runHost is what runs need of the supervisor: the agents' runners and settings and the
 // commands agents may use.
 type runHost interface {
