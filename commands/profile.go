@@ -13,6 +13,9 @@ type Profile struct {
 	Bounded bool
 	// Write keeps the workspace writable in a bounded run: the pattern said +write.
 	Write bool
+	// Offline takes the network away whatever the config grants, and nothing else: an
+	// effect preview runs the command so, on a copy of the workspace.
+	Offline bool
 	// Paths are the workspace paths the permission rules deny to the file commands; the
 	// sandbox keeps them from programs too. Nil denies nothing.
 	Paths PathRules

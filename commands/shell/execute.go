@@ -61,7 +61,7 @@ func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (st
 	if err != nil {
 		return "", fmt.Errorf("%s: refused: %w", e.name, err)
 	}
-	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded}
+	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded || prof.Offline}
 	home := sandboxHome
 	if e.box.bwrap == "" {
 		if prof.Bounded || !d.empty() {
