@@ -94,7 +94,8 @@ func applyRecorded(t *testing.T, st *store.Store, n int, from cycle.State, k cyc
 	g := &api.Grant{ID: "g-" + id, AgentID: id, Kind: api.GrantCount, Count: 5, RunID: run, Label: "y -5"}
 	var p *api.Proposal
 	if from.Proposal != cycle.None || isProposed(k) {
-		p = &api.Proposal{ID: "p-" + id, AgentID: id, RunID: run, Command: "read_file", Args: []byte(`{}`), Hash: "h" + id, Status: from.Proposal}
+		p = &api.Proposal{ID: "p-" + id, AgentID: id, RunID: run, Command: "read_file", Args: []byte(`{}`), Hash: "h" + id, Status: from.Proposal,
+			Preview: &api.Preview{Kind: api.PreviewProgram, Effect: &api.Effect{Output: "ran ahead", Summary: "changes 1 file (+1 −0)", From: 1, To: 3}}}
 	}
 	var got []string
 	err := st.Tx(ctx, func(tx *store.Tx) error {
@@ -195,6 +196,8 @@ type observed struct {
 	grantRevoked bool
 	grants       int
 	decided      bool
+	applied      int    // apply_preview audit entries
+	previewNone  string // why the stored preview's change is no longer appliable
 }
 
 func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal) (observed, error) {
@@ -202,8 +205,16 @@ func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal) (obser
 	if p != nil {
 		if q, err := tx.Proposal(p.ID); err == nil {
 			o.proposal = q.Status
+			if q.Preview != nil && q.Preview.Effect != nil {
+				o.previewNone = q.Preview.Effect.None
+			}
 		}
-		_, err := tx.LastDecision(p.ID)
+		es, err := tx.AuditEntries(store.AuditFilter{AgentID: agentID, Kind: "apply_preview"})
+		if err != nil {
+			return o, err
+		}
+		o.applied = len(es)
+		_, err = tx.LastDecision(p.ID)
 		o.decided = err == nil
 	}
 	r, err := tx.Run(run)
@@ -239,6 +250,8 @@ func (o observed) diff(after observed) []string {
 		{o.grantUsed != after.grantUsed || o.grants != after.grants, cycle.Grant},
 		{!o.grantRevoked && after.grantRevoked, cycle.EndGrant},
 		{!o.decided && after.decided, cycle.RecordDecision},
+		{o.applied != after.applied, cycle.ApplyPreview},
+		{o.previewNone != after.previewNone, cycle.DropPreview},
 	} {
 		if d.changed {
 			out = append(out, string(d.effect))

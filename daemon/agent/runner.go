@@ -15,6 +15,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -192,6 +193,7 @@ type started struct {
 	ask     bool             // set when the policy leaves the pending proposal to a person
 	cmds    commands.Set     // the step's commands when think just built them; nil: look them up
 	profile commands.Profile // how far a sandboxed command's programs reach
+	apply   bool             // the step applies the change the proposal's effect preview captured
 	v       *api.Agent
 	execCtx context.Context
 	cancel  context.CancelFunc
@@ -231,13 +233,16 @@ func startTx(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p *api.Propos
 			return err
 		}
 	}
-	start := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Question: p.Command == commands.AskUser})
-	if moved, _, err := transit(tx, a, p, cycle.Event{Kind: start.Event}); err != nil || !moved {
+	start := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Question: p.Command == commands.AskUser,
+		Previewed: previewed(p, st.profile)})
+	moved, effects, err := transit(tx, a, p, cycle.Event{Kind: start.Event})
+	if err != nil || !moved {
 		if err == nil {
 			err = errNotApproved
 		}
 		return err
 	}
+	st.apply = has(effects, cycle.ApplyPreview)
 	if err := tx.Audit(a.ID, "started", map[string]string{"proposal": p.ID, "command": p.Command}); err != nil {
 		return err
 	}
@@ -309,8 +314,16 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
 			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
 		stopWatch := r.s.agentBudgets.watchDisk(st.a, st.cancel)
-		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
+		if st.apply {
+			o.Output, o.Err = r.s.applyPreview(st.execCtx, st.a, p)
+		} else {
+			o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
+		}
 		diskCut := stopWatch()
+		if errors.Is(o.Err, effect.ErrStale) {
+			r.finishExecution(ctx, p, staleEnd(p, o.Err), time.Since(began))
+			return
+		}
 		switch {
 		case o.Err != nil && r.busyCut.Load():
 			o.Err = fmt.Errorf("cut off: the agent's time budget ran out while it ran (%w)", o.Err)

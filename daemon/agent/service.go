@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
@@ -278,6 +279,9 @@ func (s *runs) DeleteAgent(ctx context.Context, ref string) error {
 			}
 		}
 		s.agentBudgets.walks.forget(g.id)
+		if err := s.previews.Forget(g.id); err != nil {
+			s.log.Warn("agent: effect previews not removed", "agent", g.id, "err", err)
+		}
 		if s.onRemoved != nil {
 			s.onRemoved(g.id)
 		}
@@ -334,6 +338,7 @@ type runs struct {
 	helpers      *helpers
 	memory       *memoryService
 	history      *episodeHistory // stores the summaries waiting, with every change (storeWith)
+	previews     *effect.Previews // a removed agent's effect previews go with it
 }
 
 // runHost is what runs need of the supervisor: the agents' runners and settings and the

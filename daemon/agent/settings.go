@@ -74,6 +74,8 @@ type AgentOverrides struct {
 	Budget *run.Budget
 	// Watchdog's non-zero fields replace the global thresholds for this agent.
 	Watchdog watchdog.Config
+	// EffectPreview, when set, replaces Settings.EffectPreview for this agent.
+	EffectPreview *bool
 }
 
 // MemoryOptions configure long-term memory: MemoryOf(cfg.Memory, index).
@@ -127,6 +129,9 @@ type Settings struct {
 
 	MaxInvalidReplies int             // pause after this many invalid replies in a row
 	Watchdog          watchdog.Config // the loop watchdog's thresholds; zero fields take its defaults
+	// NoEffectPreview turns effect previews off for agents whose overrides do not turn
+	// them on ([agent] effect_preview = false); they are on by default where they can run.
+	NoEffectPreview bool
 	ContinuousLimit   int             // steps a continuous-mode run may take without asking
 	Limits            commands.Limits
 	HistoryEpisodes   int // most episodes shown verbatim; older ones get one line
@@ -146,7 +151,7 @@ func SettingsOf(cfg *config.Config) Settings {
 	overrides := map[string]AgentOverrides{}
 	for name, o := range cfg.Agents {
 		overrides[name] = AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
-			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o)}
+			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o), EffectPreview: o.EffectPreview}
 	}
 	return Settings{
 		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,
@@ -155,6 +160,7 @@ func SettingsOf(cfg *config.Config) Settings {
 		Agents:             overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
 		Watchdog:        watchdog.Config{Failures: cfg.Agent.WatchdogFailures, IdleSteps: cfg.Agent.WatchdogIdleSteps},
+		NoEffectPreview: cfg.Agent.EffectPreview != nil && !*cfg.Agent.EffectPreview,
 		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		HistoryEpisodes: cfg.Agent.HistoryEpisodes,
 	}

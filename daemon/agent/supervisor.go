@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
@@ -47,6 +49,7 @@ type Supervisor struct {
 	runs           *runs           // runs started, changed and ended (service.go, run_control.go)
 	agentViews     *agentViews     // the read-only views: status, agents, history (views.go)
 	workspaceDirs  *workspaceDirs  // where agents' workspaces are (workspaces.go)
+	previews       *effect.Previews // effect previews of shell and python proposals; nil without a state dir
 	stepCounters   *stepCounters   // steps and decisions counted for metrics (metrics.go)
 	episodeHistory *episodeHistory // the prompt's view of each agent's episodes (history.go)
 
@@ -110,6 +113,9 @@ func wireParts(s *Supervisor, opt Options) {
 	s.audit.log = opt.Log
 	s.model.pool = opt.LLM.PoolStatus
 	s.workspaceDirs = &workspaceDirs{st: s.st, log: s.log, configured: opt.WorkspaceRoot, stateDir: opt.StateDir}
+	if opt.StateDir != "" {
+		s.previews = effect.New(effect.Options{Dir: filepath.Join(opt.StateDir, "previews")})
+	}
 	s.stepCounters = &stepCounters{metrics: s.metrics}
 	s.episodeHistory = &episodeHistory{st: s.st, log: s.log, llm: opt.LLM}
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
@@ -123,7 +129,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.runs = &runs{
 		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: opt.OnAgentRemoved,
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
-		history: s.episodeHistory,
+		history: s.episodeHistory, previews: s.previews,
 	}
 	s.runBudgets.timeUp, s.agentBudgets.mutateAgent, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.mutate, s.runs.remeasure
 	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = s.runs.mutateThen, s.runs.pause, s.runs.resume, s.runs.stop
@@ -193,8 +199,14 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	return nil
 }
 
-// Wait blocks until every agent loop has returned (after the Start context ended).
-func (s *Supervisor) Wait() { s.wg.Wait() }
+// Wait blocks until every agent loop has returned (after the Start context ended), then
+// closes the effect previews' stores.
+func (s *Supervisor) Wait() {
+	s.wg.Wait()
+	if s.previews != nil {
+		s.previews.Close()
+	}
+}
 
 // recover finds commands that were running when the daemon died.
 func (s *Supervisor) recover(ctx context.Context) error {

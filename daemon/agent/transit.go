@@ -127,6 +127,8 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 				r.cancelThinking()
 			}
 		})
+	case cycle.ApplyPreview, cycle.DropPreview:
+		return previewEffect(tx, c.p, e)
 	default:
 		return fmt.Errorf("no applier for effect %s", e.Kind)
 	}

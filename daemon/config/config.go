@@ -121,6 +121,10 @@ type AgentConfig struct {
 	WatchdogIdleSteps int `toml:"watchdog_idle_steps"`
 	// ContinuousLimit is how many steps a continuous-mode run takes without asking.
 	ContinuousLimit int `toml:"continuous_limit"`
+	// EffectPreview runs a proposed shell or python command ahead, on a copy of the
+	// workspace with the network off, to show its change before a person decides;
+	// approving applies that change. On unless set false (here or per agent).
+	EffectPreview *bool `toml:"effect_preview"`
 	// CommandTimeout bounds one command's execution.
 	CommandTimeout Duration `toml:"command_timeout"`
 	// OutputCap is how many bytes of a command's output are kept and shown to the model.
@@ -185,6 +189,8 @@ type AgentOverride struct {
 	// WatchdogFailures and WatchdogIdleSteps replace [agent]'s for this agent.
 	WatchdogFailures  *int `toml:"watchdog_failures"`
 	WatchdogIdleSteps *int `toml:"watchdog_idle_steps"`
+	// EffectPreview replaces [agent]'s for this agent.
+	EffectPreview *bool `toml:"effect_preview"`
 }
 
 // WebCommandsConfig is the [web_commands] section: web_search, read_webpage and

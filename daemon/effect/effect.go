@@ -182,6 +182,9 @@ func (p *Previews) Apply(ctx context.Context, agentID, ws string, eff *api.Effec
 
 // Forget closes agentID's preview store and removes it with its copies: the agent is gone.
 func (p *Previews) Forget(agentID string) error {
+	if p == nil || p.opt.Dir == "" || agentID == "" || agentID != filepath.Base(agentID) {
+		return nil
+	}
 	p.mu.Lock()
 	s := p.stores[agentID]
 	delete(p.stores, agentID)

@@ -98,6 +98,12 @@ const (
 	// its end (Result), finish's end (reason, Detail), a result the store lost (reason).
 	Start         Kind = "start"
 	StartQuestion Kind = "start_question"
+	// StartApply starts an approved proposal whose effect preview captured its change:
+	// that change is applied instead of running the command again. PreviewStale: the
+	// workspace changed since the preview, nothing was applied, a person decides again
+	// (reason; Result when its run is over) and approving then runs the command itself.
+	StartApply   Kind = "start_apply"
+	PreviewStale Kind = "preview_stale"
 	WaitHelper    Kind = "wait_helper"
 	Succeed       Kind = "succeeded"
 	Fail          Kind = "failed"
@@ -127,7 +133,7 @@ var Kinds = []Kind{
 	Proposed, ProposedRepeat, ProposedRethink, ProposedLoop,
 	PolicyAllow, PolicyRefuse, Await,
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
-	Start, StartQuestion, WaitHelper, Succeed, Fail, Finish, ResultLost,
+	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
 	Recovered, RecoveredIdempotent, Withdraw,
 	RunBudgetHit, AgentBudgetHit, BudgetRaised,
 	Pause, Resume, Stop, Task,
@@ -160,6 +166,8 @@ const (
 	Grant          EffectKind = "grant"           // record what the authorization did to grants: a use, or the grant y -N or y! makes
 	EndGrant       EffectKind = "end_grant"       // what is left of a y -N count grant is cancelled
 	Cancel         EffectKind = "cancel"          // cancel a model call in flight (Command: and a running command)
+	ApplyPreview   EffectKind = "apply_preview"   // record that the captured change, not the command, is what runs
+	DropPreview    EffectKind = "drop_preview"    // the preview's change can no longer be applied (Reason says why)
 )
 
 // Effect is one thing the event's outcome calls for.

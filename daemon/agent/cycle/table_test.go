@@ -137,6 +137,7 @@ func roundsOf(a AgentState, p ProposalStatus) []Round {
 		add(func(r *Round) { r.AgentOver = true })
 	case Approved:
 		add(func(r *Round) { r.Question = true })
+		add(func(r *Round) { r.Previewed = true })
 	case Pending:
 		for _, v := range []Verdict{Allow, Ask, Refuse} {
 			add(func(r *Round) { r.Verdict = v })
@@ -153,7 +154,7 @@ func (r Round) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{r.Question, "question"}, {r.Helping, "helping"}, {r.RunOverTime, "run_over_time"}, {r.RunOverCount, "run_over_count"}, {r.AgentOver, "agent_over"}} {
+	}{{r.Question, "question"}, {r.Previewed, "previewed"}, {r.Helping, "helping"}, {r.RunOverTime, "run_over_time"}, {r.RunOverCount, "run_over_count"}, {r.AgentOver, "agent_over"}} {
 		if f.on {
 			flags = append(flags, f.name)
 		}
