@@ -144,7 +144,8 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if len(d.Changes) == 0 {
 		return eff, "", nil
 	}
-	return eff, d.Text(), nil
+	text := d.Text() // its first line is the summary, which eff says
+	return eff, text[strings.IndexByte(text, '\n')+1:], nil
 }
 
 // ErrStale wraps Apply's error when the workspace changed since the preview: nothing
