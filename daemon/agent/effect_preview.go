@@ -7,6 +7,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -38,32 +39,33 @@ func previewed(p *api.Proposal, prof commands.Profile) bool {
 
 // withEffect adds to p's preview the effect preview of its command c, run ahead on a
 // copy of a's workspace in the profile a person's approval gives (deny rules included).
-func (s *Supervisor) withEffect(ctx context.Context, l *live, a *store.Agent, p *api.Proposal, c commands.Command) {
-	if s.previews == nil || p.Preview == nil || !l.effectPreview(a.Name) {
+// st is where the deny rules are read, previews what runs it.
+func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, l *live, a *store.Agent, p *api.Proposal, c commands.Command) {
+	if previews == nil || p.Preview == nil || !l.effectPreview(a.Name) {
 		return
 	}
 	if _, ok := c.(commands.EffectPreviewer); !ok {
 		return
 	}
-	var st started
-	err := s.st.View(ctx, func(tx *store.Tx) error { return sandboxProfile(l, tx, a, &st) })
+	var prof started
+	err := st.View(ctx, func(tx *store.Tx) error { return sandboxProfile(l, tx, a, &prof) })
 	if err != nil {
 		p.Preview.Effect = &api.Effect{None: "the agent's deny rules could not be read: " + err.Error()}
 		return
 	}
-	env := commands.Env{Workspace: a.Workspace, AgentID: a.ID, Profile: st.profile}
+	env := commands.Env{Workspace: a.Workspace, AgentID: a.ID, Profile: prof.profile}
 	var diff string
-	p.Preview.Effect, diff = s.previews.Run(ctx, c, env, p.Args, l.Limits)
+	p.Preview.Effect, diff = previews.Run(ctx, c, env, p.Args, l.Limits)
 	p.Preview.Diff, p.Preview.DiffCut = commands.CutDiff(diff, api.MaxPreviewDiff)
 }
 
 // applyPreview puts p's captured change in place in a's workspace: the step's output,
 // or an error wrapping effect.ErrStale when the workspace changed since the preview.
-func (s *Supervisor) applyPreview(ctx context.Context, a *store.Agent, p *api.Proposal) (string, error) {
-	if s.previews == nil {
+func applyPreview(ctx context.Context, previews *effect.Previews, a *store.Agent, p *api.Proposal) (string, error) {
+	if previews == nil {
 		return "", errors.New("effect previews are off: the captured change cannot be applied")
 	}
-	return s.previews.Apply(ctx, a.ID, a.Workspace, p.Preview.Effect)
+	return previews.Apply(ctx, a.ID, a.Workspace, p.Preview.Effect)
 }
 
 // effectPreview reports whether agent name's shell and python proposals run ahead.

@@ -315,7 +315,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
 		stopWatch := r.s.agentBudgets.watchDisk(st.a, st.cancel)
 		if st.apply {
-			o.Output, o.Err = r.s.applyPreview(st.execCtx, st.a, p)
+			o.Output, o.Err = applyPreview(st.execCtx, r.s.previews, st.a, p)
 		} else {
 			o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
 		}
