@@ -164,7 +164,7 @@ func (s *Store) finish(j *journal, fresh bool) (notices, error) {
 	rerr := unix.Unlinkat(s.root, journalName, 0)
 	step()
 	if rerr == nil {
-		rerr = unix.Fsync(s.root)
+		rerr = s.fsync(s.root)
 	}
 	s.pending = nil
 	if err == nil && rerr != nil {
@@ -208,7 +208,7 @@ func (s *Store) apply(j *journal, fresh bool) (notices, error) {
 		err = errors.Join(err, unix.Fchmod(a.ds.fd(), mode))
 	}
 	if err == nil {
-		err = unix.Syncfs(a.ds.fd())
+		err = a.s.syncfs(a.ds.fd())
 	}
 	return a.notes, err
 }

@@ -5,17 +5,20 @@
 // running the command a second time, so what a person approves is what lands.
 //
 // It is built on daemon/checkpoint and adds no tree walker of its own: the workspace is
-// checkpointed (From), the copy is that checkpoint restored into an empty folder
+// checkpointed (From), the copy is that checkpoint restored into the agent's view folder
 // (reflinked where the filesystem can, else copied), the copy after the command is
 // checkpointed again (To), and the change is the checkpoint Diff from From to To.
 // Applying is checkpoint.RestoreFrom: To is put in place only on a workspace still
 // exactly at From, every path opened beneath it without following a link, so a symlink
 // the command left in the copy is written as a symlink and never written through.
 //
-// Each agent's previews have a store of their own, <dir>/<agent id>/store, and their
-// copies live in <dir>/<agent id>/views until the run ends; dir is in the daemon's
-// state directory, out of every workspace and out of the sandbox's sight (the sandbox
-// sees only the copy, bound where the workspace would be).
+// Each agent's previews have a store of their own, <dir>/<agent id>/store, and one copy,
+// <dir>/<agent id>/view, kept between previews: a restore rewrites only what differs
+// from the checkpoint it restores (what the last command changed there, and what
+// changed in the workspace since), so a preview costs the files that changed, not the
+// workspace — creating a thousand files is most of a second on a busy disk. dir is in
+// the daemon's state directory, out of every workspace and out of the sandbox's sight
+// (the sandbox sees only the copy, bound where the workspace would be).
 package effect
 
 import (
@@ -106,15 +109,11 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	case from.Partial:
 		return nil, "", fmt.Errorf("the workspace cannot be copied whole: %s", from.Problem())
 	}
-	views := filepath.Join(p.opt.Dir, env.AgentID, "views")
-	if err := os.MkdirAll(views, 0o700); err != nil {
+	view := filepath.Join(p.opt.Dir, env.AgentID, "view")
+	// A restore keeps the folder's own mode, which the last command may have taken away.
+	if err := errors.Join(os.MkdirAll(view, 0o700), os.Chmod(view, 0o700)); err != nil {
 		return nil, "", fmt.Errorf("no folder for the copy: %w", err)
 	}
-	view, err := os.MkdirTemp(views, "view-")
-	if err != nil {
-		return nil, "", fmt.Errorf("no folder for the copy: %w", err)
-	}
-	defer checkpoint.RemoveTree(views, filepath.Base(view))
 	if _, err := s.Restore(ctx, view, from.ID); err != nil {
 		return nil, "", fmt.Errorf("the copy could not be made: %w", err)
 	}
@@ -211,8 +210,7 @@ func (p *Previews) Close() error {
 	return errors.Join(errs...)
 }
 
-// store returns agentID's preview store, opened on first use; copies a crash left
-// behind are removed then.
+// store returns agentID's preview store, opened on first use.
 func (p *Previews) store(agentID string) (*checkpoint.Store, error) {
 	if p.opt.Dir == "" || agentID == "" || agentID != filepath.Base(agentID) || strings.HasPrefix(agentID, ".") {
 		return nil, fmt.Errorf("no place for previews of agent %q", agentID)
@@ -223,13 +221,9 @@ func (p *Previews) store(agentID string) (*checkpoint.Store, error) {
 		return s, nil
 	}
 	dir := filepath.Join(p.opt.Dir, agentID)
-	if _, err := os.Stat(filepath.Join(dir, "views")); err == nil {
-		if err := checkpoint.RemoveTree(dir, "views"); err != nil {
-			return nil, err
-		}
-	}
 	s, err := checkpoint.Open(filepath.Join(dir, "store"), checkpoint.Options{
-		MaxStoreBytes: 4 * p.opt.MaxBytes, MaxStepBytes: 2 * p.opt.MaxBytes, KeepCount: keepCount})
+		MaxStoreBytes: 4 * p.opt.MaxBytes, MaxStepBytes: 2 * p.opt.MaxBytes, KeepCount: keepCount,
+		Ephemeral: true}) // a preview lost in a crash is only asked again
 	if err != nil {
 		return nil, err
 	}

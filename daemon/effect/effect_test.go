@@ -173,7 +173,7 @@ func TestPreviewRunsOnACopyThatReachesNeitherTheWorkspaceNorThePreviewStore(t *t
 	f := newFixture(t, shell.Options{})
 	hostBefore := tree(t, f.ws)
 	outside := filepath.Join(filepath.Dir(f.dir), "outside")
-	line := fmt.Sprintf("echo x > %s/pwned; echo x > ../../a-1/store/pwned; ls ../.. ; mkdir -p %s 2>&1 && echo made outside; pwd",
+	line := fmt.Sprintf("echo x > %s/pwned; echo x > ../store/pwned; ls .. ; mkdir -p %s 2>&1 && echo made outside; pwd",
 		f.ws, outside)
 	eff, _ := f.run(t, line)
 	if !eff.Appliable() {
@@ -182,7 +182,7 @@ func TestPreviewRunsOnACopyThatReachesNeitherTheWorkspaceNorThePreviewStore(t *t
 	if _, err := os.Stat(outside); err == nil {
 		t.Errorf("the run ahead made %s outside its copy", outside)
 	}
-	if strings.Contains(eff.Output, "\nstore\n") || !strings.Contains(eff.Output, "\nviews\n") {
+	if strings.Contains(eff.Output, "\nstore\n") || !strings.Contains(eff.Output, "\nview\n") {
 		t.Errorf("the run ahead saw the preview store:\n%s", eff.Output)
 	}
 	if got := tree(t, f.ws); got != hostBefore {
@@ -261,4 +261,24 @@ func acceptingPort(t testing.TB) int {
 		}
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// The copy is kept between previews, so each preview must start from the workspace as
+// it is and not from what the last command left: a file it made, a folder it locked,
+// a link it swapped in, a file it rewrote with its old size and time.
+func TestEachPreviewStartsFromTheWorkspaceNotFromTheLastRun(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	first, _ := f.run(t, "echo left > leftover.txt; rm -r keep; ln -s /etc keep; printf 'ONE\\ntwo\\n' > notes.txt; touch -r old.txt notes.txt; mkfifo pipe; chmod 000 .")
+	if !first.Appliable() {
+		t.Fatalf("first preview: %+v", first)
+	}
+	write(t, f.ws, map[string]string{"since.txt": "written between the previews\n"})
+	second, diff := f.run(t, "ls -A; cat keep/deep.txt notes.txt")
+	if !second.Appliable() || second.Summary != "no changes" || diff != "" {
+		t.Fatalf("second preview: %+v\n%s", second, diff)
+	}
+	want := "keep\nnotes.txt\nold.txt\nsince.txt\ndeep\none\ntwo\n"
+	if !strings.HasPrefix(second.Output, want) {
+		t.Errorf("the second run saw %q, want the workspace as it is now %q", second.Output, want)
+	}
 }
