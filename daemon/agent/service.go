@@ -10,8 +10,8 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/agent/policy"
+	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -337,7 +337,7 @@ type runs struct {
 	agentBudgets *agentBudgets
 	helpers      *helpers
 	memory       *memoryService
-	history      *episodeHistory // stores the summaries waiting, with every change (storeWith)
+	history      *episodeHistory  // stores the summaries waiting, with every change (storeWith)
 	previews     *effect.Previews // a removed agent's effect previews go with it
 }
 

@@ -132,9 +132,9 @@ type Settings struct {
 	// NoEffectPreview turns effect previews off for agents whose overrides do not turn
 	// them on ([agent] effect_preview = false); they are on by default where they can run.
 	NoEffectPreview bool
-	ContinuousLimit   int             // steps a continuous-mode run may take without asking
-	Limits            commands.Limits
-	HistoryEpisodes   int // most episodes shown verbatim; older ones get one line
+	ContinuousLimit int // steps a continuous-mode run may take without asking
+	Limits          commands.Limits
+	HistoryEpisodes int // most episodes shown verbatim; older ones get one line
 }
 
 // OptionsOf is the supervisor's part of cfg: its first settings (SettingsOf), the helpers'

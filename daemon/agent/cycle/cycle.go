@@ -104,11 +104,11 @@ const (
 	// (reason; Result when its run is over) and approving then runs the command itself.
 	StartApply   Kind = "start_apply"
 	PreviewStale Kind = "preview_stale"
-	WaitHelper    Kind = "wait_helper"
-	Succeed       Kind = "succeeded"
-	Fail          Kind = "failed"
-	Finish        Kind = "finished"
-	ResultLost    Kind = "result_lost"
+	WaitHelper   Kind = "wait_helper"
+	Succeed      Kind = "succeeded"
+	Fail         Kind = "failed"
+	Finish       Kind = "finished"
+	ResultLost   Kind = "result_lost"
 	// Crash recovery of a started proposal (reason; Result when its run is over); an
 	// idempotent command runs again.
 	Recovered           Kind = "recovered"
