@@ -282,3 +282,23 @@ func TestEachPreviewStartsFromTheWorkspaceNotFromTheLastRun(t *testing.T) {
 		t.Errorf("the second run saw %q, want the workspace as it is now %q", second.Output, want)
 	}
 }
+
+// execute_python_file is run ahead as execute_shell is: the script's change is shown,
+// and the workspace keeps its own until approval applies it.
+func TestPythonFileIsRunAheadToo(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	write(t, f.ws, map[string]string{"tidy.py": "open('notes.txt', 'w').write('tidied\\n')\nprint('tidied')\n"})
+	bwrap, _ := exec.LookPath("bwrap")
+	py, err := shell.NewExecutePythonFile(shell.Options{Sandbox: shell.SandboxBwrap, Bwrap: bwrap})
+	if err != nil {
+		t.Skipf("no python here: %v", err)
+	}
+	args, _ := json.Marshal(map[string]any{"path": "tidy.py"})
+	eff, diff := f.p.Run(context.Background(), py, commands.Env{Workspace: f.ws, AgentID: "a-1"}, args, commands.Limits{Timeout: time.Minute})
+	if !eff.Appliable() || !strings.HasPrefix(eff.Output, "tidied") || !strings.Contains(diff, "+tidied") || !strings.Contains(diff, "-one") {
+		t.Fatalf("python preview: %+v\n%s", eff, diff)
+	}
+	if body, _ := os.ReadFile(filepath.Join(f.ws, "notes.txt")); string(body) != "one\ntwo\n" {
+		t.Errorf("the run ahead changed the workspace: notes.txt = %q", body)
+	}
+}
