@@ -160,7 +160,7 @@ func SettingsOf(cfg *config.Config) Settings {
 		Agents:             overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
 		Watchdog:        watchdog.Config{Failures: cfg.Agent.WatchdogFailures, IdleSteps: cfg.Agent.WatchdogIdleSteps},
-		NoEffectPreview: cfg.Agent.EffectPreview != nil && !*cfg.Agent.EffectPreview,
+		NoEffectPreview: !cfg.Agent.EffectPreview,
 		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		HistoryEpisodes: cfg.Agent.HistoryEpisodes,
 	}

@@ -123,8 +123,8 @@ type AgentConfig struct {
 	ContinuousLimit int `toml:"continuous_limit"`
 	// EffectPreview runs a proposed shell or python command ahead, on a copy of the
 	// workspace with the network off, to show its change before a person decides;
-	// approving applies that change. On unless set false (here or per agent).
-	EffectPreview *bool `toml:"effect_preview"`
+	// approving applies that change. [agents.NAME] may set it for one agent.
+	EffectPreview bool `toml:"effect_preview"`
 	// CommandTimeout bounds one command's execution.
 	CommandTimeout Duration `toml:"command_timeout"`
 	// OutputCap is how many bytes of a command's output are kept and shown to the model.
@@ -328,6 +328,7 @@ func Default() *Config {
 			WatchdogFailures:   3,
 			WatchdogIdleSteps:  8,
 			ContinuousLimit:    25,
+			EffectPreview:      true,
 			CommandTimeout:     Duration{60 * time.Second},
 			OutputCap:          16 << 10,
 			HistoryEpisodes:    4,
