@@ -55,8 +55,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 	want.Agent = AgentConfig{Constraints: []string{}, Resources: []string{"The web."},
 		BestPractices: []string{"Be brief."}, Commands: []string{"read_file", "ask_user", "finish"},
 		MaxInvalidReplies: 5, WatchdogFailures: 4, WatchdogIdleSteps: 12, ContinuousLimit: 100, CommandTimeout: Duration{5 * time.Minute},
-		EffectPreview: false,
-		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3,
+		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3, // and effect_preview = false
 		DisabledComponents: []string{"clock"}, MaxHelperDepth: 1, MaxHelpers: 3,
 		MaxSteps: 500, MaxTokens: 1000000, MaxTime: Duration{8 * time.Hour}, MaxDisk: 20 << 30}
 	want.Permissions = PermissionsConfig{Allow: []string{"read_file(*)", "execute_shell(git status*)"}, Deny: []string{"delete_file(*)"}, AutoRead: true}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // sandboxed returns execute_shell under bwrap, skipping where no sandbox works (the
@@ -198,7 +198,7 @@ func TestPreviewRunsOnACopyThatReachesNeitherTheWorkspaceNorThePreviewStore(t *t
 
 func TestPreviewHasNoNetwork(t *testing.T) {
 	f := newFixture(t, shell.Options{})
-	port := acceptingPort(t)
+	port := testutil.AcceptingPort(t)
 	line := fmt.Sprintf(`python3 -c 'import socket; socket.create_connection(("127.0.0.1", %d), 2)' 2>/dev/null && echo reached || echo unreachable`, port)
 	eff, _ := f.run(t, line)
 	if !strings.HasPrefix(eff.Output, "unreachable\n") {
@@ -241,26 +241,6 @@ func TestPreviewSaysWhyWhenTheWorkspaceIsOverTheBudget(t *testing.T) {
 	if eff.Appliable() || !strings.Contains(eff.None, "over the") {
 		t.Errorf("a workspace over the budget: %+v, want no preview saying why", eff)
 	}
-}
-
-// acceptingPort listens on a loopback port that accepts every connection; it returns the port.
-func acceptingPort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // The copy is kept between previews, so each preview must start from the workspace as
