@@ -20,8 +20,9 @@ func (e *ChangedError) Error() string {
 // RestoreFrom is Restore for a change worked out elsewhere (an effect preview ran a
 // command on a copy of checkpoint from, and to is that copy after it): it restores ws
 // to checkpoint to only when ws is exactly as checkpoint from holds it, checked on the
-// capture the restore takes first, under the store's lock. Otherwise it returns a
-// *ChangedError and changes nothing.
+// capture the restore takes first, under the store's lock. A workspace already exactly
+// at to is left as it is (a restore a crash interrupted was finished since: applying
+// again is harmless). Otherwise it returns a *ChangedError and changes nothing.
 func (s *Store) RestoreFrom(ctx context.Context, ws string, from, to ID) (*Restored, error) {
 	err := s.begin(ctx)
 	defer s.mu.Unlock()
@@ -32,6 +33,13 @@ func (s *Store) RestoreFrom(ctx context.Context, ws string, from, to ID) (*Resto
 		return nil, err
 	}
 	return s.restore(ctx, ws, to, from)
+}
+
+// sameTree reports whether trees a and b hold the same paths, types, modes and
+// contents (their stat data may differ).
+func (s *Store) sameTree(a, b hash) bool {
+	d, err := s.diff(a, b)
+	return err == nil && d.Files+d.Folders == 0
 }
 
 // unchanged returns a *ChangedError unless before, the workspace just captured, holds

@@ -59,3 +59,20 @@ func TestRemoveTreeTakesLockedFoldersAndFollowsNoLink(t *testing.T) {
 		t.Errorf("the link's target lost a file: %v", err)
 	}
 }
+
+// Applying twice is harmless: a workspace already at the target (a restore a crash
+// interrupted, finished when the store opened again) is not refused as changed.
+func TestRestoreFromOnAWorkspaceAlreadyThereIsDone(t *testing.T) {
+	ws := t.TempDir()
+	s := openStore(t, Options{})
+	writeFiles(t, ws, map[string]string{"a.txt": "one\n"})
+	from := mustCheckpoint(t, s, ws)
+	writeFiles(t, ws, map[string]string{"a.txt": "two\n"})
+	to := mustCheckpoint(t, s, ws)
+	if _, err := s.RestoreFrom(ctx, ws, from.ID, to.ID); err != nil {
+		t.Fatalf("RestoreFrom on a workspace already at its target: %v", err)
+	}
+	if body, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(body) != "two\n" {
+		t.Errorf("a.txt = %q", body)
+	}
+}

@@ -77,8 +77,8 @@ func (s *Store) restore(ctx context.Context, ws string, to, expect ID) (*Restore
 		return nil, fmt.Errorf("restore: the workspace could not be checkpointed first, so nothing was changed: %w", err)
 	}
 	if expect != 0 {
-		if err := s.unchanged(before, expect); err != nil {
-			return nil, err
+		if err := s.unchanged(before, expect); err != nil && !s.sameTree(before.root, target.root) {
+			return nil, err // (a workspace already at to is one a crash left applied: nothing to do)
 		}
 	}
 	r := &Restored{Before: before, To: to}
