@@ -74,7 +74,8 @@ type AgentOverrides struct {
 	Budget *run.Budget
 	// Watchdog's non-zero fields replace the global thresholds for this agent.
 	Watchdog watchdog.Config
-	// EffectPreview, when set, replaces Settings.EffectPreview for this agent.
+	// EffectPreview, when set, turns effect previews on or off for this agent, whatever
+	// Settings.NoEffectPreview says.
 	EffectPreview *bool
 }
 
@@ -129,12 +130,13 @@ type Settings struct {
 
 	MaxInvalidReplies int             // pause after this many invalid replies in a row
 	Watchdog          watchdog.Config // the loop watchdog's thresholds; zero fields take its defaults
+	ContinuousLimit   int             // steps a continuous-mode run may take without asking
+	Limits            commands.Limits
+	HistoryEpisodes   int // most episodes shown verbatim; older ones get one line
+
 	// NoEffectPreview turns effect previews off for agents whose overrides do not turn
 	// them on ([agent] effect_preview = false); they are on by default where they can run.
 	NoEffectPreview bool
-	ContinuousLimit int // steps a continuous-mode run may take without asking
-	Limits          commands.Limits
-	HistoryEpisodes int // most episodes shown verbatim; older ones get one line
 }
 
 // OptionsOf is the supervisor's part of cfg: its first settings (SettingsOf), the helpers'

@@ -37,21 +37,23 @@ import (
 // state; the local API's methods are its parts', reached through API().Runs, .Views,
 // .Memory… rather than promoted, so no type, the Supervisor included, grows into a god type.
 type Supervisor struct {
-	memoryService  *memoryService   // long-term memory and its endpoints (memory_service.go)
-	policyService  *policyService   // the policy endpoints (policy_service.go)
-	auditLog       *auditLog        // the audit log and replays (audit.go)
-	doctor         *doctor          // agentctl doctor (doctor.go)
-	runBudgets     *runBudgets      // the budgets of runs in progress (run_budgets.go)
-	batchRuns      *batchRuns       // the runs whose model calls queue as batch work (priority.go)
-	decisions      *decisions       // people's decisions and answers (decide.go)
-	helpers        *helpers         // helper agents kept in step with their parents (helpers.go)
-	agentBudgets   *agentBudgets    // each agent's budget over all its runs (agent_budget.go)
-	runs           *runs            // runs started, changed and ended (service.go, run_control.go)
-	agentViews     *agentViews      // the read-only views: status, agents, history (views.go)
-	workspaceDirs  *workspaceDirs   // where agents' workspaces are (workspaces.go)
-	previews       *effect.Previews // effect previews of shell and python proposals; nil without a state dir
-	stepCounters   *stepCounters    // steps and decisions counted for metrics (metrics.go)
-	episodeHistory *episodeHistory  // the prompt's view of each agent's episodes (history.go)
+	memoryService  *memoryService  // long-term memory and its endpoints (memory_service.go)
+	policyService  *policyService  // the policy endpoints (policy_service.go)
+	auditLog       *auditLog       // the audit log and replays (audit.go)
+	doctor         *doctor         // agentctl doctor (doctor.go)
+	runBudgets     *runBudgets     // the budgets of runs in progress (run_budgets.go)
+	batchRuns      *batchRuns      // the runs whose model calls queue as batch work (priority.go)
+	decisions      *decisions      // people's decisions and answers (decide.go)
+	helpers        *helpers        // helper agents kept in step with their parents (helpers.go)
+	agentBudgets   *agentBudgets   // each agent's budget over all its runs (agent_budget.go)
+	runs           *runs           // runs started, changed and ended (service.go, run_control.go)
+	agentViews     *agentViews     // the read-only views: status, agents, history (views.go)
+	workspaceDirs  *workspaceDirs  // where agents' workspaces are (workspaces.go)
+	stepCounters   *stepCounters   // steps and decisions counted for metrics (metrics.go)
+	episodeHistory *episodeHistory // the prompt's view of each agent's episodes (history.go)
+
+	// previews are the effect previews of shell and python proposals; nil without a state dir.
+	previews *effect.Previews
 
 	opt    Options
 	st     *store.Store

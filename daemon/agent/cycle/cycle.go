@@ -98,17 +98,18 @@ const (
 	// its end (Result), finish's end (reason, Detail), a result the store lost (reason).
 	Start         Kind = "start"
 	StartQuestion Kind = "start_question"
+	WaitHelper    Kind = "wait_helper"
+	Succeed       Kind = "succeeded"
+	Fail          Kind = "failed"
+	Finish        Kind = "finished"
+	ResultLost    Kind = "result_lost"
+
 	// StartApply starts an approved proposal whose effect preview captured its change:
 	// that change is applied instead of running the command again. PreviewStale: the
 	// workspace changed since the preview, nothing was applied, a person decides again
 	// (reason; Result when its run is over) and approving then runs the command itself.
 	StartApply   Kind = "start_apply"
 	PreviewStale Kind = "preview_stale"
-	WaitHelper   Kind = "wait_helper"
-	Succeed      Kind = "succeeded"
-	Fail         Kind = "failed"
-	Finish       Kind = "finished"
-	ResultLost   Kind = "result_lost"
 	// Crash recovery of a started proposal (reason; Result when its run is over); an
 	// idempotent command runs again.
 	Recovered           Kind = "recovered"
