@@ -39,6 +39,11 @@ func TestApprovingAPreviewedLineAppliesTheChangeShownAndRunsNothingTwice(t *test
 	if _, err := os.Stat(filepath.Join(a.Workspace, "runs.txt")); err == nil {
 		t.Fatal("the run ahead wrote to the workspace before anyone approved")
 	}
+	// The copy sits with the workspaces (it holds what they do, with their modes), not
+	// in the state directory, whose files are all private.
+	if _, err := os.Stat(filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID, "runs.txt")); err != nil {
+		t.Errorf("the copy is not beside the workspaces: %v", err)
+	}
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}

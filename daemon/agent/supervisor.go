@@ -116,7 +116,8 @@ func wireParts(s *Supervisor, opt Options) {
 	s.model.pool = opt.LLM.PoolStatus
 	s.workspaceDirs = &workspaceDirs{st: s.st, log: s.log, configured: opt.WorkspaceRoot, stateDir: opt.StateDir}
 	if opt.StateDir != "" {
-		s.previews = effect.New(effect.Options{Dir: filepath.Join(opt.StateDir, "previews")})
+		_, root := s.workspaceDirs.workspaceRoots()
+		s.previews = effect.New(effect.Options{Dir: filepath.Join(opt.StateDir, "previews"), Views: filepath.Join(root, ".previews")})
 	}
 	s.stepCounters = &stepCounters{metrics: s.metrics}
 	s.episodeHistory = &episodeHistory{st: s.st, log: s.log, llm: opt.LLM}

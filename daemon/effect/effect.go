@@ -13,12 +13,14 @@
 // the command left in the copy is written as a symlink and never written through.
 //
 // Each agent's previews have a store of their own, <dir>/<agent id>/store, and one copy,
-// <dir>/<agent id>/view, kept between previews: a restore rewrites only what differs
+// <views>/<agent id>, kept between previews: a restore rewrites only what differs
 // from the checkpoint it restores (what the last command changed there, and what
 // changed in the workspace since), so a preview costs the files that changed, not the
 // workspace — creating a thousand files is most of a second on a busy disk. dir is in
 // the daemon's state directory, out of every workspace and out of the sandbox's sight
-// (the sandbox sees only the copy, bound where the workspace would be).
+// (the sandbox sees only the copy, bound where the workspace would be); views is beside
+// the workspaces (<workspace root>/.previews), since a copy holds what they do, with
+// their modes.
 package effect
 
 import (
@@ -40,8 +42,10 @@ import (
 
 // Options configure the previews. A zero field takes its default.
 type Options struct {
-	// Dir holds every agent's preview store and copies (<state>/previews).
+	// Dir holds every agent's preview store (<state>/previews).
 	Dir string
+	// Views holds every agent's copy of its workspace (default Dir).
+	Views string
 	// MaxBytes is the largest workspace (content bytes) a preview copies; a larger one
 	// gets no preview (default 256 MiB).
 	MaxBytes int64
@@ -72,6 +76,9 @@ func New(o Options) *Previews {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.Views == "" {
+		o.Views = o.Dir
 	}
 	return &Previews{opt: o, stores: map[string]*checkpoint.Store{}}
 }
@@ -109,7 +116,10 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	case from.Partial:
 		return nil, "", fmt.Errorf("the workspace cannot be copied whole: %s", from.Problem())
 	}
-	view := filepath.Join(p.opt.Dir, env.AgentID, "view")
+	view := filepath.Join(p.opt.Views, env.AgentID)
+	if p.opt.Views == p.opt.Dir {
+		view = filepath.Join(p.opt.Dir, env.AgentID, "view")
+	}
 	// A restore keeps the folder's own mode, which the last command may have taken away.
 	if err := errors.Join(os.MkdirAll(view, 0o700), os.Chmod(view, 0o700)); err != nil {
 		return nil, "", fmt.Errorf("no folder for the copy: %w", err)
@@ -192,10 +202,13 @@ func (p *Previews) Forget(agentID string) error {
 	if s != nil {
 		s.Close()
 	}
-	if _, err := os.Stat(filepath.Join(p.opt.Dir, agentID)); err != nil {
-		return nil
+	var errs []error
+	for _, dir := range []string{p.opt.Views, p.opt.Dir} {
+		if _, err := os.Lstat(filepath.Join(dir, agentID)); err == nil {
+			errs = append(errs, checkpoint.RemoveTree(dir, agentID))
+		}
 	}
-	return checkpoint.RemoveTree(p.opt.Dir, agentID)
+	return errors.Join(errs...)
 }
 
 // Close closes every store.
