@@ -202,30 +202,11 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 	return call(ctx, c, StatusRoute, "", None{})
 }
 
-// Agents lists all agents, oldest first, with everything a listing shows of each.
-func (c *Client) Agents(ctx context.Context) ([]Agent, error) {
-	out := []Agent{}
-	err := c.EachAgent(ctx, AgentQuery{}, func(a Agent) error { out = append(out, a); return nil })
-	return out, err
-}
-
 // EachAgent calls fn with each agent, oldest first, as the daemon's reply is read: a long
 // list is never held whole. It stops at fn's first error and returns it.
 func (c *Client) EachAgent(ctx context.Context, q AgentQuery, fn func(Agent) error) error {
 	_, err := list(ctx, c, AgentsRoute, q, Page{}, fn)
 	return err
-}
-
-// ListAgents returns one page of the agents, oldest first: at most p.Limit after the
-// cursor p.After, with the cursor of the next page.
-func (c *Client) ListAgents(ctx context.Context, q AgentQuery, p Page) (*AgentList, error) {
-	if p.Limit <= 0 {
-		return nil, fmt.Errorf("client: ListAgents wants a limit from 1 to %d: EachAgent reads them all", MaxListLimit)
-	}
-	l := &AgentList{Agents: []Agent{}}
-	next, err := list(ctx, c, AgentsRoute, q, p, func(a Agent) error { l.Agents = append(l.Agents, a); return nil })
-	l.Next = next
-	return l, err
 }
 
 // CreateAgent creates an agent (and starts its run unless req.Start is false).
@@ -253,11 +234,6 @@ func (c *Client) Decide(ctx context.Context, agent string, req DecideRequest) (*
 func (c *Client) Answer(ctx context.Context, agent string, req AnswerRequest) error {
 	_, err := call(ctx, c, AnswerRoute, agent, req)
 	return err
-}
-
-// Task gives an idle agent a follow-up task.
-func (c *Client) Task(ctx context.Context, agent string, task string) (*Agent, error) {
-	return c.TaskRun(ctx, agent, TaskRequest{Task: task})
 }
 
 // TaskRun gives an idle agent a follow-up task, with a budget for the run it starts.
@@ -333,11 +309,6 @@ func (c *Client) AddGrant(ctx context.Context, agent string, req GrantRequest) (
 // RevokeGrant revokes one of the agent's grants: it approves nothing from then on.
 func (c *Client) RevokeGrant(ctx context.Context, agent string, req RevokeRequest) (*Grant, error) {
 	return call(ctx, c, RevokeGrantRoute, agent, req)
-}
-
-// Proposals returns the agent's proposals, oldest first.
-func (c *Client) Proposals(ctx context.Context, agent string) ([]Proposal, error) {
-	return call(ctx, c, ProposalsRoute, agent, None{})
 }
 
 // EventsOpened streams events for one agent (or all agents when agent is "") to fn until

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -291,7 +292,7 @@ func (s *Schema) validate(path string, v any, probs *[]string) {
 		if s.Const != nil && str != *s.Const {
 			add("want %q, got %q", *s.Const, str)
 		}
-		if len(s.Enum) > 0 && !contains(s.Enum, str) {
+		if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) {
 			add("%q is not one of: %s", str, strings.Join(s.Enum, ", "))
 		}
 		// maxLength is a decoding aid, not a reason to reject: over-long strings are accepted.
@@ -386,13 +387,4 @@ func KindOf(v any) string {
 		return "a number"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

@@ -104,7 +104,7 @@ func TestSIGHUPToTheBinary(t *testing.T) {
 	}
 	proposals := func(id string) []api.Proposal {
 		t.Helper()
-		ps, err := c.Proposals(ctx, id)
+		ps, err := api.ProposalsRoute.Do(ctx, c, id, api.None{})
 		if err != nil {
 			t.Fatal(err)
 		}

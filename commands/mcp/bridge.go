@@ -136,24 +136,6 @@ func (b *Bridge) Commands() []commands.Command {
 	return out
 }
 
-// Lookup returns the command with that name, as Commands would list it.
-func (b *Bridge) Lookup(name string) (commands.Command, bool) {
-	for _, c := range b.Commands() {
-		if c.Spec().Name == name {
-			return c, true
-		}
-	}
-	return nil, false
-}
-
-// Changed returns a channel that is closed at the next change of Commands or of a
-// server's availability. Call it again after each change for the next one.
-func (b *Bridge) Changed() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.changed
-}
-
 func (b *Bridge) notify() {
 	b.mu.Lock()
 	close(b.changed)

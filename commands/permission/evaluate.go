@@ -3,6 +3,7 @@ package permission
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/commands"
@@ -144,7 +145,7 @@ func shellVerdict(t *target, cmds []CommandVerdict) Verdict {
 			}
 			return Verdict{Effect: Ask, Reason: "asking: " + noMatch}
 		}
-		if s := c.Pattern + inLayer(c.Layer); !contains(by, s) {
+		if s := c.Pattern + inLayer(c.Layer); !slices.Contains(by, s) {
 			by = append(by, s)
 		}
 	}
@@ -152,15 +153,6 @@ func shellVerdict(t *target, cmds []CommandVerdict) Verdict {
 }
 
 const noMatch = "no allow pattern matches"
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
 
 // commandVerdicts decides each simple command of a plain line on its own.
 func commandVerdicts(cmds []simpleCmd, spec commands.Spec, layers []Rules) []CommandVerdict {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/localapi"
 )
 
 // uploadsFile lists, in the workspace, the files that came in through the protocol, so
@@ -143,7 +144,7 @@ func (h *handler) listArtifacts(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	lo, hi, p := paginate(len(all), cur, size)
-	return reply(w, http.StatusOK, ArtifactListResponse{Artifacts: all[lo:hi], Pagination: p})
+	return localapi.Reply(w, http.StatusOK, ArtifactListResponse{Artifacts: all[lo:hi], Pagination: p})
 }
 
 // downloadArtifact streams a workspace file.
@@ -238,7 +239,7 @@ func (h *handler) uploadArtifact(w http.ResponseWriter, r *http.Request) error {
 	}
 	h.log.Info("agent protocol: artifact uploaded", "task", id, "path", rel, "bytes", fh.Size)
 	art := h.artifactOf(rel, map[string]bool{rel: true})
-	return reply(w, http.StatusOK, art)
+	return localapi.Reply(w, http.StatusOK, art)
 }
 
 // writeFile writes src to rel inside root through a temporary file and a rename, so a

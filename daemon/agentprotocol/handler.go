@@ -101,17 +101,8 @@ func New(opt Options) http.Handler {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
-// Error is an error with the HTTP status to reply with.
-type Error struct {
-	Status int
-	Msg    string
-}
-
-func (e *Error) Error() string { return e.Msg }
-
-func errorf(status int, format string, args ...any) *Error {
-	return &Error{Status: status, Msg: fmt.Sprintf(format, args...)}
-}
+// errorf is an error with the HTTP status to reply with, the local API's kind.
+var errorf = localapi.Errorf
 
 // wrap turns a handler's error (or panic) into the one error reply.
 func (h *handler) wrap(fn func(w http.ResponseWriter, r *http.Request) error) http.Handler {
@@ -134,7 +125,7 @@ func (h *handler) wrap(fn func(w http.ResponseWriter, r *http.Request) error) ht
 // statusOf maps the service's errors: the daemon refusing a value is 422, the protocol's
 // status for a request it cannot process.
 func statusOf(err error) int {
-	var e *Error
+	var e *localapi.Error
 	switch {
 	case errors.As(err, &e):
 		return e.Status
@@ -156,7 +147,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		h.log.Error("agent protocol: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	msg := shown(err.Error()) // it may quote what the model wrote
-	reply(w, status, map[string]string{"error": msg, "message": msg})
+	localapi.Reply(w, status, map[string]string{"error": msg, "message": msg})
 }
 
 // shown is a string of a reply as a client shows it to a person: on one line, with
@@ -164,18 +155,6 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 // a person reads goes through it — a step's output line by line, names, inputs, reasons,
 // errors; additional_output is data, kept as it is.
 func shown(s string) string { return display.Escape(s, display.Line) }
-
-func reply(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encoding reply: %w", err)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
 
 // decodeBody reads one JSON object into v; an empty body is {} (curl -X POST sends none).
 // Unknown fields are allowed: the protocol does not forbid them.
@@ -282,7 +261,7 @@ func (h *handler) createTask(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.log.Info("agent protocol: task created", "task", a.RunID, "agent", a.Name)
-	return reply(w, http.StatusOK, Task{TaskID: a.RunID, Input: shown(a.Task), AdditionalInput: agentInfo(a, nil), Artifacts: []Artifact{}})
+	return localapi.Reply(w, http.StatusOK, Task{TaskID: a.RunID, Input: shown(a.Task), AdditionalInput: agentInfo(a, nil), Artifacts: []Artifact{}})
 }
 
 // agentInfo is a task's additional_input: who works on it and how it stands.
@@ -333,7 +312,7 @@ func (h *handler) listTasks(w http.ResponseWriter, r *http.Request) error {
 		}
 		out.Tasks = append(out.Tasks, Task{TaskID: a.RunID, Input: shown(a.Task), AdditionalInput: agentInfo(a, nil), Artifacts: arts})
 	}
-	return reply(w, http.StatusOK, out)
+	return localapi.Reply(w, http.StatusOK, out)
 }
 
 // task finds a task by id: the run's replay and its agent (nil when deleted).
@@ -369,5 +348,5 @@ func (h *handler) getTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return reply(w, http.StatusOK, Task{TaskID: rp.Run.ID, Input: shown(rp.Run.Task), AdditionalInput: agentInfo(a, &rp.Run), Artifacts: arts})
+	return localapi.Reply(w, http.StatusOK, Task{TaskID: rp.Run.ID, Input: shown(rp.Run.Task), AdditionalInput: agentInfo(a, &rp.Run), Artifacts: arts})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/internal/display"
 )
 
@@ -29,7 +30,7 @@ func (h *handler) listSteps(w http.ResponseWriter, r *http.Request) error {
 	for i := lo; i < hi; i++ {
 		out.Steps = append(out.Steps, m.step(i))
 	}
-	return reply(w, http.StatusOK, out)
+	return localapi.Reply(w, http.StatusOK, out)
 }
 
 func (h *handler) getStep(w http.ResponseWriter, r *http.Request) error {
@@ -40,7 +41,7 @@ func (h *handler) getStep(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("step_id")
 	for i, s := range rp.Steps {
 		if s.Proposal.ID == id {
-			return reply(w, http.StatusOK, h.mapper(r.Context(), rp, a).step(i))
+			return localapi.Reply(w, http.StatusOK, h.mapper(r.Context(), rp, a).step(i))
 		}
 	}
 	return errorf(http.StatusNotFound, "task %s has no step %q", rp.Run.ID, id)
@@ -145,7 +146,7 @@ func (h *handler) replyStep(w http.ResponseWriter, r *http.Request, taskID, step
 	if i < 0 {
 		return errorf(http.StatusConflict, "task %s has no step yet: the agent is %s", taskID, a.State)
 	}
-	return reply(w, http.StatusOK, h.mapper(r.Context(), rp, a).step(i))
+	return localapi.Reply(w, http.StatusOK, h.mapper(r.Context(), rp, a).step(i))
 }
 
 // wasShown reports whether a proposal went out in a reply, as a step or as the next one.

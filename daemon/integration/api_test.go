@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
 	"github.com/agentd/agentd/internal/ollamatest"
 )
 
@@ -123,7 +124,7 @@ func TestBadAPIInput(t *testing.T) {
 	if _, err := c.Status(ctx); err != nil {
 		t.Fatalf("status after bad input: %v", err)
 	}
-	agents, err := c.Agents(ctx)
+	agents, err := apitest.Agents(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
 	"github.com/agentd/agentd/internal/display"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
@@ -390,7 +391,7 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 		if run.helpers {
 			r.approveHelpers(id)
 		}
-		ps, err := r.c.Proposals(ctx, id)
+		ps, err := api.ProposalsRoute.Do(ctx, r.c, id, api.None{})
 		if err != nil {
 			t.Fatalf("%s: proposals: %v", run.name, err)
 		}
@@ -470,7 +471,7 @@ func findTagged(ps []api.Proposal, agent, tag string, i int) (*api.Proposal, boo
 // approveHelpers approves whatever the helpers of parent wait on, as a trusting person.
 func (r *attackRig) approveHelpers(parent string) {
 	ctx := context.Background()
-	all, err := r.c.Agents(ctx)
+	all, err := apitest.Agents(ctx, r.c)
 	if err != nil {
 		return
 	}

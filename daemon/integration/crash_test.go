@@ -33,7 +33,7 @@ func snapshot(t *testing.T, c *api.Client, ids map[string]string) map[string]sna
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		ps, err := c.Proposals(ctx, id)
+		ps, err := api.ProposalsRoute.Do(ctx, c, id, api.None{})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -43,7 +43,7 @@ func keepMoving(ctx context.Context, t *testing.T, c *api.Client, ids []string) 
 			case a.State == api.StatePaused:
 				_, err = c.Resume(ctx, id)
 			case a.State == api.StateIdle:
-				_, err = c.Task(ctx, id, "Look around the workspace once more.")
+				_, err = c.TaskRun(ctx, id, api.TaskRequest{Task: "Look around the workspace once more."})
 			case a.State == api.StateFailed:
 				t.Errorf("agent %s failed: %s", a.Name, a.StateReason)
 				return

@@ -65,7 +65,7 @@ func (dr *driver) decidable() *api.Agent {
 		case a.State == api.StateIdle:
 			dr.tasks++
 			t.Logf("agent idle (%s); giving it a follow-up task", a.StateReason)
-			_, err = dr.c.Task(ctx, dr.id, "Write one more short note into notes.txt.")
+			_, err = dr.c.TaskRun(ctx, dr.id, api.TaskRequest{Task: "Write one more short note into notes.txt."})
 		default:
 			t.Fatalf("agent failed: %s", a.StateReason)
 		}
@@ -221,7 +221,7 @@ func TestRealOllamaRun(t *testing.T) {
 	var ps []api.Proposal
 	testutil.Eventually(t, time.Until(dr.deadline), "approved commands to finish", func() bool {
 		var err error
-		ps, err = c.Proposals(context.Background(), a.ID)
+		ps, err = api.ProposalsRoute.Do(context.Background(), c, a.ID, api.None{})
 		return err == nil && !slices.ContainsFunc(ps, func(p api.Proposal) bool {
 			return p.Status == api.ProposalApproved || (p.Status == api.ProposalStarted && p.Command != commands.AskUser)
 		})

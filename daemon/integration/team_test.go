@@ -142,7 +142,7 @@ func TestRealOllamaTeam(t *testing.T) {
 	// Every proposal of a role agent was decided by a person or by the policy, never run
 	// unasked (--keep-agents keeps the agents to look at).
 	for role, id := range full.Agents {
-		ps, err := c.Proposals(ctx, id)
+		ps, err := api.ProposalsRoute.Do(ctx, c, id, api.None{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,8 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Msg }
 
-func errorf(status int, format string, args ...any) *Error {
+// Errorf is an *Error with status and the formatted message.
+func Errorf(status int, format string, args ...any) *Error {
 	return &Error{Status: status, Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -54,7 +55,7 @@ func newHandler(svc Service, eps []api.Endpoint, streams []api.StreamRoute, log 
 	}
 	h := &handler{svc: svc, log: log, mux: http.NewServeMux()}
 	Mount(h.mux, h.routes(eps, streams), h.wrap, func(status int, format string, args ...any) error {
-		return errorf(status, format, args...)
+		return Errorf(status, format, args...)
 	})
 	return h
 }
@@ -72,7 +73,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// ServeMux would redirect an unclean path, and Go's client would follow with a Referer.
 	if p := r.URL.EscapedPath(); p != path.Clean(p) {
-		h.writeError(sw, r, errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
+		h.writeError(sw, r, Errorf(http.StatusNotFound, "no such endpoint: %s %s", r.Method, r.URL.Path))
 		return
 	}
 	h.mux.ServeHTTP(sw, r)
@@ -102,7 +103,7 @@ func (h *handler) wrap(fn handlerFunc) http.Handler {
 // requests that matter and cannot choose Host, so this stops DNS rebinding and CSRF.
 func checkLocal(r *http.Request) error {
 	if r.Header.Get("Origin") != "" || r.Header.Get("Referer") != "" {
-		return errorf(http.StatusForbidden, "requests from web browsers are refused (Origin or Referer header set)")
+		return Errorf(http.StatusForbidden, "requests from web browsers are refused (Origin or Referer header set)")
 	}
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -112,7 +113,7 @@ func checkLocal(r *http.Request) error {
 	case "", "local", "localhost", "agentd":
 		return nil
 	}
-	return errorf(http.StatusForbidden, "unexpected Host %q: the local API answers only to local, localhost or agentd", r.Host)
+	return Errorf(http.StatusForbidden, "unexpected Host %q: the local API answers only to local, localhost or agentd", r.Host)
 }
 
 // statusOf maps an error to its HTTP status: the API layer's own, else its kind's.
@@ -138,12 +139,13 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		}
 		h.log.Log(r.Context(), lvl, "api: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	reply(w, status, api.ErrorResponse{Error: err.Error()})
+	Reply(w, status, api.ErrorResponse{Error: err.Error()})
 }
 
-// reply writes v as a JSON reply. A value that will not encode (a stored proposal's args
-// that are not JSON, say) becomes a 500 before anything is written.
-func reply(w http.ResponseWriter, status int, v any) error {
+// Reply writes v as a JSON reply: the one writer of every listener's JSON (the local
+// API, the Agent Protocol, the TCP listener's refusals). A value that will not encode (a
+// stored proposal's args that are not JSON, say) becomes a 500 before anything is written.
+func Reply(w http.ResponseWriter, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding reply: %w", err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -68,7 +69,7 @@ func routeCases() []routeCase {
 			want: &api.Status{Version: "test", PID: 1, Started: t0, StateDir: "/s", Agents: map[string]int{"awaiting_decision": 1}}},
 		{name: "reload", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Reload(ctx) },
 			want: &api.ReloadResult{Config: "/etc/agentd/agentd.toml", Applied: []string{"ollama.model"}, NeedsRestart: []string{}}},
-		{name: "agents", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Agents(ctx) },
+		{name: "agents", call: func(ctx context.Context, c *api.Client) (any, error) { return apitest.Agents(ctx, c) },
 			want: []api.Agent{writer}},
 		{name: "create_agent", call: func(ctx context.Context, c *api.Client) (any, error) {
 			return c.CreateAgent(ctx, api.CreateAgentRequest{Name: "reader", Task: "read", Policy: &api.Policy{Mode: "auto", AutoSteps: 2}})
@@ -105,9 +106,13 @@ func routeCases() []routeCase {
 		{name: "answer", call: func(ctx context.Context, c *api.Client) (any, error) {
 			return nil, c.Answer(ctx, "writer", api.AnswerRequest{Text: "a.txt", By: "ann"})
 		}},
-		{name: "task_not_idle_conflict", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Task(ctx, "writer", "more") },
+		{name: "task_not_idle_conflict", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.TaskRun(ctx, "writer", api.TaskRequest{Task: "more"})
+		},
 			wantErr: api.ErrConflict, errText: "agent writer is awaiting_decision, not idle: conflict"},
-		{name: "task_empty_bad_request", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Task(ctx, "writer", "") },
+		{name: "task_empty_bad_request", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return c.TaskRun(ctx, "writer", api.TaskRequest{Task: ""})
+		},
 			wantErr: api.ErrBadRequest, errText: "empty task: bad request"},
 		{name: "pause", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Pause(ctx, "writer") },
 			want: withState(writer, api.StatePaused)},
@@ -119,7 +124,9 @@ func routeCases() []routeCase {
 			wantErr: api.ErrNotFound, errText: `no agent "x": not found`},
 		{name: "history", call: func(ctx context.Context, c *api.Client) (any, error) { return c.History(ctx, "writer") },
 			want: seeded.history["a1"]},
-		{name: "proposals", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Proposals(ctx, "writer") },
+		{name: "proposals", call: func(ctx context.Context, c *api.Client) (any, error) {
+			return api.ProposalsRoute.Do(ctx, c, "writer", api.None{})
+		},
 			want: seeded.proposals["a1"]},
 		{name: "policy_test", call: func(ctx context.Context, c *api.Client) (any, error) {
 			return c.TestPolicy(ctx, "writer", api.PolicyTestRequest{Command: "execute_shell", Subject: "git status"})

@@ -91,7 +91,7 @@ func (g *PeerGuard) Wrap(h http.Handler) http.Handler {
 		}
 		if refusal != "" {
 			g.log().Warn("api: peer refused", "method", r.Method, "path", r.URL.Path, "why", refusal)
-			reply(w, http.StatusForbidden, api.ErrorResponse{Error: refusal})
+			Reply(w, http.StatusForbidden, api.ErrorResponse{Error: refusal})
 			return
 		}
 		if cp.known {

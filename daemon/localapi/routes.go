@@ -53,7 +53,7 @@ func (h *handler) serve(ep api.Endpoint) handlerFunc {
 			w.WriteHeader(status)
 			return nil
 		}
-		return reply(w, status, out)
+		return Reply(w, status, out)
 	}
 }
 
@@ -69,7 +69,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		if err != nil {
 			return bodyError(err)
 		}
-		return errorf(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
+		return Errorf(http.StatusBadRequest, "invalid request body: unexpected data after the JSON object")
 	}
 	return nil
 }
@@ -81,12 +81,12 @@ func bodyError(err error) error {
 		typ     *json.UnmarshalTypeError
 		tooBig  *http.MaxBytesError
 		badBody = func(format string, args ...any) error {
-			return errorf(http.StatusBadRequest, "invalid request body: "+format, args...)
+			return Errorf(http.StatusBadRequest, "invalid request body: "+format, args...)
 		}
 	)
 	switch {
 	case errors.As(err, &tooBig):
-		return errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", tooBig.Limit)
+		return Errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", tooBig.Limit)
 	case errors.Is(err, io.EOF):
 		return badBody("empty; want a JSON object")
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -19,6 +19,7 @@ import (
 	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
 	"github.com/agentd/agentd/internal/ollamatest"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -107,7 +108,7 @@ func seedPending(b *testing.B, c *api.Client, n int) {
 func awaiting(c *api.Client) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	as, err := c.Agents(ctx)
+	as, err := apitest.Agents(ctx, c)
 	if err != nil {
 		return -1
 	}

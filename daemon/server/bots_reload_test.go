@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
 	"github.com/agentd/agentd/internal/fakeslack"
 	"github.com/agentd/agentd/internal/testutil"
 )
@@ -51,7 +52,7 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 	_, thread := fs.Mention(approver, channel, "", "write some files")
 	var agentID string
 	if !testutil.Wait(10*time.Second, func() bool {
-		list, _ := d.c.Agents(ctx)
+		list, _ := apitest.Agents(ctx, d.c)
 		for _, a := range list {
 			if a.Pending != nil && a.Pending.Status == api.ProposalPending {
 				agentID = a.ID
@@ -96,7 +97,7 @@ func TestReloadRestartsTheSlackBot(t *testing.T) {
 	var ps []api.Proposal
 	if !testutil.Wait(10*time.Second, func() bool {
 		var err error
-		if ps, err = d.c.Proposals(ctx, agentID); err != nil {
+		if ps, err = api.ProposalsRoute.Do(ctx, d.c, agentID, api.None{}); err != nil {
 			t.Fatal(err)
 		}
 		// Run, so decided: the folder does not exist, which fails the command itself.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -54,7 +55,7 @@ func CheckConfig(cfg *config.Config) []config.Problem {
 	}
 	checkCommands("agent.commands", cfg.Agent.Commands, cfg.Agent.DisabledComponents)
 	checkComps("agent.disabled_components", cfg.Agent.DisabledComponents)
-	for _, name := range sortedNames(cfg.Agents) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Agents)) {
 		o := cfg.Agents[name]
 		checkCommands("agents."+name+".commands", o.Commands, append(slices.Clone(cfg.Agent.DisabledComponents), o.DisabledComponents...))
 		checkComps("agents."+name+".disabled_components", o.DisabledComponents)
@@ -100,14 +101,5 @@ func knownCommands() []string {
 	for _, c := range commands.All() {
 		names = append(names, c.Spec().Name)
 	}
-	return names
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
 	return names
 }

@@ -122,11 +122,11 @@ func (d *daemon) componentsPart() part {
 	var bg background
 	return part{name: "components",
 		start: func(ctx context.Context) error {
+			if err := checkConfig(d.cfg); err != nil {
+				return err
+			}
 			boxes := newBoxes(d.cfg, d.log)
 			extra, bridge, err := components(d.cfg, d.live, d.lc, boxes, d.log)
-			if err == nil {
-				err = checkComponents(d.cfg, extra)
-			}
 			if err != nil {
 				closeBoxes(boxes, d.log)
 				return err

@@ -3,13 +3,13 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/localapi"
 )
@@ -90,11 +90,7 @@ func (h *tcpHandler) checkToken(r *http.Request) string {
 }
 
 func tcpError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	w.Write(append(b, '\n'))
+	localapi.Reply(w, status, api.ErrorResponse{Error: msg})
 }
 
 // httpToken reads the listener's bearer token. Errors say where it was looked for,

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 
 	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/schedule"
@@ -50,7 +49,6 @@ type reloader struct {
 	started *config.Config // what the daemon started with: the restart-only keys still in use
 	cur     *config.Config // what the last good reload applied
 	live    *liveConfig
-	extra   []commands.Component
 	sup     *agent.Supervisor
 	mgr     *schedule.Manager
 	bots    *liveBots
@@ -112,7 +110,7 @@ func (rl *reloader) apply(ctx context.Context) (*api.ReloadResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkComponents(cfg, rl.extra); err != nil {
+	if err := checkConfig(cfg); err != nil {
 		return nil, err
 	}
 	res := &api.ReloadResult{Config: rl.path, Applied: []string{}, NeedsRestart: []string{}}

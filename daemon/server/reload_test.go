@@ -138,7 +138,7 @@ func (d *reloadDaemon) write(body string) {
 // missing or there twice.
 func (d *reloadDaemon) proposals(id string) []api.Proposal {
 	d.t.Helper()
-	ps, err := d.c.Proposals(context.Background(), id)
+	ps, err := api.ProposalsRoute.Do(context.Background(), d.c, id, api.None{})
 	if err != nil {
 		d.t.Fatal(err)
 	}

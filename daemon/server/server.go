@@ -10,13 +10,10 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/agent"
 	"github.com/agentd/agentd/daemon/config"
@@ -125,7 +122,7 @@ func (d *daemon) build(context.Context) error {
 	d.runEnds.add(mgr.RunEnded)
 	d.runEnds.add(teams.RunEnded)
 	d.sup, d.teams, d.mgr, d.chat = sup, teams, mgr, chat
-	d.rl = &reloader{load: d.opt.Load, path: d.opt.ConfigPath, started: cfg, cur: cfg, live: d.live, extra: d.extra,
+	d.rl = &reloader{load: d.opt.Load, path: d.opt.ConfigPath, started: cfg, cur: cfg, live: d.live,
 		sup: sup, mgr: mgr, bots: d.bots, level: d.opt.LogLevel, notify: d.opt.Notify, log: log}
 	return nil
 }
@@ -176,17 +173,11 @@ func (s service) Status(ctx context.Context) (*api.Status, error) {
 	return st, nil
 }
 
-// checkComponents refuses component names in config that name no component.
-func checkComponents(cfg *config.Config, extra []commands.Component) error {
-	var errs []error
-	check := func(key string, names []string) {
-		if err := agent.CheckComponents(extra, names); err != nil {
-			errs = append(errs, fmt.Errorf("config: %s: %w", key, err))
-		}
+// checkConfig refuses what CheckConfig finds, for a config loaded without it (Run's
+// callers need not pass the checker to config.Load): a start and a reload refuse alike.
+func checkConfig(cfg *config.Config) error {
+	if probs := CheckConfig(cfg); len(probs) > 0 {
+		return &config.Error{Problems: probs}
 	}
-	check("agent.disabled_components", cfg.Agent.DisabledComponents)
-	for name, o := range cfg.Agents {
-		check("agents."+name+".disabled_components", o.DisabledComponents)
-	}
-	return errors.Join(errs...)
+	return nil
 }

@@ -3,8 +3,8 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -30,21 +30,12 @@ func (t *Tx) AuditEntries(f AuditFilter) ([]api.AuditEntry, error) {
 	if !f.Since.IsZero() {
 		since = ms(f.Since)
 	}
-	rows, err := t.query(`SELECT a.id, a.at, a.agent_id, COALESCE(g.name, ''), a.kind, a.detail
-		FROM audit a LEFT JOIN agents g ON g.id = a.agent_id
-		WHERE (? = '' OR a.agent_id = ?) AND (? = '' OR a.kind = ?) AND a.at >= ? AND (? = 0 OR a.id < ?)
-		ORDER BY a.id DESC LIMIT ?`, f.AgentID, f.AgentID, f.Kind, f.Kind, since, f.Before, f.Before, f.Limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: audit: %w", err)
-	}
-	defer rows.Close()
-	out := []api.AuditEntry{}
-	for rows.Next() {
+	out, err := queryAll(t, []api.AuditEntry{}, "audit", func(sc scanner) (api.AuditEntry, error) {
 		var e api.AuditEntry
 		var at int64
 		var detail string
-		if err := rows.Scan(&e.ID, &at, &e.AgentID, &e.Agent, &e.Kind, &detail); err != nil {
-			return nil, fmt.Errorf("store: reading audit entry: %w", err)
+		if err := sc.Scan(&e.ID, &at, &e.AgentID, &e.Agent, &e.Kind, &detail); err != nil {
+			return e, fmt.Errorf("store: reading audit entry: %w", err)
 		}
 		e.At = fromMS(at)
 		if json.Valid([]byte(detail)) {
@@ -52,12 +43,13 @@ func (t *Tx) AuditEntries(f AuditFilter) ([]api.AuditEntry, error) {
 		} else {
 			e.Detail, _ = json.Marshal(detail)
 		}
-		out = append(out, e)
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, rows.Err()
+		return e, nil
+	}, `SELECT a.id, a.at, a.agent_id, COALESCE(g.name, ''), a.kind, a.detail
+		FROM audit a LEFT JOIN agents g ON g.id = a.agent_id
+		WHERE (? = '' OR a.agent_id = ?) AND (? = '' OR a.kind = ?) AND a.at >= ? AND (? = 0 OR a.id < ?)
+		ORDER BY a.id DESC LIMIT ?`, f.AgentID, f.AgentID, f.Kind, f.Kind, since, f.Before, f.Before, f.Limit)
+	slices.Reverse(out)
+	return out, err
 }
 
 // Replay returns one run step by step: each proposal with its thoughts, every decision
@@ -69,11 +61,8 @@ func (t *Tx) Replay(runID string) (*api.Replay, error) {
 	err := t.queryRow(`SELECT r.id, r.agent_id, COALESCE(g.name, ''), r.task, r.started_at, r.ended_at, r.outcome, r.reason
 		FROM runs r LEFT JOIN agents g ON g.id = r.agent_id WHERE r.id = ?`, runID).
 		Scan(&r.Run.ID, &r.Run.AgentID, &r.Run.Agent, &r.Run.Task, &started, &ended, &r.Run.Outcome, &r.Run.Reason)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading run: %w", err)
+		return nil, rowError("reading run", err)
 	}
 	r.Run.StartedAt = fromMS(started)
 	if ended.Valid {
@@ -106,12 +95,7 @@ func (t *Tx) Replay(runID string) (*api.Replay, error) {
 	if err := drows.Err(); err != nil {
 		return nil, err
 	}
-	erows, err := t.query(`SELECT `+episodeCols+` FROM episodes WHERE run_id = ? ORDER BY id`, runID)
-	if err != nil {
-		return nil, fmt.Errorf("store: replay episodes: %w", err)
-	}
-	defer erows.Close()
-	eps, err := scanEpisodes(erows)
+	eps, err := queryAll(t, nil, "replay episodes", scanEpisode, `SELECT `+episodeCols+` FROM episodes WHERE run_id = ? ORDER BY id`, runID)
 	if err != nil {
 		return nil, err
 	}
@@ -139,21 +123,15 @@ func (t *Tx) Runs(agentID string, limit int) ([]api.Run, error) {
 		q += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	rows, err := t.query(q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list runs: %w", err)
-	}
-	defer rows.Close()
-	out := []api.Run{}
-	for rows.Next() {
+	return queryAll(t, []api.Run{}, "list runs", func(sc scanner) (api.Run, error) {
 		var r api.Run
 		var started int64
 		var ended sql.NullInt64
 		var b api.Budget
 		var wall int64
-		if err := rows.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason, &r.Steps, &r.Tokens,
+		if err := sc.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason, &r.Steps, &r.Tokens,
 			&b.MaxSteps, &b.MaxTokens, &wall); err != nil {
-			return nil, fmt.Errorf("store: reading run: %w", err)
+			return r, fmt.Errorf("store: reading run: %w", err)
 		}
 		if wall > 0 {
 			b.MaxTime = (time.Duration(wall) * time.Millisecond).String()
@@ -165,7 +143,6 @@ func (t *Tx) Runs(agentID string, limit int) ([]api.Run, error) {
 		if ended.Valid {
 			r.EndedAt = fromMS(ended.Int64)
 		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, nil
+	}, q, args...)
 }

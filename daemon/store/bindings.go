@@ -1,51 +1,25 @@
 package store
 
 import (
-	"database/sql"
-	"errors"
 	"fmt"
-	"time"
+
+	"github.com/agentd/agentd/api"
 )
 
-// Binding ties an agent's runs to a chat thread: its events are posted there and replies
-// there steer it. An agent has at most one binding per platform that counts, its latest.
-type Binding struct {
-	Platform  string // slack, discord
-	Team      string // workspace or guild
-	Channel   string
-	Thread    string // the thread's id (Slack: the root message's ts)
-	AgentID   string
-	RunID     string
-	CreatedBy string
-	CreatedAt time.Time
-	// EndPost is the id of the relay's post in the thread that showed the end of run
-	// EndRun (its finish or failure note); "" until a run's end is shown there.
-	EndPost string
-	EndRun  string
-}
-
-// ChatMessage is a message posted for a proposal (kind "proposal") or a question
-// (kind "question"), kept so the message can be edited when the decision comes.
-type ChatMessage struct {
-	ProposalID string
-	Platform   string
-	Kind       string
-	Channel    string
-	Message    string
-	PostedAt   time.Time
-}
+// Binding and ChatMessage are the chat relay's records (api.ChatBinding, api.ChatMessage).
+type (
+	Binding     = api.ChatBinding
+	ChatMessage = api.ChatMessage
+)
 
 const bindingCols = `platform, team, channel, thread, agent_id, run_id, created_by, created_at, end_post, end_run`
 
-func scanBinding(sc interface{ Scan(...any) error }) (*Binding, error) {
+func scanBinding(sc scanner) (*Binding, error) {
 	var b Binding
 	var at int64
 	err := sc.Scan(&b.Platform, &b.Team, &b.Channel, &b.Thread, &b.AgentID, &b.RunID, &b.CreatedBy, &at, &b.EndPost, &b.EndRun)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading chat binding: %w", err)
+		return nil, rowError("reading chat binding", err)
 	}
 	b.CreatedAt = fromMS(at)
 	return &b, nil
@@ -54,12 +28,8 @@ func scanBinding(sc interface{ Scan(...any) error }) (*Binding, error) {
 // Bind stores (or replaces) the binding of a thread.
 func (t *Tx) Bind(b *Binding) error {
 	b.CreatedAt = t.now
-	_, err := t.exec(`INSERT OR REPLACE INTO chat_bindings (`+bindingCols+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+	return t.write("chat binding", `INSERT OR REPLACE INTO chat_bindings (`+bindingCols+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
 		b.Platform, b.Team, b.Channel, b.Thread, b.AgentID, b.RunID, b.CreatedBy, ms(t.now), b.EndPost, b.EndRun)
-	if err != nil {
-		return fmt.Errorf("store: chat binding: %w", err)
-	}
-	return nil
 }
 
 // BindingByThread returns the binding of a thread, or ErrNotFound.
@@ -70,33 +40,16 @@ func (t *Tx) BindingByThread(platform, channel, thread string) (*Binding, error)
 
 // Bindings returns every agent's latest binding on each platform, oldest first.
 func (t *Tx) Bindings() ([]*Binding, error) {
-	rows, err := t.query(`SELECT ` + bindingCols + ` FROM chat_bindings b
+	return queryAll(t, nil, "chat bindings", scanBinding, `SELECT `+bindingCols+` FROM chat_bindings b
 		WHERE created_at = (SELECT MAX(created_at) FROM chat_bindings c WHERE c.agent_id = b.agent_id AND c.platform = b.platform)
 		ORDER BY created_at, agent_id`)
-	if err != nil {
-		return nil, fmt.Errorf("store: chat bindings: %w", err)
-	}
-	defer rows.Close()
-	var out []*Binding
-	for rows.Next() {
-		b, err := scanBinding(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
 }
 
 // SetChatMessage records the message posted for a proposal or a question.
 func (t *Tx) SetChatMessage(m *ChatMessage) error {
 	m.PostedAt = t.now
-	_, err := t.exec(`INSERT OR REPLACE INTO chat_messages (proposal_id, platform, kind, channel, message, posted_at) VALUES (?,?,?,?,?,?)`,
+	return t.write("chat message", `INSERT OR REPLACE INTO chat_messages (proposal_id, platform, kind, channel, message, posted_at) VALUES (?,?,?,?,?,?)`,
 		m.ProposalID, m.Platform, m.Kind, m.Channel, m.Message, ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: chat message: %w", err)
-	}
-	return nil
 }
 
 // ChatMessage returns the message posted for a proposal or question, or ErrNotFound.
@@ -105,11 +58,8 @@ func (t *Tx) ChatMessage(proposalID, platform, kind string) (*ChatMessage, error
 	var at int64
 	err := t.queryRow(`SELECT channel, message, posted_at FROM chat_messages WHERE proposal_id = ? AND platform = ? AND kind = ?`,
 		proposalID, platform, kind).Scan(&m.Channel, &m.Message, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: chat message: %w", err)
+		return nil, rowError("chat message", err)
 	}
 	m.PostedAt = fromMS(at)
 	return &m, nil
@@ -122,11 +72,8 @@ func (t *Tx) ChatMessageAt(platform, channel, message string) (*ChatMessage, err
 	var at int64
 	err := t.queryRow(`SELECT proposal_id, kind, posted_at FROM chat_messages WHERE platform = ? AND channel = ? AND message = ? ORDER BY posted_at DESC LIMIT 1`,
 		platform, channel, message).Scan(&m.ProposalID, &m.Kind, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: chat message: %w", err)
+		return nil, rowError("chat message", err)
 	}
 	m.PostedAt = fromMS(at)
 	return &m, nil

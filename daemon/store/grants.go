@@ -3,7 +3,6 @@ package store
 import (
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -12,7 +11,7 @@ import (
 const grantCols = `id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
 	expires_at, run_id, created_at, revoked_at, revoked_by, files`
 
-func scanGrant(sc interface{ Scan(...any) error }) (*api.Grant, error) {
+func scanGrant(sc scanner) (*api.Grant, error) {
 	var g api.Grant
 	var created int64
 	var expires, revoked sql.NullInt64
@@ -55,14 +54,10 @@ func (t *Tx) InsertGrant(g *api.Grant) error {
 		}
 		files = string(b)
 	}
-	_, err := t.exec(`INSERT INTO grants (id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
+	return t.write("insert grant", `INSERT INTO grants (id, agent_id, kind, made_by, source, label, command, hash, pattern, count, used,
 		expires_at, run_id, created_at, files) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		g.ID, g.AgentID, g.Kind, g.By, g.Source, g.Label, g.Command, g.Hash, g.Pattern, g.Count, g.Used,
 		expires, g.RunID, ms(t.now), files)
-	if err != nil {
-		return fmt.Errorf("store: insert grant: %w", err)
-	}
-	return nil
 }
 
 // Grants lists the agent's grants, newest first: active and ended ones alike.
@@ -81,68 +76,31 @@ func (t *Tx) LiveGrants(agentID, runID string) ([]api.Grant, error) {
 }
 
 func (t *Tx) grants(q string, args ...any) ([]api.Grant, error) {
-	rows, err := t.query(q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: grants: %w", err)
-	}
-	defer rows.Close()
-	out := []api.Grant{}
-	for rows.Next() {
-		g, err := scanGrant(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: grants: %w", err)
-		}
-		out = append(out, *g)
-	}
-	return out, rows.Err()
+	return queryAll(t, []api.Grant{}, "grants", value(scanGrant), q, args...)
 }
 
 // Grant returns one of the agent's grants, or ErrNotFound.
 func (t *Tx) Grant(agentID, id string) (*api.Grant, error) {
 	g, err := scanGrant(t.queryRow(`SELECT `+grantCols+` FROM grants WHERE agent_id=? AND id=?`, agentID, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: grant: %w", err)
+		return nil, rowError("grant", err)
 	}
 	return g, nil
 }
 
 // UseGrant counts one approval made by the grant.
 func (t *Tx) UseGrant(id string) error {
-	if _, err := t.exec(`UPDATE grants SET used = used + 1 WHERE id=?`, id); err != nil {
-		return fmt.Errorf("store: use grant: %w", err)
-	}
-	return nil
+	return t.write("use grant", `UPDATE grants SET used = used + 1 WHERE id=?`, id)
 }
 
 // RevokeGrant revokes the grant now; it reports false when it was revoked already.
 func (t *Tx) RevokeGrant(id, by string) (bool, error) {
-	res, err := t.exec(`UPDATE grants SET revoked_at=?, revoked_by=? WHERE id=? AND revoked_at IS NULL`, ms(t.now), by, id)
-	if err != nil {
-		return false, fmt.Errorf("store: revoke grant: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return t.affected("revoke grant", `UPDATE grants SET revoked_at=?, revoked_by=? WHERE id=? AND revoked_at IS NULL`, ms(t.now), by, id)
 }
 
 // LatestProposals lists the agent's n latest proposals, newest first (a grant's preview).
 func (t *Tx) LatestProposals(agentID string, n int) ([]api.Proposal, error) {
-	rows, err := t.query(`SELECT `+proposalCols+` FROM proposals WHERE agent_id=? ORDER BY created_at DESC, rowid DESC LIMIT ?`, agentID, n)
-	if err != nil {
-		return nil, fmt.Errorf("store: latest proposals: %w", err)
-	}
-	defer rows.Close()
-	out := []api.Proposal{}
-	for rows.Next() {
-		p, err := scanProposal(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *p)
-	}
-	return out, rows.Err()
+	return queryAll(t, []api.Proposal{}, "latest proposals", value(scanProposal), `SELECT `+proposalCols+` FROM proposals WHERE agent_id=? ORDER BY created_at DESC, rowid DESC LIMIT ?`, agentID, n)
 }
 
 // LastDecisions maps each of the agent's decided proposals to its latest decision (an

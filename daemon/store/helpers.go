@@ -1,8 +1,6 @@
 package store
 
 import (
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -19,15 +17,12 @@ type HelperWait struct {
 
 const waitCols = `proposal_id, agent_id, helper_id, helper_run, created_at`
 
-func scanWait(sc interface{ Scan(...any) error }) (*HelperWait, error) {
+func scanWait(sc scanner) (*HelperWait, error) {
 	var w HelperWait
 	var at int64
 	err := sc.Scan(&w.ProposalID, &w.AgentID, &w.HelperID, &w.HelperRun, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading helper wait: %w", err)
+		return nil, rowError("reading helper wait", err)
 	}
 	w.CreatedAt = fromMS(at)
 	return &w, nil
@@ -35,31 +30,14 @@ func scanWait(sc interface{ Scan(...any) error }) (*HelperWait, error) {
 
 // Helpers lists the agents whose parent is parentID, oldest first.
 func (t *Tx) Helpers(parentID string) ([]*Agent, error) {
-	rows, err := t.query(`SELECT `+agentCols+` FROM agents WHERE parent_id=? AND parent_id<>'' ORDER BY created_at, id`, parentID)
-	if err != nil {
-		return nil, fmt.Errorf("store: list helpers: %w", err)
-	}
-	defer rows.Close()
-	var out []*Agent
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "list helpers", scanAgent, `SELECT `+agentCols+` FROM agents WHERE parent_id=? AND parent_id<>'' ORDER BY created_at, id`, parentID)
 }
 
 // InsertWait records that w.ProposalID waits for the end of w.HelperRun.
 func (t *Tx) InsertWait(w *HelperWait) error {
 	w.CreatedAt = t.now
-	_, err := t.exec(`INSERT INTO helper_waits (`+waitCols+`) VALUES (?,?,?,?,?)`,
+	return t.write("insert helper wait", `INSERT INTO helper_waits (`+waitCols+`) VALUES (?,?,?,?,?)`,
 		w.ProposalID, w.AgentID, w.HelperID, w.HelperRun, ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: insert helper wait: %w", err)
-	}
-	return nil
 }
 
 // WaitFor returns the wait of a proposal, or ErrNotFound.
@@ -74,31 +52,13 @@ func (t *Tx) WaitOn(helperRun string) (*HelperWait, error) {
 
 // Waits lists every wait, oldest first (the supervisor checks them at start).
 func (t *Tx) Waits() ([]HelperWait, error) {
-	rows, err := t.query(`SELECT ` + waitCols + ` FROM helper_waits ORDER BY created_at`)
-	if err != nil {
-		return nil, fmt.Errorf("store: list helper waits: %w", err)
-	}
-	defer rows.Close()
-	var out []HelperWait
-	for rows.Next() {
-		w, err := scanWait(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *w)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "list helper waits", value(scanWait), `SELECT `+waitCols+` FROM helper_waits ORDER BY created_at`)
 }
 
 // DeleteWait removes a proposal's wait; it reports whether there was one, which is how
 // a helper's end is delivered once.
 func (t *Tx) DeleteWait(proposalID string) (bool, error) {
-	res, err := t.exec(`DELETE FROM helper_waits WHERE proposal_id=?`, proposalID)
-	if err != nil {
-		return false, fmt.Errorf("store: delete helper wait: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
+	return t.affected("delete helper wait", `DELETE FROM helper_waits WHERE proposal_id=?`, proposalID)
 }
 
 // LastRunEnd is when the agent's latest ended run ended; zero when none has ended.

@@ -1,10 +1,9 @@
 package store
 
 import (
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,17 +37,14 @@ func decodeTags(raw string) []string {
 
 const memoryCols = `id, agent_id, kind, text, source, created_at, tags, speaker, context`
 
-func scanMemory(sc interface{ Scan(...any) error }) (Memory, error) {
+func scanMemory(sc scanner) (Memory, error) {
 	var m Memory
 	var created int64
 	var tags string
 	err := sc.Scan(&m.ID, &m.AgentID, &m.Kind, &m.Text, &m.Source, &created, &tags, &m.Speaker, &m.Context)
 	m.Tags = decodeTags(tags)
-	if errors.Is(err, sql.ErrNoRows) {
-		return m, ErrNotFound
-	}
 	if err != nil {
-		return m, fmt.Errorf("store: reading memory: %w", err)
+		return m, rowError("reading memory", err)
 	}
 	m.Created = fromMS(created)
 	return m, nil
@@ -65,12 +61,8 @@ func (t *Tx) InsertMemory(m *Memory) error {
 		b, _ := json.Marshal(m.Tags)
 		tags = string(b)
 	}
-	_, err := t.exec(`INSERT OR REPLACE INTO memories (`+memoryCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
+	return t.write("insert memory", `INSERT OR REPLACE INTO memories (`+memoryCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
 		m.ID, m.AgentID, m.Kind, m.Text, m.Source, ms(m.Created), tags, m.Speaker, m.Context)
-	if err != nil {
-		return fmt.Errorf("store: insert memory: %w", err)
-	}
-	return nil
 }
 
 // Memory reads one memory by id.
@@ -117,20 +109,7 @@ func (t *Tx) Memories(f MemoryFilter) ([]Memory, error) {
 }
 
 func (t *Tx) memories(q string, args ...any) ([]Memory, error) {
-	rows, err := t.query(q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list memories: %w", err)
-	}
-	defer rows.Close()
-	var out []Memory
-	for rows.Next() {
-		m, err := scanMemory(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "list memories", scanMemory, q, args...)
 }
 
 // MemoryPage returns up to limit memories with ids after the given one, in id order: a
@@ -149,12 +128,7 @@ func (t *Tx) CountMemories() (int, error) {
 
 // DeleteMemory removes one memory; it reports whether there was one.
 func (t *Tx) DeleteMemory(id string) (bool, error) {
-	res, err := t.exec(`DELETE FROM memories WHERE id=?`, id)
-	if err != nil {
-		return false, fmt.Errorf("store: delete memory: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
+	return t.affected("delete memory", `DELETE FROM memories WHERE id=?`, id)
 }
 
 // DeleteMemories removes the agent's own memories (all of them, or those of one kind and
@@ -164,20 +138,8 @@ func (t *Tx) DeleteMemories(agentID, kind, source string) ([]string, error) {
 	if kind != "" {
 		where, args = where+` AND kind=? AND source=?`, append(args, kind, source)
 	}
-	rows, err := t.query(`DELETE FROM memories WHERE `+where+` RETURNING id`, args...)
+	ids, err := queryAll(t, nil, "delete memories", scanString, `DELETE FROM memories WHERE `+where+` RETURNING id`, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: delete memories: %w", err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: delete memories: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: delete memories: %w", err)
 	}
 	return ids, nil
@@ -194,30 +156,22 @@ type EpisodeLine struct {
 // EpisodeLines returns the agent's last limit episodes with their summaries, oldest first.
 // Results longer than resultChars characters are cut: the prompt never shows more.
 func (t *Tx) EpisodeLines(agentID string, limit, resultChars int) ([]EpisodeLine, error) {
-	rows, err := t.query(`SELECT e.id, e.run_id, e.step, e.proposal_id, e.command, e.args, e.reasoning, e.outcome,
-		substr(e.result, 1, ?), substr(e.feedback, 1, ?), e.at, COALESCE(s.line, '')
-		FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id
-		WHERE e.agent_id=? ORDER BY e.id DESC LIMIT ?`, resultChars, resultChars, agentID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("store: list episodes: %w", err)
-	}
-	defer rows.Close()
-	var out []EpisodeLine
-	for rows.Next() {
+	out, err := queryAll(t, nil, "list episodes", func(sc scanner) (EpisodeLine, error) {
 		var e EpisodeLine
 		var args string
 		var at int64
-		if err := rows.Scan(&e.ID, &e.RunID, &e.Step, &e.ProposalID, &e.Command, &args, &e.Reasoning, &e.Outcome,
+		if err := sc.Scan(&e.ID, &e.RunID, &e.Step, &e.ProposalID, &e.Command, &args, &e.Reasoning, &e.Outcome,
 			&e.Result, &e.Feedback, &at, &e.Summary); err != nil {
-			return nil, fmt.Errorf("store: reading episode: %w", err)
+			return e, fmt.Errorf("store: reading episode: %w", err)
 		}
 		e.Args, e.At = json.RawMessage(args), fromMS(at)
-		out = append(out, e)
-	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, rows.Err()
+		return e, nil
+	}, `SELECT e.id, e.run_id, e.step, e.proposal_id, e.command, e.args, e.reasoning, e.outcome,
+		substr(e.result, 1, ?), substr(e.feedback, 1, ?), e.at, COALESCE(s.line, '')
+		FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id
+		WHERE e.agent_id=? ORDER BY e.id DESC LIMIT ?`, resultChars, resultChars, agentID, limit)
+	slices.Reverse(out)
+	return out, err
 }
 
 // EpisodeHead is an episode as an older history line shows it: no reasoning or result.
@@ -243,30 +197,19 @@ func (t *Tx) EpisodeHeadsAfter(agentID string, after int64, limit int) ([]Episod
 }
 
 func (t *Tx) episodeHeads(where string, args ...any) ([]EpisodeHead, error) {
-	rows, err := t.query(`SELECT e.id, e.step, e.command, e.args, e.outcome, COALESCE(s.line, '')
-		FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id WHERE `+where, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list episodes: %w", err)
-	}
-	defer rows.Close()
-	var out []EpisodeHead
-	for rows.Next() {
+	return queryAll(t, nil, "list episodes", func(sc scanner) (EpisodeHead, error) {
 		var e EpisodeHead
 		var raw string
-		if err := rows.Scan(&e.ID, &e.Step, &e.Command, &raw, &e.Outcome, &e.Summary); err != nil {
-			return nil, fmt.Errorf("store: reading episode: %w", err)
+		if err := sc.Scan(&e.ID, &e.Step, &e.Command, &raw, &e.Outcome, &e.Summary); err != nil {
+			return e, fmt.Errorf("store: reading episode: %w", err)
 		}
 		e.Args = json.RawMessage(raw)
-		out = append(out, e)
-	}
-	return out, rows.Err()
+		return e, nil
+	}, `SELECT e.id, e.step, e.command, e.args, e.outcome, COALESCE(s.line, '')
+		FROM episodes e LEFT JOIN episode_summaries s ON s.episode_id = e.id WHERE `+where, args...)
 }
 
 // SetEpisodeSummary stores the one-line summary of an episode.
 func (t *Tx) SetEpisodeSummary(agentID string, episodeID int64, line string) error {
-	_, err := t.exec(`INSERT OR REPLACE INTO episode_summaries (episode_id, agent_id, line) VALUES (?,?,?)`, episodeID, agentID, line)
-	if err != nil {
-		return fmt.Errorf("store: episode summary: %w", err)
-	}
-	return nil
+	return t.write("episode summary", `INSERT OR REPLACE INTO episode_summaries (episode_id, agent_id, line) VALUES (?,?,?)`, episodeID, agentID, line)
 }

@@ -48,18 +48,11 @@ func (t *Tx) Gauges() (*Gauges, error) {
 }
 
 func (t *Tx) nameTokens(q string) ([]NameTokens, error) {
-	rows, err := t.query(q)
-	if err != nil {
-		return nil, fmt.Errorf("store: token totals: %w", err)
-	}
-	defer rows.Close()
-	var out []NameTokens
-	for rows.Next() {
+	return queryAll(t, nil, "token totals", func(sc scanner) (NameTokens, error) {
 		var n NameTokens
-		if err := rows.Scan(&n.Name, &n.Prompt, &n.Eval); err != nil {
-			return nil, fmt.Errorf("store: token totals: %w", err)
+		if err := sc.Scan(&n.Name, &n.Prompt, &n.Eval); err != nil {
+			return n, fmt.Errorf("store: token totals: %w", err)
 		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+		return n, nil
+	}, q)
 }

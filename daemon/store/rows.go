@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -34,7 +35,7 @@ const agentCols = `id, name, description, goals, directives, task, state, state_
 	workspace, strikes, prompt_tokens, eval_tokens, created_at, updated_at, parent_id, steps_total, busy_ms,
 	budget_steps, budget_tokens, budget_busy_ms, commands, disk_bytes, budget_disk, state_since`
 
-func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
+func scanAgent(sc scanner) (*Agent, error) {
 	var a Agent
 	var goals, dirs, policy, cmds string
 	var created, updated, since int64
@@ -42,11 +43,8 @@ func scanAgent(sc interface{ Scan(...any) error }) (*Agent, error) {
 	err := sc.Scan(&a.ID, &a.Name, &a.Description, &goals, &dirs, &a.Task, &a.State, &a.StateReason,
 		&policy, &a.RunID, &a.Step, &a.Workspace, &a.Strikes, &a.PromptTokens, &a.EvalTokens, &created, &updated, &a.ParentID,
 		&a.StepsTotal, &a.BusyMS, &bSteps, &bTokens, &bBusy, &cmds, &a.DiskBytes, &bDisk, &since)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading agent: %w", err)
+		return nil, rowError("reading agent", err)
 	}
 	json.Unmarshal([]byte(goals), &a.Goals)
 	json.Unmarshal([]byte(dirs), &a.Directives)
@@ -81,15 +79,11 @@ func js(v any) string {
 // InsertAgent stores a new agent.
 func (t *Tx) InsertAgent(a *Agent) error {
 	a.CreatedAt, a.UpdatedAt = t.now, t.now
-	_, err := t.exec(`INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	return t.write("insert agent", `INSERT INTO agents (`+agentCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		a.ID, a.Name, a.Description, js(a.Goals), js(a.Directives), a.Task, a.State, a.StateReason,
 		js(a.Policy), a.RunID, a.Step, a.Workspace, a.Strikes, a.PromptTokens, a.EvalTokens, ms(t.now), ms(t.now), a.ParentID,
 		a.StepsTotal, a.BusyMS, a.Budget.steps(), a.Budget.tokens(), a.Budget.busyMS(), commandsCol(a.Commands),
 		a.DiskBytes, nullable(a.Budget.MaxDisk), ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: insert agent: %w", err)
-	}
-	return nil
 }
 
 // commandsCol is the commands column: empty when the agent is not limited.
@@ -102,19 +96,13 @@ func commandsCol(names []string) string {
 
 // SetDiskBytes records the disk agent id's workspace takes, measured again.
 func (t *Tx) SetDiskBytes(id string, n int64) error {
-	if _, err := t.exec(`UPDATE agents SET disk_bytes=? WHERE id=?`, n, id); err != nil {
-		return fmt.Errorf("store: set disk usage: %w", err)
-	}
-	return nil
+	return t.write("set disk usage", `UPDATE agents SET disk_bytes=? WHERE id=?`, n, id)
 }
 
 // SetWorkspace changes the workspace path stored for agent id: the supervisor rewrites,
 // at start, paths stored through the operator's symlinks to the real ones.
 func (t *Tx) SetWorkspace(id, ws string) error {
-	if _, err := t.exec(`UPDATE agents SET workspace=? WHERE id=?`, ws, id); err != nil {
-		return fmt.Errorf("store: set workspace: %w", err)
-	}
-	return nil
+	return t.write("set workspace", `UPDATE agents SET workspace=? WHERE id=?`, ws, id)
 }
 
 // UpdateAgent writes every mutable field of a (its commands are fixed at creation).
@@ -189,70 +177,33 @@ func (t *Tx) NameTaken(name string) (bool, error) {
 
 // AgentNames lists every agent's name, sorted: what a mistyped one is compared with.
 func (t *Tx) AgentNames() ([]string, error) {
-	rows, err := t.query(`SELECT name FROM agents ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("store: list agent names: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "list agent names", scanString, `SELECT name FROM agents ORDER BY name`)
 }
 
 // Agents lists all agents, oldest first.
 func (t *Tx) Agents() ([]*Agent, error) {
-	rows, err := t.query(`SELECT ` + agentCols + ` FROM agents ORDER BY created_at, id`)
-	if err != nil {
-		return nil, fmt.Errorf("store: list agents: %w", err)
-	}
-	defer rows.Close()
-	var out []*Agent
-	for rows.Next() {
-		a, err := scanAgent(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "list agents", scanAgent, `SELECT `+agentCols+` FROM agents ORDER BY created_at, id`)
 }
 
 // DeleteAgent removes an agent and everything it owns.
 func (t *Tx) DeleteAgent(id string) error {
-	if _, err := t.exec(`DELETE FROM agents WHERE id=?`, id); err != nil {
-		return fmt.Errorf("store: delete agent: %w", err)
-	}
-	return nil
+	return t.write("delete agent", `DELETE FROM agents WHERE id=?`, id)
 }
 
 // StartRun records a new run. It notes the agent's token total, so the run's own tokens
 // are known when it ends.
 func (t *Tx) StartRun(id, agentID, task string) error {
-	_, err := t.exec(`INSERT INTO runs (id, agent_id, task, started_at, tokens_base) VALUES (?,?,?,?,
+	return t.write("start run", `INSERT INTO runs (id, agent_id, task, started_at, tokens_base) VALUES (?,?,?,?,
 		COALESCE((SELECT prompt_tokens+eval_tokens FROM agents WHERE id=?), 0))`, id, agentID, task, ms(t.now), agentID)
-	if err != nil {
-		return fmt.Errorf("store: start run: %w", err)
-	}
-	return nil
 }
 
 // EndRun records how a run ended, with its steps and tokens as the agent's row has them;
 // a run already ended keeps its first outcome.
 func (t *Tx) EndRun(id string, outcome api.RunOutcome, reason string) error {
-	_, err := t.exec(`UPDATE runs SET ended_at=?, outcome=?, reason=?,
+	return t.write("end run", `UPDATE runs SET ended_at=?, outcome=?, reason=?,
 		steps=COALESCE((SELECT step FROM agents WHERE agents.id=runs.agent_id), 0),
 		tokens=COALESCE((SELECT prompt_tokens+eval_tokens FROM agents WHERE agents.id=runs.agent_id), 0)-tokens_base
 		WHERE id=? AND ended_at IS NULL`, ms(t.now), outcome, reason, id)
-	if err != nil {
-		return fmt.Errorf("store: end run: %w", err)
-	}
-	return nil
 }
 
 const proposalCols = `id, agent_id, run_id, step, thoughts, command, args, hash, status, result, model,
@@ -263,17 +214,14 @@ const proposalCols = `id, agent_id, run_id, step, thoughts, command, args, hash,
 const briefProposalCols = `id, agent_id, run_id, step, '{}', command, 'null', hash, status, '', model,
 	prompt_tokens, eval_tokens, created_at, ''`
 
-func scanProposal(sc interface{ Scan(...any) error }) (*api.Proposal, error) {
+func scanProposal(sc scanner) (*api.Proposal, error) {
 	var p api.Proposal
 	var thoughts, args, preview string
 	var created int64
 	err := sc.Scan(&p.ID, &p.AgentID, &p.RunID, &p.Step, &thoughts, &p.Command, &args, &p.Hash, &p.Status,
 		&p.Result, &p.Model, &p.PromptTokens, &p.EvalTokens, &created, &preview)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading proposal: %w", err)
+		return nil, rowError("reading proposal", err)
 	}
 	json.Unmarshal([]byte(thoughts), &p.Thoughts)
 	if preview != "" {
@@ -290,22 +238,15 @@ func scanProposal(sc interface{ Scan(...any) error }) (*api.Proposal, error) {
 // InsertProposal stores a proposal; it must be durable before anyone sees it.
 func (t *Tx) InsertProposal(p *api.Proposal) error {
 	p.CreatedAt = t.now
-	_, err := t.exec(`INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	return t.write("insert proposal", `INSERT INTO proposals (`+proposalCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		p.ID, p.AgentID, p.RunID, p.Step, js(p.Thoughts), p.Command, string(p.Args), p.Hash, p.Status, p.Result,
 		p.Model, p.PromptTokens, p.EvalTokens, ms(t.now), previewJSON(p.Preview), ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: insert proposal: %w", err)
-	}
-	return nil
 }
 
 // SetProposalPreview replaces a proposal's preview: the daemon adds to it what the person
 // should know when asked (a file a y! bound changed since).
 func (t *Tx) SetProposalPreview(id string, pv *api.Preview) error {
-	if _, err := t.exec(`UPDATE proposals SET preview=?, updated_at=? WHERE id=?`, previewJSON(pv), ms(t.now), id); err != nil {
-		return fmt.Errorf("store: set proposal preview: %w", err)
-	}
-	return nil
+	return t.write("set proposal preview", `UPDATE proposals SET preview=?, updated_at=? WHERE id=?`, previewJSON(pv), ms(t.now), id)
 }
 
 // previewJSON is the preview column's value: empty for none.
@@ -329,25 +270,12 @@ func (t *Tx) SetProposalStatus(id string, status api.ProposalStatus, result *str
 	q += ` WHERE id=?`
 	args = append(args, id)
 	if len(from) > 0 {
-		q += ` AND status IN (?` + repeat(",?", len(from)-1) + `)`
+		q += ` AND status IN (?` + strings.Repeat(",?", len(from)-1) + `)`
 		for _, f := range from {
 			args = append(args, f)
 		}
 	}
-	res, err := t.exec(q, args...)
-	if err != nil {
-		return false, fmt.Errorf("store: update proposal: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
-}
-
-func repeat(s string, n int) string {
-	out := ""
-	for i := 0; i < n; i++ {
-		out += s
-	}
-	return out
+	return t.affected("update proposal", q, args...)
 }
 
 // Proposal reads one proposal.
@@ -396,38 +324,21 @@ func (t *Tx) proposals(where string, args ...any) ([]api.Proposal, error) {
 // proposalsBy is proposals read with its columns cols (proposalCols or
 // briefProposalCols) and an index hint ("INDEXED BY name"; "" leaves the choice to SQLite).
 func (t *Tx) proposalsBy(cols, hint, where string, args ...any) ([]api.Proposal, error) {
-	rows, err := t.query(`SELECT `+cols+` FROM proposals `+hint+` WHERE `+where+` ORDER BY created_at, rowid`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list proposals: %w", err)
-	}
-	defer rows.Close()
-	var out []api.Proposal
-	for rows.Next() {
-		p, err := scanProposal(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *p)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "list proposals", value(scanProposal), `SELECT `+cols+` FROM proposals `+hint+` WHERE `+where+` ORDER BY created_at, rowid`, args...)
 }
 
 // InsertDecision records a decision.
 func (t *Tx) InsertDecision(d *api.Decision) error {
 	d.At = t.now
-	_, err := t.exec(`INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, profile, grant_count, grant_left, at)
+	return t.write("insert decision", `INSERT INTO decisions (proposal_id, kind, count, feedback, by, source, scope, pattern, grant_id, grant_label, by_name, profile, grant_count, grant_left, at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		d.ProposalID, d.Kind, d.Count, d.Feedback, d.By, d.Source, d.Scope, d.Pattern, d.Grant, d.GrantLabel, d.ByName, d.Profile, d.GrantCount, d.GrantLeft, ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: insert decision: %w", err)
-	}
-	return nil
 }
 
 // decisionCols are the decisions columns scanDecision reads, as the alias d.
 const decisionCols = `d.proposal_id, d.kind, d.count, d.feedback, d.by, d.source, d.scope, d.pattern, d.grant_id, d.grant_label, d.by_name, d.profile, d.grant_count, d.grant_left, d.at`
 
-func scanDecision(sc interface{ Scan(...any) error }) (*api.Decision, error) {
+func scanDecision(sc scanner) (*api.Decision, error) {
 	var d api.Decision
 	var at int64
 	if err := sc.Scan(&d.ProposalID, &d.Kind, &d.Count, &d.Feedback, &d.By, &d.Source, &d.Scope, &d.Pattern, &d.Grant, &d.GrantLabel, &d.ByName, &d.Profile, &d.GrantCount, &d.GrantLeft, &at); err != nil {
@@ -441,11 +352,8 @@ func scanDecision(sc interface{ Scan(...any) error }) (*api.Decision, error) {
 func (t *Tx) LastDecision(proposalID string) (*api.Decision, error) {
 	d, err := scanDecision(t.queryRow(`SELECT `+decisionCols+` FROM decisions d
 		WHERE d.proposal_id=? ORDER BY d.id DESC LIMIT 1`, proposalID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading decision: %w", err)
+		return nil, rowError("reading decision", err)
 	}
 	return d, nil
 }
@@ -460,13 +368,9 @@ func (t *Tx) CountDecisions(proposalID string) (int, error) {
 // InsertEpisode records a finished step.
 func (t *Tx) InsertEpisode(agentID string, e *api.Episode) error {
 	e.At = t.now
-	_, err := t.exec(`INSERT INTO episodes (agent_id, run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at)
+	return t.write("insert episode", `INSERT INTO episodes (agent_id, run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?)`, agentID, e.RunID, e.Step, e.ProposalID, e.Command, string(e.Args), e.Reasoning,
 		e.Outcome, e.Result, e.Feedback, ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: insert episode: %w", err)
-	}
-	return nil
 }
 
 // Episodes returns the agent's last limit episodes (all when limit <= 0), oldest first.
@@ -477,44 +381,31 @@ func (t *Tx) Episodes(agentID string, limit int) ([]api.Episode, error) {
 		q += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	rows, err := t.query(q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: list episodes: %w", err)
-	}
-	defer rows.Close()
-	out, err := scanEpisodes(rows)
+	out, err := queryAll(t, nil, "list episodes", scanEpisode, q, args...)
 	slices.Reverse(out)
 	return out, err
 }
 
-// episodeCols are the columns scanEpisodes reads, in its order.
+// episodeCols are the columns scanEpisode reads, in its order.
 const episodeCols = `run_id, step, proposal_id, command, args, reasoning, outcome, result, feedback, at`
 
-// scanEpisodes reads rows of episodeCols.
-func scanEpisodes(rows *sql.Rows) ([]api.Episode, error) {
-	var out []api.Episode
-	for rows.Next() {
-		var e api.Episode
-		var args string
-		var at int64
-		if err := rows.Scan(&e.RunID, &e.Step, &e.ProposalID, &e.Command, &args, &e.Reasoning, &e.Outcome, &e.Result, &e.Feedback, &at); err != nil {
-			return nil, fmt.Errorf("store: reading episode: %w", err)
-		}
-		e.Args, e.At = json.RawMessage(args), fromMS(at)
-		out = append(out, e)
+// scanEpisode reads a row of episodeCols.
+func scanEpisode(sc scanner) (api.Episode, error) {
+	var e api.Episode
+	var args string
+	var at int64
+	if err := sc.Scan(&e.RunID, &e.Step, &e.ProposalID, &e.Command, &args, &e.Reasoning, &e.Outcome, &e.Result, &e.Feedback, &at); err != nil {
+		return e, fmt.Errorf("store: reading episode: %w", err)
 	}
-	return out, rows.Err()
+	e.Args, e.At = json.RawMessage(args), fromMS(at)
+	return e, nil
 }
 
 // SetQuestion records an ask_user question waiting for an answer.
 func (t *Tx) SetQuestion(agentID string, q *api.Question) error {
 	q.AskedAt = t.now
-	_, err := t.exec(`INSERT OR REPLACE INTO questions (proposal_id, agent_id, text, asked_at) VALUES (?,?,?,?)`,
+	return t.write("set question", `INSERT OR REPLACE INTO questions (proposal_id, agent_id, text, asked_at) VALUES (?,?,?,?)`,
 		q.ProposalID, agentID, q.Text, ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: set question: %w", err)
-	}
-	return nil
 }
 
 // Question returns the agent's open question, or ErrNotFound.
@@ -522,11 +413,8 @@ func (t *Tx) Question(agentID string) (*api.Question, error) {
 	var q api.Question
 	var at int64
 	err := t.queryRow(`SELECT proposal_id, text, asked_at FROM questions WHERE agent_id=? ORDER BY asked_at DESC LIMIT 1`, agentID).Scan(&q.ProposalID, &q.Text, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading question: %w", err)
+		return nil, rowError("reading question", err)
 	}
 	q.AskedAt = fromMS(at)
 	return &q, nil
@@ -540,11 +428,7 @@ func (t *Tx) ClearQuestions(agentID string) error {
 
 // Audit appends one line to the audit log.
 func (t *Tx) Audit(agentID, kind string, detail any) error {
-	_, err := t.exec(`INSERT INTO audit (at, agent_id, kind, detail) VALUES (?,?,?,?)`, ms(t.now), agentID, kind, js(detail))
-	if err != nil {
-		return fmt.Errorf("store: audit: %w", err)
-	}
-	return nil
+	return t.write("audit", `INSERT INTO audit (at, agent_id, kind, detail) VALUES (?,?,?,?)`, ms(t.now), agentID, kind, js(detail))
 }
 
 // StateValue returns one key of an agent's component state, or nil when unset.
@@ -578,41 +462,22 @@ func (t *Tx) SetStateValue(agentID, key string, value []byte) error {
 // AddPermission stores a pattern for the agent; storing one it has is not an error.
 // It reports whether the pattern is new.
 func (t *Tx) AddPermission(agentID, effect, pattern, by string) (bool, error) {
-	res, err := t.exec(`INSERT INTO permissions (agent_id, effect, pattern, created_by, created_at) VALUES (?,?,?,?,?)
+	return t.affected("add permission", `INSERT INTO permissions (agent_id, effect, pattern, created_by, created_at) VALUES (?,?,?,?,?)
 		ON CONFLICT (agent_id, effect, pattern) DO NOTHING`, agentID, effect, pattern, by, ms(t.now))
-	if err != nil {
-		return false, fmt.Errorf("store: add permission: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n == 1, nil
 }
 
 // RemovePermission deletes the agent's pattern with that effect; it reports whether one was there.
 func (t *Tx) RemovePermission(agentID, effect, pattern string) (bool, error) {
-	res, err := t.exec(`DELETE FROM permissions WHERE agent_id=? AND effect=? AND pattern=?`, agentID, effect, pattern)
-	if err != nil {
-		return false, fmt.Errorf("store: remove permission: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
+	return t.affected("remove permission", `DELETE FROM permissions WHERE agent_id=? AND effect=? AND pattern=?`, agentID, effect, pattern)
 }
 
 // Permissions lists the agent's stored patterns, oldest first.
 func (t *Tx) Permissions(agentID string) ([]api.Permission, error) {
-	rows, err := t.query(`SELECT id, effect, pattern, created_by, created_at FROM permissions WHERE agent_id=? ORDER BY id`, agentID)
-	if err != nil {
-		return nil, fmt.Errorf("store: permissions: %w", err)
-	}
-	defer rows.Close()
-	var out []api.Permission
-	for rows.Next() {
+	return queryAll(t, nil, "permissions", func(sc scanner) (api.Permission, error) {
 		var p api.Permission
 		var at int64
-		if err := rows.Scan(&p.ID, &p.Effect, &p.Pattern, &p.CreatedBy, &at); err != nil {
-			return nil, fmt.Errorf("store: permissions: %w", err)
-		}
+		err := sc.Scan(&p.ID, &p.Effect, &p.Pattern, &p.CreatedBy, &at)
 		p.CreatedAt = fromMS(at)
-		out = append(out, p)
-	}
-	return out, rows.Err()
+		return p, err
+	}, `SELECT id, effect, pattern, created_by, created_at FROM permissions WHERE agent_id=? ORDER BY id`, agentID)
 }

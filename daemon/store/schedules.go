@@ -27,16 +27,13 @@ type Run struct {
 const runCols = `id, agent_id, task, started_at, COALESCE(ended_at, 0), outcome, reason, max_steps, max_tokens,
 	max_wall_ms, tokens_base, steps, tokens`
 
-func scanRun(sc interface{ Scan(...any) error }) (*Run, error) {
+func scanRun(sc scanner) (*Run, error) {
 	var r Run
 	var started, ended, wall int64
 	err := sc.Scan(&r.ID, &r.AgentID, &r.Task, &started, &ended, &r.Outcome, &r.Reason, &r.MaxSteps, &r.MaxTokens,
 		&wall, &r.TokensBase, &r.Steps, &r.Tokens)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading run: %w", err)
+		return nil, rowError("reading run", err)
 	}
 	r.Started, r.MaxWall = fromMS(started), time.Duration(wall)*time.Millisecond
 	if ended != 0 {
@@ -52,30 +49,13 @@ func (t *Tx) Run(id string) (*Run, error) {
 
 // SetRunBudget sets a run's budgets; zero is no bound.
 func (t *Tx) SetRunBudget(id string, maxSteps int, maxTokens int64, maxWall time.Duration) error {
-	_, err := t.exec(`UPDATE runs SET max_steps=?, max_tokens=?, max_wall_ms=? WHERE id=?`,
+	return t.write("set run budget", `UPDATE runs SET max_steps=?, max_tokens=?, max_wall_ms=? WHERE id=?`,
 		maxSteps, maxTokens, maxWall.Milliseconds(), id)
-	if err != nil {
-		return fmt.Errorf("store: set run budget: %w", err)
-	}
-	return nil
 }
 
 // BudgetedRuns lists the runs still going that have a budget (the supervisor caches them).
 func (t *Tx) BudgetedRuns() ([]Run, error) {
-	rows, err := t.query(`SELECT ` + runCols + ` FROM runs WHERE ended_at IS NULL AND (max_steps>0 OR max_tokens>0 OR max_wall_ms>0)`)
-	if err != nil {
-		return nil, fmt.Errorf("store: budgeted runs: %w", err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *r)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "budgeted runs", value(scanRun), `SELECT `+runCols+` FROM runs WHERE ended_at IS NULL AND (max_steps>0 OR max_tokens>0 OR max_wall_ms>0)`)
 }
 
 // Schedule is a schedule row: the wire type plus its wall-time budget as a duration and
@@ -155,28 +135,12 @@ func (t *Tx) ScheduleByName(name string) (*Schedule, error) {
 
 // Schedules lists every schedule by name.
 func (t *Tx) Schedules() ([]*Schedule, error) {
-	rows, err := t.query(scheduleSelect + ` ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("store: list schedules: %w", err)
-	}
-	defer rows.Close()
-	var out []*Schedule
-	for rows.Next() {
-		s, err := scanSchedule(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "list schedules", scanSchedule, scheduleSelect+` ORDER BY name`)
 }
 
 // DeleteSchedule removes a schedule and its run records.
 func (t *Tx) DeleteSchedule(id string) error {
-	if _, err := t.exec(`DELETE FROM schedules WHERE id=?`, id); err != nil {
-		return fmt.Errorf("store: delete schedule: %w", err)
-	}
-	return nil
+	return t.write("delete schedule", `DELETE FROM schedules WHERE id=?`, id)
 }
 
 // SetSchedulePaused pauses or resumes a schedule. Resuming moves its cursor to now:
@@ -188,19 +152,13 @@ func (t *Tx) SetSchedulePaused(id string, paused bool) error {
 		q = `UPDATE schedules SET paused=?, updated_at=?, last_fired=MAX(last_fired, ?) WHERE id=?`
 		args = []any{paused, ms(t.now), ms(t.now), id}
 	}
-	if _, err := t.exec(q, args...); err != nil {
-		return fmt.Errorf("store: pause schedule: %w", err)
-	}
-	return nil
+	return t.write("pause schedule", q, args...)
 }
 
 // SetLastFired moves a schedule's cursor forward to at (never back): the firing at at
 // is handled.
 func (t *Tx) SetLastFired(id string, at time.Time) error {
-	if _, err := t.exec(`UPDATE schedules SET last_fired=MAX(last_fired, ?) WHERE id=?`, ms(at), id); err != nil {
-		return fmt.Errorf("store: set last fired: %w", err)
-	}
-	return nil
+	return t.write("set last fired", `UPDATE schedules SET last_fired=MAX(last_fired, ?) WHERE id=?`, ms(at), id)
 }
 
 func msOrZero(t time.Time) int64 {
@@ -214,7 +172,7 @@ func msOrZero(t time.Time) int64 {
 // after. The agent is taken from the run when the record names one. A record for a
 // schedule that was removed meanwhile is dropped.
 func (t *Tx) RecordScheduleRun(r *api.ScheduleRun) error {
-	_, err := t.exec(`INSERT INTO schedule_runs (id, schedule_id, scheduled_at, started_at, ended_at, manual, outcome,
+	return t.write("record schedule run", `INSERT INTO schedule_runs (id, schedule_id, scheduled_at, started_at, ended_at, manual, outcome,
 			reason, agent_id, run_id, steps, tokens)
 		SELECT ?,?,?,?,?,?,?,?, COALESCE((SELECT agent_id FROM runs WHERE id=?), ?),?,?,? WHERE EXISTS (SELECT 1 FROM schedules WHERE id=?)
 		ON CONFLICT (id) DO UPDATE SET started_at=excluded.started_at, ended_at=excluded.ended_at, outcome=excluded.outcome,
@@ -222,22 +180,13 @@ func (t *Tx) RecordScheduleRun(r *api.ScheduleRun) error {
 			run_id=excluded.run_id, steps=excluded.steps, tokens=excluded.tokens`,
 		r.ID, r.ScheduleID, ms(r.Scheduled), msOrZero(r.Started), msOrZero(r.Ended), r.Manual, r.Outcome, r.Reason,
 		r.RunID, r.AgentID, r.RunID, r.Steps, r.Tokens, r.ScheduleID)
-	if err != nil {
-		return fmt.Errorf("store: record schedule run: %w", err)
-	}
-	return nil
 }
 
 // EndScheduleRun records the end of the scheduled run runID if its record still says
 // started (after a restart the scheduler no longer tracks it). It reports whether one did.
 func (t *Tx) EndScheduleRun(runID string, outcome api.RunOutcome, reason string, steps int, tokens int64) (bool, error) {
-	res, err := t.exec(`UPDATE schedule_runs SET outcome=?, reason=?, steps=?, tokens=?, ended_at=?
+	return t.affected("end schedule run", `UPDATE schedule_runs SET outcome=?, reason=?, steps=?, tokens=?, ended_at=?
 		WHERE run_id=? AND outcome='started'`, outcome, reason, steps, tokens, ms(t.now), runID)
-	if err != nil {
-		return false, fmt.Errorf("store: end schedule run: %w", err)
-	}
-	n, _ := res.RowsAffected()
-	return n > 0, nil
 }
 
 // ScheduleTotals counts a schedule's firings that started a run, with their steps and
@@ -260,18 +209,12 @@ func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]api.ScheduleRun, erro
 		q += ` LIMIT ?`
 		args = append(args, limit)
 	}
-	rows, err := t.query(q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: schedule runs: %w", err)
-	}
-	defer rows.Close()
-	var out []api.ScheduleRun
-	for rows.Next() {
+	return queryAll(t, nil, "schedule runs", func(sc scanner) (api.ScheduleRun, error) {
 		var r api.ScheduleRun
 		var sched, started, ended int64
-		if err := rows.Scan(&r.ID, &r.ScheduleID, &sched, &started, &ended, &r.Manual, &r.Outcome, &r.Reason,
+		if err := sc.Scan(&r.ID, &r.ScheduleID, &sched, &started, &ended, &r.Manual, &r.Outcome, &r.Reason,
 			&r.AgentID, &r.RunID, &r.Steps, &r.Tokens); err != nil {
-			return nil, fmt.Errorf("store: reading schedule run: %w", err)
+			return r, fmt.Errorf("store: reading schedule run: %w", err)
 		}
 		r.Scheduled = fromMS(sched)
 		if started != 0 {
@@ -280,20 +223,16 @@ func (t *Tx) ScheduleRuns(scheduleID string, limit int) ([]api.ScheduleRun, erro
 		if ended != 0 {
 			r.Ended = fromMS(ended)
 		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, nil
+	}, q, args...)
 }
 
 // ScheduleOfRun returns the id of the schedule whose firing started runID, or ErrNotFound.
 func (t *Tx) ScheduleOfRun(runID string) (string, error) {
 	var id string
 	err := t.queryRow(`SELECT schedule_id FROM schedule_runs WHERE run_id = ? AND run_id <> '' LIMIT 1`, runID).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
-	}
 	if err != nil {
-		return "", fmt.Errorf("store: schedule of run: %w", err)
+		return "", rowError("schedule of run", err)
 	}
 	return id, nil
 }
@@ -301,20 +240,7 @@ func (t *Tx) ScheduleOfRun(runID string) (string, error) {
 // ScheduleAgents returns the agents a schedule's firings ran on that still exist, the
 // one fired most recently first.
 func (t *Tx) ScheduleAgents(scheduleID string) ([]string, error) {
-	rows, err := t.query(`SELECT r.agent_id FROM schedule_runs r JOIN agents a ON a.id = r.agent_id
+	return queryAll(t, nil, "schedule agents", scanString, `SELECT r.agent_id FROM schedule_runs r JOIN agents a ON a.id = r.agent_id
 		WHERE r.schedule_id = ? AND r.agent_id <> ''
 		GROUP BY r.agent_id ORDER BY MAX(r.scheduled_at) DESC, MAX(r.rowid) DESC`, scheduleID)
-	if err != nil {
-		return nil, fmt.Errorf("store: schedule agents: %w", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: schedule agents: %w", err)
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }

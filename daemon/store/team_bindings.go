@@ -1,56 +1,31 @@
 package store
 
-import (
-	"database/sql"
-	"errors"
-	"fmt"
-)
+import "github.com/agentd/agentd/api"
 
-// TeamBinding ties a team run to a chat thread: its turns are posted there, labelled
-// with their roles, and its role agents' proposals are decided there.
-type TeamBinding struct {
-	TeamRunID string
-	Platform  string
-	Team      string // workspace or guild
-	Channel   string
-	Thread    string
-	// Seq is the last transcript entry posted in the thread.
-	Seq       int
-	CreatedBy string
-}
+// TeamBinding is a team run's chat thread (api.TeamBinding).
+type TeamBinding = api.TeamBinding
 
 const teamBindingCols = `team_run_id, platform, team, channel, thread, seq, created_by`
 
-func scanTeamBinding(sc interface{ Scan(...any) error }) (*TeamBinding, error) {
+func scanTeamBinding(sc scanner) (*TeamBinding, error) {
 	var b TeamBinding
 	err := sc.Scan(&b.TeamRunID, &b.Platform, &b.Team, &b.Channel, &b.Thread, &b.Seq, &b.CreatedBy)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading team binding: %w", err)
+		return nil, rowError("reading team binding", err)
 	}
 	return &b, nil
 }
 
 // BindTeam stores (or replaces) a team run's thread on a platform.
 func (t *Tx) BindTeam(b *TeamBinding) error {
-	_, err := t.exec(`INSERT OR REPLACE INTO team_bindings (`+teamBindingCols+`, created_at) VALUES (?,?,?,?,?,?,?,?)`,
+	return t.write("team binding", `INSERT OR REPLACE INTO team_bindings (`+teamBindingCols+`, created_at) VALUES (?,?,?,?,?,?,?,?)`,
 		b.TeamRunID, b.Platform, b.Team, b.Channel, b.Thread, b.Seq, b.CreatedBy, ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: team binding: %w", err)
-	}
-	return nil
 }
 
 // SetTeamSeq records that the thread of a team run on platform shows its transcript up
 // to seq. It never goes back.
 func (t *Tx) SetTeamSeq(teamRunID, platform string, seq int) error {
-	_, err := t.exec(`UPDATE team_bindings SET seq = ? WHERE team_run_id = ? AND platform = ? AND seq < ?`, seq, teamRunID, platform, seq)
-	if err != nil {
-		return fmt.Errorf("store: team binding seq: %w", err)
-	}
-	return nil
+	return t.write("team binding seq", `UPDATE team_bindings SET seq = ? WHERE team_run_id = ? AND platform = ? AND seq < ?`, seq, teamRunID, platform, seq)
 }
 
 // TeamBindingByThread returns the team binding of a thread, or ErrNotFound.
@@ -61,19 +36,6 @@ func (t *Tx) TeamBindingByThread(platform, channel, thread string) (*TeamBinding
 
 // TeamBindings returns the bindings of the team runs still running, oldest first.
 func (t *Tx) TeamBindings() ([]*TeamBinding, error) {
-	rows, err := t.query(`SELECT ` + teamBindingCols + ` FROM team_bindings
+	return queryAll(t, nil, "team bindings", scanTeamBinding, `SELECT `+teamBindingCols+` FROM team_bindings
 		WHERE team_run_id IN (SELECT id FROM team_runs WHERE status = 'running') ORDER BY created_at, team_run_id, platform`)
-	if err != nil {
-		return nil, fmt.Errorf("store: team bindings: %w", err)
-	}
-	defer rows.Close()
-	var out []*TeamBinding
-	for rows.Next() {
-		b, err := scanTeamBinding(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
 }

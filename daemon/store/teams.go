@@ -1,9 +1,7 @@
 package store
 
 import (
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -31,17 +29,14 @@ type TeamTurn struct {
 const teamRunCols = `id, workflow, file, source, task, status, reason, state, phase, vars, agents, cursor, turns,
 	max_turns, wait_agent, wait_run, created_by, created_at, updated_at, ended_at, keep_agents`
 
-func scanTeamRun(sc interface{ Scan(...any) error }) (*TeamRun, error) {
+func scanTeamRun(sc scanner) (*TeamRun, error) {
 	var r TeamRun
 	var vars, agents, cursor string
 	var created, updated, ended int64
 	err := sc.Scan(&r.ID, &r.Workflow, &r.File, &r.Source, &r.Task, &r.Status, &r.Reason, &r.State, &r.Phase,
 		&vars, &agents, &cursor, &r.Turns, &r.MaxTurns, &r.Waiting, &r.WaitRun, &r.CreatedBy, &created, &updated, &ended, &r.KeepAgents)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotFound
-	}
 	if err != nil {
-		return nil, fmt.Errorf("store: reading team run: %w", err)
+		return nil, rowError("reading team run", err)
 	}
 	if err := json.Unmarshal([]byte(vars), &r.Vars); err != nil {
 		return nil, fmt.Errorf("store: team run %s: vars: %w", r.ID, err)
@@ -133,33 +128,16 @@ func (t *Tx) TeamRuns(running bool) ([]*TeamRun, error) {
 	if running {
 		q = `SELECT ` + teamRunCols + ` FROM team_runs WHERE status='running' ORDER BY created_at, id`
 	}
-	rows, err := t.query(q)
-	if err != nil {
-		return nil, fmt.Errorf("store: team runs: %w", err)
-	}
-	defer rows.Close()
-	var out []*TeamRun
-	for rows.Next() {
-		r, err := scanTeamRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return queryAll(t, nil, "team runs", scanTeamRun, q)
 }
 
 // InsertTeamTurn appends a turn to a team run's transcript; Seq must be the next one.
 func (t *Tx) InsertTeamTurn(tt *TeamTurn) error {
 	tt.At = t.now
-	_, err := t.exec(`INSERT INTO team_turns (team_run_id, seq, kind, state, phase, phase_seq, cycle, role, agent_id,
+	return t.write("insert team turn", `INSERT INTO team_turns (team_run_id, seq, kind, state, phase, phase_seq, cycle, role, agent_id,
 		run_id, text, mode, at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		tt.TeamRunID, tt.Seq, tt.Kind, tt.State, tt.Phase, tt.PhaseSeq, tt.Cycle, tt.Role, tt.AgentID, tt.RunID,
 		tt.Text, tt.Mode, ms(t.now))
-	if err != nil {
-		return fmt.Errorf("store: insert team turn: %w", err)
-	}
-	return nil
 }
 
 // TeamTurns returns a team run's turns, oldest first: all of them (phaseSeq < 0) or those
@@ -167,21 +145,14 @@ func (t *Tx) InsertTeamTurn(tt *TeamTurn) error {
 func (t *Tx) TeamTurns(runID string, phaseSeq int) ([]TeamTurn, error) {
 	q := `SELECT seq, kind, state, phase, phase_seq, cycle, role, agent_id, run_id, text, mode, at
 		FROM team_turns WHERE team_run_id=? AND (?<0 OR phase_seq=?) ORDER BY seq`
-	rows, err := t.query(q, runID, phaseSeq, phaseSeq)
-	if err != nil {
-		return nil, fmt.Errorf("store: team turns: %w", err)
-	}
-	defer rows.Close()
-	var out []TeamTurn
-	for rows.Next() {
+	return queryAll(t, nil, "team turns", func(sc scanner) (TeamTurn, error) {
 		tt := TeamTurn{TeamRunID: runID}
 		var at int64
-		if err := rows.Scan(&tt.Seq, &tt.Kind, &tt.State, &tt.Phase, &tt.PhaseSeq, &tt.Cycle, &tt.Role, &tt.AgentID,
+		if err := sc.Scan(&tt.Seq, &tt.Kind, &tt.State, &tt.Phase, &tt.PhaseSeq, &tt.Cycle, &tt.Role, &tt.AgentID,
 			&tt.RunID, &tt.Text, &tt.Mode, &at); err != nil {
-			return nil, fmt.Errorf("store: team turns: %w", err)
+			return tt, fmt.Errorf("store: team turns: %w", err)
 		}
 		tt.At = fromMS(at)
-		out = append(out, tt)
-	}
-	return out, rows.Err()
+		return tt, nil
+	}, q, runID, phaseSeq, phaseSeq)
 }

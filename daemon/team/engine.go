@@ -368,10 +368,8 @@ func (e *Engine) Teams(ctx context.Context) ([]api.TeamRun, error) {
 func (e *Engine) Team(ctx context.Context, ref string) (*api.TeamRun, error) {
 	var out *api.TeamRun
 	err := e.st.View(ctx, func(tx *store.Tx) error {
-		r, err := tx.TeamRun(ref)
-		if errors.Is(err, store.ErrNotFound) {
-			return api.Errorf(api.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
-		} else if err != nil {
+		r, err := teamRun(tx, ref)
+		if err != nil {
 			return err
 		}
 		turns, err := tx.TeamTurns(r.ID, -1)
@@ -386,6 +384,15 @@ func (e *Engine) Team(ctx context.Context, ref string) (*api.TeamRun, error) {
 		return nil
 	})
 	return out, err
+}
+
+// teamRun reads the team run ref names, or says how to find one.
+func teamRun(tx *store.Tx, ref string) (*store.TeamRun, error) {
+	r, err := tx.TeamRun(ref)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, api.Errorf(api.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
+	}
+	return r, err
 }
 
 // StopTeam stops a running team run; the run of the role agent it waits for is stopped
@@ -406,10 +413,8 @@ func (e *Engine) StopTeamBy(ctx context.Context, ref, by string) (*api.TeamRun, 
 	var end api.TeamTurn
 	var ended *store.TeamRun
 	err := e.st.Tx(ctx, func(tx *store.Tx) error {
-		r, err := tx.TeamRun(ref)
-		if errors.Is(err, store.ErrNotFound) {
-			return api.Errorf(api.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
-		} else if err != nil {
+		r, err := teamRun(tx, ref)
+		if err != nil {
 			return err
 		}
 		if r.Status != api.TeamRunning {

@@ -2,7 +2,6 @@ package team
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/agentd/agentd/api"
@@ -45,20 +44,11 @@ func turnEvent(r *store.TeamRun, t api.TeamTurn) api.Event {
 // close before the end and comes back with the last transcript seq it saw.
 func (e *Engine) SubscribeTeam(ref string, since int64) (<-chan api.Event, func(), error) {
 	ctx := context.Background()
-	var id string
-	err := e.st.View(ctx, func(tx *store.Tx) error {
-		r, err := tx.TeamRun(ref)
-		if errors.Is(err, store.ErrNotFound) {
-			return api.Errorf(api.ErrNotFound, "no team run %q: see `agentctl team ls`", ref)
-		}
-		if err == nil {
-			id = r.ID
-		}
-		return err
-	})
+	tr, err := store.Read(ctx, e.st, func(tx *store.Tx) (*store.TeamRun, error) { return teamRun(tx, ref) })
 	if err != nil {
 		return nil, nil, err
 	}
+	id := tr.ID
 	// Subscribe before reading the transcript, so nothing written in between is missed;
 	// what both deliver is dropped by its seq.
 	live, unsubscribe := e.events.Subscribe(id, 0)

@@ -1,7 +1,8 @@
 package team
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -62,20 +63,4 @@ func unquoteKey(k string) string {
 	return strings.Join(parts, ".")
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -404,13 +405,13 @@ func (v *validator) state(name string, fs fileState, f *file, w *Workflow) *Stat
 	}
 	if len(fs.Roles) > 0 {
 		for _, r := range used {
-			if r != "" && !contains(fs.Roles, r) {
+			if r != "" && !slices.Contains(fs.Roles, r) {
 				v.add(key+".roles", "state %s: its phases use role %s, which its roles leave out", name, r)
 			}
 		}
 	} else {
 		for _, r := range used {
-			if r != "" && !contains(s.Roles, r) {
+			if r != "" && !slices.Contains(s.Roles, r) {
 				s.Roles = append(s.Roles, r)
 			}
 		}

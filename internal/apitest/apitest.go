@@ -2,7 +2,7 @@
 // api: a Fake answers each route with a func the test sets, so a test states only the
 // routes it uses. Serve its Endpoints and Streams with daemon/localapi's handler (the
 // real decoding, status codes and error replies), or with Handler where a test may not
-// import the daemon.
+// import the daemon. Agents reads a daemon's agents for a test (the Client pages them).
 package apitest
 
 import (
@@ -171,4 +171,11 @@ func Handler(f *Fake) http.Handler {
 		})
 	}
 	return mux
+}
+
+// Agents lists every agent of the daemon c reaches, oldest first, for a test to look at.
+func Agents(ctx context.Context, c *api.Client) ([]api.Agent, error) {
+	out := []api.Agent{}
+	err := c.EachAgent(ctx, api.AgentQuery{}, func(a api.Agent) error { out = append(out, a); return nil })
+	return out, err
 }

@@ -25,8 +25,6 @@ const (
 var (
 	bigFiles = map[string]string{
 		"api/types.go":                      "the domain and wire model's types in one file; splits by concept (agents, proposals, memory)",
-		"daemon/store/rows.go":              "the store's row scanners, one per table; splits by table",
-		"daemon/store/store.go":             "the migrations list grows one entry per schema change; moves to its own file",
 		"cmd/agentctl/cli/fake_test.go":     "agentctl's fake daemon: one handler per endpoint",
 		"internal/fakediscord/fake_test.go": "the Discord fake's own tests, one per endpoint it fakes",
 	}
@@ -51,7 +49,6 @@ var (
 		"internal/ollamatest.Fake.handleChat":             "Ollama's /api/chat as the fake speaks it: scripted, streamed and failing replies",
 	}
 	wideTypes = map[string]string{
-		"cmd/agentctl/cli.app":        "one method per agentctl verb; goes with one way to register a verb",
 		"api.Client":                  "the Go client: one method per route of the API, as ollama's api.Client",
 		"internal/fakediscord.Server": "the Discord fake: one handler per REST endpoint and gateway event it serves",
 	}

@@ -15,10 +15,10 @@ var answerCmd = &command{
 	long: `Answer replies to the question the agent asked with its ask_user command (see it with
 'agentctl show AGENT'). Everything after AGENT is the answer, so quotes are optional:
   agentctl answer bob the staging server, not production`,
-	run: (*app).runAnswer,
+	run: verb(decisionVerbs.runAnswer),
 }
 
-func (a *app) runAnswer(ctx context.Context, args []string) error {
+func (a decisionVerbs) runAnswer(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, 1)
 	if err != nil {
 		return err

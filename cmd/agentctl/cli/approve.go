@@ -16,10 +16,10 @@ in 'agentctl follow'.
 
 The approval names that exact proposal: if the agent has moved on, or someone already
 decided (from another terminal, Slack or Discord), the daemon refuses and says so.`,
-	run: (*app).runApprove,
+	run: verb(decisionVerbs.runApprove),
 }
 
-func (a *app) runApprove(ctx context.Context, args []string) error {
+func (a decisionVerbs) runApprove(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	n := fs.Int("n", 1, "approve this proposal and the next `N`-1 without asking")
 	ref, err := a.parseAgent(fs, args)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -26,10 +25,10 @@ permission patterns stored or removed). Entries of removed agents stay, under th
                   (2026-11-21, 2026-11-21T09:00, or RFC 3339)
   --limit N       the newest N entries (default 100); past 10,000 they are fetched
                   in pages of 10,000, newest first, and printed oldest first`,
-	run: (*app).runAudit,
+	run: verb(daemonVerbs.runAudit),
 }
 
-func (a *app) runAudit(ctx context.Context, args []string) error {
+func (a daemonVerbs) runAudit(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	agent := fs.String("agent", "", "only this agent's entries")
 	kind := fs.String("kind", "", "only entries of this `KIND` (decision, executed, … as the KIND column shows)")
@@ -55,26 +54,9 @@ func (a *app) runAudit(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if a.json {
-		if list == nil {
-			list = []api.AuditEntry{}
-		}
-		return a.printJSON(list)
-	}
-	if len(list) == 0 {
-		a.note("no audit entries")
-		return nil
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tAGENT\tKIND\tDETAIL")
-	for _, e := range list {
-		who := e.Agent
-		if who == "" {
-			who = e.AgentID
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", formatTime(e.At), line(who), line(e.Kind), truncate(detailText(e.Detail), 120))
-	}
-	return tw.Flush()
+	return printList(a.app, list, "no audit entries", "TIME\tAGENT\tKIND\tDETAIL", func(e *api.AuditEntry) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s", formatTime(e.At), line(orDefault(e.Agent, e.AgentID)), line(e.Kind), truncate(detailText(e.Detail), 120))
+	})
 }
 
 // parseSince reads a duration back from now (with d for days) or a time.
@@ -134,7 +116,7 @@ const auditPage = 10_000
 
 // auditPages fetches q.Limit entries, asking the daemon in pages of at most auditPage
 // (each one back from the oldest entry of the last), and returns them oldest first.
-func (a *app) auditPages(ctx context.Context, q api.AuditQuery) ([]api.AuditEntry, error) {
+func (a daemonVerbs) auditPages(ctx context.Context, q api.AuditQuery) ([]api.AuditEntry, error) {
 	want := q.Limit
 	if want <= auditPage {
 		return a.api().Audit(ctx, q)

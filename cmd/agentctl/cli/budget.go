@@ -29,10 +29,10 @@ deleting files in its workspace, then 'agentctl resume', for the disk budget.
 Without flags, budget shows the budget and what the agent has used.
 
   agentctl budget researcher --max-tokens 500000 --max-time 2h`,
-	run: (*app).runBudget,
+	run: verb(agentVerbs.runBudget),
 }
 
-func (a *app) runBudget(ctx context.Context, args []string) error {
+func (a agentVerbs) runBudget(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	steps := fs.Int("max-steps", 0, "at most `N` steps over all runs (0: no bound)")
 	tokens := fs.Int64("max-tokens", 0, "at most `N` model tokens over all runs (0: no bound)")

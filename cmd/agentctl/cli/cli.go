@@ -3,8 +3,9 @@
 // a chat bot or a test can do the same way.
 //
 // Each subcommand is one file holding its help text, its flags and a runX(ctx, args)
-// method; Run parses the global flags, dispatches, and turns errors into exit codes and
-// messages that say how to fix the problem.
+// method on the type of its verb group (verbs.go); the commands list in init is the one
+// place a verb is registered. Run parses the global flags, dispatches, and turns errors
+// into exit codes and messages that say how to fix the problem.
 package cli
 
 import (
@@ -18,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	osuser "os/user"
+	"reflect"
 	"syscall"
 
 	"github.com/agentd/agentd/api"
@@ -34,10 +36,10 @@ const (
 // command is one subcommand.
 type command struct {
 	name  string
-	args  string // what follows the name in the usage line
-	short string // one line for the command list
-	long  string // the help text, for a newcomer
-	run   func(a *app, ctx context.Context, args []string) error
+	args  string                                                 // what follows the name in the usage line
+	short string                                                 // one line for the command list
+	long  string                                                 // the help text, for a newcomer
+	run   func(a *app, ctx context.Context, args []string) error // verb(group.runX)
 }
 
 func (c *command) usageLine() string {
@@ -48,9 +50,10 @@ func (c *command) usageLine() string {
 }
 
 // commands lists the subcommands in the order help shows them: the one place a verb
-// is registered (its file holds the rest: help text, flags, runX). completeCmd is the
-// hidden one the completion scripts call. Both are set in init because help's and
-// completion's runs refer back to them.
+// is registered. A new verb is a file of its own holding `var xCmd = &command{...,
+// run: verb(groupVerbs.runX)}` and runX on its group's type (verbs.go), plus its name
+// here. completeCmd is the hidden one the completion scripts call. Both are set in init
+// because help's and completion's runs refer back to them.
 var commands []*command
 
 var completeCmd *command
@@ -63,7 +66,7 @@ func init() {
 		commandsCmd, policyCmd, scheduleCmd, teamCmd, memoryCmd, auditCmd, replayCmd,
 		completionCmd, helpCmd,
 	}
-	completeCmd = &command{name: "__complete", run: (*app).runComplete}
+	completeCmd = &command{name: "__complete", run: verb(helpVerbs.runComplete)}
 }
 
 // lookup finds a subcommand by name, including the hidden __complete.
@@ -247,26 +250,65 @@ func (a *app) parse(fs *flag.FlagSet, args []string, verbatimAfter int) ([]strin
 
 // parseAgent parses a command that takes exactly one AGENT.
 func (a *app) parseAgent(fs *flag.FlagSet, args []string) (string, error) {
+	return a.parseOne(fs, args, agentArg, "AGENT")
+}
+
+// agentArg is an AGENT argument, as the error for a missing one names it.
+const agentArg = "AGENT (an agent's name or id; see agentctl ls)"
+
+// parseOne parses a command that takes exactly one argument: missing names it and where
+// to find one when it is not there, want names it when there are more.
+func (a *app) parseOne(fs *flag.FlagSet, args []string, missing, want string) (string, error) {
 	pos, err := a.parse(fs, args, -1)
 	if err != nil {
 		return "", err
 	}
 	switch len(pos) {
 	case 0:
-		return "", usagef("missing AGENT (an agent's name or id; see agentctl ls)")
+		return "", usagef("missing %s", missing)
 	case 1:
 		return pos[0], nil
 	}
-	return "", usagef("too many arguments: want one AGENT, got %q", pos)
+	return "", usagef("too many arguments: want one %s, got %q", want, pos)
 }
 
-// printJSON writes v to stdout as indented JSON; --json output is the client's stable types.
+// parseNone parses a command that takes flags and no arguments.
+func (a *app) parseNone(args []string) error {
+	pos, err := a.parse(a.newFlagSet(), args, -1)
+	if err == nil && len(pos) > 0 {
+		err = usagef("%s takes no arguments", a.cmd.name)
+	}
+	return err
+}
+
+// printJSON writes v to stdout as indented JSON; --json output is the client's stable types,
+// an empty list as [] rather than null.
 func (a *app) printJSON(v any) error {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Slice && rv.IsNil() {
+		v = []any{}
+	}
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	return a.writeJSON(b)
+}
+
+// printList prints a listing: list as JSON with --json; else the note empty when it has
+// no item; else a table under header, with a line of tab-separated cells (row) per item.
+func printList[T any](a *app, list []T, empty, header string, row func(*T) string) error {
+	if a.json {
+		return a.printJSON(list)
+	}
+	if len(list) == 0 {
+		a.note("%s", empty)
+		return nil
+	}
+	tw := table(a.stdout, header)
+	for i := range list {
+		fmt.Fprintln(tw, row(&list[i]))
+	}
+	return tw.Flush()
 }
 
 // jsonArray prints a JSON array an item at a time, as printJSON prints the whole array:
@@ -334,22 +376,4 @@ func user() string {
 		return u.Username
 	}
 	return fmt.Sprintf("uid %d", os.Getuid())
-}
-
-// agentAction runs a command that takes one AGENT, calls fn on it and prints the agent it
-// returns: its JSON with --json, else "NAME: STATE".
-func (a *app) agentAction(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Agent, error)) (*api.Agent, error) {
-	ref, err := a.parseAgent(a.newFlagSet(), args)
-	if err != nil {
-		return nil, err
-	}
-	ag, err := fn(a.api(), ctx, ref)
-	if err != nil {
-		return nil, agentErr(ref, err)
-	}
-	if a.json {
-		return ag, a.printJSON(ag)
-	}
-	fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
-	return ag, nil
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
-
-	"github.com/agentd/agentd/api"
 )
 
 var commandsCmd = &command{
@@ -21,10 +18,10 @@ asking (deny ones first; whether one matches depends on the proposal's args). Ex
 commands always ask unless an allow pattern names them; see agentctl policy.
 
 Without AGENT it lists what a new agent gets from the config file.`,
-	run: (*app).runCommands,
+	run: verb(agentVerbs.runCommands),
 }
 
-func (a *app) runCommands(ctx context.Context, args []string) error {
+func (a agentVerbs) runCommands(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err
@@ -44,23 +41,15 @@ func (a *app) runCommands(ctx context.Context, args []string) error {
 		return agentErr(ref, err)
 	}
 	if a.json {
-		if list == nil {
-			list = []api.CommandInfo{}
-		}
 		return a.printJSON(list)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMMAND\tCLASS\tFROM\tPOLICY\tPATTERNS\tDESCRIPTION")
+	tw := table(a.stdout, "COMMAND\tCLASS\tFROM\tPOLICY\tPATTERNS\tDESCRIPTION")
 	for _, c := range list {
 		pats := make([]string, len(c.Patterns))
 		for i, p := range c.Patterns {
 			pats[i] = p.Effect + " " + line(p.Pattern)
 		}
-		shown := strings.Join(pats, ", ")
-		if shown == "" {
-			shown = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(c.Name), line(c.Class), line(c.Provider), line(c.Policy), shown, line(c.Description))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(c.Name), line(c.Class), line(c.Provider), line(c.Policy), orDefault(strings.Join(pats, ", "), "-"), line(c.Description))
 	}
 	return tw.Flush()
 }

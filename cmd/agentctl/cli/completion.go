@@ -24,7 +24,7 @@ and agent names (asked from the running daemon as you type). Load it once per sh
 
 The scripts call "agentctl __complete WORDS..." for the candidates, so they stay right
 as agentctl changes.`,
-	run: (*app).runCompletion,
+	run: verb(helpVerbs.runCompletion),
 }
 
 const bashCompletion = `# bash completion for agentctl; load with: source <(agentctl completion bash)
@@ -59,7 +59,7 @@ complete -c agentctl -f -a '(__agentctl_complete)'
 
 var completionScripts = map[string]string{"bash": bashCompletion, "zsh": zshCompletion, "fish": fishCompletion}
 
-func (a *app) runCompletion(_ context.Context, args []string) error {
+func (a helpVerbs) runCompletion(_ context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err
@@ -80,7 +80,7 @@ var flagInArgs = regexp.MustCompile(`--[a-z][a-z-]*`)
 // runComplete is the hidden __complete: given the words typed after "agentctl", the
 // last one possibly partial, it prints the candidates for that last word, one per
 // line. It never fails loudly: a shell shows nothing instead.
-func (a *app) runComplete(ctx context.Context, args []string) error {
+func (a helpVerbs) runComplete(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		args = []string{""}
 	}
@@ -121,7 +121,7 @@ func (a *app) runComplete(ctx context.Context, args []string) error {
 }
 
 // completeArgs returns candidates for the word after cmd's words typed so far.
-func (a *app) completeArgs(ctx context.Context, name string, typed []string, cur string) []string {
+func (a helpVerbs) completeArgs(ctx context.Context, name string, typed []string, cur string) []string {
 	cmd := lookup(name)
 	if cmd == nil || cmd.name == "__complete" {
 		return nil
@@ -160,7 +160,7 @@ func (a *app) completeArgs(ctx context.Context, name string, typed []string, cur
 }
 
 // agentNames asks the daemon for the agents' names, briefly: a shell must not hang.
-func (a *app) agentNames(ctx context.Context) []string {
+func (a helpVerbs) agentNames(ctx context.Context) []string {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var names []string

@@ -21,7 +21,7 @@ out the run ends (outcome budget_exhausted) and the agent goes idle.
 
   agentctl create --name scribe --role "a meticulous note taker" \
       --goal "keep notes.md up to date" --goal "never delete notes" --start`,
-	run: (*app).runCreate,
+	run: verb(agentVerbs.runCreate),
 }
 
 // maxGoals is how many goals an agent may have.
@@ -33,7 +33,7 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ", ") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-func (a *app) runCreate(ctx context.Context, args []string) error {
+func (a agentVerbs) runCreate(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	name := fs.String("name", "", "the agent's `NAME`")
 	role := fs.String("role", "", "what the agent is, in a phrase: its `ROLE` (description)")
@@ -41,12 +41,7 @@ func (a *app) runCreate(ctx context.Context, args []string) error {
 	fs.Var(&goals, "goal", "a `GOAL` for the agent; repeat for up to 5")
 	start := fs.Bool("start", false, "start working on the goals at once")
 	var rb runBudgetFlags
-	rb.register(fs)
-	pos, err := a.parse(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	budget, err := rb.budget()
+	pos, budget, err := rb.parse(a.app, fs, args)
 	if err != nil {
 		return err
 	}

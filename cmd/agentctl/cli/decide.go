@@ -12,7 +12,7 @@ import (
 // one proposal never lands on the next.
 
 // pendingProposal returns the agent and its proposal waiting for a decision.
-func (a *app) pendingProposal(ctx context.Context, ref string) (*api.Agent, *api.Proposal, error) {
+func (a decisionVerbs) pendingProposal(ctx context.Context, ref string) (*api.Agent, *api.Proposal, error) {
 	ag, err := a.api().Agent(ctx, ref)
 	if err != nil {
 		return nil, nil, agentErr(ref, err)
@@ -28,7 +28,7 @@ func (a *app) pendingProposal(ctx context.Context, ref string) (*api.Agent, *api
 }
 
 // decide sends req for the agent's pending proposal and prints what was decided.
-func (a *app) decide(ctx context.Context, ref string, req api.DecideRequest) error {
+func (a decisionVerbs) decide(ctx context.Context, ref string, req api.DecideRequest) error {
 	ag, p, err := a.pendingProposal(ctx, ref)
 	if err != nil {
 		return err

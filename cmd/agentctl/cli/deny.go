@@ -13,10 +13,10 @@ var denyCmd = &command{
 	long: `Deny refuses the command the agent is waiting on. The command does not run, the run
 ends, and the agent stays idle with its history until you give it a new task with
 'agentctl task'. To steer it instead of stopping it, use 'agentctl feedback'.`,
-	run: (*app).runDeny,
+	run: verb(decisionVerbs.runDeny),
 }
 
-func (a *app) runDeny(ctx context.Context, args []string) error {
+func (a decisionVerbs) runDeny(ctx context.Context, args []string) error {
 	ref, err := a.parseAgent(a.newFlagSet(), args)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -29,19 +28,15 @@ Each finding is ok, warn or fail; a problem comes with the command or setting th
 fixes it: a file or directory others may read fails, with its mode and the chmod.
 
 The exit code is 1 when any check fails, so scripts and monitoring can use it.`,
-	run: (*app).runDoctor,
+	run: verb(daemonVerbs.runDoctor),
 }
 
 // errChecksFailed makes the exit code 1 after the report was printed.
 var errChecksFailed = errors.New("some checks failed")
 
-func (a *app) runDoctor(ctx context.Context, args []string) error {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
-	if err != nil {
+func (a daemonVerbs) runDoctor(ctx context.Context, args []string) error {
+	if err := a.parseNone(args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("doctor takes no arguments")
 	}
 	checks := []api.Check{checkSocket(a.socket)}
 	if checks[0].Status != api.CheckFail {
@@ -80,7 +75,7 @@ func (a *app) runDoctor(ctx context.Context, args []string) error {
 }
 
 func writeChecks(w io.Writer, checks []api.Check) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := table(w)
 	for _, c := range checks {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Status, c.Name, c.Detail)
 		if c.Fix != "" {

@@ -16,10 +16,10 @@ does not run, and TEXT goes to the agent as your feedback for its next step.
 
 Everything after AGENT is the text, so quotes are optional:
   agentctl feedback bob search the docs first, not the web`,
-	run: (*app).runFeedback,
+	run: verb(decisionVerbs.runFeedback),
 }
 
-func (a *app) runFeedback(ctx context.Context, args []string) error {
+func (a decisionVerbs) runFeedback(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, 1)
 	if err != nil {
 		return err

@@ -33,10 +33,10 @@ Follow ends when the run finishes (exit 0) or the agent fails (exit 1); with --s
 keeps following, e.g. through follow-up tasks. Ctrl-C stops following, never the agent.
 If the connection to agentd drops, follow reconnects and catches up on what it missed.
 With --json it prints each event as one line of JSON.`,
-	run: (*app).runFollow,
+	run: verb(decisionVerbs.runFollow),
 }
 
-func (a *app) runFollow(ctx context.Context, args []string) error {
+func (a decisionVerbs) runFollow(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	stay := fs.Bool("stay", false, "keep following after the run finishes or fails")
 	ref, err := a.parseAgent(fs, args)
@@ -46,7 +46,8 @@ func (a *app) runFollow(ctx context.Context, args []string) error {
 	return a.follow(ctx, ref, *stay, "")
 }
 
-// streamBackoff spaces reconnects after the event stream drops: 500ms doubling to 5s.
+// streamBackoff spaces reconnects after an event stream (an agent's, a team run's) drops:
+// 500ms doubling to 5s.
 var streamBackoff = backoff.Policy{Base: 500 * time.Millisecond, Max: 5 * time.Second}
 
 // endFollow, returned from an event handler, ends follow with err (nil: success).
@@ -111,14 +112,14 @@ type follower struct {
 // nothing that happens in between is lost. run, when set, is the run agentctl run or
 // task just started: if the snapshot shows it over already, follow says so and ends
 // (a run that finished before follow looked once left follow waiting forever).
-func (a *app) follow(ctx context.Context, ref string, stay bool, run string) error {
+func (a decisionVerbs) follow(ctx context.Context, ref string, stay bool, run string) error {
 	st, stErr := a.api().Status(ctx)
 	ag, err := a.api().Agent(ctx, ref)
 	if err != nil {
 		return agentErr(ref, err)
 	}
 	f := &follower{
-		a: a, id: ag.ID, stay: stay, name: ag.Name,
+		a: a.app, id: ag.ID, stay: stay, name: ag.Name,
 		shown: map[string]bool{}, closed: map[string]bool{}, asked: map[string]bool{},
 		calls: map[string]string{}, stdinOpen: a.stdin != nil, piped: !isTerminalReader(a.stdin),
 		ready: make(chan struct{}, 1),

@@ -360,10 +360,3 @@ func stamp(t time.Time) string {
 
 // questionKey names a question in follower's sets; it cannot collide with a proposal id.
 func questionKey(q *api.Question) string { return "?" + q.ProposalID + "\x00" + q.Text }
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}

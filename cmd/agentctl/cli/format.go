@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -244,4 +245,22 @@ func nextProposals(n int) string {
 		return "proposal"
 	}
 	return display.Count(n, "proposal", "proposals")
+}
+
+// table starts the aligned columns every listing prints, two spaces apart, with its
+// header line when there is one.
+func table(w io.Writer, header ...string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	for _, h := range header {
+		fmt.Fprintln(tw, h)
+	}
+	return tw
+}
+
+// orDefault is s, or def when s is empty.
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

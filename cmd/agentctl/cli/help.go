@@ -16,10 +16,10 @@ var helpCmd = &command{
 	long: `Without a command, help explains what agentctl is and lists the commands.
 With one, it shows that command's usage, what it does and its flags; 'agentctl COMMAND -h'
 shows the same.`,
-	run: (*app).runHelp,
+	run: verb(helpVerbs.runHelp),
 }
 
-func (a *app) runHelp(ctx context.Context, args []string) error {
+func (a helpVerbs) runHelp(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err
@@ -38,7 +38,7 @@ func (a *app) runHelp(ctx context.Context, args []string) error {
 	}
 	// The command prints its own help, flags included, when asked with -h.
 	a.cmd, a.fs = c, nil
-	return c.run(a, ctx, []string{"-h"})
+	return c.run(a.app, ctx, []string{"-h"})
 }
 
 const overview = `agentctl controls agentd, the daemon that runs autonomous agents on your local

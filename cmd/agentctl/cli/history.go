@@ -16,10 +16,10 @@ var historyCmd = &command{
 ran with its arguments, the outcome (succeeded, failed, denied, or feedback when you
 answered with text instead), the first lines of the result, and the agent's reasoning.
 Steps are grouped by run; each task or follow-up task is one run.`,
-	run: (*app).runHistory,
+	run: verb(agentVerbs.runHistory),
 }
 
-func (a *app) runHistory(ctx context.Context, args []string) error {
+func (a agentVerbs) runHistory(ctx context.Context, args []string) error {
 	ref, err := a.parseAgent(a.newFlagSet(), args)
 	if err != nil {
 		return err
@@ -29,9 +29,6 @@ func (a *app) runHistory(ctx context.Context, args []string) error {
 		return agentErr(ref, err)
 	}
 	if a.json {
-		if eps == nil {
-			eps = []api.Episode{}
-		}
 		return a.printJSON(eps)
 	}
 	if len(eps) == 0 {

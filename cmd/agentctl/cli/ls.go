@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 )
@@ -21,18 +20,14 @@ see it with 'agentctl show NAME'.
 It prints as it reads: with thousands of agents the first rows show at once, and the
 columns are aligned for each ` + strconv.Itoa(api.ListPage) + ` rows. --json prints every agent
 with everything the API shows of it (its pending proposal whole), as one JSON array.`,
-	run: (*app).runLs,
+	run: verb(agentVerbs.runLs),
 }
 
 const lsTaskMax = 50
 
-func (a *app) runLs(ctx context.Context, args []string) error {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
-	if err != nil {
+func (a agentVerbs) runLs(ctx context.Context, args []string) error {
+	if err := a.parseNone(args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("ls takes no arguments")
 	}
 	if a.json {
 		arr := a.jsonArray()
@@ -41,9 +36,9 @@ func (a *app) runLs(ctx context.Context, args []string) error {
 		}
 		return arr.close()
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	tw := table(a.stdout)
 	n := 0
-	err = a.api().EachAgent(ctx, api.AgentQuery{Brief: true}, func(ag api.Agent) error {
+	err := a.api().EachAgent(ctx, api.AgentQuery{Brief: true}, func(ag api.Agent) error {
 		if n == 0 {
 			fmt.Fprintln(tw, "ID\tNAME\tSTATE\tSTEP\tTASK")
 		}
@@ -55,10 +50,7 @@ func (a *app) runLs(ctx context.Context, args []string) error {
 		if task == api.GoalsTask && len(ag.Goals) > 0 { // made with create: its goals are its task
 			task = "goals: " + strings.Join(ag.Goals, "; ")
 		}
-		if task == "" {
-			task = "-"
-		}
-		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(string(ag.State)), ag.Step, truncate(task, lsTaskMax))
+		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", line(ag.ID), line(ag.Name), line(string(ag.State)), ag.Step, truncate(orDefault(task, "-"), lsTaskMax))
 		return err
 	})
 	if err != nil {

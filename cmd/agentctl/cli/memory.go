@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 
@@ -60,7 +59,7 @@ of up to 1000 lines, each stored whole or not at all; should agentd refuse one, 
 says up to which line the file was imported. Importing a file again replaces its
 memories instead of doubling them, so export > a.jsonl, then import a.jsonl into
 another agentd, gives the same memories (create its agents first).`,
-	run: (*app).runMemory,
+	run: verb(memoryVerbs.runMemory),
 }
 
 // memoryFlags are the flags of agentctl memory's subcommands.
@@ -69,7 +68,7 @@ type memoryFlags struct {
 	k, limit                     int
 }
 
-func (a *app) runMemory(ctx context.Context, args []string) error {
+func (a memoryVerbs) runMemory(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	var f memoryFlags
 	fs.StringVar(&f.agent, "agent", "", "the `AGENT` (name or id) whose memories; none: all (shared for add and import)")
@@ -108,7 +107,7 @@ func (a *app) runMemory(ctx context.Context, args []string) error {
 	return usagef("unknown memory command %q: want add, search, ls, rm, import, export, reindex or stats", verb)
 }
 
-func (a *app) memoryAdd(ctx context.Context, f memoryFlags, words []string) error {
+func (a memoryVerbs) memoryAdd(ctx context.Context, f memoryFlags, words []string) error {
 	text := strings.TrimSpace(strings.Join(words, " "))
 	if text == "" {
 		return usagef("missing TEXT: what to remember")
@@ -124,7 +123,7 @@ func (a *app) memoryAdd(ctx context.Context, f memoryFlags, words []string) erro
 	return nil
 }
 
-func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) error {
+func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []string) error {
 	query := strings.TrimSpace(strings.Join(words, " "))
 	if query == "" {
 		return usagef("missing WORDS to search for")
@@ -138,7 +137,7 @@ func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) e
 		return memoryErr(f.agent, err)
 	}
 	if a.json {
-		return a.printJSON(nonNilMemories(hits))
+		return a.printJSON(hits)
 	}
 	if len(hits) == 0 {
 		// The daemon waited a while for what was queued before the search; more may
@@ -151,8 +150,7 @@ func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) e
 		a.note("no memory matches %q", query)
 		return nil
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCORE\tBM25\tSIM\tKIND\tAGENT\tSOURCE\tID\tWHY\tTEXT")
+	tw := table(a.stdout, "SCORE\tBM25\tSIM\tKIND\tAGENT\tSOURCE\tID\tWHY\tTEXT")
 	for _, m := range hits {
 		fmt.Fprintf(tw, "%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Score, m.BM25, m.Similarity, line(m.Kind), line(owner(&m)),
 			truncate(m.Source, 30), line(m.ID), truncate(why(m.Why), 40), truncate(oneParagraph(m.Text), 70))
@@ -160,7 +158,7 @@ func (a *app) memorySearch(ctx context.Context, f memoryFlags, words []string) e
 	return tw.Flush()
 }
 
-func (a *app) memoryList(ctx context.Context, f memoryFlags, rest []string) error {
+func (a memoryVerbs) memoryList(ctx context.Context, f memoryFlags, rest []string) error {
 	if len(rest) > 0 {
 		return usagef("memory ls takes no arguments, got %q (filter with --agent and --kind)", rest)
 	}
@@ -168,23 +166,13 @@ func (a *app) memoryList(ctx context.Context, f memoryFlags, rest []string) erro
 	if err != nil {
 		return memoryErr(f.agent, err)
 	}
-	if a.json {
-		return a.printJSON(nonNilMemories(list))
-	}
-	if len(list) == 0 {
-		a.note("no memories yet")
-		return nil
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT")
-	for _, m := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", line(m.ID), line(m.Kind), line(owner(&m)), truncate(m.Source, 30),
+	return printList(a.app, list, "no memories yet", "ID\tKIND\tAGENT\tSOURCE\tCREATED\tTEXT", func(m *api.Memory) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", line(m.ID), line(m.Kind), line(owner(m)), truncate(m.Source, 30),
 			formatTime(m.CreatedAt), truncate(oneParagraph(m.Text), 70))
-	}
-	return tw.Flush()
+	})
 }
 
-func (a *app) memoryRemove(ctx context.Context, ids []string) error {
+func (a memoryVerbs) memoryRemove(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return usagef("missing ID: which memory to forget (see agentctl memory ls)")
 	}
@@ -199,7 +187,7 @@ func (a *app) memoryRemove(ctx context.Context, ids []string) error {
 	return nil
 }
 
-func (a *app) memoryStats(ctx context.Context, f memoryFlags, reindex bool) error {
+func (a memoryVerbs) memoryStats(ctx context.Context, f memoryFlags, reindex bool) error {
 	var st *api.MemoryStats
 	var err error
 	if reindex {
@@ -219,7 +207,7 @@ func (a *app) memoryStats(ctx context.Context, f memoryFlags, reindex bool) erro
 	if a.json {
 		return a.printJSON(st)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	tw := table(a.stdout)
 	fmt.Fprintf(tw, "memories\t%d\n", st.Memories)
 	fmt.Fprintf(tw, "indexed\t%d (%s)\n", st.Indexed, st.Generation)
 	fmt.Fprintf(tw, "queued\t%d\n", st.Queued)
@@ -247,13 +235,6 @@ func owner(m *api.Memory) string {
 		return m.AgentID
 	}
 	return "(shared)"
-}
-
-func nonNilMemories(ms []api.Memory) []api.Memory {
-	if ms == nil {
-		return []api.Memory{}
-	}
-	return ms
 }
 
 // memoryErr explains a not-found from a call that named an agent.

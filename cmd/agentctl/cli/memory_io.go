@@ -88,7 +88,7 @@ func jsonType(field string) string {
 
 // memoryImport checks the whole file first (nothing is sent if a line is bad or names an
 // agent that does not exist), then sends it in batches, each stored all or none.
-func (a *app) memoryImport(ctx context.Context, f memoryFlags, rest []string) error {
+func (a memoryVerbs) memoryImport(ctx context.Context, f memoryFlags, rest []string) error {
 	if len(rest) != 1 {
 		return usagef("memory import takes one FILE.jsonl (one JSON object a line), got %d arguments", len(rest))
 	}
@@ -156,11 +156,11 @@ func checkImportFile(path, defaultAgent string) (map[string]int, int, error) {
 }
 
 // checkImportAgents makes sure every agent the file names exists before anything is sent.
-func (a *app) checkImportAgents(ctx context.Context, path string, agents map[string]int) error {
+func (a memoryVerbs) checkImportAgents(ctx context.Context, path string, agents map[string]int) error {
 	for _, n := range slices.Sorted(maps.Keys(agents)) {
 		if _, err := a.api().Agent(ctx, n); err != nil {
 			if errors.Is(err, api.ErrNotFound) {
-				return fmt.Errorf("%s:%d: no agent %q: nothing imported; create it first (agentctl new %s) or fix the agent", path, agents[n], n, n)
+				return fmt.Errorf("%s:%d: no agent %q: nothing imported; create it first (agentctl create --name %s --role ROLE) or fix the agent", path, agents[n], n, n)
 			}
 			return err
 		}
@@ -171,7 +171,7 @@ func (a *app) checkImportAgents(ctx context.Context, path string, agents map[str
 // sendImport sends the checked file in batches and returns how many records were stored.
 // A batch the daemon refuses stores nothing; the batches before it are kept, and the error
 // says so (importing the file again replaces them, it does not double them).
-func (a *app) sendImport(ctx context.Context, path, agent string) (int, error) {
+func (a memoryVerbs) sendImport(ctx context.Context, path, agent string) (int, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("memory import: %w", err)
@@ -216,7 +216,7 @@ func (a *app) sendImport(ctx context.Context, path, agent string) (int, error) {
 }
 
 // memoryExport writes memories to stdout as JSONL, page by page, as import reads them.
-func (a *app) memoryExport(ctx context.Context, f memoryFlags, rest []string) error {
+func (a memoryVerbs) memoryExport(ctx context.Context, f memoryFlags, rest []string) error {
 	if len(rest) > 0 {
 		return usagef("memory export takes no arguments, got %q: write it to a file with > FILE.jsonl", rest)
 	}

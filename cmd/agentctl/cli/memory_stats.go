@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 )
@@ -14,7 +13,7 @@ import (
 // The per-agent part of agentctl memory stats, and the WHY column of memory search.
 
 // agentStats keeps the stats of one agent (a name or id), after checking it exists.
-func (a *app) agentStats(ctx context.Context, ref string, all []api.MemoryAgentStats) ([]api.MemoryAgentStats, error) {
+func (a memoryVerbs) agentStats(ctx context.Context, ref string, all []api.MemoryAgentStats) ([]api.MemoryAgentStats, error) {
 	ag, err := a.api().Agent(ctx, ref)
 	if err != nil {
 		return nil, agentErr(ref, err)
@@ -29,13 +28,12 @@ func (a *app) agentStats(ctx context.Context, ref string, all []api.MemoryAgentS
 }
 
 // printAgentStats shows each agent's memories: count, size, time span and kinds.
-func (a *app) printAgentStats(agents []api.MemoryAgentStats) error {
+func (a memoryVerbs) printAgentStats(agents []api.MemoryAgentStats) error {
 	if len(agents) == 0 {
 		return nil
 	}
 	fmt.Fprintln(a.stdout)
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tMEMORIES\tSIZE\tOLDEST\tNEWEST\tKINDS")
+	tw := table(a.stdout, "AGENT\tMEMORIES\tSIZE\tOLDEST\tNEWEST\tKINDS")
 	for _, s := range agents {
 		name := cmpName(s)
 		var kinds []string

@@ -13,10 +13,9 @@ var pauseCmd = &command{
 	long: `Pause stops the agent from taking further steps once the current one is done; a
 command already running finishes. Nothing is lost: 'agentctl resume AGENT' carries on
 where it stopped.`,
-	run: (*app).runPause,
+	run: verb(agentVerbs.runPause),
 }
 
-func (a *app) runPause(ctx context.Context, args []string) error {
-	_, err := a.agentAction(ctx, args, (*api.Client).Pause)
-	return err
+func (a agentVerbs) runPause(ctx context.Context, args []string) error {
+	return a.agentAction(ctx, args, (*api.Client).Pause)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 )
@@ -50,24 +49,24 @@ first argument status, any more), never 'git status-x', 'git -c k=v status' or
 always asks, and a wildcard never approves sh, env, xargs, sudo, find -exec, git -c and
 other forms that run something else. Path patterns match the cleaned workspace path.
 Patterns from the config file are changed there.`,
-	run: (*app).runPolicy,
+	run: verb(policyVerbs.runPolicy),
 }
 
-func (a *app) runPolicy(ctx context.Context, args []string) error {
+func (a policyVerbs) runPolicy(ctx context.Context, args []string) error {
 	var test policyTestFlags
 	// A shell line after "test" is taken verbatim, so its own -flags stay its own.
-	pos, err := a.parse(test.flagSet(a), args, 2)
+	pos, err := a.parse(test.flagSet(a.app), args, 2)
 	if err != nil {
 		return err
 	}
 	if len(pos) < 2 || pos[1] != "test" {
 		test = policyTestFlags{}
-		if pos, err = a.parse(test.flagSet(a), args, -1); err != nil {
+		if pos, err = a.parse(test.flagSet(a.app), args, -1); err != nil {
 			return err
 		}
 	}
 	if len(pos) == 0 {
-		return usagef("missing AGENT (an agent's name or id; see agentctl ls)")
+		return usagef("missing %s", agentArg)
 	}
 	ref, rest := pos[0], pos[1:]
 	if len(rest) > 0 && rest[0] == "test" {
@@ -113,22 +112,26 @@ func (a *app) runPolicy(ctx context.Context, args []string) error {
 	if a.json {
 		return a.printJSON(policyJSON{v, gl.Grants})
 	}
+	return a.printPolicy(v, gl.Grants)
+}
+
+// printPolicy shows an agent's permission patterns, then its grants.
+func (a policyVerbs) printPolicy(v *api.PolicyView, grants []api.Grant) error {
 	if v.AutoRead {
 		fmt.Fprintln(a.stdout, "read commands run without asking (auto_read)")
 	}
 	if len(v.Permissions) == 0 {
 		a.note("no permission patterns: every proposal asks unless a grant approves it (see agentctl help policy)")
 	} else {
-		tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "EFFECT\tPATTERN\tFROM\tBY\tMEANS")
+		tw := table(a.stdout, "EFFECT\tPATTERN\tFROM\tBY\tMEANS")
 		for _, p := range v.Permissions {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), orDash(line(p.CreatedBy)), reach(p))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(p.Effect), line(p.Pattern), line(p.Source), orDefault(line(p.CreatedBy), "-"), reach(p))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
-	return a.printGrants(gl.Grants)
+	return a.printGrants(grants)
 }
 
 // policyJSON is policy AGENT --json: the patterns' view with the grants beside them.

@@ -32,7 +32,7 @@ func (g *grantFlags) add(fs *flag.FlagSet) {
 
 // runGrantAdd widens what runs unasked: it shows which of the agent's last proposals
 // the pattern would have approved, and stores it as a grant only when told to.
-func (a *app) runGrantAdd(ctx context.Context, ref, pattern string, f grantFlags) error {
+func (a policyVerbs) runGrantAdd(ctx context.Context, ref, pattern string, f grantFlags) error {
 	req := api.GrantRequest{Pattern: pattern, By: user(), Source: "agentctl", Count: f.count, Expires: f.expires,
 		Run: f.run, Preview: f.preview, DryRun: true}
 	pv, err := a.api().AddGrant(ctx, ref, req)
@@ -69,14 +69,13 @@ func (a *app) runGrantAdd(ctx context.Context, ref, pattern string, f grantFlags
 }
 
 // printPreview lists what a pattern grant would have approved.
-func (a *app) printPreview(ref string, pv *api.GrantPreview) {
+func (a policyVerbs) printPreview(ref string, pv *api.GrantPreview) {
 	if len(pv.Matches) == 0 {
 		fmt.Fprintf(a.stdout, "%s would have approved none of the %d latest proposals of %s.\n", line(pv.Pattern), pv.Looked, line(ref))
 		return
 	}
 	fmt.Fprintf(a.stdout, "%s would have approved %d of the %d latest proposals of %s:\n", line(pv.Pattern), len(pv.Matches), pv.Looked, line(ref))
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  STEP\tPROPOSAL\tCOMMAND\tSUBJECT")
+	tw := table(a.stdout, "  STEP\tPROPOSAL\tCOMMAND\tSUBJECT")
 	for _, m := range pv.Matches {
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\n", m.Step, line(m.ProposalID), line(m.Command), truncate(m.Subject, 80))
 	}
@@ -84,7 +83,7 @@ func (a *app) printPreview(ref string, pv *api.GrantPreview) {
 }
 
 // runGrantRevoke revokes one of the agent's grants.
-func (a *app) runGrantRevoke(ctx context.Context, ref, id string) error {
+func (a policyVerbs) runGrantRevoke(ctx context.Context, ref, id string) error {
 	g, err := a.api().RevokeGrant(ctx, ref, api.RevokeRequest{ID: id, By: user()})
 	if err != nil {
 		return err // the daemon names the agent or the grant it did not find
@@ -97,14 +96,13 @@ func (a *app) runGrantRevoke(ctx context.Context, ref, id string) error {
 }
 
 // printGrants lists an agent's grants, active ones first as the daemon orders them.
-func (a *app) printGrants(gs []api.Grant) error {
+func (a policyVerbs) printGrants(gs []api.Grant) error {
 	if len(gs) == 0 {
 		a.note("no grants: y -N, y! and policy AGENT add make them")
 		return nil
 	}
 	fmt.Fprintln(a.stdout)
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "GRANT\tMADE AS\tMATCHES\tBY\tMADE\tENDS\tSTATE")
+	tw := table(a.stdout, "GRANT\tMADE AS\tMATCHES\tBY\tMADE\tENDS\tSTATE")
 	for _, g := range gs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", line(g.ID), line(g.Label), grantMatches(&g), line(grantBy(&g)),
 			formatTime(g.CreatedAt), grantEnds(&g), line(g.State))
@@ -117,14 +115,13 @@ func (a *app) printGrants(gs []api.Grant) error {
 
 // printBoundFiles lists the files exact grants bound, with their contents' sha256 when
 // granted: such a grant approves only while each is unchanged.
-func (a *app) printBoundFiles(gs []api.Grant) error {
+func (a policyVerbs) printBoundFiles(gs []api.Grant) error {
 	var tw *tabwriter.Writer
 	for _, g := range gs {
 		for _, f := range g.Files {
 			if tw == nil {
 				fmt.Fprintln(a.stdout, "\nFiles bound by exact grants (a change asks again):")
-				tw = tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-				fmt.Fprintln(tw, "  GRANT\tFILE\tSHA-256 WHEN GRANTED")
+				tw = table(a.stdout, "  GRANT\tFILE\tSHA-256 WHEN GRANTED")
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(g.ID), line(f.Path), line(f.SHA256))
 		}
@@ -195,7 +192,7 @@ func writeActiveGrants(w io.Writer, gs []api.Grant) {
 		return
 	}
 	fmt.Fprintln(w, "\nGrants (run unasked; revoke with agentctl policy AGENT revoke ID):")
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := table(w)
 	for _, g := range active {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(g.ID), line(g.Describe()), grantMatches(&g))
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 )
@@ -65,8 +64,8 @@ var subjectForm = regexp.MustCompile(`^([a-z0-9_.-]+)\((.*)\)$`)
 
 // runPolicyTest shows how the agent's patterns decide one proposal: a shell line by
 // default, `name(subject)`, or --command NAME with --args JSON or a subject.
-func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, words []string) error {
-	words, err := f.leading(a, words)
+func (a policyVerbs) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, words []string) error {
+	words, err := f.leading(a.app, words)
 	if err != nil {
 		return err
 	}
@@ -97,7 +96,7 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 	if a.json {
 		return a.printJSON(v)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
+	tw := table(a.stdout)
 	fmt.Fprintf(tw, "effect\t%s\n", v.Effect)
 	fmt.Fprintf(tw, "command\t%s\n", v.Command)
 	fmt.Fprintf(tw, "subject\t%s\n", line(v.Subject))
@@ -111,8 +110,8 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 			fmt.Fprintf(tw, "%s\t%s, unchanged since granted (sha256 %s)\n", label, line(f.Path), line(shortHash(f.SHA256)))
 		}
 	}
-	fmt.Fprintf(tw, "pattern\t%s\n", orDash(v.Pattern))
-	fmt.Fprintf(tw, "from\t%s\n", orDash(v.Source))
+	fmt.Fprintf(tw, "pattern\t%s\n", orDefault(v.Pattern, "-"))
+	fmt.Fprintf(tw, "from\t%s\n", orDefault(v.Source, "-"))
 	fmt.Fprintf(tw, "reason\t%s\n", line(v.Reason))
 	if d := v.Decision; d != nil && api.ProfileText(d.Profile) != "" {
 		fmt.Fprintf(tw, "runs\t%s\n", api.ProfileText(d.Profile))
@@ -121,10 +120,9 @@ func (a *app) runPolicyTest(ctx context.Context, ref string, f policyTestFlags, 
 		return err
 	}
 	fmt.Fprintln(a.stdout)
-	tw = tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMMAND\tEFFECT\tPATTERN\tFROM\tREASON")
+	tw = table(a.stdout, "COMMAND\tEFFECT\tPATTERN\tFROM\tREASON")
 	for _, c := range v.Commands {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(c.Command), c.Effect, orDash(c.Pattern), orDash(c.Source), line(c.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", line(c.Command), c.Effect, orDefault(c.Pattern, "-"), orDefault(c.Source, "-"), line(c.Reason))
 	}
 	return tw.Flush()
 }
@@ -152,11 +150,4 @@ func shortHash(h string) string {
 		return h[:12]
 	}
 	return h
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

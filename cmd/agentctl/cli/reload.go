@@ -18,16 +18,12 @@ Applied at once: models, directives, command and component lists, permission pat
 when their settings changed). Agents keep running: a step under way finishes with the old
 settings, the next step uses the new ones. Everything else (state directory, socket,
 ollama.hosts, [memory], [web_commands], [shell], [mcp], …) is listed as needing a restart.`,
-	run: (*app).runReload,
+	run: verb(daemonVerbs.runReload),
 }
 
-func (a *app) runReload(ctx context.Context, args []string) error {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
-	if err != nil {
+func (a daemonVerbs) runReload(ctx context.Context, args []string) error {
+	if err := a.parseNone(args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("reload takes no arguments")
 	}
 	res, err := a.api().Reload(ctx)
 	if err != nil {

@@ -12,10 +12,10 @@ var replayCmd = &command{
 	long: `Replay shows one run as it happened, step by step: what the agent observed and planned,
 the command it proposed, every decision on it (who, from where, when), and what running
 it returned. Give a run id (from agentctl history) or an agent, for its latest run.`,
-	run: (*app).runReplay,
+	run: verb(daemonVerbs.runReplay),
 }
 
-func (a *app) runReplay(ctx context.Context, args []string) error {
+func (a daemonVerbs) runReplay(ctx context.Context, args []string) error {
 	ref, err := a.parseAgent(a.newFlagSet(), args)
 	if err != nil {
 		return err

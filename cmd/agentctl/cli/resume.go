@@ -13,10 +13,9 @@ var resumeCmd = &command{
 	long: `Resume lets a paused agent (paused by you, or by the daemon when it got stuck) or a
 failed one carry on with its current run. To give an idle agent new work, use
 'agentctl task' instead.`,
-	run: (*app).runResume,
+	run: verb(agentVerbs.runResume),
 }
 
-func (a *app) runResume(ctx context.Context, args []string) error {
-	_, err := a.agentAction(ctx, args, (*api.Client).Resume)
-	return err
+func (a agentVerbs) runResume(ctx context.Context, args []string) error {
+	return a.agentAction(ctx, args, (*api.Client).Resume)
 }

@@ -11,10 +11,10 @@ var rmCmd = &command{
 	short: "delete an agent and its history",
 	long: `Rm stops the agent and deletes it with its history. This cannot be undone; to keep the
 history, use 'agentctl stop' instead.`,
-	run: (*app).runRm,
+	run: verb(agentVerbs.runRm),
 }
 
-func (a *app) runRm(ctx context.Context, args []string) error {
+func (a agentVerbs) runRm(ctx context.Context, args []string) error {
 	ref, err := a.parseAgent(a.newFlagSet(), args)
 	if err != nil {
 		return err

@@ -23,20 +23,15 @@ you trust; every command still shows in 'agentctl history'.
 (outcome budget_exhausted, the reason in 'agentctl show') and the agent goes idle.
 
   agentctl run "find the TODO comments in ~/src/app and list them by file" --follow`,
-	run: (*app).runRun,
+	run: verb(agentVerbs.runRun),
 }
 
-func (a *app) runRun(ctx context.Context, args []string) error {
+func (a agentVerbs) runRun(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	follow := fs.Bool("follow", false, "stay and follow the agent, deciding on its proposals here")
 	auto := fs.Int("auto", 0, "run the first `N` commands without asking")
 	var rb runBudgetFlags
-	rb.register(fs)
-	pos, err := a.parse(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	budget, err := rb.budget()
+	pos, budget, err := rb.parse(a.app, fs, args)
 	if err != nil {
 		return err
 	}
@@ -59,7 +54,7 @@ func (a *app) runRun(ctx context.Context, args []string) error {
 }
 
 // started reports an agent that just began a run, then follows it if asked.
-func (a *app) started(ctx context.Context, ag *api.Agent, follow bool) error {
+func (a agentVerbs) started(ctx context.Context, ag *api.Agent, follow bool) error {
 	switch {
 	case a.json && follow:
 		// stdout carries only the event stream
@@ -74,5 +69,5 @@ func (a *app) started(ctx context.Context, ag *api.Agent, follow bool) error {
 		a.note("follow it with: agentctl follow %s", refOf(ag))
 		return nil
 	}
-	return a.follow(ctx, ag.ID, false, ag.RunID)
+	return decisionVerbs{a.app}.follow(ctx, ag.ID, false, ag.RunID)
 }

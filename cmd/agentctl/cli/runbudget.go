@@ -18,10 +18,17 @@ type runBudgetFlags struct {
 	time   string
 }
 
-func (f *runBudgetFlags) register(fs *flag.FlagSet) {
+// parse adds the flags to fs, parses args and returns the positionals and the budget.
+func (f *runBudgetFlags) parse(a *app, fs *flag.FlagSet, args []string) ([]string, *api.Budget, error) {
 	fs.IntVar(&f.steps, "max-steps", 0, "end the run after `N` steps (outcome budget_exhausted)")
 	fs.Int64Var(&f.tokens, "max-tokens", 0, "end the run after `N` model tokens")
 	fs.StringVar(&f.time, "max-time", "", "end the run after this wall-time `DURATION`, e.g. 30m")
+	pos, err := a.parse(fs, args, -1)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, err := f.budget()
+	return pos, b, err
 }
 
 // budget is the run budget the flags ask for, nil when they set none; bad values are
@@ -47,8 +54,9 @@ func (f *runBudgetFlags) budget() (*api.Budget, error) {
 	return &b, nil
 }
 
-// runBudgetString is a run's own budget in one line.
-func runBudgetString(b api.Budget) string {
+// budgetLine is a budget's steps, tokens and time in one line, the time followed by
+// timeIs (" wall time" for a run, " busy" for an agent); "" when it sets none of them.
+func budgetLine(b api.Budget, timeIs string) string {
 	var parts []string
 	if b.MaxSteps > 0 {
 		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))
@@ -57,7 +65,7 @@ func runBudgetString(b api.Budget) string {
 		parts = append(parts, fmt.Sprintf("%d tokens", b.MaxTokens))
 	}
 	if b.MaxTime != "" {
-		parts = append(parts, b.MaxTime+" wall time")
+		parts = append(parts, b.MaxTime+timeIs)
 	}
 	return strings.Join(parts, ", ")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -63,60 +62,30 @@ Results and pending approvals are seen with agentctl (ls, show, follow). With
 --delivery slack:CHANNEL_ID or discord:CHANNEL_ID each run gets a thread in that channel
 (served by the Slack or Discord bot): its proposals are decided there, its end and
 skipped or missed firings are posted.`,
-	run: (*app).runSchedule,
+	run: verb(scheduleVerbs.runSchedule),
 }
 
 // scheduleActions are schedule's sub-commands.
-var scheduleActions = map[string]func(a *app, ctx context.Context, args []string) error{
-	"add": (*app).scheduleAdd, "ls": (*app).scheduleLs, "show": (*app).scheduleShow, "rm": (*app).scheduleRm,
-	"pause": (*app).schedulePause, "resume": (*app).scheduleResume, "run-now": (*app).scheduleRunNow,
-	"history": (*app).scheduleHistory,
+var scheduleActions = map[string]func(scheduleVerbs, context.Context, []string) error{
+	"add": scheduleVerbs.scheduleAdd, "ls": scheduleVerbs.scheduleLs, "show": scheduleVerbs.scheduleShow, "rm": scheduleVerbs.scheduleRm,
+	"pause": scheduleVerbs.schedulePause, "resume": scheduleVerbs.scheduleResume, "run-now": scheduleVerbs.scheduleRunNow,
+	"history": scheduleVerbs.scheduleHistory,
 }
 
-func (a *app) runSchedule(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("missing what to do: add, ls, show, rm, pause, resume, run-now or history")
-	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		a.printHelp(a.stdout, a.cmd, nil)
-		return errHelpShown
-	}
-	fn := scheduleActions[args[0]]
-	if fn == nil {
-		return usagef("unknown schedule action %q: use add, ls, show, rm, pause, resume, run-now or history", args[0])
-	}
-	return fn(a, ctx, args[1:])
+func (a scheduleVerbs) runSchedule(ctx context.Context, args []string) error {
+	return subcommand(a, ctx, args, "schedule", scheduleActions, "add, ls, show, rm, pause, resume, run-now or history")
 }
 
-// scheduleErr passes the daemon's error on: its messages name the schedule and how to
-// find one (see agentctl schedule ls).
-func scheduleErr(_ string, err error) error { return err }
-
-// parseSchedule parses an action that takes exactly one schedule NAME.
-func (a *app) parseSchedule(fs *flag.FlagSet, args []string) (string, error) {
-	pos, err := a.parse(fs, args, -1)
-	if err != nil {
-		return "", err
-	}
-	switch len(pos) {
-	case 0:
-		return "", usagef("missing NAME (a schedule's name or id; see agentctl schedule ls)")
-	case 1:
-		return pos[0], nil
-	}
-	return "", usagef("too many arguments: want one schedule NAME, got %q", pos)
+// parseSchedule parses an action that takes exactly one schedule NAME. The daemon's
+// errors about a NAME say which schedule and how to find one, so they pass on as they are.
+func (a scheduleVerbs) parseSchedule(fs *flag.FlagSet, args []string) (string, error) {
+	return a.parseOne(fs, args, "NAME (a schedule's name or id; see agentctl schedule ls)", "schedule NAME")
 }
 
-// listFlag collects a repeatable string flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
-
-func (a *app) scheduleAdd(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	var req api.ScheduleRequest
-	var allow listFlag
+	var allow stringList
 	fs.StringVar(&req.Goal, "goal", "", "`TEXT`: what each run should do (required)")
 	fs.StringVar(&req.Agent, "agent", "", "give the goal to this existing `AGENT` each time")
 	fs.StringVar(&req.Template, "template", "", "create a fresh agent named `PREFIX`-xxxxxx for each run")
@@ -210,7 +179,7 @@ func scheduleState(s *api.Schedule) string {
 	return strings.Join(parts, ", ")
 }
 
-func (a *app) scheduleLs(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleLs(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err
@@ -222,37 +191,24 @@ func (a *app) scheduleLs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if a.json {
-		if list == nil {
-			list = []api.Schedule{}
-		}
-		return a.printJSON(list)
-	}
-	if len(list) == 0 {
-		a.note("no schedules: add one with agentctl schedule add (see agentctl help schedule)")
-		return nil
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSPEC\tZONE\tTARGET\tNEXT\tSTATE")
-	for i := range list {
-		s := &list[i]
-		next := "-"
-		if !s.Next.IsZero() {
-			next = s.Next.In(zoneOf(s)).Format("Mon 2006-01-02 15:04")
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Spec, s.TimeZone, target(s), next, scheduleState(s))
-	}
-	return tw.Flush()
+	return printList(a.app, list, "no schedules: add one with agentctl schedule add (see agentctl help schedule)",
+		"NAME\tSPEC\tZONE\tTARGET\tNEXT\tSTATE", func(s *api.Schedule) string {
+			next := "-"
+			if !s.Next.IsZero() {
+				next = s.Next.In(zoneOf(s)).Format("Mon 2006-01-02 15:04")
+			}
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", s.Name, s.Spec, s.TimeZone, target(s), next, scheduleState(s))
+		})
 }
 
-func (a *app) scheduleShow(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err
 	}
 	s, err := a.api().Schedule(ctx, ref)
 	if err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
 		return a.printJSON(s)
@@ -305,40 +261,25 @@ func autonomyString(au api.Autonomy, b api.Budget) string {
 }
 
 func budgetString(b api.Budget) string {
-	var parts []string
-	if b.MaxSteps > 0 {
-		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))
+	if s := budgetLine(b, ""); s != "" {
+		return s + " per run"
 	}
-	if b.MaxTokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d tokens", b.MaxTokens))
-	}
-	if b.MaxTime != "" {
-		parts = append(parts, b.MaxTime)
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ") + " per run"
+	return "none"
 }
 
 func writeRuns(w io.Writer, runs []api.ScheduleRun) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  SCHEDULED\tOUTCOME\tSTEPS\tTOKENS\tAGENT\tREASON")
+	tw := table(w, "  SCHEDULED\tOUTCOME\tSTEPS\tTOKENS\tAGENT\tREASON")
 	for _, r := range runs {
 		when := formatTime(r.Scheduled)
 		if r.Manual {
 			when += " (run-now)"
 		}
-		agent := r.AgentID
-		if agent == "" {
-			agent = "-"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\n", when, r.Outcome, r.Steps, r.Tokens, agent, truncate(oneParagraph(r.Reason), 100))
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\n", when, r.Outcome, r.Steps, r.Tokens, orDefault(r.AgentID, "-"), truncate(oneParagraph(r.Reason), 100))
 	}
 	tw.Flush()
 }
 
-func (a *app) scheduleHistory(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	limit := fs.Int("n", 0, "show only the newest `N` records")
 	ref, err := a.parseSchedule(fs, args)
@@ -350,12 +291,9 @@ func (a *app) scheduleHistory(ctx context.Context, args []string) error {
 	}
 	runs, err := a.api().ScheduleHistory(ctx, ref, *limit)
 	if err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
-		if runs == nil {
-			runs = []api.ScheduleRun{}
-		}
 		return a.printJSON(runs)
 	}
 	if len(runs) == 0 {
@@ -366,13 +304,13 @@ func (a *app) scheduleHistory(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (a *app) scheduleRm(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err
 	}
 	if err := a.api().RemoveSchedule(ctx, ref); err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
 		return a.printJSON(map[string]string{"removed": ref})
@@ -381,22 +319,22 @@ func (a *app) scheduleRm(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (a *app) schedulePause(ctx context.Context, args []string) error {
+func (a scheduleVerbs) schedulePause(ctx context.Context, args []string) error {
 	return a.scheduleChange(ctx, args, (*api.Client).PauseSchedule)
 }
 
-func (a *app) scheduleResume(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleResume(ctx context.Context, args []string) error {
 	return a.scheduleChange(ctx, args, (*api.Client).ResumeSchedule)
 }
 
-func (a *app) scheduleChange(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Schedule, error)) error {
+func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Schedule, error)) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err
 	}
 	s, err := fn(a.api(), ctx, ref)
 	if err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
 		return a.printJSON(s)
@@ -406,14 +344,14 @@ func (a *app) scheduleChange(ctx context.Context, args []string, fn func(*api.Cl
 	return nil
 }
 
-func (a *app) scheduleRunNow(ctx context.Context, args []string) error {
+func (a scheduleVerbs) scheduleRunNow(ctx context.Context, args []string) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err
 	}
 	r, err := a.api().RunSchedule(ctx, ref)
 	if err != nil {
-		return scheduleErr(ref, err)
+		return err
 	}
 	if a.json {
 		return a.printJSON(r)

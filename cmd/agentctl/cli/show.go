@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/display"
@@ -22,10 +21,10 @@ question waiting for your answer, how many tokens it has used, and its helper ag
 (named PARENT/NAME; they were started by the agent with start_agent).
 
 AGENT is the agent's name or id.`,
-	run: (*app).runShow,
+	run: verb(agentVerbs.runShow),
 }
 
-func (a *app) runShow(ctx context.Context, args []string) error {
+func (a agentVerbs) runShow(ctx context.Context, args []string) error {
 	ref, err := a.parseAgent(a.newFlagSet(), args)
 	if err != nil {
 		return err
@@ -80,52 +79,17 @@ func writeFamily(w io.Writer, ag *api.Agent, all []api.Agent) {
 		return
 	}
 	fmt.Fprintln(w, "\nHelpers:")
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := table(w)
 	for _, h := range helpers {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", line(h.Name), stateString(&h), truncate(oneParagraph(h.Task), lsTaskMax))
 	}
 	tw.Flush()
 }
 
+// writeAgent shows the agent's profile, then its goals, directives, runs and what waits
+// on a person.
 func writeAgent(w io.Writer, ag *api.Agent) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	row := func(k, v string) {
-		if v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", k, line(v))
-		}
-	}
-	row("ID", ag.ID)
-	row("Name", ag.Name)
-	row("Description", ag.Description)
-	row("State", stateString(ag))
-	task := oneParagraph(ag.Task)
-	if ag.Task == api.GoalsTask && len(ag.Goals) > 0 {
-		task = "its goals (below)" // made with create: the stand-in task says nothing
-	}
-	row("Task", task)
-	if ag.RunID != "" {
-		run := fmt.Sprintf("%s, step %d", ag.RunID, ag.Step)
-		for _, r := range ag.Runs {
-			if r.ID == ag.RunID && r.Budget != nil {
-				run += ", run budget " + runBudgetString(*r.Budget)
-			}
-		}
-		row("Run", run)
-	}
-	row("Policy", policyString(ag.Policy))
-	row("Workspace", ag.Workspace)
-	row("Tokens", fmt.Sprintf("%d (%d prompt, %d generated) over all runs", ag.PromptTokens+ag.EvalTokens, ag.PromptTokens, ag.EvalTokens))
-	row("Steps", fmt.Sprintf("%d over all runs, busy %s", ag.StepsTotal, busyString(ag.BusyMS)))
-	if b := ag.Budget; b != nil {
-		row("Budget", agentBudgetString(*b))
-		if b.MaxDisk > 0 {
-			row("Disk", diskString(ag.DiskBytes, b.MaxDisk))
-		}
-	}
-	row("Created", formatTime(ag.CreatedAt))
-	row("Updated", formatTime(ag.UpdatedAt))
-	tw.Flush()
-
+	writeProfile(w, ag)
 	if len(ag.Goals) > 0 {
 		fmt.Fprintln(w, "\nGoals:")
 		for i, g := range ag.Goals {
@@ -135,14 +99,9 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 	writeDirectives(w, ag.Directives)
 	if len(ag.Runs) > 0 {
 		fmt.Fprintln(w, "\nRuns (latest first):")
-		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
+		tw := table(w, "  RUN\tSTARTED\tOUTCOME\tSTEPS\tTOKENS\tTASK")
 		for _, r := range ag.Runs {
-			outcome := string(r.Outcome)
-			if outcome == "" {
-				outcome = "running"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(outcome), r.Steps, r.Tokens, truncate(oneParagraph(r.Task), 60))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%d\t%s\n", line(r.ID), formatTime(r.StartedAt), line(orDefault(string(r.Outcome), "running")), r.Steps, r.Tokens, truncate(oneParagraph(r.Task), 60))
 		}
 		tw.Flush()
 	}
@@ -163,21 +122,52 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 	}
 }
 
+// writeProfile shows the agent's fields a line each: who it is, its run, tokens and budget.
+func writeProfile(w io.Writer, ag *api.Agent) {
+	tw := table(w)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, line(v))
+		}
+	}
+	row("ID", ag.ID)
+	row("Name", ag.Name)
+	row("Description", ag.Description)
+	row("State", stateString(ag))
+	task := oneParagraph(ag.Task)
+	if ag.Task == api.GoalsTask && len(ag.Goals) > 0 {
+		task = "its goals (below)" // made with create: the stand-in task says nothing
+	}
+	row("Task", task)
+	if ag.RunID != "" {
+		run := fmt.Sprintf("%s, step %d", ag.RunID, ag.Step)
+		for _, r := range ag.Runs {
+			if r.ID == ag.RunID && r.Budget != nil {
+				run += ", run budget " + budgetLine(*r.Budget, " wall time")
+			}
+		}
+		row("Run", run)
+	}
+	row("Policy", policyString(ag.Policy))
+	row("Workspace", ag.Workspace)
+	row("Tokens", fmt.Sprintf("%d (%d prompt, %d generated) over all runs", ag.PromptTokens+ag.EvalTokens, ag.PromptTokens, ag.EvalTokens))
+	row("Steps", fmt.Sprintf("%d over all runs, busy %s", ag.StepsTotal, busyString(ag.BusyMS)))
+	if b := ag.Budget; b != nil {
+		row("Budget", agentBudgetString(*b))
+		if b.MaxDisk > 0 {
+			row("Disk", diskString(ag.DiskBytes, b.MaxDisk))
+		}
+	}
+	row("Created", formatTime(ag.CreatedAt))
+	row("Updated", formatTime(ag.UpdatedAt))
+	tw.Flush()
+}
+
 // agentBudgetString is an agent's budget over all its runs, in one line.
 func agentBudgetString(b api.Budget) string {
-	var parts []string
-	if b.MaxSteps > 0 {
-		parts = append(parts, fmt.Sprintf("%d steps", b.MaxSteps))
-	}
-	if b.MaxTokens > 0 {
-		parts = append(parts, fmt.Sprintf("%d tokens", b.MaxTokens))
-	}
-	if b.MaxTime != "" {
-		parts = append(parts, b.MaxTime+" busy")
-	}
-	var s string
-	if len(parts) > 0 {
-		s = strings.Join(parts, ", ") + " over all runs"
+	s := budgetLine(b, " busy")
+	if s != "" {
+		s += " over all runs"
 	}
 	if b.MaxDisk > 0 {
 		s = strings.TrimPrefix(s+"; "+display.Size(b.MaxDisk)+" on disk", "; ")

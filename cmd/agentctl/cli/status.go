@@ -6,7 +6,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -27,16 +26,12 @@ agents are in each state, the chat bots' connections (Slack, Discord) and the TC
 listener ([http]: the address bound, and whether it serves metrics and the Agent
 Protocol, or off) and the sandbox execute_shell runs in ([shell], or off). When something
 is wrong it says how to fix it.`,
-	run: (*app).runStatus,
+	run: verb(daemonVerbs.runStatus),
 }
 
-func (a *app) runStatus(ctx context.Context, args []string) error {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
-	if err != nil {
+func (a daemonVerbs) runStatus(ctx context.Context, args []string) error {
+	if err := a.parseNone(args); err != nil {
 		return err
-	}
-	if len(pos) > 0 {
-		return usagef("status takes no arguments")
 	}
 	st, err := a.api().Status(ctx)
 	if err != nil {
@@ -50,7 +45,7 @@ func (a *app) runStatus(ctx context.Context, args []string) error {
 }
 
 func writeStatus(w io.Writer, st *api.Status) {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	tw := table(w)
 	fmt.Fprintf(tw, "agentd:\t%s, pid %d, started %s\n", st.Version, st.PID, formatTime(st.Started))
 	fmt.Fprintf(tw, "state:\t%s\n", st.StateDir)
 	o := st.Ollama

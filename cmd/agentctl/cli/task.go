@@ -20,19 +20,14 @@ An agent that is still working must be stopped first ('agentctl stop AGENT').
 With --follow, stay and follow the new run as 'agentctl follow' does.
 --max-steps, --max-tokens and --max-time bound the new run: when one runs out the run
 ends (outcome budget_exhausted, the reason in 'agentctl show') and the agent goes idle.`,
-	run: (*app).runTask,
+	run: verb(agentVerbs.runTask),
 }
 
-func (a *app) runTask(ctx context.Context, args []string) error {
+func (a agentVerbs) runTask(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	follow := fs.Bool("follow", false, "stay and follow the run, deciding on its proposals here")
 	var rb runBudgetFlags
-	rb.register(fs)
-	pos, err := a.parse(fs, args, -1)
-	if err != nil {
-		return err
-	}
-	budget, err := rb.budget()
+	pos, budget, err := rb.parse(a.app, fs, args)
 	if err != nil {
 		return err
 	}

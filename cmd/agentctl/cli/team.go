@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -41,33 +40,22 @@ failure of the role-play (role flipping, a repeated instruction, a flake reply, 
 loop of thanks or of the same message).
 
   agentctl team run examples/teams/software_company.toml "a CLI that counts words" --follow`,
-	run: (*app).runTeam,
+	run: verb(teamVerbs.runTeam),
 }
 
 // teamActions are team's sub-commands.
-var teamActions = map[string]func(a *app, ctx context.Context, args []string) error{
-	"run": (*app).teamRun, "plan": (*app).teamPlan, "ls": (*app).teamLs, "show": (*app).teamShow, "stop": (*app).teamStop,
+var teamActions = map[string]func(teamVerbs, context.Context, []string) error{
+	"run": teamVerbs.teamRun, "plan": teamVerbs.teamPlan, "ls": teamVerbs.teamLs, "show": teamVerbs.teamShow, "stop": teamVerbs.teamStop,
 }
 
-func (a *app) runTeam(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("missing what to do: run, plan, ls, show or stop")
-	}
-	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
-		a.printHelp(a.stdout, a.cmd, nil)
-		return errHelpShown
-	}
-	fn := teamActions[args[0]]
-	if fn == nil {
-		return usagef("unknown team action %q: use run, plan, ls, show or stop", args[0])
-	}
-	return fn(a, ctx, args[1:])
+func (a teamVerbs) runTeam(ctx context.Context, args []string) error {
+	return subcommand(a, ctx, args, "team", teamActions, "run, plan, ls, show or stop")
 }
 
 // maxWorkflow bounds a workflow file; the daemon refuses larger ones too.
 const maxWorkflow = 256 << 10
 
-func (a *app) teamRun(ctx context.Context, args []string) error {
+func (a teamVerbs) teamRun(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	follow := fs.Bool("follow", false, "stay and show each turn as it happens, until the run ends")
 	keep := fs.Bool("keep-agents", false, "keep the role agents and their workspaces after the run ends")
@@ -108,7 +96,7 @@ func (a *app) teamRun(ctx context.Context, args []string) error {
 	return a.followTeam(ctx, r.ID)
 }
 
-func (a *app) teamPlan(ctx context.Context, args []string) error {
+func (a teamVerbs) teamPlan(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	out := fs.String("o", "", "write the workflow to `FILE` (refused if it exists) instead of stdout")
 	pos, err := a.parse(fs, args, -1)
@@ -153,12 +141,13 @@ func (a *app) teamPlan(ctx context.Context, args []string) error {
 // daemon's team event stream (which starts with the transcript so far). A stream that
 // breaks off before the end (the daemon restarted, this follower fell behind) is
 // resumed after the last entry printed, so nothing is missed or printed twice.
-func (a *app) followTeam(ctx context.Context, id string) error {
-	seen, waiting := 0, ""
+func (a teamVerbs) followTeam(ctx context.Context, id string) error {
+	seen, waiting, attempt := 0, "", 1
 	var prev *api.TeamTurn
 	for {
 		ended := false
 		err := a.api().TeamEvents(ctx, id, seen, func(ev api.Event) error {
+			attempt = 1
 			if ev.Team == nil {
 				return nil
 			}
@@ -192,27 +181,18 @@ func (a *app) followTeam(ctx context.Context, id string) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(streamBackoff.Next(attempt)):
 		}
+		attempt++
 	}
 }
 
 // parseTeam parses an action that takes exactly one team run ID.
-func (a *app) parseTeam(args []string) (string, error) {
-	pos, err := a.parse(a.newFlagSet(), args, -1)
-	if err != nil {
-		return "", err
-	}
-	switch len(pos) {
-	case 0:
-		return "", usagef("missing ID (a team run's id; see agentctl team ls)")
-	case 1:
-		return pos[0], nil
-	}
-	return "", usagef("too many arguments: want one team run ID, got %q", pos)
+func (a teamVerbs) parseTeam(args []string) (string, error) {
+	return a.parseOne(a.newFlagSet(), args, "ID (a team run's id; see agentctl team ls)", "team run ID")
 }
 
-func (a *app) teamLs(ctx context.Context, args []string) error {
+func (a teamVerbs) teamLs(ctx context.Context, args []string) error {
 	pos, err := a.parse(a.newFlagSet(), args, -1)
 	if err != nil {
 		return err
@@ -224,25 +204,13 @@ func (a *app) teamLs(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if a.json {
-		if list == nil {
-			list = []api.TeamRun{}
-		}
-		return a.printJSON(list)
-	}
-	if len(list) == 0 {
-		a.note("no team runs: start one with agentctl team run FILE TASK (see agentctl help team)")
-		return nil
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTATE\tTURNS\tTASK")
-	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\n", r.ID, r.Workflow, r.Status, r.State, r.Turns, r.MaxTurns, oneLine(r.Task, 50))
-	}
-	return tw.Flush()
+	return printList(a.app, list, "no team runs: start one with agentctl team run FILE TASK (see agentctl help team)",
+		"ID\tWORKFLOW\tSTATUS\tSTATE\tTURNS\tTASK", func(r *api.TeamRun) string {
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%d/%d\t%s", r.ID, r.Workflow, r.Status, r.State, r.Turns, r.MaxTurns, oneLine(r.Task, 50))
+		})
 }
 
-func (a *app) teamShow(ctx context.Context, args []string) error {
+func (a teamVerbs) teamShow(ctx context.Context, args []string) error {
 	id, err := a.parseTeam(args)
 	if err != nil {
 		return err
@@ -296,7 +264,7 @@ func (a *app) teamShow(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (a *app) teamStop(ctx context.Context, args []string) error {
+func (a teamVerbs) teamStop(ctx context.Context, args []string) error {
 	id, err := a.parseTeam(args)
 	if err != nil {
 		return err

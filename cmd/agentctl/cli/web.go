@@ -29,10 +29,10 @@ agentctl web logout logs every browser out at once (their live streams stop too)
 makes the login URLs not used yet stop working: use it when a URL or a logged-in
 machine may be in someone else's hands. Log out in the console ends that browser's
 session, in every tab; a session unused for 12 hours ends by itself.`,
-	run: (*app).runWeb,
+	run: verb(daemonVerbs.runWeb),
 }
 
-func (a *app) runWeb(ctx context.Context, args []string) error {
+func (a daemonVerbs) runWeb(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	noOpen := fs.Bool("no-open", false, "print the login URL; do not open a browser")
 	pos, err := a.parse(fs, args, -1)
@@ -63,7 +63,7 @@ func (a *app) runWeb(ctx context.Context, args []string) error {
 }
 
 // webLogout ends every web console session.
-func (a *app) webLogout(ctx context.Context) error {
+func (a daemonVerbs) webLogout(ctx context.Context) error {
 	out, err := a.api().WebLogout(ctx)
 	if err != nil {
 		return err

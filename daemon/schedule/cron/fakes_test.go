@@ -217,3 +217,6 @@ func mustParse(t *testing.T, spec string) Spec {
 	}
 	return s
 }
+
+// Parse is ParseIn in the machine's local time zone, as the tests write specs.
+func Parse(spec string) (Spec, error) { return ParseIn(spec, time.Local) }

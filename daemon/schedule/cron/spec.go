@@ -13,7 +13,7 @@ import (
 	_ "time/tzdata" // CRON_TZ= must work on machines without a zoneinfo database
 )
 
-// Spec is a parsed schedule spec. Build one with Parse; the zero Spec never fires.
+// Spec is a parsed schedule spec. Build one with ParseIn; the zero Spec never fires.
 type Spec struct {
 	text  string
 	loc   *time.Location
@@ -34,17 +34,14 @@ const MinInterval = time.Minute
 var fieldParser = robfig.NewParser(robfig.SecondOptional | robfig.Minute | robfig.Hour | robfig.Dom |
 	robfig.Month | robfig.Dow | robfig.Descriptor)
 
-// ErrSpec is wrapped by every error Parse returns.
+// ErrSpec is wrapped by every error ParseIn returns.
 var ErrSpec = errors.New("bad schedule spec")
 
-// Parse parses a spec in the machine's local time zone unless it starts with CRON_TZ=Zone
-// (or TZ=Zone), an IANA zone name.
+// ParseIn parses a spec in time zone loc unless it starts with CRON_TZ=Zone (or
+// TZ=Zone), an IANA zone name.
 // It accepts five fields (minute hour day-of-month month day-of-week), six with a seconds
 // field first, the descriptors @yearly @annually @monthly @weekly @daily @midnight @hourly,
 // and "@every <duration>" (at least MinInterval, whole seconds).
-func Parse(spec string) (Spec, error) { return ParseIn(spec, time.Local) }
-
-// ParseIn is Parse with loc as the time zone for specs that do not name one.
 func ParseIn(spec string, loc *time.Location) (s Spec, err error) {
 	defer func() {
 		// Pre-validation should leave robfig nothing to panic on; this is the last resort.

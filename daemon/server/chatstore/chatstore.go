@@ -22,68 +22,36 @@ func New(st *store.Store) Bindings { return Bindings{st} }
 
 // Bind stores b, replacing the thread's earlier binding.
 func (s Bindings) Bind(ctx context.Context, b bots.Binding) error {
-	row := store.Binding(b)
-	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.Bind(&row) })
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.Bind(&b) })
 }
 
 // BindingByThread returns the thread's binding, or nil, nil when there is none.
 func (s Bindings) BindingByThread(ctx context.Context, platform, channel, thread string) (*bots.Binding, error) {
-	var b *store.Binding
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		var err error
-		b, err = tx.BindingByThread(platform, channel, thread)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	return (*bots.Binding)(b), err
+	b, err := store.Read(ctx, s.st, func(tx *store.Tx) (*store.Binding, error) { return tx.BindingByThread(platform, channel, thread) })
+	return b, absent(err)
 }
 
 // Bindings returns every binding.
 func (s Bindings) Bindings(ctx context.Context) ([]*bots.Binding, error) {
-	var rows []*store.Binding
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		var err error
-		rows, err = tx.Bindings()
-		return err
-	})
-	return bindings(rows), err
+	return store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.Binding, error) { return tx.Bindings() })
 }
 
 // SetMessage stores m, replacing the earlier message of its proposal, platform and kind.
 func (s Bindings) SetMessage(ctx context.Context, m bots.ChatMessage) error {
-	row := store.ChatMessage(m)
-	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetChatMessage(&row) })
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetChatMessage(&m) })
 }
 
 // Message returns the message posted for a proposal, or nil, nil when there is none.
 func (s Bindings) Message(ctx context.Context, proposalID, platform, kind string) (*bots.ChatMessage, error) {
-	var m *store.ChatMessage
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		var err error
-		m, err = tx.ChatMessage(proposalID, platform, kind)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	return (*bots.ChatMessage)(m), err
+	m, err := store.Read(ctx, s.st, func(tx *store.Tx) (*store.ChatMessage, error) { return tx.ChatMessage(proposalID, platform, kind) })
+	return m, absent(err)
 }
 
 // MessageAt returns the proposal's or question's message with id message in channel, or
 // nil, nil when the message is none of those.
 func (s Bindings) MessageAt(ctx context.Context, platform, channel, message string) (*bots.ChatMessage, error) {
-	var m *store.ChatMessage
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		var err error
-		m, err = tx.ChatMessageAt(platform, channel, message)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	return (*bots.ChatMessage)(m), err
+	m, err := store.Read(ctx, s.st, func(tx *store.Tx) (*store.ChatMessage, error) { return tx.ChatMessageAt(platform, channel, message) })
+	return m, absent(err)
 }
 
 // FirstDelivery records a message or click the relay handles and reports whether it is
@@ -95,6 +63,14 @@ func (s Bindings) FirstDelivery(ctx context.Context, platform, scope, key string
 		return err
 	})
 	return first, err
+}
+
+// absent is err, but nil for a row that is not there: the relay's nil, nil.
+func absent(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // Audit appends a chat action the relay refused to the daemon's audit log, under the
@@ -109,53 +85,23 @@ func (s Bindings) Audit(ctx context.Context, e bots.AuditEvent) error {
 
 // BindTeam stores b, a team run's thread on one platform.
 func (s Bindings) BindTeam(ctx context.Context, b bots.TeamBinding) error {
-	row := store.TeamBinding(b)
-	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.BindTeam(&row) })
+	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.BindTeam(&b) })
 }
 
 // TeamBindingByThread returns the thread's team binding, or nil, nil when there is none.
 func (s Bindings) TeamBindingByThread(ctx context.Context, platform, channel, thread string) (*bots.TeamBinding, error) {
-	var b *store.TeamBinding
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		var err error
-		b, err = tx.TeamBindingByThread(platform, channel, thread)
-		return err
+	b, err := store.Read(ctx, s.st, func(tx *store.Tx) (*store.TeamBinding, error) {
+		return tx.TeamBindingByThread(platform, channel, thread)
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	}
-	return (*bots.TeamBinding)(b), err
+	return b, absent(err)
 }
 
 // TeamBindings returns every team binding.
 func (s Bindings) TeamBindings(ctx context.Context) ([]*bots.TeamBinding, error) {
-	var rows []*store.TeamBinding
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		var err error
-		rows, err = tx.TeamBindings()
-		return err
-	})
-	return teamBindings(rows), err
+	return store.Read(ctx, s.st, func(tx *store.Tx) ([]*store.TeamBinding, error) { return tx.TeamBindings() })
 }
 
 // SetTeamSeq records the last transcript entry posted in a team run's thread.
 func (s Bindings) SetTeamSeq(ctx context.Context, teamID, platform string, seq int) error {
 	return s.st.Tx(ctx, func(tx *store.Tx) error { return tx.SetTeamSeq(teamID, platform, seq) })
-}
-
-// bindings and teamBindings turn store rows into the relay's records of the same shape.
-func bindings(rows []*store.Binding) []*bots.Binding {
-	var out []*bots.Binding
-	for _, r := range rows {
-		out = append(out, (*bots.Binding)(r))
-	}
-	return out
-}
-
-func teamBindings(rows []*store.TeamBinding) []*bots.TeamBinding {
-	var out []*bots.TeamBinding
-	for _, r := range rows {
-		out = append(out, (*bots.TeamBinding)(r))
-	}
-	return out
 }

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentd/agentd/api"
+)
+
+// The verbs, grouped by what they act on. Each group is a type over the one app (its
+// client, flags and output), so a verb's file reads `a.api()`, `a.parse`, `a.stdout` as
+// app's own, and a group holds only its verbs and their helpers.
+type (
+	agentVerbs    struct{ *app } // run, create, task, pause, resume, stop, rm, budget, ls, show, history, why, commands
+	decisionVerbs struct{ *app } // follow, approve, deny, feedback, answer
+	scheduleVerbs struct{ *app } // schedule and its actions
+	teamVerbs     struct{ *app } // team and its actions
+	memoryVerbs   struct{ *app } // memory and its actions
+	policyVerbs   struct{ *app } // policy: patterns, tests and grants
+	daemonVerbs   struct{ *app } // status, doctor, reload, web, audit, replay
+	helpVerbs     struct{ *app } // help, completion and the hidden __complete
+)
+
+// verb turns a group's method into a command's run: `run: verb(agentVerbs.runLs)`.
+func verb[V ~struct{ *app }](run func(V, context.Context, []string) error) func(*app, context.Context, []string) error {
+	return func(a *app, ctx context.Context, args []string) error { return run(V{a}, ctx, args) }
+}
+
+// subcommand runs the action args[0] of a verb that has actions (schedule, team): its
+// help for -h, a usage error listing the actions (names) when it is missing or unknown.
+func subcommand[V ~struct{ *app }](v V, ctx context.Context, args []string, name string, actions map[string]func(V, context.Context, []string) error, names string) error {
+	a := struct{ *app }(v).app
+	if len(args) == 0 {
+		return usagef("missing what to do: %s", names)
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		a.printHelp(a.stdout, a.cmd, nil)
+		return errHelpShown
+	}
+	fn := actions[args[0]]
+	if fn == nil {
+		return usagef("unknown %s action %q: use %s", name, args[0], names)
+	}
+	return fn(v, ctx, args[1:])
+}
+
+// agentAction runs a command that takes one AGENT, calls fn on it and prints the agent it
+// returns: its JSON with --json, else "NAME: STATE".
+func (a agentVerbs) agentAction(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Agent, error)) error {
+	ref, err := a.parseAgent(a.newFlagSet(), args)
+	if err != nil {
+		return err
+	}
+	ag, err := fn(a.api(), ctx, ref)
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(ag)
+	}
+	fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
+	return nil
+}
