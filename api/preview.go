@@ -18,6 +18,9 @@ const (
 	PreviewProgram PreviewKind = "program"
 	// PreviewHost: a command that connects out (URL's Host, as the network guard reads it).
 	PreviewHost PreviewKind = "host"
+	// PreviewChange: what a step changed in the workspace (Summary, and in Diff the paths
+	// changed then each text file's unified diff).
+	PreviewChange PreviewKind = "change"
 )
 
 // MaxPreviewDiff bounds the diff a preview stores, in bytes; a longer one is cut on a
@@ -50,6 +53,8 @@ type Preview struct {
 	// Host is the host a network command would connect to, after the network guard's
 	// normalisation (IDN to ASCII, numeric forms to the address), with its port.
 	Host string `json:"host,omitempty"`
+	// Summary is a change's one line: "changed 3 files (+12 −4)" (PreviewChange).
+	Summary string `json:"summary,omitempty"`
 	// Note is anything else the person should know: why there is no diff, why the line
 	// is not plain commands, that the guard would refuse the host.
 	Note string `json:"note,omitempty"`
@@ -113,6 +118,8 @@ func (p *Preview) Render() (lines []string, diff string) {
 		lines = append(lines, p.Effect.render()...)
 	case PreviewHost:
 		lines = append(lines, "Connects to: "+esc(p.Host))
+	case PreviewChange:
+		lines = append(lines, "Workspace: "+esc(p.Summary))
 	}
 	if p.Note != "" {
 		lines = append(lines, "Note: "+esc(p.Note))

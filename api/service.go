@@ -50,6 +50,7 @@ type AgentService interface {
 	DecisionService
 	PolicyService
 	MemoryService
+	CheckpointService
 }
 
 // ViewService is the read-only views of agents: status, agents, history, proposals, events.

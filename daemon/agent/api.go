@@ -20,6 +20,8 @@ type API struct {
 	Audit     api.AuditService
 	Doctor    api.DoctorService
 	Budgets   api.BudgetService
+	// Checkpoints are what steps changed in workspaces, and rewinds.
+	Checkpoints api.CheckpointService
 }
 
 // Runs starts, changes and ends runs: the local API's and those of schedules and teams.
@@ -56,6 +58,6 @@ var (
 func (s *Supervisor) API() API {
 	return API{
 		Runs: s.runs, Views: s.agentViews, Decisions: s.decisions, Policies: s.policyService,
-		Memory: s.memoryService, Audit: s.auditLog, Doctor: s.doctor, Budgets: s.agentBudgets,
+		Memory: s.memoryService, Audit: s.auditLog, Doctor: s.doctor, Budgets: s.agentBudgets, Checkpoints: s.rewinds,
 	}
 }

@@ -3,12 +3,14 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/checkpoint"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -22,12 +24,14 @@ func TestApplierDoesWhatTheTableSays(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	ck := &checkpoints{opt: CheckpointOptions{Dir: t.TempDir()}}
+	t.Cleanup(ck.closeAll)
 	n := 0
 	for _, as := range cycle.AgentStates {
 		for _, ps := range cycle.OpenStatuses {
-			for _, k := range cycle.Kinds {
+			for _, ev := range cycle.Events() {
 				from := cycle.State{Agent: as, Proposal: ps}
-				_, effects, err := cycle.Next(from, cycle.Event{Kind: k})
+				_, effects, err := cycle.Next(from, ev)
 				if err != nil {
 					continue
 				}
@@ -37,9 +41,9 @@ func TestApplierDoesWhatTheTableSays(t *testing.T) {
 					want[i] = effectName(e)
 				}
 				slices.Sort(want)
-				got := applyRecorded(t, st, n, from, k)
+				got := applyRecorded(t, st, ck, n, from, ev)
 				if !slices.Equal(got, want) {
-					t.Errorf("%s + %s: the applier did %v, the table lists %v", from, k, got, want)
+					t.Errorf("%s + %s (writes %v): the applier did %v, the table lists %v", from, ev.Kind, ev.Writes, got, want)
 				}
 			}
 		}
@@ -80,14 +84,25 @@ var decisionKinds = map[cycle.Kind]api.DecisionKind{
 // applyRecorded stores agent n in from (on another run than its proposal's for RunOver),
 // with a run and a count grant, applies k to it with every input an effect could use in
 // one transaction, and returns the effects it observed, sorted.
-func applyRecorded(t *testing.T, st *store.Store, n int, from cycle.State, k cycle.Kind) []string {
+func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from cycle.State, event cycle.Event) []string {
 	t.Helper()
 	ctx := context.Background()
+	k := event.Kind
 	rec := &effectRecorder{}
 	r := &runner{cancelStep: func() { rec.stepCancels++ }, cancelExec: func() { rec.execCancels++ }}
 	id, run := fmt.Sprintf("a-%04d", n), fmt.Sprintf("r-%04d", n)
 	a := &store.Agent{Agent: api.Agent{ID: id, Name: fmt.Sprintf("t%04d", n), State: from.Agent, StateReason: "before",
-		RunID: run, Task: "a task", Policy: api.Policy{Mode: "ask"}}}
+		RunID: run, Task: "a task", Policy: api.Policy{Mode: "ask"}, Workspace: t.TempDir()}}
+	ws := filepath.Join(a.Workspace, "f")
+	writeFile(t, ws, "before")
+	var target checkpoint.Info // what a rewind puts back, and a started step's checkpoint
+	if event.Writes || k == cycle.Rewind {
+		var err error
+		if target, err = ck.take(a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, ws, "after")
 	if from.Agent == cycle.RunOver {
 		a.State, a.RunID = cycle.Idle, run+"-next"
 	}
@@ -103,7 +118,13 @@ func applyRecorded(t *testing.T, st *store.Store, n int, from cycle.State, k cyc
 		if err := seed(tx, a, run, g, p); err != nil {
 			return err
 		}
-		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail"}, rec: rec.recordEpisode, count: rec.countDecision, r: r}
+		if p != nil && event.Writes && k != cycle.Start { // a started step's checkpoint, for its end to record
+			if err := tx.InsertStepCheckpoint(&store.StepCheckpoint{ID: p.ID, AgentID: id, RunID: run, Kind: store.CheckpointStep, Before: uint64(target.ID)}); err != nil {
+				return err
+			}
+		}
+		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail", Writes: event.Writes},
+			rec: rec.recordEpisode, count: rec.countDecision, r: r, ckpt: ck, rewind: &rewindTo{target: &store.StepCheckpoint{Step: 1, Before: uint64(target.ID)}, by: "tester"}}
 		if from.Agent == cycle.RunOver {
 			c.a = nil
 		} else {
@@ -122,7 +143,7 @@ func applyRecorded(t *testing.T, st *store.Store, n int, from cycle.State, k cyc
 				c.episode = episodeOf(p, "succeeded", "result", "")
 			}
 		}
-		before, err := observe(tx, id, run, g.ID, p)
+		before, err := observe(tx, id, run, g.ID, p, ws)
 		if err != nil {
 			return err
 		}
@@ -130,7 +151,7 @@ func applyRecorded(t *testing.T, st *store.Store, n int, from cycle.State, k cyc
 		if _, err := apply(tx, c); err != nil {
 			return err
 		}
-		after, err := observe(tx, id, run, g.ID, p)
+		after, err := observe(tx, id, run, g.ID, p, ws)
 		if err != nil {
 			return err
 		}
@@ -138,7 +159,7 @@ func applyRecorded(t *testing.T, st *store.Store, n int, from cycle.State, k cyc
 		if c.a != nil && (a.State != state || a.StateReason != reason) {
 			got = append(got, string(cycle.SetAgent))
 		}
-		if rec.episodes > 0 {
+		if rec.episodes > 0 && k != cycle.Rewind { // a rewind's episode is its restore's
 			got = append(got, string(cycle.RecordEpisode))
 		}
 		return nil
@@ -198,11 +219,23 @@ type observed struct {
 	decided      bool
 	applied      int    // apply_preview audit entries
 	previewNone  string // why the stored preview's change is no longer appliable
+	// checkpointed and changeRecorded: the step's checkpoint row, before and after;
+	// content: the workspace file a rewind puts back.
+	checkpointed, changeRecorded bool
+	content                      string
 }
 
-func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal) (observed, error) {
+func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal, ws string) (observed, error) {
 	var o observed
+	b, err := os.ReadFile(ws)
+	if err != nil {
+		return o, err
+	}
+	o.content = string(b)
 	if p != nil {
+		if c, err := tx.StepCheckpointOf(p.ID); err == nil {
+			o.checkpointed, o.changeRecorded = c.Before != 0, c.After != 0
+		}
 		if q, err := tx.Proposal(p.ID); err == nil {
 			o.proposal = q.Status
 			if q.Preview != nil && q.Preview.Effect != nil {
@@ -252,10 +285,20 @@ func (o observed) diff(after observed) []string {
 		{!o.decided && after.decided, cycle.RecordDecision},
 		{o.applied != after.applied, cycle.ApplyPreview},
 		{o.previewNone != after.previewNone, cycle.DropPreview},
+		{!o.checkpointed && after.checkpointed, cycle.Checkpoint},
+		{!o.changeRecorded && after.changeRecorded, cycle.RecordChange},
+		{o.content != after.content, cycle.Restore},
 	} {
 		if d.changed {
 			out = append(out, string(d.effect))
 		}
 	}
 	return out
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -15,6 +15,7 @@ import (
 func TestDoctor(t *testing.T) {
 	h := newHarness(t, func(o *Options) {
 		o.Model = "qwen3:8b" // the harness's tiny model is noise, and doctor warns of it
+		o.Checkpoints.On = true
 		o.HealthChecks = []HealthCheck{func(context.Context) []api.Check {
 			return []api.Check{{Name: "extra", Status: api.CheckOK, Detail: "called"}}
 		}}
@@ -37,27 +38,27 @@ func TestDoctor(t *testing.T) {
 	// ones are what agentd leaves at start.
 	h.privateState(t)
 	h.fake.SetModels("qwen3:8b", "smart")
-	if got, want := summary(), "ollama:ok model:ok store:ok disk:ok state dir:ok workspaces:ok extra:ok"; got != want {
+	if got, want := summary(), "ollama:ok model:ok store:ok disk:ok state dir:ok workspaces:ok extra:ok checkpoints:ok"; got != want {
 		t.Errorf("healthy: %s\nwant     %s", got, want)
 	}
 	// A 2,048-token context is usable, with a warning.
 	h.fake.SetContextLength(2048)
-	if got, want := summary(), "ollama:ok model:warn store:ok disk:ok state dir:ok workspaces:ok extra:ok"; got != want {
+	if got, want := summary(), "ollama:ok model:warn store:ok disk:ok state dir:ok workspaces:ok extra:ok checkpoints:ok"; got != want {
 		t.Errorf("small context: %s\nwant           %s", got, want)
 	}
 	h.fake.SetModels("some-other-model")
-	if got, want := summary(), "ollama:ok model:fail store:ok disk:ok state dir:ok workspaces:ok extra:ok"; got != want {
+	if got, want := summary(), "ollama:ok model:fail store:ok disk:ok state dir:ok workspaces:ok extra:ok checkpoints:ok"; got != want {
 		t.Errorf("model missing: %s\nwant          %s", got, want)
 	}
 	h.fake.SetDown(true)
-	if got, want := summary(), "ollama:fail store:ok disk:ok state dir:ok workspaces:ok extra:ok"; got != want {
+	if got, want := summary(), "ollama:fail store:ok disk:ok state dir:ok workspaces:ok extra:ok checkpoints:ok"; got != want {
 		t.Errorf("ollama down: %s\nwant         %s", got, want)
 	}
 	// A state dir opened up since the start fails, with the chmod that fixes it.
 	if err := os.Chmod(h.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := summary(), "ollama:fail store:ok disk:ok state dir:fail workspaces:ok extra:ok"; got != want {
+	if got, want := summary(), "ollama:fail store:ok disk:ok state dir:fail workspaces:ok extra:ok checkpoints:ok"; got != want {
 		t.Errorf("state dir 0755: %s\nwant            %s", got, want)
 	}
 	rep, _ := h.sup.doctor.Doctor(context.Background())
@@ -71,7 +72,7 @@ func TestDoctor(t *testing.T) {
 	if err := os.Chmod(db, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := summary(), "ollama:fail store:fail disk:ok state dir:fail workspaces:ok extra:ok"; got != want {
+	if got, want := summary(), "ollama:fail store:fail disk:ok state dir:fail workspaces:ok extra:ok checkpoints:ok"; got != want {
 		t.Errorf("agentd.db 0644: %s\nwant             %s", got, want)
 	}
 }

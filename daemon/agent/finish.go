@@ -107,7 +107,9 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 	if a.RunID != p.RunID {
 		on = nil // stopped and given a new task while this ran: the agent is the new run's
 	}
-	res, err := apply(tx, &change{a: on, p: &cur, ev: end.ev, episode: end.ep, rec: s.recordEpisode})
+	ev := end.ev
+	ev.Writes = s.checkpoints.took(tx, &cur) // checkpointed at its start: record its change
+	res, err := apply(tx, &change{a: on, p: &cur, ev: ev, episode: end.ep, rec: s.recordEpisode, ckpt: s.checkpoints})
 	if err != nil {
 		return nil, err
 	}

@@ -176,10 +176,11 @@ func (h *harness) history(id string) []api.Episode {
 
 // testOptions are a test supervisor's options: the config's defaults
 // (OptionsOf(config.Default())), less what this package's tests were written without —
-// directives and a budget over every agent — and then what mod sets.
+// directives, a budget over every agent, checkpoints — and then what mod sets.
 func testOptions(mod ...func(*Options)) Options {
 	o := OptionsOf(config.Default())
 	o.Directives, o.AgentBudget = api.Directives{}, run.Budget{}
+	o.Checkpoints.On = false // checkpoints_test.go turns them on
 	for _, m := range mod {
 		m(&o)
 	}
@@ -197,9 +198,10 @@ type parts struct {
 	api.AuditService
 	api.DoctorService
 	api.BudgetService
+	api.CheckpointService
 }
 
 func partsOf(sup *Supervisor) parts {
 	p := sup.API()
-	return parts{p.Runs, p.Views, p.Decisions, p.Policies, p.Memory, p.Audit, p.Doctor, p.Budgets}
+	return parts{p.Runs, p.Views, p.Decisions, p.Policies, p.Memory, p.Audit, p.Doctor, p.Budgets, p.Checkpoints}
 }

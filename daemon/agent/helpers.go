@@ -350,7 +350,8 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 			on = nil // its run is over: the agent is another run's
 		}
 		ep = episodeOf(p, epOutcome, result, "")
-		if res, err := apply(tx, &change{a: on, p: p, ev: ev, episode: ep, rec: s.recordEpisode}); err != nil || !res.moved {
+		ev.Writes = s.checkpoints.took(tx, p) // the helper's end is the step's: its change is recorded
+		if res, err := apply(tx, &change{a: on, p: p, ev: ev, episode: ep, rec: s.recordEpisode, ckpt: s.checkpoints}); err != nil || !res.moved {
 			ep = nil
 			return err // withdrawn meanwhile (its run was stopped): the wait just goes
 		}
@@ -569,6 +570,8 @@ type helpers struct {
 	log      *slog.Logger
 	audit    *auditKeeper
 	maxDepth int // Options.MaxHelperDepth
+	// checkpoints records what a helper's step changed in its parent's workspace.
+	checkpoints *checkpoints
 
 	// What the helpers need of the runs: changing an agent under its runner's lock,
 	// pausing, resuming and stopping it; and of the episodes: ending a step.

@@ -235,14 +235,15 @@ func startTx(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p *api.Propos
 	}
 	start := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Question: p.Command == commands.AskUser,
 		Previewed: previewed(p, st.profile)})
-	moved, effects, err := transit(tx, a, p, cycle.Event{Kind: start.Event})
-	if err != nil || !moved {
+	ev := cycle.Event{Kind: start.Event, Writes: s.checkpoints.writes(spec, st.profile)}
+	res, err := apply(tx, &change{a: a, p: p, ev: ev, ckpt: s.checkpoints})
+	if err != nil || !res.moved {
 		if err == nil {
 			err = errNotApproved
 		}
 		return err
 	}
-	st.apply = has(effects, cycle.ApplyPreview)
+	st.apply = has(res.effects, cycle.ApplyPreview)
 	if err := tx.Audit(a.ID, "started", map[string]string{"proposal": p.ID, "command": p.Command}); err != nil {
 		return err
 	}

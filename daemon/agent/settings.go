@@ -59,6 +59,8 @@ type Options struct {
 	AgentBudget run.Budget
 	// Metrics, if set, is told of steps, decisions and budget stops.
 	Metrics Metrics
+	// Checkpoints configure the workspace checkpoints; the zero value takes none.
+	Checkpoints CheckpointOptions
 }
 
 // AgentOverrides are per-agent settings from config, keyed by agent name.
@@ -145,7 +147,7 @@ type Settings struct {
 // the supervisor keeps none of its own.
 func OptionsOf(cfg *config.Config) Options {
 	return Options{Settings: SettingsOf(cfg), MaxHelperDepth: cfg.Agent.MaxHelperDepth, MaxHelpers: cfg.Agent.MaxHelpers,
-		AgentBudget: agentBudgetOf(cfg)}
+		AgentBudget: agentBudgetOf(cfg), Checkpoints: checkpointOptionsOf(cfg)}
 }
 
 // SettingsOf is the reloadable part of cfg, at start (OptionsOf) and on each reload.

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,8 @@ type Supervisor struct {
 	workspaceDirs  *workspaceDirs  // where agents' workspaces are (workspaces.go)
 	stepCounters   *stepCounters   // steps and decisions counted for metrics (metrics.go)
 	episodeHistory *episodeHistory // the prompt's view of each agent's episodes (history.go)
+	checkpoints    *checkpoints    // each agent's workspace checkpoints (checkpoints.go)
+	rewinds        *rewinds        // agentctl diff and rewind (rewind.go)
 
 	// previews are the effect previews of shell and python proposals; nil without a state dir.
 	previews *effect.Previews
@@ -124,18 +127,24 @@ func wireParts(s *Supervisor, opt Options) {
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
 	s.policyService = &policyService{commandSource: s, st: s.st, live: s.live, kick: s.kick}
 	s.auditLog = &auditLog{st: s.st}
-	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace, checks: opt.HealthChecks}
-	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth}
+	s.checkpoints = &checkpoints{opt: opt.Checkpoints}
+	if s.checkpoints.opt.Dir = ""; opt.Checkpoints.On && opt.StateDir != "" {
+		s.checkpoints.opt.Dir = filepath.Join(opt.StateDir, "checkpoints")
+	}
+	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace,
+		checks: append(slices.Clip(opt.HealthChecks), s.checkpoints.doctorCheck)}
+	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth, checkpoints: s.checkpoints}
 	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.batchRuns = &batchRuns{}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
 	s.runs = &runs{
-		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: opt.OnAgentRemoved,
+		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: s.checkpoints.removed(opt.OnAgentRemoved),
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
 		history: s.episodeHistory, previews: s.previews,
 	}
 	s.runBudgets.timeUp, s.agentBudgets.mutateAgent, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.mutate, s.runs.remeasure
 	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = s.runs.mutateThen, s.runs.pause, s.runs.resume, s.runs.stop
+	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode}
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
@@ -203,9 +212,10 @@ func (s *Supervisor) Start(ctx context.Context) error {
 }
 
 // Wait blocks until every agent loop has returned (after the Start context ended), then
-// closes the effect previews' stores.
+// closes the checkpoint and effect-preview stores.
 func (s *Supervisor) Wait() {
 	s.wg.Wait()
+	s.checkpoints.closeAll()
 	if s.previews != nil {
 		s.previews.Close()
 	}

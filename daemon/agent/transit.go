@@ -29,6 +29,10 @@ type change struct {
 	rec   func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 	count func(tx *store.Tx, d *api.Decision)
 	r     *runner
+	// ckpt takes the workspace checkpoints (checkpoints.go); rewind is what a rewind
+	// restores, and who asked.
+	ckpt   *checkpoints
+	rewind *rewindTo
 }
 
 // applied is what apply did: whether the proposal moved, the effects, and the episode it
@@ -115,6 +119,8 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 		return tx.Audit(c.p.AgentID, "decision", c.decision)
 	case cycle.RecordEpisode:
 		return c.recordEpisode(tx, out)
+	case cycle.Checkpoint, cycle.RecordChange, cycle.Restore:
+		return c.workspace(tx, e.Kind, out)
 	case cycle.Cancel:
 		if c.r == nil {
 			return errMissing

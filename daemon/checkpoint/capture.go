@@ -40,6 +40,9 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error)
 			latest, prev = &c, &c
 		}
 	}
+	if latest != nil && s.watch.unchanged(ws, latest.ID) {
+		return *latest, nil // no event since it was taken: no walk
+	}
 	// The stat data worth trusting are ws's own: a store that also captures other
 	// folders (an effect preview's copies) would otherwise read every file again.
 	if id, ok := s.lastOf[ws]; ok && latest != nil && id != latest.ID {
@@ -47,6 +50,8 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error)
 			prev = &c
 		}
 	}
+	s.watch.begin(ws)
+	s.walks++
 	c, err := s.capture(ctx, ws, prev)
 	if err != nil {
 		return Info{}, fmt.Errorf("checkpoint of %s: %w", ws, err)
@@ -54,6 +59,7 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error)
 	if latest != nil && c.root == latest.root {
 		c.discard()
 		s.lastOf[ws] = latest.ID
+		s.watch.end(latest.ID, c.manyNames)
 		return *latest, nil
 	}
 	if err := c.flush(); err != nil {
@@ -68,6 +74,7 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error)
 		return Info{}, err
 	}
 	s.lastOf[ws] = info.ID
+	s.watch.end(info.ID, c.manyNames)
 	if len(s.ids) > s.opt.KeepCount || s.bytes > s.opt.MaxStoreBytes {
 		// Retention reads every kept checkpoint's listings: it runs while the step does,
 		// and the next call waits for it.
@@ -93,7 +100,9 @@ type capture struct {
 	newBlobs int64 // content written, against MaxStepBytes
 	partial  bool
 	linked   bool // a file's second name was found
-	notes    notices
+	// manyNames: some file has several names, maybe outside the folders watched
+	manyNames bool
+	notes     notices
 
 	seen    map[hash]bool // objects known to be in the store or pending
 	pending []pendingObject
@@ -133,6 +142,7 @@ func (s *Store) capture(ctx context.Context, ws string, prev *Info) (*capture, e
 		return nil, err
 	}
 	defer ds.close()
+	s.watch.add(ds.fd())
 	c := &capture{s: s, ctx: ctx, ds: ds, buf: make([]byte, 32<<10), start: time.Now().UnixNano(),
 		seen: map[hash]bool{}, links: map[devIno]firstName{}}
 	var st unix.Stat_t
@@ -258,6 +268,7 @@ func (c *capture) folder(e *entry, st *unix.Stat_t, p *entry) error {
 		c.uncapture(e, "cannot be opened: "+err.Error())
 		return nil
 	}
+	c.s.watch.add(c.ds.fd()) // before listing it: a change from now on queues an event
 	var pt tree
 	hasPrev := false
 	if p != nil && p.kind == kindDir && p.captured() {
@@ -289,6 +300,7 @@ func (c *capture) file(e *entry, st *unix.Stat_t, p *entry) error {
 		e.flags |= flagRacy
 	}
 	if st.Nlink > 1 {
+		c.manyNames = true
 		e.flags |= flagLinked
 		key := devIno{st.Dev, st.Ino}
 		if first, ok := c.links[key]; ok {

@@ -34,7 +34,10 @@
 // whole seconds, is read again next time, since a change in the same timestamp tick
 // would not show). Only new content is stored; folders that did not change keep their
 // listing. When nothing changed at all, Checkpoint returns the latest checkpoint and
-// writes nothing.
+// writes nothing. It does not even walk the workspace when an inotify watch on each of
+// its folders, put there by the walk that took the latest checkpoint, has seen no event
+// since (watch.go); a lost event, a watch limit reached or a file with a second name
+// outside the watched folders makes it walk.
 //
 // # On disk
 //

@@ -128,11 +128,15 @@ func mustCheckpoint(t testing.TB, s *Store, ws string) Info {
 }
 
 // settled checkpoints ws until no file in the checkpoint is within the racy window,
-// so the next checkpoint reads only what changes, and returns that checkpoint.
+// so the next checkpoint reads only what changes, and returns that checkpoint. Each
+// try walks the workspace: with no event since, the watcher would return the same one.
 func settled(t testing.TB, s *Store, ws string) Info {
 	t.Helper()
 	var c Info
 	testutil.Eventually(t, 30e9, "a checkpoint whose files all changed before the racy window", func() bool {
+		s.mu.Lock()
+		s.watch.armed = false
+		s.mu.Unlock()
 		c = mustCheckpoint(t, s, ws)
 		return !hasRacy(t, s, c.root)
 	})

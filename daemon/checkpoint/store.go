@@ -162,6 +162,11 @@ type Store struct {
 	// waits for it); collectErr is how it failed, told by the next call.
 	collecting sync.WaitGroup
 	collectErr error
+
+	// watch lets a checkpoint where nothing happened skip the walk (watch.go); walks
+	// counts the checkpoints that walked the workspace.
+	watch *watcher
+	walks int
 }
 
 // Open opens the store in dir, creating it if needed. It takes the store's lock, so a
@@ -210,6 +215,7 @@ func (s *Store) open() error {
 		unix.Unlinkat(s.tm, n, 0)
 	}
 	s.pending, err = s.readJournal()
+	s.watch = newWatcher()
 	return err
 }
 
@@ -224,6 +230,7 @@ func (s *Store) Close() error {
 			*fd = -1
 		}
 	}
+	s.watch.close()
 	if s.lock != nil {
 		s.lock.Close() // releases the flock
 		s.lock = nil

@@ -42,11 +42,13 @@ type Config struct {
 	// the store and are managed with `agentctl schedule`.
 	Schedules SchedulesConfig `toml:"schedules"`
 	// Teams configures team runs started from chat (/agent team).
-	Teams   TeamsConfig   `toml:"teams"`
-	Memory  MemoryConfig  `toml:"memory"`
-	Bots    BotsConfig    `toml:"bots"`
-	Slack   SlackConfig   `toml:"slack"`
-	Discord DiscordConfig `toml:"discord"`
+	Teams  TeamsConfig  `toml:"teams"`
+	Memory MemoryConfig `toml:"memory"`
+	// Checkpoints keeps each step's workspace checkpoint for agentctl diff and rewind.
+	Checkpoints CheckpointsConfig `toml:"checkpoints"`
+	Bots        BotsConfig        `toml:"bots"`
+	Slack       SlackConfig       `toml:"slack"`
+	Discord     DiscordConfig     `toml:"discord"`
 	// HTTP is the optional TCP listener: metrics and the Agent Protocol.
 	HTTP HTTPConfig `toml:"http"`
 	// WebConsole is the browser console on 127.0.0.1 (daemon/web).
@@ -342,6 +344,7 @@ func Default() *Config {
 		Shell:       ShellConfig{Sandbox: "auto", Python: true, Env: []string{}, UID: 65534, GID: 65534, Procs: 256, Memory: 2 << 30},
 		Schedules:   SchedulesConfig{Grace: Duration{time.Minute}, KeepAgents: 10},
 		Memory:      defaultMemory(),
+		Checkpoints: defaultCheckpoints(),
 		Bots:        BotsConfig{ApproveCount: 3},
 		Slack: SlackConfig{BotTokenEnv: "SLACK_BOT_TOKEN", AppTokenEnv: "SLACK_APP_TOKEN", Teams: []string{}, Approvers: []string{},
 			APIURL: "https://slack.com/api/"},

@@ -96,6 +96,7 @@ func (c *Config) problems() []Problem {
 
 	c.extraProblems(bad)
 	c.Memory.problems(bad)
+	c.Checkpoints.problems(bad)
 	c.HTTP.problems(bad)
 	c.WebConsole.problems(bad)
 	c.Teams.problems(bad)

@@ -31,9 +31,10 @@ type agentAPI struct {
 	api.MemoryService
 	api.DoctorService
 	api.BudgetService
+	api.CheckpointService
 }
 
 func agentsOf(sup *agent.Supervisor) agentAPI {
 	p := sup.API()
-	return agentAPI{chatAgents{runAgents{p.Runs, p.Views, p.Policies}, p.Decisions, p.Audit}, p.Memory, p.Doctor, p.Budgets}
+	return agentAPI{chatAgents{runAgents{p.Runs, p.Views, p.Policies}, p.Decisions, p.Audit}, p.Memory, p.Doctor, p.Budgets, p.Checkpoints}
 }

@@ -403,4 +403,22 @@ var migrations = []string{
 	// every follower's spinner counts from. Agents from before count from their last change.
 	`ALTER TABLE agents ADD COLUMN state_since INTEGER NOT NULL DEFAULT 0;
 	UPDATE agents SET state_since = updated_at;`,
+	// The workspace checkpoint taken before each step that may change it (id: the
+	// proposal's), and once it ended what it changed; a rewind's row (id rw-…) holds the
+	// checkpoint taken before the rewind, so the rewind can be undone.
+	`CREATE TABLE step_checkpoints (
+		id TEXT PRIMARY KEY,
+		agent_id TEXT NOT NULL REFERENCES agents(id) ON DELETE CASCADE,
+		run_id TEXT NOT NULL,
+		step INTEGER NOT NULL,
+		kind TEXT NOT NULL,
+		before_id INTEGER NOT NULL,
+		after_id INTEGER NOT NULL DEFAULT 0,
+		files INTEGER NOT NULL DEFAULT 0,
+		added INTEGER NOT NULL DEFAULT 0,
+		removed INTEGER NOT NULL DEFAULT 0,
+		notice TEXT NOT NULL DEFAULT '',
+		at INTEGER NOT NULL
+	);
+	CREATE INDEX step_checkpoints_step ON step_checkpoints(agent_id, step, at);`,
 }

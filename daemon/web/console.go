@@ -26,6 +26,7 @@ type Service interface {
 	Subscribe(ref string, since int64) (events <-chan api.Event, cancel func(), err error)
 	Decide(ctx context.Context, ref string, req api.DecideRequest) (*api.Decision, error)
 	Answer(ctx context.Context, ref string, req api.AnswerRequest) error
+	Rewind(ctx context.Context, ref string, req api.RewindRequest) (*api.Rewind, error)
 	Schedules(ctx context.Context) ([]api.Schedule, error)
 	Schedule(ctx context.Context, ref string) (*api.Schedule, error)
 	AddSchedule(ctx context.Context, req api.ScheduleRequest) (*api.Schedule, error)

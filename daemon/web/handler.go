@@ -91,6 +91,8 @@ func (c *Console) mux() *http.ServeMux {
 	m.HandleFunc("GET /agents/{agent}", c.agentPage)
 	m.HandleFunc("POST /agents/{agent}/decide", c.decide)
 	m.HandleFunc("POST /agents/{agent}/answer", c.answer)
+	m.HandleFunc("GET /agents/{agent}/rewind", c.rewindPage)
+	m.HandleFunc("POST /agents/{agent}/rewind", c.rewind)
 	m.HandleFunc("GET /events", c.events)
 	m.HandleFunc("GET /schedules", c.schedulesPage)
 	m.HandleFunc("POST /schedules", c.addSchedule)

@@ -18,6 +18,7 @@ type API struct {
 	api.AuditService
 	api.DoctorService
 	api.BudgetService
+	api.CheckpointService
 }
 
 var _ api.AgentService = API{}
@@ -25,5 +26,5 @@ var _ api.AgentService = API{}
 // Of is sup's parts.
 func Of(sup *agent.Supervisor) API {
 	p := sup.API()
-	return API{p.Runs, p.Views, p.Decisions, p.Policies, p.Memory, p.Audit, p.Doctor, p.Budgets}
+	return API{p.Runs, p.Views, p.Decisions, p.Policies, p.Memory, p.Audit, p.Doctor, p.Budgets, p.Checkpoints}
 }

@@ -62,7 +62,7 @@ func init() {
 	commands = []*command{
 		runCmd, followCmd, lsCmd, showCmd, statusCmd, doctorCmd, webCmd, reloadCmd,
 		approveCmd, denyCmd, feedbackCmd, answerCmd,
-		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, budgetCmd, rmCmd, historyCmd, whyCmd,
+		createCmd, taskCmd, pauseCmd, resumeCmd, stopCmd, budgetCmd, rmCmd, historyCmd, whyCmd, diffCmd, rewindCmd,
 		commandsCmd, policyCmd, scheduleCmd, teamCmd, memoryCmd, auditCmd, replayCmd,
 		completionCmd, helpCmd,
 	}

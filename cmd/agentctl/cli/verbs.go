@@ -11,7 +11,7 @@ import (
 // client, flags and output), so a verb's file reads `a.api()`, `a.parse`, `a.stdout` as
 // app's own, and a group holds only its verbs and their helpers.
 type (
-	agentVerbs    struct{ *app } // run, create, task, pause, resume, stop, rm, budget, ls, show, history, why, commands
+	agentVerbs    struct{ *app } // run, create, task, pause, resume, stop, rm, budget, ls, show, history, why, diff, rewind, commands
 	decisionVerbs struct{ *app } // follow, approve, deny, feedback, answer
 	scheduleVerbs struct{ *app } // schedule and its actions
 	teamVerbs     struct{ *app } // team and its actions

@@ -126,6 +126,9 @@ const (
 	Resume Kind = "resume"
 	Stop   Kind = "stop"
 	Task   Kind = "task"
+	// Rewind: a person puts the workspace back as it was before a step (Detail: which);
+	// refused while a step is started (a command, a question or a helper in flight).
+	Rewind Kind = "rewind"
 )
 
 // Kinds lists every event kind, in the order above.
@@ -137,7 +140,23 @@ var Kinds = []Kind{
 	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
 	Recovered, RecoveredIdempotent, Withdraw,
 	RunBudgetHit, AgentBudgetHit, BudgetRaised,
-	Pause, Resume, Stop, Task,
+	Pause, Resume, Stop, Task, Rewind,
+}
+
+// Events lists every event the table tells apart: each kind in Kinds' order, and after
+// start, succeeded and failed that kind again with Writes set (a step that may change the
+// workspace is checkpointed before it runs and its change recorded when it ends; a
+// read-only one, a read or the bounded profile's read-only workspace, is not).
+func Events() []Event {
+	var evs []Event
+	for _, k := range Kinds {
+		evs = append(evs, Event{Kind: k})
+		switch k {
+		case Start, StartApply, Succeed, Fail:
+			evs = append(evs, Event{Kind: k, Writes: true})
+		}
+	}
+	return evs
 }
 
 // Event is something that happened to an agent or its proposal.
@@ -149,6 +168,10 @@ type Event struct {
 	Result string
 	// Detail is why its run ended, for the events that end it.
 	Detail string
+	// Writes says the step may change the workspace (a write, a shell or python run, a
+	// clone… not a read-only command or the bounded profile's read-only workspace): on
+	// Start a checkpoint is taken first, and on its end the change is recorded.
+	Writes bool
 }
 
 // EffectKind names an effect.
@@ -167,6 +190,9 @@ const (
 	Grant          EffectKind = "grant"           // record what the authorization did to grants: a use, or the grant y -N or y! makes
 	EndGrant       EffectKind = "end_grant"       // what is left of a y -N count grant is cancelled
 	Cancel         EffectKind = "cancel"          // cancel a model call in flight (Command: and a running command)
+	Checkpoint     EffectKind = "checkpoint"      // checkpoint the workspace, durably, before the step runs
+	RecordChange   EffectKind = "record_change"   // record what the step changed since its checkpoint
+	Restore        EffectKind = "restore"         // put the workspace back as before a step, and tell the model
 	ApplyPreview   EffectKind = "apply_preview"   // record that the captured change, not the command, is what runs
 	DropPreview    EffectKind = "drop_preview"    // the preview's change can no longer be applied (Reason says why)
 )

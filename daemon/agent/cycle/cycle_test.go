@@ -57,6 +57,11 @@ func TestNext(t *testing.T) {
 		{"stop_leaves_running_command", State{Executing, Started}, Event{Kind: Stop}, State{Idle, Started}, EndRun, ""},
 		{"run_budget_withdraws_started", State{Executing, Started}, Event{Kind: RunBudgetHit}, State{Idle, ProposalFail}, EndRun, ""},
 		{"task_supersedes_interrupted", State{Failed, Interrupted}, Event{Kind: Task}, State{Thinking, Superseded}, StartRun, ""},
+		{"writing_start_checkpoints_first", State{Executing, Approved}, Event{Kind: Start, Writes: true}, State{Executing, Started}, Checkpoint, ""},
+		{"writing_end_records_change", State{Executing, Started}, Event{Kind: Succeed, Writes: true}, State{Thinking, Succeeded}, RecordChange, ""},
+		{"writing_failure_records_change", State{Executing, Started}, Event{Kind: Fail, Writes: true}, State{Thinking, ProposalFail}, RecordChange, ""},
+		{"rewind_restores_idle_agent", State{Idle, None}, Event{Kind: Rewind}, State{Idle, None}, Restore, ""},
+		{"rewind_keeps_pending_proposal", State{AwaitingDecision, Pending}, Event{Kind: Rewind}, State{AwaitingDecision, Pending}, Restore, Wait},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, effects, err := Next(c.from, c.ev)
@@ -130,6 +135,18 @@ func TestLoopEventsAreLegal(t *testing.T) {
 		from := State{Agent: r.Agent, Proposal: r.Proposal}
 		if _, _, err := Next(from, Event{Kind: m.Event}); err != nil {
 			t.Errorf("round %s: move %s: %v", r, m, err)
+		}
+	}
+}
+
+// A rewind is refused while a step is in flight, in every agent state: its command or
+// helper could write beside the restore. The refusal is the table's, named.
+func TestRewindIsRefusedWhileAStepIsStarted(t *testing.T) {
+	for _, a := range AgentStates {
+		_, _, err := Next(State{Agent: a, Proposal: Started}, Event{Kind: Rewind})
+		var ill *IllegalError
+		if !errors.As(err, &ill) {
+			t.Errorf("rewind of %s/started: got %v, want an IllegalError", a, err)
 		}
 	}
 }

@@ -52,6 +52,8 @@ func (t *transition) run() bool {
 	switch t.ev.Kind {
 	case Think, ModelDown, InvalidReplies, AgentBudgetHit, BudgetRaised, Pause, Resume, Stop, Task:
 		return t.control()
+	case Rewind:
+		return t.rewind()
 	case Proposed, ProposedRepeat, ProposedRethink, ProposedLoop:
 		return t.proposed()
 	case PolicyAllow, PolicyRefuse, Await, Approve, ApproveN, Deny, GiveFeedback:
@@ -214,6 +216,9 @@ func (t *transition) executed() bool {
 		if !act || p != Approved {
 			return false
 		}
+		if t.ev.Writes && t.ev.Kind != StartQuestion {
+			t.effect(Checkpoint) // durable before the command (or its captured change) can run
+		}
 		t.proposal(Started, false)
 		if t.ev.Kind == StartQuestion {
 			t.agent(AwaitingDecision)
@@ -273,6 +278,9 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		if t.ev.Kind == Fail {
 			status = ProposalFail
 		}
+		if t.ev.Writes {
+			t.effect(RecordChange) // first: the episode tells the change
+		}
 		t.proposal(status, true)
 		t.effect(RecordEpisode)
 		if a == Executing {
@@ -308,5 +316,16 @@ func (t *transition) ended(a AgentState, act bool) bool {
 	default:
 		return false
 	}
+	return true
+}
+
+// rewind handles a person putting the workspace back as before a step: any state but
+// one with a step in flight, whose command (or helper) could write beside the restore.
+// The agent's state stays; the model is told on its next step.
+func (t *transition) rewind() bool {
+	if t.from.Agent == RunOver || t.from.Proposal == Started {
+		return false
+	}
+	t.effect(Restore)
 	return true
 }

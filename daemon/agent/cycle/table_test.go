@@ -17,10 +17,14 @@ func Table() string {
 	for _, a := range AgentStates {
 		for _, p := range OpenStatuses {
 			from := State{Agent: a, Proposal: p}
-			for _, k := range Kinds {
-				to, effects, err := Next(from, Event{Kind: k})
+			for _, ev := range Events() {
+				label := string(ev.Kind)
+				if ev.Writes {
+					label += "+writes"
+				}
+				to, effects, err := Next(from, ev)
 				if err != nil {
-					fmt.Fprintf(&b, "%-30s %-22s illegal\n", from, k)
+					fmt.Fprintf(&b, "%-30s %-22s illegal\n", from, label)
 					continue
 				}
 				legal++
@@ -28,12 +32,13 @@ func Table() string {
 				for i, e := range effects {
 					names[i] = e.String()
 				}
-				fmt.Fprintf(&b, "%-30s %-22s -> %-30s %s\n", from, k, to, strings.Join(names, " "))
+				fmt.Fprintf(&b, "%-30s %-22s -> %-30s %s\n", from, label, to, strings.Join(names, " "))
 			}
 		}
 	}
+	n := len(Events())
 	fmt.Fprintf(&b, "# %d states x %d events = %d pairs, %d legal\n",
-		len(AgentStates)*len(OpenStatuses), len(Kinds), len(AgentStates)*len(OpenStatuses)*len(Kinds), legal)
+		len(AgentStates)*len(OpenStatuses), n, len(AgentStates)*len(OpenStatuses)*n, legal)
 	return b.String()
 }
 

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// CheckpointService is the workspace checkpoints taken before each step that may change
+// an agent's workspace: what a step changed, and putting the workspace back.
+type CheckpointService interface {
+	// Diff returns what a step changed in the agent's workspace: step req.Step (its latest
+	// run's with that number), or with 0 the latest step that may have changed it.
+	Diff(ctx context.Context, ref string, req DiffRequest) (*StepChange, error)
+	// Rewind puts the agent's workspace back as it was before step req.To (or undoes the
+	// rewind req.Undo); with DryRun it only says what would be restored. Refused
+	// (ErrConflict) while a step of the agent is in flight.
+	Rewind(ctx context.Context, ref string, req RewindRequest) (*Rewind, error)
+}
+
+// DiffRequest names the step to show; 0 is the latest.
+type DiffRequest struct {
+	Step int `json:"step,omitempty"`
+}
+
+// StepChange is what one step — or a rewind — changed in an agent's workspace.
+type StepChange struct {
+	AgentID string `json:"agent_id"`
+	Agent   string `json:"agent"`
+	// ID is the step's proposal id, or the rewind's (rw-…).
+	ID    string `json:"id"`
+	RunID string `json:"run_id"`
+	Step  int    `json:"step"`
+	// Kind is "step" or "rewind".
+	Kind    string `json:"kind"`
+	Command string `json:"command,omitempty"`
+	// Running says the step has not ended: the change shown is the workspace now against
+	// the checkpoint before it.
+	Running bool `json:"running,omitempty"`
+	// Files counts the paths changed; Added and Removed the text lines.
+	Files   int `json:"files"`
+	Added   int `json:"added"`
+	Removed int `json:"removed"`
+	// Summary is the change in one line: "changed 3 files (+12 −4)", or "no changes".
+	Summary string `json:"summary"`
+	// Preview is the change as proposal previews show one (PreviewChange): the paths
+	// changed, then each text file's unified diff.
+	Preview *Preview `json:"preview,omitempty"`
+	// Notice says what the checkpoints could not capture ("" when whole).
+	Notice string    `json:"notice,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// RewindRequest asks to put an agent's workspace back as it was before step To (its
+// latest run's with that number), or to undo the rewind Undo (its rw-… id).
+type RewindRequest struct {
+	To   int    `json:"to,omitempty"`
+	Undo string `json:"undo,omitempty"`
+	// DryRun only says what would be restored.
+	DryRun bool `json:"dry_run,omitempty"`
+	// By names who asked, for the agent's history and the audit log ("" for agentctl's
+	// user); Source is where from: agentctl, web, slack, discord.
+	By     string `json:"by,omitempty"`
+	Source string `json:"source,omitempty"`
+}
+
+// Rewind is what a rewind did, or with DryRun would do.
+type Rewind struct {
+	AgentID string `json:"agent_id"`
+	Agent   string `json:"agent"`
+	// Step is the step the workspace goes back to before; 0 when undoing a rewind.
+	Step int `json:"step"`
+	// Restore is what it changes (or changed): the workspace now against before Step.
+	Restore StepChange `json:"restore"`
+	// Done says the workspace was put back; Undo is then the rewind's id, which
+	// `agentctl rewind AGENT --undo ID` takes to undo it.
+	Done bool   `json:"done"`
+	Undo string `json:"undo,omitempty"`
+}
+
+// DiffRoute serves CheckpointService.Diff.
+var DiffRoute = register(Route[DiffRequest, *StepChange]{Method: "GET", Path: "/v0/agents/{agent}/diff",
+	Call: func(ctx context.Context, s Service, ref string, in DiffRequest) (*StepChange, error) {
+		return s.Diff(ctx, ref, in)
+	},
+	toQuery: func(in DiffRequest) url.Values {
+		v := url.Values{}
+		if in.Step != 0 {
+			v.Set("step", strconv.Itoa(in.Step))
+		}
+		return v
+	},
+	fromQuery: func(v url.Values) (DiffRequest, error) {
+		for key := range v {
+			if key != "step" {
+				return DiffRequest{}, Errorf(ErrBadRequest, "unknown query parameter %q (want step)", key)
+			}
+		}
+		var in DiffRequest
+		if s := v.Get("step"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				return in, Errorf(ErrBadRequest, "step %q: want a step number like 3 (agentctl history lists them)", s)
+			}
+			in.Step = n
+		}
+		return in, nil
+	}})
+
+// RewindRoute serves CheckpointService.Rewind.
+var RewindRoute = register(Route[RewindRequest, *Rewind]{Method: "POST", Path: "/v0/agents/{agent}/rewind",
+	Call: func(ctx context.Context, s Service, ref string, in RewindRequest) (*Rewind, error) {
+		return s.Rewind(ctx, ref, in)
+	}})
+
+// Diff returns what a step changed in the agent's workspace (0: the latest step).
+func (c *Client) Diff(ctx context.Context, agent string, step int) (*StepChange, error) {
+	return call(ctx, c, DiffRoute, agent, DiffRequest{Step: step})
+}
+
+// Rewind puts the agent's workspace back as before a step, or says what it would restore.
+func (c *Client) Rewind(ctx context.Context, agent string, req RewindRequest) (*Rewind, error) {
+	return call(ctx, c, RewindRoute, agent, req)
+}

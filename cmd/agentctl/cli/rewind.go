@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentd/agentd/api"
+)
+
+var rewindCmd = &command{
+	name:  "rewind",
+	args:  "AGENT (--to STEP | --undo ID) [--yes] [--json]",
+	short: "put the agent's workspace back as it was before a step",
+	long: `Rewind puts the agent's workspace back exactly as it was before step STEP (a step
+number as 'agentctl history' shows it): files, folders, modes and links; files created
+since are removed. It first shows what would change and asks; --yes skips the question
+(for scripts; without a terminal to ask on, rewind refuses unless --yes is given).
+
+A step still running cannot be rewound under it: rewind refuses until the step ends
+(or 'agentctl stop' ends it). The agent's history records the rewind and the agent is
+told on its next step. A rewind can be undone: it prints its id, which
+'agentctl rewind AGENT --undo ID' takes.
+
+  agentctl rewind researcher --to 3`,
+	run: verb(agentVerbs.runRewind),
+}
+
+func (a agentVerbs) runRewind(ctx context.Context, args []string) error {
+	fs := a.newFlagSet()
+	to := fs.Int("to", 0, "put the workspace back as before step `STEP`")
+	undo := fs.String("undo", "", "undo the rewind `ID` (rw-…, printed by the rewind)")
+	yes := fs.Bool("yes", false, "do not ask: rewind at once")
+	ref, err := a.parseAgent(fs, args)
+	if err != nil {
+		return err
+	}
+	if (*to > 0) == (*undo != "") || *to < 0 {
+		return usagef("want --to STEP (a step number from agentctl history %s) or --undo ID, one of them", ref)
+	}
+	req := api.RewindRequest{To: *to, Undo: *undo, Source: "agentctl"}
+	if !*yes {
+		req.DryRun = true
+		plan, err := a.api().Rewind(ctx, ref, req)
+		if err != nil {
+			return agentErr(ref, err)
+		}
+		fmt.Fprintf(a.stdout, "%s  rewind %s\n", line(plan.Agent), rewindTarget(req))
+		writePreview(a.stdout, plan.Restore.Preview, "", 0)
+		if err := a.confirm("Rewind? [y/N] "); err != nil {
+			return err
+		}
+		req.DryRun = false
+	}
+	done, err := a.api().Rewind(ctx, ref, req)
+	if err != nil {
+		return agentErr(ref, err)
+	}
+	if a.json {
+		return a.printJSON(done)
+	}
+	fmt.Fprintf(a.stdout, "%s  rewound %s: %s\n", line(done.Agent), rewindTarget(req), line(done.Restore.Summary))
+	fmt.Fprintf(a.stdout, "  undo with: agentctl rewind %s --undo %s\n", line(done.Agent), line(done.Undo))
+	return nil
+}
+
+func rewindTarget(req api.RewindRequest) string {
+	if req.Undo != "" {
+		return "undoing " + line(req.Undo)
+	}
+	return fmt.Sprintf("to before step %d", req.To)
+}
+
+// errNotConfirmed ends a rewind nobody confirmed.
+var errNotConfirmed = errors.New("not rewound: nothing was changed")
+
+// confirm asks question on stderr and reads the answer from stdin: yes goes on; no
+// answer (no stdin, </dev/null) refuses with the fix.
+func (a agentVerbs) confirm(question string) error {
+	fmt.Fprint(a.stderr, question)
+	if a.stdin == nil {
+		return errors.New("no answer: pass --yes to rewind without asking")
+	}
+	answer, err := bufio.NewReader(a.stdin).ReadString('\n')
+	if strings.TrimSpace(answer) == "" && err != nil {
+		fmt.Fprintln(a.stderr)
+		return errors.New("no answer on stdin: pass --yes to rewind without asking")
+	}
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	return errNotConfirmed
+}

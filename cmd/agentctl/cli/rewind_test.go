@@ -1,0 +1,81 @@
+package cli_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/apitest"
+)
+
+// TestDiffAndRewindGolden runs testdata/rewind/*.golden: a step's diff (named, latest,
+// a bad step, none), a rewind with --yes, one with no answer to its question (refused,
+// nothing changed, the fix named), one with no target, one refused while a step runs,
+// and undoing a rewind as JSON.
+func TestDiffAndRewindGolden(t *testing.T) {
+	f := newFakeDaemon(t)
+	t.Setenv(api.SocketEnv, f.sock)
+	at := time.Date(2026, 11, 21, 9, 5, 0, 0, time.UTC)
+	change := func(step int, summary, diff string) *api.StepChange {
+		return &api.StepChange{AgentID: "a-1", Agent: "researcher", ID: "p-3", RunID: "r-1", Step: step, Kind: "step",
+			Command: "execute_shell", Files: 2, Added: 2, Removed: 1, Summary: summary, At: at,
+			Preview: &api.Preview{Kind: api.PreviewChange, Summary: summary, Diff: diff}}
+	}
+	const diff = "modified file notes.md (+1 −1)\ncreated file out/\x1b[31mred.txt (+1 −0)\n\n--- a/notes.md\n+++ b/notes.md\n@@ -1 +1 @@\n-old\n+new\n"
+	apitest.Handle(&f.api, api.DiffRoute, func(_ context.Context, ref string, in api.DiffRequest) (*api.StepChange, error) {
+		if ref != "researcher" {
+			return nil, api.Errorf(api.ErrNotFound, "agent builder has no checkpointed step 2: only steps that may change the workspace are (`agentctl history builder` lists them)")
+		}
+		step := in.Step
+		if step == 0 {
+			step = 4 // the latest
+		}
+		return change(step, "changed 2 files (+2 −1)", diff), nil
+	})
+	var rewound []api.RewindRequest
+	apitest.Handle(&f.api, api.RewindRoute, func(_ context.Context, ref string, in api.RewindRequest) (*api.Rewind, error) {
+		if ref == "busy" {
+			return nil, api.Errorf(api.ErrConflict, "agent busy is running step 4 (execute_shell): a rewind waits until it ends; try again then, or `agentctl stop busy` first")
+		}
+		if !in.DryRun {
+			rewound = append(rewound, in)
+		}
+		return &api.Rewind{AgentID: "a-1", Agent: "researcher", Step: in.To, Done: !in.DryRun, Undo: "rw-9",
+			Restore: *change(in.To, "changed 2 files (+1 −2)", "deleted file out/red.txt (+0 −1)\n")}, nil
+	})
+	runGoldens(t, f, t.TempDir(), "testdata/rewind/*.golden")
+	slices.SortFunc(rewound, func(a, b api.RewindRequest) int { return strings.Compare(a.Undo, b.Undo) })
+	if len(rewound) != 2 || rewound[0].To != 3 || rewound[1].Undo != "rw-7" {
+		t.Errorf("the daemon was asked to rewind %+v; want to step 3 once (--yes), and to undo rw-7 once", rewound)
+	}
+}
+
+// Answering the question yes rewinds; anything else leaves the workspace alone.
+func TestRewindAsksAndOnlyYesRewinds(t *testing.T) {
+	f := newFakeDaemon(t)
+	var dry, done int
+	apitest.Handle(&f.api, api.RewindRoute, func(_ context.Context, ref string, in api.RewindRequest) (*api.Rewind, error) {
+		if in.DryRun {
+			dry++
+		} else {
+			done++
+		}
+		return &api.Rewind{Agent: ref, Step: in.To, Done: !in.DryRun, Undo: "rw-1",
+			Restore: api.StepChange{Summary: "changed 1 file (+0 −1)", Preview: &api.Preview{Kind: api.PreviewChange, Summary: "changed 1 file (+0 −1)"}}}, nil
+	})
+	for _, c := range []struct {
+		answer string
+		done   int
+	}{{"n\n", 0}, {"y\n", 1}, {"yes\n", 2}, {"\n", 2}} {
+		r := runCLI(t, c.answer, "--socket", f.sock, "rewind", "researcher", "--to", "2")
+		if done != c.done || (c.done == 0 && !strings.Contains(r.String(), "not rewound")) {
+			t.Errorf("answer %q: %d rewinds (want %d); output:\n%s", c.answer, done, c.done, r)
+		}
+	}
+	if dry != 4 {
+		t.Errorf("%d dry runs for 4 questions: each question must show what would change first", dry)
+	}
+}

@@ -1,0 +1,316 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/checkpoint"
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
+)
+
+// CheckpointOptions configure the workspace checkpoints ([checkpoints]): one
+// daemon/checkpoint store per agent in <StateDir>/checkpoints/<agent id>/, inside the
+// state directory and outside every workspace, so no sandboxed program sees it. The zero
+// value takes none.
+type CheckpointOptions struct {
+	On    bool
+	Store checkpoint.Options
+	// Dir is where they are kept: set by New from Options.StateDir.
+	Dir string
+}
+
+// checkpoints keeps each agent's checkpoint store open and carries out the cycle's
+// checkpoint, record_change and restore effects for the applier (transit.go).
+type checkpoints struct {
+	opt CheckpointOptions
+
+	mu   sync.Mutex
+	open map[string]*checkpoint.Store // by agent id
+}
+
+// on reports whether checkpoints are taken at all.
+func (k *checkpoints) on() bool { return k != nil && k.opt.Dir != "" }
+
+// storeOf opens agent id's store, the first time it is needed.
+func (k *checkpoints) storeOf(id string) (*checkpoint.Store, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s := k.open[id]; s != nil {
+		return s, nil
+	}
+	if strings.ContainsAny(id, "/\x00") || id == "" || id == "." || id == ".." {
+		return nil, fmt.Errorf("checkpoints: bad agent id %q", id)
+	}
+	dir := filepath.Join(k.opt.Dir, id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("checkpoints: %w", err)
+	}
+	s, err := checkpoint.Open(dir, k.opt.Store)
+	if err != nil {
+		return nil, err
+	}
+	if k.open == nil {
+		k.open = map[string]*checkpoint.Store{}
+	}
+	k.open[id] = s
+	return s, nil
+}
+
+// remove closes and deletes a removed agent's checkpoints.
+func (k *checkpoints) remove(id string) {
+	if !k.on() || strings.ContainsAny(id, "/\x00") || id == "" || id == "." || id == ".." {
+		return
+	}
+	k.mu.Lock()
+	if s := k.open[id]; s != nil {
+		s.Close()
+		delete(k.open, id)
+	}
+	k.mu.Unlock()
+	os.RemoveAll(filepath.Join(k.opt.Dir, id))
+}
+
+// removed is what happens once an agent is gone from the store: its checkpoints go, then
+// what the server keeps of it (Options.OnAgentRemoved, if set).
+func (k *checkpoints) removed(then func(id string)) func(id string) {
+	return func(id string) {
+		k.remove(id)
+		if then != nil {
+			then(id)
+		}
+	}
+}
+
+// closeAll closes every open store (the daemon stops).
+func (k *checkpoints) closeAll() {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for id, s := range k.open {
+		s.Close()
+		delete(k.open, id)
+	}
+}
+
+// writes says whether a step of the command spec names, run with profile prof, may
+// change the workspace and so is checkpointed (cycle.Event.Writes): not a read or a
+// message, nor a sandboxed program in the bounded profile's read-only workspace.
+func (k *checkpoints) writes(spec *commands.Spec, prof commands.Profile) bool {
+	if !k.on() || spec == nil {
+		return false
+	}
+	switch spec.Class {
+	case commands.ClassRead, commands.ClassMessage:
+		return false
+	}
+	return !(permission.Sandboxed(spec.Name) && prof.Bounded && !prof.Write)
+}
+
+// took says whether proposal p's start took a checkpoint whose change is not recorded
+// yet: its end then records it (cycle.Event.Writes on its end).
+func (k *checkpoints) took(tx *store.Tx, p *api.Proposal) bool {
+	if !k.on() {
+		return false
+	}
+	c, err := tx.StepCheckpointOf(p.ID)
+	return err == nil && c.Kind == store.CheckpointStep && c.After == 0
+}
+
+// before checkpoints a's workspace before step p, durably, and records it. A checkpoint
+// that fails does not stop the step: its row says why, and so does the step's result.
+func (k *checkpoints) before(tx *store.Tx, a *store.Agent, p *api.Proposal) error {
+	row := &store.StepCheckpoint{ID: p.ID, AgentID: a.ID, RunID: p.RunID, Step: p.Step, Kind: store.CheckpointStep}
+	info, err := k.take(a)
+	if err != nil {
+		row.Notice = "no checkpoint before this step, it cannot be rewound: " + err.Error()
+	} else {
+		row.Before, row.Notice = uint64(info.ID), info.Problem()
+	}
+	return tx.InsertStepCheckpoint(row)
+}
+
+// take checkpoints a's workspace.
+func (k *checkpoints) take(a *store.Agent) (checkpoint.Info, error) {
+	s, err := k.storeOf(a.ID)
+	if err != nil {
+		return checkpoint.Info{}, err
+	}
+	return s.Checkpoint(context.Background(), a.Workspace)
+}
+
+// after checkpoints a's workspace once step p ended, records what the step changed and
+// returns it in one line for its result ("" when nothing changed and nothing is amiss).
+func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
+	row, err := tx.StepCheckpointOf(p.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	if row.Before == 0 {
+		return row.Notice, nil
+	}
+	a, err := tx.Agent(row.AgentID)
+	if err != nil {
+		return "", err
+	}
+	info, err := k.take(a)
+	s, _ := k.storeOf(a.ID) // take opened it
+	var d *checkpoint.Diff
+	if err == nil {
+		d, err = s.Diff(context.Background(), checkpoint.ID(row.Before), info.ID)
+	}
+	if err != nil {
+		row.Notice = "what this step changed is not known: " + err.Error()
+		return row.Notice, tx.InsertStepCheckpoint(row)
+	}
+	row.After, row.Files, row.Added, row.Removed = uint64(info.ID), d.Files+d.Folders, d.Added, d.Removed
+	if row.Notice == "" {
+		row.Notice = info.Problem()
+	}
+	if err := tx.InsertStepCheckpoint(row); err != nil {
+		return "", err
+	}
+	return changeLine(d.Summary(), row), nil
+}
+
+// changeLine is a step's change as its result ends with: "changed 3 files (+12 −4)", and
+// what the checkpoints could not capture.
+func changeLine(summary string, row *store.StepCheckpoint) string {
+	var parts []string
+	if row.Files > 0 {
+		parts = append(parts, summary)
+	}
+	if row.Notice != "" {
+		parts = append(parts, row.Notice)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// withChange is result ending with the step's change line, once (a retried
+// transaction records the same step again).
+func withChange(result, line string) string {
+	if line == "" {
+		return result
+	}
+	line = "[workspace: " + line + "]"
+	if strings.HasSuffix(result, line) {
+		return result
+	}
+	if result == "" {
+		return line
+	}
+	return result + "\n" + line
+}
+
+// rewindTo is a rewind's request, for the restore effect: the step whose before state
+// the workspace gets back, who asked, and — once done, so a retried transaction does
+// not restore twice — what the restore did.
+type rewindTo struct {
+	target *store.StepCheckpoint
+	by     string
+	what   string // "before step 3", "before rewind rw-12"
+	done   *checkpoint.Restored
+}
+
+// restore puts a's workspace back as it was before rw's step, records the rewind as a
+// step checkpoint of its own (so it can be undone) and tells the model in an episode.
+func (k *checkpoints) restore(tx *store.Tx, a *store.Agent, rw *rewindTo, rec func(*store.Tx, string, *api.Proposal, *api.Episode) error) (*api.Episode, error) {
+	if rw.done == nil {
+		s, err := k.storeOf(a.ID)
+		if err != nil {
+			return nil, err
+		}
+		if rw.done, err = s.Restore(context.Background(), a.Workspace, checkpoint.ID(rw.target.Before)); err != nil {
+			return nil, fmt.Errorf("rewind: %w", err)
+		}
+	}
+	d := rw.done.Diff
+	row := &store.StepCheckpoint{ID: "rw-" + fmt.Sprint(rw.done.Before.ID), AgentID: a.ID, RunID: a.RunID, Step: a.Step,
+		Kind: store.CheckpointRewind, Before: uint64(rw.done.Before.ID), After: rw.target.Before,
+		Files: d.Files + d.Folders, Added: d.Added, Removed: d.Removed, Notice: rw.done.Before.Problem()}
+	if err := tx.InsertStepCheckpoint(row); err != nil {
+		return nil, err
+	}
+	ep := &api.Episode{RunID: a.RunID, Step: a.Step, ProposalID: row.ID, Command: "rewind",
+		Args: fmt.Appendf(nil, `{"to_step":%d}`, rw.target.Step), Outcome: "rewound",
+		Result: fmt.Sprintf("%s put the workspace back as it was %s (%s). Files are as they were then: read them again before relying on them.",
+			rw.by, rw.what, d.Summary())}
+	if err := rec(tx, a.ID, &api.Proposal{ID: row.ID, AgentID: a.ID, RunID: a.RunID, Step: a.Step}, ep); err != nil {
+		return nil, err
+	}
+	return ep, tx.Audit(a.ID, "rewound", map[string]string{"to": rw.what, "by": rw.by, "undo": row.ID})
+}
+
+// workspace carries out the cycle's workspace effects: a checkpoint before a step, the
+// change recorded at its end (told in its episode), a rewind's restore.
+func (c *change) workspace(tx *store.Tx, k cycle.EffectKind, out *applied) error {
+	if c.ckpt == nil {
+		return errMissing
+	}
+	switch k {
+	case cycle.Checkpoint:
+		if c.a == nil || c.p == nil {
+			return errMissing
+		}
+		return c.ckpt.before(tx, c.a, c.p)
+	case cycle.RecordChange:
+		if c.p == nil {
+			return errMissing
+		}
+		line, err := c.ckpt.after(tx, c.p)
+		if err == nil && c.episode != nil {
+			c.episode.Result = withChange(c.episode.Result, line)
+		}
+		return err
+	}
+	if c.a == nil || c.rewind == nil || c.rec == nil {
+		return errMissing
+	}
+	ep, err := c.ckpt.restore(tx, c.a, c.rewind, c.rec)
+	out.episode = ep
+	return err
+}
+
+// checkpointOptionsOf is [checkpoints].
+func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
+	c := cfg.Checkpoints
+	return CheckpointOptions{On: c.Enabled,
+		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes)}}
+}
+
+// doctorCheck is agentctl doctor's line on the checkpoints: on or off, and the disk they
+// take against their bound.
+func (k *checkpoints) doctorCheck(context.Context) []api.Check {
+	if !k.on() {
+		return []api.Check{{Name: "checkpoints", Status: api.CheckWarn, Detail: "off: steps are not checkpointed and cannot be rewound",
+			Fix: "set [checkpoints] enabled = true in the config"}}
+	}
+	entries, err := os.ReadDir(k.opt.Dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return []api.Check{{Name: "checkpoints", Status: api.CheckFail, Detail: err.Error(), Fix: "check that agentd can read " + k.opt.Dir}}
+	}
+	used := int64(0)
+	for _, e := range entries {
+		n, _ := commands.DiskUsage(filepath.Join(k.opt.Dir, e.Name()))
+		used += n
+	}
+	o := k.opt.Store
+	o.KeepCount, o.MaxStoreBytes = cmp.Or(o.KeepCount, checkpoint.DefaultKeepCount), cmp.Or(o.MaxStoreBytes, checkpoint.DefaultMaxStoreBytes)
+	return []api.Check{{Name: "checkpoints", Status: api.CheckOK, Detail: fmt.Sprintf("%s for %s in %s (each keeps at most %d checkpoints and %s)",
+		display.Size(used), display.Count(len(entries), "agent", "agents"), k.opt.Dir, o.KeepCount, display.Size(o.MaxStoreBytes))}}
+}

@@ -1,0 +1,137 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/api"
+)
+
+func withCheckpoints(o *Options) { o.Checkpoints.On = true }
+
+// A write step is checkpointed before it runs; its result, history and diff say what it
+// changed; a rewind puts the workspace back, is recorded and told to the model on its
+// next step, and can itself be undone.
+func TestWriteStepIsCheckpointedShownRewoundAndUndone(t *testing.T) {
+	h := newHarness(t, withCheckpoints)
+	ctx := context.Background()
+	h.fake.Script(
+		reply("write_file", map[string]string{"path": "notes/a.txt", "contents": "hello\nworld\n"}),
+		reply("read_file", map[string]string{"path": "notes/a.txt"}),
+		reply("finish", map[string]string{"reason": "done"}))
+	a := h.create(api.CreateAgentRequest{})
+	if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+		t.Fatal(err)
+	}
+	p2 := h.pending(a.ID) // read_file: the write has ended
+	eps := h.history(a.ID)
+	if len(eps) != 1 || !strings.HasSuffix(eps[0].Result, "[workspace: changed 1 file and 1 folder (+2 −0)]") {
+		t.Fatalf("the write's episode does not say what it changed: %+v", eps)
+	}
+	c, err := h.sup.rewinds.Diff(ctx, a.Name, api.DiffRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Step != 1 || c.Command != "write_file" || c.Files != 2 || c.Added != 2 || c.Running ||
+		!strings.Contains(c.Preview.Diff, "+hello") || !strings.Contains(c.Preview.Diff, "created file notes/a.txt") {
+		t.Fatalf("diff of step 1 = %+v, preview %+v", c, c.Preview)
+	}
+
+	dry, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(a.Workspace, "notes", "a.txt")
+	if _, err := os.Stat(file); dry.Done || err != nil || !strings.Contains(dry.Restore.Preview.Diff, "deleted file notes/a.txt") {
+		t.Fatalf("a dry run changed the workspace or does not say what it would delete: %+v, %v", dry, err)
+	}
+	rw, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1, By: "ana"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(file); !rw.Done || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after the rewind notes/a.txt is still there (%v), or the rewind says %+v", err, rw)
+	}
+	eps = h.history(a.ID)
+	if last := eps[len(eps)-1]; last.Command != "rewind" || !strings.Contains(last.Result, "ana put the workspace back as it was before step 1") {
+		t.Fatalf("the history does not record the rewind: %+v", last)
+	}
+	if _, err := h.decide(a.ID, p2, "y"); err != nil {
+		t.Fatal(err)
+	}
+	h.pending(a.ID) // finish: the prompt that proposed it came after the rewind
+	reqs := h.fake.Requests()
+	if prompt := joinContent(reqs[len(reqs)-1].Messages); !strings.Contains(prompt, "rewind") || !strings.Contains(prompt, "before step 1") {
+		t.Errorf("the model was not told of the rewind:\n%s", prompt)
+	}
+
+	if _, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{Undo: rw.Undo}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(file); err != nil || string(b) != "hello\nworld\n" {
+		t.Fatalf("undoing the rewind did not bring notes/a.txt back: %q, %v", b, err)
+	}
+	if c := h.sup.checkpoints.doctorCheck(ctx)[0]; c.Status != api.CheckOK || !strings.Contains(c.Detail, "for 1 agent in") || strings.HasPrefix(c.Detail, "0 B") {
+		t.Errorf("doctor's checkpoints line = %+v", c)
+	}
+	if _, err := h.sup.runs.Stop(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sup.runs.DeleteAgent(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "checkpoints", a.ID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a removed agent's checkpoints stay: %v", err)
+	}
+}
+
+// A read takes no checkpoint (the table's writes flag is off for it), and a diff of it
+// says so and how to find the steps that have one.
+func TestReadStepIsNotCheckpointed(t *testing.T) {
+	h := newHarness(t, withCheckpoints)
+	h.fake.Script(reply("list_folder", map[string]string{"path": "."}), reply("finish", map[string]string{"reason": "done"}))
+	a := h.create(api.CreateAgentRequest{})
+	if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+		t.Fatal(err)
+	}
+	h.pending(a.ID)
+	_, err := h.sup.rewinds.Diff(context.Background(), a.Name, api.DiffRequest{Step: 1})
+	if !errors.Is(err, api.ErrNotFound) || !strings.Contains(err.Error(), "no checkpointed step 1") {
+		t.Fatalf("diff of a read step: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "checkpoints", a.ID)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a read step opened a checkpoint store: %v", err)
+	}
+}
+
+// A rewind is refused while a step is in flight (here ask_user's question), with the
+// reason and the fix; and a request that names neither a step nor a rewind, or a hostile
+// rewind id, is refused without touching the workspace.
+func TestRewindRefusedWhileAStepIsStartedAndForBadRequests(t *testing.T) {
+	h := newHarness(t, withCheckpoints)
+	ctx := context.Background()
+	h.fake.Script(
+		reply("write_file", map[string]string{"path": "a.txt", "contents": "x"}),
+		reply("ask_user", map[string]string{"question": "go on?"}))
+	a := h.create(api.CreateAgentRequest{})
+	if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "the question", func(a *api.Agent) bool { return a.Question != nil })
+	_, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1})
+	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "is running step 2 (ask_user)") {
+		t.Fatalf("rewind while a question is open: %v", err)
+	}
+	for _, req := range []api.RewindRequest{{}, {To: 1, Undo: "rw-1"}, {To: -1}, {Undo: "../../etc"}, {Undo: "rw-1/../x"}} {
+		if _, err := h.sup.rewinds.Rewind(ctx, a.Name, req); err == nil {
+			t.Errorf("rewind %+v was not refused", req)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "a.txt")); err != nil || string(b) != "x" {
+		t.Fatalf("a refused rewind changed the workspace: %q, %v", b, err)
+	}
+}

@@ -1,0 +1,175 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/checkpoint"
+	"github.com/agentd/agentd/daemon/store"
+)
+
+// rewinds serves the checkpoints to people: what a step changed (agentctl diff) and
+// putting the workspace back (agentctl rewind), which is the cycle's rewind event.
+type rewinds struct {
+	ckpt *checkpoints
+	st   *store.Store
+	// What a rewind needs of the runs and the episodes: changing an agent under its
+	// runner's lock, and telling the model.
+	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+}
+
+var _ api.CheckpointService = (*rewinds)(nil)
+
+// Diff returns what a step changed: between its checkpoints once it ended, or from its
+// checkpoint to the workspace now while it runs.
+func (s *rewinds) Diff(ctx context.Context, ref string, req api.DiffRequest) (*api.StepChange, error) {
+	if req.Step < 0 {
+		return nil, badRequest("step %d: want a step number like 3 (agentctl history lists them)", req.Step)
+	}
+	var a *store.Agent
+	var row *store.StepCheckpoint
+	var p *api.Proposal
+	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+		if a, row, err = s.find(tx, ref, req.Step, ""); err != nil {
+			return err
+		}
+		p, err = tx.Proposal(row.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	store_, err := s.ckpt.storeOf(a.ID)
+	if err != nil {
+		return nil, err
+	}
+	var d *checkpoint.Diff
+	if row.After != 0 {
+		d, err = store_.Diff(ctx, checkpoint.ID(row.Before), checkpoint.ID(row.After))
+	} else {
+		d, err = store_.DiffLive(ctx, a.Workspace, checkpoint.ID(row.Before))
+	}
+	if err != nil {
+		return nil, dropped(a, row, err)
+	}
+	c := stepChange(a, row, d)
+	c.Command, c.Running = p.Command, row.After == 0 && p.Status == api.ProposalStarted
+	return c, nil
+}
+
+// find resolves ref and its checkpointed step (0: the latest), or with undo its rewind.
+func (s *rewinds) find(tx *store.Tx, ref string, step int, undo string) (*store.Agent, *store.StepCheckpoint, error) {
+	if !s.ckpt.on() {
+		return nil, nil, conflict("checkpoints are off ([checkpoints] enabled = false): no step can be shown or rewound")
+	}
+	a, err := resolve(tx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	var row *store.StepCheckpoint
+	if undo != "" {
+		row, err = tx.StepCheckpointOf(undo)
+		if err == nil && (row.AgentID != a.ID || row.Kind != store.CheckpointRewind) {
+			err = store.ErrNotFound
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil, notFound("agent %s has no rewind %q: the id is in the rewind's reply and in `agentctl history %s`", a.Name, undo, a.Name)
+		}
+	} else if row, err = tx.StepCheckpointAt(a.ID, step); errors.Is(err, store.ErrNotFound) {
+		what := fmt.Sprintf("step %d", step)
+		if step == 0 {
+			what = "step"
+		}
+		return nil, nil, notFound("agent %s has no checkpointed %s: only steps that may change the workspace are (`agentctl history %s` lists them)", a.Name, what, a.Name)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if row.Before == 0 {
+		return nil, nil, conflict("step %d of agent %s has no checkpoint: %s", row.Step, a.Name, row.Notice)
+	}
+	return a, row, nil
+}
+
+// dropped is err, or when the checkpoint is gone, why and what to do.
+func dropped(a *store.Agent, row *store.StepCheckpoint, err error) error {
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return notFound("the checkpoints of step %d of agent %s were dropped to keep within [checkpoints] keep and max_bytes; raise them to keep more", row.Step, a.Name)
+	}
+	return err
+}
+
+// stepChange is d as the API shows a step's change.
+func stepChange(a *store.Agent, row *store.StepCheckpoint, d *checkpoint.Diff) *api.StepChange {
+	text := d.Text()
+	_, rest, _ := strings.Cut(text, "\n") // the first line is the summary
+	return &api.StepChange{AgentID: a.ID, Agent: a.Name, ID: row.ID, RunID: row.RunID, Step: row.Step, Kind: row.Kind,
+		Files: d.Files + d.Folders, Added: d.Added, Removed: d.Removed, Summary: d.Summary(), Notice: row.Notice, At: row.At,
+		Preview: &api.Preview{Kind: api.PreviewChange, Summary: d.Summary(), Diff: strings.TrimPrefix(rest, "\n")}}
+}
+
+// Rewind puts the workspace back as before a step (or undoes a rewind): the cycle's
+// rewind event, refused while a step is in flight; with DryRun it only says what would
+// change, from a checkpoint of the workspace now.
+func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest) (*api.Rewind, error) {
+	if (req.To > 0) == (req.Undo != "") || req.To < 0 {
+		return nil, badRequest("name the step to rewind to (--to STEP, a step number from `agentctl history`) or the rewind to undo (--undo rw-…), one of them")
+	}
+	var a *store.Agent
+	var row *store.StepCheckpoint
+	if err := s.st.View(ctx, func(tx *store.Tx) (err error) {
+		a, row, err = s.find(tx, ref, req.To, req.Undo)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	rw := &rewindTo{target: row, by: cmp.Or(req.By, "a person"), what: fmt.Sprintf("before step %d", row.Step)}
+	if req.Undo != "" {
+		rw.what = "before rewind " + row.ID
+	}
+	out := &api.Rewind{AgentID: a.ID, Agent: a.Name, Step: req.To}
+	if req.DryRun {
+		st, err := s.ckpt.storeOf(a.ID)
+		if err != nil {
+			return nil, err
+		}
+		now, err := st.Checkpoint(ctx, a.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		d, err := st.Diff(ctx, now.ID, checkpoint.ID(row.Before))
+		if err != nil {
+			return nil, dropped(a, row, err)
+		}
+		out.Restore = *stepChange(a, row, d)
+		return out, nil
+	}
+	var ep *api.Episode
+	_, err := s.mutateThen(ctx, a.ID, func(tx *store.Tx, cur *store.Agent, r *runner) error {
+		p, err := tx.OpenProposal(cur.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		res, err := apply(tx, &change{a: cur, p: p, ev: cycle.Event{Kind: cycle.Rewind}, ckpt: s.ckpt, rewind: rw, rec: s.recordEpisode})
+		var ill *cycle.IllegalError
+		if errors.As(err, &ill) {
+			return conflict("agent %s is running step %d (%s): a rewind waits until it ends; try again then, or `agentctl stop %s` first", cur.Name, p.Step, p.Command, cur.Name)
+		}
+		ep = res.episode
+		return err
+	}, func(v *api.Agent) []api.Event {
+		return []api.Event{{Type: api.EventResult, AgentID: v.ID, Episode: ep}}
+	})
+	if err != nil {
+		return nil, dropped(a, row, err)
+	}
+	out.Done, out.Undo = true, ep.ProposalID
+	out.Restore = *stepChange(a, row, rw.done.Diff)
+	return out, nil
+}

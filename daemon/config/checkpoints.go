@@ -1,0 +1,33 @@
+package config
+
+// CheckpointsConfig is the [checkpoints] section: the workspace checkpoint taken before
+// every step that may change it, which `agentctl diff` shows and `agentctl rewind` puts
+// back. Each agent's are kept in <state>/checkpoints/<agent id>/, out of every
+// workspace and out of the sandbox's sight.
+type CheckpointsConfig struct {
+	// Enabled takes the checkpoints; off, nothing is kept and nothing can be rewound.
+	Enabled bool `toml:"enabled"`
+	// Keep is how many checkpoints each agent keeps at most, the oldest dropped first.
+	Keep int `toml:"keep"`
+	// MaxBytes bounds the disk each agent's checkpoints take (the newest is always kept).
+	MaxBytes Size `toml:"max_bytes"`
+	// MaxFileBytes is the largest file a checkpoint captures; a larger one is named in
+	// the step's result as not captured (a rewind leaves it as it finds it).
+	MaxFileBytes Size `toml:"max_file_bytes"`
+}
+
+func defaultCheckpoints() CheckpointsConfig {
+	return CheckpointsConfig{Enabled: true, Keep: 100, MaxBytes: 1 << 30, MaxFileBytes: 64 << 20}
+}
+
+func (c CheckpointsConfig) problems(bad func(key, format string, args ...any)) {
+	if c.Keep < 2 {
+		bad("checkpoints.keep", "must be at least 2 checkpoints (a step's before and after), got %d", c.Keep)
+	}
+	if c.MaxBytes < 1<<20 {
+		bad("checkpoints.max_bytes", "must be at least 1MiB, got %d bytes", int64(c.MaxBytes))
+	}
+	if c.MaxFileBytes < 1 || c.MaxFileBytes > c.MaxBytes {
+		bad("checkpoints.max_file_bytes", "must be more than 0 and at most checkpoints.max_bytes, got %d bytes", int64(c.MaxFileBytes))
+	}
+}
