@@ -427,3 +427,8 @@ func (c *Client) RunSchedule(ctx context.Context, schedule string) (*ScheduleRun
 func (c *Client) ScheduleHistory(ctx context.Context, schedule string, limit int) ([]ScheduleRun, error) {
 	return call(ctx, c, ScheduleHistoryRoute, schedule, ScheduleHistoryQuery{Limit: limit})
 }
+
+// SetScheduleWhen replaces a schedule's wake conditions; empty ones clear them.
+func (c *Client) SetScheduleWhen(ctx context.Context, schedule string, when WakeConditions) (*Schedule, error) {
+	return call(ctx, c, SetScheduleWhenRoute, schedule, when)
+}

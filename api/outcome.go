@@ -20,6 +20,10 @@ const (
 	RunStarted RunOutcome = "started" // a run started; it has not ended
 	RunSkipped RunOutcome = "skipped" // not run: a run was still going, or the schedule was paused or removed
 	RunMissed  RunOutcome = "missed"  // not run: the daemon was down (or asleep) at the time
+	// Not run: the schedule's wake conditions found nothing to do (no model call).
+	RunNothingToDo RunOutcome = "nothing_to_do"
+	// Not run: the schedule's wake check could not run; the reason says what failed.
+	RunCheckFailed RunOutcome = "check_failed"
 )
 
 // Final reports whether o is an end state: no later record of the firing follows.

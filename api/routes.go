@@ -161,6 +161,10 @@ var (
 		Call: func(ctx context.Context, s Service, ref string, _ None) (*ScheduleRun, error) {
 			return s.RunSchedule(ctx, ref)
 		}})
+	SetScheduleWhenRoute = register(Route[WakeConditions, *Schedule]{Method: "PUT", Path: "/v0/schedules/{schedule}/when",
+		Call: func(ctx context.Context, s Service, ref string, in WakeConditions) (*Schedule, error) {
+			return s.SetScheduleWhen(ctx, ref, in)
+		}})
 	ScheduleHistoryRoute = register(Route[ScheduleHistoryQuery, []ScheduleRun]{Method: "GET", Path: "/v0/schedules/{schedule}/history",
 		Call: func(ctx context.Context, s Service, ref string, q ScheduleHistoryQuery) ([]ScheduleRun, error) {
 			return s.ScheduleHistory(ctx, ref, q.Limit)

@@ -37,6 +37,9 @@ type ScheduleService interface {
 	RunSchedule(ctx context.Context, ref string) (*ScheduleRun, error)
 	// ScheduleHistory returns the firing records, newest first; limit 0 is all.
 	ScheduleHistory(ctx context.Context, ref string, limit int) ([]ScheduleRun, error)
+	// SetScheduleWhen replaces a schedule's wake conditions; empty ones clear them (every
+	// firing wakes the model).
+	SetScheduleWhen(ctx context.Context, ref string, when WakeConditions) (*Schedule, error)
 }
 
 // AgentService is the agents' half of the API. Agent references are an agent id or its

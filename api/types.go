@@ -817,6 +817,51 @@ type Schedule struct {
 	Running []string `json:"running,omitempty"`
 	// Queued is set when a firing waits for the running run (concurrency queue).
 	Queued bool `json:"queued,omitempty"`
+	// When are the wake conditions checked at each firing before any model call; nil
+	// (none) wakes the model at every firing.
+	When *WakeConditions `json:"when,omitempty"`
+	// Wake is what the conditions' checks left (set by the single-schedule call when
+	// the schedule has conditions).
+	Wake *WakeStatus `json:"wake,omitempty"`
+}
+
+// WakeConditions are a schedule's wake conditions (agentctl's --when-changed PATH,
+// --when-url URL, --when 'COMMAND', --when-any|--when-all, --when-failed skip|wake,
+// --when-failed-after N; the config file's [[schedules]] when).
+type WakeConditions struct {
+	// Changed is one condition: a file or folder among these changed since the last run
+	// that started. A relative path is in the agent's workspace; an absolute one must lie
+	// under one of the agent's configured read-only paths.
+	Changed []string `json:"changed,omitempty"`
+	// URLs are one condition each: the page's content changed since the last run that
+	// started, as read_webpage's fetcher (and its network guard) reads it.
+	URLs []string `json:"urls,omitempty"`
+	// Commands are one condition each: a shell line run as execute_shell runs it, with the
+	// workspace read-only; exit 0 wakes the model (its output is the run's first
+	// observation), exit 1 is nothing to do, anything else is a failed check.
+	Commands []string `json:"commands,omitempty"`
+	// All wakes the model only when every condition says wake; the default is any.
+	All bool `json:"all,omitempty"`
+	// OnFailure is what a firing does once FailAfter checks in a row have failed: "skip"
+	// (the default) or "wake". Before that a failed check skips.
+	OnFailure string `json:"on_failure,omitempty"`
+	// FailAfter is how many failed checks in a row are surfaced (schedule show, doctor,
+	// the delivery channel) and then follow OnFailure; 0 is the default, 3.
+	FailAfter int `json:"fail_after,omitempty"`
+}
+
+// WakeStatus is what a schedule's wake checks left.
+type WakeStatus struct {
+	// SeenAt is when the run whose start the conditions compare with started; zero
+	// when none did since they were set (the first firing wakes).
+	SeenAt time.Time `json:"seen_at,omitzero"`
+	// Failures counts the firings in a row whose check failed; Failing is set once it
+	// reached the conditions' fail_after (the failure is surfaced).
+	Failures int  `json:"failures,omitempty"`
+	Failing  bool `json:"failing,omitempty"`
+	// LastError and FailedAt are the latest failed check's.
+	LastError string    `json:"last_error,omitempty"`
+	FailedAt  time.Time `json:"failed_at,omitzero"`
 }
 
 // ScheduleRequest adds a schedule. Give Agent or Template, not both.
@@ -836,6 +881,8 @@ type ScheduleRequest struct {
 	Concurrency string `json:"concurrency,omitempty"`
 	Missed      string `json:"missed,omitempty"`
 	Paused      bool   `json:"paused,omitempty"`
+	// When are the wake conditions; nil or empty wakes the model at every firing.
+	When *WakeConditions `json:"when,omitempty"`
 }
 
 // ScheduleRun is the record of one firing of a schedule.
@@ -847,7 +894,8 @@ type ScheduleRun struct {
 	Started   time.Time `json:"started,omitzero"`
 	Ended     time.Time `json:"ended,omitzero"`
 	Manual    bool      `json:"manual,omitempty"`
-	// Outcome is queued, started, finished, failed, budget_exhausted, skipped or missed.
+	// Outcome is queued, started, finished, failed, budget_exhausted, skipped, missed,
+	// nothing_to_do or check_failed.
 	Outcome RunOutcome `json:"outcome"`
 	Reason  string     `json:"reason,omitempty"`
 	AgentID string     `json:"agent_id,omitempty"`

@@ -87,7 +87,7 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 	case "team":
 		return r.teams.teamCommand(ctx, ep, w, u, rest)
 	}
-	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME | team [FILE TASK | stop ID]"
+	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME | schedule when NAME --when… | team [FILE TASK | stop ID]"
 }
 
 // channelAgents lists the agents a slash command in w sees: those bound to a thread of

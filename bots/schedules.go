@@ -77,9 +77,9 @@ func (r *Relay) SetSchedules(s Schedules) {
 	r.schedules.Store(&s)
 }
 
-const scheduleUsage = "Usage: /agent schedule ls | run NAME"
+const scheduleUsage = "Usage: /agent schedule ls | run NAME | when NAME --when-changed PATH… (or --when-none)"
 
-// scheduleCommand is /agent schedule ls|run NAME.
+// scheduleCommand is /agent schedule ls|run NAME|when NAME FLAGS.
 func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u User, text string) string {
 	var s Schedules
 	if p := r.schedules.Load(); p != nil {
@@ -91,6 +91,8 @@ func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u Us
 	verb, name, _ := strings.Cut(strings.TrimSpace(text), " ")
 	name = strings.TrimSpace(name)
 	switch verb {
+	case "when":
+		return r.scheduleWhen(ctx, s, ep, w, u, name)
 	case "ls", "list":
 		here, err := r.channelSchedules(ctx, s, ep.a.Platform(), w)
 		if err != nil {
@@ -105,17 +107,12 @@ func (r *Relay) scheduleCommand(ctx context.Context, ep *endpoint, w Where, u Us
 			r.log.Warn("bots: refused a non-approver", "platform", ep.a.Platform(), "user", u.ID, "schedule", name, "action", "schedule run")
 			return "You are not an approver here, so this changed nothing."
 		}
-		here, err := r.channelSchedules(ctx, s, ep.a.Platform(), w)
-		if err != nil {
-			return err.Error()
+		sc, problem := r.channelSchedule(ctx, s, ep, w, name)
+		if sc == nil {
+			return problem
 		}
-		i := slices.IndexFunc(here, func(sc api.Schedule) bool { return sc.Name == name || sc.ID == name })
-		if i < 0 {
-			// One delivering elsewhere is answered as if it did not exist.
-			return fmt.Sprintf("There is no schedule %q in this channel; /agent schedule ls lists the ones delivering here.", cut(name, 80))
-		}
-		name = here[i].Name
-		rec, err := s.RunSchedule(ctx, here[i].ID)
+		name = sc.Name
+		rec, err := s.RunSchedule(ctx, sc.ID)
 		if err != nil {
 			return err.Error()
 		}
@@ -149,6 +146,20 @@ func (r *Relay) channelSchedules(ctx context.Context, s Schedules, platform stri
 	return here, nil
 }
 
+// channelSchedule finds schedule name (or id) among those delivering to w's channel, or
+// says why not: one delivering elsewhere is answered as if it did not exist.
+func (r *Relay) channelSchedule(ctx context.Context, s Schedules, ep *endpoint, w Where, name string) (*api.Schedule, string) {
+	here, err := r.channelSchedules(ctx, s, ep.a.Platform(), w)
+	if err != nil {
+		return nil, err.Error()
+	}
+	i := slices.IndexFunc(here, func(sc api.Schedule) bool { return sc.Name == name || sc.ID == name })
+	if i < 0 {
+		return nil, fmt.Sprintf("There is no schedule %q in this channel; /agent schedule ls lists the ones delivering here.", cut(name, 80))
+	}
+	return &here[i], ""
+}
+
 func schedulesText(all []api.Schedule) string {
 	if len(all) == 0 {
 		return "No schedules deliver to this channel. Add one with `agentctl schedule add --delivery PLATFORM:CHANNEL`."
@@ -166,6 +177,9 @@ func schedulesText(all []api.Schedule) string {
 			state += fmt.Sprintf(", %d running", len(s.Running))
 		}
 		fmt.Fprintf(&b, "• %s `%s` → %s (%s): %s\n", s.Name, s.Spec, s.Delivery, state, cut(s.Goal, 80))
+		if s.When != nil {
+			fmt.Fprintf(&b, "  wakes the model %s\n", cut(whenText(s.When), 200))
+		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

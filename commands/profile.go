@@ -13,6 +13,10 @@ type Profile struct {
 	Bounded bool
 	// Write keeps the workspace writable in a bounded run: the pattern said +write.
 	Write bool
+	// Network keeps, in a bounded run, the network the config grants the agent: a
+	// schedule's check command, which the person who made the schedule wrote. Patterns
+	// never set it.
+	Network bool
 	// Offline takes the network away whatever the config grants, and nothing else: an
 	// effect preview runs the command so, on a copy of the workspace.
 	Offline bool

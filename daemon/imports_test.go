@@ -33,13 +33,13 @@ type layer struct {
 var layers = []layer{
 	{"test tools", []string{"daemon/integration", "scripts/...", "cmd/tinymodel", "internal/cmd/..."},
 		"end-to-end tests, the test scripts' helpers, the tiny model's generator and the structure figures: nothing imports them"},
-	{"test doubles", []string{"internal/agenttest", "internal/apitest", "internal/fakediscord", "internal/fakeslack", "internal/netguardtest", "internal/ollamatest", "internal/testutil", "internal/display/displaytest", "internal/structure"},
+	{"test doubles", []string{"internal/agenttest", "internal/apitest", "internal/fakediscord", "internal/fakeslack", "internal/netguardtest", "internal/ollamatest", "internal/shelltest", "internal/testutil", "internal/display/displaytest", "internal/structure"},
 		"fakes of the services agentd talks to, test helpers and the structure measures: only tests and test tools import them, never the product"},
 	{"binaries", []string{"cmd/agentd/...", "cmd/agentctl/..."},
 		"the binaries wire the daemon and the CLI; nothing imports them"},
 	{"server", []string{"daemon/server/..."},
 		"the server wires the services together; a service never imports the server"},
-	{"services", []string{"bots/...", "daemon/agent", "daemon/team", "daemon/schedule", "daemon/agentprotocol", "daemon/web"},
+	{"services", []string{"bots/...", "daemon/agent", "daemon/team", "daemon/schedule/...", "daemon/agentprotocol", "daemon/web"},
 		"a service reaches another only through an interface it declares and the shared " +
 			"types below it (team runs and schedules start agents' runs with daemon/run's types, " +
 			"never daemon/agent's); the server wires them together"},

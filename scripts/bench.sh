@@ -15,6 +15,9 @@
 #   scripts/bench.sh pool        # llm.BenchmarkPoolBusy: model-busy %, 8 agents on 2 fake hosts × 4 slots;
 #                                # llm.BenchmarkPoolInteractiveWait: a person's queue wait under batch load
 #   scripts/bench.sh tier        # the 10,000-agent tier figures in one run: pool, overhead-memory and pending
+#   scripts/bench.sh schedules   # schedule.BenchmarkQuietSchedules100: 100 every-minute schedules with
+#                                # --when-changed over 30 simulated minutes, quiet and 1 in 10 changing:
+#                                # model calls, runs woken, CPU per firing p50/p99, RSS first/last minute
 #
 # Benchmarks report figures and never fail on them. Machine noise is large on 2 busy cores:
 # compare runs made back to back, and prefer the medians over several counts.
@@ -76,6 +79,15 @@ if [ "$what" = web ]; then
 	exit 0
 fi
 
+# schedules is the wake conditions' daemon-level figure, in the schedule package (the real
+# supervisor and store, a fake model counting its calls); one iteration is 30 simulated minutes.
+if [ "$what" = schedules ]; then
+	say "schedules: load $(cut -d' ' -f1-3 /proc/loadavg)"
+	go test -run '^$' -bench '^BenchmarkQuietSchedules100$' -benchtime 1x -count "$count" -timeout 30m ./daemon/schedule/ |
+		tee "$out/schedules.txt" | grep -E '^Benchmark' >&2 || true
+	awk '/^Benchmark/ { for (i = 3; i < NF; i += 2) printf "%-44s %-28s %s\n", $1, $(i+1), $i }' "$out/schedules.txt"
+	exit 0
+fi
 # pool is the model pool's benchmarks, in the llm package (fake hosts, no real model);
 # "all" runs them first and goes on.
 if [ "$what" = pool ] || [ "$what" = all ] || [ "$what" = tier ]; then
@@ -111,7 +123,7 @@ overhead-memory | tier) run overhead-memory '^BenchmarkStepOverhead$/^episodes=1
 all | pending | tier) run pending '^BenchmarkRestartPending$' 1x ;;&
 all | real) run real '^BenchmarkStepVsBareChat$' "${pairs}x" ;;
 all | overhead | overhead-memory | prompt | pending | tier) ;;
-*) die "usage: scripts/bench.sh [all|overhead|overhead-memory|prompt|pending|real|pool|tier|web|memory-recall FILE...]" ;;
+*) die "usage: scripts/bench.sh [all|overhead|overhead-memory|prompt|pending|real|pool|tier|web|schedules|memory-recall FILE...]" ;;
 esac
 
 # One figure a line: benchmark, metric, value (every count, in order).

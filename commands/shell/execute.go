@@ -46,52 +46,63 @@ func (e *executor) description(what string) string {
 // run runs argv in the agent's workspace and returns its output and exit status. A
 // non-zero exit is a result, not an error: the model reads it like a person at a terminal.
 func (e *executor) run(ctx context.Context, env commands.Env, argv []string) (string, error) {
-	ws, err := commands.ResolvePath(env.Workspace, ".")
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", e.name, err)
-	}
-	if e.box.reason != "" {
-		return "", e.box.refusal(e.name)
-	}
-	if err := ctx.Err(); err != nil {
-		return "", fmt.Errorf("%s: not run: %w", e.name, err)
-	}
-	prof := env.Profile
-	d, err := findDenied(ws, prof.Paths)
-	if err != nil {
-		return "", fmt.Errorf("%s: refused: %w", e.name, err)
-	}
-	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded || prof.Offline}
-	home := sandboxHome
-	if e.box.bwrap == "" {
-		if prof.Bounded || !d.empty() {
-			return "", refuseUnconfined(e.name, prof, d)
-		}
-		if home, err = os.MkdirTemp("", "agentd-home-"); err != nil {
-			return "", fmt.Errorf("%s: cannot make an empty HOME: %w", e.name, err)
-		}
-		defer os.RemoveAll(home)
-	} else if v.binds, err = e.box.prepare(ws); err != nil {
-		return "", fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
-	}
-	cg, err := e.opts.Boxes.enter(env.AgentID) // the agent's cgroup
-	if err != nil {
-		return "", fmt.Errorf("%s: not run: %w", e.name, err)
-	}
-	defer cg.leave()
-	extra, err := e.box.files()
-	if err != nil {
-		return "", fmt.Errorf("%s: cannot start the sandbox: %w", e.name, err)
-	}
-	res, err := runProgram(ctx, cg, ws, e.box.wrap(ws, v, argv), e.opts.env(home, prof.Bounded), e.opts.OutputCap, extra...)
+	res, err := e.start(ctx, env, argv)
 	if res == nil {
-		return "", fmt.Errorf("%s: cannot start %s: %w", e.name, argv[0], err)
+		return "", err
 	}
 	text := res.text()
 	if err != nil {
 		return text, fmt.Errorf("%s: killed with everything it started: %w", e.name, err)
 	}
 	return text, nil
+}
+
+// start runs argv in the agent's workspace under env.Profile and returns what it did. The
+// result is nil when it was refused or could not start (the error says why); else a
+// non-nil error is ctx's, which stopped it.
+func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (*runResult, error) {
+	ws, err := commands.ResolvePath(env.Workspace, ".")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e.name, err)
+	}
+	if e.box.reason != "" {
+		return nil, e.box.refusal(e.name)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: not run: %w", e.name, err)
+	}
+	prof := env.Profile
+	d, err := findDenied(ws, prof.Paths)
+	if err != nil {
+		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
+	}
+	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline}
+	home := sandboxHome
+	if e.box.bwrap == "" {
+		if prof.Bounded || !d.empty() {
+			return nil, refuseUnconfined(e.name, prof, d)
+		}
+		if home, err = os.MkdirTemp("", "agentd-home-"); err != nil {
+			return nil, fmt.Errorf("%s: cannot make an empty HOME: %w", e.name, err)
+		}
+		defer os.RemoveAll(home)
+	} else if v.binds, err = e.box.prepare(ws); err != nil {
+		return nil, fmt.Errorf("%s: cannot prepare the workspace for the sandbox: %w", e.name, err)
+	}
+	cg, err := e.opts.Boxes.enter(env.AgentID) // the agent's cgroup
+	if err != nil {
+		return nil, fmt.Errorf("%s: not run: %w", e.name, err)
+	}
+	defer cg.leave()
+	extra, err := e.box.files()
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot start the sandbox: %w", e.name, err)
+	}
+	res, err := runProgram(ctx, cg, ws, e.box.wrap(ws, v, argv), e.opts.env(home, prof.Bounded), e.opts.OutputCap, extra...)
+	if res == nil {
+		return nil, fmt.Errorf("%s: cannot start %s: %w", e.name, argv[0], err)
+	}
+	return res, err
 }
 
 // executeShell is execute_shell: `/bin/sh -c LINE` in the workspace.

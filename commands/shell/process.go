@@ -144,13 +144,11 @@ func (r *runResult) read(f *os.File, limit int, flood chan<- struct{}) {
 	}
 }
 
-// text renders the result for the model: the output, a note when it was cut, and the exit
-// status ("exit status 2", "signal: killed") on the last line.
-func (r *runResult) text() string {
-	var b strings.Builder
+// kept is the output kept, not ending on half a character, and whether it was cut.
+func (r *runResult) kept() ([]byte, bool) {
 	out := r.out
 	cut := r.total > int64(len(out))
-	if cut { // do not end on half a character
+	if cut {
 		for i := len(out) - 1; i >= 0 && i >= len(out)-utf8.UTFMax; i-- {
 			if utf8.RuneStart(out[i]) {
 				if !utf8.FullRune(out[i:]) {
@@ -160,6 +158,14 @@ func (r *runResult) text() string {
 			}
 		}
 	}
+	return out, cut
+}
+
+// text renders the result for the model: the output, a note when it was cut, and the exit
+// status ("exit status 2", "signal: killed") on the last line.
+func (r *runResult) text() string {
+	var b strings.Builder
+	out, cut := r.kept()
 	b.Write(out)
 	if len(out) > 0 && out[len(out)-1] != '\n' {
 		b.WriteByte('\n')

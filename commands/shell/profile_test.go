@@ -132,6 +132,7 @@ func TestBoundedRunChangesNothing(t *testing.T) {
 		{"bounded_cannot_write", commands.Profile{Bounded: true}, write, "kept.txt", false},
 		{"bounded_has_no_network", commands.Profile{Bounded: true}, connect, "no-connection", false},
 		{"bounded_write_pattern_writes_offline", commands.Profile{Bounded: true, Write: true}, write + "; " + connect, "no-connection", true},
+		{"bounded_keeping_network_connects_but_cannot_write", commands.Profile{Bounded: true, Network: true}, write + "; " + connect, "connected", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

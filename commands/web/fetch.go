@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/net/html/charset"
+	"golang.org/x/net/http/httpguts"
 )
 
 // Defaults for a zero Fetcher.
@@ -65,6 +66,36 @@ type Page struct {
 	ContentType string // the media type, without parameters
 	Text        string // readable text: HTML as Markdown, other types as they came
 	Truncated   bool   // the body was cut at MaxBytes
+	// Validators are the page's ETag and Last-Modified, as the server sent them.
+	Validators Validators
+	// NotModified says the server answered a conditional request (FetchIfChanged) with
+	// 304 Not Modified: the page is as it was, and Title, ContentType and Text are empty.
+	NotModified bool
+}
+
+// Validators name a version of a page the way its server does (its ETag and
+// Last-Modified headers). Given back to FetchIfChanged, they let the server answer
+// "not modified" without sending the page again.
+type Validators struct {
+	ETag         string `json:"etag,omitempty"`
+	LastModified string `json:"last_modified,omitempty"`
+}
+
+// maxValidator bounds a validator kept from a server: it is sent back, so a hostile
+// server could otherwise make the next request as large as it likes.
+const maxValidator = 512
+
+// validatorsOf reads a response's validators, dropping any that could not be sent back.
+func validatorsOf(h http.Header) Validators {
+	return Validators{ETag: sendable(h.Get("ETag")), LastModified: sendable(h.Get("Last-Modified"))}
+}
+
+// sendable is v, or "" when it is too long or not a valid header value.
+func sendable(v string) string {
+	if len(v) > maxValidator || !httpguts.ValidHeaderFieldValue(v) {
+		return ""
+	}
+	return v
 }
 
 func (f *Fetcher) maxBytes() int64 {
@@ -94,6 +125,14 @@ func (f *Fetcher) client(onRedirect func(*http.Request, []*http.Request) error) 
 // Fetch GETs rawURL and returns its content as text. HTML becomes Markdown-flavoured text;
 // text/plain, Markdown and JSON come back as they are; any other type is refused.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Page, error) {
+	return f.FetchIfChanged(ctx, rawURL, Validators{})
+}
+
+// FetchIfChanged is Fetch with a conditional request: since's ETag goes out as
+// If-None-Match and its Last-Modified as If-Modified-Since, and a server that answers 304
+// Not Modified gives a Page with NotModified set and since as its Validators, its body
+// unread. With since empty it is Fetch. The page's own validators are in the Page.
+func (f *Fetcher) FetchIfChanged(ctx context.Context, rawURL string, since Validators) (*Page, error) {
 	u, err := checkURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -121,23 +160,20 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Page, error) {
 		return nil
 	})
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	since = Validators{ETag: sendable(since.ETag), LastModified: sendable(since.LastModified)}
+	req, err := f.request(ctx, u, since)
 	if err != nil {
-		return nil, fmt.Errorf("fetch: %v", err)
+		return nil, err
 	}
-	ua := f.UserAgent
-	if ua == "" {
-		ua = DefaultUserAgent
-	}
-	req.Header.Set("User-Agent", ua)
-	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,text/markdown;q=0.9,application/json;q=0.8,*/*;q=0.1")
-
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fetchError(ctx, u, at, err, timeout)
 	}
 	defer resp.Body.Close()
 	final := resp.Request.URL
+	if resp.StatusCode == http.StatusNotModified && since != (Validators{}) {
+		return &Page{URL: final.String(), Validators: since, NotModified: true}, nil
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return nil, fmt.Errorf("fetch %s: %w %s", final.Redacted(), ErrStatus, resp.Status)
 	}
@@ -161,7 +197,46 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (*Page, error) {
 	if header == "" {
 		header = http.DetectContentType(body)
 	}
-	return toPage(final, header, body, truncated)
+	page, err := toPage(final, header, body, truncated)
+	if page != nil {
+		page.Validators = validatorsOf(resp.Header)
+	}
+	return page, err
+}
+
+// request is the GET of u, conditional on since's validators when it has them.
+func (f *Fetcher) request(ctx context.Context, u *url.URL, since Validators) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("fetch: %v", err)
+	}
+	ua := f.UserAgent
+	if ua == "" {
+		ua = DefaultUserAgent
+	}
+	req.Header.Set("User-Agent", ua)
+	req.Header.Set("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,text/markdown;q=0.9,application/json;q=0.8,*/*;q=0.1")
+	if since.ETag != "" {
+		req.Header.Set("If-None-Match", since.ETag)
+	}
+	if since.LastModified != "" {
+		req.Header.Set("If-Modified-Since", since.LastModified)
+	}
+	return req, nil
+}
+
+// CheckURL returns the refusal a fetch of rawURL would end with before it connects: a URL
+// that is not http(s) with a host, or a host that is an address the guard refuses in any
+// of its forms. A host name passes: it is resolved and checked when it is fetched.
+func (f *Fetcher) CheckURL(rawURL string) error {
+	u, err := checkURL(rawURL)
+	if err != nil {
+		return err
+	}
+	if err := f.guard().CheckHost(u.Hostname(), portOf(u)); err != nil {
+		return fmt.Errorf("fetch %s: %w", u.Redacted(), err)
+	}
+	return nil
 }
 
 // mediaTypeOf parses a Content-Type header and refuses types that are not text.

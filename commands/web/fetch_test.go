@@ -285,3 +285,68 @@ func TestFetchRefusesTypeBeforeBody(t *testing.T) {
 		t.Errorf("refusal took %s: the body was read", d)
 	}
 }
+
+// TestFetchIfChanged: the validators a page came with go back as If-None-Match and
+// If-Modified-Since; a 304 is a Page that says NotModified, its body unread; a server's
+// validators that could not be sent back (too long, control characters) are dropped.
+func TestFetchIfChanged(t *testing.T) {
+	const etag, modified = `"v1"`, "Wed, 21 Oct 2026 07:28:00 GMT"
+	var gotINM, gotIMS string
+	s := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		gotINM, gotIMS = r.Header.Get("If-None-Match"), r.Header.Get("If-Modified-Since")
+		switch r.URL.Path {
+		case "/hostile":
+			w.Header().Set("ETag", `"`+strings.Repeat("e", 600)+`"`)
+		default:
+			w.Header().Set("ETag", etag)
+			w.Header().Set("Last-Modified", modified)
+			if gotINM == etag {
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "version one\n")
+	})
+	f := guarded(t, nil, s)
+	ctx := context.Background()
+
+	p, err := f.FetchIfChanged(ctx, s.siteURL("/page"), Validators{})
+	if err != nil || p.NotModified || p.Text != "version one\n" || p.Validators != (Validators{etag, modified}) || gotINM != "" || gotIMS != "" {
+		t.Fatalf("first fetch: got %+v, %v (sent If-None-Match %q, If-Modified-Since %q)", p, err, gotINM, gotIMS)
+	}
+	p, err = f.FetchIfChanged(ctx, s.siteURL("/page"), p.Validators)
+	if err != nil || !p.NotModified || p.Text != "" || p.Validators != (Validators{etag, modified}) || gotINM != etag || gotIMS != modified {
+		t.Fatalf("conditional fetch: got %+v, %v (sent If-None-Match %q, If-Modified-Since %q)", p, err, gotINM, gotIMS)
+	}
+	p, err = f.FetchIfChanged(ctx, s.siteURL("/page"), Validators{ETag: `"v0"`})
+	if err != nil || p.NotModified || p.Text != "version one\n" {
+		t.Fatalf("stale validators: got %+v, %v", p, err)
+	}
+	p, err = f.FetchIfChanged(ctx, s.siteURL("/hostile"), Validators{ETag: "bad\r\nX-Injected: 1", LastModified: strings.Repeat("m", 600)})
+	if err != nil || p.Validators != (Validators{}) || gotINM != "" || gotIMS != "" {
+		t.Fatalf("hostile validators: got %+v, %v (sent If-None-Match %q, If-Modified-Since %q)", p, err, gotINM, gotIMS)
+	}
+	// A 304 to a request that was not conditional is an error status, not "not modified".
+	s304 := newServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNotModified) })
+	if p, err := guarded(t, nil, s304).Fetch(ctx, s304.siteURL("/")); !errors.Is(err, ErrStatus) {
+		t.Fatalf("unasked 304: got %+v, %v; want ErrStatus", p, err)
+	}
+}
+
+// TestCheckURLRefusesBeforeConnecting: CheckURL refuses what a fetch would refuse before
+// connecting, and lets a host name through to be checked when it is resolved.
+func TestCheckURLRefusesBeforeConnecting(t *testing.T) {
+	f := &Fetcher{}
+	for _, u := range []string{"ftp://example.com/", "example.com/page", "http:///x", "http://127.0.0.1/", "http://2130706433/", "http://[::1]:8080/", "http://0x7f.1/"} {
+		if err := f.CheckURL(u); err == nil {
+			t.Errorf("%s: passed", u)
+		}
+	}
+	if err := f.CheckURL("https://example.com/feed"); err != nil {
+		t.Errorf("a public name: %v", err)
+	}
+	if err := (&Fetcher{AllowPrivate: true}).CheckURL("http://127.0.0.1:8080/"); err != nil {
+		t.Errorf("private allowed: %v", err)
+	}
+}

@@ -78,7 +78,7 @@ func New() *Metrics {
 		}, []string{"platform"}),
 		scheduleRuns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentd_schedule_runs_total",
-			Help: "Schedule firings by result: skipped, missed, failed (to start), or how the run ended (finished, denied, stopped, budget_exhausted, removed).",
+			Help: "Schedule firings by result: skipped, missed, nothing_to_do (the wake check found nothing; no model call), check_failed (the wake check could not run), failed (to start), or how the run ended (finished, denied, stopped, budget_exhausted, removed).",
 		}, []string{"result"}),
 		budgets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agentd_budget_exhausted_total",

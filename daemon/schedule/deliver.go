@@ -120,8 +120,14 @@ func (m *Manager) runThread(row *store.Schedule, runID string) (delivery, string
 
 // announce posts, for a chat-delivered schedule, what became of a firing that started
 // no run (skipped, missed, failed to start) and how a run ended. Chat errors are logged.
+// A quiet firing (nothing_to_do) posts nothing, nor does a failed check: surface posts
+// the fail_after-th in a row.
 func (m *Manager) announce(ctx context.Context, r cron.Record) {
-	if r.Outcome == api.RunStarted || r.Outcome == api.RunQueued || m.chat == nil {
+	switch r.Outcome {
+	case api.RunStarted, api.RunQueued, api.RunNothingToDo, api.RunCheckFailed:
+		return
+	}
+	if m.chat == nil {
 		return
 	}
 	var row *store.Schedule

@@ -86,7 +86,7 @@ func at(hour, min int) time.Time { return time.Date(2026, 11, 23, hour, min, 0, 
 // harness is the daemon's scheduling path for real: a store in a temp dir, the supervisor
 // against the fake Ollama, a Manager on a fake clock, and the local API on a unix socket.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	fake   *ollamatest.Fake
 	st     *store.Store
@@ -97,6 +97,11 @@ type harness struct {
 	cancel context.CancelFunc
 	mgrCtx context.CancelFunc
 	keep   int // KeepAgents of the next Manager started
+	// wake makes the next Manager started check wake conditions (newWake), chat
+	// deliver to a fake chat.
+	wake    func() Wake
+	chat    Chat
+	metrics interface{ ScheduleRun(result string) }
 }
 
 type service struct {
@@ -114,7 +119,7 @@ func (noReload) Reload(context.Context) (*api.ReloadResult, error) {
 	return nil, api.Errorf(api.ErrConflict, "no config to reload in this test")
 }
 
-func newHarness(t *testing.T, now time.Time) *harness {
+func newHarness(t testing.TB, now time.Time) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), fake: ollamatest.NewFake(t), clock: &fakeClock{now: now}}
 	st, err := store.Open(context.Background(), filepath.Join(h.dir, "agentd.db"))
@@ -196,9 +201,16 @@ func (m managerService) RunSchedule(ctx context.Context, ref string) (*api.Sched
 func (m managerService) ScheduleHistory(ctx context.Context, ref string, limit int) ([]api.ScheduleRun, error) {
 	return m.h.manager().ScheduleHistory(ctx, ref, limit)
 }
+func (m managerService) SetScheduleWhen(ctx context.Context, ref string, when api.WakeConditions) (*api.Schedule, error) {
+	return m.h.manager().SetScheduleWhen(ctx, ref, when)
+}
 
 func (h *harness) startManager() {
-	m := New(Options{Store: h.st, Agents: agenttest.Of(h.sup), Clock: h.clock, Local: time.UTC, KeepAgents: h.keep})
+	opt := Options{Store: h.st, Agents: agenttest.Of(h.sup), Clock: h.clock, Local: time.UTC, KeepAgents: h.keep, Chat: h.chat, Metrics: h.metrics}
+	if h.wake != nil {
+		opt.Wake = h.wake()
+	}
+	m := New(opt)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := m.Start(ctx); err != nil {
 		h.t.Fatal(err)
@@ -212,6 +224,7 @@ func (h *harness) startManager() {
 func (h *harness) stopManager() {
 	if m := h.manager(); m != nil && h.mgrCtx != nil {
 		m.Stop()
+		m.Close()
 		h.mgrCtx()
 		h.mgrCtx = nil
 	}

@@ -61,6 +61,8 @@ type Options struct {
 	KeepAgents int
 	// Metrics, if set, counts firings by their final outcome.
 	Metrics interface{ ScheduleRun(result string) }
+	// Wake checks schedules' wake conditions; a zero Wake refuses conditions.
+	Wake Wake
 }
 
 // Manager owns the daemon's schedules. Lifecycle: New, Start (loads the stored schedules;
@@ -76,6 +78,7 @@ type Manager struct {
 	chat    Chat
 	keep    atomic.Int64                            // KeepAgents; SetSettings changes it
 	metrics interface{ ScheduleRun(result string) } // nil: not counted
+	wake    Wake
 
 	// loaded is closed when Start has added the stored schedules; API calls wait for it
 	// so none sees a half-loaded scheduler.
@@ -90,7 +93,7 @@ type Manager struct {
 // New returns a Manager; call Start to load and fire the stored schedules.
 func New(opt Options) *Manager {
 	m := &Manager{st: opt.Store, agents: opt.Agents, clock: opt.Clock, log: opt.Log, local: opt.Local, chat: opt.Chat, metrics: opt.Metrics,
-		loaded: make(chan struct{})}
+		wake: opt.Wake, loaded: make(chan struct{})}
 	m.keep.Store(int64(opt.KeepAgents))
 	if m.clock == nil {
 		m.clock = cron.SystemClock{}
@@ -190,21 +193,31 @@ func (m *Manager) start(ctx context.Context, f cron.Firing) (string, error) {
 	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = tx.Schedule(f.ScheduleID); return err }); err != nil {
 		return "", fmt.Errorf("reading the schedule: %w", err)
 	}
+	v, err := m.checkFiring(ctx, row, f) // before any model call
+	if err != nil {
+		return "", err
+	}
 	opt := runOptions(row)
 	if d, ok := m.chatOf(row); ok {
-		return m.startInThread(ctx, d, row, f, opt)
+		runID, err := m.startInThread(ctx, d, row, f, opt, taskOf(row, v))
+		if err == nil {
+			m.started(ctx, v)
+		}
+		return runID, err
 	}
 	var a *api.Agent
-	var err error
 	if row.Agent != "" {
-		a, err = m.agents.StartTask(ctx, row.Agent, row.Goal, opt)
+		a, err = m.agents.StartTask(ctx, row.Agent, taskOf(row, v), opt)
 		err = agentGone(err, row)
 	} else {
-		a, err = m.agents.CreateRun(ctx, m.templateRequest(row, true), opt)
+		req := m.templateRequest(row, true)
+		req.Task = taskOf(row, v)
+		a, err = m.agents.CreateRun(ctx, req, opt)
 	}
 	if err != nil {
 		return "", err
 	}
+	m.started(ctx, v)
 	m.log.Info("scheduled run started", "schedule", row.Name, "firing", f.ID, "agent", a.Name, "run", a.RunID)
 	return a.RunID, nil
 }
@@ -212,7 +225,7 @@ func (m *Manager) start(ctx context.Context, f cron.Firing) (string, error) {
 // startInThread starts a firing's run bound to a new thread in d: the thread and the
 // binding come first, so the run's first proposal finds them. A chat that cannot be
 // posted to does not hold the run back; it is then followed with agentctl.
-func (m *Manager) startInThread(ctx context.Context, d delivery, row *store.Schedule, f cron.Firing, opt run.Options) (string, error) {
+func (m *Manager) startInThread(ctx context.Context, d delivery, row *store.Schedule, f cron.Firing, opt run.Options, task string) (string, error) {
 	thread, err := m.openThread(ctx, d, row, f)
 	if err != nil {
 		m.log.Warn("schedules: no chat thread for a run; it goes on without", "schedule", row.Name, "delivery", d, "err", err)
@@ -233,7 +246,7 @@ func (m *Manager) startInThread(ctx context.Context, d delivery, row *store.Sche
 			m.log.Warn("schedules: binding a run to its thread", "schedule", row.Name, "err", err)
 		}
 	}
-	a, err := m.agents.StartTask(ctx, ref, row.Goal, opt)
+	a, err := m.agents.StartTask(ctx, ref, task, opt)
 	if err != nil {
 		return "", agentGone(err, row)
 	}
@@ -285,6 +298,9 @@ func runOptions(row *store.Schedule) run.Options {
 	return opt
 }
 
+// chatTimeout bounds a post to chat made off the firing loop.
+const chatTimeout = 30 * time.Second
+
 func randHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
@@ -298,7 +314,7 @@ func (m *Manager) record(ctx context.Context, r cron.Record) error {
 		// After the record is stored, and off the firing loop: chat may be slow.
 		defer func() {
 			go func() {
-				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), chatTimeout)
 				defer cancel()
 				m.announce(ctx, r)
 			}()

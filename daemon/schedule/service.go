@@ -109,17 +109,21 @@ func (m *Manager) Schedule(ctx context.Context, ref string) (*api.Schedule, erro
 	var row *store.Schedule
 	var runs, steps int
 	var tokens int64
+	var wk *api.WakeStatus
 	if err := m.st.View(ctx, func(tx *store.Tx) (err error) {
 		if row, err = resolve(tx, ref); err != nil {
 			return err
 		}
-		runs, steps, tokens, err = tx.ScheduleTotals(row.ID)
+		if runs, steps, tokens, err = tx.ScheduleTotals(row.ID); err != nil {
+			return err
+		}
+		wk, err = wakeStatus(tx, row)
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	v := m.view(row, nextShown)
-	v.Runs, v.Steps, v.Tokens = runs, steps, tokens
+	v.Runs, v.Steps, v.Tokens, v.Wake = runs, steps, tokens, wk
 	return &v, nil
 }
 
@@ -131,6 +135,9 @@ func (m *Manager) AddSchedule(ctx context.Context, req api.ScheduleRequest) (*ap
 	}
 	row, sc, err := m.check(ctx, req)
 	if err != nil {
+		return nil, err
+	}
+	if row.When, err = m.checkWhen(ctx, req.When, row); err != nil {
 		return nil, err
 	}
 	row.ID = "s-" + randHex(6)
@@ -325,6 +332,11 @@ func (m *Manager) RemoveSchedule(ctx context.Context, ref string) error {
 	}
 	if err := m.sched.Remove(ctx, id); err != nil && !errors.Is(err, cron.ErrNotFound) {
 		return err
+	}
+	if m.wake.Engine != nil {
+		if err := m.wake.Engine.Forget(id); err != nil {
+			m.log.Warn("schedules: removing a schedule's checkpoints", "schedule", id, "err", err)
+		}
 	}
 	return nil
 }

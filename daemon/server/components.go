@@ -79,8 +79,7 @@ func webCommands(cfg *config.Config, live *liveConfig, lc *llm.Client, boxes *sh
 	} else {
 		log.Info("web_search not offered: set [web_commands] searxng_url or duckduckgo = true")
 	}
-	f := &web.Fetcher{MaxBytes: int64(w.MaxPageBytes), Timeout: w.Timeout.Duration, AllowPrivate: w.AllowPrivate}
-	cmds = append(cmds, web.NewReadWebpage(f, askModel(live, lc)))
+	cmds = append(cmds, web.NewReadWebpage(pageFetcher(cfg), askModel(live, lc)))
 	if w.Clone {
 		c, err := shell.NewCloneRepository(shell.Options{AllowPrivateNetworks: w.AllowPrivate, Boxes: boxes})
 		switch {

@@ -293,7 +293,11 @@ func (d *daemon) schedulesPart() part {
 			}
 			return nil
 		},
-		stop: func(context.Context) error { d.mgr.Stop(); bg.stop(); return nil },
+		stop: func(context.Context) error {
+			d.mgr.Stop()
+			bg.stop()
+			return d.mgr.Close() // the wake checks' checkpoints, once no firing checks
+		},
 	}
 }
 

@@ -111,9 +111,13 @@ func (d *daemon) build(context.Context) error {
 	if err != nil {
 		return err
 	}
+	wk, err := scheduleWake(cfg, d.st, d.extra, log)
+	if err != nil {
+		return err
+	}
 	// The schedules reach the bots through a switch, since a reload replaces the bots.
 	mgr := schedule.New(schedule.Options{Store: d.st, Agents: agents.runAgents, Log: log, Grace: cfg.Schedules.Grace.Duration,
-		Chat: d.bots.sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: d.mx})
+		Chat: d.bots.sw, KeepAgents: cfg.Schedules.KeepAgents, Metrics: d.mx, Wake: wk})
 	d.bots.svc = func(c *config.Config) (*chatBots, error) {
 		return newBots(c, agents.chatAgents, teams, d.st, log, d.mx)
 	}
@@ -133,7 +137,7 @@ func (d *daemon) agentOptions() agent.Options {
 	cfg, opt := d.cfg, agent.OptionsOf(d.cfg)
 	opt.Store, opt.LLM, opt.Components, opt.WorkspaceRoot = d.st, d.lc, d.extra, cfg.WorkspaceRoot()
 	opt.Memory, opt.Log, opt.Version, opt.StateDir = d.mem, d.log, d.opt.Version, cfg.StateDir
-	opt.HealthChecks = append(healthChecks(cfg, d.bridge, d.boxes), chatCheck(d.bots), d.httpL.check)
+	opt.HealthChecks = append(healthChecks(cfg, d.bridge, d.boxes), chatCheck(d.bots), d.httpL.check, d.scheduleChecks)
 	opt.OnRunEnd, opt.Metrics, opt.OnAgentRemoved = d.runEnds.deliver, d.mx, d.boxes.Remove
 	return opt
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/schedule"
 	"github.com/agentd/agentd/daemon/web"
 )
 
@@ -63,7 +64,7 @@ func (d *daemon) webPart() part {
 	var bg background
 	return part{name: "web console",
 		start: func(ctx context.Context) error {
-			con, err := web.New(web.Options{Service: d.service(), Log: d.log, User: osUser()})
+			con, err := web.New(web.Options{Service: d.service(), Log: d.log, User: osUser(), CheckWhen: schedule.CheckWhenForm})
 			if err != nil {
 				return err
 			}

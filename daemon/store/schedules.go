@@ -72,19 +72,19 @@ type Schedule struct {
 // scheduleCols are the columns scanSchedule reads: the last is the newest firing record's
 // time (NULL when it never fired).
 const scheduleCols = `id, name, spec, time_zone, agent_id, template, description, goal, autonomy, auto_steps, allow,
-	max_steps, max_tokens, max_wall_ms, delivery, concurrency, missed, paused, created_at, last_fired`
+	max_steps, max_tokens, max_wall_ms, delivery, concurrency, missed, paused, created_at, last_fired, conditions`
 
 const scheduleSelect = `SELECT ` + scheduleCols + `,
 	(SELECT MAX(scheduled_at) FROM schedule_runs r WHERE r.schedule_id = schedules.id) FROM schedules`
 
 func scanSchedule(sc interface{ Scan(...any) error }) (*Schedule, error) {
 	var s Schedule
-	var allow string
+	var allow, when string
 	var wall, created, cursor int64
 	var fired sql.NullInt64
 	err := sc.Scan(&s.ID, &s.Name, &s.Spec, &s.TimeZone, &s.Agent, &s.Template, &s.Description, &s.Goal,
 		&s.Autonomy.Mode, &s.Autonomy.Steps, &allow, &s.Budget.MaxSteps, &s.Budget.MaxTokens, &wall,
-		&s.Delivery, &s.Concurrency, &s.Missed, &s.Paused, &created, &cursor, &fired)
+		&s.Delivery, &s.Concurrency, &s.Missed, &s.Paused, &created, &cursor, &when, &fired)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotFound
 	}
@@ -92,6 +92,12 @@ func scanSchedule(sc interface{ Scan(...any) error }) (*Schedule, error) {
 		return nil, fmt.Errorf("store: reading schedule: %w", err)
 	}
 	json.Unmarshal([]byte(allow), &s.Autonomy.Allow)
+	if when != "" {
+		s.When = &api.WakeConditions{}
+		if err := json.Unmarshal([]byte(when), s.When); err != nil {
+			return nil, fmt.Errorf("store: schedule %s: its wake conditions are unreadable: %w", s.Name, err)
+		}
+	}
 	s.MaxWall = time.Duration(wall) * time.Millisecond
 	if s.MaxWall > 0 {
 		s.Budget.MaxTime = s.MaxWall.String()
@@ -113,12 +119,33 @@ func (t *Tx) InsertSchedule(s *Schedule) error {
 	if allow == nil {
 		allow = []string{}
 	}
-	_, err := t.exec(`INSERT INTO schedules (`+scheduleCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.exec(`INSERT INTO schedules (`+scheduleCols+`, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		s.ID, s.Name, s.Spec, s.TimeZone, s.Agent, s.Template, s.Description, s.Goal, s.Autonomy.Mode, s.Autonomy.Steps,
 		js(allow), s.Budget.MaxSteps, s.Budget.MaxTokens, s.MaxWall.Milliseconds(), s.Delivery, s.Concurrency, s.Missed,
-		s.Paused, ms(t.now), msOrZero(s.Cursor), ms(t.now))
+		s.Paused, ms(t.now), msOrZero(s.Cursor), conditionsJSON(s.When), ms(t.now))
 	if err != nil {
 		return fmt.Errorf("store: insert schedule: %w", err)
+	}
+	return nil
+}
+
+// conditionsJSON is the conditions column: ” for none.
+func conditionsJSON(c *api.WakeConditions) string {
+	if c == nil || len(c.Changed)+len(c.URLs)+len(c.Commands) == 0 {
+		return ""
+	}
+	return js(c)
+}
+
+// SetScheduleConditions replaces a schedule's wake conditions (nil: none); what the old
+// ones saw stays and is pruned when the next run starts.
+func (t *Tx) SetScheduleConditions(id string, c *api.WakeConditions) error {
+	res, err := t.exec(`UPDATE schedules SET conditions=?, updated_at=? WHERE id=?`, conditionsJSON(c), ms(t.now), id)
+	if err != nil {
+		return fmt.Errorf("store: set schedule conditions: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
 	}
 	return nil
 }

@@ -421,4 +421,18 @@ var migrations = []string{
 		at INTEGER NOT NULL
 	);
 	CREATE INDEX step_checkpoints_step ON step_checkpoints(agent_id, step, at);`,
+	// A schedule's wake conditions (api.WakeConditions as JSON, '' for none), and what
+	// they saw (daemon/schedule/wake): seen is, per condition, what the last run that
+	// started saw (content hashes, a page's validators), written only when a run starts
+	// so that a firing whose run never started swallows no change; failures counts the
+	// firings in a row whose check failed.
+	`CREATE TABLE schedule_wake (
+		schedule_id TEXT PRIMARY KEY REFERENCES schedules(id) ON DELETE CASCADE,
+		seen TEXT NOT NULL DEFAULT '{}',
+		seen_at INTEGER NOT NULL DEFAULT 0,
+		failures INTEGER NOT NULL DEFAULT 0,
+		last_error TEXT NOT NULL DEFAULT '',
+		failed_at INTEGER NOT NULL DEFAULT 0
+	) WITHOUT ROWID;
+	ALTER TABLE schedules ADD COLUMN conditions TEXT NOT NULL DEFAULT '';`,
 }

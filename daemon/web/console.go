@@ -47,15 +47,21 @@ type Options struct {
 	User string
 	// Now is the clock for tokens and sessions; nil is time.Now.
 	Now func() time.Time
+	// CheckWhen checks the form of a schedule's wake conditions as the schedules do and
+	// returns them in agentctl's words, for the form's check as it is typed; nil leaves
+	// them to be checked when the form is sent.
+	CheckWhen func(api.WakeConditions) (string, error)
 }
 
 // Console is the web console. It serves nothing until Listen; Close stops it.
 type Console struct {
-	svc   Service
-	log   *slog.Logger
-	user  string
-	auth  *auth
-	pages map[string]*template.Template
+	svc Service
+	log *slog.Logger
+	// checkWhenForm is Options.CheckWhen.
+	checkWhenForm func(api.WakeConditions) (string, error)
+	user          string
+	auth          *auth
+	pages         map[string]*template.Template
 	// router serves logged-in requests (handler.go's mux).
 	router *http.ServeMux
 	// latest is the newest event seq the console has seen; pages carry it so their event
@@ -90,7 +96,7 @@ func New(opt Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{svc: opt.Service, log: opt.Log, user: opt.User, auth: newAuth(opt.Now), pages: pages}
+	c := &Console{svc: opt.Service, log: opt.Log, user: opt.User, auth: newAuth(opt.Now), pages: pages, checkWhenForm: opt.CheckWhen}
 	c.router = c.mux()
 	return c, nil
 }

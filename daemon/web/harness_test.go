@@ -23,6 +23,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule"
+	"github.com/agentd/agentd/daemon/schedule/wake"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/agenttest"
 	"github.com/agentd/agentd/internal/ollamatest"
@@ -83,11 +84,15 @@ func newEnv(t testing.TB) *env {
 	if err := e.sup.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.mgr = schedule.New(schedule.Options{Store: st, Agents: agenttest.Of(e.sup), Log: log, Local: time.UTC})
+	eng, err := wake.New(wake.Options{Store: st, Dir: filepath.Join(dir, "wake")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.mgr = schedule.New(schedule.Options{Store: st, Agents: agenttest.Of(e.sup), Log: log, Local: time.UTC, Wake: schedule.Wake{Engine: eng}})
 	if err := e.mgr.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.con, err = New(Options{Service: service{agenttest.Of(e.sup), e.mgr}, Log: log, User: "tester"})
+	e.con, err = New(Options{Service: service{agenttest.Of(e.sup), e.mgr}, Log: log, User: "tester", CheckWhen: schedule.CheckWhenForm})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +104,7 @@ func newEnv(t testing.TB) *env {
 		defer scancel()
 		e.con.Close(sctx)
 		e.mgr.Stop()
+		e.mgr.Close()
 		cancel()
 		e.sup.Wait()
 		st.Close()

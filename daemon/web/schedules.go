@@ -67,6 +67,11 @@ func (c *Console) addSchedule(w http.ResponseWriter, r *http.Request) {
 	req := api.ScheduleRequest{Name: r.PostFormValue("name"), Spec: r.PostFormValue("spec"), TimeZone: strings.TrimSpace(r.PostFormValue("time_zone")),
 		Agent: strings.TrimSpace(r.PostFormValue("agent")), Template: strings.TrimSpace(r.PostFormValue("template")),
 		Goal: strings.TrimSpace(r.PostFormValue("goal"))}
+	var err error
+	if req.When, err = whenOf(r.PostForm); err != nil {
+		c.back(w, r, "/schedules", "not added: "+err.Error())
+		return
+	}
 	s, err := c.svc.AddSchedule(r.Context(), req)
 	if err != nil {
 		c.back(w, r, "/schedules", "not added: "+err.Error())
@@ -87,6 +92,10 @@ type specView struct {
 // one AddSchedule uses) in the zone given, and answers with the next fire times or what
 // is wrong, as an HTML fragment the page puts under the field.
 func (c *Console) checkSpec(w http.ResponseWriter, r *http.Request) {
+	if r.FormValue("part") == "when" {
+		c.checkWhen(w, r)
+		return
+	}
 	v := specView{}
 	loc := time.Local
 	if z := strings.TrimSpace(r.FormValue("time_zone")); z != "" {

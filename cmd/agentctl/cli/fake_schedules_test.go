@@ -56,12 +56,22 @@ func (f *fakeDaemon) scheduleRoutes() {
 		f.mu.Unlock()
 		s := cannedSchedule()
 		s.ID, s.Name, s.Spec, s.Goal, s.Autonomy, s.LastFired = "s-2", req.Name, req.Spec, req.Goal, req.Autonomy, time.Time{}
+		s.When = req.When
 		return s, nil
 	})
 	apitest.Handle(fk, api.ScheduleRoute, func(_ context.Context, ref string, _ api.None) (*api.Schedule, error) {
 		if ref == "fresh" { // just added: it never fired
 			s := cannedSchedule()
 			s.ID, s.Name, s.LastFired = "s-3", "fresh", time.Time{}
+			return s, nil
+		}
+		if ref == "quiet" { // wake conditions whose check keeps failing
+			s := cannedSchedule()
+			s.ID, s.Name = "s-4", "quiet"
+			s.When = &api.WakeConditions{Changed: []string{"notes", "inbox/new mail"}, URLs: []string{"https://example.com/feed"},
+				OnFailure: "wake", FailAfter: 2}
+			s.Wake = &api.WakeStatus{SeenAt: fixedTime, Failures: 2, Failing: true, FailedAt: fixedTime,
+				LastError: "--when-url https://example.com/feed: fetching the page: connection refused"}
 			return s, nil
 		}
 		s, err := schedule(ref)
@@ -91,9 +101,24 @@ func (f *fakeDaemon) scheduleRoutes() {
 		return &api.ScheduleRun{ID: "f-3", ScheduleID: "s-1", Scheduled: fixedTime, Started: fixedTime, Manual: true,
 			Outcome: "started", RunID: "r-8", AgentID: "a-8"}, nil
 	})
+	apitest.Handle(fk, api.SetScheduleWhenRoute, func(_ context.Context, ref string, when api.WakeConditions) (*api.Schedule, error) {
+		s, err := schedule(ref)
+		if s != nil && len(when.Changed)+len(when.URLs)+len(when.Commands) > 0 {
+			s.When = &when
+		}
+		return s, err
+	})
 	apitest.Handle(fk, api.ScheduleHistoryRoute, func(_ context.Context, ref string, q api.ScheduleHistoryQuery) ([]api.ScheduleRun, error) {
 		if ref == "s-3" {
 			return nil, nil
+		}
+		if ref == "s-4" {
+			return []api.ScheduleRun{
+				{ID: "f-6", ScheduleID: "s-4", Scheduled: time.Date(2026, 11, 20, 8, 2, 0, 0, time.UTC), Ended: fixedTime, Outcome: api.RunCheckFailed,
+					Reason: "check failed (2 in a row): --when-url https://example.com/feed: fetching the page: connection refused"},
+				{ID: "f-5", ScheduleID: "s-4", Scheduled: time.Date(2026, 11, 20, 8, 1, 0, 0, time.UTC), Ended: fixedTime, Outcome: api.RunNothingToDo,
+					Reason: "nothing to do: notes, inbox/new mail unchanged since the last run"},
+			}, nil
 		}
 		if _, err := schedule(ref); err != nil {
 			return nil, err

@@ -13,18 +13,19 @@ import (
 
 var scheduleCmd = &command{
 	name:  "schedule",
-	args:  "add|ls|show|rm|pause|resume|run-now|history [ARGS] [--json]",
+	args:  "add|ls|show|edit|rm|pause|resume|run-now|history [ARGS] [--json]",
 	short: "recurring goals: cron schedules that wake agents",
 	long: `A schedule gives an agent a goal on a timetable: "every weekday at 9, summarize what
 changed in ~/notes". Each time it fires, either an existing agent gets the goal as a new
 task, or (with --template) a fresh agent is created for the run. Every firing is recorded:
-run, finished, failed, budget exhausted, skipped (the last run was still going) or missed
-(agentd was not running then).
+run, finished, failed, budget exhausted, skipped (the last run was still going), missed
+(agentd was not running then), nothing_to_do or check_failed (wake conditions, below).
 
   agentctl schedule add NAME SPEC --goal TEXT (--agent AGENT | --template PREFIX) [flags]
   agentctl schedule ls                  every schedule with its next fire time
   agentctl schedule show NAME           settings, status, next fire times, recent runs
   agentctl schedule history NAME        every firing and how its run ended
+  agentctl schedule edit NAME --when…   change its wake conditions (--when-none: remove them)
   agentctl schedule run-now NAME        fire it now (paused or not)
   agentctl schedule pause NAME          stop it firing; resume NAME starts it again
   agentctl schedule rm NAME             remove it and its records (runs going on stay)
@@ -40,6 +41,22 @@ Times are agentd's local time unless the spec starts with CRON_TZ= or --tz is gi
 A time skipped by a daylight-saving jump (02:30 on the spring-forward night) runs at
 the first minute after the jump; a time repeated in autumn runs once. add prints the
 next five fire times, so you can check a spec before it matters.
+
+Wake conditions (checked at each firing before any model call; an idle schedule then
+costs a check, not a run):
+  --when-changed PATH   a file or folder in the agent's workspace changed since the last
+                        run started (content hashes; repeatable, all paths are one condition)
+  --when-url URL        the page's text changed (fetched and guarded as read_webpage;
+                        ETag and Last-Modified honoured)
+  --when 'COMMAND'      a shell line run in the agent's sandbox (read-only workspace)
+                        exits 0; its output is what the run starts from. Exit 1: nothing to do
+  --when-any | --when-all     any condition wakes (default), or only all of them
+  --when-failed skip|wake     once checks keep failing: skip firings (default) or wake
+  --when-failed-after N       failures in a row before they are told (default 3)
+A firing with nothing to do is recorded as nothing_to_do with the reason and posts
+nothing to chat; a check that cannot run is check_failed, and the N-th in a row is
+shown by schedule show, doctor and the delivery channel. The run a change wakes starts
+from what changed (the paths and their diffs, the page's change, the command's output).
 
 Autonomy (what runs without you):
   --autonomy ask        every proposal waits for you (the default): see agentctl ls
@@ -57,6 +74,8 @@ Examples:
       --allow 'list_folder(*)' --allow 'read_file(*)'
   agentctl schedule add backup "CRON_TZ=Europe/Berlin 30 2 * * *" --agent ops \
       --goal "check last night's backup log" --missed run_once
+  agentctl schedule add triage "*/15 * * * *" --agent janitor --goal "triage new mail in inbox" \
+      --when-changed inbox
 
 Results and pending approvals are seen with agentctl (ls, show, follow). With
 --delivery slack:CHANNEL_ID or discord:CHANNEL_ID each run gets a thread in that channel
@@ -69,11 +88,11 @@ skipped or missed firings are posted.`,
 var scheduleActions = map[string]func(scheduleVerbs, context.Context, []string) error{
 	"add": scheduleVerbs.scheduleAdd, "ls": scheduleVerbs.scheduleLs, "show": scheduleVerbs.scheduleShow, "rm": scheduleVerbs.scheduleRm,
 	"pause": scheduleVerbs.schedulePause, "resume": scheduleVerbs.scheduleResume, "run-now": scheduleVerbs.scheduleRunNow,
-	"history": scheduleVerbs.scheduleHistory,
+	"history": scheduleVerbs.scheduleHistory, "edit": scheduleVerbs.scheduleEdit,
 }
 
 func (a scheduleVerbs) runSchedule(ctx context.Context, args []string) error {
-	return subcommand(a, ctx, args, "schedule", scheduleActions, "add, ls, show, rm, pause, resume, run-now or history")
+	return subcommand(a, ctx, args, "schedule", scheduleActions, "add, ls, show, edit, rm, pause, resume, run-now or history")
 }
 
 // parseSchedule parses an action that takes exactly one schedule NAME. The daemon's
@@ -101,9 +120,14 @@ func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 	fs.StringVar(&req.Missed, "missed", "", "`POLICY` for firings missed while agentd was down: skip (default), run_once or run_if_within=DURATION")
 	fs.StringVar(&req.Delivery, "delivery", "", "`WHERE` results and approvals go: agentctl (default), slack:CHANNEL_ID or discord:CHANNEL_ID")
 	fs.BoolVar(&req.Paused, "paused", false, "add it paused")
+	var when api.WhenFlags
+	when.Register(fs, false)
 	pos, err := a.parse(fs, args, -1)
 	if err != nil {
 		return err
+	}
+	if req.When, err = when.Conditions(); err != nil {
+		return usagef("%v", err)
 	}
 	if len(pos) != 2 {
 		return usagef(`want NAME and SPEC (quote the spec: "0 9 * * 1-5"), got %q`, pos)
@@ -129,6 +153,9 @@ func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 		return a.printJSON(s)
 	}
 	fmt.Fprintf(a.stdout, "schedule %s added: %s (%s)\n", s.Name, s.Spec, s.TimeZone)
+	if s.When != nil {
+		fmt.Fprintf(a.stdout, "it wakes the model %s\n", whenString(s.When))
+	}
 	writeNextTimes(a.stdout, s)
 	return nil
 }
@@ -222,6 +249,7 @@ func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
 	fmt.Fprintf(w, "  budget:      %s\n", budgetString(s.Budget))
 	fmt.Fprintf(w, "  totals:      runs %d, steps %d, tokens %d\n", s.Runs, s.Steps, s.Tokens)
 	fmt.Fprintf(w, "  concurrency: %s; missed: %s; delivery: %s\n", s.Concurrency, s.Missed, s.Delivery)
+	writeWake(w, s)
 	fmt.Fprintf(w, "  status:      %s\n", scheduleState(s))
 	if len(s.Running) > 0 {
 		fmt.Fprintf(w, "  running:     %s\n", strings.Join(s.Running, ", "))

@@ -46,7 +46,7 @@ func TestArgumentErrorsNameWhatIsMissingOrExtra(t *testing.T) {
 		{"schedule_name_missing", []string{"schedule", "show"}, "missing NAME (a schedule's name or id; see agentctl schedule ls)"},
 		{"schedule_name_extra", []string{"schedule", "rm", "a", "b"}, `too many arguments: want one schedule NAME, got ["a" "b"]`},
 		{"team_id_missing", []string{"team", "show"}, "missing ID (a team run's id; see agentctl team ls)"},
-		{"schedule_action_missing", []string{"schedule"}, "missing what to do: add, ls, show, rm, pause, resume, run-now or history"},
+		{"schedule_action_missing", []string{"schedule"}, "missing what to do: add, ls, show, edit, rm, pause, resume, run-now or history"},
 		{"team_action_unknown", []string{"team", "fly"}, `unknown team action "fly": use run, plan, ls, show or stop`},
 		{"no_arguments", []string{"status", "now"}, "status takes no arguments"},
 	}

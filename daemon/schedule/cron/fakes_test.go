@@ -67,11 +67,12 @@ func (t *fakeTimer) Stop() bool {
 	return len(t.clk.timers) < n
 }
 
-// settle waits until the loop has handled every poke made before the call and gone idle.
+// settle waits until the loop has handled every poke made before the call and gone idle,
+// and the firings it launched have started (or not).
 func (s *Scheduler) settle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for target := s.pokes; s.settled < target; {
+	for target := s.pokes; s.settled < target || s.launching > 0; {
 		s.idle.Wait()
 	}
 }

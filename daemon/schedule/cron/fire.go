@@ -90,8 +90,21 @@ func (s *Scheduler) tick(ctx context.Context) time.Time {
 	s.mu.Unlock()
 
 	s.flush(ctx)
+	// Each firing starts off the loop: a Starter may check the schedule's wake
+	// conditions first (a command, a page), which must not hold other schedules up.
+	s.mu.Lock()
+	s.launching += len(starts)
+	s.mu.Unlock()
+	s.launches.Add(len(starts))
 	for _, a := range starts {
-		s.launch(ctx, a.e, a.rec)
+		go func() {
+			defer s.launches.Done()
+			s.launch(ctx, a.e, a.rec)
+			s.mu.Lock()
+			s.launching--
+			s.idle.Broadcast()
+			s.mu.Unlock()
+		}()
 	}
 	return wakeAt
 }
@@ -225,7 +238,11 @@ func (s *Scheduler) launch(ctx context.Context, e *entry, r Record) Record {
 	s.mu.Lock()
 	s.starting--
 	over := err != nil
-	if over {
+	var not *NotStarted
+	if errors.As(err, &not) && not.Outcome.Final() {
+		r.Outcome, r.Reason, r.Ended = not.Outcome, not.Reason, s.clock.Now()
+		s.note(r)
+	} else if over {
 		r.Outcome, r.Reason, r.Ended = api.RunFailed, "could not start: "+err.Error(), s.clock.Now()
 		s.note(r)
 	} else {

@@ -92,10 +92,21 @@ type Result struct {
 type Starter interface {
 	// Start begins f's run and returns its run ID, which RunEnded names when it ends. It
 	// should return promptly: the run goes on elsewhere, and must not depend on ctx, which
-	// only bounds this call. It may be called concurrently. An error or a panic records
-	// the firing as failed.
+	// only bounds this call. It may be called concurrently, and is called off the firing
+	// loop, so a slow Start holds no other schedule up. An error or a panic records the
+	// firing as failed; a NotStarted error records it with its own outcome.
 	Start(ctx context.Context, f Firing) (runID string, err error)
 }
+
+// NotStarted is the error a Starter returns for a firing it decided not to run (the
+// schedule's wake check found nothing to do, or failed): the firing is recorded with
+// Outcome and Reason instead of as failed.
+type NotStarted struct {
+	Outcome api.RunOutcome // a final outcome: api.RunNothingToDo or api.RunCheckFailed
+	Reason  string
+}
+
+func (e *NotStarted) Error() string { return string(e.Outcome) + ": " + e.Reason }
 
 // StarterFunc adapts a function to Starter.
 type StarterFunc func(ctx context.Context, f Firing) (string, error)
@@ -146,6 +157,9 @@ type Scheduler struct {
 	stopped  bool
 
 	flushMu sync.Mutex // one flusher at a time keeps records in order
+
+	launches  sync.WaitGroup // launch goroutines; Stop waits for them
+	launching int            // launch goroutines not done (with s.mu; tests wait for 0)
 
 	wake   chan struct{}
 	cancel context.CancelFunc
@@ -227,6 +241,7 @@ func (s *Scheduler) Stop() {
 		cancel()
 		<-done
 	}
+	s.launches.Wait()
 }
 
 // Add adds a schedule. Firings between sc.LastFired and now are handled as missed.

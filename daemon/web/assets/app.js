@@ -52,10 +52,28 @@
     });
   }
 
+  // The wake conditions are checked as they are typed, by the same endpoint and the
+  // daemon's own check of their form.
+  function watchWhen(root) {
+    var set = root.querySelector("fieldset[data-check]");
+    if (!set) return;
+    var out = document.getElementById("when-check"), timer, asked = 0;
+    function check() {
+      var n = ++asked, q = "";
+      set.querySelectorAll("[name]").forEach(function (el) { q += "&" + el.name + "=" + encodeURIComponent(el.value); });
+      fetch(set.dataset.check + q, {credentials: "same-origin"}).then(function (r) { return r.text(); }).then(function (html) {
+        if (n === asked) out.innerHTML = html;
+      });
+    }
+    set.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(check, 150); });
+    set.addEventListener("change", function () { clearTimeout(timer); timer = setTimeout(check, 150); });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     watchBytes(document);
     wireDecide(document);
     watchSpec(document);
+    watchWhen(document);
     var src = document.body.dataset.events;
     if (!src || !window.EventSource) return;
     var live = document.getElementById("live");
