@@ -58,7 +58,35 @@ type Preview struct {
 	// Note is anything else the person should know: why there is no diff, why the line
 	// is not plain commands, that the guard would refuse the host.
 	Note string `json:"note,omitempty"`
+	// Effect is what a shell or python command did when the daemon ran it ahead, in its
+	// sandbox with the network off, against a copy of the workspace (PreviewProgram);
+	// Diff is then the change it made there. Nil for commands never run ahead.
+	Effect *Effect `json:"effect,omitempty"`
 }
+
+// Effect is a command's effect preview: its output and the change it made to a copy of
+// the workspace, which approving applies instead of running the command again — or why
+// there is none, and approving runs the command as usual.
+type Effect struct {
+	// None says why the command was not run ahead, or why its run cannot be applied
+	// (the workspace changed since): approving runs the command itself.
+	None string `json:"none,omitempty"`
+	// Output is what the command printed, with its exit status as a result shows it.
+	Output string `json:"output,omitempty"`
+	// Summary is the change in one line: "changes 3 files (+12 −4)", or "no changes".
+	Summary string `json:"summary,omitempty"`
+	// From is the checkpoint of the workspace the copy was made of, To the copy's after
+	// the command: approving puts To in place on a workspace still exactly at From.
+	From uint64 `json:"from,omitempty"`
+	To   uint64 `json:"to,omitempty"`
+}
+
+// Appliable reports whether approving applies the captured change instead of running
+// the command.
+func (e *Effect) Appliable() bool { return e != nil && e.None == "" && e.To != 0 }
+
+// effectOutputLines is how many lines of a preview's output Render shows.
+const effectOutputLines = 10
 
 // PreviewDiffLines is how many lines of a diff the chat messages show inline.
 const PreviewDiffLines = 15
@@ -87,6 +115,7 @@ func (p *Preview) Render() (lines []string, diff string) {
 			lines = append(lines, label+strings.Join(ws, " "))
 		}
 		lines = append(lines, "In: "+esc(p.Dir), "Sandbox: "+esc(p.Sandbox), "Network: "+esc(p.Network))
+		lines = append(lines, p.Effect.render()...)
 	case PreviewHost:
 		lines = append(lines, "Connects to: "+esc(p.Host))
 	case PreviewChange:
@@ -129,4 +158,31 @@ func quoteArg(w string) string {
 		return w
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// render is the effect preview in lines: what the run on a copy changed and printed, or
+// why there was none.
+func (e *Effect) render() []string {
+	switch {
+	case e == nil:
+		return nil
+	case e.None != "":
+		return []string{"Effect: not run ahead: " + display.Escape(e.None, display.Line)}
+	}
+	lines := []string{"Effect (run ahead on a copy, network off; approving applies this change): " + display.Escape(e.Summary, display.Line)}
+	out, cut := HeadLines(strings.TrimSuffix(e.Output, "\n"), effectOutputLines)
+	if out == "" {
+		return append(lines, "Output: (none)")
+	}
+	for i, l := range strings.Split(out, "\n") {
+		label := "  | "
+		if i == 0 {
+			label = "Output: "
+		}
+		lines = append(lines, label+display.Escape(l, display.Line))
+	}
+	if cut {
+		lines = append(lines, fmt.Sprintf("  … %d more lines", strings.Count(strings.TrimSuffix(e.Output, "\n"), "\n")+1-effectOutputLines))
+	}
+	return lines
 }

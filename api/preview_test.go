@@ -21,6 +21,21 @@ func TestPreviewRender(t *testing.T) {
 			Dir: "/ws", Sandbox: "bwrap", Network: "none", Note: "line\nbreak"},
 			[]string{`Runs (1/2): echo 'two words' 'it'\''s'`, "Runs (2/2): wc -l", "In: /ws", "Sandbox: bwrap", "Network: none", `Note: line\x0abreak`}, ""},
 		{"host", &Preview{Kind: PreviewHost, Host: "example.com:443"}, []string{"Connects to: example.com:443"}, ""},
+		{"effect_output_and_change", &Preview{Kind: PreviewProgram, Programs: [][]string{{"make", "fmt"}}, Dir: "/ws", Sandbox: "bwrap", Network: "none",
+			Effect: &Effect{Output: "formatted\u202e a.go\nexit status 0\n", Summary: "changes 1 file (+1 −1)", From: 1, To: 3},
+			Diff:   "modified file a.go (+1 −1)\n--- a/a.go\n+++ b/a.go\n"},
+			[]string{"Runs: make fmt", "In: /ws", "Sandbox: bwrap", "Network: none",
+				"Effect (run ahead on a copy, network off; approving applies this change): changes 1 file (+1 −1)",
+				`Output: formatted\u202e a.go`, "  | exit status 0"}, "modified file a.go (+1 −1)\n--- a/a.go\n+++ b/a.go"},
+		{"effect_output_cut", &Preview{Kind: PreviewProgram, Programs: [][]string{{"seq", "12"}}, Dir: "/ws", Sandbox: "bwrap", Network: "none",
+			Effect: &Effect{Output: "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", Summary: "no changes", From: 1, To: 3}},
+			[]string{"Runs: seq 12", "In: /ws", "Sandbox: bwrap", "Network: none",
+				"Effect (run ahead on a copy, network off; approving applies this change): no changes",
+				"Output: 1", "  | 2", "  | 3", "  | 4", "  | 5", "  | 6", "  | 7", "  | 8", "  | 9", "  | 10", "  … 2 more lines"}, ""},
+		{"effect_none", &Preview{Kind: PreviewProgram, Programs: [][]string{{"curl", "x"}}, Dir: "/ws", Sandbox: "bwrap", Network: "host",
+			Effect: &Effect{None: "this agent's commands have the network, which a run ahead takes away"}},
+			[]string{"Runs: curl x", "In: /ws", "Sandbox: bwrap", "Network: host",
+				"Effect: not run ahead: this agent's commands have the network, which a run ahead takes away"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -34,3 +34,12 @@ func Preview(ctx context.Context, c Command, env Env, args json.RawMessage) (p *
 	}()
 	return pv.Preview(ctx, env, args)
 }
+
+// EffectPreviewer is a command the daemon can run ahead, on a copy of the workspace with
+// the network off, to show a person the change it makes before they approve it
+// (execute_shell, execute_python_file). EffectPreview returns "" when it can, else why
+// not, for the person: no sandbox confines it, or it is granted the network a preview
+// would take away.
+type EffectPreviewer interface {
+	EffectPreview() string
+}

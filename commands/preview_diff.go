@@ -56,7 +56,7 @@ func filePreview(env Env, path string, removes bool, after func(before string, e
 	case pv.Diff == "":
 		pv.Note = "no change: the file already holds exactly this"
 	}
-	pv.Diff, pv.DiffCut = cutDiff(pv.Diff, api.MaxPreviewDiff)
+	pv.Diff, pv.DiffCut = CutDiff(pv.Diff, api.MaxPreviewDiff)
 	return pv
 }
 
@@ -209,8 +209,8 @@ func hunkRange(at, n int) string {
 	return fmt.Sprintf("%d,%d", at, n)
 }
 
-// cutDiff cuts a diff longer than limit bytes at the end of a line.
-func cutDiff(diff string, limit int) (string, bool) {
+// CutDiff cuts a diff longer than limit bytes at the end of a line.
+func CutDiff(diff string, limit int) (string, bool) {
 	if len(diff) <= limit {
 		return diff, false
 	}

@@ -17,6 +17,9 @@ type Profile struct {
 	// schedule's check command, which the person who made the schedule wrote. Patterns
 	// never set it.
 	Network bool
+	// Offline takes the network away whatever the config grants, and nothing else: an
+	// effect preview runs the command so, on a copy of the workspace.
+	Offline bool
 	// Paths are the workspace paths the permission rules deny to the file commands; the
 	// sandbox keeps them from programs too. Nil denies nothing.
 	Paths PathRules

@@ -3,7 +3,6 @@ package shell
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,27 +138,6 @@ func waitGone(t *testing.T, marker string) {
 		}
 	}
 	t.Fatalf("processes %v running %q survived the command", left, marker)
-}
-
-// acceptingPort listens on a loopback port that accepts and closes every connection, for
-// the tests that check whether a program can reach the host's loopback; it returns the port.
-func acceptingPort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // checkResult fails t unless got holds every want and none of notWant; "{ws}" in either

@@ -95,6 +95,20 @@ func (c *cloneRepository) Preview(_ context.Context, _ commands.Env, raw json.Ra
 	return pv
 }
 
+// EffectPreview implements commands.EffectPreviewer: a command runs ahead only in a
+// sandbox, and only when it has no network to lose.
+func (e *executor) EffectPreview() string {
+	switch {
+	case e.box.reason != "":
+		return "no sandbox works here, so it does not run at all"
+	case e.box.bwrap == "":
+		return `it would run unsandboxed ([shell] sandbox = "none"), so not on a copy either`
+	case e.opts.Network:
+		return "this agent's commands have the network, which a run ahead takes away"
+	}
+	return ""
+}
+
 // join joins two notes with "; ", either may be empty.
 func join(a, b string) string {
 	switch {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // runAs runs a shell line in ws under profile p, as the daemon does for a command that
@@ -116,7 +117,7 @@ func TestBoundedRunLoadsNoCodeOfTheAgents(t *testing.T) {
 // config grants the network; its HOME and /tmp are its own and gone afterwards.
 func TestBoundedRunChangesNothing(t *testing.T) {
 	bwrap := bwrapHere(t)
-	port := acceptingPort(t)
+	port := testutil.AcceptingPort(t)
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrap, Network: true})
 	connect := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null && echo connected || echo no-connection", port)
 	write := "echo changed > kept.txt; mkdir made; rm -f gone.txt; ls"

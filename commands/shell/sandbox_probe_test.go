@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestSandboxProbes runs, inside the sandbox, what a hostile program would try: use
@@ -23,7 +25,7 @@ import (
 func TestSandboxProbes(t *testing.T) {
 	bwrap := bwrapHere(t)
 	t.Setenv("AGENTD_TEST_TOKEN", "xoxb-do-not-leak")
-	port := acceptingPort(t)
+	port := testutil.AcceptingPort(t)
 	root := os.Geteuid() == 0
 	o := Options{Sandbox: SandboxBwrap, Bwrap: bwrap, Limits: Limits{Procs: 24, FileSize: 1 << 20, Tmp: 8 << 20}}
 	c := mustShell(t, o)

@@ -128,7 +128,8 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 	g := &api.Grant{ID: "g-" + id, AgentID: id, Kind: api.GrantCount, Count: 5, RunID: run, Label: "y -5"}
 	var p *api.Proposal
 	if from.Proposal != cycle.None || isProposed(k) {
-		p = &api.Proposal{ID: "p-" + id, AgentID: id, RunID: run, Command: "read_file", Args: []byte(`{}`), Hash: "h" + id, Status: from.Proposal}
+		p = &api.Proposal{ID: "p-" + id, AgentID: id, RunID: run, Command: "read_file", Args: []byte(`{}`), Hash: "h" + id, Status: from.Proposal,
+			Preview: &api.Preview{Kind: api.PreviewProgram, Effect: &api.Effect{Output: "ran ahead", Summary: "changes 1 file (+1 −0)", From: 1, To: 3}}}
 	}
 	var got []string
 	err := st.Tx(ctx, func(tx *store.Tx) error {
@@ -136,7 +137,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		if err := seed(tx, a, run, g, p); err != nil {
 			return err
 		}
-		if p != nil && event.Writes && k != cycle.Start { // a started step's checkpoint, for its end to record
+		if p != nil && event.Writes && k != cycle.Start && k != cycle.StartApply { // a started step's checkpoint, for its end to record
 			if err := tx.InsertStepCheckpoint(&store.StepCheckpoint{ID: p.ID, AgentID: id, RunID: run, Kind: store.CheckpointStep, Before: uint64(target.ID)}); err != nil {
 				return err
 			}
@@ -244,7 +245,9 @@ type observed struct {
 	grantRevoked bool
 	grants       int
 	decided      bool
-	budgetAudits int // audit entries of a budget that ran out
+	budgetAudits int    // audit entries of a budget that ran out
+	applied      int    // apply_preview audit entries
+	previewNone  string // why the stored preview's change is no longer appliable
 	// checkpointed and changeRecorded: the step's checkpoint row, before and after;
 	// content: the workspace file a rewind puts back.
 	checkpointed, changeRecorded bool
@@ -264,8 +267,16 @@ func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal, ws str
 		}
 		if q, err := tx.Proposal(p.ID); err == nil {
 			o.proposal = q.Status
+			if q.Preview != nil && q.Preview.Effect != nil {
+				o.previewNone = q.Preview.Effect.None
+			}
 		}
-		_, err := tx.LastDecision(p.ID)
+		es, err := tx.AuditEntries(store.AuditFilter{AgentID: agentID, Kind: "apply_preview"})
+		if err != nil {
+			return o, err
+		}
+		o.applied = len(es)
+		_, err = tx.LastDecision(p.ID)
 		o.decided = err == nil
 	}
 	r, err := tx.Run(run)
@@ -312,6 +323,8 @@ func (o observed) diff(after observed) []string {
 		{!o.grantRevoked && after.grantRevoked, cycle.EndGrant},
 		{!o.decided && after.decided, cycle.RecordDecision},
 		{o.budgetAudits != after.budgetAudits, cycle.RecordBudget},
+		{o.applied != after.applied, cycle.ApplyPreview},
+		{o.previewNone != after.previewNone, cycle.DropPreview},
 		{!o.checkpointed && after.checkpointed, cycle.Checkpoint},
 		{!o.changeRecorded && after.changeRecorded, cycle.RecordChange},
 		{o.content != after.content, cycle.Restore},

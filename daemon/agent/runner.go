@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -191,6 +192,7 @@ type started struct {
 	ask     bool             // set when the policy leaves the pending proposal to a person
 	cmds    commands.Set     // the step's commands when think just built them; nil: look them up
 	profile commands.Profile // how far a sandboxed command's programs reach
+	apply   bool             // the step applies the change the proposal's effect preview captured
 	v       *api.Agent
 	execCtx context.Context
 	cancel  context.CancelFunc
@@ -230,14 +232,17 @@ func startTx(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p *api.Propos
 			return err
 		}
 	}
-	start := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Question: p.Command == commands.AskUser})
+	start := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Question: p.Command == commands.AskUser,
+		Previewed: previewed(p, st.profile)})
 	ev := cycle.Event{Kind: start.Event, Writes: s.checkpoints.writes(spec, st.profile)}
-	if res, err := apply(tx, &change{a: a, p: p, ev: ev, ckpt: s.checkpoints}); err != nil || !res.moved {
+	res, err := apply(tx, &change{a: a, p: p, ev: ev, ckpt: s.checkpoints})
+	if err != nil || !res.moved {
 		if err == nil {
 			err = errNotApproved
 		}
 		return err
 	}
+	st.apply = has(res.effects, cycle.ApplyPreview)
 	if err := tx.Audit(a.ID, "started", map[string]string{"proposal": p.ID, "command": p.Command}); err != nil {
 		return err
 	}
@@ -309,8 +314,16 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
 			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
 		stopWatch := r.s.agentBudgets.watchDisk(st.a, st.cancel)
-		o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
+		if st.apply {
+			o.Output, o.Err = applyPreview(st.execCtx, r.s.previews, st.a, p)
+		} else {
+			o.Output, o.Err = commands.Run(st.execCtx, cmd, env, p.Args, l.Limits)
+		}
 		diskCut := stopWatch()
+		if errors.Is(o.Err, effect.ErrStale) {
+			r.finishExecution(ctx, p, staleEnd(p, o.Err), time.Since(began))
+			return
+		}
 		switch {
 		case o.Err != nil && r.busyCut.Load():
 			o.Err = fmt.Errorf("cut off: the agent's time budget ran out while it ran (%w)", o.Err)

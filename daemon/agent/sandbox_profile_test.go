@@ -17,6 +17,12 @@ import (
 // none here (a failure under CI=true, where the scripts install bubblewrap).
 func realShell(t *testing.T) commands.Command {
 	t.Helper()
+	return realShellWith(t, shell.Options{Network: true})
+}
+
+// realShellWith is realShell with the options o (its sandbox bwrap).
+func realShellWith(t *testing.T, o shell.Options) commands.Command {
+	t.Helper()
 	bwrap, err := exec.LookPath("bwrap")
 	if err == nil {
 		_, err = shell.CheckSandbox(shell.Options{Sandbox: shell.SandboxBwrap, Bwrap: bwrap})
@@ -27,7 +33,8 @@ func realShell(t *testing.T) commands.Command {
 		}
 		t.Skipf("no sandbox here: %v", err)
 	}
-	c, err := shell.NewExecuteShell(shell.Options{Sandbox: shell.SandboxBwrap, Bwrap: bwrap, Network: true})
+	o.Sandbox, o.Bwrap = shell.SandboxBwrap, bwrap
+	c, err := shell.NewExecuteShell(o)
 	if err != nil {
 		t.Fatal(err)
 	}

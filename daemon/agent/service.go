@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/policy"
+	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -297,6 +298,9 @@ func (s *runs) removed(g removal) {
 		}
 	}
 	s.agentBudgets.walks.forget(g.id)
+	if err := s.previews.Forget(g.id); err != nil {
+		s.log.Warn("agent: effect previews not removed", "agent", g.id, "err", err)
+	}
 	if s.onRemoved != nil {
 		s.onRemoved(g.id)
 	}
@@ -354,7 +358,8 @@ type runs struct {
 	agentBudgets *agentBudgets
 	helpers      *helpers
 	memory       *memoryService
-	history      *episodeHistory // stores the summaries waiting, with every change (storeWith)
+	history      *episodeHistory  // stores the summaries waiting, with every change (storeWith)
+	previews     *effect.Previews // a removed agent's effect previews go with it
 }
 
 // applyRunOptions stores the run's budget, the agent's patterns and what a check found

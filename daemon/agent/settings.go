@@ -76,6 +76,9 @@ type AgentOverrides struct {
 	Budget *run.Budget
 	// Watchdog's non-zero fields replace the global thresholds for this agent.
 	Watchdog watchdog.Config
+	// EffectPreview, when set, turns effect previews on or off for this agent, whatever
+	// Settings.NoEffectPreview says.
+	EffectPreview *bool
 }
 
 // MemoryOptions configure long-term memory: MemoryOf(cfg.Memory, index).
@@ -132,6 +135,10 @@ type Settings struct {
 	ContinuousLimit   int             // steps a continuous-mode run may take without asking
 	Limits            commands.Limits
 	HistoryEpisodes   int // most episodes shown verbatim; older ones get one line
+
+	// NoEffectPreview turns effect previews off for agents whose overrides do not turn
+	// them on ([agent] effect_preview = false); they are on by default where they can run.
+	NoEffectPreview bool
 }
 
 // OptionsOf is the supervisor's part of cfg: its first settings (SettingsOf), the helpers'
@@ -148,7 +155,7 @@ func SettingsOf(cfg *config.Config) Settings {
 	overrides := map[string]AgentOverrides{}
 	for name, o := range cfg.Agents {
 		overrides[name] = AgentOverrides{Commands: o.Commands, DisabledComponents: o.DisabledComponents, Allow: o.Allow, Deny: o.Deny,
-			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o)}
+			Budget: overrideBudget(cfg, o), Watchdog: overrideWatchdog(o), EffectPreview: o.EffectPreview}
 	}
 	return Settings{
 		Model: cfg.Ollama.Model, SmartModel: cfg.Ollama.SmartModel, MaxContext: cfg.Ollama.MaxContext,
@@ -157,6 +164,7 @@ func SettingsOf(cfg *config.Config) Settings {
 		Agents:             overrides, Allow: cfg.Permissions.Allow, Deny: cfg.Permissions.Deny, AutoRead: cfg.Permissions.AutoRead,
 		MaxInvalidReplies: cfg.Agent.MaxInvalidReplies, ContinuousLimit: cfg.Agent.ContinuousLimit,
 		Watchdog:        watchdog.Config{Failures: cfg.Agent.WatchdogFailures, IdleSteps: cfg.Agent.WatchdogIdleSteps},
+		NoEffectPreview: !cfg.Agent.EffectPreview,
 		Limits:          commands.Limits{Timeout: cfg.Agent.CommandTimeout.Duration, OutputCap: cfg.Agent.OutputCap},
 		HistoryEpisodes: cfg.Agent.HistoryEpisodes,
 	}

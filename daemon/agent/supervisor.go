@@ -32,6 +32,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
@@ -59,6 +60,9 @@ type Supervisor struct {
 	rewinds        *rewinds        // agentctl diff and rewind (rewind.go)
 	// recordEpisode remembers a finished step, in the transaction that ends it (remember.go).
 	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
+
+	// previews are the effect previews of shell and python proposals; nil without a state dir.
+	previews *effect.Previews
 
 	opt    Options
 	st     *store.Store
@@ -120,6 +124,10 @@ func wireParts(s *Supervisor, opt Options) {
 	s.audit.log = opt.Log
 	s.model.pool = opt.LLM.PoolStatus
 	s.workspaceDirs = &workspaceDirs{st: s.st, log: s.log, configured: opt.WorkspaceRoot, stateDir: opt.StateDir}
+	if opt.StateDir != "" {
+		_, root := s.workspaceDirs.workspaceRoots()
+		s.previews = effect.New(effect.Options{Dir: filepath.Join(opt.StateDir, "previews"), Views: filepath.Join(root, ".previews")})
+	}
 	s.stepCounters = &stepCounters{metrics: s.metrics}
 	s.episodeHistory = &episodeHistory{st: s.st, log: s.log, llm: opt.LLM}
 	s.memoryService = &memoryService{st: s.st, log: s.log, mem: s.mem, spawn: s.spawn}
@@ -139,7 +147,7 @@ func wireParts(s *Supervisor, opt Options) {
 	s.runs = &runs{
 		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: s.checkpoints.removed(opt.OnAgentRemoved),
 		runBudgets: s.runBudgets, batchRuns: s.batchRuns, agentBudgets: s.agentBudgets, helpers: s.helpers, memory: s.memoryService,
-		history: s.episodeHistory,
+		history: s.episodeHistory, previews: s.previews,
 	}
 	s.runBudgets.timeUp, s.agentBudgets.remeasure = s.runs.timeUp, s.runs.remeasure
 	s.agentBudgets.mutateAgent = func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error) (*api.Agent, error) {
@@ -220,10 +228,14 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	return nil
 }
 
-// Wait blocks until every agent loop has returned (after the Start context ended).
+// Wait blocks until every agent loop has returned (after the Start context ended), then
+// closes the checkpoint and effect-preview stores.
 func (s *Supervisor) Wait() {
 	s.wg.Wait()
 	s.checkpoints.closeAll()
+	if s.previews != nil {
+		s.previews.Close()
+	}
 }
 
 // recover finds commands that were running when the daemon died.

@@ -140,6 +140,8 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 		}
 		cancel, command := c.cancel, e.Command
 		tx.AfterCommit(func() { cancel(command) }) // under the runner's lock, as every change of the agent is
+	case cycle.ApplyPreview, cycle.DropPreview:
+		return previewEffect(tx, c.p, e)
 	default:
 		return fmt.Errorf("no applier for effect %s", e.Kind)
 	}

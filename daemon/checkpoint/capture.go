@@ -34,23 +34,31 @@ func (s *Store) Checkpoint(ctx context.Context, ws string) (Info, error) {
 
 // checkpoint takes a checkpoint; retention keeps pin (a restore's target) whatever it drops.
 func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error) {
-	var latest *Info
+	var latest, prev *Info
 	if n := len(s.ids); n > 0 {
 		if c, err := s.readRecord(s.ids[n-1]); err == nil {
-			latest = &c
+			latest, prev = &c, &c
 		}
 	}
 	if latest != nil && s.watch.unchanged(ws, latest.ID) {
 		return *latest, nil // no event since it was taken: no walk
 	}
+	// The stat data worth trusting are ws's own: a store that also captures other
+	// folders (an effect preview's copies) would otherwise read every file again.
+	if id, ok := s.lastOf[ws]; ok && latest != nil && id != latest.ID {
+		if c, err := s.readRecord(id); err == nil {
+			prev = &c
+		}
+	}
 	s.watch.begin(ws)
 	s.walks++
-	c, err := s.capture(ctx, ws, latest)
+	c, err := s.capture(ctx, ws, prev)
 	if err != nil {
 		return Info{}, fmt.Errorf("checkpoint of %s: %w", ws, err)
 	}
 	if latest != nil && c.root == latest.root {
 		c.discard()
+		s.lastOf[ws] = latest.ID
 		s.watch.end(latest.ID, c.manyNames)
 		return *latest, nil
 	}
@@ -65,6 +73,7 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error)
 	if err := s.writeRecord(info); err != nil {
 		return Info{}, err
 	}
+	s.lastOf[ws] = info.ID
 	s.watch.end(info.ID, c.manyNames)
 	if len(s.ids) > s.opt.KeepCount || s.bytes > s.opt.MaxStoreBytes {
 		// Retention reads every kept checkpoint's listings: it runs while the step does,
@@ -496,7 +505,7 @@ func (c *capture) flush() error {
 		return nil
 	}
 	s := c.s
-	if err := unix.Syncfs(s.tm); err != nil {
+	if err := s.syncfs(s.tm); err != nil {
 		c.discard()
 		return err
 	}
@@ -511,7 +520,7 @@ func (c *capture) flush() error {
 		step()
 	}
 	c.pending = nil
-	return unix.Fsync(s.objects)
+	return s.fsync(s.objects)
 }
 
 // discard removes the pending objects' temporary files.

@@ -72,7 +72,7 @@ func (s *Store) collect(pin ID) error {
 		step()
 	}
 	s.ids = kept
-	if err := unix.Fsync(s.records); err != nil {
+	if err := s.fsync(s.records); err != nil {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
 	names, err := s.list(s.objects)

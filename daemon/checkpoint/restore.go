@@ -44,6 +44,12 @@ func (s *Store) Restore(ctx context.Context, ws string, to ID) (*Restored, error
 	if err != nil {
 		return nil, err
 	}
+	return s.restore(ctx, ws, to, 0)
+}
+
+// restore is Restore, under mu; with expect set, only a workspace exactly as checkpoint
+// expect holds it is changed, else a *ChangedError says how it differs.
+func (s *Store) restore(ctx context.Context, ws string, to, expect ID) (*Restored, error) {
 	target, err := s.readRecord(to)
 	if err != nil {
 		return nil, err
@@ -69,6 +75,11 @@ func (s *Store) Restore(ctx context.Context, ws string, to ID) (*Restored, error
 	}
 	if err != nil {
 		return nil, fmt.Errorf("restore: the workspace could not be checkpointed first, so nothing was changed: %w", err)
+	}
+	if expect != 0 {
+		if err := s.unchanged(before, expect); err != nil && !s.sameTree(before.root, target.root) {
+			return nil, err // (a workspace already at to is one a crash left applied: nothing to do)
+		}
 	}
 	r := &Restored{Before: before, To: to}
 	if r.Diff, err = s.diff(before.root, target.root); err != nil {
@@ -153,7 +164,7 @@ func (s *Store) finish(j *journal, fresh bool) (notices, error) {
 	rerr := unix.Unlinkat(s.root, journalName, 0)
 	step()
 	if rerr == nil {
-		rerr = unix.Fsync(s.root)
+		rerr = s.fsync(s.root)
 	}
 	s.pending = nil
 	if err == nil && rerr != nil {
@@ -197,7 +208,7 @@ func (s *Store) apply(j *journal, fresh bool) (notices, error) {
 		err = errors.Join(err, unix.Fchmod(a.ds.fd(), mode))
 	}
 	if err == nil {
-		err = unix.Syncfs(a.ds.fd())
+		err = a.s.syncfs(a.ds.fd())
 	}
 	return a.notes, err
 }
@@ -375,13 +386,18 @@ func (a *applier) write(e *entry, live kind) error {
 	in := os.NewFile(uintptr(src), e.hash.String())
 	defer in.Close()
 	tmp := randomName(tempPrefix)
-	dst, err := unix.Openat(fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	dst, err := unix.Openat(fd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 	}
 	out := os.NewFile(uintptr(dst), tmp)
 	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(out, sum), in)
+	var n int64
+	if unix.IoctlFileClone(dst, src) == nil { // a reflink shares the blocks; the hash is still checked
+		n, err = io.Copy(sum, out)
+	} else {
+		n, err = io.Copy(io.MultiWriter(out, sum), in)
+	}
 	if err == nil && (n != e.size || hash(sum.Sum(nil)) != e.hash) {
 		err = fmt.Errorf("the checkpoint's content (object %s) is damaged", e.hash)
 	}

@@ -38,6 +38,11 @@ type Options struct {
 	// free, so the work of dropping (reading every kept checkpoint's listings) is done
 	// once every tenth of KeepCount checkpoints, not at each.
 	KeepCount int
+	// Ephemeral skips every fsync and syncfs, the store's and a restore's: a crash or a
+	// power loss may then lose checkpoints or leave objects damaged (a restore checks
+	// every object's hash, so it fails rather than write a damaged one). For stores
+	// whose checkpoints can be worked out again: effect previews.
+	Ephemeral bool
 }
 
 // Defaults for Options.
@@ -151,6 +156,7 @@ type Store struct {
 	ids     []ID  // the checkpoints kept, oldest first
 	bytes   int64 // size of the objects on disk
 	pending *journal
+	lastOf  map[string]ID // the latest checkpoint of each folder captured since Open
 
 	// collecting is a collection running after a checkpoint returned (the next call
 	// waits for it); collectErr is how it failed, told by the next call.
@@ -171,7 +177,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store: %w", err)
 	}
-	s := &Store{dir: dir, opt: opt.withDefaults(), root: -1, objects: -1, records: -1, tm: -1}
+	s := &Store{dir: dir, opt: opt.withDefaults(), root: -1, objects: -1, records: -1, tm: -1, lastOf: map[string]ID{}}
 	if err := s.open(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("checkpoint store %s: %w", dir, err)
@@ -420,7 +426,7 @@ func (s *Store) writeDurable(dir int, name string, data []byte) error {
 		return err
 	}
 	step()
-	return unix.Fsync(dir)
+	return s.fsync(dir)
 }
 
 // writeTemp writes data to a new file in the store's tmp folder, fsynced if sync,
@@ -431,7 +437,7 @@ func (s *Store) writeTemp(data []byte, sync bool) (string, error) {
 		return "", err
 	}
 	_, err = f.Write(data)
-	if err == nil && sync {
+	if err == nil && sync && !s.opt.Ephemeral {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -539,4 +545,20 @@ func step() {
 	if testHookStep != nil {
 		testHookStep()
 	}
+}
+
+// fsync flushes the folder or file fd, unless the store is Ephemeral.
+func (s *Store) fsync(fd int) error {
+	if s.opt.Ephemeral {
+		return nil
+	}
+	return unix.Fsync(fd)
+}
+
+// syncfs flushes the filesystem of fd, unless the store is Ephemeral.
+func (s *Store) syncfs(fd int) error {
+	if s.opt.Ephemeral {
+		return nil
+	}
+	return unix.Syncfs(fd)
 }

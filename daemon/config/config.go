@@ -123,6 +123,10 @@ type AgentConfig struct {
 	WatchdogIdleSteps int `toml:"watchdog_idle_steps"`
 	// ContinuousLimit is how many steps a continuous-mode run takes without asking.
 	ContinuousLimit int `toml:"continuous_limit"`
+	// EffectPreview runs a proposed shell or python command ahead, on a copy of the
+	// workspace with the network off, to show its change before a person decides;
+	// approving applies that change. [agents.NAME] may set it for one agent.
+	EffectPreview bool `toml:"effect_preview"`
 	// CommandTimeout bounds one command's execution.
 	CommandTimeout Duration `toml:"command_timeout"`
 	// OutputCap is how many bytes of a command's output are kept and shown to the model.
@@ -187,6 +191,8 @@ type AgentOverride struct {
 	// WatchdogFailures and WatchdogIdleSteps replace [agent]'s for this agent.
 	WatchdogFailures  *int `toml:"watchdog_failures"`
 	WatchdogIdleSteps *int `toml:"watchdog_idle_steps"`
+	// EffectPreview replaces [agent]'s for this agent.
+	EffectPreview *bool `toml:"effect_preview"`
 }
 
 // WebCommandsConfig is the [web_commands] section: web_search, read_webpage and
@@ -324,6 +330,7 @@ func Default() *Config {
 			WatchdogFailures:   3,
 			WatchdogIdleSteps:  8,
 			ContinuousLimit:    25,
+			EffectPreview:      true,
 			CommandTimeout:     Duration{60 * time.Second},
 			OutputCap:          16 << 10,
 			HistoryEpisodes:    4,

@@ -55,14 +55,14 @@ func TestLoadSetsEveryKey(t *testing.T) {
 	want.Agent = AgentConfig{Constraints: []string{}, Resources: []string{"The web."},
 		BestPractices: []string{"Be brief."}, Commands: []string{"read_file", "ask_user", "finish"},
 		MaxInvalidReplies: 5, WatchdogFailures: 4, WatchdogIdleSteps: 12, ContinuousLimit: 100, CommandTimeout: Duration{5 * time.Minute},
-		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3,
+		OutputCap: 4096, WorkspaceRoot: "/srv/ws", HistoryEpisodes: 3, // and effect_preview = false
 		DisabledComponents: []string{"clock"}, MaxHelperDepth: 1, MaxHelpers: 3,
 		MaxSteps: 500, MaxTokens: 1000000, MaxTime: Duration{8 * time.Hour}, MaxDisk: 20 << 30}
 	want.Permissions = PermissionsConfig{Allow: []string{"read_file(*)", "execute_shell(git status*)"}, Deny: []string{"delete_file(*)"}, AutoRead: true}
 	want.Agents = map[string]AgentOverride{"notes": {Commands: []string{"read_file", "write_file", "ask_user", "finish"},
 		DisabledComponents: []string{"web"}, Allow: []string{"write_file(notes/*)"}, Deny: []string{"write_file(secret*)"},
 		MaxSteps: new(50), MaxTokens: new(int64(20000)), MaxTime: &Duration{30 * time.Minute}, MaxDisk: new(Size(512 << 20)),
-		WatchdogFailures: new(2), WatchdogIdleSteps: new(20)}}
+		WatchdogFailures: new(2), WatchdogIdleSteps: new(20), EffectPreview: new(true)}}
 	want.WebCommands = WebCommandsConfig{SearxngURL: "http://127.0.0.1:8888", DuckDuckGo: true, AllowPrivate: true, MaxPageBytes: 65536, Timeout: Duration{5 * time.Second}}
 	want.Shell = ShellConfig{Enabled: true, Sandbox: "bwrap", Network: true, UID: 1500, GID: 1501, Env: []string{"GOPATH"},
 		Procs: 128, Memory: 4 << 30, CPUPercent: 150}

@@ -8,7 +8,8 @@ import (
 )
 
 // PreviewProposals are pending proposals with the daemon's previews, one of each kind:
-// write_file (a diff), execute_shell (programs, sandbox, network) and clone_repository
+// write_file (a diff), execute_shell (programs, sandbox, network, and the output and
+// change of its run ahead on a copy of the workspace) and clone_repository
 // (the host as the network guard reads it), for the front ends' golden tests. Their
 // strings carry what model output can: a bidi override, a zero-width space, an escape.
 func PreviewProposals() []*api.Proposal {
@@ -29,7 +30,9 @@ func PreviewProposals() []*api.Proposal {
 			Programs: [][]string{{"grep", "-c", "TODO", "notes.md"}, {"tee", "count\u200b.txt"}},
 			Dir:      "/var/lib/agentd/work/a-1",
 			Sandbox:  "bubblewrap (/usr/bin/bwrap), uid 65534, no capabilities, no network",
-			Network:  "none (a namespace of its own)"},
+			Network:  "none (a namespace of its own)",
+			Effect:   &api.Effect{Output: "3\nexit status 0", Summary: "changes 1 file (+1 −0)", From: 4, To: 6},
+			Diff:     "created file count\u200b.txt (+1 −0)\n\n--- /dev/null\n+++ b/count\u200b.txt\n@@ -0,0 +1 @@\n+3\n"},
 		CreatedAt: at.Add(time.Minute),
 	}, {
 		ID: "p-33", AgentID: "a-1", RunID: "r-2", Step: 5, Command: "clone_repository", Status: api.ProposalPending,

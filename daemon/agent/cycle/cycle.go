@@ -103,6 +103,13 @@ const (
 	Fail          Kind = "failed"
 	Finish        Kind = "finished"
 	ResultLost    Kind = "result_lost"
+
+	// StartApply starts an approved proposal whose effect preview captured its change:
+	// that change is applied instead of running the command again. PreviewStale: the
+	// workspace changed since the preview, nothing was applied, a person decides again
+	// (reason; Result when its run is over) and approving then runs the command itself.
+	StartApply   Kind = "start_apply"
+	PreviewStale Kind = "preview_stale"
 	// Crash recovery of a started proposal (reason; Result when its run is over); an
 	// idempotent command runs again.
 	Recovered           Kind = "recovered"
@@ -131,7 +138,7 @@ var Kinds = []Kind{
 	Proposed, ProposedRepeat, ProposedRethink, ProposedLoop,
 	PolicyAllow, PolicyRefuse, Await,
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
-	Start, StartQuestion, WaitHelper, Succeed, Fail, Finish, ResultLost,
+	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
 	Recovered, RecoveredIdempotent, Withdraw,
 	RunBudgetHit, AgentBudgetHit, BudgetRaised,
 	Pause, Resume, Stop, Task, Rewind,
@@ -146,7 +153,7 @@ func Events() []Event {
 	for _, k := range Kinds {
 		evs = append(evs, Event{Kind: k})
 		switch k {
-		case Start, Succeed, Fail:
+		case Start, StartApply, Succeed, Fail:
 			evs = append(evs, Event{Kind: k, Writes: true})
 		}
 	}
@@ -187,6 +194,8 @@ const (
 	Checkpoint     EffectKind = "checkpoint"      // checkpoint the workspace, durably, before the step runs
 	RecordChange   EffectKind = "record_change"   // record what the step changed since its checkpoint
 	Restore        EffectKind = "restore"         // put the workspace back as before a step, and tell the model
+	ApplyPreview   EffectKind = "apply_preview"   // record that the captured change, not the command, is what runs
+	DropPreview    EffectKind = "drop_preview"    // the preview's change can no longer be applied (Reason says why)
 	// RecordBudget records the budget that ran out and audits it; a run's also ends the
 	// run's auto-approval and clears its open question.
 	RecordBudget EffectKind = "record_budget"

@@ -9,6 +9,9 @@ type Round struct {
 	Proposal ProposalStatus // None: no open proposal
 	// Question: the open proposal is ask_user's, whose answer comes from a person.
 	Question bool
+	// Previewed: the approved proposal's effect preview captured its change, and the
+	// profile it runs in may write the workspace: approving applies that change.
+	Previewed bool
 	// Helping: the started proposal waits for a helper agent, whose end delivers its
 	// result; a started proposal neither a question nor helped lost its result.
 	Helping bool
@@ -94,8 +97,11 @@ func NextMove(r Round) Move {
 	case None:
 		return Move{Think, AskModel}
 	case Approved:
-		if r.Question {
+		switch {
+		case r.Question:
 			return Move{StartQuestion, RunIt}
+		case r.Previewed:
+			return Move{StartApply, RunIt}
 		}
 		return Move{Start, RunIt}
 	case Pending:

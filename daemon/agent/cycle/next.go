@@ -218,18 +218,21 @@ func (t *transition) executed() bool {
 	a, p := t.from.Agent, t.from.Proposal
 	act := Active(a)
 	switch t.ev.Kind {
-	case Start, StartQuestion:
+	case Start, StartQuestion, StartApply:
 		if !act || p != Approved {
 			return false
 		}
-		if t.ev.Writes && t.ev.Kind == Start {
-			t.effect(Checkpoint) // durable before the command can run
+		if t.ev.Writes && t.ev.Kind != StartQuestion {
+			t.effect(Checkpoint) // durable before the command (or its captured change) can run
 		}
 		t.proposal(Started, false)
-		if t.ev.Kind == Start {
-			t.agent(Executing)
-		} else {
+		if t.ev.Kind == StartQuestion {
 			t.agent(AwaitingDecision)
+			return true
+		}
+		t.agent(Executing)
+		if t.ev.Kind == StartApply {
+			t.effect(ApplyPreview)
 		}
 		return true
 	case WaitHelper:
@@ -307,6 +310,14 @@ func (t *transition) ended(a AgentState, act bool) bool {
 			t.proposal(Interrupted, false)
 			t.agent(AwaitingDecision)
 		}
+	case PreviewStale:
+		t.effects = append(t.effects, Effect{Kind: DropPreview, Reason: t.ev.Reason})
+		if !act {
+			t.proposal(ProposalFail, true)
+			break
+		}
+		t.proposal(Interrupted, false)
+		t.agent(AwaitingDecision)
 	case Withdraw:
 		t.proposal(ProposalFail, true)
 	default:

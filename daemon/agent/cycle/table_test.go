@@ -146,6 +146,7 @@ func roundsOf(a AgentState, p ProposalStatus) []Round {
 		add(func(r *Round) { r.Over = &Over{Scope: AgentScope, Budget: "steps"} })
 	case Approved:
 		add(func(r *Round) { r.Question = true })
+		add(func(r *Round) { r.Previewed = true })
 	case Pending:
 		for _, v := range []Verdict{Allow, Ask, Refuse} {
 			add(func(r *Round) { r.Verdict = v })
@@ -162,7 +163,7 @@ func (r Round) String() string {
 	for _, f := range []struct {
 		on   bool
 		name string
-	}{{r.Question, "question"}, {r.Helping, "helping"}} {
+	}{{r.Question, "question"}, {r.Previewed, "previewed"}, {r.Helping, "helping"}} {
 		if f.on {
 			flags = append(flags, f.name)
 		}

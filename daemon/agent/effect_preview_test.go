@@ -1,0 +1,112 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/shell"
+)
+
+// previewHarness is a harness whose agents have execute_shell in a real sandbox without
+// network, so their shell lines are run ahead; it returns it with the agent created.
+func previewHarness(t *testing.T, lines ...string) (*harness, *api.Agent) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+	})
+	var script []string
+	for _, l := range lines {
+		script = append(script, reply("execute_shell", map[string]string{"command_line": l}))
+	}
+	h.fake.Script(append(script, reply("finish", map[string]string{"reason": "done"}))...)
+	return h, h.create(api.CreateAgentRequest{})
+}
+
+// A shell line's proposal shows what it printed and changed when run ahead on a copy;
+// approving puts exactly that change in place — the random token the person saw — and
+// the command does not run a second time.
+func TestApprovingAPreviewedLineAppliesTheChangeShownAndRunsNothingTwice(t *testing.T) {
+	h, a := previewHarness(t, "cat /proc/sys/kernel/random/uuid > token.txt; echo run >> runs.txt; echo hello")
+	p := h.pending(a.ID)
+	eff := p.Preview.Effect
+	if !eff.Appliable() || !strings.HasPrefix(eff.Output, "hello") || eff.Summary != "changes 2 files (+2 −0)" {
+		t.Fatalf("preview effect %+v, want the output and the two files", eff)
+	}
+	if _, err := os.Stat(filepath.Join(a.Workspace, "runs.txt")); err == nil {
+		t.Fatal("the run ahead wrote to the workspace before anyone approved")
+	}
+	// The copy sits with the workspaces (it holds what they do, with their modes), not
+	// in the state directory, whose files are all private.
+	if _, err := os.Stat(filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID, "runs.txt")); err != nil {
+		t.Errorf("the copy is not beside the workspaces: %v", err)
+	}
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "the next proposal", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
+	token, _ := os.ReadFile(filepath.Join(a.Workspace, "token.txt"))
+	if len(token) == 0 || !strings.Contains(p.Preview.Diff, "+"+strings.TrimSpace(string(token))) {
+		t.Errorf("token.txt holds %q, not the token the preview showed:\n%s", token, p.Preview.Diff)
+	}
+	if runs, _ := os.ReadFile(filepath.Join(a.Workspace, "runs.txt")); string(runs) != "run\n" {
+		t.Errorf("runs.txt = %q: the command ran again on approval", runs)
+	}
+	eps := h.history(a.ID)
+	if len(eps) != 1 || eps[0].Outcome != "succeeded" || !strings.Contains(eps[0].Result, "hello") || !strings.Contains(eps[0].Result, "was applied") {
+		t.Errorf("history %+v, want one step with the output and what was applied", eps)
+	}
+}
+
+// A workspace changed between the preview and the approval is caught: nothing is
+// applied, the person is asked again with the reason, and approving again runs the
+// command itself on the workspace as it is now.
+func TestAWorkspaceChangedSinceThePreviewAsksAgain(t *testing.T) {
+	h, a := previewHarness(t, "echo added >> notes.txt")
+	p := h.pending(a.ID)
+	if !p.Preview.Effect.Appliable() {
+		t.Fatalf("no effect preview: %+v", p.Preview.Effect)
+	}
+	notes := filepath.Join(a.Workspace, "notes.txt")
+	if err := os.WriteFile(notes, []byte("a person wrote this\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	again := h.waitFor(a.ID, "the proposal asked again", func(a *api.Agent) bool {
+		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
+	})
+	if !strings.Contains(again.StateReason, "changed since the preview") || again.Pending.Preview.Effect.Appliable() ||
+		!strings.Contains(again.Pending.Preview.Effect.None, "changed since the preview") {
+		t.Errorf("asked again with reason %q and effect %+v, want both to say the workspace changed", again.StateReason, again.Pending.Preview.Effect)
+	}
+	if body, _ := os.ReadFile(notes); string(body) != "a person wrote this\n" {
+		t.Fatalf("notes.txt = %q after a refused apply", body)
+	}
+	if _, err := h.decide(a.ID, again.Pending, "y"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "the next proposal", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
+	if body, _ := os.ReadFile(notes); string(body) != "a person wrote this\nadded\n" {
+		t.Errorf("notes.txt = %q, want the command run on the workspace as it is now", body)
+	}
+}
+
+// Effect previews turned off for an agent in config leave its proposals without one.
+func TestEffectPreviewOffForAnAgent(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	off := false
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+		o.Agents = map[string]AgentOverrides{"tester": {EffectPreview: &off}}
+	})
+	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "touch x"}))
+	a := h.create(api.CreateAgentRequest{})
+	if p := h.pending(a.ID); p.Preview == nil || p.Preview.Effect != nil {
+		t.Errorf("preview %+v, want the program's preview without an effect", p.Preview)
+	}
+}

@@ -1,0 +1,245 @@
+// Package effect is the effect preview of shell and python proposals: before a person
+// decides, the daemon runs the proposed command in its sandbox, with the network off,
+// against a copy of the workspace, and captures its output and the exact change it made
+// there; approving then applies that captured change to the workspace instead of
+// running the command a second time, so what a person approves is what lands.
+//
+// It is built on daemon/checkpoint and adds no tree walker of its own: the workspace is
+// checkpointed (From), the copy is that checkpoint restored into the agent's view folder
+// (reflinked where the filesystem can, else copied), the copy after the command is
+// checkpointed again (To), and the change is the checkpoint Diff from From to To.
+// Applying is checkpoint.RestoreFrom: To is put in place only on a workspace still
+// exactly at From, every path opened beneath it without following a link, so a symlink
+// the command left in the copy is written as a symlink and never written through.
+//
+// Each agent's previews have a store of their own, <dir>/<agent id>/store, and one copy,
+// <views>/<agent id>, kept between previews: a restore rewrites only what differs
+// from the checkpoint it restores (what the last command changed there, and what
+// changed in the workspace since), so a preview costs the files that changed, not the
+// workspace — creating a thousand files is most of a second on a busy disk. dir is in
+// the daemon's state directory, out of every workspace and out of the sandbox's sight
+// (the sandbox sees only the copy, bound where the workspace would be); views is beside
+// the workspaces (<workspace root>/.previews), since a copy holds what they do, with
+// their modes.
+package effect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/checkpoint"
+	"github.com/agentd/agentd/internal/display"
+)
+
+// Options configure the previews. A zero field takes its default.
+type Options struct {
+	// Dir holds every agent's preview store (<state>/previews).
+	Dir string
+	// Views holds every agent's copy of its workspace (default Dir).
+	Views string
+	// MaxBytes is the largest workspace (content bytes) a preview copies; a larger one
+	// gets no preview (default 256 MiB).
+	MaxBytes int64
+	// Timeout bounds the run ahead (default 60 s, or the command's limit if shorter).
+	Timeout time.Duration
+}
+
+// Defaults for Options.
+const (
+	DefaultMaxBytes = 256 << 20
+	DefaultTimeout  = 60 * time.Second
+	// keepCount is how many checkpoints a preview store keeps: three per preview (the
+	// workspace, the empty copy, the copy after), and only the latest preview matters.
+	keepCount = 12
+)
+
+// Previews runs effect previews and applies them, for every agent of a daemon.
+type Previews struct {
+	opt    Options
+	mu     sync.Mutex
+	stores map[string]*checkpoint.Store // by agent id, opened on first use
+}
+
+// New returns the previews kept under o.Dir.
+func New(o Options) *Previews {
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Views == "" {
+		o.Views = o.Dir
+	}
+	return &Previews{opt: o, stores: map[string]*checkpoint.Store{}}
+}
+
+// Run runs the command c with args ahead, as env's agent would run it but on a copy of
+// env.Workspace with the network off, and returns the effect to show with the proposal
+// (the change's unified diff in diff, "" for none). It never fails: when there can be
+// no preview, Effect.None says why, and approving runs the command as usual.
+func (p *Previews) Run(ctx context.Context, c commands.Command, env commands.Env, args json.RawMessage, lim commands.Limits) (eff *api.Effect, diff string) {
+	ep, ok := c.(commands.EffectPreviewer)
+	if !ok {
+		return nil, ""
+	}
+	if why := ep.EffectPreview(); why != "" {
+		return &api.Effect{None: why}, ""
+	}
+	eff, diff, err := p.run(ctx, c, env, args, lim)
+	if err != nil {
+		return &api.Effect{None: err.Error()}, ""
+	}
+	return eff, diff
+}
+
+func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env, args json.RawMessage, lim commands.Limits) (*api.Effect, string, error) {
+	s, err := p.store(env.AgentID)
+	if err != nil {
+		return nil, "", err
+	}
+	from, err := s.Checkpoint(ctx, env.Workspace)
+	switch {
+	case err != nil:
+		return nil, "", fmt.Errorf("the workspace could not be checkpointed: %w", err)
+	case from.Bytes > p.opt.MaxBytes:
+		return nil, "", fmt.Errorf("the workspace holds %s, over the %s a preview copies", display.Size(from.Bytes), display.Size(p.opt.MaxBytes))
+	case from.Partial:
+		return nil, "", fmt.Errorf("the workspace cannot be copied whole: %s", from.Problem())
+	}
+	view := filepath.Join(p.opt.Views, env.AgentID)
+	if p.opt.Views == p.opt.Dir {
+		view = filepath.Join(p.opt.Dir, env.AgentID, "view")
+	}
+	// A restore keeps the folder's own mode, which the last command may have taken away.
+	if err := errors.Join(os.MkdirAll(view, 0o700), os.Chmod(view, 0o700)); err != nil {
+		return nil, "", fmt.Errorf("no folder for the copy: %w", err)
+	}
+	if _, err := s.Restore(ctx, view, from.ID); err != nil {
+		return nil, "", fmt.Errorf("the copy could not be made: %w", err)
+	}
+	if lim.Timeout <= 0 || lim.Timeout > p.opt.Timeout {
+		lim.Timeout = p.opt.Timeout
+	}
+	ws := env.Workspace
+	env.Workspace = view
+	env.Profile.Offline = true
+	out, runErr := commands.Run(ctx, c, env, args, lim)
+	if runErr != nil {
+		return nil, "", fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy"))
+	}
+	to, err := s.Checkpoint(ctx, view)
+	switch {
+	case err != nil:
+		return nil, "", fmt.Errorf("its change could not be captured: %w", err)
+	case to.Partial:
+		return nil, "", fmt.Errorf("its change cannot be captured whole: %s", to.Problem())
+	}
+	d, err := s.Diff(ctx, from.ID, to.ID)
+	if err != nil {
+		return nil, "", fmt.Errorf("its change could not be read: %w", err)
+	}
+	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
+		From: uint64(from.ID), To: uint64(to.ID)}
+	if len(d.Changes) == 0 {
+		return eff, "", nil
+	}
+	text := d.Text() // its first line is the summary, which eff says
+	return eff, text[strings.IndexByte(text, '\n')+1:], nil
+}
+
+// ErrStale wraps Apply's error when the workspace changed since the preview: nothing
+// was applied, and the person is asked again.
+var ErrStale = errors.New("the workspace changed since the preview")
+
+// Apply puts the change eff captured in place in agent's workspace ws, when ws is still
+// exactly as the preview found it; else it changes nothing and returns an error wrapping
+// ErrStale that says what changed. It returns the result of the step: the output of the
+// run ahead, and what was applied.
+func (p *Previews) Apply(ctx context.Context, agentID, ws string, eff *api.Effect) (string, error) {
+	if !eff.Appliable() {
+		return "", errors.New("this proposal carries no change to apply")
+	}
+	s, err := p.store(agentID)
+	if err != nil {
+		return "", err
+	}
+	r, err := s.RestoreFrom(ctx, ws, checkpoint.ID(eff.From), checkpoint.ID(eff.To))
+	var changed *checkpoint.ChangedError
+	switch {
+	case errors.As(err, &changed):
+		return "", fmt.Errorf("%w: %s", ErrStale, changed.Diff.Summary())
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return "", fmt.Errorf("%w: the preview's checkpoints are gone", ErrStale)
+	case err != nil:
+		return "", fmt.Errorf("applying the previewed change: %w", err)
+	}
+	res := eff.Output
+	if res != "" && !strings.HasSuffix(res, "\n") {
+		res += "\n"
+	}
+	return res + "(the change its run ahead made was applied: " + r.Diff.Summary() + ")", nil
+}
+
+// Forget closes agentID's preview store and removes it with its copies: the agent is gone.
+func (p *Previews) Forget(agentID string) error {
+	if p == nil || p.opt.Dir == "" || agentID == "" || agentID != filepath.Base(agentID) {
+		return nil
+	}
+	p.mu.Lock()
+	s := p.stores[agentID]
+	delete(p.stores, agentID)
+	p.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
+	var errs []error
+	for _, dir := range []string{p.opt.Views, p.opt.Dir} {
+		if _, err := os.Lstat(filepath.Join(dir, agentID)); err == nil {
+			errs = append(errs, checkpoint.RemoveTree(dir, agentID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes every store.
+func (p *Previews) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for id, s := range p.stores {
+		errs = append(errs, s.Close())
+		delete(p.stores, id)
+	}
+	return errors.Join(errs...)
+}
+
+// store returns agentID's preview store, opened on first use.
+func (p *Previews) store(agentID string) (*checkpoint.Store, error) {
+	if p.opt.Dir == "" || agentID == "" || agentID != filepath.Base(agentID) || strings.HasPrefix(agentID, ".") {
+		return nil, fmt.Errorf("no place for previews of agent %q", agentID)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := p.stores[agentID]; s != nil {
+		return s, nil
+	}
+	dir := filepath.Join(p.opt.Dir, agentID)
+	s, err := checkpoint.Open(filepath.Join(dir, "store"), checkpoint.Options{
+		MaxStoreBytes: 4 * p.opt.MaxBytes, MaxStepBytes: 2 * p.opt.MaxBytes, KeepCount: keepCount,
+		Ephemeral: true}) // a preview lost in a crash is only asked again
+	if err != nil {
+		return nil, err
+	}
+	p.stores[agentID] = s
+	return s, nil
+}

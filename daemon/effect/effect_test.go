@@ -1,0 +1,284 @@
+package effect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/internal/testutil"
+)
+
+// sandboxed returns execute_shell under bwrap, skipping where no sandbox works (the
+// preview runs only in one).
+func sandboxed(t testing.TB, o shell.Options) commands.Command {
+	t.Helper()
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bwrap is not installed (Debian package bubblewrap): effect previews not tested")
+	}
+	o.Sandbox, o.Bwrap = shell.SandboxBwrap, bwrap
+	if _, err := shell.CheckSandbox(o); err != nil {
+		if os.Getenv("AGENTD_REQUIRE_SANDBOX") == "1" {
+			t.Fatalf("AGENTD_REQUIRE_SANDBOX=1 but %v", err)
+		}
+		t.Skipf("effect previews not tested: %v", err)
+	}
+	c, err := shell.NewExecuteShell(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// fixture is a workspace with a few files, a preview store beside it, and the shell.
+type fixture struct {
+	ws, dir string
+	p       *Previews
+	sh      commands.Command
+}
+
+func newFixture(t testing.TB, o shell.Options) *fixture {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{ws: filepath.Join(root, "work", "a-1"), dir: filepath.Join(root, "previews"), sh: sandboxed(t, o)}
+	write(t, f.ws, map[string]string{"notes.txt": "one\ntwo\n", "old.txt": "gone soon\n", "keep/deep.txt": "deep\n"})
+	f.p = New(Options{Dir: f.dir})
+	t.Cleanup(func() { f.p.Close() })
+	return f
+}
+
+func write(t testing.TB, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (f *fixture) run(t testing.TB, line string) (*api.Effect, string) {
+	t.Helper()
+	args, _ := json.Marshal(map[string]string{"command_line": line})
+	return f.p.Run(context.Background(), f.sh, commands.Env{Workspace: f.ws, AgentID: "a-1"}, args, commands.Limits{Timeout: time.Minute})
+}
+
+// tree lists every path under dir with its content (a symlink as its target), one a line.
+func tree(t testing.TB, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case d.Type()&os.ModeSymlink != 0:
+			target, _ := os.Readlink(p)
+			fmt.Fprintf(&b, "%s -> %s\n", rel, target)
+		case d.Type().IsRegular():
+			body, _ := os.ReadFile(p)
+			fmt.Fprintf(&b, "%s = %q\n", rel, body)
+		default:
+			fmt.Fprintf(&b, "%s/\n", rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestPreviewShowsOutputAndChangeAndLeavesWorkspaceAsItWas(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	before := tree(t, f.ws)
+	eff, diff := f.run(t, "echo three >> notes.txt; echo fresh > new.txt; rm old.txt; echo done")
+	if !eff.Appliable() {
+		t.Fatalf("no appliable effect: %+v", eff)
+	}
+	if !strings.HasPrefix(eff.Output, "done\n") {
+		t.Errorf("output %q, want the command's own %q", eff.Output, "done\n")
+	}
+	if eff.Summary != "changes 3 files (+2 −1)" {
+		t.Errorf("summary %q, want the three files and their lines", eff.Summary)
+	}
+	for _, want := range []string{"+three", "created file new.txt", "deleted file old.txt", "-gone soon"} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("diff lacks %q:\n%s", want, diff)
+		}
+	}
+	if after := tree(t, f.ws); after != before {
+		t.Errorf("the preview changed the workspace itself:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+func TestApplyPutsTheCapturedChangeInPlaceWithoutRunningAgain(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	// A command that differs at each run: a fresh random value, and a count of its runs.
+	eff, diff := f.run(t, "cat /proc/sys/kernel/random/uuid > token.txt; echo run >> runs.txt")
+	if !eff.Appliable() {
+		t.Fatalf("no appliable effect: %+v", eff)
+	}
+	res, err := f.p.Apply(context.Background(), "a-1", f.ws, eff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := os.ReadFile(filepath.Join(f.ws, "token.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(diff, "+"+strings.TrimSpace(string(token))) {
+		t.Errorf("the workspace holds token %q, not the one the preview showed:\n%s", token, diff)
+	}
+	if runs, _ := os.ReadFile(filepath.Join(f.ws, "runs.txt")); string(runs) != "run\n" {
+		t.Errorf("runs.txt = %q: the command ran again on approval", runs)
+	}
+	if !strings.Contains(res, "was applied: changed 2 files") {
+		t.Errorf("result %q does not say what was applied", res)
+	}
+}
+
+func TestApplyRefusesAWorkspaceChangedSinceThePreview(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	eff, _ := f.run(t, "echo three >> notes.txt; echo fresh > new.txt")
+	write(t, f.ws, map[string]string{"notes.txt": "edited meanwhile\n"})
+	before := tree(t, f.ws)
+	_, err := f.p.Apply(context.Background(), "a-1", f.ws, eff)
+	if !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "changed 1 file") {
+		t.Fatalf("apply on a changed workspace: %v, want ErrStale naming the change", err)
+	}
+	if after := tree(t, f.ws); after != before {
+		t.Errorf("a refused apply changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+func TestPreviewRunsOnACopyThatReachesNeitherTheWorkspaceNorThePreviewStore(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	hostBefore := tree(t, f.ws)
+	outside := filepath.Join(filepath.Dir(f.dir), "outside")
+	line := fmt.Sprintf("echo x > %s/pwned; echo x > ../store/pwned; ls .. ; mkdir -p %s 2>&1 && echo made outside; pwd",
+		f.ws, outside)
+	eff, _ := f.run(t, line)
+	if !eff.Appliable() {
+		t.Fatalf("no appliable effect: %+v", eff)
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Errorf("the run ahead made %s outside its copy", outside)
+	}
+	if strings.Contains(eff.Output, "\nstore\n") || !strings.Contains(eff.Output, "\nview\n") {
+		t.Errorf("the run ahead saw the preview store:\n%s", eff.Output)
+	}
+	if got := tree(t, f.ws); got != hostBefore {
+		t.Errorf("the run ahead wrote to the workspace itself:\n%s", got)
+	}
+	if strings.Contains(tree(t, f.dir), "pwned") {
+		t.Errorf("the run ahead wrote into the preview folder:\n%s", tree(t, f.dir))
+	}
+	if !strings.Contains(eff.Output, f.ws) {
+		t.Errorf("pwd in the copy printed %q, want the workspace's own path", eff.Output)
+	}
+}
+
+func TestPreviewHasNoNetwork(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	port := testutil.AcceptingPort(t)
+	line := fmt.Sprintf(`python3 -c 'import socket; socket.create_connection(("127.0.0.1", %d), 2)' 2>/dev/null && echo reached || echo unreachable`, port)
+	eff, _ := f.run(t, line)
+	if !strings.HasPrefix(eff.Output, "unreachable\n") {
+		t.Errorf("the run ahead reached the host's loopback: %+v", eff)
+	}
+	g := newFixture(t, shell.Options{Network: true})
+	eff, _ = g.run(t, "true")
+	if eff.Appliable() || !strings.Contains(eff.None, "network") {
+		t.Errorf("a command granted the network was run ahead without it: %+v", eff)
+	}
+}
+
+func TestApplyWritesSymlinksAsLinksAndNeverThroughThem(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	outside := filepath.Join(filepath.Dir(f.dir), "outside")
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// In the copy, keep/ becomes a link out of the workspace with a file "under" it.
+	eff, _ := f.run(t, fmt.Sprintf("rm -r keep; ln -s %s keep; echo evil > keep/deep.txt; ln -s /etc/passwd pw", outside))
+	if !eff.Appliable() {
+		t.Fatalf("no appliable effect: %+v", eff)
+	}
+	if _, err := f.p.Apply(context.Background(), "a-1", f.ws, eff); err != nil {
+		t.Fatal(err)
+	}
+	if got := tree(t, outside); got != ".\n" && got != "./\n" {
+		t.Errorf("the apply wrote outside the workspace:\n%s", got)
+	}
+	if target, err := os.Readlink(filepath.Join(f.ws, "keep")); err != nil || target != outside {
+		t.Errorf("keep is %q (%v), want the symlink the command made", target, err)
+	}
+}
+
+func TestPreviewSaysWhyWhenTheWorkspaceIsOverTheBudget(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	f.p = New(Options{Dir: f.dir, MaxBytes: 16})
+	t.Cleanup(func() { f.p.Close() })
+	eff, _ := f.run(t, "touch x")
+	if eff.Appliable() || !strings.Contains(eff.None, "over the") {
+		t.Errorf("a workspace over the budget: %+v, want no preview saying why", eff)
+	}
+}
+
+// The copy is kept between previews, so each preview must start from the workspace as
+// it is and not from what the last command left: a file it made, a folder it locked,
+// a link it swapped in, a file it rewrote with its old size and time.
+func TestEachPreviewStartsFromTheWorkspaceNotFromTheLastRun(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	first, _ := f.run(t, "echo left > leftover.txt; rm -r keep; ln -s /etc keep; printf 'ONE\\ntwo\\n' > notes.txt; touch -r old.txt notes.txt; mkfifo pipe; chmod 000 .")
+	if !first.Appliable() {
+		t.Fatalf("first preview: %+v", first)
+	}
+	write(t, f.ws, map[string]string{"since.txt": "written between the previews\n"})
+	second, diff := f.run(t, "ls -A; cat keep/deep.txt notes.txt")
+	if !second.Appliable() || second.Summary != "no changes" || diff != "" {
+		t.Fatalf("second preview: %+v\n%s", second, diff)
+	}
+	want := "keep\nnotes.txt\nold.txt\nsince.txt\ndeep\none\ntwo\n"
+	if !strings.HasPrefix(second.Output, want) {
+		t.Errorf("the second run saw %q, want the workspace as it is now %q", second.Output, want)
+	}
+}
+
+// execute_python_file is run ahead as execute_shell is: the script's change is shown,
+// and the workspace keeps its own until approval applies it.
+func TestPythonFileIsRunAheadToo(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	write(t, f.ws, map[string]string{"tidy.py": "open('notes.txt', 'w').write('tidied\\n')\nprint('tidied')\n"})
+	bwrap, _ := exec.LookPath("bwrap")
+	py, err := shell.NewExecutePythonFile(shell.Options{Sandbox: shell.SandboxBwrap, Bwrap: bwrap})
+	if err != nil {
+		t.Skipf("no python here: %v", err)
+	}
+	args, _ := json.Marshal(map[string]any{"path": "tidy.py"})
+	eff, diff := f.p.Run(context.Background(), py, commands.Env{Workspace: f.ws, AgentID: "a-1"}, args, commands.Limits{Timeout: time.Minute})
+	if !eff.Appliable() || !strings.HasPrefix(eff.Output, "tidied") || !strings.Contains(diff, "+tidied") || !strings.Contains(diff, "-one") {
+		t.Fatalf("python preview: %+v\n%s", eff, diff)
+	}
+	if body, _ := os.ReadFile(filepath.Join(f.ws, "notes.txt")); string(body) != "one\ntwo\n" {
+		t.Errorf("the run ahead changed the workspace: notes.txt = %q", body)
+	}
+}
