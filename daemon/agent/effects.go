@@ -2,12 +2,13 @@ package agent
 
 import (
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
 // What the applier's effects write beyond the agent and its proposal: a budget's end, a
-// count grant's end, an episode. They need nothing above the store and the policy, so
+// count grant's end, an episode, an effect preview's record. They need nothing above the store and the policy, so
 // the applier (transit.go, publish.go and this file) sits below every part that applies
 // an event.
 
@@ -55,4 +56,23 @@ func episodeOf(p *api.Proposal, outcome, result, feedback string) *api.Episode {
 		RunID: p.RunID, Step: p.Step, ProposalID: p.ID, Command: p.Command, Args: p.Args,
 		Reasoning: p.Thoughts.Reasoning, Outcome: outcome, Result: result, Feedback: feedback,
 	}
+}
+
+// previewEffect carries out the effects on a proposal's effect preview: apply_preview
+// records, before anything is applied, that the captured change and not the command is
+// what this step runs (the runner then applies it); drop_preview stores why the change
+// can no longer be applied, so the next approval runs the command itself.
+func previewEffect(tx *store.Tx, p *api.Proposal, e cycle.Effect) error {
+	if p == nil || p.Preview == nil || !p.Preview.Effect.Appliable() {
+		return errMissing
+	}
+	eff := p.Preview.Effect
+	if e.Kind == cycle.ApplyPreview {
+		return tx.Audit(p.AgentID, "apply_preview", map[string]any{"proposal": p.ID, "command": p.Command,
+			"from_checkpoint": eff.From, "to_checkpoint": eff.To, "change": eff.Summary})
+	}
+	pv, dropped := *p.Preview, *eff
+	dropped.None, dropped.From, dropped.To = e.Reason, 0, 0
+	pv.Effect, p.Preview = &dropped, &pv
+	return tx.SetProposalPreview(p.ID, p.Preview)
 }

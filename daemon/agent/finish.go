@@ -148,3 +148,13 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 	}
 	return withdrawn, ended, tx.UpdateAgent(a)
 }
+
+// staleEnd is the end of p's step when its preview's change was not applied, the
+// workspace having changed since (err): a person decides again, and approving then runs
+// the command itself.
+func staleEnd(p *api.Proposal, err error) stepEnd {
+	why := err.Error() + "; approving again runs the command itself"
+	result := "Not applied: " + why
+	return stepEnd{ev: cycle.Event{Kind: cycle.PreviewStale, Reason: why, Result: result},
+		ep: episodeOf(p, "interrupted", result, ""), disk: -1}
+}

@@ -373,3 +373,19 @@ func questionText(p *api.Proposal) string {
 	}
 	return args.Question
 }
+
+// previewed reports whether approving p applies its effect preview: it captured a
+// change, and the profile p runs in may write the workspace (a bounded read-only
+// approval runs the command, which can then change nothing).
+func previewed(p *api.Proposal, prof commands.Profile) bool {
+	return p.Preview != nil && p.Preview.Effect.Appliable() && (!prof.Bounded || prof.Write)
+}
+
+// applyPreview puts p's captured change in place in a's workspace: the step's output,
+// or an error wrapping effect.ErrStale when the workspace changed since the preview.
+func applyPreview(ctx context.Context, previews *effect.Previews, a *store.Agent, p *api.Proposal) (string, error) {
+	if previews == nil {
+		return "", errors.New("effect previews are off: the captured change cannot be applied")
+	}
+	return previews.Apply(ctx, a.ID, a.Workspace, p.Preview.Effect)
+}
