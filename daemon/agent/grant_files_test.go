@@ -48,11 +48,8 @@ func TestExactGrantAsksAgainWhenTheFileItRunsChanged(t *testing.T) {
 		run, // 5 asks again: check.py changed
 		reply("write_file", map[string]string{"path": "other.txt", "contents": "x"}), // 6 asks
 	)
-	a := h.create(api.CreateAgentRequest{})
 	const code = "print('ok')"
-	if err := os.WriteFile(filepath.Join(a.Workspace, "check.py"), []byte(code), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	a := h.createPlanted(func(ws string) error { return os.WriteFile(filepath.Join(ws, "check.py"), []byte(code), 0o600) })
 	test := func() *api.PolicyTest {
 		t.Helper()
 		v, err := h.sup.policyService.TestPolicy(context.Background(), a.Name, api.PolicyTestRequest{Command: "execute_python_file", Subject: "check.py"})
@@ -111,17 +108,16 @@ func TestExactGrantAsksAgainWhenTheFileItRunsChanged(t *testing.T) {
 func TestExactGrantRefusedPastItsBound(t *testing.T) {
 	h := newHarness(t, withPython)
 	h.fake.Script(reply("execute_python_file", map[string]string{"path": "big.py"}), reply("write_file", map[string]string{"path": "a", "contents": "x"}))
-	a := h.create(api.CreateAgentRequest{})
-	f, err := os.Create(filepath.Join(a.Workspace, "big.py"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(bind.MaxBoundBytes + 1); err != nil { // sparse: nothing is written
-		t.Fatal(err)
-	}
-	f.Close()
+	a := h.createPlanted(func(ws string) error {
+		f, err := os.Create(filepath.Join(ws, "big.py"))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return f.Truncate(bind.MaxBoundBytes + 1) // sparse: nothing is written
+	})
 	p := h.pending(a.ID)
-	_, err = h.decide(a.ID, p, "y!")
+	_, err := h.decide(a.ID, p, "y!")
 	if err == nil || !strings.Contains(err.Error(), "y! cannot bind the files this line names") || !strings.Contains(err.Error(), "approve it once with y") {
 		t.Fatalf("y! on a line naming a %d MiB file: %v, want a refusal naming the fix", bind.MaxBoundBytes>>20, err)
 	}

@@ -134,6 +134,21 @@ func (h *harness) create(req api.CreateAgentRequest) *api.Agent {
 	return a
 }
 
+// createPlanted creates the default agent, lets plant put files in its workspace, then
+// starts its run: its first proposal, and that proposal's effect preview, see them.
+func (h *harness) createPlanted(plant func(ws string) error) *api.Agent {
+	h.t.Helper()
+	no := false
+	a := h.create(api.CreateAgentRequest{Name: "tester", Description: "a test agent", Goals: []string{"test things"}, Start: &no})
+	if err := plant(a.Workspace); err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.sup.runs.Task(context.Background(), a.Name, "test things"); err != nil {
+		h.t.Fatal(err)
+	}
+	return a
+}
+
 // waitFor polls the agent until cond holds. The bound is generous: a 64-step run under
 // -race on a loaded 2-core machine takes well over 10 s, and a wait costs nothing when met.
 func (h *harness) waitFor(id string, what string, cond func(a *api.Agent) bool) *api.Agent {

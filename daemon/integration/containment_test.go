@@ -381,12 +381,18 @@ func (r *attackRig) escapes() []string {
 	return out
 }
 
+// previewWentStale reports whether p's effect preview can no longer be applied (the
+// workspace changed since it was taken): its approval asked again.
+func previewWentStale(p *api.Proposal) bool {
+	return p.Preview != nil && p.Preview.Effect != nil && p.Preview.Effect.None != "" && p.Status == api.ProposalInterrupted
+}
+
 // runStep waits for step i's proposal, decides it as the step says and waits for its end.
 func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 	t, ctx, s := r.t, context.Background(), run.steps[i]
 	tag := stepTag(run.name, i)
 	o := &outcome{how: "not_proposed"}
-	decided, shown := false, false
+	decided, shown, decisions := false, false, 0
 	ended := testutil.Wait(40*time.Second, func() bool {
 		if run.helpers {
 			r.approveHelpers(id)
@@ -409,7 +415,9 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 		o.proposed, o.status, o.result = true, p.Status, p.Result
 		switch p.Status {
 		case api.ProposalPending, api.ProposalInterrupted:
-			if !decided && awaiting(a) && a.Pending.ID == p.ID {
+			// A proposal asked again because the workspace changed since its effect
+			// preview (the plant lands after the first proposal) is decided again.
+			if (!decided || previewWentStale(p)) && awaiting(a) && a.Pending.ID == p.ID && decisions < 2 {
 				if s.pending != nil && !shown {
 					shown = true
 					s.pending(p)
@@ -423,6 +431,7 @@ func (r *attackRig) runStep(id string, run agentRun, i int) *outcome {
 				switch {
 				case err == nil:
 					decided, o.how = true, how
+					decisions++
 				case errors.Is(err, api.ErrBadRequest):
 					// Refused for what it is, it would be refused forever: say so now
 					// rather than poll 40 s for a decision that never comes.
