@@ -31,8 +31,8 @@ type layer struct {
 // layers, top to bottom. The most specific entry names a package's tier
 // (daemon/agent/cycle is a foundation though daemon/agent is a service).
 var layers = []layer{
-	{"test tools", []string{"daemon/integration", "scripts/...", "cmd/tinymodel", "internal/cmd/..."},
-		"end-to-end tests, the test scripts' helpers, the tiny model's generator and the structure figures: nothing imports them"},
+	{"test tools", []string{"daemon/integration", "internal/chattest", "scripts/...", "cmd/tinymodel", "internal/cmd/..."},
+		"end-to-end tests, the chat bots' shared scenarios, the test scripts' helpers, the tiny model's generator and the structure figures: only tests import them"},
 	{"test doubles", []string{"internal/agenttest", "internal/apitest", "internal/fakediscord", "internal/fakeslack", "internal/netguardtest", "internal/ollamatest", "internal/shelltest", "internal/testutil", "internal/display/displaytest", "internal/structure"},
 		"fakes of the services agentd talks to, test helpers and the structure measures: only tests and test tools import them, never the product"},
 	{"binaries", []string{"cmd/agentd/...", "cmd/agentctl/..."},
@@ -43,9 +43,10 @@ var layers = []layer{
 		"a service reaches another only through an interface it declares and the shared " +
 			"types below it (team runs and schedules start agents' runs with daemon/run's types, " +
 			"never daemon/agent's); the server wires them together"},
-	{"agent parts", []string{"daemon/agent/policy/..."},
+	{"agent parts", []string{"daemon/agent/policy/...", "daemon/effect"},
 		"a part of the agent core with a package of its own (the policy that authorizes proposals, with the " +
-			"binding of a grant's files) is handed what it needs by daemon/agent and imports no service"},
+			"binding of a grant's files; the effect preview that runs a command ahead on a copy) is handed what it " +
+			"needs by daemon/agent and imports no service"},
 	{"interfaces", []string{"daemon/localapi", "daemon/config"},
 		"the local API's handler and the config are what services and the server share; " +
 			"they import no service"},
