@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -12,7 +13,7 @@ import (
 // withEffect adds to p's preview the effect preview of its command c, run ahead on a
 // copy of a's workspace in the profile a person's approval gives (deny rules included).
 // st is where the deny rules are read, previews what runs it.
-func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, l *live, a *store.Agent, p *api.Proposal, c commands.Command) {
+func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, l *live, a *store.Agent, p, last *api.Proposal, c commands.Command) {
 	if previews == nil || p.Preview == nil || !l.effectPreview(a.Name) {
 		return
 	}
@@ -20,7 +21,23 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 		return
 	}
 	var prof started
-	err := st.View(ctx, func(tx *store.Tx) error { return sandboxProfile(l, tx, a, &prof) })
+	refused := false
+	err := st.View(ctx, func(tx *store.Tx) error {
+		// What the policy refuses never runs, not even ahead: the proposal's transaction
+		// decides again, this only keeps a refused line out of the sandbox.
+		spec := c.Spec()
+		au, _, err := authorize(l, tx, a, p, last, &spec, nil)
+		if err != nil {
+			return err
+		}
+		if refused = au.Verdict == cycle.Refuse; refused {
+			return nil
+		}
+		return sandboxProfile(l, tx, a, &prof)
+	})
+	if refused {
+		return
+	}
 	if err != nil {
 		p.Preview.Effect = &api.Effect{None: "the agent's deny rules could not be read: " + err.Error()}
 		return

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +109,28 @@ func TestEffectPreviewOffForAnAgent(t *testing.T) {
 	a := h.create(api.CreateAgentRequest{})
 	if p := h.pending(a.ID); p.Preview == nil || p.Preview.Effect != nil {
 		t.Errorf("preview %+v, want the program's preview without an effect", p.Preview)
+	}
+}
+
+// A line the policy refuses is not run ahead: the sandbox never sees it, and the copy the
+// previews use holds nothing it would have made.
+func TestRefusedLineIsNotRunAhead(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+		o.Deny = []string{"execute_shell(touch *)"}
+	})
+	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "touch ran-ahead"}))
+	a := h.create(api.CreateAgentRequest{})
+	h.waitFor(a.ID, "the refused step", func(a *api.Agent) bool { return a.StepsTotal >= 1 })
+	var found []string
+	filepath.WalkDir(filepath.Dir(a.Workspace), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "ran-ahead" {
+			found = append(found, path)
+		}
+		return nil
+	})
+	if len(found) > 0 {
+		t.Errorf("the refused line ran ahead: %v", found)
 	}
 }
