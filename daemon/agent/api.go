@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/metrics"
 	"github.com/agentd/agentd/daemon/run"
 )
@@ -15,7 +16,7 @@ type API struct {
 	Runs      Runs
 	Views     Views
 	Decisions api.DecisionService
-	Policies  api.PolicyService
+	Policies  Policies
 	Memory    api.MemoryService
 	Audit     api.AuditService
 	Doctor    api.DoctorService
@@ -34,6 +35,15 @@ type Runs interface {
 	CreateRun(ctx context.Context, req api.CreateAgentRequest, opt run.Options) (*api.Agent, error)
 }
 
+// Policies serve the local API's policy endpoints, and the deny rules the checks run on
+// an agent's behalf (a schedule's) keep to.
+type Policies interface {
+	api.PolicyService
+	// DeniedPaths are the workspace paths agent ref's deny rules keep from its programs
+	// (nil: none).
+	DeniedPaths(ctx context.Context, ref string) (commands.PathRules, error)
+}
+
 // Views are the read-only views, and the state the metrics endpoint samples.
 type Views interface {
 	api.ViewService
@@ -47,7 +57,7 @@ var (
 	_ Runs                = (*runs)(nil)
 	_ Views               = (*agentViews)(nil)
 	_ api.DecisionService = (*decisions)(nil)
-	_ api.PolicyService   = (*policyService)(nil)
+	_ Policies            = (*policyService)(nil)
 	_ api.MemoryService   = (*memoryService)(nil)
 	_ api.AuditService    = (*auditLog)(nil)
 	_ api.DoctorService   = (*doctor)(nil)

@@ -308,3 +308,24 @@ type commandSource interface {
 	commandsFor(ctx context.Context, l *live, a *store.Agent, step *commands.Step) commands.Set
 	specIn(ctx context.Context, l *live, tx *store.Tx, a *store.Agent, name string) *commands.Spec
 }
+
+// DeniedPaths are the workspace paths agent ref's deny rules keep from its programs, as
+// its sandboxed commands see them (sandboxProfile); nil when none.
+func (s *policyService) DeniedPaths(ctx context.Context, ref string) (commands.PathRules, error) {
+	var out commands.PathRules
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		layers, err := layersFor(s.live(), tx, a)
+		if err != nil {
+			return err
+		}
+		if d := permission.Denied(layers...); d != nil {
+			out = d
+		}
+		return nil
+	})
+	return out, err
+}

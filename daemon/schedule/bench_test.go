@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -48,6 +49,9 @@ func (a *instantAgents) CreateAgent(ctx context.Context, req api.CreateAgentRequ
 }
 
 func (a *instantAgents) DeleteAgent(ctx context.Context, ref string) error { return nil }
+func (a *instantAgents) DeniedPaths(ctx context.Context, ref string) (commands.PathRules, error) {
+	return nil, nil
+}
 
 // seedSchedules stores n schedules firing hourly at spread minutes in a few zones, so
 // about n/60 fire each minute.

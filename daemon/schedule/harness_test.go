@@ -137,6 +137,7 @@ func newHarness(t testing.TB, now time.Time) *harness {
 	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"list_folder", "read_file", "write_file", "ask_user", "finish"}
 	sopt.Store, sopt.LLM, sopt.StateDir = st, lc, h.dir
 	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	sopt.Deny = []string{"read_file(private/*)"} // what the agents' programs, and so their schedules' checks, may not read
 	sopt.OnRunEnd = func(e run.End) { h.manager().RunEnded(e) }
 	h.sup, err = agent.New(sopt)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
@@ -39,6 +40,9 @@ type Agents interface {
 	// run starts); DeleteAgent removes an old template agent and its workspace.
 	CreateAgent(ctx context.Context, req api.CreateAgentRequest) (*api.Agent, error)
 	DeleteAgent(ctx context.Context, ref string) error
+	// DeniedPaths are what the agent's deny rules keep from its programs: its schedules'
+	// checks keep to them too.
+	DeniedPaths(ctx context.Context, ref string) (commands.PathRules, error)
 }
 
 var _ localapi.ScheduleService = (*Manager)(nil)

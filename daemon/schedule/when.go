@@ -72,6 +72,9 @@ func (m *Manager) target(ctx context.Context, row *store.Schedule) (wake.Target,
 		return t, agentGone(err, row)
 	}
 	t.AgentID, t.Workspace = a.ID, a.Workspace
+	if t.Denied, err = m.agents.DeniedPaths(ctx, a.ID); err != nil {
+		return t, fmt.Errorf("reading the agent's deny rules: %w", err)
+	}
 	return t, nil
 }
 

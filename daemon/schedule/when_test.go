@@ -253,6 +253,7 @@ func TestHostileConditionsAreRefused(t *testing.T) {
 	if err := os.Symlink("/etc", filepath.Join(ws, "out")); err != nil {
 		t.Fatal(err)
 	}
+	writeFile(t, filepath.Join(ws, "private", "key.txt"), "secret\n")
 	tests := []struct {
 		name string
 		when api.WakeConditions
@@ -262,6 +263,7 @@ func TestHostileConditionsAreRefused(t *testing.T) {
 		{"symlink_out", api.WakeConditions{Changed: []string{"out/passwd"}}, "out"},
 		{"absolute_not_read_only", api.WakeConditions{Changed: []string{"/etc"}}, "read-only"},
 		{"missing", api.WakeConditions{Changed: []string{"nope"}}, "does not exist"},
+		{"denied_path", api.WakeConditions{Changed: []string{"private/key.txt"}}, "deny rules"},
 		{"loopback_url", api.WakeConditions{URLs: []string{"http://127.0.0.1:9/"}}, "--when-url"},
 		{"metadata_url", api.WakeConditions{URLs: []string{"http://169.254.169.254/latest"}}, "--when-url"},
 		{"no_shell", api.WakeConditions{Commands: []string{"true"}}, "execute_shell"},

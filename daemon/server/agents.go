@@ -14,7 +14,7 @@ import (
 type runAgents struct {
 	agent.Runs
 	agent.Views
-	api.PolicyService
+	agent.Policies
 }
 
 // chatAgents are what the chat bots and the Agent Protocol call besides: decisions and

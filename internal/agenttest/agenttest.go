@@ -13,7 +13,7 @@ type API struct {
 	agent.Runs
 	agent.Views
 	api.DecisionService
-	api.PolicyService
+	agent.Policies
 	api.MemoryService
 	api.AuditService
 	api.DoctorService

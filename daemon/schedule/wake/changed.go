@@ -20,6 +20,8 @@ import (
 // symlink on its path) and name the entry in it, or "" for the folder itself.
 type watch struct {
 	folder, name string
+	// denied are the deny rules over the workspace, for a watch in it (nil otherwise).
+	denied commands.PathRules
 }
 
 // locate resolves a changed path as the file commands resolve a path (commands.ResolveLinks:
@@ -50,11 +52,21 @@ func locate(p string, t Target) (watch, error) {
 	if err != nil {
 		return watch{}, err
 	}
+	var denied commands.PathRules
+	if base == t.Workspace {
+		denied = t.Denied
+	}
+	if denied != nil {
+		if read, _ := denied.Deny(res); read {
+			return watch{}, fmt.Errorf("%s is kept from the agent's programs by its deny rules (%s): watch a path they do not cover",
+				display.Escape(p, display.Line), display.Escape(denied.String(), display.Line))
+		}
+	}
 	abs := filepath.Join(filepath.Clean(base), res)
 	if fi, err := os.Lstat(abs); res == "." || err == nil && fi.IsDir() {
-		return watch{folder: abs}, nil
+		return watch{folder: abs, denied: denied}, nil
 	}
-	return watch{folder: filepath.Dir(abs), name: filepath.Base(abs)}, nil
+	return watch{folder: filepath.Dir(abs), name: filepath.Base(abs), denied: denied}, nil
 }
 
 // pathSeen is what a changed path's check saw: the checkpoint of its folder, and when it
@@ -184,6 +196,12 @@ func narrow(full *checkpoint.Diff, w watch, p string) *checkpoint.Diff {
 		old := c.Path
 		c.Path = path.Join(prefix, c.Path)
 		c.Unified = renameDiff(c.Unified, old, c.Path)
+		if w.denied != nil {
+			if read, _ := w.denied.Deny(path.Clean(c.Path)); read {
+				// Named as the sandbox names it; its content stays kept.
+				c.Unified, c.Added, c.Removed = "", 0, 0
+			}
+		}
 		if (c.OldType == "" || c.OldType == "folder") && (c.NewType == "" || c.NewType == "folder") {
 			d.Folders++
 		} else {

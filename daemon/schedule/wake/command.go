@@ -16,6 +16,13 @@ import (
 // only if the agent's config grants it.
 var checkProfile = commands.Profile{Bounded: true, Network: true}
 
+// checkProfileOf is checkProfile without the paths t's deny rules keep from programs.
+func checkProfileOf(t Target) commands.Profile {
+	p := checkProfile
+	p.Paths = t.Denied
+	return p
+}
+
 // checkCommand runs one command condition in the agent's sandbox: exit 0 wakes, with its
 // output as what it found; exit 1 is nothing to do; anything else, or a program stopped
 // for its time or its output, is a failed check.
@@ -32,7 +39,7 @@ func (e *Engine) checkCommand(ctx context.Context, line string, t Target) result
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	res, err := t.Shell.Check(ctx, commands.Env{Workspace: t.Workspace, AgentID: t.AgentID, Profile: checkProfile}, line)
+	res, err := t.Shell.Check(ctx, commands.Env{Workspace: t.Workspace, AgentID: t.AgentID, Profile: checkProfileOf(t)}, line)
 	if err != nil {
 		r.err = err
 		return r

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/commands/web"
 	"github.com/agentd/agentd/daemon/checkpoint"
@@ -70,6 +71,11 @@ type Target struct {
 	ReadOnly []string
 	// Shell runs check commands: the agent's execute_shell. Nil fails command conditions.
 	Shell shell.Checker
+	// Denied are the workspace paths the agent's deny rules keep from its programs (nil:
+	// none). A check command runs without them, as the agent's commands do; a watched
+	// path among them is refused, and a watched folder's changes beneath them are named
+	// without their content.
+	Denied commands.PathRules
 }
 
 // Engine checks schedules' wake conditions. Its methods may be called from several
