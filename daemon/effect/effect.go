@@ -135,14 +135,15 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	env.Profile.Offline = true
 	out, runErr := commands.Run(ctx, c, env, args, lim)
 	if runErr != nil {
-		return nil, "", fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy"))
+		return nil, "", errors.Join(fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy")),
+			p.putBack(ctx, s, view, from.ID))
 	}
 	to, err := s.Checkpoint(ctx, view)
 	switch {
 	case err != nil:
-		return nil, "", fmt.Errorf("its change could not be captured: %w", err)
+		return nil, "", errors.Join(fmt.Errorf("its change could not be captured: %w", err), p.putBack(ctx, s, view, from.ID))
 	case to.Partial:
-		return nil, "", fmt.Errorf("its change cannot be captured whole: %s", to.Problem())
+		return nil, "", errors.Join(fmt.Errorf("its change cannot be captured whole: %s", to.Problem()), p.putBack(ctx, s, view, from.ID))
 	}
 	d, err := s.Diff(ctx, from.ID, to.ID)
 	if err != nil {
@@ -155,6 +156,20 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	}
 	text := d.Text() // its first line is the summary, which eff says
 	return eff, text[strings.IndexByte(text, '\n')+1:], nil
+}
+
+// putBack returns the copy to the workspace's checkpoint from after a run ahead that
+// leaves nothing to apply, so what it wrote does not sit on the disk until the next
+// preview; a copy that cannot be put back is removed. The error says only what could
+// not be cleaned up.
+func (p *Previews) putBack(ctx context.Context, s *checkpoint.Store, view string, from checkpoint.ID) error {
+	if _, err := s.Restore(context.WithoutCancel(ctx), view, from); err == nil {
+		return nil
+	}
+	if err := checkpoint.RemoveTree(filepath.Dir(view), filepath.Base(view)); err != nil {
+		return fmt.Errorf("(what it wrote in the copy could not be removed: %w)", err)
+	}
+	return nil
 }
 
 // ErrStale wraps Apply's error when the workspace changed since the preview: nothing

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -280,5 +281,21 @@ func TestPythonFileIsRunAheadToo(t *testing.T) {
 	}
 	if body, _ := os.ReadFile(filepath.Join(f.ws, "notes.txt")); string(body) != "one\ntwo\n" {
 		t.Errorf("the run ahead changed the workspace: notes.txt = %q", body)
+	}
+}
+
+// A run ahead that leaves nothing to apply (its change cannot be captured whole) does not
+// leave what it wrote in the copy: the copy is put back as the workspace is.
+func TestPreviewWithNothingToApplyLeavesNothingInTheCopy(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	eff, _ := f.run(t, "echo x > small.txt; truncate -s 300M big.bin")
+	if eff.Appliable() || !strings.Contains(eff.None, "captured whole") {
+		t.Fatalf("a change past the bounds: %+v, want no preview saying why", eff)
+	}
+	view := filepath.Join(f.dir, "a-1", "view")
+	for _, name := range []string{"small.txt", "big.bin"} {
+		if _, err := os.Lstat(filepath.Join(view, name)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s is still in the copy after a preview with nothing to apply (%v)", name, err)
+		}
 	}
 }
