@@ -43,7 +43,7 @@ type sandbox struct {
 
 // newSandbox picks the sandbox o asks for, probing it once per configuration.
 func newSandbox(o Options) (*sandbox, error) {
-	s := &sandbox{o: o, asRoot: os.Geteuid() == 0, hide: append(append([]string{}, defaultHidden...), o.HidePaths...)}
+	s := &sandbox{o: o, asRoot: os.Geteuid() == 0, hide: o.Hidden()}
 	if o.Sandbox == SandboxNone {
 		return s, nil
 	}

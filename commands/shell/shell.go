@@ -186,6 +186,12 @@ func gitConfigEnv(kv [][2]string) []string {
 // folder when it runs as a system service.
 var defaultHidden = []string{"/etc/agentd"}
 
+// Hidden are the host paths the sandbox of o hides from programs: agentd's own and
+// o.HidePaths. What reads the read-only paths on an agent's behalf keeps to them too.
+func (o Options) Hidden() []string {
+	return append(append([]string{}, defaultHidden...), o.HidePaths...)
+}
+
 // check validates the options and fills in defaults.
 func (o Options) check() (Options, error) {
 	switch o.Sandbox {

@@ -22,6 +22,9 @@ type Wake struct {
 	// ReadOnly are the read-only paths the agents' shell sees; an absolute
 	// --when-changed path must lie under one of them.
 	ReadOnly []string
+	// Hidden are the host paths the agents' sandbox hides (agentd's config, tokens): a
+	// watched absolute path may neither be nor hold one.
+	Hidden []string
 }
 
 // Close releases what the wake checks hold open; call it after Stop.
@@ -63,7 +66,7 @@ func (m *Manager) checkWhen(ctx context.Context, when *api.WakeConditions, row *
 // target is what a schedule's checks run against: its agent's workspace and shell, or
 // (a template schedule) no workspace.
 func (m *Manager) target(ctx context.Context, row *store.Schedule) (wake.Target, error) {
-	t := wake.Target{ReadOnly: m.wake.ReadOnly, Shell: m.wake.Shell}
+	t := wake.Target{ReadOnly: m.wake.ReadOnly, Hidden: m.wake.Hidden, Shell: m.wake.Shell}
 	if row.Agent == "" {
 		return t, nil
 	}

@@ -23,7 +23,8 @@ func scheduleWake(cfg *config.Config, st *store.Store, extra []commands.Componen
 	if err != nil {
 		return schedule.Wake{}, err
 	}
-	w := schedule.Wake{Engine: eng, ReadOnly: shellOptions(cfg).ReadOnlyPaths}
+	so := shellOptions(cfg)
+	w := schedule.Wake{Engine: eng, ReadOnly: so.ReadOnlyPaths, Hidden: so.Hidden()}
 	for _, c := range extra {
 		if l, ok := c.(commands.CommandList); ok && l.ID == "shell" {
 			for _, cmd := range l.Cmds {

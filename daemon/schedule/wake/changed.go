@@ -63,6 +63,12 @@ func locate(p string, t Target) (watch, error) {
 		}
 	}
 	abs := filepath.Join(filepath.Clean(base), res)
+	for _, h := range t.Hidden {
+		if h = filepath.Clean(h); h == abs || strings.HasPrefix(h, abs+"/") || strings.HasPrefix(abs, h+"/") {
+			return watch{}, fmt.Errorf("%s is or holds %s, which the agent's sandbox hides (agentd's config, tokens): watch a path that holds none",
+				display.Escape(p, display.Line), display.Escape(h, display.Line))
+		}
+	}
 	if fi, err := os.Lstat(abs); res == "." || err == nil && fi.IsDir() {
 		return watch{folder: abs, denied: denied}, nil
 	}

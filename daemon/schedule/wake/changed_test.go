@@ -246,3 +246,23 @@ func TestForget(t *testing.T) {
 		t.Fatal("Forget took a path for a schedule id")
 	}
 }
+
+// A watched absolute path may neither be nor hold what the agent's sandbox hides in its
+// read-only paths (agentd's config, tokens): a diff of it would show what programs cannot read.
+func TestWatchedPathHoldingAHiddenPathIsRefused(t *testing.T) {
+	ro := t.TempDir()
+	for _, d := range []string{"tokens", "notes"} {
+		if err := os.MkdirAll(filepath.Join(ro, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg := Target{ReadOnly: []string{ro}, Hidden: []string{filepath.Join(ro, "tokens")}}
+	for _, p := range []string{ro, filepath.Join(ro, "tokens"), filepath.Join(ro, "tokens", "slack")} {
+		if _, err := locate(p, tg); err == nil || !strings.Contains(err.Error(), "hides") {
+			t.Errorf("locate(%s) = %v, want refused for the hidden tokens", p, err)
+		}
+	}
+	if _, err := locate(filepath.Join(ro, "notes"), tg); err != nil {
+		t.Errorf("locate(notes) = %v, want it watched", err)
+	}
+}

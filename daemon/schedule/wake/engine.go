@@ -69,6 +69,9 @@ type Target struct {
 	// ReadOnly are the agent's configured read-only paths (clean, absolute): an absolute
 	// changed path must lie under one of them.
 	ReadOnly []string
+	// Hidden are host paths the agent's sandbox hides in its read-only paths (clean,
+	// absolute): an absolute changed path may neither be nor hold one.
+	Hidden []string
 	// Shell runs check commands: the agent's execute_shell. Nil fails command conditions.
 	Shell shell.Checker
 	// Denied are the workspace paths the agent's deny rules keep from its programs (nil:
