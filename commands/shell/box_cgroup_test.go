@@ -401,3 +401,18 @@ func TestBoxesV2DaemonMovesIntoALeaf(t *testing.T) {
 		t.Errorf("sharing its cgroup: %s, want it to say so and name the fix", out)
 	}
 }
+
+// A run stopped on the box's out-of-memory event says so, even when agentd's stop came
+// before the kernel killed anything and the kernel's count did not move.
+func TestOutOfMemoryEventIsNamedWithoutAKernelKill(t *testing.T) {
+	fired := make(chan struct{})
+	close(fired)
+	r := &boxRun{b: &Boxes{}, limits: Limits{Memory: 2 << 30}, oomFired: fired}
+	if got := r.note(); !strings.Contains(got, "out of memory") || !strings.Contains(got, "memory limit of 2 GiB") ||
+		!strings.Contains(got, "agentd stopped the command") || strings.Contains(got, "kernel killed") {
+		t.Errorf("note after an OOM event alone = %q", got)
+	}
+	if got := (&boxRun{b: &Boxes{}, limits: Limits{Memory: 2 << 30}}).note(); got != "" {
+		t.Errorf("note with no OOM event and no kill = %q; want none", got)
+	}
+}

@@ -184,6 +184,24 @@ func (r *boxRun) moveThread(tid string, dirs []string) error {
 	return nil
 }
 
+// oomEventFired reports whether the v1 OOM event came during the run.
+func (r *boxRun) oomEventFired() bool {
+	select {
+	case <-r.oomFired: // nil without a watch: never ready
+		return true
+	default:
+		return false
+	}
+}
+
+// oomStopped says who stopped the command once the box ran out of memory.
+func oomStopped(killed int64) string {
+	if killed > 0 {
+		return fmt.Sprintf("the kernel killed %d and agentd stopped the command", killed)
+	}
+	return "agentd stopped the command"
+}
+
 // note is what the box's limits did during the run, for the command's result: the
 // memory limit reached and the command killed, forks refused at the process limit.
 func (r *boxRun) note() string {
@@ -192,9 +210,12 @@ func (r *boxRun) note() string {
 	}
 	oom, forks := r.counts()
 	var notes []string
-	if n := oom - r.oomBefore; n > 0 {
+	// The kernel's count and its OOM event race agentd's stop: when agentd kills the
+	// command on the event first, the kernel may have no process left to kill.
+	killed := oom - r.oomBefore
+	if killed > 0 || r.oomEventFired() {
 		notes = append(notes, fmt.Sprintf("[killed: out of memory. The agent's processes together reached their memory limit of %s "+
-			"([shell] memory); the kernel killed %d and agentd stopped the command]", display.Size(r.limits.Memory), n))
+			"([shell] memory); %s]", display.Size(r.limits.Memory), oomStopped(killed)))
 	}
 	if n := forks - r.forksBefore; n > 0 {
 		notes = append(notes, fmt.Sprintf("[%d forks failed: the agent's processes reached their limit of %d ([shell] procs)]", n, r.limits.Procs))

@@ -137,7 +137,26 @@ func waitGone(t *testing.T, marker string) {
 			syscall.Kill(pid, syscall.SIGKILL) // ours, marked: do not leave them behind
 		}
 	}
-	t.Fatalf("processes %v running %q survived the command", left, marker)
+	t.Fatalf("processes %v running %q survived the command:\n%s", left, marker, describeProcesses(left))
+}
+
+// describeProcesses says, for a failure's message, where each of pids stands: its state,
+// parent, pid namespace and cgroups, as /proc read them (what is gone by now is skipped).
+func describeProcesses(pids []string) string {
+	var b strings.Builder
+	for _, p := range pids {
+		status, _ := os.ReadFile(filepath.Join("/proc", p, "status"))
+		cgroup, _ := os.ReadFile(filepath.Join("/proc", p, "cgroup"))
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", p, "cmdline"))
+		b.WriteString(p + ": " + strings.ReplaceAll(string(cmdline), "\x00", " ") + "\n")
+		for _, line := range strings.Split(string(status), "\n") {
+			if k, _, _ := strings.Cut(line, ":"); k == "State" || k == "PPid" || k == "NSpid" || k == "SigPnd" || k == "ShdPnd" {
+				b.WriteString("    " + line + "\n")
+			}
+		}
+		b.WriteString("    cgroup " + strings.Join(strings.Fields(string(cgroup)), " ") + "\n")
+	}
+	return b.String()
 }
 
 // checkResult fails t unless got holds every want and none of notWant; "{ws}" in either

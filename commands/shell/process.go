@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // drainLimit is how much output past the cap is read and thrown away before the program is
@@ -105,7 +108,37 @@ func closeAll(files []*os.File) {
 	}
 }
 
-func killGroup(pid int) { syscall.Kill(-pid, syscall.SIGKILL) }
+// killGroup kills the program's process group and, first, the program's children. Under
+// bwrap the child is the sandbox's pid namespace init, and the whole namespace dies with
+// it: the command is gone even if bwrap's parent-death signal is late or lost.
+func killGroup(pid int) {
+	killChildren(pid)
+	syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// killChildren kills the children of pid, which is not reaped yet. Each child is held as a
+// pidfd and checked to be pid's still before it is signalled, so that a number reused by a
+// stranger meanwhile is never hit. Without /proc's children list it does nothing.
+func killChildren(pid int) {
+	list, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(list)) {
+		child, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		fd, err := unix.PidfdOpen(child, 0)
+		if err != nil {
+			continue
+		}
+		if ppid, ok := parentOf(child); ok && ppid == pid {
+			unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		}
+		unix.Close(fd)
+	}
+}
 
 // waitExited blocks until pid has exited, without reaping it (WNOWAIT); on an unexpected
 // error it returns at once, and the caller kills the group, which is still safe.

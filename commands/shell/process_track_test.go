@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,4 +75,29 @@ func TestParentOf(t *testing.T) {
 	if !CommandAncestor(1 << 30) {
 		t.Error("CommandAncestor of a gone pid = false; want it to fail closed")
 	}
+}
+
+// A program the command started that left the command's process group (setsid) is
+// killed with the command: the command's children are killed by pid, not by group alone.
+func TestCommandsChildThatLeftItsGroupIsKilled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx, t, mustShell(t, Options{Sandbox: SandboxNone}), workspace(t), shellLine("setsid sleep 7.5151 & wait"), time.Minute)
+	}()
+	// Once sleep runs, setsid has left the group: its command line begins with sleep.
+	if !testutil.Wait(10*time.Second, func() bool {
+		for _, p := range processesWith("sleep 7.5151") {
+			if cmdline, _ := os.ReadFile("/proc/" + p + "/cmdline"); strings.HasPrefix(string(cmdline), "sleep\x00") {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Fatal("the command's setsid sleep never started")
+	}
+	cancel()
+	<-done
+	waitGone(t, "7.5151")
 }
