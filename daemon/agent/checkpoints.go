@@ -13,7 +13,6 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
-	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/checkpoint"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
@@ -254,36 +253,6 @@ func (k *checkpoints) restore(tx *store.Tx, a *store.Agent, rw *rewindTo, rec fu
 		return nil, err
 	}
 	return ep, tx.Audit(a.ID, "rewound", map[string]string{"to": rw.what, "by": rw.by, "undo": row.ID})
-}
-
-// workspace carries out the cycle's workspace effects: a checkpoint before a step, the
-// change recorded at its end (told in its episode), a rewind's restore.
-func (c *change) workspace(tx *store.Tx, k cycle.EffectKind, out *applied) error {
-	if c.ckpt == nil {
-		return errMissing
-	}
-	switch k {
-	case cycle.Checkpoint:
-		if c.a == nil || c.p == nil {
-			return errMissing
-		}
-		return c.ckpt.before(tx, c.a, c.p)
-	case cycle.RecordChange:
-		if c.p == nil {
-			return errMissing
-		}
-		line, err := c.ckpt.after(tx, c.p)
-		if err == nil && c.episode != nil {
-			c.episode.Result = withChange(c.episode.Result, line)
-		}
-		return err
-	}
-	if c.a == nil || c.rewind == nil || c.rec == nil {
-		return errMissing
-	}
-	ep, err := c.ckpt.restore(tx, c.a, c.rewind, c.rec)
-	out.episode = ep
-	return err
 }
 
 // checkpointOptionsOf is [checkpoints].

@@ -1,42 +1,28 @@
 package agent
 
 import (
+	"errors"
+
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// What the applier's effects write beyond the agent and its proposal: a budget's end, a
-// count grant's end, an episode, an effect preview's record. They need nothing above the store and the policy, so
-// the applier (transit.go, publish.go and this file) sits below every part that applies
+// What the applier's effects write beyond the agent and its proposal: a count grant's
+// end, an episode, an effect preview's record. They need nothing above the store and the
+// policy, so the applier (transit.go and this file) sits below every part that applies
 // an event.
+
+// errMissing is apply's answer to an effect whose input the change lacks: the caller
+// computed an effect it would have dropped.
+var errMissing = errors.New("the change lacks what an effect needs")
 
 // exhausted is what record_budget records: the budget that ran out as the API shows it,
 // and why.
 type exhausted struct {
 	api.BudgetExhausted
 	why string
-}
-
-// recordBudget carries out record_budget: the budget that ran out is audited; a run's
-// also ends the run's auto-approval and withdraws its open question.
-func (c *change) recordBudget(tx *store.Tx) error {
-	ex := c.exhausted
-	if ex == nil || c.a == nil {
-		return errMissing
-	}
-	if ex.Scope == api.BudgetScopeAgent {
-		return tx.Audit(c.a.ID, "agent_budget_exhausted", map[string]string{"run": ex.RunID, "budget": ex.Kind, "reason": ex.why})
-	}
-	if err := tx.ClearQuestions(c.a.ID); err != nil {
-		return err
-	}
-	c.a.Policy.AutoSteps = 0
-	if c.a.Policy.Mode == "auto" {
-		c.a.Policy.Mode = "ask"
-	}
-	return tx.Audit(c.a.ID, string(api.RunBudgetExhausted), map[string]string{"run": ex.RunID, "reason": ex.why})
 }
 
 // endGrant cancels what is left of a's count grants (the cycle's EndGrant) in tx, and

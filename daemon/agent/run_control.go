@@ -6,26 +6,28 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/agentd/agentd/daemon/agent/policy"
-	"github.com/agentd/agentd/daemon/run"
 	"strings"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
 // mutate runs fn on the agent under its runner's lock in one transaction, then publishes
 // the agent's new state and wakes its loop.
 func (s *runs) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*api.Agent, error) {
-	return s.mutateThen(ctx, ref, fn, nil)
+	return s.mutateThen(ctx, ref, fn, nil, nil)
 }
 
-// mutateThen is mutate that also publishes events(agent) before the state event. Events
-// are published under the agent's lock, so followers see them in the order of the commits,
-// and before the loop is woken, so a decision is never shown after its result.
-func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
+// mutateThen is mutate that also publishes events(agent) before the state event, and the
+// events of shows, a change fn had the applier make (transit.go publish), showing the agent as
+// the mutation wrote it; when they hold its new state, that is the state event. Events
+// are published under the agent's lock, so followers see them in the order of the
+// commits, and before the loop is woken, so a decision is never shown after its result.
+func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event, shows *change) (*api.Agent, error) {
 	var id string
 	if err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
@@ -35,6 +37,9 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 		return err
 	}); err != nil {
 		return nil, err
+	}
+	if shows != nil {
+		shows.pub = s.events.Publish
 	}
 	r := s.host.runner(id)
 	r.mu.Lock()
@@ -54,6 +59,9 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 			return err
 		}
 		out, err = view(tx, a)
+		if shows != nil {
+			shows.shown = out
+		}
 		return err
 	})
 	if err == nil {
@@ -62,7 +70,9 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 				s.events.Publish(ev)
 			}
 		}
-		s.events.Publish(api.Event{Type: api.EventState, AgentID: id, Agent: out})
+		if shows == nil || !shows.showedState {
+			s.events.Publish(api.Event{Type: api.EventState, AgentID: id, Agent: out})
+		}
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -86,15 +96,17 @@ func (s *runs) Pause(ctx context.Context, ref string) (*api.Agent, error) {
 
 // pause is Pause of the agent alone, with the reason it shows.
 func (s *runs) pause(ctx context.Context, ref, reason string) (*api.Agent, error) {
-	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	shows := &change{}
+	return s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if !active(a.State) {
 			return conflict("agent %s is %s, not running: nothing to pause", a.Name, a.State)
 		}
-		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Pause, Reason: reason}, cancel: r.cancel}); err != nil {
+		shows.a, shows.ev, shows.cancel = a, cycle.Event{Kind: cycle.Pause, Reason: reason}, r.cancel
+		if _, err := apply(tx, shows); err != nil {
 			return err
 		}
 		return tx.Audit(a.ID, "paused", map[string]string{"reason": reason})
-	})
+	}, nil, shows)
 }
 
 // Resume continues a paused or failed agent where it stopped, with the helpers that
@@ -111,7 +123,8 @@ func (s *runs) Resume(ctx context.Context, ref string) (*api.Agent, error) {
 // reason is resumed.
 func (s *runs) resume(ctx context.Context, ref, only string) (*api.Agent, error) {
 	s.remeasure(ctx, ref) // files removed to get under the disk budget count
-	return s.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	shows := &change{}
+	return s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if only != "" && (a.State != api.StatePaused || a.StateReason != only) {
 			return conflict("agent %s is %s (%s), not paused with its parent", a.Name, a.State, a.StateReason)
 		}
@@ -124,12 +137,13 @@ func (s *runs) resume(ctx context.Context, ref, only string) (*api.Agent, error)
 		if _, why := s.agentBudgets.agentOver(a); why != "" {
 			return conflict("agent %s is over its budget: %s", a.Name, why)
 		}
-		if _, _, err := transit(tx, a, nil, cycle.Event{Kind: cycle.Resume}); err != nil {
+		shows.a, shows.ev = a, cycle.Event{Kind: cycle.Resume}
+		if _, err := apply(tx, shows); err != nil {
 			return err
 		}
 		a.Strikes = 0
 		return tx.Audit(a.ID, "resumed", nil)
-	})
+	}, nil, shows)
 }
 
 // Stop ends the current run: an open proposal is superseded, a question withdrawn and a
@@ -142,9 +156,7 @@ func (s *runs) Stop(ctx context.Context, ref string) (*api.Agent, error) {
 // stop is Stop, with the reason the run ends for.
 func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error) {
 	var runID string
-	ended := func(a *api.Agent) []api.Event {
-		return []api.Event{{Type: api.EventFinish, AgentID: a.ID, Agent: a, Message: reason}}
-	}
+	shows := &change{}
 	out, err := s.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if a.State == api.StateIdle {
 			return conflict("agent %s is idle already", a.Name)
@@ -175,13 +187,14 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error)
 			return err
 		}
 		// An open proposal not started is superseded; the run ends; what runs is cancelled.
-		if _, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: reason, Detail: reason}, cancel: r.cancel}); err != nil {
+		shows.a, shows.p, shows.ev, shows.cancel = a, p, cycle.Event{Kind: cycle.Stop, Reason: reason, Detail: reason}, r.cancel
+		if _, err := apply(tx, shows); err != nil {
 			return err
 		}
 		a.Policy.AutoSteps = 0
 		runID = a.RunID
 		return tx.Audit(a.ID, "stopped", nil)
-	}, ended)
+	}, nil, shows)
 	if err == nil {
 		s.runEnded(runID)
 	}

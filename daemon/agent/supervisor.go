@@ -6,9 +6,8 @@
 // stored state alone, so an agent picks up where it was after a restart or a kill -9.
 // What a transition does is the cycle package's answer (cycle.Next, cycle.NextMove,
 // cycle.Authorize); apply, in transit.go, is the one place that carries it out, and it
-// publishes the events its effects make once the transaction commits (publish.go). The
-// applier (transit.go, effects.go, publish.go) needs nothing above the store, so every
-// part sits on it. Budgets of both scopes, a run's and an agent's, give one verdict per
+// publishes the events its effects make once the transaction commits. The applier
+// (transit.go, effects.go) needs nothing above the store, so every part sits on it. Budgets of both scopes, a run's and an agent's, give one verdict per
 // round (budget.go) that the cycle turns into its scope's event.
 // The Supervisor hosts the agents; its parts, split by responsibility (runs, decisions,
 // helpers, memory, budgets, doctor, views…), serve the local API. Each holds only what it
@@ -153,15 +152,18 @@ func wireParts(s *Supervisor, opt Options) {
 	s.agentBudgets.mutateAgent = func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error) (*api.Agent, error) {
 		return s.runs.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) })
 	}
-	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = s.runs.mutateThen, s.runs.pause, s.runs.resume, s.runs.stop
+	withEvents := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent, *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
+		return s.runs.mutateThen(ctx, ref, fn, events, nil)
+	}
+	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = withEvents, s.runs.pause, s.runs.resume, s.runs.stop
 	// A person decides or answers: the agent's next step is theirs to wait on (personNext).
-	personAnswers := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
+	personAnswers := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error, shows *change) (*api.Agent, error) {
 		return s.runs.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 			r.personNext = true
 			return fn(tx, a)
-		}, events)
+		}, nil, shows)
 	}
-	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode}
+	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, mutateThen: withEvents, recordEpisode: s.recordEpisode}
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{

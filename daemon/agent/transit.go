@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -32,9 +31,11 @@ type change struct {
 	// exhausted is what record_budget records.
 	exhausted *exhausted
 	// pub, when set, publishes the events of the effects once the change commits
-	// (publish.go); shown is the agent as they show it, when the caller sets it.
-	pub   func(api.Event) api.Event
-	shown *api.Agent
+	// (publish); shown is the agent as they show it, when the caller sets it;
+	// showedState says they hold the agent's new state.
+	pub         func(api.Event) api.Event
+	shown       *api.Agent
+	showedState bool
 	// finishMessage, when set, is the message of the run's end: the finish command's
 	// output. Without it the end says the agent's state reason.
 	finishMessage *string
@@ -52,14 +53,10 @@ type applied struct {
 	episode *api.Episode
 }
 
-// errMissing is apply's answer to an effect whose input the change lacks: the caller
-// computed an effect it would have dropped.
-var errMissing = errors.New("the change lacks what an effect needs")
-
 // apply carries out c.ev on c.a and c.p in tx: cycle.Next says what they become and which
 // effects follow, and this is the only code that carries them out — the only writer of an
 // agent's state or a proposal's status. Every effect kind the table lists is done here,
-// in tx; a cancel runs once tx commits, and so does publishing their events (publish.go).
+// in tx; a cancel runs once tx commits, and so does publishing their events (publish, below).
 // The caller writes c.a. moved is false when the
 // store found c.p no longer in the status the caller read (decided or withdrawn
 // meanwhile): then nothing else was written.
@@ -214,3 +211,118 @@ func agentID(a *store.Agent, p *api.Proposal) string {
 }
 
 func active(st api.AgentState) bool { return cycle.Active(st) }
+
+// recordBudget carries out record_budget: the budget that ran out is audited; a run's
+// also ends the run's auto-approval and withdraws its open question.
+func (c *change) recordBudget(tx *store.Tx) error {
+	ex := c.exhausted
+	if ex == nil || c.a == nil {
+		return errMissing
+	}
+	if ex.Scope == api.BudgetScopeAgent {
+		return tx.Audit(c.a.ID, "agent_budget_exhausted", map[string]string{"run": ex.RunID, "budget": ex.Kind, "reason": ex.why})
+	}
+	if err := tx.ClearQuestions(c.a.ID); err != nil {
+		return err
+	}
+	c.a.Policy.AutoSteps = 0
+	if c.a.Policy.Mode == "auto" {
+		c.a.Policy.Mode = "ask"
+	}
+	return tx.Audit(c.a.ID, string(api.RunBudgetExhausted), map[string]string{"run": ex.RunID, "reason": ex.why})
+}
+
+// workspace carries out the cycle's workspace effects: a checkpoint before a step, the
+// change recorded at its end (told in its episode), a rewind's restore.
+func (c *change) workspace(tx *store.Tx, k cycle.EffectKind, out *applied) error {
+	if c.ckpt == nil {
+		return errMissing
+	}
+	switch k {
+	case cycle.Checkpoint:
+		if c.a == nil || c.p == nil {
+			return errMissing
+		}
+		return c.ckpt.before(tx, c.a, c.p)
+	case cycle.RecordChange:
+		if c.p == nil {
+			return errMissing
+		}
+		line, err := c.ckpt.after(tx, c.p)
+		if err == nil && c.episode != nil {
+			c.episode.Result = withChange(c.episode.Result, line)
+		}
+		return err
+	}
+	if c.a == nil || c.rewind == nil || c.rec == nil {
+		return errMissing
+	}
+	ep, err := c.ckpt.restore(tx, c.a, c.rewind, c.rec)
+	out.episode = ep
+	return err
+}
+
+// eventOf is the event a follower sees for an effect: the decision recorded, the result
+// remembered, the agent's new state, its run's end. The other effects show in these.
+var eventOf = map[cycle.EffectKind]api.EventType{
+	cycle.RecordDecision: api.EventDecision,
+	cycle.RecordEpisode:  api.EventResult,
+	cycle.SetAgent:       api.EventState,
+	cycle.EndRun:         api.EventFinish,
+}
+
+// publishOrder is the order a follower reads a transition's events in.
+var publishOrder = []api.EventType{api.EventDecision, api.EventResult, api.EventState, api.EventFinish}
+
+// publish has the events of the transition's effects published once tx commits (never
+// when it rolls back), when the change has a publisher. The agent is shown as the caller
+// last wrote it: c.shown when set, else c.a with its open proposal.
+func (c *change) publish(tx *store.Tx, out applied) {
+	if c.pub == nil {
+		return
+	}
+	listed := map[api.EventType]bool{}
+	for _, e := range out.effects {
+		if t, ok := eventOf[e.Kind]; ok {
+			listed[t] = true
+		}
+	}
+	c.showedState = listed[api.EventState]
+	if len(listed) == 0 {
+		return
+	}
+	tx.AfterCommit(func() {
+		for _, t := range publishOrder {
+			if listed[t] {
+				c.pub(c.event(t, out))
+			}
+		}
+	})
+}
+
+// event is the event of type t the change publishes.
+func (c *change) event(t api.EventType, out applied) api.Event {
+	ev := api.Event{Type: t, AgentID: agentID(c.a, c.p)}
+	switch t {
+	case api.EventDecision:
+		ev.Decision = c.decision
+		return ev
+	case api.EventResult:
+		ev.Episode = out.episode
+		return ev
+	}
+	ev.Agent = c.shown
+	if ev.Agent == nil {
+		ev.Agent = viewOf(c.a, c.p, nil)
+	}
+	switch {
+	case t == api.EventFinish && c.finishMessage != nil:
+		ev.Message = *c.finishMessage
+	case t == api.EventFinish, c.exhausted != nil && c.exhausted.Scope == api.BudgetScopeAgent:
+		ev.Message = ev.Agent.StateReason
+	}
+	if c.exhausted != nil {
+		ev.Exhausted = &c.exhausted.BudgetExhausted
+	}
+	return ev
+}

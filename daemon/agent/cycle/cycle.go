@@ -248,12 +248,3 @@ var AgentStates = []AgentState{Thinking, AwaitingDecision, Executing, WaitingFor
 
 // OpenStatuses lists the proposal statuses a state can hold: none, or an open proposal.
 var OpenStatuses = []ProposalStatus{None, Pending, Approved, Started, Interrupted}
-
-// Active reports whether an agent in state s has a run going (a loop works for it).
-func Active(s AgentState) bool {
-	switch s {
-	case Thinking, AwaitingDecision, Executing, WaitingForModel:
-		return true
-	}
-	return false
-}

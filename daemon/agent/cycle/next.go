@@ -13,6 +13,15 @@ func Next(from State, ev Event) (State, []Effect, error) {
 	return t.to, t.effects, nil
 }
 
+// Active reports whether an agent in state s has a run going (a loop works for it).
+func Active(s AgentState) bool {
+	switch s {
+	case Thinking, AwaitingDecision, Executing, WaitingForModel:
+		return true
+	}
+	return false
+}
+
 // transition builds one answer of Next.
 type transition struct {
 	from, to State
