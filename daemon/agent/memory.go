@@ -2,15 +2,10 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	"github.com/agentd/agentd/api"
@@ -25,48 +20,6 @@ import (
 // once that transaction has committed (store.Tx.AfterCommit): the index can lose things —
 // a full queue, a crash — but never hold something the store does not. Whatever it loses,
 // a rebuild from the store brings back.
-
-// IndexBatchDelay is how long the daemon's memory index waits to fill a write batch. Every
-// batch costs Bleve a new segment (and later a merge), a couple of milliseconds of CPU
-// whatever its size, so batches coalesce the memories of many steps and agents; a memory is
-// searchable this much later, while the history shows the latest steps verbatim anyway.
-const IndexBatchDelay = 500 * time.Millisecond
-
-// memState is the supervisor's long-term memory; nil when it is off.
-type memState struct {
-	ix         *memory.Index
-	opt        MemoryOptions
-	rebuilding atomic.Bool
-	ahead      searchAhead // the searches started for agents' next prompts (memory_ahead.go)
-}
-
-func newMemState(o MemoryOptions) *memState {
-	if o.Index == nil {
-		return nil
-	}
-	return &memState{ix: o.Index, opt: o}
-}
-
-// Bounds on what one memory holds.
-const (
-	maxMemoryText   = api.MaxTextBytes // bytes of a memory added through the API or memory_add's caller
-	fileChunkBytes  = 1500             // a file the agent writes is remembered in chunks of about this size
-	maxFileChunks   = 64
-	episodeResultIn = 1500 // bytes of a command's result an episode memory keeps
-)
-
-func toDoc(m store.Memory) memory.Doc {
-	return memory.Doc{ID: m.ID, Agent: m.AgentID, Kind: memory.Kind(m.Kind), Text: m.Text, Source: m.Source, Created: m.Created,
-		Speaker: m.Speaker, Context: m.Context}
-}
-
-// cleanText makes text safe to store and index: valid UTF-8, no NUL bytes.
-func cleanText(s string) string {
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return strings.ReplaceAll(s, "\x00", " ")
-}
 
 // episodeMemory is what an episode leaves in memory: the action, the reasoning and the
 // result's start (or the person's feedback or answer, then of kind feedback).
@@ -90,12 +43,6 @@ func episodeMemory(agentID string, e *api.Episode) store.Memory {
 		ID: "m-" + e.ProposalID, AgentID: agentID, Kind: string(kind), Text: b.String(),
 		Source: fmt.Sprintf("step %d %s", e.Step, e.Command),
 	}
-}
-
-// noteID makes a note's id from its owner and text, so saving the same note twice keeps one.
-func noteID(agentID, text string) string {
-	h := sha256.Sum256([]byte(agentID + "\x00" + text))
-	return "m-n-" + hex.EncodeToString(h[:8])
 }
 
 // chunkText splits s into pieces of about size bytes, at line ends where it can, on rune
@@ -125,9 +72,6 @@ func chunkText(s string, size, max int) []string {
 	}
 	return kept
 }
-
-// memoryPage is how many memories one read transaction of a rebuild takes.
-const memoryPage = 2000
 
 // memoryEnv is commands.Memory for the memory commands.
 type memoryEnv struct{ s *memoryService }
@@ -323,31 +267,6 @@ func (c memoryComponent) Messages(ctx context.Context, step *commands.Step) ([]s
 		return []string{sec}, nil
 	}
 	return nil, nil
-}
-
-// candidates searches q and prepares the hits but skip for the memory section.
-func (m *memState) candidates(ctx context.Context, q memory.Query, skip map[string]bool) (*memory.Candidates, error) {
-	hits, err := m.ix.Search(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	hits = slices.DeleteFunc(hits, func(h memory.Hit) bool { return skip[h.ID] })
-	return memory.Prepare(hits, q.Text), nil
-}
-
-// promptQuery is the memory search a step's prompt makes: the task and what the latest two
-// steps did, for as many hits as the prompt chooses from plus the ones it drops, skip: the
-// memories of the recent steps, which the history shows in full anyway.
-func (m *memState) promptQuery(agentID, task string, recent []store.EpisodeLine) (memory.Query, map[string]bool) {
-	skip := map[string]bool{}
-	q := []string{task}
-	for i, e := range recent {
-		skip["m-"+e.ProposalID] = true
-		if i >= len(recent)-2 { // the latest steps say what the agent is doing now
-			q = append(q, e.Command, e.Reasoning, display.Cut(strings.TrimSpace(e.Feedback), 300, display.Ellipsis), display.Cut(strings.TrimSpace(e.Result), 300, display.Ellipsis))
-		}
-	}
-	return memory.Query{Agent: agentID, Text: strings.Join(q, "\n"), K: memory.PromptCandidates + len(skip), HalfLife: m.opt.HalfLife}, skip
 }
 
 // memoryHead opens the memory section.

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -180,37 +179,4 @@ func exportRecord(m store.Memory, names map[string]string) api.MemoryRecord {
 		r.Source = m.Source
 	}
 	return r
-}
-
-// agentMemoryStats describes each agent's memories, most first.
-func agentMemoryStats(tx *store.Tx) ([]api.MemoryAgentStats, error) {
-	st, err := tx.MemoryStatsByAgent()
-	if err != nil {
-		return nil, err
-	}
-	names, err := agentNames(tx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]api.MemoryAgentStats, 0, len(st))
-	for _, a := range st {
-		out = append(out, api.MemoryAgentStats{AgentID: a.AgentID, Agent: names[a.AgentID], Count: a.Count, Bytes: a.Bytes,
-			Oldest: a.Oldest, Newest: a.Newest, Kinds: a.Kinds})
-	}
-	slices.SortStableFunc(out, func(a, b api.MemoryAgentStats) int {
-		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.AgentID, b.AgentID))
-	})
-	return out, nil
-}
-
-// whyMatched is a search result's explanation on the wire.
-func whyMatched(m memory.Match) *api.MemoryMatch {
-	w := &api.MemoryMatch{Words: m.Words, Fields: m.Fields, Similar: m.Similar}
-	if !m.Date.IsZero() {
-		w.Date = m.Date.Format("2006-01-02")
-	}
-	if len(w.Words) == 0 && len(w.Fields) == 0 && w.Date == "" && !w.Similar {
-		return nil
-	}
-	return w
 }

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -364,4 +366,73 @@ func (s *memoryService) rebuildMemory(ctx context.Context) error {
 			after = page[len(page)-1].ID
 		}
 	})
+}
+
+// searchAhead starts the memory search of the agent's next prompt, as the memory component
+// will make it once ep is recorded: its latest n episodes are then the ones read now and
+// ep. Without long-term memory it does nothing.
+func (s *memoryService) searchAhead(ctx context.Context, h *episodeHistory, agentID, task string, n int, ep *api.Episode) {
+	m := s.mem
+	if m == nil || n <= 0 {
+		return
+	}
+	recent, err := h.recentEpisodes(ctx, agentID, n)
+	if err != nil {
+		return // the prompt reads them itself
+	}
+	recent = append(recent[max(0, len(recent)+1-n):len(recent):len(recent)], lineOf(ep))
+	q, skip := m.promptQuery(agentID, task, recent)
+	m.ahead.start(m, q, skip, s.spawn)
+}
+
+// lineOf is ep as the store's EpisodeLines reads it back for the prompt: result and
+// feedback cut to their first resultCut+1 characters.
+func lineOf(ep *api.Episode) store.EpisodeLine {
+	e := *ep
+	e.Result, e.Feedback = firstChars(e.Result, resultCut+1), firstChars(e.Feedback, resultCut+1)
+	return store.EpisodeLine{Episode: e}
+}
+
+// firstChars is s's first n characters, as SQLite's substr(s, 1, n) counts them.
+func firstChars(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
+// agentMemoryStats describes each agent's memories, most first.
+func agentMemoryStats(tx *store.Tx) ([]api.MemoryAgentStats, error) {
+	st, err := tx.MemoryStatsByAgent()
+	if err != nil {
+		return nil, err
+	}
+	names, err := agentNames(tx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.MemoryAgentStats, 0, len(st))
+	for _, a := range st {
+		out = append(out, api.MemoryAgentStats{AgentID: a.AgentID, Agent: names[a.AgentID], Count: a.Count, Bytes: a.Bytes,
+			Oldest: a.Oldest, Newest: a.Newest, Kinds: a.Kinds})
+	}
+	slices.SortStableFunc(out, func(a, b api.MemoryAgentStats) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Agent, b.Agent), cmp.Compare(a.AgentID, b.AgentID))
+	})
+	return out, nil
+}
+
+// whyMatched is a search result's explanation on the wire.
+func whyMatched(m memory.Match) *api.MemoryMatch {
+	w := &api.MemoryMatch{Words: m.Words, Fields: m.Fields, Similar: m.Similar}
+	if !m.Date.IsZero() {
+		w.Date = m.Date.Format("2006-01-02")
+	}
+	if len(w.Words) == 0 && len(w.Fields) == 0 && w.Date == "" && !w.Similar {
+		return nil
+	}
+	return w
 }

@@ -462,7 +462,7 @@ func seedMemories(tb testing.TB, st *store.Store, ix *memory.Index, agentID stri
 }
 
 // The memory search each prompt makes is started while the previous step's result is
-// recorded (memory_ahead.go): every prompt after a result takes it, so the search ahead
+// recorded (memory_state.go): every prompt after a result takes it, so the search ahead
 // was made with exactly the query the prompt would have searched (a result longer than the
 // store keeps included), and the finish starts none. An agent whose prompt has no memory
 // component starts none at all.

@@ -2,16 +2,101 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 	"github.com/agentd/agentd/memory"
 )
+
+// The long-term memory's state, below every part that uses it: the index, the bounds on
+// what one memory holds, the search a prompt makes, and that search made ahead.
+
+// IndexBatchDelay is how long the daemon's memory index waits to fill a write batch. Every
+// batch costs Bleve a new segment (and later a merge), a couple of milliseconds of CPU
+// whatever its size, so batches coalesce the memories of many steps and agents; a memory is
+// searchable this much later, while the history shows the latest steps verbatim anyway.
+const IndexBatchDelay = 500 * time.Millisecond
+
+// memState is the supervisor's long-term memory; nil when it is off.
+type memState struct {
+	ix         *memory.Index
+	opt        MemoryOptions
+	rebuilding atomic.Bool
+	ahead      searchAhead // the searches started for agents' next prompts (below)
+}
+
+func newMemState(o MemoryOptions) *memState {
+	if o.Index == nil {
+		return nil
+	}
+	return &memState{ix: o.Index, opt: o}
+}
+
+// Bounds on what one memory holds.
+const (
+	maxMemoryText   = api.MaxTextBytes // bytes of a memory added through the API or memory_add's caller
+	fileChunkBytes  = 1500             // a file the agent writes is remembered in chunks of about this size
+	maxFileChunks   = 64
+	episodeResultIn = 1500 // bytes of a command's result an episode memory keeps
+)
+
+func toDoc(m store.Memory) memory.Doc {
+	return memory.Doc{ID: m.ID, Agent: m.AgentID, Kind: memory.Kind(m.Kind), Text: m.Text, Source: m.Source, Created: m.Created,
+		Speaker: m.Speaker, Context: m.Context}
+}
+
+// cleanText makes text safe to store and index: valid UTF-8, no NUL bytes.
+func cleanText(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ReplaceAll(s, "\x00", " ")
+}
+
+// noteID makes a note's id from its owner and text, so saving the same note twice keeps one.
+func noteID(agentID, text string) string {
+	h := sha256.Sum256([]byte(agentID + "\x00" + text))
+	return "m-n-" + hex.EncodeToString(h[:8])
+}
+
+// memoryPage is how many memories one read transaction of a rebuild takes.
+const memoryPage = 2000
+
+// candidates searches q and prepares the hits but skip for the memory section.
+func (m *memState) candidates(ctx context.Context, q memory.Query, skip map[string]bool) (*memory.Candidates, error) {
+	hits, err := m.ix.Search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	hits = slices.DeleteFunc(hits, func(h memory.Hit) bool { return skip[h.ID] })
+	return memory.Prepare(hits, q.Text), nil
+}
+
+// promptQuery is the memory search a step's prompt makes: the task and what the latest two
+// steps did, for as many hits as the prompt chooses from plus the ones it drops, skip: the
+// memories of the recent steps, which the history shows in full anyway.
+func (m *memState) promptQuery(agentID, task string, recent []store.EpisodeLine) (memory.Query, map[string]bool) {
+	skip := map[string]bool{}
+	q := []string{task}
+	for i, e := range recent {
+		skip["m-"+e.ProposalID] = true
+		if i >= len(recent)-2 { // the latest steps say what the agent is doing now
+			q = append(q, e.Command, e.Reasoning, display.Cut(strings.TrimSpace(e.Feedback), 300, display.Ellipsis), display.Cut(strings.TrimSpace(e.Result), 300, display.Ellipsis))
+		}
+	}
+	return memory.Query{Agent: agentID, Text: strings.Join(q, "\n"), K: memory.PromptCandidates + len(skip), HalfLife: m.opt.HalfLife}, skip
+}
 
 // Searching memory ahead. With a large index the prompt's memory search is the
 // biggest part of a step's own time, and it depends only on the task and the latest steps.
@@ -112,40 +197,4 @@ func (a *searchAhead) take(ctx context.Context, q memory.Query, skip map[string]
 	}
 	a.used.Add(1)
 	return s.cands, true
-}
-
-// searchAhead starts the memory search of the agent's next prompt, as the memory component
-// will make it once ep is recorded: its latest n episodes are then the ones read now and
-// ep. Without long-term memory it does nothing.
-func (s *memoryService) searchAhead(ctx context.Context, h *episodeHistory, agentID, task string, n int, ep *api.Episode) {
-	m := s.mem
-	if m == nil || n <= 0 {
-		return
-	}
-	recent, err := h.recentEpisodes(ctx, agentID, n)
-	if err != nil {
-		return // the prompt reads them itself
-	}
-	recent = append(recent[max(0, len(recent)+1-n):len(recent):len(recent)], lineOf(ep))
-	q, skip := m.promptQuery(agentID, task, recent)
-	m.ahead.start(m, q, skip, s.spawn)
-}
-
-// lineOf is ep as the store's EpisodeLines reads it back for the prompt: result and
-// feedback cut to their first resultCut+1 characters.
-func lineOf(ep *api.Episode) store.EpisodeLine {
-	e := *ep
-	e.Result, e.Feedback = firstChars(e.Result, resultCut+1), firstChars(e.Feedback, resultCut+1)
-	return store.EpisodeLine{Episode: e}
-}
-
-// firstChars is s's first n characters, as SQLite's substr(s, 1, n) counts them.
-func firstChars(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i]
-		}
-		n--
-	}
-	return s
 }
