@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -150,4 +151,49 @@ type agentBudgets struct {
 	// (runs.remeasure), so that a budget raised or files removed count at once.
 	remeasure func(ctx context.Context, ref string)
 	walks     diskWalks // the last walk of each agent's workspace (disk_budget.go)
+}
+
+// diskWalks remembers, per agent, the last walk of its workspace.
+type diskWalks struct {
+	mu   sync.Mutex
+	last map[string]diskWalk
+}
+
+type diskWalk struct {
+	at     time.Time
+	fsUsed int64 // fsUsed of the workspace's file system then
+	took   time.Duration
+}
+
+func (w *diskWalks) get(id string) (diskWalk, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d, ok := w.last[id]
+	return d, ok
+}
+
+func (w *diskWalks) set(id string, d diskWalk) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last == nil {
+		w.last = map[string]diskWalk{}
+	}
+	w.last[id] = d
+}
+
+// forget drops what is remembered of a removed agent.
+func (w *diskWalks) forget(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, id)
+}
+
+// overDisk returns why a is over its disk budget b (bytes; 0 is none), or "".
+func overDisk(a *store.Agent, b int64) string {
+	if b <= 0 || a.DiskBytes <= b {
+		return ""
+	}
+	return fmt.Sprintf("its workspace takes %s on disk, over its disk budget of %s: delete files in it (%s), "+
+		"or raise the budget with `agentctl budget %s --max-disk SIZE` (or [agent] max_disk)",
+		display.Size(a.DiskBytes), display.Size(b), a.Workspace, a.Name)
 }

@@ -3,8 +3,10 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -48,4 +50,12 @@ func depthTx(tx *store.Tx, a *store.Agent) (int, error) {
 		pid = p.ParentID
 	}
 	return d, nil
+}
+
+// maxAncestors bounds walks up the parent links, as the policy bounds its own.
+const maxAncestors = policy.MaxAncestors
+
+// keyOf is a helper's key: its name without its parent's.
+func keyOf(name string) string {
+	return name[strings.LastIndexByte(name, '/')+1:]
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
@@ -24,14 +23,6 @@ import (
 // No goroutine waits: the parent's loop exits while it waits, and the delivery kicks it.
 // The row goes in the same transaction as the delivery, so an end is delivered once,
 // including after a restart (deliverEnded).
-
-// maxAncestors bounds walks up the parent links, as the policy bounds its own.
-const maxAncestors = policy.MaxAncestors
-
-// keyOf is a helper's key: its name without its parent's.
-func keyOf(name string) string {
-	return name[strings.LastIndexByte(name, '/')+1:]
-}
 
 // helperEnv is commands.Helpers for one execution: the agent running the command and the
 // proposal whose result a helper's run becomes.
