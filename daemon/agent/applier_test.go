@@ -67,14 +67,16 @@ func effectName(e cycle.Effect) string {
 }
 
 // eventsFollowing are the events a follower sees for effects, in the order it reads them:
-// the decision recorded, the result remembered, the agent's new state, its run's end.
+// the proposal shown (with the agent: no state event beside it), the decision recorded,
+// the result remembered, the agent's new state, the question asked, its run's end.
 func eventsFollowing(effects []cycle.Effect) []api.EventType {
 	var out []api.EventType
 	for _, t := range []struct {
 		effect cycle.EffectKind
 		event  api.EventType
-	}{{cycle.RecordDecision, api.EventDecision}, {cycle.RecordEpisode, api.EventResult}, {cycle.SetAgent, api.EventState}, {cycle.EndRun, api.EventFinish}} {
-		if has(effects, t.effect) {
+	}{{cycle.ShowProposal, api.EventProposal}, {cycle.RecordDecision, api.EventDecision}, {cycle.RecordEpisode, api.EventResult},
+		{cycle.SetAgent, api.EventState}, {cycle.AskPerson, api.EventQuestion}, {cycle.EndRun, api.EventFinish}} {
+		if has(effects, t.effect) && (t.event != api.EventState || !has(effects, cycle.ShowProposal)) {
 			out = append(out, t.event)
 		}
 	}
@@ -195,6 +197,9 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 	if err != nil {
 		t.Fatalf("%s + %s: %v", from, k, err)
 	}
+	if slices.Contains(published, api.EventProposal) { // showing is all show_proposal does
+		got = append(got, string(cycle.ShowProposal))
+	}
 	switch {
 	case rec.execCancels > 0:
 		got = append(got, effectName(cycle.Effect{Kind: cycle.Cancel, Command: true}))
@@ -252,6 +257,7 @@ type observed struct {
 	// content: the workspace file a rewind puts back.
 	checkpointed, changeRecorded bool
 	content                      string
+	asked                        bool // a question waits for its answer
 }
 
 func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal, ws string) (observed, error) {
@@ -261,6 +267,9 @@ func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal, ws str
 		return o, err
 	}
 	o.content = string(b)
+	if _, err := tx.Question(agentID); err == nil {
+		o.asked = true
+	}
 	if p != nil {
 		if c, err := tx.StepCheckpointOf(p.ID); err == nil {
 			o.checkpointed, o.changeRecorded = c.Before != 0, c.After != 0
@@ -328,6 +337,7 @@ func (o observed) diff(after observed) []string {
 		{!o.checkpointed && after.checkpointed, cycle.Checkpoint},
 		{!o.changeRecorded && after.changeRecorded, cycle.RecordChange},
 		{o.content != after.content, cycle.Restore},
+		{!o.asked && after.asked, cycle.AskPerson},
 	} {
 		if d.changed {
 			out = append(out, string(d.effect))

@@ -20,7 +20,7 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 	if _, ok := c.(commands.EffectPreviewer); !ok {
 		return
 	}
-	var prof started
+	var prof commands.Profile
 	refused := false
 	err := st.View(ctx, func(tx *store.Tx) error {
 		// What the policy refuses never runs, not even ahead: the proposal's transaction
@@ -33,7 +33,8 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 		if refused = au.Verdict == cycle.Refuse; refused {
 			return nil
 		}
-		return sandboxProfile(l, tx, a, &prof)
+		prof, err = sandboxProfile(l, tx, a, nil)
+		return err
 	})
 	if refused {
 		return
@@ -42,7 +43,7 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 		p.Preview.Effect = &api.Effect{None: "the agent's deny rules could not be read: " + err.Error()}
 		return
 	}
-	env := commands.Env{Workspace: a.Workspace, AgentID: a.ID, Profile: prof.profile}
+	env := commands.Env{Workspace: a.Workspace, AgentID: a.ID, Profile: prof}
 	var diff string
 	p.Preview.Effect, diff = previews.Run(ctx, c, env, p.Args, l.Limits)
 	p.Preview.Diff, p.Preview.DiffCut = commands.CutDiff(diff, api.MaxPreviewDiff)

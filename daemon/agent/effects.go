@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"errors"
 
 	"github.com/agentd/agentd/api"
@@ -61,4 +62,16 @@ func previewEffect(tx *store.Tx, p *api.Proposal, e cycle.Effect) error {
 	dropped.None, dropped.From, dropped.To = e.Reason, 0, 0
 	pv.Effect, p.Preview = &dropped, &pv
 	return tx.SetProposalPreview(p.ID, p.Preview)
+}
+
+// questionText is ask_user's question in p's args: what ask_person asks.
+func questionText(p *api.Proposal) string {
+	var args struct {
+		Question string `json:"question"`
+	}
+	_ = json.Unmarshal(p.Args, &args) // validated when proposed
+	if args.Question == "" {
+		return "(the agent asked an empty question)"
+	}
+	return args.Question
 }

@@ -28,3 +28,22 @@ func parseRules(set Settings) (policy.Settings, error) {
 	g, byAgent, err := policy.ParseRules(policy.Patterns{Allow: set.Allow, Deny: set.Deny}, agents)
 	return policy.Settings{Global: g, Agents: byAgent, AutoRead: set.AutoRead, ContinuousLimit: set.ContinuousLimit}, err
 }
+
+// sandboxProfile is how far the programs of a's sandboxed command reach: bounded when
+// the policy approved it unasked (decided, its approval, says how), and never to a path
+// a's deny rules keep from the file commands.
+func sandboxProfile(l *live, tx *store.Tx, a *store.Agent, decided *api.Decision) (commands.Profile, error) {
+	var prof commands.Profile
+	layers, err := layersFor(l, tx, a)
+	if err != nil {
+		return prof, err
+	}
+	if d := permission.Denied(layers...); d != nil {
+		prof.Paths = d
+	}
+	if decided != nil && decided.Profile != "" {
+		prof.Bounded = true
+		prof.Write = decided.Profile == api.ProfileBoundedWrite
+	}
+	return prof, nil
+}

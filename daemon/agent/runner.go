@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -119,10 +118,9 @@ var errNotApproved = errors.New("proposal not approved")
 // policy leaves it to a person, and the loop waits.
 func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) (waits bool) {
 	var st started
-	var v *api.Agent
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		st, v, waits = started{}, nil, false // a retried transaction starts over
+		st, waits = started{}, false // a retried transaction starts over
 		a, err := tx.Agent(r.id)
 		if err != nil {
 			return err
@@ -139,7 +137,7 @@ func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) (waits b
 		err = startTx(r.s, l, tx, a, p, prev, r.s.specIn(ctx, l, tx, a, p.Command), &st)
 		if errors.Is(err, errNotApproved) && st.ask {
 			waits = true
-			if v, err = awaitTx(tx, a, p); err != nil || v == nil {
+			if moved, err := awaitTx(r.s, tx, a, p); err != nil || !moved {
 				return err
 			}
 		} else if err != nil {
@@ -159,9 +157,6 @@ func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) (waits b
 		r.sleep(ctx, time.Second)
 		return false
 	case waits:
-		if v != nil {
-			r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
-		}
 		return true
 	}
 	r.run(ctx, l, p, &st)
@@ -169,20 +164,19 @@ func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) (waits b
 }
 
 // awaitTx moves a, whose pending proposal p the policy leaves to a person, to await the
-// decision when it does not yet (cycle.NextMove's await); it returns a's new view, or
-// nil when nothing changed.
-func awaitTx(tx *store.Tx, a *store.Agent, p *api.Proposal) (*api.Agent, error) {
+// decision when it does not yet (cycle.NextMove's await); the applier publishes a's new
+// state once tx commits. It reports whether a moved.
+func awaitTx(s *Supervisor, tx *store.Tx, a *store.Agent, p *api.Proposal) (bool, error) {
 	m := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Verdict: cycle.Ask})
 	if m.Event == cycle.NoEvent {
-		return nil, nil
+		return false, nil
 	}
-	if _, _, err := transit(tx, a, p, cycle.Event{Kind: m.Event, Reason: a.StateReason}); err != nil {
-		return nil, err
-	}
-	return known(a, p, nil), nil
+	c := &change{a: a, p: p, ev: cycle.Event{Kind: m.Event, Reason: a.StateReason}, pub: s.events.Publish, shown: known(a, p, nil)}
+	_, err := apply(tx, c)
+	return err == nil, err
 }
 
-// started is what startTx recorded, for the events and the execution that follow it.
+// started is what startTx recorded, for the execution that follows it.
 type started struct {
 	a       *store.Agent
 	decided *api.Decision    // the policy's approval, when it made one
@@ -193,7 +187,6 @@ type started struct {
 	cmds    commands.Set     // the step's commands when think just built them; nil: look them up
 	profile commands.Profile // how far a sandboxed command's programs reach
 	apply   bool             // the step applies the change the proposal's effect preview captured
-	v       *api.Agent
 	execCtx context.Context
 	cancel  context.CancelFunc
 }
@@ -216,26 +209,28 @@ func startTx(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p *api.Propos
 		}
 		st.decided = au.Decision
 		ev := cycle.Event{Kind: cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Verdict: au.Verdict}).Event}
-		c := &change{a: a, p: p, ev: ev, decision: au.Decision, auth: &au, owner: owner}
+		c := &change{a: a, p: p, ev: ev, decision: au.Decision, auth: &au, owner: owner, pub: s.events.Publish}
 		if st.refused, err = s.decisions.decideTx(tx, c); errors.Is(err, errMoved) {
 			return errNotApproved // a person decided it meanwhile; the next round sees it
 		} else if err != nil {
 			return err
 		}
 		if st.refused != nil {
-			st.v = known(a, nil, nil)
+			c.shown = known(a, nil, nil)
 			return nil
 		}
 	}
 	if spec != nil && permission.Sandboxed(spec.Name) {
-		if err := sandboxProfile(l, tx, a, st); err != nil {
+		var err error
+		if st.profile, err = sandboxProfile(l, tx, a, st.decided); err != nil {
 			return err
 		}
 	}
 	start := cycle.NextMove(cycle.Round{Agent: a.State, Proposal: p.Status, Question: p.Command == commands.AskUser,
 		Previewed: previewed(p, st.profile)})
 	ev := cycle.Event{Kind: start.Event, Writes: s.checkpoints.writes(spec, st.profile)}
-	res, err := apply(tx, &change{a: a, p: p, ev: ev, ckpt: s.checkpoints})
+	c := &change{a: a, p: p, ev: ev, ckpt: s.checkpoints, pub: s.events.Publish}
+	res, err := apply(tx, c)
 	if err != nil || !res.moved {
 		if err == nil {
 			err = errNotApproved
@@ -246,31 +241,8 @@ func startTx(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p *api.Propos
 	if err := tx.Audit(a.ID, "started", map[string]string{"proposal": p.ID, "command": p.Command}); err != nil {
 		return err
 	}
-	if p.Command == commands.AskUser {
-		st.q = &api.Question{ProposalID: p.ID, Text: questionText(p)}
-		if err := tx.SetQuestion(a.ID, st.q); err != nil {
-			return err
-		}
-	}
-	st.v = known(a, nil, st.q) // p is the open proposal and it is started: nothing to decide
-	return nil
-}
-
-// sandboxProfile sets how far the programs of a's sandboxed command reach: bounded when
-// the policy approved it unasked (st.decided says how), and never to a path a's deny rules
-// keep from the file commands.
-func sandboxProfile(l *live, tx *store.Tx, a *store.Agent, st *started) error {
-	layers, err := layersFor(l, tx, a)
-	if err != nil {
-		return err
-	}
-	if d := permission.Denied(layers...); d != nil {
-		st.profile.Paths = d
-	}
-	if st.decided != nil && st.decided.Profile != "" {
-		st.profile.Bounded = true
-		st.profile.Write = st.decided.Profile == api.ProfileBoundedWrite
-	}
+	st.q = res.question           // ask_user's, which waits for its answer
+	c.shown = known(a, nil, st.q) // p is the open proposal and it is started: nothing to decide
 	return nil
 }
 
@@ -282,21 +254,11 @@ func (r *runner) armExec(ctx context.Context, st *started) {
 	}
 }
 
-// run publishes a start that startTx recorded, then runs the command and records its
-// outcome. An ask_user question only gets published: its answer comes from a person.
+// run runs the command of a start that startTx recorded (the applier published it) and
+// records its outcome. An ask_user question was only asked: its answer comes from a
+// person; a proposal the policy refused does not run.
 func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started) {
-	if st.decided != nil {
-		r.s.events.Publish(api.Event{Type: api.EventDecision, AgentID: r.id, Decision: st.decided})
-	}
-	if st.refused != nil {
-		r.s.events.Publish(api.Event{Type: api.EventResult, AgentID: r.id, Episode: st.refused})
-	}
-	r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: st.v})
-	if st.refused != nil {
-		return
-	}
-	if st.q != nil {
-		r.s.events.Publish(api.Event{Type: api.EventQuestion, AgentID: r.id, Question: st.q})
+	if st.refused != nil || st.q != nil {
 		return
 	}
 	defer st.cancel()
@@ -361,17 +323,6 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 	end := endOf(p, o.Output, o.Err)
 	end.disk = disk
 	r.finishExecution(ctx, p, end, time.Since(began), staged.fns...)
-}
-
-func questionText(p *api.Proposal) string {
-	var args struct {
-		Question string `json:"question"`
-	}
-	_ = json.Unmarshal(p.Args, &args) // validated when proposed
-	if args.Question == "" {
-		return "(the agent asked an empty question)"
-	}
-	return args.Question
 }
 
 // previewed reports whether approving p applies its effect preview: it captured a

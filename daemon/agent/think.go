@@ -168,7 +168,6 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		withEffect(ctx, r.s.st, r.s.previews, l, a, p, last, c) // before the proposal is stored: it is shown with it
 	}
 	var w watched
-	var v *api.Agent
 	var shown api.Proposal // p as proposed: the policy may start it in the same transaction
 	var st *started        // set when the policy approved p and it started in the same transaction
 	r.mu.Lock()
@@ -187,12 +186,16 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		if w, err = watch(tx, l, on, last, p, cmds, &r.observed, r.smartNext, r.s.metrics); err != nil {
 			return err
 		}
-		if _, _, err := transit(tx, on, p, w.ev); err != nil { // inserts p: pending, or superseded
+		// Inserts p, pending or superseded; the applier shows it, as shown, once this commits.
+		proposed := &change{a: on, p: p, ev: w.ev, pub: r.s.events.Publish, shownProposal: &shown}
+		if _, err := apply(tx, proposed); err != nil {
 			return err
 		}
+		var stopped *change
 		if w.stop { // a schedule's run: nobody to ask
 			why := w.stopReason()
-			if _, err := apply(tx, &change{a: on, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: why, Detail: why}, cancel: r.cancel}); err != nil {
+			stopped = &change{a: on, p: p, ev: cycle.Event{Kind: cycle.Stop, Reason: why, Detail: why}, cancel: r.cancel, pub: r.s.events.Publish}
+			if _, err := apply(tx, stopped); err != nil {
 				return err
 			}
 		}
@@ -214,7 +217,10 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		if err := tx.UpdateAgent(cur); err != nil {
 			return err
 		}
-		v = known(cur, pending, nil)
+		proposed.shown = known(cur, pending, nil)
+		if stopped != nil {
+			stopped.shown = proposed.shown
+		}
 		return nil
 	})
 	if err == nil && st != nil {
@@ -227,13 +233,8 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 	}
 	r.smartNext, r.smartNote = w.ev.Kind == cycle.ProposedRethink, w.note
 	if w.stop {
-		r.s.events.Publish(api.Event{Type: api.EventFinish, AgentID: a.ID, Agent: v, Message: v.StateReason})
 		r.s.runs.runEnded(a.RunID)
 	}
-	if shown.Status == api.ProposalSuperseded {
-		return
-	}
-	r.s.events.Publish(api.Event{Type: api.EventProposal, AgentID: a.ID, Proposal: &shown, Agent: v})
 	if st != nil {
 		r.run(ctx, l, p, st)
 	}

@@ -36,6 +36,9 @@ type change struct {
 	pub         func(api.Event) api.Event
 	shown       *api.Agent
 	showedState bool
+	// shownProposal, when set, is the proposal as show_proposal's event shows it, read
+	// when the change commits (a y! that no longer holds is noted on it meanwhile).
+	shownProposal *api.Proposal
 	// finishMessage, when set, is the message of the run's end: the finish command's
 	// output. Without it the end says the agent's state reason.
 	finishMessage *string
@@ -48,9 +51,11 @@ type change struct {
 // applied is what apply did: whether the proposal moved, the effects, and the episode it
 // recorded (nil for none).
 type applied struct {
-	moved   bool
-	effects []cycle.Effect
-	episode *api.Episode
+	moved    bool
+	effects  []cycle.Effect
+	episode  *api.Episode
+	question *api.Question // the question ask_person asked
+	proposal *api.Proposal // the proposal show_proposal shows, as it was then
 }
 
 // apply carries out c.ev on c.a and c.p in tx: cycle.Next says what they become and which
@@ -139,6 +144,15 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 		tx.AfterCommit(func() { cancel(command) }) // under the runner's lock, as every change of the agent is
 	case cycle.ApplyPreview, cycle.DropPreview:
 		return previewEffect(tx, c.p, e)
+	case cycle.ShowProposal: // its event is all it does
+		shown := *c.p
+		out.proposal = &shown
+	case cycle.AskPerson:
+		if c.a == nil {
+			return errMissing
+		}
+		out.question = &api.Question{ProposalID: c.p.ID, Text: questionText(c.p)}
+		return tx.SetQuestion(c.a.ID, out.question)
 	default:
 		return fmt.Errorf("no applier for effect %s", e.Kind)
 	}
@@ -262,17 +276,20 @@ func (c *change) workspace(tx *store.Tx, k cycle.EffectKind, out *applied) error
 	return err
 }
 
-// eventOf is the event a follower sees for an effect: the decision recorded, the result
-// remembered, the agent's new state, its run's end. The other effects show in these.
+// eventOf is the event a follower sees for an effect: the proposal shown, the decision
+// recorded, the result remembered, the agent's new state, the question asked, its run's
+// end. The other effects show in these.
 var eventOf = map[cycle.EffectKind]api.EventType{
+	cycle.ShowProposal:   api.EventProposal,
 	cycle.RecordDecision: api.EventDecision,
 	cycle.RecordEpisode:  api.EventResult,
 	cycle.SetAgent:       api.EventState,
+	cycle.AskPerson:      api.EventQuestion,
 	cycle.EndRun:         api.EventFinish,
 }
 
 // publishOrder is the order a follower reads a transition's events in.
-var publishOrder = []api.EventType{api.EventDecision, api.EventResult, api.EventState, api.EventFinish}
+var publishOrder = []api.EventType{api.EventProposal, api.EventDecision, api.EventResult, api.EventState, api.EventQuestion, api.EventFinish}
 
 // publish has the events of the transition's effects published once tx commits (never
 // when it rolls back), when the change has a publisher. The agent is shown as the caller
@@ -287,13 +304,16 @@ func (c *change) publish(tx *store.Tx, out applied) {
 			listed[t] = true
 		}
 	}
+	if listed[api.EventProposal] {
+		delete(listed, api.EventState) // the proposal's event shows the agent with it
+	}
 	c.showedState = listed[api.EventState]
 	if len(listed) == 0 {
 		return
 	}
 	tx.AfterCommit(func() {
 		for _, t := range publishOrder {
-			if listed[t] {
+			if listed[t] && (t != api.EventProposal || c.proposalShown(out).Status != api.ProposalSuperseded) {
 				c.pub(c.event(t, out))
 			}
 		}
@@ -310,6 +330,11 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 	case api.EventResult:
 		ev.Episode = out.episode
 		return ev
+	case api.EventQuestion:
+		ev.Question = out.question
+		return ev
+	case api.EventProposal:
+		ev.Proposal = c.proposalShown(out)
 	}
 	ev.Agent = c.shown
 	if ev.Agent == nil {
@@ -325,4 +350,14 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 		ev.Exhausted = &c.exhausted.BudgetExhausted
 	}
 	return ev
+}
+
+// proposalShown is the proposal show_proposal's event shows: the caller's, when it set
+// one, else the proposal as it was shown. One superseded before the change committed (a
+// schedule's run stopped on it in the same transaction) is not shown.
+func (c *change) proposalShown(out applied) *api.Proposal {
+	if c.shownProposal != nil {
+		return c.shownProposal
+	}
+	return out.proposal
 }

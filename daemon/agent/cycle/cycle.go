@@ -179,7 +179,9 @@ type Event struct {
 type EffectKind string
 
 // Effects. The applier in daemon/agent (apply) carries out every one, in the event's
-// transaction; a cancel runs once it commits. What the loop does after an event — run
+// transaction; a cancel runs once it commits, and so does publishing the events that
+// tell followers what the effects did (a decision, a result, a state, a run's end, a
+// proposal shown, a question asked). What the loop does after an event — run
 // the command, wait for a person — is NextMove's, not an effect.
 const (
 	SetProposal    EffectKind = "set_proposal"    // store the proposal's status (insert it when new)
@@ -199,6 +201,10 @@ const (
 	// RecordBudget records the budget that ran out and audits it; a run's also ends the
 	// run's auto-approval and clears its open question.
 	RecordBudget EffectKind = "record_budget"
+	// ShowProposal shows the new pending proposal, with the agent, to the people following
+	// it; AskPerson stores ask_user's question and puts it to them.
+	ShowProposal EffectKind = "show_proposal"
+	AskPerson    EffectKind = "ask_person"
 )
 
 // Effect is one thing the event's outcome calls for.

@@ -160,6 +160,7 @@ func (t *transition) proposed() bool {
 		t.agent(Paused)
 		t.effect(EndGrant)
 	}
+	t.effect(ShowProposal)
 	return true
 }
 
@@ -237,6 +238,7 @@ func (t *transition) executed() bool {
 		t.proposal(Started, false)
 		if t.ev.Kind == StartQuestion {
 			t.agent(AwaitingDecision)
+			t.effect(AskPerson)
 			return true
 		}
 		t.agent(Executing)
