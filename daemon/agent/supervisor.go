@@ -318,6 +318,11 @@ func (s *Supervisor) kick(id string) { startLoop(s, id, nil) }
 func (s *Supervisor) runner(id string) *runner {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.runnerLocked(id)
+}
+
+// runnerLocked is runner, called with s.mu held.
+func (s *Supervisor) runnerLocked(id string) *runner {
 	r := s.runners[id]
 	if r == nil {
 		r = newRunner(s, id)
@@ -373,4 +378,132 @@ func (s *Supervisor) Settings() Settings { return s.live().Settings }
 func (s *Supervisor) ModelSettings() run.ModelSettings {
 	set := s.live().Settings
 	return run.ModelSettings{Model: set.Model, MaxContext: set.MaxContext, KeepAlive: set.KeepAlive}
+}
+
+// startPaced is how many agents that were awaiting a decision take their first loop
+// round at once after a start. That round only re-checks the proposal against the
+// policy in force (a rule added while the daemon was down may approve it) and then
+// waits for a person; with 10,000 of them started at once, their reads queued on the
+// store's one connection ahead of everything else, and the daemon took seconds to list
+// them. Paced, they run beside the API instead of in front of it.
+const startPaced = 2
+
+// kickAwaiting starts the loops of agents awaiting a decision, startPaced at a time, in
+// the order given; it returns when all have started their first round or ctx ends.
+func kickAwaiting(ctx context.Context, s *Supervisor, ids []string) {
+	slots := make(chan struct{}, startPaced)
+	for _, id := range ids {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		if !startLoop(s, id, func() { <-slots }) {
+			<-slots // its loop runs already: a decision or a task came first
+		}
+	}
+}
+
+// startLoop starts id's loop unless it runs already, and wakes it: the one way a loop
+// starts (kick is startLoop(s, id, nil)). With rounded set — the paced start — a loop
+// started here calls rounded once its first round has chosen what to do (or it ended
+// before), and a loop running already is left alone, not woken. It reports whether it
+// started a loop; never when the supervisor is not running.
+func startLoop(s *Supervisor, id string, rounded func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runnerLocked(id)
+	if s.ctx == nil || s.ctx.Err() != nil {
+		return false
+	}
+	started := !r.running
+	switch {
+	case started:
+		r.running, r.rounded = true, rounded
+		s.wg.Go(func() { r.loop(s.ctx) })
+	case rounded != nil:
+		return false // its loop runs already: a decision or a task came first
+	}
+	r.wakeUp()
+	return started
+}
+
+// probeLoop probes the model server until it answers, then again every minute so that
+// status stays true and a model pulled later is noticed. After a failed probe it waits
+// with backoff, or until the pool finds a host that serves the model back.
+func (s *Supervisor) probeLoop(ctx context.Context) {
+	s.model.mu.Lock()
+	s.model.host = s.opt.LLM.Host()
+	s.model.mu.Unlock()
+	attempt := 0
+	for {
+		model := s.live().Model
+		// Watched from before the probe: a host back while it fails is not missed.
+		back, stop := s.opt.LLM.Servable(model)
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		info, err := s.opt.LLM.Probe(pctx, model)
+		cancel()
+		wait := time.Minute
+		if err != nil {
+			s.model.failed(err) // the last good probe stays: the model's limits do not change when it is away
+			attempt++
+			wait = s.opt.Backoff(attempt)
+		} else {
+			s.model.probedOK(model, info)
+			attempt = 0
+			back = nil // it answered: nothing to wait for
+		}
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("model probe failed", "model", model, "err", err)
+		} else if err == nil && attempt == 0 {
+			s.log.Debug("model probed", "model", model, "version", info.ServerVersion, "context", info.ContextLength)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		case <-back:
+			attempt = 0
+		case <-s.reprobe: // a reload changed the model
+			attempt = 0
+		}
+		stop()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// freshen asks the model server (every host of a pool) again when the last answer is
+// older than maxAge, and records what it says.
+func (s *Supervisor) freshen(ctx context.Context, maxAge time.Duration) {
+	m := &s.model
+	m.asking.Lock()
+	defer m.asking.Unlock()
+	m.mu.Lock()
+	age := time.Since(m.checked)
+	m.mu.Unlock()
+	if age <= maxAge {
+		return
+	}
+	s.opt.LLM.Recheck(ctx, maxAge) // bounded by the pool's own probe timeout
+	model := s.live().Model
+	pctx, cancel := context.WithTimeout(ctx, statusProbeTimeout)
+	defer cancel()
+	info, err := s.opt.LLM.Probe(pctx, model)
+	switch {
+	case err == nil:
+		m.probedOK(model, info)
+	case ctx.Err() != nil: // the asker left: nothing learned
+	case pctx.Err() != nil:
+		m.failed(&llm.UnavailableError{Host: s.opt.LLM.Host(), Op: "version", Err: fmt.Errorf("no answer within %s", statusProbeTimeout)})
+	default:
+		m.failed(err)
+	}
+}
+
+func (s *Supervisor) now() time.Time {
+	if s.opt.Now != nil {
+		return s.opt.Now()
+	}
+	return time.Now()
 }

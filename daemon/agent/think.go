@@ -295,10 +295,9 @@ func startProposed(s *Supervisor, l *live, tx *store.Tx, a *store.Agent, p, last
 }
 
 // strike counts an invalid reply; after MaxInvalidReplies in a row the agent pauses.
-// busy is the time the model took.
+// busy is the time the model took. The error is published once the count commits, and
+// the applier publishes the pause after it.
 func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError, busy time.Duration) {
-	var v *api.Agent
-	paused := false
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(r.id)
@@ -310,29 +309,30 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 		if err := tx.Audit(a.ID, "invalid_reply", map[string]any{"problems": inv.Problems, "strikes": a.Strikes}); err != nil {
 			return err
 		}
+		tx.AfterCommit(func() {
+			r.s.events.Publish(api.Event{Type: api.EventError, AgentID: r.id, Message: "invalid model reply: " + strings.Join(inv.Problems, "; ")})
+		})
+		var paused *change
 		if a.Strikes >= l.MaxInvalidReplies && active(a.State) {
-			paused = true
 			ev := cycle.Event{Kind: cycle.InvalidReplies, Reason: fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
 				a.Strikes, strings.Join(inv.Problems, "; "), a.Name)}
-			if _, _, err := transit(tx, a, nil, ev); err != nil {
+			tx.AfterCommit(func() { r.s.metrics.Loop(string(watchdog.InvalidReplies), "pause") })
+			paused = &change{a: a, ev: ev, pub: r.s.events.Publish}
+			if _, err := apply(tx, paused); err != nil {
 				return err
 			}
-			tx.AfterCommit(func() { r.s.metrics.Loop(string(watchdog.InvalidReplies), "pause") })
 		}
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
 		}
-		v, err = view(tx, a)
+		if paused != nil {
+			paused.shown, err = view(tx, a)
+		}
 		return err
 	})
 	r.mu.Unlock()
 	if err != nil {
 		r.s.log.Error("recording invalid reply", "agent", r.id, "err", err)
-		return
-	}
-	r.s.events.Publish(api.Event{Type: api.EventError, AgentID: r.id, Message: "invalid model reply: " + strings.Join(inv.Problems, "; ")})
-	if paused {
-		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: v})
 	}
 }
 
