@@ -134,6 +134,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 			Preview: &api.Preview{Kind: api.PreviewProgram, Effect: &api.Effect{Output: "ran ahead", Summary: "changes 1 file (+1 −0)", From: 1, To: 3}}}
 	}
 	var got []string
+	var showedState bool // what the applier tells a mutation that publishes the state itself otherwise
 	err := st.Tx(ctx, func(tx *store.Tx) error {
 		got = nil
 		if err := seed(tx, a, run, g, p); err != nil {
@@ -178,6 +179,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		if _, err := apply(tx, c); err != nil {
 			return err
 		}
+		showedState = c.showedState
 		if len(published) > 0 {
 			t.Errorf("%s + %s: the applier published %v before its transaction committed", from, k, published)
 		}
@@ -196,6 +198,9 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 	})
 	if err != nil {
 		t.Fatalf("%s + %s: %v", from, k, err)
+	}
+	if showedState != slices.Contains(published, api.EventState) {
+		t.Errorf("%s + %s: the applier says it showed the state %v, but published %v", from, k, showedState, published)
 	}
 	if slices.Contains(published, api.EventProposal) { // showing is all show_proposal does
 		got = append(got, string(cycle.ShowProposal))
