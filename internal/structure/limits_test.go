@@ -43,7 +43,6 @@ var (
 		"internal/ollamatest.Fake.handleChat":             "Ollama's /api/chat as the fake speaks it: scripted, streamed and failing replies",
 	}
 	wideTypes = map[string]string{
-		"api.Client":                  "the Go client: one method per route of the API, as ollama's api.Client",
 		"internal/fakediscord.Server": "the Discord fake: one handler per REST endpoint and gateway event it serves",
 	}
 )
