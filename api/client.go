@@ -27,6 +27,9 @@ const SocketEnv = "AGENTD_SOCKET"
 func DefaultSocketPath() string { return SocketPlaces()[0].Path }
 
 // Client talks to agentd over its unix socket. The zero value uses DefaultSocketPath.
+// Agents and the daemon itself are its own methods; memory, team runs, schedules,
+// permission patterns, grants and the web console each have a small typed client over
+// the same transport: c.Memory().Search, c.Schedules().Add, c.Grants().Revoke.
 type Client struct {
 	// Socket overrides the socket path.
 	Socket string
