@@ -87,7 +87,12 @@ func New(o Options) *Previews {
 // env.Workspace with the network off, and returns the effect to show with the proposal
 // (the change's unified diff in diff, "" for none). It never fails: when there can be
 // no preview, Effect.None says why, and approving runs the command as usual.
-func (p *Previews) Run(ctx context.Context, c commands.Command, env commands.Env, args json.RawMessage, lim commands.Limits) (eff *api.Effect, diff string) {
+//
+// room bounds the disk the preview takes (its copy and its store, as commands.DiskUsage
+// counts them): what the agent's disk budget leaves beside its workspace, or ≤ 0 for
+// none, and then 3 × Options.MaxBytes. A workspace whose copy would not fit gets no
+// preview; a run ahead that writes past it is stopped and gets none either.
+func (p *Previews) Run(ctx context.Context, c commands.Command, env commands.Env, args json.RawMessage, lim commands.Limits, room int64) (eff *api.Effect, diff string) {
 	ep, ok := c.(commands.EffectPreviewer)
 	if !ok {
 		return nil, ""
@@ -95,14 +100,17 @@ func (p *Previews) Run(ctx context.Context, c commands.Command, env commands.Env
 	if why := ep.EffectPreview(); why != "" {
 		return &api.Effect{None: why}, ""
 	}
-	eff, diff, err := p.run(ctx, c, env, args, lim)
+	if room <= 0 {
+		room = 3 * p.opt.MaxBytes
+	}
+	eff, diff, err := p.run(ctx, c, env, args, lim, room)
 	if err != nil {
 		return &api.Effect{None: err.Error()}, ""
 	}
 	return eff, diff
 }
 
-func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env, args json.RawMessage, lim commands.Limits) (*api.Effect, string, error) {
+func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env, args json.RawMessage, lim commands.Limits, room int64) (*api.Effect, string, error) {
 	s, err := p.store(env.AgentID)
 	if err != nil {
 		return nil, "", err
@@ -115,6 +123,8 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", fmt.Errorf("the workspace holds %s, over the %s a preview copies", display.Size(from.Bytes), display.Size(p.opt.MaxBytes))
 	case from.Partial:
 		return nil, "", fmt.Errorf("the workspace cannot be copied whole: %s", from.Problem())
+	case 2*from.Bytes > room:
+		return nil, "", fmt.Errorf("a copy of the workspace (%s) and its checkpoint would not fit in the %s of disk its budget leaves a preview", display.Size(from.Bytes), display.Size(room))
 	}
 	view := filepath.Join(p.opt.Views, env.AgentID)
 	if p.opt.Views == p.opt.Dir {
@@ -130,10 +140,21 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if lim.Timeout <= 0 || lim.Timeout > p.opt.Timeout {
 		lim.Timeout = p.opt.Timeout
 	}
+	bound := p.bound(env.AgentID, view, room)
+	took, err := bound.measure()
+	if err == nil && took > room {
+		err = fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room))
+	}
+	if err != nil {
+		return nil, "", errors.Join(err, p.putBack(ctx, s, view, from.ID))
+	}
 	ws := env.Workspace
 	env.Workspace = view
 	env.Profile.Offline = true
-	out, runErr := commands.Run(ctx, c, env, args, lim)
+	out, runErr := bound.run(ctx, took, func(ctx context.Context) (string, error) { return commands.Run(ctx, c, env, args, lim) })
+	if bound.over != "" {
+		return nil, "", errors.Join(errors.New(bound.over), p.putBack(ctx, s, view, from.ID))
+	}
 	if runErr != nil {
 		return nil, "", errors.Join(fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy")),
 			p.putBack(ctx, s, view, from.ID))
