@@ -94,6 +94,11 @@ type Info struct {
 	links bool // some file has several names in the workspace
 }
 
+// Root is the SHA-256 of the checkpoint's root folder listing, in hex: it names the whole
+// tree captured, so two checkpoints with one Root hold the same workspace, and a record
+// that claims an id but holds another tree is told apart from the one shown.
+func (c Info) Root() string { return c.root.String() }
+
 // Notice is something a checkpoint or restore did not do as asked, about one path.
 type Notice struct {
 	Path    string // relative to the workspace, exactly as named there (any bytes)

@@ -24,6 +24,7 @@
 package effect
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -171,7 +172,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", fmt.Errorf("its change could not be read: %w", err)
 	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
-		From: uint64(from.ID), To: uint64(to.ID)}
+		From: uint64(from.ID), To: uint64(to.ID), ToRoot: to.Root()}
 	if len(d.Changes) == 0 {
 		return eff, "", nil
 	}
@@ -209,6 +210,9 @@ func (p *Previews) Apply(ctx context.Context, agentID, ws string, eff *api.Effec
 	if err != nil {
 		return "", err
 	}
+	if err := checkRoot(ctx, s, eff); err != nil {
+		return "", err
+	}
 	r, err := s.RestoreFrom(ctx, ws, checkpoint.ID(eff.From), checkpoint.ID(eff.To))
 	var changed *checkpoint.ChangedError
 	switch {
@@ -224,6 +228,23 @@ func (p *Previews) Apply(ctx context.Context, agentID, ws string, eff *api.Effec
 		res += "\n"
 	}
 	return res + "(the change its run ahead made was applied: " + r.Diff.Summary() + ")", nil
+}
+
+// checkRoot fails closed unless the preview store holds, under eff.To, the tree the
+// preview captured and the person was shown (eff.ToRoot): a store swapped or rebuilt
+// since may hold another change under the same id.
+func checkRoot(ctx context.Context, s *checkpoint.Store, eff *api.Effect) error {
+	to, err := s.Get(ctx, checkpoint.ID(eff.To))
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return fmt.Errorf("%w: the preview's checkpoints are gone", ErrStale)
+	case err != nil:
+		return fmt.Errorf("applying the previewed change: %w", err)
+	case eff.ToRoot == "" || to.Root() != eff.ToRoot:
+		return fmt.Errorf("%w: the preview store no longer holds the change that was shown (checkpoint %d's tree is %.12s, the preview's %.12s), so nothing was applied",
+			ErrStale, eff.To, to.Root(), cmp.Or(eff.ToRoot, "unrecorded"))
+	}
+	return nil
 }
 
 // Forget closes agentID's preview store and removes it with its copies: the agent is gone.
