@@ -9,14 +9,15 @@ import (
 )
 
 // collect applies retention and removes the objects no kept checkpoint refers to. It
-// keeps the newest checkpoint and pin (a restore's target) whatever they weigh, then the
-// next newest while there are fewer than nine tenths of KeepCount and their objects
-// together stay under nine tenths of MaxStoreBytes; the rest are dropped.
+// keeps the newest checkpoint, pin (a restore's target) and the held ones (Hold)
+// whatever they weigh, then the next newest while there are fewer than nine tenths of
+// KeepCount and their objects together stay under nine tenths of MaxStoreBytes; the
+// rest are dropped.
 //
 // A crash at any point leaves a store that is whole: dropped records are removed (and
 // that made durable) before any object, and only objects no kept record reaches are
 // removed. What a crash leaves behind is garbage the next collection removes.
-func (s *Store) collect(pin ID) error {
+func (s *Store) collect(pin ID, held map[ID]bool) error {
 	marked := map[hash]bool{}
 	var total int64
 	keep := map[ID]bool{}
@@ -33,7 +34,7 @@ func (s *Store) collect(pin ID) error {
 		newest = s.ids[len(s.ids)-1]
 	}
 	for _, id := range order {
-		if full && id != pin {
+		if full && id != pin && !held[id] {
 			continue
 		}
 		c, err := s.readRecord(id)
@@ -50,7 +51,7 @@ func (s *Store) collect(pin ID) error {
 		if err != nil {
 			return fmt.Errorf("checkpoint %d is damaged: %w; remove %s/checkpoints/%s to drop it", id, err, s.dir, recordName(id))
 		}
-		if id != newest && id != pin && (len(keep) >= keepCount || total+bytes > keepBytes) {
+		if id != newest && id != pin && !held[id] && (len(keep) >= keepCount || total+bytes > keepBytes) {
 			for _, h := range added {
 				delete(marked, h)
 			}

@@ -32,6 +32,11 @@ type Options struct {
 	// MaxStoreBytes bounds the store (default 1 GiB), and a workspace whose content
 	// alone is larger is captured only up to it.
 	MaxStoreBytes int64
+	// MaxEntries bounds the files and folders one checkpoint captures (default 1,000,000):
+	// past it the rest of the workspace is not captured, the checkpoint is Partial and a
+	// notice names the first folder left out, so a workspace of millions of files costs
+	// a bounded walk.
+	MaxEntries int
 	// KeepCount bounds how many checkpoints are kept (default 100).
 	//
 	// Past either bound the oldest checkpoints are dropped until a tenth of the bound is
@@ -51,6 +56,7 @@ const (
 	DefaultMaxStepBytes  = 256 << 20
 	DefaultMaxStoreBytes = 1 << 30
 	DefaultKeepCount     = 100
+	DefaultMaxEntries    = 1_000_000
 )
 
 func (o Options) withDefaults() Options {
@@ -65,6 +71,11 @@ func (o Options) withDefaults() Options {
 	bound(&o.MaxFileBytes, DefaultMaxFileBytes)
 	bound(&o.MaxStepBytes, DefaultMaxStepBytes)
 	bound(&o.MaxStoreBytes, DefaultMaxStoreBytes)
+	if o.MaxEntries == 0 {
+		o.MaxEntries = DefaultMaxEntries
+	} else if o.MaxEntries < 0 {
+		o.MaxEntries = 1<<31 - 1
+	}
 	switch {
 	case o.KeepCount == 0:
 		o.KeepCount = DefaultKeepCount
@@ -162,6 +173,9 @@ type Store struct {
 	bytes   int64 // size of the objects on disk
 	pending *journal
 	lastOf  map[string]ID // the latest checkpoint of each folder captured since Open
+	// held are checkpoints retention keeps whatever the bounds say (Hold); replaced
+	// whole, never changed in place, so a collection running may read the one it got.
+	held map[ID]bool
 
 	// collecting is a collection running after a checkpoint returned (the next call
 	// waits for it); collectErr is how it failed, told by the next call.
@@ -282,11 +296,25 @@ func (s *Store) ready(ctx context.Context) error {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
 	// A collection finds the store's size and removes what a crash left unreferenced.
-	if err := s.collect(0); err != nil {
+	if err := s.collect(0, s.held); err != nil {
 		return err
 	}
 	s.loaded = true
 	return nil
+}
+
+// Hold makes retention keep the checkpoints ids whatever KeepCount and MaxStoreBytes
+// say, until the next Hold: the daemon holds the checkpoints taken before an agent's
+// last steps, so that many cheap steps cannot push a bad step out of rewind range. The
+// store may then take more than MaxStoreBytes, by what the held checkpoints need.
+func (s *Store) Hold(ids []ID) {
+	held := make(map[ID]bool, len(ids))
+	for _, id := range ids {
+		held[id] = true
+	}
+	s.mu.Lock()
+	s.held = held
+	s.mu.Unlock()
 }
 
 // Recover finishes a restore a crash interrupted (see Restore); it does nothing when
