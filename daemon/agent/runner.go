@@ -121,6 +121,7 @@ func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) (waits b
 	var st started
 	var v *api.Agent
 	r.mu.Lock()
+	r.s.checkpointAhead(ctx, l, p) // the walk holds no store writer
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		st, v, waits = started{}, nil, false // a retried transaction starts over
 		a, err := tx.Agent(r.id)

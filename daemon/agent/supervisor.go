@@ -161,7 +161,7 @@ func wireParts(s *Supervisor, opt Options) {
 			return fn(tx, a)
 		}, events)
 	}
-	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode}
+	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, mutateAfter: s.runs.mutateAfter, recordEpisode: s.recordEpisode}
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
