@@ -21,6 +21,11 @@
 // (the sandbox sees only the copy, bound where the workspace would be); views is beside
 // the workspaces (<workspace root>/.previews), since a copy holds what they do, with
 // their modes.
+//
+// A preview's disk is bounded (bound.go): the copy and the store together may take what
+// the agent's disk budget leaves beside its workspace; a run ahead writing past it is
+// stopped. Approving applies To only while the store holds, under To, the tree whose
+// root hash the preview recorded (api.Effect.ToRoot).
 package effect
 
 import (
