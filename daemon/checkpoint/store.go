@@ -317,6 +317,16 @@ func (s *Store) Hold(ids []ID) {
 	s.mu.Unlock()
 }
 
+// Size is what the store's objects take on disk, as the store counts them (content and
+// listings, without the file system's blocks): what retention weighs against
+// MaxStoreBytes. It waits for a collection still running.
+func (s *Store) Size() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.collecting.Wait()
+	return s.bytes
+}
+
 // Recover finishes a restore a crash interrupted (see Restore); it does nothing when
 // there is none. Every other method calls it first; the daemon calls it at start so an
 // agent never sees a workspace half rewound.

@@ -146,13 +146,13 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if lim.Timeout <= 0 || lim.Timeout > p.opt.Timeout {
 		lim.Timeout = p.opt.Timeout
 	}
+	// What the copy and the store take, counted from what the checkpoints know (a walk
+	// would cost as much as the preview): each file a block at least, and the objects.
 	bound := p.bound(env.AgentID, view, room)
-	took, err := bound.measure()
-	if err == nil && took > room {
-		err = fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room))
-	}
-	if err != nil {
-		return nil, "", errors.Join(err, p.putBack(ctx, s, view, from.ID))
+	took := from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
+	if took > room {
+		return nil, "", errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room)),
+			p.putBack(ctx, s, view, from.ID))
 	}
 	ws := env.Workspace
 	env.Workspace = view
