@@ -210,15 +210,6 @@ func (k *checkpoints) ahead(ctx context.Context, st *store.Store, p *api.Proposa
 	k.mu.Unlock()
 }
 
-// checkpointAhead is checkpoints.ahead of p's start, whose command is looked up as the
-// start does (a bounded profile's read-only run counts as writing: one checkpoint too
-// many costs little). Called under the runner's lock.
-func (s *Supervisor) checkpointAhead(ctx context.Context, l *live, p *api.Proposal) {
-	s.checkpoints.ahead(ctx, s.st, p, func(tx *store.Tx, a *store.Agent) bool {
-		return s.checkpoints.writes(s.specIn(ctx, l, tx, a, p.Command), commands.Profile{})
-	})
-}
-
 // takenFor returns the checkpoint taken ahead of p's start (or end), if it was.
 func (k *checkpoints) takenFor(p *api.Proposal, end bool) (takenAhead, bool) {
 	k.mu.Lock()

@@ -26,12 +26,12 @@ func (s *runs) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *
 // are published under the agent's lock, so followers see them in the order of the commits,
 // and before the loop is woken, so a decision is never shown after its result.
 func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
-	return s.mutateAfter(ctx, ref, nil, fn, events)
+	return mutateAfter(ctx, s, ref, nil, fn, events)
 }
 
-// mutateAfter is mutateThen that runs first, when set, under the runner's lock before
+// mutateAfter is s.mutateThen that runs first, when set, under the runner's lock before
 // the transaction: work too long to hold the store's writer for (a rewind's restore).
-func (s *runs) mutateAfter(ctx context.Context, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
+func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
 	var id string
 	if err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)

@@ -169,6 +169,15 @@ func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) (waits b
 	return false
 }
 
+// checkpointAhead is checkpoints.ahead of p's start, whose command is looked up as the
+// start does (a bounded profile's read-only run counts as writing: one checkpoint too
+// many costs little). Called under the runner's lock.
+func (s *Supervisor) checkpointAhead(ctx context.Context, l *live, p *api.Proposal) {
+	s.checkpoints.ahead(ctx, s.st, p, func(tx *store.Tx, a *store.Agent) bool {
+		return s.checkpoints.writes(s.specIn(ctx, l, tx, a, p.Command), commands.Profile{})
+	})
+}
+
 // awaitTx moves a, whose pending proposal p the policy leaves to a person, to await the
 // decision when it does not yet (cycle.NextMove's await); it returns a's new view, or
 // nil when nothing changed.
