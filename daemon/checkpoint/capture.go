@@ -75,7 +75,7 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error)
 	}
 	s.lastOf[ws] = info.ID
 	s.watch.end(info.ID, c.manyNames)
-	if len(s.ids) > s.opt.KeepCount || s.bytes > s.opt.MaxStoreBytes {
+	if len(s.ids) > s.opt.KeepCount || s.bytes > max(s.opt.MaxStoreBytes, s.kept+s.opt.MaxStoreBytes/10) {
 		// Retention reads every kept checkpoint's listings: it runs while the step does,
 		// and the next call waits for it.
 		held := s.held

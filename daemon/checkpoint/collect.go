@@ -93,7 +93,7 @@ func (s *Store) collect(pin ID, held map[ID]bool) error {
 		}
 		step()
 	}
-	s.bytes = total
+	s.bytes, s.kept = total, total
 	return nil
 }
 

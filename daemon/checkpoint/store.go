@@ -168,9 +168,12 @@ type Store struct {
 	lock                       *os.File
 	root, objects, records, tm int // open folders of the store
 
-	loaded  bool  // ids and bytes are known
-	ids     []ID  // the checkpoints kept, oldest first
-	bytes   int64 // size of the objects on disk
+	loaded bool  // ids and bytes are known
+	ids    []ID  // the checkpoints kept, oldest first
+	bytes  int64 // size of the objects on disk
+	// kept is bytes after the last collection: held checkpoints may keep it over
+	// MaxStoreBytes, and then only a tenth more starts the next one, not each checkpoint.
+	kept    int64
 	pending *journal
 	lastOf  map[string]ID // the latest checkpoint of each folder captured since Open
 	// held are checkpoints retention keeps whatever the bounds say (Hold); replaced
