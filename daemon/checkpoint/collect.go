@@ -8,6 +8,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Hold makes retention keep the checkpoints ids whatever KeepCount and MaxStoreBytes
+// say, until the next Hold: the daemon holds the checkpoints taken before an agent's
+// last steps, so that many cheap steps cannot push a bad step out of rewind range. The
+// store may then take more than MaxStoreBytes, by what the held checkpoints need.
+func (s *Store) Hold(ids []ID) {
+	held := make(map[ID]bool, len(ids))
+	for _, id := range ids {
+		held[id] = true
+	}
+	s.mu.Lock()
+	s.held = held
+	s.mu.Unlock()
+}
+
+// Size is what the store's objects take on disk, as the store counts them (content and
+// listings, without the file system's blocks): what retention weighs against
+// MaxStoreBytes. It waits for a collection still running.
+func (s *Store) Size() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.collecting.Wait()
+	return s.bytes
+}
+
 // collect applies retention and removes the objects no kept checkpoint refers to. It
 // keeps the newest checkpoint, pin (a restore's target) and the held ones (Hold)
 // whatever they weigh, then the next newest while there are fewer than nine tenths of

@@ -306,30 +306,6 @@ func (s *Store) ready(ctx context.Context) error {
 	return nil
 }
 
-// Hold makes retention keep the checkpoints ids whatever KeepCount and MaxStoreBytes
-// say, until the next Hold: the daemon holds the checkpoints taken before an agent's
-// last steps, so that many cheap steps cannot push a bad step out of rewind range. The
-// store may then take more than MaxStoreBytes, by what the held checkpoints need.
-func (s *Store) Hold(ids []ID) {
-	held := make(map[ID]bool, len(ids))
-	for _, id := range ids {
-		held[id] = true
-	}
-	s.mu.Lock()
-	s.held = held
-	s.mu.Unlock()
-}
-
-// Size is what the store's objects take on disk, as the store counts them (content and
-// listings, without the file system's blocks): what retention weighs against
-// MaxStoreBytes. It waits for a collection still running.
-func (s *Store) Size() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.collecting.Wait()
-	return s.bytes
-}
-
 // Recover finishes a restore a crash interrupted (see Restore); it does nothing when
 // there is none. Every other method calls it first; the daemon calls it at start so an
 // agent never sees a workspace half rewound.
