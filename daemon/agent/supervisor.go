@@ -163,7 +163,10 @@ func wireParts(s *Supervisor, opt Options) {
 			return fn(tx, a)
 		}, nil, shows)
 	}
-	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, mutateThen: withEvents, recordEpisode: s.recordEpisode}
+	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, recordEpisode: s.recordEpisode,
+		mutateAfter: func(ctx context.Context, ref string, first func(string) error, fn func(*store.Tx, *store.Agent, *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
+			return mutateAfter(ctx, s.runs, ref, first, fn, events, nil)
+		}}
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{
@@ -318,11 +321,11 @@ func (s *Supervisor) kick(id string) { startLoop(s, id, nil) }
 func (s *Supervisor) runner(id string) *runner {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.runnerLocked(id)
+	return runnerLocked(s, id)
 }
 
-// runnerLocked is runner, called with s.mu held.
-func (s *Supervisor) runnerLocked(id string) *runner {
+// runnerLocked is s.runner, called with s.mu held.
+func runnerLocked(s *Supervisor, id string) *runner {
 	r := s.runners[id]
 	if r == nil {
 		r = newRunner(s, id)
@@ -412,7 +415,7 @@ func kickAwaiting(ctx context.Context, s *Supervisor, ids []string) {
 func startLoop(s *Supervisor, id string, rounded func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.runnerLocked(id)
+	r := runnerLocked(s, id)
 	if s.ctx == nil || s.ctx.Err() != nil {
 		return false
 	}
