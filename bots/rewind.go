@@ -179,19 +179,19 @@ func (c *check) onRewindClick(ctx context.Context) {
 			c.tell(ctx, "Not rewound: "+err.Error())
 			return
 		}
-		view.Plan, view.Done = done, true
+		view.Plan = done
 	}
 	if err := c.ep.a.Update(ctx, c.asked.Channel, c.asked.Message, FormatRewind(view, platform)); err != nil {
 		c.r.log.Error("bots: showing a rewind's end", "platform", platform, "agent", c.a.ID, "err", err)
 	}
 }
 
-// RewindView is what a rewind's question shows: what the rewind would change, who asked,
-// and once clicked, that it was done (Done) or cancelled, and by whom (Closer).
+// RewindView is what a rewind's question shows: what the rewind would change (Plan, a
+// dry run) and who asked, and once clicked, who did (Closer): Plan is then the rewind
+// done (Plan.Done), or else it was cancelled.
 type RewindView struct {
 	Plan   *api.Rewind
 	By     string // who asked: a user id of the platform
-	Done   bool
 	Closer string // who clicked: a user id of the platform; "" while it asks
 }
 
@@ -201,10 +201,10 @@ type RewindView struct {
 func FormatRewind(v RewindView, platform string) Message {
 	p := v.Plan
 	switch {
-	case v.Done:
+	case p.Done:
 		return Message{Summary: fmt.Sprintf("Rewound %s %s", p.Agent, rewindWhat(p)), Parts: []Part{
 			{Spans: []Span{{Text: "⏪ Rewound ", Bold: true}, {Text: p.Agent, Bold: true}, {Text: " " + rewindWhat(p) + " by "}, Mention(platform, v.Closer), {Text: ": " + p.Restore.Summary}}},
-			{Spans: []Span{{Text: fmt.Sprintf("Undo with: /agent rewind %s --undo %s", p.Agent, p.Undo)}}}}}
+			{Spans: []Span{{Text: "Undo with:"}}}, {Code: fmt.Sprintf("/agent rewind %s --undo %s", p.Agent, p.Undo)}}}
 	case v.Closer != "":
 		return Message{Summary: fmt.Sprintf("Rewind of %s cancelled", p.Agent), Parts: []Part{
 			{Spans: []Span{{Text: "⏪ Not rewound: ", Bold: true}, {Text: p.Agent + "'s rewind was cancelled by "}, Mention(platform, v.Closer), {Text: "."}}}}}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -68,6 +69,27 @@ func TestSpansMentionOnlyPlainIDs(t *testing.T) {
 			if got := spans([]bots.Span{{Text: "by "}, {User: c.user}}); got != c.want {
 				t.Errorf("got %q, want %q", got, c.want)
 			}
+		})
+	}
+}
+
+// TestCheckpointBlocksGolden fixes the Block Kit of a rewind's question, its end and a
+// result with its change (chattest.CheckpointMessages): escaped, the diff as code, the
+// buttons only while it asks.
+func TestCheckpointBlocksGolden(t *testing.T) {
+	for name, m := range chattest.CheckpointMessages(Platform, "U1") {
+		t.Run(name, func(t *testing.T) {
+			got, err := json.MarshalIndent(Blocks(m), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bad := invisibleIn(got, escape(m.Summary)); bad != "" {
+				t.Errorf("the message carries %q raw", bad)
+			}
+			if asks := strings.Contains(string(got), "agentd_rewind"); asks != (name == "rewind_asked") {
+				t.Errorf("buttons shown: %v", asks)
+			}
+			testutil.Golden(t, filepath.Join("testdata", name+".golden.json"), append(got, '\n'))
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
 )
 
@@ -63,11 +64,35 @@ func rewindAskedInTheThreadAndDoneByAnApprover(t *testing.T, c Chat) {
 		t.Fatalf("a stranger's click changed the workspace: %v", err)
 	}
 	c.Click(Approver, thread, ask, bots.ActionRewind)
-	c.Find(thread, "Undo with: /agent rewind") // the platform may escape the rest
+	c.Find(thread, "/agent rewind "+a.Name+" --undo rw-") // shown as code, which no platform escapes
 	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("after the approver's Rewind notes.txt is still there: %v", err)
 	}
 	if c.Asks(thread, ask) {
 		t.Error("the rewound question still has its buttons")
+	}
+}
+
+// CheckpointMessages are the messages of a rewind and of a result with its change, by
+// name, as the relay builds them for platform, for each platform's golden renderings;
+// by is a user of the platform, and the agent's name and the diff try to inject markup.
+func CheckpointMessages(platform, by string) map[string]bots.Message {
+	diff := "deleted file notes/*a*.txt (+0 −2)\n\n--- a/notes/*a*.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-@everyone ```\n-\u202ehidden\n"
+	restore := api.StepChange{AgentID: "a-1", Agent: "writer_*x*", ID: "p-0123456789ab", RunID: "r-5f2c9a", Step: 3, Kind: "step",
+		Files: 1, Removed: 2, Summary: "changed 1 file (+0 −2)", Preview: &api.Preview{Kind: api.PreviewChange, Summary: "changed 1 file (+0 −2)", Diff: diff}}
+	plan := &api.Rewind{AgentID: "a-1", Agent: "writer_*x*", Step: 3, Restore: restore}
+	done := *plan
+	done.Done, done.Undo = true, "rw-7"
+	change := restore
+	change.Summary, change.Preview = "changed 1 file (+2 −0)", &api.Preview{Kind: api.PreviewChange, Summary: "changed 1 file (+2 −0)",
+		Diff: "created file notes/*a*.txt (+2 −0)\n\n--- /dev/null\n+++ b/notes/*a*.txt\n@@ -0,0 +1,2 @@\n+@everyone ```\n+\u202ehidden\n"}
+	result, _ := bots.FormatResult(&api.Episode{Step: 3, Command: "write_file", Outcome: "succeeded",
+		Result: "wrote notes/*a*.txt\n[workspace: changed 1 file (+2 −0)]"}, 2500)
+	result.Parts = append(result.Parts, bots.ChangeParts(&change)...)
+	return map[string]bots.Message{
+		"rewind_asked":     bots.FormatRewind(bots.RewindView{Plan: plan, By: by}, platform),
+		"rewind_done":      bots.FormatRewind(bots.RewindView{Plan: &done, Closer: by}, platform),
+		"rewind_cancelled": bots.FormatRewind(bots.RewindView{Plan: plan, Closer: by}, platform),
+		"result_changed":   result,
 	}
 }
