@@ -27,6 +27,8 @@ type DiffRequest struct {
 	Step int `json:"step,omitempty"`
 	// Run is the run whose step Step is (its id, as `agentctl history` shows it): a step
 	// number starts again at 1 in every run. "" takes the latest run with that step.
+	// With no Step, all the run's checkpointed steps together (Kind "run"): a team's turn
+	// is a run of its role agent.
 	Run string `json:"run,omitempty"`
 }
 
@@ -41,7 +43,7 @@ type StepChange struct {
 	// OtherRuns are the agent's other runs with a checkpointed step of this number, the
 	// latest first: DiffRequest.Run or RewindRequest.Run picks one of them.
 	OtherRuns []string `json:"other_runs,omitempty"`
-	// Kind is "step" or "rewind".
+	// Kind is "step", "rewind", or "run" for all a run's steps together (ID is the run's).
 	Kind    string `json:"kind"`
 	Command string `json:"command,omitempty"`
 	// Running says the step has not ended: the change shown is the workspace now against
@@ -65,7 +67,9 @@ type StepChange struct {
 // Run, by default the latest run with that step number), or before the step ID names
 // (StepChange.ID: a chat button carries it), or to undo the rewind Undo (its rw-… id).
 type RewindRequest struct {
-	To  int    `json:"to,omitempty"`
+	To int `json:"to,omitempty"`
+	// Run alone (no To) names the run's first checkpointed step: the workspace goes back
+	// to as it was before the run (a team's turn) changed it.
 	Run string `json:"run,omitempty"`
 	// ID names the step (its proposal id) or the rewind (rw-…) instead of To and Run.
 	ID   string `json:"id,omitempty"`

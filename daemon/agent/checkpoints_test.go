@@ -193,7 +193,56 @@ func TestStepNumberOfAnEarlierRunIsPickedByRun(t *testing.T) {
 	if err != nil || byID.Restore.RunID != first || byID.Step != 1 {
 		t.Fatalf("a rewind naming run %s's step 1 by its id %s = %+v, %v", first, earlier.ID, byID, err)
 	}
-	if _, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{Run: first}); !errors.Is(err, api.ErrBadRequest) {
-		t.Errorf("a rewind naming a run and no step: %v", err)
+}
+
+// A run's checkpointed steps taken together — a team's turn is a run of its role agent —
+// are shown by naming the run alone, and a rewind naming the run alone goes back to
+// before its first step.
+func TestWholeRunIsShownAndRewoundByItsID(t *testing.T) {
+	h := newHarness(t, withCheckpoints)
+	ctx := context.Background()
+	h.fake.Script(
+		reply("write_file", map[string]string{"path": "kept.txt", "contents": "before\n"}),
+		reply("finish", map[string]string{"reason": "done"}),
+		reply("write_file", map[string]string{"path": "a.txt", "contents": "a\n"}),
+		reply("write_file", map[string]string{"path": "b.txt", "contents": "b\n"}),
+		reply("finish", map[string]string{"reason": "done"}))
+	a := h.create(api.CreateAgentRequest{})
+	for range 2 {
+		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor(a.ID, "the first run's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
+	turn, err := h.sup.runs.Task(ctx, a.ID, "the turn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor(a.ID, "the turn's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
+
+	c, err := h.sup.rewinds.Diff(ctx, a.Name, api.DiffRequest{Run: turn.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind != "run" || c.ID != turn.RunID || c.Files != 2 || !strings.Contains(c.Preview.Diff, "created file a.txt") ||
+		!strings.Contains(c.Preview.Diff, "created file b.txt") || strings.Contains(c.Preview.Diff, "kept.txt") {
+		t.Fatalf("the run's change = %+v, diff %q; want a.txt and b.txt, not the earlier run's kept.txt", c, c.Preview.Diff)
+	}
+	rw, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{Run: turn.RunID, By: "ana"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"kept.txt": true, "a.txt": false, "b.txt": false} {
+		if _, err := os.Stat(filepath.Join(a.Workspace, name)); (err == nil) != want {
+			t.Errorf("after rewinding run %s, %s there = %v, want %v", turn.RunID, name, err == nil, want)
+		}
+	}
+	if eps := h.history(a.ID); !strings.Contains(eps[len(eps)-1].Result, "before run "+turn.RunID) || !rw.Done {
+		t.Errorf("the rewind's episode does not name the run: %+v", eps[len(eps)-1])
 	}
 }

@@ -34,17 +34,17 @@ func (s *rewinds) Diff(ctx context.Context, ref string, req api.DiffRequest) (*a
 		return nil, badRequest("step %d: want a step number like 3 (agentctl history lists them)", req.Step)
 	}
 	var a *store.Agent
-	var row *store.StepCheckpoint
+	var row *span
 	var p *api.Proposal
 	var others []string
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
-		if a, row, err = s.find(tx, ref, stepAt{step: req.Step, run: req.Run}); err != nil {
+		if a, row, err = s.find(tx, ref, stepAt{step: req.Step, run: req.Run, whole: req.Run != "" && req.Step == 0}); err != nil {
 			return err
 		}
-		if p, err = tx.Proposal(row.ID); err != nil {
+		if p, err = tx.Proposal(row.last); err != nil {
 			return err
 		}
-		others, err = otherRuns(tx, row)
+		others, err = otherRuns(tx, &row.StepCheckpoint)
 		return err
 	})
 	if err != nil {
@@ -61,24 +61,39 @@ func (s *rewinds) Diff(ctx context.Context, ref string, req api.DiffRequest) (*a
 		d, err = store_.DiffLive(ctx, a.Workspace, checkpoint.ID(row.Before))
 	}
 	if err != nil {
-		return nil, dropped(a, row, err)
+		return nil, dropped(a, &row.StepCheckpoint, err)
 	}
-	c := stepChange(a, row, d)
-	c.Command, c.Running, c.OtherRuns = p.Command, row.After == 0 && p.Status == api.ProposalStarted, others
+	c := stepChange(a, &row.StepCheckpoint, d)
+	c.Running, c.OtherRuns = row.After == 0 && p.Status == api.ProposalStarted, others
+	if row.Kind != runSpan {
+		c.Command = p.Command
+	}
 	return c, nil
 }
 
 // stepAt names a checkpointed step: by number (0: the latest) in run ("" the latest run
-// with it), or by id (a step's or, with undo, only a rewind's).
+// with it), or by id (a step's or, with undo, only a rewind's); or with whole, all the
+// checkpointed steps of run together (a team's turn is a run of its role agent).
 type stepAt struct {
-	step int
-	run  string
-	id   string
-	undo bool
+	step  int
+	run   string
+	id    string
+	undo  bool
+	whole bool
+}
+
+// runSpan is the Kind of a run's steps taken together (StepChange.Kind "run").
+const runSpan = "run"
+
+// span is a checkpointed step, or a run's steps together: Before its first step's, the
+// rest its last step's (last: that step's id).
+type span struct {
+	store.StepCheckpoint
+	last string
 }
 
 // find resolves ref and the checkpointed step at names.
-func (s *rewinds) find(tx *store.Tx, ref string, at stepAt) (*store.Agent, *store.StepCheckpoint, error) {
+func (s *rewinds) find(tx *store.Tx, ref string, at stepAt) (*store.Agent, *span, error) {
 	if !s.ckpt.on() {
 		return nil, nil, conflict("checkpoints are off ([checkpoints] enabled = false): no step can be shown or rewound")
 	}
@@ -108,10 +123,18 @@ func (s *rewinds) find(tx *store.Tx, ref string, at stepAt) (*store.Agent, *stor
 	if err != nil {
 		return nil, nil, err
 	}
-	if row.Before == 0 {
-		return nil, nil, conflict("step %d of agent %s has no checkpoint: %s", row.Step, a.Name, row.Notice)
+	sp := &span{StepCheckpoint: *row, last: row.ID}
+	if at.whole {
+		first, err := tx.RunFirstCheckpoint(a.ID, at.run)
+		if err != nil {
+			return nil, nil, err
+		}
+		sp.ID, sp.Kind, sp.Step, sp.Before, sp.Notice = at.run, runSpan, first.Step, first.Before, cmp.Or(first.Notice, row.Notice)
 	}
-	return a, row, nil
+	if sp.Before == 0 {
+		return nil, nil, conflict("step %d of agent %s has no checkpoint: %s", sp.Step, a.Name, sp.Notice)
+	}
+	return a, sp, nil
 }
 
 // dropped is err, or when the checkpoint is gone, why and what to do.
@@ -140,20 +163,24 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 		return nil, err
 	}
 	var a *store.Agent
-	var row *store.StepCheckpoint
+	var sp *span
 	var others []string
 	if err := s.st.View(ctx, func(tx *store.Tx) (err error) {
-		if a, row, err = s.find(tx, ref, at); err != nil {
+		if a, sp, err = s.find(tx, ref, at); err != nil {
 			return err
 		}
-		others, err = otherRuns(tx, row)
+		others, err = otherRuns(tx, &sp.StepCheckpoint)
 		return err
 	}); err != nil {
 		return nil, err
 	}
+	row := &sp.StepCheckpoint
 	rw := &rewindTo{target: row, by: cmp.Or(req.By, "a person"), what: fmt.Sprintf("before step %d", row.Step)}
-	if row.Kind == store.CheckpointRewind {
+	switch row.Kind {
+	case store.CheckpointRewind:
 		rw.what = "before rewind " + row.ID
+	case runSpan:
+		rw.what = "before run " + row.ID
 	}
 	out := &api.Rewind{AgentID: a.ID, Agent: a.Name, Step: row.Step}
 	if row.Kind == store.CheckpointRewind {
@@ -201,26 +228,27 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 	return out, nil
 }
 
-// rewindAt reads which step req names: exactly one of To (with Run), ID and Undo.
+// rewindAt reads which step req names: exactly one of To (with Run), Run alone (before
+// the run's first step), ID and Undo.
 func rewindAt(req api.RewindRequest) (stepAt, error) {
 	named := 0
-	for _, set := range []bool{req.To != 0, req.ID != "", req.Undo != ""} {
+	for _, set := range []bool{req.To != 0 || req.Run != "", req.ID != "", req.Undo != ""} {
 		if set {
 			named++
 		}
 	}
-	if named != 1 || req.To < 0 || req.Run != "" && req.To == 0 {
+	if named != 1 || req.To < 0 {
 		return stepAt{}, badRequest("name the step to rewind to (--to STEP, a step number from `agentctl history`, with --run RUN for an earlier run's) or the rewind to undo (--undo rw-…), one of them")
 	}
 	if req.Undo != "" {
 		return stepAt{id: req.Undo, undo: true}, nil
 	}
-	return stepAt{step: req.To, run: req.Run, id: req.ID}, nil
+	return stepAt{step: req.To, run: req.Run, id: req.ID, whole: req.Run != "" && req.To == 0}, nil
 }
 
 // otherRuns are the runs besides row's with a checkpointed step of row's number.
 func otherRuns(tx *store.Tx, row *store.StepCheckpoint) ([]string, error) {
-	if row.Kind != store.CheckpointStep {
+	if row.Kind != store.CheckpointStep { // a rewind's, or a whole run's
 		return nil, nil
 	}
 	runs, err := tx.StepRuns(row.AgentID, row.Step)

@@ -56,6 +56,13 @@ func (t *Tx) StepCheckpointAt(agentID, run string, step int) (*StepCheckpoint, e
 		WHERE agent_id=? AND step=? AND kind=? AND (?='' OR run_id=?) ORDER BY at DESC, rowid DESC LIMIT 1`, agentID, step, CheckpointStep, run, run))
 }
 
+// RunFirstCheckpoint returns the checkpoint of the first checkpointed step of the agent's
+// run, or ErrNotFound: the workspace as it was before the run changed it.
+func (t *Tx) RunFirstCheckpoint(agentID, run string) (*StepCheckpoint, error) {
+	return scanStepCheckpoint(t.queryRow(`SELECT `+stepCheckpointCols+` FROM step_checkpoints
+		WHERE agent_id=? AND run_id=? AND kind=? ORDER BY at ASC, rowid ASC LIMIT 1`, agentID, run, CheckpointStep))
+}
+
 // StepRuns returns the runs of the agent with a checkpointed step numbered step, the
 // latest first: more than one makes the number ambiguous without its run.
 func (t *Tx) StepRuns(agentID string, step int) ([]string, error) {

@@ -23,20 +23,24 @@ shown against the workspace now.
 Step numbers start again at 1 in every run (every task the agent is given), so the
 same number can name steps of several runs. STEP is the latest run's that has it;
 --run RUN picks another (a run id, as 'agentctl history' and this command show them),
-and the output names the run shown and the other runs with that step.
+and the output names the run shown and the other runs with that step. --run RUN
+without STEP shows what the whole run changed, all its steps together: a team's turn
+is a run of its role agent, so this is what the turn changed ('agentctl team show'
+names each turn's agent and run).
 
 agentd checkpoints the workspace before every step that may change it (writes,
 deletes, shell and python runs, clones; not reads). 'agentctl rewind' puts the
 workspace back as it was before a step.
 
   agentctl diff researcher 3
-  agentctl diff researcher 3 --run r-5f2c9a`,
+  agentctl diff researcher 3 --run r-5f2c9a
+  agentctl diff t3f2a9c1-programmer --run r-5f2c9a`,
 	run: verb(agentVerbs.runDiff),
 }
 
 func (a agentVerbs) runDiff(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
-	run := fs.String("run", "", "the step of run `RUN` (default: the latest run with that step)")
+	run := fs.String("run", "", "STEP of run `RUN` (default: the latest run with STEP); alone, the whole run")
 	pos, err := a.parse(fs, args, -1)
 	if err != nil {
 		return err
@@ -49,9 +53,6 @@ func (a agentVerbs) runDiff(ctx context.Context, args []string) error {
 		if step, err = strconv.Atoi(pos[1]); err != nil || step < 1 {
 			return usagef("STEP %q: want a step number like 3 (agentctl history %s lists them)", pos[1], pos[0])
 		}
-	}
-	if *run != "" && step == 0 {
-		return usagef("--run %s: name the STEP of that run too, like: agentctl diff %s 3 --run %s", *run, pos[0], *run)
 	}
 	c, err := a.api().Diff(ctx, pos[0], api.DiffRequest{Step: step, Run: *run})
 	if err != nil {
@@ -68,6 +69,9 @@ func (a agentVerbs) runDiff(ctx context.Context, args []string) error {
 // proposal previews show one, whole.
 func writeStepChange(w io.Writer, c *api.StepChange) {
 	what := fmt.Sprintf("step %d of run %s", c.Step, line(c.RunID))
+	if c.Kind == "run" {
+		what = fmt.Sprintf("run %s, all its steps from step %d", line(c.RunID), c.Step)
+	}
 	if c.Command != "" {
 		what += "  " + line(c.Command)
 	}

@@ -12,13 +12,15 @@ import (
 
 var rewindCmd = &command{
 	name:  "rewind",
-	args:  "AGENT (--to STEP [--run RUN] | --undo ID) [--yes] [--json]",
+	args:  "AGENT (--to STEP [--run RUN] | --run RUN | --undo ID) [--yes] [--json]",
 	short: "put the agent's workspace back as it was before a step",
 	long: `Rewind puts the agent's workspace back exactly as it was before step STEP (a step
 number as 'agentctl history' shows it): files, folders, modes and links; files created
 since are removed. Step numbers start again at 1 in every run, so STEP is the latest
 run's that has it; --run RUN picks another run's (its id, as 'agentctl history' and
-'agentctl diff' show it), and the question names the run. It first shows what would change and asks; --yes skips the question
+'agentctl diff' show it), and the question names the run. --run RUN without --to goes
+back to before the run's first step: a team's turn is a run of its role agent, so this
+undoes the whole turn. It first shows what would change and asks; --yes skips the question
 (for scripts; without a terminal to ask on, rewind refuses unless --yes is given).
 
 A step still running cannot be rewound under it: rewind refuses until the step ends
@@ -34,18 +36,15 @@ told on its next step. A rewind can be undone: it prints its id, which
 func (a agentVerbs) runRewind(ctx context.Context, args []string) error {
 	fs := a.newFlagSet()
 	to := fs.Int("to", 0, "put the workspace back as before step `STEP`")
-	run := fs.String("run", "", "the step of run `RUN` (default: the latest run with that step)")
+	run := fs.String("run", "", "STEP of run `RUN` (default: the latest run with STEP); alone, before the run's first step")
 	undo := fs.String("undo", "", "undo the rewind `ID` (rw-…, printed by the rewind)")
 	yes := fs.Bool("yes", false, "do not ask: rewind at once")
 	ref, err := a.parseAgent(fs, args)
 	if err != nil {
 		return err
 	}
-	if (*to > 0) == (*undo != "") || *to < 0 {
-		return usagef("want --to STEP (a step number from agentctl history %s) or --undo ID, one of them", ref)
-	}
-	if *run != "" && *to == 0 {
-		return usagef("--run %s: name the step of that run with --to STEP", *run)
+	if (*to > 0 || *run != "") == (*undo != "") || *to < 0 {
+		return usagef("want --to STEP (a step number from agentctl history %s), --run RUN, or --undo ID, one of them", ref)
 	}
 	req := api.RewindRequest{To: *to, Run: *run, Undo: *undo, Source: "agentctl"}
 	if !*yes {
@@ -76,8 +75,11 @@ func (a agentVerbs) runRewind(ctx context.Context, args []string) error {
 
 // rewindTarget names what req rewinds to; run is the step's run, as the daemon found it.
 func rewindTarget(req api.RewindRequest, run string) string {
-	if req.Undo != "" {
+	switch {
+	case req.Undo != "":
 		return "undoing " + line(req.Undo)
+	case req.To == 0:
+		return "to before run " + line(run)
 	}
 	return fmt.Sprintf("to before step %d of run %s", req.To, line(run))
 }
