@@ -26,7 +26,7 @@ const (
 const rewindKind = "rewind"
 
 // rewindUsage is how /agent rewind is typed.
-const rewindUsage = "Usage: /agent rewind AGENT --to STEP [--run RUN] | /agent rewind AGENT --undo ID (STEP and RUN as `agentctl history AGENT` shows them)"
+const rewindUsage = "Usage: /agent rewind AGENT --to STEP [--run RUN] | /agent rewind AGENT --run RUN (before the run, a team's turn, changed anything) | /agent rewind AGENT --undo ID (STEP and RUN as `agentctl history AGENT` shows them)"
 
 // rewindClickGuards are what a Rewind or Cancel click passes, in order. The question's
 // message must be one the relay asked for that step: a button copied elsewhere rewinds
@@ -64,7 +64,7 @@ func parseRewind(text string) (name string, req api.RewindRequest, err error) {
 			return "", req, fmt.Errorf("unknown option %s. %s", cut(f[i], 40), rewindUsage)
 		}
 	}
-	if (req.To > 0) == (req.Undo != "") || req.Run != "" && req.To == 0 {
+	if (req.To > 0 || req.Run != "") == (req.Undo != "") {
 		return "", req, fmt.Errorf("%s", rewindUsage)
 	}
 	return name, req, nil
@@ -225,10 +225,14 @@ func FormatRewind(v RewindView, platform string) Message {
 	return m
 }
 
-// rewindWhat names what p rewinds to: "before step 3 of run r-1", "before rewind rw-2".
+// rewindWhat names what p rewinds to: "before step 3 of run r-1", "before run r-1",
+// "before rewind rw-2".
 func rewindWhat(p *api.Rewind) string {
-	if p.Restore.Kind == "rewind" {
+	switch p.Restore.Kind {
+	case "rewind":
 		return "before rewind " + p.Restore.ID
+	case "run":
+		return "before run " + p.Restore.ID
 	}
 	if p.Restore.RunID == "" {
 		return fmt.Sprintf("before step %d", p.Step)
