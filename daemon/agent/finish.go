@@ -24,7 +24,8 @@ type stepEnd struct {
 	ep       *api.Episode
 	out      string // the command's output
 	finished bool
-	disk     int64 // the agent's workspace measured after the command; -1 when it was not
+	disk     int64        // the agent's workspace measured after the command; -1 when it was not
+	rerun    *api.Preview // a stale effect preview run again (staleEnd)
 }
 
 // endOf is the end of p's step, whose command gave out and runErr.
@@ -109,7 +110,7 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 	}
 	ev := end.ev
 	ev.Writes = s.checkpoints.took(tx, &cur) // checkpointed at its start: record its change
-	c := &change{a: on, p: &cur, ev: ev, episode: end.ep, rec: s.recordEpisode, ckpt: s.checkpoints, pub: s.events.Publish, finishMessage: &end.out}
+	c := &change{a: on, p: &cur, ev: ev, episode: end.ep, rec: s.recordEpisode, ckpt: s.checkpoints, pub: s.events.Publish, finishMessage: &end.out, rerun: end.rerun}
 	res, err := apply(tx, c)
 	if err != nil {
 		return nil, false, err
@@ -150,11 +151,17 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 }
 
 // staleEnd is the end of p's step when its preview's change was not applied, the
-// workspace having changed since (err): a person decides again, and approving then runs
-// the command itself.
-func staleEnd(p *api.Proposal, err error) stepEnd {
+// workspace having changed since (err): a person decides again on rerun, the preview run
+// again on the workspace as it is now, whose change approving then applies; without one
+// approving runs the command itself.
+func staleEnd(p *api.Proposal, err error, rerun *api.Preview) stepEnd {
 	why := err.Error() + "; approving again runs the command itself"
+	if rerun != nil && rerun.Effect.Appliable() {
+		why = err.Error() + "; its preview was run again on the workspace as it is now: approving applies that change"
+	} else {
+		rerun = nil
+	}
 	result := "Not applied: " + why
 	return stepEnd{ev: cycle.Event{Kind: cycle.PreviewStale, Reason: why, Result: result},
-		ep: episodeOf(p, "interrupted", result, ""), disk: -1}
+		ep: episodeOf(p, "interrupted", result, ""), disk: -1, rerun: rerun}
 }
