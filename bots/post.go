@@ -150,6 +150,11 @@ func (po *poster) postProposal(ctx context.Context, p *api.Proposal) {
 					po.r.board.keepMessage(*m)
 					po.r.board.messageShown(p.ID, platform, m.Message)
 				}
+				if m != nil && p.Status == api.ProposalInterrupted {
+					// Asked again (its preview went stale and was run again): the message
+					// shows the proposal as it is asked now.
+					return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, ApproveN: po.r.opt.ApproveN}, platform), t.label))
+				}
 				return err // posted already (or the store is failing: retried, never posted twice)
 			}
 			view := ProposalView{Proposal: p, ApproveN: po.r.opt.ApproveN}
