@@ -48,20 +48,6 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 	p.Preview.Diff, p.Preview.DiffCut = commands.CutDiff(diff, api.MaxPreviewDiff)
 }
 
-// rerunPreview is p's preview with its effect preview run again, on a's workspace as it
-// is now: what a person decides on once the one shown went stale. Nil when none is made.
-func rerunPreview(ctx context.Context, s *Supervisor, l *live, a *store.Agent, p *api.Proposal, c commands.Command) *api.Preview {
-	if p.Preview == nil {
-		return nil
-	}
-	fresh := *p.Preview
-	fresh.Effect, fresh.Diff, fresh.DiffCut = nil, "", false
-	q := *p
-	q.Preview = &fresh
-	withEffect(ctx, s.st, s.previews, l, a, &q, nil, c)
-	return q.Preview
-}
-
 // effectPreview reports whether agent name's shell and python proposals run ahead.
 func (l *live) effectPreview(name string) bool {
 	if o, ok := l.Agents[name]; ok && o.EffectPreview != nil {

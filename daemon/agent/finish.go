@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
 )
@@ -148,6 +149,20 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 		withdrawn = c.shown
 	}
 	return withdrawn, ended, tx.UpdateAgent(a)
+}
+
+// rerunPreview is p's preview with its effect preview run again, on a's workspace as it
+// is now: what a person decides on once the one shown went stale. Nil when none is made.
+func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Previews, l *live, a *store.Agent, p *api.Proposal, c commands.Command) *api.Preview {
+	if p.Preview == nil {
+		return nil
+	}
+	fresh := *p.Preview
+	fresh.Effect, fresh.Diff, fresh.DiffCut = nil, "", false
+	q := *p
+	q.Preview = &fresh
+	withEffect(ctx, st, previews, l, a, &q, nil, c)
+	return q.Preview
 }
 
 // staleEnd is the end of p's step when its preview's change was not applied, the

@@ -321,7 +321,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 		}
 		diskCut := stopWatch()
 		if errors.Is(o.Err, effect.ErrStale) {
-			r.finishExecution(ctx, p, staleEnd(p, o.Err, rerunPreview(st.execCtx, r.s, l, st.a, p, cmd)), time.Since(began))
+			r.finishExecution(ctx, p, staleEnd(p, o.Err, rerunPreview(st.execCtx, r.s.st, r.s.previews, l, st.a, p, cmd)), time.Since(began))
 			return
 		}
 		switch {
