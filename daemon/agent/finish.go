@@ -58,6 +58,7 @@ func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepE
 	var ended bool           // the applier ended p's run
 	r.mu.Lock()
 	r.cancelExec = nil
+	r.s.checkpoints.ahead(ctx, r.s.st, p, nil) // the walk holds no store writer
 	r.mu.Unlock()
 	// The command ran: its result must land. Retry while the store refuses (busy, disk
 	// full); if the daemon stops first, the restart shows it as interrupted.
@@ -153,7 +154,7 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 
 // rerunPreview is p's preview with its effect preview run again, on a's workspace as it
 // is now: what a person decides on once the one shown went stale. Nil when none is made.
-func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Previews, l *live, a *store.Agent, p *api.Proposal, c commands.Command) *api.Preview {
+func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p *api.Proposal, c commands.Command) *api.Preview {
 	if p.Preview == nil {
 		return nil
 	}
@@ -161,7 +162,7 @@ func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Preview
 	fresh.Effect, fresh.Diff, fresh.DiffCut = nil, "", false
 	q := *p
 	q.Preview = &fresh
-	withEffect(ctx, st, previews, l, a, &q, nil, c)
+	withEffect(ctx, st, previews, room, l, a, &q, nil, c)
 	return q.Preview
 }
 
