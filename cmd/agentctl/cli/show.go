@@ -107,13 +107,7 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 	}
 	if p := ag.Pending; p != nil {
 		fmt.Fprintf(w, "\nPending proposal %s (step %d, %s):\n", p.ID, p.Step, p.Status)
-		writeThoughts(w, p.Thoughts, "  ", true)
-		fmt.Fprintf(w, "  → %s\n", formatCall(p.Command, p.Args))
-		if longArgs(p.Args) {
-			fmt.Fprintln(w, "  arguments:")
-			writeArgs(w, p.Args, "    ", 0)
-		}
-		writePreview(w, p.Preview, "  ", 0)
+		writeProposal(w, p, 0, 0)
 		fmt.Fprintf(w, "  decide with: agentctl approve %[1]s [-n N] | agentctl deny %[1]s | agentctl feedback %[1]s TEXT\n", refOf(ag))
 	}
 	if q := ag.Question; q != nil {
