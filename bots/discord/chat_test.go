@@ -17,8 +17,9 @@ func TestScenarios(t *testing.T) {
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) discordChat {
 	held := &chattest.HoldingRelay{}
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { held.Handler = r; return held }}})
-	return discordChat{e, held}
+	e := &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { held.Handler = r; return held }}}
+	e.WithTeams(t, map[string]string{})
+	return discordChat{newEnvWith(t, e), held}
 }
 
 // discordChat is the Discord harness as the scenarios drive it.
@@ -40,6 +41,25 @@ func (c discordChat) Say(u chattest.User, thread, text string) string {
 }
 func (c discordChat) Wait(what string, cond func() bool)                 { c.t.Helper(); c.wait(what, cond) }
 func (c discordChat) Decided(thread string, m chattest.Msg, text string) { c.decided(m.ID, text) }
+
+func (c discordChat) StartTeam(workflow, task string) string {
+	c.teamCommand(uAlice, "file="+workflow, "task="+task)
+	return c.teamThread(workflow)
+}
+
+func (c discordChat) RoleProposal(thread, role string, step int) chattest.Msg {
+	m := c.roleProposal(thread, role, step)
+	return chattest.Msg{ID: m.ID, Raw: m}
+}
+
+// StopTeam runs /agent team stop:ID and returns what the bot answered.
+func (c discordChat) StopTeam(u chattest.User, id string) string {
+	c.t.Helper()
+	in := c.teamCommand(discordUsers[u], "stop="+id)
+	c.interacted(u, in)
+	c.wait("the answer to /agent team stop", func() bool { return c.original(in, "") })
+	return c.originalText(in)
+}
 
 func (c discordChat) Proposal(thread string, step int) chattest.Msg {
 	m := c.proposal(thread, step)

@@ -21,8 +21,9 @@ func TestScenarios(t *testing.T) {
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) *slackChat {
 	held := &chattest.HoldingRelay{}
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { held.Handler = r; return held }}})
-	return &slackChat{env: e, held: held, sent: map[string]string{}}
+	e := &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { held.Handler = r; return held }}}
+	e.WithTeams(t, map[string]string{})
+	return &slackChat{env: newEnvWith(t, e), held: held, sent: map[string]string{}}
 }
 
 // slackChat is the Slack harness as the scenarios drive it.
@@ -41,6 +42,15 @@ func (c *slackChat) Channel() string               { return channel }
 func (c *slackChat) UserID(u chattest.User) string { return slackUsers[u] }
 func (c *slackChat) StartRun(task string) string   { return c.startRun(task) }
 func (c *slackChat) Restart()                      { c.restart() }
+func (c *slackChat) StartTeam(workflow, task string) string {
+	c.answer(c.slack.Slash(approver, channel, "/agent", "team "+workflow+" "+task))
+	return c.teamThread(workflow)
+}
+func (c *slackChat) RoleProposal(thread, role string, step int) chattest.Msg {
+	m := c.roleProposal(thread, role, step)
+	return chattest.Msg{ID: m.TS, Raw: m}
+}
+func (c *slackChat) StopTeam(u chattest.User, id string) string { return c.Command(u, "team stop "+id) }
 func (c *slackChat) Command(u chattest.User, text string) string {
 	return c.answer(c.slack.Slash(slackUsers[u], channel, "/agent", text))
 }

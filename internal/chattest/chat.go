@@ -51,6 +51,12 @@ type Chat interface {
 	StartRun(task string) (thread string)
 	// Proposal waits for the proposal of step in thread.
 	Proposal(thread string, step int) Msg
+	// StartTeam starts a team run of workflow with task as Approver (/agent team) and
+	// returns its thread; RoleProposal waits for the proposal of role's step there.
+	StartTeam(workflow, task string) (thread string)
+	RoleProposal(thread, role string, step int) Msg
+	// StopTeam stops team run id as u (/agent team stop) and returns the bot's answer.
+	StopTeam(u User, id string) string
 	// Click clicks m's button for action (bots.ActionApprove, …) as u.
 	Click(u User, thread string, m Msg, action string)
 	// ForgeClick clicks, as u, on message on in thread, a button carrying the approve

@@ -2,6 +2,7 @@ package chattest
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ var Scenarios = []Scenario{
 	{"feedback_typed_and_by_dialog", feedbackTypedAndByDialog},
 	{"stopped_run_ends_for_late_messages", stoppedRunEndsForLateMessages},
 	{"hostile_model_text_pings_and_links_nothing", hostileModelTextPingsAndLinksNothing},
+	{"team_stop_is_for_approvers_and_closes_the_role_proposal", teamStopIsForApprovers},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
@@ -222,5 +224,46 @@ func hostileModelTextPingsAndLinksNothing(t *testing.T, c Chat) {
 	c.Decided(thread, p, c.Shown("Denied", Anyone))
 	for _, bad := range c.LiveMarkup() {
 		t.Errorf("the bot wrote live markup: %s", bad)
+	}
+}
+
+// /agent team stop ID is for approvers: a stranger's is refused and the run goes on; an
+// approver's stops it, the end in the thread names who stopped it, the role's open
+// proposal loses its buttons though the run ended first, and a second stop says the run
+// has ended already.
+func teamStopIsForApprovers(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("page", speak))
+	thread := c.StartTeam("build", "say hi")
+	p := c.RoleProposal(thread, "programmer", 1)
+	runs, err := d.Eng.Teams(t.Context())
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("team runs = %+v, %v", runs, err)
+	}
+	id := runs[0].ID
+	if got := c.StopTeam(Stranger, id); !strings.Contains(got, "not an approver") {
+		t.Errorf("a stranger's /agent team stop = %q, want a refusal", got)
+	}
+	if r, _ := d.Eng.Team(t.Context(), id); r.Status != api.TeamRunning {
+		t.Fatalf("a refused stop stopped the run: %s (%s)", r.Status, r.Reason)
+	}
+	if got := c.StopTeam(GroupApprover, id); !strings.Contains(got, "Stopped team run "+id+" (build).") {
+		t.Fatalf("/agent team stop = %q", got)
+	}
+	by := c.UserID(GroupApprover)
+	c.Wait("the run's end naming who stopped it", func() bool {
+		return slices.ContainsFunc(c.Posted(thread), func(m string) bool {
+			return strings.Contains(m, "Team run stopped") && strings.Contains(m, "stopped by") && strings.Contains(m, by)
+		})
+	})
+	c.Wait("the role's proposal closed", func() bool { return !c.Asks(thread, p) })
+	if r, _ := d.Eng.Team(t.Context(), id); r.Status != api.TeamStopped || r.Reason != "stopped by "+c.Platform()+":"+by {
+		t.Errorf("run = %s (%s), want stopped by %s:%s", r.Status, r.Reason, c.Platform(), by)
+	}
+	if got := c.StopTeam(Approver, id); !strings.Contains(got, "has ended already") {
+		t.Errorf("stopping twice = %q", got)
+	}
+	if !strings.Contains(d.Logs.String(), "team run stopped from chat") {
+		t.Error("the stop is not logged")
 	}
 }
