@@ -66,6 +66,11 @@ type Chat interface {
 	Feedback(u User, thread string, m Msg, text string)
 	// Say writes text into thread (or a channel) as u and returns the message's ID.
 	Say(u User, thread, text string) (id string)
+	// BotMention is how a message mentions the bot.
+	BotMention() string
+	// Edit edits message id (in thread; "" for the channel) as u to text, and returns
+	// once the relay has handled the edit.
+	Edit(u User, thread, id, text string)
 	// Redeliver has the platform deliver message id again, as it does after a timeout or
 	// a resumed connection, and returns once the bot has taken it.
 	Redeliver(id string)
@@ -84,6 +89,9 @@ type Chat interface {
 	// RepliesTo is what the bot answered u's message id in thread with (Slack: the notes
 	// only u sees in the thread; Discord: the replies to the message).
 	RepliesTo(u User, thread, id string) []string
+	// Answered is how many of the bot's answers to u (notes only u sees, replies to u's
+	// messages) say text.
+	Answered(u User, text string) int
 	// Shown is how a decision reads on a decided proposal: verb by u.
 	Shown(verb string, by User) string
 	// Decided waits until m shows text (its decision), and fails when it still has buttons.

@@ -24,6 +24,7 @@ var Scenarios = []Scenario{
 	{"stopped_run_ends_for_late_messages", stoppedRunEndsForLateMessages},
 	{"hostile_model_text_pings_and_links_nothing", hostileModelTextPingsAndLinksNothing},
 	{"team_stop_is_for_approvers_and_closes_the_role_proposal", teamStopIsForApprovers},
+	{"edits_are_answered_not_read", editsAreAnsweredNotRead},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
@@ -266,4 +267,39 @@ func teamStopIsForApprovers(t *testing.T, c Chat) {
 	if !strings.Contains(d.Logs.String(), "team run stopped from chat") {
 		t.Error("the stop is not logged")
 	}
+}
+
+// An edit of a message the relay read — a decision in a run's thread, the mention that
+// started the run — changes nothing and is answered, once per message: edits are not
+// read, send a new message. An edit of chatter is left alone.
+func editsAreAnsweredNotRead(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("a", speak))
+	thread := c.StartRun("touch")
+	p := c.Proposal(thread, 1)
+	Drain()
+	y := c.Say(Approver, thread, "y")
+	approved := c.Shown("Approved", Approver)
+	c.Decided(thread, p, approved)
+	TouchedInOrder(t, "a")
+	c.Proposal(thread, 2) // finish, waiting: an edit to "n" must not deny it
+	finish := agentOf(c, thread).Pending.ID
+	chatter := c.Say(GroupApprover, "", "lunch?")
+
+	c.Edit(GroupApprover, "", chatter, "lunch at noon?")
+	c.Edit(Approver, thread, y, "n")
+	c.Edit(Approver, thread, y, "n, really")
+	c.Edit(Approver, thread, thread, c.BotMention()+" touch twice") // the mention the run's thread hangs off
+	const note = "Edits are not read"
+	c.Wait("the answers to the edits", func() bool { return c.Answered(Approver, note) >= 2 })
+	if n := c.Answered(Approver, note); n != 2 {
+		t.Errorf("%d answers to the edits of the decision (twice) and the mention, want 2: one per message", n)
+	}
+	if n := c.Answered(GroupApprover, note); n != 0 {
+		t.Errorf("an edit of chatter was answered %d times", n)
+	}
+	if n := d.Decisions(finish); n != 0 {
+		t.Errorf("the edits decided the waiting finish (%d decisions)", n)
+	}
+	c.Decided(thread, p, approved) // step 1 still shows its approval
 }
