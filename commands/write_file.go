@@ -38,7 +38,7 @@ func (writeFile) Spec() Spec { return writeFileSpec }
 
 func (writeFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a writeFileArgs
-	if err := decodeArgs("write_file", raw, &a); err != nil {
+	if err := DecodeArgs("write_file", raw, &a); err != nil {
 		return "", err
 	}
 	root, _, rel, err := openIn(env.Workspace, a.Path)

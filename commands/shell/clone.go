@@ -76,7 +76,7 @@ func (*cloneRepository) Spec() commands.Spec { return cloneRepositorySpec }
 // Execute implements commands.Command.
 func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw json.RawMessage) (string, error) {
 	var a cloneRepositoryArgs
-	if err := decode("clone_repository", raw, &a); err != nil {
+	if err := commands.DecodeArgs("clone_repository", raw, &a); err != nil {
 		return "", err
 	}
 	u, err := checkRepoURL(a.URL)
