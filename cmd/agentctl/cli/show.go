@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/api"
@@ -69,12 +70,7 @@ func writeFamily(w io.Writer, ag *api.Agent, all []api.Agent) {
 		}
 		fmt.Fprintf(w, "\nHelper of %s: its proposals follow %[1]s's policy and show in %[1]s's chat thread.\n", line(parent))
 	}
-	var helpers []api.Agent
-	for _, h := range all {
-		if h.ParentID == ag.ID {
-			helpers = append(helpers, h)
-		}
-	}
+	helpers := slices.DeleteFunc(slices.Clone(all), func(h api.Agent) bool { return h.ParentID != ag.ID })
 	if len(helpers) == 0 {
 		return
 	}
