@@ -79,6 +79,9 @@ type Effect struct {
 	// the command: approving puts To in place on a workspace still exactly at From.
 	From uint64 `json:"from,omitempty"`
 	To   uint64 `json:"to,omitempty"`
+	// ToRoot is the root hash of To's tree (hex SHA-256): approving applies To only
+	// while the preview store still holds that very tree under To.
+	ToRoot string `json:"to_root,omitempty"`
 }
 
 // Appliable reports whether approving applies the captured change instead of running
