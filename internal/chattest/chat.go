@@ -57,6 +57,10 @@ type Chat interface {
 	RoleProposal(thread, role string, step int) Msg
 	// StopTeam stops team run id as u (/agent team stop) and returns the bot's answer.
 	StopTeam(u User, id string) string
+	// Find waits for a message in thread whose text has text in it.
+	Find(thread, text string) Msg
+	// Files is each file uploaded into thread, by name: its content.
+	Files(thread string) map[string]string
 	// Click clicks m's button for action (bots.ActionApprove, …) as u.
 	Click(u User, thread string, m Msg, action string)
 	// ForgeClick clicks, as u, on message on in thread, a button carrying the approve

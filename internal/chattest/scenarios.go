@@ -25,6 +25,7 @@ var Scenarios = []Scenario{
 	{"hostile_model_text_pings_and_links_nothing", hostileModelTextPingsAndLinksNothing},
 	{"team_stop_is_for_approvers_and_closes_the_role_proposal", teamStopIsForApprovers},
 	{"edits_are_answered_not_read", editsAreAnsweredNotRead},
+	{"rewind_asked_in_the_thread_and_done_by_an_approver", rewindAskedInTheThreadAndDoneByAnApprover},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {
