@@ -369,6 +369,9 @@ func plural(n int, word string) string {
 func (d *Diff) Text() string {
 	var b strings.Builder
 	b.WriteString(d.Summary() + "\n")
+	if hidden := d.NotFullyShown(); len(hidden) > 0 {
+		b.WriteString("not fully shown: " + display.Escape(strings.Join(hidden, "; "), display.Line) + "\n")
+	}
 	for _, c := range d.Changes {
 		b.WriteString(c.line() + "\n")
 	}
@@ -389,7 +392,9 @@ func (d *Diff) Text() string {
 	return b.String()
 }
 
-// line is one change in one line: "modified file notes/a.txt (+3 −1)".
+// line is one change in one line: "modified file notes/a.txt (+3 −1)". Everything a
+// change makes that its unified diff cannot show is said here: a created entry's mode,
+// a symlink's target, a file's other name (a hard link).
 func (c *Change) line() string {
 	typ := c.NewType
 	if typ == "" {
@@ -404,9 +409,16 @@ func (c *Change) line() string {
 	case typ == "symlink" && c.Kind == Modified:
 		s += " (" + display.Escape(c.OldTarget, display.Line) + " → " + display.Escape(c.NewTarget, display.Line) + ")"
 	}
-	if c.Kind != ModeChanged && c.OldType != "" && c.NewType != "" && c.OldMode != c.NewMode {
+	switch {
+	case c.Kind != ModeChanged && c.OldType != "" && c.NewType != "" && c.OldMode != c.NewMode:
 		s += fmt.Sprintf(" (mode %04o → %04o)", c.OldMode, c.NewMode)
+	case c.OldType == "" && c.NewType != "":
+		s += fmt.Sprintf(" (mode %04o)", c.NewMode)
 	}
+	if c.NewMode&0o6000 != 0 && c.OldMode&0o6000 != c.NewMode&0o6000 {
+		s += " (setuid or setgid: not applied)"
+	}
+	s += c.targets()
 	if c.Added+c.Removed > 0 {
 		s += fmt.Sprintf(" (+%d −%d)", c.Added, c.Removed)
 	}
@@ -414,6 +426,57 @@ func (c *Change) line() string {
 		s += " (" + display.Escape(c.Note, display.Line) + ")"
 	}
 	return s
+}
+
+// targets says where a created, deleted or retyped symlink points, and which other
+// name a file shares its content with (a hard link: a write to one is a write to both).
+func (c *Change) targets() string {
+	esc := func(p string) string { return display.Escape(p, display.Line) }
+	var s string
+	if c.NewType == "symlink" && c.OldType != "symlink" {
+		s += " (→ " + esc(c.NewTarget) + ")"
+	} else if c.OldType == "symlink" && c.NewType != "symlink" {
+		s += " (was → " + esc(c.OldTarget) + ")"
+	}
+	oldLink, newLink := c.linkOf(c.OldType, c.OldTarget), c.linkOf(c.NewType, c.NewTarget)
+	switch {
+	case newLink == oldLink:
+	case newLink != "" && c.OldType == "":
+		s += " (a hard link of " + esc(newLink) + ")"
+	case newLink != "":
+		s += " (now a hard link of " + esc(newLink) + ")"
+	case c.NewType != "":
+		s += " (no longer a hard link of " + esc(oldLink) + ")"
+	}
+	return s
+}
+
+// linkOf is the first name of a file that is a hard link of it, or "".
+func (*Change) linkOf(typ, target string) string {
+	if typ == "file" {
+		return target
+	}
+	return ""
+}
+
+// NotFullyShown names what the diff's text cannot show whole, one phrase each (raw: Text
+// escapes them), content
+// that is binary, too large, left out or not captured, and changes past MaxChanges. A
+// person shown the diff is shown this too, so nothing the text hid is approved unseen.
+func (d *Diff) NotFullyShown() []string {
+	var out []string
+	for _, c := range d.Changes {
+		if c.Note != "" && c.Unified == "" && (c.NewType == "file" || c.OldType == "file") {
+			out = append(out, c.Path+" ("+c.Note+")")
+		}
+	}
+	if d.Omitted > 0 {
+		out = append(out, fmt.Sprintf("%d changes not listed", d.Omitted))
+	}
+	if len(d.Notices) > 0 || d.MoreNotices > 0 {
+		out = append(out, plural(len(d.Notices)+d.MoreNotices, "path")+" not captured now")
+	}
+	return out
 }
 
 // displayPath is a workspace path as a person is shown it: controls, bidi and bytes

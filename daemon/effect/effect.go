@@ -150,7 +150,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", fmt.Errorf("its change could not be read: %w", err)
 	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
-		From: uint64(from.ID), To: uint64(to.ID)}
+		From: uint64(from.ID), To: uint64(to.ID), NotShown: strings.Join(d.NotFullyShown(), "; ")}
 	if len(d.Changes) == 0 {
 		return eff, "", nil
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -297,5 +298,25 @@ func TestPreviewWithNothingToApplyLeavesNothingInTheCopy(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(view, name)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s is still in the copy after a preview with nothing to apply (%v)", name, err)
 		}
+	}
+}
+
+// What a diff's text cannot show is said: a symlink's target on its line, binary content
+// named in the effect's NotShown, which the one rendering puts on a line of its own.
+func TestPreviewFlagsWhatItsDiffCannotShow(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	eff, diff := f.run(t, `printf '\0\1\2' > blob.bin; ln -s /etc/passwd pw`)
+	if !eff.Appliable() {
+		t.Fatalf("no preview: %+v", eff)
+	}
+	if !strings.Contains(diff, "created symlink pw (mode 0777) (→ /etc/passwd)\n") {
+		t.Fatalf("the diff hides the symlink's target:\n%s", diff)
+	}
+	if eff.NotShown != "blob.bin (binary: 3 bytes)" {
+		t.Fatalf("NotShown = %q; want the binary file named", eff.NotShown)
+	}
+	lines, _ := (&api.Preview{Kind: api.PreviewProgram, Effect: eff, Diff: diff}).Render()
+	if !slices.Contains(lines, "Not fully shown: blob.bin (binary: 3 bytes)") {
+		t.Fatalf("the rendering does not flag it:\n%s", strings.Join(lines, "\n"))
 	}
 }
