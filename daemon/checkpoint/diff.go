@@ -125,9 +125,9 @@ func (s *Store) DiffLive(ctx context.Context, ws string, from ID) (*Diff, error)
 	return d, nil
 }
 
-// diff compares the trees a and b.
-func (s *Store) diff(a, b hash) (*Diff, error) {
-	df := &differ{s: s, d: &Diff{}}
+// diff compares the trees a and b, leaving out the names skip in the top folder.
+func (s *Store) diff(a, b hash, skip ...string) (*Diff, error) {
+	df := &differ{s: s, d: &Diff{}, skip: nameSet(skip)}
 	if a == b {
 		return df.d, nil
 	}
@@ -149,7 +149,8 @@ type differ struct {
 	s    *Store
 	d    *Diff
 	path []byte
-	text int // bytes of unified diff so far
+	text int             // bytes of unified diff so far
+	skip map[string]bool // names in the workspace's top folder left out
 }
 
 // trees compares two folders' entries, in name order.
@@ -180,29 +181,17 @@ func (df *differ) entry(a, b *entry) error {
 	if name == nil {
 		name = b
 	}
+	if len(df.path) == 0 && df.skip[name.name] {
+		return nil
+	}
 	n := len(df.path)
 	df.path = appendName(df.path, name.name)
 	defer func() { df.path = df.path[:n] }()
-	switch {
-	case a == nil:
-		df.add(Created, a, b)
-	case b == nil:
-		df.add(Deleted, a, b)
-	case a.kind != b.kind:
-		df.add(TypeChanged, a, b)
-	case a.kind == kindDir:
-		if a.captured() != b.captured() {
-			df.add(Modified, a, b)
-		} else if a.mode != b.mode {
-			df.add(ModeChanged, a, b)
-		}
-		if a.captured() && b.captured() && a.hash == b.hash {
-			return nil
-		}
-	case !sameContent(a, b):
-		df.add(Modified, a, b)
-	case a.mode != b.mode:
-		df.add(ModeChanged, a, b)
+	if k := changeOf(a, b); k != "" {
+		df.add(k, a, b)
+	}
+	if sameFolder(a, b) {
+		return nil
 	}
 	// A folder on one side or both: what it holds differs too.
 	ta, err := df.contents(a)
@@ -222,6 +211,34 @@ func (df *differ) contents(e *entry) (tree, error) {
 		return nil, nil
 	}
 	return df.s.subtree(e)
+}
+
+// changeOf is how b differs from a (either nil where the name does not exist), "" when
+// it does not: the one rule for what a diff lists and what applying a change writes.
+// A folder's own change is its mode; what it holds is compared entry by entry.
+func changeOf(a, b *entry) ChangeKind {
+	switch {
+	case a == nil && b == nil:
+		return ""
+	case a == nil:
+		return Created
+	case b == nil:
+		return Deleted
+	case a.kind != b.kind:
+		return TypeChanged
+	case a.kind == kindDir && a.captured() != b.captured():
+		return Modified
+	case a.kind != kindDir && !sameContent(a, b):
+		return Modified
+	case a.mode != b.mode:
+		return ModeChanged
+	}
+	return ""
+}
+
+// sameFolder reports whether a and b are captured folders holding the same tree.
+func sameFolder(a, b *entry) bool {
+	return a != nil && b != nil && a.kind == kindDir && b.kind == kindDir && a.captured() && b.captured() && a.hash == b.hash
 }
 
 // sameContent compares two entries of one kind, other than folders.

@@ -44,12 +44,13 @@ func (s *Store) Restore(ctx context.Context, ws string, to ID) (*Restored, error
 	if err != nil {
 		return nil, err
 	}
-	return s.restore(ctx, ws, to, 0)
+	return s.restore(ctx, ws, to, nil)
 }
 
-// restore is Restore, under mu; with expect set, only a workspace exactly as checkpoint
-// expect holds it is changed, else a *ChangedError says how it differs.
-func (s *Store) restore(ctx context.Context, ws string, to, expect ID) (*Restored, error) {
+// restore is Restore, under mu; with ch set, only the change from ch.from to to is
+// applied, path by path, and only to a workspace exactly as checkpoint ch.from holds it,
+// else a *ChangedError says how it differs.
+func (s *Store) restore(ctx context.Context, ws string, to ID, ch *delta) (*Restored, error) {
 	target, err := s.readRecord(to)
 	if err != nil {
 		return nil, err
@@ -68,7 +69,9 @@ func (s *Store) restore(ctx context.Context, ws string, to, expect ID) (*Restore
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
-	before, err := s.checkpoint(ctx, abs, to)
+	// It always walks: the stale check and what the restore keeps as already right must
+	// see the workspace as it is, which the inotify fast path cannot promise (watch.go).
+	before, err := s.checkpoint(ctx, abs, to, true)
 	s.collecting.Wait()
 	if err == nil {
 		err, s.collectErr = s.collectErr, nil
@@ -76,20 +79,28 @@ func (s *Store) restore(ctx context.Context, ws string, to, expect ID) (*Restore
 	if err != nil {
 		return nil, fmt.Errorf("restore: the workspace could not be checkpointed first, so nothing was changed: %w", err)
 	}
-	if expect != 0 {
-		if err := s.unchanged(before, expect); err != nil && !s.sameTree(before.root, target.root) {
-			return nil, err // (a workspace already at to is one a crash left applied: nothing to do)
-		}
-	}
 	r := &Restored{Before: before, To: to}
-	if r.Diff, err = s.diff(before.root, target.root); err != nil {
+	j := &journal{ws: abs, to: to, before: before.ID}
+	if ch != nil {
+		if err := s.unchanged(before, ch); err != nil {
+			if !s.sameTree(before.root, target.root, ch.skip...) {
+				return nil, err
+			}
+			r.Diff = &Diff{From: before.ID, To: to} // a crash left it applied: nothing to do
+			return r, nil
+		}
+		j.from, j.skip = ch.from, ch.skip
+		r.Diff, err = s.diff(ch.root, target.root, ch.skip...)
+	} else {
+		r.Diff, err = s.diff(before.root, target.root)
+	}
+	if err != nil {
 		return nil, err
 	}
 	r.Diff.From, r.Diff.To = before.ID, to
-	if before.root == target.root {
+	if before.root == target.root || ch != nil && r.Diff.Files+r.Diff.Folders == 0 {
 		return r, nil
 	}
-	j := &journal{ws: abs, to: to, before: before.ID}
 	if err := s.writeDurable(s.root, journalName, j.encode()); err != nil {
 		return nil, fmt.Errorf("restore: writing its journal, before changing anything: %w", err)
 	}
@@ -103,6 +114,10 @@ func (s *Store) restore(ctx context.Context, ws string, to, expect ID) (*Restore
 type journal struct {
 	ws         string
 	to, before ID
+	// from is set when only the change from checkpoint from to to is applied, and skip
+	// names what it leaves out in the top folder.
+	from ID
+	skip []string
 }
 
 const (
@@ -116,6 +131,13 @@ func (j *journal) encode() []byte {
 	e.str(j.ws)
 	e.uvarint(uint64(j.to))
 	e.uvarint(uint64(j.before))
+	if j.from != 0 {
+		e.uvarint(uint64(j.from))
+		e.uvarint(uint64(len(j.skip)))
+		for _, n := range j.skip {
+			e.str(n)
+		}
+	}
 	return e.b
 }
 
@@ -133,6 +155,12 @@ func (s *Store) readJournal() (*journal, error) {
 		d.err = errors.New("not a restore journal")
 	}
 	j := &journal{ws: d.str(), to: ID(d.uvarint()), before: ID(d.uvarint())}
+	if len(d.b) > 0 {
+		j.from = ID(d.uvarint())
+		for n := d.uvarint(); n > 0 && d.err == nil; n-- {
+			j.skip = append(j.skip, d.str())
+		}
+	}
 	if d.err != nil {
 		return nil, fmt.Errorf("restore journal %s is damaged: %w", filepath.Join(s.dir, journalName), d.err)
 	}
@@ -177,6 +205,9 @@ func (s *Store) finish(j *journal, fresh bool) (notices, error) {
 // filesystem. The tree of j.before (the workspace just before) tells which files are
 // already right: a file whose stat data is unchanged since then has the content it had.
 func (s *Store) apply(j *journal, fresh bool) (notices, error) {
+	if j.from != 0 {
+		return s.applyChange(j)
+	}
 	target, err := s.readRecord(j.to)
 	if err != nil {
 		return notices{}, err
