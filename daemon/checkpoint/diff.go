@@ -68,8 +68,9 @@ const (
 	maxDiffText  = 4 << 20
 )
 
-// Diff returns how the workspace changed from checkpoint from to checkpoint to.
-func (s *Store) Diff(ctx context.Context, from, to ID) (*Diff, error) {
+// Diff returns how the workspace changed from checkpoint from to checkpoint to, with
+// the names skip in its top folder left out.
+func (s *Store) Diff(ctx context.Context, from, to ID, skip ...string) (*Diff, error) {
 	err := s.begin(ctx)
 	defer s.mu.Unlock()
 	if err != nil {
@@ -83,7 +84,7 @@ func (s *Store) Diff(ctx context.Context, from, to ID) (*Diff, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.diff(a.root, b.root)
+	d, err := s.diff(a.root, b.root, skip...)
 	if err != nil {
 		return nil, err
 	}

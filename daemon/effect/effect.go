@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -149,6 +150,9 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if err != nil {
 		return nil, "", fmt.Errorf("its change could not be read: %w", err)
 	}
+	if err := inHelpers(ctx, s, d); err != nil {
+		return nil, "", errors.Join(err, p.putBack(ctx, s, view, from.ID))
+	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
 		From: uint64(from.ID), To: uint64(to.ID), NotShown: strings.Join(d.NotFullyShown(), "; ")}
 	if len(d.Changes) == 0 {
@@ -156,6 +160,27 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	}
 	text := d.Text() // its first line is the summary, which eff says
 	return eff, text[strings.IndexByte(text, '\n')+1:], nil
+}
+
+// inHelpers refuses a change to the helpers' folder (agents/): Apply leaves it out,
+// since each helper owns its workspace there and may be changing it while its parent's
+// change is applied; the parent's commands see it read-only, so only a command that
+// made the folder itself can have changed it.
+func inHelpers(ctx context.Context, s *checkpoint.Store, d *checkpoint.Diff) error {
+	if d.Omitted > 0 {
+		without, err := s.Diff(ctx, d.From, d.To, commands.HelpersFolder)
+		if err != nil {
+			return fmt.Errorf("its change could not be read: %w", err)
+		}
+		if without.Files+without.Folders == d.Files+d.Folders {
+			return nil
+		}
+	} else if !slices.ContainsFunc(d.Changes, func(c checkpoint.Change) bool {
+		return c.Path == commands.HelpersFolder || strings.HasPrefix(c.Path, commands.HelpersFolder+"/")
+	}) {
+		return nil
+	}
+	return fmt.Errorf("it changes %s/, where helpers' workspaces are, which an approval never writes", commands.HelpersFolder)
 }
 
 // putBack returns the copy to the workspace's checkpoint from after a run ahead that
@@ -188,11 +213,13 @@ func (p *Previews) Apply(ctx context.Context, agentID, ws string, eff *api.Effec
 	if err != nil {
 		return "", err
 	}
-	r, err := s.RestoreFrom(ctx, ws, checkpoint.ID(eff.From), checkpoint.ID(eff.To))
+	// The helpers' folder is left out: Run refused a change there, and a helper running
+	// meanwhile must neither make the preview stale nor lose what it wrote.
+	r, err := s.RestoreFrom(ctx, ws, checkpoint.ID(eff.From), checkpoint.ID(eff.To), commands.HelpersFolder)
 	var changed *checkpoint.ChangedError
 	switch {
 	case errors.As(err, &changed):
-		return "", fmt.Errorf("%w: %s", ErrStale, changed.Diff.Summary())
+		return "", fmt.Errorf("%w: %s", ErrStale, changed.What())
 	case errors.Is(err, checkpoint.ErrNotFound):
 		return "", fmt.Errorf("%w: the preview's checkpoints are gone", ErrStale)
 	case err != nil:

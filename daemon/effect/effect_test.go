@@ -320,3 +320,46 @@ func TestPreviewFlagsWhatItsDiffCannotShow(t *testing.T) {
 		t.Fatalf("the rendering does not flag it:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// A workspace whose files read the same but were touched since the preview (a time
+// set back, a mode changed and back) is not the one the change was worked out on: the
+// apply is refused and says which file.
+func TestApplyRefusesAWorkspaceTouchedSinceThePreview(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	eff, _ := f.run(t, "echo fresh > new.txt")
+	old := time.Unix(1e9, 0)
+	if err := os.Chtimes(filepath.Join(f.ws, "keep/deep.txt"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, f.ws)
+	_, err := f.p.Apply(context.Background(), "a-1", f.ws, eff)
+	if !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "keep/deep.txt") {
+		t.Fatalf("apply on a touched workspace: %v, want ErrStale naming keep/deep.txt", err)
+	}
+	if after := tree(t, f.ws); after != before {
+		t.Errorf("a refused apply changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A helper writing in agents/<key> while its parent's previewed change is approved
+// neither makes the preview stale nor loses what it wrote; a parent's command that
+// changes agents/ itself gets no preview to apply.
+func TestApplyLeavesHelpersFoldersAlone(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	write(t, f.ws, map[string]string{"agents/h/work.txt": "v1\n"})
+	eff, _ := f.run(t, "echo three >> notes.txt")
+	write(t, f.ws, map[string]string{"agents/h/work.txt": "v2, the helper's\n", "agents/h/more.txt": "more\n"})
+	if _, err := f.p.Apply(context.Background(), "a-1", f.ws, eff); err != nil {
+		t.Fatalf("apply while a helper wrote in agents/: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "agents/h/work.txt")); string(b) != "v2, the helper's\n" {
+		t.Errorf("the helper's file reads %q after its parent's apply", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "notes.txt")); string(b) != "one\ntwo\nthree\n" {
+		t.Errorf("notes.txt = %q: the change was not applied", b)
+	}
+	os.RemoveAll(filepath.Join(f.ws, "agents"))
+	if eff, _ := f.run(t, "mkdir -p agents/x && echo planted > agents/x/file"); eff.Appliable() || !strings.Contains(eff.None, "agents/") {
+		t.Fatalf("a change to agents/ was offered to apply: %+v", eff)
+	}
+}
