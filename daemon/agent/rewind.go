@@ -152,6 +152,9 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 	}
 	var ep *api.Episode
 	_, err := s.mutateThen(ctx, a.ID, func(tx *store.Tx, cur *store.Agent, r *runner) error {
+		if err := helpersIdle(tx, cur); err != nil {
+			return err
+		}
 		p, err := tx.OpenProposal(cur.ID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
