@@ -143,6 +143,7 @@ func (s *Store) capture(ctx context.Context, ws string, prev *Info) (*capture, e
 		return nil, err
 	}
 	defer ds.close()
+	s.watch.top(devIno{ds.frames[0].dev, ds.frames[0].ino})
 	s.watch.add(ds.fd())
 	c := &capture{s: s, ctx: ctx, ds: ds, buf: make([]byte, 32<<10), start: time.Now().UnixNano(),
 		seen: map[hash]bool{}, links: map[devIno]firstName{}}
