@@ -37,7 +37,7 @@ type watcher struct {
 	armed  bool
 	latest ID
 	root   devIno // the workspace folder the watches were put on
-	failed bool // this capture could not watch some folder
+	failed bool   // this capture could not watch some folder
 	buf    []byte
 }
 
