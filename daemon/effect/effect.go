@@ -132,7 +132,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		lim.Timeout = p.opt.Timeout
 	}
 	ws := env.Workspace
-	env.Workspace = view
+	env.Workspace, env.SeenAt = view, ws // the copy, where the command sees the workspace
 	env.Profile.Offline = true
 	out, runErr := commands.Run(ctx, c, env, args, lim)
 	if runErr != nil {

@@ -363,3 +363,17 @@ func TestApplyLeavesHelpersFoldersAlone(t *testing.T) {
 		t.Fatalf("a change to agents/ was offered to apply: %+v", eff)
 	}
 }
+
+// The copy is bound at the workspace's own path: what the command records of where it
+// runs ($PWD, the working directory) is the workspace, as in the run approval makes.
+func TestRunAheadSeesTheWorkspaceAtItsOwnPath(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	eff, diff := f.run(t, `pwd > where.txt; echo "$PWD" >> where.txt; ls -a .. >> where.txt`)
+	if !eff.Appliable() {
+		t.Fatalf("no preview: %+v", eff)
+	}
+	want := fmt.Sprintf("+%s\n+%s\n+.\n+..\n+%s\n", f.ws, f.ws, filepath.Base(f.ws))
+	if !strings.Contains(diff, want) || strings.Contains(diff, ".previews") || strings.Contains(diff, f.dir) {
+		t.Fatalf("the run ahead can tell where it runs:\n%s\nwant the lines\n%s", diff, want)
+	}
+}
