@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -142,6 +143,17 @@ func (s *Store) applyChange(j *journal) (notices, error) {
 // what to says (changeOf decides, as for a diff), descending only into folders that
 // hold a change; skip names what is left out in this folder.
 func (a *applier) changes(from, to tree, skip map[string]bool) error {
+	names, err := readNames(a.ds.fd(), a.buf)
+	if err != nil {
+		return fmt.Errorf("listing %q: %w", a.ds.path, err)
+	}
+	for _, n := range names { // what an apply a crash interrupted left half-written here
+		if strings.HasPrefix(n, tempPrefix) && from.find(n) == nil && to.find(n) == nil {
+			if err := a.remove(n); err != nil {
+				return err
+			}
+		}
+	}
 	for i := range from {
 		if n := from[i].name; !skip[n] && to.find(n) == nil {
 			if err := a.remove(n); err != nil {

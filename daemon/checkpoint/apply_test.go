@@ -190,3 +190,26 @@ func TestRestoreFromOnAWorkspaceAlreadyThereIsDone(t *testing.T) {
 		t.Errorf("a.txt = %q", body)
 	}
 }
+
+// The journal of an apply says which change it applies, so a crash mid-way finishes
+// that change and nothing more; a journal written before it did (no change named) still
+// reads as a whole restore.
+func TestJournalKeepsTheChangeAnApplyIsMaking(t *testing.T) {
+	j := &journal{ws: "/w", to: 7, before: 8, from: 5, skip: []string{"agents"}}
+	s := openStore(t, Options{})
+	if err := s.writeDurable(s.root, journalName, j.encode()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.readJournal()
+	if err != nil || got.ws != "/w" || got.to != 7 || got.before != 8 || got.from != 5 || len(got.skip) != 1 || got.skip[0] != "agents" {
+		t.Fatalf("journal read back as %+v, %v", got, err)
+	}
+	old := (&journal{ws: "/w", to: 7, before: 8}).encode()
+	if err := s.writeDurable(s.root, journalName, old); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.readJournal(); err != nil || got.from != 0 || got.skip != nil {
+		t.Fatalf("a restore's journal read back as %+v, %v", got, err)
+	}
+	unix.Unlinkat(s.root, journalName, 0)
+}

@@ -484,8 +484,11 @@ func (*Change) linkOf(typ, target string) string {
 func (d *Diff) NotFullyShown() []string {
 	var out []string
 	for _, c := range d.Changes {
-		if c.Note != "" && c.Unified == "" && (c.NewType == "file" || c.OldType == "file") {
+		switch {
+		case c.Note != "" && c.Unified == "" && (c.NewType == "file" || c.OldType == "file"):
 			out = append(out, c.Path+" ("+c.Note+")")
+		case c.NewType == kindSocket.String() || c.NewType == kindDevice.String():
+			out = append(out, c.Path+" (a "+c.NewType+", which is recorded without content and never made)")
 		}
 	}
 	if d.Omitted > 0 {
