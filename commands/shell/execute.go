@@ -208,6 +208,9 @@ func (c *executePythonFile) Execute(ctx context.Context, env commands.Env, raw j
 			return "", fmt.Errorf("execute_python_file: an argument contains a NUL byte")
 		}
 	}
+	if ws, err := commands.ResolvePath(env.Workspace, "."); err == nil {
+		file = view{at: env.SeenAt}.inside(ws, file) // where the sandbox shows it
+	}
 	return c.run(ctx, env, append([]string{c.python, file}, a.Args...))
 }
 

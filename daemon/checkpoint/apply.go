@@ -116,27 +116,7 @@ func (s *Store) applyChange(j *journal) (notices, error) {
 			return a.notes, err
 		}
 	}
-	var err error
-	if a.ds, err = openRoot(j.ws); err != nil {
-		return a.notes, err
-	}
-	defer a.ds.close()
-	var st unix.Stat_t
-	if err := unix.Fstat(a.ds.fd(), &st); err != nil {
-		return a.notes, err
-	}
-	mode := st.Mode & 0o7777
-	if err := a.writable(&st); err != nil {
-		return a.notes, err
-	}
-	err = a.changes(trees[0], trees[1], nameSet(j.skip))
-	if mode&0o700 != 0o700 {
-		err = errors.Join(err, unix.Fchmod(a.ds.fd(), mode))
-	}
-	if err == nil {
-		err = a.s.syncfs(a.ds.fd())
-	}
-	return a.notes, err
+	return a.notes, a.in(j.ws, func() error { return a.changes(trees[0], trees[1], nameSet(j.skip)) })
 }
 
 // changes makes the names of the top folder that differ from tree from to tree to

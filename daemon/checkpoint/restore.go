@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -110,63 +109,6 @@ func (s *Store) restore(ctx context.Context, ws string, to ID, ch *delta) (*Rest
 	return r, err
 }
 
-// journal is the note a restore leaves while it runs (see the package doc).
-type journal struct {
-	ws         string
-	to, before ID
-	// from is set when only the change from checkpoint from to to is applied, and skip
-	// names what it leaves out in the top folder.
-	from ID
-	skip []string
-}
-
-const (
-	journalName  = "restore"
-	journalMagic = "agentd-restore 1\n"
-)
-
-func (j *journal) encode() []byte {
-	var e encoder
-	e.b = append(e.b, journalMagic...)
-	e.str(j.ws)
-	e.uvarint(uint64(j.to))
-	e.uvarint(uint64(j.before))
-	if j.from != 0 {
-		e.uvarint(uint64(j.from))
-		e.uvarint(uint64(len(j.skip)))
-		for _, n := range j.skip {
-			e.str(n)
-		}
-	}
-	return e.b
-}
-
-// readJournal returns the journal of a restore a crash interrupted, or nil.
-func (s *Store) readJournal() (*journal, error) {
-	b, err := readAt(s.root, journalName)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	d := decoder{b: bytes.TrimPrefix(b, []byte(journalMagic))}
-	if len(d.b) == len(b) {
-		d.err = errors.New("not a restore journal")
-	}
-	j := &journal{ws: d.str(), to: ID(d.uvarint()), before: ID(d.uvarint())}
-	if len(d.b) > 0 {
-		j.from = ID(d.uvarint())
-		for n := d.uvarint(); n > 0 && d.err == nil; n-- {
-			j.skip = append(j.skip, d.str())
-		}
-	}
-	if d.err != nil {
-		return nil, fmt.Errorf("restore journal %s is damaged: %w", filepath.Join(s.dir, journalName), d.err)
-	}
-	return j, nil
-}
-
 // recover finishes the restore a crash interrupted, if any.
 func (s *Store) recover(context.Context) error {
 	j := s.pending
@@ -222,26 +164,33 @@ func (s *Store) apply(j *journal, fresh bool) (notices, error) {
 	if before, err := s.readRecord(j.before); err == nil {
 		cache, _ = s.readTree(before.root) // without it every file is written again
 	}
-	if a.ds, err = openRoot(j.ws); err != nil {
-		return a.notes, err
+	return a.notes, a.in(j.ws, func() error { return a.dir(t, cache) })
+}
+
+// in runs fn with the workspace ws open as the applier's root, made writable for it
+// and given its mode back after, then syncs its filesystem.
+func (a *applier) in(ws string, fn func() error) error {
+	var err error
+	if a.ds, err = openRoot(ws); err != nil {
+		return err
 	}
 	defer a.ds.close()
 	var st unix.Stat_t
 	if err := unix.Fstat(a.ds.fd(), &st); err != nil {
-		return a.notes, err
+		return err
 	}
 	mode := st.Mode & 0o7777
 	if err := a.writable(&st); err != nil {
-		return a.notes, err
+		return err
 	}
-	err = a.dir(t, cache)
+	err = fn()
 	if mode&0o700 != 0o700 {
 		err = errors.Join(err, unix.Fchmod(a.ds.fd(), mode))
 	}
 	if err == nil {
 		err = a.s.syncfs(a.ds.fd())
 	}
-	return a.notes, err
+	return err
 }
 
 // applier puts a tree back into the workspace, one folder at a time.

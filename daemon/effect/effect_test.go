@@ -184,14 +184,20 @@ func TestPreviewRunsOnACopyThatReachesNeitherTheWorkspaceNorThePreviewStore(t *t
 	if _, err := os.Stat(outside); err == nil {
 		t.Errorf("the run ahead made %s outside its copy", outside)
 	}
-	if strings.Contains(eff.Output, "\nstore\n") || !strings.Contains(eff.Output, "\nview\n") {
-		t.Errorf("the run ahead saw the preview store:\n%s", eff.Output)
+	if strings.Contains(eff.Output, "\nstore\n") || strings.Contains(eff.Output, "\nview\n") || !strings.Contains(eff.Output, "\na-1\n") {
+		t.Errorf("the run ahead saw the preview store or its copy's folder:\n%s", eff.Output)
 	}
 	if got := tree(t, f.ws); got != hostBefore {
 		t.Errorf("the run ahead wrote to the workspace itself:\n%s", got)
 	}
-	if strings.Contains(tree(t, f.dir), "pwned") {
-		t.Errorf("the run ahead wrote into the preview folder:\n%s", tree(t, f.dir))
+	store := filepath.Join(f.dir, "a-1", "store")
+	for _, l := range strings.Split(tree(t, store), "\n") {
+		if name, _, _ := strings.Cut(l, " = "); filepath.Base(name) == "pwned" {
+			t.Errorf("the run ahead wrote into the preview store: %s", name)
+		}
+	}
+	if !strings.Contains(eff.Summary, "changes 1 file") {
+		t.Errorf("the write to the workspace's own path (its copy) is not its change: %s", eff.Summary)
 	}
 	if !strings.Contains(eff.Output, f.ws) {
 		t.Errorf("pwd in the copy printed %q, want the workspace's own path", eff.Output)
