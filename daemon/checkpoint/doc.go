@@ -70,7 +70,9 @@
 // several names (a restore then reads every folder to link them again).
 //
 // The journal is "agentd-restore 1\n", the workspace path, the target checkpoint id
-// and the id of the checkpoint taken just before the restore.
+// and the id of the checkpoint taken just before the restore; for an apply
+// (RestoreFrom, which writes only the paths that differ from one checkpoint to the
+// target) then that checkpoint's id and the count and names left out.
 //
 // # Durability
 //

@@ -8,9 +8,11 @@
 // checkpointed (From), the copy is that checkpoint restored into the agent's view folder
 // (reflinked where the filesystem can, else copied), the copy after the command is
 // checkpointed again (To), and the change is the checkpoint Diff from From to To.
-// Applying is checkpoint.RestoreFrom: To is put in place only on a workspace still
-// exactly at From, every path opened beneath it without following a link, so a symlink
-// the command left in the copy is written as a symlink and never written through.
+// Applying is checkpoint.RestoreFrom: only the paths that differ from From to To — what
+// the diff shows — are written, and only on a workspace still exactly at From (content,
+// modes, file times, owners, extended attributes), every path opened beneath it without
+// following a link, so a symlink the command left in the copy is written as a symlink and
+// never written through. The helpers' folder (agents/) is left out of both.
 //
 // Each agent's previews have a store of their own, <dir>/<agent id>/store, and one copy,
 // <views>/<agent id>, kept between previews: a restore rewrites only what differs
@@ -18,7 +20,8 @@
 // changed in the workspace since), so a preview costs the files that changed, not the
 // workspace — creating a thousand files is most of a second on a busy disk. dir is in
 // the daemon's state directory, out of every workspace and out of the sandbox's sight
-// (the sandbox sees only the copy, bound where the workspace would be); views is beside
+// (the sandbox sees only the copy, bound at the workspace's own path, so $PWD and the
+// paths a command prints are the workspace's); views is beside
 // the workspaces (<workspace root>/.previews), since a copy holds what they do, with
 // their modes.
 package effect
