@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agentd/agentd/commands/permission"
 )
 
 // TestChangedWakesOnlyOnChange: the first firing looks and wakes; then a firing wakes
@@ -264,5 +266,43 @@ func TestWatchedPathHoldingAHiddenPathIsRefused(t *testing.T) {
 	}
 	if _, err := locate(filepath.Join(ro, "notes"), tg); err != nil {
 		t.Errorf("locate(notes) = %v, want it watched", err)
+	}
+}
+
+// A watched folder's changes to a path the agent's deny rules keep from its programs are
+// named, so the model knows something changed, but their content is not shown; a denied
+// path itself cannot be watched.
+func TestWatchedFolderNamesDeniedChangesWithoutContent(t *testing.T) {
+	rules, err := permission.ParseRules("agent", nil, []string{"read_file(notes/secret*)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, false)
+	id := r.schedule("s-denied")
+	ws := workspace(t)
+	write(t, filepath.Join(ws, "notes", "a.txt"), "one\n")
+	write(t, filepath.Join(ws, "notes", "secret.txt"), "hunter2\n")
+	tg := Target{Workspace: ws, Denied: permission.Denied(rules)}
+	c := Conditions{Changed: []string{"notes"}}
+	if v := r.fire(id, c, tg); v.Outcome != Wake {
+		t.Fatalf("first firing: %+v", v)
+	}
+	write(t, filepath.Join(ws, "notes", "a.txt"), "two\n")
+	write(t, filepath.Join(ws, "notes", "secret.txt"), "hunter3\n")
+	v := r.fire(id, c, tg)
+	if v.Outcome != Wake {
+		t.Fatalf("after changes: %+v", v)
+	}
+	for _, want := range []string{"modified file notes/secret.txt", "modified file notes/a.txt", "+two"} {
+		if !strings.Contains(v.Observation, want) {
+			t.Errorf("observation lacks %q:\n%s", want, v.Observation)
+		}
+	}
+	if strings.Contains(v.Observation, "hunter") {
+		t.Errorf("observation shows a denied file's content:\n%s", v.Observation)
+	}
+	if v := r.fire(r.schedule("s-denied-file"), Conditions{Changed: []string{"notes/secret.txt"}}, tg); v.Outcome != CheckFailed ||
+		!strings.Contains(v.Reason, "secret") {
+		t.Errorf("watching a denied file: %+v", v)
 	}
 }
