@@ -105,7 +105,7 @@ func (s *Store) unchanged(before Info, ch *delta) error {
 // name is not even looked at. Run again after a crash, it finishes the job: each path
 // is made what j.to says, whatever it holds.
 func (s *Store) applyChange(j *journal) (notices, error) {
-	a := &applier{s: s, buf: make([]byte, 32<<10), firsts: map[string]devIno{}}
+	a := &applier{s: s, buf: make([]byte, 32<<10), firsts: map[string]devIno{}, changeOnly: true}
 	var trees [2]tree
 	for i, id := range []ID{j.from, j.to} {
 		c, err := s.readRecord(id)
@@ -203,4 +203,20 @@ func RemoveTree(dir, name string) error {
 		return fmt.Errorf("removing %s: %w", filepath.Join(dir, name), err)
 	}
 	return nil
+}
+
+// unchangedFirst finds the file at the workspace path p, a new name's first name that
+// the change does not touch: the stale check found it as the change's first checkpoint
+// holds it, so it is the file to link.
+func (a *applier) unchangedFirst(p string) (devIno, bool) {
+	dir, name, err := a.openParent(p)
+	if err != nil {
+		return devIno{}, false
+	}
+	defer unix.Close(dir)
+	var st unix.Stat_t
+	if unix.Fstatat(dir, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || kindOf(st.Mode) != kindFile {
+		return devIno{}, false
+	}
+	return devIno{st.Dev, st.Ino}, true
 }

@@ -201,6 +201,9 @@ type applier struct {
 	notes  notices
 	firsts map[string]devIno // the files with several names put back, by path
 	fresh  bool              // the cache was captured just now, not before a crash
+	// changeOnly: only a change's paths are written (applyChange); the rest of the
+	// workspace is as the change's first checkpoint holds it.
+	changeOnly bool
 }
 
 // restoreMode is the mode a restore gives: setuid and setgid are not put back (the
@@ -402,6 +405,9 @@ func (a *applier) write(e *entry, live kind) error {
 // link makes e's name another name of the file e.target, put back before it.
 func (a *applier) link(e *entry, st *unix.Stat_t, live kind) error {
 	first, ok := a.firsts[e.target]
+	if !ok && a.changeOnly {
+		first, ok = a.unchangedFirst(e.target)
+	}
 	if !ok {
 		return fmt.Errorf("%q: its first name %q was not put back", a.ds.pathTo(e.name), e.target)
 	}
