@@ -27,6 +27,9 @@ const SocketEnv = "AGENTD_SOCKET"
 func DefaultSocketPath() string { return SocketPlaces()[0].Path }
 
 // Client talks to agentd over its unix socket. The zero value uses DefaultSocketPath.
+// Agents and the daemon itself are its own methods; memory, team runs, schedules,
+// permission patterns, grants and the web console each have a small typed client over
+// the same transport: c.Memory().Search, c.Schedules().Add, c.Grants().Revoke.
 type Client struct {
 	// Socket overrides the socket path.
 	Socket string
@@ -276,41 +279,6 @@ func (c *Client) Commands(ctx context.Context, agent string) ([]CommandInfo, err
 	return call(ctx, c, AgentCommandsRoute, agent, None{})
 }
 
-// Policy returns every permission pattern that applies to the agent.
-func (c *Client) Policy(ctx context.Context, agent string) (*PolicyView, error) {
-	return call(ctx, c, PolicyRoute, agent, None{})
-}
-
-// AddPermission stores an allow or deny pattern for the agent.
-func (c *Client) AddPermission(ctx context.Context, agent string, req PermissionRequest) (*PolicyView, error) {
-	return call(ctx, c, AddPermissionRoute, agent, req)
-}
-
-// RemovePermission deletes a stored pattern of the agent.
-func (c *Client) RemovePermission(ctx context.Context, agent string, req PermissionRequest) (*PolicyView, error) {
-	return call(ctx, c, RemovePermissionRoute, agent, req)
-}
-
-// TestPolicy says how the agent's permission patterns would decide a proposal, and why.
-func (c *Client) TestPolicy(ctx context.Context, agent string, req PolicyTestRequest) (*PolicyTest, error) {
-	return call(ctx, c, TestPolicyRoute, agent, req)
-}
-
-// Grants lists the agent's grants, newest first.
-func (c *Client) Grants(ctx context.Context, agent string) (*GrantList, error) {
-	return call(ctx, c, GrantsRoute, agent, None{})
-}
-
-// AddGrant previews a pattern grant for the agent and, unless req.DryRun, stores it.
-func (c *Client) AddGrant(ctx context.Context, agent string, req GrantRequest) (*GrantPreview, error) {
-	return call(ctx, c, AddGrantRoute, agent, req)
-}
-
-// RevokeGrant revokes one of the agent's grants: it approves nothing from then on.
-func (c *Client) RevokeGrant(ctx context.Context, agent string, req RevokeRequest) (*Grant, error) {
-	return call(ctx, c, RevokeGrantRoute, agent, req)
-}
-
 // EventsOpened streams events for one agent (or all agents when agent is "") to fn until
 // ctx ends, the stream ends, or fn returns an error, calling opened (when not nil) once
 // the daemon has subscribed, before the first event. Events after seq since are replayed
@@ -385,50 +353,4 @@ func ParseDecision(text string) (DecideRequest, error) {
 		return DecideRequest{Kind: DecisionApprove, Count: n}, nil
 	}
 	return DecideRequest{Kind: DecisionFeedback, Feedback: t}, nil
-}
-
-// Schedules lists every schedule by name.
-func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
-	return call(ctx, c, SchedulesRoute, "", None{})
-}
-
-// AddSchedule adds a schedule; the reply lists its next fire times.
-func (c *Client) AddSchedule(ctx context.Context, req ScheduleRequest) (*Schedule, error) {
-	return call(ctx, c, AddScheduleRoute, "", req)
-}
-
-// Schedule returns one schedule (by id or name) with its status and next fire times.
-func (c *Client) Schedule(ctx context.Context, schedule string) (*Schedule, error) {
-	return call(ctx, c, ScheduleRoute, schedule, None{})
-}
-
-// RemoveSchedule removes a schedule and its run records; runs in progress go on.
-func (c *Client) RemoveSchedule(ctx context.Context, schedule string) error {
-	_, err := call(ctx, c, RemoveScheduleRoute, schedule, None{})
-	return err
-}
-
-// PauseSchedule stops a schedule firing until ResumeSchedule.
-func (c *Client) PauseSchedule(ctx context.Context, schedule string) (*Schedule, error) {
-	return call(ctx, c, PauseScheduleRoute, schedule, None{})
-}
-
-// ResumeSchedule lets a paused schedule fire again, from now on.
-func (c *Client) ResumeSchedule(ctx context.Context, schedule string) (*Schedule, error) {
-	return call(ctx, c, ResumeScheduleRoute, schedule, None{})
-}
-
-// RunSchedule fires a schedule now and returns the firing's record.
-func (c *Client) RunSchedule(ctx context.Context, schedule string) (*ScheduleRun, error) {
-	return call(ctx, c, RunScheduleRoute, schedule, None{})
-}
-
-// ScheduleHistory returns a schedule's firing records, newest first; limit 0 is all.
-func (c *Client) ScheduleHistory(ctx context.Context, schedule string, limit int) ([]ScheduleRun, error) {
-	return call(ctx, c, ScheduleHistoryRoute, schedule, ScheduleHistoryQuery{Limit: limit})
-}
-
-// SetScheduleWhen replaces a schedule's wake conditions; empty ones clear them.
-func (c *Client) SetScheduleWhen(ctx context.Context, schedule string, when WakeConditions) (*Schedule, error) {
-	return call(ctx, c, SetScheduleWhenRoute, schedule, when)
 }

@@ -111,16 +111,6 @@ type MemoryMatch struct {
 	Similar bool `json:"similar,omitempty"`
 }
 
-// ImportMemory stores a batch of memory records, all or none.
-func (c *Client) ImportMemory(ctx context.Context, req MemoryImportRequest) (*MemoryImportResult, error) {
-	return call(ctx, c, ImportMemoryRoute, "", req)
-}
-
-// ExportMemory returns one page of memory records; follow Next until it is empty.
-func (c *Client) ExportMemory(ctx context.Context, req MemoryExportRequest) (*MemoryExportPage, error) {
-	return call(ctx, c, ExportMemoryRoute, "", req)
-}
-
 var (
 	ImportMemoryRoute = register(Route[MemoryImportRequest, *MemoryImportResult]{Method: "POST", Path: "/v0/memory/import",
 		Call: func(ctx context.Context, s Service, _ string, in MemoryImportRequest) (*MemoryImportResult, error) {

@@ -1,9 +1,6 @@
 package api
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Team run statuses. Every status but running is final and comes with a reason.
 const (
@@ -114,39 +111,4 @@ type TeamPlan struct {
 	// Revised says the observer found Problems in the first plan and the model revised it.
 	Revised  bool     `json:"revised"`
 	Problems []string `json:"problems,omitempty"`
-}
-
-// Teams lists the team runs, newest first, without transcripts.
-func (c *Client) Teams(ctx context.Context) ([]TeamRun, error) {
-	return call(ctx, c, TeamsRoute, "", None{})
-}
-
-// StartTeam starts a team run; a bad workflow gets ErrBadRequest naming file:line problems.
-func (c *Client) StartTeam(ctx context.Context, req TeamRunRequest) (*TeamRun, error) {
-	return call(ctx, c, StartTeamRoute, "", req)
-}
-
-// Team returns one team run with its transcript.
-func (c *Client) Team(ctx context.Context, team string) (*TeamRun, error) {
-	return call(ctx, c, TeamRoute, team, None{})
-}
-
-// StopTeam stops a team run and the run of the role agent it waits for.
-func (c *Client) StopTeam(ctx context.Context, team string) (*TeamRun, error) {
-	return call(ctx, c, StopTeamRoute, team, None{})
-}
-
-// PlanTeam asks the daemon's planner for a workflow for task (AutoAgents): roles, a
-// numbered plan, checked by an observer and revised once.
-func (c *Client) PlanTeam(ctx context.Context, req TeamPlanRequest) (*TeamPlan, error) {
-	return call(ctx, c, PlanTeamRoute, "", req)
-}
-
-// TeamEvents streams a team run's transcript into fn: the entries after the one whose
-// Seq is since (0: all of it), then each new one as it is written, until the run ends
-// (the last event is the TurnEnd entry) or ctx does. A stream that ends without the end
-// (the daemon stopped, the follower fell behind) returns nil: call again with the last
-// Seq seen.
-func (c *Client) TeamEvents(ctx context.Context, team string, since int, fn func(Event) error) error {
-	return c.stream(ctx, TeamEventsRoute.URL(team, int64(since)), nil, fn)
 }

@@ -36,13 +36,19 @@ var WebLoginRoute = register(Route[None, *WebLogin]{Method: "POST", Path: "/v0/w
 var WebLogoutRoute = register(Route[None, *WebLogout]{Method: "POST", Path: "/v0/web/logout",
 	Call: func(ctx context.Context, s Service, _ string, _ None) (*WebLogout, error) { return s.WebLogout(ctx) }})
 
-// WebLogin starts the web console if it is off and returns a one-time login URL.
-func (c *Client) WebLogin(ctx context.Context) (*WebLogin, error) {
-	return call(ctx, c, WebLoginRoute, "", None{})
+// WebClient reaches the web console's sessions: c.Web().Login(ctx).
+type WebClient struct{ c *Client }
+
+// Web returns the client for the web console, over c's transport.
+func (c *Client) Web() WebClient { return WebClient{c} }
+
+// Login starts the web console if it is off and returns a one-time login URL.
+func (w WebClient) Login(ctx context.Context) (*WebLogin, error) {
+	return call(ctx, w.c, WebLoginRoute, "", None{})
 }
 
-// WebLogout logs every browser out of the web console: their pages and live streams stop
+// Logout logs every browser out of the web console: their pages and live streams stop
 // at once, and login URLs not used yet stop working.
-func (c *Client) WebLogout(ctx context.Context) (*WebLogout, error) {
-	return call(ctx, c, WebLogoutRoute, "", None{})
+func (w WebClient) Logout(ctx context.Context) (*WebLogout, error) {
+	return call(ctx, w.c, WebLogoutRoute, "", None{})
 }

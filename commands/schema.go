@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -237,110 +237,130 @@ func (s *Schema) Validate(v any) error {
 }
 
 func (s *Schema) validate(path string, v any, probs *[]string) {
-	add := func(format string, args ...any) { *probs = append(*probs, path+": "+fmt.Sprintf(format, args...)) }
 	if len(s.AnyOf) > 0 {
-		// Report the closest alternative: fewest problems, preferring one of the value's type.
-		var best []string
-		bestFits := false
-		for i, alt := range s.AnyOf {
-			var p []string
-			alt.validate(path, v, &p)
-			if len(p) == 0 {
-				return
-			}
-			fits := alt.fitsType(v)
-			if i == 0 || (fits && !bestFits) || (fits == bestFits && len(p) < len(best)) {
-				best, bestFits = p, fits
-			}
-		}
-		*probs = append(*probs, best...)
+		*probs = append(*probs, s.closestAlternative(path, v)...)
 		return
 	}
+	add := func(format string, args ...any) { *probs = append(*probs, path+": "+fmt.Sprintf(format, args...)) }
 	switch s.Type {
 	case "object":
-		m, ok := v.(map[string]any)
-		if !ok {
-			add("want an object, got %s", KindOf(v))
-			return
-		}
-		for _, r := range s.Required {
-			if _, ok := m[r]; !ok {
-				add("missing required property %q", r)
-			}
-		}
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			ps := s.Properties.Get(k)
-			if ps == nil {
-				if s.AdditionalProperties != nil && !*s.AdditionalProperties {
-					add("unexpected property %q (allowed: %s)", k, strings.Join(s.propNames(), ", "))
-				}
-				continue
-			}
-			ps.validate(path+"."+k, m[k], probs)
-		}
+		s.validateObject(path, v, add, probs)
 	case "string":
-		str, ok := v.(string)
-		if !ok {
-			add("want a string, got %s", KindOf(v))
-			return
-		}
-		if s.Const != nil && str != *s.Const {
-			add("want %q, got %q", *s.Const, str)
-		}
-		if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) {
-			add("%q is not one of: %s", str, strings.Join(s.Enum, ", "))
-		}
-		// maxLength is a decoding aid, not a reason to reject: over-long strings are accepted.
+		s.validateString(v, add)
 	case "integer", "number":
-		f, ok := v.(float64)
-		if !ok {
-			if n, isNum := v.(json.Number); isNum {
-				f, _ = n.Float64()
-				ok = true
-			}
-		}
-		if !ok {
-			want := "a number"
-			if s.Type == "integer" {
-				want = "an integer"
-			}
-			add("want %s, got %s", want, KindOf(v))
-			return
-		}
-		if s.Type == "integer" && f != float64(int64(f)) {
-			add("want an integer, got %v", f)
-		}
-		if s.Minimum != nil && f < *s.Minimum {
-			add("%v is below the minimum %v", f, *s.Minimum)
-		}
-		if s.Maximum != nil && f > *s.Maximum {
-			add("%v is above the maximum %v", f, *s.Maximum)
-		}
+		s.validateNumber(v, add)
 	case "boolean":
 		if _, ok := v.(bool); !ok {
 			add("want a boolean, got %s", KindOf(v))
 		}
 	case "array":
-		a, ok := v.([]any)
-		if !ok {
-			add("want an array, got %s", KindOf(v))
-			return
+		s.validateArray(path, v, add, probs)
+	}
+}
+
+// closestAlternative returns nothing when v matches one of s.AnyOf, else the problems of
+// the closest alternative: fewest problems, preferring one of the value's type.
+func (s *Schema) closestAlternative(path string, v any) []string {
+	var best []string
+	bestFits := false
+	for i, alt := range s.AnyOf {
+		var p []string
+		alt.validate(path, v, &p)
+		if len(p) == 0 {
+			return nil
 		}
-		if s.MinItems != nil && len(a) < *s.MinItems {
-			add("want at least %d items, got %d", *s.MinItems, len(a))
+		fits := alt.fitsType(v)
+		if i == 0 || (fits && !bestFits) || (fits == bestFits && len(p) < len(best)) {
+			best, bestFits = p, fits
 		}
-		if s.MaxItems != nil && len(a) > *s.MaxItems {
-			add("want at most %d items, got %d", *s.MaxItems, len(a))
+	}
+	return best
+}
+
+// validateObject checks an object's required properties, then each property in name
+// order against its schema; one not declared is a problem only with additionalProperties false.
+func (s *Schema) validateObject(path string, v any, add func(string, ...any), probs *[]string) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		add("want an object, got %s", KindOf(v))
+		return
+	}
+	for _, r := range s.Required {
+		if _, ok := m[r]; !ok {
+			add("missing required property %q", r)
 		}
-		if s.Items != nil {
-			for i, e := range a {
-				s.Items.validate(fmt.Sprintf("%s[%d]", path, i), e, probs)
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		ps := s.Properties.Get(k)
+		if ps == nil {
+			if s.AdditionalProperties != nil && !*s.AdditionalProperties {
+				add("unexpected property %q (allowed: %s)", k, strings.Join(s.propNames(), ", "))
 			}
+			continue
+		}
+		ps.validate(path+"."+k, m[k], probs)
+	}
+}
+
+// validateString checks a string against const and enum. maxLength is a decoding aid, not
+// a reason to reject: over-long strings are accepted.
+func (s *Schema) validateString(v any, add func(string, ...any)) {
+	str, ok := v.(string)
+	if !ok {
+		add("want a string, got %s", KindOf(v))
+		return
+	}
+	if s.Const != nil && str != *s.Const {
+		add("want %q, got %q", *s.Const, str)
+	}
+	if len(s.Enum) > 0 && !slices.Contains(s.Enum, str) {
+		add("%q is not one of: %s", str, strings.Join(s.Enum, ", "))
+	}
+}
+
+// validateNumber checks a number (float64 or json.Number) against the type's integrality
+// and the minimum and maximum.
+func (s *Schema) validateNumber(v any, add func(string, ...any)) {
+	f, ok := v.(float64)
+	if n, isNum := v.(json.Number); isNum {
+		f, _ = n.Float64()
+		ok = true
+	}
+	if !ok {
+		want := "a number"
+		if s.Type == "integer" {
+			want = "an integer"
+		}
+		add("want %s, got %s", want, KindOf(v))
+		return
+	}
+	if s.Type == "integer" && f != float64(int64(f)) {
+		add("want an integer, got %v", f)
+	}
+	if s.Minimum != nil && f < *s.Minimum {
+		add("%v is below the minimum %v", f, *s.Minimum)
+	}
+	if s.Maximum != nil && f > *s.Maximum {
+		add("%v is above the maximum %v", f, *s.Maximum)
+	}
+}
+
+// validateArray checks an array's length bounds, then each item against s.Items.
+func (s *Schema) validateArray(path string, v any, add func(string, ...any), probs *[]string) {
+	a, ok := v.([]any)
+	if !ok {
+		add("want an array, got %s", KindOf(v))
+		return
+	}
+	if s.MinItems != nil && len(a) < *s.MinItems {
+		add("want at least %d items, got %d", *s.MinItems, len(a))
+	}
+	if s.MaxItems != nil && len(a) > *s.MaxItems {
+		add("want at most %d items, got %d", *s.MaxItems, len(a))
+	}
+	if s.Items != nil {
+		for i, e := range a {
+			s.Items.validate(fmt.Sprintf("%s[%d]", path, i), e, probs)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"fmt"
 	"strings"
 )
 
@@ -87,104 +88,123 @@ func setOf(names ...string) map[string]bool {
 
 // risks lists the risky forms in c; rules with a wildcard never approve them.
 func risks(c simpleCmd) []risk {
-	a := c.args
 	switch {
 	case runners[c.prog]:
 		return []risk{{-1, "a wildcard never approves " + c.prog + ", which runs other commands or code"}}
 	case interpreters[c.prog]:
-		return optionRisks(a, func(o string) bool {
+		return optionRisks(c.args, func(o string) bool {
 			return shortHas(o, "ceEpr") || hasOpt(o, "--eval", "--command", "--exec", "--execute", "--print")
 		}, "a wildcard never approves "+c.prog+" running code given on its command line")
-	case c.prog == "git":
-		return gitRisks(a)
-	case c.prog == "find":
-		return optionRisks(a, func(o string) bool { return findRisky[o] },
-			"a wildcard never approves find's -exec, -ok, -delete or -fprint actions")
-	case c.prog == "tar":
-		return optionRisks(a, func(o string) bool {
-			return hasOpt(o, "--to-command", "--checkpoint-action", "--use-compress-program",
-				"--info-script", "--new-volume-script", "--rmt-command", "--rsh-command") ||
-				shortHas(o, "IF") || (o == a[0] && !strings.HasPrefix(o, "-") && strings.ContainsAny(o, "IF"))
-		}, "a wildcard never approves tar running a program (--to-command, -I, --checkpoint-action, …)")
-	case c.prog == "rsync":
-		return optionRisks(a, func(o string) bool { return shortHas(o, "e") || hasOpt(o, "--rsh", "--rsync-path") },
-			"a wildcard never approves rsync's -e or --rsync-path, which run a program")
-	case c.prog == "scp" || c.prog == "sftp":
-		return optionRisks(a, func(o string) bool { return shortHas(o, "SoF") },
-			"a wildcard never approves "+c.prog+"'s -S, -o or -F, which run a program")
-	case c.prog == "zip":
-		return optionRisks(a, func(o string) bool { return o == "-TT" || hasOpt(o, "--unzip-command") },
-			"a wildcard never approves zip's -TT, which runs a program")
-	case c.prog == "awk" || c.prog == "gawk" || c.prog == "mawk" || c.prog == "nawk" || c.prog == "busybox-awk":
-		return optionRisks(a, func(o string) bool {
-			return strings.Contains(o, "system") || strings.ContainsAny(o, "|>") || strings.Contains(o, "getline") || strings.Contains(o, "@load") || strings.Contains(o, "@include") ||
-				shortHas(o, "fEil") || hasOpt(o, "--file", "--exec", "--include", "--load")
-		}, "a wildcard never approves an awk program that runs commands, writes files or loads code")
-	case c.prog == "sed" || c.prog == "gsed":
-		return sedRisks(a)
-	case c.prog == "less" || c.prog == "more" || c.prog == "most":
-		return optionRisks(a, func(o string) bool { return strings.HasPrefix(o, "+") },
-			"a wildcard never approves "+c.prog+"'s +command, which can run a shell")
-	case c.prog == "man":
-		return optionRisks(a, func(o string) bool { return shortHas(o, "PHB") || hasOpt(o, "--pager", "--html", "--browser") },
-			"a wildcard never approves man's pager or browser options")
-	case c.prog == "go":
-		return goRisks(a)
-	case c.prog == "make" || c.prog == "gmake":
-		return optionRisks(a, func(o string) bool {
-			return strings.Contains(o, "=") || shortHas(o, "fCEI") || hasOpt(o, "--eval", "--file", "--makefile", "--directory", "--include-dir")
-		}, "a wildcard never approves make given variables, --eval or another makefile or folder, which can run any command")
-	case c.prog == "sort":
-		return optionRisks(a, func(o string) bool { return hasOpt(o, "--compress-program") },
-			"a wildcard never approves sort's --compress-program, which runs a program")
-	case c.prog == "npm" || c.prog == "yarn" || c.prog == "pnpm":
-		return optionRisks(a, func(o string) bool {
-			return hasOpt(o, "--script-shell", "--node-options", "--call", "--shell") || o == "-c" || o == "exec" || o == "x" || o == "dlx" || o == "explore"
-		}, "a wildcard never approves "+c.prog+" running a command or shell it is given (exec, --call, --script-shell)")
-	case c.prog == "patch":
-		return optionRisks(a, func(o string) bool { return shortHas(o, "e") || hasOpt(o, "--ed") },
-			"a wildcard never approves patch's ed scripts, which can run commands")
-	case c.prog == "cc" || c.prog == "gcc" || c.prog == "g++" || c.prog == "c++" || c.prog == "clang" || c.prog == "clang++":
-		return optionRisks(a, func(o string) bool {
-			for _, p := range []string{"-wrapper", "-fplugin", "-B", "-specs", "--specs", "-fuse-ld"} {
-				if strings.HasPrefix(o, p) {
-					return true
-				}
-			}
-			return false
-		}, "a wildcard never approves a compiler option that runs or loads another program (-wrapper, -fplugin, -B, -specs)")
-	case c.prog == "cargo":
-		return optionRisks(a, func(o string) bool { return hasOpt(o, "--config") || strings.HasPrefix(o, "-Z") },
-			"a wildcard never approves cargo's --config, which can name a program to run")
-	case c.prog == "sqlite3":
-		return optionRisks(a, func(o string) bool {
-			return strings.HasPrefix(o, ".") || strings.Contains(o, "\n.") || hasOpt("-"+strings.TrimPrefix(o, "-"), "-cmd", "-init")
-		}, "a wildcard never approves sqlite3 dot-commands, which can run a shell or write files")
-	case c.prog == "rg":
-		return optionRisks(a, func(o string) bool { return hasOpt(o, "--pre", "--hostname-bin") },
-			"a wildcard never approves rg's --pre or --hostname-bin, which run a program")
-	case c.prog == "fd" || c.prog == "fdfind":
-		return optionRisks(a, func(o string) bool { return shortHas(o, "xX") || hasOpt(o, "--exec", "--exec-batch") },
-			"a wildcard never approves "+c.prog+"'s -x or -X, which run a command for the files found")
-	case c.prog == "ack" || c.prog == "bat" || c.prog == "batcat":
-		return optionRisks(a, func(o string) bool { return hasOpt(o, "--pager") },
-			"a wildcard never approves "+c.prog+"'s --pager, which runs a program")
-	case c.prog == "diff3" || c.prog == "sdiff":
-		return optionRisks(a, func(o string) bool { return hasOpt(o, "--diff-program") },
-			"a wildcard never approves "+c.prog+"'s --diff-program, which runs a program")
-	case c.prog == "curl":
-		return optionRisks(a, func(o string) bool { return shortHas(o, "K") || hasOpt(o, "--config", "--engine") },
-			"a wildcard never approves curl reading its options from a file or loading an engine")
-	case c.prog == "wget":
-		return optionRisks(a, func(o string) bool { return shortHas(o, "e") || hasOpt(o, "--execute", "--use-askpass", "--config") },
-			"a wildcard never approves wget's -e, --config or --use-askpass")
-	case c.prog == "openssl":
-		return optionRisks(a, func(o string) bool {
-			o = "-" + strings.TrimLeft(o, "-") // openssl takes -opt and --opt alike
-			return hasOpt(o, "-engine", "-provider", "-provider-path", "-provider_path", "-config")
-		}, "a wildcard never approves openssl loading an engine, a provider or a config file, which load code")
+	}
+	switch c.prog {
+	case "git":
+		return gitRisks(c.args)
+	case "go":
+		return goRisks(c.args)
+	case "sed", "gsed":
+		return sedRisks(c.args)
+	case "tar":
+		return tarRisks(c.args)
+	}
+	if r, ok := optionRuleOf[c.prog]; ok {
+		reason := r.reason
+		if strings.Contains(reason, "%s") {
+			reason = fmt.Sprintf(reason, c.prog)
+		}
+		return optionRisks(c.args, r.bad, reason)
 	}
 	return nil
+}
+
+// optionRule is what a wildcard never approves in the arguments of a program that takes
+// no command of its own: the options bad accepts, for reason ("%s": the program's name).
+type optionRule struct {
+	progs  string // the program's names, space-separated
+	bad    func(o string) bool
+	reason string
+}
+
+// optionRules are the programs whose options can run or load a program, one rule each.
+var optionRules = []optionRule{
+	{"find", func(o string) bool { return findRisky[o] },
+		"a wildcard never approves find's -exec, -ok, -delete or -fprint actions"},
+	{"rsync", func(o string) bool { return shortHas(o, "e") || hasOpt(o, "--rsh", "--rsync-path") },
+		"a wildcard never approves rsync's -e or --rsync-path, which run a program"},
+	{"scp sftp", func(o string) bool { return shortHas(o, "SoF") },
+		"a wildcard never approves %s's -S, -o or -F, which run a program"},
+	{"zip", func(o string) bool { return o == "-TT" || hasOpt(o, "--unzip-command") },
+		"a wildcard never approves zip's -TT, which runs a program"},
+	{"awk gawk mawk nawk busybox-awk", func(o string) bool {
+		return strings.Contains(o, "system") || strings.ContainsAny(o, "|>") || strings.Contains(o, "getline") || strings.Contains(o, "@load") || strings.Contains(o, "@include") ||
+			shortHas(o, "fEil") || hasOpt(o, "--file", "--exec", "--include", "--load")
+	}, "a wildcard never approves an awk program that runs commands, writes files or loads code"},
+	{"less more most", func(o string) bool { return strings.HasPrefix(o, "+") },
+		"a wildcard never approves %s's +command, which can run a shell"},
+	{"man", func(o string) bool { return shortHas(o, "PHB") || hasOpt(o, "--pager", "--html", "--browser") },
+		"a wildcard never approves man's pager or browser options"},
+	{"make gmake", func(o string) bool {
+		return strings.Contains(o, "=") || shortHas(o, "fCEI") || hasOpt(o, "--eval", "--file", "--makefile", "--directory", "--include-dir")
+	}, "a wildcard never approves make given variables, --eval or another makefile or folder, which can run any command"},
+	{"sort", func(o string) bool { return hasOpt(o, "--compress-program") },
+		"a wildcard never approves sort's --compress-program, which runs a program"},
+	{"npm yarn pnpm", func(o string) bool {
+		return hasOpt(o, "--script-shell", "--node-options", "--call", "--shell") || o == "-c" || o == "exec" || o == "x" || o == "dlx" || o == "explore"
+	}, "a wildcard never approves %s running a command or shell it is given (exec, --call, --script-shell)"},
+	{"patch", func(o string) bool { return shortHas(o, "e") || hasOpt(o, "--ed") },
+		"a wildcard never approves patch's ed scripts, which can run commands"},
+	{"cc gcc g++ c++ clang clang++", func(o string) bool {
+		for _, p := range []string{"-wrapper", "-fplugin", "-B", "-specs", "--specs", "-fuse-ld"} {
+			if strings.HasPrefix(o, p) {
+				return true
+			}
+		}
+		return false
+	}, "a wildcard never approves a compiler option that runs or loads another program (-wrapper, -fplugin, -B, -specs)"},
+	{"cargo", func(o string) bool { return hasOpt(o, "--config") || strings.HasPrefix(o, "-Z") },
+		"a wildcard never approves cargo's --config, which can name a program to run"},
+	{"sqlite3", func(o string) bool {
+		return strings.HasPrefix(o, ".") || strings.Contains(o, "\n.") || hasOpt("-"+strings.TrimPrefix(o, "-"), "-cmd", "-init")
+	}, "a wildcard never approves sqlite3 dot-commands, which can run a shell or write files"},
+	{"rg", func(o string) bool { return hasOpt(o, "--pre", "--hostname-bin") },
+		"a wildcard never approves rg's --pre or --hostname-bin, which run a program"},
+	{"fd fdfind", func(o string) bool { return shortHas(o, "xX") || hasOpt(o, "--exec", "--exec-batch") },
+		"a wildcard never approves %s's -x or -X, which run a command for the files found"},
+	{"ack bat batcat", func(o string) bool { return hasOpt(o, "--pager") },
+		"a wildcard never approves %s's --pager, which runs a program"},
+	{"diff3 sdiff", func(o string) bool { return hasOpt(o, "--diff-program") },
+		"a wildcard never approves %s's --diff-program, which runs a program"},
+	{"curl", func(o string) bool { return shortHas(o, "K") || hasOpt(o, "--config", "--engine") },
+		"a wildcard never approves curl reading its options from a file or loading an engine"},
+	{"wget", func(o string) bool { return shortHas(o, "e") || hasOpt(o, "--execute", "--use-askpass", "--config") },
+		"a wildcard never approves wget's -e, --config or --use-askpass"},
+	{"openssl", func(o string) bool {
+		o = "-" + strings.TrimLeft(o, "-") // openssl takes -opt and --opt alike
+		return hasOpt(o, "-engine", "-provider", "-provider-path", "-provider_path", "-config")
+	}, "a wildcard never approves openssl loading an engine, a provider or a config file, which load code"},
+}
+
+// optionRuleOf finds a program's rule by any of its names.
+var optionRuleOf = func() map[string]optionRule {
+	m := map[string]optionRule{}
+	for _, r := range optionRules {
+		for _, p := range strings.Fields(r.progs) {
+			if _, dup := m[p]; dup {
+				panic("permission: two option rules for " + p)
+			}
+			m[p] = r
+		}
+	}
+	return m
+}()
+
+// tarRisks: the options that run a program, also in tar's old style, where the first
+// argument is a cluster of option letters without a dash (tar czIf …).
+func tarRisks(a []string) []risk {
+	return optionRisks(a, func(o string) bool {
+		return hasOpt(o, "--to-command", "--checkpoint-action", "--use-compress-program",
+			"--info-script", "--new-volume-script", "--rmt-command", "--rsh-command") ||
+			shortHas(o, "IF") || (o == a[0] && !strings.HasPrefix(o, "-") && strings.ContainsAny(o, "IF"))
+	}, "a wildcard never approves tar running a program (--to-command, -I, --checkpoint-action, …)")
 }
 
 // optionRisks marks every argument bad accepts, and the one after it (its value).

@@ -46,95 +46,133 @@ func globWild(g []token) bool {
 // text before it that does not end in `/`, is short for that text plus a lone `*`: so
 // `git status*` is `git status *`, while `notes/*` stays a glob within one word.
 func splitWords(toks []token) (cmds []cmdPat, ok bool) {
-	var cur cmdPat
-	var word []token
-	inWord, quoted := false, false
-	var lit strings.Builder
-	flushLit := func() {
-		if lit.Len() > 0 {
-			word = append(word, token{kind: tokLit, lit: lit.String()})
-			lit.Reset()
-		}
-	}
-	endWord := func() {
-		flushLit()
-		if inWord {
-			cur = append(cur, wordPat{glob: word, quoted: quoted})
-		}
-		word, inWord, quoted = nil, false, false
-	}
-	endCmd := func() {
-		endWord()
-		if len(cur) > 0 {
-			cmds = append(cmds, finishCmd(cur))
-		}
-		cur = nil
-	}
-	quote := byte(0)
+	var w wordSplitter
 	for _, t := range toks {
 		if t.kind != tokLit {
-			flushLit()
-			word, inWord = append(word, token{kind: t.kind}), true
+			w.flushLit()
+			w.word, w.inWord = append(w.word, token{kind: t.kind}), true
 			continue
 		}
-		s := t.lit
-		for i := 0; i < len(s); i++ {
-			c := s[i]
-			switch {
-			case quote == '\'':
-				if c == '\'' {
-					quote = 0
-				} else {
-					lit.WriteByte(c)
-				}
-			case quote == '"':
-				switch {
-				case c == '"':
-					quote = 0
-				case c == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\", s[i+1]) >= 0:
-					i++
-					lit.WriteByte(s[i])
-				case c == '$' || c == '`':
-					return nil, false
-				default:
-					lit.WriteByte(c)
-				}
-			case c == '\'' || c == '"':
-				quote, inWord, quoted = c, true, true
-			case c == '\\':
-				if i+1 < len(s) {
-					i++
-					lit.WriteByte(s[i])
-					inWord = true
-				}
-			case c == ' ' || c == '\t':
-				endWord()
-			case c == '\n' || c == ';':
-				endCmd()
-			case c == '|':
-				if i+1 < len(s) && s[i+1] == '|' {
-					i++
-				}
-				endCmd()
-			case c == '&':
-				if i+1 >= len(s) || s[i+1] != '&' {
-					return nil, false
-				}
-				i++
-				endCmd()
-			case strings.IndexByte("$`<>(){}", c) >= 0:
+		for i := 0; i < len(t.lit); i++ {
+			if i, ok = w.step(t.lit, i); !ok {
 				return nil, false
-			default:
-				lit.WriteByte(c)
-				inWord = true
 			}
 		}
 	}
-	if quote != 0 {
+	if w.quote != 0 {
 		return nil, false
 	}
-	endCmd()
-	return cmds, true
+	w.endCmd()
+	return w.cmds, true
+}
+
+// wordSplitter is splitWords' reading so far: the commands read, the command and word
+// being read, and the quote open (0, ' or ").
+type wordSplitter struct {
+	cmds   []cmdPat
+	cur    cmdPat
+	word   []token
+	lit    strings.Builder
+	inWord bool // a word has begun, maybe an empty quoted one
+	quoted bool // the word has quotes in it
+	quote  byte
+}
+
+// step reads the byte s[i] and returns the index of the last byte it read (an escape or
+// an operator reads two); false: s uses shell syntax a word pattern cannot stand for.
+func (w *wordSplitter) step(s string, i int) (int, bool) {
+	c := s[i]
+	switch w.quote {
+	case '\'':
+		if c == '\'' {
+			w.quote = 0
+		} else {
+			w.lit.WriteByte(c)
+		}
+		return i, true
+	case '"':
+		return w.doubleQuoted(s, i)
+	}
+	return w.unquoted(s, i)
+}
+
+// doubleQuoted reads s[i] inside double quotes: a backslash escapes only $ ` " and \;
+// $ and ` (expansions) are refused.
+func (w *wordSplitter) doubleQuoted(s string, i int) (int, bool) {
+	switch c := s[i]; {
+	case c == '"':
+		w.quote = 0
+	case c == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\", s[i+1]) >= 0:
+		i++
+		w.lit.WriteByte(s[i])
+	case c == '$' || c == '`':
+		return i, false
+	default:
+		w.lit.WriteByte(c)
+	}
+	return i, true
+}
+
+// unquoted reads s[i] outside quotes: quotes open, a backslash escapes, blanks end a word,
+// ; newline | || && end a command, and any other shell syntax is refused.
+func (w *wordSplitter) unquoted(s string, i int) (int, bool) {
+	switch c := s[i]; {
+	case c == '\'' || c == '"':
+		w.quote, w.inWord, w.quoted = c, true, true
+	case c == '\\':
+		if i+1 < len(s) {
+			i++
+			w.lit.WriteByte(s[i])
+			w.inWord = true
+		}
+	case c == ' ' || c == '\t':
+		w.endWord()
+	case c == '\n' || c == ';':
+		w.endCmd()
+	case c == '|':
+		if i+1 < len(s) && s[i+1] == '|' {
+			i++
+		}
+		w.endCmd()
+	case c == '&':
+		if i+1 >= len(s) || s[i+1] != '&' {
+			return i, false
+		}
+		i++
+		w.endCmd()
+	case strings.IndexByte("$`<>(){}", c) >= 0:
+		return i, false
+	default:
+		w.lit.WriteByte(c)
+		w.inWord = true
+	}
+	return i, true
+}
+
+// flushLit ends the literal run of the word being read.
+func (w *wordSplitter) flushLit() {
+	if w.lit.Len() > 0 {
+		w.word = append(w.word, token{kind: tokLit, lit: w.lit.String()})
+		w.lit.Reset()
+	}
+}
+
+// endWord ends the word being read, if one has begun.
+func (w *wordSplitter) endWord() {
+	w.flushLit()
+	if w.inWord {
+		w.cur = append(w.cur, wordPat{glob: w.word, quoted: w.quoted})
+	}
+	w.word, w.inWord, w.quoted = nil, false, false
+}
+
+// endCmd ends the command being read, if it has a word.
+func (w *wordSplitter) endCmd() {
+	w.endWord()
+	if len(w.cur) > 0 {
+		w.cmds = append(w.cmds, finishCmd(w.cur))
+	}
+	w.cur = nil
 }
 
 // finishCmd turns lone stars into runs of words and applies the trailing-star shorthand.

@@ -80,33 +80,10 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 	if err := decode("clone_repository", raw, &a); err != nil {
 		return "", err
 	}
-	u, err := checkRepoURL(a.URL)
+	u, ws, dest, err := c.target(a, env.Workspace)
 	if err != nil {
-		return "", fmt.Errorf("clone_repository: %w", err)
+		return "", err
 	}
-	ws, err := commands.ResolvePath(env.Workspace, ".")
-	if err != nil {
-		return "", fmt.Errorf("clone_repository: %w", err)
-	}
-	dest, err := commands.ResolveWritePath(ws, a.Path)
-	if err != nil {
-		return "", fmt.Errorf("clone_repository: %w", err)
-	}
-	if dest == ws {
-		return "", fmt.Errorf("clone_repository: path %q is the workspace itself; give a new folder name", a.Path)
-	}
-	if _, err := os.Lstat(dest); err == nil {
-		return "", fmt.Errorf("clone_repository: path %q already exists; give a new folder name", a.Path)
-	}
-	if err := c.checkHost(u); err != nil {
-		return "", fmt.Errorf("clone_repository: %w", err)
-	}
-	proxy, err := netguard.NewProxy(c.guard)
-	if err != nil {
-		return "", fmt.Errorf("clone_repository: %w", err)
-	}
-	defer proxy.Close()
-
 	// git runs unsandboxed: it clones into a new folder of the workspace's top, which only
 	// this command reaches, and the result is renamed into place through the workspace's
 	// Root, which follows no link out of it should dest's folders have changed meanwhile.
@@ -126,40 +103,8 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 		return "", fmt.Errorf("clone_repository: cannot make a folder to clone into: %w", err)
 	}
 	defer root.RemoveAll(tmp) // empty after a clone renamed into place; a partial one otherwise
-
-	argv := []string{c.git,
-		"-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always",
-		"-c", "protocol.file.allow=never", "-c", "credential.helper=", "-c", "core.hooksPath=/dev/null",
-		"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy.URL()}
-	argv = append(argv, c.testConfig...)
-	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), filepath.Join(ws, tmp, "repo"))
-	home, err := os.MkdirTemp("", "agentd-home-") // never the workspace: no .netrc of the agent's
-	if err != nil {
-		return "", fmt.Errorf("clone_repository: cannot make an empty HOME: %w", err)
-	}
-	defer os.RemoveAll(home)
-	genv := append(gitEnv(c.opts.env(home, false)), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	if testHookCloneStarting != nil {
-		testHookCloneStarting()
-	}
-	cg, err := c.opts.Boxes.enter(env.AgentID) // git's processes and memory count as the agent's
-	if err != nil {
-		return "", fmt.Errorf("clone_repository: not run: %w", err)
-	}
-	defer cg.leave()
-	// From "/", git finds no repository around it whose config it would read; the workspace may be one.
-	res, err := runProgram(ctx, cg, "/", argv, genv, c.opts.OutputCap)
-	if res == nil {
-		return "", fmt.Errorf("clone_repository: cannot start git: %w", err)
-	}
-	if err != nil || !res.state.Success() {
-		if err != nil {
-			return "", fmt.Errorf("clone_repository: git was killed: %w", err)
-		}
-		if refused := proxy.Refused(); refused != nil {
-			return "", fmt.Errorf("clone_repository: %w", refusal(refused))
-		}
-		return "", fmt.Errorf("clone_repository: git clone %s failed: %s", u, strings.TrimSpace(res.text()))
+	if err := c.clone(ctx, env.AgentID, u, filepath.Join(ws, tmp, "repo")); err != nil {
+		return "", err
 	}
 	if err := place(root, path.Join(tmp, "repo"), filepath.ToSlash(rel)); err != nil {
 		// The tree changed since the check (a link swapped in): checking again names it.
@@ -169,6 +114,73 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 		return "", fmt.Errorf("clone_repository: path %q: %s", a.Path, err)
 	}
 	return fmt.Sprintf("Cloned %s into %s (latest commit only).\n%s", u, filepath.Clean(a.Path), listing(root.FS(), rel)), nil
+}
+
+// target checks what a clone asks for before anything runs: the URL and its host, and a
+// new folder beneath the workspace ws for dest.
+func (c *cloneRepository) target(a cloneRepositoryArgs, workspace string) (u *url.URL, ws, dest string, err error) {
+	if u, err = checkRepoURL(a.URL); err != nil {
+		return nil, "", "", fmt.Errorf("clone_repository: %w", err)
+	}
+	if ws, err = commands.ResolvePath(workspace, "."); err != nil {
+		return nil, "", "", fmt.Errorf("clone_repository: %w", err)
+	}
+	if dest, err = commands.ResolveWritePath(ws, a.Path); err != nil {
+		return nil, "", "", fmt.Errorf("clone_repository: %w", err)
+	}
+	if dest == ws {
+		return nil, "", "", fmt.Errorf("clone_repository: path %q is the workspace itself; give a new folder name", a.Path)
+	}
+	if _, err := os.Lstat(dest); err == nil {
+		return nil, "", "", fmt.Errorf("clone_repository: path %q already exists; give a new folder name", a.Path)
+	}
+	if err := c.checkHost(u); err != nil {
+		return nil, "", "", fmt.Errorf("clone_repository: %w", err)
+	}
+	return u, ws, dest, nil
+}
+
+// clone runs git clone of u into the new folder into, with every way to run code or
+// reach the network by itself switched off: its one way out is the guard's proxy.
+func (c *cloneRepository) clone(ctx context.Context, agentID string, u *url.URL, into string) error {
+	proxy, err := netguard.NewProxy(c.guard)
+	if err != nil {
+		return fmt.Errorf("clone_repository: %w", err)
+	}
+	defer proxy.Close()
+	argv := []string{c.git,
+		"-c", "protocol.allow=never", "-c", "protocol.http.allow=always", "-c", "protocol.https.allow=always",
+		"-c", "protocol.file.allow=never", "-c", "credential.helper=", "-c", "core.hooksPath=/dev/null",
+		"-c", "http.followRedirects=false", "-c", "http.proxy=" + proxy.URL()}
+	argv = append(argv, c.testConfig...)
+	argv = append(argv, "clone", "--quiet", "--depth", "1", "--", u.String(), into)
+	home, err := os.MkdirTemp("", "agentd-home-") // never the workspace: no .netrc of the agent's
+	if err != nil {
+		return fmt.Errorf("clone_repository: cannot make an empty HOME: %w", err)
+	}
+	defer os.RemoveAll(home)
+	genv := append(gitEnv(c.opts.env(home, false)), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	if testHookCloneStarting != nil {
+		testHookCloneStarting()
+	}
+	cg, err := c.opts.Boxes.enter(agentID) // git's processes and memory count as the agent's
+	if err != nil {
+		return fmt.Errorf("clone_repository: not run: %w", err)
+	}
+	defer cg.leave()
+	// From "/", git finds no repository around it whose config it would read; the workspace may be one.
+	res, err := runProgram(ctx, cg, "/", argv, genv, c.opts.OutputCap)
+	switch {
+	case res == nil:
+		return fmt.Errorf("clone_repository: cannot start git: %w", err)
+	case err != nil:
+		return fmt.Errorf("clone_repository: git was killed: %w", err)
+	case res.state.Success():
+		return nil
+	case proxy.Refused() != nil:
+		return fmt.Errorf("clone_repository: %w", refusal(proxy.Refused()))
+	}
+	return fmt.Errorf("clone_repository: git clone %s failed: %s", u, strings.TrimSpace(res.text()))
 }
 
 // place renames the clone at from to rel, both in root, making rel's folders. It refuses

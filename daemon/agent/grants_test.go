@@ -99,11 +99,11 @@ func TestGrantsEndToEnd(t *testing.T) {
 	if v, _ := c.Agent(ctx, a.Name); v.Policy.Mode != "ask" || v.Policy.AutoSteps != 0 {
 		t.Errorf("policy after the count grant ran out: %+v, want ask", v.Policy)
 	}
-	revoked, err := c.RevokeGrant(ctx, a.Name, api.RevokeRequest{ID: exact.Grant, By: "root"})
+	revoked, err := c.Grants().Revoke(ctx, a.Name, api.RevokeRequest{ID: exact.Grant, By: "root"})
 	if err != nil || revoked.State != api.GrantRevoked || revoked.RevokedBy != "root" {
 		t.Fatalf("revoke: %+v, %v", revoked, err)
 	}
-	if _, err := c.RevokeGrant(ctx, a.Name, api.RevokeRequest{ID: exact.Grant}); err == nil {
+	if _, err := c.Grants().Revoke(ctx, a.Name, api.RevokeRequest{ID: exact.Grant}); err == nil {
 		t.Error("revoking twice succeeded")
 	}
 	decide("other.txt", "y")
@@ -113,7 +113,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 	}
 
 	// Widening: the preview lists what the pattern would have approved, before it is stored.
-	pv, err := c.AddGrant(ctx, a.Name, api.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl", DryRun: true})
+	pv, err := c.Grants().Add(ctx, a.Name, api.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl", DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,10 +124,10 @@ func TestGrantsEndToEnd(t *testing.T) {
 	if pv.Grant != nil || pv.Looked != 8 || len(pv.Matches) != 4 || pv.Matches[0].ProposalID != p8.ID || pv.Matches[0].Subject != "notes.txt" {
 		t.Fatalf("preview %+v, want the four writes of notes.txt among 8 proposals, newest first, nothing stored", pv)
 	}
-	if gl, _ := c.Grants(ctx, a.Name); len(gl.Grants) != 2 {
+	if gl, _ := c.Grants().List(ctx, a.Name); len(gl.Grants) != 2 {
 		t.Fatalf("grants after a dry run: %+v, want the two made by decisions", gl.Grants)
 	}
-	stored, err := c.AddGrant(ctx, a.Name, api.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl"})
+	stored, err := c.Grants().Add(ctx, a.Name, api.GrantRequest{Pattern: "write_file(notes.txt)", By: "root", Source: "agentctl"})
 	if err != nil || stored.Grant == nil || len(stored.Matches) != len(shown) {
 		t.Fatalf("add grant: %+v, %v", stored, err)
 	}
@@ -176,7 +176,7 @@ func TestGrantsEndToEnd(t *testing.T) {
 	if w.Grant == nil || w.Grant.ID != stored.Grant.ID || w.Grant.Used != 2 || !strings.Contains(w.Reason, "rule write_file(notes.txt)") {
 		t.Errorf("why: %+v, want the pattern grant named, used twice", w)
 	}
-	gl, err := c.Grants(ctx, a.Name)
+	gl, err := c.Grants().List(ctx, a.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

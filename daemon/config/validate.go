@@ -24,14 +24,36 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// problems returns what is wrong with c's values, in key order, without lines.
+// problems returns what is wrong with c's values, in key order, without lines: each
+// section checks its own keys.
 func (c *Config) problems() []Problem {
 	var probs []Problem
 	bad := func(key, format string, args ...any) {
 		probs = append(probs, Problem{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
-	o, a := &c.Ollama, &c.Agent
+	c.Ollama.problems(bad)
+	c.Agent.problems(bad)
+	c.Permissions.problems(bad)
+	agentProblems(c.Agents, bad)
+	c.Schedules.problems(bad)
+	c.WebCommands.problems(bad)
+	c.Shell.problems(bad)
+	c.botProblems(bad)
+	c.Discord.problems(bad)
+	c.MCP.problems(bad)
+	c.Memory.problems(bad)
+	c.Checkpoints.problems(bad)
+	c.HTTP.problems(bad)
+	c.WebConsole.problems(bad)
+	c.Teams.problems(bad)
+	c.Log.problems(bad)
+	// By key, so that the order of the checks and of map iteration does not show.
+	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Key < probs[j].Key })
+	return probs
+}
 
+// problems checks the [ollama] section and its [[ollama.hosts]] tables.
+func (o *OllamaConfig) problems(bad func(key, format string, args ...any)) {
 	if o.Model == "" {
 		bad("ollama.model", "empty; name the model to use, like %q", DefaultModel)
 	} else if strings.ContainsAny(o.Model, " \t\n") {
@@ -47,16 +69,14 @@ func (c *Config) problems() []Problem {
 		bad("ollama.max_context", "must be at least %d tokens, got %d", minContext, o.MaxContext)
 	}
 	o.hostProblems(bad)
+}
 
-	for key, list := range map[string][]string{
-		"agent.constraints": a.Constraints, "agent.resources": a.Resources, "agent.best_practices": a.BestPractices,
-	} {
-		for i, s := range list {
-			if strings.TrimSpace(s) == "" {
-				bad(key, "item %d is empty", i+1)
-			}
-		}
-	}
+// problems checks the [agent] section: what every agent gets unless [agents.NAME] says otherwise.
+func (a *AgentConfig) problems(bad func(key, format string, args ...any)) {
+	checkNonEmpty("agent.constraints", a.Constraints, bad)
+	checkNonEmpty("agent.resources", a.Resources, bad)
+	checkNonEmpty("agent.best_practices", a.BestPractices, bad)
+	checkNonEmpty("agent.disabled_components", a.DisabledComponents, bad)
 	checkCommands(a.Commands, func(msg string) { bad("agent.commands", "%s", msg) })
 	for key, n := range map[string]int{
 		"agent.max_invalid_replies": a.MaxInvalidReplies, "agent.continuous_limit": a.ContinuousLimit,
@@ -72,44 +92,89 @@ func (c *Config) problems() []Problem {
 			bad(key, "must be between 1 and 10, got %d", n)
 		}
 	}
-	if g := c.Schedules.Grace.Duration; g < time.Second || g > time.Hour {
-		bad("schedules.grace", "must be between 1s and 1h, got %s", c.Schedules.Grace)
-	}
-	if k := c.Schedules.KeepAgents; k < 0 {
-		bad("schedules.keep_agents", "must be 0 (keep all) or more, got %d", k)
-	}
-	if a.MaxSteps < 0 {
-		bad("agent.max_steps", "must be 0 (no bound) or more, got %d", a.MaxSteps)
-	}
-	if a.MaxTokens < 0 {
-		bad("agent.max_tokens", "must be 0 (no bound) or more, got %d", a.MaxTokens)
-	}
-	if a.MaxTime.Duration < 0 {
-		bad("agent.max_time", "must be 0 (no bound) or more, got %s", a.MaxTime)
-	}
+	checkBudget("agent", &a.MaxSteps, &a.MaxTokens, &a.MaxTime, bad)
 	if a.CommandTimeout.Duration <= 0 {
 		bad("agent.command_timeout", "must be more than 0, got %s", a.CommandTimeout)
 	}
 	if a.WorkspaceRoot != "" && !filepath.IsAbs(a.WorkspaceRoot) {
 		bad("agent.workspace_root", "%q is not an absolute path", a.WorkspaceRoot)
 	}
+}
 
-	c.extraProblems(bad)
-	c.Memory.problems(bad)
-	c.Checkpoints.problems(bad)
-	c.HTTP.problems(bad)
-	c.WebConsole.problems(bad)
-	c.Teams.problems(bad)
+// checkBudget checks the budget bounds in section sec; a nil one is not set.
+func checkBudget(sec string, steps *int, tokens *int64, maxTime *Duration, bad func(key, format string, args ...any)) {
+	if steps != nil && *steps < 0 {
+		bad(sec+".max_steps", "must be 0 (no bound) or more, got %d", *steps)
+	}
+	if tokens != nil && *tokens < 0 {
+		bad(sec+".max_tokens", "must be 0 (no bound) or more, got %d", *tokens)
+	}
+	if maxTime != nil && maxTime.Duration < 0 {
+		bad(sec+".max_time", "must be 0 (no bound) or more, got %s", *maxTime)
+	}
+}
 
-	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
-		bad("log.level", "%q is not one of debug, info, warn, error", c.Log.Level)
+// checkNonEmpty reports the empty items of a list at key.
+func checkNonEmpty(key string, list []string, bad func(key, format string, args ...any)) {
+	for i, s := range list {
+		if strings.TrimSpace(s) == "" {
+			bad(key, "item %d is empty", i+1)
+		}
 	}
-	if !slices.Contains([]string{"text", "json"}, c.Log.Format) {
-		bad("log.format", "%q is not one of text, json", c.Log.Format)
+}
+
+// checkPatterns reports the items of a list at key that are no permission pattern.
+func checkPatterns(key string, list []string, bad func(key, format string, args ...any)) {
+	for i, s := range list {
+		if _, err := permission.Parse(s); err != nil {
+			bad(key, "item %d: %v", i+1, err)
+		}
 	}
-	// By key, so that the map iteration above does not show.
-	sort.SliceStable(probs, func(i, j int) bool { return probs[i].Key < probs[j].Key })
-	return probs
+}
+
+// problems checks the [permissions] patterns.
+func (p *PermissionsConfig) problems(bad func(key, format string, args ...any)) {
+	checkPatterns("permissions.allow", p.Allow, bad)
+	checkPatterns("permissions.deny", p.Deny, bad)
+}
+
+// agentProblems checks the [agents.NAME] tables, each over what [agent] sets.
+func agentProblems(agents map[string]AgentOverride, bad func(key, format string, args ...any)) {
+	for _, name := range sortedKeys(agents) {
+		o := agents[name]
+		key := "agents." + name
+		if !agentNameRE.MatchString(name) {
+			bad(key, "%q is not an agent name (lowercase letters, digits, - and _)", name)
+		}
+		if o.Commands != nil {
+			checkCommands(o.Commands, func(msg string) { bad(key+".commands", "%s", msg) })
+		}
+		checkNonEmpty(key+".disabled_components", o.DisabledComponents, bad)
+		checkPatterns(key+".allow", o.Allow, bad)
+		checkPatterns(key+".deny", o.Deny, bad)
+		checkBudget(key, o.MaxSteps, o.MaxTokens, o.MaxTime, bad)
+		checkWatchdog(key, o.WatchdogFailures, o.WatchdogIdleSteps, bad)
+	}
+}
+
+// problems checks the [schedules] section.
+func (s *SchedulesConfig) problems(bad func(key, format string, args ...any)) {
+	if g := s.Grace.Duration; g < time.Second || g > time.Hour {
+		bad("schedules.grace", "must be between 1s and 1h, got %s", s.Grace)
+	}
+	if k := s.KeepAgents; k < 0 {
+		bad("schedules.keep_agents", "must be 0 (keep all) or more, got %d", k)
+	}
+}
+
+// problems checks the [log] section.
+func (l *LogConfig) problems(bad func(key, format string, args ...any)) {
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, l.Level) {
+		bad("log.level", "%q is not one of debug, info, warn, error", l.Level)
+	}
+	if !slices.Contains([]string{"text", "json"}, l.Format) {
+		bad("log.format", "%q is not one of text, json", l.Format)
+	}
 }
 
 // minContext is the smallest num_ctx worth running: the first prompt alone is ~700 tokens.
@@ -196,50 +261,8 @@ func (d *decoder) suggestSection(name string) string {
 // agentNameRE is what an agent name may be (the daemon's own rule).
 var agentNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,39}$`)
 
-// extraProblems checks the permissions, per-agent, web, shell and MCP sections.
-func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
-	checkPatterns := func(key string, list []string) {
-		for i, s := range list {
-			if _, err := permission.Parse(s); err != nil {
-				bad(key, "item %d: %v", i+1, err)
-			}
-		}
-	}
-	checkPatterns("permissions.allow", c.Permissions.Allow)
-	checkPatterns("permissions.deny", c.Permissions.Deny)
-	checkNames := func(key string, list []string) {
-		for i, s := range list {
-			if strings.TrimSpace(s) == "" {
-				bad(key, "item %d is empty", i+1)
-			}
-		}
-	}
-	checkNames("agent.disabled_components", c.Agent.DisabledComponents)
-	for _, name := range sortedKeys(c.Agents) {
-		o := c.Agents[name]
-		key := "agents." + name
-		if !agentNameRE.MatchString(name) {
-			bad(key, "%q is not an agent name (lowercase letters, digits, - and _)", name)
-		}
-		if o.Commands != nil {
-			checkCommands(o.Commands, func(msg string) { bad(key+".commands", "%s", msg) })
-		}
-		checkNames(key+".disabled_components", o.DisabledComponents)
-		checkPatterns(key+".allow", o.Allow)
-		checkPatterns(key+".deny", o.Deny)
-		if o.MaxSteps != nil && *o.MaxSteps < 0 {
-			bad(key+".max_steps", "must be 0 (no bound) or more, got %d", *o.MaxSteps)
-		}
-		if o.MaxTokens != nil && *o.MaxTokens < 0 {
-			bad(key+".max_tokens", "must be 0 (no bound) or more, got %d", *o.MaxTokens)
-		}
-		if o.MaxTime != nil && o.MaxTime.Duration < 0 {
-			bad(key+".max_time", "must be 0 (no bound) or more, got %s", *o.MaxTime)
-		}
-		checkWatchdog(key, o.WatchdogFailures, o.WatchdogIdleSteps, bad)
-	}
-
-	w := &c.WebCommands
+// problems checks the [web_commands] section.
+func (w *WebCommandsConfig) problems(bad func(key, format string, args ...any)) {
 	if w.SearxngURL != "" {
 		if u, err := url.Parse(w.SearxngURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			bad("web_commands.searxng_url", "%q is not a URL like %q", w.SearxngURL, "http://127.0.0.1:8888")
@@ -251,35 +274,38 @@ func (c *Config) extraProblems(bad func(key, format string, args ...any)) {
 	if w.Timeout.Duration <= 0 {
 		bad("web_commands.timeout", "must be more than 0, got %s", w.Timeout)
 	}
+}
 
-	if !slices.Contains([]string{"auto", "bwrap", "none"}, c.Shell.Sandbox) {
-		bad("shell.sandbox", "%q is not one of auto, bwrap, none", c.Shell.Sandbox)
+// problems checks the [shell] section: the sandbox and its limits.
+func (sh *ShellConfig) problems(bad func(key, format string, args ...any)) {
+	if !slices.Contains([]string{"auto", "bwrap", "none"}, sh.Sandbox) {
+		bad("shell.sandbox", "%q is not one of auto, bwrap, none", sh.Sandbox)
 	}
-	for i, id := range []int{c.Shell.UID, c.Shell.GID} {
+	for i, id := range []int{sh.UID, sh.GID} {
 		if id <= 0 || id > 1<<31-1 {
 			bad([]string{"shell.uid", "shell.gid"}[i], "%d is not an unprivileged id: the sandbox runs programs as one, like 65534 (nobody), never 0 (root)", id)
 		}
 	}
-	if p := c.Shell.Procs; p < 16 || p > 1<<22 {
+	if p := sh.Procs; p < 16 || p > 1<<22 {
 		bad("shell.procs", "must be between 16 and %d, got %d: each command's sandbox needs a few processes of its own", 1<<22, p)
 	}
-	if m := c.Shell.Memory; m < 64<<20 {
+	if m := sh.Memory; m < 64<<20 {
 		bad("shell.memory", "must be at least 64 MiB, got %s: programs need room to start (the sandbox, a shell, python)", display.Size(int64(m)))
 	}
-	if p := c.Shell.CPUPercent; p != 0 && (p < 10 || p > 100*1024) {
+	if p := sh.CPUPercent; p != 0 && (p < 10 || p > 100*1024) {
 		bad("shell.cpu_percent", "must be 0 (no cap) or between 10 and %d (percent of one CPU: 150 is one and a half), got %d", 100*1024, p)
 	}
-	for i, v := range c.Shell.Env {
+	for i, v := range sh.Env {
 		if !envNameRE.MatchString(v) {
 			bad("shell.env", "item %d: %q is not an environment variable name", i+1, v)
 		}
 	}
+}
 
-	c.botProblems(bad)
-	c.Discord.problems(bad)
-
+// problems checks the [[mcp.servers]] tables: each valid, each name once.
+func (m *MCPConfig) problems(bad func(key, format string, args ...any)) {
 	var servers []mcp.ServerConfig
-	for _, s := range c.MCP.Servers {
+	for _, s := range m.Servers {
 		servers = append(servers, s.ServerConfig())
 	}
 	for i, s := range servers {

@@ -66,7 +66,7 @@ func TestRealOllamaTeam(t *testing.T) {
 	ctx := context.Background()
 	decided := map[string]bool{}
 	for {
-		cur, err := c.Team(ctx, r.ID)
+		cur, err := c.Teams().Get(ctx, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestRealOllamaTeam(t *testing.T) {
 	if r.Reason == "" || r.Turns > maxTurns || r.EndedAt.IsZero() {
 		t.Errorf("run: %s", jsonString(r))
 	}
-	full, err := c.Team(ctx, r.ID)
+	full, err := c.Teams().Get(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

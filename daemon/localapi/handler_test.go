@@ -129,32 +129,32 @@ func routeCases() []routeCase {
 		},
 			want: seeded.proposals["a1"]},
 		{name: "policy_test", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.TestPolicy(ctx, "writer", api.PolicyTestRequest{Command: "execute_shell", Subject: "git status"})
+			return c.Policy().Test(ctx, "writer", api.PolicyTestRequest{Command: "execute_shell", Subject: "git status"})
 		}, want: &api.PolicyTest{AgentID: "a1", Command: "execute_shell", Subject: "git status", Effect: "ask",
 			Reason: "asking: no allow pattern matches"}},
 		{name: "policy_test_unknown_agent", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.TestPolicy(ctx, "nobody", api.PolicyTestRequest{Command: "execute_shell", Subject: "ls"})
+			return c.Policy().Test(ctx, "nobody", api.PolicyTestRequest{Command: "execute_shell", Subject: "ls"})
 		}, wantErr: api.ErrNotFound, errText: `no agent "nobody": not found`},
 		{name: "memory_add", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.AddMemory(ctx, api.MemoryAddRequest{Agent: "writer", Text: "the key is in vault", Source: "ann"})
+			return c.Memory().Add(ctx, api.MemoryAddRequest{Agent: "writer", Text: "the key is in vault", Source: "ann"})
 		}, want: &api.Memory{ID: "m1", AgentID: "a1", Agent: "writer", Kind: "note", Text: "the key is in vault", Source: "ann", CreatedAt: t0}},
 		{name: "memory_add_bad_kind", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.AddMemory(ctx, api.MemoryAddRequest{Kind: "gossip", Text: "x"})
+			return c.Memory().Add(ctx, api.MemoryAddRequest{Kind: "gossip", Text: "x"})
 		}, wantErr: api.ErrBadRequest, errText: `memory kind "gossip": use one of episode, result, feedback, note, chat, file`},
 		{name: "memory_add_unknown_agent", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.AddMemory(ctx, api.MemoryAddRequest{Agent: "nobody", Text: "x"})
+			return c.Memory().Add(ctx, api.MemoryAddRequest{Agent: "nobody", Text: "x"})
 		}, wantErr: api.ErrNotFound, errText: `no agent "nobody": not found`},
 		{name: "memory_list_empty", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.Memories(ctx, api.MemoryListRequest{Agent: "writer", Kind: "note", Limit: 5})
+			return c.Memory().List(ctx, api.MemoryListRequest{Agent: "writer", Kind: "note", Limit: 5})
 		}, want: []api.Memory{}},
 		{name: "memory_search_empty_query", call: func(ctx context.Context, c *api.Client) (any, error) {
-			return c.SearchMemory(ctx, api.MemorySearchRequest{Query: " "})
+			return c.Memory().Search(ctx, api.MemorySearchRequest{Query: " "})
 		}, wantErr: api.ErrBadRequest, errText: "empty query: give the words to search for"},
-		{name: "memory_rm_unknown", call: func(ctx context.Context, c *api.Client) (any, error) { return nil, c.DeleteMemory(ctx, "m/9") },
+		{name: "memory_rm_unknown", call: func(ctx context.Context, c *api.Client) (any, error) { return nil, c.Memory().Delete(ctx, "m/9") },
 			wantErr: api.ErrNotFound, errText: `no memory "m/9": see agentctl memory ls`},
-		{name: "memory_stats", call: func(ctx context.Context, c *api.Client) (any, error) { return c.MemoryStats(ctx) },
+		{name: "memory_stats", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Memory().Stats(ctx) },
 			want: &api.MemoryStats{Generation: "gen-000001"}},
-		{name: "memory_reindex", call: func(ctx context.Context, c *api.Client) (any, error) { return c.ReindexMemory(ctx) },
+		{name: "memory_reindex", call: func(ctx context.Context, c *api.Client) (any, error) { return c.Memory().Reindex(ctx) },
 			want: &api.MemoryStats{Generation: "gen-000001"}},
 	}
 }
@@ -182,18 +182,18 @@ func TestMemoryRoundTrip(t *testing.T) {
 	sock, _ := serve(t, newFake())
 	c := &api.Client{Socket: sock}
 	ctx := t.Context()
-	m, err := c.AddMemory(ctx, api.MemoryAddRequest{Agent: "writer", Kind: "feedback", Text: "use tabs, not spaces"})
+	m, err := c.Memory().Add(ctx, api.MemoryAddRequest{Agent: "writer", Kind: "feedback", Text: "use tabs, not spaces"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hits, err := c.SearchMemory(ctx, api.MemorySearchRequest{Agent: "writer", Query: "tabs"})
+	hits, err := c.Memory().Search(ctx, api.MemorySearchRequest{Agent: "writer", Query: "tabs"})
 	if err != nil || len(hits) != 1 || hits[0].ID != m.ID || hits[0].Score == 0 {
 		t.Fatalf("search = %+v, %v; want the memory with a score", hits, err)
 	}
-	if err := c.DeleteMemory(ctx, m.ID); err != nil {
+	if err := c.Memory().Delete(ctx, m.ID); err != nil {
 		t.Fatal(err)
 	}
-	list, err := c.Memories(ctx, api.MemoryListRequest{})
+	list, err := c.Memory().List(ctx, api.MemoryListRequest{})
 	if err != nil || len(list) != 0 {
 		t.Fatalf("list after rm = %+v, %v", list, err)
 	}

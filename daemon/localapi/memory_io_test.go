@@ -76,19 +76,19 @@ func TestMemoryImportExportRoutes(t *testing.T) {
 		{ID: "m-b", Text: "two", Agent: "writer"},
 		{ID: "m-c", Text: "three", Source: "notes"},
 	}
-	res, err := c.ImportMemory(ctx, api.MemoryImportRequest{Agent: "writer", Records: recs, Lines: []int{1, 2, 4}})
+	res, err := c.Memory().Import(ctx, api.MemoryImportRequest{Agent: "writer", Records: recs, Lines: []int{1, 2, 4}})
 	if err != nil || res.Imported != 3 {
 		t.Fatalf("import = %+v, %v", res, err)
 	}
-	_, err = c.ImportMemory(ctx, api.MemoryImportRequest{Records: []api.MemoryRecord{{Text: "ok"}, {Text: "x", Time: "May"}}})
+	_, err = c.Memory().Import(ctx, api.MemoryImportRequest{Records: []api.MemoryRecord{{Text: "ok"}, {Text: "x", Time: "May"}}})
 	if err == nil || !strings.Contains(err.Error(), `line 2: field "time"`) {
 		t.Errorf("bad batch: %v, want the line and field named", err)
 	}
-	page, err := c.ExportMemory(ctx, api.MemoryExportRequest{Agent: "writer", Limit: 2})
+	page, err := c.Memory().Export(ctx, api.MemoryExportRequest{Agent: "writer", Limit: 2})
 	if err != nil || len(page.Records) != 2 || page.Next != "m-b" {
 		t.Fatalf("first page = %+v, %v", page, err)
 	}
-	page, err = c.ExportMemory(ctx, api.MemoryExportRequest{Agent: "writer", After: page.Next, Limit: 2})
+	page, err = c.Memory().Export(ctx, api.MemoryExportRequest{Agent: "writer", After: page.Next, Limit: 2})
 	want := []api.MemoryRecord{{ID: "m-c", Agent: "writer", Kind: "note", Text: "three", Source: "notes"}}
 	if err != nil || !reflect.DeepEqual(page.Records, want) || page.Next != "" {
 		t.Fatalf("last page = %+v, %v; want %+v", page, err, want)

@@ -19,11 +19,11 @@ func TestLastFiredIsTheNewestFiring(t *testing.T) {
 	h.add(api.ScheduleRequest{Name: "nightly", Spec: "0 3 * * *", Template: "night", Goal: "tidy up"})
 	lastFired := func(when string) (single, listed api.Schedule) {
 		t.Helper()
-		s, err := h.c.Schedule(ctx, "nightly")
+		s, err := h.c.Schedules().Get(ctx, "nightly")
 		if err != nil {
 			t.Fatal(err)
 		}
-		all, err := h.c.Schedules(ctx)
+		all, err := h.c.Schedules().List(ctx)
 		if err != nil || len(all) != 1 {
 			t.Fatalf("%s: schedules = %+v, %v", when, all, err)
 		}
@@ -43,10 +43,10 @@ func TestLastFiredIsTheNewestFiring(t *testing.T) {
 	}
 
 	h.clock.set(at(12, 5))
-	if _, err := h.c.PauseSchedule(ctx, "nightly"); err != nil {
+	if _, err := h.c.Schedules().Pause(ctx, "nightly"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.c.ResumeSchedule(ctx, "nightly"); err != nil {
+	if _, err := h.c.Schedules().Resume(ctx, "nightly"); err != nil {
 		t.Fatal(err)
 	}
 	if s, _ := lastFired("paused and resumed"); !s.LastFired.IsZero() {
@@ -54,7 +54,7 @@ func TestLastFiredIsTheNewestFiring(t *testing.T) {
 	}
 
 	h.clock.set(at(12, 10))
-	r, err := h.c.RunSchedule(ctx, "nightly")
+	r, err := h.c.Schedules().Run(ctx, "nightly")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ func TestTemplateAgentsPruned(t *testing.T) {
 
 	var agents []*api.Agent
 	for i := range 5 {
-		rec, err := h.c.RunSchedule(ctx, "tidy")
+		rec, err := h.c.Schedules().Run(ctx, "tidy")
 		if err != nil || rec.AgentID == "" {
 			t.Fatalf("run-now %d = %+v, %v", i, rec, err)
 		}

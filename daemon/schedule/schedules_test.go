@@ -45,7 +45,7 @@ func TestFiringRunsWithinBudget(t *testing.T) {
 	if eps, _ := h.c.History(context.Background(), a.ID); len(eps) != 3 {
 		t.Errorf("%d episodes, want 3", len(eps))
 	}
-	got, err := h.c.Schedule(context.Background(), "digest")
+	got, err := h.c.Schedules().Get(context.Background(), "digest")
 	if err != nil || !got.LastFired.Equal(at(9, 0)) || !got.Next.Equal(at(9, 0).AddDate(0, 0, 1)) || len(got.Running) != 0 {
 		t.Errorf("schedule after its run = %+v, %v", got, err)
 	}
@@ -71,7 +71,7 @@ func TestRunNowExistingAgentSkipsWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.add(api.ScheduleRequest{Name: "keep", Spec: "@daily", Agent: "keeper", Goal: "write a", Budget: api.Budget{MaxTime: "1h"}})
-	first, err := h.c.RunSchedule(ctx, "keep")
+	first, err := h.c.Schedules().Run(ctx, "keep")
 	if err != nil || first.Outcome != "started" || first.RunID == "" || !first.Manual {
 		t.Fatalf("run-now = %+v, %v", first, err)
 	}
@@ -79,11 +79,11 @@ func TestRunNowExistingAgentSkipsWhileRunning(t *testing.T) {
 	if a.RunID != first.RunID || a.Task != "write a" {
 		t.Errorf("keeper's run = %s %q, want the firing's run with the goal", a.RunID, a.Task)
 	}
-	second, err := h.c.RunSchedule(ctx, "keep")
+	second, err := h.c.Schedules().Run(ctx, "keep")
 	if err != nil || second.Outcome != "skipped" || !strings.Contains(second.Reason, "still running") {
 		t.Fatalf("second run-now while the first runs = %+v, %v; want skipped", second, err)
 	}
-	s, _ := h.c.Schedule(ctx, "keep")
+	s, _ := h.c.Schedules().Get(ctx, "keep")
 	if len(s.Running) != 1 || s.Running[0] != first.RunID {
 		t.Errorf("running = %v, want [%s]", s.Running, first.RunID)
 	}
@@ -129,7 +129,7 @@ func TestRestartHandlesMissedFiringsPerPolicy(t *testing.T) {
 		}
 	}
 	// The next firing is on time again.
-	s, err := h.c.Schedule(context.Background(), "m-skip")
+	s, err := h.c.Schedules().Get(context.Background(), "m-skip")
 	if err != nil || !s.Next.Equal(at(13, 0)) {
 		t.Errorf("next after the restart = %v, %v; want 13:00", s.Next, err)
 	}
@@ -143,7 +143,7 @@ func TestRunEndAfterRestartIsRecorded(t *testing.T) {
 		return reply("write_file", map[string]string{"path": "a", "contents": "b"})
 	})
 	h.add(api.ScheduleRequest{Name: "slow", Spec: "@daily", Template: "slow", Goal: "write"})
-	rec, err := h.c.RunSchedule(context.Background(), "slow")
+	rec, err := h.c.Schedules().Run(context.Background(), "slow")
 	if err != nil || rec.Outcome != "started" {
 		t.Fatalf("run-now = %+v, %v", rec, err)
 	}
@@ -192,7 +192,7 @@ func TestBadSpecsThroughAPI(t *testing.T) {
 		strings.Repeat("1,", 150) + "1 * * * *": "too long",
 	}
 	for spec, want := range corpus {
-		_, err := h.c.AddSchedule(ctx, api.ScheduleRequest{Name: "bad", Spec: spec, Template: "t", Goal: "g"})
+		_, err := h.c.Schedules().Add(ctx, api.ScheduleRequest{Name: "bad", Spec: spec, Template: "t", Goal: "g"})
 		var ae *api.APIError
 		if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, want) ||
 			!strings.HasPrefix(ae.Message, "bad schedule spec") {
@@ -202,7 +202,7 @@ func TestBadSpecsThroughAPI(t *testing.T) {
 	if _, err := h.c.Status(ctx); err != nil {
 		t.Fatalf("daemon not answering after the corpus: %v", err)
 	}
-	if list, err := h.c.Schedules(ctx); err != nil || len(list) != 0 {
+	if list, err := h.c.Schedules().List(ctx); err != nil || len(list) != 0 {
 		t.Errorf("schedules after bad requests = %+v, %v; want none", list, err)
 	}
 }
@@ -248,7 +248,7 @@ func TestBadScheduleRequests(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := ok
 			tt.edit(&req)
-			_, err := h.c.AddSchedule(ctx, req)
+			_, err := h.c.Schedules().Add(ctx, req)
 			var ae *api.APIError
 			if !errors.As(err, &ae) || ae.Status != http.StatusBadRequest || !strings.Contains(ae.Message, tt.want) {
 				t.Errorf("err = %v, want a 400 saying %q", err, tt.want)
@@ -256,10 +256,10 @@ func TestBadScheduleRequests(t *testing.T) {
 		})
 	}
 	h.add(ok)
-	if _, err := h.c.AddSchedule(ctx, ok); !errors.Is(err, api.ErrConflict) {
+	if _, err := h.c.Schedules().Add(ctx, ok); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("a second schedule named ok: err = %v, want conflict", err)
 	}
-	if list, _ := h.c.Schedules(ctx); len(list) != 1 {
+	if list, _ := h.c.Schedules().List(ctx); len(list) != 1 {
 		t.Errorf("%d schedules stored, want 1", len(list))
 	}
 }
@@ -268,26 +268,26 @@ func TestPauseResumeRemove(t *testing.T) {
 	h := newHarness(t, at(8, 0))
 	ctx := context.Background()
 	h.add(api.ScheduleRequest{Name: "p", Spec: "CRON_TZ=Europe/Berlin 30 2 * * *", Template: "p", Goal: "g"})
-	s, err := h.c.PauseSchedule(ctx, "p")
+	s, err := h.c.Schedules().Pause(ctx, "p")
 	if err != nil || !s.Paused || !s.Next.IsZero() {
 		t.Fatalf("pause = %+v, %v", s, err)
 	}
-	if _, err := h.c.PauseSchedule(ctx, "p"); !errors.Is(err, api.ErrConflict) {
+	if _, err := h.c.Schedules().Pause(ctx, "p"); !errors.Is(err, api.ErrConflict) {
 		t.Errorf("pausing twice: err = %v, want conflict", err)
 	}
 	h.clock.set(at(12, 0))
-	s, err = h.c.ResumeSchedule(ctx, "p")
+	s, err = h.c.Schedules().Resume(ctx, "p")
 	berlin, _ := time.LoadLocation("Europe/Berlin")
 	if err != nil || s.Paused || s.TimeZone != "Europe/Berlin" || !s.Next.Equal(time.Date(2026, 11, 24, 2, 30, 0, 0, berlin)) {
 		t.Fatalf("resume = %+v, %v", s, err)
 	}
-	if runs, _ := h.c.ScheduleHistory(ctx, "p", 0); len(runs) != 0 {
+	if runs, _ := h.c.Schedules().History(ctx, "p", 0); len(runs) != 0 {
 		t.Errorf("firings while paused were recorded: %+v", runs)
 	}
-	if err := h.c.RemoveSchedule(ctx, "p"); err != nil {
+	if err := h.c.Schedules().Remove(ctx, "p"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.c.Schedule(ctx, "p"); !errors.Is(err, api.ErrNotFound) {
+	if _, err := h.c.Schedules().Get(ctx, "p"); !errors.Is(err, api.ErrNotFound) {
 		t.Errorf("removed schedule: err = %v, want not found", err)
 	}
 }

@@ -163,90 +163,120 @@ func (m *Manager) AddSchedule(ctx context.Context, req api.ScheduleRequest) (*ap
 	return &v, nil
 }
 
-// check validates req and returns the row to store and the Scheduler's schedule.
+// check validates req and returns the row to store and the Scheduler's schedule: each
+// step checks and sets one part, in the order their problems are reported.
 func (m *Manager) check(ctx context.Context, req api.ScheduleRequest) (*store.Schedule, cron.Schedule, error) {
 	var sc cron.Schedule
 	row := &store.Schedule{}
-	name := strings.TrimSpace(req.Name)
+	steps := []func() error{
+		func() error { return checkName(req.Name, row) },
+		func() error { return m.checkSpec(req, row, &sc) },
+		func() error { return m.checkTarget(ctx, req, row) },
+		func() error { return checkGoal(req, row) },
+		func() error { return checkBudget(req.Budget, row) },
+		func() error { return checkAutonomy(req.Autonomy, row) },
+		func() (err error) { row.Delivery, err = m.checkDelivery(req.Delivery); return err },
+		func() error { return checkRunPolicy(req, row, &sc) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, sc, err
+		}
+	}
+	return row, sc, nil
+}
+
+// checkName sets the schedule's name: short, lowercase, the way people type it.
+func checkName(name string, row *store.Schedule) error {
+	name = strings.TrimSpace(name)
 	if name == "" {
-		return nil, sc, badRequest("name is required: a short name such as notes-digest (lowercase letters, digits, - or _)")
+		return badRequest("name is required: a short name such as notes-digest (lowercase letters, digits, - or _)")
 	}
 	if !nameRE.MatchString(name) {
-		return nil, sc, badRequest("name %q: use 1-40 lowercase letters, digits, - or _, starting with a letter or digit", name)
+		return badRequest("name %q: use 1-40 lowercase letters, digits, - or _, starting with a letter or digit", name)
 	}
 	row.Name = name
+	return nil
+}
 
+// checkSpec sets the cron spec and its time zone, which the spec and time_zone may each
+// name, but not differently.
+func (m *Manager) checkSpec(req api.ScheduleRequest, row *store.Schedule, sc *cron.Schedule) error {
 	tz := strings.TrimSpace(req.TimeZone)
 	loc, err := m.location(tz)
 	if err != nil {
-		return nil, sc, badRequest("time_zone: %v", err)
+		return badRequest("time_zone: %v", err)
 	}
 	spec, err := cron.ParseIn(req.Spec, loc)
 	if err != nil {
-		return nil, sc, badRequest("%v", err)
+		return badRequest("%v", err)
 	}
 	if tz != "" && spec.Location() != loc && spec.Location().String() != loc.String() {
-		return nil, sc, badRequest("the spec names its zone (%s) and time_zone names another (%s): give one", spec.Location(), tz)
+		return badRequest("the spec names its zone (%s) and time_zone names another (%s): give one", spec.Location(), tz)
 	}
 	row.Spec, row.TimeZone, sc.Spec = spec.String(), tz, spec
+	return nil
+}
 
+// checkTarget sets what each firing runs: an existing agent, or a template that creates
+// a fresh agent per run (which alone takes a description).
+func (m *Manager) checkTarget(ctx context.Context, req api.ScheduleRequest, row *store.Schedule) error {
 	switch agentRef, tmpl := strings.TrimSpace(req.Agent), strings.TrimSpace(req.Template); {
 	case agentRef != "" && tmpl != "":
-		return nil, sc, badRequest("give an agent (an existing agent gets the goal) or a template (each run creates a fresh agent), not both")
+		return badRequest("give an agent (an existing agent gets the goal) or a template (each run creates a fresh agent), not both")
 	case agentRef != "":
 		a, err := m.agents.Agent(ctx, agentRef)
 		if err != nil {
 			if errors.Is(err, api.ErrNotFound) {
-				return nil, sc, badRequest("agent: no agent %q: see `agentctl ls`, or use a template to create one per run", agentRef)
+				return badRequest("agent: no agent %q: see `agentctl ls`, or use a template to create one per run", agentRef)
 			}
-			return nil, sc, err
+			return err
 		}
 		row.Agent = a.ID
 		if req.Description != "" {
-			return nil, sc, badRequest("description is for template agents; the agent %s has its own", a.Name)
+			return badRequest("description is for template agents; the agent %s has its own", a.Name)
 		}
 	case tmpl != "":
 		if !templateRE.MatchString(tmpl) {
-			return nil, sc, badRequest("template %q: use 1-33 lowercase letters, digits, - or _ (each run's agent is named TEMPLATE-xxxxxx)", tmpl)
+			return badRequest("template %q: use 1-33 lowercase letters, digits, - or _ (each run's agent is named TEMPLATE-xxxxxx)", tmpl)
 		}
 		row.Template = tmpl
 	default:
-		return nil, sc, badRequest("no target: give an agent (an existing agent gets the goal) or a template (each run creates a fresh agent)")
+		return badRequest("no target: give an agent (an existing agent gets the goal) or a template (each run creates a fresh agent)")
 	}
+	return nil
+}
+
+// checkGoal sets the description and the goal each run is given.
+func checkGoal(req api.ScheduleRequest, row *store.Schedule) error {
 	row.Description = strings.TrimSpace(req.Description)
 	if len(row.Description) > maxDescription {
-		return nil, sc, badRequest("description is %d bytes: at most %d", len(row.Description), maxDescription)
+		return badRequest("description is %d bytes: at most %d", len(row.Description), maxDescription)
 	}
-
 	row.Goal = strings.TrimSpace(req.Goal)
 	if row.Goal == "" {
-		return nil, sc, badRequest("goal is empty: say what each run should do, e.g. \"summarize what changed in ~/notes\"")
+		return badRequest("goal is empty: say what each run should do, e.g. \"summarize what changed in ~/notes\"")
 	}
 	if len(row.Goal) > maxGoal {
-		return nil, sc, badRequest("goal is %d bytes: at most %d", len(row.Goal), maxGoal)
+		return badRequest("goal is %d bytes: at most %d", len(row.Goal), maxGoal)
 	}
+	return nil
+}
 
-	if err := checkBudget(req.Budget, row); err != nil {
-		return nil, sc, err
-	}
-	if err := checkAutonomy(req.Autonomy, row); err != nil {
-		return nil, sc, err
-	}
-
-	if row.Delivery, err = m.checkDelivery(req.Delivery); err != nil {
-		return nil, sc, err
-	}
+// checkRunPolicy sets what a firing does while a run is going (concurrency) and with
+// firings missed while the daemon was down, and whether the schedule starts paused.
+func checkRunPolicy(req api.ScheduleRequest, row *store.Schedule, sc *cron.Schedule) error {
 	c, err := cron.ParseConcurrency(strings.TrimSpace(req.Concurrency))
 	if err != nil {
-		return nil, sc, badRequest("concurrency: %v", err)
+		return badRequest("concurrency: %v", err)
 	}
 	missed, err := cron.ParseMissedPolicy(strings.TrimSpace(req.Missed))
 	if err != nil {
-		return nil, sc, badRequest("missed: %v", err)
+		return badRequest("missed: %v", err)
 	}
 	row.Concurrency, row.Missed, row.Paused = string(c), missed.String(), req.Paused
 	sc.Concurrency, sc.Missed, sc.Paused = c, missed, req.Paused
-	return row, sc, nil
+	return nil
 }
 
 func checkBudget(b api.Budget, row *store.Schedule) error {

@@ -144,12 +144,12 @@ func TestMixedWorkloadNeverReloadsTheModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr, err := c.StartTeam(ctx, api.TeamRunRequest{Workflow: oneRoundWorkflow, File: "round.toml", Task: "plan a release"})
+			tr, err := c.Teams().Start(ctx, api.TeamRunRequest{Workflow: oneRoundWorkflow, File: "round.toml", Task: "plan a release"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !testutil.Wait(60*time.Second, func() bool {
-				r, err := c.Team(ctx, tr.ID)
+				r, err := c.Teams().Get(ctx, tr.ID)
 				return work.count("profile") > 0 && work.count("web") > 0 && work.count("summary") > 0 &&
 					err == nil && r.Status != api.TeamRunning
 			}) {

@@ -44,7 +44,7 @@ func TestWebConsoleOffUntilAsked(t *testing.T) {
 	if st, err := c.Status(context.Background()); err != nil || st.Web.URL != "" {
 		t.Fatalf("status says the console serves before agentctl web: %+v, %v", st, err)
 	}
-	login, err := c.WebLogin(context.Background())
+	login, err := c.Web().Login(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestWebConsoleOffUntilAsked(t *testing.T) {
 			t.Fatalf("login %d: status %d, want %d:\n%s", i, resp.StatusCode, want, body)
 		}
 	}
-	again, err := (&api.Client{Socket: cfg.Socket}).WebLogin(context.Background())
+	again, err := (&api.Client{Socket: cfg.Socket}).Web().Login(context.Background())
 	if err != nil || again.URL != login.URL || again.LoginURL == login.LoginURL {
 		t.Fatalf("a second agentctl web: %+v, %v; want the same console and a new token", again, err)
 	}
@@ -101,11 +101,11 @@ func TestWebLogoutEndsEverySession(t *testing.T) {
 	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 	defer stop()
 	c := &api.Client{Socket: cfg.Socket}
-	used, err := c.WebLogin(context.Background())
+	used, err := c.Web().Login(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	unused, err := c.WebLogin(context.Background())
+	unused, err := c.Web().Login(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestWebLogoutEndsEverySession(t *testing.T) {
 	if code := get(used.LoginURL); code != http.StatusOK {
 		t.Fatalf("login: %d", code)
 	}
-	out, err := c.WebLogout(context.Background())
+	out, err := c.Web().Logout(context.Background())
 	if err != nil || out.Sessions != 1 {
 		t.Fatalf("web logout: %+v, %v; want 1 session ended", out, err)
 	}

@@ -19,23 +19,9 @@ const keepAlive = 15 * time.Second
 // Last-Event-ID and the stream resumes after it from the events the daemon still holds.
 // A stream ends, with a last "loggedout" message, the moment its session ends.
 func (c *Console) events(w http.ResponseWriter, r *http.Request) {
-	agent := ""
-	if ref := r.FormValue("agent"); ref != "" {
-		a, err := c.svc.Agent(r.Context(), ref)
-		if err != nil {
-			c.fail(w, err)
-			return
-		}
-		agent = a.ID
-	}
-	since, _ := strconv.ParseInt(r.FormValue("since"), 10, 64)
-	if id := r.Header.Get("Last-Event-ID"); id != "" {
-		n, err := strconv.ParseInt(id, 10, 64)
-		if err != nil || n < 0 {
-			http.Error(w, "Last-Event-ID is not an event number", http.StatusBadRequest)
-			return
-		}
-		since = n
+	agent, since, ok := c.eventsFrom(w, r)
+	if !ok {
+		return
 	}
 	// Every agent's events, even for one agent's page: that stream has every seq, so a
 	// seq skipped means the daemon no longer held what the page missed.
@@ -49,72 +35,122 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	defer c.streams.Add(-1)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
+	s := &eventStream{c: c, w: w, r: r, rc: http.NewResponseController(w), agent: agent, ended: sessionEnded(r)}
 	fmt.Fprint(w, "retry: 500\n\n")
-	if rc.Flush() != nil {
+	if s.rc.Flush() != nil {
 		return
 	}
+	if since != 0 {
+		s.next = since + 1
+	}
+	s.serve(ch)
+}
+
+// eventsFrom reads which agent's events a stream shows ("" every agent's) and the seq it
+// resumes after: Last-Event-ID when the browser reconnects, else ?since. A bad request
+// is answered here and ok is false.
+func (c *Console) eventsFrom(w http.ResponseWriter, r *http.Request) (agent string, since int64, ok bool) {
+	if ref := r.FormValue("agent"); ref != "" {
+		a, err := c.svc.Agent(r.Context(), ref)
+		if err != nil {
+			c.fail(w, err)
+			return "", 0, false
+		}
+		agent = a.ID
+	}
+	since, _ = strconv.ParseInt(r.FormValue("since"), 10, 64)
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n < 0 {
+			http.Error(w, "Last-Event-ID is not an event number", http.StatusBadRequest)
+			return "", 0, false
+		}
+		since = n
+	}
+	return agent, since, true
+}
+
+// eventStream is one browser's open event stream.
+type eventStream struct {
+	c     *Console
+	w     http.ResponseWriter
+	r     *http.Request
+	rc    *http.ResponseController
+	agent string          // the agent whose events are sent; "" every agent's
+	ended <-chan struct{} // closed when the session is logged out or ended by the daemon
+	next  int64           // the seq this stream must see next; 0 until the first when since is 0
+}
+
+// serve sends the events from ch, and a keep-alive comment when idle, as long as the
+// session lives: until it is logged out or ended by the daemon (ended), or its time is up
+// unused (expiry).
+func (s *eventStream) serve(ch <-chan api.Event) {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
-	// The stream lives as long as its session: it ends when the session is logged out or
-	// ended by the daemon (ended), or when its time is up unused (expiry).
-	id, ended := sessionOf(r), sessionEnded(r)
-	expires, _ := c.auth.alive(id)
-	expiry := time.NewTimer(expires.Sub(c.auth.now()))
+	id := sessionOf(s.r)
+	expires, _ := s.c.auth.alive(id)
+	expiry := time.NewTimer(expires.Sub(s.c.auth.now()))
 	defer expiry.Stop()
-	loggedOut := func() {
-		writeSSE(w, "loggedout", 0, "")
-		rc.Flush()
-	}
-	next := since + 1 // the seq this stream must see next; 0 until the first when since is 0
-	if since == 0 {
-		next = 0
-	}
 	for {
 		select {
-		case <-r.Context().Done():
+		case <-s.r.Context().Done():
 			return
-		case <-ended:
-			loggedOut()
+		case <-s.ended:
+			s.loggedOut()
 			return
 		case <-expiry.C:
-			exp, ok := c.auth.alive(id) // used meanwhile: it lives on
+			exp, ok := s.c.auth.alive(id) // used meanwhile: it lives on
 			if !ok {
-				loggedOut()
+				s.loggedOut()
 				return
 			}
-			expiry.Reset(exp.Sub(c.auth.now()))
+			expiry.Reset(exp.Sub(s.c.auth.now()))
 			continue
 		case <-tick.C:
-			fmt.Fprint(w, ": keep-alive\n\n")
+			fmt.Fprint(s.w, ": keep-alive\n\n")
 		case ev, ok := <-ch:
 			if !ok {
 				return // fell behind: the browser reconnects from its last id
 			}
-			select {
-			case <-ended: // ended while this event waited: it is not sent
-				loggedOut()
+			if !s.send(ev) {
 				return
-			default:
-			}
-			if next != 0 && ev.Seq > next {
-				// Events were lost to the daemon's replay window: the page reads it all again.
-				writeSSE(w, "reload", 0, "")
-				rc.Flush()
-				return
-			}
-			next = ev.Seq + 1
-			if agent != "" && ev.AgentID != agent {
-				continue
-			}
-			if err := c.sendEvent(w, r, agent, csrfOf(r), ev); err != nil {
-				c.log.Warn("web console: event not rendered", "seq", ev.Seq, "err", err)
 			}
 		}
-		if rc.Flush() != nil {
+		if s.rc.Flush() != nil {
 			return
 		}
 	}
+}
+
+// send writes ev when it is for this stream's agent; false ends the stream: the session
+// ended while ev waited (it is not sent), or events were lost to the daemon's replay
+// window (the page is told to read it all again).
+func (s *eventStream) send(ev api.Event) bool {
+	select {
+	case <-s.ended:
+		s.loggedOut()
+		return false
+	default:
+	}
+	if s.next != 0 && ev.Seq > s.next {
+		writeSSE(s.w, "reload", 0, "")
+		s.rc.Flush()
+		return false
+	}
+	s.next = ev.Seq + 1
+	if s.agent != "" && ev.AgentID != s.agent {
+		return true
+	}
+	if err := s.c.sendEvent(s.w, s.r, s.agent, csrfOf(s.r), ev); err != nil {
+		s.c.log.Warn("web console: event not rendered", "seq", ev.Seq, "err", err)
+	}
+	return true
+}
+
+// loggedOut tells the page its session is over.
+func (s *eventStream) loggedOut() {
+	writeSSE(s.w, "loggedout", 0, "")
+	s.rc.Flush()
 }
 
 // sendEvent writes what ev changes on the page that follows agent ("" the agents page).

@@ -29,21 +29,12 @@ var (
 		"internal/fakediscord/fake_test.go": "the Discord fake's own tests, one per endpoint it fakes",
 	}
 	longFuncs = map[string]string{
-		"commands/permission.risks":                       "one switch over the risky programs, a case each",
-		"commands/permission.splitWords":                  "a shell-word scanner: one state machine",
-		"commands.Schema.validate":                        "JSON Schema keywords, a case each",
-		"commands/shell.cloneRepository.Execute":          "clone's guard, sandbox and checks in order; splits into guard and run",
-		"daemon/config.Config.problems":                   "one check per config key; goes with one config loader",
-		"daemon/config.Config.extraProblems":              "one check per config key; goes with one config loader",
-		"daemon/schedule.Manager.check":                   "a schedule's pre-check, firing and bookkeeping in one pass",
-		"daemon/web.Console.events":                       "the console's event stream: one case per event kind",
 		"internal/fakediscord.Server.interactionCallback": "Discord's interaction callback types, a case each, as the real API checks them",
 		"internal/fakeslack.Fake.api":                     "Slack's Web API methods the bots call, a case each",
 		"internal/fakeslack.Fake.socket":                  "the Socket Mode session: hello, envelopes and acks",
 		"internal/ollamatest.Fake.handleChat":             "Ollama's /api/chat as the fake speaks it: scripted, streamed and failing replies",
 	}
 	wideTypes = map[string]string{
-		"api.Client":                  "the Go client: one method per route of the API, as ollama's api.Client",
 		"internal/fakediscord.Server": "the Discord fake: one handler per REST endpoint and gateway event it serves",
 	}
 )

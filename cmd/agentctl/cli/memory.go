@@ -112,7 +112,7 @@ func (a memoryVerbs) memoryAdd(ctx context.Context, f memoryFlags, words []strin
 	if text == "" {
 		return usagef("missing TEXT: what to remember")
 	}
-	m, err := a.api().AddMemory(ctx, api.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source, Speaker: f.speaker})
+	m, err := a.api().Memory().Add(ctx, api.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source, Speaker: f.speaker})
 	if err != nil {
 		return memoryErr(f.agent, err)
 	}
@@ -132,7 +132,7 @@ func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []st
 	if f.kind != "" {
 		req.Kinds = []string{f.kind}
 	}
-	hits, err := a.api().SearchMemory(ctx, req)
+	hits, err := a.api().Memory().Search(ctx, req)
 	if err != nil {
 		return memoryErr(f.agent, err)
 	}
@@ -142,7 +142,7 @@ func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []st
 	if len(hits) == 0 {
 		// The daemon waited a while for what was queued before the search; more may
 		// still be on its way into the index (a big import, a rebuild).
-		if st, err := a.api().MemoryStats(ctx); err == nil && (st.Queued > 0 || st.Rebuilding) {
+		if st, err := a.api().Memory().Stats(ctx); err == nil && (st.Queued > 0 || st.Rebuilding) {
 			a.note("no memory matches %q yet: %s still being indexed; search again in a moment (agentctl memory stats shows the queue)",
 				query, display.Count(max(st.Queued, 1), "memory is", "memories are"))
 			return nil
@@ -162,7 +162,7 @@ func (a memoryVerbs) memoryList(ctx context.Context, f memoryFlags, rest []strin
 	if len(rest) > 0 {
 		return usagef("memory ls takes no arguments, got %q (filter with --agent and --kind)", rest)
 	}
-	list, err := a.api().Memories(ctx, api.MemoryListRequest{Agent: f.agent, Kind: f.kind, Limit: f.limit})
+	list, err := a.api().Memory().List(ctx, api.MemoryListRequest{Agent: f.agent, Kind: f.kind, Limit: f.limit})
 	if err != nil {
 		return memoryErr(f.agent, err)
 	}
@@ -177,7 +177,7 @@ func (a memoryVerbs) memoryRemove(ctx context.Context, ids []string) error {
 		return usagef("missing ID: which memory to forget (see agentctl memory ls)")
 	}
 	for _, id := range ids {
-		if err := a.api().DeleteMemory(ctx, id); err != nil {
+		if err := a.api().Memory().Delete(ctx, id); err != nil {
 			return err
 		}
 		if !a.json {
@@ -192,9 +192,9 @@ func (a memoryVerbs) memoryStats(ctx context.Context, f memoryFlags, reindex boo
 	var err error
 	if reindex {
 		a.note("rebuilding the memory index from the database…")
-		st, err = a.api().ReindexMemory(ctx)
+		st, err = a.api().Memory().Reindex(ctx)
 	} else {
-		st, err = a.api().MemoryStats(ctx)
+		st, err = a.api().Memory().Stats(ctx)
 	}
 	if err != nil {
 		return err

@@ -184,7 +184,7 @@ func (a memoryVerbs) sendImport(ctx context.Context, path, agent string) (int, e
 		if len(req.Records) == 0 {
 			return nil
 		}
-		res, err := a.api().ImportMemory(ctx, req)
+		res, err := a.api().Memory().Import(ctx, req)
 		if err != nil {
 			if imported == 0 {
 				return fmt.Errorf("%s: nothing imported: %w", path, err)
@@ -226,7 +226,7 @@ func (a memoryVerbs) memoryExport(ctx context.Context, f memoryFlags, rest []str
 	n := 0
 	req := api.MemoryExportRequest{Agent: f.agent}
 	for {
-		page, err := a.api().ExportMemory(ctx, req)
+		page, err := a.api().Memory().Export(ctx, req)
 		if err != nil {
 			return memoryErr(f.agent, err)
 		}

@@ -145,7 +145,7 @@ func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 			req.Autonomy.Mode = api.AutonomyAuto
 		}
 	}
-	s, err := a.api().AddSchedule(ctx, req)
+	s, err := a.api().Schedules().Add(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (a scheduleVerbs) scheduleLs(ctx context.Context, args []string) error {
 	if len(pos) > 0 {
 		return usagef("schedule ls takes no arguments, got %q", pos)
 	}
-	list, err := a.api().Schedules(ctx)
+	list, err := a.api().Schedules().List(ctx)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.api().Schedule(ctx, ref)
+	s, err := a.api().Schedules().Get(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func (a scheduleVerbs) scheduleShow(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(w, "  last fired:  %s\n", last)
 	writeNextTimes(w, s)
-	runs, err := a.api().ScheduleHistory(ctx, s.ID, 5)
+	runs, err := a.api().Schedules().History(ctx, s.ID, 5)
 	if err != nil {
 		return err
 	}
@@ -317,7 +317,7 @@ func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error
 	if *limit < 0 {
 		return usagef("-n %d: want a number of records, 1 or more", *limit)
 	}
-	runs, err := a.api().ScheduleHistory(ctx, ref, *limit)
+	runs, err := a.api().Schedules().History(ctx, ref, *limit)
 	if err != nil {
 		return err
 	}
@@ -337,7 +337,7 @@ func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := a.api().RemoveSchedule(ctx, ref); err != nil {
+	if err := a.api().Schedules().Remove(ctx, ref); err != nil {
 		return err
 	}
 	if a.json {
@@ -348,19 +348,19 @@ func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
 }
 
 func (a scheduleVerbs) schedulePause(ctx context.Context, args []string) error {
-	return a.scheduleChange(ctx, args, (*api.Client).PauseSchedule)
+	return a.scheduleChange(ctx, args, api.ScheduleClient.Pause)
 }
 
 func (a scheduleVerbs) scheduleResume(ctx context.Context, args []string) error {
-	return a.scheduleChange(ctx, args, (*api.Client).ResumeSchedule)
+	return a.scheduleChange(ctx, args, api.ScheduleClient.Resume)
 }
 
-func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Schedule, error)) error {
+func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, fn func(api.ScheduleClient, context.Context, string) (*api.Schedule, error)) error {
 	ref, err := a.parseSchedule(a.newFlagSet(), args)
 	if err != nil {
 		return err
 	}
-	s, err := fn(a.api(), ctx, ref)
+	s, err := fn(a.api().Schedules(), ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -377,7 +377,7 @@ func (a scheduleVerbs) scheduleRunNow(ctx context.Context, args []string) error 
 	if err != nil {
 		return err
 	}
-	r, err := a.api().RunSchedule(ctx, ref)
+	r, err := a.api().Schedules().Run(ctx, ref)
 	if err != nil {
 		return err
 	}

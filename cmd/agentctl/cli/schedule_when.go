@@ -24,7 +24,7 @@ func (a scheduleVerbs) scheduleEdit(ctx context.Context, args []string) error {
 	if c == nil {
 		return usagef("nothing to change: give the conditions (--when-changed PATH, --when-url URL, --when 'COMMAND', …) or --when-none to remove them")
 	}
-	s, err := a.api().SetScheduleWhen(ctx, ref, *c)
+	s, err := a.api().Schedules().SetWhen(ctx, ref, *c)
 	if err != nil {
 		return err
 	}

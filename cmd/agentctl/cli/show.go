@@ -37,7 +37,7 @@ func (a agentVerbs) runShow(ctx context.Context, args []string) error {
 		return a.printJSON(ag)
 	}
 	writeAgent(a.stdout, ag)
-	gl, err := a.api().Grants(ctx, ag.ID)
+	gl, err := a.api().Grants().List(ctx, ag.ID)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ func (a daemonVerbs) runWeb(ctx context.Context, args []string) error {
 	case len(pos) > 0:
 		return usagef("web takes no arguments but logout, got %q", pos[0])
 	}
-	login, err := a.api().WebLogin(ctx)
+	login, err := a.api().Web().Login(ctx)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,7 @@ func (a daemonVerbs) runWeb(ctx context.Context, args []string) error {
 
 // webLogout ends every web console session.
 func (a daemonVerbs) webLogout(ctx context.Context) error {
-	out, err := a.api().WebLogout(ctx)
+	out, err := a.api().Web().Logout(ctx)
 	if err != nil {
 		return err
 	}
