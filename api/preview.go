@@ -79,6 +79,9 @@ type Effect struct {
 	// the command: approving puts To in place on a workspace still exactly at From.
 	From uint64 `json:"from,omitempty"`
 	To   uint64 `json:"to,omitempty"`
+	// ToRoot is the root hash of To's tree (hex SHA-256): approving applies To only
+	// while the preview store still holds that very tree under To.
+	ToRoot string `json:"to_root,omitempty"`
 	// NotShown names what the change's diff cannot show whole (binary or huge content,
 	// changes past the listed ones), "; " between them: Render says it on its own line,
 	// so a person never approves unseen what the diff text hid.

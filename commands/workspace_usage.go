@@ -2,6 +2,7 @@ package commands
 
 import (
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -82,5 +83,57 @@ func (u *usage) folder(dir *os.File, depth int) {
 		if err != nil || len(entries) == 0 {
 			return
 		}
+	}
+}
+
+// FSUsed is what the file system holding dir has in use, in bytes, each inode in use
+// counting MinEntryBytes as DiskUsage counts it: one statfs(2), so it can be looked at
+// often; it bounds from above what a writer in dir added since the last look.
+func FSUsed(dir string) (int64, bool) {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) != nil {
+		return 0, false
+	}
+	blocks := int64(st.Blocks-st.Bfree) * int64(st.Bsize)
+	return blocks + int64(st.Files-st.Ffree)*MinEntryBytes, true
+}
+
+// WatchDisk bounds what a running command writes in dir: every interval it looks at
+// dir's file system (FSUsed, one call); once that grew by more than limit-measured since
+// the last measurement, it measures (measure: a walk, DiskUsage or more), and calls cut
+// with the measurement when that is over limit, once, then stops watching. Growth that
+// was someone else's raises the baseline instead. stop ends the watch; it returns once
+// the watch did, so cut is never called after it.
+func WatchDisk(dir string, limit, measured int64, interval time.Duration, measure func() (int64, error), cut func(n int64)) (stop func()) {
+	base, known := FSUsed(dir)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			used, ok := FSUsed(dir)
+			if !ok || !known || used-base <= limit-measured {
+				continue
+			}
+			n, err := measure()
+			if err != nil {
+				continue
+			}
+			if n > limit {
+				cut(n)
+				return
+			}
+			base, measured = used, n // others wrote there: look again after as much growth
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
 	}
 }

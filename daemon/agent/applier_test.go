@@ -117,11 +117,31 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 	var target checkpoint.Info // what a rewind puts back, and a started step's checkpoint
 	if event.Writes || k == cycle.Rewind {
 		var err error
-		if target, err = ck.take(a); err != nil {
+		if target, err = ck.take(a, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeFile(t, ws, "after")
+	// What the callers do outside the transaction: the checkpoints of a step's start and
+	// end, and a rewind's restore, which the applier records.
+	rw := &rewindTo{target: &store.StepCheckpoint{Step: 1, Before: uint64(target.ID)}, by: "tester", id: "rw-" + id}
+	if event.Writes || k == cycle.Rewind {
+		now, err := ck.take(a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, _ := ck.storeOf(id)
+		d, err := s.Diff(ctx, target.ID, now.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ck.taken = map[aheadKey]takenAhead{{id, false}: {proposal: "p-" + id, info: target}, {id, true}: {proposal: "p-" + id, info: now, diff: d}}
+		if k == cycle.Rewind {
+			if rw.done, err = s.Restore(ctx, a.Workspace, target.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	if from.Agent == cycle.RunOver {
 		a.State, a.RunID = cycle.Idle, run+"-next"
 	}
@@ -144,7 +164,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		}
 		published = nil
 		c := &change{a: a, p: p, ev: cycle.Event{Kind: k, Reason: "after", Result: "result", Detail: "detail", Writes: event.Writes},
-			rec: rec.recordEpisode, count: rec.countDecision, cancel: r.cancel, ckpt: ck, rewind: &rewindTo{target: &store.StepCheckpoint{Step: 1, Before: uint64(target.ID)}, by: "tester"},
+			rec: rec.recordEpisode, count: rec.countDecision, cancel: r.cancel, ckpt: ck, rewind: rw,
 			exhausted: &exhausted{BudgetExhausted: api.BudgetExhausted{Scope: api.BudgetScopeRun, Kind: "steps", RunID: run}, why: "why"},
 			pub:       func(ev api.Event) api.Event { published = append(published, ev.Type); return ev }}
 		if k == cycle.AgentBudgetHit {
@@ -168,7 +188,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 				c.episode = episodeOf(p, "succeeded", "result", "")
 			}
 		}
-		before, err := observe(tx, id, run, g.ID, p, ws)
+		before, err := observe(tx, id, run, g.ID, p)
 		if err != nil {
 			return err
 		}
@@ -179,7 +199,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		if len(published) > 0 {
 			t.Errorf("%s + %s: the applier published %v before its transaction committed", from, k, published)
 		}
-		after, err := observe(tx, id, run, g.ID, p, ws)
+		after, err := observe(tx, id, run, g.ID, p)
 		if err != nil {
 			return err
 		}
@@ -249,18 +269,15 @@ type observed struct {
 	applied      int    // apply_preview audit entries
 	previewNone  string // why the stored preview's change is no longer appliable
 	// checkpointed and changeRecorded: the step's checkpoint row, before and after;
-	// content: the workspace file a rewind puts back.
-	checkpointed, changeRecorded bool
-	content                      string
+	// rewound: the rewind's row, which records the restore done before the transaction.
+	checkpointed, changeRecorded, rewound bool
 }
 
-func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal, ws string) (observed, error) {
+func observe(tx *store.Tx, agentID, run, grantID string, p *api.Proposal) (observed, error) {
 	var o observed
-	b, err := os.ReadFile(ws)
-	if err != nil {
-		return o, err
+	if c, err := tx.StepCheckpointOf("rw-" + agentID); err == nil {
+		o.rewound = c.Kind == store.CheckpointRewind
 	}
-	o.content = string(b)
 	if p != nil {
 		if c, err := tx.StepCheckpointOf(p.ID); err == nil {
 			o.checkpointed, o.changeRecorded = c.Before != 0, c.After != 0
@@ -327,7 +344,7 @@ func (o observed) diff(after observed) []string {
 		{o.previewNone != after.previewNone, cycle.DropPreview},
 		{!o.checkpointed && after.checkpointed, cycle.Checkpoint},
 		{!o.changeRecorded && after.changeRecorded, cycle.RecordChange},
-		{o.content != after.content, cycle.Restore},
+		{!o.rewound && after.rewound, cycle.Restore},
 	} {
 		if d.changed {
 			out = append(out, string(d.effect))

@@ -27,6 +27,9 @@ import (
 type CheckpointOptions struct {
 	On    bool
 	Store checkpoint.Options
+	// KeepSteps is how many of an agent's latest steps stay in rewind range whatever
+	// Store's bounds say (default 10).
+	KeepSteps int
 	// Dir is where they are kept: set by New from Options.StateDir.
 	Dir string
 }
@@ -36,9 +39,31 @@ type CheckpointOptions struct {
 type checkpoints struct {
 	opt CheckpointOptions
 
-	mu   sync.Mutex
-	open map[string]*checkpoint.Store // by agent id
+	mu    sync.Mutex
+	open  map[string]*checkpoint.Store // by agent id
+	taken map[aheadKey]takenAhead      // the checkpoint an agent's next start or end records
 }
+
+type aheadKey struct {
+	agent string
+	end   bool
+}
+
+// takenAhead is the checkpoint taken for proposal's start or end before its transaction
+// (Supervisor.checkpointAhead), with at an end what the step changed; or why none could
+// be taken.
+type takenAhead struct {
+	proposal string
+	info     checkpoint.Info
+	diff     *checkpoint.Diff
+	err      error
+}
+
+// defaultKeepSteps is CheckpointOptions.KeepSteps when unset.
+const defaultKeepSteps = 10
+
+// keepSteps is how many latest steps stay in rewind range.
+func (k *checkpoints) keepSteps() int { return cmp.Or(k.opt.KeepSteps, defaultKeepSteps) }
 
 // on reports whether checkpoints are taken at all.
 func (k *checkpoints) on() bool { return k != nil && k.opt.Dir != "" }
@@ -78,6 +103,8 @@ func (k *checkpoints) remove(id string) {
 		s.Close()
 		delete(k.open, id)
 	}
+	delete(k.taken, aheadKey{id, false})
+	delete(k.taken, aheadKey{id, true})
 	k.mu.Unlock()
 	os.RemoveAll(filepath.Join(k.opt.Dir, id))
 }
@@ -130,30 +157,116 @@ func (k *checkpoints) took(tx *store.Tx, p *api.Proposal) bool {
 	return err == nil && c.Kind == store.CheckpointStep && c.After == 0
 }
 
-// before checkpoints a's workspace before step p, durably, and records it. A checkpoint
-// that fails does not stop the step: its row says why, and so does the step's result.
+// ahead takes the checkpoint that p's start (writes set) or its end (writes nil)
+// records — the cycle's checkpoint effect, or its record_change — before that
+// transaction: the walk of a big workspace holds no store writer, and the checkpoint is
+// durable before the transaction records its id. A start whose command cannot write
+// (writes false) takes none, nor an end whose start took none. The latest steps'
+// checkpoints are held first, so the retention this one may start keeps them in range.
+func (k *checkpoints) ahead(ctx context.Context, st *store.Store, p *api.Proposal, writes func(*store.Tx, *store.Agent) bool) {
+	if !k.on() {
+		return
+	}
+	end := writes == nil
+	var a *store.Agent
+	var before uint64
+	var keep []uint64
+	err := st.View(ctx, func(tx *store.Tx) (err error) {
+		if a, err = tx.Agent(p.AgentID); err != nil {
+			return err
+		}
+		if end {
+			row, err := tx.StepCheckpointOf(p.ID)
+			if errors.Is(err, store.ErrNotFound) || err == nil && (row.Kind != store.CheckpointStep || row.Before == 0 || row.After != 0) {
+				a = nil
+				return nil
+			} else if err != nil {
+				return err
+			}
+			before = row.Before
+		} else if !writes(tx, a) {
+			a = nil
+			return nil
+		}
+		keep, err = tx.RecentBefores(a.ID, k.keepSteps())
+		return err
+	})
+	if a == nil && err == nil {
+		return
+	}
+	t := takenAhead{proposal: p.ID, err: err}
+	if err == nil {
+		t.info, t.err = k.take(a, keep)
+	}
+	if t.err == nil && end {
+		s, _ := k.storeOf(a.ID) // take opened it
+		t.diff, t.err = s.Diff(ctx, checkpoint.ID(before), t.info.ID)
+	}
+	k.mu.Lock()
+	if k.taken == nil {
+		k.taken = map[aheadKey]takenAhead{}
+	}
+	k.taken[aheadKey{p.AgentID, end}] = t
+	k.mu.Unlock()
+}
+
+// takenFor returns the checkpoint taken ahead of p's start (or end), if it was.
+func (k *checkpoints) takenFor(p *api.Proposal, end bool) (takenAhead, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	t, ok := k.taken[aheadKey{p.AgentID, end}]
+	return t, ok && t.proposal == p.ID
+}
+
+// before records the checkpoint taken ahead of step p (checkpointAhead). A checkpoint
+// that failed does not stop the step: its row says why, and so does the step's result.
 func (k *checkpoints) before(tx *store.Tx, a *store.Agent, p *api.Proposal) error {
 	row := &store.StepCheckpoint{ID: p.ID, AgentID: a.ID, RunID: p.RunID, Step: p.Step, Kind: store.CheckpointStep}
-	info, err := k.take(a)
-	if err != nil {
-		row.Notice = "no checkpoint before this step, it cannot be rewound: " + err.Error()
-	} else {
-		row.Before, row.Notice = uint64(info.ID), info.Problem()
+	t, ok := k.takenFor(p, false)
+	switch {
+	case !ok:
+		row.Notice = "no checkpoint before this step, it cannot be rewound: none was taken before it started"
+	case t.err != nil:
+		row.Notice = "no checkpoint before this step, it cannot be rewound: " + t.err.Error()
+	default:
+		row.Before, row.Notice = uint64(t.info.ID), t.info.Problem()
 	}
 	return tx.InsertStepCheckpoint(row)
 }
 
-// take checkpoints a's workspace.
-func (k *checkpoints) take(a *store.Agent) (checkpoint.Info, error) {
+// take checkpoints a's workspace, holding keep (the latest steps' checkpoints) through
+// the retention it may start.
+func (k *checkpoints) take(a *store.Agent, keep []uint64) (checkpoint.Info, error) {
 	s, err := k.storeOf(a.ID)
 	if err != nil {
 		return checkpoint.Info{}, err
 	}
+	s.Hold(ids(keep))
+	walking()
 	return s.Checkpoint(context.Background(), a.Workspace)
 }
 
-// after checkpoints a's workspace once step p ended, records what the step changed and
-// returns it in one line for its result ("" when nothing changed and nothing is amiss).
+// testHookWalk, set by tests, runs as a checkpoint or a restore starts to walk a
+// workspace: where it runs, the store's writer must be free.
+var testHookWalk func()
+
+func walking() {
+	if testHookWalk != nil {
+		testHookWalk()
+	}
+}
+
+func ids(keep []uint64) []checkpoint.ID {
+	out := make([]checkpoint.ID, len(keep))
+	for i, id := range keep {
+		out[i] = checkpoint.ID(id)
+	}
+	return out
+}
+
+// after records the checkpoint taken ahead of step p's end (checkpointAhead) and what
+// the step changed, and returns that in one line for its result ("" when nothing
+// changed and nothing is amiss).
 func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	row, err := tx.StepCheckpointOf(p.ID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -164,23 +277,21 @@ func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	if row.Before == 0 {
 		return row.Notice, nil
 	}
-	a, err := tx.Agent(row.AgentID)
-	if err != nil {
-		return "", err
+	t, ok := k.takenFor(p, true)
+	switch {
+	case !ok:
+		t.err = errors.New("no checkpoint was taken at its end")
+	case t.err == nil && t.diff == nil:
+		t.err = errors.New("its end's checkpoint holds no change")
 	}
-	info, err := k.take(a)
-	s, _ := k.storeOf(a.ID) // take opened it
-	var d *checkpoint.Diff
-	if err == nil {
-		d, err = s.Diff(context.Background(), checkpoint.ID(row.Before), info.ID)
-	}
-	if err != nil {
-		row.Notice = "what this step changed is not known: " + err.Error()
+	if t.err != nil {
+		row.Notice = "what this step changed is not known: " + t.err.Error()
 		return row.Notice, tx.InsertStepCheckpoint(row)
 	}
-	row.After, row.Files, row.Added, row.Removed = uint64(info.ID), d.Files+d.Folders, d.Added, d.Removed
+	d := t.diff
+	row.After, row.Files, row.Added, row.Removed = uint64(t.info.ID), d.Files+d.Folders, d.Added, d.Removed
 	if row.Notice == "" {
-		row.Notice = info.Problem()
+		row.Notice = t.info.Problem()
 	}
 	if err := tx.InsertStepCheckpoint(row); err != nil {
 		return "", err
@@ -225,22 +336,18 @@ type rewindTo struct {
 	by     string
 	what   string // "before step 3", "before rewind rw-12"
 	done   *checkpoint.Restored
+	id     string // the rewind's own id, fresh for each (rw-…)
 }
 
-// restore puts a's workspace back as it was before rw's step, records the rewind as a
-// step checkpoint of its own (so it can be undone) and tells the model in an episode.
+// restore records the rewind rw whose restore put a's workspace back as it was before
+// rw's step (rewinds.restore, outside the transaction) as a step checkpoint of its own,
+// so it can be undone, and tells the model in an episode.
 func (k *checkpoints) restore(tx *store.Tx, a *store.Agent, rw *rewindTo, rec func(*store.Tx, string, *api.Proposal, *api.Episode) error) (*api.Episode, error) {
-	if rw.done == nil {
-		s, err := k.storeOf(a.ID)
-		if err != nil {
-			return nil, err
-		}
-		if rw.done, err = s.Restore(context.Background(), a.Workspace, checkpoint.ID(rw.target.Before)); err != nil {
-			return nil, fmt.Errorf("rewind: %w", err)
-		}
+	if rw.done == nil || rw.id == "" {
+		return nil, errMissing
 	}
 	d := rw.done.Diff
-	row := &store.StepCheckpoint{ID: "rw-" + fmt.Sprint(rw.done.Before.ID), AgentID: a.ID, RunID: a.RunID, Step: a.Step,
+	row := &store.StepCheckpoint{ID: rw.id, AgentID: a.ID, RunID: a.RunID, Step: a.Step,
 		Kind: store.CheckpointRewind, Before: uint64(rw.done.Before.ID), After: rw.target.Before,
 		Files: d.Files + d.Folders, Added: d.Added, Removed: d.Removed, Notice: rw.done.Before.Problem()}
 	if err := tx.InsertStepCheckpoint(row); err != nil {
@@ -289,7 +396,7 @@ func (c *change) workspace(tx *store.Tx, k cycle.EffectKind, out *applied) error
 // checkpointOptionsOf is [checkpoints].
 func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 	c := cfg.Checkpoints
-	return CheckpointOptions{On: c.Enabled,
+	return CheckpointOptions{On: c.Enabled, KeepSteps: c.KeepSteps,
 		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes)}}
 }
 
@@ -311,6 +418,6 @@ func (k *checkpoints) doctorCheck(context.Context) []api.Check {
 	}
 	o := k.opt.Store
 	o.KeepCount, o.MaxStoreBytes = cmp.Or(o.KeepCount, checkpoint.DefaultKeepCount), cmp.Or(o.MaxStoreBytes, checkpoint.DefaultMaxStoreBytes)
-	return []api.Check{{Name: "checkpoints", Status: api.CheckOK, Detail: fmt.Sprintf("%s for %s in %s (each keeps at most %d checkpoints and %s)",
-		display.Size(used), display.Count(len(entries), "agent", "agents"), k.opt.Dir, o.KeepCount, display.Size(o.MaxStoreBytes))}}
+	return []api.Check{{Name: "checkpoints", Status: api.CheckOK, Detail: fmt.Sprintf("%s for %s in %s (each keeps at most %d checkpoints and %s; the last %d steps stay in rewind range even past those)",
+		display.Size(used), display.Count(len(entries), "agent", "agents"), k.opt.Dir, o.KeepCount, display.Size(o.MaxStoreBytes), k.keepSteps())}}
 }

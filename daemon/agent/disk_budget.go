@@ -5,8 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
@@ -76,6 +74,18 @@ func overDisk(a *store.Agent, b int64) string {
 		display.Size(a.DiskBytes), display.Size(b), a.Workspace, a.Name)
 }
 
+// previewRoom is the disk a's effect preview may take, its copy of the workspace and its
+// store (effect.Previews.Run): what a's disk budget leaves beside its workspace, so an
+// agent cannot double its disk by having its commands run ahead; 0 when a has no disk
+// budget (the preview's own bound holds).
+func (s *agentBudgets) previewRoom(a *store.Agent) int64 {
+	budget := s.agentBudget(a).MaxDisk
+	if budget <= 0 {
+		return 0
+	}
+	return max(budget-a.DiskBytes, 1) // none left: no preview
+}
+
 // diskAfter measures a's workspace after a command of class ran, when a has a disk
 // budget and the command may have written; -1 when nothing was measured (see cheapWalk).
 func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
@@ -83,7 +93,7 @@ func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
 	if budget <= 0 || class == commands.ClassRead || class == commands.ClassMessage {
 		return -1
 	}
-	used, ok := fsUsed(a.Workspace)
+	used, ok := commands.FSUsed(a.Workspace)
 	if last, seen := s.walks.get(a.ID); ok && seen && last.took > cheapWalk &&
 		time.Since(last.at) < diskRewalk && used-last.fsUsed <= budget-a.DiskBytes {
 		return -1
@@ -97,61 +107,23 @@ func (s *agentBudgets) diskAfter(a *store.Agent, class commands.Class) int64 {
 	return n
 }
 
-// watchDisk bounds a command that runs long by a's disk budget. Every diskWatchEvery it
-// looks at the workspace's file system (statfs: one call); once that grew by more than
-// the budget leaves since the last measurement, it measures the workspace, and cuts the
-// command (cancel) when that is over the budget. stop ends the watch and says why the
-// command was cut, or "".
+// watchDisk bounds a command that runs long by a's disk budget (commands.WatchDisk every
+// diskWatchEvery on its workspace), and cuts the command (cancel) once the workspace is
+// over it. stop ends the watch and says why the command was cut, or "".
 func (s *agentBudgets) watchDisk(a *store.Agent, cancel func()) (stop func() string) {
 	budget := s.agentBudget(a).MaxDisk
 	if budget <= 0 {
 		return func() string { return "" }
 	}
-	ws := a.Workspace
-	base, known := fsUsed(ws)
-	measured := a.DiskBytes
-	done, exited := make(chan struct{}), make(chan struct{})
-	var why string // set before exited closes
-	go func() {
-		defer close(exited)
-		t := time.NewTicker(diskWatchEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			used, ok := fsUsed(ws)
-			if !ok || !known || used-base <= budget-measured {
-				continue
-			}
-			n, err := commands.DiskUsage(ws)
-			if err != nil {
-				continue
-			}
-			if n > budget {
-				why = fmt.Sprintf("its workspace grew to %s while it ran, over its disk budget of %s", display.Size(n), display.Size(budget))
-				cancel()
-				return
-			}
-			base, measured = used, n // others wrote there: look again after as much growth
-		}
-	}()
+	var why string // set before the watch ends
+	end := commands.WatchDisk(a.Workspace, budget, a.DiskBytes, diskWatchEvery,
+		func() (int64, error) { return commands.DiskUsage(a.Workspace) },
+		func(n int64) {
+			why = fmt.Sprintf("its workspace grew to %s while it ran, over its disk budget of %s", display.Size(n), display.Size(budget))
+			cancel()
+		})
 	return func() string {
-		close(done)
-		<-exited
+		end()
 		return why
 	}
-}
-
-// fsUsed is what the file system holding dir has in use, in bytes, each inode in use
-// counting commands.MinEntryBytes as DiskUsage counts it.
-func fsUsed(dir string) (int64, bool) {
-	var st unix.Statfs_t
-	if unix.Statfs(dir, &st) != nil {
-		return 0, false
-	}
-	blocks := int64(st.Blocks-st.Bfree) * int64(st.Bsize)
-	return blocks + int64(st.Files-st.Ffree)*commands.MinEntryBytes, true
 }

@@ -12,8 +12,9 @@ import (
 
 // withEffect adds to p's preview the effect preview of its command c, run ahead on a
 // copy of a's workspace in the profile a person's approval gives (deny rules included).
-// st is where the deny rules are read, previews what runs it.
-func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, l *live, a *store.Agent, p, last *api.Proposal, c commands.Command) {
+// st is where the deny rules are read, previews what runs it, room the disk it may take
+// (agentBudgets.previewRoom).
+func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p, last *api.Proposal, c commands.Command) {
 	if previews == nil || p.Preview == nil || !l.effectPreview(a.Name) {
 		return
 	}
@@ -44,7 +45,7 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 	}
 	env := commands.Env{Workspace: a.Workspace, AgentID: a.ID, Profile: prof.profile}
 	var diff string
-	p.Preview.Effect, diff = previews.Run(ctx, c, env, p.Args, l.Limits)
+	p.Preview.Effect, diff = previews.Run(ctx, c, env, p.Args, l.Limits, room)
 	p.Preview.Diff, p.Preview.DiffCut = commands.CutDiff(diff, api.MaxPreviewDiff)
 }
 

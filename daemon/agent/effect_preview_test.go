@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/daemon/run"
 )
 
 // previewHarness is a harness whose agents have execute_shell in a real sandbox without
@@ -132,5 +134,25 @@ func TestRefusedLineIsNotRunAhead(t *testing.T) {
 	})
 	if len(found) > 0 {
 		t.Errorf("the refused line ran ahead: %v", found)
+	}
+}
+
+// An agent's effect preview takes disk its budget counts: a run ahead that writes past
+// what the budget leaves beside the workspace is stopped, the proposal says why there is
+// no preview, and the usual approval applies (approving runs the command itself).
+func TestRunAheadPastTheDiskBudgetGetsNoPreview(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+		o.AgentBudget = run.Budget{MaxDisk: 2 << 20}
+	})
+	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "head -c 8388608 /dev/zero > big.bin; sleep 60"}))
+	a := h.create(api.CreateAgentRequest{})
+	eff := h.pending(a.ID).Preview.Effect
+	if eff.Appliable() || !strings.Contains(eff.None, "its run ahead wrote past the") || !strings.Contains(eff.None, "its budget leaves a preview") {
+		t.Fatalf("preview effect %+v, want none, saying the run ahead wrote past the disk budget", eff)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID, "big.bin")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("what the stopped run ahead wrote is still on the disk (%v)", err)
 	}
 }

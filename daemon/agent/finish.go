@@ -56,6 +56,7 @@ func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepE
 	var ended bool           // the applier ended p's run
 	r.mu.Lock()
 	r.cancelExec = nil
+	r.s.checkpoints.ahead(ctx, r.s.st, p, nil) // the walk holds no store writer
 	r.mu.Unlock()
 	// The command ran: its result must land. Retry while the store refuses (busy, disk
 	// full); if the daemon stops first, the restart shows it as interrupted.

@@ -303,6 +303,7 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 	}
 	result, status := helperResult(key, outcome, reason)
 	var ep *api.Episode
+	s.checkpoints.ahead(ctx, s.st, &api.Proposal{ID: w.ProposalID, AgentID: w.AgentID}, nil) // the step's end: outside the write
 	_, err = s.mutateThen(ctx, w.AgentID, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if ok, err := tx.DeleteWait(w.ProposalID); err != nil {
 			return err

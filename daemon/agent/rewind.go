@@ -19,8 +19,8 @@ type rewinds struct {
 	ckpt *checkpoints
 	st   *store.Store
 	// What a rewind needs of the runs and the episodes: changing an agent under its
-	// runner's lock, and telling the model.
-	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	// runner's lock, the restore first outside the transaction, and telling the model.
+	mutateAfter   func(ctx context.Context, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
 	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 }
 
@@ -151,18 +151,14 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 		return out, nil
 	}
 	var ep *api.Episode
-	_, err := s.mutateThen(ctx, a.ID, func(tx *store.Tx, cur *store.Agent, r *runner) error {
-		if err := helpersIdle(tx, cur); err != nil {
-			return err
-		}
+	_, err := s.mutateAfter(ctx, a.ID, func(id string) error { return s.restore(ctx, id, rw) }, func(tx *store.Tx, cur *store.Agent, r *runner) error {
 		p, err := tx.OpenProposal(cur.ID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		res, err := apply(tx, &change{a: cur, p: p, ev: cycle.Event{Kind: cycle.Rewind}, ckpt: s.ckpt, rewind: rw, rec: s.recordEpisode})
-		var ill *cycle.IllegalError
-		if errors.As(err, &ill) {
-			return conflict("agent %s is running step %d (%s): a rewind waits until it ends; try again then, or `agentctl stop %s` first", cur.Name, p.Step, p.Command, cur.Name)
+		if err := running(err, cur, p); err != nil {
+			return err
 		}
 		ep = res.episode
 		return err
@@ -175,4 +171,58 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 	out.Done, out.Undo = true, ep.ProposalID
 	out.Restore = *stepChange(a, row, rw.done.Diff)
 	return out, nil
+}
+
+// restore puts agent id's workspace back for rw, under the runner's lock and before the
+// transaction that records it (the cycle's restore effect), when the cycle allows a
+// rewind now; the latest steps' checkpoints are held through the retention it may start.
+// The rewind gets a fresh id, the one its undo names.
+func (s *rewinds) restore(ctx context.Context, id string, rw *rewindTo) error {
+	var a *store.Agent
+	var keep []uint64
+	err := s.st.View(ctx, func(tx *store.Tx) error {
+		var err error
+		if a, err = tx.Agent(id); err != nil {
+			return err
+		}
+		p, err := tx.OpenProposal(id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		from := cycle.State{Agent: a.State}
+		if p != nil {
+			from.Proposal = p.Status
+		}
+		if _, _, err := cycle.Next(from, cycle.Event{Kind: cycle.Rewind}); err != nil {
+			return running(err, a, p)
+		}
+		if err := helpersIdle(tx, a); err != nil {
+			return err
+		}
+		keep, err = tx.RecentBefores(id, s.ckpt.keepSteps())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	st, err := s.ckpt.storeOf(id)
+	if err != nil {
+		return err
+	}
+	st.Hold(ids(keep))
+	walking()
+	if rw.done, err = st.Restore(ctx, a.Workspace, checkpoint.ID(rw.target.Before)); err != nil {
+		return fmt.Errorf("rewind: %w", err)
+	}
+	rw.id = newID("rw-")
+	return nil
+}
+
+// running is err, or when the cycle refused a rewind, why and what to do.
+func running(err error, a *store.Agent, p *api.Proposal) error {
+	var ill *cycle.IllegalError
+	if !errors.As(err, &ill) || p == nil {
+		return err
+	}
+	return conflict("agent %s is running step %d (%s): a rewind waits until it ends; try again then, or `agentctl stop %s` first", a.Name, p.Step, p.Command, a.Name)
 }

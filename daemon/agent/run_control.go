@@ -26,6 +26,12 @@ func (s *runs) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *
 // are published under the agent's lock, so followers see them in the order of the commits,
 // and before the loop is woken, so a decision is never shown after its result.
 func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
+	return mutateAfter(ctx, s, ref, nil, fn, events)
+}
+
+// mutateAfter is s.mutateThen that runs first, when set, under the runner's lock before
+// the transaction: work too long to hold the store's writer for (a rewind's restore).
+func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
 	var id string
 	if err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
@@ -38,6 +44,12 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 	}
 	r := s.host.runner(id)
 	r.mu.Lock()
+	if first != nil {
+		if err := first(id); err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
+	}
 	var out *api.Agent
 	err := s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(id)

@@ -121,6 +121,7 @@ func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) (waits b
 	var st started
 	var v *api.Agent
 	r.mu.Lock()
+	r.s.checkpointAhead(ctx, l, p) // the walk holds no store writer
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		st, v, waits = started{}, nil, false // a retried transaction starts over
 		a, err := tx.Agent(r.id)
@@ -166,6 +167,15 @@ func (r *runner) execute(ctx context.Context, l *live, p *api.Proposal) (waits b
 	}
 	r.run(ctx, l, p, &st)
 	return false
+}
+
+// checkpointAhead is checkpoints.ahead of p's start, whose command is looked up as the
+// start does (a bounded profile's read-only run counts as writing: one checkpoint too
+// many costs little). Called under the runner's lock.
+func (s *Supervisor) checkpointAhead(ctx context.Context, l *live, p *api.Proposal) {
+	s.checkpoints.ahead(ctx, s.st, p, func(tx *store.Tx, a *store.Agent) bool {
+		return s.checkpoints.writes(s.specIn(ctx, l, tx, a, p.Command), commands.Profile{})
+	})
 }
 
 // awaitTx moves a, whose pending proposal p the policy leaves to a person, to await the

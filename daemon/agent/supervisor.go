@@ -161,7 +161,10 @@ func wireParts(s *Supervisor, opt Options) {
 			return fn(tx, a)
 		}, events)
 	}
-	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, mutateThen: s.runs.mutateThen, recordEpisode: s.recordEpisode}
+	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, recordEpisode: s.recordEpisode,
+		mutateAfter: func(ctx context.Context, ref string, first func(string) error, fn func(*store.Tx, *store.Agent, *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
+			return mutateAfter(ctx, s.runs, ref, first, fn, events)
+		}}
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}
 	s.agentViews = &agentViews{

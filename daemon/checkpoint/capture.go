@@ -76,10 +76,11 @@ func (s *Store) checkpoint(ctx context.Context, ws string, pin ID, walk bool) (I
 	}
 	s.lastOf[ws] = info.ID
 	s.watch.end(info.ID, c.manyNames)
-	if len(s.ids) > s.opt.KeepCount || s.bytes > s.opt.MaxStoreBytes {
+	if len(s.ids) > s.opt.KeepCount || s.bytes > max(s.opt.MaxStoreBytes, s.kept+s.opt.MaxStoreBytes/10) {
 		// Retention reads every kept checkpoint's listings: it runs while the step does,
 		// and the next call waits for it.
-		s.collecting.Go(func() { s.collectErr = s.collect(pin) })
+		held := s.held
+		s.collecting.Go(func() { s.collectErr = s.collect(pin, held) })
 	}
 	return info, nil
 }
@@ -96,6 +97,7 @@ type capture struct {
 
 	root     hash
 	files    int
+	entries  int   // files and folders, against MaxEntries
 	bytes    int64 // content captured
 	newBytes int64 // objects written
 	newBlobs int64 // content written, against MaxStepBytes
@@ -230,6 +232,10 @@ func (c *capture) entry(name string, p *entry, st *unix.Stat_t, err error) (e en
 	e.uid, e.gid, e.flags = st.Uid, st.Gid, e.flags|flagMeta
 	if e.kind != kindDir {
 		c.files++
+	}
+	if c.entries++; c.entries > c.s.opt.MaxEntries {
+		c.uncapture(&e, fmt.Sprintf("is past the %d files and folders a checkpoint captures", c.s.opt.MaxEntries))
+		return e, true, nil
 	}
 	switch e.kind {
 	case kindFile:

@@ -8,15 +8,40 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// Hold makes retention keep the checkpoints ids whatever KeepCount and MaxStoreBytes
+// say, until the next Hold: the daemon holds the checkpoints taken before an agent's
+// last steps, so that many cheap steps cannot push a bad step out of rewind range. The
+// store may then take more than MaxStoreBytes, by what the held checkpoints need.
+func (s *Store) Hold(ids []ID) {
+	held := make(map[ID]bool, len(ids))
+	for _, id := range ids {
+		held[id] = true
+	}
+	s.mu.Lock()
+	s.held = held
+	s.mu.Unlock()
+}
+
+// Size is what the store's objects take on disk, as the store counts them (content and
+// listings, without the file system's blocks): what retention weighs against
+// MaxStoreBytes. It waits for a collection still running.
+func (s *Store) Size() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.collecting.Wait()
+	return s.bytes
+}
+
 // collect applies retention and removes the objects no kept checkpoint refers to. It
-// keeps the newest checkpoint and pin (a restore's target) whatever they weigh, then the
-// next newest while there are fewer than nine tenths of KeepCount and their objects
-// together stay under nine tenths of MaxStoreBytes; the rest are dropped.
+// keeps the newest checkpoint, pin (a restore's target) and the held ones (Hold)
+// whatever they weigh, then the next newest while there are fewer than nine tenths of
+// KeepCount and their objects together stay under nine tenths of MaxStoreBytes; the
+// rest are dropped.
 //
 // A crash at any point leaves a store that is whole: dropped records are removed (and
 // that made durable) before any object, and only objects no kept record reaches are
 // removed. What a crash leaves behind is garbage the next collection removes.
-func (s *Store) collect(pin ID) error {
+func (s *Store) collect(pin ID, held map[ID]bool) error {
 	marked := map[hash]bool{}
 	var total int64
 	keep := map[ID]bool{}
@@ -33,7 +58,7 @@ func (s *Store) collect(pin ID) error {
 		newest = s.ids[len(s.ids)-1]
 	}
 	for _, id := range order {
-		if full && id != pin {
+		if full && id != pin && !held[id] {
 			continue
 		}
 		c, err := s.readRecord(id)
@@ -50,7 +75,7 @@ func (s *Store) collect(pin ID) error {
 		if err != nil {
 			return fmt.Errorf("checkpoint %d is damaged: %w; remove %s/checkpoints/%s to drop it", id, err, s.dir, recordName(id))
 		}
-		if id != newest && id != pin && (len(keep) >= keepCount || total+bytes > keepBytes) {
+		if id != newest && id != pin && !held[id] && (len(keep) >= keepCount || total+bytes > keepBytes) {
 			for _, h := range added {
 				delete(marked, h)
 			}
@@ -92,7 +117,7 @@ func (s *Store) collect(pin ID) error {
 		}
 		step()
 	}
-	s.bytes = total
+	s.bytes, s.kept = total, total
 	return nil
 }
 

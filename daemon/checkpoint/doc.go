@@ -21,7 +21,8 @@
 // name in the workspace is recorded as a link to its first, and a restore links them
 // again; a name whose other names are outside the workspace is kept as a copy.
 // Setuid and setgid bits are recorded but not restored. The workspace folder's own
-// mode is not recorded. Content past Options' bounds, and what cannot be read, is not
+// mode is not recorded. Content past Options' bounds (a file's size, a step's, the
+// store's, the count of files and folders), and what cannot be read, is not
 // captured: the checkpoint is Partial, its notices name each path and why
 // (Info.Problem puts it in one sentence), and a restore leaves those paths as it finds
 // them.
@@ -90,8 +91,9 @@
 // harmless: after a crash, Recover (or the next call) runs it again to the end.
 //
 // Retention keeps at most KeepCount checkpoints whose objects together fit in
-// MaxStoreBytes, the newest always; past a bound it drops the oldest until a tenth of
-// it is free. It runs after Checkpoint returns, while the step does, and the next call
+// MaxStoreBytes, the newest and the held ones (Hold: the daemon holds its agent's latest
+// steps' checkpoints, so they stay in rewind range) always; past a bound it drops the
+// oldest until a tenth of it is free. It runs after Checkpoint returns, while the step does, and the next call
 // waits for it. Collection removes dropped records, fsyncs,
 // and only then removes objects no kept record reaches, so a crash mid-way leaves
 // garbage for the next collection, never a record without its objects.

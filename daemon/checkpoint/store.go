@@ -32,6 +32,11 @@ type Options struct {
 	// MaxStoreBytes bounds the store (default 1 GiB), and a workspace whose content
 	// alone is larger is captured only up to it.
 	MaxStoreBytes int64
+	// MaxEntries bounds the files and folders one checkpoint captures (default 1,000,000):
+	// past it the rest of the workspace is not captured, the checkpoint is Partial and a
+	// notice names the first folder left out, so a workspace of millions of files costs
+	// a bounded walk.
+	MaxEntries int
 	// KeepCount bounds how many checkpoints are kept (default 100).
 	//
 	// Past either bound the oldest checkpoints are dropped until a tenth of the bound is
@@ -51,6 +56,7 @@ const (
 	DefaultMaxStepBytes  = 256 << 20
 	DefaultMaxStoreBytes = 1 << 30
 	DefaultKeepCount     = 100
+	DefaultMaxEntries    = 1_000_000
 )
 
 func (o Options) withDefaults() Options {
@@ -65,6 +71,11 @@ func (o Options) withDefaults() Options {
 	bound(&o.MaxFileBytes, DefaultMaxFileBytes)
 	bound(&o.MaxStepBytes, DefaultMaxStepBytes)
 	bound(&o.MaxStoreBytes, DefaultMaxStoreBytes)
+	if o.MaxEntries == 0 {
+		o.MaxEntries = DefaultMaxEntries
+	} else if o.MaxEntries < 0 {
+		o.MaxEntries = 1<<31 - 1
+	}
 	switch {
 	case o.KeepCount == 0:
 		o.KeepCount = DefaultKeepCount
@@ -93,6 +104,11 @@ type Info struct {
 	root  hash
 	links bool // some file has several names in the workspace
 }
+
+// Root is the SHA-256 of the checkpoint's root folder listing, in hex: it names the whole
+// tree captured, so two checkpoints with one Root hold the same workspace, and a record
+// that claims an id but holds another tree is told apart from the one shown.
+func (c Info) Root() string { return c.root.String() }
 
 // Notice is something a checkpoint or restore did not do as asked, about one path.
 type Notice struct {
@@ -152,11 +168,17 @@ type Store struct {
 	lock                       *os.File
 	root, objects, records, tm int // open folders of the store
 
-	loaded  bool  // ids and bytes are known
-	ids     []ID  // the checkpoints kept, oldest first
-	bytes   int64 // size of the objects on disk
+	loaded bool  // ids and bytes are known
+	ids    []ID  // the checkpoints kept, oldest first
+	bytes  int64 // size of the objects on disk
+	// kept is bytes after the last collection: held checkpoints may keep it over
+	// MaxStoreBytes, and then only a tenth more starts the next one, not each checkpoint.
+	kept    int64
 	pending *journal
 	lastOf  map[string]ID // the latest checkpoint of each folder captured since Open
+	// held are checkpoints retention keeps whatever the bounds say (Hold); replaced
+	// whole, never changed in place, so a collection running may read the one it got.
+	held map[ID]bool
 
 	// collecting is a collection running after a checkpoint returned (the next call
 	// waits for it); collectErr is how it failed, told by the next call.
@@ -277,7 +299,7 @@ func (s *Store) ready(ctx context.Context) error {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
 	// A collection finds the store's size and removes what a crash left unreferenced.
-	if err := s.collect(0); err != nil {
+	if err := s.collect(0, s.held); err != nil {
 		return err
 	}
 	s.loaded = true

@@ -11,18 +11,25 @@ type CheckpointsConfig struct {
 	Keep int `toml:"keep"`
 	// MaxBytes bounds the disk each agent's checkpoints take (the newest is always kept).
 	MaxBytes Size `toml:"max_bytes"`
+	// KeepSteps is how many of an agent's latest steps (rewinds included) stay in rewind
+	// range whatever keep and max_bytes say: their checkpoints are kept even past those,
+	// so that many cheap steps cannot push a bad one out of reach.
+	KeepSteps int `toml:"keep_steps"`
 	// MaxFileBytes is the largest file a checkpoint captures; a larger one is named in
 	// the step's result as not captured (a rewind leaves it as it finds it).
 	MaxFileBytes Size `toml:"max_file_bytes"`
 }
 
 func defaultCheckpoints() CheckpointsConfig {
-	return CheckpointsConfig{Enabled: true, Keep: 100, MaxBytes: 1 << 30, MaxFileBytes: 64 << 20}
+	return CheckpointsConfig{Enabled: true, Keep: 100, KeepSteps: 10, MaxBytes: 1 << 30, MaxFileBytes: 64 << 20}
 }
 
 func (c CheckpointsConfig) problems(bad func(key, format string, args ...any)) {
 	if c.Keep < 2 {
 		bad("checkpoints.keep", "must be at least 2 checkpoints (a step's before and after), got %d", c.Keep)
+	}
+	if c.KeepSteps < 1 || c.KeepSteps > 1000 {
+		bad("checkpoints.keep_steps", "must be from 1 to 1000 steps kept in rewind range, got %d", c.KeepSteps)
 	}
 	if c.MaxBytes < 1<<20 {
 		bad("checkpoints.max_bytes", "must be at least 1MiB, got %d bytes", int64(c.MaxBytes))

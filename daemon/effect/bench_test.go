@@ -36,7 +36,7 @@ func BenchmarkEffectPreview(b *testing.B) {
 	// The first preview of an agent makes its copy whole (a file created per file); the
 	// copy is kept, and later previews write only what differs. Both are reported.
 	cold := time.Now()
-	if eff, _ := f.p.Run(ctx, f.sh, env, args("true"), lim); !eff.Appliable() {
+	if eff, _ := f.p.Run(ctx, f.sh, env, args("true"), lim, 0); !eff.Appliable() {
 		b.Fatalf("no preview: %+v", eff)
 	}
 	first := time.Since(cold)
@@ -47,7 +47,7 @@ func BenchmarkEffectPreview(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if eff, _ := f.p.Run(ctx, f.sh, env, args("true"), lim); !eff.Appliable() {
+		if eff, _ := f.p.Run(ctx, f.sh, env, args("true"), lim, 0); !eff.Appliable() {
 			b.Fatalf("no preview: %+v", eff)
 		}
 		t2 := time.Now()
@@ -55,7 +55,7 @@ func BenchmarkEffectPreview(b *testing.B) {
 			b.Fatal(err)
 		}
 		t3 := time.Now()
-		eff, _ := f.p.Run(ctx, f.sh, env, args(touch), lim)
+		eff, _ := f.p.Run(ctx, f.sh, env, args(touch), lim, 0)
 		if !eff.Appliable() || !strings.HasPrefix(eff.Summary, "changes 100 files") {
 			b.Fatalf("preview: %+v", eff)
 		}

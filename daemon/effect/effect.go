@@ -24,9 +24,15 @@
 // paths a command prints are the workspace's); views is beside
 // the workspaces (<workspace root>/.previews), since a copy holds what they do, with
 // their modes.
+//
+// A preview's disk is bounded (bound.go): the copy and the store together may take what
+// the agent's disk budget leaves beside its workspace; a run ahead writing past it is
+// stopped. Approving applies To only while the store holds, under To, the tree whose
+// root hash the preview recorded (api.Effect.ToRoot).
 package effect
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,7 +97,12 @@ func New(o Options) *Previews {
 // env.Workspace with the network off, and returns the effect to show with the proposal
 // (the change's unified diff in diff, "" for none). It never fails: when there can be
 // no preview, Effect.None says why, and approving runs the command as usual.
-func (p *Previews) Run(ctx context.Context, c commands.Command, env commands.Env, args json.RawMessage, lim commands.Limits) (eff *api.Effect, diff string) {
+//
+// room bounds the disk the preview takes (its copy and its store, as commands.DiskUsage
+// counts them): what the agent's disk budget leaves beside its workspace, or ≤ 0 for
+// none, and then 3 × Options.MaxBytes. A workspace whose copy would not fit gets no
+// preview; a run ahead that writes past it is stopped and gets none either.
+func (p *Previews) Run(ctx context.Context, c commands.Command, env commands.Env, args json.RawMessage, lim commands.Limits, room int64) (eff *api.Effect, diff string) {
 	ep, ok := c.(commands.EffectPreviewer)
 	if !ok {
 		return nil, ""
@@ -99,14 +110,17 @@ func (p *Previews) Run(ctx context.Context, c commands.Command, env commands.Env
 	if why := ep.EffectPreview(); why != "" {
 		return &api.Effect{None: why}, ""
 	}
-	eff, diff, err := p.run(ctx, c, env, args, lim)
+	if room <= 0 {
+		room = 3 * p.opt.MaxBytes
+	}
+	eff, diff, err := p.run(ctx, c, env, args, lim, room)
 	if err != nil {
 		return &api.Effect{None: err.Error()}, ""
 	}
 	return eff, diff
 }
 
-func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env, args json.RawMessage, lim commands.Limits) (*api.Effect, string, error) {
+func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env, args json.RawMessage, lim commands.Limits, room int64) (*api.Effect, string, error) {
 	s, err := p.store(env.AgentID)
 	if err != nil {
 		return nil, "", err
@@ -119,6 +133,8 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", fmt.Errorf("the workspace holds %s, over the %s a preview copies", display.Size(from.Bytes), display.Size(p.opt.MaxBytes))
 	case from.Partial:
 		return nil, "", fmt.Errorf("the workspace cannot be copied whole: %s", from.Problem())
+	case 2*from.Bytes > room:
+		return nil, "", fmt.Errorf("a copy of the workspace (%s) and its checkpoint would not fit in the %s of disk its budget leaves a preview", display.Size(from.Bytes), display.Size(room))
 	}
 	view := filepath.Join(p.opt.Views, env.AgentID)
 	if p.opt.Views == p.opt.Dir {
@@ -134,10 +150,21 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if lim.Timeout <= 0 || lim.Timeout > p.opt.Timeout {
 		lim.Timeout = p.opt.Timeout
 	}
+	// What the copy and the store take, counted from what the checkpoints know (a walk
+	// would cost as much as the preview): each file a block at least, and the objects.
+	bound := p.bound(env.AgentID, view, room)
+	took := from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
+	if took > room {
+		return nil, "", errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room)),
+			p.putBack(ctx, s, view, from.ID))
+	}
 	ws := env.Workspace
 	env.Workspace, env.SeenAt = view, ws // the copy, where the command sees the workspace
 	env.Profile.Offline = true
-	out, runErr := commands.Run(ctx, c, env, args, lim)
+	out, runErr := bound.run(ctx, took, func(ctx context.Context) (string, error) { return commands.Run(ctx, c, env, args, lim) })
+	if bound.over != "" {
+		return nil, "", errors.Join(errors.New(bound.over), p.putBack(ctx, s, view, from.ID))
+	}
 	if runErr != nil {
 		return nil, "", errors.Join(fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy")),
 			p.putBack(ctx, s, view, from.ID))
@@ -157,7 +184,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", errors.Join(err, p.putBack(ctx, s, view, from.ID))
 	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
-		From: uint64(from.ID), To: uint64(to.ID), NotShown: strings.Join(d.NotFullyShown(), "; ")}
+		From: uint64(from.ID), To: uint64(to.ID), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
 	if len(d.Changes) == 0 {
 		return eff, "", nil
 	}
@@ -216,6 +243,9 @@ func (p *Previews) Apply(ctx context.Context, agentID, ws string, eff *api.Effec
 	if err != nil {
 		return "", err
 	}
+	if err := checkRoot(ctx, s, eff); err != nil {
+		return "", err
+	}
 	// The helpers' folder is left out: Run refused a change there, and a helper running
 	// meanwhile must neither make the preview stale nor lose what it wrote.
 	r, err := s.RestoreFrom(ctx, ws, checkpoint.ID(eff.From), checkpoint.ID(eff.To), commands.HelpersFolder)
@@ -233,6 +263,23 @@ func (p *Previews) Apply(ctx context.Context, agentID, ws string, eff *api.Effec
 		res += "\n"
 	}
 	return res + "(the change its run ahead made was applied: " + r.Diff.Summary() + ")", nil
+}
+
+// checkRoot fails closed unless the preview store holds, under eff.To, the tree the
+// preview captured and the person was shown (eff.ToRoot): a store swapped or rebuilt
+// since may hold another change under the same id.
+func checkRoot(ctx context.Context, s *checkpoint.Store, eff *api.Effect) error {
+	to, err := s.Get(ctx, checkpoint.ID(eff.To))
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return fmt.Errorf("%w: the preview's checkpoints are gone", ErrStale)
+	case err != nil:
+		return fmt.Errorf("applying the previewed change: %w", err)
+	case eff.ToRoot == "" || to.Root() != eff.ToRoot:
+		return fmt.Errorf("%w: the preview store no longer holds the change that was shown (checkpoint %d's tree is %.12s, the preview's %.12s), so nothing was applied",
+			ErrStale, eff.To, to.Root(), cmp.Or(eff.ToRoot, "unrecorded"))
+	}
+	return nil
 }
 
 // Forget closes agentID's preview store and removes it with its copies: the agent is gone.

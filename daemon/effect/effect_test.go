@@ -47,6 +47,7 @@ type fixture struct {
 	ws, dir string
 	p       *Previews
 	sh      commands.Command
+	room    int64 // the disk its previews may take (0: the default)
 }
 
 func newFixture(t testing.TB, o shell.Options) *fixture {
@@ -78,7 +79,7 @@ func write(t testing.TB, dir string, files map[string]string) {
 func (f *fixture) run(t testing.TB, line string) (*api.Effect, string) {
 	t.Helper()
 	args, _ := json.Marshal(map[string]string{"command_line": line})
-	return f.p.Run(context.Background(), f.sh, commands.Env{Workspace: f.ws, AgentID: "a-1"}, args, commands.Limits{Timeout: time.Minute})
+	return f.p.Run(context.Background(), f.sh, commands.Env{Workspace: f.ws, AgentID: "a-1"}, args, commands.Limits{Timeout: time.Minute}, f.room)
 }
 
 // tree lists every path under dir with its content (a symlink as its target), one a line.
@@ -282,7 +283,7 @@ func TestPythonFileIsRunAheadToo(t *testing.T) {
 		t.Skipf("no python here: %v", err)
 	}
 	args, _ := json.Marshal(map[string]any{"path": "tidy.py"})
-	eff, diff := f.p.Run(context.Background(), py, commands.Env{Workspace: f.ws, AgentID: "a-1"}, args, commands.Limits{Timeout: time.Minute})
+	eff, diff := f.p.Run(context.Background(), py, commands.Env{Workspace: f.ws, AgentID: "a-1"}, args, commands.Limits{Timeout: time.Minute}, 0)
 	if !eff.Appliable() || !strings.HasPrefix(eff.Output, "tidied") || !strings.Contains(diff, "+tidied") || !strings.Contains(diff, "-one") {
 		t.Fatalf("python preview: %+v\n%s", eff, diff)
 	}

@@ -55,6 +55,26 @@ func (t *Tx) StepCheckpointAt(agentID string, step int) (*StepCheckpoint, error)
 		WHERE agent_id=? AND step=? AND kind=? ORDER BY at DESC, rowid DESC LIMIT 1`, agentID, step, CheckpointStep))
 }
 
+// RecentBefores returns the Before checkpoints of the agent's n latest steps and
+// rewinds, newest first: what retention keeps so they stay in rewind range.
+func (t *Tx) RecentBefores(agentID string, n int) ([]uint64, error) {
+	rows, err := t.query(`SELECT before_id FROM step_checkpoints WHERE agent_id=? AND before_id>0
+		ORDER BY at DESC, rowid DESC LIMIT ?`, agentID, n)
+	if err != nil {
+		return nil, rowError("reading step checkpoints", err)
+	}
+	defer rows.Close()
+	var ids []uint64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, rowError("reading step checkpoints", err)
+		}
+		ids = append(ids, uint64(id))
+	}
+	return ids, rows.Err()
+}
+
 func scanStepCheckpoint(row *sql.Row) (*StepCheckpoint, error) {
 	var c StepCheckpoint
 	var before, after, at int64
