@@ -10,11 +10,14 @@ import (
 // CheckpointService is the workspace checkpoints taken before each step that may change
 // an agent's workspace: what a step changed, and putting the workspace back.
 type CheckpointService interface {
-	// Diff returns what a step changed in the agent's workspace: step req.Step (its latest
-	// run's with that number), or with 0 the latest step that may have changed it.
+	// Diff returns what a step changed in the agent's workspace: step req.Step of run
+	// req.Run (by default the latest run with that step number), or with no step the
+	// latest step that may have changed it.
 	Diff(ctx context.Context, ref string, req DiffRequest) (*StepChange, error)
-	// Rewind puts the agent's workspace back as it was before step req.To (or undoes the
-	// rewind req.Undo); with DryRun it only says what would be restored. Refused
+	// Rewind puts the agent's workspace back as it was before step req.To of run req.Run
+	// (by default the latest run with that step number), or before the step or rewind
+	// req.ID names (req.Undo: undoes that rewind); with DryRun it only says what would be
+	// restored. Refused
 	// (ErrConflict) while a step of the agent is in flight.
 	Rewind(ctx context.Context, ref string, req RewindRequest) (*Rewind, error)
 }
@@ -22,6 +25,11 @@ type CheckpointService interface {
 // DiffRequest names the step to show; 0 is the latest.
 type DiffRequest struct {
 	Step int `json:"step,omitempty"`
+	// Run is the run whose step Step is (its id, as `agentctl history` shows it): a step
+	// number starts again at 1 in every run. "" takes the latest run with that step.
+	// With no Step, all the run's checkpointed steps together (Kind "run"): a team's turn
+	// is a run of its role agent.
+	Run string `json:"run,omitempty"`
 }
 
 // StepChange is what one step — or a rewind — changed in an agent's workspace.
@@ -32,7 +40,10 @@ type StepChange struct {
 	ID    string `json:"id"`
 	RunID string `json:"run_id"`
 	Step  int    `json:"step"`
-	// Kind is "step" or "rewind".
+	// OtherRuns are the agent's other runs with a checkpointed step of this number, the
+	// latest first: DiffRequest.Run or RewindRequest.Run picks one of them.
+	OtherRuns []string `json:"other_runs,omitempty"`
+	// Kind is "step", "rewind", or "run" for all a run's steps together (ID is the run's).
 	Kind    string `json:"kind"`
 	Command string `json:"command,omitempty"`
 	// Running says the step has not ended: the change shown is the workspace now against
@@ -52,10 +63,16 @@ type StepChange struct {
 	At     time.Time `json:"at"`
 }
 
-// RewindRequest asks to put an agent's workspace back as it was before step To (its
-// latest run's with that number), or to undo the rewind Undo (its rw-… id).
+// RewindRequest asks to put an agent's workspace back as it was before step To (of run
+// Run, by default the latest run with that step number), or before the step ID names
+// (StepChange.ID: a chat button carries it), or to undo the rewind Undo (its rw-… id).
 type RewindRequest struct {
-	To   int    `json:"to,omitempty"`
+	To int `json:"to,omitempty"`
+	// Run alone (no To) names the run's first checkpointed step: the workspace goes back
+	// to as it was before the run (a team's turn) changed it.
+	Run string `json:"run,omitempty"`
+	// ID names the step (its proposal id) or the rewind (rw-…) instead of To and Run.
+	ID   string `json:"id,omitempty"`
 	Undo string `json:"undo,omitempty"`
 	// DryRun only says what would be restored.
 	DryRun bool `json:"dry_run,omitempty"`
@@ -89,15 +106,18 @@ var DiffRoute = register(Route[DiffRequest, *StepChange]{Method: "GET", Path: "/
 		if in.Step != 0 {
 			v.Set("step", strconv.Itoa(in.Step))
 		}
+		if in.Run != "" {
+			v.Set("run", in.Run)
+		}
 		return v
 	},
 	fromQuery: func(v url.Values) (DiffRequest, error) {
 		for key := range v {
-			if key != "step" {
-				return DiffRequest{}, Errorf(ErrBadRequest, "unknown query parameter %q (want step)", key)
+			if key != "step" && key != "run" {
+				return DiffRequest{}, Errorf(ErrBadRequest, "unknown query parameter %q (want step, run)", key)
 			}
 		}
-		var in DiffRequest
+		in := DiffRequest{Run: v.Get("run")}
 		if s := v.Get("step"); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 1 {
@@ -114,9 +134,9 @@ var RewindRoute = register(Route[RewindRequest, *Rewind]{Method: "POST", Path: "
 		return s.Rewind(ctx, ref, in)
 	}})
 
-// Diff returns what a step changed in the agent's workspace (0: the latest step).
-func (c *Client) Diff(ctx context.Context, agent string, step int) (*StepChange, error) {
-	return call(ctx, c, DiffRoute, agent, DiffRequest{Step: step})
+// Diff returns what a step changed in the agent's workspace (Step 0: the latest step).
+func (c *Client) Diff(ctx context.Context, agent string, req DiffRequest) (*StepChange, error) {
+	return call(ctx, c, DiffRoute, agent, req)
 }
 
 // Rewind puts the agent's workspace back as before a step, or says what it would restore.

@@ -14,7 +14,7 @@ import (
 // Slash commands (/agent …) answer approvers only, and show and act on the agents of the
 // channel they are typed in: a channel sees the agents bound to it, nothing else.
 
-// OnCommand runs a slash command (/agent run|status|list|stop|pause|resume|schedule|team) and returns
+// OnCommand runs a slash command (/agent run|status|list|stop|pause|resume|rewind|schedule|team) and returns
 // the text shown to the person who typed it.
 func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User, text string) string {
 	ep := r.eps.get(platform)
@@ -86,8 +86,10 @@ func (r *Relay) OnCommand(ctx context.Context, platform string, w Where, u User,
 		return r.scheduleCommand(ctx, ep, w, u, rest)
 	case "team":
 		return r.teams.teamCommand(ctx, ep, w, u, rest)
+	case "rewind":
+		return r.rewindCommand(ctx, ep, w, u, rest)
 	}
-	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | schedule ls | schedule run NAME | schedule when NAME --when… | team [FILE TASK | stop ID]"
+	return "Usage: /agent run TASK | status [AGENT] | list | stop AGENT | pause AGENT | resume AGENT | rewind AGENT --to STEP [--run RUN] | schedule ls | schedule run NAME | schedule when NAME --when… | team [FILE TASK | stop ID]"
 }
 
 // channelAgents lists the agents a slash command in w sees: those bound to a thread of

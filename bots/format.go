@@ -78,12 +78,15 @@ func FormatProposal(v ProposalView, platform string) Message {
 // PreviewParts shows what the proposal would do (api.Preview.Render, the rendering
 // agentctl shows too): its lines, then the first api.PreviewDiffLines lines of a diff
 // as code; when more is left out, a note that the full diff is attached (PreviewFile).
-func PreviewParts(p *api.Proposal) []Part {
-	lines, diff := p.Preview.Render()
+func PreviewParts(p *api.Proposal) []Part { return previewParts(p.Preview, "Preview: ") }
+
+// previewParts is pv as PreviewParts shows it, its lines after the bold label.
+func previewParts(pv *api.Preview, label string) []Part {
+	lines, diff := pv.Render()
 	if len(lines) == 0 && diff == "" {
 		return nil
 	}
-	parts := []Part{{Spans: []Span{{Text: "Preview: ", Bold: true}, {Text: strings.Join(lines, "\n")}}}}
+	parts := []Part{{Spans: []Span{{Text: label, Bold: true}, {Text: strings.Join(lines, "\n")}}}}
 	if diff == "" {
 		return parts
 	}
@@ -99,11 +102,17 @@ func PreviewParts(p *api.Proposal) []Part {
 // PreviewFile returns the file to attach to a proposal message whose diff PreviewParts
 // cut, and its name (step-3-write_file.diff); "" when the whole diff is shown inline.
 func PreviewFile(p *api.Proposal) (name, content string) {
-	_, diff := p.Preview.Render()
+	return diffFile(p.Preview, fmt.Sprintf("step-%d-%s", p.Step, p.Command))
+}
+
+// diffFile returns pv's whole diff as the file base.diff when previewParts cut it; ""
+// when it is shown whole.
+func diffFile(pv *api.Preview, base string) (name, content string) {
+	_, diff := pv.Render()
 	if _, cut := api.HeadLines(diff, api.PreviewDiffLines); !cut {
 		return "", ""
 	}
-	return fmt.Sprintf("step-%d-%s.diff", p.Step, p.Command), diff + "\n"
+	return base + ".diff", diff + "\n"
 }
 
 // ArgsFile returns the file to attach to a proposal message whose arguments
@@ -225,6 +234,16 @@ func FormatResult(ep *api.Episode, maxText int) (m Message, file string) {
 		m.Parts = append(m.Parts, Part{Code: out})
 	}
 	return m, file
+}
+
+// ChangeParts shows what a step changed in the workspace, as a proposal's preview shows
+// what it would change: "Workspace: changed 3 files (+12 −4)", then the first lines of
+// the diff (diffFile attaches the whole when they are not all of it). None for nil.
+func ChangeParts(c *api.StepChange) []Part {
+	if c == nil {
+		return nil
+	}
+	return previewParts(c.Preview, "Changed: ")
 }
 
 // FormatQuestion builds the message for an ask_user question.

@@ -14,7 +14,8 @@ import (
 
 // The checks a chat action passes before it reaches the daemon, listed once, in the order
 // they run: clickGuards for a button, dialogGuards for a submitted feedback dialog,
-// replyGuards for a typed reply in a bound thread. A guard that refuses has told the
+// replyGuards for a typed reply in a bound thread, rewindClickGuards (rewind.go) for a
+// rewind question's button. A guard that refuses has told the
 // person why (and audited what must be); the walk stops there. What passes every guard is
 // the decision the daemon gets, and the daemon still refuses a stale or second one.
 
@@ -35,6 +36,7 @@ type check struct {
 	text   string       // feedback or reply text
 	named  bool         // the reply named its helper ("fetcher: y")
 	a      *api.Agent
+	asked  *ChatMessage // the rewind question clicked, for a rewind click
 }
 
 // guard is one named check; pass reports whether the action goes on.
@@ -105,6 +107,12 @@ func (c *check) passes(ctx context.Context, guards []guard) bool {
 // the first valid decision win and refuses the rest, whose clickers get its reason.
 func (r *Relay) OnClick(ctx context.Context, cl Click) {
 	c := &check{r: r, ep: r.eps.get(cl.Platform), w: cl.Where, u: cl.User, action: cl.Action, ref: cl.Ref, click: &cl}
+	if c.action == ActionRewind || c.action == ActionRewindCancel {
+		if c.passes(ctx, rewindClickGuards) {
+			c.onRewindClick(ctx)
+		}
+		return
+	}
 	if !c.passes(ctx, clickGuards) {
 		return
 	}

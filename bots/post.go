@@ -150,6 +150,11 @@ func (po *poster) postProposal(ctx context.Context, p *api.Proposal) {
 					po.r.board.keepMessage(*m)
 					po.r.board.messageShown(p.ID, platform, m.Message)
 				}
+				if m != nil && p.Status == api.ProposalInterrupted {
+					// Asked again (its preview went stale and was run again): the message
+					// shows the proposal as it is asked now.
+					return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, ApproveN: po.r.opt.ApproveN}, platform), t.label))
+				}
 				return err // posted already (or the store is failing: retried, never posted twice)
 			}
 			view := ProposalView{Proposal: p, ApproveN: po.r.opt.ApproveN}
@@ -270,6 +275,8 @@ func (po *poster) grantSource(ctx context.Context, agentID string, d *api.Decisi
 	return ""
 }
 
+// postResult posts a step's result; a step that changed the workspace says so, with the
+// first lines of its diff and the whole diff attached when they are not all of it.
 func (po *poster) postResult(ctx context.Context, agentID string, ep *api.Episode) {
 	if ep.Outcome != "succeeded" && ep.Outcome != "failed" {
 		return // denials and feedback show on the proposal message
@@ -277,8 +284,10 @@ func (po *poster) postResult(ctx context.Context, agentID string, ep *api.Episod
 	if ep.Command == "ask_user" || ep.Command == "finish" {
 		return // the answer is in the thread already; finish has its own message
 	}
+	change := po.resultChange(ctx, agentID, ep)
 	for _, t := range po.targets(agentID) {
 		msg, file := FormatResult(ep, t.ep.a.MaxText())
+		msg.Parts = append(msg.Parts, ChangeParts(change)...)
 		po.post(t, "posting a result", func(ctx context.Context) error {
 			_, err := t.ep.a.Post(ctx, t.b.Channel, t.b.Thread, labelled(msg, t.label))
 			return err
@@ -289,7 +298,29 @@ func (po *poster) postResult(ctx context.Context, agentID string, ep *api.Episod
 				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, name, file, "Output of step "+fmt.Sprint(ep.Step))
 			})
 		}
+		if change == nil {
+			continue
+		}
+		if name, diff := diffFile(change.Preview, fmt.Sprintf("step-%d-%s", ep.Step, ep.Command)); name != "" {
+			po.post(t, "uploading the diff of a result", func(ctx context.Context) error {
+				return t.ep.a.PostFile(ctx, t.b.Channel, t.b.Thread, name, diff, fmt.Sprintf("Full diff of step %d (%s)", ep.Step, ep.Command))
+			})
+		}
 	}
+}
+
+// resultChange is what ep's step changed in the workspace; nil when it changed nothing,
+// was not checkpointed (a read, checkpoints off) or its change cannot be read.
+func (po *poster) resultChange(ctx context.Context, agentID string, ep *api.Episode) *api.StepChange {
+	c, err := po.r.opt.Service.Diff(ctx, agentID, api.DiffRequest{Run: ep.RunID, Step: ep.Step})
+	if err != nil {
+		po.r.log.Debug("bots: no workspace change for a result", "agent", agentID, "step", ep.Step, "err", err)
+		return nil
+	}
+	if c.ID != ep.ProposalID || c.Files == 0 {
+		return nil
+	}
+	return c
 }
 
 func (po *poster) postQuestion(ctx context.Context, agentID string, q *api.Question) {

@@ -77,3 +77,23 @@ func TestProposalDiffAttachedWhenCut(t *testing.T) {
 		t.Errorf("the uploaded diff is not whole: ends %q", full[len(full)-20:])
 	}
 }
+
+// TestProposalAskedAgainShowsItsNewPreview: a proposal asked again once its preview went
+// stale (and was run again) is shown as it is asked now: its message is updated with
+// the new preview, not posted twice, and not left with the stale one.
+func TestProposalAskedAgainShowsItsNewPreview(t *testing.T) {
+	ctx := context.Background()
+	r, ad := threadRelay(ctx, &helperService{})
+	p := apitest.PreviewProposals()[0]
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
+	r.out.flush()
+	again := *p
+	fresh := *p.Preview
+	fresh.Diff = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1,2 @@\n a person wrote this\n+added\n"
+	again.Preview, again.Status = &fresh, api.ProposalInterrupted
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: &again})
+	r.out.flush()
+	if len(ad.posts) != 1 || len(ad.updates) != 1 || !strings.Contains(ad.updates[0], "+added") {
+		t.Fatalf("posts %q, updates %q: want the one message updated with the new preview", ad.posts, ad.updates)
+	}
+}

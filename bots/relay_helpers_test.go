@@ -21,7 +21,9 @@ type fakeAdapter struct {
 	posts []string // channel thread summary
 	first []string // each post's first part, as text
 	files []string // each upload: name, comment, then the content
-	n     int
+	// updates are each Update: the message's id, then its parts as text.
+	updates []string
+	n       int
 	// onPost, if set, runs once a post is on the platform and before Post returns, as a
 	// platform's events can reach the relay before its call does.
 	onPost func(id string)
@@ -57,7 +59,24 @@ func (f *fakeAdapter) Post(_ context.Context, channel, thread string, m Message)
 	}
 	return id, nil
 }
-func (f *fakeAdapter) Update(context.Context, string, string, Message) error { return nil }
+func (f *fakeAdapter) Update(_ context.Context, _, id string, m Message) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.updates = append(f.updates, id+" "+partsText(m))
+	return nil
+}
+
+// partsText is m's parts as text, one line each.
+func partsText(m Message) string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		for _, s := range p.Spans {
+			b.WriteString(s.Text)
+		}
+		b.WriteString(p.Code + "\n")
+	}
+	return b.String()
+}
 func (f *fakeAdapter) PostFile(_ context.Context, _, _, name, content, comment string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

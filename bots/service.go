@@ -19,6 +19,10 @@ type Service interface {
 	Resume(ctx context.Context, ref string) (*api.Agent, error)
 	Stop(ctx context.Context, ref string) (*api.Agent, error)
 	Proposals(ctx context.Context, ref string) ([]api.Proposal, error)
+	// Diff and Rewind are the workspace checkpoints: what a result's step changed, and a
+	// rewind asked for in chat.
+	Diff(ctx context.Context, ref string, req api.DiffRequest) (*api.StepChange, error)
+	Rewind(ctx context.Context, ref string, req api.RewindRequest) (*api.Rewind, error)
 	Subscribe(ref string, since int64) (events <-chan api.Event, cancel func(), err error)
 }
 

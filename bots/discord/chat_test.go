@@ -46,6 +46,31 @@ func (c discordChat) Proposal(thread string, step int) chattest.Msg {
 	return chattest.Msg{ID: m.ID, Raw: m}
 }
 
+func (c discordChat) Find(thread, text string) chattest.Msg {
+	c.t.Helper()
+	var got fakediscord.Message
+	c.wait("a message with "+text, func() bool {
+		for _, m := range c.fake.Messages(thread) {
+			if strings.Contains(m.Content, text) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return chattest.Msg{ID: got.ID, Raw: got}
+}
+
+func (c discordChat) Files(thread string) map[string]string {
+	out := map[string]string{}
+	for _, m := range c.fake.Messages(thread) {
+		for _, a := range m.Attachments {
+			out[a.Filename] = string(a.Data)
+		}
+	}
+	return out
+}
+
 // interacted keeps what u did, for NotesTo.
 func (c discordChat) interacted(u chattest.User, in fakediscord.Interaction) {
 	c.mu.Lock()
@@ -105,13 +130,17 @@ func (c discordChat) Redeliver(id string) {
 	c.wait("a resumed connection", func() bool { return c.resumes() > resumed })
 }
 
-// Command runs /agent with text's first word as the subcommand and the rest as its agent.
+// Command runs /agent with text's first word as the subcommand, the next as its agent,
+// and each "--NAME VALUE" after it as option NAME.
 func (c discordChat) Command(u chattest.User, text string) string {
 	c.t.Helper()
-	sub, agent, _ := strings.Cut(text, " ")
-	opt := fakediscord.CommandOption{Type: 1, Name: sub}
-	if agent != "" {
-		opt.Options = []fakediscord.CommandOption{{Type: 3, Name: "agent", Value: agent}}
+	f := strings.Fields(text)
+	opt := fakediscord.CommandOption{Type: 1, Name: f[0]}
+	if len(f) > 1 {
+		opt.Options = []fakediscord.CommandOption{{Type: 3, Name: "agent", Value: f[1]}}
+	}
+	for i := 2; i+1 < len(f); i += 2 {
+		opt.Options = append(opt.Options, fakediscord.CommandOption{Type: 3, Name: strings.TrimPrefix(f[i], "--"), Value: f[i+1]})
 	}
 	in, err := c.fake.Command(eChannel, discordUsers[u], "agent", opt)
 	if err != nil {

@@ -23,6 +23,9 @@ const (
 	// SubTeam starts a team run of a workflow (file, task), stops one (stop), or lists
 	// the workflows.
 	SubTeam = "team"
+	// SubRewind asks in the agent's thread to put its workspace back as it was before a
+	// step (to, run) or to undo a rewind (undo).
+	SubRewind = "rewind"
 )
 
 // maxTask bounds a task typed into /agent run (Discord allows up to 6,000 in a string option).
@@ -50,6 +53,14 @@ func Commands() []*discordgo.ApplicationCommand {
 			sub(SubStop, "Stop an agent's run", agentOpt(true)),
 			sub(SubPause, "Pause an agent", agentOpt(true)),
 			sub(SubResume, "Resume a paused agent", agentOpt(true)),
+			sub(SubRewind, "Ask to put an agent's workspace back as it was before a step",
+				agentOpt(true),
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "to",
+					Description: "Step number, as agentctl history shows it", MaxLength: 10},
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "run",
+					Description: "Run of that step (default: the latest run with it)", MaxLength: 100},
+				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "undo",
+					Description: "ID of a rewind to undo (rw-…)", MaxLength: 100}),
 			sub(SubSchedule, "List schedules, or run one now",
 				&discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: "action",
 					Description: "ls or run", Required: true, Choices: []*discordgo.ApplicationCommandOptionChoice{
@@ -79,6 +90,8 @@ type SlashCommand struct {
 	File string
 	// Stop is team's: the team run to stop (without File and Task).
 	Stop string
+	// Rewind is rewind's options as /agent rewind takes them typed: " --to 3 --run r-1".
+	Rewind string
 }
 
 // ParseSlash reads an /agent invocation strictly: the command name, exactly one known
@@ -123,5 +136,12 @@ func ParseSlash(d discordgo.ApplicationCommandInteractionData) (SlashCommand, er
 	if sub.Name == SubTeam && (got["file"] == "") != (got["task"] == "") {
 		return SlashCommand{}, fmt.Errorf("discord: /%s %s: give both file and task to start a team, or neither to list the workflows", CommandName, SubTeam)
 	}
-	return SlashCommand{Sub: sub.Name, Agent: got["agent"], Task: got["task"], Action: got["action"], Name: got["name"], File: got["file"], Stop: got["stop"]}, nil
+	rewind := ""
+	for _, o := range []string{"to", "run", "undo"} {
+		if v := got[o]; v != "" && sub.Name == SubRewind {
+			rewind += " --" + o + " " + strings.Join(strings.Fields(v), "")
+		}
+	}
+	return SlashCommand{Sub: sub.Name, Agent: got["agent"], Task: got["task"], Action: got["action"], Name: got["name"], File: got["file"], Stop: got["stop"],
+		Rewind: rewind}, nil
 }

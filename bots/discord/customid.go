@@ -19,6 +19,10 @@ const (
 	ActionDeny          Action = "deny"           // n
 	ActionFeedback      Action = "feedback"       // opens the feedback modal
 	ActionFeedbackModal Action = "feedback_modal" // the modal's submit
+	// ActionRewind and ActionRewindCancel answer a rewind's question; they name the step
+	// (or rewind) whose before state the workspace gets back, and carry no hash.
+	ActionRewind       Action = "rewind"
+	ActionRewindCancel Action = "rewind_cancel"
 )
 
 // MaxApproveN bounds N in Approve ×N, so a forged custom ID cannot approve without limit.
@@ -38,8 +42,12 @@ const noHash = "-"
 // hashRE matches the proposal hash prefix a custom ID carries (bots.HashLen hex).
 var hashRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
-// proposalIDRE matches the daemon's proposal IDs ("p-" and hex, see daemon/agent newID).
-var proposalIDRE = regexp.MustCompile(`^p-[0-9a-f]{6,32}$`)
+// proposalIDRE matches the daemon's proposal IDs ("p-" and hex, see daemon/agent newID);
+// stepIDRE the ids a rewind's buttons name: a step's (its proposal's) or a rewind's.
+var (
+	proposalIDRE = regexp.MustCompile(`^p-[0-9a-f]{6,32}$`)
+	stepIDRE     = regexp.MustCompile(`^(p-[0-9a-f]{6,32}|rw-[0-9a-z]{1,32})$`)
+)
 
 // CustomID is the parsed custom_id of a proposal button or of the feedback modal:
 // "agentd:v2:ACTION:PROPOSAL[:N]:HASH", HASH being bots.HashLen hex characters of the
@@ -66,6 +74,15 @@ func (e *CustomIDError) Error() string {
 // String encodes c; it panics on a CustomID that would not parse back, which is a bug in
 // the caller, never input.
 func (c CustomID) String() string {
+	s := c.encode()
+	if _, err := ParseCustomID(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// encode writes c without checking that it parses back.
+func (c CustomID) encode() string {
 	s := customIDPrefix + string(c.Action) + ":" + c.ProposalID
 	if c.Action == ActionApproveN {
 		s += ":" + strconv.Itoa(c.N)
@@ -74,9 +91,6 @@ func (c CustomID) String() string {
 		s += ":" + noHash
 	} else {
 		s += ":" + c.Hash
-	}
-	if _, err := ParseCustomID(s); err != nil {
-		panic(err)
 	}
 	return s
 }
@@ -104,7 +118,7 @@ func ParseCustomID(s string) (CustomID, error) {
 	parts := strings.Split(strings.TrimPrefix(s, customIDPrefix), ":")
 	c := CustomID{Action: Action(parts[0])}
 	switch c.Action {
-	case ActionApprove, ActionDeny, ActionFeedback, ActionFeedbackModal:
+	case ActionApprove, ActionDeny, ActionFeedback, ActionFeedbackModal, ActionRewind, ActionRewindCancel:
 		if len(parts) != 3 {
 			return bad("%s takes exactly a proposal ID and a hash", c.Action)
 		}
@@ -129,7 +143,11 @@ func ParseCustomID(s string) (CustomID, error) {
 		}
 		c.Hash = h
 	}
-	if !proposalIDRE.MatchString(parts[1]) {
+	if c.Action == ActionRewind || c.Action == ActionRewindCancel {
+		if !stepIDRE.MatchString(parts[1]) || c.Hash != "" {
+			return bad("%q with hash %q is not a step to rewind to (a step's or a rewind's ID, and -)", parts[1], c.Hash)
+		}
+	} else if !proposalIDRE.MatchString(parts[1]) {
 		return bad("%q is not a proposal ID", parts[1])
 	}
 	c.ProposalID = parts[1]

@@ -175,7 +175,7 @@ func (b *Bot) ackFirst(ctx context.Context, r *responder, i *discordgo.Interacti
 func (b *Bot) onClick(ctx context.Context, r *responder, w bots.Where, u bots.User, i *discordgo.Interaction) {
 	id, err := ParseCustomID(i.MessageComponentData().CustomID)
 	switch {
-	case err == nil && (id.Action == ActionApprove || id.Action == ActionApproveN || id.Action == ActionDeny || id.Action == ActionFeedback):
+	case err == nil && id.Action != ActionFeedbackModal:
 		c := bots.Click{Platform: Platform, Where: w, User: u, Action: string(id.Action),
 			Ref: bots.Ref{ProposalID: id.ProposalID, Count: id.N, Hash: id.Hash}, ID: i.ID}
 		if i.Message != nil {
@@ -225,6 +225,8 @@ func (b *Bot) onCommand(ctx context.Context, r *responder, w bots.Where, u bots.
 		text += " " + cmd.Task
 	case SubSchedule:
 		text += " " + cmd.Action + " " + cmd.Name
+	case SubRewind:
+		text += " " + cmd.Agent + cmd.Rewind
 	case SubTeam:
 		if cmd.Stop != "" {
 			text += " stop " + cmd.Stop

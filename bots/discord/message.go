@@ -141,11 +141,13 @@ func buttons(bs []bots.Button) []discordgo.MessageComponent {
 			id.N, style = btn.Count, discordgo.PrimaryButton
 		case bots.ActionDeny:
 			style = discordgo.DangerButton
-		case bots.ActionFeedback:
+		case bots.ActionFeedback, bots.ActionRewindCancel:
+		case bots.ActionRewind:
+			style = discordgo.DangerButton
 		default:
 			continue
 		}
-		if !proposalIDRE.MatchString(id.ProposalID) {
+		if _, err := ParseCustomID(id.encode()); err != nil {
 			continue // a custom_id that would not parse back is never sent
 		}
 		row = append(row, discordgo.Button{Label: Truncate(btn.Label, 80), Style: style, CustomID: id.String()})

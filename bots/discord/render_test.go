@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -93,6 +94,22 @@ func checkContent(t *testing.T, s string) {
 		if strings.Contains(s, bad) {
 			t.Errorf("content contains %q:\n%s", bad, s)
 		}
+	}
+}
+
+// TestRenderCheckpointGolden fixes a rewind's question, its end and a result with its
+// change (chattest.CheckpointMessages) as Discord gets them: nothing pings, the diff is
+// code, the buttons are there only while it asks.
+func TestRenderCheckpointGolden(t *testing.T) {
+	for name, msg := range chattest.CheckpointMessages(Platform, "200000000000000001") {
+		t.Run(name, func(t *testing.T) {
+			m := FromMessage(msg)
+			checkContent(t, strings.ReplaceAll(m.Content, "<@200000000000000001>", "")) // the one mention, which allowed_mentions keeps from pinging
+			if asks := len(m.Components) > 0; asks != (name == "rewind_asked") {
+				t.Errorf("buttons shown: %v", asks)
+			}
+			testutil.Golden(t, "testdata/"+name+".json", wire(t, m.Send(), m.Files))
+		})
 	}
 }
 

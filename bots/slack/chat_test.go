@@ -50,6 +50,34 @@ func (c *slackChat) Proposal(thread string, step int) chattest.Msg {
 	return chattest.Msg{ID: m.TS, Raw: m}
 }
 
+func (c *slackChat) Find(thread, text string) chattest.Msg {
+	c.t.Helper()
+	var got fakeslack.Message
+	c.wait("a message with "+text, func(v fakeslack.View) bool {
+		for _, m := range v.Messages(channel, thread) {
+			if strings.Contains(m.Text, text) || strings.Contains(string(m.Blocks), text) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return chattest.Msg{ID: got.TS, Raw: got}
+}
+
+func (c *slackChat) Files(thread string) map[string]string {
+	out := map[string]string{}
+	c.slack.Wait(0, func(v fakeslack.View) bool {
+		for _, f := range v.Files() {
+			if f.ThreadTS == thread {
+				out[f.Name] = f.Content
+			}
+		}
+		return true
+	})
+	return out
+}
+
 func (c *slackChat) Click(u chattest.User, thread string, m chattest.Msg, action string) {
 	c.click(slackUsers[u], thread, m.Raw.(fakeslack.Message), action)
 }

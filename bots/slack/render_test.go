@@ -2,16 +2,20 @@ package slack
 
 import (
 	"encoding/json"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
+	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
-// TestBlocksGolden fixes the Block Kit the bot posts: escaping, code blocks, buttons.
+// TestBlocksGolden fixes the Block Kit the bot posts: escaping, code blocks, buttons; of
+// proposals, results, and a rewind's question and end (chattest.CheckpointMessages),
+// whose buttons show only while it asks.
 func TestBlocksGolden(t *testing.T) {
 	p := &api.Proposal{ID: "p-1", AgentID: "a-1", Step: 3, Command: "write_file", Status: api.ProposalPending,
 		Args:     json.RawMessage(`{"path":"notes/<a>.md","contents":"x ` + "```" + ` & y"}`),
@@ -19,7 +23,7 @@ func TestBlocksGolden(t *testing.T) {
 	hostile := &api.Proposal{ID: "p-2", AgentID: "a-1", Step: 4, Command: "run_shell\u202e", Status: api.ProposalPending,
 		Args:     json.RawMessage("{\"command\":\"rm -rf /\u202etxt.exe\",\"note\":\"\\u001b[2J\u200b\"}"),
 		Thoughts: api.Thoughts{Speak: "harmless\u202e\x1b]0;t\x07 \u2066x\u2069", Plan: "- a\u200b\n- b\x1b[31m"}}
-	for name, m := range map[string]bots.Message{
+	msgs := map[string]bots.Message{
 		"proposal_pending": bots.FormatProposal(bots.ProposalView{Proposal: p, ApproveN: 3}, Platform),
 		"proposal_decided": bots.FormatProposal(bots.ProposalView{Proposal: p, Decision: &api.Decision{Kind: api.DecisionApprove, Count: 3, By: "U1", Source: Platform}}, Platform),
 		"proposal_hostile": bots.FormatProposal(bots.ProposalView{Proposal: hostile, ApproveN: 3}, Platform),
@@ -27,7 +31,9 @@ func TestBlocksGolden(t *testing.T) {
 			m, _ := bots.FormatResult(&api.Episode{Command: "read_file", Outcome: "failed", Result: "no such file: <x>"}, 2500)
 			return m
 		}(),
-	} {
+	}
+	maps.Copy(msgs, chattest.CheckpointMessages(Platform, "U1"))
+	for name, m := range msgs {
 		t.Run(name, func(t *testing.T) {
 			got, err := json.MarshalIndent(Blocks(m), "", "  ")
 			if err != nil {
@@ -35,6 +41,9 @@ func TestBlocksGolden(t *testing.T) {
 			}
 			if bad := invisibleIn(got, escape(m.Summary)); bad != "" {
 				t.Errorf("the message carries %q raw", bad)
+			}
+			if asks := strings.Contains(string(got), "agentd_rewind"); asks != (name == "rewind_asked") {
+				t.Errorf("rewind buttons shown: %v", asks)
 			}
 			testutil.Golden(t, filepath.Join("testdata", name+".golden.json"), append(got, '\n'))
 		})

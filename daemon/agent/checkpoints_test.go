@@ -171,3 +171,114 @@ func TestRewindRefusedWhileAHelperRuns(t *testing.T) {
 		t.Fatalf("a refused rewind changed the workspace: %v", err)
 	}
 }
+
+// A step number starts again in every run: diff and rewind take the latest run's step by
+// default, name the other runs that have one, and with Run take that run's.
+func TestStepNumberOfAnEarlierRunIsPickedByRun(t *testing.T) {
+	h := newHarness(t, withCheckpoints)
+	ctx := context.Background()
+	h.fake.Script(
+		reply("write_file", map[string]string{"path": "first.txt", "contents": "one\n"}),
+		reply("finish", map[string]string{"reason": "done"}),
+		reply("write_file", map[string]string{"path": "second.txt", "contents": "two\n"}),
+		reply("finish", map[string]string{"reason": "done"}))
+	a := h.create(api.CreateAgentRequest{})
+	first := a.RunID
+	for range 2 { // the write, then finish
+		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor(a.ID, "the first run's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
+	b, err := h.sup.runs.Task(ctx, a.ID, "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the write, then finish
+		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor(a.ID, "the second run's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
+
+	latest, err := h.sup.rewinds.Diff(ctx, a.Name, api.DiffRequest{Step: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latest.RunID != b.RunID || !strings.Contains(latest.Preview.Diff, "second.txt") || len(latest.OtherRuns) != 1 || latest.OtherRuns[0] != first {
+		t.Fatalf("step 1 without a run = run %s, other runs %v, diff %q; want the latest run %s's, naming %s", latest.RunID, latest.OtherRuns, latest.Preview.Diff, b.RunID, first)
+	}
+	earlier, err := h.sup.rewinds.Diff(ctx, a.Name, api.DiffRequest{Step: 1, Run: first})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if earlier.RunID != first || !strings.Contains(earlier.Preview.Diff, "first.txt") || strings.Contains(earlier.Preview.Diff, "second.txt") {
+		t.Fatalf("step 1 of run %s = run %s, diff %q", first, earlier.RunID, earlier.Preview.Diff)
+	}
+	plan, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1, Run: first, DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Restore.RunID != first || !strings.Contains(plan.Restore.Preview.Diff, "deleted file second.txt") || !strings.Contains(plan.Restore.Preview.Diff, "deleted file first.txt") {
+		t.Fatalf("a rewind to before run %s's step 1 = %+v, diff %q", first, plan.Restore, plan.Restore.Preview.Diff)
+	}
+	if _, err := h.sup.rewinds.Diff(ctx, a.Name, api.DiffRequest{Step: 1, Run: "r-none"}); !errors.Is(err, api.ErrNotFound) || !strings.Contains(err.Error(), "step 1 in run r-none") {
+		t.Errorf("diff of a run without that step: %v", err)
+	}
+	byID, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{ID: earlier.ID, DryRun: true})
+	if err != nil || byID.Restore.RunID != first || byID.Step != 1 {
+		t.Fatalf("a rewind naming run %s's step 1 by its id %s = %+v, %v", first, earlier.ID, byID, err)
+	}
+}
+
+// A run's checkpointed steps taken together — a team's turn is a run of its role agent —
+// are shown by naming the run alone, and a rewind naming the run alone goes back to
+// before its first step.
+func TestWholeRunIsShownAndRewoundByItsID(t *testing.T) {
+	h := newHarness(t, withCheckpoints)
+	ctx := context.Background()
+	h.fake.Script(
+		reply("write_file", map[string]string{"path": "kept.txt", "contents": "before\n"}),
+		reply("finish", map[string]string{"reason": "done"}),
+		reply("write_file", map[string]string{"path": "a.txt", "contents": "a\n"}),
+		reply("write_file", map[string]string{"path": "b.txt", "contents": "b\n"}),
+		reply("finish", map[string]string{"reason": "done"}))
+	a := h.create(api.CreateAgentRequest{})
+	for range 2 {
+		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor(a.ID, "the first run's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
+	turn, err := h.sup.runs.Task(ctx, a.ID, "the turn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor(a.ID, "the turn's end", func(a *api.Agent) bool { return a.State == api.StateIdle })
+
+	c, err := h.sup.rewinds.Diff(ctx, a.Name, api.DiffRequest{Run: turn.RunID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Kind != "run" || c.ID != turn.RunID || c.Files != 2 || !strings.Contains(c.Preview.Diff, "created file a.txt") ||
+		!strings.Contains(c.Preview.Diff, "created file b.txt") || strings.Contains(c.Preview.Diff, "kept.txt") {
+		t.Fatalf("the run's change = %+v, diff %q; want a.txt and b.txt, not the earlier run's kept.txt", c, c.Preview.Diff)
+	}
+	rw, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{Run: turn.RunID, By: "ana"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"kept.txt": true, "a.txt": false, "b.txt": false} {
+		if _, err := os.Stat(filepath.Join(a.Workspace, name)); (err == nil) != want {
+			t.Errorf("after rewinding run %s, %s there = %v, want %v", turn.RunID, name, err == nil, want)
+		}
+	}
+	if eps := h.history(a.ID); !strings.Contains(eps[len(eps)-1].Result, "before run "+turn.RunID) || !rw.Done {
+		t.Errorf("the rewind's episode does not name the run: %+v", eps[len(eps)-1])
+	}
+}

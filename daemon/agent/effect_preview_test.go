@@ -65,10 +65,10 @@ func TestApprovingAPreviewedLineAppliesTheChangeShownAndRunsNothingTwice(t *test
 }
 
 // A workspace changed between the preview and the approval is caught: nothing is
-// applied, the person is asked again with the reason, and approving again runs the
-// command itself on the workspace as it is now.
-func TestAWorkspaceChangedSinceThePreviewAsksAgain(t *testing.T) {
-	h, a := previewHarness(t, "echo added >> notes.txt")
+// applied, and the person is asked again with the reason and the preview run again on
+// the workspace as it is now (not the stale one); approving then applies that change.
+func TestAWorkspaceChangedSinceThePreviewAsksAgainWithThePreviewRunAgain(t *testing.T) {
+	h, a := previewHarness(t, "echo added >> notes.txt; echo ran >> runs.txt")
 	p := h.pending(a.ID)
 	if !p.Preview.Effect.Appliable() {
 		t.Fatalf("no effect preview: %+v", p.Preview.Effect)
@@ -83,9 +83,12 @@ func TestAWorkspaceChangedSinceThePreviewAsksAgain(t *testing.T) {
 	again := h.waitFor(a.ID, "the proposal asked again", func(a *api.Agent) bool {
 		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
 	})
-	if !strings.Contains(again.StateReason, "changed since the preview") || again.Pending.Preview.Effect.Appliable() ||
-		!strings.Contains(again.Pending.Preview.Effect.None, "changed since the preview") {
-		t.Errorf("asked again with reason %q and effect %+v, want both to say the workspace changed", again.StateReason, again.Pending.Preview.Effect)
+	pv := again.Pending.Preview
+	if !strings.Contains(again.StateReason, "changed since the preview") || !strings.Contains(again.StateReason, "run again") {
+		t.Errorf("asked again with reason %q, want that the workspace changed and the preview was run again", again.StateReason)
+	}
+	if !pv.Effect.Appliable() || pv.Effect.From == p.Preview.Effect.From || !strings.Contains(pv.Diff, " a person wrote this") || !strings.Contains(pv.Diff, "+added") {
+		t.Errorf("asked again with effect %+v and diff\n%s\nwant the preview run again on the workspace as it is now", pv.Effect, pv.Diff)
 	}
 	if body, _ := os.ReadFile(notes); string(body) != "a person wrote this\n" {
 		t.Fatalf("notes.txt = %q after a refused apply", body)
@@ -95,7 +98,13 @@ func TestAWorkspaceChangedSinceThePreviewAsksAgain(t *testing.T) {
 	}
 	h.waitFor(a.ID, "the next proposal", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
 	if body, _ := os.ReadFile(notes); string(body) != "a person wrote this\nadded\n" {
-		t.Errorf("notes.txt = %q, want the command run on the workspace as it is now", body)
+		t.Errorf("notes.txt = %q, want the change shown again applied to the workspace as it is now", body)
+	}
+	if runs, _ := os.ReadFile(filepath.Join(a.Workspace, "runs.txt")); string(runs) != "ran\n" {
+		t.Errorf("runs.txt = %q: the approved change was not the one applied, or the command ran again", runs)
+	}
+	if eps := h.history(a.ID); len(eps) != 1 || !strings.Contains(eps[0].Result, "was applied") {
+		t.Errorf("history %+v, want the step with the re-run preview's change applied", eps)
 	}
 }
 

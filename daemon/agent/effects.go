@@ -62,7 +62,7 @@ func episodeOf(p *api.Proposal, outcome, result, feedback string) *api.Episode {
 // records, before anything is applied, that the captured change and not the command is
 // what this step runs (the runner then applies it); drop_preview stores why the change
 // can no longer be applied, so the next approval runs the command itself.
-func previewEffect(tx *store.Tx, p *api.Proposal, e cycle.Effect) error {
+func previewEffect(tx *store.Tx, p *api.Proposal, e cycle.Effect, rerun *api.Preview) error {
 	if p == nil || p.Preview == nil || !p.Preview.Effect.Appliable() {
 		return errMissing
 	}
@@ -70,6 +70,10 @@ func previewEffect(tx *store.Tx, p *api.Proposal, e cycle.Effect) error {
 	if e.Kind == cycle.ApplyPreview {
 		return tx.Audit(p.AgentID, "apply_preview", map[string]any{"proposal": p.ID, "command": p.Command,
 			"from_checkpoint": eff.From, "to_checkpoint": eff.To, "change": eff.Summary})
+	}
+	if rerun != nil && rerun.Effect.Appliable() { // the person is asked again with what it would do now
+		p.Preview = rerun
+		return tx.SetProposalPreview(p.ID, p.Preview)
 	}
 	pv, dropped := *p.Preview, *eff
 	dropped.None, dropped.From, dropped.To = e.Reason, 0, 0

@@ -10,6 +10,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
 )
@@ -24,7 +25,8 @@ type stepEnd struct {
 	ep       *api.Episode
 	out      string // the command's output
 	finished bool
-	disk     int64 // the agent's workspace measured after the command; -1 when it was not
+	disk     int64        // the agent's workspace measured after the command; -1 when it was not
+	rerun    *api.Preview // a stale effect preview run again (staleEnd)
 }
 
 // endOf is the end of p's step, whose command gave out and runErr.
@@ -110,7 +112,7 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 	}
 	ev := end.ev
 	ev.Writes = s.checkpoints.took(tx, &cur) // checkpointed at its start: record its change
-	c := &change{a: on, p: &cur, ev: ev, episode: end.ep, rec: s.recordEpisode, ckpt: s.checkpoints, pub: s.events.Publish, finishMessage: &end.out}
+	c := &change{a: on, p: &cur, ev: ev, episode: end.ep, rec: s.recordEpisode, ckpt: s.checkpoints, pub: s.events.Publish, finishMessage: &end.out, rerun: end.rerun}
 	res, err := apply(tx, c)
 	if err != nil {
 		return nil, false, err
@@ -150,12 +152,32 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 	return withdrawn, ended, tx.UpdateAgent(a)
 }
 
+// rerunPreview is p's preview with its effect preview run again, on a's workspace as it
+// is now: what a person decides on once the one shown went stale. Nil when none is made.
+func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p *api.Proposal, c commands.Command) *api.Preview {
+	if p.Preview == nil {
+		return nil
+	}
+	fresh := *p.Preview
+	fresh.Effect, fresh.Diff, fresh.DiffCut = nil, "", false
+	q := *p
+	q.Preview = &fresh
+	withEffect(ctx, st, previews, room, l, a, &q, nil, c)
+	return q.Preview
+}
+
 // staleEnd is the end of p's step when its preview's change was not applied, the
-// workspace having changed since (err): a person decides again, and approving then runs
-// the command itself.
-func staleEnd(p *api.Proposal, err error) stepEnd {
+// workspace having changed since (err): a person decides again on rerun, the preview run
+// again on the workspace as it is now, whose change approving then applies; without one
+// approving runs the command itself.
+func staleEnd(p *api.Proposal, err error, rerun *api.Preview) stepEnd {
 	why := err.Error() + "; approving again runs the command itself"
+	if rerun != nil && rerun.Effect.Appliable() {
+		why = err.Error() + "; its preview was run again on the workspace as it is now: approving applies that change"
+	} else {
+		rerun = nil
+	}
 	result := "Not applied: " + why
 	return stepEnd{ev: cycle.Event{Kind: cycle.PreviewStale, Reason: why, Result: result},
-		ep: episodeOf(p, "interrupted", result, ""), disk: -1}
+		ep: episodeOf(p, "interrupted", result, ""), disk: -1, rerun: rerun}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/api"
@@ -33,13 +34,17 @@ func (s *rewinds) Diff(ctx context.Context, ref string, req api.DiffRequest) (*a
 		return nil, badRequest("step %d: want a step number like 3 (agentctl history lists them)", req.Step)
 	}
 	var a *store.Agent
-	var row *store.StepCheckpoint
+	var row *span
 	var p *api.Proposal
+	var others []string
 	err := s.st.View(ctx, func(tx *store.Tx) (err error) {
-		if a, row, err = s.find(tx, ref, req.Step, ""); err != nil {
+		if a, row, err = s.find(tx, ref, stepAt{step: req.Step, run: req.Run, whole: req.Run != "" && req.Step == 0}); err != nil {
 			return err
 		}
-		p, err = tx.Proposal(row.ID)
+		if p, err = tx.Proposal(row.last); err != nil {
+			return err
+		}
+		others, err = otherRuns(tx, &row.StepCheckpoint)
 		return err
 	})
 	if err != nil {
@@ -56,15 +61,39 @@ func (s *rewinds) Diff(ctx context.Context, ref string, req api.DiffRequest) (*a
 		d, err = store_.DiffLive(ctx, a.Workspace, checkpoint.ID(row.Before))
 	}
 	if err != nil {
-		return nil, dropped(a, row, err)
+		return nil, dropped(a, &row.StepCheckpoint, err)
 	}
-	c := stepChange(a, row, d)
-	c.Command, c.Running = p.Command, row.After == 0 && p.Status == api.ProposalStarted
+	c := stepChange(a, &row.StepCheckpoint, d)
+	c.Running, c.OtherRuns = row.After == 0 && p.Status == api.ProposalStarted, others
+	if row.Kind != runSpan {
+		c.Command = p.Command
+	}
 	return c, nil
 }
 
-// find resolves ref and its checkpointed step (0: the latest), or with undo its rewind.
-func (s *rewinds) find(tx *store.Tx, ref string, step int, undo string) (*store.Agent, *store.StepCheckpoint, error) {
+// stepAt names a checkpointed step: by number (0: the latest) in run ("" the latest run
+// with it), or by id (a step's or, with undo, only a rewind's); or with whole, all the
+// checkpointed steps of run together (a team's turn is a run of its role agent).
+type stepAt struct {
+	step  int
+	run   string
+	id    string
+	undo  bool
+	whole bool
+}
+
+// runSpan is the Kind of a run's steps taken together (StepChange.Kind "run").
+const runSpan = "run"
+
+// span is a checkpointed step, or a run's steps together: Before its first step's, the
+// rest its last step's (last: that step's id).
+type span struct {
+	store.StepCheckpoint
+	last string
+}
+
+// find resolves ref and the checkpointed step at names.
+func (s *rewinds) find(tx *store.Tx, ref string, at stepAt) (*store.Agent, *span, error) {
 	if !s.ckpt.on() {
 		return nil, nil, conflict("checkpoints are off ([checkpoints] enabled = false): no step can be shown or rewound")
 	}
@@ -73,28 +102,39 @@ func (s *rewinds) find(tx *store.Tx, ref string, step int, undo string) (*store.
 		return nil, nil, err
 	}
 	var row *store.StepCheckpoint
-	if undo != "" {
-		row, err = tx.StepCheckpointOf(undo)
-		if err == nil && (row.AgentID != a.ID || row.Kind != store.CheckpointRewind) {
+	if at.id != "" {
+		row, err = tx.StepCheckpointOf(at.id)
+		if err == nil && (row.AgentID != a.ID || at.undo && row.Kind != store.CheckpointRewind) {
 			err = store.ErrNotFound
 		}
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, nil, notFound("agent %s has no rewind %q: the id is in the rewind's reply and in `agentctl history %s`", a.Name, undo, a.Name)
+			return nil, nil, notFound("agent %s has no step or rewind %q: the id is in the rewind's reply and in `agentctl history %s`", a.Name, at.id, a.Name)
 		}
-	} else if row, err = tx.StepCheckpointAt(a.ID, step); errors.Is(err, store.ErrNotFound) {
-		what := fmt.Sprintf("step %d", step)
-		if step == 0 {
+	} else if row, err = tx.StepCheckpointAt(a.ID, at.run, at.step); errors.Is(err, store.ErrNotFound) {
+		what := fmt.Sprintf("step %d", at.step)
+		if at.step == 0 {
 			what = "step"
+		}
+		if at.run != "" {
+			what += " in run " + at.run
 		}
 		return nil, nil, notFound("agent %s has no checkpointed %s: only steps that may change the workspace are (`agentctl history %s` lists them)", a.Name, what, a.Name)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if row.Before == 0 {
-		return nil, nil, conflict("step %d of agent %s has no checkpoint: %s", row.Step, a.Name, row.Notice)
+	sp := &span{StepCheckpoint: *row, last: row.ID}
+	if at.whole {
+		first, err := tx.RunFirstCheckpoint(a.ID, at.run)
+		if err != nil {
+			return nil, nil, err
+		}
+		sp.ID, sp.Kind, sp.Step, sp.Before, sp.Notice = at.run, runSpan, first.Step, first.Before, cmp.Or(first.Notice, row.Notice)
 	}
-	return a, row, nil
+	if sp.Before == 0 {
+		return nil, nil, conflict("step %d of agent %s has no checkpoint: %s", sp.Step, a.Name, sp.Notice)
+	}
+	return a, sp, nil
 }
 
 // dropped is err, or when the checkpoint is gone, why and what to do.
@@ -118,22 +158,34 @@ func stepChange(a *store.Agent, row *store.StepCheckpoint, d *checkpoint.Diff) *
 // rewind event, refused while a step is in flight; with DryRun it only says what would
 // change, from a checkpoint of the workspace now.
 func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest) (*api.Rewind, error) {
-	if (req.To > 0) == (req.Undo != "") || req.To < 0 {
-		return nil, badRequest("name the step to rewind to (--to STEP, a step number from `agentctl history`) or the rewind to undo (--undo rw-…), one of them")
+	at, err := rewindAt(req)
+	if err != nil {
+		return nil, err
 	}
 	var a *store.Agent
-	var row *store.StepCheckpoint
+	var sp *span
+	var others []string
 	if err := s.st.View(ctx, func(tx *store.Tx) (err error) {
-		a, row, err = s.find(tx, ref, req.To, req.Undo)
+		if a, sp, err = s.find(tx, ref, at); err != nil {
+			return err
+		}
+		others, err = otherRuns(tx, &sp.StepCheckpoint)
 		return err
 	}); err != nil {
 		return nil, err
 	}
+	row := &sp.StepCheckpoint
 	rw := &rewindTo{target: row, by: cmp.Or(req.By, "a person"), what: fmt.Sprintf("before step %d", row.Step)}
-	if req.Undo != "" {
+	switch row.Kind {
+	case store.CheckpointRewind:
 		rw.what = "before rewind " + row.ID
+	case runSpan:
+		rw.what = "before run " + row.ID
 	}
-	out := &api.Rewind{AgentID: a.ID, Agent: a.Name, Step: req.To}
+	out := &api.Rewind{AgentID: a.ID, Agent: a.Name, Step: row.Step}
+	if row.Kind == store.CheckpointRewind {
+		out.Step = 0
+	}
 	if req.DryRun {
 		st, err := s.ckpt.storeOf(a.ID)
 		if err != nil {
@@ -148,10 +200,11 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 			return nil, dropped(a, row, err)
 		}
 		out.Restore = *stepChange(a, row, d)
+		out.Restore.OtherRuns = others
 		return out, nil
 	}
 	var ep *api.Episode
-	_, err := s.mutateAfter(ctx, a.ID, func(id string) error { return s.restore(ctx, id, rw) }, func(tx *store.Tx, cur *store.Agent, r *runner) error {
+	_, err = s.mutateAfter(ctx, a.ID, func(id string) error { return s.restore(ctx, id, rw) }, func(tx *store.Tx, cur *store.Agent, r *runner) error {
 		p, err := tx.OpenProposal(cur.ID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -170,7 +223,35 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 	}
 	out.Done, out.Undo = true, ep.ProposalID
 	out.Restore = *stepChange(a, row, rw.done.Diff)
+	out.Restore.OtherRuns = others
 	return out, nil
+}
+
+// rewindAt reads which step req names: exactly one of To (with Run), Run alone (before
+// the run's first step), ID and Undo.
+func rewindAt(req api.RewindRequest) (stepAt, error) {
+	named := 0
+	for _, set := range []bool{req.To != 0 || req.Run != "", req.ID != "", req.Undo != ""} {
+		if set {
+			named++
+		}
+	}
+	if named != 1 || req.To < 0 {
+		return stepAt{}, badRequest("name the step to rewind to (--to STEP, a step number from `agentctl history`, with --run RUN for an earlier run's) or the rewind to undo (--undo rw-…), one of them")
+	}
+	if req.Undo != "" {
+		return stepAt{id: req.Undo, undo: true}, nil
+	}
+	return stepAt{step: req.To, run: req.Run, id: req.ID, whole: req.Run != "" && req.To == 0}, nil
+}
+
+// otherRuns are the runs besides row's with a checkpointed step of row's number.
+func otherRuns(tx *store.Tx, row *store.StepCheckpoint) ([]string, error) {
+	if row.Kind != store.CheckpointStep { // a rewind's, or a whole run's
+		return nil, nil
+	}
+	runs, err := tx.StepRuns(row.AgentID, row.Step)
+	return slices.DeleteFunc(runs, func(r string) bool { return r == row.RunID }), err
 }
 
 // restore puts agent id's workspace back for rw, under the runner's lock and before the

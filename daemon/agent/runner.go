@@ -331,7 +331,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 		}
 		diskCut := stopWatch()
 		if errors.Is(o.Err, effect.ErrStale) {
-			r.finishExecution(ctx, p, staleEnd(p, o.Err), time.Since(began))
+			r.finishExecution(ctx, p, staleEnd(p, o.Err, rerunPreview(st.execCtx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(st.a), l, st.a, p, cmd)), time.Since(began))
 			return
 		}
 		switch {

@@ -42,6 +42,9 @@ type change struct {
 	// restores, and who asked.
 	ckpt   *checkpoints
 	rewind *rewindTo
+	// rerun is the effect preview run again on the workspace as it is now, which
+	// drop_preview puts in place of the stale one (nil: none could be made).
+	rerun *api.Preview
 }
 
 // applied is what apply did: whether the proposal moved, the effects, and the episode it
@@ -141,7 +144,7 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 		cancel, command := c.cancel, e.Command
 		tx.AfterCommit(func() { cancel(command) }) // under the runner's lock, as every change of the agent is
 	case cycle.ApplyPreview, cycle.DropPreview:
-		return previewEffect(tx, c.p, e)
+		return previewEffect(tx, c.p, e, c.rerun)
 	default:
 		return fmt.Errorf("no applier for effect %s", e.Kind)
 	}

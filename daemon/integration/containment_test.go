@@ -381,10 +381,11 @@ func (r *attackRig) escapes() []string {
 	return out
 }
 
-// previewWentStale reports whether p's effect preview can no longer be applied (the
-// workspace changed since it was taken): its approval asked again.
+// previewWentStale reports whether p's effect preview could not be applied (the
+// workspace changed since it was taken): its approval asked again, with the preview run
+// again on the workspace as it is now (or why there is none).
 func previewWentStale(p *api.Proposal) bool {
-	return p.Preview != nil && p.Preview.Effect != nil && p.Preview.Effect.None != "" && p.Status == api.ProposalInterrupted
+	return p.Preview != nil && p.Preview.Effect != nil && p.Status == api.ProposalInterrupted
 }
 
 // runStep waits for step i's proposal, decides it as the step says and waits for its end.

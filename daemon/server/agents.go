@@ -18,11 +18,13 @@ type runAgents struct {
 }
 
 // chatAgents are what the chat bots and the Agent Protocol call besides: decisions and
-// answers, and the replays the protocol lists as artifacts.
+// answers, the replays the protocol lists as artifacts, and the checkpoints (a result's
+// diff, a rewind asked in chat).
 type chatAgents struct {
 	runAgents
 	api.DecisionService
 	api.AuditService
+	api.CheckpointService
 }
 
 // agentAPI is the local API's agents, api.AgentService: every part.
@@ -31,10 +33,9 @@ type agentAPI struct {
 	api.MemoryService
 	api.DoctorService
 	api.BudgetService
-	api.CheckpointService
 }
 
 func agentsOf(sup *agent.Supervisor) agentAPI {
 	p := sup.API()
-	return agentAPI{chatAgents{runAgents{p.Runs, p.Views, p.Policies}, p.Decisions, p.Audit}, p.Memory, p.Doctor, p.Budgets, p.Checkpoints}
+	return agentAPI{chatAgents{runAgents{p.Runs, p.Views, p.Policies}, p.Decisions, p.Audit, p.Checkpoints}, p.Memory, p.Doctor, p.Budgets}
 }

@@ -44,15 +44,43 @@ func (t *Tx) StepCheckpointOf(id string) (*StepCheckpoint, error) {
 	return scanStepCheckpoint(t.queryRow(`SELECT `+stepCheckpointCols+` FROM step_checkpoints WHERE id=?`, id))
 }
 
-// StepCheckpointAt returns the latest checkpoint of the agent's step numbered step, or
-// with step 0 its latest step's; ErrNotFound when there is none.
-func (t *Tx) StepCheckpointAt(agentID string, step int) (*StepCheckpoint, error) {
+// StepCheckpointAt returns the checkpoint of the agent's step numbered step in run (""
+// the latest run with that step), or with step 0 its latest step's; ErrNotFound when
+// there is none.
+func (t *Tx) StepCheckpointAt(agentID, run string, step int) (*StepCheckpoint, error) {
 	if step == 0 {
 		return scanStepCheckpoint(t.queryRow(`SELECT `+stepCheckpointCols+` FROM step_checkpoints
-			WHERE agent_id=? AND kind=? ORDER BY at DESC, rowid DESC LIMIT 1`, agentID, CheckpointStep))
+			WHERE agent_id=? AND kind=? AND (?='' OR run_id=?) ORDER BY at DESC, rowid DESC LIMIT 1`, agentID, CheckpointStep, run, run))
 	}
 	return scanStepCheckpoint(t.queryRow(`SELECT `+stepCheckpointCols+` FROM step_checkpoints
-		WHERE agent_id=? AND step=? AND kind=? ORDER BY at DESC, rowid DESC LIMIT 1`, agentID, step, CheckpointStep))
+		WHERE agent_id=? AND step=? AND kind=? AND (?='' OR run_id=?) ORDER BY at DESC, rowid DESC LIMIT 1`, agentID, step, CheckpointStep, run, run))
+}
+
+// RunFirstCheckpoint returns the checkpoint of the first checkpointed step of the agent's
+// run, or ErrNotFound: the workspace as it was before the run changed it.
+func (t *Tx) RunFirstCheckpoint(agentID, run string) (*StepCheckpoint, error) {
+	return scanStepCheckpoint(t.queryRow(`SELECT `+stepCheckpointCols+` FROM step_checkpoints
+		WHERE agent_id=? AND run_id=? AND kind=? ORDER BY at ASC, rowid ASC LIMIT 1`, agentID, run, CheckpointStep))
+}
+
+// StepRuns returns the runs of the agent with a checkpointed step numbered step, the
+// latest first: more than one makes the number ambiguous without its run.
+func (t *Tx) StepRuns(agentID string, step int) ([]string, error) {
+	rows, err := t.query(`SELECT run_id FROM step_checkpoints WHERE agent_id=? AND step=? AND kind=?
+		GROUP BY run_id ORDER BY MAX(at) DESC, MAX(rowid) DESC`, agentID, step, CheckpointStep)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var runs []string
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, rows.Err()
 }
 
 // RecentBefores returns the Before checkpoints of the agent's n latest steps and

@@ -51,6 +51,10 @@ type Chat interface {
 	StartRun(task string) (thread string)
 	// Proposal waits for the proposal of step in thread.
 	Proposal(thread string, step int) Msg
+	// Find waits for a message in thread whose text has text in it.
+	Find(thread, text string) Msg
+	// Files is each file uploaded into thread, by name: its content.
+	Files(thread string) map[string]string
 	// Click clicks m's button for action (bots.ActionApprove, …) as u.
 	Click(u User, thread string, m Msg, action string)
 	// ForgeClick clicks, as u, on message on in thread, a button carrying the approve

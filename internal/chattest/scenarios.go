@@ -22,6 +22,7 @@ var Scenarios = []Scenario{
 	{"feedback_typed_and_by_dialog", feedbackTypedAndByDialog},
 	{"stopped_run_ends_for_late_messages", stoppedRunEndsForLateMessages},
 	{"hostile_model_text_pings_and_links_nothing", hostileModelTextPingsAndLinksNothing},
+	{"rewind_asked_in_the_thread_and_done_by_an_approver", rewindAskedInTheThreadAndDoneByAnApprover},
 }
 
 func agentOf(c Chat, thread string) *api.Agent {

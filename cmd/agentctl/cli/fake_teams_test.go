@@ -30,7 +30,7 @@ func cannedTeam() *api.TeamRun {
 			turn(3, api.TurnConclusion, "design", "language", 0, "", "Go", "language"),
 			turn(4, api.TurnPhaseEnd, "design", "language", 0, "", "cto concluded with <INFO>", "info"),
 			turn(5, api.TurnTransition, "review", "", 0, "", "design → review: the first next state whose condition holds", "rule"),
-			turn(6, api.TurnMessage, "review", "comment", 1, "programmer", "Instruction: review main.go.\nIt is short.", ""),
+			ranBy(turn(6, api.TurnMessage, "review", "comment", 1, "programmer", "Instruction: review main.go.\nIt is short.", ""), "a-5", "r-6"),
 			turn(7, api.TurnMessage, "review", "comment", 1, "reviewer", "Sure, I will look at it.", ""),
 			turn(8, api.TurnPhaseEnd, "review", "comment", 1, "", `the assistant reviewer said what it would do without doing it: "Sure, I will look at it."`, "flake_reply"),
 			turn(9, api.TurnMessage, "review", "comment", 2, "programmer", "Instruction: review main.go again.", ""),
@@ -40,6 +40,12 @@ func cannedTeam() *api.TeamRun {
 			turn(13, api.TurnPhaseEnd, "review", "review_loop", 2, "", `its break condition "review contains 'finished'" holds`, "break"),
 			turn(14, api.TurnEnd, "test", "", 0, "", "state test led to the end: the model chose it: the tests pass", "finished"),
 		}}
+}
+
+// ranBy is t as a role agent's run made it: show names the run whose changes are the turn's.
+func ranBy(t api.TeamTurn, agent, run string) api.TeamTurn {
+	t.AgentID, t.RunID = agent, run
+	return t
 }
 
 func cannedTeams() []api.TeamRun {

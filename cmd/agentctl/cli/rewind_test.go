@@ -12,8 +12,8 @@ import (
 )
 
 // TestDiffAndRewindGolden runs testdata/rewind/*.golden: a step's diff (named, latest,
-// a bad step, none), a rewind with --yes, one with no answer to its question (refused,
-// nothing changed, the fix named), one with no target, one refused while a step runs,
+// a bad step, none, an earlier run's by --run, a whole run by --run alone), a rewind with --yes, one with no answer to its question (refused,
+// nothing changed, the fix named), one with no target, one of an earlier run's step (--run), one to before a whole run, one refused while a step runs,
 // and undoing a rewind as JSON.
 func TestDiffAndRewindGolden(t *testing.T) {
 	f := newFakeDaemon(t)
@@ -33,7 +33,16 @@ func TestDiffAndRewindGolden(t *testing.T) {
 		if step == 0 {
 			step = 4 // the latest
 		}
-		return change(step, "changed 2 files (+2 −1)", diff), nil
+		c := change(step, "changed 2 files (+2 −1)", diff)
+		switch {
+		case in.Run != "" && in.Step == 0: // the whole run
+			c.Kind, c.ID, c.RunID, c.Step, c.Command = "run", in.Run, in.Run, 1, ""
+		case in.Run != "":
+			c.RunID, c.OtherRuns = in.Run, []string{"r-1"}
+		case step == 3: // step 3 is in two runs: the latest (r-1) is shown, r-0 named
+			c.OtherRuns = []string{"r-0"}
+		}
+		return c, nil
 	})
 	var rewound []api.RewindRequest
 	apitest.Handle(&f.api, api.RewindRoute, func(_ context.Context, ref string, in api.RewindRequest) (*api.Rewind, error) {
@@ -43,13 +52,18 @@ func TestDiffAndRewindGolden(t *testing.T) {
 		if !in.DryRun {
 			rewound = append(rewound, in)
 		}
-		return &api.Rewind{AgentID: "a-1", Agent: "researcher", Step: in.To, Done: !in.DryRun, Undo: "rw-9",
-			Restore: *change(in.To, "changed 2 files (+1 −2)", "deleted file out/red.txt (+0 −1)\n")}, nil
+		r := &api.Rewind{AgentID: "a-1", Agent: "researcher", Step: in.To, Done: !in.DryRun, Undo: "rw-9",
+			Restore: *change(in.To, "changed 2 files (+1 −2)", "deleted file out/red.txt (+0 −1)\n")}
+		if in.Run != "" {
+			r.Restore.RunID, r.Restore.OtherRuns = in.Run, []string{"r-1"}
+		}
+		return r, nil
 	})
 	runGoldens(t, f, t.TempDir(), "testdata/rewind/*.golden")
-	slices.SortFunc(rewound, func(a, b api.RewindRequest) int { return strings.Compare(a.Undo, b.Undo) })
-	if len(rewound) != 2 || rewound[0].To != 3 || rewound[1].Undo != "rw-7" {
-		t.Errorf("the daemon was asked to rewind %+v; want to step 3 once (--yes), and to undo rw-7 once", rewound)
+	slices.SortStableFunc(rewound, func(a, b api.RewindRequest) int { return strings.Compare(a.Undo+a.Run, b.Undo+b.Run) })
+	if len(rewound) != 4 || rewound[0].To != 3 || rewound[0].Run != "" || rewound[1].To != 3 || rewound[1].Run != "r-0" ||
+		rewound[2].To != 0 || rewound[2].Run != "r-0" || rewound[3].Undo != "rw-7" {
+		t.Errorf("the daemon was asked to rewind %+v; want to step 3 of the latest run once (--yes), of run r-0 once, to before run r-0 once, and to undo rw-7 once", rewound)
 	}
 }
 

@@ -298,6 +298,9 @@ func writeTurn(w io.Writer, t, prev *api.TeamTurn) {
 		for _, l := range lines[1:] {
 			fmt.Fprintf(w, "    %s%s\n", strings.Repeat(" ", len(label)), l)
 		}
+		if t.RunID != "" { // a role agent's run: what the turn changed, by its run
+			fmt.Fprintf(w, "    %s(its changes: agentctl diff %s --run %s)\n", strings.Repeat(" ", len(label)), t.AgentID, t.RunID)
+		}
 	case api.TurnConclusion:
 		fmt.Fprintf(w, "    %s = %s\n", t.Mode, oneLine(t.Text, 100))
 	case api.TurnPhaseEnd:
