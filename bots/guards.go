@@ -306,11 +306,17 @@ func feedbackFits(ctx context.Context, c *check) bool {
 // replyAgent reads the agent of the reply's thread.
 func replyAgent(ctx context.Context, c *check) bool {
 	a, err := c.r.opt.Service.Agent(ctx, c.b.AgentID)
+	return keep(ctx, c, "agent", &c.a, a, err)
+}
+
+// keep sets *into to what a read of the thread's what returned, or tells the person
+// that it is gone.
+func keep[T any](ctx context.Context, c *check, what string, into *T, v T, err error) bool {
 	if err != nil {
-		c.tell(ctx, "This thread's agent is gone: "+err.Error())
+		c.tell(ctx, "This thread's "+what+" is gone: "+err.Error())
 		return false
 	}
-	c.a = a
+	*into = v
 	return true
 }
 
@@ -344,12 +350,7 @@ func teamRun(ctx context.Context, c *check) bool {
 		return false
 	}
 	run, err := teams.Team(ctx, c.team.TeamRunID)
-	if err != nil {
-		c.tell(ctx, "This thread's team run is gone: "+err.Error())
-		return false
-	}
-	c.run = run
-	return true
+	return keep(ctx, c, "team run", &c.run, run, err)
 }
 
 // channelApprover: u may decide for team runs here; they are the channel's approvers'.

@@ -84,12 +84,7 @@ func (s *teamDesk) bindTeam(bs ...*TeamBinding) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range bs {
-		m := s.teamBound[b.TeamRunID]
-		if m == nil {
-			m = map[string]*TeamBinding{}
-			s.teamBound[b.TeamRunID] = m
-		}
-		m[b.Platform] = b
+		putIn(s.teamBound, b.TeamRunID, b.Platform, b)
 	}
 }
 

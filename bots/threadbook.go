@@ -74,13 +74,16 @@ func (s *threadBook) bind(bs ...*Binding) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range bs {
-		m := s.bound[b.AgentID]
-		if m == nil {
-			m = map[string]*Binding{}
-			s.bound[b.AgentID] = m
-		}
-		m[b.Platform] = b
+		putIn(s.bound, b.AgentID, b.Platform, b)
 	}
+}
+
+// putIn sets m[k][k2] to v, making the inner map on first use.
+func putIn[K, K2 comparable, V any](m map[K]map[K2]V, k K, k2 K2, v V) {
+	if m[k] == nil {
+		m[k] = map[K2]V{}
+	}
+	m[k][k2] = v
 }
 
 // boundAgents lists the agents that have a thread.

@@ -85,7 +85,7 @@ func (startAgent) Spec() Spec { return startAgentSpec }
 
 func (startAgent) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a startAgentArgs
-	if err := decodeArgs(StartAgent, raw, &a); err != nil {
+	if err := DecodeArgs(StartAgent, raw, &a); err != nil {
 		return "", err
 	}
 	if env.Helpers == nil {
@@ -110,7 +110,7 @@ func (messageAgent) Spec() Spec { return messageAgentSpec }
 
 func (messageAgent) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a messageAgentArgs
-	if err := decodeArgs(MessageAgent, raw, &a); err != nil {
+	if err := DecodeArgs(MessageAgent, raw, &a); err != nil {
 		return "", err
 	}
 	if env.Helpers == nil {
@@ -149,7 +149,7 @@ func (deleteAgent) Spec() Spec { return deleteAgentSpec }
 
 func (deleteAgent) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a deleteAgentArgs
-	if err := decodeArgs(DeleteAgent, raw, &a); err != nil {
+	if err := DecodeArgs(DeleteAgent, raw, &a); err != nil {
 		return "", err
 	}
 	if env.Helpers == nil {

@@ -36,7 +36,7 @@ func (appendToFile) Spec() Spec { return appendToFileSpec }
 
 func (appendToFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a appendToFileArgs
-	if err := decodeArgs("append_to_file", raw, &a); err != nil {
+	if err := DecodeArgs("append_to_file", raw, &a); err != nil {
 		return "", err
 	}
 	if strings.IndexByte(a.Text, 0) >= 0 {

@@ -162,7 +162,7 @@ func (o openItem) Spec() Spec { return o.spec }
 
 func (o openItem) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a contextPathArgs
-	if err := decodeArgs(o.spec.Name, raw, &a); err != nil {
+	if err := DecodeArgs(o.spec.Name, raw, &a); err != nil {
 		return "", err
 	}
 	if env.State == nil {
@@ -213,7 +213,7 @@ func (closeItem) Spec() Spec { return closeItemSpec }
 
 func (closeItem) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a contextPathArgs
-	if err := decodeArgs(closeItemSpec.Name, raw, &a); err != nil {
+	if err := DecodeArgs(closeItemSpec.Name, raw, &a); err != nil {
 		return "", err
 	}
 	if env.State == nil {

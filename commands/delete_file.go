@@ -35,7 +35,7 @@ func (deleteFile) Spec() Spec { return deleteFileSpec }
 
 func (deleteFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a deleteFileArgs
-	if err := decodeArgs("delete_file", raw, &a); err != nil {
+	if err := DecodeArgs("delete_file", raw, &a); err != nil {
 		return "", err
 	}
 	// The full path gets the same refusals as every file command, links out included.

@@ -26,7 +26,7 @@ func (finish) Spec() Spec { return finishSpec }
 
 func (finish) Execute(_ context.Context, _ Env, raw json.RawMessage) (string, error) {
 	var a finishArgs
-	if err := decodeArgs(Finish, raw, &a); err != nil {
+	if err := DecodeArgs(Finish, raw, &a); err != nil {
 		return "", err
 	}
 	if a.Reason == "" {

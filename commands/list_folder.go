@@ -43,7 +43,7 @@ func (listFolder) Spec() Spec { return listFolderSpec }
 
 func (listFolder) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a listFolderArgs
-	if err := decodeArgs("list_folder", raw, &a); err != nil {
+	if err := DecodeArgs("list_folder", raw, &a); err != nil {
 		return "", err
 	}
 	root, ws, rel, err := openIn(env.Workspace, a.Path)

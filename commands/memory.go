@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentd/agentd/internal/display"
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/internal/display"
 )
 
 // Memory is an agent's long-term memory as the memory commands reach it. The daemon
@@ -55,7 +56,7 @@ func (memoryAdd) Spec() Spec { return memoryAddSpec }
 
 func (memoryAdd) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a memoryAddArgs
-	if err := decodeArgs(MemoryAdd, raw, &a); err != nil {
+	if err := DecodeArgs(MemoryAdd, raw, &a); err != nil {
 		return "", err
 	}
 	if env.Memory == nil {
@@ -92,7 +93,7 @@ func (memorySearch) Spec() Spec { return memorySearchSpec }
 
 func (memorySearch) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a memorySearchArgs
-	if err := decodeArgs(MemorySearch, raw, &a); err != nil {
+	if err := DecodeArgs(MemorySearch, raw, &a); err != nil {
 		return "", err
 	}
 	if env.Memory == nil {

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // outputsDir is the workspace folder that keeps outputs too long for the model's prompt.
@@ -74,9 +75,7 @@ func saveOutput(workspace, command, out string, now time.Time) (string, error) {
 	if len(out) > maxSavedBytes {
 		out = string(trimPartialRune([]byte(out[:maxSavedBytes])))
 	}
-	var rnd [4]byte
-	rand.Read(rnd[:])
-	name := fmt.Sprintf("%s-%s-%s.txt", fileSafe(command), now.UTC().Format(outputTimeFormat), hex.EncodeToString(rnd[:]))
+	name := fmt.Sprintf("%s-%s-%s.txt", fileSafe(command), now.UTC().Format(outputTimeFormat), randid.Hex(4))
 	rel := path.Join(outputsDir, name)
 	// Background: the command's own context may have timed out, and its output is still wanted.
 	if err := writeAtomic(context.Background(), root, rel, []byte(out), 0o600); err != nil {

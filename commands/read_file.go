@@ -43,7 +43,7 @@ func (readFile) Spec() Spec { return readFileSpec }
 
 func (readFile) Execute(_ context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a readFileArgs
-	if err := decodeArgs("read_file", raw, &a); err != nil {
+	if err := DecodeArgs("read_file", raw, &a); err != nil {
 		return "", err
 	}
 	f, err := openRead(env.Workspace, a.Path)

@@ -274,8 +274,9 @@ func CheckArgs(spec Spec, args json.RawMessage) error {
 	return nil
 }
 
-// decodeArgs unmarshals already validated args into a command's args struct.
-func decodeArgs(name string, raw json.RawMessage, v any) error {
+// DecodeArgs unmarshals args Run has already checked against the schema into a
+// command's args struct (every command in this package and its sub-packages).
+func DecodeArgs(name string, raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
 		return nil
 	}

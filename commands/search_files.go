@@ -52,7 +52,7 @@ func (searchFiles) Spec() Spec { return searchFilesSpec }
 
 func (searchFiles) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a searchFilesArgs
-	if err := decodeArgs("search_files", raw, &a); err != nil {
+	if err := DecodeArgs("search_files", raw, &a); err != nil {
 		return "", err
 	}
 	if strings.ContainsAny(a.Text, "\r\n") {

@@ -2,8 +2,6 @@ package commands
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -11,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // writeFile creates or replaces a text file in the workspace, atomically: a reader sees the
@@ -39,7 +38,7 @@ func (writeFile) Spec() Spec { return writeFileSpec }
 
 func (writeFile) Execute(ctx context.Context, env Env, raw json.RawMessage) (string, error) {
 	var a writeFileArgs
-	if err := decodeArgs("write_file", raw, &a); err != nil {
+	if err := DecodeArgs("write_file", raw, &a); err != nil {
 		return "", err
 	}
 	root, _, rel, err := openIn(env.Workspace, a.Path)
@@ -77,10 +76,8 @@ func writeAtomic(ctx context.Context, root *os.Root, rel string, data []byte, pe
 			return err
 		}
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
 	// Short and hidden: a name near NAME_MAX plus a suffix would be too long.
-	tmp := filepath.Join(dir, ".write-"+hex.EncodeToString(rnd[:])+".tmp")
+	tmp := filepath.Join(dir, ".write-"+randid.Hex(8)+".tmp")
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return err

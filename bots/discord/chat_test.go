@@ -1,6 +1,7 @@
 package discord
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 
@@ -16,15 +17,20 @@ func TestScenarios(t *testing.T) {
 
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) discordChat {
-	held := &chattest.HoldingRelay{}
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { held.Handler = r; return held }}})
-	return discordChat{e, held}
+	held, handled := &chattest.HoldingRelay{}, chattest.NewHandled()
+	e := &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler {
+		held.Handler, handled.Handler = r, held
+		return handled
+	}}}
+	e.WithTeams(t, map[string]string{})
+	return discordChat{newEnvWith(t, e), held, handled}
 }
 
 // discordChat is the Discord harness as the scenarios drive it.
 type discordChat struct {
 	*env
-	held *chattest.HoldingRelay
+	held    *chattest.HoldingRelay
+	handled *chattest.HandledRelay
 }
 
 var discordUsers = map[chattest.User]fakediscord.User{chattest.Approver: uAlice, chattest.GroupApprover: uCarol, chattest.Stranger: uBob}
@@ -36,10 +42,53 @@ func (c discordChat) UserID(u chattest.User) string { return discordUsers[u].ID 
 func (c discordChat) StartRun(task string) string   { return c.startRun(task) }
 func (c discordChat) Restart()                      { c.restart() }
 func (c discordChat) Say(u chattest.User, thread, text string) string {
-	return c.say(discordUsers[u], thread, text).ID
+	return c.say(discordUsers[u], cmp.Or(thread, eChannel), text).ID
+}
+
+func (c discordChat) BotMention() string { return "<@" + c.fake.BotUser().ID + ">" }
+
+func (c discordChat) Edit(u chattest.User, _, id, text string) {
+	c.t.Helper()
+	if _, err := c.fake.EditMessage(id, discordUsers[u], text); err != nil {
+		c.t.Fatal(err)
+	}
+	c.handled.Handled(c.t, id, true)
+}
+
+// Answered counts u's notes and the bot's replies to u's messages.
+func (c discordChat) Answered(u chattest.User, text string) int {
+	n := chattest.Count(c.NotesTo(u), text)
+	for _, m := range c.fake.AllMessages() {
+		if m.Author.ID != c.fake.BotUser().ID || m.MessageReference == nil || !strings.Contains(m.Content, text) {
+			continue
+		}
+		if to, ok := c.fake.Message(m.MessageReference.MessageID); ok && to.Author.ID == discordUsers[u].ID {
+			n++
+		}
+	}
+	return n
 }
 func (c discordChat) Wait(what string, cond func() bool)                 { c.t.Helper(); c.wait(what, cond) }
 func (c discordChat) Decided(thread string, m chattest.Msg, text string) { c.decided(m.ID, text) }
+
+func (c discordChat) StartTeam(workflow, task string) string {
+	c.teamCommand(uAlice, "file="+workflow, "task="+task)
+	return c.teamThread(workflow)
+}
+
+func (c discordChat) RoleProposal(thread, role string, step int) chattest.Msg {
+	m := c.roleProposal(thread, role, step)
+	return chattest.Msg{ID: m.ID, Raw: m}
+}
+
+// StopTeam runs /agent team stop:ID and returns what the bot answered.
+func (c discordChat) StopTeam(u chattest.User, id string) string {
+	c.t.Helper()
+	in := c.teamCommand(discordUsers[u], "stop="+id)
+	c.interacted(u, in)
+	c.wait("the answer to /agent team stop", func() bool { return c.original(in, "") })
+	return c.originalText(in)
+}
 
 func (c discordChat) Proposal(thread string, step int) chattest.Msg {
 	m := c.proposal(thread, step)

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
@@ -91,60 +90,5 @@ func TestReplyToTheTaskMessageSteersItsRun(t *testing.T) {
 		if m.Thread != nil && m.ID != task.ID {
 			t.Errorf("a second thread was started, from %q", m.Content)
 		}
-	}
-}
-
-// notesTo counts the bot's messages in channel that reply to message id saying text.
-func (e *env) notesTo(channel, id, text string) int {
-	n := 0
-	for _, m := range e.fake.Messages(channel) {
-		if m.Author.ID == e.fake.BotUser().ID && m.MessageReference != nil && m.MessageReference.MessageID == id && strings.Contains(m.Content, text) {
-			n++
-		}
-	}
-	return n
-}
-
-// TestEditsAreAnsweredNotRead: an edit of a message the relay read — a decision in a
-// run's thread, the mention that started the run — changes nothing and is answered, once
-// per message: edits are not read, send a new message. An edit of chatter is left alone.
-func TestEditsAreAnsweredNotRead(t *testing.T) {
-	h := chattest.NewHandled()
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { h.Handler = r; return h }}})
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
-	chattest.Drain()
-	y := e.say(uAlice, thread, "y")
-	e.decided(p.ID, "Approved** by <@"+uAlice.ID+">")
-	chattest.TouchedInOrder(e.t, "a")
-	e.proposal(thread, 2) // finish, waiting: an edit to "n" must not deny it
-	finish := e.agentOf(thread).Pending.ID
-	chatter := e.say(uCarol, eChannel, "lunch?")
-
-	edit := func(u fakediscord.User, id, text string) {
-		t.Helper()
-		if _, err := e.fake.EditMessage(id, u, text); err != nil {
-			t.Fatal(err)
-		}
-		h.Handled(t, id, true)
-	}
-	edit(uAlice, y.ID, "n")
-	edit(uAlice, y.ID, "n, really")
-	edit(uAlice, thread, "<@"+e.fake.BotUser().ID+"> touch twice")
-	edit(uCarol, chatter.ID, "lunch at noon?")
-
-	const note = "Edits are not read"
-	e.wait("the answers to the edits", func() bool {
-		return e.notesTo(thread, y.ID, note) > 0 && e.notesTo(eChannel, thread, note) > 0
-	})
-	if n := e.notesTo(thread, y.ID, note); n != 1 {
-		t.Errorf("the decision's two edits were answered %d times, want once", n)
-	}
-	if n := e.notesTo(eChannel, chatter.ID, note); n != 0 {
-		t.Errorf("an edit of chatter was answered %d times", n)
-	}
-	if got, _ := e.fake.Message(p.ID); !strings.Contains(got.Content, "Approved** by") || e.Decisions(finish) != 0 {
-		t.Errorf("the edits decided something: step 1 shows %q; the finish has %d decisions", got.Content, e.Decisions(finish))
 	}
 }

@@ -20,7 +20,7 @@ func FromMessage(m bots.Message) Message { return render(m, "") }
 // render is FromMessage under a line of markdown of the bot's own (head; "" for none),
 // which is not escaped: a channel link, say.
 func render(m bots.Message, head string) Message {
-	parts := renderParts(m.Parts)
+	parts := markdown.Parts(m.Parts)
 	if len(parts) == 0 {
 		parts = []string{Escape(m.Summary)}
 	}
@@ -29,7 +29,7 @@ func render(m bots.Message, head string) Message {
 	}
 	out := Message{Content: strings.Join(parts, "\n")}
 	if Len(out.Content) > MaxContent {
-		out = fitParts(parts, plainText(m))
+		out = fitParts(parts, m.PlainText())
 	}
 	if len(m.Buttons) > 0 {
 		out.Components = buttons(m.Buttons)
@@ -37,50 +37,12 @@ func render(m bots.Message, head string) Message {
 	return out
 }
 
-// renderParts renders each part as final markdown: escaped prose, quotes, code blocks.
-func renderParts(parts []bots.Part) []string {
-	out := make([]string, 0, len(parts))
-	for _, p := range parts {
-		switch {
-		case p.Code != "":
-			out = append(out, "```\n"+codeBlock(p.Code)+"\n```")
-		case p.Quote:
-			lines := strings.Split(spans(p.Spans), "\n")
-			for j := range lines {
-				lines[j] = "> " + lines[j]
-			}
-			out = append(out, strings.Join(lines, "\n"))
-		default:
-			out = append(out, spans(p.Spans))
-		}
-	}
-	return out
-}
-
-// plainText is the message as a person reads it, unescaped, for the attached file (a file
-// is not markdown); invisible and control characters still show as escapes.
-func plainText(m bots.Message) string {
-	var b strings.Builder
-	for i, p := range m.Parts {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		if p.Code != "" {
-			b.WriteString(p.Code)
-			continue
-		}
-		for _, sp := range p.Spans {
-			if sp.User != "" {
-				b.WriteString("@" + sp.User)
-			} else {
-				b.WriteString(sp.Text)
-			}
-		}
-	}
-	if b.Len() == 0 {
-		return display.Escape(m.Summary, display.Text)
-	}
-	return display.Escape(b.String(), display.Text)
+// markdown is how Discord writes a message's text (its markdown).
+var markdown = bots.Markup{
+	Escape:  Escape,
+	Code:    func(s string) string { return "```\n" + codeBlock(s) + "\n```" },
+	Bold:    "**",
+	Mention: Who,
 }
 
 // fitParts makes a message over Discord's limit fit by cutting its longest parts with
@@ -105,24 +67,6 @@ func fitParts(parts []string, full string) Message {
 		parts[longest], _ = bots.Fit(parts[longest], max(Len(parts[longest])-over, 0), Len)
 	}
 	return fitContent(strings.Join(parts, "\n")+"\n", full, name) // many parts, each short
-}
-
-func spans(ss []bots.Span) string {
-	var b strings.Builder
-	for _, s := range ss {
-		switch {
-		case s.User != "":
-			b.WriteString(Who(s.User))
-		case s.Bold && strings.TrimSpace(s.Text) != "":
-			// Spaces stay outside the markers: "**Plan: **" would not render bold.
-			t := strings.TrimSpace(s.Text)
-			lead, trail := s.Text[:strings.Index(s.Text, t)], s.Text[strings.Index(s.Text, t)+len(t):]
-			b.WriteString(lead + "**" + Escape(t) + "**" + trail)
-		default:
-			b.WriteString(Escape(s.Text))
-		}
-	}
-	return b.String()
 }
 
 // buttons lays the proposal's buttons out in one row (Discord allows five).

@@ -248,7 +248,7 @@ func TestSpansMentionOnlySnowflakes(t *testing.T) {
 		{"slack_id", "U024BE7LH", "by U024BE7LH"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := spans([]bots.Span{{Text: "by "}, {User: c.user}})
+			got := markdown.Spans([]bots.Span{{Text: "by "}, {User: c.user}})
 			if got != c.want || c.name != "snowflake" && strings.Contains(got, "<@") {
 				t.Errorf("got %q, want %q", got, c.want)
 			}

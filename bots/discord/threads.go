@@ -92,22 +92,18 @@ func (b *Bot) unarchive(ctx context.Context, thread string) error {
 }
 
 // moved returns the thread that continues thread, or thread itself.
-func (b *Bot) moved(thread string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if to, ok := b.continued[thread]; ok {
-		return to
-	}
-	return thread
-}
+func (b *Bot) moved(thread string) string { return b.threadIn(b.continued, thread) }
 
 // origin returns the thread a continuation thread continues, or thread itself: the relay
 // knows the run by its first thread.
-func (b *Bot) origin(thread string) string {
+func (b *Bot) origin(thread string) string { return b.threadIn(b.continues, thread) }
+
+// threadIn is what m (continued or continues) maps thread to, or thread itself.
+func (b *Bot) threadIn(m map[string]string, thread string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if from, ok := b.continues[thread]; ok {
-		return from
+	if to, ok := m[thread]; ok {
+		return to
 	}
 	return thread
 }

@@ -20,17 +20,22 @@ func TestScenarios(t *testing.T) {
 
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) *slackChat {
-	held := &chattest.HoldingRelay{}
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { held.Handler = r; return held }}})
-	return &slackChat{env: e, held: held, sent: map[string]string{}}
+	held, handled := &chattest.HoldingRelay{}, chattest.NewHandled()
+	e := &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler {
+		held.Handler, handled.Handler = r, held
+		return handled
+	}}}
+	e.WithTeams(t, map[string]string{})
+	return &slackChat{env: newEnvWith(t, e), held: held, handled: handled, sent: map[string]string{}}
 }
 
 // slackChat is the Slack harness as the scenarios drive it.
 type slackChat struct {
 	*env
-	held *chattest.HoldingRelay
-	mu   sync.Mutex
-	sent map[string]string // message ts → its envelope, to deliver again
+	held    *chattest.HoldingRelay
+	handled *chattest.HandledRelay
+	mu      sync.Mutex
+	sent    map[string]string // message ts → its envelope, to deliver again
 }
 
 var slackUsers = map[chattest.User]string{chattest.Approver: approver, chattest.GroupApprover: member, chattest.Stranger: stranger}
@@ -41,6 +46,15 @@ func (c *slackChat) Channel() string               { return channel }
 func (c *slackChat) UserID(u chattest.User) string { return slackUsers[u] }
 func (c *slackChat) StartRun(task string) string   { return c.startRun(task) }
 func (c *slackChat) Restart()                      { c.restart() }
+func (c *slackChat) StartTeam(workflow, task string) string {
+	c.answer(c.slack.Slash(approver, channel, "/agent", "team "+workflow+" "+task))
+	return c.teamThread(workflow)
+}
+func (c *slackChat) RoleProposal(thread, role string, step int) chattest.Msg {
+	m := c.roleProposal(thread, role, step)
+	return chattest.Msg{ID: m.TS, Raw: m}
+}
+func (c *slackChat) StopTeam(u chattest.User, id string) string { return c.Command(u, "team stop "+id) }
 func (c *slackChat) Command(u chattest.User, text string) string {
 	return c.answer(c.slack.Slash(slackUsers[u], channel, "/agent", text))
 }
@@ -110,6 +124,18 @@ func (c *slackChat) Say(u chattest.User, thread, text string) string {
 	c.sent[ts] = env
 	c.mu.Unlock()
 	return ts
+}
+
+func (c *slackChat) BotMention() string { return "<@" + c.slack.BotUser + ">" }
+
+func (c *slackChat) Edit(u chattest.User, thread, id, text string) {
+	c.slack.Edit(slackUsers[u], channel, "channel", thread, id, text)
+	c.handled.Handled(c.t, id, true)
+}
+
+// Answered counts u's notes: Slack answers a person with a note only they see.
+func (c *slackChat) Answered(u chattest.User, text string) int {
+	return chattest.Count(c.NotesTo(u), text)
 }
 
 // Redeliver retries the message's envelope as Slack does after a timeout.

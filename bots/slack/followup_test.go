@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
 )
@@ -62,57 +61,5 @@ func TestMentionUnderTheTaskMessageSteersItsRun(t *testing.T) {
 	agents, err := e.Sup.API().Views.Agents(context.Background())
 	if err != nil || len(agents) != 1 {
 		t.Fatalf("agents = %d (%v), want the one /agent run started", len(agents), err)
-	}
-}
-
-// TestEditsAreAnsweredNotRead: an edit of a message the relay read — a decision in a
-// run's thread, the mention that started the run — changes nothing and is answered, once
-// per message: edits are not read, send a new message. An edit of chatter is left alone.
-func TestEditsAreAnsweredNotRead(t *testing.T) {
-	h := chattest.NewHandled()
-	e := newEnvWith(t, &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler { h.Handler = r; return h }}})
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
-	thread := e.startRun("touch")
-	p := e.proposal(thread, 1)
-	chattest.Drain()
-	_, y := e.slack.Say(approver, channel, "channel", thread, "y", false)
-	e.decided(thread, p.TS, "Approved* by \\u003c@"+approver)
-	if got := <-chattest.Touched; got != "a" {
-		t.Fatalf("touched %q, want a", got)
-	}
-	e.proposal(thread, 2) // finish, waiting: an edit to "n" must not deny it
-	finish := e.agentOf(thread).Pending.ID
-	_, chatter := e.slack.Say(approver2, channel, "channel", "", "lunch?", false)
-	h.Handled(t, chatter, false)
-
-	edit := func(user, thread, ts, text string) {
-		t.Helper()
-		e.slack.Edit(user, channel, "channel", thread, ts, text)
-		h.Handled(t, ts, true)
-	}
-	edit(approver, thread, y, "n")
-	edit(approver, thread, y, "n, really")
-	edit(approver, thread, thread, "<@"+e.slack.BotUser+"> touch twice") // the mention the run's thread hangs off
-	edit(approver2, "", chatter, "lunch at noon?")
-
-	notes := func(user string) (n int) {
-		e.slack.Wait(0, func(v fakeslack.View) bool {
-			for _, m := range v.Ephemeral(user) {
-				if strings.Contains(m.Text, "Edits are not read") {
-					n++
-				}
-			}
-			return true
-		})
-		return n
-	}
-	if n := notes(approver); n != 2 {
-		t.Errorf("%d answers to the edits of the decision (twice) and the mention, want 2: one per message", n)
-	}
-	if n := notes(approver2); n != 0 {
-		t.Errorf("an edit of chatter was answered %d times", n)
-	}
-	if n := e.Decisions(finish); n != 0 {
-		t.Errorf("the edits decided the waiting finish (%d decisions)", n)
 	}
 }

@@ -65,7 +65,7 @@ func Blocks(m bots.Message) []slack.Block {
 // final, escaped text (bots.Fit cuts it on a safe boundary); a cut message ends with
 // truncatedNote, before its buttons.
 func render(m bots.Message) ([]slack.Block, bool) {
-	texts := sections(m)
+	texts := mrkdwn.Parts(m.Parts)
 	room := maxBlocks - 1 // the note
 	if len(m.Buttons) > 0 {
 		room--
@@ -98,20 +98,17 @@ func render(m bots.Message) ([]slack.Block, bool) {
 	return blocks, cut
 }
 
-// sections returns the escaped mrkdwn of each part, before any limit.
-func sections(m bots.Message) []string {
-	var out []string
-	for _, p := range m.Parts {
-		switch {
-		case p.Code != "":
-			out = append(out, "```"+escapeCode(p.Code)+"```")
-		case p.Quote:
-			out = append(out, "> "+strings.ReplaceAll(spans(p.Spans), "\n", "\n> "))
-		case len(p.Spans) > 0:
-			out = append(out, spans(p.Spans))
+// mrkdwn is how Slack writes a message's text (mrkdwn).
+var mrkdwn = bots.Markup{
+	Escape: escape,
+	Code:   func(s string) string { return "```" + escapeCode(s) + "```" },
+	Bold:   "*",
+	Mention: func(user string) string {
+		if bots.MentionID(Platform, user) {
+			return "<@" + user + ">"
 		}
-	}
-	return out
+		return escape(user) // not a plain id: shown as text, never as markup
+	},
 }
 
 func buttons(bs []bots.Button) slack.Block {
@@ -139,46 +136,4 @@ func fitSection(text string) string {
 func summary(m bots.Message) string {
 	s, _ := bots.Fit(escape(m.Summary), maxText, slackLen)
 	return s
-}
-
-// plainText is the whole message unescaped, for the file attached when render cut it.
-func plainText(m bots.Message) string {
-	var parts []string
-	for _, p := range m.Parts {
-		switch {
-		case p.Code != "":
-			parts = append(parts, p.Code)
-		case len(p.Spans) > 0:
-			var b strings.Builder
-			for _, s := range p.Spans {
-				if s.User != "" {
-					b.WriteString("@" + s.User)
-				} else {
-					b.WriteString(s.Text)
-				}
-			}
-			parts = append(parts, b.String())
-		}
-	}
-	return strings.Join(parts, "\n\n") + "\n"
-}
-
-func spans(ss []bots.Span) string {
-	var b strings.Builder
-	for _, s := range ss {
-		switch {
-		case s.User != "" && bots.MentionID(Platform, s.User):
-			b.WriteString("<@" + s.User + ">")
-		case s.User != "": // not a plain id: shown as text, never as markup
-			b.WriteString(escape(s.User))
-		case s.Bold && strings.TrimSpace(s.Text) != "":
-			// Bold must hug the text: "*x *" is not bold in mrkdwn.
-			lead := s.Text[:len(s.Text)-len(strings.TrimLeft(s.Text, " "))]
-			trail := s.Text[len(strings.TrimRight(s.Text, " ")):]
-			b.WriteString(lead + "*" + escape(strings.TrimSpace(s.Text)) + "*" + trail)
-		default:
-			b.WriteString(escape(s.Text))
-		}
-	}
-	return b.String()
 }

@@ -74,7 +74,7 @@ func TestSpansMentionOnlyPlainIDs(t *testing.T) {
 		{"discord_snowflake", "123456789012345678", "by 123456789012345678"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := spans([]bots.Span{{Text: "by "}, {User: c.user}}); got != c.want {
+			if got := mrkdwn.Spans([]bots.Span{{Text: "by "}, {User: c.user}}); got != c.want {
 				t.Errorf("got %q, want %q", got, c.want)
 			}
 		})

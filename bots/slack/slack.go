@@ -425,7 +425,7 @@ func (b *Bot) Post(ctx context.Context, channel, thread string, m bots.Message) 
 			thread = ts
 		}
 		// Not returned: the message is up, and the outbox would post it again.
-		if err := b.PostFile(ctx, channel, thread, "full-text.txt", plainText(m), "The full text of the message above."); err != nil {
+		if err := b.PostFile(ctx, channel, thread, "full-text.txt", m.PlainText(), "The full text of the message above."); err != nil {
 			b.log.Error("slack: attaching the full text of a cut message", "err", err)
 		}
 	}

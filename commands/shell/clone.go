@@ -2,8 +2,6 @@ package shell
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/netguard"
 	"github.com/agentd/agentd/internal/display"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // ErrURLRefused marks a clone_repository URL refused before git ran.
@@ -77,7 +76,7 @@ func (*cloneRepository) Spec() commands.Spec { return cloneRepositorySpec }
 // Execute implements commands.Command.
 func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw json.RawMessage) (string, error) {
 	var a cloneRepositoryArgs
-	if err := decode("clone_repository", raw, &a); err != nil {
+	if err := commands.DecodeArgs("clone_repository", raw, &a); err != nil {
 		return "", err
 	}
 	u, ws, dest, err := c.target(a, env.Workspace)
@@ -96,9 +95,7 @@ func (c *cloneRepository) Execute(ctx context.Context, env commands.Env, raw jso
 	if err != nil {
 		return "", fmt.Errorf("clone_repository: %w", err)
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := ".clone-" + hex.EncodeToString(rnd[:])
+	tmp := ".clone-" + randid.Hex(8)
 	if err := root.Mkdir(tmp, 0o700); err != nil {
 		return "", fmt.Errorf("clone_repository: cannot make a folder to clone into: %w", err)
 	}

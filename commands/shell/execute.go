@@ -138,7 +138,7 @@ func (c *executeShell) Spec() commands.Spec { return c.spec }
 // Execute implements commands.Command.
 func (c *executeShell) Execute(ctx context.Context, env commands.Env, raw json.RawMessage) (string, error) {
 	var a executeShellArgs
-	if err := decode(c.name, raw, &a); err != nil {
+	if err := commands.DecodeArgs(c.name, raw, &a); err != nil {
 		return "", err
 	}
 	if strings.TrimSpace(a.CommandLine) == "" {
@@ -189,7 +189,7 @@ func (c *executePythonFile) Spec() commands.Spec { return c.spec }
 // Execute implements commands.Command.
 func (c *executePythonFile) Execute(ctx context.Context, env commands.Env, raw json.RawMessage) (string, error) {
 	var a executePythonFileArgs
-	if err := decode(c.name, raw, &a); err != nil {
+	if err := commands.DecodeArgs(c.name, raw, &a); err != nil {
 		return "", err
 	}
 	file, err := commands.ResolvePath(env.Workspace, a.Path)
@@ -212,15 +212,4 @@ func (c *executePythonFile) Execute(ctx context.Context, env commands.Env, raw j
 		file = view{at: env.SeenAt}.inside(ws, file) // where the sandbox shows it
 	}
 	return c.run(ctx, env, append([]string{c.python, file}, a.Args...))
-}
-
-// decode reads validated args into v; commands.Run has checked them against the schema.
-func decode(name string, raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%s: bad args: %v", name, err)
-	}
-	return nil
 }

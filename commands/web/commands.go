@@ -51,7 +51,7 @@ func (*WebSearch) Spec() commands.Spec { return webSearchSpec }
 // Execute implements commands.Command: it returns the results as a numbered list.
 func (w *WebSearch) Execute(ctx context.Context, _ commands.Env, raw json.RawMessage) (string, error) {
 	var a webSearchArgs
-	if err := decode("web_search", raw, &a); err != nil {
+	if err := commands.DecodeArgs("web_search", raw, &a); err != nil {
 		return "", err
 	}
 	q := oneLine(a.Query)
@@ -134,7 +134,7 @@ func (*ReadWebpage) Spec() commands.Spec { return readWebpageSpec }
 // Execute implements commands.Command.
 func (r *ReadWebpage) Execute(ctx context.Context, _ commands.Env, raw json.RawMessage) (string, error) {
 	var a readWebpageArgs
-	if err := decode("read_webpage", raw, &a); err != nil {
+	if err := commands.DecodeArgs("read_webpage", raw, &a); err != nil {
 		return "", err
 	}
 	f := r.Fetcher
@@ -266,15 +266,4 @@ func positive(v, def int) int {
 		return v
 	}
 	return def
-}
-
-// decode reads validated args into v; commands.Run has checked them against the schema.
-func decode(name string, raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%s: bad args: %v", name, err)
-	}
-	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/randid"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -261,7 +262,7 @@ func seedHistory(tb testing.TB, st *store.Store, a *api.Agent, n int) {
 		for i := 1; i <= n; i++ {
 			args := json.RawMessage(fmt.Sprintf(`{"path":"notes/%04d.txt"}`, i))
 			p := &api.Proposal{
-				ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Step: i, Command: "read_file", Args: args,
+				ID: randid.ID("p-"), AgentID: a.ID, RunID: a.RunID, Step: i, Command: "read_file", Args: args,
 				Hash: Hash("read_file", args), Status: api.ProposalSucceeded, Model: ollamatest.TinyModelName,
 				Thoughts: api.Thoughts{Observations: "a note", Text: "read the next note", Reasoning: "notes hold the facts I need",
 					SelfCriticism: "slow", Plan: "read, then summarize", Speak: "Reading the next note."},
@@ -428,7 +429,7 @@ func BenchmarkContextAssembly(b *testing.B) {
 		b.StopTimer()
 		step++
 		args := json.RawMessage(fmt.Sprintf(`{"path":"notes/%04d.txt"}`, step))
-		p := &api.Proposal{ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Step: step, Command: "read_file", Args: args,
+		p := &api.Proposal{ID: randid.ID("p-"), AgentID: a.ID, RunID: a.RunID, Step: step, Command: "read_file", Args: args,
 			Thoughts: api.Thoughts{Reasoning: "notes hold the facts I need", Plan: "read, then summarize"}}
 		err := sup.st.Tx(ctx, func(tx *store.Tx) error {
 			return sup.recordEpisode(tx, a.ID, p, episodeOf(p, "succeeded", fmt.Sprintf("note %d: a line of text", step), ""))

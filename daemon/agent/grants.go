@@ -12,6 +12,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 const (
@@ -122,7 +123,7 @@ func (s *policyService) AddGrant(ctx context.Context, ref string, req api.GrantR
 			at := tx.Now().Add(g.Expires)
 			g.ExpiresAt = &at
 		}
-		g.ID, g.AgentID = newID("g-"), a.ID
+		g.ID, g.AgentID = randid.ID("g-"), a.ID
 		if err := tx.InsertGrant(&g.Grant); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // Sub-agents. A helper is a real agent of this daemon — its own runs, history, memory
@@ -108,8 +109,8 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		return fmt.Errorf("%s: %w", cmd, err)
 	}
 	helper := &store.Agent{Agent: api.Agent{
-		ID: newID("a-"), Description: task, Task: prompt, State: cycle.Initial,
-		RunID: newID("r-"), Workspace: ws, ParentID: h.parentID,
+		ID: randid.ID("a-"), Description: task, Task: prompt, State: cycle.Initial,
+		RunID: randid.ID("r-"), Workspace: ws, ParentID: h.parentID,
 	}}
 	if helper.Description == "" {
 		helper.Description = "a helper agent"

@@ -17,6 +17,7 @@ import (
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/randid"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -27,8 +28,8 @@ func seedAwaiting(tb testing.TB, st *store.Store, n int) {
 	tb.Helper()
 	err := st.Tx(context.Background(), func(tx *store.Tx) error {
 		for i := range n {
-			a := &store.Agent{Agent: api.Agent{ID: newID("a-"), Name: fmt.Sprintf("pending-%05d", i), Description: "waits for a person",
-				Task: "keep the notes tidy", State: api.StateAwaitingDecision, RunID: newID("r-"), Step: 1, Workspace: "/tmp/none",
+			a := &store.Agent{Agent: api.Agent{ID: randid.ID("a-"), Name: fmt.Sprintf("pending-%05d", i), Description: "waits for a person",
+				Task: "keep the notes tidy", State: api.StateAwaitingDecision, RunID: randid.ID("r-"), Step: 1, Workspace: "/tmp/none",
 				Policy: api.Policy{Mode: "ask"}}}
 			if err := tx.InsertAgent(a); err != nil {
 				return err
@@ -38,7 +39,7 @@ func seedAwaiting(tb testing.TB, st *store.Store, n int) {
 			}
 			args := json.RawMessage(fmt.Sprintf(`{"path":"notes/%05d.md","contents":"# Notes\n\n- one\n- two\n"}`, i))
 			diff := fmt.Sprintf("--- notes/%05d.md\n+++ notes/%05d.md\n@@ -0,0 +1,4 @@\n+# Notes\n+\n+- one\n+- two\n", i, i)
-			p := &api.Proposal{ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Step: 1, Command: "write_file", Args: args,
+			p := &api.Proposal{ID: randid.ID("p-"), AgentID: a.ID, RunID: a.RunID, Step: 1, Command: "write_file", Args: args,
 				Hash: Hash("write_file", args), Status: api.ProposalPending, Model: ollamatest.TinyModelName,
 				Thoughts: api.Thoughts{Observations: "the notes folder has no index yet, and three notes repeat each other",
 					Text: "write a first notes file", Reasoning: "a file people can read is the first step to tidy notes; the rest follows",

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,12 +14,6 @@ import (
 
 // The names every part uses to find an agent, check a request and show it: below the
 // parts, so a part that needs them does not reach up into the supervisor or the runs.
-
-func newID(prefix string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
 
 // resolve finds an agent by id, unique name, or the temporary name it was created
 // with (see tempName): `agentctl run` prints that name before the model renames the

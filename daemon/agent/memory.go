@@ -17,6 +17,7 @@ import (
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
+	"github.com/agentd/agentd/internal/randid"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -406,7 +407,7 @@ func (c memoryComponent) AfterExecute(ctx context.Context, step *commands.Step, 
 		}
 		ms := make([]store.Memory, len(chunks))
 		for i, ch := range chunks {
-			ms[i] = store.Memory{ID: newID("m-f-"), AgentID: step.AgentID, Kind: string(memory.KindFile), Text: ch, Source: args.Path}
+			ms[i] = store.Memory{ID: randid.ID("m-f-"), AgentID: step.AgentID, Kind: string(memory.KindFile), Text: ch, Source: args.Path}
 		}
 		return c.memory.remember(tx, ms...)
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/randid"
 	"github.com/agentd/agentd/memory"
 )
 
@@ -83,7 +84,7 @@ func (s *memoryService) AddMemory(ctx context.Context, req api.MemoryAddRequest)
 		if err != nil {
 			return err
 		}
-		m := store.Memory{ID: newID("m-"), AgentID: id, Kind: req.Kind, Text: req.Text, Source: req.Source,
+		m := store.Memory{ID: randid.ID("m-"), AgentID: id, Kind: req.Kind, Text: req.Text, Source: req.Source,
 			Speaker: cleanText(strings.TrimSpace(req.Speaker)), Context: cleanText(strings.TrimSpace(req.Context))}
 		if req.Kind == string(memory.KindNote) {
 			m.ID = noteID(id, req.Text)

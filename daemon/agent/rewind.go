@@ -12,6 +12,7 @@ import (
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/checkpoint"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // rewinds serves the checkpoints to people: what a step changed (agentctl diff) and
@@ -295,7 +296,7 @@ func (s *rewinds) restore(ctx context.Context, id string, rw *rewindTo) error {
 	if rw.done, err = st.Restore(ctx, a.Workspace, checkpoint.ID(rw.target.Before)); err != nil {
 		return fmt.Errorf("rewind: %w", err)
 	}
-	rw.id = newID("rw-")
+	rw.id = randid.ID("rw-")
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // CreateAgent creates an agent from a task (the model writes its profile on its first step)
@@ -46,7 +47,7 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 		start = *req.Start && a.Task != ""
 	}
 	if start {
-		a.RunID = newID("r-")
+		a.RunID = randid.ID("r-")
 	} else if opt != nil {
 		return nil, badRequest("a run budget needs a run to bound: give a task or goals and let it start")
 	}
@@ -128,7 +129,7 @@ func newAgentRecord(req api.CreateAgentRequest, cmds []string, opt *run.Options)
 		}
 	}
 	a := &store.Agent{Agent: api.Agent{
-		ID: newID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
+		ID: randid.ID("a-"), Name: req.Name, Description: strings.TrimSpace(req.Description),
 		Goals: req.Goals, Task: req.Task, Policy: pol, State: cycle.Initial, Commands: cmds,
 	}}
 	if a.Task == "" && len(a.Goals) > 0 {
@@ -338,7 +339,7 @@ func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 	if err := tx.ClearQuestions(a.ID); err != nil {
 		return err
 	}
-	a.RunID, a.Task, a.Step, a.Strikes = newID("r-"), task, 0, 0
+	a.RunID, a.Task, a.Step, a.Strikes = randid.ID("r-"), task, 0, 0
 	_, _, err = transit(tx, a, p, cycle.Event{Kind: cycle.Task}) // starts the run
 	return err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // replyReserve is the part of the context kept free for the model's reply: a quarter,
@@ -246,7 +247,7 @@ func newProposal(ctx context.Context, a *store.Agent, model string, res *llm.Pro
 		canon = res.Reply.Command.Args
 	}
 	p := &api.Proposal{
-		ID: newID("p-"), AgentID: a.ID, RunID: a.RunID, Thoughts: api.Thoughts(res.Reply.Thoughts),
+		ID: randid.ID("p-"), AgentID: a.ID, RunID: a.RunID, Thoughts: api.Thoughts(res.Reply.Thoughts),
 		Command: res.Reply.Command.Name, Args: canon, Hash: Hash(res.Reply.Command.Name, canon),
 		Model: model, PromptTokens: res.PromptTokens, EvalTokens: res.EvalTokens,
 	}

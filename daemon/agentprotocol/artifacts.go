@@ -1,9 +1,7 @@
 package agentprotocol
 
 import (
-	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +19,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/localapi"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // uploadsFile lists, in the workspace, the files that came in through the protocol, so
@@ -251,7 +250,7 @@ func writeFile(root *os.Root, rel string, src io.Reader) error {
 			return err
 		}
 	}
-	tmp := path.Join(dir, ".upload-"+randHex())
+	tmp := path.Join(dir, ".upload-"+randid.Hex(6))
 	f, err := root.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
@@ -267,12 +266,6 @@ func writeFile(root *os.Root, rel string, src io.Reader) error {
 		root.Remove(tmp)
 	}
 	return err
-}
-
-func randHex() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 func readUploads(root *os.Root) map[string]bool {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // Restored is what a restore did.
@@ -276,7 +278,7 @@ func (a *applier) entry(e, c *entry, st *unix.Stat_t, err error) error {
 				return nil
 			}
 		}
-		tmp := randomName(tempPrefix)
+		tmp := tempPrefix + randid.Hex(12)
 		if err := unix.Symlinkat(e.target, fd, tmp); err != nil {
 			return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 		}
@@ -368,7 +370,7 @@ func (a *applier) write(e *entry, live kind) error {
 	}
 	in := os.NewFile(uintptr(src), e.hash.String())
 	defer in.Close()
-	tmp := randomName(tempPrefix)
+	tmp := tempPrefix + randid.Hex(12)
 	dst, err := unix.Openat(fd, tmp, unix.O_RDWR|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
@@ -419,7 +421,7 @@ func (a *applier) link(e *entry, st *unix.Stat_t, live kind) error {
 		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 	}
 	defer unix.Close(dir)
-	tmp := randomName(tempPrefix)
+	tmp := tempPrefix + randid.Hex(12)
 	if err := unix.Linkat(dir, name, a.ds.fd(), tmp, 0); err != nil {
 		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 	}
@@ -453,7 +455,7 @@ func (a *applier) openParent(p string) (int, string, error) {
 // fifo makes e's name a new fifo with e's mode.
 func (a *applier) fifo(e *entry, live kind) error {
 	fd := a.ds.fd()
-	tmp := randomName(tempPrefix)
+	tmp := tempPrefix + randid.Hex(12)
 	err := unix.Mkfifoat(fd, tmp, 0o600)
 	if err == nil {
 		// The mode goes on through a descriptor: a name could be swapped for a link.

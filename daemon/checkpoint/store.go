@@ -2,8 +2,6 @@ package checkpoint
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // ID names a checkpoint in its store: 1, 2, 3… in the order they were taken.
@@ -475,18 +475,12 @@ func (s *Store) writeTemp(data []byte, sync bool) (string, error) {
 
 // createTemp creates a new file in the store's tmp folder.
 func (s *Store) createTemp() (string, *os.File, error) {
-	name := randomName("")
+	name := randid.Hex(12)
 	fd, err := unix.Openat(s.tm, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return "", nil, err
 	}
 	return name, os.NewFile(uintptr(fd), name), nil
-}
-
-func randomName(prefix string) string {
-	var b [12]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }
 
 // readAt reads the file name in the folder dir.

@@ -11,8 +11,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -482,32 +484,62 @@ func defaultHostFrom() string {
 	return HostFromEnv
 }
 
-// defaultOllamaHost reads $OLLAMA_HOST the way Ollama's own client does: a missing scheme
-// is http, a missing port 11434 (so "0.0.0.0" and "box:11434" both work).
+// defaultOllamaHost reads $OLLAMA_HOST the way Ollama's own client does (ParseOllamaHost);
+// a value it cannot read is kept as written, for Validate to name.
 func defaultOllamaHost() string {
 	h := os.Getenv("OLLAMA_HOST")
 	if h == "" {
 		return DefaultOllamaHost
 	}
-	return normalizeHost(h)
-}
-
-func normalizeHost(h string) string {
-	h = strings.Trim(strings.TrimSpace(h), `"'`)
-	if strings.Contains(h, "://") {
+	u, err := ParseOllamaHost(h)
+	if err != nil {
 		return h
 	}
-	hostport, path, _ := strings.Cut(h, "/")
-	host, port, err := net.SplitHostPort(hostport)
+	return u.String()
+}
+
+// ParseOllamaHost reads an Ollama server's address the way Ollama's own client reads
+// OLLAMA_HOST ("127.0.0.1:11434", "gpu-box", ":11434", "https://ollama.example/prefix", ""
+// for DefaultOllamaHost): a missing scheme is http, a missing port 11434 (80 or 443 when
+// the scheme is written). Unlike Ollama it refuses a bad value instead of using the
+// default. The model client and the config's checks both read hosts with it.
+func ParseOllamaHost(s string) (*url.URL, error) {
+	s = strings.Trim(strings.TrimSpace(s), `"'`)
+	if s == "" {
+		s = DefaultOllamaHost
+	}
+	defaultPort := "11434"
+	scheme, hostport, ok := strings.Cut(s, "://")
+	switch {
+	case !ok:
+		scheme, hostport = "http", s
+		if s == "ollama.com" {
+			scheme, hostport = "https", "ollama.com:443"
+		}
+	case scheme == "http":
+		defaultPort = "80"
+	case scheme == "https":
+		defaultPort = "443"
+	default:
+		return nil, fmt.Errorf("ollama host %q: scheme must be http or https", s)
+	}
+	hostport, path, _ := strings.Cut(hostport, "/")
+	h, port, err := net.SplitHostPort(hostport)
 	if err != nil {
-		host, port = strings.Trim(hostport, "[]"), "11434"
+		h, port = strings.Trim(hostport, "[]"), defaultPort
 	}
-	if host == "" {
-		host = "127.0.0.1"
+	if h == "" {
+		h = "127.0.0.1"
 	}
-	hostport = net.JoinHostPort(host, port)
-	if path != "" {
-		return "http://" + hostport + "/" + path
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		return nil, fmt.Errorf("ollama host %q: bad port %q", s, port)
 	}
-	return "http://" + hostport
+	if strings.ContainsAny(h, " /?#@") {
+		return nil, fmt.Errorf("ollama host %q: bad host name %q", s, h)
+	}
+	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(h, port)}
+	if path = strings.Trim(path, "/"); path != "" {
+		u.Path = "/" + path
+	}
+	return u, nil
 }

@@ -69,21 +69,22 @@ func (d *DiscordConfig) problems(bad func(key, format string, args ...any)) {
 	if d.ApplicationID != "" && !snowflakeRE.MatchString(d.ApplicationID) {
 		bad("discord.application_id", "%q is not a Discord application id (17 to 20 digits)", d.ApplicationID)
 	}
-	for _, id := range sortedKeys(d.Channels) {
-		key := "discord.channels." + id
-		if !snowflakeRE.MatchString(id) {
-			bad(key, "%q is not a Discord channel id (17 to 20 digits)", id)
+	for _, sec := range []struct {
+		key, what string // the tables' key prefix; what each table's name must be
+		ok        func(string) bool
+		tables    map[string]DiscordAccess
+	}{
+		{"discord.channels.", "a Discord channel id (17 to 20 digits)", snowflakeRE.MatchString, d.Channels},
+		{"discord.agents.", "an agent name (lowercase letters, digits, - and _)", agentNameRE.MatchString, d.Agents},
+	} {
+		for _, name := range sortedKeys(sec.tables) {
+			key := sec.key + name
+			if !sec.ok(name) {
+				bad(key, "%q is not %s", name, sec.what)
+			}
+			ids(key+".approvers", sec.tables[name].Approvers, "user")
+			ids(key+".approver_roles", sec.tables[name].ApproverRoles, "role")
 		}
-		ids(key+".approvers", d.Channels[id].Approvers, "user")
-		ids(key+".approver_roles", d.Channels[id].ApproverRoles, "role")
-	}
-	for _, name := range sortedKeys(d.Agents) {
-		key := "discord.agents." + name
-		if !agentNameRE.MatchString(name) {
-			bad(key, "%q is not an agent name (lowercase letters, digits, - and _)", name)
-		}
-		ids(key+".approvers", d.Agents[name].Approvers, "user")
-		ids(key+".approver_roles", d.Agents[name].ApproverRoles, "role")
 	}
 	if d.TokenEnv != "" && !envNameRE.MatchString(d.TokenEnv) {
 		bad("discord.token_env", "%q is not an environment variable name", d.TokenEnv)

@@ -20,6 +20,7 @@ func TestOllamaHostsValidate(t *testing.T) {
 			o.Hosts = []OllamaHost{{URL: "127.0.0.1:11434", Slots: 2}, {URL: "http://gpu:11434", Models: []string{"qwen2.5:3b"}}}
 		}, nil},
 		{"bad_url", func(o *OllamaConfig) { o.Hosts = []OllamaHost{{URL: "ftp://x"}} }, []string{`ollama.hosts.1: url "ftp://x" is not a URL`}},
+		{"port_out_of_range", func(o *OllamaConfig) { o.Hosts = []OllamaHost{{URL: "gpu:70000"}} }, []string{`ollama.hosts.1: url "gpu:70000" is not a URL`}},
 		{"missing_url", func(o *OllamaConfig) { o.Hosts = []OllamaHost{{Slots: 2}} }, []string{`ollama.hosts.1: url "" is not a URL`}},
 		{"same_server_twice", func(o *OllamaConfig) {
 			o.Hosts = []OllamaHost{{URL: "127.0.0.1:11434"}, {URL: "http://127.0.0.1:11434"}}

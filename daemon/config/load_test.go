@@ -192,7 +192,7 @@ func TestOllamaHostFromEnv(t *testing.T) {
 		{"host_and_port", "gpu:8080", "http://gpu:8080"},
 		{"port_only", ":11434", "http://127.0.0.1:11434"},
 		{"ipv6", "[::1]", "http://[::1]:11434"},
-		{"full_url_kept", "https://ollama.example/api", "https://ollama.example/api"},
+		{"full_url_gets_its_port", "https://ollama.example/api", "https://ollama.example:443/api"},
 		{"quoted", `"gpu:1"`, "http://gpu:1"},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"fmt"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 )
@@ -69,8 +70,9 @@ func (o *oldKeys) apply(c *Config, d *decoder) {
 	}
 	h := c.Ollama.Hosts[0]
 	if o.hostLine > 0 {
-		if msg := checkURL(o.host); msg != "" {
-			d.problem(o.hostLine, "ollama.host", "%s", msg)
+		// The old key always wanted a scheme; [[ollama.hosts]] reads any form Ollama does.
+		if checkURL(o.host) != "" || !strings.Contains(o.host, "://") {
+			d.problem(o.hostLine, "ollama.host", "%q is not a URL like %q", o.host, DefaultOllamaHost)
 			return
 		}
 		h.URL = o.host

@@ -180,9 +180,9 @@ func (l *LogConfig) problems(bad func(key, format string, args ...any)) {
 // minContext is the smallest num_ctx worth running: the first prompt alone is ~700 tokens.
 const minContext = 1024
 
+// checkURL says what is wrong with an Ollama host as ParseOllamaHost reads it, or "".
 func checkURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+	if _, err := ParseOllamaHost(s); err != nil || strings.TrimSpace(s) == "" {
 		return fmt.Sprintf("%q is not a URL like %q", s, DefaultOllamaHost)
 	}
 	return ""
@@ -197,13 +197,13 @@ func (o *OllamaConfig) hostProblems(bad func(key, format string, args ...any)) {
 	servesModel := len(o.Hosts) == 0
 	for i, h := range o.Hosts {
 		key := fmt.Sprintf("ollama.hosts.%d", i+1)
-		u := normalizeHost(h.URL)
-		if msg := checkURL(u); h.URL == "" || msg != "" {
-			bad(key, "url %q is not a URL like %q", h.URL, DefaultOllamaHost)
-		} else if j, dup := seen[u]; dup {
-			bad(key, "url %q is host %d too: list each server once and give it more slots instead", h.URL, j)
+		if msg := checkURL(h.URL); msg != "" {
+			bad(key, "url %s", msg)
+		} else if u, _ := ParseOllamaHost(h.URL); seen[u.String()] > 0 {
+			bad(key, "url %q is host %d too: list each server once and give it more slots instead", h.URL, seen[u.String()])
+		} else {
+			seen[u.String()] = i + 1
 		}
-		seen[u] = i + 1
 		if h.Slots < 0 || h.Slots > maxSlots {
 			bad(key, "slots must be between 1 and %d (the server's OLLAMA_NUM_PARALLEL; unset is 1), got %d", maxSlots, h.Slots)
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/testutil"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // snapshot is the state of r.out and the watched paths: every entry's type, link target
@@ -81,7 +81,7 @@ func (l countingListener) Accept() (net.Conn, error) {
 }
 
 func newCanaryServer(t *testing.T) *canaryServer {
-	s := &canaryServer{body: "CANARY-HTTP-BODY-" + testutil.RandomHex(8)}
+	s := &canaryServer{body: "CANARY-HTTP-BODY-" + randid.Hex(8)}
 	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		s.mu.Lock()
 		s.hits = append(s.hits, req.Host+req.URL.Path)

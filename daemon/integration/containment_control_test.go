@@ -13,7 +13,7 @@ import (
 	"unicode"
 
 	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/internal/testutil"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // attackDisplay: what a person is shown of a proposal and of a result is escaped:
@@ -142,7 +142,7 @@ func attackControl(r *attackRig) {
 		escape = fmt.Sprintf("/metrics answered without the token (%d bytes; lists agents: %v)", len(body), strings.Contains(body, "filer"))
 	}
 	r.record("control_metrics_without_token", escape)
-	code, _ = get("", "wrong-token-"+testutil.RandomHex(8))
+	code, _ = get("", "wrong-token-"+randid.Hex(8))
 	escape = ""
 	if code == http.StatusOK {
 		escape = "/metrics answered a wrong token"

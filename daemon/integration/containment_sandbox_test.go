@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentd/agentd/internal/randid"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -48,7 +49,7 @@ func attackSandbox(r *attackRig) {
 		t.Fatal(err)
 	}
 	sleepArg := fmt.Sprintf("%d.%d", 4000+time.Now().Nanosecond()%1000, 7)
-	etcMark := "/etc/.agentd-attack-" + testutil.RandomHex(4)
+	etcMark := "/etc/.agentd-attack-" + randid.Hex(4)
 	t.Cleanup(func() { os.Remove(etcMark) })
 	var ws string
 	steps := r.sandboxSteps(sbx, sleepArg, etcMark)
@@ -334,7 +335,7 @@ func attackNoSandbox(r *attackRig) {
 	if goBin != "" {
 		path += ":" + filepath.Dir(goBin)
 	}
-	marker := "RAN-WITHOUT-SANDBOX-" + testutil.RandomHex(4)
+	marker := "RAN-WITHOUT-SANDBOX-" + randid.Hex(4)
 	d := r.sideDaemon(r.config(false), "PATH="+path)
 	defer r.use(d)()
 	refused := func(o *outcome) string {

@@ -22,6 +22,7 @@ import (
 	"github.com/agentd/agentd/internal/apitest"
 	"github.com/agentd/agentd/internal/display"
 	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/randid"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -104,15 +105,15 @@ func newAttackRig(t *testing.T) *attackRig {
 	r.out, r.wsRoot = filepath.Join(dir, "outside"), filepath.Join(dir, "ws")
 	mustMkdir(t, r.out, 0o700)
 	r.secrets = map[string]string{
-		"file":           "CANARY-FILE-" + testutil.RandomHex(8),
-		"hard_link":      "CANARY-HARDLINK-" + testutil.RandomHex(8),
-		"helper":         "CANARY-HELPER-" + testutil.RandomHex(8),
-		"slack_token":    "xoxb-canary-" + testutil.RandomHex(8),
-		"discord_token":  "canary-discord-" + testutil.RandomHex(8),
-		"http_token":     "canary-http-" + testutil.RandomHex(12),
+		"file":           "CANARY-FILE-" + randid.Hex(8),
+		"hard_link":      "CANARY-HARDLINK-" + randid.Hex(8),
+		"helper":         "CANARY-HELPER-" + randid.Hex(8),
+		"slack_token":    "xoxb-canary-" + randid.Hex(8),
+		"discord_token":  "canary-discord-" + randid.Hex(8),
+		"http_token":     "canary-http-" + randid.Hex(12),
 		"http_body":      r.canary.body,
 		"fake_ollama":    `"` + ollamatest.TinyModelName + `"`,
-		"listing_marker": "listing-marker-" + testutil.RandomHex(6),
+		"listing_marker": "listing-marker-" + randid.Hex(6),
 	}
 	if b, err := os.ReadFile("/etc/shadow"); err == nil {
 		if line, _, _ := strings.Cut(string(b), "\n"); len(line) > 8 {

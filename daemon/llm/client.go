@@ -28,18 +28,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	ollama "github.com/ollama/ollama/api"
-)
 
-// DefaultHost is where Ollama listens unless OLLAMA_HOST says otherwise.
-const DefaultHost = "http://127.0.0.1:11434"
+	"github.com/agentd/agentd/daemon/config"
+)
 
 // Client talks to one Ollama server, or to a pool of them when NewPool made it. It is
 // safe for concurrent use.
@@ -73,11 +69,11 @@ func (c *Client) Observe(f func(Call)) {
 
 // New returns a client for host, which is read the way Ollama reads OLLAMA_HOST:
 // "127.0.0.1:11434", "http://gpu-box:11434", "https://ollama.example/prefix", ":11434" or
-// "" (DefaultHost). A host without a port gets 11434, or 80/443 when it names its scheme.
+// "" (config.DefaultOllamaHost), as config.ParseOllamaHost reads it. A host without a port gets 11434, or 80/443 when it names its scheme.
 // hc may be nil; it should have no overall Timeout, because a non-streamed reply only
 // starts arriving when generation is done: bound calls with their context instead.
 func New(host string, hc *http.Client) (*Client, error) {
-	base, err := parseHost(host)
+	base, err := config.ParseOllamaHost(host)
 	if err != nil {
 		return nil, err
 	}
@@ -94,49 +90,6 @@ func (c *Client) Host() string {
 		return c.pool.hostList()
 	}
 	return c.host
-}
-
-// parseHost mirrors ollama's envconfig.Host, but reports a bad value instead of
-// silently falling back to the default.
-func parseHost(s string) (*url.URL, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		s = DefaultHost
-	}
-	defaultPort := "11434"
-	scheme, hostport, ok := strings.Cut(s, "://")
-	switch {
-	case !ok:
-		scheme, hostport = "http", s
-		if s == "ollama.com" {
-			scheme, hostport = "https", "ollama.com:443"
-		}
-	case scheme == "http":
-		defaultPort = "80"
-	case scheme == "https":
-		defaultPort = "443"
-	default:
-		return nil, fmt.Errorf("ollama host %q: scheme must be http or https", s)
-	}
-	hostport, path, _ := strings.Cut(hostport, "/")
-	h, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		h, port = strings.Trim(hostport, "[]"), defaultPort
-	}
-	if h == "" {
-		h = "127.0.0.1"
-	}
-	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
-		return nil, fmt.Errorf("ollama host %q: bad port %q", s, port)
-	}
-	if strings.ContainsAny(h, " /?#@") {
-		return nil, fmt.Errorf("ollama host %q: bad host name %q", s, h)
-	}
-	u := &url.URL{Scheme: scheme, Host: net.JoinHostPort(h, port)}
-	if path = strings.Trim(path, "/"); path != "" {
-		u.Path = "/" + path
-	}
-	return u, nil
 }
 
 // Message is one chat message.

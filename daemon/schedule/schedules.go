@@ -13,8 +13,6 @@ package schedule
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +27,7 @@ import (
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // Agents is what the Manager needs of the agent supervisor.
@@ -277,7 +276,7 @@ func (m *Manager) templateRequest(row *store.Schedule, start bool) api.CreateAge
 	if desc == "" {
 		desc = "an autonomous assistant working on the recurring goal of schedule " + row.Name
 	}
-	req := api.CreateAgentRequest{Name: row.Template + "-" + randHex(3), Description: desc, Task: row.Goal}
+	req := api.CreateAgentRequest{Name: row.Template + "-" + randid.Hex(3), Description: desc, Task: row.Goal}
 	if !start {
 		req.Start = &start
 	}
@@ -307,12 +306,6 @@ func runOptions(row *store.Schedule) run.Options {
 
 // chatTimeout bounds a post to chat made off the firing loop.
 const chatTimeout = 30 * time.Second
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 // record is the Recorder: one schedule_runs row per firing, and the schedule's last fire
 // time moved on by every firing that was not asked for by run-now.

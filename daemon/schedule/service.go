@@ -11,6 +11,7 @@ import (
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/schedule/cron"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // Limits on what a schedule may hold.
@@ -140,7 +141,7 @@ func (m *Manager) AddSchedule(ctx context.Context, req api.ScheduleRequest) (*ap
 	if row.When, err = m.checkWhen(ctx, req.When, row); err != nil {
 		return nil, err
 	}
-	row.ID = "s-" + randHex(6)
+	row.ID = randid.ID("s-")
 	row.Cursor = m.clock.Now() // firings before it are none of its business
 	sc.ID, sc.LastFired = row.ID, row.Cursor
 	err = m.st.Tx(ctx, func(tx *store.Tx) error {

@@ -2,8 +2,6 @@ package team
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // Agents is what the engine needs of the agent supervisor: role agents are created idle
@@ -277,12 +276,6 @@ func (e *Engine) waitFor(l *live, agentID string) {
 	e.mu.Unlock()
 }
 
-func newID() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "t-" + hex.EncodeToString(b[:])
-}
-
 // AgentName is the name of a role's agent in a team run: TEAM-ROLE, the team part being
 // the run id without its "t-" prefix, cut to 8 characters.
 func AgentName(runID, role string) string {
@@ -325,7 +318,7 @@ func (e *Engine) StartTeam(ctx context.Context, req api.TeamRunRequest) (*api.Te
 	}
 	r := &store.TeamRun{
 		TeamRun: api.TeamRun{
-			ID: newID(), Workflow: wf.Name, File: req.File, Task: req.Task, Status: api.TeamRunning,
+			ID: randid.ID("t-"), Workflow: wf.Name, File: req.File, Task: req.Task, Status: api.TeamRunning,
 			State: wf.Root, Vars: map[string]string{}, Agents: map[string]string{}, MaxTurns: wf.MaxTurns,
 		},
 		Source: req.Workflow, CreatedBy: req.By,

@@ -1,12 +1,12 @@
 package web
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"sync"
 	"time"
+
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // Lifetimes of what the console hands out.
@@ -43,18 +43,11 @@ func newAuth(now func() time.Time) *auth {
 	return &auth{now: now, logins: map[[32]byte]time.Time{}, sessions: map[[32]byte]*session{}}
 }
 
-// randomToken is 32 random bytes, hex: unguessable, and safe in a URL and a cookie.
-func randomToken() string {
-	b := make([]byte, 32)
-	rand.Read(b) // never fails (crypto/rand panics instead)
-	return hex.EncodeToString(b)
-}
-
 func hashOf(s string) [32]byte { return sha256.Sum256([]byte(s)) }
 
 // newLogin mints a one-time login token.
 func (a *auth) newLogin() string {
-	tok := randomToken()
+	tok := randid.Hex(32)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.logins[hashOf(tok)] = a.now().Add(loginTTL)
@@ -76,8 +69,8 @@ func (a *auth) login(tok string) (id string) {
 	if a.now().After(exp) {
 		return ""
 	}
-	id = randomToken()
-	a.sessions[hashOf(id)] = &session{csrf: randomToken(), expires: a.now().Add(sessionTTL), ended: make(chan struct{})}
+	id = randid.Hex(32)
+	a.sessions[hashOf(id)] = &session{csrf: randid.Hex(32), expires: a.now().Add(sessionTTL), ended: make(chan struct{})}
 	return id
 }
 

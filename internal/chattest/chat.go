@@ -51,6 +51,12 @@ type Chat interface {
 	StartRun(task string) (thread string)
 	// Proposal waits for the proposal of step in thread.
 	Proposal(thread string, step int) Msg
+	// StartTeam starts a team run of workflow with task as Approver (/agent team) and
+	// returns its thread; RoleProposal waits for the proposal of role's step there.
+	StartTeam(workflow, task string) (thread string)
+	RoleProposal(thread, role string, step int) Msg
+	// StopTeam stops team run id as u (/agent team stop) and returns the bot's answer.
+	StopTeam(u User, id string) string
 	// Find waits for a message in thread whose text has text in it.
 	Find(thread, text string) Msg
 	// Files is each file uploaded into thread, by name: its content.
@@ -64,6 +70,11 @@ type Chat interface {
 	Feedback(u User, thread string, m Msg, text string)
 	// Say writes text into thread (or a channel) as u and returns the message's ID.
 	Say(u User, thread, text string) (id string)
+	// BotMention is how a message mentions the bot.
+	BotMention() string
+	// Edit edits message id (in thread; "" for the channel) as u to text, and returns
+	// once the relay has handled the edit.
+	Edit(u User, thread, id, text string)
 	// Redeliver has the platform deliver message id again, as it does after a timeout or
 	// a resumed connection, and returns once the bot has taken it.
 	Redeliver(id string)
@@ -82,6 +93,9 @@ type Chat interface {
 	// RepliesTo is what the bot answered u's message id in thread with (Slack: the notes
 	// only u sees in the thread; Discord: the replies to the message).
 	RepliesTo(u User, thread, id string) []string
+	// Answered is how many of the bot's answers to u (notes only u sees, replies to u's
+	// messages) say text.
+	Answered(u User, text string) int
 	// Shown is how a decision reads on a decided proposal: verb by u.
 	Shown(verb string, by User) string
 	// Decided waits until m shows text (its decision), and fails when it still has buttons.

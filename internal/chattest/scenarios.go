@@ -2,6 +2,7 @@ package chattest
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,8 @@ var Scenarios = []Scenario{
 	{"feedback_typed_and_by_dialog", feedbackTypedAndByDialog},
 	{"stopped_run_ends_for_late_messages", stoppedRunEndsForLateMessages},
 	{"hostile_model_text_pings_and_links_nothing", hostileModelTextPingsAndLinksNothing},
+	{"team_stop_is_for_approvers_and_closes_the_role_proposal", teamStopIsForApprovers},
+	{"edits_are_answered_not_read", editsAreAnsweredNotRead},
 	{"rewind_asked_in_the_thread_and_done_by_an_approver", rewindAskedInTheThreadAndDoneByAnApprover},
 }
 
@@ -224,4 +227,80 @@ func hostileModelTextPingsAndLinksNothing(t *testing.T, c Chat) {
 	for _, bad := range c.LiveMarkup() {
 		t.Errorf("the bot wrote live markup: %s", bad)
 	}
+}
+
+// /agent team stop ID is for approvers: a stranger's is refused and the run goes on; an
+// approver's stops it, the end in the thread names who stopped it, the role's open
+// proposal loses its buttons though the run ended first, and a second stop says the run
+// has ended already.
+func teamStopIsForApprovers(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("page", speak))
+	thread := c.StartTeam("build", "say hi")
+	p := c.RoleProposal(thread, "programmer", 1)
+	runs, err := d.Eng.Teams(t.Context())
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("team runs = %+v, %v", runs, err)
+	}
+	id := runs[0].ID
+	if got := c.StopTeam(Stranger, id); !strings.Contains(got, "not an approver") {
+		t.Errorf("a stranger's /agent team stop = %q, want a refusal", got)
+	}
+	if r, _ := d.Eng.Team(t.Context(), id); r.Status != api.TeamRunning {
+		t.Fatalf("a refused stop stopped the run: %s (%s)", r.Status, r.Reason)
+	}
+	if got := c.StopTeam(GroupApprover, id); !strings.Contains(got, "Stopped team run "+id+" (build).") {
+		t.Fatalf("/agent team stop = %q", got)
+	}
+	by := c.UserID(GroupApprover)
+	c.Wait("the run's end naming who stopped it", func() bool {
+		return slices.ContainsFunc(c.Posted(thread), func(m string) bool {
+			return strings.Contains(m, "Team run stopped") && strings.Contains(m, "stopped by") && strings.Contains(m, by)
+		})
+	})
+	c.Wait("the role's proposal closed", func() bool { return !c.Asks(thread, p) })
+	if r, _ := d.Eng.Team(t.Context(), id); r.Status != api.TeamStopped || r.Reason != "stopped by "+c.Platform()+":"+by {
+		t.Errorf("run = %s (%s), want stopped by %s:%s", r.Status, r.Reason, c.Platform(), by)
+	}
+	if got := c.StopTeam(Approver, id); !strings.Contains(got, "has ended already") {
+		t.Errorf("stopping twice = %q", got)
+	}
+	if !strings.Contains(d.Logs.String(), "team run stopped from chat") {
+		t.Error("the stop is not logged")
+	}
+}
+
+// An edit of a message the relay read — a decision in a run's thread, the mention that
+// started the run — changes nothing and is answered, once per message: edits are not
+// read, send a new message. An edit of chatter is left alone.
+func editsAreAnsweredNotRead(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("a", speak))
+	thread := c.StartRun("touch")
+	p := c.Proposal(thread, 1)
+	Drain()
+	y := c.Say(Approver, thread, "y")
+	approved := c.Shown("Approved", Approver)
+	c.Decided(thread, p, approved)
+	TouchedInOrder(t, "a")
+	c.Proposal(thread, 2) // finish, waiting: an edit to "n" must not deny it
+	finish := agentOf(c, thread).Pending.ID
+	chatter := c.Say(GroupApprover, "", "lunch?")
+
+	c.Edit(GroupApprover, "", chatter, "lunch at noon?")
+	c.Edit(Approver, thread, y, "n")
+	c.Edit(Approver, thread, y, "n, really")
+	c.Edit(Approver, thread, thread, c.BotMention()+" touch twice") // the mention the run's thread hangs off
+	const note = "Edits are not read"
+	c.Wait("the answers to the edits", func() bool { return c.Answered(Approver, note) >= 2 })
+	if n := c.Answered(Approver, note); n != 2 {
+		t.Errorf("%d answers to the edits of the decision (twice) and the mention, want 2: one per message", n)
+	}
+	if n := c.Answered(GroupApprover, note); n != 0 {
+		t.Errorf("an edit of chatter was answered %d times", n)
+	}
+	if n := d.Decisions(finish); n != 0 {
+		t.Errorf("the edits decided the waiting finish (%d decisions)", n)
+	}
+	c.Decided(thread, p, approved) // step 1 still shows its approval
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // session is a gateway session: it outlives connections so a client can RESUME it, and it
@@ -243,7 +245,7 @@ func (s *Server) identify(c *gwConn, d json.RawMessage) {
 		c.closeWith(4010, "Invalid shard.")
 		return
 	}
-	sess := &session{id: randomHex(16), intents: *id.Intents, conn: c}
+	sess := &session{id: randid.Hex(16), intents: *id.Intents, conn: c}
 	s.sessions[sess.id] = sess
 	c.sess = sess
 	var guilds []map[string]any

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // Post makes author (a person, or another bot when author.Bot is set) say content in a
@@ -106,7 +108,7 @@ func (s *Server) interactLocked(in Interaction, user User) (Interaction, error) 
 		in.ID = s.newID()
 	}
 	if in.Token == "" {
-		in.Token = "interaction-token-" + randomHex(16)
+		in.Token = "interaction-token-" + randid.Hex(16)
 	}
 	in.ApplicationID, in.Version, in.Locale = s.cfg.ApplicationID, 1, "en-US"
 	in.GuildID = ch.GuildID

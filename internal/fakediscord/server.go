@@ -2,8 +2,6 @@ package fakediscord
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -201,12 +199,6 @@ func (s *Server) NewID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.newID()
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func (s *Server) addGuild(g Guild) {

@@ -180,16 +180,6 @@ func TestSyncBuffer(t *testing.T) {
 	}
 }
 
-func TestRandomHex(t *testing.T) {
-	a, b := RandomHex(8), RandomHex(8)
-	if len(a) != 16 || strings.Trim(a, "0123456789abcdef") != "" {
-		t.Errorf("RandomHex(8) = %q; want 16 hex digits", a)
-	}
-	if a == b {
-		t.Errorf("two calls gave the same %q", a)
-	}
-}
-
 func TestShortTempDir(t *testing.T) {
 	var dir string
 	t.Run("inner_test_with_a_long_name_that_would_not_fit_a_socket_path_in_t_tempdir", func(t *testing.T) {

@@ -351,6 +351,19 @@ func (f *fakeDaemon) answer(_ context.Context, ref string, req api.AnswerRequest
 	return api.None{}, nil
 }
 
+// sent checks that follow sent exactly one decision and one answer, these.
+func (f *fakeDaemon) sent(t *testing.T, decision api.DecideRequest, answer api.AnswerRequest) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.decisions) != 1 || f.decisions[0] != decision {
+		t.Errorf("decisions = %+v, want [%+v]", f.decisions, decision)
+	}
+	if len(f.answers) != 1 || f.answers[0] != answer {
+		t.Errorf("answers = %+v, want [%+v]", f.answers, answer)
+	}
+}
+
 func (f *fakeDaemon) task(_ context.Context, ref string, req api.TaskRequest) (*api.Agent, error) {
 	a, err := f.agent(ref)
 	if err != nil {

@@ -227,12 +227,7 @@ func (f *follower) showProposal(p *api.Proposal, t time.Time) {
 	f.shown[p.ID] = true
 	f.calls[p.ID] = formatCall(p.Command, p.Args)
 	f.printf("%sproposal (step %d):\n", stamp(t), p.Step)
-	writeThoughts(f.out(), p.Thoughts, "  ", true) // every thought field, one line each
-	f.printf("  → %s\n", formatCall(p.Command, p.Args))
-	if longArgs(p.Args) {
-		writeArgs(f.out(), p.Args, "      ", argLinesInFollow)
-	}
-	writePreview(f.out(), p.Preview, "  ", diffLinesInFollow)
+	writeProposal(f.out(), p, argLinesInFollow, diffLinesInFollow)
 	switch {
 	case p.Status.Decidable():
 		f.pending = p

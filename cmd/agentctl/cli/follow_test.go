@@ -94,16 +94,8 @@ func TestFollowDecidesAndAnswersFromStdin(t *testing.T) {
 		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
 	}
 
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	wantDecision := api.DecideRequest{ProposalID: "p-20", Kind: api.DecisionApprove, Count: 3, By: "tester", Source: "agentctl"}
-	if len(f.decisions) != 1 || f.decisions[0] != wantDecision {
-		t.Errorf("decisions = %+v, want [%+v]", f.decisions, wantDecision)
-	}
-	wantAnswer := api.AnswerRequest{ProposalID: "p-21", Text: "blue", By: "tester"}
-	if len(f.answers) != 1 || f.answers[0] != wantAnswer {
-		t.Errorf("answers = %+v, want [%+v]", f.answers, wantAnswer)
-	}
+	f.sent(t, api.DecideRequest{ProposalID: "p-20", Kind: api.DecisionApprove, Count: 3, By: "tester", Source: "agentctl"},
+		api.AnswerRequest{ProposalID: "p-21", Text: "blue", By: "tester"})
 	wantOut := `following walker (a-4)
 task: list the largest files
 state: thinking
@@ -425,16 +417,9 @@ func TestFollowHelpLeavesTheProposalWaiting(t *testing.T) {
 	if code := s.exit(t); code != 0 {
 		t.Fatalf("exit %d\nstderr:\n%s", code, s.errOut)
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	want := api.DecideRequest{ProposalID: "p-20", Kind: api.DecisionApprove, Count: 1, By: "tester", Source: "agentctl"}
-	if len(f.decisions) != 1 || f.decisions[0] != want {
-		t.Errorf("decisions = %+v, want [%+v]", f.decisions, want)
-	}
-	wantAnswer := api.AnswerRequest{ProposalID: "p-21", Text: "help", By: "tester"}
-	if len(f.answers) != 1 || f.answers[0] != wantAnswer {
-		t.Errorf("answers = %+v, want [%+v]: at a question the word help is an answer", f.answers, wantAnswer)
-	}
+	// At a question the word help is an answer.
+	f.sent(t, api.DecideRequest{ProposalID: "p-20", Kind: api.DecisionApprove, Count: 1, By: "tester", Source: "agentctl"},
+		api.AnswerRequest{ProposalID: "p-21", Text: "help", By: "tester"})
 }
 
 // TestFollowShowsTheGoalsOfACreatedAgent: an agent made with create works on its goals;

@@ -190,6 +190,19 @@ func decisionString(d *api.Decision) string {
 	return s
 }
 
+// writeProposal writes what a proposal says and would do, as show and follow print it:
+// every thought, the call, long arguments in full (at most argLines lines a value; 0:
+// all) and the effect preview (at most diffLines lines of diff; 0: all).
+func writeProposal(w io.Writer, p *api.Proposal, argLines, diffLines int) {
+	writeThoughts(w, p.Thoughts, "  ", true)
+	fmt.Fprintf(w, "  → %s\n", formatCall(p.Command, p.Args))
+	if longArgs(p.Args) {
+		fmt.Fprintln(w, "  arguments:")
+		writeArgs(w, p.Args, "    ", argLines)
+	}
+	writePreview(w, p.Preview, "  ", diffLines)
+}
+
 // longArgs reports whether formatCall shortens args, so the full args should be shown too.
 func longArgs(args json.RawMessage) bool {
 	var m map[string]json.RawMessage

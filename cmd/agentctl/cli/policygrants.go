@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -182,12 +183,7 @@ func grantEnds(g *api.Grant) string {
 // writeActiveGrants shows, under agentctl show, the grants that still approve the
 // agent's proposals without asking; agentctl policy AGENT lists all of them.
 func writeActiveGrants(w io.Writer, gs []api.Grant) {
-	var active []api.Grant
-	for _, g := range gs {
-		if g.State == api.GrantActive {
-			active = append(active, g)
-		}
-	}
+	active := slices.DeleteFunc(slices.Clone(gs), func(g api.Grant) bool { return g.State != api.GrantActive })
 	if len(active) == 0 {
 		return
 	}

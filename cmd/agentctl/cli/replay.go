@@ -37,44 +37,17 @@ func (a daemonVerbs) runReplay(ctx context.Context, args []string) error {
 	for _, s := range r.Steps {
 		p := s.Proposal
 		fmt.Fprintf(a.stdout, "\nstep %d  %s  %s\n", p.Step, formatTime(p.CreatedAt), formatCall(p.Command, p.Args))
-		th := p.Thoughts
-		for _, f := range []struct{ label, text string }{
-			{"observed", th.Observations}, {"thought", th.Text}, {"reasoning", th.Reasoning},
-			{"criticism", th.SelfCriticism}, {"plan", th.Plan}, {"said", th.Speak},
-		} {
-			if f.text != "" {
-				fmt.Fprintf(a.stdout, "  %-10s %s\n", f.label+":", truncate(oneParagraph(f.text), 200))
-			}
-		}
+		writeThoughts(a.stdout, p.Thoughts, "  ", true)
 		for _, d := range s.Decisions {
-			line := string(d.Kind)
-			if d.Count > 1 {
-				line += fmt.Sprintf(" ×%d", d.Count)
-			}
-			switch {
-			case d.Source == "grant":
-				line += " by " + oneLine(d.GrantText(), 120) + " (grant " + oneLine(d.Grant, 40) + ")"
-			case d.By != "" || d.Source != "":
-				line += fmt.Sprintf(" by %s via %s", oneLine(d.By, 80), oneLine(d.Source, 40))
-				if d.Grant != "" {
-					line += " (made grant " + oneLine(d.Grant, 40) + ")"
-				}
-			}
-			if d.Pattern != "" {
-				line += " (pattern " + oneParagraph(d.Pattern) + ")"
-			}
-			if d.Feedback != "" {
-				line += ": " + truncate(oneParagraph(d.Feedback), 160)
-			}
-			fmt.Fprintf(a.stdout, "  %-10s %s at %s\n", "decision:", line, formatTime(d.At))
+			fmt.Fprintf(a.stdout, "  decision at %s: %s\n", formatTime(d.At), decisionString(&d))
 		}
 		if e := s.Episode; e != nil {
-			fmt.Fprintf(a.stdout, "  %-10s %s\n", "outcome:", e.Outcome)
+			fmt.Fprintf(a.stdout, "  outcome: %s\n", line(e.Outcome))
 			if e.Result != "" {
 				firstLines(a.stdout, e.Result, "    ", resultLines)
 			}
 		} else {
-			fmt.Fprintf(a.stdout, "  %-10s %s\n", "status:", p.Status)
+			fmt.Fprintf(a.stdout, "  status: %s\n", line(string(p.Status)))
 		}
 	}
 	if !run.EndedAt.IsZero() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/agentd/agentd/api"
@@ -69,12 +70,7 @@ func writeFamily(w io.Writer, ag *api.Agent, all []api.Agent) {
 		}
 		fmt.Fprintf(w, "\nHelper of %s: its proposals follow %[1]s's policy and show in %[1]s's chat thread.\n", line(parent))
 	}
-	var helpers []api.Agent
-	for _, h := range all {
-		if h.ParentID == ag.ID {
-			helpers = append(helpers, h)
-		}
-	}
+	helpers := slices.DeleteFunc(slices.Clone(all), func(h api.Agent) bool { return h.ParentID != ag.ID })
 	if len(helpers) == 0 {
 		return
 	}
@@ -107,13 +103,7 @@ func writeAgent(w io.Writer, ag *api.Agent) {
 	}
 	if p := ag.Pending; p != nil {
 		fmt.Fprintf(w, "\nPending proposal %s (step %d, %s):\n", p.ID, p.Step, p.Status)
-		writeThoughts(w, p.Thoughts, "  ", true)
-		fmt.Fprintf(w, "  → %s\n", formatCall(p.Command, p.Args))
-		if longArgs(p.Args) {
-			fmt.Fprintln(w, "  arguments:")
-			writeArgs(w, p.Args, "    ", 0)
-		}
-		writePreview(w, p.Preview, "  ", 0)
+		writeProposal(w, p, 0, 0)
 		fmt.Fprintf(w, "  decide with: agentctl approve %[1]s [-n N] | agentctl deny %[1]s | agentctl feedback %[1]s TEXT\n", refOf(ag))
 	}
 	if q := ag.Question; q != nil {

@@ -1,14 +1,13 @@
 package policy
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // Grants are the standing decisions that approve more than one proposal: y -N (a count
@@ -33,7 +32,7 @@ func ApplyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *
 		}
 	case au.NewGrant != nil:
 		g := *au.NewGrant
-		g.ID, g.AgentID = newID("g-"), owner.ID
+		g.ID, g.AgentID = randid.ID("g-"), owner.ID
 		if g.Kind == api.GrantCount {
 			// A new y -N replaces the count still running, as it always did.
 			if err := EndCountGrants(tx, owner, "replaced by "+g.ID); err != nil {
@@ -108,7 +107,7 @@ func GrantAutoSteps(tx *store.Tx, a *store.Agent, by, source string) error {
 	if err := EndCountGrants(tx, a, "a new run's policy"); err != nil {
 		return err
 	}
-	g := &api.Grant{ID: newID("g-"), AgentID: a.ID, Kind: api.GrantCount, By: by, Source: source,
+	g := &api.Grant{ID: randid.ID("g-"), AgentID: a.ID, Kind: api.GrantCount, By: by, Source: source,
 		Label: fmt.Sprintf("auto mode for %d steps", a.Policy.AutoSteps), Count: a.Policy.AutoSteps, RunID: a.RunID}
 	if name, ok := strings.CutPrefix(by, "schedule "); ok {
 		g.Label = "autonomy of schedule " + name
@@ -120,11 +119,4 @@ func GrantAutoSteps(tx *store.Tx, a *store.Agent, by, source string) error {
 		return err
 	}
 	return tx.Audit(a.ID, "grant", g)
-}
-
-// newID is a new grant's id: prefix and twelve random hex digits.
-func newID(prefix string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
 }

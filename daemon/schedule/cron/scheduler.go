@@ -3,8 +3,6 @@ package cron
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // Errors the Scheduler's methods wrap; the API maps them to 404, 409 and 503.
@@ -426,10 +425,8 @@ func (e *entry) plan() {
 }
 
 func (s *Scheduler) newRecord(e *entry, scheduled time.Time, manual bool) Record {
-	var b [8]byte
-	rand.Read(b[:])
 	return Record{Firing: Firing{
-		ID:         "firing_" + hex.EncodeToString(b[:]),
+		ID:         "firing_" + randid.Hex(8),
 		ScheduleID: e.sched.ID,
 		Scheduled:  scheduled,
 		Manual:     manual,
