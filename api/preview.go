@@ -82,6 +82,10 @@ type Effect struct {
 	// ToRoot is the root hash of To's tree (hex SHA-256): approving applies To only
 	// while the preview store still holds that very tree under To.
 	ToRoot string `json:"to_root,omitempty"`
+	// NotShown names what the change's diff cannot show whole (binary or huge content,
+	// changes past the listed ones), "; " between them: Render says it on its own line,
+	// so a person never approves unseen what the diff text hid.
+	NotShown string `json:"not_shown,omitempty"`
 }
 
 // Appliable reports whether approving applies the captured change instead of running
@@ -127,6 +131,9 @@ func (p *Preview) Render() (lines []string, diff string) {
 	if p.Note != "" {
 		lines = append(lines, "Note: "+esc(p.Note))
 	}
+	if hidden := p.notShown(); hidden != "" {
+		lines = append(lines, "Not fully shown: "+esc(hidden))
+	}
 	if p.Diff != "" {
 		diff = display.Escape(strings.TrimSuffix(p.Diff, "\n"), display.Text)
 		if p.DiffCut {
@@ -134,6 +141,18 @@ func (p *Preview) Render() (lines []string, diff string) {
 		}
 	}
 	return lines, diff
+}
+
+// notShown is what the preview's diff does not show whole, or "".
+func (p *Preview) notShown() string {
+	var what []string
+	if p.Effect != nil && p.Effect.None == "" && p.Effect.NotShown != "" {
+		what = append(what, p.Effect.NotShown)
+	}
+	if p.DiffCut {
+		what = append(what, fmt.Sprintf("the diff past its first %d KiB", MaxPreviewDiff>>10))
+	}
+	return strings.Join(what, "; ")
 }
 
 // HeadLines returns the first n lines of text and whether any were left out.

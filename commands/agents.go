@@ -18,6 +18,11 @@ const (
 	DeleteAgent  = "delete_agent"
 )
 
+// HelpersFolder is the folder of a workspace that holds its helpers' workspaces,
+// <workspace>/agents/<key>. The agent's own commands see it read-only, and a change
+// applied to the agent's workspace leaves it out: each helper owns its own.
+const HelpersFolder = "agents"
+
 // Helpers is the running agent's helper agents as the sub-agent commands reach them. The
 // daemon binds one to each execution; Env.Helpers is nil where there is none.
 type Helpers interface {

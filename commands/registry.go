@@ -69,6 +69,10 @@ type Env struct {
 	Helpers Helpers
 	// Profile bounds the programs an execute command starts, by who approved it.
 	Profile Profile
+	// SeenAt, when set, is the path a sandboxed program sees Workspace at: an effect
+	// preview runs on a copy of the workspace bound at the workspace's own path, so that
+	// nothing the command reads ($PWD, paths it prints) tells it runs ahead.
+	SeenAt string
 }
 
 // Command is one thing an agent can do.

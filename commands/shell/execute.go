@@ -76,7 +76,7 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
 	}
-	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline}
+	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline, at: env.SeenAt}
 	home := sandboxHome
 	if e.box.bwrap == "" {
 		if prof.Bounded || !d.empty() {
@@ -207,6 +207,9 @@ func (c *executePythonFile) Execute(ctx context.Context, env commands.Env, raw j
 		if strings.IndexByte(arg, 0) >= 0 {
 			return "", fmt.Errorf("execute_python_file: an argument contains a NUL byte")
 		}
+	}
+	if ws, err := commands.ResolvePath(env.Workspace, "."); err == nil {
+		file = view{at: env.SeenAt}.inside(ws, file) // where the sandbox shows it
 	}
 	return c.run(ctx, env, append([]string{c.python, file}, a.Args...))
 }

@@ -16,6 +16,20 @@ type view struct {
 	denied
 	readOnly bool // the workspace is bound read-only: a bounded run without +write
 	offline  bool // no network, whatever the options grant: a bounded run
+	// at is where the programs see the workspace, when not at its own path (an effect
+	// preview's copy, bound where the workspace it copies is).
+	at string
+}
+
+// inside is where the host path p, the workspace or beneath it, is bound in the sandbox.
+func (v view) inside(workspace, p string) string {
+	if v.at == "" || v.at == workspace {
+		return p
+	}
+	if rel, err := filepath.Rel(workspace, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+		return filepath.Join(v.at, rel)
+	}
+	return p
 }
 
 // wrap returns argv to run in workspace under the sandbox, as v shows it.
@@ -85,18 +99,19 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 		a = append(dirsTo(a, p, bound), "--ro-bind", p, p)
 	}
 	if workspace != "" {
+		in := func(p string) string { return v.inside(workspace, p) }
 		if v.readOnly {
-			a = append(dirsTo(a, workspace, bound), "--ro-bind", workspace, workspace)
+			a = append(dirsTo(a, in(workspace), bound), "--ro-bind", workspace, in(workspace))
 		} else {
-			a = append(dirsTo(a, workspace, bound), "--bind", workspace, workspace)
+			a = append(dirsTo(a, in(workspace), bound), "--bind", workspace, in(workspace))
 			for _, p := range v.pin {
-				a = append(a, "--bind", p, p)
+				a = append(a, "--bind", p, in(p))
 			}
 		}
 		for _, p := range v.binds.ro {
-			a = append(a, "--ro-bind", p, p)
+			a = append(a, "--ro-bind", p, in(p))
 		}
-		a = append(v.denied.args(a), "--chdir", workspace)
+		a = append(v.denied.args(a, in), "--chdir", in(workspace))
 	} else {
 		a = append(a, "--chdir", "/")
 	}
@@ -147,8 +162,9 @@ func within(d string, roots []string) bool {
 
 // args appends the binds that keep what d holds from programs, a folder before what lies
 // in it so that nothing bound later is uncovered by an earlier one: hidden folders are an
-// empty read-only tmpfs, hidden files /dev/null, and the rest bound read-only onto itself.
-func (d denied) args(a []string) []string {
+// empty read-only tmpfs, hidden files /dev/null, and the rest bound read-only onto itself;
+// in maps a host path to where the sandbox sees it.
+func (d denied) args(a []string, in func(string) string) []string {
 	type op struct{ path, kind string }
 	var ops []op
 	for _, p := range d.dirs {
@@ -164,11 +180,11 @@ func (d denied) args(a []string) []string {
 	for _, o := range ops {
 		switch o.kind {
 		case "dir":
-			a = append(a, "--perms", "0555", "--size", "4096", "--tmpfs", o.path, "--remount-ro", o.path)
+			a = append(a, "--perms", "0555", "--size", "4096", "--tmpfs", in(o.path), "--remount-ro", in(o.path))
 		case "file":
-			a = append(a, "--ro-bind", "/dev/null", o.path)
+			a = append(a, "--ro-bind", "/dev/null", in(o.path))
 		default:
-			a = append(a, "--ro-bind", o.path, o.path)
+			a = append(a, "--ro-bind", o.path, in(o.path))
 		}
 	}
 	return a

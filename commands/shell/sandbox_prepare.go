@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/commands"
 )
 
 // binds are the workspace paths a run binds over the workspace, absolute: pin are
@@ -24,7 +26,7 @@ const (
 )
 
 // helpersDir is the folder of helper agents' workspaces, <workspace>/agents/NAME.
-const helpersDir = "agents"
+const helpersDir = commands.HelpersFolder
 
 // gitExecuted are the files and folders of a .git that git executes code from or is
 // configured by; the sandbox makes them read-only.

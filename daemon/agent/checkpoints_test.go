@@ -136,6 +136,42 @@ func TestRewindRefusedWhileAStepIsStartedAndForBadRequests(t *testing.T) {
 	}
 }
 
+// A parent's rewind is refused while one of its helpers runs (its folder under agents/
+// would be rewritten under it), and leaves the helper's files as they are.
+func TestRewindRefusedWhileAHelperRuns(t *testing.T) {
+	h, b := newHelperHarness(t, withCheckpoints)
+	ctx := context.Background()
+	b.script("boss",
+		reply("write_file", map[string]string{"path": "a.txt", "contents": "x"}),
+		reply("start_agent", map[string]string{"name": "h", "task": "t", "prompt": "go"}),
+		reply("finish", map[string]string{"reason": "done"}))
+	b.script("boss/h",
+		reply("finish", map[string]string{"reason": "nothing yet"}),
+		reply("write_file", map[string]string{"path": "work.txt", "contents": "the helper's"}),
+		reply("finish", map[string]string{"reason": "wrote"}))
+	boss := h.boss()
+	h.approve(boss.ID, "write_file")
+	h.approve(boss.ID, "start_agent")
+	helper := h.helper("boss/h")
+	h.approve(helper.ID, "finish")
+	h.pending(boss.ID) // finish: the helper's end was delivered
+	if _, err := h.sup.runs.Task(ctx, helper.ID, "write work.txt"); err != nil {
+		t.Fatal(err)
+	}
+	h.approve(helper.ID, "write_file")
+	h.pending(helper.ID) // the helper runs on, asking to finish
+	_, err := h.sup.rewinds.Rewind(ctx, boss.Name, api.RewindRequest{To: 1})
+	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "has helpers running (boss/h)") {
+		t.Fatalf("rewind while a helper runs: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(helper.Workspace, "work.txt")); err != nil || string(b) != "the helper's" {
+		t.Fatalf("a refused rewind touched the helper's folder: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(boss.Workspace, "a.txt")); err != nil {
+		t.Fatalf("a refused rewind changed the workspace: %v", err)
+	}
+}
+
 // A step number starts again in every run: diff and rewind take the latest run's step by
 // default, name the other runs that have one, and with Run take that run's.
 func TestStepNumberOfAnEarlierRunIsPickedByRun(t *testing.T) {

@@ -398,6 +398,29 @@ func family(tx *store.Tx, root *store.Agent) ([]*store.Agent, error) {
 	return out, nil
 }
 
+// helpersIdle refuses a rewind of agent a while one of its helpers, at any depth, runs.
+// A rewind puts the whole workspace back, agents/ included — a helper's end is a step
+// of its parent, so its work is rewound with it — and a helper running meanwhile would
+// have its folder rewritten under it. Leaving agents/ out instead would make every
+// rewind inexact; refusing until the helpers end keeps it exact.
+func helpersIdle(tx *store.Tx, a *store.Agent) error {
+	fam, err := family(tx, a)
+	if err != nil {
+		return err
+	}
+	var busy []string
+	for _, h := range fam[1:] {
+		if active(h.State) {
+			busy = append(busy, h.Name)
+		}
+	}
+	if len(busy) == 0 {
+		return nil
+	}
+	return conflict("agent %s has helpers running (%s): a rewind rewrites %s/, where they work; try again when they end, or stop them first (`agentctl stop %s`)",
+		a.Name, strings.Join(busy, ", "), helpersFolder, busy[0])
+}
+
 // pausedWith is the state reason of a helper paused because name was: resuming name
 // resumes exactly those, never a helper a person paused on its own.
 func pausedWith(name string) string {

@@ -278,6 +278,9 @@ func (s *rewinds) restore(ctx context.Context, id string, rw *rewindTo) error {
 		if _, _, err := cycle.Next(from, cycle.Event{Kind: cycle.Rewind}); err != nil {
 			return running(err, a, p)
 		}
+		if err := helpersIdle(tx, a); err != nil {
+			return err
+		}
 		keep, err = tx.RecentBefores(id, s.ckpt.keepSteps())
 		return err
 	})

@@ -99,7 +99,7 @@ func (s *workspaceDirs) realWorkspace(ws string) string {
 }
 
 // helpersFolder is the folder of a workspace that holds its helpers' workspaces.
-const helpersFolder = "agents"
+const helpersFolder = commands.HelpersFolder
 
 // makeWorkspace creates the workspace ws of a top-level agent, as a new folder in the
 // workspace root.

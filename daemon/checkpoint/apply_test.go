@@ -4,7 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A change worked out on a copy (restored there from the workspace's checkpoint) lands
@@ -23,7 +28,6 @@ func TestRestoreFromAppliesOnlyOnTheWorkspaceItStartedFrom(t *testing.T) {
 	}
 	writeFiles(t, cp, map[string]string{"a.txt": "one\ntwo\n", "new.txt": "fresh\n"})
 	os.Symlink("/etc", filepath.Join(cp, "sub", "out"))
-	want := listing(t, cp)
 	to := mustCheckpoint(t, s, cp)
 
 	writeFiles(t, ws, map[string]string{"sub/b.txt": "changed meanwhile\n"})
@@ -35,11 +39,127 @@ func TestRestoreFromAppliesOnlyOnTheWorkspaceItStartedFrom(t *testing.T) {
 	}
 	sameListing(t, "after a refused RestoreFrom", listing(t, ws), changed)
 
-	writeFiles(t, ws, map[string]string{"sub/b.txt": "bee\n"}) // as it was, with a new mtime
-	if _, err := s.RestoreFrom(ctx, ws, from.ID, to.ID); err != nil {
+	// As it was again, but a different file with a new time: still not the workspace the
+	// change was worked out on.
+	writeFiles(t, ws, map[string]string{"sub/b.txt": "bee\n"})
+	_, err = s.RestoreFrom(ctx, ws, from.ID, to.ID)
+	if !errors.As(err, &ce) || ce.Restamped != "sub/b.txt" || !strings.Contains(err.Error(), "time, owner, extended attributes or links of sub/b.txt changed") {
+		t.Fatalf("RestoreFrom on a workspace rewritten as it was: %v, want a ChangedError naming sub/b.txt", err)
+	}
+}
+
+// changedCopy is a workspace, its checkpoint from, a copy of it restored elsewhere
+// and changed by fn, and the copy's checkpoint to: what an effect preview makes.
+func changedCopy(t *testing.T, files map[string]string, fn func(cp string)) (s *Store, ws, cp string, from, to Info) {
+	ws, cp = t.TempDir(), filepath.Join(t.TempDir(), "copy")
+	s = openStore(t, Options{})
+	writeFiles(t, ws, files)
+	from = mustCheckpoint(t, s, ws)
+	if err := os.Mkdir(cp, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	sameListing(t, "after RestoreFrom", listing(t, ws), want)
+	if _, err := s.Restore(ctx, cp, from.ID); err != nil {
+		t.Fatal(err)
+	}
+	fn(cp)
+	return s, ws, cp, from, mustCheckpoint(t, s, cp)
+}
+
+// Approving applies the change the diff shows, path by path: a file the change does not
+// name is not rewritten (same inode, same ctime), and what the diff cannot show (a time
+// set on a file whose content did not change) is not applied either.
+func TestRestoreFromWritesOnlyThePathsTheChangeNames(t *testing.T) {
+	s, ws, _, from, to := changedCopy(t, map[string]string{"a.txt": "one\n", "sub/b.txt": "bee\n", "sub/c.txt": "sea\n"}, func(cp string) {
+		writeFiles(t, cp, map[string]string{"sub/b.txt": "bee\nbuzz\n", "new.txt": "fresh\n"})
+		os.Symlink("/etc", filepath.Join(cp, "sub", "out"))
+		old := time.Unix(1e9, 0)
+		os.Chtimes(filepath.Join(cp, "a.txt"), old, old)
+		os.Link(filepath.Join(cp, "a.txt"), filepath.Join(cp, "alias")) // a.txt itself is not written
+	})
+	var before [2]syscall.Stat_t
+	syscall.Lstat(filepath.Join(ws, "a.txt"), &before[0])
+	syscall.Lstat(filepath.Join(ws, "sub/c.txt"), &before[1])
+	r, err := s.RestoreFrom(ctx, ws, from.ID, to.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Diff.Summary(); got != "changed 4 files (+3 −0)" {
+		t.Errorf("applied %s, want the 4 files the change names", got)
+	}
+	for i, name := range []string{"a.txt", "sub/c.txt"} {
+		var now syscall.Stat_t
+		syscall.Lstat(filepath.Join(ws, name), &now)
+		// (a.txt's ctime moves: a name was linked to it)
+		if now.Ino != before[i].Ino || now.Mtim != before[i].Mtim || name == "sub/c.txt" && now.Ctim != before[i].Ctim {
+			t.Errorf("%s, which the change does not name, was written", name)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "sub/b.txt")); string(b) != "bee\nbuzz\n" {
+		t.Errorf("sub/b.txt = %q", b)
+	}
+	if l, _ := os.Readlink(filepath.Join(ws, "sub/out")); l != "/etc" {
+		t.Errorf("sub/out → %q", l)
+	}
+	var alias syscall.Stat_t
+	if syscall.Lstat(filepath.Join(ws, "alias"), &alias); alias.Ino != before[0].Ino {
+		t.Errorf("alias is not a hard link of a.txt (inode %d, a.txt's %d)", alias.Ino, before[0].Ino)
+	}
+}
+
+// The stale check sees what a diff does not: a mode, an owner's or a time's change, a
+// second name made outside the workspace (it moves the file's ctime), an extended
+// attribute. Each makes the apply refused, the workspace left as it is.
+func TestRestoreFromRefusesAWorkspaceRestampedSinceItsCheckpoint(t *testing.T) {
+	outside := t.TempDir()
+	for name, restamp := range map[string]func(ws string) error{
+		"mtime": func(ws string) error {
+			return os.Chtimes(filepath.Join(ws, "a.txt"), time.Unix(1e9, 0), time.Unix(1e9, 0))
+		},
+		"mode": func(ws string) error { return os.Chmod(filepath.Join(ws, "a.txt"), 0o600) },
+		"hard_link": func(ws string) error {
+			return os.Link(filepath.Join(ws, "a.txt"), filepath.Join(outside, "a-"+filepath.Base(ws)))
+		},
+		"xattr": func(ws string) error {
+			return unix.Setxattr(filepath.Join(ws, "a.txt"), "user.agentd-test", []byte("v"), 0)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, ws, _, from, to := changedCopy(t, map[string]string{"a.txt": "one\n", "b.txt": "bee\n"}, func(cp string) {
+				writeFiles(t, cp, map[string]string{"b.txt": "changed\n"})
+			})
+			if err := restamp(ws); err != nil {
+				t.Skipf("cannot %s here: %v", name, err)
+			}
+			want := listing(t, ws)
+			_, err := s.RestoreFrom(ctx, ws, from.ID, to.ID)
+			var ce *ChangedError
+			if !errors.As(err, &ce) {
+				t.Fatalf("RestoreFrom after a %s change: %v; want a ChangedError", name, err)
+			}
+			sameListing(t, "after a refused RestoreFrom", listing(t, ws), want)
+		})
+	}
+}
+
+// The names skip are neither checked nor changed: a helper's folder, changing while the
+// parent's change is applied, is left as the helper has it.
+func TestRestoreFromLeavesTheSkippedFoldersAlone(t *testing.T) {
+	s, ws, _, from, to := changedCopy(t, map[string]string{"a.txt": "one\n", "agents/h/work.txt": "v1\n"}, func(cp string) {
+		writeFiles(t, cp, map[string]string{"a.txt": "two\n", "agents/h/work.txt": "stale copy\n"})
+	})
+	writeFiles(t, ws, map[string]string{"agents/h/work.txt": "v2, the helper's\n", "agents/h2/new.txt": "new\n"})
+	if _, err := s.RestoreFrom(ctx, ws, from.ID, to.ID, "agents"); err != nil {
+		t.Fatalf("RestoreFrom with agents/ left out: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "agents/h/work.txt")); string(b) != "v2, the helper's\n" {
+		t.Errorf("the helper's file reads %q: the parent's apply clobbered it", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "agents/h2/new.txt")); string(b) != "new\n" {
+		t.Errorf("the helper's new file reads %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "two\n" {
+		t.Errorf("a.txt = %q: the change was not applied", b)
+	}
 }
 
 // RemoveTree removes a tree whatever modes its folders were left with, and no link's target.
@@ -75,4 +195,27 @@ func TestRestoreFromOnAWorkspaceAlreadyThereIsDone(t *testing.T) {
 	if body, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(body) != "two\n" {
 		t.Errorf("a.txt = %q", body)
 	}
+}
+
+// The journal of an apply says which change it applies, so a crash mid-way finishes
+// that change and nothing more; a journal written before it did (no change named) still
+// reads as a whole restore.
+func TestJournalKeepsTheChangeAnApplyIsMaking(t *testing.T) {
+	j := &journal{ws: "/w", to: 7, before: 8, from: 5, skip: []string{"agents"}}
+	s := openStore(t, Options{})
+	if err := s.writeDurable(s.root, journalName, j.encode()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.readJournal()
+	if err != nil || got.ws != "/w" || got.to != 7 || got.before != 8 || got.from != 5 || len(got.skip) != 1 || got.skip[0] != "agents" {
+		t.Fatalf("journal read back as %+v, %v", got, err)
+	}
+	old := (&journal{ws: "/w", to: 7, before: 8}).encode()
+	if err := s.writeDurable(s.root, journalName, old); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.readJournal(); err != nil || got.from != 0 || got.skip != nil {
+		t.Fatalf("a restore's journal read back as %+v, %v", got, err)
+	}
+	unix.Unlinkat(s.root, journalName, 0)
 }

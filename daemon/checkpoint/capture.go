@@ -29,18 +29,19 @@ func (s *Store) Checkpoint(ctx context.Context, ws string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	return s.checkpoint(ctx, ws, 0)
+	return s.checkpoint(ctx, ws, 0, false)
 }
 
-// checkpoint takes a checkpoint; retention keeps pin (a restore's target) whatever it drops.
-func (s *Store) checkpoint(ctx context.Context, ws string, pin ID) (Info, error) {
+// checkpoint takes a checkpoint; retention keeps pin (a restore's target) whatever it
+// drops. walk says not to trust the inotify fast path.
+func (s *Store) checkpoint(ctx context.Context, ws string, pin ID, walk bool) (Info, error) {
 	var latest, prev *Info
 	if n := len(s.ids); n > 0 {
 		if c, err := s.readRecord(s.ids[n-1]); err == nil {
 			latest, prev = &c, &c
 		}
 	}
-	if latest != nil && s.watch.unchanged(ws, latest.ID) {
+	if latest != nil && !walk && s.watch.unchanged(ws, latest.ID) {
 		return *latest, nil // no event since it was taken: no walk
 	}
 	// The stat data worth trusting are ws's own: a store that also captures other
@@ -144,6 +145,7 @@ func (s *Store) capture(ctx context.Context, ws string, prev *Info) (*capture, e
 		return nil, err
 	}
 	defer ds.close()
+	s.watch.top(devIno{ds.frames[0].dev, ds.frames[0].ino})
 	s.watch.add(ds.fd())
 	c := &capture{s: s, ctx: ctx, ds: ds, buf: make([]byte, 32<<10), start: time.Now().UnixNano(),
 		seen: map[hash]bool{}, links: map[devIno]firstName{}}
@@ -227,6 +229,7 @@ func (c *capture) entry(name string, p *entry, st *unix.Stat_t, err error) (e en
 		return e, true, nil
 	}
 	e.kind, e.mode = kindOf(st.Mode), st.Mode&0o7777
+	e.uid, e.gid, e.flags = st.Uid, st.Gid, e.flags|flagMeta
 	if e.kind != kindDir {
 		c.files++
 	}
@@ -275,6 +278,7 @@ func (c *capture) folder(e *entry, st *unix.Stat_t, p *entry) error {
 		return nil
 	}
 	c.s.watch.add(c.ds.fd()) // before listing it: a change from now on queues an event
+	e.xattrs = xattrDigest(c.ds.fd())
 	var pt tree
 	hasPrev := false
 	if p != nil && p.kind == kindDir && p.captured() {
@@ -329,9 +333,10 @@ func (c *capture) file(e *entry, st *unix.Stat_t, p *entry) error {
 		c.uncapture(e, fmt.Sprintf("would take the workspace's captured content past the store's limit of %d bytes", lim.MaxStoreBytes))
 		return nil
 	}
-	if p != nil && p.kind == kindFile && p.flags&(flagUncaptured|flagRacy) == 0 && p.size == e.size &&
+	// A change to the attributes or owner moves ctime too: they are kept with the hash.
+	if p != nil && p.kind == kindFile && p.flags&(flagUncaptured|flagRacy|flagMeta) == flagMeta && p.size == e.size &&
 		p.mtime == e.mtime && p.ctime == e.ctime && p.ino == e.ino && p.dev == e.dev {
-		e.hash = p.hash
+		e.hash, e.xattrs = p.hash, p.xattrs
 		c.bytes += e.size
 		return nil
 	}
@@ -360,6 +365,7 @@ func (c *capture) read(e *entry) error {
 		c.uncapture(e, "changed while it was read")
 		return nil
 	}
+	e.xattrs = xattrDigest(fd)
 	var tmp string
 	var h hash
 	var n int64

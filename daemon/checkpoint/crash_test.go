@@ -24,9 +24,10 @@ func TestMain(m *testing.M) {
 
 // crashSpec is the operation a child runs, and where it dies.
 type crashSpec struct {
-	Op     string // "checkpoint" or "restore"
+	Op     string // "checkpoint", "restore" or "apply" (RestoreFrom From)
 	Store  string
 	WS     string
+	From   ID
 	To     ID
 	KillAt int // the step (a testHookStep call) at which it kills itself
 	Keep   int // Options.KeepCount
@@ -53,6 +54,8 @@ func crashChild(spec string) int {
 			_, err = s.Checkpoint(ctx, c.WS)
 		case "restore":
 			_, err = s.Restore(ctx, c.WS, c.To)
+		case "apply":
+			_, err = s.RestoreFrom(ctx, c.WS, c.From, c.To)
 		}
 		s.Close() // after the collection a checkpoint may have left running
 	}
@@ -202,4 +205,57 @@ func TestKillDuringRestoreLosesNothing(t *testing.T) {
 		t.Fatalf("a restore was killed at %d steps, %d of them finished by recovery; the hook is not reached", kills, finished)
 	}
 	t.Logf("killed at %d steps; recovery finished the restore after %d of them", kills, finished)
+}
+
+// TestKillDuringApplyLosesNothing kills an apply (RestoreFrom) at every step that
+// touches the disk. After each kill, reopening finishes it: the workspace is either as
+// it was or exactly the copy the change was made on, never half of it.
+func TestKillDuringApplyLosesNothing(t *testing.T) {
+	kills, finished := 0, 0
+	for at := 1; ; at++ {
+		dir, ws, cp := t.TempDir(), t.TempDir(), t.TempDir()
+		s, err := Open(dir, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, ws, map[string]string{"a": "alpha\n", "sub/b": "beta\n", "sub/deeper/c": "gamma\n", "same": "untouched\n"})
+		from := mustCheckpoint(t, s, ws)
+		wantBefore := listing(t, ws)
+		if _, err := s.Restore(ctx, cp, from.ID); err != nil {
+			t.Fatal(err)
+		}
+		writeFiles(t, cp, map[string]string{"a": "changed\n", "new/n": "new", "sub/deeper/c": "gamma\ndelta\n"})
+		os.Remove(filepath.Join(cp, "sub/b"))
+		os.Symlink("../a", filepath.Join(cp, "sub/link"))
+		os.Link(filepath.Join(cp, "new/n"), filepath.Join(cp, "n-too"))
+		to := mustCheckpoint(t, s, cp)
+		wantAfter := listing(t, cp)
+		s.Close()
+
+		if !runKilled(t, crashSpec{Op: "apply", Store: dir, WS: ws, From: from.ID, To: to.ID, KillAt: at}) {
+			sameListing(t, "after the apply ran whole", listing(t, ws), wantAfter)
+			break
+		}
+		kills++
+		s, err = Open(dir, Options{})
+		if err != nil {
+			t.Fatalf("kill at step %d: reopening: %v", at, err)
+		}
+		if err := s.Recover(ctx); err != nil {
+			t.Fatalf("kill at step %d: recovering: %v", at, err)
+		}
+		verifyStore(t, s)
+		switch got := listing(t, ws); got {
+		case wantBefore:
+		case wantAfter:
+			finished++
+		default:
+			sameListing(t, fmt.Sprintf("kill at step %d: neither the state before nor the change applied", at), got, wantAfter)
+		}
+		s.Close()
+	}
+	if kills < 5 || finished == 0 {
+		t.Fatalf("an apply was killed at %d steps, %d of them finished by recovery; the hook is not reached", kills, finished)
+	}
+	t.Logf("killed at %d steps; recovery finished the apply after %d of them", kills, finished)
 }

@@ -68,8 +68,9 @@ const (
 	maxDiffText  = 4 << 20
 )
 
-// Diff returns how the workspace changed from checkpoint from to checkpoint to.
-func (s *Store) Diff(ctx context.Context, from, to ID) (*Diff, error) {
+// Diff returns how the workspace changed from checkpoint from to checkpoint to, with
+// the names skip in its top folder left out.
+func (s *Store) Diff(ctx context.Context, from, to ID, skip ...string) (*Diff, error) {
 	err := s.begin(ctx)
 	defer s.mu.Unlock()
 	if err != nil {
@@ -83,7 +84,7 @@ func (s *Store) Diff(ctx context.Context, from, to ID) (*Diff, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.diff(a.root, b.root)
+	d, err := s.diff(a.root, b.root, skip...)
 	if err != nil {
 		return nil, err
 	}
@@ -125,9 +126,9 @@ func (s *Store) DiffLive(ctx context.Context, ws string, from ID) (*Diff, error)
 	return d, nil
 }
 
-// diff compares the trees a and b.
-func (s *Store) diff(a, b hash) (*Diff, error) {
-	df := &differ{s: s, d: &Diff{}}
+// diff compares the trees a and b, leaving out the names skip in the top folder.
+func (s *Store) diff(a, b hash, skip ...string) (*Diff, error) {
+	df := &differ{s: s, d: &Diff{}, skip: nameSet(skip)}
 	if a == b {
 		return df.d, nil
 	}
@@ -149,7 +150,8 @@ type differ struct {
 	s    *Store
 	d    *Diff
 	path []byte
-	text int // bytes of unified diff so far
+	text int             // bytes of unified diff so far
+	skip map[string]bool // names in the workspace's top folder left out
 }
 
 // trees compares two folders' entries, in name order.
@@ -180,29 +182,17 @@ func (df *differ) entry(a, b *entry) error {
 	if name == nil {
 		name = b
 	}
+	if len(df.path) == 0 && df.skip[name.name] {
+		return nil
+	}
 	n := len(df.path)
 	df.path = appendName(df.path, name.name)
 	defer func() { df.path = df.path[:n] }()
-	switch {
-	case a == nil:
-		df.add(Created, a, b)
-	case b == nil:
-		df.add(Deleted, a, b)
-	case a.kind != b.kind:
-		df.add(TypeChanged, a, b)
-	case a.kind == kindDir:
-		if a.captured() != b.captured() {
-			df.add(Modified, a, b)
-		} else if a.mode != b.mode {
-			df.add(ModeChanged, a, b)
-		}
-		if a.captured() && b.captured() && a.hash == b.hash {
-			return nil
-		}
-	case !sameContent(a, b):
-		df.add(Modified, a, b)
-	case a.mode != b.mode:
-		df.add(ModeChanged, a, b)
+	if k := changeOf(a, b); k != "" {
+		df.add(k, a, b)
+	}
+	if sameFolder(a, b) {
+		return nil
 	}
 	// A folder on one side or both: what it holds differs too.
 	ta, err := df.contents(a)
@@ -222,6 +212,34 @@ func (df *differ) contents(e *entry) (tree, error) {
 		return nil, nil
 	}
 	return df.s.subtree(e)
+}
+
+// changeOf is how b differs from a (either nil where the name does not exist), "" when
+// it does not: the one rule for what a diff lists and what applying a change writes.
+// A folder's own change is its mode; what it holds is compared entry by entry.
+func changeOf(a, b *entry) ChangeKind {
+	switch {
+	case a == nil && b == nil:
+		return ""
+	case a == nil:
+		return Created
+	case b == nil:
+		return Deleted
+	case a.kind != b.kind:
+		return TypeChanged
+	case a.kind == kindDir && a.captured() != b.captured():
+		return Modified
+	case a.kind != kindDir && !sameContent(a, b):
+		return Modified
+	case a.mode != b.mode:
+		return ModeChanged
+	}
+	return ""
+}
+
+// sameFolder reports whether a and b are captured folders holding the same tree.
+func sameFolder(a, b *entry) bool {
+	return a != nil && b != nil && a.kind == kindDir && b.kind == kindDir && a.captured() && b.captured() && a.hash == b.hash
 }
 
 // sameContent compares two entries of one kind, other than folders.
@@ -369,6 +387,9 @@ func plural(n int, word string) string {
 func (d *Diff) Text() string {
 	var b strings.Builder
 	b.WriteString(d.Summary() + "\n")
+	if hidden := d.NotFullyShown(); len(hidden) > 0 {
+		b.WriteString("not fully shown: " + display.Escape(strings.Join(hidden, "; "), display.Line) + "\n")
+	}
 	for _, c := range d.Changes {
 		b.WriteString(c.line() + "\n")
 	}
@@ -389,7 +410,9 @@ func (d *Diff) Text() string {
 	return b.String()
 }
 
-// line is one change in one line: "modified file notes/a.txt (+3 −1)".
+// line is one change in one line: "modified file notes/a.txt (+3 −1)". Everything a
+// change makes that its unified diff cannot show is said here: a created entry's mode,
+// a symlink's target, a file's other name (a hard link).
 func (c *Change) line() string {
 	typ := c.NewType
 	if typ == "" {
@@ -404,9 +427,16 @@ func (c *Change) line() string {
 	case typ == "symlink" && c.Kind == Modified:
 		s += " (" + display.Escape(c.OldTarget, display.Line) + " → " + display.Escape(c.NewTarget, display.Line) + ")"
 	}
-	if c.Kind != ModeChanged && c.OldType != "" && c.NewType != "" && c.OldMode != c.NewMode {
+	switch {
+	case c.Kind != ModeChanged && c.OldType != "" && c.NewType != "" && c.OldMode != c.NewMode:
 		s += fmt.Sprintf(" (mode %04o → %04o)", c.OldMode, c.NewMode)
+	case c.OldType == "" && c.NewType != "":
+		s += fmt.Sprintf(" (mode %04o)", c.NewMode)
 	}
+	if c.NewMode&0o6000 != 0 && c.OldMode&0o6000 != c.NewMode&0o6000 {
+		s += " (setuid or setgid: not applied)"
+	}
+	s += c.targets()
 	if c.Added+c.Removed > 0 {
 		s += fmt.Sprintf(" (+%d −%d)", c.Added, c.Removed)
 	}
@@ -414,6 +444,60 @@ func (c *Change) line() string {
 		s += " (" + display.Escape(c.Note, display.Line) + ")"
 	}
 	return s
+}
+
+// targets says where a created, deleted or retyped symlink points, and which other
+// name a file shares its content with (a hard link: a write to one is a write to both).
+func (c *Change) targets() string {
+	esc := func(p string) string { return display.Escape(p, display.Line) }
+	var s string
+	if c.NewType == "symlink" && c.OldType != "symlink" {
+		s += " (→ " + esc(c.NewTarget) + ")"
+	} else if c.OldType == "symlink" && c.NewType != "symlink" {
+		s += " (was → " + esc(c.OldTarget) + ")"
+	}
+	oldLink, newLink := c.linkOf(c.OldType, c.OldTarget), c.linkOf(c.NewType, c.NewTarget)
+	switch {
+	case newLink == oldLink:
+	case newLink != "" && c.OldType == "":
+		s += " (a hard link of " + esc(newLink) + ")"
+	case newLink != "":
+		s += " (now a hard link of " + esc(newLink) + ")"
+	case c.NewType != "":
+		s += " (no longer a hard link of " + esc(oldLink) + ")"
+	}
+	return s
+}
+
+// linkOf is the first name of a file that is a hard link of it, or "".
+func (*Change) linkOf(typ, target string) string {
+	if typ == "file" {
+		return target
+	}
+	return ""
+}
+
+// NotFullyShown names what the diff's text cannot show whole, one phrase each (raw: Text
+// escapes them), content
+// that is binary, too large, left out or not captured, and changes past MaxChanges. A
+// person shown the diff is shown this too, so nothing the text hid is approved unseen.
+func (d *Diff) NotFullyShown() []string {
+	var out []string
+	for _, c := range d.Changes {
+		switch {
+		case c.Note != "" && c.Unified == "" && (c.NewType == "file" || c.OldType == "file"):
+			out = append(out, c.Path+" ("+c.Note+")")
+		case c.NewType == kindSocket.String() || c.NewType == kindDevice.String():
+			out = append(out, c.Path+" (a "+c.NewType+", which is recorded without content and never made)")
+		}
+	}
+	if d.Omitted > 0 {
+		out = append(out, fmt.Sprintf("%d changes not listed", d.Omitted))
+	}
+	if len(d.Notices) > 0 || d.MoreNotices > 0 {
+		out = append(out, plural(len(d.Notices)+d.MoreNotices, "path")+" not captured now")
+	}
+	return out
 }
 
 // displayPath is a workspace path as a person is shown it: controls, bidi and bytes

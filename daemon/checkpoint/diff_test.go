@@ -107,3 +107,43 @@ func TestDiffLiveShowsWhatChangedSinceACheckpointWithoutKeepingOne(t *testing.T)
 		t.Fatalf("DiffLive against a checkpoint of now: %q", same.Text())
 	}
 }
+
+// What a unified diff cannot show is said on the change's line: where a created symlink
+// points, a created entry's mode (setuid included), which file a new name is a hard
+// link of; content that is not shown (binary) is named again as not fully shown.
+func TestDiffShowsSymlinkTargetsModesBinaryAndHardLinks(t *testing.T) {
+	ws := t.TempDir()
+	s := openStore(t, Options{})
+	writeFiles(t, ws, map[string]string{"a.txt": "text\n", "pair1": "shared\n", "was-link": "x"})
+	os.Link(filepath.Join(ws, "pair1"), filepath.Join(ws, "pair2"))
+	os.Symlink("/etc/passwd", filepath.Join(ws, "old-link"))
+	from := mustCheckpoint(t, s, ws)
+	os.Symlink("../../home/user/.ssh/authorized_keys", filepath.Join(ws, "keys"))
+	writeFiles(t, ws, map[string]string{"tool": "#!/bin/sh\n", "blob.bin": "\x7fELF\x00\x01"})
+	os.Chmod(filepath.Join(ws, "tool"), 0o755|os.ModeSetuid)
+	os.Link(filepath.Join(ws, "a.txt"), filepath.Join(ws, "alias"))
+	os.Remove(filepath.Join(ws, "pair2"))
+	writeFiles(t, ws, map[string]string{"pair2": "shared\n"})
+	os.Remove(filepath.Join(ws, "old-link"))
+	os.Mkdir(filepath.Join(ws, "private"), 0o700)
+	to := mustCheckpoint(t, s, ws)
+	d, err := s.Diff(ctx, from.ID, to.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := d.Text()
+	for _, want := range []string{
+		"created symlink keys (mode 0777) (→ ../../home/user/.ssh/authorized_keys)",
+		"created file tool (mode 4755) (setuid or setgid: not applied) (+1 −0)",
+		"created folder private (mode 0700)",
+		"created file alias (mode 0644) (a hard link of a.txt) (+1 −0)",
+		"modified file pair2 (no longer a hard link of pair1)",
+		"deleted symlink old-link (was → /etc/passwd)",
+		"not fully shown: blob.bin (binary: 6 bytes)",
+	} {
+		if !strings.Contains(text, want+"\n") {
+			t.Errorf("the diff lacks %q:\n%s", want, text)
+		}
+	}
+	testutil.Golden(t, "testdata/diff-hidden.txt", []byte(text))
+}

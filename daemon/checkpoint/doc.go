@@ -55,7 +55,9 @@
 // A tree object is "agentd-tree 1\n", a uvarint count, then per entry sorted by name:
 // name, kind byte (f file, d folder, l symlink, p fifo, s socket, c device, ? not
 // examinable), flags byte (1 not captured, 2 racy: stat data not to be trusted next
-// time, 4 had several names, 8 inline), mode (st_mode & 07777); for files size, mtime
+// time, 4 had several names, 8 inline, 16 meta), mode (st_mode & 07777); with meta the
+// owner's uid and gid and the SHA-256 of the extended attributes as a byte string
+// ("" for none: symlinks, and files not read); for files size, mtime
 // and ctime (ns, varint), inode, device; for captured files and folders the 32-byte
 // SHA-256 of the content or of the folder's tree object — or, for a folder whose tree
 // object is at most 512 bytes (inline), that tree object itself as a byte string, so a
@@ -69,7 +71,9 @@
 // several names (a restore then reads every folder to link them again).
 //
 // The journal is "agentd-restore 1\n", the workspace path, the target checkpoint id
-// and the id of the checkpoint taken just before the restore.
+// and the id of the checkpoint taken just before the restore; for an apply
+// (RestoreFrom, which writes only the paths that differ from one checkpoint to the
+// target) then that checkpoint's id and the count and names left out.
 //
 // # Durability
 //

@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -46,12 +45,13 @@ func (s *Store) Restore(ctx context.Context, ws string, to ID) (*Restored, error
 	if err != nil {
 		return nil, err
 	}
-	return s.restore(ctx, ws, to, 0)
+	return s.restore(ctx, ws, to, nil)
 }
 
-// restore is Restore, under mu; with expect set, only a workspace exactly as checkpoint
-// expect holds it is changed, else a *ChangedError says how it differs.
-func (s *Store) restore(ctx context.Context, ws string, to, expect ID) (*Restored, error) {
+// restore is Restore, under mu; with ch set, only the change from ch.from to to is
+// applied, path by path, and only to a workspace exactly as checkpoint ch.from holds it,
+// else a *ChangedError says how it differs.
+func (s *Store) restore(ctx context.Context, ws string, to ID, ch *delta) (*Restored, error) {
 	target, err := s.readRecord(to)
 	if err != nil {
 		return nil, err
@@ -70,7 +70,9 @@ func (s *Store) restore(ctx context.Context, ws string, to, expect ID) (*Restore
 	if err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
 	}
-	before, err := s.checkpoint(ctx, abs, to)
+	// It always walks: the stale check and what the restore keeps as already right must
+	// see the workspace as it is, which the inotify fast path cannot promise (watch.go).
+	before, err := s.checkpoint(ctx, abs, to, true)
 	s.collecting.Wait()
 	if err == nil {
 		err, s.collectErr = s.collectErr, nil
@@ -78,20 +80,28 @@ func (s *Store) restore(ctx context.Context, ws string, to, expect ID) (*Restore
 	if err != nil {
 		return nil, fmt.Errorf("restore: the workspace could not be checkpointed first, so nothing was changed: %w", err)
 	}
-	if expect != 0 {
-		if err := s.unchanged(before, expect); err != nil && !s.sameTree(before.root, target.root) {
-			return nil, err // (a workspace already at to is one a crash left applied: nothing to do)
-		}
-	}
 	r := &Restored{Before: before, To: to}
-	if r.Diff, err = s.diff(before.root, target.root); err != nil {
+	j := &journal{ws: abs, to: to, before: before.ID}
+	if ch != nil {
+		if err := s.unchanged(before, ch); err != nil {
+			if !s.sameTree(before.root, target.root, ch.skip...) {
+				return nil, err
+			}
+			r.Diff = &Diff{From: before.ID, To: to} // a crash left it applied: nothing to do
+			return r, nil
+		}
+		j.from, j.skip = ch.from, ch.skip
+		r.Diff, err = s.diff(ch.root, target.root, ch.skip...)
+	} else {
+		r.Diff, err = s.diff(before.root, target.root)
+	}
+	if err != nil {
 		return nil, err
 	}
 	r.Diff.From, r.Diff.To = before.ID, to
-	if before.root == target.root {
+	if before.root == target.root || ch != nil && r.Diff.Files+r.Diff.Folders == 0 {
 		return r, nil
 	}
-	j := &journal{ws: abs, to: to, before: before.ID}
 	if err := s.writeDurable(s.root, journalName, j.encode()); err != nil {
 		return nil, fmt.Errorf("restore: writing its journal, before changing anything: %w", err)
 	}
@@ -99,46 +109,6 @@ func (s *Store) restore(ctx context.Context, ws string, to, expect ID) (*Restore
 	notes, err := s.finish(j, true)
 	r.Notices, r.MoreNotices = notes.list, notes.more
 	return r, err
-}
-
-// journal is the note a restore leaves while it runs (see the package doc).
-type journal struct {
-	ws         string
-	to, before ID
-}
-
-const (
-	journalName  = "restore"
-	journalMagic = "agentd-restore 1\n"
-)
-
-func (j *journal) encode() []byte {
-	var e encoder
-	e.b = append(e.b, journalMagic...)
-	e.str(j.ws)
-	e.uvarint(uint64(j.to))
-	e.uvarint(uint64(j.before))
-	return e.b
-}
-
-// readJournal returns the journal of a restore a crash interrupted, or nil.
-func (s *Store) readJournal() (*journal, error) {
-	b, err := readAt(s.root, journalName)
-	if errors.Is(err, unix.ENOENT) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	d := decoder{b: bytes.TrimPrefix(b, []byte(journalMagic))}
-	if len(d.b) == len(b) {
-		d.err = errors.New("not a restore journal")
-	}
-	j := &journal{ws: d.str(), to: ID(d.uvarint()), before: ID(d.uvarint())}
-	if d.err != nil {
-		return nil, fmt.Errorf("restore journal %s is damaged: %w", filepath.Join(s.dir, journalName), d.err)
-	}
-	return j, nil
 }
 
 // recover finishes the restore a crash interrupted, if any.
@@ -179,6 +149,9 @@ func (s *Store) finish(j *journal, fresh bool) (notices, error) {
 // filesystem. The tree of j.before (the workspace just before) tells which files are
 // already right: a file whose stat data is unchanged since then has the content it had.
 func (s *Store) apply(j *journal, fresh bool) (notices, error) {
+	if j.from != 0 {
+		return s.applyChange(j)
+	}
 	target, err := s.readRecord(j.to)
 	if err != nil {
 		return notices{}, err
@@ -193,26 +166,33 @@ func (s *Store) apply(j *journal, fresh bool) (notices, error) {
 	if before, err := s.readRecord(j.before); err == nil {
 		cache, _ = s.readTree(before.root) // without it every file is written again
 	}
-	if a.ds, err = openRoot(j.ws); err != nil {
-		return a.notes, err
+	return a.notes, a.in(j.ws, func() error { return a.dir(t, cache) })
+}
+
+// in runs fn with the workspace ws open as the applier's root, made writable for it
+// and given its mode back after, then syncs its filesystem.
+func (a *applier) in(ws string, fn func() error) error {
+	var err error
+	if a.ds, err = openRoot(ws); err != nil {
+		return err
 	}
 	defer a.ds.close()
 	var st unix.Stat_t
 	if err := unix.Fstat(a.ds.fd(), &st); err != nil {
-		return a.notes, err
+		return err
 	}
 	mode := st.Mode & 0o7777
 	if err := a.writable(&st); err != nil {
-		return a.notes, err
+		return err
 	}
-	err = a.dir(t, cache)
+	err = fn()
 	if mode&0o700 != 0o700 {
 		err = errors.Join(err, unix.Fchmod(a.ds.fd(), mode))
 	}
 	if err == nil {
 		err = a.s.syncfs(a.ds.fd())
 	}
-	return a.notes, err
+	return err
 }
 
 // applier puts a tree back into the workspace, one folder at a time.
@@ -223,6 +203,9 @@ type applier struct {
 	notes  notices
 	firsts map[string]devIno // the files with several names put back, by path
 	fresh  bool              // the cache was captured just now, not before a crash
+	// changeOnly: only a change's paths are written (applyChange); the rest of the
+	// workspace is as the change's first checkpoint holds it.
+	changeOnly bool
 }
 
 // restoreMode is the mode a restore gives: setuid and setgid are not put back (the
@@ -424,6 +407,9 @@ func (a *applier) write(e *entry, live kind) error {
 // link makes e's name another name of the file e.target, put back before it.
 func (a *applier) link(e *entry, st *unix.Stat_t, live kind) error {
 	first, ok := a.firsts[e.target]
+	if !ok && a.changeOnly {
+		first, ok = a.unchangedFirst(e.target)
+	}
 	if !ok {
 		return fmt.Errorf("%q: its first name %q was not put back", a.ds.pathTo(e.name), e.target)
 	}

@@ -57,6 +57,9 @@ const (
 	// flagInline: the folder's tree is small and kept in the entry (inline), not as an
 	// object of its own.
 	flagInline
+	// flagMeta: the entry records its owner and extended attributes (every entry
+	// captured since they were; older trees lack them).
+	flagMeta
 )
 
 // inlineMax is the largest tree kept inline in its parent's: a chain of small folders
@@ -78,6 +81,10 @@ type entry struct {
 	target       string // a symlink's target; a file's first name when it is a hard link of it
 	note         string // why it is not captured
 	inline       string // a small folder's tree object (flagInline); hash is its hash
+	// uid, gid and xattrs (the SHA-256 of a file's or folder's extended attributes, ""
+	// for none) are what the stale check compares besides content (flagMeta).
+	uid, gid uint32
+	xattrs   string
 }
 
 func (e *entry) captured() bool { return e.flags&flagUncaptured == 0 }
@@ -104,6 +111,11 @@ func encodeTree(t tree) []byte {
 		e.str(x.name)
 		e.b = append(e.b, byte(x.kind), x.flags)
 		e.uvarint(uint64(x.mode))
+		if x.flags&flagMeta != 0 {
+			e.uvarint(uint64(x.uid))
+			e.uvarint(uint64(x.gid))
+			e.str(x.xattrs)
+		}
 		if x.kind == kindFile {
 			e.uvarint(uint64(x.size))
 			e.varint(x.mtime)
@@ -161,6 +173,10 @@ func scanTree(b []byte, text bool, fn func(x *entry, inline []byte) error) error
 		x.name = d.text(text)
 		x.kind, x.flags = kind(d.byte()), d.byte()
 		x.mode = uint32(d.uvarint())
+		if x.flags&flagMeta != 0 {
+			x.uid, x.gid = uint32(d.uvarint()), uint32(d.uvarint())
+			x.xattrs = d.text(text)
+		}
 		if x.kind == kindFile {
 			x.size = int64(d.uvarint())
 			x.mtime = d.varint()

@@ -18,9 +18,17 @@ import (
 // link), a capture that saw a change while it ran — falls back to the full walk.
 //
 // Watches are on inodes, so a change made through another path to the same folder (a
-// sandbox's bind mount of the workspace) queues its event too. What inotify cannot see
-// is a write through a shared map made after the file's last close and after the
-// checkpoint that follows it: no program outlives its step's sandbox to make one.
+// sandbox's bind mount of the workspace) queues its event too. For the same reason a
+// folder above the workspace renamed and another workspace made at its path queues
+// nothing: unchanged compares the device and inode the path names now with the root's.
+//
+// What inotify cannot see: a write through a shared map made after the file's last
+// close and after the checkpoint that follows it (no program outlives its step's
+// sandbox to make one), and a second name made for a file from outside the workspace,
+// with writes through it (the link count's event goes to the file's own watches, not
+// its folder's). Only a host-side process can do either; so a checkpoint of a step may
+// miss them, but Restore and RestoreFrom never use the fast path: what they keep as
+// already right and the stale check see the workspace as it is.
 type watcher struct {
 	fd int    // inotify instance, nonblocking; -1: none (the fallback is the walk)
 	ws string // the workspace watched
@@ -28,7 +36,8 @@ type watcher struct {
 	// nothing has happened since it was taken, as far as the queue has told.
 	armed  bool
 	latest ID
-	failed bool // this capture could not watch some folder
+	root   devIno // the workspace folder the watches were put on
+	failed bool   // this capture could not watch some folder
 	buf    []byte
 }
 
@@ -54,6 +63,11 @@ func (w *watcher) close() {
 // unchanged reports whether workspace ws is still as checkpoint latest holds it.
 func (w *watcher) unchanged(ws string, latest ID) bool {
 	if w == nil || w.fd < 0 || !w.armed || w.ws != ws || w.latest != latest {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Stat(ws, &st) != nil || (devIno{st.Dev, st.Ino}) != w.root {
+		w.armed = false
 		return false
 	}
 	if w.drain() {
@@ -87,6 +101,13 @@ func (w *watcher) begin(ws string) {
 	}
 	w.drain()
 	w.armed, w.failed, w.ws = false, false, ws
+}
+
+// top records the workspace folder a capture opened, before it is watched.
+func (w *watcher) top(root devIno) {
+	if w != nil {
+		w.root = root
+	}
 }
 
 // add watches the open folder fd before the capture lists it.

@@ -148,3 +148,48 @@ func TestSandboxWriteThroughBindMountIsSeenAndStateDirIsHidden(t *testing.T) {
 		t.Fatalf("diff = %+v, %v", d, err)
 	}
 }
+
+// The watches are on the old folders' inodes: a folder above the workspace renamed and
+// a new workspace made at the same path queues no event for them, so the checkpoint
+// compares the workspace's own device and inode before trusting the watch.
+func TestCheckpointWalksAWorkspaceRecreatedUnderARenamedParent(t *testing.T) {
+	top := t.TempDir()
+	ws := filepath.Join(top, "parent", "ws")
+	writeFiles(t, ws, map[string]string{"a.txt": "old"})
+	s := openStore(t, Options{})
+	first := settled(t, s, ws)
+	if err := os.Rename(filepath.Join(top, "parent"), filepath.Join(top, "parent.old")); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, ws, map[string]string{"a.txt": "new", "b.txt": "planted"})
+	after, w := walked(t, s, ws)
+	if !w || after.ID == first.ID {
+		t.Fatalf("the recreated workspace was not walked (walked %v, checkpoint %d, was %d)", w, after.ID, first.ID)
+	}
+}
+
+// A second name made outside the workspace queues no event on its folders, nor does a
+// write through it: the fast path cannot see that, so a restore always walks, and puts
+// back the file the outside name changed.
+func TestRestoreWalksWhatTheWatchCannotSee(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	writeFiles(t, ws, map[string]string{"a.txt": "mine"})
+	s := openStore(t, Options{})
+	c := settled(t, s, ws)
+	if err := os.Link(filepath.Join(ws, "a.txt"), filepath.Join(outside, "x")); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	f, err := os.OpenFile(filepath.Join(outside, "x"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte("MINE"), 0)
+	f.Close()
+	os.Remove(filepath.Join(outside, "x"))
+	if _, err := s.Restore(ctx, ws, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(b) != "mine" {
+		t.Fatalf("a.txt reads %q after the restore: the change through the outside name was missed", b)
+	}
+}

@@ -8,9 +8,11 @@
 // checkpointed (From), the copy is that checkpoint restored into the agent's view folder
 // (reflinked where the filesystem can, else copied), the copy after the command is
 // checkpointed again (To), and the change is the checkpoint Diff from From to To.
-// Applying is checkpoint.RestoreFrom: To is put in place only on a workspace still
-// exactly at From, every path opened beneath it without following a link, so a symlink
-// the command left in the copy is written as a symlink and never written through.
+// Applying is checkpoint.RestoreFrom: only the paths that differ from From to To — what
+// the diff shows — are written, and only on a workspace still exactly at From (content,
+// modes, file times, owners, extended attributes), every path opened beneath it without
+// following a link, so a symlink the command left in the copy is written as a symlink and
+// never written through. The helpers' folder (agents/) is left out of both.
 //
 // Each agent's previews have a store of their own, <dir>/<agent id>/store, and one copy,
 // <views>/<agent id>, kept between previews: a restore rewrites only what differs
@@ -18,7 +20,8 @@
 // changed in the workspace since), so a preview costs the files that changed, not the
 // workspace — creating a thousand files is most of a second on a busy disk. dir is in
 // the daemon's state directory, out of every workspace and out of the sandbox's sight
-// (the sandbox sees only the copy, bound where the workspace would be); views is beside
+// (the sandbox sees only the copy, bound at the workspace's own path, so $PWD and the
+// paths a command prints are the workspace's); views is beside
 // the workspaces (<workspace root>/.previews), since a copy holds what they do, with
 // their modes.
 //
@@ -36,6 +39,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -155,7 +159,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 			p.putBack(ctx, s, view, from.ID))
 	}
 	ws := env.Workspace
-	env.Workspace = view
+	env.Workspace, env.SeenAt = view, ws // the copy, where the command sees the workspace
 	env.Profile.Offline = true
 	out, runErr := bound.run(ctx, took, func(ctx context.Context) (string, error) { return commands.Run(ctx, c, env, args, lim) })
 	if bound.over != "" {
@@ -176,13 +180,37 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if err != nil {
 		return nil, "", fmt.Errorf("its change could not be read: %w", err)
 	}
+	if err := inHelpers(ctx, s, d); err != nil {
+		return nil, "", errors.Join(err, p.putBack(ctx, s, view, from.ID))
+	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
-		From: uint64(from.ID), To: uint64(to.ID), ToRoot: to.Root()}
+		From: uint64(from.ID), To: uint64(to.ID), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
 	if len(d.Changes) == 0 {
 		return eff, "", nil
 	}
 	text := d.Text() // its first line is the summary, which eff says
 	return eff, text[strings.IndexByte(text, '\n')+1:], nil
+}
+
+// inHelpers refuses a change to the helpers' folder (agents/): Apply leaves it out,
+// since each helper owns its workspace there and may be changing it while its parent's
+// change is applied; the parent's commands see it read-only, so only a command that
+// made the folder itself can have changed it.
+func inHelpers(ctx context.Context, s *checkpoint.Store, d *checkpoint.Diff) error {
+	if d.Omitted > 0 {
+		without, err := s.Diff(ctx, d.From, d.To, commands.HelpersFolder)
+		if err != nil {
+			return fmt.Errorf("its change could not be read: %w", err)
+		}
+		if without.Files+without.Folders == d.Files+d.Folders {
+			return nil
+		}
+	} else if !slices.ContainsFunc(d.Changes, func(c checkpoint.Change) bool {
+		return c.Path == commands.HelpersFolder || strings.HasPrefix(c.Path, commands.HelpersFolder+"/")
+	}) {
+		return nil
+	}
+	return fmt.Errorf("it changes %s/, where helpers' workspaces are, which an approval never writes", commands.HelpersFolder)
 }
 
 // putBack returns the copy to the workspace's checkpoint from after a run ahead that
@@ -218,11 +246,13 @@ func (p *Previews) Apply(ctx context.Context, agentID, ws string, eff *api.Effec
 	if err := checkRoot(ctx, s, eff); err != nil {
 		return "", err
 	}
-	r, err := s.RestoreFrom(ctx, ws, checkpoint.ID(eff.From), checkpoint.ID(eff.To))
+	// The helpers' folder is left out: Run refused a change there, and a helper running
+	// meanwhile must neither make the preview stale nor lose what it wrote.
+	r, err := s.RestoreFrom(ctx, ws, checkpoint.ID(eff.From), checkpoint.ID(eff.To), commands.HelpersFolder)
 	var changed *checkpoint.ChangedError
 	switch {
 	case errors.As(err, &changed):
-		return "", fmt.Errorf("%w: %s", ErrStale, changed.Diff.Summary())
+		return "", fmt.Errorf("%w: %s", ErrStale, changed.What())
 	case errors.Is(err, checkpoint.ErrNotFound):
 		return "", fmt.Errorf("%w: the preview's checkpoints are gone", ErrStale)
 	case err != nil:

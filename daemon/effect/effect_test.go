@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -184,14 +185,20 @@ func TestPreviewRunsOnACopyThatReachesNeitherTheWorkspaceNorThePreviewStore(t *t
 	if _, err := os.Stat(outside); err == nil {
 		t.Errorf("the run ahead made %s outside its copy", outside)
 	}
-	if strings.Contains(eff.Output, "\nstore\n") || !strings.Contains(eff.Output, "\nview\n") {
-		t.Errorf("the run ahead saw the preview store:\n%s", eff.Output)
+	if strings.Contains(eff.Output, "\nstore\n") || strings.Contains(eff.Output, "\nview\n") || !strings.Contains(eff.Output, "\na-1\n") {
+		t.Errorf("the run ahead saw the preview store or its copy's folder:\n%s", eff.Output)
 	}
 	if got := tree(t, f.ws); got != hostBefore {
 		t.Errorf("the run ahead wrote to the workspace itself:\n%s", got)
 	}
-	if strings.Contains(tree(t, f.dir), "pwned") {
-		t.Errorf("the run ahead wrote into the preview folder:\n%s", tree(t, f.dir))
+	store := filepath.Join(f.dir, "a-1", "store")
+	for _, l := range strings.Split(tree(t, store), "\n") {
+		if name, _, _ := strings.Cut(l, " = "); filepath.Base(name) == "pwned" {
+			t.Errorf("the run ahead wrote into the preview store: %s", name)
+		}
+	}
+	if !strings.Contains(eff.Summary, "changes 1 file") {
+		t.Errorf("the write to the workspace's own path (its copy) is not its change: %s", eff.Summary)
 	}
 	if !strings.Contains(eff.Output, f.ws) {
 		t.Errorf("pwd in the copy printed %q, want the workspace's own path", eff.Output)
@@ -298,5 +305,82 @@ func TestPreviewWithNothingToApplyLeavesNothingInTheCopy(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(view, name)); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s is still in the copy after a preview with nothing to apply (%v)", name, err)
 		}
+	}
+}
+
+// What a diff's text cannot show is said: a symlink's target on its line, binary content
+// named in the effect's NotShown, which the one rendering puts on a line of its own.
+func TestPreviewFlagsWhatItsDiffCannotShow(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	eff, diff := f.run(t, `printf '\0\1\2' > blob.bin; ln -s /etc/passwd pw`)
+	if !eff.Appliable() {
+		t.Fatalf("no preview: %+v", eff)
+	}
+	if !strings.Contains(diff, "created symlink pw (mode 0777) (→ /etc/passwd)\n") {
+		t.Fatalf("the diff hides the symlink's target:\n%s", diff)
+	}
+	if eff.NotShown != "blob.bin (binary: 3 bytes)" {
+		t.Fatalf("NotShown = %q; want the binary file named", eff.NotShown)
+	}
+	lines, _ := (&api.Preview{Kind: api.PreviewProgram, Effect: eff, Diff: diff}).Render()
+	if !slices.Contains(lines, "Not fully shown: blob.bin (binary: 3 bytes)") {
+		t.Fatalf("the rendering does not flag it:\n%s", strings.Join(lines, "\n"))
+	}
+}
+
+// A workspace whose files read the same but were touched since the preview (a time
+// set back, a mode changed and back) is not the one the change was worked out on: the
+// apply is refused and says which file.
+func TestApplyRefusesAWorkspaceTouchedSinceThePreview(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	eff, _ := f.run(t, "echo fresh > new.txt")
+	old := time.Unix(1e9, 0)
+	if err := os.Chtimes(filepath.Join(f.ws, "keep/deep.txt"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	before := tree(t, f.ws)
+	_, err := f.p.Apply(context.Background(), "a-1", f.ws, eff)
+	if !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "keep/deep.txt") {
+		t.Fatalf("apply on a touched workspace: %v, want ErrStale naming keep/deep.txt", err)
+	}
+	if after := tree(t, f.ws); after != before {
+		t.Errorf("a refused apply changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// A helper writing in agents/<key> while its parent's previewed change is approved
+// neither makes the preview stale nor loses what it wrote; a parent's command that
+// changes agents/ itself gets no preview to apply.
+func TestApplyLeavesHelpersFoldersAlone(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	write(t, f.ws, map[string]string{"agents/h/work.txt": "v1\n"})
+	eff, _ := f.run(t, "echo three >> notes.txt")
+	write(t, f.ws, map[string]string{"agents/h/work.txt": "v2, the helper's\n", "agents/h/more.txt": "more\n"})
+	if _, err := f.p.Apply(context.Background(), "a-1", f.ws, eff); err != nil {
+		t.Fatalf("apply while a helper wrote in agents/: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "agents/h/work.txt")); string(b) != "v2, the helper's\n" {
+		t.Errorf("the helper's file reads %q after its parent's apply", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "notes.txt")); string(b) != "one\ntwo\nthree\n" {
+		t.Errorf("notes.txt = %q: the change was not applied", b)
+	}
+	os.RemoveAll(filepath.Join(f.ws, "agents"))
+	if eff, _ := f.run(t, "mkdir -p agents/x && echo planted > agents/x/file"); eff.Appliable() || !strings.Contains(eff.None, "agents/") {
+		t.Fatalf("a change to agents/ was offered to apply: %+v", eff)
+	}
+}
+
+// The copy is bound at the workspace's own path: what the command records of where it
+// runs ($PWD, the working directory) is the workspace, as in the run approval makes.
+func TestRunAheadSeesTheWorkspaceAtItsOwnPath(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	eff, diff := f.run(t, `pwd > where.txt; echo "$PWD" >> where.txt; ls -a .. >> where.txt`)
+	if !eff.Appliable() {
+		t.Fatalf("no preview: %+v", eff)
+	}
+	want := fmt.Sprintf("+%s\n+%s\n+.\n+..\n+%s\n", f.ws, f.ws, filepath.Base(f.ws))
+	if !strings.Contains(diff, want) || strings.Contains(diff, ".previews") || strings.Contains(diff, f.dir) {
+		t.Fatalf("the run ahead can tell where it runs:\n%s\nwant the lines\n%s", diff, want)
 	}
 }

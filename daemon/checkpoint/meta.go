@@ -1,0 +1,110 @@
+package checkpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
+
+// xattrDigest is the SHA-256 of the extended attributes of the open fd (names sorted,
+// each name and value length-prefixed), or "" when it has none or they cannot be read.
+func xattrDigest(fd int) string {
+	buf := make([]byte, 1024)
+	n, err := unix.Flistxattr(fd, buf)
+	if err == unix.ERANGE {
+		if n, err = unix.Flistxattr(fd, nil); err == nil {
+			buf = make([]byte, n)
+			n, err = unix.Flistxattr(fd, buf)
+		}
+	}
+	if err != nil || n <= 0 {
+		return ""
+	}
+	names := bytes.Split(bytes.TrimSuffix(buf[:n], []byte{0}), []byte{0})
+	slices.SortFunc(names, bytes.Compare)
+	var e encoder
+	for _, name := range names {
+		v := make([]byte, 256)
+		m, err := unix.Fgetxattr(fd, string(name), v)
+		if err == unix.ERANGE {
+			if m, err = unix.Fgetxattr(fd, string(name), nil); err == nil {
+				v = make([]byte, m)
+				m, err = unix.Fgetxattr(fd, string(name), v)
+			}
+		}
+		if err != nil {
+			m = 0 // gone since listed: the name alone is recorded
+		}
+		e.str(string(name))
+		e.str(string(v[:max(m, 0)]))
+	}
+	h := sha256.Sum256(e.b)
+	return string(h[:])
+}
+
+// nameSet is names as a set (nil for none).
+func nameSet(names []string) map[string]bool {
+	if len(names) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// restamped returns the first path (in path order) where tree b differs from tree a in
+// what a diff does not list but a stale check must see: a file's time, inode or ctime
+// (moved by a new name made outside, by any write or attribute change), and any entry's
+// owner or extended attributes; "" when none does. It expects trees a diff finds equal,
+// and leaves out the names skip in the top folder.
+func (s *Store) restamped(a, b tree, skip map[string]bool) (string, error) {
+	var path []byte
+	var walk func(a, b tree) (bool, error)
+	walk = func(a, b tree) (bool, error) {
+		for i := range b {
+			y := &b[i]
+			x := a.find(y.name)
+			if x == nil || len(path) == 0 && skip[y.name] {
+				continue // a diff lists it, or it is left out
+			}
+			n := len(path)
+			path = appendName(path, y.name)
+			if !sameStamp(x, y) {
+				return true, nil
+			}
+			if x.kind == kindDir && y.kind == kindDir && x.captured() && y.captured() && x.hash != y.hash {
+				ta, err := s.subtree(x)
+				if err != nil {
+					return false, err
+				}
+				tb, err := s.subtree(y)
+				if err != nil {
+					return false, err
+				}
+				if found, err := walk(ta, tb); found || err != nil {
+					return found, err
+				}
+			}
+			path = path[:n]
+		}
+		return false, nil
+	}
+	found, err := walk(a, b)
+	if !found {
+		return "", err
+	}
+	return string(path), err
+}
+
+// sameStamp compares what restamped does of one entry.
+func sameStamp(x, y *entry) bool {
+	if x.uid != y.uid || x.gid != y.gid || x.xattrs != y.xattrs || x.flags&flagMeta != y.flags&flagMeta {
+		return false
+	}
+	return x.kind != kindFile || y.kind != kindFile ||
+		x.mtime == y.mtime && x.ctime == y.ctime && x.ino == y.ino && x.dev == y.dev && x.size == y.size
+}
