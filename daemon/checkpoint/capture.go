@@ -32,6 +32,30 @@ func (s *Store) Checkpoint(ctx context.Context, ws string) (Info, error) {
 	return s.checkpoint(ctx, ws, 0, false)
 }
 
+// CheckpointWithin is Checkpoint with the new content it may add bounded by maxNew as
+// well as by MaxStepBytes: past it the checkpoint is Partial and says so. An effect
+// preview bounds the store by the disk its budget leaves, counting files at their full
+// size, as the store keeps them, not by the blocks a sparse file takes.
+func (s *Store) CheckpointWithin(ctx context.Context, ws string, maxNew int64) (Info, error) {
+	err := s.begin(ctx)
+	defer s.mu.Unlock()
+	if err != nil {
+		return Info{}, err
+	}
+	s.stepCap = max(maxNew, 0)
+	defer func() { s.stepCap = -1 }()
+	return s.checkpoint(ctx, ws, 0, false)
+}
+
+// maxStep is what one checkpoint may add now: MaxStepBytes, or less during
+// CheckpointWithin.
+func (s *Store) maxStep() int64 {
+	if s.stepCap >= 0 {
+		return min(s.stepCap, s.opt.MaxStepBytes)
+	}
+	return s.opt.MaxStepBytes
+}
+
 // checkpoint takes a checkpoint; retention keeps pin (a restore's target) whatever it
 // drops. walk says not to trust the inotify fast path.
 func (s *Store) checkpoint(ctx context.Context, ws string, pin ID, walk bool) (Info, error) {
@@ -407,12 +431,12 @@ func (c *capture) read(e *entry) error {
 		}
 		return nil
 	}
-	if c.newBlobs+e.size > c.s.opt.MaxStepBytes {
+	if limit := c.s.maxStep(); c.newBlobs+e.size > limit {
 		if tmp != "" {
 			unix.Unlinkat(c.s.tm, tmp, 0)
 		}
 		c.bytes -= e.size
-		c.uncapture(e, fmt.Sprintf("would take this checkpoint's new content past its limit of %d bytes", c.s.opt.MaxStepBytes))
+		c.uncapture(e, fmt.Sprintf("would take this checkpoint's new content past its limit of %d bytes", limit))
 		return nil
 	}
 	if tmp == "" {

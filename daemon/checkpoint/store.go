@@ -179,6 +179,8 @@ type Store struct {
 	// held are checkpoints retention keeps whatever the bounds say (Hold); replaced
 	// whole, never changed in place, so a collection running may read the one it got.
 	held map[ID]bool
+	// stepCap bounds the new content of the checkpoint being taken (CheckpointWithin); -1: none.
+	stepCap int64
 
 	// collecting is a collection running after a checkpoint returned (the next call
 	// waits for it); collectErr is how it failed, told by the next call.
@@ -199,7 +201,7 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint store: %w", err)
 	}
-	s := &Store{dir: dir, opt: opt.withDefaults(), root: -1, objects: -1, records: -1, tm: -1, lastOf: map[string]ID{}}
+	s := &Store{dir: dir, opt: opt.withDefaults(), root: -1, objects: -1, records: -1, tm: -1, stepCap: -1, lastOf: map[string]ID{}}
 	if err := s.open(); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("checkpoint store %s: %w", dir, err)

@@ -20,6 +20,7 @@ type diskBound struct {
 	view, store string
 	room        int64
 	over        string // why the run ahead was stopped, or ""
+	grew        int64  // what the copy's file system grew by during the run, as statfs saw it
 }
 
 func (p *Previews) bound(agentID, view string, room int64) *diskBound {
@@ -54,13 +55,21 @@ func (b *diskBound) run(ctx context.Context, took int64, fn func(context.Context
 		return out, err
 	}
 	if fs1, ok := commands.FSUsed(b.view); known && ok && fs1-fs0 <= (b.room-took)/2 {
+		b.grew = max(fs1-fs0, 0)
 		return out, err // the file system grew less than that: no walk needed
 	}
-	if n, merr := b.measure(); merr == nil && n+(n-took) > b.room {
+	n, merr := b.measure()
+	if merr == nil && n+(n-took) > b.room {
 		b.over = b.overBy(n+(n-took), took)
 	}
+	b.grew = max(n-took, 0)
 	return out, err
 }
+
+// storeRoom is what capturing the run's change may add to the store: what room leaves
+// beside the copy as it is now. The capture counts a file at its full size, as the store
+// keeps it, so sparse files the copy holds in a few blocks are bounded too.
+func (b *diskBound) storeRoom(took int64) int64 { return b.room - took - b.grew }
 
 func (b *diskBound) overBy(n, took int64) string {
 	return fmt.Sprintf("its run ahead wrote past the %s of disk its budget leaves a preview (%s with its copy of the workspace and its change, %s before it ran): it was stopped, and nothing it wrote is kept",

@@ -156,32 +156,35 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	took := from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
 	if took > room {
 		return nil, "", errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room)),
-			p.putBack(ctx, s, view, from.ID))
+			p.putBack(view))
 	}
 	ws := env.Workspace
 	env.Workspace, env.SeenAt = view, ws // the copy, where the command sees the workspace
 	env.Profile.Offline = true
 	out, runErr := bound.run(ctx, took, func(ctx context.Context) (string, error) { return commands.Run(ctx, c, env, args, lim) })
 	if bound.over != "" {
-		return nil, "", errors.Join(errors.New(bound.over), p.putBack(ctx, s, view, from.ID))
+		return nil, "", errors.Join(errors.New(bound.over), p.putBack(view))
 	}
 	if runErr != nil {
 		return nil, "", errors.Join(fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy")),
-			p.putBack(ctx, s, view, from.ID))
+			p.putBack(view))
 	}
-	to, err := s.Checkpoint(ctx, view)
+	if bound.storeRoom(took) <= 0 {
+		return nil, "", errors.Join(errors.New(bound.overBy(took+bound.grew, took)), p.putBack(view))
+	}
+	to, err := s.CheckpointWithin(ctx, view, bound.storeRoom(took))
 	switch {
 	case err != nil:
-		return nil, "", errors.Join(fmt.Errorf("its change could not be captured: %w", err), p.putBack(ctx, s, view, from.ID))
+		return nil, "", errors.Join(fmt.Errorf("its change could not be captured: %w", err), p.putBack(view))
 	case to.Partial:
-		return nil, "", errors.Join(fmt.Errorf("its change cannot be captured whole: %s", to.Problem()), p.putBack(ctx, s, view, from.ID))
+		return nil, "", errors.Join(fmt.Errorf("its change cannot be captured whole: %s", to.Problem()), p.putBack(view))
 	}
 	d, err := s.Diff(ctx, from.ID, to.ID)
 	if err != nil {
 		return nil, "", fmt.Errorf("its change could not be read: %w", err)
 	}
 	if err := inHelpers(ctx, s, d); err != nil {
-		return nil, "", errors.Join(err, p.putBack(ctx, s, view, from.ID))
+		return nil, "", errors.Join(err, p.putBack(view))
 	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
 		From: uint64(from.ID), To: uint64(to.ID), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
@@ -213,14 +216,12 @@ func inHelpers(ctx context.Context, s *checkpoint.Store, d *checkpoint.Diff) err
 	return fmt.Errorf("it changes %s/, where helpers' workspaces are, which an approval never writes", commands.HelpersFolder)
 }
 
-// putBack returns the copy to the workspace's checkpoint from after a run ahead that
-// leaves nothing to apply, so what it wrote does not sit on the disk until the next
-// preview; a copy that cannot be put back is removed. The error says only what could
-// not be cleaned up.
-func (p *Previews) putBack(ctx context.Context, s *checkpoint.Store, view string, from checkpoint.ID) error {
-	if _, err := s.Restore(context.WithoutCancel(ctx), view, from); err == nil {
-		return nil
-	}
+// putBack removes the copy after a run ahead that leaves nothing to apply, so what it
+// wrote does not sit on the disk until the next preview, which makes the copy afresh.
+// It is removed, not restored: a restore would first capture what the run wrote into the
+// store, past the bound the run was held to (sparse files take no blocks in the copy but
+// their whole size in the store). The error says only what could not be cleaned up.
+func (p *Previews) putBack(view string) error {
 	if err := checkpoint.RemoveTree(filepath.Dir(view), filepath.Base(view)); err != nil {
 		return fmt.Errorf("(what it wrote in the copy could not be removed: %w)", err)
 	}
