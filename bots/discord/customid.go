@@ -43,10 +43,11 @@ const noHash = "-"
 var hashRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
 // proposalIDRE matches the daemon's proposal IDs ("p-" and hex, see daemon/agent newID);
-// stepIDRE the ids a rewind's buttons name: a step's (its proposal's) or a rewind's.
+// stepIDRE the ids a rewind's buttons name: a step's (its proposal's), a whole run's or
+// a rewind's.
 var (
 	proposalIDRE = regexp.MustCompile(`^p-[0-9a-f]{6,32}$`)
-	stepIDRE     = regexp.MustCompile(`^(p-[0-9a-f]{6,32}|rw-[0-9a-z]{1,32})$`)
+	stepIDRE     = regexp.MustCompile(`^(p-[0-9a-f]{6,32}|r-[0-9a-f]{6,32}|rw-[0-9a-z]{1,32})$`)
 )
 
 // CustomID is the parsed custom_id of a proposal button or of the feedback modal:

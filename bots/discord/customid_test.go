@@ -20,6 +20,9 @@ func TestCustomIDRoundTrip(t *testing.T) {
 		{Action: ActionApprove, ProposalID: "p-0123456789ab", Hash: "00112233445566ff"},
 		{Action: ActionApproveN, ProposalID: "p-" + strings.Repeat("f", 32), N: MaxApproveN, Hash: "00112233445566ff"},
 		{Action: ActionFeedbackModal, ProposalID: "p-0123456789ab", Hash: "00112233445566ff"},
+		{Action: ActionRewind, ProposalID: "p-0123456789ab"},
+		{Action: ActionRewind, ProposalID: "r-0123456789ab"}, // a whole run's
+		{Action: ActionRewindCancel, ProposalID: "rw-0123456789ab"},
 	} {
 		s := c.String()
 		got, err := ParseCustomID(s)

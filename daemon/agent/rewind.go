@@ -102,6 +102,13 @@ func (s *rewinds) find(tx *store.Tx, ref string, at stepAt) (*store.Agent, *span
 	if err != nil {
 		return nil, nil, err
 	}
+	if at.id != "" && !at.undo {
+		// A whole run's rewind is named by its run's id (chat's buttons carry the id a
+		// dry run showed, StepChange.ID).
+		if _, err := tx.RunFirstCheckpoint(a.ID, at.id); err == nil {
+			at = stepAt{run: at.id, whole: true}
+		}
+	}
 	var row *store.StepCheckpoint
 	if at.id != "" {
 		row, err = tx.StepCheckpointOf(at.id)
