@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands/mcp"
 	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/internal/display"
@@ -182,7 +183,7 @@ const minContext = 1024
 
 // checkURL says what is wrong with an Ollama host as ParseOllamaHost reads it, or "".
 func checkURL(s string) string {
-	if _, err := ParseOllamaHost(s); err != nil || strings.TrimSpace(s) == "" {
+	if _, err := api.ParseOllamaHost(s); err != nil || strings.TrimSpace(s) == "" {
 		return fmt.Sprintf("%q is not a URL like %q", s, DefaultOllamaHost)
 	}
 	return ""
@@ -199,7 +200,7 @@ func (o *OllamaConfig) hostProblems(bad func(key, format string, args ...any)) {
 		key := fmt.Sprintf("ollama.hosts.%d", i+1)
 		if msg := checkURL(h.URL); msg != "" {
 			bad(key, "url %s", msg)
-		} else if u, _ := ParseOllamaHost(h.URL); seen[u.String()] > 0 {
+		} else if u, _ := api.ParseOllamaHost(h.URL); seen[u.String()] > 0 {
 			bad(key, "url %q is host %d too: list each server once and give it more slots instead", h.URL, seen[u.String()])
 		} else {
 			seen[u.String()] = i + 1

@@ -32,9 +32,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentd/agentd/api"
 	ollama "github.com/ollama/ollama/api"
-
-	"github.com/agentd/agentd/daemon/config"
 )
 
 // Client talks to one Ollama server, or to a pool of them when NewPool made it. It is
@@ -69,11 +68,11 @@ func (c *Client) Observe(f func(Call)) {
 
 // New returns a client for host, which is read the way Ollama reads OLLAMA_HOST:
 // "127.0.0.1:11434", "http://gpu-box:11434", "https://ollama.example/prefix", ":11434" or
-// "" (config.DefaultOllamaHost), as config.ParseOllamaHost reads it. A host without a port gets 11434, or 80/443 when it names its scheme.
+// "" (config.DefaultOllamaHost), as api.ParseOllamaHost reads it. A host without a port gets 11434, or 80/443 when it names its scheme.
 // hc may be nil; it should have no overall Timeout, because a non-streamed reply only
 // starts arriving when generation is done: bound calls with their context instead.
 func New(host string, hc *http.Client) (*Client, error) {
-	base, err := config.ParseOllamaHost(host)
+	base, err := api.ParseOllamaHost(host)
 	if err != nil {
 		return nil, err
 	}

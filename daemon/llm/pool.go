@@ -90,6 +90,7 @@ type poolHost struct {
 	// Guarded by Pool.mu.
 	up       bool
 	models   map[string]bool // from /api/tags; nil until the host first answers
+	missing  map[string]bool // models a call found missing (404) before the first /api/tags
 	busy     int             // requests in flight
 	served   int64           // calls answered
 	failures int             // probes failed in a row while down
@@ -177,7 +178,7 @@ func (h *poolHost) knows(model string) bool {
 	if h.fixed != nil && !h.fixed[key] {
 		return false
 	}
-	return h.models == nil || h.models[key]
+	return h.models == nil && !h.missing[key] || h.models[key]
 }
 
 // candidates are the hosts up that may serve model, leaving out skip and the hosts model
@@ -468,7 +469,7 @@ func (p *Pool) check(ctx context.Context, h *poolHost) {
 		models[modelKey(m.Model)] = true
 	}
 	wasUp, had := h.up, h.models
-	h.models, h.listed = models, time.Now()
+	h.models, h.missing, h.listed = models, nil, time.Now()
 	if !h.up {
 		p.log.Info("ollama host back up: it takes calls again", "host", h.c.host, "down_probes", h.failures)
 	}

@@ -93,8 +93,13 @@ func (p *Pool) failed(ctx context.Context, h *poolHost, model string, err error)
 	case failureModelMissing:
 		if h.models != nil {
 			delete(h.models, modelKey(model))
-			p.failUnservable()
+		} else { // before the host's first listing: remembered until it comes
+			if h.missing == nil {
+				h.missing = map[string]bool{}
+			}
+			h.missing[modelKey(model)] = true
 		}
+		p.failUnservable()
 	}
 }
 

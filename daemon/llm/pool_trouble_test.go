@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -115,5 +116,20 @@ func TestPoolProbeSuccessDoesNotClearAModelsServerErrors(t *testing.T) {
 	_ = chatOnce(WithPriority(ctx, Interactive, "a-3"), c, model)
 	if n := len(a.Requests()) - sent; n != 0 {
 		t.Errorf("two callers failed in a row (a probe between them), yet a third caller's call reached the host: the probe's success forgot the first failure")
+	}
+}
+
+// A 404 that comes before the host's first /api/tags is remembered until that listing:
+// the model's next calls go elsewhere, not each through another 404.
+func TestPoolModelMissingBeforeTheFirstListing(t *testing.T) {
+	const model = "agentd-tiny:latest"
+	h := &poolHost{up: true, fixed: map[string]bool{model: true}}
+	p := &Pool{hosts: []*poolHost{h}}
+	if !h.knows(model) {
+		t.Fatal("before its first listing a host is assumed to have its configured models")
+	}
+	p.failed(context.Background(), h, model, &ModelNotFoundError{Model: model, Err: errors.New("model not found")})
+	if h.knows(model) {
+		t.Error("after a 404 before the first listing the host still counts as having the model")
 	}
 }
