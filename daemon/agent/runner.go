@@ -181,7 +181,7 @@ func awaitTx(s *Supervisor, tx *store.Tx, a *store.Agent, p *api.Proposal) (bool
 	if m.Event == cycle.NoEvent {
 		return false, nil
 	}
-	c := &change{a: a, p: p, ev: cycle.Event{Kind: m.Event, Reason: a.StateReason}, pub: s.events.Publish, shown: known(a, p, nil)}
+	c := &change{a: a, p: p, ev: cycle.Event{Kind: m.Event, Reason: a.StateReason}, pub: s.events.Publish}
 	_, err := apply(tx, c)
 	return err == nil, err
 }
