@@ -47,9 +47,9 @@ func (s *Store) CheckpointWithin(ctx context.Context, ws string, maxNew int64) (
 	return s.checkpoint(ctx, ws, 0, false)
 }
 
-// maxStep is what one checkpoint may add now: MaxStepBytes, or less during
+// maxStep is what one checkpoint of s may add now: MaxStepBytes, or less during
 // CheckpointWithin.
-func (s *Store) maxStep() int64 {
+func maxStep(s *Store) int64 {
 	if s.stepCap >= 0 {
 		return min(s.stepCap, s.opt.MaxStepBytes)
 	}
@@ -431,7 +431,7 @@ func (c *capture) read(e *entry) error {
 		}
 		return nil
 	}
-	if limit := c.s.maxStep(); c.newBlobs+e.size > limit {
+	if limit := maxStep(c.s); c.newBlobs+e.size > limit {
 		if tmp != "" {
 			unix.Unlinkat(c.s.tm, tmp, 0)
 		}
