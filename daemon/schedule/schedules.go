@@ -108,7 +108,7 @@ func New(opt Options) *Manager {
 		m.local = time.Local
 	}
 	m.sched = cron.New(cron.Config{
-		Starter: cron.StarterFunc(m.start), Recorder: cron.RecorderFunc(m.record),
+		Starter: m.start, Recorder: m.record,
 		Clock: m.clock, Log: m.log, Grace: opt.Grace,
 	})
 	return m

@@ -97,7 +97,7 @@ func day(hour, min int) time.Time { return time.Date(2026, 1, 5, hour, min, 0, 0
 func newHarness(t *testing.T, now time.Time) *harness {
 	h := &harness{t: t, clk: &fakeClock{now: now}}
 	h.s = New(Config{
-		Starter: StarterFunc(func(ctx context.Context, f Firing) (string, error) {
+		Starter: Starter(func(ctx context.Context, f Firing) (string, error) {
 			h.mu.Lock()
 			h.starts = append(h.starts, f)
 			h.runs++
@@ -108,7 +108,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 			}
 			return id, nil
 		}),
-		Recorder: RecorderFunc(func(ctx context.Context, r Record) error {
+		Recorder: Recorder(func(ctx context.Context, r Record) error {
 			if ctx.Err() != nil {
 				t.Errorf("Record got a cancelled context")
 			}
