@@ -59,8 +59,7 @@ func (m *Manager) find(ctx context.Context, ref string) (*store.Schedule, error)
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
-	var row *store.Schedule
-	err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = resolve(tx, ref); return err })
+	row, err := store.Read(ctx, m.st, func(tx *store.Tx) (*store.Schedule, error) { return resolve(tx, ref) })
 	return row, err
 }
 
@@ -101,8 +100,8 @@ func (m *Manager) Schedules(ctx context.Context) ([]api.Schedule, error) {
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
-	var rows []*store.Schedule
-	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { rows, err = tx.Schedules(); return err }); err != nil {
+	rows, err := store.Read(ctx, m.st, func(tx *store.Tx) ([]*store.Schedule, error) { return tx.Schedules() })
+	if err != nil {
 		return nil, err
 	}
 	out := make([]api.Schedule, 0, len(rows))
