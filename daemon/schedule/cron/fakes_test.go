@@ -221,3 +221,12 @@ func mustParse(t *testing.T, spec string) Spec {
 
 // Parse is ParseIn in the machine's local time zone, as the tests write specs.
 func Parse(spec string) (Spec, error) { return ParseIn(spec, time.Local) }
+
+// Update replaces a schedule's settings (sc.LastFired is ignored). A new spec fires from
+// now on; runs in progress and a queued firing stay.
+func (s *Scheduler) Update(ctx context.Context, sc Schedule) error {
+	if err := sc.normalize(); err != nil {
+		return err
+	}
+	return s.change(ctx, sc.ID, func(Schedule) Schedule { return sc })
+}

@@ -248,15 +248,6 @@ func (s *Scheduler) Add(sc Schedule) error {
 	return nil
 }
 
-// Update replaces a schedule's settings (sc.LastFired is ignored). A new spec fires from
-// now on; runs in progress and a queued firing stay.
-func (s *Scheduler) Update(ctx context.Context, sc Schedule) error {
-	if err := sc.normalize(); err != nil {
-		return err
-	}
-	return s.change(ctx, sc.ID, func(Schedule) Schedule { return sc })
-}
-
 // change applies edit to a schedule's settings and replans it.
 func (s *Scheduler) change(ctx context.Context, id string, edit func(Schedule) Schedule) error {
 	defer s.flush(ctx)
