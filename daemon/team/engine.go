@@ -161,9 +161,6 @@ func New(opt Options) (*Engine, error) {
 	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}, events: run.NewBroker()}, nil
 }
 
-// Events returns the broker of the team runs' events (EventTeam, keyed by team run id).
-func (e *Engine) Events() *run.Broker { return e.events }
-
 // Start resumes every running team run; they run until ctx ends. A run whose workflow no
 // longer parses fails with the reason.
 func (e *Engine) Start(ctx context.Context) error {
