@@ -30,11 +30,11 @@ type WebService interface {
 
 // WebLoginRoute serves Service.WebLogin.
 var WebLoginRoute = register(Route[None, *WebLogin]{Method: "POST", Path: "/v0/web/login",
-	Call: func(ctx context.Context, s Service, _ string, _ None) (*WebLogin, error) { return s.WebLogin(ctx) }})
+	Call: byNothing(Service.WebLogin)})
 
 // WebLogoutRoute serves Service.WebLogout.
 var WebLogoutRoute = register(Route[None, *WebLogout]{Method: "POST", Path: "/v0/web/logout",
-	Call: func(ctx context.Context, s Service, _ string, _ None) (*WebLogout, error) { return s.WebLogout(ctx) }})
+	Call: byNothing(Service.WebLogout)})
 
 // WebClient reaches the web console's sessions: c.Web().Login(ctx).
 type WebClient struct{ c *Client }
