@@ -377,3 +377,16 @@ func user() string {
 	}
 	return fmt.Sprintf("uid %d", os.Getuid())
 }
+
+// printResult prints v, what a call returned, unless the call failed (err is returned as
+// it is): as JSON with --json, else as text writes it.
+func printResult[T any](a *app, v T, err error, text func()) error {
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(v)
+	}
+	text()
+	return nil
+}

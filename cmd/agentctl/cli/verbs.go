@@ -52,12 +52,7 @@ func (a agentVerbs) agentAction(ctx context.Context, args []string, fn func(*api
 		return err
 	}
 	ag, err := fn(a.api(), ctx, ref)
-	if err != nil {
-		return agentErr(ref, err)
-	}
-	if a.json {
-		return a.printJSON(ag)
-	}
-	fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
-	return nil
+	return printResult(a.app, ag, agentErr(ref, err), func() {
+		fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
+	})
 }
