@@ -63,8 +63,5 @@ func writeEpisode(w io.Writer, ep *api.Episode) {
 	if ep.Feedback != "" {
 		fmt.Fprintf(w, "  feedback: %s\n", oneParagraph(ep.Feedback))
 	}
-	if ep.Result != "" || ep.Outcome == "succeeded" || ep.Outcome == "failed" {
-		fmt.Fprintln(w, "  result:")
-		firstLines(w, ep.Result, "    ", resultLines)
-	}
+	writeResult(w, ep, "  result:", "    ")
 }

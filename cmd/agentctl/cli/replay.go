@@ -39,7 +39,7 @@ func (a daemonVerbs) runReplay(ctx context.Context, args []string) error {
 			if e := s.Episode; e != nil {
 				fmt.Fprintf(a.stdout, "  outcome: %s\n", line(e.Outcome))
 				if e.Result != "" {
-					firstLines(a.stdout, e.Result, "    ", resultLines)
+					writeResult(a.stdout, e, "", "    ")
 				}
 			} else {
 				fmt.Fprintf(a.stdout, "  status: %s\n", line(string(p.Status)))
