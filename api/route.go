@@ -88,11 +88,6 @@ func (rt Route[In, Out]) URL(ref string, in In) string {
 	return p
 }
 
-// call makes one request of rt for ref and in: each Client method is one call.
-func call[In, Out any](ctx context.Context, c *Client, rt Route[In, Out], ref string, in In) (Out, error) {
-	return rt.Do(ctx, c, ref, in)
-}
-
 // Do makes one request of rt on c for ref and in, decoding the reply into Out: the one
 // generic call under every Client method, and what a test uses for a route the Client
 // has no method for.

@@ -44,11 +44,11 @@ func (c *Client) Web() WebClient { return WebClient{c} }
 
 // Login starts the web console if it is off and returns a one-time login URL.
 func (w WebClient) Login(ctx context.Context) (*WebLogin, error) {
-	return call(ctx, w.c, WebLoginRoute, "", None{})
+	return WebLoginRoute.Do(ctx, w.c, "", None{})
 }
 
 // Logout logs every browser out of the web console: their pages and live streams stop
 // at once, and login URLs not used yet stop working.
 func (w WebClient) Logout(ctx context.Context) (*WebLogout, error) {
-	return call(ctx, w.c, WebLogoutRoute, "", None{})
+	return WebLogoutRoute.Do(ctx, w.c, "", None{})
 }

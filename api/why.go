@@ -25,5 +25,5 @@ var WhyRoute = register(Route[None, *Why]{Method: "GET", Path: "/v0/agents/{agen
 // Why explains the decision on the agent's last decided proposal: who or which rule made
 // it, from where, and why.
 func (c *Client) Why(ctx context.Context, agent string) (*Why, error) {
-	return call(ctx, c, WhyRoute, agent, None{})
+	return WhyRoute.Do(ctx, c, agent, None{})
 }
