@@ -313,18 +313,13 @@ func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error
 		return usagef("-n %d: want a number of records, 1 or more", *limit)
 	}
 	runs, err := a.api().Schedules().History(ctx, ref, *limit)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(runs)
-	}
-	if len(runs) == 0 {
-		a.note("schedule %s has not fired yet", ref)
-		return nil
-	}
-	writeRuns(a.stdout, runs)
-	return nil
+	return printResult(a.app, runs, err, func() {
+		if len(runs) == 0 {
+			a.note("schedule %s has not fired yet", ref)
+			return
+		}
+		writeRuns(a.stdout, runs)
+	})
 }
 
 func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
