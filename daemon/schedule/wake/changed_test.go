@@ -306,3 +306,41 @@ func TestWatchedFolderNamesDeniedChangesWithoutContent(t *testing.T) {
 		t.Errorf("watching a denied file: %+v", v)
 	}
 }
+
+// A watched folder swapped for a link to a folder holding denied paths is not the folder
+// the last run saw, and the changes under it are tested against the deny rules where they
+// are: their content never reaches the model.
+func TestWatchedLinkShowsNothingOfTheDeniedPathsItLeadsTo(t *testing.T) {
+	rules, err := permission.ParseRules("agent", nil, []string{"read_file(secrets/*)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRig(t, false)
+	id := r.schedule("s-alias")
+	ws := workspace(t)
+	write(t, filepath.Join(ws, "secrets", "key.txt"), "hunter2\n")
+	write(t, filepath.Join(ws, "notes", "a.txt"), "one\n")
+	tg := Target{Workspace: ws, Denied: permission.Denied(rules)}
+	c := Conditions{Changed: []string{"notes"}}
+	if v := r.fire(id, c, tg); v.Outcome != Wake {
+		t.Fatalf("first firing: %+v", v)
+	}
+	// the agent (a shell step) did: rm -r notes; ln -s . notes
+	if err := os.RemoveAll(filepath.Join(ws, "notes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".", filepath.Join(ws, "notes")); err != nil {
+		t.Fatal(err)
+	}
+	if v := r.fire(id, c, tg); !strings.Contains(v.Observation+v.Reason, "not the folder the last run saw") {
+		t.Errorf("a watched folder swapped for a link counts as the same folder: %+v", v)
+	}
+	write(t, filepath.Join(ws, "secrets", "key.txt"), "hunter3\n") // the operator rotates the key
+	v := r.fire(id, c, tg)
+	if v.Outcome != Wake || !strings.Contains(v.Observation, "notes/secrets/key.txt") {
+		t.Errorf("the change to the denied file is not named: %+v", v)
+	}
+	if strings.Contains(v.Observation, "hunter") {
+		t.Errorf("a denied file's content reached the model's first observation:\n%s", v.Observation)
+	}
+}
