@@ -432,7 +432,7 @@ func (c *capture) read(e *entry) error {
 		}
 		return nil
 	}
-	why := c.s.roomFor(&c.room, c.newBlobs+e.size)
+	why := c.roomFor(c.newBlobs + e.size)
 	if limit := maxStep(c.s); c.newBlobs+e.size > limit {
 		why = fmt.Sprintf("would take this checkpoint's new content past its limit of %d bytes", limit)
 	}

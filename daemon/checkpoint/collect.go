@@ -178,22 +178,23 @@ type room struct {
 }
 
 // roomFor says why n bytes of new content cannot be kept, or "" when they can.
-func (s *Store) roomFor(r **room, n int64) string {
-	if *r == nil {
-		*r = &room{cap: 1<<63 - 1, free: 1<<63 - 1}
+func (c *capture) roomFor(n int64) string {
+	s := c.s
+	if c.room == nil {
+		c.room = &room{cap: 1<<63 - 1, free: 1<<63 - 1}
 		if s.opt.MaxStoreBytes < 1<<62 {
-			(*r).cap = 2*s.opt.MaxStoreBytes - s.bytes
+			c.room.cap = 2*s.opt.MaxStoreBytes - s.bytes
 		}
 		var st unix.Statfs_t
 		if s.opt.MinFreeBytes >= 0 && unix.Fstatfs(s.tm, &st) == nil {
-			(*r).free = int64(st.Bavail)*int64(st.Bsize) - max(s.opt.MinFreeBytes, 0)
+			c.room.free = int64(st.Bavail)*int64(st.Bsize) - max(s.opt.MinFreeBytes, 0)
 		}
 	}
 	switch {
-	case n > (*r).cap:
+	case n > c.room.cap:
 		return fmt.Sprintf("would take the checkpoint store past its hard limit of %d bytes (twice its bound, which the latest steps' checkpoints may pass): "+
 			"rewind range is kept, new content is not; lower [checkpoints] keep_steps or raise max_bytes", 2*s.opt.MaxStoreBytes)
-	case n > (*r).free:
+	case n > c.room.free:
 		return fmt.Sprintf("would leave the state dir's file system (%s) less than %d bytes free: free disk there", s.dir, s.opt.MinFreeBytes)
 	}
 	return ""
