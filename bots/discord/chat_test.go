@@ -81,12 +81,17 @@ func (c discordChat) RoleProposal(thread, role string, step int) chattest.Msg {
 	return chattest.Msg{ID: m.ID, Raw: m}
 }
 
-// StopTeam runs /agent team stop:ID and returns what the bot answered.
-func (c discordChat) StopTeam(u chattest.User, id string) string {
+func (c discordChat) Team(u chattest.User, file, task string) string {
+	return c.teamAnswer(u, "file="+file, "task="+task)
+}
+func (c discordChat) StopTeam(u chattest.User, id string) string { return c.teamAnswer(u, "stop="+id) }
+
+// teamAnswer runs /agent team with opts (name=value) and returns what the bot answered.
+func (c discordChat) teamAnswer(u chattest.User, opts ...string) string {
 	c.t.Helper()
-	in := c.teamCommand(discordUsers[u], "stop="+id)
+	in := c.teamCommand(discordUsers[u], opts...)
 	c.interacted(u, in)
-	c.wait("the answer to /agent team stop", func() bool { return c.original(in, "") })
+	c.wait("the answer to /agent team", func() bool { return c.original(in, "") })
 	return c.originalText(in)
 }
 
@@ -213,7 +218,7 @@ func (e *env) originalText(in fakediscord.Interaction) string {
 
 func (c discordChat) Posted(thread string) []string {
 	var out []string
-	for _, m := range c.fake.Messages(thread) {
+	for _, m := range c.fake.Messages(cmp.Or(thread, eChannel)) {
 		out = append(out, m.Content)
 	}
 	return out

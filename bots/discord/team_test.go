@@ -1,8 +1,6 @@
 package discord
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -153,38 +151,6 @@ func TestTeamStopTakesNoFileOrTaskAndPingsNobody(t *testing.T) {
 	for _, m := range c.fake.Messages(thread) {
 		if strings.Contains(m.Content, "Team run stopped") && len(m.Mentions) != 0 {
 			t.Errorf("the end pinged %v", m.Mentions)
-		}
-	}
-}
-
-// TestTeamFileOutsideTheDirectoryRefused: /agent team starts only workflows in the teams
-// directory: a workflow file elsewhere, named by its path or by a link in the directory,
-// is refused unread, the answer naming the directory, and no run or thread starts.
-func TestTeamFileOutsideTheDirectoryRefused(t *testing.T) {
-	e := newTeamEnv(t)
-	outside := filepath.Join(t.TempDir(), "outside.toml") // a valid workflow, elsewhere
-	if err := os.WriteFile(outside, []byte(chattest.Build), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(outside, filepath.Join(e.TeamsDir, "linked.toml")); err != nil {
-		t.Fatal(err)
-	}
-	for file, want := range map[string]string{
-		outside:  outside + ` is not in the teams directory ` + e.TeamsDir,
-		"linked": "chat starts only files inside the teams directory " + e.TeamsDir,
-	} {
-		in := e.teamCommand(uAlice, "file="+file, "task=say hi")
-		e.wait("the refusal of "+file, func() bool { return e.original(in, "Could not start the team") })
-		if !e.original(in, want) {
-			t.Errorf("/agent team file:%s was not refused with %q", file, want)
-		}
-	}
-	if runs, _ := e.Eng.Teams(t.Context()); len(runs) != 0 {
-		t.Errorf("team runs started: %+v", runs)
-	}
-	for _, m := range e.fake.Messages(eChannel) {
-		if strings.Contains(m.Content, "Team ") {
-			t.Errorf("a refused /agent team opened a thread: %q", m.Content)
 		}
 	}
 }

@@ -54,6 +54,9 @@ func (c *slackChat) RoleProposal(thread, role string, step int) chattest.Msg {
 	m := c.roleProposal(thread, role, step)
 	return chattest.Msg{ID: m.TS, Raw: m}
 }
+func (c *slackChat) Team(u chattest.User, file, task string) string {
+	return c.Command(u, "team "+file+" "+task)
+}
 func (c *slackChat) StopTeam(u chattest.User, id string) string { return c.Command(u, "team stop "+id) }
 func (c *slackChat) Command(u chattest.User, text string) string {
 	return c.answer(c.slack.Slash(slackUsers[u], channel, "/agent", text))

@@ -55,7 +55,9 @@ type Chat interface {
 	// returns its thread; RoleProposal waits for the proposal of role's step there.
 	StartTeam(workflow, task string) (thread string)
 	RoleProposal(thread, role string, step int) Msg
-	// StopTeam stops team run id as u (/agent team stop) and returns the bot's answer.
+	// Team asks for a team run of file with task as u (/agent team) and returns the
+	// bot's answer; StopTeam stops team run id as u (/agent team stop) and returns it.
+	Team(u User, file, task string) string
 	StopTeam(u User, id string) string
 	// Find waits for a message in thread whose text has text in it.
 	Find(thread, text string) Msg
@@ -86,7 +88,7 @@ type Chat interface {
 	// platform delivers them late.
 	Hold(text string) (release func())
 
-	// Posted is the text of each message in thread, as shown.
+	// Posted is the text of each message in thread ("" for the channel), as shown.
 	Posted(thread string) []string
 	// NotesTo is every note only u was shown (ephemeral answers).
 	NotesTo(u User) []string
