@@ -45,6 +45,17 @@ func (c discordChat) Say(u chattest.User, thread, text string) string {
 	return c.say(discordUsers[u], cmp.Or(thread, eChannel), text).ID
 }
 
+func (c discordChat) LateReply(u chattest.User, thread string, m chattest.Msg, text string) (string, func()) {
+	c.t.Helper()
+	deliver := c.held.Hold(text)
+	r, err := c.fake.PostMessage(fakediscord.Message{ChannelID: thread, Author: discordUsers[u], Content: text,
+		MessageReference: &fakediscord.MessageReference{MessageID: m.ID, ChannelID: thread}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return r.ID, deliver
+}
+
 func (c discordChat) BotMention() string { return "<@" + c.fake.BotUser().ID + ">" }
 
 func (c discordChat) Edit(u chattest.User, _, id, text string) {

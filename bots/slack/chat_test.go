@@ -129,6 +129,13 @@ func (c *slackChat) Say(u chattest.User, thread, text string) string {
 	return ts
 }
 
+// LateReply is a message: Slack has no replies to one message, so the relay tells what
+// it was written for by its time.
+func (c *slackChat) LateReply(u chattest.User, thread string, _ chattest.Msg, text string) (string, func()) {
+	deliver := c.held.Hold(text)
+	return c.Say(u, thread, text), deliver
+}
+
 func (c *slackChat) BotMention() string { return "<@" + c.slack.BotUser + ">" }
 
 func (c *slackChat) Edit(u chattest.User, thread, id, text string) {

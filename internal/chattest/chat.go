@@ -72,6 +72,10 @@ type Chat interface {
 	Feedback(u User, thread string, m Msg, text string)
 	// Say writes text into thread (or a channel) as u and returns the message's ID.
 	Say(u User, thread, text string) (id string)
+	// LateReply writes text into thread as u now, as a reply to m where the platform has
+	// replies (Discord), and returns its ID; the bot is handed it only once deliver is
+	// called: the platform delivering it late.
+	LateReply(u User, thread string, m Msg, text string) (id string, deliver func())
 	// BotMention is how a message mentions the bot.
 	BotMention() string
 	// Edit edits message id (in thread; "" for the channel) as u to text, and returns

@@ -22,6 +22,7 @@ var Scenarios = []Scenario{
 	{"restart_keeps_thread_and_pending_proposal", restartKeepsThreadAndPendingProposal},
 	{"feedback_typed_and_by_dialog", feedbackTypedAndByDialog},
 	{"stopped_run_ends_for_late_messages", stoppedRunEndsForLateMessages},
+	{"late_reply_for_an_earlier_proposal_decides_nothing", lateReplyForAnEarlierProposalDecidesNothing},
 	{"hostile_model_text_pings_and_links_nothing", hostileModelTextPingsAndLinksNothing},
 	{"team_stop_is_for_approvers_and_closes_the_role_proposal", teamStopIsForApprovers},
 	{"team_file_outside_the_directory_refused_unread", teamFileOutsideTheDirectoryRefused},
@@ -205,6 +206,40 @@ func stoppedRunEndsForLateMessages(t *testing.T, c Chat) {
 	}
 	c.Say(Approver, thread, "now tidy the docs")
 	c.Wait("the follow-up task", func() bool { return Has(c.Posted(thread), "New task taken: now tidy the docs") })
+}
+
+// A reply to proposal 1 delivered late — after the click that decided proposal 1, once
+// proposal 2 waits — decides nothing: proposal 2 is not run and keeps its buttons, and
+// the reply's writer is told what waits now.
+func lateReplyForAnEarlierProposalDecidesNothing(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("a", speak), Touch("b", speak))
+	thread := c.StartRun("touch twice")
+	p1 := c.Proposal(thread, 1)
+	Drain()
+	late, deliver := c.LateReply(GroupApprover, thread, p1, "y")
+	t.Cleanup(deliver)
+	c.Click(Approver, thread, p1, bots.ActionApprove)
+	c.Decided(thread, p1, c.Shown("Approved", Approver))
+	TouchedInOrder(t, "a")
+	p2 := c.Proposal(thread, 2)
+	pending := agentOf(c, thread).Pending.ID
+	deliver()
+	c.Wait("the note to the late reply's writer", func() bool {
+		return Has(c.RepliesTo(GroupApprover, thread, late), "so it decided nothing; the agent now waits on step 2")
+	})
+	if notes := c.RepliesTo(GroupApprover, thread, late); !Has(notes, "That reply was for an earlier proposal") || !Has(notes, "step 1") {
+		t.Errorf("the note does not name the proposal the reply was for: %q", notes)
+	}
+	noDecisionHeld(c, thread, pending)
+	select {
+	case w := <-Touched:
+		t.Fatalf("a command ran after the late reply: %s", w)
+	default:
+	}
+	if !c.Asks(thread, p2) {
+		t.Error("proposal 2 lost its buttons")
+	}
 }
 
 // A hostile model's question and proposal ping, link and hide nothing anywhere the bot
