@@ -228,11 +228,7 @@ func (e *env) originalText(in fakediscord.Interaction) string {
 }
 
 func (c discordChat) Posted(thread string) []string {
-	var out []string
-	for _, m := range c.fake.Messages(cmp.Or(thread, eChannel)) {
-		out = append(out, m.Content)
-	}
-	return out
+	return contentsOf(c.fake.Messages(cmp.Or(thread, eChannel)))
 }
 
 func (c discordChat) NotesTo(u chattest.User) []string {

@@ -61,14 +61,6 @@ func (e *env) roleProposal(thread, role string, step int) fakediscord.Message {
 	return p
 }
 
-func contents(ms []fakediscord.Message) string {
-	var b strings.Builder
-	for _, m := range ms {
-		b.WriteString(m.Content + "\n")
-	}
-	return b.String()
-}
-
 // TestTeamRunInThread: /agent team file task starts a team run in a new thread; each
 // role's turn is posted labelled with its role; the programmer's proposals are posted
 // there, sent back with feedback through the dialog, then approved by a click, both
@@ -114,11 +106,11 @@ func TestTeamRunInThread(t *testing.T) {
 	for _, want := range []string{`bots\_test\_touch** succeeded`, "touched roof", `**\[programmer\]** <INFO\> touched the roof`,
 		"**📌 code concluded → code:** touched the roof", `**⏹ Phase code ended \(info\):** programmer concluded`, "**🏁 Team run finished:**"} {
 		if !hasText(ms, want) {
-			t.Errorf("the thread has no %q:\n%s", want, contents(ms))
+			t.Errorf("the thread has no %q:\n%s", want, strings.Join(contentsOf(ms), "\n"))
 		}
 	}
 	if hasText(ms, "was removed") || hasText(ms, "touched page") || countText(ms, "Instruction: touch the page.") != 1 || countText(ms, "Step 2: ") != 1 {
-		t.Errorf("thread:\n%s", contents(ms))
+		t.Errorf("thread:\n%s", strings.Join(contentsOf(ms), "\n"))
 	}
 }
 

@@ -34,17 +34,6 @@ func (e *env) teamThread(workflow string) string {
 	return ts
 }
 
-// count is how many messages of thread contain s.
-func count(ms []fakeslack.Message, s string) int {
-	n := 0
-	for _, m := range ms {
-		if strings.Contains(m.Text, s) {
-			n++
-		}
-	}
-	return n
-}
-
 // TestTeamRunInThread: /agent team NAME TASK starts a team run in a new thread; each
 // role's turn is posted labelled with its role, the programmer's proposal is posted
 // there labelled [programmer] and approved by a click, and the phase's end and the
@@ -80,7 +69,7 @@ func TestTeamRunInThread(t *testing.T) {
 			t.Errorf("the thread has no %q:\n%s", want, texts(ms))
 		}
 	}
-	if hasText(ms, "was removed") || count(ms, "[ceo] Instruction") != 1 {
+	if hasText(ms, "was removed") || strings.Count(texts(ms), "[ceo] Instruction") != 1 {
 		t.Errorf("thread:\n%s", texts(ms))
 	}
 }
@@ -130,7 +119,7 @@ func TestTeamFollowedAfterRestart(t *testing.T) {
 		return hasText(v.Messages(channel, thread), "Team run finished")
 	})
 	ms := e.messagesIn(thread)
-	if n, m := count(ms, "[ceo] Instruction"), count(ms, "[programmer] Step 1:"); n != 1 || m != 1 {
+	if n, m := strings.Count(texts(ms), "[ceo] Instruction"), strings.Count(texts(ms), "[programmer] Step 1:"); n != 1 || m != 1 {
 		t.Errorf("CEO's turn posted %d times, the proposal %d times:\n%s", n, m, texts(ms))
 	}
 }
