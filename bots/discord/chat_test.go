@@ -2,6 +2,7 @@ package discord
 
 import (
 	"cmp"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func (c discordChat) Find(thread, text string) chattest.Msg {
 	c.t.Helper()
 	var got fakediscord.Message
 	c.wait("a message with "+text, func() bool {
-		for _, m := range c.fake.Messages(thread) {
+		for _, m := range c.fake.Messages(cmp.Or(thread, eChannel)) {
 			if strings.Contains(m.Content, text) {
 				got = m
 				return true
@@ -195,16 +196,26 @@ func (c discordChat) Redeliver(id string) {
 	c.wait("a resumed connection", func() bool { return c.resumes() > resumed })
 }
 
-// Command runs /agent with text's first word as the subcommand, the next as its agent,
-// and each "--NAME VALUE" after it as option NAME.
+// Command runs /agent with text's first word as the subcommand, the words after it as
+// its options in the order Commands declares them, and each "--NAME VALUE" after those
+// as option NAME.
 func (c discordChat) Command(u chattest.User, text string) string {
 	c.t.Helper()
 	f := strings.Fields(text)
 	opt := fakediscord.CommandOption{Type: 1, Name: f[0]}
-	if len(f) > 1 {
-		opt.Options = []fakediscord.CommandOption{{Type: 3, Name: "agent", Value: f[1]}}
+	var names []string
+	for _, sub := range Commands()[0].Options {
+		if sub.Name == f[0] {
+			for _, o := range sub.Options {
+				names = append(names, o.Name)
+			}
+		}
 	}
-	for i := 2; i+1 < len(f); i += 2 {
+	i := 1
+	for ; i < len(f) && i <= len(names) && !strings.HasPrefix(f[i], "--"); i++ {
+		opt.Options = append(opt.Options, fakediscord.CommandOption{Type: 3, Name: names[i-1], Value: f[i]})
+	}
+	for ; i+1 < len(f); i += 2 {
 		opt.Options = append(opt.Options, fakediscord.CommandOption{Type: 3, Name: strings.TrimPrefix(f[i], "--"), Value: f[i+1]})
 	}
 	in, err := c.fake.Command(eChannel, discordUsers[u], "agent", opt)
@@ -216,12 +227,18 @@ func (c discordChat) Command(u chattest.User, text string) string {
 	return c.originalText(in)
 }
 
-// originalText is every text the bot wrote into the interaction's response.
+// originalText is every text the bot wrote into the interaction's response: the
+// content of each response and edit, one a line.
 func (e *env) originalText(in fakediscord.Interaction) string {
 	var b strings.Builder
 	for _, c := range e.fake.Calls() {
 		if strings.Contains(c.Path, in.Token) || strings.Contains(c.Path, in.ID+"/") {
-			b.Write(c.Body)
+			var body struct {
+				Content string
+				Data    struct{ Content string }
+			}
+			json.Unmarshal(c.Body, &body)
+			b.WriteString(body.Content + body.Data.Content + "\n")
 		}
 	}
 	return b.String()

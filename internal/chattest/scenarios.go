@@ -26,6 +26,7 @@ var Scenarios = []Scenario{
 	{"hostile_model_text_pings_and_links_nothing", hostileModelTextPingsAndLinksNothing},
 	{"team_stop_is_for_approvers_and_closes_the_role_proposal", teamStopIsForApprovers},
 	{"team_file_outside_the_directory_refused_unread", teamFileOutsideTheDirectoryRefused},
+	{"scheduled_run_delivered_to_its_thread", scheduledRunDeliveredToItsThread},
 	{"edits_are_answered_not_read", editsAreAnsweredNotRead},
 	{"rewind_asked_in_the_thread_and_done_by_an_approver", rewindAskedInTheThreadAndDoneByAnApprover},
 }
