@@ -47,14 +47,24 @@ func (c discordChat) Say(u chattest.User, thread, text string) string {
 }
 
 func (c discordChat) LateReply(u chattest.User, thread string, m chattest.Msg, text string) (string, func()) {
-	c.t.Helper()
 	deliver := c.held.Hold(text)
-	r, err := c.fake.PostMessage(fakediscord.Message{ChannelID: thread, Author: discordUsers[u], Content: text,
-		MessageReference: &fakediscord.MessageReference{MessageID: m.ID, ChannelID: thread}})
+	return c.replyTo(discordUsers[u], m.Raw.(fakediscord.Message), text).ID, deliver
+}
+
+// replyTo posts text from u in the channel as a reply to m, with Discord's default ping.
+func (e *env) replyTo(u fakediscord.User, m fakediscord.Message, text string) fakediscord.Message {
+	e.t.Helper()
+	r, err := e.fake.PostMessage(fakediscord.Message{ChannelID: m.ChannelID, Author: u, Content: text,
+		MessageReference: &fakediscord.MessageReference{MessageID: m.ID, ChannelID: m.ChannelID}})
 	if err != nil {
-		c.t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	return r.ID, deliver
+	return r
+}
+
+// TaskReply replies in the channel to the task message, with Discord's default ping.
+func (c discordChat) TaskReply(u chattest.User, root chattest.Msg, text string) string {
+	return c.replyTo(discordUsers[u], root.Raw.(fakediscord.Message), text).ID
 }
 
 func (c discordChat) BotMention() string { return "<@" + c.fake.BotUser().ID + ">" }
@@ -197,8 +207,8 @@ func (c discordChat) Redeliver(id string) {
 }
 
 // Command runs /agent with text's first word as the subcommand, the words after it as
-// its options in the order Commands declares them, and each "--NAME VALUE" after those
-// as option NAME.
+// its options in the order Commands declares them (the last one declared takes the rest
+// of the words), and each "--NAME VALUE" after those as option NAME.
 func (c discordChat) Command(u chattest.User, text string) string {
 	c.t.Helper()
 	f := strings.Fields(text)
@@ -213,7 +223,13 @@ func (c discordChat) Command(u chattest.User, text string) string {
 	}
 	i := 1
 	for ; i < len(f) && i <= len(names) && !strings.HasPrefix(f[i], "--"); i++ {
-		opt.Options = append(opt.Options, fakediscord.CommandOption{Type: 3, Name: names[i-1], Value: f[i]})
+		v := f[i]
+		if i == len(names) { // the last option takes the words left before any --NAME
+			for ; i+1 < len(f) && !strings.HasPrefix(f[i+1], "--"); i++ {
+				v += " " + f[i+1]
+			}
+		}
+		opt.Options = append(opt.Options, fakediscord.CommandOption{Type: 3, Name: names[len(opt.Options)], Value: v})
 	}
 	for ; i+1 < len(f); i += 2 {
 		opt.Options = append(opt.Options, fakediscord.CommandOption{Type: 3, Name: strings.TrimPrefix(f[i], "--"), Value: f[i+1]})

@@ -136,6 +136,13 @@ func (c *slackChat) LateReply(u chattest.User, thread string, _ chattest.Msg, te
 	return c.Say(u, thread, text), deliver
 }
 
+// TaskReply mentions the bot in the thread under the task message: Slack has no reply
+// outside a thread. (One also sent to the channel is TestThreadBroadcastIsAReply.)
+func (c *slackChat) TaskReply(u chattest.User, root chattest.Msg, text string) string {
+	_, ts := c.slack.Mention(slackUsers[u], channel, root.ID, text)
+	return ts
+}
+
 func (c *slackChat) BotMention() string { return "<@" + c.slack.BotUser + ">" }
 
 func (c *slackChat) Edit(u chattest.User, thread, id, text string) {

@@ -76,6 +76,9 @@ type Chat interface {
 	// replies (Discord), and returns its ID; the bot is handed it only once deliver is
 	// called: the platform delivering it late.
 	LateReply(u User, thread string, m Msg, text string) (id string, deliver func())
+	// TaskReply answers the bot's "Task: …" message root in the channel as u, the
+	// platform's closest form of a reply to it, and returns the answer's ID.
+	TaskReply(u User, root Msg, text string) (id string)
 	// BotMention is how a message mentions the bot.
 	BotMention() string
 	// Edit edits message id (in thread; "" for the channel) as u to text, and returns

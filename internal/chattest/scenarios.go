@@ -23,6 +23,7 @@ var Scenarios = []Scenario{
 	{"feedback_typed_and_by_dialog", feedbackTypedAndByDialog},
 	{"stopped_run_ends_for_late_messages", stoppedRunEndsForLateMessages},
 	{"late_reply_for_an_earlier_proposal_decides_nothing", lateReplyForAnEarlierProposalDecidesNothing},
+	{"reply_to_the_task_message_steers_its_run", replyToTheTaskMessageSteersItsRun},
 	{"hostile_model_text_pings_and_links_nothing", hostileModelTextPingsAndLinksNothing},
 	{"team_stop_is_for_approvers_and_closes_the_role_proposal", teamStopIsForApprovers},
 	{"team_file_outside_the_directory_refused_unread", teamFileOutsideTheDirectoryRefused},
@@ -240,6 +241,43 @@ func lateReplyForAnEarlierProposalDecidesNothing(t *testing.T, c Chat) {
 	}
 	if !c.Asks(thread, p2) {
 		t.Error("proposal 2 lost its buttons")
+	}
+}
+
+// A reply to the bot's "Task: …" message that a run started by /agent run hangs off
+// (TaskReply) speaks to that run as a reply in its thread does: a stranger's is refused,
+// an approver's decides the proposal waiting there, or gives the idle agent a follow-up
+// task. It starts no second run and no second thread.
+func replyToTheTaskMessageSteersItsRun(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Reply("finish", map[string]string{"reason": "nothing to do"}, speak), Touch("b", speak))
+	if got := c.Command(Approver, "run tidy"); !strings.Contains(got, "Started agent") {
+		t.Fatalf("/agent run tidy = %q", got)
+	}
+	root := c.Find("", "Task: tidy")
+	thread := root.ID // the thread hangs off the task message
+	p := c.Proposal(thread, 1)
+
+	c.TaskReply(Stranger, root, "y")
+	c.Wait("the stranger refused", func() bool { return c.Answered(Stranger, "not an approver") > 0 })
+	c.TaskReply(Approver, root, "y")
+	c.Decided(thread, p, c.Shown("Approved", Approver))
+	c.Wait("the run's end", func() bool { return Has(c.Posted(thread), "Finished") })
+
+	Drain()
+	c.TaskReply(Approver, root, "now touch b")
+	c.Wait("the follow-up task in the run's thread", func() bool { return Has(c.Posted(thread), "New task taken: now touch b") })
+	c.Wait("the follow-up's proposal", func() bool {
+		a := agentOf(c, thread)
+		return a.Pending != nil && a.Pending.Command == "bots_test_touch"
+	})
+	c.TaskReply(Approver, root, "y")
+	TouchedInOrder(t, "b")
+	if agents, err := d.Sup.API().Views.Agents(t.Context()); err != nil || len(agents) != 1 {
+		t.Fatalf("agents = %d (%v), want the one /agent run started", len(agents), err)
+	}
+	if n := Count(c.Posted(""), "Task: "); n != 1 {
+		t.Errorf("%d task messages in the channel, want 1", n)
 	}
 }
 
