@@ -266,28 +266,29 @@ func (a *applier) entry(e, c *entry, st *unix.Stat_t, err error) error {
 		if a.fresh && live == kindDir && c != nil && *c == *e {
 			return nil // just captured as the target has it, to the last inode and time
 		}
-		return a.folder(e, c, live)
+		return a.owned(e, a.folder(e, c, live))
 	case kindFile:
 		if e.target != "" {
 			return a.link(e, st, live)
 		}
-		return a.file(e, c, st, live)
+		return a.owned(e, a.file(e, c, st, live))
 	case kindSymlink:
 		if live == kindSymlink {
 			if target, err := readLink(fd, e.name, st.Size); err == nil && target == e.target {
-				return nil
+				return a.owned(e, nil)
 			}
 		}
 		tmp := tempPrefix + randid.Hex(12)
 		if err := unix.Symlinkat(e.target, fd, tmp); err != nil {
 			return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 		}
-		return a.replace(tmp, e.name, live)
+		return a.owned(e, a.replace(tmp, e.name, live))
 	case kindFifo:
-		if live == kindFifo && st.Mode&0o7777 == restoreMode(e.mode) {
-			return nil
+		var ferr error
+		if live != kindFifo || st.Mode&0o7777 != restoreMode(e.mode) {
+			ferr = a.fifo(e, live)
 		}
-		return a.fifo(e, live)
+		return a.owned(e, ferr)
 	default:
 		a.notes.add(a.ds.pathTo(e.name), "was a "+e.kind.String()+", which a restore cannot make: left as it is", true)
 		return nil
@@ -536,6 +537,30 @@ func removeAt(ds *dirStack, name string, buf []byte) error {
 	step()
 	return err
 }
+
+// owned gives e's name in the top folder, once put back (err nil), the owner e recorded,
+// where the daemon may: as root. A name already so owned is not changed (its ctime
+// stays). A link (another name of a file) shares its first name's owner.
+func (a *applier) owned(e *entry, err error) error {
+	if err != nil || e.flags&flagMeta == 0 || !mayChown {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(a.ds.fd(), e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
+	}
+	if st.Uid == e.uid && st.Gid == e.gid {
+		return nil
+	}
+	if err := unix.Fchownat(a.ds.fd(), e.name, int(e.uid), int(e.gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("%q: giving it back its owner: %w", a.ds.pathTo(e.name), err)
+	}
+	step()
+	return nil
+}
+
+// mayChown says the daemon may give files any owner: it runs as root.
+var mayChown = os.Geteuid() == 0
 
 // writable gives the open top folder (stat st) owner write and search permission, so
 // its entries can change; folder puts its mode back after.

@@ -25,9 +25,10 @@ import (
 // namespace lives as long as its holder, a shell waiting on its stdin, which the
 // sandbox enters (Enter) and through whose /proc root the change is captured (Merged).
 type layer struct {
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	view string
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	view    string
+	nsenter string
 }
 
 // layerScript mounts the tmpfs ($2, size $3 bytes, $4 inodes) and the overlay on the
@@ -49,6 +50,10 @@ read -r _ || true
 func openLayer(ctx context.Context, view, upper string, room int64) (*layer, error) {
 	if room < commands.MinEntryBytes {
 		return nil, fmt.Errorf("no room is left for what it would write")
+	}
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return nil, fmt.Errorf("no bounded layer for its writes: util-linux's nsenter is not installed: %w", err)
 	}
 	if err := os.Mkdir(upper, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("no bounded layer for its writes: %w", err)
@@ -77,7 +82,7 @@ func openLayer(ctx context.Context, view, upper string, room int64) (*layer, err
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("no bounded layer for its writes (a mount namespace of its own): %w", err)
 	}
-	l := &layer{cmd: cmd, in: in, view: view}
+	l := &layer{cmd: cmd, in: in, view: view, nsenter: nsenter}
 	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
 		l.close()
 		return nil, fmt.Errorf("no bounded layer for its writes (a tmpfs under an overlay): %s", strings.TrimSpace(stderr.String()))
@@ -97,7 +102,7 @@ func (l *layer) Upper(upper string) string {
 
 // Enter is the argv the sandbox starts under to see the overlay at the copy's path.
 func (l *layer) Enter() []string {
-	a := []string{"/usr/bin/nsenter", "--target=" + strconv.Itoa(l.cmd.Process.Pid), "--mount"}
+	a := []string{l.nsenter, "--target=" + strconv.Itoa(l.cmd.Process.Pid), "--mount"}
 	if os.Getuid() != 0 {
 		a = append(a, "--user", "--preserve-credentials")
 	}
@@ -107,7 +112,5 @@ func (l *layer) Enter() []string {
 // close ends the namespace: the overlay and the tmpfs, with all the run wrote, are gone.
 func (l *layer) close() {
 	l.in.Close()
-	if l.cmd.Wait() != nil {
-		l.cmd.Process.Kill()
-	}
+	l.cmd.Wait() // it ends at its stdin's end; killed with ctx
 }
