@@ -254,6 +254,9 @@ func (c *capture) entry(name string, p *entry, st *unix.Stat_t, err error) (e en
 	}
 	e.kind, e.mode = kindOf(st.Mode), st.Mode&0o7777
 	e.uid, e.gid, e.flags = st.Uid, st.Gid, e.flags|flagMeta
+	if e.kind == kindDir || e.kind == kindSymlink {
+		e.mtime, e.flags = st.Mtim.Nano(), e.flags|flagStamped
+	}
 	if e.kind != kindDir {
 		c.files++
 	}

@@ -58,8 +58,8 @@ func nameSet(names []string) map[string]bool {
 
 // restamped returns the first path (in path order) where tree b differs from tree a in
 // what a diff does not list but a stale check must see: a file's time, inode or ctime
-// (moved by a new name made outside, by any write or attribute change), and any entry's
-// owner or extended attributes; "" when none does. It expects trees a diff finds equal,
+// (moved by a new name made outside, by any write or attribute change), a folder's or
+// symlink's time, and any entry's owner or extended attributes; "" when none does. It expects trees a diff finds equal,
 // and leaves out the names skip in the top folder.
 func (s *Store) restamped(a, b tree, skip map[string]bool) (string, error) {
 	var path []byte
@@ -104,6 +104,9 @@ func (s *Store) restamped(a, b tree, skip map[string]bool) (string, error) {
 func sameStamp(x, y *entry) bool {
 	if x.uid != y.uid || x.gid != y.gid || x.xattrs != y.xattrs || x.flags&flagMeta != y.flags&flagMeta {
 		return false
+	}
+	if x.kind == y.kind && x.flags&y.flags&flagStamped != 0 && x.mtime != y.mtime {
+		return false // a folder's or symlink's time
 	}
 	return x.kind != kindFile || y.kind != kindFile ||
 		x.mtime == y.mtime && x.ctime == y.ctime && x.ino == y.ino && x.dev == y.dev && x.size == y.size

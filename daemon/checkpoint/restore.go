@@ -275,14 +275,18 @@ func (a *applier) entry(e, c *entry, st *unix.Stat_t, err error) error {
 	case kindSymlink:
 		if live == kindSymlink {
 			if target, err := readLink(fd, e.name, st.Size); err == nil && target == e.target {
-				return a.owned(e, nil)
+				return a.owned(e, a.stamped(e, st.Mtim.Nano()))
 			}
 		}
 		tmp := tempPrefix + randid.Hex(12)
 		if err := unix.Symlinkat(e.target, fd, tmp); err != nil {
 			return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 		}
-		return a.owned(e, a.replace(tmp, e.name, live))
+		err := a.replace(tmp, e.name, live)
+		if err == nil {
+			err = a.stamped(e, 0)
+		}
+		return a.owned(e, err)
 	case kindFifo:
 		var ferr error
 		if live != kindFifo || st.Mode&0o7777 != restoreMode(e.mode) {
@@ -328,6 +332,9 @@ func (a *applier) folder(e, c *entry, live kind) error {
 	if want := restoreMode(e.mode); err == nil && st.Mode&0o7777 != want {
 		err = unix.Fchmod(a.ds.fd(), want)
 		step()
+	}
+	if err == nil && e.flags&flagStamped != 0 { // last: what it holds is as e says
+		err = unix.UtimesNanoAt(a.ds.fd(), ".", stamp(e.mtime), 0)
 	}
 	return errors.Join(err, a.ds.pop())
 }
@@ -557,6 +564,22 @@ func (a *applier) owned(e *entry, err error) error {
 	}
 	step()
 	return nil
+}
+
+// stamped gives the symlink e's name in the top folder, whose mtime is now, e's.
+func (a *applier) stamped(e *entry, now int64) error {
+	if e.flags&flagStamped == 0 || now == e.mtime {
+		return nil
+	}
+	if err := unix.UtimesNanoAt(a.ds.fd(), e.name, stamp(e.mtime), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
+	}
+	return nil
+}
+
+// stamp is the times to set for mtime (the access time left as it is).
+func stamp(mtime int64) []unix.Timespec {
+	return []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mtime)}
 }
 
 // mayChown says the daemon may give files any owner: it runs as root.

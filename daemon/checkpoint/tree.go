@@ -60,6 +60,8 @@ const (
 	// flagMeta: the entry records its owner and extended attributes (every entry
 	// captured since they were; older trees lack them).
 	flagMeta
+	// flagStamped: a folder's or symlink's entry records its mtime (older trees lack it).
+	flagStamped
 )
 
 // inlineMax is the largest tree kept inline in its parent's: a chain of small folders
@@ -122,6 +124,8 @@ func encodeTree(t tree) []byte {
 			e.varint(x.ctime)
 			e.uvarint(x.ino)
 			e.uvarint(x.dev)
+		} else if x.flags&flagStamped != 0 {
+			e.varint(x.mtime)
 		}
 		if x.hasHash() {
 			e.b = append(e.b, x.hash[:]...)
@@ -183,6 +187,8 @@ func scanTree(b []byte, text bool, fn func(x *entry, inline []byte) error) error
 			x.ctime = d.varint()
 			x.ino = d.uvarint()
 			x.dev = d.uvarint()
+		} else if x.flags&flagStamped != 0 {
+			x.mtime = d.varint()
 		}
 		if x.hasHash() {
 			copy(x.hash[:], d.take(len(x.hash)))
