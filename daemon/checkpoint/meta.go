@@ -3,7 +3,10 @@ package checkpoint
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -11,6 +14,22 @@ import (
 // xattrDigest is the SHA-256 of the extended attributes of the open fd (names sorted,
 // each name and value length-prefixed), or "" when it has none or they cannot be read.
 func xattrDigest(fd int) string {
+	d, _ := xattrsOf(fd)
+	return d
+}
+
+// keepXattrs records in e the extended attributes of the open fd: their digest, and
+// themselves when they are few enough to keep (flagXattrs).
+func keepXattrs(e *entry, fd int) {
+	var set []byte
+	e.xattrs, set = xattrsOf(fd)
+	if e.xattrs != "" && len(set) <= maxXattrSet {
+		e.xattrSet, e.flags = string(set), e.flags|flagXattrs
+	}
+}
+
+// xattrsOf returns xattrDigest's digest and the encoding it hashes.
+func xattrsOf(fd int) (string, []byte) {
 	buf := make([]byte, 1024)
 	n, err := unix.Flistxattr(fd, buf)
 	if err == unix.ERANGE {
@@ -20,7 +39,7 @@ func xattrDigest(fd int) string {
 		}
 	}
 	if err != nil || n <= 0 {
-		return ""
+		return "", nil
 	}
 	names := bytes.Split(bytes.TrimSuffix(buf[:n], []byte{0}), []byte{0})
 	slices.SortFunc(names, bytes.Compare)
@@ -41,7 +60,38 @@ func xattrDigest(fd int) string {
 		e.str(string(v[:max(m, 0)]))
 	}
 	h := sha256.Sum256(e.b)
-	return string(h[:])
+	return string(h[:]), e.b
+}
+
+// putXattrs makes the extended attributes of the open fd those e keeps: the names it
+// lacks removed, the others set. Those the daemon may not set (trusted., security. as
+// another user than root) are left, and the error says so.
+func putXattrs(e *entry, fd int) error {
+	if xattrDigest(fd) == e.xattrs {
+		return nil
+	}
+	want := map[string]string{}
+	d := decoder{b: []byte(e.xattrSet)}
+	for len(d.b) > 0 && d.err == nil {
+		name := d.text(true)
+		want[name] = d.text(true)
+	}
+	if d.err != nil {
+		return fmt.Errorf("its extended attributes as kept are damaged: %w", d.err)
+	}
+	var errs []error
+	buf := make([]byte, 64<<10)
+	if n, err := unix.Flistxattr(fd, buf); err == nil && n > 0 {
+		for _, name := range strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00") {
+			if _, ok := want[name]; !ok {
+				errs = append(errs, unix.Fremovexattr(fd, name))
+			}
+		}
+	}
+	for name, v := range want {
+		errs = append(errs, unix.Fsetxattr(fd, name, []byte(v), 0))
+	}
+	return errors.Join(errs...)
 }
 
 // nameSet is names as a set (nil for none).

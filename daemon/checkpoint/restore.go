@@ -266,16 +266,16 @@ func (a *applier) entry(e, c *entry, st *unix.Stat_t, err error) error {
 		if a.fresh && live == kindDir && c != nil && *c == *e {
 			return nil // just captured as the target has it, to the last inode and time
 		}
-		return a.owned(e, a.folder(e, c, live))
+		return a.meta(e, c, a.folder(e, c, live))
 	case kindFile:
 		if e.target != "" {
 			return a.link(e, st, live)
 		}
-		return a.owned(e, a.file(e, c, st, live))
+		return a.meta(e, c, a.file(e, c, st, live))
 	case kindSymlink:
 		if live == kindSymlink {
 			if target, err := readLink(fd, e.name, st.Size); err == nil && target == e.target {
-				return a.owned(e, a.stamped(e, st.Mtim.Nano()))
+				return a.meta(e, c, a.stamped(e, st.Mtim.Nano()))
 			}
 		}
 		tmp := tempPrefix + randid.Hex(12)
@@ -286,13 +286,13 @@ func (a *applier) entry(e, c *entry, st *unix.Stat_t, err error) error {
 		if err == nil {
 			err = a.stamped(e, 0)
 		}
-		return a.owned(e, err)
+		return a.meta(e, c, err)
 	case kindFifo:
 		var ferr error
 		if live != kindFifo || st.Mode&0o7777 != restoreMode(e.mode) {
 			ferr = a.fifo(e, live)
 		}
-		return a.owned(e, ferr)
+		return a.meta(e, c, ferr)
 	default:
 		a.notes.add(a.ds.pathTo(e.name), "was a "+e.kind.String()+", which a restore cannot make: left as it is", true)
 		return nil
@@ -580,6 +580,26 @@ func (a *applier) stamped(e *entry, now int64) error {
 // stamp is the times to set for mtime (the access time left as it is).
 func stamp(mtime int64) []unix.Timespec {
 	return []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mtime)}
+}
+
+// meta gives e's name, once put back (err nil), its owner and extended attributes; c is
+// its entry just before.
+func (a *applier) meta(e, c *entry, err error) error {
+	if err = a.owned(e, err); err != nil {
+		return err
+	}
+	if e.flags&flagXattrs == 0 && (e.xattrs != "" || c == nil || c.xattrs == "") {
+		return nil // none to set, and none known to remove
+	}
+	fd, err := unix.Openat(a.ds.fd(), e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil // a symlink's are the system's
+	}
+	defer unix.Close(fd)
+	if err := putXattrs(e, fd); err != nil {
+		a.notes.add(a.ds.pathTo(e.name), "its extended attributes could not all be put back ("+err.Error()+")", false)
+	}
+	return nil
 }
 
 // mayChown says the daemon may give files any owner: it runs as root.

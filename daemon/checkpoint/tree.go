@@ -62,7 +62,13 @@ const (
 	flagMeta
 	// flagStamped: a folder's or symlink's entry records its mtime (older trees lack it).
 	flagStamped
+	// flagXattrs: the entry keeps its extended attributes themselves (xattrSet), not only
+	// their digest, so a restore can put them back: those up to maxXattrSet bytes.
+	flagXattrs
 )
+
+// maxXattrSet is the most bytes of extended attributes an entry keeps to restore.
+const maxXattrSet = 4096
 
 // inlineMax is the largest tree kept inline in its parent's: a chain of small folders
 // (a deep tree, node_modules) then costs a few objects, not one each.
@@ -87,6 +93,7 @@ type entry struct {
 	// for none) are what the stale check compares besides content (flagMeta).
 	uid, gid uint32
 	xattrs   string
+	xattrSet string // the extended attributes, encoded as xattrDigest hashes them (flagXattrs)
 }
 
 func (e *entry) captured() bool { return e.flags&flagUncaptured == 0 }
@@ -117,6 +124,9 @@ func encodeTree(t tree) []byte {
 			e.uvarint(uint64(x.uid))
 			e.uvarint(uint64(x.gid))
 			e.str(x.xattrs)
+		}
+		if x.flags&flagXattrs != 0 {
+			e.str(x.xattrSet)
 		}
 		if x.kind == kindFile {
 			e.uvarint(uint64(x.size))
@@ -180,6 +190,9 @@ func scanTree(b []byte, text bool, fn func(x *entry, inline []byte) error) error
 		if x.flags&flagMeta != 0 {
 			x.uid, x.gid = uint32(d.uvarint()), uint32(d.uvarint())
 			x.xattrs = d.text(text)
+		}
+		if x.flags&flagXattrs != 0 {
+			x.xattrSet = d.text(text)
 		}
 		if x.kind == kindFile {
 			x.size = int64(d.uvarint())
