@@ -545,66 +545,6 @@ func removeAt(ds *dirStack, name string, buf []byte) error {
 	return err
 }
 
-// owned gives e's name in the top folder, once put back (err nil), the owner e recorded,
-// where the daemon may: as root. A name already so owned is not changed (its ctime
-// stays). A link (another name of a file) shares its first name's owner.
-func (a *applier) owned(e *entry, err error) error {
-	if err != nil || e.flags&flagMeta == 0 || !mayChown {
-		return err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstatat(a.ds.fd(), e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
-	}
-	if st.Uid == e.uid && st.Gid == e.gid {
-		return nil
-	}
-	if err := unix.Fchownat(a.ds.fd(), e.name, int(e.uid), int(e.gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("%q: giving it back its owner: %w", a.ds.pathTo(e.name), err)
-	}
-	step()
-	return nil
-}
-
-// stamped gives the symlink e's name in the top folder, whose mtime is now, e's.
-func (a *applier) stamped(e *entry, now int64) error {
-	if e.flags&flagStamped == 0 || now == e.mtime {
-		return nil
-	}
-	if err := unix.UtimesNanoAt(a.ds.fd(), e.name, stamp(e.mtime), unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
-	}
-	return nil
-}
-
-// stamp is the times to set for mtime (the access time left as it is).
-func stamp(mtime int64) []unix.Timespec {
-	return []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(mtime)}
-}
-
-// meta gives e's name, once put back (err nil), its owner and extended attributes; c is
-// its entry just before.
-func (a *applier) meta(e, c *entry, err error) error {
-	if err = a.owned(e, err); err != nil {
-		return err
-	}
-	if e.flags&flagXattrs == 0 && (e.xattrs != "" || c == nil || c.xattrs == "") {
-		return nil // none to set, and none known to remove
-	}
-	fd, err := unix.Openat(a.ds.fd(), e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil // a symlink's are the system's
-	}
-	defer unix.Close(fd)
-	if err := putXattrs(e, fd); err != nil {
-		a.notes.add(a.ds.pathTo(e.name), "its extended attributes could not all be put back ("+err.Error()+")", false)
-	}
-	return nil
-}
-
-// mayChown says the daemon may give files any owner: it runs as root.
-var mayChown = os.Geteuid() == 0
-
 // writable gives the open top folder (stat st) owner write and search permission, so
 // its entries can change; folder puts its mode back after.
 func (a *applier) writable(st *unix.Stat_t) error {
