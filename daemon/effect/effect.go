@@ -160,7 +160,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room)),
 			p.putBack(view))
 	}
-	upper := view + layerSuffix
+	upper := view + ".layer"
 	// One block over what room leaves: a run that fills its layer is found past the bound.
 	ly, err := openLayer(ctx, view, upper, room-took+commands.MinEntryBytes)
 	if err != nil {
@@ -301,9 +301,9 @@ func (p *Previews) Forget(agentID string) error {
 		s.Close()
 	}
 	var errs []error
-	for _, at := range [][2]string{{p.opt.Views, agentID}, {p.opt.Views, agentID + layerSuffix}, {p.opt.Dir, agentID}} {
-		if _, err := os.Lstat(filepath.Join(at[0], at[1])); err == nil {
-			errs = append(errs, checkpoint.RemoveTree(at[0], at[1]))
+	for _, dir := range []string{p.opt.Views, p.opt.Dir} {
+		if _, err := os.Lstat(filepath.Join(dir, agentID)); err == nil {
+			errs = append(errs, checkpoint.RemoveTree(dir, agentID))
 		}
 	}
 	return errors.Join(errs...)

@@ -33,10 +33,6 @@ type layer struct {
 	nsenter string
 }
 
-// layerSuffix names the layer's mount point beside the copy: <copy>.layer, an empty
-// folder but while a run ahead writes in the tmpfs mounted there (in its namespace).
-const layerSuffix = ".layer"
-
 // layerScript mounts the tmpfs ($2, size $3 bytes, $4 inodes) and says so; once told
 // (a line on its stdin), the overlay on the copy ($1), with $5 its extra options ($6:
 // in a user namespace); says
