@@ -521,17 +521,18 @@ func removeAt(ds *dirStack, name string, buf []byte) error {
 		step()
 		return err
 	}
-	pst, err := ds.push(name)
-	if err != nil {
+	if st.Mode&0o700 != 0o700 {
+		// A folder its owner may not read or search (chmod 000) opens only as root: the
+		// daemon running as its own user gives itself access first, through a handle
+		// that names this folder and cannot follow a link.
+		if err := ownerAccess(ds.fd(), name, st.Mode); err != nil {
+			return err
+		}
+	}
+	if _, err := ds.push(name); err != nil {
 		return err
 	}
-	if pst.Mode&0o700 != 0o700 {
-		err = unix.Fchmod(ds.fd(), pst.Mode&0o7777|0o700)
-	}
-	var names []string
-	if err == nil {
-		names, err = readNames(ds.fd(), buf)
-	}
+	names, err := readNames(ds.fd(), buf)
 	for _, n := range names {
 		if err = removeAt(ds, n, buf); err != nil {
 			break
@@ -543,6 +544,16 @@ func removeAt(ds *dirStack, name string, buf []byte) error {
 	err = unix.Unlinkat(ds.fd(), name, unix.AT_REMOVEDIR)
 	step()
 	return err
+}
+
+// ownerAccess gives the folder name in dir (mode mode) owner read, write and search.
+func ownerAccess(dir int, name string, mode uint32) error {
+	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), mode&0o7777|0o700)
 }
 
 // writable gives the open top folder (stat st) owner write and search permission, so
