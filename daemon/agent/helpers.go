@@ -294,8 +294,8 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		key = w.HelperID
 	}
 	result, status := helperResult(key, outcome, reason)
-	var ep *api.Episode
 	s.checkpoints.ahead(ctx, s.st, &api.Proposal{ID: w.ProposalID, AgentID: w.AgentID}, nil) // the step's end: outside the write
+	shows := &change{rec: s.recordEpisode, ckpt: s.checkpoints}
 	_, err = s.mutateThen(ctx, w.AgentID, func(tx *store.Tx, a *store.Agent, r *runner) error {
 		if ok, err := tx.DeleteWait(w.ProposalID); err != nil {
 			return err
@@ -314,24 +314,19 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		if p.Status != api.ProposalStarted {
 			return nil // withdrawn meanwhile (its run was stopped): the wait just goes
 		}
-		on := a
+		shows.a, shows.p = a, p
 		if a.RunID != p.RunID {
-			on = nil // its run is over: the agent is another run's
+			shows.a = nil // its run is over: the agent is another run's
 		}
-		ep = episodeOf(p, epOutcome, result, "")
+		shows.episode = episodeOf(p, epOutcome, result, "")
 		ev.Writes = s.checkpoints.took(tx, p) // the helper's end is the step's: its change is recorded
-		if res, err := apply(tx, &change{a: on, p: p, ev: ev, episode: ep, rec: s.recordEpisode, ckpt: s.checkpoints}); err != nil || !res.moved {
-			ep = nil
+		shows.ev = ev
+		if res, err := apply(tx, shows); err != nil || !res.moved {
 			return err // withdrawn meanwhile (its run was stopped): the wait just goes
 		}
 		s.audit.keep(tx, a.ID, epOutcome, map[string]string{"proposal": p.ID, "command": p.Command, "helper": w.HelperID})
 		return nil
-	}, func(a *api.Agent) []api.Event {
-		if ep == nil {
-			return nil
-		}
-		return []api.Event{{Type: api.EventResult, AgentID: a.ID, Episode: ep}}
-	})
+	}, shows)
 	if err != nil && !errors.Is(err, errDelivered) && !errors.Is(err, api.ErrNotFound) {
 		s.log.Error("delivering a helper's end", "run", runID, "proposal", w.ProposalID, "err", err)
 	}
@@ -567,7 +562,7 @@ type helpers struct {
 
 	// What the helpers need of the runs: changing an agent under its runner's lock,
 	// pausing, resuming and stopping it; and of the episodes: ending a step.
-	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, shows *change) (*api.Agent, error)
 	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 	pause         func(ctx context.Context, ref, reason string) (*api.Agent, error)
 	resume        func(ctx context.Context, ref, only string) (*api.Agent, error)

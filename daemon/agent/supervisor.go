@@ -152,20 +152,17 @@ func wireParts(s *Supervisor, opt Options) {
 	s.agentBudgets.mutateAgent = func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error) (*api.Agent, error) {
 		return s.runs.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) })
 	}
-	withEvents := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent, *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
-		return s.runs.mutateThen(ctx, ref, fn, events, nil)
-	}
-	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = withEvents, s.runs.pause, s.runs.resume, s.runs.stop
+	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = s.runs.mutateThen, s.runs.pause, s.runs.resume, s.runs.stop
 	// A person decides or answers: the agent's next step is theirs to wait on (personNext).
 	personAnswers := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error, shows *change) (*api.Agent, error) {
 		return s.runs.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 			r.personNext = true
 			return fn(tx, a)
-		}, nil, shows)
+		}, shows)
 	}
 	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, recordEpisode: s.recordEpisode,
-		mutateAfter: func(ctx context.Context, ref string, first func(string) error, fn func(*store.Tx, *store.Agent, *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
-			return mutateAfter(ctx, s.runs, ref, first, fn, events, nil)
+		mutateAfter: func(ctx context.Context, ref string, first func(string) error, fn func(*store.Tx, *store.Agent, *runner) error, shows *change) (*api.Agent, error) {
+			return mutateAfter(ctx, s.runs, ref, first, fn, shows)
 		}}
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}

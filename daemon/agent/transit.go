@@ -280,12 +280,13 @@ func (c *change) workspace(tx *store.Tx, k cycle.EffectKind, out *applied) error
 }
 
 // eventOf is the event a follower sees for an effect: the proposal shown, the decision
-// recorded, the result remembered, the agent's new state, the question asked, its run's
-// end. The other effects show in these.
+// recorded, the result remembered (a rewind's too), the agent's new state, the question
+// asked, its run's end. The other effects show in these.
 var eventOf = map[cycle.EffectKind]api.EventType{
 	cycle.ShowProposal:   api.EventProposal,
 	cycle.RecordDecision: api.EventDecision,
 	cycle.RecordEpisode:  api.EventResult,
+	cycle.Restore:        api.EventResult,
 	cycle.SetAgent:       api.EventState,
 	cycle.AskPerson:      api.EventQuestion,
 	cycle.EndRun:         api.EventFinish,

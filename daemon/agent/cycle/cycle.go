@@ -116,6 +116,10 @@ const (
 	RecoveredIdempotent Kind = "recovered_idempotent"
 	// Withdraw ends a started proposal that nothing runs (a question, a helper wait).
 	Withdraw Kind = "withdraw"
+	// LateEnd is the end of a step whose proposal was withdrawn while its command ran
+	// (its run's budget ran out): the agent has no open proposal, what the command did is
+	// remembered all the same, and the agent is shown as it is now (reason: its own).
+	LateEnd Kind = "late_end"
 	// Budgets: the run's ran out (it ends: reason, Detail, Result); the agent's ran out
 	// (it pauses: reason); the agent's was raised (it goes on). Over.Event picks the
 	// first two from the budgets' one verdict.
@@ -139,21 +143,22 @@ var Kinds = []Kind{
 	PolicyAllow, PolicyRefuse, Await,
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
 	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
-	Recovered, RecoveredIdempotent, Withdraw,
+	Recovered, RecoveredIdempotent, Withdraw, LateEnd,
 	RunBudgetHit, AgentBudgetHit, BudgetRaised,
 	Pause, Resume, Stop, Task, Rewind,
 }
 
 // Events lists every event the table tells apart: each kind in Kinds' order, and after
-// start, succeeded and failed that kind again with Writes set (a step that may change the
-// workspace is checkpointed before it runs and its change recorded when it ends; a
-// read-only one, a read or the bounded profile's read-only workspace, is not).
+// start, start_apply, succeeded, failed and late_end that kind again with Writes set (a
+// step that may change the workspace is checkpointed before it runs and its change
+// recorded when it ends; a read-only one, a read or the bounded profile's read-only
+// workspace, is not).
 func Events() []Event {
 	var evs []Event
 	for _, k := range Kinds {
 		evs = append(evs, Event{Kind: k})
 		switch k {
-		case Start, StartApply, Succeed, Fail:
+		case Start, StartApply, Succeed, Fail, LateEnd:
 			evs = append(evs, Event{Kind: k, Writes: true})
 		}
 	}

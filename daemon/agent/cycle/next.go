@@ -271,6 +271,16 @@ func (t *transition) executed() bool {
 		t.endRun(api.RunBudgetExhausted)
 		t.effect(RecordBudget)
 		return true
+	case LateEnd:
+		if p != None {
+			return false
+		}
+		if t.ev.Writes {
+			t.effect(RecordChange) // first: the episode tells the change
+		}
+		t.effect(RecordEpisode)
+		t.agent(a)
+		return true
 	}
 	if p != Started {
 		return false
