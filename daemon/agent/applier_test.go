@@ -67,16 +67,16 @@ func effectName(e cycle.Effect) string {
 }
 
 // eventsFollowing are the events a follower sees for effects, in the order it reads them:
-// the proposal shown (with the agent: no state event beside it), the decision recorded,
-// the result remembered (or a rewind's), the agent's new state, the question asked, its
+// an error reported, the proposal shown (with the agent: no state event beside it), the decision recorded,
+// the result remembered (or a rewind's), the agent's new state (or the agent shown as it is), the question asked, its
 // run's end.
 func eventsFollowing(effects []cycle.Effect) []api.EventType {
 	var out []api.EventType
 	for _, t := range []struct {
 		effect cycle.EffectKind
 		event  api.EventType
-	}{{cycle.ShowProposal, api.EventProposal}, {cycle.RecordDecision, api.EventDecision}, {cycle.RecordEpisode, api.EventResult},
-		{cycle.SetAgent, api.EventState}, {cycle.AskPerson, api.EventQuestion}, {cycle.EndRun, api.EventFinish}} {
+	}{{cycle.ReportError, api.EventError}, {cycle.ShowProposal, api.EventProposal}, {cycle.RecordDecision, api.EventDecision}, {cycle.RecordEpisode, api.EventResult},
+		{cycle.SetAgent, api.EventState}, {cycle.ShowAgent, api.EventState}, {cycle.AskPerson, api.EventQuestion}, {cycle.EndRun, api.EventFinish}} {
 		if (has(effects, t.effect) || t.event == api.EventResult && has(effects, cycle.Restore)) && (t.event != api.EventState || !has(effects, cycle.ShowProposal)) {
 			out = append(out, t.event)
 		}
@@ -232,6 +232,12 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 	}
 	if slices.Contains(published, api.EventProposal) { // showing is all show_proposal does
 		got = append(got, string(cycle.ShowProposal))
+	}
+	if slices.Contains(published, api.EventState) && !slices.Contains(got, string(cycle.SetAgent)) { // the agent shown, its state unchanged
+		got = append(got, string(cycle.ShowAgent))
+	}
+	if slices.Contains(published, api.EventError) { // reporting is all report_error does
+		got = append(got, string(cycle.ReportError))
 	}
 	switch {
 	case rec.execCancels > 0:

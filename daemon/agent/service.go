@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -88,14 +87,13 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 			return err
 		}
 		var err error
-		out, err = view(tx, a)
+		out, err = created(tx, a, s.events.Publish)
 		return err
 	})
 	if err != nil {
 		removeWorkspace(a.Workspace)
 		return nil, err
 	}
-	s.events.Publish(api.Event{Type: api.EventState, AgentID: a.ID, Agent: out, Message: "created"})
 	if opt != nil {
 		s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, out.CreatedAt, 0)
 	}
@@ -325,23 +323,6 @@ func (s *runs) endRemovedRuns(ctx context.Context, all []removal) {
 			s.onRunEnd(*g.open)
 		}
 	}
-}
-
-// newRunTx starts a new run of the idle agent a with task; the caller writes a.
-func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
-	// Nothing of the last run may be decided in the new one: the task supersedes it.
-	p, err := tx.OpenProposal(a.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		p, err = nil, nil
-	} else if err != nil {
-		return err
-	}
-	if err := tx.ClearQuestions(a.ID); err != nil {
-		return err
-	}
-	a.RunID, a.Task, a.Step, a.Strikes = randid.ID("r-"), task, 0, 0
-	_, _, err = transit(tx, a, p, cycle.Event{Kind: cycle.Task}) // starts the run
-	return err
 }
 
 // runs starts, changes and ends agents' runs: creating and removing agents, giving them

@@ -118,8 +118,14 @@ const (
 	Withdraw Kind = "withdraw"
 	// LateEnd is the end of a step whose proposal was withdrawn while its command ran
 	// (its run's budget ran out): the agent has no open proposal, what the command did is
-	// remembered all the same, and the agent is shown as it is now (reason: its own).
+	// remembered all the same, and the agent is shown as it is now.
 	LateEnd Kind = "late_end"
+	// Created: a new agent was stored, idle, or thinking on its first run's task; its
+	// profile was written by the model on its first step (Detail: what happened). An
+	// invalid reply: the model's reply failed its checks, a strike (Detail: what failed).
+	Created        Kind = "created"
+	ProfileWritten Kind = "profile_written"
+	InvalidReply   Kind = "invalid_reply"
 	// Budgets: the run's ran out (it ends: reason, Detail, Result); the agent's ran out
 	// (it pauses: reason); the agent's was raised (it goes on). Over.Event picks the
 	// first two from the budgets' one verdict.
@@ -144,6 +150,7 @@ var Kinds = []Kind{
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
 	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
 	Recovered, RecoveredIdempotent, Withdraw, LateEnd,
+	Created, ProfileWritten, InvalidReply,
 	RunBudgetHit, AgentBudgetHit, BudgetRaised,
 	Pause, Resume, Stop, Task, Rewind,
 }
@@ -172,7 +179,8 @@ type Event struct {
 	Reason string
 	// Result is the proposal's result, for the events that end it.
 	Result string
-	// Detail is why its run ended, for the events that end it.
+	// Detail is why its run ended, for the events that end it; what happened, for the
+	// events that show the agent or report an error.
 	Detail string
 	// Writes says the step may change the workspace (a write, a shell or python run, a
 	// clone… not a read-only command or the bounded profile's read-only workspace): on
@@ -210,6 +218,10 @@ const (
 	// it; AskPerson stores ask_user's question and puts it to them.
 	ShowProposal EffectKind = "show_proposal"
 	AskPerson    EffectKind = "ask_person"
+	// ShowAgent shows the agent as it is now, its state unchanged, with what happened (the
+	// event's Detail); ReportError tells what went wrong (Detail), the agent going on.
+	ShowAgent   EffectKind = "show_agent"
+	ReportError EffectKind = "report_error"
 )
 
 // Effect is one thing the event's outcome calls for.
