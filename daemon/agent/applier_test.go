@@ -67,16 +67,16 @@ func effectName(e cycle.Effect) string {
 }
 
 // eventsFollowing are the events a follower sees for effects, in the order it reads them:
-// an error reported, the proposal shown (with the agent: no state event beside it), the decision recorded,
-// the result remembered (or a rewind's), the agent's new state (or the agent shown as it is), the question asked, its
-// run's end.
+// an error reported, the proposal shown (with the agent: no state event beside it), the
+// decision recorded, the result remembered (or a rewind's), the agent's new state (or the
+// agent shown as it is), the question asked, its run's end, its removal.
 func eventsFollowing(effects []cycle.Effect) []api.EventType {
 	var out []api.EventType
 	for _, t := range []struct {
 		effect cycle.EffectKind
 		event  api.EventType
 	}{{cycle.ReportError, api.EventError}, {cycle.ShowProposal, api.EventProposal}, {cycle.RecordDecision, api.EventDecision}, {cycle.RecordEpisode, api.EventResult},
-		{cycle.SetAgent, api.EventState}, {cycle.ShowAgent, api.EventState}, {cycle.AskPerson, api.EventQuestion}, {cycle.EndRun, api.EventFinish}} {
+		{cycle.SetAgent, api.EventState}, {cycle.ShowAgent, api.EventState}, {cycle.AskPerson, api.EventQuestion}, {cycle.EndRun, api.EventFinish}, {cycle.ShowRemoved, api.EventRemoved}} {
 		if (has(effects, t.effect) || t.event == api.EventResult && has(effects, cycle.Restore)) && (t.event != api.EventState || !has(effects, cycle.ShowProposal)) {
 			out = append(out, t.event)
 		}
@@ -238,6 +238,9 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 	}
 	if slices.Contains(published, api.EventError) { // reporting is all report_error does
 		got = append(got, string(cycle.ReportError))
+	}
+	if slices.Contains(published, api.EventRemoved) { // telling is all show_removed does
+		got = append(got, string(cycle.ShowRemoved))
 	}
 	switch {
 	case rec.execCancels > 0:

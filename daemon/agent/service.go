@@ -276,17 +276,25 @@ func (s *runs) removeTx(tx *store.Tx, all []removal) error {
 		}
 		s.memory.forget(tx, ids)
 	}
-	// Helpers first: nothing is left pointing at a removed parent.
+	// Helpers first: nothing is left pointing at a removed parent. Who follows each is
+	// told once this commits.
 	for i := len(all) - 1; i >= 0; i-- {
-		if err := tx.DeleteAgent(all[i].id); err != nil {
+		a, err := tx.Agent(all[i].id)
+		if err != nil {
+			return err
+		}
+		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Removed}, pub: s.events.Publish}); err != nil {
+			return err
+		}
+		if err := tx.DeleteAgent(a.ID); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// removed forgets g, whose removal committed: its runner, workspace and walks, and tells
-// who follows it.
+// removed forgets g, whose removal committed (and was told to who follows it): its
+// runner, workspace and walks.
 func (s *runs) removed(g removal) {
 	s.host.dropRunner(g.id)
 	// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
@@ -303,7 +311,6 @@ func (s *runs) removed(g removal) {
 	if s.onRemoved != nil {
 		s.onRemoved(g.id)
 	}
-	s.events.Publish(api.Event{Type: api.EventRemoved, AgentID: g.id})
 }
 
 // endRemovedRuns ends the runs the removal of all ended.

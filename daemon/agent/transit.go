@@ -152,7 +152,7 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 	case cycle.ShowProposal: // its event is all it does
 		shown := *c.p
 		out.proposal = &shown
-	case cycle.ShowAgent, cycle.ReportError: // their events are all they do
+	case cycle.ShowAgent, cycle.ReportError, cycle.ShowRemoved: // their events are all they do
 	case cycle.AskPerson:
 		if c.a == nil {
 			return errMissing
@@ -313,11 +313,12 @@ func (c *change) workspace(tx *store.Tx, k cycle.EffectKind, out *applied) error
 
 // eventOf is the event a follower sees for an effect: an error reported, the proposal
 // shown, the decision recorded, the result remembered (a rewind's too), the agent's new
-// state (or the agent shown as it is), the question asked, its run's end. The other
-// effects show in these.
+// state (or the agent shown as it is), the question asked, its run's end, its removal.
+// The other effects show in these.
 var eventOf = map[cycle.EffectKind]api.EventType{
 	cycle.ReportError:    api.EventError,
 	cycle.ShowAgent:      api.EventState,
+	cycle.ShowRemoved:    api.EventRemoved,
 	cycle.ShowProposal:   api.EventProposal,
 	cycle.RecordDecision: api.EventDecision,
 	cycle.RecordEpisode:  api.EventResult,
@@ -328,7 +329,7 @@ var eventOf = map[cycle.EffectKind]api.EventType{
 }
 
 // publishOrder is the order a follower reads a transition's events in.
-var publishOrder = []api.EventType{api.EventError, api.EventProposal, api.EventDecision, api.EventResult, api.EventState, api.EventQuestion, api.EventFinish}
+var publishOrder = []api.EventType{api.EventError, api.EventProposal, api.EventDecision, api.EventResult, api.EventState, api.EventQuestion, api.EventFinish, api.EventRemoved}
 
 // publish has the events of the transition's effects published once tx commits (never
 // when it rolls back), when the change has a publisher. The agent is shown as the caller
@@ -374,6 +375,8 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 		return ev
 	case api.EventError:
 		ev.Message = c.ev.Detail
+		return ev
+	case api.EventRemoved:
 		return ev
 	case api.EventProposal:
 		ev.Proposal = c.proposalShown(out)

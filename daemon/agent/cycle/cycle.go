@@ -126,6 +126,8 @@ const (
 	Created        Kind = "created"
 	ProfileWritten Kind = "profile_written"
 	InvalidReply   Kind = "invalid_reply"
+	// Removed: a person removed the agent (with its helpers), whatever it was doing.
+	Removed Kind = "removed"
 	// Budgets: the run's ran out (it ends: reason, Detail, Result); the agent's ran out
 	// (it pauses: reason); the agent's was raised (it goes on). Over.Event picks the
 	// first two from the budgets' one verdict.
@@ -150,7 +152,7 @@ var Kinds = []Kind{
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
 	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
 	Recovered, RecoveredIdempotent, Withdraw, LateEnd,
-	Created, ProfileWritten, InvalidReply,
+	Created, ProfileWritten, InvalidReply, Removed,
 	RunBudgetHit, AgentBudgetHit, BudgetRaised,
 	Pause, Resume, Stop, Task, Rewind,
 }
@@ -222,6 +224,9 @@ const (
 	// event's Detail); ReportError tells what went wrong (Detail), the agent going on.
 	ShowAgent   EffectKind = "show_agent"
 	ReportError EffectKind = "report_error"
+	// ShowRemoved tells the people following the agent that it was removed: their
+	// streams of its events end.
+	ShowRemoved EffectKind = "show_removed"
 )
 
 // Effect is one thing the event's outcome calls for.

@@ -63,7 +63,7 @@ func (t *transition) run() bool {
 		return t.control()
 	case Rewind:
 		return t.rewind()
-	case Created, ProfileWritten, InvalidReply:
+	case Created, ProfileWritten, InvalidReply, Removed:
 		return t.shown()
 	case Proposed, ProposedRepeat, ProposedRethink, ProposedLoop:
 		return t.proposed()
@@ -364,7 +364,8 @@ func (t *transition) rewind() bool {
 
 // shown handles what is only shown to the people following the agent: a new agent (idle,
 // or thinking on its first task); the profile its first step wrote and an invalid reply
-// the model gave, which may land after a person paused or stopped it meanwhile.
+// the model gave, which may land after a person paused or stopped it meanwhile; its
+// removal, whatever it was doing.
 func (t *transition) shown() bool {
 	a, p := t.from.Agent, t.from.Proposal
 	switch {
@@ -374,6 +375,8 @@ func (t *transition) shown() bool {
 		return false
 	case t.ev.Kind == InvalidReply:
 		t.effect(ReportError)
+	case t.ev.Kind == Removed:
+		t.effect(ShowRemoved)
 	default:
 		t.effect(ShowAgent)
 	}
