@@ -196,8 +196,9 @@ type EffectKind string
 // Effects. The applier in daemon/agent (apply) carries out every one, in the event's
 // transaction; a cancel runs once it commits, and so does publishing the events that
 // tell followers what the effects did (a decision, a result, a state, a run's end, a
-// proposal shown, a question asked). What the loop does after an event — run
-// the command, wait for a person — is NextMove's, not an effect.
+// proposal shown, a question asked, the agent shown, an invalid reply, a removal).
+// What the loop does after an event — run the command, wait for a person — is
+// NextMove's, not an effect.
 const (
 	SetProposal    EffectKind = "set_proposal"    // store the proposal's status (insert it when new)
 	SetAgent       EffectKind = "set_agent"       // store the agent's state and reason
