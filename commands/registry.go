@@ -176,8 +176,10 @@ type Limits struct {
 var ErrPanic = errors.New("command panicked")
 
 // cancelGrace is how long Run waits, once the context ends, for the command to return its
-// own error before giving up on it.
-const cancelGrace = 100 * time.Millisecond
+// own error before giving up on it. A stopped sandboxed command returns what it printed and
+// what its box's limits did, which takes the kernel a while to kill and reap on a loaded
+// machine; a command that ignores its context is still given up on after this.
+const cancelGrace = 2 * time.Second
 
 // Run executes c with args under lim: it validates args against the command's params,
 // applies the timeout, caps the output and turns a panic into an error.

@@ -95,7 +95,7 @@ time.sleep(6017)"`, time.Minute)
 	cancel()
 	r := <-bombed
 	if !strings.Contains(r.out, "forks failed: the agent's processes reached their limit of 32 ([shell] procs)") {
-		t.Errorf("the first agent's result does not say its forks hit its limit:\n%s", r.out)
+		t.Errorf("the first agent's result does not say its forks hit its limit (err %v):\n%s", r.err, r.out)
 	}
 	waitGone(t, "time.sleep(6017)")
 }
@@ -179,7 +179,7 @@ func TestBusyAgentsShareTheCPU(t *testing.T) {
 // cpuOf is the CPU time, in seconds, of the processes with marker in their command line.
 func cpuOf(marker string) float64 {
 	var ticks int64
-	for _, pid := range processesWith(marker) {
+	for _, pid := range testutil.ProcessesWith(marker) {
 		stat, err := os.ReadFile("/proc/" + pid + "/stat")
 		if err != nil {
 			continue

@@ -135,6 +135,7 @@ type capture struct {
 	pending []pendingObject
 	links   map[devIno]firstName
 	store   devIno // the store's folder, which must not be in the workspace
+	room    *room  // what new content may take beside the store's hard cap and free-space floor
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -254,6 +255,9 @@ func (c *capture) entry(name string, p *entry, st *unix.Stat_t, err error) (e en
 	}
 	e.kind, e.mode = kindOf(st.Mode), st.Mode&0o7777
 	e.uid, e.gid, e.flags = st.Uid, st.Gid, e.flags|flagMeta
+	if e.kind == kindDir || e.kind == kindSymlink {
+		e.mtime, e.flags = st.Mtim.Nano(), e.flags|flagStamped
+	}
 	if e.kind != kindDir {
 		c.files++
 	}
@@ -302,7 +306,7 @@ func (c *capture) folder(e *entry, st *unix.Stat_t, p *entry) error {
 		return nil
 	}
 	c.s.watch.add(c.ds.fd()) // before listing it: a change from now on queues an event
-	e.xattrs = xattrDigest(c.ds.fd())
+	keepXattrs(e, c.ds.fd())
 	var pt tree
 	hasPrev := false
 	if p != nil && p.kind == kindDir && p.captured() {
@@ -360,7 +364,7 @@ func (c *capture) file(e *entry, st *unix.Stat_t, p *entry) error {
 	// A change to the attributes or owner moves ctime too: they are kept with the hash.
 	if p != nil && p.kind == kindFile && p.flags&(flagUncaptured|flagRacy|flagMeta) == flagMeta && p.size == e.size &&
 		p.mtime == e.mtime && p.ctime == e.ctime && p.ino == e.ino && p.dev == e.dev {
-		e.hash, e.xattrs = p.hash, p.xattrs
+		e.hash, e.xattrs, e.xattrSet, e.flags = p.hash, p.xattrs, p.xattrSet, e.flags|p.flags&flagXattrs
 		c.bytes += e.size
 		return nil
 	}
@@ -389,7 +393,7 @@ func (c *capture) read(e *entry) error {
 		c.uncapture(e, "changed while it was read")
 		return nil
 	}
-	e.xattrs = xattrDigest(fd)
+	keepXattrs(e, fd)
 	var tmp string
 	var h hash
 	var n int64
@@ -431,12 +435,16 @@ func (c *capture) read(e *entry) error {
 		}
 		return nil
 	}
+	why := c.roomFor(c.newBlobs + e.size)
 	if limit := maxStep(c.s); c.newBlobs+e.size > limit {
+		why = fmt.Sprintf("would take this checkpoint's new content past its limit of %d bytes", limit)
+	}
+	if why != "" {
 		if tmp != "" {
 			unix.Unlinkat(c.s.tm, tmp, 0)
 		}
 		c.bytes -= e.size
-		c.uncapture(e, fmt.Sprintf("would take this checkpoint's new content past its limit of %d bytes", limit))
+		c.uncapture(e, why)
 		return nil
 	}
 	if tmp == "" {
@@ -469,7 +477,7 @@ func (c *capture) copyTemp(f *os.File, limit int64) (tmp string, n int64, h hash
 		m, rerr := f.Read(buf[:min(int64(len(buf)), limit-n)])
 		if m > 0 {
 			sum.Write(buf[:m])
-			if _, werr := out.Write(buf[:m]); werr != nil {
+			if werr := writeSparse(out, buf[:m], n); werr != nil {
 				return tmp, n, h, storeError{werr}
 			}
 			n += int64(m)
@@ -482,6 +490,9 @@ func (c *capture) copyTemp(f *os.File, limit int64) (tmp string, n int64, h hash
 		}
 	}
 	sum.Sum(h[:0])
+	if err := out.Truncate(n); err != nil { // a hole at the end has a size too
+		return tmp, n, h, storeError{err}
+	}
 	step()
 	return tmp, n, h, nil
 }
