@@ -67,16 +67,17 @@ func effectName(e cycle.Effect) string {
 }
 
 // eventsFollowing are the events a follower sees for effects, in the order it reads them:
-// the proposal shown (with the agent: no state event beside it), the decision recorded,
-// the result remembered, the agent's new state, the question asked, its run's end.
+// an error reported, the proposal shown (with the agent: no state event beside it), the
+// decision recorded, the result remembered (or a rewind's), the agent's new state (or the
+// agent shown as it is), the question asked, its run's end, its removal.
 func eventsFollowing(effects []cycle.Effect) []api.EventType {
 	var out []api.EventType
 	for _, t := range []struct {
 		effect cycle.EffectKind
 		event  api.EventType
-	}{{cycle.ShowProposal, api.EventProposal}, {cycle.RecordDecision, api.EventDecision}, {cycle.RecordEpisode, api.EventResult},
-		{cycle.SetAgent, api.EventState}, {cycle.AskPerson, api.EventQuestion}, {cycle.EndRun, api.EventFinish}} {
-		if has(effects, t.effect) && (t.event != api.EventState || !has(effects, cycle.ShowProposal)) {
+	}{{cycle.ReportError, api.EventError}, {cycle.ShowProposal, api.EventProposal}, {cycle.RecordDecision, api.EventDecision}, {cycle.RecordEpisode, api.EventResult},
+		{cycle.SetAgent, api.EventState}, {cycle.ShowAgent, api.EventState}, {cycle.AskPerson, api.EventQuestion}, {cycle.EndRun, api.EventFinish}, {cycle.ShowRemoved, api.EventRemoved}} {
+		if (has(effects, t.effect) || t.event == api.EventResult && has(effects, cycle.Restore)) && (t.event != api.EventState || !has(effects, cycle.ShowProposal)) {
 			out = append(out, t.event)
 		}
 	}
@@ -149,7 +150,7 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 	}
 	g := &api.Grant{ID: "g-" + id, AgentID: id, Kind: api.GrantCount, Count: 5, RunID: run, Label: "y -5"}
 	var p *api.Proposal
-	if from.Proposal != cycle.None || isProposed(k) {
+	if from.Proposal != cycle.None || isProposed(k) || k == cycle.LateEnd {
 		p = &api.Proposal{ID: "p-" + id, AgentID: id, RunID: run, Command: "read_file", Args: []byte(`{}`), Hash: "h" + id, Status: from.Proposal,
 			Preview: &api.Preview{Kind: api.PreviewProgram, Effect: &api.Effect{Output: "ran ahead", Summary: "changes 1 file (+1 −0)", From: 1, To: 3}}}
 	}
@@ -159,6 +160,13 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 		got = nil
 		if err := seed(tx, a, run, g, p); err != nil {
 			return err
+		}
+		if k == cycle.LateEnd { // withdrawn while its command ran: stored, no longer open
+			withdrawn := *p
+			withdrawn.Status = api.ProposalFailed
+			if err := tx.InsertProposal(&withdrawn); err != nil {
+				return err
+			}
 		}
 		if p != nil && event.Writes && k != cycle.Start && k != cycle.StartApply { // a started step's checkpoint, for its end to record
 			if err := tx.InsertStepCheckpoint(&store.StepCheckpoint{ID: p.ID, AgentID: id, RunID: run, Kind: store.CheckpointStep, Before: uint64(target.ID)}); err != nil {
@@ -224,6 +232,15 @@ func applyRecorded(t *testing.T, st *store.Store, ck *checkpoints, n int, from c
 	}
 	if slices.Contains(published, api.EventProposal) { // showing is all show_proposal does
 		got = append(got, string(cycle.ShowProposal))
+	}
+	if slices.Contains(published, api.EventState) && !slices.Contains(got, string(cycle.SetAgent)) { // the agent shown, its state unchanged
+		got = append(got, string(cycle.ShowAgent))
+	}
+	if slices.Contains(published, api.EventError) { // reporting is all report_error does
+		got = append(got, string(cycle.ReportError))
+	}
+	if slices.Contains(published, api.EventRemoved) { // telling is all show_removed does
+		got = append(got, string(cycle.ShowRemoved))
 	}
 	switch {
 	case rec.execCancels > 0:

@@ -3,13 +3,10 @@ package agent
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/commands/permission"
 	"github.com/agentd/agentd/daemon/agent/cycle"
-	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -109,50 +106,6 @@ func (r *runner) endOverBudget(ctx context.Context, runID string, o *cycle.Over)
 	}
 	r.s.log.Info("run stopped: budget exhausted", "agent", r.id, "run", runID, "reason", ex.why)
 	r.s.runs.runEnded(runID)
-}
-
-// checkRunOptions validates opt and returns its patterns in canonical form.
-func checkRunOptions(opt *run.Options) ([]string, error) {
-	b := opt.Budget
-	if b.MaxSteps < 0 || b.MaxTokens < 0 || b.MaxWall < 0 {
-		return nil, badRequest("budgets cannot be negative")
-	}
-	if opt.Policy != nil {
-		if err := checkPolicy(*opt.Policy); err != nil {
-			return nil, err
-		}
-	}
-	var pats []string
-	for _, p := range opt.Allow {
-		pat, err := permission.Parse(p)
-		if err != nil {
-			return nil, badRequest("allow pattern: %v", err)
-		}
-		pats = append(pats, pat.String())
-	}
-	return pats, nil
-}
-
-// requestOptions are the run options of an API request's budget: nil when it sets none.
-func requestOptions(b *api.Budget) (*run.Options, error) {
-	if b == nil || *b == (api.Budget{}) {
-		return nil, nil
-	}
-	switch {
-	case b.MaxSteps < 0:
-		return nil, badRequest("budget max_steps %d: want 0 (no bound) or more", b.MaxSteps)
-	case b.MaxTokens < 0:
-		return nil, badRequest("budget max_tokens %d: want 0 (no bound) or more", b.MaxTokens)
-	}
-	opt := &run.Options{Budget: run.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}, By: "the request"}
-	if t := strings.TrimSpace(b.MaxTime); t != "" {
-		d, err := time.ParseDuration(t)
-		if err != nil || d < time.Second {
-			return nil, badRequest("budget max_time %q: want a duration of at least 1s such as 30m or 1h30m", b.MaxTime)
-		}
-		opt.Budget.MaxWall = d
-	}
-	return opt, nil
 }
 
 // armBusyBudget bounds the step the loop is about to take by what the agent's time

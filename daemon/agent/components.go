@@ -151,7 +151,7 @@ func (s *Supervisor) stepOf(a *store.Agent) *commands.Step {
 // An agent created with a command list (a team role's) keeps only those: what it is not
 // offered is an unknown command to the reply's parser, so it is never executed.
 func (s *Supervisor) commandsFor(ctx context.Context, l *live, a *store.Agent, step *commands.Step) commands.Set {
-	set := s.helpers.helperDepthFilter(a, l.pipelineFor(a.Name).Commands(ctx, step))
+	set := helperDepthFilter(a, l.pipelineFor(a.Name).Commands(ctx, step), s.opt.MaxHelperDepth)
 	if len(a.Commands) > 0 {
 		set = slices.DeleteFunc(slices.Clone(set), func(c commands.Command) bool {
 			return !slices.Contains(a.Commands, c.Spec().Name)

@@ -54,8 +54,7 @@ func endOf(p *api.Proposal, out string, runErr error) stepEnd {
 // staged writes (a written file's memories) and the history summaries made meanwhile;
 // busy is how long the command ran, added to the agent's busy time.
 func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepEnd, busy time.Duration, staged ...func(*store.Tx) error) {
-	var withdrawn *api.Agent // set when p was withdrawn meanwhile: the agent as it is now
-	var ended bool           // the applier ended p's run
+	var ended bool // the applier ended p's run
 	r.mu.Lock()
 	r.cancelExec = nil
 	r.s.checkpoints.ahead(ctx, r.s.st, p, nil) // the walk holds no store writer
@@ -65,7 +64,7 @@ func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepE
 	for attempt := 1; ; attempt++ {
 		r.mu.Lock()
 		err := r.s.st.Tx(ctx, func(tx *store.Tx) (err error) {
-			withdrawn, ended, err = resultTx(r.s, tx, r.id, p, end, busy, staged)
+			ended, err = resultTx(r.s, tx, r.id, p, end, busy, staged)
 			return err
 		})
 		r.mu.Unlock()
@@ -87,23 +86,19 @@ func (r *runner) finishExecution(ctx context.Context, p *api.Proposal, end stepE
 			return
 		}
 	}
-	if withdrawn != nil { // the applier published nothing: the result comes after the run's end
-		r.s.events.Publish(api.Event{Type: api.EventResult, AgentID: r.id, Episode: end.ep})
-		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: r.id, Agent: withdrawn})
-	}
 	if end.finished && ended {
 		r.s.runs.runEnded(p.RunID)
 	}
 }
 
 // resultTx records the end of agent id's step p in tx, with the components' staged
-// writes; the applier publishes the events. withdrawn is the agent's view when p was
-// no longer started (its run's budget ran out), whose result is only remembered; ended
-// is true when the step ended p's run.
-func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepEnd, busy time.Duration, staged []func(*store.Tx) error) (withdrawn *api.Agent, ended bool, err error) {
+// writes; the applier publishes the events. A p no longer started (its run's budget ran
+// out meanwhile) ends late: its result is only remembered. ended is true when the step
+// ended p's run.
+func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepEnd, busy time.Duration, staged []func(*store.Tx) error) (ended bool, err error) {
 	a, err := tx.Agent(id)
 	if err != nil {
-		return nil, false, err
+		return false, err
 	}
 	cur := *p // a retried transaction starts from the proposal as it was
 	on := a
@@ -111,22 +106,21 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 		on = nil // stopped and given a new task while this ran: the agent is the new run's
 	}
 	ev := end.ev
+	if now, err := tx.Proposal(p.ID); err != nil {
+		return false, err
+	} else if now.Status != api.ProposalStarted {
+		// Withdrawn meanwhile: the command ran all the same, and what it did is remembered.
+		cur.Status, ev = cycle.None, cycle.Event{Kind: cycle.LateEnd, Reason: a.StateReason}
+	}
 	ev.Writes = s.checkpoints.took(tx, &cur) // checkpointed at its start: record its change
 	c := &change{a: on, p: &cur, ev: ev, episode: end.ep, rec: s.recordEpisode, ckpt: s.checkpoints, pub: s.events.Publish, finishMessage: &end.out, rerun: end.rerun}
 	res, err := apply(tx, c)
 	if err != nil {
-		return nil, false, err
-	}
-	if !res.moved {
-		// Withdrawn meanwhile (its run's budget ran out): the command ran all the
-		// same, and what it did is remembered.
-		if err := s.recordEpisode(tx, id, p, end.ep); err != nil {
-			return nil, false, err
-		}
+		return false, err
 	}
 	for _, write := range staged {
 		if err := write(tx); err != nil {
-			return nil, false, fmt.Errorf("%w: %w", errStaged, err)
+			return false, fmt.Errorf("%w: %w", errStaged, err)
 		}
 	}
 	s.audit.keep(tx, id, end.ep.Outcome, map[string]string{"proposal": p.ID, "command": p.Command})
@@ -136,9 +130,9 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 		a.DiskBytes = end.disk
 	}
 	if on == nil {
-		return nil, false, tx.UpdateAgent(a) // its run had been replaced: the agent's state is the new run's
+		return false, tx.UpdateAgent(a) // its run had been replaced: the agent's state is the new run's
 	}
-	ended = res.moved && has(res.effects, cycle.EndRun)
+	ended = has(res.effects, cycle.EndRun)
 	if ended {
 		a.Policy.AutoSteps = 0
 		if a.Policy.Mode == "auto" {
@@ -146,10 +140,7 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 		}
 	}
 	c.shown = known(a, nil, nil) // p, the only open proposal, just settled
-	if !res.moved {
-		withdrawn = c.shown
-	}
-	return withdrawn, ended, tx.UpdateAgent(a)
+	return ended, tx.UpdateAgent(a)
 }
 
 // rerunPreview is p's preview with its effect preview run again, on a's workspace as it

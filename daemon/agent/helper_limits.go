@@ -59,3 +59,20 @@ const maxAncestors = policy.MaxAncestors
 func keyOf(name string) string {
 	return name[strings.LastIndexByte(name, '/')+1:]
 }
+
+// helperDepthFilter leaves start_agent and message_agent out of the commands of an agent
+// nested as deep as helpers may be (maxDepth): the model is never offered a command that
+// can only fail (helperEnv.Start still refuses a direct call). A helper's depth is the number of
+// slashes in its name, which start_agent fixes as "<parent>/<key>".
+func helperDepthFilter(a *store.Agent, set commands.Set, maxDepth int) commands.Set {
+	if strings.Count(a.Name, "/") < maxDepth {
+		return set
+	}
+	out := make(commands.Set, 0, len(set))
+	for _, c := range set {
+		if n := c.Spec().Name; n != commands.StartAgent && n != commands.MessageAgent {
+			out = append(out, c)
+		}
+	}
+	return out
+}

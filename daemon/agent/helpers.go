@@ -28,7 +28,7 @@ import (
 // helperEnv is commands.Helpers for one execution: the agent running the command and the
 // proposal whose result a helper's run becomes.
 type helperEnv struct {
-	s          *Supervisor
+	s          *helpers
 	parentID   string
 	proposalID string
 }
@@ -106,11 +106,7 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 	if helper.Description == "" {
 		helper.Description = "a helper agent"
 	}
-	var out *api.Agent
-	err = s.st.Tx(ctx, func(tx *store.Tx) (err error) {
-		out, err = h.insertHelperTx(tx, key, helper)
-		return err
-	})
+	err = s.st.Tx(ctx, func(tx *store.Tx) error { return h.insertHelperTx(tx, key, helper) })
 	if err != nil {
 		s.batchRuns.drop(helper.RunID)
 		if made {
@@ -118,50 +114,50 @@ func (h helperEnv) Start(ctx context.Context, key, task, prompt string) error {
 		}
 		return err
 	}
-	s.events.Publish(api.Event{Type: api.EventState, AgentID: helper.ID, Agent: out, Message: "created"})
 	s.kick(helper.ID)
 	return nil
 }
 
 // insertHelperTx stores helper, the parent's new helper named key, with its run started
-// and the parent's proposal waiting for it; it returns the helper's view.
-func (h helperEnv) insertHelperTx(tx *store.Tx, key string, helper *store.Agent) (*api.Agent, error) {
+// and the parent's proposal waiting for it, and shows it once tx commits.
+func (h helperEnv) insertHelperTx(tx *store.Tx, key string, helper *store.Agent) error {
 	s := h.s
 	const cmd = commands.StartAgent
 	parent, err := h.waitingTx(tx, cmd)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := roomForHelper(tx, parent, key, s.helpers.maxDepth, s.opt.MaxHelpers); err != nil {
-		return nil, err
+	if err := roomForHelper(tx, parent, key, s.maxDepth, s.maxHelpers); err != nil {
+		return err
 	}
 	helper.Name = parent.Name + "/" + key
 	if taken, err := tx.NameTaken(helper.Name); err != nil {
-		return nil, err
+		return err
 	} else if taken {
-		return nil, fmt.Errorf("%s: an agent named %s exists already: pick another name", cmd, helper.Name)
+		return fmt.Errorf("%s: an agent named %s exists already: pick another name", cmd, helper.Name)
 	}
 	helper.Policy = helperPolicy(parent.Policy)
 	if err := tx.InsertAgent(helper); err != nil {
-		return nil, err
+		return err
 	}
 	if _, _, err := transit(tx, helper, nil, cycle.Event{Kind: cycle.Task}); err != nil { // starts its run
-		return nil, err
+		return err
 	}
 	if err := tx.UpdateAgent(helper); err != nil {
-		return nil, err
+		return err
 	}
 	if err := tx.InsertWait(&store.HelperWait{ProposalID: h.proposalID, AgentID: parent.ID, HelperID: helper.ID, HelperRun: helper.RunID}); err != nil {
-		return nil, err
+		return err
 	}
 	s.batchRuns.link(helper.RunID, parent.ID, parent.RunID) // before the helper's first step
 	if err := tx.Audit(helper.ID, "created", map[string]any{"name": helper.Name, "task": helper.Task, "parent": parent.ID}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := tx.Audit(parent.ID, "helper", map[string]string{"helper": helper.ID, "name": helper.Name, "proposal": h.proposalID, "run": helper.RunID}); err != nil {
-		return nil, err
+		return err
 	}
-	return view(tx, helper)
+	_, err = created(tx, helper, s.events.Publish)
+	return err
 }
 
 // Message implements commands.Helpers.
@@ -179,7 +175,7 @@ func (h helperEnv) Message(ctx context.Context, key, message string) error {
 		return err
 	}
 	var runID string
-	_, err := s.runs.mutate(ctx, id, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	_, err := s.mutateThen(ctx, id, func(tx *store.Tx, a *store.Agent) error {
 		parent, err := h.waitingTx(tx, cmd)
 		if err != nil {
 			return err
@@ -197,7 +193,7 @@ func (h helperEnv) Message(ctx context.Context, key, message string) error {
 		runID = a.RunID
 		s.batchRuns.link(runID, parent.ID, parent.RunID) // before the commit wakes the helper
 		return tx.Audit(a.ID, "task", map[string]string{"task": message, "run": a.RunID, "by": parent.Name})
-	})
+	}, nil)
 	if err != nil && runID != "" {
 		s.batchRuns.drop(runID)
 	}
@@ -234,7 +230,7 @@ func (h helperEnv) Delete(ctx context.Context, key string) error {
 	}); err != nil {
 		return err
 	}
-	return h.s.runs.DeleteAgent(ctx, id)
+	return h.s.deleteAgent(ctx, id)
 }
 
 // helperResult is what the parent's command shows of its helper's end.
@@ -294,9 +290,9 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		key = w.HelperID
 	}
 	result, status := helperResult(key, outcome, reason)
-	var ep *api.Episode
 	s.checkpoints.ahead(ctx, s.st, &api.Proposal{ID: w.ProposalID, AgentID: w.AgentID}, nil) // the step's end: outside the write
-	_, err = s.mutateThen(ctx, w.AgentID, func(tx *store.Tx, a *store.Agent, r *runner) error {
+	shows := &change{rec: s.recordEpisode, ckpt: s.checkpoints}
+	_, err = s.mutateThen(ctx, w.AgentID, func(tx *store.Tx, a *store.Agent) error {
 		if ok, err := tx.DeleteWait(w.ProposalID); err != nil {
 			return err
 		} else if !ok {
@@ -314,24 +310,19 @@ func (s *helpers) deliverHelper(ctx context.Context, runID string, ended *run.En
 		if p.Status != api.ProposalStarted {
 			return nil // withdrawn meanwhile (its run was stopped): the wait just goes
 		}
-		on := a
+		shows.a, shows.p = a, p
 		if a.RunID != p.RunID {
-			on = nil // its run is over: the agent is another run's
+			shows.a = nil // its run is over: the agent is another run's
 		}
-		ep = episodeOf(p, epOutcome, result, "")
+		shows.episode = episodeOf(p, epOutcome, result, "")
 		ev.Writes = s.checkpoints.took(tx, p) // the helper's end is the step's: its change is recorded
-		if res, err := apply(tx, &change{a: on, p: p, ev: ev, episode: ep, rec: s.recordEpisode, ckpt: s.checkpoints}); err != nil || !res.moved {
-			ep = nil
+		shows.ev = ev
+		if res, err := apply(tx, shows); err != nil || !res.moved {
 			return err // withdrawn meanwhile (its run was stopped): the wait just goes
 		}
 		s.audit.keep(tx, a.ID, epOutcome, map[string]string{"proposal": p.ID, "command": p.Command, "helper": w.HelperID})
 		return nil
-	}, func(a *api.Agent) []api.Event {
-		if ep == nil {
-			return nil
-		}
-		return []api.Event{{Type: api.EventResult, AgentID: a.ID, Episode: ep}}
-	})
+	}, shows)
 	if err != nil && !errors.Is(err, errDelivered) && !errors.Is(err, api.ErrNotFound) {
 		s.log.Error("delivering a helper's end", "run", runID, "proposal", w.ProposalID, "err", err)
 	}
@@ -383,42 +374,6 @@ func (s *helpers) stopHelpers(ctx context.Context, parentID string) {
 			s.log.Error("stopping a helper", "agent", id, "err", err)
 		}
 	}
-}
-
-// family is the agent and its helpers, theirs, and so on, parents first.
-func family(tx *store.Tx, root *store.Agent) ([]*store.Agent, error) {
-	out := []*store.Agent{root}
-	for i := 0; i < len(out) && i < 1000; i++ {
-		hs, err := tx.Helpers(out[i].ID)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, hs...)
-	}
-	return out, nil
-}
-
-// helpersIdle refuses a rewind of agent a while one of its helpers, at any depth, runs.
-// A rewind puts the whole workspace back, agents/ included — a helper's end is a step
-// of its parent, so its work is rewound with it — and a helper running meanwhile would
-// have its folder rewritten under it. Leaving agents/ out instead would make every
-// rewind inexact; refusing until the helpers end keeps it exact.
-func helpersIdle(tx *store.Tx, a *store.Agent) error {
-	fam, err := family(tx, a)
-	if err != nil {
-		return err
-	}
-	var busy []string
-	for _, h := range fam[1:] {
-		if active(h.State) {
-			busy = append(busy, h.Name)
-		}
-	}
-	if len(busy) == 0 {
-		return nil
-	}
-	return conflict("agent %s has helpers running (%s): a rewind rewrites %s/, where they work; try again when they end, or stop them first (`agentctl stop %s`)",
-		a.Name, strings.Join(busy, ", "), helpersFolder, busy[0])
 }
 
 // pausedWith is the state reason of a helper paused because name was: resuming name
@@ -537,39 +492,28 @@ func (s *helpers) stopStrays(ctx context.Context) error {
 	return nil
 }
 
-// helperDepthFilter leaves start_agent and message_agent out of the commands of an agent
-// nested as deep as helpers may be: the model is never offered a command that can only
-// fail (helperEnv.Start still refuses a direct call). A helper's depth is the number of
-// slashes in its name, which start_agent fixes as "<parent>/<key>".
-func (s *helpers) helperDepthFilter(a *store.Agent, set commands.Set) commands.Set {
-	if strings.Count(a.Name, "/") < s.maxDepth {
-		return set
-	}
-	out := make(commands.Set, 0, len(set))
-	for _, c := range set {
-		if n := c.Spec().Name; n != commands.StartAgent && n != commands.MessageAgent {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // helpers keeps the helper agents (start_agent) in step with their parents: a helper's
 // end is delivered to the parent waiting on it, and pausing, resuming or stopping an
 // agent does the same to its helpers.
 type helpers struct {
-	st       *store.Store
-	log      *slog.Logger
-	audit    *auditKeeper
-	maxDepth int // Options.MaxHelperDepth
+	st         *store.Store
+	log        *slog.Logger
+	audit      *auditKeeper
+	events     *run.Broker
+	batchRuns  *batchRuns // a helper's runs are batch work when its parent's are
+	maxDepth   int        // Options.MaxHelperDepth
+	maxHelpers int        // Options.MaxHelpers
 	// checkpoints records what a helper's step changed in its parent's workspace.
 	checkpoints *checkpoints
 
 	// What the helpers need of the runs: changing an agent under its runner's lock,
-	// pausing, resuming and stopping it; and of the episodes: ending a step.
-	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	// pausing, resuming, stopping and removing it, waking its loop; and of the episodes:
+	// ending a step.
+	mutateThen    func(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent) error, shows *change) (*api.Agent, error)
 	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 	pause         func(ctx context.Context, ref, reason string) (*api.Agent, error)
 	resume        func(ctx context.Context, ref, only string) (*api.Agent, error)
 	stop          func(ctx context.Context, ref, reason string) (*api.Agent, error)
+	deleteAgent   func(ctx context.Context, ref string) error
+	kick          func(id string)
 }

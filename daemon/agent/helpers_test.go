@@ -487,7 +487,7 @@ func TestStartAgentNotOfferedAtMaxDepth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = helperEnv{s: h.sup, parentID: one.ID, proposalID: p.ID}.Start(ctx, "deeper", "t", "go")
+	err = helperEnv{s: h.sup.helpers, parentID: one.ID, proposalID: p.ID}.Start(ctx, "deeper", "t", "go")
 	if err == nil || !strings.Contains(err.Error(), "nested 1 deep at most") {
 		t.Fatalf("direct start_agent at max depth: %v, want the depth error", err)
 	}

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
 )
@@ -145,4 +149,84 @@ func Hash(command string, canonicalArgs []byte) string {
 	h.Write([]byte{0})
 	h.Write(canonicalArgs)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// checkRunOptions validates opt and returns its patterns in canonical form.
+func checkRunOptions(opt *run.Options) ([]string, error) {
+	b := opt.Budget
+	if b.MaxSteps < 0 || b.MaxTokens < 0 || b.MaxWall < 0 {
+		return nil, badRequest("budgets cannot be negative")
+	}
+	if opt.Policy != nil {
+		if err := checkPolicy(*opt.Policy); err != nil {
+			return nil, err
+		}
+	}
+	var pats []string
+	for _, p := range opt.Allow {
+		pat, err := permission.Parse(p)
+		if err != nil {
+			return nil, badRequest("allow pattern: %v", err)
+		}
+		pats = append(pats, pat.String())
+	}
+	return pats, nil
+}
+
+// requestOptions are the run options of an API request's budget: nil when it sets none.
+func requestOptions(b *api.Budget) (*run.Options, error) {
+	if b == nil || *b == (api.Budget{}) {
+		return nil, nil
+	}
+	switch {
+	case b.MaxSteps < 0:
+		return nil, badRequest("budget max_steps %d: want 0 (no bound) or more", b.MaxSteps)
+	case b.MaxTokens < 0:
+		return nil, badRequest("budget max_tokens %d: want 0 (no bound) or more", b.MaxTokens)
+	}
+	opt := &run.Options{Budget: run.Budget{MaxSteps: b.MaxSteps, MaxTokens: b.MaxTokens}, By: "the request"}
+	if t := strings.TrimSpace(b.MaxTime); t != "" {
+		d, err := time.ParseDuration(t)
+		if err != nil || d < time.Second {
+			return nil, badRequest("budget max_time %q: want a duration of at least 1s such as 30m or 1h30m", b.MaxTime)
+		}
+		opt.Budget.MaxWall = d
+	}
+	return opt, nil
+}
+
+// family is the agent and its helpers, theirs, and so on, parents first.
+func family(tx *store.Tx, root *store.Agent) ([]*store.Agent, error) {
+	out := []*store.Agent{root}
+	for i := 0; i < len(out) && i < 1000; i++ {
+		hs, err := tx.Helpers(out[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, hs...)
+	}
+	return out, nil
+}
+
+// helpersIdle refuses a rewind of agent a while one of its helpers, at any depth, runs.
+// A rewind puts the whole workspace back, agents/ included — a helper's end is a step
+// of its parent, so its work is rewound with it — and a helper running meanwhile would
+// have its folder rewritten under it. Leaving agents/ out instead would make every
+// rewind inexact; refusing until the helpers end keeps it exact.
+func helpersIdle(tx *store.Tx, a *store.Agent) error {
+	fam, err := family(tx, a)
+	if err != nil {
+		return err
+	}
+	var busy []string
+	for _, h := range fam[1:] {
+		if cycle.Active(h.State) {
+			busy = append(busy, h.Name)
+		}
+	}
+	if len(busy) == 0 {
+		return nil
+	}
+	return conflict("agent %s has helpers running (%s): a rewind rewrites %s/, where they work; try again when they end, or stop them first (`agentctl stop %s`)",
+		a.Name, strings.Join(busy, ", "), helpersFolder, busy[0])
 }

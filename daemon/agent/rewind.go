@@ -22,7 +22,7 @@ type rewinds struct {
 	st   *store.Store
 	// What a rewind needs of the runs and the episodes: changing an agent under its
 	// runner's lock, the restore first outside the transaction, and telling the model.
-	mutateAfter   func(ctx context.Context, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error)
+	mutateAfter   func(ctx context.Context, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent) error, shows *change) (*api.Agent, error)
 	recordEpisode func(tx *store.Tx, agentID string, p *api.Proposal, ep *api.Episode) error
 }
 
@@ -212,20 +212,20 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 		return out, nil
 	}
 	var ep *api.Episode
-	_, err = s.mutateAfter(ctx, a.ID, func(id string) error { return s.restore(ctx, id, rw) }, func(tx *store.Tx, cur *store.Agent, r *runner) error {
+	shows := &change{ev: cycle.Event{Kind: cycle.Rewind}, ckpt: s.ckpt, rewind: rw, rec: s.recordEpisode}
+	_, err = s.mutateAfter(ctx, a.ID, func(id string) error { return s.restore(ctx, id, rw) }, func(tx *store.Tx, cur *store.Agent) error {
 		p, err := tx.OpenProposal(cur.ID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		res, err := apply(tx, &change{a: cur, p: p, ev: cycle.Event{Kind: cycle.Rewind}, ckpt: s.ckpt, rewind: rw, rec: s.recordEpisode})
+		shows.a, shows.p = cur, p
+		res, err := apply(tx, shows)
 		if err := running(err, cur, p); err != nil {
 			return err
 		}
 		ep = res.episode
 		return err
-	}, func(v *api.Agent) []api.Event {
-		return []api.Event{{Type: api.EventResult, AgentID: v.ID, Episode: ep}}
-	})
+	}, shows)
 	if err != nil {
 		return nil, dropped(a, row, err)
 	}

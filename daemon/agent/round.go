@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/agentd/agentd/api"
@@ -160,58 +159,6 @@ func readRound(s *Supervisor, tx *store.Tx, id string) (*facts, error) {
 	return f, nil
 }
 
-// setState applies ev, an event that moves only the agent's state (and a lost result's
-// proposal); the applier publishes the agent's new state. With f, the round that chose ev, it
-// does nothing when the agent changed since; without, when the agent is not active or
-// ev would not change it.
-func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ...string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		cur, err := tx.Agent(r.id)
-		if err != nil {
-			return err
-		}
-		ev := cycle.Event{Kind: k, Reason: strings.Join(reason, "")}
-		var p *api.Proposal
-		switch {
-		case f == nil && (!active(cur.State) || !settles(cur, ev)):
-			return nil
-		case f != nil:
-			if p, err = tx.OpenProposal(cur.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-			if cur.State != f.a.State || p == nil || p.ID != f.p.ID || p.Status != f.p.Status {
-				return nil // changed meanwhile: the next round sees it
-			}
-			ev = settleEvent(cur, p, k)
-		}
-		c := &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish}
-		if res, err := apply(tx, c); err != nil || !res.moved {
-			return err
-		}
-		if k == cycle.ResultLost {
-			r.s.audit.keep(tx, cur.ID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command})
-		}
-		if err := tx.UpdateAgent(cur); err != nil {
-			return err
-		}
-		c.shown, err = view(tx, cur) // the applier publishes the new state once this commits
-		return err
-	})
-}
-
-// settleEvent is the event a round's state-only move k makes, with the reason a shows.
-func settleEvent(a *store.Agent, p *api.Proposal, k cycle.Kind) cycle.Event {
-	switch k {
-	case cycle.ResultLost:
-		return cycle.Event{Kind: k, Reason: "the result of " + p.Command + " could not be recorded; it may or may not have run: decide again"}
-	case cycle.WaitHelper:
-		return cycle.Event{Kind: k, Reason: "waiting for a helper agent"}
-	}
-	return cycle.Event{Kind: k, Reason: a.StateReason}
-}
-
 // modelPriority puts the class of the agent's next step's model calls in ctx: batch for
 // a run the daemon started (or a helper of one), unless a person has just decided,
 // answered or given feedback — then they are waiting for that step, which goes first.
@@ -246,30 +193,4 @@ func personWaits(s *Supervisor, id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.personNext
-}
-
-// summarize starts making one-line summaries of older episodes that the prompt shows
-// without one, when the agent's call budget allows: at most once every summaryEvery steps
-// of its loop, one job at a time. The job runs beside the step, not in it, so a step never
-// waits for a summary call (a person deciding, or the next step's model call, overlaps
-// it). Its summaries and the call's tokens are stored with the agent's next change
-// (storeWith: a proposal, a result, a decision, a run's end), not in a transaction of
-// their own that a step under way would wait behind (agentd has one store connection);
-// when no step is under way, at once. They show from the prompt after that. ctx is the
-// loop's: pausing or stopping the agent, or the daemon shutting down, ends the job.
-func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
-	r.thinks++
-	if r.thinks-r.summarizedAt < summaryEvery {
-		return
-	}
-	r.summarizedAt = r.thinks // checked again summaryEvery steps from now, whatever comes of it
-	if !r.summarizing.CompareAndSwap(false, true) {
-		return
-	}
-	r.s.wg.Go(func() {
-		defer r.summarizing.Store(false)
-		r.s.episodeHistory.makeSummaries(ctx, l, a.ID)
-		// Stored now unless a step of its is under way, whose proposal or result will.
-		r.s.episodeHistory.storeSummaries(context.WithoutCancel(ctx), &r.mu, r.id)
-	})
 }

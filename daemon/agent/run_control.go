@@ -19,21 +19,21 @@ import (
 // mutate runs fn on the agent under its runner's lock in one transaction, then publishes
 // the agent's new state and wakes its loop.
 func (s *runs) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*api.Agent, error) {
-	return s.mutateThen(ctx, ref, fn, nil, nil)
+	return s.mutateThen(ctx, ref, fn, nil)
 }
 
-// mutateThen is mutate that also publishes events(agent) before the state event, and the
-// events of shows, a change fn had the applier make (transit.go publish), showing the
-// agent as the mutation wrote it; when they hold its new state, that is the state event.
-// Events are published under the agent's lock, so followers see them in the order of the
-// commits, and before the loop is woken, so a decision is never shown after its result.
-func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event, shows *change) (*api.Agent, error) {
-	return mutateAfter(ctx, s, ref, nil, fn, events, shows)
+// mutateThen is mutate that also publishes the events of shows, a change fn had the
+// applier make (transit.go publish), showing the agent as the mutation wrote it; when they
+// hold its new state, that is the state event. Events are published under the agent's
+// lock, so followers see them in the order of the commits, and before the loop is woken,
+// so a decision is never shown after its result.
+func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, shows *change) (*api.Agent, error) {
+	return mutateAfter(ctx, s, ref, nil, fn, shows)
 }
 
 // mutateAfter is s.mutateThen that runs first, when set, under the runner's lock before
 // the transaction: work too long to hold the store's writer for (a rewind's restore).
-func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent, r *runner) error, events func(*api.Agent) []api.Event, shows *change) (*api.Agent, error) {
+func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent, r *runner) error, shows *change) (*api.Agent, error) {
 	var id string
 	if err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := resolve(tx, ref)
@@ -76,15 +76,8 @@ func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string)
 		}
 		return err
 	})
-	if err == nil {
-		if events != nil {
-			for _, ev := range events(out) {
-				s.events.Publish(ev)
-			}
-		}
-		if shows == nil || !shows.showedState {
-			s.events.Publish(api.Event{Type: api.EventState, AgentID: id, Agent: out})
-		}
+	if err == nil && (shows == nil || !shows.showedState) {
+		s.events.Publish(api.Event{Type: api.EventState, AgentID: id, Agent: out})
 	}
 	r.mu.Unlock()
 	if err != nil {
@@ -118,7 +111,7 @@ func (s *runs) pause(ctx context.Context, ref, reason string) (*api.Agent, error
 			return err
 		}
 		return tx.Audit(a.ID, "paused", map[string]string{"reason": reason})
-	}, nil, shows)
+	}, shows)
 }
 
 // Resume continues a paused or failed agent where it stopped, with the helpers that
@@ -155,7 +148,7 @@ func (s *runs) resume(ctx context.Context, ref, only string) (*api.Agent, error)
 		}
 		a.Strikes = 0
 		return tx.Audit(a.ID, "resumed", nil)
-	}, nil, shows)
+	}, shows)
 }
 
 // Stop ends the current run: an open proposal is superseded, a question withdrawn and a
@@ -206,7 +199,7 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error)
 		a.Policy.AutoSteps = 0
 		runID = a.RunID
 		return tx.Audit(a.ID, "stopped", nil)
-	}, nil, shows)
+	}, shows)
 	if err == nil {
 		s.runEnded(runID)
 	}

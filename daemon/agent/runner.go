@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -284,7 +285,7 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 		o.Err = fmt.Errorf("command %q is not available to this agent now", p.Command)
 	} else {
 		env := commands.Env{Workspace: st.a.Workspace, AgentID: st.a.ID, State: step.State, Memory: r.s.memoryService.commandMemory(),
-			Helpers: helperEnv{s: r.s, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
+			Helpers: helperEnv{s: r.s.helpers, parentID: st.a.ID, proposalID: p.ID}, Profile: st.profile}
 		stopWatch := r.s.agentBudgets.watchDisk(st.a, st.cancel)
 		if st.apply {
 			o.Output, o.Err = applyPreview(st.execCtx, r.s.previews, st.a, p)
@@ -349,4 +350,56 @@ func applyPreview(ctx context.Context, previews *effect.Previews, a *store.Agent
 		return "", errors.New("effect previews are off: the captured change cannot be applied")
 	}
 	return previews.Apply(ctx, a.ID, a.Workspace, p.Preview.Effect)
+}
+
+// setState applies ev, an event that moves only the agent's state (and a lost result's
+// proposal); the applier publishes the agent's new state. With f, the round that chose ev, it
+// does nothing when the agent changed since; without, when the agent is not active or
+// ev would not change it.
+func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ...string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.s.st.Tx(ctx, func(tx *store.Tx) error {
+		cur, err := tx.Agent(r.id)
+		if err != nil {
+			return err
+		}
+		ev := cycle.Event{Kind: k, Reason: strings.Join(reason, "")}
+		var p *api.Proposal
+		switch {
+		case f == nil && (!active(cur.State) || !settles(cur, ev)):
+			return nil
+		case f != nil:
+			if p, err = tx.OpenProposal(cur.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			if cur.State != f.a.State || p == nil || p.ID != f.p.ID || p.Status != f.p.Status {
+				return nil // changed meanwhile: the next round sees it
+			}
+			ev = settleEvent(cur, p, k)
+		}
+		c := &change{a: cur, p: p, ev: ev, pub: r.s.events.Publish}
+		if res, err := apply(tx, c); err != nil || !res.moved {
+			return err
+		}
+		if k == cycle.ResultLost {
+			r.s.audit.keep(tx, cur.ID, "interrupted", map[string]string{"proposal": p.ID, "command": p.Command})
+		}
+		if err := tx.UpdateAgent(cur); err != nil {
+			return err
+		}
+		c.shown, err = view(tx, cur) // the applier publishes the new state once this commits
+		return err
+	})
+}
+
+// settleEvent is the event a round's state-only move k makes, with the reason a shows.
+func settleEvent(a *store.Agent, p *api.Proposal, k cycle.Kind) cycle.Event {
+	switch k {
+	case cycle.ResultLost:
+		return cycle.Event{Kind: k, Reason: "the result of " + p.Command + " could not be recorded; it may or may not have run: decide again"}
+	case cycle.WaitHelper:
+		return cycle.Event{Kind: k, Reason: "waiting for a helper agent"}
+	}
+	return cycle.Event{Kind: k, Reason: a.StateReason}
 }

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -88,14 +87,13 @@ func (s *runs) createAgent(ctx context.Context, req api.CreateAgentRequest, opt 
 			return err
 		}
 		var err error
-		out, err = view(tx, a)
+		out, err = created(tx, a, s.events.Publish)
 		return err
 	})
 	if err != nil {
 		removeWorkspace(a.Workspace)
 		return nil, err
 	}
-	s.events.Publish(api.Event{Type: api.EventState, AgentID: a.ID, Agent: out, Message: "created"})
 	if opt != nil {
 		s.runBudgets.setBudget(a.RunID, a.ID, opt.Budget, out.CreatedAt, 0)
 	}
@@ -278,17 +276,25 @@ func (s *runs) removeTx(tx *store.Tx, all []removal) error {
 		}
 		s.memory.forget(tx, ids)
 	}
-	// Helpers first: nothing is left pointing at a removed parent.
+	// Helpers first: nothing is left pointing at a removed parent. Who follows each is
+	// told once this commits.
 	for i := len(all) - 1; i >= 0; i-- {
-		if err := tx.DeleteAgent(all[i].id); err != nil {
+		a, err := tx.Agent(all[i].id)
+		if err != nil {
+			return err
+		}
+		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Removed}, pub: s.events.Publish}); err != nil {
+			return err
+		}
+		if err := tx.DeleteAgent(a.ID); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// removed forgets g, whose removal committed: its runner, workspace and walks, and tells
-// who follows it.
+// removed forgets g, whose removal committed (and was told to who follows it): its
+// runner, workspace and walks.
 func (s *runs) removed(g removal) {
 	s.host.dropRunner(g.id)
 	// A helper's workspace is <parent ws>/agents/<key>, made by start_agent. Removal
@@ -305,7 +311,6 @@ func (s *runs) removed(g removal) {
 	if s.onRemoved != nil {
 		s.onRemoved(g.id)
 	}
-	s.events.Publish(api.Event{Type: api.EventRemoved, AgentID: g.id})
 }
 
 // endRemovedRuns ends the runs the removal of all ended.
@@ -325,23 +330,6 @@ func (s *runs) endRemovedRuns(ctx context.Context, all []removal) {
 			s.onRunEnd(*g.open)
 		}
 	}
-}
-
-// newRunTx starts a new run of the idle agent a with task; the caller writes a.
-func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
-	// Nothing of the last run may be decided in the new one: the task supersedes it.
-	p, err := tx.OpenProposal(a.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		p, err = nil, nil
-	} else if err != nil {
-		return err
-	}
-	if err := tx.ClearQuestions(a.ID); err != nil {
-		return err
-	}
-	a.RunID, a.Task, a.Step, a.Strikes = randid.ID("r-"), task, 0, 0
-	_, _, err = transit(tx, a, p, cycle.Event{Kind: cycle.Task}) // starts the run
-	return err
 }
 
 // runs starts, changes and ends agents' runs: creating and removing agents, giving them

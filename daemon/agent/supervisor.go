@@ -139,9 +139,10 @@ func wireParts(s *Supervisor, opt Options) {
 	}
 	s.doctor = &doctor{llm: opt.LLM, st: s.st, live: s.live, stateDir: opt.StateDir, workspaceOf: s.workspaceDirs.workspace,
 		checks: append(slices.Clip(opt.HealthChecks), s.checkpoints.doctorCheck)}
-	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, maxDepth: opt.MaxHelperDepth, checkpoints: s.checkpoints}
-	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.batchRuns = &batchRuns{}
+	s.helpers = &helpers{recordEpisode: s.recordEpisode, st: s.st, log: s.log, audit: &s.audit, checkpoints: s.checkpoints,
+		events: s.events, batchRuns: s.batchRuns, maxDepth: opt.MaxHelperDepth, maxHelpers: opt.MaxHelpers, kick: s.kick}
+	s.runBudgets = &runBudgets{st: s.st, byRun: map[string]*runBudget{}}
 	s.agentBudgets = &agentBudgets{base: opt.AgentBudget, overrides: opt.Agents}
 	s.runs = &runs{
 		host: s, workspaces: s.workspaceDirs, st: s.st, log: s.log, events: s.events, onRunEnd: opt.OnRunEnd, onRemoved: s.checkpoints.removed(opt.OnAgentRemoved),
@@ -152,20 +153,21 @@ func wireParts(s *Supervisor, opt Options) {
 	s.agentBudgets.mutateAgent = func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error) (*api.Agent, error) {
 		return s.runs.mutate(ctx, ref, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) })
 	}
-	withEvents := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent, *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
-		return s.runs.mutateThen(ctx, ref, fn, events, nil)
+	// The helpers and rewinds change an agent under its runner's lock without touching it.
+	mutateThen := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error, shows *change) (*api.Agent, error) {
+		return s.runs.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) }, shows)
 	}
-	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop = withEvents, s.runs.pause, s.runs.resume, s.runs.stop
+	s.helpers.mutateThen, s.helpers.pause, s.helpers.resume, s.helpers.stop, s.helpers.deleteAgent = mutateThen, s.runs.pause, s.runs.resume, s.runs.stop, s.runs.DeleteAgent
 	// A person decides or answers: the agent's next step is theirs to wait on (personNext).
 	personAnswers := func(ctx context.Context, ref string, fn func(*store.Tx, *store.Agent) error, shows *change) (*api.Agent, error) {
 		return s.runs.mutateThen(ctx, ref, func(tx *store.Tx, a *store.Agent, r *runner) error {
 			r.personNext = true
 			return fn(tx, a)
-		}, nil, shows)
+		}, shows)
 	}
 	s.rewinds = &rewinds{ckpt: s.checkpoints, st: s.st, recordEpisode: s.recordEpisode,
-		mutateAfter: func(ctx context.Context, ref string, first func(string) error, fn func(*store.Tx, *store.Agent, *runner) error, events func(*api.Agent) []api.Event) (*api.Agent, error) {
-			return mutateAfter(ctx, s.runs, ref, first, fn, events, nil)
+		mutateAfter: func(ctx context.Context, ref string, first func(string) error, fn func(*store.Tx, *store.Agent) error, shows *change) (*api.Agent, error) {
+			return mutateAfter(ctx, s.runs, ref, first, func(tx *store.Tx, a *store.Agent, _ *runner) error { return fn(tx, a) }, shows)
 		}}
 	s.decisions = &decisions{st: s.st, live: s.live, mutateThen: personAnswers, recordEpisode: s.recordEpisode,
 		runEnded: s.runs.runEnded, countDecision: s.stepCounters.countDecision, specIn: s.specIn}

@@ -311,9 +311,9 @@ func (r *runner) strike(ctx context.Context, l *live, inv *llm.InvalidReplyError
 		if err := tx.Audit(a.ID, "invalid_reply", map[string]any{"problems": inv.Problems, "strikes": a.Strikes}); err != nil {
 			return err
 		}
-		tx.AfterCommit(func() {
-			r.s.events.Publish(api.Event{Type: api.EventError, AgentID: r.id, Message: "invalid model reply: " + strings.Join(inv.Problems, "; ")})
-		})
+		if _, err := apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.InvalidReply, Detail: "invalid model reply: " + strings.Join(inv.Problems, "; ")}, pub: r.s.events.Publish}); err != nil {
+			return err
+		}
 		var paused *change
 		if a.Strikes >= l.MaxInvalidReplies && active(a.State) {
 			ev := cycle.Event{Kind: cycle.InvalidReplies, Reason: fmt.Sprintf("the model gave %d invalid replies in a row (last: %s): try a stronger model, then `agentctl resume %s`",
@@ -416,7 +416,6 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var v *api.Agent
 	err = r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		cur, err := tx.Agent(a.ID)
 		if err != nil {
@@ -445,12 +444,13 @@ func (r *runner) generateProfile(ctx context.Context, l *live, a *store.Agent) e
 			return err
 		}
 		*a = *cur
-		v, err = view(tx, cur)
+		shown := &change{a: cur, ev: cycle.Event{Kind: cycle.ProfileWritten, Detail: "profile written"}, pub: r.s.events.Publish}
+		if _, err := apply(tx, shown); err != nil {
+			return err
+		}
+		shown.shown, err = view(tx, cur)
 		return err
 	})
-	if err == nil {
-		r.s.events.Publish(api.Event{Type: api.EventState, AgentID: a.ID, Agent: v, Message: "profile written"})
-	}
 	return err
 }
 
@@ -486,4 +486,30 @@ func cleanList(in []string) []string {
 		}
 	}
 	return out
+}
+
+// summarize starts making one-line summaries of older episodes that the prompt shows
+// without one, when the agent's call budget allows: at most once every summaryEvery steps
+// of its loop, one job at a time. The job runs beside the step, not in it, so a step never
+// waits for a summary call (a person deciding, or the next step's model call, overlaps
+// it). Its summaries and the call's tokens are stored with the agent's next change
+// (storeWith: a proposal, a result, a decision, a run's end), not in a transaction of
+// their own that a step under way would wait behind (agentd has one store connection);
+// when no step is under way, at once. They show from the prompt after that. ctx is the
+// loop's: pausing or stopping the agent, or the daemon shutting down, ends the job.
+func (r *runner) summarize(ctx context.Context, l *live, a *store.Agent) {
+	r.thinks++
+	if r.thinks-r.summarizedAt < summaryEvery {
+		return
+	}
+	r.summarizedAt = r.thinks // checked again summaryEvery steps from now, whatever comes of it
+	if !r.summarizing.CompareAndSwap(false, true) {
+		return
+	}
+	r.s.wg.Go(func() {
+		defer r.summarizing.Store(false)
+		r.s.episodeHistory.makeSummaries(ctx, l, a.ID)
+		// Stored now unless a step of its is under way, whose proposal or result will.
+		r.s.episodeHistory.storeSummaries(context.WithoutCancel(ctx), &r.mu, r.id)
+	})
 }

@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/randid"
 )
 
 // change is one event for the applier, with what its effects need beyond the event.
@@ -150,6 +152,7 @@ func (c *change) effect(tx *store.Tx, e cycle.Effect, out *applied) error {
 	case cycle.ShowProposal: // its event is all it does
 		shown := *c.p
 		out.proposal = &shown
+	case cycle.ShowAgent, cycle.ReportError, cycle.ShowRemoved: // their events are all they do
 	case cycle.AskPerson:
 		if c.a == nil {
 			return errMissing
@@ -202,6 +205,35 @@ func (c *change) recordEpisode(tx *store.Tx, out *applied) error {
 func transit(tx *store.Tx, a *store.Agent, p *api.Proposal, ev cycle.Event) (moved bool, effects []cycle.Effect, err error) {
 	res, err := apply(tx, &change{a: a, p: p, ev: ev})
 	return res.moved, res.effects, err
+}
+
+// newRunTx starts a new run of the idle agent a with task; the caller writes a.
+func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
+	// Nothing of the last run may be decided in the new one: the task supersedes it.
+	p, err := tx.OpenProposal(a.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		p, err = nil, nil
+	} else if err != nil {
+		return err
+	}
+	if err := tx.ClearQuestions(a.ID); err != nil {
+		return err
+	}
+	a.RunID, a.Task, a.Step, a.Strikes = randid.ID("r-"), task, 0, 0
+	_, _, err = transit(tx, a, p, cycle.Event{Kind: cycle.Task}) // starts the run
+	return err
+}
+
+// created shows a, stored in tx (and its first run started), to its followers once tx
+// commits; it returns a's view.
+func created(tx *store.Tx, a *store.Agent, pub func(api.Event) api.Event) (*api.Agent, error) {
+	c := &change{a: a, ev: cycle.Event{Kind: cycle.Created, Detail: "created"}, pub: pub}
+	if _, err := apply(tx, c); err != nil {
+		return nil, err
+	}
+	var err error
+	c.shown, err = view(tx, a)
+	return c.shown, err
 }
 
 // settles reports whether ev would change a's state or reason (with no open proposal).
@@ -279,20 +311,25 @@ func (c *change) workspace(tx *store.Tx, k cycle.EffectKind, out *applied) error
 	return err
 }
 
-// eventOf is the event a follower sees for an effect: the proposal shown, the decision
-// recorded, the result remembered, the agent's new state, the question asked, its run's
-// end. The other effects show in these.
+// eventOf is the event a follower sees for an effect: an error reported, the proposal
+// shown, the decision recorded, the result remembered (a rewind's too), the agent's new
+// state (or the agent shown as it is), the question asked, its run's end, its removal.
+// The other effects show in these.
 var eventOf = map[cycle.EffectKind]api.EventType{
+	cycle.ReportError:    api.EventError,
+	cycle.ShowAgent:      api.EventState,
+	cycle.ShowRemoved:    api.EventRemoved,
 	cycle.ShowProposal:   api.EventProposal,
 	cycle.RecordDecision: api.EventDecision,
 	cycle.RecordEpisode:  api.EventResult,
+	cycle.Restore:        api.EventResult,
 	cycle.SetAgent:       api.EventState,
 	cycle.AskPerson:      api.EventQuestion,
 	cycle.EndRun:         api.EventFinish,
 }
 
 // publishOrder is the order a follower reads a transition's events in.
-var publishOrder = []api.EventType{api.EventProposal, api.EventDecision, api.EventResult, api.EventState, api.EventQuestion, api.EventFinish}
+var publishOrder = []api.EventType{api.EventError, api.EventProposal, api.EventDecision, api.EventResult, api.EventState, api.EventQuestion, api.EventFinish, api.EventRemoved}
 
 // publish has the events of the transition's effects published once tx commits (never
 // when it rolls back), when the change has a publisher. The agent is shown as the caller
@@ -336,6 +373,11 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 	case api.EventQuestion:
 		ev.Question = out.question
 		return ev
+	case api.EventError:
+		ev.Message = c.ev.Detail
+		return ev
+	case api.EventRemoved:
+		return ev
 	case api.EventProposal:
 		ev.Proposal = c.proposalShown(out)
 	}
@@ -344,6 +386,8 @@ func (c *change) event(t api.EventType, out applied) api.Event {
 		ev.Agent = viewOf(c.a, c.p, nil)
 	}
 	switch {
+	case t == api.EventState && has(out.effects, cycle.ShowAgent):
+		ev.Message = c.ev.Detail
 	case t == api.EventFinish && c.finishMessage != nil:
 		ev.Message = *c.finishMessage
 	case t == api.EventFinish, c.exhausted != nil && c.exhausted.Scope == api.BudgetScopeAgent:

@@ -6,7 +6,9 @@
 // (assert structure and counters, never content) or internal/ollamatest's in-process fake for
 // scripted, deterministic runs: crash recovery after kill -9, SIGTERM, bad API input.
 // Crash tests need a slow command that is not idempotent, so the test binary can re-exec
-// itself as the daemon (see TestMain) with a test-only command registered.
+// itself as the daemon (see TestMain) with a test-only command registered. The follow
+// tests run the daemon's wiring (server.Run) in the test's own process instead, and
+// agentctl's entry (cli.Run) against it.
 //
 // TestContainmentCorpus is the end-to-end attack corpus: a scripted model proposes attacks on
 // the workspace, the sandbox, the network guard, the permission rules, the displays and

@@ -120,6 +120,18 @@ const (
 	RecoveredIdempotent Kind = "recovered_idempotent"
 	// Withdraw ends a started proposal that nothing runs (a question, a helper wait).
 	Withdraw Kind = "withdraw"
+	// LateEnd is the end of a step whose proposal was withdrawn while its command ran
+	// (its run's budget ran out): the agent has no open proposal, what the command did is
+	// remembered all the same, and the agent is shown as it is now.
+	LateEnd Kind = "late_end"
+	// Created: a new agent was stored, idle, or thinking on its first run's task; its
+	// profile was written by the model on its first step (Detail: what happened). An
+	// invalid reply: the model's reply failed its checks, a strike (Detail: what failed).
+	Created        Kind = "created"
+	ProfileWritten Kind = "profile_written"
+	InvalidReply   Kind = "invalid_reply"
+	// Removed: a person removed the agent (with its helpers), whatever it was doing.
+	Removed Kind = "removed"
 	// Budgets: the run's ran out (it ends: reason, Detail, Result); the agent's ran out
 	// (it pauses: reason); the agent's was raised (it goes on). Over.Event picks the
 	// first two from the budgets' one verdict.
@@ -143,21 +155,23 @@ var Kinds = []Kind{
 	PolicyAllow, PolicyRefuse, Await,
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
 	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
-	Recovered, RecoveredIdempotent, Withdraw,
+	Recovered, RecoveredIdempotent, Withdraw, LateEnd,
+	Created, ProfileWritten, InvalidReply, Removed,
 	RunBudgetHit, AgentBudgetHit, BudgetRaised,
 	Pause, Resume, Stop, Task, Rewind,
 }
 
 // Events lists every event the table tells apart: each kind in Kinds' order, and after
-// start, succeeded and failed that kind again with Writes set (a step that may change the
-// workspace is checkpointed before it runs and its change recorded when it ends; a
-// read-only one, a read or the bounded profile's read-only workspace, is not).
+// start, start_apply, succeeded, failed and late_end that kind again with Writes set (a
+// step that may change the workspace is checkpointed before it runs and its change
+// recorded when it ends; a read-only one, a read or the bounded profile's read-only
+// workspace, is not).
 func Events() []Event {
 	var evs []Event
 	for _, k := range Kinds {
 		evs = append(evs, Event{Kind: k})
 		switch k {
-		case Start, StartApply, Succeed, Fail:
+		case Start, StartApply, Succeed, Fail, LateEnd:
 			evs = append(evs, Event{Kind: k, Writes: true})
 		}
 	}
@@ -171,7 +185,8 @@ type Event struct {
 	Reason string
 	// Result is the proposal's result, for the events that end it.
 	Result string
-	// Detail is why its run ended, for the events that end it.
+	// Detail is why its run ended, for the events that end it; what happened, for the
+	// events that show the agent or report an error.
 	Detail string
 	// Writes says the step may change the workspace (a write, a shell or python run, a
 	// clone… not a read-only command or the bounded profile's read-only workspace): on
@@ -185,8 +200,9 @@ type EffectKind string
 // Effects. The applier in daemon/agent (apply) carries out every one, in the event's
 // transaction; a cancel runs once it commits, and so does publishing the events that
 // tell followers what the effects did (a decision, a result, a state, a run's end, a
-// proposal shown, a question asked). What the loop does after an event — run
-// the command, wait for a person — is NextMove's, not an effect.
+// proposal shown, a question asked, the agent shown, an invalid reply, a removal).
+// What the loop does after an event — run the command, wait for a person — is
+// NextMove's, not an effect.
 const (
 	SetProposal    EffectKind = "set_proposal"    // store the proposal's status (insert it when new)
 	SetAgent       EffectKind = "set_agent"       // store the agent's state and reason
@@ -209,6 +225,13 @@ const (
 	// it; AskPerson stores ask_user's question and puts it to them.
 	ShowProposal EffectKind = "show_proposal"
 	AskPerson    EffectKind = "ask_person"
+	// ShowAgent shows the agent as it is now, its state unchanged, with what happened (the
+	// event's Detail); ReportError tells what went wrong (Detail), the agent going on.
+	ShowAgent   EffectKind = "show_agent"
+	ReportError EffectKind = "report_error"
+	// ShowRemoved tells the people following the agent that it was removed: their
+	// streams of its events end.
+	ShowRemoved EffectKind = "show_removed"
 )
 
 // Effect is one thing the event's outcome calls for.

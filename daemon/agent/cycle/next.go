@@ -63,6 +63,8 @@ func (t *transition) run() bool {
 		return t.control()
 	case Rewind:
 		return t.rewind()
+	case Created, ProfileWritten, InvalidReply, Removed:
+		return t.shown()
 	case Proposed, ProposedRepeat, ProposedRethink, ProposedLoop:
 		return t.proposed()
 	case PolicyAllow, PolicyRefuse, Await, Approve, ApproveN, Deny, GiveFeedback:
@@ -271,6 +273,18 @@ func (t *transition) executed() bool {
 		t.endRun(api.RunBudgetExhausted)
 		t.effect(RecordBudget)
 		return true
+	case LateEnd:
+		if p != None {
+			return false
+		}
+		if t.ev.Writes {
+			t.effect(RecordChange) // first: the episode tells the change
+		}
+		t.effect(RecordEpisode)
+		if a != RunOver {
+			t.effect(ShowAgent)
+		}
+		return true
 	}
 	if p != Started {
 		return false
@@ -345,5 +359,26 @@ func (t *transition) rewind() bool {
 		return false
 	}
 	t.effect(Restore)
+	return true
+}
+
+// shown handles what is only shown to the people following the agent: a new agent (idle,
+// or thinking on its first task); the profile its first step wrote and an invalid reply
+// the model gave, which may land after a person paused or stopped it meanwhile; its
+// removal, whatever it was doing.
+func (t *transition) shown() bool {
+	a, p := t.from.Agent, t.from.Proposal
+	switch {
+	case a == RunOver:
+		return false
+	case t.ev.Kind == Created && (p != None || (a != Idle && a != Thinking)):
+		return false
+	case t.ev.Kind == InvalidReply:
+		t.effect(ReportError)
+	case t.ev.Kind == Removed:
+		t.effect(ShowRemoved)
+	default:
+		t.effect(ShowAgent)
+	}
 	return true
 }
