@@ -58,8 +58,8 @@ func FormatProposal(v ProposalView, platform string) Message {
 		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: v.Closed}}})
 	case p.Status.Decidable():
 		ref := Ref{AgentID: p.AgentID, ProposalID: p.ID}
-		if len(p.Hash) >= HashLen {
-			ref.Hash = p.Hash[:HashLen] // the decision names what was shown
+		if r := p.Ref(); len(r) >= HashLen {
+			ref.Hash = r[:HashLen] // the decision names what was shown, its effect preview too
 		}
 		m.Buttons = append(m.Buttons, Button{Action: ActionApprove, Label: "Approve", Ref: ref, Style: "primary"})
 		if v.ApproveN > 1 {

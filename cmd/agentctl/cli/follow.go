@@ -380,7 +380,7 @@ func (f *follower) apply(ctx context.Context, text string) {
 			f.notef("%v", err)
 			return
 		}
-		req.ProposalID, req.Source, req.By = p.ID, "agentctl", user()
+		req.ProposalID, req.Source, req.By, req.Hash = p.ID, "agentctl", user(), p.Ref() // the proposal as shown
 		err = f.send(func() error { _, err := f.a.api().Decide(ctx, f.id, req); return err })
 		if err == nil || f.refused(ctx, err) {
 			f.closed[p.ID] = true
