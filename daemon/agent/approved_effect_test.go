@@ -91,15 +91,7 @@ func TestAStaleReaskShowsNoOldDiffAndSaysWhyNothingIsApplied(t *testing.T) {
 	if !strings.Contains(p.Preview.Diff, "+harmless") {
 		t.Fatalf("first preview's diff:\n%s\nwant +harmless", p.Preview.Diff)
 	}
-	if err := os.WriteFile(filepath.Join(a.Workspace, "person.txt"), []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.decide(a.ID, p, "y"); err != nil {
-		t.Fatal(err)
-	}
-	again := h.waitFor(a.ID, "asked again", func(a *api.Agent) bool {
-		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
-	})
+	again := approvedAfterAChange(t, h, a, p)
 	pv := again.Pending.Preview
 	lines, diff := pv.Render()
 	if diff != "" || pv.Diff != "" || pv.DiffCut {
@@ -120,15 +112,7 @@ func TestADecisionFromTheFirstPreviewIsRefusedOnceThePreviewRanAgain(t *testing.
 	h, a := previewHarness(t, `if [ -e person.txt ]; then echo EVIL > a.txt; else echo harmless > a.txt; fi`)
 	p := h.pending(a.ID)
 	shown := p.Ref()
-	if err := os.WriteFile(filepath.Join(a.Workspace, "person.txt"), []byte("x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.decide(a.ID, p, "y"); err != nil {
-		t.Fatal(err)
-	}
-	again := h.waitFor(a.ID, "asked again", func(a *api.Agent) bool {
-		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
-	})
+	again := approvedAfterAChange(t, h, a, p)
 	if again.Pending.Ref() == shown {
 		t.Fatalf("the proposal's reference %s did not change with its preview", shown)
 	}
@@ -149,4 +133,19 @@ func TestADecisionFromTheFirstPreviewIsRefusedOnceThePreviewRanAgain(t *testing.
 	if b, _ := os.ReadFile(filepath.Join(a.Workspace, "a.txt")); string(b) != "EVIL\n" {
 		t.Errorf("a.txt = %q, want the change the second preview showed", b)
 	}
+}
+
+// approvedAfterAChange writes person.txt into a's workspace, approves p (whose preview
+// is now stale) and returns a once it asks again.
+func approvedAfterAChange(t *testing.T, h *harness, a *api.Agent, p *api.Proposal) *api.Agent {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(a.Workspace, "person.txt"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	return h.waitFor(a.ID, "asked again", func(a *api.Agent) bool {
+		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
+	})
 }
