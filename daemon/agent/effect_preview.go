@@ -15,8 +15,10 @@ import (
 // policy's, for a pending proposal the policy approves unasked (an allow pattern's
 // bounded profile), else a person's. The effect records that profile: an approval in
 // another profile runs the command itself (previewed). st is where the deny rules are
-// read, previews what runs it, room the disk it may take (agentBudgets.previewRoom).
-func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p, last *api.Proposal, c commands.Command) {
+// read, previews what runs it, room the disk it may take (agentBudgets.previewRoom);
+// previewing, when set, is called as the run ahead starts (it may hold the step a
+// minute), to show the agent previewing.
+func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p, last *api.Proposal, c commands.Command, previewing func()) {
 	if previews == nil || p.Preview == nil || !l.effectPreview(a.Name) {
 		return
 	}
@@ -53,12 +55,20 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 		return
 	}
 	env := commands.Env{Workspace: a.Workspace, AgentID: a.ID, Profile: prof}
+	if previewing != nil {
+		previewing()
+	}
 	var diff string
 	p.Preview.Effect, diff = previews.Run(ctx, c, env, p.Args, l.Limits, room)
 	if p.Preview.Effect != nil && by != nil {
 		p.Preview.Effect.Profile = by.Profile
 	}
 	p.Preview.Diff, p.Preview.DiffCut = commands.CutDiff(diff, api.MaxPreviewDiff)
+}
+
+// previewingReason is the agent's state reason while its proposal runs ahead.
+func previewingReason(command string) string {
+	return "previewing the effect of " + command + " on a copy of the workspace…"
 }
 
 // effectPreview reports whether agent name's shell and python proposals run ahead.
