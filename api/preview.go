@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -86,6 +88,23 @@ type Effect struct {
 	// changes past the listed ones), "; " between them: Render says it on its own line,
 	// so a person never approves unseen what the diff text hid.
 	NotShown string `json:"not_shown,omitempty"`
+	// Profile is the profile the command ran ahead in (Decision.Profile's values: "" as
+	// a person approves it): its change is applied only under an approval that runs the
+	// command in this same profile, else the command runs itself.
+	Profile string `json:"profile,omitempty"`
+}
+
+// Ref is what a decision names of p as it was shown (DecideRequest.Hash, or a prefix of
+// it): its Hash, bound to the change its effect preview captured when approving applies
+// one. A preview run again gives p a new Ref, so a decision made from the first one is
+// refused rather than applying a change nobody saw. Computed from the preview itself:
+// nothing to keep in step.
+func (p *Proposal) Ref() string {
+	if p.Preview == nil || !p.Preview.Effect.Appliable() {
+		return p.Hash
+	}
+	sum := sha256.Sum256([]byte(p.Hash + "\x00" + p.Preview.Effect.ToRoot + "\x00" + p.Preview.Effect.Profile))
+	return hex.EncodeToString(sum[:])
 }
 
 // Appliable reports whether approving applies the captured change instead of running

@@ -159,7 +159,8 @@ type Proposal struct {
 	Thoughts Thoughts        `json:"thoughts"`
 	Command  string          `json:"command"`
 	Args     json.RawMessage `json:"args"`
-	// Hash is sha256 of the command name and its canonical args; a decision is bound to it.
+	// Hash is sha256 of the command name and its canonical args (what an exact grant
+	// and the watchdog match); a decision is bound to Ref, which adds the change shown.
 	Hash   string         `json:"hash"`
 	Status ProposalStatus `json:"status"`
 	// Preview is what the command would do (a file's diff, the programs a shell line
@@ -472,9 +473,10 @@ type DecideRequest struct {
 	// UID is set by the daemon to the socket peer's uid; a value sent is replaced.
 	UID    *uint32 `json:"uid,omitempty"`
 	Source string  `json:"source,omitempty"`
-	// Hash, when set, is the Hash (or a prefix of at least 16 hex characters) of the
-	// proposal as the person saw it; the decision is refused when it is not this
-	// proposal's. Chat buttons and typed replies carry it.
+	// Hash, when set, is the Ref (or a prefix of at least 16 hex characters) of the
+	// proposal as the person saw it, which binds the decision to the change it was
+	// shown; the decision is refused when it is not this proposal's Ref now. agentctl,
+	// chat buttons, typed replies and the web console carry it.
 	Hash string `json:"hash,omitempty"`
 	// Scope widens the decision: ScopeAgent (with an approval) also approves, from now
 	// on, every proposal of this agent with the same command and args (an exact grant);

@@ -153,6 +153,17 @@ func (s *proposalBoard) openProposal(p *api.Proposal) {
 	s.props[p.ID] = p
 }
 
+// shownRef is what a typed reply names of p (api.Proposal.Ref): p as the relay last
+// posted it, else as the daemon has it now (the relay restarted since).
+func (s *proposalBoard) shownRef(p *api.Proposal) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if posted := s.props[p.ID]; posted != nil {
+		return posted.Ref()
+	}
+	return p.Ref()
+}
+
 // decided forgets an open proposal and stops its expiry; it returns the proposal as
 // posted (nil when the relay did not post it).
 func (s *proposalBoard) decided(id string) *api.Proposal {

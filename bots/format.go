@@ -31,6 +31,10 @@ type ProposalView struct {
 	GrantSource string
 }
 
+// askedAgainNote ends the message of a proposal asked again (interrupted, or its preview
+// gone stale and run again): what it shows is the proposal as it is asked now.
+const askedAgainNote = "Asked again: this message shows it as it is now; a diff or arguments file attached before is out of date."
+
 // FormatProposal builds the proposal message for platform (decisions made there show
 // their maker as a mention).
 func FormatProposal(v ProposalView, platform string) Message {
@@ -50,6 +54,10 @@ func FormatProposal(v ProposalView, platform string) Message {
 		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: fmt.Sprintf("Full arguments (%d bytes) attached.", len(full))}}})
 	}
 	m.Parts = append(m.Parts, PreviewParts(p)...)
+	if p.Status == api.ProposalInterrupted {
+		// Its message is edited in place; files uploaded after it cannot be.
+		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: askedAgainNote, Bold: true}}})
+	}
 	m.Summary = fmt.Sprintf("Step %d: %s wants to run %s", p.Step, p.AgentID, p.Command)
 	switch {
 	case v.Decision != nil:
@@ -58,8 +66,8 @@ func FormatProposal(v ProposalView, platform string) Message {
 		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: v.Closed}}})
 	case p.Status.Decidable():
 		ref := Ref{AgentID: p.AgentID, ProposalID: p.ID}
-		if len(p.Hash) >= HashLen {
-			ref.Hash = p.Hash[:HashLen] // the decision names what was shown
+		if r := p.Ref(); len(r) >= HashLen {
+			ref.Hash = r[:HashLen] // the decision names what was shown, its effect preview too
 		}
 		m.Buttons = append(m.Buttons, Button{Action: ActionApprove, Label: "Approve", Ref: ref, Style: "primary"})
 		if v.ApproveN > 1 {

@@ -257,15 +257,15 @@ func hashMatches(ctx context.Context, c *check) bool {
 		return true
 	}
 	c.audit(ctx, c.a.ID, c.a.ID, "the button's hash is not the waiting proposal's", 0)
-	c.tell(ctx, fmt.Sprintf("This button was made for another command than the one waiting at step %d (%s), so it decided nothing. Decide on the proposal as it is shown now.", c.a.Pending.Step, c.a.Pending.Command))
+	c.tell(ctx, fmt.Sprintf("This button was made for the proposal at step %d (%s) as it was shown before: the preview changed since, so it decided nothing. Look again at the proposal as it is shown now and decide on it.", c.a.Pending.Step, c.a.Pending.Command))
 	return false
 }
 
 // hashMismatch reports whether ref names a's pending proposal with a hash that is not
-// the proposal's: the button was made for a different command than the one waiting.
+// the proposal's Ref: the button was made for it as shown before its preview changed.
 func hashMismatch(a *api.Agent, ref Ref) bool {
 	p := a.Pending
-	return p != nil && p.ID == ref.ProposalID && ref.Hash != "" && !strings.HasPrefix(p.Hash, ref.Hash)
+	return p != nil && p.ID == ref.ProposalID && ref.Hash != "" && !strings.HasPrefix(p.Ref(), ref.Hash)
 }
 
 // notExpired: chat may still decide the proposal the button names (Options.Expiry).

@@ -112,7 +112,19 @@ func TestEachGuard(t *testing.T) {
 		"hash_matches": {
 			{"hash_of_what_waits", waitsAtWriter, true, "", 0},
 			{"no_hash", func(w *bindingWorld, c *check) { waitsAtWriter(w, c); c.ref.Hash = "" }, true, "", 0},
-			{"hash_of_another_command", func(w *bindingWorld, c *check) { waitsAtWriter(w, c); c.ref.Hash = strings.Repeat("2", HashLen) }, false, "made for another command", 1},
+			{"hash_of_another_command", func(w *bindingWorld, c *check) { waitsAtWriter(w, c); c.ref.Hash = strings.Repeat("2", HashLen) }, false, "as it was shown before", 1},
+			{"ref_of_its_preview_before_a_run_again", func(w *bindingWorld, c *check) {
+				first, again := withEffect("p-1", "first-root"), withEffect("p-1", "second-root")
+				w.show(again)
+				c.ref.ProposalID, c.ref.Hash = "p-1", first.Ref()[:HashLen]
+				atWriter(w, c)
+			}, false, "the preview changed since", 1},
+			{"ref_of_its_preview_now", func(w *bindingWorld, c *check) {
+				again := withEffect("p-1", "second-root")
+				w.show(again)
+				c.ref.ProposalID, c.ref.Hash = "p-1", again.Ref()[:HashLen]
+				atWriter(w, c)
+			}, true, "", 0},
 		},
 		"not_expired": {
 			{"no_expiry", waitsAtWriter, true, "", 0},
@@ -242,4 +254,11 @@ func TestFeedbackDialogOnExpiredProposalDecidesNothing(t *testing.T) {
 	if note := w.lastNote(); !strings.Contains(note, "Expired after 1m0s") {
 		t.Errorf("note %q; want one saying the proposal expired", note)
 	}
+}
+
+// withEffect is a1's write_file proposal id with an effect preview whose change has root.
+func withEffect(id, root string) *api.Proposal {
+	p := proposal(id, "a-1", 1, "write_file")
+	p.Preview = &api.Preview{Effect: &api.Effect{From: 1, To: 2, ToRoot: root}}
+	return p
 }

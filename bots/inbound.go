@@ -250,7 +250,7 @@ func (c *check) decideReply(ctx context.Context, a *api.Agent, text string) erro
 	if c.r.expiry.over(a.Pending) {
 		return errors.New(c.r.expiry.note())
 	}
-	req.ProposalID, req.By, req.ByName, req.Source, req.Hash = a.Pending.ID, c.in.User.ID, c.in.User.Name, c.ep.a.Platform(), a.Pending.Hash
+	req.ProposalID, req.By, req.ByName, req.Source, req.Hash = a.Pending.ID, c.in.User.ID, c.in.User.Name, c.ep.a.Platform(), c.r.board.shownRef(a.Pending)
 	_, err = c.r.opt.Service.Decide(ctx, a.ID, req)
 	return err
 }

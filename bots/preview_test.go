@@ -91,6 +91,40 @@ func TestProposalAskedAgainShowsItsNewPreview(t *testing.T) {
 	}
 }
 
+// TestProposalAskedAgainMarksItsEarlierDiffOutOfDate: a proposal whose long diff was
+// attached is asked again with another preview: its message says what was attached
+// before is out of date, and the new diff, when cut, goes up again; with no diff now,
+// nothing goes up and the message still says so.
+func TestProposalAskedAgainMarksItsEarlierDiffOutOfDate(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name    string
+		diff    string
+		uploads int
+	}{
+		{"new_long_diff", strings.Repeat("+again\n", 40), 2},
+		{"no_diff_now", "", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, ad := threadRelay(ctx, &helperService{})
+			p := longDiffProposal()
+			r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
+			r.out.flush()
+			again, fresh := *p, *p.Preview
+			fresh.Diff = c.diff
+			again.Preview, again.Status = &fresh, api.ProposalInterrupted
+			r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: &again})
+			r.out.flush()
+			if len(ad.updates) != 1 || !strings.Contains(ad.updates[0], "attached before is out of date") {
+				t.Fatalf("updates %q: want the message marking what was attached before out of date", ad.updates)
+			}
+			if len(ad.files) != c.uploads || (c.uploads == 2 && !strings.Contains(ad.files[1], "+again")) {
+				t.Errorf("uploads %q: want %d, the new diff last", ad.files, c.uploads)
+			}
+		})
+	}
+}
+
 // proposalsPosted hands each of ps to a thread's relay as agent a-1's proposal event
 // and returns the adapter once the relay's outbox has posted them.
 func proposalsPosted(ps ...*api.Proposal) *fakeAdapter {

@@ -43,7 +43,7 @@ func TestForgedCustomIDsDecideNothing(t *testing.T) {
 		{"another_threads_proposal", CustomID{Action: ActionApprove, ProposalID: other.ProposalID, Hash: other.Hash}.String(), "names another proposal than the one its message shows"},
 		{"another_threads_proposal_without_hash", CustomID{Action: ActionDeny, ProposalID: other.ProposalID}.String(), "names another proposal than the one its message shows"},
 		{"made_up_proposal", CustomID{Action: ActionApprove, ProposalID: "p-0123456789ab", Hash: own.Hash}.String(), "names another proposal than the one its message shows"},
-		{"another_hash", CustomID{Action: ActionApprove, ProposalID: own.ProposalID, Hash: "0123456789abcdef"}.String(), "made for another command"},
+		{"another_hash", CustomID{Action: ActionApprove, ProposalID: own.ProposalID, Hash: "0123456789abcdef"}.String(), "as it was shown before"},
 		{"count_past_the_limit", "agentd:v2:approve_n:" + own.ProposalID + ":1000:" + own.Hash, "not one I can act on"},
 		{"old_format", "agentd:v1:approve:" + own.ProposalID, "older version"},
 	} {

@@ -26,7 +26,7 @@ const maxTextInput = 4000
 // FeedbackModal is the response to a Feedback… click: a modal asking what the agent should
 // do instead. Its submit comes back as a modal interaction that ParseFeedback reads.
 func FeedbackModal(p *api.Proposal) *discordgo.InteractionResponse {
-	return feedbackModalFor(bots.Ref{ProposalID: p.ID, Hash: p.Hash}, fmt.Sprintf("step %d: %s", p.Step, p.Command))
+	return feedbackModalFor(bots.Ref{ProposalID: p.ID, Hash: p.Ref()}, fmt.Sprintf("step %d: %s", p.Step, p.Command))
 }
 
 // ParseFeedback reads a feedback modal's submit into the decision it stands for.

@@ -271,18 +271,23 @@ func proposalOpen(c *decisionCheck) error {
 // buttons carry 16 hex characters (bots.HashLen).
 const minShownHash = 16
 
-// shownHashMatches: the hash the decision carries, the proposal as the person saw it, is
-// the proposal's: a lowercase hex prefix of p.Hash of at least minShownHash characters.
-// Empty means the caller shows no hash (agentctl decides on what it just fetched).
+// shownHashMatches: the reference the decision carries, the proposal as the person saw
+// it, is the proposal's now: a lowercase hex prefix of p.Ref() of at least minShownHash
+// characters. A proposal's command never changes, so a reference that no longer matches
+// was shown an effect preview since run again. Empty means the caller shows no reference
+// (an API client deciding on what it just fetched).
 func shownHashMatches(c *decisionCheck) error {
 	hash := c.req.Hash
 	if hash == "" {
 		return nil
 	}
-	if len(hash) < minShownHash || strings.Trim(hash, "0123456789abcdef") != "" || !strings.HasPrefix(c.p.Hash, hash) {
-		return conflict("proposal %s changed since it was shown: decide on the one shown now", c.p.ID)
+	if len(hash) >= minShownHash && strings.Trim(hash, "0123456789abcdef") == "" && strings.HasPrefix(c.p.Ref(), hash) {
+		return nil
 	}
-	return nil
+	if c.p.Preview != nil && c.p.Preview.Effect != nil {
+		return conflict("proposal %s changed since it was shown: the preview changed (run again on the workspace as it is now); look again and decide on the one shown now", c.p.ID)
+	}
+	return conflict("proposal %s changed since it was shown: decide on the one shown now", c.p.ID)
 }
 
 // authorized: the policy lets the person's decision stand (cycle.Authorize's answer

@@ -11,10 +11,13 @@ import (
 )
 
 // withEffect adds to p's preview the effect preview of its command c, run ahead on a
-// copy of a's workspace in the profile a person's approval gives (deny rules included).
-// st is where the deny rules are read, previews what runs it, room the disk it may take
-// (agentBudgets.previewRoom); previewing, when set, is called as the run ahead starts
-// (it may hold the step a minute), to show the agent previewing.
+// copy of a's workspace in the profile its approval will give (deny rules included): the
+// policy's, for a pending proposal the policy approves unasked (an allow pattern's
+// bounded profile), else a person's. The effect records that profile: an approval in
+// another profile runs the command itself (previewed). st is where the deny rules are
+// read, previews what runs it, room the disk it may take (agentBudgets.previewRoom);
+// previewing, when set, is called as the run ahead starts (it may hold the step a
+// minute), to show the agent previewing.
 func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p, last *api.Proposal, c commands.Command, previewing func()) {
 	if previews == nil || p.Preview == nil || !l.effectPreview(a.Name) {
 		return
@@ -23,6 +26,7 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 		return
 	}
 	var prof commands.Profile
+	var by *api.Decision // the approval the preview runs under; nil: a person's
 	refused := false
 	err := st.View(ctx, func(tx *store.Tx) error {
 		// What the policy refuses never runs, not even ahead: the proposal's transaction
@@ -35,7 +39,12 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 		if refused = au.Verdict == cycle.Refuse; refused {
 			return nil
 		}
-		prof, err = sandboxProfile(l, tx, a, nil)
+		if p.Status == "" || p.Status == api.ProposalPending {
+			// Weighed by the policy before any person. A stale preview's re-run (its
+			// proposal started) is asked of a person whatever the patterns say.
+			by = au.Decision
+		}
+		prof, err = sandboxProfile(l, tx, a, by)
 		return err
 	})
 	if refused {
@@ -51,6 +60,9 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 	}
 	var diff string
 	p.Preview.Effect, diff = previews.Run(ctx, c, env, p.Args, l.Limits, room)
+	if p.Preview.Effect != nil && by != nil {
+		p.Preview.Effect.Profile = by.Profile
+	}
 	p.Preview.Diff, p.Preview.DiffCut = commands.CutDiff(diff, api.MaxPreviewDiff)
 }
 

@@ -47,8 +47,10 @@ func episodeOf(p *api.Proposal, outcome, result, feedback string) *api.Episode {
 
 // previewEffect carries out the effects on a proposal's effect preview: apply_preview
 // records, before anything is applied, that the captured change and not the command is
-// what this step runs (the runner then applies it); drop_preview stores why the change
-// can no longer be applied, so the next approval runs the command itself.
+// what this step runs (the runner then applies it); drop_preview stores the preview run
+// again (rerun) when it captured a change, else why there is none to apply, with no diff
+// left of the stale one, so the next approval runs the command itself, as the person
+// is shown.
 func previewEffect(tx *store.Tx, p *api.Proposal, e cycle.Effect, rerun *api.Preview) error {
 	if p == nil || p.Preview == nil || !p.Preview.Effect.Appliable() {
 		return errMissing
@@ -62,9 +64,12 @@ func previewEffect(tx *store.Tx, p *api.Proposal, e cycle.Effect, rerun *api.Pre
 		p.Preview = rerun
 		return tx.SetProposalPreview(p.ID, p.Preview)
 	}
-	pv, dropped := *p.Preview, *eff
-	dropped.None, dropped.From, dropped.To = e.Reason, 0, 0
-	pv.Effect, p.Preview = &dropped, &pv
+	pv := *p.Preview
+	if rerun != nil {
+		pv = *rerun // the programs as the line runs now
+	}
+	pv.Effect, pv.Diff, pv.DiffCut = &api.Effect{None: e.Reason}, "", false
+	p.Preview = &pv
 	return tx.SetProposalPreview(p.ID, p.Preview)
 }
 

@@ -160,13 +160,14 @@ func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Preview
 // staleEnd is the end of p's step when its preview's change was not applied, the
 // workspace having changed since (err): a person decides again on rerun, the preview run
 // again on the workspace as it is now, whose change approving then applies; without one
-// approving runs the command itself.
+// approving runs the command itself, and the reason says why the run again gave none.
 func staleEnd(p *api.Proposal, err error, rerun *api.Preview) stepEnd {
 	why := err.Error() + "; approving again runs the command itself"
-	if rerun != nil && rerun.Effect.Appliable() {
+	switch {
+	case rerun != nil && rerun.Effect.Appliable():
 		why = err.Error() + "; its preview was run again on the workspace as it is now: approving applies that change"
-	} else {
-		rerun = nil
+	case rerun != nil && rerun.Effect != nil:
+		why = err.Error() + "; its preview was run again and gives nothing to apply (" + rerun.Effect.None + "): approving runs the command itself"
 	}
 	result := "Not applied: " + why
 	return stepEnd{ev: cycle.Event{Kind: cycle.PreviewStale, Reason: why, Result: result},

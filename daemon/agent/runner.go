@@ -337,10 +337,22 @@ func (r *runner) run(ctx context.Context, l *live, p *api.Proposal, st *started)
 }
 
 // previewed reports whether approving p applies its effect preview: it captured a
-// change, and the profile p runs in may write the workspace (a bounded read-only
-// approval runs the command, which can then change nothing).
+// change, in the very profile p runs in now (a change made by code a bounded profile
+// keeps from loading is never applied under it), and that profile may write the
+// workspace (a bounded read-only approval runs the command, which can then change nothing).
 func previewed(p *api.Proposal, prof commands.Profile) bool {
-	return p.Preview != nil && p.Preview.Effect.Appliable() && (!prof.Bounded || prof.Write)
+	return p.Preview != nil && p.Preview.Effect.Appliable() && p.Preview.Effect.Profile == profileName(prof) && (!prof.Bounded || prof.Write)
+}
+
+// profileName is prof's name as a decision records it (api.Decision.Profile).
+func profileName(prof commands.Profile) string {
+	switch {
+	case !prof.Bounded:
+		return ""
+	case prof.Write:
+		return api.ProfileBoundedWrite
+	}
+	return api.ProfileBounded
 }
 
 // applyPreview puts p's captured change in place in a's workspace: the step's output,

@@ -92,7 +92,7 @@ func proposalOf(p *api.Proposal) *proposalView {
 		return nil
 	}
 	t := p.Thoughts
-	v := &proposalView{AgentID: p.AgentID, ID: p.ID, Hash: p.Hash, Step: p.Step, Command: line(p.Command), Status: string(p.Status),
+	v := &proposalView{AgentID: p.AgentID, ID: p.ID, Hash: p.Ref(), Step: p.Step, Command: line(p.Command), Status: string(p.Status),
 		Args: text(indent(p.Args)), Result: text(p.Result), Decidable: p.Status.Decidable()}
 	for _, f := range []field{{"Observations", t.Observations}, {"Thought", t.Text}, {"Reasoning", t.Reasoning},
 		{"Self-criticism", t.SelfCriticism}, {"Plan", t.Plan}, {"Says", t.Speak}} {

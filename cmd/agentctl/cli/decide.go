@@ -33,7 +33,7 @@ func (a decisionVerbs) decide(ctx context.Context, ref string, req api.DecideReq
 	if err != nil {
 		return err
 	}
-	req.ProposalID = p.ID
+	req.ProposalID, req.Hash = p.ID, p.Ref() // bound to the preview fetched: one run again since is refused
 	req.Source = "agentctl"
 	req.By = user()
 	d, err := a.api().Decide(ctx, ag.ID, req)

@@ -80,7 +80,7 @@ type follower struct {
 	lastState   string               // the last state line printed
 	pending     *api.Proposal        // the proposal a line from stdin decides on
 	question    *api.Question        // the question a line from stdin answers
-	shown       map[string]bool      // proposals rendered
+	shown       map[string]bool      // proposals rendered, by shownKey
 	closed      map[string]bool      // proposals decided or done
 	asked       map[string]bool      // questions rendered
 	lastSeq     int64
@@ -380,13 +380,10 @@ func (f *follower) apply(ctx context.Context, text string) {
 			f.notef("%v", err)
 			return
 		}
-		req.ProposalID, req.Source, req.By = p.ID, "agentctl", user()
+		req.ProposalID, req.Source, req.By, req.Hash = p.ID, "agentctl", user(), p.Ref() // the proposal as shown
 		err = f.send(func() error { _, err := f.a.api().Decide(ctx, f.id, req); return err })
-		if err == nil || f.refused(ctx, err) {
-			f.closed[p.ID] = true
-			if f.pending != nil && f.pending.ID == p.ID {
-				f.pending = nil
-			}
+		if (err == nil || f.refused(ctx, err)) && (f.pending == nil || shownKey(f.pending) == shownKey(p)) {
+			f.close(p.ID) // unless it was asked again meanwhile, with its preview run again
 		}
 	default:
 		f.notef("(nothing to decide right now; that line was not sent)")

@@ -54,7 +54,7 @@ func (f *follower) handle(ev api.Event) error {
 			return &endFollow{fmt.Errorf("agent %s failed: %s", f.name, f.reason)}
 		}
 	case api.EventThoughts, api.EventProposal:
-		if p := ev.Proposal; p != nil && !f.shown[p.ID] {
+		if p := ev.Proposal; p != nil && !f.shown[shownKey(p)] {
 			f.showProposal(p, ev.Time)
 		}
 		f.sync(beforeDecision(ev.Agent), ev.Time)
@@ -157,11 +157,13 @@ func (f *follower) sync(ag *api.Agent, t time.Time) {
 		f.name = ag.Name
 	}
 	f.pending = nil
-	if p := ag.Pending; p != nil && p.Status.Decidable() && !f.closed[p.ID] {
-		if !f.shown[p.ID] {
+	if p := ag.Pending; p != nil && p.Status.Decidable() {
+		if !f.shown[shownKey(p)] {
 			f.showProposal(p, p.CreatedAt)
 		}
-		f.pending = p
+		if !f.closed[p.ID] {
+			f.pending = p
+		}
 	}
 	if f.question != nil && (ag.Question == nil || questionKey(ag.Question) != questionKey(f.question)) {
 		f.withdrawPrompt(answerPrompt, "answered elsewhere")
@@ -222,12 +224,13 @@ func budgetFlag(kind string) string {
 }
 
 func (f *follower) showProposal(p *api.Proposal, t time.Time) {
-	f.shown[p.ID] = true
+	f.shown[shownKey(p)] = true
 	f.calls[p.ID] = formatCall(p.Command, p.Args)
 	f.printf("%sproposal (step %d):\n", stamp(t), p.Step)
 	writeProposal(f.out(), p, argLinesInFollow, diffLinesInFollow)
 	switch {
 	case p.Status.Decidable():
+		delete(f.closed, p.ID) // asked again (its preview run again): stdin decides on it as shown now
 		f.pending = p
 	case p.Status == api.ProposalApproved:
 		f.printf("  (runs without asking: its decision line names the rule or grant)\n")
@@ -246,6 +249,10 @@ func (f *follower) ask(q *api.Question, t time.Time) {
 	}
 	f.question = q
 }
+
+// shownKey is what follow has shown of p: the proposal as its Ref names it, so one asked
+// again with another preview is shown again.
+func shownKey(p *api.Proposal) string { return p.ID + " " + p.Ref() }
 
 // close marks a proposal decided or done: stdin no longer decides on it.
 func (f *follower) close(id string) {

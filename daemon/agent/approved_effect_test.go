@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/daemon/run"
+)
+
+// A +write allow pattern approves a line unasked, so it runs bounded: python finds no
+// module the agent wrote beside the data. Its run ahead runs bounded too, so the change
+// applied is the bounded run's (out.json), never one made by the agent's own code.
+func TestAPatternApprovedLineAppliesOnlyWhatItsBoundedRunWrote(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+		o.Allow = []string{"execute_shell(python3 -m json.tool *)+write"}
+	})
+	h.fake.Script(
+		reply("execute_shell", map[string]string{"command_line": "python3 -m json.tool in.json out.json"}),
+		reply("finish", map[string]string{"reason": "done"}),
+	)
+	a := h.createPlanted(func(ws string) error {
+		if err := os.MkdirAll(filepath.Join(ws, "json"), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(ws, "in.json"), []byte(`{"a":1}`), 0o644); err != nil {
+			return err
+		}
+		// A hostile workspace (a cloned repo): a json package beside the data.
+		return os.WriteFile(filepath.Join(ws, "json", "__init__.py"), []byte("open('PWNED','w').write('agent code ran')\n"), 0o644)
+	})
+	h.waitFor(a.ID, "the finish proposal", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "PWNED")); err == nil {
+		t.Errorf("code the agent wrote ran under a +write pattern and its write landed unasked: PWNED=%q", b)
+	}
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "out.json")); err != nil || !strings.Contains(string(b), `"a": 1`) {
+		t.Errorf("out.json = %q (%v): the pattern's approval did not write what the bounded run wrote", b, err)
+	}
+	eps := h.history(a.ID)
+	if len(eps) != 1 || !strings.Contains(eps[0].Result, "was applied") {
+		t.Errorf("history %+v, want the step with its bounded run ahead's change applied", eps)
+	}
+}
+
+// A captured change is applied only under the profile its run ahead ran in: a person's
+// preview under a pattern's bounded profile, or a bounded one under a person's approval,
+// runs the command itself; a read-only bounded approval never applies a change.
+func TestAPreviewIsAppliedOnlyUnderTheProfileItRanIn(t *testing.T) {
+	person, bounded, boundedWrite := commands.Profile{}, commands.Profile{Bounded: true}, commands.Profile{Bounded: true, Write: true}
+	for _, c := range []struct {
+		name string
+		ran  string
+		prof commands.Profile
+		want bool
+	}{
+		{"person_preview_person_approval", "", person, true},
+		{"bounded_write_preview_bounded_write_approval", api.ProfileBoundedWrite, boundedWrite, true},
+		{"person_preview_bounded_write_approval", "", boundedWrite, false},
+		{"bounded_write_preview_person_approval", api.ProfileBoundedWrite, person, false},
+		{"bounded_preview_bounded_approval", api.ProfileBounded, bounded, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := &api.Proposal{Preview: &api.Preview{Effect: &api.Effect{From: 1, To: 2, ToRoot: "ab", Profile: c.ran}}}
+			if got := previewed(p, c.prof); got != c.want {
+				t.Errorf("previewed(ran %q, approved %q) = %v, want %v", c.ran, profileName(c.prof), got, c.want)
+			}
+		})
+	}
+}
+
+// A preview gone stale whose run again gives nothing to apply (here: past the disk
+// budget) is asked again without the old diff, with the run's own reason; approving then
+// runs the command, which the person was told.
+func TestAStaleReaskShowsNoOldDiffAndSaysWhyNothingIsApplied(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+		o.AgentBudget = run.Budget{MaxDisk: 2 << 20}
+	})
+	ln := `if [ -e person.txt ]; then head -c 8388608 /dev/zero > big.bin; else echo harmless > a.txt; fi`
+	h.fake.Script(reply("execute_shell", map[string]string{"command_line": ln}), reply("finish", map[string]string{"reason": "done"}))
+	a := h.create(api.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	if !strings.Contains(p.Preview.Diff, "+harmless") {
+		t.Fatalf("first preview's diff:\n%s\nwant +harmless", p.Preview.Diff)
+	}
+	again := approvedAfterAChange(t, h, a, p)
+	pv := again.Pending.Preview
+	lines, diff := pv.Render()
+	if diff != "" || pv.Diff != "" || pv.DiffCut {
+		t.Errorf("asked again showing a diff:\n%s", diff)
+	}
+	if pv.Effect.Appliable() || !strings.Contains(pv.Effect.None, "disk") || !strings.Contains(again.StateReason, "disk") {
+		t.Errorf("asked again with effect %+v, reason %q; want the run again's own reason (the disk)", pv.Effect, again.StateReason)
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "runs the command itself") {
+		t.Errorf("asked again with\n%s\nwant that approving runs the command itself", strings.Join(lines, "\n"))
+	}
+}
+
+// A decision names the change it was shown: once a stale preview is run again, a
+// decision carrying the first message's reference is refused (look again), and one
+// carrying the new reference is taken and applies the change it was shown.
+func TestADecisionFromTheFirstPreviewIsRefusedOnceThePreviewRanAgain(t *testing.T) {
+	h, a := previewHarness(t, `if [ -e person.txt ]; then echo EVIL > a.txt; else echo harmless > a.txt; fi`)
+	p := h.pending(a.ID)
+	shown := p.Ref()
+	again := approvedAfterAChange(t, h, a, p)
+	if again.Pending.Ref() == shown {
+		t.Fatalf("the proposal's reference %s did not change with its preview", shown)
+	}
+	for _, ref := range []string{shown, shown[:minShownHash]} {
+		req, _ := api.ParseDecision("y")
+		req.ProposalID, req.Source, req.By, req.Hash = p.ID, "slack", "tester", ref
+		_, err := h.sup.decisions.Decide(context.Background(), a.ID, req)
+		if err == nil || !strings.Contains(err.Error(), "preview changed") || !strings.Contains(err.Error(), "look again") {
+			t.Fatalf("a decision from the first preview (ref %s) got %v, want it refused: the preview changed, look again", ref, err)
+		}
+	}
+	req, _ := api.ParseDecision("y")
+	req.ProposalID, req.Source, req.By, req.Hash = p.ID, "slack", "tester", again.Pending.Ref()[:minShownHash]
+	if _, err := h.sup.decisions.Decide(context.Background(), a.ID, req); err != nil {
+		t.Fatalf("a decision on the preview shown now: %v", err)
+	}
+	h.waitFor(a.ID, "finish", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
+	if b, _ := os.ReadFile(filepath.Join(a.Workspace, "a.txt")); string(b) != "EVIL\n" {
+		t.Errorf("a.txt = %q, want the change the second preview showed", b)
+	}
+}
+
+// approvedAfterAChange writes person.txt into a's workspace, approves p (whose preview
+// is now stale) and returns a once it asks again.
+func approvedAfterAChange(t *testing.T, h *harness, a *api.Agent, p *api.Proposal) *api.Agent {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(a.Workspace, "person.txt"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	return h.waitFor(a.ID, "asked again", func(a *api.Agent) bool {
+		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
+	})
+}
