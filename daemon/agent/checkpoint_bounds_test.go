@@ -54,7 +54,7 @@ func TestCheckpointWalksLeaveTheStoreWriterFree(t *testing.T) {
 	}
 	t.Cleanup(func() { testHookWalk = nil })
 	a := writeSteps(t, h, 1)
-	if _, err := h.sup.rewinds.Rewind(context.Background(), a.Name, api.RewindRequest{To: 1}); err != nil {
+	if _, err := h.rewind(a.Name, api.RewindRequest{To: 1}); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -73,7 +73,7 @@ func TestCheapStepsDoNotPushAStepOutOfRewindRange(t *testing.T) {
 		o.Checkpoints.Store.KeepCount = 3
 	})
 	a := writeSteps(t, h, 6)
-	rw, err := h.sup.rewinds.Rewind(context.Background(), a.Name, api.RewindRequest{To: 1})
+	rw, err := h.rewind(a.Name, api.RewindRequest{To: 1})
 	if err != nil {
 		t.Fatalf("rewind to step 1 after 5 more steps: %v", err)
 	}
@@ -90,12 +90,11 @@ func TestCheapStepsDoNotPushAStepOutOfRewindRange(t *testing.T) {
 // two rewinds: undoing an earlier one still finds it.
 func TestEachRewindHasAFreshID(t *testing.T) {
 	h := newHarness(t, withCheckpoints)
-	ctx := context.Background()
 	a := writeSteps(t, h, 1)
 	seen := map[string]bool{}
 	var first string
 	for i := range 3 {
-		rw, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1})
+		rw, err := h.rewind(a.Name, api.RewindRequest{To: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +106,7 @@ func TestEachRewindHasAFreshID(t *testing.T) {
 			first = rw.Undo
 		}
 	}
-	if _, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{Undo: first}); err != nil {
+	if _, err := h.rewind(a.Name, api.RewindRequest{Undo: first}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "f1.txt")); err != nil || string(b) != "x" {
