@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -111,5 +112,23 @@ func TestEachRewindHasAFreshID(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "f1.txt")); err != nil || string(b) != "x" {
 		t.Fatalf("undoing the first rewind did not bring f1.txt back: %q, %v", b, err)
+	}
+}
+
+// [checkpoints] max_entries bounds the files and folders a checkpoint captures (a
+// million by default), and doctor's checkpoints line says the bound in force.
+func TestMaxEntriesIsAConfigKeyDoctorShows(t *testing.T) {
+	cfg := config.Default()
+	if got := checkpointOptionsOf(cfg).Store.MaxEntries; got != 1_000_000 {
+		t.Errorf("default max_entries reaches the store as %d, want 1000000", got)
+	}
+	cfg.Checkpoints.MaxEntries = 5000
+	opt := checkpointOptionsOf(cfg)
+	if opt.Store.MaxEntries != 5000 {
+		t.Fatalf("max_entries = 5000 reaches the store as %d", opt.Store.MaxEntries)
+	}
+	h := newHarness(t, func(o *Options) { o.Checkpoints.On, o.Checkpoints.Store.MaxEntries = true, opt.Store.MaxEntries })
+	if c := h.sup.checkpoints.doctorCheck(context.Background())[0]; !strings.Contains(c.Detail, "at most 5000 files and folders") {
+		t.Errorf("doctor's checkpoints line does not show max_entries: %+v", c)
 	}
 }

@@ -366,7 +366,7 @@ func (k *checkpoints) restore(tx *store.Tx, a *store.Agent, rw *rewindTo, rec fu
 func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 	c := cfg.Checkpoints
 	return CheckpointOptions{On: c.Enabled, KeepSteps: c.KeepSteps,
-		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes)}}
+		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries}}
 }
 
 // doctorCheck is agentctl doctor's line on the checkpoints: on or off, and the disk they
@@ -387,6 +387,7 @@ func (k *checkpoints) doctorCheck(context.Context) []api.Check {
 	}
 	o := k.opt.Store
 	o.KeepCount, o.MaxStoreBytes = cmp.Or(o.KeepCount, checkpoint.DefaultKeepCount), cmp.Or(o.MaxStoreBytes, checkpoint.DefaultMaxStoreBytes)
-	return []api.Check{{Name: "checkpoints", Status: api.CheckOK, Detail: fmt.Sprintf("%s for %s in %s (each keeps at most %d checkpoints and %s; the last %d steps stay in rewind range even past those)",
-		display.Size(used), display.Count(len(entries), "agent", "agents"), k.opt.Dir, o.KeepCount, display.Size(o.MaxStoreBytes), k.keepSteps())}}
+	o.MaxEntries = cmp.Or(o.MaxEntries, checkpoint.DefaultMaxEntries)
+	return []api.Check{{Name: "checkpoints", Status: api.CheckOK, Detail: fmt.Sprintf("%s for %s in %s (each keeps at most %d checkpoints and %s, each capturing at most %d files and folders; the last %d steps stay in rewind range even past those)",
+		display.Size(used), display.Count(len(entries), "agent", "agents"), k.opt.Dir, o.KeepCount, display.Size(o.MaxStoreBytes), o.MaxEntries, k.keepSteps())}}
 }
