@@ -5,7 +5,6 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
-	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/effect"
 	"github.com/agentd/agentd/daemon/store"
 )
@@ -14,7 +13,7 @@ import (
 // copy of a's workspace in the profile a person's approval gives (deny rules included).
 // st is where the deny rules are read, previews what runs it, room the disk it may take
 // (agentBudgets.previewRoom).
-func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p, last *api.Proposal, c commands.Command) {
+func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p *api.Proposal, c commands.Command) {
 	if previews == nil || p.Preview == nil || !l.effectPreview(a.Name) {
 		return
 	}
@@ -24,17 +23,10 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 	var prof commands.Profile
 	refused := false
 	err := st.View(ctx, func(tx *store.Tx) error {
-		// What the policy refuses never runs, not even ahead: the proposal's transaction
-		// decides again, this only keeps a refused line out of the sandbox.
-		spec := c.Spec()
-		au, _, err := authorize(l, tx, a, p, last, &spec, nil)
-		if err != nil {
-			return err
-		}
-		if refused = au.Verdict == cycle.Refuse; refused {
-			return nil
-		}
-		prof, err = sandboxProfile(l, tx, a, nil)
+		// What the deny rules refuse never runs, not even ahead: the proposal's
+		// transaction decides, this only keeps a refused line out of the sandbox.
+		var err error
+		prof, refused, err = previewProfile(l, tx, a, p, c.Spec())
 		return err
 	})
 	if refused {

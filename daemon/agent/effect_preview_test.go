@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentd/agentd/api"
@@ -163,5 +164,32 @@ func TestRunAheadPastTheDiskBudgetGetsNoPreview(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID, "big.bin")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("what the stopped run ahead wrote is still on the disk (%v)", err)
+	}
+}
+
+// A shell line run ahead is weighed by the policy once as it is proposed, in the
+// transaction that stores it: the check that keeps a refused line out of the sandbox
+// reads only the deny rules, not the whole policy (grants, the watchdog, the files a y!
+// binds) a second time. (Later rounds weigh the stored proposal afresh.)
+func TestRunAheadLineIsWeighedByThePolicyOnceAsProposed(t *testing.T) {
+	var mu sync.Mutex
+	weighed := map[*api.Proposal]int{} // by the proposal as proposed, not as read back
+	testHookAuthorize = func(p *api.Proposal) {
+		mu.Lock()
+		weighed[p]++
+		mu.Unlock()
+	}
+	t.Cleanup(func() { testHookAuthorize = nil })
+	h, a := previewHarness(t, "echo ahead > ahead.txt")
+	p := h.pending(a.ID)
+	if p.Preview == nil || p.Preview.Effect == nil || p.Preview.Effect.None != "" {
+		t.Fatalf("the line was not run ahead: %+v", p.Preview)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for q, n := range weighed {
+		if n != 1 {
+			t.Errorf("the policy weighed %s (step %d) %d times as it was proposed, want once", q.Command, q.Step, n)
+		}
 	}
 }

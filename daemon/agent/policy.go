@@ -11,7 +11,30 @@ import (
 
 // authorize is policy.Authorize under the settings generation l.
 func authorize(l *live, tx *store.Tx, a *store.Agent, p, prev *api.Proposal, spec *commands.Spec, d *api.Decision) (cycle.Authorization, *store.Agent, error) {
+	if testHookAuthorize != nil {
+		testHookAuthorize(p)
+	}
 	return policy.Authorize(l.policy, tx, a, p, prev, spec, d)
+}
+
+// testHookAuthorize, set by tests, sees each proposal the policy weighs.
+var testHookAuthorize func(p *api.Proposal)
+
+// previewProfile is how far the programs of a run ahead of p reach (a's deny rules
+// kept, nothing bounded: nothing is approved yet), or refused when a's permission rules
+// deny p, the one refusal the policy makes of a proposal no person decided. One
+// reading of the rules: the policy itself weighs p once, in the transaction that
+// stores it.
+func previewProfile(l *live, tx *store.Tx, a *store.Agent, p *api.Proposal, spec commands.Spec) (prof commands.Profile, refused bool, err error) {
+	layers, err := layersFor(l, tx, a)
+	if err != nil {
+		return prof, false, err
+	}
+	if permission.Evaluate(spec, p.Args, policy.Options(l.policy, a), layers...).Effect == permission.Deny {
+		return prof, true, nil
+	}
+	prof.Paths = permission.Denied(layers...)
+	return prof, false, nil
 }
 
 // layersFor is policy.Layers under the settings generation l.
