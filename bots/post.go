@@ -152,8 +152,10 @@ func (po *poster) postProposal(ctx context.Context, p *api.Proposal) {
 				}
 				if m != nil && p.Status == api.ProposalInterrupted {
 					// Asked again (its preview went stale and was run again): the message
-					// shows the proposal as it is asked now.
-					return t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, ApproveN: po.r.opt.ApproveN}, platform), t.label))
+					// shows the proposal as it is asked now, and its files are attached again.
+					err := t.ep.a.Update(ctx, m.Channel, m.Message, labelled(FormatProposal(ProposalView{Proposal: p, ApproveN: po.r.opt.ApproveN}, platform), t.label))
+					posted = err == nil
+					return err
 				}
 				return err // posted already (or the store is failing: retried, never posted twice)
 			}

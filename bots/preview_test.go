@@ -97,3 +97,29 @@ func TestProposalAskedAgainShowsItsNewPreview(t *testing.T) {
 		t.Fatalf("posts %q, updates %q: want the one message updated with the new preview", ad.posts, ad.updates)
 	}
 }
+
+// A proposal asked again with a new preview too long for its message has the new
+// diff attached whole, as a proposal's first post has.
+func TestProposalAskedAgainAttachesItsNewDiff(t *testing.T) {
+	ctx := context.Background()
+	r, ad := threadRelay(ctx, &helperService{})
+	p := apitest.PreviewProposals()[0]
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
+	r.out.flush()
+	before := len(ad.files)
+	again := *p
+	fresh := *p.Preview
+	var diff strings.Builder
+	diff.WriteString("--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1,60 @@\n a person wrote this\n")
+	for i := 1; i <= 60; i++ {
+		fmt.Fprintf(&diff, "+rerun line %d\n", i)
+	}
+	fresh.Diff = diff.String()
+	again.Preview, again.Status = &fresh, api.ProposalInterrupted
+	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: &again})
+	r.out.flush()
+	files := ad.files[before:]
+	if len(files) != 1 || !strings.Contains(files[0], "+rerun line 60") {
+		t.Fatalf("uploads after the proposal was asked again: %q; want its new diff whole", files)
+	}
+}
