@@ -144,10 +144,10 @@ var RewindRoute = register(Route[RewindRequest, *Rewind]{Method: "POST", Path: "
 
 // Diff returns what a step changed in the agent's workspace (Step 0: the latest step).
 func (c *Client) Diff(ctx context.Context, agent string, req DiffRequest) (*StepChange, error) {
-	return call(ctx, c, DiffRoute, agent, req)
+	return DiffRoute.Do(ctx, c, agent, req)
 }
 
 // Rewind puts the agent's workspace back as before a step, or says what it would restore.
 func (c *Client) Rewind(ctx context.Context, agent string, req RewindRequest) (*Rewind, error) {
-	return call(ctx, c, RewindRoute, agent, req)
+	return RewindRoute.Do(ctx, c, agent, req)
 }

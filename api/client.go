@@ -180,29 +180,29 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 
 // Audit lists audit log entries, oldest first.
 func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]AuditEntry, error) {
-	return call(ctx, c, AuditRoute, "", q)
+	return AuditRoute.Do(ctx, c, "", q)
 }
 
 // Replay returns a run step by step; ref is a run id, or an agent for its latest run.
 func (c *Client) Replay(ctx context.Context, ref string) (*Replay, error) {
-	return call(ctx, c, ReplayRoute, ref, None{})
+	return ReplayRoute.Do(ctx, c, ref, None{})
 }
 
 // Doctor runs the daemon's health checks: the model server and model, the store, disk
 // space, and every configured integration.
 func (c *Client) Doctor(ctx context.Context) (*DoctorReport, error) {
-	return call(ctx, c, DoctorRoute, "", None{})
+	return DoctorRoute.Do(ctx, c, "", None{})
 }
 
 // Reload makes agentd re-read its config file and apply what can change while it runs.
 // A bad file is refused (ErrConflict, every problem listed) and the old config stays.
 func (c *Client) Reload(ctx context.Context) (*ReloadResult, error) {
-	return call(ctx, c, ReloadRoute, "", None{})
+	return ReloadRoute.Do(ctx, c, "", None{})
 }
 
 // Status returns the daemon's status.
 func (c *Client) Status(ctx context.Context) (*Status, error) {
-	return call(ctx, c, StatusRoute, "", None{})
+	return StatusRoute.Do(ctx, c, "", None{})
 }
 
 // EachAgent calls fn with each agent, oldest first, as the daemon's reply is read: a long
@@ -214,69 +214,69 @@ func (c *Client) EachAgent(ctx context.Context, q AgentQuery, fn func(Agent) err
 
 // CreateAgent creates an agent (and starts its run unless req.Start is false).
 func (c *Client) CreateAgent(ctx context.Context, req CreateAgentRequest) (*Agent, error) {
-	return call(ctx, c, CreateAgentRoute, "", req)
+	return CreateAgentRoute.Do(ctx, c, "", req)
 }
 
 // Agent returns one agent by id or unique name.
 func (c *Client) Agent(ctx context.Context, agent string) (*Agent, error) {
-	return call(ctx, c, AgentRoute, agent, None{})
+	return AgentRoute.Do(ctx, c, agent, None{})
 }
 
 // DeleteAgent stops and removes an agent and its history.
 func (c *Client) DeleteAgent(ctx context.Context, agent string) error {
-	_, err := call(ctx, c, DeleteAgentRoute, agent, None{})
+	_, err := DeleteAgentRoute.Do(ctx, c, agent, None{})
 	return err
 }
 
 // Decide records a decision on the agent's current proposal.
 func (c *Client) Decide(ctx context.Context, agent string, req DecideRequest) (*Decision, error) {
-	return call(ctx, c, DecideRoute, agent, req)
+	return DecideRoute.Do(ctx, c, agent, req)
 }
 
 // Answer answers the agent's pending question.
 func (c *Client) Answer(ctx context.Context, agent string, req AnswerRequest) error {
-	_, err := call(ctx, c, AnswerRoute, agent, req)
+	_, err := AnswerRoute.Do(ctx, c, agent, req)
 	return err
 }
 
 // TaskRun gives an idle agent a follow-up task, with a budget for the run it starts.
 func (c *Client) TaskRun(ctx context.Context, agent string, req TaskRequest) (*Agent, error) {
-	return call(ctx, c, TaskRoute, agent, req)
+	return TaskRoute.Do(ctx, c, agent, req)
 }
 
 // SetBudget changes an agent's own budget over all its runs; an agent paused by its
 // budget goes on when the new one allows.
 func (c *Client) SetBudget(ctx context.Context, agent string, req BudgetRequest) (*Agent, error) {
-	return call(ctx, c, BudgetRoute, agent, req)
+	return BudgetRoute.Do(ctx, c, agent, req)
 }
 
 // Pause pauses an agent after its current step.
 func (c *Client) Pause(ctx context.Context, agent string) (*Agent, error) {
-	return call(ctx, c, PauseRoute, agent, None{})
+	return PauseRoute.Do(ctx, c, agent, None{})
 }
 
 // Resume resumes a paused (or failed) agent.
 func (c *Client) Resume(ctx context.Context, agent string) (*Agent, error) {
-	return call(ctx, c, ResumeRoute, agent, None{})
+	return ResumeRoute.Do(ctx, c, agent, None{})
 }
 
 // Stop ends the agent's current run; the agent stays, idle.
 func (c *Client) Stop(ctx context.Context, agent string) (*Agent, error) {
-	return call(ctx, c, StopRoute, agent, None{})
+	return StopRoute.Do(ctx, c, agent, None{})
 }
 
 // History returns the agent's episodes, oldest first.
 func (c *Client) History(ctx context.Context, agent string) ([]Episode, error) {
-	return call(ctx, c, HistoryRoute, agent, None{})
+	return HistoryRoute.Do(ctx, c, agent, None{})
 }
 
 // Commands lists the commands the agent may use now, with class, effective policy and the
 // patterns that can decide them. With agent "" it lists what a new agent gets.
 func (c *Client) Commands(ctx context.Context, agent string) ([]CommandInfo, error) {
 	if agent == "" {
-		return call(ctx, c, CommandsRoute, "", None{})
+		return CommandsRoute.Do(ctx, c, "", None{})
 	}
-	return call(ctx, c, AgentCommandsRoute, agent, None{})
+	return AgentCommandsRoute.Do(ctx, c, agent, None{})
 }
 
 // EventsOpened streams events for one agent (or all agents when agent is "") to fn until

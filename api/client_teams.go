@@ -10,28 +10,28 @@ func (c *Client) Teams() TeamClient { return TeamClient{c} }
 
 // List lists the team runs, newest first, without transcripts.
 func (t TeamClient) List(ctx context.Context) ([]TeamRun, error) {
-	return call(ctx, t.c, TeamsRoute, "", None{})
+	return TeamsRoute.Do(ctx, t.c, "", None{})
 }
 
 // Start starts a team run; a bad workflow gets ErrBadRequest naming file:line problems.
 func (t TeamClient) Start(ctx context.Context, req TeamRunRequest) (*TeamRun, error) {
-	return call(ctx, t.c, StartTeamRoute, "", req)
+	return StartTeamRoute.Do(ctx, t.c, "", req)
 }
 
 // Get returns one team run with its transcript.
 func (t TeamClient) Get(ctx context.Context, team string) (*TeamRun, error) {
-	return call(ctx, t.c, TeamRoute, team, None{})
+	return TeamRoute.Do(ctx, t.c, team, None{})
 }
 
 // Stop stops a team run and the run of the role agent it waits for.
 func (t TeamClient) Stop(ctx context.Context, team string) (*TeamRun, error) {
-	return call(ctx, t.c, StopTeamRoute, team, None{})
+	return StopTeamRoute.Do(ctx, t.c, team, None{})
 }
 
 // Plan asks the daemon's planner for a workflow for a task (AutoAgents): roles, a
 // numbered plan, checked by an observer and revised once.
 func (t TeamClient) Plan(ctx context.Context, req TeamPlanRequest) (*TeamPlan, error) {
-	return call(ctx, t.c, PlanTeamRoute, "", req)
+	return PlanTeamRoute.Do(ctx, t.c, "", req)
 }
 
 // Events streams a team run's transcript into fn: the entries after the one whose Seq

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -113,13 +112,9 @@ type MemoryMatch struct {
 
 var (
 	ImportMemoryRoute = register(Route[MemoryImportRequest, *MemoryImportResult]{Method: "POST", Path: "/v0/memory/import",
-		Call: func(ctx context.Context, s Service, _ string, in MemoryImportRequest) (*MemoryImportResult, error) {
-			return s.ImportMemory(ctx, in)
-		}})
+		Call: byRequest(Service.ImportMemory)})
 	ExportMemoryRoute = register(Route[MemoryExportRequest, *MemoryExportPage]{Method: "GET", Path: "/v0/memory/export",
-		Call: func(ctx context.Context, s Service, _ string, in MemoryExportRequest) (*MemoryExportPage, error) {
-			return s.ExportMemory(ctx, in)
-		},
+		Call:    byRequest(Service.ExportMemory),
 		toQuery: memoryExportQuery, fromQuery: parseMemoryExportQuery})
 )
 

@@ -88,11 +88,6 @@ func (rt Route[In, Out]) URL(ref string, in In) string {
 	return p
 }
 
-// call makes one request of rt for ref and in: each Client method is one call.
-func call[In, Out any](ctx context.Context, c *Client, rt Route[In, Out], ref string, in In) (Out, error) {
-	return rt.Do(ctx, c, ref, in)
-}
-
 // Do makes one request of rt on c for ref and in, decoding the reply into Out: the one
 // generic call under every Client method, and what a test uses for a route the Client
 // has no method for.
@@ -191,3 +186,31 @@ func Endpoints() []Endpoint { return endpoints }
 
 // Streams lists the API's event streams.
 func Streams() []StreamRoute { return []StreamRoute{EventsRoute, AgentEventsRoute, TeamEventsRoute} }
+
+// The shapes of Service method a Route calls: each turns a method expression
+// (Service.Pause) into a Route's Call, so a row names the method it serves.
+
+// byNothing calls a method that takes neither the path's ref nor a request.
+func byNothing[Out any](f func(Service, context.Context) (Out, error)) func(context.Context, Service, string, None) (Out, error) {
+	return func(ctx context.Context, s Service, _ string, _ None) (Out, error) { return f(s, ctx) }
+}
+
+// byRef calls a method that takes the path's ref.
+func byRef[Out any](f func(Service, context.Context, string) (Out, error)) func(context.Context, Service, string, None) (Out, error) {
+	return func(ctx context.Context, s Service, ref string, _ None) (Out, error) { return f(s, ctx, ref) }
+}
+
+// byRequest calls a method that takes the request.
+func byRequest[In, Out any](f func(Service, context.Context, In) (Out, error)) func(context.Context, Service, string, In) (Out, error) {
+	return func(ctx context.Context, s Service, _ string, in In) (Out, error) { return f(s, ctx, in) }
+}
+
+// byRefRequest calls a method that takes the path's ref and the request.
+func byRefRequest[In, Out any](f func(Service, context.Context, string, In) (Out, error)) func(context.Context, Service, string, In) (Out, error) {
+	return func(ctx context.Context, s Service, ref string, in In) (Out, error) { return f(s, ctx, ref, in) }
+}
+
+// byRefNoReply calls a method that takes the path's ref and replies with no body.
+func byRefNoReply(f func(Service, context.Context, string) error) func(context.Context, Service, string, None) (None, error) {
+	return func(ctx context.Context, s Service, ref string, _ None) (None, error) { return None{}, f(s, ctx, ref) }
+}

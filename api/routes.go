@@ -13,7 +13,7 @@ import (
 // in the Service interface.
 var (
 	StatusRoute = register(Route[None, *Status]{Method: "GET", Path: "/v0/status",
-		Call: func(ctx context.Context, s Service, _ string, _ None) (*Status, error) { return s.Status(ctx) }})
+		Call: byNothing(Service.Status)})
 	AgentsRoute = registerList(ListRoute[AgentQuery, Agent]{Path: "/v0/agents",
 		Call: func(ctx context.Context, s Service, q AgentQuery, p Page) ([]Agent, string, error) {
 			l, err := s.ListAgents(ctx, q, p)
@@ -24,168 +24,104 @@ var (
 		},
 		toQuery: agentQuery, fromQuery: parseAgentQuery})
 	CreateAgentRoute = register(Route[CreateAgentRequest, *Agent]{Method: "POST", Path: "/v0/agents", Status: 201,
-		Call: func(ctx context.Context, s Service, _ string, in CreateAgentRequest) (*Agent, error) {
-			return s.CreateAgent(ctx, in)
-		}})
+		Call: byRequest(Service.CreateAgent)})
 	AgentRoute = register(Route[None, *Agent]{Method: "GET", Path: "/v0/agents/{agent}",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*Agent, error) { return s.Agent(ctx, ref) }})
+		Call: byRef(Service.Agent)})
 	DeleteAgentRoute = register(Route[None, None]{Method: "DELETE", Path: "/v0/agents/{agent}", Status: 204,
-		Call: func(ctx context.Context, s Service, ref string, _ None) (None, error) {
-			return None{}, s.DeleteAgent(ctx, ref)
-		}})
+		Call: byRefNoReply(Service.DeleteAgent)})
 	DecideRoute = register(Route[DecideRequest, *Decision]{Method: "POST", Path: "/v0/agents/{agent}/decision",
-		Call: func(ctx context.Context, s Service, ref string, in DecideRequest) (*Decision, error) {
-			return s.Decide(ctx, ref, in)
-		}})
+		Call: byRefRequest(Service.Decide)})
 	AnswerRoute = register(Route[AnswerRequest, None]{Method: "POST", Path: "/v0/agents/{agent}/answer", Status: 204,
 		Call: func(ctx context.Context, s Service, ref string, in AnswerRequest) (None, error) {
 			return None{}, s.Answer(ctx, ref, in)
 		}})
 	TaskRoute = register(Route[TaskRequest, *Agent]{Method: "POST", Path: "/v0/agents/{agent}/task",
-		Call: func(ctx context.Context, s Service, ref string, in TaskRequest) (*Agent, error) {
-			return s.TaskRun(ctx, ref, in)
-		}})
+		Call: byRefRequest(Service.TaskRun)})
 	PauseRoute = register(Route[None, *Agent]{Method: "POST", Path: "/v0/agents/{agent}/pause",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*Agent, error) { return s.Pause(ctx, ref) }})
+		Call: byRef(Service.Pause)})
 	ResumeRoute = register(Route[None, *Agent]{Method: "POST", Path: "/v0/agents/{agent}/resume",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*Agent, error) { return s.Resume(ctx, ref) }})
+		Call: byRef(Service.Resume)})
 	StopRoute = register(Route[None, *Agent]{Method: "POST", Path: "/v0/agents/{agent}/stop",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*Agent, error) { return s.Stop(ctx, ref) }})
+		Call: byRef(Service.Stop)})
 	BudgetRoute = register(Route[BudgetRequest, *Agent]{Method: "POST", Path: "/v0/agents/{agent}/budget",
-		Call: func(ctx context.Context, s Service, ref string, in BudgetRequest) (*Agent, error) {
-			return s.SetBudget(ctx, ref, in)
-		}})
+		Call: byRefRequest(Service.SetBudget)})
 	HistoryRoute = register(Route[None, []Episode]{Method: "GET", Path: "/v0/agents/{agent}/history",
-		Call: func(ctx context.Context, s Service, ref string, _ None) ([]Episode, error) {
-			return s.History(ctx, ref)
-		}})
+		Call: byRef(Service.History)})
 	ProposalsRoute = register(Route[None, []Proposal]{Method: "GET", Path: "/v0/agents/{agent}/proposals",
-		Call: func(ctx context.Context, s Service, ref string, _ None) ([]Proposal, error) {
-			return s.Proposals(ctx, ref)
-		}})
+		Call: byRef(Service.Proposals)})
 	DoctorRoute = register(Route[None, *DoctorReport]{Method: "GET", Path: "/v0/doctor",
-		Call: func(ctx context.Context, s Service, _ string, _ None) (*DoctorReport, error) { return s.Doctor(ctx) }})
+		Call: byNothing(Service.Doctor)})
 	ReloadRoute = register(Route[None, *ReloadResult]{Method: "POST", Path: "/v0/reload",
-		Call: func(ctx context.Context, s Service, _ string, _ None) (*ReloadResult, error) { return s.Reload(ctx) }})
+		Call: byNothing(Service.Reload)})
 	AuditRoute = register(Route[AuditQuery, []AuditEntry]{Method: "GET", Path: "/v0/audit",
-		Call: func(ctx context.Context, s Service, _ string, q AuditQuery) ([]AuditEntry, error) {
-			return s.Audit(ctx, q)
-		},
+		Call:    byRequest(Service.Audit),
 		toQuery: auditQuery, fromQuery: parseAuditQuery})
 	ReplayRoute = register(Route[None, *Replay]{Method: "GET", Path: "/v0/runs/{run}/replay",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*Replay, error) { return s.Replay(ctx, ref) }})
+		Call: byRef(Service.Replay)})
 	CommandsRoute = register(Route[None, []CommandInfo]{Method: "GET", Path: "/v0/commands",
 		Call: func(ctx context.Context, s Service, _ string, _ None) ([]CommandInfo, error) {
 			return s.Commands(ctx, "")
 		}})
 	AgentCommandsRoute = register(Route[None, []CommandInfo]{Method: "GET", Path: "/v0/agents/{agent}/commands",
-		Call: func(ctx context.Context, s Service, ref string, _ None) ([]CommandInfo, error) {
-			return s.Commands(ctx, ref)
-		}})
+		Call: byRef(Service.Commands)})
 	PolicyRoute = register(Route[None, *PolicyView]{Method: "GET", Path: "/v0/agents/{agent}/policy",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*PolicyView, error) {
-			return s.Policy(ctx, ref)
-		}})
+		Call: byRef(Service.Policy)})
 	AddPermissionRoute = register(Route[PermissionRequest, *PolicyView]{Method: "POST", Path: "/v0/agents/{agent}/policy",
-		Call: func(ctx context.Context, s Service, ref string, in PermissionRequest) (*PolicyView, error) {
-			return s.AddPermission(ctx, ref, in)
-		}})
+		Call: byRefRequest(Service.AddPermission)})
 	RemovePermissionRoute = register(Route[PermissionRequest, *PolicyView]{Method: "DELETE", Path: "/v0/agents/{agent}/policy",
-		Call: func(ctx context.Context, s Service, ref string, in PermissionRequest) (*PolicyView, error) {
-			return s.RemovePermission(ctx, ref, in)
-		}})
+		Call: byRefRequest(Service.RemovePermission)})
 	TestPolicyRoute = register(Route[PolicyTestRequest, *PolicyTest]{Method: "POST", Path: "/v0/agents/{agent}/policy/test",
-		Call: func(ctx context.Context, s Service, ref string, in PolicyTestRequest) (*PolicyTest, error) {
-			return s.TestPolicy(ctx, ref, in)
-		}})
+		Call: byRefRequest(Service.TestPolicy)})
 	GrantsRoute = register(Route[None, *GrantList]{Method: "GET", Path: "/v0/agents/{agent}/grants",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*GrantList, error) {
-			return s.Grants(ctx, ref)
-		}})
+		Call: byRef(Service.Grants)})
 	AddGrantRoute = register(Route[GrantRequest, *GrantPreview]{Method: "POST", Path: "/v0/agents/{agent}/grants",
-		Call: func(ctx context.Context, s Service, ref string, in GrantRequest) (*GrantPreview, error) {
-			return s.AddGrant(ctx, ref, in)
-		}})
+		Call: byRefRequest(Service.AddGrant)})
 	RevokeGrantRoute = register(Route[RevokeRequest, *Grant]{Method: "POST", Path: "/v0/agents/{agent}/grants/revoke",
-		Call: func(ctx context.Context, s Service, ref string, in RevokeRequest) (*Grant, error) {
-			return s.RevokeGrant(ctx, ref, in)
-		}})
+		Call: byRefRequest(Service.RevokeGrant)})
 	MemoriesRoute = register(Route[MemoryListRequest, []Memory]{Method: "GET", Path: "/v0/memories",
-		Call: func(ctx context.Context, s Service, _ string, in MemoryListRequest) ([]Memory, error) {
-			return s.Memories(ctx, in)
-		},
+		Call:    byRequest(Service.Memories),
 		toQuery: memoryListQuery, fromQuery: parseMemoryListQuery})
 	AddMemoryRoute = register(Route[MemoryAddRequest, *Memory]{Method: "POST", Path: "/v0/memories", Status: 201,
-		Call: func(ctx context.Context, s Service, _ string, in MemoryAddRequest) (*Memory, error) {
-			return s.AddMemory(ctx, in)
-		}})
+		Call: byRequest(Service.AddMemory)})
 	DeleteMemoryRoute = register(Route[None, None]{Method: "DELETE", Path: "/v0/memories/{id}", Status: 204,
-		Call: func(ctx context.Context, s Service, id string, _ None) (None, error) {
-			return None{}, s.DeleteMemory(ctx, id)
-		}})
+		Call: byRefNoReply(Service.DeleteMemory)})
 	SearchMemoryRoute = register(Route[MemorySearchRequest, []Memory]{Method: "POST", Path: "/v0/memory/search",
-		Call: func(ctx context.Context, s Service, _ string, in MemorySearchRequest) ([]Memory, error) {
-			return s.SearchMemory(ctx, in)
-		}})
+		Call: byRequest(Service.SearchMemory)})
 	ReindexMemoryRoute = register(Route[None, *MemoryStats]{Method: "POST", Path: "/v0/memory/reindex",
-		Call: func(ctx context.Context, s Service, _ string, _ None) (*MemoryStats, error) {
-			return s.ReindexMemory(ctx)
-		}})
+		Call: byNothing(Service.ReindexMemory)})
 	MemoryStatsRoute = register(Route[None, *MemoryStats]{Method: "GET", Path: "/v0/memory/stats",
-		Call: func(ctx context.Context, s Service, _ string, _ None) (*MemoryStats, error) {
-			return s.MemoryStats(ctx)
-		}})
+		Call: byNothing(Service.MemoryStats)})
 	SchedulesRoute = register(Route[None, []Schedule]{Method: "GET", Path: "/v0/schedules",
-		Call: func(ctx context.Context, s Service, _ string, _ None) ([]Schedule, error) { return s.Schedules(ctx) }})
+		Call: byNothing(Service.Schedules)})
 	AddScheduleRoute = register(Route[ScheduleRequest, *Schedule]{Method: "POST", Path: "/v0/schedules", Status: 201,
-		Call: func(ctx context.Context, s Service, _ string, in ScheduleRequest) (*Schedule, error) {
-			return s.AddSchedule(ctx, in)
-		}})
+		Call: byRequest(Service.AddSchedule)})
 	ScheduleRoute = register(Route[None, *Schedule]{Method: "GET", Path: "/v0/schedules/{schedule}",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*Schedule, error) {
-			return s.Schedule(ctx, ref)
-		}})
+		Call: byRef(Service.Schedule)})
 	RemoveScheduleRoute = register(Route[None, None]{Method: "DELETE", Path: "/v0/schedules/{schedule}", Status: 204,
-		Call: func(ctx context.Context, s Service, ref string, _ None) (None, error) {
-			return None{}, s.RemoveSchedule(ctx, ref)
-		}})
+		Call: byRefNoReply(Service.RemoveSchedule)})
 	PauseScheduleRoute = register(Route[None, *Schedule]{Method: "POST", Path: "/v0/schedules/{schedule}/pause",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*Schedule, error) {
-			return s.PauseSchedule(ctx, ref)
-		}})
+		Call: byRef(Service.PauseSchedule)})
 	ResumeScheduleRoute = register(Route[None, *Schedule]{Method: "POST", Path: "/v0/schedules/{schedule}/resume",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*Schedule, error) {
-			return s.ResumeSchedule(ctx, ref)
-		}})
+		Call: byRef(Service.ResumeSchedule)})
 	RunScheduleRoute = register(Route[None, *ScheduleRun]{Method: "POST", Path: "/v0/schedules/{schedule}/run",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*ScheduleRun, error) {
-			return s.RunSchedule(ctx, ref)
-		}})
+		Call: byRef(Service.RunSchedule)})
 	SetScheduleWhenRoute = register(Route[WakeConditions, *Schedule]{Method: "PUT", Path: "/v0/schedules/{schedule}/when",
-		Call: func(ctx context.Context, s Service, ref string, in WakeConditions) (*Schedule, error) {
-			return s.SetScheduleWhen(ctx, ref, in)
-		}})
+		Call: byRefRequest(Service.SetScheduleWhen)})
 	ScheduleHistoryRoute = register(Route[ScheduleHistoryQuery, []ScheduleRun]{Method: "GET", Path: "/v0/schedules/{schedule}/history",
 		Call: func(ctx context.Context, s Service, ref string, q ScheduleHistoryQuery) ([]ScheduleRun, error) {
 			return s.ScheduleHistory(ctx, ref, q.Limit)
 		},
 		toQuery: scheduleHistoryQuery, fromQuery: parseScheduleHistoryQuery})
 	TeamsRoute = register(Route[None, []TeamRun]{Method: "GET", Path: "/v0/teams",
-		Call: func(ctx context.Context, s Service, _ string, _ None) ([]TeamRun, error) { return s.Teams(ctx) }})
+		Call: byNothing(Service.Teams)})
 	StartTeamRoute = register(Route[TeamRunRequest, *TeamRun]{Method: "POST", Path: "/v0/teams", Status: 201,
-		Call: func(ctx context.Context, s Service, _ string, in TeamRunRequest) (*TeamRun, error) {
-			return s.StartTeam(ctx, in)
-		}})
+		Call: byRequest(Service.StartTeam)})
 	PlanTeamRoute = register(Route[TeamPlanRequest, *TeamPlan]{Method: "POST", Path: "/v0/team-plans",
-		Call: func(ctx context.Context, s Service, _ string, in TeamPlanRequest) (*TeamPlan, error) {
-			return s.PlanTeam(ctx, in)
-		}})
+		Call: byRequest(Service.PlanTeam)})
 	TeamRoute = register(Route[None, *TeamRun]{Method: "GET", Path: "/v0/teams/{team}",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*TeamRun, error) { return s.Team(ctx, ref) }})
+		Call: byRef(Service.Team)})
 	StopTeamRoute = register(Route[None, *TeamRun]{Method: "POST", Path: "/v0/teams/{team}/stop",
-		Call: func(ctx context.Context, s Service, ref string, _ None) (*TeamRun, error) {
-			return s.StopTeam(ctx, ref)
-		}})
+		Call: byRef(Service.StopTeam)})
 )
 
 // The API's event streams.

@@ -30,11 +30,11 @@ type WebService interface {
 
 // WebLoginRoute serves Service.WebLogin.
 var WebLoginRoute = register(Route[None, *WebLogin]{Method: "POST", Path: "/v0/web/login",
-	Call: func(ctx context.Context, s Service, _ string, _ None) (*WebLogin, error) { return s.WebLogin(ctx) }})
+	Call: byNothing(Service.WebLogin)})
 
 // WebLogoutRoute serves Service.WebLogout.
 var WebLogoutRoute = register(Route[None, *WebLogout]{Method: "POST", Path: "/v0/web/logout",
-	Call: func(ctx context.Context, s Service, _ string, _ None) (*WebLogout, error) { return s.WebLogout(ctx) }})
+	Call: byNothing(Service.WebLogout)})
 
 // WebClient reaches the web console's sessions: c.Web().Login(ctx).
 type WebClient struct{ c *Client }
@@ -44,11 +44,11 @@ func (c *Client) Web() WebClient { return WebClient{c} }
 
 // Login starts the web console if it is off and returns a one-time login URL.
 func (w WebClient) Login(ctx context.Context) (*WebLogin, error) {
-	return call(ctx, w.c, WebLoginRoute, "", None{})
+	return WebLoginRoute.Do(ctx, w.c, "", None{})
 }
 
 // Logout logs every browser out of the web console: their pages and live streams stop
 // at once, and login URLs not used yet stop working.
 func (w WebClient) Logout(ctx context.Context) (*WebLogout, error) {
-	return call(ctx, w.c, WebLogoutRoute, "", None{})
+	return WebLogoutRoute.Do(ctx, w.c, "", None{})
 }

@@ -20,10 +20,10 @@ type Why struct {
 
 // WhyRoute serves Service.Why.
 var WhyRoute = register(Route[None, *Why]{Method: "GET", Path: "/v0/agents/{agent}/why",
-	Call: func(ctx context.Context, s Service, ref string, _ None) (*Why, error) { return s.Why(ctx, ref) }})
+	Call: byRef(Service.Why)})
 
 // Why explains the decision on the agent's last decided proposal: who or which rule made
 // it, from where, and why.
 func (c *Client) Why(ctx context.Context, agent string) (*Why, error) {
-	return call(ctx, c, WhyRoute, agent, None{})
+	return WhyRoute.Do(ctx, c, agent, None{})
 }

@@ -2,13 +2,9 @@ package agentprotocol
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,7 +48,6 @@ const (
 	DefaultStepWait  = 5 * time.Minute
 	DefaultMaxUpload = 64 << 20
 	maxPageSize      = 100
-	maxBody          = 1 << 20
 	// By is who the daemon records as the decider of a step's decision.
 	By = "agent-protocol"
 )
@@ -106,39 +101,17 @@ var errorf = localapi.Errorf
 
 // wrap turns a handler's error (or panic) into the one error reply.
 func (h *handler) wrap(fn func(w http.ResponseWriter, r *http.Request) error) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				h.log.Error("agent protocol: handler panicked", "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
-				h.writeError(w, r, fmt.Errorf("internal error: %v", p))
-			}
-		}()
-		if err := fn(w, r); err != nil {
-			h.writeError(w, r, err)
-		}
-	})
+	return localapi.Wrap(h.log, "agent protocol", h.writeError, fn)
 }
 
 // statusOf maps the service's errors: the daemon refusing a value is 422, the protocol's
 // status for a request it cannot process.
 func statusOf(err error) int {
 	var e *localapi.Error
-	switch {
-	case errors.As(err, &e):
-		return e.Status
-	case errors.Is(err, api.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, api.ErrConflict):
-		return http.StatusConflict
-	case errors.Is(err, api.ErrBadRequest):
+	if errors.Is(err, api.ErrBadRequest) && !errors.As(err, &e) {
 		return http.StatusUnprocessableEntity
-	case errors.Is(err, api.ErrForbidden):
-		return http.StatusForbidden
 	}
-	return http.StatusInternalServerError
+	return localapi.StatusOf(err)
 }
 
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -155,51 +128,6 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 // a person reads goes through it — a step's output line by line, names, inputs, reasons,
 // errors; additional_output is data, kept as it is.
 func shown(s string) string { return display.Escape(s, display.Line) }
-
-// decodeBody reads one JSON object into v; an empty body is {} (curl -X POST sends none).
-// Unknown fields are allowed: the protocol does not forbid them.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return errorf(http.StatusRequestEntityTooLarge, "request body larger than %d bytes", tooBig.Limit)
-	} else if err != nil {
-		return errorf(http.StatusBadRequest, "reading the request body: %v", err)
-	}
-	if strings.TrimSpace(string(raw)) == "" {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	if err := dec.Decode(v); err != nil {
-		var syntax *json.SyntaxError
-		var typ *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syntax):
-			return errorf(http.StatusBadRequest, "invalid JSON body: %s (at byte %d)", syntax.Error(), syntax.Offset)
-		case errors.As(err, &typ) && typ.Field != "":
-			return errorf(http.StatusBadRequest, "invalid JSON body: field %q: want %s, got %s", typ.Field, kind(typ.Type.Kind().String()), typ.Value)
-		case errors.As(err, &typ):
-			return errorf(http.StatusBadRequest, "invalid JSON body: want a JSON object, got %s", typ.Value)
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return errorf(http.StatusBadRequest, "invalid JSON body: unexpected end of JSON")
-		}
-		return errorf(http.StatusBadRequest, "invalid JSON body: %s", strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if dec.More() {
-		return errorf(http.StatusBadRequest, "invalid JSON body: unexpected data after the JSON object")
-	}
-	return nil
-}
-
-func kind(k string) string {
-	switch k {
-	case "string", "ptr":
-		return "a string"
-	case "map":
-		return "a JSON object"
-	}
-	return k
-}
 
 // pageParams reads current_page and page_size.
 func pageParams(r *http.Request) (cur, size int, err error) {
@@ -235,7 +163,7 @@ func paginate(n, cur, size int) (lo, hi int, p Pagination) {
 // createTask creates an agent with the input as its task and starts its run.
 func (h *handler) createTask(w http.ResponseWriter, r *http.Request) error {
 	var req TaskRequest
-	if err := decodeBody(w, r, &req); err != nil {
+	if err := localapi.DecodeBody(w, r, &req, true); err != nil {
 		return err
 	}
 	if req.Input == nil || strings.TrimSpace(*req.Input) == "" {

@@ -52,7 +52,7 @@ func (h *handler) getStep(w http.ResponseWriter, r *http.Request) error {
 func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	var req StepRequest
-	if err := decodeBody(w, r, &req); err != nil {
+	if err := localapi.DecodeBody(w, r, &req, true); err != nil {
 		return err
 	}
 	input := ""

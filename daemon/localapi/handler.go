@@ -81,20 +81,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // wrap adapts a handlerFunc to http.Handler, sending its error (or panic) to writeError,
 // the one place errors become replies.
-func (h *handler) wrap(fn handlerFunc) http.Handler {
+func (h *handler) wrap(fn handlerFunc) http.Handler { return Wrap(h.log, "api", h.writeError, fn) }
+
+// Wrap turns fn's error, or its panic (logged as the front end's with its stack), into
+// the one error reply writeError writes: every HTTP front end recovers the same way.
+func Wrap(log *slog.Logger, frontEnd string, writeError func(http.ResponseWriter, *http.Request, error), fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
-				h.log.Error("api: handler panicked", "method", r.Method, "path", r.URL.Path,
+				log.Error(frontEnd+": handler panicked", "method", r.Method, "path", r.URL.Path,
 					"panic", p, "stack", string(debug.Stack()))
-				h.writeError(w, r, fmt.Errorf("internal error: %v", p))
+				writeError(w, r, fmt.Errorf("internal error: %v", p))
 			}
 		}()
 		if err := fn(w, r); err != nil {
-			h.writeError(w, r, err)
+			writeError(w, r, err)
 		}
 	})
 }
@@ -116,8 +120,8 @@ func checkLocal(r *http.Request) error {
 	return Errorf(http.StatusForbidden, "unexpected Host %q: the local API answers only to local, localhost or agentd", r.Host)
 }
 
-// statusOf maps an error to its HTTP status: the API layer's own, else its kind's.
-func statusOf(err error) int {
+// StatusOf maps an error to its HTTP status: the API layer's own, else its kind's.
+func StatusOf(err error) int {
 	if ae := (*Error)(nil); errors.As(err, &ae) {
 		return ae.Status
 	}
@@ -127,7 +131,7 @@ func statusOf(err error) int {
 // writeError replies {"error": "..."} with the error's status. 500s are logged, unless the
 // client went away, which is not the daemon's fault.
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status := statusOf(err)
+	status := StatusOf(err)
 	if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
 		h.log.Debug("api: error after reply began", "method", r.Method, "path", r.URL.Path, "err", err)
 		return

@@ -32,7 +32,7 @@ func (h *handler) routes(eps []api.Endpoint, streams []api.StreamRoute) []Route 
 func (h *handler) serve(ep api.Endpoint) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		status, out, err := ep.Serve(h.svc, r, func(v any) error {
-			if err := decodeBody(w, r, v); err != nil {
+			if err := DecodeBody(w, r, v, false); err != nil {
 				return err
 			}
 			stampDecider(r.Context(), v)
@@ -57,12 +57,19 @@ func (h *handler) serve(ep api.Endpoint) handlerFunc {
 	}
 }
 
-// decodeBody reads exactly one JSON object into v: at most maxBody bytes, no unknown
-// fields, nothing after it. Each failure names what was wrong.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+// DecodeBody reads exactly one JSON object into v: at most maxBody bytes, nothing after
+// it, each failure named. The local API is strict: no unknown fields, no empty body.
+// Lenient (Agent Protocol) ignores unknown fields, as that protocol allows, and takes an
+// empty body for {} (curl -X POST sends none).
+func DecodeBody(w http.ResponseWriter, r *http.Request, v any, lenient bool) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
-	dec.DisallowUnknownFields()
+	if !lenient {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
+		if lenient && errors.Is(err, io.EOF) {
+			return nil
+		}
 		return bodyError(err)
 	}
 	if err := dec.Decode(&json.RawMessage{}); !errors.Is(err, io.EOF) {
@@ -103,6 +110,9 @@ func bodyError(err error) error {
 
 // jsonKind names a Go type the way a JSON writer thinks of it.
 func jsonKind(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return "a string"

@@ -277,28 +277,35 @@ func (t *Typed) Lookup(name string) *types.Func {
 }
 
 // WalkVar walks from the first function literal in the value of package variable name
-// ("api.DecideRoute": the route's Call), stepping into the packages under within.
+// ("api.DecideRoute": the route's Call), or from the first method expression in it
+// (byRefRequest(Service.Decide)) as if it were called, stepping into the packages under
+// within.
 func (t *Typed) WalkVar(name string, target Target, within ...string) Walk {
 	dir, rest := path.Split(name)
 	pkgName, varName, _ := strings.Cut(rest, ".")
 	for _, f := range t.ByPkg[strings.TrimSuffix(dir+pkgName, "/")] {
-		var lit *ast.FuncLit
+		var start ast.Node
 		ast.Inspect(f, func(n ast.Node) bool {
-			if lit != nil {
+			if start != nil {
 				return false
 			}
 			if vs, ok := n.(*ast.ValueSpec); ok && len(vs.Names) > 0 && vs.Names[0].Name == varName {
 				ast.Inspect(vs, func(n ast.Node) bool {
-					if fl, ok := n.(*ast.FuncLit); ok && lit == nil {
-						lit = fl
+					switch n := n.(type) {
+					case *ast.FuncLit:
+						start = n.Body
+					case *ast.SelectorExpr:
+						if sel := t.Info.Selections[n]; sel != nil && sel.Kind() == types.MethodExpr {
+							start = &ast.CallExpr{Fun: n}
+						}
 					}
-					return lit == nil
+					return start == nil
 				})
 			}
 			return true
 		})
-		if lit != nil {
-			return t.walkBody(lit.Body, target, within)
+		if start != nil {
+			return t.walkBody(start, target, within)
 		}
 	}
 	return Walk{}

@@ -3,8 +3,9 @@
 // a chat bot or a test can do the same way.
 //
 // Each subcommand is one file holding its help text, its flags and a runX(ctx, args)
-// method on the type of its verb group (verbs.go); the commands list in init is the one
-// place a verb is registered. Run parses the global flags, dispatches, and turns errors
+// method on the type of its verb group (verbs.go), save pause, resume and stop, which
+// differ only in the call they make and share lifecycle.go; the commands list in init is
+// the one place a verb is registered. Run parses the global flags, dispatches, and turns errors
 // into exit codes and messages that say how to fix the problem.
 package cli
 
@@ -376,4 +377,17 @@ func user() string {
 		return u.Username
 	}
 	return fmt.Sprintf("uid %d", os.Getuid())
+}
+
+// printResult prints v, what a call returned, unless the call failed (err is returned as
+// it is): as JSON with --json, else as text writes it.
+func printResult[T any](a *app, v T, err error, text func()) error {
+	if err != nil {
+		return err
+	}
+	if a.json {
+		return a.printJSON(v)
+	}
+	text()
+	return nil
 }

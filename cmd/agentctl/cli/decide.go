@@ -37,25 +37,20 @@ func (a decisionVerbs) decide(ctx context.Context, ref string, req api.DecideReq
 	req.Source = "agentctl"
 	req.By = user()
 	d, err := a.api().Decide(ctx, ag.ID, req)
-	if err != nil {
-		return err // a 409 carries the daemon's reason: superseded, already decided, …
-	}
-	if a.json {
-		return a.printJSON(d)
-	}
-	call := formatCall(p.Command, p.Args)
-	switch req.Kind {
-	case api.DecisionApprove:
-		more := ""
-		if req.Count > 1 {
-			more = " and the next " + nextProposals(req.Count-1)
+	return printResult(a.app, d, err, func() { // a 409 carries the daemon's reason: superseded, already decided, …
+		call := formatCall(p.Command, p.Args)
+		switch req.Kind {
+		case api.DecisionApprove:
+			more := ""
+			if req.Count > 1 {
+				more = " and the next " + nextProposals(req.Count-1)
+			}
+			fmt.Fprintf(a.stdout, "approved %s%s\n", call, more)
+		case api.DecisionDeny:
+			fmt.Fprintf(a.stdout, "denied %s\n", call)
+			a.note("agent %s stops and waits; give it a new task with: agentctl task %s \"TASK\"", refOf(ag), refOf(ag))
+		case api.DecisionFeedback:
+			fmt.Fprintf(a.stdout, "sent feedback instead of running %s\n", call)
 		}
-		fmt.Fprintf(a.stdout, "approved %s%s\n", call, more)
-	case api.DecisionDeny:
-		fmt.Fprintf(a.stdout, "denied %s\n", call)
-		a.note("agent %s stops and waits; give it a new task with: agentctl task %s \"TASK\"", refOf(ag), refOf(ag))
-	case api.DecisionFeedback:
-		fmt.Fprintf(a.stdout, "sent feedback instead of running %s\n", call)
-	}
-	return nil
+	})
 }

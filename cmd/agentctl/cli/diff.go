@@ -55,14 +55,9 @@ func (a agentVerbs) runDiff(ctx context.Context, args []string) error {
 		}
 	}
 	c, err := a.api().Diff(ctx, pos[0], api.DiffRequest{Step: step, Run: *run})
-	if err != nil {
-		return agentErr(pos[0], err)
-	}
-	if a.json {
-		return a.printJSON(c)
-	}
-	writeStepChange(a.stdout, c)
-	return nil
+	return printResult(a.app, c, agentErr(pos[0], err), func() {
+		writeStepChange(a.stdout, c)
+	})
 }
 
 // writeStepChange writes a step's (or a rewind's) change: which, then the change as

@@ -75,9 +75,7 @@ func (f *follower) handle(ev api.Event) error {
 				f.withdrawPrompt(answerPrompt, "answered elsewhere")
 			}
 			f.printf("%sresult: %s %s\n", stamp(ev.Time), ep.Outcome, formatCall(ep.Command, ep.Args))
-			if ep.Result != "" || ep.Outcome == "succeeded" || ep.Outcome == "failed" {
-				firstLines(f.out(), ep.Result, "  ", resultLines)
-			}
+			writeResult(f.out(), ep, "", "  ")
 			f.close(ep.ProposalID)
 		}
 	case api.EventQuestion:

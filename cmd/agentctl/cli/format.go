@@ -61,10 +61,19 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// firstLines writes up to n lines of text, each indented and shortened, and says how many
-// more there were.
-func firstLines(w io.Writer, text, indent string, n int) {
-	text = strings.TrimRight(text, "\n")
+// writeResult writes the first lines (resultLines) of an episode's result, each indented
+// and shortened, and says how many more there were: the one layout of a result under its
+// step (history, replay) or its result line (follow), after the line head when it is not
+// empty. A run command says it had no output; an episode that ran nothing (denied,
+// feedback) shows no result.
+func writeResult(w io.Writer, ep *api.Episode, head, indent string) {
+	if ep.Result == "" && ep.Outcome != "succeeded" && ep.Outcome != "failed" {
+		return
+	}
+	if head != "" {
+		fmt.Fprintln(w, head)
+	}
+	text, n := strings.TrimRight(ep.Result, "\n"), resultLines
 	if strings.TrimSpace(text) == "" {
 		fmt.Fprintf(w, "%s(no output)\n", indent)
 		return

@@ -25,29 +25,24 @@ func (a agentVerbs) runHistory(ctx context.Context, args []string) error {
 		return err
 	}
 	eps, err := a.api().History(ctx, ref)
-	if err != nil {
-		return agentErr(ref, err)
-	}
-	if a.json {
-		return a.printJSON(eps)
-	}
-	if len(eps) == 0 {
-		a.note("agent %s has no history yet", ref)
-		return nil
-	}
-	run := ""
-	for i := range eps {
-		ep := &eps[i]
-		if ep.RunID != run {
-			if i > 0 {
-				fmt.Fprintln(a.stdout)
-			}
-			run = ep.RunID
-			fmt.Fprintf(a.stdout, "run %s\n", line(run))
+	return printResult(a.app, eps, agentErr(ref, err), func() {
+		if len(eps) == 0 {
+			a.note("agent %s has no history yet", ref)
+			return
 		}
-		writeEpisode(a.stdout, ep)
-	}
-	return nil
+		run := ""
+		for i := range eps {
+			ep := &eps[i]
+			if ep.RunID != run {
+				if i > 0 {
+					fmt.Fprintln(a.stdout)
+				}
+				run = ep.RunID
+				fmt.Fprintf(a.stdout, "run %s\n", line(run))
+			}
+			writeEpisode(a.stdout, ep)
+		}
+	})
 }
 
 func writeEpisode(w io.Writer, ep *api.Episode) {
@@ -63,8 +58,5 @@ func writeEpisode(w io.Writer, ep *api.Episode) {
 	if ep.Feedback != "" {
 		fmt.Fprintf(w, "  feedback: %s\n", oneParagraph(ep.Feedback))
 	}
-	if ep.Result != "" || ep.Outcome == "succeeded" || ep.Outcome == "failed" {
-		fmt.Fprintln(w, "  result:")
-		firstLines(w, ep.Result, "    ", resultLines)
-	}
+	writeResult(w, ep, "  result:", "    ")
 }

@@ -113,14 +113,9 @@ func (a memoryVerbs) memoryAdd(ctx context.Context, f memoryFlags, words []strin
 		return usagef("missing TEXT: what to remember")
 	}
 	m, err := a.api().Memory().Add(ctx, api.MemoryAddRequest{Agent: f.agent, Kind: f.kind, Text: text, Source: f.source, Speaker: f.speaker})
-	if err != nil {
-		return memoryErr(f.agent, err)
-	}
-	if a.json {
-		return a.printJSON(m)
-	}
-	fmt.Fprintf(a.stdout, "remembered %s (%s, %s)\n", m.ID, m.Kind, owner(m))
-	return nil
+	return printResult(a.app, m, memoryErr(f.agent, err), func() {
+		fmt.Fprintf(a.stdout, "remembered %s (%s, %s)\n", m.ID, m.Kind, owner(m))
+	})
 }
 
 func (a memoryVerbs) memorySearch(ctx context.Context, f memoryFlags, words []string) error {

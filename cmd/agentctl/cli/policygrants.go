@@ -86,14 +86,9 @@ func (a policyVerbs) printPreview(ref string, pv *api.GrantPreview) {
 // runGrantRevoke revokes one of the agent's grants.
 func (a policyVerbs) runGrantRevoke(ctx context.Context, ref, id string) error {
 	g, err := a.api().Grants().Revoke(ctx, ref, api.RevokeRequest{ID: id, By: user()})
-	if err != nil {
-		return err // the daemon names the agent or the grant it did not find
-	}
-	if a.json {
-		return a.printJSON(g)
-	}
-	fmt.Fprintf(a.stdout, "revoked grant %s (%s): it approves nothing from the agent's next proposal on\n", line(g.ID), line(g.Describe()))
-	return nil
+	return printResult(a.app, g, err, func() { // the daemon names the agent or the grant it did not find
+		fmt.Fprintf(a.stdout, "revoked grant %s (%s): it approves nothing from the agent's next proposal on\n", line(g.ID), line(g.Describe()))
+	})
 }
 
 // printGrants lists an agent's grants, active ones first as the daemon orders them.

@@ -26,30 +26,25 @@ func (a daemonVerbs) runReload(ctx context.Context, args []string) error {
 		return err
 	}
 	res, err := a.api().Reload(ctx)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(res)
-	}
-	where := res.Config
-	if where == "" {
-		where = "(defaults, no config file)"
-	}
-	switch {
-	case len(res.Applied) == 0:
-		fmt.Fprintf(a.stdout, "reloaded %s: nothing to apply\n", where)
-	default:
-		fmt.Fprintf(a.stdout, "reloaded %s: applied %s\n", where, strings.Join(res.Applied, ", "))
-	}
-	if res.BotsRestarted {
-		fmt.Fprintln(a.stdout, "chat bots restarted")
-	}
-	if len(res.NeedsRestart) > 0 {
-		fmt.Fprintf(a.stdout, "needs a restart to apply: %s\n", strings.Join(res.NeedsRestart, ", "))
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(a.stdout, "warning: %s\n", w)
-	}
-	return nil
+	return printResult(a.app, res, err, func() {
+		where := res.Config
+		if where == "" {
+			where = "(defaults, no config file)"
+		}
+		switch {
+		case len(res.Applied) == 0:
+			fmt.Fprintf(a.stdout, "reloaded %s: nothing to apply\n", where)
+		default:
+			fmt.Fprintf(a.stdout, "reloaded %s: applied %s\n", where, strings.Join(res.Applied, ", "))
+		}
+		if res.BotsRestarted {
+			fmt.Fprintln(a.stdout, "chat bots restarted")
+		}
+		if len(res.NeedsRestart) > 0 {
+			fmt.Fprintf(a.stdout, "needs a restart to apply: %s\n", strings.Join(res.NeedsRestart, ", "))
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintf(a.stdout, "warning: %s\n", w)
+		}
+	})
 }

@@ -21,41 +21,36 @@ func (a daemonVerbs) runReplay(ctx context.Context, args []string) error {
 		return err
 	}
 	r, err := a.api().Replay(ctx, ref)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(r)
-	}
-	run := r.Run
-	name := run.Agent
-	if name == "" {
-		name = run.AgentID
-	}
-	fmt.Fprintf(a.stdout, "run %s of %s, started %s\n", run.ID, name, formatTime(run.StartedAt))
-	fmt.Fprintf(a.stdout, "task: %s\n", oneParagraph(run.Task))
-	for _, s := range r.Steps {
-		p := s.Proposal
-		fmt.Fprintf(a.stdout, "\nstep %d  %s  %s\n", p.Step, formatTime(p.CreatedAt), formatCall(p.Command, p.Args))
-		writeThoughts(a.stdout, p.Thoughts, "  ", true)
-		for _, d := range s.Decisions {
-			fmt.Fprintf(a.stdout, "  decision at %s: %s\n", formatTime(d.At), decisionString(&d))
+	return printResult(a.app, r, err, func() {
+		run := r.Run
+		name := run.Agent
+		if name == "" {
+			name = run.AgentID
 		}
-		if e := s.Episode; e != nil {
-			fmt.Fprintf(a.stdout, "  outcome: %s\n", line(e.Outcome))
-			if e.Result != "" {
-				firstLines(a.stdout, e.Result, "    ", resultLines)
+		fmt.Fprintf(a.stdout, "run %s of %s, started %s\n", run.ID, name, formatTime(run.StartedAt))
+		fmt.Fprintf(a.stdout, "task: %s\n", oneParagraph(run.Task))
+		for _, s := range r.Steps {
+			p := s.Proposal
+			fmt.Fprintf(a.stdout, "\nstep %d  %s  %s\n", p.Step, formatTime(p.CreatedAt), formatCall(p.Command, p.Args))
+			writeThoughts(a.stdout, p.Thoughts, "  ", true)
+			for _, d := range s.Decisions {
+				fmt.Fprintf(a.stdout, "  decision at %s: %s\n", formatTime(d.At), decisionString(&d))
 			}
-		} else {
-			fmt.Fprintf(a.stdout, "  status: %s\n", line(string(p.Status)))
+			if e := s.Episode; e != nil {
+				fmt.Fprintf(a.stdout, "  outcome: %s\n", line(e.Outcome))
+				if e.Result != "" {
+					writeResult(a.stdout, e, "", "    ")
+				}
+			} else {
+				fmt.Fprintf(a.stdout, "  status: %s\n", line(string(p.Status)))
+			}
 		}
-	}
-	if !run.EndedAt.IsZero() {
-		fmt.Fprintf(a.stdout, "\nended %s: %s", formatTime(run.EndedAt), run.Outcome)
-		if run.Reason != "" {
-			fmt.Fprintf(a.stdout, " (%s)", oneParagraph(run.Reason))
+		if !run.EndedAt.IsZero() {
+			fmt.Fprintf(a.stdout, "\nended %s: %s", formatTime(run.EndedAt), run.Outcome)
+			if run.Reason != "" {
+				fmt.Fprintf(a.stdout, " (%s)", oneParagraph(run.Reason))
+			}
+			fmt.Fprintln(a.stdout)
 		}
-		fmt.Fprintln(a.stdout)
-	}
-	return nil
+	})
 }

@@ -146,18 +146,13 @@ func (a scheduleVerbs) scheduleAdd(ctx context.Context, args []string) error {
 		}
 	}
 	s, err := a.api().Schedules().Add(ctx, req)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(s)
-	}
-	fmt.Fprintf(a.stdout, "schedule %s added: %s (%s)\n", s.Name, s.Spec, s.TimeZone)
-	if s.When != nil {
-		fmt.Fprintf(a.stdout, "it wakes the model %s\n", whenString(s.When))
-	}
-	writeNextTimes(a.stdout, s)
-	return nil
+	return printResult(a.app, s, err, func() {
+		fmt.Fprintf(a.stdout, "schedule %s added: %s (%s)\n", s.Name, s.Spec, s.TimeZone)
+		if s.When != nil {
+			fmt.Fprintf(a.stdout, "it wakes the model %s\n", whenString(s.When))
+		}
+		writeNextTimes(a.stdout, s)
+	})
 }
 
 // zoneOf is the schedule's zone, for showing its times as its owner reads them.
@@ -318,18 +313,13 @@ func (a scheduleVerbs) scheduleHistory(ctx context.Context, args []string) error
 		return usagef("-n %d: want a number of records, 1 or more", *limit)
 	}
 	runs, err := a.api().Schedules().History(ctx, ref, *limit)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(runs)
-	}
-	if len(runs) == 0 {
-		a.note("schedule %s has not fired yet", ref)
-		return nil
-	}
-	writeRuns(a.stdout, runs)
-	return nil
+	return printResult(a.app, runs, err, func() {
+		if len(runs) == 0 {
+			a.note("schedule %s has not fired yet", ref)
+			return
+		}
+		writeRuns(a.stdout, runs)
+	})
 }
 
 func (a scheduleVerbs) scheduleRm(ctx context.Context, args []string) error {
@@ -361,15 +351,10 @@ func (a scheduleVerbs) scheduleChange(ctx context.Context, args []string, fn fun
 		return err
 	}
 	s, err := fn(a.api().Schedules(), ctx, ref)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(s)
-	}
-	fmt.Fprintf(a.stdout, "schedule %s: %s\n", s.Name, scheduleState(s))
-	writeNextTimes(a.stdout, s)
-	return nil
+	return printResult(a.app, s, err, func() {
+		fmt.Fprintf(a.stdout, "schedule %s: %s\n", s.Name, scheduleState(s))
+		writeNextTimes(a.stdout, s)
+	})
 }
 
 func (a scheduleVerbs) scheduleRunNow(ctx context.Context, args []string) error {

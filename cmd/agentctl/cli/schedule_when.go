@@ -25,14 +25,9 @@ func (a scheduleVerbs) scheduleEdit(ctx context.Context, args []string) error {
 		return usagef("nothing to change: give the conditions (--when-changed PATH, --when-url URL, --when 'COMMAND', …) or --when-none to remove them")
 	}
 	s, err := a.api().Schedules().SetWhen(ctx, ref, *c)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(s)
-	}
-	fmt.Fprintf(a.stdout, "schedule %s: wakes the model %s\n", s.Name, whenString(s.When))
-	return nil
+	return printResult(a.app, s, err, func() {
+		fmt.Fprintf(a.stdout, "schedule %s: wakes the model %s\n", s.Name, whenString(s.When))
+	})
 }
 
 // whenString says when a schedule's firings wake the model.

@@ -34,14 +34,9 @@ func (a daemonVerbs) runStatus(ctx context.Context, args []string) error {
 		return err
 	}
 	st, err := a.api().Status(ctx)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(st)
-	}
-	writeStatus(a.stdout, st)
-	return nil
+	return printResult(a.app, st, err, func() {
+		writeStatus(a.stdout, st)
+	})
 }
 
 func writeStatus(w io.Writer, st *api.Status) {

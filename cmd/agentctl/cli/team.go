@@ -216,52 +216,47 @@ func (a teamVerbs) teamShow(ctx context.Context, args []string) error {
 		return err
 	}
 	r, err := a.api().Teams().Get(ctx, id)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(r)
-	}
-	w := a.stdout
-	fmt.Fprintf(w, "team run %s: workflow %s", r.ID, r.Workflow)
-	if r.File != "" {
-		fmt.Fprintf(w, " (%s)", r.File)
-	}
-	fmt.Fprintf(w, "\ntask:    %s\nstatus:  %s", oneParagraph(r.Task), line(r.Status))
-	if r.Reason != "" {
-		fmt.Fprintf(w, ": %s", oneParagraph(r.Reason))
-	}
-	fmt.Fprintf(w, "\nstate:   %s", r.State)
-	if r.Phase != "" {
-		fmt.Fprintf(w, ", phase %s", r.Phase)
-	}
-	fmt.Fprintf(w, "\nturns:   %d of %d\n", r.Turns, r.MaxTurns)
-	if r.Waiting != "" {
-		fmt.Fprintf(w, "waiting: for agent %s (agentctl show %s)\n", r.Waiting, r.Waiting)
-	}
-	if len(r.Agents) > 0 {
-		fmt.Fprintln(w, "agents:")
-		for _, role := range sortedKeys(r.Agents) {
-			fmt.Fprintf(w, "  %s: %s\n", role, r.Agents[role])
+	return printResult(a.app, r, err, func() {
+		w := a.stdout
+		fmt.Fprintf(w, "team run %s: workflow %s", r.ID, r.Workflow)
+		if r.File != "" {
+			fmt.Fprintf(w, " (%s)", r.File)
 		}
-	}
-	fmt.Fprintln(w, "variables:")
-	for _, k := range sortedKeys(r.Vars) {
-		v := r.Vars[k]
-		if v == "" {
-			v = "(empty)"
+		fmt.Fprintf(w, "\ntask:    %s\nstatus:  %s", oneParagraph(r.Task), line(r.Status))
+		if r.Reason != "" {
+			fmt.Fprintf(w, ": %s", oneParagraph(r.Reason))
 		}
-		fmt.Fprintf(w, "  %s: %s\n", k, oneLine(v, 100))
-	}
-	if len(r.Transcript) > 0 {
-		fmt.Fprintln(w, "transcript:")
-		var prev *api.TeamTurn
-		for i := range r.Transcript {
-			writeTurn(w, &r.Transcript[i], prev)
-			prev = &r.Transcript[i]
+		fmt.Fprintf(w, "\nstate:   %s", r.State)
+		if r.Phase != "" {
+			fmt.Fprintf(w, ", phase %s", r.Phase)
 		}
-	}
-	return nil
+		fmt.Fprintf(w, "\nturns:   %d of %d\n", r.Turns, r.MaxTurns)
+		if r.Waiting != "" {
+			fmt.Fprintf(w, "waiting: for agent %s (agentctl show %s)\n", r.Waiting, r.Waiting)
+		}
+		if len(r.Agents) > 0 {
+			fmt.Fprintln(w, "agents:")
+			for _, role := range sortedKeys(r.Agents) {
+				fmt.Fprintf(w, "  %s: %s\n", role, r.Agents[role])
+			}
+		}
+		fmt.Fprintln(w, "variables:")
+		for _, k := range sortedKeys(r.Vars) {
+			v := r.Vars[k]
+			if v == "" {
+				v = "(empty)"
+			}
+			fmt.Fprintf(w, "  %s: %s\n", k, oneLine(v, 100))
+		}
+		if len(r.Transcript) > 0 {
+			fmt.Fprintln(w, "transcript:")
+			var prev *api.TeamTurn
+			for i := range r.Transcript {
+				writeTurn(w, &r.Transcript[i], prev)
+				prev = &r.Transcript[i]
+			}
+		}
+	})
 }
 
 func (a teamVerbs) teamStop(ctx context.Context, args []string) error {
@@ -270,14 +265,9 @@ func (a teamVerbs) teamStop(ctx context.Context, args []string) error {
 		return err
 	}
 	r, err := a.api().Teams().Stop(ctx, id)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(r)
-	}
-	fmt.Fprintf(a.stdout, "%s stopped in state %s after %d turns\n", r.ID, r.State, r.Turns)
-	return nil
+	return printResult(a.app, r, err, func() {
+		fmt.Fprintf(a.stdout, "%s stopped in state %s after %d turns\n", r.ID, r.State, r.Turns)
+	})
 }
 
 // writeTurn prints one transcript entry, each message labelled with its role; a header

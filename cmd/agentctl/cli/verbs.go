@@ -44,20 +44,17 @@ func subcommand[V ~struct{ *app }](v V, ctx context.Context, args []string, name
 	return fn(v, ctx, args[1:])
 }
 
-// agentAction runs a command that takes one AGENT, calls fn on it and prints the agent it
-// returns: its JSON with --json, else "NAME: STATE".
-func (a agentVerbs) agentAction(ctx context.Context, args []string, fn func(*api.Client, context.Context, string) (*api.Agent, error)) error {
-	ref, err := a.parseAgent(a.newFlagSet(), args)
-	if err != nil {
-		return err
+// agentAction is the run of a command that takes one AGENT, calls fn on it and prints the
+// agent it returns: its JSON with --json, else "NAME: STATE" (pause, resume, stop).
+func agentAction(fn func(*api.Client, context.Context, string) (*api.Agent, error)) func(*app, context.Context, []string) error {
+	return func(a *app, ctx context.Context, args []string) error {
+		ref, err := a.parseAgent(a.newFlagSet(), args)
+		if err != nil {
+			return err
+		}
+		ag, err := fn(a.api(), ctx, ref)
+		return printResult(a, ag, agentErr(ref, err), func() {
+			fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
+		})
 	}
-	ag, err := fn(a.api(), ctx, ref)
-	if err != nil {
-		return agentErr(ref, err)
-	}
-	if a.json {
-		return a.printJSON(ag)
-	}
-	fmt.Fprintf(a.stdout, "%s: %s\n", refOf(ag), stateString(ag))
-	return nil
 }

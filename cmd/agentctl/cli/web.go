@@ -46,33 +46,23 @@ func (a daemonVerbs) runWeb(ctx context.Context, args []string) error {
 		return usagef("web takes no arguments but logout, got %q", pos[0])
 	}
 	login, err := a.api().Web().Login(ctx)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(login)
-	}
-	fmt.Fprintf(a.stdout, "%s\n", login.LoginURL)
-	a.note("the web console serves %s; the URL above logs one browser in, once, within 10 minutes", login.URL)
-	if !*noOpen && canOpen() {
-		if err := openBrowser(login.LoginURL); err != nil {
-			a.note("could not open a browser (%v): open the URL yourself", err)
+	return printResult(a.app, login, err, func() {
+		fmt.Fprintf(a.stdout, "%s\n", login.LoginURL)
+		a.note("the web console serves %s; the URL above logs one browser in, once, within 10 minutes", login.URL)
+		if !*noOpen && canOpen() {
+			if err := openBrowser(login.LoginURL); err != nil {
+				a.note("could not open a browser (%v): open the URL yourself", err)
+			}
 		}
-	}
-	return nil
+	})
 }
 
 // webLogout ends every web console session.
 func (a daemonVerbs) webLogout(ctx context.Context) error {
 	out, err := a.api().Web().Logout(ctx)
-	if err != nil {
-		return err
-	}
-	if a.json {
-		return a.printJSON(out)
-	}
-	fmt.Fprintf(a.stdout, "logged out %d web console session(s); unused login URLs no longer work\n", out.Sessions)
-	return nil
+	return printResult(a.app, out, err, func() {
+		fmt.Fprintf(a.stdout, "logged out %d web console session(s); unused login URLs no longer work\n", out.Sessions)
+	})
 }
 
 // canOpen reports whether a browser can be opened here: a graphical session, not CI,
