@@ -826,7 +826,7 @@ type Schedule struct {
 }
 
 // WakeConditions are a schedule's wake conditions (agentctl's --when-changed PATH,
-// --when-url URL, --when 'COMMAND', --when-any|--when-all, --when-failed skip|wake,
+// --when-url URL, --when 'COMMAND', --when-network, --when-any|--when-all, --when-failed skip|wake,
 // --when-failed-after N; the config file's [[schedules]] when).
 type WakeConditions struct {
 	// Changed is one condition: a file or folder among these changed since the last run
@@ -837,9 +837,13 @@ type WakeConditions struct {
 	// started, as read_webpage's fetcher (and its network guard) reads it.
 	URLs []string `json:"urls,omitempty"`
 	// Commands are one condition each: a shell line run as execute_shell runs it, with the
-	// workspace read-only; exit 0 wakes the model (its output is the run's first
-	// observation), exit 1 is nothing to do, anything else is a failed check.
+	// workspace read-only and no network; exit 0 wakes the model (its output is the run's
+	// first observation), exit 1 is nothing to do, anything else is a failed check.
 	Commands []string `json:"commands,omitempty"`
+	// Network lets the Commands reach the network the agent's config grants it
+	// (--when-network). Without it they run offline: a check may run a file the agent
+	// can rewrite, at every firing, with nobody asked.
+	Network bool `json:"network,omitempty"`
 	// All wakes the model only when every condition says wake; the default is any.
 	All bool `json:"all,omitempty"`
 	// OnFailure is what a firing does once FailAfter checks in a row have failed: "skip"

@@ -16,7 +16,7 @@ const DefaultWakeFailAfter = 3
 // The daemon checks what they name (paths, URLs, lines) and says what to fix.
 type WhenFlags struct {
 	Changed, URLs, Commands []string
-	Any, All                bool
+	Any, All, Network       bool
 	OnFailure               string
 	FailAfter               int
 	// None clears the conditions (schedule when only): every firing wakes the model.
@@ -31,6 +31,7 @@ func (f *WhenFlags) Register(fs *flag.FlagSet, none bool) {
 		func(s string) error { f.URLs = append(f.URLs, s); return nil })
 	fs.Func("when", "wake the model only when this shell `COMMAND` exits 0, run in the agent's sandbox; its output is what the run starts from (repeatable)",
 		func(s string) error { f.Commands = append(f.Commands, s); return nil })
+	fs.BoolVar(&f.Network, "when-network", false, "let the --when commands reach the network the agent's config grants (without it they run offline)")
 	fs.BoolVar(&f.Any, "when-any", false, "wake when any condition says so (the default)")
 	fs.BoolVar(&f.All, "when-all", false, "wake only when every condition says so")
 	fs.StringVar(&f.OnFailure, "when-failed", "", "`POLICY` once checks keep failing: skip (the default) or wake")
@@ -42,16 +43,16 @@ func (f *WhenFlags) Register(fs *flag.FlagSet, none bool) {
 
 // Given reports whether any of the flags was given.
 func (f *WhenFlags) Given() bool {
-	return len(f.Changed)+len(f.URLs)+len(f.Commands) > 0 || f.Any || f.All || f.OnFailure != "" || f.FailAfter != 0 || f.None
+	return len(f.Changed)+len(f.URLs)+len(f.Commands) > 0 || f.Any || f.All || f.Network || f.OnFailure != "" || f.FailAfter != 0 || f.None
 }
 
 // Conditions are the flags as WakeConditions (nil when none is given), or what is wrong
 // with how they combine.
 func (f *WhenFlags) Conditions() (*WakeConditions, error) {
-	c := WakeConditions{Changed: f.Changed, URLs: f.URLs, Commands: f.Commands, All: f.All, OnFailure: f.OnFailure, FailAfter: f.FailAfter}
+	c := WakeConditions{Changed: f.Changed, URLs: f.URLs, Commands: f.Commands, Network: f.Network, All: f.All, OnFailure: f.OnFailure, FailAfter: f.FailAfter}
 	none := len(c.Changed)+len(c.URLs)+len(c.Commands) == 0
 	switch {
-	case f.None && f.Given() && !(none && !f.Any && !f.All && f.OnFailure == "" && f.FailAfter == 0):
+	case f.None && f.Given() && !(none && !f.Any && !f.All && !f.Network && f.OnFailure == "" && f.FailAfter == 0):
 		return nil, errors.New("--when-none removes the conditions: give it alone")
 	case f.None:
 		return &WakeConditions{}, nil
@@ -79,6 +80,9 @@ func (c WakeConditions) String() string {
 	}
 	for _, line := range c.Commands {
 		parts = append(parts, "--when "+QuoteWord(line))
+	}
+	if c.Network {
+		parts = append(parts, "--when-network")
 	}
 	if c.All {
 		parts = append(parts, "--when-all")

@@ -17,7 +17,7 @@ type ScheduleWhen interface {
 	SetScheduleWhen(ctx context.Context, ref string, when api.WakeConditions) (*api.Schedule, error)
 }
 
-const scheduleWhenUsage = "Usage: /agent schedule when NAME --when-changed PATH | --when-url URL | --when 'COMMAND' [--when-all] [--when-failed skip|wake] [--when-failed-after N] | --when-none"
+const scheduleWhenUsage = "Usage: /agent schedule when NAME --when-changed PATH | --when-url URL | --when 'COMMAND' [--when-network] [--when-all] [--when-failed skip|wake] [--when-failed-after N] | --when-none"
 
 // scheduleWhen is /agent schedule when NAME FLAGS: an approver of the channel sets or
 // clears the wake conditions of a schedule delivering there, with agentctl's flags read

@@ -30,6 +30,9 @@ type Profile struct {
 type PathRules interface {
 	// Roots are the cleaned workspace folders under which every denied path lies.
 	Roots() []string
+	// WriteRoots are the folders holding what each rule denying writes could match,
+	// whatever is created or renamed there later (".": the whole workspace).
+	WriteRoots() []string
 	// Deny says what is kept from programs at rel, a cleaned workspace path: reading
 	// it, and writing it. For a folder each means the folder and everything in it.
 	Deny(rel string) (read, write bool)

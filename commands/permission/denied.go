@@ -2,6 +2,7 @@ package permission
 
 import (
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -54,21 +55,7 @@ func (d *DeniedPaths) Roots() []string {
 	}
 	seen := map[string]bool{}
 	for _, p := range d.deny {
-		root := "."
-		if !p.anything && len(p.subj) > 0 && p.subj[0].kind == tokLit {
-			lit := p.subj[0].lit
-			if len(p.subj) == 1 {
-				lit = path.Dir(lit) // the path itself is named: its folder holds it
-			} else if i := strings.LastIndexByte(lit, '/'); i >= 0 {
-				lit = lit[:i]
-			} else {
-				lit = "."
-			}
-			if c, err := commands.CleanPath(lit); err == nil {
-				root = c
-			}
-		}
-		seen[root] = true
+		seen[p.root()] = true
 	}
 	out := make([]string, 0, len(seen))
 	for r := range seen {
@@ -84,6 +71,42 @@ func (d *DeniedPaths) Roots() []string {
 		kept = append(kept, r)
 	}
 	return kept
+}
+
+// WriteRoots are the folders, cleaned and sorted, that hold what each rule denying writes
+// could match: the deepest folder of its glob with no wildcard, "." for a glob starting
+// with one.
+func (d *DeniedPaths) WriteRoots() []string {
+	if d == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range d.deny {
+		if r := p.root(); p.coversCommand(writeFamily) && !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// root is the deepest workspace folder, cleaned, holding every path p's glob matches.
+func (p Pattern) root() string {
+	if p.anything || len(p.subj) == 0 || p.subj[0].kind != tokLit {
+		return "."
+	}
+	lit := p.subj[0].lit
+	if len(p.subj) == 1 {
+		lit = path.Dir(lit) // the path itself is named: its folder holds it
+	} else if i := strings.LastIndexByte(lit, '/'); i >= 0 {
+		lit = lit[:i]
+	} else {
+		lit = "."
+	}
+	if c, err := commands.CleanPath(lit); err == nil {
+		return c
+	}
+	return "."
 }
 
 // within reports whether cleaned workspace path p is root or inside it.

@@ -49,6 +49,9 @@ func TestDeniedPathsMatchTheFileCommands(t *testing.T) {
 	if got, want := narrow.Roots(), []string{"a/b", "secrets"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("Roots() = %q; want %q", got, want)
 	}
+	if got, want := narrow.WriteRoots(), []string{"a/b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("WriteRoots() = %q; want %q (only the rules denying writes)", got, want)
+	}
 	if Denied(rules("agent", []string{"read_file(*)"}, []string{"execute_shell(rm *)"})) != nil {
 		t.Error("rules that deny no file command deny paths")
 	}

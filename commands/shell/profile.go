@@ -7,6 +7,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/agentd/agentd/commands"
@@ -55,14 +57,18 @@ const maxDenyWalk = 50_000
 type denied struct {
 	dirs, files []string // hidden: an empty read-only folder, /dev/null
 	ro          []string // kept from writing: bound read-only
+	fixed       []string // bound onto themselves, writable: no rename or rmdir moves them
 }
 
-func (d denied) empty() bool { return len(d.dirs)+len(d.files)+len(d.ro) == 0 }
+func (d denied) empty() bool { return len(d.dirs)+len(d.files)+len(d.ro)+len(d.fixed) == 0 }
 
 // findDenied walks the folders of ws the rules name (never following a link) and lists
-// what they deny. A file the rules hide that has other hard links is hidden under each of
-// its names, found by a walk of the whole workspace. Past maxDenyWalk entries it fails:
-// a rule the sandbox cannot enforce refuses the command, it is never half-kept.
+// what they deny. A file the rules hide or keep from writing that has other hard links is
+// kept so under each of its names, found by a walk of the whole workspace. The folder
+// holding what a write deny could match is read-only whole, and the folders leading to it
+// are fixed in place, so a file created or a folder renamed there later is kept too. Past
+// maxDenyWalk entries it fails: a rule the sandbox cannot enforce refuses the command, it
+// is never half-kept.
 func findDenied(ws string, rules commands.PathRules) (denied, error) {
 	var d denied
 	if rules == nil {
@@ -78,6 +84,9 @@ func findDenied(ws string, rules commands.PathRules) (denied, error) {
 		if err := w.walk(r); err != nil {
 			return denied{}, err
 		}
+	}
+	for _, r := range rules.WriteRoots() {
+		w.hold(r)
 	}
 	if len(w.inodes) > 0 { // hidden files with other names: find them everywhere
 		w.linksOnly = true
@@ -96,8 +105,31 @@ type denyWalk struct {
 	d         denied
 	n         int
 	seen      map[string]bool
-	inodes    map[[2]uint64]bool // dev, inode of hidden files with more than one link
-	linksOnly bool               // the second walk: hide other names of those inodes only
+	inodes    map[[2]uint64]bool // dev, inode of kept files with more than one link: true hidden, false read-only
+	linksOnly bool               // the second walk: keep other names of those inodes only
+}
+
+// hold makes folder rel read-only and fixes in place the real folders leading to it. The
+// workspace itself is a mount point already; a folder not there yet, or reached through
+// a link, is left to the check of the step's change.
+func (w *denyWalk) hold(rel string) {
+	if rel == "." {
+		return
+	}
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		abs := filepath.Join(w.ws, filepath.FromSlash(p))
+		if fi, err := w.root.Lstat(p); err != nil || !fi.IsDir() || w.seen[abs] {
+			return // missing, a link, a file, or kept whole already
+		}
+		if i == len(parts)-1 {
+			w.seen[abs] = true
+			w.d.ro = append(w.d.ro, abs)
+		} else if !slices.Contains(w.d.fixed, abs) {
+			w.d.fixed = append(w.d.fixed, abs)
+		}
+	}
 }
 
 func (w *denyWalk) walk(rel string) error {
@@ -119,12 +151,17 @@ func (w *denyWalk) visit(rel string, fi fs.FileInfo) error {
 		return nil // where it leads is kept (or not) under its own path
 	}
 	switch {
-	case w.linksOnly && fi.IsDir() && w.seen[abs]:
+	case w.linksOnly && fi.IsDir() && slices.Contains(w.d.dirs, abs):
 		return nil // hidden whole already
 	case w.linksOnly:
-		if st, ok := inode(fi); ok && fi.Mode().IsRegular() && w.inodes[st] && !w.seen[abs] {
-			w.seen[abs] = true
-			w.d.files = append(w.d.files, abs)
+		if st, ok := inode(fi); ok && fi.Mode().IsRegular() && !w.seen[abs] {
+			if hide, kept := w.inodes[st]; kept && hide {
+				w.seen[abs] = true
+				w.d.files = append(w.d.files, abs)
+			} else if kept {
+				w.seen[abs] = true
+				w.d.ro = append(w.d.ro, abs)
+			}
 		}
 	case w.seen[abs]:
 	default:
@@ -144,6 +181,9 @@ func (w *denyWalk) visit(rel string, fi fs.FileInfo) error {
 		case write && (fi.IsDir() || fi.Mode().IsRegular()):
 			w.seen[abs] = true
 			w.d.ro = append(w.d.ro, abs) // a folder's files may still be hidden: look inside
+			if st, ok := inode(fi); ok && fi.Mode().IsRegular() && linkCount(fi) > 1 && !w.inodes[st] {
+				w.inodes[st] = false
+			}
 		}
 	}
 	if !fi.IsDir() {
@@ -203,7 +243,7 @@ func refuseUnconfined(name string, p commands.Profile, d denied) error {
 			"in a sandbox that holds the workspace read-only and the network off; with [shell] sandbox = \"none\" "+
 			"there is none. Tell the person: approve it yourself (y), or enable the sandbox", name)
 	}
-	what := append(append(append([]string{}, d.dirs...), d.files...), d.ro...)
+	what := slices.Concat(d.dirs, d.files, d.ro, d.fixed)
 	return fmt.Errorf("%s: refused: the deny rules %s cover %s, and without a sandbox ([shell] sandbox = \"none\") "+
 		"programs cannot be kept from it. Tell the person: enable the sandbox, or change the rules", name, p.Paths.String(), what[0])
 }

@@ -240,3 +240,52 @@ func TestPathDenyHoldsForEveryProgram(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteDenyHoldsWhateverTheProgramRenames: a write deny on a glob keeps every path it
+// could match, not only the files there before the run: renaming the folder (or one above
+// it) away and making a fresh one, creating a new matching file, or writing through a hard
+// link all leave the host's files as they were, while the rest of the workspace stays
+// writable.
+func TestWriteDenyHoldsWhateverTheProgramRenames(t *testing.T) {
+	bwrap := bwrapHere(t)
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrap})
+	rules, err := permission.ParseRules("config", nil, []string{"write_file(config/*.toml)", "write_file(deep/er/app.ini)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := permission.Denied(rules)
+	lines := map[string]string{
+		"rename_the_folder":      "mv config moved; mkdir config; echo EVIL > config/app.toml",
+		"rename_a_folder_above":  "mv deep gone; mkdir -p deep/er; echo EVIL > deep/er/app.ini",
+		"rename_the_deeper":      "mv deep/er deep/gone; mkdir deep/er; echo EVIL > deep/er/app.ini",
+		"remove_and_recreate":    "rm -rf config; mkdir config; echo EVIL > config/app.toml",
+		"a_new_matching_file":    "echo EVIL > config/new.toml",
+		"through_a_hard_link":    "echo EVIL > alias.toml",
+		"a_new_hard_link_to_it":  "ln config/app.toml l2 && echo EVIL > l2",
+		"a_symlink_in_its_place": "rm -rf config; ln -s other config; echo EVIL > config/app.toml",
+		"rename_the_file_itself": "mv config/app.toml x; echo EVIL > config/app.toml",
+	}
+	for name, line := range lines {
+		t.Run(name, func(t *testing.T) {
+			ws := workspace(t)
+			os.MkdirAll(filepath.Join(ws, "config"), 0o755)
+			os.MkdirAll(filepath.Join(ws, "deep", "er"), 0o755)
+			os.MkdirAll(filepath.Join(ws, "other"), 0o755)
+			os.WriteFile(filepath.Join(ws, "config", "app.toml"), []byte("original\n"), 0o644)
+			os.WriteFile(filepath.Join(ws, "deep", "er", "app.ini"), []byte("original\n"), 0o644)
+			os.Link(filepath.Join(ws, "config", "app.toml"), filepath.Join(ws, "alias.toml"))
+			out, _ := runAs(t, c, ws, commands.Profile{Paths: paths}, line+"; echo free > notes.txt")
+			for _, p := range []string{"config/app.toml", "deep/er/app.ini", "alias.toml"} {
+				if b, _ := os.ReadFile(filepath.Join(ws, p)); string(b) != "original\n" {
+					t.Errorf("%s on the host is %q after %q (output %q)", p, b, line, out)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(ws, "config", "new.toml")); err == nil {
+				t.Errorf("a new file matching a write deny was created")
+			}
+			if b, _ := os.ReadFile(filepath.Join(ws, "notes.txt")); string(b) != "free\n" {
+				t.Errorf("a path no rule names was not written: %q", b)
+			}
+		})
+	}
+}

@@ -111,7 +111,11 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 		for _, p := range v.binds.ro {
 			a = append(a, "--ro-bind", p, in(p))
 		}
-		a = append(v.denied.args(a, in), "--chdir", in(workspace))
+		d := v.denied
+		if v.readOnly {
+			d.fixed = nil // nothing moves in a read-only workspace; a writable bind would undo it
+		}
+		a = append(d.args(a, in), "--chdir", in(workspace))
 	} else {
 		a = append(a, "--chdir", "/")
 	}
@@ -162,7 +166,8 @@ func within(d string, roots []string) bool {
 
 // args appends the binds that keep what d holds from programs, a folder before what lies
 // in it so that nothing bound later is uncovered by an earlier one: hidden folders are an
-// empty read-only tmpfs, hidden files /dev/null, and the rest bound read-only onto itself;
+// empty read-only tmpfs, hidden files /dev/null, fixed folders bound writable onto
+// themselves, and the rest bound read-only onto itself;
 // in maps a host path to where the sandbox sees it.
 func (d denied) args(a []string, in func(string) string) []string {
 	type op struct{ path, kind string }
@@ -176,6 +181,9 @@ func (d denied) args(a []string, in func(string) string) []string {
 	for _, p := range d.ro {
 		ops = append(ops, op{p, "ro"})
 	}
+	for _, p := range d.fixed {
+		ops = append(ops, op{p, "fixed"})
+	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].path < ops[j].path })
 	for _, o := range ops {
 		switch o.kind {
@@ -183,6 +191,8 @@ func (d denied) args(a []string, in func(string) string) []string {
 			a = append(a, "--perms", "0555", "--size", "4096", "--tmpfs", in(o.path), "--remount-ro", in(o.path))
 		case "file":
 			a = append(a, "--ro-bind", "/dev/null", in(o.path))
+		case "fixed":
+			a = append(a, "--bind", o.path, in(o.path))
 		default:
 			a = append(a, "--ro-bind", o.path, in(o.path))
 		}

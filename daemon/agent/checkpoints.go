@@ -17,6 +17,7 @@ import (
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/display"
+	"golang.org/x/sys/unix"
 )
 
 // CheckpointOptions configure the workspace checkpoints ([checkpoints]): one
@@ -387,7 +388,13 @@ func (k *checkpoints) doctorCheck(context.Context) []api.Check {
 	}
 	o := k.opt.Store
 	o.KeepCount, o.MaxStoreBytes = cmp.Or(o.KeepCount, checkpoint.DefaultKeepCount), cmp.Or(o.MaxStoreBytes, checkpoint.DefaultMaxStoreBytes)
+	o.MinFreeBytes = cmp.Or(o.MinFreeBytes, checkpoint.DefaultMinFreeBytes)
 	o.MaxEntries = cmp.Or(o.MaxEntries, checkpoint.DefaultMaxEntries)
-	return []api.Check{{Name: "checkpoints", Status: api.CheckOK, Detail: fmt.Sprintf("%s for %s in %s (each keeps at most %d checkpoints and %s, each capturing at most %d files and folders; the last %d steps stay in rewind range even past those)",
-		display.Size(used), display.Count(len(entries), "agent", "agents"), k.opt.Dir, o.KeepCount, display.Size(o.MaxStoreBytes), o.MaxEntries, k.keepSteps())}}
+	c := api.Check{Name: "checkpoints", Status: api.CheckOK, Detail: fmt.Sprintf("%s for %s in %s (each keeps at most %d checkpoints and %s, each capturing at most %d files and folders; the last %d steps stay in rewind range even past those, never past twice the bytes; no new content is kept with less than %s free there)",
+		display.Size(used), display.Count(len(entries), "agent", "agents"), k.opt.Dir, o.KeepCount, display.Size(o.MaxStoreBytes), o.MaxEntries, k.keepSteps(), display.Size(o.MinFreeBytes))}
+	var st unix.Statfs_t
+	if unix.Statfs(k.opt.Dir, &st) == nil && int64(st.Bavail)*int64(st.Bsize) < o.MinFreeBytes {
+		c.Status, c.Fix = api.CheckWarn, "free disk where "+k.opt.Dir+" is: steps are checkpointed only in part until then"
+	}
+	return []api.Check{c}
 }

@@ -135,6 +135,7 @@ type capture struct {
 	pending []pendingObject
 	links   map[devIno]firstName
 	store   devIno // the store's folder, which must not be in the workspace
+	room    *room  // what new content may take beside the store's hard cap and free-space floor
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -431,12 +432,16 @@ func (c *capture) read(e *entry) error {
 		}
 		return nil
 	}
+	why := c.roomFor(c.newBlobs + e.size)
 	if limit := maxStep(c.s); c.newBlobs+e.size > limit {
+		why = fmt.Sprintf("would take this checkpoint's new content past its limit of %d bytes", limit)
+	}
+	if why != "" {
 		if tmp != "" {
 			unix.Unlinkat(c.s.tm, tmp, 0)
 		}
 		c.bytes -= e.size
-		c.uncapture(e, fmt.Sprintf("would take this checkpoint's new content past its limit of %d bytes", limit))
+		c.uncapture(e, why)
 		return nil
 	}
 	if tmp == "" {
@@ -469,7 +474,7 @@ func (c *capture) copyTemp(f *os.File, limit int64) (tmp string, n int64, h hash
 		m, rerr := f.Read(buf[:min(int64(len(buf)), limit-n)])
 		if m > 0 {
 			sum.Write(buf[:m])
-			if _, werr := out.Write(buf[:m]); werr != nil {
+			if werr := writeSparse(out, buf[:m], n); werr != nil {
 				return tmp, n, h, storeError{werr}
 			}
 			n += int64(m)
@@ -482,6 +487,9 @@ func (c *capture) copyTemp(f *os.File, limit int64) (tmp string, n int64, h hash
 		}
 	}
 	sum.Sum(h[:0])
+	if err := out.Truncate(n); err != nil { // a hole at the end has a size too
+		return tmp, n, h, storeError{err}
+	}
 	step()
 	return tmp, n, h, nil
 }

@@ -1,8 +1,10 @@
 package checkpoint
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -166,4 +168,54 @@ func (s *Store) reach(root hash, seen map[hash]bool, found func(h hash, size int
 		})
 	}
 	return object(root, 0)
+}
+
+// room is what a capture's new content may take: the store's hard cap (twice
+// MaxStoreBytes, which held checkpoints may pass) less what it keeps, and the free space
+// of the state dir's file system above MinFreeBytes, each read once per capture.
+type room struct {
+	cap, free int64
+}
+
+// roomFor says why n bytes of new content cannot be kept, or "" when they can.
+func (c *capture) roomFor(n int64) string {
+	s := c.s
+	if c.room == nil {
+		c.room = &room{cap: 1<<63 - 1, free: 1<<63 - 1}
+		if s.opt.MaxStoreBytes < 1<<62 {
+			c.room.cap = 2*s.opt.MaxStoreBytes - s.bytes
+		}
+		var st unix.Statfs_t
+		if s.opt.MinFreeBytes >= 0 && unix.Fstatfs(s.tm, &st) == nil {
+			c.room.free = int64(st.Bavail)*int64(st.Bsize) - max(s.opt.MinFreeBytes, 0)
+		}
+	}
+	switch {
+	case n > c.room.cap:
+		return fmt.Sprintf("would take the checkpoint store past its hard limit of %d bytes (twice its bound, which the latest steps' checkpoints may pass): "+
+			"rewind range is kept, new content is not; lower [checkpoints] keep_steps or raise max_bytes", 2*s.opt.MaxStoreBytes)
+	case n > c.room.free:
+		return fmt.Sprintf("would leave the state dir's file system (%s) less than %d bytes free: free disk there", s.dir, s.opt.MinFreeBytes)
+	}
+	return ""
+}
+
+// sparseBlock is the unit writeSparse leaves as a hole when it holds only zeros.
+const sparseBlock = 4096
+
+// writeSparse writes b at offset off of out, leaving the blocks of zeros unwritten (a
+// hole, read back as zeros), so that a sparse file costs the store what it costs the
+// workspace; copyTemp truncates out to its full size at the end.
+func writeSparse(out *os.File, b []byte, off int64) error {
+	var zero [sparseBlock]byte
+	for len(b) > 0 {
+		k := min(len(b), sparseBlock)
+		if !bytes.Equal(b[:k], zero[:k]) {
+			if _, err := out.WriteAt(b[:k], off); err != nil {
+				return err
+			}
+		}
+		b, off = b[k:], off+int64(k)
+	}
+	return nil
 }

@@ -30,8 +30,13 @@ type Options struct {
 	// MaxStepBytes bounds the new content one checkpoint adds to the store (default 256 MiB).
 	MaxStepBytes int64
 	// MaxStoreBytes bounds the store (default 1 GiB), and a workspace whose content
-	// alone is larger is captured only up to it.
+	// alone is larger is captured only up to it. The checkpoints retention keeps whatever
+	// it says (the newest, held ones) may pass it, never twice it: past that new content
+	// is not captured and the checkpoint is Partial.
 	MaxStoreBytes int64
+	// MinFreeBytes is the free space kept on the store's file system, the state dir's
+	// (default 512 MiB): new content that would leave less is not captured.
+	MinFreeBytes int64
 	// MaxEntries bounds the files and folders one checkpoint captures (default 1,000,000):
 	// past it the rest of the workspace is not captured, the checkpoint is Partial and a
 	// notice names the first folder left out, so a workspace of millions of files costs
@@ -55,6 +60,7 @@ const (
 	DefaultMaxFileBytes  = 64 << 20
 	DefaultMaxStepBytes  = 256 << 20
 	DefaultMaxStoreBytes = 1 << 30
+	DefaultMinFreeBytes  = 512 << 20
 	DefaultKeepCount     = 100
 	DefaultMaxEntries    = 1_000_000
 )
@@ -71,6 +77,9 @@ func (o Options) withDefaults() Options {
 	bound(&o.MaxFileBytes, DefaultMaxFileBytes)
 	bound(&o.MaxStepBytes, DefaultMaxStepBytes)
 	bound(&o.MaxStoreBytes, DefaultMaxStoreBytes)
+	if o.MinFreeBytes == 0 {
+		o.MinFreeBytes = DefaultMinFreeBytes
+	}
 	if o.MaxEntries == 0 {
 		o.MaxEntries = DefaultMaxEntries
 	} else if o.MaxEntries < 0 {

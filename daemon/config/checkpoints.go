@@ -12,8 +12,9 @@ type CheckpointsConfig struct {
 	// MaxBytes bounds the disk each agent's checkpoints take (the newest is always kept).
 	MaxBytes Size `toml:"max_bytes"`
 	// KeepSteps is how many of an agent's latest steps (rewinds included) stay in rewind
-	// range whatever keep and max_bytes say: their checkpoints are kept even past those,
-	// so that many cheap steps cannot push a bad one out of reach.
+	// range whatever keep and max_bytes say: their checkpoints are kept even past those
+	// (never past twice max_bytes: new content is then not captured, and the step says
+	// so), so that many cheap steps cannot push a bad one out of reach.
 	KeepSteps int `toml:"keep_steps"`
 	// MaxFileBytes is the largest file a checkpoint captures; a larger one is named in
 	// the step's result as not captured (a rewind leaves it as it finds it).

@@ -50,6 +50,8 @@ costs a check, not a run):
                         ETag and Last-Modified honoured)
   --when 'COMMAND'      a shell line run in the agent's sandbox (read-only workspace)
                         exits 0; its output is what the run starts from. Exit 1: nothing to do
+  --when-network        let the --when commands use the network the agent's config grants
+                        (they run offline without it: a check may run a script the agent wrote)
   --when-any | --when-all     any condition wakes (default), or only all of them
   --when-failed skip|wake     once checks keep failing: skip firings (default) or wake
   --when-failed-after N       failures in a row before they are told (default 3)

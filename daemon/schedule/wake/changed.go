@@ -20,8 +20,10 @@ import (
 // symlink on its path) and name the entry in it, or "" for the folder itself.
 type watch struct {
 	folder, name string
-	// denied are the deny rules over the workspace, for a watch in it (nil otherwise).
+	// denied are the deny rules over the workspace, for a watch in it (nil otherwise),
+	// tested on paths under rel: folder's own path in the workspace, links resolved.
 	denied commands.PathRules
+	rel    string
 }
 
 // locate resolves a changed path as the file commands resolve a path (commands.ResolveLinks:
@@ -70,9 +72,9 @@ func locate(p string, t Target) (watch, error) {
 		}
 	}
 	if fi, err := os.Lstat(abs); res == "." || err == nil && fi.IsDir() {
-		return watch{folder: abs, denied: denied}, nil
+		return watch{folder: abs, denied: denied, rel: res}, nil
 	}
-	return watch{folder: filepath.Dir(abs), name: filepath.Base(abs), denied: denied}, nil
+	return watch{folder: filepath.Dir(abs), name: filepath.Base(abs), denied: denied, rel: path.Dir(res)}, nil
 }
 
 // pathSeen is what a changed path's check saw: the checkpoint of its folder, and when it
@@ -203,8 +205,10 @@ func narrow(full *checkpoint.Diff, w watch, p string) *checkpoint.Diff {
 		c.Path = path.Join(prefix, c.Path)
 		c.Unified = renameDiff(c.Unified, old, c.Path)
 		if w.denied != nil {
-			if read, _ := w.denied.Deny(path.Clean(c.Path)); read {
-				// Named as the sandbox names it; its content stays kept.
+			// Tested where it is, not by the name the schedule reached it by: a watched
+			// path that became a link to a denied folder shows nothing of it.
+			if read, _ := w.denied.Deny(path.Join(w.rel, old)); read {
+				// Named as the schedule names it; its content stays kept.
 				c.Unified, c.Added, c.Removed = "", 0, 0
 			}
 		}

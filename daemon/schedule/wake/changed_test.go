@@ -2,6 +2,7 @@ package wake
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -273,20 +274,8 @@ func TestWatchedPathHoldingAHiddenPathIsRefused(t *testing.T) {
 // named, so the model knows something changed, but their content is not shown; a denied
 // path itself cannot be watched.
 func TestWatchedFolderNamesDeniedChangesWithoutContent(t *testing.T) {
-	rules, err := permission.ParseRules("agent", nil, []string{"read_file(notes/secret*)"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := newRig(t, false)
-	id := r.schedule("s-denied")
-	ws := workspace(t)
-	write(t, filepath.Join(ws, "notes", "a.txt"), "one\n")
-	write(t, filepath.Join(ws, "notes", "secret.txt"), "hunter2\n")
-	tg := Target{Workspace: ws, Denied: permission.Denied(rules)}
 	c := Conditions{Changed: []string{"notes"}}
-	if v := r.fire(id, c, tg); v.Outcome != Wake {
-		t.Fatalf("first firing: %+v", v)
-	}
+	r, ws, tg, id := firstLook(t, "read_file(notes/secret*)", c, "notes/a.txt", "notes/secret.txt")
 	write(t, filepath.Join(ws, "notes", "a.txt"), "two\n")
 	write(t, filepath.Join(ws, "notes", "secret.txt"), "hunter3\n")
 	v := r.fire(id, c, tg)
@@ -305,4 +294,53 @@ func TestWatchedFolderNamesDeniedChangesWithoutContent(t *testing.T) {
 		!strings.Contains(v.Reason, "secret") {
 		t.Errorf("watching a denied file: %+v", v)
 	}
+}
+
+// A watched folder swapped for a link to a folder holding denied paths is not the folder
+// the last run saw, and the changes under it are tested against the deny rules where they
+// are: their content never reaches the model.
+func TestWatchedLinkShowsNothingOfTheDeniedPathsItLeadsTo(t *testing.T) {
+	c := Conditions{Changed: []string{"notes"}}
+	r, ws, tg, id := firstLook(t, "read_file(secrets/*)", c, "notes/a.txt", "secrets/key.txt")
+	// the agent (a shell step) did: rm -r notes; ln -s . notes
+	if err := os.RemoveAll(filepath.Join(ws, "notes")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".", filepath.Join(ws, "notes")); err != nil {
+		t.Fatal(err)
+	}
+	if v := r.fire(id, c, tg); !strings.Contains(v.Observation+v.Reason, "not the folder the last run saw") {
+		t.Errorf("a watched folder swapped for a link counts as the same folder: %+v", v)
+	}
+	write(t, filepath.Join(ws, "secrets", "key.txt"), "hunter3\n") // the operator rotates the key
+	v := r.fire(id, c, tg)
+	if v.Outcome != Wake || !strings.Contains(v.Observation, "notes/secrets/key.txt") {
+		t.Errorf("the change to the denied file is not named: %+v", v)
+	}
+	if strings.Contains(v.Observation, "hunter") {
+		t.Errorf("a denied file's content reached the model's first observation:\n%s", v.Observation)
+	}
+}
+
+// firstLook is a rig, a workspace holding files (secret*, key* hold "hunter2", the others
+// "one"), a target denying what rule does, and a schedule on c whose first firing woke.
+func firstLook(t *testing.T, rule string, c Conditions, files ...string) (*rig, string, Target, string) {
+	rules, err := permission.ParseRules("agent", nil, []string{rule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := workspace(t)
+	for _, f := range files {
+		content := "one\n"
+		if b := path.Base(f); strings.HasPrefix(b, "secret") || strings.HasPrefix(b, "key") {
+			content = "hunter2\n"
+		}
+		write(t, filepath.Join(ws, filepath.FromSlash(f)), content)
+	}
+	r, tg := newRig(t, false), Target{Workspace: ws, Denied: permission.Denied(rules)}
+	id := r.schedule("s-first-look")
+	if v := r.fire(id, c, tg); v.Outcome != Wake {
+		t.Fatalf("first firing: %+v", v)
+	}
+	return r, ws, tg, id
 }

@@ -11,22 +11,22 @@ import (
 	"github.com/agentd/agentd/internal/display"
 )
 
-// checkProfile is how a check command runs: as a pattern-approved execute_shell runs
-// (read-only workspace, an empty HOME, no agent config that runs code), with the network
-// only if the agent's config grants it.
-var checkProfile = commands.Profile{Bounded: true, Network: true}
-
-// checkProfileOf is checkProfile without the paths t's deny rules keep from programs.
-func checkProfileOf(t Target) commands.Profile {
-	p := checkProfile
-	p.Paths = t.Denied
-	return p
+// checkProfileOf is how a check command runs: as a pattern-approved execute_shell runs
+// (read-only workspace, an empty HOME, no agent config that runs code), without the paths
+// t's deny rules keep from programs, and offline unless the schedule says --when-network
+// (then with the network the agent's config grants).
+func checkProfileOf(t Target, network bool) commands.Profile {
+	return commands.Profile{Bounded: true, Network: network, Paths: t.Denied}
 }
+
+// offlineNote ends a failed check that ran offline: schedules made before checks ran
+// offline by default may need the network they had.
+const offlineNote = "(it ran offline: if it needs the network, give the schedule's conditions again with --when-network, e.g. agentctl schedule edit NAME --when 'COMMAND' --when-network)"
 
 // checkCommand runs one command condition in the agent's sandbox: exit 0 wakes, with its
 // output as what it found; exit 1 is nothing to do; anything else, or a program stopped
 // for its time or its output, is a failed check.
-func (e *Engine) checkCommand(ctx context.Context, line string, t Target) result {
+func (e *Engine) checkCommand(ctx context.Context, line string, t Target, network bool) result {
 	r := result{cond: "--when " + api.QuoteWord(line)}
 	shown := display.Escape(line, display.Line)
 	switch {
@@ -39,7 +39,7 @@ func (e *Engine) checkCommand(ctx context.Context, line string, t Target) result
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
-	res, err := t.Shell.Check(ctx, commands.Env{Workspace: t.Workspace, AgentID: t.AgentID, Profile: checkProfileOf(t)}, line)
+	res, err := t.Shell.Check(ctx, commands.Env{Workspace: t.Workspace, AgentID: t.AgentID, Profile: checkProfileOf(t, network)}, line)
 	if err != nil {
 		r.err = err
 		return r
@@ -74,6 +74,9 @@ func (e *Engine) checkCommand(ctx context.Context, line string, t Target) result
 	}
 	if res.Note != "" && r.err != nil {
 		r.err = fmt.Errorf("%w %s", r.err, display.Escape(res.Note, display.Line))
+	}
+	if r.err != nil && !network {
+		r.err = fmt.Errorf("%w %s", r.err, offlineNote)
 	}
 	return r
 }

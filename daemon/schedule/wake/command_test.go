@@ -2,12 +2,15 @@ package wake
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/internal/shelltest"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -89,5 +92,32 @@ func TestCommandIsBounded(t *testing.T) {
 		if !testutil.Wait(5*time.Second, func() bool { return len(processesWith(marker)) == 0 }) {
 			t.Errorf("processes of %q outlived their check: %v", marker, processesWith(marker))
 		}
+	}
+}
+
+// TestCheckCommandIsOfflineUnlessTheScheduleSaysNetwork: a check command runs without the
+// network even where the agent's config grants it, and a failed offline check says how to
+// give it the network; with --when-network it has the network the config grants.
+func TestCheckCommandIsOfflineUnlessTheScheduleSaysNetwork(t *testing.T) {
+	shelltest.Sandboxed(t) // skips without a sandbox
+	bwrap, _ := exec.LookPath("bwrap")
+	c, err := shell.NewExecuteShell(shell.Options{Sandbox: shell.SandboxBwrap, Bwrap: bwrap, Network: true})
+	if err != nil {
+		t.Skipf("sandbox not available: %v", err)
+	}
+	r := newRig(t, false)
+	tg := Target{AgentID: "a-test", Workspace: workspace(t), Shell: c.(shell.Checker)}
+	// Only a loopback interface is seen in a network namespace of its own.
+	line := `awk 'NR>2 && $1 != "lo:"' /proc/net/dev | grep -q . && echo online || { echo offline; exit 2; }`
+	v := r.fire(r.schedule("s-offline"), Conditions{Commands: []string{line}}, tg)
+	if v.Outcome != CheckFailed || !strings.Contains(v.Reason, "offline") || !strings.Contains(v.Reason, "--when-network") {
+		t.Errorf("without --when-network: got %s %q; want a failed check run offline, naming --when-network", v.Outcome, v.Reason)
+	}
+	v = r.fire(r.schedule("s-online"), Conditions{Commands: []string{line}, Network: true}, tg)
+	if v.Outcome != Wake || !strings.Contains(v.Observation, "online") {
+		t.Errorf("with --when-network: got %s %q %q; want the network the config grants", v.Outcome, v.Reason, v.Observation)
+	}
+	if _, err := (Conditions{Network: true}).Check(); err == nil || !strings.Contains(err.Error(), "--when 'COMMAND'") {
+		t.Errorf("--when-network with no check command: %v", err)
 	}
 }

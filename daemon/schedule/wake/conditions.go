@@ -72,6 +72,8 @@ func (c Conditions) Check() (Conditions, error) {
 		switch {
 		case c.All:
 			return c, errors.New("--when-all combines conditions, and none is given: add --when-changed PATH, --when-url URL or --when 'COMMAND'")
+		case c.Network:
+			return c, errors.New("--when-network lets the --when commands reach the network, and none is given: add --when 'COMMAND', or drop it")
 		case c.OnFailure != "" || c.FailAfter != 0:
 			return c, errors.New("--when-failed says what a failed check does, and no check is given: add --when-changed, --when-url or --when, or drop it")
 		}
@@ -83,7 +85,10 @@ func (c Conditions) Check() (Conditions, error) {
 	if len(c.Changed) > maxPaths {
 		return c, fmt.Errorf("--when-changed names %d paths: at most %d; name the folder that holds them instead", len(c.Changed), maxPaths)
 	}
-	out := Conditions{All: c.All, OnFailure: c.OnFailure, FailAfter: c.FailAfter}
+	if c.Network && len(c.Commands) == 0 {
+		return c, errors.New("--when-network lets the --when commands reach the network, and none is given: add --when 'COMMAND', or drop it")
+	}
+	out := Conditions{All: c.All, Network: c.Network, OnFailure: c.OnFailure, FailAfter: c.FailAfter}
 	for _, p := range c.Changed {
 		clean, err := cleanWatchPath(p)
 		if err != nil {

@@ -26,7 +26,8 @@
 //     cost a 304; the page's text (up to 32 KiB) is kept to show the next run its diff.
 //   - command 'LINE': a shell line run by the agent's execute_shell (shell.Checker) in its
 //     sandbox, as a pattern-approved command runs (read-only workspace, an empty HOME, the
-//     agent's box), with the network only if the agent's config grants it. Exit 0 wakes
+//     agent's box), offline unless the schedule says --when-network (then with the network
+//     the agent's config grants: a check may run a file the agent rewrote). Exit 0 wakes
 //     the model and its output (capped) is what the run starts from; exit 1 is nothing
 //     to do; any other status, or a line stopped for its time or its output, is a
 //     failed check.

@@ -265,7 +265,7 @@ func (e *Engine) Check(ctx context.Context, scheduleID string, c Conditions, t T
 		v.results = append(v.results, e.checkURL(ctx, u, prev, since))
 	}
 	for _, line := range c.Commands {
-		v.results = append(v.results, e.checkCommand(ctx, line, t))
+		v.results = append(v.results, e.checkCommand(ctx, line, t, c.Network))
 	}
 	return e.decide(ctx, v, ws)
 }
