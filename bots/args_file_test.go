@@ -1,7 +1,6 @@
 package bots
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -13,18 +12,12 @@ import (
 // be attached and are uploaded whole after the proposal message, once, before its diff;
 // arguments shown whole are not uploaded.
 func TestProposalArgsAttachedWhenCut(t *testing.T) {
-	ctx := context.Background()
-	r, ad := threadRelay(ctx, &helperService{})
-
 	hostile := strings.Repeat("&<>`", 2500) // 10,000 bytes
 	long := longDiffProposal()
 	long.Args, _ = json.Marshal(map[string]string{"path": "list.txt", "contents": hostile})
 	short := &api.Proposal{ID: "p-1", AgentID: "a-1", Step: 1, Command: "read_file", Status: api.ProposalPending,
 		Args: []byte(`{"path":"list.txt"}`)}
-	for _, p := range []*api.Proposal{short, long, long} { // the second long one is a resync
-		r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
-	}
-	r.out.flush()
+	ad := proposalsPosted(short, long, long) // the second long one is a resync
 
 	if len(ad.posts) != 2 {
 		t.Fatalf("posts = %q, want one message per proposal", ad.posts)

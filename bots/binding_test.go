@@ -541,14 +541,7 @@ func TestNonApproverRunRefused(t *testing.T) {
 // the thread as it was when the reply was written, not to one shown after it.
 func TestReplyGoesToTheHelperShownBeforeIt(t *testing.T) {
 	ctx := context.Background()
-	prop := func(id, agent string) *api.Proposal {
-		return &api.Proposal{ID: id, AgentID: agent, Step: 1, Command: "write_file", Status: api.ProposalPending, Args: []byte(`{}`)}
-	}
-	svc := &helperService{agents: []api.Agent{
-		{ID: "a-1", Name: "boss", State: api.StateExecuting},
-		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-2", "a-2")},
-		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
-	}}
+	svc := helpersWaiting()
 	r, ad := threadRelay(ctx, svc)
 	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})
 	r.out.flush()

@@ -52,15 +52,8 @@ func TestFormatProposalPreviewGolden(t *testing.T) {
 // TestProposalDiffAttachedWhenCut: a diff longer than the inline lines is uploaded whole
 // after the proposal message, once, even when the proposal is seen again; a short one is not.
 func TestProposalDiffAttachedWhenCut(t *testing.T) {
-	ctx := context.Background()
-	r, ad := threadRelay(ctx, &helperService{})
-
 	long := longDiffProposal()
-	short := apitest.PreviewProposals()[0]
-	for _, p := range []*api.Proposal{short, long, long} { // the second long one is a resync
-		r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
-	}
-	r.out.flush()
+	ad := proposalsPosted(apitest.PreviewProposals()[0], long, long) // the second long one is a resync
 
 	if len(ad.posts) != 2 {
 		t.Fatalf("posts = %q, want one message per proposal", ad.posts)
@@ -106,4 +99,16 @@ func TestProposalAskedAgainShowsItsNewPreview(t *testing.T) {
 	if files := ad.files[before:]; len(files) != 1 || !strings.Contains(files[0], "+rerun line 60") {
 		t.Fatalf("uploads after the proposal was asked again: %q; want its new diff whole", files)
 	}
+}
+
+// proposalsPosted hands each of ps to a thread's relay as agent a-1's proposal event
+// and returns the adapter once the relay's outbox has posted them.
+func proposalsPosted(ps ...*api.Proposal) *fakeAdapter {
+	ctx := context.Background()
+	r, ad := threadRelay(ctx, &helperService{})
+	for _, p := range ps {
+		r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
+	}
+	r.out.flush()
+	return ad
 }

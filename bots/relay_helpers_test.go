@@ -180,6 +180,19 @@ func (m *memBindings) MessageAt(_ context.Context, platform, channel, message st
 }
 
 // helperService knows a parent, its helper and the helper's helper.
+// helpersWaiting is boss (a-1) executing with two helpers each waiting on a write_file
+// proposal, fetcher (a-2, p-2) and writer (a-3, p-3), and more agents after them.
+func helpersWaiting(more ...api.Agent) *helperService {
+	prop := func(id, agent string) *api.Proposal {
+		return &api.Proposal{ID: id, AgentID: agent, Step: 1, Command: "write_file", Status: api.ProposalPending, Args: []byte(`{}`)}
+	}
+	return &helperService{agents: append([]api.Agent{
+		{ID: "a-1", Name: "boss", State: api.StateExecuting},
+		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-2", "a-2")},
+		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
+	}, more...)}
+}
+
 type helperService struct {
 	Service
 	agents  []api.Agent
@@ -240,15 +253,7 @@ func TestHelpersPostInTheirParentsThread(t *testing.T) {
 // plain reply decides the proposal posted last; "NAME: …" picks a helper by name.
 func TestRepliesReachTheHelperAtTheBottom(t *testing.T) {
 	ctx := context.Background()
-	prop := func(id, agent string) *api.Proposal {
-		return &api.Proposal{ID: id, AgentID: agent, Step: 1, Command: "write_file", Status: api.ProposalPending, Args: []byte(`{}`)}
-	}
-	svc := &helperService{agents: []api.Agent{
-		{ID: "a-1", Name: "boss", State: api.StateExecuting},
-		{ID: "a-2", Name: "boss/fetcher", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-2", "a-2")},
-		{ID: "a-3", Name: "boss/writer", ParentID: "a-1", State: api.StateAwaitingDecision, Pending: prop("p-3", "a-3")},
-		{ID: "a-4", Name: "boss/idler", ParentID: "a-1", State: api.StateThinking},
-	}}
+	svc := helpersWaiting(api.Agent{ID: "a-4", Name: "boss/idler", ParentID: "a-1", State: api.StateThinking})
 	r, ad := threadRelay(ctx, svc)
 	// writer's proposal is posted last; fetcher's seen again (a resync) keeps its place.
 	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-2", Proposal: svc.agents[1].Pending})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -111,38 +110,26 @@ func TestHitCacheConcurrentReplace(t *testing.T) {
 	if err := ix.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	for range 6 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				hits, err := ix.Search(ctx, Query{Agent: "a", Text: "kiln firing glaze", K: 30})
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				for _, h := range hits {
-					if h.Agent != "a" {
-						t.Errorf("hit of agent %q", h.Agent)
-					}
-				}
-				Section(Prepare(hits, "kiln glaze").Fit(FitOptions{Budget: 2000}))
+	stop := untilStopped(6, func() {
+		hits, err := ix.Search(ctx, Query{Agent: "a", Text: "kiln firing glaze", K: 30})
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, h := range hits {
+			if h.Agent != "a" {
+				t.Errorf("hit of agent %q", h.Agent)
 			}
-		})
-	}
+		}
+		Section(Prepare(hits, "kiln glaze").Fit(FitOptions{Budget: 2000}))
+	})
 	for v := 1; v <= 30; v++ {
 		put(v)
 		if err := ix.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	close(done)
-	wg.Wait()
+	stop()
 	for range 3 {
 		hits, err := ix.Search(ctx, Query{Agent: "a", Text: "kiln firing glaze", K: 50})
 		if err != nil {

@@ -99,10 +99,26 @@ func TestRebuildSwapsWhileSearching(t *testing.T) {
 // searchConstantly runs q on three goroutines until stop is called (which returns the
 // number of searches; searched counts them so far); every search must succeed with hits.
 func searchConstantly(t *testing.T, ix *Index, q Query) (searched, stop func() int64) {
+	var searches atomic.Int64
+	halt := untilStopped(3, func() {
+		hits, err := ix.Search(context.Background(), q)
+		searches.Add(1)
+		if err != nil || len(hits) == 0 {
+			t.Errorf("search during rebuild: %v, %d hits", err, len(hits))
+		}
+	})
+	return searches.Load, func() int64 {
+		halt()
+		return searches.Load()
+	}
+}
+
+// untilStopped runs each on n goroutines, again and again, until stop is called; stop
+// returns once they all ended.
+func untilStopped(n int, each func()) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	var searches atomic.Int64
-	for range 3 {
+	for range n {
 		wg.Go(func() {
 			for {
 				select {
@@ -110,18 +126,13 @@ func searchConstantly(t *testing.T, ix *Index, q Query) (searched, stop func() i
 					return
 				default:
 				}
-				hits, err := ix.Search(context.Background(), q)
-				searches.Add(1)
-				if err != nil || len(hits) == 0 {
-					t.Errorf("search during rebuild: %v, %d hits", err, len(hits))
-				}
+				each()
 			}
 		})
 	}
-	return searches.Load, func() int64 {
+	return func() {
 		close(done)
 		wg.Wait()
-		return searches.Load()
 	}
 }
 

@@ -107,7 +107,6 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 func TestGoBuildSaysHowFarItGot(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	screen := filepath.Join(dir, "screen")
 	stub := `#!/bin/sh
 case "$1" in
 list) printf 'example.com/a\nexample.com/b/c\nexample.com/d\n' ;;
@@ -118,21 +117,7 @@ build)
 *) exit 2 ;;
 esac
 `
-	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(stub), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(screen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cmd := exec.Command("bash", "-c", `. ./lib.sh && go_build b.log "building the example" build -o out/ example.com/d`)
-	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "AGENTD_LOGS="+dir, "AGENTD_BEAT_SECONDS=1", "SCREEN="+screen)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go_build: %v; screen:\n%s", err, readFile(t, screen))
-	}
-	out := readFile(t, screen)
+	out := goBuildWithStub(t, dir, stub, `go_build b.log "building the example" build -o out/ example.com/d`)
 	if !regexp.MustCompile(`==> still running \(\d+s so far\): building the example — 2 of 3 packages built\n`).MatchString(out) {
 		t.Errorf("no beat says 2 of 3 packages built:\n%s", out)
 	}
@@ -156,7 +141,6 @@ func TestGoInstallCountsInTheModulesOwnVersions(t *testing.T) {
 	if err := os.Mkdir(mod, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	screen := filepath.Join(dir, "screen")
 	stub := `#!/bin/sh
 case "$1" in
 mod) printf '{\n\t"Path": "example.com/m",\n\t"Dir": "%s"\n}\n' "$MODDIR" ;;
@@ -168,6 +152,17 @@ install)
 *) exit 2 ;;
 esac
 `
+	if out := goBuildWithStub(t, dir, stub, `go_build m.log "building m" install -ldflags "-X=a.b=c" example.com/m@v1.2.3`, "MODDIR="+mod); !strings.Contains(out, "2 of 4 packages built") {
+		t.Errorf("the beats do not count the module's own 4 packages:\n%s", out)
+	}
+}
+
+// goBuildWithStub runs line (a go_build call) after lib.sh with stub as the go on PATH
+// and env added, its logs in dir, and returns what it showed on the screen (the file
+// SCREEN, which the stub may wait on).
+func goBuildWithStub(t *testing.T, dir, stub, line string, env ...string) string {
+	t.Helper()
+	screen := filepath.Join(dir, "screen")
 	if err := os.WriteFile(filepath.Join(dir, "go"), []byte(stub), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -176,13 +171,11 @@ esac
 		t.Fatal(err)
 	}
 	defer f.Close()
-	cmd := exec.Command("bash", "-c", `. ./lib.sh && go_build m.log "building m" install -ldflags "-X=a.b=c" example.com/m@v1.2.3`)
-	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "AGENTD_LOGS="+dir, "AGENTD_BEAT_SECONDS=1", "SCREEN="+screen, "MODDIR="+mod)
+	cmd := exec.Command("bash", "-c", ". ./lib.sh && "+line)
+	cmd.Env = append(os.Environ(), append([]string{"PATH=" + dir + ":" + os.Getenv("PATH"), "AGENTD_LOGS=" + dir, "AGENTD_BEAT_SECONDS=1", "SCREEN=" + screen}, env...)...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("go_build: %v; screen:\n%s", err, readFile(t, screen))
 	}
-	if out := readFile(t, screen); !strings.Contains(out, "2 of 4 packages built") {
-		t.Errorf("the beats do not count the module's own 4 packages:\n%s", out)
-	}
+	return readFile(t, screen)
 }

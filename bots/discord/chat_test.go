@@ -2,6 +2,7 @@ package discord
 
 import (
 	"cmp"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -45,6 +46,27 @@ func (c discordChat) Say(u chattest.User, thread, text string) string {
 	return c.say(discordUsers[u], cmp.Or(thread, eChannel), text).ID
 }
 
+func (c discordChat) LateReply(u chattest.User, thread string, m chattest.Msg, text string) (string, func()) {
+	deliver := c.held.Hold(text)
+	return c.replyTo(discordUsers[u], m.Raw.(fakediscord.Message), text).ID, deliver
+}
+
+// replyTo posts text from u in the channel as a reply to m, with Discord's default ping.
+func (e *env) replyTo(u fakediscord.User, m fakediscord.Message, text string) fakediscord.Message {
+	e.t.Helper()
+	r, err := e.fake.PostMessage(fakediscord.Message{ChannelID: m.ChannelID, Author: u, Content: text,
+		MessageReference: &fakediscord.MessageReference{MessageID: m.ID, ChannelID: m.ChannelID}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return r
+}
+
+// TaskReply replies in the channel to the task message, with Discord's default ping.
+func (c discordChat) TaskReply(u chattest.User, root chattest.Msg, text string) string {
+	return c.replyTo(discordUsers[u], root.Raw.(fakediscord.Message), text).ID
+}
+
 func (c discordChat) BotMention() string { return "<@" + c.fake.BotUser().ID + ">" }
 
 func (c discordChat) Edit(u chattest.User, _, id, text string) {
@@ -81,12 +103,17 @@ func (c discordChat) RoleProposal(thread, role string, step int) chattest.Msg {
 	return chattest.Msg{ID: m.ID, Raw: m}
 }
 
-// StopTeam runs /agent team stop:ID and returns what the bot answered.
-func (c discordChat) StopTeam(u chattest.User, id string) string {
+func (c discordChat) Team(u chattest.User, file, task string) string {
+	return c.teamAnswer(u, "file="+file, "task="+task)
+}
+func (c discordChat) StopTeam(u chattest.User, id string) string { return c.teamAnswer(u, "stop="+id) }
+
+// teamAnswer runs /agent team with opts (name=value) and returns what the bot answered.
+func (c discordChat) teamAnswer(u chattest.User, opts ...string) string {
 	c.t.Helper()
-	in := c.teamCommand(discordUsers[u], "stop="+id)
+	in := c.teamCommand(discordUsers[u], opts...)
 	c.interacted(u, in)
-	c.wait("the answer to /agent team stop", func() bool { return c.original(in, "") })
+	c.wait("the answer to /agent team", func() bool { return c.original(in, "") })
 	return c.originalText(in)
 }
 
@@ -99,7 +126,7 @@ func (c discordChat) Find(thread, text string) chattest.Msg {
 	c.t.Helper()
 	var got fakediscord.Message
 	c.wait("a message with "+text, func() bool {
-		for _, m := range c.fake.Messages(thread) {
+		for _, m := range c.fake.Messages(cmp.Or(thread, eChannel)) {
 			if strings.Contains(m.Content, text) {
 				got = m
 				return true
@@ -179,16 +206,32 @@ func (c discordChat) Redeliver(id string) {
 	c.wait("a resumed connection", func() bool { return c.resumes() > resumed })
 }
 
-// Command runs /agent with text's first word as the subcommand, the next as its agent,
-// and each "--NAME VALUE" after it as option NAME.
+// Command runs /agent with text's first word as the subcommand, the words after it as
+// its options in the order Commands declares them (the last one declared takes the rest
+// of the words), and each "--NAME VALUE" after those as option NAME.
 func (c discordChat) Command(u chattest.User, text string) string {
 	c.t.Helper()
 	f := strings.Fields(text)
 	opt := fakediscord.CommandOption{Type: 1, Name: f[0]}
-	if len(f) > 1 {
-		opt.Options = []fakediscord.CommandOption{{Type: 3, Name: "agent", Value: f[1]}}
+	var names []string
+	for _, sub := range Commands()[0].Options {
+		if sub.Name == f[0] {
+			for _, o := range sub.Options {
+				names = append(names, o.Name)
+			}
+		}
 	}
-	for i := 2; i+1 < len(f); i += 2 {
+	i := 1
+	for ; i < len(f) && i <= len(names) && !strings.HasPrefix(f[i], "--"); i++ {
+		v := f[i]
+		if i == len(names) { // the last option takes the words left before any --NAME
+			for ; i+1 < len(f) && !strings.HasPrefix(f[i+1], "--"); i++ {
+				v += " " + f[i+1]
+			}
+		}
+		opt.Options = append(opt.Options, fakediscord.CommandOption{Type: 3, Name: names[len(opt.Options)], Value: v})
+	}
+	for ; i+1 < len(f); i += 2 {
 		opt.Options = append(opt.Options, fakediscord.CommandOption{Type: 3, Name: strings.TrimPrefix(f[i], "--"), Value: f[i+1]})
 	}
 	in, err := c.fake.Command(eChannel, discordUsers[u], "agent", opt)
@@ -200,23 +243,25 @@ func (c discordChat) Command(u chattest.User, text string) string {
 	return c.originalText(in)
 }
 
-// originalText is every text the bot wrote into the interaction's response.
+// originalText is every text the bot wrote into the interaction's response: the
+// content of each response and edit, one a line.
 func (e *env) originalText(in fakediscord.Interaction) string {
 	var b strings.Builder
 	for _, c := range e.fake.Calls() {
 		if strings.Contains(c.Path, in.Token) || strings.Contains(c.Path, in.ID+"/") {
-			b.Write(c.Body)
+			var body struct {
+				Content string
+				Data    struct{ Content string }
+			}
+			json.Unmarshal(c.Body, &body)
+			b.WriteString(body.Content + body.Data.Content + "\n")
 		}
 	}
 	return b.String()
 }
 
 func (c discordChat) Posted(thread string) []string {
-	var out []string
-	for _, m := range c.fake.Messages(thread) {
-		out = append(out, m.Content)
-	}
-	return out
+	return contentsOf(c.fake.Messages(cmp.Or(thread, eChannel)))
 }
 
 func (c discordChat) NotesTo(u chattest.User) []string {

@@ -16,38 +16,6 @@ import (
 // TestRunAckedInTimeWhilePostsAreRateLimited, and a decision in a thread the fake
 // archived is TestDecisionLandsInArchivedThread (both assert the ack and the buttons).
 
-// A reply to P1 that arrives once P2 waits (P1 was decided by a click meanwhile) decides
-// nothing: P2 is not run, and the person is told what waits.
-func TestLateReplyForEarlierProposalDecidesNothing(t *testing.T) {
-	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}), reply("bots_test_touch", map[string]string{"what": "b"}))
-	thread := e.startRun("touch twice")
-	p1 := e.proposal(thread, 1)
-	chattest.Drain()
-	e.click(uAlice, thread, p1, ActionApprove)
-	e.decided(p1.ID, "Approved** by")
-	chattest.TouchedInOrder(e.t, "a")
-	p2 := e.proposal(thread, 2)
-	pending := e.agentOf(thread).Pending.ID
-
-	if _, err := e.fake.PostMessage(fakediscord.Message{ChannelID: thread, Author: uCarol, Content: "y",
-		MessageReference: &fakediscord.MessageReference{MessageID: p1.ID, ChannelID: thread}}); err != nil {
-		t.Fatal(err)
-	}
-	e.wait("the note to carol", func() bool {
-		return hasText(e.fake.Messages(thread), "<@"+uCarol.ID+"> "+Escape("That reply was for an earlier proposal (step 1), so it decided nothing; the agent now waits on step 2"))
-	})
-	e.noDecisionHeld(thread, pending)
-	select {
-	case w := <-chattest.Touched:
-		t.Fatalf("a command ran after the late reply: %s", w)
-	default:
-	}
-	if m, _ := e.fake.Message(p2.ID); len(m.Components) == 0 {
-		t.Error("P2 lost its buttons")
-	}
-}
-
 // A proposal of 10,000 characters full of & < > and backticks: every post is taken by
 // the strict fake, the message says what it cut, and the full arguments are uploaded.
 func TestHostileTenThousandCharProposalPostedWhole(t *testing.T) {

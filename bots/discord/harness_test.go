@@ -148,24 +148,17 @@ func (e *env) startRun(task string) string {
 	return m.ID
 }
 
-func hasText(ms []fakediscord.Message, s string) bool {
-	for _, m := range ms {
-		if strings.Contains(m.Content, s) {
-			return true
-		}
+// contentsOf is each message's content.
+func contentsOf(ms []fakediscord.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Content
 	}
-	return false
+	return out
 }
 
-func countText(ms []fakediscord.Message, s string) int {
-	n := 0
-	for _, m := range ms {
-		if strings.Contains(m.Content, s) {
-			n++
-		}
-	}
-	return n
-}
+func hasText(ms []fakediscord.Message, s string) bool  { return chattest.Has(contentsOf(ms), s) }
+func countText(ms []fakediscord.Message, s string) int { return chattest.Count(contentsOf(ms), s) }
 
 // proposal waits for the proposal message of step in thread.
 func (e *env) proposal(thread string, step int) fakediscord.Message {

@@ -54,6 +54,9 @@ func (c *slackChat) RoleProposal(thread, role string, step int) chattest.Msg {
 	m := c.roleProposal(thread, role, step)
 	return chattest.Msg{ID: m.TS, Raw: m}
 }
+func (c *slackChat) Team(u chattest.User, file, task string) string {
+	return c.Command(u, "team "+file+" "+task)
+}
 func (c *slackChat) StopTeam(u chattest.User, id string) string { return c.Command(u, "team stop "+id) }
 func (c *slackChat) Command(u chattest.User, text string) string {
 	return c.answer(c.slack.Slash(slackUsers[u], channel, "/agent", text))
@@ -123,6 +126,20 @@ func (c *slackChat) Say(u chattest.User, thread, text string) string {
 	c.mu.Lock()
 	c.sent[ts] = env
 	c.mu.Unlock()
+	return ts
+}
+
+// LateReply is a message: Slack has no replies to one message, so the relay tells what
+// it was written for by its time.
+func (c *slackChat) LateReply(u chattest.User, thread string, _ chattest.Msg, text string) (string, func()) {
+	deliver := c.held.Hold(text)
+	return c.Say(u, thread, text), deliver
+}
+
+// TaskReply mentions the bot in the thread under the task message: Slack has no reply
+// outside a thread. (One also sent to the channel is TestThreadBroadcastIsAReply.)
+func (c *slackChat) TaskReply(u chattest.User, root chattest.Msg, text string) string {
+	_, ts := c.slack.Mention(slackUsers[u], channel, root.ID, text)
 	return ts
 }
 

@@ -9,91 +9,6 @@ import (
 	"github.com/agentd/agentd/internal/fakeslack"
 )
 
-// runThread waits for the root message of schedule name's next run and returns it.
-func (e *env) runThread(name string, n int) string {
-	e.t.Helper()
-	var ts string
-	e.wait("the scheduled run's thread", func(v fakeslack.View) bool {
-		seen := 0
-		for _, m := range v.Messages(channel, "") {
-			if strings.Contains(m.Text, "Scheduled run of "+name) || strings.Contains(string(m.Blocks), "Scheduled run of "+name+",") {
-				if seen++; seen == n {
-					ts = m.TS
-					return true
-				}
-			}
-		}
-		return false
-	})
-	return ts
-}
-
-func TestScheduleDeliveryChecked(t *testing.T) {
-	e := newEnv(t)
-	m := e.Scheduler(0)
-	req := api.ScheduleRequest{Name: "digest", Spec: "@daily", Template: "digest", Goal: "touch the digest"}
-	for delivery, want := range map[string]string{
-		"slack:C9":      "does not serve channel C9",
-		"discord:C1":    "no discord bot is enabled",
-		"slack:":        "PLATFORM:CHANNEL_ID",
-		"email":         "PLATFORM:CHANNEL_ID",
-		"slack:C1 #foo": "PLATFORM:CHANNEL_ID",
-	} {
-		req.Delivery = delivery
-		_, err := m.AddSchedule(context.Background(), req)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("delivery %q: err = %v, want %q", delivery, err, want)
-		}
-	}
-	req.Delivery = "slack:" + channel
-	s, err := m.AddSchedule(context.Background(), req)
-	if err != nil || s.Delivery != "slack:"+channel {
-		t.Fatalf("add = %+v, %v", s, err)
-	}
-}
-
-// A scheduled run gets its own thread; its proposal is decided there by a click, and its
-// end is posted there. A firing skipped meanwhile says why in the channel.
-func TestScheduledRunDeliveredToThread(t *testing.T) {
-	e := newEnv(t)
-	m := e.Scheduler(0)
-	ctx := context.Background()
-	if _, err := m.AddSchedule(ctx, api.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest",
-		Goal: "touch the digest", Delivery: "slack:" + channel}); err != nil {
-		t.Fatal(err)
-	}
-	e.Script(reply("bots_test_touch", map[string]string{"what": "digest"}))
-	rec, err := m.RunSchedule(ctx, "digest")
-	if err != nil || rec.RunID == "" {
-		t.Fatalf("run-now = %+v, %v", rec, err)
-	}
-	thread := e.runThread("digest", 1)
-	e.wait("the goal in the thread", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Goal: touch the digest") })
-	p := e.proposal(thread, 1)
-	if a := e.agentOf(thread); a.RunID != rec.RunID || !strings.HasPrefix(a.Name, "digest-") {
-		t.Errorf("thread bound to %s run %s, want a digest- agent in run %s", a.Name, a.RunID, rec.RunID)
-	}
-
-	// The run waits for a decision: the next firing is skipped, and says so.
-	if skip, err := m.RunSchedule(ctx, "digest"); err != nil || skip.Outcome != "skipped" {
-		t.Fatalf("second run-now = %+v, %v", skip, err)
-	}
-	e.wait("the skip note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, ""), "skipped its firing") })
-
-	e.click(approver, thread, p, "approve")
-	e.decided(thread, p.TS, "Approved* by")
-	e.wait("the result", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "touched digest") })
-	fin := e.proposal(thread, 2)
-	e.click(approver, thread, fin, "approve")
-	e.wait("the run's end", func(v fakeslack.View) bool {
-		return hasText(v.Messages(channel, thread), "Scheduled run of digest finished after")
-	})
-	runs, err := m.ScheduleHistory(ctx, "digest", 0)
-	if err != nil || len(runs) != 2 || runs[1].Outcome != "finished" || runs[0].Outcome != "skipped" {
-		t.Errorf("history = %+v, %v", runs, err)
-	}
-}
-
 // A run that cannot start says why in the channel.
 func TestScheduledRunFailurePosted(t *testing.T) {
 	e := newEnv(t)
@@ -118,6 +33,8 @@ func TestScheduledRunFailurePosted(t *testing.T) {
 	})
 }
 
+// TestSlashScheduleCommands: /agent schedule says when the daemon has no schedules, and
+// when none is set. (The rest of /agent schedule is the scheduled_run scenario.)
 func TestSlashScheduleCommands(t *testing.T) {
 	e := newEnv(t)
 	m := e.Scheduler(0)
@@ -128,22 +45,4 @@ func TestSlashScheduleCommands(t *testing.T) {
 	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "No schedules") {
 		t.Errorf("ls = %q", got)
 	}
-	if _, err := m.AddSchedule(context.Background(), api.ScheduleRequest{Name: "digest", Spec: "0 9 * * *", Template: "digest",
-		Goal: "touch the digest", Delivery: "slack:" + channel}); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule ls")); !strings.Contains(got, "digest `0 9 * * *` → slack:"+channel) {
-		t.Errorf("ls = %q", got)
-	}
-	if got := e.answer(e.slack.Slash(stranger, channel, "/agent", "schedule run digest")); !strings.Contains(got, "not an approver") {
-		t.Errorf("stranger's run = %q", got)
-	}
-	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule run nope")); !strings.Contains(got, `no schedule "nope"`) {
-		t.Errorf("run of an unknown schedule = %q", got)
-	}
-	e.Script(reply("bots_test_touch", map[string]string{"what": "digest"}))
-	if got := e.answer(e.slack.Slash(approver, channel, "/agent", "schedule run digest")); !strings.Contains(got, "its run started") {
-		t.Errorf("run = %q", got)
-	}
-	e.proposal(e.runThread("digest", 1), 1)
 }

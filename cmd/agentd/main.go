@@ -157,7 +157,7 @@ func reportCheck(stdout, stderr io.Writer, path string, warns []config.Problem) 
 func serve(ctx context.Context, cfg *config.Config, stderr io.Writer, path string, warns []config.Problem, opt server.Options) int {
 	level := new(slog.LevelVar)
 	level.Set(cfg.Log.SlogLevel())
-	log := cfg.Log.LoggerWithLevel(stderr, level)
+	log := cfg.Log.Logger(stderr, level)
 	for _, w := range warns {
 		log.Warn("config: "+w.String(), "file", path)
 	}

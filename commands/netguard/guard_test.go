@@ -3,28 +3,17 @@ package netguard
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/internal/netguardtest"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // fakeDNS answers from netguardtest.Names; nothing here asks a real resolver.
-func fakeDNS(_ context.Context, host string) ([]netip.Addr, error) {
-	names, ok := netguardtest.Names[host]
-	if !ok {
-		return nil, fmt.Errorf("no such host %q (test resolver)", host)
-	}
-	var out []netip.Addr
-	for _, n := range names {
-		out = append(out, netip.MustParseAddr(n))
-	}
-	return out, nil
-}
+var fakeDNS = netguardtest.Resolver(netguardtest.Names).Lookup
 
 // TestCorpusLookup runs the shared corpus through the guard alone: every URL that parses
 // is refused by Lookup with the row's kind, and by CheckHost (no DNS) unless it is a name.
@@ -99,21 +88,7 @@ func TestBlockedErrorText(t *testing.T) {
 // TestDialChecksTheSocket: the Control hook refuses even when the address list was not
 // checked before (the last line of defence), and the tripwire sees only what is allowed.
 func TestDialChecksTheSocket(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	ap := netip.MustParseAddrPort(ln.Addr().String())
+	ap := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(testutil.AcceptingPort(t)))
 	var seen []netip.AddrPort
 	g := &Guard{Resolver: fakeDNS, Exempt: func(a netip.AddrPort) bool { return a == ap },
 		BeforeConnect: func(a netip.AddrPort) error { seen = append(seen, a); return nil }}

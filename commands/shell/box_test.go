@@ -179,7 +179,7 @@ func TestBusyAgentsShareTheCPU(t *testing.T) {
 // cpuOf is the CPU time, in seconds, of the processes with marker in their command line.
 func cpuOf(marker string) float64 {
 	var ticks int64
-	for _, pid := range processesWith(marker) {
+	for _, pid := range testutil.ProcessesWith(marker) {
 		stat, err := os.ReadFile("/proc/" + pid + "/stat")
 		if err != nil {
 			continue

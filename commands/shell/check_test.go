@@ -3,7 +3,6 @@ package shell
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // TestCheckGivesExitStatusAndOutput: a check line runs as execute_shell does and its exit
@@ -75,21 +75,7 @@ func TestCheckRefusals(t *testing.T) {
 // grants, and grants none the config does not.
 func TestCheckNetworkOnlyWhereConfigGrantsIt(t *testing.T) {
 	bwrap := bwrapHere(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conn.Close()
-		}
-	}()
-	connect := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null", ln.Addr().(*net.TCPAddr).Port)
+	connect := fmt.Sprintf("bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d' 2>/dev/null", testutil.AcceptingPort(t))
 	ws := workspace(t)
 	env := commands.Env{Workspace: ws, Profile: commands.Profile{Bounded: true, Network: true}}
 	for _, granted := range []bool{true, false} {

@@ -87,29 +87,6 @@ func run(ctx context.Context, t testing.TB, c commands.Command, ws string, v any
 
 func shellLine(line string) map[string]string { return map[string]string{"command_line": line} }
 
-// processesWith lists the pids of live (not zombie) processes whose command line
-// contains marker.
-func processesWith(marker string) []string {
-	var pids []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil || !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), marker) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue
-		}
-		// The state follows the command name in parentheses, which may itself contain ") ".
-		if i := strings.LastIndex(string(stat), ") "); i > 0 && strings.HasPrefix(string(stat[i+2:]), "Z") {
-			continue
-		}
-		pids = append(pids, filepath.Base(d))
-	}
-	return pids
-}
-
 // processesRunning lists the pids of processes whose whole command line, its words
 // joined by spaces, is cmd: a program the shell started, not the shell running the line.
 func processesRunning(cmd string) []string {
@@ -129,7 +106,7 @@ func processesRunning(cmd string) []string {
 func waitGone(t *testing.T, marker string) {
 	t.Helper()
 	var left []string
-	if testutil.Wait(5*time.Second, func() bool { left = processesWith(marker); return len(left) == 0 }) {
+	if testutil.Wait(5*time.Second, func() bool { left = testutil.ProcessesWith(marker); return len(left) == 0 }) {
 		return
 	}
 	for _, p := range left {

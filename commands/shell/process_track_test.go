@@ -39,7 +39,7 @@ func TestCommandAncestor(t *testing.T) {
 					shellLine(line), time.Minute)
 			}()
 			var pids []string
-			testutil.Wait(10*time.Second, func() bool { pids = processesWith("sleep 7.3131"); return len(pids) >= 3 })
+			testutil.Wait(10*time.Second, func() bool { pids = testutil.ProcessesWith("sleep 7.3131"); return len(pids) >= 3 })
 			if len(pids) < 3 {
 				t.Fatalf("found the command's sleeps %v; want 3", pids)
 			}
@@ -88,7 +88,7 @@ func TestCommandsChildThatLeftItsGroupIsKilled(t *testing.T) {
 	}()
 	// Once sleep runs, setsid has left the group: its command line begins with sleep.
 	if !testutil.Wait(10*time.Second, func() bool {
-		for _, p := range processesWith("sleep 7.5151") {
+		for _, p := range testutil.ProcessesWith("sleep 7.5151") {
 			if cmdline, _ := os.ReadFile("/proc/" + p + "/cmdline"); strings.HasPrefix(string(cmdline), "sleep\x00") {
 				return true
 			}

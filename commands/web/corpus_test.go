@@ -25,7 +25,7 @@ func TestCorpusReadWebpage(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			args, _ := json.Marshal(map[string]any{"url": tc.URL, "get_raw_content": true})
 			before := target.hits.Load()
-			rw := &ReadWebpage{Fetcher: &Fetcher{Resolver: dns.lookup, beforeConnect: tripwire(t)}}
+			rw := &ReadWebpage{Fetcher: &Fetcher{Resolver: dns.Lookup, beforeConnect: tripwire(t)}}
 			out, err := run(t, rw, string(args))
 			if err == nil {
 				t.Fatalf("read_webpage %s = %q, want a refusal", tc.URL, out)
@@ -45,7 +45,7 @@ func TestCorpusReadWebpage(t *testing.T) {
 			if !tc.Reach {
 				return
 			}
-			rw = &ReadWebpage{Fetcher: &Fetcher{Resolver: dns.lookup, AllowPrivate: true, beforeConnect: tripwire(t)}}
+			rw = &ReadWebpage{Fetcher: &Fetcher{Resolver: dns.Lookup, AllowPrivate: true, beforeConnect: tripwire(t)}}
 			if out, err := run(t, rw, string(args)); err != nil || !strings.Contains(out, "internal secret") {
 				t.Fatalf("with allow_private: %q, %v; want the target's text", out, err)
 			}

@@ -63,7 +63,7 @@ func TestSSRFCorpus(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := target.hits.Load()
-			f := &Fetcher{Resolver: dns.lookup, beforeConnect: tripwire(t)}
+			f := &Fetcher{Resolver: dns.Lookup, beforeConnect: tripwire(t)}
 			_, err := f.Fetch(context.Background(), tc.url)
 			var be *BlockedError
 			if !errors.As(err, &be) || !errors.Is(err, ErrBlocked) {
@@ -82,7 +82,7 @@ func TestSSRFCorpus(t *testing.T) {
 			if !tc.reachable {
 				return // AllowPrivate would dial off this machine
 			}
-			f = &Fetcher{Resolver: dns.lookup, AllowPrivate: true, beforeConnect: tripwire(t)}
+			f = &Fetcher{Resolver: dns.Lookup, AllowPrivate: true, beforeConnect: tripwire(t)}
 			page, err := f.Fetch(context.Background(), tc.url)
 			if err != nil || page.Text != "internal secret" {
 				t.Fatalf("with AllowPrivate: page %+v, err %v; want the target's text", page, err)

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/agentd/agentd/internal/netguardtest"
 )
 
 // Nothing in these tests leaves 127.0.0.1: host names go through fakeDNS (never the
@@ -17,21 +18,8 @@ import (
 // that fails the test and aborts the socket before connect(2) if the guard ever lets a
 // non-loopback address through.
 
-// fakeDNS is an injected resolver: a fixed table. The numeric forms (2130706433, 127.1,
-// 0x7f000001 ...) never reach it: the guard reads them as addresses itself.
-type fakeDNS map[string][]string
-
-func (d fakeDNS) lookup(_ context.Context, host string) ([]netip.Addr, error) {
-	names, ok := d[strings.ToLower(host)]
-	if !ok {
-		return nil, fmt.Errorf("no such host %q (test resolver)", host)
-	}
-	var out []netip.Addr
-	for _, n := range names {
-		out = append(out, netip.MustParseAddr(n))
-	}
-	return out, nil
-}
+// fakeDNS is an injected resolver: a fixed table.
+type fakeDNS = netguardtest.Resolver
 
 // server is a loopback test server that counts the requests it got.
 type server struct {
@@ -74,7 +62,7 @@ func guarded(t *testing.T, dns fakeDNS, allowed ...*server) *Fetcher {
 		dns["site.test"] = []string{"127.0.0.1"}
 	}
 	return &Fetcher{
-		Resolver:      dns.lookup,
+		Resolver:      dns.Lookup,
 		allowAddr:     func(ap netip.AddrPort) bool { return ok[ap] },
 		beforeConnect: tripwire(t),
 	}

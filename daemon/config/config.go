@@ -372,22 +372,15 @@ func (c *Config) WorkspaceRoot() string {
 	return filepath.Join(c.StateDir, "workspaces")
 }
 
-// Logger returns a logger writing to w at the configured level and format, every string
-// in a record escaped (display.ReplaceAttr).
-func (l LogConfig) Logger(w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: l.SlogLevel(), ReplaceAttr: display.ReplaceAttr}
-	if l.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// LoggerWithLevel is Logger at level's level, which may change later (a reload sets it
-// from log.level).
-func (l LogConfig) LoggerWithLevel(w io.Writer, level *slog.LevelVar) *slog.Logger {
+// Logger returns a logger writing to w in the configured format at level's level, which
+// may change later (a reload sets it from log.level); a nil level is the configured one.
+func (l LogConfig) Logger(w io.Writer, level *slog.LevelVar) *slog.Logger {
 	// Logs show command names, file names and model text: escaped, they cannot forge a
 	// line or hide what they say (display.ReplaceAttr).
-	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: display.ReplaceAttr}
+	opts := &slog.HandlerOptions{Level: l.SlogLevel(), ReplaceAttr: display.ReplaceAttr}
+	if level != nil {
+		opts.Level = level
+	}
 	if l.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
@@ -454,15 +447,6 @@ func (z Size) MarshalText() ([]byte, error) {
 		}
 	}
 	return fmt.Appendf(nil, "%d", int64(z)), nil
-}
-
-// Ptr returns the size as an *int64, nil for a nil z (an unset optional key).
-func (z *Size) Ptr() *int64 {
-	if z == nil {
-		return nil
-	}
-	v := int64(*z)
-	return &v
 }
 
 // Where OllamaConfig.Host came from.

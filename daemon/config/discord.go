@@ -1,10 +1,7 @@
 package config
 
 import (
-	"net/url"
-	"path/filepath"
 	"regexp"
-	"strings"
 )
 
 // DiscordConfig is the [discord] section: the Discord bot (a gateway connection; no
@@ -86,21 +83,11 @@ func (d *DiscordConfig) problems(bad func(key, format string, args ...any)) {
 			ids(key+".approver_roles", sec.tables[name].ApproverRoles, "role")
 		}
 	}
-	if d.TokenEnv != "" && !envNameRE.MatchString(d.TokenEnv) {
-		bad("discord.token_env", "%q is not an environment variable name", d.TokenEnv)
-	}
-	if d.TokenFile != "" && !filepath.IsAbs(d.TokenFile) {
-		bad("discord.token_file", "%q is not an absolute path", d.TokenFile)
-	}
-	if u, err := url.Parse(d.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(d.APIURL, "/") {
-		bad("discord.api_url", "%q is not a URL ending in /, like %q", d.APIURL, DefaultDiscordURL)
-	}
+	checkBot("discord", map[string]string{"token": d.TokenEnv}, map[string]string{"token": d.TokenFile}, d.APIURL, DefaultDiscordURL, bad)
 	if d.Enabled {
 		if d.TokenEnv == "" && d.TokenFile == "" {
 			bad("discord.token_env", "the bot needs a token: set token_env or token_file")
 		}
-		if len(d.Channels) == 0 && !d.DirectMessages {
-			bad("discord.channels", "the bot serves nothing: add a [discord.channels.ID] table or set direct_messages = true")
-		}
+		checkServes("discord", len(d.Channels), d.DirectMessages, bad)
 	}
 }

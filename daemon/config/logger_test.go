@@ -3,23 +3,22 @@ package config
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 )
 
-// TestLoggerEscapesText checks both formats and both constructors: a command name or an
-// error carrying ESC, a newline or U+202E cannot forge a log line or reorder it.
+// TestLoggerEscapesText checks both formats, at the configured level and at a level that
+// may change: a command name or an error carrying ESC, a newline or U+202E cannot forge a
+// log line or reorder it.
 func TestLoggerEscapesText(t *testing.T) {
 	for _, format := range []string{"text", "json"} {
-		for _, ctor := range []string{"Logger", "LoggerWithLevel"} {
-			t.Run(format+"_"+ctor, func(t *testing.T) {
+		for _, level := range []*slog.LevelVar{nil, new(slog.LevelVar)} {
+			t.Run(fmt.Sprintf("%s_level_var_%t", format, level != nil), func(t *testing.T) {
 				var b bytes.Buffer
 				l := LogConfig{Format: format, Level: "info"}
-				log := l.Logger(&b)
-				if ctor == "LoggerWithLevel" {
-					log = l.LoggerWithLevel(&b, new(slog.LevelVar))
-				}
+				log := l.Logger(&b, level)
 				log.With("agent", "bob\u202e").Info("ran \x1b[2J", "command", "ls\nlevel=ERROR msg=forged",
 					"err", errors.New("no\u200bpe"))
 				out := b.String()

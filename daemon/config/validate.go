@@ -360,19 +360,8 @@ func (c *Config) botProblems(bad func(key, format string, args ...any)) {
 		}
 		checkIDs("slack.agents."+name+".approvers", s.Agents[name].Approvers, "UWS")
 	}
-	for key, v := range map[string]string{"slack.bot_token_env": s.BotTokenEnv, "slack.app_token_env": s.AppTokenEnv} {
-		if v != "" && !envNameRE.MatchString(v) {
-			bad(key, "%q is not an environment variable name", v)
-		}
-	}
-	for key, v := range map[string]string{"slack.bot_token_file": s.BotTokenFile, "slack.app_token_file": s.AppTokenFile} {
-		if v != "" && !filepath.IsAbs(v) {
-			bad(key, "%q is not an absolute path", v)
-		}
-	}
-	if u, err := url.Parse(s.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(s.APIURL, "/") {
-		bad("slack.api_url", "%q is not a URL ending in /, like %q", s.APIURL, "https://slack.com/api/")
-	}
+	checkBot("slack", map[string]string{"bot_token": s.BotTokenEnv, "app_token": s.AppTokenEnv},
+		map[string]string{"bot_token": s.BotTokenFile, "app_token": s.AppTokenFile}, s.APIURL, "https://slack.com/api/", bad)
 	if s.Enabled {
 		if s.BotTokenEnv == "" && s.BotTokenFile == "" {
 			bad("slack.bot_token_env", "the bot needs a token: set bot_token_env or bot_token_file")
@@ -380,9 +369,32 @@ func (c *Config) botProblems(bad func(key, format string, args ...any)) {
 		if s.AppTokenEnv == "" && s.AppTokenFile == "" {
 			bad("slack.app_token_env", "the bot needs an app-level token: set app_token_env or app_token_file")
 		}
-		if len(s.Channels) == 0 && !s.DirectMessages {
-			bad("slack.channels", "the bot serves nothing: add a [slack.channels.ID] table or set direct_messages = true")
+		checkServes("slack", len(s.Channels), s.DirectMessages, bad)
+	}
+}
+
+// checkBot checks what a chat bot's section (sec) says of where its tokens are read
+// from, by token (its keys are TOKEN_env and TOKEN_file), and of its API URL.
+func checkBot(sec string, envs, files map[string]string, apiURL, example string, bad func(key, format string, args ...any)) {
+	for tok, v := range envs {
+		if v != "" && !envNameRE.MatchString(v) {
+			bad(sec+"."+tok+"_env", "%q is not an environment variable name", v)
 		}
+	}
+	for tok, v := range files {
+		if v != "" && !filepath.IsAbs(v) {
+			bad(sec+"."+tok+"_file", "%q is not an absolute path", v)
+		}
+	}
+	if u, err := url.Parse(apiURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.HasSuffix(apiURL, "/") {
+		bad(sec+".api_url", "%q is not a URL ending in /, like %q", apiURL, example)
+	}
+}
+
+// checkServes reports an enabled bot that serves no channel and no direct messages.
+func checkServes(sec string, channels int, dm bool, bad func(key, format string, args ...any)) {
+	if channels == 0 && !dm {
+		bad(sec+".channels", "the bot serves nothing: add a [%s.channels.ID] table or set direct_messages = true", sec)
 	}
 }
 

@@ -80,7 +80,7 @@ func runTestDaemon() int {
 	cfg.StateDir, cfg.Socket = os.Getenv(stateEnv), os.Getenv(socketEnv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	log := cfg.Log.Logger(os.Stderr)
+	log := cfg.Log.Logger(os.Stderr, nil)
 	if err := server.Run(ctx, cfg, log, server.Options{Version: "integration-test"}); err != nil {
 		log.Error("test daemon failed", "err", err)
 		return 1

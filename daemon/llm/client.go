@@ -175,11 +175,8 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResult, error)
 	}
 	// Counts from the server are untrusted: a negative one would lower an agent's tokens
 	// under its budget.
-	res := ChatResult{PromptTokens: max(0, r.PromptEvalCount), EvalTokens: max(0, r.EvalCount), DoneReason: r.DoneReason}
-	var content strings.Builder
-	content.WriteString(r.Message.Content)
-	res.Content = content.String()
-	res.Duration = time.Since(start)
+	res := ChatResult{Content: r.Message.Content, PromptTokens: max(0, r.PromptEvalCount), EvalTokens: max(0, r.EvalCount),
+		DoneReason: r.DoneReason, Duration: time.Since(start)}
 	if c.observe != nil {
 		c.observe(Call{Model: req.Model, Duration: res.Duration, PromptTokens: res.PromptTokens, EvalTokens: res.EvalTokens})
 	}

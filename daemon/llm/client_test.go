@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -280,7 +281,7 @@ func TestProbe(t *testing.T) {
 				t.Errorf("context = %d (trained %d, num_ctx %d), want %d (%d, %d)", info.ContextLength,
 					info.TrainedContextLength, info.ModelfileNumCtx, tt.wantCtx, tt.wantTrained, tt.wantNumCtx)
 			}
-			if !info.HasCapability("tools") || info.HasCapability("vision") || len(info.Capabilities) != 2 {
+			if !slices.Contains(info.Capabilities, "tools") || slices.Contains(info.Capabilities, "vision") || len(info.Capabilities) != 2 {
 				t.Errorf("capabilities = %v", info.Capabilities)
 			}
 		})

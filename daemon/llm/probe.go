@@ -28,16 +28,6 @@ type ModelInfo struct {
 	Family string
 }
 
-// HasCapability reports whether the server lists capability c for the model.
-func (m *ModelInfo) HasCapability(c string) bool {
-	for _, have := range m.Capabilities {
-		if have == c {
-			return true
-		}
-	}
-	return false
-}
-
 // Probe asks the server for its version (/api/version) and about model (/api/show).
 // Errors are classified like Chat's: ErrUnavailable, *ModelNotFoundError, *StatusError.
 // A pool's client asks a host that is up and has the model.

@@ -260,6 +260,6 @@ var AgentStates = []string{"thinking", "awaiting_decision", "executing", "waitin
 // set, or when it fails, those gauges are left out of the scrape.
 func (m *Metrics) SetState(f func(ctx context.Context) (State, error)) {
 	if m != nil {
-		m.state.set(f)
+		m.state.f.Store(&f)
 	}
 }

@@ -1,7 +1,7 @@
 package metrics
 
 import (
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,8 +44,7 @@ type PoolQueue struct {
 
 // poolCollector reads the model pool at scrape time, so a gauge never drifts from it.
 type poolCollector struct {
-	mu sync.Mutex
-	f  func() ([]PoolHost, []PoolQueue)
+	f atomic.Pointer[func() ([]PoolHost, []PoolQueue)]
 }
 
 func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -55,13 +54,11 @@ func (c *poolCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	f := c.f
-	c.mu.Unlock()
+	f := c.f.Load()
 	if f == nil {
 		return
 	}
-	hosts, queue := f()
+	hosts, queue := (*f)()
 	for _, h := range hosts {
 		up := 0.0
 		if h.Up {
@@ -83,9 +80,7 @@ func (c *poolCollector) Collect(ch chan<- prometheus.Metric) {
 // it is set they are left out.
 func (m *Metrics) SetPool(f func() ([]PoolHost, []PoolQueue)) {
 	if m != nil {
-		m.pool.mu.Lock()
-		m.pool.f = f
-		m.pool.mu.Unlock()
+		m.pool.f.Store(&f)
 	}
 }
 

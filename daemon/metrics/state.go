@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,14 +27,7 @@ var (
 
 // stateCollector reads the store-backed gauges at scrape time.
 type stateCollector struct {
-	mu sync.Mutex
-	f  func(ctx context.Context) (State, error)
-}
-
-func (c *stateCollector) set(f func(ctx context.Context) (State, error)) {
-	c.mu.Lock()
-	c.f = f
-	c.mu.Unlock()
+	f atomic.Pointer[func(ctx context.Context) (State, error)]
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -44,16 +37,14 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	f := c.f
-	c.mu.Unlock()
+	f := c.f.Load()
 	if f == nil {
 		return
 	}
 	// A scrape must not hang on a busy store; Prometheus' own timeout is 10s by default.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st, err := f(ctx)
+	st, err := (*f)(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 1)
 		return

@@ -130,8 +130,8 @@ func (m *Manager) announce(ctx context.Context, r cron.Record) {
 	if m.chat == nil {
 		return
 	}
-	var row *store.Schedule
-	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = tx.Schedule(r.ScheduleID); return err }); err != nil {
+	row, err := store.Read(ctx, m.st, func(tx *store.Tx) (*store.Schedule, error) { return tx.Schedule(r.ScheduleID) })
+	if err != nil {
 		return
 	}
 	d, ok := m.chatOf(row)

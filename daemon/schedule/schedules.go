@@ -108,7 +108,7 @@ func New(opt Options) *Manager {
 		m.local = time.Local
 	}
 	m.sched = cron.New(cron.Config{
-		Starter: cron.StarterFunc(m.start), Recorder: cron.RecorderFunc(m.record),
+		Starter: m.start, Recorder: m.record,
 		Clock: m.clock, Log: m.log, Grace: opt.Grace,
 	})
 	return m
@@ -118,8 +118,8 @@ func New(opt Options) *Manager {
 // or Stop. A stored schedule that no longer parses is logged and left out.
 func (m *Manager) Start(ctx context.Context) error {
 	defer m.loadOnce.Do(func() { close(m.loaded) })
-	var rows []*store.Schedule
-	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { rows, err = tx.Schedules(); return err }); err != nil {
+	rows, err := store.Read(ctx, m.st, func(tx *store.Tx) ([]*store.Schedule, error) { return tx.Schedules() })
+	if err != nil {
 		return fmt.Errorf("schedules: loading: %w", err)
 	}
 	for _, row := range rows {
@@ -192,8 +192,8 @@ func (m *Manager) toSchedule(row *store.Schedule) (cron.Schedule, error) {
 // start is the Starter: it gives the schedule's goal to its agent, or to a fresh agent
 // made from its template, with the schedule's autonomy and budgets.
 func (m *Manager) start(ctx context.Context, f cron.Firing) (string, error) {
-	var row *store.Schedule
-	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = tx.Schedule(f.ScheduleID); return err }); err != nil {
+	row, err := store.Read(ctx, m.st, func(tx *store.Tx) (*store.Schedule, error) { return tx.Schedule(f.ScheduleID) })
+	if err != nil {
 		return "", fmt.Errorf("reading the schedule: %w", err)
 	}
 	v, err := m.checkFiring(ctx, row, f) // before any model call

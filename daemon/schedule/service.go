@@ -54,6 +54,15 @@ func (m *Manager) wait(ctx context.Context) error {
 	}
 }
 
+// find waits for the schedules to load and reads the one ref names (resolve).
+func (m *Manager) find(ctx context.Context, ref string) (*store.Schedule, error) {
+	if err := m.wait(ctx); err != nil {
+		return nil, err
+	}
+	row, err := store.Read(ctx, m.st, func(tx *store.Tx) (*store.Schedule, error) { return resolve(tx, ref) })
+	return row, err
+}
+
 // resolve finds a schedule by id or name.
 func resolve(tx *store.Tx, ref string) (*store.Schedule, error) {
 	s, err := tx.Schedule(ref)
@@ -91,8 +100,8 @@ func (m *Manager) Schedules(ctx context.Context) ([]api.Schedule, error) {
 	if err := m.wait(ctx); err != nil {
 		return nil, err
 	}
-	var rows []*store.Schedule
-	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { rows, err = tx.Schedules(); return err }); err != nil {
+	rows, err := store.Read(ctx, m.st, func(tx *store.Tx) ([]*store.Schedule, error) { return tx.Schedules() })
+	if err != nil {
 		return nil, err
 	}
 	out := make([]api.Schedule, 0, len(rows))
@@ -415,11 +424,8 @@ func (m *Manager) setPaused(ctx context.Context, ref string, paused bool) (*api.
 // RunSchedule fires a schedule now, paused or not, under its concurrency policy, and
 // returns the firing's record (started with its run, queued, skipped or failed).
 func (m *Manager) RunSchedule(ctx context.Context, ref string) (*api.ScheduleRun, error) {
-	if err := m.wait(ctx); err != nil {
-		return nil, err
-	}
-	var row *store.Schedule
-	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = resolve(tx, ref); return err }); err != nil {
+	row, err := m.find(ctx, ref)
+	if err != nil {
 		return nil, err
 	}
 	rec, err := m.sched.RunNow(ctx, row.ID)

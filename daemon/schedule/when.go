@@ -164,11 +164,8 @@ func wakeStatus(tx *store.Tx, row *store.Schedule) (*api.WakeStatus, error) {
 // empty ones clear them. A new condition has nothing to compare with: its first firing
 // wakes the model once.
 func (m *Manager) SetScheduleWhen(ctx context.Context, ref string, when api.WakeConditions) (*api.Schedule, error) {
-	if err := m.wait(ctx); err != nil {
-		return nil, err
-	}
-	var row *store.Schedule
-	if err := m.st.View(ctx, func(tx *store.Tx) (err error) { row, err = resolve(tx, ref); return err }); err != nil {
+	row, err := m.find(ctx, ref)
+	if err != nil {
 		return nil, err
 	}
 	c, err := m.checkWhen(ctx, &when, row)

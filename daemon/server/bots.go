@@ -235,55 +235,41 @@ func botTokens(cfg *config.Config) string { return readBotTokens(cfg).fp }
 // Mentions pasted from Slack (<@U123>, <!subteam^S123|@team>) are read as the ids they
 // name; an entry that names no id is an error, since it would never match.
 func slackRules(s *config.SlackConfig) (bots.Rules, error) {
-	access := func(where string, ids []string) (bots.Access, error) {
-		var a bots.Access
-		for _, raw := range ids {
-			id, group, err := bots.ParseApprover(raw)
-			if err != nil {
-				return a, fmt.Errorf("[slack%s] approvers: %w", where, err)
-			}
-			if group || strings.HasPrefix(id, "S") {
-				a.Groups = append(a.Groups, id)
-			} else {
-				a.Users = append(a.Users, id)
-			}
-		}
-		return a, nil
-	}
-	r := bots.Rules{Teams: s.Teams, DM: s.DirectMessages, Channels: map[string]bots.Access{}, Agents: map[string]bots.Access{}}
-	var err error
-	if r.Approvers, err = access("", s.Approvers); err != nil {
-		return r, err
-	}
-	for id, c := range s.Channels {
-		if r.Channels[id], err = access(".channels."+id, c.Approvers); err != nil {
-			return r, err
-		}
-	}
-	for name, a := range s.Agents {
-		if r.Agents[name], err = access(".agents."+name, a.Approvers); err != nil {
-			return r, err
-		}
-	}
-	return r, nil
+	lists := func(a config.ChatAccess) approverLists { return approverLists{users: a.Approvers} }
+	return chatRules("slack", s.Teams, s.DirectMessages, approverLists{users: s.Approvers}, s.Channels, s.Agents, lists,
+		func(id, _ string, _ bool) bool { return strings.HasPrefix(id, "S") })
 }
 
 // discordRules turns [discord] into the relay's rules: user ids and role ids are listed
 // apart, since both are snowflakes. A pasted mention goes by what it mentions: <@123> is a
 // user and <@&123> a role, in either list; an entry that names no id is an error.
 func discordRules(d *config.DiscordConfig) (bots.Rules, error) {
-	access := func(where string, users, roles []string) (bots.Access, error) {
+	lists := func(a config.DiscordAccess) approverLists { return approverLists{a.Approvers, a.ApproverRoles} }
+	return chatRules("discord", d.Guilds, d.DirectMessages, approverLists{d.Approvers, d.ApproverRoles}, d.Channels, d.Agents, lists,
+		func(_, raw string, role bool) bool { return role && !strings.HasPrefix(strings.TrimSpace(raw), "<") })
+}
+
+// approverLists are one chat table's approvers: users, and roles (Discord's alone).
+type approverLists struct{ users, roles []string }
+
+// chatRules turns a chat section (sec) into the relay's rules: its approvers, and those
+// of its channel and agent tables (A, read by lists). An approver is a group when its
+// pasted mention says so, or when isGroup says so of its id as written (raw), role
+// telling whether it came from the roles list.
+func chatRules[A any](sec string, teams []string, dm bool, top approverLists, channels, agents map[string]A,
+	lists func(A) approverLists, isGroup func(id, raw string, role bool) bool) (bots.Rules, error) {
+	access := func(where string, l approverLists) (bots.Access, error) {
 		var a bots.Access
-		for i, raw := range slices.Concat(users, roles) {
-			list := "approvers"
-			if i >= len(users) {
+		for i, raw := range slices.Concat(l.users, l.roles) {
+			role, list := i >= len(l.users), "approvers"
+			if role {
 				list = "approver_roles"
 			}
 			id, group, err := bots.ParseApprover(raw)
 			if err != nil {
-				return a, fmt.Errorf("[discord%s] %s: %w", where, list, err)
+				return a, fmt.Errorf("[%s%s] %s: %w", sec, where, list, err)
 			}
-			if group || (list == "approver_roles" && !strings.HasPrefix(strings.TrimSpace(raw), "<")) {
+			if group || isGroup(id, raw, role) {
 				a.Groups = append(a.Groups, id)
 			} else {
 				a.Users = append(a.Users, id)
@@ -291,18 +277,18 @@ func discordRules(d *config.DiscordConfig) (bots.Rules, error) {
 		}
 		return a, nil
 	}
-	r := bots.Rules{Teams: d.Guilds, DM: d.DirectMessages, Channels: map[string]bots.Access{}, Agents: map[string]bots.Access{}}
+	r := bots.Rules{Teams: teams, DM: dm, Channels: map[string]bots.Access{}, Agents: map[string]bots.Access{}}
 	var err error
-	if r.Approvers, err = access("", d.Approvers, d.ApproverRoles); err != nil {
+	if r.Approvers, err = access("", top); err != nil {
 		return r, err
 	}
-	for id, c := range d.Channels {
-		if r.Channels[id], err = access(".channels."+id, c.Approvers, c.ApproverRoles); err != nil {
+	for id, c := range channels {
+		if r.Channels[id], err = access(".channels."+id, lists(c)); err != nil {
 			return r, err
 		}
 	}
-	for name, a := range d.Agents {
-		if r.Agents[name], err = access(".agents."+name, a.Approvers, a.ApproverRoles); err != nil {
+	for name, a := range agents {
+		if r.Agents[name], err = access(".agents."+name, lists(a)); err != nil {
 			return r, err
 		}
 	}

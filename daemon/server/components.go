@@ -157,8 +157,8 @@ func newBoxes(cfg *config.Config, log *slog.Logger) *shell.Boxes {
 // they live (/etc/agentd always is): a token file elsewhere under /etc stays out of reach.
 func tokenFiles(cfg *config.Config) []string {
 	var out []string
-	for _, f := range []string{cfg.Slack.BotTokenFile, cfg.Slack.AppTokenFile, cfg.Discord.TokenFile, cfg.HTTP.TokenFile} {
-		if f = filepath.Clean(f); filepath.IsAbs(f) && f != "/" {
+	for _, s := range tokenSources(cfg) {
+		if f := filepath.Clean(s.file); filepath.IsAbs(f) && f != "/" {
 			out = append(out, f)
 		}
 	}

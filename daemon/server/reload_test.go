@@ -90,7 +90,7 @@ func startReloadDaemon(t *testing.T, body string) *reloadDaemon {
 	}
 	level := new(slog.LevelVar)
 	level.Set(cfg.Log.SlogLevel())
-	log := cfg.Log.LoggerWithLevel(d.log, level)
+	log := cfg.Log.Logger(d.log, level)
 	var notesMu sync.Mutex
 	var notes []string
 	ctx, cancel := context.WithCancel(context.Background())

@@ -20,20 +20,27 @@ type neededSecret struct {
 	tokenFix string // how to make one, for a secret agentd's user makes (the HTTP token)
 }
 
+// tokenSources are every token the config says where to read, needed or not: the
+// bots' and the HTTP listener's.
+func tokenSources(cfg *config.Config) []neededSecret {
+	s, d := &cfg.Slack, &cfg.Discord
+	return []neededSecret{
+		{what: slackBotToken, part: "slack", envKey: "slack.bot_token_env", env: s.BotTokenEnv, fileKey: "slack.bot_token_file", file: s.BotTokenFile},
+		{what: slackAppToken, part: "slack", envKey: "slack.app_token_env", env: s.AppTokenEnv, fileKey: "slack.app_token_file", file: s.AppTokenFile},
+		{what: discordToken, part: "discord", envKey: "discord.token_env", env: d.TokenEnv, fileKey: "discord.token_file", file: d.TokenFile},
+		httpSecret(cfg.HTTP),
+	}
+}
+
 // neededSecrets are the secrets cfg needs: each enabled bot's tokens, and the HTTP
 // listener's token when it listens.
 func neededSecrets(cfg *config.Config) []neededSecret {
+	on := map[string]bool{"slack": cfg.Slack.Enabled, "discord": cfg.Discord.Enabled, "http": cfg.HTTP.Listen != ""}
 	var out []neededSecret
-	if s := &cfg.Slack; s.Enabled {
-		out = append(out,
-			neededSecret{what: slackBotToken, part: "slack", envKey: "slack.bot_token_env", env: s.BotTokenEnv, fileKey: "slack.bot_token_file", file: s.BotTokenFile},
-			neededSecret{what: slackAppToken, part: "slack", envKey: "slack.app_token_env", env: s.AppTokenEnv, fileKey: "slack.app_token_file", file: s.AppTokenFile})
-	}
-	if d := &cfg.Discord; d.Enabled {
-		out = append(out, neededSecret{what: discordToken, part: "discord", envKey: "discord.token_env", env: d.TokenEnv, fileKey: "discord.token_file", file: d.TokenFile})
-	}
-	if cfg.HTTP.Listen != "" {
-		out = append(out, httpSecret(cfg.HTTP))
+	for _, s := range tokenSources(cfg) {
+		if on[s.part] {
+			out = append(out, s)
+		}
 	}
 	return out
 }

@@ -15,15 +15,10 @@ import (
 // chatCheck's (the bot did not start). The HTTP listener's token file has its own check
 // (httpListener.tokenCheck). nil when the config names no such file.
 func tokenFileCheck(cfg *config.Config) agent.HealthCheck {
-	type tokenFile struct{ key, path string }
-	var files []tokenFile
-	for _, f := range []tokenFile{
-		{"slack.bot_token_file", cfg.Slack.BotTokenFile},
-		{"slack.app_token_file", cfg.Slack.AppTokenFile},
-		{"discord.token_file", cfg.Discord.TokenFile},
-	} {
-		if f.path != "" {
-			files = append(files, f)
+	var files []neededSecret
+	for _, s := range tokenSources(cfg) {
+		if s.file != "" && s.part != "http" {
+			files = append(files, s)
 		}
 	}
 	if len(files) == 0 {
@@ -33,7 +28,7 @@ func tokenFileCheck(cfg *config.Config) agent.HealthCheck {
 		var out []api.Check
 		for _, f := range files {
 			c := api.Check{Name: "token file", Status: api.CheckOK}
-			fi, err := os.Stat(f.path)
+			fi, err := os.Stat(f.file)
 			switch {
 			case err != nil:
 				// A bot that is off reads no token; one that is on and could not read
@@ -41,10 +36,10 @@ func tokenFileCheck(cfg *config.Config) agent.HealthCheck {
 				continue
 			case fi.Mode().Perm()&0o077 != 0:
 				c.Status = api.CheckFail
-				c.Detail = fmt.Sprintf("%s (%s) has mode %04o: others on this machine can read the token and act as the bot", f.path, f.key, fi.Mode().Perm())
-				c.Fix = "chmod 600 " + f.path
+				c.Detail = fmt.Sprintf("%s (%s) has mode %04o: others on this machine can read the token and act as the bot", f.file, f.fileKey, fi.Mode().Perm())
+				c.Fix = "chmod 600 " + f.file
 			default:
-				c.Detail = fmt.Sprintf("%s (%s) is private (mode %04o)", f.path, f.key, fi.Mode().Perm())
+				c.Detail = fmt.Sprintf("%s (%s) is private (mode %04o)", f.file, f.fileKey, fi.Mode().Perm())
 			}
 			out = append(out, c)
 		}

@@ -66,41 +66,21 @@ func (t *Tx) RunFirstCheckpoint(agentID, run string) (*StepCheckpoint, error) {
 // StepRuns returns the runs of the agent with a checkpointed step numbered step, the
 // latest first: more than one makes the number ambiguous without its run.
 func (t *Tx) StepRuns(agentID string, step int) ([]string, error) {
-	rows, err := t.query(`SELECT run_id FROM step_checkpoints WHERE agent_id=? AND step=? AND kind=?
+	return queryAll(t, nil, "step checkpoint runs", scanString, `SELECT run_id FROM step_checkpoints WHERE agent_id=? AND step=? AND kind=?
 		GROUP BY run_id ORDER BY MAX(at) DESC, MAX(rowid) DESC`, agentID, step, CheckpointStep)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var runs []string
-	for rows.Next() {
-		var r string
-		if err := rows.Scan(&r); err != nil {
-			return nil, err
-		}
-		runs = append(runs, r)
-	}
-	return runs, rows.Err()
 }
 
 // RecentBefores returns the Before checkpoints of the agent's n latest steps and
 // rewinds, newest first: what retention keeps so they stay in rewind range.
 func (t *Tx) RecentBefores(agentID string, n int) ([]uint64, error) {
-	rows, err := t.query(`SELECT before_id FROM step_checkpoints WHERE agent_id=? AND before_id>0
-		ORDER BY at DESC, rowid DESC LIMIT ?`, agentID, n)
-	if err != nil {
-		return nil, rowError("reading step checkpoints", err)
-	}
-	defer rows.Close()
-	var ids []uint64
-	for rows.Next() {
+	return queryAll(t, nil, "reading step checkpoints", func(sc scanner) (uint64, error) {
 		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, rowError("reading step checkpoints", err)
+		if err := sc.Scan(&id); err != nil {
+			return 0, rowError("reading step checkpoints", err)
 		}
-		ids = append(ids, uint64(id))
-	}
-	return ids, rows.Err()
+		return uint64(id), nil
+	}, `SELECT before_id FROM step_checkpoints WHERE agent_id=? AND before_id>0
+		ORDER BY at DESC, rowid DESC LIMIT ?`, agentID, n)
 }
 
 func scanStepCheckpoint(row *sql.Row) (*StepCheckpoint, error) {

@@ -239,19 +239,31 @@ type scanner = interface{ Scan(...any) error }
 // queryAll runs q and appends every row, as scan reads it, to out: nil or empty is how
 // the caller shows no rows. what names the list in the error.
 func queryAll[T any](t *Tx, out []T, what string, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	err := eachRow(t, what, func(sc scanner) error {
+		v, err := scan(sc)
+		out = append(out, v)
+		return err
+	}, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachRow runs q and hands every row to each, stopping at its first error, which is
+// returned as it is; what names the rows in the query's own error.
+func eachRow(t *Tx, what string, each func(scanner) error, q string, args ...any) error {
 	rows, err := t.query(q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("store: %s: %w", what, err)
+		return fmt.Errorf("store: %s: %w", what, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
+		if err := each(rows); err != nil {
+			return err
 		}
-		out = append(out, v)
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
 
 // value adapts a scanner of *T to a scanner of T, for lists of values.

@@ -106,19 +106,15 @@ func (t *Tx) LatestProposals(agentID string, n int) ([]api.Proposal, error) {
 // LastDecisions maps each of the agent's decided proposals to its latest decision (an
 // agent's history shows who or which grant let each step run).
 func (t *Tx) LastDecisions(agentID string) (map[string]*api.Decision, error) {
-	rows, err := t.query(`SELECT `+decisionCols+`
-		FROM decisions d JOIN proposals p ON p.id = d.proposal_id WHERE p.agent_id = ? ORDER BY d.id`, agentID)
-	if err != nil {
-		return nil, fmt.Errorf("store: decisions: %w", err)
-	}
-	defer rows.Close()
 	out := map[string]*api.Decision{}
-	for rows.Next() {
-		d, err := scanDecision(rows)
+	err := eachRow(t, "decisions", func(sc scanner) error {
+		d, err := scanDecision(sc)
 		if err != nil {
-			return nil, fmt.Errorf("store: decisions: %w", err)
+			return fmt.Errorf("store: decisions: %w", err)
 		}
 		out[d.ProposalID] = d // later rows win: the latest decision
-	}
-	return out, rows.Err()
+		return nil
+	}, `SELECT `+decisionCols+`
+		FROM decisions d JOIN proposals p ON p.id = d.proposal_id WHERE p.agent_id = ? ORDER BY d.id`, agentID)
+	return out, err
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"database/sql"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -26,31 +25,27 @@ func (r AgentRange) cond() (string, []any) {
 // AgentsPage lists at most limit agents (a negative limit: all) stored after position
 // after (0: from the first), oldest first, with their positions.
 func (t *Tx) AgentsPage(after int64, limit int) ([]*Agent, []int64, error) {
-	rows, err := t.query(`SELECT rowid, `+agentCols+` FROM agents WHERE rowid > ? ORDER BY rowid LIMIT ?`, after, limit)
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: list agents: %w", err)
-	}
-	defer rows.Close()
 	var out []*Agent
 	var pos []int64
-	for rows.Next() {
+	err := eachRow(t, "list agents", func(sc scanner) error {
 		var at int64
-		a, err := scanAgent(positioned{rows, &at})
-		if err != nil {
-			return nil, nil, err
-		}
+		a, err := scanAgent(positioned{sc, &at})
 		out, pos = append(out, a), append(pos, at)
+		return err
+	}, `SELECT rowid, `+agentCols+` FROM agents WHERE rowid > ? ORDER BY rowid LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, nil, err
 	}
-	return out, pos, rows.Err()
+	return out, pos, nil
 }
 
 // positioned scans a row's rowid into pos, then the rest as its scanner would.
 type positioned struct {
-	rows *sql.Rows
-	pos  *int64
+	row scanner
+	pos *int64
 }
 
-func (p positioned) Scan(dest ...any) error { return p.rows.Scan(append([]any{p.pos}, dest...)...) }
+func (p positioned) Scan(dest ...any) error { return p.row.Scan(append([]any{p.pos}, dest...)...) }
 
 // OpenProposals returns each agent's open proposal, the one OpenProposal would return,
 // keyed by agent id, of the agents in r: listing agents takes one query, not one per
@@ -78,21 +73,17 @@ func (t *Tx) OpenProposals(r AgentRange, brief bool) (map[string]*api.Proposal, 
 // agent id, of the agents in r.
 func (t *Tx) Questions(r AgentRange) (map[string]*api.Question, error) {
 	of, args := r.cond()
-	rows, err := t.query(`SELECT agent_id, proposal_id, text, asked_at FROM questions WHERE `+of+` ORDER BY asked_at, rowid`, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: reading questions: %w", err)
-	}
-	defer rows.Close()
 	out := map[string]*api.Question{}
-	for rows.Next() {
+	err := eachRow(t, "reading questions", func(sc scanner) error {
 		var agent string
 		var q api.Question
 		var at int64
-		if err := rows.Scan(&agent, &q.ProposalID, &q.Text, &at); err != nil {
-			return nil, fmt.Errorf("store: reading question: %w", err)
+		if err := sc.Scan(&agent, &q.ProposalID, &q.Text, &at); err != nil {
+			return fmt.Errorf("store: reading question: %w", err)
 		}
 		q.AskedAt = fromMS(at)
 		out[agent] = &q // oldest first, so the newest wins
-	}
-	return out, rows.Err()
+		return nil
+	}, `SELECT agent_id, proposal_id, text, asked_at FROM questions WHERE `+of+` ORDER BY asked_at, rowid`, args...)
+	return out, err
 }

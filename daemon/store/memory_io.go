@@ -24,19 +24,13 @@ type MemoryAgentStats struct {
 
 // MemoryStatsByAgent describes the memories of every agent that has some, most first.
 func (t *Tx) MemoryStatsByAgent() ([]MemoryAgentStats, error) {
-	rows, err := t.query(`SELECT agent_id, kind, COUNT(*), SUM(length(CAST(text AS BLOB))), MIN(created_at), MAX(created_at)
-		FROM memories GROUP BY agent_id, kind ORDER BY agent_id, kind`)
-	if err != nil {
-		return nil, fmt.Errorf("store: memory stats: %w", err)
-	}
-	defer rows.Close()
 	var out []MemoryAgentStats
-	for rows.Next() {
+	err := eachRow(t, "memory stats", func(sc scanner) error {
 		var agent, kind string
 		var n int
 		var bytes, oldest, newest int64
-		if err := rows.Scan(&agent, &kind, &n, &bytes, &oldest, &newest); err != nil {
-			return nil, fmt.Errorf("store: memory stats: %w", err)
+		if err := sc.Scan(&agent, &kind, &n, &bytes, &oldest, &newest); err != nil {
+			return fmt.Errorf("store: memory stats: %w", err)
 		}
 		if len(out) == 0 || out[len(out)-1].AgentID != agent {
 			out = append(out, MemoryAgentStats{AgentID: agent, Kinds: map[string]int{}, Oldest: fromMS(oldest), Newest: fromMS(newest)})
@@ -51,8 +45,10 @@ func (t *Tx) MemoryStatsByAgent() ([]MemoryAgentStats, error) {
 		if nw := fromMS(newest); nw.After(s.Newest) {
 			s.Newest = nw
 		}
-	}
-	return out, rows.Err()
+		return nil
+	}, `SELECT agent_id, kind, COUNT(*), SUM(length(CAST(text AS BLOB))), MIN(created_at), MAX(created_at)
+		FROM memories GROUP BY agent_id, kind ORDER BY agent_id, kind`)
+	return out, err
 }
 
 // MemoryTags returns the tags of the memories with these ids that have some.
@@ -66,19 +62,15 @@ func (t *Tx) MemoryTags(ids []string) (map[string][]string, error) {
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := t.query(q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("store: memory tags: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := eachRow(t, "memory tags", func(sc scanner) error {
 		var id, raw string
-		if err := rows.Scan(&id, &raw); err != nil {
-			return nil, fmt.Errorf("store: memory tags: %w", err)
+		if err := sc.Scan(&id, &raw); err != nil {
+			return fmt.Errorf("store: memory tags: %w", err)
 		}
 		if tags := decodeTags(raw); tags != nil {
 			out[id] = tags
 		}
-	}
-	return out, rows.Err()
+		return nil
+	}, q, args...)
+	return out, err
 }

@@ -22,20 +22,18 @@ type NameTokens struct {
 // totals by agent and by schedule.
 func (t *Tx) Gauges() (*Gauges, error) {
 	g := &Gauges{AgentsByState: map[string]int{}}
-	rows, err := t.query(`SELECT state, COUNT(*) FROM agents GROUP BY state`)
-	if err != nil {
-		return nil, fmt.Errorf("store: gauges: %w", err)
-	}
-	for rows.Next() {
+	err := eachRow(t, "gauges", func(sc scanner) error {
 		var s string
 		var n int
-		if err := rows.Scan(&s, &n); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: gauges: %w", err)
+		if err := sc.Scan(&s, &n); err != nil {
+			return fmt.Errorf("store: gauges: %w", err)
 		}
 		g.AgentsByState[s] = n
+		return nil
+	}, `SELECT state, COUNT(*) FROM agents GROUP BY state`)
+	if err != nil {
+		return nil, err
 	}
-	rows.Close()
 	if err := t.queryRow(`SELECT COUNT(*) FROM proposals WHERE status IN ('pending','interrupted')`).Scan(&g.DecisionsPending); err != nil {
 		return nil, fmt.Errorf("store: gauges: %w", err)
 	}

@@ -37,34 +37,24 @@ type Agents interface {
 type Options struct {
 	Store  *store.Store
 	LLM    *llm.Client
-	Model  string
 	Agents Agents
 	Log    *slog.Logger
-	// KeepAlive is passed to the model server, as the agents' calls do, when the client
-	// does not choose it (llm.Client.SetLimits not called).
-	KeepAlive *time.Duration
 	// Backoff is the wait before retry n (n ≥ 1) of a failed model call (default llm.NextBackoff).
 	Backoff func(n int) time.Duration
 	// ModelAttempts is how many failed model calls in a row fail the run (default 6).
 	ModelAttempts int
-	// Settings, if set, gives the model and keep-alive of every call, read when the call
-	// is made, so a config reload (SIGHUP) reaches the next turn; the daemon passes
-	// Supervisor.ModelSettings. Without it Model and KeepAlive are fixed. num_ctx is the
-	// model's one Load (llm.Client.LoadFor), the same as the agents' calls to it.
+	// Settings gives the model and keep-alive of every call (the keep-alive goes to the
+	// model server, as the agents' calls do, when the client does not choose it), read
+	// when the call is made, so a config reload (SIGHUP) reaches the next turn; the daemon
+	// passes Supervisor.ModelSettings. num_ctx is the model's one Load
+	// (llm.Client.LoadFor), the same as the agents' calls to it.
 	Settings func() run.ModelSettings
 }
 
 // params are the model and keep-alive of a model call made now.
 func (e *Engine) params() (model string, keepAlive *time.Duration) {
-	model, keepAlive = e.opt.Model, e.opt.KeepAlive
-	if e.opt.Settings != nil {
-		set := e.opt.Settings()
-		if set.Model != "" {
-			model = set.Model
-		}
-		keepAlive = set.KeepAlive
-	}
-	return model, keepAlive
+	set := e.opt.Settings()
+	return set.Model, set.KeepAlive
 }
 
 // request is a chat request to the model in use now, sized to the model's one num_ctx
@@ -146,8 +136,8 @@ type live struct {
 
 // New returns an Engine; call Start before starting runs.
 func New(opt Options) (*Engine, error) {
-	if opt.Store == nil || opt.LLM == nil || opt.Agents == nil || (opt.Model == "" && opt.Settings == nil) {
-		return nil, errors.New("team: Store, LLM, Agents and Model (or Settings) are required")
+	if opt.Store == nil || opt.LLM == nil || opt.Agents == nil || opt.Settings == nil {
+		return nil, errors.New("team: Store, LLM, Agents and Settings are required")
 	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
@@ -160,9 +150,6 @@ func New(opt Options) (*Engine, error) {
 	}
 	return &Engine{opt: opt, st: opt.Store, log: opt.Log, live: map[string]*live{}, events: run.NewBroker()}, nil
 }
-
-// Events returns the broker of the team runs' events (EventTeam, keyed by team run id).
-func (e *Engine) Events() *run.Broker { return e.events }
 
 // Start resumes every running team run; they run until ctx ends. A run whose workflow no
 // longer parses fails with the reason.

@@ -55,7 +55,9 @@ type Chat interface {
 	// returns its thread; RoleProposal waits for the proposal of role's step there.
 	StartTeam(workflow, task string) (thread string)
 	RoleProposal(thread, role string, step int) Msg
-	// StopTeam stops team run id as u (/agent team stop) and returns the bot's answer.
+	// Team asks for a team run of file with task as u (/agent team) and returns the
+	// bot's answer; StopTeam stops team run id as u (/agent team stop) and returns it.
+	Team(u User, file, task string) string
 	StopTeam(u User, id string) string
 	// Find waits for a message in thread whose text has text in it.
 	Find(thread, text string) Msg
@@ -70,6 +72,13 @@ type Chat interface {
 	Feedback(u User, thread string, m Msg, text string)
 	// Say writes text into thread (or a channel) as u and returns the message's ID.
 	Say(u User, thread, text string) (id string)
+	// LateReply writes text into thread as u now, as a reply to m where the platform has
+	// replies (Discord), and returns its ID; the bot is handed it only once deliver is
+	// called: the platform delivering it late.
+	LateReply(u User, thread string, m Msg, text string) (id string, deliver func())
+	// TaskReply answers the bot's "Task: …" message root in the channel as u, the
+	// platform's closest form of a reply to it, and returns the answer's ID.
+	TaskReply(u User, root Msg, text string) (id string)
 	// BotMention is how a message mentions the bot.
 	BotMention() string
 	// Edit edits message id (in thread; "" for the channel) as u to text, and returns
@@ -86,7 +95,7 @@ type Chat interface {
 	// platform delivers them late.
 	Hold(text string) (release func())
 
-	// Posted is the text of each message in thread, as shown.
+	// Posted is the text of each message in thread ("" for the channel), as shown.
 	Posted(thread string) []string
 	// NotesTo is every note only u was shown (ephemeral answers).
 	NotesTo(u User) []string

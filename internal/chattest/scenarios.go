@@ -22,8 +22,12 @@ var Scenarios = []Scenario{
 	{"restart_keeps_thread_and_pending_proposal", restartKeepsThreadAndPendingProposal},
 	{"feedback_typed_and_by_dialog", feedbackTypedAndByDialog},
 	{"stopped_run_ends_for_late_messages", stoppedRunEndsForLateMessages},
+	{"late_reply_for_an_earlier_proposal_decides_nothing", lateReplyForAnEarlierProposalDecidesNothing},
+	{"reply_to_the_task_message_steers_its_run", replyToTheTaskMessageSteersItsRun},
 	{"hostile_model_text_pings_and_links_nothing", hostileModelTextPingsAndLinksNothing},
 	{"team_stop_is_for_approvers_and_closes_the_role_proposal", teamStopIsForApprovers},
+	{"team_file_outside_the_directory_refused_unread", teamFileOutsideTheDirectoryRefused},
+	{"scheduled_run_delivered_to_its_thread", scheduledRunDeliveredToItsThread},
 	{"edits_are_answered_not_read", editsAreAnsweredNotRead},
 	{"rewind_asked_in_the_thread_and_done_by_an_approver", rewindAskedInTheThreadAndDoneByAnApprover},
 }
@@ -204,6 +208,77 @@ func stoppedRunEndsForLateMessages(t *testing.T, c Chat) {
 	}
 	c.Say(Approver, thread, "now tidy the docs")
 	c.Wait("the follow-up task", func() bool { return Has(c.Posted(thread), "New task taken: now tidy the docs") })
+}
+
+// A reply to proposal 1 delivered late — after the click that decided proposal 1, once
+// proposal 2 waits — decides nothing: proposal 2 is not run and keeps its buttons, and
+// the reply's writer is told what waits now.
+func lateReplyForAnEarlierProposalDecidesNothing(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Touch("a", speak), Touch("b", speak))
+	thread := c.StartRun("touch twice")
+	p1 := c.Proposal(thread, 1)
+	Drain()
+	late, deliver := c.LateReply(GroupApprover, thread, p1, "y")
+	t.Cleanup(deliver)
+	c.Click(Approver, thread, p1, bots.ActionApprove)
+	c.Decided(thread, p1, c.Shown("Approved", Approver))
+	TouchedInOrder(t, "a")
+	p2 := c.Proposal(thread, 2)
+	pending := agentOf(c, thread).Pending.ID
+	deliver()
+	c.Wait("the note to the late reply's writer", func() bool {
+		return Has(c.RepliesTo(GroupApprover, thread, late), "so it decided nothing; the agent now waits on step 2")
+	})
+	if notes := c.RepliesTo(GroupApprover, thread, late); !Has(notes, "That reply was for an earlier proposal") || !Has(notes, "step 1") {
+		t.Errorf("the note does not name the proposal the reply was for: %q", notes)
+	}
+	noDecisionHeld(c, thread, pending)
+	select {
+	case w := <-Touched:
+		t.Fatalf("a command ran after the late reply: %s", w)
+	default:
+	}
+	if !c.Asks(thread, p2) {
+		t.Error("proposal 2 lost its buttons")
+	}
+}
+
+// A reply to the bot's "Task: …" message that a run started by /agent run hangs off
+// (TaskReply) speaks to that run as a reply in its thread does: a stranger's is refused,
+// an approver's decides the proposal waiting there, or gives the idle agent a follow-up
+// task. It starts no second run and no second thread.
+func replyToTheTaskMessageSteersItsRun(t *testing.T, c Chat) {
+	d := c.Daemon()
+	d.Script(Reply("finish", map[string]string{"reason": "nothing to do"}, speak), Touch("b", speak))
+	if got := c.Command(Approver, "run tidy"); !strings.Contains(got, "Started agent") {
+		t.Fatalf("/agent run tidy = %q", got)
+	}
+	root := c.Find("", "Task: tidy")
+	thread := root.ID // the thread hangs off the task message
+	p := c.Proposal(thread, 1)
+
+	c.TaskReply(Stranger, root, "y")
+	c.Wait("the stranger refused", func() bool { return c.Answered(Stranger, "not an approver") > 0 })
+	c.TaskReply(Approver, root, "y")
+	c.Decided(thread, p, c.Shown("Approved", Approver))
+	c.Wait("the run's end", func() bool { return Has(c.Posted(thread), "Finished") })
+
+	Drain()
+	c.TaskReply(Approver, root, "now touch b")
+	c.Wait("the follow-up task in the run's thread", func() bool { return Has(c.Posted(thread), "New task taken: now touch b") })
+	c.Wait("the follow-up's proposal", func() bool {
+		a := agentOf(c, thread)
+		return a.Pending != nil && a.Pending.Command == "bots_test_touch"
+	})
+	c.TaskReply(Approver, root, "y")
+	TouchedInOrder(t, "b")
+	if agents, err := d.Sup.API().Views.Agents(t.Context()); err != nil || len(agents) != 1 {
+		t.Fatalf("agents = %d (%v), want the one /agent run started", len(agents), err)
+	}
+	if n := Count(c.Posted(""), "Task: "); n != 1 {
+		t.Errorf("%d task messages in the channel, want 1", n)
+	}
 }
 
 // A hostile model's question and proposal ping, link and hide nothing anywhere the bot

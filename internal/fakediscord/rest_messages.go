@@ -46,9 +46,9 @@ func (s *Server) storeMessageLocked(m *Message) {
 func (s *Server) getChannel(q *request) (int, any, *restError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch := s.channels[q.params[0]]
-	if ch == nil {
-		return 0, nil, errNotFound(CodeUnknownChannel, "Channel")
+	ch, rerr := s.channelLocked(q.params[0])
+	if rerr != nil {
+		return 0, nil, rerr
 	}
 	return 200, ch, nil
 }
@@ -60,9 +60,9 @@ func (s *Server) createMessage(q *request) (int, any, *restError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch := s.channels[q.params[0]]
-	if ch == nil {
-		return 0, nil, errNotFound(CodeUnknownChannel, "Channel")
+	ch, rerr := s.channelLocked(q.params[0])
+	if rerr != nil {
+		return 0, nil, rerr
 	}
 	m := newMessage(ch, s.cfg.BotUser)
 	fe := formErrors{}
@@ -89,9 +89,17 @@ func (s *Server) getMessage(q *request) (int, any, *restError) {
 	return http.StatusOK, m, nil
 }
 
+// channelLocked is channel id, or Discord's Unknown Channel.
+func (s *Server) channelLocked(id string) (*Channel, *restError) {
+	if ch := s.channels[id]; ch != nil {
+		return ch, nil
+	}
+	return nil, errNotFound(CodeUnknownChannel, "Channel")
+}
+
 func (s *Server) messageIn(channelID, messageID string) (*Message, *restError) {
-	if s.channels[channelID] == nil {
-		return nil, errNotFound(CodeUnknownChannel, "Channel")
+	if _, rerr := s.channelLocked(channelID); rerr != nil {
+		return nil, rerr
 	}
 	m := s.messages[messageID]
 	if m == nil || m.ChannelID != channelID {
@@ -227,9 +235,9 @@ func (s *Server) startThread(q *request) (int, any, *restError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	parent := s.channels[q.params[0]]
-	if parent == nil {
-		return 0, nil, errNotFound(CodeUnknownChannel, "Channel")
+	parent, rerr := s.channelLocked(q.params[0])
+	if rerr != nil {
+		return 0, nil, rerr
 	}
 	if rerr := threadableParent(parent); rerr != nil {
 		return 0, nil, rerr

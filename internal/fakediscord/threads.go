@@ -175,9 +175,9 @@ func (s *Server) modifyChannel(q *request) (int, any, *restError) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	th := s.channels[q.params[0]]
-	if th == nil {
-		return 0, nil, errNotFound(CodeUnknownChannel, "Channel")
+	th, rerr := s.channelLocked(q.params[0])
+	if rerr != nil {
+		return 0, nil, rerr
 	}
 	if th.ThreadMetadata == nil {
 		return 0, nil, &restError{http.StatusForbidden, apiError{Message: "Missing Permissions", Code: CodeMissingPermissions}}

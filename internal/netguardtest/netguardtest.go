@@ -5,7 +5,10 @@
 package netguardtest
 
 import (
+	"context"
 	_ "embed"
+	"fmt"
+	"net/netip"
 	"regexp"
 	"strings"
 )
@@ -57,4 +60,22 @@ var Names = map[string][]string{
 	"intranet.example": {"10.20.30.40"},
 	"mixed.example":    {"93.184.215.14", "127.0.0.1"},
 	"ula.example":      {"fd12:3456::1"},
+}
+
+// Resolver is an injected resolver: a fixed table of host names (lower case) to the
+// addresses they resolve to; nothing asks a real one. The numeric forms (2130706433,
+// 127.1, 0x7f000001 ...) never reach it: the guard reads them as addresses itself.
+type Resolver map[string][]string
+
+// Lookup resolves host from the table; a name not in it is an error.
+func (r Resolver) Lookup(_ context.Context, host string) ([]netip.Addr, error) {
+	names, ok := r[strings.ToLower(host)]
+	if !ok {
+		return nil, fmt.Errorf("no such host %q (test resolver)", host)
+	}
+	var out []netip.Addr
+	for _, n := range names {
+		out = append(out, netip.MustParseAddr(n))
+	}
+	return out, nil
 }

@@ -137,25 +137,15 @@ func (f *Fake) Pending() int {
 // does not answer; nil unsets it. An error becomes HTTP 500 {"error": err};
 // an ollama.StatusError keeps its status code and message.
 func (f *Fake) OnChat(fn func(req *ollama.ChatRequest) (content string, err error)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.onChat = fn
+	set(f, &f.onChat, fn)
 }
 
 // SetDown makes every request fail as if the server were dead: the
 // connection is closed without a response. SetDown(false) revives it.
-func (f *Fake) SetDown(down bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.down = down
-}
+func (f *Fake) SetDown(down bool) { set(f, &f.down, down) }
 
 // SetBusy makes every chat request get Ollama's 503 "server busy" answer.
-func (f *Fake) SetBusy(busy bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.busy = busy
-}
+func (f *Fake) SetBusy(busy bool) { set(f, &f.busy, busy) }
 
 // SetLoadError makes every chat request for model fail the way Ollama 0.17.4 answers
 // when its scheduler cannot load a model (server/routes.go handleScheduleError): HTTP 500
@@ -175,32 +165,16 @@ func (f *Fake) SetLoadError(model, msg string) {
 }
 
 // SetModels replaces Models.
-func (f *Fake) SetModels(names ...string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Models = names
-}
+func (f *Fake) SetModels(names ...string) { set(f, &f.Models, names) }
 
 // SetContextLength replaces ContextLength.
-func (f *Fake) SetContextLength(n int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ContextLength = n
-}
+func (f *Fake) SetContextLength(n int) { set(f, &f.ContextLength, n) }
 
 // SetDelay replaces Delay.
-func (f *Fake) SetDelay(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Delay = d
-}
+func (f *Fake) SetDelay(d time.Duration) { set(f, &f.Delay, d) }
 
 // SetDefault replaces Default.
-func (f *Fake) SetDefault(fn func(req *ollama.ChatRequest) string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.Default = fn
-}
+func (f *Fake) SetDefault(fn func(req *ollama.ChatRequest) string) { set(f, &f.Default, fn) }
 
 // Requests returns the chat requests received so far (including ones
 // answered with an error), oldest first.
@@ -498,4 +472,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// set sets *field to v under f's lock: the one way the setters write.
+func set[T any](f *Fake, field *T, v T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	*field = v
 }

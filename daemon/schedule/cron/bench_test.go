@@ -26,7 +26,7 @@ func benchSchedules(b *testing.B, n int) []Schedule {
 func BenchmarkAdd10000(b *testing.B) {
 	scheds := benchSchedules(b, 10_000)
 	for b.Loop() {
-		s := New(Config{Starter: StarterFunc(func(context.Context, Firing) (string, error) { return "r", nil }),
+		s := New(Config{Starter: Starter(func(context.Context, Firing) (string, error) { return "r", nil }),
 			Clock: &fakeClock{now: day(9, 30)}})
 		for _, sc := range scheds {
 			if err := s.Add(sc); err != nil {
@@ -41,7 +41,7 @@ func BenchmarkAdd10000(b *testing.B) {
 func BenchmarkMinute10000(b *testing.B) {
 	clk := &fakeClock{now: day(9, 0)}
 	n := 0
-	s := New(Config{Starter: StarterFunc(func(context.Context, Firing) (string, error) {
+	s := New(Config{Starter: Starter(func(context.Context, Firing) (string, error) {
 		n++
 		return fmt.Sprint("r", n), nil
 	}), Clock: clk})

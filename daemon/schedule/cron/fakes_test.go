@@ -97,7 +97,7 @@ func day(hour, min int) time.Time { return time.Date(2026, 1, 5, hour, min, 0, 0
 func newHarness(t *testing.T, now time.Time) *harness {
 	h := &harness{t: t, clk: &fakeClock{now: now}}
 	h.s = New(Config{
-		Starter: StarterFunc(func(ctx context.Context, f Firing) (string, error) {
+		Starter: Starter(func(ctx context.Context, f Firing) (string, error) {
 			h.mu.Lock()
 			h.starts = append(h.starts, f)
 			h.runs++
@@ -108,7 +108,7 @@ func newHarness(t *testing.T, now time.Time) *harness {
 			}
 			return id, nil
 		}),
-		Recorder: RecorderFunc(func(ctx context.Context, r Record) error {
+		Recorder: Recorder(func(ctx context.Context, r Record) error {
 			if ctx.Err() != nil {
 				t.Errorf("Record got a cancelled context")
 			}
@@ -221,3 +221,12 @@ func mustParse(t *testing.T, spec string) Spec {
 
 // Parse is ParseIn in the machine's local time zone, as the tests write specs.
 func Parse(spec string) (Spec, error) { return ParseIn(spec, time.Local) }
+
+// Update replaces a schedule's settings (sc.LastFired is ignored). A new spec fires from
+// now on; runs in progress and a queued firing stay.
+func (s *Scheduler) Update(ctx context.Context, sc Schedule) error {
+	if err := sc.normalize(); err != nil {
+		return err
+	}
+	return s.change(ctx, sc.ID, func(Schedule) Schedule { return sc })
+}

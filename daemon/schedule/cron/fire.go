@@ -278,7 +278,7 @@ func (s *Scheduler) callStart(ctx context.Context, f Firing) (runID string, err 
 			err = fmt.Errorf("starter panicked: %v", p)
 		}
 	}()
-	runID, err = s.starter.Start(ctx, f)
+	runID, err = s.starter(ctx, f)
 	if err == nil && runID == "" {
 		err = errors.New("starter returned no run id")
 	}
@@ -340,7 +340,7 @@ func (s *Scheduler) record(ctx context.Context, r Record) {
 			s.log.Error("schedule: recorder panicked", "firing", r.ID, "panic", p, "stack", string(debug.Stack()))
 		}
 	}()
-	if err := s.recorder.Record(ctx, r); err != nil {
+	if err := s.recorder(ctx, r); err != nil {
 		s.log.Warn("schedule: recording a firing failed", "schedule", r.ScheduleID, "firing", r.ID,
 			"outcome", r.Outcome, "err", err)
 	}

@@ -87,15 +87,13 @@ type Result struct {
 }
 
 // Starter starts the runs firings ask for (the daemon: create or wake the agent with the
-// schedule's goal, budgets and delivery).
-type Starter interface {
-	// Start begins f's run and returns its run ID, which RunEnded names when it ends. It
-	// should return promptly: the run goes on elsewhere, and must not depend on ctx, which
-	// only bounds this call. It may be called concurrently, and is called off the firing
-	// loop, so a slow Start holds no other schedule up. An error or a panic records the
-	// firing as failed; a NotStarted error records it with its own outcome.
-	Start(ctx context.Context, f Firing) (runID string, err error)
-}
+// schedule's goal, budgets and delivery). It begins f's run and returns its run ID, which
+// RunEnded names when it ends. It should return promptly: the run goes on elsewhere, and
+// must not depend on ctx, which only bounds this call. It may be called concurrently, and
+// is called off the firing loop, so a slow Starter holds no other schedule up. An error
+// or a panic records the firing as failed; a NotStarted error records it with its own
+// outcome.
+type Starter func(ctx context.Context, f Firing) (runID string, err error)
 
 // NotStarted is the error a Starter returns for a firing it decided not to run (the
 // schedule's wake check found nothing to do, or failed): the firing is recorded with
@@ -107,24 +105,10 @@ type NotStarted struct {
 
 func (e *NotStarted) Error() string { return string(e.Outcome) + ": " + e.Reason }
 
-// StarterFunc adapts a function to Starter.
-type StarterFunc func(ctx context.Context, f Firing) (string, error)
-
-// Start calls f.
-func (f StarterFunc) Start(ctx context.Context, fi Firing) (string, error) { return f(ctx, fi) }
-
-// Recorder persists Records (the daemon: a row per firing ID in SQLite).
-type Recorder interface {
-	// Record inserts r the first time its ID is seen and updates it after. Calls come one
-	// at a time, in the order the firings changed; the context is never cancelled.
-	Record(ctx context.Context, r Record) error
-}
-
-// RecorderFunc adapts a function to Recorder.
-type RecorderFunc func(ctx context.Context, r Record) error
-
-// Record calls f.
-func (f RecorderFunc) Record(ctx context.Context, r Record) error { return f(ctx, r) }
+// Recorder persists Records (the daemon: a row per firing ID in SQLite). It inserts r the
+// first time its ID is seen and updates it after. Calls come one at a time, in the order
+// the firings changed; the context is never cancelled.
+type Recorder func(ctx context.Context, r Record) error
 
 // Config configures a Scheduler.
 type Config struct {
@@ -262,15 +246,6 @@ func (s *Scheduler) Add(sc Schedule) error {
 	e.plan()
 	s.entries[sc.ID] = e
 	return nil
-}
-
-// Update replaces a schedule's settings (sc.LastFired is ignored). A new spec fires from
-// now on; runs in progress and a queued firing stay.
-func (s *Scheduler) Update(ctx context.Context, sc Schedule) error {
-	if err := sc.normalize(); err != nil {
-		return err
-	}
-	return s.change(ctx, sc.ID, func(Schedule) Schedule { return sc })
 }
 
 // change applies edit to a schedule's settings and replans it.

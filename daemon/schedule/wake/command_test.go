@@ -89,8 +89,8 @@ func TestCommandIsBounded(t *testing.T) {
 		t.Error("a check command wrote new.txt into the workspace")
 	}
 	for _, marker := range []string{"wake-hang-marker", "wake-flood", "wake-fork-marker"} {
-		if !testutil.Wait(5*time.Second, func() bool { return len(processesWith(marker)) == 0 }) {
-			t.Errorf("processes of %q outlived their check: %v", marker, processesWith(marker))
+		if !testutil.Wait(5*time.Second, func() bool { return len(testutil.ProcessesWith(marker)) == 0 }) {
+			t.Errorf("processes of %q outlived their check: %v", marker, testutil.ProcessesWith(marker))
 		}
 	}
 }

@@ -37,19 +37,6 @@ const (
 	maxCommandBytes = 2000 // execute_shell's own bound on a command line
 )
 
-// Flags are the conditions as agentctl's schedule add/when flags and chat's
-// /agent schedule when give them.
-type Flags = api.WhenFlags
-
-// Parse reads the flags into checked Conditions (see Conditions.Check).
-func Parse(f Flags) (Conditions, error) {
-	c, err := f.Conditions()
-	if err != nil || c == nil {
-		return Conditions{}, err
-	}
-	return Conditions(*c).Check()
-}
-
 // Empty reports whether there are no conditions: every firing wakes the model.
 func (c Conditions) Empty() bool {
 	return len(c.Changed)+len(c.URLs)+len(c.Commands) == 0

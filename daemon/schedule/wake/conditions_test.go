@@ -4,7 +4,23 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/api"
 )
+
+// Flags are the conditions as agentctl's schedule add/when flags and chat's
+// /agent schedule when give them.
+type Flags = api.WhenFlags
+
+// Parse reads the flags into checked Conditions (see Conditions.Check), as the daemon
+// reads what agentctl and chat send.
+func Parse(f Flags) (Conditions, error) {
+	c, err := f.Conditions()
+	if err != nil || c == nil {
+		return Conditions{}, err
+	}
+	return Conditions(*c).Check()
+}
 
 // TestParse: the flags as agentctl and chat give them become checked conditions, and
 // every malformed path, URL, command line or combination is refused naming the fix.

@@ -129,25 +129,3 @@ func write(t testing.TB, path, content string) {
 
 // sandboxShell returns an execute_shell under bwrap, or skips the test.
 func sandboxShell(t testing.TB) shell.Checker { return shelltest.Sandboxed(t) }
-
-// processesWith lists the pids of live (not zombie) processes whose command line
-// contains marker.
-func processesWith(marker string) []string {
-	var pids []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		cmdline, err := os.ReadFile(filepath.Join(d, "cmdline"))
-		if err != nil || !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), marker) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue
-		}
-		if i := strings.LastIndex(string(stat), ") "); i > 0 && strings.HasPrefix(string(stat[i+2:]), "Z") {
-			continue
-		}
-		pids = append(pids, filepath.Base(d))
-	}
-	return pids
-}
