@@ -73,6 +73,9 @@ type Env struct {
 	// preview runs on a copy of the workspace bound at the workspace's own path, so that
 	// nothing the command reads ($PWD, paths it prints) tells it runs ahead.
 	SeenAt string
+	// Enter, when set, is the argv a sandboxed program starts under to enter the mount
+	// namespace where Workspace is an effect preview's bounded overlay (nsenter).
+	Enter []string
 }
 
 // Command is one thing an agent can do.
@@ -176,8 +179,10 @@ type Limits struct {
 var ErrPanic = errors.New("command panicked")
 
 // cancelGrace is how long Run waits, once the context ends, for the command to return its
-// own error before giving up on it.
-const cancelGrace = 100 * time.Millisecond
+// own error before giving up on it. A stopped sandboxed command returns what it printed and
+// what its box's limits did, which takes the kernel a while to kill and reap on a loaded
+// machine; a command that ignores its context is still given up on after this.
+const cancelGrace = 2 * time.Second
 
 // Run executes c with args under lim: it validates args against the command's params,
 // applies the timeout, caps the output and turns a panic into an error.

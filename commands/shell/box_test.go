@@ -95,7 +95,7 @@ time.sleep(6017)"`, time.Minute)
 	cancel()
 	r := <-bombed
 	if !strings.Contains(r.out, "forks failed: the agent's processes reached their limit of 32 ([shell] procs)") {
-		t.Errorf("the first agent's result does not say its forks hit its limit:\n%s", r.out)
+		t.Errorf("the first agent's result does not say its forks hit its limit (err %v):\n%s", r.err, r.out)
 	}
 	waitGone(t, "time.sleep(6017)")
 }

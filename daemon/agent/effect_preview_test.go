@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
@@ -45,7 +46,10 @@ func TestApprovingAPreviewedLineAppliesTheChangeShownAndRunsNothingTwice(t *test
 	}
 	// The copy sits with the workspaces (it holds what they do, with their modes), not
 	// in the state directory, whose files are all private.
-	if _, err := os.Stat(filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID, "runs.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID, "notes.txt")); err == nil {
+		t.Error("the copy holds a file its workspace lacks")
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID)); err != nil {
 		t.Errorf("the copy is not beside the workspaces: %v", err)
 	}
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
@@ -190,6 +194,44 @@ func TestRunAheadLineIsWeighedByThePolicyOnceAsProposed(t *testing.T) {
 	for q, n := range weighed {
 		if n != 1 {
 			t.Errorf("the policy weighed %s (step %d) %d times as it was proposed, want once", q.Command, q.Step, n)
+		}
+	}
+}
+
+// While a shell line runs ahead (it may hold the step a minute), the people following
+// the agent see it previewing that proposal: a state event, thinking with the reason,
+// comes before the proposal is shown.
+func TestFollowersSeeTheAgentPreviewingBeforeTheProposal(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+	})
+	events, cancel, err := h.sup.agentViews.Subscribe("", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "echo hi > a.txt"}))
+	a := h.create(api.CreateAgentRequest{})
+	deadline := time.After(30 * time.Second)
+	previewing := false
+	for {
+		select {
+		case e := <-events:
+			if e.AgentID != a.ID || e.Agent == nil {
+				continue
+			}
+			if e.Agent.State == api.StateThinking && e.Agent.StateReason == previewingReason("execute_shell") {
+				previewing = true
+			}
+			if e.Agent.Pending != nil {
+				if !previewing {
+					t.Fatalf("the proposal was shown (%s event) with no event before it showing the agent previewing it", e.Type)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("no event showed the agent with its proposal pending")
 		}
 	}
 }

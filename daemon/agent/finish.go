@@ -162,7 +162,7 @@ func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Preview
 	fresh.Effect, fresh.Diff, fresh.DiffCut = nil, "", false
 	q := *p
 	q.Preview = &fresh
-	withEffect(ctx, st, previews, room, l, a, &q, c)
+	withEffect(ctx, st, previews, room, l, a, &q, c, nil)
 	return q.Preview
 }
 

@@ -106,7 +106,8 @@ func TestRestoreFromWritesOnlyThePathsTheChangeNames(t *testing.T) {
 	}
 }
 
-// The stale check sees what a diff does not: a mode, an owner's or a time's change, a
+// The stale check sees what a diff does not: a mode, an owner's or a time's change (a
+// folder's too), a
 // second name made outside the workspace (it moves the file's ctime), an extended
 // attribute. Each makes the apply refused, the workspace left as it is.
 func TestRestoreFromRefusesAWorkspaceRestampedSinceItsCheckpoint(t *testing.T) {
@@ -114,6 +115,9 @@ func TestRestoreFromRefusesAWorkspaceRestampedSinceItsCheckpoint(t *testing.T) {
 	for name, restamp := range map[string]func(ws string) error{
 		"mtime": func(ws string) error {
 			return os.Chtimes(filepath.Join(ws, "a.txt"), time.Unix(1e9, 0), time.Unix(1e9, 0))
+		},
+		"folder_mtime": func(ws string) error {
+			return os.Chtimes(filepath.Join(ws, "d"), time.Unix(1e9, 0), time.Unix(1e9, 0))
 		},
 		"mode": func(ws string) error { return os.Chmod(filepath.Join(ws, "a.txt"), 0o600) },
 		"hard_link": func(ws string) error {
@@ -124,7 +128,7 @@ func TestRestoreFromRefusesAWorkspaceRestampedSinceItsCheckpoint(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s, ws, _, from, to := changedCopy(t, map[string]string{"a.txt": "one\n", "b.txt": "bee\n"}, func(cp string) {
+			s, ws, _, from, to := changedCopy(t, map[string]string{"a.txt": "one\n", "b.txt": "bee\n", "d/c.txt": "see\n"}, func(cp string) {
 				writeFiles(t, cp, map[string]string{"b.txt": "changed\n"})
 			})
 			if err := restamp(ws); err != nil {

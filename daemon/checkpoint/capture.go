@@ -255,6 +255,9 @@ func (c *capture) entry(name string, p *entry, st *unix.Stat_t, err error) (e en
 	}
 	e.kind, e.mode = kindOf(st.Mode), st.Mode&0o7777
 	e.uid, e.gid, e.flags = st.Uid, st.Gid, e.flags|flagMeta
+	if e.kind == kindDir || e.kind == kindSymlink {
+		e.mtime, e.flags = st.Mtim.Nano(), e.flags|flagStamped
+	}
 	if e.kind != kindDir {
 		c.files++
 	}
@@ -303,7 +306,7 @@ func (c *capture) folder(e *entry, st *unix.Stat_t, p *entry) error {
 		return nil
 	}
 	c.s.watch.add(c.ds.fd()) // before listing it: a change from now on queues an event
-	e.xattrs = xattrDigest(c.ds.fd())
+	keepXattrs(e, c.ds.fd())
 	var pt tree
 	hasPrev := false
 	if p != nil && p.kind == kindDir && p.captured() {
@@ -361,7 +364,7 @@ func (c *capture) file(e *entry, st *unix.Stat_t, p *entry) error {
 	// A change to the attributes or owner moves ctime too: they are kept with the hash.
 	if p != nil && p.kind == kindFile && p.flags&(flagUncaptured|flagRacy|flagMeta) == flagMeta && p.size == e.size &&
 		p.mtime == e.mtime && p.ctime == e.ctime && p.ino == e.ino && p.dev == e.dev {
-		e.hash, e.xattrs = p.hash, p.xattrs
+		e.hash, e.xattrs, e.xattrSet, e.flags = p.hash, p.xattrs, p.xattrSet, e.flags|p.flags&flagXattrs
 		c.bytes += e.size
 		return nil
 	}
@@ -390,7 +393,7 @@ func (c *capture) read(e *entry) error {
 		c.uncapture(e, "changed while it was read")
 		return nil
 	}
-	e.xattrs = xattrDigest(fd)
+	keepXattrs(e, fd)
 	var tmp string
 	var h hash
 	var n int64

@@ -20,6 +20,7 @@
 // a restore leaves those paths alone). Hard links are kept as such: a file's second
 // name in the workspace is recorded as a link to its first, and a restore links them
 // again; a name whose other names are outside the workspace is kept as a copy.
+// Owners are put back where the daemon may (as root), and folders' and symlinks' times.
 // Setuid and setgid bits are recorded but not restored. The workspace folder's own
 // mode is not recorded. Content past Options' bounds (a file's size, a step's, the
 // store's, the count of files and folders), and what cannot be read, is not
@@ -55,10 +56,12 @@
 // A tree object is "agentd-tree 1\n", a uvarint count, then per entry sorted by name:
 // name, kind byte (f file, d folder, l symlink, p fifo, s socket, c device, ? not
 // examinable), flags byte (1 not captured, 2 racy: stat data not to be trusted next
-// time, 4 had several names, 8 inline, 16 meta), mode (st_mode & 07777); with meta the
-// owner's uid and gid and the SHA-256 of the extended attributes as a byte string
-// ("" for none: symlinks, and files not read); for files size, mtime
-// and ctime (ns, varint), inode, device; for captured files and folders the 32-byte
+// time, 4 had several names, 8 inline, 16 meta, 32 stamped, 64 xattrs), mode (st_mode &
+// 07777); with meta the owner's uid and gid and the SHA-256 of the extended attributes
+// as a byte string ("" for none: symlinks, and files not read); with xattrs the
+// extended attributes themselves (what that SHA-256 hashes: names sorted, each name and
+// value a byte string; kept up to 4 KiB, and put back by a restore); for files size,
+// mtime and ctime (ns, varint), inode, device; for stamped folders and symlinks mtime; for captured files and folders the 32-byte
 // SHA-256 of the content or of the folder's tree object — or, for a folder whose tree
 // object is at most 512 bytes (inline), that tree object itself as a byte string, so a
 // chain of small folders costs a few objects, not one each; for symlinks and files the

@@ -16,7 +16,7 @@ import (
 )
 
 // listing describes the tree under dir in one line per entry, in path order: path,
-// type, mode, and for a file its content hash, mtime and the first name it shares an
+// type, mode, owner, and for a file its content hash, mtime and the first name it shares an
 // inode with; for a symlink its target. It reads through os and path/filepath, not this
 // package, so a restore is checked against an independent view. Two equal listings
 // are the same tree, byte for byte.
@@ -37,7 +37,7 @@ func listing(t testing.TB, dir string) string {
 			return err
 		}
 		st := fi.Sys().(*syscall.Stat_t)
-		fmt.Fprintf(&b, "%q %s %04o", rel, kindOf(st.Mode), st.Mode&0o7777)
+		fmt.Fprintf(&b, "%q %s %04o %d:%d", rel, kindOf(st.Mode), st.Mode&0o7777, st.Uid, st.Gid)
 		switch kindOf(st.Mode) {
 		case kindFile:
 			f, err := os.Open(p)

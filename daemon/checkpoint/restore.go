@@ -266,28 +266,33 @@ func (a *applier) entry(e, c *entry, st *unix.Stat_t, err error) error {
 		if a.fresh && live == kindDir && c != nil && *c == *e {
 			return nil // just captured as the target has it, to the last inode and time
 		}
-		return a.folder(e, c, live)
+		return a.meta(e, c, a.folder(e, c, live))
 	case kindFile:
 		if e.target != "" {
 			return a.link(e, st, live)
 		}
-		return a.file(e, c, st, live)
+		return a.meta(e, c, a.file(e, c, st, live))
 	case kindSymlink:
 		if live == kindSymlink {
 			if target, err := readLink(fd, e.name, st.Size); err == nil && target == e.target {
-				return nil
+				return a.meta(e, c, a.stamped(e, st.Mtim.Nano()))
 			}
 		}
 		tmp := tempPrefix + randid.Hex(12)
 		if err := unix.Symlinkat(e.target, fd, tmp); err != nil {
 			return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 		}
-		return a.replace(tmp, e.name, live)
-	case kindFifo:
-		if live == kindFifo && st.Mode&0o7777 == restoreMode(e.mode) {
-			return nil
+		err := a.replace(tmp, e.name, live)
+		if err == nil {
+			err = a.stamped(e, 0)
 		}
-		return a.fifo(e, live)
+		return a.meta(e, c, err)
+	case kindFifo:
+		var ferr error
+		if live != kindFifo || st.Mode&0o7777 != restoreMode(e.mode) {
+			ferr = a.fifo(e, live)
+		}
+		return a.meta(e, c, ferr)
 	default:
 		a.notes.add(a.ds.pathTo(e.name), "was a "+e.kind.String()+", which a restore cannot make: left as it is", true)
 		return nil
@@ -327,6 +332,9 @@ func (a *applier) folder(e, c *entry, live kind) error {
 	if want := restoreMode(e.mode); err == nil && st.Mode&0o7777 != want {
 		err = unix.Fchmod(a.ds.fd(), want)
 		step()
+	}
+	if err == nil && e.flags&flagStamped != 0 { // last: what it holds is as e says
+		err = unix.UtimesNanoAt(a.ds.fd(), ".", stamp(e.mtime), 0)
 	}
 	return errors.Join(err, a.ds.pop())
 }

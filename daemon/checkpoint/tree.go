@@ -60,7 +60,15 @@ const (
 	// flagMeta: the entry records its owner and extended attributes (every entry
 	// captured since they were; older trees lack them).
 	flagMeta
+	// flagStamped: a folder's or symlink's entry records its mtime (older trees lack it).
+	flagStamped
+	// flagXattrs: the entry keeps its extended attributes themselves (xattrSet), not only
+	// their digest, so a restore can put them back: those up to maxXattrSet bytes.
+	flagXattrs
 )
+
+// maxXattrSet is the most bytes of extended attributes an entry keeps to restore.
+const maxXattrSet = 4096
 
 // inlineMax is the largest tree kept inline in its parent's: a chain of small folders
 // (a deep tree, node_modules) then costs a few objects, not one each.
@@ -85,6 +93,7 @@ type entry struct {
 	// for none) are what the stale check compares besides content (flagMeta).
 	uid, gid uint32
 	xattrs   string
+	xattrSet string // the extended attributes, encoded as xattrDigest hashes them (flagXattrs)
 }
 
 func (e *entry) captured() bool { return e.flags&flagUncaptured == 0 }
@@ -116,12 +125,17 @@ func encodeTree(t tree) []byte {
 			e.uvarint(uint64(x.gid))
 			e.str(x.xattrs)
 		}
+		if x.flags&flagXattrs != 0 {
+			e.str(x.xattrSet)
+		}
 		if x.kind == kindFile {
 			e.uvarint(uint64(x.size))
 			e.varint(x.mtime)
 			e.varint(x.ctime)
 			e.uvarint(x.ino)
 			e.uvarint(x.dev)
+		} else if x.flags&flagStamped != 0 {
+			e.varint(x.mtime)
 		}
 		if x.hasHash() {
 			e.b = append(e.b, x.hash[:]...)
@@ -177,12 +191,17 @@ func scanTree(b []byte, text bool, fn func(x *entry, inline []byte) error) error
 			x.uid, x.gid = uint32(d.uvarint()), uint32(d.uvarint())
 			x.xattrs = d.text(text)
 		}
+		if x.flags&flagXattrs != 0 {
+			x.xattrSet = d.text(text)
+		}
 		if x.kind == kindFile {
 			x.size = int64(d.uvarint())
 			x.mtime = d.varint()
 			x.ctime = d.varint()
 			x.ino = d.uvarint()
 			x.dev = d.uvarint()
+		} else if x.flags&flagStamped != 0 {
+			x.mtime = d.varint()
 		}
 		if x.hasHash() {
 			copy(x.hash[:], d.take(len(x.hash)))

@@ -47,3 +47,15 @@ func TestPreviewIsBoundedByTheDiskItsBudgetLeaves(t *testing.T) {
 		})
 	}
 }
+
+// The bound holds by construction, not by a look every so often: a writer at disk speed
+// is refused the first block past what the room leaves (no space left on its layer), so
+// what it wrote when it was stopped is the room and one block, never more.
+func TestRunAheadCannotWritePastItsRoom(t *testing.T) {
+	f := newFixture(t, shell.Options{})
+	f.room = 2 << 20
+	eff, _ := f.run(t, `head -c 67108864 /dev/zero > big.bin; sleep 60`)
+	if eff.Appliable() || !strings.Contains(eff.None, "(2.0 MiB with its copy of the workspace and its change") {
+		t.Fatalf("64 MiB written against a 2 MiB room: %+v; want it stopped having written no more than the room", eff)
+	}
+}

@@ -75,6 +75,10 @@ const (
 	Think          Kind = "think"
 	ModelDown      Kind = "model_down"
 	InvalidReplies Kind = "invalid_replies"
+	// Previewing: the model's proposal runs ahead on a copy of the workspace (its
+	// effect preview, up to a minute) before it is stored and shown; the agent thinks
+	// on, its reason saying so.
+	Previewing Kind = "previewing"
 	// The model replied with a proposal: a new one; the same command and args as the
 	// previous one (a person is asked, reason); a loop the smart model thinks over; a
 	// loop of another shape the watchdog caught (the agent pauses, a person is asked,
@@ -134,7 +138,7 @@ const (
 
 // Kinds lists every event kind, in the order above.
 var Kinds = []Kind{
-	Think, ModelDown, InvalidReplies,
+	Think, ModelDown, InvalidReplies, Previewing,
 	Proposed, ProposedRepeat, ProposedRethink, ProposedLoop,
 	PolicyAllow, PolicyRefuse, Await,
 	Approve, ApproveN, Deny, GiveFeedback, Answer,

@@ -59,7 +59,7 @@ func (t *transition) endRun(outcome api.RunOutcome) {
 // run applies the event; it reports false when the state does not take it.
 func (t *transition) run() bool {
 	switch t.ev.Kind {
-	case Think, ModelDown, InvalidReplies, AgentBudgetHit, BudgetRaised, Pause, Resume, Stop, Task:
+	case Think, Previewing, ModelDown, InvalidReplies, AgentBudgetHit, BudgetRaised, Pause, Resume, Stop, Task:
 		return t.control()
 	case Rewind:
 		return t.rewind()
@@ -77,7 +77,7 @@ func (t *transition) control() bool {
 	a, p := t.from.Agent, t.from.Proposal
 	act := Active(a)
 	switch t.ev.Kind {
-	case Think:
+	case Think, Previewing:
 		if !act || p != None {
 			return false
 		}
