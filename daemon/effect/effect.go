@@ -6,7 +6,7 @@
 //
 // It is built on daemon/checkpoint and adds no tree walker of its own: the workspace is
 // checkpointed (From), the copy is that checkpoint restored into the agent's view folder
-// (reflinked where the filesystem can, else copied), the copy as the command left it is
+// (reflinked where the filesystem can, else copied), the copy after the command is
 // checkpointed again (To), and the change is the checkpoint Diff from From to To.
 // Applying is checkpoint.RestoreFrom: only the paths that differ from From to To — what
 // the diff shows — are written, and only on a workspace still exactly at From (content,
@@ -15,23 +15,20 @@
 // never written through. The helpers' folder (agents/) is left out of both.
 //
 // Each agent's previews have a store of their own, <dir>/<agent id>/store, and one copy,
-// <views>/<agent id>, kept between previews: a restore rewrites only what changed in the
-// workspace since the last one, since the run ahead never writes the copy: it writes
-// into its layer (layer.go), an overlay over the copy whose writable part is a tmpfs
-// sized to what the agent's disk budget leaves, gone with what it holds once the change
-// is captured. dir is in the daemon's state directory, out of every workspace and out of
-// the sandbox's sight (the sandbox sees only the overlay, bound at the workspace's own
-// path, so $PWD and the paths a command prints are the workspace's); views is beside
+// <views>/<agent id>, kept between previews: a restore rewrites only what differs
+// from the checkpoint it restores (what the last command changed there, and what
+// changed in the workspace since), so a preview costs the files that changed, not the
+// workspace — creating a thousand files is most of a second on a busy disk. dir is in
+// the daemon's state directory, out of every workspace and out of the sandbox's sight
+// (the sandbox sees only the copy, bound at the workspace's own path, so $PWD and the
+// paths a command prints are the workspace's); views is beside
 // the workspaces (<workspace root>/.previews), since a copy holds what they do, with
-// their modes and owners.
+// their modes.
 //
-// A preview's disk is bounded by construction: the copy and the store together may take
-// what the agent's disk budget leaves beside its workspace; the run ahead cannot write
-// more into its layer, a watch stops it once it fills it (bound.go), and the capture of
-// its change into the store is bounded the same (CheckpointWithin). Where the layer
-// cannot be built, there is no preview, and the proposal says why. Approving applies To
-// only while the store holds, under To, the tree whose root hash the preview recorded
-// (api.Effect.ToRoot).
+// A preview's disk is bounded (bound.go): the copy and the store together may take what
+// the agent's disk budget leaves beside its workspace; a run ahead writing past it is
+// stopped. Approving applies To only while the store holds, under To, the tree whose
+// root hash the preview recorded (api.Effect.ToRoot).
 package effect
 
 import (
@@ -160,7 +157,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 		return nil, "", errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room)),
 			p.putBack(view))
 	}
-	upper := view + layerSuffix
+	upper := view + ".layer"
 	// One block over what room leaves: a run that fills its layer is found past the bound.
 	ly, err := openLayer(ctx, view, upper, room-took+commands.MinEntryBytes)
 	if err != nil {
@@ -223,9 +220,11 @@ func inHelpers(ctx context.Context, s *checkpoint.Store, d *checkpoint.Diff) err
 	return fmt.Errorf("it changes %s/, where helpers' workspaces are, which an approval never writes", commands.HelpersFolder)
 }
 
-// putBack removes the copy when it and the store take more than the preview's bound,
-// so it does not sit on the disk until the next preview, which makes it afresh. The
-// error says only what could not be cleaned up.
+// putBack removes the copy after a run ahead that leaves nothing to apply, so what it
+// wrote does not sit on the disk until the next preview, which makes the copy afresh.
+// It is removed, not restored: a restore would first capture what the run wrote into the
+// store, past the bound the run was held to (sparse files take no blocks in the copy but
+// their whole size in the store). The error says only what could not be cleaned up.
 func (p *Previews) putBack(view string) error {
 	if err := checkpoint.RemoveTree(filepath.Dir(view), filepath.Base(view)); err != nil {
 		return fmt.Errorf("(what it wrote in the copy could not be removed: %w)", err)
@@ -301,9 +300,9 @@ func (p *Previews) Forget(agentID string) error {
 		s.Close()
 	}
 	var errs []error
-	for _, at := range [][2]string{{p.opt.Views, agentID}, {p.opt.Views, agentID + layerSuffix}, {p.opt.Dir, agentID}} {
-		if _, err := os.Lstat(filepath.Join(at[0], at[1])); err == nil {
-			errs = append(errs, checkpoint.RemoveTree(at[0], at[1]))
+	for _, dir := range []string{p.opt.Views, p.opt.Dir} {
+		if _, err := os.Lstat(filepath.Join(dir, agentID)); err == nil {
+			errs = append(errs, checkpoint.RemoveTree(dir, agentID))
 		}
 	}
 	return errors.Join(errs...)

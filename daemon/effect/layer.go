@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/agentd/agentd/commands"
 )
 
@@ -33,20 +31,14 @@ type layer struct {
 	nsenter string
 }
 
-// layerSuffix names the layer's mount point beside the copy: <copy>.layer, an empty
-// folder but while a run ahead writes in the tmpfs mounted there (in its namespace).
-const layerSuffix = ".layer"
-
-// layerScript mounts the tmpfs ($2, size $3 bytes, $4 inodes) and says so; once told
-// (a line on its stdin), the overlay on the copy ($1), with $5 its extra options ($6:
-// in a user namespace); says
-// "ready", and holds the namespace until its stdin ends. As few programs as can be: each
-// costs a start.
+// layerScript mounts the tmpfs ($2, size $3 bytes, $4 inodes) and the overlay on the
+// copy ($1) with its root's owner, mode and time; says "ready", and holds the namespace
+// until its stdin ends. $5 is the overlay's extra options.
 const layerScript = `set -e
-[ -n "$6" ] || mount --make-rprivate / # in a user namespace mounts propagate nowhere
+mount --make-rprivate /
 mount -t tmpfs -o "size=$3,nr_inodes=$4,mode=0700" tmpfs "$2"
-echo tmpfs
-read -r _
+mkdir "$2/u" "$2/w"
+chown --reference="$1" "$2/u"; chmod --reference="$1" "$2/u"; touch -r "$1" "$2/u"
 mount -t overlay -o "lowerdir=$1,upperdir=$2/u,workdir=$2/w$5" overlay "$1"
 echo ready
 read -r _ || true
@@ -67,16 +59,15 @@ func openLayer(ctx context.Context, view, upper string, room int64) (*layer, err
 		return nil, fmt.Errorf("no bounded layer for its writes: %w", err)
 	}
 	attr := &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
-	opts, userns := ",redirect_dir=on", "" // a folder renamed moves, as on the workspace
+	opts := ",redirect_dir=on" // a folder renamed moves, as on the workspace
 	if uid, gid := os.Getuid(), os.Getgid(); uid != 0 {
-		userns = "1" // its mounts propagate nowhere
 		attr.Cloneflags |= syscall.CLONE_NEWUSER
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}
 		opts = ",userxattr" // the only overlay a user namespace may mount
 	}
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", layerScript, "sh", view, upper,
-		strconv.FormatInt(room, 10), strconv.FormatInt(room/commands.MinEntryBytes, 10), opts, userns)
+		strconv.FormatInt(room, 10), strconv.FormatInt(room/commands.MinEntryBytes, 10), opts)
 	cmd.SysProcAttr, cmd.Env = attr, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -92,47 +83,11 @@ func openLayer(ctx context.Context, view, upper string, room int64) (*layer, err
 		return nil, fmt.Errorf("no bounded layer for its writes (a mount namespace of its own): %w", err)
 	}
 	l := &layer{cmd: cmd, in: in, view: view, nsenter: nsenter}
-	r := bufio.NewReader(out)
-	err = l.await(r, "tmpfs")
-	if err == nil {
-		err = l.layers(upper)
-	}
-	if err == nil {
-		err = l.await(r, "ready")
-	}
-	if err != nil {
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
 		l.close()
-		return nil, fmt.Errorf("no bounded layer for its writes (a tmpfs under an overlay): %w", errors.Join(err, errors.New(strings.TrimSpace(stderr.String()))))
+		return nil, fmt.Errorf("no bounded layer for its writes (a tmpfs under an overlay): %s", strings.TrimSpace(stderr.String()))
 	}
 	return l, nil
-}
-
-// await reads the holder's next line, which must be want.
-func (l *layer) await(r *bufio.Reader, want string) error {
-	if line, err := r.ReadString('\n'); line != want+"\n" {
-		return fmt.Errorf("the namespace's holder said %q (%v)", line, err)
-	}
-	return nil
-}
-
-// layers makes the overlay's upper and work folders in the tmpfs, the upper with the
-// copy's owner, mode and time (the overlay's root is its upper folder), and tells the
-// holder to mount it.
-func (l *layer) layers(upper string) error {
-	var st unix.Stat_t
-	if err := unix.Stat(l.view, &st); err != nil {
-		return err
-	}
-	u, w := l.Upper(upper)+"/u", l.Upper(upper)+"/w"
-	err := errors.Join(os.Mkdir(u, 0o700), os.Mkdir(w, 0o700))
-	if err == nil {
-		err = errors.Join(os.Lchown(u, int(st.Uid), int(st.Gid)), os.Chmod(u, os.FileMode(st.Mode&0o777)),
-			unix.UtimesNano(u, []unix.Timespec{st.Atim, st.Mtim}))
-	}
-	if err == nil {
-		_, err = io.WriteString(l.in, "mount\n")
-	}
-	return err
 }
 
 // Merged is the copy as the run ahead sees it: its overlay, read from the daemon.

@@ -39,22 +39,3 @@ func TestApplyFailsClosedWhenThePreviewStoreNoLongerHoldsTheChangeShown(t *testi
 		t.Errorf("a refused apply changed the workspace:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
-
-// Forgetting an agent removes its copy, its layer's mount point beside it and its
-// store: nothing of its previews is left with the workspaces or in the state directory.
-func TestForgetLeavesNothingOfTheAgentsPreviews(t *testing.T) {
-	f := newFixture(t, shell.Options{})
-	views := filepath.Join(filepath.Dir(f.dir), "views")
-	f.p = New(Options{Dir: f.dir, Views: views})
-	if eff, _ := f.run(t, "echo x > x.txt"); !eff.Appliable() {
-		t.Fatalf("no preview: %+v", eff)
-	}
-	if err := f.p.Forget("a-1"); err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{views, f.dir} {
-		if left, _ := os.ReadDir(dir); len(left) > 0 {
-			t.Errorf("%s still holds %v", dir, left)
-		}
-	}
-}
