@@ -73,9 +73,6 @@ type Env struct {
 	// preview runs on a copy of the workspace bound at the workspace's own path, so that
 	// nothing the command reads ($PWD, paths it prints) tells it runs ahead.
 	SeenAt string
-	// Enter, when set, is the argv a sandboxed program starts under to enter the mount
-	// namespace where Workspace is an effect preview's bounded overlay (nsenter).
-	Enter []string
 }
 
 // Command is one thing an agent can do.

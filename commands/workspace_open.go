@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 
@@ -93,17 +92,12 @@ func openWorkspace(ws string) (*os.Root, string, error) {
 // openNoFollow opens the folder abs with O_PATH, walking it one name at a time from / and
 // following no symlink on the way. Errors say which name is the problem.
 func openNoFollow(abs string) (int, error) {
-	// A folder in another mount namespace, as the daemon names an effect preview's layer
-	// (/proc/PID/root/…), is walked from that root: the one link followed.
-	done := "/"
-	if m := procRoot.FindString(abs); m != "" {
-		done = m
-	}
-	fd, err := unix.Open(done, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, fmt.Errorf("workspace: %w", err)
 	}
-	for _, name := range strings.Split(strings.TrimPrefix(abs, done), "/") {
+	done := "/"
+	for _, name := range strings.Split(strings.TrimPrefix(abs, "/"), "/") {
 		if name == "" {
 			continue
 		}
@@ -118,9 +112,6 @@ func openNoFollow(abs string) (int, error) {
 	}
 	return fd, nil
 }
-
-// procRoot matches a path's start in another process's mount namespace.
-var procRoot = regexp.MustCompile(`^/proc/[1-9][0-9]*/root(/|$)`)
 
 // walkError names why the walk could not open name in dir: a symlink, a file, or nothing.
 func walkError(dir int, name, at, ws string, err error) error {

@@ -76,7 +76,7 @@ func (e *executor) start(ctx context.Context, env commands.Env, argv []string) (
 	if err != nil {
 		return nil, fmt.Errorf("%s: refused: %w", e.name, err)
 	}
-	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline, at: env.SeenAt, enter: env.Enter}
+	v := view{denied: d, readOnly: prof.Bounded && !prof.Write, offline: prof.Bounded && !prof.Network || prof.Offline, at: env.SeenAt}
 	home := sandboxHome
 	if e.box.bwrap == "" {
 		if prof.Bounded || !d.empty() {

@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,8 +19,6 @@ type view struct {
 	// at is where the programs see the workspace, when not at its own path (an effect
 	// preview's copy, bound where the workspace it copies is).
 	at string
-	// enter is the argv the sandbox starts under (commands.Env.Enter), or nil.
-	enter []string
 }
 
 // inside is where the host path p, the workspace or beneath it, is bound in the sandbox.
@@ -40,7 +37,7 @@ func (s *sandbox) wrap(workspace string, v view, argv []string) []string {
 	if s.bwrap == "" {
 		return argv
 	}
-	a := append(append(slices.Clip(v.enter), s.bwrap), s.bwrapArgs(workspace, v)...)
+	a := append([]string{s.bwrap}, s.bwrapArgs(workspace, v)...)
 	if s.asRoot {
 		a = append(a, setprivPath,
 			"--reuid="+strconv.Itoa(s.o.UID), "--regid="+strconv.Itoa(s.o.GID), "--clear-groups",

@@ -152,45 +152,41 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	}
 	// What the copy and the store take, counted from what the checkpoints know (a walk
 	// would cost as much as the preview): each file a block at least, and the objects.
+	bound := p.bound(env.AgentID, view, room)
 	took := from.Bytes + int64(from.Files+1)*commands.MinEntryBytes + s.Size()
 	if took > room {
 		return nil, "", errors.Join(fmt.Errorf("its copy of the workspace and its checkpoints take %s, over the %s of disk its budget leaves a preview", display.Size(took), display.Size(room)),
 			p.putBack(view))
 	}
-	upper := view + ".layer"
-	// One block over what room leaves: a run that fills its layer is found past the bound.
-	ly, err := openLayer(ctx, view, upper, room-took+commands.MinEntryBytes)
-	if err != nil {
-		return nil, "", err
-	}
-	defer ly.close()
 	ws := env.Workspace
-	merged := ly.Merged()
-	env.Workspace, env.SeenAt, env.Enter = merged, ws, ly.Enter() // the copy, where the command sees the workspace
+	env.Workspace, env.SeenAt = view, ws // the copy, where the command sees the workspace
 	env.Profile.Offline = true
-	bound := &diskBound{upper: ly.Upper(upper), room: room}
 	out, runErr := bound.run(ctx, took, func(ctx context.Context) (string, error) { return commands.Run(ctx, c, env, args, lim) })
-	switch {
-	case bound.over != "":
-		return nil, "", errors.New(bound.over)
-	case runErr != nil:
-		return nil, "", fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.NewReplacer(merged, "the copy", view, "the copy").Replace(runErr.Error()))
+	if bound.over != "" {
+		return nil, "", errors.Join(errors.New(bound.over), p.putBack(view))
 	}
-	to, err := s.CheckpointWithin(ctx, merged, bound.storeRoom(took))
+	if runErr != nil {
+		return nil, "", errors.Join(fmt.Errorf("its run ahead failed, so there is nothing to apply (%s)", strings.ReplaceAll(runErr.Error(), view, "the copy")),
+			p.putBack(view))
+	}
+	if bound.storeRoom(took) <= 0 {
+		return nil, "", errors.Join(errors.New(bound.overBy(took+bound.grew, took)), p.putBack(view))
+	}
+	to, err := s.CheckpointWithin(ctx, view, bound.storeRoom(took))
 	switch {
 	case err != nil:
-		return nil, "", fmt.Errorf("its change could not be captured: %w", err)
+		return nil, "", errors.Join(fmt.Errorf("its change could not be captured: %w", err), p.putBack(view))
 	case to.Partial:
-		return nil, "", fmt.Errorf("its change cannot be captured whole: %s", to.Problem())
+		return nil, "", errors.Join(fmt.Errorf("its change cannot be captured whole: %s", to.Problem()), p.putBack(view))
 	}
 	d, err := s.Diff(ctx, from.ID, to.ID)
 	if err != nil {
 		return nil, "", fmt.Errorf("its change could not be read: %w", err)
 	}
 	if err := inHelpers(ctx, s, d); err != nil {
-		return nil, "", err
+		return nil, "", errors.Join(err, p.putBack(view))
 	}
-	eff := &api.Effect{Output: strings.NewReplacer(merged, ws, view, ws).Replace(out), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
+	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
 		From: uint64(from.ID), To: uint64(to.ID), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
 	if len(d.Changes) == 0 {
 		return eff, "", nil
