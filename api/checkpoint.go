@@ -76,6 +76,11 @@ type RewindRequest struct {
 	Undo string `json:"undo,omitempty"`
 	// DryRun only says what would be restored.
 	DryRun bool `json:"dry_run,omitempty"`
+	// Shown is the dry run's Rewind.From (at least its first 16 hex characters): the
+	// workspace the person was shown the change against. A rewind applies only to that
+	// workspace: one changed since is refused ("ask again"), and so is a rewind without
+	// Shown (an older client: ask with DryRun first and send its From back).
+	Shown string `json:"shown,omitempty"`
 	// By names who asked, for the agent's history and the audit log ("" for agentctl's
 	// user); Source is where from: agentctl, web, slack, discord.
 	By     string `json:"by,omitempty"`
@@ -90,6 +95,9 @@ type Rewind struct {
 	Step int `json:"step"`
 	// Restore is what it changes (or changed): the workspace now against before Step.
 	Restore StepChange `json:"restore"`
+	// From names the workspace a dry run compared (the SHA-256 root of its checkpoint,
+	// 64 hex): the rewind that applies this change sends it back as RewindRequest.Shown.
+	From string `json:"from,omitempty"`
 	// Done says the workspace was put back; Undo is then the rewind's id, which
 	// `agentctl rewind AGENT --undo ID` takes to undo it.
 	Done bool   `json:"done"`

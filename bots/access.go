@@ -2,7 +2,9 @@ package bots
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -121,4 +123,54 @@ func plainID(s string) bool {
 		}
 	}
 	return true
+}
+
+// Serves reports whether the bot answers in w at all.
+func (r Rules) Serves(w Where) bool {
+	if w.DM && w.Team == "" {
+		return r.DM // Discord's direct messages belong to no guild
+	}
+	if len(r.Teams) > 0 && !slices.Contains(r.Teams, w.Team) {
+		return false
+	}
+	if w.DM {
+		return r.DM
+	}
+	_, ok := r.Channels[w.Channel]
+	return ok
+}
+
+// access returns the approvers for agent (a name, "" for none yet) in channel: the
+// agent's own, else the channel's, else the platform's.
+func (r Rules) access(channel, agent string) Access {
+	if a, ok := r.Agents[agent]; ok && agent != "" && !a.empty() {
+		return a
+	}
+	if a, ok := r.Channels[channel]; ok && !a.empty() {
+		return a
+	}
+	return r.Approvers
+}
+
+// Allowed reports whether user may decide for agent in channel. Nobody may when no
+// approver is configured: deciding is never open to everyone by accident. A group whose
+// lookup fails lets nobody through (the error says which), but the other groups are
+// still asked: one broken group must not lock out the members of the rest.
+func (r Rules) Allowed(ctx context.Context, g groupChecker, channel, agent, user string) (bool, error) {
+	a := r.access(channel, agent)
+	if slices.Contains(a.Users, user) {
+		return true, nil
+	}
+	var failed error
+	for _, grp := range a.Groups {
+		ok, err := g.InGroup(ctx, user, grp)
+		if err != nil {
+			failed = errors.Join(failed, fmt.Errorf("checking group %s: %w", grp, err))
+			continue
+		}
+		if ok {
+			return true, nil
+		}
+	}
+	return false, failed
 }

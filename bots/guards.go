@@ -1,23 +1,22 @@
 package bots
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/agentd/agentd/api"
 )
 
 // The checks a chat action passes before it reaches the daemon, listed once, in the order
-// they run: clickGuards for a button, dialogGuards for a submitted feedback dialog,
-// replyGuards for a typed reply in a bound thread, rewindClickGuards (rewind.go) for a
-// rewind question's button. A guard that refuses has told the
-// person why (and audited what must be); the walk stops there. What passes every guard is
-// the decision the daemon gets, and the daemon still refuses a stale or second one.
+// they run: clickGuards for a button (a proposal's or a rewind question's),
+// dialogGuards for a submitted feedback dialog, replyGuards for a typed reply in a bound
+// thread. A guard that refuses has told the person why (and audited what must be); the
+// walk stops there. What passes every guard is the decision (or rewind) the daemon
+// gets, and the daemon still refuses a stale or second one.
 
 // check is one chat action on its way through the guards: what they read, and what they
 // find on the way (the agent it is for, and for a reply its text for that agent).
@@ -45,17 +44,23 @@ type guard struct {
 	pass func(ctx context.Context, c *check) bool
 }
 
-// clickGuards are what a button press passes, in order.
+// clickGuards are what a button press passes, in order. A proposal's button and a
+// rewind question's (Rewind, Cancel) each pass the guards for their kind: the message
+// shows the proposal, or asks the rewind, the button names; the agent is the thread's,
+// or the one whose step the rewind button names; a rewind question is answered once.
 var clickGuards = []guard{
 	{"served_here", served},
 	{"first_delivery", firstClickDelivery},
 	{"approver_here", approverHere},
 	{"message_shows_proposal", messageShowsProposal},
+	{"message_asks_rewind", messageAsksRewind},
 	{"count_shown", countShown},
 	{"thread_agent", threadAgent},
+	{"rewind_agent", rewindAgent},
 	{"agent_approver", agentApprover},
 	{"hash_matches", hashMatches},
 	{"not_expired", notExpired},
+	{"rewind_unanswered", rewindUnanswered},
 }
 
 // dialogGuards are what a submitted feedback dialog passes, in order. Where comes back
@@ -107,17 +112,14 @@ func (c *check) passes(ctx context.Context, guards []guard) bool {
 // the first valid decision win and refuses the rest, whose clickers get its reason.
 func (r *Relay) OnClick(ctx context.Context, cl Click) {
 	c := &check{r: r, ep: r.eps.get(cl.Platform), w: cl.Where, u: cl.User, action: cl.Action, ref: cl.Ref, click: &cl}
-	if c.action == ActionRewind || c.action == ActionRewindCancel {
-		if c.passes(ctx, rewindClickGuards) {
-			c.onRewindClick(ctx)
-		}
-		return
-	}
 	if !c.passes(ctx, clickGuards) {
 		return
 	}
 	req := api.DecideRequest{ProposalID: c.ref.ProposalID, By: c.u.ID, ByName: c.u.Name, Source: cl.Platform, Hash: c.ref.Hash}
 	switch c.action {
+	case ActionRewind, ActionRewindCancel:
+		c.answerRewind(ctx)
+		return
 	case ActionApprove:
 		req.Kind, req.Count = api.DecisionApprove, 1
 	case ActionApproveN:
@@ -194,7 +196,7 @@ func approverHere(ctx context.Context, c *check) bool {
 // proposal's message is refused and audited. A message the relay has no record of (a
 // post in flight) is left to the guards after it.
 func messageShowsProposal(ctx context.Context, c *check) bool {
-	if c.click.Message == "" {
+	if c.click.Message == "" || c.rewinding() {
 		return true
 	}
 	m, err := c.r.opt.Bindings.MessageAt(ctx, c.ep.a.Platform(), c.w.Channel, c.click.Message)
@@ -224,6 +226,9 @@ func countShown(ctx context.Context, c *check) bool {
 // agent, a helper of it, or a role agent of the thread's team run — never simply the one
 // the button names. A button naming any other agent is refused, and audited.
 func threadAgent(ctx context.Context, c *check) bool {
+	if c.rewinding() {
+		return true
+	}
 	id, note, audit := c.clickAgent(ctx, c.ep.a.Platform(), c.w, c.ref)
 	if note != "" {
 		if audit {
@@ -252,8 +257,9 @@ func agentApprover(ctx context.Context, c *check) bool {
 
 // hashMatches: a button naming the waiting proposal was made for the command that waits
 // (its hash is a prefix of the proposal's); one made for another is refused and audited.
+// A rewind button's hash names a workspace, which the daemon's Rewind checks.
 func hashMatches(ctx context.Context, c *check) bool {
-	if !hashMismatch(c.a, c.ref) {
+	if c.rewinding() || !hashMismatch(c.a, c.ref) {
 		return true
 	}
 	c.audit(ctx, c.a.ID, c.a.ID, "the button's hash is not the waiting proposal's", 0)
@@ -270,28 +276,94 @@ func hashMismatch(a *api.Agent, ref Ref) bool {
 
 // notExpired: chat may still decide the proposal the button names (Options.Expiry).
 func notExpired(ctx context.Context, c *check) bool {
-	if p := c.a.Pending; p != nil && p.ID == c.ref.ProposalID && c.r.expiry.over(p) {
+	if p := c.a.Pending; !c.rewinding() && p != nil && p.ID == c.ref.ProposalID && c.r.expiry.over(p) {
 		c.tell(ctx, c.r.expiry.note())
 		return false
 	}
 	return true
 }
 
-// expiry closes a proposal to chat decisions this long after it was made
-// (Options.Expiry; never when not positive).
-type expiry struct {
-	after time.Duration
-	now   func() time.Time
+// rewinding reports whether the click answers a rewind question (Rewind or Cancel).
+func (c *check) rewinding() bool {
+	return c.action == ActionRewind || c.action == ActionRewindCancel
 }
 
-// over reports whether chat may no longer decide p.
-func (e expiry) over(p *api.Proposal) bool {
-	return e.after > 0 && e.now().Sub(p.CreatedAt) >= e.after
+// messageAsksRewind: a rewind button is on a rewind question the relay posted for the
+// step the button names; any other is refused and audited.
+func messageAsksRewind(ctx context.Context, c *check) bool {
+	if !c.rewinding() {
+		return true
+	}
+	m, err := c.r.opt.Bindings.MessageAt(ctx, c.ep.a.Platform(), c.w.Channel, c.click.Message)
+	if err != nil {
+		c.tell(ctx, "Could not read which rewind this message asks, so nothing was rewound; try again.")
+		return false
+	}
+	if m == nil || m.Kind != rewindKind || m.ProposalID != c.ref.ProposalID {
+		c.audit(ctx, c.ref.AgentID, c.threadAgentID(ctx), "the rewind button is not on the rewind question it names", 0)
+		c.tell(ctx, "This button is not on the rewind question it names, so nothing was rewound. Ask again with /agent rewind.")
+		return false
+	}
+	c.asked = m
+	return true
 }
 
-// note tells a person that chat may no longer decide, and what to do.
-func (e expiry) note() string {
-	return fmt.Sprintf("⌛ Expired after %s: the agent is still waiting; decide with `agentctl approve` or `agentctl deny`.", e.after)
+// rewindAgent: a rewind button acts on the agent it names (its step's: the daemon
+// refuses a step of another agent), whatever agent the thread shows now; the question
+// it is on was asked here (messageAsksRewind). A button naming none is from before
+// buttons named it.
+func rewindAgent(ctx context.Context, c *check) bool {
+	if !c.rewinding() {
+		return true
+	}
+	if c.ref.AgentID == "" {
+		c.tell(ctx, "This rewind button was made before buttons named their agent, so nothing was rewound. Ask again with /agent rewind.")
+		return false
+	}
+	a, err := c.r.opt.Service.Agent(ctx, c.ref.AgentID)
+	if err != nil {
+		c.tell(ctx, "This rewind's agent is gone.")
+		return false
+	}
+	c.a = a
+	return true
+}
+
+// rewindUnanswered: a rewind question takes one answer, the first click that got this
+// far (a double click, or a second approver's, finds it answered); recorded as a
+// delivery in the "answered" scope, which keeps the last DeliveriesKept answers.
+func rewindUnanswered(ctx context.Context, c *check) bool {
+	if !c.rewinding() {
+		return true
+	}
+	first, err := c.r.opt.Bindings.FirstDelivery(ctx, c.ep.a.Platform(), "answered", "rewind\x00"+c.asked.Channel+"\x00"+c.asked.Message)
+	switch {
+	case err != nil:
+		c.r.log.Error("bots: recording a rewind's answer; not acting on it", "platform", c.ep.a.Platform(), "err", err)
+		c.tell(ctx, "I could not record that answer, so nothing was rewound; click again.")
+	case !first:
+		c.tell(ctx, "This rewind was already answered, so this click did nothing. Ask again with /agent rewind to rewind again.")
+	}
+	return err == nil && first
+}
+
+// answerRewind rewinds (or, for Cancel, does not) once the click passed its guards, and
+// shows on the question what came of it. The rewind names the workspace the question
+// showed (the button's hash): the daemon applies nothing to a workspace changed since.
+func (c *check) answerRewind(ctx context.Context) {
+	platform := c.ep.a.Platform()
+	view := RewindView{Plan: &api.Rewind{AgentID: c.a.ID, Agent: c.a.Name}, Closer: c.u.ID}
+	if c.action == ActionRewind {
+		done, err := c.r.opt.Service.Rewind(ctx, c.a.ID, api.RewindRequest{ID: c.ref.ProposalID, Shown: c.ref.Hash, By: cmp.Or(c.u.Name, c.u.ID), Source: platform})
+		if err != nil {
+			c.tell(ctx, "Not rewound: "+err.Error())
+			return
+		}
+		view.Plan = done
+	}
+	if err := c.ep.a.Update(ctx, c.asked.Channel, c.asked.Message, FormatRewind(view, platform)); err != nil {
+		c.r.log.Error("bots: showing a rewind's end", "platform", platform, "agent", c.a.ID, "err", err)
+	}
 }
 
 // feedbackFits: the dialog's text is within the daemon's cap.
@@ -510,54 +582,4 @@ func (r *Relay) firstTime(ctx context.Context, ep *endpoint, w Where, u User, wh
 		r.log.Debug("bots: dropped a redelivered "+what, "platform", ep.a.Platform(), "channel", w.Channel, "id", id)
 	}
 	return first
-}
-
-// Serves reports whether the bot answers in w at all.
-func (r Rules) Serves(w Where) bool {
-	if w.DM && w.Team == "" {
-		return r.DM // Discord's direct messages belong to no guild
-	}
-	if len(r.Teams) > 0 && !slices.Contains(r.Teams, w.Team) {
-		return false
-	}
-	if w.DM {
-		return r.DM
-	}
-	_, ok := r.Channels[w.Channel]
-	return ok
-}
-
-// access returns the approvers for agent (a name, "" for none yet) in channel: the
-// agent's own, else the channel's, else the platform's.
-func (r Rules) access(channel, agent string) Access {
-	if a, ok := r.Agents[agent]; ok && agent != "" && !a.empty() {
-		return a
-	}
-	if a, ok := r.Channels[channel]; ok && !a.empty() {
-		return a
-	}
-	return r.Approvers
-}
-
-// Allowed reports whether user may decide for agent in channel. Nobody may when no
-// approver is configured: deciding is never open to everyone by accident. A group whose
-// lookup fails lets nobody through (the error says which), but the other groups are
-// still asked: one broken group must not lock out the members of the rest.
-func (r Rules) Allowed(ctx context.Context, g groupChecker, channel, agent, user string) (bool, error) {
-	a := r.access(channel, agent)
-	if slices.Contains(a.Users, user) {
-		return true, nil
-	}
-	var failed error
-	for _, grp := range a.Groups {
-		ok, err := g.InGroup(ctx, user, grp)
-		if err != nil {
-			failed = errors.Join(failed, fmt.Errorf("checking group %s: %w", grp, err))
-			continue
-		}
-		if ok {
-			return true, nil
-		}
-	}
-	return false, failed
 }

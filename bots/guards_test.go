@@ -26,7 +26,7 @@ func TestGuardsRunInTheListedOrder(t *testing.T) {
 		guards []guard
 		want   string
 	}{
-		{"click", clickGuards, "served_here first_delivery approver_here message_shows_proposal count_shown thread_agent agent_approver hash_matches not_expired"},
+		{"click", clickGuards, "served_here first_delivery approver_here message_shows_proposal message_asks_rewind count_shown thread_agent rewind_agent agent_approver hash_matches not_expired rewind_unanswered"},
 		{"dialog", dialogGuards, "served_here approver_here feedback_fits thread_agent agent_approver hash_matches not_expired"},
 		{"reply", replyGuards, "thread_agent_exists agent_approver says_something helper_named_waits not_help written_for_what_waits"},
 		{"team_reply", teamReplyGuards, "says_something team_run_exists channel_approver role_named_waits not_help written_for_what_waits"},
@@ -60,6 +60,17 @@ func TestEachGuard(t *testing.T) {
 	}
 	atWriter := func(w *bindingWorld, c *check) { c.a, _ = w.svc.Agent(context.Background(), "a-1") }
 	waitsAtWriter := func(w *bindingWorld, c *check) { waits(w, c); atWriter(w, c) }
+	// asksRewind: the click is a Rewind on the question the relay posted for step p-9 of
+	// a-1 (message M9); rewindAtWriter: and its agent was found.
+	asksRewind := func(w *bindingWorld, c *check) {
+		w.binds.SetMessage(context.Background(), ChatMessage{ProposalID: "p-9", Platform: "slack", Kind: rewindKind, Channel: "C1", Message: "M9"})
+		c.action, c.ref.ProposalID, c.click.Message = ActionRewind, "p-9", "M9"
+	}
+	rewindAtWriter := func(w *bindingWorld, c *check) {
+		asksRewind(w, c)
+		c.asked, _ = w.binds.MessageAt(context.Background(), "slack", "C1", "M9")
+		atWriter(w, c)
+	}
 	team := func(w *bindingWorld, c *check) {
 		w.r.SetTeams(&fakeTeams{runs: map[string]*api.TeamRun{"t-1": {ID: "t-1", Status: api.TeamRunning, Agents: map[string]string{"writer": "a-1"}}}})
 		c.team = &TeamBinding{TeamRunID: "t-1", Platform: "slack", Channel: "C1", Thread: "T1"}
@@ -88,6 +99,40 @@ func TestEachGuard(t *testing.T) {
 				waits(w, c)
 				c.click.Message, c.ref.ProposalID = w.message("p-1"), "p-0"
 			}, false, "names another proposal", 1},
+		},
+		"message_asks_rewind": {
+			{"a_proposals_button", nil, true, "", 0},
+			{"on_its_question", asksRewind, true, "", 0},
+			{"on_a_proposals_message", func(w *bindingWorld, c *check) {
+				waits(w, c)
+				c.action, c.click.Message = ActionRewind, w.message("p-1")
+			}, false, "not on the rewind question it names", 1},
+			{"names_another_step", func(w *bindingWorld, c *check) { asksRewind(w, c); c.ref.ProposalID = "p-8" }, false, "not on the rewind question it names", 1},
+		},
+		"rewind_agent": {
+			{"a_proposals_button", nil, true, "", 0},
+			{"the_agent_it_names", asksRewind, true, "", 0},
+			{"named_agent_not_the_threads", func(w *bindingWorld, c *check) {
+				asksRewind(w, c)
+				w.svc.agents = append(w.svc.agents, api.Agent{ID: "a-7", Name: "other", State: api.StateIdle})
+				c.ref.AgentID = "a-7"
+			}, true, "", 0},
+			{"names_no_agent", func(w *bindingWorld, c *check) { asksRewind(w, c); c.ref.AgentID = "" }, false, "made before buttons named their agent", 0},
+			{"agent_gone", func(w *bindingWorld, c *check) { asksRewind(w, c); c.ref.AgentID = "a-404" }, false, "agent is gone", 0},
+		},
+		"rewind_unanswered": {
+			{"a_proposals_button", nil, true, "", 0},
+			{"first_answer", rewindAtWriter, true, "", 0},
+			{"answered_already", func(w *bindingWorld, c *check) {
+				rewindAtWriter(w, c)
+				rewindUnanswered(context.Background(), c)
+			}, false, "already answered", 0},
+			{"cancelled_already", func(w *bindingWorld, c *check) {
+				rewindAtWriter(w, c)
+				c.action = ActionRewindCancel
+				rewindUnanswered(context.Background(), c)
+				c.action = ActionRewind
+			}, false, "already answered", 0},
 		},
 		"count_shown": {
 			{"approve_once", nil, true, "", 0},

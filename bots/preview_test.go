@@ -73,21 +73,31 @@ func TestProposalDiffAttachedWhenCut(t *testing.T) {
 
 // TestProposalAskedAgainShowsItsNewPreview: a proposal asked again once its preview went
 // stale (and was run again) is shown as it is asked now: its message is updated with
-// the new preview, not posted twice, and not left with the stale one.
+// the new preview, not posted twice, and not left with the stale one; a new diff too
+// long for the message is attached whole, as a first post's is.
 func TestProposalAskedAgainShowsItsNewPreview(t *testing.T) {
 	ctx := context.Background()
 	r, ad := threadRelay(ctx, &helperService{})
 	p := apitest.PreviewProposals()[0]
 	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: p})
 	r.out.flush()
+	before := len(ad.files)
 	again := *p
 	fresh := *p.Preview
-	fresh.Diff = "--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1,2 @@\n a person wrote this\n+added\n"
+	var diff strings.Builder
+	diff.WriteString("--- a/notes.txt\n+++ b/notes.txt\n@@ -1 +1,61 @@\n a person wrote this\n+added\n")
+	for i := 1; i <= 60; i++ {
+		fmt.Fprintf(&diff, "+rerun line %d\n", i)
+	}
+	fresh.Diff = diff.String()
 	again.Preview, again.Status = &fresh, api.ProposalInterrupted
 	r.posts.handle(ctx, api.Event{Type: api.EventProposal, AgentID: "a-1", Proposal: &again})
 	r.out.flush()
 	if len(ad.posts) != 1 || len(ad.updates) != 1 || !strings.Contains(ad.updates[0], "+added") {
 		t.Fatalf("posts %q, updates %q: want the one message updated with the new preview", ad.posts, ad.updates)
+	}
+	if files := ad.files[before:]; len(files) != 1 || !strings.Contains(files[0], "+rerun line 60") {
+		t.Fatalf("uploads after the proposal was asked again: %q; want its new diff whole", files)
 	}
 }
 

@@ -2,6 +2,7 @@ package bots
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -137,4 +138,21 @@ func each(ctx context.Context, ch <-chan api.Event, handle func(context.Context,
 			done()
 		}
 	}
+}
+
+// expiry closes a proposal to chat decisions this long after it was made
+// (Options.Expiry; never when not positive).
+type expiry struct {
+	after time.Duration
+	now   func() time.Time
+}
+
+// over reports whether chat may no longer decide p.
+func (e expiry) over(p *api.Proposal) bool {
+	return e.after > 0 && e.now().Sub(p.CreatedAt) >= e.after
+}
+
+// note tells a person that chat may no longer decide, and what to do.
+func (e expiry) note() string {
+	return fmt.Sprintf("⌛ Expired after %s: the agent is still waiting; decide with `agentctl approve` or `agentctl deny`.", e.after)
 }

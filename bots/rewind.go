@@ -1,7 +1,6 @@
 package bots
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -27,18 +26,6 @@ const rewindKind = "rewind"
 
 // rewindUsage is how /agent rewind is typed.
 const rewindUsage = "Usage: /agent rewind AGENT --to STEP [--run RUN] | /agent rewind AGENT --run RUN (before the run, a team's turn, changed anything) | /agent rewind AGENT --undo ID (STEP and RUN as `agentctl history AGENT` shows them)"
-
-// rewindClickGuards are what a Rewind or Cancel click passes, in order. The question's
-// message must be one the relay asked for that step: a button copied elsewhere rewinds
-// nothing.
-var rewindClickGuards = []guard{
-	{"served_here", served},
-	{"first_delivery", firstClickDelivery},
-	{"approver_here", approverHere},
-	{"message_asks_rewind", messageAsksRewind},
-	{"thread_agent", rewindAgent},
-	{"agent_approver", agentApprover},
-}
 
 // parseRewind reads `NAME --to STEP [--run RUN]` or `NAME --undo ID`.
 func parseRewind(text string) (name string, req api.RewindRequest, err error) {
@@ -127,65 +114,6 @@ func (po *poster) askRewind(t target, plan *api.Rewind, u User) {
 	}
 }
 
-// messageAsksRewind: the message clicked is a rewind question the relay posted for the
-// step the button names; any other is refused and audited.
-func messageAsksRewind(ctx context.Context, c *check) bool {
-	m, err := c.r.opt.Bindings.MessageAt(ctx, c.ep.a.Platform(), c.w.Channel, c.click.Message)
-	if err != nil {
-		c.tell(ctx, "Could not read which rewind this message asks, so nothing was rewound; try again.")
-		return false
-	}
-	if m == nil || m.Kind != rewindKind || m.ProposalID != c.ref.ProposalID {
-		c.audit(ctx, c.ref.AgentID, c.threadAgentID(ctx), "the rewind button is not on the rewind question it names", 0)
-		c.tell(ctx, "This button is not on the rewind question it names, so nothing was rewound. Ask again with /agent rewind.")
-		return false
-	}
-	c.asked = m
-	return true
-}
-
-// rewindAgent finds the agent a rewind click is for: the thread's, or a helper of it the
-// button names. A button naming any other agent is refused, and audited.
-func rewindAgent(ctx context.Context, c *check) bool {
-	id := c.threadAgentID(ctx)
-	switch {
-	case id == "":
-		c.tell(ctx, "This thread has no agent now, so nothing was rewound.")
-		return false
-	case c.ref.AgentID != "" && c.ref.AgentID != id && !c.isHelperOf(ctx, c.ref.AgentID, id):
-		c.audit(ctx, c.ref.AgentID, id, "the rewind button names another agent than its thread's", 0)
-		c.tell(ctx, "This button is not for this thread's agent, so nothing was rewound.")
-		return false
-	case c.ref.AgentID != "":
-		id = c.ref.AgentID
-	}
-	a, err := c.r.opt.Service.Agent(ctx, id)
-	if err != nil {
-		c.tell(ctx, "This rewind's agent is gone.")
-		return false
-	}
-	c.a, c.ref.AgentID = a, a.ID
-	return true
-}
-
-// onRewindClick rewinds (or, for Cancel, does not) once the click passed its guards, and
-// shows on the question what came of it.
-func (c *check) onRewindClick(ctx context.Context) {
-	platform := c.ep.a.Platform()
-	view := RewindView{Plan: &api.Rewind{AgentID: c.a.ID, Agent: c.a.Name}, Closer: c.u.ID}
-	if c.action == ActionRewind {
-		done, err := c.r.opt.Service.Rewind(ctx, c.a.ID, api.RewindRequest{ID: c.ref.ProposalID, By: cmp.Or(c.u.Name, c.u.ID), Source: platform})
-		if err != nil {
-			c.tell(ctx, "Not rewound: "+err.Error())
-			return
-		}
-		view.Plan = done
-	}
-	if err := c.ep.a.Update(ctx, c.asked.Channel, c.asked.Message, FormatRewind(view, platform)); err != nil {
-		c.r.log.Error("bots: showing a rewind's end", "platform", platform, "agent", c.a.ID, "err", err)
-	}
-}
-
 // RewindView is what a rewind's question shows: what the rewind would change (Plan, a
 // dry run) and who asked, and once clicked, who did (Closer): Plan is then the rewind
 // done (Plan.Done), or else it was cancelled.
@@ -219,7 +147,8 @@ func FormatRewind(v RewindView, platform string) Message {
 		m.Parts = append(m.Parts, Part{Spans: []Span{{Text: "Notice: " + p.Restore.Notice}}})
 	}
 	m.Parts = append(m.Parts, previewParts(p.Restore.Preview, "Would change: ")...)
-	ref := Ref{AgentID: p.AgentID, ProposalID: p.Restore.ID}
+	// The buttons name the workspace shown (Rewind.From), which the rewind applies to.
+	ref := Ref{AgentID: p.AgentID, ProposalID: p.Restore.ID, Hash: p.From[:min(len(p.From), HashLen)]}
 	m.Buttons = []Button{{Action: ActionRewind, Label: "Rewind", Ref: ref, Style: "danger"}, {Action: ActionRewindCancel, Label: "Cancel", Ref: ref}}
 	m.Parts = append(m.Parts, Part{Spans: []Span{{Text: "An approver's Rewind puts the files back; the agent is told on its next step, and the rewind can be undone."}}})
 	return m

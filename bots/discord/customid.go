@@ -20,7 +20,8 @@ const (
 	ActionFeedback      Action = "feedback"       // opens the feedback modal
 	ActionFeedbackModal Action = "feedback_modal" // the modal's submit
 	// ActionRewind and ActionRewindCancel answer a rewind's question; they name the step
-	// (or rewind) whose before state the workspace gets back, and carry no hash.
+	// (or rewind) whose before state the workspace gets back, its agent, and as hash the
+	// first 16 hex of the workspace root the question showed the change against.
 	ActionRewind       Action = "rewind"
 	ActionRewindCancel Action = "rewind_cancel"
 )
@@ -44,19 +45,23 @@ var hashRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
 // proposalIDRE matches the daemon's proposal IDs ("p-" and hex, see daemon/agent newID);
 // stepIDRE the ids a rewind's buttons name: a step's (its proposal's), a whole run's or
-// a rewind's.
+// a rewind's; agentIDRE the agent's they name with it.
 var (
 	proposalIDRE = regexp.MustCompile(`^p-[0-9a-f]{6,32}$`)
 	stepIDRE     = regexp.MustCompile(`^(p-[0-9a-f]{6,32}|r-[0-9a-f]{6,32}|rw-[0-9a-z]{1,32})$`)
+	agentIDRE    = regexp.MustCompile(`^a-[0-9a-f]{1,32}$`)
 )
 
 // CustomID is the parsed custom_id of a proposal button or of the feedback modal:
 // "agentd:v2:ACTION:PROPOSAL[:N]:HASH", HASH being bots.HashLen hex characters of the
-// shown proposal's hash or "-".
+// shown proposal's hash or "-"; a rewind question's: "agentd:v2:ACTION:STEP:AGENT:HASH".
 type CustomID struct {
 	Action     Action
 	ProposalID string
 	N          int // only for ActionApproveN: how many proposals the approval covers (≥ 2)
+	// AgentID is the agent whose step a rewind button names (rewind actions only): the
+	// click acts on it, whatever agent its thread shows now.
+	AgentID string
 	// Hash is the first bots.HashLen hex characters of the hash of the proposal as shown;
 	// the daemon refuses a decision carrying one that is not the proposal's. "" for none.
 	Hash string
@@ -87,6 +92,9 @@ func (c CustomID) encode() string {
 	s := customIDPrefix + string(c.Action) + ":" + c.ProposalID
 	if c.Action == ActionApproveN {
 		s += ":" + strconv.Itoa(c.N)
+	}
+	if c.Action == ActionRewind || c.Action == ActionRewindCancel {
+		s += ":" + c.AgentID
 	}
 	if c.Hash == "" {
 		s += ":" + noHash
@@ -119,10 +127,18 @@ func ParseCustomID(s string) (CustomID, error) {
 	parts := strings.Split(strings.TrimPrefix(s, customIDPrefix), ":")
 	c := CustomID{Action: Action(parts[0])}
 	switch c.Action {
-	case ActionApprove, ActionDeny, ActionFeedback, ActionFeedbackModal, ActionRewind, ActionRewindCancel:
+	case ActionApprove, ActionDeny, ActionFeedback, ActionFeedbackModal:
 		if len(parts) != 3 {
 			return bad("%s takes exactly a proposal ID and a hash", c.Action)
 		}
+	case ActionRewind, ActionRewindCancel:
+		if len(parts) != 4 {
+			return bad("%s takes a step's ID, its agent's and a hash (a button made before they named the agent: ask again with /agent rewind)", c.Action)
+		}
+		if !agentIDRE.MatchString(parts[2]) {
+			return bad("%q is not an agent ID", parts[2])
+		}
+		c.AgentID = parts[2]
 	case ActionApproveN:
 		if len(parts) != 4 {
 			return bad("approve_n takes a proposal ID, a count and a hash")
@@ -140,13 +156,13 @@ func ParseCustomID(s string) (CustomID, error) {
 	}
 	if h := parts[len(parts)-1]; h != noHash {
 		if !hashRE.MatchString(h) {
-			return bad("%q is not a proposal hash (16 lowercase hex characters, or -)", h)
+			return bad("%q is not a proposal or workspace hash (16 lowercase hex characters, or -)", h)
 		}
 		c.Hash = h
 	}
 	if c.Action == ActionRewind || c.Action == ActionRewindCancel {
-		if !stepIDRE.MatchString(parts[1]) || c.Hash != "" {
-			return bad("%q with hash %q is not a step to rewind to (a step's or a rewind's ID, and -)", parts[1], c.Hash)
+		if !stepIDRE.MatchString(parts[1]) {
+			return bad("%q is not a step to rewind to (a step's, a run's or a rewind's ID)", parts[1])
 		}
 	} else if !proposalIDRE.MatchString(parts[1]) {
 		return bad("%q is not a proposal ID", parts[1])

@@ -20,9 +20,10 @@ func TestCustomIDRoundTrip(t *testing.T) {
 		{Action: ActionApprove, ProposalID: "p-0123456789ab", Hash: "00112233445566ff"},
 		{Action: ActionApproveN, ProposalID: "p-" + strings.Repeat("f", 32), N: MaxApproveN, Hash: "00112233445566ff"},
 		{Action: ActionFeedbackModal, ProposalID: "p-0123456789ab", Hash: "00112233445566ff"},
-		{Action: ActionRewind, ProposalID: "p-0123456789ab"},
-		{Action: ActionRewind, ProposalID: "r-0123456789ab"}, // a whole run's
-		{Action: ActionRewindCancel, ProposalID: "rw-0123456789ab"},
+		{Action: ActionRewind, ProposalID: "p-0123456789ab", AgentID: "a-0123456789ab", Hash: "00112233445566ff"},
+		{Action: ActionRewind, ProposalID: "r-0123456789ab", AgentID: "a-0123456789ab", Hash: "00112233445566ff"}, // a whole run's
+		{Action: ActionRewindCancel, ProposalID: "rw-0123456789ab", AgentID: "a-" + strings.Repeat("f", 32), Hash: "00112233445566ff"},
+		{Action: ActionRewindCancel, ProposalID: "rw-0123456789ab", AgentID: "a-0123456789ab"}, // shown without a workspace
 	} {
 		s := c.String()
 		got, err := ParseCustomID(s)
@@ -47,9 +48,9 @@ func TestParseCustomIDRefuses(t *testing.T) {
 		{"extra_part", "agentd:v2:deny:p-0123456789ab:1:-", "exactly a proposal ID and a hash"},
 		{"bad_proposal_id", "agentd:v2:approve:a-0123456789ab:-", "not a proposal ID"},
 		{"upper_hex", "agentd:v2:approve:p-0123456789AB:-", "not a proposal ID"},
-		{"short_hash", "agentd:v2:approve:p-0123456789ab:0011", "not a proposal hash"},
-		{"upper_hash", "agentd:v2:approve:p-0123456789ab:00112233445566FF", "not a proposal hash"},
-		{"empty_hash", "agentd:v2:approve:p-0123456789ab:", "not a proposal hash"},
+		{"short_hash", "agentd:v2:approve:p-0123456789ab:0011", "not a proposal or workspace hash"},
+		{"upper_hash", "agentd:v2:approve:p-0123456789ab:00112233445566FF", "not a proposal or workspace hash"},
+		{"empty_hash", "agentd:v2:approve:p-0123456789ab:", "not a proposal or workspace hash"},
 		{"approve_n_without_count", "agentd:v2:approve_n:p-0123456789ab:-", "a proposal ID, a count and a hash"},
 		{"count_one", "agentd:v2:approve_n:p-0123456789ab:1:-", "outside 2..100"},
 		{"count_huge", "agentd:v2:approve_n:p-0123456789ab:1000:-", "outside 2..100"},
@@ -57,6 +58,10 @@ func TestParseCustomIDRefuses(t *testing.T) {
 		{"count_leading_zero", "agentd:v2:approve_n:p-0123456789ab:03:-", "plain decimal"},
 		{"count_not_number", "agentd:v2:approve_n:p-0123456789ab:x:-", "plain decimal"},
 		{"too_long", "agentd:v2:approve:p-" + strings.Repeat("a", 100), "longer than"},
+		{"rewind_without_agent", "agentd:v2:rewind:p-0123456789ab:00112233445566ff", "its agent's and a hash"},
+		{"rewind_bad_agent", "agentd:v2:rewind:p-0123456789ab:p-0123456789ab:00112233445566ff", "not an agent ID"},
+		{"rewind_bad_step", "agentd:v2:rewind:x-0123456789ab:a-0123456789ab:00112233445566ff", "not a step to rewind to"},
+		{"rewind_short_hash", "agentd:v2:rewind:p-0123456789ab:a-0123456789ab:0011", "not a proposal or workspace hash"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

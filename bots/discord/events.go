@@ -177,7 +177,7 @@ func (b *Bot) onClick(ctx context.Context, r *responder, w bots.Where, u bots.Us
 	switch {
 	case err == nil && id.Action != ActionFeedbackModal:
 		c := bots.Click{Platform: Platform, Where: w, User: u, Action: string(id.Action),
-			Ref: bots.Ref{ProposalID: id.ProposalID, Count: id.N, Hash: id.Hash}, ID: i.ID}
+			Ref: bots.Ref{AgentID: id.AgentID, ProposalID: id.ProposalID, Count: id.N, Hash: id.Hash}, ID: i.ID}
 		if i.Message != nil {
 			// In the form Post returns ids in (CHANNEL/MESSAGE), which the relay stored, so
 			// it can check the button names the proposal its message shows.

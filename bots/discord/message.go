@@ -74,6 +74,9 @@ func buttons(bs []bots.Button) []discordgo.MessageComponent {
 	var row []discordgo.MessageComponent
 	for _, btn := range bs {
 		id := CustomID{Action: Action(btn.Action), ProposalID: btn.Ref.ProposalID, Hash: shownHash(btn.Ref.Hash)}
+		if btn.Action == bots.ActionRewind || btn.Action == bots.ActionRewindCancel {
+			id.AgentID = btn.Ref.AgentID
+		}
 		style := discordgo.SecondaryButton
 		switch btn.Action {
 		case bots.ActionApprove:

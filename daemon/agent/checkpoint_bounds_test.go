@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -54,7 +55,7 @@ func TestCheckpointWalksLeaveTheStoreWriterFree(t *testing.T) {
 	}
 	t.Cleanup(func() { testHookWalk = nil })
 	a := writeSteps(t, h, 1)
-	if _, err := h.sup.rewinds.Rewind(context.Background(), a.Name, api.RewindRequest{To: 1}); err != nil {
+	if _, err := h.rewind(a.Name, api.RewindRequest{To: 1}); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -73,7 +74,7 @@ func TestCheapStepsDoNotPushAStepOutOfRewindRange(t *testing.T) {
 		o.Checkpoints.Store.KeepCount = 3
 	})
 	a := writeSteps(t, h, 6)
-	rw, err := h.sup.rewinds.Rewind(context.Background(), a.Name, api.RewindRequest{To: 1})
+	rw, err := h.rewind(a.Name, api.RewindRequest{To: 1})
 	if err != nil {
 		t.Fatalf("rewind to step 1 after 5 more steps: %v", err)
 	}
@@ -90,12 +91,11 @@ func TestCheapStepsDoNotPushAStepOutOfRewindRange(t *testing.T) {
 // two rewinds: undoing an earlier one still finds it.
 func TestEachRewindHasAFreshID(t *testing.T) {
 	h := newHarness(t, withCheckpoints)
-	ctx := context.Background()
 	a := writeSteps(t, h, 1)
 	seen := map[string]bool{}
 	var first string
 	for i := range 3 {
-		rw, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1})
+		rw, err := h.rewind(a.Name, api.RewindRequest{To: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,10 +107,28 @@ func TestEachRewindHasAFreshID(t *testing.T) {
 			first = rw.Undo
 		}
 	}
-	if _, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{Undo: first}); err != nil {
+	if _, err := h.rewind(a.Name, api.RewindRequest{Undo: first}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "f1.txt")); err != nil || string(b) != "x" {
 		t.Fatalf("undoing the first rewind did not bring f1.txt back: %q, %v", b, err)
+	}
+}
+
+// [checkpoints] max_entries bounds the files and folders a checkpoint captures (a
+// million by default), and doctor's checkpoints line says the bound in force.
+func TestMaxEntriesIsAConfigKeyDoctorShows(t *testing.T) {
+	cfg := config.Default()
+	if got := checkpointOptionsOf(cfg).Store.MaxEntries; got != 1_000_000 {
+		t.Errorf("default max_entries reaches the store as %d, want 1000000", got)
+	}
+	cfg.Checkpoints.MaxEntries = 5000
+	opt := checkpointOptionsOf(cfg)
+	if opt.Store.MaxEntries != 5000 {
+		t.Fatalf("max_entries = 5000 reaches the store as %d", opt.Store.MaxEntries)
+	}
+	h := newHarness(t, func(o *Options) { o.Checkpoints.On, o.Checkpoints.Store.MaxEntries = true, opt.Store.MaxEntries })
+	if c := h.sup.checkpoints.doctorCheck(context.Background())[0]; !strings.Contains(c.Detail, "at most 5000 files and folders") {
+		t.Errorf("doctor's checkpoints line does not show max_entries: %+v", c)
 	}
 }

@@ -367,7 +367,7 @@ func (k *checkpoints) restore(tx *store.Tx, a *store.Agent, rw *rewindTo, rec fu
 func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 	c := cfg.Checkpoints
 	return CheckpointOptions{On: c.Enabled, KeepSteps: c.KeepSteps,
-		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes)}}
+		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries}}
 }
 
 // doctorCheck is agentctl doctor's line on the checkpoints: on or off, and the disk they
@@ -389,8 +389,9 @@ func (k *checkpoints) doctorCheck(context.Context) []api.Check {
 	o := k.opt.Store
 	o.KeepCount, o.MaxStoreBytes = cmp.Or(o.KeepCount, checkpoint.DefaultKeepCount), cmp.Or(o.MaxStoreBytes, checkpoint.DefaultMaxStoreBytes)
 	o.MinFreeBytes = cmp.Or(o.MinFreeBytes, checkpoint.DefaultMinFreeBytes)
-	c := api.Check{Name: "checkpoints", Status: api.CheckOK, Detail: fmt.Sprintf("%s for %s in %s (each keeps at most %d checkpoints and %s; the last %d steps stay in rewind range even past those, never past twice the bytes; no new content is kept with less than %s free there)",
-		display.Size(used), display.Count(len(entries), "agent", "agents"), k.opt.Dir, o.KeepCount, display.Size(o.MaxStoreBytes), k.keepSteps(), display.Size(o.MinFreeBytes))}
+	o.MaxEntries = cmp.Or(o.MaxEntries, checkpoint.DefaultMaxEntries)
+	c := api.Check{Name: "checkpoints", Status: api.CheckOK, Detail: fmt.Sprintf("%s for %s in %s (each keeps at most %d checkpoints and %s, each capturing at most %d files and folders; the last %d steps stay in rewind range even past those, never past twice the bytes; no new content is kept with less than %s free there)",
+		display.Size(used), display.Count(len(entries), "agent", "agents"), k.opt.Dir, o.KeepCount, display.Size(o.MaxStoreBytes), o.MaxEntries, k.keepSteps(), display.Size(o.MinFreeBytes))}
 	var st unix.Statfs_t
 	if unix.Statfs(k.opt.Dir, &st) == nil && int64(st.Bavail)*int64(st.Bsize) < o.MinFreeBytes {
 		c.Status, c.Fix = api.CheckWarn, "free disk where "+k.opt.Dir+" is: steps are checkpointed only in part until then"

@@ -49,7 +49,7 @@ func TestWriteStepIsCheckpointedShownRewoundAndUndone(t *testing.T) {
 	if _, err := os.Stat(file); dry.Done || err != nil || !strings.Contains(dry.Restore.Preview.Diff, "deleted file notes/a.txt") {
 		t.Fatalf("a dry run changed the workspace or does not say what it would delete: %+v, %v", dry, err)
 	}
-	rw, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1, By: "ana"})
+	rw, err := h.rewind(a.Name, api.RewindRequest{To: 1, By: "ana"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestWriteStepIsCheckpointedShownRewoundAndUndone(t *testing.T) {
 		t.Errorf("the model was not told of the rewind:\n%s", prompt)
 	}
 
-	if _, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{Undo: rw.Undo}); err != nil {
+	if _, err := h.rewind(a.Name, api.RewindRequest{Undo: rw.Undo}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(file); err != nil || string(b) != "hello\nworld\n" {
@@ -122,7 +122,7 @@ func TestRewindRefusedWhileAStepIsStartedAndForBadRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFor(a.ID, "the question", func(a *api.Agent) bool { return a.Question != nil })
-	_, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1})
+	_, err := h.rewind(a.Name, api.RewindRequest{To: 1})
 	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "is running step 2 (ask_user)") {
 		t.Fatalf("rewind while a question is open: %v", err)
 	}
@@ -160,7 +160,7 @@ func TestRewindRefusedWhileAHelperRuns(t *testing.T) {
 	}
 	h.approve(helper.ID, "write_file")
 	h.pending(helper.ID) // the helper runs on, asking to finish
-	_, err := h.sup.rewinds.Rewind(ctx, boss.Name, api.RewindRequest{To: 1})
+	_, err := h.rewind(boss.Name, api.RewindRequest{To: 1})
 	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "has helpers running (boss/h)") {
 		t.Fatalf("rewind while a helper runs: %v", err)
 	}
@@ -269,7 +269,7 @@ func TestWholeRunIsShownAndRewoundByItsID(t *testing.T) {
 		!strings.Contains(c.Preview.Diff, "created file b.txt") || strings.Contains(c.Preview.Diff, "kept.txt") {
 		t.Fatalf("the run's change = %+v, diff %q; want a.txt and b.txt, not the earlier run's kept.txt", c, c.Preview.Diff)
 	}
-	rw, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{Run: turn.RunID, By: "ana"})
+	rw, err := h.rewind(a.Name, api.RewindRequest{Run: turn.RunID, By: "ana"})
 	if err != nil {
 		t.Fatal(err)
 	}

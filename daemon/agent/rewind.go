@@ -208,12 +208,12 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 			return nil, dropped(a, row, err)
 		}
 		out.Restore = *stepChange(a, row, d)
-		out.Restore.OtherRuns = others
+		out.Restore.OtherRuns, out.From = others, now.Root()
 		return out, nil
 	}
 	var ep *api.Episode
 	shows := &change{ev: cycle.Event{Kind: cycle.Rewind}, ckpt: s.ckpt, rewind: rw, rec: s.recordEpisode}
-	_, err = s.mutateAfter(ctx, a.ID, func(id string) error { return s.restore(ctx, id, rw) }, func(tx *store.Tx, cur *store.Agent) error {
+	_, err = s.mutateAfter(ctx, a.ID, func(id string) error { return s.restore(ctx, id, rw, req.Shown) }, func(tx *store.Tx, cur *store.Agent) error {
 		p, err := tx.OpenProposal(cur.ID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -247,6 +247,12 @@ func rewindAt(req api.RewindRequest) (stepAt, error) {
 	if named != 1 || req.To < 0 {
 		return stepAt{}, badRequest("name the step to rewind to (--to STEP, a step number from `agentctl history`, with --run RUN for an earlier run's) or the rewind to undo (--undo rw-…), one of them")
 	}
+	if !req.DryRun && req.Shown == "" {
+		return stepAt{}, badRequest("a rewind applies the change its dry run showed: ask with dry_run first and send its from back as shown (an older agentctl or web console does not: update it, or ask again in chat)")
+	}
+	if !req.DryRun && (len(req.Shown) < minShown || len(req.Shown) > 64 || strings.Trim(req.Shown, "0123456789abcdef") != "") {
+		return stepAt{}, badRequest("shown is not a dry run's from: want %d to 64 lowercase hex characters, as the dry run returned it", minShown)
+	}
 	if req.Undo != "" {
 		return stepAt{id: req.Undo, undo: true}, nil
 	}
@@ -262,11 +268,14 @@ func otherRuns(tx *store.Tx, row *store.StepCheckpoint) ([]string, error) {
 	return slices.DeleteFunc(runs, func(r string) bool { return r == row.RunID }), err
 }
 
+// minShown is the shortest RewindRequest.Shown taken: the 16 hex a chat button carries.
+const minShown = 16
+
 // restore puts agent id's workspace back for rw, under the runner's lock and before the
 // transaction that records it (the cycle's restore effect), when the cycle allows a
-// rewind now; the latest steps' checkpoints are held through the retention it may start.
-// The rewind gets a fresh id, the one its undo names.
-func (s *rewinds) restore(ctx context.Context, id string, rw *rewindTo) error {
+// rewind now and the workspace is the one shown; the latest steps' checkpoints are held
+// through the retention it may start. The rewind gets a fresh id, the one its undo names.
+func (s *rewinds) restore(ctx context.Context, id string, rw *rewindTo, shown string) error {
 	var a *store.Agent
 	var keep []uint64
 	err := s.st.View(ctx, func(tx *store.Tx) error {
@@ -299,6 +308,9 @@ func (s *rewinds) restore(ctx context.Context, id string, rw *rewindTo) error {
 		return err
 	}
 	st.Hold(ids(keep))
+	if err := stillShown(ctx, st, a.Workspace, shown); err != nil {
+		return err
+	}
 	walking()
 	if rw.done, err = st.Restore(ctx, a.Workspace, checkpoint.ID(rw.target.Before)); err != nil {
 		return fmt.Errorf("rewind: %w", err)
@@ -314,4 +326,40 @@ func running(err error, a *store.Agent, p *api.Proposal) error {
 		return err
 	}
 	return conflict("agent %s is running step %d (%s): a rewind waits until it ends; try again then, or `agentctl stop %s` first", a.Name, p.Step, p.Command, a.Name)
+}
+
+// stillShown refuses a rewind unless the workspace is the one its dry run showed the
+// change against (shown, a prefix of that checkpoint's root): the one check every front
+// end's confirm passes, run under the runner's lock, so nothing the agent runs can
+// change the workspace between it and the restore. A file written just before a capture
+// is marked racy, which can give the same workspace another root: then what a diff shows
+// is compared.
+func stillShown(ctx context.Context, st *checkpoint.Store, ws, shown string) error {
+	now, err := st.Checkpoint(ctx, ws)
+	if err != nil {
+		return fmt.Errorf("rewind: checkpointing the workspace to compare it with the one shown: %w", err)
+	}
+	if strings.HasPrefix(now.Root(), shown) {
+		return nil
+	}
+	list, err := st.List(ctx)
+	if err != nil {
+		return err
+	}
+	changed := "the checkpoint it was shown against is gone"
+	for i := len(list) - 1; i >= 0; i-- {
+		if !strings.HasPrefix(list[i].Root(), shown) {
+			continue
+		}
+		d, err := st.Diff(ctx, list[i].ID, now.ID)
+		if err != nil {
+			return err
+		}
+		if d.Files+d.Folders == 0 {
+			return nil
+		}
+		changed = d.Summary() + " since"
+		break
+	}
+	return conflict("the workspace changed since the rewind was shown (%s), so nothing was rewound; ask again", changed)
 }

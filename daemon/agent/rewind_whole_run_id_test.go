@@ -28,7 +28,7 @@ func TestWholeRunRewindIsNamedByTheIDItsDryRunShowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{ID: plan.Restore.ID, By: "ana"})
+	done, err := h.rewind(a.Name, api.RewindRequest{ID: plan.Restore.ID, By: "ana"})
 	if err != nil {
 		t.Fatalf("rewinding by the whole run's id %s: %v", plan.Restore.ID, err)
 	}

@@ -19,10 +19,13 @@ type CheckpointsConfig struct {
 	// MaxFileBytes is the largest file a checkpoint captures; a larger one is named in
 	// the step's result as not captured (a rewind leaves it as it finds it).
 	MaxFileBytes Size `toml:"max_file_bytes"`
+	// MaxEntries bounds the files and folders one checkpoint captures: past it the rest
+	// of the workspace is not captured, and the step's result says what was left out.
+	MaxEntries int `toml:"max_entries"`
 }
 
 func defaultCheckpoints() CheckpointsConfig {
-	return CheckpointsConfig{Enabled: true, Keep: 100, KeepSteps: 10, MaxBytes: 1 << 30, MaxFileBytes: 64 << 20}
+	return CheckpointsConfig{Enabled: true, Keep: 100, KeepSteps: 10, MaxBytes: 1 << 30, MaxFileBytes: 64 << 20, MaxEntries: 1_000_000}
 }
 
 func (c CheckpointsConfig) problems(bad func(key, format string, args ...any)) {
@@ -37,5 +40,8 @@ func (c CheckpointsConfig) problems(bad func(key, format string, args ...any)) {
 	}
 	if c.MaxFileBytes < 1 || c.MaxFileBytes > c.MaxBytes {
 		bad("checkpoints.max_file_bytes", "must be more than 0 and at most checkpoints.max_bytes, got %d bytes", int64(c.MaxFileBytes))
+	}
+	if c.MaxEntries < 1000 {
+		bad("checkpoints.max_entries", "must be at least 1000 files and folders captured per checkpoint, got %d", c.MaxEntries)
 	}
 }

@@ -23,8 +23,10 @@ var noteLines = func() string {
 
 // A write step's result says what it changed and attaches its whole diff; then an
 // approver rewinds it from the thread: /agent rewind asks with what would be restored,
-// a non-approver's command and click are refused and change nothing, and the approver's
-// Rewind click puts the workspace back and shows how to undo it.
+// a non-approver's command and click are refused and change nothing, the approver's
+// Rewind click puts the workspace back and shows how to undo it, a second click finds
+// the question answered, and a question answered after the workspace changed applies
+// nothing.
 func rewindAskedInTheThreadAndDoneByAnApprover(t *testing.T, c Chat) {
 	d := c.Daemon()
 	d.Script(Reply("write_file", map[string]string{"path": "notes.txt", "contents": noteLines}, "I will write the notes"),
@@ -71,6 +73,26 @@ func rewindAskedInTheThreadAndDoneByAnApprover(t *testing.T, c Chat) {
 	if c.Asks(thread, ask) {
 		t.Error("the rewound question still has its buttons")
 	}
+	c.Click(GroupApprover, thread, ask, bots.ActionRewind)
+	c.Wait("a second approver's click told the question was answered", func() bool { return Has(c.NotesTo(GroupApprover), "already answered") })
+
+	// A question answered after the workspace changed applies nothing: the rewind is
+	// bound to the workspace it showed.
+	if got := c.Command(Approver, cmd); !strings.Contains(got, "Asked in agent") {
+		t.Fatalf("/agent %s again = %q", cmd, got)
+	}
+	again := c.Find(thread, "Would change:")
+	late := filepath.Join(a.Workspace, "late.txt")
+	if err := os.WriteFile(late, []byte("written after the question"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.Click(Approver, thread, again, bots.ActionRewind)
+	c.Wait("the click on a changed workspace refused", func() bool {
+		return Has(c.NotesTo(Approver), "the workspace changed since the rewind was shown")
+	})
+	if _, err := os.Stat(late); err != nil {
+		t.Errorf("a rewind shown before late.txt was written removed it: %v", err)
+	}
 }
 
 // CheckpointMessages are the messages of a rewind and of a result with its change, by
@@ -80,7 +102,8 @@ func CheckpointMessages(platform, by string) map[string]bots.Message {
 	diff := "deleted file notes/*a*.txt (+0 −2)\n\n--- a/notes/*a*.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-@everyone ```\n-\u202ehidden\n"
 	restore := api.StepChange{AgentID: "a-1", Agent: "writer_*x*", ID: "p-0123456789ab", RunID: "r-5f2c9a", Step: 3, Kind: "step",
 		Files: 1, Removed: 2, Summary: "changed 1 file (+0 −2)", Preview: &api.Preview{Kind: api.PreviewChange, Summary: "changed 1 file (+0 −2)", Diff: diff}}
-	plan := &api.Rewind{AgentID: "a-1", Agent: "writer_*x*", Step: 3, Restore: restore}
+	plan := &api.Rewind{AgentID: "a-1", Agent: "writer_*x*", Step: 3, Restore: restore,
+		From: "5be1c0de00112233445566778899aabbccddeeff00112233445566778899aabb"}
 	done := *plan
 	done.Done, done.Undo = true, "rw-7"
 	change := restore

@@ -21,7 +21,9 @@ run's that has it; --run RUN picks another run's (its id, as 'agentctl history' 
 'agentctl diff' show it), and the question names the run. --run RUN without --to goes
 back to before the run's first step: a team's turn is a run of its role agent, so this
 undoes the whole turn. It first shows what would change and asks; --yes skips the question
-(for scripts; without a terminal to ask on, rewind refuses unless --yes is given).
+(for scripts; without a terminal to ask on, rewind refuses unless --yes is given). What
+is applied is what was shown: if the workspace changed since (the agent wrote a file),
+the rewind is refused and changes nothing; run it again to see the change as it is now.
 
 A step still running cannot be rewound under it: rewind refuses until the step ends
 (or 'agentctl stop' ends it). The agent's history records the rewind and the agent is
@@ -46,21 +48,21 @@ func (a agentVerbs) runRewind(ctx context.Context, args []string) error {
 	if (*to > 0 || *run != "") == (*undo != "") || *to < 0 {
 		return usagef("want --to STEP (a step number from agentctl history %s), --run RUN, or --undo ID, one of them", ref)
 	}
-	req := api.RewindRequest{To: *to, Run: *run, Undo: *undo, Source: "agentctl"}
+	req := api.RewindRequest{To: *to, Run: *run, Undo: *undo, Source: "agentctl", DryRun: true}
+	plan, err := a.api().Rewind(ctx, ref, req)
+	if err != nil {
+		return agentErr(ref, err)
+	}
 	if !*yes {
-		req.DryRun = true
-		plan, err := a.api().Rewind(ctx, ref, req)
-		if err != nil {
-			return agentErr(ref, err)
-		}
 		fmt.Fprintf(a.stdout, "%s  rewind %s\n", line(plan.Agent), rewindTarget(req, plan.Restore.RunID))
 		writeOtherRuns(a.stdout, &plan.Restore)
 		writePreview(a.stdout, plan.Restore.Preview, "", 0)
 		if err := a.confirm("Rewind? [y/N] "); err != nil {
 			return err
 		}
-		req.DryRun = false
 	}
+	// The daemon applies the change only to the workspace the dry run compared.
+	req.DryRun, req.Shown = false, plan.From
 	done, err := a.api().Rewind(ctx, ref, req)
 	if err != nil {
 		return agentErr(ref, err)

@@ -54,6 +54,9 @@ func TestDiffAndRewindGolden(t *testing.T) {
 		}
 		r := &api.Rewind{AgentID: "a-1", Agent: "researcher", Step: in.To, Done: !in.DryRun, Undo: "rw-9",
 			Restore: *change(in.To, "changed 2 files (+1 −2)", "deleted file out/red.txt (+0 −1)\n")}
+		if in.DryRun {
+			r.From = shownRoot
+		}
 		if in.Run != "" {
 			r.Restore.RunID, r.Restore.OtherRuns = in.Run, []string{"r-1"}
 		}
@@ -64,6 +67,31 @@ func TestDiffAndRewindGolden(t *testing.T) {
 	if len(rewound) != 4 || rewound[0].To != 3 || rewound[0].Run != "" || rewound[1].To != 3 || rewound[1].Run != "r-0" ||
 		rewound[2].To != 0 || rewound[2].Run != "r-0" || rewound[3].Undo != "rw-7" {
 		t.Errorf("the daemon was asked to rewind %+v; want to step 3 of the latest run once (--yes), of run r-0 once, to before run r-0 once, and to undo rw-7 once", rewound)
+	}
+}
+
+// shownRoot is the workspace root a fake dry run returns (api.Rewind.From).
+const shownRoot = "5be1c0de5be1c0de5be1c0de5be1c0de5be1c0de5be1c0de5be1c0de5be1c0de"
+
+// Every rewind agentctl asks for applies the workspace its dry run showed, --yes too:
+// it sends the dry run's From back as Shown.
+func TestRewindSendsBackTheWorkspaceItsDryRunShowed(t *testing.T) {
+	f := newFakeDaemon(t)
+	var asked []api.RewindRequest
+	apitest.Handle(&f.api, api.RewindRoute, func(_ context.Context, ref string, in api.RewindRequest) (*api.Rewind, error) {
+		asked = append(asked, in)
+		r := &api.Rewind{Agent: ref, Step: in.To, Done: !in.DryRun, Undo: "rw-1", Restore: api.StepChange{Summary: "changed 1 file (+0 −1)"}}
+		if in.DryRun {
+			r.From = shownRoot
+		}
+		return r, nil
+	})
+	for _, args := range [][]string{{"--to", "2"}, {"--to", "2", "--yes"}, {"--undo", "rw-7", "--yes"}} {
+		asked = nil
+		r := runCLI(t, "y\n", append([]string{"--socket", f.sock, "rewind", "researcher"}, args...)...)
+		if len(asked) != 2 || !asked[0].DryRun || asked[1].DryRun || asked[1].Shown != shownRoot || asked[0].Shown != "" {
+			t.Errorf("rewind %v asked the daemon %+v; want a dry run, then the rewind with its From as Shown; output:\n%s", args, asked, r)
+		}
 	}
 }
 
