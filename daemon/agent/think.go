@@ -166,7 +166,7 @@ func (m *modelState) messageBudget(in PromptInput, model string, numCtx int) int
 func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api.Proposal, model string, res *llm.Proposal, cmds commands.Set, busy time.Duration) {
 	p := newProposal(ctx, a, model, res, cmds)
 	if c, ok := cmds.Get(p.Command); ok {
-		previewing := func() { r.setState(ctx, nil, cycle.Previewing, previewingReason(p.Command)) }   // through the applier, which publishes it
+		previewing := func() { r.setState(ctx, nil, cycle.Previewing, previewingReason(p.Command)) }         // through the applier, which publishes it
 		withEffect(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, last, c, previewing) // before the proposal is stored: it is shown with it
 	}
 	var w watched
