@@ -289,3 +289,47 @@ func TestWriteDenyHoldsWhateverTheProgramRenames(t *testing.T) {
 		})
 	}
 }
+
+// A write-deny rule binds the folders leading to what it names onto themselves so they
+// cannot be renamed; those binds never uncover what the sandbox keeps read-only inside
+// them (a repository's hooks and config, the helpers' folder), whatever the rule names.
+func TestWriteDenyRulesLeaveProtectedPathsReadOnly(t *testing.T) {
+	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrapHere(t)})
+	protectedFiles := []string{".git/hooks/pre-commit", ".git/config", "agents/h1/x.txt", "agents/h1/out/a.txt"}
+	for _, rule := range []string{"", "write_file(.git/refs/heads/main)", "write_file(.git/*)", "write_file(agents/h1/out/*.txt)", "write_file(agents/h1/x.txt)"} {
+		t.Run(rule, func(t *testing.T) {
+			ws := workspace(t)
+			for _, d := range []string{".git/hooks", ".git/refs/heads", "agents/h1/out"} {
+				if err := os.MkdirAll(filepath.Join(ws, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range []string{".git/refs/heads/main", ".git/config"} {
+				if err := os.WriteFile(filepath.Join(ws, f), []byte("kept\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var prof commands.Profile
+			if rule != "" {
+				rules, err := permission.ParseRules("config", nil, []string{rule})
+				if err != nil {
+					t.Fatal(err)
+				}
+				prof.Paths = permission.Denied(rules)
+			}
+			line := "echo changed > free.txt"
+			for _, f := range protectedFiles {
+				line += "; echo EVIL >> " + f
+			}
+			out, _ := runAs(t, c, ws, prof, line)
+			if b, err := os.ReadFile(filepath.Join(ws, "free.txt")); err != nil || string(b) != "changed\n" {
+				t.Fatalf("a path no rule names was not writable (%v):\n%s", err, out)
+			}
+			for _, f := range protectedFiles {
+				if b, _ := os.ReadFile(filepath.Join(ws, f)); strings.Contains(string(b), "EVIL") {
+					t.Errorf("%s was written (%q), want it kept read-only:\n%s", f, b, out)
+				}
+			}
+		})
+	}
+}

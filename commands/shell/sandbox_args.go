@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -104,16 +105,15 @@ func (s *sandbox) bwrapArgs(workspace string, v view) []string {
 			a = append(dirsTo(a, in(workspace), bound), "--ro-bind", workspace, in(workspace))
 		} else {
 			a = append(dirsTo(a, in(workspace), bound), "--bind", workspace, in(workspace))
-			for _, p := range v.pin {
-				a = append(a, "--bind", p, in(p))
-			}
 		}
-		for _, p := range v.binds.ro {
-			a = append(a, "--ro-bind", p, in(p))
-		}
+		// The protected paths and the deny rules' binds are one list, ordered as args says:
+		// a folder pinned or fixed by a rule must not uncover a read-only bind inside it.
 		d := v.denied
+		d.ro = slices.Concat(v.binds.ro, d.ro)
 		if v.readOnly {
 			d.fixed = nil // nothing moves in a read-only workspace; a writable bind would undo it
+		} else {
+			d.fixed = slices.Concat(v.pin, d.fixed)
 		}
 		a = append(d.args(a, in), "--chdir", in(workspace))
 	} else {
@@ -168,21 +168,27 @@ func within(d string, roots []string) bool {
 // in it so that nothing bound later is uncovered by an earlier one: hidden folders are an
 // empty read-only tmpfs, hidden files /dev/null, fixed folders bound writable onto
 // themselves, and the rest bound read-only onto itself;
-// in maps a host path to where the sandbox sees it.
+// in maps a host path to where the sandbox sees it. A fixed folder at or inside one that
+// is read-only or hidden is left out: nothing there can be renamed anyway, and its
+// writable bind would uncover what the read-only one keeps. On one path the writable
+// bind goes first, so the read-only or hidden one is what stays.
 func (d denied) args(a []string, in func(string) string) []string {
 	type op struct{ path, kind string }
 	var ops []op
-	for _, p := range d.dirs {
-		ops = append(ops, op{p, "dir"})
-	}
-	for _, p := range d.files {
-		ops = append(ops, op{p, "file"})
+	kept := slices.Concat(d.dirs, d.ro)
+	for _, p := range d.fixed {
+		if !within(p, kept) {
+			ops = append(ops, op{p, "fixed"})
+		}
 	}
 	for _, p := range d.ro {
 		ops = append(ops, op{p, "ro"})
 	}
-	for _, p := range d.fixed {
-		ops = append(ops, op{p, "fixed"})
+	for _, p := range d.files {
+		ops = append(ops, op{p, "file"})
+	}
+	for _, p := range d.dirs {
+		ops = append(ops, op{p, "dir"})
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].path < ops[j].path })
 	for _, o := range ops {
