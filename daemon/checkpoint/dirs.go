@@ -98,7 +98,11 @@ var euid = uint32(os.Geteuid())
 // /proc/self/fd and to put the mode back) and the mode name had, which is what a
 // checkpoint records. Something the daemon does not own keeps its mode: EACCES.
 func lend(dir int, name string, need uint32) (h int, mode uint32, err error) {
-	h, err = unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if name == "." {
+		h, err = unix.Dup(dir) // the workspace root's O_PATH handle: "." is not looked up in a folder locked to search
+	} else {
+		h, err = unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return -1, 0, err
 	}
