@@ -172,7 +172,7 @@ func (a *applier) within(f, e *entry, st *unix.Stat_t) error {
 		err = errMoved
 	}
 	if err == nil {
-		err = a.writable(pst)
+		err = a.writable()
 	}
 	var ft, et tree
 	if err == nil {
@@ -185,7 +185,7 @@ func (a *applier) within(f, e *entry, st *unix.Stat_t) error {
 		err = a.changes(ft, et, nil)
 	}
 	if want := restoreMode(e.mode); err == nil && pst.Mode&0o7777 != want {
-		err = unix.Fchmod(a.ds.fd(), want)
+		a.ds.setMode(want)
 		step()
 	}
 	return errors.Join(err, a.ds.pop())

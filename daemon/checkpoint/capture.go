@@ -382,7 +382,7 @@ func racy(e *entry, start int64) bool {
 
 // read reads the file e, hashes it and keeps its content if the store lacks it.
 func (c *capture) read(e *entry) error {
-	fd, err := unix.Openat(c.ds.fd(), e.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := openFile(c.ds.fd(), e)
 	if err != nil {
 		c.uncapture(e, "cannot be read: "+err.Error())
 		return nil

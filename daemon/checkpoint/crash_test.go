@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // crashEnv, set in a child process of the test binary, makes it run one store
@@ -147,11 +149,15 @@ func TestKillDuringCheckpointLosesNothing(t *testing.T) {
 // TestKillDuringRestoreLosesNothing kills a restore at every step that touches the
 // disk. After each kill, reopening finishes it: the workspace is either as it was
 // (killed before the journal) or exactly the target, and then the state it replaced is
-// a checkpoint that restores exactly.
+// a checkpoint that restores exactly. It runs as a user other than root, as the
+// daemon does, with a folder and a file the target holds locked (mode 000).
 func TestKillDuringRestoreLosesNothing(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
 	kills, finished := 0, 0
 	for at := 1; ; at++ {
-		dir, ws := t.TempDir(), t.TempDir()
+		dir, ws := t.TempDir(), lockableTempDir(t)
 		s, err := Open(dir, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -159,7 +165,8 @@ func TestKillDuringRestoreLosesNothing(t *testing.T) {
 		writeFiles(t, ws, map[string]string{"a": "alpha\n", "sub/b": "beta\n", "sub/deeper/c": "gamma\n", "f": "a file"})
 		os.Symlink("sub/b", filepath.Join(ws, "link"))
 		os.Link(filepath.Join(ws, "a"), filepath.Join(ws, "sub/a-too"))
-		os.Chmod(filepath.Join(ws, "sub/deeper"), 0o500)
+		os.Chmod(filepath.Join(ws, "sub/b"), 0o000)
+		os.Chmod(filepath.Join(ws, "sub/deeper"), 0o000)
 		target := mustCheckpoint(t, s, ws)
 		wantTarget := listing(t, ws)
 		os.Chmod(filepath.Join(ws, "sub/deeper"), 0o755)

@@ -3,7 +3,9 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -31,7 +33,9 @@ type dirStack struct {
 type dirFrame struct {
 	fd       int // -1 while closed
 	dev, ino uint64
-	pathLen  int // len(path) before this folder's name was added
+	pathLen  int    // len(path) before this folder's name was added
+	lent     bool   // the folder gets mode back when it is left: access was lent, or a restore set it
+	back     uint32 // the mode the folder gets when it is left (lent)
 }
 
 // openRoot opens the workspace ws.
@@ -41,16 +45,161 @@ func openRoot(ws string) (*dirStack, error) {
 		return nil, err
 	}
 	defer pfd.Close()
-	fd, err := unix.Openat(int(pfd.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	f, _, err := openDir(int(pfd.Fd()), ".", unix.O_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %q: %w", ws, err)
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, fmt.Errorf("workspace %q: %w", ws, err)
+	return &dirStack{frames: []dirFrame{f}}, nil
+}
+
+// openDir opens the folder name in dir (flags added to O_RDONLY|O_DIRECTORY) and
+// returns its frame and its stat, the mode in it the folder's own. A folder the daemon
+// owns but may not read or search (chmod 000, 0200) is lent read and search (lend);
+// the frame then says which mode to put back.
+func openDir(dir int, name string, flags int) (dirFrame, *unix.Stat_t, error) {
+	flags |= unix.O_RDONLY | unix.O_DIRECTORY
+	f := dirFrame{fd: -1}
+	fd, err := unix.Openat(dir, name, flags, 0)
+	if err == unix.EACCES {
+		var h int
+		if h, f.back, err = lend(dir, name, 0o500); err == nil {
+			f.lent = true
+			if fd, err = unix.Open(procFd(h), flags&^unix.O_NOFOLLOW, 0); err != nil {
+				unix.Chmod(procFd(h), f.back)
+			}
+			unix.Close(h)
+		}
 	}
-	return &dirStack{frames: []dirFrame{{fd: fd, dev: st.Dev, ino: st.Ino}}}, nil
+	if err != nil {
+		return f, nil, err
+	}
+	f.fd = fd
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	if err == nil && euid != 0 && st.Uid == euid {
+		err = f.need(st.Mode, 0o500) // readable but not searchable (0400): no name in it can be looked at
+	}
+	if err != nil {
+		return f, nil, errors.Join(err, f.putBack(), unix.Close(fd))
+	}
+	f.dev, f.ino = st.Dev, st.Ino
+	if f.lent {
+		st.Mode = st.Mode&^0o7777 | f.back
+	}
+	return f, &st, nil
+}
+
+// euid is the daemon's user: what it owns, it may lend itself access to.
+var euid = uint32(os.Geteuid())
+
+// lend gives the daemon, as the owner of name in dir (a folder or a file), the
+// permission bits need for the moment it needs them, through an O_PATH handle that
+// cannot follow a link; it returns the handle (to open the same inode through
+// /proc/self/fd and to put the mode back) and the mode name had, which is what a
+// checkpoint records. Something the daemon does not own keeps its mode: EACCES.
+func lend(dir int, name string, need uint32) (h int, mode uint32, err error) {
+	if name == "." {
+		h, err = unix.Dup(dir) // the workspace root's O_PATH handle: "." is not looked up in a folder locked to search
+	} else {
+		h, err = unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return -1, 0, err
+	}
+	var st unix.Stat_t
+	if err = unix.Fstat(h, &st); err == nil {
+		k := kindOf(st.Mode)
+		mode = st.Mode & 0o7777
+		switch {
+		case k != kindDir && k != kindFile || st.Uid != euid:
+			err = unix.EACCES
+		case mode&need != need:
+			err = unix.Chmod(procFd(h), mode|need)
+		}
+	}
+	if err != nil {
+		unix.Close(h)
+		return -1, 0, err
+	}
+	return h, mode, nil
+}
+
+// openFile opens the regular file e in dir to read it. A file the daemon owns but may
+// not read (chmod 000) is lent read permission for the open only: lending moves its
+// ctime, which e takes (marked racy, so the next checkpoint reads it again) once the
+// file is checked to be the one e was statted as.
+func openFile(dir int, e *entry) (int, error) {
+	const flags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC
+	fd, err := unix.Openat(dir, e.name, flags|unix.O_NOFOLLOW, 0)
+	if err != unix.EACCES {
+		return fd, err
+	}
+	h, mode, err := lend(dir, e.name, 0o400)
+	if err != nil {
+		return -1, err
+	}
+	defer unix.Close(h)
+	fd, err = unix.Open(procFd(h), flags, 0)
+	err = errors.Join(err, unix.Chmod(procFd(h), mode))
+	var st unix.Stat_t
+	if err == nil {
+		err = unix.Fstat(fd, &st)
+	}
+	if err == nil && (st.Ino != e.ino || st.Dev != e.dev || st.Size != e.size || st.Mtim.Nano() != e.mtime) {
+		err = errChanged
+	}
+	if err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return -1, err
+	}
+	e.ctime, e.flags = st.Ctim.Nano(), e.flags|flagRacy
+	return fd, nil
+}
+
+func procFd(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// putBack gives the frame's folder back the mode the daemon lent itself access over.
+func (f *dirFrame) putBack() error {
+	if !f.lent {
+		return nil
+	}
+	f.lent = false
+	return unix.Fchmod(f.fd, f.back)
+}
+
+// need lends the top folder the permission bits need (write, to change its entries)
+// until it is left, unless it has them.
+func (s *dirStack) need(bits uint32) error {
+	f := &s.frames[len(s.frames)-1]
+	var st unix.Stat_t
+	if err := unix.Fstat(f.fd, &st); err != nil {
+		return err
+	}
+	return f.need(st.Mode, bits)
+}
+
+// need gives the frame's folder (mode mode) the permission bits it lacks, keeping its
+// own mode to put back.
+func (f *dirFrame) need(mode, bits uint32) error {
+	if mode&bits == bits {
+		return nil
+	}
+	if err := unix.Fchmod(f.fd, mode&0o7777|bits); err != nil {
+		return err
+	}
+	if !f.lent {
+		f.lent, f.back = true, mode&0o7777
+	}
+	return nil
+}
+
+// setMode gives the top folder the mode m when it is left: its times are set last,
+// through its name ".", which a mode without search would refuse.
+func (s *dirStack) setMode(m uint32) {
+	f := &s.frames[len(s.frames)-1]
+	f.lent, f.back = true, m
 }
 
 // fd is the open descriptor of the top folder.
@@ -58,26 +207,24 @@ func (s *dirStack) fd() int { return s.frames[len(s.frames)-1].fd }
 
 // push opens the folder name in the top folder and makes it the top. It fails on
 // anything that is not a folder, a symlink to one included.
+// The stat's mode is the folder's own, not the one lent (openDir). A folder lent
+// access keeps its descriptor, so its mode can be put back.
 func (s *dirStack) push(name string) (*unix.Stat_t, error) {
-	fd, err := unix.Openat(s.fd(), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	f, st, err := openDir(s.fd(), name, unix.O_NOFOLLOW|unix.O_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return nil, err
-	}
-	s.frames = append(s.frames, dirFrame{fd: fd, dev: st.Dev, ino: st.Ino, pathLen: len(s.path)})
+	f.pathLen = len(s.path)
+	s.frames = append(s.frames, f)
 	s.path = appendName(s.path, name)
-	if k := len(s.frames) - 1 - openWindow; k >= 1 && s.frames[k].fd >= 0 {
+	if k := len(s.frames) - 1 - openWindow; k >= 1 && s.frames[k].fd >= 0 && !s.frames[k].lent {
 		unix.Close(s.frames[k].fd)
 		s.frames[k].fd = -1
 	}
-	return &st, nil
+	return st, nil
 }
 
-// pop closes the top folder and goes back to its parent.
+// pop puts back the top folder's mode, closes it and goes back to its parent.
 func (s *dirStack) pop() error {
 	top := s.frames[len(s.frames)-1]
 	s.frames = s.frames[:len(s.frames)-1]
@@ -85,10 +232,13 @@ func (s *dirStack) pop() error {
 	defer unix.Close(top.fd)
 	p := &s.frames[len(s.frames)-1]
 	if p.fd >= 0 {
-		return nil
+		return top.putBack()
 	}
 	fd, err := unix.Openat(top.fd, "..", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
+	if err = errors.Join(err, top.putBack()); err != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
 		return fmt.Errorf("reopening %q: %w", s.path, err)
 	}
 	var st unix.Stat_t
@@ -100,14 +250,16 @@ func (s *dirStack) pop() error {
 	return nil
 }
 
-// close closes every descriptor the stack holds.
-func (s *dirStack) close() {
-	for _, f := range s.frames {
-		if f.fd >= 0 {
-			unix.Close(f.fd)
+// close puts back the modes lent and closes every descriptor the stack holds.
+func (s *dirStack) close() error {
+	var err error
+	for i := len(s.frames) - 1; i >= 0; i-- {
+		if f := &s.frames[i]; f.fd >= 0 {
+			err = errors.Join(err, f.putBack(), unix.Close(f.fd))
 		}
 	}
 	s.frames = nil
+	return err
 }
 
 // pathTo returns the path of name in the top folder.

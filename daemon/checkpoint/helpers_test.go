@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,38 +18,53 @@ import (
 // type, mode, owner, and for a file its content hash, mtime and the first name it shares an
 // inode with; for a symlink its target. It reads through os and path/filepath, not this
 // package, so a restore is checked against an independent view. Two equal listings
-// are the same tree, byte for byte.
+// are the same tree, byte for byte. Run as a user other than root, it opens what the
+// owner locked (chmod 000) for the moment it reads it (opened).
 func listing(t testing.TB, dir string) string {
 	t.Helper()
 	var b strings.Builder
 	first := map[uint64]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		if rel == "." {
-			return nil
-		}
+	var walk func(rel string) error
+	walk = func(rel string) error {
+		p := filepath.Join(dir, rel)
 		fi, err := os.Lstat(p)
 		if err != nil {
 			return err
 		}
 		st := fi.Sys().(*syscall.Stat_t)
-		fmt.Fprintf(&b, "%q %s %04o %d:%d", rel, kindOf(st.Mode), st.Mode&0o7777, st.Uid, st.Gid)
+		if rel != "." {
+			fmt.Fprintf(&b, "%q %s %04o %d:%d", rel, kindOf(st.Mode), st.Mode&0o7777, st.Uid, st.Gid)
+		}
 		switch kindOf(st.Mode) {
+		case kindDir:
+			if rel != "." {
+				b.WriteByte('\n')
+			}
+			return opened(p, st, func() error {
+				entries, err := os.ReadDir(p)
+				for _, d := range entries {
+					if err == nil {
+						err = walk(filepath.Join(rel, d.Name()))
+					}
+				}
+				return err
+			})
 		case kindFile:
-			f, err := os.Open(p)
-			if err != nil {
+			var sum []byte
+			if err := opened(p, st, func() error {
+				f, err := os.Open(p)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				h := sha256.New()
+				_, err = io.Copy(h, f)
+				sum = h.Sum(nil)
+				return err
+			}); err != nil {
 				return err
 			}
-			h := sha256.New()
-			_, err = io.Copy(h, f)
-			f.Close()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(&b, " %x mtime=%d", h.Sum(nil)[:8], st.Mtim.Nano())
+			fmt.Fprintf(&b, " %x mtime=%d", sum[:8], st.Mtim.Nano())
 			if st.Nlink > 1 {
 				if f, ok := first[st.Ino]; ok {
 					fmt.Fprintf(&b, " link=%q", f)
@@ -67,11 +81,44 @@ func listing(t testing.TB, dir string) string {
 		}
 		b.WriteByte('\n')
 		return nil
-	})
-	if err != nil {
+	}
+	if err := walk("."); err != nil {
 		t.Fatalf("listing %s: %v", dir, err)
 	}
 	return b.String()
+}
+
+// opened runs fn with p (stat st) given its owner read, and search for a folder, for the
+// moment, when the test is not root (root needs none) and p's mode lacks them; then
+// p gets its mode back. Its mtime does not move.
+func opened(p string, st *syscall.Stat_t, fn func() error) error {
+	need := uint32(0o400)
+	if kindOf(st.Mode) == kindDir {
+		need = 0o500
+	}
+	mode := st.Mode & 0o7777
+	if os.Geteuid() == 0 || mode&need == need {
+		return fn()
+	}
+	if err := syscall.Chmod(p, mode|need); err != nil {
+		return err
+	}
+	defer syscall.Chmod(p, mode)
+	return fn()
+}
+
+// lockableTempDir is t.TempDir for a workspace whose folders a test may lock (chmod
+// 000): run as a user other than root, the testing package could not remove it, so
+// RemoveTree, which lends itself access as the daemon does, removes it first.
+func lockableTempDir(t testing.TB) string {
+	t.Helper()
+	d := t.TempDir()
+	t.Cleanup(func() {
+		if err := RemoveTree(filepath.Dir(d), filepath.Base(d)); err != nil {
+			t.Errorf("removing the workspace: %v", err)
+		}
+	})
+	return d
 }
 
 // sameListing fails the test, showing the lines that differ, unless got equals want.

@@ -177,18 +177,10 @@ func (a *applier) in(ws string, fn func() error) error {
 		return err
 	}
 	defer a.ds.close()
-	var st unix.Stat_t
-	if err := unix.Fstat(a.ds.fd(), &st); err != nil {
-		return err
+	if err = a.ds.need(0o700); err != nil {
+		return fmt.Errorf("workspace %q: %w", ws, err)
 	}
-	mode := st.Mode & 0o7777
-	if err := a.writable(&st); err != nil {
-		return err
-	}
-	err = fn()
-	if mode&0o700 != 0o700 {
-		err = errors.Join(err, unix.Fchmod(a.ds.fd(), mode))
-	}
+	err = errors.Join(fn(), a.ds.frames[0].putBack())
 	if err == nil {
 		err = a.s.syncfs(a.ds.fd())
 	}
@@ -318,7 +310,7 @@ func (a *applier) folder(e, c *entry, live kind) error {
 	if err != nil {
 		return fmt.Errorf("%q: %w", a.ds.pathTo(e.name), err)
 	}
-	err = a.writable(st)
+	err = a.writable()
 	var t, ct tree
 	if err == nil {
 		t, err = a.s.subtree(e)
@@ -330,7 +322,7 @@ func (a *applier) folder(e, c *entry, live kind) error {
 		err = a.dir(t, ct)
 	}
 	if want := restoreMode(e.mode); err == nil && st.Mode&0o7777 != want {
-		err = unix.Fchmod(a.ds.fd(), want)
+		a.ds.setMode(want)
 		step()
 	}
 	if err == nil && e.flags&flagStamped != 0 { // last: what it holds is as e says
@@ -507,7 +499,8 @@ func (a *applier) remove(name string) error {
 }
 
 // removeAt removes name from the top folder of ds, and all beneath it, following no
-// link. Folders it must empty are made writable first.
+// link. Folders it must empty are lent access first (dirStack.need), as the daemon
+// running as its own user may not open one its owner made 000.
 func removeAt(ds *dirStack, name string, buf []byte) error {
 	var st unix.Stat_t
 	if err := unix.Fstatat(ds.fd(), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
@@ -521,16 +514,11 @@ func removeAt(ds *dirStack, name string, buf []byte) error {
 		step()
 		return err
 	}
-	if st.Mode&0o700 != 0o700 {
-		// A folder its owner may not read or search (chmod 000) opens only as root: the
-		// daemon running as its own user gives itself access first, through a handle
-		// that names this folder and cannot follow a link.
-		if err := ownerAccess(ds.fd(), name, st.Mode); err != nil {
-			return err
-		}
-	}
 	if _, err := ds.push(name); err != nil {
 		return err
+	}
+	if err := ds.need(0o700); err != nil {
+		return errors.Join(err, ds.pop())
 	}
 	names, err := readNames(ds.fd(), buf)
 	for _, n := range names {
@@ -546,25 +534,11 @@ func removeAt(ds *dirStack, name string, buf []byte) error {
 	return err
 }
 
-// ownerAccess gives the folder name in dir (mode mode) owner read, write and search.
-func ownerAccess(dir int, name string, mode uint32) error {
-	fd, err := unix.Openat(dir, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return unix.Chmod(fmt.Sprintf("/proc/self/fd/%d", fd), mode&0o7777|0o700)
-}
-
-// writable gives the open top folder (stat st) owner write and search permission, so
-// its entries can change; folder puts its mode back after.
-func (a *applier) writable(st *unix.Stat_t) error {
-	if st.Mode&0o700 == 0o700 {
-		return nil
-	}
-	if err := unix.Fchmod(a.ds.fd(), st.Mode&0o7777|0o700); err != nil {
+// writable gives the open top folder owner write and search permission, so its
+// entries can change, until it is left (dirStack.need).
+func (a *applier) writable() error {
+	if err := a.ds.need(0o700); err != nil {
 		return fmt.Errorf("%q: %w", a.ds.path, err)
 	}
-	st.Mode |= 0o700
 	return nil
 }

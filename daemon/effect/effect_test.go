@@ -254,8 +254,12 @@ func TestPreviewSaysWhyWhenTheWorkspaceIsOverTheBudget(t *testing.T) {
 
 // The copy is kept between previews, so each preview must start from the workspace as
 // it is and not from what the last command left: a file it made, a folder it locked,
-// a link it swapped in, a file it rewrote with its old size and time.
+// a link it swapped in, a file it rewrote with its old size and time. It runs as a
+// user other than root, as the daemon does: the locked copy is opened as its owner.
 func TestEachPreviewStartsFromTheWorkspaceNotFromTheLastRun(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
 	f := newFixture(t, shell.Options{})
 	first, _ := f.run(t, "echo left > leftover.txt; rm -r keep; ln -s /etc keep; printf 'ONE\\ntwo\\n' > notes.txt; touch -r old.txt notes.txt; mkfifo pipe; chmod 000 .")
 	if !first.Appliable() {

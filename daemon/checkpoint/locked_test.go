@@ -1,0 +1,107 @@
+package checkpoint
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agentd/agentd/internal/testutil"
+)
+
+// lockedModes are the modes an agent may give what it owns that shut out its owner:
+// no access, write only, no write, read without search.
+var lockedModes = map[string]uint32{"none": 0o000, "write-only": 0o200, "no-write": 0o500, "no-search": 0o400}
+
+// lockWorkspace fills ws with a folder per locked mode (each holding a file and a
+// folder) and a file per mode, then locks them, deepest first, and the root last.
+func lockWorkspace(t *testing.T, ws string, root uint32) {
+	t.Helper()
+	for name := range lockedModes {
+		writeFiles(t, ws, map[string]string{"d-" + name + "/inner.txt": "inside " + name + "\n", "d-" + name + "/sub/deep.txt": "deep\n", "f-" + name: name + "\n"})
+	}
+	for name, m := range lockedModes {
+		for _, p := range []string{"d-" + name + "/sub", "d-" + name, "f-" + name} {
+			if err := unix.Chmod(filepath.Join(ws, p), m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := unix.Chmod(ws, root); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A daemon that is not root captures, restores and removes folders and files whose
+// owner (the daemon) locked them by their mode: it lends itself access for the moment,
+// the checkpoint records the mode the agent set, and every mode is put back.
+func TestLockedFoldersAndFilesAreCapturedRestoredAndRemovedAsTheirOwner(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	for _, root := range []uint32{0o755, 0o000, 0o500} {
+		ws := lockableTempDir(t)
+		s := openStore(t, Options{})
+		lockWorkspace(t, ws, root)
+		want := listing(t, ws)
+		c := mustCheckpoint(t, s, ws)
+		if c.Partial || len(c.Notices) != 0 {
+			t.Fatalf("root %04o: checkpoint of a locked workspace left things out: %+v", root, c.Notices)
+		}
+		sameListing(t, "after the checkpoint (every mode put back)", listing(t, ws), want)
+
+		unix.Chmod(ws, 0o755)
+		for name := range lockedModes { // an agent's next step: it unlocks, rewrites and deletes
+			d := filepath.Join(ws, "d-"+name)
+			unix.Chmod(d, 0o755)
+			unix.Chmod(filepath.Join(d, "sub"), 0o755)
+			os.RemoveAll(filepath.Join(d, "sub"))
+			os.Remove(filepath.Join(ws, "f-"+name))
+			os.WriteFile(filepath.Join(d, "inner.txt"), []byte("rewritten\n"), 0o644)
+		}
+		lockWorkspace(t, ws, root) // locked again, with the new content in place
+		if _, err := s.Restore(ctx, ws, c.ID); err != nil {
+			t.Fatalf("root %04o: restore: %v", root, err)
+		}
+		sameListing(t, "after the restore", listing(t, ws), want)
+
+		if err := RemoveTree(filepath.Dir(ws), filepath.Base(ws)); err != nil {
+			t.Fatalf("root %04o: removing the locked workspace: %v", root, err)
+		}
+		if _, err := os.Lstat(ws); !os.IsNotExist(err) {
+			t.Fatalf("root %04o: the workspace is still there after RemoveTree: %v", root, err)
+		}
+	}
+}
+
+// What the daemon does not own keeps its mode: lending access to it is refused, so
+// a capture names it as not captured instead of changing another user's files.
+func TestLendingAccessIsRefusedForWhatTheDaemonDoesNotOwn(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	if os.Geteuid() == 0 {
+		t.Skip("root owns the folder this test needs someone else to own, and cannot re-run itself as another user here")
+	}
+	dir, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dir)
+	var before, after unix.Stat_t
+	if err := unix.Stat("/root", &before); err != nil || before.Mode&0o005 == 0o005 {
+		t.Skipf("no folder here that another user owns and others may not read (/root: %v, mode %o)", err, before.Mode)
+	}
+	if _, _, err := lend(dir, "root", 0o500); err != unix.EACCES {
+		t.Errorf("lending access to /root: %v, want %v", err, unix.EACCES)
+	}
+	if _, _, err := openDir(dir, "root", unix.O_NOFOLLOW|unix.O_CLOEXEC); err == nil || !strings.Contains(err.Error(), "permission denied") {
+		t.Errorf("opening /root: %v, want permission denied", err)
+	}
+	unix.Stat("/root", &after)
+	if after.Mode != before.Mode {
+		t.Errorf("/root's mode went from %o to %o", before.Mode, after.Mode)
+	}
+}

@@ -1,0 +1,99 @@
+package testutil
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+)
+
+// Unprivileged is the uid (and gid) AsUnprivileged runs a test as: nobody, which
+// owns nothing on the machine, as the agentd user owns nothing but its own files.
+const Unprivileged = 65534
+
+// unprivilegedEnv marks the re-run test binary, so it runs the test itself.
+const unprivilegedEnv = "AGENTD_TEST_UNPRIVILEGED"
+
+// AsUnprivileged makes the test run as a daemon that is not root, as production's
+// agentd user: when the suite runs as root, it re-runs this one test in a copy of the
+// test binary as uid Unprivileged, with TMPDIR and HOME in a folder that uid owns and
+// the package folder as its working folder, reports the run's output and returns true:
+// the caller returns at once. In that run (or when not root at all) it returns false
+// and the test goes on, as that uid. Root bypasses every permission bit, so a test of
+// code that must cope with modes like 000 would otherwise never see the production path.
+func AsUnprivileged(t *testing.T) bool {
+	t.Helper()
+	if os.Geteuid() != 0 || os.Getenv(unprivilegedEnv) != "" {
+		return false
+	}
+	dir, err := unprivilegedCopy()
+	if dir != "" {
+		t.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	if err != nil {
+		t.Skipf("cannot set up a run as uid %d (needs a folder it owns and a copy of the test binary): %v", Unprivileged, err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, Unprivileged, Unprivileged); err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-test.run=^" + regexp.QuoteMeta(t.Name()) + "$", "-test.count=1"}
+	if testing.Verbose() {
+		args = append(args, "-test.v")
+	}
+	if testing.Short() {
+		args = append(args, "-test.short")
+	}
+	cmd := exec.Command(filepath.Join(dir, "test"), args...)
+	cmd.Dir = wd
+	cmd.Env = append(os.Environ(), unprivilegedEnv+"=1", "TMPDIR="+tmp, "HOME="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Unprivileged, Gid: Unprivileged}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Errorf("as uid %d: %v\n%s", Unprivileged, err, out)
+	} else if testing.Verbose() {
+		t.Logf("as uid %d:\n%s", Unprivileged, out)
+	}
+	return true
+}
+
+// unprivilegedCopy makes a folder uid Unprivileged may enter, with a copy of
+// the running test binary in it that the uid may run (the go tool's build folder is
+// root's alone).
+func unprivilegedCopy() (string, error) {
+	dir, err := os.MkdirTemp("", "unprivileged")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return dir, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return dir, err
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return dir, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(filepath.Join(dir, "test"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return dir, err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return dir, err
+}
