@@ -390,7 +390,6 @@ type EventType string
 // Event types.
 const (
 	EventState    EventType = "state"    // Agent carries the new state
-	EventThoughts EventType = "thoughts" // Proposal carries the thoughts (sent with the proposal)
 	EventProposal EventType = "proposal" // Proposal awaits a decision or runs by policy
 	EventDecision EventType = "decision" // Decision was recorded
 	EventResult   EventType = "result"   // Episode carries the outcome

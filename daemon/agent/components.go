@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/agent/cycle"
 	"github.com/agentd/agentd/daemon/store"
 )
 
@@ -129,12 +130,29 @@ func CheckComponents(extra []commands.Component, names []string) error {
 	return nil
 }
 
-// reportComponent logs a component's failure and tells the agent's followers; the step
-// goes on without it.
+// reportComponent logs a component's failure and has the applier tell the agent's
+// followers (component_failed); the step goes on without it. A hook called inside a
+// transaction (specIn's step reads through it) reports in that one, published once it
+// ends well; any other opens its own. An agent not stored (yet) is only logged.
 func (s *Supervisor) reportComponent(step *commands.Step, component, hook string, err error) {
 	s.log.Warn("component failed; skipped for this step", "agent", step.AgentID, "component", component, "hook", hook, "err", err)
-	s.events.Publish(api.Event{Type: api.EventError, AgentID: step.AgentID,
-		Message: fmt.Sprintf("component %s failed in %s and was skipped for this step: %v", component, hook, err)})
+	ev := cycle.Event{Kind: cycle.ComponentFailed, Detail: fmt.Sprintf("component %s failed in %s and was skipped for this step: %v", component, hook, err)}
+	report := func(tx *store.Tx) error {
+		a, err := tx.Agent(step.AgentID)
+		if err != nil {
+			return err
+		}
+		_, err = apply(tx, &change{a: a, ev: ev, pub: s.events.Publish})
+		return err
+	}
+	if in, ok := step.State.(txState); ok {
+		err = report(in.tx)
+	} else {
+		err = s.st.Tx(context.Background(), report)
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.log.Warn("component failure not reported", "agent", step.AgentID, "component", component, "err", err)
+	}
 }
 
 // stepOf describes agent a to its components.

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -86,5 +87,37 @@ func TestContextComponentShowsOpenFiles(t *testing.T) {
 	}
 	if !strings.Contains(string(reqs[len(reqs)-1].Format), `"close_context_item"`) {
 		t.Errorf("close_context_item not in the reply schema")
+	}
+}
+
+// failingCommands is a command provider whose every call fails.
+type failingCommands struct{}
+
+func (failingCommands) Name() string { return "failing" }
+func (failingCommands) Commands(context.Context, *commands.Step) ([]commands.Command, error) {
+	return nil, errors.New("provider is down")
+}
+
+// A component that fails while a transaction reads the agent's commands (a policy test
+// does, in a read) is reported in that transaction: the error is shown to the agent's
+// followers once the read ends, not lost with it and not written in a second one.
+func TestComponentFailureInsideATransactionIsShownOnceItEnds(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Components = []commands.Component{failingCommands{}} })
+	a := h.create(api.CreateAgentRequest{Name: "idle-one"}) // no task: no loop asks the components meanwhile
+	events, unsub := h.sup.Events().Subscribe(a.ID, 0)
+	defer unsub()
+	for len(events) > 0 {
+		<-events
+	}
+	if _, err := h.sup.policyService.TestPolicy(context.Background(), a.ID, api.PolicyTestRequest{Command: "read_file", Subject: "notes.md"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []api.Event
+	for len(events) > 0 {
+		got = append(got, <-events)
+	}
+	if len(got) != 1 || got[0].Type != api.EventError || got[0].AgentID != a.ID ||
+		!strings.Contains(got[0].Message, "component failing failed in Commands and was skipped for this step: provider is down") {
+		t.Fatalf("events after the policy test = %+v, want one error event naming the failing component", got)
 	}
 }

@@ -16,15 +16,15 @@ import (
 	"github.com/agentd/agentd/daemon/store"
 )
 
-// mutate runs fn on the agent under its runner's lock in one transaction, then publishes
-// the agent's new state and wakes its loop.
+// mutate runs fn on the agent under its runner's lock in one transaction, then has the
+// applier show the agent's new state (edited) and wakes its loop.
 func (s *runs) mutate(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error) (*api.Agent, error) {
 	return s.mutateThen(ctx, ref, fn, nil)
 }
 
 // mutateThen is mutate that also publishes the events of shows, a change fn had the
 // applier make (transit.go publish), showing the agent as the mutation wrote it; when they
-// hold its new state, that is the state event. Events are published under the agent's
+// hold its new state, that is the state event, and no edited event follows. Events are published under the agent's
 // lock, so followers see them in the order of the commits, and before the loop is woken,
 // so a decision is never shown after its result.
 func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx, a *store.Agent, r *runner) error, shows *change) (*api.Agent, error) {
@@ -74,11 +74,12 @@ func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string)
 		if shows != nil {
 			shows.shown = out
 		}
+		if err != nil || shows != nil && shows.showedState {
+			return err
+		}
+		_, err = apply(tx, &change{a: a, ev: cycle.Event{Kind: cycle.Edited}, pub: s.events.Publish, shown: out})
 		return err
 	})
-	if err == nil && (shows == nil || !shows.showedState) {
-		s.events.Publish(api.Event{Type: api.EventState, AgentID: id, Agent: out})
-	}
 	r.mu.Unlock()
 	if err != nil {
 		return nil, err

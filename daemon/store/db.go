@@ -148,18 +148,28 @@ func (s *Store) Tx(ctx context.Context, fn func(*Tx) error) error {
 // derived data (the memory index) follows what is durable.
 func (t *Tx) AfterCommit(f func()) { t.after = append(t.after, f) }
 
-// View runs fn for reading; it sees one consistent snapshot.
+// View runs fn for reading; it sees one consistent snapshot. A read that ends without
+// error counts as committed: what fn queued with AfterCommit runs after it.
 func (s *Store) View(ctx context.Context, fn func(*Tx) error) error {
 	sqlTx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
 	}
 	tx := &Tx{tx: sqlTx, now: s.now().UTC(), s: s}
-	defer func() {
-		sqlTx.Rollback()
-		s.prepare(tx.missed)
+	err = func() error {
+		defer func() {
+			sqlTx.Rollback()
+			s.prepare(tx.missed)
+		}()
+		return fn(tx)
 	}()
-	return fn(tx)
+	if err != nil {
+		return err
+	}
+	for _, f := range tx.after {
+		f()
+	}
+	return nil
 }
 
 // Read is View for one value: what fn returns from its snapshot.

@@ -110,6 +110,23 @@ func TestAfterCommitSkippedOnRollback(t *testing.T) {
 	}
 }
 
+func TestAfterCommitOfAReadRunsOnlyWhenItEndsWell(t *testing.T) {
+	s, _ := open(t)
+	for _, fail := range []bool{false, true} {
+		ran := false
+		err := s.View(context.Background(), func(tx *Tx) error {
+			tx.AfterCommit(func() { ran = true })
+			if fail {
+				return fmt.Errorf("boom")
+			}
+			return nil
+		})
+		if (err != nil) != fail || ran == fail {
+			t.Errorf("read failing %v: err = %v, hook ran = %v; want the hook to run only after a read that ends well", fail, err, ran)
+		}
+	}
+}
+
 func TestEpisodeLinesWithSummaries(t *testing.T) {
 	s, _ := open(t)
 	a := seed(t, s)

@@ -156,7 +156,7 @@ func (s *eventStream) loggedOut() {
 // sendEvent writes what ev changes on the page that follows agent ("" the agents page).
 func (c *Console) sendEvent(w http.ResponseWriter, r *http.Request, agent, csrf string, ev api.Event) error {
 	var a *api.Agent
-	if ev.Type != api.EventThoughts && ev.Type != api.EventError && ev.Type != api.EventRemoved {
+	if ev.Type != api.EventError && ev.Type != api.EventRemoved {
 		var err error
 		if a, err = c.svc.Agent(r.Context(), ev.AgentID); err != nil {
 			a = nil // removed since: the event still shows

@@ -53,7 +53,7 @@ func (f *follower) handle(ev api.Event) error {
 		if f.state == api.StateFailed && !f.stay {
 			return &endFollow{fmt.Errorf("agent %s failed: %s", f.name, f.reason)}
 		}
-	case api.EventThoughts, api.EventProposal:
+	case api.EventProposal:
 		if p := ev.Proposal; p != nil && !f.shown[shownKey(p)] {
 			f.showProposal(p, ev.Time)
 		}

@@ -132,6 +132,11 @@ const (
 	InvalidReply   Kind = "invalid_reply"
 	// Removed: a person removed the agent (with its helpers), whatever it was doing.
 	Removed Kind = "removed"
+	// Edited: a person changed what the agent is or may do (its policy, budget, profile…)
+	// without moving it; it is shown as it is now. ComponentFailed: a prompt or hook
+	// component failed and the step goes on without it (Detail: which, and why).
+	Edited          Kind = "edited"
+	ComponentFailed Kind = "component_failed"
 	// Budgets: the run's ran out (it ends: reason, Detail, Result); the agent's ran out
 	// (it pauses: reason); the agent's was raised (it goes on). Over.Event picks the
 	// first two from the budgets' one verdict.
@@ -156,7 +161,7 @@ var Kinds = []Kind{
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
 	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
 	Recovered, RecoveredIdempotent, Withdraw, LateEnd,
-	Created, ProfileWritten, InvalidReply, Removed,
+	Created, ProfileWritten, InvalidReply, Removed, Edited, ComponentFailed,
 	RunBudgetHit, AgentBudgetHit, BudgetRaised,
 	Pause, Resume, Stop, Task, Rewind,
 }
@@ -200,7 +205,8 @@ type EffectKind string
 // Effects. The applier in daemon/agent (apply) carries out every one, in the event's
 // transaction; a cancel runs once it commits, and so does publishing the events that
 // tell followers what the effects did (a decision, a result, a state, a run's end, a
-// proposal shown, a question asked, the agent shown, an invalid reply, a removal).
+// proposal shown, a question asked, the agent shown, an invalid reply or a failed
+// component, a removal).
 // What the loop does after an event — run the command, wait for a person — is
 // NextMove's, not an effect.
 const (

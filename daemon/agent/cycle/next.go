@@ -63,7 +63,7 @@ func (t *transition) run() bool {
 		return t.control()
 	case Rewind:
 		return t.rewind()
-	case Created, ProfileWritten, InvalidReply, Removed:
+	case Created, ProfileWritten, InvalidReply, Removed, Edited, ComponentFailed:
 		return t.shown()
 	case Proposed, ProposedRepeat, ProposedRethink, ProposedLoop:
 		return t.proposed()
@@ -363,9 +363,9 @@ func (t *transition) rewind() bool {
 }
 
 // shown handles what is only shown to the people following the agent: a new agent (idle,
-// or thinking on its first task); the profile its first step wrote and an invalid reply
-// the model gave, which may land after a person paused or stopped it meanwhile; its
-// removal, whatever it was doing.
+// or thinking on its first task); the profile its first step wrote, an invalid reply the
+// model gave and a component that failed, which may land after a person paused or
+// stopped it meanwhile; a person's edit and its removal, whatever it was doing.
 func (t *transition) shown() bool {
 	a, p := t.from.Agent, t.from.Proposal
 	switch {
@@ -373,7 +373,7 @@ func (t *transition) shown() bool {
 		return false
 	case t.ev.Kind == Created && (p != None || (a != Idle && a != Thinking)):
 		return false
-	case t.ev.Kind == InvalidReply:
+	case t.ev.Kind == InvalidReply, t.ev.Kind == ComponentFailed:
 		t.effect(ReportError)
 	case t.ev.Kind == Removed:
 		t.effect(ShowRemoved)
