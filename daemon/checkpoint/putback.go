@@ -7,7 +7,44 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentd/agentd/commands"
 )
+
+// DeniedWrite is a path a change wrote that a rule denies writing.
+type DeniedWrite struct {
+	Path string // as Change.Path names it
+	Rule string // the rule, as written
+}
+
+// String says it for people and the model: "config/app.toml: write_file(config/*.toml)
+// denies writing it".
+func (w DeniedWrite) String() string {
+	return displayPath(w.Path) + ": " + w.Rule + " denies writing it"
+}
+
+// DeniedWrites lists the paths d changed that rules deny writing; a path inside one
+// listed is not listed again (a folder's change comes before what it holds). Changes
+// past the listed ones (d.Omitted) are not seen: the caller says so.
+func (d *Diff) DeniedWrites(rules commands.PathRules) []DeniedWrite {
+	if rules == nil {
+		return nil
+	}
+	var out []DeniedWrite
+	for _, c := range d.Changes {
+		if n := len(out); n > 0 && strings.HasPrefix(c.Path, out[n-1].Path+"/") {
+			continue
+		}
+		rel, err := commands.CleanPath(c.Path)
+		if err != nil {
+			continue
+		}
+		if rule := rules.WriteRule(rel); rule != "" {
+			out = append(out, DeniedWrite{Path: c.Path, Rule: rule})
+		}
+	}
+	return out
+}
 
 // PutBack puts the workspace paths named back as checkpoint before holds them, and
 // leaves every other path as checkpoint after (the workspace as it is now) holds it: a
