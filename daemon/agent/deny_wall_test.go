@@ -105,3 +105,28 @@ func TestPreviewTouchingADeniedPathIsNotApplied(t *testing.T) {
 		t.Errorf("the step's result does not say app.toml was put back:\n%s", ep.Result)
 	}
 }
+
+// A link on the way to a rule's folder does not carry a write past the rule: one made
+// during the step is put back with what was written through it, and through one there
+// before the step the file written is put back by the name the rule gives it.
+func TestWriteThroughALinkToADeniedFolderIsPutBack(t *testing.T) {
+	h, a := denyWallHarness(t, false, []string{"write_file(config/*.toml)"}, nil, "mkdir real && ln -s real config && echo EVIL > config/app.toml")
+	ep := runStep(t, h, a)
+	for _, p := range []string{"config", "real/app.toml"} {
+		if _, err := os.Lstat(filepath.Join(a.Workspace, p)); !os.IsNotExist(err) {
+			t.Errorf("%s after the step: %v, want it put back (gone)", p, err)
+		}
+	}
+	if !strings.Contains(ep.Result, "put back config: a link there would take writes to config/") || !strings.Contains(ep.Result, "put back real/app.toml: write_file(config/*.toml) denies writing it") {
+		t.Errorf("the step's result does not say the link and the file were put back:\n%s", ep.Result)
+	}
+
+	h, a = denyWallHarness(t, false, []string{"write_file(config/*.toml)"}, map[string]string{"real/app.toml": "safe\n"}, "echo EVIL > config/app.toml")
+	if err := os.Symlink("real", filepath.Join(a.Workspace, "config")); err != nil {
+		t.Fatal(err)
+	}
+	ep = runStep(t, h, a)
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "real", "app.toml")); err != nil || string(b) != "safe\n" {
+		t.Errorf("real/app.toml, written through the link config, was not put back: %q, %v\n%s", b, err, ep.Result)
+	}
+}

@@ -31,7 +31,7 @@ func putBack(ctx context.Context, s *checkpoint.Store, ws string, rules commands
 		return
 	}
 	var paths, lines []string
-	for _, w := range t.diff.DeniedWrites(rules) {
+	for _, w := range t.diff.DeniedWrites(ws, rules) {
 		paths, lines = append(paths, w.Path), append(lines, w.String())
 	}
 	if t.diff.Omitted > 0 {

@@ -14,21 +14,41 @@ import (
 // DeniedWrite is a path a change wrote that a rule denies writing.
 type DeniedWrite struct {
 	Path string // as Change.Path names it
-	Rule string // the rule, as written
+	Rule string // the rule, as written; for Link, the folder the rules hold
+	// Link says Path is a symlink at or above a folder the rules hold, which would take
+	// writes there elsewhere.
+	Link bool
 }
 
 // String says it for people and the model: "config/app.toml: write_file(config/*.toml)
 // denies writing it".
 func (w DeniedWrite) String() string {
+	if w.Link {
+		return displayPath(w.Path) + ": a link there would take writes to " + displayPath(w.Rule) + "/, which the deny rules hold, elsewhere"
+	}
 	return displayPath(w.Path) + ": " + w.Rule + " denies writing it"
 }
 
-// DeniedWrites lists the paths d changed that rules deny writing; a path inside one
-// listed is not listed again (a folder's change comes before what it holds). Changes
-// past the listed ones (d.Omitted) are not seen: the caller says so.
-func (d *Diff) DeniedWrites(rules commands.PathRules) []DeniedWrite {
+// DeniedWrites lists the paths d changed that rules deny writing, d's end being the
+// workspace ws as it is now: a path reached through a link to a folder a rule holds is
+// matched by the name the rule gives it, and a link made at or above such a folder is
+// listed too. A path inside one listed is not listed again (a folder's change comes
+// before what it holds). Changes past the listed ones (d.Omitted) are not seen: the
+// caller says so.
+func (d *Diff) DeniedWrites(ws string, rules commands.PathRules) []DeniedWrite {
 	if rules == nil {
 		return nil
+	}
+	var roots []string
+	aliases := map[string]string{} // a rule's folder as the workspace's links resolve it → the folder
+	for _, r := range rules.WriteRoots() {
+		if r == "." {
+			continue
+		}
+		roots = append(roots, r)
+		if real, err := commands.ResolveLinks(ws, r); err == nil && real != r {
+			aliases[real] = r
+		}
 	}
 	var out []DeniedWrite
 	for _, c := range d.Changes {
@@ -39,7 +59,23 @@ func (d *Diff) DeniedWrites(rules commands.PathRules) []DeniedWrite {
 		if err != nil {
 			continue
 		}
-		if rule := rules.WriteRule(rel); rule != "" {
+		if c.NewType == "symlink" {
+			if i := slices.IndexFunc(roots, func(r string) bool { return r == rel || strings.HasPrefix(r, rel+"/") }); i >= 0 {
+				out = append(out, DeniedWrite{Path: c.Path, Rule: roots[i], Link: true})
+				continue
+			}
+		}
+		named := rel
+		for real, r := range aliases {
+			if rel == real || strings.HasPrefix(rel, real+"/") {
+				named = r + rel[len(real):]
+			}
+		}
+		rule := rules.WriteRule(named)
+		if rule == "" && named != rel {
+			rule = rules.WriteRule(rel)
+		}
+		if rule != "" {
 			out = append(out, DeniedWrite{Path: c.Path, Rule: rule})
 		}
 	}

@@ -186,7 +186,7 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if err := inHelpers(ctx, s, d); err != nil {
 		return nil, "", errors.Join(err, p.putBack(view))
 	}
-	if err := deniedIn(d, env.Profile.Paths); err != nil {
+	if err := deniedIn(d, view, env.Profile.Paths); err != nil {
 		return nil, "", errors.Join(err, p.putBack(view))
 	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
@@ -219,15 +219,16 @@ func inHelpers(ctx context.Context, s *checkpoint.Store, d *checkpoint.Diff) err
 	return fmt.Errorf("it changes %s/, where helpers' workspaces are, which an approval never writes", commands.HelpersFolder)
 }
 
-// deniedIn refuses a change to a path the agent's rules deny writing (the sandbox's
+// deniedIn refuses a change the run ahead made in the copy view to a path the agent's
+// rules deny writing (the sandbox's
 // read-only binds miss a file created under a wildcard, or in a folder made during the
 // run). The command is not refused: approving runs it, and the step's end puts back
 // what it wrote there, as after any run, so the person gets the same change and is told.
-func deniedIn(d *checkpoint.Diff, rules commands.PathRules) error {
+func deniedIn(d *checkpoint.Diff, view string, rules commands.PathRules) error {
 	if rules == nil {
 		return nil
 	}
-	denied := d.DeniedWrites(rules)
+	denied := d.DeniedWrites(view, rules)
 	if len(denied) == 0 && d.Omitted == 0 {
 		return nil
 	}
