@@ -118,12 +118,14 @@ func (s *Store) PutBack(ctx context.Context, ws string, before, after ID, paths 
 			split = append(split, strings.Split(p, "/"))
 		}
 	}
-	t, err := s.graft(ta, tb, split)
+	g := grafter{s}
+	t, err := g.graft(ta, tb, split)
 	if err != nil {
 		return nil, fmt.Errorf("put back: %w", err)
 	}
-	root, err := s.putTree(t)
-	if err != nil {
+	enc := encodeTree(t)
+	root := hash(sha256.Sum256(enc))
+	if err := g.put(root, enc); err != nil {
 		return nil, fmt.Errorf("put back: %w", err)
 	}
 	info := Info{ID: s.ids[len(s.ids)-1] + 1, Time: time.Now(), Files: a.Files, Bytes: a.Bytes, Partial: a.Partial || b.Partial,
@@ -134,9 +136,12 @@ func (s *Store) PutBack(ctx context.Context, ws string, before, after ID, paths 
 	return s.restore(ctx, ws, info.ID, &delta{from: after, root: a.root})
 }
 
+// grafter makes the tree PutBack restores to, writing the folder trees it changes.
+type grafter struct{ s *Store }
+
 // graft is the folder tree now with each of paths (split into names, relative to it)
 // as it is in then: replaced by then's entry, or removed when then has none.
-func (s *Store) graft(now, then tree, paths [][]string) (tree, error) {
+func (g grafter) graft(now, then tree, paths [][]string) (tree, error) {
 	out := slices.Clone(now)
 	byName := map[string][][]string{}
 	var names []string
@@ -169,16 +174,16 @@ func (s *Store) graft(now, then tree, paths [][]string) (tree, error) {
 		base := t
 		if isDir(n) {
 			base = n
-			if sub, err = s.subtree(n); err != nil {
+			if sub, err = g.s.subtree(n); err != nil {
 				return nil, err
 			}
 		}
 		if isDir(t) {
-			if subThen, err = s.subtree(t); err != nil {
+			if subThen, err = g.s.subtree(t); err != nil {
 				return nil, err
 			}
 		}
-		if sub, err = s.graft(sub, subThen, deeper); err != nil {
+		if sub, err = g.graft(sub, subThen, deeper); err != nil {
 			return nil, err
 		}
 		e := *base
@@ -186,7 +191,7 @@ func (s *Store) graft(now, then tree, paths [][]string) (tree, error) {
 		e.hash, e.inline, e.flags = sha256.Sum256(b), "", e.flags&^flagInline
 		if len(b) <= inlineMax {
 			e.inline, e.flags = string(b), e.flags|flagInline
-		} else if err := s.putObject(e.hash, b); err != nil {
+		} else if err := g.put(e.hash, b); err != nil {
 			return nil, err
 		}
 		out = setEntry(out, name, &e)
@@ -210,21 +215,14 @@ func setEntry(t tree, name string, e *entry) tree {
 	return slices.Insert(t, i, *e)
 }
 
-// putTree stores the root folder tree t and returns its hash.
-func (s *Store) putTree(t tree) (hash, error) {
-	b := encodeTree(t)
-	h := sha256.Sum256(b)
-	return h, s.putObject(h, b)
-}
-
-// putObject stores the object b (a folder tree) as h, unless the store has it.
-func (s *Store) putObject(h hash, b []byte) error {
-	if s.hasObject(h) {
+// put stores the object b (a folder tree) as h, unless the store has it.
+func (g grafter) put(h hash, b []byte) error {
+	if g.s.hasObject(h) {
 		return nil
 	}
-	if err := s.writeDurable(s.objects, h.String(), b); err != nil {
+	if err := g.s.writeDurable(g.s.objects, h.String(), b); err != nil {
 		return err
 	}
-	s.bytes += int64(len(b))
+	g.s.bytes += int64(len(b))
 	return nil
 }
