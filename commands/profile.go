@@ -36,6 +36,9 @@ type PathRules interface {
 	// Deny says what is kept from programs at rel, a cleaned workspace path: reading
 	// it, and writing it. For a folder each means the folder and everything in it.
 	Deny(rel string) (read, write bool)
+	// WriteRule names the first rule that denies writing rel ("" when none does), for
+	// the message about a change there that was refused or put back.
+	WriteRule(rel string) string
 	// String names the rules, for messages.
 	String() string
 }

@@ -122,19 +122,37 @@ func (d *DeniedPaths) Deny(rel string) (read, write bool) {
 	if d == nil {
 		return
 	}
-	under := everything
-	if rel != "." {
-		under = rel + "/" + everything
-	}
+	under := underOf(rel)
 	for _, p := range d.deny {
 		if !read && p.coversCommand(readFamily) {
 			read = denies(p, readFamily, rel) || denies(p, readFamily, under)
 		}
-		if !write && p.coversCommand(writeFamily) {
-			write = denies(p, writeFamily, rel) || denies(p, writeFamily, under)
+	}
+	return read, d.WriteRule(rel) != ""
+}
+
+// underOf stands for any path in the folder rel.
+func underOf(rel string) string {
+	if rel == "." {
+		return everything
+	}
+	return rel + "/" + everything
+}
+
+// WriteRule names the first rule that keeps programs from writing rel, a cleaned
+// workspace path (for a folder: it or everything in it), as Deny's write says; "" when
+// none does. It is what a message says denied a step's change there.
+func (d *DeniedPaths) WriteRule(rel string) string {
+	if d == nil {
+		return ""
+	}
+	under := underOf(rel)
+	for _, p := range d.deny {
+		if p.coversCommand(writeFamily) && (denies(p, writeFamily, rel) || denies(p, writeFamily, under)) {
+			return p.String()
 		}
 	}
-	return read, write
+	return ""
 }
 
 // denies is p.Denies for a path as written and as `./path`, the two spellings a rule may use.

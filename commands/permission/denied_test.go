@@ -87,3 +87,23 @@ func TestWriteSuffix(t *testing.T) {
 		}
 	}
 }
+
+// WriteRule names the rule that denies writing a path, for the message a put back
+// gives, and nothing for a path no rule denies writing.
+func TestWriteRuleNamesTheRuleDenyingAWrite(t *testing.T) {
+	r, err := ParseRules("agent", nil, []string{"read_file(secret/*)", "write_file(config/*.toml)", "write_file(*.env)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Denied(r)
+	for rel, want := range map[string]string{
+		"config/app.toml": "write_file(config/*.toml)",
+		"a/b/.env":        "write_file(*.env)",
+		"config/app.json": "",
+		"secret/key":      "",
+	} {
+		if got := d.WriteRule(rel); got != want {
+			t.Errorf("WriteRule(%q) = %q, want %q", rel, got, want)
+		}
+	}
+}

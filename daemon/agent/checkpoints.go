@@ -38,6 +38,8 @@ type CheckpointOptions struct {
 // checkpoint, record_change and restore effects for the applier (transit.go).
 type checkpoints struct {
 	opt CheckpointOptions
+	// rules are an agent's write-deny rules, which each step's change is held to (putBack).
+	rules func(*store.Tx, *store.Agent) commands.PathRules
 
 	mu    sync.Mutex
 	open  map[string]*checkpoint.Store // by agent id
@@ -57,6 +59,7 @@ type takenAhead struct {
 	info     checkpoint.Info
 	diff     *checkpoint.Diff
 	err      error
+	putBack  string // at an end, what putBack put back for the deny rules
 }
 
 // defaultKeepSteps is CheckpointOptions.KeepSteps when unset.
@@ -171,6 +174,7 @@ func (k *checkpoints) ahead(ctx context.Context, st *store.Store, p *api.Proposa
 	var a *store.Agent
 	var before uint64
 	var keep []uint64
+	var rules commands.PathRules
 	err := st.View(ctx, func(tx *store.Tx) (err error) {
 		if a, err = tx.Agent(p.AgentID); err != nil {
 			return err
@@ -184,6 +188,9 @@ func (k *checkpoints) ahead(ctx context.Context, st *store.Store, p *api.Proposa
 				return err
 			}
 			before = row.Before
+			if k.rules != nil {
+				rules = k.rules(tx, a)
+			}
 		} else if !writes(tx, a) {
 			a = nil
 			return nil
@@ -201,6 +208,7 @@ func (k *checkpoints) ahead(ctx context.Context, st *store.Store, p *api.Proposa
 	if t.err == nil && end {
 		s, _ := k.storeOf(a.ID) // take opened it
 		t.diff, t.err = s.Diff(ctx, checkpoint.ID(before), t.info.ID)
+		putBack(ctx, s, a.Workspace, rules, checkpoint.ID(before), &t)
 	}
 	k.mu.Lock()
 	if k.taken == nil {
@@ -296,18 +304,26 @@ func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	if err := tx.InsertStepCheckpoint(row); err != nil {
 		return "", err
 	}
-	return changeLine(d.Summary(), row), nil
+	if t.putBack != "" {
+		if err := tx.Audit(p.AgentID, "put_back", map[string]string{"proposal": p.ID, "what": t.putBack}); err != nil {
+			return "", err
+		}
+	}
+	return changeLine(d.Summary(), row, t.putBack), nil
 }
 
-// changeLine is a step's change as its result ends with: "changed 3 files (+12 −4)", and
-// what the checkpoints could not capture.
-func changeLine(summary string, row *store.StepCheckpoint) string {
+// changeLine is a step's change as its result ends with: "changed 3 files (+12 −4)",
+// what the checkpoints could not capture, and what was put back for the deny rules.
+func changeLine(summary string, row *store.StepCheckpoint, putBack string) string {
 	var parts []string
 	if row.Files > 0 {
 		parts = append(parts, summary)
 	}
 	if row.Notice != "" {
 		parts = append(parts, row.Notice)
+	}
+	if putBack != "" {
+		parts = append(parts, putBack)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -102,7 +102,7 @@ func (s *Store) collect(pin ID, held map[ID]bool) error {
 	if err := s.fsync(s.records); err != nil {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
-	names, err := s.list(s.objects)
+	names, err := listFolder(s.objects)
 	if err != nil {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}

@@ -76,7 +76,9 @@
 // The journal is "agentd-restore 1\n", the workspace path, the target checkpoint id
 // and the id of the checkpoint taken just before the restore; for an apply
 // (RestoreFrom, which writes only the paths that differ from one checkpoint to the
-// target) then that checkpoint's id and the count and names left out.
+// target) then that checkpoint's id and the count and names left out. PutBack journals
+// as an apply: its target is a checkpoint it writes first, the workspace as it is with
+// the paths put back grafted in from the earlier checkpoint.
 //
 // # Durability
 //

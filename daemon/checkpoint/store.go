@@ -240,7 +240,7 @@ func (s *Store) open() error {
 		}
 	}
 	// Temporary files are what a crash left half-done: nothing refers to them.
-	names, err := s.list(s.tm)
+	names, err := listFolder(s.tm)
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (s *Store) ready(ctx context.Context) error {
 	if s.loaded {
 		return nil
 	}
-	names, err := s.list(s.records)
+	names, err := listFolder(s.records)
 	if err != nil {
 		return fmt.Errorf("checkpoint store: %w", err)
 	}
@@ -538,8 +538,8 @@ func (s *Store) readTree(h hash) (tree, error) {
 	return t, nil
 }
 
-// list returns the names in one of the store's folders, held open from Open on.
-func (s *Store) list(fd int) ([]string, error) {
+// listFolder returns the names in one of the store's folders, held open from Open on.
+func listFolder(fd int) ([]string, error) {
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return nil, err
 	}

@@ -186,6 +186,9 @@ func (p *Previews) run(ctx context.Context, c commands.Command, env commands.Env
 	if err := inHelpers(ctx, s, d); err != nil {
 		return nil, "", errors.Join(err, p.putBack(view))
 	}
+	if err := deniedIn(d, view, env.Profile.Paths); err != nil {
+		return nil, "", errors.Join(err, p.putBack(view))
+	}
 	eff := &api.Effect{Output: strings.ReplaceAll(out, view, ws), Summary: strings.Replace(d.Summary(), "changed", "changes", 1),
 		From: uint64(from.ID), To: uint64(to.ID), ToRoot: to.Root(), NotShown: strings.Join(d.NotFullyShown(), "; ")}
 	if len(d.Changes) == 0 {
@@ -214,6 +217,29 @@ func inHelpers(ctx context.Context, s *checkpoint.Store, d *checkpoint.Diff) err
 		return nil
 	}
 	return fmt.Errorf("it changes %s/, where helpers' workspaces are, which an approval never writes", commands.HelpersFolder)
+}
+
+// deniedIn refuses a change the run ahead made in the copy view to a path the agent's
+// rules deny writing (the sandbox's
+// read-only binds miss a file created under a wildcard, or in a folder made during the
+// run). The command is not refused: approving runs it, and the step's end puts back
+// what it wrote there, as after any run, so the person gets the same change and is told.
+func deniedIn(d *checkpoint.Diff, view string, rules commands.PathRules) error {
+	if rules == nil {
+		return nil
+	}
+	denied := d.DeniedWrites(view, rules)
+	if len(denied) == 0 && d.Omitted == 0 {
+		return nil
+	}
+	what := make([]string, len(denied))
+	for i, w := range denied {
+		what[i] = w.String()
+	}
+	if len(denied) == 0 {
+		what = append(what, fmt.Sprintf("%d changes past the first %d cannot be checked against the deny rules", d.Omitted, checkpoint.MaxChanges))
+	}
+	return fmt.Errorf("its change is not applied, as it changes %s: approving runs the command itself, and what it writes there is put back after", strings.Join(what, "; "))
 }
 
 // putBack removes the copy after a run ahead that leaves nothing to apply, so what it

@@ -1,0 +1,132 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/shell"
+)
+
+// denyWallHarness is a harness with checkpoints and execute_shell in a real sandbox,
+// whose agents' write-deny rules are deny, previewed when preview is set; it returns it
+// with the agent created and the workspace holding files.
+func denyWallHarness(t *testing.T, preview bool, deny []string, files map[string]string, lines ...string) (*harness, *api.Agent) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, withCheckpoints, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+		o.Deny, o.NoEffectPreview = deny, !preview
+	})
+	var script []string
+	for _, l := range lines {
+		script = append(script, reply("execute_shell", map[string]string{"command_line": l}))
+	}
+	h.fake.Script(append(script, reply("finish", map[string]string{"reason": "done"}))...)
+	a := h.create(api.CreateAgentRequest{})
+	for p, body := range files {
+		os.MkdirAll(filepath.Join(a.Workspace, filepath.Dir(p)), 0o755)
+		if err := os.WriteFile(filepath.Join(a.Workspace, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h, a
+}
+
+// runStep approves a's pending shell line and returns the episode it ended with, once
+// finish is proposed.
+func runStep(t *testing.T, h *harness, a *api.Agent) api.Episode {
+	t.Helper()
+	if _, err := h.decide(a.ID, h.pending(a.ID), "y"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "finish proposed", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
+	eps := h.history(a.ID)
+	return eps[len(eps)-1]
+}
+
+// A shell step creating a new file under a wildcard write-deny rule, which no read-only
+// bind covers, has it put back at its end; the step's other change stays, and the
+// result says what was put back and which rule denied it, so the model is told.
+func TestShellStepCreatingAFileAWildcardRuleDeniesIsPutBack(t *testing.T) {
+	h, a := denyWallHarness(t, false, []string{"write_file(*.toml)"}, nil, "echo EVIL > app.toml; mkdir -p d && echo EVIL > d/b.toml; echo ok > notes.txt")
+	ep := runStep(t, h, a)
+	for _, p := range []string{"app.toml", "d/b.toml"} {
+		if _, err := os.Lstat(filepath.Join(a.Workspace, p)); !os.IsNotExist(err) {
+			t.Errorf("%s after the step: %v, want it put back (gone)", p, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "notes.txt")); err != nil || string(b) != "ok\n" {
+		t.Errorf("notes.txt, which no rule denies, was not kept: %q, %v", b, err)
+	}
+	for _, want := range []string{"put back app.toml: write_file(*.toml) denies writing it", "put back d/b.toml: write_file(*.toml) denies writing it"} {
+		if !strings.Contains(ep.Result, want) {
+			t.Errorf("the step's result does not say %q:\n%s", want, ep.Result)
+		}
+	}
+}
+
+// A folder a rule names that is not there when the step starts has nothing bound
+// read-only: a folder renamed into its place brings a denied file, which is put back,
+// and the file the person had there is kept.
+func TestRenamingAFolderOntoADeniedPathIsPutBack(t *testing.T) {
+	h, a := denyWallHarness(t, false, []string{"write_file(config/*.toml)"}, map[string]string{"staging/app.toml": "EVIL\n", "staging/readme": "hi\n"},
+		"mv staging config")
+	ep := runStep(t, h, a)
+	if _, err := os.Lstat(filepath.Join(a.Workspace, "config", "app.toml")); !os.IsNotExist(err) {
+		t.Errorf("config/app.toml after the step: %v, want it put back (gone)", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "config", "readme")); err != nil || string(b) != "hi\n" {
+		t.Errorf("config/readme, which no rule denies, was not kept: %q, %v", b, err)
+	}
+	if want := "put back config/app.toml: write_file(config/*.toml) denies writing it"; !strings.Contains(ep.Result, want) {
+		t.Errorf("the step's result does not say %q:\n%s", want, ep.Result)
+	}
+}
+
+// A preview whose change touches a denied path is never applied: the proposal says which
+// path and which rule, approving runs the command itself, and its end puts the path back.
+func TestPreviewTouchingADeniedPathIsNotApplied(t *testing.T) {
+	h, a := denyWallHarness(t, true, []string{"write_file(*.toml)"}, nil, "echo EVIL > app.toml; echo ok > notes.txt")
+	p := h.pending(a.ID)
+	if eff := p.Preview.Effect; eff.Appliable() || !strings.Contains(eff.None, "app.toml: write_file(*.toml) denies writing it") {
+		t.Fatalf("the preview of a change to a denied path is appliable or does not say why not: %+v", eff)
+	}
+	ep := runStep(t, h, a)
+	if _, err := os.Lstat(filepath.Join(a.Workspace, "app.toml")); !os.IsNotExist(err) {
+		t.Errorf("app.toml after the step: %v, want it put back (gone)", err)
+	}
+	if _, err := os.Stat(filepath.Join(a.Workspace, "notes.txt")); err != nil {
+		t.Errorf("the command did not run itself: %v", err)
+	}
+	if !strings.Contains(ep.Result, "put back app.toml") {
+		t.Errorf("the step's result does not say app.toml was put back:\n%s", ep.Result)
+	}
+}
+
+// A link on the way to a rule's folder does not carry a write past the rule: one made
+// during the step is put back with what was written through it, and through one there
+// before the step the file written is put back by the name the rule gives it.
+func TestWriteThroughALinkToADeniedFolderIsPutBack(t *testing.T) {
+	h, a := denyWallHarness(t, false, []string{"write_file(config/*.toml)"}, nil, "mkdir real && ln -s real config && echo EVIL > config/app.toml")
+	ep := runStep(t, h, a)
+	for _, p := range []string{"config", "real/app.toml"} {
+		if _, err := os.Lstat(filepath.Join(a.Workspace, p)); !os.IsNotExist(err) {
+			t.Errorf("%s after the step: %v, want it put back (gone)", p, err)
+		}
+	}
+	if !strings.Contains(ep.Result, "put back config: a link there would take writes to config/") || !strings.Contains(ep.Result, "put back real/app.toml: write_file(config/*.toml) denies writing it") {
+		t.Errorf("the step's result does not say the link and the file were put back:\n%s", ep.Result)
+	}
+
+	h, a = denyWallHarness(t, false, []string{"write_file(config/*.toml)"}, map[string]string{"real/app.toml": "safe\n"}, "echo EVIL > config/app.toml")
+	if err := os.Symlink("real", filepath.Join(a.Workspace, "config")); err != nil {
+		t.Fatal(err)
+	}
+	ep = runStep(t, h, a)
+	if b, err := os.ReadFile(filepath.Join(a.Workspace, "real", "app.toml")); err != nil || string(b) != "safe\n" {
+		t.Errorf("real/app.toml, written through the link config, was not put back: %q, %v\n%s", b, err, ep.Result)
+	}
+}
