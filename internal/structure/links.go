@@ -50,10 +50,10 @@ func (t *Typed) FileLinks(dir string) *Links {
 		})
 	}
 	sort.Strings(l.Files)
-	best := 0
+	best, bestKey := 0, ""
 	for k, n := range methods {
-		if n > best {
-			best, l.Top = n, k[:indexByte(k, 0)]
+		if n > best || n == best && k < bestKey { // ties go to the first by name: the figure is the same every run
+			best, bestKey, l.Top = n, k, k[:indexByte(k, 0)]
 		}
 	}
 	for from, tos := range set {
