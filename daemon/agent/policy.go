@@ -47,3 +47,13 @@ func sandboxProfile(l *live, tx *store.Tx, a *store.Agent, decided *api.Decision
 	}
 	return prof, nil
 }
+
+// deniedRules are the write-deny rules of agent a, as its sandboxed programs are held to
+// them (sandboxProfile); nil when none.
+func deniedRules(l *live, tx *store.Tx, a *store.Agent) commands.PathRules {
+	prof, err := sandboxProfile(l, tx, a, nil)
+	if err != nil {
+		return nil
+	}
+	return prof.Paths
+}

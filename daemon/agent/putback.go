@@ -7,18 +7,7 @@ import (
 
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/checkpoint"
-	"github.com/agentd/agentd/daemon/store"
 )
-
-// deniedRules are the write-deny rules of agent a, as its sandboxed programs are held to
-// them (sandboxProfile); nil when none.
-func deniedRules(l *live, tx *store.Tx, a *store.Agent) commands.PathRules {
-	prof, err := sandboxProfile(l, tx, a, nil)
-	if err != nil {
-		return nil
-	}
-	return prof.Paths
-}
 
 // putBack is the second wall behind the write-deny rules (the sandbox's read-only binds
 // are the first): what step t changed since checkpoint before at a path the rules deny
