@@ -16,7 +16,7 @@ import (
 // oneStepAgents is an agent service with one run and one pending proposal whose effect
 // preview the test runs again; it records the decisions it gets.
 type oneStepAgents struct {
-	Agents // the calls a step makes are below; any other panics
+	Agents    // the calls a step makes are below; any other panics
 	mu        sync.Mutex
 	p         api.Proposal
 	decisions []api.DecideRequest
