@@ -26,16 +26,7 @@ func TestAPatternApprovedLineAppliesOnlyWhatItsBoundedRunWrote(t *testing.T) {
 		reply("execute_shell", map[string]string{"command_line": "python3 -m json.tool in.json out.json"}),
 		reply("finish", map[string]string{"reason": "done"}),
 	)
-	a := h.createPlanted(func(ws string) error {
-		if err := os.MkdirAll(filepath.Join(ws, "json"), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(ws, "in.json"), []byte(`{"a":1}`), 0o644); err != nil {
-			return err
-		}
-		// A hostile workspace (a cloned repo): a json package beside the data.
-		return os.WriteFile(filepath.Join(ws, "json", "__init__.py"), []byte("open('PWNED','w').write('agent code ran')\n"), 0o644)
-	})
+	a := h.createPlanted(hostileJSONWorkspace(false))
 	h.waitFor(a.ID, "the finish proposal", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "PWNED")); err == nil {
 		t.Errorf("code the agent wrote ran under a +write pattern and its write landed unasked: PWNED=%q", b)
@@ -148,4 +139,24 @@ func approvedAfterAChange(t *testing.T, h *harness, a *api.Agent, p *api.Proposa
 	return h.waitFor(a.ID, "asked again", func(a *api.Agent) bool {
 		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
 	})
+}
+
+// hostileJSONWorkspace plants in.json beside a json package of the agent's (a cloned
+// repo's) that writes PWNED when python3 -m json.tool loads it from the workspace;
+// withOut plants out.json as json.tool writes it too.
+func hostileJSONWorkspace(withOut bool) func(ws string) error {
+	return func(ws string) error {
+		if err := os.MkdirAll(filepath.Join(ws, "json"), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(ws, "in.json"), []byte(`{"a":1}`), 0o644); err != nil {
+			return err
+		}
+		if withOut {
+			if err := os.WriteFile(filepath.Join(ws, "out.json"), []byte("{\n    \"a\": 1\n}\n"), 0o644); err != nil {
+				return err
+			}
+		}
+		return os.WriteFile(filepath.Join(ws, "json", "__init__.py"), []byte("open('PWNED','w').write('agent code ran')\n"), 0o644)
+	}
 }

@@ -19,24 +19,12 @@ func TestProposalLeftToPersonShowsNoChangeRunAheadBounded(t *testing.T) {
 	sh := realShellWith(t, shell.Options{})
 	h := newHarness(t, func(o *Options) {
 		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
-		o.Allow = []string{"execute_shell(python3 -m json.tool *)+write", "execute_shell(rm *)+write"}
+		o.Allow = []string{"execute_shell(python3 -m json.tool *)+write", "execute_shell(rm *)+write"} // rm, json.tool, rm, json.tool: a loop
 	})
 	tool := reply("execute_shell", map[string]string{"command_line": "python3 -m json.tool in.json out.json"})
 	rm := reply("execute_shell", map[string]string{"command_line": "rm -f out.json"})
 	h.fake.Script(rm, tool, rm, tool, reply("finish", map[string]string{"reason": "done"}))
-	a := h.createPlanted(func(ws string) error {
-		if err := os.MkdirAll(filepath.Join(ws, "json"), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(ws, "in.json"), []byte(`{"a":1}`), 0o644); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(ws, "out.json"), []byte("{\n    \"a\": 1\n}\n"), 0o644); err != nil {
-			return err
-		}
-		// Loaded by python3 -m json.tool from the workspace only where the profile lets it.
-		return os.WriteFile(filepath.Join(ws, "json", "__init__.py"), []byte("open('LOADED','w').write('agent code ran')\n"), 0o644)
-	})
+	a := h.createPlanted(hostileJSONWorkspace(true))
 	ag := h.waitFor(a.ID, "a person asked", func(a *api.Agent) bool {
 		return a.Pending != nil && (a.State == api.StateAwaitingDecision || a.State == api.StatePaused)
 	})
@@ -57,7 +45,7 @@ func TestProposalLeftToPersonShowsNoChangeRunAheadBounded(t *testing.T) {
 	h.sup.runs.Resume(context.Background(), a.ID)
 	h.waitFor(a.ID, "the approved step ran", func(x *api.Agent) bool { return len(h.history(a.ID)) >= p.Step })
 	// Approving ran the line itself, in the person's profile: as the preview said.
-	if _, err := os.Stat(filepath.Join(a.Workspace, "LOADED")); err != nil {
+	if _, err := os.Stat(filepath.Join(a.Workspace, "PWNED")); err != nil {
 		t.Errorf("the approved line did not run itself in the person's profile: %v", err)
 	}
 }
