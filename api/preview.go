@@ -210,7 +210,11 @@ func (e *Effect) render() []string {
 	case e.None != "":
 		return []string{"Effect: not run ahead: " + display.Escape(e.None, display.Line)}
 	}
-	lines := []string{"Effect (run ahead on a copy, network off; approving applies this change): " + display.Escape(e.Summary, display.Line)}
+	how := "approving applies this change" // only a person's approval applies a change run ahead in theirs
+	if e.Profile != "" {
+		how = "in the " + display.Escape(e.Profile, display.Line) + " profile a pattern runs it in; a person's approval runs it again in theirs"
+	}
+	lines := []string{"Effect (run ahead on a copy, network off; " + how + "): " + display.Escape(e.Summary, display.Line)}
 	out, cut := HeadLines(strings.TrimSuffix(e.Output, "\n"), effectOutputLines)
 	if out == "" {
 		return append(lines, "Output: (none)")

@@ -2,6 +2,7 @@ package api
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -72,5 +73,20 @@ func TestHeadLines(t *testing.T) {
 				t.Errorf("HeadLines(%q, %d) = %q, %v; want %q, %v", tt.text, tt.n, got, cut, tt.want, tt.cut)
 			}
 		})
+	}
+}
+
+// An effect run ahead in a pattern's profile never tells a person that approving applies
+// it: only an approval in that profile does.
+func TestRenderSaysApprovingAppliesOnlyForPersonsProfile(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		applies bool
+	}{{"", true}, {"bounded-write", false}, {"bounded", false}} {
+		pv := &Preview{Kind: PreviewProgram, Effect: &Effect{Summary: "changes 1 file", From: 1, To: 2, Profile: tc.profile}}
+		lines, _ := pv.Render()
+		if got := strings.Contains(strings.Join(lines, "\n"), "approving applies this change"); got != tc.applies {
+			t.Errorf("profile %q: says approving applies = %v, want %v:\n%s", tc.profile, got, tc.applies, strings.Join(lines, "\n"))
+		}
 	}
 }

@@ -26,16 +26,7 @@ func TestAPatternApprovedLineAppliesOnlyWhatItsBoundedRunWrote(t *testing.T) {
 		reply("execute_shell", map[string]string{"command_line": "python3 -m json.tool in.json out.json"}),
 		reply("finish", map[string]string{"reason": "done"}),
 	)
-	a := h.createPlanted(func(ws string) error {
-		if err := os.MkdirAll(filepath.Join(ws, "json"), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(ws, "in.json"), []byte(`{"a":1}`), 0o644); err != nil {
-			return err
-		}
-		// A hostile workspace (a cloned repo): a json package beside the data.
-		return os.WriteFile(filepath.Join(ws, "json", "__init__.py"), []byte("open('PWNED','w').write('agent code ran')\n"), 0o644)
-	})
+	a := h.createPlanted(hostileJSONWorkspace(false))
 	h.waitFor(a.ID, "the finish proposal", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
 	if b, err := os.ReadFile(filepath.Join(a.Workspace, "PWNED")); err == nil {
 		t.Errorf("code the agent wrote ran under a +write pattern and its write landed unasked: PWNED=%q", b)
@@ -148,4 +139,62 @@ func approvedAfterAChange(t *testing.T, h *harness, a *api.Agent, p *api.Proposa
 	return h.waitFor(a.ID, "asked again", func(a *api.Agent) bool {
 		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
 	})
+}
+
+// A proposal a +write pattern would run ahead in its bounded profile, then left to a
+// person (the watchdog caught a loop), is shown without that run's change: its preview
+// says why and approving runs the line itself, in the person's profile, as shown.
+func TestProposalLeftToPersonShowsNoChangeRunAheadBounded(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+		o.Allow = []string{"execute_shell(python3 -m json.tool *)+write", "execute_shell(rm *)+write"} // rm, json.tool, rm, json.tool: a loop
+	})
+	tool := reply("execute_shell", map[string]string{"command_line": "python3 -m json.tool in.json out.json"})
+	rm := reply("execute_shell", map[string]string{"command_line": "rm -f out.json"})
+	h.fake.Script(rm, tool, rm, tool, reply("finish", map[string]string{"reason": "done"}))
+	a := h.createPlanted(hostileJSONWorkspace(true))
+	ag := h.waitFor(a.ID, "a person asked", func(a *api.Agent) bool {
+		return a.Pending != nil && (a.State == api.StateAwaitingDecision || a.State == api.StatePaused)
+	})
+	p := ag.Pending
+	if p.Preview == nil || p.Preview.Effect == nil {
+		t.Fatalf("the asked proposal %s %s has no effect preview", p.Command, p.Args)
+	}
+	if eff := p.Preview.Effect; eff.Appliable() || eff.Profile != "" || eff.None != boundedPreviewReason || p.Preview.Diff != "" {
+		t.Fatalf("asked of a person with effect %+v, diff %q: want the bounded run dropped (%q), no diff", eff, p.Preview.Diff, boundedPreviewReason)
+	}
+	lines, _ := p.Preview.Render()
+	if shown := strings.Join(lines, "\n"); strings.Contains(shown, "approving applies") || !strings.Contains(shown, boundedPreviewReason) {
+		t.Errorf("the person is shown:\n%s\nwant why there is no change to apply, and no claim that approving applies one", shown)
+	}
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	h.sup.runs.Resume(context.Background(), a.ID)
+	h.waitFor(a.ID, "the approved step ran", func(x *api.Agent) bool { return len(h.history(a.ID)) >= p.Step })
+	// Approving ran the line itself, in the person's profile: as the preview said.
+	if _, err := os.Stat(filepath.Join(a.Workspace, "PWNED")); err != nil {
+		t.Errorf("the approved line did not run itself in the person's profile: %v", err)
+	}
+}
+
+// hostileJSONWorkspace plants in.json beside a json package of the agent's (a cloned
+// repo's) that writes PWNED when python3 -m json.tool loads it from the workspace;
+// withOut plants out.json as json.tool writes it too.
+func hostileJSONWorkspace(withOut bool) func(ws string) error {
+	return func(ws string) error {
+		if err := os.MkdirAll(filepath.Join(ws, "json"), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(ws, "in.json"), []byte(`{"a":1}`), 0o644); err != nil {
+			return err
+		}
+		if withOut {
+			if err := os.WriteFile(filepath.Join(ws, "out.json"), []byte("{\n    \"a\": 1\n}\n"), 0o644); err != nil {
+				return err
+			}
+		}
+		return os.WriteFile(filepath.Join(ws, "json", "__init__.py"), []byte("open('PWNED','w').write('agent code ran')\n"), 0o644)
+	}
 }

@@ -66,6 +66,25 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 	p.Preview.Diff, p.Preview.DiffCut = commands.CutDiff(diff, api.MaxPreviewDiff)
 }
 
+// boundedPreviewReason is why a proposal left to a person shows no effect preview.
+const boundedPreviewReason = "ran ahead in the pattern's bounded profile; approving runs it in yours"
+
+// askedBounded drops, in the transaction that stores p, an effect preview that ran ahead
+// in the policy's bounded profile (withEffect) when p is left to a person after all (the
+// watchdog caught a loop, a grant ended meanwhile): their approval runs the command in
+// their profile, so that change is not what they would approve. shown is p as its event
+// shows it.
+func askedBounded(tx *store.Tx, a *store.Agent, p, shown *api.Proposal) error {
+	if a == nil || p.Status != api.ProposalPending || p.Preview == nil || !p.Preview.Effect.Appliable() || p.Preview.Effect.Profile == "" {
+		return nil
+	}
+	if _, err := apply(tx, &change{a: a, p: p, ev: cycle.Event{Kind: cycle.BoundedPreviewAsked, Reason: boundedPreviewReason}}); err != nil {
+		return err
+	}
+	shown.Preview = p.Preview
+	return nil
+}
+
 // previewingReason is the agent's state reason while its proposal runs ahead.
 func previewingReason(command string) string {
 	return "previewing the effect of " + command + " on a copy of the workspace…"

@@ -205,15 +205,16 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		if err := tx.Audit(a.ID, "proposal", map[string]any{"proposal": p.ID, "command": p.Command, "hash": p.Hash, "model": model}); err != nil {
 			return err
 		}
-		var pending *api.Proposal // think runs only when no proposal is open
-		if p.Status == api.ProposalPending {
-			pending = &shown
-		}
 		if p.Status == api.ProposalPending && w.ev.Kind == cycle.Proposed {
 			if st, err = startProposed(r.s, l, tx, cur, p, last, cmds, &shown); err != nil {
 				return err
-			} else if st != nil {
-				pending = nil
+			}
+		}
+		var pending *api.Proposal // think runs only when no proposal is open
+		if p.Status == api.ProposalPending {
+			pending = &shown
+			if err := askedBounded(tx, on, p, &shown); err != nil { // left to a person
+				return err
 			}
 		}
 		if err := tx.UpdateAgent(cur); err != nil {

@@ -12,8 +12,9 @@
 //     decides the pending proposal: empty input approves it, other input is feedback (or
 //     the answer to a pending ask_user question); additional_input {"decision": "deny"}
 //     denies it, which ends the run. Nothing is approved unseen: an empty-input step on a
-//     proposal no reply has shown yet (the first step of a task, say) only shows it, as
-//     AutoGPT's first step only proposes. It waits until the agent has settled again (a new
+//     proposal no reply has shown yet (the first step of a task, say), or whose effect
+//     preview ran again since, only shows it, as AutoGPT's first step only proposes; the
+//     approval names the proposal's Ref as shown. It waits until the agent has settled again (a new
 //     proposal, a question, or the run's end) and returns the decided step, whose output
 //     says what ran and what the agent proposes next. is_last marks the step that ended
 //     the run.

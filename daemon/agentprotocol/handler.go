@@ -59,8 +59,9 @@ type handler struct {
 	maxUpload int64
 	mux       *http.ServeMux
 	uploadsMu sync.Mutex // serializes the uploads sidecar's read-modify-write
-	// shown holds the proposals a reply has shown: an empty-input step approves only
-	// those. In memory: after a restart a pending proposal is shown once more first.
+	// shown holds the proposals a reply has shown, by id, each with its Ref as shown: an
+	// empty-input step approves only those, and only while their Ref is still that one.
+	// In memory: after a restart a pending proposal is shown once more first.
 	shown sync.Map
 }
 

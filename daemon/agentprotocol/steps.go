@@ -85,12 +85,14 @@ func (h *handler) executeStep(w http.ResponseWriter, r *http.Request) error {
 		if wantStep != "" && wantStep != a.Pending.ID {
 			return errorf(http.StatusConflict, "step %s is not the pending step (%s is)", wantStep, a.Pending.ID)
 		}
-		if kind == api.DecisionApprove && wantStep == "" && !h.wasShown(a.Pending.ID) {
+		ref, seen := h.shownRef(a.Pending.ID)
+		if kind == api.DecisionApprove && (wantStep == "" || seen) && ref != a.Pending.Ref() {
 			// Never approve what the client has not seen (AutoGPT's first step only
-			// proposes): show it; the next step approves it.
+			// proposes), nor a preview run again since: show it; the next step approves it.
 			return h.replyStep(w, r, id, a.Pending.ID)
 		}
-		d := api.DecideRequest{ProposalID: a.Pending.ID, Kind: kind, Count: count, By: By, Source: By}
+		// The decision names what was shown: changed meanwhile, the daemon refuses it.
+		d := api.DecideRequest{ProposalID: a.Pending.ID, Hash: ref, Kind: kind, Count: count, By: By, Source: By}
 		if kind == api.DecisionFeedback {
 			d.Feedback = input
 		}
@@ -155,10 +157,14 @@ func (h *handler) replyStep(w http.ResponseWriter, r *http.Request, taskID, step
 	return localapi.Reply(w, http.StatusOK, h.mapper(r.Context(), rp, a).step(i))
 }
 
-// wasShown reports whether a proposal went out in a reply, as a step or as the next one.
-func (h *handler) wasShown(proposalID string) bool {
-	_, ok := h.shown.Load(proposalID)
-	return ok
+// shownRef is the Ref of proposal proposalID as a reply last showed it, as a step or as
+// the next one; seen is false when no reply has shown it.
+func (h *handler) shownRef(proposalID string) (ref string, seen bool) {
+	v, seen := h.shown.Load(proposalID)
+	if !seen {
+		return "", false
+	}
+	return v.(string), true
 }
 
 // stepOptions reads a step's additional_input.
@@ -290,7 +296,7 @@ func (m *stepMapper) step(i int) Step {
 		out = append(out, "The agent asks: "+questionOf(p)+" — send the answer as the next step's input.")
 	case p.Status.Decidable():
 		s.Status = StatusCreated
-		m.h.shown.Store(p.ID, true)
+		m.h.shown.Store(p.ID, p.Ref())
 		verb := "Proposes"
 		if p.Status == api.ProposalInterrupted {
 			verb = "Was running when the daemon stopped; proposes again"
@@ -313,7 +319,7 @@ func (m *stepMapper) step(i int) Step {
 	}
 	if !last {
 		n := m.rp.Steps[i+1].Proposal
-		m.h.shown.Store(n.ID, true)
+		m.h.shown.Store(n.ID, n.Ref())
 		next := "Next: proposes " + n.Command + " " + compact(n.Args) + " (step " + n.ID + ")."
 		if n.Thoughts.Speak != "" {
 			next = "Next: " + n.Thoughts.Speak + " — proposes " + n.Command + " " + compact(n.Args) + " (step " + n.ID + ")."

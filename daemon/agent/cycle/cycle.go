@@ -90,8 +90,12 @@ const (
 	// The policy's verdict (Authorize): run it, or refuse it as feedback to the model.
 	PolicyAllow  Kind = "policy_allow"
 	PolicyRefuse Kind = "policy_refuse"
-	// Await: no policy decides, a person is asked.
-	Await Kind = "await"
+	// Await: no policy decides, a person is asked. BoundedPreviewAsked: a person
+	// decides a pending proposal whose effect preview ran ahead in the policy's bounded
+	// profile; that change is not theirs to apply: the preview is dropped (reason), and
+	// approving runs the command itself, in the person's profile.
+	Await               Kind = "await"
+	BoundedPreviewAsked Kind = "bounded_preview_asked"
 	// A person's decision or answer.
 	Approve      Kind = "approve"
 	ApproveN     Kind = "approve_n" // y -N: this one and the next N-1
@@ -157,7 +161,7 @@ const (
 var Kinds = []Kind{
 	Think, ModelDown, InvalidReplies, Previewing,
 	Proposed, ProposedRepeat, ProposedRethink, ProposedLoop,
-	PolicyAllow, PolicyRefuse, Await,
+	PolicyAllow, PolicyRefuse, Await, BoundedPreviewAsked,
 	Approve, ApproveN, Deny, GiveFeedback, Answer,
 	Start, StartQuestion, StartApply, WaitHelper, Succeed, Fail, Finish, ResultLost, PreviewStale,
 	Recovered, RecoveredIdempotent, Withdraw, LateEnd,

@@ -67,7 +67,7 @@ func (t *transition) run() bool {
 		return t.shown()
 	case Proposed, ProposedRepeat, ProposedRethink, ProposedLoop:
 		return t.proposed()
-	case PolicyAllow, PolicyRefuse, Await, Approve, ApproveN, Deny, GiveFeedback:
+	case PolicyAllow, PolicyRefuse, Await, BoundedPreviewAsked, Approve, ApproveN, Deny, GiveFeedback:
 		return t.authorized()
 	default:
 		return t.executed()
@@ -192,6 +192,11 @@ func (t *transition) authorized() bool {
 			return false
 		}
 		t.agent(AwaitingDecision)
+	case BoundedPreviewAsked: // paused too: a loop the watchdog caught is asked paused
+		if a == RunOver || p != Pending {
+			return false
+		}
+		t.effects = append(t.effects, Effect{Kind: DropPreview, Reason: t.ev.Reason})
 	case Approve, ApproveN:
 		if !decidable {
 			return false
