@@ -85,15 +85,11 @@ func (s *Store) unchanged(before Info, ch *delta) error {
 	if d.Files+d.Folders > 0 {
 		return &ChangedError{Diff: d}
 	}
-	ta, err := s.readTree(ch.root)
+	t, err := readEach(s.readTree, ch.root, before.root)
 	if err != nil {
 		return err
 	}
-	tb, err := s.readTree(before.root)
-	if err != nil {
-		return err
-	}
-	p, err := s.restamped(ta, tb, nameSet(ch.skip))
+	p, err := s.restamped(t[0], t[1], nameSet(ch.skip))
 	if err != nil || p == "" {
 		return err
 	}

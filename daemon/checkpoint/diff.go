@@ -76,15 +76,11 @@ func (s *Store) Diff(ctx context.Context, from, to ID, skip ...string) (*Diff, e
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.readRecord(from)
+	r, err := readEach(s.readRecord, from, to)
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.readRecord(to)
-	if err != nil {
-		return nil, err
-	}
-	d, err := s.diff(a.root, b.root, skip...)
+	d, err := s.diff(r[0].root, r[1].root, skip...)
 	if err != nil {
 		return nil, err
 	}
@@ -132,15 +128,11 @@ func (s *Store) diff(a, b hash, skip ...string) (*Diff, error) {
 	if a == b {
 		return df.d, nil
 	}
-	ta, err := s.readTree(a)
+	t, err := readEach(s.readTree, a, b)
 	if err != nil {
 		return nil, err
 	}
-	tb, err := s.readTree(b)
-	if err != nil {
-		return nil, err
-	}
-	if err := df.trees(ta, tb); err != nil {
+	if err := df.trees(t[0], t[1]); err != nil {
 		return nil, err
 	}
 	return df.d, nil

@@ -96,22 +96,16 @@ func (s *Store) PutBack(ctx context.Context, ws string, before, after ID, paths 
 	if err != nil {
 		return nil, err
 	}
-	b, err := s.readRecord(before)
+	r, err := readEach(s.readRecord, before, after)
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.readRecord(after)
+	b, a := r[0], r[1]
+	trees, err := readEach(s.readTree, b.root, a.root)
 	if err != nil {
 		return nil, err
 	}
-	tb, err := s.readTree(b.root)
-	if err != nil {
-		return nil, err
-	}
-	ta, err := s.readTree(a.root)
-	if err != nil {
-		return nil, err
-	}
+	tb, ta := trees[0], trees[1]
 	split := make([][]string, 0, len(paths))
 	for _, p := range paths {
 		if p = strings.Trim(p, "/"); p != "" && p != "." {
