@@ -216,3 +216,15 @@ func (a *applier) unchangedFirst(p string) (devIno, bool) {
 	}
 	return devIno{st.Dev, st.Ino}, true
 }
+
+// readEach reads each of keys with read, in their order.
+func readEach[K, V any](read func(K) (V, error), keys ...K) ([]V, error) {
+	out := make([]V, len(keys))
+	for i, k := range keys {
+		var err error
+		if out[i], err = read(k); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

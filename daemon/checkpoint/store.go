@@ -525,18 +525,6 @@ func readInto(dir int, name string, b []byte) ([]byte, error) {
 	}
 }
 
-// readEach reads each of keys with read, in their order.
-func readEach[K, V any](read func(K) (V, error), keys ...K) ([]V, error) {
-	out := make([]V, len(keys))
-	for i, k := range keys {
-		var err error
-		if out[i], err = read(k); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // readTree reads the tree object h.
 func (s *Store) readTree(h hash) (tree, error) {
 	b, err := readAt(s.objects, h.String())
