@@ -182,14 +182,7 @@ func TestKillDuringRestoreLosesNothing(t *testing.T) {
 			break
 		}
 		kills++
-		s, err = Open(dir, Options{})
-		if err != nil {
-			t.Fatalf("kill at step %d: reopening: %v", at, err)
-		}
-		if err := s.Recover(ctx); err != nil {
-			t.Fatalf("kill at step %d: recovering: %v", at, err)
-		}
-		verifyStore(t, s)
+		s = reopenAfterKill(t, dir, at)
 		switch got := listing(t, ws); got {
 		case wantBefore: // killed before the journal: nothing changed
 		case wantTarget:
@@ -244,14 +237,7 @@ func TestKillDuringApplyLosesNothing(t *testing.T) {
 			break
 		}
 		kills++
-		s, err = Open(dir, Options{})
-		if err != nil {
-			t.Fatalf("kill at step %d: reopening: %v", at, err)
-		}
-		if err := s.Recover(ctx); err != nil {
-			t.Fatalf("kill at step %d: recovering: %v", at, err)
-		}
-		verifyStore(t, s)
+		s = reopenAfterKill(t, dir, at)
 		switch got := listing(t, ws); got {
 		case wantBefore:
 		case wantAfter:
@@ -265,4 +251,19 @@ func TestKillDuringApplyLosesNothing(t *testing.T) {
 		t.Fatalf("an apply was killed at %d steps, %d of them finished by recovery; the hook is not reached", kills, finished)
 	}
 	t.Logf("killed at %d steps; recovery finished the apply after %d of them", kills, finished)
+}
+
+// reopenAfterKill opens the store at dir after a kill at step at, recovers it and
+// checks it is whole.
+func reopenAfterKill(t *testing.T, dir string, at int) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("kill at step %d: reopening: %v", at, err)
+	}
+	if err := s.Recover(t.Context()); err != nil {
+		t.Fatalf("kill at step %d: recovering: %v", at, err)
+	}
+	verifyStore(t, s)
+	return s
 }
