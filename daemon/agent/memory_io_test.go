@@ -4,11 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/memory"
+	ollama "github.com/ollama/ollama/api"
 )
 
 // exportAll pages through the whole export, as agentctl memory export does.
@@ -192,5 +200,99 @@ func TestMemoryImportLargeKeepsTheIndex(t *testing.T) {
 	st, err := h.sup.memoryService.MemoryStats(ctx)
 	if err != nil || st.Memories != 20_000 || st.Indexed != 20_000 || st.Dropped != 0 || st.NeedsRebuild {
 		t.Errorf("after importing 20,000: %+v, %v", st, err)
+	}
+}
+
+// TestFileMemoriesCommitWithTheResult checks that a written file's memories are stored in
+// the step's result transaction (one durable commit per step, not two): handed to the
+// runner, not written by the component, and stored with the episode's stamp.
+func TestFileMemoriesCommitWithTheResult(t *testing.T) {
+	h := newHarness(t, withMemory(t))
+	var n atomic.Int32
+	h.fake.OnChat(func(*ollama.ChatRequest) (string, error) {
+		if n.Add(1) == 1 {
+			return reply("write_file", map[string]string{"path": "notes/a.txt", "contents": "alpha file"}), nil
+		}
+		return reply("finish", map[string]string{"reason": "done"}), nil
+	})
+	a := h.create(api.CreateAgentRequest{Name: "writer", Description: "writes", Task: "write a file",
+		Policy: &api.Policy{Mode: "auto", AutoSteps: 10}})
+	h.waitFor(a.ID, "idle", func(a *api.Agent) bool { return a.State == api.StateIdle })
+	var file, episode *store.Memory
+	ms := storedMemories(t, h.st, a.ID)
+	for i, m := range ms {
+		switch {
+		case m.Kind == "file":
+			file = &ms[i]
+		case m.Kind == "episode" && m.Source == "step 1 write_file":
+			episode = &ms[i]
+		}
+	}
+	if file == nil || episode == nil {
+		t.Fatalf("memories %+v: want the file's and step 1's", ms)
+	}
+	if !file.Created.Equal(episode.Created) {
+		t.Errorf("file memory stored at %v, step 1's episode at %v: want one transaction", file.Created, episode.Created)
+	}
+
+	// The component itself only stages the write when the runner gives it a place.
+	comp := memoryComponent{mem: h.sup.mem, st: h.sup.st, memory: h.sup.memoryService, history: h.sup.episodeHistory, model: &h.sup.model}
+	var staged stagedWrites
+	o := &commands.Outcome{Command: "write_file", Args: []byte(`{"path":"b.txt","contents":"bravo"}`)}
+	step := &commands.Step{AgentID: a.ID}
+	if err := comp.AfterExecute(withStagedWrites(context.Background(), &staged), step, o); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		c := 0
+		for _, m := range storedMemories(t, h.st, a.ID) {
+			if m.Source == "b.txt" {
+				c++
+			}
+		}
+		return c
+	}
+	if len(staged.fns) != 1 || count() != 0 {
+		t.Fatalf("staged %d writes, %d memories of b.txt stored: want 1 staged, none stored", len(staged.fns), count())
+	}
+	if err := h.st.Tx(context.Background(), staged.fns[0]); err != nil {
+		t.Fatal(err)
+	}
+	if count() != 1 {
+		t.Errorf("after the staged write: %d memories of b.txt, want 1", count())
+	}
+}
+
+// TestMemorySearchFindsTheWriteBeforeIt: a memory added, or imported, through the API is
+// found by the search right after it, though the index batches its writes (here for an
+// hour, so nothing but the search's own wait can index it in time).
+func TestMemorySearchFindsTheWriteBeforeIt(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, func(o *Options) {
+		ix, err := memory.Open(filepath.Join(o.StateDir, "memory"), memory.Options{BatchDelay: time.Hour, BatchSize: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ix.Close() })
+		o.Memory = MemoryOf(config.Default().Memory, ix)
+	})
+	h.create(api.CreateAgentRequest{Name: "keeper", Description: "d", Goals: []string{"g"}, Start: new(bool)})
+	svc := h.sup.memoryService
+	if _, err := svc.AddMemory(ctx, api.MemoryAddRequest{Agent: "keeper", Text: "the spare key is under the blue flowerpot"}); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := svc.SearchMemory(ctx, api.MemorySearchRequest{Agent: "keeper", Query: "flowerpot key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || !strings.Contains(hits[0].Text, "blue flowerpot") {
+		t.Errorf("the search right after memory add found %+v, want the memory just added", hits)
+	}
+	if _, err := svc.ImportMemory(ctx, api.MemoryImportRequest{Agent: "keeper", Records: []api.MemoryRecord{
+		{Text: "the boiler service is due in March"}, {Text: "the bins go out on Tuesday"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err = svc.SearchMemory(ctx, api.MemorySearchRequest{Agent: "keeper", Query: "boiler service"}); err != nil || len(hits) != 1 {
+		t.Errorf("the search right after memory import found %+v, %v; want the memory imported", hits, err)
 	}
 }
