@@ -22,27 +22,17 @@ const (
 
 // Grants lists the agent's grants, newest first, each with its state now.
 func (s *policyService) Grants(ctx context.Context, ref string) (*api.GrantList, error) {
-	var out *api.GrantList
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
+	return onAgent(ctx, s.st.View, ref, func(tx *store.Tx, a *store.Agent) (*api.GrantList, error) {
 		owner, err := policy.Owner(tx, a)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		gs, err := tx.Grants(a.ID)
-		if err != nil {
-			return err
-		}
 		for i := range gs {
 			gs[i].Mark(tx.Now(), owner.RunID)
 		}
-		out = &api.GrantList{AgentID: a.ID, Agent: a.Name, Grants: gs}
-		return nil
+		return &api.GrantList{AgentID: a.ID, Agent: a.Name, Grants: gs}, err
 	})
-	return out, err
 }
 
 // RevokeGrant revokes one of the agent's grants. The next authorization reads grants

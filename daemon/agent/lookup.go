@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -34,6 +35,21 @@ func resolve(tx *store.Tx, ref string) (*store.Agent, error) {
 		return nil, noAgent(tx, ref)
 	}
 	return a, err
+}
+
+// onAgent is what fn makes of the agent ref names (resolve), in one transaction of in:
+// the store's View to read, its Tx to write.
+func onAgent[T any](ctx context.Context, in func(context.Context, func(*store.Tx) error) error, ref string, fn func(*store.Tx, *store.Agent) (T, error)) (T, error) {
+	var out T
+	err := in(ctx, func(tx *store.Tx) error {
+		a, err := resolve(tx, ref)
+		if err != nil {
+			return err
+		}
+		out, err = fn(tx, a)
+		return err
+	})
+	return out, err
 }
 
 // noAgent is the error for a ref that names no agent, with the closest name when ref

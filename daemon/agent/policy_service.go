@@ -79,16 +79,7 @@ func (s *policyService) Commands(ctx context.Context, ref string) ([]api.Command
 // Policy shows every pattern that applies to the agent: stored ones first (they are the
 // agent's own), then its config section's, then the global ones.
 func (s *policyService) Policy(ctx context.Context, ref string) (*api.PolicyView, error) {
-	var v *api.PolicyView
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
-		v, err = s.policyView(tx, a)
-		return err
-	})
-	return v, err
+	return onAgent(ctx, s.st.View, ref, s.policyView)
 }
 
 // policyView lists the patterns for agent a; the zero Agent (no agent) gets the global ones.
@@ -140,59 +131,42 @@ func describeReach(p *api.Permission) {
 
 // AddPermission stores a pattern for the agent (agentctl policy allow|deny).
 func (s *policyService) AddPermission(ctx context.Context, ref string, req api.PermissionRequest) (*api.PolicyView, error) {
-	pat, err := checkPermission(req)
-	if err != nil {
-		return nil, err
-	}
-	var v *api.PolicyView
-	var id string
-	err = s.st.Tx(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
-		id = a.ID
-		if _, err := tx.AddPermission(a.ID, req.Effect, pat, req.By); err != nil {
-			return err
-		}
-		if err := tx.Audit(a.ID, "permission", map[string]string{"effect": req.Effect, "pattern": pat, "by": req.By}); err != nil {
-			return err
-		}
-		v, err = s.policyView(tx, a)
+	v, err := s.changePermission(ctx, ref, req, "permission", func(tx *store.Tx, a *store.Agent, pat string) error {
+		_, err := tx.AddPermission(a.ID, req.Effect, pat, req.By)
 		return err
 	})
 	if err == nil {
-		s.kick(id) // a pending proposal may be decided by the new pattern
+		s.kick(v.AgentID) // a pending proposal may be decided by the new pattern
 	}
 	return v, err
 }
 
 // RemovePermission deletes a stored pattern of the agent.
 func (s *policyService) RemovePermission(ctx context.Context, ref string, req api.PermissionRequest) (*api.PolicyView, error) {
+	return s.changePermission(ctx, ref, req, "permission_removed", func(tx *store.Tx, a *store.Agent, pat string) error {
+		if ok, err := tx.RemovePermission(a.ID, req.Effect, pat); err != nil || ok {
+			return err
+		}
+		return notFound("agent %s has no stored %s pattern %s (patterns from config are changed in the config file)", a.Name, req.Effect, pat)
+	})
+}
+
+// changePermission makes change, with req's pattern checked, to the stored patterns of
+// agent ref, audits it as what, and returns the agent's patterns after it.
+func (s *policyService) changePermission(ctx context.Context, ref string, req api.PermissionRequest, what string, change func(*store.Tx, *store.Agent, string) error) (*api.PolicyView, error) {
 	pat, err := checkPermission(req)
 	if err != nil {
 		return nil, err
 	}
-	var v *api.PolicyView
-	err = s.st.Tx(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
+	return onAgent(ctx, s.st.Tx, ref, func(tx *store.Tx, a *store.Agent) (*api.PolicyView, error) {
+		if err := change(tx, a, pat); err != nil {
+			return nil, err
 		}
-		ok, err := tx.RemovePermission(a.ID, req.Effect, pat)
-		if err != nil {
-			return err
+		if err := tx.Audit(a.ID, what, map[string]string{"effect": req.Effect, "pattern": pat, "by": req.By}); err != nil {
+			return nil, err
 		}
-		if !ok {
-			return notFound("agent %s has no stored %s pattern %s (patterns from config are changed in the config file)", a.Name, req.Effect, pat)
-		}
-		if err := tx.Audit(a.ID, "permission_removed", map[string]string{"effect": req.Effect, "pattern": pat, "by": req.By}); err != nil {
-			return err
-		}
-		v, err = s.policyView(tx, a)
-		return err
+		return s.policyView(tx, a)
 	})
-	return v, err
 }
 
 func checkPermission(req api.PermissionRequest) (string, error) {
@@ -312,20 +286,14 @@ type commandSource interface {
 // DeniedPaths are the workspace paths agent ref's deny rules keep from its programs, as
 // its sandboxed commands see them (sandboxProfile); nil when none.
 func (s *policyService) DeniedPaths(ctx context.Context, ref string) (commands.PathRules, error) {
-	var out commands.PathRules
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
+	return onAgent(ctx, s.st.View, ref, func(tx *store.Tx, a *store.Agent) (commands.PathRules, error) {
 		layers, err := layersFor(s.live(), tx, a)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if d := permission.Denied(layers...); d != nil {
-			out = d
+			return d, nil
 		}
-		return nil
+		return nil, nil // no typed nil in the interface
 	})
-	return out, err
 }

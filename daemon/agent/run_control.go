@@ -34,14 +34,8 @@ func (s *runs) mutateThen(ctx context.Context, ref string, fn func(tx *store.Tx,
 // mutateAfter is s.mutateThen that runs first, when set, under the runner's lock before
 // the transaction: work too long to hold the store's writer for (a rewind's restore).
 func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string) error, fn func(tx *store.Tx, a *store.Agent, r *runner) error, shows *change) (*api.Agent, error) {
-	var id string
-	if err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err == nil {
-			id = a.ID
-		}
-		return err
-	}); err != nil {
+	id, err := onAgent(ctx, s.st.View, ref, func(_ *store.Tx, a *store.Agent) (string, error) { return a.ID, nil })
+	if err != nil {
 		return nil, err
 	}
 	if shows != nil {
@@ -56,7 +50,7 @@ func mutateAfter(ctx context.Context, s *runs, ref string, first func(id string)
 		}
 	}
 	var out *api.Agent
-	err := s.st.Tx(ctx, func(tx *store.Tx) error {
+	err = s.st.Tx(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(id)
 		if errors.Is(err, store.ErrNotFound) {
 			return notFound("no agent %q: see `agentctl ls`", ref)

@@ -122,64 +122,45 @@ func (s *agentViews) ListAgents(ctx context.Context, q api.AgentQuery, p api.Pag
 
 // Agent returns one agent with its budget and latest runs.
 func (s *agentViews) Agent(ctx context.Context, ref string) (*api.Agent, error) {
-	var out *api.Agent
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
+	return onAgent(ctx, s.st.View, ref, func(tx *store.Tx, a *store.Agent) (*api.Agent, error) {
+		out, err := view(tx, a)
 		if err != nil {
-			return err
-		}
-		if out, err = view(tx, a); err != nil {
-			return err
+			return nil, err
 		}
 		out.Budget = s.budgets.budgetView(a)
 		out.Runs, err = tx.Runs(a.ID, shownRuns)
-		return err
+		return out, err
 	})
-	return out, err
 }
 
 // History returns an agent's episodes.
 func (s *agentViews) History(ctx context.Context, ref string) ([]api.Episode, error) {
-	out := []api.Episode{}
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
+	eps, err := onAgent(ctx, s.st.View, ref, func(tx *store.Tx, a *store.Agent) ([]api.Episode, error) {
 		eps, err := tx.Episodes(a.ID, 0)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ds, err := tx.LastDecisions(a.ID)
-		if err != nil {
-			return err
-		}
 		for i := range eps {
 			eps[i].Decision = ds[eps[i].ProposalID]
 		}
-		if eps != nil {
-			out = eps
-		}
-		return nil
+		return eps, err
 	})
-	return out, err
+	return orEmpty(eps), err
 }
 
 // Proposals returns an agent's proposals.
 func (s *agentViews) Proposals(ctx context.Context, ref string) ([]api.Proposal, error) {
-	out := []api.Proposal{}
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
-		ps, err := tx.Proposals(a.ID)
-		if ps != nil {
-			out = ps
-		}
-		return err
-	})
-	return out, err
+	ps, err := onAgent(ctx, s.st.View, ref, func(tx *store.Tx, a *store.Agent) ([]api.Proposal, error) { return tx.Proposals(a.ID) })
+	return orEmpty(ps), err
+}
+
+// orEmpty is l, or an empty list for none: the API shows [] rather than null.
+func orEmpty[T any](l []T) []T {
+	if l == nil {
+		return []T{}
+	}
+	return l
 }
 
 // Subscribe streams events.

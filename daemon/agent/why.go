@@ -16,28 +16,21 @@ import (
 // decision: a person's (who, from where) or the policy's (the pattern and its layer, or
 // the mode that approved).
 func (s *policyService) Why(ctx context.Context, ref string) (*api.Why, error) {
-	var w *api.Why
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
+	w, err := onAgent(ctx, s.st.View, ref, func(tx *store.Tx, a *store.Agent) (*api.Why, error) {
 		ps, err := tx.Proposals(a.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i := len(ps) - 1; i >= 0; i-- {
 			d, err := tx.LastDecision(ps[i].ID)
 			if errors.Is(err, store.ErrNotFound) {
 				continue
+			} else if err != nil {
+				return nil, err
 			}
-			if err != nil {
-				return err
-			}
-			w = &api.Why{AgentID: a.ID, Agent: a.Name, Proposal: ps[i], Decision: *d}
-			return nil
+			return &api.Why{AgentID: a.ID, Agent: a.Name, Proposal: ps[i], Decision: *d}, nil
 		}
-		return notFound("agent %s has no decided proposal yet: `agentctl show %s` shows what it waits for", a.Name, a.Name)
+		return nil, notFound("agent %s has no decided proposal yet: `agentctl show %s` shows what it waits for", a.Name, a.Name)
 	})
 	if err != nil {
 		return nil, err
