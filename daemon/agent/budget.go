@@ -64,10 +64,8 @@ func (r *runner) endOverBudget(ctx context.Context, runID string, o *cycle.Over)
 		if err != nil || a.RunID != runID || !active(a.State) {
 			return err // ended or replaced meanwhile
 		}
-		p, err := tx.OpenProposal(a.ID)
-		if errors.Is(err, store.ErrNotFound) {
-			p, err = nil, nil
-		} else if err != nil {
+		p, err := orNone(tx.OpenProposal(a.ID))
+		if err != nil {
 			return err
 		}
 		round := cycle.Round{Agent: a.State, Over: overBudget(r.s, a)}

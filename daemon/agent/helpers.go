@@ -369,11 +369,7 @@ func (s *helpers) stopHelpers(ctx context.Context, parentID string) {
 	if err != nil {
 		s.log.Error("listing helpers to stop", "agent", parentID, "err", err)
 	}
-	for _, id := range ids {
-		if _, err := s.stop(ctx, id, "stopped: its parent's run ended"); err != nil && !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrNotFound) {
-			s.log.Error("stopping a helper", "agent", id, "err", err)
-		}
-	}
+	s.changeEach(ctx, ids, s.stop, "stopped: its parent's run ended", "stopping a helper")
 }
 
 // pausedWith is the state reason of a helper paused because name was: resuming name
@@ -382,55 +378,49 @@ func pausedWith(name string) string {
 	return "paused: " + name + " was paused"
 }
 
-// descendants lists the helpers of the agent id at any depth, parents first; the agent
-// itself is left out.
-func (s *helpers) descendants(ctx context.Context, id string) ([]*store.Agent, error) {
-	var out []*store.Agent
+// descendants lists the helpers of the agent id at any depth, parents first, that keep
+// holds for; the agent itself is left out. What fails is logged as listing them to do.
+func (s *helpers) descendants(ctx context.Context, id, do string, keep func(*store.Agent) bool) []string {
+	var out []string
 	err := s.st.View(ctx, func(tx *store.Tx) error {
 		a, err := tx.Agent(id)
 		if err != nil {
 			return err
 		}
 		fam, err := family(tx, a)
-		if len(fam) > 1 {
-			out = fam[1:]
+		for _, h := range fam[min(1, len(fam)):] {
+			if keep(h) {
+				out = append(out, h.ID)
+			}
 		}
 		return err
 	})
-	return out, err
+	if err != nil {
+		s.log.Error("listing helpers to "+do, "agent", id, "err", err)
+		return nil
+	}
+	return out
 }
 
 // pauseHelpers pauses the running helpers of the agent id (named name), at any depth.
 func (s *helpers) pauseHelpers(ctx context.Context, id, name string) {
-	hs, err := s.descendants(ctx, id)
-	if err != nil {
-		s.log.Error("listing helpers to pause", "agent", id, "err", err)
-		return
-	}
-	for _, h := range hs {
-		if !active(h.State) {
-			continue
-		}
-		if _, err := s.pause(ctx, h.ID, pausedWith(name)); err != nil && !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrNotFound) {
-			s.log.Error("pausing a helper", "agent", h.ID, "err", err)
-		}
-	}
+	running := s.descendants(ctx, id, "pause", func(h *store.Agent) bool { return active(h.State) })
+	s.changeEach(ctx, running, s.pause, pausedWith(name), "pausing a helper")
 }
 
 // resumeHelpers resumes the helpers that pauseHelpers paused for the agent id (named name).
 func (s *helpers) resumeHelpers(ctx context.Context, id, name string) {
-	hs, err := s.descendants(ctx, id)
-	if err != nil {
-		s.log.Error("listing helpers to resume", "agent", id, "err", err)
-		return
-	}
 	why := pausedWith(name)
-	for _, h := range hs {
-		if h.State != api.StatePaused || h.StateReason != why {
-			continue
-		}
-		if _, err := s.resume(ctx, h.ID, why); err != nil && !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrNotFound) {
-			s.log.Error("resuming a helper", "agent", h.ID, "err", err)
+	paused := s.descendants(ctx, id, "resume", func(h *store.Agent) bool { return h.State == api.StatePaused && h.StateReason == why })
+	s.changeEach(ctx, paused, s.resume, why, "resuming a helper")
+}
+
+// changeEach does change to each agent of ids, with reason. An agent that changed
+// meanwhile (a conflict) or is gone is no failure; what else fails is logged as doing.
+func (s *helpers) changeEach(ctx context.Context, ids []string, change func(ctx context.Context, ref, reason string) (*api.Agent, error), reason, doing string) {
+	for _, id := range ids {
+		if _, err := change(ctx, id, reason); err != nil && !errors.Is(err, api.ErrConflict) && !errors.Is(err, api.ErrNotFound) {
+			s.log.Error(doing, "agent", id, "err", err)
 		}
 	}
 }

@@ -52,6 +52,14 @@ func onAgent[T any](ctx context.Context, in func(context.Context, func(*store.Tx
 	return out, err
 }
 
+// orNone is what a store read found, or nil without an error when it found none.
+func orNone[T any](v *T, err error) (*T, error) {
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	return v, err
+}
+
 // noAgent is the error for a ref that names no agent, with the closest name when ref
 // looks like a typo of one.
 func noAgent(tx *store.Tx, ref string) error {
@@ -105,16 +113,12 @@ func known(a *store.Agent, pending *api.Proposal, q *api.Question) *api.Agent {
 
 // view loads the agent with its pending proposal and question, as the API shows it.
 func view(tx *store.Tx, a *store.Agent) (*api.Agent, error) {
-	p, err := tx.OpenProposal(a.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		p = nil
-	} else if err != nil {
+	p, err := orNone(tx.OpenProposal(a.ID))
+	if err != nil {
 		return nil, err
 	}
-	q, err := tx.Question(a.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		q = nil
-	} else if err != nil {
+	q, err := orNone(tx.Question(a.ID))
+	if err != nil {
 		return nil, err
 	}
 	return viewOf(a, p, q), nil

@@ -214,8 +214,8 @@ func (s *rewinds) Rewind(ctx context.Context, ref string, req api.RewindRequest)
 	var ep *api.Episode
 	shows := &change{ev: cycle.Event{Kind: cycle.Rewind}, ckpt: s.ckpt, rewind: rw, rec: s.recordEpisode}
 	_, err = s.mutateAfter(ctx, a.ID, func(id string) error { return s.restore(ctx, id, rw, req.Shown) }, func(tx *store.Tx, cur *store.Agent) error {
-		p, err := tx.OpenProposal(cur.ID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		p, err := orNone(tx.OpenProposal(cur.ID))
+		if err != nil {
 			return err
 		}
 		shows.a, shows.p = cur, p
@@ -283,8 +283,8 @@ func (s *rewinds) restore(ctx context.Context, id string, rw *rewindTo, shown st
 		if a, err = tx.Agent(id); err != nil {
 			return err
 		}
-		p, err := tx.OpenProposal(id)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
+		p, err := orNone(tx.OpenProposal(id))
+		if err != nil {
 			return err
 		}
 		from := cycle.State{Agent: a.State}

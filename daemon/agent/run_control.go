@@ -161,10 +161,8 @@ func (s *runs) stop(ctx context.Context, ref, reason string) (*api.Agent, error)
 		if a.State == api.StateIdle {
 			return conflict("agent %s is idle already", a.Name)
 		}
-		p, err := tx.OpenProposal(a.ID)
-		if errors.Is(err, store.ErrNotFound) {
-			p, err = nil, nil
-		} else if err != nil {
+		p, err := orNone(tx.OpenProposal(a.ID))
+		if err != nil {
 			return err
 		}
 		withdraw := cycle.Event{Kind: cycle.Withdraw, Result: "withdrawn: the run was stopped"}

@@ -382,7 +382,7 @@ func (r *runner) setState(ctx context.Context, f *facts, k cycle.Kind, reason ..
 		case f == nil && (!active(cur.State) || !settles(cur, ev)):
 			return nil
 		case f != nil:
-			if p, err = tx.OpenProposal(cur.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if p, err = orNone(tx.OpenProposal(cur.ID)); err != nil {
 				return err
 			}
 			if cur.State != f.a.State || p == nil || p.ID != f.p.ID || p.Status != f.p.Status {

@@ -113,10 +113,7 @@ func readStep(ctx context.Context, st *store.Store, id string) (a *store.Agent, 
 		if a, err = tx.Agent(id); err != nil {
 			return err
 		}
-		last, err = tx.LastProposal(id, a.RunID)
-		if errors.Is(err, store.ErrNotFound) {
-			last, err = nil, nil
-		}
+		last, err = orNone(tx.LastProposal(id, a.RunID))
 		return err
 	})
 	return a, last, err

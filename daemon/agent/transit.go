@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/agentd/agentd/api"
@@ -210,10 +209,8 @@ func transit(tx *store.Tx, a *store.Agent, p *api.Proposal, ev cycle.Event) (mov
 // newRunTx starts a new run of the idle agent a with task; the caller writes a.
 func newRunTx(tx *store.Tx, a *store.Agent, task string) error {
 	// Nothing of the last run may be decided in the new one: the task supersedes it.
-	p, err := tx.OpenProposal(a.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		p, err = nil, nil
-	} else if err != nil {
+	p, err := orNone(tx.OpenProposal(a.ID))
+	if err != nil {
 		return err
 	}
 	if err := tx.ClearQuestions(a.ID); err != nil {
