@@ -14,7 +14,6 @@ import (
 	ollama "github.com/ollama/ollama/api"
 
 	"github.com/agentd/agentd/api"
-	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/testutil"
 )
 
@@ -112,9 +111,7 @@ func TestDenyStopsRun(t *testing.T) {
 func TestFeedbackGoesToModel(t *testing.T) {
 	h := newHarness(t)
 	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}), reply("list_folder", map[string]string{"path": "."}))
-	sideEffectMu.Lock()
-	before := sideEffectRuns
-	sideEffectMu.Unlock()
+	before := sideEffects()
 	a := h.create(api.CreateAgentRequest{})
 	p := h.pending(a.ID)
 	if _, err := h.decide(a.ID, p, "please look around first"); err != nil {
@@ -128,9 +125,7 @@ func TestFeedbackGoesToModel(t *testing.T) {
 	if !strings.Contains(joinContent(reqs[len(reqs)-1].Messages), "Human feedback: please look around first") {
 		t.Error("feedback missing from the next prompt")
 	}
-	sideEffectMu.Lock()
-	defer sideEffectMu.Unlock()
-	if sideEffectRuns != before {
+	if sideEffects() != before {
 		t.Error("feedback ran the command")
 	}
 }
@@ -257,18 +252,9 @@ func TestWorkspaceEscapeFails(t *testing.T) {
 
 func TestCrashDuringNonIdempotentCommandAsksAgain(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
-	h.stop()
-	// What a kill -9 between "started" and the result leaves behind.
-	h.st.Tx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.SetProposalStatus(p.ID, api.ProposalStarted, nil)
-		return err
-	})
-	sideEffectMu.Lock()
-	before := sideEffectRuns
-	sideEffectMu.Unlock()
+	a, p := h.proposed(reply("test_side_effect", map[string]string{"what": "x"}))
+	h.startedAtCrash(p, nil)
+	before := sideEffects()
 	h.start()
 	got := h.waitFor(a.ID, "the interrupted proposal", func(a *api.Agent) bool {
 		return a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
@@ -276,31 +262,21 @@ func TestCrashDuringNonIdempotentCommandAsksAgain(t *testing.T) {
 	if got.State != api.StateAwaitingDecision || !strings.Contains(got.StateReason, "decide again") {
 		t.Fatalf("agent = %+v", got)
 	}
-	sideEffectMu.Lock()
-	if sideEffectRuns != before {
+	if sideEffects() != before {
 		t.Fatal("interrupted command was re-run without asking")
 	}
-	sideEffectMu.Unlock()
 	h.fake.Script(reply("finish", map[string]string{"reason": "ok"}))
 	h.decide(a.ID, got.Pending, "y")
 	h.waitFor(a.ID, "re-run", func(*api.Agent) bool { return len(h.history(a.ID)) == 1 })
-	sideEffectMu.Lock()
-	defer sideEffectMu.Unlock()
-	if sideEffectRuns != before+1 {
-		t.Fatalf("side effect ran %d times after approval, want 1", sideEffectRuns-before)
+	if n := sideEffects() - before; n != 1 {
+		t.Fatalf("side effect ran %d times after approval, want 1", n)
 	}
 }
 
 func TestCrashDuringIdempotentCommandReruns(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Script(reply("write_file", map[string]string{"path": "a.txt", "contents": "x"}))
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
-	h.stop()
-	h.st.Tx(context.Background(), func(tx *store.Tx) error {
-		_, err := tx.SetProposalStatus(p.ID, api.ProposalStarted, nil)
-		return err
-	})
+	a, p := h.proposed(reply("write_file", map[string]string{"path": "a.txt", "contents": "x"}))
+	h.startedAtCrash(p, nil)
 	h.start()
 	h.waitFor(a.ID, "the re-run", func(*api.Agent) bool { return len(h.history(a.ID)) == 1 })
 	if _, err := os.Stat(filepath.Join(a.Workspace, "a.txt")); err != nil {

@@ -128,10 +128,7 @@ func TestDecideHashBindsToShownProposal(t *testing.T) {
 // A hash check never outranks the stale check: a decision on a superseded or decided
 // proposal says so, whatever hash it carries.
 func TestDecideHashOnDecidedProposalSaysDecided(t *testing.T) {
-	h := newHarness(t)
-	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("test_side_effect", map[string]string{"what": "b"}))
-	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
-	p := h.pending(a.ID)
+	h, a, p := proposedTwice(t)
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}
@@ -304,29 +301,30 @@ func TestDecisionRecordGuardsRefuseInOrder(t *testing.T) {
 
 // A decision names its agent's proposal: agent B's ref cannot decide agent A's.
 func TestDecideOtherAgentsProposalNotFound(t *testing.T) {
-	h := newHarness(t)
-	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("test_side_effect", map[string]string{"what": "b"}))
-	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
-	pa := h.pending(a.ID)
+	h, _, pa := proposedTwice(t)
 	b := h.create(api.CreateAgentRequest{Name: "b", Description: "d", Goals: []string{"g"}})
 	h.pending(b.ID)
-	for _, text := range []string{"y", "y -3", "n", "try again"} {
-		if _, err := h.decide(b.ID, pa, text); !errors.Is(err, api.ErrNotFound) {
-			t.Errorf("%q on a's proposal through b: err = %v, want not found", text, err)
+	h.notDecidedThrough(b.ID, pa, "y", "y -3", "n", "try again")
+}
+
+// notDecidedThrough checks that every answer to p given through the agent via is refused
+// as not found, and that p stays its agent's pending proposal.
+func (h *harness) notDecidedThrough(via string, p *api.Proposal, answers ...string) {
+	h.t.Helper()
+	for _, text := range answers {
+		if _, err := h.decide(via, p, text); !errors.Is(err, api.ErrNotFound) {
+			h.t.Errorf("%q on %s's proposal through %s: err = %v, want not found", text, p.AgentID, via, err)
 		}
 	}
-	if got := h.pending(a.ID); got.ID != pa.ID {
-		t.Errorf("a's proposal changed: %+v", got)
+	if got := h.pending(p.AgentID); got.ID != p.ID {
+		h.t.Errorf("%s's proposal changed: %+v", p.AgentID, got)
 	}
 }
 
 // A stale decision after the run ended and a new task began is refused, and the new
 // proposal is left to its own decision.
 func TestDecideStaleAfterNewRunRefused(t *testing.T) {
-	h := newHarness(t)
-	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("test_side_effect", map[string]string{"what": "b"}))
-	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
-	old := h.pending(a.ID)
+	h, a, old := proposedTwice(t)
 	if _, err := h.sup.runs.Stop(context.Background(), a.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -377,10 +375,7 @@ func TestApproveCountAsksForExecute(t *testing.T) {
 
 // After feedback, the proposal it answered takes no second decision.
 func TestDecideAfterFeedbackRefused(t *testing.T) {
-	h := newHarness(t)
-	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("test_side_effect", map[string]string{"what": "b"}))
-	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
-	old := h.pending(a.ID)
+	h, a, old := proposedTwice(t)
 	if _, err := h.decide(a.ID, old, "not that"); err != nil {
 		t.Fatal(err)
 	}
@@ -436,14 +431,7 @@ func TestHelperProposalNotDecidedThroughParent(t *testing.T) {
 	}
 	a := h.helper("boss/a")
 	p := h.pending(a.ID)
-	for _, text := range []string{"y", "y -3", "n", "no"} {
-		if _, err := h.decide(boss.ID, p, text); !errors.Is(err, api.ErrNotFound) {
-			t.Errorf("%q on the helper's proposal through its parent: err = %v, want not found", text, err)
-		}
-	}
-	if got := h.pending(a.ID); got.ID != p.ID {
-		t.Errorf("helper's proposal changed: %+v", got)
-	}
+	h.notDecidedThrough(boss.ID, p, "y", "y -3", "n", "no")
 }
 
 // An answer naming a question the stop withdrew is refused, also once a new question is open.
@@ -503,4 +491,13 @@ func TestDecideFieldsOfAnotherKindRefused(t *testing.T) {
 	if got := h.pending(a.ID); got.ID != p.ID {
 		t.Errorf("proposal decided: %+v", got)
 	}
+}
+
+// proposedTwice is a harness whose script proposes test_side_effect twice (what a, then
+// b), with agent a created and its first proposal pending.
+func proposedTwice(t *testing.T) (*harness, *api.Agent, *api.Proposal) {
+	h := newHarness(t)
+	h.fake.Script(reply("test_side_effect", map[string]string{"what": "a"}), reply("test_side_effect", map[string]string{"what": "b"}))
+	a := h.create(api.CreateAgentRequest{Name: "a", Description: "d", Goals: []string{"g"}})
+	return h, a, h.pending(a.ID)
 }

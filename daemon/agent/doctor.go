@@ -16,6 +16,7 @@ import (
 	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/statedir"
 	"github.com/agentd/agentd/daemon/store"
+	"github.com/agentd/agentd/internal/display"
 )
 
 // doctor runs agentctl doctor's checks: the model server, the store, the state directory
@@ -176,7 +177,7 @@ func checkDisk(dir string) api.Check {
 		return api.Check{Name: "disk", Status: api.CheckWarn, Detail: fmt.Sprintf("cannot measure free space of %s: %v", dir, err)}
 	}
 	free := fs.Bavail * uint64(fs.Bsize)
-	c := api.Check{Name: "disk", Status: api.CheckOK, Detail: fmt.Sprintf("%s free where %s is", humanBytes(free), dir)}
+	c := api.Check{Name: "disk", Status: api.CheckOK, Detail: fmt.Sprintf("%s free where %s is", display.Size(int64(free)), dir)}
 	switch {
 	case free < diskFailBytes:
 		c.Status = api.CheckFail
@@ -252,16 +253,6 @@ func chmodFix(paths []string) string {
 		return fix + "; or restart agentd, which makes all of its state dir private at start"
 	}
 	return fix + " (or restart agentd: it makes its state dir private at start)"
-}
-
-func humanBytes(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%d KiB", n>>10)
 }
 
 // checkWorkspaces makes sure new agents can get a workspace.

@@ -41,6 +41,37 @@ var (
 	sideEffectRuns int
 )
 
+// sideEffects is how many times test_side_effect has run in this test binary.
+func sideEffects() int {
+	sideEffectMu.Lock()
+	defer sideEffectMu.Unlock()
+	return sideEffectRuns
+}
+
+// proposed scripts the model's replies, creates an agent and returns it with its first
+// proposal, pending.
+func (h *harness) proposed(replies ...string) (*api.Agent, *api.Proposal) {
+	h.fake.Script(replies...)
+	a := h.create(api.CreateAgentRequest{})
+	return a, h.pending(a.ID)
+}
+
+// startedAtCrash stops the daemon and marks p started, as a kill -9 between "started"
+// and the result leaves it; also, when set, changes more in the same transaction.
+func (h *harness) startedAtCrash(p *api.Proposal, also func(tx *store.Tx) error) {
+	h.t.Helper()
+	h.stop()
+	err := h.st.Tx(context.Background(), func(tx *store.Tx) error {
+		if _, err := tx.SetProposalStatus(p.ID, api.ProposalStarted, nil); err != nil || also == nil {
+			return err
+		}
+		return also(tx)
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // executeCmd is a test command of the execute class.
 type executeCmd struct{ sideEffect }
 

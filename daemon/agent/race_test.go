@@ -143,18 +143,11 @@ func TestRepeatAsksEvenAfterResume(t *testing.T) {
 	a := h.create(api.CreateAgentRequest{Policy: &api.Policy{Mode: "continuous", ContinuousLimit: 50}})
 	got := h.waitFor(a.ID, "repeat question", func(a *api.Agent) bool { return a.Pending != nil && a.StateReason != "" })
 	t.Logf("watchdog: %s", got.StateReason)
-	sideEffectMu.Lock()
-	before := sideEffectRuns
-	sideEffectMu.Unlock()
+	before := sideEffects()
 	h.sup.runs.Pause(context.Background(), a.ID)
 	h.sup.runs.Resume(context.Background(), a.ID)
-	runs := func() int {
-		sideEffectMu.Lock()
-		defer sideEffectMu.Unlock()
-		return sideEffectRuns
-	}
-	testutil.Hold(200*time.Millisecond, func() bool { return runs() == before })
-	after := runs()
+	testutil.Hold(200*time.Millisecond, func() bool { return sideEffects() == before })
+	after := sideEffects()
 	if after != before {
 		t.Fatalf("the repeated non-idempotent command ran without the person's approval after pause/resume")
 	}
@@ -164,13 +157,9 @@ func TestRepeatAsksEvenAfterResume(t *testing.T) {
 // not carry the old run's proposal into a follow-up task.
 func TestTaskSupersedesStaleProposal(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
-	h.stop()
+	a, p := h.proposed(reply("test_side_effect", map[string]string{"what": "x"}))
 	// What Stop during the command + kill -9 before finishExecution leaves: agent idle, run ended, proposal started.
-	h.st.Tx(context.Background(), func(tx *store.Tx) error {
-		tx.SetProposalStatus(p.ID, api.ProposalStarted, nil)
+	h.startedAtCrash(p, func(tx *store.Tx) error {
 		ag, _ := tx.Agent(a.ID)
 		ag.State, ag.StateReason = api.StateIdle, "stopped by a person"
 		tx.EndRun(ag.RunID, "stopped", "x")
@@ -195,9 +184,7 @@ func TestTaskSupersedesStaleProposal(t *testing.T) {
 // person as interrupted, never left as a started proposal nobody can decide.
 func TestLostResultBecomesInterrupted(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
+	a, p := h.proposed(reply("test_side_effect", map[string]string{"what": "x"}))
 	// the state finishExecution's failed Tx leaves, with the loop still running
 	h.st.Tx(context.Background(), func(tx *store.Tx) error {
 		tx.SetProposalStatus(p.ID, api.ProposalStarted, nil)
