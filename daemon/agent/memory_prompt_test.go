@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/daemon/config"
+	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/testutil"
 	"github.com/agentd/agentd/memory"
@@ -41,18 +42,8 @@ func memorySection(prompt string) string {
 // recall benchmark's prompt mode measures with), the prompt still fits beside the reply,
 // and the evidence ranked below long, near-identical memories reaches the prompt.
 func TestMemoryPromptAtSmallContext(t *testing.T) {
-	dir := t.TempDir()
-	ix := openIndex(t, dir)
-	t.Cleanup(func() { ix.Close() })
-	f := newPromptFixture(t, func(o *Options) {
-		o.Directives, o.Memory = config.Default().Directives(), MemoryOf(config.Default().Memory, ix)
-	})
+	f, ix, a := newMemoryKeeper(t, "When is the invoice for the garden shed due?")
 	ctx := context.Background()
-	a, err := f.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: benchDescription,
-		Task: "When is the invoice for the garden shed due?", Start: new(bool)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	long := "The invoice for the garden shed came by mail today. " + strings.Repeat("It lists the wood, the screws, the paint and the labour in many lines. ", 12)
 	var ms []store.Memory
 	for i := range 6 { // long near-copies: one is worth showing, as a snippet
@@ -68,12 +59,7 @@ func TestMemoryPromptAtSmallContext(t *testing.T) {
 	if err := f.st.Tx(ctx, func(tx *store.Tx) error { return f.sup.memoryService.remember(tx, ms...) }); err != nil {
 		t.Fatal(err)
 	}
-	flush(t, ix)
-	var sa *store.Agent
-	if err := f.st.View(ctx, func(tx *store.Tx) (err error) { sa, err = tx.Agent(a.ID); return err }); err != nil {
-		t.Fatal(err)
-	}
-	_, msgs := f.sup.prompt(ctx, f.sup.live(), sa, f.sup.stepOf(sa), "m", 2048, nil)
+	msgs := f.memoryPrompt(ix, a.ID, 2048)
 	prompt := render(msgs)
 	if chars := PromptChars(msgs); float64(chars) > float64(2048-replyReserve(2048))*defaultCharsPerToken {
 		t.Errorf("prompt of %d chars exceeds num_ctx 2048 less the reply reserve", chars)
@@ -123,17 +109,8 @@ func TestMemoryBudget(t *testing.T) {
 // memory section (about 18 memories, most as snippets) and its history's floor, and the
 // prompt still fits the context beside the reply.
 func TestMemoryPromptFitsAt2048With1000Episodes(t *testing.T) {
-	ix := openIndex(t, t.TempDir())
-	t.Cleanup(func() { ix.Close() })
-	f := newPromptFixture(t, func(o *Options) {
-		o.Directives, o.Memory = config.Default().Directives(), MemoryOf(config.Default().Memory, ix)
-	})
+	f, ix, a := newMemoryKeeper(t, "Which supplier sent the garden shed invoice, and when is it due?")
 	ctx := context.Background()
-	a, err := f.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: benchDescription,
-		Task: "Which supplier sent the garden shed invoice, and when is it due?", Start: new(bool)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	day := time.Date(2026, 2, 1, 10, 0, 0, 0, time.UTC)
 	var ms []store.Memory
 	things := []string{"roof panels", "door hinges", "floor boards", "window glass", "paint tins", "gutter pipes", "shelf brackets",
@@ -150,7 +127,7 @@ func TestMemoryPromptFitsAt2048With1000Episodes(t *testing.T) {
 	}
 	ms = append(ms, store.Memory{ID: "m-note", AgentID: a.ID, Kind: "note", Source: "memory_add", Created: day,
 		Text: "The garden shed invoice from Oakworks is due on 3 March."})
-	err = f.st.Tx(ctx, func(tx *store.Tx) error {
+	err := f.st.Tx(ctx, func(tx *store.Tx) error {
 		for i := range 1000 {
 			ep := api.Episode{Step: i + 1, Command: "read_file", Args: json.RawMessage(fmt.Sprintf(`{"path":"invoices/%d.txt"}`, i)),
 				Reasoning: "check the next invoice for the garden shed", Outcome: "succeeded",
@@ -164,12 +141,7 @@ func TestMemoryPromptFitsAt2048With1000Episodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flush(t, ix)
-	var sa *store.Agent
-	if err := f.st.View(ctx, func(tx *store.Tx) (err error) { sa, err = tx.Agent(a.ID); return err }); err != nil {
-		t.Fatal(err)
-	}
-	_, msgs := f.sup.prompt(ctx, f.sup.live(), sa, f.sup.stepOf(sa), "m", 2048, nil)
+	msgs := f.memoryPrompt(ix, a.ID, 2048)
 	limit := float64(2048-replyReserve(2048)) * defaultCharsPerToken
 	if chars := PromptChars(msgs); float64(chars) > limit {
 		t.Errorf("prompt of %d chars exceeds num_ctx 2048 less the reply reserve (%.0f chars)", chars, limit)
@@ -292,29 +264,15 @@ func TestMemorySpeakerAndContextFoundAndKeptByReindex(t *testing.T) {
 // The prompt's memory line says who spoke, once: "Ana: …" in place of the relay's
 // "slack message from Ana".
 func TestMemoryPromptNamesTheSpeaker(t *testing.T) {
-	ix := openIndex(t, t.TempDir())
-	t.Cleanup(func() { ix.Close() })
-	f := newPromptFixture(t, func(o *Options) {
-		o.Directives, o.Memory = config.Default().Directives(), MemoryOf(config.Default().Memory, ix)
-	})
+	f, ix, a := newMemoryKeeper(t, "What did Ana say about the deadline?")
 	ctx := context.Background()
-	a, err := f.sup.runs.CreateAgent(ctx, api.CreateAgentRequest{Name: "keeper", Description: benchDescription,
-		Task: "What did Ana say about the deadline?", Start: new(bool)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, req := range speakerChat {
 		req.Agent = a.ID
 		if _, err := f.sup.memoryService.AddMemory(ctx, req); err != nil {
 			t.Fatal(err)
 		}
 	}
-	flush(t, ix)
-	var sa *store.Agent
-	if err := f.st.View(ctx, func(tx *store.Tx) (err error) { sa, err = tx.Agent(a.ID); return err }); err != nil {
-		t.Fatal(err)
-	}
-	_, msgs := f.sup.prompt(ctx, f.sup.live(), sa, f.sup.stepOf(sa), "m", 4096, nil)
+	msgs := f.memoryPrompt(ix, a.ID, 4096)
 	sec := memorySection(render(msgs))
 	if !strings.Contains(sec, "\n- Ana: the deadline moved to Friday") {
 		t.Errorf("the memory section does not say Ana said it:\n%s", sec)
@@ -349,4 +307,33 @@ func TestExportRecordSpeaker(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newMemoryKeeper is a prompt fixture with long-term memory on and the default
+// directives, and its agent keeper with task, not started.
+func newMemoryKeeper(t *testing.T, task string) (*promptFixture, *memory.Index, *api.Agent) {
+	t.Helper()
+	ix := openIndex(t, t.TempDir())
+	t.Cleanup(func() { ix.Close() })
+	f := newPromptFixture(t, func(o *Options) {
+		o.Directives, o.Memory = config.Default().Directives(), MemoryOf(config.Default().Memory, ix)
+	})
+	a, err := f.sup.runs.CreateAgent(context.Background(), api.CreateAgentRequest{Name: "keeper", Description: benchDescription, Task: task, Start: new(bool)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, ix, a
+}
+
+// memoryPrompt is agent id's next prompt at numCtx, once ix took the memories queued.
+func (f *promptFixture) memoryPrompt(ix *memory.Index, id string, numCtx int) []llm.Message {
+	f.t.Helper()
+	flush(f.t, ix)
+	ctx := context.Background()
+	var sa *store.Agent
+	if err := f.st.View(ctx, func(tx *store.Tx) (err error) { sa, err = tx.Agent(id); return err }); err != nil {
+		f.t.Fatal(err)
+	}
+	_, msgs := f.sup.prompt(ctx, f.sup.live(), sa, f.sup.stepOf(sa), "m", numCtx, nil)
+	return msgs
 }
