@@ -2,12 +2,17 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/commands/shell"
+	"github.com/agentd/agentd/daemon/store"
 )
 
 func TestPermissionPatterns(t *testing.T) {
@@ -185,5 +190,186 @@ func TestPolicyTestWeighsGrants(t *testing.T) {
 	}
 	if v.Effect != "allow" || !strings.Contains(v.Reason, "write_file(notes/*)") || v.Decision == nil || v.Decision.Grant != pv.Grant.ID {
 		t.Errorf("with grant %s: %+v; want allow, naming the grant", pv.Grant.ID, v)
+	}
+}
+
+// realShell is execute_shell in a real bubblewrap sandbox, or a skip saying why there is
+// none here (a failure under CI=true, where the scripts install bubblewrap).
+func realShell(t *testing.T) commands.Command {
+	t.Helper()
+	return realShellWith(t, shell.Options{Network: true})
+}
+
+// realShellWith is realShell with the options o (its sandbox bwrap).
+func realShellWith(t *testing.T, o shell.Options) commands.Command {
+	t.Helper()
+	bwrap, err := exec.LookPath("bwrap")
+	if err == nil {
+		_, err = shell.CheckSandbox(shell.Options{Sandbox: shell.SandboxBwrap, Bwrap: bwrap})
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no sandbox on this CI machine: %v", err)
+		}
+		t.Skipf("no sandbox here: %v", err)
+	}
+	o.Sandbox, o.Bwrap = shell.SandboxBwrap, bwrap
+	c, err := shell.NewExecuteShell(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestUnaskedShellRunsBounded: a command a pattern approved runs with the workspace
+// read-only (the decision says so), one whose pattern ends in +write may write, and a
+// person's approval of the same line keeps the sandbox as configured; a deny rule on a
+// path keeps it from the program under every approval.
+func TestUnaskedShellRunsBounded(t *testing.T) {
+	sh := realShell(t)
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+		o.Allow = []string{"execute_shell(touch by-pattern*)", "execute_shell(touch by-write-pattern*)+write"}
+		o.Deny = []string{"read_file(secrets/*)"}
+	})
+	line := func(l string) string { return reply("execute_shell", map[string]string{"command_line": l}) }
+	h.fake.Script(
+		line("touch by-pattern"),       // 1 the pattern approves it: bounded, read-only
+		line("touch by-write-pattern"), // 2 a +write pattern: bounded, writable
+		line("touch by-person"),        // 3 asks: a person's y, the sandbox as configured
+		line("cat secrets/key.txt"),    // 4 asks: y, yet the deny rule keeps the file away
+		reply("finish", map[string]string{"reason": "done"}),
+	)
+	a := h.create(api.CreateAgentRequest{})
+	ws := h.waitFor(a.ID, "a workspace", func(a *api.Agent) bool { return a.Workspace != "" }).Workspace
+	os.MkdirAll(filepath.Join(ws, "secrets"), 0o755)
+	os.WriteFile(filepath.Join(ws, "secrets", "key.txt"), []byte("KEY=hunter2\n"), 0o644)
+	for _, answer := range []string{"y", "y", "y"} { // by-person, cat, finish
+		p := h.pending(a.ID)
+		if _, err := h.decide(a.ID, p, answer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitFor(a.ID, "the run to end", func(a *api.Agent) bool { return a.State == api.StateIdle })
+	for name, want := range map[string]bool{"by-pattern": false, "by-write-pattern": true, "by-person": true} {
+		if _, err := os.Stat(filepath.Join(ws, name)); (err == nil) != want {
+			t.Errorf("%s created = %v; want %v", name, err == nil, want)
+		}
+	}
+	eps := h.history(a.ID)
+	if len(eps) < 4 {
+		t.Fatalf("history has %d episodes; want 4 or more", len(eps))
+	}
+	if !strings.Contains(eps[0].Result, "Read-only file system") {
+		t.Errorf("the bounded run's result does not say the workspace was read-only: %q", eps[0].Result)
+	}
+	if strings.Contains(eps[3].Result, "hunter2") {
+		t.Errorf("a path the deny rule covers reached the program: %q", eps[3].Result)
+	}
+	var decisions []api.Decision
+	if err := h.st.View(t.Context(), func(tx *store.Tx) error {
+		for _, e := range eps[:3] {
+			d, err := tx.LastDecision(e.ProposalID)
+			if err != nil {
+				return err
+			}
+			decisions = append(decisions, *d)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{api.ProfileBounded, api.ProfileBoundedWrite, ""} {
+		if decisions[i].Profile != want {
+			t.Errorf("step %d's decision (%s by %s) has profile %q; want %q", i+1, decisions[i].Source, decisions[i].By, decisions[i].Profile, want)
+		}
+	}
+}
+
+func TestWhyNamesTheRuleOrPerson(t *testing.T) {
+	h := newHarness(t, func(o *Options) { o.Allow = []string{"list_folder(*)"} })
+	h.fake.Script(
+		reply("list_folder", map[string]string{"path": "."}),                         // allowed by config
+		reply("write_file", map[string]string{"path": "notes.txt", "contents": "x"}), // asks
+	)
+	a := h.create(api.CreateAgentRequest{})
+	p := h.pending(a.ID)
+	ctx := context.Background()
+	w, err := h.sup.policyService.Why(ctx, a.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Proposal.Command != "list_folder" || w.Decision.Source != "policy" || w.Decision.Pattern != "list_folder(*)" || w.Layer != "config" {
+		t.Errorf("why before the person decided = %+v, want list_folder approved by list_folder(*) from config", w)
+	}
+	if want := "auto-approved by the allow pattern list_folder(*) (config)"; w.Reason != want {
+		t.Errorf("reason = %q, want %q", w.Reason, want)
+	}
+	if _, err := h.decide(a.ID, p, "n"); err != nil {
+		t.Fatal(err)
+	}
+	w, err = h.sup.policyService.Why(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Proposal.ID != p.ID || w.Decision.Kind != api.DecisionDeny || w.Layer != "" {
+		t.Errorf("why after the denial = %+v, want the denial of %s", w, p.ID)
+	}
+	if want := "denied by " + w.Decision.By + " via " + w.Decision.Source + "; the run stopped"; w.Reason != want {
+		t.Errorf("reason = %q, want %q", w.Reason, want)
+	}
+	if _, err := h.sup.policyService.Why(ctx, "nobody"); !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("Why(unknown agent) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestWhyBeforeAnyDecision(t *testing.T) {
+	h := newHarness(t)
+	h.fake.Script(reply("write_file", map[string]string{"path": "a.txt", "contents": "x"}))
+	a := h.create(api.CreateAgentRequest{})
+	h.pending(a.ID)
+	if _, err := h.sup.policyService.Why(context.Background(), a.ID); !errors.Is(err, api.ErrNotFound) {
+		t.Errorf("Why with only a pending proposal = %v, want ErrNotFound", err)
+	}
+}
+
+func TestWhyReason(t *testing.T) {
+	cases := []struct {
+		name  string
+		d     api.Decision
+		layer string
+		want  string
+	}{
+		{"policy_pattern", api.Decision{Kind: api.DecisionApprove, Source: "policy", By: "allow pattern read_file(*)", Pattern: "read_file(*)"}, "stored",
+			"auto-approved by the allow pattern read_file(*) (stored)"},
+		{"policy_auto_read", api.Decision{Kind: api.DecisionApprove, Source: "policy", By: "auto_read"}, "",
+			"auto-approved: a read command, and the agent's policy runs reads unasked (auto_read)"},
+		{"policy_mode", api.Decision{Kind: api.DecisionApprove, Source: "policy", By: "auto (alice's)"}, "",
+			"approved by the policy mode auto (alice's)"},
+		{"policy_deny", api.Decision{Kind: api.DecisionFeedback, Source: "policy", By: "deny pattern rm(*)", Pattern: "rm(*)"}, "config",
+			"refused by the deny pattern rm(*) (config): the model was told to choose another way"},
+		{"person_approve", api.Decision{Kind: api.DecisionApprove, Count: 1, Source: "slack", By: "alice"}, "",
+			"approved by alice via slack"},
+		{"person_approve_n", api.Decision{Kind: api.DecisionApprove, Count: 3, Source: "agentctl", By: "bob"}, "",
+			"approved by bob via agentctl for this and the next 2 proposals (y -3)"},
+		{"person_always", api.Decision{Kind: api.DecisionApprove, Count: 1, Scope: api.ScopeAgent, Pattern: "ls(*)", Source: "discord", By: "carol"}, "",
+			"approved by carol via discord, who also allowed ls(*) for the agent from then on"},
+		{"grant_count", api.Decision{Kind: api.DecisionApprove, Count: 1, Source: "grant", By: "root", Grant: "g-1", GrantLabel: "root's y -3 (1 left)"}, "",
+			"approved by root's y -3 (1 left) (grant g-1), without asking"},
+		{"person_approve_n_grant", api.Decision{Kind: api.DecisionApprove, Count: 3, Source: "agentctl", By: "bob", Grant: "g-2"}, "",
+			"approved by bob via agentctl for this and the next 2 proposals (y -3, grant g-2)"},
+		{"person_always_exact", api.Decision{Kind: api.DecisionApprove, Count: 1, Scope: api.ScopeAgent, Source: "discord", By: "carol", Grant: "g-3"}, "",
+			"approved by carol via discord, who also granted this exact command with these args from then on (grant g-3)"},
+		{"person_never", api.Decision{Kind: api.DecisionDeny, Scope: api.ScopeDeny, Pattern: "rm(*)", Source: "agentctl", By: "bob"}, "",
+			"denied by bob via agentctl, who also denied rm(*) for the agent from then on"},
+		{"person_feedback", api.Decision{Kind: api.DecisionFeedback, Feedback: "use git", Source: "api"}, "",
+			"not run: api answered with feedback, which went to the model"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := whyReason(&api.Why{Decision: c.d, Layer: c.layer}); got != c.want {
+				t.Errorf("whyReason = %q, want %q", got, c.want)
+			}
+		})
 	}
 }
