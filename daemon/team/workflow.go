@@ -39,13 +39,14 @@ type Workflow struct {
 
 // Role is one participant. A role with Commands takes its turns as a real agent of the
 // daemon (its proposals are decided like any agent's); one without answers in plain text.
+// The file writes it as it is, but for its name, which is its table's.
 type Role struct {
-	Name        string
-	Description string
-	Prompt      string
-	Commands    []string // commands the role is told it may use; empty: a chat-only role
-	Allow       []string // permission patterns stored for the role's agent (auto-approved)
-	MaxSteps    int      // proposals per turn
+	Name        string   `toml:"-"`
+	Description string   `toml:"description"`
+	Prompt      string   `toml:"prompt"`
+	Commands    []string `toml:"commands"`  // commands the role is told it may use; empty: a chat-only role
+	Allow       []string `toml:"allow"`     // permission patterns stored for the role's agent (auto-approved)
+	MaxSteps    int      `toml:"max_steps"` // proposals per turn
 }
 
 // Phase is a two-role phase (instructor and assistant alternate) or a composed phase
@@ -112,14 +113,6 @@ func (e *Error) Error() string {
 }
 
 // The file's shape, as TOML decodes it.
-type fileRole struct {
-	Description string   `toml:"description"`
-	Prompt      string   `toml:"prompt"`
-	Commands    []string `toml:"commands"`
-	Allow       []string `toml:"allow"`
-	MaxSteps    int      `toml:"max_steps"`
-}
-
 type filePhase struct {
 	Instructor string   `toml:"instructor"`
 	Assistant  string   `toml:"assistant"`
@@ -147,7 +140,7 @@ type file struct {
 	Root        string               `toml:"root"`
 	MaxTurns    int                  `toml:"max_turns"`
 	Vars        map[string]string    `toml:"vars"`
-	Roles       map[string]fileRole  `toml:"roles"`
+	Roles       map[string]Role      `toml:"roles"`
 	Phases      map[string]filePhase `toml:"phases"`
 	States      map[string]fileState `toml:"states"`
 }
@@ -260,13 +253,13 @@ func (v *validator) workflow(f *file) *Workflow {
 	return w
 }
 
-func (v *validator) role(name string, fr fileRole, w *Workflow) *Role {
+func (v *validator) role(name string, fr Role, w *Workflow) *Role {
 	key := "roles." + name
 	if !isName(name) {
 		v.add(key, "role %q: use lowercase letters, digits and _, starting with a letter (at most 24)", name)
 	}
-	r := &Role{Name: name, Description: strings.TrimSpace(fr.Description), Prompt: fr.Prompt,
-		Commands: fr.Commands, Allow: fr.Allow, MaxSteps: fr.MaxSteps}
+	r := &fr
+	r.Name, r.Description = name, strings.TrimSpace(fr.Description)
 	if r.Description == "" {
 		v.add(key, "role %s has no description: say in one line who it is", name)
 	}
