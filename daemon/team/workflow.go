@@ -51,18 +51,21 @@ type Role struct {
 
 // Phase is a two-role phase (instructor and assistant alternate) or a composed phase
 // that repeats a list of two-role phases.
+// The file writes it as it is, but for its name (its table's) and Until (UntilText).
 type Phase struct {
-	Name string
+	Name string `toml:"-"`
 	// Two-role phase.
-	Instructor, Assistant string
-	Prompt                string
-	Store                 string // the variable the conclusion goes to
-	MaxTurns              int
-	Reflect               bool // no <INFO>: ask the model for the conclusion from the transcript
+	Instructor string `toml:"instructor"`
+	Assistant  string `toml:"assistant"`
+	Prompt     string `toml:"prompt"`
+	Store      string `toml:"store"` // the variable the conclusion goes to
+	MaxTurns   int    `toml:"max_turns"`
+	Reflect    bool   `toml:"reflect"` // no <INFO>: ask the model for the conclusion from the transcript
 	// Composed phase.
-	Phases []string
-	Cycles int
-	Until  *Cond // nil: run all cycles
+	Phases    []string `toml:"phases"`
+	Cycles    int      `toml:"cycles"`
+	Until     *Cond    `toml:"-"`     // nil: run all cycles
+	UntilText string   `toml:"until"` // Until as the file writes it
 }
 
 // Composed reports whether p repeats other phases.
@@ -113,18 +116,6 @@ func (e *Error) Error() string {
 }
 
 // The file's shape, as TOML decodes it.
-type filePhase struct {
-	Instructor string   `toml:"instructor"`
-	Assistant  string   `toml:"assistant"`
-	Prompt     string   `toml:"prompt"`
-	Store      string   `toml:"store"`
-	MaxTurns   int      `toml:"max_turns"`
-	Reflect    bool     `toml:"reflect"`
-	Phases     []string `toml:"phases"`
-	Cycles     int      `toml:"cycles"`
-	Until      string   `toml:"until"`
-}
-
 type fileState struct {
 	Prompt   string   `toml:"prompt"`
 	Roles    []string `toml:"roles"`
@@ -141,7 +132,7 @@ type file struct {
 	MaxTurns    int                  `toml:"max_turns"`
 	Vars        map[string]string    `toml:"vars"`
 	Roles       map[string]Role      `toml:"roles"`
-	Phases      map[string]filePhase `toml:"phases"`
+	Phases      map[string]Phase     `toml:"phases"`
 	States      map[string]fileState `toml:"states"`
 }
 
@@ -293,13 +284,13 @@ func isCommandName(s string) bool {
 	return true
 }
 
-func (v *validator) phase(name string, fp filePhase, f *file, w *Workflow) *Phase {
+func (v *validator) phase(name string, fp Phase, f *file, w *Workflow) *Phase {
 	key := "phases." + name
 	if !isName(name) {
 		v.add(key, "phase %q: use lowercase letters, digits and _, starting with a letter (at most 24)", name)
 	}
-	p := &Phase{Name: name, Instructor: fp.Instructor, Assistant: fp.Assistant, Prompt: fp.Prompt,
-		Store: fp.Store, MaxTurns: fp.MaxTurns, Reflect: fp.Reflect, Phases: fp.Phases, Cycles: fp.Cycles}
+	p := &fp
+	p.Name = name
 	if p.Composed() {
 		for _, k := range []struct {
 			set  bool
@@ -320,19 +311,19 @@ func (v *validator) phase(name string, fp filePhase, f *file, w *Workflow) *Phas
 			}
 		}
 		switch {
-		case fp.Cycles == 0 && fp.Until == "":
+		case fp.Cycles == 0 && fp.UntilText == "":
 			v.add(key, "composed phase %s needs cycles (at most %d), until (a break condition), or both", name, MaxCycles)
 		case fp.Cycles == 0:
 			p.Cycles = MaxCycles
 		case fp.Cycles < 1 || fp.Cycles > MaxCycles:
 			v.add(key+".cycles", "phase %s: cycles %d: want 1 to %d", name, fp.Cycles, MaxCycles)
 		}
-		if fp.Until != "" {
-			p.Until = v.cond(key+".until", fp.Until, w)
+		if fp.UntilText != "" {
+			p.Until = v.cond(key+".until", fp.UntilText, w)
 		}
 		return p
 	}
-	if fp.Cycles != 0 || fp.Until != "" {
+	if fp.Cycles != 0 || fp.UntilText != "" {
 		v.add(key, "phase %s has cycles or until but no phases to repeat", name)
 	}
 	for _, r := range []struct{ field, role string }{{"instructor", fp.Instructor}, {"assistant", fp.Assistant}} {
