@@ -195,23 +195,12 @@ func (s *Supervisor) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.ctx = ctx
 	s.mu.Unlock()
-	if err := s.workspaceDirs.resolveWorkspaces(ctx); err != nil {
-		return err
-	}
-	if err := s.recover(ctx); err != nil {
-		return err
-	}
-	if err := s.runBudgets.loadBudgets(ctx); err != nil {
-		return err
-	}
-	if err := s.batchRuns.load(ctx, s.st); err != nil {
-		return err
-	}
-	if err := s.helpers.deliverEnded(ctx); err != nil {
-		return err
-	}
-	if err := s.helpers.stopStrays(ctx); err != nil {
-		return err
+	// In this order: the ends of helper runs are delivered before strays are stopped.
+	for _, step := range []func(context.Context) error{s.workspaceDirs.resolveWorkspaces, s.recover, s.runBudgets.loadBudgets,
+		func(ctx context.Context) error { return s.batchRuns.load(ctx, s.st) }, s.helpers.deliverEnded, s.helpers.stopStrays} {
+		if err := step(ctx); err != nil {
+			return err
+		}
 	}
 	s.wg.Go(func() { s.probeLoop(ctx) })
 	if s.mem != nil && s.mem.ix.NeedsRebuild() {
