@@ -19,9 +19,7 @@ import (
 
 func TestApproveRunsAndFinishes(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Script(reply("write_file", map[string]string{"path": "notes/a.txt", "contents": "hello"}), reply("finish", map[string]string{"reason": "done"}))
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
+	a, p := h.proposed(reply("write_file", map[string]string{"path": "notes/a.txt", "contents": "hello"}), reply("finish", map[string]string{"reason": "done"}))
 	if p.Command != "write_file" || p.Step != 1 || p.Hash == "" {
 		t.Fatalf("proposal = %+v", p)
 	}
@@ -88,9 +86,7 @@ func TestApproveCountRunsNextWithoutAsking(t *testing.T) {
 
 func TestDenyStopsRun(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
+	a, p := h.proposed(reply("test_side_effect", map[string]string{"what": "x"}))
 	if _, err := h.decide(a.ID, p, "n"); err != nil {
 		t.Fatal(err)
 	}
@@ -336,9 +332,7 @@ func TestProfileGeneratedFromTask(t *testing.T) {
 
 func TestDecisionErrors(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Script(reply("list_folder", map[string]string{"path": "."}))
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
+	a, p := h.proposed(reply("list_folder", map[string]string{"path": "."}))
 	ctx := context.Background()
 	cases := []struct {
 		name string

@@ -34,9 +34,7 @@ func TestPanickingComponentIsSkipped(t *testing.T) {
 	h := newHarness(t, func(o *Options) { o.Components = []commands.Component{explodingComponent{}} })
 	events, unsub := h.sup.Events().Subscribe("", 0)
 	defer unsub()
-	h.fake.Script(reply("list_folder", map[string]string{"path": "."}), reply("finish", map[string]string{"reason": "done"}))
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
+	a, p := h.proposed(reply("list_folder", map[string]string{"path": "."}), reply("finish", map[string]string{"reason": "done"}))
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}

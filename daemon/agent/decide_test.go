@@ -18,12 +18,8 @@ import (
 // decider's display name and, for a local user, the uid the socket reported.
 func TestADecisionKeepsWhoMadeIt(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Script(
-		reply("write_file", map[string]string{"path": "a.txt", "contents": "one"}),
-		reply("write_file", map[string]string{"path": "b.txt", "contents": "two"}),
-	)
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
+	a, p := h.proposed(reply("write_file", map[string]string{"path": "a.txt", "contents": "one"}),
+		reply("write_file", map[string]string{"path": "b.txt", "contents": "two"}))
 	uid := uint32(1000)
 	d, err := h.sup.decisions.Decide(context.Background(), a.ID, api.DecideRequest{
 		ProposalID: p.ID, Kind: api.DecisionApprove, Count: 1, By: "U04ABC", ByName: "Ana Lima", UID: &uid, Source: "slack"})
@@ -58,12 +54,8 @@ func TestADecisionKeepsWhoMadeIt(t *testing.T) {
 // finished: (empty folder)" after every step).
 func TestAStepsResultIsNoFinish(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Script(
-		reply("write_file", map[string]string{"path": "a.txt", "contents": "one"}),
-		reply("write_file", map[string]string{"path": "b.txt", "contents": "two"}),
-	)
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
+	a, p := h.proposed(reply("write_file", map[string]string{"path": "a.txt", "contents": "one"}),
+		reply("write_file", map[string]string{"path": "b.txt", "contents": "two"}))
 	if _, err := h.decide(a.ID, p, "y"); err != nil {
 		t.Fatal(err)
 	}

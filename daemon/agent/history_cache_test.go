@@ -211,9 +211,7 @@ func episodeLines(t *testing.T, st *store.Store, agentID string, n int) []store.
 // would lose them.
 func TestSummaryTokensReachTheAgentWhenTheRunIsDenied(t *testing.T) {
 	h := newHarness(t)
-	h.fake.Script(reply("test_side_effect", map[string]string{"what": "x"}))
-	a := h.create(api.CreateAgentRequest{})
-	p := h.pending(a.ID)
+	a, p := h.proposed(reply("test_side_effect", map[string]string{"what": "x"}))
 	before := h.waitFor(a.ID, "pending", func(a *api.Agent) bool { return a.Pending != nil })
 	// A summary job that ended while the loop was waiting for the decision.
 	h.sup.episodeHistory.stashSummaries(a.ID, madeSummaries{lines: map[int64]string{}, promptTokens: 1_000_000, evalTokens: 1})
