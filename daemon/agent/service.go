@@ -240,16 +240,12 @@ type removal struct {
 
 // removals are the agents removing ref removes: it, then its helpers (theirs too).
 func (s *runs) removals(ctx context.Context, ref string) ([]removal, error) {
-	var all []removal
-	err := s.st.View(ctx, func(tx *store.Tx) error {
-		a, err := resolve(tx, ref)
-		if err != nil {
-			return err
-		}
+	return onAgent(ctx, s.st.View, ref, func(tx *store.Tx, a *store.Agent) ([]removal, error) {
 		fam, err := family(tx, a)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		var all []removal
 		for _, a := range fam {
 			g := removal{id: a.ID, ws: a.Workspace, name: a.Name, helper: a.ParentID != ""}
 			s.history.forgetHistory(a.ID)
@@ -259,9 +255,8 @@ func (s *runs) removals(ctx context.Context, ref string) ([]removal, error) {
 			}
 			all = append(all, g)
 		}
-		return nil
+		return all, nil
 	})
-	return all, err
 }
 
 // removeTx deletes the agents in all, with their memories, in tx.
