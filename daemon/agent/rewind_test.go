@@ -25,6 +25,17 @@ func (h *harness) rewind(ref string, req api.RewindRequest) (*api.Rewind, error)
 	return h.sup.rewinds.Rewind(context.Background(), ref, req)
 }
 
+// dryRun is the dry run of rewinding agent ref as req asks.
+func (h *harness) dryRun(ref string, req api.RewindRequest) *api.Rewind {
+	h.t.Helper()
+	req.DryRun = true
+	plan, err := h.sup.rewinds.Rewind(context.Background(), ref, req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return plan
+}
+
 // A rewind applies what its dry run showed: when the workspace changed between the dry
 // run and the confirm, the confirm is refused with what to do, and the workspace keeps
 // the change; a confirm that names the workspace as it is applies.
@@ -32,10 +43,7 @@ func TestRewindRefusesAWorkspaceChangedSinceTheDryRunShowedIt(t *testing.T) {
 	h := newHarness(t, withCheckpoints)
 	ctx := context.Background()
 	a := writeSteps(t, h, 1)
-	plan, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := h.dryRun(a.Name, api.RewindRequest{To: 1})
 	if len(plan.From) != 64 {
 		t.Fatalf("the dry run names no workspace root: From = %q", plan.From)
 	}
@@ -43,7 +51,7 @@ func TestRewindRefusesAWorkspaceChangedSinceTheDryRunShowedIt(t *testing.T) {
 	if err := os.WriteFile(late, []byte("written after the dry run"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1, Shown: plan.From[:16], By: "ana"})
+	_, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1, Shown: plan.From[:16], By: "ana"})
 	if !errors.Is(err, api.ErrConflict) || !strings.Contains(err.Error(), "the workspace changed since the rewind was shown") ||
 		!strings.Contains(err.Error(), "ask again") {
 		t.Fatalf("confirm after the workspace changed: %v", err)
@@ -54,10 +62,7 @@ func TestRewindRefusesAWorkspaceChangedSinceTheDryRunShowedIt(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(a.Workspace, "f1.txt")); err != nil {
 		t.Fatalf("a refused rewind changed the workspace: %v", err)
 	}
-	again, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := h.dryRun(a.Name, api.RewindRequest{To: 1})
 	done, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1, Shown: again.From, By: "ana"})
 	if err != nil || !done.Done {
 		t.Fatalf("confirm of a fresh dry run: %+v, %v", done, err)
@@ -74,10 +79,7 @@ func TestRewindAppliesWhenOnlyFileTimesChangedSinceTheDryRun(t *testing.T) {
 	h := newHarness(t, withCheckpoints)
 	ctx := context.Background()
 	a := writeSteps(t, h, 1)
-	plan, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{To: 1, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := h.dryRun(a.Name, api.RewindRequest{To: 1})
 	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
 	if err := os.Chtimes(filepath.Join(a.Workspace, "f1.txt"), old, old); err != nil {
 		t.Fatal(err)
@@ -117,7 +119,6 @@ func TestRewindWithoutTheShownWorkspaceIsRefusedWithTheFix(t *testing.T) {
 // button sends it back.
 func TestWholeRunRewindIsNamedByTheIDItsDryRunShowed(t *testing.T) {
 	h := newHarness(t, withCheckpoints)
-	ctx := context.Background()
 	h.fake.Script(
 		reply("write_file", map[string]string{"path": "a.txt", "contents": "a\n"}),
 		reply("finish", map[string]string{"reason": "done"}))
@@ -128,10 +129,7 @@ func TestWholeRunRewindIsNamedByTheIDItsDryRunShowed(t *testing.T) {
 		}
 	}
 	run := h.waitFor(a.ID, "end", func(a *api.Agent) bool { return a.State == api.StateIdle }).RunID
-	plan, err := h.sup.rewinds.Rewind(ctx, a.Name, api.RewindRequest{Run: run, DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := h.dryRun(a.Name, api.RewindRequest{Run: run})
 	done, err := h.rewind(a.Name, api.RewindRequest{ID: plan.Restore.ID, By: "ana"})
 	if err != nil {
 		t.Fatalf("rewinding by the whole run's id %s: %v", plan.Restore.ID, err)
