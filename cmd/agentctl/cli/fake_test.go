@@ -468,6 +468,9 @@ func wait[T any](t *testing.T, e *eventWriter, ch <-chan T) (T, bool) {
 
 var fixedTime = time.Date(2026, 11, 21, 9, 30, 0, 0, time.UTC)
 
+// stepAt is when the past steps why, diff and rewind show were decided and checkpointed.
+var stepAt = fixedTime.Add(-25 * time.Minute)
+
 func cannedStatus() api.Status {
 	return api.Status{
 		Version: "0.1.0", PID: 4242, Started: fixedTime.Add(-2 * time.Hour), StateDir: "/var/lib/agentd",

@@ -10,14 +10,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/apitest"
 )
-
-// stepAt is when the steps the fake daemon shows were decided and checkpointed.
-var stepAt = time.Date(2026, 11, 21, 9, 5, 0, 0, time.UTC)
 
 // TestWhyGolden runs testdata/why/*.golden: a policy approval by a pattern (text and
 // --json), a person's denial, an agent with no decision yet and an unknown agent.
