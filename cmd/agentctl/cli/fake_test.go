@@ -78,6 +78,13 @@ func newFakeDaemon(t *testing.T) *fakeDaemon {
 }
 
 // set changes the fake's canned data or hooks while it serves.
+// newFakeDaemonWith starts the fake daemon with the agent a after its canned ones.
+func newFakeDaemonWith(t *testing.T, a *api.Agent) *fakeDaemon {
+	f := newFakeDaemon(t)
+	f.set(func() { f.agents = append(f.agents, a) })
+	return f
+}
+
 func (f *fakeDaemon) set(fn func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -163,12 +163,9 @@ func TestFollowUsesPipedLines(t *testing.T) {
 // for events that had already gone by.
 func TestRunFollowEndsWhenTheRunIsAlreadyOver(t *testing.T) {
 	t.Parallel()
-	f := newFakeDaemon(t)
-	f.set(func() {
-		f.agents = append(f.agents, &api.Agent{ID: "a-9", Name: "new-agent", State: api.StateIdle,
-			StateReason: "finished: nothing to do", Task: "count files", RunID: "r-9"})
-		// no f.events: the stream stays open and silent, as the daemon's after a run ended
-	})
+	// No f.events: the stream stays open and silent, as the daemon's after a run ended.
+	f := newFakeDaemonWith(t, &api.Agent{ID: "a-9", Name: "new-agent", State: api.StateIdle,
+		StateReason: "finished: nothing to do", Task: "count files", RunID: "r-9"})
 	r := runCLI(t, "", "--socket", f.sock, "run", "count files", "--follow")
 	if r.code != 0 || !strings.Contains(r.stdout, "finished: nothing to do\n") {
 		t.Fatalf("got %v; want exit 0 and the run's end", r)

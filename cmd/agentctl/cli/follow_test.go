@@ -144,9 +144,8 @@ state: thinking
 // showing "thinking" while the agent waits on a person.
 func TestFollowShowsAProposalMadeBeforeItSubscribed(t *testing.T) {
 	t.Parallel()
-	f := newFakeDaemon(t)
+	f := newFakeDaemonWith(t, &api.Agent{ID: "a-7", Name: "racer", State: api.StateThinking, Task: "look around"})
 	f.set(func() {
-		f.agents = append(f.agents, &api.Agent{ID: "a-7", Name: "racer", State: api.StateThinking, Task: "look around"})
 		f.subscribing = func() {
 			f.mu.Lock()
 			defer f.mu.Unlock()
@@ -258,9 +257,8 @@ func TestFollowEndsWhenTheAgentFails(t *testing.T) {
 
 func TestRunFollowFollowsTheNewAgent(t *testing.T) {
 	t.Parallel()
-	f := newFakeDaemon(t)
+	f := newFakeDaemonWith(t, &api.Agent{ID: "a-9", Name: "new-agent", State: api.StateThinking, Task: "count files"})
 	f.set(func() {
-		f.agents = append(f.agents, &api.Agent{ID: "a-9", Name: "new-agent", State: api.StateThinking, Task: "count files"})
 		f.events = func(w *eventWriter, r *http.Request, conn int) {
 			if id := r.PathValue("ref"); id != "a-9" {
 				t.Errorf("followed %q, want the new agent a-9", id)
