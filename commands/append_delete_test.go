@@ -54,15 +54,7 @@ func TestAppendToFile(t *testing.T) {
 		{name: "missing_text", args: map[string]any{"path": "log.txt"}, wantErr: `missing required property "text"`},
 		{name: "text_not_a_string", args: map[string]any{"path": "log.txt", "text": 3}, wantErr: "$.text: want a string, got a number"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := run(t, "append_to_file", s.ws, tt.args, Limits{})
-			if !checkOutput(t, out, err, tt.want, tt.wantErr) {
-				return
-			}
-			checkFileHolds(t, s.ws, tt.file, tt.contents, tt.mode)
-		})
-	}
+	runFileCases(t, "append_to_file", s.ws, tests)
 	if b, _ := os.ReadFile(filepath.Join(s.ws, "log.txt")); string(b) != "one\ntwo\ntwo\n" {
 		t.Errorf("a refused append changed log.txt: %q", b)
 	}

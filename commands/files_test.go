@@ -142,15 +142,7 @@ func TestWriteFile(t *testing.T) {
 		{name: "missing_contents", args: map[string]any{"path": "x.txt"}, wantErr: `missing required property "contents"`},
 		{name: "contents_not_a_string", args: map[string]any{"path": "x.txt", "contents": []int{1}}, wantErr: "$.contents: want a string, got an array"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			out, err := run(t, "write_file", s.ws, tt.args, Limits{})
-			if !checkOutput(t, out, err, tt.want, tt.wantErr) {
-				return
-			}
-			checkFileHolds(t, s.ws, tt.file, tt.contents, tt.mode)
-		})
-	}
+	runFileCases(t, "write_file", s.ws, tests)
 	checkNoTempFiles(t, s.ws)
 }
 
@@ -164,6 +156,20 @@ type fileCase struct {
 	file     string // relative to the workspace: holds contents afterwards
 	contents string
 	mode     fs.FileMode // 0: not checked
+}
+
+// runFileCases runs each case through command in workspace ws, in order, as a subtest.
+func runFileCases(t *testing.T, command, ws string, tests []fileCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := run(t, command, ws, tt.args, Limits{})
+			if !checkOutput(t, out, err, tt.want, tt.wantErr) {
+				return
+			}
+			checkFileHolds(t, ws, tt.file, tt.contents, tt.mode)
+		})
+	}
 }
 
 // checkOutput fails t unless a command gave want (when wantErr is empty) or an error

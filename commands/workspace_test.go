@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // sandbox is a temp dir holding a workspace and, beside it, an outside folder the escape
@@ -34,10 +36,7 @@ const secret = "top secret"
 //	ws/loop          -> loop
 func newSandbox(t testing.TB) *sandbox {
 	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := testutil.ResolvedTempDir(t)
 	s := &sandbox{dir: dir, ws: filepath.Join(dir, "ws"), outside: filepath.Join(dir, "outside")}
 	must := func(err error) {
 		t.Helper()
@@ -387,10 +386,7 @@ func TestResolveLinks(t *testing.T) {
 // DiskUsage counts what a workspace takes on disk: data written, empty files at a block
 // each (their inodes are disk too), a hard-linked file once, and nothing a link points to.
 func TestDiskUsage(t *testing.T) {
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := testutil.ResolvedTempDir(t)
 	empty, err := DiskUsage(ws)
 	if err != nil || empty != MinEntryBytes && empty%MinEntryBytes != 0 {
 		t.Fatalf("empty workspace: %d, %v", empty, err)
@@ -420,10 +416,7 @@ func TestDiskUsage(t *testing.T) {
 // BenchmarkDiskUsage measures a workspace of 10,000 files in 100 folders, as the disk
 // budget does after each command that may write.
 func BenchmarkDiskUsage(b *testing.B) {
-	ws, err := filepath.EvalSymlinks(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
+	ws := testutil.ResolvedTempDir(b)
 	for i := range 10000 {
 		dir := filepath.Join(ws, "d"+strconv.Itoa(i%100))
 		os.MkdirAll(dir, 0o755)

@@ -57,14 +57,7 @@ func modes(t *testing.T) []string {
 
 // workspace returns a fresh workspace folder with its symlinks resolved, as
 // commands.ResolvePath reports it.
-func workspace(t testing.TB) string {
-	t.Helper()
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ws
-}
+func workspace(t testing.TB) string { return testutil.ResolvedTempDir(t) }
 
 func mustShell(t testing.TB, o Options) commands.Command {
 	t.Helper()

@@ -195,3 +195,13 @@ func TestShortTempDir(t *testing.T) {
 		t.Errorf("%s left after the test: %v", dir, err)
 	}
 }
+
+func TestResolvedTempDir(t *testing.T) {
+	dir := ResolvedTempDir(t)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("ResolvedTempDir = %q: %v", dir, err)
+	}
+	if real, err := filepath.EvalSymlinks(dir); err != nil || real != dir {
+		t.Errorf("ResolvedTempDir = %q, which resolves to %q (%v)", dir, real, err)
+	}
+}
