@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestAppendToFile(t *testing.T) {
@@ -166,11 +168,7 @@ func TestInterruptedAppend(t *testing.T) {
 			}
 			args, _ := json.Marshal(appendToFileArgs{Path: "notes.txt", Text: "line two\n"})
 			got := InterruptedAppend(ws, args)
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("note lacks %q:\n%s", w, got)
-				}
-			}
+			testutil.CheckContains(t, "the note", got, tt.want, nil)
 		})
 	}
 	// The tail is bounded, and a path out of the workspace shows nothing.

@@ -208,11 +208,7 @@ func TestRunHonoursOllamaHost(t *testing.T) {
 			if err == nil {
 				t.Fatalf("run.sh succeeded without the Ollama server OLLAMA_HOST names:\n%s", out)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(out, w) {
-					t.Errorf("run.sh did not say %q; it said:\n%s", w, out)
-				}
-			}
+			testutil.CheckContains(t, "what run.sh said", out, tt.want, nil)
 			if strings.Contains(out, "11434") {
 				t.Errorf("run.sh went to the default Ollama server instead of OLLAMA_HOST's:\n%s", out)
 			}

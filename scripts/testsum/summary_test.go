@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 const pkgA = "github.com/agentd/agentd/daemon/a"
@@ -89,16 +91,7 @@ func TestSummary(t *testing.T) {
 			if failed != tt.wantFailed {
 				t.Errorf("failed = %v, want %v; output:\n%s", failed, tt.wantFailed, got)
 			}
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("output lacks %q:\n%s", w, got)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(got, w) {
-					t.Errorf("output has %q, which it should leave out:\n%s", w, got)
-				}
-			}
+			testutil.CheckContains(t, "output", got, tt.want, tt.notWant)
 		})
 	}
 }
