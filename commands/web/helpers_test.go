@@ -38,6 +38,13 @@ func newServer(t *testing.T, h http.HandlerFunc) *server {
 	return s
 }
 
+// closedServer is a server that has shut down: its address refuses connections.
+func closedServer(t *testing.T) *server {
+	s := newServer(t, func(http.ResponseWriter, *http.Request) {})
+	s.Close()
+	return s
+}
+
 func (s *server) addrPort() netip.AddrPort {
 	return netip.MustParseAddrPort(strings.TrimPrefix(s.URL, "http://"))
 }
