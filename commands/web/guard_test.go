@@ -19,10 +19,7 @@ import (
 // the ones that lead to the loopback target reach it, which proves the refusal came from
 // the guard and not from a dead address.
 func TestSSRFCorpus(t *testing.T) {
-	target := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write([]byte("internal secret"))
-	})
+	target := secretTarget(t)
 	port := target.port()
 	dns := fakeDNS{
 		"localhost":               {"127.0.0.1"},
@@ -88,7 +85,7 @@ func TestSSRFCorpus(t *testing.T) {
 			}
 			f = &Fetcher{Resolver: dns.Lookup, AllowPrivate: true, beforeConnect: tripwire(t)}
 			page, err := f.Fetch(context.Background(), tc.url)
-			if err != nil || page.Text != "internal secret" {
+			if err != nil || page.Text != secretText {
 				t.Fatalf("with AllowPrivate: page %+v, err %v; want the target's text", page, err)
 			}
 		})
@@ -189,10 +186,7 @@ func TestRedirectToPrivate(t *testing.T) {
 // sees nothing; with allow_private the rows marked reach do reach it, which shows the
 // guard read the host exactly as the client would have.
 func TestCorpusReadWebpage(t *testing.T) {
-	target := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Write([]byte("internal secret"))
-	})
+	target := secretTarget(t)
 	dns := fakeDNS(netguardtest.Names)
 	for _, tc := range netguardtest.Corpus(target.port()) {
 		t.Run(tc.Name, func(t *testing.T) {
@@ -219,7 +213,7 @@ func TestCorpusReadWebpage(t *testing.T) {
 				return
 			}
 			rw = &ReadWebpage{Fetcher: &Fetcher{Resolver: dns.Lookup, AllowPrivate: true, beforeConnect: tripwire(t)}}
-			if out, err := run(t, rw, string(args)); err != nil || !strings.Contains(out, "internal secret") {
+			if out, err := run(t, rw, string(args)); err != nil || !strings.Contains(out, secretText) {
 				t.Fatalf("with allow_private: %q, %v; want the target's text", out, err)
 			}
 		})
