@@ -78,6 +78,17 @@ func run(ctx context.Context, t testing.TB, c commands.Command, ws string, v any
 	return commands.Run(ctx, c, commands.Env{Workspace: ws, AgentID: "a-test"}, args, commands.Limits{Timeout: timeout})
 }
 
+// mustRun runs line through c in ws and returns its output, failing the test (with the
+// output) if it gave an error.
+func mustRun(t testing.TB, c commands.Command, ws, line string, timeout time.Duration) string {
+	t.Helper()
+	got, err := run(context.Background(), t, c, ws, shellLine(line), timeout)
+	if err != nil {
+		t.Fatalf("error %v; output:\n%s", err, got)
+	}
+	return got
+}
+
 func shellLine(line string) map[string]string { return map[string]string{"command_line": line} }
 
 // processesRunning lists the pids of processes whose whole command line, its words

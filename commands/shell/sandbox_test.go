@@ -100,10 +100,7 @@ func TestSandbox(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := workspace(t)
-			got, err := run(context.Background(), t, c, ws, shellLine(tt.line), 20*time.Second)
-			if err != nil {
-				t.Fatalf("error %v; output:\n%s", err, got)
-			}
+			got := mustRun(t, c, ws, tt.line, 20*time.Second)
 			checkResult(t, got, "", tt.want, tt.notWant)
 			for _, p := range tt.absent {
 				if _, err := os.Lstat(p); err == nil {
@@ -207,10 +204,7 @@ print("keyring usable" if r >= 0 else "keyring refused")`, unix.SYS_ADD_KEY)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ws := workspace(t)
-			got, err := run(context.Background(), t, c, ws, shellLine(tt.line), 30*time.Second)
-			if err != nil {
-				t.Fatalf("error %v; output:\n%s", err, got)
-			}
+			got := mustRun(t, c, ws, tt.line, 30*time.Second)
 			checkResult(t, got, "", tt.want, tt.notWant)
 			if tt.rootCtl && root {
 				ctl, _ := run(context.Background(), t, mustShell(t, Options{Sandbox: SandboxNone}), workspace(t), shellLine(tt.line), 30*time.Second)
@@ -231,10 +225,7 @@ func TestSandboxEnvAllowlist(t *testing.T) {
 	t.Setenv("AGENTD_TEST_PASSED", "passed")
 	c := mustShell(t, Options{Sandbox: SandboxBwrap, Bwrap: bwrap, PassEnv: []string{"AGENTD_TEST_PASSED"}})
 	ws := workspace(t)
-	got, err := run(context.Background(), t, c, ws, shellLine(`env -0 | tr '\0' '\n' | cut -d= -f1 | sort | tr '\n' ' '`), time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mustRun(t, c, ws, `env -0 | tr '\0' '\n' | cut -d= -f1 | sort | tr '\n' ' '`, time.Minute)
 	allowed := []string{"PATH", "HOME", "LANG", "TERM", "AGENTD_TEST_PASSED", "PWD", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_COUNT", "GIT_CONFIG_KEY_0", "GIT_CONFIG_VALUE_0", "GOENV", "LESSKEYIN", "LESSKEY", "PYTHONNOUSERSITE"} // PWD is the shell's own
 	names := strings.Fields(strings.SplitN(got, "\n", 2)[0])
 	for _, n := range names {
