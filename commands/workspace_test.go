@@ -74,15 +74,21 @@ func (s *sandbox) snapshot(t *testing.T) map[string]string {
 // checkUntouched fails if anything outside the workspace differs from before.
 func (s *sandbox) checkUntouched(t *testing.T, before map[string]string) {
 	t.Helper()
-	after := s.snapshot(t)
+	checkSameTree(t, "outside the workspace ", before, s.snapshot(t))
+}
+
+// checkSameTree fails for each path that after holds differently from before, or lacks;
+// where (with a trailing space) says in a failure which tree the path is in.
+func checkSameTree(t *testing.T, where string, before, after map[string]string) {
+	t.Helper()
 	for p, v := range after {
 		if before[p] != v {
-			t.Errorf("outside the workspace %s changed: %q -> %q", p, before[p], v)
+			t.Errorf("%s%s changed: %q -> %q", where, p, before[p], v)
 		}
 	}
 	for p := range before {
 		if _, ok := after[p]; !ok {
-			t.Errorf("outside the workspace %s disappeared", p)
+			t.Errorf("%s%s disappeared", where, p)
 		}
 	}
 }
