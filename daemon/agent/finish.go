@@ -163,13 +163,22 @@ func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Preview
 // approving runs the command itself, and the reason says why the run again gave none.
 func staleEnd(p *api.Proposal, err error, rerun *api.Preview) stepEnd {
 	why := err.Error() + "; approving again runs the command itself"
-	switch {
-	case rerun != nil && rerun.Effect.Appliable():
-		why = err.Error() + "; its preview was run again on the workspace as it is now: approving applies that change"
-	case rerun != nil && rerun.Effect != nil:
-		why = err.Error() + "; its preview was run again and gives nothing to apply (" + rerun.Effect.None + "): approving runs the command itself"
+	if again := ranAgain(rerun, "on the workspace as it is now"); again != "" {
+		why = err.Error() + "; " + again
 	}
 	result := "Not applied: " + why
 	return stepEnd{ev: cycle.Event{Kind: cycle.PreviewStale, Reason: why, Result: result},
 		ep: episodeOf(p, "interrupted", result, ""), disk: -1, rerun: rerun}
+}
+
+// ranAgain says what approving does once a proposal's preview was run again (where: how),
+// rerun being what that run gave; "" when none was made.
+func ranAgain(rerun *api.Preview, where string) string {
+	switch {
+	case rerun != nil && rerun.Effect.Appliable():
+		return "its preview was run again " + where + ": approving applies that change"
+	case rerun != nil && rerun.Effect != nil:
+		return "its preview was run again and gives nothing to apply (" + rerun.Effect.None + "): approving runs the command itself"
+	}
+	return ""
 }

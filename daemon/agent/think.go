@@ -172,9 +172,10 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 	var w watched
 	var shown api.Proposal // p as proposed: the policy may start it in the same transaction
 	var st *started        // set when the policy approved p and it started in the same transaction
+	var rerun bool         // left to a person after it ran ahead bounded: run it ahead again in their profile
 	r.mu.Lock()
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
-		st = nil // a retried transaction starts over
+		st, rerun = nil, false // a retried transaction starts over
 		cur, err := tx.Agent(a.ID)
 		if err != nil {
 			return err
@@ -213,7 +214,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 		var pending *api.Proposal // think runs only when no proposal is open
 		if p.Status == api.ProposalPending {
 			pending = &shown
-			if err := askedBounded(tx, on, p, &shown); err != nil { // left to a person
+			if rerun, err = askedBounded(tx, on, p, &shown); err != nil { // left to a person
 				return err
 			}
 		}
@@ -240,6 +241,9 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 	}
 	if st != nil {
 		r.run(ctx, l, p, st)
+	}
+	if rerun {
+		r.askOnPersonRerun(ctx, l, a, p, cmds)
 	}
 }
 
