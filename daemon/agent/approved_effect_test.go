@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -201,35 +202,50 @@ func TestProposalLeftToPersonShowsNoChangeRunAheadBounded(t *testing.T) {
 // the effects shown with proposal id (in a proposal event or an agent's pending one)
 // whose change was run ahead in a bounded profile: a person never approves those.
 func proposalsShownBounded(t *testing.T, h *harness) func(id string) []api.Effect {
+	followed := follow(t, h)
+	return func(id string) []api.Effect {
+		var out []api.Effect
+		for _, e := range followed() {
+			for _, p := range []*api.Proposal{e.Proposal, pendingOf(e.Agent)} {
+				if p != nil && p.ID == id && p.Preview != nil && p.Preview.Effect.Appliable() && p.Preview.Effect.Profile != "" {
+					out = append(out, *p.Preview.Effect)
+				}
+			}
+		}
+		return out
+	}
+}
+
+func pendingOf(a *api.Agent) *api.Proposal {
+	if a == nil {
+		return nil
+	}
+	return a.Pending
+}
+
+// follow subscribes to h's agents' events from now on; the function it returns lists
+// those published so far.
+func follow(t *testing.T, h *harness) func() []api.Event {
 	events, cancel, err := h.sup.agentViews.Subscribe("", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	var shown []*api.Proposal
+	var got []api.Event
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for e := range events {
 			mu.Lock()
-			shown = append(shown, e.Proposal)
-			if e.Agent != nil {
-				shown = append(shown, e.Agent.Pending)
-			}
+			got = append(got, e)
 			mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return func(id string) []api.Effect {
+	return func() []api.Event {
 		mu.Lock()
 		defer mu.Unlock()
-		var out []api.Effect
-		for _, p := range shown {
-			if p != nil && p.ID == id && p.Preview != nil && p.Preview.Effect.Appliable() && p.Preview.Effect.Profile != "" {
-				out = append(out, *p.Preview.Effect)
-			}
-		}
-		return out
+		return slices.Clone(got)
 	}
 }
 

@@ -139,12 +139,18 @@ func resultTx(s *Supervisor, tx *store.Tx, id string, p *api.Proposal, end stepE
 			a.Policy.Mode = "ask"
 		}
 	}
-	c.shown = known(a, nil, nil) // p, the only open proposal, just settled
+	var open *api.Proposal // p, the only open proposal, settled unless asked again
+	if cur.Status.Decidable() {
+		open = &cur
+	}
+	c.shown = known(a, open, nil)
 	return ended, tx.UpdateAgent(a)
 }
 
 // rerunPreview is p's preview with its effect preview run again, on a's workspace as it
-// is now: what a person decides on once the one shown went stale. Nil when none is made.
+// is now and in a person's profile: what a person decides on once the one shown went
+// stale, or ran ahead in a pattern's bounded profile (askOnPersonRerun). Nil when none
+// is made.
 func rerunPreview(ctx context.Context, st *store.Store, previews *effect.Previews, room int64, l *live, a *store.Agent, p *api.Proposal, c commands.Command) *api.Preview {
 	if p.Preview == nil {
 		return nil

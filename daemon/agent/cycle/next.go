@@ -358,6 +358,7 @@ func (t *transition) ended(a AgentState, act bool) bool {
 		}
 		t.proposal(Interrupted, false)
 		t.agent(AwaitingDecision)
+		t.effect(ShowProposal) // its message is shown again, as it is asked now
 	case Withdraw:
 		t.proposal(ProposalFail, true)
 	default:
