@@ -7,12 +7,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/shell"
 	"github.com/agentd/agentd/daemon/run"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // A +write allow pattern approves a line unasked, so it runs bounded: python finds no
@@ -270,5 +273,77 @@ func hostileJSONWorkspace(withOut bool) func(ws string) error {
 			return err
 		}
 		return os.WriteFile(filepath.Join(ws, "json", "__init__.py"), []byte("open('PWNED','w').write('agent code ran')\n"), 0o644)
+	}
+}
+
+// The policy's verdict before a run ahead only picks its profile; the proposal's
+// transaction decides. A pattern removed while the line ran ahead bounded leaves it to a
+// person: it runs ahead again in their profile and they are asked on that, with the
+// reason; approving applies the change their run ahead made, never the bounded one.
+func TestAPatternRemovedDuringTheRunAheadAsksOnARunAheadInThePersonsProfile(t *testing.T) {
+	sh := realShellWith(t, shell.Options{})
+	h := newHarness(t, func(o *Options) {
+		o.Components = []commands.Component{commands.CommandList{ID: "shell", Cmds: commands.Set{sh}}}
+	})
+	h.fake.Script(reply("execute_shell", map[string]string{"command_line": "mkfifo -m 666 f; cat f > out.txt; rm f"}), reply("finish", map[string]string{"reason": "done"}))
+	a := h.createPlanted(func(string) error { return nil })
+	ctx := context.Background()
+	allow := []string{"execute_shell(mkfifo *)+write", "execute_shell(cat *)+write", "execute_shell(rm *)+write"}
+	for _, pat := range allow {
+		if _, err := h.sup.policyService.AddPermission(ctx, a.ID, api.PermissionRequest{Effect: "allow", Pattern: pat, By: "tester"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shownBounded := proposalsShownBounded(t, h)
+	// The run ahead waits on its fifo, in the copy, for what the test writes to it: the
+	// pattern goes while it runs, weighed unasked.
+	fifo := filepath.Join(filepath.Dir(a.Workspace), ".previews", a.ID, "f")
+	w := fifoWriter(t, fifo)
+	if _, err := h.sup.policyService.RemovePermission(ctx, a.ID, api.PermissionRequest{Effect: "allow", Pattern: allow[1], By: "tester"}); err != nil {
+		t.Fatal(err)
+	}
+	feed(t, w, "bounded\n")
+	h.waitFor(a.ID, "the proposal stored", func(a *api.Agent) bool { return a.Pending != nil })
+	feed(t, fifoWriter(t, fifo), "person\n") // its run ahead again, in the person's profile
+	ag := h.waitFor(a.ID, "a person asked on the run ahead again", func(a *api.Agent) bool {
+		return a.State == api.StateAwaitingDecision && a.Pending != nil && a.Pending.Status == api.ProposalInterrupted
+	})
+	p := ag.Pending
+	if eff := p.Preview.Effect; !eff.Appliable() || eff.Profile != "" || !strings.Contains(p.Preview.Diff, "+person") || !strings.Contains(ag.StateReason, "run again in yours: approving applies that change") {
+		t.Fatalf("asked with effect %+v, reason %q, diff\n%s\nwant the person's run ahead (+person) and why", eff, ag.StateReason, p.Preview.Diff)
+	}
+	if _, err := h.decide(a.ID, p, "y"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(a.ID, "the finish proposal", func(a *api.Agent) bool { return a.Pending != nil && a.Pending.Command == "finish" })
+	if b, _ := os.ReadFile(filepath.Join(a.Workspace, "out.txt")); string(b) != "person\n" {
+		t.Errorf("out.txt = %q, want the change the person's run ahead showed", b)
+	}
+	if got := shownBounded(p.ID); len(got) > 0 {
+		t.Errorf("followers were shown the bounded run ahead's change as the person's to approve: %+v", got)
+	}
+}
+
+// fifoWriter opens the fifo at path for writing once a reader has it open (a run
+// ahead's cat).
+func fifoWriter(t *testing.T, path string) *os.File {
+	t.Helper()
+	var f *os.File
+	if !testutil.Wait(30*time.Second, func() bool {
+		var err error
+		f, err = os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+		return err == nil
+	}) {
+		t.Fatalf("nothing read the fifo %s", path)
+	}
+	return f
+}
+
+// feed writes s to the fifo f and closes it: its reader reads s, then its end.
+func feed(t *testing.T, f *os.File, s string) {
+	t.Helper()
+	defer f.Close()
+	if _, err := f.WriteString(s); err != nil {
+		t.Fatal(err)
 	}
 }
