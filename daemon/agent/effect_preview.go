@@ -109,7 +109,7 @@ func (r *runner) askOnPersonRerun(ctx context.Context, l *live, a *store.Agent, 
 			return err
 		}
 		now, err := tx.Proposal(p.ID)
-		if err != nil || now.Status != api.ProposalPending || now.RunID != cur.RunID {
+		if err != nil || now.Status != api.ProposalPending { // decided, or its run ended, meanwhile
 			return err
 		}
 		asked := &change{a: cur, p: now, ev: cycle.Event{Kind: cycle.PreviewRerun, Reason: why}, rerun: rerun, pub: r.s.events.Publish}

@@ -119,7 +119,8 @@ const (
 	// StartApply starts an approved proposal whose effect preview captured its change:
 	// that change is applied instead of running the command again. PreviewStale: the
 	// workspace changed since the preview, nothing was applied, a person decides again
-	// (reason; Result when its run is over) and approving then runs the command itself.
+	// (reason; Result when its run is over) on the preview run again on the workspace as
+	// it is now, shown to them again.
 	StartApply   Kind = "start_apply"
 	PreviewStale Kind = "preview_stale"
 	// Crash recovery of a started proposal (reason; Result when its run is over); an
