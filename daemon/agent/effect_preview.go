@@ -66,6 +66,15 @@ func withEffect(ctx context.Context, st *store.Store, previews *effect.Previews,
 	p.Preview.Diff, p.Preview.DiffCut = commands.CutDiff(diff, api.MaxPreviewDiff)
 }
 
+// runAhead adds to p, the model's proposal not yet stored, the effect preview of its
+// command (withEffect), showing the agent previewing meanwhile.
+func (r *runner) runAhead(ctx context.Context, l *live, a *store.Agent, p, last *api.Proposal, cmds commands.Set) {
+	if c, ok := cmds.Get(p.Command); ok {
+		previewing := func() { r.setState(ctx, nil, cycle.Previewing, previewingReason(p.Command)) } // through the applier, which publishes it
+		withEffect(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, last, c, previewing)
+	}
+}
+
 // boundedPreviewReason is why a proposal left to a person shows no effect preview.
 const boundedPreviewReason = "ran ahead in the pattern's bounded profile; approving runs it in yours"
 

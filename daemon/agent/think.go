@@ -165,10 +165,7 @@ func (m *modelState) messageBudget(in PromptInput, model string, numCtx int) int
 // watchdog look for a loop (watch). busy is the time the step took to think.
 func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api.Proposal, model string, res *llm.Proposal, cmds commands.Set, busy time.Duration) {
 	p := newProposal(ctx, a, model, res, cmds)
-	if c, ok := cmds.Get(p.Command); ok {
-		previewing := func() { r.setState(ctx, nil, cycle.Previewing, previewingReason(p.Command)) }         // through the applier, which publishes it
-		withEffect(ctx, r.s.st, r.s.previews, r.s.agentBudgets.previewRoom(a), l, a, p, last, c, previewing) // before the proposal is stored: it is shown with it
-	}
+	r.runAhead(ctx, l, a, p, last, cmds) // before the proposal is stored: it is shown with it
 	var w watched
 	var shown api.Proposal // p as proposed: the policy may start it in the same transaction
 	var st *started        // set when the policy approved p and it started in the same transaction
