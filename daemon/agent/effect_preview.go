@@ -130,7 +130,7 @@ func (r *runner) askOnPersonRerun(ctx context.Context, l *live, a *store.Agent, 
 		asked.shown = known(cur, now, nil)
 		return tx.UpdateAgent(cur)
 	})
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil { // paused or stopped: asked on the dropped one
 		r.s.log.Error("asking on the preview run again", "agent", a.ID, "proposal", p.ID, "err", err)
 	}
 }
