@@ -171,6 +171,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 	var st *started        // set when the policy approved p and it started in the same transaction
 	var rerun bool         // left to a person after it ran ahead bounded: run it ahead again in their profile
 	r.mu.Lock()
+	r.s.checkpointAhead(ctx, l, p) // the policy may start p in the transaction that stores it
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		st, rerun = nil, false // a retried transaction starts over
 		cur, err := tx.Agent(a.ID)
