@@ -239,8 +239,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 	}
 	if st != nil {
 		r.run(ctx, l, p, st)
-	}
-	if rerun {
+	} else if rerun {
 		r.askOnPersonRerun(ctx, l, a, p, cmds)
 	}
 }
