@@ -159,6 +159,18 @@ func (w *bindingWorld) show(p *api.Proposal) {
 	w.r.out.flush()
 }
 
+// ask makes a-1 wait on a question with text and posts it in T1, as the relay does on its
+// event.
+func (w *bindingWorld) ask(text string) {
+	w.svc.mu.Lock()
+	a := w.svc.find("a-1")
+	a.Question, a.State = &api.Question{ProposalID: "p-q", Text: text}, api.StateAwaitingDecision
+	q := *a.Question
+	w.svc.mu.Unlock()
+	w.r.posts.handle(context.Background(), api.Event{Type: api.EventQuestion, AgentID: "a-1", Question: &q})
+	w.r.out.flush()
+}
+
 // say delivers a message written in T1 with id (and replyTo, the message it answers).
 func (w *bindingWorld) say(id, replyTo, text string) {
 	w.r.OnMessage(context.Background(), Incoming{Platform: "slack", Where: Where{Channel: "C1", Thread: "T1"},
@@ -259,13 +271,7 @@ func TestTypedRepliesAreBoundToTheProposalShown(t *testing.T) {
 func TestAnswersAreBoundToTheQuestionShown(t *testing.T) {
 	w := newBindingWorld(t)
 	early := w.ad.stamp()
-	w.svc.mu.Lock()
-	a := w.svc.find("a-1")
-	a.Question, a.State = &api.Question{ProposalID: "p-q", Text: "Which folder?"}, api.StateAwaitingDecision
-	q := *a.Question
-	w.svc.mu.Unlock()
-	w.r.posts.handle(context.Background(), api.Event{Type: api.EventQuestion, AgentID: "a-1", Question: &q})
-	w.r.out.flush()
+	w.ask("Which folder?")
 	w.say(early, "", "docs")
 	if len(w.svc.answers) != 0 || !strings.Contains(w.lastNote(), "now waits on its question: Which folder?") {
 		t.Fatalf("an answer written before the question: answers %q, note %q", w.svc.answers, w.lastNote())
