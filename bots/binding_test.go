@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/api"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 // daemonFake decides the way the daemon does: only the proposal waiting now, and only
@@ -439,16 +440,7 @@ func TestSlashCommandsAreScopedToTheChannel(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newBindingWorld(t)
 			got := w.r.OnCommand(context.Background(), "slack", Where{Channel: tc.channel}, User{ID: tc.user}, tc.text)
-			for _, s := range tc.want {
-				if !strings.Contains(got, s) {
-					t.Errorf("%q: missing %q", got, s)
-				}
-			}
-			for _, s := range tc.not {
-				if strings.Contains(got, s) {
-					t.Errorf("%q reveals %q", got, s)
-				}
-			}
+			testutil.Shows(t, got, tc.want, tc.not)
 			if len(w.svc.stopped) != 0 {
 				t.Errorf("stopped %q", w.svc.stopped)
 			}

@@ -160,9 +160,7 @@ func TestWriteFileDiffShown(t *testing.T) {
 // like any other: its "y" approves the proposal waiting there.
 func TestThreadBroadcastIsAReply(t *testing.T) {
 	e := newEnv(t)
-	e.Script(reply("bots_test_touch", map[string]string{"what": "a"}))
-	thread := e.startRun("touch once")
-	p := e.proposal(thread, 1)
+	thread, p := e.touchRun("touch once", "a")
 	chattest.Drain()
 	e.slack.Broadcast(approver, channel, thread, "y")
 	e.decided(thread, p.TS, "Approved* by \\u003c@"+approver)

@@ -126,6 +126,15 @@ func hasText(ms []fakeslack.Message, s string) bool {
 	return false
 }
 
+// touchRun starts a run on task whose first proposal touches what, and returns the run's
+// thread and that proposal's message.
+func (e *env) touchRun(task, what string) (string, fakeslack.Message) {
+	e.t.Helper()
+	e.Script(reply("bots_test_touch", map[string]string{"what": what}))
+	thread := e.startRun(task)
+	return thread, e.proposal(thread, 1)
+}
+
 // proposal waits for the proposal message of step in thread.
 func (e *env) proposal(thread string, step int) fakeslack.Message {
 	e.t.Helper()
