@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakediscord"
 )
@@ -18,11 +17,8 @@ func TestScenarios(t *testing.T) {
 
 // newChat is a harness whose relay can hold messages back.
 func newChat(t testing.TB) discordChat {
-	held, handled := &chattest.HoldingRelay{}, chattest.NewHandled()
-	e := &env{Daemon: chattest.Daemon{Wrap: func(r bots.Handler) bots.Handler {
-		held.Handler, handled.Handler = r, held
-		return handled
-	}}}
+	wrap, held, handled := chattest.Held()
+	e := &env{Daemon: chattest.Daemon{Wrap: wrap}}
 	e.WithTeams(t, map[string]string{})
 	return discordChat{newEnvWith(t, e), held, handled}
 }

@@ -1,13 +1,11 @@
 package slack
 
 import (
-	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/bots"
 	"github.com/agentd/agentd/internal/chattest"
 	"github.com/agentd/agentd/internal/fakeslack"
@@ -33,10 +31,7 @@ func TestLateReplyForEarlierProposalDecidesNothing(t *testing.T) {
 	e.slack.RateLimitNext("apps.connections.open", 3) // holds the reconnect for 3 s
 	e.slack.Drop()
 	_, yts := e.slack.Say(approver2, channel, "channel", thread, "y", false)
-	if _, err := e.Sup.API().Decisions.Decide(context.Background(), p1.ID, api.DecideRequest{ProposalID: p1.Pending.ID,
-		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
-		t.Fatal(err)
-	}
+	e.approveInAgentctl(p1.ID, p1.Pending.ID)
 	p2 := e.proposal(thread, 2)
 	if !e.slack.Wait(0, func(v fakeslack.View) bool { return !v.Connected() }) {
 		t.Fatal("the bot reconnected before P2 was posted; the reply is not late")
@@ -183,18 +178,12 @@ func TestLateTextAfterTheRunEndedStartsNothing(t *testing.T) {
 	e.slack.RateLimitNext("apps.connections.open", 4) // holds the reconnect for 4 s
 	e.slack.Drop()
 	e.slack.Say(approver, channel, "channel", thread, "also look at the docs folder", false)
-	if _, err := e.Sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: a.Pending.ID,
-		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
-		t.Fatal(err)
-	}
+	e.approveInAgentctl(a.ID, a.Pending.ID)
 	if got := <-chattest.Touched; got != "a" {
 		t.Errorf("touched %q, want a", got)
 	}
 	e.proposal(thread, 2) // finish, approved too
-	if _, err := e.Sup.API().Decisions.Decide(context.Background(), a.ID, api.DecideRequest{ProposalID: e.agentOf(thread).Pending.ID,
-		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
-		t.Fatal(err)
-	}
+	e.approveInAgentctl(a.ID, e.agentOf(thread).Pending.ID)
 	e.wait("the finish note", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "Finished") })
 	if !e.slack.Wait(0, func(v fakeslack.View) bool { return !v.Connected() }) {
 		t.Fatal("the bot reconnected before the run finished; the feedback is not late")

@@ -135,6 +135,15 @@ func (e *env) touchRun(task, what string) (string, fakeslack.Message) {
 	return thread, e.proposal(thread, 1)
 }
 
+// approveInAgentctl approves proposal of agent as alice does in agentctl.
+func (e *env) approveInAgentctl(agent, proposal string) {
+	e.t.Helper()
+	if _, err := e.Sup.API().Decisions.Decide(context.Background(), agent, api.DecideRequest{ProposalID: proposal,
+		Kind: api.DecisionApprove, Count: 1, By: "alice", Source: "agentctl"}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 // proposal waits for the proposal message of step in thread.
 func (e *env) proposal(thread string, step int) fakeslack.Message {
 	e.t.Helper()
