@@ -118,6 +118,14 @@ func (c discordChat) Proposal(thread string, step int) chattest.Msg {
 	return chattest.Msg{ID: m.ID, Raw: m}
 }
 
+func (c discordChat) Text(_ string, m chattest.Msg) string {
+	c.t.Helper()
+	content := m.Raw.(fakediscord.Message).Content
+	checkContent(c.t, content)
+	return content
+}
+func (c discordChat) Code(text string) string { return codeBlock(text) }
+
 func (c discordChat) Find(thread, text string) chattest.Msg {
 	c.t.Helper()
 	var got fakediscord.Message

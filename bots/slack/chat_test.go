@@ -63,6 +63,14 @@ func (c *slackChat) Proposal(thread string, step int) chattest.Msg {
 	return chattest.Msg{ID: m.TS, Raw: m}
 }
 
+func (c *slackChat) Text(thread string, m chattest.Msg) string {
+	c.t.Helper()
+	shown := m.Raw.(fakeslack.Message)
+	checkFitted(c.t, blocksOf(c.t, shown), false)
+	return sectionTexts(c.t, shown)
+}
+func (c *slackChat) Code(text string) string { return escapeCode(text) }
+
 func (c *slackChat) Find(thread, text string) chattest.Msg {
 	c.t.Helper()
 	var got fakeslack.Message

@@ -57,7 +57,7 @@ func TestLateReplyForEarlierProposalDecidesNothing(t *testing.T) {
 }
 
 // sectionTexts is the text of every section and context block of a posted message.
-func sectionTexts(t *testing.T, m fakeslack.Message) string {
+func sectionTexts(t testing.TB, m fakeslack.Message) string {
 	t.Helper()
 	var raw []struct {
 		Type string `json:"type"`
@@ -128,26 +128,6 @@ func TestHostileTenThousandCharProposalPostedWhole(t *testing.T) {
 	e.wait("the result", func(v fakeslack.View) bool { return hasText(v.Messages(channel, thread), "echoed") })
 	if bad := regexp.MustCompile(`msg_too_long|invalid_blocks|msg_blocks_too_long|level=ERROR`).FindString(e.Logs.String()); bad != "" {
 		t.Errorf("the fake refused a post (%s):\n%s", bad, e.Logs.String())
-	}
-}
-
-// A write_file proposal over a file of the agent's workspace shows the diff: the old
-// line removed, the new one added, escaped for Slack.
-func TestWriteFileDiffShown(t *testing.T) {
-	e := newEnv(t)
-	e.Script(reply("write_file", map[string]string{"path": "notes.txt", "contents": "keep\nold & <a> line\n"}),
-		reply("write_file", map[string]string{"path": "notes.txt", "contents": "keep\nnew & <b> line\n"}))
-	thread := e.startRun("edit notes")
-	p1 := e.proposal(thread, 1)
-	e.click(approver, thread, p1, "approve")
-	e.decided(thread, p1.TS, "Approved* by")
-	p2 := e.proposal(thread, 2)
-	checkFitted(t, blocksOf(t, p2), false)
-	text := sectionTexts(t, p2)
-	for _, line := range []string{"\n-old &amp; &lt;a&gt; line\n", "\n+new &amp; &lt;b&gt; line", "\n keep\n"} {
-		if !strings.Contains(text, line) {
-			t.Errorf("the diff lacks %q:\n%s", line, text)
-		}
 	}
 }
 

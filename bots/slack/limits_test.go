@@ -28,7 +28,7 @@ var brokenEntity = regexp.MustCompile(`&(?:amp;|lt;|gt;)?`)
 
 // checkFitted checks rendered blocks against Slack's limits and the promises of render:
 // no broken entity, balanced fences, and the note exactly when something was cut.
-func checkFitted(t *testing.T, blocks []slack.Block, wantCut bool) {
+func checkFitted(t testing.TB, blocks []slack.Block, wantCut bool) {
 	t.Helper()
 	js, _ := json.Marshal(blocks)
 	var raw []struct {
@@ -120,7 +120,7 @@ func TestRenderFitsSlackLimits(t *testing.T) {
 }
 
 // blocksOf decodes a posted message's blocks.
-func blocksOf(t *testing.T, m fakeslack.Message) []slack.Block {
+func blocksOf(t testing.TB, m fakeslack.Message) []slack.Block {
 	t.Helper()
 	var bs slack.Blocks
 	if err := json.Unmarshal(m.Blocks, &bs); err != nil {
