@@ -28,9 +28,7 @@ func TestLateReplyForEarlierProposalDecidesNothing(t *testing.T) {
 	p1 := e.agentOf(thread)
 	chattest.Drain()
 
-	e.slack.RateLimitNext("apps.connections.open", 3) // holds the reconnect for 3 s
-	e.slack.Drop()
-	_, yts := e.slack.Say(approver2, channel, "channel", thread, "y", false)
+	yts := e.sayWhileDown(3, approver2, thread, "y")
 	e.approveInAgentctl(p1.ID, p1.Pending.ID)
 	p2 := e.proposal(thread, 2)
 	if !e.slack.Wait(0, func(v fakeslack.View) bool { return !v.Connected() }) {
@@ -59,6 +57,20 @@ func TestLateReplyForEarlierProposalDecidesNothing(t *testing.T) {
 // sectionTexts is the text of every section and context block of a posted message.
 func sectionTexts(t testing.TB, m fakeslack.Message) string {
 	t.Helper()
+	var b strings.Builder
+	for _, bl := range shownBlocks(t, m.Blocks) {
+		b.WriteString(bl.Text + "\n")
+	}
+	return b.String()
+}
+
+// shownBlock is one block of a message as Slack shows it: its type and its text (a
+// section's, or a context's strings, one a line).
+type shownBlock struct{ Type, Text string }
+
+// shownBlocks decodes a message's blocks (JSON) into what each shows.
+func shownBlocks(t testing.TB, js []byte) []shownBlock {
+	t.Helper()
 	var raw []struct {
 		Type string `json:"type"`
 		Text struct {
@@ -68,19 +80,23 @@ func sectionTexts(t testing.TB, m fakeslack.Message) string {
 			Text any `json:"text"` // a context's is a string; a button's, an object
 		} `json:"elements"`
 	}
-	if err := json.Unmarshal(m.Blocks, &raw); err != nil {
+	if err := json.Unmarshal(js, &raw); err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	for _, bl := range raw {
-		b.WriteString(bl.Text.Text + "\n")
-		for _, el := range bl.Elements {
-			if s, ok := el.Text.(string); ok && bl.Type == "context" {
-				b.WriteString(s + "\n")
+	out := make([]shownBlock, len(raw))
+	for i, b := range raw {
+		out[i] = shownBlock{Type: b.Type, Text: b.Text.Text}
+		if b.Type == "context" {
+			var lines []string
+			for _, el := range b.Elements {
+				if s, ok := el.Text.(string); ok {
+					lines = append(lines, s)
+				}
 			}
+			out[i].Text = strings.Join(lines, "\n")
 		}
 	}
-	return b.String()
+	return out
 }
 
 // A proposal of 10,000 characters full of & < > and backticks: every post is taken by
@@ -155,9 +171,7 @@ func TestLateTextAfterTheRunEndedStartsNothing(t *testing.T) {
 	a := e.agentOf(thread)
 	chattest.Drain()
 
-	e.slack.RateLimitNext("apps.connections.open", 4) // holds the reconnect for 4 s
-	e.slack.Drop()
-	e.slack.Say(approver, channel, "channel", thread, "also look at the docs folder", false)
+	e.sayWhileDown(4, approver, thread, "also look at the docs folder")
 	e.approveInAgentctl(a.ID, a.Pending.ID)
 	if got := <-chattest.Touched; got != "a" {
 		t.Errorf("touched %q, want a", got)

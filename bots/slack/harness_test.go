@@ -135,6 +135,16 @@ func (e *env) touchRun(task, what string) (string, fakeslack.Message) {
 	return thread, e.proposal(thread, 1)
 }
 
+// sayWhileDown drops the socket, holding its reconnect for secs seconds, and has user
+// write text in thread meanwhile: Slack delivers it once the bot is back. It returns the
+// message's ts.
+func (e *env) sayWhileDown(secs int, user, thread, text string) string {
+	e.slack.RateLimitNext("apps.connections.open", secs)
+	e.slack.Drop()
+	_, ts := e.slack.Say(user, channel, "channel", thread, text, false)
+	return ts
+}
+
 // approveInAgentctl approves proposal of agent as alice does in agentctl.
 func (e *env) approveInAgentctl(agent, proposal string) {
 	e.t.Helper()

@@ -31,24 +31,14 @@ var brokenEntity = regexp.MustCompile(`&(?:amp;|lt;|gt;)?`)
 func checkFitted(t testing.TB, blocks []slack.Block, wantCut bool) {
 	t.Helper()
 	js, _ := json.Marshal(blocks)
-	var raw []struct {
-		Type string `json:"type"`
-		Text struct {
-			Text string `json:"text"`
-		} `json:"text"`
-		Elements []struct {
-			Text string `json:"text"`
-		} `json:"elements"`
-	}
-	json.Unmarshal(js, &raw)
+	raw := shownBlocks(t, js)
 	if len(raw) > maxBlocks {
 		t.Errorf("%d blocks, Slack takes %d", len(raw), maxBlocks)
 	}
 	total, noted := 0, false
 	for i, b := range raw {
-		text := b.Text.Text
+		text := b.Text
 		if b.Type == "context" {
-			text = b.Elements[0].Text
 			noted = noted || text == truncatedNote
 		}
 		if b.Type != "section" && b.Type != "context" {
