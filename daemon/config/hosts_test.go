@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestOllamaHostsValidate(t *testing.T) {
@@ -166,5 +169,164 @@ func TestOldWebSectionAndComponentOrder(t *testing.T) {
 	write("[web]\nenabled = false\n\n[web_commands]\nenabled = true\n")
 	if _, _, err := Load(path, nil); err == nil || !strings.Contains(err.Error(), "move its keys into [web_commands]") {
 		t.Errorf("Load = %v, want [web] beside [web_commands] refused", err)
+	}
+}
+
+func TestWebConsoleListen(t *testing.T) {
+	cleanEnv(t)
+	tests := []struct {
+		name, listen, want string
+	}{
+		{"default_loopback", "127.0.0.1:7077", ""},
+		{"ipv6_loopback", "[::1]:0", ""},
+		{"every_interface", "0.0.0.0:7077", "not a loopback IP"},
+		{"empty_host", ":7077", "not a loopback IP"},
+		{"a_name", "localhost:7077", "not a loopback IP"},
+		{"no_port", "127.0.0.1", "is not host:port"},
+		{"bad_port", "127.0.0.1:http", "not a number"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			c.WebConsole.Listen = tt.listen
+			err := c.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "web_console.listen") || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want a web_console.listen problem saying %q", err, tt.want)
+			}
+		})
+	}
+	if Default().WebConsole.Enabled {
+		t.Error("the web console is on by default")
+	}
+}
+
+func TestHTTPWarnings(t *testing.T) {
+	tests := []struct {
+		name string
+		toml string
+		want []string // "LINE key" of each warning, in line order
+	}{
+		{"none_by_default", "", nil},
+		{"agent_protocol_without_listen", "[http]\nagent_protocol = true\n", []string{"2 http.agent_protocol"}},
+		{"agent_protocol_with_listen", "[http]\nlisten = \"127.0.0.1:7070\"\nagent_protocol = true\n", nil},
+		{"allow_remote_without_listen", "[http]\nallow_remote = true\n", []string{"2 http.allow_remote"}},
+		{"allow_remote_on_loopback_v4", "[http]\nlisten = \"127.0.0.1:7070\"\nallow_remote = true\n", []string{"3 http.allow_remote"}},
+		{"allow_remote_on_loopback_v6", "[http]\nlisten = \"[::1]:7070\"\nallow_remote = true\n", []string{"3 http.allow_remote"}},
+		{"allow_remote_on_localhost", "[http]\nlisten = \"localhost:7070\"\nallow_remote = true\n", []string{"3 http.allow_remote"}},
+		{"allow_remote_on_every_interface", "[http]\nlisten = \"0.0.0.0:7070\"\nallow_remote = true\n", nil},
+		{"allow_remote_on_a_lan_address", "[http]\nlisten = \"192.168.1.5:7070\"\nallow_remote = true\n", nil},
+		{"both", "[http]\nallow_remote = true\nagent_protocol = true\n", []string{"2 http.allow_remote", "3 http.agent_protocol"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cleanEnv(t)
+			path := filepath.Join(t.TempDir(), "agentd.toml")
+			os.WriteFile(path, []byte(tt.toml), 0o600)
+			cfg, warns, err := Load(path, nil)
+			if err != nil || cfg == nil {
+				t.Fatalf("a warning must not fail the config: %v", err)
+			}
+			var got []string
+			for _, w := range warns {
+				got = append(got, strconv.Itoa(w.Line)+" "+w.Key)
+				if w.Msg == "" {
+					t.Errorf("warning %s without a message", w.Key)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Fatalf("warnings %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWarningsBesideProblems: a config with problems still tells its warnings, so one
+// --check-config shows everything.
+func TestWarningsBesideProblems(t *testing.T) {
+	cleanEnv(t)
+	path := filepath.Join(t.TempDir(), "agentd.toml")
+	os.WriteFile(path, []byte("[http]\nagent_protocol = true\ntoken_file = \"relative\"\n"), 0o600)
+	cfg, warns, err := Load(path, nil)
+	if err == nil || cfg != nil || !strings.Contains(err.Error(), "http.token_file") {
+		t.Fatalf("Load = %v, want the token_file problem", err)
+	}
+	if len(warns) != 1 || warns[0].Key != "http.agent_protocol" || warns[0].Line != 2 {
+		t.Fatalf("warnings %+v, want http.agent_protocol at line 2", warns)
+	}
+	if _, _, err := Load(path, nil); err == nil || strings.Contains(err.Error(), "agent_protocol") {
+		t.Fatalf("Load = %v, want the problem alone, no warning in it", err)
+	}
+}
+
+func TestChanges(t *testing.T) {
+	cleanEnv(t)
+	load := func(t *testing.T, text string) *Config {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "agentd.toml")
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, _, err := Load(path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	base := `
+[ollama]
+model = "a"
+[permissions]
+allow = ["read_file(*)"]
+[agents.bob]
+deny = ["write_file(*)"]
+[slack.channels.C0123ABCD]
+approvers = ["U0123ABCD"]
+`
+	tests := []struct {
+		name   string
+		edit   string
+		change func(*Config)
+		want   []string
+	}{
+		{name: "same_file", edit: base, want: nil},
+		{name: "defaults_spelled_out_are_no_change", edit: base + "[agent]\ndisabled_components = []\n", want: nil},
+		{name: "model_and_allow", edit: `
+[ollama]
+model = "b"
+[permissions]
+allow = ["read_file(*)", "list_folder(*)"]
+[agents.bob]
+deny = ["write_file(*)"]
+[slack.channels.C0123ABCD]
+approvers = ["U0123ABCD"]
+`, want: []string{"ollama.model", "permissions.allow"}},
+		{name: "agent_table_added_and_changed", edit: base + "[agents.ann]\nallow = [\"finish\"]\n",
+			change: func(c *Config) { c.Agents["bob"] = AgentOverride{Deny: []string{"write_file(x)"}} },
+			want:   []string{"agents.ann", "agents.bob.deny"}},
+		{name: "table_of_tables_is_one_key", edit: base + "[slack.channels.C0999ABCD]\n", want: []string{"slack.channels"}},
+		{name: "keep_alive_and_flags", edit: base,
+			change: func(c *Config) {
+				c.Ollama.KeepAlive = &Duration{time.Minute}
+				c.StateDir, c.Socket = "/elsewhere", "/elsewhere.sock"
+			},
+			want: []string{"ollama.keep_alive", "socket", "state_dir"}},
+	}
+	old := load(t, base)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := load(t, tt.edit)
+			if tt.change != nil {
+				tt.change(c)
+			}
+			if got := Changes(old, c); !slices.Equal(got, tt.want) {
+				t.Errorf("Changes = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
