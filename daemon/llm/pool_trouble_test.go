@@ -302,16 +302,8 @@ func TestPoolModelTroubleOnTheOnlyHost(t *testing.T) {
 // (connection refused, a DNS failure) or how long it gave no answer, never the probe's
 // own ended context.
 func TestPoolDownHostShowsTheRealCause(t *testing.T) {
-	refused := func() string { // a port nothing listens on any more
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		return "http://" + addr
-	}
-	silent := func() string { // accepts connections and never answers
+	refused := func() string { return "http://" + testutil.FreeAddr(t) } // a port nothing listens on any more
+	silent := func() string {                                            // accepts connections and never answers
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)

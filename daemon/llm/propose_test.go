@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentd/agentd/commands"
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func baseRequest() ChatRequest {
@@ -155,7 +156,7 @@ func checkRequests(t *testing.T, reqs []map[string]any, steps []chatStep, mentio
 }
 
 func TestProposeConnectionRefused(t *testing.T) {
-	c, err := New("http://"+deadAddr(t), nil)
+	c, err := New("http://"+testutil.FreeAddr(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

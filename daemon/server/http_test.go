@@ -151,22 +151,11 @@ func TestTCPHandlerRefusesOtherHostsAndOrigins(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address nothing listens on (for the config, which takes an
-// address, not a listener).
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func httpTestConfig(t *testing.T) *config.Config {
 	model := ollamatest.NewFake(t)
 	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
 	cfg.Slack.Enabled = false
-	cfg.HTTP.Listen = freeAddr(t)
+	cfg.HTTP.Listen = testutil.FreeAddr(t)
 	cfg.HTTP.TokenFile = filepath.Join(t.TempDir(), "token")
 	os.WriteFile(cfg.HTTP.TokenFile, []byte(testToken+"\n"), 0o600)
 	return cfg

@@ -13,18 +13,8 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/internal/ollamatest"
+	"github.com/agentd/agentd/internal/testutil"
 )
-
-// freePort returns a loopback address nothing listens on now.
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // TestWebConsoleOffUntilAsked: by default nothing listens on [web_console] listen;
 // agentctl web's call starts the console there and its login URL logs a browser in once.
@@ -32,7 +22,7 @@ func TestWebConsoleOffUntilAsked(t *testing.T) {
 	model := ollamatest.NewFake(t)
 	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
 	cfg.Slack.Enabled = false
-	cfg.WebConsole.Listen = freePort(t)
+	cfg.WebConsole.Listen = testutil.FreeAddr(t)
 	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 	defer stop()
 
@@ -78,7 +68,7 @@ func TestWebConsoleEnabled(t *testing.T) {
 	model := ollamatest.NewFake(t)
 	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
 	cfg.Slack.Enabled = false
-	cfg.WebConsole.Enabled, cfg.WebConsole.Listen = true, freePort(t)
+	cfg.WebConsole.Enabled, cfg.WebConsole.Listen = true, testutil.FreeAddr(t)
 	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 	defer stop()
 	resp, err := http.Get("http://" + cfg.WebConsole.Listen + "/")
@@ -97,7 +87,7 @@ func TestWebLogoutEndsEverySession(t *testing.T) {
 	model := ollamatest.NewFake(t)
 	cfg := testConfig(t, model, "http://127.0.0.1:1/api/")
 	cfg.Slack.Enabled = false
-	cfg.WebConsole.Listen = freePort(t)
+	cfg.WebConsole.Listen = testutil.FreeAddr(t)
 	stop := runDaemon(t, cfg, slog.New(slog.DiscardHandler))
 	defer stop()
 	c := &api.Client{Socket: cfg.Socket}
