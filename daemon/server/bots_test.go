@@ -36,10 +36,16 @@ func testConfig(t testing.TB, model *ollamatest.Fake, apiURL string) *config.Con
 
 // runDaemon starts the daemon and returns a stop func that reports Run's error.
 func runDaemon(t testing.TB, cfg *config.Config, log *slog.Logger) func() error {
+	return runDaemonWith(t, cfg, log, Options{})
+}
+
+// runDaemonWith is runDaemon with opt's hooks (its Version and Ready are set here).
+func runDaemonWith(t testing.TB, cfg *config.Config, log *slog.Logger, opt Options) func() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, log, Options{Version: "test", Ready: func() { close(ready) }}) }()
+	opt.Version, opt.Ready = "test", func() { close(ready) }
+	go func() { done <- Run(ctx, cfg, log, opt) }()
 	select {
 	case <-ready:
 	case err := <-done:
@@ -59,6 +65,13 @@ func runDaemon(t testing.TB, cfg *config.Config, log *slog.Logger) func() error 
 	}
 }
 
+// startedInThread waits until the bot says in the thread of ts in C0123ABCD that a run started.
+func startedInThread(fs *fakeslack.Fake, ts string) bool {
+	return fs.Wait(10*time.Second, func(v fakeslack.View) bool {
+		return slices.ContainsFunc(v.Messages("C0123ABCD", ts), func(m fakeslack.Message) bool { return strings.Contains(m.Text, "is on it") })
+	})
+}
+
 func TestSlackBotRunsInsideTheDaemon(t *testing.T) {
 	fs := fakeslack.NewFake(t)
 	model := ollamatest.NewFake(t)
@@ -71,14 +84,7 @@ func TestSlackBotRunsInsideTheDaemon(t *testing.T) {
 	stop := runDaemon(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 
 	_, ts := fs.Mention("UAPPROVER", "C0123ABCD", "", "write a note")
-	if !fs.Wait(10*time.Second, func(v fakeslack.View) bool {
-		for _, m := range v.Messages("C0123ABCD", ts) {
-			if strings.Contains(m.Text, "is on it") {
-				return true
-			}
-		}
-		return false
-	}) {
+	if !startedInThread(fs, ts) {
 		t.Fatalf("no run started from Slack; logs:\n%s", logs)
 	}
 	if err := stop(); err != nil {
@@ -141,14 +147,7 @@ func TestSlackAndDiscordShareTheDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !fs.Wait(10*time.Second, func(v fakeslack.View) bool {
-		for _, m := range v.Messages("C0123ABCD", ts) {
-			if strings.Contains(m.Text, "is on it") {
-				return true
-			}
-		}
-		return false
-	}) {
+	if !startedInThread(fs, ts) {
 		t.Fatalf("no run started from Slack; logs:\n%s", logs)
 	}
 	if _, err := fd.WaitCall(ctx, func(c fakediscord.Call) bool {

@@ -207,19 +207,7 @@ func TestDaemonPoolOfTwoHosts(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), Options{Version: "test", Ready: func() { close(ready) }})
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("the daemon did not start: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the daemon did not start")
-	}
-	defer func() { cancel(); <-done }()
+	defer runDaemon(t, cfg, slog.New(slog.DiscardHandler))()
 	c := &api.Client{Socket: cfg.Socket}
 
 	a.SetDown(true)
