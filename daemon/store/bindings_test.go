@@ -12,18 +12,14 @@ import (
 func TestBindingsSurviveReopen(t *testing.T) {
 	s, path := open(t)
 	a := seed(t, s)
-	ctx := context.Background()
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.Bind(&Binding{Platform: "slack", Team: "T1", Channel: "C1", Thread: "100.1", AgentID: a.ID, RunID: "r-1", CreatedBy: "U1", EndPost: "100.9", EndRun: "r-1"}); err != nil {
 			return err
 		}
 		return tx.SetChatMessage(&ChatMessage{ProposalID: "p-1", Platform: "slack", Kind: "proposal", Channel: "C1", Message: "100.2"})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s2 := reopen(t, s, path)
-	err = s2.View(ctx, func(tx *Tx) error {
+	mustView(t, s2, func(tx *Tx) error {
 		b, err := tx.BindingByThread("slack", "C1", "100.1")
 		if err != nil {
 			return err
@@ -59,9 +55,6 @@ func TestBindingsSurviveReopen(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestBindingsKeepTheLatestPerAgent(t *testing.T) {
@@ -124,8 +117,7 @@ func TestChatDeliveriesRememberedAndBounded(t *testing.T) {
 // binding is no longer listed (nothing to follow) but its thread is still found.
 func TestTeamBindings(t *testing.T) {
 	s, path := open(t)
-	ctx := context.Background()
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		for _, id := range []string{"t-1", "t-2"} {
 			if err := tx.InsertTeamRun(&TeamRun{TeamRun: api.TeamRun{ID: id, Workflow: "w", Task: "x", Status: api.TeamRunning, State: "a"}, Source: "s"}); err != nil {
 				return err
@@ -150,11 +142,8 @@ func TestTeamBindings(t *testing.T) {
 		r.Status = api.TeamFinished
 		return tx.UpdateTeamRun(r)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s2 := reopen(t, s, path)
-	err = s2.View(ctx, func(tx *Tx) error {
+	mustView(t, s2, func(tx *Tx) error {
 		all, err := tx.TeamBindings()
 		if err != nil {
 			return err
@@ -171,7 +160,4 @@ func TestTeamBindings(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }

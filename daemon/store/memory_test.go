@@ -15,9 +15,8 @@ import (
 func TestMemoriesRoundTrip(t *testing.T) {
 	s, _ := open(t)
 	a := seed(t, s)
-	ctx := context.Background()
 	var committed []string
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		for i, m := range []Memory{
 			{ID: "m-1", AgentID: a.ID, Kind: "note", Text: "the deploy key is in vault", Source: "memory_add"},
 			{ID: "m-2", AgentID: "", Kind: "note", Text: "shared fact"},
@@ -33,13 +32,10 @@ func TestMemoriesRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(committed) != 4 {
 		t.Fatalf("after-commit hooks ran for %v, want all four", committed)
 	}
-	err = s.View(ctx, func(tx *Tx) error {
+	mustView(t, s, func(tx *Tx) error {
 		own, err := tx.Memories(MemoryFilter{AgentID: a.ID})
 		if err != nil {
 			return err
@@ -61,10 +57,7 @@ func TestMemoriesRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		got, err := tx.DeleteMemories(a.ID, "file", "notes.txt")
 		if err != nil || strings.Join(got, " ") != "m-3" {
 			t.Errorf("DeleteMemories(file notes.txt) = %v, %v", got, err)
@@ -84,9 +77,6 @@ func TestMemoriesRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestMemoryKindChecked(t *testing.T) {
@@ -132,7 +122,7 @@ func TestEpisodeLinesWithSummaries(t *testing.T) {
 	s, _ := open(t)
 	a := seed(t, s)
 	ctx := context.Background()
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		for i := 1; i <= 5; i++ {
 			e := &api.Episode{RunID: "r-1", Step: i, ProposalID: fmt.Sprint("p-", i), Command: "read_file",
 				Args: []byte(`{"path":"x"}`), Outcome: "succeeded", Result: strings.Repeat("é", 50)}
@@ -142,9 +132,6 @@ func TestEpisodeLinesWithSummaries(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var lines []EpisodeLine
 	s.View(ctx, func(tx *Tx) (err error) { lines, err = tx.EpisodeLines(a.ID, 3, 10); return })
 	if len(lines) != 3 || lines[0].Step != 3 || lines[2].Step != 5 {
@@ -153,10 +140,7 @@ func TestEpisodeLinesWithSummaries(t *testing.T) {
 	if lines[0].Result != strings.Repeat("é", 10) {
 		t.Errorf("result cut to 10 characters = %q", lines[0].Result)
 	}
-	err = s.Tx(ctx, func(tx *Tx) error { return tx.SetEpisodeSummary(a.ID, lines[0].ID, "read x") })
-	if err != nil {
-		t.Fatal(err)
-	}
+	mustTx(t, s, func(tx *Tx) error { return tx.SetEpisodeSummary(a.ID, lines[0].ID, "read x") })
 	s.View(ctx, func(tx *Tx) (err error) { lines, err = tx.EpisodeLines(a.ID, 3, 10); return })
 	if lines[0].Summary != "read x" || lines[1].Summary != "" {
 		t.Errorf("summaries = %q, %q", lines[0].Summary, lines[1].Summary)
@@ -214,9 +198,8 @@ func TestStepQueriesUseAnIndex(t *testing.T) {
 func TestMemoryTagsPagesAndStats(t *testing.T) {
 	s, _ := open(t)
 	a := seed(t, s)
-	ctx := context.Background()
 	t0 := time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		for _, m := range []Memory{
 			{ID: "m-1", AgentID: a.ID, Kind: "chat", Text: "héllo", Source: "Ann", Created: t0, Tags: []string{"x", "y"}},
 			{ID: "m-2", AgentID: a.ID, Kind: "note", Text: "abc", Created: t0.Add(48 * time.Hour)},
@@ -229,10 +212,7 @@ func TestMemoryTagsPagesAndStats(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.View(ctx, func(tx *Tx) error {
+	mustView(t, s, func(tx *Tx) error {
 		m, err := tx.Memory("m-1")
 		if err != nil || !reflect.DeepEqual(m.Tags, []string{"x", "y"}) {
 			t.Errorf("m-1 = %+v, %v; want its tags", m, err)
@@ -260,9 +240,6 @@ func TestMemoryTagsPagesAndStats(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // A memory's speaker and context are kept beside its text and read back everywhere.
@@ -272,9 +249,7 @@ func TestMemorySpeakerAndContextRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	want := Memory{ID: "m-ana", AgentID: a.ID, Kind: "chat", Text: "the deadline moved to Friday",
 		Source: "slack message from Ana", Speaker: "Ana", Context: "Bo: when is the deadline?"}
-	if err := s.Tx(ctx, func(tx *Tx) error { return tx.InsertMemory(&want) }); err != nil {
-		t.Fatal(err)
-	}
+	mustTx(t, s, func(tx *Tx) error { return tx.InsertMemory(&want) })
 	s.View(ctx, func(tx *Tx) error {
 		got, err := tx.Memory("m-ana")
 		if err != nil || got.Speaker != want.Speaker || got.Context != want.Context {

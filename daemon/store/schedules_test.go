@@ -17,9 +17,7 @@ func TestScheduleRoundTrip(t *testing.T) {
 		Template: "notes", Goal: "summarize ~/notes", Autonomy: api.Autonomy{Mode: "patterns", Allow: []string{"read_file(*)"}},
 		Budget: api.Budget{MaxSteps: 3, MaxTokens: 5000}, Delivery: "agentctl", Concurrency: "queue", Missed: "run_once"},
 		MaxWall: 90 * time.Minute}
-	if err := s.Tx(ctx, func(tx *Tx) error { return tx.InsertSchedule(in) }); err != nil {
-		t.Fatal(err)
-	}
+	mustTx(t, s, func(tx *Tx) error { return tx.InsertSchedule(in) })
 	err := s.Tx(ctx, func(tx *Tx) error {
 		dup := *in
 		dup.ID = "s-2"
@@ -42,7 +40,7 @@ func TestScheduleRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	err = s.View(ctx, func(tx *Tx) error {
+	mustView(t, s, func(tx *Tx) error {
 		got, err := tx.ScheduleByName("notes")
 		if err != nil {
 			return err
@@ -57,9 +55,6 @@ func TestScheduleRoundTrip(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestScheduleRunsRecordAndEnd(t *testing.T) {
@@ -67,7 +62,7 @@ func TestScheduleRunsRecordAndEnd(t *testing.T) {
 	ctx := context.Background()
 	seed(t, s) // agent a-1 with run r-1
 	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.InsertSchedule(&Schedule{Schedule: api.Schedule{ID: "s-1", Name: "n", Spec: "@daily", Agent: "a-1",
 			Goal: "g", Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
 			return err
@@ -82,10 +77,7 @@ func TestScheduleRunsRecordAndEnd(t *testing.T) {
 		// A record for a removed schedule is dropped, not an error.
 		return tx.RecordScheduleRun(&api.ScheduleRun{ID: "f-3", ScheduleID: "gone", Scheduled: t0, Outcome: "missed"})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.EndRun("r-1", "budget_exhausted", "3 steps"); err != nil {
 			return err
 		}
@@ -103,9 +95,6 @@ func TestScheduleRunsRecordAndEnd(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.View(ctx, func(tx *Tx) error {
 		runs, err := tx.ScheduleRuns("s-1", 0)
 		if err != nil {
@@ -133,7 +122,7 @@ func TestRunCountsStepsAndTokens(t *testing.T) {
 	s, _ := open(t)
 	ctx := context.Background()
 	a := seed(t, s)
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		a.PromptTokens, a.EvalTokens = 100, 20
 		if err := tx.UpdateAgent(a); err != nil {
 			return err
@@ -147,9 +136,6 @@ func TestRunCountsStepsAndTokens(t *testing.T) {
 		a.Step, a.PromptTokens, a.EvalTokens = 2, 150, 40
 		return tx.UpdateAgent(a)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.View(ctx, func(tx *Tx) error {
 		runs, err := tx.BudgetedRuns()
 		if err != nil || len(runs) != 1 || runs[0].ID != "r-2" || runs[0].TokensBase != 120 || runs[0].MaxWall != time.Minute {
@@ -178,20 +164,15 @@ func TestWakeState(t *testing.T) {
 	ctx := context.Background()
 	sched := &Schedule{Schedule: api.Schedule{ID: "s-1", Name: "inbox", Spec: "* * * * *", Template: "inbox", Goal: "triage",
 		Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}
-	if err := s.Tx(ctx, func(tx *Tx) error { return tx.InsertSchedule(sched) }); err != nil {
-		t.Fatal(err)
-	}
-	err := s.View(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error { return tx.InsertSchedule(sched) })
+	mustView(t, s, func(tx *Tx) error {
 		if _, err := tx.WakeState("s-1"); !errors.Is(err, ErrNotFound) {
 			t.Errorf("before any check: %v, want ErrNotFound", err)
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var counts []int
-	err = s.Tx(ctx, func(tx *Tx) error {
+	err := s.Tx(ctx, func(tx *Tx) error {
 		for range 2 {
 			n, err := tx.WakeCheckFailed("s-1", "notes: does not exist")
 			if err != nil {
@@ -220,14 +201,12 @@ func TestWakeState(t *testing.T) {
 	if w.Seen != `{"a":1}` || w.SeenAt.IsZero() || w.Failures != 2 || w.LastError != "notes: does not exist" || w.FailedAt.IsZero() {
 		t.Fatalf("after reopen: %+v", w)
 	}
-	if err := s.Tx(ctx, func(tx *Tx) error { return tx.WakeCheckPassed("s-1") }); err != nil {
-		t.Fatal(err)
-	}
+	mustTx(t, s, func(tx *Tx) error { return tx.WakeCheckPassed("s-1") })
 	read()
 	if w.Failures != 0 || w.Seen != `{"a":1}` || w.LastError == "" {
 		t.Fatalf("after a passed check: %+v", w)
 	}
-	err = s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.DeleteSchedule("s-1"); err != nil {
 			return err
 		}
@@ -242,9 +221,6 @@ func TestWakeState(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestDaemonStartedRunsAndHelperLinks checks what a restart reads to queue runs as batch
@@ -254,7 +230,7 @@ func TestDaemonStartedRunsAndHelperLinks(t *testing.T) {
 	ctx := context.Background()
 	seed(t, s) // agent a-1, run r-1, proposal p-1 of r-1
 	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.InsertSchedule(&Schedule{Schedule: api.Schedule{ID: "s-1", Name: "n", Spec: "@daily", Agent: "a-1",
 			Goal: "g", Autonomy: api.Autonomy{Mode: "ask"}, Delivery: "agentctl", Concurrency: "skip", Missed: "skip"}}); err != nil {
 			return err
@@ -271,9 +247,6 @@ func TestDaemonStartedRunsAndHelperLinks(t *testing.T) {
 		}
 		return tx.InsertWait(&HelperWait{ProposalID: "p-1", AgentID: "a-1", HelperID: "a-2", HelperRun: "r-2"})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ids []string
 	var links []RunLink
 	read := func() {

@@ -27,6 +27,22 @@ func open(t *testing.T) (*Store, string) {
 	return s, path
 }
 
+// mustTx runs fn in a write transaction and fails the test on its error.
+func mustTx(t *testing.T, s *Store, fn func(tx *Tx) error) {
+	t.Helper()
+	if err := s.Tx(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustView runs fn in a read transaction and fails the test on its error.
+func mustView(t *testing.T, s *Store, fn func(tx *Tx) error) {
+	t.Helper()
+	if err := s.View(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // reopen closes s and opens the store at path again, as a restarted daemon does.
 func reopen(t *testing.T, s *Store, path string) *Store {
 	t.Helper()
@@ -43,7 +59,7 @@ func seed(t *testing.T, s *Store) *Agent {
 	t.Helper()
 	a := &Agent{Agent: api.Agent{ID: "a-1", Name: "one", State: api.StateThinking, Workspace: "/tmp/ws", RunID: "r-1",
 		Goals: []string{"g"}, Policy: api.Policy{Mode: "ask"}}}
-	err := s.Tx(context.Background(), func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.InsertAgent(a); err != nil {
 			return err
 		}
@@ -53,9 +69,6 @@ func seed(t *testing.T, s *Store) *Agent {
 		return tx.InsertProposal(&api.Proposal{ID: "p-1", AgentID: a.ID, RunID: "r-1", Step: 1, Command: "read_file",
 			Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: api.ProposalPending})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return a
 }
 
@@ -68,7 +81,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s2.Close()
-	err = s2.View(context.Background(), func(tx *Tx) error {
+	mustView(t, s2, func(tx *Tx) error {
 		a, err := tx.AgentByName("one")
 		if err != nil {
 			return err
@@ -85,9 +98,6 @@ func TestReopenKeepsEverything(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestFirstDecisionWins(t *testing.T) {
@@ -244,7 +254,7 @@ func TestStateSinceMovesWithTheStateOnly(t *testing.T) {
 		t.Helper()
 		clock = at
 		var got *Agent
-		err := s.Tx(context.Background(), func(tx *Tx) error {
+		mustTx(t, s, func(tx *Tx) error {
 			cur, err := tx.Agent(a.ID)
 			if err != nil {
 				return err
@@ -256,9 +266,6 @@ func TestStateSinceMovesWithTheStateOnly(t *testing.T) {
 			got, err = tx.Agent(a.ID)
 			return err
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 		return got
 	}
 	start := clock
@@ -283,14 +290,10 @@ func (t *Tx) CountEpisodes(agentID string) (int, error) {
 func TestDecisionKeepsTheChatDecidersName(t *testing.T) {
 	s, _ := open(t)
 	seed(t, s)
-	ctx := context.Background()
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		return tx.InsertDecision(&api.Decision{ProposalID: "p-1", Kind: api.DecisionApprove, Count: 1, Source: "slack", By: "U04ABC", ByName: "Ana Lima"})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.View(ctx, func(tx *Tx) error {
+	mustView(t, s, func(tx *Tx) error {
 		d, err := tx.LastDecision("p-1")
 		if err != nil {
 			return err
@@ -300,9 +303,6 @@ func TestDecisionKeepsTheChatDecidersName(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestProposalPreviewSurvivesReopen: a proposal's preview is stored with it and read back
@@ -312,15 +312,12 @@ func TestProposalPreviewSurvivesReopen(t *testing.T) {
 	seed(t, s) // p-1: no preview
 	pv := &api.Preview{Kind: api.PreviewProgram, Programs: [][]string{{"ls", "-l"}, {"wc"}},
 		Dir: "/ws", Sandbox: "bwrap", Network: "none", Note: "n\u202e"}
-	err := s.Tx(context.Background(), func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		return tx.InsertProposal(&api.Proposal{ID: "p-2", AgentID: "a-1", RunID: "r-1", Step: 2, Command: "execute_shell",
 			Args: json.RawMessage(`{"command_line":"ls -l | wc"}`), Hash: "h2", Status: api.ProposalSuperseded, Preview: pv})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s2 := reopen(t, s, path)
-	err = s2.View(context.Background(), func(tx *Tx) error {
+	mustView(t, s2, func(tx *Tx) error {
 		p1, err := tx.Proposal("p-1")
 		if err != nil {
 			return err
@@ -337,16 +334,12 @@ func TestProposalPreviewSurvivesReopen(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestHelpersAndWaits(t *testing.T) {
 	s, _ := open(t)
 	seed(t, s)
-	ctx := context.Background()
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		h := &Agent{Agent: api.Agent{ID: "a-2", Name: "one/helper", State: api.StateThinking, Workspace: "/tmp/ws/agents/helper",
 			RunID: "r-2", ParentID: "a-1", Policy: api.Policy{Mode: "ask"}}}
 		if err := tx.InsertAgent(h); err != nil {
@@ -354,10 +347,7 @@ func TestHelpersAndWaits(t *testing.T) {
 		}
 		return tx.InsertWait(&HelperWait{ProposalID: "p-1", AgentID: "a-1", HelperID: "a-2", HelperRun: "r-2"})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		hs, err := tx.Helpers("a-1")
 		if err != nil {
 			return err
@@ -386,24 +376,18 @@ func TestHelpersAndWaits(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestWaitGoesWithItsParent(t *testing.T) {
 	s, _ := open(t)
 	seed(t, s)
 	ctx := context.Background()
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		if err := tx.InsertWait(&HelperWait{ProposalID: "p-1", AgentID: "a-1", HelperID: "a-9", HelperRun: "r-9"}); err != nil {
 			return err
 		}
 		return tx.DeleteAgent("a-1")
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.View(ctx, func(tx *Tx) error {
 		if ws, err := tx.Waits(); err != nil || len(ws) != 0 {
 			t.Fatalf("waits after the parent's removal = %v, %v", ws, err)
@@ -415,9 +399,8 @@ func TestWaitGoesWithItsParent(t *testing.T) {
 // The batch lookups that list every agent agree with the per-agent ones, agent by agent.
 func TestOpenProposalsAndQuestionsMatchPerAgent(t *testing.T) {
 	s, _ := open(t)
-	ctx := context.Background()
 	statuses := []api.ProposalStatus{api.ProposalSucceeded, api.ProposalPending, api.ProposalApproved, api.ProposalFailed}
-	err := s.Tx(ctx, func(tx *Tx) error {
+	mustTx(t, s, func(tx *Tx) error {
 		for i := range 5 {
 			a := &Agent{Agent: api.Agent{ID: fmt.Sprintf("a-%d", i), Name: fmt.Sprintf("n%d", i), State: api.StateThinking,
 				Workspace: "/tmp/ws", RunID: fmt.Sprintf("r-%d", i), Policy: api.Policy{Mode: "ask"}}}
@@ -442,10 +425,7 @@ func TestOpenProposalsAndQuestionsMatchPerAgent(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.View(ctx, func(tx *Tx) error {
+	mustView(t, s, func(tx *Tx) error {
 		open, err := tx.OpenProposals(AgentRange{}, false)
 		if err != nil {
 			return err
@@ -487,7 +467,4 @@ func TestOpenProposalsAndQuestionsMatchPerAgent(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
