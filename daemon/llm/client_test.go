@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentd/agentd/internal/testutil"
 	ollama "github.com/ollama/ollama/api"
 	"github.com/ollama/ollama/types/model"
+
+	"github.com/agentd/agentd/internal/testutil"
 )
 
 func TestNewNormalizesHost(t *testing.T) {

@@ -15,8 +15,6 @@ import (
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent"
-	"github.com/agentd/agentd/daemon/config"
-	"github.com/agentd/agentd/daemon/llm"
 	"github.com/agentd/agentd/daemon/localapi"
 	"github.com/agentd/agentd/daemon/run"
 	"github.com/agentd/agentd/daemon/schedule/cron"
@@ -76,23 +74,11 @@ func (noReload) Reload(context.Context) (*api.ReloadResult, error) {
 func newHarness(t testing.TB, now time.Time) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir(), fake: ollamatest.NewFake(t), clock: fakeClock{testutil.NewClock(now)}}
-	st, err := store.Open(context.Background(), filepath.Join(h.dir, "agentd.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	h.st = st
-	lc, err := llm.New(h.fake.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sopt := agent.OptionsOf(config.Default())
-	sopt.Directives, sopt.AgentBudget = api.Directives{}, run.Budget{} // these tests were written without them
-	sopt.Model, sopt.Commands = ollamatest.TinyModelName, []string{"list_folder", "read_file", "write_file", "ask_user", "finish"}
-	sopt.Store, sopt.LLM, sopt.StateDir = st, lc, h.dir
-	sopt.Backoff = func(int) time.Duration { return 20 * time.Millisecond }
+	h.st = agenttest.OpenStore(t, h.dir)
+	sopt := agenttest.Options(t, h.st, h.dir, h.fake.URL(), ollamatest.TinyModelName, "list_folder", "read_file", "write_file", "ask_user", "finish")
 	sopt.Deny = []string{"read_file(private/*)"} // what the agents' programs, and so their schedules' checks, may not read
 	sopt.OnRunEnd = func(e run.End) { h.manager().RunEnded(e) }
+	var err error
 	h.sup, err = agent.New(sopt)
 	if err != nil {
 		t.Fatal(err)
