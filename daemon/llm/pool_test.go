@@ -27,7 +27,13 @@ func newTestPool(t testing.TB, slots int, fakes ...*ollamatest.Fake) *Client {
 	for _, f := range fakes {
 		hosts = append(hosts, HostConfig{URL: f.URL(), Slots: slots})
 	}
-	c, err := NewPool(PoolOptions{Hosts: hosts, HTTP: &http.Client{}, Backoff: testBackoff, Refresh: time.Hour})
+	return openPool(t, PoolOptions{Hosts: hosts, HTTP: &http.Client{}, Backoff: testBackoff, Refresh: time.Hour})
+}
+
+// openPool makes a pool with opt and closes it when the test ends.
+func openPool(t testing.TB, opt PoolOptions) *Client {
+	t.Helper()
+	c, err := NewPool(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,14 +94,10 @@ func TestPoolRoutesByModel(t *testing.T) {
 
 func TestPoolConfiguredModelsAreTheOnlyOnes(t *testing.T) {
 	a, b := ollamatest.NewFake(t), ollamatest.NewFake(t)
-	c, err := NewPool(PoolOptions{Hosts: []HostConfig{
+	c := openPool(t, PoolOptions{Hosts: []HostConfig{
 		{URL: a.URL(), Models: []string{ollamatest.TinyModelName}},
 		{URL: b.URL(), Models: []string{"other"}},
 	}, Backoff: testBackoff, Refresh: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	for range 4 {
 		if err := chatOnce(context.Background(), c, ollamatest.TinyModelName); err != nil {
 			t.Fatal(err)
@@ -105,7 +107,7 @@ func TestPoolConfiguredModelsAreTheOnlyOnes(t *testing.T) {
 		t.Errorf("host b, configured for another model, got %d calls", n)
 	}
 	// A model no host is configured for fails at once, naming the fix.
-	err = chatOnce(context.Background(), c, "absent")
+	err := chatOnce(context.Background(), c, "absent")
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("got %v, want ErrUnavailable", err)
 	}
@@ -430,11 +432,7 @@ func TestNewPoolRefusesBadHosts(t *testing.T) {
 
 func TestPoolRelistsModelsOfABusyHost(t *testing.T) {
 	a := ollamatest.NewFake(t)
-	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL()}}, Backoff: testBackoff, Refresh: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openPool(t, PoolOptions{Hosts: []HostConfig{{URL: a.URL()}}, Backoff: testBackoff, Refresh: 50 * time.Millisecond})
 	waitListed(t, c)
 	a.SetModels(ollamatest.TinyModelName, "pulled-later")
 	// Calls keep the host answering; its models are listed again all the same.
@@ -489,11 +487,7 @@ func TestPoolServableWakesWhenAHostComesBack(t *testing.T) {
 // A model kept off a host after it failed there wakes its callers when its time off ends.
 func TestPoolServableWakesWhenAModelIsLetBackOn(t *testing.T) {
 	a := ollamatest.NewFake(t)
-	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 1}}, Backoff: testBackoff, Refresh: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := openPool(t, PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 1}}, Backoff: testBackoff, Refresh: time.Hour})
 	waitListed(t, c)
 	p := c.Pool()
 	p.mu.Lock()

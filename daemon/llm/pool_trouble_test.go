@@ -36,15 +36,11 @@ func TestPoolOneRequestsServerErrorKeepsOtherCalls(t *testing.T) {
 	}
 	a.OnChat(poison)
 	b.OnChat(poison)
-	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 1}, {URL: b.URL(), Slots: 1}},
+	c := openPool(t, PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 1}, {URL: b.URL(), Slots: 1}},
 		HTTP: &http.Client{}, Backoff: backoff.Policy{Base: 10 * time.Second, Max: 10 * time.Second}, Refresh: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	waitListed(t, c)
 	ctx := context.Background()
-	_, err = c.Chat(ctx, ChatRequest{Model: model, Messages: []Message{{Role: "user", Content: "POISON"}}})
+	_, err := c.Chat(ctx, ChatRequest{Model: model, Messages: []Message{{Role: "user", Content: "POISON"}}})
 	if err == nil {
 		t.Fatal("the poison request succeeded")
 	}
@@ -74,12 +70,8 @@ func TestPoolModelMissingOnAConfiguredHost(t *testing.T) {
 	const model = ollamatest.TinyModelName
 	a, b := ollamatest.NewFake(t), ollamatest.NewFake(t)
 	a.SetModels("other") // a lacks the model, though its config says it has it
-	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 4, Models: []string{model}}, {URL: b.URL(), Slots: 1}},
+	c := openPool(t, PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 4, Models: []string{model}}, {URL: b.URL(), Slots: 1}},
 		HTTP: &http.Client{}, Backoff: testBackoff, Refresh: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	waitListed(t, c)
 	ctx := context.Background()
 	for range 3 {
@@ -100,12 +92,8 @@ func TestPoolProbeSuccessDoesNotClearAModelsServerErrors(t *testing.T) {
 	const model = ollamatest.TinyModelName
 	a := ollamatest.NewFake(t)
 	a.SetModels(model)
-	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 2}},
+	c := openPool(t, PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 2}},
 		HTTP: &http.Client{}, Backoff: backoff.Policy{Base: 10 * time.Second, Max: 10 * time.Second}, Refresh: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	waitListed(t, c)
 	a.SetLoadError(model, outOfMemory)
 	ctx := context.Background()
@@ -193,17 +181,13 @@ func TestPoolTellsHostFailuresFromModelAndRequestFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := ollamatest.NewFake(t), ollamatest.NewFake(t)
 			a.SetModels(model, "other")
-			c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 1}, {URL: b.URL(), Slots: 1}},
+			c := openPool(t, PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 1}, {URL: b.URL(), Slots: 1}},
 				// A long backoff: a busy or slow host answers /api/tags, and must not be
 				// found up again before its status is read.
 				HTTP: &http.Client{Timeout: cmp.Or(tc.timeout, time.Minute)}, Backoff: backoff.Policy{Base: time.Minute, Max: time.Minute}, Refresh: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
 			waitListed(t, c)
 			tc.breakA(a, b)
-			err = chatOnce(context.Background(), c, model)
+			err := chatOnce(context.Background(), c, model)
 			switch {
 			case tc.wantErr == nil && err != nil:
 				t.Fatalf("call: %v, want it served by host b", err)
@@ -247,17 +231,14 @@ func TestPoolModelTroubleOnTheOnlyHost(t *testing.T) {
 	const model = ollamatest.TinyModelName
 	a := ollamatest.NewFake(t)
 	a.SetModels(model, "other")
-	c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 2}},
+	c := openPool(t, PoolOptions{Hosts: []HostConfig{{URL: a.URL(), Slots: 2}},
 		Backoff: backoff.Policy{Base: 300 * time.Millisecond, Max: time.Second}, Refresh: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	waitListed(t, c)
 	a.SetLoadError(model, outOfMemory)
 	ctx := context.Background()
 
 	one, two := WithPriority(ctx, Interactive, "a-1"), WithPriority(ctx, Interactive, "a-2")
+	var err error
 	for i := range 2 {
 		err = chatOnce(one, c, model)
 		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), outOfMemory) {
@@ -336,12 +317,8 @@ func TestPoolDownHostShowsTheRealCause(t *testing.T) {
 		{"unknown_host_name", func() string { return "http://agentd-no-such-host.invalid:11434" }, "no such host"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewPool(PoolOptions{Hosts: []HostConfig{{URL: tc.url()}}, HTTP: &http.Client{},
+			c := openPool(t, PoolOptions{Hosts: []HostConfig{{URL: tc.url()}}, HTTP: &http.Client{},
 				Backoff: backoff.Policy{Base: time.Hour, Max: time.Hour}, Refresh: time.Hour, CheckTimeout: 200 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
 			var h HostStatus
 			testutil.Eventually(t, 10*time.Second, "the prober to find the host down", func() bool {
 				h = c.PoolStatus().Hosts[0]
@@ -391,12 +368,8 @@ func TestPoolSaysWhereCallsGoWhileAHostIsDown(t *testing.T) {
 				hosts = append(hosts, HostConfig{URL: f.URL(), Slots: 1})
 			}
 			var logs testutil.SyncBuffer
-			c, err := NewPool(PoolOptions{Hosts: hosts, HTTP: &http.Client{}, Backoff: testBackoff, Refresh: time.Hour,
+			c := openPool(t, PoolOptions{Hosts: hosts, HTTP: &http.Client{}, Backoff: testBackoff, Refresh: time.Hour,
 				Log: slog.New(slog.NewTextHandler(&logs, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(c.Close)
 			waitListed(t, c)
 			fakes[0].SetDown(true)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
