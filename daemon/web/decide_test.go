@@ -34,17 +34,23 @@ func (b *browser) shown(agent string) (id, hash, body string) {
 	return p[1], hash, body
 }
 
+// awaitingWriter creates the agent writer, waits until it awaits a decision and logs a
+// browser in: the agent, the browser and its session's CSRF token.
+func (e *env) awaitingWriter() (*api.Agent, *browser, string) {
+	a := e.create("writer")
+	e.waitState(a.ID, api.StateAwaitingDecision)
+	b := e.browser()
+	b.login(e)
+	return a, b, b.csrf()
+}
+
 func TestDecideFromTheConsole(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("write_file", map[string]string{"path": "a.txt", "contents": "one\n"}, nil),
 		reply("write_file", map[string]string{"path": "b.txt", "contents": "two\n"}, nil),
 		reply("write_file", map[string]string{"path": "c.txt", "contents": "three\n"}, nil),
 		reply("ask_user", map[string]string{"question": "Which folder?"}, nil))
-	a := e.create("writer")
-	e.waitState(a.ID, api.StateAwaitingDecision)
-	b := e.browser()
-	b.login(e)
-	csrf := b.csrf()
+	a, b, csrf := e.awaitingWriter()
 
 	id, hash, body := b.shown(a.ID)
 	for _, want := range []string{"write_file", "a.txt", `<span class="add">&#43;one</span>`, "Reasoning", "because", "Approve ×N"} {
@@ -94,11 +100,7 @@ func TestRewindFromTheConsole(t *testing.T) {
 	e := newEnv(t)
 	e.script(reply("write_file", map[string]string{"path": "a.txt", "contents": "one\n"}, nil),
 		reply("write_file", map[string]string{"path": "b.txt", "contents": "two\n"}, nil))
-	a := e.create("writer")
-	e.waitState(a.ID, api.StateAwaitingDecision)
-	b := e.browser()
-	b.login(e)
-	csrf := b.csrf()
+	a, b, csrf := e.awaitingWriter()
 	id, hash, _ := b.shown(a.ID)
 	b.post("/agents/"+a.ID+"/decide", url.Values{"csrf": {csrf}, "proposal_id": {id}, "hash": {hash}, "kind": {"approve"}})
 	if !testutil.Wait(30*time.Second, func() bool {
