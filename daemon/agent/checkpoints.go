@@ -383,7 +383,7 @@ func (k *checkpoints) restore(tx *store.Tx, a *store.Agent, rw *rewindTo, rec fu
 func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 	c := cfg.Checkpoints
 	return CheckpointOptions{On: c.Enabled, KeepSteps: c.KeepSteps,
-		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries}}
+		Store: checkpoint.Options{KeepCount: c.Keep, MaxStoreBytes: int64(c.MaxBytes), MaxFileBytes: int64(c.MaxFileBytes), MaxEntries: c.MaxEntries, MinFreeBytes: int64(c.MinFreeBytes)}}
 }
 
 // doctorCheck is agentctl doctor's line on the checkpoints: on or off, and the disk they
