@@ -140,3 +140,12 @@ func TestCheckpointBoundsAreConfigKeysDoctorShows(t *testing.T) {
 		t.Errorf("doctor's checkpoints line does not show min_free_bytes: %+v", c)
 	}
 }
+
+// With checkpoints off doctor says the write-deny rules lose their second wall, not only
+// rewinds: nothing puts back a write the sandbox's read-only binds miss.
+func TestDoctorSaysCheckpointsOffLeavesNoSecondWall(t *testing.T) {
+	c := (&checkpoints{}).doctorCheck(context.Background())[0]
+	if c.Status != api.CheckWarn || !strings.Contains(c.Detail, "write-deny rules have no second wall") || !strings.Contains(c.Fix, "enabled = true") {
+		t.Errorf("doctor's line with checkpoints off does not say the deny rules lose their second wall: %+v", c)
+	}
+}

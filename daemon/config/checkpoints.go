@@ -52,3 +52,17 @@ func (c CheckpointsConfig) problems(bad func(key, format string, args ...any)) {
 		bad("checkpoints.min_free_bytes", "must be at least 1MiB of free disk kept on the state directory's file system (the default is 512MiB), got %d bytes", int64(c.MinFreeBytes))
 	}
 }
+
+// checkpointWarnings says deny rules lose their second wall with checkpoints off: each step's
+// change is held to the write-deny rules by putting back, from the step's checkpoint,
+// what the sandbox's read-only binds missed.
+func (c *Config) checkpointWarnings(warn func(key, format string, args ...any)) {
+	deny := len(c.Permissions.Deny) > 0
+	for _, o := range c.Agents {
+		deny = deny || len(o.Deny) > 0
+	}
+	if !c.Checkpoints.Enabled && deny {
+		warn("checkpoints.enabled", "is false, so the deny rules have no second wall: a write the sandbox's read-only binds miss "+
+			"(a file new under a rule such as write_file(*.toml), or in a folder made during the step) is not put back; set enabled = true")
+	}
+}
