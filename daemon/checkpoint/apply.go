@@ -190,7 +190,7 @@ func (a *applier) within(f, e *entry, st *unix.Stat_t) error {
 // RemoveTree removes name in the folder dir and everything beneath it as a restore
 // does: following no link, a folder made writable before it is emptied.
 func RemoveTree(dir, name string) error {
-	ds, err := openRoot(dir)
+	ds, err := openRoot(dir, nil)
 	if err != nil {
 		return err
 	}

@@ -173,7 +173,7 @@ func (s *Store) apply(j *journal, fresh bool) (notices, error) {
 // and given its mode back after, then syncs its filesystem.
 func (a *applier) in(ws string, fn func() error) error {
 	var err error
-	if a.ds, err = openRoot(ws); err != nil {
+	if a.ds, err = openRoot(ws, newLendLog(a.s, ws)); err != nil {
 		return err
 	}
 	defer a.ds.close()
