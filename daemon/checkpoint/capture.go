@@ -393,7 +393,6 @@ func (c *capture) read(e *entry) error {
 		c.uncapture(e, "changed while it was read")
 		return nil
 	}
-	keepXattrs(e, fd)
 	var tmp string
 	var h hash
 	var n int64

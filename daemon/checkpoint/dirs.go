@@ -150,15 +150,19 @@ func lend(dir int, name string, need uint32, note func(dev, ino uint64, was, set
 	return h, mode, nil
 }
 
-// openFile opens the regular file e in dir to read it. A file the daemon owns but may
-// not read (chmod 000) is lent read permission for the open only: lending moves its
-// ctime, which e takes (marked racy, so the next checkpoint reads it again) once the
-// file is checked to be the one e was statted as.
+// openFile opens the regular file e in the top folder of ds to read it, and keeps its
+// extended attributes in e (keepXattrs). A file the daemon owns but may not read
+// (chmod 000) is lent read permission for the open and the attributes only: lending
+// moves its ctime, which e takes (marked racy, so the next checkpoint reads it again)
+// once the file is checked to be the one e was statted as.
 func openFile(ds *dirStack, e *entry) (int, error) {
 	const flags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC
 	dir := ds.fd()
 	fd, err := unix.Openat(dir, e.name, flags|unix.O_NOFOLLOW, 0)
 	if err != unix.EACCES {
+		if err == nil {
+			keepXattrs(e, fd)
+		}
 		return fd, err
 	}
 	h, mode, err := lend(dir, e.name, 0o400, ds.noter(e.name))
@@ -166,7 +170,9 @@ func openFile(ds *dirStack, e *entry) (int, error) {
 		return -1, err
 	}
 	defer unix.Close(h)
-	fd, err = unix.Open(procFd(h), flags, 0)
+	if fd, err = unix.Open(procFd(h), flags, 0); err == nil {
+		keepXattrs(e, fd) // while they may be read
+	}
 	err = errors.Join(err, unix.Chmod(procFd(h), mode))
 	var st unix.Stat_t
 	if err == nil {

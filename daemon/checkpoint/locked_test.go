@@ -175,3 +175,37 @@ func TestLockedFoldersPastTheOpenWindowHoldNoDescriptor(t *testing.T) {
 		t.Errorf("the leaf after the restore: %q, %v; want %q", b, err, "before\n")
 	}
 }
+
+// A restore puts back the extended attributes of a file its owner (the daemon) locked
+// (mode 000), lending itself access for the moment, and the file keeps its mode.
+func TestRestorePutsBackTheExtendedAttributesOfALockedFile(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	ws := lockableTempDir(t)
+	s := openStore(t, Options{})
+	writeFiles(t, ws, map[string]string{"a.txt": "one\n"})
+	p := filepath.Join(ws, "a.txt")
+	if err := unix.Setxattr(p, "user.kept", []byte("1"), 0); err != nil {
+		t.Skipf("no user extended attributes here: %v", err)
+	}
+	unix.Chmod(p, 0o000)
+	c := mustCheckpoint(t, s, ws)
+	unix.Chmod(p, 0o600)
+	unix.Setxattr(p, "user.kept", []byte("changed"), 0)
+	unix.Chmod(p, 0o000)
+	r, err := s.Restore(ctx, ws, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil || st.Mode&0o7777 != 0 {
+		t.Errorf("a.txt after the restore: mode %o (%v), want 000 kept", st.Mode&0o7777, err)
+	}
+	unix.Chmod(p, 0o600)
+	v := make([]byte, 64)
+	n, err := unix.Getxattr(p, "user.kept", v)
+	if got := string(v[:max(n, 0)]); err != nil || got != "1" {
+		t.Errorf("user.kept of the locked a.txt after the restore = %q (%v), want %q put back; notices %+v", got, err, "1", r.Notices)
+	}
+}
