@@ -29,6 +29,7 @@ type dirStack struct {
 	frames []dirFrame
 	path   []byte   // the top folder's path relative to the root ("" for the root)
 	lends  *lendLog // notes each mode lent before it changes; nil for none
+	ends   bool     // close ends lends: the stack openRoot made, not one borrowing its note
 }
 
 type dirFrame struct {
@@ -46,7 +47,7 @@ func openRoot(ws string, lends *lendLog) (*dirStack, error) {
 		return nil, err
 	}
 	defer pfd.Close()
-	ds := &dirStack{lends: lends}
+	ds := &dirStack{lends: lends, ends: true}
 	f, _, err := openDir(ds, int(pfd.Fd()), ".", unix.O_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %q: %w", ws, err)
@@ -300,7 +301,10 @@ func (s *dirStack) close() error {
 		err = errors.Join(err, f.putBack(), unix.Close(f.fd))
 	}
 	s.frames = nil
-	return errors.Join(err, s.lends.done(err == nil)) // kept after a failure: the next open gives back what is left
+	if s.ends {
+		err = errors.Join(err, s.lends.done(err == nil)) // kept after a failure: the next open gives back what is left
+	}
+	return err
 }
 
 // pathTo returns the path of name in the top folder.

@@ -209,3 +209,43 @@ func TestRestorePutsBackTheExtendedAttributesOfALockedFile(t *testing.T) {
 		t.Errorf("user.kept of the locked a.txt after the restore = %q (%v), want %q put back; notices %+v", got, err, "1", r.Notices)
 	}
 }
+
+// A hard link whose first name is in a folder its owner locked (000) is captured and
+// restored as a link of it: a restore reaches the first name through the locked folder
+// the way it reached it to restore it.
+func TestHardLinksIntoALockedFolderAreRestored(t *testing.T) {
+	if testutil.AsUnprivileged(t) {
+		return
+	}
+	ws := lockableTempDir(t)
+	s := openStore(t, Options{})
+	writeFiles(t, ws, map[string]string{"a-locked/deeper/first": "shared\n", "z/keep": "k\n"})
+	if err := os.Link(filepath.Join(ws, "a-locked/deeper/first"), filepath.Join(ws, "z/second")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a-locked/deeper", "a-locked"} {
+		unix.Chmod(filepath.Join(ws, p), 0o000)
+	}
+	want := listing(t, ws)
+	c := mustCheckpoint(t, s, ws)
+	if c.Partial || len(c.Notices) != 0 {
+		t.Fatalf("checkpoint left things out: %+v", c.Notices)
+	}
+	for _, p := range []string{"a-locked", "a-locked/deeper"} {
+		unix.Chmod(filepath.Join(ws, p), 0o755)
+	}
+	os.Remove(filepath.Join(ws, "z/second"))
+	os.Remove(filepath.Join(ws, "a-locked/deeper/first"))
+	writeFiles(t, ws, map[string]string{"a-locked/deeper/first": "rewritten\n", "z/second": "apart\n"})
+	for _, p := range []string{"a-locked/deeper", "a-locked"} {
+		unix.Chmod(filepath.Join(ws, p), 0o000)
+	}
+	r, err := s.Restore(ctx, ws, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Notices) != 0 {
+		t.Errorf("the restore left things as they were: %+v", r.Notices)
+	}
+	sameListing(t, "after the restore", listing(t, ws), want)
+}
