@@ -19,7 +19,7 @@ import (
 // nothing tells what it may keep, and its result says why. t then holds the workspace as
 // left, the step's change without what was put back, and the line its result gets.
 func putBack(ctx context.Context, s *checkpoint.Store, ws string, rules commands.PathRules, rulesErr error, before checkpoint.ID, t *takenAhead) {
-	if t.diff == nil || rules == nil && rulesErr == nil {
+	if t.diff == nil || t.diff.Files+t.diff.Folders == 0 || rules == nil && rulesErr == nil {
 		return
 	}
 	var denied []checkpoint.DeniedWrite
