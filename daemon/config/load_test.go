@@ -77,7 +77,7 @@ func TestLoadSetsEveryKey(t *testing.T) {
 	want.Schedules = SchedulesConfig{Grace: Duration{2 * time.Minute}, KeepAgents: 4}
 	want.Teams = TeamsConfig{Dir: "/srv/agentd/teams"}
 	want.Memory = MemoryConfig{Enabled: false, K: 5, BudgetTokens: 1200, HalfLife: Duration{720 * time.Hour}, EmbedModel: "nomic-embed-text"}
-	want.Checkpoints = CheckpointsConfig{Enabled: false, Keep: 20, KeepSteps: 5, MaxBytes: 256 << 20, MaxFileBytes: 8 << 20, MaxEntries: 50_000}
+	want.Checkpoints = CheckpointsConfig{Enabled: false, Keep: 20, KeepSteps: 5, MaxBytes: 256 << 20, MaxFileBytes: 8 << 20, MaxEntries: 50_000, MinFreeBytes: 64 << 20}
 	want.Bots = BotsConfig{ApproveCount: 5, DecisionExpiry: Duration{time.Hour}}
 	want.Slack = SlackConfig{Enabled: true, BotTokenEnv: "MY_SLACK_BOT", BotTokenFile: "/etc/agentd/bot", AppTokenEnv: "MY_SLACK_APP",
 		AppTokenFile: "/etc/agentd/app", Teams: []string{"T0123ABCD"}, Approvers: []string{"U0123ABCD", "S0456EFGH"}, DirectMessages: true,

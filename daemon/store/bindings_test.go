@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -160,4 +162,63 @@ func TestTeamBindings(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A question takes one answer for as long as its row is kept: a second answer is refused,
+// after a reopen too and after 4,097 other questions were answered (no ring forgets it);
+// the same step asked again is a new question, with an answer of its own.
+func TestAQuestionTakesOneAnswerHoweverManyOthersAndAfterAReopen(t *testing.T) {
+	s, path := open(t)
+	a := seed(t, s)
+	ctx := context.Background()
+	answer := func(s *Store, channel, message string) bool {
+		t.Helper()
+		var ok bool
+		if err := s.Tx(ctx, func(tx *Tx) (err error) { ok, err = tx.AnswerChatMessage("slack", channel, message); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	ask := func(s *Store, proposal, message string) {
+		t.Helper()
+		if err := s.Tx(ctx, func(tx *Tx) error {
+			return tx.SetChatMessage(&ChatMessage{ProposalID: proposal, Platform: "slack", Kind: "rewind", Channel: "C1", Message: message})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask(s, "p-1", "100.2")
+	if !answer(s, "C1", "100.2") || answer(s, "C1", "100.2") {
+		t.Fatal("a question's first answer was refused, or its second taken")
+	}
+	if answer(s, "C1", "100.3") || answer(s, "C2", "100.2") {
+		t.Error("a message that is no question took an answer")
+	}
+	err := s.Tx(ctx, func(tx *Tx) error {
+		for i := range 4097 {
+			id := fmt.Sprintf("p-x%d", i)
+			if err := tx.InsertProposal(&api.Proposal{ID: id, AgentID: a.ID, RunID: "r-1", Step: 2 + i, Command: "read_file",
+				Args: json.RawMessage(`{"path":"x"}`), Hash: "h", Status: api.ProposalPending}); err != nil {
+				return err
+			}
+			if err := tx.SetChatMessage(&ChatMessage{ProposalID: id, Platform: "slack", Kind: "rewind", Channel: "C1", Message: "200." + id}); err != nil {
+				return err
+			}
+			if ok, err := tx.AnswerChatMessage("slack", "C1", "200."+id); err != nil || !ok {
+				return fmt.Errorf("answer %d: %v, %v", i, ok, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2 := reopen(t, s, path)
+	if answer(s2, "C1", "100.2") {
+		t.Error("a question answered before 4,097 others and a reopen took a second answer")
+	}
+	ask(s2, "p-1", "100.9")
+	if !answer(s2, "C1", "100.9") || answer(s2, "C1", "100.2") {
+		t.Error("the step asked again did not take its own one answer, or the old question came back")
+	}
 }
