@@ -80,7 +80,7 @@ func TestHomeSettingsIgnored(t *testing.T) {
 			{"python_user_site_pth", site, "import os; open('home-ran', 'w')\n", "python3 -c pass"},
 		})
 	})
-	env := Options{}.env("/home/sandbox", false)
+	env := Options{}.env("/home/sandbox", false, false)
 	if !slices.Contains(env, "GOENV=off") {
 		t.Errorf("env %q lacks GOENV=off: go would read GOFLAGS from the agent's ~/.config/go/env", env)
 	}

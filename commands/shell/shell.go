@@ -156,7 +156,7 @@ const programPath = "/usr/local/bin:/usr/bin:/bin"
 // fixedEnv are the variables agentd sets itself; PassEnv may not name them.
 // The GIT_CONFIG_* variables (GIT_CONFIG_KEY_N…) are agentd's too, whatever their number.
 var fixedEnv = []string{"PATH", "HOME", "LANG", "TERM", "GOENV", "LESSKEYIN", "LESSKEY",
-	"PYTHONNOUSERSITE", "PYTHONSAFEPATH"}
+	"PYTHONNOUSERSITE", "PYTHONSAFEPATH", "GIT_ALLOW_PROTOCOL"}
 
 // homeConfigOff keeps programs from reading code-running settings from wherever they
 // look besides HOME (an empty folder of the run's own): go's env file (GOFLAGS=-toolexec=…,
@@ -237,18 +237,21 @@ func (o Options) check() (Options, error) {
 
 // env is the scrubbed environment of a program with HOME home (never the workspace): the
 // fixed variables, the PassEnv ones the daemon has, and the settings that keep programs
-// from obeying config the agent wrote (gitSafeEnv, or boundedEnv for a bounded run, and
-// homeConfigOff).
-func (o Options) env(home string, bounded bool) []string {
+// from obeying config the agent wrote (gitSafeEnv, or for a bounded run boundedEnv and the
+// protocols git may use, https only when it is online; and homeConfigOff).
+func (o Options) env(home string, bounded, online bool) []string {
 	env := []string{"PATH=" + programPath, "HOME=" + home, "LANG=C.UTF-8", "TERM=dumb"}
 	for _, name := range o.PassEnv {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, name+"="+v)
 		}
 	}
-	if bounded {
-		env = append(env, boundedEnv...)
-	} else {
+	switch {
+	case bounded && online:
+		env = append(append(env, boundedEnv...), "GIT_ALLOW_PROTOCOL=https")
+	case bounded:
+		env = append(append(env, boundedEnv...), "GIT_ALLOW_PROTOCOL=") // none
+	default:
 		env = append(env, gitSafeEnv...)
 	}
 	return append(env, homeConfigOff...)
