@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -102,8 +103,11 @@ func runProgram(ctx context.Context, box *boxRun, dir string, argv, env []string
 	}
 	t.Stop()
 	pr.Close()
-	if stopped != nil && !errors.Is(stopped, ctx.Err()) {
-		return nil, stopped // the network did not come up: the program never ran
+	if stopped != nil && !errors.Is(stopped, ctx.Err()) { // the network did not come up: the program never ran
+		if out, _ := res.kept(); len(bytes.TrimSpace(out)) > 0 {
+			return nil, fmt.Errorf("%w (the sandbox: %s)", stopped, bytes.TrimSpace(out))
+		}
+		return nil, stopped
 	}
 	return res, stopped
 }

@@ -203,6 +203,9 @@ func (n *netRun) attach(ctx context.Context, pid int, box *boxRun) error {
 	if ppid, ok := parentOf(info.Pid); !ok || ppid != pid {
 		return errors.New("the sandbox's network: the sandbox's process is gone")
 	}
+	if err := loopbackUp(ctx, info.Pid); err != nil {
+		return fmt.Errorf("the sandbox's network: %w", err)
+	}
 	ready, err := n.start(ns, pid, box)
 	if err != nil {
 		return fmt.Errorf("the sandbox's network: cannot start slirp4netns: %w", err)
@@ -223,6 +226,27 @@ func (n *netRun) attach(ctx context.Context, pid int, box *boxRun) error {
 		return fmt.Errorf("the sandbox's network: the sandbox did not wait for it: %w", err)
 	}
 	return nil
+}
+
+// loopbackUp waits until bwrap has given the sandbox of process pid its loopback
+// address, which it does once it has said the pid: slirp4netns brings the loopback up
+// too, and bwrap fails to add the address to one already up.
+func loopbackUp(ctx context.Context, pid int) error {
+	fib := fmt.Sprintf("/proc/%d/net/fib_trie", pid)
+	for wait := 100 * time.Microsecond; ; wait = min(2*wait, 10*time.Millisecond) {
+		b, err := os.ReadFile(fib)
+		switch {
+		case err != nil:
+			return err
+		case bytes.Contains(b, []byte("-- 127.0.0.1\n")):
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }
 
 // past is a deadline that has passed: it ends a blocked read or write at once.
