@@ -95,12 +95,11 @@ func netFD() int {
 // order of netRun.files.
 func netArgs(a, bound []string) []string {
 	fd := netFD()
-	at := resolvConfAt()
-	if at == "" {
-		return append(a, "--info-fd", strconv.Itoa(fd), "--block-fd", strconv.Itoa(fd+1))
-	}
 	a = append(a, "--info-fd", strconv.Itoa(fd), "--block-fd", strconv.Itoa(fd+1))
-	return append(dirsTo(a, at, bound), "--perms", "0444", "--ro-bind-data", strconv.Itoa(fd+2), at)
+	if at := resolvConfAt(); at != "" {
+		a = append(dirsTo(a, at, bound), "--perms", "0444", "--ro-bind-data", strconv.Itoa(fd+2), at)
+	}
+	return a
 }
 
 // resolvConfAt is where the sandbox's resolv.conf goes: /etc/resolv.conf, or where the

@@ -82,10 +82,11 @@ type Options struct {
 	Python string
 	// Git is the git binary; empty looks it up on the programs' PATH.
 	Git string
-	// Network gives sandboxed programs the host's network namespace: the internet, and
-	// also every service listening on the host's loopback (a bwrap sandbox cannot have one
-	// without the other). Off, they have a network namespace of their own, with only a
-	// loopback of their own.
+	// Network gives sandboxed programs the internet through slirp4netns: a network
+	// namespace of their own with a user-mode stack to the outside, never the host's, so
+	// the host's loopback services and abstract unix sockets stay out of reach. Without
+	// slirp4netns their commands refuse. Off, they have only a loopback of their own.
+	// Unsandboxed (sandbox "none") programs have the host's network either way.
 	Network bool
 	// UID and GID are who the sandboxed programs run as when agentd runs as root; 0 means
 	// DefaultUID and DefaultGID. Run as non-root, agentd's own uid is used, in a user
