@@ -188,7 +188,7 @@ func (s *sandbox) runProbe() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	argv := s.wrap("", view{}, []string{"/bin/cat", "/proc/self/status"})
+	argv := s.wrap("", view{offline: true}, []string{"/bin/cat", "/proc/self/status"}) // the network is probeNet's
 	extra, err := s.files()
 	if err != nil {
 		return err
