@@ -57,6 +57,10 @@ func TestNetworkSandboxHasItsOwnNetwork(t *testing.T) {
 		"CapEff:\t0000000000000000", "|-- 10.0.2.100\n"}, nil)
 }
 
+// onlineLine prints "online" when the sandbox has a way out (slirp4netns's tap0 routes),
+// else "offline"; nothing leaves the machine.
+const onlineLine = "grep -q '^tap0' /proc/net/route && echo online || echo offline"
+
 // slirpHere returns the bwrap binary when a sandbox with the network works here: bwrap
 // and slirp4netns installed (scripts/test.sh installs both) and able to run.
 func slirpHere(t testing.TB) string {
