@@ -13,6 +13,7 @@ import (
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/commands"
 	"github.com/agentd/agentd/commands/permission"
+	"github.com/agentd/agentd/daemon/agent/policy"
 	"github.com/agentd/agentd/daemon/checkpoint"
 	"github.com/agentd/agentd/daemon/config"
 	"github.com/agentd/agentd/daemon/store"
@@ -282,8 +283,9 @@ func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	} else if err != nil {
 		return "", err
 	}
+	step := fmt.Sprintf("step %d (%s)", p.Step, p.Command)
 	if row.Before == 0 {
-		return row.Notice, nil
+		return row.Notice, endExactGrants(tx, p.AgentID, p, step+", whose change is not known")
 	}
 	t, ok := k.takenFor(p, true)
 	switch {
@@ -294,7 +296,7 @@ func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	}
 	if t.err != nil {
 		row.Notice = "what this step changed is not known: " + t.err.Error()
-		return row.Notice, tx.InsertStepCheckpoint(row)
+		return row.Notice, errors.Join(tx.InsertStepCheckpoint(row), endExactGrants(tx, p.AgentID, p, step+", whose change is not known"))
 	}
 	d := t.diff
 	row.After, row.Files, row.Added, row.Removed = uint64(t.info.ID), d.Files+d.Folders, d.Added, d.Removed
@@ -303,6 +305,11 @@ func (k *checkpoints) after(tx *store.Tx, p *api.Proposal) (string, error) {
 	}
 	if err := tx.InsertStepCheckpoint(row); err != nil {
 		return "", err
+	}
+	if row.Files > 0 {
+		if err := endExactGrants(tx, p.AgentID, p, step+", which changed the workspace"); err != nil {
+			return "", err
+		}
 	}
 	if t.putBack != "" {
 		if err := tx.Audit(p.AgentID, "put_back", map[string]string{"proposal": p.ID, "what": t.putBack}); err != nil {
@@ -369,6 +376,9 @@ func (k *checkpoints) restore(tx *store.Tx, a *store.Agent, rw *rewindTo, rec fu
 	if err := tx.InsertStepCheckpoint(row); err != nil {
 		return nil, err
 	}
+	if err := endExactGrants(tx, a.ID, nil, "rewind "+rw.id+", which changed the workspace"); err != nil {
+		return nil, err
+	}
 	ep := &api.Episode{RunID: a.RunID, Step: a.Step, ProposalID: row.ID, Command: "rewind",
 		Args: fmt.Appendf(nil, `{"to_step":%d}`, rw.target.Step), Outcome: "rewound",
 		Result: fmt.Sprintf("%s put the workspace back as it was %s (%s). Files are as they were then: read them again before relying on them.",
@@ -377,6 +387,17 @@ func (k *checkpoints) restore(tx *store.Tx, a *store.Agent, rw *rewindTo, rec fu
 		return nil, err
 	}
 	return ep, tx.Audit(a.ID, "rewound", map[string]string{"to": rw.what, "by": rw.by, "undo": row.ID})
+}
+
+// endExactGrants ends the y! grants on program lines of agent id's family that step p
+// (nil: a rewind) did not run under, as policy.EndExactGrantsOnChange says: why names
+// the step that changed the workspace, or whose change is not known.
+func endExactGrants(tx *store.Tx, id string, p *api.Proposal, why string) error {
+	a, err := tx.Agent(id)
+	if err != nil {
+		return err
+	}
+	return policy.EndExactGrantsOnChange(tx, a, p, why)
 }
 
 // checkpointOptionsOf is [checkpoints].
@@ -390,7 +411,7 @@ func checkpointOptionsOf(cfg *config.Config) CheckpointOptions {
 // take against their bound.
 func (k *checkpoints) doctorCheck(context.Context) []api.Check {
 	if !k.on() {
-		return []api.Check{{Name: "checkpoints", Status: api.CheckWarn, Detail: "off: steps are not checkpointed and cannot be rewound",
+		return []api.Check{{Name: "checkpoints", Status: api.CheckWarn, Detail: "off: steps are not checkpointed and cannot be rewound, and a y! on a program line binds only the files the line names, not the workspace it runs in",
 			Fix: "set [checkpoints] enabled = true in the config"}}
 	}
 	entries, err := os.ReadDir(k.opt.Dir)

@@ -282,3 +282,26 @@ func TestWholeRunIsShownAndRewoundByItsID(t *testing.T) {
 		t.Errorf("the rewind's episode does not name the run: %+v", eps[len(eps)-1])
 	}
 }
+
+// A step the policy approves starts in the transaction that stores its proposal: it is
+// checkpointed before that all the same, so it can be told, rewound and put back.
+func TestStepThePolicyApprovesIsCheckpointed(t *testing.T) {
+	h := newHarness(t, withCheckpoints, func(o *Options) { o.Allow = []string{"write_file(notes/*)"} })
+	h.fake.Script(
+		reply("write_file", map[string]string{"path": "notes/a.txt", "contents": "hello\n"}),
+		reply("read_file", map[string]string{"path": "notes/a.txt"}),
+		reply("finish", map[string]string{"reason": "done"}))
+	a := h.create(api.CreateAgentRequest{})
+	h.pending(a.ID) // read_file: the write, approved by the pattern, has ended
+	eps := h.history(a.ID)
+	if len(eps) != 1 || eps[0].Decision == nil || eps[0].Decision.Source != "policy" ||
+		!strings.HasSuffix(eps[0].Result, "[workspace: changed 1 file and 1 folder (+1 −0)]") {
+		t.Fatalf("the pattern-approved write's episode does not say what it changed: %+v", eps)
+	}
+	if _, err := h.rewind(a.Name, api.RewindRequest{To: 1, By: "ana"}); err != nil {
+		t.Fatalf("the pattern-approved step cannot be rewound: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(a.Workspace, "notes", "a.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after the rewind notes/a.txt: %v, want it gone", err)
+	}
+}

@@ -173,6 +173,7 @@ func (r *runner) propose(ctx context.Context, l *live, a *store.Agent, last *api
 	var shown api.Proposal // p as proposed: the policy may start it in the same transaction
 	var st *started        // set when the policy approved p and it started in the same transaction
 	r.mu.Lock()
+	r.s.checkpointAhead(ctx, l, p) // the policy may start p in the transaction that stores it
 	err := r.s.st.Tx(ctx, func(tx *store.Tx) error {
 		st = nil // a retried transaction starts over
 		cur, err := tx.Agent(a.ID)

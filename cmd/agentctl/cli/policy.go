@@ -17,10 +17,11 @@ patterns — those stored for the agent (by "n!" decisions or by this command), 
 [agents.NAME] config section, and the global [permissions] ones; a deny always wins — and
 the agent's grants: each "y -N" (the next N-1 proposals of this run), each "y!" (this exact
 command with these args; on execute_shell and execute_python_file also the workspace files
-its line names, as they were: a rewritten check.py asks again), each pattern added with
-"add", and a run's auto steps (--auto N, a schedule's autonomy), with who made it, where,
-and how much of it is left. Every proposal a grant approves names it, in follow, show,
-why, replay, the audit log and chat.
+its line names, as they were: a rewritten check.py asks again; and since a program runs
+code its line does not name, such a y! ends once another step changes the workspace),
+each pattern added with "add", and a run's auto steps (--auto N, a schedule's autonomy),
+with who made it, where, and how much of it is left. Every proposal a grant approves
+names it, in follow, show, why, replay, the audit log and chat.
 
   agentctl policy AGENT                       list the patterns and grants
   agentctl policy AGENT add 'write_file(notes/*)'   preview what the pattern would have
@@ -48,6 +49,11 @@ first argument status, any more), never 'git status-x', 'git -c k=v status' or
 'git status; rm -rf ~' — a line with substitutions, variables, globs or other shell syntax
 always asks, and a wildcard never approves sh, env, xargs, sudo, find -exec, git -c and
 other forms that run something else. Path patterns match the cleaned workspace path.
+A program a pattern approves runs bounded: the workspace read-only, no network, an
+empty HOME. A pattern ending in +write ('execute_shell(make fmt)+write') keeps the
+workspace writable, and then whatever code the line runs — a Makefile, a conftest.py,
+package.json's scripts, any file the agent wrote — may change any file there that no
+deny rule protects, unasked (still nothing outside it, and never with the network).
 Patterns from the config file are changed there.`,
 	run: verb(policyVerbs.runPolicy),
 }

@@ -1,11 +1,13 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/agentd/agentd/api"
 	"github.com/agentd/agentd/daemon/agent/cycle"
+	"github.com/agentd/agentd/daemon/agent/policy/bind"
 	"github.com/agentd/agentd/daemon/store"
 	"github.com/agentd/agentd/internal/randid"
 )
@@ -53,6 +55,46 @@ func ApplyGrant(tx *store.Tx, a, owner *store.Agent, au cycle.Authorization, d *
 		return false, nil
 	}
 	return SyncPolicy(tx, owner)
+}
+
+// EndExactGrantsOnChange revokes the y! grants on a program line (bind.RunsFiles) that
+// a's family holds, now that step p changed a's workspace (changed says how, for the
+// record), except the grant p ran under. A y! binds the files its line names, but the
+// program also runs what it finds by itself (a module it imports, a default Makefile, a
+// conftest.py): a change made by any other step, or by a rewind, may have rewritten
+// that code, so the grant approves its line only while the workspace is as the grant's
+// own runs left it, and the next such proposal asks a person again.
+func EndExactGrantsOnChange(tx *store.Tx, a *store.Agent, p *api.Proposal, changed string) error {
+	owner, err := Owner(tx, a)
+	if err != nil {
+		return err
+	}
+	live, err := tx.LiveGrants(owner.ID, owner.RunID)
+	if err != nil || len(live) == 0 {
+		return err
+	}
+	ranUnder := ""
+	if p != nil {
+		d, err := tx.LastDecision(p.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if d != nil {
+			ranUnder = d.Grant
+		}
+	}
+	for _, g := range live {
+		if g.Kind != api.GrantExact || !bind.RunsFiles(g.Command) || g.ID == ranUnder {
+			continue
+		}
+		if _, err := tx.RevokeGrant(g.ID, changed); err != nil {
+			return err
+		}
+		if err := tx.Audit(a.ID, "grant_ended", map[string]string{"grant": g.ID, "why": changed}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // EndCountGrants revokes owner's count grants still running, saying why.
